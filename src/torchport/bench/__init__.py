@@ -1,0 +1,1 @@
+"""torchport.bench (being built)."""

@@ -1,0 +1,137 @@
+"""What a checker rule is: its metadata, its examples, and what it reports.
+
+A rule is a class in its own file under ``check/rules/``, named after the rule.
+The engine parses a file once, walks the tree once, and hands each node whose
+type is in a rule's ``node_types`` to that rule's :meth:`Rule.check`, together
+with the :class:`~torchport.check._context.Context` of the walk (where we are,
+what names are bound, how to build edits). A rule yields :class:`Finding`
+objects; a finding may carry a :class:`Fix`, which is a set of text edits at
+character offsets into the original source (Ruff's model: formatting and
+comments elsewhere are untouched, and no second parser is needed).
+
+Example of a complete rule::
+
+    class ItemInLoop(Rule):
+        '''What it does: ...
+
+        Why is this bad? ...
+        '''
+
+        code = "TP201"
+        name = "item-in-loop"
+        message = "`.item()` inside a loop waits for the device each iteration; accumulate on the device and read once after the loop"
+        fix_safety = FixSafety.NONE
+        node_types = (ast.Call,)
+        valid = ("total = loss.sum().item()\\n",)
+        invalid = (Example("for x in xs:\\n    s += x.item()\\n"),)
+
+        def check(self, node, ctx):
+            if ctx.in_loop and is_method_call(node, "item"):
+                yield ctx.finding(self, node)
+
+This module imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from torchport.check._context import Context
+
+__all__ = ["Edit", "Example", "Finding", "Fix", "FixSafety", "Rule"]
+
+
+class FixSafety(enum.Enum):
+    """Whether a rule's fix may change what the program does."""
+
+    NONE = "none"  # the rule offers no fix
+    SAFE = "safe"  # applied by `torchport fix`
+    UNSAFE = "unsafe"  # applied only by `torchport fix --unsafe`
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Edit:
+    """Replace ``source[start:end]`` (character offsets) with ``text``; ``start == end`` inserts."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """The edits that fix one finding; applied together or not at all."""
+
+    edits: tuple[Edit, ...]
+    safety: FixSafety
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem at one place. Lines are 1-based; columns are 1-based characters."""
+
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    code: str
+    name: str
+    message: str
+    fix: Fix | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """An invalid example: ``source`` must be reported by the rule.
+
+    ``fixed`` is the expected source after the rule's fix (``None`` when the rule
+    has no fix or this example is reported but left alone). ``count`` is how many
+    findings of this rule the example holds.
+    """
+
+    source: str
+    fixed: str | None = None
+    count: int = 1
+
+
+class Rule:
+    """Base class of every checker rule; subclasses set the class attributes and ``check``.
+
+    The class docstring is the rule's documentation and must contain the headings
+    "What it does", "Why is this bad?" and, for unsafe fixes, "Fix safety".
+    """
+
+    code: ClassVar[str]  # "TP101": TP1xx placement, TP2xx transfers/syncs, TP3xx loading, TP4xx APIs, TP9xx noisy
+    name: ClassVar[str]  # kebab-case name of the bad pattern, e.g. "hard-coded-cuda"
+    message: ClassVar[str]  # what to do instead, not only what is wrong
+    fix_safety: ClassVar[FixSafety] = FixSafety.NONE
+    default: ClassVar[bool] = True  # False for noisy rules (all TP9xx): run only when selected
+    node_types: ClassVar[tuple[type[ast.AST], ...]]
+    valid: ClassVar[tuple[str, ...]] = ()
+    invalid: ClassVar[tuple[Example, ...]] = ()
+
+    # Registry of every concrete rule class, filled by __init_subclass__.
+    registry: ClassVar[dict[str, type[Rule]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code is not None:
+            if code in Rule.registry and Rule.registry[code] is not cls:
+                raise TypeError(f"rule code {code} is defined twice: {Rule.registry[code]} and {cls}")
+            Rule.registry[code] = cls
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        """Yield the findings of this rule at ``node`` (one of ``node_types``)."""
+        raise NotImplementedError
+        yield  # pragma: no cover  (makes this a generator for type checkers)
+

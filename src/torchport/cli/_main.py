@@ -1,0 +1,54 @@
+"""The ``torchport`` command: builds one parser from the subcommand modules and dispatches.
+
+Each subcommand lives in its own module (``cli/doctor.py``, ``cli/check.py``, ...)
+exposing ``register(subparsers)``, which adds its parser and sets ``handler`` to a
+function ``(argparse.Namespace) -> int``. Subcommand modules import torch only
+inside their handler, so ``torchport check`` never pays for it.
+
+Exit codes: 0 clean, 1 findings (or the script's own failure), 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from torchport import __version__
+from torchport.errors import TorchportError
+
+SUBCOMMANDS = ("doctor", "check", "fix", "run", "bench")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchport",
+        description="Run the same PyTorch code correctly and fast on any device.",
+    )
+    parser.add_argument("--version", action="version", version=f"torchport {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"torchport.cli.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(handler(args))
+    except TorchportError as exc:
+        print(f"torchport {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,15 @@
+"""`torchport doctor`: placeholder until its issue lands."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("doctor", help="(not built yet)")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    raise SystemExit("torchport doctor is not built yet")

@@ -1,0 +1,1 @@
+"""torchport.diagnose (being built)."""

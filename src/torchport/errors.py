@@ -1,0 +1,50 @@
+"""The one exception tree of torchport.
+
+Every error torchport raises is a :class:`TorchportError` and also a subclass of
+the builtin exception that callers already catch::
+
+    TorchportError(Exception)
+    ├── DeviceError(ValueError)              a device string or index that is malformed or absent
+    ├── DeviceMismatchError(RuntimeError)    tensors of one op on different devices (inside strict())
+    ├── UnsupportedBatchError(TypeError)     a batch holds an object torchport cannot rebuild
+    └── ConfigError(ValueError)              bad configuration: CLI flags, [tool.torchport], arguments
+
+Messages say what was found, what was expected and what to do about it.
+
+This module imports nothing heavy: ``torchport.check`` uses it without torch.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DeviceError",
+    "DeviceMismatchError",
+    "TorchportError",
+    "UnsupportedBatchError",
+]
+
+
+class TorchportError(Exception):
+    """Base class of every error raised by torchport."""
+
+
+class DeviceError(TorchportError, ValueError):
+    """A device that is malformed, unknown to this build of torch, or not present."""
+
+
+class DeviceMismatchError(TorchportError, RuntimeError):
+    """An op received tensors on different devices; the message names each one."""
+
+
+class UnsupportedBatchError(TorchportError, TypeError):
+    """A batch holds an object that cannot be moved or rebuilt; the message names its path."""
+
+
+class ConfigError(TorchportError, ValueError):
+    """Invalid configuration: a command-line flag, a ``[tool.torchport]`` key or an argument."""
+
+
+for _cls in (TorchportError, DeviceError, DeviceMismatchError, UnsupportedBatchError, ConfigError):
+    _cls.__module__ = "torchport"
+del _cls

@@ -1,0 +1,1 @@
+"""torchport.feed (being built)."""

@@ -1,0 +1,1 @@
+"""torchport.place (being built)."""

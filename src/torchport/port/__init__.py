@@ -1,0 +1,1 @@
+"""torchport.port (being built)."""

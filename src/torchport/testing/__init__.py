@@ -1,0 +1,1 @@
+"""The pytest plugin torchport gives its users: a ``device`` fixture and a ``devices`` marker."""
