@@ -1,0 +1,267 @@
+"""Stand-ins for the ``torch.cuda`` API while a script is redirected to another device.
+
+The script sees exactly one CUDA device, and that device is the target:
+``torch.cuda.is_available()`` is True, ``device_count()`` is 1,
+``synchronize()`` waits for the target, ``torch.cuda.FloatTensor(...)`` builds a
+tensor on the target. Calls with no meaning there (streams, events, graphs,
+allocator control, ...) raise :class:`~torchport.port.RedirectError` naming the
+call and the device.
+
+Every stand-in first looks at its caller: a call made from inside torch or
+torchport themselves goes to the real function, because library code asks
+``torch.cuda.is_available()`` to decide whether CUDA machinery exists and must
+keep getting the truth.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from torchport.port._error import RedirectError
+
+__all__ = ["Patch", "cuda_patches"]
+
+# (owner, attribute name, replacement value)
+Patch = tuple[Any, str, Any]
+
+_PORT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_LIBRARY_DIRS = (
+    os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+)
+
+_LEGACY_DTYPES: dict[str, torch.dtype] = {
+    "BFloat16Tensor": torch.bfloat16,
+    "BoolTensor": torch.bool,
+    "ByteTensor": torch.uint8,
+    "CharTensor": torch.int8,
+    "DoubleTensor": torch.float64,
+    "FloatTensor": torch.float32,
+    "HalfTensor": torch.float16,
+    "IntTensor": torch.int32,
+    "LongTensor": torch.int64,
+    "ShortTensor": torch.int16,
+}
+
+_MEMORY_COUNTERS = (
+    "max_memory_allocated",
+    "max_memory_cached",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_cached",
+    "memory_reserved",
+)
+_MEMORY_RESETS = (
+    "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_max_memory_cached",
+    "reset_peak_memory_stats",
+)
+_SEEDING = ("manual_seed", "manual_seed_all", "seed", "seed_all")
+
+
+def caller_is_library() -> bool:
+    """Whether the nearest frame outside ``torchport.port`` belongs to torch or torchport."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PORT_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
+
+
+def _function(original: Any, replacement: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        if caller_is_library():
+            return original(*args, **kwargs)
+        return replacement(*args, **kwargs)
+
+    stand_in.__torchport_original__ = original  # type: ignore[attr-defined]
+    return stand_in
+
+
+class _StandInType(type):
+    """Metaclass of class stand-ins: calling builds the redirected object, isinstance asks it."""
+
+    _original: Any
+    _make: Callable[..., Any]
+    _check: Callable[[Any], bool]
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if caller_is_library():
+            return cls._original(*args, **kwargs)
+        return cls._make(*args, **kwargs)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return cls._check(obj)
+
+
+def _class(
+    original: Any, make: Callable[..., Any], check: Callable[[Any], bool] | None = None
+) -> type:
+    def default_check(obj: Any) -> bool:
+        return isinstance(obj, original)
+
+    namespace = {
+        "__module__": original.__module__,
+        "__qualname__": original.__qualname__,
+        "__doc__": original.__doc__,
+        "__torchport_original__": original,
+        "_original": original,
+        "_make": staticmethod(make),
+        "_check": staticmethod(check or default_check),
+    }
+    return _StandInType(original.__name__, (), namespace)
+
+
+def _unsupported(qualname: str, target: torch.device) -> Callable[..., Any]:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise RedirectError(
+            f"{qualname} has no meaning on {target}: this run redirects CUDA to {target}, "
+            f"and CUDA streams, events, graphs and allocator controls cannot follow. "
+            f"Run on a CUDA device (torchport run --device cuda), or make the call "
+            f"conditional on the device type (if device.type == 'cuda': ...)."
+        )
+
+    return fail
+
+
+class _NullDeviceContext:
+    """``torch.cuda.device(i)`` / ``device_of(t)`` on the target: there is only one device."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callable[..., Any]:
+    """``torch.accelerator.<name>(target)`` on an accelerator, ``cpu_value`` on the CPU."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if target.type == "cpu":
+            return cpu_value
+        return getattr(torch.accelerator, name)(target)
+
+    return call
+
+
+def _synchronize(target: torch.device) -> Callable[..., None]:
+    def synchronize(device: Any = None) -> None:
+        """Waits for all work queued on the target device (a no-op on the CPU)."""
+        if target.type != "cpu":
+            torch.accelerator.synchronize(target)
+
+    return synchronize
+
+
+def _seed(target: torch.device, name: str) -> Callable[..., None]:
+    def seed(*args: Any) -> None:
+        # On the CPU the script's own torch.manual_seed already seeds the one
+        # generator; reseeding it here would shift the random stream.
+        module = getattr(torch, target.type, None)
+        function = getattr(module, name, None)
+        if target.type != "cpu" and function is not None:
+            function(*args)
+
+    return seed
+
+
+def _mem_get_info(target: torch.device) -> Callable[..., tuple[int, int]]:
+    def mem_get_info(device: Any = None) -> tuple[int, int]:
+        if target.type != "cpu":
+            return torch.accelerator.get_memory_info(target)  # type: ignore[no-any-return]
+        page = os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
+
+    return mem_get_info
+
+
+def _legacy_tensor(name: str, target: torch.device) -> type:
+    dtype = _LEGACY_DTYPES[name]
+    cpu_type = getattr(torch, name)
+
+    def make(*args: Any, **kwargs: Any) -> torch.Tensor:
+        return cpu_type(*args, **kwargs).to(target)  # type: ignore[no-any-return]
+
+    def check(obj: Any) -> bool:
+        return (
+            isinstance(obj, torch.Tensor) and obj.dtype == dtype and obj.device.type == target.type
+        )
+
+    stand_in = _class(getattr(torch.cuda, name), make, check)
+    stand_in.dtype = dtype  # type: ignore[attr-defined]
+    return stand_in
+
+
+def _replacements(target: torch.device) -> dict[str, Callable[..., Any]]:
+    """What a script's call to ``torch.cuda.<name>`` does instead, for functions."""
+    table: dict[str, Callable[..., Any]] = {
+        "current_device": lambda: 0,
+        "device_count": lambda: 1,
+        "empty_cache": _accelerator_call(target, "empty_cache", None),
+        "get_device_name": lambda device=None: f"{target} (redirected by torchport)",
+        "init": lambda: None,
+        "ipc_collect": lambda: None,
+        "is_available": lambda: True,
+        "is_bf16_supported": lambda including_emulation=True: True,
+        "is_initialized": lambda: True,
+        "mem_get_info": _mem_get_info(target),
+        "memory_stats": _accelerator_call(target, "memory_stats", {}),
+        "memory_summary": lambda device=None, abbreviated=False: (
+            f"torchport: no CUDA memory summary, this run is redirected to {target}"
+        ),
+        "set_device": lambda device: None,
+        "synchronize": _synchronize(target),
+    }
+    for name in _MEMORY_COUNTERS:
+        source = name.replace("cached", "reserved")
+        table[name] = _accelerator_call(target, source, 0)
+    for name in _MEMORY_RESETS:
+        source = "reset_peak_memory_stats" if "max" in name else name
+        table[name] = _accelerator_call(target, source, None)
+    for name in _SEEDING:
+        table[name] = _seed(target, name)
+    return table
+
+
+def _public_cuda_api() -> Iterator[tuple[str, Any]]:
+    """Public functions and classes of ``torch.cuda`` itself (not re-exported helpers)."""
+    for name, value in sorted(vars(torch.cuda).items()):
+        if name.startswith("_") or not callable(value):
+            continue
+        if not getattr(value, "__module__", "").startswith("torch.cuda"):
+            continue
+        if isinstance(value, type) and issubclass(value, BaseException):
+            continue  # scripts catch these: they must stay real exception types
+        if name.endswith("Storage"):
+            continue  # serialization looks these up; they are inert until used
+        yield name, value
+
+
+def cuda_patches(target: torch.device) -> list[Patch]:
+    """Every ``torch.cuda`` attribute to replace while redirected to ``target``."""
+    table = _replacements(target)
+    patches: list[Patch] = []
+    for name, original in _public_cuda_api():
+        original = getattr(original, "__torchport_original__", original)
+        qualname = f"torch.cuda.{name}"
+        if name in _LEGACY_DTYPES:
+            patches.append((torch.cuda, name, _legacy_tensor(name, target)))
+        elif name in ("device", "device_of"):
+            patches.append((torch.cuda, name, _class(original, _NullDeviceContext)))
+        elif isinstance(original, type):
+            patches.append((torch.cuda, name, _class(original, _unsupported(qualname, target))))
+        else:
+            replacement = table.get(name) or _unsupported(f"{qualname}()", target)
+            patches.append((torch.cuda, name, _function(original, replacement)))
+    return patches

@@ -1,0 +1,182 @@
+"""Stand-ins for CUDA-bound torch API outside ``torch.cuda``: amp, checkpoints, distributed.
+
+Each maps a CUDA choice the script made (``"cuda"`` autocast, a ``"nccl"``
+process group, a checkpoint saved from a GPU, ``module.cuda()``) onto the
+redirect target, and leaves every other choice as the script made it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.serialization import default_restore_location
+
+from torchport.port._cuda_shim import Patch
+
+__all__ = ["is_cuda", "torch_patches"]
+
+_CUDA_NAME = re.compile(r"cuda(:\d+)?")
+
+
+def is_cuda(value: object) -> bool:
+    """Whether ``value`` names a CUDA device: ``"cuda"``, ``"cuda:1"`` or such a ``torch.device``."""
+    if isinstance(value, torch.device):
+        return value.type == "cuda"
+    return isinstance(value, str) and _CUDA_NAME.fullmatch(value) is not None
+
+
+def _amp_patches(target: torch.device) -> list[Patch]:
+    kind = target.type
+
+    class autocast(torch.amp.autocast):  # noqa: N801  (stands in for torch.autocast)
+        def __init__(
+            self,
+            device_type: str,
+            dtype: torch.dtype | None = None,
+            enabled: bool = True,
+            cache_enabled: bool | None = None,
+        ) -> None:
+            super().__init__(
+                kind if device_type == "cuda" else device_type,
+                dtype=dtype,
+                enabled=enabled,
+                cache_enabled=cache_enabled,
+            )
+
+    class cuda_autocast(autocast):  # noqa: N801
+        # torch.cuda.amp.autocast defaults to float16; on the target its own
+        # autocast dtype (bfloat16 on the CPU) is the one it supports best.
+        def __init__(
+            self, enabled: bool = True, dtype: torch.dtype | None = None, cache_enabled: bool = True
+        ) -> None:
+            super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    class GradScaler(torch.amp.GradScaler):
+        def __init__(self, device: str = "cuda", *args: Any, **kwargs: Any) -> None:
+            super().__init__(kind if device == "cuda" else device, *args, **kwargs)
+
+    class CudaGradScaler(GradScaler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(kind, *args, **kwargs)
+
+    def custom_fwd(fwd: Any = None, *, cast_inputs: torch.dtype | None = None) -> Any:
+        return torch.amp.custom_fwd(fwd, device_type=kind, cast_inputs=cast_inputs)
+
+    def custom_bwd(bwd: Any = None) -> Any:
+        return torch.amp.custom_bwd(bwd, device_type=kind)
+
+    for cls, original in (
+        (autocast, torch.amp.autocast),
+        (cuda_autocast, torch.cuda.amp.autocast),
+        (GradScaler, torch.amp.GradScaler),
+        (CudaGradScaler, torch.cuda.amp.GradScaler),
+    ):
+        cls.__name__ = original.__name__
+        cls.__qualname__ = original.__qualname__
+        cls.__module__ = original.__module__
+    return [
+        (torch, "autocast", autocast),
+        (torch.amp, "autocast", autocast),
+        (torch.amp, "GradScaler", GradScaler),
+        (torch.cuda.amp, "autocast", cuda_autocast),
+        (torch.cuda.amp, "GradScaler", CudaGradScaler),
+        (torch.cuda.amp, "custom_fwd", custom_fwd),
+        (torch.cuda.amp, "custom_bwd", custom_bwd),
+    ]
+
+
+def _map_location(map_location: Any, target: torch.device) -> Any:
+    """The ``map_location`` that sends CUDA storages to ``target`` and keeps the others."""
+    if is_cuda(map_location):
+        return target
+    if map_location is not None and not isinstance(map_location, dict):
+        return map_location  # another device, or the script's own callable
+    table: dict[str, Any] = dict(map_location or {})
+
+    def restore(storage: Any, location: str) -> Any:
+        location = str(table.get(location, location))
+        if is_cuda(location):
+            return default_restore_location(storage, str(target))
+        return default_restore_location(storage, location)
+
+    return restore
+
+
+def _load_patches(target: torch.device) -> list[Patch]:
+    original = torch.load
+
+    @functools.wraps(original)
+    def load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """``torch.load`` with CUDA storages restored on the redirect target."""
+        return original(f, _map_location(map_location, target), *args, **kwargs)
+
+    load.__torchport_original__ = original  # type: ignore[attr-defined]
+    return [(torch, "load", load), (torch.serialization, "load", load)]
+
+
+def _module_patches(target: torch.device) -> list[Patch]:
+    def cuda(self: torch.nn.Module, device: Any = None) -> torch.nn.Module:
+        """``Module.cuda()`` moves the module to the redirect target instead."""
+        return self.to(target)
+
+    return [(torch.nn.Module, "cuda", cuda)]
+
+
+def _distributed_patches(target: torch.device) -> list[Patch]:
+    if not torch.distributed.is_available():
+        return []
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    def backend(name: Any) -> Any:
+        # "nccl" and "cpu:gloo,cuda:nccl" both need CUDA; gloo runs everywhere.
+        return "gloo" if isinstance(name, str) and "nccl" in name else name
+
+    init_original: Callable[..., Any] = dist.init_process_group
+    new_group_original: Callable[..., Any] = dist.new_group
+
+    @functools.wraps(init_original)
+    def init_process_group(name: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if "backend" in kwargs:
+            kwargs["backend"] = backend(kwargs["backend"])
+        else:
+            name = backend(name)
+        if is_cuda(kwargs.get("device_id")) or isinstance(kwargs.get("device_id"), int):
+            kwargs["device_id"] = None
+        return init_original(name, *args, **kwargs)
+
+    @functools.wraps(new_group_original)
+    def new_group(*args: Any, **kwargs: Any) -> Any:
+        if "backend" in kwargs:
+            kwargs["backend"] = backend(kwargs["backend"])
+        return new_group_original(*args, **kwargs)
+
+    ddp_init: Callable[..., None] = DistributedDataParallel.__init__
+
+    @functools.wraps(ddp_init)
+    def ddp_init_redirected(self: Any, module: Any, *args: Any, **kwargs: Any) -> None:
+        # device_ids / output_device name GPUs; DDP rejects them for other modules.
+        args = tuple(None if index < 2 else value for index, value in enumerate(args))
+        kwargs.pop("device_ids", None)
+        kwargs.pop("output_device", None)
+        ddp_init(self, module, *args, **kwargs)
+
+    return [
+        (dist, "init_process_group", init_process_group),
+        (dist, "new_group", new_group),
+        (DistributedDataParallel, "__init__", ddp_init_redirected),
+    ]
+
+
+def torch_patches(target: torch.device) -> list[Patch]:
+    """Every attribute outside ``torch.cuda`` to replace while redirected to ``target``."""
+    return [
+        *_amp_patches(target),
+        *_load_patches(target),
+        *_module_patches(target),
+        *_distributed_patches(target),
+    ]
