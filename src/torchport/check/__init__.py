@@ -2,3 +2,40 @@
 
 Importing this package never imports torch.
 """
+
+from __future__ import annotations
+
+from torchport.check._config import Config, find_config, load_config
+from torchport.check._engine import check_source, fix_source, select_rules
+from torchport.check._paths import (
+    CheckResult,
+    FileError,
+    FileFix,
+    FixResult,
+    check_paths,
+    fix_paths,
+)
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check.rules import RULES
+
+__all__ = [
+    "RULES",
+    "CheckResult",
+    "Config",
+    "Edit",
+    "Example",
+    "FileError",
+    "FileFix",
+    "Finding",
+    "Fix",
+    "FixResult",
+    "FixSafety",
+    "Rule",
+    "check_paths",
+    "check_source",
+    "find_config",
+    "fix_paths",
+    "fix_source",
+    "load_config",
+    "select_rules",
+]

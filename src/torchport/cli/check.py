@@ -1,15 +1,84 @@
-"""`torchport check`: placeholder until its issue lands."""
+"""`torchport check`: report device-hard-coded and slow PyTorch patterns in source files.
+
+Exit codes: 0 clean, 1 findings, 2 when a file could not be read or parsed (it is
+named on stderr) or the configuration is wrong.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
+
+FORMATS = ("text", "json", "sarif", "github")  # == torchport.check._format.FORMATS (tested)
+
+
+def _codes(text: str) -> list[str]:
+    return [code.strip() for code in text.split(",") if code.strip()]
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments that `check` and `fix` share: paths, rule selection, config, jobs."""
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .)")
+    parser.add_argument(
+        "--select", type=_codes, action="extend", metavar="CODES",
+        help="comma-separated codes or prefixes to run instead of the defaults (TP1,TP201; ALL)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ignore", type=_codes, action="extend", default=[], metavar="CODES",
+        help="comma-separated codes or prefixes to skip",
+    )  # fmt: skip
+    parser.add_argument(
+        "--extend-select", type=_codes, action="extend", default=[], metavar="CODES",
+        help="codes or prefixes to run in addition to the selection (e.g. the noisy TP9xx)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--config", metavar="FILE",
+        help="a TOML file with a [tool.torchport] table (default: the nearest pyproject.toml)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--jobs", "-j", type=int, metavar="N",
+        help="worker processes (default: one per core when there are many files)",
+    )  # fmt: skip
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("check", help="(not built yet)")
+    parser = sub.add_parser(
+        "check",
+        help="find device-hard-coded and slow PyTorch code",
+        description="Report device-hard-coded and slow PyTorch patterns. "
+        "Silence one line with '# noqa: TP101'. Exit 0 clean, 1 findings, 2 errors.",
+    )
+    add_selection_arguments(parser)
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    parser.add_argument(
+        "--statistics", action="store_true", help="print the count per code instead of findings"
+    )
+    parser.add_argument("--explain", metavar="CODE", help="describe one rule, with examples")
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("torchport check is not built yet")
+    if args.explain:
+        from torchport.check._explain import explain
+
+        sys.stdout.write(explain(args.explain).rstrip("\n") + "\n")
+        return 0
+    from torchport.check import check_paths
+    from torchport.check._format import render, render_statistics
+
+    result = check_paths(
+        args.paths or ["."],
+        select=args.select,
+        ignore=args.ignore,
+        extend_select=args.extend_select,
+        config=args.config,
+        jobs=args.jobs,
+    )
+    for error in result.errors:
+        print(error, file=sys.stderr)
+    if args.statistics:
+        sys.stdout.write(render_statistics(result.findings))
+    else:
+        sys.stdout.write(render(args.format, result.findings, result.rules, result.errors))
+    return result.exit_code

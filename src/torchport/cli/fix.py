@@ -1,15 +1,67 @@
-"""`torchport fix`: placeholder until its issue lands."""
+"""`torchport fix`: apply the checker's fixes in place, atomically; idempotent.
+
+Exit codes: 0 when everything left is clean (with ``--diff``: nothing would
+change), 1 when findings remain (or a diff was shown), 2 on errors.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
+
+from torchport.cli.check import add_selection_arguments
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("fix", help="(not built yet)")
+    parser = sub.add_parser(
+        "fix",
+        help="fix device-hard-coded PyTorch code in place",
+        description="Apply safe fixes in place (and unsafe ones with --unsafe). "
+        "Exit 0 when nothing is left, 1 when findings remain, 2 on errors.",
+    )
+    add_selection_arguments(parser)
+    parser.add_argument(
+        "--unsafe", action="store_true", help="also apply fixes that may change behaviour"
+    )
+    parser.add_argument(
+        "--diff", action="store_true", help="print a unified diff and write nothing"
+    )
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("torchport fix is not built yet")
+    from torchport.check import fix_paths
+    from torchport.check._format import render_text
+
+    result = fix_paths(
+        args.paths or ["."],
+        unsafe=args.unsafe,
+        diff=args.diff,
+        select=args.select,
+        ignore=args.ignore,
+        extend_select=args.extend_select,
+        config=args.config,
+        jobs=args.jobs,
+    )
+    # With --diff, stdout is a clean patch; everything else goes to stderr.
+    report = sys.stderr if args.diff else sys.stdout
+    total = 0
+    for change in result.changed:
+        total += sum(change.fixed.values())
+        counts = ", ".join(f"{code} x{n}" for code, n in change.fixed.items())
+        if args.diff:
+            sys.stdout.write(change.diff)
+        print(f"{'would fix' if args.diff else 'fixed'} {change.path}: {counts}", file=report)
+    for error in result.errors:
+        print(error, file=sys.stderr)
+    if result.remaining:
+        report.write(render_text(result.remaining))
+    verb = "Would fix" if args.diff else "Fixed"
+    files = len(result.changed)
+    print(
+        f"{verb} {total} finding{'s' * (total != 1)} in {files} file{'s' * (files != 1)}; "
+        f"{len(result.remaining)} left.",
+        file=report,
+    )
+    return result.exit_code

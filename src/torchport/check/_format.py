@@ -1,0 +1,219 @@
+"""Rendering check results: text, JSON, SARIF 2.1.0, GitHub annotations, statistics.
+
+Facts come in (:class:`~torchport.check._rule.Finding` lists, file errors, the
+rules that ran); strings come out. Nothing here reads files or runs rules.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import PurePath
+
+from torchport import __version__
+from torchport.check._paths import FileError
+from torchport.check._rule import Finding, FixSafety, Rule
+
+__all__ = [
+    "FORMATS",
+    "render",
+    "render_github",
+    "render_json",
+    "render_sarif",
+    "render_statistics",
+    "render_text",
+]
+
+FORMATS = ("text", "json", "sarif", "github")
+_SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _safety(finding: Finding) -> FixSafety | None:
+    return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
+
+
+def render_text(findings: Sequence[Finding]) -> str:
+    """``path:line:col: CODE message`` per finding (``[*]``: safely fixable), then a summary."""
+    lines = []
+    for f in findings:
+        marker = " [*]" if _safety(f) is FixSafety.SAFE else ""
+        lines.append(f"{f.path}:{f.line}:{f.col}: {f.code}{marker} {f.message}")
+    if not findings:
+        lines.append("All checks passed.")
+        return "\n".join(lines) + "\n"
+    safe = sum(_safety(f) is FixSafety.SAFE for f in findings)
+    unsafe = sum(_safety(f) is FixSafety.UNSAFE for f in findings)
+    files = len({f.path for f in findings})
+    noun = "finding" if len(findings) == 1 else "findings"
+    summary = f"Found {len(findings)} {noun} in {files} file{'s' if files != 1 else ''}"
+    notes = []
+    if safe:
+        notes.append(f"{safe} fixable with `torchport fix`")
+    if unsafe:
+        notes.append(f"{unsafe} more with `torchport fix --unsafe`")
+    lines.append(summary + (f" ({', '.join(notes)})" if notes else "") + ".")
+    return "\n".join(lines) + "\n"
+
+
+def _finding_json(f: Finding) -> dict[str, object]:
+    safety = _safety(f)
+    fix = None
+    if safety is not None and f.fix is not None:
+        edits = [{"start": e.start, "end": e.end, "text": e.text} for e in f.fix.edits]
+        fix = {"safety": safety.value, "edits": edits}
+    return {
+        "code": f.code,
+        "name": f.name,
+        "message": f.message,
+        "path": f.path,
+        "line": f.line,
+        "col": f.col,
+        "end_line": f.end_line,
+        "end_col": f.end_col,
+        "fixable": safety is FixSafety.SAFE,
+        "fix": fix,
+    }
+
+
+def render_json(findings: Sequence[Finding]) -> str:
+    """A JSON list of findings; ``fix`` is null or its safety and character-offset edits."""
+    return json.dumps([_finding_json(f) for f in findings], indent=2) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """GitHub Actions commands: ``::warning`` per finding, ``::error`` per file error."""
+    out = []
+    for f in findings:
+        props = (
+            f"file={_escape_property(f.path)},line={f.line},col={f.col},"
+            f"endLine={f.end_line},endColumn={f.end_col},title={_escape_property(f.code)}"
+        )
+        out.append(f"::warning {props}::{_escape_data(f'{f.code} {f.message}')}")
+    for e in errors:
+        out.append(
+            f"::error file={_escape_property(e.path)},title=torchport::{_escape_data(e.message)}"
+        )
+    return "".join(line + "\n" for line in out)
+
+
+def render_statistics(findings: Sequence[Finding]) -> str:
+    """Count per code, most frequent first (ties by code), with ``[*]`` when fixable."""
+    counts = Counter(f.code for f in findings)
+    names = {f.code: f.name for f in findings}
+    fixable = {f.code for f in findings if _safety(f) is FixSafety.SAFE}
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    width = max((len(str(n)) for _, n in rows), default=1)
+    return "".join(
+        f"{n:>{width}}  {code}  {'[*]' if code in fixable else '   '} {names[code]}\n"
+        for code, n in rows
+    )
+
+
+def _uri(path: str) -> dict[str, str]:
+    pure = PurePath(path)
+    if pure.is_absolute():
+        return {"uri": pure.as_uri()}
+    return {"uri": pure.as_posix(), "uriBaseId": "%SRCROOT%"}
+
+
+def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
+    doc = inspect.cleandoc(rule.__doc__ or rule.message)
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.message},
+        "fullDescription": {"text": doc},
+        "help": {"text": doc},
+        "defaultConfiguration": {"level": "warning", "enabled": bool(rule.default)},
+        "properties": {"fixSafety": rule.fix_safety.value},
+    }
+
+
+def render_sarif(
+    findings: Sequence[Finding], rules: Sequence[type[Rule]], errors: Sequence[FileError] = ()
+) -> str:
+    """A SARIF 2.1.0 log with one run; ``tool.driver.rules`` describes every rule that ran."""
+    ordered = sorted({r.code: r for r in rules}.values(), key=lambda r: r.code)
+    index = {r.code: i for i, r in enumerate(ordered)}
+    results = []
+    for f in findings:
+        result: dict[str, object] = {
+            "ruleId": f.code,
+            "level": "warning",
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": _uri(f.path),
+                        "region": {
+                            "startLine": f.line,
+                            "startColumn": f.col,
+                            "endLine": f.end_line,
+                            "endColumn": f.end_col,
+                        },
+                    }
+                }
+            ],
+        }
+        if f.code in index:
+            result["ruleIndex"] = index[f.code]
+        results.append(result)
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": e.message},
+            "locations": [{"physicalLocation": {"artifactLocation": _uri(e.path)}}],
+        }
+        for e in errors
+    ]
+    log = {
+        "$schema": _SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "torchport",
+                        "version": __version__,
+                        "informationUri": "https://github.com/torchport/torchport",
+                        "rules": [_sarif_rule(r) for r in ordered],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+                "invocations": [
+                    {
+                        "executionSuccessful": not errors,
+                        "toolExecutionNotifications": notifications,
+                    }
+                ],
+            }
+        ],
+    }
+    return json.dumps(log, indent=2) + "\n"
+
+
+def render(
+    fmt: str,
+    findings: Sequence[Finding],
+    rules: Sequence[type[Rule]] = (),
+    errors: Sequence[FileError] = (),
+) -> str:
+    """Render in one of :data:`FORMATS` (file errors appear in the output only for sarif/github)."""
+    if fmt == "json":
+        return render_json(findings)
+    if fmt == "sarif":
+        return render_sarif(findings, rules, errors)
+    if fmt == "github":
+        return render_github(findings, errors)
+    return render_text(findings)
