@@ -1,1 +1,8 @@
-"""torchport.feed (being built)."""
+"""torchport.feed: host-to-device copies that overlap compute and fill the link."""
+
+from __future__ import annotations
+
+from torchport.feed._pack import pack_to_device, should_pack
+from torchport.feed._staging import StagingPool
+
+__all__ = ["StagingPool", "pack_to_device", "should_pack"]
