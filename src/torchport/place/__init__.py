@@ -1,1 +1,18 @@
-"""torchport.place (being built)."""
+"""torchport.place: choose a device and move anything to it."""
+
+from __future__ import annotations
+
+from torchport.place._device import DeviceInfo, available_devices, pick_device
+from torchport.place._move import UnregisteredTensorWarning, to_device
+
+for _obj in (DeviceInfo, available_devices, pick_device, to_device, UnregisteredTensorWarning):
+    _obj.__module__ = "torchport"
+del _obj
+
+__all__ = [
+    "DeviceInfo",
+    "UnregisteredTensorWarning",
+    "available_devices",
+    "pick_device",
+    "to_device",
+]

@@ -1,0 +1,443 @@
+"""The one tree walker: finds the tensors in a nested batch and rebuilds the batch around new ones.
+
+Everything in torchport that looks inside a batch (``to_device``, the packer, the
+loader, the diagnostics) goes through :func:`flatten_tensors` or
+:func:`map_tensors`, so that every part agrees on what a batch may hold.
+
+The walk itself is optree's C++ flatten and unflatten. optree already knows
+``dict``, ``OrderedDict``, ``defaultdict``, ``list``, ``tuple``, ``deque``,
+namedtuples and structseqs; the first time a batch holds a dataclass or a
+subclass of ``dict``/``list``/``tuple`` that optree treats as a leaf, its type is
+registered in the private ``"torchport"`` optree namespace (the global optree
+registry and torch's own pytree registry are left alone) and the batch is
+flattened again. Leaves are classified once per type, so a batch of known types
+costs one C++ flatten, one Python loop over the leaves and one C++ unflatten.
+
+Objects with a ``.to`` method (other than tensors) are leaves: the mover calls
+their ``.to``. Every other leaf comes back as it is.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import optree
+import torch
+
+from torchport.errors import UnsupportedBatchError
+
+__all__ = ["BatchLayout", "Rebuild", "flatten_batch", "flatten_tensors", "map_tensors"]
+
+_NAMESPACE = "torchport"
+_ROOT = "batch"
+
+# What a leaf of a given type is. Classified once per type, then a dict lookup.
+_PLAIN = 0  # returned as it is
+_TENSOR = 1  # a torch.Tensor (or subclass)
+_MOVER = 2  # has a .to method; the mover calls it
+_NEW_NODE = 3  # a container type just registered: flatten again
+
+_KIND: dict[type, int] = {torch.Tensor: _TENSOR, torch.nn.Parameter: _TENSOR}
+_MISSING = object()
+# Exact types optree walks itself; they reach the leaf loop only when skip_keys kept them.
+_OPTREE_BUILTINS = frozenset(
+    {dict, list, tuple, collections.OrderedDict, collections.defaultdict, collections.deque}
+)
+_MAX_REFLATTEN = 64
+
+Rebuild = Callable[[Sequence[torch.Tensor]], object]
+"""Called with one new tensor per distinct tensor, returns the rebuilt batch."""
+
+
+def flatten_tensors(
+    obj: object, *, skip_keys: Collection[str] = ()
+) -> tuple[list[torch.Tensor], Rebuild]:
+    """Find every distinct tensor in a nested batch.
+
+    Args:
+        obj: A tensor, a container of them at any depth, or any other object.
+        skip_keys: Values under these dict keys (at any depth) are left as they are
+            and their tensors are not listed.
+
+    Returns:
+        The distinct tensors (deduplicated by identity, in the walk's first-seen
+        order) and a function that takes one replacement per listed tensor and
+        returns a batch of the same structure with every occurrence of each
+        tensor replaced, so tensors shared inside the batch stay shared. Objects
+        with a ``.to`` method are leaves and come back unchanged.
+
+    Raises:
+        UnsupportedBatchError: The batch holds a cycle, or (when the rebuild
+            function is called) a container whose type cannot be rebuilt; the
+            message names its path, e.g. ``batch['meta'][2]``.
+    """
+    layout = flatten_batch(obj, skip_keys=skip_keys)
+    return layout.tensors, layout.rebuild
+
+
+def map_tensors(
+    fn: Callable[[torch.Tensor], torch.Tensor], obj: object, *, skip_keys: Collection[str] = ()
+) -> object:
+    """Apply ``fn`` once to each distinct tensor of a batch and rebuild the batch.
+
+    Args:
+        fn: Called once per distinct tensor.
+        obj: The batch; it is not modified.
+        skip_keys: Values under these dict keys are left as they are.
+
+    Returns:
+        A batch of the same structure holding ``fn``'s results.
+
+    Raises:
+        UnsupportedBatchError: See :func:`flatten_tensors`.
+    """
+    layout = flatten_batch(obj, skip_keys=skip_keys)
+    return layout.rebuild([fn(t) for t in layout.tensors])
+
+
+class BatchLayout:
+    """A flattened batch: its distinct tensors, its ``.to`` objects and how to rebuild it."""
+
+    __slots__ = ("_leaves", "_mover_slots", "_spec", "_tensor_slots", "movers", "tensors")
+
+    def __init__(
+        self,
+        leaves: list[Any],
+        spec: optree.PyTreeSpec,
+        tensors: list[torch.Tensor],
+        tensor_slots: list[tuple[int, int]] | None,
+        movers: list[Any],
+        mover_slots: list[tuple[int, int]],
+    ) -> None:
+        self._leaves = leaves
+        self._spec = spec
+        self.tensors = tensors
+        # None means the leaves are exactly `tensors`, in order: rebuild needs no merge.
+        self._tensor_slots = tensor_slots
+        self.movers = movers
+        self._mover_slots = mover_slots
+
+    def rebuild(
+        self, new_tensors: Sequence[torch.Tensor], new_movers: Sequence[Any] | None = None
+    ) -> object:
+        """Return the batch with ``tensors`` (and ``movers``, if given) replaced one for one.
+
+        Raises:
+            UnsupportedBatchError: A container in the batch rejects its own
+                contents; the message names its path and type.
+        """
+        if len(new_tensors) != len(self.tensors):
+            raise ValueError(f"expected {len(self.tensors)} tensors, got {len(new_tensors)}")
+        slots = self._tensor_slots
+        if slots is None and new_movers is None:
+            leaves: list[Any] = new_tensors if isinstance(new_tensors, list) else list(new_tensors)
+        else:
+            leaves = self._leaves.copy()
+            if slots is None:
+                leaves[: len(new_tensors)] = new_tensors
+            else:
+                for pos, i in slots:
+                    leaves[pos] = new_tensors[i]
+            if new_movers is not None:
+                for pos, i in self._mover_slots:
+                    leaves[pos] = new_movers[i]
+        try:
+            return optree.tree_unflatten(self._spec, leaves)
+        except UnsupportedBatchError:
+            raise
+        except Exception as exc:  # any constructor may raise anything; say where
+            _rebuild_located(self._spec, leaves, _ROOT)
+            raise UnsupportedBatchError(
+                f"could not rebuild the batch: {type(exc).__name__}: {exc}"
+            ) from exc
+
+
+def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayout:
+    """Flatten a batch into its distinct tensors, its ``.to`` objects and a rebuilder.
+
+    The mover uses this directly; other code calls :func:`flatten_tensors`.
+
+    Raises:
+        UnsupportedBatchError: The batch contains itself (a cycle) or is nested
+            deeper than optree's recursion limit.
+    """
+    kept: set[int] = set()
+    is_leaf = _skip_predicate(frozenset(skip_keys), kept) if skip_keys else None
+    kind_of = _KIND.get
+    for _ in range(_MAX_REFLATTEN):
+        try:
+            leaves, spec = optree.tree_flatten(obj, is_leaf, namespace=_NAMESPACE)  # type: ignore[arg-type]
+        except RecursionError as exc:
+            raise UnsupportedBatchError(_recursion_message(obj)) from exc
+        tensors: list[torch.Tensor] = []
+        slots: list[tuple[int, int]] = []
+        movers: list[Any] = []
+        mover_slots: list[tuple[int, int]] = []
+        seen: dict[int, int] = {}
+        seen_movers: dict[int, int] = {}
+        direct = True  # leaves == tensors so far
+        new_node = False
+        for pos, leaf in enumerate(leaves):
+            if kept and id(leaf) in kept:
+                direct = False
+                continue
+            kind = kind_of(type(leaf))
+            if kind is None:
+                kind = _classify(type(leaf))
+            if kind == _TENSOR:
+                key = id(leaf)
+                i = seen.get(key)
+                if i is None:
+                    i = seen[key] = len(tensors)
+                    tensors.append(leaf)
+                    if direct and i != pos:
+                        direct = False
+                else:
+                    direct = False
+                slots.append((pos, i))
+            elif kind == _MOVER:
+                direct = False
+                key = id(leaf)
+                i = seen_movers.get(key)
+                if i is None:
+                    i = seen_movers[key] = len(movers)
+                    movers.append(leaf)
+                mover_slots.append((pos, i))
+            elif kind == _NEW_NODE:
+                new_node = True
+                break
+            else:
+                direct = False
+        if not new_node:
+            return BatchLayout(
+                leaves, spec, tensors, None if direct else slots, movers, mover_slots
+            )
+        kept.clear()
+    raise UnsupportedBatchError(  # pragma: no cover - needs 64 levels of new container types
+        "the batch nests more new container types than torchport registers in one call; "
+        "call to_device again or simplify the batch"
+    )
+
+
+def _skip_predicate(skip: frozenset[str], kept: set[int]) -> Callable[[Any], bool]:
+    """An optree ``is_leaf`` that turns values under keys in ``skip`` into leaves.
+
+    optree visits a dict before its values, so the dict records the identities of
+    its skipped values and the predicate stops at them. An object that sits both
+    under a skipped key and elsewhere in the batch is left as it is everywhere.
+    """
+
+    def is_leaf(node: Any) -> bool:
+        if id(node) in kept:
+            return True
+        if isinstance(node, dict):
+            for key in skip:
+                value = node.get(key, _MISSING)
+                if value is not _MISSING:
+                    kept.add(id(value))
+        return False
+
+    return is_leaf
+
+
+def _classify(cls: type) -> int:
+    """Decide what leaves of type ``cls`` are, registering container types on first sight."""
+    if issubclass(cls, torch.Tensor):
+        kind = _TENSOR
+    elif callable(getattr(cls, "to", None)) and not issubclass(cls, type):
+        kind = _MOVER
+    elif _register(cls):
+        return _NEW_NODE  # not cached: once registered, optree no longer yields it as a leaf
+    else:
+        kind = _PLAIN
+    _KIND[cls] = kind
+    return kind
+
+
+def _register(cls: type) -> bool:
+    """Register ``cls`` as an optree node in the torchport namespace if it is a container."""
+    if dataclasses.is_dataclass(cls):
+        fields = tuple((f.name, f.init) for f in dataclasses.fields(cls))
+        flatten: Callable[[Any], Any] = _dataclass_flatten(fields)
+        unflatten: Callable[[Any, Any], Any] = _dataclass_unflatten(cls)
+        entry: type[optree.PyTreeEntry] = optree.DataclassEntry
+    elif cls in _OPTREE_BUILTINS or issubclass(cls, (str, bytes, torch.Size)):
+        return False
+    elif issubclass(cls, collections.defaultdict):
+        flatten, unflatten, entry = (
+            _defaultdict_flatten,
+            _defaultdict_unflatten(cls),
+            optree.MappingEntry,
+        )
+    elif issubclass(cls, dict):
+        flatten, unflatten, entry = _dict_flatten, _dict_unflatten(cls), optree.MappingEntry
+    elif issubclass(cls, (list, tuple)):
+        flatten, unflatten, entry = (
+            _sequence_flatten,
+            _sequence_unflatten(cls),
+            optree.SequenceEntry,
+        )
+    else:
+        return False
+    # ValueError: another thread registered it first.
+    with contextlib.suppress(ValueError):
+        optree.register_pytree_node(
+            cls,  # type: ignore[arg-type]
+            flatten,
+            unflatten,
+            path_entry_type=entry,
+            namespace=_NAMESPACE,
+        )
+    return True
+
+
+def _dataclass_flatten(fields: tuple[tuple[str, bool], ...]) -> Callable[[Any], Any]:
+    def flatten(obj: Any) -> tuple[list[Any], tuple[tuple[str, bool], ...], tuple[str, ...]]:
+        values = []
+        present = []
+        for name, init in fields:
+            # A field with init=False and no default may never have been set.
+            value = getattr(obj, name, _MISSING)
+            if value is not _MISSING:
+                values.append(value)
+                present.append((name, init))
+        return values, tuple(present), tuple(name for name, _ in present)
+
+    return flatten
+
+
+def _dataclass_unflatten(cls: type) -> Callable[[Any, Any], Any]:
+    def unflatten(present: tuple[tuple[str, bool], ...], values: Any) -> Any:
+        kwargs = {}
+        later = []
+        for (name, init), value in zip(present, values, strict=True):
+            if init:
+                kwargs[name] = value
+            else:
+                later.append((name, value))
+        obj = cls(**kwargs)
+        for name, value in later:
+            # object.__setattr__ also works on frozen dataclasses.
+            object.__setattr__(obj, name, value)
+        return obj
+
+    return unflatten
+
+
+def _dict_flatten(obj: Any) -> tuple[list[Any], list[Any], list[Any]]:
+    keys = list(obj)
+    return [obj[k] for k in keys], keys, keys
+
+
+def _dict_unflatten(cls: type) -> Callable[[Any, Any], Any]:
+    def unflatten(keys: list[Any], values: Any) -> Any:
+        return cls(zip(keys, values, strict=True))
+
+    return unflatten
+
+
+def _defaultdict_flatten(obj: Any) -> tuple[list[Any], tuple[Any, list[Any]], list[Any]]:
+    keys = list(obj)
+    return [obj[k] for k in keys], (obj.default_factory, keys), keys
+
+
+def _defaultdict_unflatten(cls: type) -> Callable[[Any, Any], Any]:
+    def unflatten(meta: tuple[Any, list[Any]], values: Any) -> Any:
+        factory, keys = meta
+        return cls(factory, zip(keys, values, strict=True))
+
+    return unflatten
+
+
+def _sequence_flatten(obj: Any) -> tuple[list[Any], None, None]:
+    return list(obj), None, None
+
+
+def _sequence_unflatten(cls: type) -> Callable[[Any, Any], Any]:
+    def unflatten(_: None, values: Any) -> Any:
+        return cls(values)
+
+    return unflatten
+
+
+def _rebuild_located(spec: optree.PyTreeSpec, leaves: Sequence[Any], path: str) -> Any:
+    """Rebuild node by node, so a failure can be reported with its path in the batch."""
+    if spec.is_leaf():
+        return leaves[0]
+    one_level = spec.one_level()
+    assert one_level is not None
+    children = []
+    offset = 0
+    for child, accessor in zip(spec.children(), one_level.accessors(), strict=True):
+        n = child.num_leaves
+        children.append(_rebuild_located(child, leaves[offset : offset + n], accessor.codify(path)))
+        offset += n
+    try:
+        return one_level.unflatten(children)
+    except Exception as exc:
+        cls = spec.type
+        name = f"{cls.__module__}.{cls.__qualname__}" if cls is not None else "None"
+        how = (
+            "calling it with its init fields as keywords"
+            if cls is not None and dataclasses.is_dataclass(cls)
+            else "calling its type with its rebuilt items"
+        )
+        raise UnsupportedBatchError(
+            f"cannot rebuild {path} of type {name}: {type(exc).__name__}: {exc}. "
+            f"torchport rebuilds it by {how}; give {cls.__name__ if cls else 'it'} "
+            "a .to(device) method that returns a moved copy, make its constructor accept "
+            "its own contents, or leave it out with skip_keys"
+        ) from exc
+
+
+def _recursion_message(obj: object) -> str:
+    """Say where a batch contains itself, or that it is simply too deep."""
+    found = _find_cycle(obj, _ROOT, set())
+    if found is not None:
+        return (
+            f"the batch contains itself: {found} refers back to an enclosing container; "
+            "to_device cannot copy a cyclic structure; break the cycle or pass its key "
+            "in skip_keys"
+        )
+    return (
+        f"the batch is nested more than {optree.MAX_RECURSION_DEPTH} levels deep; "
+        "flatten it or wrap the deep part in an object with a .to(device) method"
+    )
+
+
+def _find_cycle(node: object, path: str, stack: set[int]) -> str | None:
+    if len(stack) > optree.MAX_RECURSION_DEPTH:
+        return None
+    try:
+        children, _, entries, _ = optree.tree_flatten_one_level(
+            node,  # type: ignore[arg-type]
+            namespace=_NAMESPACE,
+        )
+    except ValueError:  # a leaf
+        return None
+    stack.add(id(node))
+    try:
+        for child, entry in zip(children, entries, strict=True):
+            child_path = path + _entry_text(node, entry)
+            if id(child) in stack:
+                return child_path
+            found = _find_cycle(child, child_path, stack)
+            if found is not None:
+                return found
+    finally:
+        stack.discard(id(node))
+    return None
+
+
+def _entry_text(node: object, entry: object) -> str:
+    if isinstance(node, dict):
+        return f"[{entry!r}]"
+    if isinstance(node, (list, collections.deque)) or type(node) is tuple:
+        return f"[{entry}]"
+    if isinstance(node, tuple) and not optree.is_namedtuple_instance(node):
+        return f"[{entry}]"
+    return f".{entry}"
