@@ -1,4 +1,4 @@
-"""`torchport doctor`: placeholder until its issue lands."""
+"""`torchport doctor`: report torch's build, drivers, devices and copy bandwidth on this machine."""
 
 from __future__ import annotations
 
@@ -7,9 +7,34 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("doctor", help="(not built yet)")
+    parser = sub.add_parser(
+        "doctor",
+        help="check torch, drivers and devices on this machine",
+        description=(
+            "Report the torch build, CUDA/ROCm runtime against the driver, visible devices "
+            "and their free memory, MPS/XPU, the device torchport picks and why, and any "
+            "problems with what to do about them. Exit 0 when no problem is an error, 1 "
+            "otherwise."
+        ),
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--bandwidth",
+        action="store_true",
+        help="measure pinned and pageable host<->device copy bandwidth (a few seconds)",
+    )
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("torchport doctor is not built yet")
+    # torch is imported here, not at module level, so other subcommands never pay for it.
+    from rich.console import Console
+
+    from torchport.diagnose import doctor
+
+    report = doctor(bandwidth=args.bandwidth)
+    if args.json:
+        print(report.to_json())
+    else:
+        Console().print(report.render())
+    return 0 if report.ok else 1

@@ -2,4 +2,21 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from torchport.diagnose._bandwidth import CopyBandwidth
+from torchport.diagnose._doctor import DoctorReport, doctor
+from torchport.diagnose._findings import Finding, Severity
+from torchport.diagnose._memory import MemoryReport, memory_report
+from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
+
+__all__ = [
+    "CopyBandwidth",
+    "DoctorReport",
+    "Finding",
+    "MemoryReport",
+    "OomCase",
+    "OomExplanation",
+    "Severity",
+    "doctor",
+    "explain_oom",
+    "memory_report",
+]

@@ -1,0 +1,119 @@
+"""Measured host<->device copy bandwidth, pinned and pageable, each way.
+
+Each copy is timed on the device's own clock (``torch.Event`` with timing) where the backend
+has one, and by the host clock around a synchronize elsewhere (MPS). The source is refilled
+with fresh random bytes before every copy so no layer can serve a cached or compressed page,
+the first copies are discarded as warm-up, and the median of the rest is reported.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["CopyBandwidth", "measure_bandwidth"]
+
+_EVENT_TIMED = ("cuda", "xpu")
+
+
+@dataclass(frozen=True)
+class CopyBandwidth:
+    """Copy bandwidth in GB/s (10^9 bytes per second), ``None`` where not measured.
+
+    Attributes:
+        device: The device copied to and from; ``None`` when not applicable.
+        size_bytes: Bytes per copy.
+        repeats: Timed copies per figure (the median is reported).
+        h2d_pinned: Host to device from pinned (page-locked) memory.
+        h2d_pageable: Host to device from ordinary memory.
+        d2h_pinned: Device to host into pinned memory.
+        d2h_pageable: Device to host into ordinary memory.
+        reason: Why nothing (or not everything) was measured.
+    """
+
+    device: str | None
+    size_bytes: int = 0
+    repeats: int = 0
+    h2d_pinned: float | None = None
+    h2d_pageable: float | None = None
+    d2h_pinned: float | None = None
+    d2h_pageable: float | None = None
+    reason: str | None = None
+
+
+def measure_bandwidth(
+    device: torch.device, *, size_bytes: int = 64 * 2**20, repeats: int = 7, warmup: int = 2
+) -> CopyBandwidth:
+    """Measure pinned and pageable copy bandwidth between the host and ``device``.
+
+    Synchronizes the device after every copy; allocates ``size_bytes`` on the device and
+    up to twice that in host memory for the duration.
+
+    Args:
+        device: An accelerator device; on ``cpu`` the result says why it is not applicable.
+        size_bytes: Bytes per copy.
+        repeats: Timed copies per figure.
+        warmup: Untimed copies before them.
+
+    Returns:
+        The four medians, or ``None`` each with ``reason`` where not measurable.
+    """
+    if device.type in ("cpu", "meta"):
+        return CopyBandwidth(
+            device=None,
+            reason=f"not applicable: {device.type} has no separate device memory to copy to",
+        )
+    if device.index is None:
+        device = torch.device(device.type, torch.accelerator.current_device_index())
+    on_device = torch.empty(size_bytes, dtype=torch.uint8, device=device)
+    pageable = torch.empty(size_bytes, dtype=torch.uint8)
+    reason: str | None = None
+    try:
+        pinned: torch.Tensor | None = torch.empty(size_bytes, dtype=torch.uint8, pin_memory=True)
+    except RuntimeError as exc:
+        pinned = None
+        reason = f"pinned memory unavailable: {str(exc).splitlines()[0]}"
+
+    def rate(dst: torch.Tensor, src: torch.Tensor, async_ok: bool) -> float:
+        times = [
+            _time_copy(dst, src, device, non_blocking=async_ok) for _ in range(warmup + repeats)
+        ]
+        return size_bytes / statistics.median(times[warmup:]) / 1e9
+
+    return CopyBandwidth(
+        device=str(device),
+        size_bytes=size_bytes,
+        repeats=repeats,
+        h2d_pinned=rate(on_device, pinned, True) if pinned is not None else None,
+        h2d_pageable=rate(on_device, pageable, False),
+        d2h_pinned=rate(pinned, on_device, True) if pinned is not None else None,
+        d2h_pageable=rate(pageable, on_device, False),
+        reason=reason,
+    )
+
+
+def _time_copy(
+    dst: torch.Tensor, src: torch.Tensor, device: torch.device, *, non_blocking: bool
+) -> float:
+    """Seconds for one ``dst.copy_(src)``, with ``src`` refilled with fresh random bytes."""
+    src.random_()
+    torch.accelerator.synchronize(device)
+    if device.type in _EVENT_TIMED:
+        stream = torch.accelerator.current_stream(device)
+        start = torch.Event(device=device, enable_timing=True)
+        end = torch.Event(device=device, enable_timing=True)
+        start.record(stream)
+        dst.copy_(src, non_blocking=non_blocking)
+        end.record(stream)
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+    begin = time.perf_counter()
+    dst.copy_(src, non_blocking=non_blocking)
+    torch.accelerator.synchronize(device)
+    return time.perf_counter() - begin
+
+
+CopyBandwidth.__module__ = "torchport.diagnose"

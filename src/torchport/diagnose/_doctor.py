@@ -1,0 +1,338 @@
+"""doctor(): the facts about this machine's torch, drivers and devices, with findings.
+
+``doctor()`` collects and returns a :class:`DoctorReport`; it prints nothing. The report
+renders itself (``render()``, ``str()``, ``to_json()``) so the CLI stays a thin shell. Each
+probe runs guarded: a probe that raises becomes an error finding, never a traceback.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+import torch
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from torchport.diagnose._bandwidth import CopyBandwidth, measure_bandwidth
+from torchport.diagnose._findings import Finding, Severity
+from torchport.diagnose._memory import MemoryReport, memory_report, render_text
+from torchport.diagnose._probes import (
+    AcceleratorInfo,
+    DeviceChoice,
+    DriverInfo,
+    GpuInfo,
+    TorchBuild,
+    cuda_contexts,
+    probe_accelerators,
+    probe_build,
+    probe_choice,
+    probe_driver,
+    probe_environment,
+    probe_gpus,
+)
+from torchport.diagnose._sizes import format_bytes
+from torchport.errors import TorchportError
+
+__all__ = ["DoctorReport", "doctor"]
+
+_T = TypeVar("_T")
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """Everything ``torchport doctor`` knows about this machine.
+
+    Attributes:
+        torch: How torch was built.
+        driver: The GPU driver against the runtime.
+        accelerators: What each backend reports.
+        gpus: Visible CUDA/ROCm devices.
+        environment: The device-steering environment variables (``None``: unset).
+        host_memory: This process's and the system's RAM.
+        choice: The device ``pick_device()`` picks and why.
+        bandwidth: Measured copy bandwidth, or why it was not measured.
+        cuda_context_created: Whether ``doctor()`` itself created a CUDA context.
+        findings: Problems, worst first.
+    """
+
+    torch: TorchBuild | None
+    driver: DriverInfo | None
+    accelerators: AcceleratorInfo | None
+    gpus: tuple[GpuInfo, ...]
+    environment: dict[str, str | None]
+    host_memory: MemoryReport | None
+    choice: DeviceChoice | None
+    bandwidth: CopyBandwidth
+    cuda_context_created: bool
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """True when no finding is an error."""
+        return not any(f.severity is Severity.ERROR for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The facts as plain JSON-ready values (sizes in bytes, bandwidth in GB/s)."""
+        data: dict[str, Any] = _plain(asdict(self))
+        data["ok"] = self.ok
+        if self.torch is not None:
+            data["torch"]["kind"] = self.torch.kind
+        return data
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The facts as a JSON document."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def render(self) -> Group:
+        """The report as rich tables: build, devices, environment, bandwidth, findings."""
+        parts: list[RenderableType] = [self._render_build(), self._render_devices()]
+        env = Table(title="environment", show_header=False, title_justify="left")
+        for name, value in self.environment.items():
+            env.add_row(name, "(unset)" if value is None else repr(value))
+        parts += [env, self._render_bandwidth(), self._render_findings()]
+        return Group(*parts)
+
+    def __rich__(self) -> RenderableType:
+        return self.render()
+
+    def __str__(self) -> str:
+        return render_text(self.render())
+
+    def _render_build(self) -> Table:
+        table = Table(title="torch", show_header=False, title_justify="left")
+        if self.torch is not None:
+            table.add_row("version", f"{self.torch.version} ({self.torch.kind})")
+            table.add_row("python / platform", f"{self.torch.python} / {self.torch.platform}")
+            if self.torch.arch_list:
+                table.add_row("compiled for", " ".join(self.torch.arch_list))
+            if self.torch.cudnn is not None:
+                table.add_row("cuDNN", str(self.torch.cudnn))
+        if self.driver is not None and self.driver.runtime is not None:
+            ok = {True: "supports it", False: "does NOT support it", None: "unknown"}
+            table.add_row(
+                "driver",
+                f"{self.driver.version or 'not found'} for runtime {self.driver.runtime}: "
+                f"{ok[self.driver.supports_runtime]}",
+            )
+        if self.accelerators is not None:
+            acc = self.accelerators
+            table.add_row("accelerator", f"{acc.current or 'none'} ({acc.count} device(s))")
+            table.add_row("MPS / XPU", f"{_yes(acc.mps_available)} / {_yes(acc.xpu_available)}")
+        if self.host_memory is not None:
+            host = self.host_memory
+            table.add_row(
+                "host RAM",
+                f"{format_bytes(host.free)} available of {format_bytes(host.total)}",
+            )
+        if self.choice is not None:
+            table.add_row("pick_device()", f"{self.choice.device or 'fails'}: {self.choice.reason}")
+        table.add_row("CUDA context created", _yes(self.cuda_context_created))
+        return table
+
+    def _render_devices(self) -> RenderableType:
+        if not self.gpus:
+            return Text("no CUDA/ROCm GPU visible")
+        table = Table(title="GPUs", title_justify="left")
+        for column in ("index", "name", "capability", "in build", "free", "total"):
+            table.add_column(column)
+        for gpu in self.gpus:
+            in_build = {True: "yes", False: "NO", None: "?"}[gpu.supported_by_build]
+            table.add_row(
+                str(gpu.index),
+                gpu.name,
+                gpu.capability,
+                in_build,
+                format_bytes(gpu.free_memory),
+                format_bytes(gpu.total_memory),
+            )
+        return Group(table, Text(f"free memory from: {self.gpus[0].free_memory_source}"))
+
+    def _render_bandwidth(self) -> RenderableType:
+        bw = self.bandwidth
+        if bw.device is None:
+            return Text(f"copy bandwidth: {bw.reason}")
+        table = Table(
+            title=f"copy bandwidth, {format_bytes(bw.size_bytes)} copies, median of "
+            f"{bw.repeats} (GB/s)",
+            title_justify="left",
+        )
+        for column in ("direction", "pinned", "pageable"):
+            table.add_column(column)
+        for name, pinned, pageable in (
+            (f"host -> {bw.device}", bw.h2d_pinned, bw.h2d_pageable),
+            (f"{bw.device} -> host", bw.d2h_pinned, bw.d2h_pageable),
+        ):
+            table.add_row(name, _gbps(pinned), _gbps(pageable))
+        return Group(table, Text(bw.reason)) if bw.reason else table
+
+    def _render_findings(self) -> RenderableType:
+        if not self.findings:
+            return Text("no problems found", style="green")
+        lines = Text()
+        for finding in self.findings:
+            lines.append(f"{finding.severity.value}: ", style=_STYLE[finding.severity])
+            lines.append(f"{finding.message}\n  fix: {finding.fix}\n")
+        return lines
+
+
+def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport:
+    """Collect the facts about torch, drivers and devices on this machine.
+
+    Prints nothing. Creates no CUDA context unless free GPU memory must be read without
+    NVML (``free_memory=False`` prevents that) or ``bandwidth`` is true; the report's
+    ``cuda_context_created`` says whether it did. With ``bandwidth`` it synchronizes the
+    chosen device after each measured copy.
+
+    Args:
+        bandwidth: Measure pinned and pageable copy bandwidth to the chosen device.
+        free_memory: Read each GPU's free memory.
+
+    Returns:
+        The report; ``report.ok`` is false when any finding is an error.
+    """
+    findings: list[Finding] = []
+    contexts_before = _guard(findings, "CUDA contexts", cuda_contexts) or frozenset()
+    build = _guard(findings, "the torch build", probe_build)
+    driver = None
+    if build is not None:
+        driver = _guard_with_findings(findings, "the GPU driver", lambda: probe_driver(build))
+    accel = _guard(findings, "the accelerators", probe_accelerators)
+    gpus: tuple[GpuInfo, ...] = ()
+    env: dict[str, str | None] = {}
+    if build is not None:
+        gpus = (
+            _guard_with_findings(
+                findings, "the GPUs", lambda: probe_gpus(build, free_memory=free_memory)
+            )
+            or ()
+        )
+        if accel is not None:
+            env = (
+                _guard_with_findings(
+                    findings, "the environment", lambda: probe_environment(build, accel)
+                )
+                or {}
+            )
+            findings += _unexplained_missing_gpu(build, accel, findings)
+    host = _guard(findings, "host memory", lambda: memory_report("cpu"))
+    choice = None
+    if accel is not None and env:
+        choice = _choose(findings, env, accel)
+    measured = CopyBandwidth(device=None, reason="not measured (pass bandwidth=True)")
+    if bandwidth:
+        target = torch.device(choice.device) if choice and choice.device else torch.device("cpu")
+        measured = _guard(findings, "copy bandwidth", lambda: measure_bandwidth(target)) or (
+            CopyBandwidth(device=None, reason="measurement failed; see findings")
+        )
+    contexts_after = _guard(findings, "CUDA contexts", cuda_contexts) or frozenset()
+    order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+    return DoctorReport(
+        torch=build,
+        driver=driver,
+        accelerators=accel,
+        gpus=gpus,
+        environment=env,
+        host_memory=host,
+        choice=choice,
+        bandwidth=measured,
+        cuda_context_created=bool(contexts_after - contexts_before),
+        findings=tuple(sorted(findings, key=lambda f: order[f.severity])),
+    )
+
+
+def _choose(
+    findings: list[Finding], env: dict[str, str | None], accel: AcceleratorInfo
+) -> DeviceChoice:
+    try:
+        return probe_choice(env, accel)
+    except TorchportError as exc:
+        explained = any(
+            f.severity is Severity.ERROR and name in f.message
+            for f in findings
+            for name in ("TORCHPORT_DEVICE", "LOCAL_RANK")
+        )
+        if not explained:
+            findings.append(
+                Finding(Severity.ERROR, f"pick_device() fails: {exc}", "see the message")
+            )
+        return DeviceChoice(None, f"pick_device() raised {type(exc).__name__}: {exc}")
+    except Exception as exc:
+        findings.append(_probe_failed("pick_device()", exc))
+        return DeviceChoice(None, f"pick_device() raised {type(exc).__name__}: {exc}")
+
+
+def _unexplained_missing_gpu(
+    build: TorchBuild, accel: AcceleratorInfo, findings: list[Finding]
+) -> list[Finding]:
+    """A GPU build that sees no GPU, when no other finding already says why."""
+    if not (build.cuda or build.hip) or accel.cuda_available:
+        return []
+    if any(f.severity is Severity.ERROR for f in findings):
+        return []
+    return [
+        Finding(
+            Severity.ERROR,
+            f"torch is built for {build.kind} but sees no GPU",
+            "check that nvidia-smi (or rocm-smi) lists a GPU, that a container was started "
+            "with the GPU passed in (docker --gpus all), and that CUDA_VISIBLE_DEVICES is "
+            "unset or names it; install the CPU wheel if this machine has no GPU",
+        )
+    ]
+
+
+def _guard(findings: list[Finding], what: str, probe: Callable[[], _T]) -> _T | None:
+    try:
+        return probe()
+    except Exception as exc:
+        # Any failure of a probe is a fact about a broken environment, not a crash.
+        findings.append(_probe_failed(what, exc))
+        return None
+
+
+def _guard_with_findings(
+    findings: list[Finding], what: str, probe: Callable[[], tuple[_T, list[Finding]]]
+) -> _T | None:
+    result = _guard(findings, what, probe)
+    if result is None:
+        return None
+    value, found = result
+    findings += found
+    return value
+
+
+def _probe_failed(what: str, exc: BaseException) -> Finding:
+    first_line = (str(exc).strip().splitlines() or [""])[0][:200]
+    return Finding(
+        Severity.ERROR,
+        f"reading {what} failed: {type(exc).__name__}: {first_line}",
+        "this usually means a broken driver or torch install; reinstall torch for this "
+        "machine's driver, and include `torchport doctor --json` in any bug report",
+    )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _gbps(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+DoctorReport.__module__ = "torchport"
+doctor.__module__ = "torchport"

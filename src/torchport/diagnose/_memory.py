@@ -1,0 +1,336 @@
+"""memory_report: how much memory a device has, holds and has free, as one dataclass of facts.
+
+Accelerators are read through ``torch.accelerator`` where this torch has the call, then the
+backend module (``torch.cuda``, ``torch.mps``); the CPU is read from ``/proc`` and the cgroup
+limit on Linux, from ``resource``/``sysconf`` elsewhere (psutil is not a dependency).
+
+``explain_oom`` lives in ``_oom.py`` and is re-exported here: strict()/audit() import it from
+this module.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console, RenderableType
+from rich.table import Table
+
+from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
+from torchport.diagnose._sizes import format_bytes
+from torchport.errors import ConfigError, DeviceError
+
+__all__ = ["MemoryReport", "OomCase", "OomExplanation", "explain_oom", "memory_report"]
+
+_PROC_STATUS = Path("/proc/self/status")
+_PROC_MEMINFO = Path("/proc/meminfo")
+_CGROUP_MAX = Path("/sys/fs/cgroup/memory.max")
+_CGROUP_CURRENT = Path("/sys/fs/cgroup/memory.current")
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Memory of one device at one moment; sizes in bytes, ``None`` where unknown.
+
+    Attributes:
+        device: The device reported on, e.g. ``"cuda:0"`` or ``"cpu"``.
+        allocated: Bytes in live tensors, as PyTorch's allocator counts them.
+        reserved: Bytes the allocator holds from the device (allocated plus its cache).
+        peak_allocated: The most ``allocated`` has been since the last peak reset.
+        free: Free device memory; for the CPU, the RAM the system can still give.
+        total: Device memory; for the CPU, system RAM (or the container's limit if lower).
+        process_rss: This process's resident host memory.
+        process_peak_rss: The most ``process_rss`` has been.
+        notes: Why a number is missing, or where it came from when that matters.
+    """
+
+    device: str
+    allocated: int | None = None
+    reserved: int | None = None
+    peak_allocated: int | None = None
+    free: int | None = None
+    total: int | None = None
+    process_rss: int | None = None
+    process_peak_rss: int | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The facts as plain JSON-ready values (bytes as ints)."""
+        data = asdict(self)
+        data["notes"] = list(self.notes)
+        return data
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The facts as a JSON document."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def render(self) -> Table:
+        """A rich table with human-readable sizes."""
+        table = Table(title=f"memory on {self.device}", show_header=False, title_justify="left")
+        table.add_column("what", style="bold")
+        table.add_column("size", justify="right")
+        host = self.device == "cpu"
+        rows = (
+            ("allocated (live tensors)", self.allocated),
+            ("reserved by the allocator", self.reserved),
+            ("peak allocated", self.peak_allocated),
+            ("available RAM" if host else "free", self.free),
+            ("total RAM" if host else "total", self.total),
+            ("process RSS", self.process_rss),
+            ("process peak RSS", self.process_peak_rss),
+        )
+        for label, value in rows:
+            if value is not None:
+                table.add_row(label, format_bytes(value))
+        for note in self.notes:
+            table.add_row("note", note)
+        return table
+
+    def __rich__(self) -> RenderableType:
+        return self.render()
+
+    def __str__(self) -> str:
+        return render_text(self.render())
+
+
+def render_text(renderable: RenderableType, *, width: int = 100) -> str:
+    """Render a rich object to plain text (no colour codes) for ``str()`` and logs."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
+    return buffer.getvalue().rstrip("\n")
+
+
+def memory_report(device: torch.device | str | int | None = None) -> MemoryReport:
+    """Report allocated, reserved, peak, free and total memory of a device.
+
+    Never synchronizes. On CUDA, reading free/total memory initializes the device's
+    context (a few hundred MiB) if this process has not used the device yet.
+
+    Args:
+        device: The device, e.g. ``"cuda:1"``, ``torch.device("mps")``, an accelerator index,
+            or ``"cpu"``. ``None`` reports on the device ``torchport.pick_device()`` picks.
+
+    Returns:
+        The facts; render with ``str()``, ``rich.print()`` or ``to_json()``.
+
+    Raises:
+        DeviceError: The device is malformed, ``meta``, or not present on this machine.
+        ConfigError: ``device`` is not a device at all (e.g. a tensor or a list).
+    """
+    resolved = _resolve(device)
+    rss, peak_rss = _process_rss()
+    if resolved.type == "cpu":
+        free, total, notes = _host_memory()
+        return MemoryReport(
+            device="cpu",
+            free=free,
+            total=total,
+            process_rss=rss,
+            process_peak_rss=peak_rss,
+            notes=("PyTorch does not count CPU tensor bytes; see process RSS", *notes),
+        )
+    return _accelerator_report(resolved, rss, peak_rss)
+
+
+def _resolve(device: torch.device | str | int | None) -> torch.device:
+    if device is None:
+        try:
+            from torchport.place import pick_device
+        except ImportError:
+            return torch.device("cpu")
+        return pick_device()
+    if isinstance(device, bool) or not isinstance(device, torch.device | str | int):
+        raise ConfigError(
+            f"memory_report() got a {type(device).__name__}, not a device; expected a "
+            "torch.device, a string such as 'cuda:0' or 'cpu', or an accelerator index"
+        )
+    if isinstance(device, int):
+        accelerator = torch.accelerator.current_accelerator()
+        if accelerator is None:
+            raise DeviceError(
+                f"memory_report({device}) names an accelerator index, but this machine has "
+                f"no accelerator; available: {', '.join(_available())}; pass 'cpu'"
+            )
+        resolved = torch.device(accelerator.type, device)
+    else:
+        try:
+            resolved = torch.device(device)
+        except RuntimeError:
+            raise DeviceError(
+                f"memory_report() got {device!r}, which is not a device string; "
+                f"expected one of: {', '.join(_available())}"
+            ) from None
+    if resolved.type == "meta":
+        raise DeviceError(
+            "memory_report('meta'): meta tensors hold no memory; pass a real device, one of: "
+            + ", ".join(_available())
+        )
+    if resolved.type != "cpu":
+        _check_present(resolved)
+    return resolved
+
+
+def _available() -> list[str]:
+    names = ["cpu"]
+    accelerator = torch.accelerator.current_accelerator()
+    if accelerator is not None:
+        count = torch.accelerator.device_count()
+        names += [f"{accelerator.type}:{index}" for index in range(count)]
+    return names
+
+
+def _check_present(device: torch.device) -> None:
+    accelerator = torch.accelerator.current_accelerator()
+    count = torch.accelerator.device_count() if accelerator is not None else 0
+    if accelerator is None or accelerator.type != device.type:
+        raise DeviceError(
+            f"memory_report({str(device)!r}): this machine has no {device.type} device; "
+            f"available: {', '.join(_available())}"
+        )
+    if device.index is not None and device.index >= count:
+        raise DeviceError(
+            f"memory_report({str(device)!r}): {device.type} index {device.index} is out of "
+            f"range; this machine has {count} ({', '.join(_available())})"
+        )
+
+
+def _accelerator_report(device: torch.device, rss: int | None, peak: int | None) -> MemoryReport:
+    index = device.index if device.index is not None else torch.accelerator.current_device_index()
+    target = torch.device(device.type, index)
+    notes: list[str] = []
+    allocated = _first(notes, "allocated", _stat(target, "memory_allocated"))
+    reserved = _first(notes, "reserved", _stat(target, "memory_reserved"))
+    peak_allocated = _first(notes, "peak allocated", _stat(target, "max_memory_allocated"))
+    free = total = None
+    try:
+        free, total = torch.accelerator.get_memory_info(target)
+    except (RuntimeError, AttributeError, NotImplementedError) as exc:
+        notes.append(f"free/total not reported by this backend ({_one_line(exc)})")
+    if device.type == "mps":
+        free, total = _mps_free_total(free, total, notes)
+    return MemoryReport(
+        device=str(target),
+        allocated=allocated,
+        reserved=reserved,
+        peak_allocated=peak_allocated,
+        free=free,
+        total=total,
+        process_rss=rss,
+        process_peak_rss=peak,
+        notes=tuple(notes),
+    )
+
+
+def _stat(device: torch.device, name: str) -> list[Callable[[], int]]:
+    """The ways to read one allocator statistic, newest API first."""
+    ways: list[Callable[[], int]] = []
+    generic = getattr(torch.accelerator, name, None)
+    if generic is not None:
+        ways.append(lambda: int(generic(device)))
+    backend = getattr(torch, device.type, None)
+    specific = getattr(backend, name, None)
+    if device.type != "mps" and specific is not None:
+        ways.append(lambda: int(specific(device)))
+    mps_names = {"memory_allocated": "current_allocated_memory"}
+    if device.type == "mps" and name in mps_names:
+        ways.append(lambda: int(getattr(torch.mps, mps_names[name])()))
+    return ways
+
+
+def _first(notes: list[str], label: str, ways: list[Callable[[], int]]) -> int | None:
+    error: BaseException | None = None
+    for way in ways:
+        try:
+            return way()
+        except (RuntimeError, AttributeError, NotImplementedError, TypeError) as exc:
+            error = exc
+    reason = _one_line(error) if error is not None else "no API in this torch"
+    notes.append(f"{label} not reported by this backend ({reason})")
+    return None
+
+
+def _mps_free_total(
+    free: int | None, total: int | None, notes: list[str]
+) -> tuple[int | None, int | None]:
+    if total is not None:
+        return free, total
+    try:
+        total = int(torch.mps.recommended_max_memory())
+        free = max(total - int(torch.mps.driver_allocated_memory()), 0)
+    except (RuntimeError, AttributeError) as exc:
+        notes.append(f"MPS free/total not available ({_one_line(exc)})")
+        return None, None
+    notes.append("total is Metal's recommended working-set size; free is what remains of it")
+    return free, total
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:120] if text else type(exc).__name__
+
+
+def _process_rss() -> tuple[int | None, int | None]:
+    """Current and peak resident memory of this process, in bytes."""
+    fields = _read_kib_fields(_PROC_STATUS)
+    if "VmRSS" in fields:
+        return fields["VmRSS"], fields.get("VmHWM")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # ru_maxrss is bytes on macOS and KiB on the other Unixes.
+    peak_bytes = peak if sys.platform == "darwin" else peak * 1024
+    return None, peak_bytes or None
+
+
+def _host_memory() -> tuple[int | None, int | None, list[str]]:
+    """Available and total system RAM, bounded by the cgroup limit when one is set."""
+    notes: list[str] = []
+    info = _read_kib_fields(_PROC_MEMINFO)
+    available, total = info.get("MemAvailable"), info.get("MemTotal")
+    if total is None:
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            total = None
+        notes.append("available RAM is not reported on this platform")
+    limit = _read_int(_CGROUP_MAX)
+    if limit is not None and total is not None and limit < total:
+        used = _read_int(_CGROUP_CURRENT) or 0
+        total = limit
+        room = max(limit - used, 0)
+        available = room if available is None else min(available, room)
+        notes.append("total is this container's cgroup memory limit")
+    return available, total, notes
+
+
+def _read_kib_fields(path: Path) -> dict[str, int]:
+    """Parse ``Name:  123 kB`` lines (``/proc/self/status``, ``/proc/meminfo``) into bytes."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return {}
+    fields: dict[str, int] = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+            fields[name] = int(parts[0]) * 1024
+    return fields
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # "max" means no limit
+
+
+MemoryReport.__module__ = "torchport"
+memory_report.__module__ = "torchport"

@@ -1,0 +1,341 @@
+"""explain_oom: read an allocator's out-of-memory message and say which of four causes it is.
+
+PyTorch's caching allocators state the facts in the message itself
+(``c10/cuda/CUDACachingAllocator.cpp``, the XPU twin, ``MPSAllocator.mm``)::
+
+    CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 15.51 GiB
+    of which 149.62 MiB is free. Process 1839 has 322.23 MiB memory in use. Including
+    non-PyTorch memory, this process has 11.65 GiB memory in use. Of the allocated memory
+    11.47 GiB is allocated by PyTorch, and 10.27 MiB is reserved by PyTorch but unallocated.
+
+Older releases wrote ``(GPU 0; 7.93 GiB total capacity; 130.35 MiB already allocated; ...)``;
+both shapes are read. Each number is parsed on its own so a release that adds or drops a
+clause loses only that number.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+
+import torch
+
+from torchport.diagnose._sizes import SIZE_PATTERN, format_bytes, parse_size
+from torchport.errors import ConfigError
+
+__all__ = ["OomCase", "OomExplanation", "explain_oom"]
+
+_S = f"({SIZE_PATTERN})"
+_FLAGS = re.IGNORECASE | re.DOTALL
+
+_HEADER = re.compile(r"\b(CUDA|HIP|XPU) out of memory|\b(MPS) backend out of memory", _FLAGS)
+# Raised by cuBLAS/cuDNN/kernels rather than the caching allocator: an OOM without numbers.
+_BARE_HEADER = re.compile(r"\b(CUDA|HIP) error: out of memory", _FLAGS)
+_REQUESTED = re.compile(rf"Tried to allocate {_S}", _FLAGS)
+# "capacty" is how releases before 2.2 spelled it.
+_CAPACITY = re.compile(rf"GPU\s*(\d*)\s+has a total capac\w* of {_S}", _FLAGS)
+_FREE = re.compile(rf"of which {_S} is free", _FLAGS)
+_ALLOWED = re.compile(rf"{_S} allowed;", _FLAGS)
+_OTHER_PROCESS = re.compile(rf"Process (\d+) has {_S} memory in use", _FLAGS)
+_THIS_PROCESS = re.compile(rf"this process has {_S} memory in use", _FLAGS)
+_ALLOCATED = re.compile(rf"{_S} is allocated by PyTorch", _FLAGS)
+_UNALLOCATED = re.compile(rf"{_S} is reserved by PyTorch but unallocated", _FLAGS)
+_OLD_GPU = re.compile(r"\(GPU (\d+);", _FLAGS)
+_OLD_TOTAL = re.compile(rf"{_S} total capacity", _FLAGS)
+_OLD_ALLOCATED = re.compile(rf"{_S} already allocated", _FLAGS)
+_OLD_FREE = re.compile(rf"{_S} free;", _FLAGS)
+_OLD_RESERVED = re.compile(rf"{_S} reserved in total by PyTorch", _FLAGS)
+_MPS_ALLOCATED = re.compile(rf"MPS allocated: {_S}", _FLAGS)
+_MPS_OTHER = re.compile(rf"other allocations: {_S}", _FLAGS)
+_MPS_MAX = re.compile(rf"max allowed: {_S}", _FLAGS)
+
+# Other processes are "the" cause when they hold at least this share of the device.
+_OTHERS_SHARE = 0.25
+# Reserved-but-unallocated counts as fragmentation from this share of what PyTorch reserved.
+_FRAGMENTED_SHARE = 0.10
+
+
+class OomCase(enum.Enum):
+    """The one cause an out-of-memory error is classified as."""
+
+    REQUEST_TOO_LARGE = "request larger than the device"
+    OTHER_PROCESSES = "other processes hold the memory"
+    FRAGMENTATION = "fragmentation"
+    WORKING_SET_TOO_LARGE = "working set too large"
+
+
+@dataclass(frozen=True)
+class OomExplanation:
+    """What an out-of-memory message said, its cause and the next step.
+
+    Sizes are bytes; ``None`` where the message did not state the number.
+
+    Attributes:
+        case: The cause.
+        backend: ``"cuda"``, ``"hip"``, ``"xpu"`` or ``"mps"``.
+        device: The device the allocation failed on, when known.
+        requested: The allocation that failed.
+        total: The device's capacity (for MPS: the allocator's maximum allowed).
+        free: Free device memory when the error was raised.
+        allowed: The per-process limit set by ``set_per_process_memory_fraction``.
+        allocated: Memory in live tensors, as counted by PyTorch.
+        reserved_unallocated: Memory PyTorch cached but could not use for this request.
+        this_process: All memory this process used, PyTorch's or not.
+        other_processes: ``(pid, bytes)`` of each other process on the device.
+        next_step: What to do, in one or two sentences.
+        message: The original error message.
+    """
+
+    case: OomCase
+    backend: str
+    device: str | None
+    requested: int | None
+    total: int | None
+    free: int | None
+    allowed: int | None
+    allocated: int | None
+    reserved_unallocated: int | None
+    this_process: int | None
+    other_processes: tuple[tuple[int, int], ...] = field(default=())
+    next_step: str = ""
+    message: str = field(default="", repr=False)
+
+    @property
+    def other_processes_total(self) -> int:
+        """Bytes held by all other processes on the device."""
+        return sum(used for _, used in self.other_processes)
+
+    def __str__(self) -> str:
+        where = self.device or self.backend
+        facts = [f"{self.backend.upper()} out of memory on {where}"]
+        if self.requested is not None:
+            facts.append(f"tried to allocate {format_bytes(self.requested)}")
+        if self.total is not None:
+            free = f"{format_bytes(self.free)} free of " if self.free is not None else ""
+            facts.append(f"{free}{format_bytes(self.total)}")
+        if self.allocated is not None:
+            facts.append(f"{format_bytes(self.allocated)} in PyTorch tensors")
+        if self.reserved_unallocated is not None:
+            facts.append(f"{format_bytes(self.reserved_unallocated)} cached but unusable")
+        if self.other_processes:
+            facts.append(f"{format_bytes(self.other_processes_total)} held by other processes")
+        return f"{', '.join(facts)}. Cause: {self.case.value}. {self.next_step}"
+
+
+def explain_oom(
+    err: BaseException | str, *, device: torch.device | str | None = None
+) -> OomExplanation:
+    """Explain an out-of-memory error from a CUDA, ROCm, XPU or MPS allocator.
+
+    Reads only the message; does not touch the device or synchronize.
+
+    Args:
+        err: The ``torch.OutOfMemoryError`` (or a ``RuntimeError`` carrying an allocator's
+            out-of-memory message), or the message text itself, e.g. from a log.
+        device: The device the error came from, when the message does not say.
+
+    Returns:
+        The parsed numbers, the cause and the next step.
+
+    Raises:
+        ConfigError: ``err`` is not an out-of-memory error.
+    """
+    message = err if isinstance(err, str) else str(err)
+    header = _HEADER.search(message) or _BARE_HEADER.search(message)
+    if header is None:
+        if isinstance(err, torch.OutOfMemoryError):
+            backend = torch.device(device).type if device is not None else "cuda"
+            return _classify(backend, _device_name(backend, None, device), {}, (), message)
+        kind = type(err).__name__ if not isinstance(err, str) else "text"
+        raise ConfigError(
+            f"explain_oom() got a {kind} that is not an out-of-memory error: {message[:120]!r}; "
+            "expected a torch.OutOfMemoryError or a CUDA/HIP/XPU/MPS 'out of memory' message; "
+            "pass the exception caught around the failing call"
+        )
+    backend = next(g for g in header.groups() if g).lower()
+    if backend == "mps":
+        return _explain_mps(message, device)
+    numbers: dict[str, int] = {}
+    _take(numbers, "requested", _REQUESTED, message)
+    index: str | None = None
+    capacity = _CAPACITY.search(message)
+    if capacity is not None:
+        index = capacity.group(1) or None
+        numbers["total"] = parse_size(capacity.group(2))
+        _take(numbers, "free", _FREE, message)
+        _take(numbers, "allocated", _ALLOCATED, message)
+        _take(numbers, "reserved_unallocated", _UNALLOCATED, message)
+    else:
+        old_gpu = _OLD_GPU.search(message)
+        index = old_gpu.group(1) if old_gpu else None
+        _take(numbers, "total", _OLD_TOTAL, message)
+        _take(numbers, "allocated", _OLD_ALLOCATED, message)
+        _take(numbers, "free", _OLD_FREE, message)
+        _take(numbers, "reserved", _OLD_RESERVED, message)
+        if "reserved" in numbers and "allocated" in numbers:
+            numbers["reserved_unallocated"] = max(numbers["reserved"] - numbers["allocated"], 0)
+    _take(numbers, "allowed", _ALLOWED, message)
+    _take(numbers, "this_process", _THIS_PROCESS, message)
+    others = tuple((int(pid), parse_size(size)) for pid, size in _OTHER_PROCESS.findall(message))
+    if "this_process" not in numbers:
+        others = _drop_own_process(numbers, others)
+    return _classify(backend, _device_name(backend, index, device), numbers, others, message)
+
+
+def _take(numbers: dict[str, int], key: str, pattern: re.Pattern[str], message: str) -> None:
+    match = pattern.search(message)
+    if match is not None:
+        numbers[key] = parse_size(match.group(1))
+
+
+def _device_name(backend: str, index: str | None, device: torch.device | str | None) -> str | None:
+    if device is not None:
+        return str(torch.device(device))
+    # ROCm builds report HIP errors but address the device as "cuda".
+    kind = "cuda" if backend == "hip" else backend
+    return f"{kind}:{index}" if index is not None else None
+
+
+def _drop_own_process(
+    numbers: dict[str, int], others: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int], ...]:
+    """Find this process among the "Process N" lines when the allocator did not label it.
+
+    Inside a container NVML reports host pids, so the allocator cannot match its own pid
+    and lists itself as "Process N". The process holding at least what PyTorch reserved,
+    and the least such, is taken to be this one.
+    """
+    if "allocated" not in numbers:
+        return others
+    reserved = numbers["allocated"] + numbers.get("reserved_unallocated", 0)
+    candidates = [entry for entry in others if entry[1] >= reserved]
+    if not candidates:
+        return others
+    own = min(candidates, key=lambda entry: entry[1])
+    numbers["this_process"] = own[1]
+    return tuple(entry for entry in others if entry is not own)
+
+
+def _explain_mps(message: str, device: torch.device | str | None) -> OomExplanation:
+    numbers: dict[str, int] = {}
+    _take(numbers, "requested", _REQUESTED, message)
+    _take(numbers, "allocated", _MPS_ALLOCATED, message)
+    _take(numbers, "total", _MPS_MAX, message)
+    other = _MPS_OTHER.search(message)
+    if "allocated" in numbers:
+        # "Other allocations" are this process's driver-side buffers, not other processes.
+        numbers["this_process"] = numbers["allocated"] + (
+            parse_size(other.group(1)) if other else 0
+        )
+        if "total" in numbers:
+            numbers["free"] = max(numbers["total"] - numbers["this_process"], 0)
+    name = str(torch.device(device)) if device is not None else "mps"
+    return _classify("mps", name, numbers, (), message)
+
+
+def _classify(
+    backend: str,
+    device: str | None,
+    numbers: dict[str, int],
+    others: tuple[tuple[int, int], ...],
+    message: str,
+) -> OomExplanation:
+    requested = numbers.get("requested")
+    total = numbers.get("total")
+    capacity = numbers.get("allowed", total)
+    allocated = numbers.get("allocated")
+    unallocated = numbers.get("reserved_unallocated")
+    free = numbers.get("free")
+    held_by_others = sum(used for _, used in others)
+    where = device or backend
+
+    if requested is not None and capacity is not None and requested > capacity:
+        case = OomCase.REQUEST_TOO_LARGE
+        limit = "the per-process limit" if "allowed" in numbers else f"all of {where}"
+        step = (
+            f"One allocation of {format_bytes(requested)} exceeds {limit} "
+            f"({format_bytes(capacity)}), so no allocator setting can make it fit: split the "
+            "work (a smaller batch, or chunk the op over the sequence or batch dimension), use a "
+            "smaller dtype (bfloat16 halves it), or shard the model across devices (FSDP)."
+        )
+    elif (
+        held_by_others > 0
+        and (requested is None or held_by_others >= requested)
+        and (
+            (total is not None and held_by_others >= _OTHERS_SHARE * total)
+            or held_by_others >= numbers.get("this_process", 0)
+        )
+    ):
+        case = OomCase.OTHER_PROCESSES
+        pids = ", ".join(str(pid) for pid, _ in others)
+        step = (
+            f"Other processes (pid {pids}) hold {format_bytes(held_by_others)} of {where}: "
+            "stop them (look for leftover jobs with nvidia-smi or rocm-smi), or run on a free "
+            "GPU by setting CUDA_VISIBLE_DEVICES or TORCHPORT_DEVICE."
+        )
+    elif unallocated is not None and _fragmented(requested, free, allocated, unallocated):
+        case = OomCase.FRAGMENTATION
+        step = (
+            f"{format_bytes(unallocated)} is reserved by PyTorch but split into blocks too "
+            f"small for this request. {_defragment_hint(backend)}"
+        )
+    else:
+        case = OomCase.WORKING_SET_TOO_LARGE
+        held = f"PyTorch holds {format_bytes(allocated)} in live tensors; " if allocated else ""
+        step = (
+            f"{held}the model, activations and optimizer state do not fit together: reduce the "
+            "batch size (gradient accumulation keeps the effective batch), use activation "
+            "checkpointing (torch.utils.checkpoint), train in mixed precision (torch.autocast "
+            "with bfloat16), and drop references to tensors you no longer need."
+        )
+        if backend == "mps":
+            step += (
+                " The cap is PYTORCH_MPS_HIGH_WATERMARK_RATIO of system memory; raising it "
+                "trades this error for system-wide swapping."
+            )
+    return OomExplanation(
+        case=case,
+        backend=backend,
+        device=device,
+        requested=requested,
+        total=total,
+        free=free,
+        allowed=numbers.get("allowed"),
+        allocated=allocated,
+        reserved_unallocated=unallocated,
+        this_process=numbers.get("this_process"),
+        other_processes=others,
+        next_step=step,
+        message=message,
+    )
+
+
+def _fragmented(
+    requested: int | None, free: int | None, allocated: int | None, unallocated: int
+) -> bool:
+    if requested is not None and unallocated >= requested:
+        return True
+    reserved = (allocated or 0) + unallocated
+    fits_if_compacted = requested is None or (free or 0) + unallocated >= requested
+    return fits_if_compacted and reserved > 0 and unallocated >= _FRAGMENTED_SHARE * reserved
+
+
+def _defragment_hint(backend: str) -> str:
+    if backend == "xpu":
+        return (
+            "Call torch.xpu.empty_cache() between phases that allocate differently sized "
+            "tensors, and keep tensor shapes steady across steps (pad to fixed buckets)."
+        )
+    variable = "PYTORCH_HIP_ALLOC_CONF" if backend == "hip" else "PYTORCH_CUDA_ALLOC_CONF"
+    return (
+        f"Set {variable}=expandable_segments:True in the environment before the process "
+        "starts, so the allocator grows segments instead of splitting them; keeping tensor "
+        "shapes steady across steps (pad to fixed buckets) also helps."
+    )
+
+
+explain_oom.__module__ = "torchport"
+# Reachable as torchport.diagnose.OomCase / .OomExplanation, so reprs and pickles name that.
+OomCase.__module__ = "torchport.diagnose"
+OomExplanation.__module__ = "torchport.diagnose"

@@ -1,0 +1,460 @@
+"""The environment probes behind doctor(): each reads one part of the machine into facts.
+
+Probes avoid creating a CUDA context: the device count, properties, arch list and driver
+version come from calls that initialize the runtime but allocate no context. Only free
+memory needs one when NVML is absent, and the probe says which source it used. Every probe
+may raise; ``_doctor.py`` turns a raised probe into a finding.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from torchport.diagnose._findings import Finding, Severity
+
+__all__ = [
+    "AcceleratorInfo",
+    "DeviceChoice",
+    "DriverInfo",
+    "GpuInfo",
+    "TorchBuild",
+    "cuda_contexts",
+    "probe_accelerators",
+    "probe_build",
+    "probe_choice",
+    "probe_driver",
+    "probe_environment",
+    "probe_gpus",
+]
+
+ENV_VARS = (
+    "TORCHPORT_DEVICE",
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "ZE_AFFINITY_MASK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_NVML_BASED_CUDA_CHECK",
+)
+_NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """How this torch was built.
+
+    Attributes:
+        version: ``torch.__version__``.
+        python: The interpreter version.
+        platform: OS and machine, e.g. ``"Linux-6.8-x86_64"``.
+        cuda: CUDA runtime version torch was built with; ``None`` if not a CUDA build.
+        hip: HIP (ROCm) version; ``None`` if not a ROCm build.
+        cudnn: cuDNN (or MIOpen) version, when the library loads.
+        arch_list: GPU architectures compiled in (``sm_90``, ``compute_90``, ``gfx942``).
+    """
+
+    version: str
+    python: str
+    platform: str
+    cuda: str | None
+    hip: str | None
+    cudnn: int | None
+    arch_list: tuple[str, ...]
+
+    @property
+    def kind(self) -> str:
+        """``"CUDA 12.4"``, ``"ROCm 6.2"`` or ``"CPU-only"`` (XPU and MPS need no build tag)."""
+        if self.hip:
+            return f"ROCm (HIP {self.hip})"
+        if self.cuda:
+            return f"CUDA {self.cuda}"
+        return "CPU-only"
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    """The GPU driver against the runtime torch was built with.
+
+    Attributes:
+        version: The CUDA version the installed driver supports (``"12.4"``), or the HIP
+            driver version on ROCm; ``None`` if no driver was found.
+        runtime: The runtime torch needs (``torch.version.cuda`` or ``.hip``).
+        supports_runtime: Whether the driver can run that runtime; ``None`` if unknown.
+    """
+
+    version: str | None
+    runtime: str | None
+    supports_runtime: bool | None
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One visible CUDA or ROCm device.
+
+    Attributes:
+        index: Index as torch numbers it (after ``CUDA_VISIBLE_DEVICES``).
+        name: Marketing name.
+        capability: ``"8.0"`` on NVIDIA, the gfx architecture on AMD.
+        total_memory: Device memory in bytes.
+        free_memory: Free memory in bytes, ``None`` if not read.
+        free_memory_source: Where ``free_memory`` came from, or why it was not read.
+        supported_by_build: Whether torch's compiled kernels run on this device.
+    """
+
+    index: int
+    name: str
+    capability: str
+    total_memory: int
+    free_memory: int | None
+    free_memory_source: str
+    supported_by_build: bool | None
+
+
+@dataclass(frozen=True)
+class AcceleratorInfo:
+    """What ``torch.accelerator`` and the backends report.
+
+    Attributes:
+        current: The accelerator type torch would use (``"cuda"``, ``"mps"``, ``"xpu"``).
+        count: How many devices of that type are visible.
+        cuda_available: ``torch.cuda.is_available()``.
+        mps_built: Whether this torch includes MPS.
+        mps_available: Whether MPS can be used now.
+        xpu_available: Whether an Intel GPU can be used now.
+    """
+
+    current: str | None
+    count: int
+    cuda_available: bool
+    mps_built: bool
+    mps_available: bool
+    xpu_available: bool
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """The device ``torchport.pick_device()`` picks here, and why.
+
+    Attributes:
+        device: The device, or ``None`` when picking failed.
+        reason: Which rule decided it (or the error it raised).
+    """
+
+    device: str | None
+    reason: str
+
+
+def probe_build() -> TorchBuild:
+    """Read the torch build; loads cuDNN to read its version, creates no context."""
+    cudnn: int | None = None
+    # torch.backends.cudnn is untyped.
+    if torch.backends.cudnn.is_available():  # type: ignore[no-untyped-call]
+        cudnn = torch.backends.cudnn.version()  # type: ignore[no-untyped-call]
+    return TorchBuild(
+        version=torch.__version__,
+        python=sys.version.split()[0],
+        platform=platform.platform(terse=True),
+        cuda=torch.version.cuda,
+        hip=torch.version.hip,
+        cudnn=cudnn,
+        arch_list=tuple(torch.cuda.get_arch_list()),
+    )
+
+
+def probe_driver(build: TorchBuild) -> tuple[DriverInfo, list[Finding]]:
+    """Compare the driver's supported CUDA version with the runtime torch was built with."""
+    runtime = build.hip or build.cuda
+    get_version = getattr(torch._C, "_cuda_getDriverVersion", None)
+    if runtime is None or get_version is None:
+        return DriverInfo(version=None, runtime=runtime, supports_runtime=None), []
+    raw = int(get_version())
+    if build.hip:
+        # hipDriverGetVersion numbers differ per ROCm release; report it as it is.
+        return DriverInfo(
+            version=str(raw) if raw else None, runtime=runtime, supports_runtime=None
+        ), []
+    if raw <= 0:
+        return DriverInfo(version=None, runtime=runtime, supports_runtime=False), [
+            Finding(
+                Severity.ERROR,
+                f"torch is built for CUDA {runtime} but no NVIDIA driver was found",
+                f"install an NVIDIA driver that supports CUDA {runtime}, or install the "
+                "CPU wheel of torch if this machine has no NVIDIA GPU",
+            )
+        ]
+    driver = (raw // 1000, (raw % 1000) // 10)
+    version = f"{driver[0]}.{driver[1]}"
+    need = _version_tuple(runtime)
+    findings: list[Finding] = []
+    supports = driver >= need
+    if driver[0] < need[0]:
+        supports = False
+        findings.append(
+            Finding(
+                Severity.ERROR,
+                f"the NVIDIA driver supports CUDA {version} but torch needs CUDA {runtime}",
+                f"update the driver to one for CUDA {runtime} or newer, or install a torch wheel "
+                f"built for CUDA {driver[0]}.x",
+            )
+        )
+    elif driver < need:
+        # CUDA minor-version compatibility: same major runs, but PTX newer than the
+        # driver cannot be JIT-compiled.
+        supports = True
+        findings.append(
+            Finding(
+                Severity.WARNING,
+                f"the NVIDIA driver supports CUDA {version}, older than torch's CUDA {runtime}; "
+                "it runs through minor-version compatibility, but PTX-only kernels cannot load",
+                f"update the driver to one for CUDA {runtime} or newer",
+            )
+        )
+    return DriverInfo(version=version, runtime=runtime, supports_runtime=supports), findings
+
+
+def probe_gpus(
+    build: TorchBuild, *, free_memory: bool
+) -> tuple[tuple[GpuInfo, ...], list[Finding]]:
+    """List CUDA/ROCm devices with their capability checked against the arch list.
+
+    May create a CUDA context on each device, only when ``free_memory`` is true, NVML is
+    unavailable and the process has no context there yet; ``free_memory_source`` says so.
+    """
+    if not torch.cuda.is_available():
+        return (), []
+    gpus: list[GpuInfo] = []
+    findings: list[Finding] = []
+    for index in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(index)
+        if build.hip:
+            capability = str(getattr(props, "gcnArchName", "")).split(":")[0]
+        else:
+            capability = f"{props.major}.{props.minor}"
+        supported = _arch_supported(capability, build)
+        free, source = (
+            _free_memory(index) if free_memory else (None, "not read (free_memory=False)")
+        )
+        gpu = GpuInfo(
+            index=index,
+            name=str(props.name),
+            capability=capability,
+            total_memory=int(props.total_memory),
+            free_memory=free,
+            free_memory_source=source,
+            supported_by_build=supported,
+        )
+        gpus.append(gpu)
+        findings += _gpu_findings(gpu, build)
+    return tuple(gpus), findings
+
+
+def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[Finding]:
+    findings: list[Finding] = []
+    if gpu.supported_by_build is False:
+        arch = gpu.capability if build.hip else "sm_" + gpu.capability.replace(".", "")
+        findings.append(
+            Finding(
+                Severity.ERROR,
+                f"cuda:{gpu.index} ({gpu.name}, {arch}) is not in this torch's arch list "
+                f"({' '.join(build.arch_list) or 'empty'}); its kernels will not run there",
+                f"install a torch build compiled for {arch} (usually a wheel for a newer "
+                "CUDA/ROCm release), or build torch with TORCH_CUDA_ARCH_LIST including it",
+            )
+        )
+    if gpu.free_memory is not None and gpu.free_memory < 0.1 * gpu.total_memory:
+        findings.append(
+            Finding(
+                Severity.WARNING,
+                f"cuda:{gpu.index} has only {gpu.free_memory / 2**30:.2f} GiB free of "
+                f"{gpu.total_memory / 2**30:.2f} GiB",
+                "another process is holding it: check nvidia-smi/rocm-smi, or pick another "
+                "GPU with TORCHPORT_DEVICE or CUDA_VISIBLE_DEVICES",
+            )
+        )
+    return findings
+
+
+def _arch_supported(capability: str, build: TorchBuild) -> bool | None:
+    if not build.arch_list or not capability:
+        return None
+    if build.hip:
+        return any(arch.split(":")[0] == capability for arch in build.arch_list)
+    major, minor = _version_tuple(capability)
+    for arch in build.arch_list:
+        match = re.fullmatch(r"(sm|compute)_(\d+?)(\d)([a-z]?)", arch)
+        if match is None:
+            continue
+        kind, a_major, a_minor, suffix = match.groups()
+        built = (int(a_major), int(a_minor))
+        if suffix:
+            # sm_90a / sm_100f kernels use architecture-specific features: exact match only.
+            if built == (major, minor):
+                return True
+        elif kind == "sm" and built[0] == major and built[1] <= minor:
+            return True  # SASS runs on later minor revisions of the same major
+        elif kind == "compute" and built <= (major, minor):
+            return True  # PTX is JIT-compiled for any newer device
+    return False
+
+
+def _free_memory(index: int) -> tuple[int | None, str]:
+    try:
+        used = int(torch.cuda.device_memory_used(index))
+        total = int(torch.cuda.get_device_properties(index).total_memory)
+        return max(total - used, 0), "NVML/amdsmi (no context created)"
+    except (ModuleNotFoundError, ImportError, RuntimeError, AttributeError):
+        pass
+    had_context = index in cuda_contexts()
+    free, _ = torch.cuda.mem_get_info(index)
+    if had_context:
+        return int(free), "cudaMemGetInfo (context already existed)"
+    return int(free), "cudaMemGetInfo (created a CUDA context: install nvidia-ml-py to avoid it)"
+
+
+def cuda_contexts() -> frozenset[int]:
+    """Indices of CUDA devices that have a primary context in this process; creates none."""
+    has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)
+    if has_context is None or not torch.cuda.is_available():
+        return frozenset()
+    return frozenset(i for i in range(torch.cuda.device_count()) if has_context(i))
+
+
+def probe_accelerators() -> AcceleratorInfo:
+    """Read what each backend reports; creates no context."""
+    current = torch.accelerator.current_accelerator()
+    return AcceleratorInfo(
+        current=current.type if current is not None else None,
+        count=torch.accelerator.device_count() if current is not None else 0,
+        cuda_available=torch.cuda.is_available(),
+        mps_built=torch.backends.mps.is_built(),
+        mps_available=torch.backends.mps.is_available(),
+        xpu_available=torch.xpu.is_available(),
+    )
+
+
+def probe_environment(
+    build: TorchBuild, accel: AcceleratorInfo
+) -> tuple[dict[str, str | None], list[Finding]]:
+    """Read the environment variables that steer device choice and check each."""
+    env = {name: os.environ.get(name) for name in ENV_VARS}
+    findings: list[Finding] = []
+    visible = env["CUDA_VISIBLE_DEVICES"]
+    if visible is not None and _hides_everything(visible):
+        gpu_build = bool(build.cuda or build.hip)
+        findings.append(
+            Finding(
+                Severity.ERROR if gpu_build and not accel.cuda_available else Severity.WARNING,
+                f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from this process",
+                "unset CUDA_VISIBLE_DEVICES, or set it to the GPU indices to use (e.g. '0,1')",
+            )
+        )
+    if build.cuda is None and build.hip is None and _NVIDIA_DRIVER.exists():
+        findings.append(
+            Finding(
+                Severity.WARNING,
+                "an NVIDIA driver is installed but this torch is CPU-only",
+                "install a CUDA wheel of torch (https://pytorch.org/get-started/locally/)",
+            )
+        )
+    findings += _check_torchport_device(env["TORCHPORT_DEVICE"], accel)
+    rank = env["LOCAL_RANK"]
+    if rank is not None and not rank.strip().isdigit():
+        findings.append(
+            Finding(
+                Severity.ERROR,
+                f"LOCAL_RANK={rank!r} is not a non-negative integer",
+                "let torchrun set LOCAL_RANK, or unset it outside distributed runs",
+            )
+        )
+    elif rank is not None and accel.count and int(rank) >= accel.count:
+        findings.append(
+            Finding(
+                Severity.ERROR,
+                f"LOCAL_RANK={rank} but only {accel.count} {accel.current} device(s) are "
+                "visible, so this rank has no device of its own",
+                "start at most one process per device (torchrun --nproc-per-node), or make "
+                "more devices visible through CUDA_VISIBLE_DEVICES",
+            )
+        )
+    return env, findings
+
+
+def _hides_everything(visible: str) -> bool:
+    entries = [entry.strip() for entry in visible.split(",")]
+    first = entries[0] if entries else ""
+    # CUDA stops at the first invalid entry; "-1", "" and "none"-like values hide all.
+    return first == "" or first.startswith("-") or not (first.isdigit() or "-" in first)
+
+
+def _check_torchport_device(value: str | None, accel: AcceleratorInfo) -> list[Finding]:
+    if _automatic(value):
+        return []
+    assert value is not None
+    try:
+        device = torch.device(value)
+    except RuntimeError:
+        return [
+            Finding(
+                Severity.ERROR,
+                f"TORCHPORT_DEVICE={value!r} is not a device",
+                "set it to a device such as 'cpu', 'cuda', 'cuda:1' or 'mps', or unset it",
+            )
+        ]
+    usable = device.type in ("cpu", "meta") or (
+        device.type == accel.current and (device.index is None or device.index < accel.count)
+    )
+    if usable:
+        return []
+    have = (accel.current and f"{accel.current} ({accel.count})") or "only cpu"
+    return [
+        Finding(
+            Severity.ERROR,
+            f"TORCHPORT_DEVICE={value!r} names a device this machine does not have; it has {have}",
+            "set TORCHPORT_DEVICE to a present device, or unset it to let torchport pick",
+        )
+    ]
+
+
+def probe_choice(env: dict[str, str | None], accel: AcceleratorInfo) -> DeviceChoice:
+    """Ask ``torchport.pick_device()`` for its device and name the rule that decided it.
+
+    The reason follows the documented order: ``TORCHPORT_DEVICE``, then the accelerator
+    (``LOCAL_RANK`` under torchrun, else the most free memory), then cpu.
+    """
+    if not _automatic(env["TORCHPORT_DEVICE"]):
+        reason = f"TORCHPORT_DEVICE={env['TORCHPORT_DEVICE']!r} is set"
+    elif accel.current is None:
+        reason = "torch.accelerator reports no accelerator, so cpu"
+    elif env["LOCAL_RANK"] is not None:
+        reason = (
+            f"{accel.current} from torch.accelerator, index from LOCAL_RANK={env['LOCAL_RANK']}"
+        )
+    elif accel.count > 1:
+        reason = f"the {accel.current} device with the most free memory of {accel.count}"
+    else:
+        reason = f"the only {accel.current} device torch.accelerator reports"
+    try:
+        from torchport.place import pick_device
+    except ImportError:
+        fallback = accel.current or "cpu"
+        return DeviceChoice(fallback, reason + " (torchport.place is unavailable; inferred)")
+    return DeviceChoice(str(pick_device()), reason)
+
+
+def _automatic(value: str | None) -> bool:
+    """Unset, empty and "auto" all leave the choice to pick_device()."""
+    return value is None or value.strip().lower() in ("", "auto")
+
+
+def _version_tuple(text: str) -> tuple[int, int]:
+    parts = [int(p) for p in re.findall(r"\d+", text)[:2]]
+    return (parts[0], parts[1] if len(parts) > 1 else 0) if parts else (0, 0)

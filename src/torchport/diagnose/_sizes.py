@@ -1,0 +1,73 @@
+"""Byte counts as people read them: ``1.50 GiB`` out, ``"1.50 GiB"`` back in.
+
+The parser accepts what PyTorch's allocators print (``c10::CachingAllocator::format_size``
+writes ``bytes``/``KiB``/``MiB``/``GiB``; the MPS allocator writes ``KB``/``MB``/``GB`` with the
+same 1024 base), so one parser reads every backend's out-of-memory message.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["format_bytes", "parse_size"]
+
+_UNITS = ("KiB", "MiB", "GiB", "TiB")
+
+# Both spellings mean powers of 1024 in PyTorch's messages.
+_FACTORS: dict[str, int] = {
+    "b": 1,
+    "byte": 1,
+    "bytes": 1,
+    "kib": 1024,
+    "kb": 1024,
+    "mib": 1024**2,
+    "mb": 1024**2,
+    "gib": 1024**3,
+    "gb": 1024**3,
+    "tib": 1024**4,
+    "tb": 1024**4,
+}
+
+SIZE_PATTERN = r"\d+(?:\.\d+)?\s*(?:bytes?|[KMGT]i?B|B)"
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$")
+
+
+def format_bytes(n: int | None) -> str:
+    """Format a byte count with a binary unit, two decimals (``"1.50 GiB"``).
+
+    Args:
+        n: Number of bytes; ``None`` (unknown) formats as ``"n/a"``.
+
+    Returns:
+        The human-readable size.
+    """
+    if n is None:
+        return "n/a"
+    sign = "-" if n < 0 else ""
+    value = float(abs(n))
+    if value < 1024:
+        return f"{sign}{int(value)} B"
+    for unit in _UNITS:
+        value /= 1024
+        if value < 1024 or unit == _UNITS[-1]:
+            return f"{sign}{value:.2f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def parse_size(text: str) -> int:
+    """Parse a size such as ``"20.00 MiB"``, ``"512 bytes"`` or ``"9.06 GB"`` into bytes.
+
+    Args:
+        text: A number followed by a unit.
+
+    Returns:
+        The size in bytes, rounded to the nearest byte.
+
+    Raises:
+        ValueError: The text is not a number with a known unit.
+    """
+    match = _SIZE_RE.match(text)
+    factor = _FACTORS.get(match.group(2).lower()) if match else None
+    if match is None or factor is None:
+        raise ValueError(f"not a size: {text!r}; expected a number and a unit such as '1.5 GiB'")
+    return round(float(match.group(1)) * factor)
