@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from torchport.feed._loader import DeviceLoader, FeedStats
 from torchport.feed._pack import pack_to_device, should_pack
 from torchport.feed._staging import StagingPool
 
-__all__ = ["StagingPool", "pack_to_device", "should_pack"]
+__all__ = ["DeviceLoader", "FeedStats", "StagingPool", "pack_to_device", "should_pack"]

@@ -38,9 +38,7 @@ def _cudart() -> Any:
 def _register(buffer: torch.Tensor) -> bool:
     """Page-locks ``buffer`` in place; returns False if the runtime refused."""
     try:
-        err = _cudart().cudaHostRegister(
-            buffer.data_ptr(), buffer.numel(), _REGISTER_PORTABLE
-        )
+        err = _cudart().cudaHostRegister(buffer.data_ptr(), buffer.numel(), _REGISTER_PORTABLE)
     except (AttributeError, RuntimeError):
         return False
     return int(err) == 0

@@ -1,0 +1,366 @@
+"""``DeviceLoader``: yields a loader's batches already on the device, copied ahead of use."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
+
+import torch
+
+from torchport.errors import ConfigError
+from torchport.feed._pack import _new_event, should_pack, transfer
+from torchport.feed._staging import StagingPool
+from torchport.place._device import pick_device
+from torchport.place._tree import BatchLayout, flatten_batch
+
+__all__ = ["DeviceLoader", "FeedStats"]
+
+_T = TypeVar("_T")
+_B = TypeVar("_B")
+_P = TypeVar("_P")
+
+
+def _prefetched(
+    source: Iterable[_B], depth: int, issue: Callable[[_B], _P], hand_over: Callable[[_P], _B]
+) -> Iterator[_B]:
+    """Runs ``issue`` ``depth`` batches ahead of ``hand_over``, keeping order and errors.
+
+    Before each hand-over the queue is topped up to ``depth + 1`` issued batches, so
+    while the caller works on one batch the next ``depth`` are in flight. An
+    exception from ``source`` or from ``issue`` is raised, as the same object, once
+    the batches issued before it have been handed over. Leaving early drops the
+    queue; a new call starts from an empty one.
+    """
+    it: Iterator[_B] | None = iter(source)
+    pending: deque[_P] = deque()
+    error: Exception | None = None
+    try:
+        while True:
+            while it is not None and error is None and len(pending) <= depth:
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    it = None
+                    break
+                except Exception as exc:  # raised at its own position below
+                    error = exc
+                    break
+                try:
+                    pending.append(issue(batch))
+                except Exception as exc:
+                    error = exc
+            if not pending:
+                break
+            yield hand_over(pending.popleft())
+        if error is not None:
+            raise error
+    finally:
+        # Copies of dropped batches finish on the side stream by themselves; their
+        # staging slots are guarded by events, their device memory by stream order.
+        pending.clear()
+        error = None
+
+
+@dataclass(frozen=True)
+class FeedStats:
+    """What a :class:`DeviceLoader` has done so far, summed over every epoch.
+
+    Attributes:
+        batches: batches handed to the caller.
+        tensors: tensors in those batches.
+        bytes_moved: bytes copied from the host (or another device) to the device.
+        copies: copy calls issued; a packed batch costs one.
+        packed_batches: batches sent as one packed copy.
+        pinned_bytes: pinned host staging memory held now.
+    """
+
+    batches: int = 0
+    tensors: int = 0
+    bytes_moved: int = 0
+    copies: int = 0
+    packed_batches: int = 0
+    pinned_bytes: int = 0
+
+
+@dataclass(slots=True)
+class _InFlight:
+    """A batch whose copies are issued on the side stream but not yet handed over."""
+
+    layout: BatchLayout
+    moved: list[torch.Tensor | None]  # None: moved on the consumer stream at hand-over
+    fresh: list[torch.Tensor]  # allocated on the side stream; need record_stream
+    event: torch.cuda.Event
+    nbytes: int
+    copies: int
+    packed: bool
+
+
+class DeviceLoader(Generic[_T]):
+    """Wraps any iterable of batches and yields each batch already on ``device``.
+
+    Batches come out in the wrapped loader's order, each exactly once, with every
+    tensor at any depth (dicts, lists, tuples, namedtuples, dataclasses) moved and
+    other leaves left as they are. Each ``iter()`` is a fresh pass with its own
+    prefetch queue: leaving a loop early drops what was fetched ahead, and nothing
+    keeps running (no threads are used).
+
+    On CUDA, copies run on one side stream owned by the loader, issued ``depth``
+    batches ahead of the one being handed over, from ``depth`` reused pinned staging
+    buffers (so pinned memory held is about ``depth`` batches). When a batch is
+    handed over, the caller's current stream waits on an event recorded after its
+    copies, and ``record_stream`` marks each new tensor as used by that stream, so
+    the caching allocator does not reuse its memory while work on it is queued.
+    Batches of many small tensors are packed into one copy (``pack=None`` decides by
+    count and size; ``True``/``False`` force it). On the CPU the loader is a thin
+    pass-through: batches already there are yielded as they are. On other devices
+    (MPS, XPU, meta) each batch is moved with a blocking copy when it is handed over.
+
+    An exception raised by the wrapped loader reaches the caller unchanged, at the
+    position where its batch would have been, after the batches fetched before it.
+
+    Synchronization: on CUDA the host never waits for compute; it waits for a copy
+    only when the staging buffer it needs is still being read by the copy issued
+    ``depth`` batches earlier. Non-CUDA devices: the host waits for each batch's copy.
+
+    Args:
+        loader: any iterable of batches, e.g. a ``torch.utils.data.DataLoader``
+            (give it ``pin_memory=True`` on CUDA to skip a host copy).
+        device: where batches go; ``None`` means :func:`torchport.pick_device`.
+        depth: batches copied ahead on CUDA (an int >= 1).
+        pack: pack each batch into one copy; ``None`` decides per batch.
+
+    Raises:
+        ConfigError: ``depth`` or ``pack`` is not valid.
+        DeviceError: ``device`` is malformed or not present.
+    """
+
+    def __init__(
+        self,
+        loader: Iterable[_T],
+        device: str | torch.device | int | None = None,
+        *,
+        depth: int = 2,
+        pack: bool | None = None,
+    ) -> None:
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ConfigError(
+                f"DeviceLoader got depth={depth!r}; expected an int >= 1 (the number of "
+                "batches copied ahead); pass depth=2, or depth=1 to copy one batch ahead"
+            )
+        if pack not in (None, True, False):
+            raise ConfigError(f"DeviceLoader got pack={pack!r}; pass True, False or None")
+        if not isinstance(loader, Iterable):
+            raise ConfigError(
+                f"DeviceLoader needs an iterable of batches, got a {type(loader).__name__}; "
+                "pass a DataLoader, a list of batches or a generator"
+            )
+        self._loader = loader
+        self._device = pick_device(device)
+        self._depth = depth
+        self._pack = pack
+        self._stream: torch.cuda.Stream | None = None
+        self._pool: StagingPool | None = None
+        self._lock = threading.Lock()
+        self._counts = [0, 0, 0, 0, 0]  # the fields of FeedStats, in order, minus pinned
+
+    @property
+    def device(self) -> torch.device:
+        """The device batches are moved to."""
+        return self._device
+
+    @property
+    def depth(self) -> int:
+        """How many batches are copied ahead on CUDA."""
+        return self._depth
+
+    @property
+    def loader(self) -> Iterable[_T]:
+        """The wrapped loader."""
+        return self._loader
+
+    @property
+    def side_stream(self) -> torch.cuda.Stream | None:
+        """The CUDA stream copies run on; created at the first CUDA pass, then kept."""
+        return self._stream
+
+    @property
+    def stats(self) -> FeedStats:
+        """A snapshot of what this loader has moved so far."""
+        with self._lock:
+            batches, tensors, nbytes, copies, packed = self._counts
+        return FeedStats(
+            batches=batches,
+            tensors=tensors,
+            bytes_moved=nbytes,
+            copies=copies,
+            packed_batches=packed,
+            pinned_bytes=self._pool.pinned_nbytes if self._pool is not None else 0,
+        )
+
+    def __len__(self) -> int:
+        try:
+            return len(self._loader)  # type: ignore[arg-type]
+        except TypeError as exc:
+            raise TypeError(
+                f"len(DeviceLoader) needs a sized loader, but the wrapped "
+                f"{type(self._loader).__name__} has no len(): {exc}"
+            ) from exc
+
+    @property
+    def dataset(self) -> Any:
+        """The wrapped loader's ``dataset``."""
+        return self._passthrough("dataset")
+
+    @property
+    def sampler(self) -> Any:
+        """The wrapped loader's ``sampler``."""
+        return self._passthrough("sampler")
+
+    @property
+    def batch_sampler(self) -> Any:
+        """The wrapped loader's ``batch_sampler``."""
+        return self._passthrough("batch_sampler")
+
+    def set_epoch(self, epoch: int) -> None:
+        """Forwards ``set_epoch`` so a distributed sampler reshuffles for each epoch.
+
+        Calls the wrapped loader's ``set_epoch`` if it has one, else that of its
+        ``sampler`` or its ``batch_sampler`` (a ``DistributedSampler`` is usually
+        found there).
+
+        Raises:
+            AttributeError: none of them has ``set_epoch``.
+        """
+        for owner in (
+            self._loader,
+            getattr(self._loader, "sampler", None),
+            getattr(self._loader, "batch_sampler", None),
+        ):
+            method = getattr(owner, "set_epoch", None) if owner is not None else None
+            if callable(method):
+                method(epoch)
+                return
+        raise AttributeError(
+            f"set_epoch: the wrapped {type(self._loader).__name__} has no set_epoch(), "
+            "and neither has its sampler or batch_sampler; use a sampler with set_epoch "
+            "(e.g. DistributedSampler) or drop the call"
+        )
+
+    def _passthrough(self, name: str) -> Any:
+        try:
+            return getattr(self._loader, name)
+        except AttributeError:
+            raise AttributeError(
+                f"DeviceLoader.{name}: the wrapped {type(self._loader).__name__} has no "
+                f"{name!r} attribute; reach it through the object you wrapped"
+            ) from None
+
+    def __repr__(self) -> str:
+        return (
+            f"DeviceLoader({type(self._loader).__name__}, device={str(self._device)!r}, "
+            f"depth={self._depth}, pack={self._pack})"
+        )
+
+    def __iter__(self) -> Iterator[_T]:
+        """Starts a pass over the wrapped loader.
+
+        Synchronization: see the class docstring.
+        """
+        kind = self._device.type
+        if kind == "cuda":
+            return self._iter_cuda()
+        return self._iter_blocking()
+
+    def _count(self, tensors: int, nbytes: int, copies: int, packed: bool) -> None:
+        with self._lock:
+            c = self._counts
+            c[0] += 1
+            c[1] += tensors
+            c[2] += nbytes
+            c[3] += copies
+            c[4] += int(packed)
+
+    def _wants_pack(self, tensors: list[torch.Tensor]) -> bool:
+        return self._pack if self._pack is not None else should_pack(tensors, self._device)
+
+    def _move_blocking(self, batch: _T) -> _T:
+        """Moves one batch with blocking copies; the host waits for them."""
+        layout = flatten_batch(batch)
+        tensors = layout.tensors
+        if not layout.movers and all(t.device == self._device for t in tensors):
+            self._count(len(tensors), 0, 0, False)
+            return batch
+        packed = self._wants_pack(tensors)
+        done = transfer(tensors, self._device, non_blocking=False, packed=packed)
+        movers = [m.to(self._device) for m in layout.movers] if layout.movers else None
+        self._count(len(tensors), done.nbytes, done.copies, packed and done.copies == 1)
+        return cast(_T, layout.rebuild(done.tensors, movers))
+
+    def _iter_blocking(self) -> Iterator[_T]:
+        for batch in self._loader:
+            yield self._move_blocking(batch)
+
+    def _iter_cuda(self) -> Iterator[_T]:
+        device = self._device
+        if self._stream is None:
+            # torch leaves Stream's constructor unannotated, hence the cast.
+            self._stream = cast(Any, torch.cuda).Stream(device=device)
+            self._pool = StagingPool(max_slots=self._depth)
+        stream = self._stream
+        assert stream is not None
+        return _prefetched(
+            self._loader, self._depth, lambda b: self._issue(b, stream), self._hand_over
+        )
+
+    def _issue(self, batch: _T, stream: torch.cuda.Stream) -> _InFlight:
+        """Queues one batch's host-to-device copies on the side stream; never waits for compute."""
+        layout = flatten_batch(batch)
+        tensors = layout.tensors
+        host = [i for i, t in enumerate(tensors) if t.device.type == "cpu"]
+        moved: list[torch.Tensor | None] = [
+            t if t.device == self._device else None for t in tensors
+        ]
+        fresh: list[torch.Tensor] = []
+        with torch.cuda.stream(stream):
+            nbytes = copies = 0
+            packed = False
+            if host:
+                sources = [tensors[i] for i in host]
+                packed = self._wants_pack(sources)
+                done = transfer(
+                    sources, self._device, non_blocking=True, pool=self._pool, packed=packed
+                )
+                for i, t in zip(host, done.tensors, strict=True):
+                    moved[i] = t
+                fresh = done.tensors
+                nbytes, copies = done.nbytes, done.copies
+            event = _new_event()
+            event.record(stream)
+        return _InFlight(layout, moved, fresh, event, nbytes, copies, packed and copies == 1)
+
+    def _hand_over(self, item: _InFlight) -> _T:
+        """Makes the caller's stream wait for the batch's copies; the host does not wait."""
+        consumer = torch.cuda.current_stream(self._device)
+        consumer.wait_event(item.event)
+        for t in item.fresh:
+            t.record_stream(consumer)
+        tensors = item.layout.tensors
+        # Tensors on another device, and objects with their own .to, are moved here on
+        # the caller's stream: stream order then keeps them correct.
+        new: list[torch.Tensor] = []
+        nbytes = item.nbytes
+        for done, t in zip(item.moved, tensors, strict=True):
+            if done is None:
+                done = t.to(self._device)
+                nbytes += t.numel() * t.element_size()
+            new.append(done)
+        movers = [m.to(self._device) for m in item.layout.movers] if item.layout.movers else None
+        self._count(len(tensors), nbytes, item.copies, item.packed)
+        return cast(_T, item.layout.rebuild(new, movers))
+
+
+DeviceLoader.__module__ = "torchport"
+FeedStats.__module__ = "torchport.feed"
