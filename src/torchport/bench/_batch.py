@@ -1,0 +1,78 @@
+"""Suite ``batch``: moving one nested training batch host-to-device, against raw pinned copies.
+
+Strategies, for a 256 MiB (64 MiB with ``--quick``) nested batch in pinned
+memory (what ``DataLoader(pin_memory=True)`` hands over): ``torchport.to_device``
+with its defaults; accelerate ``send_to_device(non_blocking=True)``; Lightning's
+``move_data_to_device`` (or lightning-utilities' equivalent, the row says which);
+and the ceiling, raw ``copy_(non_blocking=True)`` of each leaf into preallocated
+device tensors. Each is reported as a share of the raw copies' bandwidth in the
+same run. Timed on the host between synchronizations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from torchport.bench._batches import MIB, batch_bytes, human_bytes, nested_batch, tensor_leaves
+from torchport.bench._competitors import (
+    accelerate_send,
+    lightning_move,
+    torchport_to_device,
+)
+from torchport.bench._model import Row, SuiteResult
+from torchport.bench._timing import rotating, time_interleaved
+
+BATCH_BYTES = 256 * MIB
+QUICK_BATCH_BYTES = 64 * MIB
+RAW = "raw pinned copy_ per leaf"
+
+
+def batch_transfer(
+    device: torch.device, *, quick: bool = False, on_case: Callable[[str], None] | None = None
+) -> SuiteResult:
+    """Measure each mover on one nested pinned batch on ``device``.
+
+    Needs a CUDA (or ROCm) device. Every sample synchronizes the host with it.
+    """
+    size = QUICK_BATCH_BYTES if quick else BATCH_BYTES
+    if on_case is not None:
+        on_case(f"nested batch {human_bytes(size)}")
+    batches = [nested_batch(size, pin=True) for _ in range(2)]
+    sources = [tensor_leaves(batch) for batch in batches]
+    targets = [[torch.empty_like(t, device=device) for t in leaves] for leaves in sources]
+
+    def raw(i: int) -> object:
+        for dst, src in zip(targets[i % 2], sources[i % 2], strict=True):
+            dst.copy_(src, non_blocking=True)
+        return targets[i % 2]
+
+    strategies = [
+        torchport_to_device(device),
+        accelerate_send(device, non_blocking=True),
+        lightning_move(device),
+    ]
+    runnable: dict[str, Callable[[int], object]] = {RAW: raw}
+    for strategy in strategies:
+        if strategy.run is not None:
+            runnable[strategy.label] = rotating(strategy.run, batches)
+    stats = time_interleaved(runnable, device, warmup=2, repeats=5 if quick else 15)
+    total = batch_bytes(batches[0])
+    case = f"nested {human_bytes(total)}"
+    raw_median = stats[RAW].median
+    rows = []
+    for label in [RAW, *(s.label for s in strategies)]:
+        got = stats.get(label)
+        if got is None:
+            missing = next(s.missing for s in strategies if s.label == label)
+            rows.append(Row(case, label, status=missing or "unavailable"))
+            continue
+        metrics = {
+            "gb_per_s": total / got.median / 1e9,
+            "share_of_raw": raw_median / got.median * 100,
+        }
+        rows.append(Row(case, label, got, metrics))
+    leaves = len(sources[0])
+    notes = (f"{leaves} tensor leaves plus non-tensor metadata; sources pinned; host wall time",)
+    return SuiteResult("batch", tuple(rows), notes=notes)

@@ -1,0 +1,204 @@
+"""Suite ``loader``: does a prefetching loader hide the copy behind compute?
+
+A training step copies a batch host-to-device and computes on it (a chain of
+matmuls sized so that copy/compute is 0.25, 1 or 4). Strategies: no prefetch
+(``.to(device)`` then compute, what a plain loop does); ``torchport.DeviceLoader``
+(the default way), fed pageable batches as it is meant to be and, for
+comparison, pinned ones; and a timm-style prefetcher written here (side stream
+plus ``wait_stream``, the pattern of ``timm.data.loader.PrefetchLoader``) fed
+pinned batches. Step time is compared with max(copy, compute), the best any
+overlap can do (target ≤ 1.1x); the pinned host bytes DeviceLoader holds are
+compared with depth x batch bytes.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, cast
+
+import torch
+
+from torchport.bench._batches import KIB, MIB, human_bytes, random_tensor
+from torchport.bench._model import Check, Row, SuiteResult
+from torchport.bench._timing import Stats, rotating, time_interleaved
+
+RATIOS = (0.25, 1.0, 4.0)
+DEPTH = 2
+BOUND_TARGET = 1.1
+Batch = dict[str, torch.Tensor]
+
+
+class TimmStylePrefetcher:
+    """Copies the next batch on a side stream while the current one is consumed.
+
+    The consumer's stream waits on the side stream before it gets a batch.
+    Unlike timm, each yielded tensor is marked with ``record_stream`` so the
+    caching allocator cannot hand its memory to the next copy while the
+    consumer's kernels still read it.
+    """
+
+    def __init__(self, loader: Iterable[Batch], device: torch.device) -> None:
+        self.loader = loader
+        self.device = device
+
+    def __iter__(self) -> Iterator[Batch]:
+        stream = cast(Any, torch.cuda).Stream(device=self.device)  # unannotated in torch
+        consumer = torch.cuda.current_stream(self.device)
+        current: Batch | None = None
+        for batch in self.loader:
+            with torch.cuda.stream(stream):
+                upcoming = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+            if current is not None:
+                yield current
+            consumer.wait_stream(stream)
+            for tensor in upcoming.values():
+                tensor.record_stream(consumer)
+            current = upcoming
+        if current is not None:
+            yield current
+
+
+def _host_batches(batch_bytes: int, count: int, *, pin: bool) -> list[Batch]:
+    labels = 8 * KIB
+    return [
+        {
+            "x": random_tensor(batch_bytes - labels, pin=pin),
+            "y": random_tensor(labels, dtype=torch.int64, pin=pin),
+        }
+        for _ in range(count)
+    ]
+
+
+class _Compute:
+    """A chain of ``iters`` matmuls that reads the batch first, so it depends on the copy."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.a = torch.randn(1536, 1536, device=device)
+        self.out = torch.empty_like(self.a)
+        self.iters = 1
+
+    def __call__(self, batch: Batch) -> None:
+        self.out[0, 0] = batch["x"].sum()
+        for _ in range(self.iters):
+            torch.mm(self.a, self.a, out=self.out)
+
+
+def _pinned_active_bytes() -> float | None:
+    stats_fn = getattr(torch.cuda, "host_memory_stats", None)
+    if stats_fn is None:
+        return None
+    return float(stats_fn().get("active_bytes.peak", float("nan")))
+
+
+def _pinned_held(make_loader: Callable[[], Iterable[Batch]], compute: _Compute) -> float | None:
+    """Peak pinned bytes checked out while one fresh loader runs an epoch, over the baseline."""
+    reset = getattr(torch.cuda, "reset_peak_host_memory_stats", None)
+    stats_fn = getattr(torch.cuda, "host_memory_stats", None)
+    if reset is None or stats_fn is None:
+        return None
+    gc.collect()
+    torch.cuda.synchronize()
+    reset()
+    baseline = float(stats_fn().get("active_bytes.current", 0))
+    for batch in make_loader():
+        compute(batch)
+    torch.cuda.synchronize()
+    peak = _pinned_active_bytes()
+    return None if peak is None else peak - baseline
+
+
+def loader_overlap(
+    device: torch.device, *, quick: bool = False, on_case: Callable[[str], None] | None = None
+) -> SuiteResult:
+    """Measure step time of each loading strategy at each copy/compute ratio on ``device``.
+
+    Needs a CUDA (or ROCm) device. Every sample synchronizes the host with it.
+    """
+    from torchport.feed import DeviceLoader
+
+    batch_bytes = (32 if quick else 128) * MIB
+    steps = 12 if quick else 32
+    pinned = _host_batches(batch_bytes, 4, pin=True)
+    pageable = _host_batches(batch_bytes, 4, pin=False)
+    epoch_pinned = [pinned[i % 4] for i in range(steps)]
+    epoch_pageable = [pageable[i % 4] for i in range(steps)]
+    compute = _Compute(device)
+
+    def copy(i: int) -> object:
+        return {k: v.to(device, non_blocking=True) for k, v in pinned[i % 4].items()}
+
+    copy_stats = time_interleaved({"copy": copy}, device, warmup=2, repeats=9, events=True)["copy"]
+    one_mm = time_interleaved(
+        {"mm": lambda i: torch.mm(compute.a, compute.a, out=compute.out)},
+        device,
+        warmup=3,
+        repeats=9,
+        events=True,
+        inner=10,
+    )["mm"].median
+    on_device = [copy(i) for i in range(2)]
+
+    def no_prefetch(i: int) -> None:
+        for batch in epoch_pinned:
+            compute({k: v.to(device) for k, v in batch.items()})
+
+    def run_epoch(make: Callable[[], Iterable[Batch]]) -> Callable[[int], None]:
+        def run(i: int) -> None:
+            for batch in make():
+                compute(batch)
+
+        return run
+
+    strategies: dict[str, Callable[[], Iterable[Batch]]] = {
+        f"DeviceLoader(depth={DEPTH}), pageable source": lambda: DeviceLoader(
+            epoch_pageable, device, depth=DEPTH
+        ),
+        f"DeviceLoader(depth={DEPTH}), pinned source": lambda: DeviceLoader(
+            epoch_pinned, device, depth=DEPTH
+        ),
+        "timm-style prefetcher, pinned source": lambda: TimmStylePrefetcher(epoch_pinned, device),
+    }
+    rows: list[Row] = []
+    checks: list[Check] = []
+    for ratio in RATIOS:
+        case = f"copy/compute {ratio:g}"
+        if on_case is not None:
+            on_case(case)
+        compute.iters = max(1, round(copy_stats.median / ratio / one_mm))
+        compute_stats = time_interleaved(
+            {"compute": rotating(compute, on_device)},
+            device,
+            warmup=2,
+            repeats=9,
+            events=True,
+        )["compute"]
+        bound = max(copy_stats.median, compute_stats.median)
+        runs: dict[str, Callable[[int], object]] = {"no prefetch (.to then compute)": no_prefetch}
+        runs.update({label: run_epoch(make) for label, make in strategies.items()})
+        stats = time_interleaved(runs, device, warmup=1, repeats=3 if quick else 5)
+        rows.append(Row(case, "copy alone (pinned, events)", copy_stats))
+        rows.append(Row(case, f"compute alone ({compute.iters} matmuls, events)", compute_stats))
+        for label, got in stats.items():
+            per_step: Stats = got.scaled(1.0 / steps)
+            metrics = {"vs_bound": per_step.median / bound}
+            if label.startswith("DeviceLoader"):
+                held = _pinned_held(strategies[label], compute)
+                if held is not None:
+                    metrics["pinned_peak_bytes"] = held
+                metrics["pinned_budget_bytes"] = float(DEPTH * batch_bytes)
+            rows.append(Row(case, label, per_step, metrics))
+            if label.endswith("pageable source"):
+                checks.append(
+                    Check(
+                        f"DeviceLoader step / max(copy, compute), {case}",
+                        metrics["vs_bound"],
+                        BOUND_TARGET,
+                    )
+                )
+    notes = (
+        f"batch {human_bytes(batch_bytes)}, {steps} steps per sample; step times per step",
+        "pinned peak: active pinned bytes over the baseline while a fresh DeviceLoader runs one"
+        " epoch (torch.cuda.host_memory_stats; blocks are rounded up to a power of two)",
+    )
+    return SuiteResult("loader", tuple(rows), tuple(checks), notes)

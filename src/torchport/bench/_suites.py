@@ -1,0 +1,186 @@
+"""The suite registry and :func:`run_suites`, the one entry point the CLI calls."""
+
+from __future__ import annotations
+
+import datetime
+import platform
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchport.bench._model import BenchRun, SuiteResult
+from torchport.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+
+ProgressHook = Callable[[str, str], None]
+"""Called with (suite name, what it is measuring now) as a run proceeds."""
+
+CaseHook = Callable[[str], None]
+DeviceSuite = Callable[..., SuiteResult]
+
+
+@dataclass(frozen=True)
+class _Suite:
+    help: str
+    needs_gpu: bool
+
+
+SUITES: dict[str, _Suite] = {
+    "link": _Suite(
+        "host<->device bandwidth by size, pinned and pageable; small-copy latency", True
+    ),
+    "pack": _Suite("many small tensors: one copy each vs packed vs tensordict consolidate", True),
+    "batch": _Suite(
+        "a nested 256 MiB batch: to_device vs accelerate vs lightning vs raw copies", True
+    ),
+    "loader": _Suite(
+        "step time vs max(copy, compute): no prefetch, DeviceLoader, timm-style", True
+    ),
+    "overhead": _Suite(
+        "CPU: per-leaf traversal cost; strict()/audit() cost on a training step", False
+    ),
+}
+SUITE_NAMES: tuple[str, ...] = tuple(SUITES)
+
+
+def select_suites(names: Sequence[str]) -> list[str]:
+    """Validate suite names and return them deduplicated, in order; all suites when empty.
+
+    Raises:
+        ConfigError: A name is not a suite; the message lists the suites.
+    """
+    unknown = [name for name in names if name not in SUITES]
+    if unknown:
+        raise ConfigError(
+            f"unknown bench suite {', '.join(map(repr, unknown))}; "
+            f"expected one of: {', '.join(SUITE_NAMES)}"
+        )
+    return list(dict.fromkeys(names)) if names else list(SUITE_NAMES)
+
+
+def accelerator() -> tuple[torch.device | None, str]:
+    """The CUDA/ROCm device the accelerator suites use, or ``None`` and why there is none.
+
+    Honours ``TORCHPORT_DEVICE`` through ``torchport.pick_device``.
+    """
+
+    from torchport.place import pick_device
+
+    device = pick_device()
+    if device.type == "cuda":
+        return device, ""
+    if device.type == "cpu":
+        return (
+            None,
+            "needs a CUDA or ROCm GPU; none is available (torch.cuda.is_available() is False)",
+        )
+    return (
+        None,
+        f"needs a CUDA or ROCm GPU (streams, events, pinned memory); the device here is {device}",
+    )
+
+
+def _gpu_suite(name: str) -> DeviceSuite:
+    if name == "link":
+        from torchport.bench._link import link_bandwidth
+
+        return link_bandwidth
+    if name == "pack":
+        from torchport.bench._pack import pack_small_tensors
+
+        return pack_small_tensors
+    if name == "batch":
+        from torchport.bench._batch import batch_transfer
+
+        return batch_transfer
+    from torchport.bench._loader import loader_overlap
+
+    return loader_overlap
+
+
+def overhead(*, quick: bool = False, on_case: CaseHook | None = None) -> SuiteResult:
+    """The CPU ``overhead`` suite: traversal cost and strict()/audit() cost, in one result.
+
+    Never synchronizes with an accelerator.
+    """
+    from torchport.bench._diagnose import diagnose_rows
+    from torchport.bench._traversal import LEAVES, traversal_rows
+
+    rows, checks = traversal_rows(quick=quick, on_case=on_case)
+    more_rows, more_checks, notes = diagnose_rows(quick=quick, on_case=on_case)
+    return SuiteResult(
+        "overhead",
+        (*rows, *more_rows),
+        (*checks, *more_checks),
+        (f"traversal: {LEAVES}-leaf nested batch of 16-byte CPU tensors", *notes),
+    )
+
+
+def run_suites(
+    names: Sequence[str] = (), *, quick: bool = False, progress: ProgressHook | None = None
+) -> BenchRun:
+    """Run the named suites (all when empty) and return their results.
+
+    Suites that need a CUDA/ROCm GPU are skipped, with the reason, where there is none.
+
+    Args:
+        names: Suite names from ``SUITE_NAMES``.
+        quick: Fewer sizes and repeats: a smoke run, not a measurement to publish.
+        progress: Told each suite and case as it starts.
+
+    Raises:
+        ConfigError: An unknown suite name.
+
+    The GPU suites synchronize the host with the device around every sample.
+    """
+    import torch
+
+    import torchport
+
+    selected = select_suites(names)
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    device, why_not = accelerator() if any(SUITES[n].needs_gpu for n in selected) else (None, "")
+    results: list[SuiteResult] = []
+    for name in selected:
+
+        def on_case(step: str, name: str = name) -> None:
+            if progress is not None:
+                progress(name, step)
+
+        on_case("starting")
+        if not SUITES[name].needs_gpu:
+            results.append(overhead(quick=quick, on_case=on_case))
+        elif device is None:
+            results.append(SuiteResult(name, skipped=why_not))
+        else:
+            results.append(_gpu_suite(name)(device, quick=quick, on_case=on_case))
+    return BenchRun(
+        suites=tuple(results),
+        device=_describe(device),
+        quick=quick,
+        started=started,
+        machine=f"{platform.platform()}; {_cpu_model()}",
+        torch_version=torch.__version__,
+        torchport_version=torchport.__version__,
+    )
+
+
+def _describe(device: torch.device | None) -> str:
+    if device is None:
+        return "cpu"
+    import torch
+
+    return f"{device} ({torch.cuda.get_device_name(device)})"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"

@@ -1,0 +1,112 @@
+"""Suite ``overhead`` (traversal half): per-leaf cost of walking a 1000-leaf nested batch.
+
+Strategies, all on CPU with the same per-leaf op: ``torchport.to_device``,
+accelerate ``send_to_device``, lightning-utilities ``apply_to_collection``,
+``torch.utils._pytree.tree_map`` and a bare ``optree.tree_map`` (the floor for
+an optree-based walker). Two per-leaf ops: a no-op move (``t.to('cpu')`` returns
+``t``, so the walk is all there is) and one that does work (``t.to('meta')``
+allocates a new tensor), reported separately. Targets: to_device ≤ 0.8x
+accelerate and ≤ 1.2x bare optree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from torchport.bench._batches import many_leaf_batch
+from torchport.bench._competitors import (
+    Strategy,
+    accelerate_send,
+    lightning_apply,
+    optree_map,
+    pytree_map,
+    torchport_to_device,
+)
+from torchport.bench._model import Check, Row, SuiteResult
+from torchport.bench._timing import rotating, time_interleaved
+
+LEAVES = 1000
+
+# case label -> target device of the per-leaf `t.to(target)`
+OPS: dict[str, str] = {"no-op move t.to('cpu')": "cpu", "work t.to('meta')": "meta"}
+
+TO_DEVICE_VS_ACCELERATE = 0.8
+TO_DEVICE_VS_OPTREE = 1.2
+
+
+def _strategies(target: str) -> list[Strategy]:
+    def op(t: torch.Tensor) -> torch.Tensor:
+        return t.to(target)
+
+    return [
+        torchport_to_device(target),
+        accelerate_send(target),
+        lightning_apply(op),
+        pytree_map(op),
+        optree_map(op),
+    ]
+
+
+def traversal_rows(
+    *, quick: bool, on_case: Callable[[str], None] | None = None
+) -> tuple[list[Row], list[Check]]:
+    """Measure every strategy on both per-leaf ops; rows carry µs/leaf and ratios.
+
+    Runs on CPU only (the meta device never synchronizes).
+    """
+    batches = [many_leaf_batch(LEAVES) for _ in range(2)]
+    repeats = 9 if quick else 41
+    rows: list[Row] = []
+    checks: list[Check] = []
+    for case, target in OPS.items():
+        if on_case is not None:
+            on_case(f"traversal, {case}")
+        strategies = _strategies(target)
+        runnable = {s.label: rotating(s.run, batches) for s in strategies if s.run is not None}
+        stats = time_interleaved(runnable, torch.device("cpu"), warmup=3, repeats=repeats)
+        accelerate = stats.get(strategies[1].label)
+        optree = stats.get(strategies[4].label)
+        for strategy in strategies:
+            got = stats.get(strategy.label)
+            if got is None:
+                rows.append(Row(case, strategy.label, status=strategy.missing or "unavailable"))
+                continue
+            metrics = {"us_per_leaf": got.median / LEAVES * 1e6}
+            if accelerate is not None:
+                metrics["vs_accelerate"] = got.median / accelerate.median
+            if optree is not None:
+                metrics["vs_optree"] = got.median / optree.median
+            rows.append(Row(case, strategy.label, got, metrics))
+        mine = stats.get(strategies[0].label)
+        if mine is not None and accelerate is not None:
+            checks.append(
+                Check(
+                    f"to_device / accelerate, {case}",
+                    mine.median / accelerate.median,
+                    TO_DEVICE_VS_ACCELERATE,
+                )
+            )
+        if mine is not None and optree is not None:
+            checks.append(
+                Check(
+                    f"to_device / bare optree, {case}",
+                    mine.median / optree.median,
+                    TO_DEVICE_VS_OPTREE,
+                )
+            )
+    return rows, checks
+
+
+def traversal_overhead(
+    *, quick: bool = False, on_case: Callable[[str], None] | None = None
+) -> SuiteResult:
+    """The traversal measurements alone, as a suite result (used by ``benchmarks/``)."""
+    rows, checks = traversal_rows(quick=quick, on_case=on_case)
+    return SuiteResult(
+        "traversal",
+        tuple(rows),
+        tuple(checks),
+        notes=(f"{LEAVES}-leaf nested batch of 16-byte CPU tensors; medians over repeats",),
+    )
