@@ -140,14 +140,14 @@ def _distributed_patches(target: torch.device) -> list[Patch]:
     new_group_original: Callable[..., Any] = dist.new_group
 
     @functools.wraps(init_original)
-    def init_process_group(name: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        if args:
+            args = (backend(args[0]), *args[1:])
         if "backend" in kwargs:
             kwargs["backend"] = backend(kwargs["backend"])
-        else:
-            name = backend(name)
-        if is_cuda(kwargs.get("device_id")) or isinstance(kwargs.get("device_id"), int):
+        if is_cuda(kwargs.get("device_id")) or type(kwargs.get("device_id")) is int:
             kwargs["device_id"] = None
-        return init_original(name, *args, **kwargs)
+        return init_original(*args, **kwargs)
 
     @functools.wraps(new_group_original)
     def new_group(*args: Any, **kwargs: Any) -> Any:
