@@ -81,7 +81,11 @@ def read_source(path: str | os.PathLike[str]) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"bad encoding declaration: {exc.msg}") from exc
+        # detect_encoding also raises when the first two lines are not UTF-8 and
+        # carry no cookie; say where the bad byte is, as for later lines.
+        encoding = "utf-8"
+        if "invalid or missing encoding declaration" not in str(exc.msg):
+            raise SourceError(f"bad encoding declaration: {exc.msg}") from exc
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:

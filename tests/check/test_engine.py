@@ -1,0 +1,342 @@
+"""The engine with test-only rules: dispatch, walk order, sorting, failures, the fix loop."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import torchport.check.rules as rules_pkg
+from torchport.check import check_source, fix_source
+from torchport.check._context import Context
+from torchport.check._engine import (
+    RuleSet,
+    check_text,
+    fix_text,
+    select_rules,
+)
+from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
+from torchport.errors import ConfigError
+
+
+def _offset(source: str, line: int, col: int) -> int:
+    """Character offset of an (ASCII) position."""
+    return sum(len(x) for x in source.splitlines(keepends=True)[: line - 1]) + col
+
+
+def _unregister(*classes: type[Rule]) -> None:
+    # Test rules must not leak into the global registry other tests inspect.
+    for cls in classes:
+        Rule.registry.pop(cls.code, None)
+
+
+class CudaCall(Rule):
+    """What it does: test rule: `x.cuda()` -> `x.to(device)` plus one shared definition."""
+
+    code = "TP9990"
+    name = "test-cuda-call"
+    message = "use .to(device)"
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "cuda" and not node.args:
+            assert func.value.end_lineno is not None and func.value.end_col_offset is not None
+            assert node.end_lineno is not None and node.end_col_offset is not None
+            start = _offset(ctx.source, func.value.end_lineno, func.value.end_col_offset)
+            end = _offset(ctx.source, node.end_lineno, node.end_col_offset)
+            edits = [Edit(start, end, ".to(device)")]
+            if "device = " not in ctx.source:
+                edits.append(Edit(0, 0, 'device = "cpu"\n'))
+            yield ctx.finding(self, node, fix=Fix(tuple(edits), FixSafety.SAFE))
+
+
+class PrintCall(Rule):
+    """What it does: test rule: `print(` -> `log(` (unsafe)."""
+
+    code = "TP9991"
+    name = "test-print"
+    message = "use log()"
+    fix_safety = FixSafety.UNSAFE
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if isinstance(node.func, ast.Name) and node.func.id == "print":
+            start = _offset(ctx.source, node.lineno, node.col_offset)
+            fix = Fix((Edit(start, start + len("print"), "log"),), FixSafety.UNSAFE)
+            yield ctx.finding(self, node, fix=fix)
+
+
+class Boom(Rule):
+    """What it does: test rule that crashes on the name `boom`."""
+
+    code = "TP9992"
+    name = "test-boom"
+    message = "never seen"
+    node_types = (ast.Name,)
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Name)
+        if node.id == "boom":
+            raise KeyError("boom")
+        if node.id == "flag":
+            yield ctx.finding(self, node)
+
+
+class Noisy(Rule):
+    """What it does: test rule off by default, reporting every name twice (dedup)."""
+
+    code = "TP9993"
+    name = "test-noisy"
+    message = "a name"
+    default = False
+    node_types = (ast.Name,)
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        yield ctx.finding(self, node)
+        yield ctx.finding(self, node)
+
+
+class BadFix(Rule):
+    """What it does: test rule whose fix breaks the syntax of `broken()`."""
+
+    code = "TP9994"
+    name = "test-bad-fix"
+    message = "x"
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Call,)
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if isinstance(node.func, ast.Name) and node.func.id == "broken":
+            start = _offset(ctx.source, node.lineno, node.col_offset)
+            yield ctx.finding(self, node, fix=Fix((Edit(start, start, "("),), FixSafety.SAFE))
+
+
+_unregister(CudaCall, PrintCall, Boom, Noisy, BadFix)
+ALL_TEST_RULES = (CudaCall, PrintCall, Boom, Noisy, BadFix)
+
+
+@pytest.fixture
+def test_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rules_pkg, "RULES", ALL_TEST_RULES)
+
+
+def test_test_rules_do_not_pollute_registry_or_rules() -> None:
+    for cls in ALL_TEST_RULES:
+        assert cls.code not in Rule.registry
+        assert cls not in rules_pkg.RULES
+
+
+# ---------------------------------------------------------------- walk
+
+
+class Recorder(Rule):
+    """What it does: records what the engine shows it."""
+
+    code = "TP9995"
+    name = "test-recorder"
+    message = "r"
+    node_types = (ast.Call, ast.Name)
+    seen: list[tuple[str, list[str]]] = []
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        Recorder.seen.append((ast.dump(node), [type(a).__name__ for a in ctx.ancestors]))
+        yield from ()
+
+
+class LoadRule(Rule):
+    """What it does: asks for the Load context nodes the walk skips by default."""
+
+    code = "TP9996"
+    name = "test-load"
+    message = "load"
+    node_types = (ast.Load,)
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        yield ctx.finding(self, ctx.ancestors[-1])
+
+
+_unregister(Recorder, LoadRule)
+
+
+def _reference(tree: ast.AST) -> list[tuple[str, list[str]]]:
+    """A recursive walk over ast.iter_child_nodes: what the engine must reproduce."""
+    out: list[tuple[str, list[str]]] = []
+    stack: list[ast.AST] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.expr_context | ast.operator | ast.cmpop | ast.boolop | ast.unaryop):
+            return
+        if isinstance(node, ast.Call | ast.Name):
+            out.append((ast.dump(node), [type(a).__name__ for a in stack]))
+        stack.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+        stack.pop()
+
+    visit(tree)
+    return out
+
+
+SAMPLES = [
+    "f(a, b=g(c))[d](e)\n",
+    "def f(x):\n    for i in y(x):\n        z = i.cuda() + h(i)\n    return {k: v(k) for k in x}\n",
+    "class A(B):\n    @dec(1)\n    def m(self, a=q()):\n        with o(p) as r:\n            s(t)\n",
+    "x = [a if b(c) else d(e) for e in f]\nlambda: g(h)\nmatch m(n):\n    case P(q): r(s)\n",
+]
+
+
+@pytest.mark.parametrize("source", SAMPLES)
+def test_walk_matches_iter_child_nodes_order_and_ancestors(source: str) -> None:
+    Recorder.seen = []
+    tree = ast.parse(source)
+    check_text(source, "s.py", RuleSet([Recorder]))
+    assert Recorder.seen == _reference(tree)
+
+
+names = st.sampled_from(["a", "b", "t", "f"])
+exprs = st.recursive(
+    names,
+    lambda inner: st.one_of(
+        st.tuples(inner, st.lists(inner, max_size=3)).map(lambda p: f"{p[0]}({', '.join(p[1])})"),
+        st.tuples(inner, names).map(lambda p: f"{p[0]}.{p[1]}"),
+        st.tuples(inner, inner).map(lambda p: f"({p[0]} + {p[1]})"),
+        st.lists(inner, max_size=3).map(lambda xs: f"[{', '.join(xs)}]"),
+    ),
+    max_leaves=12,
+)
+
+
+@given(st.lists(exprs, min_size=1, max_size=4))
+def test_walk_matches_reference_on_generated_code(lines: list[str]) -> None:
+    source = "".join(f"{line}\n" for line in lines)
+    Recorder.seen = []
+    check_text(source, "s.py", RuleSet([Recorder]))
+    assert Recorder.seen == _reference(ast.parse(source))
+
+
+def test_unpositioned_nodes_visited_only_when_a_rule_asks() -> None:
+    findings = check_text("a = b + c\n", "s.py", RuleSet([LoadRule])).findings
+    assert [(f.line, f.col) for f in findings] == [(1, 5), (1, 9)]
+
+
+def test_findings_sorted_by_line_col_code_and_deduplicated() -> None:
+    source = "flag.cuda(); flag\nx.cuda()\n"
+    outcome = check_text(source, "s.py", RuleSet([CudaCall, Boom, Noisy]))
+    keys = [(f.line, f.col, f.code) for f in outcome.findings]
+    assert keys == sorted(keys)
+    assert len(keys) == len(set(keys))  # Noisy yields each name twice: reported once
+    assert ("TP9990", 1, 1) in {(f.code, f.line, f.col) for f in outcome.findings}
+
+
+def test_rule_failure_is_reported_and_other_rules_still_run() -> None:
+    source = "boom\nflag\nx.cuda()\nboom\n"
+    outcome = check_text(source, "pkg/m.py", RuleSet([Boom, CudaCall]))
+    assert len(outcome.failures) == 1  # the broken rule is turned off for the file
+    failure = outcome.failures[0]
+    assert (failure.code, failure.path, failure.line) == ("TP9992", "pkg/m.py", 1)
+    assert "TP9992" in str(failure) and "test-boom" in str(failure) and "pkg/m.py" in str(failure)
+    assert [f.code for f in outcome.findings] == ["TP9990"]
+
+
+def test_check_source_raises_on_rule_failure(test_rules: None) -> None:
+    with pytest.raises(RuntimeError, match="TP9992"):
+        check_source("boom\n", select=["TP9992"])
+
+
+def test_check_source_raises_syntax_error(test_rules: None) -> None:
+    with pytest.raises(SyntaxError):
+        check_source("def (:\n")
+
+
+# ---------------------------------------------------------------- selection
+
+
+def test_selection_defaults_prefixes_all_and_specificity() -> None:
+    pool = ALL_TEST_RULES
+
+    def codes(**kw: object) -> list[str]:
+        return [r.code for r in select_rules(available=pool, **kw)]  # type: ignore[arg-type]
+
+    assert codes() == ["TP9990", "TP9991", "TP9992", "TP9994"]  # Noisy is off by default
+    assert codes(select=["ALL"]) == ["TP9990", "TP9991", "TP9992", "TP9993", "TP9994"]
+    assert codes(select=["tp9990", "TP9991"]) == ["TP9990", "TP9991"]
+    assert codes(select=["TP999"], ignore=["TP9991"]) == ["TP9990", "TP9992", "TP9993", "TP9994"]
+    assert codes(ignore=["TP99"], extend_select=["TP9993"]) == ["TP9993"]
+    assert codes(extend_select=["TP9993"], ignore=["TP9990"]) == [
+        "TP9991", "TP9992", "TP9993", "TP9994",
+    ]  # fmt: skip
+    assert codes(select=["TP9990"], ignore=["TP9990"]) == []  # a tie ignores
+
+
+def test_unknown_selector_is_a_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match="'TP9899'.*did you mean"):
+        select_rules(select=["TP9899"], available=ALL_TEST_RULES)
+    with pytest.raises(ConfigError, match="XX1"):
+        select_rules(ignore=["XX1"], available=ALL_TEST_RULES)
+
+
+# ---------------------------------------------------------------- fixes
+
+
+def test_shared_edit_applied_once_and_result_is_fixed_point() -> None:
+    source = "import torch\nx = a.cuda()\ny = b.cuda()\n"
+    outcome = fix_text(source, "s.py", RuleSet([CudaCall]))
+    assert outcome.source == 'device = "cpu"\nimport torch\nx = a.to(device)\ny = b.to(device)\n'
+    assert outcome.fixed == {"TP9990": 2}
+    assert outcome.remaining == []
+    again = fix_text(outcome.source, "s.py", RuleSet([CudaCall]))
+    assert again.source == outcome.source and not again.fixed
+
+
+def test_overlapping_fixes_wait_for_the_next_round() -> None:
+    source = "x = a.cuda().cuda()\n"  # the outer fix's span contains the inner one
+    outcome = fix_text(source, "s.py", RuleSet([CudaCall]))
+    assert outcome.source == 'device = "cpu"\nx = a.to(device).to(device)\n'
+    assert outcome.fixed == {"TP9990": 2}
+
+
+def test_unsafe_fixes_only_when_asked_and_bytes_outside_edits_kept() -> None:
+    source = "# -*- coding: utf-8 -*-\r\nprint(x)  # keep me\r\n\r\ny = z.cuda()   # and me\r\n"
+    safe = fix_text(source, "s.py", RuleSet([CudaCall, PrintCall]))
+    assert "print(x)  # keep me\r\n" in safe.source
+    assert [f.code for f in safe.remaining] == ["TP9991"]
+    unsafe = fix_text(source, "s.py", RuleSet([CudaCall, PrintCall]), unsafe=True)
+    assert unsafe.source == (
+        'device = "cpu"\n# -*- coding: utf-8 -*-\r\nlog(x)  # keep me\r\n\r\n'
+        "y = z.to(device)   # and me\r\n"
+    )
+    assert unsafe.remaining == []
+
+
+def test_fix_that_breaks_syntax_is_dropped_and_reported() -> None:
+    source = "broken()\nx = a.cuda()\n"
+    outcome = fix_text(source, "s.py", RuleSet([BadFix, CudaCall]))
+    assert outcome.source == 'device = "cpu"\nbroken()\nx = a.to(device)\n'
+    assert [f.code for f in outcome.failures] == ["TP9994"]
+    ast.parse(outcome.source)
+
+
+def test_fix_source_public_api(test_rules: None) -> None:
+    assert fix_source("x = a.cuda()\n", select=["TP9990"]) == 'device = "cpu"\nx = a.to(device)\n'
+    assert fix_source("print(1)\n", select=["TP9991"]) == "print(1)\n"
+    assert fix_source("print(1)\n", select=["TP9991"], unsafe=True) == "log(1)\n"
+    with pytest.raises(RuntimeError, match="TP9994"):
+        fix_source("broken()\n", select=["TP9994"])
+
+
+@given(st.lists(st.sampled_from(["x = a.cuda()", "print(b)", "c.cuda().cuda()", "y = 1"]), max_size=6))
+def test_fix_is_idempotent_and_parses(lines: list[str]) -> None:
+    source = "".join(f"{line}\n" for line in lines)
+    ruleset = RuleSet([CudaCall, PrintCall])
+    once = fix_text(source, "s.py", ruleset, unsafe=True)
+    ast.parse(once.source)
+    assert once.remaining == []
+    assert fix_text(once.source, "s.py", ruleset, unsafe=True).source == once.source

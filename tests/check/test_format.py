@@ -1,0 +1,125 @@
+"""Output formats: text, JSON, SARIF 2.1.0, GitHub annotations, statistics."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+
+from torchport.check._format import (
+    FORMATS,
+    render,
+    render_github,
+    render_json,
+    render_sarif,
+    render_statistics,
+    render_text,
+)
+from torchport.check._paths import FileError
+from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
+from torchport.cli.check import FORMATS as CLI_FORMATS
+
+
+class FormatRule(Rule):
+    """What it does: a test rule.
+
+    Why is this bad? It is only a test.
+    """
+
+    code = "TP9970"
+    name = "test-format"
+    message = "do the other thing"
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Call,)
+
+
+Rule.registry.pop(FormatRule.code, None)
+
+SAFE = Fix((Edit(4, 12, "x.to(device)"),), FixSafety.SAFE)
+UNSAFE = Fix((Edit(0, 1, "y"),), FixSafety.UNSAFE)
+FINDINGS = [
+    Finding("src/a.py", 1, 5, 1, 13, "TP9970", "test-format", "do the other thing", SAFE),
+    Finding("src/a.py", 3, 1, 4, 2, "TP9971", "test-other", "50% more, said: \"x\"\n", UNSAFE),
+    Finding("b,c:d.py", 2, 2, 2, 3, "TP9970", "test-format", "do the other thing"),
+]
+
+
+def test_text_lines_markers_and_summary() -> None:
+    out = render_text(FINDINGS).splitlines()
+    assert out[0] == "src/a.py:1:5: TP9970 [*] do the other thing"
+    assert out[1].startswith("src/a.py:3:1: TP9971 50% more")  # unsafe: no [*]
+    assert out[-1] == (
+        "Found 3 findings in 2 files (1 fixable with `torchport fix`, "
+        "1 more with `torchport fix --unsafe`)."
+    )
+    assert render_text([]) == "All checks passed.\n"
+
+
+def test_json_round_trips_every_field() -> None:
+    data = json.loads(render_json(FINDINGS))
+    assert [d["code"] for d in data] == ["TP9970", "TP9971", "TP9970"]
+    first = data[0]
+    assert {k: first[k] for k in ("path", "line", "col", "end_line", "end_col", "name")} == {
+        "path": "src/a.py", "line": 1, "col": 5, "end_line": 1, "end_col": 13, "name": "test-format",
+    }  # fmt: skip
+    assert first["fixable"] is True
+    assert first["fix"] == {"safety": "safe", "edits": [{"start": 4, "end": 12, "text": "x.to(device)"}]}
+    assert data[1]["fixable"] is False and data[1]["fix"]["safety"] == "unsafe"
+    assert data[2]["fix"] is None
+    assert json.loads(render_json([])) == []
+
+
+def test_sarif_has_the_required_structure() -> None:
+    errors = [FileError("broken.py", "cannot parse: invalid syntax")]
+    log = json.loads(render_sarif(FINDINGS, [FormatRule], errors))
+    assert log["version"] == "2.1.0" and "sarif-2.1.0" in log["$schema"]
+    (run,) = log["runs"]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "torchport" and driver["version"]
+    (rule,) = driver["rules"]
+    assert rule["id"] == "TP9970" and rule["name"] == "test-format"
+    assert rule["shortDescription"]["text"] == "do the other thing"
+    assert "Why is this bad?" in rule["fullDescription"]["text"]
+    assert rule["properties"]["fixSafety"] == "safe"
+    first = run["results"][0]
+    assert first["ruleId"] == "TP9970" and first["ruleIndex"] == 0 and first["level"] == "warning"
+    location = first["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "src/a.py"
+    assert location["region"] == {"startLine": 1, "startColumn": 5, "endLine": 1, "endColumn": 13}
+    assert "ruleIndex" not in run["results"][1]  # a code with no rule metadata
+    for result in run["results"]:
+        assert {"ruleId", "message", "locations"} <= set(result)
+    (invocation,) = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert invocation["toolExecutionNotifications"][0]["message"]["text"].startswith("cannot parse")
+    absolute = json.loads(render_sarif([dataclasses.replace(FINDINGS[0], path="/abs/x.py")], []))
+    artifact = absolute["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert artifact["artifactLocation"] == {"uri": "file:///abs/x.py"}
+
+
+def test_github_annotations_escape_properties_and_data() -> None:
+    lines = render_github(FINDINGS, [FileError("bad.py", "cannot parse")]).splitlines()
+    assert lines[0] == (
+        "::warning file=src/a.py,line=1,col=5,endLine=1,endColumn=13,title=TP9970"
+        "::TP9970 do the other thing"
+    )
+    assert lines[1].endswith('::TP9971 50%25 more, said: "x"%0A')
+    assert lines[2].startswith("::warning file=b%2Cc%3Ad.py,line=2,col=2,")
+    assert lines[3] == "::error file=bad.py,title=torchport::cannot parse"
+    assert len(lines) == 4
+
+
+def test_statistics_sorted_by_count_then_code() -> None:
+    assert render_statistics(FINDINGS).splitlines() == [
+        "2  TP9970  [*] test-format",
+        "1  TP9971      test-other",
+    ]
+    assert render_statistics([]) == ""
+
+
+def test_render_dispatch_and_cli_choices_agree() -> None:
+    assert CLI_FORMATS == FORMATS
+    assert render("json", FINDINGS) == render_json(FINDINGS)
+    assert render("github", FINDINGS) == render_github(FINDINGS)
+    assert render("text", FINDINGS) == render_text(FINDINGS)
+    assert json.loads(render("sarif", FINDINGS, [FormatRule]))["version"] == "2.1.0"
