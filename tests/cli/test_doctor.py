@@ -1,0 +1,71 @@
+"""`torchport doctor`: text and JSON output, exit codes, --bandwidth on a CPU machine."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from torchport.cli._main import main
+from torchport.diagnose import _probes
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _probes.ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_text_report_exits_zero_when_healthy(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert torch.__version__ in out
+    assert "pick_device()" in out and "no problems found" in out
+
+
+def test_json_parses(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is True
+    assert data["torch"]["version"] == torch.__version__
+    assert data["choice"]["device"] is not None and data["choice"]["reason"]
+
+
+def test_error_finding_exits_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TORCHPORT_DEVICE", "bogus")
+    assert main(["doctor", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False
+    assert any("TORCHPORT_DEVICE" in f["message"] for f in data["findings"])
+    assert main(["doctor"]) == 1
+    assert "error: TORCHPORT_DEVICE='bogus'" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU machine measures real bandwidth")
+def test_bandwidth_on_cpu_says_not_applicable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--bandwidth"]) == 0
+    assert "not applicable" in capsys.readouterr().out
+    assert main(["doctor", "--bandwidth", "--json"]) == 0
+    bandwidth = json.loads(capsys.readouterr().out)["bandwidth"]
+    assert bandwidth["device"] is None and "not applicable" in bandwidth["reason"]
+    assert bandwidth["h2d_pinned"] is None
+
+
+def test_help_names_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["doctor", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--json" in out and "--bandwidth" in out
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_bandwidth_on_gpu_reports_four_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["doctor", "--bandwidth", "--json"])
+    bandwidth = json.loads(capsys.readouterr().out)["bandwidth"]
+    for key in ("h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable"):
+        assert bandwidth[key] > 0

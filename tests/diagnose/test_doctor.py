@@ -1,0 +1,275 @@
+"""doctor() on this CPU machine and on simulated broken environments: findings, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+import torchport
+from torchport.diagnose import CopyBandwidth, DoctorReport, Finding, Severity, _probes
+from torchport.diagnose._bandwidth import measure_bandwidth
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="simulates a machine without GPUs")
+
+
+def errors(report: DoctorReport) -> list[Finding]:
+    return [f for f in report.findings if f.severity is Severity.ERROR]
+
+
+def find(report: DoctorReport, text: str) -> Finding:
+    matches = [f for f in report.findings if text in f.message]
+    assert matches, f"no finding mentions {text!r}: {report.findings}"
+    return matches[0]
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in _probes.ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+def cuda_build(clean_env: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """Make this CPU torch look like a CUDA 12.4 build; tests add the driver and GPUs."""
+    clean_env.setattr(torch.version, "cuda", "12.4")
+    clean_env.setattr(torch.cuda, "get_arch_list", lambda: ["sm_80", "sm_86", "sm_90"])
+    clean_env.setattr(torch._C, "_cuda_getDriverVersion", lambda: 12040, raising=False)
+    clean_env.setattr(_probes, "_NVIDIA_DRIVER", _probes.Path("/nonexistent"))
+    return clean_env
+
+
+def fake_gpus(monkeypatch: pytest.MonkeyPatch, *props: tuple[str, int, int]) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(props))
+
+    def properties(index: int) -> Any:
+        name, major, minor = props[index]
+        return SimpleNamespace(name=name, major=major, minor=minor, total_memory=80 * 2**30)
+
+    def no_nvml(index: int) -> int:
+        raise ModuleNotFoundError("pynvml")
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", properties)
+    monkeypatch.setattr(torch.cuda, "device_memory_used", no_nvml)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda index: (60 * 2**30, 80 * 2**30))
+
+
+@cpu_only
+def test_this_cpu_machine(clean_env: pytest.MonkeyPatch) -> None:
+    report = torchport.doctor()
+    assert isinstance(report, DoctorReport) and report.ok
+    assert report.torch is not None and report.torch.version == torch.__version__
+    assert report.torch.kind in ("CPU-only", f"CUDA {torch.version.cuda}")
+    assert report.gpus == ()
+    assert report.accelerators is not None and report.accelerators.cuda_available is False
+    assert report.host_memory is not None and report.host_memory.device == "cpu"
+    assert report.choice is not None and report.choice.device == "cpu"
+    assert "no accelerator" in report.choice.reason
+    assert report.bandwidth.device is None and report.bandwidth.h2d_pinned is None
+    assert set(report.environment) == set(_probes.ENV_VARS)
+    assert report.cuda_context_created is False
+
+
+def test_report_is_json_serialisable_and_renders() -> None:
+    report = torchport.doctor()
+    data = json.loads(report.to_json())
+    assert data["ok"] == report.ok
+    assert data["torch"]["version"] == torch.__version__ and "kind" in data["torch"]
+    assert all(f["severity"] in ("error", "warning", "info") for f in data["findings"])
+    text = str(report)
+    assert "torch" in text and "pick_device()" in text and "environment" in text
+
+
+def test_doctor_prints_nothing_and_creates_no_cuda_state(capfd: pytest.CaptureFixture[str]) -> None:
+    code = (
+        "import torch, torchport\n"
+        "r = torchport.doctor(free_memory=False)\n"
+        "assert not r.cuda_context_created\n"
+        "print(torch.cuda.is_initialized() if not torch.cuda.is_available() else 'gpu')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() in ("False", "gpu")
+    torchport.doctor()
+    assert capfd.readouterr() == ("", "")
+
+
+def test_cuda_build_without_driver(cuda_build: pytest.MonkeyPatch) -> None:
+    cuda_build.setattr(torch._C, "_cuda_getDriverVersion", lambda: 0, raising=False)
+    cuda_build.setattr(torch.cuda, "is_available", lambda: False)
+    report = torchport.doctor()
+    assert not report.ok
+    finding = find(report, "no NVIDIA driver")
+    assert finding.severity is Severity.ERROR and "CPU wheel" in finding.fix
+    assert report.driver is not None and report.driver.supports_runtime is False
+    assert report.torch is not None and report.torch.kind == "CUDA 12.4"
+    # One cause, one error: the generic "sees no GPU" is not repeated.
+    assert len(errors(report)) == 1
+
+
+def test_cuda_build_with_driver_but_no_gpu(cuda_build: pytest.MonkeyPatch) -> None:
+    cuda_build.setattr(torch.cuda, "is_available", lambda: False)
+    report = torchport.doctor()
+    assert find(report, "sees no GPU").severity is Severity.ERROR
+
+
+def test_driver_too_old(cuda_build: pytest.MonkeyPatch) -> None:
+    cuda_build.setattr(torch._C, "_cuda_getDriverVersion", lambda: 11080, raising=False)
+    fake_gpus(cuda_build, ("NVIDIA A100", 8, 0))
+    report = torchport.doctor()
+    assert report.driver is not None
+    assert (report.driver.version, report.driver.supports_runtime) == ("11.8", False)
+    assert "update the driver" in find(report, "driver supports CUDA 11.8").fix
+
+
+def test_driver_older_minor_is_a_warning(cuda_build: pytest.MonkeyPatch) -> None:
+    cuda_build.setattr(torch._C, "_cuda_getDriverVersion", lambda: 12020, raising=False)
+    fake_gpus(cuda_build, ("NVIDIA A100", 8, 0))
+    report = torchport.doctor()
+    assert find(report, "minor-version compatibility").severity is Severity.WARNING
+    assert report.driver is not None and report.driver.supports_runtime is True
+
+
+def test_capability_not_in_arch_list(cuda_build: pytest.MonkeyPatch) -> None:
+    fake_gpus(cuda_build, ("NVIDIA A100", 8, 0), ("NVIDIA RTX PRO 6000", 12, 0), ("L4", 8, 9))
+    report = torchport.doctor()
+    a100, blackwell, l4 = report.gpus
+    assert (a100.capability, a100.supported_by_build) == ("8.0", True)
+    assert (blackwell.capability, blackwell.supported_by_build) == ("12.0", False)
+    assert l4.supported_by_build is True  # sm_86 SASS runs on 8.9
+    finding = find(report, "sm_120")
+    assert finding.severity is Severity.ERROR and "cuda:1" in finding.message
+    assert not report.ok
+    assert a100.free_memory == 60 * 2**30 and "cudaMemGetInfo" in a100.free_memory_source
+
+
+@pytest.mark.parametrize(
+    ("capability", "arch_list", "supported"),
+    [
+        ((9, 0), ["sm_90a"], True),
+        ((10, 0), ["sm_90a"], False),
+        ((10, 0), ["sm_80", "compute_90"], True),  # PTX JIT-compiles forward
+        ((7, 5), ["sm_80", "compute_80"], False),
+        ((8, 6), ["sm_80"], True),
+    ],
+)
+def test_arch_rules(capability: tuple[int, int], arch_list: list[str], supported: bool) -> None:
+    build = _probes.TorchBuild("x", "3", "linux", "12.8", None, None, tuple(arch_list))
+    assert _probes._arch_supported("{}.{}".format(*capability), build) is supported
+
+
+@pytest.mark.parametrize("visible", ["", "-1", "none"])
+def test_cuda_visible_devices_hides_everything(
+    cuda_build: pytest.MonkeyPatch, visible: str
+) -> None:
+    cuda_build.setenv("CUDA_VISIBLE_DEVICES", visible)
+    cuda_build.setattr(torch.cuda, "is_available", lambda: False)
+    report = torchport.doctor()
+    finding = find(report, "hides every GPU")
+    assert finding.severity is Severity.ERROR and "unset CUDA_VISIBLE_DEVICES" in finding.fix
+    assert report.environment["CUDA_VISIBLE_DEVICES"] == visible
+    assert len(errors(report)) == 1
+
+
+@cpu_only
+def test_cuda_visible_devices_on_a_cpu_build_only_warns(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("CUDA_VISIBLE_DEVICES", "")
+    report = torchport.doctor()
+    assert find(report, "hides every GPU").severity is Severity.WARNING
+    assert report.ok
+
+
+@pytest.mark.parametrize("value", ["bogus", "cuda:0:1", "xla:7"])
+def test_bad_torchport_device(clean_env: pytest.MonkeyPatch, value: str) -> None:
+    clean_env.setenv("TORCHPORT_DEVICE", value)
+    report = torchport.doctor()
+    assert find(report, "TORCHPORT_DEVICE").severity is Severity.ERROR
+    assert report.choice is not None and report.choice.device is None
+    assert "DeviceError" in report.choice.reason
+    assert not report.ok
+
+
+@pytest.mark.parametrize("value", ["cpu", "auto", ""])
+def test_good_torchport_device(clean_env: pytest.MonkeyPatch, value: str) -> None:
+    clean_env.setenv("TORCHPORT_DEVICE", value)
+    report = torchport.doctor()
+    assert not [f for f in report.findings if "TORCHPORT_DEVICE" in f.message]
+    assert report.choice is not None and report.choice.device is not None
+
+
+def test_bad_local_rank(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("LOCAL_RANK", "first")
+    assert find(torchport.doctor(), "LOCAL_RANK").severity is Severity.ERROR
+
+
+def test_a_raising_probe_becomes_a_finding(clean_env: pytest.MonkeyPatch) -> None:
+    def broken() -> bool:
+        raise RuntimeError("CUDA driver initialization failed, you might not have a CUDA gpu.")
+
+    clean_env.setattr(torch.cuda, "is_available", broken)
+    report = torchport.doctor()
+    finding = find(report, "CUDA driver initialization failed")
+    assert finding.severity is Severity.ERROR and "reading" in finding.message
+    assert not report.ok
+    json.loads(report.to_json())
+    assert "CUDA driver initialization failed" in str(report)
+
+
+def test_findings_are_ordered_worst_first(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("CUDA_VISIBLE_DEVICES", "")
+    clean_env.setenv("TORCHPORT_DEVICE", "bogus")
+    severities = [f.severity for f in torchport.doctor().findings]
+    order = [Severity.ERROR, Severity.WARNING, Severity.INFO]
+    assert severities == sorted(severities, key=order.index)
+
+
+def test_bandwidth_on_cpu_is_not_applicable(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("TORCHPORT_DEVICE", "cpu")
+    report = torchport.doctor(bandwidth=True)
+    assert report.bandwidth.device is None
+    assert report.bandwidth.reason is not None and "not applicable" in report.bandwidth.reason
+    assert (report.bandwidth.h2d_pinned, report.bandwidth.d2h_pageable) == (None, None)
+    assert "not applicable" in str(report)
+
+
+@pytest.mark.gpu
+@cuda
+def test_no_context_without_free_memory_in_a_fresh_process() -> None:
+    code = (
+        "import torch, torchport\n"
+        "r = torchport.doctor(free_memory=False)\n"
+        "n = torch.cuda.device_count()\n"
+        "print(any(torch._C._cuda_hasPrimaryContext(i) for i in range(n)), len(r.gpus), n)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    created, listed, count = out.stdout.split()
+    assert created == "False" and listed == count and int(count) >= 1
+
+
+@pytest.mark.gpu
+@cuda
+def test_real_gpu_facts() -> None:
+    report = torchport.doctor()
+    assert report.gpus and report.driver is not None and report.driver.supports_runtime
+    gpu = report.gpus[0]
+    assert gpu.total_memory == torch.cuda.get_device_properties(0).total_memory
+    assert gpu.free_memory is not None and 0 < gpu.free_memory <= gpu.total_memory
+    assert gpu.supported_by_build is True
+    assert report.choice is not None and report.choice.device is not None
+    assert report.choice.device.startswith("cuda")
+
+
+@pytest.mark.gpu
+@cuda
+def test_real_copy_bandwidth() -> None:
+    result = measure_bandwidth(torch.device("cuda", 0), size_bytes=16 * 2**20, repeats=3)
+    assert isinstance(result, CopyBandwidth) and result.device == "cuda:0"
+    figures = (result.h2d_pinned, result.h2d_pageable, result.d2h_pinned, result.d2h_pageable)
+    assert all(value is not None and value > 0 for value in figures)

@@ -1,0 +1,285 @@
+"""explain_oom: allocator messages as PyTorch prints them, each classified into one cause."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import torchport
+from torchport.diagnose import OomCase, OomExplanation
+from torchport.diagnose._memory import explain_oom as explain_oom_via_memory
+from torchport.diagnose._sizes import format_bytes
+
+GiB = 2**30
+MiB = 2**20
+
+
+def cuda_message(
+    *,
+    requested: int,
+    total: int,
+    free: int,
+    allocated: int,
+    unallocated: int,
+    this_process: int | None = None,
+    others: tuple[tuple[int, int], ...] = (),
+    allowed: int | None = None,
+    gpu: str = "0",
+) -> str:
+    """A message in the shape c10/cuda/CUDACachingAllocator.cpp builds (torch >= 2.2)."""
+    procs = "".join(
+        f"Process {pid} has {format_bytes(used)} memory in use. " for pid, used in others
+    )
+    if this_process is not None:
+        procs += (
+            "Including non-PyTorch memory, this process has "
+            f"{format_bytes(this_process)} memory in use. "
+        )
+    limit = f"{format_bytes(allowed)} allowed; " if allowed is not None else ""
+    return (
+        f"CUDA out of memory. Tried to allocate {format_bytes(requested)}. GPU {gpu} has a total "
+        f"capacity of {format_bytes(total)} of which {format_bytes(free)} is free. {procs}{limit}"
+        f"Of the allocated memory {format_bytes(allocated)} is allocated by PyTorch, and "
+        f"{format_bytes(unallocated)} is reserved by PyTorch but unallocated. If reserved but "
+        "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+        "to avoid fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )
+
+
+def test_request_larger_than_the_device() -> None:
+    msg = cuda_message(
+        requested=96 * GiB,
+        total=79 * GiB,
+        free=78 * GiB,
+        allocated=200 * MiB,
+        unallocated=20 * MiB,
+        this_process=700 * MiB,
+    )
+    result = torchport.explain_oom(torch.OutOfMemoryError(msg))
+    assert result.case is OomCase.REQUEST_TOO_LARGE
+    assert result.requested == 96 * GiB
+    assert result.device == "cuda:0"
+    assert "no allocator setting" in result.next_step
+
+
+def test_request_larger_than_the_per_process_limit() -> None:
+    msg = cuda_message(
+        requested=30 * GiB,
+        total=79 * GiB,
+        free=70 * GiB,
+        allocated=1 * GiB,
+        unallocated=0,
+        this_process=2 * GiB,
+        allowed=20 * GiB,
+    )
+    result = torchport.explain_oom(torch.OutOfMemoryError(msg))
+    assert result.case is OomCase.REQUEST_TOO_LARGE
+    assert result.allowed == 20 * GiB
+    assert "per-process limit" in result.next_step
+
+
+def test_other_processes_hold_the_memory() -> None:
+    msg = cuda_message(
+        requested=42 * MiB,
+        total=47 * GiB,
+        free=9 * MiB,
+        allocated=2.9 * GiB,
+        unallocated=34 * MiB,
+        this_process=3 * GiB,
+        others=((644963, 6 * MiB), (3053273, 29 * GiB), (3120922, 14.7 * GiB)),
+    )
+    result = explain_oom_via_memory(RuntimeError(msg))
+    assert result.case is OomCase.OTHER_PROCESSES
+    assert [pid for pid, _ in result.other_processes] == [644963, 3053273, 3120922]
+    assert result.other_processes_total > 43 * GiB
+    assert "3053273" in result.next_step and "CUDA_VISIBLE_DEVICES" in result.next_step
+
+
+def test_fragmentation_suggests_expandable_segments() -> None:
+    msg = cuda_message(
+        requested=int(3.15 * GiB),
+        total=int(39.56 * GiB),
+        free=int(6.8 * GiB),
+        allocated=int(31.66 * GiB),
+        unallocated=int(4.11 * GiB),
+        this_process=int(36.61 * GiB),
+    )
+    result = torchport.explain_oom(torch.OutOfMemoryError(msg))
+    assert result.case is OomCase.FRAGMENTATION
+    assert result.reserved_unallocated == pytest.approx(4.11 * GiB, rel=1e-3)
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in result.next_step
+
+
+def test_working_set_too_large() -> None:
+    msg = cuda_message(
+        requested=4 * GiB,
+        total=int(10.56 * GiB),
+        free=int(3.49 * GiB),
+        allocated=int(6.78 * GiB),
+        unallocated=98 * MiB,
+        this_process=int(7.06 * GiB),
+    )
+    result = torchport.explain_oom(torch.OutOfMemoryError(msg))
+    assert result.case is OomCase.WORKING_SET_TOO_LARGE
+    for advice in ("batch size", "checkpointing", "mixed precision"):
+        assert advice in result.next_step
+
+
+def test_small_foreign_process_does_not_take_the_blame() -> None:
+    msg = cuda_message(
+        requested=20 * MiB,
+        total=int(15.51 * GiB),
+        free=150 * MiB,
+        allocated=int(11.47 * GiB),
+        unallocated=10 * MiB,
+        this_process=int(11.65 * GiB),
+        others=((1839, 322 * MiB),),
+    )
+    assert torchport.explain_oom(RuntimeError(msg)).case is OomCase.WORKING_SET_TOO_LARGE
+
+
+def test_own_process_listed_by_pid_inside_a_container() -> None:
+    # In a container NVML reports host pids, so the allocator cannot say "this process".
+    msg = cuda_message(
+        requested=224 * MiB,
+        total=int(44.34 * GiB),
+        free=161 * MiB,
+        allocated=int(43.36 * GiB),
+        unallocated=396 * MiB,
+        others=((47694, int(44.17 * GiB)),),
+        gpu="",
+    )
+    result = torchport.explain_oom(RuntimeError(msg))
+    assert result.other_processes == ()
+    assert result.this_process == pytest.approx(44.17 * GiB, rel=1e-3)
+    assert result.case is OomCase.FRAGMENTATION
+    assert result.device is None
+
+
+def test_old_message_format() -> None:
+    msg = (
+        "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 1; 7.93 GiB total capacity; "
+        "5.10 GiB already allocated; 1.20 GiB free; 5.30 GiB reserved in total by PyTorch) If "
+        "reserved memory is >> allocated memory try setting max_split_size_mb to avoid "
+        "fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF"
+    )
+    result = torchport.explain_oom(RuntimeError(msg))
+    assert result.device == "cuda:1"
+    assert result.total == pytest.approx(7.93 * GiB, rel=1e-3)
+    assert result.reserved_unallocated == pytest.approx(0.2 * GiB, rel=1e-2)
+    assert result.case is OomCase.WORKING_SET_TOO_LARGE
+
+
+def test_mps_message() -> None:
+    msg = (
+        "MPS backend out of memory (MPS allocated: 17.36 GB, other allocations: 613.56 MB, max "
+        "allowed: 18.13 GB). Tried to allocate 192.00 MB on private pool. Use "
+        "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations "
+        "(may cause system failure)."
+    )
+    result = torchport.explain_oom(RuntimeError(msg))
+    assert result.backend == "mps" and result.device == "mps"
+    assert result.total == pytest.approx(18.13 * GiB, rel=1e-3)
+    assert result.case is OomCase.WORKING_SET_TOO_LARGE
+    assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO" in result.next_step
+
+
+def test_xpu_message_and_device_override() -> None:
+    msg = (
+        "XPU out of memory. Tried to allocate 59.61 GiB. GPU 0 has a total capacity of 28.55 GiB "
+        "of which 12.01 GiB is free. Of the allocated memory 14.00 GiB is allocated by PyTorch, "
+        "and 2.00 MiB is reserved by PyTorch but unallocated. Please use `empty_cache` to release "
+        "all unoccupied cached memory."
+    )
+    result = torchport.explain_oom(torch.OutOfMemoryError(msg), device="xpu:3")
+    assert result.backend == "xpu" and result.device == "xpu:3"
+    assert result.case is OomCase.REQUEST_TOO_LARGE
+
+
+def test_oom_without_numbers_and_text_input() -> None:
+    bare = torchport.explain_oom(torch.OutOfMemoryError("something odd"), device="cuda:2")
+    assert bare.case is OomCase.WORKING_SET_TOO_LARGE
+    assert bare.device == "cuda:2" and bare.requested is None
+    kernel = torchport.explain_oom("RuntimeError: CUDA error: out of memory")
+    assert kernel.case is OomCase.WORKING_SET_TOO_LARGE and kernel.total is None
+
+
+@pytest.mark.parametrize(
+    "err",
+    [
+        ValueError("shapes do not match"),
+        RuntimeError("Expected all tensors on the same device"),
+        "x",
+    ],
+)
+def test_not_an_oom_error(err: BaseException | str) -> None:
+    with pytest.raises(torchport.ConfigError, match="not an out-of-memory error"):
+        torchport.explain_oom(err)
+
+
+def test_explanation_is_frozen_and_reads_as_one_paragraph() -> None:
+    msg = cuda_message(
+        requested=4 * GiB,
+        total=10 * GiB,
+        free=3 * GiB,
+        allocated=6 * GiB,
+        unallocated=100 * MiB,
+        this_process=7 * GiB,
+    )
+    result = torchport.explain_oom(RuntimeError(msg))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.case = OomCase.FRAGMENTATION  # type: ignore[misc]
+    text = str(result)
+    assert "\n" not in text
+    assert "4.00 GiB" in text and "working set too large" in text
+    assert repr(result).startswith("OomExplanation(")
+    assert type(result) is OomExplanation and torchport.explain_oom.__module__ == "torchport"
+
+
+sizes = st.integers(min_value=2048, max_value=80 * GiB)
+
+
+@given(
+    requested=sizes,
+    total=sizes,
+    free=sizes,
+    allocated=sizes,
+    unallocated=sizes,
+    others=st.lists(st.tuples(st.integers(1, 2**22), sizes), max_size=3),
+)
+def test_every_number_is_read_back_and_exactly_one_case(
+    requested: int,
+    total: int,
+    free: int,
+    allocated: int,
+    unallocated: int,
+    others: list[tuple[int, int]],
+) -> None:
+    msg = cuda_message(
+        requested=requested,
+        total=total,
+        free=free,
+        allocated=allocated,
+        unallocated=unallocated,
+        this_process=allocated + unallocated,
+        others=tuple(others),
+    )
+    result = torchport.explain_oom(RuntimeError(msg))
+    # The message rounds to two decimals of the unit, so compare within that rounding.
+    for parsed, original in [
+        (result.requested, requested),
+        (result.total, total),
+        (result.free, free),
+        (result.allocated, allocated),
+        (result.reserved_unallocated, unallocated),
+    ]:
+        assert parsed == pytest.approx(original, rel=5e-3)
+    assert [pid for pid, _ in result.other_processes] == [pid for pid, _ in others]
+    assert isinstance(result.case, OomCase)
+    assert (result.case is OomCase.REQUEST_TOO_LARGE) == (result.requested > result.total)
+    assert result.next_step
