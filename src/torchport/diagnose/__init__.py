@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from torchport.diagnose._audit import AuditEntry, AuditReport, audit
 from torchport.diagnose._bandwidth import CopyBandwidth
 from torchport.diagnose._doctor import DoctorReport, doctor
 from torchport.diagnose._findings import Finding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report
 from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
+from torchport.diagnose._strict import strict
 
 __all__ = [
+    "AuditEntry",
+    "AuditReport",
     "CopyBandwidth",
     "DoctorReport",
     "Finding",
@@ -16,7 +20,9 @@ __all__ = [
     "OomCase",
     "OomExplanation",
     "Severity",
+    "audit",
     "doctor",
     "explain_oom",
     "memory_report",
+    "strict",
 ]

@@ -1,0 +1,434 @@
+"""audit(): count every host<->device copy and every host synchronization, by source line.
+
+Two modes watch the block. A ``TorchDispatchMode`` sees every aten op, including
+those run by autograd and optimizers, and asks :mod:`._ops` whether it copies or
+waits. A ``TorchFunctionMode`` sees Python-level tensor calls (``.tolist()``,
+``.numpy()``, printing) that never reach the dispatcher as one op; while one of
+those runs, the aten ops inside it are not counted again. Both record small
+summaries only (op, device, bytes, source line); no tensor outlives its op.
+
+Per op, the fast path is one dict lookup; the source line is resolved only for
+ops that count, with a per-code-object cache of which frames are internal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import linecache
+import os
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import CodeType, FrameType
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import torchport
+from torchport.diagnose import _ops
+from torchport.diagnose._ops import OpEntry, OpKind
+from torchport.diagnose._strict import note_oom
+from torchport.errors import ConfigError
+
+__all__ = ["AuditEntry", "AuditReport", "audit"]
+
+# Devices whose scalar reads cost no wait: the audit still lists them, labelled
+# as points that would synchronize on an accelerator.
+_HOST_TYPES = frozenset({"cpu", "meta"})
+
+
+@dataclass
+class AuditEntry:
+    """One kind of copy or sync at one source line, with how often it happened.
+
+    Attributes:
+        kind: ``"transfer"``, ``"sync"`` or ``"shape sync"`` (an op whose output
+            size depends on the data, so the host waits to learn it).
+        label: What happened, e.g. ``"scalar read (.item())"``.
+        op: The aten op or tensor method, e.g. ``"aten::_to_copy"``, ``"Tensor.item"``.
+        device: For a transfer, the direction (``"cpu→cuda:0"``); for a sync, the
+            device of the tensor read.
+        would_sync: True for a sync on a host device (CPU): free here, a wait on
+            an accelerator.
+        file: The user's source file (the first frame outside torch and torchport).
+        line: Its line number.
+        function: The function holding that line.
+        code: The line's text, stripped.
+        count: How many times it happened.
+        bytes: Bytes copied in total (transfers and reads to Python; 0 when unknown).
+    """
+
+    kind: str
+    label: str
+    op: str
+    device: str
+    would_sync: bool
+    file: str
+    line: int
+    function: str
+    code: str
+    count: int = 0
+    bytes: int = 0
+
+    @property
+    def where(self) -> str:
+        """``file:line``."""
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class AuditReport:
+    """What :func:`audit` saw: plain data, filled in when the block exits.
+
+    Attributes:
+        entries: One per (kind, op, device, source line), most bytes then most
+            calls first.
+        every: The sampling period given to :func:`audit`.
+        steps: Steps marked with :meth:`step`.
+        recorded_steps: Steps that were recorded (all of them when ``every == 1``).
+    """
+
+    entries: list[AuditEntry] = field(default_factory=list)
+    every: int = 1
+    steps: int = 0
+    recorded_steps: int = 0
+    _recorder: _Recorder | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def transfers(self) -> list[AuditEntry]:
+        """The entries that copy between devices."""
+        return [e for e in self.entries if e.kind == OpKind.TRANSFER.value]
+
+    @property
+    def syncs(self) -> list[AuditEntry]:
+        """The entries where the host waits (or would wait, on an accelerator)."""
+        return [e for e in self.entries if e.kind != OpKind.TRANSFER.value]
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes copied between devices in all."""
+        return sum(e.bytes for e in self.transfers)
+
+    @property
+    def total_count(self) -> int:
+        """Copies and syncs in all."""
+        return sum(e.count for e in self.entries)
+
+    def step(self) -> contextlib.AbstractContextManager[None]:
+        """Mark one step (say, one training iteration) as ``with report.step(): ...``.
+
+        With ``audit(every=N)``, only the first of every N steps is recorded and
+        nothing outside step blocks is; with ``every=1`` steps are only counted.
+
+        Raises:
+            ConfigError: When called after the ``audit()`` block ended.
+        """
+        if self._recorder is None:
+            raise ConfigError(
+                "report.step() was called after its tp.audit() block ended; call it inside "
+                "the block: with tp.audit(every=N) as report: ... with report.step(): ..."
+            )
+        return self._recorder.step()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data: the entries, the sampling and the totals."""
+        return {
+            "entries": [dataclasses.asdict(e) for e in self.entries],
+            "every": self.every,
+            "steps": self.steps,
+            "recorded_steps": self.recorded_steps,
+            "total_bytes": self.total_bytes,
+            "total_count": self.total_count,
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The report as JSON text; :meth:`from_json` reads it back."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AuditReport:
+        """Rebuild a report from :meth:`to_dict` output (totals are recomputed)."""
+        return cls(
+            entries=[AuditEntry(**e) for e in data["entries"]],
+            every=int(data["every"]),
+            steps=int(data["steps"]),
+            recorded_steps=int(data["recorded_steps"]),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> AuditReport:
+        """Rebuild a report from :meth:`to_json` output."""
+        return cls.from_dict(json.loads(text))
+
+    def render(self) -> Any:
+        """A rich renderable: one table row per entry, with totals in the caption."""
+        from torchport.diagnose._report import render_audit
+
+        return render_audit(self)
+
+    def __rich__(self) -> Any:
+        return self.render()
+
+    def __str__(self) -> str:
+        from torchport.diagnose._report import audit_text
+
+        return audit_text(self)
+
+
+# Python-level reads that copy the whole tensor to the host
+_WHOLE_READS = (torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__array__)
+
+_Key = tuple[str, str, str, str, bool, str, int, str]
+
+
+def _internal_dirs() -> tuple[str, ...]:
+    return tuple(
+        os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (torch, torchport)
+    )
+
+
+class _Recorder:
+    """Accumulates counts for one audit() block; shared by its two modes."""
+
+    def __init__(self, every: int) -> None:
+        self.every = every
+        self.steps = 0
+        self.recorded_steps = 0
+        self.counts: dict[_Key, list[int]] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._internal: dict[CodeType, bool] = {}
+        self._dirs = _internal_dirs()
+        self._modes: tuple[_FunctionWatcher, _DispatchWatcher] | None = None
+        self.closed = False
+
+    # -- modes on and off -------------------------------------------------------
+    def start(self) -> None:
+        function, dispatch = _FunctionWatcher(self), _DispatchWatcher(self)
+        function.__enter__()  # type: ignore[no-untyped-call]
+        dispatch.__enter__()  # type: ignore[no-untyped-call]
+        self._modes = (function, dispatch)
+
+    def stop(self) -> None:
+        if self._modes is not None:
+            function, dispatch = self._modes
+            self._modes = None
+            dispatch.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+            function.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[None]:
+        if self.closed:
+            raise ConfigError("report.step() was called after its tp.audit() block ended")
+        sampled = self.steps % self.every == 0
+        self.steps += 1
+        if not sampled:
+            yield
+            return
+        self.recorded_steps += 1
+        if self.every == 1:  # the modes already cover the whole block
+            yield
+            return
+        self.start()
+        try:
+            yield
+        finally:
+            self.stop()
+
+    # -- recording -----------------------------------------------------------------
+    @property
+    def quiet(self) -> int:
+        return int(getattr(self._local, "quiet", 0))
+
+    @quiet.setter
+    def quiet(self, value: int) -> None:
+        self._local.quiet = value
+
+    def _user_frame(self) -> FrameType | None:
+        frame: FrameType | None = sys._getframe(2)
+        internal, dirs = self._internal, self._dirs
+        while frame is not None:
+            code = frame.f_code
+            hidden = internal.get(code)
+            if hidden is None:
+                hidden = internal[code] = code.co_filename.startswith(dirs)
+            if not hidden:
+                return frame
+            frame = frame.f_back
+        return None
+
+    def record(self, entry: OpEntry, op: str, device: str, host: bool, nbytes: int) -> None:
+        frame = self._user_frame()
+        if frame is None:
+            where: tuple[str, int, str] = ("<unknown>", 0, "")
+        else:
+            where = (frame.f_code.co_filename, frame.f_lineno or 0, frame.f_code.co_name)
+        key: _Key = (entry.kind.value, entry.label, op, device, host, *where)
+        with self._lock:
+            slot = self.counts.get(key)
+            if slot is None:
+                self.counts[key] = [1, nbytes]
+            else:
+                slot[0] += 1
+                slot[1] += nbytes
+
+    def observe(
+        self, func: Any, entry: OpEntry, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
+    ) -> None:
+        if entry.kind is OpKind.TRANSFER:
+            moved = _ops.transfer_of(func, args, kwargs, out)
+            if moved is None or moved[0] == moved[1]:
+                return
+            src, dst, nbytes = moved
+            self.record(entry, _op_name(func), f"{src}→{dst}", False, nbytes)
+            return
+        tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        device = tensor.device if tensor is not None else torch.device("cpu")
+        nbytes = 0
+        if tensor is not None and func in _WHOLE_READS:
+            nbytes = tensor.numel() * tensor.element_size()
+        elif tensor is not None and _op_name(func) in ("Tensor.item", "aten::_local_scalar_dense"):
+            nbytes = tensor.element_size()
+        self.record(entry, _op_name(func), str(device), device.type in _HOST_TYPES, nbytes)
+
+    def report_into(self, report: AuditReport) -> None:
+        with self._lock:
+            items = list(self.counts.items())
+        entries = []
+        for (kind, label, op, device, host, file, line, function), (count, nbytes) in items:
+            code = linecache.getline(file, line).strip() if line else ""
+            entries.append(
+                AuditEntry(kind, label, op, device, host, file, line, function, code, count, nbytes)
+            )
+        entries.sort(key=lambda e: (-e.bytes, -e.count, e.file, e.line, e.label))
+        report.entries = entries
+        report.steps = self.steps
+        report.recorded_steps = self.recorded_steps if self.steps else 0
+
+
+def _op_name(func: Any) -> str:
+    schema = getattr(func, "_schema", None)
+    if schema is not None:
+        return str(schema.name)
+    qualname = getattr(func, "__qualname__", repr(func))
+    if qualname.startswith("TensorBase."):  # C methods report their base class
+        qualname = "Tensor." + qualname[len("TensorBase.") :]
+    if qualname.startswith("_VariableFunctionsClass."):
+        qualname = "torch." + qualname[len("_VariableFunctionsClass.") :]
+    return str(qualname)
+
+
+class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """Sees every aten op of the block; counts the ones the op table knows."""
+
+    def __init__(self, recorder: _Recorder) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self._recorder = recorder
+
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: Any,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        entry = _ops.aten_entry(func)
+        if entry is not None:
+            recorder = self._recorder
+            if not recorder.quiet and entry.matches(args, kwargs):
+                recorder.observe(func, entry, args, kwargs, out)
+        return out
+
+
+class _FunctionWatcher(TorchFunctionMode):
+    """Sees Python-level tensor calls; counts reads to Python that aten does not show."""
+
+    def __init__(self, recorder: _Recorder) -> None:
+        super().__init__()
+        self._recorder = recorder
+
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        entry = _ops.method_entry(func)
+        if entry is None or not entry.matches(args, kwargs):
+            return func(*args, **kwargs)
+        recorder = self._recorder
+        recorder.quiet += 1  # the aten ops inside belong to this call
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            recorder.quiet -= 1
+        if not recorder.quiet:
+            recorder.observe(func, entry, args, kwargs, out)
+        return out
+
+
+@contextlib.contextmanager
+def audit(*, every: int = 1) -> Iterator[AuditReport]:
+    """Count host<->device copies and host syncs inside the block, by source line.
+
+    Copies between any two different devices count (``cpu→meta`` too). Scalar
+    reads and data-dependent shapes count on every device; on the CPU they are
+    marked ``would_sync``: free here, a wait on an accelerator. The audit itself
+    never synchronizes; it only watches the program do so. The report is filled
+    in when the block exits::
+
+        with tp.audit() as report:
+            train_one_epoch()
+        print(report)
+
+    For long runs, record one step in N::
+
+        with tp.audit(every=10) as report:
+            for batch in loader:
+                with report.step():
+                    train_step(batch)
+
+    Args:
+        every: Record one step in ``every``, where steps are the
+            ``with report.step():`` blocks. ``1`` (the default) records the
+            whole block and ``step()`` only counts.
+
+    Yields:
+        The :class:`AuditReport`, complete once the block has exited.
+
+    Raises:
+        ConfigError: When ``every`` is not a positive integer.
+    """
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise ConfigError(
+            f"tp.audit(every=...) got {every!r}; pass a positive integer, e.g. every=10 "
+            "to record one step in ten"
+        )
+    recorder = _Recorder(every)
+    report = AuditReport(every=every, _recorder=recorder)
+    if every == 1:
+        recorder.start()
+    try:
+        yield report
+    except torch.OutOfMemoryError as err:
+        note_oom(err)
+        raise
+    finally:
+        recorder.stop()
+        recorder.closed = True
+        report._recorder = None
+        recorder.report_into(report)
+
+
+for _public in (AuditEntry, AuditReport, audit):
+    _public.__module__ = "torchport"
+del _public

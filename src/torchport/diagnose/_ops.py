@@ -1,0 +1,219 @@
+"""The op table: which aten ops and tensor methods copy between devices or wait for one.
+
+This module holds per-op knowledge only, the way ``torch/utils/flop_counter.py``
+keeps its registry apart from the mode that consults it. It knows nothing of
+dispatch modes: :mod:`torchport.diagnose._audit` asks it two questions, "what is
+this aten op?" (:func:`aten_entry`) and "what is this Python-level tensor call?"
+(:func:`method_entry`), and gets back an :class:`OpEntry` or ``None``.
+
+Two levels exist because some host synchronizations never reach the dispatcher as
+one op (``Tensor.tolist`` and ``Tensor.numpy`` of a CPU tensor, printing) while
+others exist only there (``nonzero`` inside ``torch.where(cond)``). When a
+Python-level entry matches, the audit ignores the aten ops it runs, so ``.item()``
+counts once, as ``.item()``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+__all__ = ["OpEntry", "OpKind", "aten_entry", "method_entry", "transfer_of"]
+
+_Args = Sequence[Any]
+_Kwargs = Mapping[str, Any]
+
+
+class OpKind(enum.Enum):
+    """What an op costs the host."""
+
+    TRANSFER = "transfer"
+    """Copies bytes between two different devices (host to device, device to host, ...)."""
+    SYNC = "sync"
+    """Makes the host wait for the device: a value is read back to Python."""
+    SHAPE_SYNC = "shape sync"
+    """Output shape depends on the data, so the host waits to learn the size."""
+    NEITHER = "neither"
+
+
+@dataclass(frozen=True, slots=True)
+class OpEntry:
+    """What the table knows of one op.
+
+    Attributes:
+        kind: The cost class.
+        label: A short human label, e.g. ``"scalar read (.item())"``.
+        applies: When set, the op only counts if this returns true for its
+            ``(args, kwargs)``; ``x.to(same_device)`` is no transfer and
+            ``x[index_tensor]`` is no sync, but ``x[bool_mask]`` is.
+    """
+
+    kind: OpKind
+    label: str
+    applies: Callable[[_Args, _Kwargs], bool] | None = None
+
+    def matches(self, args: _Args, kwargs: _Kwargs) -> bool:
+        """Whether the op, called with these arguments, has this entry's cost."""
+        return self.applies is None or bool(self.applies(args, kwargs))
+
+
+def _device_changes(args: _Args, kwargs: _Kwargs) -> bool:
+    target = kwargs.get("device")
+    return target is not None and isinstance(args[0], torch.Tensor) and target != args[0].device
+
+
+def _copy_crosses(args: _Args, kwargs: _Kwargs) -> bool:
+    dst, src = args[0], args[1] if len(args) > 1 else kwargs.get("src")
+    return (
+        isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor) and src.device != dst.device
+    )
+
+
+def _copy_from_crosses(args: _Args, kwargs: _Kwargs) -> bool:
+    src, dst = args[0], args[1] if len(args) > 1 else kwargs.get("dst")
+    return isinstance(dst, torch.Tensor) and src.device != dst.device
+
+
+def _has_bool_index(args: _Args, kwargs: _Kwargs) -> bool:
+    indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+    return any(
+        isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices or ()
+    )
+
+
+def _no_output_size(args: _Args, kwargs: _Kwargs) -> bool:
+    return kwargs.get("output_size") is None
+
+
+_SCALAR_READ = "scalar read"
+_SHAPE = "data-dependent shape"
+
+# packet name -> entry; an overload name ("repeat_interleave.Tensor") wins over its packet
+_ATEN: dict[str, OpEntry] = {
+    "_to_copy": OpEntry(OpKind.TRANSFER, "copy (.to()/.cpu()/.cuda())", _device_changes),
+    "copy_": OpEntry(OpKind.TRANSFER, "copy (copy_)", _copy_crosses),
+    "_copy_from": OpEntry(OpKind.TRANSFER, "copy (copy_)", _copy_from_crosses),
+    "_copy_from_and_resize": OpEntry(OpKind.TRANSFER, "copy (copy_)", _copy_from_crosses),
+    "_local_scalar_dense": OpEntry(OpKind.SYNC, _SCALAR_READ),
+    "equal": OpEntry(OpKind.SYNC, "torch.equal (returns a Python bool)"),
+    "_linalg_check_errors": OpEntry(OpKind.SYNC, "linalg error check (use the *_ex variant)"),
+    "nonzero": OpEntry(OpKind.SHAPE_SYNC, f"{_SHAPE} (nonzero / where(cond) / argwhere)"),
+    "masked_select": OpEntry(OpKind.SHAPE_SYNC, f"{_SHAPE} (masked_select)"),
+    "_unique": OpEntry(OpKind.SHAPE_SYNC, f"{_SHAPE} (unique)"),
+    "_unique2": OpEntry(OpKind.SHAPE_SYNC, f"{_SHAPE} (unique)"),
+    "unique_dim": OpEntry(OpKind.SHAPE_SYNC, f"{_SHAPE} (unique)"),
+    "unique_consecutive": OpEntry(OpKind.SHAPE_SYNC, f"{_SHAPE} (unique_consecutive)"),
+    "unique_dim_consecutive": OpEntry(OpKind.SHAPE_SYNC, f"{_SHAPE} (unique_consecutive)"),
+    "bincount": OpEntry(OpKind.SHAPE_SYNC, f"{_SHAPE} (bincount)"),
+    "repeat_interleave.Tensor": OpEntry(
+        OpKind.SHAPE_SYNC, f"{_SHAPE} (repeat_interleave, tensor repeats)", _no_output_size
+    ),
+    "repeat_interleave.self_Tensor": OpEntry(
+        OpKind.SHAPE_SYNC, f"{_SHAPE} (repeat_interleave, tensor repeats)", _no_output_size
+    ),
+    "index.Tensor": OpEntry(
+        OpKind.SHAPE_SYNC, f"{_SHAPE} (boolean-mask indexing)", _has_bool_index
+    ),
+    "index_put_": OpEntry(OpKind.SYNC, "boolean-mask assignment (x[mask] = v)", _has_bool_index),
+    "index_put": OpEntry(OpKind.SYNC, "boolean-mask assignment (x[mask] = v)", _has_bool_index),
+    "_index_put_impl_": OpEntry(
+        OpKind.SYNC, "boolean-mask assignment (x[mask] = v)", _has_bool_index
+    ),
+}
+
+_ATEN_CACHE: dict[Any, OpEntry | None] = {}
+
+
+def aten_entry(func: Any) -> OpEntry | None:
+    """The entry for an aten ``OpOverload``, or ``None`` when it neither copies nor waits.
+
+    Args:
+        func: The overload a dispatch mode received, e.g. ``torch.ops.aten.nonzero.default``.
+    """
+    try:
+        return _ATEN_CACHE[func]
+    except KeyError:
+        pass
+    entry: OpEntry | None = None
+    schema = getattr(func, "_schema", None)
+    if schema is not None and schema.name.startswith("aten::"):
+        packet = schema.name[len("aten::") :]
+        overload = f"{packet}.{schema.overload_name}" if schema.overload_name else packet
+        entry = _ATEN.get(overload) or _ATEN.get(packet)
+        if entry is not None and entry.kind is OpKind.NEITHER:
+            entry = None
+    _ATEN_CACHE[func] = entry
+    return entry
+
+
+def _creates_off_host(args: _Args, kwargs: _Kwargs) -> bool:
+    device = kwargs.get("device")
+    return device is not None and torch.device(device).type != "cpu"
+
+
+# Python-level callables a TorchFunctionMode receives. The copy inside
+# torch.tensor(data, device=...) never reaches a dispatch mode, so it lives here.
+_METHODS: dict[Any, OpEntry] = {
+    torch.Tensor.item: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (.item())"),
+    torch.Tensor.tolist: OpEntry(OpKind.SYNC, "read to Python (.tolist())"),
+    torch.Tensor.numpy: OpEntry(OpKind.SYNC, "read to NumPy (.numpy())"),
+    torch.Tensor.__array__: OpEntry(OpKind.SYNC, "read to NumPy (np.asarray(tensor))"),
+    torch.Tensor.__bool__: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (bool(tensor) / if tensor:)"),
+    torch.Tensor.__float__: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (float(tensor))"),
+    torch.Tensor.__int__: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (int(tensor))"),
+    torch.Tensor.__index__: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (tensor used as an index)"),
+    torch.Tensor.__complex__: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (complex(tensor))"),
+    torch.Tensor.__contains__: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (value in tensor)"),
+    torch.Tensor.__repr__: OpEntry(OpKind.SYNC, "printing a tensor (repr/str/print)"),
+    torch.Tensor.__format__: OpEntry(OpKind.SYNC, "formatting a tensor (f-string / format)"),
+    torch.tensor: OpEntry(OpKind.TRANSFER, "copy (torch.tensor(..., device=))", _creates_off_host),
+    torch.as_tensor: OpEntry(
+        OpKind.TRANSFER, "copy (torch.as_tensor(..., device=))", _creates_off_host
+    ),
+}
+
+
+def method_entry(func: Any) -> OpEntry | None:
+    """The entry for a Python-level torch callable, or ``None`` when it is not watched.
+
+    Args:
+        func: What a ``TorchFunctionMode`` received, e.g. ``torch.Tensor.item``.
+    """
+    try:
+        return _METHODS.get(func)
+    except TypeError:  # an unhashable callable is never in the table
+        return None
+
+
+def transfer_of(
+    func: Any, args: _Args, kwargs: _Kwargs, out: Any
+) -> tuple[torch.device, torch.device, int] | None:
+    """Source device, destination device and bytes moved by a transfer op that has run.
+
+    Args:
+        func: The aten overload or Python-level callable (a :data:`OpKind.TRANSFER` entry).
+        args: Its positional arguments.
+        kwargs: Its keyword arguments.
+        out: What it returned.
+
+    Returns:
+        ``(src, dst, nbytes)``, or ``None`` when the arguments hold no tensor to measure.
+    """
+    name = getattr(getattr(func, "_schema", None), "name", "")
+    if name in ("aten::_copy_from", "aten::_copy_from_and_resize"):
+        src, dst = args[0], args[1] if len(args) > 1 else kwargs["dst"]
+    elif name == "aten::copy_":
+        dst, src = args[0], args[1] if len(args) > 1 else kwargs["src"]
+    elif isinstance(out, torch.Tensor) and name == "aten::_to_copy":
+        src, dst = args[0], out
+    elif isinstance(out, torch.Tensor):  # torch.tensor / as_tensor: data came from the host
+        return torch.device("cpu"), out.device, out.numel() * out.element_size()
+    else:
+        return None
+    if not (isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor)):
+        return None
+    return src.device, dst.device, src.numel() * src.element_size()
