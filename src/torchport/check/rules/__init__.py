@@ -3,5 +3,48 @@
 from __future__ import annotations
 
 from torchport.check._rule import Rule
+from torchport.check.rules.blocking_batch_copy import BlockingBatchCopy
+from torchport.check.rules.create_then_move import CreateThenMove
+from torchport.check.rules.cuda_manual_seed import CudaManualSeed
+from torchport.check.rules.cuda_only_api import CudaOnlyApi
+from torchport.check.rules.cuda_set_device import CudaSetDevice
+from torchport.check.rules.data_parallel import DataParallel
+from torchport.check.rules.dataloader_without_pin_memory import DataloaderWithoutPinMemory
+from torchport.check.rules.deprecated_cuda_amp import DeprecatedCudaAmp
+from torchport.check.rules.discarded_move import DiscardedMove
+from torchport.check.rules.float64_to_accelerator import Float64ToAccelerator
+from torchport.check.rules.hard_coded_cuda import HardCodedCuda
+from torchport.check.rules.hard_coded_nccl import HardCodedNccl
+from torchport.check.rules.is_cuda_check import IsCudaCheck
+from torchport.check.rules.legacy_tensor_constructor import LegacyTensorConstructor
+from torchport.check.rules.load_weights_only_false import LoadWeightsOnlyFalse
+from torchport.check.rules.load_without_map_location import LoadWithoutMapLocation
+from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
+from torchport.check.rules.sync_in_loop import SyncInLoop
+from torchport.check.rules.to_in_loop import ToInLoop
+from torchport.check.rules.variable_wrapper import VariableWrapper
 
-RULES: tuple[type[Rule], ...] = ()
+__all__ = ["RULES"]
+
+RULES: tuple[type[Rule], ...] = (
+    HardCodedCuda,  # TP101
+    CudaSetDevice,  # TP102
+    IsCudaCheck,  # TP103
+    LegacyTensorConstructor,  # TP104
+    VariableWrapper,  # TP105
+    CreateThenMove,  # TP106
+    DiscardedMove,  # TP107
+    Float64ToAccelerator,  # TP108
+    NumpyWithoutCpu,  # TP201
+    SyncInLoop,  # TP202
+    BlockingBatchCopy,  # TP203
+    LoadWithoutMapLocation,  # TP301
+    LoadWeightsOnlyFalse,  # TP302
+    DataloaderWithoutPinMemory,  # TP303
+    CudaOnlyApi,  # TP401
+    CudaManualSeed,  # TP402
+    DeprecatedCudaAmp,  # TP403
+    HardCodedNccl,  # TP404
+    DataParallel,  # TP405
+    ToInLoop,  # TP901
+)

@@ -1,0 +1,204 @@
+"""Patterns the rules share: "is this a call to X", "is this probably a tensor", and edit shapes.
+
+Every function here looks at one node and a few of its direct children; none
+walks a subtree, so rules stay cheap on every node they are handed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchport.check._context import Context
+from torchport.check._rule import Edit
+
+__all__ = [
+    "RANDOM_FACTORIES",
+    "TENSOR_FACTORIES",
+    "add_keyword",
+    "cuda_string",
+    "guard_statement",
+    "in_no_grad",
+    "is_cpu_target",
+    "keyword",
+    "method_name",
+    "probably_module",
+    "probably_tensor",
+    "receiver_end",
+    "string_value",
+]
+
+RANDOM_FACTORIES = frozenset(
+    f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli")
+)
+TENSOR_FACTORIES = RANDOM_FACTORIES | frozenset(
+    f"torch.{n}"
+    for n in (
+        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace",
+        "logspace", "eye",
+    )
+)  # fmt: skip
+# Calls that take a tensor and return a new one: their results are tensors too.
+_TENSOR_FUNCS = TENSOR_FACTORIES | frozenset(
+    f"torch.{n}"
+    for n in (
+        "from_numpy", "stack", "cat", "matmul", "where", "softmax", "sigmoid", "exp", "log",
+        "randn_like", "rand_like", "zeros_like", "ones_like", "empty_like", "full_like",
+    )
+)  # fmt: skip
+_TENSOR_METHODS = frozenset(
+    {"float", "double", "half", "long", "int", "detach", "clone", "contiguous", "sum", "mean",
+     "view", "reshape", "squeeze", "unsqueeze", "softmax", "argmax", "abs", "sqrt", "pow"}
+)  # fmt: skip
+_MODULE_NAME = re.compile(
+    r"(^|_)(model|net|network|module|encoder|decoder|backbone|layer|head|classifier|criterion"
+    r"|loss_fn|ddp|policy|critic|actor|generator|discriminator|optimizer)s?($|_|\d)",
+    re.IGNORECASE,
+)
+_TENSOR_NAME = re.compile(
+    r"^(x|y|t|z|tensor|tensors|image|images|img|imgs|label|labels|target|targets|mask|masks"
+    r"|logits|loss|weights?|grad|preds?|probs)(_.*)?$"
+)
+
+
+def method_name(call: ast.Call) -> str | None:
+    """The method name of ``recv.name(...)``, else None."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    """The keyword argument ``name=`` of ``call``, if given."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def string_value(expr: ast.expr | None) -> str | None:
+    """The value of a string literal, else None."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    return None
+
+
+def cuda_string(expr: ast.expr | None) -> str | None:
+    """``"cuda"`` or ``"cuda:N"`` when ``expr`` is such a literal, else None."""
+    value = string_value(expr)
+    if value is not None and (value == "cuda" or value.startswith("cuda:")):
+        return value
+    return None
+
+
+def is_cpu_target(expr: ast.expr | None, ctx: Context) -> bool:
+    """Whether a ``.to()`` target is plainly the CPU (``"cpu"`` or ``torch.device("cpu")``)."""
+    if string_value(expr) == "cpu":
+        return True
+    return (
+        isinstance(expr, ast.Call)
+        and ctx.qualname(expr.func) == "torch.device"
+        and bool(expr.args)
+        and string_value(expr.args[0]) == "cpu"
+    )
+
+
+def probably_tensor(expr: ast.expr, ctx: Context, *, by_name: bool = True) -> bool:
+    """A cheap guess that ``expr`` is a tensor (never a module): its binding or its name says so.
+
+    Errs on "no": rules that act on this stay silent when unsure.
+    """
+    for _ in range(4):  # follow a few name -> value hops, never a loop
+        if isinstance(expr, ast.Name):
+            if probably_module(expr, ctx):
+                return False
+            if by_name and _TENSOR_NAME.match(expr.id):
+                return True
+            bound = ctx.binding(expr.id)
+            if bound is None:
+                return False
+            expr = bound
+            continue
+        if isinstance(expr, ast.Call):
+            name = ctx.qualname(expr.func)
+            if name is not None:
+                return name in _TENSOR_FUNCS
+            method = method_name(expr)
+            if method in _TENSOR_METHODS or method in ("to", "cuda", "cpu"):
+                assert isinstance(expr.func, ast.Attribute)
+                expr = expr.func.value
+                continue
+            return False
+        if isinstance(expr, ast.BinOp):
+            expr = expr.left
+            continue
+        if isinstance(expr, ast.Subscript):
+            return probably_tensor(expr.value, ctx, by_name=False)
+        return False
+    return False
+
+
+def probably_module(expr: ast.expr, ctx: Context) -> bool:
+    """A cheap guess that ``expr`` is an ``nn.Module`` (whose ``.to()`` works in place)."""
+    if isinstance(expr, ast.Attribute):
+        return bool(_MODULE_NAME.search(expr.attr))
+    if not isinstance(expr, ast.Name):
+        return False
+    if _MODULE_NAME.search(expr.id):
+        return True
+    bound = ctx.binding(expr.id)
+    if isinstance(bound, ast.Call):
+        name = ctx.qualname(bound.func)
+        if name is not None:
+            return name.startswith("torch.nn.")
+        func = bound.func
+        callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return callee[:1].isupper()  # `Net()`: a class instance, most often a module
+    return False
+
+
+def in_no_grad(ctx: Context) -> bool:
+    """Whether the walk is inside ``with torch.no_grad()`` / ``inference_mode()`` or such a def."""
+    for node in reversed(ctx.ancestors):
+        items: list[ast.expr] = []
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            items = [item.context_expr for item in node.items]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            items = node.decorator_list
+        for item in items:
+            target = item.func if isinstance(item, ast.Call) else item
+            if ctx.qualname(target) in ("torch.no_grad", "torch.inference_mode"):
+                return True
+    return False
+
+
+def receiver_end(call: ast.Call, ctx: Context) -> int:
+    """Offset just after the receiver of a method call ``recv.name(...)``."""
+    assert isinstance(call.func, ast.Attribute)
+    return ctx.end(call.func.value)
+
+
+def add_keyword(call: ast.Call, text: str, ctx: Context) -> Edit:
+    """An edit appending the argument ``text`` (``"name=value"``) to ``call``'s arguments."""
+    args: list[ast.AST] = [*call.args, *(kw.value for kw in call.keywords)]
+    if not args:
+        close = ctx.end(call) - 1  # the call's closing parenthesis
+        return Edit(close, close, text)
+    at = max(ctx.end(arg) for arg in args)
+    return Edit(at, at, ", " + text)
+
+
+def guard_statement(call: ast.Call, text: str, ctx: Context) -> Edit | None:
+    """Replace the statement ``call`` with ``if <torch>.accelerator.is_available(): text``.
+
+    For calls that raise on a machine without an accelerator. None when ``call``
+    is not a statement of its own on its own lines (then no safe rewrite exists).
+    """
+    stmt = ctx.parent
+    if not (isinstance(stmt, ast.Expr) and stmt.value is call and ctx.owns_lines(stmt)):
+        return None
+    indent = ctx.indent_of(stmt)
+    step = "\t" if "\t" in indent else "    "
+    t = ctx.torch_name()
+    return ctx.replace(
+        stmt, f"if {t}.accelerator.is_available():{ctx.newline}{indent}{step}{text}"
+    )

@@ -1,0 +1,96 @@
+"""TP203 blocking-batch-copy: ``batch.to(device)`` in a loader loop without ``non_blocking``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import add_keyword, is_cpu_target, keyword, method_name
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+
+_LOADER = re.compile(r"loader|batches", re.IGNORECASE)
+_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
+_DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+
+
+class BlockingBatchCopy(Rule):
+    """## What it does
+    Finds `.to(device)` of the batch variables of a loop over a data loader
+    without `non_blocking=True`.
+
+    ## Why is this bad?
+    A blocking host-to-device copy makes the CPU wait for the transfer before
+    it can launch the step's kernels, so copy and compute never overlap. With
+    `pin_memory=True` in the loader and `non_blocking=True` here, the copy runs
+    asynchronously on the device's queue and the next batch's preparation
+    proceeds meanwhile.
+
+    ## Fix safety
+    The fix adds `non_blocking=True`. The copy is then ordered on the device's
+    stream, which is safe for the device-side code that follows; it is unsafe
+    only if the host tensor is modified in place before the copy completes.
+    """
+
+    code = "TP203"
+    name = "blocking-batch-copy"
+    message = "pass `non_blocking=True` (and pin the loader's memory) so copies overlap compute"
+    fix_safety = FixSafety.UNSAFE
+    node_types = (ast.Call,)
+    valid = (
+        "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
+        "for x in xs:\n    x = x.to(device)\n",
+        'for x, y in loader:\n    y = y.to("cpu")\n',
+    )
+    invalid = (
+        Example(
+            "for i, (x, y) in enumerate(train_loader):\n    x, y = x.to(device), y.to(device)\n",
+            fixed="for i, (x, y) in enumerate(train_loader):\n"
+            "    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n",
+            count=2,
+        ),
+        Example(
+            "for batch in loader:\n    out = model(batch['x'].to(device))\n",
+            fixed="for batch in loader:\n"
+            "    out = model(batch['x'].to(device, non_blocking=True))\n",
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if method_name(node) != "to" or keyword(node, "non_blocking") is not None:
+            return
+        target = node.args[0] if node.args else None
+        if target is None or is_cpu_target(target, ctx) or (ctx.qualname(target) or "").startswith(
+            "torch."
+        ):
+            return
+        assert isinstance(node.func, ast.Attribute)
+        root: ast.expr = node.func.value
+        while isinstance(root, (ast.Subscript, ast.Attribute)):
+            root = root.value
+        if not isinstance(root, ast.Name):
+            return
+        loop = ctx.loop_of(node)
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _is_loader(loop.iter, ctx):
+            return
+        if root.id not in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}:
+            return
+        fix = Fix((add_keyword(node, "non_blocking=True", ctx),), FixSafety.UNSAFE)
+        yield ctx.finding(self, node, fix=fix)
+
+
+def _is_loader(expr: ast.expr, ctx: Context) -> bool:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.args:
+        if expr.func.id not in _WRAPPERS:
+            break
+        expr = expr.args[0]
+    if isinstance(expr, ast.Name):
+        bound = ctx.binding(expr.id)
+        if isinstance(bound, ast.Call) and ctx.qualname(bound.func) in _DATALOADER:
+            return True
+        return bool(_LOADER.search(expr.id))
+    if isinstance(expr, ast.Attribute):
+        return bool(_LOADER.search(expr.attr))
+    return False

@@ -1,0 +1,121 @@
+"""TP106 create-then-move: ``torch.zeros(...).to(device)`` instead of creating on the device."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import (
+    RANDOM_FACTORIES,
+    TENSOR_FACTORIES,
+    is_cpu_target,
+    keyword,
+    method_name,
+    string_value,
+)
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check.rules._snippets import DEVICE_LINE
+
+_DEVICE_TEXT = re.compile(r"dev|cuda|gpu|rank|accelerator", re.IGNORECASE)
+
+
+class CreateThenMove(Rule):
+    """## What it does
+    Finds tensors created on the CPU and moved right away:
+    `torch.zeros(n).to(device)`, `torch.randn(n).cuda()`.
+
+    ## Why is this bad?
+    The tensor is filled on the CPU, then copied to the device: one allocation,
+    one fill and one host-to-device copy too many, and a synchronization on
+    some backends. Pass `device=` to the factory and the tensor is made where
+    it is used.
+
+    ## Fix safety
+    Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,
+    `tensor`...). Unsafe for random ones (`randn`, `rand`, `randint`...): the
+    device's generator draws different numbers from the CPU's, so seeded
+    results change.
+    """
+
+    code = "TP106"
+    name = "create-then-move"
+    message = "pass `device=` to the factory to create the tensor where it is used, not move it"
+    fix_safety = FixSafety.UNSAFE
+    node_types = (ast.Call,)
+    valid = (
+        "x = torch.zeros(3, device=device)\n",
+        "x = torch.zeros(3).to(torch.float16)\n",
+        'x = torch.zeros(3).to("cpu")\n',
+    )
+    invalid = (
+        Example(
+            "import torch\n\nmask = torch.ones(4, 4).to(device)\n",
+            fixed="import torch\n\nmask = torch.ones(4, 4, device=device)\n",
+        ),
+        Example(
+            "import torch\n\nnoise = torch.randn(8).cuda()\nidx = torch.arange(8,).to(dev)\n",
+            fixed="import torch\n\n"
+            f"{DEVICE_LINE}"
+            "\n"
+            "noise = torch.randn(8, device=device)\n"
+            "idx = torch.arange(8, device=dev,)\n",
+            count=2,
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        method = method_name(node)
+        if method not in ("to", "cuda"):
+            return
+        assert isinstance(node.func, ast.Attribute)
+        made = node.func.value
+        if not isinstance(made, ast.Call):
+            return
+        factory = ctx.qualname(made.func)
+        if factory not in TENSOR_FACTORIES or keyword(made, "device") is not None:
+            return
+        if any(kw.arg is None for kw in made.keywords):
+            return  # **kwargs may already hold a device
+        edits: tuple[Edit, ...] = ()
+        if method == "cuda":
+            if node.args or any(kw.arg != "non_blocking" for kw in node.keywords):
+                return
+            target, edits = ctx.device_definition()
+        else:
+            moved = _device_target(node, ctx)
+            if moved is None:
+                return
+            target = ctx.segment(moved)
+        args: list[ast.AST] = [*made.args, *(kw.value for kw in made.keywords)]
+        if args:
+            at = max(ctx.end(a) for a in args)
+            add = Edit(at, at, f", device={target}")
+        else:
+            at = ctx.end(made) - 1
+            add = Edit(at, at, f"device={target}")
+        drop = Edit(ctx.end(made), ctx.end(node), "")
+        safety = FixSafety.UNSAFE if factory in RANDOM_FACTORIES else FixSafety.SAFE
+        yield ctx.finding(self, node, fix=Fix((add, drop, *edits), safety))
+
+
+def _device_target(call: ast.Call, ctx: Context) -> ast.expr | None:
+    """The device of ``.to(device)`` when that is all the call does, else None."""
+    if len(call.args) == 1 and all(kw.arg == "non_blocking" for kw in call.keywords):
+        target = call.args[0]
+    elif not call.args and len(call.keywords) == 1 and call.keywords[0].arg == "device":
+        target = call.keywords[0].value
+    else:
+        return None
+    if is_cpu_target(target, ctx):
+        return None
+    if string_value(target) is not None:
+        return target
+    if isinstance(target, ast.Call):
+        return target if ctx.qualname(target.func) == "torch.device" else None
+    if isinstance(target, (ast.Name, ast.Attribute)) and ctx.qualname(target) is None:
+        # A dtype variable would be wrong here: trust only names that say "device".
+        return target if _DEVICE_TEXT.search(ctx.segment(target)) else None
+    return None

@@ -1,0 +1,51 @@
+"""TP402 cuda-manual-seed: ``torch.cuda.manual_seed(_all)``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+
+_SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
+
+
+class CudaManualSeed(Rule):
+    """## What it does
+    Finds `torch.cuda.manual_seed(...)` and `torch.cuda.manual_seed_all(...)`.
+
+    ## Why is this bad?
+    They seed only CUDA generators, so a run on MPS, XPU or the CPU is not
+    reproducible. `torch.manual_seed(seed)` seeds the CPU and every
+    accelerator's generator.
+
+    ## Fix safety
+    `torch.manual_seed` also reseeds the CPU generator at that point; if CPU
+    random numbers were drawn since the last CPU seeding, the ones drawn after
+    this line change.
+    """
+
+    code = "TP402"
+    name = "cuda-manual-seed"
+    message = "call `torch.manual_seed(seed)`, which seeds every device, not the CUDA-only seed"
+    fix_safety = FixSafety.UNSAFE
+    node_types = (ast.Call,)
+    valid = ("import torch\n\ntorch.manual_seed(0)\n",)
+    invalid = (
+        Example(
+            "import torch\n\ntorch.manual_seed(0)\ntorch.cuda.manual_seed_all(0)\n",
+            fixed="import torch\n\ntorch.manual_seed(0)\ntorch.manual_seed(0)\n",
+        ),
+        Example(
+            "from torch.cuda import manual_seed\n\nmanual_seed(seed)\n",
+            fixed="import torch\nfrom torch.cuda import manual_seed\n\ntorch.manual_seed(seed)\n",
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if ctx.qualname(node.func) not in _SEEDS:
+            return
+        edit = ctx.replace(node.func, f"{ctx.torch_name()}.manual_seed")
+        yield ctx.finding(self, node, fix=Fix((edit, *ctx.torch_edits()), FixSafety.UNSAFE))

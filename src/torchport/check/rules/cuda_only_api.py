@@ -1,0 +1,127 @@
+"""TP401 cuda-only-api: ``torch.cuda.*`` calls that have a ``torch.accelerator`` twin."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import cuda_string, guard_statement
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+
+# How each call is rewritten: "statement" calls raise without an accelerator and are
+# guarded by an `if`; "value" calls get a conditional expression; "plain" calls are
+# swapped as they are; None: reported only.
+_TWINS: dict[str, tuple[str, str | None, FixSafety]] = {
+    "synchronize": ("synchronize", "statement", FixSafety.SAFE),
+    "empty_cache": ("empty_cache", "statement", FixSafety.UNSAFE),
+    "reset_peak_memory_stats": ("reset_peak_memory_stats", "statement", FixSafety.UNSAFE),
+    "memory_allocated": ("memory_allocated", "value", FixSafety.UNSAFE),
+    "memory_reserved": ("memory_reserved", "value", FixSafety.UNSAFE),
+    "max_memory_allocated": ("max_memory_allocated", "value", FixSafety.UNSAFE),
+    "max_memory_reserved": ("max_memory_reserved", "value", FixSafety.UNSAFE),
+    "device_count": ("device_count", "plain", FixSafety.UNSAFE),
+    "is_available": ("is_available", "plain", FixSafety.UNSAFE),
+    "current_device": ("current_device_index", None, FixSafety.NONE),
+}
+
+
+class CudaOnlyApi(Rule):
+    """## What it does
+    Finds `torch.cuda` calls that have a device-generic twin in
+    `torch.accelerator`: `synchronize`, `empty_cache`, `memory_allocated`,
+    `memory_reserved`, `max_memory_allocated`, `max_memory_reserved`,
+    `reset_peak_memory_stats`, `device_count`, `is_available` and
+    `current_device`.
+
+    ## Why is this bad?
+    They only see CUDA: on an Apple, Intel or AMD-without-ROCm machine they
+    raise or report "no device" while an accelerator is there, so timings skip
+    the synchronization, memory reports read zero and the code takes its CPU
+    path.
+
+    ## Fix safety
+    `synchronize()` becomes `torch.accelerator.synchronize()` guarded by
+    `torch.accelerator.is_available()` (it raises without an accelerator):
+    safe. The memory calls need torch >= 2.8 and read 0 without an
+    accelerator; `device_count()` and `is_available()` now count MPS and XPU
+    devices too, which changes which branch runs there: unsafe.
+    `current_device()` is only reported.
+    """
+
+    code = "TP401"
+    name = "cuda-only-api"
+    message = "use the `torch.accelerator` twin of this `torch.cuda` call"
+    fix_safety = FixSafety.UNSAFE
+    node_types = (ast.Call,)
+    valid = (
+        "import torch\n"
+        "\n"
+        "if torch.accelerator.is_available():\n"
+        "    torch.accelerator.synchronize()\n",
+        "import torch\n\nbf16 = torch.cuda.is_bf16_supported()\n",
+    )
+    invalid = (
+        Example(
+            "import torch\n"
+            "\n"
+            "def timed(fn):\n"
+            "    torch.cuda.synchronize()  # wait for the kernels\n"
+            "    return fn()\n",
+            fixed="import torch\n"
+            "\n"
+            "def timed(fn):\n"
+            "    if torch.accelerator.is_available():\n"
+            "        torch.accelerator.synchronize()  # wait for the kernels\n"
+            "    return fn()\n",
+        ),
+        Example(
+            "import torch as th\n"
+            "\n"
+            "used = th.cuda.memory_allocated() / 2**20\n"
+            "n = th.cuda.device_count()\n",
+            fixed="import torch as th\n"
+            "\n"
+            "used = (th.accelerator.memory_allocated() if th.accelerator.is_available() else 0)"
+            " / 2**20\n"
+            "n = th.accelerator.device_count()\n",
+            count=2,
+        ),
+        Example("import torch\n\ni = torch.cuda.current_device()\n"),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        name = ctx.qualname(node.func)
+        if name is None or not name.startswith("torch.cuda."):
+            return
+        twin = _TWINS.get(name[len("torch.cuda.") :])
+        if twin is None:
+            return
+        method, kind, safety = twin
+        if method == "is_available" and _is_cuda_idiom_test(node, ctx):
+            return  # `"cuda" if torch.cuda.is_available() else "cpu"`: TP101 rewrites it whole
+        t = ctx.torch_name()
+        args = ", ".join(ctx.segment(a) for a in (*node.args, *node.keywords))
+        call = f"{t}.accelerator.{method}({args})"
+        edit = None
+        if kind == "statement":
+            edit = guard_statement(node, call, ctx)
+        elif kind == "value":
+            edit = ctx.replace(node, f"({call} if {t}.accelerator.is_available() else 0)")
+        elif kind == "plain":
+            edit = ctx.replace(node, call)
+        fix = None if edit is None else Fix((edit, *ctx.torch_edits()), safety)
+        yield ctx.finding(self, node, message=f"use `{t}.accelerator.{method}()` {_WHY}", fix=fix)
+
+
+_WHY = "instead of the CUDA-only call, so the code sees any accelerator"
+
+
+def _is_cuda_idiom_test(node: ast.Call, ctx: Context) -> bool:
+    parent = ctx.parent
+    return (
+        isinstance(parent, ast.IfExp)
+        and parent.test is node
+        and cuda_string(parent.body) is not None
+    )

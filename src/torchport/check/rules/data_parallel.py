@@ -1,0 +1,39 @@
+"""TP405 data-parallel: ``nn.DataParallel``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._rule import Example, Finding, Rule
+
+_DP = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+       "torch.nn.parallel.data_parallel.DataParallel")  # fmt: skip
+
+
+class DataParallel(Rule):
+    """## What it does
+    Finds `nn.DataParallel(...)`.
+
+    ## Why is this bad?
+    `DataParallel` is single-process and CUDA-only: it replicates the model on
+    every step, gathers outputs on GPU 0 (which runs out of memory first) and
+    is held back by the GIL. PyTorch recommends `DistributedDataParallel`,
+    one process per device launched by `torchrun`, which also works on CPU
+    (Gloo) and other accelerators.
+
+    There is no automatic fix: moving to DDP changes how the script is launched.
+    """
+
+    code = "TP405"
+    name = "data-parallel"
+    message = "use `DistributedDataParallel`, one process per device (torchrun), not `DataParallel`"
+    node_types = (ast.Call,)
+    valid = ("from torch.nn.parallel import DistributedDataParallel as DDP\n\nm = DDP(model)\n",)
+    invalid = (Example("import torch.nn as nn\n\nmodel = nn.DataParallel(model)\n"),)
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if ctx.qualname(node.func) in _DP:
+            yield ctx.finding(self, node)

@@ -1,0 +1,75 @@
+"""TP403 deprecated-cuda-amp: ``torch.cuda.amp.autocast`` / ``GradScaler``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check.rules._snippets import DEVICE_LINE
+
+_AMP = {
+    "torch.cuda.amp.autocast": "autocast",
+    "torch.cuda.amp.autocast_mode.autocast": "autocast",
+    "torch.cuda.amp.GradScaler": "GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler": "GradScaler",
+}
+
+
+class DeprecatedCudaAmp(Rule):
+    """## What it does
+    Finds `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)`.
+
+    ## Why is this bad?
+    Both are deprecated (they warn on every call) and tie mixed precision to
+    CUDA: on any other device autocast is silently off. `torch.amp.autocast`
+    and `torch.amp.GradScaler` take the device type as their first argument.
+
+    ## Fix safety
+    The fix passes `device.type`. Where the old code ran without CUDA, autocast
+    was a no-op; now it is on for that device (bfloat16 on the CPU by default),
+    which changes the numerics there.
+    """
+
+    code = "TP403"
+    name = "deprecated-cuda-amp"
+    message = "use `torch.amp.autocast(device.type)` / `torch.amp.GradScaler(device.type)`"
+    fix_safety = FixSafety.UNSAFE
+    node_types = (ast.Call,)
+    valid = ("import torch\n\nwith torch.amp.autocast(device.type):\n    y = model(x)\n",)
+    invalid = (
+        Example(
+            "import torch\n"
+            "\n"
+            "scaler = torch.cuda.amp.GradScaler()\n"
+            "with torch.cuda.amp.autocast(enabled=True):\n"
+            "    y = model(x)\n",
+            fixed="import torch\n"
+            "\n"
+            f"{DEVICE_LINE}"
+            "\n"
+            "scaler = torch.amp.GradScaler(device.type)\n"
+            "with torch.amp.autocast(device.type, enabled=True):\n"
+            "    y = model(x)\n",
+            count=2,
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        name = ctx.qualname(node.func)
+        if name is None or name not in _AMP:
+            return
+        device, edits = ctx.device_definition()
+        func = ctx.replace(node.func, f"{ctx.torch_name()}.amp.{_AMP[name]}")
+        given: list[ast.AST] = [*node.args, *node.keywords]
+        if given:
+            at = min(ctx.start(a) for a in given)
+            add = Edit(at, at, f"{device}.type, ")
+        else:
+            at = ctx.end(node) - 1
+            add = Edit(at, at, f"{device}.type")
+        if not edits:
+            edits = ctx.torch_edits()
+        yield ctx.finding(self, node, fix=Fix((func, add, *edits), FixSafety.UNSAFE))

@@ -1,0 +1,64 @@
+"""TP107 discarded-move: ``x.to(device)`` as a statement on a tensor."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import method_name, probably_module, probably_tensor
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+
+
+class DiscardedMove(Rule):
+    """## What it does
+    Finds `x.to(...)`, `x.cuda()` and `x.cpu()` standing alone as a statement
+    when `x` is (probably) a tensor.
+
+    ## Why is this bad?
+    For a tensor these return a new tensor and leave `x` where it was, so the
+    statement does nothing but a copy that is thrown away; the next line still
+    uses the old tensor on the old device. (`model.to(device)` on an
+    `nn.Module` moves it in place and is fine; the rule stays silent when the
+    receiver may be a module.)
+
+    ## Fix safety
+    The fix assigns the result back (`x = x.to(device)`), which changes what
+    later lines see: that is the intent, but it is a change in behaviour.
+    """
+
+    code = "TP107"
+    name = "discarded-move"
+    message = "assign the result (`x = x.to(device)`): tensor moves return a new tensor"
+    fix_safety = FixSafety.UNSAFE
+    node_types = (ast.Expr,)
+    valid = (
+        "model.to(device)\n",
+        "net = Net()\nnet.cuda()\n",
+        "x = x.to(device)\n",
+    )
+    invalid = (
+        Example(
+            "import torch\n\nx = torch.zeros(3)\nx.to(device)\n",
+            fixed="import torch\n\nx = torch.zeros(3)\nx = x.to(device)\n",
+        ),
+        Example(
+            "def step(batch):\n    labels = batch[1]\n    labels.cuda()\n",
+            fixed="def step(batch):\n    labels = batch[1]\n    labels = labels.cuda()\n",
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Expr)
+        call = node.value
+        if not isinstance(call, ast.Call) or method_name(call) not in ("to", "cuda", "cpu"):
+            return
+        assert isinstance(call.func, ast.Attribute)
+        receiver = call.func.value
+        if probably_module(receiver, ctx) or not probably_tensor(receiver, ctx):
+            return
+        fix = None
+        if isinstance(receiver, (ast.Name, ast.Attribute)):
+            at = ctx.start(node)
+            fix = Fix((Edit(at, at, f"{ctx.segment(receiver)} = "),), FixSafety.UNSAFE)
+        yield ctx.finding(self, call, fix=fix)

@@ -1,0 +1,89 @@
+"""TP108 float64-to-accelerator: float64 tensors sent to a device that may be MPS."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import is_cpu_target, keyword, method_name
+from torchport.check._rule import Example, Finding, Rule
+
+_FLOAT64 = ("torch.float64", "torch.double")
+
+
+class Float64ToAccelerator(Rule):
+    """## What it does
+    Finds float64 data headed for a device: `dtype=torch.float64` together with
+    `device=`, `.to(device, torch.float64)`, `.double().to(device)`,
+    `.to(device).double()` and `.double().cuda()`.
+
+    ## Why is this bad?
+    Apple's MPS backend has no float64 and raises, and most GPUs run float64
+    many times slower than float32. Keep float64 work on the CPU, or use
+    float32 on the device.
+    """
+
+    code = "TP108"
+    name = "float64-to-accelerator"
+    message = "use float32 on the device (MPS has no float64) or keep the float64 work on the CPU"
+    node_types = (ast.Call,)
+    valid = (
+        "x = torch.zeros(3, dtype=torch.float64)\n",
+        'x = y.double().to("cpu")\n',
+        "x = y.float().to(device)\n",
+    )
+    invalid = (
+        Example("import torch\n\nx = torch.zeros(3, dtype=torch.float64, device=device)\n"),
+        Example("import torch\n\nx = y.to(device, torch.double)\nz = w.double().cuda()\n", count=2),
+        Example("x = y.to(device).double()\n"),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if _float64_device_call(node, ctx):
+            yield ctx.finding(self, node)
+            return
+        method = method_name(node)
+        if method not in ("double", "cuda"):
+            return
+        assert isinstance(node.func, ast.Attribute)
+        receiver = node.func.value
+        if not isinstance(receiver, ast.Call):
+            return
+        if method == "double" and _moves(receiver, ctx):
+            yield ctx.finding(self, node)  # `.to(device).double()`: converted after the move
+        elif method == "cuda" and method_name(receiver) == "double":
+            yield ctx.finding(self, node)
+
+
+def _moves(call: ast.Call, ctx: Context) -> bool:
+    """``.cuda()``, or ``.to(target)`` with a target that is not plainly the CPU or a dtype."""
+    method = method_name(call)
+    if method == "cuda":
+        return True
+    if method != "to":
+        return False
+    targets = [*call.args[:1], *(kw.value for kw in call.keywords if kw.arg == "device")]
+    return any(
+        not is_cpu_target(t, ctx) and not (ctx.qualname(t) or "").startswith("torch.")
+        for t in targets
+    )
+
+
+def _float64_device_call(call: ast.Call, ctx: Context) -> bool:
+    dtype_kw = keyword(call, "dtype")
+    dtypes = [*call.args, *([dtype_kw.value] if dtype_kw else [])]
+    if not any(ctx.qualname(d) in _FLOAT64 for d in dtypes):
+        if method_name(call) == "to" and isinstance(call.func, ast.Attribute):
+            receiver = call.func.value  # `.double().to(device)`
+            return (
+                isinstance(receiver, ast.Call)
+                and method_name(receiver) == "double"
+                and _moves(call, ctx)
+            )
+        return False
+    if method_name(call) == "to":
+        return _moves(call, ctx)
+    device_kw = keyword(call, "device")
+    return device_kw is not None and not is_cpu_target(device_kw.value, ctx)

@@ -1,0 +1,161 @@
+"""TP101 hard-coded-cuda: ``.cuda()``, ``"cuda"`` devices and ``torch.device("cuda")``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import cuda_string, keyword, method_name, receiver_end
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check.rules._snippets import DEVICE_LINE
+
+
+class HardCodedCuda(Rule):
+    """## What it does
+    Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`,
+    `device="cuda"` arguments, `torch.device("cuda")`, and the idiom
+    `"cuda" if torch.cuda.is_available() else "cpu"`.
+
+    ## Why is this bad?
+    The program fails on a machine without an NVIDIA GPU, and never uses an
+    Apple (MPS), Intel (XPU) or other accelerator that is there. Define the
+    device once from `torch.accelerator` and pass it everywhere.
+
+    ## Fix safety
+    The fix defines `device` once after the imports and uses it. It is safe for
+    `.cuda()`, `"cuda"` and `torch.device("cuda")`, which mean the current
+    accelerator; it is unsafe for an explicit index (`"cuda:1"`, `.cuda(0)`),
+    which the fix drops, and for the `is_available()` idiom, which picks MPS or
+    XPU where it used to pick the CPU.
+    """
+
+    code = "TP101"
+    name = "hard-coded-cuda"
+    message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
+    fix_safety = FixSafety.UNSAFE
+    node_types = (ast.Call, ast.IfExp)
+    valid = (
+        "x = x.to(device)\n",
+        'x = torch.zeros(3, device="cpu")\n',
+        'if device.type == "cuda":\n    pass\n',
+    )
+    invalid = (
+        Example(
+            "import torch\n"
+            "\n"
+            "x = torch.zeros(3).cuda()\n",
+            fixed="import torch\n"
+            "\n"
+            f"{DEVICE_LINE}"
+            "\n"
+            "x = torch.zeros(3).to(device)\n",
+        ),
+        Example(
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "\n"
+            'model = nn.Linear(2, 2).to("cuda")\n'
+            'x = torch.ones(2, device="cuda")\n',
+            fixed="import torch\n"
+            "import torch.nn as nn\n"
+            "\n"
+            f"{DEVICE_LINE}"
+            "\n"
+            "model = nn.Linear(2, 2).to(device)\n"
+            "x = torch.ones(2, device=device)\n",
+            count=2,
+        ),
+        Example(
+            "import torch\n"
+            "\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "batch = batch.cuda(non_blocking=True)\n",
+            fixed="import torch\n"
+            "\n"
+            f"{DEVICE_LINE}"
+            "batch = batch.to(device, non_blocking=True)\n",
+            count=2,
+        ),
+        Example(
+            "import numpy as np\n"
+            "\n"
+            "\n"
+            "def run(x):\n"
+            "    return x.cuda(1)\n",
+            fixed="import torch\n"
+            "import numpy as np\n"
+            "\n"
+            f"{DEVICE_LINE}"
+            "\n"
+            "\n"
+            "def run(x):\n"
+            "    return x.to(device)\n",
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        if isinstance(node, ast.IfExp):
+            if _is_cuda_idiom(node, ctx) and not _is_device_call(ctx.parent, ctx):
+                yield self._replace_device(node, ctx, FixSafety.UNSAFE)
+            return
+        assert isinstance(node, ast.Call)
+        method = method_name(node)
+        if method == "cuda" and ctx.qualname(node.func) is None:
+            yield self._dot_cuda(node, ctx)
+            return
+        if _is_device_call(node, ctx):
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.IfExp) and _is_cuda_idiom(first, ctx):
+                yield self._replace_device(node, ctx, FixSafety.UNSAFE)
+            elif (value := cuda_string(first)) is not None:
+                exact = value == "cuda" and len(node.args) == 1 and not node.keywords
+                yield self._replace_device(node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
+            return
+        targets: list[ast.expr] = []
+        if method == "to" and node.args:
+            targets.append(node.args[0])
+        device_kw = keyword(node, "device")
+        if device_kw is not None:
+            targets.append(device_kw.value)
+        for target in targets:
+            if (value := cuda_string(target)) is not None:
+                safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
+                yield self._replace_device(target, ctx, safety, whole=False)
+
+    def _replace_device(
+        self, node: ast.expr, ctx: Context, safety: FixSafety, *, whole: bool = True
+    ) -> Finding:
+        parent = ctx.parent
+        if whole and isinstance(parent, ast.Assign) and parent.value is node:
+            # `device = torch.device("cuda")` itself: bind the portable expression instead.
+            edits = (ctx.replace(node, ctx.device_expr()), *ctx.torch_edits())
+            return ctx.finding(self, node, fix=Fix(edits, safety))
+        name, definition = ctx.device_definition()
+        return ctx.finding(self, node, fix=Fix((ctx.replace(node, name), *definition), safety))
+
+    def _dot_cuda(self, node: ast.Call, ctx: Context) -> Finding:
+        index = node.args[0] if node.args else keyword(node, "device")
+        index = index.value if isinstance(index, ast.keyword) else index
+        if index is not None and not isinstance(index, ast.Constant):
+            return ctx.finding(self, node)  # `.cuda(rank)`: the index matters, pick it by hand
+        extra = [ctx.segment(kw) for kw in node.keywords if kw.arg not in ("device", None)]
+        name, edits = ctx.device_definition()
+        text = ".to(" + ", ".join([name, *extra]) + ")"
+        replace = Edit(receiver_end(node, ctx), ctx.end(node), text)
+        safety = FixSafety.SAFE if index is None else FixSafety.UNSAFE
+        return ctx.finding(self, node, fix=Fix((replace, *edits), safety))
+
+
+def _is_device_call(node: ast.AST | None, ctx: Context) -> bool:
+    return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device"
+
+
+def _is_cuda_idiom(node: ast.IfExp, ctx: Context) -> bool:
+    """``"cuda" if torch.cuda.is_available() else <anything>``."""
+    test = node.test
+    return (
+        cuda_string(node.body) is not None
+        and isinstance(test, ast.Call)
+        and ctx.qualname(test.func) == "torch.cuda.is_available"
+    )

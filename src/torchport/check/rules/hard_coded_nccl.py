@@ -1,0 +1,68 @@
+"""TP404 hard-coded-nccl: ``init_process_group("nccl")``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import keyword, string_value
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check.rules._snippets import DEVICE_LINE
+
+
+class HardCodedNccl(Rule):
+    """## What it does
+    Finds `torch.distributed.init_process_group("nccl")` and `backend="nccl"`.
+
+    ## Why is this bad?
+    NCCL exists only for NVIDIA (and ROCm) GPUs: the same script fails under
+    torchrun on CPU nodes, Apple or Intel machines.
+    `torch.distributed.get_default_backend_for_device(device)` picks NCCL,
+    Gloo, XCCL... for the device the process uses.
+
+    ## Fix safety
+    Needs torch >= 2.6. On machines where NCCL was wrongly forced, the backend
+    now differs (Gloo on the CPU), which is the point, but changes behaviour.
+    """
+
+    code = "TP404"
+    name = "hard-coded-nccl"
+    message = (
+        "pass `backend=torch.distributed.get_default_backend_for_device(device)` "
+        "instead of hard-coding NCCL"
+    )
+    fix_safety = FixSafety.UNSAFE
+    node_types = (ast.Call,)
+    valid = ('import torch.distributed as dist\n\ndist.init_process_group("gloo")\n',)
+    invalid = (
+        Example(
+            "import torch\n"
+            "import torch.distributed as dist\n"
+            "\n"
+            'dist.init_process_group(backend="nccl")\n',
+            fixed="import torch\n"
+            "import torch.distributed as dist\n"
+            "\n"
+            f"{DEVICE_LINE}"
+            "\n"
+            "dist.init_process_group(backend=torch.distributed.get_default_backend_for_device("
+            "device))\n",
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if ctx.qualname(node.func) != "torch.distributed.init_process_group":
+            return
+        given = keyword(node, "backend")
+        backend = given.value if given is not None else (node.args[0] if node.args else None)
+        if backend is None or (string_value(backend) or "").lower() != "nccl":
+            return
+        device, edits = ctx.device_definition()
+        t = ctx.torch_name()
+        text = f"{t}.distributed.get_default_backend_for_device({device})"
+        if not edits:
+            edits = ctx.torch_edits()
+        fix = Fix((ctx.replace(backend, text), *edits), FixSafety.UNSAFE)
+        yield ctx.finding(self, backend, fix=fix)

@@ -1,0 +1,100 @@
+"""TP201 numpy-without-cpu: ``x.numpy()`` on a tensor that may live on an accelerator."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import (
+    TENSOR_FACTORIES,
+    in_no_grad,
+    is_cpu_target,
+    keyword,
+    method_name,
+    receiver_end,
+)
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+
+# Methods that keep a tensor where it is: look through them for `.cpu()` / `.detach()`.
+_SAME_DEVICE = frozenset(
+    {"detach", "clone", "float", "double", "half", "long", "int", "squeeze", "view", "reshape",
+     "flatten", "contiguous", "sum", "mean"}
+)  # fmt: skip
+
+
+class NumpyWithoutCpu(Rule):
+    """## What it does
+    Finds `x.numpy()` where nothing before it brings `x` to the CPU.
+
+    ## Why is this bad?
+    `.numpy()` raises for a tensor on CUDA, MPS or any accelerator ("can't
+    convert cuda:0 device type tensor to numpy"), and for a tensor that
+    requires grad. The code works on a CPU-only machine and breaks on the
+    first GPU. Call `.detach().cpu().numpy()` (`.cpu()` is free for a CPU
+    tensor).
+
+    The fix inserts `.cpu()`, and `.detach()` too unless the tensor is already
+    detached or the code runs under `torch.no_grad()`/`inference_mode()`.
+    """
+
+    code = "TP201"
+    name = "numpy-without-cpu"
+    message = "call `.detach().cpu().numpy()` (`.cpu().numpy()` under no_grad), not bare `.numpy()`"
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Call,)
+    valid = (
+        "a = out.detach().cpu().numpy()\n",
+        'a = out.to("cpu").numpy()\n',
+        "import torch\n\na = torch.zeros(3).numpy()\n",
+        "a = out.numpy(force=True)\n",
+    )
+    invalid = (
+        Example("a = out.numpy()\n", fixed="a = out.detach().cpu().numpy()\n"),
+        Example(
+            "import torch\n\nwith torch.no_grad():\n    p = model(x).softmax(-1).numpy()\n",
+            fixed="import torch\n\n"
+            "with torch.no_grad():\n"
+            "    p = model(x).softmax(-1).cpu().numpy()\n",
+        ),
+        Example("a = out.detach().numpy()\n", fixed="a = out.detach().cpu().numpy()\n"),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if method_name(node) != "numpy" or node.args or keyword(node, "force") is not None:
+            return
+        assert isinstance(node.func, ast.Attribute)
+        detached = False
+        expr: ast.expr = node.func.value
+        for _ in range(8):  # a chain of a few methods at most
+            if isinstance(expr, ast.Name):
+                bound = ctx.binding(expr.id)
+                if bound is None:
+                    break
+                expr = bound
+                continue
+            if isinstance(expr, ast.Attribute) and expr.attr == "data":
+                detached = True
+                expr = expr.value
+                continue
+            if not isinstance(expr, ast.Call):
+                break
+            name = ctx.qualname(expr.func)
+            if name == "torch.from_numpy" or (
+                name in TENSOR_FACTORIES and keyword(expr, "device") is None
+            ):
+                return  # made on the CPU
+            method = method_name(expr)
+            if method == "cpu" or (
+                method == "to" and expr.args and is_cpu_target(expr.args[0], ctx)
+            ):
+                return
+            if method not in _SAME_DEVICE:
+                break
+            detached = detached or method == "detach"
+            assert isinstance(expr.func, ast.Attribute)
+            expr = expr.func.value
+        at = receiver_end(node, ctx)
+        text = ".cpu()" if detached or in_no_grad(ctx) else ".detach().cpu()"
+        yield ctx.finding(self, node, fix=Fix((Edit(at, at, text),), FixSafety.SAFE))

@@ -1,0 +1,77 @@
+"""TP202 sync-in-loop: ``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()``, ``print`` in loops."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import method_name, probably_module, probably_tensor
+from torchport.check._rule import Example, Finding, Rule
+
+_SYNCS = frozenset({"item", "tolist", "cpu", "numpy"})
+
+
+class SyncInLoop(Rule):
+    """## What it does
+    Finds host reads of device tensors inside `for`/`while` loops and
+    comprehensions: `.item()`, `.tolist()`, `.cpu()`, `.numpy()` and
+    `print(tensor)`.
+
+    ## Why is this bad?
+    Each of them waits until the device has finished all queued work and
+    copies the value back. Inside a training loop that drains the GPU's queue
+    every step, so the GPU idles while Python prepares the next step. Keep
+    running sums on the device (`total += loss.detach()`) and read them once
+    after the loop, or every N steps.
+    """
+
+    code = "TP202"
+    name = "sync-in-loop"
+    message = (
+        "accumulate on the device (`total += loss.detach()`) and read once after the loop "
+        "instead of syncing every iteration"
+    )
+    node_types = (ast.Call,)
+    valid = (
+        "total = 0\nfor x in xs:\n    total += model(x).sum()\nprint(total.item())\n",
+        "for k, v in d.items():\n    pass\n",
+        "for i in range(3):\n    model.cpu()\n",
+    )
+    invalid = (
+        Example("for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"),
+        Example("while step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"),
+        Example("vals = [t.tolist() for t in ts]\n"),
+        Example(
+            "import torch\n\nfor i in range(3):\n    loss = torch.zeros(1) + i\n    print(loss)\n"
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            method = func.attr
+            if method not in _SYNCS or (method != "cpu" and (node.args or node.keywords)):
+                return
+            receiver = func.value
+            if isinstance(receiver, ast.Call) and method_name(receiver) in _SYNCS:
+                return  # `x.cpu().numpy()`: reported once, at the inner call
+            if method == "cpu" and probably_module(receiver, ctx):
+                return
+            if not ctx.in_loop(node):
+                return
+            message = f"`.{method}()` in a loop waits for the device every iteration; " + (
+                "accumulate on the device and read once after the loop"
+                if method == "item"
+                else "collect on the device (`torch.stack`) and copy once after the loop"
+            )
+            yield ctx.finding(self, node, message=message)
+        elif (
+            isinstance(func, ast.Name)
+            and func.id == "print"
+            and any(probably_tensor(a, ctx) for a in node.args)
+            and ctx.in_loop(node)
+        ):
+            message = "`print(tensor)` in a loop waits for the device; print every N steps"
+            yield ctx.finding(self, node, message=message)

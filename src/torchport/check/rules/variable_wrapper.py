@@ -1,0 +1,66 @@
+"""TP105 variable-wrapper: ``Variable(x)`` and ``volatile=True``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import keyword
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+
+_VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
+_ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Tuple)
+
+
+class VariableWrapper(Rule):
+    """## What it does
+    Finds `torch.autograd.Variable(...)` wrappers, including `volatile=True`.
+
+    ## Why is this bad?
+    Since PyTorch 0.4 a `Variable` is just the tensor it wraps, so the wrapper
+    only hides what a line does; `volatile=True` has no effect at all, so the
+    code it was meant to speed up now records autograd graphs and keeps their
+    memory alive. Use the tensor itself, `requires_grad_()`, and
+    `torch.no_grad()` for inference.
+
+    The fix unwraps `Variable(x)`; calls with other arguments are only reported.
+    """
+
+    code = "TP105"
+    name = "variable-wrapper"
+    message = (
+        "use the tensor itself, not `Variable(...)` "
+        "(and `torch.no_grad()` instead of `volatile=True`)"
+    )
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Call,)
+    valid = ("out = model(x)\n", "from torch.autograd import grad\n\ng = grad(y, x)\n")
+    invalid = (
+        Example(
+            "from torch.autograd import Variable\n\nout = model(Variable(x))\n",
+            fixed="from torch.autograd import Variable\n\nout = model(x)\n",
+        ),
+        Example(
+            "import torch\n\ny = torch.autograd.Variable(a + b).sum()\n",
+            fixed="import torch\n\ny = (a + b).sum()\n",
+        ),
+        Example("from torch.autograd import Variable\n\nv = Variable(x, volatile=True)\n"),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if ctx.qualname(node.func) not in _VARIABLE:
+            return
+        if keyword(node, "volatile") is not None:
+            message = "`volatile=True` does nothing: run this code under `torch.no_grad()`"
+            yield ctx.finding(self, node, message=message)
+            return
+        if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
+            yield ctx.finding(self, node)
+            return
+        inner = node.args[0]
+        text = ctx.segment(inner)
+        if not isinstance(inner, _ATOMS):
+            text = f"({text})"
+        yield ctx.finding(self, node, fix=Fix((ctx.replace(node, text),), FixSafety.SAFE))
