@@ -53,14 +53,19 @@ def test_every_key_is_read(tmp_path: Path) -> None:
 def test_nearest_pyproject_with_a_table_wins(tmp_path: Path) -> None:
     write(tmp_path / "pyproject.toml", '[tool.torchport]\nselect = ["TP1"]\n')
     write(tmp_path / "pkg" / "pyproject.toml", '[project]\nname = "no-table"\n')
-    inner = write(tmp_path / "pkg" / "sub" / "pyproject.toml", '[tool.torchport]\nignore = ["TP2"]\n')
+    inner = write(
+        tmp_path / "pkg" / "sub" / "pyproject.toml", '[tool.torchport]\nignore = ["TP2"]\n'
+    )
     write(tmp_path / "pkg" / "sub" / "deep" / "m.py", "")
     assert find_config([tmp_path / "pkg" / "sub" / "deep" / "m.py"]).source == inner
     # pkg/pyproject.toml has no [tool.torchport]: skipped, the root one applies
     found = find_config([tmp_path / "pkg"])
     assert found.source == tmp_path / "pyproject.toml" and found.select == ("TP1",)
     # several paths: their common folder
-    assert find_config([tmp_path / "pkg" / "sub", tmp_path / "pkg"]).source == tmp_path / "pyproject.toml"
+    assert (
+        find_config([tmp_path / "pkg" / "sub", tmp_path / "pkg"]).source
+        == tmp_path / "pyproject.toml"
+    )
 
 
 def test_defaults_without_any_config(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import ClassVar
 
 import pytest
 from hypothesis import given
@@ -144,7 +145,7 @@ class Recorder(Rule):
     name = "test-recorder"
     message = "r"
     node_types = (ast.Call, ast.Name)
-    seen: list[tuple[str, list[str]]] = []
+    seen: ClassVar[list[tuple[str, list[str]]]] = []
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         Recorder.seen.append((ast.dump(node), [type(a).__name__ for a in ctx.ancestors]))
@@ -188,7 +189,8 @@ def _reference(tree: ast.AST) -> list[tuple[str, list[str]]]:
 SAMPLES = [
     "f(a, b=g(c))[d](e)\n",
     "def f(x):\n    for i in y(x):\n        z = i.cuda() + h(i)\n    return {k: v(k) for k in x}\n",
-    "class A(B):\n    @dec(1)\n    def m(self, a=q()):\n        with o(p) as r:\n            s(t)\n",
+    "class A(B):\n    @dec(1)\n    def m(self, a=q()):\n"
+    "        with o(p) as r:\n            s(t)\n",
     "x = [a if b(c) else d(e) for e in f]\nlambda: g(h)\nmatch m(n):\n    case P(q): r(s)\n",
 ]
 
@@ -277,7 +279,7 @@ def test_selection_defaults_prefixes_all_and_specificity() -> None:
 
 
 def test_unknown_selector_is_a_config_error_naming_it() -> None:
-    with pytest.raises(ConfigError, match="'TP9899'.*did you mean"):
+    with pytest.raises(ConfigError, match=r"'TP9899'.*did you mean"):
         select_rules(select=["TP9899"], available=ALL_TEST_RULES)
     with pytest.raises(ConfigError, match="XX1"):
         select_rules(ignore=["XX1"], available=ALL_TEST_RULES)
@@ -332,7 +334,9 @@ def test_fix_source_public_api(test_rules: None) -> None:
         fix_source("broken()\n", select=["TP9994"])
 
 
-@given(st.lists(st.sampled_from(["x = a.cuda()", "print(b)", "c.cuda().cuda()", "y = 1"]), max_size=6))
+@given(
+    st.lists(st.sampled_from(["x = a.cuda()", "print(b)", "c.cuda().cuda()", "y = 1"]), max_size=6)
+)
 def test_fix_is_idempotent_and_parses(lines: list[str]) -> None:
     source = "".join(f"{line}\n" for line in lines)
     ruleset = RuleSet([CudaCall, PrintCall])

@@ -39,7 +39,7 @@ SAFE = Fix((Edit(4, 12, "x.to(device)"),), FixSafety.SAFE)
 UNSAFE = Fix((Edit(0, 1, "y"),), FixSafety.UNSAFE)
 FINDINGS = [
     Finding("src/a.py", 1, 5, 1, 13, "TP9970", "test-format", "do the other thing", SAFE),
-    Finding("src/a.py", 3, 1, 4, 2, "TP9971", "test-other", "50% more, said: \"x\"\n", UNSAFE),
+    Finding("src/a.py", 3, 1, 4, 2, "TP9971", "test-other", '50% more, said: "x"\n', UNSAFE),
     Finding("b,c:d.py", 2, 2, 2, 3, "TP9970", "test-format", "do the other thing"),
 ]
 
@@ -59,11 +59,14 @@ def test_json_round_trips_every_field() -> None:
     data = json.loads(render_json(FINDINGS))
     assert [d["code"] for d in data] == ["TP9970", "TP9971", "TP9970"]
     first = data[0]
-    assert {k: first[k] for k in ("path", "line", "col", "end_line", "end_col", "name")} == {
-        "path": "src/a.py", "line": 1, "col": 5, "end_line": 1, "end_col": 13, "name": "test-format",
-    }  # fmt: skip
+    position = {k: first[k] for k in ("path", "line", "col", "end_line", "end_col", "name")}
+    expected = {"path": "src/a.py", "line": 1, "col": 5, "end_line": 1, "end_col": 13}
+    assert position == {**expected, "name": "test-format"}
     assert first["fixable"] is True
-    assert first["fix"] == {"safety": "safe", "edits": [{"start": 4, "end": 12, "text": "x.to(device)"}]}
+    assert first["fix"] == {
+        "safety": "safe",
+        "edits": [{"start": 4, "end": 12, "text": "x.to(device)"}],
+    }
     assert data[1]["fixable"] is False and data[1]["fix"]["safety"] == "unsafe"
     assert data[2]["fix"] is None
     assert json.loads(render_json([])) == []

@@ -1,0 +1,99 @@
+"""`torchport fix`: in-place fixes, --diff, --unsafe, exit codes (with test-only rules)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import torchport.check.rules as rules_pkg
+from torchport.check._context import Context
+from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
+from torchport.cli._main import main
+
+
+def _span(ctx: Context, node: ast.expr) -> tuple[int, int]:
+    lines = ctx.source.splitlines(keepends=True)
+    assert node.end_lineno is not None and node.end_col_offset is not None
+    start = sum(len(x) for x in lines[: node.lineno - 1]) + node.col_offset
+    end = sum(len(x) for x in lines[: node.end_lineno - 1]) + node.end_col_offset
+    return start, end
+
+
+class Rename(Rule):
+    """What it does: test rule: `old` -> `new` (safe); `risky` -> `safe` (unsafe)."""
+
+    code = "TP9940"
+    name = "test-rename"
+    message = "rename it"
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Name,)
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Name)
+        start, end = _span(ctx, node)
+        if node.id == "old":
+            yield ctx.finding(self, node, fix=Fix((Edit(start, end, "new"),), FixSafety.SAFE))
+        elif node.id == "risky":
+            yield ctx.finding(self, node, fix=Fix((Edit(start, end, "safe"),), FixSafety.UNSAFE))
+        elif node.id == "stuck":
+            yield ctx.finding(self, node)
+
+
+Rule.registry.pop(Rename.code, None)
+
+
+@pytest.fixture(autouse=True)
+def test_rules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(rules_pkg, "RULES", (Rename,))
+    monkeypatch.chdir(tmp_path)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["fix", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_fix_in_place_then_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.py").write_text("x = old + old\n")
+    code, out, _ = run(capsys, "a.py")
+    assert code == 0
+    assert "fixed a.py: TP9940 x2" in out and "Fixed 2 findings in 1 file; 0 left." in out
+    assert (tmp_path / "a.py").read_text() == "x = new + new\n"
+    code, out, _ = run(capsys, "a.py")
+    assert code == 0 and "Fixed 0 findings in 0 files; 0 left." in out
+
+
+def test_unsafe_and_remaining(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.py").write_text("risky\nstuck\n")
+    code, out, _ = run(capsys, "a.py")
+    assert code == 1 and "a.py:1:1: TP9940 rename it" in out and "2 left" in out
+    assert (tmp_path / "a.py").read_text() == "risky\nstuck\n"
+    code, out, _ = run(capsys, "--unsafe", "a.py")
+    assert code == 1 and "1 left" in out
+    assert (tmp_path / "a.py").read_text() == "safe\nstuck\n"
+    assert run(capsys, "--ignore", "TP9940", "a.py")[0] == 0
+
+
+def test_diff_prints_a_patch_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.py").write_text("y = old\n")
+    code, out, err = run(capsys, "--diff", "a.py")
+    assert code == 1
+    assert out == "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-y = old\n+y = new\n"
+    assert "would fix a.py" in err
+    assert (tmp_path / "a.py").read_text() == "y = old\n"
+    (tmp_path / "a.py").write_text("y = new\n")
+    assert run(capsys, "--diff", "a.py")[:2] == (0, "")
+
+
+def test_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "bad.py").write_text("def (:\n")
+    (tmp_path / "a.py").write_text("old\n")
+    code, _, err = run(capsys, ".")
+    assert code == 2 and "bad.py: error: cannot parse" in err
+    assert (tmp_path / "a.py").read_text() == "new\n"
