@@ -259,7 +259,7 @@ def transfer(
             staged.append(i)
             continue
         moved = t.to(device, dtype=_target_dtype(t, dtype), non_blocking=non_blocking)
-        if t.device != device:
+        if t.device != device and t.numel():
             nbytes += t.numel() * t.element_size()
             copies += 1
         out[i] = moved

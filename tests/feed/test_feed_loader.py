@@ -1,0 +1,227 @@
+"""DeviceLoader: order, exactly-once, pass-through, errors, early exit, attribute pass-through."""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+import torchport as tp
+from torchport.feed._loader import _prefetched
+
+
+class Pair(NamedTuple):
+    x: torch.Tensor
+    y: torch.Tensor
+
+
+def _batches(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "x": torch.full((2, 3), float(i)),
+            "meta": {"id": i, "pair": Pair(torch.ones(1), torch.zeros(2))},
+        }
+        for i in range(n)
+    ]
+
+
+class Boom(Exception):
+    pass
+
+
+def _failing_source(good: int, exc: Exception) -> Iterator[dict[str, Any]]:
+    yield from _batches(good)
+    raise exc
+
+
+# --- the prefetch queue, with stand-ins for issue and hand-over ---------------------
+
+
+@given(n=st.integers(0, 12), depth=st.integers(1, 4))
+def test_prefetch_keeps_order_runs_depth_ahead_and_hands_each_batch_over_once(
+    n: int, depth: int
+) -> None:
+    issued: list[int] = []
+    handed: list[int] = []
+
+    def issue(i: int) -> int:
+        issued.append(i)
+        # Never more than depth + 1 issued and not yet handed over.
+        assert len(issued) - len(handed) <= depth + 1
+        return i
+
+    def hand_over(i: int) -> int:
+        handed.append(i)
+        # The next `depth` batches were already issued when this one is handed over.
+        assert issued[-1] == min(i + depth, n - 1)
+        return i
+
+    assert list(_prefetched(range(n), depth, issue, hand_over)) == list(range(n))
+    assert issued == handed == list(range(n))
+
+
+@pytest.mark.parametrize("where", ["source", "issue"])
+@given(good=st.integers(0, 6), depth=st.integers(1, 3))
+def test_prefetch_raises_the_same_error_at_its_own_position(
+    where: str, good: int, depth: int
+) -> None:
+    error = Boom("batch failed")
+
+    def source() -> Iterator[int]:
+        yield from range(good)
+        if where == "source":
+            raise error
+        yield good  # issue fails on this one
+        yield good + 1
+
+    def issue(i: int) -> int:
+        if where == "issue" and i == good:
+            raise error
+        return i
+
+    got: list[int] = []
+    with pytest.raises(Boom) as info:
+        got.extend(_prefetched(source(), depth, issue, lambda i: i))
+    assert info.value is error
+    assert got == list(range(good))
+
+
+def test_prefetch_abandoned_early_leaves_nothing_for_the_next_pass() -> None:
+    data = list(range(10))
+    it = _prefetched(data, 3, lambda i: i, lambda i: i)
+    assert next(it) == 0
+    it.close()
+    assert list(_prefetched(data, 3, lambda i: i, lambda i: i)) == data
+
+
+# --- DeviceLoader on the CPU and meta devices ------------------------------------------
+
+
+@given(n=st.integers(0, 8), depth=st.integers(1, 3), target=st.sampled_from(["cpu", "meta"]))
+def test_order_and_exactly_once(n: int, depth: int, target: str) -> None:
+    loader = tp.DeviceLoader(_batches(n), target, depth=depth)
+    for _ in range(2):  # two epochs
+        got = list(loader)
+        assert [b["meta"]["id"] for b in got] == list(range(n))
+        assert all(b["x"].device.type == target for b in got)
+    assert loader.stats.batches == 2 * n
+
+
+def test_cpu_is_a_pass_through() -> None:
+    batches = _batches(4)
+    loader = tp.DeviceLoader(batches, "cpu")
+    out = list(loader)
+    assert all(o is b for o, b in zip(out, batches, strict=True))
+    stats = loader.stats
+    assert (stats.batches, stats.bytes_moved, stats.copies) == (4, 0, 0)
+    assert stats.tensors == 4 * 3
+
+
+def test_meta_moves_every_tensor_and_keeps_the_structure() -> None:
+    loader = tp.DeviceLoader(_batches(3), "meta", pack=True)
+    for i, batch in enumerate(loader):
+        assert batch["meta"]["id"] == i  # non-tensor leaves untouched
+        assert isinstance(batch["meta"]["pair"], Pair)
+        assert batch["meta"]["pair"].y.device.type == "meta"
+        assert batch["x"].shape == (2, 3) and batch["x"].device.type == "meta"
+    stats = loader.stats
+    assert stats.packed_batches == 3 and stats.copies == 3
+    assert stats.bytes_moved >= 3 * (24 + 4 + 8)
+
+
+def test_batches_already_on_the_device_are_not_copied() -> None:
+    batch = {"x": torch.ones(3, device="meta"), "y": [torch.ones(2, device="meta")]}
+    loader = tp.DeviceLoader([batch], "meta", pack=False)
+    assert next(iter(loader)) is batch
+    assert loader.stats.bytes_moved == 0
+
+
+def test_real_dataloader_with_a_distributed_sampler_passes_through() -> None:
+    ds = TensorDataset(torch.arange(20.0).unsqueeze(1), torch.arange(20))
+    sampler = DistributedSampler(ds, num_replicas=2, rank=0, shuffle=True, seed=1)
+    dl = DataLoader(ds, batch_size=4, sampler=sampler)
+    loader = tp.DeviceLoader(dl, "meta")
+    assert len(loader) == len(dl) == 3
+    assert loader.sampler is sampler
+    assert loader.dataset is ds
+    assert loader.batch_sampler is dl.batch_sampler
+    loader.set_epoch(5)
+    assert sampler.epoch == 5
+    assert sum(b[1].shape[0] for b in loader) == 10
+
+
+def test_set_epoch_on_the_loader_itself_wins() -> None:
+    class Epochs(list[int]):
+        epoch = -1
+
+        def set_epoch(self, epoch: int) -> None:
+            self.epoch = epoch
+
+    wrapped = Epochs([1, 2])
+    tp.DeviceLoader(wrapped, "cpu").set_epoch(3)
+    assert wrapped.epoch == 3
+
+
+def test_missing_attributes_say_what_is_missing() -> None:
+    loader = tp.DeviceLoader((b for b in _batches(2)), "cpu")
+    with pytest.raises(TypeError, match="no len"):
+        len(loader)
+    with pytest.raises(AttributeError, match="'sampler'"):
+        _ = loader.sampler
+    with pytest.raises(AttributeError, match="set_epoch"):
+        loader.set_epoch(1)
+
+
+@pytest.mark.devices("cpu", "meta")
+def test_loader_error_reaches_the_caller_unchanged(device: torch.device) -> None:
+    error = Boom("bad sample 2")
+    loader = tp.DeviceLoader(_failing_source(2, error), device)
+    got = []
+    with pytest.raises(Boom) as info:
+        got.extend(b["meta"]["id"] for b in loader)
+    assert info.value is error
+    assert got == [0, 1]
+    frames = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert "_failing_source" in frames  # the original raise site is still there
+
+
+@pytest.mark.devices("cpu", "meta")
+def test_break_then_new_iter_starts_clean(device: torch.device) -> None:
+    threads = threading.active_count()
+    loader = tp.DeviceLoader(_batches(6), device, depth=3)
+    for batch in loader:
+        if batch["meta"]["id"] == 1:
+            break
+    assert [b["meta"]["id"] for b in loader] == list(range(6))
+    assert threading.active_count() == threads
+
+
+@pytest.mark.parametrize("depth", [0, -2, 1.5, True, "2", None])
+def test_depth_must_be_a_positive_int(depth: object) -> None:
+    with pytest.raises(tp.ConfigError, match=r"depth=.*pass depth=2"):
+        tp.DeviceLoader([], "cpu", depth=depth)  # type: ignore[arg-type]
+
+
+def test_other_arguments_are_validated() -> None:
+    with pytest.raises(tp.ConfigError, match="pack"):
+        tp.DeviceLoader([], "cpu", pack="yes")  # type: ignore[arg-type]
+    with pytest.raises(tp.ConfigError, match="iterable"):
+        tp.DeviceLoader(42, "cpu")  # type: ignore[arg-type]
+    with pytest.raises(tp.DeviceError):
+        tp.DeviceLoader([], "no-such-device")
+
+
+def test_default_device_and_public_face() -> None:
+    loader = tp.DeviceLoader([])
+    assert loader.device == tp.pick_device()
+    assert type(loader).__module__ == "torchport"
+    assert repr(loader).startswith("DeviceLoader(list, device=")
+    assert loader.side_stream is None
+    assert loader.depth == 2

@@ -1,0 +1,121 @@
+"""StagingPool: exact sizes, reuse, its bound, and the event guard on reuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from torchport import ConfigError
+from torchport.feed import StagingPool
+from torchport.feed._staging import default_pool
+
+
+class FakeEvent:
+    """Stands in for a CUDA event: reports whether the copy it marks has finished."""
+
+    def __init__(self, done: bool) -> None:
+        self.done = done
+        self.waited = 0
+
+    def query(self) -> bool:
+        return self.done
+
+    def synchronize(self) -> None:
+        self.waited += 1
+        self.done = True
+
+
+def _release(pool: StagingPool, slot: Any, event: FakeEvent | None) -> None:
+    pool.release(slot, event)  # type: ignore[arg-type]
+
+
+def test_acquire_allocates_exactly_and_reuses() -> None:
+    pool = StagingPool(max_slots=2)
+    slot = pool.acquire(1000, pinned=False)
+    assert slot.capacity == 1000
+    ptr = slot.buffer.data_ptr()
+    _release(pool, slot, None)
+    again = pool.acquire(999, pinned=False)
+    assert again.buffer.data_ptr() == ptr
+    assert pool.allocations == 1
+    _release(pool, again, None)
+    assert pool.nbytes == 1000
+    assert pool.pinned_nbytes == 0
+
+
+def test_a_busy_slot_is_not_overwritten_while_a_ready_one_exists() -> None:
+    pool = StagingPool(max_slots=2)
+    a, b = pool.acquire(100, pinned=False), pool.acquire(100, pinned=False)
+    busy, done = FakeEvent(done=False), FakeEvent(done=True)
+    _release(pool, a, busy)
+    _release(pool, b, done)
+    got = pool.acquire(100, pinned=False)
+    assert got is b
+    assert busy.waited == 0
+
+
+def test_reuse_waits_for_the_copy_still_reading_the_slot() -> None:
+    pool = StagingPool(max_slots=1)
+    slot = pool.acquire(100, pinned=False)
+    busy = FakeEvent(done=False)
+    _release(pool, slot, busy)
+    got = pool.acquire(50, pinned=False)
+    assert got is slot
+    assert busy.waited == 1  # the host waited before handing the buffer out again
+    assert got.event is None
+
+
+def test_a_busy_pool_below_its_bound_allocates_instead_of_waiting() -> None:
+    pool = StagingPool(max_slots=2)
+    slot = pool.acquire(100, pinned=False)
+    busy = FakeEvent(done=False)
+    _release(pool, slot, busy)
+    other = pool.acquire(100, pinned=False)
+    assert other is not slot
+    assert busy.waited == 0
+    assert pool.allocations == 2
+
+
+def test_growing_replaces_the_oldest_slot_and_keeps_the_bound() -> None:
+    pool = StagingPool(max_slots=2)
+    a, b = pool.acquire(10, pinned=False), pool.acquire(20, pinned=False)
+    _release(pool, a, None)
+    _release(pool, b, None)
+    big = pool.acquire(500, pinned=False)
+    _release(pool, big, None)
+    assert pool.nbytes == 520  # 10 retired, 20 and 500 kept
+
+
+def test_more_concurrent_leases_than_slots_settle_back_to_the_bound() -> None:
+    pool = StagingPool(max_slots=2)
+    slots = [pool.acquire(64, pinned=False) for _ in range(3)]
+    for s in slots:
+        _release(pool, s, None)
+    assert pool.nbytes == 128
+    pool.clear()
+    assert pool.nbytes == 0
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_max_slots_is_validated(bad: object) -> None:
+    with pytest.raises(ConfigError, match="max_slots"):
+        StagingPool(max_slots=bad)  # type: ignore[arg-type]
+
+
+def test_default_pool_is_one_per_process() -> None:
+    assert default_pool() is default_pool()
+    assert "StagingPool(max_slots=2" in repr(default_pool())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_pinned_slots_are_page_locked_at_the_exact_size() -> None:
+    pool = StagingPool(max_slots=1)
+    slot = pool.acquire(3 * 1024 * 1024 + 7, pinned=True)
+    assert slot.buffer.is_pinned()
+    assert slot.capacity == 3 * 1024 * 1024 + 7
+    pool.release(slot, None)
+    assert pool.pinned_nbytes == 3 * 1024 * 1024 + 7
+    pool.clear()
