@@ -158,11 +158,52 @@ def test_capability_not_in_arch_list(cuda_build: pytest.MonkeyPatch) -> None:
         ((10, 0), ["sm_80", "compute_90"], True),  # PTX JIT-compiles forward
         ((7, 5), ["sm_80", "compute_80"], False),
         ((8, 6), ["sm_80"], True),
+        ((10, 3), ["sm_100f"], True),  # family-specific: later minor of the same major
+        ((12, 0), ["sm_100f"], False),
     ],
 )
 def test_arch_rules(capability: tuple[int, int], arch_list: list[str], supported: bool) -> None:
     build = _probes.TorchBuild("x", "3", "linux", "12.8", None, None, tuple(arch_list))
     assert _probes._arch_supported("{}.{}".format(*capability), build) is supported
+
+
+def test_xpu_devices_are_listed(clean_env: pytest.MonkeyPatch) -> None:
+    props = SimpleNamespace(name="Intel(R) Arc(TM) A770", total_memory=16 * 2**30)
+    clean_env.setattr(torch.xpu, "is_available", lambda: True)
+    clean_env.setattr(torch.xpu, "device_count", lambda: 1)
+    clean_env.setattr(torch.xpu, "get_device_properties", lambda index: props)
+    clean_env.setattr(torch.xpu, "mem_get_info", lambda index: (12 * 2**30, 16 * 2**30))
+    (gpu,) = torchport.doctor().gpus
+    assert (gpu.device, gpu.name, gpu.free_memory) == ("xpu:0", props.name, 12 * 2**30)
+    assert gpu.supported_by_build is None
+
+
+def two_gpus() -> _probes.AcceleratorInfo:
+    return _probes.AcceleratorInfo("cuda", 2, True, False, False, False)
+
+
+@pytest.mark.parametrize(
+    ("local_rank", "nvml", "expected"),
+    [
+        (None, False, "index 0 of 2 cuda devices"),
+        (None, True, "most free memory of 2"),
+        ("1", False, "LOCAL_RANK=1"),
+    ],
+)
+def test_choice_reason_follows_pick_device_rules(
+    clean_env: pytest.MonkeyPatch, local_rank: str | None, nvml: bool, expected: str
+) -> None:
+    def memory_used(index: int) -> int:
+        if not nvml:
+            raise ModuleNotFoundError("nvidia-ml-py does not seem to be installed")
+        return 2**30
+
+    clean_env.setattr(torch.cuda, "device_memory_used", memory_used)
+    clean_env.setattr("torchport.place.pick_device", lambda: torch.device("cuda", 1))
+    env = {name: None for name in _probes.ENV_VARS} | {"LOCAL_RANK": local_rank}
+    choice = _probes.probe_choice(env, two_gpus())
+    assert choice.device == "cuda:1"
+    assert expected in choice.reason
 
 
 @pytest.mark.parametrize("visible", ["", "-1", "none"])

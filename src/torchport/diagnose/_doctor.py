@@ -139,12 +139,12 @@ class DoctorReport:
         if not self.gpus:
             return Text("no CUDA/ROCm GPU visible")
         table = Table(title="GPUs", title_justify="left")
-        for column in ("index", "name", "capability", "in build", "free", "total"):
+        for column in ("device", "name", "capability", "in build", "free", "total"):
             table.add_column(column)
         for gpu in self.gpus:
             in_build = {True: "yes", False: "NO", None: "?"}[gpu.supported_by_build]
             table.add_row(
-                str(gpu.index),
+                gpu.device,
                 gpu.name,
                 gpu.capability,
                 in_build,

@@ -98,18 +98,20 @@ class DriverInfo:
 
 @dataclass(frozen=True)
 class GpuInfo:
-    """One visible CUDA or ROCm device.
+    """One visible CUDA, ROCm or Intel XPU device.
 
     Attributes:
-        index: Index as torch numbers it (after ``CUDA_VISIBLE_DEVICES``).
+        device: The device as torch names it, e.g. ``"cuda:0"`` (after ``CUDA_VISIBLE_DEVICES``).
+        index: Its index.
         name: Marketing name.
-        capability: ``"8.0"`` on NVIDIA, the gfx architecture on AMD.
+        capability: ``"8.0"`` on NVIDIA, the gfx architecture on AMD, empty on XPU.
         total_memory: Device memory in bytes.
         free_memory: Free memory in bytes, ``None`` if not read.
         free_memory_source: Where ``free_memory`` came from, or why it was not read.
         supported_by_build: Whether torch's compiled kernels run on this device.
     """
 
+    device: str
     index: int
     name: str
     capability: str
@@ -224,15 +226,17 @@ def probe_driver(build: TorchBuild) -> tuple[DriverInfo, list[Finding]]:
 def probe_gpus(
     build: TorchBuild, *, free_memory: bool
 ) -> tuple[tuple[GpuInfo, ...], list[Finding]]:
-    """List CUDA/ROCm devices with their capability checked against the arch list.
+    """List CUDA/ROCm devices, capability checked against the arch list, then XPU devices.
 
     May create a CUDA context on each device, only when ``free_memory`` is true, NVML is
     unavailable and the process has no context there yet; ``free_memory_source`` says so.
     """
-    if not torch.cuda.is_available():
-        return (), []
     gpus: list[GpuInfo] = []
     findings: list[Finding] = []
+    if torch.xpu.is_available():
+        gpus += _xpu_devices(free_memory=free_memory)
+    if not torch.cuda.is_available():
+        return tuple(gpus), findings
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
         if build.hip:
@@ -244,6 +248,7 @@ def probe_gpus(
             _free_memory(index) if free_memory else (None, "not read (free_memory=False)")
         )
         gpu = GpuInfo(
+            device=f"cuda:{index}",
             index=index,
             name=str(props.name),
             capability=capability,
@@ -257,6 +262,29 @@ def probe_gpus(
     return tuple(gpus), findings
 
 
+def _xpu_devices(*, free_memory: bool) -> list[GpuInfo]:
+    devices = []
+    for index in range(torch.xpu.device_count()):
+        props = torch.xpu.get_device_properties(index)
+        free: int | None = None
+        source = "not read (free_memory=False)"
+        if free_memory:
+            free, source = int(torch.xpu.mem_get_info(index)[0]), "torch.xpu.mem_get_info"
+        devices.append(
+            GpuInfo(
+                device=f"xpu:{index}",
+                index=index,
+                name=str(props.name),
+                capability="",
+                total_memory=int(props.total_memory),
+                free_memory=free,
+                free_memory_source=source,
+                supported_by_build=None,
+            )
+        )
+    return devices
+
+
 def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[Finding]:
     findings: list[Finding] = []
     if gpu.supported_by_build is False:
@@ -264,7 +292,7 @@ def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[Finding]:
         findings.append(
             Finding(
                 Severity.ERROR,
-                f"cuda:{gpu.index} ({gpu.name}, {arch}) is not in this torch's arch list "
+                f"{gpu.device} ({gpu.name}, {arch}) is not in this torch's arch list "
                 f"({' '.join(build.arch_list) or 'empty'}); its kernels will not run there",
                 f"install a torch build compiled for {arch} (usually a wheel for a newer "
                 "CUDA/ROCm release), or build torch with TORCH_CUDA_ARCH_LIST including it",
@@ -274,7 +302,7 @@ def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[Finding]:
         findings.append(
             Finding(
                 Severity.WARNING,
-                f"cuda:{gpu.index} has only {gpu.free_memory / 2**30:.2f} GiB free of "
+                f"{gpu.device} has only {gpu.free_memory / 2**30:.2f} GiB free of "
                 f"{gpu.total_memory / 2**30:.2f} GiB",
                 "another process is holding it: check nvidia-smi/rocm-smi, or pick another "
                 "GPU with TORCHPORT_DEVICE or CUDA_VISIBLE_DEVICES",
@@ -295,8 +323,12 @@ def _arch_supported(capability: str, build: TorchBuild) -> bool | None:
             continue
         kind, a_major, a_minor, suffix = match.groups()
         built = (int(a_major), int(a_minor))
-        if suffix:
-            # sm_90a / sm_100f kernels use architecture-specific features: exact match only.
+        if suffix == "f":
+            # Family-specific (sm_100f): runs on later minor revisions of the same major.
+            if built[0] == major and built[1] <= minor:
+                return True
+        elif suffix:
+            # Architecture-specific (sm_90a): that exact device only.
             if built == (major, minor):
                 return True
         elif kind == "sm" and built[0] == major and built[1] <= minor:
@@ -330,7 +362,8 @@ def cuda_contexts() -> frozenset[int]:
 
 def probe_accelerators() -> AcceleratorInfo:
     """Read what each backend reports; creates no context."""
-    current = torch.accelerator.current_accelerator()
+    # check_available: a CUDA build on a machine without a GPU reports no accelerator.
+    current = torch.accelerator.current_accelerator(check_available=True)
     return AcceleratorInfo(
         current=current.type if current is not None else None,
         count=torch.accelerator.device_count() if current is not None else 0,
@@ -428,7 +461,8 @@ def probe_choice(env: dict[str, str | None], accel: AcceleratorInfo) -> DeviceCh
     """Ask ``torchport.pick_device()`` for its device and name the rule that decided it.
 
     The reason follows the documented order: ``TORCHPORT_DEVICE``, then the accelerator
-    (``LOCAL_RANK`` under torchrun, else the most free memory), then cpu.
+    (``LOCAL_RANK`` under torchrun, else the most free memory where NVML can read it
+    without a context, else index 0), then cpu.
     """
     if not _automatic(env["TORCHPORT_DEVICE"]):
         reason = f"TORCHPORT_DEVICE={env['TORCHPORT_DEVICE']!r} is set"
@@ -438,8 +472,13 @@ def probe_choice(env: dict[str, str | None], accel: AcceleratorInfo) -> DeviceCh
         reason = (
             f"{accel.current} from torch.accelerator, index from LOCAL_RANK={env['LOCAL_RANK']}"
         )
-    elif accel.count > 1:
+    elif accel.count > 1 and _free_memory_readable(accel.current):
         reason = f"the {accel.current} device with the most free memory of {accel.count}"
+    elif accel.count > 1:
+        reason = (
+            f"index 0 of {accel.count} {accel.current} devices: free memory cannot be compared "
+            "without creating contexts (install nvidia-ml-py to pick by free memory)"
+        )
     else:
         reason = f"the only {accel.current} device torch.accelerator reports"
     try:
@@ -448,6 +487,17 @@ def probe_choice(env: dict[str, str | None], accel: AcceleratorInfo) -> DeviceCh
         fallback = accel.current or "cpu"
         return DeviceChoice(fallback, reason + " (torchport.place is unavailable; inferred)")
     return DeviceChoice(str(pick_device()), reason)
+
+
+def _free_memory_readable(kind: str | None) -> bool:
+    """Whether free memory can be read without a context (NVML/amdsmi), as pick_device needs."""
+    if kind != "cuda":
+        return False
+    try:
+        torch.cuda.device_memory_used(0)
+    except Exception:  # no nvidia-ml-py / amdsmi, or it cannot talk to the driver
+        return False
+    return True
 
 
 def _automatic(value: str | None) -> bool:
