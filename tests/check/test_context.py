@@ -1,0 +1,232 @@
+"""Context: import aliases, bindings, loops, positions and the device definition."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check import fix_source
+from torchport.check._context import Context
+from torchport.check._rule import Edit
+
+
+def probe(
+    source: str, pick: Callable[[ast.AST], bool], look: Callable[[ast.AST, Context], object]
+) -> list[object]:
+    """Walk like the engine (rules first, then enter, children, leave) and look at picked nodes."""
+    tree = ast.parse(source)
+    ctx = Context(source, "<t>", tree)
+    seen: list[object] = []
+
+    def visit(node: ast.AST) -> None:
+        if pick(node):
+            seen.append(look(node, ctx))
+        ctx.enter(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+        ctx.leave(node)
+
+    visit(tree)
+    assert ctx.ancestors == []
+    return seen
+
+
+def calls_named(name: str) -> Callable[[ast.AST], bool]:
+    return lambda n: (
+        isinstance(n, ast.Call)
+        and (getattr(n.func, "attr", None) == name or getattr(n.func, "id", None) == name)
+    )
+
+
+def apply(source: str, edits: tuple[Edit, ...]) -> str:
+    for edit in sorted(edits, reverse=True):
+        source = source[: edit.start] + edit.text + source[edit.end :]
+    return source
+
+
+@pytest.mark.parametrize(
+    ("imports", "expr", "expected"),
+    [
+        ("import torch as th", "th.cuda.synchronize", "torch.cuda.synchronize"),
+        ("from torch.cuda import amp", "amp.autocast", "torch.cuda.amp.autocast"),
+        ("from torch import nn", "nn.DataParallel", "torch.nn.DataParallel"),
+        (
+            "import torch.distributed as dist",
+            "dist.init_process_group",
+            "torch.distributed.init_process_group",
+        ),
+        ("import torch.nn", "torch.nn.Linear", "torch.nn.Linear"),
+        ("from . import torch", "torch.load", None),
+        ("import numpy", "torch.load", None),
+    ],
+)
+def test_qualname_through_aliases(imports: str, expr: str, expected: str | None) -> None:
+    source = f"{imports}\n\ndef f():\n    {expr}()\n"
+    last = expr.rsplit(".", 1)[1]
+    assert probe(source, calls_named(last), lambda n, c: c.qualname(n.func)) == [expected]  # type: ignore[attr-defined]
+
+
+def test_function_level_import_is_known_after_it() -> None:
+    source = "def f():\n    import torch as T\n    T.cuda.synchronize()\n"
+    assert probe(source, calls_named("synchronize"), lambda n, c: c.qualname(n.func)) == [
+        "torch.cuda.synchronize"
+    ]  # type: ignore[attr-defined]
+
+
+def test_binding_is_the_value_before_this_point() -> None:
+    source = (
+        "x = 1\n"
+        "x = torch.zeros(3)\n"
+        "go(x)\n"
+        "x = x.cuda()\n"
+        "def f(x):\n"
+        "    go(x)\n"
+        "class C:\n"
+        "    x = 5\n"
+        "    def m(self):\n"
+        "        go(x)\n"
+    )
+    seen = probe(source, calls_named("go"), lambda n, c: c.binding("x"))
+    assert [ast.unparse(v) if v is not None else None for v in seen] == [  # type: ignore[arg-type]
+        "torch.zeros(3)",
+        None,  # a parameter shadows it
+        "x.cuda()",  # methods skip the class scope and see the module's
+    ]
+
+
+def test_binding_while_the_assignment_value_is_checked_is_the_old_one() -> None:
+    seen = probe("x = 1\nx = go(x)\n", calls_named("go"), lambda n, c: c.binding("x"))
+    assert ast.unparse(seen[0]) == "1"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("for a in go():\n    pass\n", [False]),
+        ("for a in b:\n    go()\nelse:\n    go()\n", [True, False]),
+        ("while go():\n    go()\n", [True, True]),
+        ("[go() for a in go() if go()]\n", [True, False, True]),
+        ("for a in b:\n    def f():\n        go()\n    g = lambda: go()\n", [False, False]),
+        ("for a in b:\n    for c in go():\n        pass\n", [True]),
+        ("go()\n", [False]),
+    ],
+)
+def test_in_loop(source: str, expected: list[bool]) -> None:
+    assert probe(source, calls_named("go"), lambda n, c: c.in_loop(n)) == expected
+
+
+def test_offsets_are_characters_not_bytes() -> None:
+    source = "s = 'é€'; x = go()\n"
+    seen = probe(source, calls_named("go"), lambda n, c: (c.segment(n), c.start(n)))
+    assert seen == [("go()", source.index("go()"))]
+    finding_cols = probe(
+        source,
+        calls_named("go"),
+        lambda n, c: c.finding(_Fake(), n).col,  # type: ignore[arg-type]
+    )
+    assert finding_cols == [source.index("go()") + 1]
+
+
+class _Fake:
+    code = "TP999"
+    name = "fake"
+    message = "do the thing"
+
+
+@given(st.text(alphabet="aé€😀 _x", min_size=0, max_size=8), st.integers(0, 3))
+def test_offset_matches_ast_segment(prefix: str, lines: int) -> None:
+    source = "\n" * lines + f"s = {prefix!r}; y = go(1)\n"
+    seen = probe(
+        source, calls_named("go"), lambda n, c: (c.segment(n), ast.get_source_segment(source, n))
+    )
+    assert seen == [("go(1)", "go(1)")]
+
+
+def device_of(source: str) -> tuple[str, str]:
+    """The name device_definition gives at the first `go()` and the source with its edits."""
+    seen = probe(source, calls_named("go"), lambda n, c: c.device_definition())
+    name, edits = seen[0]  # type: ignore[misc]
+    return name, apply(source, edits)
+
+
+DEF = (
+    "device = torch.accelerator.current_accelerator() "
+    'if torch.accelerator.is_available() else torch.device("cpu")\n'
+)
+
+
+def test_device_defined_after_docstring_future_and_imports() -> None:
+    source = (
+        "#!/usr/bin/env python\n"
+        '"""Doc."""\n'
+        "from __future__ import annotations\n\nimport os\nimport torch\n\ngo()\n"
+    )
+    name, out = device_of(source)
+    assert name == "device"
+    assert out == source.replace("import torch\n", "import torch\n\n" + DEF)
+
+
+def test_existing_module_device_is_reused() -> None:
+    source = "import torch\n\ndevice = pick()\n\ndef f():\n    go()\n"
+    assert device_of(source) == ("device", source)
+
+
+def test_device_bound_to_something_else_gets_another_name() -> None:
+    source = "import torch\n\ndef device():\n    pass\n\ngo()\n"
+    name, out = device_of(source)
+    assert name == "_device"
+    assert "_device = torch.accelerator" in out
+
+
+def test_module_device_defined_later_is_not_used_early() -> None:
+    source = "import torch\n\ngo()\ndevice = pick()\n"
+    assert device_of(source)[0] == "_device"
+
+
+def test_function_local_device_assigned_later_is_avoided() -> None:
+    source = "import torch\n\ndef f():\n    go()\n    device = 3\n"
+    assert device_of(source)[0] == "_device"
+
+
+def test_parameter_named_device_is_used() -> None:
+    source = "import torch\n\ndef f(x, device):\n    go()\n"
+    assert device_of(source) == ("device", source)
+
+
+def test_import_torch_added_when_missing_and_alias_respected() -> None:
+    _, out = device_of("import numpy as np\n\ngo()\n")
+    assert out == "import torch\nimport numpy as np\n\n" + DEF + "\ngo()\n"
+    _, out = device_of("import torch as th\n\ngo()\n")
+    assert "device = th.accelerator.current_accelerator() if th.accelerator.is_available()" in out
+    _, out = device_of("go()\n")
+    assert out == "import torch\n" + DEF + "\ngo()\n"
+
+
+def test_import_after_path_setup_keeps_torch_before_use() -> None:
+    source = "import sys\nsys.path.insert(0, '.')\nimport torch\n\ngo()\n"
+    _, out = device_of(source)
+    assert out.index("import torch") < out.index("device = ")
+
+
+def test_fix_keeps_crlf_comments_and_one_definition() -> None:
+    source = (
+        "# -*- coding: utf-8 -*-\r\nimport torch\r\n\r\n"
+        "a = torch.ones(1).cuda()  # keep\r\nb = torch.zeros(1).cuda()\r\n"
+    )
+    out = fix_source(source, select=["TP101"])
+    assert out.count("device = ") == 1
+    assert "\n" not in out.replace("\r\n", "")
+    assert out.startswith("# -*- coding: utf-8 -*-\r\nimport torch\r\n\r\ndevice = ")
+    assert "a = torch.ones(1).to(device)  # keep\r\n" in out
+
+
+def test_owns_lines_and_indent() -> None:
+    source = "if x:\n    go()  # c\n    a = 1; go()\nif y:\n\tgo()\n"
+    seen = probe(
+        source, lambda n: isinstance(n, ast.Expr), lambda n, c: (c.owns_lines(n), c.indent_of(n))
+    )  # type: ignore[arg-type]
+    assert seen == [(True, "    "), (False, "    "), (True, "\t")]

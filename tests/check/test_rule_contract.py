@@ -1,0 +1,94 @@
+"""The metadata contract every rule keeps (Ruff's and Fixit's conventions, enforced)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pkgutil
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchport.check import rules as rules_pkg
+from torchport.check._rule import FixSafety, Rule
+from torchport.check.rules import RULES
+
+CODE = re.compile(r"^TP[1-49]\d\d$")
+NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
+PARAMS = [pytest.param(rule, id=rule.code) for rule in RULES]
+
+
+def test_rules_sorted_unique_and_complete() -> None:
+    codes = [rule.code for rule in RULES]
+    assert codes == sorted(codes)
+    assert len(set(codes)) == len(codes)
+    assert len({rule.name for rule in RULES}) == len(RULES)
+    modules = {
+        info.name
+        for info in pkgutil.iter_modules(rules_pkg.__path__)
+        if not info.name.startswith("_")
+    }
+    assert modules == {rule.__module__.rsplit(".", 1)[1] for rule in RULES}
+    for rule in RULES:
+        assert Rule.registry[rule.code] is rule
+
+
+def test_catalogue_ranges_are_covered() -> None:
+    prefixes = {rule.code[:3] for rule in RULES}
+    assert {"TP1", "TP2", "TP3", "TP4", "TP9"} <= prefixes
+
+
+@pytest.mark.parametrize("rule", PARAMS)
+def test_code_name_and_default(rule: type[Rule]) -> None:
+    assert CODE.match(rule.code), rule.code
+    assert NAME.match(rule.name), rule.name
+    # Noisy rules (TP9xx) are opt-in; the rest run by default.
+    assert rule.default is (not rule.code.startswith("TP9"))
+
+
+@pytest.mark.parametrize("rule", PARAMS)
+def test_file_named_after_rule(rule: type[Rule]) -> None:
+    module = sys.modules[rule.__module__]
+    assert Path(module.__file__ or "").stem == rule.name.replace("-", "_")
+    assert len(inspect.getsource(module).splitlines()) < 200
+
+
+@pytest.mark.parametrize("rule", PARAMS)
+def test_message_says_what_to_do(rule: type[Rule]) -> None:
+    message = rule.message.strip()
+    assert message and not message.endswith(".")
+    assert not re.search(r"\bis (bad|wrong|slow)$", message)
+    first = message.split()[0].strip("`(").lower()
+    verbs = {"use", "pass", "call", "test", "assign", "accumulate", "load", "hoist"}
+    assert first in verbs, f"{rule.code}: message should open with what to do: {message!r}"
+
+
+@pytest.mark.parametrize("rule", PARAMS)
+def test_docstring_headings(rule: type[Rule]) -> None:
+    doc = inspect.cleandoc(rule.__doc__ or "")
+    headings = re.findall(r"^## (.+)$", doc, re.MULTILINE)
+    assert headings[:2] == ["What it does", "Why is this bad?"], headings
+    assert ("Fix safety" in headings) is (rule.fix_safety is FixSafety.UNSAFE)
+    assert "Example" not in headings  # rendered from the examples by explain()
+
+
+@pytest.mark.parametrize("rule", PARAMS)
+def test_examples_present_and_consistent(rule: type[Rule]) -> None:
+    assert rule.valid and rule.invalid
+    for source in (*rule.valid, *(e.source for e in rule.invalid)):
+        ast.parse(source)
+        assert source.endswith("\n")
+    fixed = [e for e in rule.invalid if e.fixed is not None]
+    if rule.fix_safety is FixSafety.NONE:
+        assert not fixed
+    else:
+        assert fixed, f"{rule.code} offers a fix but no example shows it"
+    assert all(e.count >= 1 for e in rule.invalid)
+
+
+@pytest.mark.parametrize("rule", PARAMS)
+def test_node_types_are_ast_classes(rule: type[Rule]) -> None:
+    assert rule.node_types
+    assert all(isinstance(t, type) and issubclass(t, ast.AST) for t in rule.node_types)
