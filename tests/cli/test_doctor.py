@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from torchport.cli._main import main
-from torchport.diagnose import _probes
+from torchport.diagnose import _env
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in _probes.ENV_VARS:
+    for name in _env.ENV_VARS:
         monkeypatch.delenv(name, raising=False)
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import torchport
-from torchport.diagnose import CopyBandwidth, DoctorReport, Finding, Severity, _probes
+from torchport.diagnose import CopyBandwidth, DoctorReport, Finding, Severity, _env, _probes
 from torchport.diagnose._bandwidth import measure_bandwidth
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -31,7 +31,7 @@ def find(report: DoctorReport, text: str) -> Finding:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in _probes.ENV_VARS:
+    for name in _env.ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -42,7 +42,7 @@ def cuda_build(clean_env: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     clean_env.setattr(torch.version, "cuda", "12.4")
     clean_env.setattr(torch.cuda, "get_arch_list", lambda: ["sm_80", "sm_86", "sm_90"])
     clean_env.setattr(torch._C, "_cuda_getDriverVersion", lambda: 12040, raising=False)
-    clean_env.setattr(_probes, "_NVIDIA_DRIVER", _probes.Path("/nonexistent"))
+    clean_env.setattr(_env, "_NVIDIA_DRIVER", _env.Path("/nonexistent"))
     return clean_env
 
 
@@ -74,7 +74,7 @@ def test_this_cpu_machine(clean_env: pytest.MonkeyPatch) -> None:
     assert report.choice is not None and report.choice.device == "cpu"
     assert "no accelerator" in report.choice.reason
     assert report.bandwidth.device is None and report.bandwidth.h2d_pinned is None
-    assert set(report.environment) == set(_probes.ENV_VARS)
+    assert set(report.environment) == set(_env.ENV_VARS)
     assert report.cuda_context_created is False
 
 
@@ -200,8 +200,8 @@ def test_choice_reason_follows_pick_device_rules(
 
     clean_env.setattr(torch.cuda, "device_memory_used", memory_used)
     clean_env.setattr("torchport.place.pick_device", lambda: torch.device("cuda", 1))
-    env = {name: None for name in _probes.ENV_VARS} | {"LOCAL_RANK": local_rank}
-    choice = _probes.probe_choice(env, two_gpus())
+    env = {name: None for name in _env.ENV_VARS} | {"LOCAL_RANK": local_rank}
+    choice = _env.probe_choice(env, two_gpus())
     assert choice.device == "cuda:1"
     assert expected in choice.reason
 

@@ -19,20 +19,18 @@ from rich.table import Table
 from rich.text import Text
 
 from torchport.diagnose._bandwidth import CopyBandwidth, measure_bandwidth
+from torchport.diagnose._env import DeviceChoice, probe_choice, probe_environment
 from torchport.diagnose._findings import Finding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report, render_text
 from torchport.diagnose._probes import (
     AcceleratorInfo,
-    DeviceChoice,
     DriverInfo,
     GpuInfo,
     TorchBuild,
     cuda_contexts,
     probe_accelerators,
     probe_build,
-    probe_choice,
     probe_driver,
-    probe_environment,
     probe_gpus,
 )
 from torchport.diagnose._sizes import format_bytes
