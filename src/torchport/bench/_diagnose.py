@@ -3,16 +3,16 @@
 Two CPU training steps (forward, loss, backward, SGD update): a tiny MLP, where
 per-op interception dominates, and an MLP sized to about 5 ms per step, a
 typical small real model. Each is timed bare, under ``torchport.strict()``,
-under ``torchport.audit()`` and, when this build's ``audit`` takes a sampling
-argument, under sampled audit. Every sample runs several steps inside one
-context, as a training loop would. Targets: strict ≤ 1.05x on the tiny step,
+under ``torchport.audit()`` and under sampled audit (``audit(every=N)`` with
+each step marked by ``report.step()``, N the steps per sample, so one step in N
+is recorded). Every sample runs N steps inside one context, as a training loop
+would. Targets: strict ≤ 1.05x on the tiny step,
 audit ≤ 1.15x on the 5 ms step.
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -21,15 +21,10 @@ import torch
 from torch import nn
 
 from torchport.bench._model import Check, Row, SuiteResult
-from torchport.bench._timing import time_interleaved, time_once
+from torchport.bench._timing import time_interleaved, time_once, torch_threads
 
 STRICT_TARGET = 1.05
 AUDIT_TARGET = 1.15
-SAMPLED_RATE = 0.1
-# parameter names a sampling audit may use, in order of preference
-_SAMPLING_PARAMS = ("sample", "sample_rate", "sampling", "rate")
-
-ContextFactory = Callable[[], contextlib.AbstractContextManager[Any]]
 
 
 def _make_step(width: int, batch: int) -> Callable[[int], None]:
@@ -65,45 +60,70 @@ def _calibrated_step(target_s: float) -> tuple[Callable[[int], None], int]:
     return step, width
 
 
-def _contexts() -> tuple[dict[str, ContextFactory], dict[str, str]]:
-    """Label -> context factory for each variant this build offers, and label -> why missing."""
-    available: dict[str, ContextFactory] = {"baseline": contextlib.nullcontext}
-    missing: dict[str, str] = {}
-    try:
-        from torchport.diagnose import strict
-
-        available["strict()"] = strict
-    except ImportError:
-        missing["strict()"] = "unavailable: this build has no torchport.strict"
-    try:
-        from torchport.diagnose import audit
-    except ImportError:
-        missing["audit()"] = "unavailable: this build has no torchport.audit"
-        return available, missing
-    available["audit()"] = audit
-    params = inspect.signature(audit).parameters
-    name = next((p for p in _SAMPLING_PARAMS if p in params), None)
-    sampled = f"audit({name}={SAMPLED_RATE})" if name else "audit(sampled)"
-    if name is None:
-        missing[sampled] = "unavailable: this build's audit() takes no sampling argument"
-    else:
-        kwargs = {name: SAMPLED_RATE}
-        available[sampled] = lambda: audit(**kwargs)
-    return available, missing
+Step = Callable[[int], None]
 
 
-def _run_steps(
-    step: Callable[[int], None], context: ContextFactory, steps: int
-) -> Callable[[int], None]:
+def _bare(step: Step, steps: int) -> Step:
     def run(i: int) -> None:
-        with context():
-            for k in range(steps):
-                step(i + k)
+        for k in range(steps):
+            step(i + k)
 
     return run
 
 
+def _inside(
+    context: Callable[[], contextlib.AbstractContextManager[Any]],
+) -> Callable[[Step, int], Step]:
+    def variant(step: Step, steps: int) -> Step:
+        def run(i: int) -> None:
+            with context():
+                for k in range(steps):
+                    step(i + k)
+
+        return run
+
+    return variant
+
+
+def _audit_sampled(step: Step, steps: int) -> Step:
+    """``audit(every=steps)``: one step of each sample recorded, every step marked."""
+    from torchport.diagnose import audit
+
+    def run(i: int) -> None:
+        with audit(every=steps) as report:
+            for k in range(steps):
+                with report.step():
+                    step(i + k)
+
+    return run
+
+
+def _variants() -> dict[str, Callable[[Step, int], Step]]:
+    from torchport.diagnose import audit, strict
+
+    return {
+        "baseline": _bare,
+        "strict()": _inside(strict),
+        "audit()": _inside(audit),
+        "audit(every=N)": _audit_sampled,
+    }
+
+
 def diagnose_rows(
+    *, quick: bool, on_case: Callable[[str], None] | None = None
+) -> tuple[list[Row], list[Check], list[str]]:
+    """Measure both steps bare and under each context; rows carry per-step times and ratios.
+
+    Runs on CPU only, with one intra-op thread (restored after): on a loaded
+    machine, threads spinning for busy cores swing step times by several times,
+    which would drown an overhead of a few percent.
+    """
+    with torch_threads(1):
+        rows, checks, notes = _diagnose_rows(quick=quick, on_case=on_case)
+    return rows, checks, notes
+
+
+def _diagnose_rows(
     *, quick: bool, on_case: Callable[[str], None] | None = None
 ) -> tuple[list[Row], list[Check], list[str]]:
     """Measure both steps under each context; rows carry per-step times and ratios.
@@ -111,25 +131,25 @@ def diagnose_rows(
     Runs on CPU only.
     """
     cpu = torch.device("cpu")
-    contexts, missing = _contexts()
+    variants = _variants()
     tiny = _make_step(16, 8)
     medium, width = _calibrated_step(4e-3)
     cases: list[tuple[str, Callable[[int], None], int]] = [
         ("tiny MLP step (16-wide, batch 8)", tiny, 20),
-        (f"~5 ms MLP step ({width}-wide, batch 64)", medium, 2 if quick else 4),
+        (f"~5 ms MLP step ({width}-wide, batch 64)", medium, 5 if quick else 10),
     ]
     rows: list[Row] = []
     checks: list[Check] = []
     for case, step, steps in cases:
         if on_case is not None:
             on_case(f"strict/audit, {case}")
-        runs = {label: _run_steps(step, factory, steps) for label, factory in contexts.items()}
+        runs = {label: variant(step, steps) for label, variant in variants.items()}
         stats = time_interleaved(runs, cpu, warmup=2, repeats=7 if quick else 21)
         base = stats["baseline"].median
         for label, got in stats.items():
             per_step = got.scaled(1.0 / steps)
-            rows.append(Row(case, label, per_step, {"vs_baseline": got.median / base}))
-        rows.extend(Row(case, label, status=reason) for label, reason in missing.items())
+            shown = label.replace("every=N", f"every={steps}")
+            rows.append(Row(case, shown, per_step, {"vs_baseline": got.median / base}))
         if case.startswith("tiny") and "strict()" in stats:
             checks.append(
                 Check(
@@ -140,10 +160,7 @@ def diagnose_rows(
             checks.append(
                 Check(f"audit() / baseline, {case}", stats["audit()"].median / base, AUDIT_TARGET)
             )
-    notes = [
-        "each sample runs several steps inside one context; times are per step; "
-        f"{torch.get_num_threads()} torch threads"
-    ]
+    notes = ["each sample runs N steps inside one context; times are per step; 1 torch thread"]
     return rows, checks, notes
 
 

@@ -13,7 +13,6 @@ compared with depth x batch bytes.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
@@ -22,6 +21,7 @@ import torch
 from torchport.bench._batches import KIB, MIB, human_bytes, random_tensor
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import Stats, rotating, time_interleaved
+from torchport.feed import DeviceLoader
 
 RATIOS = (0.25, 1.0, 4.0)
 DEPTH = 2
@@ -84,28 +84,18 @@ class _Compute:
             torch.mm(self.a, self.a, out=self.out)
 
 
-def _pinned_active_bytes() -> float | None:
-    stats_fn = getattr(torch.cuda, "host_memory_stats", None)
-    if stats_fn is None:
-        return None
-    return float(stats_fn().get("active_bytes.peak", float("nan")))
+def _pinned_held(loader: DeviceLoader[Batch], compute: _Compute) -> float:
+    """Most pinned staging bytes ``loader`` holds over one epoch.
 
-
-def _pinned_held(make_loader: Callable[[], Iterable[Batch]], compute: _Compute) -> float | None:
-    """Peak pinned bytes checked out while one fresh loader runs an epoch, over the baseline."""
-    reset = getattr(torch.cuda, "reset_peak_host_memory_stats", None)
-    stats_fn = getattr(torch.cuda, "host_memory_stats", None)
-    if reset is None or stats_fn is None:
-        return None
-    gc.collect()
-    torch.cuda.synchronize()
-    reset()
-    baseline = float(stats_fn().get("active_bytes.current", 0))
-    for batch in make_loader():
+    Sampled from ``loader.stats.pinned_bytes`` after each step and once more after
+    a final synchronization, when every staging slot is back in its pool.
+    """
+    held = 0
+    for batch in loader:
         compute(batch)
+        held = max(held, loader.stats.pinned_bytes)
     torch.cuda.synchronize()
-    peak = _pinned_active_bytes()
-    return None if peak is None else peak - baseline
+    return float(max(held, loader.stats.pinned_bytes))
 
 
 def loader_overlap(
@@ -115,8 +105,6 @@ def loader_overlap(
 
     Needs a CUDA (or ROCm) device. Every sample synchronizes the host with it.
     """
-    from torchport.feed import DeviceLoader
-
     batch_bytes = (32 if quick else 128) * MIB
     steps = 12 if quick else 32
     pinned = _host_batches(batch_bytes, 4, pin=True)
@@ -150,13 +138,16 @@ def loader_overlap(
 
         return run
 
-    strategies: dict[str, Callable[[], Iterable[Batch]]] = {
+    device_loaders: dict[str, Callable[[], DeviceLoader[Batch]]] = {
         f"DeviceLoader(depth={DEPTH}), pageable source": lambda: DeviceLoader(
             epoch_pageable, device, depth=DEPTH
         ),
         f"DeviceLoader(depth={DEPTH}), pinned source": lambda: DeviceLoader(
             epoch_pinned, device, depth=DEPTH
         ),
+    }
+    strategies: dict[str, Callable[[], Iterable[Batch]]] = {
+        **device_loaders,
         "timm-style prefetcher, pinned source": lambda: TimmStylePrefetcher(epoch_pinned, device),
     }
     rows: list[Row] = []
@@ -182,10 +173,8 @@ def loader_overlap(
         for label, got in stats.items():
             per_step: Stats = got.scaled(1.0 / steps)
             metrics = {"vs_bound": per_step.median / bound}
-            if label.startswith("DeviceLoader"):
-                held = _pinned_held(strategies[label], compute)
-                if held is not None:
-                    metrics["pinned_peak_bytes"] = held
+            if label in device_loaders:
+                metrics["pinned_peak_bytes"] = _pinned_held(device_loaders[label](), compute)
                 metrics["pinned_budget_bytes"] = float(DEPTH * batch_bytes)
             rows.append(Row(case, label, per_step, metrics))
             if label.endswith("pageable source"):
@@ -198,7 +187,6 @@ def loader_overlap(
                 )
     notes = (
         f"batch {human_bytes(batch_bytes)}, {steps} steps per sample; step times per step",
-        "pinned peak: active pinned bytes over the baseline while a fresh DeviceLoader runs one"
-        " epoch (torch.cuda.host_memory_stats; blocks are rounded up to a power of two)",
+        "pinned peak: most DeviceLoader.stats.pinned_bytes seen over one epoch of a fresh loader",
     )
     return SuiteResult("loader", tuple(rows), tuple(checks), notes)

@@ -9,9 +9,10 @@ never handed the same buffer twice in a row, where a cache could flatter it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -90,6 +91,19 @@ def summarize(samples: Sequence[float]) -> Stats:
         minimum=ordered[0],
         n=len(ordered),
     )
+
+
+@contextlib.contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the block with ``count`` intra-op torch threads, restoring the old count after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def synchronize(device: torch.device) -> None:

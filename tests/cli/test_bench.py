@@ -1,0 +1,81 @@
+"""`torchport bench`: arguments, exit codes, --json, --plot and the --quick overhead run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchport.bench import SUITE_NAMES
+from torchport.cli import bench as bench_cli
+from torchport.cli._main import main
+
+
+def test_cli_suite_list_matches_the_registry() -> None:
+    assert bench_cli.SUITE_NAMES == SUITE_NAMES
+
+
+def test_bad_suite_name_exits_2_listing_suites(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "'nope'" in err
+    assert all(name in err for name in SUITE_NAMES)
+
+
+def test_quick_overhead_json_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "overhead", "--quick", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)  # stdout is pure JSON; progress is on stderr
+    assert data["quick"] is True
+    (suite,) = data["suites"]
+    assert suite["name"] == "overhead" and suite["skipped"] is None
+    cases = {row["case"] for row in suite["rows"]}
+    assert {"no-op move t.to('cpu')", "work t.to('meta')"} <= cases
+    assert any(case.startswith("tiny MLP step") for case in cases)
+    for row in suite["rows"]:
+        assert set(row) == {"case", "strategy", "status", "stats", "metrics"}
+        if row["status"] == "ok":
+            assert set(row["stats"]) == {"median_s", "q1_s", "q3_s", "iqr_s", "min_s", "n"}
+            assert row["stats"]["median_s"] > 0
+        else:
+            assert row["stats"] is None
+    baseline = [r for r in suite["rows"] if r["strategy"] == "baseline"]
+    assert len(baseline) == 2 and all(r["metrics"]["vs_baseline"] == 1.0 for r in baseline)
+    for check in suite["checks"]:
+        assert check["passed"] == (check["value"] <= check["target"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU behaviour")
+def test_skipped_suite_is_reported_in_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "link"]) == 0
+    out = capsys.readouterr().out
+    assert "link: skipped" in out and "CUDA" in out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU behaviour")
+def test_plot_without_link_data_says_so_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "bw.png"
+    assert main(["bench", "link", "--plot", str(out)]) == 0
+    assert "nothing to plot: the link suite was skipped" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_plot_without_matplotlib_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib.figure", None)
+    assert main(["bench", "link", "--plot", str(tmp_path / "bw.png")]) == 2
+    assert "pip install 'torchport[bench]'" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_quick_link_plot_on_cuda(tmp_path: Path) -> None:
+    out = tmp_path / "bw.png"
+    assert main(["bench", "link", "--quick", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
