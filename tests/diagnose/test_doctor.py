@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import torch
 
 import torchport
 from torchport.diagnose import CopyBandwidth, DoctorReport, Finding, Severity, _env, _probes
-from torchport.diagnose._bandwidth import measure_bandwidth
+from torchport.diagnose._bandwidth import measure_bandwidth, median_rate
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="simulates a machine without GPUs")
@@ -278,6 +279,37 @@ def test_bandwidth_on_cpu_is_not_applicable(clean_env: pytest.MonkeyPatch) -> No
     assert report.bandwidth.reason is not None and "not applicable" in report.bandwidth.reason
     assert (report.bandwidth.h2d_pinned, report.bandwidth.d2h_pageable) == (None, None)
     assert "not applicable" in str(report)
+
+
+def test_median_rate_drops_warmup() -> None:
+    # Warm-up copies are slow outliers; the median of the rest decides.
+    times = [9.0, 5.0, 0.004, 0.002, 0.003, 1.0, 0.002]
+    assert median_rate(times, 6 * 10**6, warmup=2) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="no timed copies"):
+        median_rate([1.0], 10, warmup=1)
+
+
+def test_gpu_and_bandwidth_rendering(cuda_build: pytest.MonkeyPatch) -> None:
+    fake_gpus(cuda_build, ("NVIDIA A100", 8, 0), ("NVIDIA RTX PRO 6000", 12, 0))
+    report = torchport.doctor()
+    measured = CopyBandwidth("cuda:0", 64 * 2**20, 7, 24.61, 11.02, 25.3, 6.47)
+    text = str(dataclasses.replace(report, bandwidth=measured))
+    for expected in ("cuda:1", "NVIDIA RTX PRO 6000", "12.0", "NO", "24.6", "6.5", "80.00 GiB"):
+        assert expected in text
+    assert "CUDA 12.4" in text and "12.4 for runtime 12.4: supports it" in text
+
+
+def test_accelerator_probe_failing_keeps_the_rest(clean_env: pytest.MonkeyPatch) -> None:
+    def broken(check_available: bool = False) -> torch.device | None:
+        raise RuntimeError("driver shim crashed")
+
+    clean_env.setattr(torch.accelerator, "current_accelerator", broken)
+    clean_env.setenv("LOCAL_RANK", "0")
+    report = torchport.doctor()
+    assert "driver shim crashed" in find(report, "accelerators").message
+    assert report.environment["LOCAL_RANK"] == "0"
+    assert report.torch is not None and report.host_memory is not None
+    json.loads(report.to_json())
 
 
 @pytest.mark.gpu

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["CopyBandwidth", "measure_bandwidth"]
+__all__ = ["CopyBandwidth", "measure_bandwidth", "median_rate"]
 
 _EVENT_TIMED = ("cuda", "xpu")
 
@@ -81,7 +81,7 @@ def measure_bandwidth(
         times = [
             _time_copy(dst, src, device, non_blocking=async_ok) for _ in range(warmup + repeats)
         ]
-        return size_bytes / statistics.median(times[warmup:]) / 1e9
+        return median_rate(times, size_bytes, warmup=warmup)
 
     return CopyBandwidth(
         device=str(device),
@@ -93,6 +93,18 @@ def measure_bandwidth(
         d2h_pageable=rate(pageable, on_device, False),
         reason=reason,
     )
+
+
+def median_rate(seconds: list[float], size_bytes: int, *, warmup: int) -> float:
+    """GB/s of the median copy time after dropping the first ``warmup`` times.
+
+    The first copies pay for lazy initialization (pinned-memory registration, the copy
+    engine's first use), so they say nothing about the link.
+    """
+    timed = seconds[warmup:]
+    if not timed:
+        raise ValueError(f"no timed copies: {len(seconds)} times with warmup={warmup}")
+    return size_bytes / statistics.median(timed) / 1e9
 
 
 def _time_copy(

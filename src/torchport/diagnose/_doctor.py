@@ -19,7 +19,12 @@ from rich.table import Table
 from rich.text import Text
 
 from torchport.diagnose._bandwidth import CopyBandwidth, measure_bandwidth
-from torchport.diagnose._env import DeviceChoice, probe_choice, probe_environment
+from torchport.diagnose._env import (
+    DeviceChoice,
+    check_environment,
+    probe_choice,
+    read_environment,
+)
 from torchport.diagnose._findings import Finding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report, render_text
 from torchport.diagnose._probes import (
@@ -202,7 +207,7 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
         driver = _guard_with_findings(findings, "the GPU driver", lambda: probe_driver(build))
     accel = _guard(findings, "the accelerators", probe_accelerators)
     gpus: tuple[GpuInfo, ...] = ()
-    env: dict[str, str | None] = {}
+    env = read_environment()
     if build is not None:
         gpus = (
             _guard_with_findings(
@@ -211,16 +216,14 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
             or ()
         )
         if accel is not None:
-            env = (
-                _guard_with_findings(
-                    findings, "the environment", lambda: probe_environment(build, accel)
-                )
-                or {}
+            findings += (
+                _guard(findings, "the environment", lambda: check_environment(env, build, accel))
+                or []
             )
             findings += _unexplained_missing_gpu(build, accel, findings)
     host = _guard(findings, "host memory", lambda: memory_report("cpu"))
     choice = None
-    if accel is not None and env:
+    if accel is not None:
         choice = _choose(findings, env, accel)
     measured = CopyBandwidth(device=None, reason="not measured (pass bandwidth=True)")
     if bandwidth:

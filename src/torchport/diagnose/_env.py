@@ -16,7 +16,13 @@ import torch
 from torchport.diagnose._findings import Finding, Severity
 from torchport.diagnose._probes import AcceleratorInfo, TorchBuild
 
-__all__ = ["ENV_VARS", "DeviceChoice", "probe_choice", "probe_environment"]
+__all__ = [
+    "ENV_VARS",
+    "DeviceChoice",
+    "check_environment",
+    "probe_choice",
+    "read_environment",
+]
 
 ENV_VARS = (
     "TORCHPORT_DEVICE",
@@ -45,11 +51,15 @@ class DeviceChoice:
     reason: str
 
 
-def probe_environment(
-    build: TorchBuild, accel: AcceleratorInfo
-) -> tuple[dict[str, str | None], list[Finding]]:
-    """Read the environment variables that steer device choice and check each."""
-    env = {name: os.environ.get(name) for name in ENV_VARS}
+def read_environment() -> dict[str, str | None]:
+    """The device-steering environment variables, ``None`` where unset."""
+    return {name: os.environ.get(name) for name in ENV_VARS}
+
+
+def check_environment(
+    env: dict[str, str | None], build: TorchBuild, accel: AcceleratorInfo
+) -> list[Finding]:
+    """Check the variables against this build and these accelerators."""
     findings: list[Finding] = []
     visible = env["CUDA_VISIBLE_DEVICES"]
     if visible is not None and _hides_everything(visible):
@@ -89,7 +99,7 @@ def probe_environment(
                 "more devices visible through CUDA_VISIBLE_DEVICES",
             )
         )
-    return env, findings
+    return findings
 
 
 def _hides_everything(visible: str) -> bool:

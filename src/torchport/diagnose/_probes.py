@@ -273,7 +273,7 @@ def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[Finding]:
                 Severity.WARNING,
                 f"{gpu.device} has only {gpu.free_memory / 2**30:.2f} GiB free of "
                 f"{gpu.total_memory / 2**30:.2f} GiB",
-                "another process is holding it: check nvidia-smi/rocm-smi, or pick another "
+                "this or another process holds it: check nvidia-smi/rocm-smi, or pick another "
                 "GPU with TORCHPORT_DEVICE or CUDA_VISIBLE_DEVICES",
             )
         )
