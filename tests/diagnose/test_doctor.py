@@ -179,6 +179,14 @@ def test_xpu_devices_are_listed(clean_env: pytest.MonkeyPatch) -> None:
     assert gpu.supported_by_build is None
 
 
+def test_mps_built_but_unavailable_on_a_mac(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setattr(_env, "_IS_MAC", True)
+    clean_env.setattr(torch.backends.mps, "is_built", lambda: True)
+    clean_env.setattr(torch.backends.mps, "is_available", lambda: False)
+    finding = find(torchport.doctor(), "includes MPS")
+    assert finding.severity is Severity.WARNING and "macOS 12.3" in finding.fix
+
+
 def two_gpus() -> _probes.AcceleratorInfo:
     return _probes.AcceleratorInfo("cuda", 2, True, False, False, False)
 

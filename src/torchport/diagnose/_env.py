@@ -8,6 +8,7 @@ the device ``pick_device()`` returns.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,7 @@ ENV_VARS = (
     "PYTORCH_NVML_BASED_CUDA_CHECK",
 )
 _NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
+_IS_MAC = sys.platform == "darwin"
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,15 @@ def check_environment(
                 Severity.WARNING,
                 "an NVIDIA driver is installed but this torch is CPU-only",
                 "install a CUDA wheel of torch (https://pytorch.org/get-started/locally/)",
+            )
+        )
+    if _IS_MAC and accel.mps_built and not accel.mps_available:
+        findings.append(
+            Finding(
+                Severity.WARNING,
+                "this torch includes MPS but it is not available",
+                "MPS needs Apple silicon and macOS 12.3 or newer, and a native arm64 Python "
+                "(not one running under Rosetta)",
             )
         )
     findings += _check_torchport_device(env["TORCHPORT_DEVICE"], accel)
