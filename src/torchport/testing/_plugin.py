@@ -1,1 +1,127 @@
-"""pytest plugin (entry point ``pytest11``); filled in by the port issue."""
+"""pytest plugin: a ``device`` fixture and a ``devices`` marker that run a test once per device.
+
+Loaded by pytest (entry point ``pytest11``) in every run of every project in
+the environment, so importing it must stay cheap: torch is imported only when a
+collected test asks for ``device``.
+
+* ``@pytest.mark.devices("cpu", "cuda", "mps")`` runs the test once per listed
+  device, with ids ``[cpu]``, ``[cuda]``, ``[mps]``. A device this machine lacks
+  is skipped with the reason, e.g. ``cuda not available on this machine``.
+  ``"meta"`` and indexed devices (``"cuda:1"``) are accepted.
+* A test that takes ``device`` without the marker runs on ``cpu`` plus the
+  accelerator ``torch.accelerator`` reports, if any; the environment variable
+  ``TORCHPORT_TEST_DEVICES=cpu,meta`` replaces that default list.
+* The ``device`` argument is a :class:`torch.device`.
+
+A project that defines its own ``device`` fixture keeps it: the plugin only
+parametrizes tests that use the plugin's fixture.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["default_devices", "device", "missing_reason"]
+
+_ENV = "TORCHPORT_TEST_DEVICES"
+_MARKER = (
+    "devices(*names): run the test once per device ('cpu', 'cuda', 'mps', 'meta', 'cuda:1', ...) "
+    "through the `device` fixture; devices this machine lacks are skipped"
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", _MARKER)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("devices")
+    if "device" not in metafunc.fixturenames:
+        if marker is not None:
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid} is marked devices(...) but takes no 'device' "
+                "argument; add a `device` parameter or drop the marker"
+            )
+        return
+    if not _uses_plugin_fixture(metafunc):
+        return
+    names = [str(name) for name in marker.args] if marker is not None else default_devices()
+    if not names:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: devices() needs at least one device")
+    params = []
+    for name in names:
+        reason = missing_reason(name)
+        marks = [pytest.mark.skip(reason=reason)] if reason else []
+        params.append(pytest.param(name, id=name, marks=marks))
+    metafunc.parametrize("device", params, indirect=True)
+
+
+@pytest.fixture
+def device(request: pytest.FixtureRequest) -> torch.device:
+    """The device this run of the test is for; see the module docstring."""
+    import torch
+
+    return torch.device(getattr(request, "param", "cpu"))
+
+
+def default_devices() -> list[str]:
+    """Devices for tests that take ``device`` without the ``devices`` marker."""
+    configured = os.environ.get(_ENV, "").strip()
+    if configured:
+        return [name.strip() for name in configured.split(",") if name.strip()]
+    import torch
+
+    names = ["cpu"]
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    if accelerator is not None:
+        names.append(accelerator.type)
+    return names
+
+
+def missing_reason(name: str) -> str | None:
+    """Why the device ``name`` cannot run tests here, or None when it can.
+
+    Raises:
+        pytest.UsageError: ``name`` is not a device string.
+    """
+    import torch
+
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, TypeError) as exc:
+        raise pytest.UsageError(
+            f"devices() got {name!r}, which is not a device; use e.g. 'cpu', 'cuda', 'mps', "
+            f"'meta' or 'cuda:1' ({exc})"
+        ) from None
+    if dev.type in ("cpu", "meta"):
+        return None
+    count = _device_count(torch, dev.type)
+    if count == 0:
+        return f"{dev.type} not available on this machine"
+    if dev.index is not None and dev.index >= count:
+        return f"{dev} not available on this machine (it has {count} {dev.type} device(s))"
+    return None
+
+
+def _device_count(torch: Any, kind: str) -> int:
+    if kind == "mps":
+        return 1 if torch.backends.mps.is_available() else 0
+    module = getattr(torch, kind, None)
+    if module is None or not module.is_available():
+        return 0
+    return int(module.device_count()) if hasattr(module, "device_count") else 1
+
+
+def _uses_plugin_fixture(metafunc: pytest.Metafunc) -> bool:
+    """Whether the ``device`` the test gets is this plugin's, not one the project defines."""
+    # _arg2fixturedefs is pytest-internal; without it, assume ours (the common case).
+    definitions = getattr(metafunc, "_arg2fixturedefs", {}).get("device")
+    if not definitions:
+        return True
+    return getattr(definitions[-1].func, "__module__", None) == __name__

@@ -1,0 +1,155 @@
+"""`torchport run`: a CUDA-only script runs unchanged on the CPU, as `python script.py` would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import serialization
+
+from torchport.cli._main import main
+
+SCRIPTS = Path(__file__).parents[1] / "port" / "scripts"
+ECHO = str(SCRIPTS / "echo_args.py")
+ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
+
+
+@pytest.fixture
+def gpu_checkpoint(tmp_path: Path) -> Path:
+    """A small state dict saved with its storages tagged ``cuda:0``."""
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    entry = (-1000, lambda storage: "cuda:0", lambda storage, location: None)
+    serialization._package_registry.insert(0, entry)  # taggers are tried in order
+    try:
+        torch.save(model.state_dict(), tmp_path / "model.pt")
+    finally:
+        serialization._package_registry.remove(entry)
+    return tmp_path / "model.pt"
+
+
+def run_cli(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchport", "run", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+
+
+def test_cuda_only_script_matches_its_hand_port(gpu_checkpoint: Path) -> None:
+    ported = subprocess.run(
+        [sys.executable, str(SCRIPTS / "cpu_train.py"), str(gpu_checkpoint)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    redirected = run_cli("--device", "cpu", str(SCRIPTS / "cuda_train.py"), str(gpu_checkpoint))
+    assert ported.returncode == 0, ported.stderr
+    assert redirected.returncode == 0, redirected.stderr
+    assert redirected.stdout == ported.stdout
+    assert redirected.stdout.count("loss") == 3
+
+
+def test_stdin_argv_and_exit_code_pass_through() -> None:
+    result = run_cli("--device", "cpu", ECHO, "5", "--stdin", "--device", "x", stdin="piped in\n")
+    assert result.returncode == 5, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen == {
+        "argv": [ECHO, "5", "--stdin", "--device", "x"],
+        "name": "__main__",
+        "path0": str(SCRIPTS),
+        "stdin": "piped in\n",
+    }
+
+
+def test_bad_input_is_one_line_and_exit_2_in_a_real_process() -> None:
+    result = run_cli("--device", "cpu", "no/such/script.py")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("torchport run: error: script 'no/such/script.py' does not exist")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["missing.py"], "does not exist"),
+        (["-m", "no_such_module_xyz"], "no module named 'no_such_module_xyz'"),
+        (["-m", "torchport.cli"], "no module named 'torchport.cli'"),  # package without __main__
+        (["--device", "gpu9", ECHO], "gpu9"),
+        (["--nproc", "0", ECHO], "--nproc must be at least 1"),
+        ([], "nothing to run"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert captured.err.startswith("torchport run: error: ") and expected in captured.err
+
+
+def test_argv_name_and_path_match_python(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--device", "cpu", ECHO, "3", "--audit", "-m"]) == 3
+    seen = json.loads(capsys.readouterr().out)
+    assert seen["argv"] == [ECHO, "3", "--audit", "-m"]
+    assert (seen["name"], seen["path0"]) == ("__main__", str(SCRIPTS))
+    assert sys.argv[0] != ECHO  # restored
+
+
+def test_module_form(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(SCRIPTS)
+    assert main(["run", "--device", "cpu", "-m", "echo_args", "4", "x"]) == 4
+    seen = json.loads(capsys.readouterr().out)
+    assert seen["argv"] == [ECHO, "4", "x"]  # as python -m: argv[0] is the module's file
+    assert (seen["name"], seen["path0"]) == ("__main__", str(SCRIPTS))
+
+
+@pytest.mark.parametrize(("arg", "code"), [("0", 0), ("message", 1), ("none", 0)])
+def test_exit_codes(arg: str, code: int, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--device", "cpu", ECHO, arg]) == code
+    if arg == "message":
+        assert capsys.readouterr().err == "a message for stderr\n"
+
+
+def test_script_exception_prints_its_traceback_and_exits_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--device", "cpu", ECHO, "raise"]) == 1
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert lines[1].startswith(f'  File "{ECHO}"')  # torchport's and runpy's frames trimmed
+    assert lines[-1] == "KeyError: 'from the script'"
+
+
+def test_cuda_stream_fails_with_the_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--device", "cpu", str(SCRIPTS / "cuda_stream.py")]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "before the stream\n"
+    last = captured.err.splitlines()[-1]
+    assert last.startswith("torchport.port.RedirectError: torch.cuda.Stream has no meaning on cpu")
+    assert "torchport/port" not in captured.err  # the stand-in's own frame is trimmed
+
+
+def test_audit_report_is_printed_even_when_the_script_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    diagnose = pytest.importorskip("torchport.diagnose")
+    if not hasattr(diagnose, "audit"):
+        pytest.skip("torchport.diagnose.audit is not built in this checkout yet")
+    assert main(["run", "--device", "cpu", "--audit", ECHO, "raise"]) == 1
+    err = capsys.readouterr().err
+    assert "KeyError: 'from the script'" in err
+    report = err.split("KeyError: 'from the script'\n", 1)[1]
+    assert report.strip()

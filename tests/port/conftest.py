@@ -1,0 +1,87 @@
+"""Fixtures for the port tests: a checkpoint saved "from a GPU", and a snapshot of what redirect patches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn, serialization
+from torch.nn.parallel import DistributedDataParallel
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+# Every namespace redirect() may touch; a test compares them before and after.
+PATCHED_OWNERS: tuple[Any, ...] = (
+    torch,
+    torch.amp,
+    torch.cuda,
+    torch.cuda.amp,
+    torch.serialization,
+    torch.distributed,
+    torch.nn.Module,
+    torch.Tensor,
+    DistributedDataParallel,
+)
+
+
+def tiny_model() -> nn.Module:
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+
+
+@pytest.fixture
+def cuda_checkpoint(tmp_path: Path) -> Iterator[Path]:
+    """A state dict whose storages are tagged ``cuda:0``, as if saved on a GPU.
+
+    A plain ``torch.load`` of it on a CPU-only machine fails, as it would for a
+    real GPU checkpoint.
+    """
+
+    def tag_as_cuda(storage: Any) -> str | None:
+        return "cuda:0" if storage.device.type == "cpu" else None
+
+    def no_restore(storage: Any, location: str) -> None:
+        return None
+
+    torch.manual_seed(1234)
+    state = tiny_model().state_dict()
+    entry = (-1000, tag_as_cuda, no_restore)
+    serialization._package_registry.insert(0, entry)  # taggers are tried in order
+    try:
+        path = tmp_path / "gpu_checkpoint.pt"
+        torch.save(state, path)
+    finally:
+        serialization._package_registry.remove(entry)
+    yield path
+
+
+Snapshot = tuple[list[dict[str, Any]], list[Any]]
+
+
+def take_snapshot() -> Snapshot:
+    """Every attribute of the patched namespaces, and this thread's torch function mode stack."""
+    attributes = [dict(vars(owner)) for owner in PATCHED_OWNERS]
+    modes = [torch._C._get_function_stack_at(i) for i in range(torch._C._len_torch_function_stack())]
+    return attributes, modes
+
+
+def assert_same(before: Snapshot, after: Snapshot) -> None:
+    for owner, old, new in zip(PATCHED_OWNERS, before[0], after[0], strict=True):
+        assert old.keys() == new.keys(), (owner, set(old) ^ set(new))
+        changed = [name for name in old if old[name] is not new[name]]
+        assert not changed, f"{owner!r}: {changed} not restored"
+    assert before[1] == after[1]
+
+
+@pytest.fixture
+def untouched() -> Iterator[Callable[[], None]]:
+    """Asserts at teardown (and whenever called) that torch is exactly as the test found it."""
+    before = take_snapshot()
+
+    def check() -> None:
+        assert_same(before, take_snapshot())
+
+    yield check
+    check()

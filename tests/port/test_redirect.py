@@ -1,0 +1,265 @@
+"""torchport.redirect: CUDA calls land on the target, and everything is undone on exit."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import take_snapshot, tiny_model
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import torchport as tp
+from torchport.port import RedirectError
+
+CUDA_SPELLINGS = st.one_of(
+    st.just("cuda"),
+    st.integers(0, 7).map(lambda i: f"cuda:{i}"),
+    st.integers(0, 7).map(lambda i: torch.device("cuda", i)),
+    st.just(torch.device("cuda")),
+    st.integers(0, 7),
+)
+
+
+def test_redirect_is_public_and_named_for_torchport() -> None:
+    assert tp.redirect.__module__ == "torchport"
+    assert RedirectError.__mro__[1:3] == (tp.TorchportError, RuntimeError)
+
+
+@pytest.mark.devices("cpu", "meta")
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spelling=CUDA_SPELLINGS)
+def test_every_spelling_of_cuda_lands_on_the_target(device: torch.device, spelling: object) -> None:
+    with tp.redirect(device) as target:
+        assert target == device
+        made = [
+            torch.zeros(2, device=spelling),  # type: ignore[call-overload]
+            torch.ones(2).to(spelling),  # type: ignore[call-overload]
+            torch.ones(2).to(device=spelling),  # type: ignore[call-overload]
+            torch.tensor([1.0], device=spelling),  # type: ignore[arg-type]
+            torch.ones(1).new_zeros(3, device=spelling),  # type: ignore[arg-type]
+            torch.empty_like(torch.ones(2), device=spelling),  # type: ignore[arg-type]
+        ]
+        assert {t.device.type for t in made} == {device.type}
+    assert torch.zeros(1).device.type == "cpu"
+
+
+@pytest.mark.devices("cpu", "meta")
+def test_cuda_methods_and_modules_move_to_the_target(
+    device: torch.device, untouched: Callable[[], None]
+) -> None:
+    with tp.redirect(device):
+        x = torch.arange(4.0)
+        assert x.cuda().device.type == device.type
+        assert x.cuda(1, non_blocking=True).device.type == device.type
+        half = x.to("cuda", torch.float16)
+        assert (half.device.type, half.dtype) == (device.type, torch.float16)
+        model = tiny_model().cuda()
+        assert {p.device.type for p in model.parameters()} == {device.type}
+        assert tiny_model().to("cuda:0").state_dict()["0.weight"].device.type == device.type
+        assert x.type(torch.cuda.LongTensor).dtype == torch.int64
+        assert x.type("torch.cuda.HalfTensor").device.type == device.type
+    untouched()
+
+
+def test_the_script_sees_one_cuda_device(untouched: Callable[[], None]) -> None:
+    with tp.redirect("cpu"):
+        assert torch.cuda.is_available()
+        assert torch.cuda.device_count() == 1
+        assert torch.cuda.current_device() == 0
+        assert "cpu" in torch.cuda.get_device_name(0)
+        torch.cuda.set_device(0)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        assert torch.cuda.memory_allocated() == 0
+        assert torch.cuda.max_memory_reserved() == 0
+        free, total = torch.cuda.mem_get_info()
+        assert 0 < free <= total
+        with torch.cuda.device(0):
+            assert torch.zeros(1, device="cuda").device.type == "cpu"
+    assert not torch.cuda.is_available()
+    untouched()
+
+
+def test_legacy_cuda_tensor_types_build_on_the_target() -> None:
+    with tp.redirect("cpu"):
+        filled = torch.cuda.FloatTensor(2, 3).fill_(1.5)
+        assert filled.shape == (2, 3) and filled.dtype == torch.float32
+        assert torch.cuda.LongTensor([1, 2]).tolist() == [1, 2]
+        assert isinstance(filled, torch.cuda.FloatTensor)
+        assert not isinstance(filled, torch.cuda.LongTensor)
+        assert torch.cuda.FloatTensor.__name__ == "FloatTensor"
+
+
+def test_pinning_is_dropped_on_the_cpu() -> None:
+    with tp.redirect("cpu"):
+        assert not torch.zeros(3, pin_memory=True).is_pinned()
+        x = torch.ones(2)
+        assert x.pin_memory() is x
+
+
+def test_amp_follows_the_target() -> None:
+    model = tiny_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tp.redirect("cpu"):
+        scaler = torch.cuda.amp.GradScaler()
+        with torch.cuda.amp.autocast():
+            out = model(torch.ones(2, 4))
+        assert out.dtype == torch.get_autocast_dtype("cpu")
+        with torch.autocast("cuda"):
+            assert model(torch.ones(2, 4)).dtype == torch.get_autocast_dtype("cpu")
+        with torch.amp.autocast(device_type="cuda", dtype=torch.bfloat16):
+            assert torch.is_autocast_enabled("cpu")
+        scaler.scale(out.float().sum()).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        assert isinstance(torch.amp.GradScaler(), torch.amp.GradScaler)
+
+
+def test_unsupported_cuda_api_names_the_call_and_the_device(
+    untouched: Callable[[], None],
+) -> None:
+    with tp.redirect("meta"):
+        for call, name in (
+            (torch.cuda.Stream, "torch.cuda.Stream"),
+            (torch.cuda.Event, "torch.cuda.Event"),
+            (torch.cuda.current_stream, "torch.cuda.current_stream()"),
+            (torch.cuda.CUDAGraph, "torch.cuda.CUDAGraph"),
+        ):
+            with pytest.raises(RedirectError, match=re.escape(f"{name} has no meaning on meta")):
+                call()
+        assert not isinstance(object(), torch.cuda.Stream)
+        # Exceptions stay real types: scripts catch them.
+        assert issubclass(torch.cuda.OutOfMemoryError, RuntimeError)
+    untouched()
+
+
+def test_library_code_keeps_seeing_the_real_machine(tmp_path: Path) -> None:
+    # Code compiled under torch's own folder stands in for torch's internals.
+    fake = os.path.join(os.path.dirname(torch.__file__), "_torchport_probe.py")
+    probe = compile("result = torch.cuda.is_available()", fake, "exec")
+    namespace: dict[str, object] = {"torch": torch}
+    with tp.redirect("cpu"):
+        exec(probe, namespace)
+        assert torch.cuda.is_available()
+    assert namespace["result"] is False
+
+
+@pytest.mark.parametrize(
+    "map_location", [None, "cuda", "cuda:1", torch.device("cuda"), {"cuda:0": "cuda:1"}]
+)
+def test_gpu_checkpoints_load_on_the_target(cuda_checkpoint: Path, map_location: object) -> None:
+    with pytest.raises(RuntimeError, match="CUDA"):
+        torch.load(cuda_checkpoint)
+    with tp.redirect("cpu"):
+        state = torch.load(cuda_checkpoint, map_location=map_location)  # type: ignore[arg-type]
+    assert {t.device.type for t in state.values()} == {"cpu"}
+    torch.manual_seed(1234)
+    expected = tiny_model().state_dict()
+    assert all(torch.equal(state[k], expected[k]) for k in expected)
+
+
+def test_nccl_becomes_gloo_and_ddp_drops_device_ids(tmp_path: Path) -> None:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    with tp.redirect("cpu"):
+        dist.init_process_group(
+            "nccl", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+        )
+        try:
+            assert dist.get_backend() == "gloo"
+            ddp = DistributedDataParallel(tiny_model().cuda(), device_ids=[0], output_device=0)
+            ddp(torch.ones(2, 4, device="cuda")).sum().backward()
+        finally:
+            dist.destroy_process_group()
+
+
+def test_everything_is_restored_after_an_exception(untouched: Callable[[], None]) -> None:
+    with pytest.raises(ZeroDivisionError), tp.redirect("cpu"):
+        torch.ones(1).cuda()
+        _ = 1 / 0
+    untouched()
+    with pytest.raises((RuntimeError, AssertionError), match="CUDA"):
+        torch.ones(1).cuda()
+
+
+def test_a_cuda_target_patches_nothing() -> None:
+    before = take_snapshot()
+    with tp.redirect("cuda:0") as target:
+        assert target == torch.device("cuda", 0)
+        inside = take_snapshot()
+    assert inside[0] == before[0] and inside[1] == before[1]
+
+
+def test_nested_redirects_apply_innermost_first(untouched: Callable[[], None]) -> None:
+    with tp.redirect("cpu"):
+        with tp.redirect("meta"):
+            assert torch.ones(1).cuda().device.type == "meta"
+            assert torch.cuda.get_device_name().startswith("meta")
+        assert torch.ones(1).cuda().device.type == "cpu"
+        assert torch.cuda.is_available()
+    untouched()
+
+
+def test_the_same_object_cannot_be_entered_twice(untouched: Callable[[], None]) -> None:
+    block = tp.redirect("cpu")
+    with block:
+        with pytest.raises(RedirectError, match="already active"), block:
+            pass
+        assert torch.ones(1).cuda().device.type == "cpu"
+    with block:  # usable again once exited
+        pass
+    untouched()
+
+
+def test_blocks_must_exit_in_reverse_order(untouched: Callable[[], None]) -> None:
+    outer, inner = tp.redirect("cpu"), tp.redirect("meta")
+    outer.__enter__()
+    inner.__enter__()
+    with pytest.raises(RedirectError, match="reverse order"):
+        outer.__exit__(None, None, None)
+    inner.__exit__(None, None, None)
+    outer.__exit__(None, None, None)
+    untouched()
+
+
+def test_another_thread_cannot_redirect_at_the_same_time() -> None:
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            with tp.redirect("meta"):
+                pass
+        except RedirectError as exc:
+            errors.append(exc)
+
+    with tp.redirect("cpu"):
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+    assert len(errors) == 1 and "another thread" in str(errors[0])
+
+
+def test_modes_pushed_inside_the_block_survive_its_exit(untouched: Callable[[], None]) -> None:
+    block = tp.redirect("cpu")
+    block.__enter__()
+    context = torch.device("meta")
+    context.__enter__()  # a mode the code left on the stack above the redirect
+    block.__exit__(None, None, None)
+    try:
+        assert torch.zeros(1).device.type == "meta"
+    finally:
+        context.__exit__(None, None, None)
+    untouched()
+
+
+def test_bad_device_is_a_device_error() -> None:
+    with pytest.raises(tp.DeviceError, match="not a device"):
+        tp.redirect("gpu0")
