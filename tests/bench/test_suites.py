@@ -142,3 +142,10 @@ def test_gpu_suites_quick_on_cuda() -> None:
     loader = run.suites[3]
     assert any("DeviceLoader" in row.strategy for row in loader.rows)
     assert loader.checks
+
+
+def test_diagnose_rejects_unknown_variant() -> None:
+    from torchport.bench import diagnose_overhead
+
+    with pytest.raises(ValueError, match="unknown variants"):
+        diagnose_overhead(quick=True, variants=("profile()",))

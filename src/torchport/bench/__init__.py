@@ -2,28 +2,51 @@
 
 :func:`run_suites` runs named suites and returns a :class:`BenchRun` of facts;
 :func:`render_text`, :func:`render_json` and :func:`plot_bandwidth` present it.
-The per-suite functions are public so ``benchmarks/`` scripts reuse them.
+The per-suite functions are public so ``benchmarks/`` scripts reuse them
+(wrapping their results with :func:`record`) instead of copying them.
 """
 
 from __future__ import annotations
 
+from torchport.bench._batch import batch_transfer
+from torchport.bench._diagnose import diagnose_overhead
+from torchport.bench._link import link_bandwidth
+from torchport.bench._loader import TimmStylePrefetcher, loader_overlap
 from torchport.bench._model import BenchRun, Check, Row, SuiteResult
+from torchport.bench._pack import pack_small_tensors
 from torchport.bench._plot import nothing_to_plot, plot_bandwidth, require_matplotlib
 from torchport.bench._render import render_json, render_text, suite_tables
-from torchport.bench._suites import SUITE_NAMES, SUITES, overhead, run_suites, select_suites
+from torchport.bench._suites import (
+    SUITE_NAMES,
+    SUITES,
+    accelerator,
+    overhead,
+    record,
+    run_suites,
+    select_suites,
+)
 from torchport.bench._timing import Stats, summarize, time_interleaved
+from torchport.bench._traversal import traversal_overhead
 
 __all__ = [
-    "SUITES",
-    "SUITE_NAMES",
     "BenchRun",
     "Check",
     "Row",
+    "SUITES",
+    "SUITE_NAMES",
     "Stats",
     "SuiteResult",
+    "TimmStylePrefetcher",
+    "accelerator",
+    "batch_transfer",
+    "diagnose_overhead",
+    "link_bandwidth",
+    "loader_overlap",
     "nothing_to_plot",
     "overhead",
+    "pack_small_tensors",
     "plot_bandwidth",
+    "record",
     "render_json",
     "render_text",
     "require_matplotlib",
@@ -32,4 +55,5 @@ __all__ = [
     "suite_tables",
     "summarize",
     "time_interleaved",
+    "traversal_overhead",
 ]

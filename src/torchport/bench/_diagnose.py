@@ -13,7 +13,7 @@ audit ≤ 1.15x on the 5 ms step.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -23,6 +23,7 @@ from torch import nn
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import time_interleaved, time_once, torch_threads
 
+VARIANTS = ("strict()", "audit()", "audit(every=N)")
 STRICT_TARGET = 1.05
 AUDIT_TARGET = 1.15
 
@@ -110,28 +111,42 @@ def _variants() -> dict[str, Callable[[Step, int], Step]]:
 
 
 def diagnose_rows(
-    *, quick: bool, on_case: Callable[[str], None] | None = None
+    *,
+    quick: bool,
+    on_case: Callable[[str], None] | None = None,
+    variants: Sequence[str] = VARIANTS,
 ) -> tuple[list[Row], list[Check], list[str]]:
     """Measure both steps bare and under each context; rows carry per-step times and ratios.
 
     Runs on CPU only, with one intra-op thread (restored after): on a loaded
     machine, threads spinning for busy cores swing step times by several times,
     which would drown an overhead of a few percent.
+
+    Args:
+        quick: Fewer steps and repeats.
+        on_case: Told each case as it starts.
+        variants: Which of ``VARIANTS`` to run besides the baseline.
+
+    Raises:
+        ValueError: An unknown variant.
     """
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        raise ValueError(f"unknown variants {sorted(unknown)}; expected some of {VARIANTS}")
     with torch_threads(1):
-        rows, checks, notes = _diagnose_rows(quick=quick, on_case=on_case)
+        rows, checks, notes = _diagnose_rows(quick=quick, on_case=on_case, variants=variants)
     return rows, checks, notes
 
 
 def _diagnose_rows(
-    *, quick: bool, on_case: Callable[[str], None] | None = None
+    *, quick: bool, on_case: Callable[[str], None] | None, variants: Sequence[str]
 ) -> tuple[list[Row], list[Check], list[str]]:
     """Measure both steps under each context; rows carry per-step times and ratios.
 
     Runs on CPU only.
     """
     cpu = torch.device("cpu")
-    variants = _variants()
+    chosen = {k: v for k, v in _variants().items() if k == "baseline" or k in variants}
     tiny = _make_step(16, 8)
     medium, width = _calibrated_step(4e-3)
     cases: list[tuple[str, Callable[[int], None], int]] = [
@@ -143,7 +158,7 @@ def _diagnose_rows(
     for case, step, steps in cases:
         if on_case is not None:
             on_case(f"strict/audit, {case}")
-        runs = {label: variant(step, steps) for label, variant in variants.items()}
+        runs = {label: variant(step, steps) for label, variant in chosen.items()}
         stats = time_interleaved(runs, cpu, warmup=2, repeats=7 if quick else 21)
         base = stats["baseline"].median
         for label, got in stats.items():
@@ -165,8 +180,14 @@ def _diagnose_rows(
 
 
 def diagnose_overhead(
-    *, quick: bool = False, on_case: Callable[[str], None] | None = None
+    *,
+    quick: bool = False,
+    on_case: Callable[[str], None] | None = None,
+    variants: Sequence[str] = VARIANTS,
 ) -> SuiteResult:
-    """The strict()/audit() measurements alone, as a suite result (used by ``benchmarks/``)."""
-    rows, checks, notes = diagnose_rows(quick=quick, on_case=on_case)
+    """The strict()/audit() measurements alone, as a suite result (used by ``benchmarks/``).
+
+    See :func:`diagnose_rows` for the arguments. Runs on CPU only.
+    """
+    rows, checks, notes = diagnose_rows(quick=quick, on_case=on_case, variants=variants)
     return SuiteResult("diagnose", tuple(rows), tuple(checks), tuple(notes))

@@ -136,12 +136,8 @@ def run_suites(
 
     The GPU suites synchronize the host with the device around every sample.
     """
-    import torch
-
-    import torchport
-
     selected = select_suites(names)
-    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    started = _now()
     device, why_not = accelerator() if any(SUITES[n].needs_gpu for n in selected) else (None, "")
     results: list[SuiteResult] = []
     for name in selected:
@@ -157,15 +153,37 @@ def run_suites(
             results.append(SuiteResult(name, skipped=why_not))
         else:
             results.append(_gpu_suite(name)(device, quick=quick, on_case=on_case))
+    return record(results, device=device, quick=quick, started=started)
+
+
+def record(
+    results: Sequence[SuiteResult],
+    *,
+    device: torch.device | None = None,
+    quick: bool = False,
+    started: str | None = None,
+) -> BenchRun:
+    """Wrap suite results with the facts a reader needs: device, machine, versions, time.
+
+    ``benchmarks/`` scripts use this to print results of single suite functions.
+    """
+    import torch
+
+    import torchport
+
     return BenchRun(
         suites=tuple(results),
         device=_describe(device),
         quick=quick,
-        started=started,
+        started=started or _now(),
         machine=f"{platform.platform()}; {_cpu_model()}",
         torch_version=torch.__version__,
         torchport_version=torchport.__version__,
     )
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def _describe(device: torch.device | None) -> str:

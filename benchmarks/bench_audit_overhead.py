@@ -1,0 +1,39 @@
+"""What does ``torchport.audit()`` cost a training step, whole and sampled?
+
+Strategies compared, in one run on CPU (one intra-op thread): a training step
+(forward, MSE loss, backward, SGD update) run bare (the default: audit is
+opt-in), inside ``torchport.audit()`` (every op watched), and inside
+``torchport.audit(every=N)`` with each step marked by ``report.step()`` (one
+step in N recorded, N = steps per sample). Two steps: a tiny MLP and an MLP
+calibrated to about 5 ms per step. Target: audit ≤ 1.15x on the 5 ms step.
+
+The measurement code is ``torchport.bench.diagnose_overhead`` (also run by
+``torchport bench overhead``); this script only prints it.
+
+Run: ``.venv/bin/python benchmarks/bench_audit_overhead.py [--quick] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from torchport.bench import diagnose_overhead, record, render_json, render_text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    args = parser.parse_args()
+    result = diagnose_overhead(quick=args.quick, variants=("audit()", "audit(every=N)"))
+    run = record([result], quick=args.quick)
+    if args.json:
+        print(render_json(run))
+    else:
+        render_text(run, Console())
+
+
+if __name__ == "__main__":
+    main()
