@@ -145,7 +145,9 @@ def test_batches_already_on_the_device_are_not_copied() -> None:
 
 def test_real_dataloader_with_a_distributed_sampler_passes_through() -> None:
     ds = TensorDataset(torch.arange(20.0).unsqueeze(1), torch.arange(20))
-    sampler = DistributedSampler(ds, num_replicas=2, rank=0, shuffle=True, seed=1)
+    sampler: DistributedSampler[Any] = DistributedSampler(
+        ds, num_replicas=2, rank=0, shuffle=True, seed=1
+    )
     dl = DataLoader(ds, batch_size=4, sampler=sampler)
     loader = tp.DeviceLoader(dl, "meta")
     assert len(loader) == len(dl) == 3
@@ -183,7 +185,7 @@ def test_missing_attributes_say_what_is_missing() -> None:
 def test_loader_error_reaches_the_caller_unchanged(device: torch.device) -> None:
     error = Boom("bad sample 2")
     loader = tp.DeviceLoader(_failing_source(2, error), device)
-    got = []
+    got: list[int] = []
     with pytest.raises(Boom) as info:
         got.extend(b["meta"]["id"] for b in loader)
     assert info.value is error
@@ -219,7 +221,7 @@ def test_other_arguments_are_validated() -> None:
 
 
 def test_default_device_and_public_face() -> None:
-    loader = tp.DeviceLoader([])
+    loader: tp.DeviceLoader[int] = tp.DeviceLoader([])
     assert loader.device == tp.pick_device()
     assert type(loader).__module__ == "torchport"
     assert repr(loader).startswith("DeviceLoader(list, device=")

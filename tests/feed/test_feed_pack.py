@@ -60,6 +60,8 @@ def _bytes(t: torch.Tensor) -> torch.Tensor:
     return flat.view(torch.uint8)
 
 
+Spec = tuple[int, torch.dtype, tuple[int, ...], str]
+
 tensor_specs = st.tuples(
     st.integers(0, 2**31 - 1),
     st.sampled_from(DTYPES),
@@ -69,7 +71,7 @@ tensor_specs = st.tuples(
 
 
 @given(st.lists(tensor_specs, min_size=0, max_size=12))
-def test_round_trip_on_cpu_keeps_values_dtypes_and_shapes(specs: list) -> None:
+def test_round_trip_on_cpu_keeps_values_dtypes_and_shapes(specs: list[Spec]) -> None:
     sources = [_make(*spec) for spec in specs]
     out = pack_to_device(sources, "cpu", non_blocking=False)
     assert len(out) == len(sources)
@@ -84,7 +86,7 @@ def test_round_trip_on_cpu_keeps_values_dtypes_and_shapes(specs: list) -> None:
 
 
 @given(st.lists(tensor_specs, min_size=2, max_size=8), st.data())
-def test_views_are_independent(specs: list, data: st.DataObject) -> None:
+def test_views_are_independent(specs: list[Spec], data: st.DataObject) -> None:
     sources = [_make(*spec) for spec in specs]
     keep = [_bytes(s).clone() for s in sources]
     out = pack_to_device(sources, "cpu", non_blocking=False)
@@ -100,7 +102,7 @@ def test_views_are_independent(specs: list, data: st.DataObject) -> None:
 
 
 @given(st.lists(tensor_specs, min_size=1, max_size=10))
-def test_meta_target_structure_and_one_copy(specs: list) -> None:
+def test_meta_target_structure_and_one_copy(specs: list[Spec]) -> None:
     sources = [_make(*spec) for spec in specs]
     done = transfer(sources, "meta", non_blocking=False, pool=StagingPool())
     assert [(t.shape, t.dtype) for t in done.tensors] == [(s.shape, s.dtype) for s in sources]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -25,7 +25,7 @@ _P = TypeVar("_P")
 
 def _prefetched(
     source: Iterable[_B], depth: int, issue: Callable[[_B], _P], hand_over: Callable[[_P], _B]
-) -> Iterator[_B]:
+) -> Generator[_B, None, None]:
     """Runs ``issue`` ``depth`` batches ahead of ``hand_over``, keeping order and errors.
 
     Before each hand-over the queue is topped up to ``depth + 1`` issued batches, so
@@ -75,6 +75,7 @@ class FeedStats:
         copies: copy calls issued; a packed batch costs one.
         packed_batches: batches sent as one packed copy.
         pinned_bytes: pinned host staging memory held now.
+        staging_buffers: staging buffers allocated so far (flat when they are reused).
     """
 
     batches: int = 0
@@ -83,6 +84,7 @@ class FeedStats:
     copies: int = 0
     packed_batches: int = 0
     pinned_bytes: int = 0
+    staging_buffers: int = 0
 
 
 @dataclass(slots=True)
@@ -162,7 +164,9 @@ class DeviceLoader(Generic[_T]):
         self._depth = depth
         self._pack = pack
         self._stream: torch.cuda.Stream | None = None
-        self._pool: StagingPool | None = None
+        # Staging slots: `depth` of them, as that many batches are in flight on CUDA.
+        # The CPU needs none (nothing crosses).
+        self._pool = StagingPool(max_slots=depth) if self._device.type != "cpu" else None
         self._lock = threading.Lock()
         self._counts = [0, 0, 0, 0, 0]  # the fields of FeedStats, in order, minus pinned
 
@@ -198,6 +202,7 @@ class DeviceLoader(Generic[_T]):
             copies=copies,
             packed_batches=packed,
             pinned_bytes=self._pool.pinned_nbytes if self._pool is not None else 0,
+            staging_buffers=self._pool.allocations if self._pool is not None else 0,
         )
 
     def __len__(self) -> int:
@@ -294,7 +299,7 @@ class DeviceLoader(Generic[_T]):
             self._count(len(tensors), 0, 0, False)
             return batch
         packed = self._wants_pack(tensors)
-        done = transfer(tensors, self._device, non_blocking=False, packed=packed)
+        done = transfer(tensors, self._device, non_blocking=False, pool=self._pool, packed=packed)
         movers = [m.to(self._device) for m in layout.movers] if layout.movers else None
         self._count(len(tensors), done.nbytes, done.copies, packed and done.copies == 1)
         return cast(_T, layout.rebuild(done.tensors, movers))
@@ -308,7 +313,6 @@ class DeviceLoader(Generic[_T]):
         if self._stream is None:
             # torch leaves Stream's constructor unannotated, hence the cast.
             self._stream = cast(Any, torch.cuda).Stream(device=device)
-            self._pool = StagingPool(max_slots=self._depth)
         stream = self._stream
         assert stream is not None
         return _prefetched(
