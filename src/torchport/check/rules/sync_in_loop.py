@@ -23,7 +23,8 @@ class SyncInLoop(Rule):
     copies the value back. Inside a training loop that drains the GPU's queue
     every step, so the GPU idles while Python prepares the next step. Keep
     running sums on the device (`total += loss.detach()`) and read them once
-    after the loop, or every N steps.
+    after the loop, or every N steps (reads under `if step % N == 0:` are not
+    reported).
     """
 
     code = "TP202"
@@ -37,6 +38,7 @@ class SyncInLoop(Rule):
         "total = 0\nfor x in xs:\n    total += model(x).sum()\nprint(total.item())\n",
         "for k, v in d.items():\n    pass\n",
         "for i in range(3):\n    model.cpu()\n",
+        "for step, x in enumerate(xs):\n    if step % 100 == 0:\n        print(x.sum().item())\n",
     )
     invalid = (
         Example("for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"),
@@ -59,7 +61,7 @@ class SyncInLoop(Rule):
                 return  # `x.cpu().numpy()`: reported once, at the inner call
             if method == "cpu" and probably_module(receiver, ctx):
                 return
-            if not ctx.in_loop(node):
+            if not _every_iteration(node, ctx):
                 return
             message = f"`.{method}()` in a loop waits for the device every iteration; " + (
                 "accumulate on the device and read once after the loop"
@@ -71,7 +73,22 @@ class SyncInLoop(Rule):
             isinstance(func, ast.Name)
             and func.id == "print"
             and any(probably_tensor(a, ctx) for a in node.args)
-            and ctx.in_loop(node)
+            and _every_iteration(node, ctx)
         ):
             message = "`print(tensor)` in a loop waits for the device; print every N steps"
             yield ctx.finding(self, node, message=message)
+
+
+def _every_iteration(node: ast.Call, ctx: Context) -> bool:
+    """In a loop, and not under ``if step % N ...`` (reading every N steps is the advice)."""
+    loop = ctx.loop_of(node)
+    if loop is None:
+        return False
+    for outer in reversed(ctx.ancestors):
+        if outer is loop:
+            return True
+        if isinstance(outer, ast.If) and isinstance(outer.test, ast.Compare):
+            sides = [outer.test.left, *outer.test.comparators]
+            if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
+                return False
+    return True
