@@ -167,7 +167,7 @@ def parse_device(
         return device
     count = _probe_count(kind)
     if count == 0:
-        if kind == "cuda" and not torch.backends.cuda.is_built():
+        if kind == "cuda" and torch.version.cuda is None and torch.version.hip is None:
             problem = f"this build of torch ({torch.__version__}) has no CUDA support"
         else:
             problem = f"this process sees no {kind!r} device"

@@ -132,7 +132,8 @@ def _copy_all(
     # In the default mode every copy is issued asynchronously and the waiting,
     # if any, happens once below.
     nb = True if non_blocking is None else non_blocking
-    if pack is not False and tensors:
+    # Automatic packing only pays where bytes cross a link (not to the CPU or meta).
+    if pack or (pack is None and target.type not in ("cpu", "meta") and len(tensors) > 1):
         packed = _try_pack(tensors, target, nb, dtype, force=pack is True)
         new = packed if packed is not None else _copy_each(tensors, target, nb, dtype)
     else:
@@ -172,12 +173,12 @@ def _try_pack(
     _pack = _pack_module()
     if _pack is None:
         return None
-    packable = [i for i, t in enumerate(tensors) if _packable(t, target)]
+    if not force and not _pack.should_pack(tensors, target):
+        return None
+    packable = [i for i, t in enumerate(tensors) if _packable(t, target, dtype)]
     if len(packable) < 2:
         return None
     chosen = [tensors[i] for i in packable]
-    if not force and not _pack.should_pack(chosen, target):
-        return None
     packed = _pack.pack_to_device(chosen, target, non_blocking=nb, dtype=dtype)
     new = _copy_each(tensors, target, nb, dtype)
     for i, t in zip(packable, packed, strict=True):
@@ -198,13 +199,17 @@ def _pack_module() -> Any:
     return _PACK
 
 
-def _packable(t: torch.Tensor, target: torch.device) -> bool:
+def _packable(t: torch.Tensor, target: torch.device, dtype: torch.dtype | None) -> bool:
+    """Whether ``t`` may go through the staging buffer: a plain dense copy that must happen."""
+    stays = _same_device(t.device, target) and (
+        dtype is None or not t.is_floating_point() or t.dtype == dtype
+    )
     return (
-        not t.requires_grad
+        not stays
+        and not t.requires_grad
         and t.layout == torch.strided
         and not t.is_quantized
         and not t.is_nested
-        and not _same_device(t.device, target)
     )
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import optree
@@ -42,6 +42,7 @@ _MOVER = 2  # has a .to method; the mover calls it
 _NEW_NODE = 3  # a container type just registered: flatten again
 
 _KIND: dict[type, int] = {torch.Tensor: _TENSOR, torch.nn.Parameter: _TENSOR}
+_PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _MISSING = object()
 # Exact types optree walks itself; they reach the leaf loop only when skip_keys kept them.
 _OPTREE_BUILTINS = frozenset(
@@ -165,14 +166,24 @@ def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayou
         UnsupportedBatchError: The batch contains itself (a cycle) or is nested
             deeper than optree's recursion limit.
     """
-    kept: set[int] = set()
-    is_leaf = _skip_predicate(frozenset(skip_keys), kept) if skip_keys else None
+    skip = frozenset(skip_keys)
     kind_of = _KIND.get
     for _ in range(_MAX_REFLATTEN):
+        kept: set[int] = set()  # leaf positions under a skipped key
         try:
-            leaves, spec = optree.tree_flatten(obj, is_leaf, namespace=_NAMESPACE)  # type: ignore[arg-type]
+            if skip:
+                leaves, spec, kept = _flatten_skipping(obj, skip)
+            else:
+                leaves, spec = optree.tree_flatten(obj, namespace=_NAMESPACE)  # type: ignore[arg-type]
         except RecursionError as exc:
             raise UnsupportedBatchError(_recursion_message(obj)) from exc
+        # Fast path, at C speed: every leaf a plain tensor, none repeated.
+        if (
+            not kept
+            and set(map(type, leaves)) <= _PLAIN_TENSOR_TYPES
+            and len(set(map(id, leaves))) == len(leaves)
+        ):
+            return BatchLayout(leaves, spec, leaves, None, [], [])
         tensors: list[torch.Tensor] = []
         slots: list[tuple[int, int]] = []
         movers: list[Any] = []
@@ -182,7 +193,7 @@ def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayou
         direct = True  # leaves == tensors so far
         new_node = False
         for pos, leaf in enumerate(leaves):
-            if kept and id(leaf) in kept:
+            if kept and pos in kept:
                 direct = False
                 continue
             kind = kind_of(type(leaf))
@@ -216,32 +227,46 @@ def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayou
             return BatchLayout(
                 leaves, spec, tensors, None if direct else slots, movers, mover_slots
             )
-        kept.clear()
     raise UnsupportedBatchError(  # pragma: no cover - needs 64 levels of new container types
         "the batch nests more new container types than torchport registers in one call; "
         "call to_device again or simplify the batch"
     )
 
 
-def _skip_predicate(skip: frozenset[str], kept: set[int]) -> Callable[[Any], bool]:
-    """An optree ``is_leaf`` that turns values under keys in ``skip`` into leaves.
+def _flatten_skipping(
+    obj: object, skip: frozenset[str]
+) -> tuple[list[Any], optree.PyTreeSpec, set[int]]:
+    """Flatten with the values under keys in ``skip`` as leaves; also return their positions.
 
-    optree visits a dict before its values, so the dict records the identities of
-    its skipped values and the predicate stops at them. An object that sits both
-    under a skipped key and elsewhere in the batch is left as it is everywhere.
+    optree visits a dict before its values, so the ``is_leaf`` predicate lets each
+    dict record the identities of its skipped values and then stops at them; the
+    leaf paths tell a skipped value from the same object met elsewhere. (A
+    container that sits both under a skipped key and elsewhere is left as it is
+    in both places.)
     """
+    marked: set[int] = set()
 
     def is_leaf(node: Any) -> bool:
-        if id(node) in kept:
+        if id(node) in marked:
             return True
         if isinstance(node, dict):
             for key in skip:
                 value = node.get(key, _MISSING)
                 if value is not _MISSING:
-                    kept.add(id(value))
+                    marked.add(id(value))
         return False
 
-    return is_leaf
+    paths, leaves, spec = optree.tree_flatten_with_path(
+        obj,  # type: ignore[arg-type]
+        is_leaf,
+        namespace=_NAMESPACE,
+    )
+    kept = {
+        pos
+        for pos, (path, leaf) in enumerate(zip(paths, leaves, strict=True))
+        if path and id(leaf) in marked and path[-1] in skip
+    }
+    return leaves, spec, kept
 
 
 def _classify(cls: type) -> int:
@@ -396,7 +421,7 @@ def _rebuild_located(spec: optree.PyTreeSpec, leaves: Sequence[Any], path: str) 
 
 def _recursion_message(obj: object) -> str:
     """Say where a batch contains itself, or that it is simply too deep."""
-    found = _find_cycle(obj, _ROOT, set())
+    found = _find_cycle(obj, _ROOT)
     if found is not None:
         return (
             f"the batch contains itself: {found} refers back to an enclosing container; "
@@ -409,28 +434,34 @@ def _recursion_message(obj: object) -> str:
     )
 
 
-def _find_cycle(node: object, path: str, stack: set[int]) -> str | None:
-    if len(stack) > optree.MAX_RECURSION_DEPTH:
-        return None
+def _find_cycle(root: object, root_path: str) -> str | None:
+    """Depth-first search, without recursion, for a child that is one of its own ancestors."""
+    on_path: set[int] = {id(root)}
+    frames = [(root, _children(root, root_path))]
+    while frames:
+        node, children = frames[-1]
+        step = next(children, None)
+        if step is None:
+            frames.pop()
+            on_path.discard(id(node))
+            continue
+        child, child_path = step
+        if id(child) in on_path:
+            return child_path
+        on_path.add(id(child))
+        frames.append((child, _children(child, child_path)))
+    return None
+
+
+def _children(node: object, path: str) -> Iterator[tuple[object, str]]:
     try:
         children, _, entries, _ = optree.tree_flatten_one_level(
             node,  # type: ignore[arg-type]
             namespace=_NAMESPACE,
         )
     except ValueError:  # a leaf
-        return None
-    stack.add(id(node))
-    try:
-        for child, entry in zip(children, entries, strict=True):
-            child_path = path + _entry_text(node, entry)
-            if id(child) in stack:
-                return child_path
-            found = _find_cycle(child, child_path, stack)
-            if found is not None:
-                return found
-    finally:
-        stack.discard(id(node))
-    return None
+        return iter(())
+    return ((c, path + _entry_text(node, e)) for c, e in zip(children, entries, strict=True))
 
 
 def _entry_text(node: object, entry: object) -> str:
