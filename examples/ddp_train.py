@@ -34,14 +34,14 @@ def main() -> None:
     torch.manual_seed(0)  # same data and same initial weights in every worker
 
     features = torch.randn(256, 8)
-    targets = features @ torch.arange(1.0, 9.0) + 0.1 * torch.randn(256)
+    targets = features @ torch.linspace(-1.0, 1.0, 8) + 0.1 * torch.randn(256)
     dataset = TensorDataset(features, targets)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True)
     loader = tp.DeviceLoader(DataLoader(dataset, batch_size=args.batch_size, sampler=sampler), device)
 
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1)).to(device)
     ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
 
     for epoch in range(args.epochs):
         loader.set_epoch(epoch)  # reshuffles the shards; passes through to the sampler
