@@ -29,7 +29,9 @@ def test_import_check_and_every_rule_imports_no_torch() -> None:
     assert torch_loaded(code) == "NO-TORCH"
 
 
-@pytest.mark.parametrize("argv", [["check", "--help"], ["fix", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["check", "--help"], ["fix", "--help"], ["check", "--explain", "TP101"]]
+)
 def test_cli_help_imports_no_torch(argv: list[str]) -> None:
     code = (
         "from torchport.cli._main import main\n"

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from torchport.check._context import Context
 from torchport.check._engine import RuleSet, check_text
@@ -101,3 +105,31 @@ def test_parse_noqa_map() -> None:
     assert noqa.silences("TP101", 2, 2) and noqa.silences("TP999", 1, 1)
     assert not noqa.silences("TP301", 2, 3) and not noqa.silences("TP101", 3, 3)
     assert not parse_noqa("x = 1\n")
+
+
+def _tokenize_noqa_lines(source: str) -> set[int]:
+    """The reference: real comments mentioning noqa, found by the tokenizer."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return {t.start[0] for t in tokens if t.type == tokenize.COMMENT and "noqa" in t.string}
+
+
+pieces = st.sampled_from(
+    [
+        "x = 1", "# noqa", "'# noqa'", '"# noqa"', "'''\\n# noqa\\n'''", '"""a\\n\\"# noqa"""',
+        "'it\\\\'s # noqa'", "r'\\\\'", "b'#'", "f'{x}#'", "(1,  # noqa\\n 2)", "'\"'", '"\'"',
+        "s = '''a ''' # noqa", '"""\\n\\n"""',
+    ]
+)  # fmt: skip
+
+
+@given(st.lists(st.tuples(pieces, st.booleans()), min_size=1, max_size=6))
+def test_comment_scan_agrees_with_tokenize(parts: list[tuple[str, bool]]) -> None:
+    source = "".join(
+        f"{piece.encode().decode('unicode_escape')}{'  # noqa' if tail else ''}\n"
+        for piece, tail in parts
+    )
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        assume(False)
+    assert set(parse_noqa(source).lines) == _tokenize_noqa_lines(source)

@@ -142,3 +142,13 @@ def test_explain_prints_the_rule_docs(
     fake.explain = lambda code: f"docs of {code}\n"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "torchport.check._explain", fake)
     assert run(capsys, "--explain", "TP9950") == (0, "docs of TP9950\n", "")
+
+
+def test_explain_real_rule_and_unknown_code(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.undo()  # the real rules, not the test ones
+    code, out, _ = run(capsys, "--explain", "TP101")
+    assert code == 0 and "TP101" in out and "What it does" in out
+    code, _, err = run(capsys, "--explain", "TP1011")
+    assert code == 2 and "TP1011" in err

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from torchport.check._config import Config, find_config, load_config
 from torchport.check._engine import check_source, fix_source, select_rules
+from torchport.check._explain import explain
 from torchport.check._paths import (
     CheckResult,
     FileError,
@@ -33,6 +34,7 @@ __all__ = [
     "Rule",
     "check_paths",
     "check_source",
+    "explain",
     "find_config",
     "fix_paths",
     "fix_source",

@@ -29,6 +29,7 @@ import functools
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from torchport.check import rules as _rules_pkg
 from torchport.check._context import Context
@@ -281,14 +282,13 @@ def _walk(
     fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
     enter, leave = ctx.enter, ctx.leave
     node_class = ast.AST
-    stack: list[object] = [tree]
+    stack: list[Any] = [tree]  # nodes, each finished node followed by _LEAVE
     pop, push = stack.pop, stack.append
     while stack:
         node = pop()
         if node is _LEAVE:
-            leave(pop())  # type: ignore[arg-type]
+            leave(pop())
             continue
-        assert isinstance(node, node_class)
         cls = type(node)
         rules = dispatch.get(cls)
         if rules is not None:
