@@ -186,10 +186,29 @@ _WHOLE_READS = (torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__array__)
 _Key = tuple[str, str, str, str, bool, str, int, str]
 
 
-def _internal_dirs() -> tuple[str, ...]:
-    return tuple(
-        os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (torch, torchport)
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__ or "")) + os.sep
+_OWN_DIR = os.path.dirname(os.path.abspath(torchport.__file__ or "")) + os.sep
+_USER, _TORCH, _OWN = 0, 1, 2
+
+
+# Frames between the caller and a watcher that belong to the call itself: the
+# dispatch of __torch_function__ and the Python-defined tensor methods it wraps.
+_MACHINERY = frozenset(
+    code
+    for code in (
+        getattr(torch.overrides.handle_torch_function, "__code__", None),
+        getattr(torch._ops.OpOverload.__call__, "__code__", None),
+        *(getattr(f, "__code__", None) for f in _ops.watched_methods()),
     )
+    if code is not None
+)
+
+
+def _origin(code: CodeType) -> int:
+    name = code.co_filename
+    if name.startswith(_OWN_DIR) or code in _MACHINERY:
+        return _OWN
+    return _TORCH if name.startswith(_TORCH_DIR) else _USER
 
 
 class _Recorder:
@@ -202,8 +221,7 @@ class _Recorder:
         self.counts: dict[_Key, list[int]] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._internal: dict[CodeType, bool] = {}
-        self._dirs = _internal_dirs()
+        self._origins: dict[CodeType, int] = {}
         self._modes: tuple[_FunctionWatcher, _DispatchWatcher] | None = None
         self.closed = False
 
@@ -249,21 +267,33 @@ class _Recorder:
     def quiet(self, value: int) -> None:
         self._local.quiet = value
 
-    def _user_frame(self) -> FrameType | None:
-        frame: FrameType | None = sys._getframe(2)
-        internal, dirs = self._internal, self._dirs
+    def _frames(self) -> tuple[FrameType | None, bool]:
+        """The first user frame above the op, and whether torch itself made the call."""
+        frame: FrameType | None = sys._getframe(3)
+        origins = self._origins
+        caller: int | None = None
         while frame is not None:
             code = frame.f_code
-            hidden = internal.get(code)
-            if hidden is None:
-                hidden = internal[code] = code.co_filename.startswith(dirs)
-            if not hidden:
-                return frame
+            origin = origins.get(code)
+            if origin is None:
+                origin = origins[code] = _origin(code)
+            if caller is None and origin != _OWN:
+                caller = origin
+            if origin == _USER:
+                return frame, caller == _TORCH
             frame = frame.f_back
-        return None
+        return None, caller == _TORCH
 
-    def record(self, entry: OpEntry, op: str, device: str, host: bool, nbytes: int) -> None:
-        frame = self._user_frame()
+    def record(
+        self, entry: OpEntry, op: str, device: str, host: bool, nbytes: int, *, python: bool
+    ) -> None:
+        frame, by_torch = self._frames()
+        if python and host and by_torch:
+            # PyTorch's own Python code reads scalars it keeps on the CPU by design
+            # (an optimizer's step counter stays there next to CUDA parameters), so
+            # such a read predicts no wait on an accelerator. Only Python-level calls
+            # name their caller exactly; aten ops arrive through torch's wrappers.
+            return
         if frame is None:
             where: tuple[str, int, str] = ("<unknown>", 0, "")
         else:
@@ -278,14 +308,21 @@ class _Recorder:
                 slot[1] += nbytes
 
     def observe(
-        self, func: Any, entry: OpEntry, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
+        self,
+        func: Any,
+        entry: OpEntry,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        out: Any,
+        *,
+        python: bool,
     ) -> None:
         if entry.kind is OpKind.TRANSFER:
             moved = _ops.transfer_of(func, args, kwargs, out)
             if moved is None or moved[0] == moved[1]:
                 return
             src, dst, nbytes = moved
-            self.record(entry, _op_name(func), f"{src}→{dst}", False, nbytes)
+            self.record(entry, _op_name(func), f"{src}→{dst}", False, nbytes, python=python)
             return
         tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
         device = tensor.device if tensor is not None else torch.device("cpu")
@@ -294,7 +331,8 @@ class _Recorder:
             nbytes = tensor.numel() * tensor.element_size()
         elif tensor is not None and _op_name(func) in ("Tensor.item", "aten::_local_scalar_dense"):
             nbytes = tensor.element_size()
-        self.record(entry, _op_name(func), str(device), device.type in _HOST_TYPES, nbytes)
+        host = device.type in _HOST_TYPES
+        self.record(entry, _op_name(func), str(device), host, nbytes, python=python)
 
     def report_into(self, report: AuditReport) -> None:
         with self._lock:
@@ -343,7 +381,7 @@ class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if entry is not None:
             recorder = self._recorder
             if not recorder.quiet and entry.matches(args, kwargs):
-                recorder.observe(func, entry, args, kwargs, out)
+                recorder.observe(func, entry, args, kwargs, out, python=False)
         return out
 
 
@@ -372,7 +410,7 @@ class _FunctionWatcher(TorchFunctionMode):
         finally:
             recorder.quiet -= 1
         if not recorder.quiet:
-            recorder.observe(func, entry, args, kwargs, out)
+            recorder.observe(func, entry, args, kwargs, out, python=True)
         return out
 
 

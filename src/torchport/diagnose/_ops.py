@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["OpEntry", "OpKind", "aten_entry", "method_entry", "transfer_of"]
+__all__ = ["OpEntry", "OpKind", "aten_entry", "method_entry", "transfer_of", "watched_methods"]
 
 _Args = Sequence[Any]
 _Kwargs = Mapping[str, Any]
@@ -187,6 +187,11 @@ def method_entry(func: Any) -> OpEntry | None:
         return _METHODS.get(func)
     except TypeError:  # an unhashable callable is never in the table
         return None
+
+
+def watched_methods() -> list[Any]:
+    """The Python-level callables that :func:`method_entry` knows."""
+    return list(_METHODS)
 
 
 def transfer_of(

@@ -42,6 +42,7 @@ _MISMATCH = re.compile(
             r"expected device \S+ but got device",
             r"(?:to be|are|be) on the same device",
             r"same device as the indexed tensor",
+            r"either on \S+ or on the same device",
             r"not at the same device",
             r"to have the same device",
             r"have the same device type",

@@ -1,0 +1,341 @@
+"""audit(): copies and host syncs counted by source line; CPU, with ``meta`` as the other device."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+from torch import nn
+
+import torchport as tp
+from torchport.diagnose import AuditEntry
+
+META = torch.device("meta")
+
+
+def _previous_line() -> int:
+    """The number of the line before the caller's: where the op under test ran."""
+    return sys._getframe(1).f_lineno - 1
+
+
+def _at(report: tp.AuditReport, line: int) -> list[AuditEntry]:
+    return [e for e in report.entries if e.file == __file__ and e.line == line]
+
+
+def _no_modes_left() -> bool:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    return torch._C._len_torch_function_stack() == 0 and _get_current_dispatch_mode() is None
+
+
+def test_copies_and_scalar_reads_in_a_loop_are_counted_per_line() -> None:
+    x = torch.randn(10, 3)
+    with tp.audit() as report:
+        for _ in range(7):
+            y = x.to("meta")
+            copy_line = _previous_line()
+            v = x.sum().item()
+            read_line = _previous_line()
+    assert y.device == META and isinstance(v, float)
+    (copy,) = _at(report, copy_line)
+    assert (copy.kind, copy.device, copy.count, copy.bytes) == ("transfer", "cpu→meta", 7, 7 * 120)
+    assert copy.op == "aten::_to_copy" and copy.code.startswith('y = x.to("meta")')
+    assert copy.function == "test_copies_and_scalar_reads_in_a_loop_are_counted_per_line"
+    (read,) = _at(report, read_line)
+    assert (read.kind, read.op, read.count, read.would_sync) == ("sync", "Tensor.item", 7, True)
+    assert read.label == "scalar read (.item())"
+    assert len(report.entries) == 2  # .item() once, not again as _local_scalar_dense
+
+
+# Each case runs on its own line; the entry must land on that line with that label.
+_SYNCS: list[tuple[str, str, Callable[[torch.Tensor], Any]]] = [
+    ("item", ".item()", lambda x: x[0].item()),
+    ("float", "float(tensor)", lambda x: float(x[0])),
+    ("int", "int(tensor)", lambda x: int(x[0])),
+    ("bool", "bool(tensor)", lambda x: bool(x[0] > 0)),
+    ("if", "bool(tensor)", lambda x: 1 if x.sum() else 0),
+    ("index", "tensor used as an index", lambda x: [1, 2, 3][torch.tensor(1)]),
+    ("in", "value in tensor", lambda x: 1.0 in x),
+    ("tolist", ".tolist()", lambda x: x.tolist()),
+    ("numpy", ".numpy()", lambda x: x.numpy()),
+    ("asarray", "np.asarray", lambda x: np.asarray(x)),
+    ("repr", "printing", lambda x: repr(x)),
+    ("str", "printing", lambda x: str(x)),
+    ("print", "printing", lambda x: print(x, file=io.StringIO())),
+    ("format", "formatting", lambda x: f"{x[0]:.2f}"),
+    ("nonzero", "nonzero", lambda x: x.nonzero()),
+    ("where", "where(cond)", lambda x: torch.where(x > 0)),
+    ("argwhere", "argwhere", lambda x: torch.argwhere(x)),
+    ("mask", "boolean-mask indexing", lambda x: x[x > 0]),
+    ("masked_select", "masked_select", lambda x: torch.masked_select(x, x > 0)),
+    ("unique", "unique", lambda x: torch.unique(x)),
+    ("unique_consecutive", "unique_consecutive", lambda x: torch.unique_consecutive(x)),
+    ("repeat_interleave", "repeat_interleave", lambda x: x.repeat_interleave(torch.ones(4).long())),
+    ("bincount", "bincount", lambda x: torch.bincount(torch.tensor([0, 2]))),
+    ("equal", "torch.equal", lambda x: torch.equal(x, x)),
+    ("mask_assign", "boolean-mask assignment", lambda x: x.clone().__setitem__(x > 0, 0.0)),
+]
+
+
+@pytest.mark.parametrize(("name", "label", "run"), _SYNCS, ids=[c[0] for c in _SYNCS])
+def test_each_sync_kind_is_recorded_once_at_its_line(
+    name: str, label: str, run: Callable[[torch.Tensor], Any]
+) -> None:
+    x = torch.tensor([1.0, -2.0, 3.0, 0.5])
+    with tp.audit() as report:
+        run(x)
+    line = run.__code__.co_firstlineno
+    syncs = [
+        e
+        for e in report.syncs
+        if e.label != "scalar read (tensor used as an index)" or name == "index"
+    ]
+    assert len(syncs) == 1, report.entries
+    (entry,) = syncs
+    assert label in entry.label
+    assert (entry.file, entry.line, entry.count) == (__file__, line, 1)
+    assert entry.device == "cpu" and entry.would_sync
+    assert not report.transfers
+
+
+def test_reads_to_python_count_their_bytes() -> None:
+    x = torch.zeros(5, 2, dtype=torch.float64)
+    with tp.audit() as report:
+        x.tolist()
+        x[0, 0].item()
+    by_op = {e.op: e.bytes for e in report.entries}
+    assert by_op == {"Tensor.tolist": 80, "Tensor.item": 8}
+
+
+def test_copy_directions_and_bytes() -> None:
+    x = torch.randn(4, 5)  # 80 bytes
+    with tp.audit() as report:
+        x.to(META)
+        to_line = _previous_line()
+        torch.empty(4, 5, device=META).copy_(x)
+        copy_line = _previous_line()
+        torch.tensor([1.0, 2.0], device=META)
+        tensor_line = _previous_line()
+        x.to(torch.float64)
+        x.to("cpu")
+        x.cpu()
+        x.clone()
+    assert [(e.device, e.bytes, e.op) for e in _at(report, to_line)] == [
+        ("cpu→meta", 80, "aten::_to_copy")
+    ]
+    assert [(e.device, e.bytes) for e in _at(report, copy_line)] == [("cpu→meta", 80)]
+    assert [(e.device, e.bytes, e.op) for e in _at(report, tensor_line)] == [
+        ("cpu→meta", 8, "torch.tensor")
+    ]
+    assert len(report.entries) == 3
+    assert report.total_bytes == 168
+
+
+@given(ops=st.lists(st.sampled_from(["copy", "item", "nonzero", "add"]), max_size=12))
+def test_counts_match_what_ran(ops: list[str]) -> None:
+    x = torch.ones(3)
+    with tp.audit() as report:
+        for op in ops:
+            if op == "copy":
+                x.to(META)
+            elif op == "item":
+                x[0].item()
+            elif op == "nonzero":
+                x.nonzero()
+            else:
+                x + x
+    counts = {e.label.split(" (")[0]: e.count for e in report.entries}
+    expected = {
+        "copy": ops.count("copy"),
+        "scalar read": ops.count("item"),
+        "data-dependent shape": ops.count("nonzero"),
+    }
+    assert counts == {k: v for k, v in expected.items() if v}
+    assert report.total_count == len(ops) - ops.count("add")
+
+
+def test_a_plain_training_step_has_nothing_to_report_and_results_are_unchanged() -> None:
+    def step(seed: int) -> torch.Tensor:
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+        opt = torch.optim.Adam(model.parameters())
+        x, y = torch.randn(4, 8), torch.randn(4, 1)
+        for _ in range(2):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        return model[0].weight.detach().clone()
+
+    expected = step(0)
+    with tp.audit() as report:
+        got = step(0)
+    assert torch.equal(got, expected)
+    assert report.entries == []
+
+
+def test_json_round_trip_and_dict() -> None:
+    x = torch.randn(3)
+    with tp.audit() as report:
+        x.to(META)
+        x.sum().item()
+    data = json.loads(report.to_json())
+    assert data["total_bytes"] == 12 and data["total_count"] == 2
+    assert {e["kind"] for e in data["entries"]} == {"transfer", "sync"}
+    assert tp.AuditReport.from_json(report.to_json()) == report
+    assert tp.AuditReport.from_dict(report.to_dict()) == report
+
+
+def test_entries_are_sorted_by_bytes_then_count() -> None:
+    small, big = torch.randn(2), torch.randn(1000)
+    with tp.audit() as report:
+        for _ in range(3):
+            small.to(META)
+        big.to(META)
+        for _ in range(5):
+            small[0].item()
+        small[1].item()
+    assert [(e.bytes, e.count) for e in report.entries] == [(4000, 1), (24, 3), (20, 5), (4, 1)]
+
+
+def test_rendering_shows_lines_code_labels_and_totals() -> None:
+    x = torch.tensor([1.0, -1.0])
+    with tp.audit() as report:
+        x[x > 0]
+        mask_line = _previous_line()
+        x.to(META)
+    text = str(report)
+    assert f"test_audit.py:{mask_line}" in text
+    assert "x[x > 0]" in text  # not swallowed as rich markup
+    assert "would sync on an accelerator" in text
+    assert "total: 1 copy (8 B), 0 host syncs, 1 point that would sync" in text
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(report)
+    assert "boolean-mask indexing" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_empty_report_renders() -> None:
+    with tp.audit() as report:
+        pass
+    assert "no copies between devices and no host syncs" in str(report)
+    assert report.total_count == 0 and report.total_bytes == 0
+
+
+def test_sampling_records_one_step_in_every() -> None:
+    x = torch.ones(2)
+    with tp.audit(every=3) as report:
+        x.to(META)  # outside any step: not recorded when sampling
+        for _ in range(7):
+            with report.step():
+                x[0].item()
+    assert (report.steps, report.recorded_steps, report.every) == (7, 3, 3)
+    assert [(e.op, e.count) for e in report.entries] == [("Tensor.item", 3)]
+    assert "recorded 3 of 7 steps (every=3)" in str(report)
+    assert _no_modes_left()
+
+
+def test_steps_only_count_without_sampling() -> None:
+    x = torch.ones(2)
+    with tp.audit() as report:
+        for _ in range(4):
+            with report.step():
+                x[0].item()
+        x[1].item()
+    assert (report.steps, report.recorded_steps) == (4, 4)
+    assert sum(e.count for e in report.entries) == 5
+
+
+@pytest.mark.parametrize("every", [0, -1, 1.5, "10", True])
+def test_bad_every_is_a_config_error(every: Any) -> None:
+    with pytest.raises(tp.ConfigError, match="positive integer"), tp.audit(every=every):
+        pass
+
+
+def test_nothing_is_recorded_after_exit() -> None:
+    x = torch.ones(2)
+    with tp.audit() as report:
+        x[0].item()
+    before = report.to_dict()
+    x.to(META)
+    x[0].item()
+    assert report.to_dict() == before
+    assert _no_modes_left()
+    with pytest.raises(tp.ConfigError, match=r"after its tp\.audit"):
+        report.step()
+
+
+def test_modes_are_removed_when_the_block_raises() -> None:
+    with pytest.raises(KeyError), tp.audit():
+        raise KeyError("x")
+    assert _no_modes_left()
+
+
+def test_audit_inside_strict_and_strict_inside_audit() -> None:
+    x = torch.ones(3)
+    with pytest.raises(tp.DeviceMismatchError), tp.strict(), tp.audit() as inner:
+        x.to(META)
+        x + torch.ones(3, device=META)
+    assert [(e.device, e.count) for e in inner.entries] == [("cpu→meta", 1)]
+    with (
+        tp.audit() as outer,
+        pytest.raises(tp.DeviceMismatchError, match="x on cpu"),
+        tp.strict(),
+    ):
+        x.to(META)
+        x + torch.ones(3, device=META)
+    assert [(e.device, e.count) for e in outer.entries] == [("cpu→meta", 1)]
+    assert _no_modes_left()
+
+
+def test_nested_audits_both_record() -> None:
+    x = torch.ones(3)
+    with tp.audit() as outer:
+        x[0].item()
+        with tp.audit() as inner:
+            x[1].item()
+    assert outer.total_count == 2 and inner.total_count == 1
+
+
+def test_report_holds_no_tensors() -> None:
+    with tp.audit() as report:
+        torch.ones(3).to(META)
+        torch.ones(3)[0].item()
+    values = [v for e in report.entries for v in vars(e).values()]
+    assert values and all(isinstance(v, (str, int, bool)) for v in values)
+
+
+def test_out_of_memory_gets_a_note() -> None:
+    oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+    with pytest.raises(torch.OutOfMemoryError) as info, tp.audit():
+        raise oom
+    assert info.value is oom
+    assert any(n.startswith("torchport:") for n in getattr(oom, "__notes__", []))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_real_cuda_copies_and_syncs() -> None:
+    x = torch.randn(256)
+    with tp.audit() as report:
+        y = x.cuda()
+        up = _previous_line()
+        y.cpu()
+        down = _previous_line()
+        y.sum().item()
+        read = _previous_line()
+        y.nonzero()
+        shape = _previous_line()
+    assert [(e.device, e.bytes) for e in _at(report, up)] == [("cpu→cuda:0", 1024)]
+    assert [(e.device, e.bytes) for e in _at(report, down)] == [("cuda:0→cpu", 1024)]
+    (item,) = _at(report, read)
+    assert item.device == "cuda:0" and not item.would_sync
+    (nz,) = _at(report, shape)
+    assert nz.kind == "shape sync" and not nz.would_sync

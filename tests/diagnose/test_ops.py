@@ -1,0 +1,146 @@
+"""The op table: kinds, labels and argument conditions, checked against real aten overloads."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.diagnose import _ops
+from torchport.diagnose._ops import OpKind, aten_entry, method_entry, transfer_of
+
+aten = torch.ops.aten
+META = torch.device("meta")
+
+
+def test_every_table_key_names_a_real_aten_op() -> None:
+    for key in _ops._ATEN:
+        packet, _, overload = key.partition(".")
+        op = getattr(aten, packet)  # raises on a typo
+        if overload:
+            assert overload in op.overloads(), key
+
+
+def test_every_entry_has_a_kind_and_a_label() -> None:
+    for entry in [*_ops._ATEN.values(), *_ops._METHODS.values()]:
+        assert entry.kind is not OpKind.NEITHER
+        assert entry.label.strip()
+
+
+@pytest.mark.parametrize(
+    ("op", "kind"),
+    [
+        (aten._local_scalar_dense.default, OpKind.SYNC),
+        (aten.equal.default, OpKind.SYNC),
+        (aten.nonzero.default, OpKind.SHAPE_SYNC),
+        (aten.masked_select.default, OpKind.SHAPE_SYNC),
+        (aten._unique2.default, OpKind.SHAPE_SYNC),
+        (aten.repeat_interleave.Tensor, OpKind.SHAPE_SYNC),
+        (aten._to_copy.default, OpKind.TRANSFER),
+        (aten.copy_.default, OpKind.TRANSFER),
+    ],
+)
+def test_known_ops(op: object, kind: OpKind) -> None:
+    entry = aten_entry(op)
+    assert entry is not None and entry.kind is kind
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        aten.add.Tensor,
+        aten.mm.default,
+        aten.repeat_interleave.self_int,  # int repeats: the size is known on the host
+        aten.nonzero_static.default,
+        aten.index_select.default,
+    ],
+)
+def test_ops_that_neither_copy_nor_wait(op: object) -> None:
+    assert aten_entry(op) is None
+
+
+def test_non_ops_are_unknown() -> None:
+    assert aten_entry(object()) is None
+    assert aten_entry(len) is None
+
+
+def test_bool_indices_make_index_a_shape_sync() -> None:
+    entry = aten_entry(aten.index.Tensor)
+    assert entry is not None
+    x = torch.arange(4)
+    assert entry.matches((x, [x > 1]), {})
+    assert entry.matches((x, [None, x.to(torch.uint8)]), {})
+    assert not entry.matches((x, [torch.tensor([0, 2])]), {})
+    assert not entry.matches((x, [None]), {})
+
+
+def test_repeat_interleave_with_output_size_does_not_wait() -> None:
+    entry = aten_entry(aten.repeat_interleave.Tensor)
+    assert entry is not None
+    repeats = torch.tensor([1, 2])
+    assert entry.matches((repeats,), {})
+    assert not entry.matches((repeats,), {"output_size": 3})
+
+
+def test_to_copy_counts_only_a_device_change() -> None:
+    entry = aten_entry(aten._to_copy.default)
+    assert entry is not None
+    x = torch.ones(3)
+    assert entry.matches((x,), {"device": META})
+    assert not entry.matches((x,), {"device": torch.device("cpu")})
+    assert not entry.matches((x,), {"dtype": torch.float64})
+
+
+@given(
+    rows=st.integers(0, 6),
+    cols=st.integers(1, 6),
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.int64, torch.bool]),
+)
+def test_transfer_sizes(rows: int, cols: int, dtype: torch.dtype) -> None:
+    src = torch.zeros(rows, cols, dtype=dtype)
+    out = src.to(META)
+    expected = rows * cols * src.element_size()
+    assert transfer_of(aten._to_copy.default, (src,), {"device": META}, out) == (
+        torch.device("cpu"),
+        META,
+        expected,
+    )
+    dst = torch.empty(rows, cols, dtype=dtype, device=META)
+    assert transfer_of(aten.copy_.default, (dst, src), {}, dst) == (
+        torch.device("cpu"),
+        META,
+        expected,
+    )
+    copy_entry = aten_entry(aten.copy_.default)
+    assert copy_entry is not None and copy_entry.matches((dst, src), {})
+    assert not copy_entry.matches((src, src.clone()), {})
+
+
+def test_python_level_methods() -> None:
+    item = method_entry(torch.Tensor.item)
+    assert item is not None and item.kind is OpKind.SYNC and ".item()" in item.label
+    for method in (
+        torch.Tensor.tolist,
+        torch.Tensor.numpy,
+        torch.Tensor.__bool__,
+        torch.Tensor.__repr__,
+        torch.Tensor.__format__,
+    ):
+        assert method_entry(method) is not None
+    assert method_entry(torch.add) is None
+    assert method_entry([]) is None  # unhashable: not in the table, no error
+
+
+def test_tensor_creation_counts_as_a_copy_only_off_the_host() -> None:
+    entry = method_entry(torch.tensor)
+    assert entry is not None and entry.kind is OpKind.TRANSFER
+    assert entry.matches(([1.0],), {"device": "meta"})
+    assert not entry.matches(([1.0],), {"device": "cpu"})
+    assert not entry.matches(([1.0],), {})
+    out = torch.tensor([1.0, 2.0], device=META)
+    assert transfer_of(torch.tensor, ([1.0, 2.0],), {"device": "meta"}, out) == (
+        torch.device("cpu"),
+        META,
+        8,
+    )
