@@ -289,6 +289,8 @@ class DeviceLoader(Generic[_T]):
             c[4] += int(packed)
 
     def _wants_pack(self, tensors: list[torch.Tensor]) -> bool:
+        if self._device.type == "cpu":
+            return False  # nothing crosses a link; packing would only add a host copy
         return self._pack if self._pack is not None else should_pack(tensors, self._device)
 
     def _move_blocking(self, batch: _T) -> _T:

@@ -10,15 +10,26 @@ hazards follow, and this module owns both:
   a power of two, so a 65 MiB batch pins 128 MiB. Slots here are allocated at the
   exact size with the ordinary CPU allocator and page-locked with
   ``cudaHostRegister`` (the route ``torch/cuda/_pin_memory_utils.py`` takes), so
-  pinned bytes held equal the bytes asked for. Where registration is unavailable
-  (ROCm builds without the symbol, a failing driver call) the slot falls back to
-  ``pin_memory=True`` and its rounding.
+  pinned bytes held equal the bytes asked for, to the page. Each slot's locked pages
+  lie wholly inside its own allocation, because registering two ranges that share
+  a page fails. A failed registration also leaves the error in the CUDA runtime's
+  per-thread "last error", where torch's next kernel-launch check would report it
+  against an unrelated kernel; registration is therefore used only where
+  ``cudaGetLastError`` can be reached to clear it (Linux CUDA builds), and any
+  other case (ROCm, Windows, WSL where registration is unsupported, a refusing
+  driver) falls back to ``pin_memory=True`` and its rounding.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
+import mmap
+import os
+import sys
 import threading
+from collections.abc import Callable
 from typing import Any, cast
 
 import torch
@@ -35,37 +46,72 @@ def _cudart() -> Any:
     return cast(Any, torch.cuda).cudart()
 
 
-def _register(buffer: torch.Tensor) -> bool:
-    """Page-locks ``buffer`` in place; returns False if the runtime refused."""
+@functools.cache
+def _last_error_fn() -> Callable[[], int] | None:
+    """``cudaGetLastError`` from the libcudart torch has loaded, or None where unreachable."""
+    if sys.platform != "linux" or torch.version.cuda is None:
+        return None
+    major = torch.version.cuda.split(".")[0]
+    # dlopen(NULL) searches the global scope, where torch's global deps put libcudart;
+    # RTLD_NOLOAD finds an already loaded copy by its soname without loading another.
+    for name, mode in ((None, 0), (f"libcudart.so.{major}", os.RTLD_NOLOAD)):
+        try:
+            fn = ctypes.CDLL(name, mode=mode).cudaGetLastError
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_int
+        fn.argtypes = []
+        return cast(Callable[[], int], fn)
+    return None
+
+
+def _page_locked(nbytes: int) -> tuple[torch.Tensor, int] | None:
+    """An ``nbytes`` buffer on pages of its own, page-locked, and the locked address.
+
+    Returns None (and leaves no CUDA error behind) where registration is unavailable.
+    """
+    clear_error = _last_error_fn()
+    if nbytes == 0 or clear_error is None:
+        return None
+    page = mmap.PAGESIZE
+    raw = torch.empty(nbytes + 2 * page, dtype=torch.uint8)
+    start = -(-raw.data_ptr() // page) * page
+    locked = -(-nbytes // page) * page  # ends inside `raw` thanks to the second page
     try:
-        err = _cudart().cudaHostRegister(buffer.data_ptr(), buffer.numel(), _REGISTER_PORTABLE)
+        err = int(_cudart().cudaHostRegister(start, locked, _REGISTER_PORTABLE))
     except (AttributeError, RuntimeError):
-        return False
-    return int(err) == 0
+        return None
+    if err != 0:
+        clear_error()
+        return None
+    offset = start - raw.data_ptr()
+    return raw[offset : offset + nbytes], start
 
 
 def _unregister(ptr: int) -> None:
     with contextlib.suppress(AttributeError, RuntimeError):  # interpreter shutdown, driver gone
-        _cudart().cudaHostUnregister(ptr)
+        if int(_cudart().cudaHostUnregister(ptr)) != 0:
+            clear_error = _last_error_fn()
+            if clear_error is not None:
+                clear_error()
 
 
 class _Slot:
     """One host buffer and the event that says when the device has finished reading it."""
 
-    __slots__ = ("_registered", "buffer", "event", "last_use", "pinned")
+    __slots__ = ("_locked_at", "buffer", "event", "last_use", "pinned")
 
     def __init__(self, nbytes: int, *, pinned: bool) -> None:
         self.pinned = pinned
         self.last_use = 0
         self.event: torch.cuda.Event | None = None
-        self._registered = False
+        self._locked_at: int | None = None  # address handed to cudaHostRegister
         if not pinned:
             self.buffer = torch.empty(nbytes, dtype=torch.uint8)
             return
-        buffer = torch.empty(nbytes, dtype=torch.uint8)
-        if nbytes > 0 and _register(buffer):
-            self.buffer = buffer
-            self._registered = True
+        locked = _page_locked(nbytes)
+        if locked is not None:
+            self.buffer, self._locked_at = locked
         else:
             self.buffer = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
 
@@ -85,10 +131,10 @@ class _Slot:
 
     def close(self) -> None:
         """Waits for the last copy, then gives the page lock back (host waits here)."""
-        if self._registered:
+        if self._locked_at is not None:
             self.wait()
-            _unregister(self.buffer.data_ptr())
-            self._registered = False
+            _unregister(self._locked_at)
+            self._locked_at = None
 
     def __del__(self) -> None:
         # A registered range must be unregistered before the CPU allocator frees it,
