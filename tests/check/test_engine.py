@@ -15,6 +15,8 @@ from torchport.check import check_source, fix_source
 from torchport.check._context import Context
 from torchport.check._engine import (
     RuleSet,
+    _Accepted,
+    _overlaps,
     check_text,
     fix_text,
     select_rules,
@@ -344,3 +346,26 @@ def test_fix_is_idempotent_and_parses(lines: list[str]) -> None:
     ast.parse(once.source)
     assert once.remaining == []
     assert fix_text(once.source, "s.py", ruleset, unsafe=True).source == once.source
+
+
+edits_strategy = st.lists(
+    st.tuples(st.integers(0, 30), st.integers(0, 4), st.sampled_from(["", "a", "b"])).map(
+        lambda t: Edit(t[0], t[0] + t[1], t[2])
+    ),
+    max_size=25,
+)
+
+
+@given(edits_strategy)
+def test_conflict_index_agrees_with_pairwise_check(edits: list[Edit]) -> None:
+    accepted = _Accepted()
+    brute: list[Edit] = []
+    for edit in edits:
+        if edit in accepted.members:
+            continue
+        expected = any(_overlaps(edit, other) for other in brute)
+        assert accepted.conflicts(edit) is expected
+        if not expected:
+            accepted.add(edit)
+            brute.append(edit)
+    assert accepted.edits == sorted(brute)

@@ -24,6 +24,7 @@ edit waits for the next round. Text outside the edits is never touched.
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import functools
 from collections import Counter
@@ -406,13 +407,41 @@ def _parses(source: str) -> bool:
     return True
 
 
+class _Accepted:
+    """Accepted edits, pairwise non-overlapping, kept sorted so a conflict check is a bisect."""
+
+    def __init__(self) -> None:
+        self.edits: list[Edit] = []
+        self.starts: list[int] = []
+        self.members: set[Edit] = set()
+
+    def conflicts(self, edit: Edit) -> bool:
+        # Disjoint spans sorted by start also have sorted ends: walk left from the
+        # last span starting at or before edit.end until spans end before edit.start.
+        j = bisect.bisect_right(self.starts, edit.end) - 1
+        while j >= 0:
+            other = self.edits[j]
+            if _overlaps(edit, other):
+                return True
+            if other.end < edit.start:
+                return False
+            j -= 1
+        return False
+
+    def add(self, edit: Edit) -> None:
+        i = bisect.bisect_right(self.edits, edit)
+        self.edits.insert(i, edit)
+        self.starts.insert(i, edit.start)
+        self.members.add(edit)
+
+
 def _one_round(
     source: str, path: str, findings: Sequence[Finding], allowed: frozenset[FixSafety]
 ) -> tuple[str, list[Finding], list[RuleFailure]]:
     """Apply the non-conflicting fixes of one round; returns (source, applied, failures)."""
     candidates = [f for f in findings if f.fix is not None and f.fix.safety in allowed]
     candidates.sort(key=lambda f: (min((e.start for e in f.fix.edits), default=0), f.code))  # type: ignore[union-attr]
-    accepted: dict[Edit, None] = {}
+    accepted = _Accepted()
     applied: list[Finding] = []
     failures: list[RuleFailure] = []
     for finding in candidates:
@@ -425,12 +454,13 @@ def _one_round(
                 )
             )
             continue
-        new = [e for e in edits if e not in accepted]
-        if any(_overlaps(e, a) for e in new for a in accepted):
+        new = [e for e in dict.fromkeys(edits) if e not in accepted.members]
+        if any(accepted.conflicts(e) for e in new):
             continue  # conflicts with an accepted fix: next round
-        accepted.update(dict.fromkeys(new))
+        for edit in new:
+            accepted.add(edit)
         applied.append(finding)
-    fixed = _apply(source, accepted)
+    fixed = _apply(source, accepted.edits)
     if fixed == source or _parses(fixed):
         return fixed, applied, failures
     # Some fix breaks the syntax (a rule bug): keep the fixes that keep the file parseable.
