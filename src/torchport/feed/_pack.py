@@ -287,7 +287,8 @@ def transfer(
         try:
             _gather(tensors, entries, host)
             copies += _copy_out(entries, host, device, out, non_blocking, packed=packed)
-            nbytes += total
+            # Packed, the whole buffer crosses (alignment padding included).
+            nbytes += total if packed else sum(e.nbytes for e in entries.values())
             if pinned and non_blocking:
                 event = _new_event()
                 event.record(torch.cuda.current_stream(device))
