@@ -149,3 +149,28 @@ def test_diagnose_rejects_unknown_variant() -> None:
 
     with pytest.raises(ValueError, match="unknown variants"):
         diagnose_overhead(quick=True, variants=("profile()",))
+
+
+def test_misplaced_names_what_is_wrong() -> None:
+    from torchport.bench._batches import many_leaf_batch, misplaced
+
+    batch = many_leaf_batch(20)
+    assert misplaced(batch, "cpu", 20) is None
+    assert misplaced(batch, "meta", 20) == "wrong result: leaves on ['cpu'], expected meta"
+    assert misplaced(batch, "cpu", 30) == "wrong result: 20 tensor leaves, expected 30"
+
+
+def test_a_strategy_that_skips_the_work_is_not_reported_as_fast(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torchport.bench import _traversal
+    from torchport.bench._competitors import Strategy
+
+    lazy = Strategy("optree.tree_map (bare)", lambda batch: batch)  # moves nothing
+    monkeypatch.setattr(_traversal, "optree_map", lambda op: lazy)
+    rows, _ = _traversal.traversal_rows(quick=True)
+    flagged = {row.case: row for row in rows if row.strategy == lazy.label}
+    assert flagged["work t.to('meta')"].stats is None
+    assert flagged["work t.to('meta')"].status.startswith("wrong result")
+    # for the no-op move the identity *is* the right answer
+    assert flagged["no-op move t.to('cpu')"].stats is not None

@@ -29,11 +29,11 @@ from torchport.bench._timing import Stats, summarize, time_interleaved
 from torchport.bench._traversal import traversal_overhead
 
 __all__ = [
+    "SUITES",
+    "SUITE_NAMES",
     "BenchRun",
     "Check",
     "Row",
-    "SUITES",
-    "SUITE_NAMES",
     "Stats",
     "SuiteResult",
     "TimmStylePrefetcher",

@@ -15,7 +15,14 @@ from collections.abc import Callable
 
 import torch
 
-from torchport.bench._batches import MIB, batch_bytes, human_bytes, nested_batch, tensor_leaves
+from torchport.bench._batches import (
+    MIB,
+    batch_bytes,
+    human_bytes,
+    misplaced,
+    nested_batch,
+    tensor_leaves,
+)
 from torchport.bench._competitors import (
     accelerate_send,
     lightning_move,
@@ -68,6 +75,10 @@ def batch_transfer(
         if got is None:
             missing = next(s.missing for s in strategies if s.label == label)
             rows.append(Row(case, label, status=missing or "unavailable"))
+            continue
+        wrong = misplaced(runnable[label](0), device, len(sources[0]))
+        if wrong is not None:
+            rows.append(Row(case, label, status=wrong))
             continue
         metrics = {
             "gb_per_s": total / got.median / 1e9,

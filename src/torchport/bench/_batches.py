@@ -91,6 +91,22 @@ def tensor_leaves(batch: Any) -> list[torch.Tensor]:
     return []
 
 
+def misplaced(moved: Any, device: torch.device | str, leaves: int) -> str | None:
+    """Why ``moved`` is not ``leaves`` tensors all on ``device``'s type, or ``None`` if it is.
+
+    Suites check each strategy's output once, so a mover that skips work cannot
+    look fast.
+    """
+    found = tensor_leaves(moved)
+    if len(found) != leaves:
+        return f"wrong result: {len(found)} tensor leaves, expected {leaves}"
+    want = torch.device(device).type
+    wrong = {t.device.type for t in found} - {want}
+    if wrong:
+        return f"wrong result: leaves on {sorted(wrong)}, expected {want}"
+    return None
+
+
 def batch_bytes(batch: Any) -> int:
     """Total bytes of the tensor leaves of ``batch``."""
     return sum(t.numel() * t.element_size() for t in tensor_leaves(batch))

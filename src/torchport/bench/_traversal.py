@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from torchport.bench._batches import many_leaf_batch
+from torchport.bench._batches import many_leaf_batch, misplaced
 from torchport.bench._competitors import (
     Strategy,
     accelerate_send,
@@ -70,8 +70,12 @@ def traversal_rows(
         optree = stats.get(strategies[4].label)
         for strategy in strategies:
             got = stats.get(strategy.label)
-            if got is None:
+            if got is None or strategy.run is None:
                 rows.append(Row(case, strategy.label, status=strategy.missing or "unavailable"))
+                continue
+            wrong = misplaced(strategy.run(batches[0]), target, LEAVES)
+            if wrong is not None:
+                rows.append(Row(case, strategy.label, status=wrong))
                 continue
             metrics = {"us_per_leaf": got.median / LEAVES * 1e6}
             if accelerate is not None:
