@@ -44,16 +44,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("devices")
     if "device" not in metafunc.fixturenames:
         if marker is not None:
-            raise pytest.UsageError(
+            pytest.fail(
                 f"{metafunc.definition.nodeid} is marked devices(...) but takes no 'device' "
-                "argument; add a `device` parameter or drop the marker"
+                "argument; add a `device` parameter or drop the marker",
+                pytrace=False,
             )
         return
     if not _uses_plugin_fixture(metafunc):
         return
     names = [str(name) for name in marker.args] if marker is not None else default_devices()
     if not names:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: devices() needs at least one device")
+        pytest.fail(f"{metafunc.definition.nodeid}: devices() needs at least one device", pytrace=False)
     params = []
     for name in names:
         reason = missing_reason(name)
@@ -87,18 +88,20 @@ def default_devices() -> list[str]:
 def missing_reason(name: str) -> str | None:
     """Why the device ``name`` cannot run tests here, or None when it can.
 
-    Raises:
-        pytest.UsageError: ``name`` is not a device string.
+    Fails the collecting test (``pytest.fail``) when ``name`` is not a device string.
     """
     import torch
 
     try:
-        dev = torch.device(name)
+        dev: torch.device | None = torch.device(name)
     except (RuntimeError, TypeError) as exc:
-        raise pytest.UsageError(
+        dev, problem = None, str(exc)
+    if dev is None:  # failed outside the except block, so the report shows no chained error
+        pytest.fail(
             f"devices() got {name!r}, which is not a device; use e.g. 'cpu', 'cuda', 'mps', "
-            f"'meta' or 'cuda:1' ({exc})"
-        ) from None
+            f"'meta' or 'cuda:1' ({problem})",
+            pytrace=False,
+        )
     if dev.type in ("cpu", "meta"):
         return None
     count = _device_count(torch, dev.type)
