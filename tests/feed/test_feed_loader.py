@@ -227,3 +227,75 @@ def test_default_device_and_public_face() -> None:
     assert repr(loader).startswith("DeviceLoader(list, device=")
     assert loader.side_stream is None
     assert loader.depth == 2
+
+
+# --- the CUDA plumbing, with torch.cuda's stream API stood in for -----------------------
+
+
+class _FakeStream:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.waited: list[Any] = []
+
+    def wait_event(self, event: Any) -> None:
+        self.waited.append(event)
+
+
+class _FakeEvent:
+    def __init__(self) -> None:
+        self.recorded_on: _FakeStream | None = None
+
+    def record(self, stream: _FakeStream) -> None:
+        self.recorded_on = stream
+
+
+def test_cuda_path_copies_on_one_side_stream_and_guards_each_hand_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Runs the CUDA code path with the meta device and stand-ins for streams and events."""
+    from contextlib import contextmanager
+
+    from torchport.feed import _loader
+
+    created: list[_FakeStream] = []
+    active: list[_FakeStream] = []
+    consumer = _FakeStream("consumer")
+    recorded: list[tuple[int, _FakeStream]] = []
+
+    def make_stream(device: torch.device) -> _FakeStream:
+        created.append(_FakeStream("side"))
+        return created[-1]
+
+    @contextmanager
+    def use(stream: _FakeStream) -> Iterator[None]:
+        active.append(stream)
+        try:
+            yield
+        finally:
+            active.pop()
+
+    def record_stream(self: torch.Tensor, stream: _FakeStream) -> None:
+        recorded.append((id(self), stream))
+
+    monkeypatch.setattr(torch.cuda, "Stream", make_stream)
+    monkeypatch.setattr(torch.cuda, "stream", use)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: consumer)
+    monkeypatch.setattr(torch.Tensor, "record_stream", record_stream)
+    monkeypatch.setattr(_loader, "_new_event", _FakeEvent)
+
+    loader = tp.DeviceLoader(_batches(5), "meta", depth=2, pack=True)
+    for epoch in range(2):
+        recorded.clear()
+        ids = []
+        for batch in loader._iter_cuda():
+            event = consumer.waited[-1]
+            assert event.recorded_on is loader.side_stream  # copies were queued on the side
+            assert not active  # no stream context leaks into the caller's step
+            assert batch["x"].device.type == "meta"
+            for t in (batch["x"], batch["meta"]["pair"].x, batch["meta"]["pair"].y):
+                assert (id(t), consumer) in recorded  # memory held for the consumer
+            ids.append(batch["meta"]["id"])
+        assert ids == list(range(5))
+        assert len(consumer.waited) == 5 * (epoch + 1)
+    assert len(created) == 1  # one side stream for the loader's life
+    assert loader.stats.packed_batches == 10
