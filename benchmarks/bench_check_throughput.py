@@ -41,15 +41,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from torchport.check import check_paths
 from torchport.check._context import Context
-from torchport.check._engine import RuleSet, _walk, check_tree, select_rules
+from torchport.check._engine import RuleSet, _walk, check_tree
 from torchport.check._files import discover, read_source
 from torchport.check._rule import Finding, Rule
+from torchport.check._select import select_rules
 from torchport.check._suppress import NoqaMap
 
 TORCH_PARTS = ("nn", "optim", "utils/data", "distributed", "amp", "cuda")
@@ -136,7 +137,7 @@ def walk_only(files: list[Path]) -> int:
 
 def per_rule(files: list[Path]) -> tuple[dict[str, float], float]:
     """Seconds spent in each default rule's ``check`` over one serial pass, and the pass's total."""
-    spent: Counter[str] = Counter()
+    spent: dict[str, float] = defaultdict(float)
     ruleset = RuleSet(select_rules())
 
     def timed(rule: Rule) -> Callable[[ast.AST, Context], list[Finding]]:

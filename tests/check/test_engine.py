@@ -19,9 +19,9 @@ from torchport.check._engine import (
     _overlaps,
     check_text,
     fix_text,
-    select_rules,
 )
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
+from torchport.check._select import select_rules
 from torchport.errors import ConfigError
 
 

@@ -6,7 +6,7 @@ Importing this package never imports torch.
 from __future__ import annotations
 
 from torchport.check._config import Config, find_config, load_config
-from torchport.check._engine import check_source, fix_source, select_rules
+from torchport.check._engine import check_source, fix_source
 from torchport.check._explain import explain
 from torchport.check._paths import (
     CheckResult,
@@ -17,6 +17,7 @@ from torchport.check._paths import (
     fix_paths,
 )
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check._select import select_rules
 from torchport.check.rules import RULES
 
 __all__ = [

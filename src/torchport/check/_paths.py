@@ -26,17 +26,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from torchport.check._config import Config, find_config, load_config
-from torchport.check._engine import (
-    FixOutcome,
-    RuleSet,
-    available_rules,
-    check_text,
-    fix_text,
-    normalise_selectors,
-    select_rules,
-)
+from torchport.check._engine import FixOutcome, RuleSet, check_text, fix_text
 from torchport.check._files import SourceError, discover, inside_roots, read_source
 from torchport.check._rule import Finding, Rule
+from torchport.check._select import available_rules, normalise_selectors, select_rules
 
 __all__ = [
     "PARALLEL_MIN_FILES",

@@ -1,0 +1,96 @@
+"""Which rules run: resolving codes, prefixes and ``ALL`` against the available rules.
+
+``select=None`` means the default rules (``default = True``; the noisy TP9xx are
+off). The most specific selector wins, and a tie goes to ``ignore``, as in Ruff.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+
+from torchport.check import rules as _rules_pkg
+from torchport.check._rule import Rule
+from torchport.errors import ConfigError
+
+__all__ = ["available_rules", "normalise_selectors", "select_rules"]
+
+
+def _matches(selector: str, code: str) -> bool:
+    return selector == "ALL" or code.startswith(selector)
+
+
+def _specificity(selectors: Iterable[str], code: str) -> int | None:
+    """How specific the most specific selector that matches ``code`` is (``ALL`` = 0)."""
+    best: int | None = None
+    for selector in selectors:
+        if _matches(selector, code):
+            spec = 0 if selector == "ALL" else len(selector)
+            best = spec if best is None else max(best, spec)
+    return best
+
+
+def normalise_selectors(
+    selectors: Iterable[str] | None, known: Sequence[str], what: str
+) -> list[str]:
+    out: list[str] = []
+    for raw in selectors or ():
+        selector = raw.strip().upper()
+        if not selector:
+            continue
+        if selector != "ALL" and not any(code.startswith(selector) for code in known):
+            close = difflib.get_close_matches(selector, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(
+                f"unknown rule selector {raw!r} in {what}: it matches no rule code{hint} "
+                f"(use a code such as TP101, a prefix such as TP1, or ALL; "
+                f"`torchport check --explain CODE` describes one)"
+            )
+        out.append(selector)
+    return out
+
+
+def available_rules() -> tuple[type[Rule], ...]:
+    """The rules torchport ships (read at call time, so tests may substitute their own)."""
+    return _rules_pkg.RULES
+
+
+def select_rules(
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    extend_select: Iterable[str] | None = None,
+    *,
+    available: Sequence[type[Rule]] | None = None,
+    origin: str = "the selection",
+) -> tuple[type[Rule], ...]:
+    """Resolve code/prefix/``ALL`` selectors to rule classes, the most specific selector winning.
+
+    ``select=None`` means the default rules (``default = True``). A rule is on when
+    the most specific selector in ``select`` + ``extend_select`` that matches it is
+    more specific than the most specific match in ``ignore`` (a tie ignores it), so
+    ``select=["TP1"], ignore=["TP101"]`` runs TP1xx but TP101, and
+    ``ignore=["TP1"], extend_select=["TP101"]`` runs TP101.
+
+    Raises:
+        ConfigError: a selector that matches no rule (naming it and close matches).
+    """
+    pool = tuple(available_rules() if available is None else available)
+    known = sorted(cls.code for cls in pool)
+    chosen_select = None if select is None else normalise_selectors(select, known, origin)
+    extend = normalise_selectors(extend_select, known, origin)
+    ignored = normalise_selectors(ignore, known, origin)
+    out: list[type[Rule]] = []
+    for cls in pool:
+        if chosen_select is None:
+            on = -1 if cls.default else None
+        else:
+            on = _specificity(chosen_select, cls.code)
+        more = _specificity(extend, cls.code)
+        if more is not None and (on is None or more > on):
+            on = more
+        if on is None:
+            continue
+        off = _specificity(ignored, cls.code)
+        if off is None or on > off:
+            out.append(cls)
+    return tuple(sorted(out, key=lambda cls: cls.code))
