@@ -5,11 +5,16 @@ from __future__ import annotations
 import datetime
 import platform
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from torchport.bench._batch import batch_transfer
+from torchport.bench._diagnose import diagnose_rows
+from torchport.bench._link import link_bandwidth
+from torchport.bench._loader import loader_overlap
 from torchport.bench._model import BenchRun, SuiteResult
+from torchport.bench._pack import pack_small_tensors
+from torchport.bench._traversal import LEAVES, traversal_rows
 from torchport.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -22,28 +27,23 @@ CaseHook = Callable[[str], None]
 DeviceSuite = Callable[..., SuiteResult]
 
 
-@dataclass(frozen=True)
-class _Suite:
-    help: str
-    needs_gpu: bool
-
-
-SUITES: dict[str, _Suite] = {
-    "link": _Suite(
-        "host<->device bandwidth by size, pinned and pageable; small-copy latency", True
-    ),
-    "pack": _Suite("many small tensors: one copy each vs packed vs tensordict consolidate", True),
-    "batch": _Suite(
-        "a nested 256 MiB batch: to_device vs accelerate vs lightning vs raw copies", True
-    ),
-    "loader": _Suite(
-        "step time vs max(copy, compute): no prefetch, DeviceLoader, timm-style", True
-    ),
-    "overhead": _Suite(
-        "CPU: per-leaf traversal cost; strict()/audit() cost on a training step", False
-    ),
+# suite name -> whether it needs a CUDA/ROCm GPU; each suite's module docstring
+# (``_link.py``, ``_pack.py``, ...) says what it compares
+SUITES: dict[str, bool] = {
+    "link": True,
+    "pack": True,
+    "batch": True,
+    "loader": True,
+    "overhead": False,
 }
 SUITE_NAMES: tuple[str, ...] = tuple(SUITES)
+
+_GPU_SUITES: dict[str, DeviceSuite] = {
+    "link": link_bandwidth,
+    "pack": pack_small_tensors,
+    "batch": batch_transfer,
+    "loader": loader_overlap,
+}
 
 
 def select_suites(names: Sequence[str]) -> list[str]:
@@ -66,7 +66,6 @@ def accelerator() -> tuple[torch.device | None, str]:
 
     Honours ``TORCHPORT_DEVICE`` through ``torchport.pick_device``.
     """
-
     from torchport.place import pick_device
 
     device = pick_device()
@@ -83,32 +82,11 @@ def accelerator() -> tuple[torch.device | None, str]:
     )
 
 
-def _gpu_suite(name: str) -> DeviceSuite:
-    if name == "link":
-        from torchport.bench._link import link_bandwidth
-
-        return link_bandwidth
-    if name == "pack":
-        from torchport.bench._pack import pack_small_tensors
-
-        return pack_small_tensors
-    if name == "batch":
-        from torchport.bench._batch import batch_transfer
-
-        return batch_transfer
-    from torchport.bench._loader import loader_overlap
-
-    return loader_overlap
-
-
 def overhead(*, quick: bool = False, on_case: CaseHook | None = None) -> SuiteResult:
     """The CPU ``overhead`` suite: traversal cost and strict()/audit() cost, in one result.
 
     Never synchronizes with an accelerator.
     """
-    from torchport.bench._diagnose import diagnose_rows
-    from torchport.bench._traversal import LEAVES, traversal_rows
-
     rows, checks = traversal_rows(quick=quick, on_case=on_case)
     more_rows, more_checks, notes = diagnose_rows(quick=quick, on_case=on_case)
     return SuiteResult(
@@ -138,7 +116,7 @@ def run_suites(
     """
     selected = select_suites(names)
     started = _now()
-    device, why_not = accelerator() if any(SUITES[n].needs_gpu for n in selected) else (None, "")
+    device, why_not = accelerator() if any(SUITES[n] for n in selected) else (None, "")
     results: list[SuiteResult] = []
     for name in selected:
 
@@ -147,12 +125,12 @@ def run_suites(
                 progress(name, step)
 
         on_case("starting")
-        if not SUITES[name].needs_gpu:
+        if not SUITES[name]:
             results.append(overhead(quick=quick, on_case=on_case))
         elif device is None:
             results.append(SuiteResult(name, skipped=why_not))
         else:
-            results.append(_gpu_suite(name)(device, quick=quick, on_case=on_case))
+            results.append(_GPU_SUITES[name](device, quick=quick, on_case=on_case))
     return record(results, device=device, quick=quick, started=started)
 
 
