@@ -119,3 +119,17 @@ def test_pinned_slots_are_page_locked_at_the_exact_size() -> None:
     pool.release(slot, None)
     assert pool.pinned_nbytes == 3 * 1024 * 1024 + 7
     pool.clear()
+
+
+def test_a_retired_slot_still_being_read_is_held_until_its_copy_ends() -> None:
+    pool = StagingPool(max_slots=1)
+    small = pool.acquire(10, pinned=False)
+    busy = FakeEvent(done=False)
+    _release(pool, small, busy)
+    big = pool.acquire(100, pinned=False)  # retires `small` without waiting for it
+    assert busy.waited == 0
+    _release(pool, big, None)
+    assert pool.nbytes == 110  # the busy one is still held
+    busy.done = True
+    _release(pool, pool.acquire(100, pinned=False), None)  # the next lease sweeps it
+    assert pool.nbytes == 100

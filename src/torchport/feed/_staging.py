@@ -34,6 +34,8 @@ from typing import Any, cast
 
 import torch
 
+from torchport.errors import ConfigError
+
 __all__ = ["StagingPool", "default_pool"]
 
 # cudaHostRegisterPortable: the pages count as pinned for every CUDA context, so a
@@ -162,8 +164,6 @@ class StagingPool:
 
     def __init__(self, max_slots: int = 2) -> None:
         if isinstance(max_slots, bool) or not isinstance(max_slots, int) or max_slots < 1:
-            from torchport.errors import ConfigError
-
             raise ConfigError(f"max_slots must be an int >= 1, got {max_slots!r}; pass e.g. 2")
         self.max_slots = max_slots
         self._lock = threading.Lock()
@@ -197,7 +197,7 @@ class StagingPool:
                 # so the pool keeps its bound; it is freed once its copy has finished.
                 retired = min(idle, key=lambda s: s.last_use)
                 idle.remove(retired)
-                self._retiring.append(retired)
+                self._retire(retired)
             if chosen is not None:
                 idle.remove(chosen)
             self._lent[pinned] += 1
@@ -219,9 +219,16 @@ class StagingPool:
             if len(idle) + self._lent[slot.pinned] >= self.max_slots:
                 # More slots were lent at once than the bound (concurrent callers):
                 # let this one go once its copy has finished, without waiting here.
-                self._retiring.append(slot)
+                self._retire(slot)
             else:
                 idle.append(slot)
+
+    def _retire(self, slot: _Slot) -> None:
+        """Frees ``slot`` now if no copy reads it, else once one has (lock held)."""
+        if slot.ready():
+            slot.close()
+        else:
+            self._retiring.append(slot)
 
     def _sweep(self) -> None:
         """Frees retired slots whose last copy has finished; never blocks (lock held)."""
@@ -235,15 +242,21 @@ class StagingPool:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of idle staging memory held (pinned and pageable)."""
+        """Bytes of staging memory held while no copy is being staged (pinned and pageable).
+
+        Counts idle slots and retired ones whose last copy has not finished yet.
+        """
         with self._lock:
-            return sum(s.capacity for kind in self._idle.values() for s in kind)
+            return sum(s.capacity for s in self._held())
 
     @property
     def pinned_nbytes(self) -> int:
-        """Bytes of idle pinned staging memory held."""
+        """Bytes of pinned staging memory held; see :attr:`nbytes`."""
         with self._lock:
-            return sum(s.capacity for s in self._idle[True])
+            return sum(s.capacity for s in self._held() if s.pinned)
+
+    def _held(self) -> list[_Slot]:
+        return [s for kind in self._idle.values() for s in kind] + self._retiring
 
     def clear(self) -> None:
         """Frees every idle slot; the host waits for copies still reading them."""
