@@ -138,10 +138,12 @@ def time_once(
         # torch.cuda.Event is unannotated in torch's stubs
         start = cast(Any, torch.cuda).Event(enable_timing=True)
         end = cast(Any, torch.cuda).Event(enable_timing=True)
-        start.record()
+        # record on `device`'s stream, which need not be the current device's
+        stream = torch.cuda.current_stream(device)
+        start.record(stream)
         for _ in range(inner):
             fn()
-        end.record()
+        end.record(stream)
         end.synchronize()
         return float(start.elapsed_time(end)) / 1000.0 / inner
     begin = time.perf_counter()
