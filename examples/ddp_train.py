@@ -37,10 +37,14 @@ def main() -> None:
     targets = features @ torch.linspace(-1.0, 1.0, 8) + 0.1 * torch.randn(256)
     dataset = TensorDataset(features, targets)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True)
-    loader = tp.DeviceLoader(DataLoader(dataset, batch_size=args.batch_size, sampler=sampler), device)
+    loader = tp.DeviceLoader(
+        DataLoader(dataset, batch_size=args.batch_size, sampler=sampler), device
+    )
 
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1)).to(device)
-    ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    ddp = DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None
+    )
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
 
     for epoch in range(args.epochs):

@@ -75,7 +75,9 @@ def test_bad_input_is_one_line_and_exit_2_in_a_real_process() -> None:
     result = run_cli("--device", "cpu", "no/such/script.py")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith("torchport run: error: script 'no/such/script.py' does not exist")
+    assert result.stderr.startswith(
+        "torchport run: error: script 'no/such/script.py' does not exist"
+    )
 
 
 @pytest.mark.parametrize(

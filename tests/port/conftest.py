@@ -1,4 +1,4 @@
-"""Fixtures for the port tests: a checkpoint saved "from a GPU", and a snapshot of what redirect patches."""
+"""Port test fixtures: a checkpoint saved "from a GPU", a snapshot of what redirect patches."""
 
 from __future__ import annotations
 
@@ -63,7 +63,9 @@ Snapshot = tuple[list[dict[str, Any]], list[Any]]
 def take_snapshot() -> Snapshot:
     """Every attribute of the patched namespaces, and this thread's torch function mode stack."""
     attributes = [dict(vars(owner)) for owner in PATCHED_OWNERS]
-    modes = [torch._C._get_function_stack_at(i) for i in range(torch._C._len_torch_function_stack())]
+    modes = [
+        torch._C._get_function_stack_at(i) for i in range(torch._C._len_torch_function_stack())
+    ]
     return attributes, modes
 
 

@@ -58,7 +58,9 @@ def test_nproc_below_one_is_a_config_error(nproc: int) -> None:
 
 @given(
     args=st.lists(
-        st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=8),
+        st.text(
+            st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=8
+        ),
         max_size=5,
     )
 )

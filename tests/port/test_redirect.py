@@ -42,7 +42,7 @@ def test_every_spelling_of_cuda_lands_on_the_target(device: torch.device, spelli
             torch.ones(2).to(spelling),  # type: ignore[call-overload]
             torch.ones(2).to(device=spelling),  # type: ignore[call-overload]
             torch.tensor([1.0], device=spelling),  # type: ignore[arg-type]
-            torch.ones(1).new_zeros(3, device=spelling),  # type: ignore[arg-type]
+            torch.ones(1).new_zeros(3, device=spelling),  # type: ignore[call-overload]
             torch.empty_like(torch.ones(2), device=spelling),  # type: ignore[arg-type]
         ]
         assert {t.device.type for t in made} == {device.type}

@@ -19,7 +19,7 @@ import torch
 
 from torchport.testing import default_devices, missing_reason
 
-USER_TESTS = '''
+USER_TESTS = """
 import pytest
 import torch
 
@@ -33,9 +33,9 @@ def test_unmarked(device):
 
 def test_plain():
     pass
-'''
+"""
 
-OWN_FIXTURE = '''
+OWN_FIXTURE = """
 import pytest
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def device():
 
 def test_keeps_its_fixture(device):
     assert device == "the project's own"
-'''
+"""
 
 
 def run_pytest(
@@ -109,11 +109,12 @@ def test_environment_variable_sets_the_default_devices(tmp_path: Path) -> None:
 
 
 def test_misuse_fails_collection_with_a_clear_message(tmp_path: Path) -> None:
-    code, outcomes, output = run_pytest(
+    marked = 'import pytest\n@pytest.mark.devices("{}")\ndef {}:\n    pass\n'
+    code, _, output = run_pytest(
         tmp_path,
         {
-            "test_no_arg.py": '@__import__("pytest").mark.devices("cpu")\ndef test_a():\n    pass\n',
-            "test_typo.py": '@__import__("pytest").mark.devices("gpu9")\ndef test_b(device):\n    pass\n',
+            "test_no_arg.py": marked.format("cpu", "test_a()"),
+            "test_typo.py": marked.format("gpu9", "test_b(device)"),
         },
     )
     assert code == 2
@@ -142,7 +143,8 @@ def test_missing_reason_names_the_device(name: str, available: bool) -> None:
     reason = missing_reason(name)
     assert (reason is None) == available
     if reason is not None:
-        assert reason.startswith(f"{name.split(':')[0]}") and "not available on this machine" in reason
+        assert reason.startswith(name.split(":")[0])
+        assert "not available on this machine" in reason
 
 
 def test_default_devices_start_with_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

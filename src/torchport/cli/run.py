@@ -1,4 +1,4 @@
-"""`torchport run`: run a script on any device, CUDA calls redirected; --nproc hands off to torchrun."""
+"""`torchport run`: run a script on any device with CUDA calls redirected; --nproc uses torchrun."""
 
 from __future__ import annotations
 

@@ -179,7 +179,7 @@ def _seed(target: torch.device, name: str) -> Callable[..., None]:
 def _mem_get_info(target: torch.device) -> Callable[..., tuple[int, int]]:
     def mem_get_info(device: Any = None) -> tuple[int, int]:
         if target.type != "cpu":
-            return torch.accelerator.get_memory_info(target)  # type: ignore[no-any-return]
+            return torch.accelerator.get_memory_info(target)
         page = os.sysconf("SC_PAGE_SIZE")
         return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
 

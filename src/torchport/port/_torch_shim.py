@@ -13,17 +13,19 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.serialization import default_restore_location
+from torch import serialization
 
 from torchport.port._cuda_shim import Patch
 
 __all__ = ["is_cuda", "torch_patches"]
 
 _CUDA_NAME = re.compile(r"cuda(:\d+)?")
+# torch leaves this untyped; the annotation keeps mypy strict here.
+_restore_default: Callable[[Any, str], Any] = serialization.default_restore_location
 
 
 def is_cuda(value: object) -> bool:
-    """Whether ``value`` names a CUDA device: ``"cuda"``, ``"cuda:1"`` or such a ``torch.device``."""
+    """Whether ``value`` names a CUDA device: ``"cuda"``, ``"cuda:1"``, ``torch.device("cuda")``."""
     if isinstance(value, torch.device):
         return value.type == "cuda"
     return isinstance(value, str) and _CUDA_NAME.fullmatch(value) is not None
@@ -32,7 +34,7 @@ def is_cuda(value: object) -> bool:
 def _amp_patches(target: torch.device) -> list[Patch]:
     kind = target.type
 
-    class autocast(torch.amp.autocast):  # noqa: N801  (stands in for torch.autocast)
+    class autocast(torch.amp.autocast):  # stands in for torch.autocast
         def __init__(
             self,
             device_type: str,
@@ -47,7 +49,7 @@ def _amp_patches(target: torch.device) -> list[Patch]:
                 cache_enabled=cache_enabled,
             )
 
-    class cuda_autocast(autocast):  # noqa: N801
+    class cuda_autocast(autocast):
         # torch.cuda.amp.autocast defaults to float16; on the target its own
         # autocast dtype (bfloat16 on the CPU) is the one it supports best.
         def __init__(
@@ -100,8 +102,8 @@ def _map_location(map_location: Any, target: torch.device) -> Any:
     def restore(storage: Any, location: str) -> Any:
         location = str(table.get(location, location))
         if is_cuda(location):
-            return default_restore_location(storage, str(target))
-        return default_restore_location(storage, location)
+            return _restore_default(storage, str(target))
+        return _restore_default(storage, location)
 
     return restore
 

@@ -54,7 +54,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     names = [str(name) for name in marker.args] if marker is not None else default_devices()
     if not names:
-        pytest.fail(f"{metafunc.definition.nodeid}: devices() needs at least one device", pytrace=False)
+        pytest.fail(
+            f"{metafunc.definition.nodeid}: devices() needs at least one device", pytrace=False
+        )
     params = []
     for name in names:
         reason = missing_reason(name)
