@@ -110,6 +110,8 @@ class Context:
         self._torch_stmt: ast.stmt | None = None
         self._stores_cache: dict[int, frozenset[str]] = {}
         self._mentions: dict[str, bool] = {}
+        self._last_expr: ast.expr | None = None
+        self._last_name: str | None = None
         self._prescan(tree)
 
     # ------------------------------------------------------------ pre-scan
@@ -286,6 +288,10 @@ class Context:
         ``th.cuda.synchronize`` after ``import torch as th`` is
         ``"torch.cuda.synchronize"``; a name no import binds gives None.
         """
+        if expr is self._last_expr:
+            return self._last_name  # several rules ask about the same call's function
+        self._last_expr = expr
+        self._last_name = None
         parts: list[str] = []
         while isinstance(expr, ast.Attribute):
             parts.append(expr.attr)
@@ -296,7 +302,8 @@ class Context:
         if base is None:
             return None
         parts.append(base)
-        return ".".join(reversed(parts))
+        self._last_name = name = ".".join(reversed(parts))
+        return name
 
     def binding(self, name: str) -> ast.expr | None:
         """The value last bound to ``name`` before this point, None when unknown or a parameter."""

@@ -16,6 +16,7 @@ __all__ = [
     "RANDOM_FACTORIES",
     "TENSOR_FACTORIES",
     "add_keyword",
+    "called",
     "cuda_string",
     "guard_statement",
     "in_no_grad",
@@ -65,6 +66,22 @@ def method_name(call: ast.Call) -> str | None:
     """The method name of ``recv.name(...)``, else None."""
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else None
+
+
+def called(call: ast.Call, ctx: Context, attrs: frozenset[str]) -> str | None:
+    """The qualified name of ``call``'s function, looked up only when it may be of interest.
+
+    ``recv.attr(...)`` is resolved only when ``attr`` is in ``attrs`` (most calls
+    are not, and the check is one set lookup); a bare ``name(...)`` is always
+    resolved, since an import may have renamed it.
+    """
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr not in attrs:
+            return None
+    elif not isinstance(func, ast.Name):
+        return None
+    return ctx.qualname(func)
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:

@@ -6,9 +6,11 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._match import called
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
 
 _SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
+_TAILS = frozenset(s.rsplit(".", 1)[1] for s in _SEEDS)
 
 
 class CudaManualSeed(Rule):
@@ -45,7 +47,7 @@ class CudaManualSeed(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if ctx.qualname(node.func) not in _SEEDS:
+        if called(node, ctx, _TAILS) not in _SEEDS:
             return
         edit = ctx.replace(node.func, f"{ctx.torch_name()}.manual_seed")
         yield ctx.finding(self, node, fix=Fix((edit, *ctx.torch_edits()), FixSafety.UNSAFE))

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import cuda_string, guard_statement
+from torchport.check._match import called, cuda_string, guard_statement
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
 
 # How each call is rewritten: "statement" calls raise without an accelerator and are
@@ -24,6 +24,7 @@ _TWINS: dict[str, tuple[str, str | None, FixSafety]] = {
     "is_available": ("is_available", "plain", FixSafety.UNSAFE),
     "current_device": ("current_device_index", None, FixSafety.NONE),
 }
+_TAILS = frozenset(_TWINS)
 
 
 class CudaOnlyApi(Rule):
@@ -92,7 +93,7 @@ class CudaOnlyApi(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        name = ctx.qualname(node.func)
+        name = called(node, ctx, _TAILS)
         if name is None or not name.startswith("torch.cuda."):
             return
         twin = _TWINS.get(name[len("torch.cuda.") :])

@@ -6,8 +6,10 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import guard_statement
+from torchport.check._match import called, guard_statement
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+
+_TAILS = frozenset({"set_device"})
 
 
 class CudaSetDevice(Rule):
@@ -56,7 +58,7 @@ class CudaSetDevice(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if ctx.qualname(node.func) != "torch.cuda.set_device":
+        if called(node, ctx, _TAILS) != "torch.cuda.set_device":
             return
         args = ", ".join(ctx.segment(a) for a in (*node.args, *node.keywords))
         t = ctx.torch_name()

@@ -6,10 +6,12 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._match import called
 from torchport.check._rule import Example, Finding, Rule
 
 _DP = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
        "torch.nn.parallel.data_parallel.DataParallel")  # fmt: skip
+_TAILS = frozenset({"DataParallel"})
 
 
 class DataParallel(Rule):
@@ -35,5 +37,5 @@ class DataParallel(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if ctx.qualname(node.func) in _DP:
+        if called(node, ctx, _TAILS) in _DP:
             yield ctx.finding(self, node)

@@ -6,10 +6,11 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import add_keyword, keyword
+from torchport.check._match import add_keyword, called, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
 
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+_TAILS = frozenset({"DataLoader"})
 
 
 class DataloaderWithoutPinMemory(Rule):
@@ -58,7 +59,7 @@ class DataloaderWithoutPinMemory(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if ctx.qualname(node.func) not in _DATALOADER or keyword(node, "pin_memory") is not None:
+        if called(node, ctx, _TAILS) not in _DATALOADER or keyword(node, "pin_memory") is not None:
             return
         if any(k.arg is None for k in node.keywords) or not (
             ctx.mentions(".to(") or ctx.mentions(".cuda(")

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._match import called
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -15,6 +16,8 @@ _AMP = {
     "torch.cuda.amp.GradScaler": "GradScaler",
     "torch.cuda.amp.grad_scaler.GradScaler": "GradScaler",
 }
+
+_TAILS = frozenset(_AMP.values())
 
 
 class DeprecatedCudaAmp(Rule):
@@ -58,7 +61,7 @@ class DeprecatedCudaAmp(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        name = ctx.qualname(node.func)
+        name = called(node, ctx, _TAILS)
         if name is None or name not in _AMP:
             return
         device, edits = ctx.device_definition()

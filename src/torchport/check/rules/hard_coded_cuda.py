@@ -6,9 +6,11 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import cuda_string, keyword, method_name, receiver_end
+from torchport.check._match import called, cuda_string, keyword, method_name, receiver_end
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
+
+_DEVICE = frozenset({"device"})
 
 
 class HardCodedCuda(Rule):
@@ -148,7 +150,7 @@ class HardCodedCuda(Rule):
 
 
 def _is_device_call(node: ast.AST | None, ctx: Context) -> bool:
-    return isinstance(node, ast.Call) and ctx.qualname(node.func) == "torch.device"
+    return isinstance(node, ast.Call) and called(node, ctx, _DEVICE) == "torch.device"
 
 
 def _is_cuda_idiom(node: ast.IfExp, ctx: Context) -> bool:

@@ -6,9 +6,11 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import keyword, string_value
+from torchport.check._match import called, keyword, string_value
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
+
+_TAILS = frozenset({"init_process_group"})
 
 
 class HardCodedNccl(Rule):
@@ -53,7 +55,7 @@ class HardCodedNccl(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if ctx.qualname(node.func) != "torch.distributed.init_process_group":
+        if called(node, ctx, _TAILS) != "torch.distributed.init_process_group":
             return
         given = keyword(node, "backend")
         backend = given.value if given is not None else (node.args[0] if node.args else None)

@@ -6,8 +6,10 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import keyword
+from torchport.check._match import called, keyword
 from torchport.check._rule import Example, Finding, Rule
+
+_LOAD = frozenset({"load"})
 
 
 class LoadWeightsOnlyFalse(Rule):
@@ -47,7 +49,7 @@ class LoadWeightsOnlyFalse(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         flag = keyword(node, "weights_only")
-        if flag is None or ctx.qualname(node.func) != "torch.load":
+        if flag is None or called(node, ctx, _LOAD) != "torch.load":
             return
         if isinstance(flag.value, ast.Constant) and flag.value.value is False:
             yield ctx.finding(self, flag)

@@ -6,10 +6,11 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import keyword
+from torchport.check._match import called, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
 
 _VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
+_TAILS = frozenset({"Variable"})
 _ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant, ast.List, ast.Tuple)
 
 
@@ -50,7 +51,7 @@ class VariableWrapper(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if ctx.qualname(node.func) not in _VARIABLE:
+        if called(node, ctx, _TAILS) not in _VARIABLE:
             return
         if keyword(node, "volatile") is not None:
             message = "`volatile=True` does nothing: run this code under `torch.no_grad()`"
