@@ -36,7 +36,7 @@ def format_metric(key: str, value: float) -> str:
 
 
 def suite_tables(suite: SuiteResult) -> list[Table]:
-    """One table per case: strategy, median, IQR, then every metric a row of that case carries.
+    """One table per case: strategy, median, IQR, min, then every metric its rows carry.
 
     Splitting by case keeps each table narrow enough for an 80-column terminal.
     """
@@ -50,6 +50,7 @@ def suite_tables(suite: SuiteResult) -> list[Table]:
         table.add_column("strategy")
         table.add_column("median", justify="right")
         table.add_column("IQR", justify="right")
+        table.add_column("min", justify="right")
         for key in keys:
             table.add_column(METRIC_LABELS.get(key, key), justify="right")
         for row in rows:
@@ -60,12 +61,13 @@ def suite_tables(suite: SuiteResult) -> list[Table]:
 
 def _cells(row: Row, keys: list[str]) -> list[str]:
     if row.stats is None:
-        return [row.strategy, f"[dim]{row.status}[/dim]", "", *([""] * len(keys))]
+        return [row.strategy, f"[dim]{row.status}[/dim]", "", "", *([""] * len(keys))]
     metrics = [format_metric(k, row.metrics[k]) if k in row.metrics else "" for k in keys]
     return [
         row.strategy,
         format_seconds(row.stats.median),
         format_seconds(row.stats.iqr),
+        format_seconds(row.stats.minimum),
         *metrics,
     ]
 

@@ -57,7 +57,7 @@ def traversal_rows(
     Runs on CPU only (the meta device never synchronizes).
     """
     batches = [many_leaf_batch(LEAVES) for _ in range(2)]
-    repeats = 9 if quick else 41
+    repeats = 9 if quick else 101
     rows: list[Row] = []
     checks: list[Check] = []
     for case, target in OPS.items():
