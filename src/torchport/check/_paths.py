@@ -87,7 +87,11 @@ class FileFix:
 
 @dataclass(slots=True)
 class FixResult:
-    """Changed files, the findings left after fixing, and the files that failed."""
+    """Changed files, the findings left after fixing, and the files that failed.
+
+    ``remaining`` positions refer to the fixed text (with ``diff=True``: to the
+    text the diff would produce).
+    """
 
     changed: list[FileFix]
     remaining: list[Finding]
