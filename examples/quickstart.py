@@ -32,7 +32,8 @@ def main() -> None:
     found = tp.available_devices()
     device = tp.pick_device()
     print("devices found, best first:", ", ".join(str(info) for info in found))
-    print(f"picked: {device}")
+    choice = tp.doctor().choice  # the facts behind pick_device(), None if a probe failed
+    print(f"picked: {device} ({choice.reason if choice else 'run `torchport doctor` for why'})")
 
     batches = DataLoader(
         make_dataset(),

@@ -28,7 +28,7 @@ def test_quickstart_trains_on_the_cpu_and_says_what_torchport_did() -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert re.search(r"^devices found, best first: .*cpu", out, re.M), out
-    assert re.search(r"^picked: cpu$", out, re.M), out
+    assert re.search(r"^picked: cpu \(.*TORCHPORT_DEVICE.*\)$", out, re.M), out  # and why
     losses = [float(v) for v in re.findall(r"^epoch \d+: mean loss ([0-9.]+)$", out, re.M)]
     assert len(losses) == 5, out
     assert losses[-1] < losses[0] / 4, out  # it learns
