@@ -14,7 +14,8 @@ from torchport.bench._link import link_bandwidth
 from torchport.bench._loader import loader_overlap
 from torchport.bench._model import BenchRun, SuiteResult
 from torchport.bench._pack import pack_small_tensors
-from torchport.bench._traversal import LEAVES, traversal_rows
+from torchport.bench._traversal import NOTE as TRAVERSAL_NOTE
+from torchport.bench._traversal import traversal_rows
 from torchport.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def overhead(*, quick: bool = False, on_case: CaseHook | None = None) -> SuiteRe
         "overhead",
         (*rows, *more_rows),
         (*checks, *more_checks),
-        (f"traversal: {LEAVES}-leaf nested batch of 16-byte CPU tensors", *notes),
+        (TRAVERSAL_NOTE, *notes),
     )
 
 

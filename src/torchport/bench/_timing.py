@@ -120,13 +120,19 @@ def synchronize(device: torch.device) -> None:
 
 
 def time_once(
-    fn: Callable[[], object], device: torch.device, *, events: bool = False, inner: int = 1
+    fn: Callable[[], object],
+    device: torch.device,
+    *,
+    events: bool = False,
+    inner: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> float:
     """Time ``inner`` calls of ``fn`` and return the seconds per call.
 
     With ``events=True`` on CUDA the span is measured by device events recorded on
     the current stream, which excludes the host's wake-up latency after the work
-    ends; otherwise by ``time.perf_counter`` between two synchronizations, which
+    ends; otherwise by ``clock`` (wall time, ``time.perf_counter``, unless told
+    otherwise) between two synchronizations, which
     includes every host-side cost the caller would see.
 
     This synchronizes the host with ``device`` before and after the calls.
@@ -146,11 +152,11 @@ def time_once(
         end.record(stream)
         end.synchronize()
         return float(start.elapsed_time(end)) / 1000.0 / inner
-    begin = time.perf_counter()
+    begin = clock()
     for _ in range(inner):
         fn()
     synchronize(device)
-    return (time.perf_counter() - begin) / inner
+    return (clock() - begin) / inner
 
 
 def rotating(fn: Callable[[Any], object], inputs: Sequence[Any]) -> Callable[[int], object]:
@@ -170,6 +176,7 @@ def time_interleaved(
     repeats: int,
     events: bool = False,
     inner: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Stats]:
     """Time each strategy ``repeats`` times, round-robin, after ``warmup`` untimed rounds.
 
@@ -181,6 +188,10 @@ def time_interleaved(
         repeats: Timed rounds; each gives one sample per strategy.
         events: Use device events on CUDA (see :func:`time_once`).
         inner: Calls per sample, for work too short to time one at a time.
+        clock: Host clock for samples not timed by events. CPU-only suites pass
+            ``time.process_time``: CPU time this process used, which other
+            processes on a shared machine cannot inflate (wall time can be
+            several times the work when cores are oversubscribed).
 
     Returns:
         Name to the summary of its samples, in seconds per call.
@@ -194,7 +205,7 @@ def time_interleaved(
             def call(fn: Callable[[int], object] = fn, i: int = round_index) -> object:
                 return fn(i)
 
-            seconds = time_once(call, device, events=events, inner=inner)
+            seconds = time_once(call, device, events=events, inner=inner, clock=clock)
             if round_index >= warmup:
                 samples[name].append(seconds)
     return {name: summarize(values) for name, values in samples.items()}
