@@ -210,3 +210,27 @@ def test_fix_unparseable_file_is_an_error(tmp_path: Path) -> None:
     result = fix_paths([tmp_path])
     assert result.exit_code == 2 and result.errors[0].path.endswith("bad.py")
     assert os.listdir(tmp_path) == ["bad.py"]
+
+
+def test_too_deep_and_engine_crash_are_per_file_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torchport.check._engine as engine
+
+    write(tmp_path / "deep.py", "x = " + "a+" * 200_000 + "a\n")
+    write(tmp_path / "ok.py", "x.cuda()\n")
+    write(tmp_path / "crash.py", "CRASH = 1\n")
+
+    class CrashingContext(engine.Context):
+        def __init__(self, source: str, path: str, tree: ast.Module) -> None:
+            if "CRASH" in source:
+                raise IndexError("context bug")
+            super().__init__(source, path, tree)
+
+    monkeypatch.setattr(engine, "Context", CrashingContext)
+    for result in (check_paths([tmp_path], jobs=1), fix_paths([tmp_path], diff=True, jobs=1)):
+        errors = {Path(e.path).name: e.message for e in result.errors}
+        assert errors["deep.py"] == "cannot parse: nested too deeply for Python's parser"
+        assert errors["crash.py"].startswith("internal error: IndexError('context bug')")
+        assert result.exit_code == 2
+    assert [Path(f.path).name for f in check_paths([tmp_path], jobs=1).findings] == ["ok.py"]

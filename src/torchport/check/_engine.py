@@ -318,7 +318,7 @@ def _valid_edits(edits: Sequence[Edit], size: int) -> bool:
 def _parses(source: str) -> bool:
     try:
         ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
 
@@ -396,8 +396,17 @@ def _one_round(
     return _apply(source, kept), good, failures
 
 
-def fix_text(source: str, path: str, ruleset: RuleSet, *, unsafe: bool = False) -> FixOutcome:
+def fix_text(
+    source: str,
+    path: str,
+    ruleset: RuleSet,
+    *,
+    unsafe: bool = False,
+    tree: ast.Module | None = None,
+) -> FixOutcome:
     """Apply fixes to ``source`` until it stops changing (at most :data:`MAX_FIX_ROUNDS` rounds).
+
+    ``tree`` is ``source`` already parsed, when the caller has it.
 
     Raises:
         SyntaxError: ``source`` does not parse.
@@ -406,7 +415,9 @@ def fix_text(source: str, path: str, ruleset: RuleSet, *, unsafe: bool = False) 
     fixed: Counter[str] = Counter()
     failures: dict[RuleFailure, None] = {}
     current = source
-    outcome = check_text(current, path, ruleset)
+    if tree is None:
+        tree = ast.parse(source, filename=path)
+    outcome = check_tree(current, path, tree, ruleset)
     for _ in range(MAX_FIX_ROUNDS):
         failures.update(dict.fromkeys(outcome.failures))
         new, applied, broken = _one_round(current, path, outcome.findings, allowed)

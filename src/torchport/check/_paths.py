@@ -13,6 +13,7 @@ still checked, and the exit code is 2.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import os
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from torchport.check._config import Config, find_config, load_config
-from torchport.check._engine import FixOutcome, RuleSet, check_text, fix_text
+from torchport.check._engine import FixOutcome, RuleSet, check_tree, fix_text
 from torchport.check._files import SourceError, discover, inside_roots, read_source
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, normalise_selectors, select_rules
@@ -144,11 +145,26 @@ def _load(path: str, report: _Report) -> tuple[str, str] | None:
     return text, source.encoding
 
 
-def _unparseable(path: str, exc: SyntaxError | ValueError) -> FileError:
-    if isinstance(exc, SyntaxError):
+_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+def _parse(path: str, text: str, report: _Report) -> ast.Module | None:
+    try:
+        return ast.parse(text, filename=path)
+    except SyntaxError as exc:
         where = f" at line {exc.lineno}, column {exc.offset}" if exc.lineno else ""
-        return FileError(path, f"cannot parse: {exc.msg}{where}; fix the syntax error first")
-    return FileError(path, f"cannot parse: {exc}")
+        message = f"cannot parse: {exc.msg}{where}; fix the syntax error first"
+    except ValueError as exc:  # null bytes
+        message = f"cannot parse: {exc}"
+    except (RecursionError, MemoryError):
+        message = "cannot parse: nested too deeply for Python's parser"
+    report.errors.append(FileError(path, message))
+    return None
+
+
+def _internal(path: str, exc: Exception) -> FileError:
+    """An engine or context crash on one file: reported, and the run goes on."""
+    return FileError(path, f"internal error: {exc!r}; this is a torchport bug, please report it")
 
 
 def _check_chunk(chunk: _Chunk) -> list[_Report]:
@@ -159,10 +175,13 @@ def _check_chunk(chunk: _Chunk) -> list[_Report]:
         loaded = _load(path, report)
         if loaded is None:
             continue
+        tree = _parse(path, loaded[0], report)
+        if tree is None:
+            continue
         try:
-            outcome = check_text(loaded[0], path, _ruleset(chunk.rules, ignored))
-        except (SyntaxError, ValueError) as exc:
-            report.errors.append(_unparseable(path, exc))
+            outcome = check_tree(loaded[0], path, tree, _ruleset(chunk.rules, ignored))
+        except Exception as exc:
+            report.errors.append(_internal(path, exc))
             continue
         report.findings = outcome.findings
         report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
@@ -221,13 +240,13 @@ def _fix_chunk(chunk: _Chunk) -> list[_Report]:
     for path, ignored in chunk.files:
         report = _Report(path)
         loaded = _load(path, report)
-        if loaded is not None:
+        tree = None if loaded is None else _parse(path, loaded[0], report)
+        if loaded is not None and tree is not None:
+            ruleset = _ruleset(chunk.rules, ignored)
             try:
-                outcome = fix_text(
-                    loaded[0], path, _ruleset(chunk.rules, ignored), unsafe=chunk.unsafe
-                )
-            except (SyntaxError, ValueError) as exc:
-                report.errors.append(_unparseable(path, exc))
+                outcome = fix_text(loaded[0], path, ruleset, unsafe=chunk.unsafe, tree=tree)
+            except Exception as exc:
+                report.errors.append(_internal(path, exc))
             else:
                 report = _fix_one(chunk, path, outcome, *loaded)
         reports.append(report)
