@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -165,9 +166,14 @@ def test_gpu_checkpoints_load_on_the_target(cuda_checkpoint: Path, map_location:
     assert all(torch.equal(state[k], expected[k]) for k in expected)
 
 
-def test_nccl_becomes_gloo_and_ddp_drops_device_ids(tmp_path: Path) -> None:
+def test_nccl_becomes_gloo_and_ddp_drops_device_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
+
+    # init_process_group installs a "[rank0]:" sys.excepthook that outlives the group.
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
 
     with tp.redirect("cpu"):
         dist.init_process_group(
