@@ -58,7 +58,7 @@ _MODULE_NAME = re.compile(
 )
 _TENSOR_NAME = re.compile(
     r"^(x|y|t|z|tensor|tensors|image|images|img|imgs|label|labels|target|targets|mask|masks"
-    r"|logits|loss|weights?|grad|preds?|probs)(_.*)?$"
+    r"|logits|loss|weights?|grad|preds?|probs)(_(\d+|train|test|val|gpu|cpu|batch|all|pred|true))?$"
 )
 
 

@@ -36,6 +36,7 @@ class DiscardedMove(Rule):
         "model.to(device)\n",
         "net = Net()\nnet.cuda()\n",
         "x = x.to(device)\n",
+        "weight_post_process.to(device)\n",
     )
     invalid = (
         Example(

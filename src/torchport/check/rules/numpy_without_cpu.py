@@ -48,6 +48,7 @@ class NumpyWithoutCpu(Rule):
         'a = out.to("cpu").numpy()\n',
         "import torch\n\na = torch.zeros(3).numpy()\n",
         "a = out.numpy(force=True)\n",
+        "import onnx_ir as ir\n\na = ir.tensor(x).numpy()\n",
     )
     invalid = (
         Example("a = out.numpy()\n", fixed="a = out.detach().cpu().numpy()\n"),
@@ -81,6 +82,8 @@ class NumpyWithoutCpu(Rule):
             if not isinstance(expr, ast.Call):
                 break
             name = ctx.qualname(expr.func)
+            if name is not None and not name.startswith("torch."):
+                return  # made by another library (numpy, onnx...): not a torch tensor
             if name == "torch.from_numpy" or (
                 name in TENSOR_FACTORIES and keyword(expr, "device") is None
             ):
