@@ -221,7 +221,7 @@ def test_too_deep_and_engine_crash_are_per_file_errors(
     write(tmp_path / "ok.py", "x.cuda()\n")
     write(tmp_path / "crash.py", "CRASH = 1\n")
 
-    class CrashingContext(engine.Context):
+    class CrashingContext(Context):
         def __init__(self, source: str, path: str, tree: ast.Module) -> None:
             if "CRASH" in source:
                 raise IndexError("context bug")
