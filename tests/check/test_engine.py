@@ -1,4 +1,4 @@
-"""The engine with test-only rules: dispatch, walk order, sorting, failures, the fix loop."""
+"""The engine and the fix loop with test-only rules: dispatch, walk order, failures, fixes."""
 
 from __future__ import annotations
 
@@ -13,13 +13,8 @@ from hypothesis import strategies as st
 import torchport.check.rules as rules_pkg
 from torchport.check import check_source, fix_source
 from torchport.check._context import Context
-from torchport.check._engine import (
-    RuleSet,
-    _Accepted,
-    _overlaps,
-    check_text,
-    fix_text,
-)
+from torchport.check._engine import RuleSet, check_text
+from torchport.check._fix import _Accepted, _overlaps, fix_text
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 from torchport.check._select import select_rules
 from torchport.errors import ConfigError

@@ -6,8 +6,9 @@ Importing this package never imports torch.
 from __future__ import annotations
 
 from torchport.check._config import Config, find_config, load_config
-from torchport.check._engine import check_source, fix_source
+from torchport.check._engine import check_source
 from torchport.check._explain import explain
+from torchport.check._fix import fix_source
 from torchport.check._paths import (
     CheckResult,
     FileError,

@@ -1,4 +1,4 @@
-"""The checker's engine: one parse and one walk per file, and the loop that applies fixes.
+"""The checker's engine: one parse and one walk per file, rules dispatched by node type.
 
 For every file the engine calls :func:`ast.parse` once and walks the tree once,
 iteratively, children in :func:`ast.iter_child_nodes` order. At each node it
@@ -11,46 +11,30 @@ they carry no position and nearly halve the number of nodes.
 A rule that raises is a bug in torchport, not in the checked code: the engine
 records a :class:`RuleFailure` naming the rule and the file, turns that rule off
 for the rest of the file, and goes on (:func:`check_source` raises instead, so
-that rule tests see the traceback).
-
-Fixes follow Ruff's model: a fix is a set of text edits at character offsets
-into the source. :func:`fix_text` repeats {check; accept fixes in source order;
-apply; re-parse} until nothing changes. An edit identical to one already
-accepted is shared rather than applied twice (several findings that all insert
-the same ``device = ...`` line produce one line); a fix overlapping an accepted
-edit waits for the next round. Text outside the edits is never touched.
+that rule tests see the traceback). Applying fixes lives in ``_fix.py``.
 """
 
 from __future__ import annotations
 
 import ast
-import bisect
-import difflib
 import functools
-from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from torchport.check._context import Context
-from torchport.check._rule import Edit, Finding, FixSafety, Rule
+from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
 from torchport.check._suppress import NoqaMap, parse_noqa
 
 __all__ = [
-    "MAX_FIX_ROUNDS",
     "CheckOutcome",
-    "FixOutcome",
     "RuleFailure",
     "RuleSet",
     "check_source",
     "check_text",
-    "fix_source",
-    "fix_text",
     "ruleset_for",
 ]
-
-MAX_FIX_ROUNDS = 10
 
 # Node classes with no position that rules have no use for; skipped unless asked for.
 _UNPOSITIONED: tuple[type[ast.AST], ...] = (
@@ -92,7 +76,7 @@ class RuleFailure:
         return (
             f"{self.path}:{self.line}: internal error in rule {self.code} ({self.name}): "
             f"{self.error}; this is a torchport bug, please report it "
-            f"(select around it with --ignore {self.code})"
+            f"(skip it with --ignore {self.code})"
         )
 
 
@@ -127,29 +111,6 @@ class CheckOutcome:
 
     findings: list[Finding]
     failures: list[RuleFailure] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class FixOutcome:
-    """What fixing one source produced: the new text, the fixes applied by code, what is left."""
-
-    source: str
-    fixed: Counter[str]
-    remaining: list[Finding]
-    failures: list[RuleFailure] = field(default_factory=list)
-
-    def diff(self, original: str, path: str) -> str:
-        """A unified diff from ``original`` to the fixed source (empty when nothing changed)."""
-        if original == self.source:
-            return ""
-        return "".join(
-            difflib.unified_diff(
-                original.splitlines(keepends=True),
-                self.source.splitlines(keepends=True),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
-            )
-        )
 
 
 # ---------------------------------------------------------------- rule sets
@@ -285,155 +246,6 @@ def check_text(source: str, path: str, ruleset: RuleSet, *, strict: bool = False
     return check_tree(source, path, ast.parse(source, filename=path), ruleset, strict=strict)
 
 
-# ---------------------------------------------------------------- fixes
-
-
-def _overlaps(a: Edit, b: Edit) -> bool:
-    if a.start == a.end and b.start == b.end:
-        return a.start == b.start  # two different insertions at one point: order unknown
-    if a.start == a.end:
-        return b.start < a.start < b.end
-    if b.start == b.end:
-        return a.start < b.start < a.end
-    return a.start < b.end and b.start < a.end
-
-
-def _apply(source: str, edits: Iterable[Edit]) -> str:
-    parts: list[str] = []
-    at = 0
-    for edit in sorted(edits):
-        parts.append(source[at : edit.start])
-        parts.append(edit.text)
-        at = edit.end
-    parts.append(source[at:])
-    return "".join(parts)
-
-
-def _valid_edits(edits: Sequence[Edit], size: int) -> bool:
-    if not edits or any(not 0 <= e.start <= e.end <= size for e in edits):
-        return False
-    return not any(_overlaps(a, b) for i, a in enumerate(edits) for b in edits[i + 1 :] if a != b)
-
-
-def _parses(source: str) -> bool:
-    try:
-        ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
-
-
-class _Accepted:
-    """Accepted edits, pairwise non-overlapping, kept sorted so a conflict check is a bisect."""
-
-    def __init__(self) -> None:
-        self.edits: list[Edit] = []
-        self.starts: list[int] = []
-        self.members: set[Edit] = set()
-
-    def conflicts(self, edit: Edit) -> bool:
-        # Disjoint spans sorted by start also have sorted ends: walk left from the
-        # last span starting at or before edit.end until spans end before edit.start.
-        j = bisect.bisect_right(self.starts, edit.end) - 1
-        while j >= 0:
-            other = self.edits[j]
-            if _overlaps(edit, other):
-                return True
-            if other.end < edit.start:
-                return False
-            j -= 1
-        return False
-
-    def add(self, edit: Edit) -> None:
-        i = bisect.bisect_right(self.edits, edit)
-        self.edits.insert(i, edit)
-        self.starts.insert(i, edit.start)
-        self.members.add(edit)
-
-
-def _one_round(
-    source: str, path: str, findings: Sequence[Finding], allowed: frozenset[FixSafety]
-) -> tuple[str, list[Finding], list[RuleFailure]]:
-    """Apply the non-conflicting fixes of one round; returns (source, applied, failures)."""
-    candidates = [f for f in findings if f.fix is not None and f.fix.safety in allowed]
-    candidates.sort(key=lambda f: (min((e.start for e in f.fix.edits), default=0), f.code))  # type: ignore[union-attr]
-    accepted = _Accepted()
-    applied: list[Finding] = []
-    failures: list[RuleFailure] = []
-    for finding in candidates:
-        assert finding.fix is not None
-        edits = finding.fix.edits
-        if not _valid_edits(edits, len(source)):
-            failures.append(
-                RuleFailure(
-                    finding.code, finding.name, path, finding.line, f"invalid fix edits {edits!r}"
-                )
-            )
-            continue
-        new = [e for e in dict.fromkeys(edits) if e not in accepted.members]
-        if any(accepted.conflicts(e) for e in new):
-            continue  # conflicts with an accepted fix: next round
-        for edit in new:
-            accepted.add(edit)
-        applied.append(finding)
-    fixed = _apply(source, accepted.edits)
-    if fixed == source or _parses(fixed):
-        return fixed, applied, failures
-    # Some fix breaks the syntax (a rule bug): keep the fixes that keep the file parseable.
-    kept: dict[Edit, None] = {}
-    good: list[Finding] = []
-    for finding in applied:
-        assert finding.fix is not None
-        trial = {**kept, **dict.fromkeys(finding.fix.edits)}
-        if _parses(_apply(source, trial)):
-            kept, good = trial, [*good, finding]
-        else:
-            failures.append(
-                RuleFailure(
-                    finding.code, finding.name, path, finding.line, "its fix does not parse"
-                )
-            )
-    return _apply(source, kept), good, failures
-
-
-def fix_text(
-    source: str,
-    path: str,
-    ruleset: RuleSet,
-    *,
-    unsafe: bool = False,
-    tree: ast.Module | None = None,
-) -> FixOutcome:
-    """Apply fixes to ``source`` until it stops changing (at most :data:`MAX_FIX_ROUNDS` rounds).
-
-    ``tree`` is ``source`` already parsed, when the caller has it.
-
-    Raises:
-        SyntaxError: ``source`` does not parse.
-    """
-    allowed = frozenset({FixSafety.SAFE, FixSafety.UNSAFE} if unsafe else {FixSafety.SAFE})
-    fixed: Counter[str] = Counter()
-    failures: dict[RuleFailure, None] = {}
-    current = source
-    if tree is None:
-        tree = ast.parse(source, filename=path)
-    outcome = check_tree(current, path, tree, ruleset)
-    for _ in range(MAX_FIX_ROUNDS):
-        failures.update(dict.fromkeys(outcome.failures))
-        new, applied, broken = _one_round(current, path, outcome.findings, allowed)
-        failures.update(dict.fromkeys(broken))
-        if new == current:
-            break
-        fixed.update(f.code for f in applied)
-        current = new
-        outcome = check_text(current, path, ruleset)
-    failures.update(dict.fromkeys(outcome.failures))
-    return FixOutcome(current, fixed, outcome.findings, list(failures))
-
-
-# ---------------------------------------------------------------- public API
-
-
 def check_source(
     source: str,
     path: str = "<string>",
@@ -451,27 +263,3 @@ def check_source(
         RuntimeError: a rule raised (a torchport bug; the message names the rule).
     """
     return check_text(source, path, ruleset_for(select, ignore), strict=True).findings
-
-
-def fix_source(
-    source: str,
-    *,
-    unsafe: bool = False,
-    select: Collection[str] | None = None,
-    ignore: Collection[str] | None = None,
-) -> str:
-    """Return ``source`` with every allowed fix applied, repeated until nothing changes.
-
-    Safe fixes always; unsafe ones only with ``unsafe=True``. Text outside the
-    edits is kept byte for byte. The result is a fixed point: fixing it again
-    returns it unchanged.
-
-    Raises:
-        SyntaxError: ``source`` does not parse.
-        ConfigError: a selector matches no rule.
-        RuntimeError: a rule raised or produced a fix that does not parse.
-    """
-    outcome = fix_text(source, "<string>", ruleset_for(select, ignore), unsafe=unsafe)
-    if outcome.failures:
-        raise RuntimeError("; ".join(str(f) for f in outcome.failures))
-    return outcome.source

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from torchport.check._config import Config, find_config, load_config
-from torchport.check._engine import FixOutcome, RuleSet, check_tree, fix_text
+from torchport.check._engine import RuleSet, check_tree
 from torchport.check._files import SourceError, discover, inside_roots, read_source
+from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, normalise_selectors, select_rules
 
