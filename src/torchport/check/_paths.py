@@ -1,4 +1,4 @@
-"""Checking and fixing many files: discovery, configuration, worker processes, atomic writes.
+"""Running the checker over many files: worker processes, per-file errors, atomic writes.
 
 Files are split into chunks and, above :data:`PARALLEL_MIN_FILES` files, checked
 by a :class:`~concurrent.futures.ProcessPoolExecutor` (one worker per core by
