@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 from hypothesis import given
@@ -42,6 +43,11 @@ def calls_named(name: str) -> Callable[[ast.AST], bool]:
     )
 
 
+def called_name(node: ast.AST, ctx: Context) -> str | None:
+    assert isinstance(node, ast.Call)
+    return ctx.qualname(node.func)
+
+
 def apply(source: str, edits: tuple[Edit, ...]) -> str:
     for edit in sorted(edits, reverse=True):
         source = source[: edit.start] + edit.text + source[edit.end :]
@@ -67,14 +73,13 @@ def apply(source: str, edits: tuple[Edit, ...]) -> str:
 def test_qualname_through_aliases(imports: str, expr: str, expected: str | None) -> None:
     source = f"{imports}\n\ndef f():\n    {expr}()\n"
     last = expr.rsplit(".", 1)[1]
-    assert probe(source, calls_named(last), lambda n, c: c.qualname(n.func)) == [expected]  # type: ignore[attr-defined]
+    assert probe(source, calls_named(last), called_name) == [expected]
 
 
 def test_function_level_import_is_known_after_it() -> None:
     source = "def f():\n    import torch as T\n    T.cuda.synchronize()\n"
-    assert probe(source, calls_named("synchronize"), lambda n, c: c.qualname(n.func)) == [
-        "torch.cuda.synchronize"
-    ]  # type: ignore[attr-defined]
+    seen = probe(source, calls_named("synchronize"), called_name)
+    assert seen == ["torch.cuda.synchronize"]
 
 
 def test_binding_is_the_value_before_this_point() -> None:
@@ -149,7 +154,7 @@ def test_offset_matches_ast_segment(prefix: str, lines: int) -> None:
 def device_of(source: str) -> tuple[str, str]:
     """The name device_definition gives at the first `go()` and the source with its edits."""
     seen = probe(source, calls_named("go"), lambda n, c: c.device_definition())
-    name, edits = seen[0]  # type: ignore[misc]
+    name, edits = cast("tuple[str, tuple[Edit, ...]]", seen[0])
     return name, apply(source, edits)
 
 
@@ -227,6 +232,8 @@ def test_fix_keeps_crlf_comments_and_one_definition() -> None:
 def test_owns_lines_and_indent() -> None:
     source = "if x:\n    go()  # c\n    a = 1; go()\nif y:\n\tgo()\n"
     seen = probe(
-        source, lambda n: isinstance(n, ast.Expr), lambda n, c: (c.owns_lines(n), c.indent_of(n))
-    )  # type: ignore[arg-type]
+        source,
+        lambda n: isinstance(n, ast.Expr),
+        lambda n, c: (c.owns_lines(cast(ast.stmt, n)), c.indent_of(n)),
+    )
     assert seen == [(True, "    "), (False, "    "), (True, "\t")]

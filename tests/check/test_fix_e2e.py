@@ -71,7 +71,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bool, str]
         check=True,
     )
     results = json.loads(done.stdout.splitlines()[-1])
-    return {key: tuple(results[str(path)]) for key, path in paths.items()}  # type: ignore[misc]
+    return {key: tuple(results[str(path)]) for key, path in paths.items()}
 
 
 def test_there_are_enough_scripts_with_twins() -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from torchport.check import check_source, fix_source
 from torchport.check._rule import Example, Rule
@@ -77,3 +79,42 @@ def test_safe_only_fix_applies_only_safe_fixes(rule: type[Rule], example: Exampl
         assert safe == example.fixed
     elif all(f.fix is None or f.fix.safety.value == "unsafe" for f in findings):
         assert safe == example.source
+
+
+SNIPPETS = sorted({s for rule in RULES for s in (*rule.valid, *(e.source for e in rule.invalid))})
+WRAPPERS = ("", "def f(x, y):\n", "for batch in loader:\n", "with torch.no_grad():\n", "if x:\n")
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> str:
+    """Rule examples stitched together at random depths, with odd bytes around them."""
+    parts = [draw(st.sampled_from(["", "import torch\n", '"""Doc."""\nimport os\n']))]
+    for snippet in draw(st.lists(st.sampled_from(SNIPPETS), min_size=1, max_size=5)):
+        header = draw(st.sampled_from(WRAPPERS))
+        if header:
+            body = "".join(
+                f"    {line}" if line.strip() else line for line in snippet.splitlines(True)
+            )
+            snippet = header + body
+        parts.append(snippet)
+        if draw(st.booleans()):
+            parts.append("s = 'é€😀'  # non-ASCII before the next line\n")
+    source = "\n".join(parts)
+    if draw(st.booleans()):
+        source = source.replace("\n", "\r\n")
+    return source
+
+
+@given(programs())
+def test_fix_of_any_mix_parses_converges_and_stays_plain_pytorch(source: str) -> None:
+    ast.parse(source)
+    fixed = fix_source(source, select=["ALL"], unsafe=True)
+    ast.parse(fixed)
+    assert "torchport" not in fixed
+    assert fix_source(fixed, select=["ALL"], unsafe=True) == fixed
+    assert [str(f) for f in check_source(fixed, select=["ALL"]) if f.fix is not None] == []
+    definitions = [ln for ln in fixed.splitlines() if ln.startswith("device = torch.accelerator")]
+    own = [ln for ln in source.splitlines() if ln.startswith("device = ")]
+    assert len(definitions) <= max(1, len(own))  # fixes add one device, shared by all
+    if "\r\n" in source:
+        assert "\n" not in fixed.replace("\r\n", "")
