@@ -144,14 +144,24 @@ def test_cuda_stream_fails_with_the_clear_message(capsys: pytest.CaptureFixture[
     assert "torchport/port" not in captured.err  # the stand-in's own frame is trimmed
 
 
-def test_audit_report_is_printed_even_when_the_script_fails(
-    capsys: pytest.CaptureFixture[str],
+AUDIT_ME = str(SCRIPTS / "audit_me.py")
+
+
+@pytest.mark.parametrize(("args", "code"), [((), 3), (("mismatch",), 1)])
+def test_audit_report_is_printed_at_exit_however_the_script_ends(
+    args: tuple[str, ...], code: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    diagnose = pytest.importorskip("torchport.diagnose")
-    if not hasattr(diagnose, "audit"):
-        pytest.skip("torchport.diagnose.audit is not built in this checkout yet")
-    assert main(["run", "--device", "cpu", "--audit", ECHO, "raise"]) == 1
+    assert main(["run", "--device", "cpu", "--audit", AUDIT_ME, *args]) == code
+    captured = capsys.readouterr()
+    assert captured.out == "3.0\n"
+    assert "audit_me.py:8" in captured.err  # the .item() line, reported by source line
+    if code == 1:  # the traceback comes first, the report after it
+        assert captured.err.index("Traceback") < captured.err.index("audit_me.py:8")
+
+
+def test_strict_names_the_mismatch(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--device", "cpu", "--strict", AUDIT_ME, "mismatch"]) == 1
     err = capsys.readouterr().err
-    assert "KeyError: 'from the script'" in err
-    report = err.split("KeyError: 'from the script'\n", 1)[1]
-    assert report.strip()
+    last = err.splitlines()[-1]
+    assert last.startswith("torchport.DeviceMismatchError: device mismatch: Linear got input 0")
+    assert "on meta" in last and "torchport/port" not in err

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import os
 import runpy
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -22,7 +23,6 @@ from torchport.errors import ConfigError
 __all__ = ["Target", "check_target", "run_target"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_PORT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,8 @@ def run_target(
     resolved = pick_device(prefer=device)
     report: object = None
     try:
+        # The script's exceptions leave through strict() (which rewrites device
+        # mismatches) and redirect() (which undoes itself) before they are printed.
         with contextlib.ExitStack() as stack:
             if audit:
                 from torchport.diagnose import audit as audit_context
@@ -95,15 +97,21 @@ def run_target(
                 stack.enter_context(strict_context())
             # Innermost, so audit and strict see the devices after the rewrite.
             stack.enter_context(redirect(resolved))
-            code = _execute(target)
+            _execute(target)
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    except Exception as exc:
+        _trim_chain(exc)
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+        return 1
     finally:
         if report is not None:
             sys.stderr.flush()
             print(report, file=sys.stderr)
-    return code
+    return 0
 
 
-def _execute(target: Target) -> int:
+def _execute(target: Target) -> None:
     head = os.getcwd() if target.module else os.path.dirname(os.path.abspath(target.name))
     saved_argv = sys.argv
     sys.argv = [target.name, *target.args]
@@ -113,15 +121,8 @@ def _execute(target: Target) -> int:
                 runpy.run_module(target.name, run_name="__main__", alter_sys=True)
             else:
                 runpy.run_path(target.name, run_name="__main__")
-    except SystemExit as exc:
-        return _exit_code(exc.code)
-    except Exception as exc:
-        tb = _trim(exc.__traceback__)
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        return 1
     finally:
         sys.argv = saved_argv
-    return 0
 
 
 def _exit_code(code: object) -> int:
@@ -145,17 +146,33 @@ def _sys_path_head(head: str) -> Iterator[None]:
         sys.path[:] = saved
 
 
+def _trim_chain(exc: BaseException) -> None:
+    """Trim the traceback of ``exc`` and of every exception chained to it."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = _trim(current.__traceback__)
+        pending += [current.__cause__, current.__context__]
+
+
 def _trim(tb: TracebackType | None) -> TracebackType | None:
-    """Drop the runner's frames before the script's and the redirect's frames after them."""
-    while tb is not None and _is_runner(tb.tb_frame.f_code.co_filename):
-        tb = tb.tb_next
-    frames: Sequence[TracebackType] = list(_walk(tb))
-    keep = len(frames)
-    while keep > 1 and frames[keep - 1].tb_frame.f_code.co_filename.startswith(_PORT_DIR):
-        keep -= 1
-    if 0 < keep < len(frames):
-        frames[keep - 1].tb_next = None
-    return tb
+    """The traceback without runpy's and torchport's own frames (the runner, redirect, strict).
+
+    What is left reads as ``python script.py`` would print it. An exception
+    raised by torchport around the script (strict's rewritten mismatch) keeps no
+    frames: the exception chained to it shows where the script failed.
+    """
+    kept = [entry for entry in _walk(tb) if not _is_runner(entry.tb_frame.f_code.co_filename)]
+    if not kept:
+        return None
+    for entry, following in itertools.pairwise(kept):
+        entry.tb_next = following
+    kept[-1].tb_next = None
+    return kept[0]
 
 
 def _walk(tb: TracebackType | None) -> Iterator[TracebackType]:
