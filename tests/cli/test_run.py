@@ -84,6 +84,7 @@ def test_bad_input_is_one_line_and_exit_2_in_a_real_process() -> None:
     ("argv", "expected"),
     [
         (["missing.py"], "does not exist"),
+        ([str(SCRIPTS)], "is a folder without __main__.py"),
         (["-m", "no_such_module_xyz"], "no module named 'no_such_module_xyz'"),
         (["-m", "torchport.cli"], "no module named 'torchport.cli'"),  # package without __main__
         (["--device", "gpu9", ECHO], "gpu9"),

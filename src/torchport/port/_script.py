@@ -46,6 +46,12 @@ def check_target(target: Target) -> None:
                 f"script {target.name!r} does not exist; give the path of a Python file "
                 "(or use -m NAME for a module)"
             )
+        if os.path.isdir(target.name) and not os.path.exists(
+            os.path.join(target.name, "__main__.py")
+        ):
+            raise ConfigError(
+                f"{target.name!r} is a folder without __main__.py; give the script inside it"
+            )
         return
     with _sys_path_head(os.getcwd()):
         try:
@@ -120,7 +126,8 @@ def _execute(target: Target) -> None:
             if target.module:
                 runpy.run_module(target.name, run_name="__main__", alter_sys=True)
             else:
-                runpy.run_path(target.name, run_name="__main__")
+                # python gives the main script an absolute __file__ (3.9+); so does this.
+                runpy.run_path(os.path.abspath(target.name), run_name="__main__")
     finally:
         sys.argv = saved_argv
 
