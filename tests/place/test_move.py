@@ -261,19 +261,37 @@ def test_optimizer_state_follows_param_dtype() -> None:
 # --- synchronization wiring --------------------------------------------------------------
 
 
-def test_default_mode_synchronizes_once_for_mps(monkeypatch: pytest.MonkeyPatch) -> None:
-    # No MPS here: stand in for the copy and record the synchronizations.
+class _FakeSource:
+    """Stands in for a tensor on an accelerator this machine lacks."""
+
+    def __init__(self, device: str) -> None:
+        self.device = torch.device(device)
+        self.is_cpu = self.device.type == "cpu"
+        self.is_meta = self.device.type == "meta"
+
+
+def test_waits_once_per_source_device_for_cpu_targets(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[torch.device] = []
     monkeypatch.setattr(_move, "_synchronize", calls.append)
-    monkeypatch.setattr(_move, "_copy_each", lambda ts, target, nb, dtype: list(ts))
-    tensors = [torch.ones(1), torch.ones(2)]
-    _move._copy_all(tensors, torch.device("mps", 0), None, None, False)
-    assert calls == [torch.device("mps", 0)]
+    monkeypatch.setattr(_move, "_accelerator_present", lambda: True)
+    sources: Any = [_FakeSource(d) for d in ("cuda:0", "cuda:0", "cuda:1", "cpu", "meta")]
+    _move._wait_for_copies(sources, torch.device("cpu"))
+    assert sorted(map(str, calls)) == ["cuda:0", "cuda:1"]
     calls.clear()
-    _move._copy_all(tensors, torch.device("mps", 0), True, None, False)
-    assert calls == []  # explicit non_blocking=True: the caller synchronizes
-    _move._copy_all(tensors, torch.device("cpu"), None, None, False)
-    assert calls == []  # CPU sources: nothing to wait for
+    _move._wait_for_copies(sources, torch.device("mps", 0))
+    assert calls == [torch.device("mps", 0)]
+
+
+def test_default_mode_is_the_only_one_that_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[torch.device] = []
+    monkeypatch.setattr(_move, "_wait_for_copies", lambda sources, target: waits.append(target))
+    batch = {"x": torch.ones(2)}
+    tp.to_device(batch, "cpu", dtype=torch.float64)
+    assert waits == [torch.device("cpu")]
+    tp.to_device(batch, "cpu", dtype=torch.float64, non_blocking=True)
+    tp.to_device(batch, "cpu", dtype=torch.float64, non_blocking=False)
+    tp.to_device(batch, "meta")
+    assert waits == [torch.device("cpu")]
 
 
 # --- pack -------------------------------------------------------------------------------

@@ -28,6 +28,10 @@ _MODULE_INTERNALS = frozenset(vars(nn.Module()))
 # Per type: which keyword arguments its .to accepts (non_blocking, dtype).
 _TO_KWARGS: dict[type, tuple[bool, bool]] = {}
 _UNSET = object()
+_ACCELERATOR: bool | None = None
+_PLAIN_DEVICES: dict[object, torch.device] = {
+    key: torch.device(name) for name in ("cpu", "meta") for key in (name, torch.device(name))
+}
 _PACK: Any = _UNSET
 
 
@@ -96,7 +100,10 @@ def to_device(
         UnsupportedBatchError: The batch holds a container that cannot be
             rebuilt, or a cycle; the message names its path.
     """
-    target = parse_device(device, source="device", bare_index="current")
+    # The two devices that need no probing skip validation's Python work.
+    target = _PLAIN_DEVICES.get(device) if isinstance(device, str | torch.device) else None
+    if target is None:
+        target = parse_device(device, source="device", bare_index="current")
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ConfigError(
             f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "
@@ -112,12 +119,13 @@ def to_device(
         _move_optimizer(obj, non_blocking)
         return obj
     layout = flatten_batch(obj, skip_keys=skip_keys)
-    new_tensors = _copy_all(layout.tensors, target, non_blocking, dtype, pack)
     if not layout.movers:
-        return layout.rebuild(new_tensors)  # type: ignore[return-value]
+        return layout.rebuild(  # type: ignore[return-value]
+            _copy_all(layout.tensors, target, non_blocking, dtype, pack)
+        )
+    # Movers first, so that the one synchronization in _copy_all covers them too.
     new_movers = [_call_to(m, target, non_blocking, dtype) for m in layout.movers]
-    if non_blocking is None and target.type == "mps":
-        _synchronize(target)
+    new_tensors = _copy_all(layout.tensors, target, non_blocking, dtype, pack)
     return layout.rebuild(new_tensors, new_movers)  # type: ignore[return-value]
 
 
@@ -133,18 +141,42 @@ def _copy_all(
     # if any, happens once below.
     nb = True if non_blocking is None else non_blocking
     # Automatic packing only pays where bytes cross a link (not to the CPU or meta).
-    if pack or (pack is None and target.type not in ("cpu", "meta") and len(tensors) > 1):
+    kind = target.type
+    packed = None
+    if pack or (pack is None and kind != "cpu" and kind != "meta" and len(tensors) > 1):
         packed = _try_pack(tensors, target, nb, dtype, force=pack is True)
-        new = packed if packed is not None else _copy_each(tensors, target, nb, dtype)
+    if packed is not None:
+        new = packed
+    elif dtype is None:
+        # Tensor.to returns the tensor itself when it is already there.
+        new = [t.to(target, non_blocking=nb) for t in tensors]
     else:
         new = _copy_each(tensors, target, nb, dtype)
-    if non_blocking is None:
-        if target.type == "cpu":
-            for source in {t.device for t in tensors if not t.is_cpu and not t.is_meta}:
-                _synchronize(source)
-        elif target.type == "mps":
-            _synchronize(target)
+    if non_blocking is None and (kind == "cpu" or kind == "mps"):
+        _wait_for_copies(tensors, target)
     return new
+
+
+def _wait_for_copies(sources: Sequence[torch.Tensor], target: torch.device) -> None:
+    """Synchronize once after asynchronous copies to the CPU or MPS (host waits here).
+
+    To the CPU: the current stream of each accelerator the sources live on. To
+    MPS: the MPS device.
+    """
+    if target.type == "mps":
+        _synchronize(target)
+    # Without an accelerator no tensor can be on one: skip the scan.
+    elif target.type == "cpu" and _accelerator_present():
+        for source in {t.device for t in sources if not t.is_cpu and not t.is_meta}:
+            _synchronize(source)
+
+
+def _accelerator_present() -> bool:
+    """Whether torch reports an accelerator; asked once per process, as it cannot change."""
+    global _ACCELERATOR
+    if _ACCELERATOR is None:
+        _ACCELERATOR = torch.accelerator.current_accelerator(check_available=True) is not None
+    return _ACCELERATOR
 
 
 def _copy_each(

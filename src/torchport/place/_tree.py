@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
@@ -42,7 +43,6 @@ _MOVER = 2  # has a .to method; the mover calls it
 _NEW_NODE = 3  # a container type just registered: flatten again
 
 _KIND: dict[type, int] = {torch.Tensor: _TENSOR, torch.nn.Parameter: _TENSOR}
-_PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _MISSING = object()
 # Exact types optree walks itself; they reach the leaf loop only when skip_keys kept them.
 _OPTREE_BUILTINS = frozenset(
@@ -103,24 +103,38 @@ def map_tensors(
 class BatchLayout:
     """A flattened batch: its distinct tensors, its ``.to`` objects and how to rebuild it."""
 
-    __slots__ = ("_leaves", "_mover_slots", "_spec", "_tensor_slots", "movers", "tensors")
+    __slots__ = (
+        "_leaves",
+        "_mover_index",
+        "_mover_pos",
+        "_spec",
+        "_tensor_index",
+        "_tensor_pos",
+        "movers",
+        "tensors",
+    )
 
     def __init__(
         self,
         leaves: list[Any],
         spec: optree.PyTreeSpec,
         tensors: list[torch.Tensor],
-        tensor_slots: list[tuple[int, int]] | None,
-        movers: list[Any],
-        mover_slots: list[tuple[int, int]],
+        tensor_pos: list[int] | None = None,
+        tensor_index: list[int] | None = None,
+        movers: list[Any] | None = None,
+        mover_pos: list[int] | None = None,
+        mover_index: list[int] | None = None,
     ) -> None:
         self._leaves = leaves
         self._spec = spec
         self.tensors = tensors
-        # None means the leaves are exactly `tensors`, in order: rebuild needs no merge.
-        self._tensor_slots = tensor_slots
-        self.movers = movers
-        self._mover_slots = mover_slots
+        # Leaf positions holding tensors; None when the leaves are exactly `tensors`.
+        self._tensor_pos = tensor_pos
+        # Which distinct tensor each of those positions holds; None when all differ.
+        self._tensor_index = tensor_index
+        self.movers: list[Any] = movers if movers is not None else []
+        self._mover_pos = mover_pos
+        self._mover_index = mover_index
 
     def rebuild(
         self, new_tensors: Sequence[torch.Tensor], new_movers: Sequence[Any] | None = None
@@ -133,19 +147,18 @@ class BatchLayout:
         """
         if len(new_tensors) != len(self.tensors):
             raise ValueError(f"expected {len(self.tensors)} tensors, got {len(new_tensors)}")
-        slots = self._tensor_slots
-        if slots is None and new_movers is None:
-            leaves: list[Any] = new_tensors if isinstance(new_tensors, list) else list(new_tensors)
+        positions = self._tensor_pos
+        if positions is None:
+            leaves: list[Any] = new_tensors if type(new_tensors) is list else list(new_tensors)
         else:
             leaves = self._leaves.copy()
-            if slots is None:
-                leaves[: len(new_tensors)] = new_tensors
-            else:
-                for pos, i in slots:
-                    leaves[pos] = new_tensors[i]
-            if new_movers is not None:
-                for pos, i in self._mover_slots:
-                    leaves[pos] = new_movers[i]
+            index = self._tensor_index
+            values = new_tensors if index is None else map(new_tensors.__getitem__, index)
+            # Assign at C speed: the map runs setitem, the zero-length deque drains it.
+            collections.deque(map(leaves.__setitem__, positions, values), maxlen=0)
+            if new_movers is not None and self._mover_pos and self._mover_index is not None:
+                moved = map(new_movers.__getitem__, self._mover_index)
+                collections.deque(map(leaves.__setitem__, self._mover_pos, moved), maxlen=0)
         try:
             return optree.tree_unflatten(self._spec, leaves)
         except UnsupportedBatchError:
@@ -160,7 +173,7 @@ class BatchLayout:
 def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayout:
     """Flatten a batch into its distinct tensors, its ``.to`` objects and a rebuilder.
 
-    The mover uses this directly; other code calls :func:`flatten_tensors`.
+    The mover and the loader use this directly; other code calls :func:`flatten_tensors`.
 
     Raises:
         UnsupportedBatchError: The batch contains itself (a cycle) or is nested
@@ -177,60 +190,49 @@ def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayou
                 leaves, spec = optree.tree_flatten(obj, namespace=_NAMESPACE)  # type: ignore[arg-type]
         except RecursionError as exc:
             raise UnsupportedBatchError(_recursion_message(obj)) from exc
-        # Fast path, at C speed: every leaf a plain tensor, none repeated.
-        if (
-            not kept
-            and set(map(type, leaves)) <= _PLAIN_TENSOR_TYPES
-            and len(set(map(id, leaves))) == len(leaves)
-        ):
-            return BatchLayout(leaves, spec, leaves, None, [], [])
-        tensors: list[torch.Tensor] = []
-        slots: list[tuple[int, int]] = []
-        movers: list[Any] = []
-        mover_slots: list[tuple[int, int]] = []
-        seen: dict[int, int] = {}
-        seen_movers: dict[int, int] = {}
-        direct = True  # leaves == tensors so far
-        new_node = False
-        for pos, leaf in enumerate(leaves):
-            if kept and pos in kept:
-                direct = False
-                continue
-            kind = kind_of(type(leaf))
-            if kind is None:
-                kind = _classify(type(leaf))
-            if kind == _TENSOR:
-                key = id(leaf)
-                i = seen.get(key)
-                if i is None:
-                    i = seen[key] = len(tensors)
-                    tensors.append(leaf)
-                    if direct and i != pos:
-                        direct = False
-                else:
-                    direct = False
-                slots.append((pos, i))
-            elif kind == _MOVER:
-                direct = False
-                key = id(leaf)
-                i = seen_movers.get(key)
-                if i is None:
-                    i = seen_movers[key] = len(movers)
-                    movers.append(leaf)
-                mover_slots.append((pos, i))
-            elif kind == _NEW_NODE:
-                new_node = True
-                break
-            else:
-                direct = False
-        if not new_node:
-            return BatchLayout(
-                leaves, spec, tensors, None if direct else slots, movers, mover_slots
-            )
+        # Per-leaf work runs in C (map, set, compress); Python loops only over
+        # types seen for the first time and over repeated tensors.
+        types = list(map(type, leaves))
+        kinds = list(map(kind_of, types))
+        if None in kinds:
+            unknown = {cls for cls, kind in zip(types, kinds, strict=True) if kind is None}
+            if _NEW_NODE in [_classify(cls) for cls in unknown]:
+                continue  # a container type was registered: flatten again
+            kinds = list(map(kind_of, types))
+        for pos in kept:
+            kinds[pos] = _PLAIN
+        n = len(leaves)
+        if kinds.count(_TENSOR) == n and len(set(map(id, leaves))) == n:
+            return BatchLayout(leaves, spec, leaves)
+        positions = list(itertools.compress(range(n), map(_TENSOR.__eq__, kinds)))
+        tensors, index = _distinct(list(map(leaves.__getitem__, positions)))
+        if _MOVER not in kinds:
+            return BatchLayout(leaves, spec, tensors, positions, index)
+        mover_pos = list(itertools.compress(range(n), map(_MOVER.__eq__, kinds)))
+        movers, mover_index = _distinct(list(map(leaves.__getitem__, mover_pos)))
+        if mover_index is None:
+            mover_index = list(range(len(movers)))
+        return BatchLayout(leaves, spec, tensors, positions, index, movers, mover_pos, mover_index)
     raise UnsupportedBatchError(  # pragma: no cover - needs 64 levels of new container types
         "the batch nests more new container types than torchport registers in one call; "
         "call to_device again or simplify the batch"
     )
+
+
+def _distinct(found: list[Any]) -> tuple[list[Any], list[int] | None]:
+    """Deduplicate by identity: (distinct objects, index of each input) or (found, None)."""
+    if len(set(map(id, found))) == len(found):
+        return found, None
+    distinct: list[Any] = []
+    seen: dict[int, int] = {}
+    index = []
+    for obj in found:
+        i = seen.get(id(obj))
+        if i is None:
+            i = seen[id(obj)] = len(distinct)
+            distinct.append(obj)
+        index.append(i)
+    return distinct, index
 
 
 def _flatten_skipping(
