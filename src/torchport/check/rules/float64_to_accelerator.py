@@ -41,10 +41,12 @@ class Float64ToAccelerator(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
+        method = method_name(node)
+        if method not in ("to", "double", "cuda") and not node.keywords:
+            return  # the common case: no dtype= can be here
         if _float64_device_call(node, ctx):
             yield ctx.finding(self, node)
             return
-        method = method_name(node)
         if method not in ("double", "cuda"):
             return
         assert isinstance(node.func, ast.Attribute)

@@ -29,7 +29,9 @@ class HardCodedCuda(Rule):
     `.cuda()`, `"cuda"` and `torch.device("cuda")`, which mean the current
     accelerator; it is unsafe for an explicit index (`"cuda:1"`, `.cuda(0)`),
     which the fix drops, and for the `is_available()` idiom, which picks MPS or
-    XPU where it used to pick the CPU.
+    XPU where it used to pick the CPU. An index held in a variable
+    (`.cuda(rank)`, `torch.device("cuda", rank)`) is reported without a fix:
+    dropping it would put every process on one GPU.
     """
 
     code = "TP101"
@@ -79,6 +81,7 @@ class HardCodedCuda(Rule):
             "batch = batch.to(device, non_blocking=True)\n",
             count=2,
         ),
+        Example("import torch\n\ndev = torch.device(\"cuda\", local_rank)\n"),
         Example(
             "import numpy as np\n"
             "\n"
@@ -111,7 +114,11 @@ class HardCodedCuda(Rule):
             if isinstance(first, ast.IfExp) and _is_cuda_idiom(first, ctx):
                 yield self._replace_device(node, ctx, FixSafety.UNSAFE)
             elif (value := cuda_string(first)) is not None:
-                exact = value == "cuda" and len(node.args) == 1 and not node.keywords
+                index = [*node.args[1:], *(kw.value for kw in node.keywords)]
+                if any(not isinstance(i, ast.Constant) for i in index):
+                    yield ctx.finding(self, node)  # `torch.device("cuda", rank)`: by hand
+                    return
+                exact = value == "cuda" and not index
                 yield self._replace_device(node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
             return
         targets: list[ast.expr] = []
