@@ -61,7 +61,7 @@ def test_message_says_what_to_do(rule: type[Rule]) -> None:
     assert message and not message.endswith(".")
     assert not re.search(r"\bis (bad|wrong|slow)$", message)
     first = message.split()[0].strip("`(").lower()
-    verbs = {"use", "pass", "call", "test", "assign", "accumulate", "load", "hoist"}
+    verbs = {"use", "pass", "call", "test", "assign", "accumulate", "load", "hoist", "drop"}
     assert first in verbs, f"{rule.code}: message should open with what to do: {message!r}"
 
 

@@ -8,6 +8,7 @@ from torchport.check.rules.create_then_move import CreateThenMove
 from torchport.check.rules.cuda_manual_seed import CudaManualSeed
 from torchport.check.rules.cuda_only_api import CudaOnlyApi
 from torchport.check.rules.cuda_set_device import CudaSetDevice
+from torchport.check.rules.cuda_type_compare import CudaTypeCompare
 from torchport.check.rules.data_parallel import DataParallel
 from torchport.check.rules.dataloader_without_pin_memory import DataloaderWithoutPinMemory
 from torchport.check.rules.deprecated_cuda_amp import DeprecatedCudaAmp
@@ -19,6 +20,7 @@ from torchport.check.rules.is_cuda_check import IsCudaCheck
 from torchport.check.rules.legacy_tensor_constructor import LegacyTensorConstructor
 from torchport.check.rules.load_weights_only_false import LoadWeightsOnlyFalse
 from torchport.check.rules.load_without_map_location import LoadWithoutMapLocation
+from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
 from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
 from torchport.check.rules.sync_in_loop import SyncInLoop
 from torchport.check.rules.to_in_loop import ToInLoop
@@ -38,6 +40,7 @@ RULES: tuple[type[Rule], ...] = (
     NumpyWithoutCpu,  # TP201
     SyncInLoop,  # TP202
     BlockingBatchCopy,  # TP203
+    NonBlockingToCpu,  # TP204
     LoadWithoutMapLocation,  # TP301
     LoadWeightsOnlyFalse,  # TP302
     DataloaderWithoutPinMemory,  # TP303
@@ -47,4 +50,5 @@ RULES: tuple[type[Rule], ...] = (
     HardCodedNccl,  # TP404
     DataParallel,  # TP405
     ToInLoop,  # TP901
+    CudaTypeCompare,  # TP902
 )

@@ -1,0 +1,48 @@
+"""TP902 cuda-type-compare: ``device.type == "cuda"`` branches (noisy, off by default)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import string_value
+from torchport.check._rule import Example, Finding, Rule
+
+
+class CudaTypeCompare(Rule):
+    """## What it does
+    Finds comparisons of a device, or its `.type`, with `"cuda"`:
+    `device.type == "cuda"`, `str(device) != "cuda"`, `dev == "cuda"`.
+
+    ## Why is this bad?
+    Such branches usually guard accelerator-only work (autocast, pinned
+    memory, synchronization, `non_blocking`) and skip it on MPS, XPU and other
+    accelerators. Test `device.type != "cpu"` when the branch is about any
+    accelerator. Many branches really are CUDA-specific (cuDNN flags, CUDA
+    graphs), which is why this rule is off by default.
+    """
+
+    code = "TP902"
+    name = "cuda-type-compare"
+    message = 'test `device.type != "cpu"` if this branch is about any accelerator, not only CUDA'
+    default = False
+    node_types = (ast.Compare,)
+    valid = ('if device.type != "cpu":\n    pass\n', 'ok = name == "cuda_kernels"\n')
+    invalid = (
+        Example('if device.type == "cuda":\n    torch.cuda.synchronize()\n'),
+        Example('use_amp = str(dev) == "cuda" and args.amp\n'),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Compare)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            return
+        left, right = node.left, node.comparators[0]
+        if string_value(right) != "cuda":
+            left, right = right, left
+        if string_value(right) != "cuda":
+            return
+        text = ctx.segment(left).lower()
+        if "dev" in text or text.endswith(".type"):
+            yield ctx.finding(self, node)
