@@ -103,6 +103,7 @@ def test_exit_codes_and_selection(tmp_path: Path) -> None:
     clean = write(tmp_path / "clean.py", "x = 1\n")
     dirty = write(tmp_path / "dirty.py", "x.cuda(flag)\n")
     assert check_paths([clean]).exit_code == 0
+    assert check_paths(str(dirty)).findings == check_paths([dirty]).findings != []  # one path
     assert check_paths([dirty]).exit_code == 1
     assert [f.code for f in check_paths([dirty], select=["TP9961"]).findings] == ["TP9961"]
     assert [f.code for f in check_paths([dirty], ignore=["TP9960"]).findings] == ["TP9961"]

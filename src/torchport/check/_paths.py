@@ -265,7 +265,7 @@ def _map(fn: Callable[[_T], list[_R]], chunks: Sequence[_T], jobs: int) -> list[
 
 
 def _plan(
-    paths: Sequence[str | os.PathLike[str]],
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     select: Sequence[str] | None,
     ignore: Sequence[str] | None,
     extend_select: Sequence[str] | None,
@@ -273,6 +273,8 @@ def _plan(
     jobs: int | None,
     **options: object,
 ) -> tuple[list[_Chunk], list[FileError], tuple[type[Rule], ...], int]:
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]  # one path, not a sequence of one-letter paths
     if config is None:
         config = find_config(paths)
     elif not isinstance(config, Config):
@@ -305,7 +307,7 @@ def _plan(
 
 
 def check_paths(
-    paths: Sequence[str | os.PathLike[str]],
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
     select: Sequence[str] | None = None,
     ignore: Sequence[str] | None = None,
@@ -332,7 +334,7 @@ def check_paths(
 
 
 def fix_paths(
-    paths: Sequence[str | os.PathLike[str]],
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
     unsafe: bool = False,
     diff: bool = False,
