@@ -294,9 +294,10 @@ def _plan(
     for path in found.files:
         ignored = tuple(c.strip().upper() for c in config.ignores_for(path))
         files.append((str(path), ("TP",) if "ALL" in ignored else ignored))
-    cpus = os.cpu_count() or 1
+    # The cores this process may run on (a container's limit), not the host's count.
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if jobs is None:
-        jobs = cpus if len(files) >= PARALLEL_MIN_FILES else 1
+        jobs = (cpus or 1) if len(files) >= PARALLEL_MIN_FILES else 1
     size = max(1, min(_CHUNK_MAX, -(-len(files) // (max(jobs, 1) * 4))))
     roots = tuple(str(p) for p in paths)
     chunks = [
