@@ -141,6 +141,7 @@ def test_parallel_equals_serial(tmp_path: Path) -> None:
     serial = check_paths([tmp_path], jobs=1)
     parallel = check_paths([tmp_path], jobs=2)
     assert parallel.findings == serial.findings and parallel.errors == serial.errors
+    assert check_paths([tmp_path]).findings == serial.findings  # jobs=None: automatic
     assert len(serial.findings) > 100 and len(serial.errors) == 1
     assert parallel.lines == serial.lines and parallel.files == serial.files == 71
     keys = [(f.path, f.line, f.col, f.code) for f in serial.findings]
