@@ -204,12 +204,21 @@ def test_a_cuda_target_patches_nothing() -> None:
     assert inside[0] == before[0] and inside[1] == before[1]
 
 
-def test_nested_redirects_apply_innermost_first(untouched: Callable[[], None]) -> None:
+def test_nested_redirects_apply_innermost_first(
+    cuda_checkpoint: Path, untouched: Callable[[], None]
+) -> None:
     with tp.redirect("cpu"):
         with tp.redirect("meta"):
             assert torch.ones(1).cuda().device.type == "meta"
             assert torch.cuda.get_device_name().startswith("meta")
+            assert torch.cuda.FloatTensor(2).device.type == "meta"
+            assert tiny_model().cuda().state_dict()["0.bias"].is_meta
+            state = torch.load(cuda_checkpoint, map_location="cuda")
+            assert {t.device.type for t in state.values()} == {"meta"}
         assert torch.ones(1).cuda().device.type == "cpu"
+        assert torch.cuda.FloatTensor(2).device.type == "cpu"
+        state = torch.load(cuda_checkpoint)
+        assert {t.device.type for t in state.values()} == {"cpu"}
         assert torch.cuda.is_available()
     untouched()
 

@@ -186,7 +186,7 @@ def _mem_get_info(target: torch.device) -> Callable[..., tuple[int, int]]:
     return mem_get_info
 
 
-def _legacy_tensor(name: str, target: torch.device) -> type:
+def _legacy_tensor(name: str, original: Any, target: torch.device) -> type:
     dtype = _LEGACY_DTYPES[name]
     cpu_type = getattr(torch, name)
 
@@ -198,7 +198,7 @@ def _legacy_tensor(name: str, target: torch.device) -> type:
             isinstance(obj, torch.Tensor) and obj.dtype == dtype and obj.device.type == target.type
         )
 
-    stand_in = _class(getattr(torch.cuda, name), make, check)
+    stand_in = _class(original, make, check)
     stand_in.dtype = dtype  # type: ignore[attr-defined]
     return stand_in
 
@@ -256,7 +256,7 @@ def cuda_patches(target: torch.device) -> list[Patch]:
         original = getattr(original, "__torchport_original__", original)
         qualname = f"torch.cuda.{name}"
         if name in _LEGACY_DTYPES:
-            patches.append((torch.cuda, name, _legacy_tensor(name, target)))
+            patches.append((torch.cuda, name, _legacy_tensor(name, original, target)))
         elif name in ("device", "device_of"):
             patches.append((torch.cuda, name, _class(original, _NullDeviceContext)))
         elif isinstance(original, type):

@@ -129,11 +129,11 @@ class _Redirect:
                     "torchport.redirect() is active in another thread; its patches are "
                     "process-wide, so redirect from one thread at a time"
                 )
-            self._thread = thread
             if self.target.type != "cuda":
                 self._install([*cuda_patches(self.target), *torch_patches(self.target)])
                 self._mode = _DeviceRewrite(self.target)
                 torch._C._push_on_torch_function_stack(self._mode)
+            self._thread = thread
             _ACTIVE.append(self)
         return self.target
 
