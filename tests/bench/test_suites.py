@@ -174,3 +174,14 @@ def test_a_strategy_that_skips_the_work_is_not_reported_as_fast(
     assert flagged["work t.to('meta')"].status.startswith("wrong result")
     # for the no-op move the identity *is* the right answer
     assert flagged["no-op move t.to('cpu')"].stats is not None
+
+
+def test_a_non_cuda_accelerator_is_named_in_the_skip_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torchport.bench import accelerator
+
+    monkeypatch.setattr("torchport.place.pick_device", lambda: torch.device("meta"))
+    device, reason = accelerator()
+    assert device is None
+    assert "CUDA or ROCm" in reason and "meta" in reason

@@ -88,3 +88,13 @@ def test_rotating_never_repeats_an_input_back_to_back(count: int, start: int) ->
     picked = [fn(i) for i in range(start, start + 2 * count)]
     assert all(a is not b for a, b in itertools.pairwise(picked))
     assert {id(x) for x in picked} == {id(x) for x in inputs}
+
+
+def test_torch_threads_restores_the_previous_count() -> None:
+    from torchport.bench._timing import torch_threads
+
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError), torch_threads(1):
+        assert torch.get_num_threads() == 1
+        raise RuntimeError("the count comes back even when the block fails")
+    assert torch.get_num_threads() == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,8 +68,8 @@ def test_plot_without_link_data_says_so_and_writes_nothing(
 def test_plot_without_matplotlib_exits_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
-    monkeypatch.setitem(__import__("sys").modules, "matplotlib.figure", None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # None: import raises ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     assert main(["bench", "link", "--plot", str(tmp_path / "bw.png")]) == 2
     assert "pip install 'torchport[bench]'" in capsys.readouterr().err
 
