@@ -236,3 +236,12 @@ def test_too_deep_and_engine_crash_are_per_file_errors(
         assert errors["crash.py"].startswith("internal error: IndexError('context bug')")
         assert result.exit_code == 2
     assert [Path(f.path).name for f in check_paths([tmp_path], jobs=1).findings] == ["ok.py"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_fix_keeps_the_owner(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.py", "y = x.cuda()\n")
+    os.chown(path, 4321, 4322)
+    fix_paths([path])
+    assert path.read_text() == "y = x.cpu()\n"
+    assert (path.stat().st_uid, path.stat().st_gid) == (4321, 4322)

@@ -190,16 +190,19 @@ def _check_chunk(chunk: _Chunk) -> list[_Report]:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path``'s real file with ``data`` via a temp file beside it, keeping its mode."""
+    """Replace ``path``'s real file with ``data`` via a temp file beside it; keep mode and owner."""
     real = Path(os.path.realpath(path))
-    mode = stat.S_IMODE(os.stat(real).st_mode)
+    info = os.stat(real)
     fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".torchport")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        if hasattr(os, "chown"):
+            with contextlib.suppress(OSError):  # only root may give a file to someone else
+                os.chown(tmp, info.st_uid, info.st_gid)
         os.replace(tmp, real)
     except BaseException:
         with contextlib.suppress(OSError):
