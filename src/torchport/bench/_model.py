@@ -156,6 +156,6 @@ METRIC_LABELS: dict[str, str] = {
     "share_of_raw": "% of raw pinned",
     "vs_bound": "x max(copy,compute)",
     "pinned_peak_bytes": "pinned peak",
-    "pinned_budget_bytes": "depthxbatch",
+    "pinned_budget_bytes": "depth x batch",
     "vs_per_tensor": "x per-tensor",
 }

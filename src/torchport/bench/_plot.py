@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+from torchport.bench._batches import human_bytes
 from torchport.bench._competitors import optional_import
 from torchport.bench._model import BenchRun, Row
 from torchport.errors import ConfigError
@@ -49,7 +50,7 @@ def _bandwidth_rows(run: BenchRun) -> list[Row]:
 
 def plot_bandwidth(run: BenchRun, path: Path) -> None:
     """Write a PNG of bandwidth (GB/s) against copy size (log scale), one line per
-    direction and host memory kind, each line's peak marked and labelled.
+    direction and host memory kind, each line's peak circled and given in the legend.
 
     Raises:
         ConfigError: matplotlib is missing, or ``run`` has nothing to plot
@@ -64,25 +65,23 @@ def plot_bandwidth(run: BenchRun, path: Path) -> None:
         series.setdefault(row.strategy, []).append(row)
     figure = figure_module.Figure(figsize=(8, 5), layout="constrained")
     axes = figure.subplots()
+    ticks: set[float] = set()
     for label, rows in series.items():
         rows.sort(key=lambda row: row.metrics["bytes"])
         sizes = [row.metrics["bytes"] for row in rows]
         speeds = [row.metrics["gb_per_s"] for row in rows]
-        (line,) = axes.plot(sizes, speeds, marker="o", label=label)
+        ticks.update(sizes)
         best = max(range(len(rows)), key=speeds.__getitem__)
-        axes.scatter(
-            [sizes[best]], [speeds[best]], s=120, facecolors="none", edgecolors=line.get_color()
+        # the peak goes in the legend: annotations of close curves would overlap
+        (line,) = axes.plot(
+            sizes, speeds, marker="o", label=f"{label} (peak {speeds[best]:.1f} GB/s)"
         )
-        axes.annotate(
-            f"peak {speeds[best]:.1f} GB/s",
-            (sizes[best], speeds[best]),
-            textcoords="offset points",
-            xytext=(-10, 8),
-            ha="right",
-            color=line.get_color(),
+        axes.scatter(
+            [sizes[best]], [speeds[best]], s=160, facecolors="none", edgecolors=line.get_color()
         )
     axes.set_xscale("log", base=2)
-    axes.set_xlabel("copy size (bytes)")
+    axes.set_xticks(sorted(ticks), [human_bytes(size) for size in sorted(ticks)], rotation=45)
+    axes.set_xlabel("copy size (log scale); circles mark each line's peak")
     axes.set_ylabel("bandwidth (GB/s)")
     axes.set_title(f"host<->device copy bandwidth, {run.device}")
     axes.grid(True, which="both", alpha=0.3)

@@ -17,6 +17,7 @@ SUITE_NAMES = ("link", "pack", "batch", "loader", "overhead")
 
 
 def register(sub: Any) -> None:
+    """Add the ``bench`` parser to the ``torchport`` subcommands."""
     parser = sub.add_parser(
         "bench",
         help="measure copy bandwidth, packing, loader overlap and torchport's overhead",
@@ -38,6 +39,10 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Run the suites with a progress display on stderr, then print results; 0 on success.
+
+    The GPU suites synchronize the host with the device around every sample.
+    """
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
