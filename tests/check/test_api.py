@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import stat
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -184,7 +186,7 @@ def test_diff_writes_nothing(tmp_path: Path) -> None:
     result = fix_paths([path], diff=True)
     (change,) = result.changed
     assert not change.written and change.fixed == {"TP9960": 1}
-    assert "-y = x.cuda()\n+y = x.cpu()\n" in change.diff and f"b/{path}" in change.diff
+    assert "-y = x.cuda()\n+y = x.cpu()\n" in change.diff and f"+++ {path}\n" in change.diff
     assert path.read_text() == "y = x.cuda()\n"
     assert result.exit_code == 1  # something would change
 
@@ -245,3 +247,25 @@ def test_fix_keeps_the_owner(tmp_path: Path) -> None:
     fix_paths([path])
     assert path.read_text() == "y = x.cpu()\n"
     assert (path.stat().st_uid, path.stat().st_gid) == (4321, 4322)
+
+
+def test_diff_of_a_file_without_final_newline_and_absolute_path(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.py", "y = x.cuda()")
+    (change,) = fix_paths([path.absolute()], diff=True).changed
+    assert change.diff.splitlines() == [
+        f"--- {path.absolute()}",
+        f"+++ {path.absolute()}",
+        "@@ -1 +1 @@",
+        "-y = x.cuda()",
+        "\\ No newline at end of file",
+        "+y = x.cpu()",
+        "\\ No newline at end of file",
+    ]
+    if shutil.which("patch") is None:
+        return
+    patch = tmp_path / "fix.patch"
+    patch.write_text(change.diff)
+    applied = subprocess.run(
+        ["patch", "--dry-run", "-p0", "-i", str(patch)], capture_output=True, text=True, cwd="/"
+    )
+    assert applied.returncode == 0, applied.stdout + applied.stderr

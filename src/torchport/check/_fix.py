@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import bisect
 import difflib
+import os
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,16 +38,23 @@ class FixOutcome:
     failures: list[RuleFailure] = field(default_factory=list)
 
     def diff(self, original: str, path: str) -> str:
-        """A unified diff from ``original`` to the fixed source (empty when nothing changed)."""
+        """A unified diff from ``original`` to the fixed source (empty when nothing changed).
+
+        Relative paths get git's ``a/``/``b/`` prefixes (``git apply`` takes it);
+        absolute ones are named as they are.
+        """
         if original == self.source:
             return ""
+        absolute = os.path.isabs(path)
+        lines = difflib.unified_diff(
+            original.splitlines(keepends=True),
+            self.source.splitlines(keepends=True),
+            fromfile=path if absolute else f"a/{path}",
+            tofile=path if absolute else f"b/{path}",
+        )
         return "".join(
-            difflib.unified_diff(
-                original.splitlines(keepends=True),
-                self.source.splitlines(keepends=True),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
-            )
+            line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n"
+            for line in lines
         )
 
 
