@@ -84,9 +84,8 @@ def test_traversal_rows_keep_a_row_for_a_missing_competitor(
 ) -> None:
     _block(monkeypatch, "accelerate", "accelerate.utils")
     rows, checks = traversal_rows(quick=True)
-    missing = [row for row in rows if row.status != "ok"]
-    assert {row.status for row in missing} == {"not installed: accelerate"}
-    assert len(missing) == 2  # one per per-leaf op
+    missing = [row for row in rows if row.strategy.startswith("accelerate")]
+    assert [row.status for row in missing] == ["not installed: accelerate"] * 2  # one per op
     assert all(row.stats is None for row in missing)
     measured = [row for row in rows if row.status == "ok"]
     assert measured and all(row.stats is not None for row in measured)
