@@ -23,7 +23,7 @@ def test_every_table_key_names_a_real_aten_op() -> None:
 
 
 def test_every_entry_has_a_kind_and_a_label() -> None:
-    for entry in [*_ops._ATEN.values(), *_ops._METHODS.values()]:
+    for entry in [*_ops._ATEN.values(), *_ops.METHOD_TABLE.values()]:
         assert entry.kind is not OpKind.NEITHER
         assert entry.label.strip()
 

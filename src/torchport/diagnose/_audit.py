@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import CodeType, FrameType
+from types import CodeType, FrameType, MappingProxyType
 from typing import Any
 
 import torch
@@ -361,6 +361,11 @@ def _op_name(func: Any) -> str:
     return str(qualname)
 
 
+_ATEN_TABLE = _ops.ATEN_TABLE
+_METHOD_TABLE = _ops.METHOD_TABLE.get
+_NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
+
+
 class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Sees every aten op of the block; counts the ones the op table knows."""
 
@@ -375,9 +380,13 @@ class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
     ) -> Any:
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        entry = _ops.aten_entry(func)
+        # per-op hot path: one call, one dict hit
+        if kwargs:
+            out = func(*args, **kwargs)
+        else:
+            out = func(*args)
+            kwargs = _NO_KWARGS
+        entry = _ATEN_TABLE[func]
         if entry is not None:
             recorder = self._recorder
             if not recorder.quiet and entry.matches(args, kwargs):
@@ -399,8 +408,11 @@ class _FunctionWatcher(TorchFunctionMode):
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
     ) -> Any:
-        kwargs = kwargs or {}
-        entry = _ops.method_entry(func)
+        kwargs = kwargs or _NO_KWARGS
+        try:
+            entry = _METHOD_TABLE(func)
+        except TypeError:  # an unhashable callable is never in the table
+            entry = None
         if entry is None or not entry.matches(args, kwargs):
             return func(*args, **kwargs)
         recorder = self._recorder

@@ -22,7 +22,16 @@ from typing import Any
 
 import torch
 
-__all__ = ["OpEntry", "OpKind", "aten_entry", "method_entry", "transfer_of", "watched_methods"]
+__all__ = [
+    "ATEN_TABLE",
+    "METHOD_TABLE",
+    "OpEntry",
+    "OpKind",
+    "aten_entry",
+    "method_entry",
+    "transfer_of",
+    "watched_methods",
+]
 
 _Args = Sequence[Any]
 _Kwargs = Mapping[str, Any]
@@ -125,7 +134,27 @@ _ATEN: dict[str, OpEntry] = {
     ),
 }
 
-_ATEN_CACHE: dict[Any, OpEntry | None] = {}
+
+def _resolve(func: Any) -> OpEntry | None:
+    schema = getattr(func, "_schema", None)
+    if schema is None or not schema.name.startswith("aten::"):
+        return None
+    packet = schema.name[len("aten::") :]
+    overload = f"{packet}.{schema.overload_name}" if schema.overload_name else packet
+    entry = _ATEN.get(overload) or _ATEN.get(packet)
+    return None if entry is None or entry.kind is OpKind.NEITHER else entry
+
+
+class _OverloadTable(dict[Any, "OpEntry | None"]):
+    """Overload -> entry, resolved on first sight and then a plain dict hit."""
+
+    def __missing__(self, func: Any) -> OpEntry | None:
+        entry = self[func] = _resolve(func)
+        return entry
+
+
+ATEN_TABLE: Mapping[Any, OpEntry | None] = _OverloadTable()
+"""``ATEN_TABLE[func]`` is :func:`aten_entry` without a Python call: modes use it per op."""
 
 
 def aten_entry(func: Any) -> OpEntry | None:
@@ -134,20 +163,7 @@ def aten_entry(func: Any) -> OpEntry | None:
     Args:
         func: The overload a dispatch mode received, e.g. ``torch.ops.aten.nonzero.default``.
     """
-    try:
-        return _ATEN_CACHE[func]
-    except KeyError:
-        pass
-    entry: OpEntry | None = None
-    schema = getattr(func, "_schema", None)
-    if schema is not None and schema.name.startswith("aten::"):
-        packet = schema.name[len("aten::") :]
-        overload = f"{packet}.{schema.overload_name}" if schema.overload_name else packet
-        entry = _ATEN.get(overload) or _ATEN.get(packet)
-        if entry is not None and entry.kind is OpKind.NEITHER:
-            entry = None
-    _ATEN_CACHE[func] = entry
-    return entry
+    return ATEN_TABLE[func]
 
 
 def _creates_off_host(args: _Args, kwargs: _Kwargs) -> bool:
@@ -157,7 +173,7 @@ def _creates_off_host(args: _Args, kwargs: _Kwargs) -> bool:
 
 # Python-level callables a TorchFunctionMode receives. The copy inside
 # torch.tensor(data, device=...) never reaches a dispatch mode, so it lives here.
-_METHODS: dict[Any, OpEntry] = {
+METHOD_TABLE: Mapping[Any, OpEntry] = {
     torch.Tensor.item: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (.item())"),
     torch.Tensor.tolist: OpEntry(OpKind.SYNC, "read to Python (.tolist())"),
     torch.Tensor.numpy: OpEntry(OpKind.SYNC, "read to NumPy (.numpy())"),
@@ -184,14 +200,14 @@ def method_entry(func: Any) -> OpEntry | None:
         func: What a ``TorchFunctionMode`` received, e.g. ``torch.Tensor.item``.
     """
     try:
-        return _METHODS.get(func)
+        return METHOD_TABLE.get(func)
     except TypeError:  # an unhashable callable is never in the table
         return None
 
 
 def watched_methods() -> list[Any]:
     """The Python-level callables that :func:`method_entry` knows."""
-    return list(_METHODS)
+    return list(METHOD_TABLE)
 
 
 def transfer_of(
