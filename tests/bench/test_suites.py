@@ -167,12 +167,16 @@ def test_a_strategy_that_skips_the_work_is_not_reported_as_fast(
 
     lazy = Strategy("optree.tree_map (bare)", lambda batch: batch)  # moves nothing
     monkeypatch.setattr(_traversal, "optree_map", lambda op: lazy)
-    rows, _ = _traversal.traversal_rows(quick=True)
+    rows, checks = _traversal.traversal_rows(quick=True)
     flagged = {row.case: row for row in rows if row.strategy == lazy.label}
     assert flagged["work t.to('meta')"].stats is None
     assert flagged["work t.to('meta')"].status.startswith("wrong result")
     # for the no-op move the identity *is* the right answer
     assert flagged["no-op move t.to('cpu')"].stats is not None
+    # and no ratio is taken against a wrong result
+    meta_rows = [row for row in rows if row.case == "work t.to('meta')" and row.stats]
+    assert meta_rows and all("vs_optree" not in row.metrics for row in meta_rows)
+    assert not [c for c in checks if "optree" in c.name and "meta" in c.name]
 
 
 def test_a_non_cuda_accelerator_is_named_in_the_skip_reason(

@@ -70,16 +70,20 @@ def traversal_rows(
         stats = time_interleaved(
             runnable, torch.device("cpu"), warmup=3, repeats=repeats, clock=time.process_time
         )
-        accelerate = stats.get(strategies[1].label)
-        optree = stats.get(strategies[4].label)
+        # a strategy whose output is wrong gets no time, and no ratio is taken against it
+        wrong = {
+            s.label: why
+            for s in strategies
+            if s.run is not None and (why := misplaced(s.run(batches[0]), target, LEAVES))
+        }
+        verified = {label: got for label, got in stats.items() if label not in wrong}
+        accelerate = verified.get(strategies[1].label)
+        optree = verified.get(strategies[4].label)
         for strategy in strategies:
-            got = stats.get(strategy.label)
-            if got is None or strategy.run is None:
-                rows.append(Row(case, strategy.label, status=strategy.missing or "unavailable"))
-                continue
-            wrong = misplaced(strategy.run(batches[0]), target, LEAVES)
-            if wrong is not None:
-                rows.append(Row(case, strategy.label, status=wrong))
+            got = verified.get(strategy.label)
+            if got is None:
+                status = wrong.get(strategy.label) or strategy.missing or "unavailable"
+                rows.append(Row(case, strategy.label, status=status))
                 continue
             metrics = {"us_per_leaf": got.median / LEAVES * 1e6}
             if accelerate is not None:
@@ -87,7 +91,7 @@ def traversal_rows(
             if optree is not None:
                 metrics["vs_optree"] = got.median / optree.median
             rows.append(Row(case, strategy.label, got, metrics))
-        mine = stats.get(strategies[0].label)
+        mine = verified.get(strategies[0].label)
         if mine is not None and accelerate is not None:
             checks.append(
                 Check(
