@@ -19,14 +19,17 @@ Example of a complete rule::
 
         code = "TP201"
         name = "item-in-loop"
-        message = "`.item()` inside a loop waits for the device each iteration; accumulate on the device and read once after the loop"
+        message = (
+            "`.item()` inside a loop waits for the device every iteration; "
+            "accumulate on the device and read once after the loop"
+        )
         fix_safety = FixSafety.NONE
         node_types = (ast.Call,)
         valid = ("total = loss.sum().item()\\n",)
         invalid = (Example("for x in xs:\\n    s += x.item()\\n"),)
 
         def check(self, node, ctx):
-            if ctx.in_loop and is_method_call(node, "item"):
+            if ctx.in_loop(node) and node.func.attr == "item":
                 yield ctx.finding(self, node)
 
 This module imports nothing but the standard library.
@@ -110,7 +113,8 @@ class Rule:
     "What it does", "Why is this bad?" and, for unsafe fixes, "Fix safety".
     """
 
-    code: ClassVar[str]  # "TP101": TP1xx placement, TP2xx transfers/syncs, TP3xx loading, TP4xx APIs, TP9xx noisy
+    # "TP101": TP1xx placement, TP2xx transfers/syncs, TP3xx loading, TP4xx APIs, TP9xx noisy
+    code: ClassVar[str]
     name: ClassVar[str]  # kebab-case name of the bad pattern, e.g. "hard-coded-cuda"
     message: ClassVar[str]  # what to do instead, not only what is wrong
     fix_safety: ClassVar[FixSafety] = FixSafety.NONE
@@ -127,7 +131,8 @@ class Rule:
         code = cls.__dict__.get("code")
         if code is not None:
             if code in Rule.registry and Rule.registry[code] is not cls:
-                raise TypeError(f"rule code {code} is defined twice: {Rule.registry[code]} and {cls}")
+                other = Rule.registry[code]
+                raise TypeError(f"rule code {code} is defined twice: {other} and {cls}")
             Rule.registry[code] = cls
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
