@@ -44,6 +44,10 @@ def device():
 
 def test_keeps_its_fixture(device):
     assert device == "the project's own"
+
+@pytest.mark.parametrize("x, device", [(1, "given")])
+def test_direct_parametrize_wins(x, device):
+    assert device == "given"
 """
 
 
@@ -108,6 +112,7 @@ def test_marker_parametrizes_and_skips_missing_devices_with_reasons(tmp_path: Pa
         **unmarked,
         "test_plain": "passed",
         "test_keeps_its_fixture": "passed",
+        "test_direct_parametrize_wins[1-given]": "passed",
     }
 
 

@@ -50,7 +50,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 pytrace=False,
             )
         return
-    if not _uses_plugin_fixture(metafunc):
+    if not _uses_plugin_fixture(metafunc) or _parametrized_directly(metafunc):
         return
     names = [str(name) for name in marker.args] if marker is not None else default_devices()
     if not names:
@@ -130,3 +130,14 @@ def _uses_plugin_fixture(metafunc: pytest.Metafunc) -> bool:
     if not definitions:
         return True
     return getattr(definitions[-1].func, "__module__", None) == __name__
+
+
+def _parametrized_directly(metafunc: pytest.Metafunc) -> bool:
+    """Whether the test parametrizes ``device`` itself, with ``@pytest.mark.parametrize``."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0] if marker.args else marker.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [name.strip() for name in names.split(",")]
+        if "device" in names:
+            return True
+    return False
