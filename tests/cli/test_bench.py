@@ -80,3 +80,14 @@ def test_quick_link_plot_on_cuda(tmp_path: Path) -> None:
     out = tmp_path / "bw.png"
     assert main(["bench", "link", "--quick", "--plot", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_building_the_bench_parser_does_not_import_torch() -> None:
+    import subprocess
+
+    code = (
+        "import argparse, sys; import torchport.cli.bench as b; "
+        "b.register(argparse.ArgumentParser().add_subparsers()); print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
