@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import CodeType, FrameType, MappingProxyType
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
@@ -295,7 +295,7 @@ class _Recorder:
             # name their caller exactly; aten ops arrive through torch's wrappers.
             return
         if frame is None:
-            where: tuple[str, int, str] = ("<unknown>", 0, "")
+            where: tuple[str, int, str] = ("<backward/C++>", 0, "")
         else:
             where = (frame.f_code.co_filename, frame.f_lineno or 0, frame.f_code.co_name)
         key: _Key = (entry.kind.value, entry.label, op, device, host, *where)
@@ -363,7 +363,6 @@ def _op_name(func: Any) -> str:
 
 _ATEN_TABLE = _ops.ATEN_TABLE
 _METHOD_TABLE = _ops.METHOD_TABLE.get
-_NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 
 class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -385,7 +384,7 @@ class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
             out = func(*args, **kwargs)
         else:
             out = func(*args)
-            kwargs = _NO_KWARGS
+            kwargs = {}
         entry = _ATEN_TABLE[func]
         if entry is not None:
             recorder = self._recorder
@@ -408,12 +407,14 @@ class _FunctionWatcher(TorchFunctionMode):
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
     ) -> Any:
-        kwargs = kwargs or _NO_KWARGS
         try:
             entry = _METHOD_TABLE(func)
         except TypeError:  # an unhashable callable is never in the table
             entry = None
-        if entry is None or not entry.matches(args, kwargs):
+        if entry is None:  # per-call hot path
+            return func(*args, **kwargs) if kwargs else func(*args)
+        kwargs = kwargs or {}
+        if not entry.matches(args, kwargs):
             return func(*args, **kwargs)
         recorder = self._recorder
         recorder.quiet += 1  # the aten ops inside belong to this call
@@ -440,12 +441,20 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
             train_one_epoch()
         print(report)
 
-    For long runs, record one step in N::
+    Watching costs a few microseconds per aten op and per Python-level tensor
+    call (PyTorch's mode machinery, mostly), which shows on small, op-bound
+    steps. For long runs, record one step in N; the other steps run unwatched::
 
         with tp.audit(every=10) as report:
             for batch in loader:
                 with report.step():
                     train_step(batch)
+
+    Only the thread that entered the block is watched, plus autograd's worker
+    threads, which inherit its modes (their ops have no Python caller and are
+    listed under ``<backward/C++>``). PyTorch's own reads of scalars it keeps on
+    the CPU (an optimizer's step counter) are not listed: they stay on the CPU
+    on every machine.
 
     Args:
         every: Record one step in ``every``, where steps are the
