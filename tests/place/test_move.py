@@ -273,7 +273,6 @@ class _FakeSource:
 def test_waits_once_per_source_device_for_cpu_targets(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[torch.device] = []
     monkeypatch.setattr(_move, "_synchronize", calls.append)
-    monkeypatch.setattr(_move, "_accelerator_present", lambda: True)
     sources: Any = [_FakeSource(d) for d in ("cuda:0", "cuda:0", "cuda:1", "cpu", "meta")]
     _move._wait_for_copies(sources, torch.device("cpu"))
     assert sorted(map(str, calls)) == ["cuda:0", "cuda:1"]
@@ -285,6 +284,7 @@ def test_waits_once_per_source_device_for_cpu_targets(monkeypatch: pytest.Monkey
 def test_default_mode_is_the_only_one_that_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     waits: list[torch.device] = []
     monkeypatch.setattr(_move, "_wait_for_copies", lambda sources, target: waits.append(target))
+    monkeypatch.setattr(_move, "_accelerator_present", lambda: True)
     batch = {"x": torch.ones(2)}
     tp.to_device(batch, "cpu", dtype=torch.float64)
     assert waits == [torch.device("cpu")]
@@ -322,3 +322,14 @@ def test_cuda_round_trip_values() -> None:
         assert torch.equal(back[key], batch[key])
     packed = tp.to_device(batch, "cuda", pack=True, dtype=torch.float16)
     assert torch.equal(packed["x"].cpu(), batch["x"].half())
+
+
+def test_cyclic_module_attribute_does_not_break_the_move() -> None:
+    model = nn.Linear(2, 2)
+    registry: dict[str, Any] = {}
+    registry["self"] = registry
+    model.registry = registry  # type: ignore[assignment]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tp.to_device(model, "meta") is model
+    assert model.weight.device == META

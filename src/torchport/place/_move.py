@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from torchport.errors import ConfigError
+from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.place._device import parse_device
 from torchport.place._tree import flatten_batch, flatten_tensors
 
@@ -152,7 +152,8 @@ def _copy_all(
         new = [t.to(target, non_blocking=nb) for t in tensors]
     else:
         new = _copy_each(tensors, target, nb, dtype)
-    if non_blocking is None and (kind == "cpu" or kind == "mps"):
+    # Without an accelerator no tensor can be on one, so a CPU target needs no wait.
+    if non_blocking is None and (kind == "mps" or (kind == "cpu" and _accelerator_present())):
         _wait_for_copies(tensors, target)
     return new
 
@@ -165,8 +166,7 @@ def _wait_for_copies(sources: Sequence[torch.Tensor], target: torch.device) -> N
     """
     if target.type == "mps":
         _synchronize(target)
-    # Without an accelerator no tensor can be on one: skip the scan.
-    elif target.type == "cpu" and _accelerator_present():
+    elif target.type == "cpu":
         for source in {t.device for t in sources if not t.is_cpu and not t.is_meta}:
             _synchronize(source)
 
@@ -333,7 +333,10 @@ def _unregistered_tensors(
             if isinstance(value, torch.Tensor):
                 found: Sequence[torch.Tensor] = [value]
             elif isinstance(value, list | tuple | dict):
-                found, _ = flatten_tensors(value)
+                try:
+                    found, _ = flatten_tensors(value)
+                except UnsupportedBatchError:  # a cyclic attribute: not ours to judge
+                    continue
             else:
                 continue
             path = f"{prefix}.{name}" if prefix else name

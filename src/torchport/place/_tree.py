@@ -42,6 +42,7 @@ _TENSOR = 1  # a torch.Tensor (or subclass)
 _MOVER = 2  # has a .to method; the mover calls it
 _NEW_NODE = 3  # a container type just registered: flatten again
 
+_ONLY_TENSORS = {_TENSOR}
 _KIND: dict[type, int] = {torch.Tensor: _TENSOR, torch.nn.Parameter: _TENSOR}
 _MISSING = object()
 # Exact types optree walks itself; they reach the leaf loop only when skip_keys kept them.
@@ -179,7 +180,7 @@ def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayou
         UnsupportedBatchError: The batch contains itself (a cycle) or is nested
             deeper than optree's recursion limit.
     """
-    skip = frozenset(skip_keys)
+    skip = frozenset(skip_keys) if skip_keys else None
     kind_of = _KIND.get
     for _ in range(_MAX_REFLATTEN):
         kept: set[int] = set()  # leaf positions under a skipped key
@@ -191,23 +192,29 @@ def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayou
         except RecursionError as exc:
             raise UnsupportedBatchError(_recursion_message(obj)) from exc
         # Per-leaf work runs in C (map, set, compress); Python loops only over
-        # types seen for the first time and over repeated tensors.
-        types = list(map(type, leaves))
-        kinds = list(map(kind_of, types))
-        if None in kinds:
-            unknown = {cls for cls, kind in zip(types, kinds, strict=True) if kind is None}
+        # types seen for the first time and over repeated objects.
+        kinds = list(map(kind_of, map(type, leaves)))
+        present = set(kinds)
+        if None in present:
+            unknown = {type(leaf) for leaf, kind in zip(leaves, kinds, strict=True) if kind is None}
             if _NEW_NODE in [_classify(cls) for cls in unknown]:
                 continue  # a container type was registered: flatten again
-            kinds = list(map(kind_of, types))
+            kinds = list(map(kind_of, map(type, leaves)))
+            present = set(kinds)
         for pos in kept:
             kinds[pos] = _PLAIN
+        if kept:
+            present = set(kinds)
         n = len(leaves)
-        if kinds.count(_TENSOR) == n and len(set(map(id, leaves))) == n:
+        if present == _ONLY_TENSORS and len(set(map(id, leaves))) == n:
             return BatchLayout(leaves, spec, leaves)
+        if _MOVER not in present:
+            # Only _TENSOR is truthy among the kinds left, so compress picks the tensors.
+            tensors, index = _distinct(list(itertools.compress(leaves, kinds)))
+            positions = list(itertools.compress(range(n), kinds))
+            return BatchLayout(leaves, spec, tensors, positions, index)
         positions = list(itertools.compress(range(n), map(_TENSOR.__eq__, kinds)))
         tensors, index = _distinct(list(map(leaves.__getitem__, positions)))
-        if _MOVER not in kinds:
-            return BatchLayout(leaves, spec, tensors, positions, index)
         mover_pos = list(itertools.compress(range(n), map(_MOVER.__eq__, kinds)))
         movers, mover_index = _distinct(list(map(leaves.__getitem__, mover_pos)))
         if mover_index is None:
