@@ -78,6 +78,12 @@ def assert_same(before: Snapshot, after: Snapshot) -> None:
 
 
 @pytest.fixture
+def snapshot() -> Callable[[], Snapshot]:
+    """The function that snapshots what redirect() may patch, for comparisons inside a test."""
+    return take_snapshot
+
+
+@pytest.fixture
 def untouched() -> Iterator[Callable[[], None]]:
     """Asserts at teardown (and whenever called) that torch is exactly as the test found it."""
     before = take_snapshot()

@@ -8,15 +8,21 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
-from conftest import take_snapshot, tiny_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torchport as tp
 from torchport.port import RedirectError
+
+
+def tiny_model() -> torch.nn.Module:
+    """The architecture of the cuda_checkpoint fixture's state dict."""
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+
 
 CUDA_SPELLINGS = st.one_of(
     st.just("cuda"),
@@ -196,11 +202,11 @@ def test_everything_is_restored_after_an_exception(untouched: Callable[[], None]
         torch.ones(1).cuda()
 
 
-def test_a_cuda_target_patches_nothing() -> None:
-    before = take_snapshot()
+def test_a_cuda_target_patches_nothing(snapshot: Callable[[], Any]) -> None:
+    before = snapshot()
     with tp.redirect("cuda:0") as target:
         assert target == torch.device("cuda", 0)
-        inside = take_snapshot()
+        inside = snapshot()
     assert inside[0] == before[0] and inside[1] == before[1]
 
 
