@@ -56,6 +56,9 @@ def test_cuda_only_script_matches_its_hand_port(
     assert redirected.returncode == 0, redirected.stderr
     assert redirected.stdout == ported
     assert ported.count("loss") == 3
+    # A script that already runs on the CPU gives the same results under run --device cpu.
+    assert main(["run", "--device", "cpu", str(SCRIPTS / "cpu_train.py"), str(gpu_checkpoint)]) == 0
+    assert capsys.readouterr().out == ported
 
 
 def test_stdin_argv_and_exit_code_pass_through() -> None:
