@@ -333,3 +333,28 @@ def test_cyclic_module_attribute_does_not_break_the_move() -> None:
         warnings.simplefilter("error")
         assert tp.to_device(model, "meta") is model
     assert model.weight.device == META
+
+
+def test_pack_copies_each_tensor_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchport.feed import _pack
+
+    calls: list[int] = []
+    real = _pack.pack_to_device
+
+    def counting(tensors: Any, device: Any, **kwargs: Any) -> list[torch.Tensor]:
+        calls.append(len(tensors))
+        return real(tensors, device, **kwargs)
+
+    monkeypatch.setattr(_pack, "pack_to_device", counting)
+    copied: list[torch.Tensor] = []
+    monkeypatch.setattr(
+        _move,
+        "_copy_each",
+        lambda ts, target, nb, dtype: copied.extend(ts) or [t.to(target) for t in ts],
+    )
+    grad = torch.ones(2, requires_grad=True)
+    batch = [torch.ones(3), torch.arange(4), grad]
+    out = tp.to_device(batch, "meta", pack=True)
+    assert calls == [2]  # the two plain tensors, in one pack
+    assert copied == [grad]  # only the tensor that may not be packed goes alone
+    assert [t.device for t in out] == [META] * 3

@@ -65,17 +65,30 @@ def to_device(
       unless the parameter group is ``capturable`` or ``fused``. Returned as the
       same object.
 
-    Synchronization: with ``non_blocking=None`` (the default, "as fast as is
-    safe") copies into CUDA and other accelerators are asynchronous (truly so
-    from pinned memory; from pageable memory CUDA stages the copy and the
-    source may be reused as soon as this returns), so this does not wait for
-    them. Copies to the CPU are issued asynchronously and then this function
-    waits ONCE, on the current stream of each source device, before returning;
-    copies to MPS likewise end with one MPS synchronization. So the caller never
-    sees a half-written tensor. ``non_blocking=True`` issues every copy
-    asynchronously and never waits: before reading a result on the CPU (or on
-    MPS), the caller must synchronize the source device. ``non_blocking=False``
-    makes every copy blocking.
+    Synchronization, with ``non_blocking=None`` (the default, "as fast as is
+    safe"):
+
+    * Copies into CUDA and other accelerators are asynchronous and this does not
+      wait for them. From pinned memory the copy is truly asynchronous (do not
+      write to the pinned source until the current stream has passed the copy);
+      from pageable memory CUDA stages the copy and the source may be reused as
+      soon as this returns. Pageable sources are not pinned first: that would
+      cost a host copy plus a pinned allocation to save a staging copy CUDA
+      does anyway.
+    * Copies to the CPU are issued asynchronously, then the host waits ONCE, on
+      the current stream of each accelerator the sources are on, before this
+      returns. Copies to MPS likewise end with one MPS synchronization. So the
+      caller never sees a half-written tensor.
+    * Packing (see ``pack``) may wait for an earlier packed copy that still reads
+      the staging buffer it needs.
+    * A module moved to the CPU uses blocking copies; objects with their own
+      ``.to`` synchronize as that method does (they get ``non_blocking=True``
+      only for accelerator targets).
+
+    ``non_blocking=True`` issues every copy asynchronously and never waits:
+    before reading a result on the CPU (or on MPS) the caller must synchronize
+    the source device (e.g. ``torch.accelerator.synchronize()``).
+    ``non_blocking=False`` makes every copy blocking.
 
     Args:
         obj: What to move.
@@ -212,9 +225,16 @@ def _try_pack(
         return None
     chosen = [tensors[i] for i in packable]
     packed = _pack.pack_to_device(chosen, target, non_blocking=nb, dtype=dtype)
-    new = _copy_each(tensors, target, nb, dtype)
+    new = list(tensors)
     for i, t in zip(packable, packed, strict=True):
         new[i] = t
+    if len(packable) < len(tensors):
+        taken = set(packable)
+        rest = [i for i in range(len(tensors)) if i not in taken]
+        for i, t in zip(
+            rest, _copy_each([tensors[i] for i in rest], target, nb, dtype), strict=True
+        ):
+            new[i] = t
     return new
 
 
