@@ -8,11 +8,13 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 
 import torchport.check
+import torchport.check._paths as paths_module
 import torchport.check.rules as rules_pkg
 from torchport.check import check_paths, fix_paths
 from torchport.check._context import Context
@@ -77,7 +79,7 @@ def write(path: Path, text: str | bytes) -> Path:
 def test_public_surface() -> None:
     assert sorted(torchport.check.__all__) == sorted(set(torchport.check.__all__))
     for name in ("check_source", "fix_source", "check_paths", "fix_paths", "Finding", "Rule",
-                 "FixSafety", "RULES", "CheckResult", "FixResult"):  # fmt: skip
+                 "FixSafety", "RULES", "CheckResult", "FixResult", "explain"):  # fmt: skip
         assert name in torchport.check.__all__
         assert getattr(torchport.check, name) is not None
 
@@ -135,7 +137,7 @@ def test_config_select_ignore_per_file_and_exclude(tmp_path: Path) -> None:
     assert {f.code for f in check_paths([tmp_path / "a.py"], config=other).findings} == {"TP9961"}
 
 
-def test_parallel_equals_serial(tmp_path: Path) -> None:
+def test_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(70):
         body = "".join(f"v{j} = x{j}.cuda()\nflag\n" for j in range(i % 7))
         write(tmp_path / f"pkg{i % 3}" / f"m{i}.py", body or "pass\n")
@@ -143,7 +145,19 @@ def test_parallel_equals_serial(tmp_path: Path) -> None:
     serial = check_paths([tmp_path], jobs=1)
     parallel = check_paths([tmp_path], jobs=2)
     assert parallel.findings == serial.findings and parallel.errors == serial.errors
+    pools: list[int] = []
+
+    class CountingPool(ProcessPoolExecutor):
+        def __init__(self, max_workers: int) -> None:
+            pools.append(max_workers)
+            super().__init__(max_workers=max_workers)
+
+    monkeypatch.setattr(paths_module, "ProcessPoolExecutor", CountingPool)
+    assert check_paths([tmp_path]).findings == serial.findings  # tiny files: this process
+    assert pools == []
+    monkeypatch.setattr(paths_module, "PARALLEL_MIN_BYTES", 0)
     assert check_paths([tmp_path]).findings == serial.findings  # jobs=None: automatic
+    assert pools and pools[0] >= 1
     assert len(serial.findings) > 100 and len(serial.errors) == 1
     assert parallel.lines == serial.lines and parallel.files == serial.files == 71
     keys = [(f.path, f.line, f.col, f.code) for f in serial.findings]

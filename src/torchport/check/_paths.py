@@ -1,8 +1,9 @@
 """Running the checker over many files: worker processes, per-file errors, atomic writes.
 
-Files are split into chunks and, above :data:`PARALLEL_MIN_FILES` files, checked
-by a :class:`~concurrent.futures.ProcessPoolExecutor` (one worker per core by
-default); a handful of files are checked in this process, where starting
+Files are split into chunks and, from :data:`PARALLEL_MIN_FILES` files and
+:data:`PARALLEL_MIN_BYTES` bytes up, checked by a
+:class:`~concurrent.futures.ProcessPoolExecutor` (one worker per usable core by
+default); fewer or smaller files are checked in this process, where starting
 workers would cost more than it saves. Results are sorted by (path, line, col,
 code), so the output does not depend on how the work was split.
 
@@ -34,6 +35,7 @@ from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, normalise_selectors, select_rules
 
 __all__ = [
+    "PARALLEL_MIN_BYTES",
     "PARALLEL_MIN_FILES",
     "CheckResult",
     "FileError",
@@ -43,7 +45,10 @@ __all__ = [
     "fix_paths",
 ]
 
+# Below these, starting worker processes (~0.1 s) costs more than it saves (measured
+# with benchmarks/bench_check_throughput.py: ~60,000 lines, ~2 MB, per CPU-second).
 PARALLEL_MIN_FILES = 32
+PARALLEL_MIN_BYTES = 1_000_000
 _CHUNK_MAX = 64
 
 _T = TypeVar("_T")
@@ -267,6 +272,14 @@ def _map(fn: Callable[[_T], list[_R]], chunks: Sequence[_T], jobs: int) -> list[
     return [r for chunk in chunks for r in fn(chunk)]
 
 
+def _total_size(files: Sequence[tuple[str, tuple[str, ...]]]) -> int:
+    total = 0
+    for path, _ in files:
+        with contextlib.suppress(OSError):
+            total += os.stat(path).st_size
+    return total
+
+
 def _plan(
     paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     select: Sequence[str] | None,
@@ -300,7 +313,8 @@ def _plan(
     # The cores this process may run on (a container's limit), not the host's count.
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if jobs is None:
-        jobs = (cpus or 1) if len(files) >= PARALLEL_MIN_FILES else 1
+        many = len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES
+        jobs = (cpus or 1) if many else 1
     size = max(1, min(_CHUNK_MAX, -(-len(files) // (max(jobs, 1) * 4))))
     roots = tuple(str(p) for p in paths)
     chunks = [
