@@ -337,3 +337,41 @@ def test_cuda_conv_type_message() -> None:
     conv = nn.Conv2d(3, 4, 3).cuda()
     err = _raise_mismatch(lambda: conv(torch.randn(1, 3, 8, 8)))
     assert "Conv2d" in str(err)
+
+
+class MakesTensors(nn.Module):
+    """Creates a tensor inside forward without a device: a mismatch no attribute explains."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        offset = torch.ones(4)
+        return self.lin(x) + offset
+
+
+def test_tensor_created_inside_forward_is_named_on_its_line() -> None:
+    model = MakesTensors().to(META)
+    err = _raise_mismatch(lambda: model(torch.randn(2, 4, device=META)))
+    message = str(err)
+    assert "inside MakesTensors" in message
+    assert "offset on cpu" in message
+    assert "device=x.device" in message
+
+
+class TakesBatch(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.lin(batch["x"]) + batch["y"]
+
+
+def test_tensor_inside_a_batch_dict_is_named_by_its_key() -> None:
+    model = TakesBatch().to(META)
+    batch = {"x": torch.randn(2, 4, device=META), "y": torch.randn(2, 4)}
+    err = _raise_mismatch(lambda: model(batch))
+    assert "input 0 ('batch')['y'] on cpu" in str(err)
+    assert "batch['y'] on cpu, batch['x'] on meta" in str(err)  # the line's operands

@@ -207,24 +207,44 @@ def _majority(devices: list[torch.device]) -> torch.device | None:
     return counts.most_common(1)[0][0] if counts else None
 
 
+_NOT_FOUND = object()
+
+
+def _lookup(node: ast.expr, frame: FrameType) -> Any:
+    """Value of a name, ``a.b`` or ``batch["x"]`` in a frame; never calls anything but getattr."""
+    if isinstance(node, ast.Name):
+        return frame.f_locals.get(node.id, frame.f_globals.get(node.id, _NOT_FOUND))
+    if isinstance(node, ast.Attribute):
+        owner = _lookup(node.value, frame)
+        return _NOT_FOUND if owner is _NOT_FOUND else getattr(owner, node.attr, _NOT_FOUND)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        container, key = _lookup(node.value, frame), node.slice.value
+        if isinstance(container, (dict, list, tuple)):  # never index a tensor: that is an op
+            try:
+                return container[key]  # type: ignore[index]
+            except (KeyError, IndexError, TypeError):
+                return _NOT_FOUND
+    return _NOT_FOUND
+
+
 def _operands(frame: FrameType, lineno: int) -> tuple[str, list[tuple[str, torch.device]]]:
     """The source line a frame stopped at and the tensors it names, with their devices."""
     code = linecache.getline(frame.f_code.co_filename, lineno).strip()
     try:
-        nodes = list(ast.walk(ast.parse(code.rstrip(":"), mode="exec")))
-        names = [ast.unparse(n) for n in nodes if isinstance(n, (ast.Name, ast.Attribute))]
-    except SyntaxError:  # one line of a longer statement
-        names = re.findall(r"[A-Za-z_][\w.]*", code)
+        tree = ast.parse(code.rstrip(":"), mode="exec")
+    except SyntaxError:  # one line of a longer statement: fall back to its dotted names
+        tree = ast.parse("\n".join(re.findall(r"[A-Za-z_][\w.]*", code)) or "pass")
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))]
     found: list[tuple[str, torch.device]] = []
-    for name in dict.fromkeys(names):
-        head, *rest = name.split(".")
-        value = frame.f_locals.get(head, frame.f_globals.get(head))
+    seen: set[str] = set()
+    for node in nodes:
         try:
-            for part in rest:
-                value = getattr(value, part)
+            value = _lookup(node, frame)
         except Exception:  # a property may raise; this is a best guess
             continue
-        if _significant(value) and all(name != n for n, _ in found):
+        name = ast.unparse(node)
+        if _significant(value) and name not in seen:
+            seen.add(name)
             found.append((name, value.device))
     return code, found[:8]
 
@@ -260,6 +280,12 @@ def _op_devices(said: str) -> str:
     return "the op mixed tensors on different devices"
 
 
+_CREATE_FIX = (
+    "create tensors inside forward on the input's device, e.g. torch.zeros(n, device=x.device), "
+    "or register them as buffers so model.to() moves them"
+)
+
+
 def _module_sentence(calls: list[_Call]) -> tuple[str, str | None]:
     call = calls[-1]
     module = call.module
@@ -281,7 +307,8 @@ def _module_sentence(calls: list[_Call]) -> tuple[str, str | None]:
             return f"{name} got {listed}", "move the inputs to one device with .to(device)"
         if plain and inputs and any(d != inputs[0][1] for _, _, d in plain):
             return _plain_sentence(name, plain, inputs[0][1])
-        return f"inside {name}", None
+        where = f" (its inputs are on {devices[0]})" if devices else ""
+        return f"inside {name}{where}", _CREATE_FIX
     mixed = [(r, n, d) for r, n, d in registered if d != home]
     if mixed:
         r, n, d = mixed[0]
@@ -297,12 +324,10 @@ def _module_sentence(calls: list[_Call]) -> tuple[str, str | None]:
     if not stray:
         return (
             f"inside {name} (its {first[0]} {first[1]!r} is on {home})",
-            "create tensors inside forward on the input's device, e.g. "
-            f"torch.zeros(n, device=x.device), or keep them on {home}",
+            _CREATE_FIX,
         )
     label, there = stray[0]
-    rest = [d for d in _root_devices(calls[0].module)]
-    root_home = _majority(rest)
+    root_home = _majority(_root_devices(calls[0].module))
     sentence = f"{name} got {label} on {there} but its {first[0]} {first[1]!r} is on {home}"
     if len(calls) > 1 and root_home is not None and root_home == there:
         return (
