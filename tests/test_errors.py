@@ -11,6 +11,7 @@ import torchport as tp
         (tp.DeviceError, ValueError),
         (tp.DeviceMismatchError, RuntimeError),
         (tp.UnsupportedBatchError, TypeError),
+        (tp.RedirectError, RuntimeError),
         (tp.ConfigError, ValueError),
     ],
 )

@@ -16,6 +16,7 @@ EXPECTED = [
     "DeviceMismatchError",
     "DoctorReport",
     "MemoryReport",
+    "RedirectError",
     "TorchportError",
     "UnsupportedBatchError",
     "__version__",

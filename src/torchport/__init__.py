@@ -13,6 +13,7 @@ from torchport.errors import (
     ConfigError,
     DeviceError,
     DeviceMismatchError,
+    RedirectError,
     TorchportError,
     UnsupportedBatchError,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "DeviceMismatchError",
     "DoctorReport",
     "MemoryReport",
+    "RedirectError",
     "TorchportError",
     "UnsupportedBatchError",
     "__version__",

@@ -7,6 +7,7 @@ the builtin exception that callers already catch::
     ├── DeviceError(ValueError)              a device string or index that is malformed or absent
     ├── DeviceMismatchError(RuntimeError)    tensors of one op on different devices (inside strict())
     ├── UnsupportedBatchError(TypeError)     a batch holds an object torchport cannot rebuild
+    ├── RedirectError(RuntimeError)          a CUDA-only call made while redirected to another device
     └── ConfigError(ValueError)              bad configuration: CLI flags, [tool.torchport], arguments
 
 Messages say what was found, what was expected and what to do about it.
@@ -20,6 +21,7 @@ __all__ = [
     "ConfigError",
     "DeviceError",
     "DeviceMismatchError",
+    "RedirectError",
     "TorchportError",
     "UnsupportedBatchError",
 ]
@@ -41,10 +43,25 @@ class UnsupportedBatchError(TorchportError, TypeError):
     """A batch holds an object that cannot be moved or rebuilt; the message names its path."""
 
 
+class RedirectError(TorchportError, RuntimeError):
+    """A CUDA-only call (a stream, an event, a graph, ...) made while redirected to another device.
+
+    Also raised when ``redirect()`` contexts are exited out of order or from
+    another thread, since their patches could then not be undone exactly.
+    """
+
+
 class ConfigError(TorchportError, ValueError):
     """Invalid configuration: a command-line flag, a ``[tool.torchport]`` key or an argument."""
 
 
-for _cls in (TorchportError, DeviceError, DeviceMismatchError, UnsupportedBatchError, ConfigError):
+for _cls in (
+    TorchportError,
+    DeviceError,
+    DeviceMismatchError,
+    UnsupportedBatchError,
+    RedirectError,
+    ConfigError,
+):
     _cls.__module__ = "torchport"
 del _cls
