@@ -206,3 +206,21 @@ def test_given_symlink_is_read_and_inside_roots_decides_writes(tmp_path: Path) -
     broken.symlink_to(tmp_path / "nowhere.py")
     result = discover([broken])
     assert result.files == [] and "broken symlink" in result.errors[0][1]
+
+
+def test_unlistable_folder_is_an_error_not_a_silent_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    touch(tmp_path / "ok" / "a.py")
+    touch(tmp_path / "locked" / "b.py")
+    real_scandir = os.scandir
+
+    def scandir(path: str | os.PathLike[str]) -> object:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = discover([tmp_path])
+    assert [p.name for p in result.files] == ["a.py"]
+    assert result.errors == [(tmp_path / "locked", "cannot list folder: Permission denied")]

@@ -240,8 +240,12 @@ class Discovery:
 
 
 def _walk_folder(
-    root: Path, excludes: Sequence[GlobSet], inherited: list[GlobSet]
+    root: Path,
+    excludes: Sequence[GlobSet],
+    inherited: list[GlobSet],
+    errors: list[tuple[Path, str]],
 ) -> Iterator[Path]:
+    """Yield the files under ``root``; an unreadable folder is appended to ``errors``."""
     todo: list[tuple[Path, list[GlobSet]]] = [(root, inherited)]
     while todo:
         folder, sets = todo.pop()
@@ -249,8 +253,10 @@ def _walk_folder(
         if own is not None:
             sets = [*sets, own]
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            errors.append((folder, f"cannot list folder: {exc.strerror or exc}"))
             continue
         subfolders: list[tuple[Path, list[GlobSet]]] = []
         for entry in entries:
@@ -301,8 +307,11 @@ def discover(
             continue
         if path.is_dir():
             absolute = path.absolute()
-            for found in _walk_folder(absolute, excludes, _parent_gitignores(absolute)):
+            found_errors: list[tuple[Path, str]] = []
+            inherited = _parent_gitignores(absolute)
+            for found in _walk_folder(absolute, excludes, inherited, found_errors):
                 add(path / found.relative_to(absolute))
+            errors.extend((path / p.relative_to(absolute), m) for p, m in found_errors)
         else:
             add(path)
     return Discovery(files, errors)
