@@ -140,6 +140,20 @@ def test_copy_directions_and_bytes() -> None:
     assert report.total_bytes == 168
 
 
+def test_non_blocking_copies_are_listed_apart() -> None:
+    x = torch.randn(4)
+    with tp.audit() as report:
+        x.to(META, non_blocking=True)
+        torch.empty(4, device=META).copy_(x, non_blocking=True)
+        x.to(META)
+    labels = sorted(e.label for e in report.transfers)
+    assert labels == [
+        "copy (.to()/.cpu()/.cuda())",
+        "copy (.to()/.cpu()/.cuda()), non_blocking",
+        "copy (copy_), non_blocking",
+    ]
+
+
 @given(ops=st.lists(st.sampled_from(["copy", "item", "nonzero", "add"]), max_size=12))
 def test_counts_match_what_ran(ops: list[str]) -> None:
     x = torch.ones(3)

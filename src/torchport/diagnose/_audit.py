@@ -285,7 +285,15 @@ class _Recorder:
         return None, caller == _TORCH
 
     def record(
-        self, entry: OpEntry, op: str, device: str, host: bool, nbytes: int, *, python: bool
+        self,
+        entry: OpEntry,
+        op: str,
+        device: str,
+        host: bool,
+        nbytes: int,
+        *,
+        python: bool,
+        label: str | None = None,
     ) -> None:
         frame, by_torch = self._frames()
         if python and host and by_torch:
@@ -298,7 +306,7 @@ class _Recorder:
             where: tuple[str, int, str] = ("<backward/C++>", 0, "")
         else:
             where = (frame.f_code.co_filename, frame.f_lineno or 0, frame.f_code.co_name)
-        key: _Key = (entry.kind.value, entry.label, op, device, host, *where)
+        key: _Key = (entry.kind.value, label or entry.label, op, device, host, *where)
         with self._lock:
             slot = self.counts.get(key)
             if slot is None:
@@ -322,7 +330,12 @@ class _Recorder:
             if moved is None or moved[0] == moved[1]:
                 return
             src, dst, nbytes = moved
-            self.record(entry, _op_name(func), f"{src}→{dst}", False, nbytes, python=python)
+            label = entry.label
+            if _ops.non_blocking(func, args, kwargs):
+                label += ", non_blocking"
+            self.record(
+                entry, _op_name(func), f"{src}→{dst}", False, nbytes, python=python, label=label
+            )
             return
         tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
         device = tensor.device if tensor is not None else torch.device("cpu")

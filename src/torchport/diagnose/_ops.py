@@ -29,6 +29,7 @@ __all__ = [
     "OpKind",
     "aten_entry",
     "method_entry",
+    "non_blocking",
     "transfer_of",
     "watched_methods",
 ]
@@ -203,6 +204,15 @@ def method_entry(func: Any) -> OpEntry | None:
         return METHOD_TABLE.get(func)
     except TypeError:  # an unhashable callable is never in the table
         return None
+
+
+def non_blocking(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
+    """Whether a transfer op was asked to run asynchronously (``non_blocking=True``)."""
+    if kwargs.get("non_blocking"):
+        return True
+    name = getattr(getattr(func, "_schema", None), "name", "")
+    # copy_(self, src, non_blocking) and _copy_from(self, dst, non_blocking) take it third
+    return name in ("aten::copy_", "aten::_copy_from") and len(args) > 2 and bool(args[2])
 
 
 def watched_methods() -> list[Any]:
