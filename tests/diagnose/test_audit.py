@@ -196,6 +196,27 @@ def test_a_plain_training_step_has_nothing_to_report_and_results_are_unchanged()
     assert report.entries == []
 
 
+def test_reads_inside_torch_outside_optimizers_are_listed_at_the_users_line() -> None:
+    params = [nn.Parameter(torch.randn(3))]
+    params[0].grad = torch.randn(3)
+    with tp.audit() as report:
+        nn.utils.clip_grad_norm_(params, 1.0, error_if_nonfinite=True)
+        line = _previous_line()
+    (entry,) = report.entries
+    assert "bool(tensor)" in entry.label and entry.would_sync
+    assert (entry.file, entry.line) == (__file__, line)
+
+
+def test_a_step_inside_a_recorded_step_does_not_stack_modes() -> None:
+    with tp.audit(every=2) as report:
+        with report.step(), report.step():
+            torch.ones(1)[0].item()
+        with report.step():
+            torch.ones(1)[0].item()
+    assert _no_modes_left()
+    assert report.steps == 3 and report.total_count == 2
+
+
 def test_json_round_trip_and_dict() -> None:
     x = torch.randn(3)
     with tp.audit() as report:

@@ -187,8 +187,9 @@ _Key = tuple[str, str, str, str, bool, str, int, str]
 
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__ or "")) + os.sep
+_OPTIM_DIR = os.path.join(_TORCH_DIR, "optim") + os.sep
 _OWN_DIR = os.path.dirname(os.path.abspath(torchport.__file__ or "")) + os.sep
-_USER, _TORCH, _OWN = 0, 1, 2
+_USER, _TORCH, _OPTIM, _OWN = 0, 1, 2, 3
 
 
 # Frames between the caller and a watcher that belong to the call itself: the
@@ -208,6 +209,8 @@ def _origin(code: CodeType) -> int:
     name = code.co_filename
     if name.startswith(_OWN_DIR) or code in _MACHINERY:
         return _OWN
+    if name.startswith(_OPTIM_DIR):
+        return _OPTIM
     return _TORCH if name.startswith(_TORCH_DIR) else _USER
 
 
@@ -249,7 +252,7 @@ class _Recorder:
             yield
             return
         self.recorded_steps += 1
-        if self.every == 1:  # the modes already cover the whole block
+        if self._modes is not None:  # every == 1, or a step inside a recorded step
             yield
             return
         self.start()
@@ -268,8 +271,8 @@ class _Recorder:
         self._local.quiet = value
 
     def _frames(self) -> tuple[FrameType | None, bool]:
-        """The first user frame above the op, and whether torch itself made the call."""
-        frame: FrameType | None = sys._getframe(3)
+        """The first user frame above the op, and whether a torch optimizer made the call."""
+        frame: FrameType | None = sys._getframe(1)
         origins = self._origins
         caller: int | None = None
         while frame is not None:
@@ -280,9 +283,9 @@ class _Recorder:
             if caller is None and origin != _OWN:
                 caller = origin
             if origin == _USER:
-                return frame, caller == _TORCH
+                return frame, caller == _OPTIM
             frame = frame.f_back
-        return None, caller == _TORCH
+        return None, caller == _OPTIM
 
     def record(
         self,
@@ -295,12 +298,12 @@ class _Recorder:
         python: bool,
         label: str | None = None,
     ) -> None:
-        frame, by_torch = self._frames()
-        if python and host and by_torch:
-            # PyTorch's own Python code reads scalars it keeps on the CPU by design
-            # (an optimizer's step counter stays there next to CUDA parameters), so
-            # such a read predicts no wait on an accelerator. Only Python-level calls
-            # name their caller exactly; aten ops arrive through torch's wrappers.
+        frame, by_optimizer = self._frames()
+        if python and host and by_optimizer:
+            # torch.optim keeps its step counters on the CPU by design, next to CUDA
+            # parameters too (unless capturable/fused), so reading one predicts no
+            # wait on an accelerator. Only Python-level calls name their caller
+            # exactly; aten ops arrive through torch's wrappers.
             return
         if frame is None:
             where: tuple[str, int, str] = ("<backward/C++>", 0, "")
@@ -465,9 +468,8 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
     Only the thread that entered the block is watched, plus autograd's worker
     threads, which inherit its modes (their ops have no Python caller and are
-    listed under ``<backward/C++>``). PyTorch's own reads of scalars it keeps on
-    the CPU (an optimizer's step counter) are not listed: they stay on the CPU
-    on every machine.
+    listed under ``<backward/C++>``). ``torch.optim``'s reads of its step
+    counters are not listed: those stay on the CPU on every machine.
 
     Args:
         every: Record one step in ``every``, where steps are the
