@@ -358,3 +358,23 @@ def test_pack_copies_each_tensor_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == [2]  # the two plain tensors, in one pack
     assert copied == [grad]  # only the tensor that may not be packed goes alone
     assert [t.device for t in out] == [META] * 3
+
+
+def test_batch_already_on_target_keeps_its_tensors() -> None:
+    batch = {"x": torch.ones(2), "y": [torch.arange(3)], "n": 1}
+    out = tp.to_device(batch, "cpu")
+    assert out["x"] is batch["x"] and out["y"][0] is batch["y"][0]
+    assert out is not batch and out["y"] is not batch["y"]  # containers are new
+    mixed = {"cpu": torch.ones(1), "meta": torch.ones(1, device="meta")}
+    moved = tp.to_device(mixed, "meta")
+    assert moved["meta"] is mixed["meta"] and moved["cpu"].device == META
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_module_back_to_cpu_is_complete() -> None:
+    model = nn.Linear(256, 256).cuda()
+    expected = {k: v.cpu() for k, v in model.state_dict().items()}
+    tp.to_device(model, "cpu")  # asynchronous copies, one wait
+    for key, value in model.state_dict().items():
+        assert value.is_cpu and torch.equal(value, expected[key])

@@ -84,9 +84,10 @@ def to_device(
       caller never sees a half-written tensor.
     * Packing (see ``pack``) may wait for an earlier packed copy that still reads
       the staging buffer it needs.
-    * A module moved to the CPU uses blocking copies; objects with their own
+    * A module's parameters and buffers follow the same rules (one wait after
+      all of them when the target is the CPU or MPS). Objects with their own
       ``.to`` synchronize as that method does (they get ``non_blocking=True``
-      only for accelerator targets).
+      only for accelerator targets and MPS).
 
     ``non_blocking=True`` issues every copy asynchronously and never waits:
     before reading a result on the CPU (or on MPS) the caller must synchronize
@@ -326,14 +327,23 @@ def _to_kwargs(cls: type) -> tuple[bool, bool]:
 def _move_module(
     module: nn.Module, target: torch.device, non_blocking: bool | None, dtype: torch.dtype | None
 ) -> None:
-    """Move a module in place; may synchronize (device-to-CPU copies block)."""
-    nb = target.type not in ("cpu", "meta") if non_blocking is None else non_blocking
+    """Move a module in place; waits once for copies to the CPU or MPS (see to_device)."""
+    # Devices before the move: module.to swaps `.data` in place, so afterwards
+    # the parameters report the target.
+    sources: set[torch.device] = set()
+    if non_blocking is None and target.type == "cpu" and _accelerator_present():
+        for t in (*module.parameters(), *module.buffers()):
+            if not t.is_cpu and not t.is_meta:
+                sources.add(t.device)
+    nb = target.type != "meta" if non_blocking is None else non_blocking
     if dtype is None:
         module.to(target, non_blocking=nb)
     else:
         module.to(target, dtype, non_blocking=nb)
     if non_blocking is None and target.type == "mps":
         _synchronize(target)
+    for device in sources:
+        _synchronize(device)
     strays = list(_unregistered_tensors(module, target))
     if strays:
         listing = ", ".join(f"{path!r} ({device})" for path, device in strays)
