@@ -339,6 +339,25 @@ def test_nested_audits_both_record() -> None:
     assert outer.total_count == 2 and inner.total_count == 1
 
 
+def test_a_failure_to_describe_an_op_never_reaches_the_program(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torchport.diagnose import _audit
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("bug in the audit")
+
+    monkeypatch.setattr(_audit._Recorder, "observe", broken)
+    x = torch.ones(3)
+    with tp.audit() as report:
+        assert x.sum().item() == 3.0
+        y = x.to(META)
+    assert y.device == META
+    assert report.dropped == 2 and report.entries == []
+    assert "2 op(s) could not be described" in str(report)
+    assert tp.AuditReport.from_json(report.to_json()).dropped == 2
+
+
 def test_report_holds_no_tensors() -> None:
     with tp.audit() as report:
         torch.ones(3).to(META)

@@ -91,12 +91,15 @@ class AuditReport:
         every: The sampling period given to :func:`audit`.
         steps: Steps marked with :meth:`step`.
         recorded_steps: Steps that were recorded (all of them when ``every == 1``).
+        dropped: Ops the audit saw but failed to describe (a bug to report; the
+            program itself ran on unchanged).
     """
 
     entries: list[AuditEntry] = field(default_factory=list)
     every: int = 1
     steps: int = 0
     recorded_steps: int = 0
+    dropped: int = 0
     _recorder: _Recorder | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -142,6 +145,7 @@ class AuditReport:
             "every": self.every,
             "steps": self.steps,
             "recorded_steps": self.recorded_steps,
+            "dropped": self.dropped,
             "total_bytes": self.total_bytes,
             "total_count": self.total_count,
         }
@@ -158,6 +162,7 @@ class AuditReport:
             every=int(data["every"]),
             steps=int(data["steps"]),
             recorded_steps=int(data["recorded_steps"]),
+            dropped=int(data.get("dropped", 0)),
         )
 
     @classmethod
@@ -227,6 +232,7 @@ class _Recorder:
         self._origins: dict[CodeType, int] = {}
         self._modes: tuple[_FunctionWatcher, _DispatchWatcher] | None = None
         self.closed = False
+        self.dropped = 0  # ops the audit failed to describe; see guarded_observe
 
     # -- modes on and off -------------------------------------------------------
     def start(self) -> None:
@@ -350,6 +356,23 @@ class _Recorder:
         host = device.type in _HOST_TYPES
         self.record(entry, _op_name(func), str(device), host, nbytes, python=python)
 
+    def guarded_observe(
+        self,
+        func: Any,
+        entry: OpEntry,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        out: Any,
+        *,
+        python: bool,
+    ) -> None:
+        """:meth:`observe` an op that has run, if its arguments give it that cost."""
+        try:
+            if entry.matches(args, kwargs):
+                self.observe(func, entry, args, kwargs, out, python=python)
+        except Exception:  # the audit must never break the program it watches
+            self.dropped += 1
+
     def report_into(self, report: AuditReport) -> None:
         with self._lock:
             items = list(self.counts.items())
@@ -361,6 +384,7 @@ class _Recorder:
             )
         entries.sort(key=lambda e: (-e.bytes, -e.count, e.file, e.line, e.label))
         report.entries = entries
+        report.dropped = self.dropped
         report.steps = self.steps
         report.recorded_steps = self.recorded_steps if self.steps else 0
 
@@ -404,8 +428,8 @@ class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         entry = _ATEN_TABLE[func]
         if entry is not None:
             recorder = self._recorder
-            if not recorder.quiet and entry.matches(args, kwargs):
-                recorder.observe(func, entry, args, kwargs, out, python=False)
+            if not recorder.quiet:
+                recorder.guarded_observe(func, entry, args, kwargs, out, python=False)
         return out
 
 
@@ -439,7 +463,7 @@ class _FunctionWatcher(TorchFunctionMode):
         finally:
             recorder.quiet -= 1
         if not recorder.quiet:
-            recorder.observe(func, entry, args, kwargs, out, python=True)
+            recorder.guarded_observe(func, entry, args, kwargs, out, python=True)
         return out
 
 

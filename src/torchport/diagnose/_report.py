@@ -61,6 +61,8 @@ def _summary(report: AuditReport) -> str:
             f"; recorded {report.recorded_steps} of {report.steps} steps (every={report.every}),"
             f" so counts are about 1/{report.every} of the run's"
         )
+    if report.dropped:
+        line += f"; {report.dropped} op(s) could not be described (please report this)"
     return line
 
 
