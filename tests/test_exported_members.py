@@ -18,6 +18,7 @@ EXPECTED = [
     "MemoryReport",
     "RedirectError",
     "TorchportError",
+    "UnregisteredTensorWarning",
     "UnsupportedBatchError",
     "__version__",
     "audit",

@@ -30,7 +30,13 @@ if TYPE_CHECKING:
         strict,
     )
     from torchport.feed import DeviceLoader
-    from torchport.place import DeviceInfo, available_devices, pick_device, to_device
+    from torchport.place import (
+        DeviceInfo,
+        UnregisteredTensorWarning,
+        available_devices,
+        pick_device,
+        to_device,
+    )
     from torchport.port import redirect
 
 __version__ = "0.1.0"
@@ -38,6 +44,7 @@ __version__ = "0.1.0"
 # name -> the subpackage that defines it
 _LAZY: dict[str, str] = {
     "AuditReport": "torchport.diagnose",
+    "UnregisteredTensorWarning": "torchport.place",
     "DeviceInfo": "torchport.place",
     "DeviceLoader": "torchport.feed",
     "DoctorReport": "torchport.diagnose",
@@ -64,6 +71,7 @@ __all__ = [
     "MemoryReport",
     "RedirectError",
     "TorchportError",
+    "UnregisteredTensorWarning",
     "UnsupportedBatchError",
     "__version__",
     "audit",

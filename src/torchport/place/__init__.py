@@ -6,11 +6,9 @@ from torchport.place._device import DeviceInfo, available_devices, pick_device
 from torchport.place._move import UnregisteredTensorWarning, to_device
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
-for _obj in (DeviceInfo, available_devices, pick_device, to_device):
+for _obj in (DeviceInfo, UnregisteredTensorWarning, available_devices, pick_device, to_device):
     _obj.__module__ = "torchport"
 del _obj
-# Not (yet) a top-level name: its home is this package.
-UnregisteredTensorWarning.__module__ = "torchport.place"
 
 __all__ = [
     "DeviceInfo",
