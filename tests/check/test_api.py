@@ -283,3 +283,22 @@ def test_diff_of_a_file_without_final_newline_and_absolute_path(tmp_path: Path) 
         ["patch", "--dry-run", "-p0", "-i", str(patch)], capture_output=True, text=True, cwd="/"
     )
     assert applied.returncode == 0, applied.stdout + applied.stderr
+
+
+def test_stdin_text_uses_the_name_for_config_and_writes_nothing(tmp_path: Path) -> None:
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.torchport]\nexclude = ["old/"]\n'
+        '[tool.torchport.per-file-ignores]\n"gen/*" = ["TP9960"]\n',
+    )
+    name = tmp_path / "gen" / "buffer.py"  # need not exist
+    result = check_paths([name], stdin="flag.cuda()\n")
+    assert [(f.path, f.code) for f in result.findings] == [(str(name), "TP9961")]
+    assert result.files == 1 and result.lines == 1
+    fixed = fix_paths([tmp_path / "b.py"], stdin="y = x.cuda()\n")
+    (change,) = fixed.changed
+    assert change.text == "y = x.cpu()\n" and not change.written and change.diff == ""
+    assert fixed.exit_code == 0 and not (tmp_path / "b.py").exists()
+    assert check_paths([tmp_path / "old" / "x.py"], stdin="flag\n").findings == []  # excluded
+    with pytest.raises(ConfigError, match="exactly one path"):
+        check_paths([tmp_path, tmp_path], stdin="x = 1\n")

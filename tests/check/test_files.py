@@ -176,6 +176,9 @@ def test_config_excludes_apply_to_walked_and_given_paths(tmp_path: Path) -> None
     excludes = [GlobSet(tmp_path, ["legacy/", "gen/**"])]
     assert found(tmp_path, excludes=excludes) == ["new.py"]
     assert found(tmp_path, gen, excludes=excludes) == []
+    old = tmp_path / "legacy" / "old.py"
+    assert found(tmp_path, old, excludes=excludes) == []  # its folder is excluded
+    assert found(tmp_path, tmp_path / "legacy", excludes=excludes) == []
 
 
 def test_symlinks_are_not_followed_while_walking(tmp_path: Path) -> None:

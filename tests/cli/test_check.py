@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import json
 import sys
 import types
@@ -152,3 +153,13 @@ def test_explain_real_rule_and_unknown_code(
     assert code == 0 and "TP101" in out and "What it does" in out
     code, _, err = run(capsys, "--explain", "TP1011")
     assert code == 2 and "TP1011" in err
+
+
+def test_stdin_named_by_stdin_filename(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y = flag\n"))
+    code, out, _ = run(capsys, "-", "--stdin-filename", "pkg/buffer.py")
+    assert code == 1 and out.startswith("pkg/buffer.py:1:5: TP9950 rename flag")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y = 1\n"))
+    assert run(capsys, "-")[:2] == (0, "All checks passed.\n")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import io
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,3 +99,19 @@ def test_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     code, _, err = run(capsys, ".")
     assert code == 2 and "bad.py: error: cannot parse" in err
     assert (tmp_path / "a.py").read_text() == "new\n"
+
+
+def test_stdin_fixed_text_on_stdout_and_no_file_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.py").write_text("old\n")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("x = old\nstuck\n"))
+    code, out, err = run(capsys, "-", "--stdin-filename", "a.py")
+    assert (code, out) == (1, "x = new\nstuck\n")
+    assert "fixed a.py: TP9940 x1" in err and "a.py:2:1: TP9940" in err
+    assert (tmp_path / "a.py").read_text() == "old\n"  # the named file is never touched
+    monkeypatch.setattr(sys, "stdin", io.StringIO("clean = 1\n"))
+    assert run(capsys, "-")[:2] == (0, "clean = 1\n")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y = old\n"))
+    code, out, _ = run(capsys, "-", "--diff")
+    assert code == 1 and out == "--- a/-\n+++ b/-\n@@ -1 +1 @@\n-y = old\n+y = new\n"

@@ -41,6 +41,7 @@ __all__ = [
     "SourceError",
     "SourceFile",
     "discover",
+    "excluded",
     "inside_roots",
     "read_source",
 ]
@@ -197,6 +198,28 @@ class GlobSet:
         return result
 
 
+def excluded(path: Path, *, is_dir: bool, excludes: Sequence[GlobSet]) -> bool:
+    """Whether ``path`` or a folder above it (below a pattern's base) is excluded.
+
+    A walk never enters an excluded folder; a path given directly needs its
+    folders checked too, so that ``exclude = ["legacy/"]`` covers ``legacy/a.py``.
+    """
+    absolute = path.absolute()
+    for globs in excludes:
+        try:
+            parts = absolute.relative_to(globs.base).parts
+        except ValueError:
+            continue
+        folder = globs.base
+        for part in parts[:-1]:
+            folder = folder / part
+            if globs.match(folder, is_dir=True):
+                return True
+        if globs.match(absolute, is_dir=is_dir):
+            return True
+    return False
+
+
 def _ignored(path: Path, is_dir: bool, sets: Sequence[GlobSet]) -> bool:
     """The deepest (latest) set with an opinion decides."""
     for globs in reversed(sets):
@@ -303,7 +326,7 @@ def discover(
             kind = "broken symlink" if path.is_symlink() else "no such file or folder"
             errors.append((path, f"{kind}; check the path"))
             continue
-        if any(g.match(path.absolute(), is_dir=path.is_dir()) for g in excludes):
+        if excluded(path, is_dir=path.is_dir(), excludes=excludes):
             continue
         if path.is_dir():
             absolute = path.absolute()

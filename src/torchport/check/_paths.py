@@ -29,10 +29,18 @@ from typing import TypeVar
 
 from torchport.check._config import Config, find_config, load_config
 from torchport.check._engine import RuleSet, check_tree
-from torchport.check._files import SourceError, discover, inside_roots, read_source
+from torchport.check._files import (
+    Discovery,
+    SourceError,
+    discover,
+    excluded,
+    inside_roots,
+    read_source,
+)
 from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, normalise_selectors, select_rules
+from torchport.errors import ConfigError
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -84,12 +92,16 @@ class CheckResult:
 
 @dataclass(frozen=True, slots=True)
 class FileFix:
-    """One changed file: fixes applied per code, its diff (with ``diff=True``), whether written."""
+    """One changed file: fixes applied per code, its diff (with ``diff=True``), whether written.
+
+    ``text`` is the fixed source when it was not written (``stdin`` runs).
+    """
 
     path: str
     fixed: dict[str, int]
     diff: str
     written: bool
+    text: str | None = None
 
 
 @dataclass(slots=True)
@@ -111,7 +123,7 @@ class FixResult:
         """0 when all is clean (with ``diff``: nothing would change), 1 if not, 2 on errors."""
         if self.errors:
             return 2
-        would_change = any(not f.written for f in self.changed)
+        would_change = any(f.diff for f in self.changed)
         return 1 if self.remaining or would_change else 0
 
 
@@ -131,6 +143,7 @@ class _Chunk:
     roots: tuple[str, ...] = ()
     unsafe: bool = False
     diff: bool = False
+    stdin: str | None = None  # the one file's text, given instead of read; never written
 
 
 @functools.lru_cache(maxsize=32)
@@ -140,15 +153,18 @@ def _ruleset(rules: tuple[type[Rule], ...], ignored: tuple[str, ...]) -> RuleSet
     )
 
 
-def _load(path: str, report: _Report) -> tuple[str, str] | None:
-    try:
-        source = read_source(path)
-    except SourceError as exc:
-        report.errors.append(FileError(path, str(exc)))
-        return None
-    text = source.text
+def _load(path: str, report: _Report, stdin: str | None) -> tuple[str, str] | None:
+    if stdin is not None:
+        text, encoding = stdin, "utf-8"
+    else:
+        try:
+            source = read_source(path)
+        except SourceError as exc:
+            report.errors.append(FileError(path, str(exc)))
+            return None
+        text, encoding = source.text, source.encoding
     report.lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    return text, source.encoding
+    return text, encoding
 
 
 _PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
@@ -178,7 +194,7 @@ def _check_chunk(chunk: _Chunk) -> list[_Report]:
     for path, ignored in chunk.files:
         report = _Report(path)
         reports.append(report)
-        loaded = _load(path, report)
+        loaded = _load(path, report, chunk.stdin)
         if loaded is None:
             continue
         tree = _parse(path, loaded[0], report)
@@ -223,8 +239,9 @@ def _fix_one(
     if outcome.source == original:
         return report
     fixed = dict(sorted(outcome.fixed.items()))
-    if chunk.diff:
-        report.fix = FileFix(path, fixed, outcome.diff(original, path), written=False)
+    if chunk.diff or chunk.stdin is not None:
+        diff = outcome.diff(original, path) if chunk.diff else ""
+        report.fix = FileFix(path, fixed, diff, written=False, text=outcome.source)
         return report
     if not inside_roots(Path(path), chunk.roots):
         report.errors.append(
@@ -248,7 +265,7 @@ def _fix_chunk(chunk: _Chunk) -> list[_Report]:
     reports: list[_Report] = []
     for path, ignored in chunk.files:
         report = _Report(path)
-        loaded = _load(path, report)
+        loaded = _load(path, report, chunk.stdin)
         tree = None if loaded is None else _parse(path, loaded[0], report)
         if loaded is not None and tree is not None:
             ruleset = _ruleset(chunk.rules, ignored)
@@ -287,10 +304,13 @@ def _plan(
     extend_select: Sequence[str] | None,
     config: Config | str | os.PathLike[str] | None,
     jobs: int | None,
+    stdin: str | None,
     **options: object,
 ) -> tuple[list[_Chunk], list[FileError], tuple[type[Rule], ...], int]:
     if isinstance(paths, str | os.PathLike):
         paths = [paths]  # one path, not a sequence of one-letter paths
+    if stdin is not None and len(paths) != 1:
+        raise ConfigError(f"text from stdin needs exactly one path to name it, got {len(paths)}")
     if config is None:
         config = find_config(paths)
     elif not isinstance(config, Config):
@@ -304,7 +324,12 @@ def _plan(
     known = sorted(r.code for r in available_rules())
     for pattern, codes in config.per_file_ignores:
         normalise_selectors(codes, known, f"per-file-ignores {pattern!r} of {config.origin}")
-    found = discover(paths, excludes=config.exclude_globs())
+    if stdin is None:
+        found = discover(paths, excludes=config.exclude_globs())
+    else:  # the text is given: nothing to discover, the path only names it
+        name = Path(paths[0])
+        skip = excluded(name, is_dir=False, excludes=config.exclude_globs())
+        found = Discovery([] if skip else [name], [])
     errors = [FileError(str(p), message) for p, message in found.errors]
     files: list[tuple[str, tuple[str, ...]]] = []
     for path in found.files:
@@ -318,7 +343,7 @@ def _plan(
     size = max(1, min(_CHUNK_MAX, -(-len(files) // (max(jobs, 1) * 4))))
     roots = tuple(str(p) for p in paths)
     chunks = [
-        _Chunk(rules, tuple(files[i : i + size]), roots, **options)  # type: ignore[arg-type]
+        _Chunk(rules, tuple(files[i : i + size]), roots, stdin=stdin, **options)  # type: ignore[arg-type]
         for i in range(0, len(files), size)
     ]
     return chunks, errors, rules, max(jobs, 1)
@@ -332,6 +357,7 @@ def check_paths(
     extend_select: Sequence[str] | None = None,
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
+    stdin: str | None = None,
 ) -> CheckResult:
     """Check files and folders (see :mod:`torchport.check._files` for which files).
 
@@ -339,11 +365,13 @@ def check_paths(
     add to it. ``config`` is a :class:`Config`, a TOML file with a
     ``[tool.torchport]`` table, or ``None`` to find the nearest ``pyproject.toml``.
     ``jobs``: worker processes (``None``: one per core when there are many files).
+    ``stdin``: the text of the one path in ``paths`` (an editor's buffer, ``-``),
+    checked instead of reading the file.
 
     Raises:
         ConfigError: bad configuration or an unknown rule selector.
     """
-    chunks, errors, rules, jobs = _plan(paths, select, ignore, extend_select, config, jobs)
+    chunks, errors, rules, jobs = _plan(paths, select, ignore, extend_select, config, jobs, stdin)
     reports = _map(_check_chunk, chunks, jobs)
     findings = [f for r in reports for f in r.findings]
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
@@ -361,6 +389,7 @@ def fix_paths(
     extend_select: Sequence[str] | None = None,
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
+    stdin: str | None = None,
 ) -> FixResult:
     """Apply fixes to files in place, atomically, only where the text changes.
 
@@ -368,13 +397,14 @@ def fix_paths(
     original (mode bits kept); a file reached through a symlink that leads
     outside the given paths is never written. With ``diff=True`` nothing is
     written and each :class:`FileFix` carries a unified diff. Running it twice
-    changes nothing the second time.
+    changes nothing the second time. With ``stdin`` (the text of the one path
+    in ``paths``) nothing is written: the fixed text is in :attr:`FileFix.text`.
 
     Raises:
         ConfigError: bad configuration or an unknown rule selector.
     """
     chunks, errors, rules, jobs = _plan(
-        paths, select, ignore, extend_select, config, jobs, unsafe=unsafe, diff=diff
+        paths, select, ignore, extend_select, config, jobs, stdin, unsafe=unsafe, diff=diff
     )
     reports = _map(_fix_chunk, chunks, jobs)
     remaining = [f for r in reports for f in r.findings]

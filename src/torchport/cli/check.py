@@ -19,7 +19,9 @@ def _codes(text: str) -> list[str]:
 
 def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments that `check` and `fix` share: paths, rule selection, config, jobs."""
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .)")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or folders (default: .); - reads stdin"
+    )
     parser.add_argument(
         "--select", type=_codes, action="extend", metavar="CODES",
         help="comma-separated codes or prefixes to run instead of the defaults (TP1,TP201; ALL)",
@@ -36,6 +38,9 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         "--config", metavar="FILE",
         help="a TOML file with a [tool.torchport] table (default: the nearest pyproject.toml)",
     )  # fmt: skip
+    parser.add_argument(
+        "--stdin-filename", metavar="PATH", help="the name of the text read with -, for config"
+    )
     parser.add_argument(
         "--jobs", "-j", type=int, metavar="N",
         help="worker processes (default: one per core when there are many files)",
@@ -67,8 +72,10 @@ def _run(args: argparse.Namespace) -> int:
     from torchport.check import check_paths
     from torchport.check._format import render, render_statistics
 
+    stdin = sys.stdin.read() if args.paths == ["-"] else None
     result = check_paths(
-        args.paths or ["."],
+        [args.stdin_filename or "-"] if stdin is not None else args.paths or ["."],
+        stdin=stdin,
         select=args.select,
         ignore=args.ignore,
         extend_select=args.extend_select,

@@ -34,8 +34,10 @@ def _run(args: argparse.Namespace) -> int:
     from torchport.check import fix_paths
     from torchport.check._format import render_text
 
+    stdin = sys.stdin.read() if args.paths == ["-"] else None
     result = fix_paths(
-        args.paths or ["."],
+        [args.stdin_filename or "-"] if stdin is not None else args.paths or ["."],
+        stdin=stdin,
         unsafe=args.unsafe,
         diff=args.diff,
         select=args.select,
@@ -44,8 +46,10 @@ def _run(args: argparse.Namespace) -> int:
         config=args.config,
         jobs=args.jobs,
     )
-    # With --diff, stdout is a clean patch; everything else goes to stderr.
-    report = sys.stderr if args.diff else sys.stdout
+    # With --diff, stdout is a clean patch; with -, the fixed text; the report goes to stderr.
+    report = sys.stderr if args.diff or stdin is not None else sys.stdout
+    if stdin is not None and not args.diff:
+        sys.stdout.write(result.changed[0].text or "" if result.changed else stdin)
     total = 0
     for change in result.changed:
         total += sum(change.fixed.values())
@@ -57,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
     if result.remaining:
         report.write(render_text(result.remaining))
-    verb = "Would fix" if args.diff else "Fixed"
+    verb = "Would fix" if args.diff else "Fixed"  # (stdin: fixed on stdout, files untouched)
     files = len(result.changed)
     print(
         f"{verb} {total} finding{'s' * (total != 1)} in {files} file{'s' * (files != 1)}; "
