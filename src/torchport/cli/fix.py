@@ -1,6 +1,7 @@
 """`torchport fix`: apply the checker's fixes in place, atomically; idempotent.
 
-Exit codes: 0 when everything left is clean (with ``--diff``: nothing would
+``torchport fix -`` fixes stdin and prints the result. Exit codes: 0 when everything
+left is clean (with ``--diff``: nothing would
 change), 1 when findings remain (or a diff was shown), 2 on errors.
 """
 
@@ -49,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     # With --diff, stdout is a clean patch; with -, the fixed text; the report goes to stderr.
     report = sys.stderr if args.diff or stdin is not None else sys.stdout
     if stdin is not None and not args.diff:
-        sys.stdout.write(result.changed[0].text or "" if result.changed else stdin)
+        sys.stdout.write((result.changed[0].text or "") if result.changed else stdin)
     total = 0
     for change in result.changed:
         total += sum(change.fixed.values())
