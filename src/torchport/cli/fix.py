@@ -1,8 +1,8 @@
 """`torchport fix`: apply the checker's fixes in place, atomically; idempotent.
 
-``torchport fix -`` fixes stdin and prints the result. Exit codes: 0 when everything
-left is clean (with ``--diff``: nothing would
-change), 1 when findings remain (or a diff was shown), 2 on errors.
+``torchport fix -`` fixes stdin and prints the result. Exit codes: 0 when
+everything left is clean (with ``--diff``: nothing would change), 1 when
+findings remain (or a diff was shown), 2 on errors.
 """
 
 from __future__ import annotations
