@@ -144,3 +144,27 @@ def test_tensor_creation_counts_as_a_copy_only_off_the_host() -> None:
         META,
         8,
     )
+
+
+def test_op_names_are_short_and_public() -> None:
+    assert _ops.op_name(aten._to_copy.default) == "aten::_to_copy"
+    assert _ops.op_name(torch.Tensor.item) == "Tensor.item"
+    assert _ops.op_name(torch.tensor) == "torch.tensor"
+    assert _ops.op_name(torch.Tensor.__repr__) == "Tensor.__repr__"
+
+
+def test_read_bytes() -> None:
+    x = torch.zeros(3, 2, dtype=torch.float16)
+    assert _ops.read_bytes(torch.Tensor.tolist, x) == 12
+    assert _ops.read_bytes(torch.Tensor.numpy, x) == 12
+    assert _ops.read_bytes(torch.Tensor.item, x[0, 0]) == 2
+    assert _ops.read_bytes(aten._local_scalar_dense.default, x[0, 0]) == 2
+    assert _ops.read_bytes(aten.nonzero.default, x) == 0
+
+
+def test_non_blocking_flag() -> None:
+    x = torch.ones(2)
+    assert _ops.non_blocking(aten._to_copy.default, (x,), {"non_blocking": True})
+    assert not _ops.non_blocking(aten._to_copy.default, (x,), {})
+    assert _ops.non_blocking(aten.copy_.default, (x, x, True), {})
+    assert not _ops.non_blocking(aten.copy_.default, (x, x), {})

@@ -185,9 +185,6 @@ class AuditReport:
         return audit_text(self)
 
 
-# Python-level reads that copy the whole tensor to the host
-_WHOLE_READS = (torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__array__)
-
 _Key = tuple[str, str, str, str, bool, str, int, str]
 
 
@@ -343,18 +340,14 @@ class _Recorder:
             if _ops.non_blocking(func, args, kwargs):
                 label += ", non_blocking"
             self.record(
-                entry, _op_name(func), f"{src}→{dst}", False, nbytes, python=python, label=label
+                entry, _ops.op_name(func), f"{src}→{dst}", False, nbytes, python=python, label=label
             )
             return
         tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
         device = tensor.device if tensor is not None else torch.device("cpu")
-        nbytes = 0
-        if tensor is not None and func in _WHOLE_READS:
-            nbytes = tensor.numel() * tensor.element_size()
-        elif tensor is not None and _op_name(func) in ("Tensor.item", "aten::_local_scalar_dense"):
-            nbytes = tensor.element_size()
+        nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
         host = device.type in _HOST_TYPES
-        self.record(entry, _op_name(func), str(device), host, nbytes, python=python)
+        self.record(entry, _ops.op_name(func), str(device), host, nbytes, python=python)
 
     def guarded_observe(
         self,
@@ -387,18 +380,6 @@ class _Recorder:
         report.dropped = self.dropped
         report.steps = self.steps
         report.recorded_steps = self.recorded_steps if self.steps else 0
-
-
-def _op_name(func: Any) -> str:
-    schema = getattr(func, "_schema", None)
-    if schema is not None:
-        return str(schema.name)
-    qualname = getattr(func, "__qualname__", repr(func))
-    if qualname.startswith("TensorBase."):  # C methods report their base class
-        qualname = "Tensor." + qualname[len("TensorBase.") :]
-    if qualname.startswith("_VariableFunctionsClass."):
-        qualname = "torch." + qualname[len("_VariableFunctionsClass.") :]
-    return str(qualname)
 
 
 _ATEN_TABLE = _ops.ATEN_TABLE

@@ -30,6 +30,8 @@ __all__ = [
     "aten_entry",
     "method_entry",
     "non_blocking",
+    "op_name",
+    "read_bytes",
     "transfer_of",
     "watched_methods",
 ]
@@ -213,6 +215,31 @@ def non_blocking(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
     name = getattr(getattr(func, "_schema", None), "name", "")
     # copy_(self, src, non_blocking) and _copy_from(self, dst, non_blocking) take it third
     return name in ("aten::copy_", "aten::_copy_from") and len(args) > 2 and bool(args[2])
+
+
+def op_name(func: Any) -> str:
+    """A short name for an op: ``"aten::_to_copy"``, ``"Tensor.item"``, ``"torch.tensor"``."""
+    schema = getattr(func, "_schema", None)
+    if schema is not None:
+        return str(schema.name)
+    name = str(getattr(func, "__qualname__", repr(func)))
+    for prefix, public in (("TensorBase.", "Tensor."), ("_VariableFunctionsClass.", "torch.")):
+        if name.startswith(prefix):  # C methods report the class that holds them
+            return public + name[len(prefix) :]
+    return name
+
+
+# Python-level reads that copy the whole tensor to the host
+_WHOLE_READS = (torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__array__)
+
+
+def read_bytes(func: Any, tensor: torch.Tensor) -> int:
+    """Bytes a sync op reads back to the host from ``tensor`` (0 when it reads no data)."""
+    if func in _WHOLE_READS:
+        return tensor.numel() * tensor.element_size()
+    if op_name(func) in ("Tensor.item", "aten::_local_scalar_dense"):
+        return tensor.element_size()
+    return 0
 
 
 def watched_methods() -> list[Any]:
