@@ -259,9 +259,12 @@ def test_decorator_forms_keep_results_and_names() -> None:
         broken()
 
 
-def test_decorating_a_non_callable_is_a_config_error() -> None:
-    with pytest.raises(tp.ConfigError, match="pass a function"):
-        tp.strict(42)  # type: ignore[call-overload]
+@pytest.mark.parametrize(
+    "bad", [42, "model", Model, Model()], ids=["int", "str", "class", "module"]
+)
+def test_decorating_what_is_not_a_function_is_a_config_error(bad: object) -> None:
+    with pytest.raises(tp.ConfigError, match="pass a function or method to decorate"):
+        tp.strict(bad)  # type: ignore[call-overload]
 
 
 def test_nested_strict_translates_once() -> None:

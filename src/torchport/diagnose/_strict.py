@@ -419,13 +419,20 @@ def strict(func: Callable[P, R] | None = None, /) -> _Strict | Callable[P, R]:
     """
     if func is None:
         return _Strict()
-    if not callable(func):
+    # a class or a module would come back as a plain function: refuse rather than surprise
+    if not callable(func) or isinstance(func, (type, nn.Module)):
+        what = func.__name__ if isinstance(func, type) else type(func).__name__
         raise ConfigError(
-            f"tp.strict got {type(func).__name__} {func!r}; pass a function to decorate "
-            "(@tp.strict), or nothing (with tp.strict(): ...)"
+            f"tp.strict got {what} {_short_repr(func)}; pass a function or method to decorate "
+            "(@tp.strict), or nothing and wrap the calls: with tp.strict(): model(x)"
         )
     wrapped: Callable[P, R] = _Strict()(func)  # ContextDecorator applies functools.wraps
     return wrapped
+
+
+def _short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 strict.__module__ = "torchport"
