@@ -143,7 +143,7 @@ def test_cuda_stream_fails_with_the_clear_message(capsys: pytest.CaptureFixture[
     captured = capsys.readouterr()
     assert captured.out == "before the stream\n"
     last = captured.err.splitlines()[-1]
-    assert last.startswith("torchport.port.RedirectError: torch.cuda.Stream has no meaning on cpu")
+    assert last.startswith("torchport.RedirectError: torch.cuda.Stream has no meaning on cpu")
     assert "torchport/port" not in captured.err  # the stand-in's own frame is trimmed
 
 
