@@ -15,7 +15,9 @@ import torchport as tp
         (tp.ConfigError, ValueError),
     ],
 )
-def test_each_error_is_a_torchport_error_and_its_builtin(cls: type[Exception], builtin: type[Exception]) -> None:
+def test_each_error_is_a_torchport_error_and_its_builtin(
+    cls: type[Exception], builtin: type[Exception]
+) -> None:
     assert issubclass(cls, tp.TorchportError)
     assert issubclass(cls, builtin)
     assert cls.__module__ == "torchport"

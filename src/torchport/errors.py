@@ -4,11 +4,11 @@ Every error torchport raises is a :class:`TorchportError` and also a subclass of
 the builtin exception that callers already catch::
 
     TorchportError(Exception)
-    ├── DeviceError(ValueError)              a device string or index that is malformed or absent
-    ├── DeviceMismatchError(RuntimeError)    tensors of one op on different devices (inside strict())
-    ├── UnsupportedBatchError(TypeError)     a batch holds an object torchport cannot rebuild
-    ├── RedirectError(RuntimeError)          a CUDA-only call made while redirected to another device
-    └── ConfigError(ValueError)              bad configuration: CLI flags, [tool.torchport], arguments
+    ├── DeviceError(ValueError)            a device that is malformed or absent
+    ├── DeviceMismatchError(RuntimeError)  one op got tensors on different devices (strict())
+    ├── UnsupportedBatchError(TypeError)   a batch holds an object torchport cannot rebuild
+    ├── RedirectError(RuntimeError)        a CUDA-only call while redirected to another device
+    └── ConfigError(ValueError)            bad configuration: CLI flags, [tool.torchport], args
 
 Messages say what was found, what was expected and what to do about it.
 

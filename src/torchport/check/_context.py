@@ -257,8 +257,10 @@ class Context:
             if isinstance(outer, _SCOPES):
                 return None
             if isinstance(outer, (ast.For, ast.AsyncFor)):
-                if child is not outer.iter and child is not outer.target and not (
-                    outer.orelse and any(s is child for s in outer.orelse)
+                if (
+                    child is not outer.iter
+                    and child is not outer.target
+                    and not (outer.orelse and any(s is child for s in outer.orelse))
                 ):
                     return outer
             elif isinstance(outer, ast.While):
@@ -373,9 +375,7 @@ class Context:
                 isinstance(value, _NOT_A_DEVICE)
                 or (isinstance(value, ast.Constant) and not isinstance(value.value, str))
             )
-            visible = func is not None or (
-                isinstance(here, ast.stmt) and stmt.lineno < here.lineno
-            )
+            visible = func is not None or (isinstance(here, ast.stmt) and stmt.lineno < here.lineno)
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and device_like and visible:
                 return name, ()
         return "_torchport_device", self._definition_edits("_torchport_device")

@@ -216,6 +216,4 @@ def guard_statement(call: ast.Call, text: str, ctx: Context) -> Edit | None:
     indent = ctx.indent_of(stmt)
     step = "\t" if "\t" in indent else "    "
     t = ctx.torch_name()
-    return ctx.replace(
-        stmt, f"if {t}.accelerator.is_available():{ctx.newline}{indent}{step}{text}"
-    )
+    return ctx.replace(stmt, f"if {t}.accelerator.is_available():{ctx.newline}{indent}{step}{text}")

@@ -139,4 +139,3 @@ class Rule:
         """Yield the findings of this rule at ``node`` (one of ``node_types``)."""
         raise NotImplementedError
         yield  # pragma: no cover  (makes this a generator for type checkers)
-

@@ -1,4 +1,4 @@
-"""diagnose: which tensor is on the wrong device, where code copies or waits, is the environment right."""
+"""diagnose: which tensor is on the wrong device, where code copies or waits, is the setup right."""
 
 from __future__ import annotations
 

@@ -62,8 +62,10 @@ class BlockingBatchCopy(Rule):
         if method_name(node) != "to" or keyword(node, "non_blocking") is not None:
             return
         target = node.args[0] if node.args else None
-        if target is None or is_cpu_target(target, ctx) or (ctx.qualname(target) or "").startswith(
-            "torch."
+        if (
+            target is None
+            or is_cpu_target(target, ctx)
+            or (ctx.qualname(target) or "").startswith("torch.")
         ):
             return
         assert isinstance(node.func, ast.Attribute)

@@ -43,10 +43,7 @@ class CudaSetDevice(Rule):
     )
     invalid = (
         Example(
-            "import torch\n"
-            "\n"
-            "def setup(local_rank):\n"
-            "    torch.cuda.set_device(local_rank)\n",
+            "import torch\n\ndef setup(local_rank):\n    torch.cuda.set_device(local_rank)\n",
             fixed="import torch\n"
             "\n"
             "def setup(local_rank):\n"

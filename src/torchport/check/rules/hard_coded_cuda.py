@@ -46,14 +46,8 @@ class HardCodedCuda(Rule):
     )
     invalid = (
         Example(
-            "import torch\n"
-            "\n"
-            "x = torch.zeros(3).cuda()\n",
-            fixed="import torch\n"
-            "\n"
-            f"{DEVICE_LINE}"
-            "\n"
-            "x = torch.zeros(3).to(device)\n",
+            "import torch\n\nx = torch.zeros(3).cuda()\n",
+            fixed=f"import torch\n\n{DEVICE_LINE}\nx = torch.zeros(3).to(device)\n",
         ),
         Example(
             "import torch\n"
@@ -75,19 +69,12 @@ class HardCodedCuda(Rule):
             "\n"
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "batch = batch.cuda(non_blocking=True)\n",
-            fixed="import torch\n"
-            "\n"
-            f"{DEVICE_LINE}"
-            "batch = batch.to(device, non_blocking=True)\n",
+            fixed=f"import torch\n\n{DEVICE_LINE}batch = batch.to(device, non_blocking=True)\n",
             count=2,
         ),
-        Example("import torch\n\ndev = torch.device(\"cuda\", local_rank)\n"),
+        Example('import torch\n\ndev = torch.device("cuda", local_rank)\n'),
         Example(
-            "import numpy as np\n"
-            "\n"
-            "\n"
-            "def run(x):\n"
-            "    return x.cuda(1)\n",
+            "import numpy as np\n\n\ndef run(x):\n    return x.cuda(1)\n",
             fixed="import torch\n"
             "import numpy as np\n"
             "\n"

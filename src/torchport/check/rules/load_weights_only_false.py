@@ -40,9 +40,7 @@ class LoadWeightsOnlyFalse(Rule):
     )
     invalid = (
         Example(
-            "import torch\n"
-            "\n"
-            'obj = torch.load("run.pt", map_location="cpu", weights_only=False)\n'
+            'import torch\n\nobj = torch.load("run.pt", map_location="cpu", weights_only=False)\n'
         ),
     )
 

@@ -30,7 +30,7 @@ class LoadWithoutMapLocation(Rule):
 
     code = "TP301"
     name = "load-without-map-location"
-    message = "pass `map_location=device` (or `\"cpu\"`) so checkpoints load on any machine"
+    message = 'pass `map_location=device` (or `"cpu"`) so checkpoints load on any machine'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
     valid = (
