@@ -196,6 +196,17 @@ def test_a_plain_training_step_has_nothing_to_report_and_results_are_unchanged()
     assert report.entries == []
 
 
+def test_data_loading_internals_are_not_listed() -> None:
+    # A shuffling DataLoader reads its sampler permutation (.tolist()) and a worker
+    # seed (.item()): CPU tensors on every machine, so no wait to predict.
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True)
+    with tp.audit() as report:
+        batches = [x for x, _ in loader]
+    assert len(batches) == 4
+    assert report.entries == []
+
+
 def test_reads_inside_torch_outside_optimizers_are_listed_at_the_users_line() -> None:
     params = [nn.Parameter(torch.randn(3))]
     params[0].grad = torch.randn(3)

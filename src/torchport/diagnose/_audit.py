@@ -189,9 +189,14 @@ _Key = tuple[str, str, str, str, bool, str, int, str]
 
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__ or "")) + os.sep
-_OPTIM_DIR = os.path.join(_TORCH_DIR, "optim") + os.sep
+# Torch code whose tensors live on the host by design, on every machine: the
+# optimizers' step counters (unless capturable/fused) and the data loading
+# machinery (sampler permutations, worker seeds, collation).
+_HOST_SIDE_DIRS = tuple(
+    os.path.join(_TORCH_DIR, *parts) + os.sep for parts in (("optim",), ("utils", "data"))
+)
 _OWN_DIR = os.path.dirname(os.path.abspath(torchport.__file__ or "")) + os.sep
-_USER, _TORCH, _OPTIM, _OWN = 0, 1, 2, 3
+_USER, _TORCH, _HOST_SIDE, _OWN = 0, 1, 2, 3
 
 
 # Frames between the caller and a watcher that belong to the call itself: the
@@ -211,8 +216,8 @@ def _origin(code: CodeType) -> int:
     name = code.co_filename
     if name.startswith(_OWN_DIR) or code in _MACHINERY:
         return _OWN
-    if name.startswith(_OPTIM_DIR):
-        return _OPTIM
+    if name.startswith(_HOST_SIDE_DIRS):
+        return _HOST_SIDE
     return _TORCH if name.startswith(_TORCH_DIR) else _USER
 
 
@@ -274,7 +279,7 @@ class _Recorder:
         self._local.quiet = value
 
     def _frames(self) -> tuple[FrameType | None, bool]:
-        """The first user frame above the op, and whether a torch optimizer made the call."""
+        """The first user frame above the op, and whether host-side torch code made the call."""
         frame: FrameType | None = sys._getframe(1)
         origins = self._origins
         caller: int | None = None
@@ -286,9 +291,9 @@ class _Recorder:
             if caller is None and origin != _OWN:
                 caller = origin
             if origin == _USER:
-                return frame, caller == _OPTIM
+                return frame, caller == _HOST_SIDE
             frame = frame.f_back
-        return None, caller == _OPTIM
+        return None, caller == _HOST_SIDE
 
     def record(
         self,
@@ -301,12 +306,12 @@ class _Recorder:
         python: bool,
         label: str | None = None,
     ) -> None:
-        frame, by_optimizer = self._frames()
-        if python and host and by_optimizer:
-            # torch.optim keeps its step counters on the CPU by design, next to CUDA
-            # parameters too (unless capturable/fused), so reading one predicts no
-            # wait on an accelerator. Only Python-level calls name their caller
-            # exactly; aten ops arrive through torch's wrappers.
+        frame, host_side = self._frames()
+        if python and host and host_side:
+            # torch.optim's step counters and torch.utils.data's sampler tensors stay
+            # on the CPU by design, next to CUDA parameters too, so reading one
+            # predicts no wait on an accelerator. Only Python-level calls name
+            # their caller exactly; aten ops arrive through torch's wrappers.
             return
         if frame is None:
             where: tuple[str, int, str] = ("<backward/C++>", 0, "")
@@ -473,8 +478,9 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
     Only the thread that entered the block is watched, plus autograd's worker
     threads, which inherit its modes (their ops have no Python caller and are
-    listed under ``<backward/C++>``). ``torch.optim``'s reads of its step
-    counters are not listed: those stay on the CPU on every machine.
+    listed under ``<backward/C++>``). Reads made by ``torch.optim`` (its step
+    counters) and ``torch.utils.data`` (sampler permutations, worker seeds) are
+    not listed: those tensors stay on the CPU on every machine.
 
     Args:
         every: Record one step in ``every``, where steps are the
