@@ -99,7 +99,8 @@ def test_traversal_rows_keep_a_row_for_a_missing_competitor(
 def test_pack_code_path_runs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     # Numbers from a CPU "copy" mean nothing; this checks rows, labels and metrics.
     monkeypatch.setattr("torchport.bench._pack.MAX_COUNT", 100)
-    rows = _measure_size(torch.device("cpu"), 64, quick=True)
+    rows, checks = _measure_size(torch.device("cpu"), 64, quick=True)
+    assert checks == []  # the 10x target is about 1000 x 4 KiB only
     labels = [row.strategy for row in rows]
     assert labels[0] == "one .to() per tensor"
     assert any(label.startswith("torchport.to_device(pack=True)") for label in labels)
@@ -109,6 +110,16 @@ def test_pack_code_path_runs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
             assert row.metrics["bytes"] == 6400.0
             assert row.metrics["gb_per_s"] > 0
     assert rows[0].metrics["vs_per_tensor"] == 1.0
+
+
+def test_pack_checks_the_10x_target_on_thousand_4k_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("torchport.bench._pack.MAX_COUNT", 8)  # stands for 1000: a small run
+    rows, checks = _measure_size(torch.device("cpu"), 4096, quick=True)
+    (check,) = checks
+    packed = next(r for r in rows if r.strategy.startswith("torchport.to_device(pack=True)"))
+    assert check.value == packed.metrics["vs_per_tensor"]
+    assert check.target == 0.1
+    assert "8x4 KiB" in check.name
 
 
 def test_batch_code_path_runs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,6 +134,11 @@ def test_batch_code_path_runs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(
         row.stats is not None or row.status.startswith("not installed") for row in result.rows
     )
+    (check,) = result.checks
+    mover = next(row for row in result.rows if row.strategy == "torchport.to_device")
+    assert mover.stats is not None and raw.stats is not None
+    assert check.value == pytest.approx(mover.stats.median / raw.stats.median)
+    assert check.target == pytest.approx(1 / 0.9)
 
 
 @pytest.mark.gpu

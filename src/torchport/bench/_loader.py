@@ -26,6 +26,7 @@ from torchport.feed import DeviceLoader
 RATIOS = (0.25, 1.0, 4.0)
 DEPTH = 2
 BOUND_TARGET = 1.1
+PINNED_TARGET = 1.05  # pinned host bytes held <= depth x batch + 5%
 Batch = dict[str, torch.Tensor]
 
 
@@ -184,6 +185,13 @@ def loader_overlap(
             if label in device_loaders:
                 metrics["pinned_peak_bytes"] = _pinned_held(device_loaders[label](), compute)
                 metrics["pinned_budget_bytes"] = float(DEPTH * batch_bytes)
+                checks.append(
+                    Check(
+                        f"{label} pinned bytes held / (depth x batch), {case}",
+                        metrics["pinned_peak_bytes"] / metrics["pinned_budget_bytes"],
+                        PINNED_TARGET,
+                    )
+                )
             rows.append(Row(case, label, per_step, metrics))
             if label in device_loaders:
                 checks.append(

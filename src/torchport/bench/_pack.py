@@ -16,12 +16,15 @@ import torch
 
 from torchport.bench._batches import KIB, MIB, human_bytes, random_tensor
 from torchport.bench._competitors import Strategy, tensordict_consolidate, torchport_to_device
-from torchport.bench._model import Row, SuiteResult
+from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import rotating, time_interleaved
 
 SIZES = (64, KIB, 4 * KIB, 64 * KIB, MIB)
 QUICK_SIZES = (64, 4 * KIB, 64 * KIB)
 MAX_COUNT = 1000
+# Issue target: 1000 x 4 KiB packed at least 10x faster than one .to() each.
+PACK_TARGET_SIZE = 4 * KIB
+PACK_TARGET = 0.1
 
 
 def _count(size: int, *, quick: bool) -> int:
@@ -29,7 +32,7 @@ def _count(size: int, *, quick: bool) -> int:
     return max(1, min(MAX_COUNT, budget // size))
 
 
-def _measure_size(device: torch.device, size: int, *, quick: bool) -> list[Row]:
+def _measure_size(device: torch.device, size: int, *, quick: bool) -> tuple[list[Row], list[Check]]:
     count = _count(size, quick=quick)
     lists = [[random_tensor(size) for _ in range(count)] for _ in range(2)]
     dicts = [{f"t{i}": t for i, t in enumerate(tensors)} for tensors in lists]
@@ -55,6 +58,7 @@ def _measure_size(device: torch.device, size: int, *, quick: bool) -> list[Row]:
     case = f"{count}x{human_bytes(size)}"
     base = stats[strategies[0].label].median
     rows = []
+    checks = []
     for strategy in strategies:
         got = stats.get(strategy.label)
         if got is None:
@@ -66,7 +70,10 @@ def _measure_size(device: torch.device, size: int, *, quick: bool) -> list[Row]:
             "vs_per_tensor": got.median / base,
         }
         rows.append(Row(case, strategy.label, got, metrics))
-    return rows
+        if strategy is strategies[1] and size == PACK_TARGET_SIZE and count == MAX_COUNT:
+            name = f"to_device(pack=True) / one .to() per tensor, {case}"
+            checks.append(Check(name, metrics["vs_per_tensor"], PACK_TARGET))
+    return rows, checks
 
 
 def pack_small_tensors(
@@ -77,9 +84,12 @@ def pack_small_tensors(
     Needs a CUDA (or ROCm) device. Every sample synchronizes the host with it.
     """
     rows: list[Row] = []
+    checks: list[Check] = []
     for size in QUICK_SIZES if quick else SIZES:
         if on_case is not None:
             on_case(f"{_count(size, quick=quick)}x{human_bytes(size)}")
-        rows.extend(_measure_size(device, size, quick=quick))
+        size_rows, size_checks = _measure_size(device, size, quick=quick)
+        rows.extend(size_rows)
+        checks.extend(size_checks)
     notes = ("sources are pageable CPU tensors; x per-tensor < 1 is faster",)
-    return SuiteResult("pack", tuple(rows), notes=notes)
+    return SuiteResult("pack", tuple(rows), tuple(checks), notes=notes)
