@@ -15,25 +15,12 @@ Run: ``.venv/bin/python benchmarks/bench_strict_overhead.py [--quick] [--json]``
 
 from __future__ import annotations
 
-import argparse
-
-from rich.console import Console
-
-from torchport.bench import diagnose_overhead, record, render_json, render_text
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer steps and repeats")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    args = parser.parse_args()
-    result = diagnose_overhead(quick=args.quick, variants=("strict()",))
-    run = record([result], quick=args.quick)
-    if args.json:
-        print(render_json(run))
-    else:
-        render_text(run, Console())
-
+from torchport.bench import diagnose_overhead, script_main
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(
+        script_main(
+            __doc__ or "",
+            lambda quick: [diagnose_overhead(quick=quick, variants=("strict()",))],
+        )
+    )

@@ -21,24 +21,12 @@ Run: ``.venv/bin/python benchmarks/bench_traversal.py [--quick] [--json]``
 
 from __future__ import annotations
 
-import argparse
-
-from rich.console import Console
-
-from torchport.bench import record, render_json, render_text, traversal_overhead
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    args = parser.parse_args()
-    run = record([traversal_overhead(quick=args.quick)], quick=args.quick)
-    if args.json:
-        print(render_json(run))
-    else:
-        render_text(run, Console())
-
+from torchport.bench import script_main, traversal_overhead
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(
+        script_main(
+            __doc__ or "",
+            lambda quick: [traversal_overhead(quick=quick)],
+        )
+    )

@@ -16,6 +16,7 @@ from torchport.bench._model import BenchRun, Check, Row, SuiteResult
 from torchport.bench._pack import pack_small_tensors
 from torchport.bench._plot import nothing_to_plot, plot_bandwidth, require_matplotlib
 from torchport.bench._render import render_json, render_text, suite_tables
+from torchport.bench._script import script_main
 from torchport.bench._suites import (
     SUITE_NAMES,
     SUITES,
@@ -51,6 +52,7 @@ __all__ = [
     "render_text",
     "require_matplotlib",
     "run_suites",
+    "script_main",
     "select_suites",
     "suite_tables",
     "summarize",
