@@ -55,6 +55,14 @@ def test_text_lines_markers_and_summary() -> None:
     assert render_text([]) == "All checks passed.\n"
 
 
+def test_text_summary_never_calls_a_run_with_unchecked_files_clean() -> None:
+    assert (
+        render_text([], errors=1) == "No findings, but 1 path could not be checked (named above).\n"
+    )
+    out = render_text(FINDINGS, errors=2).splitlines()
+    assert out[-1] == "And 2 paths could not be checked (named above)."
+
+
 def test_json_round_trips_every_field() -> None:
     data = json.loads(render_json(FINDINGS))
     assert [d["code"] for d in data] == ["TP9970", "TP9971", "TP9970"]

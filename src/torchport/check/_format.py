@@ -34,14 +34,21 @@ def _safety(finding: Finding) -> FixSafety | None:
     return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
 
 
-def render_text(findings: Sequence[Finding]) -> str:
-    """``path:line:col: CODE message`` per finding (``[*]``: safely fixable), then a summary."""
+def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
+    """``path:line:col: CODE message`` per finding (``[*]``: safely fixable), then a summary.
+
+    ``errors`` counts the files that could not be checked (named on stderr), so
+    the summary never calls a run with unchecked files clean.
+    """
     lines = []
     for f in findings:
         marker = " [*]" if _safety(f) is FixSafety.SAFE else ""
         lines.append(f"{f.path}:{f.line}:{f.col}: {f.code}{marker} {f.message}")
+    unchecked = ""
+    if errors:
+        unchecked = f"{errors} path{'s' if errors != 1 else ''} could not be checked (named above)"
     if not findings:
-        lines.append("All checks passed.")
+        lines.append(f"No findings, but {unchecked}." if errors else "All checks passed.")
         return "\n".join(lines) + "\n"
     safe = sum(_safety(f) is FixSafety.SAFE for f in findings)
     unsafe = sum(_safety(f) is FixSafety.UNSAFE for f in findings)
@@ -54,6 +61,8 @@ def render_text(findings: Sequence[Finding]) -> str:
     if unsafe:
         notes.append(f"{unsafe} more with `torchport fix --unsafe`")
     lines.append(summary + (f" ({', '.join(notes)})" if notes else "") + ".")
+    if errors:
+        lines.append(f"And {unchecked}.")
     return "\n".join(lines) + "\n"
 
 
@@ -216,4 +225,4 @@ def render(
         return render_sarif(findings, rules, errors)
     if fmt == "github":
         return render_github(findings, errors)
-    return render_text(findings)
+    return render_text(findings, len(errors))
