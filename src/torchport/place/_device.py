@@ -224,6 +224,8 @@ def _device_error(problem: str, source: str) -> DeviceError:
         advice = f"unset {ENV_VAR} or set it to one of those"
     elif source == "LOCAL_RANK":
         advice = "pick one of those"
+    elif source.startswith("--"):  # a command-line flag
+        advice = f"pass one of those to {source}, or leave it out to choose automatically"
     else:
         advice = "pass one of those, or None to choose automatically"
     return DeviceError(f"{problem}; available: {listing}; {advice}")

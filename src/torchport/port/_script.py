@@ -85,9 +85,11 @@ def run_target(
     """
     check_target(target)
     from torchport.place import pick_device
+    from torchport.place._device import parse_device
     from torchport.port._redirect import redirect
 
-    resolved = pick_device(prefer=device)
+    # A device from the command line is named as the flag in error messages.
+    resolved = pick_device() if device is None else parse_device(device, source="--device")
     report: object = None
     try:
         # The script's exceptions leave through strict() (which rewrites device
