@@ -89,7 +89,8 @@ def test_bad_input_is_one_line_and_exit_2_in_a_real_process() -> None:
         ([str(SCRIPTS)], "is a folder without __main__.py"),
         (["-m", "no_such_module_xyz"], "no module named 'no_such_module_xyz'"),
         (["-m", "torchport.cli"], "no module named 'torchport.cli'"),  # package without __main__
-        (["--device", "gpu9", ECHO], "gpu9"),
+        (["--device", "gpu9", ECHO], "--device='gpu9' is not a device string"),
+        (["--device", "cuda", ECHO], "pass one of those to --device"),
         (["--nproc", "0", ECHO], "--nproc must be at least 1"),
         ([], "nothing to run"),
     ],
