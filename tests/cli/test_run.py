@@ -90,7 +90,7 @@ def test_bad_input_is_one_line_and_exit_2_in_a_real_process() -> None:
         (["-m", "no_such_module_xyz"], "no module named 'no_such_module_xyz'"),
         (["-m", "torchport.cli"], "no module named 'torchport.cli'"),  # package without __main__
         (["--device", "gpu9", ECHO], "--device='gpu9' is not a device string"),
-        (["--device", "cuda", ECHO], "pass one of those to --device"),
+        (["--device", "cuda:99", ECHO], "pass one of those to --device"),
         (["--nproc", "0", ECHO], "--nproc must be at least 1"),
         ([], "nothing to run"),
     ],
