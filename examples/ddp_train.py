@@ -37,9 +37,13 @@ def main() -> None:
     targets = features @ torch.linspace(-1.0, 1.0, 8) + 0.1 * torch.randn(256)
     dataset = TensorDataset(features, targets)
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True)
-    loader = tp.DeviceLoader(
-        DataLoader(dataset, batch_size=args.batch_size, sampler=sampler), device
+    batches = DataLoader(
+        dataset,
+        batch_size=args.batch_size,
+        sampler=sampler,
+        pin_memory=device.type == "cuda",  # page-locked batches copy asynchronously
     )
+    loader = tp.DeviceLoader(batches, device)
 
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1)).to(device)
     ddp = DistributedDataParallel(

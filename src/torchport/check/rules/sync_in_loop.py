@@ -24,7 +24,8 @@ class SyncInLoop(Rule):
     every step, so the GPU idles while Python prepares the next step. Keep
     running sums on the device (`total += loss.detach()`) and read them once
     after the loop, or every N steps (reads under `if step % N == 0:` are not
-    reported).
+    reported). A read in an outer loop that also runs an inner loop (once per
+    epoch, around the loop over batches) is cheap and is not reported either.
     """
 
     code = "TP202"
@@ -39,9 +40,17 @@ class SyncInLoop(Rule):
         "for k, v in d.items():\n    pass\n",
         "for i in range(3):\n    model.cpu()\n",
         "for step, x in enumerate(xs):\n    if step % 100 == 0:\n        print(x.sum().item())\n",
+        (
+            "for epoch in range(10):\n    total = 0\n    for x, y in loader:\n"
+            "        total += crit(model(x), y).detach()\n    print(total.item())\n"
+        ),
     )
     invalid = (
         Example("for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"),
+        Example(
+            "for epoch in range(10):\n    for x, y in loader:\n"
+            "        print(model(x).sum().item())\n"
+        ),
         Example("while step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"),
         Example("vals = [t.tolist() for t in ts]\n"),
         Example(
@@ -79,10 +88,32 @@ class SyncInLoop(Rule):
             yield ctx.finding(self, node, message=message)
 
 
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _runs_an_inner_loop(loop: ast.AST) -> bool:
+    """Whether ``loop``'s body holds another loop (outside nested functions and classes)."""
+    todo: list[ast.AST] = list(getattr(loop, "body", ()))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _LOOPS):
+            return True
+        if not isinstance(node, _SCOPES):
+            todo.extend(
+                child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)
+            )
+    return False
+
+
 def _every_iteration(node: ast.Call, ctx: Context) -> bool:
-    """In a loop, and not under ``if step % N ...`` (reading every N steps is the advice)."""
+    """In a loop's hot path, not under ``if step % N ...`` (reading every N steps is the advice).
+
+    A read in a loop whose body runs an inner loop happens once per outer
+    iteration (an epoch summary), which is not what the rule is about.
+    """
     loop = ctx.loop_of(node)
-    if loop is None:
+    if loop is None or (isinstance(loop, _LOOPS) and _runs_an_inner_loop(loop)):
         return False
     for outer in reversed(ctx.ancestors):
         if outer is loop:
