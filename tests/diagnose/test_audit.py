@@ -404,3 +404,25 @@ def test_real_cuda_copies_and_syncs() -> None:
     assert item.device == "cuda:0" and not item.would_sync
     (nz,) = _at(report, shape)
     assert nz.kind == "shape sync" and not nz.would_sync
+
+
+def test_watched_methods_are_restored_exactly() -> None:
+    tensor_attrs = dict(vars(torch.Tensor))
+    torch_attrs = {name: getattr(torch, name) for name in ("tensor", "as_tensor")}
+    with tp.audit(), tp.audit():  # nested: installed once, removed once
+        assert torch.Tensor.item is not tensor_attrs.get("item", torch._C.TensorBase.item)
+    assert dict(vars(torch.Tensor)) == tensor_attrs
+    assert {name: getattr(torch, name) for name in torch_attrs} == torch_attrs
+    assert "tolist" not in vars(torch.Tensor)  # inherited again, not shadowed
+
+
+def test_other_threads_pass_through_the_watch() -> None:
+    import threading
+
+    seen: list[float] = []
+    with tp.audit() as report:
+        worker = threading.Thread(target=lambda: seen.append(torch.ones(()).item()))
+        worker.start()
+        worker.join()
+    assert seen == [1.0]
+    assert report.entries == []

@@ -53,12 +53,14 @@ def _calibrated_step(target_s: float) -> tuple[Callable[[int], None], int]:
     cpu = torch.device("cpu")
     width = 256
     step = _make_step(width, 64)
-    for width in (256, 384, 512, 768, 1024, 1536, 2048):
+    for width in (256, 384, 512, 576, 640, 704, 768, 1024, 1536, 2048):
         step = _make_step(width, 64)
         for i in range(2):
             step(i)
-        timings = (time_once(partial(step, 0), cpu, clock=time.process_time) for _ in range(3))
-        if min(timings) >= target_s:
+        timings = sorted(
+            time_once(partial(step, 0), cpu, clock=time.process_time) for _ in range(5)
+        )
+        if timings[2] >= target_s:  # the median: one lucky or unlucky sample must not decide
             break
     return step, width
 
@@ -150,7 +152,7 @@ def _diagnose_rows(
     cpu = torch.device("cpu")
     chosen = {k: v for k, v in _variants().items() if k == "baseline" or k in variants}
     tiny = _make_step(16, 8)
-    medium, width = _calibrated_step(4e-3)
+    medium, width = _calibrated_step(5e-3)
     cases: list[tuple[str, Callable[[int], None], int]] = [
         ("tiny MLP step (16-wide, batch 8)", tiny, 20),
         (f"~5 ms MLP step ({width}-wide, batch 64)", medium, 5 if quick else 10),

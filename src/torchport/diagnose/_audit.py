@@ -1,11 +1,13 @@
 """audit(): count every host<->device copy and every host synchronization, by source line.
 
-Two modes watch the block. A ``TorchDispatchMode`` sees every aten op, including
-those run by autograd and optimizers, and asks :mod:`._ops` whether it copies or
-waits. A ``TorchFunctionMode`` sees Python-level tensor calls (``.tolist()``,
-``.numpy()``, printing) that never reach the dispatcher as one op; while one of
-those runs, the aten ops inside it are not counted again. Both record small
-summaries only (op, device, bytes, source line); no tensor outlives its op.
+Two watchers share one recorder. A ``TorchDispatchMode`` sees every aten op,
+including those run by autograd and optimizers, and asks :mod:`._ops` whether it
+copies or waits. Python-level tensor calls that never reach the dispatcher as one
+op (``.tolist()``, ``.numpy()``, printing) are seen by wrappers that
+:mod:`._methods` puts on just those callables (cheaper than a ``TorchFunctionMode``,
+which would sit in front of every call); while one of those runs, the aten ops
+inside it are not counted again. Both record small summaries only (op, device,
+bytes, source line); no tensor outlives its op.
 
 Per op, the fast path is one dict lookup; the source line is resolved only for
 ops that count, with a per-code-object cache of which frames are internal.
@@ -26,11 +28,10 @@ from types import CodeType, FrameType
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import torchport
-from torchport.diagnose import _ops
+from torchport.diagnose import _methods, _ops
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._strict import note_oom
 from torchport.errors import ConfigError
@@ -222,7 +223,7 @@ def _origin(code: CodeType) -> int:
 
 
 class _Recorder:
-    """Accumulates counts for one audit() block; shared by its two modes."""
+    """Accumulates counts for one audit() block; shared by its two watchers."""
 
     def __init__(self, every: int) -> None:
         self.every = every
@@ -232,23 +233,22 @@ class _Recorder:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._origins: dict[CodeType, int] = {}
-        self._modes: tuple[_FunctionWatcher, _DispatchWatcher] | None = None
+        self._mode: _DispatchWatcher | None = None
         self.closed = False
         self.dropped = 0  # ops the audit failed to describe; see guarded_observe
 
     # -- modes on and off -------------------------------------------------------
     def start(self) -> None:
-        function, dispatch = _FunctionWatcher(self), _DispatchWatcher(self)
-        function.__enter__()  # type: ignore[no-untyped-call]
-        dispatch.__enter__()  # type: ignore[no-untyped-call]
-        self._modes = (function, dispatch)
+        _methods.watch(self)
+        mode = _DispatchWatcher(self)
+        mode.__enter__()  # type: ignore[no-untyped-call]
+        self._mode = mode
 
     def stop(self) -> None:
-        if self._modes is not None:
-            function, dispatch = self._modes
-            self._modes = None
-            dispatch.__exit__(None, None, None)  # type: ignore[no-untyped-call]
-            function.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+        if self._mode is not None:
+            mode, self._mode = self._mode, None
+            mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+            _methods.unwatch(self)
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -260,7 +260,7 @@ class _Recorder:
             yield
             return
         self.recorded_steps += 1
-        if self._modes is not None:  # every == 1, or a step inside a recorded step
+        if self._mode is not None:  # every == 1, or a step inside a recorded step
             yield
             return
         self.start()
@@ -388,7 +388,6 @@ class _Recorder:
 
 
 _ATEN_TABLE = _ops.ATEN_TABLE
-_METHOD_TABLE = _ops.METHOD_TABLE.get
 
 
 class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -419,40 +418,6 @@ class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
 
-class _FunctionWatcher(TorchFunctionMode):
-    """Sees Python-level tensor calls; counts reads to Python that aten does not show."""
-
-    def __init__(self, recorder: _Recorder) -> None:
-        super().__init__()
-        self._recorder = recorder
-
-    def __torch_function__(
-        self,
-        func: Any,
-        types: Any,
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-    ) -> Any:
-        try:
-            entry = _METHOD_TABLE(func)
-        except TypeError:  # an unhashable callable is never in the table
-            entry = None
-        if entry is None:  # per-call hot path
-            return func(*args, **kwargs) if kwargs else func(*args)
-        kwargs = kwargs or {}
-        if not entry.matches(args, kwargs):
-            return func(*args, **kwargs)
-        recorder = self._recorder
-        recorder.quiet += 1  # the aten ops inside belong to this call
-        try:
-            out = func(*args, **kwargs)
-        finally:
-            recorder.quiet -= 1
-        if not recorder.quiet:
-            recorder.guarded_observe(func, entry, args, kwargs, out, python=True)
-        return out
-
-
 @contextlib.contextmanager
 def audit(*, every: int = 1) -> Iterator[AuditReport]:
     """Count host<->device copies and host syncs inside the block, by source line.
@@ -467,9 +432,9 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
             train_one_epoch()
         print(report)
 
-    Watching costs a few microseconds per aten op and per Python-level tensor
-    call (PyTorch's mode machinery, mostly), which shows on small, op-bound
-    steps. For long runs, record one step in N; the other steps run unwatched::
+    Watching costs a few microseconds per aten op (PyTorch's dispatch-mode
+    machinery, mostly), which shows on small, op-bound steps; other Python-level
+    calls cost nothing extra. For long runs, record one step in N; the other steps run unwatched::
 
         with tp.audit(every=10) as report:
             for batch in loader:
