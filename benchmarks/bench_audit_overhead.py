@@ -4,8 +4,10 @@ Strategies compared, in one run on CPU (one intra-op thread): a training step
 (forward, MSE loss, backward, SGD update) run bare (the default: audit is
 opt-in), inside ``torchport.audit()`` (every op watched), and inside
 ``torchport.audit(every=N)`` with each step marked by ``report.step()`` (one
-step in N recorded, N = steps per sample). Two steps: a tiny MLP and an MLP
-calibrated to about 5 ms per step. Target: audit ≤ 1.15x on the 5 ms step.
+step in N recorded, N = steps per sample), and, as the floor under audit(),
+inside an empty ``TorchDispatchMode`` (PyTorch's own price for any Python
+dispatch mode). Two steps: a tiny MLP and an MLP calibrated to about 5 ms per
+step. Target: audit ≤ 1.15x on the 5 ms step.
 
 The measurement code is ``torchport.bench.diagnose_overhead`` (also run by
 ``torchport bench overhead``); this script only prints it.
@@ -21,6 +23,10 @@ if __name__ == "__main__":
     raise SystemExit(
         script_main(
             __doc__ or "",
-            lambda quick: [diagnose_overhead(quick=quick, variants=("audit()", "audit(every=N)"))],
+            lambda quick: [
+                diagnose_overhead(
+                    quick=quick, variants=("audit()", "audit(every=N)", "empty dispatch mode")
+                )
+            ],
         )
     )

@@ -5,8 +5,9 @@ per-op interception dominates, and an MLP sized to about 5 ms per step, a
 typical small real model. Each is timed bare, under ``torchport.strict()``,
 under ``torchport.audit()`` and under sampled audit (``audit(every=N)`` with
 each step marked by ``report.step()``, N the steps per sample, so one step in N
-is recorded). Every sample runs N steps inside one context, as a training loop
-would. Targets: strict ≤ 1.05x on the tiny step,
+is recorded), and inside an empty ``TorchDispatchMode``: the floor under
+audit(), PyTorch's own price for any Python dispatch mode. Every sample runs N
+steps inside one context, as a training loop would. Targets: strict ≤ 1.05x on the tiny step,
 audit ≤ 1.15x on the 5 ms step.
 """
 
@@ -14,17 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import time_interleaved, time_once, torch_threads
 
-VARIANTS = ("strict()", "audit()", "audit(every=N)")
+VARIANTS = ("strict()", "audit()", "audit(every=N)", "empty dispatch mode")
 STRICT_TARGET = 1.05
 AUDIT_TARGET = 1.15
 
@@ -103,6 +105,19 @@ def _audit_sampled(step: Step, steps: int) -> Step:
     return run
 
 
+class _EmptyDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """The floor under audit(): PyTorch's own price for any Python dispatch mode."""
+
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: Any,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
+        return func(*args, **(kwargs or {}))
+
+
 def _variants() -> dict[str, Callable[[Step, int], Step]]:
     from torchport.diagnose import audit, strict
 
@@ -111,6 +126,7 @@ def _variants() -> dict[str, Callable[[Step, int], Step]]:
         "strict()": _inside(strict),
         "audit()": _inside(audit),
         "audit(every=N)": _audit_sampled,
+        "empty dispatch mode": _inside(_EmptyDispatchMode),
     }
 
 
