@@ -22,17 +22,16 @@ nothing else, which keeps the walk fast.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable
 
 from torchport.check._rule import Edit, Finding, Fix, Rule
+from torchport.check._source import SourceText
 
 __all__ = ["Context"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_NEWLINE = re.compile(r"\r\n?|\n")
 # Names tried, in order, for the module-level device; the first one free or already
 # bound to a device-like value wins.
 _DEVICE_NAMES = ("device", "_device", "torch_device")
@@ -91,25 +90,23 @@ def _first_line(stmt: ast.stmt) -> int:
     return min([stmt.lineno, *(d.lineno for d in decorators)]) if decorators else stmt.lineno
 
 
-class Context:
-    """Where the walk is in one file, and how to report and fix things there."""
+class Context(SourceText):
+    """Where the walk is in one file, and how to report and fix things there.
+
+    Positions and text edits come from :class:`~torchport.check._source.SourceText`.
+    """
 
     def __init__(self, source: str, path: str, tree: ast.Module) -> None:
-        self.source = source
+        super().__init__(source)
         self.path = path
         self.tree = tree
         self.ancestors: list[ast.AST] = []
-        self._ascii = source.isascii()
-        self._starts: list[int] | None = None
-        first_nl = source.find("\n")
-        self.newline = "\r\n" if first_nl > 0 and source[first_nl - 1] == "\r" else "\n"
         self._aliases: dict[str, str] = {}
         # Scopes innermost last: (is_class, name -> bound value or None when unknown).
         self._scopes: list[tuple[bool, dict[str, ast.expr | None]]] = [(False, {})]
         self._top: dict[str, ast.stmt] = {}
         self._torch_stmt: ast.stmt | None = None
         self._stores_cache: dict[int, frozenset[str]] = {}
-        self._mentions: dict[str, bool] = {}
         self._last_expr: ast.expr | None = None
         self._last_name: str | None = None
         self._prescan(tree)
@@ -417,68 +414,6 @@ class Context:
         first = self._first_stmt
         at = self.offset(_first_line(first), 0) if first is not None else len(self.source)
         return Edit(at, at, nl.join(lines) + nl + nl)
-
-    # ------------------------------------------------------------ positions and edits
-
-    def _line_starts(self) -> list[int]:
-        starts = self._starts
-        if starts is None:
-            # Index 0 unused so that starts[lineno] is the offset of line `lineno`.
-            starts = [0, 0]
-            starts.extend(m.end() for m in _NEWLINE.finditer(self.source))
-            self._starts = starts
-        return starts
-
-    def offset(self, lineno: int, col_offset: int) -> int:
-        """Character offset of an ``ast`` position (whose ``col_offset`` counts UTF-8 bytes)."""
-        starts = self._line_starts()
-        start = starts[lineno] if lineno < len(starts) else len(self.source)
-        if self._ascii or not col_offset:
-            return start + col_offset
-        end = starts[lineno + 1] if lineno + 1 < len(starts) else len(self.source)
-        line = self.source[start:end]
-        if line.isascii():
-            return start + col_offset
-        return start + len(line.encode("utf-8")[:col_offset].decode("utf-8", "replace"))
-
-    def start(self, node: ast.AST) -> int:
-        """Character offset where ``node`` starts."""
-        return self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-
-    def end(self, node: ast.AST) -> int:
-        """Character offset just after ``node``."""
-        return self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-
-    def segment(self, node: ast.AST) -> str:
-        """The source text of ``node``."""
-        return self.source[self.start(node) : self.end(node)]
-
-    def replace(self, node: ast.AST, text: str) -> Edit:
-        """An edit replacing ``node``'s text with ``text``."""
-        return Edit(self.start(node), self.end(node), text)
-
-    def indent_of(self, node: ast.AST) -> str:
-        """The whitespace that opens the line on which ``node`` starts."""
-        at = self._line_starts()[node.lineno]  # type: ignore[attr-defined]
-        end = self.source.find("\n", at)
-        line = self.source[at : end if end >= 0 else len(self.source)]
-        return line[: len(line) - len(line.lstrip(" \t"))]
-
-    def mentions(self, text: str) -> bool:
-        """Whether the source contains ``text`` anywhere (searched once per file and text)."""
-        found = self._mentions.get(text)
-        if found is None:
-            found = self._mentions[text] = text in self.source
-        return found
-
-    def owns_lines(self, stmt: ast.stmt) -> bool:
-        """Whether ``stmt`` alone fills its lines (nothing before it, only a comment after)."""
-        start, end = self.start(stmt), self.end(stmt)
-        if self.source[self._line_starts()[stmt.lineno] : start].strip(" \t"):
-            return False
-        rest_end = self.source.find("\n", end)
-        rest = self.source[end : rest_end if rest_end >= 0 else len(self.source)].strip()
-        return not rest or rest.startswith("#")
 
     def finding(
         self, rule: Rule, node: ast.AST, *, message: str | None = None, fix: Fix | None = None
