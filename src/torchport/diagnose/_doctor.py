@@ -26,7 +26,7 @@ from torchport.diagnose._env import (
     read_environment,
 )
 from torchport.diagnose._findings import Finding, Severity
-from torchport.diagnose._memory import MemoryReport, memory_report, render_text
+from torchport.diagnose._memory import MemoryReport, memory_report
 from torchport.diagnose._probes import (
     AcceleratorInfo,
     DriverInfo,
@@ -38,6 +38,7 @@ from torchport.diagnose._probes import (
     probe_driver,
     probe_gpus,
 )
+from torchport.diagnose._report import render_text
 from torchport.diagnose._sizes import format_bytes
 from torchport.errors import TorchportError
 

@@ -10,7 +10,6 @@ this module.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import resource
@@ -21,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
 from rich.table import Table
 
 from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
+from torchport.diagnose._report import render_text
 from torchport.diagnose._sizes import format_bytes
 from torchport.errors import ConfigError, DeviceError
 
@@ -99,13 +99,6 @@ class MemoryReport:
 
     def __str__(self) -> str:
         return render_text(self.render())
-
-
-def render_text(renderable: RenderableType, *, width: int = 100) -> str:
-    """Render a rich object to plain text (no colour codes) for ``str()`` and logs."""
-    buffer = io.StringIO()
-    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
-    return buffer.getvalue().rstrip("\n")
 
 
 def memory_report(device: torch.device | str | int | None = None) -> MemoryReport:

@@ -13,20 +13,12 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from torchport.diagnose._sizes import format_bytes
+
 if TYPE_CHECKING:
     from torchport.diagnose._audit import AuditEntry, AuditReport
 
-__all__ = ["audit_text", "format_bytes", "render_audit"]
-
-
-def format_bytes(n: int) -> str:
-    """``1536`` -> ``"1.5 KiB"``."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
+__all__ = ["audit_text", "render_audit", "render_text"]
 
 
 def _short_path(path: str) -> str:
@@ -95,9 +87,13 @@ def render_audit(report: AuditReport) -> RenderableType:
     return Group(table, Text(_summary(report)))
 
 
+def render_text(renderable: RenderableType, *, width: int = 100) -> str:
+    """Render a rich object to plain text (no colour codes) for ``str()`` and logs."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
+    return buffer.getvalue().rstrip("\n")
+
+
 def audit_text(report: AuditReport, *, width: int = 160) -> str:
     """The rendered report as plain text (no colour), for ``str(report)`` and logs."""
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
-    console.print(render_audit(report))
-    return buffer.getvalue().rstrip("\n")
+    return render_text(render_audit(report), width=width)
