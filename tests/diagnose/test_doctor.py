@@ -13,18 +13,18 @@ import pytest
 import torch
 
 import torchport
-from torchport.diagnose import CopyBandwidth, DoctorReport, Finding, Severity, _env, _probes
+from torchport.diagnose import CopyBandwidth, DoctorFinding, DoctorReport, Severity, _env, _probes
 from torchport.diagnose._bandwidth import measure_bandwidth, median_rate
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="simulates a machine without GPUs")
 
 
-def errors(report: DoctorReport) -> list[Finding]:
+def errors(report: DoctorReport) -> list[DoctorFinding]:
     return [f for f in report.findings if f.severity is Severity.ERROR]
 
 
-def find(report: DoctorReport, text: str) -> Finding:
+def find(report: DoctorReport, text: str) -> DoctorFinding:
     matches = [f for f in report.findings if text in f.message]
     assert matches, f"no finding mentions {text!r}: {report.findings}"
     return matches[0]

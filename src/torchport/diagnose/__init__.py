@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchport.diagnose._audit import AuditEntry, AuditReport, audit
 from torchport.diagnose._bandwidth import CopyBandwidth
 from torchport.diagnose._doctor import DoctorReport, doctor
-from torchport.diagnose._findings import Finding, Severity
+from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report
 from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
 from torchport.diagnose._strict import strict
@@ -14,8 +14,8 @@ __all__ = [
     "AuditEntry",
     "AuditReport",
     "CopyBandwidth",
+    "DoctorFinding",
     "DoctorReport",
-    "Finding",
     "MemoryReport",
     "OomCase",
     "OomExplanation",

@@ -25,7 +25,7 @@ from torchport.diagnose._env import (
     probe_choice,
     read_environment,
 )
-from torchport.diagnose._findings import Finding, Severity
+from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report
 from torchport.diagnose._probes import (
     AcceleratorInfo,
@@ -74,7 +74,7 @@ class DoctorReport:
     choice: DeviceChoice | None
     bandwidth: CopyBandwidth
     cuda_context_created: bool
-    findings: tuple[Finding, ...] = field(default=())
+    findings: tuple[DoctorFinding, ...] = field(default=())
 
     @property
     def ok(self) -> bool:
@@ -200,7 +200,7 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
     Returns:
         The report; ``report.ok`` is false when any finding is an error.
     """
-    findings: list[Finding] = []
+    findings: list[DoctorFinding] = []
     contexts_before = _guard(findings, "CUDA contexts", cuda_contexts) or frozenset()
     build = _guard(findings, "the torch build", probe_build)
     driver = None
@@ -249,7 +249,7 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
 
 
 def _choose(
-    findings: list[Finding], env: dict[str, str | None], accel: AcceleratorInfo
+    findings: list[DoctorFinding], env: dict[str, str | None], accel: AcceleratorInfo
 ) -> DeviceChoice:
     try:
         return probe_choice(env, accel)
@@ -261,7 +261,7 @@ def _choose(
         )
         if not explained:
             findings.append(
-                Finding(Severity.ERROR, f"pick_device() fails: {exc}", "see the message")
+                DoctorFinding(Severity.ERROR, f"pick_device() fails: {exc}", "see the message")
             )
         return DeviceChoice(None, f"pick_device() raised {type(exc).__name__}: {exc}")
     except Exception as exc:
@@ -270,15 +270,15 @@ def _choose(
 
 
 def _unexplained_missing_gpu(
-    build: TorchBuild, accel: AcceleratorInfo, findings: list[Finding]
-) -> list[Finding]:
+    build: TorchBuild, accel: AcceleratorInfo, findings: list[DoctorFinding]
+) -> list[DoctorFinding]:
     """A GPU build that sees no GPU, when no other finding already says why."""
     if not (build.cuda or build.hip) or accel.cuda_available:
         return []
     if any(f.severity is Severity.ERROR for f in findings):
         return []
     return [
-        Finding(
+        DoctorFinding(
             Severity.ERROR,
             f"torch is built for {build.kind} but sees no GPU",
             "check that nvidia-smi (or rocm-smi) lists a GPU, that a container was started "
@@ -288,7 +288,7 @@ def _unexplained_missing_gpu(
     ]
 
 
-def _guard(findings: list[Finding], what: str, probe: Callable[[], _T]) -> _T | None:
+def _guard(findings: list[DoctorFinding], what: str, probe: Callable[[], _T]) -> _T | None:
     try:
         return probe()
     except Exception as exc:
@@ -298,7 +298,7 @@ def _guard(findings: list[Finding], what: str, probe: Callable[[], _T]) -> _T | 
 
 
 def _guard_with_findings(
-    findings: list[Finding], what: str, probe: Callable[[], tuple[_T, list[Finding]]]
+    findings: list[DoctorFinding], what: str, probe: Callable[[], tuple[_T, list[DoctorFinding]]]
 ) -> _T | None:
     result = _guard(findings, what, probe)
     if result is None:
@@ -308,9 +308,9 @@ def _guard_with_findings(
     return value
 
 
-def _probe_failed(what: str, exc: BaseException) -> Finding:
+def _probe_failed(what: str, exc: BaseException) -> DoctorFinding:
     first_line = (str(exc).strip().splitlines() or [""])[0][:200]
-    return Finding(
+    return DoctorFinding(
         Severity.ERROR,
         f"reading {what} failed: {type(exc).__name__}: {first_line}",
         "this usually means a broken driver or torch install; reinstall torch for this "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from torchport.diagnose._findings import Finding, Severity
+from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._probes import AcceleratorInfo, TorchBuild
 
 __all__ = [
@@ -60,14 +60,14 @@ def read_environment() -> dict[str, str | None]:
 
 def check_environment(
     env: dict[str, str | None], build: TorchBuild, accel: AcceleratorInfo
-) -> list[Finding]:
+) -> list[DoctorFinding]:
     """Check the variables against this build and these accelerators."""
-    findings: list[Finding] = []
+    findings: list[DoctorFinding] = []
     visible = env["CUDA_VISIBLE_DEVICES"]
     if visible is not None and _hides_everything(visible):
         gpu_build = bool(build.cuda or build.hip)
         findings.append(
-            Finding(
+            DoctorFinding(
                 Severity.ERROR if gpu_build and not accel.cuda_available else Severity.WARNING,
                 f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from this process",
                 "unset CUDA_VISIBLE_DEVICES, or set it to the GPU indices to use (e.g. '0,1')",
@@ -75,7 +75,7 @@ def check_environment(
         )
     if build.cuda is None and build.hip is None and _NVIDIA_DRIVER.exists():
         findings.append(
-            Finding(
+            DoctorFinding(
                 Severity.WARNING,
                 "an NVIDIA driver is installed but this torch is CPU-only",
                 "install a CUDA wheel of torch (https://pytorch.org/get-started/locally/)",
@@ -83,7 +83,7 @@ def check_environment(
         )
     if _IS_MAC and accel.mps_built and not accel.mps_available:
         findings.append(
-            Finding(
+            DoctorFinding(
                 Severity.WARNING,
                 "this torch includes MPS but it is not available",
                 "MPS needs Apple silicon and macOS 12.3 or newer, and a native arm64 Python "
@@ -94,7 +94,7 @@ def check_environment(
     rank = env["LOCAL_RANK"]
     if rank is not None and not rank.strip().isdigit():
         findings.append(
-            Finding(
+            DoctorFinding(
                 Severity.ERROR,
                 f"LOCAL_RANK={rank!r} is not a non-negative integer",
                 "let torchrun set LOCAL_RANK, or unset it outside distributed runs",
@@ -102,7 +102,7 @@ def check_environment(
         )
     elif rank is not None and accel.count and int(rank) >= accel.count:
         findings.append(
-            Finding(
+            DoctorFinding(
                 Severity.ERROR,
                 f"LOCAL_RANK={rank} but only {accel.count} {accel.current} device(s) are "
                 "visible, so this rank has no device of its own",
@@ -120,7 +120,7 @@ def _hides_everything(visible: str) -> bool:
     return first == "" or first.startswith("-") or not (first.isdigit() or "-" in first)
 
 
-def _check_torchport_device(value: str | None, accel: AcceleratorInfo) -> list[Finding]:
+def _check_torchport_device(value: str | None, accel: AcceleratorInfo) -> list[DoctorFinding]:
     if _automatic(value):
         return []
     assert value is not None
@@ -128,7 +128,7 @@ def _check_torchport_device(value: str | None, accel: AcceleratorInfo) -> list[F
         device = torch.device(value)
     except RuntimeError:
         return [
-            Finding(
+            DoctorFinding(
                 Severity.ERROR,
                 f"TORCHPORT_DEVICE={value!r} is not a device",
                 "set it to a device such as 'cpu', 'cuda', 'cuda:1' or 'mps', or unset it",
@@ -141,7 +141,7 @@ def _check_torchport_device(value: str | None, accel: AcceleratorInfo) -> list[F
         return []
     have = (accel.current and f"{accel.current} ({accel.count})") or "only cpu"
     return [
-        Finding(
+        DoctorFinding(
             Severity.ERROR,
             f"TORCHPORT_DEVICE={value!r} names a device this machine does not have; it has {have}",
             "set TORCHPORT_DEVICE to a present device, or unset it to let torchport pick",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["Finding", "Severity"]
+__all__ = ["DoctorFinding", "Severity"]
 
 
 class Severity(enum.Enum):
@@ -17,7 +17,7 @@ class Severity(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Finding:
+class DoctorFinding:
     """One problem in the environment.
 
     Attributes:
@@ -31,6 +31,6 @@ class Finding:
     fix: str
 
 
-# Reachable as torchport.diagnose.Finding / .Severity, so reprs and pickles name that.
+# Reachable as torchport.diagnose.DoctorFinding / .Severity, so reprs and pickles name that.
 Severity.__module__ = "torchport.diagnose"
-Finding.__module__ = "torchport.diagnose"
+DoctorFinding.__module__ = "torchport.diagnose"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from torchport.diagnose._findings import Finding, Severity
+from torchport.diagnose._findings import DoctorFinding, Severity
 
 __all__ = [
     "AcceleratorInfo",
@@ -141,7 +141,7 @@ def probe_build() -> TorchBuild:
     )
 
 
-def probe_driver(build: TorchBuild) -> tuple[DriverInfo, list[Finding]]:
+def probe_driver(build: TorchBuild) -> tuple[DriverInfo, list[DoctorFinding]]:
     """Compare the driver's supported CUDA version with the runtime torch was built with."""
     runtime = build.hip or build.cuda
     get_version = getattr(torch._C, "_cuda_getDriverVersion", None)
@@ -155,7 +155,7 @@ def probe_driver(build: TorchBuild) -> tuple[DriverInfo, list[Finding]]:
         ), []
     if raw <= 0:
         return DriverInfo(version=None, runtime=runtime, supports_runtime=False), [
-            Finding(
+            DoctorFinding(
                 Severity.ERROR,
                 f"torch is built for CUDA {runtime} but no NVIDIA driver was found",
                 f"install an NVIDIA driver that supports CUDA {runtime}, or install the "
@@ -165,12 +165,12 @@ def probe_driver(build: TorchBuild) -> tuple[DriverInfo, list[Finding]]:
     driver = (raw // 1000, (raw % 1000) // 10)
     version = f"{driver[0]}.{driver[1]}"
     need = _version_tuple(runtime)
-    findings: list[Finding] = []
+    findings: list[DoctorFinding] = []
     supports = driver >= need
     if driver[0] < need[0]:
         supports = False
         findings.append(
-            Finding(
+            DoctorFinding(
                 Severity.ERROR,
                 f"the NVIDIA driver supports CUDA {version} but torch needs CUDA {runtime}",
                 f"update the driver to one for CUDA {runtime} or newer, or install a torch wheel "
@@ -182,7 +182,7 @@ def probe_driver(build: TorchBuild) -> tuple[DriverInfo, list[Finding]]:
         # driver cannot be JIT-compiled.
         supports = True
         findings.append(
-            Finding(
+            DoctorFinding(
                 Severity.WARNING,
                 f"the NVIDIA driver supports CUDA {version}, older than torch's CUDA {runtime}; "
                 "it runs through minor-version compatibility, but PTX-only kernels cannot load",
@@ -194,14 +194,14 @@ def probe_driver(build: TorchBuild) -> tuple[DriverInfo, list[Finding]]:
 
 def probe_gpus(
     build: TorchBuild, *, free_memory: bool
-) -> tuple[tuple[GpuInfo, ...], list[Finding]]:
+) -> tuple[tuple[GpuInfo, ...], list[DoctorFinding]]:
     """List CUDA/ROCm devices, capability checked against the arch list, then XPU devices.
 
     May create a CUDA context on each device, only when ``free_memory`` is true, NVML is
     unavailable and the process has no context there yet; ``free_memory_source`` says so.
     """
     gpus: list[GpuInfo] = []
-    findings: list[Finding] = []
+    findings: list[DoctorFinding] = []
     if torch.xpu.is_available():
         gpus += _xpu_devices(free_memory=free_memory)
     if not torch.cuda.is_available():
@@ -254,12 +254,12 @@ def _xpu_devices(*, free_memory: bool) -> list[GpuInfo]:
     return devices
 
 
-def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[Finding]:
-    findings: list[Finding] = []
+def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[DoctorFinding]:
+    findings: list[DoctorFinding] = []
     if gpu.supported_by_build is False:
         arch = gpu.capability if build.hip else "sm_" + gpu.capability.replace(".", "")
         findings.append(
-            Finding(
+            DoctorFinding(
                 Severity.ERROR,
                 f"{gpu.device} ({gpu.name}, {arch}) is not in this torch's arch list "
                 f"({' '.join(build.arch_list) or 'empty'}); its kernels will not run there",
@@ -269,7 +269,7 @@ def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[Finding]:
         )
     if gpu.free_memory is not None and gpu.free_memory < 0.1 * gpu.total_memory:
         findings.append(
-            Finding(
+            DoctorFinding(
                 Severity.WARNING,
                 f"{gpu.device} has only {gpu.free_memory / 2**30:.2f} GiB free of "
                 f"{gpu.total_memory / 2**30:.2f} GiB",
