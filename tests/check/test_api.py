@@ -22,10 +22,6 @@ from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 from torchport.errors import ConfigError
 
 
-def _offset(source: str, line: int, col: int) -> int:
-    return sum(len(x) for x in source.splitlines(keepends=True)[: line - 1]) + col
-
-
 class DotCuda(Rule):
     """What it does: test rule: `x.cuda()` -> `x.cpu()`."""
 
@@ -36,9 +32,9 @@ class DotCuda(Rule):
     node_types = (ast.Attribute,)
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        assert isinstance(node, ast.Attribute) and node.end_lineno and node.end_col_offset
+        assert isinstance(node, ast.Attribute)
         if node.attr == "cuda":
-            end = _offset(ctx.source, node.end_lineno, node.end_col_offset)
+            end = ctx.end(node)
             yield ctx.finding(self, node, fix=Fix((Edit(end - 4, end, "cpu"),), FixSafety.SAFE))
 
 
@@ -56,10 +52,6 @@ class NameBoom(Rule):
             raise ValueError("kaboom")
         if node.id == "flag":
             yield ctx.finding(self, node)
-
-
-for _cls in (DotCuda, NameBoom):
-    Rule.registry.pop(_cls.code, None)
 
 
 @pytest.fixture(autouse=True)

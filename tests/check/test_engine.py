@@ -20,17 +20,6 @@ from torchport.check._select import select_rules
 from torchport.errors import ConfigError
 
 
-def _offset(source: str, line: int, col: int) -> int:
-    """Character offset of an (ASCII) position."""
-    return sum(len(x) for x in source.splitlines(keepends=True)[: line - 1]) + col
-
-
-def _unregister(*classes: type[Rule]) -> None:
-    # Test rules must not leak into the global registry other tests inspect.
-    for cls in classes:
-        Rule.registry.pop(cls.code, None)
-
-
 class CudaCall(Rule):
     """What it does: test rule: `x.cuda()` -> `x.to(device)` plus one shared definition."""
 
@@ -44,11 +33,7 @@ class CudaCall(Rule):
         assert isinstance(node, ast.Call)
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "cuda" and not node.args:
-            assert func.value.end_lineno is not None and func.value.end_col_offset is not None
-            assert node.end_lineno is not None and node.end_col_offset is not None
-            start = _offset(ctx.source, func.value.end_lineno, func.value.end_col_offset)
-            end = _offset(ctx.source, node.end_lineno, node.end_col_offset)
-            edits = [Edit(start, end, ".to(device)")]
+            edits = [Edit(ctx.end(func.value), ctx.end(node), ".to(device)")]
             if "device = " not in ctx.source:
                 edits.append(Edit(0, 0, 'device = "cpu"\n'))
             yield ctx.finding(self, node, fix=Fix(tuple(edits), FixSafety.SAFE))
@@ -66,8 +51,7 @@ class PrintCall(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         if isinstance(node.func, ast.Name) and node.func.id == "print":
-            start = _offset(ctx.source, node.lineno, node.col_offset)
-            fix = Fix((Edit(start, start + len("print"), "log"),), FixSafety.UNSAFE)
+            fix = Fix((ctx.replace(node.func, "log"),), FixSafety.UNSAFE)
             yield ctx.finding(self, node, fix=fix)
 
 
@@ -113,11 +97,10 @@ class BadFix(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         if isinstance(node.func, ast.Name) and node.func.id == "broken":
-            start = _offset(ctx.source, node.lineno, node.col_offset)
+            start = ctx.start(node)
             yield ctx.finding(self, node, fix=Fix((Edit(start, start, "("),), FixSafety.SAFE))
 
 
-_unregister(CudaCall, PrintCall, Boom, Noisy, BadFix)
 ALL_TEST_RULES = (CudaCall, PrintCall, Boom, Noisy, BadFix)
 
 
@@ -159,9 +142,6 @@ class LoadRule(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(self, ctx.ancestors[-1])
-
-
-_unregister(Recorder, LoadRule)
 
 
 def _reference(tree: ast.AST) -> list[tuple[str, list[str]]]:

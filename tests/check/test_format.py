@@ -33,8 +33,6 @@ class FormatRule(Rule):
     node_types = (ast.Call,)
 
 
-Rule.registry.pop(FormatRule.code, None)
-
 SAFE = Fix((Edit(4, 12, "x.to(device)"),), FixSafety.SAFE)
 UNSAFE = Fix((Edit(0, 1, "y"),), FixSafety.UNSAFE)
 FINDINGS = [

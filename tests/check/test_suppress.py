@@ -45,9 +45,6 @@ class OtherRule(Rule):
             yield ctx.finding(self, node)
 
 
-for _cls in (CallRule, OtherRule):
-    Rule.registry.pop(_cls.code, None)
-
 RULES = RuleSet([CallRule, OtherRule])
 
 

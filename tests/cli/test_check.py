@@ -50,10 +50,6 @@ class CliNoisy(Rule):
             yield ctx.finding(self, node)
 
 
-for _cls in (CliRule, CliNoisy):
-    Rule.registry.pop(_cls.code, None)
-
-
 @pytest.fixture(autouse=True)
 def test_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rules_pkg, "RULES", (CliRule, CliNoisy))

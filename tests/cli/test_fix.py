@@ -12,16 +12,8 @@ import pytest
 
 import torchport.check.rules as rules_pkg
 from torchport.check._context import Context
-from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Finding, Fix, FixSafety, Rule
 from torchport.cli._main import main
-
-
-def _span(ctx: Context, node: ast.expr) -> tuple[int, int]:
-    lines = ctx.source.splitlines(keepends=True)
-    assert node.end_lineno is not None and node.end_col_offset is not None
-    start = sum(len(x) for x in lines[: node.lineno - 1]) + node.col_offset
-    end = sum(len(x) for x in lines[: node.end_lineno - 1]) + node.end_col_offset
-    return start, end
 
 
 class Rename(Rule):
@@ -35,16 +27,12 @@ class Rename(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Name)
-        start, end = _span(ctx, node)
         if node.id == "old":
-            yield ctx.finding(self, node, fix=Fix((Edit(start, end, "new"),), FixSafety.SAFE))
+            yield ctx.finding(self, node, fix=Fix((ctx.replace(node, "new"),), FixSafety.SAFE))
         elif node.id == "risky":
-            yield ctx.finding(self, node, fix=Fix((Edit(start, end, "safe"),), FixSafety.UNSAFE))
+            yield ctx.finding(self, node, fix=Fix((ctx.replace(node, "safe"),), FixSafety.UNSAFE))
         elif node.id == "stuck":
             yield ctx.finding(self, node)
-
-
-Rule.registry.pop(Rename.code, None)
 
 
 @pytest.fixture(autouse=True)

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Edit", "Example", "Finding", "Fix", "FixSafety", "Rule"]
 
+_SHIPPED = "torchport.check.rules."
+
 
 class FixSafety(enum.Enum):
     """Whether a rule's fix may change what the program does."""
@@ -123,13 +125,15 @@ class Rule:
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()
 
-    # Registry of every concrete rule class, filled by __init_subclass__.
+    # Every shipped rule (a class defined under torchport.check.rules), by code;
+    # filled by __init_subclass__. Rules defined elsewhere (tests, plugins in the
+    # making) stay out, so they cannot collide with or leak into the shipped set.
     registry: ClassVar[dict[str, type[Rule]]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         code = cls.__dict__.get("code")
-        if code is not None:
+        if code is not None and cls.__module__.startswith(_SHIPPED):
             if code in Rule.registry and Rule.registry[code] is not cls:
                 other = Rule.registry[code]
                 raise TypeError(f"rule code {code} is defined twice: {other} and {cls}")
