@@ -17,7 +17,7 @@ from torchport.check._paths import (
     check_paths,
     fix_paths,
 )
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check._select import select_rules
 from torchport.check.rules import RULES
 
@@ -33,6 +33,7 @@ __all__ = [
     "Fix",
     "FixResult",
     "FixSafety",
+    "Intent",
     "Rule",
     "check_paths",
     "check_source",

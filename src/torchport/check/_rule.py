@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     from torchport.check._context import Context
 
-__all__ = ["Edit", "Example", "Finding", "Fix", "FixSafety", "Rule"]
+__all__ = ["Edit", "Example", "Finding", "Fix", "FixSafety", "Intent", "Rule"]
 
 _SHIPPED = "torchport.check.rules."
 
@@ -57,6 +57,22 @@ class FixSafety(enum.Enum):
     NONE = "none"  # the rule offers no fix
     SAFE = "safe"  # applied by `torchport fix`
     UNSAFE = "unsafe"  # applied only by `torchport fix --unsafe`
+
+
+class Intent(enum.Enum):
+    """What a rule's finding is about; decides which fixes a plain ``torchport fix`` applies.
+
+    A plain ``fix`` applies the fixes of DEVICE and SAFETY rules. SPEED fixes
+    change how fast data moves, not whether the program runs: they are applied
+    only when the user selects those rules explicitly (``--select`` or config
+    ``select``) or passes ``fix --speed``. PORT rules (TP5xx) are off by default
+    and run under ``torchport port``.
+    """
+
+    DEVICE = "device"  # runs on any accelerator: TP1xx/TP4xx portability and correctness
+    SPEED = "speed"  # transfer and sync speed: non_blocking, pin_memory, syncs in loops
+    SAFETY = "safety"  # loading security: torch.load and pickle
+    PORT = "port"  # CPU-only code -> accelerator (TP5xx), run by `torchport port`
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -121,6 +137,7 @@ class Rule:
     message: ClassVar[str]  # what to do instead, not only what is wrong
     fix_safety: ClassVar[FixSafety] = FixSafety.NONE
     default: ClassVar[bool] = True  # False for noisy rules (all TP9xx): run only when selected
+    intent: ClassVar[Intent] = Intent.DEVICE  # which `fix` applies it; see Intent
     node_types: ClassVar[tuple[type[ast.AST], ...]]
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, is_cpu_target, keyword, method_name
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 _LOADER = re.compile(r"loader|batches", re.IGNORECASE)
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
@@ -35,6 +35,7 @@ class BlockingBatchCopy(Rule):
 
     code = "TP203"
     name = "blocking-batch-copy"
+    intent = Intent.SPEED
     message = "pass `non_blocking=True` (and pin the loader's memory) so copies overlap compute"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

@@ -15,7 +15,7 @@ from torchport.check._match import (
     method_name,
     string_value,
 )
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _DEVICE_TEXT = re.compile(r"dev|cuda|gpu|rank|accelerator", re.IGNORECASE)
@@ -41,6 +41,7 @@ class CreateThenMove(Rule):
 
     code = "TP106"
     name = "create-then-move"
+    intent = Intent.SPEED
     message = "pass `device=` to the factory to create the tensor where it is used, not move it"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 _SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
 _TAILS = frozenset(s.rsplit(".", 1)[1] for s in _SEEDS)
@@ -30,6 +30,7 @@ class CudaManualSeed(Rule):
 
     code = "TP402"
     name = "cuda-manual-seed"
+    intent = Intent.DEVICE
     message = "call `torch.manual_seed(seed)`, which seeds every device, not the CUDA-only seed"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, guard_statement
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 # How each call is rewritten: "statement" calls raise without an accelerator and are
 # guarded by an `if`; "value" calls get a conditional expression; "plain" calls are
@@ -52,6 +52,7 @@ class CudaOnlyApi(Rule):
 
     code = "TP401"
     name = "cuda-only-api"
+    intent = Intent.DEVICE
     message = "use the `torch.accelerator` twin of this `torch.cuda` call"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

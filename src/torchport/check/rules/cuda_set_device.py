@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called, guard_statement
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 _TAILS = frozenset({"set_device"})
 
@@ -29,6 +29,7 @@ class CudaSetDevice(Rule):
 
     code = "TP102"
     name = "cuda-set-device"
+    intent = Intent.DEVICE
     message = (
         "call `torch.accelerator.set_device_index(...)` when `torch.accelerator.is_available()` "
         "instead of `torch.cuda.set_device(...)`"

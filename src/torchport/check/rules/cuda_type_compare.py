@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import string_value
-from torchport.check._rule import Example, Finding, Rule
+from torchport.check._rule import Example, Finding, Intent, Rule
 
 
 class CudaTypeCompare(Rule):
@@ -25,6 +25,7 @@ class CudaTypeCompare(Rule):
 
     code = "TP902"
     name = "cuda-type-compare"
+    intent = Intent.DEVICE
     message = 'test `device.type != "cpu"` if this branch is about any accelerator, not only CUDA'
     default = False
     node_types = (ast.Compare,)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called
-from torchport.check._rule import Example, Finding, Rule
+from torchport.check._rule import Example, Finding, Intent, Rule
 
 _DP = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
        "torch.nn.parallel.data_parallel.DataParallel")  # fmt: skip
@@ -30,6 +30,7 @@ class DataParallel(Rule):
 
     code = "TP405"
     name = "data-parallel"
+    intent = Intent.DEVICE
     message = "use `DistributedDataParallel`, one process per device (torchrun), not `DataParallel`"
     node_types = (ast.Call,)
     valid = ("from torch.nn.parallel import DistributedDataParallel as DDP\n\nm = DDP(model)\n",)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, keyword
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 _TAILS = frozenset({"DataLoader"})
@@ -31,6 +31,7 @@ class DataloaderWithoutPinMemory(Rule):
 
     code = "TP303"
     name = "dataloader-without-pin-memory"
+    intent = Intent.SPEED
     message = (
         "pass `pin_memory=torch.accelerator.is_available()` to loaders whose batches go to a device"
     )

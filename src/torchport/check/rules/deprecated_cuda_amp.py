@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _AMP = {
@@ -37,6 +37,7 @@ class DeprecatedCudaAmp(Rule):
 
     code = "TP403"
     name = "deprecated-cuda-amp"
+    intent = Intent.DEVICE
     message = "use `torch.amp.autocast(device.type)` / `torch.amp.GradScaler(device.type)`"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

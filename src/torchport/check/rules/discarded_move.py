@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import method_name, probably_module, probably_tensor
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 
 
 class DiscardedMove(Rule):
@@ -29,6 +29,7 @@ class DiscardedMove(Rule):
 
     code = "TP107"
     name = "discarded-move"
+    intent = Intent.DEVICE
     message = "assign the result (`x = x.to(device)`): tensor moves return a new tensor"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Expr,)

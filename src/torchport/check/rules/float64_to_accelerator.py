@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import is_cpu_target, keyword, method_name
-from torchport.check._rule import Example, Finding, Rule
+from torchport.check._rule import Example, Finding, Intent, Rule
 
 _FLOAT64 = ("torch.float64", "torch.double")
 
@@ -26,6 +26,7 @@ class Float64ToAccelerator(Rule):
 
     code = "TP108"
     name = "float64-to-accelerator"
+    intent = Intent.DEVICE
     message = "use float32 on the device (MPS has no float64) or keep the float64 work on the CPU"
     node_types = (ast.Call,)
     valid = (

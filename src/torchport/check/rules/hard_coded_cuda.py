@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, keyword, method_name, receiver_end
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _DEVICE = frozenset({"device"})
@@ -36,6 +36,7 @@ class HardCodedCuda(Rule):
 
     code = "TP101"
     name = "hard-coded-cuda"
+    intent = Intent.DEVICE
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call, ast.IfExp)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called, keyword, string_value
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _TAILS = frozenset({"init_process_group"})
@@ -30,6 +30,7 @@ class HardCodedNccl(Rule):
 
     code = "TP404"
     name = "hard-coded-nccl"
+    intent = Intent.DEVICE
     message = (
         "pass `backend=torch.distributed.get_default_backend_for_device(device)` "
         "instead of hard-coding NCCL"

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 _TESTED = (ast.If, ast.While, ast.IfExp, ast.Assert)
 
@@ -28,6 +28,7 @@ class IsCudaCheck(Rule):
 
     code = "TP103"
     name = "is-cuda-check"
+    intent = Intent.DEVICE
     message = 'test `x.device.type != "cpu"` (or compare with your `device`) instead of `x.is_cuda`'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Attribute,)

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _DTYPES = {
@@ -32,6 +32,7 @@ class LegacyTensorConstructor(Rule):
 
     code = "TP104"
     name = "legacy-tensor-constructor"
+    intent = Intent.DEVICE
     message = (
         "use `torch.tensor(data, dtype=..., device=...)` or `torch.empty(*sizes, dtype=..., "
         "device=...)` instead of the legacy typed constructor"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called, keyword
-from torchport.check._rule import Example, Finding, Rule
+from torchport.check._rule import Example, Finding, Intent, Rule
 
 _LOAD = frozenset({"load"})
 
@@ -29,6 +29,7 @@ class LoadWeightsOnlyFalse(Rule):
 
     code = "TP302"
     name = "load-weights-only-false"
+    intent = Intent.SAFETY
     message = (
         "load with the default `weights_only=True` and allow needed classes with "
         "`torch.serialization.add_safe_globals`; keep `False` only for files you trust"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, keyword
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _LOAD = frozenset({"load"})
@@ -30,6 +30,7 @@ class LoadWithoutMapLocation(Rule):
 
     code = "TP301"
     name = "load-without-map-location"
+    intent = Intent.DEVICE
     message = 'pass `map_location=device` (or `"cpu"`) so checkpoints load on any machine'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import is_cpu_target, keyword, method_name
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 
 
 class NonBlockingToCpu(Rule):
@@ -28,6 +28,7 @@ class NonBlockingToCpu(Rule):
 
     code = "TP204"
     name = "non-blocking-to-cpu"
+    intent = Intent.DEVICE
     message = "drop `non_blocking=True` from copies to the CPU, or synchronize before reading them"
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)

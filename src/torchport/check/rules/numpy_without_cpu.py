@@ -14,7 +14,7 @@ from torchport.check._match import (
     method_name,
     receiver_end,
 )
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 
 # Methods that keep a tensor where it is: look through them for `.cpu()` / `.detach()`.
 _SAME_DEVICE = frozenset(
@@ -40,6 +40,7 @@ class NumpyWithoutCpu(Rule):
 
     code = "TP201"
     name = "numpy-without-cpu"
+    intent = Intent.DEVICE
     message = "call `.detach().cpu().numpy()` (`.cpu().numpy()` under no_grad), not bare `.numpy()`"
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)

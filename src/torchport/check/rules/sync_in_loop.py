@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import method_name, probably_module, probably_tensor
-from torchport.check._rule import Example, Finding, Rule
+from torchport.check._rule import Example, Finding, Intent, Rule
 
 _SYNCS = frozenset({"item", "tolist", "cpu", "numpy"})
 
@@ -30,6 +30,7 @@ class SyncInLoop(Rule):
 
     code = "TP202"
     name = "sync-in-loop"
+    intent = Intent.SPEED
     message = (
         "accumulate on the device (`total += loss.detach()`) and read once after the loop "
         "instead of syncing every iteration"

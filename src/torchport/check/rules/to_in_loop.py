@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import method_name
-from torchport.check._rule import Example, Finding, Rule
+from torchport.check._rule import Example, Finding, Intent, Rule
 
 
 class ToInLoop(Rule):
@@ -23,6 +23,7 @@ class ToInLoop(Rule):
 
     code = "TP901"
     name = "to-in-loop"
+    intent = Intent.SPEED
     message = "hoist this `.to()` out of the loop if its input does not change per iteration"
     default = False
     node_types = (ast.Call,)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called, keyword
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 _VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
 _TAILS = frozenset({"Variable"})
@@ -30,6 +30,7 @@ class VariableWrapper(Rule):
 
     code = "TP105"
     name = "variable-wrapper"
+    intent = Intent.DEVICE
     message = (
         "use the tensor itself, not `Variable(...)` "
         "(and `torch.no_grad()` instead of `volatile=True`)"
