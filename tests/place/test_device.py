@@ -1,7 +1,7 @@
 """pick_device and available_devices: the choice order, errors, and no side effects.
 
-Accelerators are simulated by replacing the ``_probe_*`` functions, the only
-places ``place/_device.py`` asks torch about hardware.
+Accelerators are simulated by ``fake_accelerator`` (tests/conftest.py), which installs a
+fake backend at the hardware floor, the only code that asks torch about hardware.
 """
 
 from __future__ import annotations
@@ -9,42 +9,23 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
 
 import torchport as tp
-from torchport.place import _device
+from torchport import hardware
 
 GIB = 1024**3
 
-Install = Callable[..., None]
+Install = Callable[..., Any]
 
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TORCHPORT_DEVICE", raising=False)
     monkeypatch.delenv("LOCAL_RANK", raising=False)
-
-
-@pytest.fixture
-def fake_accelerator(monkeypatch: pytest.MonkeyPatch) -> Install:
-    """Pretend torch.accelerator reports ``kind`` with one device per entry of ``free``."""
-
-    def install(free: list[int | None], kind: str = "cuda", current: int = 0) -> None:
-        monkeypatch.setattr(_device, "_probe_accelerator", lambda: kind)
-        monkeypatch.setattr(_device, "_probe_count", lambda k: len(free) if k == kind else 0)
-
-        def memory(k: str, index: int, *, allow_context: bool) -> tuple[int | None, int | None]:
-            assert k == kind
-            value = free[index]
-            return (value, 80 * GIB) if value is not None else (None, None)
-
-        monkeypatch.setattr(_device, "_probe_memory", memory)
-        monkeypatch.setattr(_device, "_probe_name", lambda k, i: "NVIDIA H100")
-        monkeypatch.setattr(_device, "_probe_current_index", lambda k: current)
-
-    return install
 
 
 # --- order -----------------------------------------------------------------------------
@@ -65,16 +46,10 @@ def test_unreadable_free_memory_falls_back_to_index_zero(fake_accelerator: Insta
     assert tp.pick_device() == torch.device("cuda", 0)
 
 
-def test_single_accelerator_skips_memory_probe(
-    fake_accelerator: Install, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fake_accelerator([GIB], kind="xpu")
-
-    def no_probe(*args: object, **kwargs: object) -> None:
-        raise AssertionError("one device needs no memory probe")
-
-    monkeypatch.setattr(_device, "_probe_memory", no_probe)
+def test_single_accelerator_skips_memory_probe(fake_accelerator: Install) -> None:
+    backend = fake_accelerator([GIB], kind="xpu")
     assert tp.pick_device() == torch.device("xpu", 0)
+    assert backend.memory_reads == 0  # one device needs no memory probe
 
 
 def test_local_rank_picks_the_index(
@@ -198,11 +173,11 @@ def test_bad_env_value_is_named_with_advice(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_real_probes_on_this_build() -> None:
     # Whatever the build, asking about absent backends must answer 0, not raise.
-    assert _device._probe_count("xla") == 0
-    assert _device._probe_count("hpu") == 0
+    backend = hardware.Backend()
+    assert backend.count("xla") == 0
+    assert backend.count("hpu") == 0
     if not torch.cuda.is_available():
-        assert _device._probe_count("cuda") == 0
-    assert tp.pick_device("cpu:0") == torch.device("cpu:0")
+        assert backend.count("cuda") == 0
 
 
 # --- available_devices and DeviceInfo ---------------------------------------------------

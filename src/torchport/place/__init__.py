@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from torchport.place._device import DeviceInfo, available_devices, pick_device
+from torchport.place._device import (
+    DeviceInfo,
+    available_devices,
+    pick_device,
+    pick_device_with_reason,
+)
 from torchport.place._move import UnregisteredTensorWarning, to_device
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
-for _obj in (DeviceInfo, UnregisteredTensorWarning, available_devices, pick_device, to_device):
+for _obj in (
+    DeviceInfo,
+    UnregisteredTensorWarning,
+    available_devices,
+    pick_device,
+    pick_device_with_reason,
+    to_device,
+):
     _obj.__module__ = "torchport"
 del _obj
 
@@ -15,5 +27,6 @@ __all__ = [
     "UnregisteredTensorWarning",
     "available_devices",
     "pick_device",
+    "pick_device_with_reason",
     "to_device",
 ]

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from torchport.errors import ConfigError, UnsupportedBatchError
-from torchport.place._device import parse_device
+from torchport.hardware import parse_device
 from torchport.place._tree import flatten_batch, flatten_tensors
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
@@ -120,7 +120,7 @@ def to_device(
     # The two devices that need no probing skip validation's Python work.
     target = _PLAIN_DEVICES.get(device) if isinstance(device, str | torch.device) else None
     if target is None:
-        target = parse_device(device, source="device", bare_index="current")
+        target = parse_device(device, argument="device")
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ConfigError(
             f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "

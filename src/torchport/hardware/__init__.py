@@ -1,0 +1,93 @@
+"""torchport.hardware: the ground floor, the only code that asks torch about hardware.
+
+Everything above it (``place``, ``feed``, ``diagnose``, ``port``, ``bench``)
+imports these names instead of asking torch itself:
+
+* devices (``_devices.py``): :func:`parse_device` is the one parser and
+  normaliser of what users pass as a device; :func:`accelerator_type`,
+  :func:`device_count`, :func:`current_index`, :func:`device_name`,
+  :func:`memory_info` and :func:`list_devices` say what is there;
+  :func:`device_error` builds the one kind of :class:`~torchport.DeviceError`
+  message (what was found, the devices available, what to pass).
+* ordering (``_sync.py``): :func:`synchronize` and :func:`wait_for_copies` are the
+  only host waits; :func:`new_stream`, :func:`current_stream`, :func:`use_stream`
+  and :func:`new_event` the only stream and event construction.
+* memory (``_pinned.py``, ``_staging.py``): :class:`PinnedBuffer` (page-locked
+  host memory at the size asked), :class:`StagingPool` (reused staging buffers
+  guarded by events).
+* copies (``_copy.py``): :func:`plan_copy` decides once per call how each tensor
+  reaches the target (stay, direct ``Tensor.to``, or staged and packed);
+  :meth:`CopyPlan.run` executes it; :func:`copy_tensors` does both.
+
+Tests fake an accelerator one way, here: ``with install(FakeBackend(...))``
+replaces the :class:`Backend` every function above asks (``tests/conftest.py``
+has the fixture). Policy (which device to choose) lives in ``place``.
+"""
+
+from __future__ import annotations
+
+from torchport.hardware._backend import Backend, install
+from torchport.hardware._copy import (
+    CopyPlan,
+    Transfer,
+    copy_tensors,
+    plan_copy,
+    should_pack,
+    stageable,
+)
+from torchport.hardware._devices import (
+    DeviceInfo,
+    accelerator_present,
+    accelerator_type,
+    cpu_info,
+    current_index,
+    device_count,
+    device_error,
+    device_name,
+    list_devices,
+    memory_info,
+    parse_device,
+)
+from torchport.hardware._pinned import PinnedBuffer, pins_for
+from torchport.hardware._staging import StagingPool, default_pool, size_class
+from torchport.hardware._sync import (
+    current_stream,
+    new_event,
+    new_stream,
+    synchronize,
+    use_stream,
+    wait_for_copies,
+)
+
+__all__ = [
+    "Backend",
+    "CopyPlan",
+    "DeviceInfo",
+    "PinnedBuffer",
+    "StagingPool",
+    "Transfer",
+    "accelerator_present",
+    "accelerator_type",
+    "copy_tensors",
+    "cpu_info",
+    "current_index",
+    "current_stream",
+    "default_pool",
+    "device_count",
+    "device_error",
+    "device_name",
+    "install",
+    "list_devices",
+    "memory_info",
+    "new_event",
+    "new_stream",
+    "parse_device",
+    "pins_for",
+    "plan_copy",
+    "should_pack",
+    "size_class",
+    "stageable",
+    "synchronize",
+    "use_stream",
+    "wait_for_copies",
+]

@@ -1,0 +1,75 @@
+"""Ordering work on a device: host waits, streams and events.
+
+The only places torchport blocks the host on a device, or creates a stream or
+an event, are the functions here. Each says when it waits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from torchport.hardware import _backend
+
+__all__ = [
+    "current_stream",
+    "new_event",
+    "new_stream",
+    "synchronize",
+    "use_stream",
+    "wait_for_copies",
+]
+
+
+def synchronize(device: torch.device, *, stream_only: bool = False) -> None:
+    """Block the host until the work queued on ``device`` has finished.
+
+    A no-op for the CPU and meta. ``stream_only`` waits for the device's current
+    stream alone (enough after copies issued on it, and cheaper when other
+    streams are busy); otherwise every stream of the device. MPS has one queue
+    and is always waited on whole.
+    """
+    if device.type == "cpu" or device.type == "meta":
+        return
+    _backend.ACTIVE.synchronize(device, stream_only=stream_only)
+
+
+def wait_for_copies(sources: Iterable[torch.device], target: torch.device) -> None:
+    """The host waits once for asynchronous copies into ``target`` to land.
+
+    Copies to the CPU are ordered on the current stream of each accelerator they
+    came from, so that stream is waited on once per source device. Copies to
+    MPS end with one MPS synchronization. Any other target needs no wait (stream
+    order covers the device work that reads the results).
+    """
+    if target.type == "mps":
+        synchronize(target)
+    elif target.type == "cpu":
+        for device in set(sources):
+            if device.type != "cpu" and device.type != "meta":
+                synchronize(device, stream_only=True)
+
+
+def new_stream(device: torch.device) -> torch.Stream:
+    """A new stream on the accelerator ``device`` (a side stream for copies)."""
+    return _backend.ACTIVE.new_stream(device)
+
+
+def current_stream(device: torch.device) -> torch.Stream:
+    """The stream that work on ``device`` is queued on now."""
+    return _backend.ACTIVE.current_stream(device)
+
+
+def new_event(*, timing: bool = False) -> torch.Event:
+    """A new event; it belongs to the device of the stream it is first recorded on."""
+    return _backend.ACTIVE.new_event(timing=timing)
+
+
+def use_stream(stream: torch.Stream | None) -> contextlib.AbstractContextManager[Any]:
+    """Make ``stream`` the current stream inside a ``with`` block (``None``: leave it)."""
+    if stream is None:
+        return contextlib.nullcontext()
+    return _backend.ACTIVE.use_stream(stream)
