@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import warnings
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 import pytest
@@ -137,12 +138,21 @@ def test_skip_keys_left_as_they_are() -> None:
 
 
 def test_unsupported_batch_names_the_path() -> None:
-    @dataclasses.dataclass
-    class Rigid:
-        x: torch.Tensor
-
+    # A Mapping that is not a dict is rebuilt through its constructor, which here
+    # takes other arguments. (Dataclasses and builtin subclasses are copied, never
+    # constructed: tests/place/test_tree_containers.py.)
+    class Rigid(Mapping[str, Any]):
         def __init__(self) -> None:
-            self.x = torch.ones(1)
+            self._items = {"x": torch.ones(1)}
+
+        def __getitem__(self, key: str) -> Any:
+            return self._items[key]
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(self._items)
+
+        def __len__(self) -> int:
+            return len(self._items)
 
     with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['meta'\]\[2\]"):
         tp.to_device({"meta": [0, 1, Rigid()]}, "meta")

@@ -1,35 +1,51 @@
-"""The one tree walker: finds the tensors in a nested batch and rebuilds the batch around new ones.
+"""The tree walker: finds the tensors in a nested batch and rebuilds the batch around new ones.
 
-Everything in torchport that looks inside a batch (``to_device``, the packer, the
-loader, the diagnostics) goes through :func:`flatten_tensors` or
-:func:`map_tensors`, so that every part agrees on what a batch may hold.
+Code that moves a batch goes through :func:`flatten_batch` (``to_device``,
+``DeviceLoader``) or :func:`flatten_tensors` / :func:`map_tensors`, so that every
+mover agrees on what a batch may hold. (``strict()`` names the culprit of a
+device mismatch by looking two levels into an op's arguments on its own; it
+moves and rebuilds nothing.)
 
 The walk itself is optree's C++ flatten and unflatten. optree already knows
 ``dict``, ``OrderedDict``, ``defaultdict``, ``list``, ``tuple``, ``deque``,
-namedtuples and structseqs; the first time a batch holds a dataclass or a
-subclass of ``dict``/``list``/``tuple`` that optree treats as a leaf, its type is
-registered in the private ``"torchport"`` optree namespace (the global optree
-registry and torch's own pytree registry are left alone) and the batch is
-flattened again. Leaves are classified once per type; after that a batch costs
-one C++ flatten, a few C-level passes over the leaves (``map``, ``set``,
+namedtuples and structseqs; the first time a batch holds another container that
+optree treats as a leaf (a dataclass, a subclass of a builtin container, a set, a
+``UserDict``, any ``Mapping``: the list and how each is rebuilt are in
+``place/_containers.py``), its type is registered in the private
+``"torchport"`` optree namespace (the global optree registry and torch's own
+pytree registry are left alone) and the batch is flattened again. Leaves are
+classified once per type; after that a batch of builtin containers costs one C++
+flatten, a few C-level passes over the leaves (``map``, ``set``,
 ``itertools.compress``: no Python bytecode per leaf) and one C++ unflatten.
 
-Objects with a ``.to`` method (other than tensors) are leaves: the mover calls
-their ``.to``. Every other leaf comes back as it is.
+Objects with a ``.to`` method (other than tensors, and other than ``UserDict``
+and ``UserList``, which are walked) are leaves: the mover calls their ``.to``.
+Every other leaf comes back as it is.
+
+Namedtuples are rebuilt by optree, which calls the class with the fields; a
+namedtuple subclass whose ``__new__`` takes other arguments raises
+``UnsupportedBatchError`` at rebuild, but one that takes the same arguments and
+changes them is not detected.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from typing import Any
 
 import optree
 import torch
 
-from torchport.errors import UnsupportedBatchError
+from torchport.errors import ConfigError, UnsupportedBatchError
+from torchport.place._containers import (
+    GENERIC_MAPPINGS,
+    RebuildRefused,
+    how_rebuilt,
+    register,
+    walked_before_to,
+)
 
 __all__ = ["BatchLayout", "Rebuild", "flatten_batch", "flatten_tensors", "map_tensors"]
 
@@ -46,10 +62,6 @@ _NEW_NODE = 3  # a container type just registered: flatten again
 _ONLY_TENSORS = {_TENSOR}
 _KIND: dict[type, int] = {torch.Tensor: _TENSOR, torch.nn.Parameter: _TENSOR}
 _MISSING = object()
-# Exact types optree walks itself; they reach the leaf loop only when skip_keys kept them.
-_OPTREE_BUILTINS = frozenset(
-    {dict, list, tuple, collections.OrderedDict, collections.defaultdict, collections.deque}
-)
 _MAX_REFLATTEN = 64
 
 Rebuild = Callable[[Sequence[torch.Tensor]], object]
@@ -57,7 +69,7 @@ Rebuild = Callable[[Sequence[torch.Tensor]], object]
 
 
 def flatten_tensors(
-    obj: object, *, skip_keys: Collection[str] = ()
+    obj: object, *, skip_keys: Collection[Hashable] = ()
 ) -> tuple[list[torch.Tensor], Rebuild]:
     """Find every distinct tensor in a nested batch.
 
@@ -83,7 +95,7 @@ def flatten_tensors(
 
 
 def map_tensors(
-    fn: Callable[[torch.Tensor], torch.Tensor], obj: object, *, skip_keys: Collection[str] = ()
+    fn: Callable[[torch.Tensor], torch.Tensor], obj: object, *, skip_keys: Collection[Hashable] = ()
 ) -> object:
     """Apply ``fn`` once to each distinct tensor of a batch and rebuild the batch.
 
@@ -172,16 +184,18 @@ class BatchLayout:
             ) from exc
 
 
-def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayout:
+def flatten_batch(obj: object, *, skip_keys: Collection[Hashable] = ()) -> BatchLayout:
     """Flatten a batch into its distinct tensors, its ``.to`` objects and a rebuilder.
 
     The mover and the loader use this directly; other code calls :func:`flatten_tensors`.
 
     Raises:
-        UnsupportedBatchError: The batch contains itself (a cycle) or is nested
-            deeper than optree's recursion limit.
+        UnsupportedBatchError: The batch contains itself (a cycle), is nested
+            deeper than optree's recursion limit, or holds a container that
+            fails when its items are read; the message names the path.
+        ConfigError: ``skip_keys`` is neither a key nor a collection of keys.
     """
-    skip = frozenset(skip_keys) if skip_keys else None
+    skip = _skip_set(skip_keys) if skip_keys else None
     kind_of = _KIND.get
     for _ in range(_MAX_REFLATTEN):
         kept: set[int] = set()  # leaf positions under a skipped key
@@ -192,6 +206,8 @@ def flatten_batch(obj: object, *, skip_keys: Collection[str] = ()) -> BatchLayou
                 leaves, spec = optree.tree_flatten(obj, namespace=_NAMESPACE)  # type: ignore[arg-type]
         except RecursionError as exc:
             raise UnsupportedBatchError(_recursion_message(obj)) from exc
+        except Exception as exc:  # a container's own iteration or item access failed
+            raise UnsupportedBatchError(_flatten_failure_message(obj, exc)) from exc
         # Per-leaf work runs in C (map, set, compress); Python loops only over
         # types seen for the first time and over repeated objects.
         kinds = list(map(kind_of, map(type, leaves)))
@@ -244,12 +260,14 @@ def _distinct(found: list[Any]) -> tuple[list[Any], list[int] | None]:
 
 
 def _flatten_skipping(
-    obj: object, skip: frozenset[str]
+    obj: object, skip: frozenset[Hashable]
 ) -> tuple[list[Any], optree.PyTreeSpec, set[int]]:
     """Flatten with the values under keys in ``skip`` as leaves; also return their positions.
 
-    optree visits a dict before its values, so the ``is_leaf`` predicate lets each
-    dict record the identities of its skipped values and then stops at them; the
+    optree visits a mapping before its values, so the ``is_leaf`` predicate lets each
+    dict (``UserDict.data``, a ``MappingProxyType``'s mapping and a ``ChainMap``'s
+    maps are dicts too) and each other ``Mapping`` the walker rebuilds record the
+    identities of its skipped values and then stops at them; the
     leaf paths tell a skipped value from the same object met elsewhere. (A
     container that sits both under a skipped key and elsewhere is left as it is
     in both places.)
@@ -259,7 +277,7 @@ def _flatten_skipping(
     def is_leaf(node: Any) -> bool:
         if id(node) in marked:
             return True
-        if isinstance(node, dict):
+        if isinstance(node, dict) or type(node) in GENERIC_MAPPINGS:
             for key in skip:
                 value = node.get(key, _MISSING)
                 if value is not _MISSING:
@@ -283,122 +301,16 @@ def _classify(cls: type) -> int:
     """Decide what leaves of type ``cls`` are, registering container types on first sight."""
     if issubclass(cls, torch.Tensor):
         kind = _TENSOR
+    elif walked_before_to(cls) and register(cls, _NAMESPACE):
+        return _NEW_NODE  # not cached: once registered, optree no longer yields it as a leaf
     elif callable(getattr(cls, "to", None)) and not issubclass(cls, type):
         kind = _MOVER
-    elif _register(cls):
-        return _NEW_NODE  # not cached: once registered, optree no longer yields it as a leaf
+    elif register(cls, _NAMESPACE):
+        return _NEW_NODE
     else:
         kind = _PLAIN
     _KIND[cls] = kind
     return kind
-
-
-def _register(cls: type) -> bool:
-    """Register ``cls`` as an optree node in the torchport namespace if it is a container."""
-    if dataclasses.is_dataclass(cls):
-        fields = tuple((f.name, f.init) for f in dataclasses.fields(cls))
-        flatten: Callable[[Any], Any] = _dataclass_flatten(fields)
-        unflatten: Callable[[Any, Any], Any] = _dataclass_unflatten(cls)
-        entry: type[optree.PyTreeEntry] = optree.DataclassEntry
-    elif cls in _OPTREE_BUILTINS or issubclass(cls, (str, bytes, torch.Size)):
-        return False
-    elif issubclass(cls, collections.defaultdict):
-        flatten, unflatten, entry = (
-            _defaultdict_flatten,
-            _defaultdict_unflatten(cls),
-            optree.MappingEntry,
-        )
-    elif issubclass(cls, dict):
-        flatten, unflatten, entry = _dict_flatten, _dict_unflatten(cls), optree.MappingEntry
-    elif issubclass(cls, (list, tuple)):
-        flatten, unflatten, entry = (
-            _sequence_flatten,
-            _sequence_unflatten(cls),
-            optree.SequenceEntry,
-        )
-    else:
-        return False
-    try:
-        optree.register_pytree_node(
-            cls,  # type: ignore[arg-type]
-            flatten,
-            unflatten,
-            path_entry_type=entry,
-            namespace=_NAMESPACE,
-        )
-    except ValueError:
-        # Registered meanwhile by another thread, or refused by optree: a leaf then.
-        return optree.register_pytree_node.get(cls, namespace=_NAMESPACE) is not None
-    return True
-
-
-def _dataclass_flatten(fields: tuple[tuple[str, bool], ...]) -> Callable[[Any], Any]:
-    def flatten(obj: Any) -> tuple[list[Any], tuple[tuple[str, bool], ...], tuple[str, ...]]:
-        values = []
-        present = []
-        for name, init in fields:
-            # A field with init=False and no default may never have been set.
-            value = getattr(obj, name, _MISSING)
-            if value is not _MISSING:
-                values.append(value)
-                present.append((name, init))
-        return values, tuple(present), tuple(name for name, _ in present)
-
-    return flatten
-
-
-def _dataclass_unflatten(cls: type) -> Callable[[Any, Any], Any]:
-    def unflatten(present: tuple[tuple[str, bool], ...], values: Any) -> Any:
-        kwargs = {}
-        later = []
-        for (name, init), value in zip(present, values, strict=True):
-            if init:
-                kwargs[name] = value
-            else:
-                later.append((name, value))
-        obj = cls(**kwargs)
-        for name, value in later:
-            # object.__setattr__ also works on frozen dataclasses.
-            object.__setattr__(obj, name, value)
-        return obj
-
-    return unflatten
-
-
-def _dict_flatten(obj: Any) -> tuple[list[Any], list[Any], list[Any]]:
-    keys = list(obj)
-    return [obj[k] for k in keys], keys, keys
-
-
-def _dict_unflatten(cls: type) -> Callable[[Any, Any], Any]:
-    def unflatten(keys: list[Any], values: Any) -> Any:
-        return cls(zip(keys, values, strict=True))
-
-    return unflatten
-
-
-def _defaultdict_flatten(obj: Any) -> tuple[list[Any], tuple[Any, list[Any]], list[Any]]:
-    keys = list(obj)
-    return [obj[k] for k in keys], (obj.default_factory, keys), keys
-
-
-def _defaultdict_unflatten(cls: type) -> Callable[[Any, Any], Any]:
-    def unflatten(meta: tuple[Any, list[Any]], values: Any) -> Any:
-        factory, keys = meta
-        return cls(factory, zip(keys, values, strict=True))
-
-    return unflatten
-
-
-def _sequence_flatten(obj: Any) -> tuple[list[Any], None, None]:
-    return list(obj), None, None
-
-
-def _sequence_unflatten(cls: type) -> Callable[[Any, Any], Any]:
-    def unflatten(_: None, values: Any) -> Any:
-        return cls(values)
-
-    return unflatten
 
 
 def _rebuild_located(spec: optree.PyTreeSpec, leaves: Sequence[Any], path: str) -> Any:
@@ -417,26 +329,67 @@ def _rebuild_located(spec: optree.PyTreeSpec, leaves: Sequence[Any], path: str) 
         return one_level.unflatten(children)
     except Exception as exc:
         cls = spec.type
-        name = f"{cls.__module__}.{cls.__qualname__}" if cls is not None else "None"
-        how = (
-            "calling it with its init fields as keywords"
-            if cls is not None and dataclasses.is_dataclass(cls)
-            else "calling its type with its rebuilt items"
-        )
+        if isinstance(exc, RebuildRefused):
+            reason = str(exc)
+        else:
+            reason = f"{how_rebuilt(cls)} raised {type(exc).__name__}: {exc}"
         raise UnsupportedBatchError(
-            f"cannot rebuild {path} of type {name}: {type(exc).__name__}: {exc}. "
-            f"torchport rebuilds it by {how}; give {cls.__name__ if cls else 'it'} "
-            "a .to(device) method that returns a moved copy, make its constructor accept "
-            "its own contents, or leave it out with skip_keys"
+            f"cannot rebuild {path} of type {_type_name(cls)}: {reason}; "
+            f"{_advice(cls)}, or pass the key it is under in skip_keys"
         ) from exc
+
+
+def _type_name(cls: type | None) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}" if cls is not None else "None"
+
+
+def _advice(cls: type | None) -> str:
+    name = cls.__name__ if cls is not None else "it"
+    advice = f"give {name} a .to(device) method that returns a moved copy"
+    if cls is not None and (optree.is_namedtuple_class(cls) or cls in GENERIC_MAPPINGS):
+        advice += ", make its constructor accept its own contents"
+    return advice
+
+
+def _skip_set(skip_keys: object) -> frozenset[Hashable]:
+    """``skip_keys`` as a set of keys: one str (or bytes) is one key, not its characters."""
+    if isinstance(skip_keys, str | bytes):
+        return frozenset((skip_keys,))
+    if not isinstance(skip_keys, Iterable) or isinstance(skip_keys, torch.Tensor):
+        raise ConfigError(
+            f"skip_keys={skip_keys!r} is a {type(skip_keys).__name__}, not a key or a "
+            f"collection of keys; pass skip_keys=[{skip_keys!r}] to skip that one key"
+        )
+    try:
+        return frozenset(skip_keys)
+    except TypeError as exc:
+        raise ConfigError(
+            f"skip_keys={skip_keys!r} holds an item that cannot be a dict key ({exc}); "
+            "pass a key or a collection of keys, e.g. skip_keys='ids' or "
+            "skip_keys=('ids', 'meta')"
+        ) from exc
+
+
+def _flatten_failure_message(obj: object, exc: Exception) -> str:
+    """Say which container failed while its items were being read, and how."""
+    where = _find_node(obj, _ROOT, _fails_to_open)
+    found = f"{type(exc).__name__}: {exc}"
+    if where is None:
+        return f"could not read the items of a container in the batch: {found}"
+    path, node = where
+    return (
+        f"cannot read the items of {path} of type {_type_name(type(node))}: {found}; "
+        f"{_advice(type(node))}, or pass the key it is under in skip_keys"
+    )
 
 
 def _recursion_message(obj: object) -> str:
     """Say where a batch contains itself, or that it is simply too deep."""
-    found = _find_cycle(obj, _ROOT)
+    on_path: set[int] = set()
+    found = _find_node(obj, _ROOT, lambda node: id(node) in on_path, on_path)
     if found is not None:
         return (
-            f"the batch contains itself: {found} refers back to an enclosing container; "
+            f"the batch contains itself: {found[0]} refers back to an enclosing container; "
             "to_device cannot copy a cyclic structure; break the cycle or pass its key "
             "in skip_keys"
         )
@@ -446,41 +399,65 @@ def _recursion_message(obj: object) -> str:
     )
 
 
-def _find_cycle(root: object, root_path: str) -> str | None:
-    """Depth-first search, without recursion, for a child that is one of its own ancestors."""
-    on_path: set[int] = {id(root)}
+def _fails_to_open(node: object) -> bool:
+    try:
+        optree.tree_flatten_one_level(node, namespace=_NAMESPACE)  # type: ignore[arg-type]
+    except ValueError:  # a leaf
+        return False
+    except Exception:
+        return True
+    return False
+
+
+def _find_node(
+    root: object,
+    root_path: str,
+    wanted: Callable[[object], bool],
+    on_path: set[int] | None = None,
+) -> tuple[str, object] | None:
+    """Depth-first search, without recursion, for the first node ``wanted`` accepts.
+
+    ``on_path``, when given, holds the ids of the node's ancestors as the search
+    goes (a child that is one of them closes a cycle); the search never descends
+    into a node twice on one path, so it ends on cyclic batches too.
+    """
+    if wanted(root):
+        return root_path, root
+    ancestors = on_path if on_path is not None else set()
+    ancestors.add(id(root))
     frames = [(root, _children(root, root_path))]
     while frames:
         node, children = frames[-1]
         step = next(children, None)
         if step is None:
             frames.pop()
-            on_path.discard(id(node))
+            ancestors.discard(id(node))
             continue
         child, child_path = step
-        if id(child) in on_path:
-            return child_path
-        on_path.add(id(child))
+        if wanted(child):
+            return child_path, child
+        if id(child) in ancestors:
+            continue
+        ancestors.add(id(child))
         frames.append((child, _children(child, child_path)))
     return None
 
 
 def _children(node: object, path: str) -> Iterator[tuple[object, str]]:
+    """The node's children, each with its path written as Python (``batch['a'].x[0]``)."""
     try:
-        children, _, entries, _ = optree.tree_flatten_one_level(
+        children: list[Any] = optree.tree_flatten_one_level(
             node,  # type: ignore[arg-type]
             namespace=_NAMESPACE,
+        )[0]
+        # A one-level structure gives the accessors: every node but the root is a leaf.
+        calls = itertools.count()
+        spec = optree.tree_structure(
+            node,  # type: ignore[arg-type]
+            lambda _: next(calls) > 0,
+            namespace=_NAMESPACE,
         )
-    except ValueError:  # a leaf
+    except Exception:  # a leaf, or a container that fails to open (reported by its parent)
         return iter(())
-    return ((c, path + _entry_text(node, e)) for c, e in zip(children, entries, strict=True))
-
-
-def _entry_text(node: object, entry: object) -> str:
-    if isinstance(node, dict):
-        return f"[{entry!r}]"
-    if isinstance(node, (list, collections.deque)) or type(node) is tuple:
-        return f"[{entry}]"
-    if isinstance(node, tuple) and not optree.is_namedtuple_instance(node):
-        return f"[{entry}]"
-    return f".{entry}"
+    codes = [accessor.codify(path) for accessor in spec.accessors()]
+    return zip(children, codes, strict=True)

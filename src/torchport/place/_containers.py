@@ -1,0 +1,440 @@
+"""The container types the walker registers itself, each with how to list and rebuild it.
+
+optree walks ``dict``, ``OrderedDict``, ``defaultdict``, ``list``, ``tuple``,
+``deque``, namedtuples and structseqs on its own. Every other container a batch
+may hold is registered by :func:`register` in torchport's private optree
+namespace the first time the walker (``place/_tree.py``) meets it as a leaf.
+
+Rebuilding never calls a type's constructor where the object's whole state can
+be copied instead: a constructor may do more than store its arguments
+(``__post_init__`` doubling a field, a subclass ``__init__`` that takes other
+arguments, ``__new__`` re-nesting them), which would be a silently wrong batch.
+
+==========================  ====================================================
+kind                        rebuilt by
+==========================  ====================================================
+dataclass                   ``copy.copy``, then every field set with
+                            ``object.__setattr__`` (frozen ones too)
+subclass of list, tuple,    the base type's own ``__new__`` and methods (never
+dict, OrderedDict,          the subclass's), then the instance's ``__dict__``
+defaultdict, deque, set,    and slots copied
+frozenset
+set, frozenset              ``set(items)``
+UserDict, UserList          a shallow copy with a new ``.data``, which is walked
+                            as the dict or list it is (so a HuggingFace
+                            ``BatchEncoding`` costs what a dict costs)
+ChainMap                    a shallow copy with new ``.maps``
+MappingProxyType            a new proxy over a rebuilt copy of the mapping it shows
+any other Mapping           returned as it is when no value changed; otherwise
+                            ``type(m)(dict_of_items)``, then checked to hold
+                            exactly the new values
+==========================  ====================================================
+
+In every copy, instance attributes other than the children are carried over as
+they are (not walked), except ``functools.cached_property`` values, which are
+dropped so they are computed again from the moved children. A rebuild that
+cannot be done faithfully raises :class:`RebuildRefused`; the walker turns it
+into an ``UnsupportedBatchError`` naming the path.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import functools
+import operator
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import optree
+import torch
+
+__all__ = ["GENERIC_MAPPINGS", "RebuildRefused", "how_rebuilt", "register", "walked_before_to"]
+
+_MISSING = object()
+_Flatten = Callable[[Any], tuple[Any, Any, Any]]
+_Unflatten = Callable[[Any, Any], Any]
+
+
+class _Recipe(NamedTuple):
+    flatten: _Flatten
+    unflatten: _Unflatten
+    entry: type[optree.PyTreeEntry]
+    constructs: bool = False  # rebuilt through its constructor (a generic Mapping)
+
+
+# Mapping types rebuilt through their constructor; skip_keys looks inside them.
+GENERIC_MAPPINGS: set[type] = set()
+_SLOTS: dict[type, tuple[str, ...]] = {}
+_CACHED: dict[type, tuple[str, ...]] = {}
+
+
+class RebuildRefused(Exception):
+    """A container cannot be rebuilt faithfully around new children; the message says why."""
+
+
+class SetItemEntry(optree.PyTreeEntry):
+    """The i-th item of a set in its iteration order, written ``list(s)[i]``."""
+
+    __slots__ = ()
+
+    def __call__(self, obj: Any, /) -> Any:
+        return list(obj)[self.entry]
+
+    def codify(self, /, node: str = "") -> str:
+        return f"list({node})[{self.entry}]"
+
+
+class ViewEntry(optree.PyTreeEntry):
+    """From a read-only mapping view to (a copy of) the mapping it shows; adds nothing to a path."""
+
+    __slots__ = ()
+
+    def __call__(self, obj: Any, /) -> Any:
+        return dict(obj)
+
+    def codify(self, /, node: str = "") -> str:
+        return node
+
+
+def walked_before_to(cls: type) -> bool:
+    """Whether ``cls`` is walked even though it has a ``.to`` method.
+
+    A ``UserDict``/``UserList`` keeps all its items in ``.data``, so walking it
+    is exact, leaves the input unmodified (``BatchEncoding.to`` moves in place)
+    and lets its tensors take the batch's fast path (packing, async copies).
+    """
+    return issubclass(cls, collections.UserDict | collections.UserList)
+
+
+def register(cls: type, namespace: str) -> bool:
+    """Register ``cls`` as an optree node in ``namespace`` if it is a container; say whether."""
+    recipe = _recipe(cls)
+    if recipe is None:
+        return False
+    try:
+        optree.register_pytree_node(
+            cls,
+            recipe.flatten,
+            recipe.unflatten,
+            path_entry_type=recipe.entry,
+            namespace=namespace,
+        )
+    except ValueError:
+        # Registered meanwhile by another thread, or refused by optree: a leaf then.
+        return optree.register_pytree_node.get(cls, namespace=namespace) is not None
+    if recipe.constructs:
+        GENERIC_MAPPINGS.add(cls)
+    return True
+
+
+def how_rebuilt(cls: type | None) -> str:
+    """Say how the walker rebuilds ``cls``, for error messages."""
+    if cls is None:
+        return "rebuilding it"
+    if optree.is_namedtuple_class(cls) or optree.is_structseq_class(cls):
+        return f"calling {cls.__name__}(*fields)"
+    if cls in GENERIC_MAPPINGS:
+        return f"calling {cls.__name__}(dict_of_items)"
+    if dataclasses.is_dataclass(cls):
+        return "copy.copy, then setting each field"
+    return f"calling {cls.__name__}(items)"
+
+
+def _recipe(cls: type) -> _Recipe | None:
+    """How to take ``cls`` apart and put it together again; None for a leaf type."""
+    if issubclass(cls, str | bytes | bytearray | torch.Size) or optree.is_namedtuple_class(cls):
+        return None
+    if dataclasses.is_dataclass(cls):
+        return _dataclass(cls)
+    if issubclass(cls, collections.UserDict | collections.UserList):
+        return _attribute_child(cls, "data")
+    if issubclass(cls, collections.ChainMap):
+        return _attribute_child(cls, "maps")
+    if cls is types.MappingProxyType:
+        return _Recipe(_flatten_view, _rebuild_view, ViewEntry)
+    if issubclass(cls, set | frozenset):
+        return _set(cls)
+    if cls in (list, tuple, dict, collections.OrderedDict, collections.defaultdict):
+        return None  # optree's own; reached only as a value kept by skip_keys
+    if issubclass(cls, collections.OrderedDict):
+        return _dict(cls, collections.OrderedDict)
+    if issubclass(cls, collections.defaultdict):
+        return _dict(cls, collections.defaultdict)
+    if issubclass(cls, dict):
+        return _dict(cls, dict)
+    if issubclass(cls, list):
+        return _list(cls)
+    if issubclass(cls, tuple):
+        return _tuple(cls)
+    if issubclass(cls, collections.deque):
+        return None if cls is collections.deque else _deque(cls)
+    if issubclass(cls, Mapping):
+        return _generic_mapping(cls)
+    return None
+
+
+# --- copying an instance's own state --------------------------------------------------
+
+
+def _copy_state(old: Any, new: Any) -> None:
+    """Copy ``old``'s instance attributes (``__dict__`` and slots) onto ``new``, as they are."""
+    cls = type(old)
+    try:
+        state = object.__getattribute__(old, "__dict__")
+    except AttributeError:
+        pass
+    else:
+        if state:
+            object.__getattribute__(new, "__dict__").update(state)
+            _drop_cached(cls, new)
+    for name in _slot_names(cls):
+        try:
+            value = object.__getattribute__(old, name)
+        except AttributeError:  # an empty slot stays empty
+            continue
+        object.__setattr__(new, name, value)
+
+
+def _shallow_copy(obj: Any) -> Any:
+    """``copy.copy(obj)``, refused when it would not give a separate object of the same type."""
+    try:
+        new = copy.copy(obj)
+    except Exception as exc:
+        raise RebuildRefused(
+            f"copy.copy raised {type(exc).__name__}: {exc}; torchport copies the object "
+            "instead of calling its constructor"
+        ) from exc
+    if new is obj or type(new) is not type(obj):
+        found = "the object itself" if new is obj else f"a {type(new).__name__}"
+        raise RebuildRefused(
+            f"copy.copy returned {found}, so its children cannot be replaced without "
+            "changing the original"
+        )
+    return new
+
+
+def _slot_names(cls: type) -> tuple[str, ...]:
+    names = _SLOTS.get(cls)
+    if names is None:
+        found: list[str] = []
+        for base in cls.__mro__:
+            slots = vars(base).get("__slots__", ())
+            for name in (slots,) if isinstance(slots, str) else slots:
+                if name in ("__dict__", "__weakref__"):
+                    continue
+                if name.startswith("__") and not name.endswith("__"):
+                    name = f"_{base.__name__.lstrip('_')}{name}"  # name mangling
+                found.append(name)
+        names = _SLOTS[cls] = tuple(found)
+    return names
+
+
+def _drop_cached(cls: type, new: Any) -> None:
+    """Forget ``cached_property`` values: they were computed from the old children."""
+    names = _CACHED.get(cls)
+    if names is None:
+        names = _CACHED[cls] = tuple(
+            name
+            for base in cls.__mro__
+            for name, value in vars(base).items()
+            if isinstance(value, functools.cached_property)
+        )
+    if names:
+        state = object.__getattribute__(new, "__dict__")
+        for name in names:
+            state.pop(name, None)
+
+
+# --- the recipes -------------------------------------------------------------------------
+
+
+def _dataclass(cls: type) -> _Recipe:
+    names = tuple(f.name for f in dataclasses.fields(cls))
+
+    def flatten(obj: Any) -> tuple[list[Any], tuple[Any, tuple[str, ...]], tuple[str, ...]]:
+        values = []
+        present = []
+        for name in names:
+            # A field with init=False and no default may never have been set.
+            value = getattr(obj, name, _MISSING)
+            if value is not _MISSING:
+                values.append(value)
+                present.append(name)
+        fields = tuple(present)
+        return values, (obj, fields), fields
+
+    def unflatten(meta: tuple[Any, tuple[str, ...]], values: Any) -> Any:
+        obj, fields = meta
+        # No __init__, so no __post_init__ and no lost attributes set after construction.
+        new = _shallow_copy(obj)
+        for name, value in zip(fields, values, strict=True):
+            object.__setattr__(new, name, value)  # also on frozen dataclasses
+        if hasattr(new, "__dict__"):
+            _drop_cached(cls, new)
+        return new
+
+    return _Recipe(flatten, unflatten, optree.DataclassEntry)
+
+
+def _attribute_child(cls: type, attribute: str) -> _Recipe:
+    """One child, the attribute that holds all the items (``UserDict.data``, ``ChainMap.maps``)."""
+    own_copy = getattr(cls, "__copy__", None) not in (
+        collections.UserDict.__copy__,
+        collections.UserList.__copy__,
+        None,
+    )
+
+    def flatten(obj: Any) -> tuple[list[Any], Any, tuple[str]]:
+        return [vars(obj)[attribute]], obj, (attribute,)
+
+    def unflatten(obj: Any, children: Any) -> Any:
+        if own_copy:
+            new = _shallow_copy(obj)
+        else:  # what UserDict.__copy__ does, minus copying the items we replace
+            new = object.__new__(cls)
+            _copy_state(obj, new)
+        vars(new)[attribute] = children[0]
+        return new
+
+    return _Recipe(flatten, unflatten, optree.GetAttrEntry)
+
+
+def _flatten_view(obj: types.MappingProxyType[Any, Any]) -> tuple[list[Any], None, tuple[None]]:
+    try:
+        # The viewed mapping's own copy keeps its type (OrderedDict, defaultdict, ...).
+        inner = obj.copy()
+    except Exception:
+        inner = dict(obj)
+    if not isinstance(inner, Mapping):
+        inner = dict(obj)
+    return [inner], None, (None,)
+
+
+def _rebuild_view(_: None, children: Any) -> types.MappingProxyType[Any, Any]:
+    return types.MappingProxyType(children[0])
+
+
+def _set(cls: type) -> _Recipe:
+    base: Any = frozenset if issubclass(cls, frozenset) else set
+
+    def flatten(obj: Any) -> tuple[list[Any], Any, range]:
+        items = list(base.__iter__(obj))
+        return items, obj, range(len(items))
+
+    def unflatten(obj: Any, values: Any) -> Any:
+        if cls is base:
+            new = base(values)
+        elif base is frozenset:
+            new = frozenset.__new__(cls, values)
+            _copy_state(obj, new)
+        else:
+            new = set.__new__(cls)
+            set.update(new, values)
+            _copy_state(obj, new)
+        if len(new) != len(values):
+            raise RebuildRefused(
+                f"its {len(values)} items became {len(new)}: some compare equal once moved"
+            )
+        return new
+
+    return _Recipe(flatten, unflatten, SetItemEntry)
+
+
+def _dict(cls: type, base: type) -> _Recipe:
+    # OrderedDict keeps its own order (move_to_end), which dict.keys does not see.
+    keys_of = collections.OrderedDict.keys if base is collections.OrderedDict else dict.keys
+    get = dict.__getitem__
+
+    def flatten(obj: Any) -> tuple[list[Any], tuple[Any, list[Any]], list[Any]]:
+        keys = list(keys_of(obj))
+        return [get(obj, k) for k in keys], (obj, keys), keys
+
+    def unflatten(meta: tuple[Any, list[Any]], values: Any) -> Any:
+        obj, keys = meta
+        new: Any = base.__new__(cls)  # type: ignore[call-overload]
+        if base is collections.defaultdict:
+            object.__setattr__(new, "default_factory", obj.default_factory)
+        if base is collections.OrderedDict:
+            setitem = collections.OrderedDict.__setitem__
+            for key, value in zip(keys, values, strict=True):
+                setitem(new, key, value)
+        else:
+            dict.update(new, zip(keys, values, strict=True))
+        _copy_state(obj, new)
+        return new
+
+    return _Recipe(flatten, unflatten, optree.MappingEntry)
+
+
+def _list(cls: type) -> _Recipe:
+    def flatten(obj: Any) -> tuple[list[Any], Any, None]:
+        return list.copy(obj), obj, None
+
+    def unflatten(obj: Any, values: Any) -> Any:
+        new: Any = list.__new__(cls)
+        list.extend(new, values)
+        _copy_state(obj, new)
+        return new
+
+    return _Recipe(flatten, unflatten, optree.SequenceEntry)
+
+
+def _tuple(cls: type) -> _Recipe:
+    def flatten(obj: Any) -> tuple[Any, Any, None]:
+        return tuple.__getitem__(obj, slice(None)), obj, None
+
+    def unflatten(obj: Any, values: Any) -> Any:
+        new: Any = tuple.__new__(cls, values)
+        _copy_state(obj, new)
+        return new
+
+    return _Recipe(flatten, unflatten, optree.SequenceEntry)
+
+
+def _deque(cls: type) -> _Recipe:
+    def flatten(obj: Any) -> tuple[list[Any], Any, None]:
+        return list(collections.deque.__iter__(obj)), obj, None
+
+    def unflatten(obj: Any, values: Any) -> Any:
+        new: Any = collections.deque.__new__(cls)
+        collections.deque.__init__(new, values, collections.deque.maxlen.__get__(obj))
+        _copy_state(obj, new)
+        return new
+
+    return _Recipe(flatten, unflatten, optree.SequenceEntry)
+
+
+def _generic_mapping(cls: type) -> _Recipe:
+    def flatten(obj: Any) -> tuple[list[Any], tuple[Any, list[Any], list[Any]], list[Any]]:
+        keys = list(obj)
+        values = [obj[k] for k in keys]
+        return values, (obj, keys, values), keys
+
+    def rebuild_mapping(meta: tuple[Any, list[Any], list[Any]], values: Any) -> Any:
+        obj, keys, old = meta
+        if all(map(operator.is_, values, old)):
+            return obj  # nothing under it changed: no need to trust its constructor
+        items = dict(zip(keys, values, strict=True))
+        try:
+            new: Any = cls(items)
+            faithful = type(new) is cls and _holds_exactly(new, items)
+        except Exception as exc:
+            raise RebuildRefused(
+                f"{cls.__name__}(dict_of_items) raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if not faithful:
+            raise RebuildRefused(
+                f"{cls.__name__}(dict_of_items) did not return a {cls.__name__} holding "
+                "exactly the moved items"
+            )
+        return new
+
+    return _Recipe(flatten, rebuild_mapping, optree.MappingEntry, constructs=True)
+
+
+def _holds_exactly(mapping: Any, items: dict[Any, Any]) -> bool:
+    """Whether ``mapping`` maps each key of ``items`` to that very object, and nothing more."""
+    return len(mapping) == len(items) and all(mapping[k] is v for k, v in items.items())
