@@ -123,7 +123,7 @@ def test_module_form(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixt
 
 @pytest.mark.parametrize(("arg", "code"), [("0", 0), ("message", 1), ("none", 0)])
 def test_exit_codes(arg: str, code: int, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--device", "cpu", ECHO, arg]) == code
+    assert main(["run", "--quiet", "--device", "cpu", ECHO, arg]) == code
     if arg == "message":
         assert capsys.readouterr().err == "a message for stderr\n"
 
@@ -131,7 +131,7 @@ def test_exit_codes(arg: str, code: int, capsys: pytest.CaptureFixture[str]) -> 
 def test_script_exception_prints_its_traceback_and_exits_1(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["run", "--device", "cpu", ECHO, "raise"]) == 1
+    assert main(["run", "-q", "--device", "cpu", ECHO, "raise"]) == 1
     err = capsys.readouterr().err
     lines = err.splitlines()
     assert lines[0] == "Traceback (most recent call last):"

@@ -202,6 +202,8 @@ def test_everything_is_restored_after_an_exception(untouched: Callable[[], None]
         torch.ones(1).cuda()
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_a_cuda_target_patches_nothing(snapshot: Callable[[], Any]) -> None:
     before = snapshot()
     with tp.redirect("cuda:0") as target:
@@ -284,3 +286,16 @@ def test_modes_pushed_inside_the_block_survive_its_exit(untouched: Callable[[], 
 def test_bad_device_is_a_device_error() -> None:
     with pytest.raises(tp.DeviceError, match="not a device"):
         tp.redirect("gpu0")
+
+
+@pytest.mark.parametrize("device", ["xpu:7", "cuda:99", "mps:3", "cpu:1", 7])
+def test_a_device_that_is_not_here_is_refused_naming_the_argument(device: str) -> None:
+    # Accepting it silently would fail later, deep in the script, or not at all.
+    with pytest.raises(tp.DeviceError, match=re.escape(f"device={device!r}")):
+        tp.redirect(device)
+
+
+@pytest.mark.parametrize("count", [0, -1, 1.5, True])
+def test_device_count_below_one_is_a_config_error(count: Any) -> None:
+    with pytest.raises(tp.ConfigError, match="device_count"):
+        tp.redirect("cpu", device_count=count)

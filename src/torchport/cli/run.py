@@ -21,6 +21,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--device", help="device to run on (default: torchport.pick_device())")
     parser.add_argument("--audit", action="store_true", help="print an audit report at exit")
     parser.add_argument("--strict", action="store_true", help="raise on device mismatches")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="do not say that CUDA is redirected"
+    )
     parser.add_argument("-m", dest="module", action="store_true", help="run a module, as python -m")
     dist = parser.add_argument_group("many processes (torchrun)")
     dist.add_argument("--nproc", type=int, help="workers per node; hands the run to torchrun")
@@ -40,11 +43,16 @@ def register(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return _dispatch(args)
+        code = _dispatch(args)
     except TorchportError as exc:
         message = " ".join(str(exc).split())  # one line, however the message was written
         print(f"torchport run: error: {message}", file=sys.stderr)
         return 2
+    if code < 0:  # ended by a signal (Ctrl-C): end the same way, so shell loops stop
+        from torchport.port._shutdown import die_by_signal
+
+        return die_by_signal(-code)
+    return code
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -56,7 +64,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.nproc is None:
         from torchport.port._script import run_target
 
-        return run_target(target, args.device, audit=args.audit, strict=args.strict)
+        return run_target(
+            target, args.device, audit=args.audit, strict=args.strict, quiet=args.quiet
+        )
 
     from torchport.port._launch import Rendezvous, launch, torchrun_argv
 
@@ -77,5 +87,6 @@ def _dispatch(args: argparse.Namespace) -> int:
         device=args.device,
         audit=args.audit,
         strict=args.strict,
+        quiet=args.quiet,
     )
     return launch(argv, target)

@@ -1,8 +1,9 @@
 """Stand-ins for the ``torch.cuda`` API while a script is redirected to another device.
 
-The script sees exactly one CUDA device, and that device is the target:
-``torch.cuda.is_available()`` is True, ``device_count()`` is 1,
-``synchronize()`` waits for the target, ``torch.cuda.FloatTensor(...)`` builds a
+The script sees ``count`` CUDA devices (one, or one per local worker under
+torchrun), and every one of them is the target: ``torch.cuda.is_available()``
+is True, ``set_device(i)`` / ``current_device()`` keep a per-thread index as
+CUDA does, ``synchronize()`` waits for the target, ``torch.cuda.FloatTensor(...)`` builds a
 tensor on the target. Calls with no meaning there (streams, events, graphs,
 allocator control, ...) raise :class:`~torchport.port.RedirectError` naming the
 call and the device.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,7 +27,7 @@ import torch
 
 from torchport.port._error import RedirectError
 
-__all__ = ["Patch", "cuda_patches"]
+__all__ = ["Patch", "cuda_patches", "stand_in_class", "stand_in_function"]
 
 # (owner, attribute name, replacement value)
 Patch = tuple[Any, str, Any]
@@ -74,7 +76,7 @@ def caller_is_library() -> bool:
     return frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
 
 
-def _function(original: Any, replacement: Callable[..., Any]) -> Callable[..., Any]:
+def stand_in_function(original: Any, replacement: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         if caller_is_library():
@@ -101,7 +103,7 @@ class _StandInType(type):
         return cls._check(obj)
 
 
-def _class(
+def stand_in_class(
     original: Any, make: Callable[..., Any], check: Callable[[Any], bool] | None = None
 ) -> type:
     def default_check(obj: Any) -> bool:
@@ -131,8 +133,65 @@ def _unsupported(qualname: str, target: torch.device) -> Callable[..., Any]:
     return fail
 
 
+class _Devices:
+    """The CUDA devices the script sees: ``count`` indices that all land on the target.
+
+    The current index is per thread, as CUDA's is, so ``set_device(local_rank)``
+    and ``current_device()`` agree the way a multi-GPU script expects.
+    """
+
+    def __init__(self, target: torch.device, count: int) -> None:
+        self.target = target
+        self.count = count
+        self._local = threading.local()
+
+    def current(self) -> int:
+        return int(getattr(self._local, "index", 0))
+
+    def index(self, device: Any, call: str) -> int:
+        """The CUDA ordinal ``device`` names (None: the current one), checked against ``count``."""
+        if device is None:
+            return self.current()
+        if isinstance(device, str | torch.device):
+            parsed = torch.device(device)
+            index = self.current() if parsed.index is None else parsed.index
+        else:
+            index = int(device)
+        if not 0 <= index < self.count:
+            raise RedirectError(
+                f"{call} got CUDA device {index}, but this run shows the script {self.count} "
+                f"CUDA device(s), all redirected to {self.target} (one per local worker under "
+                f"torchrun); use an index below {self.count}, e.g. LOCAL_RANK"
+            )
+        return index
+
+    def set_device(self, device: Any) -> None:
+        if isinstance(device, int) and device < 0:
+            return  # torch.cuda.set_device ignores negative indices
+        self._local.index = self.index(device, "torch.cuda.set_device()")
+
+    def context(self) -> type:
+        """``torch.cuda.device(i)``: makes ``i`` current inside the block, as CUDA does."""
+        devices = self
+
+        class device:
+            def __init__(self, device: Any) -> None:
+                self.index = None if device is None else devices.index(device, "torch.cuda.device")
+                self.previous = 0
+
+            def __enter__(self) -> None:
+                self.previous = devices.current()
+                if self.index is not None:
+                    devices._local.index = self.index
+
+            def __exit__(self, *exc: object) -> None:
+                devices._local.index = self.previous
+
+        return device
+
+
 class _NullDeviceContext:
-    """``torch.cuda.device(i)`` / ``device_of(t)`` on the target: there is only one device."""
+    """``torch.cuda.device_of(t)`` on the target: the tensor's device is the one device."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -198,16 +257,17 @@ def _legacy_tensor(name: str, original: Any, target: torch.device) -> type:
             isinstance(obj, torch.Tensor) and obj.dtype == dtype and obj.device.type == target.type
         )
 
-    stand_in = _class(original, make, check)
+    stand_in = stand_in_class(original, make, check)
     stand_in.dtype = dtype  # type: ignore[attr-defined]
     return stand_in
 
 
-def _replacements(target: torch.device) -> dict[str, Callable[..., Any]]:
+def _replacements(devices: _Devices) -> dict[str, Callable[..., Any]]:
     """What a script's call to ``torch.cuda.<name>`` does instead, for functions."""
+    target = devices.target
     table: dict[str, Callable[..., Any]] = {
-        "current_device": lambda: 0,
-        "device_count": lambda: 1,
+        "current_device": devices.current,
+        "device_count": lambda: devices.count,
         "empty_cache": _accelerator_call(target, "empty_cache", None),
         "get_device_name": lambda device=None: f"{target} (redirected by torchport)",
         "init": lambda: None,
@@ -220,7 +280,7 @@ def _replacements(target: torch.device) -> dict[str, Callable[..., Any]]:
         "memory_summary": lambda device=None, abbreviated=False: (
             f"torchport: no CUDA memory summary, this run is redirected to {target}"
         ),
-        "set_device": lambda device: None,
+        "set_device": devices.set_device,
         "synchronize": _synchronize(target),
     }
     for name in _MEMORY_COUNTERS:
@@ -248,20 +308,25 @@ def _public_cuda_api() -> Iterator[tuple[str, Any]]:
         yield name, value
 
 
-def cuda_patches(target: torch.device) -> list[Patch]:
-    """Every ``torch.cuda`` attribute to replace while redirected to ``target``."""
-    table = _replacements(target)
+def cuda_patches(target: torch.device, count: int = 1) -> list[Patch]:
+    """Every ``torch.cuda`` attribute to replace while redirected, showing ``count`` devices."""
+    devices = _Devices(target, count)
+    table = _replacements(devices)
     patches: list[Patch] = []
     for name, original in _public_cuda_api():
         original = getattr(original, "__torchport_original__", original)
         qualname = f"torch.cuda.{name}"
         if name in _LEGACY_DTYPES:
             patches.append((torch.cuda, name, _legacy_tensor(name, original, target)))
-        elif name in ("device", "device_of"):
-            patches.append((torch.cuda, name, _class(original, _NullDeviceContext)))
+        elif name == "device":
+            patches.append((torch.cuda, name, stand_in_class(original, devices.context())))
+        elif name == "device_of":
+            patches.append((torch.cuda, name, stand_in_class(original, _NullDeviceContext)))
         elif isinstance(original, type):
-            patches.append((torch.cuda, name, _class(original, _unsupported(qualname, target))))
+            patches.append(
+                (torch.cuda, name, stand_in_class(original, _unsupported(qualname, target)))
+            )
         else:
             replacement = table.get(name) or _unsupported(f"{qualname}()", target)
-            patches.append((torch.cuda, name, _function(original, replacement)))
+            patches.append((torch.cuda, name, stand_in_function(original, replacement)))
     return patches

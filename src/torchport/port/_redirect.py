@@ -9,12 +9,16 @@ Two mechanisms, both scoped to the ``with`` block:
   and cannot be replaced, so CUDA device objects are translated where they are
   used, not where they are made;
 * attribute patches for what the mode cannot see (``torch.cuda.*``,
-  ``Module.cuda``, ``torch.load``, amp, ``init_process_group``, DDP), each
-  recorded with the value it replaced (or its absence) and put back in reverse.
+  ``Module.cuda`` / ``Module.to``, ``torch.Generator``, ``set_default_device``,
+  ``torch.load``, amp, ``init_process_group``, DDP), each recorded with the
+  value it replaced (or its absence) and put back in reverse.
 
-The mode stack is per thread: tensors created by threads the code starts are not
-rewritten. The attribute patches are process-wide, so one thread at a time may
-hold a redirect.
+The mode stack is per thread, so threads started inside the block push the same
+mode when they start (``Thread._bootstrap_inner`` is patched), and they keep it
+until they end: a thread that outlives the block keeps its rewritten device
+arguments but no longer sees the attribute patches. Processes started inside
+the block get the same redirect (see :mod:`torchport.port._children`). The
+attribute patches are process-wide, so one thread at a time may hold a redirect.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from torchport.port._children import child_patches
 from torchport.port._cuda_shim import _LEGACY_DTYPES, Patch, cuda_patches
 from torchport.port._error import RedirectError
-from torchport.port._torch_shim import is_cuda, torch_patches
+from torchport.port._torch_shim import is_cuda, names_device, torch_patches
 
 __all__ = ["redirect"]
 
@@ -40,11 +45,6 @@ _TENSOR_CUDA = torch.Tensor.cuda
 _TENSOR_TO = torch.Tensor.to
 _TENSOR_TYPE = torch.Tensor.type
 _TENSOR_PIN = torch.Tensor.pin_memory
-
-
-def _names_device(value: object) -> bool:
-    # A bare int in a device position is a CUDA ordinal (torch.zeros(2, device=0)).
-    return is_cuda(value) or (type(value) is int)
 
 
 def _legacy_dtype(value: object) -> torch.dtype | None:
@@ -82,13 +82,13 @@ class _DeviceRewrite(TorchFunctionMode):
             dtype = _legacy_dtype(args[1])
             if dtype is not None:
                 return args[0].to(self.target, dtype)
-        if func is _TENSOR_TO and len(args) > 1 and _names_device(args[1]):
+        if func is _TENSOR_TO and len(args) > 1 and names_device(args[1]):
             args = (args[0], self.target, *args[2:])
         elif any(isinstance(arg, torch.device) and arg.type == "cuda" for arg in args):
             args = tuple(self.target if is_cuda(arg) else arg for arg in args)
-        if _names_device(kwargs.get("device")) or (self.unpin and kwargs.get("pin_memory")):
+        if names_device(kwargs.get("device")) or (self.unpin and kwargs.get("pin_memory")):
             kwargs = dict(kwargs)
-            if _names_device(kwargs.get("device")):
+            if names_device(kwargs.get("device")):
                 kwargs["device"] = self.target
             if self.unpin and kwargs.get("pin_memory"):
                 kwargs["pin_memory"] = False
@@ -107,8 +107,9 @@ class _DeviceRewrite(TorchFunctionMode):
 class _Redirect:
     """One ``with redirect(device):`` block; see :func:`redirect`."""
 
-    def __init__(self, target: torch.device) -> None:
+    def __init__(self, target: torch.device, count: int) -> None:
         self.target = target
+        self.count = count
         self._saved: list[tuple[Any, str, Any]] = []
         self._mode: _DeviceRewrite | None = None
         self._thread: int | None = None
@@ -130,8 +131,15 @@ class _Redirect:
                     "process-wide, so redirect from one thread at a time"
                 )
             if self.target.type != "cuda":
-                self._install([*cuda_patches(self.target), *torch_patches(self.target)])
                 self._mode = _DeviceRewrite(self.target)
+                self._install(
+                    [
+                        *cuda_patches(self.target, self.count),
+                        *torch_patches(self.target),
+                        *child_patches(str(self.target), self.count),
+                        _thread_patch(self._mode),
+                    ]
+                )
                 torch._C._push_on_torch_function_stack(self._mode)
             self._thread = thread
             _ACTIVE.append(self)
@@ -176,6 +184,21 @@ class _Redirect:
                 setattr(owner, name, value)
 
 
+def _thread_patch(mode: TorchFunctionMode) -> Patch:
+    """Threads started while the patch is in place run with ``mode`` on their own stack."""
+    original: Any = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
+
+    def _bootstrap_inner(self: threading.Thread) -> None:
+        # Runs in the new thread before its target: torch keeps one mode stack per thread.
+        torch._C._push_on_torch_function_stack(mode)
+        try:
+            original(self)
+        finally:
+            _remove_mode(mode)
+
+    return (threading.Thread, "_bootstrap_inner", _bootstrap_inner)
+
+
 def _remove_mode(mode: TorchFunctionMode) -> None:
     """Take ``mode`` off this thread's stack, keeping modes the code pushed above it."""
     above: list[Any] = []
@@ -188,19 +211,25 @@ def _remove_mode(mode: TorchFunctionMode) -> None:
         torch._C._push_on_torch_function_stack(other)
 
 
-def redirect(device: str | torch.device) -> _Redirect:
+def redirect(device: str | torch.device, *, device_count: int = 1) -> _Redirect:
     """Run CUDA-only code on ``device`` inside a ``with`` block.
 
-    Inside the block the code sees one CUDA device, and it is ``device``:
-    ``.cuda()``, ``device="cuda"``, ``torch.device("cuda")`` in factories and
-    ``.to()``, ``torch.load`` of GPU checkpoints, ``torch.cuda.is_available()``
-    (True), ``device_count()`` (1), ``synchronize()``, ``empty_cache()``,
-    ``memory_*``, ``torch.cuda.FloatTensor(...)``, ``torch.cuda.amp`` and
-    ``"cuda"`` autocast / GradScaler, ``init_process_group("nccl")`` (gloo) and
-    DDP ``device_ids`` all land on ``device``. CUDA API with no meaning there
+    Inside the block the code sees ``device_count`` CUDA devices, and each of
+    them is ``device``: ``.cuda()``, ``device="cuda"``, ``.to(0)`` / ``.to(rank)``
+    (tensors and modules), ``torch.device("cuda", i)`` in factories and
+    ``.to()``, ``torch.Generator(device="cuda")``,
+    ``torch.set_default_device("cuda")``, ``torch.load`` of GPU checkpoints,
+    ``torch.cuda.is_available()`` (True), ``device_count()``, ``set_device(i)``
+    and ``current_device()`` (a per-thread index below ``device_count``),
+    ``synchronize()``, ``empty_cache()``, ``memory_*``,
+    ``torch.cuda.FloatTensor(...)``, ``torch.cuda.amp`` and ``"cuda"``
+    autocast / GradScaler, ``init_process_group("nccl")`` (gloo) and DDP
+    ``device_ids`` all land on ``device``. CUDA API with no meaning there
     (streams, events, graphs, ...) raises :class:`~torchport.port.RedirectError`.
     Calls that torch and torchport make internally keep seeing the real machine.
-    Everything is undone on exit, also when the block raises.
+    Threads started inside the block, and processes started with
+    ``multiprocessing`` or ``torch.multiprocessing`` (fork, spawn or forkserver),
+    are redirected too. Everything is undone on exit, also when the block raises.
 
     When ``device`` is a CUDA device nothing is patched.
 
@@ -213,12 +242,17 @@ def redirect(device: str | torch.device) -> _Redirect:
 
     Args:
         device: The device to run on, e.g. ``"cpu"``, ``"mps"``, ``torch.device("xpu", 0)``.
+        device_count: How many CUDA devices the code sees (all of them
+            ``device``): 1 for a single process; under torchrun, the number of
+            workers on this node, so ``set_device(local_rank)`` and
+            ``device_count() >= world_size`` checks work.
 
     Returns:
         A context manager whose ``__enter__`` returns ``device`` as a ``torch.device``.
 
     Raises:
-        torchport.DeviceError: ``device`` is not a valid device string.
+        torchport.DeviceError: ``device`` is not a valid device string, or is not present.
+        torchport.ConfigError: ``device_count`` is below 1.
 
     Example:
         >>> import torch, torchport as tp
@@ -226,16 +260,21 @@ def redirect(device: str | torch.device) -> _Redirect:
         ...     torch.ones(2).cuda().device
         device(type='cpu')
     """
-    from torchport.errors import DeviceError
+    if type(device_count) is not int or device_count < 1:
+        from torchport.errors import ConfigError
 
-    try:
-        target = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise DeviceError(
-            f"redirect() got {device!r}, which is not a device; "
-            f"pass a device such as 'cpu', 'mps' or 'cuda:0' ({exc})"
-        ) from None
-    return _Redirect(target)
+        raise ConfigError(
+            f"redirect() got device_count={device_count!r}; pass the number of CUDA devices "
+            "the code should see, 1 or more (the local world size under torchrun)"
+        )
+    return _Redirect(_target_device(device), device_count)
+
+
+def _target_device(device: object) -> torch.device:
+    """``device`` parsed and checked to be present; errors name redirect()'s argument."""
+    from torchport.hardware import parse_device
+
+    return parse_device(device, argument="device")
 
 
 redirect.__module__ = "torchport"

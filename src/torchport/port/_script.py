@@ -1,24 +1,39 @@
 """Run a script or module in this process the way ``python script.py`` / ``python -m`` would.
 
-Same ``sys.argv``, ``__name__ == "__main__"``, ``sys.path[0]`` (the script's
-folder, or the working directory for a module), stdin and stdout, and the same
-exit code: ``sys.exit(n)`` gives ``n``, an uncaught exception prints its
-traceback (without torchport's own frames) and gives 1.
+Same ``sys.argv`` (``argv[0]`` as given for a script, the module's file for
+``-m``), ``__name__ == "__main__"`` in a fresh ``__main__`` module (so
+``multiprocessing`` and pickle find the script's functions), ``sys.path[0]``
+(the script's folder, or the working directory for a module), stdin and
+stdout, and the same end: ``sys.exit(n)`` gives ``n``; an uncaught exception
+prints its traceback (without torchport's own frames) and gives 1; Ctrl-C
+prints the traceback and ends the process by SIGINT; non-daemon threads are
+joined and ``atexit`` handlers run, all before the redirect is undone.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import importlib.machinery
 import importlib.util
+import io
 import itertools
 import os
 import runpy
+import signal
 import sys
+import threading
+import types
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from torchport.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch  # the launcher checks targets without paying for torch
 
 __all__ = ["Target", "check_target", "run_target"]
 
@@ -37,8 +52,9 @@ class Target:
 def check_target(target: Target) -> None:
     """Raise :class:`~torchport.ConfigError` unless ``target`` can be started.
 
-    Modules are looked up with the working directory first on ``sys.path``, as
-    ``python -m`` does; finding a submodule imports its parent packages.
+    Imports nothing: a module is looked up on ``sys.path`` (the working
+    directory first, as ``python -m`` does) without running its packages'
+    ``__init__``, which must only run once the redirect is in place.
     """
     if not target.module:
         if not os.path.exists(target.name):
@@ -54,12 +70,7 @@ def check_target(target: Target) -> None:
             )
         return
     with _sys_path_head(os.getcwd()):
-        try:
-            spec = importlib.util.find_spec(target.name)
-            if spec is not None and spec.submodule_search_locations is not None:
-                spec = importlib.util.find_spec(f"{target.name}.__main__")
-        except (ImportError, ValueError):
-            spec = None
+        spec = _find_runnable(target.name)
     if spec is None:
         raise ConfigError(
             f"no module named {target.name!r} that can be run (or it is a package without "
@@ -67,10 +78,48 @@ def check_target(target: Target) -> None:
         )
 
 
+def _find_runnable(name: str) -> importlib.machinery.ModuleSpec | None:
+    """The spec ``python -m name`` would run (``name.__main__`` for a package), importing nothing.
+
+    The top-level name goes through every finder (an editable install has its
+    own); the parts below it are looked up in their parent's folders only, so
+    a package that rewrites its ``__path__`` when imported may not be found.
+    """
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return None
+    try:
+        spec = importlib.util.find_spec(parts[0])  # a top-level lookup imports nothing
+    except (ImportError, ValueError):
+        return None
+    for depth in range(1, len(parts) + 1):
+        if spec is None:
+            return None
+        if depth == len(parts) and spec.submodule_search_locations is None:
+            return spec
+        if spec.submodule_search_locations is None:
+            return None  # a module is not a package: nothing below it
+        child = ".".join(parts[:depth]) + "." + (parts[depth] if depth < len(parts) else "__main__")
+        locations = list(spec.submodule_search_locations)
+        spec = importlib.machinery.PathFinder.find_spec(child, locations)
+        if depth == len(parts):
+            return spec
+    return spec
+
+
 def run_target(
-    target: Target, device: str | None = None, *, audit: bool = False, strict: bool = False
+    target: Target,
+    device: str | None = None,
+    *,
+    audit: bool = False,
+    strict: bool = False,
+    quiet: bool = False,
 ) -> int:
     """Run ``target`` on ``device`` (CUDA redirected there unless it is CUDA); return its exit code.
+
+    Under torchrun (``LOCAL_WORLD_SIZE`` set) the script sees one CUDA device
+    per local worker, all of them ``device``, and its output is written in
+    whole lines so workers sharing a terminal do not mix within a line.
 
     Args:
         target: The script or module and its arguments.
@@ -78,22 +127,50 @@ def run_target(
         audit: Wrap the run in :func:`torchport.audit` and print its report to
             stderr at exit, also when the script raised or called ``sys.exit``.
         strict: Wrap the run in :func:`torchport.strict`.
+        quiet: Do not say on stderr that CUDA is redirected (said once, by rank 0).
+
+    Returns:
+        The exit status ``python`` would give, or ``-signal.SIGINT`` when Ctrl-C
+        ended the script (the caller then ends the process by that signal; see
+        :func:`torchport.port._shutdown.die_by_signal`).
 
     Raises:
         torchport.ConfigError: ``target`` cannot be started.
         torchport.DeviceError: ``device`` is malformed or not present.
     """
     check_target(target)
+    from torchport.hardware import parse_device
     from torchport.place import pick_device
-    from torchport.place._device import parse_device
     from torchport.port._redirect import redirect
+    from torchport.port._shutdown import ExitHandlers, join_threads
 
     # A device from the command line is named as the flag in error messages.
-    resolved = pick_device() if device is None else parse_device(device, source="--device")
+    resolved = pick_device() if device is None else parse_device(device, argument="--device")
+    count = _local_world_size()
+    if "LOCAL_RANK" in os.environ:
+        _write_whole_lines()
+    if not quiet and resolved.type != "cuda" and os.environ.get("RANK", "0") == "0":
+        _announce(resolved, count)
+    before = set(threading.enumerate())
+    handlers = ExitHandlers()
+    # The redirect is outermost: it stays until the script's threads and atexit
+    # handlers are done, as the script's own CUDA would.
+    with redirect(resolved, device_count=count), _main_module(target), handlers.collecting():
+        code = _run_watched(target, audit=audit, strict=strict)
+        try:
+            join_threads(before)
+            handlers.run()
+        except KeyboardInterrupt:
+            code = -signal.SIGINT
+    return code
+
+
+def _run_watched(target: Target, *, audit: bool, strict: bool) -> int:
+    """Run the script under audit/strict; print its traceback or exit message; give its status."""
     report: object = None
     try:
-        # The script's exceptions leave through strict() (which rewrites device
-        # mismatches) and redirect() (which undoes itself) before they are printed.
+        # The script's exceptions leave through strict(), which rewrites device
+        # mismatches, before they are printed.
         with contextlib.ExitStack() as stack:
             if audit:
                 from torchport.diagnose import audit as audit_context
@@ -103,15 +180,13 @@ def run_target(
                 from torchport.diagnose import strict as strict_context
 
                 stack.enter_context(strict_context())
-            # Innermost, so audit and strict see the devices after the rewrite.
-            stack.enter_context(redirect(resolved))
             _execute(target)
     except SystemExit as exc:
         return _exit_code(exc.code)
-    except Exception as exc:
+    except (Exception, KeyboardInterrupt) as exc:
         _trim_chain(exc)
         sys.excepthook(type(exc), exc, exc.__traceback__)
-        return 1
+        return -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
     finally:
         if report is not None:
             sys.stderr.flush()
@@ -119,19 +194,87 @@ def run_target(
     return 0
 
 
-def _execute(target: Target) -> None:
-    head = os.getcwd() if target.module else os.path.dirname(os.path.abspath(target.name))
-    saved_argv = sys.argv
+def _local_world_size() -> int:
+    """How many workers torchrun started on this node; 1 outside torchrun."""
+    value = os.environ.get("LOCAL_WORLD_SIZE", "1")
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def _announce(device: torch.device, count: int) -> None:
+    """Say once, on stderr, what this run redirects: the script may print 'Using cuda'."""
+    devices = "1 device" if count == 1 else f"{count} devices"
+    print(
+        f"torchport run: CUDA is redirected to {device}: the script sees {devices} "
+        f"and each one is {device} (--quiet hides this line)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _write_whole_lines() -> None:
+    """Make stdout and stderr write whole lines, so workers sharing a terminal never mix mid-line.
+
+    torchrun starts workers with ``python -u``: every ``print`` argument and the
+    newline are separate writes, which other workers' writes can land between.
+    One write per line (up to the pipe's atomic size) keeps lines whole.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            with contextlib.suppress(ValueError, io.UnsupportedOperation):
+                stream.reconfigure(line_buffering=True, write_through=False)
+
+
+@contextlib.contextmanager
+def _main_module(target: Target) -> Iterator[None]:
+    """A fresh ``__main__`` module, ``sys.argv`` and ``sys.path[0]``, as python sets them.
+
+    They stay until the run has joined its threads and run its atexit handlers.
+    """
+    if target.module:
+        head = os.getcwd()
+    elif _is_archive_or_folder(target.name):
+        head = target.name
+    else:
+        head = os.path.dirname(os.path.realpath(target.name))  # python resolves symlinks here
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = builtins
+    saved_argv, saved_main = sys.argv, sys.modules["__main__"]
     sys.argv = [target.name, *target.args]
+    sys.modules["__main__"] = module
     try:
         with _sys_path_head(head):
-            if target.module:
-                runpy.run_module(target.name, run_name="__main__", alter_sys=True)
-            else:
-                # python gives the main script an absolute __file__ (3.9+); so does this.
-                runpy.run_path(os.path.abspath(target.name), run_name="__main__")
+            yield
     finally:
         sys.argv = saved_argv
+        sys.modules["__main__"] = saved_main
+
+
+def _is_archive_or_folder(name: str) -> bool:
+    """Whether python runs ``name`` as a folder or zip archive holding ``__main__.py``."""
+    return os.path.isdir(name) or zipfile.is_zipfile(name)
+
+
+def _execute(target: Target) -> None:
+    """Run the target's code in the ``__main__`` module set up by :func:`_main_module`."""
+    if target.module:
+        # What `python -m` calls; it sets argv[0] to the module's file.
+        runpy._run_module_as_main(target.name, alter_argv=True)  # type: ignore[attr-defined]
+    elif _is_archive_or_folder(target.name):
+        # What `python folder` / `python app.zip` calls: folder/__main__.py.
+        runpy._run_module_as_main("__main__", alter_argv=False)  # type: ignore[attr-defined]
+    else:
+        path = os.path.abspath(target.name)  # python gives __main__ an absolute __file__
+        with io.open_code(path) as file:
+            source = file.read()
+        main = sys.modules["__main__"]
+        main.__dict__.update(
+            __file__=path,
+            __cached__=None,
+            __loader__=importlib.machinery.SourceFileLoader("__main__", path),
+            __spec__=None,
+            __package__=None,
+        )
+        exec(compile(source, path, "exec", dont_inherit=True), main.__dict__)
 
 
 def _exit_code(code: object) -> int:

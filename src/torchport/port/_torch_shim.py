@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import serialization
 
-from torchport.port._cuda_shim import Patch
+from torchport.port._cuda_shim import _LEGACY_DTYPES, Patch, stand_in_class, stand_in_function
 
-__all__ = ["is_cuda", "torch_patches"]
+__all__ = ["is_cuda", "names_device", "torch_patches"]
 
 _CUDA_NAME = re.compile(r"cuda(:\d+)?")
 # torch leaves this untyped; the annotation keeps mypy strict here.
@@ -29,6 +29,12 @@ def is_cuda(value: object) -> bool:
     if isinstance(value, torch.device):
         return value.type == "cuda"
     return isinstance(value, str) and _CUDA_NAME.fullmatch(value) is not None
+
+
+def names_device(value: object) -> bool:
+    """Whether ``value`` in a device position means CUDA: a CUDA name, or a bare int ordinal."""
+    # torch reads a bare int in a device position as an accelerator ordinal (.to(rank)).
+    return is_cuda(value) or (type(value) is int)
 
 
 def _amp_patches(target: torch.device) -> list[Patch]:
@@ -121,11 +127,59 @@ def _load_patches(target: torch.device) -> list[Patch]:
 
 
 def _module_patches(target: torch.device) -> list[Patch]:
+    to_original: Callable[..., Any] = torch.nn.Module.to
+
     def cuda(self: torch.nn.Module, device: Any = None) -> torch.nn.Module:
         """``Module.cuda()`` moves the module to the redirect target instead."""
         return self.to(target)
 
-    return [(torch.nn.Module, "cuda", cuda)]
+    @functools.wraps(to_original)
+    def to(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        # Module.to parses its arguments in C (torch._C._nn._parse_to), out of the
+        # function mode's sight, and an int there means "accelerator ordinal":
+        # model.to(rank) fails on a machine without one. Rewrite before parsing.
+        if args and names_device(args[0]):
+            args = (target, *args[1:])
+        if names_device(kwargs.get("device")):
+            kwargs = {**kwargs, "device": target}
+        return to_original(self, *args, **kwargs)
+
+    return [(torch.nn.Module, "cuda", cuda), (torch.nn.Module, "to", to)]
+
+
+def _default_device_patches(target: torch.device) -> list[Patch]:
+    """``torch.Generator(device="cuda")``, ``set_default_device("cuda")`` and legacy CUDA types."""
+    generator: Any = torch.Generator
+    set_default_device: Callable[..., None] = torch.set_default_device
+    set_default_tensor_type: Callable[..., None] = torch.set_default_tensor_type
+
+    def make_generator(device: Any = "cpu") -> Any:
+        # torch.Generator is a C type that the function mode never sees being built.
+        return generator(device=target if names_device(device) else device)
+
+    def set_device(device: Any) -> None:
+        set_default_device(target if names_device(device) else device)
+
+    def set_tensor_type(kind: Any) -> None:
+        name = kind if isinstance(kind, str) else getattr(kind, "__module__", "") + "."
+        name = name if isinstance(kind, str) else name + getattr(kind, "__name__", "")
+        legacy = name.removeprefix("torch.cuda.") if name.startswith("torch.cuda.") else None
+        if legacy not in _LEGACY_DTYPES:
+            set_default_tensor_type(kind)
+            return
+        # A CUDA tensor type sets two defaults at once: the dtype and the device.
+        torch.set_default_dtype(_LEGACY_DTYPES[str(legacy)])
+        set_default_device(None if target.type == "cpu" else target)
+
+    return [
+        (torch, "Generator", stand_in_class(generator, make_generator)),
+        (torch, "set_default_device", stand_in_function(set_default_device, set_device)),
+        (
+            torch,
+            "set_default_tensor_type",
+            stand_in_function(set_default_tensor_type, set_tensor_type),
+        ),
+    ]
 
 
 def _distributed_patches(target: torch.device) -> list[Patch]:
@@ -180,5 +234,6 @@ def torch_patches(target: torch.device) -> list[Patch]:
         *_amp_patches(target),
         *_load_patches(target),
         *_module_patches(target),
+        *_default_device_patches(target),
         *_distributed_patches(target),
     ]
