@@ -7,6 +7,7 @@ from torchport.check.rules.blocking_batch_copy import BlockingBatchCopy
 from torchport.check.rules.create_then_move import CreateThenMove
 from torchport.check.rules.cuda_manual_seed import CudaManualSeed
 from torchport.check.rules.cuda_only_api import CudaOnlyApi
+from torchport.check.rules.cuda_or_cpu_device_choice import CudaOrCpuDeviceChoice
 from torchport.check.rules.cuda_set_device import CudaSetDevice
 from torchport.check.rules.cuda_type_compare import CudaTypeCompare
 from torchport.check.rules.data_parallel import DataParallel
@@ -37,6 +38,7 @@ RULES: tuple[type[Rule], ...] = (
     CreateThenMove,  # TP106
     DiscardedMove,  # TP107
     Float64ToAccelerator,  # TP108
+    CudaOrCpuDeviceChoice,  # TP109
     NumpyWithoutCpu,  # TP201
     SyncInLoop,  # TP202
     BlockingBatchCopy,  # TP203

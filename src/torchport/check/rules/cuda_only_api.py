@@ -6,7 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import called, cuda_string, guard_statement
+from torchport.check._guards import device_guard
+from torchport.check._match import called, guard_statement
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 # How each call is rewritten: "statement" calls raise without an accelerator and are
@@ -21,7 +22,6 @@ _TWINS: dict[str, tuple[str, str | None, FixSafety]] = {
     "max_memory_allocated": ("max_memory_allocated", "value", FixSafety.UNSAFE),
     "max_memory_reserved": ("max_memory_reserved", "value", FixSafety.UNSAFE),
     "device_count": ("device_count", "plain", FixSafety.UNSAFE),
-    "is_available": ("is_available", "plain", FixSafety.UNSAFE),
     "current_device": ("current_device_index", None, FixSafety.NONE),
 }
 _TAILS = frozenset(_TWINS)
@@ -32,8 +32,10 @@ class CudaOnlyApi(Rule):
     Finds `torch.cuda` calls that have a device-generic twin in
     `torch.accelerator`: `synchronize`, `empty_cache`, `memory_allocated`,
     `memory_reserved`, `max_memory_allocated`, `max_memory_reserved`,
-    `reset_peak_memory_stats`, `device_count`, `is_available` and
-    `current_device`.
+    `reset_peak_memory_stats`, `device_count` and `current_device`.
+    `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice);
+    calls under a device check (`if device.type == "cuda":`,
+    `if torch.cuda.is_available():`) are left alone.
 
     ## Why is this bad?
     They only see CUDA: on an Apple, Intel or AMD-without-ROCm machine they
@@ -45,8 +47,8 @@ class CudaOnlyApi(Rule):
     `synchronize()` becomes `torch.accelerator.synchronize()` guarded by
     `torch.accelerator.is_available()` (it raises without an accelerator):
     safe. The memory calls need torch >= 2.8 and read 0 without an
-    accelerator; `device_count()` and `is_available()` now count MPS and XPU
-    devices too, which changes which branch runs there: unsafe.
+    accelerator; `device_count()` now counts MPS and XPU devices too, which
+    changes which branch runs there: unsafe.
     `current_device()` is only reported.
     """
 
@@ -62,6 +64,9 @@ class CudaOnlyApi(Rule):
         "if torch.accelerator.is_available():\n"
         "    torch.accelerator.synchronize()\n",
         "import torch\n\nbf16 = torch.cuda.is_bf16_supported()\n",
+        "import torch\n\ncuda = torch.cuda.is_available()\n",
+        'import torch\n\nif x.device.type == "cuda":\n    torch.cuda.synchronize()\n',
+        "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n",
     )
     invalid = (
         Example(
@@ -101,8 +106,8 @@ class CudaOnlyApi(Rule):
         if twin is None:
             return
         method, kind, safety = twin
-        if method == "is_available" and _is_cuda_idiom_test(node, ctx):
-            return  # `"cuda" if torch.cuda.is_available() else "cpu"`: TP101 rewrites it whole
+        if device_guard(node, ctx) is not None:
+            return  # a branch for CUDA (ported code) or a CUDA-or-CPU choice (TP109)
         t = ctx.torch_name()
         args = ", ".join(ctx.segment(a) for a in (*node.args, *node.keywords))
         call = f"{t}.accelerator.{method}({args})"
@@ -118,12 +123,3 @@ class CudaOnlyApi(Rule):
 
 
 _WHY = "instead of the CUDA-only call, so the code sees any accelerator"
-
-
-def _is_cuda_idiom_test(node: ast.Call, ctx: Context) -> bool:
-    parent = ctx.parent
-    return (
-        isinstance(parent, ast.IfExp)
-        and parent.test is node
-        and cuda_string(parent.body) is not None
-    )

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._guards import device_guard
 from torchport.check._match import called, guard_statement
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
@@ -14,7 +15,8 @@ _TAILS = frozenset({"set_device"})
 
 class CudaSetDevice(Rule):
     """## What it does
-    Finds calls to `torch.cuda.set_device`.
+    Finds calls to `torch.cuda.set_device`, outside branches that already test
+    the device (`if device.type == "cuda":`, `if torch.cuda.is_available():`).
 
     ## Why is this bad?
     It raises on every machine without CUDA, so a script that picks its GPU
@@ -41,6 +43,7 @@ class CudaSetDevice(Rule):
         "\n"
         "if torch.accelerator.is_available():\n"
         "    torch.accelerator.set_device_index(local_rank)\n",
+        'import torch\n\nif device.type == "cuda":\n    torch.cuda.set_device(device)\n',
     )
     invalid = (
         Example(
@@ -58,6 +61,8 @@ class CudaSetDevice(Rule):
         assert isinstance(node, ast.Call)
         if called(node, ctx, _TAILS) != "torch.cuda.set_device":
             return
+        if device_guard(node, ctx) is not None:
+            return  # `if device.type == "cuda":` (ported) or a CUDA-or-CPU branch (TP109)
         args = ", ".join(ctx.segment(a) for a in (*node.args, *node.keywords))
         t = ctx.torch_name()
         edit = guard_statement(node, f"{t}.accelerator.set_device_index({args})", ctx)

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._guards import device_guard
 from torchport.check._match import called, cuda_string, keyword, method_name, receiver_end
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
@@ -16,8 +17,12 @@ _DEVICE = frozenset({"device"})
 class HardCodedCuda(Rule):
     """## What it does
     Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`,
-    `device="cuda"` arguments, `torch.device("cuda")`, and the idiom
-    `"cuda" if torch.cuda.is_available() else "cpu"`.
+    `device="cuda"` and `map_location="cuda:0"` arguments, `torch.device("cuda")`,
+    `device = "cuda"` settings, and device strings built at run time
+    (`f"cuda:{rank}"`, `"cuda:{}".format(i)`, `"cuda:" + str(i)`). Code under a
+    device check (`if device.type == "cuda":`, `if x.is_cuda:`,
+    `if torch.cuda.is_available():`) is left alone: it is already ported, or it
+    is the CUDA-or-CPU choice that TP109 reports once, at the test.
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an
@@ -28,9 +33,8 @@ class HardCodedCuda(Rule):
     The fix defines `device` once after the imports and uses it. It is safe for
     `.cuda()`, `"cuda"` and `torch.device("cuda")`, which mean the current
     accelerator; it is unsafe for an explicit index (`"cuda:1"`, `.cuda(0)`),
-    which the fix drops, and for the `is_available()` idiom, which picks MPS or
-    XPU where it used to pick the CPU. An index held in a variable
-    (`.cuda(rank)`, `torch.device("cuda", rank)`) is reported without a fix:
+    which the fix drops. An index held in a variable (`.cuda(rank)`,
+    `torch.device("cuda", rank)`, `f"cuda:{rank}"`) is reported without a fix:
     dropping it would put every process on one GPU.
     """
 
@@ -39,11 +43,13 @@ class HardCodedCuda(Rule):
     intent = Intent.DEVICE
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
-    node_types = (ast.Call, ast.IfExp)
+    node_types = (ast.Call, ast.JoinedStr, ast.BinOp, ast.Assign)
     valid = (
         "x = x.to(device)\n",
         'x = torch.zeros(3, device="cpu")\n',
         'if device.type == "cuda":\n    pass\n',
+        "if x.is_cuda:\n    torch.cuda.synchronize(x.device)\n    y = x.cuda()\n",
+        'name = f"cuda_{i}"\n',
     )
     invalid = (
         Example(
@@ -66,13 +72,16 @@ class HardCodedCuda(Rule):
             count=2,
         ),
         Example(
-            "import torch\n"
-            "\n"
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "batch = batch.cuda(non_blocking=True)\n",
-            fixed=f"import torch\n\n{DEVICE_LINE}batch = batch.to(device, non_blocking=True)\n",
-            count=2,
+            "import torch\n\nbatch = batch.cuda(non_blocking=True)\n",
+            fixed=f"import torch\n\n{DEVICE_LINE}\nbatch = batch.to(device, non_blocking=True)\n",
         ),
+        Example(
+            'ckpt = torch.load(path, map_location=f"cuda:{rank}")\n'
+            'x = x.to("cuda:{}".format(rank))\n'
+            'y = y.to("cuda:" + str(rank))\n',
+            count=3,
+        ),
+        Example('device = "cuda"\n'),
         Example('import torch\n\ndev = torch.device("cuda", local_rank)\n'),
         Example(
             "import numpy as np\n\n\ndef run(x):\n    return x.cuda(1)\n",
@@ -88,20 +97,32 @@ class HardCodedCuda(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        if isinstance(node, ast.IfExp):
-            if _is_cuda_idiom(node, ctx) and not _is_device_call(ctx.parent, ctx):
-                yield self._replace_device(node, ctx, FixSafety.UNSAFE)
+        guarded: bool | None = None
+        for finding in self._check(node, ctx):
+            if guarded is None:  # asked only when there is something to say
+                guarded = device_guard(node, ctx) is not None
+            if not guarded:
+                yield finding
+
+    def _check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        if not isinstance(node, ast.Call):
+            if _built_cuda_string(node):
+                yield ctx.finding(self, node, message=_BUILT)
+            elif isinstance(node, ast.Assign) and cuda_string(node.value) is not None:
+                names = [ctx.segment(t).lower() for t in node.targets]
+                if any("device" in n for n in names):
+                    yield ctx.finding(self, node.value)  # `device = "cuda"`: a setting
             return
-        assert isinstance(node, ast.Call)
+        if method_name(node) == "format" and _built_cuda_string(node):
+            yield ctx.finding(self, node, message=_BUILT)
+            return
         method = method_name(node)
         if method == "cuda" and ctx.qualname(node.func) is None:
             yield self._dot_cuda(node, ctx)
             return
         if _is_device_call(node, ctx):
             first = node.args[0] if node.args else None
-            if isinstance(first, ast.IfExp) and _is_cuda_idiom(first, ctx):
-                yield self._replace_device(node, ctx, FixSafety.UNSAFE)
-            elif (value := cuda_string(first)) is not None:
+            if (value := cuda_string(first)) is not None:
                 index = [*node.args[1:], *(kw.value for kw in node.keywords)]
                 if any(not isinstance(i, ast.Constant) for i in index):
                     yield ctx.finding(self, node)  # `torch.device("cuda", rank)`: by hand
@@ -112,9 +133,9 @@ class HardCodedCuda(Rule):
         targets: list[ast.expr] = []
         if method == "to" and node.args:
             targets.append(node.args[0])
-        device_kw = keyword(node, "device")
-        if device_kw is not None:
-            targets.append(device_kw.value)
+        for kw in node.keywords:
+            if kw.arg in ("device", "map_location"):
+                targets.append(kw.value)
         for target in targets:
             if (value := cuda_string(target)) is not None:
                 safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
@@ -148,11 +169,20 @@ def _is_device_call(node: ast.AST | None, ctx: Context) -> bool:
     return isinstance(node, ast.Call) and called(node, ctx, _DEVICE) == "torch.device"
 
 
-def _is_cuda_idiom(node: ast.IfExp, ctx: Context) -> bool:
-    """``"cuda" if torch.cuda.is_available() else <anything>``."""
-    test = node.test
-    return (
-        cuda_string(node.body) is not None
-        and isinstance(test, ast.Call)
-        and ctx.qualname(test.func) == "torch.cuda.is_available"
-    )
+_BUILT = (
+    "use `torch.device(device.type, index)` with one `device` chosen from `torch.accelerator` "
+    "instead of building a CUDA device string"
+)
+
+
+def _built_cuda_string(node: ast.AST) -> bool:
+    """``f"cuda:{i}"``, ``"cuda:{}".format(i)``, ``"cuda:" + str(i)``, ``"cuda:%d" % i``."""
+    head: ast.expr | None = None
+    if isinstance(node, ast.JoinedStr) and node.values:
+        head = node.values[0]
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        head = node.left
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        head = node.func.value
+    value = head.value if isinstance(head, ast.Constant) else None
+    return isinstance(value, str) and value.startswith("cuda:") and len(value) < 8

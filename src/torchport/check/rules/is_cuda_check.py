@@ -6,15 +6,21 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._guards import Guard, device_guard
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 _TESTED = (ast.If, ast.While, ast.IfExp, ast.Assert)
+_OTHER_TYPES = frozenset({"is_xpu", "is_mps", "is_hpu", "is_meta", "type"})
 
 
 class IsCudaCheck(Rule):
     """## What it does
-    Finds `tensor.is_cuda` used as a condition (`if`, `while`, `assert`, a
-    conditional expression or a comprehension filter).
+    Finds `tensor.is_cuda` used as a condition (`if`, `while`, a conditional
+    expression or a comprehension filter). Left alone: branches that also test
+    another device type (`elif x.is_xpu:`, `device.type`), or sit inside such a
+    branch (ported code); branches whose CUDA arm calls a custom CUDA kernel
+    (`roi_align_forward_cuda(...)`), which really exists only for CUDA; and
+    `assert x.is_cuda`, a kernel's precondition.
 
     ## Why is this bad?
     `is_cuda` is False for tensors on MPS, XPU and other accelerators, so the
@@ -32,7 +38,15 @@ class IsCudaCheck(Rule):
     message = 'test `x.device.type != "cpu"` (or compare with your `device`) instead of `x.is_cuda`'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Attribute,)
-    valid = ('if x.device.type != "cpu":\n    x = x.cpu()\n', "on_gpu = x.is_cuda\n")
+    valid = (
+        'if x.device.type != "cpu":\n    x = x.cpu()\n',
+        "on_gpu = x.is_cuda\n",
+        "if x.is_cuda:\n    f = cuda_impl\nelif x.is_xpu:\n    f = xpu_impl\n",
+        "if x.is_cuda:\n    ext.roi_pool_forward_cuda(x, out)\n"
+        "else:\n    ext.roi_pool_forward(x, out)\n",
+        "assert grad.is_cuda\n",
+        'if device.type == "cuda":\n    y = x if x.is_cuda else x.cuda()\n',
+    )
     invalid = (
         Example(
             "if x.is_cuda:\n    x = x.cpu()\n",
@@ -48,19 +62,46 @@ class IsCudaCheck(Rule):
         assert isinstance(node, ast.Attribute)
         if node.attr != "is_cuda" or not isinstance(node.ctx, ast.Load):
             return
-        if _in_condition(node, ctx):
+        branch = _in_condition(node, ctx)
+        if branch is not None and not _specific_to_cuda(branch, node, ctx):
             text = f'{ctx.segment(node.value)}.device.type != "cpu"'
             yield ctx.finding(self, node, fix=Fix((ctx.replace(node, text),), FixSafety.UNSAFE))
 
 
-def _in_condition(node: ast.expr, ctx: Context) -> bool:
+def _in_condition(node: ast.expr, ctx: Context) -> ast.AST | None:
+    """The ``if``/``while``/conditional/comprehension whose condition ``node`` is, if any."""
     child: ast.AST = node
     for outer in reversed(ctx.ancestors):
         if isinstance(outer, _TESTED):
-            return child is outer.test
+            return outer if child is outer.test else None
         if isinstance(outer, ast.comprehension):
-            return any(cond is child for cond in outer.ifs)
+            return outer if any(cond is child for cond in outer.ifs) else None
         if not isinstance(outer, (ast.BoolOp, ast.UnaryOp)):
-            return False
+            return None
         child = outer
+    return None
+
+
+def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> bool:
+    """Ported code (another device type is tested too) or a CUDA kernel's branch."""
+    if isinstance(branch, ast.Assert) or device_guard(branch, ctx) is Guard.DEVICE_TYPE:
+        return True
+    tests: list[ast.AST] = [getattr(branch, "test", branch)]
+    arms: list[ast.AST] = [branch]
+    if isinstance(branch, ast.If):
+        tail: list[ast.stmt] = branch.orelse
+        while len(tail) == 1 and isinstance(tail[0], ast.If):  # the `elif` chain
+            tests.append(tail[0].test)
+            tail = tail[0].orelse
+    for test in tests:
+        for sub in ast.walk(test):
+            if isinstance(sub, ast.Attribute) and sub is not node and sub.attr in _OTHER_TYPES:
+                return True
+    for arm in arms:
+        for sub in ast.walk(arm):
+            if isinstance(sub, ast.Call):
+                func = sub.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if "cuda" in called.lower() and called != "cuda" and ctx.qualname(func) is None:
+                    return True  # `roi_pool_forward_cuda(...)`: a kernel only CUDA has
     return False

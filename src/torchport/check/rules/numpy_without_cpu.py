@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._guards import known_on_device
 from torchport.check._match import (
     TENSOR_FACTORIES,
     in_no_grad,
@@ -25,7 +26,9 @@ _SAME_DEVICE = frozenset(
 
 class NumpyWithoutCpu(Rule):
     """## What it does
-    Finds `x.numpy()` where nothing before it brings `x` to the CPU.
+    Finds `x.numpy()` on a tensor known to live on an accelerator: moved there
+    (`.to(device)`, `.cuda()`), made there (`device=`), or computed from such a
+    tensor (`model(x.to(device))`), with nothing before it that brings it back.
 
     ## Why is this bad?
     `.numpy()` raises for a tensor on CUDA, MPS or any accelerator ("can't
@@ -33,6 +36,10 @@ class NumpyWithoutCpu(Rule):
     requires grad. The code works on a CPU-only machine and breaks on the
     first GPU. Call `.detach().cpu().numpy()` (`.cpu()` is free for a CPU
     tensor).
+
+    Tensors whose place is unknown are left alone: most bare `.numpy()` calls in
+    real code are on CPU tensors (data pipelines, exports), and a rule that
+    guesses there is wrong more often than right.
 
     The fix inserts `.cpu()`, and `.detach()` too unless the tensor is already
     detached or the code runs under `torch.no_grad()`/`inference_mode()`.
@@ -50,16 +57,24 @@ class NumpyWithoutCpu(Rule):
         "import torch\n\na = torch.zeros(3).numpy()\n",
         "a = out.numpy(force=True)\n",
         "import onnx_ir as ir\n\na = ir.tensor(x).numpy()\n",
+        "a = out.numpy()\n",
+        "out = model(x.to(device))\nout = out.cpu()\na = out.numpy()\n",
     )
     invalid = (
-        Example("a = out.numpy()\n", fixed="a = out.detach().cpu().numpy()\n"),
         Example(
-            "import torch\n\nwith torch.no_grad():\n    p = model(x).softmax(-1).numpy()\n",
+            "out = model(x.to(device))\na = out.numpy()\n",
+            fixed="out = model(x.to(device))\na = out.detach().cpu().numpy()\n",
+        ),
+        Example(
+            "import torch\n\nwith torch.no_grad():\n    p = model(x.cuda()).softmax(-1).numpy()\n",
             fixed="import torch\n\n"
             "with torch.no_grad():\n"
-            "    p = model(x).softmax(-1).cpu().numpy()\n",
+            "    p = model(x.cuda()).softmax(-1).cpu().numpy()\n",
         ),
-        Example("a = out.detach().numpy()\n", fixed="a = out.detach().cpu().numpy()\n"),
+        Example(
+            'a = out.to("cuda").detach().numpy()\n',
+            fixed='a = out.to("cuda").detach().cpu().numpy()\n',
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -99,6 +114,8 @@ class NumpyWithoutCpu(Rule):
             detached = detached or method == "detach"
             assert isinstance(expr.func, ast.Attribute)
             expr = expr.func.value
+        if not known_on_device(node.func.value, ctx):
+            return  # most likely a CPU tensor: see the docstring
         at = receiver_end(node, ctx)
         text = ".cpu()" if detached or in_no_grad(ctx) else ".detach().cpu()"
         yield ctx.finding(self, node, fix=Fix((Edit(at, at, text),), FixSafety.SAFE))

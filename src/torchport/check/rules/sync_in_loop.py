@@ -1,4 +1,4 @@
-"""TP202 sync-in-loop: ``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()``, ``print`` in loops."""
+"""TP202 sync-in-loop: ``.item()``, ``.cpu()``, ``.tolist()``, ``print(tensor)`` in loops."""
 
 from __future__ import annotations
 
@@ -6,26 +6,33 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._guards import known_on_cpu
 from torchport.check._match import method_name, probably_module, probably_tensor
 from torchport.check._rule import Example, Finding, Intent, Rule
 
-_SYNCS = frozenset({"item", "tolist", "cpu", "numpy"})
+_SYNCS = frozenset({"item", "tolist", "cpu"})
+# `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` only runs on CPU tensors
+# (it raises for a device tensor: TP201's business), so it never waits for a device.
+_CHAINED = _SYNCS | {"numpy"}
 
 
 class SyncInLoop(Rule):
     """## What it does
     Finds host reads of device tensors inside `for`/`while` loops and
-    comprehensions: `.item()`, `.tolist()`, `.cpu()`, `.numpy()` and
-    `print(tensor)`.
+    comprehensions: `.item()`, `.tolist()`, `.cpu()` (also before `.numpy()`)
+    and `print(tensor)`. Tensors known to be on the CPU already (`.cpu()`
+    results, `torch.tensor(...)` or `torch.linspace(...)` without `device=`,
+    NumPy values) are left alone: reading them waits for nothing.
 
     ## Why is this bad?
     Each of them waits until the device has finished all queued work and
     copies the value back. Inside a training loop that drains the GPU's queue
     every step, so the GPU idles while Python prepares the next step. Keep
     running sums on the device (`total += loss.detach()`) and read them once
-    after the loop, or every N steps (reads under `if step % N == 0:` are not
-    reported). A read in an outer loop that also runs an inner loop (once per
-    epoch, around the loop over batches) is cheap and is not reported either.
+    after the loop, or every N steps (reads under `if step % N == 0:` and
+    `if i == 0:`, which run now and then or once, are not reported). A read
+    in an outer loop that also runs an inner loop (once per epoch, around the
+    loop over batches) is cheap and is not reported either.
     """
 
     code = "TP202"
@@ -45,6 +52,10 @@ class SyncInLoop(Rule):
             "for epoch in range(10):\n    total = 0\n    for x, y in loader:\n"
             "        total += crit(model(x), y).detach()\n    print(total.item())\n"
         ),
+        "import torch\n\ndpr = [x.item() for x in torch.linspace(0, 0.1, 12)]\n",
+        "out = model(xs).cpu()\nfor row in out:\n    vals.append(row.tolist())\n",
+        "for i, x in enumerate(xs):\n    if i == 0:\n        print(model(x).sum().item())\n",
+        "for x in xs:\n    a = x.numpy()\n",
     )
     invalid = (
         Example("for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"),
@@ -54,6 +65,7 @@ class SyncInLoop(Rule):
         ),
         Example("while step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"),
         Example("vals = [t.tolist() for t in ts]\n"),
+        Example("import torch\n\nvals = [x.item() for x in torch.linspace(0, 1, 4).cuda()]\n"),
         Example(
             "import torch\n\nfor i in range(3):\n    loss = torch.zeros(1) + i\n    print(loss)\n"
         ),
@@ -67,10 +79,12 @@ class SyncInLoop(Rule):
             if method not in _SYNCS or (method != "cpu" and (node.args or node.keywords)):
                 return
             receiver = func.value
-            if isinstance(receiver, ast.Call) and method_name(receiver) in _SYNCS:
-                return  # `x.cpu().numpy()`: reported once, at the inner call
+            if isinstance(receiver, ast.Call) and method_name(receiver) in _CHAINED:
+                return  # `x.cpu().tolist()`: reported once, at the inner call
             if method == "cpu" and probably_module(receiver, ctx):
                 return
+            if known_on_cpu(receiver, ctx):
+                return  # already on the CPU: nothing to wait for
             if not _every_iteration(node, ctx):
                 return
             message = f"`.{method}()` in a loop waits for the device every iteration; " + (
@@ -123,4 +137,6 @@ def _every_iteration(node: ast.Call, ctx: Context) -> bool:
             sides = [outer.test.left, *outer.test.comparators]
             if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
                 return False
+            if isinstance(outer.test.ops[0], (ast.Eq, ast.Is)):
+                return False  # `if i == 0:`, `if step == last:`: once, not every iteration
     return True

@@ -1,0 +1,342 @@
+"""Facts about where a value lives and which device checks enclose a node.
+
+Rules ask two kinds of question here, only once they are about to report (so
+the cost is paid per candidate finding, not per node):
+
+* **Guards**: is this node inside code that already branches on the device?
+  ``if device.type == "cuda":``, ``if x.is_cuda:``, ``elif x.is_xpu:``,
+  ``if torch.cuda.is_available():`` (or a flag bound to it), the arms of
+  ``a if <test> else b``, and code after an early exit such as
+  ``if not torch.cuda.is_available(): return``. CUDA code there is either
+  already ported (a branch per device type) or a CUDA-or-CPU choice that works
+  on every machine (reported once, at the test, by TP109).
+* **Placement**: is this expression known to live on the CPU (``.cpu()``,
+  ``torch.tensor(...)`` with no ``device=``, ``torch.from_numpy``, NumPy), or
+  known to live on an accelerator (``.cuda()``, ``.to(device)``)? Unknown is
+  the common answer; rules that act on these facts stay silent when unsure.
+
+Names are followed through :meth:`Context.binding` (the value last bound
+before this point in the enclosing scopes) a few hops at most, never in a loop.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+
+from torchport.check._context import Context
+
+__all__ = ["Guard", "device_guard", "known_on_cpu", "known_on_device", "test_guard"]
+
+# Device types a string compared with `device.type` may name.
+_DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "hpu", "npu", "meta", "mtia", "xla"})
+_IS_DEVICE = frozenset({"is_cuda", "is_xpu", "is_mps", "is_cpu", "is_meta", "is_hpu"})
+# Calls whose value says whether an accelerator is there (a CUDA-or-CPU choice when CUDA's).
+_AVAILABILITY = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.cuda.device_count",
+        "torch.cuda.is_initialized",
+        "torch.backends.mps.is_available",
+        "torch.xpu.is_available",
+        "torch.xpu.device_count",
+        "torch.accelerator.is_available",
+        "torch.accelerator.device_count",
+        "torch.accelerator.current_accelerator",
+    }
+)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
+_HOPS = 4
+# Factories that make a tensor on the CPU unless given `device=`.
+_CPU_FACTORIES = frozenset(
+    f"torch.{n}"
+    for n in (
+        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace",
+        "logspace", "eye", "rand", "randn", "randint", "randperm", "from_numpy",
+        "Tensor", "FloatTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor",
+        "DoubleTensor", "HalfTensor",
+    )
+)  # fmt: skip
+# Methods whose result lives where their receiver does.
+_SAME_PLACE = frozenset(
+    {"detach", "clone", "float", "double", "half", "long", "int", "bool", "squeeze",
+     "unsqueeze", "view", "reshape", "flatten", "contiguous", "sum", "mean", "permute",
+     "transpose", "t", "argmax", "argmin", "max", "min", "abs", "sqrt", "exp", "log",
+     "softmax", "sigmoid", "round", "numpy", "narrow", "eq", "ne", "gt", "lt", "ge", "le",
+     "any", "all", "norm", "prod", "cumsum", "sort", "argsort", "type_as", "expand",
+     "repeat", "split", "chunk", "unbind", "masked_select", "nonzero", "item"}
+)  # fmt: skip
+
+
+class Guard(enum.Enum):
+    """What kind of device check encloses a node."""
+
+    DEVICE_TYPE = "device-type"  # branches on a device's or tensor's type: already ported
+    AVAILABILITY = "availability"  # `torch.cuda.is_available()` and friends: CUDA-or-CPU
+
+
+def _device_type_test(expr: ast.expr) -> bool:
+    """``x.is_cuda``, ``dev.type == "cuda"``, ``"cuda" in str(dev)``, ``dev.type in (...)``."""
+    if isinstance(expr, ast.Attribute) and expr.attr in _IS_DEVICE:
+        return True
+    if not isinstance(expr, ast.Compare):
+        return False
+    sides = [expr.left, *expr.comparators]
+    named = any(_names_device_type(s) for s in sides)
+    about = any(_describes_device(s) for s in sides)
+    return named and about
+
+
+def _names_device_type(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value.partition(":")[0] in _DEVICE_TYPES
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return any(_names_device_type(e) for e in expr.elts)
+    return False
+
+
+def _describes_device(expr: ast.expr) -> bool:
+    """``device``, ``x.device``, ``dev.type``, ``str(device)``: an expression about a device."""
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id in ("str", "repr")
+        and expr.args
+    ):
+        return _describes_device(expr.args[0])
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "type" or "dev" in expr.attr.lower()
+    if isinstance(expr, ast.Name):
+        return "dev" in expr.id.lower()
+    return False
+
+
+def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
+    """The kind of device check ``test`` (an ``if``/``while``/``assert`` condition) makes."""
+    found: Guard | None = None
+    todo: list[tuple[ast.expr, int]] = [(test, 0)]
+    while todo:
+        expr, hops = todo.pop()
+        if _device_type_test(expr):
+            return Guard.DEVICE_TYPE
+        if isinstance(expr, ast.Call) and ctx.qualname(expr.func) in _AVAILABILITY:
+            found = Guard.AVAILABILITY
+            continue
+        if isinstance(expr, ast.Name) and hops < _HOPS:
+            bound = ctx.binding(expr.id)
+            if bound is not None:
+                todo.append((bound, hops + 1))  # `use_cuda = torch.cuda.is_available()`
+            continue
+        if isinstance(expr, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)):
+            todo.extend((child, hops) for child in _sub_expressions(expr))
+    return found
+
+
+def _sub_expressions(expr: ast.expr) -> list[ast.expr]:
+    if isinstance(expr, ast.BoolOp):
+        return list(expr.values)
+    if isinstance(expr, ast.UnaryOp):
+        return [expr.operand]
+    if isinstance(expr, ast.Compare):
+        return [expr.left, *expr.comparators]
+    if isinstance(expr, ast.Call):
+        return list(expr.args)  # `len(...)`, `bool(...)` wrappers
+    return []
+
+
+def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
+    """The strongest device check enclosing ``node`` within its function, if any.
+
+    Looks at the ``if``/``while``/conditional expressions around ``node`` (both
+    arms: an ``else`` of a device test is the other device's branch), then at
+    early exits and asserts before ``node``'s statement in each enclosing block.
+    """
+    found: Guard | None = None
+    child: ast.AST = node
+    chain = ctx.ancestors
+    # `node` may itself be an ancestor of the node being checked: start above it.
+    top = next((i for i in range(len(chain) - 1, -1, -1) if chain[i] is node), len(chain))
+    for outer in reversed(chain[:top]):
+        if isinstance(outer, _SCOPES):
+            break
+        test: ast.expr | None = None
+        if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is not outer.test:
+            test = outer.test
+        elif isinstance(outer, ast.comprehension) and child is not outer.iter:
+            for cond in outer.ifs:
+                found = _stronger(found, test_guard(cond, ctx))
+        if test is not None:
+            found = _stronger(found, test_guard(test, ctx))
+        if found is Guard.DEVICE_TYPE:
+            return found
+        found = _stronger(found, _early_exit_guard(outer, child, ctx))
+        child = outer
+    return found
+
+
+def _stronger(a: Guard | None, b: Guard | None) -> Guard | None:
+    return Guard.DEVICE_TYPE if Guard.DEVICE_TYPE in (a, b) else a or b
+
+
+def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | None:
+    """A guard made by ``if <test>: return`` or ``assert <test>`` before ``child`` in ``block``."""
+    found: Guard | None = None
+    for field in ("body", "orelse", "finalbody"):
+        stmts = getattr(block, field, None)
+        if not isinstance(stmts, list) or not any(s is child for s in stmts):
+            continue
+        for stmt in stmts:
+            if stmt is child:
+                break
+            exits = isinstance(stmt, ast.If) and (
+                isinstance(stmt.body[-1], _EXITS) or _calls_exit(stmt.body[-1])
+            )
+            if isinstance(stmt, (ast.Assert, ast.If)) and (exits or isinstance(stmt, ast.Assert)):
+                found = _stronger(found, test_guard(stmt.test, ctx))
+    return found
+
+
+def _calls_exit(stmt: ast.stmt) -> bool:
+    """``sys.exit(...)`` / ``exit(...)`` as a statement."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in ("exit", "_exit", "abort")
+
+
+# ---------------------------------------------------------------- placement
+
+
+def _target_of_to(call: ast.Call) -> ast.expr | None:
+    """The device argument of ``x.to(...)`` (positional or ``device=``), if any."""
+    if call.args:
+        return call.args[0]
+    for kw in call.keywords:
+        if kw.arg == "device":
+            return kw.value
+    return None
+
+
+def _names_cpu(expr: ast.expr | None, ctx: Context) -> bool:
+    if isinstance(expr, ast.Constant):
+        return expr.value == "cpu"
+    return (
+        isinstance(expr, ast.Call)
+        and ctx.qualname(expr.func) == "torch.device"
+        and bool(expr.args)
+        and isinstance(expr.args[0], ast.Constant)
+        and expr.args[0].value == "cpu"
+    )
+
+
+def _dtype_like(expr: ast.expr | None, ctx: Context) -> bool:
+    """``torch.float16``, ``x.dtype``, another tensor (``.to(other)``): not a device move."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "dtype" or (ctx.qualname(expr) or "").startswith("torch.")
+    return False
+
+
+def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
+    """``"cpu"``, ``"device"`` or None (unknown), following a few bindings and method calls.
+
+    A call of a model moved to a device, or of a model or torch function whose
+    first argument is known to be on a device, is taken to return a tensor on
+    that device (``net(x)`` after ``net = Net().cuda()``; ``model(x.to(device))``).
+    """
+    for _ in range(12):
+        if isinstance(expr, ast.Name):
+            bound = ctx.binding(expr.id) or _loop_iterable(expr.id, ctx)
+            if bound is None:
+                return None
+            expr = bound
+            continue
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value  # `x[i]` lives where `x` does
+            continue
+        if isinstance(expr, ast.BinOp):
+            expr = expr.left
+            continue
+        if isinstance(expr, (ast.List, ast.Tuple, ast.ListComp)):
+            return None
+        if isinstance(expr, ast.Attribute):
+            if expr.attr in ("data", "grad", "T", "mT", "real"):
+                expr = expr.value
+                continue
+            return None
+        if not isinstance(expr, ast.Call):
+            return None
+        name = ctx.qualname(expr.func)
+        if name is not None:
+            if name.startswith(("numpy.", "np.")):
+                return "cpu"
+            if name in _CPU_FACTORIES:
+                device = next((k.value for k in expr.keywords if k.arg == "device"), None)
+                if device is None or _names_cpu(device, ctx):
+                    return "cpu"
+                return "device"
+            return _follows_argument(expr, ctx, depth)
+        func = expr.func
+        if not isinstance(func, ast.Attribute):
+            return _follows_argument(expr, ctx, depth)
+        method = func.attr
+        if method == "cpu":
+            return "cpu"
+        if method == "cuda":
+            return "device"
+        if method == "to":
+            target = _target_of_to(expr)
+            if _names_cpu(target, ctx):
+                return "cpu"
+            if target is None or _dtype_like(target, ctx):
+                expr = func.value
+                continue
+            return "device"
+        if method not in _SAME_PLACE:
+            return _follows_argument(expr, ctx, depth)
+        expr = func.value
+    return None
+
+
+def _follows_argument(call: ast.Call, ctx: Context, depth: int) -> str | None:
+    """``"device"`` when ``call``'s first argument is known to be on a device, else unknown."""
+    if depth >= 2:
+        return None
+    if isinstance(call.func, ast.Name) and _placement(call.func, ctx, depth + 1) == "device":
+        return "device"  # `net(x)` after `net = Net().cuda()`: a model moved to the device
+    if not call.args or isinstance(call.args[0], ast.Starred):
+        return None
+    first = call.args[0]
+    if isinstance(first, (ast.List, ast.Tuple)) and first.elts:
+        first = first.elts[0]  # `torch.cat([a, b])`
+    return "device" if _placement(first, ctx, depth + 1) == "device" else None
+
+
+def _loop_iterable(name: str, ctx: Context) -> ast.expr | None:
+    """What ``name`` iterates over when an enclosing ``for``/comprehension binds it alone.
+
+    Iterating over a tensor yields its rows, which live where the tensor does.
+    """
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, (ast.For, ast.AsyncFor, ast.comprehension)):
+            target = outer.target
+            if isinstance(target, ast.Name) and target.id == name:
+                return outer.iter
+        elif isinstance(outer, _SCOPES):
+            return None
+        elif isinstance(outer, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            for gen in outer.generators:
+                if isinstance(gen.target, ast.Name) and gen.target.id == name:
+                    return gen.iter
+    return None
+
+
+def known_on_cpu(expr: ast.expr, ctx: Context) -> bool:
+    """Whether ``expr`` certainly evaluates to a CPU tensor (or a NumPy value)."""
+    return _placement(expr, ctx) == "cpu"
+
+
+def known_on_device(expr: ast.expr, ctx: Context) -> bool:
+    """Whether ``expr`` was last moved to, or made on, a device other than the CPU."""
+    return _placement(expr, ctx) == "device"
