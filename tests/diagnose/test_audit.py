@@ -18,6 +18,7 @@ from torch import nn
 
 import torchport as tp
 from torchport.diagnose import AuditEntry
+from torchport.diagnose._report import render_text
 
 META = torch.device("meta")
 
@@ -136,8 +137,13 @@ def test_copy_directions_and_bytes() -> None:
     assert [(e.device, e.bytes, e.op) for e in _at(report, tensor_line)] == [
         ("cpu→meta", 8, "torch.tensor")
     ]
-    assert len(report.entries) == 3
+    real = [e for e in report.entries if not e.would_sync]
+    assert len(real) == 3  # the cast and the clone copy nothing between devices
     assert report.total_bytes == 168
+    # x.to("cpu") and x.cpu() return x here; on a GPU run x would be on the device
+    predicted = sorted((e.op, e.device, e.bytes) for e in report.entries if e.would_sync)
+    assert predicted == [("Tensor.cpu", "cpu→cpu", 80), ("Tensor.to", "cpu→cpu", 80)]
+    assert report.would_copy_bytes == 160
 
 
 def test_non_blocking_copies_are_listed_apart() -> None:
@@ -284,7 +290,7 @@ def test_sampling_records_one_step_in_every() -> None:
                 x[0].item()
     assert (report.steps, report.recorded_steps, report.every) == (7, 3, 3)
     assert [(e.op, e.count) for e in report.entries] == [("Tensor.item", 3)]
-    assert "recorded 3 of 7 steps (every=3)" in str(report)
+    assert "recorded 3 of 7 steps (every=3)" in render_text(report, width=300)
     assert _no_modes_left()
 
 
@@ -358,14 +364,15 @@ def test_a_failure_to_describe_an_op_never_reaches_the_program(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("bug in the audit")
 
-    monkeypatch.setattr(_audit._Recorder, "observe", broken)
+    monkeypatch.setattr(_audit._ops, "read_bytes", broken)  # used for the Python-level .item()
+    monkeypatch.setattr(_audit._ops, "transfer_of", broken)  # used for the aten-level copy
     x = torch.ones(3)
     with tp.audit() as report:
         assert x.sum().item() == 3.0
         y = x.to(META)
     assert y.device == META
     assert report.dropped == 2 and report.entries == []
-    assert "2 op(s) could not be described" in str(report)
+    assert "2 op(s) could not be described" in render_text(report, width=300)
     assert tp.AuditReport.from_json(report.to_json()).dropped == 2
 
 

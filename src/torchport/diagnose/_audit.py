@@ -3,14 +3,15 @@
 Two watchers share one recorder. A ``TorchDispatchMode`` sees every aten op,
 including those run by autograd and optimizers, and asks :mod:`._ops` whether it
 copies or waits. Python-level tensor calls that never reach the dispatcher as one
-op (``.tolist()``, ``.numpy()``, printing) are seen by wrappers that
-:mod:`._methods` puts on just those callables (cheaper than a ``TorchFunctionMode``,
-which would sit in front of every call); while one of those runs, the aten ops
-inside it are not counted again. Both record small summaries only (op, device,
-bytes, source line); no tensor outlives its op.
+op (``.tolist()``, ``.numpy()``, printing, ``x.to(device)`` of a CPU tensor) are
+seen by wrappers that :mod:`._methods` puts on just those callables (cheaper than a
+``TorchFunctionMode``, which would sit in front of every call); while one of those
+runs, the aten ops inside it are not counted again. Both record small summaries
+only (op, device, bytes, source line); no tensor outlives its op.
 
-Per op, the fast path is one dict lookup; the source line is resolved only for
-ops that count, with a per-code-object cache of which frames are internal.
+Per op, the fast path is one dict lookup. The source line is resolved only for
+ops that count, by walking ``sys._getframe`` with a per-code-object cache of which
+frames are internal (``traceback.extract_stack`` would read every frame's source).
 """
 
 from __future__ import annotations
@@ -22,13 +23,20 @@ import linecache
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch import nn
+from torch.utils._python_dispatch import (
+    TorchDispatchMode,
+    _get_current_dispatch_mode_stack,
+    _pop_mode,
+    _push_mode,
+)
 
 import torchport
 from torchport.diagnose import _methods, _ops
@@ -54,14 +62,16 @@ class AuditEntry:
         op: The aten op or tensor method, e.g. ``"aten::_to_copy"``, ``"Tensor.item"``.
         device: For a transfer, the direction (``"cpu→cuda:0"``); for a sync, the
             device of the tensor read.
-        would_sync: True for a sync on a host device (CPU): free here, a wait on
-            an accelerator.
+        would_sync: True for an entry that costs nothing on this host device (CPU)
+            but would on an accelerator: a sync there, or, for a transfer, a copy
+            (``x.to(device)`` and ``out.cpu()`` return a CPU tensor unchanged).
         file: The user's source file (the first frame outside torch and torchport).
         line: Its line number.
         function: The function holding that line.
         code: The line's text, stripped.
         count: How many times it happened.
-        bytes: Bytes copied in total (transfers and reads to Python; 0 when unknown).
+        bytes: Bytes copied in total (transfers, predicted copies and reads to Python;
+            0 when unknown).
     """
 
     kind: str
@@ -105,7 +115,7 @@ class AuditReport:
 
     @property
     def transfers(self) -> list[AuditEntry]:
-        """The entries that copy between devices."""
+        """The entries that copy between devices, or would on an accelerator (``would_sync``)."""
         return [e for e in self.entries if e.kind == OpKind.TRANSFER.value]
 
     @property
@@ -115,8 +125,13 @@ class AuditReport:
 
     @property
     def total_bytes(self) -> int:
-        """Bytes copied between devices in all."""
-        return sum(e.bytes for e in self.transfers)
+        """Bytes copied between devices in all (not counting predicted copies)."""
+        return sum(e.bytes for e in self.transfers if not e.would_sync)
+
+    @property
+    def would_copy_bytes(self) -> int:
+        """Bytes a CPU run did not copy but an accelerator run would (``x.to(device)``, ...)."""
+        return sum(e.bytes for e in self.transfers if e.would_sync)
 
     @property
     def total_count(self) -> int:
@@ -127,7 +142,9 @@ class AuditReport:
         """Mark one step (say, one training iteration) as ``with report.step(): ...``.
 
         With ``audit(every=N)``, only the first of every N steps is recorded and
-        nothing outside step blocks is; with ``every=1`` steps are only counted.
+        nothing outside step blocks is (a block that marks no step at all ends
+        with a warning, and its report says so); with ``every=1`` steps are only
+        counted.
 
         Raises:
             ConfigError: When called after the ``audit()`` block ended.
@@ -171,19 +188,16 @@ class AuditReport:
         """Rebuild a report from :meth:`to_json` output."""
         return cls.from_dict(json.loads(text))
 
-    def render(self) -> Any:
-        """A rich renderable: one table row per entry, with totals in the caption."""
-        from torchport.diagnose._report import render_audit
-
-        return render_audit(self)
-
+    # Drawing lives in ._report; these delegate so that print(report) shows the table.
     def __rich__(self) -> Any:
-        return self.render()
+        from torchport.diagnose._report import render
+
+        return render(self)
 
     def __str__(self) -> str:
-        from torchport.diagnose._report import audit_text
+        from torchport.diagnose._report import render_text
 
-        return audit_text(self)
+        return render_text(self)
 
 
 _Key = tuple[str, str, str, str, bool, str, int, str]
@@ -192,12 +206,30 @@ _Key = tuple[str, str, str, str, bool, str, int, str]
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__ or "")) + os.sep
 # Torch code whose tensors live on the host by design, on every machine: the
 # optimizers' step counters (unless capturable/fused) and the data loading
-# machinery (sampler permutations, worker seeds, collation).
+# machinery (sampler permutations, worker seeds, collation). The learning-rate
+# schedulers are not: ReduceLROnPlateau.step(loss) reads the user's loss, on the
+# device in a GPU run.
 _HOST_SIDE_DIRS = tuple(
     os.path.join(_TORCH_DIR, *parts) + os.sep for parts in (("optim",), ("utils", "data"))
 )
+_USER_READS_IN_TORCH = frozenset(
+    {
+        os.path.join(_TORCH_DIR, "optim", "lr_scheduler.py"),
+        os.path.join(_TORCH_DIR, "optim", "swa_utils.py"),
+    }
+)
 _OWN_DIR = os.path.dirname(os.path.abspath(torchport.__file__ or "")) + os.sep
-_USER, _TORCH, _HOST_SIDE, _OWN = 0, 1, 2, 3
+_USER, _TORCH, _HOST_SIDE, _OWN, _MODULE_MOVE = 0, 1, 2, 3, 4
+
+# The functions nn.Module.to() and .cpu() apply to each parameter and buffer: a move
+# of the model, so on a CPU run their per-tensor no-op .to() predicts a real copy.
+# Other torch code's .to() of host tensors (clip_grad_norm_'s norms) predicts none.
+_MODULE_MOVES = frozenset(
+    const
+    for method in (nn.Module.to, nn.Module.cpu)
+    for const in method.__code__.co_consts
+    if isinstance(const, CodeType)
+)
 
 
 # Frames between the caller and a watcher that belong to the call itself: the
@@ -217,9 +249,15 @@ def _origin(code: CodeType) -> int:
     name = code.co_filename
     if name.startswith(_OWN_DIR) or code in _MACHINERY:
         return _OWN
-    if name.startswith(_HOST_SIDE_DIRS):
+    if code in _MODULE_MOVES:
+        return _MODULE_MOVE
+    if name.startswith(_HOST_SIDE_DIRS) and name not in _USER_READS_IN_TORCH:
         return _HOST_SIDE
     return _TORCH if name.startswith(_TORCH_DIR) else _USER
+
+
+_Where = tuple[str, int, str]
+_NO_CALLER: _Where = ("<backward/C++>", 0, "")
 
 
 class _Recorder:
@@ -231,7 +269,7 @@ class _Recorder:
         self.recorded_steps = 0
         self.counts: dict[_Key, list[int]] = {}
         self._lock = threading.Lock()
-        self._local = threading.local()
+        self.local = _methods.QuietCount()  # per thread: inside a watched Python-level call
         self._origins: dict[CodeType, int] = {}
         self._mode: _DispatchWatcher | None = None
         self.closed = False
@@ -249,6 +287,30 @@ class _Recorder:
             mode, self._mode = self._mode, None
             mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
             _methods.unwatch(self)
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """Lift this audit's dispatch mode off the calling thread's stack for the block.
+
+        Modes entered above it stay, in their order; on exit the stack is as before.
+        """
+        mode = self._mode
+        if mode is None or not any(m is mode for m in _get_current_dispatch_mode_stack()):
+            yield
+            return
+        above: list[Any] = []
+        while (top := _pop_mode()) is not mode:
+            above.append(top)
+        for other in reversed(above):
+            _push_mode(other)
+        try:
+            yield
+        finally:
+            for _ in above:
+                _pop_mode()
+            _push_mode(mode)
+            for other in reversed(above):
+                _push_mode(other)
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -270,17 +332,9 @@ class _Recorder:
             self.stop()
 
     # -- recording -----------------------------------------------------------------
-    @property
-    def quiet(self) -> int:
-        return int(getattr(self._local, "quiet", 0))
-
-    @quiet.setter
-    def quiet(self, value: int) -> None:
-        self._local.quiet = value
-
-    def _frames(self) -> tuple[FrameType | None, bool]:
-        """The first user frame above the op, and whether host-side torch code made the call."""
-        frame: FrameType | None = sys._getframe(1)
+    def _where(self) -> tuple[_Where, int | None]:
+        """The first user frame above the op, and the origin of the code that made the call."""
+        frame: FrameType | None = sys._getframe(2)
         origins = self._origins
         caller: int | None = None
         while frame is not None:
@@ -291,33 +345,11 @@ class _Recorder:
             if caller is None and origin != _OWN:
                 caller = origin
             if origin == _USER:
-                return frame, caller == _HOST_SIDE
+                return (code.co_filename, frame.f_lineno or 0, code.co_name), caller
             frame = frame.f_back
-        return None, caller == _HOST_SIDE
+        return _NO_CALLER, caller
 
-    def record(
-        self,
-        entry: OpEntry,
-        op: str,
-        device: str,
-        host: bool,
-        nbytes: int,
-        *,
-        python: bool,
-        label: str | None = None,
-    ) -> None:
-        frame, host_side = self._frames()
-        if python and host and host_side:
-            # torch.optim's step counters and torch.utils.data's sampler tensors stay
-            # on the CPU by design, next to CUDA parameters too, so reading one
-            # predicts no wait on an accelerator. Only Python-level calls name
-            # their caller exactly; aten ops arrive through torch's wrappers.
-            return
-        if frame is None:
-            where: tuple[str, int, str] = ("<backward/C++>", 0, "")
-        else:
-            where = (frame.f_code.co_filename, frame.f_lineno or 0, frame.f_code.co_name)
-        key: _Key = (entry.kind.value, label or entry.label, op, device, host, *where)
+    def _count(self, key: _Key, nbytes: int) -> None:
         with self._lock:
             slot = self.counts.get(key)
             if slot is None:
@@ -326,48 +358,101 @@ class _Recorder:
                 slot[0] += 1
                 slot[1] += nbytes
 
-    def observe(
+    def observe_python(
         self,
         func: Any,
         entry: OpEntry,
         args: Sequence[Any],
         kwargs: Mapping[str, Any],
         out: Any,
-        *,
-        python: bool,
     ) -> None:
-        if entry.kind is OpKind.TRANSFER:
-            moved = _ops.transfer_of(func, args, kwargs, out)
-            if moved is None or moved[0] == moved[1]:
-                return
-            src, dst, nbytes = moved
-            label = entry.label
-            if _ops.non_blocking(func, args, kwargs):
-                label += ", non_blocking"
-            self.record(
-                entry, _ops.op_name(func), f"{src}→{dst}", False, nbytes, python=python, label=label
-            )
-            return
-        tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
-        device = tensor.device if tensor is not None else torch.device("cpu")
-        nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
-        host = device.type in _HOST_TYPES
-        self.record(entry, _ops.op_name(func), str(device), host, nbytes, python=python)
-
-    def guarded_observe(
-        self,
-        func: Any,
-        entry: OpEntry,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
-        out: Any,
-        *,
-        python: bool,
-    ) -> None:
-        """:meth:`observe` an op that has run, if its arguments give it that cost."""
+        """Record a watched Python-level call that has run; never raises."""
         try:
-            if entry.matches(args, kwargs):
-                self.observe(func, entry, args, kwargs, out, python=python)
+            where, caller = self._where()
+            if entry.kind is OpKind.TRANSFER:
+                moved = _ops.transfer_of(func, args, kwargs, out)
+                if moved is None:
+                    return
+                src, dst, nbytes = moved
+                if src == dst and src.type not in _HOST_TYPES:
+                    return  # a no-op on the accelerator itself
+                predicted = src == dst
+                if predicted and caller not in (_USER, _MODULE_MOVE):
+                    return  # torch's own bookkeeping moves; no copy on an accelerator either
+                key: _Key = (
+                    entry.kind.value,
+                    entry.label,
+                    _ops.op_name(func),
+                    f"{src}→{dst}",
+                    predicted,
+                    *where,
+                )
+                self._count(key, nbytes)
+                return
+            tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            device = tensor.device if tensor is not None else _CPU
+            host = device.type in _HOST_TYPES
+            if host and caller == _HOST_SIDE:
+                # torch.optim's step counters and torch.utils.data's sampler tensors
+                # stay on the CPU by design, next to CUDA parameters too, so reading
+                # one predicts no wait on an accelerator.
+                return
+            nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
+            self._count(
+                (entry.kind.value, entry.label, _ops.op_name(func), str(device), host, *where),
+                nbytes,
+            )
+        except Exception:  # the audit must never break the program it watches
+            self.dropped += 1
+
+    def observe_aten(
+        self,
+        func: Any,
+        entry: OpEntry,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        out: Any,
+    ) -> None:
+        """Record an aten op that has run, if its arguments give it that cost; never raises."""
+        try:
+            if not entry.matches(args, kwargs):
+                return
+            if entry.kind is OpKind.TRANSFER:
+                moved = _ops.transfer_of(func, args, kwargs, out)
+                if moved is None or moved[0] == moved[1]:
+                    return
+                src, dst, nbytes = moved
+                label = entry.label
+                if _ops.non_blocking(func, args, kwargs):
+                    label += ", non_blocking"
+                where, _ = self._where()
+                key: _Key = (
+                    entry.kind.value,
+                    label,
+                    _ops.op_name(func),
+                    f"{src}→{dst}",
+                    False,
+                    *where,
+                )
+                self._count(key, nbytes)
+                return
+            # aten ops arrive through torch's wrappers, so host-side callers are not
+            # told apart here; only Python-level calls name their caller exactly.
+            tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            device = tensor.device if tensor is not None else _CPU
+            nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
+            where, _ = self._where()
+            self._count(
+                (
+                    entry.kind.value,
+                    entry.label,
+                    _ops.op_name(func),
+                    str(device),
+                    device.type in _HOST_TYPES,
+                    *where,
+                ),
+                nbytes,
+            )
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
@@ -387,6 +472,7 @@ class _Recorder:
         report.recorded_steps = self.recorded_steps if self.steps else 0
 
 
+_CPU = torch.device("cpu")
 _ATEN_TABLE = _ops.ATEN_TABLE
 
 
@@ -396,6 +482,7 @@ class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def __init__(self, recorder: _Recorder) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self._recorder = recorder
+        self._local = recorder.local
 
     def __torch_dispatch__(
         self,
@@ -411,10 +498,8 @@ class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
             out = func(*args)
             kwargs = {}
         entry = _ATEN_TABLE[func]
-        if entry is not None:
-            recorder = self._recorder
-            if not recorder.quiet:
-                recorder.guarded_observe(func, entry, args, kwargs, out, python=False)
+        if entry is not None and not self._local.quiet:
+            self._recorder.observe_aten(func, entry, args, kwargs, out)
         return out
 
 
@@ -477,8 +562,18 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
         recorder.closed = True
         report._recorder = None
         recorder.report_into(report)
+    if every > 1 and report.steps == 0:  # only on a normal exit: never mask an exception
+        warnings.warn(
+            f"tp.audit(every={every}) recorded nothing: no step was marked with report.step(), "
+            "and with every > 1 only marked steps are recorded; wrap each iteration in "
+            "`with report.step():`, or use tp.audit() to record the whole block",
+            UserWarning,
+            stacklevel=3,  # the user's with-statement, past contextlib's __exit__
+        )
 
 
-for _public in (AuditEntry, AuditReport, audit):
-    _public.__module__ = "torchport"
-del _public
+# Exported by both torchport and torchport.diagnose; AuditEntry only by the latter,
+# so that is the module pickle and repr must name for it.
+AuditEntry.__module__ = "torchport.diagnose"
+AuditReport.__module__ = "torchport"
+audit.__module__ = "torchport"

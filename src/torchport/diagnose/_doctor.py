@@ -1,8 +1,9 @@
 """doctor(): the facts about this machine's torch, drivers and devices, with findings.
 
-``doctor()`` collects and returns a :class:`DoctorReport`; it prints nothing. The report
-renders itself (``render()``, ``str()``, ``to_json()``) so the CLI stays a thin shell. Each
-probe runs guarded: a probe that raises becomes an error finding, never a traceback.
+``doctor()`` collects and returns a :class:`DoctorReport` of facts; it prints nothing.
+``to_json()`` serializes it; :mod:`._report` draws it (``str()`` and ``rich.print`` go
+there), so the CLI stays a thin shell. Each probe runs guarded: a probe that raises
+becomes an error finding, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 import torch
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
 from torchport.diagnose._bandwidth import CopyBandwidth, measure_bandwidth
 from torchport.diagnose._env import (
@@ -38,14 +36,11 @@ from torchport.diagnose._probes import (
     probe_driver,
     probe_gpus,
 )
-from torchport.diagnose._report import render_text
-from torchport.diagnose._sizes import format_bytes
 from torchport.errors import TorchportError
 
 __all__ = ["DoctorReport", "doctor"]
 
 _T = TypeVar("_T")
-_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 @dataclass(frozen=True)
@@ -93,96 +88,20 @@ class DoctorReport:
         """The facts as a JSON document."""
         return json.dumps(self.to_dict(), indent=indent)
 
-    def render(self) -> Group:
-        """The report as rich tables: build, devices, environment, bandwidth, findings."""
-        parts: list[RenderableType] = [self._render_build(), self._render_devices()]
-        env = Table(title="environment", show_header=False, title_justify="left")
-        for name, value in self.environment.items():
-            env.add_row(name, "(unset)" if value is None else repr(value))
-        parts += [env, self._render_bandwidth(), self._render_findings()]
-        return Group(*parts)
+    # Drawing lives in ._report; these delegate so that print(report) shows the tables.
+    def render(self) -> Any:
+        """The report as rich tables (drawn by the pillar's one renderer)."""
+        from torchport.diagnose._report import render_doctor
 
-    def __rich__(self) -> RenderableType:
+        return render_doctor(self)
+
+    def __rich__(self) -> Any:
         return self.render()
 
     def __str__(self) -> str:
-        return render_text(self.render())
+        from torchport.diagnose._report import render_text
 
-    def _render_build(self) -> Table:
-        table = Table(title="torch", show_header=False, title_justify="left")
-        if self.torch is not None:
-            table.add_row("version", f"{self.torch.version} ({self.torch.kind})")
-            table.add_row("python / platform", f"{self.torch.python} / {self.torch.platform}")
-            if self.torch.arch_list:
-                table.add_row("compiled for", " ".join(self.torch.arch_list))
-            if self.torch.cudnn is not None:
-                table.add_row("cuDNN", str(self.torch.cudnn))
-        if self.driver is not None and self.driver.runtime is not None:
-            ok = {True: "supports it", False: "does NOT support it", None: "unknown"}
-            table.add_row(
-                "driver",
-                f"{self.driver.version or 'not found'} for runtime {self.driver.runtime}: "
-                f"{ok[self.driver.supports_runtime]}",
-            )
-        if self.accelerators is not None:
-            acc = self.accelerators
-            table.add_row("accelerator", f"{acc.current or 'none'} ({acc.count} device(s))")
-            table.add_row("MPS / XPU", f"{_yes(acc.mps_available)} / {_yes(acc.xpu_available)}")
-        if self.host_memory is not None:
-            host = self.host_memory
-            table.add_row(
-                "host RAM",
-                f"{format_bytes(host.free)} available of {format_bytes(host.total)}",
-            )
-        if self.choice is not None:
-            table.add_row("pick_device()", f"{self.choice.device or 'fails'}: {self.choice.reason}")
-        table.add_row("CUDA context created", _yes(self.cuda_context_created))
-        return table
-
-    def _render_devices(self) -> RenderableType:
-        if not self.gpus:
-            return Text("no CUDA/ROCm GPU visible")
-        table = Table(title="GPUs", title_justify="left")
-        for column in ("device", "name", "capability", "in build", "free", "total"):
-            table.add_column(column)
-        for gpu in self.gpus:
-            in_build = {True: "yes", False: "NO", None: "?"}[gpu.supported_by_build]
-            table.add_row(
-                gpu.device,
-                gpu.name,
-                gpu.capability,
-                in_build,
-                format_bytes(gpu.free_memory),
-                format_bytes(gpu.total_memory),
-            )
-        return Group(table, Text(f"free memory from: {self.gpus[0].free_memory_source}"))
-
-    def _render_bandwidth(self) -> RenderableType:
-        bw = self.bandwidth
-        if bw.device is None:
-            return Text(f"copy bandwidth: {bw.reason}")
-        table = Table(
-            title=f"copy bandwidth, {format_bytes(bw.size_bytes)} copies, median of "
-            f"{bw.repeats} (GB/s)",
-            title_justify="left",
-        )
-        for column in ("direction", "pinned", "pageable"):
-            table.add_column(column)
-        for name, pinned, pageable in (
-            (f"host -> {bw.device}", bw.h2d_pinned, bw.h2d_pageable),
-            (f"{bw.device} -> host", bw.d2h_pinned, bw.d2h_pageable),
-        ):
-            table.add_row(name, _gbps(pinned), _gbps(pageable))
-        return Group(table, Text(bw.reason)) if bw.reason else table
-
-    def _render_findings(self) -> RenderableType:
-        if not self.findings:
-            return Text("no problems found", style="green")
-        lines = Text()
-        for finding in self.findings:
-            lines.append(f"{finding.severity.value}: ", style=_STYLE[finding.severity])
-            lines.append(f"{finding.message}\n  fix: {finding.fix}\n")
-        return lines
+        return render_text(self)
 
 
 def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport:
@@ -326,14 +245,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     return value
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
-
-
-def _gbps(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}"
 
 
 DoctorReport.__module__ = "torchport"

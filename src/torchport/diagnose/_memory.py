@@ -20,12 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from rich.console import RenderableType
-from rich.table import Table
 
 from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
-from torchport.diagnose._report import render_text
-from torchport.diagnose._sizes import format_bytes
 from torchport.errors import ConfigError, DeviceError
 
 __all__ = ["MemoryReport", "OomCase", "OomExplanation", "explain_oom", "memory_report"]
@@ -72,33 +68,20 @@ class MemoryReport:
         """The facts as a JSON document."""
         return json.dumps(self.to_dict(), indent=indent)
 
-    def render(self) -> Table:
-        """A rich table with human-readable sizes."""
-        table = Table(title=f"memory on {self.device}", show_header=False, title_justify="left")
-        table.add_column("what", style="bold")
-        table.add_column("size", justify="right")
-        host = self.device == "cpu"
-        rows = (
-            ("allocated (live tensors)", self.allocated),
-            ("reserved by the allocator", self.reserved),
-            ("peak allocated", self.peak_allocated),
-            ("available RAM" if host else "free", self.free),
-            ("total RAM" if host else "total", self.total),
-            ("process RSS", self.process_rss),
-            ("process peak RSS", self.process_peak_rss),
-        )
-        for label, value in rows:
-            if value is not None:
-                table.add_row(label, format_bytes(value))
-        for note in self.notes:
-            table.add_row("note", note)
-        return table
+    # Drawing lives in ._report; these delegate so that print(report) shows the table.
+    def render(self) -> Any:
+        """A rich table with human-readable sizes (drawn by the pillar's one renderer)."""
+        from torchport.diagnose._report import render_memory
 
-    def __rich__(self) -> RenderableType:
+        return render_memory(self)
+
+    def __rich__(self) -> Any:
         return self.render()
 
     def __str__(self) -> str:
-        return render_text(self.render())
+        from torchport.diagnose._report import render_text
+
+        return render_text(self)
 
 
 def memory_report(device: torch.device | str | int | None = None) -> MemoryReport:

@@ -1,13 +1,27 @@
-"""Watching Python-level tensor reads (``.item()``, ``.tolist()``, printing, ...) during an audit.
+"""Watching Python-level tensor calls (``.item()``, ``.tolist()``, ``.to()``, ...) during an audit.
 
 These calls never reach a dispatch mode as one op of their own, so
 :func:`torchport.audit` needs to see them at the Python level. A
 ``TorchFunctionMode`` would, but it puts a Python call in front of *every* torch
 function and tensor method of the block (about 2 µs each, 5% of a 5 ms CPU
-training step). Only the dozen callables in :data:`._ops.METHOD_TABLE` matter,
-so while at least one audit records, each of them is replaced where it lives
-(``torch.Tensor.item``, ``torch.tensor``, ...) by a wrapper that costs nothing
-to any other op.
+training step). Only the callables in :data:`._ops.METHOD_TABLE` matter, so while
+at least one audit records, each of them is replaced where it lives
+(``torch.Tensor.item``, ``torch.tensor``, ...) by a wrapper that costs nothing to
+any other op.
+
+The wrappers must not change what the program does:
+
+* TorchScript compiles what it finds under a name. Each wrapper of a torch
+  builtin (``torch.tensor``) is registered as that builtin, and
+  ``torch.jit.script``, ``torch.jit.trace`` and ``torch.jit.trace_module`` are
+  wrapped to *step aside*: while they run, the wrappers are taken down and the
+  audits of the calling thread lift their dispatch modes off the stack (the
+  tracer fails under any dispatch mode). What they compile or trace is not
+  audited; the compiled code runs audited afterwards, op by op.
+* A warning that torch's C++ code raises is attributed to the innermost Python
+  frame, which would be the wrapper. The wrappers of calls that warn
+  (:data:`._ops.MAY_WARN`) record the warnings and re-issue them at their caller's
+  line, with the caller's filters and once-registry.
 
 The wrappers are process-wide, but record only for the audits active in the
 calling thread (a thread-local stack), so other threads pass straight through.
@@ -19,41 +33,49 @@ shadowed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 import threading
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any, Protocol
 
 import torch
+import torch.jit
 
 from torchport.diagnose import _ops
 from torchport.diagnose._ops import OpEntry
 
-__all__ = ["Observer", "unwatch", "watch"]
+__all__ = ["Observer", "QuietCount", "stepping_aside", "unwatch", "watch"]
+
+
+class QuietCount(threading.local):
+    """Per thread: how many watched calls are running, whose aten ops are theirs, not new."""
+
+    quiet = 0
 
 
 class Observer(Protocol):
     """What a wrapper reports to: the audit's recorder."""
 
-    quiet: int
+    local: QuietCount
 
-    def guarded_observe(
-        self,
-        func: Any,
-        entry: OpEntry,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        out: Any,
-        *,
-        python: bool,
+    def observe_python(
+        self, func: Any, entry: OpEntry, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
+
+    def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
 
 _local = threading.local()  # .observers: list[Observer], the audits recording in this thread
-_lock = threading.Lock()
+_lock = threading.RLock()
 _users = 0
-# (owner, attribute name, the original, whether the owner defined it itself)
-_installed: list[tuple[Any, str, Any, bool]] = []
+_suspended = 0  # step-aside blocks running (in any thread): wrappers stay down
+# (owner, name, original, whether the owner defined it itself, our wrapper)
+_installed: list[tuple[Any, str, Any, bool, Any]] = []
+_THIS_FILE = __file__
 
 
 def _observers() -> list[Observer]:
@@ -63,49 +85,158 @@ def _observers() -> list[Observer]:
     return observers
 
 
+def _matches(entry: OpEntry, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    try:
+        return entry.matches(args, kwargs)
+    except Exception:  # odd arguments: the call itself will say what is wrong with them
+        return False
+
+
+def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) -> None:
+    """Issue recorded warnings again, those pinned on a wrapper at ``caller`` instead."""
+    for w in caught:
+        if w.filename == _THIS_FILE and caller is not None:
+            module_globals = caller.f_globals
+            warnings.warn_explicit(
+                w.message,
+                w.category,
+                caller.f_code.co_filename,
+                caller.f_lineno or 0,
+                module=module_globals.get("__name__"),
+                registry=module_globals.setdefault("__warningregistry__", {}),
+                module_globals=module_globals,
+            )
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+def _call(original: Callable[..., Any], args: Any, kwargs: Any, warns: bool) -> Any:
+    if not warns:
+        return original(*args, **kwargs)
+    # Record, then re-issue at the caller: the filters (and "error") apply there.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = original(*args, **kwargs)
+    if caught:
+        _reissue(caught, sys._getframe(2))
+    return out
+
+
 def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
+    warns = original in _ops.MAY_WARN
+
     @functools.wraps(original)
     def watched(*args: Any, **kwargs: Any) -> Any:
         observers = getattr(_local, "observers", None)
-        if not observers or not entry.matches(args, kwargs):
-            return original(*args, **kwargs)
+        if not observers or not _matches(entry, args, kwargs):
+            return _call(original, args, kwargs, warns)
         active = list(observers)
         for observer in active:
-            observer.quiet += 1  # the aten ops inside belong to this call
+            observer.local.quiet += 1  # the aten ops inside belong to this call
         try:
-            out = original(*args, **kwargs)
+            out = _call(original, args, kwargs, warns)
         finally:
             for observer in active:
-                observer.quiet -= 1
+                observer.local.quiet -= 1
         for observer in active:
-            if not observer.quiet:
-                observer.guarded_observe(original, entry, args, kwargs, out, python=True)
+            if not observer.local.quiet:
+                observer.observe_python(original, entry, args, kwargs, out)
         return out
 
     return watched
 
 
+@contextlib.contextmanager
+def stepping_aside() -> Iterator[None]:
+    """Take the audit out of the way for the block: no wrappers, no dispatch mode of ours.
+
+    The wrappers come down process-wide (other threads' audits miss Python-level
+    reads meanwhile); the dispatch modes are lifted only in the calling thread.
+    """
+    global _suspended
+    with _lock:
+        _suspended += 1
+        if _suspended == 1 and _users:
+            _uninstall()
+    try:
+        with contextlib.ExitStack() as stack:
+            for observer in list(_observers()):
+                stack.enter_context(observer.aside())
+            yield
+    finally:
+        with _lock:
+            _suspended -= 1
+            if _suspended == 0 and _users:
+                _install()
+
+
+def _step_aside(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def aside(*args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with stepping_aside():
+                out = original(*args, **kwargs)
+        if caught:
+            _reissue(caught, sys._getframe(1))
+        return out
+
+    return aside
+
+
 def _home(func: Any) -> tuple[Any, str]:
     """Where a watched callable is looked up: ``(torch.Tensor, "item")``, ``(torch, "tensor")``."""
     name = func.__name__
-    if getattr(torch.Tensor, name, None) is func:
-        return torch.Tensor, name
-    if getattr(torch, name, None) is func:
-        return torch, name
+    for owner in (torch.Tensor, torch):
+        if getattr(owner, name, None) is func:
+            return owner, name
     raise LookupError(f"cannot find where {func!r} lives in torch")
 
 
-def _install() -> None:
+def _register_as_builtin(wrapper: Callable[..., Any], original: Any) -> None:
+    """Let TorchScript compile ``wrapper`` as the aten builtin ``original`` is."""
+    try:
+        from torch.jit import _builtins
+
+        op = _builtins._find_builtin(original)
+        if op is not None:
+            _builtins._register_builtin(wrapper, op)
+    except Exception:  # a torch without this table compiles through the step-aside only
+        pass
+
+
+def _make_wrappers() -> list[tuple[Any, str, Callable[..., Any], Callable[..., Any]]]:
+    """(owner, name, original, wrapper), made once: TorchScript's table keys on ``id()``."""
+    made = []
     for func, entry in _ops.METHOD_TABLE.items():
         owner, name = _home(func)
-        own = name in vars(owner)
-        _installed.append((owner, name, func, own))
-        setattr(owner, name, _wrap(func, entry))
+        wrapper = _wrap(func, entry)
+        _register_as_builtin(wrapper, func)
+        made.append((owner, name, func, wrapper))
+    for name in ("script", "trace", "trace_module"):
+        original = getattr(torch.jit, name)
+        made.append((torch.jit, name, original, _step_aside(original)))
+    return made
+
+
+_WRAPPERS = _make_wrappers()
+
+
+def _install() -> None:
+    if _installed:
+        return
+    for owner, name, original, wrapper in _WRAPPERS:
+        if getattr(owner, name, None) is not original:
+            continue  # someone else replaced it meanwhile: leave theirs alone
+        _installed.append((owner, name, original, name in vars(owner), wrapper))
+        setattr(owner, name, wrapper)
 
 
 def _uninstall() -> None:
     while _installed:
-        owner, name, original, own = _installed.pop()
+        owner, name, original, own, wrapper = _installed.pop()
+        if vars(owner).get(name) is not wrapper:
+            continue  # patched over since (torchport.redirect): its owner restores it
         if own:
             setattr(owner, name, original)
         else:
@@ -116,7 +247,7 @@ def watch(observer: Observer) -> None:
     """Start reporting the watched Python-level calls of this thread to ``observer``."""
     global _users
     with _lock:
-        if _users == 0:
+        if _users == 0 and not _suspended:
             _install()
         _users += 1
     _observers().append(observer)

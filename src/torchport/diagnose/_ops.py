@@ -11,6 +11,13 @@ one op (``Tensor.tolist`` and ``Tensor.numpy`` of a CPU tensor, printing) while
 others exist only there (``nonzero`` inside ``torch.where(cond)``). When a
 Python-level entry matches, the audit ignores the aten ops it runs, so ``.item()``
 counts once, as ``.item()``.
+
+The Python level also sees copies that a CPU run never makes but an accelerator run
+would: ``x.to(device)`` and ``out.cpu()`` of a CPU tensor return it unchanged here
+and reach no dispatch mode, yet move bytes on a GPU. Their entries match only then
+(:func:`stays_on_host`), and the audit lists them beside the syncs a CPU run would
+make; a real move (``cpu`` to ``meta``) goes on to the dispatch level as
+``aten::_to_copy``.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import torch
 
 __all__ = [
     "ATEN_TABLE",
+    "MAY_WARN",
     "METHOD_TABLE",
     "OpEntry",
     "OpKind",
@@ -32,6 +40,7 @@ __all__ = [
     "non_blocking",
     "op_name",
     "read_bytes",
+    "stays_on_host",
     "transfer_of",
     "watched_methods",
 ]
@@ -130,6 +139,7 @@ _ATEN: dict[str, OpEntry] = {
     "index.Tensor": OpEntry(
         OpKind.SHAPE_SYNC, f"{_SHAPE} (boolean-mask indexing)", _has_bool_index
     ),
+    "allclose": OpEntry(OpKind.SYNC, "torch.allclose (returns a Python bool)"),
     "index_put_": OpEntry(OpKind.SYNC, "boolean-mask assignment (x[mask] = v)", _has_bool_index),
     "index_put": OpEntry(OpKind.SYNC, "boolean-mask assignment (x[mask] = v)", _has_bool_index),
     "_index_put_impl_": OpEntry(
@@ -169,12 +179,51 @@ def aten_entry(func: Any) -> OpEntry | None:
     return ATEN_TABLE[func]
 
 
-def _creates_off_host(args: _Args, kwargs: _Kwargs) -> bool:
+# Where the audit predicts copies: a host device, on which a move to itself is free.
+_HOST = "cpu"
+
+
+def _creates_with_device(args: _Args, kwargs: _Kwargs) -> bool:
+    """``torch.tensor(data, device=...)`` and kin: a copy unless the device is written as "cpu".
+
+    A device named by a variable is the program's device, the accelerator on a GPU
+    run; a literal ``"cpu"`` stays on the host everywhere, so it predicts nothing.
+    """
     device = kwargs.get("device")
-    return device is not None and torch.device(device).type != "cpu"
+    if device is None:
+        return False
+    return not (isinstance(device, str) and device.strip().lower() == _HOST)
 
 
-# Python-level callables a TorchFunctionMode receives. The copy inside
+def _new_tensor_copies(args: _Args, kwargs: _Kwargs) -> bool:
+    # new_tensor(data) copies host data to self's device; on a CPU tensor that is free here
+    return len(args) > 1 or "data" in kwargs
+
+
+def stays_on_host(args: _Args, kwargs: _Kwargs) -> bool:
+    """Whether ``tensor.to(...)`` or ``tensor.cpu()`` is a no-op here that would copy on a GPU.
+
+    True for a CPU tensor sent to a CPU device: the call returns it unchanged on this
+    machine, while on an accelerator either the tensor or the target would be the
+    device. A move to another device is a real copy and the dispatch level counts it.
+    """
+    tensor = args[0]
+    if not isinstance(tensor, torch.Tensor) or tensor.device.type != _HOST:
+        return False
+    if len(args) == 1 and not kwargs:  # .cpu()
+        return True
+    device = torch._C._nn._parse_to(*args[1:], **kwargs)[0]
+    return device is not None and device.type == _HOST
+
+
+def _cpu_stays(args: _Args, kwargs: _Kwargs) -> bool:
+    tensor = args[0]
+    return isinstance(tensor, torch.Tensor) and tensor.device.type == _HOST
+
+
+_WOULD_COPY = "would copy on an accelerator"
+
+# Python-level callables the audit wraps (see ._methods). The copy inside
 # torch.tensor(data, device=...) never reaches a dispatch mode, so it lives here.
 METHOD_TABLE: Mapping[Any, OpEntry] = {
     torch.Tensor.item: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (.item())"),
@@ -189,18 +238,34 @@ METHOD_TABLE: Mapping[Any, OpEntry] = {
     torch.Tensor.__contains__: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (value in tensor)"),
     torch.Tensor.__repr__: OpEntry(OpKind.SYNC, "printing a tensor (repr/str/print)"),
     torch.Tensor.__format__: OpEntry(OpKind.SYNC, "formatting a tensor (f-string / format)"),
-    torch.tensor: OpEntry(OpKind.TRANSFER, "copy (torch.tensor(..., device=))", _creates_off_host),
+    torch.Tensor.to: OpEntry(OpKind.TRANSFER, "copy (.to(device))", stays_on_host),
+    torch.Tensor.cpu: OpEntry(OpKind.TRANSFER, "copy (.cpu())", _cpu_stays),
+    torch.Tensor.new_tensor: OpEntry(
+        OpKind.TRANSFER, "copy (tensor.new_tensor(data))", _new_tensor_copies
+    ),
+    torch.tensor: OpEntry(
+        OpKind.TRANSFER, "copy (torch.tensor(..., device=))", _creates_with_device
+    ),
     torch.as_tensor: OpEntry(
-        OpKind.TRANSFER, "copy (torch.as_tensor(..., device=))", _creates_off_host
+        OpKind.TRANSFER, "copy (torch.as_tensor(..., device=))", _creates_with_device
+    ),
+    torch.asarray: OpEntry(
+        OpKind.TRANSFER, "copy (torch.asarray(..., device=))", _creates_with_device
     ),
 }
+
+# Python-level calls through which warnings of torch's C++ code surface: torch.tensor
+# warns when copy-constructing from a tensor. ._methods re-issues those at the caller.
+MAY_WARN: frozenset[Any] = frozenset(
+    {torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor}
+)
 
 
 def method_entry(func: Any) -> OpEntry | None:
     """The entry for a Python-level torch callable, or ``None`` when it is not watched.
 
     Args:
-        func: What a ``TorchFunctionMode`` received, e.g. ``torch.Tensor.item``.
+        func: The callable as torch defines it, e.g. ``torch.Tensor.item``.
     """
     try:
         return METHOD_TABLE.get(func)
@@ -247,6 +312,9 @@ def watched_methods() -> list[Any]:
     return list(METHOD_TABLE)
 
 
+_MOVES = (torch.Tensor.to, torch.Tensor.cpu)
+
+
 def transfer_of(
     func: Any, args: _Args, kwargs: _Kwargs, out: Any
 ) -> tuple[torch.device, torch.device, int] | None:
@@ -266,10 +334,12 @@ def transfer_of(
         src, dst = args[0], args[1] if len(args) > 1 else kwargs["dst"]
     elif name == "aten::copy_":
         dst, src = args[0], args[1] if len(args) > 1 else kwargs["src"]
-    elif isinstance(out, torch.Tensor) and name == "aten::_to_copy":
+    elif isinstance(out, torch.Tensor) and (name == "aten::_to_copy" or func in _MOVES):
         src, dst = args[0], out
-    elif isinstance(out, torch.Tensor):  # torch.tensor / as_tensor: data came from the host
-        return torch.device("cpu"), out.device, out.numel() * out.element_size()
+    elif isinstance(out, torch.Tensor):  # torch.tensor / new_tensor / ...: data from the host
+        data = args[1] if func is torch.Tensor.new_tensor else args[0] if args else None
+        source = data.device if isinstance(data, torch.Tensor) else torch.device(_HOST)
+        return source, out.device, out.numel() * out.element_size()
     else:
         return None
     if not (isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor)):
