@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,9 +141,9 @@ def test_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     pools: list[int] = []
 
     class CountingPool(ProcessPoolExecutor):
-        def __init__(self, max_workers: int) -> None:
+        def __init__(self, max_workers: int, **kwargs: Any) -> None:
             pools.append(max_workers)
-            super().__init__(max_workers=max_workers)
+            super().__init__(max_workers=max_workers, **kwargs)
 
     monkeypatch.setattr(paths_module, "ProcessPoolExecutor", CountingPool)
     assert check_paths([tmp_path]).findings == serial.findings  # tiny files: this process

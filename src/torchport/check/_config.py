@@ -55,13 +55,17 @@ class Config:
     def exclude_globs(self) -> list[GlobSet]:
         """The ``exclude`` + ``extend-exclude`` patterns, anchored at the config's folder."""
         patterns = (*self.exclude, *self.extend_exclude)
-        return [GlobSet(self.root.absolute(), patterns)] if patterns else []
+        if not patterns:
+            return []
+        return [GlobSet(self.root.absolute(), patterns, origin=f"exclude of {self.origin}")]
 
     def ignores_for(self, path: Path) -> tuple[str, ...]:
         """Codes ``per-file-ignores`` switches off for ``path``."""
         codes: list[str] = []
         for pattern, ignored in self.per_file_ignores:
-            globs = GlobSet(self.root.absolute(), [pattern])
+            globs = GlobSet(
+                self.root.absolute(), [pattern], origin=f"per-file-ignores of {self.origin}"
+            )
             if globs.match(path.absolute(), is_dir=False):
                 codes.extend(ignored)
         return tuple(codes)
@@ -110,16 +114,26 @@ def _read(path: Path) -> dict[str, object]:
             return tomllib.load(fh)
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 (byte {exc.start} is invalid); TOML files "
+            f"must be UTF-8: re-save it as UTF-8"
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}; correct it") from exc
 
 
-def _tool_table(data: dict[str, object]) -> dict[str, object] | None:
+def _tool_table(data: dict[str, object], source: Path) -> dict[str, object] | None:
     tool = data.get("tool")
-    if not isinstance(tool, dict):
-        return None
-    table = tool.get("torchport")
-    return table if isinstance(table, dict) else None
+    if not isinstance(tool, dict) or "torchport" not in tool:
+        return None  # `tool` belongs to every tool; only our own key is ours to judge
+    table = tool["torchport"]
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"`torchport` under [tool] in {source} is {table!r}, expected a table; write "
+            f'[tool.torchport] with keys such as select = ["TP1"], or remove it'
+        )
+    return table
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:
@@ -129,7 +143,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         ConfigError: unreadable file, invalid TOML, no such table, unknown key or bad value.
     """
     source = Path(path)
-    table = _tool_table(_read(source))
+    table = _tool_table(_read(source), source)
     if table is None:
         raise ConfigError(f"{source} has no [tool.torchport] table; add one or drop --config")
     return _table(table, source)
@@ -148,7 +162,7 @@ def find_config(paths: Sequence[str | os.PathLike[str]] = ()) -> Config:
     for folder in (start, *start.parents):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
-            table = _tool_table(_read(candidate))
+            table = _tool_table(_read(candidate), candidate)
             if table is not None:
                 return _table(table, candidate)
     return Config(root=start)

@@ -34,15 +34,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchport.errors import ConfigError
+
 __all__ = [
     "DEFAULT_EXCLUDES",
     "Discovery",
     "GlobSet",
     "SourceError",
     "SourceFile",
+    "Stamp",
     "discover",
     "excluded",
     "inside_roots",
+    "newline_of",
     "read_source",
 ]
 
@@ -62,11 +66,46 @@ class SourceError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Stamp:
+    """What a file was when it was read, to tell before writing whether it changed since."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    data: bytes
+
+    @classmethod
+    def of(cls, st: os.stat_result, data: bytes) -> Stamp:
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, data)
+
+
+@dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A decoded file and the encoding to write it back with (``utf-8-sig`` keeps a BOM)."""
+    """A decoded file and the encoding to write it back with (``utf-8-sig`` keeps a BOM).
+
+    ``stamp`` records the bytes read and the file's state then (``None`` for text
+    that did not come from a file).
+    """
 
     text: str
     encoding: str
+    stamp: Stamp | None = None
+
+
+def newline_of(text: str) -> str | None:
+    """The one line ending ``text`` uses (``"\n"``, ``"\r\n"`` or ``"\r"``); None if mixed or none.
+
+    Fixes insert ``"\n"``; a file that uses another ending throughout is fixed
+    with its endings turned into ``"\n"`` and turned back afterwards (Python
+    reads all three as a newline, even inside strings, so this changes no
+    meaning), so it never ends up with mixed endings.
+    """
+    crlf = text.count("\r\n")
+    cr = text.count("\r") - crlf
+    lf = text.count("\n") - crlf
+    kinds = [(n, ending) for n, ending in ((lf, "\n"), (crlf, "\r\n"), (cr, "\r")) if n]
+    return kinds[0][1] if len(kinds) == 1 else None
 
 
 def read_source(path: str | os.PathLike[str]) -> SourceFile:
@@ -76,7 +115,11 @@ def read_source(path: str | os.PathLike[str]) -> SourceFile:
         SourceError: unreadable, a bad coding cookie, or bytes invalid in its encoding.
     """
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(21, "Is a directory")
+            data = fh.read()
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from exc
     try:
@@ -95,7 +138,7 @@ def read_source(path: str | os.PathLike[str]) -> SourceFile:
             f"not valid {encoding}{where}; re-save it as UTF-8 or declare its encoding "
             f"with a '# -*- coding: ... -*-' line (PEP 263)"
         ) from exc
-    return SourceFile(text, encoding)
+    return SourceFile(text, encoding, Stamp.of(st, data))
 
 
 # ---------------------------------------------------------------- gitignore-style globs
@@ -158,10 +201,17 @@ class GlobSet:
     matches folders only; ``!`` re-includes; the last matching pattern wins.
     """
 
-    def __init__(self, base: Path, patterns: Iterable[str]) -> None:
+    def __init__(
+        self, base: Path, patterns: Iterable[str], *, origin: str = "", unit: str = "pattern"
+    ) -> None:
+        """Compile ``patterns``; ``origin`` names where they come from, for errors.
+
+        Raises:
+            ConfigError: a pattern that is no valid glob (a range such as ``[z-a]``).
+        """
         self.base = base
         self.patterns: list[_Pattern] = []
-        for raw in patterns:
+        for number, raw in enumerate(patterns, start=1):
             line = raw.rstrip("\n").rstrip("\r")
             if not line.endswith("\\ "):
                 line = line.rstrip(" ")
@@ -177,7 +227,15 @@ class GlobSet:
             anchored = "/" in line
             line = line.lstrip("/")
             prefix = "" if anchored else "(?:.*/)?"
-            regex = re.compile(f"{prefix}{_glob_regex(line)}")
+            try:
+                regex = re.compile(f"{prefix}{_glob_regex(line)}")
+            except re.error as exc:
+                where = f" ({origin}, {unit} {number})" if origin else ""
+                raise ConfigError(
+                    f"invalid pattern {raw.strip()!r}{where}: {exc.msg}; expected a "
+                    f"gitignore-style glob (a range such as [a-z] runs low to high); "
+                    f"correct or remove the pattern"
+                ) from exc
             self.patterns.append(_Pattern(regex, negate, dir_only, raw.strip()))
 
     def __bool__(self) -> bool:
@@ -234,7 +292,7 @@ def _read_gitignore(folder: Path) -> GlobSet | None:
         text = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    globs = GlobSet(folder, text.splitlines())
+    globs = GlobSet(folder, text.splitlines(), origin=str(folder / ".gitignore"), unit="line")
     return globs if globs else None
 
 

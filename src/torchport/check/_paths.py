@@ -1,45 +1,48 @@
-"""Running the checker over many files: worker processes, per-file errors, atomic writes.
+"""Running the checker over many files: discovery, rule policy, worker processes, results.
 
 Files are split into chunks and, from :data:`PARALLEL_MIN_FILES` files and
 :data:`PARALLEL_MIN_BYTES` bytes up, checked by a
 :class:`~concurrent.futures.ProcessPoolExecutor` (one worker per usable core by
 default); fewer or smaller files are checked in this process, where starting
 workers would cost more than it saves. Results are sorted by (path, line, col,
-code), so the output does not depend on how the work was split.
+code), so the output does not depend on how the work was split. What a worker
+does with a chunk lives in :mod:`torchport.check._work`.
 
-A file that cannot be read, decoded or parsed, and a rule that crashes on a
-file, become :class:`FileError` entries naming the file; the other files are
-still checked, and the exit code is 2.
+Workers die with the run: each one asks Linux to send it SIGTERM when its
+parent dies (``PR_SET_PDEATHSIG``) and, everywhere, watches its parent from a
+thread, so a ``check`` killed with SIGTERM/SIGKILL leaves no worker behind; an
+exception in the parent (Ctrl-C) terminates the workers before it propagates.
+
+A file that cannot be read, decoded, parsed or written, and a rule that
+crashes on a file, become :class:`FileError` entries naming the file; the
+other files are still checked, and the exit code is 2.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import functools
 import os
-import stat
-import tempfile
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
 from torchport.check._config import Config, find_config, load_config
-from torchport.check._engine import RuleSet, check_tree
-from torchport.check._files import (
-    Discovery,
-    SourceError,
-    discover,
-    excluded,
-    inside_roots,
-    read_source,
-)
-from torchport.check._fix import FixOutcome, fix_text
+from torchport.check._files import Discovery, discover, excluded
 from torchport.check._rule import Finding, Rule
-from torchport.check._select import available_rules, normalise_selectors, select_rules
+from torchport.check._select import (
+    available_rules,
+    fixable_rules,
+    normalise_selectors,
+    select_rules,
+)
+from torchport.check._work import Chunk, FileError, FileFix, check_chunk, fix_chunk
 from torchport.errors import ConfigError
 
 __all__ = [
@@ -63,17 +66,6 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class FileError:
-    """A file that could not be checked or fixed, and why."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: error: {self.message}"
-
-
 @dataclass(slots=True)
 class CheckResult:
     """Findings of a run, the files that could not be checked, and the rules that ran."""
@@ -88,20 +80,6 @@ class CheckResult:
     def exit_code(self) -> int:
         """0 clean, 1 findings, 2 when a file could not be checked."""
         return 2 if self.errors else 1 if self.findings else 0
-
-
-@dataclass(frozen=True, slots=True)
-class FileFix:
-    """One changed file: fixes applied per code, its diff (with ``diff=True``), whether written.
-
-    ``text`` is the fixed source when it was not written (``stdin`` runs).
-    """
-
-    path: str
-    fixed: dict[str, int]
-    diff: str
-    written: bool
-    text: str | None = None
 
 
 @dataclass(slots=True)
@@ -127,165 +105,55 @@ class FixResult:
         return 1 if self.remaining or would_change else 0
 
 
-@dataclass(slots=True)
-class _Report:
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[FileError] = field(default_factory=list)
-    lines: int = 0
-    fix: FileFix | None = None
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)  # the run is gone: nobody will read this worker's results
 
 
-@dataclass(frozen=True, slots=True)
-class _Chunk:
-    rules: tuple[type[Rule], ...]
-    files: tuple[tuple[str, tuple[str, ...]], ...]  # (path, per-file ignored codes)
-    roots: tuple[str, ...] = ()
-    unsafe: bool = False
-    diff: bool = False
-    stdin: str | None = None  # the one file's text, given instead of read; never written
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker as soon as the process that started it ends."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    if os.getppid() != parent:
+        os._exit(1)  # the parent died before the line above took effect
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
-@functools.lru_cache(maxsize=32)
-def _ruleset(rules: tuple[type[Rule], ...], ignored: tuple[str, ...]) -> RuleSet:
-    return (
-        RuleSet(r for r in rules if not r.code.startswith(ignored)) if ignored else RuleSet(rules)
-    )
-
-
-def _load(path: str, report: _Report, stdin: str | None) -> tuple[str, str] | None:
-    if stdin is not None:
-        text, encoding = stdin, "utf-8"
-    else:
-        try:
-            source = read_source(path)
-        except SourceError as exc:
-            report.errors.append(FileError(path, str(exc)))
-            return None
-        text, encoding = source.text, source.encoding
-    report.lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    return text, encoding
-
-
-_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
-
-
-def _parse(path: str, text: str, report: _Report) -> ast.Module | None:
-    try:
-        return ast.parse(text, filename=path)
-    except SyntaxError as exc:
-        where = f" at line {exc.lineno}, column {exc.offset}" if exc.lineno else ""
-        message = f"cannot parse: {exc.msg}{where}; fix the syntax error first"
-    except ValueError as exc:  # null bytes
-        message = f"cannot parse: {exc}"
-    except (RecursionError, MemoryError):
-        message = "cannot parse: nested too deeply for Python's parser"
-    report.errors.append(FileError(path, message))
-    return None
-
-
-def _internal(path: str, exc: Exception) -> FileError:
-    """An engine or context crash on one file: reported, and the run goes on."""
-    return FileError(path, f"internal error: {exc!r}; this is a torchport bug, please report it")
-
-
-def _check_chunk(chunk: _Chunk) -> list[_Report]:
-    reports: list[_Report] = []
-    for path, ignored in chunk.files:
-        report = _Report(path)
-        reports.append(report)
-        loaded = _load(path, report, chunk.stdin)
-        if loaded is None:
-            continue
-        tree = _parse(path, loaded[0], report)
-        if tree is None:
-            continue
-        try:
-            outcome = check_tree(loaded[0], path, tree, _ruleset(chunk.rules, ignored))
-        except Exception as exc:
-            report.errors.append(_internal(path, exc))
-            continue
-        report.findings = outcome.findings
-        report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
-    return reports
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path``'s real file with ``data`` via a temp file beside it; keep mode and owner."""
-    real = Path(os.path.realpath(path))
-    info = os.stat(real)
-    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".torchport")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(info.st_mode))
-        if hasattr(os, "chown"):
-            with contextlib.suppress(OSError):  # only root may give a file to someone else
-                os.chown(tmp, info.st_uid, info.st_gid)
-        os.replace(tmp, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _fix_one(
-    chunk: _Chunk, path: str, outcome: FixOutcome, original: str, encoding: str
-) -> _Report:
-    report = _Report(path, findings=outcome.remaining)
-    report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
-    if outcome.source == original:
-        return report
-    fixed = dict(sorted(outcome.fixed.items()))
-    if chunk.diff or chunk.stdin is not None:
-        diff = outcome.diff(original, path) if chunk.diff else ""
-        report.fix = FileFix(path, fixed, diff, written=False, text=outcome.source)
-        return report
-    if not inside_roots(Path(path), chunk.roots):
-        report.errors.append(
-            FileError(
-                path,
-                "not fixed: it is a symlink to a file outside the given paths; "
-                "fix the target instead",
-            )
-        )
-        return report
-    try:
-        _write_atomic(Path(path), outcome.source.encode(encoding))
-    except (OSError, UnicodeEncodeError) as exc:
-        report.errors.append(FileError(path, f"cannot write the fixed file: {exc}"))
-        return report
-    report.fix = FileFix(path, fixed, "", written=True)
-    return report
-
-
-def _fix_chunk(chunk: _Chunk) -> list[_Report]:
-    reports: list[_Report] = []
-    for path, ignored in chunk.files:
-        report = _Report(path)
-        loaded = _load(path, report, chunk.stdin)
-        tree = None if loaded is None else _parse(path, loaded[0], report)
-        if loaded is not None and tree is not None:
-            ruleset = _ruleset(chunk.rules, ignored)
-            try:
-                outcome = fix_text(loaded[0], path, ruleset, unsafe=chunk.unsafe, tree=tree)
-            except Exception as exc:
-                report.errors.append(_internal(path, exc))
-            else:
-                report = _fix_one(chunk, path, outcome, *loaded)
-        reports.append(report)
-    return reports
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what is queued and end the workers now (not after their current chunk)."""
+    processes = list((pool._processes or {}).values())  # no public handle on the workers
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, AttributeError):
+            process.terminate()
 
 
 def _map(fn: Callable[[_T], list[_R]], chunks: Sequence[_T], jobs: int) -> list[_R]:
     if jobs > 1 and len(chunks) > 1:
         try:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(chunks))) as pool:
-                return [r for part in pool.map(fn, chunks) for r in part]
-        except (BrokenProcessPool, OSError, NotImplementedError):
+            pool = ProcessPoolExecutor(
+                max_workers=min(jobs, len(chunks)),
+                initializer=_die_with_parent,
+                initargs=(os.getpid(),),
+            )
+        except (OSError, NotImplementedError):
             pass  # no worker processes here (sandbox, no /dev/shm): do it in this process
+        else:
+            try:
+                results = [r for part in pool.map(fn, chunks) for r in part]
+            except BrokenProcessPool:
+                _stop(pool)  # a worker died (killed, out of memory): do it in this process
+            except BaseException:
+                _stop(pool)
+                raise
+            else:
+                pool.shutdown()
+                return results
     return [r for chunk in chunks for r in fn(chunk)]
 
 
@@ -297,6 +165,12 @@ def _total_size(files: Sequence[tuple[str, tuple[str, ...]]]) -> int:
     return total
 
 
+def _explicit(select: Sequence[str] | None, extend: Sequence[str], config: Config) -> list[str]:
+    """The selectors the user wrote (command line, else config), for the SPEED fix policy."""
+    chosen = select if select is not None else config.select
+    return [*(chosen or ()), *config.extend_select, *extend]
+
+
 def _plan(
     paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     select: Sequence[str] | None,
@@ -304,24 +178,30 @@ def _plan(
     extend_select: Sequence[str] | None,
     config: Config | str | os.PathLike[str] | None,
     jobs: int | None,
-    stdin: str | None,
-    **options: object,
-) -> tuple[list[_Chunk], list[FileError], tuple[type[Rule], ...], int]:
+    template: Chunk,
+    *,
+    speed: bool = False,
+) -> tuple[list[Chunk], list[FileError], tuple[type[Rule], ...], int]:
     if isinstance(paths, str | os.PathLike):
         paths = [paths]  # one path, not a sequence of one-letter paths
+    stdin = template.stdin
     if stdin is not None and len(paths) != 1:
         raise ConfigError(f"text from stdin needs exactly one path to name it, got {len(paths)}")
     if config is None:
         config = find_config(paths)
     elif not isinstance(config, Config):
         config = load_config(config)
-    rules = select_rules(
-        select if select is not None else config.select,
-        (*config.ignore, *(ignore or ())),
-        (*config.extend_select, *(extend_select or ())),
-        origin=config.origin,
-    )
-    known = sorted(r.code for r in available_rules())
+    chosen = select if select is not None else config.select
+    extended = (*config.extend_select, *(extend_select or ()))
+    if chosen is not None and not any(c.strip() for c in chosen) and not extended:
+        where = "--select" if select is not None else f"select in {config.origin}"
+        raise ConfigError(
+            f"{where} is empty, so no rule would run and every file would pass; expected "
+            f"rule codes (TP101), prefixes (TP1) or ALL: list some, or remove the empty "
+            f"select to run the default rules"
+        )
+    rules = select_rules(chosen, (*config.ignore, *(ignore or ())), extended, origin=config.origin)
+    known = tuple(sorted(r.code for r in available_rules()))
     for pattern, codes in config.per_file_ignores:
         normalise_selectors(codes, known, f"per-file-ignores {pattern!r} of {config.origin}")
     if stdin is None:
@@ -341,10 +221,18 @@ def _plan(
         many = len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES
         jobs = (cpus or 1) if many else 1
     size = max(1, min(_CHUNK_MAX, -(-len(files) // (max(jobs, 1) * 4))))
-    roots = tuple(str(p) for p in paths)
+    fixable = fixable_rules(
+        rules, explicit=_explicit(select, extend_select or (), config), speed=speed
+    )
+    template = replace(
+        template,
+        rules=rules,
+        known=known,
+        roots=tuple(str(p) for p in paths),
+        fixable=None if len(fixable) == len(rules) else tuple(r.code for r in fixable),
+    )
     chunks = [
-        _Chunk(rules, tuple(files[i : i + size]), roots, stdin=stdin, **options)  # type: ignore[arg-type]
-        for i in range(0, len(files), size)
+        replace(template, files=tuple(files[i : i + size])) for i in range(0, len(files), size)
     ]
     return chunks, errors, rules, max(jobs, 1)
 
@@ -366,13 +254,16 @@ def check_paths(
     ``[tool.torchport]`` table, or ``None`` to find the nearest ``pyproject.toml``.
     ``jobs``: worker processes (``None``: one per core when there are many files).
     ``stdin``: the text of the one path in ``paths`` (an editor's buffer, ``-``),
-    checked instead of reading the file.
+    checked instead of reading the file. Notebooks (``.ipynb``) are checked cell
+    by cell; their findings' paths read ``nb.ipynb:cell 3``.
 
     Raises:
-        ConfigError: bad configuration or an unknown rule selector.
+        ConfigError: bad configuration, an unknown rule selector, or no rule selected.
     """
-    chunks, errors, rules, jobs = _plan(paths, select, ignore, extend_select, config, jobs, stdin)
-    reports = _map(_check_chunk, chunks, jobs)
+    chunks, errors, rules, jobs = _plan(
+        paths, select, ignore, extend_select, config, jobs, Chunk((), (), stdin=stdin)
+    )
+    reports = _map(check_chunk, chunks, jobs)
     findings = [f for r in reports for f in r.findings]
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     errors.extend(e for r in reports for e in r.errors)
@@ -384,6 +275,7 @@ def fix_paths(
     *,
     unsafe: bool = False,
     diff: bool = False,
+    speed: bool = False,
     select: Sequence[str] | None = None,
     ignore: Sequence[str] | None = None,
     extend_select: Sequence[str] | None = None,
@@ -391,22 +283,31 @@ def fix_paths(
     jobs: int | None = None,
     stdin: str | None = None,
 ) -> FixResult:
-    """Apply fixes to files in place, atomically, only where the text changes.
+    """Apply fixes to files in place, only where the text changes; never damage or lose a file.
 
-    Each changed file is written to a temp file in its folder and moved over the
-    original (mode bits kept); a file reached through a symlink that leads
-    outside the given paths is never written. With ``diff=True`` nothing is
-    written and each :class:`FileFix` carries a unified diff. Running it twice
+    Which fixes: those of DEVICE and SAFETY rules (:class:`~torchport.check.Intent`);
+    SPEED rules' fixes only with ``speed=True`` or when the user selected them
+    explicitly (a code or prefix in ``select``/``extend_select`` or the config's,
+    not ``ALL``); unsafe fixes only with ``unsafe=True``. Unapplied fixes stay
+    in :attr:`FixResult.remaining`.
+
+    How files are written is :mod:`torchport.check._write`'s policy: read-only
+    files and files edited while this runs are refused (a :class:`FileError`,
+    exit 2), mode, owner, setuid bits and hard links are kept, and a file reached
+    through a symlink that leads outside the given paths is never written. With
+    ``diff=True`` nothing is written and each :class:`FileFix` carries a unified
+    diff (with the file's BOM, so ``git apply`` takes it). Running it twice
     changes nothing the second time. With ``stdin`` (the text of the one path
     in ``paths``) nothing is written: the fixed text is in :attr:`FileFix.text`.
 
     Raises:
-        ConfigError: bad configuration or an unknown rule selector.
+        ConfigError: bad configuration, an unknown rule selector, or no rule selected.
     """
+    template = Chunk((), (), unsafe=unsafe, diff=diff, stdin=stdin)
     chunks, errors, rules, jobs = _plan(
-        paths, select, ignore, extend_select, config, jobs, stdin, unsafe=unsafe, diff=diff
+        paths, select, ignore, extend_select, config, jobs, template, speed=speed
     )
-    reports = _map(_fix_chunk, chunks, jobs)
+    reports = _map(fix_chunk, chunks, jobs)
     remaining = [f for r in reports for f in r.findings]
     remaining.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     errors.extend(e for r in reports for e in r.errors)

@@ -10,10 +10,10 @@ import difflib
 from collections.abc import Iterable, Sequence
 
 from torchport.check import rules as _rules_pkg
-from torchport.check._rule import Rule
+from torchport.check._rule import Intent, Rule
 from torchport.errors import ConfigError
 
-__all__ = ["available_rules", "normalise_selectors", "select_rules"]
+__all__ = ["available_rules", "fixable_rules", "normalise_selectors", "select_rules"]
 
 
 def _matches(selector: str, code: str) -> bool:
@@ -94,3 +94,25 @@ def select_rules(
         if off is None or on > off:
             out.append(cls)
     return tuple(sorted(out, key=lambda cls: cls.code))
+
+
+def fixable_rules(
+    rules: Sequence[type[Rule]], *, explicit: Iterable[str] = (), speed: bool = False
+) -> tuple[type[Rule], ...]:
+    """The rules among ``rules`` whose fixes a ``torchport fix`` applies.
+
+    DEVICE and SAFETY fixes always (unsafe ones still need ``--unsafe``). SPEED
+    fixes change how fast data moves, not whether the program runs, and are not
+    mixed into a fix the user did not ask for: they apply with ``speed=True``
+    (``fix --speed``) or when a selector in ``explicit`` (what the user wrote in
+    ``--select``/``--extend-select`` or the config's ``select``/``extend-select``)
+    names the rule by its code or a prefix; ``ALL`` and ``TP`` do not count.
+    PORT fixes apply whenever the rule runs (only ``torchport port`` selects them).
+    """
+    chosen = [s.strip().upper() for s in explicit]
+    chosen = [s for s in chosen if s not in ("ALL", "TP", "")]
+    return tuple(
+        rule
+        for rule in rules
+        if rule.intent is not Intent.SPEED or speed or any(rule.code.startswith(s) for s in chosen)
+    )

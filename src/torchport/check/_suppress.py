@@ -9,6 +9,15 @@ Forms (case-insensitive, as in Ruff/flake8):
 * ``# torchport: noqa`` on a line of its own silences the whole file, and
   ``# torchport: noqa: TP101`` silences those codes in the whole file.
 
+A ``TP`` code that names no rule (``# noqa: TP999``, a typo or a removed rule)
+silences nothing, so :func:`unknown_codes` finds them and the checker reports
+each as an error naming the line (exit 2), as it does for unknown codes in
+``--select`` or the config. Ruff reports them as a finding of its own rule
+(RUF102) because its ``noqa`` comments are shared with dozens of flake8
+plugins whose codes it cannot know; ours are checked only inside our own
+``TP`` prefix, so an unknown one is always a mistake, and the same mistake in
+the config is already an error.
+
 Which lines a comment covers: a ``# noqa`` on line L silences a finding when L
 lies within the finding's own span (``line`` to ``end_line``), or when the
 finding sits inside a *simple* statement (an assignment, a call, a
@@ -25,10 +34,10 @@ string does nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["NoqaMap", "parse_noqa"]
+__all__ = ["NoqaMap", "parse_noqa", "unknown_codes"]
 
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
@@ -122,3 +131,22 @@ def parse_noqa(source: str) -> NoqaMap:
             noqa.lines[line] = _codes(match["codes"])
     noqa.file_codes = frozenset(file_codes)
     return noqa
+
+
+def unknown_codes(source: str, known: Collection[str]) -> list[tuple[int, str]]:
+    """(line, code) of every ``TP`` code in a ``# noqa`` comment that matches no rule in ``known``.
+
+    A code counts as known when it is a prefix of a known code (``TP2``), as it
+    is when silencing. Codes of other tools (``E501``) are not ours to judge.
+    """
+    if _ANY.search(source) is None:
+        return []
+    found: list[tuple[int, str]] = []
+    for line, text, alone in _comments(source):
+        match = (_FILE_NOQA.match(text) if alone else None) or _NOQA.search(text)
+        if match is None or match["codes"] is None:
+            continue
+        for code in sorted(_codes(match["codes"]) or ()):
+            if code.startswith("TP") and not any(k.startswith(code) for k in known):
+                found.append((line, code))
+    return found

@@ -1,4 +1,7 @@
-"""`torchport fix`: apply the checker's fixes in place, atomically; idempotent.
+"""`torchport fix`: apply the checker's fixes in place, safely; idempotent.
+
+A plain fix applies the fixes of DEVICE and SAFETY rules; SPEED rules' fixes
+only with ``--speed`` or for rules named in ``--select``/the config's select.
 
 ``torchport fix -`` fixes stdin and prints the result. Exit codes: 0 when
 everything left is clean (with ``--diff``: nothing would change), 1 when
@@ -28,6 +31,12 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--diff", action="store_true", help="print a unified diff and write nothing"
     )
+    parser.add_argument(
+        "--speed",
+        action="store_true",
+        help="also apply speed fixes (non_blocking, pin_memory, ...: the SPEED rules), "
+        "which a plain fix applies only to rules named in --select or the config",
+    )
     parser.set_defaults(handler=_run)
 
 
@@ -41,6 +50,7 @@ def _run(args: argparse.Namespace) -> int:
         stdin=stdin,
         unsafe=args.unsafe,
         diff=args.diff,
+        speed=args.speed,
         select=args.select,
         ignore=args.ignore,
         extend_select=args.extend_select,
@@ -64,9 +74,12 @@ def _run(args: argparse.Namespace) -> int:
         report.write(render_text(result.remaining))
     verb = "Would fix" if args.diff else "Fixed"  # (stdin: fixed on stdout, files untouched)
     files = len(result.changed)
-    print(
+    summary = (
         f"{verb} {total} finding{'s' * (total != 1)} in {files} file{'s' * (files != 1)}; "
-        f"{len(result.remaining)} left.",
-        file=report,
+        f"{len(result.remaining)} left"
     )
+    if result.errors:  # never "0 left" when a file was refused or could not be read
+        n = len(result.errors)
+        summary += f"; {n} error{'s' * (n != 1)} (above): those files were not fully fixed"
+    print(summary + ".", file=report)
     return result.exit_code

@@ -1,0 +1,213 @@
+"""Jupyter notebooks as one virtual Python file, and back (Ruff's model).
+
+The code cells of a ``.ipynb`` file are joined, in order, into one Python text
+that the engine checks and fixes like any file; each cell is preceded by a
+marker comment line naming it, so the text can be split back into cells after
+fixes have inserted or removed lines. A finding is reported as
+``nb.ipynb:cell 3:2:5`` (cell 3 is the third cell of the notebook, markdown
+cells counted, as Jupyter shows them; line 2 of that cell).
+
+IPython syntax is not Python; it is kept out of the rules' way, never edited:
+
+* a line magic or shell line (``%matplotlib inline``, ``!pip install x``,
+  ``obj?``) becomes ``...`` with a marker comment, and ``files = !ls`` becomes
+  ``files = ...``, so the line count, indentation and the assigned name stay;
+  after fixing, every marker line is put back as it was (a fix that lost one
+  makes the notebook refused, never written);
+* a cell that starts with a cell magic (``%%bash``, ``%%time``) is left out of
+  the virtual file whole: its body may not be Python at all.
+
+Writing back changes only the ``source`` of the code cells that changed. The
+JSON layout is reproduced with :func:`json.dumps`; a notebook whose layout is
+not reproduced byte for byte (indent 1, 2 or 4; ASCII-escaped or not) is
+refused rather than reformatted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Notebook", "NotebookError", "read_notebook"]
+
+_LAYOUTS = tuple((indent, ascii_) for indent in (1, 2, 4) for ascii_ in (False, True))
+_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+_ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
+
+
+def _lines(text: str) -> list[str]:
+    """Lines with their ``\n`` (never split on the other characters ``splitlines`` knows)."""
+    return _LINE.findall(text)
+
+
+class NotebookError(Exception):
+    """A notebook that cannot be checked or written back; the message says why and what to do."""
+
+
+def _cell_text(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    if isinstance(source, list) and all(isinstance(s, str) for s in source):
+        return "".join(source)
+    if isinstance(source, str):
+        return source
+    raise NotebookError(f"a cell's 'source' is {type(source).__name__}, expected text")
+
+
+def _is_magic(stripped: str) -> bool:
+    return stripped.startswith(("%", "!", "?")) or (
+        stripped.endswith("?") and not stripped.startswith("#")
+    )
+
+
+@dataclass(slots=True)
+class Notebook:
+    """A parsed notebook, its virtual Python ``source``, and what is needed to write it back."""
+
+    data: dict[str, Any]
+    source: str
+    nonce: str
+    magics: dict[str, str]  # marker line -> the original IPython line
+    ends_newline: dict[int, bool]  # cell index -> its text ended with a newline
+    layout: tuple[int, bool] | None  # json.dumps(indent, ensure_ascii) that reproduces the file
+    trailing_newline: bool
+
+    def _marker(self, index: int) -> str:
+        return f"# torchport:cell-{self.nonce}:{index}"
+
+    def cells_of(self, source: str) -> dict[int, list[str]]:
+        """Split a virtual source back into lines per cell index."""
+        marker = re.compile(rf"^# torchport:cell-{self.nonce}:(\d+)$")
+        cells: dict[int, list[str]] = {}
+        current: list[str] | None = None
+        for line in _lines(source):
+            found = marker.match(line.rstrip("\r\n"))
+            if found is not None:
+                current = cells.setdefault(int(found[1]), [])
+            elif current is not None:
+                current.append(line)
+        return cells
+
+    def locate(self, source: str, line: int) -> tuple[int, int]:
+        """(1-based cell number, 1-based line in that cell) of virtual ``line`` in ``source``."""
+        marker = re.compile(rf"^# torchport:cell-{self.nonce}:(\d+)$")
+        cell, start = 0, 0
+        for number, text in enumerate(_lines(source)[: max(line, 1)], start=1):
+            found = marker.match(text.rstrip("\n"))
+            if found is not None and number < line:
+                cell, start = int(found[1]), number
+        return cell + 1, line - start
+
+    def write(self, fixed: str) -> str:
+        """The notebook's JSON text with the code cells of ``fixed`` in place.
+
+        Raises:
+            NotebookError: a cell or an IPython line went missing, or the layout is unknown.
+        """
+        if self.layout is None:
+            raise NotebookError(
+                "not fixed: its JSON layout is not one torchport can reproduce (indent 1, 2 "
+                "or 4, as Jupyter writes), so writing it would reformat the whole file; "
+                "save it from Jupyter once, or apply the fixes shown by `check` by hand"
+            )
+        cells = self.cells_of(fixed)
+        if set(cells) != set(self.ends_newline):
+            raise NotebookError("not fixed: a fix moved a cell boundary; this is a torchport bug")
+        seen: set[str] = set()
+        for index, lines in cells.items():
+            for i, line in enumerate(lines):
+                key = line.rstrip("\r\n").strip()
+                if key in self.magics:
+                    seen.add(key)
+                    end = line[len(line.rstrip("\r\n")) :]
+                    lines[i] = self.magics[key] + end
+            text = "".join(lines)
+            if not self.ends_newline[index] and text.endswith("\n"):
+                text = text[:-1]
+            cell = self.data["cells"][index]
+            if text == _cell_text(cell):
+                continue
+            if isinstance(cell.get("source"), list):
+                cell["source"] = _lines(text)
+            else:
+                cell["source"] = text
+        if seen != set(self.magics):
+            raise NotebookError("not fixed: a fix removed an IPython line; this is a torchport bug")
+        indent, ascii_ = self.layout
+        out = json.dumps(self.data, indent=indent, ensure_ascii=ascii_)
+        return out + "\n" if self.trailing_newline else out
+
+
+def _virtual(nb: Notebook, cells: list[Any]) -> str:
+    parts: list[str] = []
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        text = _cell_text(cell)
+        if text.lstrip().startswith("%%"):
+            continue  # a cell magic: the body may not be Python at all
+        lines = _lines(text)
+        for i, line in enumerate(lines):
+            body = line.rstrip("\r\n")
+            stripped = body.strip()
+            indent = body[: len(body) - len(body.lstrip())]
+            assign = _ASSIGN_MAGIC.match(body)
+            if assign is not None:
+                placeholder = f"{assign[1]}{assign[2]} = ..."
+            elif _is_magic(stripped):
+                placeholder = f"{indent}..."
+            else:
+                continue
+            key = f"{placeholder.strip()}  # torchport:magic-{nb.nonce}:{len(nb.magics)}"
+            nb.magics[key] = body
+            lines[i] = f"{indent}{key}" + line[len(body) :]
+        text = "".join(lines)
+        nb.ends_newline[index] = text.endswith("\n")
+        if text and not text.endswith("\n"):
+            text += "\n"
+        parts.append(f"{nb._marker(index)}\n{text}")
+    return "".join(parts)
+
+
+def read_notebook(text: str) -> Notebook:
+    """Parse a notebook's JSON text into its virtual Python source.
+
+    Raises:
+        NotebookError: not JSON, not nbformat 4, or not a Python notebook.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(
+            f"not a valid notebook: its JSON does not parse ({exc.msg} at line {exc.lineno}); "
+            f"open and save it in Jupyter"
+        ) from exc
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list) or data.get("nbformat") != 4:
+        raise NotebookError(
+            "not a notebook torchport can read: expected nbformat 4 JSON with a 'cells' "
+            "list; convert it with `jupyter nbconvert --to notebook`"
+        )
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    language = (metadata.get("language_info") or {}).get("name") or (
+        metadata.get("kernelspec") or {}
+    ).get("language")
+    if isinstance(language, str) and language.lower() != "python":
+        raise NotebookError(
+            f"not a Python notebook (its language is {language!r}); leave it out with "
+            f"`exclude` in [tool.torchport]"
+        )
+    stripped = text.rstrip("\n")
+    layout = next(
+        (
+            (indent, ascii_)
+            for indent, ascii_ in _LAYOUTS
+            if json.dumps(data, indent=indent, ensure_ascii=ascii_) == stripped
+        ),
+        None,
+    )
+    nb = Notebook(data, "", secrets.token_hex(4), {}, {}, layout, text.endswith("\n"))
+    nb.source = _virtual(nb, cells)
+    return nb
