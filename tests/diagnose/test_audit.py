@@ -433,3 +433,203 @@ def test_other_threads_pass_through_the_watch() -> None:
         worker.join()
     assert seen == [1.0]
     assert report.entries == []
+
+
+# -- round 2: never break the program; predict the accelerator's copies -------------------
+
+
+def _adds_one(x: torch.Tensor) -> torch.Tensor:
+    return x + torch.tensor(1.0)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+def test_torchscript_of_a_function_calling_torch_tensor_works_inside_audit() -> None:
+    with tp.audit() as report:
+        scripted = torch.jit.script(_adds_one)
+        out = scripted(torch.ones(2))
+    assert torch.equal(out, torch.full((2,), 2.0))
+    assert report.dropped == 0
+    assert _no_modes_left()
+
+
+def _traced_body(x: torch.Tensor) -> torch.Tensor:
+    return (x * 2).sum() + x.mean()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+def test_tracing_works_inside_audit_and_the_traced_code_runs_audited() -> None:
+    # torch.jit.trace of this function fails under any TorchDispatchMode; the audit
+    # steps aside while it traces
+    layer = nn.Linear(2, 2)
+    with tp.audit() as report:
+        traced_fn = torch.jit.trace(_traced_body, torch.ones(1, 2))
+        traced_module = torch.jit.trace(layer, torch.ones(1, 2))
+        traced_fn(torch.ones(1, 2)).item()
+        read = _previous_line()
+    assert torch.equal(traced_module(torch.ones(1, 2)), layer(torch.ones(1, 2)))
+    assert [e.op for e in _at(report, read)] == ["Tensor.item"]
+    # the tracer's own checks (it runs the function again and compares) are not listed
+    assert all(e.line == read for e in report.entries if e.file == __file__)
+    assert _no_modes_left()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+def test_stepping_aside_keeps_a_users_mode_above_the_audit() -> None:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: list[str] = []
+
+    class Spy(TorchDispatchMode):  # type: ignore[misc]
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with tp.audit(), Spy():
+        torch.jit.script(_adds_one)
+        torch.ones(2).add(1)
+    assert "aten.add.Tensor" in seen
+    assert _no_modes_left()
+
+
+def test_copies_a_cpu_run_skips_are_listed_as_predicted_with_bytes() -> None:
+    device = torch.device("cpu")  # what pick_device() gives on a laptop
+    model = nn.Linear(4, 2)  # 40 bytes of parameters
+    x = torch.ones(8, 4)  # 128 bytes
+    with tp.audit() as report:
+        model.to(device)
+        move_model = _previous_line()
+        out = model(x.to(device))
+        move_input = _previous_line()
+        out.cpu()
+        move_back = _previous_line()
+        x.new_tensor([1.0, 2.0])
+        new = _previous_line()
+        torch.asarray([1.0, 2.0], device=device)
+        asarray = _previous_line()
+        torch.tensor([1.0, 2.0], device="cpu")  # written as "cpu": host on every machine
+        literal = _previous_line()
+    predicted = {e.line: (e.count, e.bytes) for e in report.transfers if e.would_sync}
+    assert predicted == {
+        move_model: (2, 40),
+        move_input: (1, 128),
+        move_back: (1, 64),
+        new: (1, 8),
+        asarray: (1, 8),
+    }
+    assert literal not in predicted
+    assert report.total_bytes == 0 and report.would_copy_bytes == 248
+    text = render_text(report, width=120)
+    assert "would copy on an accelerator" in text
+    assert "6 copies (248 B) that would happen on an accelerator" in " ".join(text.split())
+
+
+def test_torchs_own_host_moves_predict_nothing() -> None:
+    params = [nn.Parameter(torch.randn(3))]
+    params[0].grad = torch.randn(3)
+    with tp.audit() as report:
+        nn.utils.clip_grad_norm_(params, 1.0)  # moves its norms with .to() internally
+    assert report.transfers == []
+
+
+def test_allclose_is_a_sync() -> None:
+    a = torch.ones(3)
+    with tp.audit() as report:
+        torch.allclose(a, a)
+        line = _previous_line()
+    (entry,) = _at(report, line)
+    assert (entry.kind, entry.op, entry.would_sync) == ("sync", "aten::allclose", True)
+
+
+def test_new_tensor_and_asarray_onto_another_device_are_real_copies() -> None:
+    x = torch.ones(3)
+    with tp.audit() as report:
+        x.new_tensor([1.0, 2.0], device=META)
+        new = _previous_line()
+        torch.asarray([1.0, 2.0, 3.0], device=META)
+        asarray = _previous_line()
+    assert [(e.device, e.bytes, e.would_sync) for e in _at(report, new)] == [
+        ("cpu→meta", 8, False)
+    ]
+    assert [(e.device, e.bytes, e.would_sync) for e in _at(report, asarray)] == [
+        ("cpu→meta", 12, False)
+    ]
+
+
+def test_a_loss_read_by_reduce_lr_on_plateau_is_listed_at_the_users_line() -> None:
+    param = nn.Parameter(torch.ones(1))
+    optimizer = torch.optim.SGD([param], lr=0.1)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer)
+    loss = torch.tensor(0.5)
+    with tp.audit() as report:
+        optimizer.step()  # its own step bookkeeping stays unlisted
+        scheduler.step(loss)  # float(loss): a wait for the device on a GPU run
+        line = _previous_line()
+    (entry,) = report.entries
+    assert (entry.line, entry.label, entry.would_sync) == (
+        line,
+        "scalar read (float(tensor))",
+        True,
+    )
+
+
+def test_warnings_raised_under_audit_point_at_the_users_line() -> None:
+    source = torch.ones(2)
+    with tp.audit(), pytest.warns(UserWarning, match="copy construct") as caught:
+        torch.tensor(source)
+        line = _previous_line()
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+
+
+def test_torch_jits_own_warnings_point_where_they_would_without_audit() -> None:
+    with pytest.warns(DeprecationWarning, match="torch.jit.trace") as bare:
+        torch.jit.trace(_traced_body, torch.ones(1, 2))
+    with tp.audit(), pytest.warns(DeprecationWarning, match="torch.jit.trace") as audited:
+        torch.jit.trace(_traced_body, torch.ones(1, 2))
+    assert [(w.filename, w.lineno) for w in audited] == [(w.filename, w.lineno) for w in bare]
+
+
+def test_a_warning_filtered_to_error_still_raises_under_audit() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning, match="copy construct"), tp.audit():
+            torch.tensor(torch.ones(2))
+
+
+def test_sampling_without_marked_steps_warns_and_says_so() -> None:
+    with pytest.warns(UserWarning, match=r"recorded nothing.*report\.step\(\)") as caught:
+        with tp.audit(every=5) as report:
+            torch.ones(2).sum().item()
+    assert caught[0].filename == __file__
+    assert report.entries == [] and report.steps == 0
+    assert "none was" in render_text(report, width=300)
+
+
+def test_sampling_without_marked_steps_does_not_mask_an_exception() -> None:
+    with pytest.raises(KeyError), tp.audit(every=5):
+        raise KeyError("the program's own error")
+
+
+def test_a_report_pickles_and_names_modules_that_export_its_types() -> None:
+    import importlib
+    import pickle
+
+    with tp.audit() as report:
+        torch.ones(2).sum().item()
+    again = pickle.loads(pickle.dumps(report))
+    assert again == report and again.entries == report.entries
+    for cls in (tp.AuditReport, AuditEntry):
+        assert getattr(importlib.import_module(cls.__module__), cls.__name__) is cls
+
+
+def test_the_table_fits_eighty_columns() -> None:
+    x = torch.ones(3)
+    with tp.audit() as report:
+        y = x.to(META)  # a line long enough to need wrapping in a narrow table, yes indeed
+        x.sum().item()
+        x[x > 0]
+    del y
+    for width in (80, 100, 120):
+        lines = render_text(report, width=width).splitlines()
+        assert max(len(line) for line in lines) <= width
