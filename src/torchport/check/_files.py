@@ -6,8 +6,9 @@ Discovery rules (the decisions, in one place):
   excluded folder; only the config's ``exclude``/``extend-exclude`` patterns drop
   it (pre-commit passes every changed file, and a user who wrote an exclude
   pattern means it). A given path that does not exist is an error.
-* A given folder is walked recursively for ``*.py`` and ``*.pyi`` files (stubs can
-  hard-code devices in defaults too), in sorted order, skipping the
+* A given folder is walked recursively for ``*.py``, ``*.pyi`` (stubs can
+  hard-code devices in defaults too) and ``*.ipynb`` files (their code cells; see
+  :mod:`torchport.check._notebook`), in sorted order, skipping the
   :data:`DEFAULT_EXCLUDES` folders, paths matched by a ``.gitignore`` in the tree
   (or in its parents up to the git root) and the config's exclude patterns.
 * Symlinks met while walking are never followed, file or folder: a link pointing
@@ -58,7 +59,7 @@ DEFAULT_EXCLUDES = frozenset(
         "site-packages", "venv",
     }
 )  # fmt: skip
-SUFFIXES = (".py", ".pyi")
+SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 class SourceError(Exception):

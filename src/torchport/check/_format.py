@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import PurePath
 
 from torchport import __version__
 from torchport.check._paths import FileError
-from torchport.check._rule import Finding, FixSafety, Rule
+from torchport.check._rule import Finding, FixSafety, Intent, Rule
 
 __all__ = [
     "FORMATS",
@@ -30,8 +31,22 @@ FORMATS = ("text", "json", "sarif", "github")
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
+def _is_speed(finding: Finding) -> bool:
+    """A SPEED rule's fix, which a plain `fix` leaves alone (see Intent)."""
+    rule = Rule.registry.get(finding.code)
+    return rule is not None and rule.intent is Intent.SPEED
+
+
 def _safety(finding: Finding) -> FixSafety | None:
     return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
+
+
+_CELL = re.compile(r":cell \d+$")
+
+
+def file_of(path: str) -> str:
+    """The file a finding's path names (``nb.ipynb:cell 3`` is in ``nb.ipynb``)."""
+    return _CELL.sub("", path)
 
 
 def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
@@ -50,14 +65,17 @@ def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
     if not findings:
         lines.append(f"No findings, but {unchecked}." if errors else "All checks passed.")
         return "\n".join(lines) + "\n"
-    safe = sum(_safety(f) is FixSafety.SAFE for f in findings)
+    speed = sum(_safety(f) is FixSafety.SAFE and _is_speed(f) for f in findings)
+    safe = sum(_safety(f) is FixSafety.SAFE for f in findings) - speed
     unsafe = sum(_safety(f) is FixSafety.UNSAFE for f in findings)
-    files = len({f.path for f in findings})
+    files = len({file_of(f.path) for f in findings})
     noun = "finding" if len(findings) == 1 else "findings"
     summary = f"Found {len(findings)} {noun} in {files} file{'s' if files != 1 else ''}"
     notes = []
     if safe:
         notes.append(f"{safe} fixable with `torchport fix`")
+    if speed:
+        notes.append(f"{speed} more with `torchport fix --speed`")
     if unsafe:
         notes.append(f"{unsafe} more with `torchport fix --unsafe`")
     lines.append(summary + (f" ({', '.join(notes)})" if notes else "") + ".")

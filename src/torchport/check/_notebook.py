@@ -31,11 +31,15 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Notebook", "NotebookError", "read_notebook"]
+__all__ = ["NotPython", "Notebook", "NotebookError", "read_notebook"]
 
 _LAYOUTS = tuple((indent, ascii_) for indent in (1, 2, 4) for ascii_ in (False, True))
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 _ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
+
+
+class NotPython(Exception):
+    """A notebook of another language (R, Julia ...): nothing for a Python checker to read."""
 
 
 def _lines(text: str) -> list[str]:
@@ -175,7 +179,8 @@ def read_notebook(text: str) -> Notebook:
     """Parse a notebook's JSON text into its virtual Python source.
 
     Raises:
-        NotebookError: not JSON, not nbformat 4, or not a Python notebook.
+        NotebookError: not JSON or not nbformat 4.
+        NotPython: the notebook's language is not Python (callers skip it).
     """
     try:
         data = json.loads(text)
@@ -195,10 +200,7 @@ def read_notebook(text: str) -> Notebook:
         metadata.get("kernelspec") or {}
     ).get("language")
     if isinstance(language, str) and language.lower() != "python":
-        raise NotebookError(
-            f"not a Python notebook (its language is {language!r}); leave it out with "
-            f"`exclude` in [tool.torchport]"
-        )
+        raise NotPython(language)
     stripped = text.rstrip("\n")
     layout = next(
         (

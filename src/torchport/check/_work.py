@@ -22,7 +22,7 @@ from pathlib import Path
 from torchport.check._engine import RuleSet, check_text, check_tree
 from torchport.check._files import SourceError, Stamp, inside_roots, newline_of, read_source
 from torchport.check._fix import FixOutcome, fix_text
-from torchport.check._notebook import Notebook, NotebookError, read_notebook
+from torchport.check._notebook import Notebook, NotebookError, NotPython, read_notebook
 from torchport.check._rule import Finding, Rule
 from torchport.check._suppress import unknown_codes
 from torchport.check._write import WriteRefused, write_back
@@ -115,6 +115,8 @@ def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | No
         except NotebookError as exc:
             report.errors.append(FileError(path, str(exc)))
             return None
+        except NotPython:
+            return None  # an R or Julia notebook: no Python to check
         doc.text = doc.notebook.source
     elif fixing:
         doc.newline = newline_of(doc.text)
