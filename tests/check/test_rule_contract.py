@@ -15,7 +15,7 @@ from torchport.check import rules as rules_pkg
 from torchport.check._rule import FixSafety, Rule
 from torchport.check.rules import RULES
 
-CODE = re.compile(r"^TP[1-49]\d\d$")
+CODE = re.compile(r"^TP[1-59]\d\d$")
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
 PARAMS = [pytest.param(rule, id=rule.code) for rule in RULES]
 
@@ -37,15 +37,15 @@ def test_rules_sorted_unique_and_complete() -> None:
 
 def test_catalogue_ranges_are_covered() -> None:
     prefixes = {rule.code[:3] for rule in RULES}
-    assert {"TP1", "TP2", "TP3", "TP4", "TP9"} <= prefixes
+    assert {"TP1", "TP2", "TP3", "TP4", "TP5", "TP9"} <= prefixes
 
 
 @pytest.mark.parametrize("rule", PARAMS)
 def test_code_name_and_default(rule: type[Rule]) -> None:
     assert CODE.match(rule.code), rule.code
     assert NAME.match(rule.name), rule.name
-    # Noisy rules (TP9xx) are opt-in; the rest run by default.
-    assert rule.default is (not rule.code.startswith("TP9"))
+    # Noisy rules (TP9xx) are opt-in, port rules (TP5xx) run under `port`; the rest by default.
+    assert rule.default is (not rule.code.startswith(("TP9", "TP5")))
 
 
 @pytest.mark.parametrize("rule", PARAMS)
@@ -62,6 +62,7 @@ def test_message_says_what_to_do(rule: type[Rule]) -> None:
     assert not re.search(r"\bis (bad|wrong|slow)$", message)
     first = message.split()[0].strip("`(").lower()
     verbs = {"use", "pass", "call", "test", "assign", "accumulate", "load", "hoist", "drop"}
+    verbs |= {"move", "make", "create", "pick"}  # the port's (TP5xx) imperatives
     assert first in verbs, f"{rule.code}: message should open with what to do: {message!r}"
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from torchport import __version__
 from torchport.errors import TorchportError
 
-SUBCOMMANDS = ("doctor", "check", "fix", "run", "bench")
+SUBCOMMANDS = ("doctor", "check", "fix", "port", "run", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,28 +3,40 @@
 from __future__ import annotations
 
 from torchport.check._rule import Rule
+from torchport.check.rules.batch_not_on_device import BatchNotOnDevice
 from torchport.check.rules.blocking_batch_copy import BlockingBatchCopy
+from torchport.check.rules.cpu_only_device import CpuOnlyDevice
 from torchport.check.rules.create_then_move import CreateThenMove
 from torchport.check.rules.cuda_manual_seed import CudaManualSeed
 from torchport.check.rules.cuda_only_api import CudaOnlyApi
 from torchport.check.rules.cuda_or_cpu_device_choice import CudaOrCpuDeviceChoice
 from torchport.check.rules.cuda_set_device import CudaSetDevice
+from torchport.check.rules.cuda_stream_or_event import CudaStreamOrEvent
+from torchport.check.rules.cuda_tensor_type import CudaTensorType
 from torchport.check.rules.cuda_type_compare import CudaTypeCompare
 from torchport.check.rules.data_parallel import DataParallel
 from torchport.check.rules.dataloader_without_pin_memory import DataloaderWithoutPinMemory
 from torchport.check.rules.deprecated_cuda_amp import DeprecatedCudaAmp
+from torchport.check.rules.device_compared_with_string import DeviceComparedWithString
 from torchport.check.rules.discarded_move import DiscardedMove
 from torchport.check.rules.float64_to_accelerator import Float64ToAccelerator
 from torchport.check.rules.hard_coded_cuda import HardCodedCuda
+from torchport.check.rules.hard_coded_cuda_device_type import HardCodedCudaDeviceType
+from torchport.check.rules.hard_coded_mps_or_xpu import HardCodedMpsOrXpu
 from torchport.check.rules.hard_coded_nccl import HardCodedNccl
+from torchport.check.rules.integer_device_index import IntegerDeviceIndex
 from torchport.check.rules.is_cuda_check import IsCudaCheck
 from torchport.check.rules.legacy_tensor_constructor import LegacyTensorConstructor
 from torchport.check.rules.load_weights_only_false import LoadWeightsOnlyFalse
 from torchport.check.rules.load_without_map_location import LoadWithoutMapLocation
+from torchport.check.rules.model_not_on_device import ModelNotOnDevice
 from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
 from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
 from torchport.check.rules.sync_in_loop import SyncInLoop
+from torchport.check.rules.tensor_not_on_device import TensorNotOnDevice
+from torchport.check.rules.tensor_on_cpu_in_module import TensorOnCpuInModule
 from torchport.check.rules.to_in_loop import ToInLoop
+from torchport.check.rules.unportable_batch import UnportableBatch
 from torchport.check.rules.variable_wrapper import VariableWrapper
 
 __all__ = ["RULES"]
@@ -39,6 +51,11 @@ RULES: tuple[type[Rule], ...] = (
     DiscardedMove,  # TP107
     Float64ToAccelerator,  # TP108
     CudaOrCpuDeviceChoice,  # TP109
+    IntegerDeviceIndex,  # TP110
+    CudaTensorType,  # TP111
+    HardCodedMpsOrXpu,  # TP112
+    HardCodedCudaDeviceType,  # TP113
+    DeviceComparedWithString,  # TP114
     NumpyWithoutCpu,  # TP201
     SyncInLoop,  # TP202
     BlockingBatchCopy,  # TP203
@@ -51,6 +68,13 @@ RULES: tuple[type[Rule], ...] = (
     DeprecatedCudaAmp,  # TP403
     HardCodedNccl,  # TP404
     DataParallel,  # TP405
+    CudaStreamOrEvent,  # TP406
+    ModelNotOnDevice,  # TP501
+    BatchNotOnDevice,  # TP502
+    TensorNotOnDevice,  # TP503
+    TensorOnCpuInModule,  # TP504
+    CpuOnlyDevice,  # TP507
+    UnportableBatch,  # TP520
     ToInLoop,  # TP901
     CudaTypeCompare,  # TP902
 )

@@ -1,0 +1,531 @@
+"""What ``torchport port`` knows about one file: models, batches, and what meets the model.
+
+Porting is knowing which names hold models, which tensors meet the model, and
+where those tensors come from. :func:`port_facts` works it out once per file
+(cached on the walk's :class:`~torchport.check._context.Context`), per scope
+(the module body and each function), flow-insensitively:
+
+* **models**: names (and ``self.attr`` of non-module classes) bound to a model
+  expression (see :mod:`torchport.check._port_models`), parameters that call
+  sites in the file pass a model to, or parameters named like one (``model``);
+* **device values**: what a forward returns, and everything computed from it
+  (``out``, ``loss``, ``pred = out.argmax(1)``) up to a host read (``.item()``);
+* **sinks**: expressions that meet the model or a device value: a forward's
+  arguments, and the other operands of a call, operator or comparison that has
+  a device value among its operands (``criterion(out, y)``, ``pred == y``);
+* **reach**: names whose value ends in a sink, directly or through
+  assignments (``x = batch["x"]`` then ``model(x)``).
+
+The TP5xx rules then move what reaches a sink at its source: the batch where a
+loop binds it (:mod:`torchport.check._port_batches`), the tensor where a
+factory builds it, the model where it is constructed. Methods of ``nn.Module``
+classes are not scopes here: their tensors follow the module's inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from torchport.check._context import Context
+from torchport.check._port_models import MODEL_METHODS, ModelKnowledge, QualName
+from torchport.check._rule import Edit
+
+__all__ = [
+    "CREATORS",
+    "PortFacts",
+    "PortScope",
+    "cpu_only_device",
+    "device_target",
+    "is_move",
+    "port_facts",
+]
+
+# Calls that make a new tensor on the CPU unless told otherwise.
+CREATORS = frozenset(
+    f"torch.{n}"
+    for n in ("tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
+              "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "normal",
+              "bernoulli", "tril_indices", "triu_indices")
+)  # fmt: skip
+# Methods whose result lives on the host or describes a tensor without its data.
+HOST_READS = frozenset(
+    {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "stride",
+     "data_ptr", "is_contiguous", "element_size", "__len__", "get_device"}
+)  # fmt: skip
+META_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "T_"})
+# Methods of a model that are not its forward.
+_NOT_FORWARD = MODEL_METHODS | frozenset(
+    {"parameters", "named_parameters", "buffers", "named_buffers", "state_dict",
+     "load_state_dict", "apply", "zero_grad", "modules", "named_modules", "children",
+     "named_children", "register_forward_hook", "register_forward_pre_hook",
+     "register_buffer", "register_parameter", "add_module", "get_submodule", "save_pretrained"}
+)  # fmt: skip
+_HOST_BUILTINS = frozenset(dir(builtins)) - {"map", "filter", "sum", "max", "min", "abs"}
+_MOVES = frozenset({"to", "cuda"})
+_DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator", re.IGNORECASE)
+_MODEL_PARAM = re.compile(
+    r"(^|_)(model|net|network|encoder|decoder|classifier|policy|critic|actor|generator"
+    r"|discriminator)s?($|_|\d)",
+    re.IGNORECASE,
+)
+_NOT_BATCHES = frozenset(
+    {"range", "len", "reversed", "sorted", "open", "os.listdir", "glob.glob", "os.walk"}
+)
+_NOT_BATCH_METHODS = frozenset(
+    {"items", "keys", "values", "parameters", "named_parameters", "children", "modules",
+     "named_modules", "named_children", "readlines", "split_lines", "iterdir", "glob"}
+)  # fmt: skip
+_ITER_WRAPPERS = frozenset({"tqdm", "iter", "islice", "trange"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def device_target(expr: ast.expr) -> bool:
+    """Whether a ``.to()`` argument names a device that may be an accelerator (not the CPU)."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, str) and expr.value != "cpu"
+    if isinstance(expr, ast.Call):
+        return any(device_target(a) for a in expr.args) or any(
+            device_target(k.value) for k in expr.keywords
+        )
+    text = ast.unparse(expr) if isinstance(expr, (ast.Attribute, ast.Name)) else ""
+    return bool(_DEVICE_TEXT.search(text))
+
+
+def is_move(call: ast.AST) -> bool:
+    """Whether ``call`` is ``x.to(<device>)``/``x.cuda()``: a move to the accelerator."""
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return False
+    if call.func.attr == "cuda":
+        return True
+    if call.func.attr != "to":
+        return False
+    target = (
+        call.args[0]
+        if call.args
+        else next((k.value for k in call.keywords if k.arg == "device"), None)
+    )
+    return target is not None and device_target(target)
+
+
+def cpu_only_device(node: ast.AST, qualname: QualName) -> bool:
+    """Whether ``node`` is ``<name with device> = torch.device("cpu")`` (TP507 rebinds it)."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return False
+    target, value = node.targets[0], node.value
+    return (
+        isinstance(target, ast.Name)
+        and "device" in target.id.lower()
+        and isinstance(value, ast.Call)
+        and qualname(value.func) == "torch.device"
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Constant)
+        and value.args[0].value == "cpu"
+    )
+
+
+def _names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in _names(elt)]
+    if isinstance(target, ast.Starred):
+        return _names(target.value)
+    return []
+
+
+@dataclass(eq=False)
+class PortScope:
+    """One function (or the module body) as the port sees it."""
+
+    node: ast.AST
+    cls: ast.ClassDef | None = None
+    module_method: bool = False  # a method of an nn.Module subclass
+    nodes: list[ast.AST] = field(default_factory=list)
+    local: set[str] = field(default_factory=set)
+    models: set[str] = field(default_factory=set)
+    values: set[str] = field(default_factory=set)
+    moved: set[str] = field(default_factory=set)  # names some assignment binds to a moved value
+    reach: set[str] = field(default_factory=set)
+    sink_nodes: set[int] = field(default_factory=set)  # ids of nodes that meet a device value
+    reach_values: set[int] = field(default_factory=set)  # ids inside values that reach one
+
+
+class PortFacts:
+    """The port's facts about one file (see the module docstring)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        tree = ctx.tree
+        self.known = ModelKnowledge(tree, ctx.qualname)
+        self.parents: dict[int, ast.AST] = {}
+        self.scope_of: dict[int, PortScope] = {}
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.class_models: dict[int, set[str]] = {}  # id(ClassDef) -> {"self.model", ...}
+        self.module = PortScope(tree)
+        self.scopes: list[PortScope] = [self.module]
+        self._collect(tree)
+        self._bind()
+        self._find_models()
+        for scope in self.scopes:
+            if not scope.module_method:
+                self._flow(scope)
+        # Module-level names that functions feed to the model reach it too.
+        for scope in self.scopes[1:]:
+            self.module.reach |= {n for n in scope.reach if n not in scope.local}
+        self._propagate(self.module)
+        # A `device = torch.device("cpu")` is rebound first (TP507); the moves wait a round,
+        # so that they use that name instead of defining a second device.
+        self.cpu_device_pending = any(
+            cpu_only_device(n, ctx.qualname) for s in self.scopes for n in s.nodes
+        )
+
+    def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
+        """The device name usable at ``node`` and the edits defining it (None: no fix here)."""
+        if self.cpu_device_pending:
+            return None
+        return self.ctx.device_at(node)
+
+    # ------------------------------------------------------------ structure
+
+    def _collect(self, tree: ast.Module) -> None:
+        # (node, its scope or None inside a class body, ...); a class body is no scope
+        # of ours, but the methods in it are.
+        stack: list[tuple[ast.AST, PortScope | None]] = [(tree, self.module)]
+        classes = self.known.classes
+        while stack:
+            node, scope = stack.pop()
+            if scope is not None:
+                scope.nodes.append(node)
+                self.scope_of[id(node)] = scope
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.expr_context, ast.operator, ast.cmpop, ast.boolop)):
+                    continue
+                self.parents[id(child)] = node
+                if not isinstance(child, _FUNCTIONS):
+                    inside_class = scope is None or isinstance(child, ast.ClassDef)
+                    if isinstance(child, ast.ClassDef) and scope is not None:
+                        scope.local.add(child.name)
+                    stack.append((child, None if inside_class else scope))
+                    continue
+                method = isinstance(node, ast.ClassDef)
+                inner = PortScope(
+                    child,
+                    cls=node if isinstance(node, ast.ClassDef) else None,
+                    module_method=method and getattr(node, "name", "") in classes,
+                )
+                if isinstance(node, ast.Module):
+                    self.functions[child.name] = child
+                self.scopes.append(inner)
+                if scope is not None:
+                    scope.nodes.append(child)
+                    self.scope_of[id(child)] = scope
+                for part in (*child.decorator_list, *child.args.defaults):
+                    self.parents[id(part)] = child
+                    stack.append((part, scope))
+                for stmt in child.body:
+                    self.parents[id(stmt)] = child
+                    stack.append((stmt, inner))
+                a = child.args
+                for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+                    if p is not None:
+                        inner.local.add(p.arg)
+
+    def _bind(self) -> None:
+        for scope in self.scopes:
+            local = scope.local
+            for node in scope.nodes:
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    local.add(node.id)
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    local.update((a.asname or a.name).partition(".")[0] for a in node.names)
+                elif isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and node is not scope.node:
+                    local.add(node.name)
+
+    def assignments(self, scope: PortScope) -> Iterator[tuple[list[ast.expr], ast.expr]]:
+        """(targets, value) of every assignment in ``scope``."""
+        for node in scope.nodes:
+            if isinstance(node, ast.Assign):
+                yield node.targets, node.value
+            elif isinstance(node, ast.AnnAssign):
+                if node.value is not None:
+                    yield [node.target], node.value
+            elif isinstance(node, ast.NamedExpr):
+                yield [node.target], node.value
+
+    # ------------------------------------------------------------ models
+
+    def holds_model(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether a name or ``self.attr`` holds a model in ``scope``."""
+        if isinstance(expr, ast.Name):
+            if expr.id in scope.models:
+                return True
+            return expr.id not in scope.local and expr.id in self.module.models
+        if (
+            isinstance(expr, ast.Attribute)
+            and isinstance(expr.value, ast.Name)
+            and expr.value.id == "self"
+            and scope.cls is not None
+        ):
+            return expr.attr in self.class_models.get(id(scope.cls), ())
+        return False
+
+    def builds_model(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether ``expr`` evaluates to a model in ``scope``."""
+        return self.known.builds(expr, lambda e: self.holds_model(e, scope))
+
+    def _find_models(self) -> None:
+        for _ in range(3):  # factories, call sites and bindings feed each other
+            for scope in self.scopes:
+                if not scope.module_method:
+                    self._scope_models(scope)
+            self._params_from_calls()
+            for name, func in self.functions.items():
+                scope = self.scope_of_function(func)
+                if any(
+                    isinstance(n, ast.Return)
+                    and n.value is not None
+                    and self.builds_model(n.value, scope)
+                    for n in scope.nodes
+                ):
+                    self.known.factories.add(name)
+
+    def scope_of_function(self, func: ast.AST) -> PortScope:
+        return next(s for s in self.scopes if s.node is func)
+
+    def _scope_models(self, scope: PortScope) -> None:
+        node = scope.node
+        if isinstance(node, _FUNCTIONS):
+            a = node.args
+            for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+                if _MODEL_PARAM.search(p.arg):
+                    scope.models.add(p.arg)
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in self.assignments(scope):
+                if not self.builds_model(value, scope):
+                    continue
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id not in scope.models:
+                        scope.models.add(target.id)
+                        changed = True
+                    elif (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                        and scope.cls is not None
+                    ):
+                        found = self.class_models.setdefault(id(scope.cls), set())
+                        if target.attr not in found:
+                            found.add(target.attr)
+                            changed = True
+        for n in scope.nodes:
+            func = getattr(n, "func", None)
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(func, ast.Attribute)
+                and func.attr in _MOVES
+                and isinstance(func.value, ast.Name)
+            ):
+                scope.moved.add(func.value.id)  # `model.to(device)` moves in place
+
+    def _params_from_calls(self) -> None:
+        for scope in self.scopes:
+            if scope.module_method:
+                continue
+            for node in scope.nodes:
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                func = self.functions.get(node.func.id)
+                if func is None or node.func.id in scope.local - self.functions.keys():
+                    continue
+                params = [*func.args.posonlyargs, *func.args.args]
+                target = self.scope_of_function(func)
+                for i, arg in enumerate(node.args):
+                    if i < len(params) and self.builds_model(arg, scope):
+                        target.models.add(params[i].arg)
+                for kw in node.keywords:
+                    if kw.arg is not None and self.builds_model(kw.value, scope):
+                        target.models.add(kw.arg)
+
+    def forward(self, call: ast.Call, scope: PortScope) -> bool:
+        """Whether ``call`` runs a model (``model(x)``, ``self.net(x)``, ``model.generate(x)``)."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _NOT_FORWARD:
+            return False
+        root = func
+        while isinstance(root, ast.Attribute) and not self.holds_model(root, scope):
+            root = root.value
+        return isinstance(root, (ast.Name, ast.Attribute)) and self.holds_model(root, scope)
+
+    # ------------------------------------------------------------ device values and sinks
+
+    def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
+        if isinstance(expr, ast.Name):
+            return expr.id in scope.values
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if self.forward(expr, scope):
+                return True
+            if is_move(expr):
+                return True
+            if isinstance(func, ast.Attribute):
+                if func.attr in HOST_READS or func.attr in _NOT_FORWARD:
+                    return False
+                if self.on_device(func.value, scope):
+                    return True
+            elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS:
+                return False
+            if any(k.arg == "device" and device_target(k.value) for k in expr.keywords):
+                return True
+            return any(self.on_device(a, scope) for a in expr.args) or any(
+                self.on_device(k.value, scope) for k in expr.keywords
+            )
+        if isinstance(expr, ast.Attribute):
+            return expr.attr not in META_ATTRS and self.on_device(expr.value, scope)
+        if isinstance(expr, (ast.Subscript, ast.Starred)):
+            return self.on_device(expr.value, scope)
+        if isinstance(expr, ast.BinOp):
+            return self.on_device(expr.left, scope) or self.on_device(expr.right, scope)
+        if isinstance(expr, ast.UnaryOp):
+            return self.on_device(expr.operand, scope)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(self.on_device(e, scope) for e in expr.elts)
+        if isinstance(expr, ast.IfExp):
+            return self.on_device(expr.body, scope) or self.on_device(expr.orelse, scope)
+        return False
+
+    def _operands(self, node: ast.AST, scope: PortScope) -> list[ast.expr]:
+        """The operands of ``node`` that meet the device, or [] when it combines none."""
+        if isinstance(node, ast.Call):
+            args = [a for a in node.args] + [k.value for k in node.keywords]
+            if self.forward(node, scope):
+                return args
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in HOST_READS or func.attr in _MOVES or func.attr in _NOT_FORWARD:
+                    return []
+                operands = [func.value, *args]
+            else:
+                if (
+                    isinstance(func, ast.Name)
+                    and func.id in _HOST_BUILTINS
+                    and func.id not in scope.local
+                ):
+                    return []
+                if (self.ctx.qualname(func) or "").startswith("numpy."):
+                    return []
+                operands = args
+        elif isinstance(node, ast.BinOp):
+            operands = [node.left, node.right]
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+        elif isinstance(node, ast.AugAssign):
+            operands = [node.target, node.value]
+        else:
+            return []
+        devices = [o for o in operands if self.on_device(o, scope) or self.builds_model(o, scope)]
+        if not devices:
+            return []
+        return [o for o in operands if o not in devices]
+
+    def _flow(self, scope: PortScope) -> None:
+        values = scope.values
+        changed = True
+        while changed:  # device values: a fixed point over the scope's bindings
+            changed = False
+            for targets, value in self.assignments(scope):
+                if self.on_device(value, scope):
+                    for target in targets:
+                        for name in _names(target):
+                            if name not in values:
+                                values.add(name)
+                                changed = True
+                if is_move(value) or self._moves_all(value):
+                    for target in targets:
+                        scope.moved.update(_names(target))
+            for node in scope.nodes:
+                if isinstance(node, (ast.For, ast.AsyncFor)) and self.on_device(node.iter, scope):
+                    for name in _names(node.target):
+                        if name not in values:
+                            values.add(name)
+                            changed = True
+        for node in scope.nodes:
+            for operand in self._operands(node, scope):
+                self._mark(operand, scope.reach, scope.sink_nodes)
+        self._propagate(scope)
+
+    @staticmethod
+    def _moves_all(value: ast.expr) -> bool:
+        """A tuple or comprehension of moves (``x.to(d), y.to(d)``, ``{k: v.to(d) ...}``)."""
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return bool(value.elts) and all(is_move(e) for e in value.elts)
+        if isinstance(value, (ast.DictComp, ast.ListComp)):
+            return any(is_move(n) for n in ast.walk(value))
+        return False
+
+    def _propagate(self, scope: PortScope) -> None:
+        reach = scope.reach
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in self.assignments(scope):
+                names = [n for t in targets for n in _names(t)]
+                if any(n in reach and n not in scope.moved for n in names):
+                    before = len(reach) + len(scope.reach_values)
+                    self._mark(value, reach, scope.reach_values)
+                    if len(reach) + len(scope.reach_values) != before:
+                        changed = True
+
+    def _mark(self, expr: ast.AST, names: set[str], ids: set[int]) -> None:
+        """Record the names and nodes of ``expr`` whose values would meet the device."""
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            ids.add(id(node))
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute):
+                    if func.attr in HOST_READS or is_move(node):
+                        continue
+                    stack.append(func.value)
+                elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS - {
+                    "list",
+                    "tuple",
+                    "dict",
+                    "sum",
+                    "max",
+                    "min",
+                }:
+                    continue
+                stack.extend(node.args)
+                stack.extend(k.value for k in node.keywords)
+            elif isinstance(node, ast.Attribute):
+                if node.attr not in META_ATTRS:
+                    stack.append(node.value)
+            elif isinstance(node, ast.Subscript):
+                stack.append(node.value)
+            elif isinstance(node, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.DictComp)):
+                continue
+            else:
+                stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+
+
+_CACHE: list[PortFacts] = []
+
+
+def port_facts(ctx: Context) -> PortFacts:
+    """The facts of the file ``ctx`` walks, computed on the first call and reused after."""
+    if _CACHE and _CACHE[0].ctx is ctx:
+        return _CACHE[0]
+    facts = PortFacts(ctx)
+    _CACHE[:] = [facts]
+    return facts

@@ -1,0 +1,176 @@
+"""Which expressions of a file build or hold an ``nn.Module``: the port's knowledge of models.
+
+``torchport port`` moves the model to the device where it is built, so it must
+know which classes are modules (subclasses of ``nn.Module``, directly or through
+other classes of the file), which calls build one (``Net()``, ``nn.Linear(..)``,
+``torchvision.models.resnet18()``, ``AutoModel.from_pretrained(..)``), which
+functions return one (``def build(): return Net()``), and which calls only wrap
+one (``nn.DataParallel``, DDP, ``torch.compile``). Everything here looks at
+syntax and import names only; it never imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+__all__ = [
+    "MODEL_METHODS",
+    "WRAPPERS",
+    "ModelKnowledge",
+    "QualName",
+    "module_classes",
+]
+
+# Calls that take a model as their first argument and return a model around it.
+WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.compile",
+        "torch.jit.script",
+    }
+)
+# Methods of nn.Module that return the module itself.
+MODEL_METHODS = frozenset(
+    {"to", "cuda", "cpu", "train", "eval", "float", "double", "half", "bfloat16",
+     "requires_grad_", "share_memory", "to_empty", "type"}
+)  # fmt: skip
+# torch.nn sub-packages whose capitalised names are not modules.
+_NOT_MODULES = frozenset({"functional", "init", "utils", "attention"})
+_NOT_MODULE_NAMES = frozenset({"Parameter", "UninitializedParameter", "Buffer"})
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList"})
+_MOVES = frozenset({"to", "cuda", "to_empty"})
+
+QualName = Callable[[ast.expr], "str | None"]
+
+
+def module_classes(tree: ast.Module, qualname: QualName) -> set[str]:
+    """Names of the classes defined in ``tree`` that are ``nn.Module`` subclasses.
+
+    A class is a module when a base is ``torch.nn.Module`` or any capitalised
+    ``torch.nn`` class, a base's name ends with ``Module`` (``LightningModule``),
+    or a base is another module class of the file.
+    """
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cls in classes:
+            if cls.name in found:
+                continue
+            for base in cls.bases:
+                name = qualname(base) or ""
+                tail = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+                if (
+                    (name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper())
+                    or tail.endswith("Module")
+                    or (isinstance(base, ast.Name) and base.id in found)
+                ):
+                    found.add(cls.name)
+                    changed = True
+                    break
+    return found
+
+
+class ModelKnowledge:
+    """Answers "does this expression build or hold a model" for one file."""
+
+    def __init__(self, tree: ast.Module, qualname: QualName) -> None:
+        self.qualname = qualname
+        self.classes = module_classes(tree, qualname)
+        self.factories: set[str] = set()  # module-level functions that return a model
+
+    def constructor(self, call: ast.Call) -> bool:
+        """Whether ``call`` builds a new module (``Net()``, ``nn.Linear(3, 4)``, ...)."""
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in self.classes:
+            return True
+        name = self.qualname(func)
+        if name is None:
+            return False
+        if name in WRAPPERS:
+            return False  # wraps a model that is built (and moved) elsewhere
+        if name.startswith("torch.nn."):
+            parts = name.split(".")
+            return (
+                len(parts) >= 3
+                and parts[2] not in _NOT_MODULES
+                and parts[-1][:1].isupper()
+                and parts[-1] not in _NOT_MODULE_NAMES
+            )
+        if name.startswith("torchvision.models.") or name == "timm.create_model":
+            return True
+        return (
+            name.startswith("transformers.")
+            and name.endswith(".from_pretrained")
+            and not any(w in name for w in ("Tokenizer", "Config", "Processor", "Extractor"))
+        )
+
+    def stateless(self, call: ast.Call) -> bool:
+        """A ``torch.nn`` module built with no arguments and no tensors (``nn.ReLU()``, a loss)."""
+        if call.args or call.keywords:
+            return False
+        name = self.qualname(call.func) or ""
+        return name.startswith("torch.nn.") and name.rsplit(".", 1)[1] not in _CONTAINERS
+
+    def wrapper(self, call: ast.Call) -> bool:
+        """Whether ``call`` wraps its first argument (``nn.DataParallel(m)``, ``torch.compile``)."""
+        return bool(call.args) and self.qualname(call.func) in WRAPPERS
+
+    def builds(self, expr: ast.expr, holds: Callable[[ast.expr], bool]) -> bool:
+        """Whether ``expr`` evaluates to a model; ``holds`` answers for names and attributes."""
+        for _ in range(16):
+            if isinstance(expr, (ast.Name, ast.Attribute)) and holds(expr):
+                return True
+            if not isinstance(expr, ast.Call):
+                return False
+            func = expr.func
+            if self.constructor(expr):
+                return True
+            if isinstance(func, ast.Name) and func.id in self.factories:
+                return True
+            if self.wrapper(expr):
+                expr = expr.args[0]
+                continue
+            if isinstance(func, ast.Attribute) and func.attr in MODEL_METHODS:
+                expr = func.value
+                continue
+            return False
+        return False
+
+    def moved(self, expr: ast.expr) -> bool:
+        """Whether a model expression already carries a move (``Net().to(d)``, ``.cuda()``)."""
+        for _ in range(16):
+            if not isinstance(expr, ast.Call):
+                return False
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in MODEL_METHODS:
+                if func.attr in _MOVES:
+                    return True
+                expr = func.value
+            elif self.wrapper(expr):
+                expr = expr.args[0]
+            else:
+                # A factory's own returns are moved (or reported) inside it.
+                return isinstance(func, ast.Name) and func.id in self.factories
+        return False
+
+    def innermost(self, expr: ast.expr) -> ast.Call | None:
+        """The constructor call inside a model expression, looking through wrappers and methods."""
+        for _ in range(16):
+            if not isinstance(expr, ast.Call):
+                return None
+            if self.constructor(expr):
+                return expr
+            func = expr.func
+            if self.wrapper(expr):
+                expr = expr.args[0]
+            elif isinstance(func, ast.Attribute) and func.attr in MODEL_METHODS:
+                expr = func.value
+            else:
+                return None
+        return None

@@ -1,0 +1,92 @@
+"""TP503 tensor-not-on-device: a tensor made on the CPU that meets the model."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword
+from torchport.check._port_facts import CREATORS, is_move, port_facts
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._snippets import DEVICE_LINE
+
+_HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
+# Made from host data or drawn from the CPU's generator: moved after creation, so the
+# values stay exactly those the CPU run sees.
+_MOVE_AFTER = RANDOM_FACTORIES | {"torch.from_numpy"}
+
+
+class TensorNotOnDevice(Rule):
+    """## What it does
+    Finds tensors created on the CPU (`torch.zeros`, `torch.arange`,
+    `torch.tensor`, `torch.randn`, `torch.from_numpy`...) outside any
+    `nn.Module` whose values meet the model or its outputs: data held in
+    tensors, an RNN's initial hidden state, positions, masks, targets.
+
+    ## Why is this bad?
+    Once the model runs on an accelerator, these tensors are on the wrong
+    device and the first operation mixing them fails. The fix passes
+    `device=device` to deterministic factories, so the tensor is made where
+    it is used, and appends `.to(device)` to random ones and to
+    `from_numpy`, so the values are drawn by the CPU's generator exactly as
+    before and the results on the CPU stay the same.
+    """
+
+    code = "TP503"
+    name = "tensor-not-on-device"
+    intent = Intent.PORT
+    default = False
+    message = "make the tensor on the model's device: pass `device=device` or call `.to(device)`"
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Call,)
+    valid = (
+        _HEAD + "h = torch.zeros(1, 2, 8, device=device)\nout, h = model(x, h)\n",
+        _HEAD + "idx = torch.arange(10)\nprint(idx)\n",
+        _HEAD + "h = torch.zeros(1, 2, 8)\nh = h.to(device)\nout, h = model(x, h)\n",
+    )
+    invalid = (
+        Example(
+            _HEAD + "h = torch.zeros(1, 2, 8)  # initial state\n"
+            "x = torch.randn(5, 2, 4)\n"
+            "out, h = model(x, h)\n",
+            fixed=_HEAD + "h = torch.zeros(1, 2, 8, device=device)  # initial state\n"
+            "x = torch.randn(5, 2, 4).to(device)\n"
+            "out, h = model(x, h)\n",
+            count=2,
+        ),
+        Example(
+            _HEAD + "out, h = model(x)\nloss = (out - torch.ones(5, 2, 8)).sum()\n",
+            fixed=_HEAD
+            + "out, h = model(x)\nloss = (out - torch.ones(5, 2, 8, device=device)).sum()\n",
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        name = ctx.qualname(node.func)
+        if name not in CREATORS or keyword(node, "device") is not None:
+            return
+        facts = port_facts(ctx)
+        scope = facts.scope_of.get(id(node))
+        if scope is None or scope.module_method:
+            return
+        key = id(node)
+        if key not in scope.sink_nodes and key not in scope.reach_values:
+            return
+        parent = facts.parents.get(key)
+        if isinstance(parent, ast.Attribute) and is_move(facts.parents.get(id(parent), parent)):
+            return
+        if any(k.arg is None for k in node.keywords):
+            return  # **kwargs may carry device=
+        found = facts.device_at(node)
+        if found is None:
+            yield ctx.finding(self, node)
+            return
+        device, edits = found
+        if name in _MOVE_AFTER:
+            at = ctx.end(node)
+            edit = Edit(at, at, f".to({device})")
+        else:
+            edit = add_keyword(node, f"device={device}", ctx)
+        yield ctx.finding(self, node, fix=Fix((edit, *edits), FixSafety.SAFE))

@@ -1,0 +1,56 @@
+"""TP520 unportable-batch: a batch reaches the model in a shape the port cannot move."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._port_batches import batch_plan
+from torchport.check._rule import Example, Finding, Intent, Rule
+
+_HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
+
+
+class UnportableBatch(Rule):
+    """## What it does
+    Reports the batches that `torchport port` could not move: objects built
+    by a custom `collate_fn` that have no `.to()` method, and batches used
+    both whole and indexed by number, whose structure (tensor or list of
+    tensors) cannot be told from the source.
+
+    ## Why is this bad?
+    Such a batch reaches the model on the CPU after the model has moved to
+    the accelerator, and the first forward fails. A port that moved only some
+    of it would fail in the same way, later; the port leaves it as it is and
+    says so, so that the one line it needs is written by someone who knows
+    what the batch holds.
+    """
+
+    code = "TP520"
+    name = "unportable-batch"
+    intent = Intent.PORT
+    default = False
+    message = "move this batch's tensors to `device` yourself: its structure is not visible"
+    node_types = (ast.For, ast.AsyncFor, ast.Assign)
+    valid = (_HEAD + "for x, y in loader:\n    out = model(x)\n",)
+    invalid = (
+        Example(
+            _HEAD + "for batch in loader:\n    out = model(batch)\n    y = batch[1]\n",
+        ),
+        Example(
+            _HEAD + "from torch.utils.data import DataLoader\n\n"
+            "class Batch:\n"
+            "    def __init__(self, items):\n"
+            "        self.x = torch.stack(items)\n\n"
+            "def collate(items):\n    return Batch(items)\n\n"
+            "loader = DataLoader(ds, collate_fn=collate)\n"
+            "for batch in loader:\n    out = model(batch)\n",
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        why = batch_plan(ctx).unportable.get(id(node))
+        if why is not None:
+            span = node.target if isinstance(node, (ast.For, ast.AsyncFor)) else node
+            yield ctx.finding(self, span, message=why)
