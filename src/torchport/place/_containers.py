@@ -420,12 +420,11 @@ def _generic_mapping(cls: type) -> _Recipe:
         items = dict(zip(keys, values, strict=True))
         try:
             new: Any = cls(items)
-            faithful = type(new) is cls and _holds_exactly(new, items)
         except Exception as exc:
             raise RebuildRefused(
                 f"{cls.__name__}(dict_of_items) raised {type(exc).__name__}: {exc}"
             ) from exc
-        if not faithful:
+        if type(new) is not cls or not _holds_exactly(new, items):
             raise RebuildRefused(
                 f"{cls.__name__}(dict_of_items) did not return a {cls.__name__} holding "
                 "exactly the moved items"
@@ -437,4 +436,7 @@ def _generic_mapping(cls: type) -> _Recipe:
 
 def _holds_exactly(mapping: Any, items: dict[Any, Any]) -> bool:
     """Whether ``mapping`` maps each key of ``items`` to that very object, and nothing more."""
-    return len(mapping) == len(items) and all(mapping[k] is v for k, v in items.items())
+    try:
+        return len(mapping) == len(items) and all(mapping[k] is v for k, v in items.items())
+    except Exception:  # a key it does not hold, or a mapping that cannot be read back
+        return False

@@ -1,0 +1,507 @@
+"""Containers optree does not know: each moves exactly, keeps type and state, or raises.
+
+Issue 9 §1: dataclasses were rebuilt through ``__init__`` (``__post_init__`` ran
+again), non-dict mappings and sets came back unmoved, builtin subclasses with
+other constructors came back emptied or re-nested, and ``skip_keys="ids"`` meant
+the keys ``i``, ``d``, ``s``.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import types
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+import torch
+
+import torchport as tp
+from torchport.place._tree import flatten_batch, flatten_tensors, map_tensors
+
+META = torch.device("meta")
+
+
+def on_meta(t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and t.device == META
+
+
+# --- dataclasses --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Doubling:
+    x: torch.Tensor
+    n: int = 1
+
+    def __post_init__(self) -> None:
+        self.n *= 2
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenDoubling:
+    x: torch.Tensor
+    n: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n", self.n * 2)
+
+
+@dataclasses.dataclass(slots=True)
+class Slotted:
+    x: torch.Tensor
+    label: str = "s"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FrozenSlotted:
+    x: torch.Tensor
+    label: str = "fs"
+
+
+@dataclasses.dataclass
+class WithCache:
+    x: torch.Tensor
+
+    @functools.cached_property
+    def total(self) -> torch.Tensor:
+        return self.x.sum()
+
+
+@dataclasses.dataclass
+class LateField:
+    x: torch.Tensor
+    late: torch.Tensor = dataclasses.field(init=False)
+
+
+@dataclasses.dataclass
+class OtherInit:
+    x: torch.Tensor
+    scale: int
+
+    def __init__(self, raw: list[float]) -> None:
+        self.x = torch.tensor(raw)
+        self.scale = len(raw)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("cls", [Doubling, FrozenDoubling])
+def test_post_init_does_not_run_again(cls: type[Any], device: str) -> None:
+    before = cls(torch.ones(2), n=3)
+    assert before.n == 6
+    out = tp.to_device(before, device)
+    assert type(out) is cls and out.n == 6 and out.x.device.type == device
+    assert tp.to_device(tp.to_device(out, device), device).n == 6  # twice more: still 6
+
+
+def test_attributes_set_after_construction_are_kept() -> None:
+    plain = Doubling(torch.ones(1))
+    plain.note = "kept"  # type: ignore[attr-defined]
+    frozen = FrozenDoubling(torch.ones(1))
+    object.__setattr__(frozen, "note", ["kept"])
+    for before in (plain, frozen):
+        out = tp.to_device(before, "meta")
+        assert on_meta(out.x)
+        assert out.note == before.note  # type: ignore[attr-defined]
+    # Carried as they are (not walked): the same object.
+    assert tp.to_device(frozen, "meta").note is frozen.note  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cls", [Slotted, FrozenSlotted])
+def test_slots_dataclasses(cls: type[Any]) -> None:
+    before = cls(torch.ones(2), "lbl")
+    out = tp.to_device(before, "meta")
+    assert type(out) is cls and on_meta(out.x) and out.label == "lbl"
+    assert before.x.device.type == "cpu"  # the input is not modified
+
+
+def test_cached_property_is_computed_again_from_the_moved_fields() -> None:
+    before = WithCache(torch.ones(3))
+    assert before.total.device.type == "cpu"  # cached in __dict__
+    out = tp.to_device(before, "meta")
+    assert "total" not in vars(out)
+    assert on_meta(out.total)
+
+
+def test_init_false_fields_set_or_unset() -> None:
+    unset = LateField(torch.ones(1))
+    out = tp.to_device(unset, "meta")
+    assert not hasattr(out, "late")
+    unset.late = torch.zeros(2)
+    out = tp.to_device(unset, "meta")
+    assert on_meta(out.late) and out.late.shape == (2,)
+
+
+def test_dataclass_with_another_init_is_copied_not_constructed() -> None:
+    before = OtherInit([1.0, 2.0])
+    out = tp.to_device({"d": before}, "meta")["d"]
+    assert type(out) is OtherInit and on_meta(out.x) and out.scale == 2
+
+
+# --- mappings that are not dicts ----------------------------------------------------------
+
+
+class BatchEncoding(collections.UserDict[str, Any]):
+    """A stand-in faithful to transformers' ``BatchEncoding`` in what the walker can see."""
+
+    def __init__(
+        self,
+        data: dict[str, Any] | None = None,
+        encoding: Any = None,
+        tensor_type: Any = None,
+        prepend_batch_axis: bool = False,
+        n_sequences: int | None = None,
+    ) -> None:
+        super().__init__(data)
+        self._encodings = encoding
+        self._n_sequences = n_sequences
+
+    @property
+    def n_sequences(self) -> int | None:
+        return self._n_sequences
+
+    def __getattr__(self, item: str) -> Any:
+        try:
+            return self.data[item]
+        except KeyError:
+            raise AttributeError from None
+
+    def __getstate__(self) -> dict[str, Any]:  # drops _n_sequences, as transformers does
+        return {"data": self.data, "encodings": self._encodings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "data" in state:
+            self.data = state["data"]
+        if "encodings" in state:
+            self._encodings = state["encodings"]
+
+    def to(self, device: Any, *, non_blocking: bool = False) -> BatchEncoding:
+        # transformers moves in place and returns self.
+        self.data = {
+            k: v.to(device=device, non_blocking=non_blocking) if isinstance(v, torch.Tensor) else v
+            for k, v in self.data.items()
+        }
+        return self
+
+
+def _encoding() -> BatchEncoding:
+    return BatchEncoding(
+        {"input_ids": torch.ones(2, 4, dtype=torch.long), "attention_mask": torch.ones(2, 4)},
+        encoding=["enc0", "enc1"],
+        n_sequences=1,
+    )
+
+
+def test_batch_encoding_is_walked_like_a_dict() -> None:
+    before = _encoding()
+    layout = flatten_batch(before)
+    assert layout.movers == []  # its tensors are the batch's: packed, counted, async
+    assert {id(t) for t in layout.tensors} == {id(t) for t in before.data.values()}
+    out = tp.to_device({"enc": before, "y": torch.zeros(2)}, "meta")["enc"]
+    assert type(out) is BatchEncoding
+    assert on_meta(out["input_ids"]) and out["input_ids"].dtype == torch.long
+    assert on_meta(out.attention_mask)  # __getattr__ still reaches the data
+    assert out._encodings == ["enc0", "enc1"] and out.n_sequences == 1
+    assert list(out.keys()) == ["input_ids", "attention_mask"]
+    # Not moved in place, as BatchEncoding.to would have done.
+    assert before["input_ids"].device.type == "cpu" and out.data is not before.data
+
+
+def test_batch_encoding_no_op_keeps_tensors() -> None:
+    before = _encoding()
+    out = tp.to_device(before, "cpu")
+    assert out["input_ids"] is before["input_ids"] and out._encodings is before._encodings
+
+
+def test_user_dict_and_user_list_keep_extras_and_skip_keys() -> None:
+    ud: collections.UserDict[str, Any] = collections.UserDict(a=torch.ones(1), ids=torch.ones(1))
+    ud.tag = "t"  # type: ignore[attr-defined]
+    ul: collections.UserList[Any] = collections.UserList([torch.ones(1), 2])
+    out = tp.to_device({"ud": ud, "ul": ul}, "meta", skip_keys="ids")
+    assert type(out["ud"]) is collections.UserDict and out["ud"].tag == "t"
+    assert on_meta(out["ud"]["a"]) and out["ud"]["ids"] is ud["ids"]
+    assert type(out["ul"]) is collections.UserList and on_meta(out["ul"][0]) and out["ul"][1] == 2
+
+
+@pytest.mark.parametrize(
+    "inner",
+    [
+        {"a": 1},
+        collections.OrderedDict([("b", 1), ("a", 2)]),
+        collections.defaultdict(list, a=1),
+    ],
+)
+def test_mapping_proxy_keeps_the_type_it_shows(inner: dict[str, Any]) -> None:
+    inner["t"] = torch.ones(1)
+    out = tp.to_device({"p": types.MappingProxyType(inner)}, "meta")["p"]
+    assert type(out) is types.MappingProxyType
+    assert on_meta(out["t"]) and list(out) == list(inner)
+    assert type(out.copy()) is type(inner)
+    assert inner["t"].device.type == "cpu"
+
+
+def test_chain_map_moves_every_map() -> None:
+    before = collections.ChainMap({"a": torch.ones(1)}, {"a": torch.zeros(1), "b": torch.ones(2)})
+    out = tp.to_device(before, "meta")
+    assert type(out) is collections.ChainMap and len(out.maps) == 2
+    assert all(on_meta(v) for m in out.maps for v in m.values())
+
+
+class ReadOnly(Mapping[str, Any]):
+    """A Mapping whose constructor takes a dict of its items."""
+
+    built = 0
+
+    def __init__(self, items: dict[str, Any]) -> None:
+        type(self).built += 1
+        self._items = dict(items)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class Renaming(ReadOnly):
+    """Its constructor accepts a dict but stores something else."""
+
+    def __init__(self, items: dict[str, Any]) -> None:
+        super().__init__({"_" + k: v for k, v in items.items()})
+
+
+class Raising(ReadOnly):
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+
+def test_other_mappings_are_moved_with_their_type() -> None:
+    before = ReadOnly({"x": torch.ones(1), "n": 3})
+    out = tp.to_device({"m": before}, "meta", skip_keys=["n"])["m"]
+    assert type(out) is ReadOnly and on_meta(out["x"]) and out["n"] == 3
+
+
+def test_an_unchanged_mapping_is_returned_without_its_constructor() -> None:
+    before = ReadOnly({"x": torch.ones(1), "n": 3})
+    built = ReadOnly.built
+    assert tp.to_device({"m": before}, "cpu")["m"] is before
+    assert ReadOnly.built == built
+    renaming = Renaming({"n": 1})
+    assert tp.to_device({"m": renaming}, "meta")["m"] is renaming  # nothing in it to move
+
+
+def test_a_mapping_whose_constructor_changes_its_items_names_the_path() -> None:
+    batch = {"meta": [0, Renaming({"x": torch.ones(1)})]}
+    with pytest.raises(tp.UnsupportedBatchError) as info:
+        tp.to_device(batch, "meta")
+    message = str(info.value)
+    assert "batch['meta'][1]" in message and "Renaming" in message
+    assert "exactly the moved items" in message and "skip_keys" in message
+
+
+def test_a_mapping_that_fails_to_give_its_items_names_the_path() -> None:
+    with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['m'\] of type .*Raising.*KeyError"):
+        tp.to_device({"m": Raising({"x": torch.ones(1)})}, "meta")
+
+
+# --- sets -----------------------------------------------------------------------------------
+
+
+def test_sets_are_moved_and_share_their_tensors() -> None:
+    a, b = torch.ones(1), torch.zeros(2)
+    batch = {"s": {a, b, "tag"}, "f": frozenset({a, (b, 1)}), "a": a}
+    out = tp.to_device(batch, "meta")
+    assert type(out["s"]) is set and type(out["f"]) is frozenset
+    assert len(out["s"]) == 3 and "tag" in out["s"]
+    moved = {id(t) for t in out["s"] if isinstance(t, torch.Tensor)}
+    assert all(on_meta(t) for t in out["s"] if isinstance(t, torch.Tensor))
+    assert id(out["a"]) in moved  # a is copied once and stays shared
+    inner = next(x for x in out["f"] if isinstance(x, tuple))
+    assert on_meta(inner[0]) and id(inner[0]) in moved
+
+
+def test_sets_whose_items_become_equal_are_an_error() -> None:
+    shared = torch.ones(1)
+    with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['s'\].*2 items became 1"):
+        map_tensors(lambda _: shared, {"s": {(torch.ones(1),), (torch.ones(1),)}})
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Holder:
+    held: Any
+
+
+def test_error_paths_inside_sets_are_python() -> None:
+    with pytest.raises(tp.UnsupportedBatchError, match=r"list\(batch\['s'\]\)\[0\]\.held "):
+        tp.to_device({"s": frozenset({Holder(Raising({"x": 1}))})}, "meta")
+
+
+# --- subclasses whose constructor differs from the base ---------------------------------------
+
+
+class TwoArgList(list[Any]):
+    __slots__ = ("tag",)
+
+    def __init__(self, a: Any, b: Any) -> None:
+        super().__init__([a, b])
+        self.tag = "two"
+
+
+class StarList(list[Any]):
+    """``StarList(items)`` would nest the items one level deeper."""
+
+    def __init__(self, *items: Any) -> None:
+        super().__init__(items)
+
+
+class ForgetfulList(list[Any]):
+    """``ForgetfulList(items)`` would come back empty."""
+
+    def __init__(self, *_: Any) -> None:
+        super().__init__()
+
+    def append(self, item: Any) -> None:  # not how the walker fills it
+        raise AssertionError("append must not be called")
+
+
+class PairTuple(tuple[Any, ...]):
+    def __new__(cls, a: Any, b: Any) -> PairTuple:
+        obj = super().__new__(cls, (a, b))
+        obj.label = "pair"
+        return obj
+
+
+class NeedsArgs(dict[str, Any]):
+    def __init__(self, owner: str, **items: Any) -> None:
+        super().__init__(**items)
+        self.owner = owner
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise AssertionError("__setitem__ must not be called")
+
+
+class Ordered(collections.OrderedDict[str, Any]):
+    def __init__(self, owner: str) -> None:
+        super().__init__()
+        self.owner = owner
+
+
+class Factory(collections.defaultdict[str, Any]):
+    def __init__(self, owner: str) -> None:
+        super().__init__(list)
+        self.owner = owner
+
+
+class Window(collections.deque[Any]):
+    def __init__(self, size: int) -> None:
+        super().__init__(maxlen=size)
+
+
+class TagSet(set[Any]):
+    def __init__(self, tag: str, *items: Any) -> None:
+        super().__init__(items)
+        self.tag = tag
+
+
+def test_builtin_subclasses_are_rebuilt_without_their_constructor() -> None:
+    t = torch.ones(1)
+    ordered = Ordered("o")
+    ordered["b"], ordered["a"] = t, 2
+    ordered.move_to_end("b")
+    factory = Factory("f")
+    factory["t"] = t
+    window = Window(2)
+    window.extend([1, t])
+    tagged_set = TagSet("s", t, 1)
+    batch = {
+        "two": TwoArgList(t, 2),
+        "star": StarList(t, 2),
+        "forget": ForgetfulList(),
+        "pair": PairTuple(t, 2),
+        "args": dict.__new__(NeedsArgs),
+        "ordered": ordered,
+        "factory": factory,
+        "window": window,
+        "set": tagged_set,
+    }
+    batch["forget"].extend([t, 2])
+    dict.__setitem__(batch["args"], "t", t)
+    batch["args"].owner = "n"
+    out = tp.to_device(batch, "meta")
+    for key, before in batch.items():
+        assert type(out[key]) is type(before), key
+    assert out["two"].tag == "two" and len(out["two"]) == 2 and on_meta(out["two"][0])
+    assert len(out["star"]) == 2 and on_meta(out["star"][0])  # not re-nested
+    assert len(out["forget"]) == 2 and on_meta(out["forget"][0])  # not emptied
+    assert out["pair"].label == "pair" and on_meta(out["pair"][0]) and out["pair"][1] == 2
+    assert out["args"].owner == "n" and on_meta(out["args"]["t"])
+    assert list(out["ordered"]) == ["a", "b"] and out["ordered"].owner == "o"
+    assert on_meta(out["ordered"]["b"])
+    assert out["factory"].default_factory is list and out["factory"]["missing"] == []
+    assert out["window"].maxlen == 2 and on_meta(out["window"][1])
+    assert out["set"].tag == "s" and len(out["set"]) == 2
+    assert {x.device.type for x in out["set"] if isinstance(x, torch.Tensor)} == {"meta"}
+    assert out["two"][0] is out["pair"][0] is out["factory"]["t"]  # shared once moved
+
+
+# --- skip_keys -------------------------------------------------------------------------------
+
+
+def test_a_string_skip_key_is_one_key() -> None:
+    t = torch.ones(1)
+    batch = {"ids": t, "i": t * 2, "d": t * 3, "s": t * 4, 3: t * 5}
+    out = tp.to_device(batch, "meta", skip_keys="ids")
+    assert out["ids"] is t and all(on_meta(out[k]) for k in ("i", "d", "s", 3))
+    assert tp.to_device({b"ids": t}, "meta", skip_keys=b"ids")[b"ids"] is t
+    assert tp.to_device(batch, "meta", skip_keys={3, "i"})[3] is batch[3]
+
+
+@pytest.mark.parametrize(("skip", "found"), [(3, "is a int"), ([["a"]], "cannot be a dict key")])
+def test_bad_skip_keys_are_config_errors(skip: Any, found: str) -> None:
+    with pytest.raises(tp.ConfigError, match=found) as info:
+        tp.to_device({"a": torch.ones(1)}, "meta", skip_keys=skip)
+    assert "skip_keys=" in str(info.value)
+
+
+# --- identity, sharing, cycles, depth ---------------------------------------------------------
+
+
+def test_no_op_move_returns_every_tensor_itself() -> None:
+    t = torch.ones(1)
+    batch = [
+        Doubling(t),
+        FrozenSlotted(t),
+        _encoding(),
+        types.MappingProxyType({"t": t}),
+        {t},
+        TwoArgList(t, t),
+        ReadOnly({"t": t}),
+    ]
+    found, _ = flatten_tensors(batch)
+    out = tp.to_device(batch, "cpu")
+    after, _ = flatten_tensors(out)
+    assert len(after) == len(found) and all(x is y for x, y in zip(found, after, strict=True))
+
+
+def test_cycles_through_new_containers_name_the_path() -> None:
+    ud: collections.UserDict[str, Any] = collections.UserDict(x=torch.ones(1))
+    ud["self"] = [ud]
+    with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['u'\]\.data\['self'\]\[0\]"):
+        tp.to_device({"u": ud}, "meta")
+    late = LateField(torch.ones(1))
+    late.late = [late]  # type: ignore[assignment]
+    with pytest.raises(tp.UnsupportedBatchError, match=r"batch\.late\[0\] refers back"):
+        tp.to_device(late, "meta")
+
+
+def test_deep_nesting_through_new_containers_is_an_error() -> None:
+    deep: Any = torch.ones(1)
+    for _ in range(3000):
+        deep = collections.UserList([deep])
+    with pytest.raises(tp.UnsupportedBatchError, match="nested more than"):
+        tp.to_device(deep, "meta")
