@@ -152,8 +152,8 @@ def test_offset_matches_ast_segment(prefix: str, lines: int) -> None:
 
 
 def device_of(source: str) -> tuple[str, str]:
-    """The name device_definition gives at the first `go()` and the source with its edits."""
-    seen = probe(source, calls_named("go"), lambda n, c: c.device_definition())
+    """The name device_at gives at the first `go()` and the source with its edits."""
+    seen = probe(source, calls_named("go"), lambda n, c: c.device_at(n))
     name, edits = cast("tuple[str, tuple[Edit, ...]]", seen[0])
     return name, apply(source, edits)
 
@@ -175,9 +175,26 @@ def test_device_defined_after_docstring_future_and_imports() -> None:
     assert out == source.replace("import torch\n", "import torch\n\n" + DEF)
 
 
-def test_existing_module_device_is_reused() -> None:
-    source = "import torch\n\ndevice = pick()\n\ndef f():\n    go()\n"
+@pytest.mark.parametrize(
+    "value",
+    [
+        'torch.device("cuda")',
+        '"cuda"',
+        'torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+        DEF.split(" = ", 1)[1].strip(),
+    ],
+)
+def test_existing_module_device_meaning_the_accelerator_is_reused(value: str) -> None:
+    source = f"import torch\n\ndevice = {value}\n\ndef f():\n    go()\n"
     assert device_of(source) == ("device", source)
+
+
+@pytest.mark.parametrize("value", ["pick()", '"cpu"', 'torch.device("cuda:1")', "args.device"])
+def test_existing_module_device_with_another_meaning_is_not_reused(value: str) -> None:
+    source = f"import torch\n\ndevice = {value}\n\ndef f():\n    go()\n"
+    name, out = device_of(source)
+    assert name == "_device"
+    assert out.count("_device = torch.accelerator") == 1
 
 
 def test_device_bound_to_something_else_gets_another_name() -> None:
@@ -197,9 +214,19 @@ def test_function_local_device_assigned_later_is_avoided() -> None:
     assert device_of(source)[0] == "_device"
 
 
-def test_parameter_named_device_is_used() -> None:
+def test_parameter_named_device_is_not_ours() -> None:
     source = "import torch\n\ndef f(x, device):\n    go()\n"
+    assert device_of(source)[0] == "_device"
+
+
+def test_local_device_meaning_the_accelerator_is_reused_when_bound_on_every_path() -> None:
+    source = 'import torch\n\ndef f(x):\n    device = torch.device("cuda")\n    go()\n'
     assert device_of(source) == ("device", source)
+    sibling = (
+        "import torch\n\ndef f(x, mps):\n    if mps:\n"
+        '        device = torch.device("cuda")\n    else:\n        go()\n'
+    )
+    assert device_of(sibling)[0] == "_device"
 
 
 def test_import_torch_added_when_missing_and_alias_respected() -> None:

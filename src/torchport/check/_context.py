@@ -13,7 +13,10 @@ What the context knows, and when:
   (cheap: statements only, no walk), nested ones as the walk enters them;
 * bindings (``x = torch.zeros(3)``) per scope, recorded when the walk *leaves*
   the binding statement, so a rule sees the value bound before this point;
-* where a module-level ``device`` definition goes and what it is called.
+* on demand, the module's scopes and bindings (:attr:`Context.scopes`, one
+  extra pass built the first time a rule asks, usually only to build a fix),
+  and from them where a ``device`` definition or ``import torch`` may go
+  (:meth:`Context.device_at`, :meth:`Context.torch_at`).
 
 ``enter``/``leave`` do one dictionary lookup by node type; most node types do
 nothing else, which keeps the walk fast.
@@ -24,7 +27,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from torchport.check._rule import Edit, Finding, Fix, Rule
+from torchport.check._placement import _Plan, device_at, device_expr, torch_at
+from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
+from torchport.check._scope import ScopeMap
 from torchport.check._source import SourceText
 
 __all__ = ["Context"]
@@ -32,10 +37,6 @@ __all__ = ["Context"]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-# Names tried, in order, for the module-level device; the first one free or already
-# bound to a device-like value wins.
-_DEVICE_NAMES = ("device", "_device", "torch_device")
-_NOT_A_DEVICE = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Lambda, ast.ListComp, ast.DictComp)
 
 
 def _import_aliases(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
@@ -77,19 +78,6 @@ def _is_import_block(stmt: ast.stmt) -> bool:
     return False
 
 
-def _is_docstring(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Constant)
-        and isinstance(stmt.value.value, str)
-    )
-
-
-def _first_line(stmt: ast.stmt) -> int:
-    decorators = getattr(stmt, "decorator_list", None)
-    return min([stmt.lineno, *(d.lineno for d in decorators)]) if decorators else stmt.lineno
-
-
 class Context(SourceText):
     """Where the walk is in one file, and how to report and fix things there.
 
@@ -106,7 +94,8 @@ class Context(SourceText):
         self._scopes: list[tuple[bool, dict[str, ast.expr | None]]] = [(False, {})]
         self._top: dict[str, ast.stmt] = {}
         self._torch_stmt: ast.stmt | None = None
-        self._stores_cache: dict[int, frozenset[str]] = {}
+        self._scope_map: ScopeMap | None = None
+        self._placement: _Plan | None = None
         self._last_expr: ast.expr | None = None
         self._last_name: str | None = None
         self._prescan(tree)
@@ -114,17 +103,9 @@ class Context(SourceText):
     # ------------------------------------------------------------ pre-scan
 
     def _prescan(self, tree: ast.Module) -> None:
-        body = tree.body
-        last: ast.stmt | None = None
-        leading = True
-        for i, stmt in enumerate(body):
+        for stmt in tree.body:
             if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Try, ast.If)):
                 self._scan_imports(stmt)
-            if leading:
-                if (i == 0 and _is_docstring(stmt)) or _is_import_block(stmt):
-                    last = stmt
-                else:
-                    leading = False
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 for target in targets:
@@ -135,21 +116,6 @@ class Context(SourceText):
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 for local, _ in _import_aliases(stmt):
                     self._top.setdefault(local, stmt)
-        torch_stmt = self._torch_stmt
-        if torch_stmt is not None and (last is None or torch_stmt.lineno > last.lineno):
-            last = torch_stmt  # `import torch` after a sys.path tweak: define the device after it
-        self._after_imports = last
-        first_import = next(
-            (
-                s
-                for s in body
-                if isinstance(s, (ast.Import, ast.ImportFrom))
-                and not (isinstance(s, ast.ImportFrom) and s.module == "__future__")
-            ),
-            None,
-        )
-        self._first_import = first_import
-        self._first_stmt = body[0] if body else None
 
     def _scan_imports(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -316,109 +282,77 @@ class Context(SourceText):
         return None
 
     def torch_name(self) -> str:
-        """The name the module imported torch as (``"torch"`` when it did not: see torch_edits)."""
+        """The name the module imported torch as at top level (``"torch"`` when it did not).
+
+        For messages. A fix that writes torch's name asks :meth:`torch_at`.
+        """
         for local, qualified in self._aliases.items():
             if qualified == "torch" and self._top.get(local) is not None:
                 return local
         return "torch"
 
-    def torch_edits(self) -> tuple[Edit, ...]:
-        """The edit adding ``import torch`` when the module does not import torch at top level."""
-        if self._torch_stmt is not None:
-            return ()
-        if self._torch_before_block():
-            assert self._first_import is not None
-            at = self.offset(_first_line(self._first_import), 0)
-            return (Edit(at, at, "import torch" + self.newline),)
-        return (self._header_edit(None),)
+    # ------------------------------------------------------------ scopes and the device
 
-    def _torch_before_block(self) -> bool:
-        """Whether a missing ``import torch`` goes before the first import of the leading block."""
-        anchor, last = self._first_import, self._after_imports
-        return anchor is not None and last is not None and anchor.lineno <= last.lineno
+    @property
+    def scopes(self) -> ScopeMap:
+        """Scopes and bindings of the whole module (built on first use, then cached)."""
+        if self._scope_map is None:
+            self._scope_map = ScopeMap(self.tree)
+        return self._scope_map
 
-    # ------------------------------------------------------------ the device
+    @property
+    def placement(self) -> _Plan:
+        """Where a ``device`` definition and a missing ``import torch`` go (cached)."""
+        if self._placement is None:
+            self._placement = _Plan(self)
+        return self._placement
 
-    def device_expr(self) -> str:
-        """The expression a fresh device definition binds."""
-        t = self.torch_name()
-        return (
-            f"{t}.accelerator.current_accelerator() if {t}.accelerator.is_available() "
-            f'else {t}.device("cpu")'
-        )
+    def torch_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
+        """A name for torch usable at ``node`` and the edits adding ``import torch`` if needed.
+
+        None: torch is imported only optionally, or cannot be bound before
+        ``node`` runs; the rule reports without a fix.
+        """
+        return torch_at(self, node)
+
+    def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
+        """A name bound to the accelerator choice at ``node`` and the edits that define it.
+
+        None: no name is safe there (see :mod:`torchport.check._placement`);
+        the rule reports without a fix.
+        """
+        return device_at(self, node)
+
+    def device_expr(self, torch: str | None = None) -> str:
+        """The expression a fresh device definition binds, with ``torch`` (default: the alias)."""
+        return device_expr(torch or self.torch_name())
 
     def device_definition(self) -> tuple[str, tuple[Edit, ...]]:
-        """The name to use for the device here and the edits (maybe none) that define it.
+        """Deprecated: use :meth:`device_at` with the node the fix rewrites.
 
-        An existing module-level binding of ``device`` to a device-like value is
-        reused when it is visible here; otherwise the first free name among
-        ``device``, ``_device``, ``torch_device`` is defined once, right after
-        the module's leading imports (adding ``import torch`` if needed).
+        Answers for the node's parent; when no name is safe, the edits hold
+        :data:`~torchport.check._rule.NO_FIX`, which makes the fixer drop the fix.
         """
-        here = self.ancestors[1] if len(self.ancestors) > 1 else None
-        func = next((a for a in reversed(self.ancestors) if isinstance(a, _FUNCTIONS)), None)
-        stores = self._stores(func) if func is not None else frozenset()
-        local = self._scopes[-1][1]
-        for name in _DEVICE_NAMES:
-            if func is not None and name in local:
-                return name, ()  # a parameter or a local bound before this point
-            if name in stores:
-                continue  # bound later in this function: using it here would fail
-            stmt = self._top.get(name)
-            if stmt is None:
-                return name, self._definition_edits(name)
-            value = getattr(stmt, "value", None)
-            device_like = value is not None and not (
-                isinstance(value, _NOT_A_DEVICE)
-                or (isinstance(value, ast.Constant) and not isinstance(value.value, str))
-            )
-            visible = func is not None or (isinstance(here, ast.stmt) and stmt.lineno < here.lineno)
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and device_like and visible:
-                return name, ()
-        return "_torchport_device", self._definition_edits("_torchport_device")
+        found = self.device_at(self.ancestors[-1]) if self.ancestors else None
+        return found if found is not None else ("device", (NO_FIX,))
 
-    def _stores(self, func: ast.AST) -> frozenset[str]:
-        """Names a function assigns (cached: walked once, and only when a fix needs a device)."""
-        found = self._stores_cache.get(id(func))
-        if found is None:
-            found = frozenset(
-                n.id
-                for n in ast.walk(func)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-            )
-            self._stores_cache[id(func)] = found
-        return found
-
-    def _definition_edits(self, name: str) -> tuple[Edit, ...]:
-        line = f"{name} = {self.device_expr()}"
-        header = self._header_edit(line)
-        imports = self.torch_edits()
-        if imports and imports[0].start == header.start:
-            return (header,)  # _header_edit already wrote `import torch` there
-        return (*imports, header)
-
-    def _header_edit(self, definition: str | None) -> Edit:
-        """One insertion after the leading imports: ``import torch`` if missing, then the line."""
-        nl = self.newline
-        last = self._after_imports
-        torch_here = self._torch_stmt is None and not self._torch_before_block()
-        lines = (["import torch"] if torch_here else []) + ([definition] if definition else [])
-        if last is not None:
-            end = last.end_lineno or last.lineno
-            starts = self._line_starts()
-            if end + 1 < len(starts):
-                at = starts[end + 1]
-                return Edit(at, at, nl + nl.join(lines) + nl)
-            at = len(self.source)
-            return Edit(at, at, nl + nl + nl.join(lines) + nl)
-        first = self._first_stmt
-        at = self.offset(_first_line(first), 0) if first is not None else len(self.source)
-        return Edit(at, at, nl.join(lines) + nl + nl)
+    def torch_edits(self) -> tuple[Edit, ...]:
+        """Deprecated: use :meth:`torch_at` with the node (see :meth:`device_definition`)."""
+        found = self.torch_at(self.ancestors[-1]) if self.ancestors else None
+        if found is None or found[0] != self.torch_name():
+            return (NO_FIX,)
+        return found[1]
 
     def finding(
         self, rule: Rule, node: ast.AST, *, message: str | None = None, fix: Fix | None = None
     ) -> Finding:
-        """A finding of ``rule`` spanning ``node`` (1-based character columns)."""
+        """A finding of ``rule`` spanning ``node`` (1-based character columns).
+
+        A fix holding :data:`~torchport.check._rule.NO_FIX` is dropped: the
+        finding is reported without a fix.
+        """
+        if fix is not None and NO_FIX in fix.edits:
+            fix = None
         line = getattr(node, "lineno", 1)
         col = getattr(node, "col_offset", 0)
         end_line = getattr(node, "end_lineno", None) or line

@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from torchport.check._engine import RuleFailure, RuleSet, check_text, check_tree, ruleset_for
-from torchport.check._rule import Edit, Finding, FixSafety
+from torchport.check._rule import NO_FIX, Edit, Finding, FixSafety
 
 __all__ = ["MAX_FIX_ROUNDS", "FixOutcome", "fix_source", "fix_text"]
 
@@ -125,7 +125,11 @@ def _one_round(
     source: str, path: str, findings: Sequence[Finding], allowed: frozenset[FixSafety]
 ) -> tuple[str, list[Finding], list[RuleFailure]]:
     """Apply the non-conflicting fixes of one round; returns (source, applied, failures)."""
-    candidates = [f for f in findings if f.fix is not None and f.fix.safety in allowed]
+    candidates = [
+        f
+        for f in findings
+        if f.fix is not None and f.fix.safety in allowed and NO_FIX not in f.fix.edits
+    ]
     candidates.sort(key=lambda f: (min((e.start for e in f.fix.edits), default=0), f.code))  # type: ignore[union-attr]
     accepted = _Accepted()
     applied: list[Finding] = []

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     from torchport.check._context import Context
 
-__all__ = ["Edit", "Example", "Finding", "Fix", "FixSafety", "Intent", "Rule"]
+__all__ = ["NO_FIX", "Edit", "Example", "Finding", "Fix", "FixSafety", "Intent", "Rule"]
 
 _SHIPPED = "torchport.check.rules."
 
@@ -84,12 +84,23 @@ class Edit:
     text: str
 
 
+# An edit no fix can apply: a fix holding it is dropped (reported without a fix). Legacy
+# Context helpers return it when no safe edit exists; new code returns None instead.
+NO_FIX = Edit(-1, -1, "")
+
+
 @dataclass(frozen=True, slots=True)
 class Fix:
-    """The edits that fix one finding; applied together or not at all."""
+    """The edits that fix one finding; applied together or not at all.
+
+    ``changes`` says, for a fix that may change the program's results, what
+    changes (``"reseeds the CPU generator too"``); renderers show it beside the
+    finding so that nobody applies it unawares. Empty for fixes that keep results.
+    """
 
     edits: tuple[Edit, ...]
     safety: FixSafety
+    changes: str = ""
 
 
 @dataclass(frozen=True, slots=True)

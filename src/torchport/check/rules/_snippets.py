@@ -1,10 +1,13 @@
-"""Source lines that the fixes write, spelled out once for the rules' examples."""
+"""Source lines that the fixes write, spelled out once for the rules' examples.
+
+The text itself comes from :func:`torchport.check._placement.device_line`, the
+one place that writes a ``device`` definition (fixes and ``port`` alike).
+"""
 
 from __future__ import annotations
 
-__all__ = ["DEVICE_LINE"]
+from torchport.check._placement import device_expr, device_line
 
-DEVICE_LINE = (
-    "device = torch.accelerator.current_accelerator() "
-    'if torch.accelerator.is_available() else torch.device("cpu")\n'
-)
+__all__ = ["DEVICE_LINE", "device_expr", "device_line"]
+
+DEVICE_LINE = device_line()
