@@ -108,3 +108,63 @@ def test_invalid_toml_and_missing_table_and_missing_file(tmp_path: Path) -> None
         load_config(write(tmp_path / "other.toml", "[tool.ruff]\n"))
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "absent.toml")
+
+
+# ---------------------------------------------------------------- issue 11: each a clear error
+
+
+def test_non_utf8_pyproject_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes(b'[tool.torchport]\nselect = ["TP1"]\n# caf\xe9\n')
+    with pytest.raises(ConfigError, match=r"not UTF-8 \(byte \d+.*re-save it as UTF-8"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        find_config([tmp_path])
+
+
+@pytest.mark.parametrize("value", ["5", '"TP1"', "[1, 2]", "true"])
+def test_tool_torchport_that_is_not_a_table(tmp_path: Path, value: str) -> None:
+    path = write(tmp_path / "pyproject.toml", f"[tool]\ntorchport = {value}\n")
+    with pytest.raises(ConfigError, match=r"`torchport` under \[tool\].*expected a table"):
+        find_config([tmp_path])
+    with pytest.raises(ConfigError, match="expected a table"):
+        load_config(path)
+
+
+def test_other_tools_tables_are_not_judged(tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool]\nruff = 5\n")
+    assert find_config([tmp_path]).source is None
+
+
+@pytest.mark.parametrize("pattern", ["[z-a]", "src/[9-0]*.py"])
+def test_invalid_exclude_pattern_is_a_config_error(tmp_path: Path, pattern: str) -> None:
+    from torchport.check import check_paths
+
+    write(tmp_path / "pyproject.toml", f'[tool.torchport]\nexclude = ["ok/", "{pattern}"]\n')
+    write(tmp_path / "a.py", "x = 1\n")
+    with pytest.raises(ConfigError, match=r"invalid pattern.*exclude of .*pattern 2.*\[a-z\]"):
+        check_paths([tmp_path])
+
+
+def test_invalid_gitignore_pattern_names_file_and_line(tmp_path: Path) -> None:
+    from torchport.check import check_paths
+
+    write(tmp_path / "sub" / ".gitignore", "# comment\n*.log\n[z-a]\n")
+    write(tmp_path / "sub" / "a.py", "x = 1\n")
+    with pytest.raises(ConfigError, match=r"sub/\.gitignore, line 3"):
+        check_paths([tmp_path])
+
+
+@pytest.mark.parametrize("body", ["select = []\n", 'select = [" "]\n'])
+def test_empty_select_is_an_error_not_all_checks_passed(tmp_path: Path, body: str) -> None:
+    from torchport.check import check_paths
+    from torchport.cli._main import main
+
+    write(tmp_path / "pyproject.toml", "[tool.torchport]\n" + body)
+    write(tmp_path / "a.py", "x = y.cuda()\n")
+    with pytest.raises(ConfigError, match="select in .* is empty"):
+        check_paths([tmp_path])
+    assert main(["check", str(tmp_path)]) == 2
+    assert main(["check", "--select", "", str(tmp_path / "a.py")]) == 2  # --select "" too
+    # an extend-select next to the empty select still runs something: not an error
+    assert check_paths([tmp_path], extend_select=["TP101"]).findings

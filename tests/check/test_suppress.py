@@ -6,6 +6,7 @@ import ast
 import io
 import tokenize
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given
@@ -130,3 +131,27 @@ def test_comment_scan_agrees_with_tokenize(parts: list[tuple[str, bool]]) -> Non
     except SyntaxError:
         assume(False)
     assert set(parse_noqa(source).lines) == _tokenize_noqa_lines(source)
+
+
+def test_unknown_tp_codes_are_found_and_other_tools_codes_are_not() -> None:
+    from torchport.check._suppress import unknown_codes
+
+    source = (
+        "x = 1  # noqa: TP999, E501, TP1\n"
+        "# torchport: noqa: TP77\n"
+        's = "# noqa: TP888"\n'
+        "y = 2  # noqa\n"
+    )
+    assert unknown_codes(source, ["TP101", "TP202"]) == [(1, "TP999"), (2, "TP77")]
+
+
+def test_unknown_noqa_code_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    from torchport.check import check_paths, fix_paths
+
+    path = tmp_path / "a.py"
+    path.write_text("import torch\n\nx = 1  # noqa: TP999\ny = torch.ones(1)  # noqa: TP101\n")
+    result = check_paths([path])
+    assert result.exit_code == 2 and len(result.errors) == 1
+    error = result.errors[0]
+    assert error.path == f"{path}:3" and "TP999" in error.message and "remove it" in error.message
+    assert fix_paths([path]).exit_code == 2

@@ -12,7 +12,7 @@ import pytest
 
 import torchport.check.rules as rules_pkg
 from torchport.check._context import Context
-from torchport.check._rule import Finding, Fix, FixSafety, Rule
+from torchport.check._rule import Finding, Fix, FixSafety, Intent, Rule
 from torchport.cli._main import main
 
 
@@ -103,3 +103,64 @@ def test_stdin_fixed_text_on_stdout_and_no_file_written(
     monkeypatch.setattr(sys, "stdin", io.StringIO("y = old\n"))
     code, out, _ = run(capsys, "-", "--diff")
     assert code == 1 and out == "--- a/-\n+++ b/-\n@@ -1 +1 @@\n-y = old\n+y = new\n"
+
+
+class Speedup(Rename):
+    """What it does: test SPEED rule: `slow` -> `fast` (safe)."""
+
+    code = "TP9941"
+    name = "test-speedup"
+    intent = Intent.SPEED
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Name)
+        if node.id == "slow":
+            yield ctx.finding(self, node, fix=Fix((ctx.replace(node, "fast"),), FixSafety.SAFE))
+
+
+@pytest.mark.parametrize(
+    ("argv", "config", "expected"),
+    [
+        ((), "", "x = new + slow\n"),  # plain fix: DEVICE/SAFETY fixes only
+        (("--speed",), "", "x = new + fast\n"),
+        (("--select", "TP9941"), "", "x = old + fast\n"),  # named explicitly
+        (("--extend-select", "TP994"), "", "x = new + fast\n"),  # a prefix names it too
+        (("--select", "ALL"), "", "x = new + slow\n"),  # ALL is not an explicit choice
+        ((), 'select = ["TP9940", "TP9941"]', "x = new + fast\n"),  # config select counts
+    ],
+)
+def test_speed_fixes_need_an_explicit_choice(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+    config: str,
+    expected: str,
+) -> None:
+    monkeypatch.setattr(rules_pkg, "RULES", (Rename, Speedup))
+    if config:
+        (tmp_path / "pyproject.toml").write_text(f"[tool.torchport]\n{config}\n")
+    (tmp_path / "a.py").write_text("x = old + slow\n")
+    code, out, _ = run(capsys, *argv, "a.py")
+    assert (tmp_path / "a.py").read_text() == expected
+    if "slow" in expected:  # the speed finding is reported, not silently dropped
+        assert code == 1 and "TP9941" in out and "1 left" in out
+
+
+def test_plain_fix_applies_no_shipped_speed_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchport.check import RULES, fix_paths
+    from torchport.check._select import fixable_rules
+
+    speed = [r for r in RULES if r.intent is Intent.SPEED]
+    assert speed and not set(speed) & set(fixable_rules(RULES))
+    assert set(speed) <= set(fixable_rules(RULES, speed=True))
+    monkeypatch.setattr(rules_pkg, "RULES", RULES)
+    path = tmp_path / "t.py"
+    path.write_text("import torch\n\nx = torch.zeros(3).cuda()\n")
+    plain = fix_paths([path], diff=True)
+    assert "TP101" in plain.changed[0].fixed and "TP106" not in plain.changed[0].fixed
+    assert "TP106" in {f.code for f in plain.remaining}  # reported, with its fix left unapplied
+    fast = fix_paths([path], diff=True, speed=True, unsafe=True)
+    assert "TP106" in fast.changed[0].fixed
