@@ -162,7 +162,7 @@ def test_empty_select_is_an_error_not_all_checks_passed(tmp_path: Path, body: st
 
     write(tmp_path / "pyproject.toml", "[tool.torchport]\n" + body)
     write(tmp_path / "a.py", "x = y.cuda()\n")
-    with pytest.raises(ConfigError, match="select in .* is empty"):
+    with pytest.raises(ConfigError, match=r"select in .* is empty"):
         check_paths([tmp_path])
     assert main(["check", str(tmp_path)]) == 2
     assert main(["check", "--select", "", str(tmp_path / "a.py")]) == 2  # --select "" too

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from torchport.check import fix_paths
 from torchport.check import _work as work_module
+from torchport.check import fix_paths
 from torchport.check._files import Stamp, read_source
 from torchport.check._write import WriteRefused, write_back
 from torchport.cli._main import main
