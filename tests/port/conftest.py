@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
+import multiprocessing.spawn
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,9 @@ PATCHED_OWNERS: tuple[Any, ...] = (
     torch.nn.Module,
     torch.Tensor,
     DistributedDataParallel,
+    threading.Thread,
+    multiprocessing.spawn,
+    atexit,
 )
 
 

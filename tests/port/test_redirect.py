@@ -51,8 +51,12 @@ def test_every_spelling_of_cuda_lands_on_the_target(device: torch.device, spelli
             torch.tensor([1.0], device=spelling),  # type: ignore[arg-type]
             torch.ones(1).new_zeros(3, device=spelling),  # type: ignore[call-overload]
             torch.empty_like(torch.ones(2), device=spelling),  # type: ignore[arg-type]
+            tiny_model().to(spelling).state_dict()["0.weight"],
+            tiny_model().to(device=spelling).state_dict()["0.bias"],
+            tiny_model().to(spelling, torch.float16).state_dict()["2.weight"],
         ]
         assert {t.device.type for t in made} == {device.type}
+        assert made[-1].dtype == torch.float16
     assert torch.zeros(1).device.type == "cpu"
 
 
@@ -299,3 +303,103 @@ def test_a_device_that_is_not_here_is_refused_naming_the_argument(device: str) -
 def test_device_count_below_one_is_a_config_error(count: Any) -> None:
     with pytest.raises(tp.ConfigError, match="device_count"):
         tp.redirect("cpu", device_count=count)
+
+
+def test_module_to_keeps_its_other_forms(untouched: Callable[[], None]) -> None:
+    with tp.redirect("meta"):
+        assert tiny_model().to(torch.float64).state_dict()["0.weight"].dtype == torch.float64
+        like = torch.ones(1, dtype=torch.float16, device="meta")
+        moved = tiny_model().to(like).state_dict()["0.weight"]
+        assert (moved.device.type, moved.dtype) == ("meta", torch.float16)
+        assert tiny_model().to("cpu").state_dict()["0.weight"].device.type == "cpu"
+    untouched()
+
+
+def test_generators_and_default_devices_land_on_the_target(untouched: Callable[[], None]) -> None:
+    with tp.redirect("cpu"):
+        for generator in (torch.Generator(device="cuda"), torch.Generator("cuda:0")):
+            assert generator.device.type == "cpu" and isinstance(generator, torch.Generator)
+            generator.manual_seed(3)
+            drawn = torch.randn(3, generator=generator, device="cuda")
+            assert torch.equal(drawn, torch.randn(3, generator=torch.Generator().manual_seed(3)))
+        assert torch.Generator(device="cpu").device.type == "cpu"
+        try:
+            torch.set_default_device("cuda")
+            assert torch.zeros(1).device.type == "cpu"
+            torch.set_default_device("meta")  # another device passes through
+            assert torch.zeros(1).device.type == "meta"
+        finally:
+            torch.set_default_device(None)
+    untouched()
+
+
+def test_a_cuda_default_tensor_type_sets_the_dtype_on_the_target() -> None:
+    storage = torch.Storage  # set_default_dtype replaces it; the test puts it back
+    try:
+        with tp.redirect("cpu"):
+            torch.set_default_tensor_type(torch.cuda.DoubleTensor)
+            assert torch.zeros(1).dtype == torch.float64
+            torch.set_default_tensor_type("torch.cuda.FloatTensor")
+            assert torch.zeros(1).dtype == torch.float32
+    finally:
+        torch.set_default_dtype(torch.float32)
+        torch.Storage = storage  # type: ignore[misc]
+
+
+def test_a_generator_the_target_cannot_have_is_a_redirect_error() -> None:
+    with tp.redirect("meta"), pytest.raises(RedirectError, match="cannot follow this run to meta"):
+        torch.Generator(device="cuda")
+
+
+def test_one_device_per_local_worker_with_a_current_index_per_thread(
+    untouched: Callable[[], None],
+) -> None:
+    with tp.redirect("cpu", device_count=2):
+        assert torch.cuda.device_count() == 2 and torch.cuda.current_device() == 0
+        torch.cuda.set_device(1)
+        assert torch.cuda.current_device() == 1
+        torch.cuda.set_device("cuda:0")
+        with torch.cuda.device(1):
+            assert torch.cuda.current_device() == 1
+        assert torch.cuda.current_device() == 0
+        seen: list[int] = []
+        thread = threading.Thread(target=lambda: seen.append(torch.cuda.current_device()))
+        torch.cuda.set_device(torch.device("cuda", 1))
+        thread.start()
+        thread.join()
+        assert seen == [0]  # CUDA's current device is per thread
+        assert torch.ones(1, device="cuda:1").device.type == "cpu"
+        for bad in (2, "cuda:5"):
+            with pytest.raises(RedirectError, match="shows the script 2 CUDA device"):
+                torch.cuda.set_device(bad)
+        with pytest.raises(RedirectError, match="use an index below 2"):
+            torch.cuda.device(7)
+    untouched()
+
+
+def test_threads_started_inside_see_the_same_redirect(untouched: Callable[[], None]) -> None:
+    results: list[object] = []
+
+    def work() -> None:
+        results.append(torch.cuda.is_available())
+        results.append(torch.ones(1).cuda().device.type)
+        results.append(torch.zeros(1, device="cuda:0").device.type)
+        results.append(torch.nn.Linear(1, 1).to(0).weight.device.type)
+
+    with tp.redirect("meta"):
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+    assert results == [True, "meta", "meta", "meta"]
+    untouched()
+
+    def after_the_block() -> None:
+        try:
+            torch.zeros(1, device=0)
+        except (RuntimeError, AssertionError) as exc:  # no CUDA in this build: undone
+            results.append(type(exc))
+
+    after = threading.Thread(target=after_the_block)
+    after.start()
+    after.join()
+    assert len(results) == 5 and results[-1] in (RuntimeError, AssertionError)

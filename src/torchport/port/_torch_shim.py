@@ -16,6 +16,7 @@ import torch
 from torch import serialization
 
 from torchport.port._cuda_shim import _LEGACY_DTYPES, Patch, stand_in_class, stand_in_function
+from torchport.port._error import RedirectError
 
 __all__ = ["is_cuda", "names_device", "torch_patches"]
 
@@ -155,7 +156,16 @@ def _default_device_patches(target: torch.device) -> list[Patch]:
 
     def make_generator(device: Any = "cpu") -> Any:
         # torch.Generator is a C type that the function mode never sees being built.
-        return generator(device=target if names_device(device) else device)
+        if not names_device(device):
+            return generator(device=device)
+        try:
+            return generator(device=target)
+        except RuntimeError as exc:  # e.g. meta has no generators
+            raise RedirectError(
+                f"torch.Generator(device={device!r}) cannot follow this run to {target}: "
+                f"{exc}. Run on a device with its own generators (cpu, cuda, mps, xpu), "
+                "or build the generator without a device (it draws on the CPU)."
+            ) from None
 
     def set_device(device: Any) -> None:
         set_default_device(target if names_device(device) else device)

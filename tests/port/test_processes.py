@@ -1,0 +1,134 @@
+"""`torchport run` reaches every process: children, torchrun workers, and its own end (signals)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).parent / "scripts"
+ENV = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+for _name in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"):
+    ENV.pop(_name, None)
+
+
+def torchport_run(*argv: str, **kwargs: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "torchport", "run", "-q", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,  # type: ignore[call-overload]
+    )
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[str, str]:
+    try:
+        return process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for a reaper counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+# Each child prints: tag, is_available(), the top-level DEVICE, where .cuda() and Module.to(0) land.
+REDIRECTED = "True cuda cpu cpu"
+
+
+@pytest.mark.parametrize("methods", [("spawn", "fork")])
+def test_children_started_with_multiprocessing_are_redirected(methods: tuple[str, ...]) -> None:
+    process = torchport_run("--device", "cpu", str(SCRIPTS / "children.py"), *methods, env=ENV)
+    out, err = finish(process)
+    assert process.returncode == 0, err[-3000:]
+    assert out.splitlines() == [f"{method} {REDIRECTED}" for method in methods]
+
+
+@pytest.mark.slow
+def test_forkserver_and_torch_multiprocessing_spawn_children_are_redirected() -> None:
+    argv = ("forkserver", "torch.multiprocessing.spawn")
+    process = torchport_run("--device", "cpu", str(SCRIPTS / "children.py"), *argv, env=ENV)
+    out, err = finish(process)
+    assert process.returncode == 0, err[-3000:]
+    assert sorted(out.splitlines()) == [f"{tag} {REDIRECTED}" for tag in ("0", "1", "forkserver")]
+
+
+def test_ctrl_c_prints_the_traceback_runs_atexit_and_dies_by_sigint() -> None:
+    process = torchport_run("--device", "cpu", str(SCRIPTS / "interrupted.py"), env=ENV)
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        process.send_signal(signal.SIGINT)
+    finally:
+        out, err = finish(process)
+    assert process.returncode == -signal.SIGINT  # killed by the signal: `while` loops in sh stop
+    assert out == "atexit cpu\n"  # the handler ran while the redirect was still in place
+    lines = err.splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert lines[1].startswith(f'  File "{SCRIPTS / "interrupted.py"}"')
+    assert lines[-1] == "KeyboardInterrupt" and "torchport" not in err
+
+
+@pytest.mark.slow
+def test_sigterm_stops_torchrun_and_every_worker() -> None:
+    process = torchport_run("--nproc", "2", "--device", "cpu", str(SCRIPTS / "sleeper.py"), env=ENV)
+    pids: set[int] = set()
+    try:
+        assert process.stdout is not None
+        for _ in range(2):
+            _, worker, launcher = process.stdout.readline().split()
+            pids |= {int(worker), int(launcher)}  # the workers and torchrun, their parent
+        assert len(pids) == 3 and all(alive(pid) for pid in pids)
+        process.send_signal(signal.SIGTERM)
+    finally:
+        finish(process, timeout=60)
+    assert process.returncode == -signal.SIGTERM
+    deadline = time.monotonic() + 30  # torchrun gives workers up to 30 s before SIGKILL
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in pids if alive(pid)]
+
+
+MODULE = ("-m", "initpkg.ranks")
+
+
+@pytest.mark.slow
+def test_every_rank_sees_its_devices_imports_its_package_once_and_writes_whole_lines(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "imports.log"
+    env = {**ENV, "INITPKG_LOG": str(log), "RANKS_BARRIER": str(tmp_path / "barrier")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "torchport", "run", "--nproc", "2", "--device", "cpu", *MODULE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=SCRIPTS,
+    )
+    out, err = finish(process)
+    assert process.returncode == 0, err[-3000:]
+    # Once per worker, never in the launcher, and always after the redirect was in place.
+    imports = log.read_text().splitlines()
+    assert len(imports) == 2 and all(line.endswith(" True") for line in imports)
+    lines = out.splitlines()
+    assert sorted(line for line in lines if line.startswith("rank")) == [
+        "rank 0 count 2 current 0 on cpu",
+        "rank 1 count 2 current 1 on cpu",
+    ]
+    body = [line for line in lines if not line.startswith("rank")]
+    broken = [line for line in body if not re.fullmatch(r"line [01] \d+ x{50} end", line)]
+    assert len(body) == 4000 and not broken, broken[:3]  # no line mixes two workers' writes
+    assert err.count("torchport run: CUDA is redirected to cpu: the script sees 2 devices") == 1
