@@ -183,6 +183,16 @@ def test_conv_dtype_mismatch_is_not_a_device_mismatch() -> None:
     assert info.value.__cause__ is None
 
 
+def _kernel_error(message: str) -> None:
+    """Raise ``message`` the way a backend's kernel does: a RuntimeError out of torch's C++.
+
+    ``aten::_assert_async.msg`` fails its TORCH_CHECK with exactly the message given, so
+    the error comes out of the dispatcher through torch's own frames, as a CUDA, MPS or XPU
+    kernel's check would; only the backend that would write this wording is missing here.
+    """
+    torch.ops.aten._assert_async.msg(torch.tensor(False), message)
+
+
 class CudaStyleConv(nn.Module):
     """Raises the message conv gives on CUDA, which meta kernels never raise."""
 
@@ -191,10 +201,11 @@ class CudaStyleConv(nn.Module):
         self.conv = nn.Conv2d(3, 4, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        raise RuntimeError(
+        _kernel_error(
             "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) "
             "should be the same or input should be a MKLDNN tensor and weight is a dense tensor"
         )
+        return x
 
 
 def test_conv_type_message_is_translated_with_the_module_named() -> None:

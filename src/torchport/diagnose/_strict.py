@@ -13,20 +13,23 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dis
+import functools
 import importlib
-import itertools
+import inspect
 import linecache
 import os
 import re
-from collections import Counter
-from collections.abc import Callable
+import types
+from collections.abc import Awaitable, Callable, Iterator
 from types import FrameType, TracebackType
-from typing import Any, ParamSpec, TypeGuard, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, cast, overload
 
 import torch
 from torch import nn
 
 import torchport
+from torchport.diagnose._culprit import ModuleCall, describe_calls, significant, unwrap
 from torchport.errors import ConfigError, DeviceMismatchError
 
 __all__ = ["is_device_mismatch", "note_oom", "strict"]
@@ -34,13 +37,19 @@ __all__ = ["is_device_mismatch", "note_oom", "strict"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
+# What each backend says when one op gets tensors on two devices. From PyTorch's sources
+# (c10/aten TORCH_CHECKs, the autograd engine's validate_outputs, PackedSequence.cpp, the
+# MPS and XPU backends) and, for old releases, the messages users report.
 _MISMATCH = re.compile(
     "|".join(
         (
+            # CUDA, ROCm, XPU, MPS (2.4+) and every backend that uses TensorIterator/checks
             r"expected all tensors to be on the same device",
             r"is not on the expected device",
-            r"expected device \S+ but got device",
-            r"(?:to be|are|be) on the same device",
+            # autograd: "returned an invalid gradient at index 0 - expected device cuda:0 but
+            # got cpu"; index_put and mode: "expected device 'x' but got 'y'"
+            r"expected device \S+ but got",
+            r"(?:to be|are|be) on (?:the )?same device",
             r"same device as the indexed tensor",
             r"either on \S+ or on the same device",
             r"not at the same device",
@@ -50,10 +59,22 @@ _MISMATCH = re.compile(
             r"but expected it to be on",
             r"expected .{1,40} on the same device",
             r"tensors? (?:are |is )?on different devices",
+            r"to a storage on different device",
+            r"tensor device index mismatch",
+            # before PyTorch 1.5 (TH): "Expected object of device type cuda but got device type cpu"
+            r"expected object of device type \S+ but got device type",
+            # MPS: a CPU tensor reached an MPS kernel (pytorch/pytorch#130790)
+            r"placeholder storage has not been allocated on MPS device",
+            r"passed CPU tensor to MPS op",
+            # pack_padded_sequence's lengths on an accelerator; "1D cpu Int" is a dtype error
+            r"'lengths' argument should be a 1D CPU int64 tensor, but got \d+D (?!cpu )\S",
         )
     ),
     re.IGNORECASE,
 )
+# "Expected tensor to have CPU Backend, but got tensor with CUDA Backend": a device mismatch
+# only when the backends name different devices (SparseCPU vs CPU is a layout error)
+_BACKEND_PAIR = re.compile(r"have (\w+) Backend, but got tensor with (\w+) Backend")
 # conv: "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be
 # the same"; the same sentence also reports dtype-only mismatches, which are not ours
 _TYPE_PAIR = re.compile(r"Input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\) should be")
@@ -73,9 +94,10 @@ def is_device_mismatch(err: BaseException) -> bool:
     if isinstance(err, DeviceMismatchError):
         return False
     message = str(err)
-    pair = _TYPE_PAIR.search(message)
-    if pair is not None:
-        return _backend(pair.group(1)) != _backend(pair.group(2))
+    for pairs in (_TYPE_PAIR, _BACKEND_PAIR):
+        pair = pairs.search(message)
+        if pair is not None:
+            return _backend(pair.group(1)) != _backend(pair.group(2))
     return _MISMATCH.search(message) is not None
 
 
@@ -107,16 +129,6 @@ _INTERNAL = tuple(
 )
 
 
-class _Call:
-    """One module seen in the traceback, with what it was called with."""
-
-    def __init__(self, module: nn.Module) -> None:
-        self.module = module
-        self.args: tuple[Any, ...] = ()
-        self.kwargs: dict[str, Any] = {}
-        self.arg_names: list[str] = []
-
-
 def _frames(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
     """Each frame the error unwound, with the line it was at (not the frame's current line)."""
     frames = []
@@ -126,104 +138,71 @@ def _frames(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
     return frames
 
 
-def _module_calls(frames: list[tuple[FrameType, int]]) -> list[_Call]:
-    calls: list[_Call] = []
+def _module_calls(frames: list[tuple[FrameType, int]]) -> list[ModuleCall]:
+    calls: list[ModuleCall] = []
     for frame, _ in frames:
         owner = frame.f_locals.get("self")
         if not isinstance(owner, nn.Module):
             continue
+        owner = unwrap(owner)  # torch.compile's OptimizedModule stands for the module it wraps
         if not calls or calls[-1].module is not owner:
-            calls.append(_Call(owner))
+            calls.append(ModuleCall(owner))
         call = calls[-1]
         code = frame.f_code
         if code in _CALL_CODES:
             call.args = tuple(frame.f_locals.get("args", ()))
             call.kwargs = dict(frame.f_locals.get("kwargs", {}) or {})
         elif not call.arg_names and code.co_name == "forward":
-            call.arg_names = list(code.co_varnames[1 : code.co_argcount])
+            call.arg_names = tuple(code.co_varnames[1 : code.co_argcount])
             if not call.args and not call.kwargs:  # forward() called directly
                 call.kwargs = {n: frame.f_locals.get(n) for n in call.arg_names}
     return calls
 
 
-def _path(calls: list[_Call]) -> str:
-    """Dotted path of the innermost module under the outermost, e.g. ``encoder.layers.2.proj``."""
-    root, target = calls[0].module, calls[-1].module
-    for name, sub in root.named_modules():
-        if sub is target:
-            return str(name)
-    parts = []  # not registered under the root: join the hops we can see
-    for outer, inner in itertools.pairwise(calls):
-        hop = next((n for n, s in outer.module.named_modules() if s is inner.module), None)
-        if hop is None:
-            outer_name = type(outer.module).__name__
-            return f"<{type(target).__name__}, not a registered submodule of {outer_name}>"
-        if hop:
-            parts.append(hop)
-    return ".".join(parts)
-
-
-def _significant(t: object) -> TypeGuard[torch.Tensor]:
-    # a 0-dim CPU tensor mixes with any device (it acts as a scalar)
-    return isinstance(t, torch.Tensor) and not (t.device.type == "cpu" and t.dim() == 0)
-
-
-def _module_tensors(module: nn.Module) -> list[tuple[str, str, torch.device]]:
-    found = [("parameter", n, p.device) for n, p in module._parameters.items() if p is not None]
-    found += [("buffer", n, b.device) for n, b in module._buffers.items() if _significant(b)]
-    found += [
-        ("plain tensor attribute", n, v.device)
-        for n, v in vars(module).items()
-        if _significant(v) and not n.startswith("_")
-    ]
-    return found
-
-
-def _inputs(call: _Call) -> list[tuple[str, torch.device]]:
-    found = []
-    for i, arg in enumerate(call.args):
-        name = call.arg_names[i] if i < len(call.arg_names) else None
-        label = f"input {i}" + (f" ({name!r})" if name else "")
-        found += _leaves(label, arg)
-    for name, arg in call.kwargs.items():
-        found += _leaves(f"input {name!r}", arg)
-    return found
-
-
-def _leaves(label: str, value: Any, depth: int = 0) -> list[tuple[str, torch.device]]:
-    if _significant(value):
-        return [(label, value.device)]
-    if depth >= 2:  # enough to name the culprit in a typical batch
-        return []
-    if isinstance(value, (list, tuple)):
-        return [x for i, v in enumerate(value) for x in _leaves(f"{label}[{i}]", v, depth + 1)]
-    if isinstance(value, dict):
-        return [x for k, v in value.items() for x in _leaves(f"{label}[{k!r}]", v, depth + 1)]
-    return []
-
-
-def _majority(devices: list[torch.device]) -> torch.device | None:
-    counts = Counter(devices)
-    return counts.most_common(1)[0][0] if counts else None
-
-
 _NOT_FOUND = object()
 
 
+def _attribute(owner: Any, name: str) -> Any:
+    """``owner.name`` as stored, without running a property or ``__getattr__`` of user code.
+
+    The failing line already ran once; evaluating it again could have side effects.
+    """
+    if isinstance(owner, nn.Module):
+        stored = vars(owner)
+        for table in ("_parameters", "_buffers", "_modules"):
+            held = stored.get(table, {})
+            if name in held:
+                return held[name]
+    try:
+        value = inspect.getattr_static(owner, name, _NOT_FOUND)
+    except Exception:  # an odd metaclass: give up on this name
+        return _NOT_FOUND
+    if isinstance(value, types.MemberDescriptorType):  # a __slots__ field: read by C, no code
+        return value.__get__(owner, type(owner))
+    if hasattr(type(value), "__get__") and not isinstance(value, torch.Tensor):
+        return _NOT_FOUND  # a property, method or other descriptor: would run code
+    return value
+
+
 def _lookup(node: ast.expr, frame: FrameType) -> Any:
-    """Value of a name, ``a.b`` or ``batch["x"]`` in a frame; never calls anything but getattr."""
+    """Value of a name, ``a.b`` or ``batch["x"]`` in a frame; never runs the program's code."""
     if isinstance(node, ast.Name):
         return frame.f_locals.get(node.id, frame.f_globals.get(node.id, _NOT_FOUND))
     if isinstance(node, ast.Attribute):
         owner = _lookup(node.value, frame)
-        return _NOT_FOUND if owner is _NOT_FOUND else getattr(owner, node.attr, _NOT_FOUND)
+        return _NOT_FOUND if owner is _NOT_FOUND else _attribute(owner, node.attr)
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
         container, key = _lookup(node.value, frame), node.slice.value
-        if isinstance(container, (dict, list, tuple)):  # never index a tensor: that is an op
-            try:
-                return container[key]  # type: ignore[index]
-            except (KeyError, IndexError, TypeError):
-                return _NOT_FOUND
+        # The base types' own lookups: no subclass __getitem__, no defaultdict insertion,
+        # and never indexing a tensor (that is an op)
+        try:
+            if isinstance(container, dict):
+                return dict.get(container, key, _NOT_FOUND)
+            if isinstance(container, (list, tuple)) and isinstance(key, int):
+                base = list if isinstance(container, list) else tuple
+                return base.__getitem__(container, key)  # type: ignore[index]
+        except (IndexError, TypeError):
+            return _NOT_FOUND
     return _NOT_FOUND
 
 
@@ -240,10 +219,10 @@ def _operands(frame: FrameType, lineno: int) -> tuple[str, list[tuple[str, torch
     for node in nodes:
         try:
             value = _lookup(node, frame)
-        except Exception:  # a property may raise; this is a best guess
+        except Exception:  # reading a stored value should not fail; this is a best guess
             continue
         name = ast.unparse(node)
-        if _significant(value) and name not in seen:
+        if significant(value) and name not in seen:
             seen.add(name)
             found.append((name, value.device))
     return code, found[:8]
@@ -256,7 +235,7 @@ def _describe(err: BaseException, frames: list[tuple[FrameType, int]]) -> str:
     parts: list[str] = []
     fix = "move every tensor of that op to one device with .to(device) or torchport.to_device"
     if calls:
-        head, culprit_fix = _module_sentence(calls)
+        head, culprit_fix = describe_calls(calls)
         parts.append(head)
         fix = culprit_fix or fix
     if user:
@@ -280,81 +259,38 @@ def _op_devices(said: str) -> str:
     return "the op mixed tensors on different devices"
 
 
-_CREATE_FIX = (
-    "create tensors inside forward on the input's device, e.g. torch.zeros(n, device=x.device), "
-    "or register them as buffers so model.to() moves them"
-)
+_RAISES = frozenset(dis.opmap[name] for name in ("RAISE_VARARGS", "RERAISE") if name in dis.opmap)
 
 
-def _module_sentence(calls: list[_Call]) -> tuple[str, str | None]:
-    call = calls[-1]
-    module = call.module
-    kind = type(module).__name__
-    path = _path(calls)
-    root = type(calls[0].module).__name__
-    name = f"{kind} {path!r}" if path else kind
-    if path and len(calls) > 1:
-        name += f" (in {root})"
-    own = _module_tensors(module)
-    registered = [(r, n, d) for r, n, d in own if r != "plain tensor attribute"]
-    plain = [(r, n, d) for r, n, d in own if r == "plain tensor attribute"]
-    inputs = _inputs(call)
-    home = _majority([d for _, _, d in registered])
-    if home is None:  # no parameters: the inputs disagree among themselves
-        devices = list(dict.fromkeys(d for _, d in inputs))
-        if len(devices) > 1:
-            listed = ", ".join(f"{label} on {d}" for label, d in inputs)
-            return f"{name} got {listed}", "move the inputs to one device with .to(device)"
-        if plain and inputs and any(d != inputs[0][1] for _, _, d in plain):
-            return _plain_sentence(name, plain, inputs[0][1])
-        where = f" (its inputs are on {devices[0]})" if devices else ""
-        return f"inside {name}{where}", _CREATE_FIX
-    mixed = [(r, n, d) for r, n, d in registered if d != home]
-    if mixed:
-        r, n, d = mixed[0]
-        return (
-            f"{name} has its {r} {n!r} on {d} but the rest of its parameters on {home}",
-            f"call model.to({str(home)!r}) after adding or replacing the {r} {n!r}",
-        )
-    stray_plain = [p for p in plain if p[2] != home]
-    if stray_plain:
-        return _plain_sentence(name, stray_plain, home)
-    stray = [(label, d) for label, d in inputs if d != home]
-    first = registered[0]
-    if not stray:
-        return (
-            f"inside {name} (its {first[0]} {first[1]!r} is on {home})",
-            _CREATE_FIX,
-        )
-    label, there = stray[0]
-    root_home = _majority(_root_devices(calls[0].module))
-    sentence = f"{name} got {label} on {there} but its {first[0]} {first[1]!r} is on {home}"
-    if len(calls) > 1 and root_home is not None and root_home == there:
-        return (
-            sentence + f" while most of {root} is on {there}, so this layer was left behind",
-            f"call model.to({str(there)!r}) after adding or replacing layers",
-        )
-    return (
-        sentence,
-        f"move the input with x.to({str(home)!r}) (or torchport.to_device(batch, {str(home)!r})),"
-        f" or move the model with model.to({str(there)!r})",
-    )
+def _raised_by_program(err: BaseException) -> bool:
+    """Whether a ``raise`` statement outside torch raised ``err`` (not a torch op or kernel).
+
+    A kernel's error surfaces at the Python line that called it (an instruction that
+    calls); the program's own ``raise ValueError("... must be on the same device")``
+    surfaces at a raise instruction in the program's own file.
+    """
+    tb = err.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    if code.co_filename.startswith(_INTERNAL):
+        return False
+    try:
+        return code.co_code[tb.tb_lasti] in _RAISES
+    except IndexError:
+        return False
 
 
-def _plain_sentence(
-    name: str, plain: list[tuple[str, str, torch.device]], home: torch.device
-) -> tuple[str, str]:
-    _, attr, where = plain[0]
-    return (
-        f"{name} uses the plain tensor attribute {attr!r} on {where} (not a registered buffer, "
-        f"so model.to() does not move it) with tensors on {home}",
-        f"register it with self.register_buffer({attr!r}, tensor) so model.to(device) moves it",
-    )
-
-
-def _root_devices(root: nn.Module) -> list[torch.device]:
-    devices = [p.device for p in root.parameters()]
-    return devices + [b.device for b in root.buffers() if _significant(b)]
+def _from_torch(err: BaseException) -> bool:
+    """A mismatch torch reported, or the program's error wrapping one (``raise ... from``)."""
+    if not is_device_mismatch(err):
+        return False
+    if not _raised_by_program(err):
+        return True
+    cause = err.__cause__
+    return cause is not None and _from_torch(cause)
 
 
 # -- the public face ---------------------------------------------------------------------
@@ -377,7 +313,7 @@ class _Strict(contextlib.ContextDecorator):
         if isinstance(exc, torch.OutOfMemoryError):
             note_oom(exc)
             return
-        if not is_device_mismatch(exc):
+        if not _from_torch(exc):
             return
         try:
             message = _describe(exc, _frames(tb))
@@ -388,6 +324,40 @@ class _Strict(contextlib.ContextDecorator):
     def __repr__(self) -> str:
         return "torchport.strict()"
 
+    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:  # type: ignore[override]
+        """Decorate ``func``: its body, however it runs, is inside ``strict()``.
+
+        ContextDecorator alone would wrap only the call, which for a generator or a
+        coroutine function returns before any of its body has run.
+
+        Raises:
+            ConfigError: ``func`` is an async generator function.
+        """
+        if inspect.isasyncgenfunction(func):
+            raise ConfigError(
+                f"tp.strict cannot decorate the async generator {func.__qualname__}; wrap the "
+                "code inside it instead: async def ...: with tp.strict(): ..."
+            )
+        if inspect.isgeneratorfunction(func):
+            generator = cast(Callable[..., Iterator[Any]], func)
+
+            @functools.wraps(func)
+            def each_step(*args: Any, **kwargs: Any) -> Any:
+                with _Strict():  # spans every resumption: yield from passes sends and throws
+                    return (yield from generator(*args, **kwargs))
+
+            return each_step
+        if inspect.iscoroutinefunction(func):
+            coroutine = cast(Callable[..., Awaitable[Any]], func)
+
+            @functools.wraps(func)
+            async def awaited(*args: Any, **kwargs: Any) -> Any:
+                with _Strict():
+                    return await coroutine(*args, **kwargs)
+
+            return awaited
+        return super().__call__(func)
+
 
 @overload
 def strict() -> _Strict: ...
@@ -396,7 +366,8 @@ def strict(func: Callable[P, R], /) -> Callable[P, R]: ...
 def strict(func: Callable[P, R] | None = None, /) -> _Strict | Callable[P, R]:
     """Make device mismatches inside a block or function name their culprit.
 
-    Use it as ``with tp.strict():``, ``@tp.strict()`` or ``@tp.strict``. When
+    Use it as ``with tp.strict():``, ``@tp.strict()`` or ``@tp.strict``; a decorated
+    generator or ``async def`` function is covered while its body runs. When
     PyTorch raises a device-mismatch error inside, a
     :class:`~torchport.DeviceMismatchError` (a ``RuntimeError``) is raised from it
     instead, naming the module path (``encoder.layers.2.proj``) and class, which
@@ -414,8 +385,13 @@ def strict(func: Callable[P, R] | None = None, /) -> _Strict | Callable[P, R]:
     Returns:
         A context manager that is also a decorator, or the wrapped function.
 
+    A ``RuntimeError`` the program raises itself (``raise ValueError("... on the same
+    device")``) is its own and passes through unchanged, unless it wraps one of
+    PyTorch's (``raise ... from err``). Reading the failing line's operands never
+    runs the program's code again: attributes are read as stored, properties not.
+
     Raises:
-        ConfigError: When ``func`` is not callable.
+        ConfigError: When ``func`` is not callable, or is an async generator function.
     """
     if func is None:
         return _Strict()
@@ -426,7 +402,7 @@ def strict(func: Callable[P, R] | None = None, /) -> _Strict | Callable[P, R]:
             f"tp.strict got {what} {_short_repr(func)}; pass a function or method to decorate "
             "(@tp.strict), or nothing and wrap the calls: with tp.strict(): model(x)"
         )
-    wrapped: Callable[P, R] = _Strict()(func)  # ContextDecorator applies functools.wraps
+    wrapped = cast(Callable[P, R], _Strict()(func))  # functools.wraps keeps the name
     return wrapped
 
 
