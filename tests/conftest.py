@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -25,12 +26,41 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 GIB = 1024**3
 
 
+class FakeStream:
+    """Stands in for a stream: records the events it was told to wait on."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.waited: list[Any] = []
+
+    def wait_event(self, event: Any) -> None:
+        self.waited.append(event)
+
+
+class FakeEvent:
+    """Stands in for an event: remembers the stream it was recorded on."""
+
+    def __init__(self) -> None:
+        self.recorded_on: FakeStream | None = None
+
+    def record(self, stream: FakeStream) -> None:
+        self.recorded_on = stream
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+
 class FakeBackend(Backend):
     """An accelerator of type ``kind`` with one device per entry of ``free``.
 
     Answers the floor's questions (type, count, names, memory, current index);
-    records synchronizations instead of making them. Streams, events and copies
-    are not faked: code that needs them is tested under ``@pytest.mark.gpu``.
+    records synchronizations, streams made, stream switches, events and
+    ``record_stream`` calls instead of making them. Copies are real torch copies,
+    so code under test uses the meta device as its target; what needs a real
+    accelerator is tested under ``@pytest.mark.gpu``.
     """
 
     def __init__(self, free: list[int | None], kind: str = "cuda", current: int = 0) -> None:
@@ -39,6 +69,10 @@ class FakeBackend(Backend):
         self.current = current
         self.synchronized: list[torch.device] = []
         self.memory_reads = 0
+        self.streams: list[FakeStream] = []
+        self.consumer = FakeStream("consumer")
+        self.active: list[FakeStream] = []
+        self.recorded: list[tuple[int, FakeStream]] = []
 
     def accelerator(self) -> str | None:
         return self.kind
@@ -62,6 +96,27 @@ class FakeBackend(Backend):
 
     def synchronize(self, device: torch.device, *, stream_only: bool) -> None:
         self.synchronized.append(device)
+
+    def new_stream(self, device: torch.device) -> Any:
+        self.streams.append(FakeStream("side"))
+        return self.streams[-1]
+
+    def current_stream(self, device: torch.device) -> Any:
+        return self.active[-1] if self.active else self.consumer
+
+    def new_event(self, *, timing: bool) -> Any:
+        return FakeEvent()
+
+    @contextlib.contextmanager
+    def use_stream(self, stream: Any) -> Iterator[None]:  # type: ignore[override]
+        self.active.append(stream)
+        try:
+            yield
+        finally:
+            self.active.pop()
+
+    def record_stream(self, tensor: torch.Tensor, stream: Any) -> None:
+        self.recorded.append((id(tensor), stream))
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import pytest
@@ -14,7 +14,10 @@ from hypothesis import strategies as st
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import torchport as tp
+from torchport import hardware
 from torchport.feed._loader import _prefetched
+
+GIB = 1024**3
 
 
 class Pair(NamedTuple):
@@ -229,73 +232,117 @@ def test_default_device_and_public_face() -> None:
     assert loader.depth == 2
 
 
-# --- the CUDA plumbing, with torch.cuda's stream API stood in for -----------------------
-
-
-class _FakeStream:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.waited: list[Any] = []
-
-    def wait_event(self, event: Any) -> None:
-        self.waited.append(event)
-
-
-class _FakeEvent:
-    def __init__(self) -> None:
-        self.recorded_on: _FakeStream | None = None
-
-    def record(self, stream: _FakeStream) -> None:
-        self.recorded_on = stream
+# --- the CUDA plumbing, with streams and events faked at the hardware floor -------------
 
 
 def test_cuda_path_copies_on_one_side_stream_and_guards_each_hand_over(
-    monkeypatch: pytest.MonkeyPatch,
+    fake_accelerator: Callable[..., Any],
 ) -> None:
-    """Runs the CUDA code path with the meta device and stand-ins for streams and events."""
-    from contextlib import contextmanager
-
-    from torchport.feed import _loader
-
-    created: list[_FakeStream] = []
-    active: list[_FakeStream] = []
-    consumer = _FakeStream("consumer")
-    recorded: list[tuple[int, _FakeStream]] = []
-
-    def make_stream(device: torch.device) -> _FakeStream:
-        created.append(_FakeStream("side"))
-        return created[-1]
-
-    @contextmanager
-    def use(stream: _FakeStream) -> Iterator[None]:
-        active.append(stream)
-        try:
-            yield
-        finally:
-            active.pop()
-
-    def record_stream(self: torch.Tensor, stream: _FakeStream) -> None:
-        recorded.append((id(self), stream))
-
-    monkeypatch.setattr(torch.cuda, "Stream", make_stream)
-    monkeypatch.setattr(torch.cuda, "stream", use)
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: consumer)
-    monkeypatch.setattr(torch.Tensor, "record_stream", record_stream)
-    monkeypatch.setattr(_loader, "_new_event", _FakeEvent)
-
+    """Runs the asynchronous (CUDA) code path with the meta device and the fake backend."""
+    backend = fake_accelerator([GIB])
     loader = tp.DeviceLoader(_batches(5), "meta", depth=2, pack=True)
     for epoch in range(2):
-        recorded.clear()
+        backend.recorded.clear()
         ids = []
-        for batch in loader._iter_cuda():
-            event = consumer.waited[-1]
+        for batch in loader._iter_async():
+            event = backend.consumer.waited[-1]
             assert event.recorded_on is loader.side_stream  # copies were queued on the side
-            assert not active  # no stream context leaks into the caller's step
+            assert not backend.active  # no stream context leaks into the caller's step
             assert batch["x"].device.type == "meta"
-            for t in (batch["x"], batch["meta"]["pair"].x, batch["meta"]["pair"].y):
-                assert (id(t), consumer) in recorded  # memory held for the consumer
+            # The packed buffer is what was allocated on the side stream: recorded
+            # for the consumer, so its memory is held while the consumer uses it.
+            assert any(stream is backend.consumer for _, stream in backend.recorded)
             ids.append(batch["meta"]["id"])
         assert ids == list(range(5))
-        assert len(consumer.waited) == 5 * (epoch + 1)
-    assert len(created) == 1  # one side stream for the loader's life
+        assert len(backend.consumer.waited) == 5 * (epoch + 1)
+    assert len(backend.streams) == 1  # one side stream for the loader's life
     assert loader.stats.packed_batches == 10
+
+
+def test_cuda_path_moves_sparse_nested_and_subclass_tensors_on_the_consumer_stream(
+    fake_accelerator: Callable[..., Any],
+) -> None:
+    """record_stream cannot guard these, so they never go on the side stream."""
+    backend = fake_accelerator([GIB])
+    sparse = torch.eye(3).to_sparse()
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
+    param = torch.nn.Parameter(torch.ones(2))
+    plain = torch.ones(4)
+    loader = tp.DeviceLoader([(plain, sparse, nested, param)], "meta", pack=False)
+    (out,) = list(loader._iter_async())
+    assert [t.device.type for t in out] == ["meta"] * 4
+    assert out[1].is_sparse and out[2].is_nested
+    recorded = {i for i, _ in backend.recorded}
+    assert recorded == {id(out[0])}  # only the plain tensor was copied on the side stream
+    assert loader.stats.tensors == 4
+    assert loader.stats.copies == 4
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_record_stream_covers_sparse_parts_and_refuses_what_it_cannot_guard(
+    fake_accelerator: Callable[..., Any],
+) -> None:
+    backend = fake_accelerator([GIB])
+    stream = backend.consumer
+    coo = torch.eye(3).to_sparse()
+    hardware.record_stream(coo, stream)
+    assert len(backend.recorded) == 2  # indices and values
+    csr = torch.eye(3).to_sparse_csr()
+    hardware.record_stream(csr, stream)
+    assert len(backend.recorded) == 5
+    with pytest.raises(TypeError, match="move it on the stream that uses it"):
+        hardware.record_stream(
+            torch.nested.nested_tensor([torch.ones(2)], layout=torch.jagged), stream
+        )
+
+
+def test_early_break_over_a_one_shot_iterator_loses_nothing_on_any_path(
+    fake_accelerator: Callable[..., Any],
+) -> None:
+    """The documented rule: the next iter() over a one-shot source continues where it stopped."""
+    fake_accelerator([GIB])
+    for path in ("async", "blocking", "cpu"):
+        source = iter(_batches(6))
+        device = "cpu" if path == "cpu" else "meta"
+        loader = tp.DeviceLoader(source, device, depth=2)
+        if path == "async":
+            loader._live = loader._iter_async()  # what iter() does for a CUDA device
+        seen = []
+        for batch in loader:
+            seen.append(batch["meta"]["id"])
+            if len(seen) == 2:
+                break
+        seen += [batch["meta"]["id"] for batch in loader]
+        assert seen == list(range(6)), path
+
+
+def test_bare_cuda_means_the_same_gpu_to_the_loader_and_to_device(
+    fake_accelerator: Callable[..., Any],
+) -> None:
+    fake_accelerator([GIB, 70 * GIB], current=0)  # pick_device would choose cuda:1
+    loader = tp.DeviceLoader([], "cuda")
+    assert loader.device == torch.device("cuda", 0)
+    assert hardware.parse_device("cuda") == loader.device
+    assert tp.pick_device() == torch.device("cuda", 1)  # the policy, only when asked
+
+
+def test_loader_device_errors_name_device_not_prefer() -> None:
+    with pytest.raises(tp.DeviceError, match=r"device='xpu:7'") as info:
+        tp.DeviceLoader([], "xpu:7")
+    assert "prefer" not in str(info.value)
+
+
+def test_mapping_batches_with_their_own_to_are_walked_and_counted() -> None:
+    """A BatchEncoding-like UserDict (with .to) takes the walker's path and counts its tensors."""
+    import collections
+
+    class Encoding(collections.UserDict):  # type: ignore[type-arg]
+        def to(self, device: Any) -> Encoding:
+            raise AssertionError("the loader should move the tensors itself")
+
+    batch = Encoding(input_ids=torch.ones(2, 3), mask=torch.ones(2, 3, dtype=torch.bool))
+    loader = tp.DeviceLoader([batch], "meta")
+    (out,) = list(loader)
+    assert type(out) is Encoding
+    assert out["input_ids"].device.type == "meta"
+    assert loader.stats.tensors == 2

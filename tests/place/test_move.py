@@ -5,17 +5,21 @@ from __future__ import annotations
 import collections
 import dataclasses
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from torch import nn
 
 import torchport as tp
-from torchport.place import UnregisteredTensorWarning, _move
+from torchport import hardware
+from torchport.place import UnregisteredTensorWarning
 
 META = torch.device("meta")
+GIB = 1024**3
 
 
 class Pair(NamedTuple):
@@ -271,30 +275,26 @@ def test_optimizer_state_follows_param_dtype() -> None:
 # --- synchronization wiring --------------------------------------------------------------
 
 
-class _FakeSource:
-    """Stands in for a tensor on an accelerator this machine lacks."""
-
-    def __init__(self, device: str) -> None:
-        self.device = torch.device(device)
-        self.is_cpu = self.device.type == "cpu"
-        self.is_meta = self.device.type == "meta"
-
-
-def test_waits_once_per_source_device_for_cpu_targets(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[torch.device] = []
-    monkeypatch.setattr(_move, "_synchronize", calls.append)
-    sources: Any = [_FakeSource(d) for d in ("cuda:0", "cuda:0", "cuda:1", "cpu", "meta")]
-    _move._wait_for_copies(sources, torch.device("cpu"))
-    assert sorted(map(str, calls)) == ["cuda:0", "cuda:1"]
-    calls.clear()
-    _move._wait_for_copies(sources, torch.device("mps", 0))
-    assert calls == [torch.device("mps", 0)]
+def test_waits_once_per_source_device_for_cpu_targets(
+    fake_accelerator: Callable[..., Any],
+) -> None:
+    backend = fake_accelerator([GIB, GIB])
+    sources = [torch.device(d) for d in ("cuda:0", "cuda:0", "cuda:1", "cpu", "meta")]
+    hardware.wait_for_copies(sources, torch.device("cpu"))
+    assert sorted(map(str, backend.synchronized)) == ["cuda:0", "cuda:1"]
+    backend.synchronized.clear()
+    hardware.wait_for_copies(sources, torch.device("mps", 0))
+    assert backend.synchronized == [torch.device("mps", 0)]
+    backend.synchronized.clear()
+    hardware.wait_for_copies(sources, torch.device("cuda", 0))  # stream order suffices
+    assert backend.synchronized == []
 
 
 def test_default_mode_is_the_only_one_that_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchport.hardware import _copy
+
     waits: list[torch.device] = []
-    monkeypatch.setattr(_move, "_wait_for_copies", lambda sources, target: waits.append(target))
-    monkeypatch.setattr(_move, "_accelerator_present", lambda: True)
+    monkeypatch.setattr(_copy, "wait_for_copies", lambda sources, target: waits.append(target))
     batch = {"x": torch.ones(2)}
     tp.to_device(batch, "cpu", dtype=torch.float64)
     assert waits == [torch.device("cpu")]
@@ -345,29 +345,22 @@ def test_cyclic_module_attribute_does_not_break_the_move() -> None:
     assert model.weight.device == META
 
 
-def test_pack_copies_each_tensor_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchport.feed import _pack
-
-    calls: list[int] = []
-    real = _pack.pack_to_device
-
-    def counting(tensors: Any, device: Any, **kwargs: Any) -> list[torch.Tensor]:
-        calls.append(len(tensors))
-        return real(tensors, device, **kwargs)
-
-    monkeypatch.setattr(_pack, "pack_to_device", counting)
-    copied: list[torch.Tensor] = []
-    monkeypatch.setattr(
-        _move,
-        "_copy_each",
-        lambda ts, target, nb, dtype: copied.extend(ts) or [t.to(target) for t in ts],
-    )
+def test_pack_copies_each_tensor_once() -> None:
     grad = torch.ones(2, requires_grad=True)
     batch = [torch.ones(3), torch.arange(4), grad]
+    plan = hardware.plan_copy(batch, META, pack=True)
+    assert plan.staged == [0, 1] and plan.packed  # the two plain tensors, in one pack
+    assert plan.direct == [2]  # only the tensor that may not be packed goes alone
     out = tp.to_device(batch, "meta", pack=True)
-    assert calls == [2]  # the two plain tensors, in one pack
-    assert copied == [grad]  # only the tensor that may not be packed goes alone
     assert [t.device for t in out] == [META] * 3
+    assert out[2].requires_grad
+
+
+def test_pack_none_never_packs_where_packing_is_slower() -> None:
+    """Automatic packing is for CUDA targets only; to the CPU and meta it was measured slower."""
+    batch = [torch.ones(16) for _ in range(64)]
+    assert not hardware.plan_copy(batch, META).packed
+    assert not hardware.plan_copy(batch, torch.device("cpu"), dtype=torch.float64).packed
 
 
 def test_batch_already_on_target_keeps_its_tensors() -> None:
@@ -388,3 +381,83 @@ def test_cuda_module_back_to_cpu_is_complete() -> None:
     tp.to_device(model, "cpu")  # asynchronous copies, one wait
     for key, value in model.state_dict().items():
         assert value.is_cpu and torch.equal(value, expected[key])
+
+
+# --- devices: one parser, the same answer everywhere --------------------------------------
+
+
+def test_cpu_zero_is_the_cpu_and_copies_nothing() -> None:
+    big = {"x": torch.ones(1000, 1000), "y": [torch.arange(10)]}
+    out = tp.to_device(big, "cpu:0")
+    assert out["x"] is big["x"] and out["y"][0] is big["y"][0]
+    t = torch.ones(3)
+    assert tp.to_device(t, torch.device("cpu", 0)) is t
+    assert tp.to_device((t, t), "cpu:0")[0] is t
+
+
+@pytest.mark.parametrize("bad", ["cpu:1", "meta:2", "xpu:7", "cuda:3", "gpu", 5])
+def test_absent_devices_are_refused_naming_the_argument(bad: object) -> None:
+    with pytest.raises(tp.DeviceError, match=rf"device={bad!r}") as info:
+        tp.to_device(torch.ones(1), bad)  # type: ignore[arg-type]
+    assert "available: cpu" in str(info.value)
+
+
+def test_bare_accelerator_type_means_the_current_device(
+    fake_accelerator: Callable[..., Any],
+) -> None:
+    fake_accelerator([GIB, 70 * GIB], current=0)  # pick_device() would choose index 1
+    assert hardware.parse_device("cuda") == torch.device("cuda", 0)
+    assert tp.pick_device("cuda") == torch.device("cuda", 1)  # policy, only when asked
+    with pytest.raises(tp.DeviceError, match=r"device='cuda:2': index 2 is past the 2 cuda"):
+        tp.to_device(torch.ones(1), "cuda:2")
+
+
+# --- the direct path for small flat batches agrees with the general one --------------------
+
+_flat_tensor = st.sampled_from(["cpu", "meta"]).flatmap(
+    lambda dev: st.builds(lambda n: torch.zeros(n, device=dev), st.integers(0, 3))
+)
+
+
+@given(
+    st.lists(_flat_tensor, min_size=0, max_size=40),
+    st.sampled_from([tuple, list, dict]),
+    st.sampled_from(["cpu", "meta"]),
+    st.data(),
+)
+def test_flat_batches_move_like_nested_ones(
+    pool: list[torch.Tensor], kind: type, target: str, data: st.DataObject
+) -> None:
+    # Repeat some tensors, so sharing must survive the direct path too.
+    picks = data.draw(st.lists(st.integers(0, max(len(pool) - 1, 0)), max_size=len(pool)))
+    items = pool + [pool[i] for i in picks] if pool else []
+    batch: Any = {f"k{i}": t for i, t in enumerate(items)} if kind is dict else kind(items)
+    if target == "cpu" and any(t.is_meta for t in items):
+        return  # meta -> cpu has no data to copy; torch refuses it
+    out = tp.to_device(batch, target)
+    assert type(out) is kind
+    values = list(out.values()) if kind is dict else list(out)
+    assert len(values) == len(items)
+    for src, got in zip(items, values, strict=True):
+        assert got.device.type == target and got.shape == src.shape
+        if src.device.type == target:
+            assert got is src
+    # Each source tensor maps to exactly one result object.
+    by_source: dict[int, int] = {}
+    for src, got in zip(items, values, strict=True):
+        assert by_source.setdefault(id(src), id(got)) == id(got)
+    if kind is not tuple:
+        assert out is not batch  # a new container, the input untouched
+
+
+def test_place_does_not_import_feed() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, torchport as tp\n"
+        "tp.to_device([torch.ones(2) for _ in range(8)], 'meta', pack=True)\n"
+        "tp.to_device(torch.nn.Linear(2, 2), 'meta')\n"
+        "assert 'torchport.feed' not in sys.modules, sorted(sys.modules)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

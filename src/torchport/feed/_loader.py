@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -10,15 +11,17 @@ from typing import Any, Generic, TypeVar, cast
 
 import torch
 
+from torchport import hardware
 from torchport.errors import ConfigError
-from torchport.feed._pack import _new_event, should_pack, transfer
-from torchport.feed._staging import StagingPool
+from torchport.hardware import StagingPool
 from torchport.place._device import pick_device
 from torchport.place._tree import BatchLayout, flatten_batch
 
 __all__ = ["DeviceLoader", "FeedStats"]
 
 _T = TypeVar("_T")
+_ONLY_TENSOR = frozenset({torch.Tensor})
+_IS_CPU = operator.attrgetter("is_cpu")
 _B = TypeVar("_B")
 _P = TypeVar("_P")
 
@@ -31,8 +34,9 @@ def _prefetched(
     Before each hand-over the queue is topped up to ``depth + 1`` issued batches, so
     while the caller works on one batch the next ``depth`` are in flight. An
     exception from ``source`` or from ``issue`` is raised, as the same object, once
-    the batches issued before it have been handed over. Leaving early drops the
-    queue; a new call starts from an empty one.
+    the batches issued before it have been handed over. Closing the generator
+    early drops the queue; a new call starts from an empty one (``DeviceLoader``
+    keeps the generator of a one-shot source open instead, so nothing is lost).
     """
     it: Iterator[_B] | None = iter(source)
     pending: deque[_P] = deque()
@@ -94,31 +98,52 @@ class _InFlight:
     layout: BatchLayout
     moved: list[torch.Tensor | None]  # None: moved on the consumer stream at hand-over
     fresh: list[torch.Tensor]  # allocated on the side stream; need record_stream
-    event: torch.cuda.Event
+    event: torch.Event
     nbytes: int
     copies: int
     packed: bool
+
+
+def _side_stream_safe(t: torch.Tensor) -> bool:
+    """Whether ``t`` may be copied on the side stream: a plain dense host tensor.
+
+    Its copy is then guarded by ``record_stream`` at hand-over. Sparse and nested
+    tensors and subclasses (whose storage ``record_stream`` cannot always reach)
+    are moved at hand-over on the caller's stream instead, where stream order
+    protects them.
+    """
+    return type(t) is torch.Tensor and t.is_cpu and t.layout == torch.strided and not t.is_nested
 
 
 class DeviceLoader(Generic[_T]):
     """Wraps any iterable of batches and yields each batch already on ``device``.
 
     Batches come out in the wrapped loader's order, each exactly once, with every
-    tensor at any depth (dicts, lists, tuples, namedtuples, dataclasses) moved and
-    other leaves left as they are. Each ``iter()`` is a fresh pass with its own
-    prefetch queue: leaving a loop early drops what was fetched ahead, and nothing
-    keeps running (no threads are used).
+    tensor at any depth (dicts and other mappings, lists, tuples, namedtuples,
+    dataclasses) moved and other leaves left as they are; objects with their own
+    ``.to`` are moved with it.
+
+    Passes and leaving early, the same on every device: each ``iter()`` over a
+    re-iterable loader (a ``DataLoader``, a list) is a fresh pass; leaving a loop
+    early abandons the rest of that pass, including batches already fetched ahead.
+    A one-shot source (a generator or other iterator) loses nothing: the next
+    ``iter()`` continues with the batch after the last one handed out, on CUDA too,
+    where the batches copied ahead are kept for it (and hold their device memory
+    and staging buffers until then). No threads are used.
 
     On CUDA, copies run on one side stream owned by the loader, issued ``depth``
-    batches ahead of the one being handed over, from ``depth`` reused pinned staging
-    buffers (so pinned memory held is about ``depth`` batches). When a batch is
-    handed over, the caller's current stream waits on an event recorded after its
-    copies, and ``record_stream`` marks each new tensor as used by that stream, so
-    the caching allocator does not reuse its memory while work on it is queued.
-    Batches of many small tensors are packed into one copy (``pack=None`` decides by
-    count and size; ``True``/``False`` force it). On the CPU the loader is a thin
-    pass-through: batches already there are yielded as they are. On other devices
-    (MPS, XPU, meta) each batch is moved with a blocking copy when it is handed over.
+    batches ahead of the one being handed over, from reused pinned staging buffers
+    (so pinned memory held is about ``depth`` batches). When a batch is handed
+    over, the caller's current stream waits on an event recorded after its copies,
+    and ``record_stream`` marks each new tensor as used by that stream, so the
+    caching allocator does not reuse its memory while work on it is queued.
+    Sparse and nested tensors, tensor subclasses, tensors on other devices and
+    objects with their own ``.to`` are moved at hand-over on the caller's stream
+    (stream order protects them). Batches of many small tensors are packed into
+    one copy (``pack=None`` decides by count and size; ``True``/``False`` force
+    it). On the CPU the loader is a thin pass-through: batches already there are
+    yielded as they are. On other devices (MPS, XPU, meta) each batch is moved
+    with blocking copies when it is handed over.
 
     An exception raised by the wrapped loader reaches the caller unchanged, at the
     position where its batch would have been, after the batches fetched before it.
@@ -130,7 +155,8 @@ class DeviceLoader(Generic[_T]):
     Args:
         loader: any iterable of batches, e.g. a ``torch.utils.data.DataLoader``
             (give it ``pin_memory=True`` on CUDA to skip a host copy).
-        device: where batches go; ``None`` means :func:`torchport.pick_device`.
+        device: where batches go; ``None`` means :func:`torchport.pick_device`. A
+            bare ``"cuda"`` means the current CUDA device, as for ``to_device``.
         depth: batches copied ahead on CUDA (an int >= 1).
         pack: pack each batch into one copy; ``None`` decides per batch.
 
@@ -160,10 +186,14 @@ class DeviceLoader(Generic[_T]):
                 "pass a DataLoader, a list of batches or a generator"
             )
         self._loader = loader
-        self._device = pick_device(device)
+        self._device = (
+            pick_device() if device is None else hardware.parse_device(device, argument="device")
+        )
         self._depth = depth
         self._pack = pack
-        self._stream: torch.cuda.Stream | None = None
+        self._stream: torch.Stream | None = None
+        # A one-shot source's prefetching pass, kept open across iter() calls.
+        self._live: Iterator[_T] | None = None
         # Staging slots: `depth` of them, as that many batches are in flight on CUDA.
         # The CPU needs none (nothing crosses).
         self._pool = StagingPool(max_slots=depth) if self._device.type != "cpu" else None
@@ -186,8 +216,8 @@ class DeviceLoader(Generic[_T]):
         return self._loader
 
     @property
-    def side_stream(self) -> torch.cuda.Stream | None:
-        """The CUDA stream copies run on; created at the first CUDA pass, then kept."""
+    def side_stream(self) -> torch.Stream | None:
+        """The stream copies run on; created at the first CUDA pass, then kept."""
         return self._stream
 
     @property
@@ -270,14 +300,21 @@ class DeviceLoader(Generic[_T]):
         )
 
     def __iter__(self) -> Iterator[_T]:
-        """Starts a pass over the wrapped loader.
+        """Starts a pass over the wrapped loader (or resumes a one-shot source's).
 
         Synchronization: see the class docstring.
         """
         kind = self._device.type
-        if kind == "cuda":
-            return self._iter_cuda()
-        return self._iter_blocking()
+        if kind == "cpu":
+            return self._iter_cpu()
+        if kind != "cuda":
+            return self._iter_blocking()
+        if not isinstance(self._loader, Iterator):
+            return self._iter_async()
+        # A one-shot source: keep its pass open so batches fetched ahead survive a break.
+        if self._live is None:
+            self._live = self._iter_async()
+        return self._live
 
     def _count(self, tensors: int, nbytes: int, copies: int, packed: bool) -> None:
         with self._lock:
@@ -288,83 +325,111 @@ class DeviceLoader(Generic[_T]):
             c[3] += copies
             c[4] += int(packed)
 
-    def _wants_pack(self, tensors: list[torch.Tensor]) -> bool:
-        if self._device.type == "cpu":
-            return False  # nothing crosses a link; packing would only add a host copy
-        return self._pack if self._pack is not None else should_pack(tensors, self._device)
-
-    def _move_blocking(self, batch: _T) -> _T:
-        """Moves one batch with blocking copies; the host waits for them."""
-        layout = flatten_batch(batch)
-        tensors = layout.tensors
-        if not layout.movers and all(t.device == self._device for t in tensors):
-            self._count(len(tensors), 0, 0, False)
-            return batch
-        packed = self._wants_pack(tensors)
-        done = transfer(tensors, self._device, non_blocking=False, pool=self._pool, packed=packed)
-        movers = [m.to(self._device) for m in layout.movers] if layout.movers else None
-        self._count(len(tensors), done.nbytes, done.copies, packed and done.copies == 1)
-        return cast(_T, layout.rebuild(done.tensors, movers))
+    def _iter_cpu(self) -> Iterator[_T]:
+        # The common batch (a tuple, list or dict of CPU tensors) is checked at C
+        # speed and yielded as it is; anything else goes through the walker.
+        only_tensor = _ONLY_TENSOR.issuperset
+        is_cpu = _IS_CPU
+        count = self._count
+        for batch in self._loader:
+            cls = type(batch)
+            if cls is tuple or cls is list:
+                items: Any = batch
+            elif cls is dict:
+                items = batch.values()  # type: ignore[attr-defined]
+            elif cls is torch.Tensor:
+                items = (batch,)
+            else:
+                items = None
+            if items is not None and only_tensor(map(type, items)) and all(map(is_cpu, items)):
+                count(len(set(map(id, items))), 0, 0, False)
+                yield batch
+            else:
+                yield self._move_blocking(batch)
 
     def _iter_blocking(self) -> Iterator[_T]:
         for batch in self._loader:
             yield self._move_blocking(batch)
 
-    def _iter_cuda(self) -> Iterator[_T]:
+    def _move_blocking(self, batch: _T) -> _T:
+        """Moves one batch with blocking copies; the host waits for them."""
+        layout = flatten_batch(batch)
+        tensors = layout.tensors
+        device = self._device
+        movers = [m.to(device) for m in layout.movers] if layout.movers else None
+        plan = hardware.plan_copy(tensors, device, pack=self._pack, distinct=True)
+        if plan.noop and movers is None:
+            self._count(len(tensors), 0, 0, False)
+            return batch
+        done = plan.run(non_blocking=False, pool=self._pool)
+        self._count(len(tensors), done.nbytes, done.copies, done.packed and done.copies == 1)
+        return cast(_T, layout.rebuild(done.tensors, movers))
+
+    def _iter_async(self) -> Iterator[_T]:
         device = self._device
         if self._stream is None:
-            # torch leaves Stream's constructor unannotated, hence the cast.
-            self._stream = cast(Any, torch.cuda).Stream(device=device)
+            self._stream = hardware.new_stream(device)
         stream = self._stream
-        assert stream is not None
-        return _prefetched(
-            self._loader, self._depth, lambda b: self._issue(b, stream), self._hand_over
-        )
+        pool = self._pool
 
-    def _issue(self, batch: _T, stream: torch.cuda.Stream) -> _InFlight:
+        def prefetch() -> Iterator[_T]:
+            try:
+                yield from _prefetched(
+                    self._loader, self._depth, lambda b: self._issue(b, stream), self._hand_over
+                )
+            finally:
+                self._live = None
+                if pool is not None:
+                    pool.trim()  # outside the loop: unpinning may synchronize
+
+        return prefetch()
+
+    def _issue(self, batch: _T, stream: torch.Stream) -> _InFlight:
         """Queues one batch's host-to-device copies on the side stream; never waits for compute."""
         layout = flatten_batch(batch)
         tensors = layout.tensors
-        host = [i for i, t in enumerate(tensors) if t.device.type == "cpu"]
-        moved: list[torch.Tensor | None] = [
-            t if t.device == self._device else None for t in tensors
-        ]
+        device = self._device
+        side = [i for i, t in enumerate(tensors) if _side_stream_safe(t)]
+        moved: list[torch.Tensor | None] = [t if t.device == device else None for t in tensors]
         fresh: list[torch.Tensor] = []
-        with torch.cuda.stream(stream):
-            nbytes = copies = 0
-            packed = False
-            if host:
-                sources = [tensors[i] for i in host]
-                packed = self._wants_pack(sources)
-                done = transfer(
-                    sources, self._device, non_blocking=True, pool=self._pool, packed=packed
+        nbytes = copies = 0
+        packed = False
+        with hardware.use_stream(stream):
+            if side:
+                sources = [tensors[i] for i in side]
+                plan = hardware.plan_copy(
+                    sources, device, pack=self._pack, stage_pageable=True, distinct=True
                 )
-                for i, t in zip(host, done.tensors, strict=True):
+                done = plan.run(non_blocking=True, pool=self._pool)
+                for i, t in zip(side, done.tensors, strict=True):
                     moved[i] = t
-                fresh = done.tensors
-                nbytes, copies = done.nbytes, done.copies
-            event = _new_event()
+                fresh = done.fresh
+                nbytes, copies, packed = done.nbytes, done.copies, done.packed
+            event = hardware.new_event()
             event.record(stream)
         return _InFlight(layout, moved, fresh, event, nbytes, copies, packed and copies == 1)
 
     def _hand_over(self, item: _InFlight) -> _T:
         """Makes the caller's stream wait for the batch's copies; the host does not wait."""
-        consumer = torch.cuda.current_stream(self._device)
+        device = self._device
+        consumer = hardware.current_stream(device)
         consumer.wait_event(item.event)
         for t in item.fresh:
-            t.record_stream(consumer)
+            hardware.record_stream(t, consumer)
         tensors = item.layout.tensors
-        # Tensors on another device, and objects with their own .to, are moved here on
-        # the caller's stream: stream order then keeps them correct.
+        # Tensors the side stream did not take, and objects with their own .to, are
+        # moved here on the caller's stream: stream order then keeps them correct.
         new: list[torch.Tensor] = []
         nbytes = item.nbytes
+        copies = item.copies
         for done, t in zip(item.moved, tensors, strict=True):
             if done is None:
-                done = t.to(self._device)
+                done = t.to(device)
                 nbytes += t.numel() * t.element_size()
+                copies += 1
             new.append(done)
-        movers = [m.to(self._device) for m in item.layout.movers] if item.layout.movers else None
-        self._count(len(tensors), nbytes, item.copies, item.packed)
+        movers = [m.to(device) for m in item.layout.movers] if item.layout.movers else None
+        self._count(len(tensors), nbytes, copies, item.packed)
         return cast(_T, item.layout.rebuild(new, movers))
 
 

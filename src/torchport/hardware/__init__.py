@@ -11,13 +11,15 @@ imports these names instead of asking torch itself:
   message (what was found, the devices available, what to pass).
 * ordering (``_sync.py``): :func:`synchronize` and :func:`wait_for_copies` are the
   only host waits; :func:`new_stream`, :func:`current_stream`, :func:`use_stream`
-  and :func:`new_event` the only stream and event construction.
+  and :func:`new_event` the only stream and event construction;
+  :func:`record_stream` guards memory used across streams.
 * memory (``_pinned.py``, ``_staging.py``): :class:`PinnedBuffer` (page-locked
   host memory at the size asked), :class:`StagingPool` (reused staging buffers
   guarded by events).
 * copies (``_copy.py``): :func:`plan_copy` decides once per call how each tensor
   reaches the target (stay, direct ``Tensor.to``, or staged and packed);
-  :meth:`CopyPlan.run` executes it; :func:`copy_tensors` does both.
+  :meth:`CopyPlan.run` executes it; :func:`copy_tensors` does both;
+  :func:`copy_one` takes the same routes for callers handed one tensor at a time.
 
 Tests fake an accelerator one way, here: ``with install(FakeBackend(...))``
 replaces the :class:`Backend` every function above asks (``tests/conftest.py``
@@ -30,6 +32,7 @@ from torchport.hardware._backend import Backend, install
 from torchport.hardware._copy import (
     CopyPlan,
     Transfer,
+    copy_one,
     copy_tensors,
     plan_copy,
     should_pack,
@@ -54,6 +57,7 @@ from torchport.hardware._sync import (
     current_stream,
     new_event,
     new_stream,
+    record_stream,
     synchronize,
     use_stream,
     wait_for_copies,
@@ -68,6 +72,7 @@ __all__ = [
     "Transfer",
     "accelerator_present",
     "accelerator_type",
+    "copy_one",
     "copy_tensors",
     "cpu_info",
     "current_index",
@@ -84,6 +89,7 @@ __all__ = [
     "parse_device",
     "pins_for",
     "plan_copy",
+    "record_stream",
     "should_pack",
     "size_class",
     "stageable",

@@ -131,6 +131,10 @@ class Backend:
         """Make ``stream`` current inside a ``with`` block."""
         return cast(contextlib.AbstractContextManager[Any], stream)
 
+    def record_stream(self, tensor: torch.Tensor, stream: torch.Stream) -> None:
+        """Tell the caching allocator ``tensor`` is used on ``stream`` (no host wait)."""
+        tensor.record_stream(stream)
+
 
 ACTIVE: Backend = Backend()
 """The backend every floor function asks; replaced only by :func:`install`."""

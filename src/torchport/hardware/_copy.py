@@ -15,8 +15,12 @@ which is why many small tensors bound for CUDA are packed.
 
 from __future__ import annotations
 
+import operator
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import not_
 
 import torch
 
@@ -28,6 +32,7 @@ __all__ = [
     "ALIGN",
     "CopyPlan",
     "Transfer",
+    "copy_one",
     "copy_tensors",
     "plan_copy",
     "should_pack",
@@ -52,6 +57,8 @@ ALIGN = 64
 # measured 10x slower per tensor there, benchmarks/RESULTS.md), and MPS/XPU are not
 # measured yet.
 PACK_MIN_COUNT = 4
+_IS_CPU = operator.attrgetter("is_cpu")
+_DEVICE = operator.attrgetter("device")
 PACK_MAX_MEAN_BYTES = 256 * 1024
 PACK_MAX_TOTAL_BYTES = 64 * 1024 * 1024
 
@@ -190,21 +197,21 @@ class CopyPlan:
         packed: Whether the staged tensors cross in one copy.
     """
 
-    __slots__ = ("_first", "_tensors", "direct", "dtype", "packed", "stay", "staged", "target")
+    __slots__ = ("_first", "_tensors", "direct", "dtype", "packed", "staged", "stay", "target")
 
     def __init__(
         self,
         tensors: Sequence[torch.Tensor],
         target: torch.device,
         dtype: torch.dtype | None,
-        first: list[int],
+        first: list[int] | None,
         stay: list[int],
         direct: list[int],
         staged: list[int],
         packed: bool,
     ) -> None:
         self._tensors = tensors
-        self._first = first
+        self._first = first  # index of each tensor's first occurrence; None: all distinct
         self.target = target
         self.dtype = dtype
         self.stay = stay
@@ -217,7 +224,13 @@ class CopyPlan:
         """Whether nothing has to be copied."""
         return not self.direct and not self.staged
 
-    def run(self, *, non_blocking: bool | None, pool: StagingPool | None = None) -> Transfer:
+    def run(
+        self,
+        *,
+        non_blocking: bool | None,
+        pool: StagingPool | None = None,
+        measure: bool = True,
+    ) -> Transfer:
         """Issue the copies; returns the moved tensors.
 
         Synchronization with ``non_blocking=None`` ("as fast as is safe"): copies
@@ -228,54 +241,59 @@ class CopyPlan:
         CPU torch then returns pinned memory, and the caller must synchronize
         before reading). ``False``: every copy blocking. The host also waits on
         an earlier copy's event when the staging slot it needs is still being read.
+
+        Args:
+            non_blocking: See above.
+            pool: Staging pool for staged tensors; ``None`` uses the process-wide one.
+            measure: Count bytes and copies into the result (``to_device`` skips it).
         """
         tensors = self._tensors
         target = self.target
-        dtype = self.dtype
-        out: list[torch.Tensor | None] = [None] * len(tensors)
-        for i in self.stay:
-            out[i] = tensors[i]
+        out: list[torch.Tensor] = tensors if type(tensors) is list else list(tensors)
+        if self.noop:
+            return Transfer(out, 0, 0, None, [], False)
+        out = out.copy() if out is tensors else out
         nb = True if non_blocking is None else non_blocking
-        # To the CPU in the safe mode: pageable destinations (torch would pin them
-        # under non_blocking=True), filled asynchronously, then one wait below.
-        pageable = non_blocking is None and target.type == "cpu"
+        direct = self.direct
         sources: set[torch.device] = set()
         fresh: list[torch.Tensor] = []
         nbytes = copies = 0
-        for i in self.direct:
-            t = tensors[i]
-            cast = _cast(t, dtype)
-            crosses = not _same_device(t.device, target)
-            if pageable and crosses and not t.is_meta:
-                sources.add(t.device)
-                if _plain_dense(t):
-                    moved = torch.empty_like(t, dtype=cast or t.dtype, device=target)
-                    moved.copy_(t, non_blocking=True)
-                else:
-                    moved = t.to(target, cast, False)
+        if direct:
+            src = list(map(out.__getitem__, direct))
+            if non_blocking is None and target.type == "cpu":
+                moved = _to_host_pageable(src, self.dtype, sources)
+            elif self.dtype is None:
+                moved = [t.to(target, None, nb) for t in src]
             else:
-                moved = t.to(target, cast, nb)
-            if crosses and t.numel():
-                nbytes += t.numel() * t.element_size()
-                copies += 1
-                fresh.append(moved)
-            out[i] = moved
+                dtype = self.dtype
+                moved = [t.to(target, _cast(t, dtype), nb) for t in src]
+            # Assign at C speed: the map runs setitem, the zero-length deque drains it.
+            deque(map(out.__setitem__, direct, moved), maxlen=0)
+            fresh = moved
+            if measure:
+                crossing = [t for t in src if not _same_device(t.device, target) and t.numel()]
+                nbytes = sum(t.numel() * t.element_size() for t in crossing)
+                copies = len(crossing)
+            else:
+                copies = len(moved)
         event: torch.Event | None = None
         if self.staged:
             staged_bytes, staged_copies, event = self._run_staged(out, fresh, nb, pool)
             nbytes += staged_bytes
             copies += staged_copies
-        if non_blocking is None and copies:
-            wait_for_copies(sources, target)
-        elif copies and not nb and target.type == "mps":
-            synchronize(target)  # a blocking copy to MPS is visible only after this
+        if copies:
+            if non_blocking is None:
+                wait_for_copies(sources, target)
+            elif not nb and target.type == "mps":
+                synchronize(target)  # a blocking copy to MPS is visible only after this
         first = self._first
-        result = [out[i] if out[i] is not None else out[first[i]] for i in range(len(out))]
-        return Transfer(result, nbytes, copies, event, fresh, self.packed)  # type: ignore[arg-type]
+        if first is not None:
+            out = list(map(out.__getitem__, first))
+        return Transfer(out, nbytes, copies, event, fresh, self.packed)
 
     def _run_staged(
         self,
-        out: list[torch.Tensor | None],
+        out: list[torch.Tensor],
         fresh: list[torch.Tensor],
         nb: bool,
         pool: StagingPool | None,
@@ -330,6 +348,60 @@ class CopyPlan:
         return nbytes, copies, event
 
 
+def copy_one(
+    t: torch.Tensor,
+    target: torch.device,
+    *,
+    dtype: torch.dtype | None = None,
+    non_blocking: bool | None = None,
+    pending: set[torch.device],
+) -> torch.Tensor:
+    """Copy one tensor by the routes :meth:`CopyPlan.run` takes, deferring the wait.
+
+    For callers that are handed tensors one at a time (``Module._apply``, an
+    optimizer's state). With ``non_blocking=None`` the devices the host must
+    wait for are added to ``pending``; call :func:`wait_for_copies` with it (and
+    ``target``) once after the last copy. A floating tensor is cast to ``dtype``.
+    Never waits itself, except for copies that must block (see
+    :func:`_to_host_pageable`).
+    """
+    cast = _cast(t, dtype)
+    if non_blocking is None and target.type == "cpu":
+        return _to_host_pageable([t], dtype, pending)[0]
+    if non_blocking is None and target.type == "mps" and not _same_device(t.device, target):
+        pending.add(target)
+    return t.to(target, cast, True if non_blocking is None else non_blocking)
+
+
+def _to_host_pageable(
+    src: list[torch.Tensor], dtype: torch.dtype | None, sources: set[torch.device]
+) -> list[torch.Tensor]:
+    """Copy to ordinary (pageable) CPU memory, asynchronously where that is safe.
+
+    ``Tensor.to("cpu", non_blocking=True)`` from an accelerator returns *pinned*
+    memory; offloading a model or returning eval outputs that way would lock a
+    large share of RAM behind the caller's back. Plain dense tensors are copied
+    into fresh pageable tensors with ``copy_(non_blocking=True)`` (the caller waits
+    once afterwards, recorded in ``sources``); others (sparse, nested, subclasses,
+    tensors that require grad and keep their autograd edge) use a blocking ``.to``.
+    """
+    cpu = torch.device("cpu")
+    moved: list[torch.Tensor] = []
+    for t in src:
+        cast = _cast(t, dtype)
+        if t.is_cpu or t.is_meta:
+            moved.append(t.to(cpu, cast, False))  # returns t itself when nothing changes
+            continue
+        sources.add(t.device)
+        if _plain_dense(t):
+            dst = torch.empty_like(t, dtype=cast or t.dtype, device=cpu)
+            dst.copy_(t, non_blocking=True)
+            moved.append(dst)
+        else:
+            moved.append(t.to(cpu, cast, False))
+    return moved
+
+
 def plan_copy(
     tensors: Sequence[torch.Tensor],
     target: torch.device,
@@ -337,11 +409,14 @@ def plan_copy(
     dtype: torch.dtype | None = None,
     pack: bool | None = None,
     stage_pageable: bool = False,
+    distinct: bool = False,
+    gather_host: bool = False,
 ) -> CopyPlan:
     """Decide, once, how each tensor reaches ``target``. Never synchronizes.
 
     Args:
-        tensors: The tensors; a tensor object given twice is copied once.
+        tensors: The tensors; a tensor object given twice is copied once (unless
+            ``distinct`` promises there are no repeats).
         target: A device as :func:`~torchport.hardware.parse_device` returns it.
         dtype: Cast floating tensors to this dtype in the same copy.
         pack: ``True`` stages every stageable host tensor into one buffer and one
@@ -350,23 +425,43 @@ def plan_copy(
         stage_pageable: Unpacked, still stage pageable host tensors bound for CUDA
             through pinned memory so their copies are asynchronous (the loader's
             choice; ``to_device`` leaves them to CUDA's own staging).
+        distinct: The caller guarantees no tensor object is given twice (the
+            walker's output), which saves a pass.
+        gather_host: With ``pack=True`` and a CPU target, gather host tensors that
+            are already there into one fresh buffer too (``pack_to_device``'s
+            contract); otherwise a tensor already on the target stays.
     """
-    first: list[int] = []
-    seen: dict[int, int] = {}
-    stay: list[int] = []
-    direct: list[int] = []
-    candidates: list[int] = []
-    for i, t in enumerate(tensors):
-        j = seen.setdefault(id(t), i)
-        first.append(j)
-        if j != i:
-            continue
-        if _same_device(t.device, target) and _cast(t, dtype) is None:
-            stay.append(i)
-        elif stageable(t, dtype):
-            candidates.append(i)
-        else:
-            direct.append(i)
+    n = len(tensors)
+    first: list[int] | None = None
+    if not distinct and len(set(map(id, tensors))) != n:
+        seen: dict[int, int] = {}
+        first = [seen.setdefault(id(t), i) for i, t in enumerate(tensors)]
+        unique = [i for i in range(n) if first[i] == i]
+    else:
+        unique = list(range(n))
+    # Which tensors are already there, at C speed (no Python per tensor).
+    sub = tensors if first is None else list(map(tensors.__getitem__, unique))
+    if target.type == "cpu" and gather_host and pack is True:
+        here = [not stageable(t, dtype) and t.is_cpu and _cast(t, dtype) is None for t in sub]
+    elif target.type == "cpu":
+        here = list(map(_IS_CPU, sub))
+    elif target.index is None:
+        here = [d.type == target.type for d in map(_DEVICE, sub)]
+    else:
+        here = list(map(target.__eq__, map(_DEVICE, sub)))
+    if dtype is not None:
+        here = [h and _cast(t, dtype) is None for h, t in zip(here, sub, strict=True)]
+    stay = list(compress(unique, here))
+    moving = list(compress(unique, map(not_, here)))
+    may_stage = (
+        pack is True
+        or stage_pageable
+        or (pack is None and len(moving) >= PACK_MIN_COUNT and pins_for(target))
+    )
+    if not moving or not may_stage:
+        return CopyPlan(tensors, target, dtype, first, stay, moving, [], False)
+    candidates = [i for i in moving if stageable(tensors[i], dtype)]
+    direct = [i for i in moving if not stageable(tensors[i], dtype)]
     packed = False
     staged: list[int] = []
     if candidates:

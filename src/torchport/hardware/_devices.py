@@ -206,7 +206,7 @@ def parse_device(
             devices that are available and says what to pass instead.
     """
     try:
-        found = _PARSED.get(value)  # type: ignore[call-overload]
+        found = _PARSED.get(value)
     except TypeError:  # unhashable: certainly not a device; the checks below say so
         found = None
     if found is not None:

@@ -18,6 +18,7 @@ __all__ = [
     "current_stream",
     "new_event",
     "new_stream",
+    "record_stream",
     "synchronize",
     "use_stream",
     "wait_for_copies",
@@ -73,3 +74,31 @@ def use_stream(stream: torch.Stream | None) -> contextlib.AbstractContextManager
     if stream is None:
         return contextlib.nullcontext()
     return _backend.ACTIVE.use_stream(stream)
+
+
+def record_stream(tensor: torch.Tensor, stream: torch.Stream) -> None:
+    """Keep ``tensor``'s memory from reuse until the work queued on ``stream`` is done.
+
+    For a tensor allocated on one stream and used on another. Sparse tensors have
+    no storage of their own: their indices and values are recorded. Nested
+    tensors and tensor subclasses are refused with ``TypeError``; callers move
+    those on the consuming stream instead, where stream order protects them.
+    Never waits.
+    """
+    layout = tensor.layout
+    if layout == torch.sparse_coo:
+        parts = [tensor._indices(), tensor._values()]
+    elif layout in (torch.sparse_csr, torch.sparse_bsr):
+        parts = [tensor.crow_indices(), tensor.col_indices(), tensor.values()]
+    elif layout in (torch.sparse_csc, torch.sparse_bsc):
+        parts = [tensor.ccol_indices(), tensor.row_indices(), tensor.values()]
+    elif type(tensor) is torch.Tensor and not tensor.is_nested and layout == torch.strided:
+        parts = [tensor]
+    else:
+        raise TypeError(
+            f"cannot record a {type(tensor).__name__} ({layout}, nested={tensor.is_nested}) "
+            "on a stream; move it on the stream that uses it instead"
+        )
+    backend = _backend.ACTIVE
+    for part in parts:
+        backend.record_stream(part, stream)

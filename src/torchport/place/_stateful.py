@@ -1,0 +1,258 @@
+"""Moving stateful objects in place: ``nn.Module`` parameters and optimizer state.
+
+A module keeps its ``Parameter`` objects when it moves (swap semantics), on
+every device and under every ``torch.__future__`` flag, so an optimizer built
+before the move still holds the model's parameters. An optimizer's state then
+follows its parameters. Copies go through the hardware floor's copy routes, so
+moving to the CPU returns pageable memory in the default mode.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from torchport import hardware
+from torchport.errors import DeviceMismatchError, UnsupportedBatchError
+from torchport.place._tree import flatten_tensors
+
+__all__ = ["UnregisteredTensorWarning", "move_module", "move_optimizer"]
+
+# Attributes every nn.Module has; never user tensors.
+_MODULE_INTERNALS = frozenset(vars(nn.Module()))
+# torch.__future__'s swap flag is process-wide; our own calls flip it one at a time.
+_SWAP_LOCK = threading.Lock()
+# Parameters a move had to replace (swap refused, e.g. a weakref to the parameter):
+# id(old) -> (weak old, weak new), so that to_device(optimizer) can follow them.
+# Keyed by id because tensors compare elementwise (no WeakKeyDictionary); an entry
+# leaves when the old parameter dies.
+_REPLACED: dict[int, tuple[weakref.ref[torch.Tensor], weakref.ref[torch.Tensor]]] = {}
+
+
+def _remember_replaced(old: torch.Tensor, new: torch.Tensor) -> None:
+    key = id(old)
+    _REPLACED[key] = (weakref.ref(old, lambda _: _REPLACED.pop(key, None)), weakref.ref(new))
+
+
+def _replacement(old: torch.Tensor) -> torch.Tensor | None:
+    entry = _REPLACED.get(id(old))
+    if entry is None or entry[0]() is not old:
+        return None
+    return entry[1]()
+
+
+class UnregisteredTensorWarning(UserWarning):
+    """A module holds tensors as plain attributes, which ``module.to()`` does not move."""
+
+
+def move_module(
+    module: nn.Module, target: torch.device, non_blocking: bool | None, dtype: torch.dtype | None
+) -> None:
+    """Move a module's parameters, gradients and buffers in place, keeping every Parameter.
+
+    Goes through ``Module._apply`` (so overrides such as RNN's weight flattening
+    run) with ``torch.__future__``'s swap semantics switched on for the call: a
+    parameter keeps its identity even to ``meta`` and under
+    ``set_overwrite_module_params_on_conversion(True)``. The flag is process-wide
+    while the call runs; torchport's own calls take it one at a time. Where torch
+    refuses to swap a parameter (another object holds a weak reference to it), the
+    move falls back to torch's default, which may replace the parameter; the
+    replacement is remembered so that ``to_device(optimizer)`` follows it.
+
+    Synchronization: as ``to_device`` documents (one wait after copies to the CPU
+    from an accelerator or to MPS in the default mode; pageable results).
+    """
+    if _already_there(module, target, dtype):
+        _warn_unregistered(module, target)
+        return
+    pending: set[torch.device] = set()
+
+    def convert(t: torch.Tensor) -> torch.Tensor:
+        return hardware.copy_one(t, target, dtype=dtype, non_blocking=non_blocking, pending=pending)
+
+    try:
+        with _SWAP_LOCK:
+            previous = torch.__future__.get_swap_module_params_on_conversion()
+            torch.__future__.set_swap_module_params_on_conversion(True)
+            try:
+                module._apply(convert)  # type: ignore[no-untyped-call]
+            finally:
+                torch.__future__.set_swap_module_params_on_conversion(previous)
+    except RuntimeError as exc:
+        if "swap" not in str(exc):
+            raise
+        # torch refused to swap one parameter; the ones before it are moved. Finish
+        # with torch's default and remember what it replaced.
+        named_before = {name: p for name, p in module.named_parameters()}
+        module._apply(convert)  # type: ignore[no-untyped-call]
+        for name, p in module.named_parameters():
+            old = named_before.get(name)
+            if old is not None and old is not p:
+                _remember_replaced(old, p)
+    finally:
+        hardware.wait_for_copies(pending, target)
+    _warn_unregistered(module, target)
+
+
+def _already_there(module: nn.Module, target: torch.device, dtype: torch.dtype | None) -> bool:
+    """Whether every parameter, gradient and buffer is on ``target`` with its final dtype."""
+    for t in _module_tensors(module):
+        if t.device != target and not (target.index is None and t.device.type == target.type):
+            return False
+        if dtype is not None and t.is_floating_point() and t.dtype != dtype:
+            return False
+    return True
+
+
+def _module_tensors(module: nn.Module) -> Iterable[torch.Tensor]:
+    for p in module.parameters():
+        yield p
+        if p.grad is not None:
+            yield p.grad
+    yield from module.buffers()
+
+
+def _warn_unregistered(module: nn.Module, target: torch.device) -> None:
+    strays = list(_unregistered_tensors(module, target))
+    if not strays:
+        return
+    listing = ", ".join(f"{path!r} ({device})" for path, device in strays)
+    noun, them = (
+        ("tensor attribute is", "it") if len(strays) == 1 else ("tensor attributes are", "them")
+    )
+    warnings.warn(
+        UnregisteredTensorWarning(
+            f"{len(strays)} {noun} not registered as parameters or buffers of "
+            f"{type(module).__name__}, so module.to() left {them} off {target}: {listing}; "
+            "register each with self.register_buffer(name, tensor) "
+            "(persistent=False keeps it out of state_dict) or wrap it in nn.Parameter"
+        ),
+        stacklevel=4,
+    )
+
+
+def _unregistered_tensors(
+    module: nn.Module, target: torch.device
+) -> Iterable[tuple[str, torch.device]]:
+    for prefix, sub in module.named_modules():
+        for name, value in vars(sub).items():
+            if name in _MODULE_INTERNALS:
+                continue
+            if isinstance(value, torch.Tensor):
+                found: Sequence[torch.Tensor] = [value]
+            elif isinstance(value, list | tuple | dict):
+                try:
+                    found, _ = flatten_tensors(value)
+                except UnsupportedBatchError:  # a cyclic attribute: not ours to judge
+                    continue
+            else:
+                continue
+            path = f"{prefix}.{name}" if prefix else name
+            for t in found:
+                if not _same_device(t.device, target):
+                    yield path, t.device
+                    break
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
+
+
+def move_optimizer(
+    optimizer: torch.optim.Optimizer,
+    target: torch.device,
+    non_blocking: bool | None,
+    dtype: torch.dtype | None,
+) -> None:
+    """Move optimizer state next to its parameters, which must already be on ``target``.
+
+    Parameters a module move had to replace are followed first (the optimizer is
+    rebound to the model's new parameter objects). Every state tensor, including
+    those in lists (LBFGS's ``old_dirs``, ``old_stps``, ``ro``, ``al``), goes to
+    its parameter's device; floating state takes the parameter's dtype, as
+    ``Optimizer.load_state_dict`` does. ``step`` stays a CPU scalar unless the
+    group is ``capturable`` or ``fused``.
+
+    Synchronization: as ``to_device`` documents.
+
+    Raises:
+        DeviceMismatchError: a parameter is not on ``target`` or, with ``dtype``,
+            a floating parameter is not of that dtype: its state must sit with it,
+            so move (or cast) the model first.
+    """
+    _follow_replaced(optimizer)
+    for g, group in enumerate(optimizer.param_groups):
+        for i, param in enumerate(group["params"]):
+            if not _same_device(param.device, target):
+                raise DeviceMismatchError(
+                    f"to_device(optimizer, {str(target)!r}): parameter {i} of param group {g} "
+                    f"({tuple(param.shape)}) is on {param.device}, but an optimizer's state "
+                    "must sit with its parameters; move the model first "
+                    f"(to_device(model, {str(target)!r})), then the optimizer"
+                )
+            if dtype is not None and param.is_floating_point() and param.dtype != dtype:
+                raise DeviceMismatchError(
+                    f"to_device(optimizer, dtype={dtype}): parameter {i} of param group {g} "
+                    f"is {param.dtype}; the state takes its parameter's dtype, so cast the "
+                    f"model first (to_device(model, {str(target)!r}, dtype={dtype})), "
+                    "then the optimizer"
+                )
+    pending: set[torch.device] = set()
+    try:
+        for group in optimizer.param_groups:
+            step_on_device = bool(group.get("capturable") or group.get("fused"))
+            for param in group["params"]:
+                state = optimizer.state.get(param)
+                if state:
+                    _move_state(state, param, step_on_device, non_blocking, pending)
+    finally:
+        hardware.wait_for_copies(pending, target)
+
+
+def _move_state(
+    state: dict[str, Any],
+    param: torch.Tensor,
+    step_on_device: bool,
+    non_blocking: bool | None,
+    pending: set[torch.device],
+) -> None:
+    device = param.device
+    cast = param.dtype if param.is_floating_point() else None
+
+    def move(value: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+        return hardware.copy_one(
+            value, device, dtype=dtype, non_blocking=non_blocking, pending=pending
+        )
+
+    for key, value in list(state.items()):
+        if isinstance(value, torch.Tensor):
+            if key == "step":
+                if step_on_device:
+                    state[key] = move(value, torch.float32)
+                # else: a CPU scalar; reading it costs no device sync
+            else:
+                state[key] = move(value, cast)
+        elif isinstance(value, list | tuple) and any(isinstance(v, torch.Tensor) for v in value):
+            moved = [move(v, cast) if isinstance(v, torch.Tensor) else v for v in value]
+            state[key] = type(value)(moved) if isinstance(value, tuple) else moved
+
+
+def _follow_replaced(optimizer: torch.optim.Optimizer) -> None:
+    """Rebind the optimizer to parameters a module move replaced, state included."""
+    if not _REPLACED:
+        return
+    for group in optimizer.param_groups:
+        params = group["params"]
+        for i, old in enumerate(params):
+            new = _replacement(old)
+            if new is None:
+                continue
+            params[i] = new
+            if old in optimizer.state:
+                optimizer.state[new] = optimizer.state.pop(old)

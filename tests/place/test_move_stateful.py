@@ -1,0 +1,157 @@
+"""Modules keep their Parameters when they move; optimizers follow them or say what to do."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import torchport as tp
+
+META = torch.device("meta")
+
+
+@pytest.fixture
+def overwrite_params() -> Iterator[None]:
+    """torch's flag that makes module.to() replace every Parameter."""
+    before = torch.__future__.get_overwrite_module_params_on_conversion()
+    torch.__future__.set_overwrite_module_params_on_conversion(True)
+    yield
+    torch.__future__.set_overwrite_module_params_on_conversion(before)
+
+
+def _trained(opt_cls: Any = torch.optim.Adam, **kwargs: Any) -> tuple[nn.Module, Any]:
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    opt = opt_cls(model.parameters(), lr=0.1, **kwargs)
+    x = torch.randn(8, 3)
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = model(x).pow(2).sum()
+        loss.backward()
+        return loss
+
+    for _ in range(3):
+        opt.step(closure)
+    return model, opt
+
+
+def _same_objects(model: nn.Module, opt: torch.optim.Optimizer) -> bool:
+    ours = [id(p) for group in opt.param_groups for p in group["params"]]
+    return ours == [id(p) for p in model.parameters()]
+
+
+@pytest.mark.parametrize("flag", [False, True], ids=["default", "overwrite-flag"])
+@pytest.mark.parametrize("target", ["meta", "cpu"])
+def test_parameters_keep_their_identity(
+    request: pytest.FixtureRequest, flag: bool, target: str
+) -> None:
+    if flag:
+        request.getfixturevalue("overwrite_params")
+    model, opt = _trained()
+    before = [id(p) for p in model.parameters()]
+    tp.to_device(model, target, dtype=torch.float64 if target == "cpu" else None)
+    assert [id(p) for p in model.parameters()] == before
+    assert all(isinstance(p, nn.Parameter) for p in model.parameters())
+    assert _same_objects(model, opt)
+    tp.to_device(opt, target)
+    for p in model.parameters():
+        assert opt.state[p]["exp_avg"].device.type == target
+        assert opt.state[p]["exp_avg"].dtype == p.dtype
+
+
+def test_optimizer_steps_after_a_move_and_a_cast() -> None:
+    model, opt = _trained()
+    tp.to_device(model, "cpu", dtype=torch.float64)
+    tp.to_device(opt, "cpu", dtype=torch.float64)
+    weight = model[0].weight
+    before = weight.detach().clone()
+    model(torch.randn(2, 3, dtype=torch.float64)).sum().backward()
+    opt.step()
+    assert not torch.equal(weight, before)  # the step reached the model's parameter
+
+
+def test_gradients_move_with_their_parameters() -> None:
+    model, _ = _trained()
+    tp.to_device(model, "meta")
+    assert all(p.grad is not None and p.grad.device == META for p in model.parameters())
+
+
+def test_optimizer_before_its_model_says_what_to_do() -> None:
+    _, opt = _trained()
+    with pytest.raises(tp.DeviceMismatchError, match=r"move the model first") as info:
+        tp.to_device(opt, "meta")
+    assert "to_device(model, 'meta')" in str(info.value)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_optimizer_dtype_must_match_the_model() -> None:
+    model, opt = _trained()
+    with pytest.raises(tp.DeviceMismatchError, match=r"cast the model first"):
+        tp.to_device(opt, "cpu", dtype=torch.float64)
+    tp.to_device(model, "cpu", dtype=torch.float64)
+    tp.to_device(opt, "cpu", dtype=torch.float64)
+    assert all(opt.state[p]["exp_avg_sq"].dtype == torch.float64 for p in model.parameters())
+
+
+def test_lbfgs_list_state_moves_too() -> None:
+    model, opt = _trained(torch.optim.LBFGS, history_size=4, max_iter=3)
+    (state,) = opt.state.values()
+    assert state["old_dirs"] and state["old_stps"] and state["ro"]
+    tp.to_device(model, "meta")
+    tp.to_device(opt, "meta")
+    (state,) = opt.state.values()
+    for key in ("old_dirs", "old_stps", "ro"):
+        assert all(t.device == META for t in state[key]), key
+    assert all(t is None or t.device == META for t in state["al"])
+    assert state["d"].device == META and state["prev_flat_grad"].device == META
+    assert isinstance(state["n_iter"], int)
+
+
+def test_a_parameter_torch_refuses_to_swap_is_followed_by_the_optimizer() -> None:
+    model, opt = _trained()
+    held = weakref.ref(model[0].weight)  # torch cannot swap a tensor with weak references
+    tp.to_device(model, "meta")
+    assert held() is not None
+    assert all(p.device == META for p in model.parameters())
+    tp.to_device(opt, "meta")
+    assert _same_objects(model, opt)
+    assert all(opt.state[p]["exp_avg"].device == META for p in model.parameters())
+
+
+def test_module_already_there_is_left_alone() -> None:
+    model, _ = _trained()
+    weights = [p.data_ptr() for p in model.parameters()]
+    tp.to_device(model, "cpu:0")
+    assert [p.data_ptr() for p in model.parameters()] == weights
+
+
+def test_rnn_keeps_its_flat_weights_consistent() -> None:
+    rnn = nn.LSTM(3, 4)
+    tp.to_device(rnn, "cpu", dtype=torch.float64)
+    assert all(w.dtype == torch.float64 for w in rnn._flat_weights if w is not None)
+    out, _ = rnn(torch.randn(2, 1, 3, dtype=torch.float64))
+    assert out.dtype == torch.float64
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_identity_under_the_overwrite_flag_and_pageable_offload(
+    overwrite_params: None,
+) -> None:
+    model, opt = _trained()
+    tp.to_device(model, "cuda")
+    tp.to_device(opt, "cuda")
+    assert _same_objects(model, opt)
+    before = model[0].weight.detach().clone()
+    model(torch.randn(2, 3, device="cuda")).sum().backward()
+    opt.step()
+    assert not torch.equal(model[0].weight, before)
+    tp.to_device(model, "cpu")  # offload: pageable memory, complete when this returns
+    tp.to_device(opt, "cpu")
+    assert all(p.is_cpu and not p.is_pinned() for p in model.parameters())
+    assert all(not opt.state[p]["exp_avg"].is_pinned() for p in model.parameters())
