@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import runpy
@@ -68,6 +69,7 @@ def test_stdin_argv_and_exit_code_pass_through() -> None:
     assert seen == {
         "argv": [ECHO, "5", "--stdin", "--device", "x"],
         "name": "__main__",
+        "file": ECHO,
         "path0": str(SCRIPTS),
         "stdin": "piped in\n",
     }
@@ -111,6 +113,60 @@ def test_argv_name_and_path_match_python(capsys: pytest.CaptureFixture[str]) -> 
     assert seen["argv"] == [ECHO, "3", "--audit", "-m"]
     assert (seen["name"], seen["path0"]) == ("__main__", str(SCRIPTS))
     assert sys.argv[0] != ECHO  # restored
+
+
+def test_argv_0_stays_as_given_and_file_is_absolute(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(SCRIPTS.parent)
+    assert main(["run", "-q", "--device", "cpu", "scripts/echo_args.py", "0"]) == 0
+    seen = json.loads(capsys.readouterr().out)
+    assert seen["argv"] == ["scripts/echo_args.py", "0"]  # as `python scripts/echo_args.py 0`
+    assert (seen["file"], seen["path0"]) == (ECHO, str(SCRIPTS))
+
+
+def test_module_runs_its_package_init_once_and_redirected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "imports.log"
+    monkeypatch.setenv("INITPKG_LOG", str(log))
+    monkeypatch.chdir(SCRIPTS)
+    for name in ("initpkg", "initpkg.ranks"):
+        monkeypatch.delitem(sys.modules, name, raising=False)  # monkeypatch drops ours after
+    assert main(["run", "-q", "--device", "cpu", "-m", "initpkg.ranks"]) == 0
+    assert capsys.readouterr().out.startswith("rank 0 count 1 current 0 on cpu\n")
+    assert log.read_text() == f"{os.getpid()} True\n"  # once, with CUDA already redirected
+
+
+def test_threads_and_atexit_handlers_finish_before_the_redirect_ends(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    register = atexit.register
+    assert main(["run", "-q", "--device", "cpu", str(SCRIPTS / "lingering.py")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(lines[:2]) == ["main done", "pool cpu"]  # the open pool still ran its work
+    # Python's order at exit: threads joined, then atexit handlers, last registered first.
+    assert lines[2:] == ["thread True cpu", "atexit second 1", "atexit first cpu"]
+    assert atexit.register is register  # the script's handlers ran here, not at pytest's exit
+
+
+@pytest.mark.parametrize(("rank", "said"), [(None, True), ("0", True), ("1", False)])
+def test_the_redirect_is_announced_once_on_stderr(
+    rank: str | None,
+    said: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if rank is None:
+        monkeypatch.delenv("RANK", raising=False)
+    else:
+        monkeypatch.setenv("RANK", rank)
+    assert main(["run", "--device", "cpu", ECHO, "0"]) == 0
+    expected = (
+        "torchport run: CUDA is redirected to cpu: the script sees 1 device and each one is cpu "
+        "(--quiet hides this line)\n"
+    )
+    assert capsys.readouterr().err == (expected if said else "")
 
 
 def test_module_form(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
