@@ -26,7 +26,14 @@ import enum
 
 from torchport.check._context import Context
 
-__all__ = ["Guard", "device_guard", "known_on_cpu", "known_on_device", "test_guard"]
+__all__ = [
+    "Guard",
+    "device_guard",
+    "known_device_object",
+    "known_on_cpu",
+    "known_on_device",
+    "test_guard",
+]
 
 # Device types a string compared with `device.type` may name.
 _DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "hpu", "npu", "meta", "mtia", "xla"})
@@ -330,6 +337,39 @@ def _loop_iterable(name: str, ctx: Context) -> ast.expr | None:
                 if isinstance(gen.target, ast.Name) and gen.target.id == name:
                     return gen.iter
     return None
+
+
+# Receivers whose `.device` is often a string in real code (configs, argparse results).
+_SETTINGS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "conf", "hparams", "params"})
+
+
+def known_device_object(expr: ast.expr, ctx: Context) -> bool:
+    """Whether ``expr`` is certainly a ``torch.device`` (never a string).
+
+    ``torch.device(...)``, a tensor's or a parameter's ``.device`` (``x.device``,
+    ``next(model.parameters()).device``; not ``self.device`` or ``args.device``,
+    which are often strings), ``torch.accelerator.current_accelerator()``, or a
+    name bound to one of these.
+    """
+    for _ in range(_HOPS):
+        if isinstance(expr, ast.Name):
+            bound = ctx.binding(expr.id)
+            if bound is None:
+                return False
+            expr = bound
+            continue
+        if isinstance(expr, ast.Attribute) and expr.attr == "device":
+            base = expr.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            return not (isinstance(base, ast.Name) and base.id in _SETTINGS)
+        if isinstance(expr, ast.Call):
+            return ctx.qualname(expr.func) in (
+                "torch.device",
+                "torch.accelerator.current_accelerator",
+            )
+        return False
+    return False
 
 
 def known_on_cpu(expr: ast.expr, ctx: Context) -> bool:

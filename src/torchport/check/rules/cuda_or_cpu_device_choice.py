@@ -11,16 +11,26 @@ from torchport.check._match import called, cuda_string
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
+_AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
+# torch.cuda calls that only ask a question: a branch doing nothing else is no device choice.
+_QUERIES = frozenset(
+    {"torch.cuda.is_available", "torch.cuda.is_bf16_supported", "torch.cuda.get_device_name",
+     "torch.cuda.get_device_capability", "torch.cuda.device_count"}
+)  # fmt: skip
 
 
 class CudaOrCpuDeviceChoice(Rule):
     """## What it does
-    Finds choices between CUDA and the CPU made with `torch.cuda.is_available()`:
-    the idiom `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, and
-    flags or branches such as `use_cuda = torch.cuda.is_available()` or
-    `if torch.cuda.is_available(): model.cuda()`. The CUDA code inside such a
-    branch is not reported by TP101: this rule reports the choice once.
+    Finds choices between CUDA and the CPU made with `torch.cuda.is_available()`
+    (directly or through a flag bound to it): the idiom
+    `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, and branches
+    such as `if torch.cuda.is_available(): model.cuda()` or
+    `mem = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0`.
+    The CUDA code inside such a branch is not reported by TP101 or TP401: this
+    rule reports the choice once. A branch that names no CUDA device or API
+    (a dtype choice, building a CUDA extension) is no device choice and is left
+    alone, and so is `assert torch.cuda.is_available()`.
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs
@@ -48,12 +58,17 @@ class CudaOrCpuDeviceChoice(Rule):
         "on the CPU where MPS or XPU is available"
     )
     fix_safety = FixSafety.UNSAFE
-    node_types = (ast.Call,)
+    node_types = (ast.If, ast.IfExp)
     valid = (
         "import torch\n\n"
         "device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() "
         'else torch.device("cpu")\n',
         "import torch\n\nbf16 = torch.cuda.is_bf16_supported()\n",
+        "import torch\n\n"
+        'dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() '
+        'else "float16"\n',
+        "import torch\n\nassert torch.cuda.is_available()\n",
+        "import torch\n\nif torch.cuda.is_available():\n    sources += ['nms_cuda.c']\n",
         'import torch\n\nif x.device.type == "cuda":\n    ok = torch.cuda.is_available()\n',
     )
     invalid = (
@@ -79,61 +94,98 @@ class CudaOrCpuDeviceChoice(Rule):
             "import torch\n\nuse_cuda = torch.cuda.is_available()\nif use_cuda:\n    model.cuda()\n"
         ),
         Example("import torch\n\nif torch.cuda.is_available():\n    x = x.cuda()\n"),
+        Example(
+            "import torch\n\n"
+            'dev = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")\n',
+            fixed="import torch\n\n" + DEVICE_LINE.replace("device = ", "dev = ", 1),
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        assert isinstance(node, ast.Call)
-        if called(node, ctx, _TAILS) != "torch.cuda.is_available":
+        assert isinstance(node, (ast.If, ast.IfExp))
+        test = node.test
+        if not _tests_cuda(test, ctx) or not _moves_to_cuda(node, ctx):
             return
         if device_guard(node, ctx) is Guard.DEVICE_TYPE:
             return  # inside a branch for one device type: already ported code
-        idiom = _idiom(node, ctx)
-        if idiom is None:
-            yield ctx.finding(self, node)
+        if isinstance(node, ast.If):
+            yield ctx.finding(self, test)
             return
-        if isinstance(idiom, ast.IfExp):
+        if not (isinstance(test, ast.Call) and _is_cpu(node.orelse, ctx)):
+            yield ctx.finding(self, node)  # `"cuda" if use_cuda else "cpu"`: no fix
+            return
+        parent = ctx.parent
+        idiom: ast.expr = node
+        if isinstance(node.body, ast.Constant) and not _is_device_call(parent, node, ctx):
             # A string stays a string, so `device == "cuda"` tests further on keep working.
             t = ctx.torch_name()
             text = (
                 f"{t}.accelerator.current_accelerator().type "
                 f'if {t}.accelerator.is_available() else "cpu"'
             )
-            edits = (ctx.replace(idiom, text), *ctx.torch_edits())
+            edits = (ctx.replace(node, text), *ctx.torch_edits())
+            yield ctx.finding(self, node, fix=Fix(edits, FixSafety.UNSAFE))
+            return
+        if _is_device_call(parent, node, ctx):
+            assert isinstance(parent, ast.Call)
+            idiom, parent = parent, (ctx.ancestors[-2] if len(ctx.ancestors) > 1 else None)
+        if isinstance(parent, ast.Assign) and parent.value is idiom:
+            edits = (ctx.replace(idiom, ctx.device_expr()), *ctx.torch_edits())
         else:
-            parent = ctx.ancestors[-3] if len(ctx.ancestors) > 2 else None
-            if isinstance(parent, ast.Assign) and parent.value is idiom:
-                edits = (ctx.replace(idiom, ctx.device_expr()), *ctx.torch_edits())
-            else:
-                name, definition = ctx.device_definition()
-                edits = (ctx.replace(idiom, name), *definition)
+            name, definition = ctx.device_definition()
+            edits = (ctx.replace(idiom, name), *definition)
         yield ctx.finding(self, idiom, fix=Fix(edits, FixSafety.UNSAFE))
 
 
-def _idiom(node: ast.Call, ctx: Context) -> ast.expr | None:
-    """The whole idiom around ``node``: ``torch.device(<ifexp>)``, or the ``<ifexp>`` alone.
+def _tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
+    """``torch.cuda.is_available()`` in ``test``, directly or through a flag bound to it."""
+    for _ in range(3 - depth):
+        if isinstance(test, ast.Name):
+            bound = ctx.binding(test.id)
+            if bound is None:
+                return False
+            test = bound
+            continue
+        if isinstance(test, ast.BoolOp):
+            # `x = x and y` binds a name to itself: the depth bounds the search.
+            return depth < 2 and any(_tests_cuda(v, ctx, depth + 1) for v in test.values)
+        if isinstance(test, ast.UnaryOp):
+            return False  # `if not torch.cuda.is_available():` is the CPU branch
+        return isinstance(test, ast.Call) and called(test, ctx, _TAILS) == _AVAILABLE
+    return False
 
-    ``<ifexp>`` is ``"cuda" if node else "cpu"`` (the ``else`` arm may be any
-    CPU spelling).
-    """
-    chain = ctx.ancestors
-    ifexp = chain[-1] if chain else None
-    if not (
-        isinstance(ifexp, ast.IfExp)
-        and ifexp.test is node
-        and cuda_string(ifexp.body) == "cuda"
-        and _is_cpu(ifexp.orelse, ctx)
-    ):
-        return None
-    outer = chain[-2] if len(chain) > 1 else None
-    if (
-        isinstance(outer, ast.Call)
-        and len(outer.args) == 1
-        and outer.args[0] is ifexp
-        and not outer.keywords
-        and ctx.qualname(outer.func) == "torch.device"
-    ):
-        return outer
-    return ifexp
+
+def _moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """Whether the branch taken on CUDA names CUDA: ``.cuda()``, ``"cuda"``, ``torch.cuda.*``."""
+    body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
+    for part in body:
+        for sub in ast.walk(part):
+            if isinstance(sub, ast.Constant) and cuda_string(sub) is not None:
+                return True
+            if isinstance(sub, ast.JoinedStr) and sub.values:
+                head = sub.values[0]
+                if isinstance(head, ast.Constant) and str(head.value).startswith("cuda:"):
+                    return True
+            if isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Attribute) and func.attr == "cuda":
+                    if ctx.qualname(func) is None:
+                        return True
+                    continue
+                name = ctx.qualname(func) or ""
+                if name.startswith("torch.cuda.") and name not in _QUERIES:
+                    return True
+    return False
+
+
+def _is_device_call(parent: ast.AST | None, node: ast.expr, ctx: Context) -> bool:
+    return (
+        isinstance(parent, ast.Call)
+        and len(parent.args) == 1
+        and parent.args[0] is node
+        and not parent.keywords
+        and ctx.qualname(parent.func) == "torch.device"
+    )
 
 
 def _is_cpu(expr: ast.expr, ctx: Context) -> bool:

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._guards import known_device_object
 from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
 
@@ -16,6 +17,10 @@ class CudaTypeCompare(Rule):
     `device.type == "cuda"`, `str(device) != "cuda"`, `dev == "cuda"`.
 
     ## Why is this bad?
+    When `dev` is a `torch.device`, `dev == "cuda"` is always False (a device
+    never equals a string): TP114 reports that, on by default, where the left
+    side is certainly a device; this rule reports it where it may be a string.
+
     Such branches usually guard accelerator-only work (autocast, pinned
     memory, synchronization, `non_blocking`) and skip it on MPS, XPU and other
     accelerators. Test `device.type != "cpu"` when the branch is about any
@@ -26,7 +31,11 @@ class CudaTypeCompare(Rule):
     code = "TP902"
     name = "cuda-type-compare"
     intent = Intent.DEVICE
-    message = 'test `device.type != "cpu"` if this branch is about any accelerator, not only CUDA'
+    message = (
+        'test `device.type != "cpu"` if this branch is about any accelerator, not only CUDA; '
+        'and compare `.type`: a `torch.device` never equals a string, so `device == "cuda"` '
+        "is always False"
+    )
     default = False
     node_types = (ast.Compare,)
     valid = ('if device.type != "cpu":\n    pass\n', 'ok = name == "cuda_kernels"\n')
@@ -45,5 +54,7 @@ class CudaTypeCompare(Rule):
         if string_value(right) != "cuda":
             return
         text = ctx.segment(left).lower()
+        if known_device_object(left, ctx):
+            return  # certainly a torch.device: TP114 (on by default) says it is always False
         if "dev" in text or text.endswith(".type"):
             yield ctx.finding(self, node)

@@ -1,0 +1,76 @@
+"""TP406 cuda-stream-or-event: ``torch.cuda.Stream``, ``Event``, ``stream``, ``current_stream``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._guards import device_guard
+from torchport.check._match import called
+from torchport.check._rule import Example, Finding, Intent, Rule
+
+# The CUDA call and its device-generic twin (torch >= 2.7 for the accelerator functions).
+_TWINS = {
+    "Stream": "`torch.Stream(device)`",
+    "Event": "`torch.Event(device, enable_timing=...)`",
+    "stream": "`with stream:` on a `torch.Stream`",
+    "current_stream": "`torch.accelerator.current_stream()`",
+    "default_stream": "`torch.accelerator.current_stream()`",
+    "set_stream": "`torch.accelerator.set_stream(stream)`",
+    "StreamContext": "`with stream:` on a `torch.Stream`",
+}
+_TAILS = frozenset(_TWINS)
+
+
+class CudaStreamOrEvent(Rule):
+    """## What it does
+    Finds the CUDA-only stream and event API: `torch.cuda.Stream()`,
+    `torch.cuda.Event(...)`, `with torch.cuda.stream(s):`,
+    `torch.cuda.current_stream()`, `torch.cuda.default_stream()`,
+    `torch.cuda.set_stream(s)`. Calls under a device check are left alone.
+
+    ## Why is this bad?
+    They raise on every machine without CUDA, so a data prefetcher or a
+    timing helper built on them stops the whole program there (and
+    `torchport run` cannot redirect them). `torch.Stream(device)`,
+    `torch.Event(device)` and `torch.accelerator.current_stream()` /
+    `set_stream()` do the same on any accelerator, and a `torch.Stream` is a
+    context manager.
+    """
+
+    code = "TP406"
+    name = "cuda-stream-or-event"
+    intent = Intent.DEVICE
+    message = "use `torch.Stream` / `torch.Event` and `torch.accelerator.current_stream()` instead"
+    node_types = (ast.Call,)
+    valid = (
+        "import torch\n\ns = torch.Stream(device)\nwith s:\n    y = model(x)\n",
+        'import torch\n\nif x.device.type == "cuda":\n'
+        "    torch.cuda.current_stream().synchronize()\n",
+    )
+    invalid = (
+        Example(
+            "import torch\n\n"
+            "class Prefetcher:\n"
+            "    def __init__(self, loader):\n"
+            "        self.stream = torch.cuda.Stream()\n"
+            "    def preload(self):\n"
+            "        with torch.cuda.stream(self.stream):\n"
+            "            pass\n"
+            "        torch.cuda.current_stream().wait_stream(self.stream)\n",
+            count=3,
+        ),
+        Example("from torch.cuda import Event\n\nstart = Event(enable_timing=True)\n"),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        name = called(node, ctx, _TAILS)
+        if name is None or not name.startswith("torch.cuda."):
+            return
+        twin = _TWINS.get(name[len("torch.cuda.") :])
+        if twin is None or device_guard(node, ctx) is not None:
+            return
+        message = f"use {twin} instead of `{name}`, which exists only for CUDA"
+        yield ctx.finding(self, node, message=message)

@@ -1,0 +1,91 @@
+"""TP113 hard-coded-cuda-device-type: ``torch.autocast("cuda")``, ``init_device_mesh("cuda")``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._guards import Guard, device_guard
+from torchport.check._match import keyword, string_value
+from torchport.check._rule import Example, Finding, Intent, Rule
+
+# torch functions whose first positional argument is a device *type*.
+_FIRST_IS_TYPE = frozenset(
+    {
+        "torch.autocast",
+        "torch.amp.autocast",
+        "torch.amp.autocast_mode.autocast",
+        "torch.amp.GradScaler",
+        "torch.amp.grad_scaler.GradScaler",
+        "torch.distributed.device_mesh.init_device_mesh",
+        "torch.distributed.init_device_mesh",
+        "torch.get_autocast_dtype",
+        "torch.is_autocast_enabled",
+        "torch.set_autocast_dtype",
+        "torch.Generator",
+    }
+)
+_TAILS = frozenset(name.rsplit(".", 1)[1] for name in _FIRST_IS_TYPE)
+
+
+class HardCodedCudaDeviceType(Rule):
+    """## What it does
+    Finds `"cuda"` passed where torch wants a device type:
+    `torch.autocast("cuda")`, `torch.autocast(device_type="cuda")`,
+    `torch.amp.autocast("cuda")`, `torch.amp.GradScaler("cuda")`,
+    `init_device_mesh("cuda", ...)`, `torch.amp.custom_fwd(device_type="cuda")`
+    and any other `device_type="cuda"` argument. (`device="cuda"` is TP101's.)
+
+    ## Why is this bad?
+    Mixed precision, gradient scaling and device meshes are then set up for
+    CUDA only: on MPS or XPU autocast silently does nothing (the model runs
+    in float32) and `init_device_mesh` fails. Pass the type of the one device
+    the program uses: `torch.autocast(device.type)`,
+    `init_device_mesh(device.type, ...)`.
+    """
+
+    code = "TP113"
+    name = "hard-coded-cuda-device-type"
+    intent = Intent.DEVICE
+    message = 'pass `device.type` of your one `device` instead of the device type "cuda"'
+    node_types = (ast.Call,)
+    valid = (
+        "import torch\n\nwith torch.autocast(device.type):\n    y = model(x)\n",
+        'import torch\n\nwith torch.autocast("cpu", dtype=torch.bfloat16):\n    y = model(x)\n',
+        'import torch\n\nif device.type == "cuda":\n    scaler = torch.amp.GradScaler("cuda")\n',
+    )
+    invalid = (
+        Example(
+            "import torch\n\n"
+            'with torch.autocast(device_type="cuda", dtype=torch.bfloat16):\n'
+            "    y = model(x)\n"
+        ),
+        Example(
+            "import torch\n"
+            "from torch.distributed.device_mesh import init_device_mesh\n\n"
+            'scaler = torch.amp.GradScaler("cuda")\n'
+            'mesh = init_device_mesh("cuda", (2, 4))\n',
+            count=2,
+        ),
+        Example(
+            "import torch\n\n"
+            '@torch.amp.custom_fwd(device_type="cuda")\n'
+            "def forward(ctx, x):\n"
+            "    return x\n"
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        spot: ast.expr | None = None
+        kw = keyword(node, "device_type")
+        if kw is not None and string_value(kw.value) == "cuda":
+            spot = kw.value
+        elif node.args and string_value(node.args[0]) == "cuda":
+            func = node.func
+            tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if tail in _TAILS and ctx.qualname(func) in _FIRST_IS_TYPE:
+                spot = node.args[0]
+        if spot is not None and device_guard(node, ctx) is not Guard.DEVICE_TYPE:
+            yield ctx.finding(self, spot)

@@ -1,0 +1,113 @@
+"""TP110 integer-device-index: ``.to(0)``, ``.to(rank)``, ``device_ids=[rank]``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._guards import Guard, device_guard
+from torchport.check._match import keyword, method_name
+from torchport.check._rule import Example, Finding, Intent, Rule
+
+# Names that hold a process's or a GPU's index (never a device object or a dtype).
+_INDEX_NAME = re.compile(
+    r"^(local_rank|rank|gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|cuda_id|"
+    r"local_gpu|gpu_rank|ddp_local_rank|LOCAL_RANK|RANK)$",
+    re.IGNORECASE,
+)
+_WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel"})
+
+
+def _index(expr: ast.expr | None) -> bool:
+    """An int literal, or a name/attribute whose name says it is a rank or GPU index."""
+    if isinstance(expr, ast.Constant):
+        return type(expr.value) is int
+    if isinstance(expr, ast.Name):
+        return bool(_INDEX_NAME.match(expr.id))
+    if isinstance(expr, ast.Attribute):
+        return bool(_INDEX_NAME.match(expr.attr))
+    return False
+
+
+class IntegerDeviceIndex(Rule):
+    """## What it does
+    Finds devices given as a bare integer: `x.to(0)`, `model.to(rank)`,
+    `torch.device(local_rank)`, `torch.zeros(3, device=0)`, and
+    `DistributedDataParallel(model, device_ids=[rank])`. An argument counts as
+    an index when it is an integer literal or is named like one (`rank`,
+    `local_rank`, `gpu`, `device_id`, ...).
+
+    ## Why is this bad?
+    A bare integer means a CUDA device: `x.to(0)` is `x.to("cuda:0")`. The code
+    fails on a machine without CUDA, and never uses MPS or XPU. Build the
+    device from the accelerator that is there and keep the index:
+    `torch.device(torch.accelerator.current_accelerator().type, rank)`. For
+    DDP, pass `device_ids=[rank]` only on an accelerator (`None` on the CPU).
+    """
+
+    code = "TP110"
+    name = "integer-device-index"
+    intent = Intent.DEVICE
+    message = (
+        "use `torch.device(torch.accelerator.current_accelerator().type, index)` instead of a "
+        "bare integer, which always means a CUDA device"
+    )
+    node_types = (ast.Call,)
+    valid = (
+        "x = x.to(device)\n",
+        "x = x.to(torch.float16)\n",
+        "y = x.to(other)\n",
+        "import torch\n\ndev = torch.device(acc.type, rank)\n",
+        "import torch\n\nddp = DistributedDataParallel(model, device_ids=None)\n",
+        'import torch\n\nif device.type == "cuda":\n    x = x.to(rank)\n',
+    )
+    invalid = (
+        Example("x = x.to(0)\n"),
+        Example(
+            "model = model.to(local_rank)\nx = batch.to(args.gpu, non_blocking=True)\n", count=2
+        ),
+        Example(
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n\n"
+            "ddp = DDP(model, device_ids=[rank], output_device=rank)\n"
+        ),
+        Example(
+            "import torch\n\ndev = torch.device(local_rank)\nz = torch.zeros(3, device=0)\n",
+            count=2,
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        spot = self._spot(node, ctx)
+        if spot is not None and device_guard(node, ctx) is not Guard.DEVICE_TYPE:
+            yield ctx.finding(self, spot)
+
+    def _spot(self, node: ast.Call, ctx: Context) -> ast.expr | None:
+        """The integer device argument of ``node``, if it has one."""
+        method = method_name(node)
+        if method == "to":
+            first = node.args[0] if node.args else None
+            if first is None:
+                kw = keyword(node, "device")
+                first = kw.value if kw is not None else None
+            return first if _index(first) else None
+        func = node.func
+        tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if tail in _WRAPPERS or tail == "DDP":
+            ids = keyword(node, "device_ids")
+            value = ids.value if ids is not None else None
+            if isinstance(value, (ast.List, ast.Tuple)) and any(_index(e) for e in value.elts):
+                return value
+            return None
+        name = ctx.qualname(func)
+        if name is None or not name.startswith("torch."):
+            return None
+        if name == "torch.device":
+            first = node.args[0] if node.args else None
+            return first if len(node.args) == 1 and _index(first) else None
+        kw = keyword(node, "device")
+        if kw is not None and _index(kw.value):
+            return kw.value
+        return None
