@@ -547,9 +547,7 @@ def test_new_tensor_and_asarray_onto_another_device_are_real_copies() -> None:
         new = _previous_line()
         torch.asarray([1.0, 2.0, 3.0], device=META)
         asarray = _previous_line()
-    assert [(e.device, e.bytes, e.would_sync) for e in _at(report, new)] == [
-        ("cpu→meta", 8, False)
-    ]
+    assert [(e.device, e.bytes, e.would_sync) for e in _at(report, new)] == [("cpu→meta", 8, False)]
     assert [(e.device, e.bytes, e.would_sync) for e in _at(report, asarray)] == [
         ("cpu→meta", 12, False)
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Any
 
 import pytest
 import torch
@@ -389,3 +390,263 @@ def test_tensor_inside_a_batch_dict_is_named_by_its_key() -> None:
     err = _raise_mismatch(lambda: model(batch))
     assert "input 0 ('batch')['y'] on cpu" in str(err)
     assert "batch['y'] on cpu, batch['x'] on meta" in str(err)  # the line's operands
+
+
+# -- round 2: every backend's wording, raised from torch frames ---------------------------
+
+
+class FailsInKernel(nn.Module):
+    """A layer whose op fails with a backend's wording (see _kernel_error)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.message = message
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _kernel_error(self.message)
+        return self.lin(x)
+
+
+_BACKEND_WORDINGS = [
+    # MPS, pytorch/pytorch#130790 and the MPS op checks
+    "Placeholder storage has not been allocated on MPS device!",
+    "Passed CPU tensor to MPS op",
+    # CUDA / ROCm (HIP reports the same TensorIterator and addmm checks) / XPU
+    "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+    "and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)",
+    "Expected all tensors to be on the same device, but got index is on cpu, different from "
+    "other tensors on cuda:0 (when checking argument in method wrapper_CUDA__index_select)",
+    "Expected all tensors to be on the same device, but found at least two devices, xpu:0 and cpu!",
+    "Input type (XPUFloatType) and weight type (CPUFloatType) should be the same",
+    "Input type (MPSFloatType) and weight type (torch.FloatTensor) should be the same",
+    # autograd's engine (validate_outputs)
+    "Function AddmmBackward0 returned an invalid gradient at index 1 - expected device cuda:0 "
+    "but got cpu",
+    # pack_padded_sequence with lengths on the GPU
+    "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor",
+    # cuDNN and the TH era
+    "Expected tensor for argument #1 'input' to have the same device as tensor for argument "
+    "#2 'weight'; but device 0 does not equal 1 (while checking arguments for cudnn_convolution)",
+    "Expected object of device type cuda but got device type cpu for argument #2 'mat2' in "
+    "call to _th_bmm",
+    "Expected tensor to have CPU Backend, but got tensor with CUDA Backend (while checking "
+    "arguments for addmm)",
+    "Tensor device index mismatch. Expected device index to be 0, but got 1",
+]
+
+
+@pytest.mark.parametrize("message", _BACKEND_WORDINGS)
+def test_each_backends_wording_is_recognised_from_a_torch_frame(message: str) -> None:
+    model = nn.Sequential(nn.Identity(), FailsInKernel(message))
+    err = _raise_mismatch(lambda: model(torch.randn(2, 4)))
+    assert "FailsInKernel '1' (in Sequential)" in str(err)
+    # torch's error translation may rename legacy type names (CPUFloatType -> torch.FloatTensor)
+    assert type(err.__cause__) is RuntimeError and str(err.__cause__)[:20] == message[:20]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cpu Int tensor",
+        "Expected tensor to have CPU Backend, but got tensor with SparseCPU Backend",
+    ],
+)
+def test_lookalike_dtype_and_layout_errors_are_not_mismatches(message: str) -> None:
+    with pytest.raises(RuntimeError) as info, tp.strict():
+        _kernel_error(message)
+    assert not isinstance(info.value, tp.DeviceMismatchError)
+
+
+def test_pack_padded_sequence_with_lengths_on_the_device_is_real() -> None:
+    padded = torch.randn(3, 2, 4)
+    lengths = torch.tensor([3, 2], device=META)  # on an accelerator in a real run
+    err = _raise_mismatch(lambda: nn.utils.rnn.pack_padded_sequence(padded, lengths))
+    assert "1D meta Long tensor" in str(err.__cause__)
+
+
+def test_autograd_expected_device_is_real() -> None:
+    class WrongDeviceGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+            return torch.empty_like(grad, device=META)
+
+    x = torch.ones(3, requires_grad=True)
+    err = _raise_mismatch(lambda: WrongDeviceGrad.apply(x).sum().backward())
+    assert "expected device cpu but got meta" in str(err.__cause__)
+
+
+def test_storage_on_another_device_is_real() -> None:
+    storage = torch.empty(2, device=META).untyped_storage()
+    err = _raise_mismatch(lambda: torch.ones(2).set_(storage))
+    assert "to a storage on different device" in str(err.__cause__)
+
+
+# -- round 2: the culprit is judged against the whole model --------------------------------
+
+
+class Scaled(nn.Module):
+    """A correctly placed plain attribute beside a registered buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.scale = torch.ones(4)  # plain, on the model's device: fine
+        self.register_buffer("offset", torch.zeros(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.scale + self.offset
+
+
+def _fix_target(message: str) -> str:
+    import re
+
+    found = re.search(r"To fix: call model\.to\('([^']+)'\)", message)
+    assert found is not None, message
+    return found.group(1)
+
+
+def _runs_after_the_first_fix(model: nn.Module, x: torch.Tensor, message: str) -> None:
+    target = _fix_target(message)
+    # meta tensors hold no data to copy; to_empty() stands in for the move to the CPU
+    model.to_empty(device=target) if target == "cpu" else model.to(target)
+    out = model(x.to(target))
+    assert out.device == torch.device(target)
+
+
+def test_a_stray_buffer_is_blamed_not_a_correct_plain_attribute() -> None:
+    model = nn.Sequential(Scaled(), nn.Linear(4, 2))
+    model[0].offset = torch.zeros(4, device=META)  # a buffer replaced after model.to()
+    x = torch.randn(2, 4)
+    err = _raise_mismatch(lambda: model(x))
+    message = str(err)
+    assert "Scaled '0' (in Sequential) has its buffer 'offset' on meta" in message
+    assert "split across devices" in message
+    assert "register_buffer" not in message
+    _runs_after_the_first_fix(model, x, message)
+
+
+def test_a_parameter_recreated_after_to_gets_the_whole_model_fix() -> None:
+    model = Model()
+    # re-created after model.to(): on the accelerator (meta) while the rest stays behind
+    model.encoder.layers[1].norm.weight = nn.Parameter(torch.ones(4, device=META))
+    x = torch.randn(2, 4)
+    err = _raise_mismatch(lambda: model(x))
+    message = str(err)
+    assert (
+        "LayerNorm 'encoder.layers.1.norm' (in Model) has its parameter 'weight' on meta" in message
+    )
+    assert _fix_target(message) == "cpu"
+    _runs_after_the_first_fix(model, x, message)
+
+
+class Tagger(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(10, 8)
+        self.rnn = nn.GRU(8, 8, batch_first=True)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        out, _ = self.rnn(self.embed(tokens))
+        return self.head(out)
+
+
+def test_a_replaced_layer_holding_most_tensors_leaves_the_model_split() -> None:
+    model = Tagger().to(META)
+    model.rnn = nn.GRU(8, 64, batch_first=True)  # most of the model, left on the CPU
+    model.head = nn.Linear(64, 3).to(META)
+    tokens = torch.randint(0, 10, (2, 5), device=META)
+    err = _raise_mismatch(lambda: model(tokens))
+    message = str(err)
+    # the data is on meta and part of the model is: the whole model goes there, not the input
+    assert _fix_target(message) == "meta"
+    assert "left behind" in message or "split across devices" in message
+    assert "x.to('cpu')" not in message
+    _runs_after_the_first_fix(model, tokens, message)
+
+
+def test_a_compiled_models_path_has_no_orig_mod() -> None:
+    model = Model()
+    model.encoder.layers[2].proj.to(META)
+    compiled = torch.compile(model, backend="eager")
+    with torch.compiler.set_stance("force_eager"):  # run the modules as Python calls
+        err = _raise_mismatch(lambda: compiled(torch.randn(2, 4)))
+    message = str(err)
+    assert "_orig_mod" not in message
+    assert "Linear 'encoder.layers.2.proj' (in Model)" in message
+
+
+# -- round 2: smaller items ----------------------------------------------------------------
+
+
+def test_the_programs_own_same_device_error_is_not_rewritten() -> None:
+    original = ValueError("inputs must be on the same device")
+    with pytest.raises(ValueError) as info, tp.strict():
+        raise original
+    assert info.value is original
+
+
+def test_the_programs_error_wrapping_torchs_mismatch_is_rewritten() -> None:
+    def wrapped() -> None:
+        try:
+            torch.randn(2) + torch.randn(2, device=META)
+        except RuntimeError as err:
+            raise RuntimeError(f"step failed: {err}") from err
+
+    err = _raise_mismatch(wrapped)
+    assert "step failed" in str(err.__cause__)
+
+
+class CountsReads:
+    def __init__(self) -> None:
+        self.reads = 0
+        self.a = torch.randn(2)
+
+    @property
+    def b(self) -> torch.Tensor:
+        self.reads += 1
+        return torch.randn(2, device=META)
+
+
+def test_properties_on_the_failing_line_are_not_run_again() -> None:
+    holder = CountsReads()
+    err = _raise_mismatch(lambda: holder.a + holder.b)
+    assert holder.reads == 1  # once by the program, never by strict
+    assert "holder.a on cpu" in str(err)
+
+
+def test_a_decorated_generator_is_covered_while_it_runs() -> None:
+    @tp.strict
+    def batches() -> Any:
+        yield torch.randn(2)
+        yield torch.randn(2) + torch.randn(2, device=META)
+
+    steps = batches()
+    next(steps)
+    with pytest.raises(tp.DeviceMismatchError):
+        next(steps)
+
+
+def test_a_decorated_coroutine_is_covered_while_it_runs() -> None:
+    import asyncio
+
+    @tp.strict()
+    async def step() -> torch.Tensor:
+        await asyncio.sleep(0)
+        return torch.randn(2) + torch.randn(2, device=META)
+
+    with pytest.raises(tp.DeviceMismatchError):
+        asyncio.run(step())
+
+
+def test_an_async_generator_is_refused() -> None:
+    async def stream() -> Any:
+        yield torch.randn(2)
+
+    with pytest.raises(tp.ConfigError, match="async generator"):
+        tp.strict(stream)

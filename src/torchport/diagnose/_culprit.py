@@ -185,13 +185,14 @@ def describe_calls(calls: list[ModuleCall]) -> tuple[str, str | None]:
             f"every parameter and buffer){inputs_fix}{plain_fix}"
         )
         inside = [h for h in stray if h.name.startswith(prefix)]
-        settled = [h for h in own if h.device == home]
+        settled = [h for h in registered if h.name.startswith(prefix) and h.device == home]
         if len(inside) == len(stray) and settled:
             first = inside[0]
             local = first.name[len(prefix) :]
+            split = " (the model itself is split across devices)" if path else ""
             return (
                 f"{name} has its {first.role} {local!r} on {first.device} but the rest of its "
-                f"parameters on {home}",
+                f"parameters on {home}{split}",
                 fix,
             )
         if path and len(inside) == len(stray):
