@@ -20,14 +20,18 @@ from torchport.check.rules.deprecated_cuda_amp import DeprecatedCudaAmp
 from torchport.check.rules.device_compared_with_string import DeviceComparedWithString
 from torchport.check.rules.discarded_move import DiscardedMove
 from torchport.check.rules.float64_to_accelerator import Float64ToAccelerator
+from torchport.check.rules.force_no_weights_only_env import ForceNoWeightsOnlyEnv
 from torchport.check.rules.hard_coded_cuda import HardCodedCuda
 from torchport.check.rules.hard_coded_cuda_device_type import HardCodedCudaDeviceType
 from torchport.check.rules.hard_coded_mps_or_xpu import HardCodedMpsOrXpu
 from torchport.check.rules.hard_coded_nccl import HardCodedNccl
+from torchport.check.rules.hub_load_without_weights_only import HubLoadWithoutWeightsOnly
 from torchport.check.rules.integer_device_index import IntegerDeviceIndex
 from torchport.check.rules.is_cuda_check import IsCudaCheck
 from torchport.check.rules.legacy_tensor_constructor import LegacyTensorConstructor
 from torchport.check.rules.load_weights_only_false import LoadWeightsOnlyFalse
+from torchport.check.rules.load_with_pickle_module import LoadWithPickleModule
+from torchport.check.rules.load_with_unpacked_arguments import LoadWithUnpackedArguments
 from torchport.check.rules.load_without_map_location import LoadWithoutMapLocation
 from torchport.check.rules.model_not_on_device import ModelNotOnDevice
 from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
@@ -38,6 +42,8 @@ from torchport.check.rules.tensor_on_cpu_in_module import TensorOnCpuInModule
 from torchport.check.rules.to_in_loop import ToInLoop
 from torchport.check.rules.unportable_batch import UnportableBatch
 from torchport.check.rules.variable_wrapper import VariableWrapper
+from torchport.check.rules.whole_model_load import WholeModelLoad
+from torchport.check.rules.whole_model_save import WholeModelSave
 
 __all__ = ["RULES"]
 
@@ -63,6 +69,12 @@ RULES: tuple[type[Rule], ...] = (
     LoadWithoutMapLocation,  # TP301
     LoadWeightsOnlyFalse,  # TP302
     DataloaderWithoutPinMemory,  # TP303
+    LoadWithPickleModule,  # TP304
+    LoadWithUnpackedArguments,  # TP305
+    ForceNoWeightsOnlyEnv,  # TP306
+    HubLoadWithoutWeightsOnly,  # TP307
+    WholeModelLoad,  # TP308
+    WholeModelSave,  # TP309
     CudaOnlyApi,  # TP401
     CudaManualSeed,  # TP402
     DeprecatedCudaAmp,  # TP403

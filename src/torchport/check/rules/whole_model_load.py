@@ -1,0 +1,83 @@
+"""TP308 whole-model-load: ``model = torch.load(path)`` of a whole pickled module."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._loading import explicit_weights_only, is_load, whole_module
+
+# Methods only a module has: `torch.load(p).eval()` loaded a module, not a tensor.
+_MODULE_METHODS = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "modules", "named_modules",
+     "children", "forward", "zero_grad", "apply", "register_forward_hook"}
+)  # fmt: skip
+_SAFE_GLOBALS = frozenset({"torch.serialization.safe_globals"})
+
+
+def _under_safe_globals(ctx: Context) -> bool:
+    """Inside ``with torch.serialization.safe_globals([...]):``, the classes are allowed."""
+    for node in ctx.ancestors:
+        if isinstance(node, ast.With | ast.AsyncWith):
+            for item in node.items:
+                expr = item.context_expr
+                if isinstance(expr, ast.Call) and ctx.qualname(expr.func) in _SAFE_GLOBALS:
+                    return True
+    return False
+
+
+class WholeModelLoad(Rule):
+    """## What it does
+    Finds `torch.load` calls without `weights_only` whose result is used as a
+    whole module: `model = torch.load(path)`, `torch.load(path).eval()`.
+
+    ## Why is this bad?
+    A whole pickled module is a custom class: since PyTorch 2.6, `torch.load`
+    defaults to `weights_only=True` and refuses it ("Weights only load
+    failed ... Unsupported global"). The tempting repair, `weights_only=False`,
+    lets the file run any code. Save and load the `state_dict` instead
+    (`model.load_state_dict(torch.load(path, weights_only=True))`), or, for a
+    checkpoint you must keep, allow just its classes with
+    `torch.serialization.add_safe_globals([MyNet])` or
+    `with torch.serialization.safe_globals([MyNet]):` around the load.
+    """
+
+    code = "TP308"
+    name = "whole-model-load"
+    intent = Intent.SAFETY
+    message = (
+        "load a `state_dict` into a built model (`model.load_state_dict(torch.load(path, "
+        "weights_only=True))`), or allow the model's classes with "
+        "`torch.serialization.safe_globals`: whole-model loads fail since PyTorch 2.6"
+    )
+    node_types = (ast.Call,)
+    valid = (
+        "import torch\n\nmodel.load_state_dict(torch.load(path, weights_only=True))\n",
+        "import torch\n\nmodel_state = torch.load(path)\n",
+        "import torch\n\nx = torch.load(path).to(device)\n",
+        "import torch\n\nwith torch.serialization.safe_globals([Net]):\n"
+        "    model = torch.load(path)\n",
+        "import torch\n\nmodel = torch.load(path, weights_only=False)\n",  # TP302's
+    )
+    invalid = (
+        Example("import torch\n\nmodel = torch.load(path)\n"),
+        Example("import torch\n\nnet = torch.load(path, map_location=device).eval()\n"),
+        Example("import torch\n\nself.teacher_model = torch.load(args.teacher)\n"),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        parent = ctx.parent
+        used_as_module = False
+        if isinstance(parent, ast.Attribute) and parent.attr in _MODULE_METHODS:
+            used_as_module = True
+        elif isinstance(parent, ast.Assign) and parent.value is node:
+            used_as_module = any(whole_module(t, ctx) for t in parent.targets)
+        if not used_as_module or explicit_weights_only(node) is not None:
+            return
+        if any(kw.arg in (None, "weights_only") for kw in node.keywords):
+            return  # `**kw` or a non-constant flag: TP305 / the caller decide
+        if is_load(node, ctx) and not _under_safe_globals(ctx):
+            yield ctx.finding(self, node)
