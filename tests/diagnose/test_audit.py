@@ -596,9 +596,11 @@ def test_a_warning_filtered_to_error_still_raises_under_audit() -> None:
 
 
 def test_sampling_without_marked_steps_warns_and_says_so() -> None:
-    with pytest.warns(UserWarning, match=r"recorded nothing.*report\.step\(\)") as caught:
-        with tp.audit(every=5) as report:
-            torch.ones(2).sum().item()
+    with (
+        pytest.warns(UserWarning, match=r"recorded nothing.*report\.step\(\)") as caught,
+        tp.audit(every=5) as report,
+    ):
+        torch.ones(2).sum().item()
     assert caught[0].filename == __file__
     assert report.entries == [] and report.steps == 0
     assert "none was" in render_text(report, width=300)
