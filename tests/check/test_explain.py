@@ -48,3 +48,11 @@ def test_unknown_code_lists_close_matches(wrong: str, suggested: str) -> None:
 def test_unknown_code_without_close_match_still_says_what_to_do() -> None:
     with pytest.raises(ConfigError, match="--explain TP101"):
         explain("zzz")
+
+
+def test_explain_says_which_fix_applies_a_speed_rule() -> None:
+    from torchport.check import Intent
+
+    speed = next(rule for rule in RULES if rule.intent is Intent.SPEED)
+    assert "`torchport fix --speed`" in explain(speed.code)
+    assert "plain `torchport fix` applies" in explain("TP302")

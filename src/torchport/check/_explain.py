@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import inspect
 
-from torchport.check._rule import FixSafety, Rule
+from torchport.check._rule import FixSafety, Intent, Rule
 from torchport.check.rules import RULES
 from torchport.errors import ConfigError
 
@@ -20,6 +20,14 @@ _FIXES = {
     FixSafety.NONE: "no automatic fix",
     FixSafety.SAFE: "`torchport fix` applies it",
     FixSafety.UNSAFE: "unsafe: `torchport fix --unsafe` applies it (see Fix safety)",
+}
+
+_INTENTS = {
+    Intent.DEVICE: "device (runs on any accelerator): a plain `torchport fix` applies its fix",
+    Intent.SAFETY: "safety (loading checkpoints): a plain `torchport fix` applies its fix",
+    Intent.SPEED: "speed: its fix applies with `torchport fix --speed` or when you select "
+    "this rule by code or prefix",
+    Intent.PORT: "port (CPU-only code to the accelerator): run by `torchport port`",
 }
 
 
@@ -50,6 +58,7 @@ def _render(rule: type[Rule]) -> str:
         "",
         f"Message: {rule.message}",
         f"Fix: {_FIXES[rule.fix_safety]}. This rule is {default}.",
+        f"Intent: {_INTENTS[rule.intent]}.",
         "",
         inspect.cleandoc(rule.__doc__ or ""),
     ]
