@@ -132,3 +132,22 @@ def test_render_dispatch_and_cli_choices_agree() -> None:
     assert render("github", FINDINGS) == render_github(FINDINGS)
     assert render("text", FINDINGS) == render_text(FINDINGS)
     assert json.loads(render("sarif", FINDINGS, [FormatRule]))["version"] == "2.1.0"
+
+
+CELL = Finding("nb.ipynb:cell 3", 2, 5, 2, 9, "TP9970", "test-format", "do the other thing")
+
+
+def test_notebook_findings_name_the_file_and_the_cell_in_every_format() -> None:
+    assert render_text([CELL, FINDINGS[0]]).splitlines()[0] == (
+        "nb.ipynb:cell 3:2:5: TP9970 do the other thing"
+    )
+    assert "in 1 file" in render_text([CELL, dataclasses.replace(CELL, path="nb.ipynb:cell 4")])
+    row = json.loads(render_json([CELL]))[0]
+    assert (row["path"], row["cell"], row["line"]) == ("nb.ipynb", 3, 2)
+    assert json.loads(render_json(FINDINGS[:1]))[0]["cell"] is None
+    location = json.loads(render_sarif([CELL], [FormatRule]))["runs"][0]["results"][0]
+    physical = location["locations"][0]["physicalLocation"]
+    assert physical["artifactLocation"]["uri"] == "nb.ipynb" and "region" not in physical
+    assert location["message"]["text"].startswith("cell 3, line 2: ")
+    line = render_github([CELL]).strip()
+    assert line.startswith("::warning file=nb.ipynb,title=TP9970::cell 3:2:5: TP9970")

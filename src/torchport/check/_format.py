@@ -94,7 +94,8 @@ def _finding_json(f: Finding) -> dict[str, object]:
         "code": f.code,
         "name": f.name,
         "message": f.message,
-        "path": f.path,
+        "path": file_of(f.path),
+        "cell": int(f.path.rsplit(" ", 1)[1]) if file_of(f.path) != f.path else None,
         "line": f.line,
         "col": f.col,
         "end_line": f.end_line,
@@ -105,7 +106,11 @@ def _finding_json(f: Finding) -> dict[str, object]:
 
 
 def render_json(findings: Sequence[Finding]) -> str:
-    """A JSON list of findings; ``fix`` is null or its safety and character-offset edits."""
+    """A JSON list of findings; ``fix`` is null or its safety and character-offset edits.
+
+    ``cell`` is the notebook cell (1-based) of a finding in an ``.ipynb`` file, whose
+    ``line`` then counts within that cell (as Ruff reports them); null elsewhere.
+    """
     return json.dumps([_finding_json(f) for f in findings], indent=2) + "\n"
 
 
@@ -121,11 +126,17 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileError] = ())
     """GitHub Actions commands: ``::warning`` per finding, ``::error`` per file error."""
     out = []
     for f in findings:
-        props = (
-            f"file={_escape_property(f.path)},line={f.line},col={f.col},"
-            f"endLine={f.end_line},endColumn={f.end_col},title={_escape_property(f.code)}"
-        )
-        out.append(f"::warning {props}::{_escape_data(f'{f.code} {f.message}')}")
+        path = file_of(f.path)
+        if path != f.path:  # a notebook cell: its lines are not the file's (see render_sarif)
+            props = f"file={_escape_property(path)},title={_escape_property(f.code)}"
+            where = f"{f.path[len(path) + 1 :]}:{f.line}:{f.col}: "
+        else:
+            props = (
+                f"file={_escape_property(f.path)},line={f.line},col={f.col},"
+                f"endLine={f.end_line},endColumn={f.end_col},title={_escape_property(f.code)}"
+            )
+            where = ""
+        out.append(f"::warning {props}::{_escape_data(f'{where}{f.code} {f.message}')}")
     for e in errors:
         out.append(
             f"::error file={_escape_property(e.path)},title=torchport::{_escape_data(e.message)}"
@@ -174,23 +185,24 @@ def render_sarif(
     index = {r.code: i for i, r in enumerate(ordered)}
     results = []
     for f in findings:
+        location: dict[str, object] = {"artifactLocation": _uri(file_of(f.path))}
+        text = f.message
+        if file_of(f.path) != f.path:
+            # A notebook cell: SARIF regions count lines of the JSON file, which the cell's
+            # lines are not, so the cell and line go into the message instead.
+            text = f"{f.path[len(file_of(f.path)) + 1 :]}, line {f.line}: {f.message}"
+        else:
+            location["region"] = {
+                "startLine": f.line,
+                "startColumn": f.col,
+                "endLine": f.end_line,
+                "endColumn": f.end_col,
+            }
         result: dict[str, object] = {
             "ruleId": f.code,
             "level": "warning",
-            "message": {"text": f.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": _uri(f.path),
-                        "region": {
-                            "startLine": f.line,
-                            "startColumn": f.col,
-                            "endLine": f.end_line,
-                            "endColumn": f.end_col,
-                        },
-                    }
-                }
-            ],
+            "message": {"text": text},
+            "locations": [{"physicalLocation": location}],
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
