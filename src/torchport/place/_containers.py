@@ -216,6 +216,26 @@ def _shallow_copy(obj: Any) -> Any:
     return new
 
 
+def _copied_as_dict(cls: type, fields: tuple[str, ...]) -> bool:
+    """Whether ``copy.copy`` of a ``cls`` is ``object.__new__(cls)`` plus its ``__dict__``.
+
+    True when nothing customises copying or construction, the instances keep
+    all state in ``__dict__`` (no slots) and no field is a data descriptor, so
+    fields may be written straight into the new ``__dict__``.
+    """
+    return (
+        cls.__new__ is object.__new__
+        and getattr(cls, "__copy__", None) is None
+        and getattr(cls, "__reduce_ex__", None) is object.__reduce_ex__
+        and getattr(cls, "__reduce__", None) is object.__reduce__
+        and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None)
+        and getattr(cls, "__setstate__", None) is None
+        and any("__dict__" in vars(base) for base in cls.__mro__)
+        and not _slot_names(cls)
+        and not any(hasattr(type(getattr(cls, name, None)), "__set__") for name in fields)
+    )
+
+
 def _slot_names(cls: type) -> tuple[str, ...]:
     names = _SLOTS.get(cls)
     if names is None:
@@ -253,6 +273,7 @@ def _drop_cached(cls: type, new: Any) -> None:
 
 def _dataclass(cls: type) -> _Recipe:
     names = tuple(f.name for f in dataclasses.fields(cls))
+    in_dict = _copied_as_dict(cls, names)
 
     def flatten(obj: Any) -> tuple[list[Any], tuple[Any, tuple[str, ...]], tuple[str, ...]]:
         values = []
@@ -269,9 +290,15 @@ def _dataclass(cls: type) -> _Recipe:
     def unflatten(meta: tuple[Any, tuple[str, ...]], values: Any) -> Any:
         obj, fields = meta
         # No __init__, so no __post_init__ and no lost attributes set after construction.
-        new = _shallow_copy(obj)
-        for name, value in zip(fields, values, strict=True):
-            object.__setattr__(new, name, value)  # also on frozen dataclasses
+        if in_dict:  # what copy.copy would do, without its generic machinery
+            new = object.__new__(cls)
+            state = new.__dict__
+            state.update(obj.__dict__)
+            state.update(zip(fields, values, strict=True))  # frozen ones too
+        else:
+            new = _shallow_copy(obj)
+            for name, value in zip(fields, values, strict=True):
+                object.__setattr__(new, name, value)  # also on frozen dataclasses
         if hasattr(new, "__dict__"):
             _drop_cached(cls, new)
         return new
