@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._loading import LOADS
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _LOAD = frozenset({"load"})
@@ -50,7 +51,7 @@ class LoadWithoutMapLocation(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if called(node, ctx, _LOAD) != "torch.load" or len(node.args) > 1:
+        if called(node, ctx, _LOAD) not in LOADS or len(node.args) > 1:
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
