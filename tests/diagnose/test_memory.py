@@ -120,3 +120,10 @@ def test_cuda_numbers_follow_allocations() -> None:
     assert during.total is not None and during.free is not None and during.free < during.total
     assert during.total == torch.cuda.get_device_properties(device).total_memory
     del block
+
+
+def test_torchport_device_meta_is_a_clear_device_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHPORT_DEVICE", "meta")
+    with pytest.raises(torchport.DeviceError, match="TORCHPORT_DEVICE='meta'.*no memory") as info:
+        torchport.memory_report()
+    assert isinstance(info.value, torchport.TorchportError)

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 import torchport
 from torchport.diagnose import OomCase, OomExplanation
-from torchport.diagnose._memory import explain_oom as explain_oom_via_memory
 from torchport.diagnose._sizes import format_bytes
 
 GiB = 2**30
@@ -93,7 +92,7 @@ def test_other_processes_hold_the_memory() -> None:
         this_process=3 * GiB,
         others=((644963, 6 * MiB), (3053273, 29 * GiB), (3120922, 14.7 * GiB)),
     )
-    result = explain_oom_via_memory(RuntimeError(msg))
+    result = torchport.explain_oom(RuntimeError(msg))
     assert result.case is OomCase.OTHER_PROCESSES
     assert [pid for pid, _ in result.other_processes] == [644963, 3053273, 3120922]
     assert result.other_processes_total > 43 * GiB
@@ -283,3 +282,56 @@ def test_every_number_is_read_back_and_exactly_one_case(
     assert isinstance(result.case, OomCase)
     assert (result.case is OomCase.REQUEST_TOO_LARGE) == (result.requested > result.total)
     assert result.next_step
+
+
+def _real_cpu_oom() -> RuntimeError:
+    """The CPU allocator's own error: 32 TiB is more than any host can map."""
+    try:
+        torch.empty(2**45, dtype=torch.uint8)
+    except RuntimeError as err:
+        return err
+    pytest.skip("this host mapped 32 TiB")
+
+
+def test_a_real_cpu_out_of_memory_error_is_explained() -> None:
+    err = _real_cpu_oom()
+    assert "DefaultCPUAllocator: can't allocate memory" in str(err)
+    result = torchport.explain_oom(err)
+    assert (result.backend, result.device, result.requested) == ("cpu", "cpu", 2**45)
+    assert result.total is not None and result.total < 2**45
+    assert result.case is OomCase.REQUEST_TOO_LARGE
+    assert "CPU out of memory on cpu" in str(result)
+
+
+def test_a_cpu_working_set_that_does_not_fit_is_explained_with_host_advice() -> None:
+    message = (
+        "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+        "memory: you tried to allocate 1048576 bytes. Error code 12 (Cannot allocate memory)"
+    )
+    result = torchport.explain_oom(message)
+    assert result.case is OomCase.WORKING_SET_TOO_LARGE
+    assert "DataLoader workers" in result.next_step and "mmap=True" in result.next_step
+
+
+def test_strict_and_audit_note_a_cpu_out_of_memory_error() -> None:
+    for context in (torchport.strict, torchport.audit):
+        with pytest.raises(RuntimeError) as info, context():
+            torch.empty(2**45, dtype=torch.uint8)
+        notes = getattr(info.value, "__notes__", [])
+        assert len(notes) == 1 and "CPU out of memory" in notes[0]
+
+
+def test_the_per_process_cap_is_the_cause_when_the_device_has_room() -> None:
+    msg = cuda_message(
+        requested=2 * GiB,
+        total=79 * GiB,
+        free=60 * GiB,
+        allocated=19 * GiB,
+        unallocated=100 * MiB,
+        this_process=19 * GiB,
+        allowed=20 * GiB,
+    )
+    result = torchport.explain_oom(torch.OutOfMemoryError(msg))
+    assert result.case is OomCase.PROCESS_LIMIT
+    assert "set_per_process_memory_fraction" in result.next_step
+    assert "20.00 GiB allowed to this process" in str(result)

@@ -41,7 +41,7 @@ from torch.utils._python_dispatch import (
 import torchport
 from torchport.diagnose import _methods, _ops
 from torchport.diagnose._ops import OpEntry, OpKind
-from torchport.diagnose._strict import note_oom
+from torchport.diagnose._strict import is_out_of_memory, note_oom
 from torchport.errors import ConfigError
 
 __all__ = ["AuditEntry", "AuditReport", "audit"]
@@ -554,8 +554,9 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
         recorder.start()
     try:
         yield report
-    except torch.OutOfMemoryError as err:
-        note_oom(err)
+    except RuntimeError as err:
+        if is_out_of_memory(err):
+            note_oom(err)
         raise
     finally:
         recorder.stop()

@@ -3,9 +3,6 @@
 Accelerators are read through ``torch.accelerator`` where this torch has the call, then the
 backend module (``torch.cuda``, ``torch.mps``); the CPU is read from ``/proc`` and the cgroup
 limit on Linux, from ``resource``/``sysconf`` elsewhere (psutil is not a dependency).
-
-``explain_oom`` lives in ``_oom.py`` and is re-exported here: strict()/audit() import it from
-this module.
 """
 
 from __future__ import annotations
@@ -21,10 +18,9 @@ from typing import Any
 
 import torch
 
-from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
 from torchport.errors import ConfigError, DeviceError
 
-__all__ = ["MemoryReport", "OomCase", "OomExplanation", "explain_oom", "memory_report"]
+__all__ = ["MemoryReport", "host_memory", "memory_report"]
 
 _PROC_STATUS = Path("/proc/self/status")
 _PROC_MEMINFO = Path("/proc/meminfo")
@@ -118,11 +114,17 @@ def memory_report(device: torch.device | str | int | None = None) -> MemoryRepor
 
 def _resolve(device: torch.device | str | int | None) -> torch.device:
     if device is None:
-        try:
-            from torchport.place import pick_device
-        except ImportError:
-            return torch.device("cpu")
-        return pick_device()
+        from torchport.place import pick_device
+
+        picked = pick_device()
+        if picked.type == "meta":  # TORCHPORT_DEVICE=meta: a dry-run device with no memory
+            raise DeviceError(
+                f"memory_report() reports on the device pick_device() chose, {str(picked)!r} "
+                f"(TORCHPORT_DEVICE={os.environ.get('TORCHPORT_DEVICE')!r}), but meta tensors "
+                "hold no memory; pass a real device, e.g. memory_report('cpu'), or unset "
+                "TORCHPORT_DEVICE; available: " + ", ".join(_available())
+            )
+        return picked
     if isinstance(device, bool) or not isinstance(device, torch.device | str | int):
         raise ConfigError(
             f"memory_report() got a {type(device).__name__}, not a device; expected a "
@@ -262,6 +264,12 @@ def _process_rss() -> tuple[int | None, int | None]:
     # ru_maxrss is bytes on macOS and KiB on the other Unixes.
     peak_bytes = peak if sys.platform == "darwin" else peak * 1024
     return None, peak_bytes or None
+
+
+def host_memory() -> tuple[int | None, int | None]:
+    """Available and total system RAM in bytes (the container's limit if lower); no device."""
+    free, total, _ = _host_memory()
+    return free, total
 
 
 def _host_memory() -> tuple[int | None, int | None, list[str]]:

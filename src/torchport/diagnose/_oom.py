@@ -10,7 +10,13 @@ PyTorch's caching allocators state the facts in the message itself
 
 Older releases wrote ``(GPU 0; 7.93 GiB total capacity; 130.35 MiB already allocated; ...)``;
 both shapes are read. Each number is parsed on its own so a release that adds or drops a
-clause loses only that number.
+clause loses only that number. A process capped by ``set_per_process_memory_fraction``
+gets ``20.00 GiB allowed;`` in the message, and the cap is then a cause of its own.
+
+The CPU allocator (``c10/core/impl/alloc_cpu.cpp``) raises a plain ``RuntimeError``:
+``DefaultCPUAllocator: can't allocate memory: you tried to allocate 8589934592 bytes.
+Error code 12 (Cannot allocate memory)``; the RAM it is measured against is read from
+the host (``/proc``, the cgroup limit) when the error is explained.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from torchport.diagnose._memory import host_memory
 from torchport.diagnose._sizes import SIZE_PATTERN, format_bytes, parse_size
 from torchport.errors import ConfigError
 
@@ -46,6 +53,9 @@ _OLD_TOTAL = re.compile(rf"{_S} total capacity", _FLAGS)
 _OLD_ALLOCATED = re.compile(rf"{_S} already allocated", _FLAGS)
 _OLD_FREE = re.compile(rf"{_S} free;", _FLAGS)
 _OLD_RESERVED = re.compile(rf"{_S} reserved in total by PyTorch", _FLAGS)
+_CPU_HEADER = re.compile(
+    r"DefaultCPUAllocator: can't allocate memory: you tried to allocate (\d+) bytes", _FLAGS
+)
 _MPS_ALLOCATED = re.compile(rf"MPS allocated: {_S}", _FLAGS)
 _MPS_OTHER = re.compile(rf"other allocations: {_S}", _FLAGS)
 _MPS_MAX = re.compile(rf"max allowed: {_S}", _FLAGS)
@@ -60,6 +70,7 @@ class OomCase(enum.Enum):
     """The one cause an out-of-memory error is classified as."""
 
     REQUEST_TOO_LARGE = "request larger than the device"
+    PROCESS_LIMIT = "the per-process memory limit is reached"
     OTHER_PROCESSES = "other processes hold the memory"
     FRAGMENTATION = "fragmentation"
     WORKING_SET_TOO_LARGE = "working set too large"
@@ -73,11 +84,13 @@ class OomExplanation:
 
     Attributes:
         case: The cause.
-        backend: ``"cuda"``, ``"hip"``, ``"xpu"`` or ``"mps"``.
+        backend: ``"cuda"``, ``"hip"``, ``"xpu"``, ``"mps"`` or ``"cpu"``.
         device: The device the allocation failed on, when known.
         requested: The allocation that failed.
-        total: The device's capacity (for MPS: the allocator's maximum allowed).
-        free: Free device memory when the error was raised.
+        total: The device's capacity (for MPS: the allocator's maximum allowed; for the
+            CPU: system RAM, or the container's limit if lower).
+        free: Free device memory when the error was raised (for the CPU: RAM available
+            when the error was explained, which may be later).
         allowed: The per-process limit set by ``set_per_process_memory_fraction``.
         allocated: Memory in live tensors, as counted by PyTorch.
         reserved_unallocated: Memory PyTorch cached but could not use for this request.
@@ -107,28 +120,19 @@ class OomExplanation:
         return sum(used for _, used in self.other_processes)
 
     def __str__(self) -> str:
-        where = self.device or self.backend
-        facts = [f"{self.backend.upper()} out of memory on {where}"]
-        if self.requested is not None:
-            facts.append(f"tried to allocate {format_bytes(self.requested)}")
-        if self.total is not None:
-            free = f"{format_bytes(self.free)} free of " if self.free is not None else ""
-            facts.append(f"{free}{format_bytes(self.total)}")
-        if self.allocated is not None:
-            facts.append(f"{format_bytes(self.allocated)} in PyTorch tensors")
-        if self.reserved_unallocated is not None:
-            facts.append(f"{format_bytes(self.reserved_unallocated)} cached but unusable")
-        if self.other_processes:
-            facts.append(f"{format_bytes(self.other_processes_total)} held by other processes")
-        return f"{', '.join(facts)}. Cause: {self.case.value}. {self.next_step}"
+        # drawn by the pillar's one renderer, like the reports
+        from torchport.diagnose._report import oom_text
+
+        return oom_text(self)
 
 
 def explain_oom(
     err: BaseException | str, *, device: torch.device | str | None = None
 ) -> OomExplanation:
-    """Explain an out-of-memory error from a CUDA, ROCm, XPU or MPS allocator.
+    """Explain an out-of-memory error from a CUDA, ROCm, XPU, MPS or CPU allocator.
 
-    Reads only the message; does not touch the device or synchronize.
+    Reads only the message; does not touch the device or synchronize. For the CPU
+    allocator's error it also reads the host's RAM and container limit.
 
     Args:
         err: The ``torch.OutOfMemoryError`` (or a ``RuntimeError`` carrying an allocator's
@@ -142,6 +146,9 @@ def explain_oom(
         ConfigError: ``err`` is not an out-of-memory error.
     """
     message = err if isinstance(err, str) else str(err)
+    cpu = _CPU_HEADER.search(message)
+    if cpu is not None:
+        return _explain_cpu(message, int(cpu.group(1)))
     header = _HEADER.search(message) or _BARE_HEADER.search(message)
     if header is None:
         if isinstance(err, torch.OutOfMemoryError):
@@ -150,7 +157,8 @@ def explain_oom(
         kind = type(err).__name__ if not isinstance(err, str) else "text"
         raise ConfigError(
             f"explain_oom() got a {kind} that is not an out-of-memory error: {message[:120]!r}; "
-            "expected a torch.OutOfMemoryError or a CUDA/HIP/XPU/MPS 'out of memory' message; "
+            "expected a torch.OutOfMemoryError, a CUDA/HIP/XPU/MPS 'out of memory' message or "
+            "the CPU allocator's \"can't allocate memory\"; "
             "pass the exception caught around the failing call"
         )
     backend = next(g for g in header.groups() if g).lower()
@@ -234,6 +242,16 @@ def _explain_mps(message: str, device: torch.device | str | None) -> OomExplanat
     return _classify("mps", name, numbers, (), message)
 
 
+def _explain_cpu(message: str, requested: int) -> OomExplanation:
+    free, total = host_memory()
+    numbers = {"requested": requested}
+    if total is not None:
+        numbers["total"] = total
+    if free is not None:
+        numbers["free"] = free
+    return _classify("cpu", "cpu", numbers, (), message)
+
+
 def _classify(
     backend: str,
     device: str | None,
@@ -258,6 +276,16 @@ def _classify(
             f"({format_bytes(capacity)}), so no allocator setting can make it fit: split the "
             "work (a smaller batch, or chunk the op over the sequence or batch dimension), use a "
             "smaller dtype (bfloat16 halves it), or shard the model across devices (FSDP)."
+        )
+    elif "allowed" in numbers and (free is None or requested is None or free >= requested):
+        case = OomCase.PROCESS_LIMIT
+        api = f"torch.{'xpu' if backend == 'xpu' else 'cuda'}.set_per_process_memory_fraction"
+        left = f" while {format_bytes(free)} of {where} is still free" if free is not None else ""
+        step = (
+            f"This process is capped at {format_bytes(numbers['allowed'])} by {api}{left}: raise "
+            f"the fraction ({api}(fraction, device)) if other jobs on {where} can spare it, or "
+            "make the work fit under the cap: a smaller batch (gradient accumulation keeps the "
+            "effective batch), activation checkpointing, bfloat16 autocast."
         )
     elif (
         held_by_others > 0
@@ -289,6 +317,14 @@ def _classify(
             "checkpointing (torch.utils.checkpoint), train in mixed precision (torch.autocast "
             "with bfloat16), and drop references to tensors you no longer need."
         )
+        if backend == "cpu":
+            step = (
+                f"The host has {format_bytes(free)} of RAM available of {format_bytes(total)}: "
+                "reduce the batch size, load the dataset lazily or memory-mapped "
+                "(torch.load(..., mmap=True), numpy.memmap) instead of into RAM, use fewer "
+                "DataLoader workers (each may hold a copy), and drop references to tensors "
+                "you no longer need; in a container, raise its memory limit."
+            )
         if backend == "mps":
             step += (
                 " The cap is PYTORCH_MPS_HIGH_WATERMARK_RATIO of system memory; raising it "

@@ -25,8 +25,16 @@ if TYPE_CHECKING:
     from torchport.diagnose._audit import AuditEntry, AuditReport
     from torchport.diagnose._doctor import DoctorReport
     from torchport.diagnose._memory import MemoryReport
+    from torchport.diagnose._oom import OomExplanation
 
-__all__ = ["render", "render_audit", "render_doctor", "render_memory", "render_text"]
+__all__ = [
+    "oom_text",
+    "render",
+    "render_audit",
+    "render_doctor",
+    "render_memory",
+    "render_text",
+]
 
 _MIN_WIDTH, _MAX_WIDTH = 80, 120
 
@@ -150,6 +158,29 @@ def render_audit(report: AuditReport) -> RenderableType:
             format_bytes(entry.bytes) if entry.bytes else "-",
         )
     return Group(table, Text(_audit_summary(report)))
+
+
+# -- out of memory --------------------------------------------------------------------
+
+
+def oom_text(explanation: OomExplanation) -> str:
+    """One paragraph: the numbers the message stated, the cause and the next step."""
+    e = explanation
+    facts = [f"{e.backend.upper()} out of memory on {e.device or e.backend}"]
+    if e.requested is not None:
+        facts.append(f"tried to allocate {format_bytes(e.requested)}")
+    if e.total is not None:
+        free = f"{format_bytes(e.free)} free of " if e.free is not None else ""
+        facts.append(f"{free}{format_bytes(e.total)}")
+    if e.allowed is not None:
+        facts.append(f"{format_bytes(e.allowed)} allowed to this process")
+    if e.allocated is not None:
+        facts.append(f"{format_bytes(e.allocated)} in PyTorch tensors")
+    if e.reserved_unallocated is not None:
+        facts.append(f"{format_bytes(e.reserved_unallocated)} cached but unusable")
+    if e.other_processes:
+        facts.append(f"{format_bytes(e.other_processes_total)} held by other processes")
+    return f"{', '.join(facts)}. Cause: {e.case.value}. {e.next_step}"
 
 
 # -- memory ---------------------------------------------------------------------------

@@ -15,7 +15,6 @@ import ast
 import contextlib
 import dis
 import functools
-import importlib
 import inspect
 import linecache
 import os
@@ -32,7 +31,7 @@ import torchport
 from torchport.diagnose._culprit import ModuleCall, describe_calls, significant, unwrap
 from torchport.errors import ConfigError, DeviceMismatchError
 
-__all__ = ["is_device_mismatch", "note_oom", "strict"]
+__all__ = ["is_device_mismatch", "is_out_of_memory", "note_oom", "strict"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -101,24 +100,32 @@ def is_device_mismatch(err: BaseException) -> bool:
     return _MISMATCH.search(message) is not None
 
 
+# The CPU allocator's out-of-memory error is a plain RuntimeError (c10 alloc_cpu.cpp)
+_CPU_OOM = "DefaultCPUAllocator: can't allocate memory"
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is an allocator running out of memory, on a device or the host."""
+    return isinstance(err, torch.OutOfMemoryError) or (
+        isinstance(err, RuntimeError) and _CPU_OOM in str(err)
+    )
+
+
 def note_oom(err: BaseException) -> None:
     """Attach the memory diagnosis to an out-of-memory error, once; never raises.
 
-    Reads only the error; does not synchronize.
+    Reads only the error (and, for the host's, the RAM left); does not synchronize.
     """
     if getattr(err, "_torchport_oom_noted", False):
         return
-    for name in ("torchport.diagnose._oom", "torchport.diagnose._memory"):
-        try:
-            explain = importlib.import_module(name).explain_oom
-        except (ImportError, AttributeError):
-            continue
-        try:
-            err.add_note(f"torchport: {explain(err)}")
-            err._torchport_oom_noted = True  # type: ignore[attr-defined]
-        except Exception:  # a diagnosis that fails must not hide the real error
-            pass
-        return
+    try:
+        # imported here: the explanation is needed only on this error path
+        from torchport.diagnose._oom import explain_oom
+
+        err.add_note(f"torchport: {explain_oom(err)}")
+        err._torchport_oom_noted = True  # type: ignore[attr-defined]
+    except Exception:  # a diagnosis that fails must not hide the real error
+        pass
 
 
 # -- reading the traceback ------------------------------------------------------------
@@ -310,7 +317,7 @@ class _Strict(contextlib.ContextDecorator):
     ) -> None:
         if exc is None:
             return
-        if isinstance(exc, torch.OutOfMemoryError):
+        if is_out_of_memory(exc):
             note_oom(exc)
             return
         if not _from_torch(exc):
