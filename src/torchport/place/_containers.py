@@ -224,7 +224,7 @@ def _copied_as_dict(cls: type, fields: tuple[str, ...]) -> bool:
     fields may be written straight into the new ``__dict__``.
     """
     return (
-        cls.__new__ is object.__new__
+        getattr(cls, "__new__", None) is object.__new__
         and getattr(cls, "__copy__", None) is None
         and getattr(cls, "__reduce_ex__", None) is object.__reduce_ex__
         and getattr(cls, "__reduce__", None) is object.__reduce__
@@ -291,7 +291,7 @@ def _dataclass(cls: type) -> _Recipe:
         obj, fields = meta
         # No __init__, so no __post_init__ and no lost attributes set after construction.
         if in_dict:  # what copy.copy would do, without its generic machinery
-            new = object.__new__(cls)
+            new: Any = object.__new__(cls)
             state = new.__dict__
             state.update(obj.__dict__)
             state.update(zip(fields, values, strict=True))  # frozen ones too
