@@ -116,7 +116,7 @@ def test_bad_notebooks_are_clear_errors_and_other_languages_are_skipped(tmp_path
 def test_syntax_error_is_placed_in_its_cell(tmp_path: Path) -> None:
     path = save(tmp_path / "bad.ipynb", notebook(code("x = 1\n"), code("def (:\n")))
     result = check_paths([path])
-    assert result.exit_code == 2 and "cell 2:1" in result.errors[0].message
+    assert result.exit_code == 2 and "at cell 2, line 1" in result.errors[0].message
 
 
 def test_magics_survive_and_noqa_works_in_cells(tmp_path: Path) -> None:

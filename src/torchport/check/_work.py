@@ -125,22 +125,23 @@ def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | No
     text = doc.text
     report.lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     for line, code in unknown_codes(text, chunk.known):
-        where = _where(doc, path, line)
         report.errors.append(
             FileError(
-                where,
-                f"`# noqa` names {code}, which is no torchport rule, so it silences nothing; "
-                f"correct the code (`torchport check --explain CODE` lists one) or remove it",
+                path,
+                f"{_where(doc, line)}: `# noqa` names {code}, which is no torchport rule, so it "
+                f"silences nothing; correct the code (`torchport check --explain CODE` "
+                f"describes one) or remove it",
             )
         )
     return doc
 
 
-def _where(doc: _Doc, path: str, line: int, text: str | None = None) -> str:
+def _where(doc: _Doc, line: int) -> str:
+    """``line 3``, or ``cell 2, line 1`` in a notebook."""
     if doc.notebook is None:
-        return f"{path}:{line}"
-    cell, in_cell = doc.notebook.locate(doc.text if text is None else text, line)
-    return f"{path}:cell {cell}:{in_cell}"
+        return f"line {line}"
+    cell, in_cell = doc.notebook.locate(doc.text, line)
+    return f"cell {cell}, line {in_cell}"
 
 
 def _place(doc: _Doc, findings: list[Finding], text: str) -> list[Finding]:
@@ -162,7 +163,7 @@ def _parse(path: str, doc: _Doc, report: Report) -> ast.Module | None:
     except SyntaxError as exc:
         where = f" at line {exc.lineno}, column {exc.offset}" if exc.lineno else ""
         if exc.lineno and doc.notebook is not None:
-            where = f" at {_where(doc, path, exc.lineno)}, column {exc.offset}"
+            where = f" at {_where(doc, exc.lineno)}, column {exc.offset}"
         message = f"cannot parse: {exc.msg}{where}; fix the syntax error first"
     except ValueError as exc:  # null bytes
         message = f"cannot parse: {exc}"
