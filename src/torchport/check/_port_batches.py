@@ -96,7 +96,8 @@ class _Planner:
 
     # ------------------------------------------------------------ where batches come from
 
-    def _batch_names(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> list[str] | None:
+    def _batch_target(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> ast.expr | None:
+        """The part of the loop's target that binds batches (after ``enumerate``'s index)."""
         it: ast.expr = loop.iter
         skip_first = False
         for _ in range(4):
@@ -116,7 +117,7 @@ class _Planner:
             if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
                 return None
             target = target.elts[1]
-        return _plain_names(target)
+        return target
 
     def _batchy(self, it: ast.expr, scope: PortScope) -> bool:
         """Whether a loop's iterable may yield tensors (not a range, a literal, dict items)."""
@@ -153,7 +154,8 @@ class _Planner:
     # ------------------------------------------------------------ how each one moves
 
     def _loop(self, loop: ast.For | ast.AsyncFor, scope: PortScope, containers: set[str]) -> None:
-        names = self._batch_names(loop, scope)
+        target = self._batch_target(loop, scope)
+        names = _plain_names(target) if target is not None else []
         if not names:
             return
         wanted = [n for n in names if n in scope.reach and n not in scope.moved]
@@ -162,8 +164,11 @@ class _Planner:
         move = BatchMove(loop)
         body = [n for stmt in loop.body for n in ast.walk(stmt)]
         objects = self._collate_objects(loop, scope)
+        unpacked = not isinstance(target, ast.Name)
         for name in wanted:
             kind = self._kind(name, body)
+            if kind == "container" and unpacked:
+                kind = "tensor"  # `for x, lengths in loader`: the fields of a batch are tensors
             if kind == "container":
                 containers.add(name)
             elif kind == "dict":
@@ -244,7 +249,7 @@ class _Planner:
             else:
                 whole = True
         if dict_like:
-            return "dict" if whole else "container"
+            return "dict"  # moved whole: every tensor value, the others kept
         if not whole:
             return "container"
         return "unknown" if indexed and not tensor else "tensor"

@@ -65,6 +65,8 @@ _NOT_FORWARD = MODEL_METHODS | frozenset(
      "register_buffer", "register_parameter", "add_module", "get_submodule", "save_pretrained"}
 )  # fmt: skip
 _HOST_BUILTINS = frozenset(dir(builtins)) - {"map", "filter", "sum", "max", "min", "abs"}
+# Builtins whose result holds no tensor of their arguments (`len(x)`, `print(x)`).
+_HOST_CALLS = _HOST_BUILTINS - {"list", "tuple", "dict", "sum", "max", "min"}
 _MOVES = frozenset({"to", "cuda"})
 _DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator", re.IGNORECASE)
 _MODEL_PARAM = re.compile(
@@ -461,6 +463,14 @@ class PortFacts:
                 self._mark(operand, scope.reach, scope.sink_nodes)
         self._propagate(scope)
 
+    def _makes_object(self, func: ast.expr) -> bool:
+        """Whether calling ``func`` builds an object (a class: ``Dataset(...)``), not a tensor."""
+        tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if not tail[:1].isupper():
+            return False
+        name = self.ctx.qualname(func) or ""
+        return not name.startswith("torch.") or name.startswith("torch.utils.data.")
+
     @staticmethod
     def _moves_all(value: ast.expr) -> bool:
         """A tuple or comprehension of moves (``x.to(d), y.to(d)``, ``{k: v.to(d) ...}``)."""
@@ -497,15 +507,10 @@ class PortFacts:
                     if func.attr in HOST_READS or is_move(node):
                         continue
                     stack.append(func.value)
-                elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS - {
-                    "list",
-                    "tuple",
-                    "dict",
-                    "sum",
-                    "max",
-                    "min",
-                }:
+                elif isinstance(func, ast.Name) and func.id in _HOST_CALLS:
                     continue
+                if self._makes_object(func):
+                    continue  # `DataLoader(TensorDataset(x, y))`: its arguments are not moved
                 stack.extend(node.args)
                 stack.extend(k.value for k in node.keywords)
             elif isinstance(node, ast.Attribute):

@@ -1,0 +1,165 @@
+"""Run tutorial scripts in this process, one after another, and report what they did as JSON.
+
+Usage: ``python port_runner.py cpu|meta JOBS.json OUT.json`` where JOBS.json is a list
+of ``{"name", "script", "workdir"}``. Each script runs as ``__main__`` in its own
+working directory with its stdout captured (one process for all: importing torch
+costs seconds on a loaded machine).
+
+``cpu``: the plain run; records what each script printed.
+
+``meta``: ``meta`` stands in for the accelerator. ``torch.accelerator`` reports
+it as available and current, so a ported script's ``device`` line picks it; a
+global forward pre-hook records, for every forward, the module's mode (train or
+eval) and every parameter, buffer and tensor input that is NOT on ``meta``.
+Meta tensors hold no data, so reads back to the host (``.item()``, ``.cpu()``,
+``float(t)``, formatting, ``bool(t)``) are answered with zeros: the script runs to
+its end, through training and evaluation, and the printed numbers are
+meaningless. Nothing else is faked: a real mismatch (a CPU batch meeting meta
+weights) still raises, and is recorded with whether it is about devices.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import runpy
+import sys
+import traceback
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+META = torch.device("meta")
+_DEVICE_WORDS = ("device", "meta", "cuda", "cpu")
+
+
+def _zeros_like_host(t: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(t.shape, dtype=t.dtype)
+
+
+def install_meta_accelerator(record: dict[str, Any]) -> None:
+    """Make ``meta`` the accelerator and watch every forward (see the module docstring)."""
+    torch.accelerator.is_available = lambda: True  # type: ignore[assignment]
+    torch.accelerator.current_accelerator = lambda check_available=False: META  # type: ignore[assignment]
+    tensor = torch.Tensor
+    orig_item, orig_tolist, orig_cpu = tensor.item, tensor.tolist, tensor.cpu
+    orig_to, orig_numpy, orig_format = tensor.to, tensor.numpy, tensor.__format__
+    orig_bool, orig_float, orig_int = tensor.__bool__, tensor.__float__, tensor.__int__
+    orig_pin = tensor.pin_memory
+
+    def item(self: torch.Tensor) -> Any:
+        return orig_item(_zeros_like_host(self)) if self.is_meta else orig_item(self)
+
+    def tolist(self: torch.Tensor) -> Any:
+        return orig_tolist(_zeros_like_host(self)) if self.is_meta else orig_tolist(self)
+
+    def cpu(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return _zeros_like_host(self) if self.is_meta else orig_cpu(self, *args, **kwargs)
+
+    def to(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        if self.is_meta:
+            options = {k: v for k, v in kwargs.items() if k != "copy"}
+            device = torch._C._nn._parse_to(*args, **options)[0]
+            if device is not None and device.type == "cpu":
+                return _zeros_like_host(self)
+        return orig_to(self, *args, **kwargs)
+
+    def numpy(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        host = _zeros_like_host(self) if self.is_meta else self
+        return orig_numpy(host, *args, **kwargs)
+
+    def fmt(self: torch.Tensor, spec: str) -> str:
+        if self.is_meta and self.dim() == 0:
+            return format(item(self), spec)
+        return orig_format(self, spec)
+
+    def pin_memory(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        return self  # nothing to pin for a device with no memory; the copy is what we watch
+
+    tensor.item = item  # type: ignore[method-assign]
+    tensor.tolist = tolist  # type: ignore[method-assign]
+    tensor.cpu = cpu  # type: ignore[method-assign]
+    tensor.to = to  # type: ignore[method-assign]
+    tensor.numpy = numpy  # type: ignore[method-assign]
+    tensor.__format__ = fmt  # type: ignore[method-assign]
+    tensor.__bool__ = lambda self: False if self.is_meta else orig_bool(self)  # type: ignore[method-assign]
+    tensor.__float__ = lambda self: 0.0 if self.is_meta else orig_float(self)  # type: ignore[method-assign]
+    tensor.__int__ = lambda self: 0 if self.is_meta else orig_int(self)  # type: ignore[method-assign]
+    tensor.pin_memory = pin_memory  # type: ignore[method-assign]
+    del orig_pin
+    # Comparisons that answer with a Python bool read the data too.
+    for name in ("allclose", "equal"):
+        orig = getattr(torch, name)
+
+        def compare(*args: Any, _orig: Any = orig, **kwargs: Any) -> Any:
+            if any(isinstance(a, torch.Tensor) and a.is_meta for a in args):
+                return True
+            return _orig(*args, **kwargs)
+
+        setattr(torch, name, compare)
+
+    def hook(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        mode = "train" if module.training else "eval"
+        record["forwards"][mode] += 1
+        where = type(module).__name__
+        off = record["off_device"]
+        for name, p in module.named_parameters():
+            if p.device != META and len(off) < 20:
+                off.append(f"{mode} {where}: parameter {name} on {p.device}")
+        for name, b in module.named_buffers():
+            if b.device != META and len(off) < 20:
+                off.append(f"{mode} {where}: buffer {name} on {b.device}")
+        for i, leaf in enumerate(tree_leaves(args)):
+            if isinstance(leaf, torch.Tensor) and leaf.device != META and len(off) < 20:
+                off.append(f"{mode} {where}: input {i} on {leaf.device}")
+
+    torch.nn.modules.module.register_module_forward_pre_hook(hook)
+
+
+def run(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    record: dict[str, Any] = {}
+    if mode == "meta":
+        install_meta_accelerator(record)
+    home = os.getcwd()
+    for job in jobs:
+        record.clear()
+        record.update(forwards={"train": 0, "eval": 0}, off_device=[])
+        out = io.StringIO()
+        error = None
+        device_error = False
+        os.chdir(job["workdir"])
+        try:
+            with contextlib.redirect_stdout(out):
+                runpy.run_path(job["script"], run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                error = f"SystemExit({exc.code!r})"
+        except Exception as exc:  # recorded: the test decides what it means
+            error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            device_error = any(word in str(exc).lower() for word in _DEVICE_WORDS)
+            error += "\n" + traceback.format_exc(limit=-3)
+        finally:
+            os.chdir(home)
+        results.append(
+            {
+                "name": job["name"],
+                "stdout": out.getvalue(),
+                "error": error,
+                "device_error": device_error,
+                "forwards": dict(record["forwards"]),
+                "off_device": list(record["off_device"]),
+            }
+        )
+    return results
+
+
+if __name__ == "__main__":
+    run_mode, jobs_path, out_path = sys.argv[1:4]
+    with open(jobs_path) as fh:
+        todo = json.load(fh)
+    with open(out_path, "w") as fh:
+        json.dump(run(run_mode, todo), fh, indent=1)
