@@ -47,7 +47,14 @@ from torchport.place._containers import (
     walked_before_to,
 )
 
-__all__ = ["BatchLayout", "Rebuild", "flatten_batch", "flatten_tensors", "map_tensors"]
+__all__ = [
+    "BatchLayout",
+    "Rebuild",
+    "flatten_batch",
+    "flatten_tensors",
+    "map_tensors",
+    "skip_key_set",
+]
 
 _NAMESPACE = "torchport"
 _ROOT = "batch"
@@ -112,6 +119,32 @@ def map_tensors(
     """
     layout = flatten_batch(obj, skip_keys=skip_keys)
     return layout.rebuild([fn(t) for t in layout.tensors])
+
+
+def skip_key_set(skip_keys: object) -> frozenset[Hashable]:
+    """Read a ``skip_keys`` argument as a set of keys.
+
+    One str (or bytes) is one key, not its characters (``"ids"`` is not
+    ``{"i", "d", "s"}``); any other iterable is a collection of keys.
+
+    Raises:
+        ConfigError: ``skip_keys`` is not iterable, or holds an unhashable item.
+    """
+    if isinstance(skip_keys, str | bytes):
+        return frozenset((skip_keys,))
+    if not isinstance(skip_keys, Iterable) or isinstance(skip_keys, torch.Tensor):
+        raise ConfigError(
+            f"skip_keys={skip_keys!r} is a {type(skip_keys).__name__}, not a key or a "
+            f"collection of keys; pass skip_keys=[{skip_keys!r}] to skip that one key"
+        )
+    try:
+        return frozenset(skip_keys)
+    except TypeError as exc:
+        raise ConfigError(
+            f"skip_keys={skip_keys!r} holds an item that cannot be a dict key ({exc}); "
+            "pass a key or a collection of keys, e.g. skip_keys='ids' or "
+            "skip_keys=('ids', 'meta')"
+        ) from exc
 
 
 class BatchLayout:
@@ -195,7 +228,7 @@ def flatten_batch(obj: object, *, skip_keys: Collection[Hashable] = ()) -> Batch
             fails when its items are read; the message names the path.
         ConfigError: ``skip_keys`` is neither a key nor a collection of keys.
     """
-    skip = _skip_set(skip_keys) if skip_keys else None
+    skip = skip_key_set(skip_keys) if skip_keys else None
     kind_of = _KIND.get
     for _ in range(_MAX_REFLATTEN):
         kept: set[int] = set()  # leaf positions under a skipped key
@@ -349,25 +382,6 @@ def _advice(cls: type | None) -> str:
     if cls is not None and (optree.is_namedtuple_class(cls) or cls in GENERIC_MAPPINGS):
         advice += ", make its constructor accept its own contents"
     return advice
-
-
-def _skip_set(skip_keys: object) -> frozenset[Hashable]:
-    """``skip_keys`` as a set of keys: one str (or bytes) is one key, not its characters."""
-    if isinstance(skip_keys, str | bytes):
-        return frozenset((skip_keys,))
-    if not isinstance(skip_keys, Iterable) or isinstance(skip_keys, torch.Tensor):
-        raise ConfigError(
-            f"skip_keys={skip_keys!r} is a {type(skip_keys).__name__}, not a key or a "
-            f"collection of keys; pass skip_keys=[{skip_keys!r}] to skip that one key"
-        )
-    try:
-        return frozenset(skip_keys)
-    except TypeError as exc:
-        raise ConfigError(
-            f"skip_keys={skip_keys!r} holds an item that cannot be a dict key ({exc}); "
-            "pass a key or a collection of keys, e.g. skip_keys='ids' or "
-            "skip_keys=('ids', 'meta')"
-        ) from exc
 
 
 def _flatten_failure_message(obj: object, exc: Exception) -> str:
