@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from torchport.check import check_paths, fix_paths
 from torchport.check._notebook import NotebookError, NotPython, read_notebook
@@ -124,3 +126,27 @@ def test_magics_survive_and_noqa_works_in_cells(tmp_path: Path) -> None:
                   code("y = torch.ones(1).cuda()  # noqa: TP101\n"))  # fmt: skip
     path = save(tmp_path / "m.ipynb", nb)
     assert check_paths([path], select=["TP101"]).findings == []
+
+
+_LINES = st.sampled_from(
+    ["import torch\n", "x = 1\n", "%matplotlib inline\n", "!pip install x\n", "files = !ls\n",
+     "obj?\n", "    y = 2\n", "# comment\n", "\n", "s = 'é'\n", "a, b = %who_ls\n"]
+)  # fmt: skip
+_CELLS = st.one_of(
+    st.builds(lambda lines, as_list: code(lines if as_list else "".join(lines)),
+              st.lists(_LINES, max_size=5), st.booleans()),
+    st.just({"cell_type": "markdown", "metadata": {}, "source": "text"}),
+    st.just(code(["%%bash\n", "ls"])),
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells=st.lists(_CELLS, max_size=6), indent=st.sampled_from([1, 2, 4]))
+def test_unchanged_source_writes_back_the_same_bytes(
+    cells: list[dict[str, Any]], indent: int
+) -> None:
+    text = json.dumps(notebook(*cells), indent=indent, ensure_ascii=False) + "\n"
+    nb = read_notebook(text)
+    assert nb.write(nb.source) == text
+    for index in nb.cells_of(nb.source):  # each code cell came through in order
+        assert nb.data["cells"][index]["cell_type"] == "code"
