@@ -69,3 +69,18 @@ def test_bandwidth_on_gpu_reports_four_figures(capsys: pytest.CaptureFixture[str
     bandwidth = json.loads(capsys.readouterr().out)["bandwidth"]
     for key in ("h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable"):
         assert bandwidth[key] > 0
+
+
+def test_text_tells_a_cli_user_the_flag_not_the_python_argument(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["doctor"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "torchport doctor --bandwidth" in out
+    assert "bandwidth=True" not in out
+
+
+def test_python_users_are_told_the_argument() -> None:
+    from torchport.diagnose import doctor
+
+    assert "pass bandwidth=True" in " ".join(str(doctor()).split())

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -187,32 +188,25 @@ def test_mps_built_but_unavailable_on_a_mac(clean_env: pytest.MonkeyPatch) -> No
     assert finding.severity is Severity.WARNING and "macOS 12.3" in finding.fix
 
 
-def two_gpus() -> _probes.AcceleratorInfo:
-    return _probes.AcceleratorInfo("cuda", 2, True, False, False, False)
-
-
 @pytest.mark.parametrize(
-    ("local_rank", "nvml", "expected"),
-    [
-        (None, False, "index 0 of 2 cuda devices"),
-        (None, True, "most free memory of 2"),
-        ("1", False, "LOCAL_RANK=1"),
-    ],
+    ("local_rank", "expected"),
+    [(None, "cuda:1"), ("0", "cuda:0")],
 )
-def test_choice_reason_follows_pick_device_rules(
-    clean_env: pytest.MonkeyPatch, local_rank: str | None, nvml: bool, expected: str
+def test_choice_and_reason_are_pick_devices_own(
+    clean_env: pytest.MonkeyPatch,
+    fake_accelerator: Callable[..., Any],
+    local_rank: str | None,
+    expected: str,
 ) -> None:
-    def memory_used(index: int) -> int:
-        if not nvml:
-            raise ModuleNotFoundError("nvidia-ml-py does not seem to be installed")
-        return 2**30
+    from torchport.place import pick_device_with_reason
 
-    clean_env.setattr(torch.cuda, "device_memory_used", memory_used)
-    clean_env.setattr("torchport.place.pick_device", lambda: torch.device("cuda", 1))
-    env = {name: None for name in _env.ENV_VARS} | {"LOCAL_RANK": local_rank}
-    choice = _env.probe_choice(env, two_gpus())
-    assert choice.device == "cuda:1"
-    assert expected in choice.reason
+    fake_accelerator([1 * 2**30, 8 * 2**30])  # cuda:1 has the most free memory
+    if local_rank is not None:
+        clean_env.setenv("LOCAL_RANK", local_rank)
+    choice = _env.probe_choice()
+    device, reason = pick_device_with_reason()
+    assert (choice.device, choice.reason) == (str(device), reason)
+    assert choice.device == expected and reason
 
 
 @pytest.mark.parametrize("visible", ["", "-1", "none"])

@@ -31,10 +31,11 @@ def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from torchport.diagnose import doctor
+    from torchport.diagnose._report import render_doctor
 
     report = doctor(bandwidth=args.bandwidth)
     if args.json:
         print(report.to_json())
     else:
-        Console().print(report.render())
+        Console().print(render_doctor(report, bandwidth_hint="run `torchport doctor --bandwidth`"))
     return 0 if report.ok else 1

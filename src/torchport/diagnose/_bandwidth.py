@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["CopyBandwidth", "measure_bandwidth", "median_rate"]
+__all__ = ["NOT_REQUESTED", "CopyBandwidth", "measure_bandwidth", "median_rate"]
+
+NOT_REQUESTED = "not measured"
+"""``CopyBandwidth.reason`` when no measurement was asked for; the renderer says how to ask."""
 
 _EVENT_TIMED = ("cuda", "xpu")
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from torchport.diagnose._bandwidth import CopyBandwidth, measure_bandwidth
+from torchport.diagnose._bandwidth import NOT_REQUESTED, CopyBandwidth, measure_bandwidth
 from torchport.diagnose._env import (
     DeviceChoice,
     check_environment,
@@ -144,8 +144,8 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
     host = _guard(findings, "host memory", lambda: memory_report("cpu"))
     choice = None
     if accel is not None:
-        choice = _choose(findings, env, accel)
-    measured = CopyBandwidth(device=None, reason="not measured (pass bandwidth=True)")
+        choice = _choose(findings)
+    measured = CopyBandwidth(device=None, reason=NOT_REQUESTED)
     if bandwidth:
         target = torch.device(choice.device) if choice and choice.device else torch.device("cpu")
         measured = _guard(findings, "copy bandwidth", lambda: measure_bandwidth(target)) or (
@@ -167,11 +167,9 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
     )
 
 
-def _choose(
-    findings: list[DoctorFinding], env: dict[str, str | None], accel: AcceleratorInfo
-) -> DeviceChoice:
+def _choose(findings: list[DoctorFinding]) -> DeviceChoice:
     try:
-        return probe_choice(env, accel)
+        return probe_choice()
     except TorchportError as exc:
         explained = any(
             f.severity is Severity.ERROR and name in f.message

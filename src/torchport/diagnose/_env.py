@@ -1,8 +1,8 @@
 """The environment doctor() reads: device-steering variables, their problems, and the device choice.
 
 Checks ``TORCHPORT_DEVICE``, ``CUDA_VISIBLE_DEVICES`` and ``LOCAL_RANK`` the way
-``torchport.pick_device()`` and the CUDA runtime read them, and names the rule that decides
-the device ``pick_device()`` returns.
+``torchport.pick_device()`` and the CUDA runtime read them, and asks ``pick_device`` which
+device it returns and why.
 """
 
 from __future__ import annotations
@@ -149,47 +149,19 @@ def _check_torchport_device(value: str | None, accel: AcceleratorInfo) -> list[D
     ]
 
 
-def probe_choice(env: dict[str, str | None], accel: AcceleratorInfo) -> DeviceChoice:
-    """Ask ``torchport.pick_device()`` for its device and name the rule that decided it.
+def probe_choice() -> DeviceChoice:
+    """The device ``torchport.pick_device()`` picks here and the rule that decided it.
 
-    The reason follows the documented order: ``TORCHPORT_DEVICE``, then the accelerator
-    (``LOCAL_RANK`` under torchrun, else the most free memory where NVML can read it
-    without a context, else index 0), then cpu.
+    The reason is :func:`torchport.place.pick_device_with_reason`'s own sentence, so
+    doctor never re-derives (and never contradicts) the choice.
+
+    Raises:
+        DeviceError: As ``pick_device()`` does, e.g. for a malformed ``TORCHPORT_DEVICE``.
     """
-    if not _automatic(env["TORCHPORT_DEVICE"]):
-        reason = f"TORCHPORT_DEVICE={env['TORCHPORT_DEVICE']!r} is set"
-    elif accel.current is None:
-        reason = "torch.accelerator reports no accelerator, so cpu"
-    elif env["LOCAL_RANK"] is not None:
-        reason = (
-            f"{accel.current} from torch.accelerator, index from LOCAL_RANK={env['LOCAL_RANK']}"
-        )
-    elif accel.count > 1 and _free_memory_readable(accel.current):
-        reason = f"the {accel.current} device with the most free memory of {accel.count}"
-    elif accel.count > 1:
-        reason = (
-            f"index 0 of {accel.count} {accel.current} devices: free memory cannot be compared "
-            "without creating contexts (install nvidia-ml-py to pick by free memory)"
-        )
-    else:
-        reason = f"the only {accel.current} device torch.accelerator reports"
-    try:
-        from torchport.place import pick_device
-    except ImportError:
-        fallback = accel.current or "cpu"
-        return DeviceChoice(fallback, reason + " (torchport.place is unavailable; inferred)")
-    return DeviceChoice(str(pick_device()), reason)
+    from torchport.place import pick_device_with_reason
 
-
-def _free_memory_readable(kind: str | None) -> bool:
-    """Whether free memory can be read without a context (NVML/amdsmi), as pick_device needs."""
-    if kind != "cuda":
-        return False
-    try:
-        torch.cuda.device_memory_used(0)
-    except Exception:  # no nvidia-ml-py / amdsmi, or it cannot talk to the driver
-        return False
-    return True
+    device, reason = pick_device_with_reason()
+    return DeviceChoice(str(device), reason)
 
 
 def _automatic(value: str | None) -> bool:

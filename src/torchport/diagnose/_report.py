@@ -18,6 +18,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from torchport.diagnose._bandwidth import NOT_REQUESTED
 from torchport.diagnose._findings import Severity
 from torchport.diagnose._sizes import format_bytes
 
@@ -214,8 +215,16 @@ def render_memory(report: MemoryReport) -> RenderableType:
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
-def render_doctor(report: DoctorReport) -> RenderableType:
-    """The doctor report as rich tables: build, devices, environment, bandwidth, findings."""
+def render_doctor(
+    report: DoctorReport, *, bandwidth_hint: str = "pass bandwidth=True to doctor()"
+) -> RenderableType:
+    """The doctor report as rich tables: build, devices, environment, bandwidth, findings.
+
+    Args:
+        report: The facts.
+        bandwidth_hint: How the reader asks for the bandwidth measurement when it was not
+            made; the CLI names its ``--bandwidth`` flag.
+    """
     env = Table(title="environment", show_header=False, title_justify="left")
     for name, value in report.environment.items():
         env.add_row(name, "(unset)" if value is None else repr(value))
@@ -223,7 +232,7 @@ def render_doctor(report: DoctorReport) -> RenderableType:
         _doctor_build(report),
         _doctor_devices(report),
         env,
-        _doctor_bandwidth(report),
+        _doctor_bandwidth(report, bandwidth_hint),
         _doctor_findings(report),
     )
 
@@ -289,8 +298,10 @@ def _doctor_devices(report: DoctorReport) -> RenderableType:
     return Group(table, Text(f"free memory from: {report.gpus[0].free_memory_source}"))
 
 
-def _doctor_bandwidth(report: DoctorReport) -> RenderableType:
+def _doctor_bandwidth(report: DoctorReport, hint: str) -> RenderableType:
     bw = report.bandwidth
+    if bw.device is None and bw.reason == NOT_REQUESTED:
+        return Text(f"copy bandwidth: {bw.reason} ({hint})")
     if bw.device is None:
         return Text(f"copy bandwidth: {bw.reason}")
     table = Table(
