@@ -1,7 +1,9 @@
-"""What does walking a nested batch cost per leaf? (issue 2)
+"""What does walking a batch cost, per leaf and per small batch? (issues 2 and 9)
 
 Strategies compared, in one run on CPU, on a 1000-leaf nested batch (dicts,
-lists, tuples of 16-byte tensors), each applying the same per-leaf op:
+lists, tuples of 16-byte tensors) and on the small batches most loops move (a
+tensor, an ``(x, y, mask)`` tuple, a dict of 10 tensors), each applying the
+same per-leaf op:
 
 * ``torchport.to_device(batch, device)``: the default way to move a batch;
 * accelerate ``send_to_device``;
@@ -11,10 +13,11 @@ lists, tuples of 16-byte tensors), each applying the same per-leaf op:
 
 Two per-leaf ops, reported separately: a no-op move (``t.to('cpu')`` returns
 ``t``; the walk is everything) and one that does work (``t.to('meta')``).
-Targets: to_device ≤ 0.8x accelerate and ≤ 1.2x bare optree.
+Targets: 1000 leaves, to_device ≤ 0.5x accelerate (no-op) and ≤ 0.8x (meta),
+≤ 1.2x bare optree; small batches, to_device ≤ 1.0x accelerate for both ops.
 
-The measurement code is ``torchport.bench.traversal_overhead`` (also run by
-``torchport bench overhead``); this script only prints it.
+The measurement code is ``torchport.bench.traversal_overhead`` (its 1000-leaf
+half is also run by ``torchport bench overhead``); this script only prints it.
 
 Run: ``.venv/bin/python benchmarks/bench_traversal.py [--quick] [--json]``
 """

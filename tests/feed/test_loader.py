@@ -346,3 +346,17 @@ def test_mapping_batches_with_their_own_to_are_walked_and_counted() -> None:
     assert type(out) is Encoding
     assert out["input_ids"].device.type == "meta"
     assert loader.stats.tensors == 2
+
+
+def test_cpu_stats_count_during_and_after_a_pass() -> None:
+    batches = [(torch.ones(2), torch.zeros(2)) for _ in range(4)]
+    loader = tp.DeviceLoader(batches, "cpu")
+    it = iter(loader)
+    assert next(it) is batches[0]  # passed through untouched
+    assert (loader.stats.batches, loader.stats.tensors) == (1, 2)
+    rest = list(it)
+    assert len(rest) == 3
+    assert (loader.stats.batches, loader.stats.tensors) == (4, 8)
+    for _ in loader:
+        break
+    assert loader.stats.batches == 5

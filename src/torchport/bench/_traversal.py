@@ -1,12 +1,19 @@
-"""Suite ``overhead`` (traversal half): per-leaf cost of walking a 1000-leaf nested batch.
+"""Suite ``overhead`` (traversal half): what walking a batch costs, large and small.
 
 Strategies, all on CPU with the same per-leaf op: ``torchport.to_device``,
 accelerate ``send_to_device``, lightning-utilities ``apply_to_collection``,
 ``torch.utils._pytree.tree_map`` and a bare ``optree.tree_map`` (the floor for
 an optree-based walker). Two per-leaf ops: a no-op move (``t.to('cpu')`` returns
 ``t``, so the walk is all there is) and one that does work (``t.to('meta')``
-allocates a new tensor), reported separately. Targets: to_device ≤ 0.8x
-accelerate and ≤ 1.2x bare optree.
+allocates a new tensor), reported separately.
+
+Two batch sizes (issue 9):
+
+* a 1000-leaf nested batch: to_device ≤ 0.5x accelerate (no-op) and ≤ 0.8x
+  (meta), ≤ 1.2x bare optree;
+* the small batches most loops move: one tensor, a ``(x, y, mask)`` tuple and a
+  dict of 10 tensors: to_device ≤ 1.0x accelerate, both ops. Each sample times
+  200 calls (one call is a few microseconds).
 """
 
 from __future__ import annotations
@@ -33,9 +40,34 @@ LEAVES = 1000
 # case label -> target device of the per-leaf `t.to(target)`
 OPS: dict[str, str] = {"no-op move t.to('cpu')": "cpu", "work t.to('meta')": "meta"}
 
-NOTE = f"traversal: {LEAVES}-leaf nested batch of 16-byte CPU tensors; process CPU time"
-TO_DEVICE_VS_ACCELERATE = 0.8
+NOTE = (
+    f"traversal: {LEAVES}-leaf nested batch of 16-byte CPU tensors, and small batches "
+    "(a tensor, an (x, y, mask) tuple, a dict of 10); process CPU time"
+)
+# to_device / accelerate, per op, for the 1000-leaf batch
+TO_DEVICE_VS_ACCELERATE = {"cpu": 0.5, "meta": 0.8}
 TO_DEVICE_VS_OPTREE = 1.2
+SMALL_VS_ACCELERATE = 1.0
+SMALL_INNER = 200
+
+
+def _small_batches() -> dict[str, list[object]]:
+    """Two fresh instances of each small batch (the timing rotates between them)."""
+
+    def one() -> object:
+        return torch.randn(32, 8)
+
+    def three() -> object:
+        return (torch.randn(32, 8), torch.randint(0, 10, (32,)), torch.ones(32, dtype=torch.bool))
+
+    def ten() -> object:
+        return {f"f{i}": torch.randn(32) for i in range(10)}
+
+    return {
+        "1 tensor": [one(), one()],
+        "3 tensors (x, y, mask)": [three(), three()],
+        "10 tensors in a dict": [ten(), ten()],
+    }
 
 
 def _strategies(target: str) -> list[Strategy]:
@@ -97,7 +129,7 @@ def traversal_rows(
                 Check(
                     f"to_device / accelerate, {case}",
                     mine.median / accelerate.median,
-                    TO_DEVICE_VS_ACCELERATE,
+                    TO_DEVICE_VS_ACCELERATE[target],
                 )
             )
         if mine is not None and optree is not None:
@@ -111,11 +143,61 @@ def traversal_rows(
     return rows, checks
 
 
+def small_batch_rows(
+    *, quick: bool, on_case: Callable[[str], None] | None = None
+) -> tuple[list[Row], list[Check]]:
+    """to_device against accelerate and lightning on 1, 3 and 10 tensors, per call.
+
+    Runs on CPU only (the meta device never synchronizes).
+    """
+    repeats = 7 if quick else 41
+    rows: list[Row] = []
+    checks: list[Check] = []
+    for size, batches in _small_batches().items():
+        for op_name, target in OPS.items():
+            case = f"{size}, {op_name}"
+            if on_case is not None:
+                on_case(f"small batches, {case}")
+            strategies = _strategies(target)[:3]  # to_device, accelerate, lightning
+            runnable = {s.label: rotating(s.run, batches) for s in strategies if s.run is not None}
+            stats = time_interleaved(
+                runnable,
+                torch.device("cpu"),
+                warmup=2,
+                repeats=repeats,
+                inner=SMALL_INNER,
+                clock=time.process_time,
+            )
+            accelerate = stats.get(strategies[1].label)
+            for strategy in strategies:
+                got = stats.get(strategy.label)
+                if got is None:
+                    rows.append(Row(case, strategy.label, status=strategy.missing or "n/a"))
+                    continue
+                metrics = {"us_per_call": got.median * 1e6}
+                if accelerate is not None:
+                    metrics["vs_accelerate"] = got.median / accelerate.median
+                rows.append(Row(case, strategy.label, got, metrics))
+            mine = stats.get(strategies[0].label)
+            if mine is not None and accelerate is not None:
+                checks.append(
+                    Check(
+                        f"to_device / accelerate, {case}",
+                        mine.median / accelerate.median,
+                        SMALL_VS_ACCELERATE,
+                    )
+                )
+    return rows, checks
+
+
 def traversal_overhead(
     *, quick: bool = False, on_case: Callable[[str], None] | None = None
 ) -> SuiteResult:
     """The traversal measurements alone, as a suite result (used by ``benchmarks/``)."""
     rows, checks = traversal_rows(quick=quick, on_case=on_case)
+    small_rows, small_checks = small_batch_rows(quick=quick, on_case=on_case)
+    rows += small_rows
+    checks += small_checks
     return SuiteResult(
         "traversal",
         tuple(rows),

@@ -74,7 +74,8 @@ class FeedStats:
 
     Attributes:
         batches: batches handed to the caller.
-        tensors: tensors in those batches.
+        tensors: tensors in those batches (distinct ones; on the CPU pass-through a
+            tensor repeated in a flat tuple, list or dict counts each time).
         bytes_moved: bytes copied from the host (or another device) to the device.
         copies: copy calls issued; a packed batch costs one.
         packed_batches: batches sent as one packed copy.
@@ -199,6 +200,7 @@ class DeviceLoader(Generic[_T]):
         self._pool = StagingPool(max_slots=depth) if self._device.type != "cpu" else None
         self._lock = threading.Lock()
         self._counts = [0, 0, 0, 0, 0]  # the fields of FeedStats, in order, minus pinned
+        self._tallies: list[list[int]] = []  # [batches, tensors] of CPU passes running
 
     @property
     def device(self) -> torch.device:
@@ -225,6 +227,9 @@ class DeviceLoader(Generic[_T]):
         """A snapshot of what this loader has moved so far."""
         with self._lock:
             batches, tensors, nbytes, copies, packed = self._counts
+            for tally in self._tallies:
+                batches += tally[0]
+                tensors += tally[1]
         return FeedStats(
             batches=batches,
             tensors=tensors,
@@ -326,26 +331,37 @@ class DeviceLoader(Generic[_T]):
             c[4] += int(packed)
 
     def _iter_cpu(self) -> Iterator[_T]:
-        # The common batch (a tuple, list or dict of CPU tensors) is checked at C
-        # speed and yielded as it is; anything else goes through the walker.
+        # The common batch (a tuple, list or dict of CPU tensors, or one tensor) is
+        # checked at C speed and yielded as it is; anything else goes through the
+        # walker. Its counts go to a tally only this pass writes (no lock per batch);
+        # `stats` adds the tallies of passes still running.
         only_tensor = _ONLY_TENSOR.issuperset
         is_cpu = _IS_CPU
-        count = self._count
-        for batch in self._loader:
-            cls = type(batch)
-            if cls is tuple or cls is list:
-                items: Any = batch
-            elif cls is dict:
-                items = batch.values()  # type: ignore[attr-defined]
-            elif cls is torch.Tensor:
-                items = (batch,)
-            else:
-                items = None
-            if items is not None and only_tensor(map(type, items)) and all(map(is_cpu, items)):
-                count(len(set(map(id, items))), 0, 0, False)
-                yield batch
-            else:
-                yield self._move_blocking(batch)
+        tally = [0, 0]  # batches, tensors
+        with self._lock:
+            self._tallies.append(tally)
+        try:
+            for batch in self._loader:
+                cls = type(batch)
+                if cls is tuple or cls is list:
+                    items: Any = batch
+                elif cls is dict:
+                    items = batch.values()  # type: ignore[attr-defined]
+                elif cls is torch.Tensor:
+                    items = (batch,)
+                else:
+                    items = None
+                if items is not None and only_tensor(map(type, items)) and all(map(is_cpu, items)):
+                    tally[0] += 1
+                    tally[1] += len(items)
+                    yield batch
+                else:
+                    yield self._move_blocking(batch)
+        finally:
+            with self._lock:
+                self._tallies.remove(tally)
+                self._counts[0] += tally[0]
+                self._counts[1] += tally[1]
 
     def _iter_blocking(self) -> Iterator[_T]:
         for batch in self._loader:

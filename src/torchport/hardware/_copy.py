@@ -58,6 +58,7 @@ ALIGN = 64
 # measured yet.
 PACK_MIN_COUNT = 4
 _IS_CPU = operator.attrgetter("is_cpu")
+_IS_META = operator.attrgetter("is_meta")
 _DEVICE = operator.attrgetter("device")
 PACK_MAX_MEAN_BYTES = 256 * 1024
 PACK_MAX_TOTAL_BYTES = 64 * 1024 * 1024
@@ -259,7 +260,10 @@ class CopyPlan:
         fresh: list[torch.Tensor] = []
         nbytes = copies = 0
         if direct:
-            src = list(map(out.__getitem__, direct))
+            # `direct` is 0..n-1 exactly when every tensor moves one by one.
+            everything = len(direct) == len(out) and self._first is None and not self.staged
+            everything = everything and direct[0] == 0 and direct[-1] == len(out) - 1
+            src = out if everything else list(map(out.__getitem__, direct))
             if non_blocking is None and target.type == "cpu":
                 moved = _to_host_pageable(src, self.dtype, sources)
             elif self.dtype is None:
@@ -267,8 +271,11 @@ class CopyPlan:
             else:
                 dtype = self.dtype
                 moved = [t.to(target, _cast(t, dtype), nb) for t in src]
-            # Assign at C speed: the map runs setitem, the zero-length deque drains it.
-            deque(map(out.__setitem__, direct, moved), maxlen=0)
+            if everything:
+                out = moved
+            else:
+                # Assign at C speed: the map runs setitem, the zero-length deque drains it.
+                deque(map(out.__setitem__, direct, moved), maxlen=0)
             fresh = moved
             if measure:
                 crossing = [t for t in src if not _same_device(t.device, target) and t.numel()]
@@ -445,14 +452,19 @@ def plan_copy(
         here = [not stageable(t, dtype) and t.is_cpu and _cast(t, dtype) is None for t in sub]
     elif target.type == "cpu":
         here = list(map(_IS_CPU, sub))
-    elif target.index is None:
-        here = [d.type == target.type for d in map(_DEVICE, sub)]
+    elif target.type == "meta":
+        here = list(map(_IS_META, sub))
     else:
         here = list(map(target.__eq__, map(_DEVICE, sub)))
     if dtype is not None:
         here = [h and _cast(t, dtype) is None for h, t in zip(here, sub, strict=True)]
-    stay = list(compress(unique, here))
-    moving = list(compress(unique, map(not_, here)))
+    if not any(here):
+        stay, moving = [], unique
+    elif all(here):
+        stay, moving = unique, []
+    else:
+        stay = list(compress(unique, here))
+        moving = list(compress(unique, map(not_, here)))
     may_stage = (
         pack is True
         or stage_pageable
@@ -473,9 +485,9 @@ def plan_copy(
             staged = candidates
         elif stage_pageable and pins_for(target):
             staged = [i for i in candidates if not tensors[i].is_pinned()]
-            direct += [i for i in candidates if tensors[i].is_pinned()]
+            direct = sorted(direct + [i for i in candidates if tensors[i].is_pinned()])
         else:
-            direct += candidates
+            direct = sorted(direct + candidates)
     return CopyPlan(tensors, target, dtype, first, stay, direct, staged, packed)
 
 

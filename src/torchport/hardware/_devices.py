@@ -34,6 +34,7 @@ __all__ = [
     "list_devices",
     "memory_info",
     "parse_device",
+    "parsed_cache",
 ]
 
 _GIB = 1024**3
@@ -280,6 +281,13 @@ def device_error(problem: str, argument: str) -> DeviceError:
     else:
         advice = f"pass one of those as {argument}="
     return DeviceError(f"{problem}; available: {listing}; {advice}")
+
+
+def parsed_cache() -> dict[object, torch.device]:
+    """The cache of parsed values (read-only to callers): a hot path may look up a
+    string here first and call :func:`parse_device` only on a miss. It holds only
+    values that parse to a device with an index (or the CPU or meta)."""
+    return _PARSED
 
 
 def clear_caches() -> None:

@@ -23,6 +23,7 @@ from torchport import hardware
 from torchport.errors import ConfigError
 from torchport.hardware import parse_device
 from torchport.hardware._copy import PACK_MIN_COUNT
+from torchport.hardware._devices import parsed_cache
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch
 
@@ -33,12 +34,15 @@ T = TypeVar("T")
 # Per type: which keyword arguments its .to accepts (non_blocking, dtype).
 _TO_KWARGS: dict[type, tuple[bool, bool]] = {}
 _IS_CPU = operator.attrgetter("is_cpu")
+_IS_META = operator.attrgetter("is_meta")
 _DEVICE = operator.attrgetter("device")
 _TENSOR = torch.Tensor
 _ONLY_TENSOR = frozenset({torch.Tensor})
 # Flat containers up to this size take the direct path; bigger ones the engine,
 # whose C-level planning wins once there are many leaves.
 _FLAT_MAX = 32
+# The floor's cache of parsed device strings, read directly on the hot path.
+_PARSED_GET = parsed_cache().get
 
 
 def to_device(
@@ -128,7 +132,9 @@ def to_device(
         UnsupportedBatchError: The batch holds a container that cannot be
             rebuilt, or a cycle; the message names its path.
     """
-    target = parse_device(device, argument="device")
+    target = _PARSED_GET(device) if type(device) is str else None
+    if target is None:
+        target = parse_device(device, argument="device")
     if dtype is None:
         moved = _move_flat(obj, target, non_blocking, pack, skip_keys)
         if moved is not _NOT_FLAT:
@@ -180,7 +186,10 @@ def _move_flat(
         t: torch.Tensor = obj  # type: ignore[assignment]
         if kind == "cpu":
             return t if t.is_cpu else _NOT_FLAT
-        if t.device == target:
+        if kind == "meta":
+            if t.is_meta:
+                return t
+        elif t.device == target:
             return t
         if kind == "mps" or pack is True:
             return _NOT_FLAT
@@ -197,12 +206,16 @@ def _move_flat(
     if kind == "cpu":
         if not all(map(_IS_CPU, items)):
             return _NOT_FLAT
-    elif not all(map(target.__eq__, map(_DEVICE, items))):
+    elif not (
+        all(map(_IS_META, items))
+        if kind == "meta"
+        else all(map(target.__eq__, map(_DEVICE, items)))
+    ):
         if (
             kind == "mps"
             or pack is True
             or (pack is None and n >= PACK_MIN_COUNT and kind == "cuda")
-            or len(set(map(id, items))) != n
+            or (n > 1 and len(set(map(id, items))) != n)
         ):
             return _NOT_FLAT
         nb = True if non_blocking is None else non_blocking
