@@ -87,6 +87,12 @@ class OwnedDict(dict[str, Any]):
         self.owner = owner
 
 
+class Window(collections.deque[Any]):
+    def __init__(self, items: list[Any]) -> None:
+        super().__init__(items, maxlen=len(items) + 1)
+        self.owner = "w"
+
+
 class ReadOnly(Mapping[str, Any]):
     def __init__(self, items: dict[str, Any]) -> None:
         self._items = dict(items)
@@ -146,6 +152,11 @@ def _extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         | st.lists(children, max_size=3).map(lambda items: StarList(*items))
         | st.builds(PairRow, children, children)
         | st.builds(OwnedDict, st.text(max_size=2), small_dicts)
+        | st.lists(children, max_size=3).map(lambda items: _with_extra(collections.UserList(items)))
+        | st.lists(small_dicts, min_size=1, max_size=3).map(
+            lambda maps: collections.ChainMap(*maps)
+        )
+        | st.lists(children, max_size=3).map(Window)
         | st.frozensets(tensors | st.integers(), max_size=3)
         | st.sets(tensors, max_size=3)
     )
@@ -164,7 +175,7 @@ def _assert_same_shape(before: Any, after: Any, check: Any) -> None:
         assert list(before) == list(after)
         for key in before:
             _assert_same_shape(before[key], after[key], check)
-    elif isinstance(before, (list, tuple)):
+    elif isinstance(before, (list, tuple, collections.deque, collections.UserList)):
         assert len(before) == len(after)
         for x, y in zip(before, after, strict=True):
             _assert_same_shape(x, y, check)
@@ -182,7 +193,7 @@ def _assert_same_shape(before: Any, after: Any, check: Any) -> None:
             if dataclasses.is_dataclass(before)
             else set()
         )
-        walked.add("data")
+        walked |= {"data", "maps"}
         extras = {k: v for k, v in getattr(before, "__dict__", {}).items() if k not in walked}
         assert {
             k: v for k, v in getattr(after, "__dict__", {}).items() if k not in walked
