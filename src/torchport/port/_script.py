@@ -147,15 +147,14 @@ def run_target(
     # A device from the command line is named as the flag in error messages.
     resolved = pick_device() if device is None else parse_device(device, argument="--device")
     count = _local_world_size()
-    if "LOCAL_RANK" in os.environ:
-        _write_whole_lines()
     if not quiet and resolved.type != "cuda" and os.environ.get("RANK", "0") == "0":
         _announce(resolved, count)
     before = set(threading.enumerate())
     handlers = ExitHandlers()
     # The redirect is outermost: it stays until the script's threads and atexit
     # handlers are done, as the script's own CUDA would.
-    with redirect(resolved, device_count=count), _main_module(target), handlers.collecting():
+    lines = _whole_lines() if "LOCAL_RANK" in os.environ else contextlib.nullcontext()
+    with redirect(resolved, device_count=count), lines, _main_module(target), handlers.collecting():
         code = _run_watched(target, audit=audit, strict=strict)
         try:
             join_threads(before)
@@ -211,17 +210,64 @@ def _announce(device: torch.device, count: int) -> None:
     )
 
 
-def _write_whole_lines() -> None:
+class _WholeLines(io.TextIOWrapper):
+    """A text stream that hands its binary stream whole lines only, each in one write.
+
+    A ``print`` is several writes (each argument, then the newline), and one
+    argument may itself hold newlines (a tensor's repr). Text after the last
+    newline waits for the next one, or for an explicit ``flush()`` (progress
+    bars flush their partial lines and get them out at once).
+    """
+
+    _tail = ""
+
+    def write(self, text: str) -> int:
+        if "\n" not in text:
+            self._tail += text
+            return len(text)
+        head, newline, self._tail = (self._tail + text).rpartition("\n")
+        super().write(head + newline)
+        super().flush()
+        return len(text)
+
+    def flush(self) -> None:
+        if self._tail:
+            tail, self._tail = self._tail, ""
+            super().write(tail)
+        super().flush()
+
+
+@contextlib.contextmanager
+def _whole_lines() -> Iterator[None]:
     """Make stdout and stderr write whole lines, so workers sharing a terminal never mix mid-line.
 
-    torchrun starts workers with ``python -u``: every ``print`` argument and the
-    newline are separate writes, which other workers' writes can land between.
-    One write per line (up to the pipe's atomic size) keeps lines whole.
+    torchrun starts workers with ``python -u``: every piece of a ``print`` is its
+    own write, and other workers' writes land between them. One write per line
+    (atomic on a pipe up to its buffer size) keeps lines whole.
     """
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            with contextlib.suppress(ValueError, io.UnsupportedOperation):
-                stream.reconfigure(line_buffering=True, write_through=False)
+    saved = sys.stdout, sys.stderr
+    streams = []
+    for stream in saved:
+        if not isinstance(stream, io.TextIOWrapper) or isinstance(stream, _WholeLines):
+            streams.append(stream)
+            continue
+        stream.flush()
+        streams.append(
+            _WholeLines(
+                stream.buffer,
+                encoding=stream.encoding,
+                errors=stream.errors,
+                write_through=True,
+            )
+        )
+    sys.stdout, sys.stderr = streams
+    try:
+        yield
+    finally:
+        for stream in streams:
+            with contextlib.suppress(Exception):
+                stream.flush()
+        sys.stdout, sys.stderr = saved
 
 
 @contextlib.contextmanager

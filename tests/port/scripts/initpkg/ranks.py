@@ -20,4 +20,4 @@ if barrier:
     while not all(os.path.exists(f"{barrier}.{r}") for r in range(world)):
         pass
 for i in range(2000):
-    print("line", local_rank, i, "x" * 50, "end")
+    print("line", local_rank, i, "x" * 50, "\nmore", local_rank, i)  # two lines, one print
