@@ -132,3 +132,39 @@ def test_staging_slots_are_pinned_at_their_size_class() -> None:
     pack_to_device(sources, "cuda", non_blocking=True, pool=pool)
     torch.cuda.synchronize()
     assert pool.pinned_nbytes == 4096  # 4035 bytes in its size class, not 8192
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_sparse_nested_and_subclass_tensors_arrive_intact() -> None:
+    dense = torch.randn(64, 8)
+    sparse = torch.eye(6).to_sparse()
+    csr = torch.eye(5).to_sparse_csr()
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
+    param = torch.nn.Parameter(torch.randn(4))
+    batches = [(dense, sparse, csr, nested, param) for _ in range(6)]
+    loader = tp.DeviceLoader(batches, "cuda", depth=2)
+    for batch in loader:
+        _spin(_SPIN)
+        assert all(t.is_cuda for t in batch)
+        assert torch.equal(batch[1].to_dense().cpu(), torch.eye(6))
+        assert torch.equal(batch[2].to_dense().cpu(), torch.eye(5))
+        assert torch.equal(batch[0].cpu(), dense)
+    assert loader.stats.batches == 6
+
+
+def test_early_break_over_a_generator_loses_no_batch_on_cuda() -> None:
+    source = (b for b in _host_batches(6, 100))
+    loader = tp.DeviceLoader(source, "cuda", depth=2)
+    seen = []
+    for batch in loader:
+        seen.append(int(batch["i"]))
+        if len(seen) == 2:
+            break
+    seen += [int(batch["i"]) for batch in loader]
+    assert seen == list(range(6))
+
+
+def test_bare_cuda_is_the_current_device_for_both_entry_points() -> None:
+    loader = tp.DeviceLoader([], "cuda")
+    moved = tp.to_device(torch.ones(1), "cuda")
+    assert loader.device == moved.device == torch.device("cuda", torch.cuda.current_device())

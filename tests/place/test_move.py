@@ -330,6 +330,7 @@ def test_cuda_round_trip_values() -> None:
     back = tp.to_device(on_gpu, "cpu")  # default mode: synchronized before returning
     for key in batch:
         assert torch.equal(back[key], batch[key])
+        assert not back[key].is_pinned()  # pageable: no RAM locked behind the caller's back
     packed = tp.to_device(batch, "cuda", pack=True, dtype=torch.float16)
     assert torch.equal(packed["x"].cpu(), batch["x"].half())
 

@@ -1,0 +1,116 @@
+"""The one device parser and the facts the floor reports, with the fake backend where needed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import torchport as tp
+from torchport import hardware
+
+GIB = 1024**3
+Fake = Callable[..., Any]
+
+
+@pytest.mark.parametrize(
+    "value", ["cpu", "cpu:0", " cpu ", torch.device("cpu"), torch.device("cpu", 0)]
+)
+def test_every_spelling_of_the_cpu_is_one_device(value: object) -> None:
+    assert hardware.parse_device(value) == torch.device("cpu")
+    assert hardware.parse_device(value).index is None
+
+
+@pytest.mark.parametrize("value", ["meta", "meta:0", torch.device("meta", 0)])
+def test_meta_is_normalised_too(value: object) -> None:
+    assert hardware.parse_device(value) == torch.device("meta")
+
+
+@pytest.mark.parametrize("argument", ["device", "prefer", "--device", "TORCHPORT_DEVICE"])
+@pytest.mark.parametrize("value", ["cpu:1", "xpu:7", "gpu", "", 3, 1.5, [0], True])
+def test_refusals_name_the_argument_and_list_the_devices(argument: str, value: object) -> None:
+    with pytest.raises(tp.DeviceError) as info:
+        hardware.parse_device(value, argument=argument)
+    message = str(info.value)
+    assert message.startswith(f"{argument}={value!r}")
+    assert "available: cpu" in message
+    if argument.isupper():
+        assert f"unset {argument}" in message
+    elif argument.startswith("--"):
+        assert f"to {argument}" in message
+
+
+def test_present_accelerators_and_their_indices(fake_accelerator: Fake) -> None:
+    fake_accelerator([GIB, 2 * GIB], kind="xpu", current=1)
+    assert hardware.parse_device("xpu:0") == torch.device("xpu", 0)
+    assert hardware.parse_device("xpu") == torch.device("xpu", 1)  # the current one
+    assert hardware.parse_device("xpu", bare_index=lambda kind: 0) == torch.device("xpu", 0)
+    assert hardware.parse_device(1) == torch.device("xpu", 1)
+    with pytest.raises(tp.DeviceError, match=r"device='xpu:7': index 7 is past the 2 xpu"):
+        hardware.parse_device("xpu:7")
+    with pytest.raises(tp.DeviceError, match=r"no 'cuda' device|no CUDA support"):
+        hardware.parse_device("cuda:0")
+
+
+def test_the_cache_never_outlives_its_backend(fake_accelerator: Fake) -> None:
+    fake_accelerator([GIB, GIB])
+    assert hardware.parse_device("cuda:1") == torch.device("cuda", 1)
+    fake_accelerator([GIB])  # a new backend: one device
+    with pytest.raises(tp.DeviceError, match="index 1 is past the 1 cuda device"):
+        hardware.parse_device("cuda:1")
+
+
+def test_the_cache_ignores_bools_and_floats_that_equal_ints(fake_accelerator: Fake) -> None:
+    fake_accelerator([GIB, GIB])
+    hardware.parse_device("cuda:1")
+    for value in (True, 1.0):
+        with pytest.raises(tp.DeviceError):
+            hardware.parse_device(value)
+
+
+def test_counts_names_and_memory(fake_accelerator: Fake) -> None:
+    backend = fake_accelerator([10 * GIB, None])
+    assert hardware.accelerator_type() == "cuda" and hardware.accelerator_present()
+    assert hardware.device_count("cuda") == 2 and hardware.device_count("cpu") == 1
+    assert hardware.device_name(torch.device("cuda", 0)) == "NVIDIA H100"
+    cuda0 = torch.device("cuda", 0)
+    assert hardware.memory_info(cuda0, allow_context=False) == (10 * GIB, 80 * GIB)
+    assert hardware.memory_info(torch.device("cuda", 1), allow_context=False) == (None, None)
+    assert hardware.memory_info(torch.device("meta"), allow_context=True) == (None, None)
+    infos = hardware.list_devices(allow_context=False)
+    assert [str(i.device) for i in infos] == ["cuda:0", "cuda:1", "cpu"]  # index order
+    assert backend.memory_reads == 4  # two memory_info calls, two listed devices
+
+
+def test_the_real_backend_on_this_machine() -> None:
+    assert hardware.device_count("xla") == 0
+    cpu = hardware.cpu_info()
+    assert cpu.type == "cpu" and cpu.device == torch.device("cpu")
+    free, total = hardware.memory_info(torch.device("cpu"), allow_context=False)
+    if total is not None:
+        assert free is not None and 0 <= free <= total
+    if not torch.cuda.is_available():
+        assert not hardware.pins_for(torch.device("cuda", 0))
+
+
+def test_install_restores_the_previous_backend(fake_accelerator: Fake) -> None:
+    real = hardware.accelerator_type()
+    with hardware.install(hardware.Backend()):
+        pass
+    assert hardware.accelerator_type() == real
+    fake_accelerator([GIB], kind="mps")
+    assert hardware.accelerator_type() == "mps"
+
+
+@given(st.text(max_size=12))
+def test_any_string_either_parses_or_raises_a_device_error(text: str) -> None:
+    try:
+        device = hardware.parse_device(text)
+    except tp.DeviceError as exc:
+        assert str(exc).startswith(f"device={text!r}")
+    else:
+        assert device.type in ("cpu", "meta")  # nothing else is present here
