@@ -229,6 +229,9 @@ class _Planner:
                 continue
             parent = parents.get(id(node))
             if isinstance(parent, ast.Subscript) and parent.value is node:
+                outer = parents.get(id(parent))
+                if isinstance(outer, ast.keyword) and outer.arg is None:
+                    return "unknown"  # `**batch["extra"]`: nested dicts, moved only in part
                 index = parent.slice
                 if isinstance(index, ast.Constant) and isinstance(index.value, str):
                     dict_like = True

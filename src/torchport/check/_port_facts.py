@@ -130,6 +130,14 @@ def cpu_only_device(node: ast.AST, qualname: QualName) -> bool:
     )
 
 
+def _with_targets(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return [node.target]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [i.optional_vars for i in node.items if i.optional_vars is not None]
+    return []
+
+
 def _names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Name):
         return [target.id]
@@ -170,6 +178,8 @@ class PortFacts:
         self.class_models: dict[int, set[str]] = {}  # id(ClassDef) -> {"self.model", ...}
         self.module = PortScope(tree)
         self.scopes: list[PortScope] = [self.module]
+        # Expressions that meet the model or a device value directly, and their scope.
+        self.operands: dict[int, PortScope] = {}
         self._collect(tree)
         self._bind()
         self._find_models()
@@ -247,6 +257,29 @@ class PortFacts:
                     local.update((a.asname or a.name).partition(".")[0] for a in node.names)
                 elif isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and node is not scope.node:
                     local.add(node.name)
+
+    def bindings(self, name: str, scope: PortScope) -> list[ast.expr] | None:
+        """The values assigned to ``name`` where ``scope`` reads it (None: a parameter, a loop)."""
+        where = scope
+        if name not in scope.local:
+            where = self.module
+        elif isinstance(scope.node, _FUNCTIONS):
+            a = scope.node.args
+            params = (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+            if any(p is not None and p.arg == name for p in params):
+                return None
+        found: list[ast.expr] = []
+        for node in where.nodes:
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)) and any(
+                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                for t in _with_targets(node)
+                for n in ast.walk(t)
+            ):
+                return None
+        for targets, value in self.assignments(where):
+            if any(name in _names(t) for t in targets):
+                found.append(value)
+        return found
 
     def assignments(self, scope: PortScope) -> Iterator[tuple[list[ast.expr], ast.expr]]:
         """(targets, value) of every assignment in ``scope``."""
@@ -460,6 +493,7 @@ class PortFacts:
                             changed = True
         for node in scope.nodes:
             for operand in self._operands(node, scope):
+                self.operands[id(operand)] = scope
                 self._mark(operand, scope.reach, scope.sink_nodes)
         self._propagate(scope)
 

@@ -17,6 +17,7 @@ from torchport.check.rules.cuda_type_compare import CudaTypeCompare
 from torchport.check.rules.data_parallel import DataParallel
 from torchport.check.rules.dataloader_without_pin_memory import DataloaderWithoutPinMemory
 from torchport.check.rules.deprecated_cuda_amp import DeprecatedCudaAmp
+from torchport.check.rules.device_tensor_to_numpy import DeviceTensorToNumpy
 from torchport.check.rules.device_compared_with_string import DeviceComparedWithString
 from torchport.check.rules.discarded_move import DiscardedMove
 from torchport.check.rules.float64_to_accelerator import Float64ToAccelerator
@@ -37,6 +38,7 @@ from torchport.check.rules.model_not_on_device import ModelNotOnDevice
 from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
 from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
 from torchport.check.rules.sync_in_loop import SyncInLoop
+from torchport.check.rules.tensor_from_library import TensorFromLibrary
 from torchport.check.rules.tensor_not_on_device import TensorNotOnDevice
 from torchport.check.rules.tensor_on_cpu_in_module import TensorOnCpuInModule
 from torchport.check.rules.to_in_loop import ToInLoop
@@ -87,6 +89,8 @@ RULES: tuple[type[Rule], ...] = (
     TensorOnCpuInModule,  # TP504
     CpuOnlyDevice,  # TP507
     UnportableBatch,  # TP520
+    TensorFromLibrary,  # TP521
+    DeviceTensorToNumpy,  # TP522
     ToInLoop,  # TP901
     CudaTypeCompare,  # TP902
 )

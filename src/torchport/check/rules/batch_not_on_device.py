@@ -64,12 +64,19 @@ class BatchNotOnDevice(Rule):
         ),
         Example(
             _HEAD + "for batch in loader:\n"
-            '    out = model(batch["x"])\n'
-            "    loss = (out - batch['y']).sum()\n",
+            "    out = model(batch[0])\n"
+            "    loss = (out - batch[1]).sum()\n",
             fixed=_HEAD + "for batch in loader:\n"
-            f'    out = model(batch["x"].to(device, {_NB}))\n'
-            f"    loss = (out - batch['y'].to(device, {_NB})).sum()\n",
+            f"    out = model(batch[0].to(device, {_NB}))\n"
+            f"    loss = (out - batch[1].to(device, {_NB})).sum()\n",
             count=2,
+        ),
+        Example(
+            _HEAD + 'for batch in loader:\n    out = model(batch["x"], mask=batch["mask"])\n',
+            fixed=_HEAD + "for batch in loader:\n"
+            f"    batch = {{k: v.to(device, {_NB}) if isinstance(v, torch.Tensor) else v "
+            "for k, v in batch.items()}\n"
+            '    out = model(batch["x"], mask=batch["mask"])\n',
         ),
         Example(
             _HEAD + "for batch in loader:\n    out = model(**batch)\n",

@@ -39,6 +39,9 @@ class UnportableBatch(Rule):
             _HEAD + "for batch in loader:\n    out = model(batch)\n    y = batch[1]\n",
         ),
         Example(
+            _HEAD + "for batch in loader:\n    out = model(batch['x'], **batch['extra'])\n",
+        ),
+        Example(
             _HEAD + "from torch.utils.data import DataLoader\n\n"
             "class Batch:\n"
             "    def __init__(self, items):\n"

@@ -1,0 +1,75 @@
+"""TP522 device-tensor-to-numpy: a device value handed to numpy, or compared with an array."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._port_facts import port_facts
+from torchport.check._rule import Example, Finding, Intent, Rule
+
+_HEAD = "import numpy as np\nimport torch\n\nmodel = torch.nn.Linear(4, 2)\n"
+
+
+class DeviceTensorToNumpy(Rule):
+    """## What it does
+    Reports model outputs (and values computed from them) passed to a numpy
+    function (`np.argmax(out)`, `np.allclose(pred, expected)`) or compared
+    with a numpy array (`pred == labels_np`).
+
+    ## Why is this bad?
+    On the CPU, numpy reads a tensor's memory directly. Once the model runs
+    on an accelerator, the tensor is in device memory: numpy raises ("can't
+    convert cuda:0 device type tensor to numpy"), and a comparison with an
+    array fails on mismatched devices. The port does not guess where the
+    host copy should be made; call `.cpu()` (and `.detach()`) first.
+    """
+
+    code = "TP522"
+    name = "device-tensor-to-numpy"
+    intent = Intent.PORT
+    default = False
+    message = "call `.detach().cpu()` on the model's output before numpy reads it"
+    node_types = (ast.Call, ast.Compare)
+    valid = (
+        _HEAD + "out = model(x)\nbest = np.argmax(out.detach().cpu())\n",
+        _HEAD + "a = np.ones(3)\nb = np.argmax(a)\n",
+    )
+    invalid = (
+        Example(_HEAD + "out = model(x)\nbest = np.argmax(out, axis=1)\n"),
+        Example(
+            _HEAD + "labels = np.array([1, 0])\n"
+            "pred = model(x).argmax(1)\n"
+            "hits = (pred == labels).sum()\n"
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        facts = port_facts(ctx)
+        scope = facts.scope_of.get(id(node))
+        if scope is None or scope.module_method:
+            return
+        if isinstance(node, ast.Call):
+            if not (ctx.qualname(node.func) or "").startswith("numpy."):
+                return
+            args = [*node.args, *(k.value for k in node.keywords)]
+            if any(facts.on_device(a, scope) for a in args):
+                yield ctx.finding(self, node)
+            return
+        assert isinstance(node, ast.Compare)
+        operands = [node.left, *node.comparators]
+        if not any(facts.on_device(o, scope) for o in operands):
+            return
+        for operand in operands:
+            values = facts.bindings(operand.id, scope) if isinstance(operand, ast.Name) else None
+            if values and all(
+                isinstance(v, ast.Call) and (ctx.qualname(v.func) or "").startswith("numpy.")
+                for v in values
+            ):
+                message = (
+                    f"call `.cpu()` on the model's output before comparing it with the numpy "
+                    f"array `{operand.id}` (or make `{operand.id}` a tensor on `device`)"
+                )
+                yield ctx.finding(self, node, message=message)
+                return
