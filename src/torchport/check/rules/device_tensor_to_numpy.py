@@ -62,7 +62,9 @@ class DeviceTensorToNumpy(Rule):
         if not any(facts.on_device(o, scope) for o in operands):
             return
         for operand in operands:
-            values = facts.bindings(operand.id, scope) if isinstance(operand, ast.Name) else None
+            if not isinstance(operand, ast.Name):
+                continue
+            values = facts.bindings(operand.id, scope)
             if values and all(
                 isinstance(v, ast.Call) and (ctx.qualname(v.func) or "").startswith("numpy.")
                 for v in values
