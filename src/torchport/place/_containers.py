@@ -114,6 +114,10 @@ def register(cls: type, namespace: str) -> bool:
     recipe = _recipe(cls)
     if recipe is None:
         return False
+    if recipe.constructs:
+        # Before optree walks it, so that skip_keys looks inside from the first walk on
+        # (a leaf listed here is harmless: its values are not leaves).
+        GENERIC_MAPPINGS.add(cls)
     try:
         optree.register_pytree_node(
             cls,
@@ -125,8 +129,6 @@ def register(cls: type, namespace: str) -> bool:
     except ValueError:
         # Registered meanwhile by another thread, or refused by optree: a leaf then.
         return optree.register_pytree_node.get(cls, namespace=namespace) is not None
-    if recipe.constructs:
-        GENERIC_MAPPINGS.add(cls)
     return True
 
 
