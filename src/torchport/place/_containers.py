@@ -10,26 +10,25 @@ be copied instead: a constructor may do more than store its arguments
 (``__post_init__`` doubling a field, a subclass ``__init__`` that takes other
 arguments, ``__new__`` re-nesting them), which would be a silently wrong batch.
 
-==========================  ====================================================
-kind                        rebuilt by
-==========================  ====================================================
-dataclass                   ``copy.copy``, then every field set with
-                            ``object.__setattr__`` (frozen ones too)
-subclass of list, tuple,    the base type's own ``__new__`` and methods (never
-dict, OrderedDict,          the subclass's), then the instance's ``__dict__``
-defaultdict, deque, set,    and slots copied
-frozenset
-set, frozenset              ``set(items)``
-UserDict, UserList          a shallow copy with a new ``.data``, which is walked
-                            as the dict or list it is (so a HuggingFace
-                            ``BatchEncoding`` costs what a dict costs)
-ChainMap                    a shallow copy with new ``.maps``
-MappingProxyType            a new proxy over a rebuilt copy of the mapping it shows
-any other Mapping           returned as it is when no value changed; otherwise
-                            ``type(m)(dict_of_items)``, then checked to hold
-                            exactly the new values
-==========================  ====================================================
+How each kind is rebuilt:
 
+* dataclass: a shallow copy (``copy.copy``, or its ``__dict__`` copied straight
+  when nothing customises copying), then every field set with
+  ``object.__setattr__``, frozen ones too;
+* subclass of ``list``, ``tuple``, ``dict``, ``OrderedDict``, ``defaultdict``,
+  ``deque``, ``set``, ``frozenset``: the base type's own ``__new__`` and methods
+  (never the subclass's), then the instance's ``__dict__`` and slots copied;
+* ``set``, ``frozenset``: ``set(items)``, ``frozenset(items)``;
+* ``UserDict``, ``UserList``: a shallow copy with a new ``.data``, which is walked
+  as the dict or list it is (so a HuggingFace ``BatchEncoding`` costs what a
+  dict costs);
+* ``ChainMap``: a shallow copy with new ``.maps``;
+* ``MappingProxyType``: a new proxy over a rebuilt copy of the mapping it shows
+  (the copy keeps that mapping's type);
+* any other ``Mapping``: returned as it is when no value changed; otherwise
+  ``type(m)(dict_of_items)``, checked to hold exactly the new values.
+
+A set whose items become equal once rebuilt (so it would shrink) is an error.
 In every copy, instance attributes other than the children are carried over as
 they are (not walked), except ``functools.cached_property`` values, which are
 dropped so they are computed again from the moved children. A rebuild that
