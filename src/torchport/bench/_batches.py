@@ -10,6 +10,8 @@ from typing import Any
 
 import torch
 
+from torchport import hardware
+
 KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
@@ -100,7 +102,7 @@ def misplaced(moved: Any, device: torch.device | str, leaves: int) -> str | None
     found = tensor_leaves(moved)
     if len(found) != leaves:
         return f"wrong result: {len(found)} tensor leaves, expected {leaves}"
-    want = torch.device(device).type
+    want = hardware.parse_device(device).type
     wrong = {t.device.type for t in found} - {want}
     if wrong:
         return f"wrong result: leaves on {sorted(wrong)}, expected {want}"

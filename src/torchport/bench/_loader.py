@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import torch
 
+from torchport import hardware
 from torchport.bench._batches import KIB, MIB, human_bytes, random_tensor
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import Stats, rotating, time_interleaved
@@ -96,7 +97,7 @@ def _pinned_held(loader: DeviceLoader[Batch], compute: _Compute) -> float:
     for batch in loader:
         compute(batch)
         held = max(held, loader.stats.pinned_bytes)
-    torch.cuda.synchronize()
+    hardware.synchronize(loader.device)
     return float(max(held, loader.stats.pinned_bytes))
 
 

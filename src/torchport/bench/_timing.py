@@ -111,12 +111,9 @@ def synchronize(device: torch.device) -> None:
 
     This synchronizes the host with the device.
     """
-    import torch
+    from torchport import hardware
 
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type not in ("cpu", "meta"):
-        torch.accelerator.synchronize(device)
+    hardware.synchronize(device)
 
 
 def time_once(
