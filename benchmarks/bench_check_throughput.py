@@ -6,6 +6,9 @@ Strategies compared, on the same corpus in the same run (median of ``--repeat`` 
   checker pays (serial);
 * ``walk, no rules`` parse plus the engine's one walk with ``Context.enter/leave``
   and no rule (serial): what the traversal itself costs;
+* ``scope pass``    parse plus one :class:`~torchport.check._scope.ScopeMap` per file
+  (serial): what the scope and binding analysis costs when a file needs it
+  (the checker builds it only for files where a fix asks);
 * ``check, 1 proc`` ``check_paths(jobs=1)`` with every default rule: the default
   for fewer than ``PARALLEL_MIN_FILES`` files;
 * ``check, 2 procs`` ``check_paths(jobs=2)``: the default for many files on a 2-core
@@ -26,7 +29,11 @@ sources of accelerate, lightning_utilities and tensordict when installed, copied
 into a temporary folder so that nothing about site-packages changes what is
 discovered.
 
-Run: ``.venv/bin/python benchmarks/bench_check_throughput.py [--repeat 3] [--per-rule]``
+``--corpus DIR`` checks the ``*.py`` files under DIR instead (for example public
+PyTorch repositories extracted under /tmp; never commit them).
+
+Run: ``.venv/bin/python benchmarks/bench_check_throughput.py [--repeat 3] [--per-rule]
+[--corpus DIR]``
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from torchport.check import check_paths
 from torchport.check._context import Context
 from torchport.check._engine import RuleSet, _walk, check_tree
 from torchport.check._files import discover, read_source
+from torchport.check._scope import ScopeMap
 from torchport.check._select import select_rules
 from torchport.check._suppress import NoqaMap, parse_noqa
 
@@ -134,6 +142,18 @@ def walk_only(files: list[Path]) -> int:
     return lines
 
 
+def scope_pass(files: list[Path]) -> int:
+    lines = 0
+    for path, text in _sources(files):
+        try:
+            tree = ast.parse(text, filename=path)
+        except SyntaxError:
+            continue
+        ScopeMap(tree)
+        lines += text.count("\n")
+    return lines
+
+
 def per_rule(files: list[Path], max_lines: int, repeat: int) -> tuple[dict[str, float], int]:
     """CPU seconds each default rule adds, alone, to a walk with no rules (median of ``repeat``).
 
@@ -187,10 +207,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--per-rule", action="store_true")
+    parser.add_argument("--corpus", type=Path, help="check this folder instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="torchport-corpus-") as tmp:
         corpus = Path(tmp)
-        labels = build_corpus(corpus)
+        if args.corpus is not None:
+            corpus = args.corpus
+            labels = sorted(p.name for p in corpus.iterdir() if p.is_dir()) or [str(corpus)]
+        else:
+            labels = build_corpus(corpus)
         files = discover([corpus]).files
         probe = check_paths([corpus], jobs=1)
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -199,6 +224,7 @@ def main() -> None:
         for name, fn in (
             ("parse only (1 proc)", lambda: parse_only(files)),
             ("walk, no rules (1 proc)", lambda: walk_only(files)),
+            ("parse + scope pass (1 proc)", lambda: scope_pass(files)),
             ("check, all default rules (1 proc)", lambda: check_paths([corpus], jobs=1).lines),
             ("check, all default rules (2 procs)", lambda: check_paths([corpus], jobs=2).lines),
         ):

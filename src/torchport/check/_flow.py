@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from torchport.check._binding import Binding, BindingKind, Scope, ScopeKind, import_bindings
+from torchport.check._binding import Binding, BindingKind, Scope, ScopeKind
 
 __all__ = ["FlowAnalysis"]
 
@@ -32,6 +32,7 @@ _SIMPLE = (
     ast.ClassDef,
     *_FUNCTIONS,
 )
+_UNBINDS = (BindingKind.DELETE, BindingKind.EXCEPT)  # `except E as x:` unbinds x at its end
 _MAYBE = object()  # "may rebind": a binding that is one of several
 
 
@@ -43,7 +44,6 @@ class FlowAnalysis:
     """
 
     _parent: dict[int, ast.AST]
-    _may_bind: dict[int, tuple[frozenset[str], frozenset[str]]]
 
     def scope_of(self, node: ast.AST) -> Scope:  # pragma: no cover  (ScopeMap)
         raise NotImplementedError
@@ -102,6 +102,8 @@ class FlowAnalysis:
 
     def _reach(self, name: str, node: ast.AST, scope: Scope) -> tuple[bool, Binding | None]:
         """(definitely bound, the unique binding reaching ``node`` or None)."""
+        if name not in scope.bindings:
+            return False, None  # nothing in this scope binds it (globals: see definitely_bound)
         stmt = self.statement(node)
         unique = True
         while stmt is not None:
@@ -110,13 +112,13 @@ class FlowAnalysis:
                 return False, None
             block, index = self._block_of(holder, stmt)
             for before in reversed(block[:index]):
-                bound, deleted = self._names_bound(before)
-                if name not in bound:
+                inside = self._bound_in(before, name, scope)
+                if not inside:
                     continue
-                sure = self._sure_binding(before, name)
+                sure = self._sure_binding(before, name, scope)
                 if sure is not None:
                     return True, sure if unique else None
-                if name in deleted:
+                if any(b.kind in _UNBINDS for b in inside):
                     return False, None
                 unique = False  # may rebind: an earlier binding may still be the one
             entry = self._entry_binding(holder, stmt, name, scope)
@@ -152,7 +154,7 @@ class FlowAnalysis:
                             return found
             return _MAYBE
         if isinstance(holder, (ast.For, ast.AsyncFor, ast.While)):
-            if any(name in self._names_bound(s)[0] for s in (*holder.body, *holder.orelse)):
+            if any(self._bound_in(s, name, scope) for s in (*holder.body, *holder.orelse)):
                 return _MAYBE  # rebound inside the loop: the next iteration differs
             return None
         if isinstance(holder, ast.ExceptHandler):
@@ -161,8 +163,8 @@ class FlowAnalysis:
             return None
         if isinstance(holder, _TRY) and any(s is stmt for s in holder.orelse):
             for before in reversed(holder.body):
-                if name in self._names_bound(before)[0]:
-                    return self._sure_binding(before, name) or _MAYBE
+                if self._bound_in(before, name, scope):
+                    return self._sure_binding(before, name, scope) or _MAYBE
             return None
         if isinstance(holder, ast.match_case):
             return _MAYBE if name in self._pattern_names(holder.pattern) else None
@@ -230,46 +232,20 @@ class FlowAnalysis:
                         return block, i
         return [stmt], 0
 
-    def _names_bound(self, stmt: ast.stmt) -> tuple[frozenset[str], frozenset[str]]:
-        """(names ``stmt`` may bind or delete, names it may delete); nested scopes excluded."""
-        found = self._may_bind.get(id(stmt))
-        if found is None:
-            names: set[str] = set()
-            deleted: set[str] = set()
-            stack: list[ast.AST] = [stmt]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, ast.Name):
-                    if isinstance(node.ctx, ast.Del):
-                        deleted.add(node.id)
-                    if not isinstance(node.ctx, ast.Load):
-                        names.add(node.id)
-                    continue
-                if isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
-                    names.add(node.name)
-                    if node is not stmt:
-                        continue
-                    stack.extend(node.decorator_list)
-                    if not isinstance(node, ast.ClassDef):
-                        stack.extend(node.args.defaults)
-                        stack.extend(d for d in node.args.kw_defaults if d is not None)
-                    continue
-                if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    names.update(local for local, _ in import_bindings(node))
-                    continue
-                if isinstance(node, ast.ExceptHandler) and node.name:
-                    names.add(node.name)
-                    deleted.add(node.name)  # unbound again when the handler ends
-                if isinstance(node, (ast.MatchAs, ast.MatchStar, ast.MatchMapping)):
-                    names.update(self._pattern_names(node))
-                if isinstance(node, ast.Lambda):
-                    stack.extend(node.args.defaults)
-                    continue
-                stack.extend(ast.iter_child_nodes(node))
-            found = self._may_bind[id(stmt)] = (frozenset(names), frozenset(deleted))
-        return found
+    def _bound_in(self, stmt: ast.stmt, name: str, scope: Scope) -> list[Binding]:
+        """The bindings of ``name`` in ``scope`` that sit inside ``stmt`` (by source span)."""
+        found = scope.bindings.get(name)
+        if not found:
+            return []
+        start = (stmt.lineno, stmt.col_offset)
+        end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+        return [
+            b
+            for b in found
+            if start <= (b.node.lineno, b.node.col_offset) <= end  # type: ignore[attr-defined]
+        ]
 
-    def _sure_binding(self, stmt: ast.stmt, name: str) -> Binding | None:
+    def _sure_binding(self, stmt: ast.stmt, name: str, scope: Scope) -> Binding | None:
         """The binding ``stmt`` surely leaves for ``name``, None if it may not bind it.
 
         Simple statements count, and ``if``/``try``/``with`` blocks whose every
@@ -277,72 +253,59 @@ class FlowAnalysis:
         continues does not go on); when the paths bind differently the result
         is the last binding if all are of one kind, else None.
         """
-        scope = self.scope_of(stmt)
         if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
             return None
         if isinstance(stmt, _SIMPLE):
             found = [
-                b
-                for b in scope.bindings.get(name, ())
-                if b.kind is not BindingKind.WALRUS and self._inside(b.node, stmt)
+                b for b in self._bound_in(stmt, name, scope) if b.kind is not BindingKind.WALRUS
             ]
             if found and found[-1].kind is not BindingKind.DELETE:
                 return found[-1]
             return None  # bound only by a walrus, which may sit in a short-circuit
         if isinstance(stmt, (ast.If, ast.While)):
             walrus = self._sure_walrus(stmt.test, name, scope)
-            if walrus is not None and name not in self._names_bound_in(stmt):
+            if walrus is not None and not any(
+                self._bound_in(s, name, scope) for s in (*stmt.body, *stmt.orelse)
+            ):
                 return walrus
             if isinstance(stmt, ast.While):
                 return None
-            if self._block_binds(stmt.body, name) and self._block_binds(stmt.orelse, name):
+            if self._block_binds(stmt.body, name, scope) and self._block_binds(
+                stmt.orelse, name, scope
+            ):
                 return self._any_binding(stmt, name, scope)
             return None
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
-            if name in self._header_names(stmt) or self._block_binds(stmt.body, name):
+            if name in self._header_names(stmt) or self._block_binds(stmt.body, name, scope):
                 return self._any_binding(stmt, name, scope)
             return None
         if isinstance(stmt, _TRY):
             assert isinstance(stmt, ast.Try)
-            normal = self._block_binds([*stmt.body, *stmt.orelse], name)
-            handled = all(self._block_binds(h.body, name) for h in stmt.handlers)
-            if self._block_binds(stmt.finalbody, name) or (normal and handled):
+            normal = self._block_binds([*stmt.body, *stmt.orelse], name, scope)
+            handled = all(self._block_binds(h.body, name, scope) for h in stmt.handlers)
+            if self._block_binds(stmt.finalbody, name, scope) or (normal and handled):
                 return self._any_binding(stmt, name, scope)
         return None
 
-    def _names_bound_in(self, stmt: ast.If | ast.While) -> frozenset[str]:
-        """Names the blocks of ``stmt`` (not its test) may bind."""
-        return frozenset().union(*(self._names_bound(s)[0] for s in (*stmt.body, *stmt.orelse)))
-
-    def _block_binds(self, block: list[ast.stmt], name: str) -> bool:
+    def _block_binds(self, block: list[ast.stmt], name: str, scope: Scope) -> bool:
         """Whether every path through ``block`` that reaches its end has bound ``name``."""
         bound = False
         for stmt in block:
-            names, deleted = self._names_bound(stmt)
-            if name in names:
-                if self._sure_binding(stmt, name) is not None:
+            inside = self._bound_in(stmt, name, scope)
+            if inside:
+                if self._sure_binding(stmt, name, scope) is not None:
                     bound = True
-                elif name in deleted:
+                elif any(b.kind in _UNBINDS for b in inside):
                     bound = False
             if isinstance(stmt, _TERMINATORS):
                 return True  # this path never reaches the end of the block
         return bound
 
     def _any_binding(self, stmt: ast.stmt, name: str, scope: Scope) -> Binding | None:
-        found = [b for b in scope.bindings.get(name, ()) if self._inside(b.node, stmt)]
-        if any(b.kind is BindingKind.DELETE for b in found):
+        found = self._bound_in(stmt, name, scope)
+        if any(b.kind in _UNBINDS for b in found):
             return None
         if len(found) == 1:
             return found[0]
         # Several paths, several bindings: one stands in when they bind the same way.
         return found[-1] if found and all(b.kind is found[0].kind for b in found) else None
-
-    def _inside(self, node: ast.AST, stmt: ast.AST) -> bool:
-        cur: ast.AST | None = node
-        while cur is not None:
-            if cur is stmt:
-                return True
-            cur = self._parent.get(id(cur))
-        return False
-
-    # ------------------------------------------------------------ torch

@@ -54,6 +54,23 @@ __all__ = [
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# Node types the pass handles apart from plain recursion.
+_SPECIAL = frozenset(
+    {
+        *_FUNCTIONS,
+        ast.Lambda,
+        ast.ClassDef,
+        *_COMPREHENSIONS,
+        ast.Import,
+        ast.ImportFrom,
+        ast.Global,
+        ast.Nonlocal,
+        ast.ExceptHandler,
+        ast.MatchAs,
+        ast.MatchStar,
+        ast.MatchMapping,
+    }
+)
 
 
 class ScopeMap(FlowAnalysis):
@@ -64,88 +81,105 @@ class ScopeMap(FlowAnalysis):
         self.module = Scope(ScopeKind.MODULE, tree, None)
         self.scopes: dict[int, Scope] = {id(tree): self.module}
         self._parent: dict[int, ast.AST] = {}
-        self._may_bind = {}
         self._build()
 
     # ------------------------------------------------------------ the pass
 
     def _build(self) -> None:
-        # Iterative: (node, scope that its code runs in). Children of scope-opening
-        # nodes are pushed with the scope they run in (defaults: the enclosing one).
+        # Iterative, children pushed in reverse so that each scope's bindings come in
+        # source order: (node, scope its code runs in). Scope-opening nodes push their
+        # children with the scope each runs in (defaults and decorators: the enclosing one).
         parent = self._parent
+        fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
         stack: list[tuple[ast.AST, Scope]] = [(self.tree, self.module)]
+        pop, push = stack.pop, stack.append
+        name_cls, load_cls, constant_cls, node_cls = ast.Name, ast.Load, ast.Constant, ast.AST
         while stack:
-            node, scope = stack.pop()
-            for name, value in ast.iter_fields(node):
-                if name in ("ctx", "op", "ops"):
-                    continue
-                if isinstance(value, list):
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            parent[id(item)] = node
-                elif isinstance(value, ast.AST):
-                    parent[id(value)] = node
-            kind = type(node)
-            if kind is ast.Name:
-                assert isinstance(node, ast.Name)
-                if isinstance(node.ctx, ast.Load):
-                    scope.reads.add(node.id)
+            node, scope = pop()
+            cls = node.__class__
+            if cls is name_cls:
+                if node.ctx.__class__ is load_cls:  # type: ignore[attr-defined]
+                    scope.reads.add(node.id)  # type: ignore[attr-defined]
                 else:
-                    self._bind_name(node, scope)
+                    self._bind_name(node, scope)  # type: ignore[arg-type]
                 continue
-            if kind in _FUNCTIONS or kind is ast.Lambda:
-                self._open_function(node, scope, stack)
+            if cls is constant_cls:
                 continue
-            if kind is ast.ClassDef:
-                assert isinstance(node, ast.ClassDef)
-                inner = self._open(ScopeKind.CLASS, node, scope)
-                scope.add(Binding(node.name, BindingKind.CLASS, node, scope))
-                stack.extend((s, inner) for s in reversed(node.body))
-                outer = [*node.decorator_list, *node.bases, *node.keywords]
-                stack.extend((e, scope) for e in reversed(outer))
-                continue
-            if kind in _COMPREHENSIONS:
-                assert isinstance(node, (*_COMPREHENSIONS,))
-                inner = self._open(ScopeKind.COMPREHENSION, node, scope)
-                first = node.generators[0]
-                self._parent[id(first.iter)] = first
-                stack.append((first.iter, scope))
-                for i, gen in enumerate(node.generators):
-                    parent[id(gen)] = node
-                    for child in (gen.target, *gen.ifs, *(() if i == 0 else (gen.iter,))):
-                        parent[id(child)] = gen
-                        stack.append((child, inner))
-                elts = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
-                stack.extend((e, inner) for e in elts)
-                continue
-            if kind is ast.Import or kind is ast.ImportFrom:
-                assert isinstance(node, (ast.Import, ast.ImportFrom))
-                if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-                    scope.star_imports.append(node)
-                for local, target in import_bindings(node):
-                    scope.add(Binding(local, BindingKind.IMPORT, node, scope, None, target))
-                continue
-            if kind is ast.Global or kind is ast.Nonlocal:
-                assert isinstance(node, (ast.Global, ast.Nonlocal))
-                names = scope.declared_global if kind is ast.Global else scope.declared_nonlocal
-                names.update(node.names)
-                continue
-            if kind is ast.ExceptHandler:
-                assert isinstance(node, ast.ExceptHandler)
-                if node.name:
-                    scope.add(Binding(node.name, BindingKind.EXCEPT, node, scope))
-            elif kind is ast.MatchAs or kind is ast.MatchStar:
-                captured = getattr(node, "name", None)
-                if captured:
-                    scope.add(Binding(captured, BindingKind.MATCH, node, scope))
-            elif kind is ast.MatchMapping:
-                rest = getattr(node, "rest", None)
-                if rest:
-                    scope.add(Binding(rest, BindingKind.MATCH, node, scope))
-            children = [
-                c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)
-            ]
-            stack.extend((c, scope) for c in reversed(children))
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = fields_of[cls] = tuple(
+                    f for f in reversed(cls._fields) if f not in ("ctx", "op", "ops")
+                )
+            special = cls in _SPECIAL
+            for field_name in fields:
+                value = getattr(node, field_name, None)
+                if value.__class__ is list:
+                    for item in reversed(value):
+                        if isinstance(item, node_cls):
+                            parent[id(item)] = node
+                            if not special:
+                                push((item, scope))
+                elif isinstance(value, node_cls):
+                    parent[id(value)] = node
+                    if not special:
+                        push((value, scope))
+            if special:
+                self._visit_special(node, scope, stack)
+
+    def _visit_special(
+        self, node: ast.AST, scope: Scope, stack: list[tuple[ast.AST, Scope]]
+    ) -> None:
+        """Nodes that open a scope, bind without a Name node, or declare names."""
+        kind = type(node)
+        if kind in _FUNCTIONS or kind is ast.Lambda:
+            self._open_function(node, scope, stack)
+            return
+        if kind is ast.ClassDef:
+            assert isinstance(node, ast.ClassDef)
+            inner = self._open(ScopeKind.CLASS, node, scope)
+            scope.add(Binding(node.name, BindingKind.CLASS, node, scope))
+            stack.extend((s, inner) for s in reversed(node.body))
+            outer = [*node.decorator_list, *node.bases, *node.keywords]
+            stack.extend((e, scope) for e in reversed(outer))
+            return
+        if kind in _COMPREHENSIONS:
+            assert isinstance(node, (*_COMPREHENSIONS,))
+            inner = self._open(ScopeKind.COMPREHENSION, node, scope)
+            elts = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
+            stack.extend((e, inner) for e in reversed(elts))
+            parent = self._parent
+            for i in range(len(node.generators) - 1, -1, -1):
+                gen = node.generators[i]
+                later = () if i == 0 else (gen.iter,)
+                for child in reversed((gen.target, *gen.ifs, *later)):
+                    parent[id(child)] = gen
+                    stack.append((child, inner))
+            first = node.generators[0]
+            parent[id(first.iter)] = first
+            stack.append((first.iter, scope))  # the first iterable runs outside
+            return
+        if kind is ast.Import or kind is ast.ImportFrom:
+            assert isinstance(node, (ast.Import, ast.ImportFrom))
+            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                scope.star_imports.append(node)
+            for local, target in import_bindings(node):
+                scope.add(Binding(local, BindingKind.IMPORT, node, scope, None, target))
+            return
+        if kind is ast.Global or kind is ast.Nonlocal:
+            assert isinstance(node, (ast.Global, ast.Nonlocal))
+            names = scope.declared_global if kind is ast.Global else scope.declared_nonlocal
+            names.update(node.names)
+            return
+        if kind is ast.ExceptHandler:
+            assert isinstance(node, ast.ExceptHandler)
+            if node.name:
+                scope.add(Binding(node.name, BindingKind.EXCEPT, node, scope))
+        else:
+            captured = getattr(node, "name", None) or getattr(node, "rest", None)
+            if isinstance(captured, str):
+                scope.add(Binding(captured, BindingKind.MATCH, node, scope))
+        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
+        stack.extend((c, scope) for c in reversed(children))
 
     def _open(self, kind: ScopeKind, node: ast.AST, scope: Scope) -> Scope:
         inner = Scope(kind, node, scope)

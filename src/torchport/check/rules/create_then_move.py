@@ -16,7 +16,6 @@ from torchport.check._match import (
     string_value,
 )
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._snippets import DEVICE_LINE
 
 _DEVICE_TEXT = re.compile(r"dev|cuda|gpu|rank|accelerator", re.IGNORECASE)
 
@@ -36,7 +35,9 @@ class CreateThenMove(Rule):
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,
     `tensor`...). Unsafe for random ones (`randn`, `rand`, `randint`...): the
     device's generator draws different numbers from the CPU's, so seeded
-    results change.
+    results change. `.cuda()` becomes `device="cuda"`: the fix keeps the
+    device the code chose (replacing CUDA is TP101's job, and a
+    `# noqa: TP101` keeps it).
     """
 
     code = "TP106"
@@ -58,9 +59,7 @@ class CreateThenMove(Rule):
         Example(
             "import torch\n\nnoise = torch.randn(8).cuda()\nidx = torch.arange(8,).to(dev)\n",
             fixed="import torch\n\n"
-            f"{DEVICE_LINE}"
-            "\n"
-            "noise = torch.randn(8, device=device)\n"
+            'noise = torch.randn(8, device="cuda")\n'
             "idx = torch.arange(8, device=dev,)\n",
             count=2,
         ),
@@ -80,11 +79,11 @@ class CreateThenMove(Rule):
             return
         if any(kw.arg is None for kw in made.keywords):
             return  # **kwargs may already hold a device
-        edits: tuple[Edit, ...] = ()
         if method == "cuda":
             if node.args or any(kw.arg != "non_blocking" for kw in node.keywords):
                 return
-            target, edits = ctx.device_definition()
+            # Keep the CUDA choice: replacing it is TP101's job (and a `noqa: TP101` keeps it).
+            target = '"cuda"'
         else:
             moved = _device_target(node, ctx)
             if moved is None:
@@ -98,8 +97,17 @@ class CreateThenMove(Rule):
             at = ctx.end(made) - 1
             add = Edit(at, at, f"device={target}")
         drop = Edit(ctx.end(made), ctx.end(node), "")
-        safety = FixSafety.UNSAFE if factory in RANDOM_FACTORIES else FixSafety.SAFE
-        yield ctx.finding(self, node, fix=Fix((add, drop, *edits), safety))
+        if factory in RANDOM_FACTORIES:
+            fix = Fix((add, drop), FixSafety.UNSAFE, _OTHER_GENERATOR)
+        else:
+            fix = Fix((add, drop), FixSafety.SAFE)
+        yield ctx.finding(self, node, fix=fix)
+
+
+_OTHER_GENERATOR = (
+    "the numbers are drawn by the device's generator instead of the CPU's: "
+    "seeded runs get different values (and a different CPU random stream after this line)"
+)
 
 
 def _device_target(call: ast.Call, ctx: Context) -> ast.expr | None:

@@ -138,6 +138,9 @@ class HardCodedCuda(Rule):
                 targets.append(kw.value)
         for target in targets:
             if (value := cuda_string(target)) is not None:
+                if not _takes_a_device(node, ctx):
+                    yield ctx.finding(self, target)  # `dict(device="cuda")`, a user helper
+                    continue
                 safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
                 yield self._replace_device(target, ctx, safety, whole=False)
 
@@ -145,12 +148,20 @@ class HardCodedCuda(Rule):
         self, node: ast.expr, ctx: Context, safety: FixSafety, *, whole: bool = True
     ) -> Finding:
         parent = ctx.parent
+        changes = _DROPS_INDEX if safety is FixSafety.UNSAFE else ""
         if whole and isinstance(parent, ast.Assign) and parent.value is node:
             # `device = torch.device("cuda")` itself: bind the portable expression instead.
-            edits = (ctx.replace(node, ctx.device_expr()), *ctx.torch_edits())
-            return ctx.finding(self, node, fix=Fix(edits, safety))
-        name, definition = ctx.device_definition()
-        return ctx.finding(self, node, fix=Fix((ctx.replace(node, name), *definition), safety))
+            torch = ctx.torch_at(node)
+            if torch is None:
+                return ctx.finding(self, node)
+            edits = (ctx.replace(node, ctx.device_expr(torch[0])), *torch[1])
+            return ctx.finding(self, node, fix=Fix(edits, safety, changes))
+        found = ctx.device_at(node)
+        if found is None:
+            return ctx.finding(self, node)  # no name is safely the device here: by hand
+        name, definition = found
+        fix = Fix((ctx.replace(node, name), *definition), safety, changes)
+        return ctx.finding(self, node, fix=fix)
 
     def _dot_cuda(self, node: ast.Call, ctx: Context) -> Finding:
         index = node.args[0] if node.args else keyword(node, "device")
@@ -158,11 +169,36 @@ class HardCodedCuda(Rule):
         if index is not None and not isinstance(index, ast.Constant):
             return ctx.finding(self, node)  # `.cuda(rank)`: the index matters, pick it by hand
         extra = [ctx.segment(kw) for kw in node.keywords if kw.arg not in ("device", None)]
-        name, edits = ctx.device_definition()
+        found = ctx.device_at(node)
+        if found is None or any(kw.arg is None for kw in node.keywords):
+            return ctx.finding(self, node)  # no name is safely the device here: by hand
+        name, edits = found
         text = ".to(" + ", ".join([name, *extra]) + ")"
         replace = Edit(receiver_end(node, ctx), ctx.end(node), text)
         safety = FixSafety.SAFE if index is None else FixSafety.UNSAFE
-        return ctx.finding(self, node, fix=Fix((replace, *edits), safety))
+        changes = _DROPS_INDEX if index is not None else ""
+        return ctx.finding(self, node, fix=Fix((replace, *edits), safety, changes))
+
+
+_DROPS_INDEX = (
+    "drops the GPU index: work placed on several GPUs (a model split, one process per GPU) "
+    "all lands on the current accelerator"
+)
+# Methods that take a device, on tensors and modules, whatever the receiver's name.
+_DEVICE_METHODS = frozenset(
+    {"to", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "to_empty"}
+)
+
+
+def _takes_a_device(call: ast.Call, ctx: Context) -> bool:
+    """Whether ``call`` is torch's, so that its ``device=`` may get a ``torch.device``.
+
+    ``dict(device="cuda")``, ``parser.set_defaults(device="cuda")`` or a user
+    helper that compares strings would break or change with a ``torch.device``.
+    """
+    if method_name(call) in _DEVICE_METHODS:
+        return True  # `x.to("cuda")`, `x.new_zeros(2, device="cuda")`
+    return ctx.scopes.is_torch_call(call)
 
 
 def _is_device_call(node: ast.AST | None, ctx: Context) -> bool:
