@@ -82,7 +82,9 @@ def test_ctrl_c_prints_the_traceback_runs_atexit_and_dies_by_sigint() -> None:
 
 
 @pytest.mark.slow
-def test_sigterm_stops_torchrun_and_every_worker() -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_launcher_stops_torchrun_and_every_worker(signum: signal.Signals) -> None:
+    # SIGTERM is passed on to torchrun; after SIGKILL, Linux tells torchrun (PR_SET_PDEATHSIG).
     process = torchport_run("--nproc", "2", "--device", "cpu", str(SCRIPTS / "sleeper.py"), env=ENV)
     pids: set[int] = set()
     try:
@@ -91,10 +93,10 @@ def test_sigterm_stops_torchrun_and_every_worker() -> None:
             _, worker, launcher = process.stdout.readline().split()
             pids |= {int(worker), int(launcher)}  # the workers and torchrun, their parent
         assert len(pids) == 3 and all(alive(pid) for pid in pids)
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
     finally:
         finish(process, timeout=60)
-    assert process.returncode == -signal.SIGTERM
+    assert process.returncode == -signum
     deadline = time.monotonic() + 30  # torchrun gives workers up to 30 s before SIGKILL
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
