@@ -15,8 +15,8 @@ the cost is paid per candidate finding, not per node):
   known to live on an accelerator (``.cuda()``, ``.to(device)``)? Unknown is
   the common answer; rules that act on these facts stay silent when unsure.
 
-Names are followed through :meth:`Context.binding` (the value last bound
-before this point in the enclosing scopes) a few hops at most, never in a loop.
+Names are followed through the scope analysis (:func:`bound_value`, built on
+``ctx.scopes``) a few hops at most, never in a loop.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from __future__ import annotations
 import ast
 import enum
 
+from torchport.check._binding import BindingKind
 from torchport.check._context import Context
 
 __all__ = [
     "Guard",
+    "bound_value",
     "device_guard",
     "known_device_object",
     "known_on_cpu",
@@ -131,7 +133,7 @@ def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
             found = Guard.AVAILABILITY
             continue
         if isinstance(expr, ast.Name) and hops < _HOPS:
-            bound = ctx.binding(expr.id)
+            bound = bound_value(expr, ctx)
             if bound is not None:
                 todo.append((bound, hops + 1))  # `use_cuda = torch.cuda.is_available()`
             continue
@@ -254,7 +256,7 @@ def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
     """
     for _ in range(12):
         if isinstance(expr, ast.Name):
-            bound = ctx.binding(expr.id) or _loop_iterable(expr.id, ctx)
+            bound = bound_value(expr, ctx)
             if bound is None:
                 return None
             expr = bound
@@ -278,6 +280,8 @@ def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
         if name is not None:
             if name.startswith(("numpy.", "np.")):
                 return "cpu"
+            if name.startswith("torch.cuda.") and name.endswith("Tensor"):
+                return "device"  # `torch.cuda.FloatTensor(...)`
             if name in _CPU_FACTORIES:
                 device = next((k.value for k in expr.keywords if k.arg == "device"), None)
                 if device is None or _names_cpu(device, ctx):
@@ -320,22 +324,33 @@ def _follows_argument(call: ast.Call, ctx: Context, depth: int) -> str | None:
     return "device" if _placement(first, ctx, depth + 1) == "device" else None
 
 
-def _loop_iterable(name: str, ctx: Context) -> ast.expr | None:
-    """What ``name`` iterates over when an enclosing ``for``/comprehension binds it alone.
+def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:
+    """The expression ``name`` holds at that node, when one is known.
 
-    Iterating over a tensor yields its rows, which live where the tensor does.
+    Asks the scope analysis for the one binding every path passes last
+    (:meth:`ScopeMap.reaching`): ``x = value`` gives ``value``; a ``for`` or
+    comprehension target alone gives the iterable (iterating over a tensor
+    yields rows that live where the tensor does). None when the name may hold
+    different values there (a conditional rebinding); a name bound once, in a
+    loop body or a branch, gives that one value. A name free in
+    its scope (a module-level ``net`` read in a function) falls back to the
+    value the walk saw bound last, since no path analysis reaches across frames.
     """
-    for outer in reversed(ctx.ancestors):
-        if isinstance(outer, (ast.For, ast.AsyncFor, ast.comprehension)):
-            target = outer.target
-            if isinstance(target, ast.Name) and target.id == name:
-                return outer.iter
-        elif isinstance(outer, _SCOPES):
-            return None
-        elif isinstance(outer, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-            for gen in outer.generators:
-                if isinstance(gen.target, ast.Name) and gen.target.id == name:
-                    return gen.iter
+    scopes = ctx.scopes
+    binding = scopes.reaching(name.id, name)
+    if binding is None:
+        if scopes.resolve(name.id, name) is not scopes.scope_of(name):
+            return ctx.binding(name.id)
+        every = scopes.bindings(name.id, name)
+        if len(every) != 1:
+            return None  # different values may reach here
+        binding = every[0]  # the only one, maybe not run (a loop's body): "if bound, this"
+    if binding.value is not None:
+        return binding.value
+    if binding.kind is BindingKind.LOOP:
+        holder = scopes.parent(binding.node)
+        if isinstance(holder, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return holder.iter if holder.target is binding.node else None
     return None
 
 
@@ -353,7 +368,7 @@ def known_device_object(expr: ast.expr, ctx: Context) -> bool:
     """
     for _ in range(_HOPS):
         if isinstance(expr, ast.Name):
-            bound = ctx.binding(expr.id)
+            bound = bound_value(expr, ctx)
             if bound is None:
                 return False
             expr = bound

@@ -17,8 +17,8 @@ from torchport.check.rules.cuda_type_compare import CudaTypeCompare
 from torchport.check.rules.data_parallel import DataParallel
 from torchport.check.rules.dataloader_without_pin_memory import DataloaderWithoutPinMemory
 from torchport.check.rules.deprecated_cuda_amp import DeprecatedCudaAmp
-from torchport.check.rules.device_tensor_to_numpy import DeviceTensorToNumpy
 from torchport.check.rules.device_compared_with_string import DeviceComparedWithString
+from torchport.check.rules.device_tensor_to_numpy import DeviceTensorToNumpy
 from torchport.check.rules.discarded_move import DiscardedMove
 from torchport.check.rules.float64_to_accelerator import Float64ToAccelerator
 from torchport.check.rules.force_no_weights_only_env import ForceNoWeightsOnlyEnv

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import Guard, device_guard
+from torchport.check._guards import Guard, bound_value, device_guard
 from torchport.check._match import called, cuda_string
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
@@ -114,8 +114,7 @@ class CudaOrCpuDeviceChoice(Rule):
         if not (isinstance(test, ast.Call) and _is_cpu(node.orelse, ctx)):
             yield ctx.finding(self, node)  # `"cuda" if use_cuda else "cpu"`: no fix
             return
-        parent = ctx.parent
-        idiom: ast.expr = node
+        parent, idiom = ctx.parent, node  # type: ast.AST | None, ast.expr
         if isinstance(node.body, ast.Constant) and not _is_device_call(parent, node, ctx):
             # A string stays a string, so `device == "cuda"` tests further on keep working.
             t = ctx.torch_name()
@@ -141,7 +140,7 @@ def _tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
     """``torch.cuda.is_available()`` in ``test``, directly or through a flag bound to it."""
     for _ in range(3 - depth):
         if isinstance(test, ast.Name):
-            bound = ctx.binding(test.id)
+            bound = bound_value(test, ctx)
             if bound is None:
                 return False
             test = bound
