@@ -175,6 +175,8 @@ class _Planner:
                 move.dicts.append(name)
             elif kind == "tensor" and objects is None:
                 move.tensors.append(name)
+                # A collate_fn's own objects get their own `.to(device)`, no more.
+                move.loader = move.loader and not self._collate_has_to(loop, scope)
             else:
                 why = (
                     f"`{name}` is built by the custom collate_fn `{objects}`, which returns "
@@ -259,6 +261,15 @@ class _Planner:
 
     def _collate_objects(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> str | None:
         """The custom collate_fn of the loop's DataLoader when it returns objects with no .to()."""
+        return self._collate(loop, scope, with_to=False)
+
+    def _collate_has_to(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> bool:
+        """Whether the loop's collate_fn returns objects of a class of the file that has .to()."""
+        return self._collate(loop, scope, with_to=True) is not None
+
+    def _collate(
+        self, loop: ast.For | ast.AsyncFor, scope: PortScope, *, with_to: bool
+    ) -> str | None:
         it = loop.iter
         while isinstance(it, ast.Call) and it.args and _call_name(it) in {"enumerate", "tqdm"}:
             it = it.args[0]
@@ -276,19 +287,22 @@ class _Planner:
                     continue
                 collate = next((k.value for k in value.keywords if k.arg == "collate_fn"), None)
                 func = facts.functions.get(getattr(collate, "id", ""))
-                if func is not None and self._returns_objects(func):
+                if func is not None and self._returns_objects(func, with_to=with_to):
                     return func.name
         return None
 
-    def _returns_objects(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    def _returns_objects(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, *, with_to: bool
+    ) -> bool:
         classes = {n.name: n for n in ast.walk(self.ctx.tree) if isinstance(n, ast.ClassDef)}
         for node in ast.walk(func):
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
                 name = _call_name(node.value)
                 cls = classes.get(name)
-                if cls is not None and not any(
+                has_to = cls is not None and any(
                     isinstance(m, ast.FunctionDef) and m.name == "to" for m in cls.body
-                ):
+                )
+                if cls is not None and has_to is with_to:
                     return True
         return False
 

@@ -11,6 +11,8 @@ from torchport.check._rule import Example, Finding, Intent, Rule
 
 _HEAD = "import torch\nfrom PIL import Image\nfrom torchvision import transforms\n\n"
 _MODEL = "model = torch.nn.Linear(4, 2)\n"
+# numpy arrays meeting device values are TP522's; builtins make no tensors.
+_NOT_TENSORS = frozenset({"numpy", "builtins", "math", "random"})
 
 
 class TensorFromLibrary(Rule):
@@ -43,7 +45,7 @@ class TensorFromLibrary(Rule):
             "x = to_tensor(Image.open('cat.png'))\n"
             "out = model(x)\n"
         ),
-        Example(_HEAD + _MODEL + "import numpy as np\n\nout = model(np.ones(4))\n"),
+        Example(_HEAD + _MODEL + "import timm_utils\n\nout = model(timm_utils.load_image(p))\n"),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -78,6 +80,6 @@ def _library(expr: ast.expr, facts: PortFacts, scope: PortScope, ctx: Context) -
         made = facts.bindings(expr.func.id, scope)
         if made and len(made) == 1 and isinstance(made[0], ast.Call):
             name = ctx.qualname(made[0].func)
-    if name is None or name.startswith("torch.") or name.partition(".")[0] in ("builtins",):
+    if name is None or name.startswith("torch.") or name.partition(".")[0] in _NOT_TENSORS:
         return None
     return name

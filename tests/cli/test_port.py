@@ -1,0 +1,70 @@
+"""`torchport port`: in place, --diff, --check, exit codes, files that do not parse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torchport.cli._main import main
+
+SCRIPT = (
+    "import torch\n\n"
+    "model = torch.nn.Linear(4, 2)  # the model\n"
+    "for x, y in loader:\n"
+    "    loss = (model(x) - y).sum()\n"
+)
+UNPORTABLE = (
+    "import torch\n\nmodel = torch.nn.Linear(4, 2)\nfor b in loader:\n    model(b)\n    b[0]\n"
+)
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def test_port_rewrites_in_place_and_is_idempotent(
+    script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["port", str(script)]) == 0
+    text = script.read_text()
+    assert "model = torch.nn.Linear(4, 2).to(device)  # the model\n" in text
+    assert "    x, y = x.to(device, non_blocking=True)" in text
+    assert "ported" in capsys.readouterr().out
+    assert main(["port", str(script)]) == 0
+    assert script.read_text() == text
+    assert main(["port", "--check", str(script)]) == 0
+
+
+def test_diff_and_check_write_nothing(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["port", "--diff", str(script)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"--- {script}") and "+device = torch.accelerator" in out
+    assert main(["port", "--check", str(script)]) == 1
+    assert "would port" in capsys.readouterr().out
+    assert script.read_text() == SCRIPT
+
+
+def test_what_cannot_be_ported_is_listed_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "odd.py"
+    path.write_text(UNPORTABLE)
+    assert main(["port", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "Could not port" in out and "TP520" in out
+    assert ".to(device)" in path.read_text()  # the model moved; the batch is reported
+
+
+def test_a_file_that_does_not_parse_exits_2_and_is_untouched(
+    tmp_path: Path, script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(:\n")
+    assert main(["port", str(tmp_path)]) == 2
+    assert "cannot parse" in capsys.readouterr().err
+    assert bad.read_text() == "def f(:\n"
+    assert "to(device)" in script.read_text()  # the other file is still ported
