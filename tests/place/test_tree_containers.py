@@ -209,6 +209,16 @@ def test_batch_encoding_is_walked_like_a_dict() -> None:
     assert before["input_ids"].device.type == "cpu" and out.data is not before.data
 
 
+def test_device_loader_sees_batch_encoding_tensors() -> None:
+    # The loader flattens with the same walker: its tensors are counted (and, on
+    # CUDA, packed and copied ahead on the side stream) instead of .to() at hand-over.
+    batches = [_encoding() for _ in range(3)]
+    loader = tp.DeviceLoader(batches, "cpu")
+    out = list(loader)
+    assert all(type(b) is BatchEncoding and b.n_sequences == 1 for b in out)
+    assert loader.stats.tensors == 6
+
+
 def test_batch_encoding_no_op_keeps_tensors() -> None:
     before = _encoding()
     out = tp.to_device(before, "cpu")
@@ -461,7 +471,9 @@ def test_a_string_skip_key_is_one_key() -> None:
     assert tp.to_device(batch, "meta", skip_keys={3, "i"})[3] is batch[3]
 
 
-@pytest.mark.parametrize(("skip", "found"), [(3, "is a int"), ([["a"]], "cannot be a dict key")])
+@pytest.mark.parametrize(
+    ("skip", "found"), [(3, r"of type int.*skip_keys=\[3\]"), ([["a"]], "cannot be a dict key")]
+)
 def test_bad_skip_keys_are_config_errors(skip: Any, found: str) -> None:
     with pytest.raises(tp.ConfigError, match=found) as info:
         tp.to_device({"a": torch.ones(1)}, "meta", skip_keys=skip)

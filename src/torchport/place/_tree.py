@@ -134,8 +134,8 @@ def skip_key_set(skip_keys: object) -> frozenset[Hashable]:
         return frozenset((skip_keys,))
     if not isinstance(skip_keys, Iterable) or isinstance(skip_keys, torch.Tensor):
         raise ConfigError(
-            f"skip_keys={skip_keys!r} is a {type(skip_keys).__name__}, not a key or a "
-            f"collection of keys; pass skip_keys=[{skip_keys!r}] to skip that one key"
+            f"skip_keys={skip_keys!r} (of type {type(skip_keys).__name__}) is neither a str "
+            f"nor a collection of keys; pass skip_keys=[{skip_keys!r}] to skip that one key"
         )
     try:
         return frozenset(skip_keys)
