@@ -204,16 +204,19 @@ def add_keyword(call: ast.Call, text: str, ctx: Context) -> Edit:
     return Edit(at, at, ", " + text)
 
 
-def guard_statement(call: ast.Call, text: str, ctx: Context) -> Edit | None:
+def guard_statement(
+    call: ast.Call, text: str, ctx: Context, torch: str | None = None
+) -> Edit | None:
     """Replace the statement ``call`` with ``if <torch>.accelerator.is_available(): text``.
 
     For calls that raise on a machine without an accelerator. None when ``call``
     is not a statement of its own on its own lines (then no safe rewrite exists).
+    ``torch`` is torch's name there (from :meth:`Context.torch_at`).
     """
     stmt = ctx.parent
     if not (isinstance(stmt, ast.Expr) and stmt.value is call and ctx.owns_lines(stmt)):
         return None
     indent = ctx.indent_of(stmt)
     step = "\t" if "\t" in indent else "    "
-    t = ctx.torch_name()
+    t = torch or ctx.torch_name()
     return ctx.replace(stmt, f"if {t}.accelerator.is_available():{ctx.newline}{indent}{step}{text}")

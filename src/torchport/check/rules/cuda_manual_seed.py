@@ -50,5 +50,15 @@ class CudaManualSeed(Rule):
         assert isinstance(node, ast.Call)
         if called(node, ctx, _TAILS) not in _SEEDS:
             return
-        edit = ctx.replace(node.func, f"{ctx.torch_name()}.manual_seed")
-        yield ctx.finding(self, node, fix=Fix((edit, *ctx.torch_edits()), FixSafety.UNSAFE))
+        torch = ctx.torch_at(node)
+        if torch is None:
+            yield ctx.finding(self, node)  # torch is optional here: no `import torch` to add
+            return
+        edit = ctx.replace(node.func, f"{torch[0]}.manual_seed")
+        yield ctx.finding(self, node, fix=Fix((edit, *torch[1]), FixSafety.UNSAFE, _RESEEDS))
+
+
+_RESEEDS = (
+    "also reseeds the CPU generator: CPU random numbers drawn after this line "
+    "(initial weights, shuffling, dropout on the CPU) change"
+)

@@ -48,7 +48,9 @@ class CudaOnlyApi(Rule):
     `torch.accelerator.is_available()` (it raises without an accelerator):
     safe. The memory calls need torch >= 2.8 and read 0 without an
     accelerator; `device_count()` now counts MPS and XPU devices too, which
-    changes which branch runs there: unsafe.
+    changes which branch runs there: unsafe, and offered only where the count
+    is shown (`print(...)`, an f-string). A count that is stored or tested
+    guards CUDA code the fix cannot see; it is reported without a fix.
     `current_device()` is only reported.
     """
 
@@ -86,14 +88,15 @@ class CudaOnlyApi(Rule):
             "import torch as th\n"
             "\n"
             "used = th.cuda.memory_allocated() / 2**20\n"
-            "n = th.cuda.device_count()\n",
+            "print(th.cuda.device_count())\n",
             fixed="import torch as th\n"
             "\n"
             "used = (th.accelerator.memory_allocated() if th.accelerator.is_available() else 0)"
             " / 2**20\n"
-            "n = th.accelerator.device_count()\n",
+            "print(th.accelerator.device_count())\n",
             count=2,
         ),
+        Example("import torch\n\nworld_size = torch.cuda.device_count()\n"),
         Example("import torch\n\ni = torch.cuda.current_device()\n"),
     )
 
@@ -108,18 +111,28 @@ class CudaOnlyApi(Rule):
         method, kind, safety = twin
         if device_guard(node, ctx) is not None:
             return  # a branch for CUDA (ported code) or a CUDA-or-CPU choice (TP109)
-        t = ctx.torch_name()
+        torch = ctx.torch_at(node)
+        t = torch[0] if torch is not None else ctx.torch_name()
         args = ", ".join(ctx.segment(a) for a in (*node.args, *node.keywords))
         call = f"{t}.accelerator.{method}({args})"
         edit = None
-        if kind == "statement":
-            edit = guard_statement(node, call, ctx)
+        if torch is None:
+            pass  # torch is optional here: no `import torch` to add
+        elif kind == "statement":
+            edit = guard_statement(node, call, ctx, t)
         elif kind == "value":
             edit = ctx.replace(node, f"({call} if {t}.accelerator.is_available() else 0)")
-        elif kind == "plain":
+        elif kind == "plain" and _only_shown(ctx):
+            # A count that decides anything (`n = ...`, `if ... > 1:`) guards CUDA code this
+            # fix cannot see; changing it alone would send that code to MPS/XPU.
             edit = ctx.replace(node, call)
-        fix = None if edit is None else Fix((edit, *ctx.torch_edits()), safety)
+        fix = None if edit is None or torch is None else Fix((edit, *torch[1]), safety)
         yield ctx.finding(self, node, message=f"use `{t}.accelerator.{method}()` {_WHY}", fix=fix)
 
 
 _WHY = "instead of the CUDA-only call, so the code sees any accelerator"
+
+
+def _only_shown(ctx: Context) -> bool:
+    """Whether the call's value is only shown (an argument of a call, an f-string field)."""
+    return isinstance(ctx.parent, (ast.Call, ast.FormattedValue))

@@ -64,7 +64,10 @@ class CudaSetDevice(Rule):
         if device_guard(node, ctx) is not None:
             return  # `if device.type == "cuda":` (ported) or a CUDA-or-CPU branch (TP109)
         args = ", ".join(ctx.segment(a) for a in (*node.args, *node.keywords))
-        t = ctx.torch_name()
-        edit = guard_statement(node, f"{t}.accelerator.set_device_index({args})", ctx)
-        fix = None if edit is None else Fix((edit, *ctx.torch_edits()), FixSafety.UNSAFE)
+        torch = ctx.torch_at(node)
+        t = torch[0] if torch is not None else ctx.torch_name()
+        edit = guard_statement(node, f"{t}.accelerator.set_device_index({args})", ctx, t)
+        fix = None
+        if edit is not None and torch is not None:
+            fix = Fix((edit, *torch[1]), FixSafety.UNSAFE)
         yield ctx.finding(self, node, fix=fix)

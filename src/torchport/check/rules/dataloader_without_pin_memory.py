@@ -66,6 +66,10 @@ class DataloaderWithoutPinMemory(Rule):
             ctx.mentions(".to(") or ctx.mentions(".cuda(")
         ):
             return
-        text = f"pin_memory={ctx.torch_name()}.accelerator.is_available()"
-        fix = Fix((add_keyword(node, text, ctx), *ctx.torch_edits()), FixSafety.UNSAFE)
+        torch = ctx.torch_at(node)
+        if torch is None:
+            yield ctx.finding(self, node)  # torch is optional here: no `import torch` to add
+            return
+        text = f"pin_memory={torch[0]}.accelerator.is_available()"
+        fix = Fix((add_keyword(node, text, ctx), *torch[1]), FixSafety.UNSAFE)
         yield ctx.finding(self, node, fix=fix)

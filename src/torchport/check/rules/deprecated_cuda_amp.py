@@ -65,8 +65,12 @@ class DeprecatedCudaAmp(Rule):
         name = called(node, ctx, _TAILS)
         if name is None or name not in _AMP:
             return
-        device, edits = ctx.device_definition()
-        func = ctx.replace(node.func, f"{ctx.torch_name()}.amp.{_AMP[name]}")
+        found, torch = ctx.device_at(node), ctx.torch_at(node)
+        if found is None or torch is None:
+            yield ctx.finding(self, node)  # no device or torch name is safe here: by hand
+            return
+        device, edits = found
+        func = ctx.replace(node.func, f"{torch[0]}.amp.{_AMP[name]}")
         given: list[ast.AST] = [*node.args, *node.keywords]
         if given:
             at = min(ctx.start(a) for a in given)
@@ -75,5 +79,12 @@ class DeprecatedCudaAmp(Rule):
             at = ctx.end(node) - 1
             add = Edit(at, at, f"{device}.type")
         if not edits:
-            edits = ctx.torch_edits()
-        yield ctx.finding(self, node, fix=Fix((func, add, *edits), FixSafety.UNSAFE))
+            edits = torch[1]
+        fix = Fix((func, add, *edits), FixSafety.UNSAFE, _ON_ELSEWHERE)
+        yield ctx.finding(self, node, fix=fix)
+
+
+_ON_ELSEWHERE = (
+    "mixed precision now runs on MPS/XPU/CPU too, where the old call was a no-op: "
+    "numerics change there"
+)

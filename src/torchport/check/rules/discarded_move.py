@@ -24,7 +24,9 @@ class DiscardedMove(Rule):
 
     ## Fix safety
     The fix assigns the result back (`x = x.to(device)`), which changes what
-    later lines see: that is the intent, but it is a change in behaviour.
+    later lines see: that is the intent, but it is a change in behaviour. A
+    name that is not local where the statement runs (a global used in a
+    function) is reported without a fix: assigning it would make it local.
     """
 
     code = "TP107"
@@ -48,6 +50,7 @@ class DiscardedMove(Rule):
             "def step(batch):\n    labels = batch[1]\n    labels.cuda()\n",
             fixed="def step(batch):\n    labels = batch[1]\n    labels = labels.cuda()\n",
         ),
+        Example("import torch\n\nbuf = torch.zeros(3)\n\ndef save():\n    buf.cpu()\n"),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -60,7 +63,12 @@ class DiscardedMove(Rule):
         if probably_module(receiver, ctx) or not probably_tensor(receiver, ctx):
             return
         fix = None
-        if isinstance(receiver, (ast.Name, ast.Attribute)):
+        if isinstance(receiver, ast.Attribute) or (
+            # Assigning makes the name local to this scope: only when it already is
+            # (`buf.cpu()` on a global inside a function would raise UnboundLocalError).
+            isinstance(receiver, ast.Name)
+            and ctx.scopes.resolve(receiver.id, receiver) is ctx.scopes.scope_of(receiver)
+        ):
             at = ctx.start(node)
             fix = Fix((Edit(at, at, f"{ctx.segment(receiver)} = "),), FixSafety.UNSAFE)
         yield ctx.finding(self, call, fix=fix)

@@ -62,10 +62,13 @@ class HardCodedNccl(Rule):
         backend = given.value if given is not None else (node.args[0] if node.args else None)
         if backend is None or (string_value(backend) or "").lower() != "nccl":
             return
-        device, edits = ctx.device_definition()
-        t = ctx.torch_name()
-        text = f"{t}.distributed.get_default_backend_for_device({device})"
+        found, torch = ctx.device_at(node), ctx.torch_at(node)
+        if found is None or torch is None:
+            yield ctx.finding(self, backend)  # no device or torch name is safe here: by hand
+            return
+        device, edits = found
+        text = f"{torch[0]}.distributed.get_default_backend_for_device({device})"
         if not edits:
-            edits = ctx.torch_edits()
+            edits = torch[1]
         fix = Fix((ctx.replace(backend, text), *edits), FixSafety.UNSAFE)
         yield ctx.finding(self, backend, fix=fix)

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._snippets import DEVICE_LINE
 
 _DTYPES = {
     "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -27,7 +26,9 @@ class LegacyTensorConstructor(Rule):
     and `torch.empty(*sizes, dtype=...)` say what they do and accept a `device`.
 
     The fix is offered when the arguments are plain sizes or one list/tuple of
-    data; otherwise the call is only reported.
+    data; otherwise the call is only reported. `torch.cuda.*` constructors
+    become `device="cuda"`: the fix keeps the device the code chose (TP101
+    replaces it).
     """
 
     code = "TP104"
@@ -50,10 +51,7 @@ class LegacyTensorConstructor(Rule):
         ),
         Example(
             "import torch\n\nbuf = torch.cuda.LongTensor(4, 2)\n",
-            fixed="import torch\n\n"
-            f"{DEVICE_LINE}"
-            "\n"
-            "buf = torch.empty(4, 2, dtype=torch.int64, device=device)\n",
+            fixed='import torch\n\nbuf = torch.empty(4, 2, dtype=torch.int64, device="cuda")\n',
         ),
         Example("import torch\n\nx = torch.FloatTensor(storage)\n"),
     )
@@ -67,7 +65,11 @@ class LegacyTensorConstructor(Rule):
         if name not in (f"torch.{func.attr}", f"torch.cuda.{func.attr}"):
             return
         args = node.args
-        t = ctx.torch_name()
+        torch = ctx.torch_at(node)
+        if torch is None:
+            yield ctx.finding(self, node)  # torch is optional here: no `import torch` to add
+            return
+        t, edits = torch
         parts: list[str]
         if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
             factory, parts = "tensor", [ctx.segment(args[0])]
@@ -80,9 +82,8 @@ class LegacyTensorConstructor(Rule):
             yield ctx.finding(self, node)
             return
         parts.append(f"dtype={t}.{_DTYPES[func.attr]}")
-        edits = ctx.torch_edits()
         if name.startswith("torch.cuda."):
-            device, edits = ctx.device_definition()
-            parts.append(f"device={device}")
+            # Keep the CUDA choice: replacing it is TP101's job (and a `noqa: TP101` keeps it).
+            parts.append('device="cuda"')
         text = f"{t}.{factory}({', '.join(parts)})"
         yield ctx.finding(self, node, fix=Fix((ctx.replace(node, text), *edits), FixSafety.SAFE))

@@ -55,6 +55,16 @@ class LoadWithoutMapLocation(Rule):
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
-        name, edits = ctx.device_definition()
+        found = ctx.device_at(node)
+        if found is None:
+            yield ctx.finding(self, node)  # no name is safely the device here: by hand
+            return
+        name, edits = found
         add = add_keyword(node, f"map_location={name}", ctx)
-        yield ctx.finding(self, node, fix=Fix((add, *edits), FixSafety.UNSAFE))
+        yield ctx.finding(self, node, fix=Fix((add, *edits), FixSafety.UNSAFE, _MAPPED))
+
+
+_MAPPED = (
+    "tensors saved on a specific GPU (`cuda:3`) now load on the current accelerator, "
+    "and tensors saved on the CPU load on the accelerator too"
+)
