@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -200,7 +200,8 @@ class AuditReport:
         return render_text(self)
 
 
-_Key = tuple[str, str, str, str, bool, str, int, str]
+# (kind, label, op, device, would_sync) + where (file, line, function)
+_Key = tuple[str, str, str, str, bool]
 
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__ or "")) + os.sep
@@ -258,6 +259,28 @@ def _origin(code: CodeType) -> int:
 
 _Where = tuple[str, int, str]
 _NO_CALLER: _Where = ("<backward/C++>", 0, "")
+_TRANSFER = OpKind.TRANSFER.value
+# Callers whose no-op moves of host tensors predict a copy on an accelerator
+_PREDICTS = frozenset({_USER, _MODULE_MOVE})
+
+# Formatting a torch.device costs microseconds; each device and route is named once
+_DEVICE_FACTS: dict[torch.device, tuple[str, bool]] = {}
+_ROUTES: dict[tuple[torch.device, torch.device], str] = {}
+
+
+def _device_facts(device: torch.device) -> tuple[str, bool]:
+    """The device's name and whether it is a host device (a read there waits for nothing)."""
+    facts = _DEVICE_FACTS.get(device)
+    if facts is None:
+        facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
+    return facts
+
+
+def _route(src: torch.device, dst: torch.device) -> str:
+    route = _ROUTES.get((src, dst))
+    if route is None:
+        route = _ROUTES[(src, dst)] = f"{src}→{dst}"
+    return route
 
 
 class _Recorder:
@@ -267,7 +290,7 @@ class _Recorder:
         self.every = every
         self.steps = 0
         self.recorded_steps = 0
-        self.counts: dict[_Key, list[int]] = {}
+        self.counts: dict[tuple[str, str, str, str, bool, str, int, str], list[int]] = {}
         self._lock = threading.Lock()
         self.local = _methods.QuietCount()  # per thread: inside a watched Python-level call
         self._origins: dict[CodeType, int] = {}
@@ -312,6 +335,19 @@ class _Recorder:
             for other in reversed(above):
                 _push_mode(other)
 
+    def lift(self) -> object | None:
+        """Pop this audit's dispatch mode if it is on top of the stack; the token restores it."""
+        mode = self._mode
+        depth = _stack_depth()
+        if mode is None or depth == 0 or _stack_at(depth - 1) is not mode:
+            return None
+        _pop_stack(None)  # None: the user-mode stack, where audit's mode lives
+        return mode
+
+    def restore(self, token: object) -> None:
+        """Push back what :meth:`lift` popped."""
+        _push_stack(cast(TorchDispatchMode, token))
+
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
         if self.closed:
@@ -349,7 +385,7 @@ class _Recorder:
             frame = frame.f_back
         return _NO_CALLER, caller
 
-    def _count(self, key: _Key, nbytes: int) -> None:
+    def _count(self, key: tuple[str, str, str, str, bool, str, int, str], nbytes: int) -> None:
         with self._lock:
             slot = self.counts.get(key)
             if slot is None:
@@ -374,24 +410,22 @@ class _Recorder:
                 if moved is None:
                     return
                 src, dst, nbytes = moved
-                if src == dst and src.type not in _HOST_TYPES:
-                    return  # a no-op on the accelerator itself
                 predicted = src == dst
-                if predicted and caller not in (_USER, _MODULE_MOVE):
-                    return  # torch's own bookkeeping moves; no copy on an accelerator either
+                if predicted and (src.type not in _HOST_TYPES or caller not in _PREDICTS):
+                    # a no-op on the accelerator itself, or torch's own bookkeeping moves
+                    # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
+                    return
                 key: _Key = (
-                    entry.kind.value,
+                    _TRANSFER,
                     entry.label,
                     _ops.op_name(func),
-                    f"{src}→{dst}",
+                    _route(src, dst),
                     predicted,
-                    *where,
                 )
-                self._count(key, nbytes)
+                self._count(key + where, nbytes)
                 return
             tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
-            device = tensor.device if tensor is not None else _CPU
-            host = device.type in _HOST_TYPES
+            name, host = _device_facts(tensor.device if tensor is not None else _CPU)
             if host and caller == _HOST_SIDE:
                 # torch.optim's step counters and torch.utils.data's sampler tensors
                 # stay on the CPU by design, next to CUDA parameters too, so reading
@@ -399,8 +433,7 @@ class _Recorder:
                 return
             nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
             self._count(
-                (entry.kind.value, entry.label, _ops.op_name(func), str(device), host, *where),
-                nbytes,
+                (entry.kind.value, entry.label, _ops.op_name(func), name, host, *where), nbytes
             )
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
@@ -426,33 +459,17 @@ class _Recorder:
                 if _ops.non_blocking(func, args, kwargs):
                     label += ", non_blocking"
                 where, _ = self._where()
-                key: _Key = (
-                    entry.kind.value,
-                    label,
-                    _ops.op_name(func),
-                    f"{src}→{dst}",
-                    False,
-                    *where,
-                )
-                self._count(key, nbytes)
+                key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False)
+                self._count(key + where, nbytes)
                 return
             # aten ops arrive through torch's wrappers, so host-side callers are not
             # told apart here; only Python-level calls name their caller exactly.
             tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
-            device = tensor.device if tensor is not None else _CPU
+            name, host = _device_facts(tensor.device if tensor is not None else _CPU)
             nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
             where, _ = self._where()
-            self._count(
-                (
-                    entry.kind.value,
-                    entry.label,
-                    _ops.op_name(func),
-                    str(device),
-                    device.type in _HOST_TYPES,
-                    *where,
-                ),
-                nbytes,
-            )
+            sync: _Key = (entry.kind.value, entry.label, _ops.op_name(func), name, host)
+            self._count(sync + where, nbytes)
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
@@ -474,6 +491,11 @@ class _Recorder:
 
 _CPU = torch.device("cpu")
 _ATEN_TABLE = _ops.ATEN_TABLE
+# The dispatch-mode stack, read and changed directly: lift() runs per watched call
+_stack_depth = torch._C._len_torch_dispatch_stack
+_stack_at = torch._C._get_dispatch_stack_at
+_pop_stack = torch._C._pop_torch_dispatch_stack
+_push_stack = torch._C._push_on_torch_dispatch_stack
 
 
 class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]

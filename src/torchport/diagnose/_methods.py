@@ -68,6 +68,10 @@ class Observer(Protocol):
 
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
+    def lift(self) -> object | None: ...
+
+    def restore(self, token: object) -> None: ...
+
 
 _local = threading.local()  # .observers: list[Observer], the audits recording in this thread
 _lock = threading.RLock()
@@ -130,17 +134,33 @@ def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
         observers = getattr(_local, "observers", None)
         if not observers or not _matches(entry, args, kwargs):
             return _call(original, args, kwargs, warns)
+        if len(observers) == 1:
+            # The common case, one audit: its dispatch mode steps off the stack while the
+            # call runs (cheaper than letting each aten op inside reach it just to be ignored)
+            observer = observers[0]
+            local = observer.local
+            token = observer.lift()
+            local.quiet += 1
+            try:
+                out = _call(original, args, kwargs, warns)
+            finally:
+                local.quiet -= 1
+                if token is not None:
+                    observer.restore(token)
+            if not local.quiet:
+                observer.observe_python(original, entry, args, kwargs, out)
+            return out
         active = list(observers)
-        for observer in active:
-            observer.local.quiet += 1  # the aten ops inside belong to this call
+        for each in active:
+            each.local.quiet += 1  # the aten ops inside belong to this call
         try:
             out = _call(original, args, kwargs, warns)
         finally:
-            for observer in active:
-                observer.local.quiet -= 1
-        for observer in active:
-            if not observer.local.quiet:
-                observer.observe_python(original, entry, args, kwargs, out)
+            for each in active:
+                each.local.quiet -= 1
+        for each in active:
+            if not each.local.quiet:
+                each.observe_python(original, entry, args, kwargs, out)
         return out
 
     return watched
@@ -198,7 +218,7 @@ def _register_as_builtin(wrapper: Callable[..., Any], original: Any) -> None:
     try:
         from torch.jit import _builtins
 
-        op = _builtins._find_builtin(original)
+        op = _builtins._find_builtin(original)  # type: ignore[no-untyped-call]
         if op is not None:
             _builtins._register_builtin(wrapper, op)
     except Exception:  # a torch without this table compiles through the step-aside only

@@ -22,6 +22,7 @@ make; a real move (``cpu`` to ``meta``) goes on to the dispatch level as
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -208,17 +209,18 @@ def stays_on_host(args: _Args, kwargs: _Kwargs) -> bool:
     device. A move to another device is a real copy and the dispatch level counts it.
     """
     tensor = args[0]
-    if not isinstance(tensor, torch.Tensor) or tensor.device.type != _HOST:
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_cpu:
         return False
-    if len(args) == 1 and not kwargs:  # .cpu()
-        return True
-    device = torch._C._nn._parse_to(*args[1:], **kwargs)[0]
+    if len(args) == 2 and not kwargs and isinstance(args[1], torch.device):
+        device: torch.device | None = args[1]  # x.to(device), the usual call: no parsing
+    else:
+        device = torch._C._nn._parse_to(*args[1:], **kwargs)[0]
     return device is not None and device.type == _HOST
 
 
 def _cpu_stays(args: _Args, kwargs: _Kwargs) -> bool:
     tensor = args[0]
-    return isinstance(tensor, torch.Tensor) and tensor.device.type == _HOST
+    return isinstance(tensor, torch.Tensor) and tensor.is_cpu
 
 
 _WOULD_COPY = "would copy on an accelerator"
@@ -282,8 +284,22 @@ def non_blocking(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
     return name in ("aten::copy_", "aten::_copy_from") and len(args) > 2 and bool(args[2])
 
 
+_NAMES: dict[Any, str] = {}
+
+
 def op_name(func: Any) -> str:
     """A short name for an op: ``"aten::_to_copy"``, ``"Tensor.item"``, ``"torch.tensor"``."""
+    try:
+        return _NAMES[func]
+    except (KeyError, TypeError):  # first sight, or an unhashable callable
+        pass
+    name = _op_name(func)
+    with contextlib.suppress(TypeError):
+        _NAMES[func] = name
+    return name
+
+
+def _op_name(func: Any) -> str:
     schema = getattr(func, "_schema", None)
     if schema is not None:
         return str(schema.name)
@@ -294,17 +310,22 @@ def op_name(func: Any) -> str:
     return name
 
 
-# Python-level reads that copy the whole tensor to the host
-_WHOLE_READS = (torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__array__)
+# Reads that copy data to the host: True for the whole tensor, False for one element
+_READS: dict[Any, bool] = {
+    torch.Tensor.tolist: True,
+    torch.Tensor.numpy: True,
+    torch.Tensor.__array__: True,
+    torch.Tensor.item: False,
+    torch.ops.aten._local_scalar_dense.default: False,
+}
 
 
 def read_bytes(func: Any, tensor: torch.Tensor) -> int:
     """Bytes a sync op reads back to the host from ``tensor`` (0 when it reads no data)."""
-    if func in _WHOLE_READS:
-        return tensor.numel() * tensor.element_size()
-    if op_name(func) in ("Tensor.item", "aten::_local_scalar_dense"):
-        return tensor.element_size()
-    return 0
+    whole = _READS.get(func)
+    if whole is None:
+        return 0
+    return tensor.numel() * tensor.element_size() if whole else tensor.element_size()
 
 
 def watched_methods() -> list[Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
@@ -46,7 +47,7 @@ def render(report: Any) -> RenderableType:
     Raises:
         TypeError: ``report`` is not one of the pillar's reports.
     """
-    drawer = _DRAWERS.get(type(report).__name__)
+    drawer: Callable[[Any], RenderableType] | None = _DRAWERS.get(type(report).__name__)
     if drawer is None:
         raise TypeError(
             f"render() got a {type(report).__name__}; expected an AuditReport, DoctorReport "
@@ -329,7 +330,7 @@ def _doctor_findings(report: DoctorReport) -> RenderableType:
     return lines
 
 
-_DRAWERS: dict[str, Any] = {
+_DRAWERS: dict[str, Callable[[Any], RenderableType]] = {
     "AuditReport": render_audit,
     "DoctorReport": render_doctor,
     "MemoryReport": render_memory,
