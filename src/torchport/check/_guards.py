@@ -86,9 +86,19 @@ class Guard(enum.Enum):
 
 
 def _device_type_test(expr: ast.expr) -> bool:
-    """``x.is_cuda``, ``dev.type == "cuda"``, ``"cuda" in str(dev)``, ``dev.type in (...)``."""
+    """``x.is_cuda``, ``dev.type == "cuda"``, ``"cuda" in str(dev)``, ``dev.type in (...)``.
+
+    Also ``str(dev).startswith("cuda")``.
+    """
     if isinstance(expr, ast.Attribute) and expr.attr in _IS_DEVICE:
         return True
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "startswith"
+        and expr.args
+    ):  # `str(x.device).startswith("cuda")`
+        return _names_device_type(expr.args[0]) and _describes_device(expr.func.value)
     if not isinstance(expr, ast.Compare):
         return False
     sides = [expr.left, *expr.comparators]
@@ -168,7 +178,8 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
     top = next((i for i in range(len(chain) - 1, -1, -1) if chain[i] is node), len(chain))
     for outer in reversed(chain[:top]):
         if isinstance(outer, _SCOPES):
-            break
+            # Early exits in the function's (or module's) own body still count.
+            return _stronger(found, _early_exit_guard(outer, child, ctx))
         test: ast.expr | None = None
         if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is not outer.test:
             test = outer.test
@@ -240,10 +251,16 @@ def _names_cpu(expr: ast.expr | None, ctx: Context) -> bool:
     )
 
 
+_DTYPES = frozenset(
+    {"float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "uint8",
+     "int16", "int32", "int64", "long", "bool", "complex64", "complex128", "dtype"}
+)  # fmt: skip
+
+
 def _dtype_like(expr: ast.expr | None, ctx: Context) -> bool:
-    """``torch.float16``, ``x.dtype``, another tensor (``.to(other)``): not a device move."""
+    """``torch.float16``, ``x.dtype``: a cast, not a device move."""
     if isinstance(expr, ast.Attribute):
-        return expr.attr == "dtype" or (ctx.qualname(expr) or "").startswith("torch.")
+        return expr.attr in _DTYPES or (ctx.qualname(expr) or "").startswith("torch.")
     return False
 
 

@@ -1,0 +1,153 @@
+"""Guard and placement facts (check/_guards.py), asked the way rules ask them: mid-walk."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check import check_source
+from torchport.check._context import Context
+from torchport.check._guards import (
+    Guard,
+    device_guard,
+    known_device_object,
+    known_on_cpu,
+    known_on_device,
+)
+
+
+def _at(source: str, marker: str) -> tuple[ast.expr, Context]:
+    """The expression ``marker(...)``'s argument, with a Context whose ancestors lead to it."""
+    tree = ast.parse(source)
+    ctx = Context(source, "<test>", tree)
+    found: list[tuple[ast.expr, list[ast.AST]]] = []
+
+    def visit(node: ast.AST, chain: list[ast.AST]) -> None:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == marker
+            and node.args
+        ):
+            found.append((node.args[0], [*chain, node]))
+        for child in ast.iter_child_nodes(node):
+            visit(child, [*chain, node])
+
+    visit(tree, [])
+    assert len(found) == 1, f"{marker} appears {len(found)} times"
+    expr, chain = found[0]
+    ctx.ancestors = chain
+    return expr, ctx
+
+
+@pytest.mark.parametrize(
+    ("source", "guard"),
+    [
+        ('if device.type == "cuda":\n    HERE(x)\n', Guard.DEVICE_TYPE),
+        ('if device.type != "cpu":\n    pass\nelse:\n    HERE(x)\n', Guard.DEVICE_TYPE),
+        ("if x.is_cuda:\n    HERE(x)\n", Guard.DEVICE_TYPE),
+        ("if x.is_cuda:\n    pass\nelif x.is_xpu:\n    HERE(x)\n", Guard.DEVICE_TYPE),
+        ('y = HERE(x) if "cuda" in str(x.device) else x\n', Guard.DEVICE_TYPE),
+        ("import torch\n\nif torch.cuda.is_available():\n    HERE(x)\n", Guard.AVAILABILITY),
+        (
+            "import torch\n\nuse_cuda = torch.cuda.is_available()\nif use_cuda and ok:\n"
+            "    HERE(x)\n",
+            Guard.AVAILABILITY,
+        ),
+        (
+            "import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n"
+            "    return HERE(x)\n",
+            Guard.AVAILABILITY,
+        ),
+        ("import torch\n\nassert torch.cuda.is_available()\nHERE(x)\n", Guard.AVAILABILITY),
+        ("if args.cuda:\n    HERE(x)\n", None),
+        ("for x in xs:\n    HERE(x)\n", None),
+        # A device check outside the function does not reach into its body.
+        ('if device.type == "cuda":\n    def f(x):\n        return HERE(x)\n', None),
+    ],
+)
+def test_device_guard(source: str, guard: Guard | None) -> None:
+    expr, ctx = _at(source, "HERE")
+    assert device_guard(expr, ctx) is guard
+
+
+@pytest.mark.parametrize(
+    ("source", "cpu", "device"),
+    [
+        ("out = model(x)\nout = out.cpu()\nHERE(out)\n", True, False),
+        ("import torch\n\nHERE(torch.linspace(0, 1, 5)[2])\n", True, False),
+        ("import torch\n\nt = torch.zeros(3)\nHERE(t.sum())\n", True, False),
+        ('import torch\n\nt = torch.zeros(3, device="cuda")\nHERE(t)\n', False, True),
+        ("import numpy as np\n\nHERE(np.array([1, 2]).sum())\n", True, False),
+        ("HERE(x.to(device).float())\n", False, True),
+        ("HERE(x.to(torch.float16))\n", False, False),
+        ("net = Net().cuda()\nHERE(net(x))\n", False, True),
+        ("HERE(model(x.to(device)).softmax(-1))\n", False, True),
+        ("import torch\n\nvals = [HERE(v) for v in torch.arange(4)]\n", True, False),
+        ("HERE(batch)\n", False, False),
+        # Rebound in one branch only: either value may reach, so nothing is known.
+        ("out = model(x).cpu()\nif ok:\n    out = out.cuda()\nHERE(out)\n", False, False),
+    ],
+)
+def test_placement(source: str, cpu: bool, device: bool) -> None:
+    expr, ctx = _at(source, "HERE")
+    assert known_on_cpu(expr, ctx) is cpu
+    assert known_on_device(expr, ctx) is device
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("HERE(x.device)\n", True),
+        ("HERE(next(model.parameters()).device)\n", True),
+        ('import torch\n\nd = torch.device("cuda")\nHERE(d)\n', True),
+        ("HERE(self.device)\n", False),
+        ("HERE(args.device)\n", False),
+        ('d = "cuda"\nHERE(d)\n', False),
+    ],
+)
+def test_known_device_object(source: str, expected: bool) -> None:
+    expr, ctx = _at(source, "HERE")
+    assert known_device_object(expr, ctx) is expected
+
+
+def test_self_referencing_flags_terminate() -> None:
+    # `x = x and y` binds a name to an expression that reads it: lookups must end.
+    source = (
+        "import torch\n\nuse = torch.cuda.is_available()\nuse = use and use\n"
+        "if use:\n    x = x.cuda()\n"
+    )
+    check_source(source, select=["ALL"])
+
+
+_CUDA_LINES = [
+    "y = x.cuda()",
+    'y = x.to("cuda")',
+    "y = x.to(0)",
+    'y = x.to(f"cuda:{rank}")',
+    "torch.cuda.set_device(rank)",
+    "torch.cuda.synchronize()",
+    "s = torch.cuda.Stream()",
+    'ctx = torch.autocast("cuda")',
+    'y = x.to("mps")',
+]
+_GUARDS = [
+    'if device.type == "cuda":',
+    "if x.is_cuda:",
+    "if x.is_xpu or x.is_cuda:",
+    'if str(x.device).startswith("cuda"):',
+]
+
+
+@given(st.sampled_from(_CUDA_LINES), st.sampled_from(_GUARDS))
+def test_code_under_a_device_type_check_is_never_reported(line: str, guard: str) -> None:
+    """Ported code branches on the device type: no portability rule reports its CUDA arm."""
+    source = f"import torch\n\n\ndef f(x, device, rank):\n    {guard}\n        {line}\n"
+    device_rules = ["TP101", "TP102", "TP110", "TP112", "TP113", "TP401", "TP406"]
+    assert [str(f) for f in check_source(source, select=device_rules)] == []
+    # ...and the same line outside the check is reported.
+    bare = f"import torch\n\n\ndef f(x, device, rank):\n    {line}\n"
+    assert check_source(bare, select=device_rules)
