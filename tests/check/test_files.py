@@ -227,3 +227,22 @@ def test_unlistable_folder_is_an_error_not_a_silent_skip(
     result = discover([tmp_path])
     assert [p.name for p in result.files] == ["a.py"]
     assert result.errors == [(tmp_path / "locked", "cannot list folder: Permission denied")]
+
+
+def test_unreadable_gitignore_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchport.errors import ConfigError
+
+    touch(tmp_path / "a.py")
+    touch(tmp_path / ".gitignore", "a.py\n")
+    real = Path.read_text
+
+    def unreadable(self: Path, *args: object, **kwargs: object) -> str:
+        if self.name == ".gitignore":  # as `chmod 0` does for a normal user (root reads all)
+            raise PermissionError(13, "Permission denied")
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", unreadable)
+    with pytest.raises(ConfigError, match=r"cannot read .*\.gitignore: Permission denied"):
+        discover([tmp_path])

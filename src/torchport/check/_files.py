@@ -289,10 +289,24 @@ def _ignored(path: Path, is_dir: bool, sets: Sequence[GlobSet]) -> bool:
 
 
 def _read_gitignore(folder: Path) -> GlobSet | None:
+    """The patterns of ``folder/.gitignore`` (None when there is none).
+
+    Raises:
+        ConfigError: the file exists but cannot be read, or holds an invalid pattern.
+    """
+    path = folder / ".gitignore"
     try:
-        text = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:
+        if not path.exists():
+            return None
+        # Unknown ignore rules would mean checking (and fixing) files the user ignores.
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror or exc}; expected a readable .gitignore "
+            f"(its patterns decide which files are checked): fix its permissions"
+        ) from exc
     globs = GlobSet(folder, text.splitlines(), origin=str(folder / ".gitignore"), unit="line")
     return globs if globs else None
 
