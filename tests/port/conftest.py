@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing.spawn
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ PATCHED_OWNERS: tuple[Any, ...] = (
     DistributedDataParallel,
     threading.Thread,
     multiprocessing.spawn,
+    subprocess.Popen,
     atexit,
 )
 

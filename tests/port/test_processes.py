@@ -12,10 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from torchport.port._children import through_torchport
+
 SCRIPTS = Path(__file__).parent / "scripts"
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
 for _name in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"):
     ENV.pop(_name, None)
+
+
+def torch_file() -> str:
+    import torch
+
+    return str(Path(torch.__file__).parent / "utils" / "collect_env.py")
 
 
 def torchport_run(*argv: str, **kwargs: object) -> subprocess.Popen[str]:
@@ -55,6 +63,43 @@ def test_children_started_with_multiprocessing_are_redirected(methods: tuple[str
     out, err = finish(process)
     assert process.returncode == 0, err[-3000:]
     assert out.splitlines() == [f"{method} {REDIRECTED}" for method in methods]
+
+
+def test_python_scripts_started_with_subprocess_are_redirected() -> None:
+    script = str(SCRIPTS / "subprocess_child.py")
+    process = torchport_run("--device", "cpu", script, "parent", env=ENV)
+    out, err = finish(process)
+    assert process.returncode == 0, err[-3000:]
+    # The child's own arguments stay its own (--device x is not torchport's).
+    assert out.splitlines() == [
+        "['parent'] True cpu",
+        "['child', '--device', 'x'] True cpu",
+    ]
+
+
+HERE = str(SCRIPTS / "echo_args.py")
+RUN = ["-m", "torchport", "run", "--quiet", "--device", "cpu"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([sys.executable, HERE, "1"], [sys.executable, *RUN, HERE, "1"]),
+        (
+            (sys.executable, "-u", "-W", "ignore", "-Xutf8", Path(HERE), "-m", "x"),
+            [sys.executable, "-u", "-W", "ignore", "-Xutf8", *RUN, HERE, "-m", "x"],
+        ),
+        ([sys.executable, "-m", "pip", "list"], None),  # -m pip must stay pip
+        ([sys.executable, "-c", "print(1)"], None),
+        ([sys.executable, "--unknown-option", HERE], None),
+        ([sys.executable, "no/such/script.py"], None),  # python's own error, unchanged
+        (["/bin/echo", HERE], None),  # another program
+        (f"{sys.executable} {HERE}", None),  # a string, for a shell or not
+        ([sys.executable, torch_file()], None),  # torch's own scripts are torch's business
+    ],
+)
+def test_which_commands_go_through_torchport(args: object, expected: list[str] | None) -> None:
+    assert through_torchport(args, "cpu") == expected
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -403,3 +404,27 @@ def test_threads_started_inside_see_the_same_redirect(untouched: Callable[[], No
     after.start()
     after.join()
     assert len(results) == 5 and results[-1] in (RuntimeError, AssertionError)
+
+
+def test_python_children_of_the_code_are_redirected_but_not_torchs(
+    untouched: Callable[[], None],
+) -> None:
+    echo = str(Path(__file__).parent / "scripts" / "echo_args.py")
+    fake = os.path.join(os.path.dirname(torch.__file__), "_torchport_probe.py")
+    start = "children.append(subprocess.Popen([sys.executable, echo], stdout=subprocess.DEVNULL))"
+    children: list[subprocess.Popen[bytes]] = []
+    namespace = {"subprocess": subprocess, "sys": sys, "echo": echo, "children": children}
+    try:
+        with tp.redirect("cpu"):
+            exec(compile(start, fake, "exec"), namespace)  # as if torch started it
+            exec(compile(start, __file__, "exec"), namespace)
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+    run = ["-m", "torchport", "run", "--quiet", "--device", "cpu"]
+    assert [child.args for child in children] == [
+        [sys.executable, echo],
+        [sys.executable, *run, echo],
+    ]
+    untouched()

@@ -9,20 +9,59 @@
   so the main module's top-level code, the target function and everything they
   start are redirected. No ``sitecustomize``, ``.pth`` file or environment
   variable is involved, and nothing outside this run sees a change.
-
-Python children started with ``subprocess`` are not redirected (run them as
-``python -m torchport run ...`` instead).
+* ``subprocess`` running this same interpreter on a script
+  (``[sys.executable, *options, "script.py", *args]``, the form scripts use to
+  start helpers): the command becomes ``[sys.executable, *options, "-m",
+  "torchport", "run", "--quiet", "--device", D, "script.py", *args]``, which
+  runs the script exactly as python would, redirected. Anything else is left
+  as it is: ``-m module`` and ``-c`` commands (``-m pip`` must stay pip),
+  other interpreters, ``shell=True`` strings, ``os.system`` and ``os.exec*``,
+  scripts inside torch or torchport, and calls torch and torchport make.
 """
 
 from __future__ import annotations
 
 import multiprocessing.spawn
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from torchport.port._cuda_shim import Patch
 
-__all__ = ["child_patches", "enter_in_child"]
+__all__ = ["child_patches", "enter_in_child", "through_torchport"]
+
+# Interpreter options that take no value, and those that take one (python --help).
+_FLAGS = frozenset(
+    (
+        "-b",
+        "-bb",
+        "-B",
+        "-d",
+        "-E",
+        "-I",
+        "-O",
+        "-OO",
+        "-P",
+        "-q",
+        "-R",
+        "-s",
+        "-S",
+        "-u",
+        "-v",
+        "-x",
+    )
+)
+_WITH_VALUE = frozenset(("-W", "-X", "--check-hash-based-pycs"))
+_LIBRARIES = (
+    os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+)
+_PASSED_THROUGH = (os.path.dirname(os.path.abspath(__file__)) + os.sep, subprocess.__file__)
 
 _KEY = "torchport_redirect"  # spawn.prepare() ignores keys it does not know
 
@@ -50,13 +89,65 @@ def enter_in_child(device: str, count: int) -> None:
     redirect(device, device_count=count).__enter__()
 
 
+def through_torchport(args: object, device: str) -> list[str] | None:
+    """``args`` rewritten to run under ``torchport run --device device``, or None to leave it.
+
+    Only ``[this interpreter, *options, script, *arguments]`` is rewritten; see
+    the module docstring for what is left alone and why.
+    """
+    if not isinstance(args, list | tuple) or not args:
+        return None
+    if not all(isinstance(arg, str | os.PathLike) for arg in args):
+        return None
+    argv = [os.fsdecode(arg) for arg in args]
+    found = shutil.which(argv[0]) if os.sep not in argv[0] else argv[0]
+    if found is None or os.path.abspath(found) != os.path.abspath(sys.executable):
+        return None
+    index = 1
+    while index < len(argv) and argv[index].startswith("-"):
+        option = argv[index]
+        if option in _FLAGS:
+            index += 1
+        elif option in _WITH_VALUE:
+            index += 2
+        elif option[:2] in ("-W", "-X"):  # -Wignore, -Xutf8: the value attached
+            index += 1
+        else:
+            return None  # -m, -c, -, or an option this code does not know
+    if index >= len(argv) or not os.path.isfile(argv[index]):
+        return None
+    if os.path.abspath(argv[index]).startswith(_LIBRARIES):
+        return None
+    run = ["-m", "torchport", "run", "--quiet", "--device", device]
+    return [*argv[:index], *run, *argv[index:]]
+
+
+def _called_by_library() -> bool:
+    """Whether the code that started the process (past ``subprocess.run``) is torch or torchport."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PASSED_THROUGH):
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame is not None and frame.f_code.co_filename.startswith(_LIBRARIES)
+
+
 def child_patches(device: str, count: int) -> list[Patch]:
-    """The patch that makes spawned children enter the same redirect."""
+    """The patches that make children started with multiprocessing or subprocess redirected."""
     original: Callable[[str], dict[str, Any]] = multiprocessing.spawn.get_preparation_data
+    popen_init: Callable[..., None] = subprocess.Popen.__init__
 
     def get_preparation_data(name: str) -> dict[str, Any]:
         data = original(name)
         data[_KEY] = _InChild(device, count)
         return data
 
-    return [(multiprocessing.spawn, "get_preparation_data", get_preparation_data)]
+    def __init__(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        # Only the plain keyword form: a positional bufsize/executable/shell is left alone.
+        plain = not rest and not kwargs.get("shell") and kwargs.get("executable") is None
+        if plain and not _called_by_library():
+            args = through_torchport(args, device) or args
+        popen_init(self, args, *rest, **kwargs)
+
+    return [
+        (multiprocessing.spawn, "get_preparation_data", get_preparation_data),
+        (subprocess.Popen, "__init__", __init__),
+    ]

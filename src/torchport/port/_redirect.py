@@ -227,9 +227,12 @@ def redirect(device: str | torch.device, *, device_count: int = 1) -> _Redirect:
     ``device_ids`` all land on ``device``. CUDA API with no meaning there
     (streams, events, graphs, ...) raises :class:`~torchport.port.RedirectError`.
     Calls that torch and torchport make internally keep seeing the real machine.
-    Threads started inside the block, and processes started with
+    Threads started inside the block, processes started with
     ``multiprocessing`` or ``torch.multiprocessing`` (fork, spawn or forkserver),
-    are redirected too. Everything is undone on exit, also when the block raises.
+    and this interpreter started on a script with ``subprocess``
+    (``[sys.executable, "helper.py", ...]``, run under ``torchport run``) are
+    redirected too; ``-m``/``-c`` commands, shell strings and ``os.system``
+    are not. Everything is undone on exit, also when the block raises.
 
     When ``device`` is a CUDA device nothing is patched.
 
