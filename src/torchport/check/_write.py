@@ -86,6 +86,16 @@ def _has_xattrs(path: Path) -> bool:
         return False  # not supported on this file system: nothing to lose
 
 
+def _sync_folder(folder: Path) -> None:
+    """Make the rename durable: without this a crash can bring the old file back."""
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 def _replace(path: Path, data: bytes, st: os.stat_result, before: Stamp) -> bool:
     """Temp file + rename; False (nothing written) when that would not keep owner or mode."""
     try:
@@ -109,6 +119,7 @@ def _replace(path: Path, data: bytes, st: os.stat_result, before: Stamp) -> bool
         _check_unchanged(path, before)
         os.replace(tmp, path)
         tmp = ""
+        _sync_folder(path.parent)
         return True
     finally:
         if tmp:
