@@ -122,9 +122,11 @@ def is_cpu_target(expr: ast.expr | None, ctx: Context) -> bool:
 def probably_tensor(expr: ast.expr, ctx: Context, *, by_name: bool = True) -> bool:
     """A cheap guess that ``expr`` is a tensor (never a module): its binding or its name says so.
 
-    Errs on "no": rules that act on this stay silent when unsure.
+    Errs on "no": rules that act on this stay silent when unsure. Follows at
+    most a few hops in total (``x = x[0]`` binds ``x`` to a value that reads
+    ``x``: a lookup that recursed would never end).
     """
-    for _ in range(4):  # follow a few name -> value hops, never a loop
+    for _ in range(6):  # a few name -> value hops, never a loop
         if isinstance(expr, ast.Name):
             if probably_module(expr, ctx):
                 return False
@@ -149,7 +151,8 @@ def probably_tensor(expr: ast.expr, ctx: Context, *, by_name: bool = True) -> bo
             expr = expr.left
             continue
         if isinstance(expr, ast.Subscript):
-            return probably_tensor(expr.value, ctx, by_name=False)
+            expr, by_name = expr.value, False
+            continue
         return False
     return False
 

@@ -217,7 +217,10 @@ class _Plan:
         last = stmt.end_lineno or stmt.lineno
         if last + 1 < len(starts):
             at = starts[last + 1]
-            return Edit(at, at, nl + nl.join(lines) + nl)
+            line_end = ctx.source.find("\n", at)
+            follows = ctx.source[at : line_end if line_end >= 0 else None].strip()
+            # A blank line before the definition, and after it when code follows at once.
+            return Edit(at, at, nl + nl.join(lines) + nl + (nl if follows else ""))
         at = len(ctx.source)
         return Edit(at, at, nl + nl + nl.join(lines) + nl)
 
