@@ -67,6 +67,8 @@ _MOVER = 2  # has a .to method; the mover calls it
 _NEW_NODE = 3  # a container type just registered: flatten again
 
 _ONLY_TENSORS = {_TENSOR}
+# Leaf types that are tensors without asking _KIND: the common batch's fast check.
+_PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _KIND: dict[type, int] = {torch.Tensor: _TENSOR, torch.nn.Parameter: _TENSOR}
 _MISSING = object()
 _MAX_REFLATTEN = 64
@@ -228,19 +230,47 @@ def flatten_batch(obj: object, *, skip_keys: Collection[Hashable] = ()) -> Batch
             fails when its items are read; the message names the path.
         ConfigError: ``skip_keys`` is neither a key nor a collection of keys.
     """
-    skip = skip_key_set(skip_keys) if skip_keys else None
+    if not skip_keys:
+        leaves, spec = _flatten(obj)
+        # The common batch, decided at C speed: plain tensors, each met once.
+        n = len(leaves)
+        if _PLAIN_TENSOR_TYPES.issuperset(map(type, leaves)) and len(set(map(id, leaves))) == n:
+            return BatchLayout(leaves, spec, leaves)
+        return _classified(obj, None, (leaves, spec))
+    return _classified(obj, skip_key_set(skip_keys), None)
+
+
+def _flatten(obj: object, skip: frozenset[Hashable] | None = None) -> tuple[Any, ...]:
+    """optree's flatten (``(leaves, spec)``, or with ``skip``: ``(leaves, spec, kept)``)."""
+    try:
+        if skip:
+            return _flatten_skipping(obj, skip)
+        return optree.tree_flatten(obj, namespace=_NAMESPACE)  # type: ignore[arg-type]
+    except RecursionError as exc:
+        raise UnsupportedBatchError(_recursion_message(obj)) from exc
+    except Exception as exc:  # a container's own iteration or item access failed
+        raise UnsupportedBatchError(_flatten_failure_message(obj, exc)) from exc
+
+
+def _classified(
+    obj: object,
+    skip: frozenset[Hashable] | None,
+    first: tuple[list[Any], optree.PyTreeSpec] | None,
+) -> BatchLayout:
+    """Classify the leaves and build the layout (from ``first``, a flatten already done).
+
+    Flattens again each time a new container type is registered.
+    """
     kind_of = _KIND.get
     for _ in range(_MAX_REFLATTEN):
         kept: set[int] = set()  # leaf positions under a skipped key
-        try:
-            if skip:
-                leaves, spec, kept = _flatten_skipping(obj, skip)
-            else:
-                leaves, spec = optree.tree_flatten(obj, namespace=_NAMESPACE)  # type: ignore[arg-type]
-        except RecursionError as exc:
-            raise UnsupportedBatchError(_recursion_message(obj)) from exc
-        except Exception as exc:  # a container's own iteration or item access failed
-            raise UnsupportedBatchError(_flatten_failure_message(obj, exc)) from exc
+        if first is not None:
+            leaves, spec = first
+            first = None
+        elif skip:
+            leaves, spec, kept = _flatten(obj, skip)
+        else:
+            leaves, spec = _flatten(obj)
         # Per-leaf work runs in C (map, set, compress); Python loops only over
         # types seen for the first time and over repeated objects.
         kinds = list(map(kind_of, map(type, leaves)))
