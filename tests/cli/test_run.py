@@ -125,6 +125,19 @@ def test_argv_0_stays_as_given_and_file_is_absolute(
     assert (seen["file"], seen["path0"]) == (ECHO, str(SCRIPTS))
 
 
+def test_a_folder_runs_its_main_as_python_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "__main__.py").write_text(
+        "import sys, torch\nprint(sys.argv, sys.path[0], __name__, torch.ones(1).cuda().device)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "-q", "--device", "cpu", "app", "x"]) == 0
+    assert capsys.readouterr().out == f"['app', 'x'] {app} __main__ cpu\n"  # as `python app x`
+
+
 def test_module_runs_its_package_init_once_and_redirected(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -279,7 +279,7 @@ def _main_module(target: Target) -> Iterator[None]:
     if target.module:
         head = os.getcwd()
     elif _is_archive_or_folder(target.name):
-        head = target.name
+        head = os.path.abspath(target.name)
     else:
         head = os.path.dirname(os.path.realpath(target.name))  # python resolves symlinks here
     module = types.ModuleType("__main__")
