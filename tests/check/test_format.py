@@ -72,6 +72,7 @@ def test_json_round_trips_every_field() -> None:
     assert first["fix"] == {
         "safety": "safe",
         "edits": [{"start": 4, "end": 12, "text": "x.to(device)"}],
+        "changes": None,  # a fix that keeps results
     }
     assert data[1]["fixable"] is False and data[1]["fix"]["safety"] == "unsafe"
     assert data[2]["fix"] is None
@@ -151,3 +152,18 @@ def test_notebook_findings_name_the_file_and_the_cell_in_every_format() -> None:
     assert location["message"]["text"].startswith("cell 3, line 2: ")
     line = render_github([CELL]).strip()
     assert line.startswith("::warning file=nb.ipynb,title=TP9970::cell 3:2:5: TP9970")
+
+
+def test_a_fix_that_changes_results_says_so_in_every_format() -> None:
+    changing = Fix((Edit(0, 1, "y"),), FixSafety.UNSAFE, changes="reseeds the CPU generator too")
+    finding = dataclasses.replace(FINDINGS[0], fix=changing)
+    note = "(the fix changes results: reseeds the CPU generator too)"
+    assert render_text([finding]).splitlines()[0].endswith(note)
+    assert (
+        json.loads(render_json([finding]))[0]["fix"]["changes"] == "reseeds the CPU generator too"
+    )
+    assert json.loads(render_json(FINDINGS[:1]))[0]["fix"]["changes"] is None
+    sarif = json.loads(render_sarif([finding], [FormatRule]))["runs"][0]["results"][0]
+    assert sarif["message"]["text"].endswith(note)
+    assert "reseeds the CPU generator too" in render_github([finding])
+    assert "changes results" not in render_text(FINDINGS[:1])

@@ -37,6 +37,12 @@ def _is_speed(finding: Finding) -> bool:
     return rule is not None and rule.intent is Intent.SPEED
 
 
+def _changes(finding: Finding) -> str:
+    """`` (the fix changes results: ...)`` for a fix that says it does, else ``""``."""
+    changes = finding.fix.changes if finding.fix is not None and finding.fix.edits else ""
+    return f" (the fix changes results: {changes})" if changes else ""
+
+
 def _safety(finding: Finding) -> FixSafety | None:
     return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
 
@@ -58,7 +64,7 @@ def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
     lines = []
     for f in findings:
         marker = " [*]" if _safety(f) is FixSafety.SAFE else ""
-        lines.append(f"{f.path}:{f.line}:{f.col}: {f.code}{marker} {f.message}")
+        lines.append(f"{f.path}:{f.line}:{f.col}: {f.code}{marker} {f.message}{_changes(f)}")
     unchecked = ""
     if errors:
         unchecked = f"{errors} path{'s' if errors != 1 else ''} could not be checked (named above)"
@@ -89,7 +95,7 @@ def _finding_json(f: Finding) -> dict[str, object]:
     fix = None
     if safety is not None and f.fix is not None:
         edits = [{"start": e.start, "end": e.end, "text": e.text} for e in f.fix.edits]
-        fix = {"safety": safety.value, "edits": edits}
+        fix = {"safety": safety.value, "edits": edits, "changes": f.fix.changes or None}
     return {
         "code": f.code,
         "name": f.name,
@@ -136,7 +142,8 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileError] = ())
                 f"endLine={f.end_line},endColumn={f.end_col},title={_escape_property(f.code)}"
             )
             where = ""
-        out.append(f"::warning {props}::{_escape_data(f'{where}{f.code} {f.message}')}")
+        text = f"{where}{f.code} {f.message}{_changes(f)}"
+        out.append(f"::warning {props}::{_escape_data(text)}")
     for e in errors:
         out.append(
             f"::error file={_escape_property(e.path)},title=torchport::{_escape_data(e.message)}"
@@ -201,7 +208,7 @@ def render_sarif(
         result: dict[str, object] = {
             "ruleId": f.code,
             "level": "warning",
-            "message": {"text": text},
+            "message": {"text": text + _changes(f)},
             "locations": [{"physicalLocation": location}],
         }
         if f.code in index:
