@@ -28,7 +28,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from torchport.errors import ConfigError
 
@@ -99,12 +99,29 @@ def _find_runnable(name: str) -> importlib.machinery.ModuleSpec | None:
             return spec
         if spec.submodule_search_locations is None:
             return None  # a module is not a package: nothing below it
-        child = ".".join(parts[:depth]) + "." + (parts[depth] if depth < len(parts) else "__main__")
-        locations = list(spec.submodule_search_locations)
-        spec = importlib.machinery.PathFinder.find_spec(child, locations)
+        part = parts[depth] if depth < len(parts) else "__main__"
+        spec = _find_child(f"{'.'.join(parts[:depth])}.{part}", part, spec)
         if depth == len(parts):
             return spec
     return spec
+
+
+def _find_child(
+    name: str, part: str, parent: importlib.machinery.ModuleSpec
+) -> importlib.machinery.ModuleSpec | None:
+    locations = list(parent.submodule_search_locations or ())
+    try:
+        return importlib.machinery.PathFinder.find_spec(name, locations)
+    except KeyError:
+        # A namespace portion (a folder without __init__.py): its _NamespacePath
+        # looks its parent up in sys.modules, which this lookup never fills.
+        folders = [os.path.join(where, part) for where in locations]
+        folders = [folder for folder in folders if os.path.isdir(folder)]
+        if not folders:
+            return None
+        spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        spec.submodule_search_locations = folders
+        return spec
 
 
 def run_target(
@@ -246,7 +263,7 @@ def _whole_lines() -> Iterator[None]:
     (atomic on a pipe up to its buffer size) keeps lines whole.
     """
     saved = sys.stdout, sys.stderr
-    streams = []
+    streams: list[TextIO] = []
     for stream in saved:
         if not isinstance(stream, io.TextIOWrapper) or isinstance(stream, _WholeLines):
             streams.append(stream)
@@ -264,10 +281,13 @@ def _whole_lines() -> Iterator[None]:
     try:
         yield
     finally:
-        for stream in streams:
-            with contextlib.suppress(Exception):
-                stream.flush()
         sys.stdout, sys.stderr = saved
+        for stream in streams:
+            if isinstance(stream, _WholeLines):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+                    # Let go of the binary stream without closing it: it is still stdout's.
+                    stream.detach()
 
 
 @contextlib.contextmanager
