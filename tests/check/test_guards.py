@@ -146,7 +146,7 @@ _GUARDS = [
 def test_code_under_a_device_type_check_is_never_reported(line: str, guard: str) -> None:
     """Ported code branches on the device type: no portability rule reports its CUDA arm."""
     source = f"import torch\n\n\ndef f(x, device, rank):\n    {guard}\n        {line}\n"
-    device_rules = ["TP101", "TP102", "TP110", "TP112", "TP113", "TP401", "TP406"]
+    device_rules = ["TP101", "TP102", "TP110", "TP112", "TP113", "TP115", "TP401", "TP406"]
     assert [str(f) for f in check_source(source, select=device_rules)] == []
     # ...and the same line outside the check is reported.
     bare = f"import torch\n\n\ndef f(x, device, rank):\n    {line}\n"

@@ -27,9 +27,9 @@ FOUND = [
         "TP110",
     ),
     # device strings built at run time
-    ('    x = x.to(f"cuda:{rank}")\n', "TP101"),
-    ('    x = x.to("cuda:{}".format(i))\n', "TP101"),
-    ('    ckpt = torch.load("m.pt", map_location=f"cuda:{i}", weights_only=True)\n', "TP101"),
+    ('    x = x.to(f"cuda:{rank}")\n', "TP115"),
+    ('    x = x.to("cuda:{}".format(i))\n', "TP115"),
+    ('    ckpt = torch.load("m.pt", map_location=f"cuda:{i}", weights_only=True)\n', "TP115"),
     ('    ckpt = torch.load("m.pt", map_location="cuda:0", weights_only=True)\n', "TP101"),
     # device types
     (

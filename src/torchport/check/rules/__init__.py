@@ -37,6 +37,7 @@ from torchport.check.rules.load_without_map_location import LoadWithoutMapLocati
 from torchport.check.rules.model_not_on_device import ModelNotOnDevice
 from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
 from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
+from torchport.check.rules.runtime_cuda_device_string import RuntimeCudaDeviceString
 from torchport.check.rules.sync_in_loop import SyncInLoop
 from torchport.check.rules.tensor_from_library import TensorFromLibrary
 from torchport.check.rules.tensor_not_on_device import TensorNotOnDevice
@@ -64,6 +65,7 @@ RULES: tuple[type[Rule], ...] = (
     HardCodedMpsOrXpu,  # TP112
     HardCodedCudaDeviceType,  # TP113
     DeviceComparedWithString,  # TP114
+    RuntimeCudaDeviceString,  # TP115
     NumpyWithoutCpu,  # TP201
     SyncInLoop,  # TP202
     BlockingBatchCopy,  # TP203
