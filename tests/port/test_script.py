@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchport.port._script import Target, _WholeLines, check_target
+from torchport.port._lines import WholeLines
+from torchport.port._script import Target, check_target
 
 
 class _Recorder(io.RawIOBase):
@@ -28,9 +29,9 @@ class _Recorder(io.RawIOBase):
         return len(chunk)
 
 
-def whole_lines() -> tuple[_WholeLines, _Recorder]:
+def whole_lines() -> tuple[WholeLines, _Recorder]:
     raw = _Recorder()
-    return _WholeLines(io.BufferedWriter(raw), encoding="utf-8", write_through=True), raw
+    return WholeLines(io.BufferedWriter(raw), encoding="utf-8", write_through=True), raw
 
 
 def test_each_write_is_whole_lines_even_when_an_argument_holds_newlines() -> None:

@@ -28,7 +28,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from torchport.errors import ConfigError
 
@@ -158,6 +158,7 @@ def run_target(
     check_target(target)
     from torchport.hardware import parse_device
     from torchport.place import pick_device
+    from torchport.port._lines import whole_lines
     from torchport.port._redirect import redirect
     from torchport.port._shutdown import ExitHandlers, join_threads
 
@@ -170,7 +171,7 @@ def run_target(
     handlers = ExitHandlers()
     # The redirect is outermost: it stays until the script's threads and atexit
     # handlers are done, as the script's own CUDA would.
-    lines = _whole_lines() if "LOCAL_RANK" in os.environ else contextlib.nullcontext()
+    lines = whole_lines() if "LOCAL_RANK" in os.environ else contextlib.nullcontext()
     with redirect(resolved, device_count=count), lines, _main_module(target), handlers.collecting():
         code = _run_watched(target, audit=audit, strict=strict)
         try:
@@ -225,69 +226,6 @@ def _announce(device: torch.device, count: int) -> None:
         file=sys.stderr,
         flush=True,
     )
-
-
-class _WholeLines(io.TextIOWrapper):
-    """A text stream that hands its binary stream whole lines only, each in one write.
-
-    A ``print`` is several writes (each argument, then the newline), and one
-    argument may itself hold newlines (a tensor's repr). Text after the last
-    newline waits for the next one, or for an explicit ``flush()`` (progress
-    bars flush their partial lines and get them out at once).
-    """
-
-    _tail = ""
-
-    def write(self, text: str) -> int:
-        if "\n" not in text:
-            self._tail += text
-            return len(text)
-        head, newline, self._tail = (self._tail + text).rpartition("\n")
-        super().write(head + newline)
-        super().flush()
-        return len(text)
-
-    def flush(self) -> None:
-        if self._tail:
-            tail, self._tail = self._tail, ""
-            super().write(tail)
-        super().flush()
-
-
-@contextlib.contextmanager
-def _whole_lines() -> Iterator[None]:
-    """Make stdout and stderr write whole lines, so workers sharing a terminal never mix mid-line.
-
-    torchrun starts workers with ``python -u``: every piece of a ``print`` is its
-    own write, and other workers' writes land between them. One write per line
-    (atomic on a pipe up to its buffer size) keeps lines whole.
-    """
-    saved = sys.stdout, sys.stderr
-    streams: list[TextIO] = []
-    for stream in saved:
-        if not isinstance(stream, io.TextIOWrapper) or isinstance(stream, _WholeLines):
-            streams.append(stream)
-            continue
-        stream.flush()
-        streams.append(
-            _WholeLines(
-                stream.buffer,
-                encoding=stream.encoding,
-                errors=stream.errors,
-                write_through=True,
-            )
-        )
-    sys.stdout, sys.stderr = streams
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved
-        for stream in streams:
-            if isinstance(stream, _WholeLines):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-                    # Let go of the binary stream without closing it: it is still stdout's.
-                    stream.detach()
 
 
 @contextlib.contextmanager
