@@ -122,13 +122,20 @@ class _Accepted:
 
 
 def _one_round(
-    source: str, path: str, findings: Sequence[Finding], allowed: frozenset[FixSafety]
+    source: str,
+    path: str,
+    findings: Sequence[Finding],
+    allowed: frozenset[FixSafety],
+    fixable: Collection[str] | None = None,
 ) -> tuple[str, list[Finding], list[RuleFailure]]:
     """Apply the non-conflicting fixes of one round; returns (source, applied, failures)."""
     candidates = [
         f
         for f in findings
-        if f.fix is not None and f.fix.safety in allowed and NO_FIX not in f.fix.edits
+        if f.fix is not None
+        and f.fix.safety in allowed
+        and NO_FIX not in f.fix.edits
+        and (fixable is None or f.code in fixable)
     ]
     candidates.sort(key=lambda f: (min((e.start for e in f.fix.edits), default=0), f.code))  # type: ignore[union-attr]
     accepted = _Accepted()
@@ -177,10 +184,12 @@ def fix_text(
     *,
     unsafe: bool = False,
     tree: ast.Module | None = None,
+    fixable: Collection[str] | None = None,
 ) -> FixOutcome:
     """Apply fixes to ``source`` until it stops changing (at most :data:`MAX_FIX_ROUNDS` rounds).
 
-    ``tree`` is ``source`` already parsed, when the caller has it.
+    ``tree`` is ``source`` already parsed, when the caller has it. ``fixable``:
+    the codes whose fixes may apply (None: all); the other rules still report.
 
     Raises:
         SyntaxError: ``source`` does not parse.
@@ -194,7 +203,7 @@ def fix_text(
     outcome = check_tree(current, path, tree, ruleset)
     for _ in range(MAX_FIX_ROUNDS):
         failures.update(dict.fromkeys(outcome.failures))
-        new, applied, broken = _one_round(current, path, outcome.findings, allowed)
+        new, applied, broken = _one_round(current, path, outcome.findings, allowed, fixable)
         failures.update(dict.fromkeys(broken))
         if new == current:
             break

@@ -247,18 +247,10 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
         tree = None if doc is None else _parse(path, doc, report)
         if doc is not None and tree is not None:
             full = _ruleset(chunk.rules, ignored)
-            fixing = full
-            if chunk.fixable is not None:
-                fixing = _ruleset(tuple(r for r in chunk.rules if r.code in chunk.fixable), ignored)
             try:
-                outcome = fix_text(doc.text, path, fixing, unsafe=chunk.unsafe, tree=tree)
-                if len(fixing) != len(full):  # rules that report but may not fix here
-                    others = _ruleset(tuple(r for r in full.classes if r not in fixing.classes), ())
-                    rest = check_text(outcome.source, path, others)
-                    outcome.remaining = sorted(
-                        [*outcome.remaining, *rest.findings], key=lambda f: (f.line, f.col, f.code)
-                    )
-                    outcome.failures.extend(rest.failures)
+                outcome = fix_text(
+                    doc.text, path, full, unsafe=chunk.unsafe, tree=tree, fixable=chunk.fixable
+                )
             except Exception as exc:
                 report.errors.append(_internal(path, exc))
             else:
