@@ -54,11 +54,9 @@ def test_text_lines_markers_and_summary() -> None:
 
 
 def test_text_summary_never_calls_a_run_with_unchecked_files_clean() -> None:
-    assert (
-        render_text([], errors=1) == "No findings, but 1 path could not be checked (named above).\n"
-    )
+    assert render_text([], errors=1) == "No findings, but 1 error (named above) to fix first.\n"
     out = render_text(FINDINGS, errors=2).splitlines()
-    assert out[-1] == "And 2 paths could not be checked (named above)."
+    assert out[-1] == "And 2 errors (named above) to fix first."
 
 
 def test_json_round_trips_every_field() -> None:

@@ -58,8 +58,9 @@ def file_of(path: str) -> str:
 def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
     """``path:line:col: CODE message`` per finding (``[*]``: safely fixable), then a summary.
 
-    ``errors`` counts the files that could not be checked (named on stderr), so
-    the summary never calls a run with unchecked files clean.
+    ``errors`` counts the file errors (named on stderr: a file that could not be
+    read or parsed, an unknown ``noqa`` code ...), so the summary never calls
+    such a run clean.
     """
     lines = []
     for f in findings:
@@ -67,7 +68,7 @@ def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
         lines.append(f"{f.path}:{f.line}:{f.col}: {f.code}{marker} {f.message}{_changes(f)}")
     unchecked = ""
     if errors:
-        unchecked = f"{errors} path{'s' if errors != 1 else ''} could not be checked (named above)"
+        unchecked = f"{errors} error{'s' if errors != 1 else ''} (named above) to fix first"
     if not findings:
         lines.append(f"No findings, but {unchecked}." if errors else "All checks passed.")
         return "\n".join(lines) + "\n"
