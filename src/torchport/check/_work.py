@@ -150,8 +150,9 @@ def _place(doc: _Doc, findings: list[Finding], text: str) -> list[Finding]:
     if nb is None:
         return findings
     out = []
+    locate = nb.locator(text)
     for f in findings:
-        cell, line = nb.locate(text, f.line)
+        cell, line = locate(f.line)
         end = f.end_line - (f.line - line)
         out.append(replace(f, path=f"{f.path}:cell {cell}", line=line, end_line=end))
     return out
