@@ -9,6 +9,12 @@ is recorded), and inside an empty ``TorchDispatchMode``: the floor under
 audit(), PyTorch's own price for any Python dispatch mode. Every sample runs N
 steps inside one context, as a training loop would. Targets: strict ≤ 1.05x on the tiny step,
 audit ≤ 1.15x on the 5 ms step.
+
+Beside the steps, :func:`event_cost_rows` times single events the audit records
+(``.item()``, ``.tolist()``, boolean-mask indexing, a CPU ``x.to(device)`` it lists
+as a copy an accelerator would make) and one it does not (``y + 1``), each bare,
+inside an empty dispatch mode and inside ``audit()``: the cost of one recorded event
+is its time under audit() less its bare time. Target: under 20 µs per recorded event.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from torchport.bench._timing import time_interleaved, time_once, torch_threads
 VARIANTS = ("strict()", "audit()", "audit(every=N)", "empty dispatch mode")
 STRICT_TARGET = 1.05
 AUDIT_TARGET = 1.15
+EVENT_TARGET_US = 20.0
 
 
 def _make_step(width: int, batch: int) -> Callable[[int], None]:
@@ -204,6 +211,68 @@ def _diagnose_rows(
     return rows, checks, notes
 
 
+def _events() -> dict[str, tuple[Callable[[], object], bool]]:
+    """Name -> (one event, whether audit() records it)."""
+    scalar = torch.ones(())
+    values = torch.arange(10.0)
+    mask = values > 4
+    device = torch.device("cpu")
+    return {
+        # looked up at each call, as a program does (a bound method taken before the
+        # audit began would bypass its Python-level watch)
+        "x.item()": (lambda: scalar.item(), True),
+        "x.tolist() (10 floats)": (lambda: values.tolist(), True),
+        "boolean-mask indexing (data-dependent shape)": (lambda: values[mask], True),
+        "x.to(device), a CPU no-op listed as a copy": (lambda: values.to(device), True),
+        "y + 1 (not recorded)": (lambda: values + 1, False),
+    }
+
+
+def event_cost_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
+    """Time single events bare, in an empty dispatch mode and under audit(); CPU only.
+
+    Each sample runs a few hundred events inside one context (entered once per
+    sample), so the context's own cost is spread thin; rows carry µs per event and
+    µs over bare, and each recorded event is checked against ``EVENT_TARGET_US``.
+    """
+    from torchport.diagnose import audit
+
+    cpu = torch.device("cpu")
+    calls = 200 if quick else 500
+    contexts: dict[str, Callable[[], contextlib.AbstractContextManager[Any]]] = {
+        "baseline": contextlib.nullcontext,
+        "empty dispatch mode": _EmptyDispatchMode,
+        "audit()": audit,
+    }
+    rows: list[Row] = []
+    checks: list[Check] = []
+    for case, (event, recorded) in _events().items():
+
+        def run(
+            i: int,
+            context: Callable[[], contextlib.AbstractContextManager[Any]],
+            event: Callable[[], object] = event,
+        ) -> None:
+            with context():
+                for _ in range(calls):
+                    event()
+
+        runs = {name: partial(run, context=context) for name, context in contexts.items()}
+        stats = time_interleaved(
+            runs, cpu, warmup=2, repeats=7 if quick else 15, clock=time.process_time
+        )
+        base = stats["baseline"].median / calls
+        for name, got in stats.items():
+            per_event = got.scaled(1.0 / calls)
+            over = (per_event.median - base) * 1e6
+            rows.append(Row(f"event: {case}", name, per_event, {"us_over_bare": over}))
+            if name == "audit()" and recorded:
+                checks.append(
+                    Check(f"audit() µs over bare per event, {case}", over, EVENT_TARGET_US)
+                )
+    return rows, checks
+
+
 def diagnose_overhead(
     *,
     quick: bool = False,
@@ -216,3 +285,14 @@ def diagnose_overhead(
     """
     rows, checks, notes = diagnose_rows(quick=quick, on_case=on_case, variants=variants)
     return SuiteResult("diagnose", tuple(rows), tuple(checks), tuple(notes))
+
+
+def event_costs(*, quick: bool = False) -> SuiteResult:
+    """:func:`event_cost_rows` as a suite result (used by ``benchmarks/``); CPU only."""
+    with torch_threads(1):
+        rows, checks = event_cost_rows(quick=quick)
+    notes = (
+        "events: µs per event, process CPU time; each sample runs a few hundred events "
+        "inside one context; 1 torch thread",
+    )
+    return SuiteResult("diagnose events", tuple(rows), tuple(checks), notes)

@@ -491,6 +491,7 @@ class _Recorder:
 
 _CPU = torch.device("cpu")
 _ATEN_TABLE = _ops.ATEN_TABLE
+_BY_ID = _ATEN_TABLE  # its dict face: id(overload) -> (overload, entry)
 # The dispatch-mode stack, read and changed directly: lift() runs per watched call
 _stack_depth = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
@@ -519,7 +520,8 @@ class _DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         else:
             out = func(*args)
             kwargs = {}
-        entry = _ATEN_TABLE[func]
+        found = _BY_ID.get(id(func))
+        entry = found[1] if found is not None else _ATEN_TABLE.entry(func)
         if entry is not None and not self._local.quiet:
             self._recorder.observe_aten(func, entry, args, kwargs, out)
         return out

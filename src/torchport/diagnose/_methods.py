@@ -126,15 +126,22 @@ def _call(original: Callable[..., Any], args: Any, kwargs: Any, warns: bool) -> 
     return out
 
 
+# Reads whose work runs no aten op on a CPU tensor: nothing to keep from the dispatch mode
+_NO_ATEN_OPS = frozenset({torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__array__})
+
+
 def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
     warns = original in _ops.MAY_WARN
+    # .item(), bool(t), printing run aten ops the mode would see and ignore; copies made
+    # by torch.tensor(..., device=) and no-op moves never reach it
+    lifts = entry.kind is not _ops.OpKind.TRANSFER and original not in _NO_ATEN_OPS
 
     @functools.wraps(original)
     def watched(*args: Any, **kwargs: Any) -> Any:
         observers = getattr(_local, "observers", None)
         if not observers or not _matches(entry, args, kwargs):
             return _call(original, args, kwargs, warns)
-        if len(observers) == 1:
+        if lifts and len(observers) == 1:
             # The common case, one audit: its dispatch mode steps off the stack while the
             # call runs (cheaper than letting each aten op inside reach it just to be ignored)
             observer = observers[0]

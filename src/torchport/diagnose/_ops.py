@@ -22,7 +22,6 @@ make; a real move (``cpu`` to ``meta``) goes on to the dispatch level as
 
 from __future__ import annotations
 
-import contextlib
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -100,11 +99,15 @@ def _copy_from_crosses(args: _Args, kwargs: _Kwargs) -> bool:
     return isinstance(dst, torch.Tensor) and src.device != dst.device
 
 
+_MASK_DTYPES = (torch.bool, torch.uint8)
+
+
 def _has_bool_index(args: _Args, kwargs: _Kwargs) -> bool:
     indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
-    return any(
-        isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices or ()
-    )
+    for index in indices or ():
+        if isinstance(index, torch.Tensor) and index.dtype in _MASK_DTYPES:
+            return True
+    return False
 
 
 def _no_output_size(args: _Args, kwargs: _Kwargs) -> bool:
@@ -159,16 +162,23 @@ def _resolve(func: Any) -> OpEntry | None:
     return None if entry is None or entry.kind is OpKind.NEITHER else entry
 
 
-class _OverloadTable(dict[Any, "OpEntry | None"]):
-    """Overload -> entry, resolved on first sight and then a plain dict hit."""
+class _OverloadTable(dict[int, "tuple[Any, OpEntry | None]"]):
+    """``id(overload)`` -> (overload, entry), resolved on first sight, then one dict hit.
 
-    def __missing__(self, func: Any) -> OpEntry | None:
-        entry = self[func] = _resolve(func)
-        return entry
+    Keyed by ``id``: ``OpOverload.__hash__`` is a Python method, and this lookup runs
+    for every op an audit sees. The overload is kept in the value so its id stays its
+    own (overloads live as long as torch.ops anyway).
+    """
+
+    def entry(self, func: Any) -> OpEntry | None:
+        found = self.get(id(func))
+        if found is None:
+            found = self[id(func)] = (func, _resolve(func))
+        return found[1]
 
 
-ATEN_TABLE: Mapping[Any, OpEntry | None] = _OverloadTable()
-"""``ATEN_TABLE[func]`` is :func:`aten_entry` without a Python call: modes use it per op."""
+ATEN_TABLE = _OverloadTable()
+"""``ATEN_TABLE.entry(func)`` is :func:`aten_entry`; modes call it per op."""
 
 
 def aten_entry(func: Any) -> OpEntry | None:
@@ -177,7 +187,7 @@ def aten_entry(func: Any) -> OpEntry | None:
     Args:
         func: The overload a dispatch mode received, e.g. ``torch.ops.aten.nonzero.default``.
     """
-    return ATEN_TABLE[func]
+    return ATEN_TABLE.entry(func)
 
 
 # Where the audit predicts copies: a host device, on which a move to itself is free.
@@ -284,19 +294,15 @@ def non_blocking(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
     return name in ("aten::copy_", "aten::_copy_from") and len(args) > 2 and bool(args[2])
 
 
-_NAMES: dict[Any, str] = {}
+_NAMES: dict[int, tuple[Any, str]] = {}  # id -> (callable, name); see _OverloadTable
 
 
 def op_name(func: Any) -> str:
     """A short name for an op: ``"aten::_to_copy"``, ``"Tensor.item"``, ``"torch.tensor"``."""
-    try:
-        return _NAMES[func]
-    except (KeyError, TypeError):  # first sight, or an unhashable callable
-        pass
-    name = _op_name(func)
-    with contextlib.suppress(TypeError):
-        _NAMES[func] = name
-    return name
+    found = _NAMES.get(id(func))
+    if found is None:
+        found = _NAMES[id(func)] = (func, _op_name(func))
+    return found[1]
 
 
 def _op_name(func: Any) -> str:
@@ -310,19 +316,20 @@ def _op_name(func: Any) -> str:
     return name
 
 
-# Reads that copy data to the host: True for the whole tensor, False for one element
-_READS: dict[Any, bool] = {
-    torch.Tensor.tolist: True,
-    torch.Tensor.numpy: True,
-    torch.Tensor.__array__: True,
-    torch.Tensor.item: False,
-    torch.ops.aten._local_scalar_dense.default: False,
+# Reads that copy data to the host: True for the whole tensor, False for one element.
+# Keyed by id: the callables are module-level singletons, and OpOverload hashes in Python.
+_READS: dict[int, bool] = {
+    id(torch.Tensor.tolist): True,
+    id(torch.Tensor.numpy): True,
+    id(torch.Tensor.__array__): True,
+    id(torch.Tensor.item): False,
+    id(torch.ops.aten._local_scalar_dense.default): False,
 }
 
 
 def read_bytes(func: Any, tensor: torch.Tensor) -> int:
     """Bytes a sync op reads back to the host from ``tensor`` (0 when it reads no data)."""
-    whole = _READS.get(func)
+    whole = _READS.get(id(func))
     if whole is None:
         return 0
     return tensor.numel() * tensor.element_size() if whole else tensor.element_size()
