@@ -2,9 +2,10 @@
 
 A port is a fix run with a fixed selection: the port rules (TP5xx, off in a
 plain ``check``/``fix``) plus the checker rules a port needs: ``.numpy()``
-reads (TP201), ``torch.load`` with ``map_location`` (TP301) and pinned loaders
-(TP303); the batch copies the port writes are ``non_blocking`` themselves, and
-copies the code already makes are left as they are. Every fix of that selection
+reads (TP201) and ``torch.load`` with ``map_location`` (TP301). Loaders are
+pinned by TP505 in the first round (TP303 waits for a ``.to(`` to appear, a
+round later); the batch copies the port writes are ``non_blocking`` themselves,
+and copies the code already makes are left as they are. Every fix of that selection
 is applied, unsafe ones included, repeated until the text stops changing; what
 could not be ported remains as findings. The ported code imports only torch.
 """
@@ -21,7 +22,7 @@ from torchport.check._paths import FixResult, fix_paths
 
 __all__ = ["PORT_SELECT", "port_paths", "port_source", "port_text"]
 
-PORT_SELECT: tuple[str, ...] = ("TP5", "TP201", "TP301", "TP303")
+PORT_SELECT: tuple[str, ...] = ("TP5", "TP201", "TP301")
 
 
 def port_text(source: str, path: str = "<string>") -> FixOutcome:

@@ -62,8 +62,8 @@ class BatchPlan:
     """Every batch move of one file, by anchor statement, and what cannot be moved."""
 
     moves: dict[int, BatchMove] = field(default_factory=dict)
-    elements: set[int] = field(default_factory=set)  # ids of `batch[0]`-like nodes to move
-    unportable: dict[int, str] = field(default_factory=dict)  # id(node) -> why
+    elements: list[ast.expr] = field(default_factory=list)  # `batch[0]`-like nodes to move
+    unportable: dict[int, tuple[ast.stmt, str]] = field(default_factory=dict)  # id -> (node, why)
 
 
 def _call_name(call: ast.Call) -> str:
@@ -186,7 +186,7 @@ class _Planner:
                     else f"cannot tell whether the batch `{name}` is a tensor or a list of "
                     f"tensors: move it to `device` yourself"
                 )
-                self.plan.unportable[id(loop)] = why
+                self.plan.unportable[id(loop)] = (loop, why)
         if move.tensors or move.dicts:
             self.plan.moves[id(loop)] = move
 
@@ -214,8 +214,9 @@ class _Planner:
                 move.tensors.append(name)
             else:
                 self.plan.unportable[id(node)] = (
+                    node,
                     f"cannot tell whether the batch `{name}` is a tensor or a list of "
-                    f"tensors: move it to `device` yourself"
+                    f"tensors: move it to `device` yourself",
                 )
         if move.tensors or move.dicts:
             self.plan.moves[id(node)] = move
@@ -294,7 +295,7 @@ class _Planner:
     def _returns_objects(
         self, func: ast.FunctionDef | ast.AsyncFunctionDef, *, with_to: bool
     ) -> bool:
-        classes = {n.name: n for n in ast.walk(self.ctx.tree) if isinstance(n, ast.ClassDef)}
+        classes = self.facts.known.classdefs
         for node in ast.walk(func):
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
                 name = _call_name(node.value)
@@ -325,7 +326,7 @@ class _Planner:
                 continue
             if isinstance(parent, ast.Attribute) and is_move(parents.get(id(parent), parent)):
                 continue
-            self.plan.elements.add(key)
+            self.plan.elements.append(node)
 
 
 def _plain_names(target: ast.expr) -> list[str]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
@@ -83,6 +82,7 @@ _NOT_BATCH_METHODS = frozenset(
 )  # fmt: skip
 _ITER_WRAPPERS = frozenset({"tqdm", "iter", "islice", "trange"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops"})
 
 
 def device_target(expr: ast.expr) -> bool:
@@ -163,6 +163,20 @@ class PortScope:
     reach: set[str] = field(default_factory=set)
     sink_nodes: set[int] = field(default_factory=set)  # ids of nodes that meet a device value
     reach_values: set[int] = field(default_factory=set)  # ids inside values that reach one
+    assigns: list[tuple[list[ast.expr], ast.expr]] = field(default_factory=list)
+    loop_bound: set[str] = field(default_factory=set)  # names bound by for/with targets
+    _values: dict[str, list[ast.expr]] | None = None
+
+    def values_of(self, name: str) -> list[ast.expr]:
+        """The values this scope assigns to ``name`` (built once, on first use)."""
+        if self._values is None:
+            found: dict[str, list[ast.expr]] = {}
+            for targets, value in self.assigns:
+                for target in targets:
+                    for bound in _names(target):
+                        found.setdefault(bound, []).append(value)
+            self._values = found
+        return self._values.get(name, [])
 
 
 class PortFacts:
@@ -171,17 +185,19 @@ class PortFacts:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         tree = ctx.tree
-        self.known = ModelKnowledge(tree, ctx.qualname)
         self.parents: dict[int, ast.AST] = {}
+        self.classdefs: list[ast.ClassDef] = []
         self.scope_of: dict[int, PortScope] = {}
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.class_models: dict[int, set[str]] = {}  # id(ClassDef) -> {"self.model", ...}
         self.module = PortScope(tree)
         self.scopes: list[PortScope] = [self.module]
         # Expressions that meet the model or a device value directly, and their scope.
-        self.operands: dict[int, PortScope] = {}
+        self.operands: list[tuple[ast.expr, PortScope]] = []
         self._collect(tree)
-        self._bind()
+        self.known = ModelKnowledge(self.classdefs, ctx.qualname)
+        for scope in self.scopes[1:]:
+            scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
         self._find_models()
         for scope in self.scopes:
             if not scope.module_method:
@@ -190,6 +206,9 @@ class PortFacts:
         for scope in self.scopes[1:]:
             self.module.reach |= {n for n in scope.reach if n not in scope.local}
         self._propagate(self.module)
+        self.has_models = bool(self.class_models) or any(
+            s.models for s in self.scopes if not s.module_method
+        )
         # A `device = torch.device("cpu")` is rebound first (TP507); the moves wait a round,
         # so that they use that name instead of defining a second device.
         self.cpu_device_pending = any(
@@ -205,58 +224,78 @@ class PortFacts:
     # ------------------------------------------------------------ structure
 
     def _collect(self, tree: ast.Module) -> None:
-        # (node, its scope or None inside a class body, ...); a class body is no scope
-        # of ours, but the methods in it are.
+        """One walk: parents, scopes, the nodes of each, assignments and local names."""
+        # (node, its scope or None inside a class body); a class body is no scope of
+        # ours, but the methods in it are.
         stack: list[tuple[ast.AST, PortScope | None]] = [(tree, self.module)]
-        classes = self.known.classes
+        parents, scope_of = self.parents, self.scope_of
+        fields_of: dict[type, tuple[str, ...]] = {}
+        node_class = ast.AST
         while stack:
             node, scope = stack.pop()
+            cls = type(node)
             if scope is not None:
                 scope.nodes.append(node)
-                self.scope_of[id(node)] = scope
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.expr_context, ast.operator, ast.cmpop, ast.boolop)):
+                scope_of[id(node)] = scope
+                if cls is ast.Name:
+                    if node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
+                        scope.local.add(node.id)  # type: ignore[attr-defined]
                     continue
-                self.parents[id(child)] = node
-                if not isinstance(child, _FUNCTIONS):
-                    inside_class = scope is None or isinstance(child, ast.ClassDef)
-                    if isinstance(child, ast.ClassDef) and scope is not None:
-                        scope.local.add(child.name)
-                    stack.append((child, None if inside_class else scope))
-                    continue
-                method = isinstance(node, ast.ClassDef)
-                inner = PortScope(
-                    child,
-                    cls=node if isinstance(node, ast.ClassDef) else None,
-                    module_method=method and getattr(node, "name", "") in classes,
-                )
-                if isinstance(node, ast.Module):
-                    self.functions[child.name] = child
-                self.scopes.append(inner)
-                if scope is not None:
-                    scope.nodes.append(child)
-                    self.scope_of[id(child)] = scope
-                for part in (*child.decorator_list, *child.args.defaults):
-                    self.parents[id(part)] = child
-                    stack.append((part, scope))
-                for stmt in child.body:
-                    self.parents[id(stmt)] = child
-                    stack.append((stmt, inner))
-                a = child.args
-                for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
-                    if p is not None:
-                        inner.local.add(p.arg)
+                if cls is ast.Assign:
+                    scope.assigns.append((node.targets, node.value))  # type: ignore[attr-defined]
+                elif cls is ast.AnnAssign or cls is ast.NamedExpr:
+                    if node.value is not None:  # type: ignore[attr-defined]
+                        scope.assigns.append(([node.target], node.value))  # type: ignore[attr-defined]
+                elif cls in (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith):
+                    for target in _with_targets(node):
+                        scope.loop_bound.update(_names(target))
+                elif cls is ast.Import or cls is ast.ImportFrom:
+                    for alias in node.names:  # type: ignore[attr-defined]
+                        scope.local.add((alias.asname or alias.name).partition(".")[0])
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = fields_of[cls] = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)
+            for field_name in fields:
+                value = getattr(node, field_name, None)
+                for child in value if value.__class__ is list else (value,):
+                    if not isinstance(child, node_class):
+                        continue
+                    parents[id(child)] = node
+                    if isinstance(child, _FUNCTIONS):
+                        self._enter_function(child, node, scope, stack)
+                    elif isinstance(child, ast.ClassDef):
+                        self.classdefs.append(child)
+                        if scope is not None:
+                            scope.local.add(child.name)
+                        stack.append((child, None))
+                    else:
+                        stack.append((child, scope))
 
-    def _bind(self) -> None:
-        for scope in self.scopes:
-            local = scope.local
-            for node in scope.nodes:
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                    local.add(node.id)
-                elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                    local.update((a.asname or a.name).partition(".")[0] for a in node.names)
-                elif isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and node is not scope.node:
-                    local.add(node.name)
+    def _enter_function(
+        self,
+        func: ast.FunctionDef | ast.AsyncFunctionDef,
+        node: ast.AST,
+        scope: PortScope | None,
+        stack: list[tuple[ast.AST, PortScope | None]],
+    ) -> None:
+        inner = PortScope(func, cls=node if isinstance(node, ast.ClassDef) else None)
+        if isinstance(node, ast.Module):
+            self.functions[func.name] = func
+        self.scopes.append(inner)
+        if scope is not None:
+            scope.nodes.append(func)
+            scope.local.add(func.name)
+            self.scope_of[id(func)] = scope
+        for part in (*func.decorator_list, *func.args.defaults):
+            self.parents[id(part)] = func
+            stack.append((part, scope))
+        for stmt in func.body:
+            self.parents[id(stmt)] = func
+            stack.append((stmt, inner))
+        a = func.args
+        for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+            if p is not None:
+                inner.local.add(p.arg)
 
     def bindings(self, name: str, scope: PortScope) -> list[ast.expr] | None:
         """The values assigned to ``name`` where ``scope`` reads it (None: a parameter, a loop)."""
@@ -268,29 +307,13 @@ class PortFacts:
             params = (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
             if any(p is not None and p.arg == name for p in params):
                 return None
-        found: list[ast.expr] = []
-        for node in where.nodes:
-            if isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)) and any(
-                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                for t in _with_targets(node)
-                for n in ast.walk(t)
-            ):
-                return None
-        for targets, value in self.assignments(where):
-            if any(name in _names(t) for t in targets):
-                found.append(value)
-        return found
+        if name in where.loop_bound:
+            return None
+        return where.values_of(name)
 
-    def assignments(self, scope: PortScope) -> Iterator[tuple[list[ast.expr], ast.expr]]:
+    def assignments(self, scope: PortScope) -> list[tuple[list[ast.expr], ast.expr]]:
         """(targets, value) of every assignment in ``scope``."""
-        for node in scope.nodes:
-            if isinstance(node, ast.Assign):
-                yield node.targets, node.value
-            elif isinstance(node, ast.AnnAssign):
-                if node.value is not None:
-                    yield [node.target], node.value
-            elif isinstance(node, ast.NamedExpr):
-                yield [node.target], node.value
+        return scope.assigns
 
     # ------------------------------------------------------------ models
 
@@ -493,7 +516,7 @@ class PortFacts:
                             changed = True
         for node in scope.nodes:
             for operand in self._operands(node, scope):
-                self.operands[id(operand)] = scope
+                self.operands.append((operand, scope))
                 self._mark(operand, scope.reach, scope.sink_nodes)
         self._propagate(scope)
 

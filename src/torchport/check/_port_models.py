@@ -47,14 +47,13 @@ _MOVES = frozenset({"to", "cuda", "to_empty"})
 QualName = Callable[[ast.expr], "str | None"]
 
 
-def module_classes(tree: ast.Module, qualname: QualName) -> set[str]:
-    """Names of the classes defined in ``tree`` that are ``nn.Module`` subclasses.
+def module_classes(classes: list[ast.ClassDef], qualname: QualName) -> set[str]:
+    """Names of the classes (of one file) that are ``nn.Module`` subclasses.
 
     A class is a module when a base is ``torch.nn.Module`` or any capitalised
     ``torch.nn`` class, a base's name ends with ``Module`` (``LightningModule``),
     or a base is another module class of the file.
     """
-    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     found: set[str] = set()
     changed = True
     while changed:
@@ -79,9 +78,10 @@ def module_classes(tree: ast.Module, qualname: QualName) -> set[str]:
 class ModelKnowledge:
     """Answers "does this expression build or hold a model" for one file."""
 
-    def __init__(self, tree: ast.Module, qualname: QualName) -> None:
+    def __init__(self, classdefs: list[ast.ClassDef], qualname: QualName) -> None:
         self.qualname = qualname
-        self.classes = module_classes(tree, qualname)
+        self.classdefs = {c.name: c for c in classdefs}
+        self.classes = module_classes(classdefs, qualname)
         self.factories: set[str] = set()  # module-level functions that return a model
 
     def constructor(self, call: ast.Call) -> bool:

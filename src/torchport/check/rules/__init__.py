@@ -34,6 +34,7 @@ from torchport.check.rules.load_weights_only_false import LoadWeightsOnlyFalse
 from torchport.check.rules.load_with_pickle_module import LoadWithPickleModule
 from torchport.check.rules.load_with_unpacked_arguments import LoadWithUnpackedArguments
 from torchport.check.rules.load_without_map_location import LoadWithoutMapLocation
+from torchport.check.rules.loader_not_pinned import LoaderNotPinned
 from torchport.check.rules.model_not_on_device import ModelNotOnDevice
 from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
 from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
@@ -89,6 +90,7 @@ RULES: tuple[type[Rule], ...] = (
     BatchNotOnDevice,  # TP502
     TensorNotOnDevice,  # TP503
     TensorOnCpuInModule,  # TP504
+    LoaderNotPinned,  # TP505
     CpuOnlyDevice,  # TP507
     UnportableBatch,  # TP520
     TensorFromLibrary,  # TP521

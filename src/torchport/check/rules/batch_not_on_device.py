@@ -37,7 +37,7 @@ class BatchNotOnDevice(Rule):
     default = False
     message = "move each batch to the model's device where it is bound: `x = x.to(device)`"
     fix_safety = FixSafety.SAFE
-    node_types = (ast.For, ast.AsyncFor, ast.Assign, ast.Subscript, ast.Attribute)
+    node_types = (ast.Module,)  # the batch plan is made once per file
     valid = (
         _HEAD + "for x, y in loader:\n    x = x.to(device)\n    out = model(x)\n",
         _HEAD + "for epoch in range(3):\n    print(epoch)\n",
@@ -90,23 +90,21 @@ class BatchNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         plan = batch_plan(ctx)
         facts = port_facts(ctx)
-        key = id(node)
-        if key in plan.elements:
-            found = facts.device_at(node)
+        for element in plan.elements:
+            found = facts.device_at(element)
             fix = None
             if found is not None:
-                at = ctx.end(node)
+                at = ctx.end(element)
                 fix = Fix((Edit(at, at, f".to({found[0]}, {_NB})"), *found[1]), FixSafety.SAFE)
-            yield ctx.finding(self, node, fix=fix)
-            return
-        move = plan.moves.get(key)
-        if move is None:
-            return
-        assert isinstance(node, ast.stmt)
-        names = ", ".join(f"`{n}`" for n in (*move.tensors, *move.dicts))
-        message = f"move the batch {names} to `device` where it is bound, before it meets the model"
-        span = node.target if isinstance(node, (ast.For, ast.AsyncFor)) else node
-        yield ctx.finding(self, span, message=message, fix=_fix(move, facts, ctx))
+            yield ctx.finding(self, element, fix=fix)
+        for move in plan.moves.values():
+            anchor = move.anchor
+            names = ", ".join(f"`{n}`" for n in (*move.tensors, *move.dicts))
+            message = (
+                f"move the batch {names} to `device` where it is bound, before it meets the model"
+            )
+            span = anchor.target if isinstance(anchor, (ast.For, ast.AsyncFor)) else anchor
+            yield ctx.finding(self, span, message=message, fix=_fix(move, facts, ctx))
 
 
 def _fix(move: BatchMove, facts: PortFacts, ctx: Context) -> Fix | None:

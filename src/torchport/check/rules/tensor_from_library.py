@@ -34,7 +34,7 @@ class TensorFromLibrary(Rule):
     intent = Intent.PORT
     default = False
     message = "move this value to `device` yourself: it comes from a library the port cannot see"
-    node_types = (ast.Name, ast.Call)
+    node_types = (ast.Module,)  # the operands are found once per file
     valid = (
         _HEAD + _MODEL + "x = torch.zeros(2, 4)\nout = model(x)\n",
         _HEAD + _MODEL + "def f(model, x):\n    return model(x)\n",
@@ -50,24 +50,20 @@ class TensorFromLibrary(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         facts = port_facts(ctx)
-        scope = facts.operands.get(id(node))
-        if scope is None:
-            return
-        if isinstance(node, ast.Call):
-            source = _library(node, facts, scope, ctx)
-        else:
-            assert isinstance(node, ast.Name)
-            if node.id in scope.moved:
-                return
-            values = facts.bindings(node.id, scope)
-            found = [_library(v, facts, scope, ctx) for v in values or ()]
-            source = found[0] if found and all(found) else None
-        if source is not None:
-            message = (
-                f"move this value to `device` yourself: it comes from `{source}`, "
-                "which the port cannot see into"
-            )
-            yield ctx.finding(self, node, message=message)
+        for operand, scope in facts.operands:
+            source = None
+            if isinstance(operand, ast.Call):
+                source = _library(operand, facts, scope, ctx)
+            elif isinstance(operand, ast.Name) and operand.id not in scope.moved:
+                values = facts.bindings(operand.id, scope)
+                found = [_library(v, facts, scope, ctx) for v in values or ()]
+                source = found[0] if found and all(found) else None
+            if source is not None:
+                message = (
+                    f"move this value to `device` yourself: it comes from `{source}`, "
+                    "which the port cannot see into"
+                )
+                yield ctx.finding(self, operand, message=message)
 
 
 def _library(expr: ast.expr, facts: PortFacts, scope: PortScope, ctx: Context) -> str | None:

@@ -32,7 +32,7 @@ class UnportableBatch(Rule):
     intent = Intent.PORT
     default = False
     message = "move this batch's tensors to `device` yourself: its structure is not visible"
-    node_types = (ast.For, ast.AsyncFor, ast.Assign)
+    node_types = (ast.Module,)  # the batch plan is made once per file
     valid = (_HEAD + "for x, y in loader:\n    out = model(x)\n",)
     invalid = (
         Example(
@@ -53,7 +53,6 @@ class UnportableBatch(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        why = batch_plan(ctx).unportable.get(id(node))
-        if why is not None:
-            span = node.target if isinstance(node, (ast.For, ast.AsyncFor)) else node
+        for stmt, why in batch_plan(ctx).unportable.values():
+            span = stmt.target if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt
             yield ctx.finding(self, span, message=why)

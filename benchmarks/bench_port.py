@@ -1,0 +1,207 @@
+"""How fast `torchport port` is, and how often a port of real CPU-only code runs right.
+
+Two questions, one file:
+
+* ``speed`` (default): ``torchport port`` on a tree of at least 10,000 lines.
+  The tree mixes the tutorial scripts under ``tests/check/port_scripts`` (copied
+  until half the lines: code with something to port in every file) with the
+  installed torch's ``torch/nn/modules`` sources (large library files with
+  nothing to port). Measured: ``port_paths(tree, diff=True)`` in this process
+  (median of ``--repeat``), the CLI ``torchport port --check TREE`` as a user
+  runs it (interpreter start included), and an in-place port of a fresh copy.
+  Target: under 2 s.
+* ``--real DIR...``: every ``*.py`` under DIR that imports torch and names no
+  device (no ``cuda``/``device``/``.to(`` in its text) is ported, then the
+  original and the port run on the CPU (output compared) and the port runs with
+  ``meta`` standing in for the accelerator (every forward's parameters, buffers
+  and inputs must be on it, in train and eval mode). The runner is
+  ``tests/check/port_runner.py``; each run is a subprocess with ``--timeout``,
+  ``MPLBACKEND=Agg`` and ``PORT_RUNNER_NO_PAUSE=1`` (``plt.pause``/``show`` do
+  nothing). Code fetched for this stays outside the repository.
+
+Run: ``.venv/bin/python benchmarks/bench_port.py [--repeat 3]``
+     ``.venv/bin/python benchmarks/bench_port.py --real /tmp/real/some-repo ...``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from torchport.check._port import port_paths, port_text
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "tests" / "check" / "port_scripts"
+RUNNER = ROOT / "tests" / "check" / "port_runner.py"
+_DEVICE_AWARE = re.compile(r"cuda|device|\.to\(")
+
+
+def _lines(path: Path) -> int:
+    return path.read_text(encoding="utf-8", errors="replace").count("\n")
+
+
+def build_tree(root: Path, target: int = 10_000) -> int:
+    """Fill ``root`` with at least ``target`` lines (half tutorial scripts); returns the count."""
+    total = 0
+    scripts = sorted(SCRIPTS.glob("*.py"))
+    copy = 0
+    while total < target // 2:
+        for script in scripts:
+            dest = root / "scripts" / f"c{copy:02d}" / script.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(script, dest)
+            total += _lines(script)
+        copy += 1
+    modules = Path(torch.__file__).parent / "nn" / "modules"
+    for source in sorted(modules.glob("*.py")):
+        if total >= target:
+            break
+        dest = root / "library" / source.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, dest)
+        total += _lines(source)
+    return total
+
+
+def speed(repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "tree"
+        lines = build_tree(tree)
+        files = len(list(tree.rglob("*.py")))
+        times = []
+        result = None
+        for _ in range(repeat):
+            start = time.perf_counter()
+            result = port_paths([tree], diff=True)
+            times.append(time.perf_counter() - start)
+        assert result is not None
+        ported = len(result.changed)
+        cli = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "torchport", "port", "--check", str(tree)],
+                capture_output=True,
+                check=False,
+            )
+            cli.append(time.perf_counter() - start)
+        fresh = Path(tmp) / "fresh"
+        shutil.copytree(tree, fresh)
+        start = time.perf_counter()
+        port_paths([fresh])
+        in_place = time.perf_counter() - start
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; python {platform.python_version()}")
+    print(f"tree: {files} files, {lines} lines; {ported} files need porting")
+    print(f"port_paths(diff=True), median of {repeat}: {statistics.median(times):.2f} s")
+    print(f"torchport port --check (CLI, process start included), median: {statistics.median(cli):.2f} s")
+    print(f"torchport port in place on a fresh copy: {in_place:.2f} s")
+    print("target: under 2 s")
+
+
+def _run(mode: str, jobs: list[dict[str, str]], timeout: float) -> dict[str, dict[str, object]]:
+    env = {**os.environ, "MPLBACKEND": "Agg", "PORT_RUNNER_NO_PAUSE": "1"}
+    out: dict[str, dict[str, object]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for job in jobs:
+            todo, done = Path(tmp) / "jobs.json", Path(tmp) / "out.json"
+            todo.write_text(json.dumps([job]))
+            done.unlink(missing_ok=True)
+            try:
+                subprocess.run(
+                    [sys.executable, str(RUNNER), mode, str(todo), str(done)],
+                    env=env,
+                    timeout=timeout,
+                    capture_output=True,
+                    check=False,
+                )
+                out[job["name"]] = json.loads(done.read_text())[0]
+            except (subprocess.TimeoutExpired, FileNotFoundError, json.JSONDecodeError) as exc:
+                out[job["name"]] = {"error": f"runner: {type(exc).__name__}", "stdout": ""}
+    return out
+
+
+def real(dirs: list[str], timeout: float) -> None:
+    rows: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for d in dirs:
+            for path in sorted(Path(d).rglob("*.py")):
+                text = path.read_text(encoding="utf-8", errors="replace")
+                if "import torch" not in text:
+                    continue
+                name = f"{Path(d).name}/{path.relative_to(d)}"
+                if _DEVICE_AWARE.search(text):
+                    rows.append((name, "skipped: already names a device"))
+                    continue
+                try:
+                    outcome = port_text(text, str(path))
+                except SyntaxError as exc:
+                    rows.append((name, f"refused: does not parse ({exc.msg})"))
+                    continue
+                left = sorted({f.code for f in outcome.remaining})
+                jobs = []
+                for kind, source in (("orig", text), ("ported", outcome.source)):
+                    work = Path(tmp) / kind / name
+                    shutil.copytree(path.parent, work, dirs_exist_ok=True)
+                    (work / path.name).write_text(source)
+                    jobs.append({"name": kind, "script": str(work / path.name), "workdir": str(work)})
+                cpu = _run("cpu", jobs, timeout)
+                meta = _run("meta", jobs[1:], timeout)
+                rows.append((name, _verdict(cpu, meta, left, outcome.source == text)))
+    width = max(len(n) for n, _ in rows)
+    for name, verdict in rows:
+        print(f"{name:<{width}}  {verdict}")
+    ok = sum(v.startswith("OK") for _, v in rows)
+    tried = sum(not v.startswith("skipped") for _, v in rows)
+    print(f"\n{ok} of {tried} CPU-only scripts ran correctly ported ({len(rows) - tried} skipped)")
+
+
+def _verdict(cpu: dict, meta: dict, left: list[str], unchanged: bool) -> str:
+    original, ported, on_meta = cpu["orig"], cpu["ported"], meta["ported"]
+    if original.get("error"):
+        first = str(original["error"]).splitlines()[0][:90]
+        return f"original does not run here: {first}"
+    if unchanged:
+        return "nothing to port (no model or batch found)"
+    if ported.get("error"):
+        return f"FAIL port raises on the CPU: {str(ported['error']).splitlines()[0][:90]}"
+    if ported.get("stdout") != original.get("stdout"):
+        return "FAIL port prints differently on the CPU"
+    if on_meta.get("error"):
+        return f"FAIL on the accelerator: {str(on_meta['error']).splitlines()[0][:90]}"
+    forwards = on_meta.get("forwards", {})
+    if on_meta.get("off_device"):
+        return f"FAIL off the accelerator: {on_meta['off_device'][0]}"
+    if not forwards.get("train") and not forwards.get("eval"):
+        return "no forward ran (nothing checked)"
+    modes = "+".join(m for m in ("train", "eval") if forwards.get(m))
+    note = f"; left for the user: {', '.join(left)}" if left else ""
+    same = "same output" if original.get("stdout") else "no output to compare"
+    return f"OK ({same}; {modes} forwards on the accelerator{note})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--real", nargs="+", metavar="DIR")
+    parser.add_argument("--timeout", type=float, default=180.0)
+    args = parser.parse_args()
+    if args.real:
+        real(args.real, args.timeout)
+    else:
+        speed(args.repeat)
+
+
+if __name__ == "__main__":
+    main()
