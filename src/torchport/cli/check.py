@@ -51,7 +51,8 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "check",
         help="find device-hard-coded and slow PyTorch code",
-        description="Report device-hard-coded and slow PyTorch patterns. "
+        description="Report device-hard-coded, slow and unsafe-loading PyTorch patterns in "
+        ".py, .pyi and .ipynb files (notebooks cell by cell: nb.ipynb:cell 3:2:5). "
         "Silence one line with '# noqa: TP101'. Exit 0 clean, 1 findings, 2 errors.",
     )
     add_selection_arguments(parser)
