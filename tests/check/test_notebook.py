@@ -150,3 +150,10 @@ def test_unchanged_source_writes_back_the_same_bytes(
     assert nb.write(nb.source) == text
     for index in nb.cells_of(nb.source):  # each code cell came through in order
         assert nb.data["cells"][index]["cell_type"] == "code"
+
+
+def test_lines_a_fix_puts_above_the_first_cell_go_into_it() -> None:
+    nb = read_notebook(json.dumps(notebook(code("x = 1"), code("y = 2\n")), indent=1) + "\n")
+    out = json.loads(nb.write("import torch\n" + nb.source))
+    assert out["cells"][0]["source"] == "import torch\nx = 1"
+    assert out["cells"][1]["source"] == "y = 2\n"

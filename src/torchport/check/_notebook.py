@@ -87,13 +87,16 @@ class Notebook:
         """Split a virtual source back into lines per cell index."""
         marker = re.compile(rf"^# torchport:cell-{self.nonce}:(\d+)$")
         cells: dict[int, list[str]] = {}
+        before: list[str] = []  # lines a fix put above the first marker: the first cell's
         current: list[str] | None = None
         for line in _lines(source):
             found = marker.match(line.rstrip("\r\n"))
             if found is not None:
-                current = cells.setdefault(int(found[1]), [])
+                current = cells.setdefault(int(found[1]), [] if cells else before)
             elif current is not None:
                 current.append(line)
+            else:
+                before.append(line)
         return cells
 
     def locate(self, source: str, line: int) -> tuple[int, int]:
