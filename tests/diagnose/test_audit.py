@@ -415,11 +415,14 @@ def test_real_cuda_copies_and_syncs() -> None:
 
 def test_watched_methods_are_restored_exactly() -> None:
     tensor_attrs = dict(vars(torch.Tensor))
-    torch_attrs = {name: getattr(torch, name) for name in ("tensor", "as_tensor")}
+    torch_attrs = {name: getattr(torch, name) for name in ("tensor", "as_tensor", "asarray")}
+    jit_attrs = {name: getattr(torch.jit, name) for name in ("script", "trace", "trace_module")}
     with tp.audit(), tp.audit():  # nested: installed once, removed once
         assert torch.Tensor.item is not tensor_attrs.get("item", torch._C.TensorBase.item)
+        assert torch.jit.trace is not jit_attrs["trace"]
     assert dict(vars(torch.Tensor)) == tensor_attrs
     assert {name: getattr(torch, name) for name in torch_attrs} == torch_attrs
+    assert {name: getattr(torch.jit, name) for name in jit_attrs} == jit_attrs
     assert "tolist" not in vars(torch.Tensor)  # inherited again, not shadowed
 
 
@@ -621,6 +624,22 @@ def test_a_report_pickles_and_names_modules_that_export_its_types() -> None:
     assert again == report and again.entries == report.entries
     for cls in (tp.AuditReport, AuditEntry):
         assert getattr(importlib.import_module(cls.__module__), cls.__name__) is cls
+
+
+def test_plain_text_fits_the_terminal_between_80_and_120_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+    import shutil
+
+    x = torch.ones(3)
+    with tp.audit() as report:
+        x.sum().item()
+        x[x > 0]
+    for columns, widest in ((60, 80), (100, 100), (200, 120)):
+        size = os.terminal_size((columns, 24))
+        monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=None, s=size: s)
+        assert max(len(line) for line in str(report).splitlines()) <= widest
 
 
 def test_the_table_fits_eighty_columns() -> None:

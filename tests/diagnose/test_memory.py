@@ -124,6 +124,6 @@ def test_cuda_numbers_follow_allocations() -> None:
 
 def test_torchport_device_meta_is_a_clear_device_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCHPORT_DEVICE", "meta")
-    with pytest.raises(torchport.DeviceError, match="TORCHPORT_DEVICE='meta'.*no memory") as info:
+    with pytest.raises(torchport.DeviceError, match=r"TORCHPORT_DEVICE='meta'.*no memory") as info:
         torchport.memory_report()
     assert isinstance(info.value, torchport.TorchportError)

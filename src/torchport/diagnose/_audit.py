@@ -533,17 +533,21 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
     Copies between any two different devices count (``cpu→meta`` too). Scalar
     reads and data-dependent shapes count on every device; on the CPU they are
-    marked ``would_sync``: free here, a wait on an accelerator. The audit itself
-    never synchronizes; it only watches the program do so. The report is filled
-    in when the block exits::
+    marked ``would_sync``: free here, a wait on an accelerator. So are the copies
+    a CPU run skips but an accelerator run makes: ``x.to(device)`` and
+    ``out.cpu()`` of a CPU tensor, ``model.to(device)``, ``t.new_tensor(data)``,
+    ``torch.tensor``/``as_tensor``/``asarray`` with a ``device=`` (listed with their
+    bytes). The audit itself never synchronizes; it only watches the program do
+    so. The report is filled in when the block exits::
 
         with tp.audit() as report:
             train_one_epoch()
         print(report)
 
     Watching costs a few microseconds per aten op (PyTorch's dispatch-mode
-    machinery, mostly), which shows on small, op-bound steps; other Python-level
-    calls cost nothing extra. For long runs, record one step in N; the other steps run unwatched::
+    machinery, mostly), which shows on small, op-bound steps, and about ten more
+    per recorded event; other Python-level calls cost nothing extra. For long
+    runs, record one step in N; the other steps run unwatched::
 
         with tp.audit(every=10) as report:
             for batch in loader:
@@ -554,7 +558,12 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     threads, which inherit its modes (their ops have no Python caller and are
     listed under ``<backward/C++>``). Reads made by ``torch.optim`` (its step
     counters) and ``torch.utils.data`` (sampler permutations, worker seeds) are
-    not listed: those tensors stay on the CPU on every machine.
+    not listed: those tensors stay on the CPU on every machine; a learning-rate
+    scheduler reading the loss (``ReduceLROnPlateau.step(loss)``) is.
+
+    The watched program runs as it would without the audit: ``torch.jit.script``
+    and ``torch.jit.trace`` run with the audit stepped aside (what they compile
+    runs audited afterwards), and warnings point at the program's lines.
 
     Args:
         every: Record one step in ``every``, where steps are the
@@ -566,6 +575,10 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
     Raises:
         ConfigError: When ``every`` is not a positive integer.
+
+    Warns:
+        UserWarning: At the end of an ``every > 1`` block that marked no step, so
+            recorded nothing.
     """
     if isinstance(every, bool) or not isinstance(every, int) or every < 1:
         raise ConfigError(
