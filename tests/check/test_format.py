@@ -141,8 +141,9 @@ def test_notebook_findings_name_the_file_and_the_cell_in_every_format() -> None:
         "nb.ipynb:cell 3:2:5: TP9970 do the other thing"
     )
     assert "in 1 file" in render_text([CELL, dataclasses.replace(CELL, path="nb.ipynb:cell 4")])
-    row = json.loads(render_json([CELL]))[0]
+    row = json.loads(render_json([dataclasses.replace(CELL, fix=SAFE)]))[0]
     assert (row["path"], row["cell"], row["line"]) == ("nb.ipynb", 3, 2)
+    assert row["fix"]["edits"] is None and row["fixable"] is True
     assert json.loads(render_json(FINDINGS[:1]))[0]["cell"] is None
     location = json.loads(render_sarif([CELL], [FormatRule]))["runs"][0]["results"][0]
     physical = location["locations"][0]["physicalLocation"]

@@ -93,16 +93,21 @@ def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
 
 def _finding_json(f: Finding) -> dict[str, object]:
     safety = _safety(f)
+    cell = int(f.path.rsplit(" ", 1)[1]) if file_of(f.path) != f.path else None
     fix = None
     if safety is not None and f.fix is not None:
-        edits = [{"start": e.start, "end": e.end, "text": e.text} for e in f.fix.edits]
+        edits: list[dict[str, object]] | None = [
+            {"start": e.start, "end": e.end, "text": e.text} for e in f.fix.edits
+        ]
+        if cell is not None:
+            edits = None  # offsets into the cells' joined text, not into the .ipynb file
         fix = {"safety": safety.value, "edits": edits, "changes": f.fix.changes or None}
     return {
         "code": f.code,
         "name": f.name,
         "message": f.message,
         "path": file_of(f.path),
-        "cell": int(f.path.rsplit(" ", 1)[1]) if file_of(f.path) != f.path else None,
+        "cell": cell,
         "line": f.line,
         "col": f.col,
         "end_line": f.end_line,
@@ -116,7 +121,8 @@ def render_json(findings: Sequence[Finding]) -> str:
     """A JSON list of findings; ``fix`` is null or its safety and character-offset edits.
 
     ``cell`` is the notebook cell (1-based) of a finding in an ``.ipynb`` file, whose
-    ``line`` then counts within that cell (as Ruff reports them); null elsewhere.
+    ``line`` then counts within that cell (as Ruff reports them); null elsewhere. A
+    notebook finding's ``fix.edits`` is null: apply it with ``torchport fix``.
     """
     return json.dumps([_finding_json(f) for f in findings], indent=2) + "\n"
 
