@@ -114,3 +114,16 @@ def test_any_string_either_parses_or_raises_a_device_error(text: str) -> None:
         assert str(exc).startswith(f"device={text!r}")
     else:
         assert device.type in ("cpu", "meta")  # nothing else is present here
+
+
+def test_a_bare_type_with_one_device_is_cached_and_with_several_follows_current(
+    fake_accelerator: Fake,
+) -> None:
+    backend = fake_accelerator([GIB])
+    assert hardware.parse_device("cuda") == torch.device("cuda", 0)
+    assert "cuda" in hardware.parsed_cache()
+    backend = fake_accelerator([GIB, GIB], current=1)
+    assert hardware.parse_device("cuda") == torch.device("cuda", 1)
+    backend.current = 0  # torch.cuda.set_device(0) elsewhere
+    assert hardware.parse_device("cuda") == torch.device("cuda", 0)
+    assert "cuda" not in hardware.parsed_cache()

@@ -462,3 +462,11 @@ def test_place_does_not_import_feed() -> None:
         "assert 'torchport.feed' not in sys.modules, sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    "batch", [torch.ones(1), (torch.ones(1),), [torch.ones(1)], {"a": torch.ones(1)}]
+)
+def test_a_bad_skip_keys_is_reported_on_the_direct_path_too(batch: Any) -> None:
+    with pytest.raises(tp.ConfigError, match="skip_keys"):
+        tp.to_device(batch, "meta", skip_keys=3)  # type: ignore[arg-type]

@@ -50,6 +50,7 @@ from torchport.hardware._devices import (
     list_devices,
     memory_info,
     parse_device,
+    parsed_cache,
 )
 from torchport.hardware._pinned import PinnedBuffer, pins_for
 from torchport.hardware._staging import StagingPool, default_pool, size_class
@@ -87,6 +88,7 @@ __all__ = [
     "new_event",
     "new_stream",
     "parse_device",
+    "parsed_cache",
     "pins_for",
     "plan_copy",
     "record_stream",

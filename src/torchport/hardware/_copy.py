@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import not_
@@ -192,8 +192,10 @@ class CopyPlan:
     Attributes:
         target: The normalised target device.
         dtype: The cast for floating tensors, or None.
-        stay: Indices of tensors already where they should be.
-        direct: Indices of tensors copied one by one with ``Tensor.to``.
+        stay: Indices of tensors known to stay where they are.
+        direct: Indices of tensors handed to ``Tensor.to`` one by one. Without a cast
+            or staging, this may include tensors already there (``Tensor.to``
+            returns those as they are; checking each would cost as much).
         staged: Indices of tensors written into a host staging buffer.
         packed: Whether the staged tensors cross in one copy.
     """
@@ -409,6 +411,12 @@ def _to_host_pageable(
     return moved
 
 
+def _on(target: torch.device) -> Callable[[torch.Tensor], bool]:
+    """Whether a tensor is on the accelerator ``target`` (a device comparison)."""
+    same = target.__eq__
+    return lambda t: same(t.device)
+
+
 def plan_copy(
     tensors: Sequence[torch.Tensor],
     target: torch.device,
@@ -448,14 +456,29 @@ def plan_copy(
         unique = list(range(n))
     # Which tensors are already there, at C speed (no Python per tensor).
     sub = tensors if first is None else list(map(tensors.__getitem__, unique))
-    if target.type == "cpu" and gather_host and pack is True:
-        here = [not stageable(t, dtype) and t.is_cpu and _cast(t, dtype) is None for t in sub]
-    elif target.type == "cpu":
-        here = list(map(_IS_CPU, sub))
-    elif target.type == "meta":
-        here = list(map(_IS_META, sub))
+    kind = target.type
+    if kind == "cpu":
+        on: Callable[[torch.Tensor], bool] = _IS_CPU
+    elif kind == "meta":
+        on = _IS_META
     else:
-        here = list(map(target.__eq__, map(_DEVICE, sub)))
+        on = _on(target)
+    may_stage = (
+        pack is True
+        or stage_pageable
+        or (pack is None and len(unique) >= PACK_MIN_COUNT and pins_for(target))
+    )
+    if dtype is None and not may_stage:
+        # Only "all there" matters: otherwise every tensor goes to Tensor.to, which
+        # returns one that is already there as it is. all() stops at the first miss,
+        # so a batch that moves costs one check, not one per tensor.
+        if all(map(on, sub)):
+            return CopyPlan(tensors, target, dtype, first, unique, [], [], False)
+        return CopyPlan(tensors, target, dtype, first, [], unique, [], False)
+    if kind == "cpu" and gather_host and pack is True:
+        here = [not stageable(t, dtype) and t.is_cpu and _cast(t, dtype) is None for t in sub]
+    else:
+        here = list(map(on, sub))
     if dtype is not None:
         here = [h and _cast(t, dtype) is None for h, t in zip(here, sub, strict=True)]
     if not any(here):
@@ -465,11 +488,6 @@ def plan_copy(
     else:
         stay = list(compress(unique, here))
         moving = list(compress(unique, map(not_, here)))
-    may_stage = (
-        pack is True
-        or stage_pageable
-        or (pack is None and len(moving) >= PACK_MIN_COUNT and pins_for(target))
-    )
     if not moving or not may_stage:
         return CopyPlan(tensors, target, dtype, first, stay, moving, [], False)
     candidates = [i for i in moving if stageable(tensors[i], dtype)]

@@ -42,8 +42,8 @@ _CPU = torch.device("cpu")
 _META = torch.device("meta")
 # Device values already parsed to a device with an index: a dict lookup the next
 # time. Device counts cannot change while a process runs (CUDA_VISIBLE_DEVICES is
-# read once), so an answer stays true; bare types are never cached because the
-# backend's current device can change.
+# read once), so an answer stays true. A bare type ("cuda") is cached only where
+# there is one device of that type: elsewhere the backend's current device can change.
 _PARSED: dict[object, torch.device] = {
     key: device
     for device in (_CPU, _META)
@@ -247,8 +247,13 @@ def parse_device(
             problem = f"this process sees no {kind!r} device"
         raise device_error(f"{where}: {problem}", argument)
     if device.index is None:
-        index = current_index(kind) if bare_index is None else bare_index(kind)
-        return torch.device(kind, index)
+        if count == 1 and bare_index is None:
+            # One device: the current one is always index 0, so the answer can be
+            # cached like an explicit index (a bare "cuda" is the usual spelling).
+            device = torch.device(kind, 0)
+        else:
+            index = current_index(kind) if bare_index is None else bare_index(kind)
+            return torch.device(kind, index)
     if device.index >= count:
         plural = "s" if count != 1 else ""
         raise device_error(
@@ -256,9 +261,11 @@ def parse_device(
             "this process can see",
             argument,
         )
-    if len(_PARSED) >= _PARSED_MAX:
-        clear_caches()
-    _PARSED[value] = device
+    if type(value) is str or type(value) is torch.device:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+            _PARSED.update(_PARSED_PLAIN)
+        _PARSED[value] = device
     return device
 
 

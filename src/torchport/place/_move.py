@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from typing import Any, TypeVar
 
 import torch
@@ -23,9 +23,8 @@ from torchport import hardware
 from torchport.errors import ConfigError
 from torchport.hardware import parse_device
 from torchport.hardware._copy import PACK_MIN_COUNT
-from torchport.hardware._devices import parsed_cache
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
-from torchport.place._tree import flatten_batch
+from torchport.place._tree import flatten_batch, skip_key_set
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
 
@@ -35,6 +34,8 @@ T = TypeVar("T")
 _TO_KWARGS: dict[type, tuple[bool, bool]] = {}
 _IS_CPU = operator.attrgetter("is_cpu")
 _IS_META = operator.attrgetter("is_meta")
+_CPU = parse_device("cpu")
+_META = parse_device("meta")
 _DEVICE = operator.attrgetter("device")
 _TENSOR = torch.Tensor
 _ONLY_TENSOR = frozenset({torch.Tensor})
@@ -42,7 +43,7 @@ _ONLY_TENSOR = frozenset({torch.Tensor})
 # whose C-level planning wins once there are many leaves.
 _FLAT_MAX = 32
 # The floor's cache of parsed device strings, read directly on the hot path.
-_PARSED_GET = parsed_cache().get
+_PARSED_GET = hardware.parsed_cache().get
 
 
 def to_device(
@@ -52,13 +53,16 @@ def to_device(
     non_blocking: bool | None = None,
     dtype: torch.dtype | None = None,
     pack: bool | None = None,
-    skip_keys: Collection[str] = (),
+    skip_keys: Collection[Hashable] = (),
 ) -> T:
     """Move a tensor, a nested batch, a module or an optimizer to ``device``.
 
-    * Tensors and containers at any depth (dict, ``defaultdict``, ``OrderedDict``
-      and other mappings, list, tuple, namedtuple, dataclasses incl. frozen ones):
-      a new batch of the same structure is returned; the input is not modified.
+    * Tensors and containers at any depth (dict, ``defaultdict``, ``OrderedDict``,
+      ``UserDict`` (so HuggingFace's ``BatchEncoding``) and any other ``Mapping``,
+      list, tuple, namedtuple, set and frozenset, dataclasses incl. frozen ones,
+      rebuilt without calling ``__init__``): a new batch of the same structure is
+      returned; the input is not modified. A container that cannot be rebuilt
+      raises :class:`~torchport.UnsupportedBatchError` naming its path.
       A tensor that appears twice is copied once and stays shared; a tensor
       already on ``device`` with the right dtype is returned as is. Objects with
       a ``.to`` method are moved with it; every other leaf comes back as it is.
@@ -120,14 +124,17 @@ def to_device(
             copy beats many; ``False`` copies tensor by tensor. Tensors that need
             grad, sparse, quantized or nested tensors, subclasses and tensors
             already on ``device`` are never packed.
-        skip_keys: Values under these mapping keys are left as they are.
+        skip_keys: Values under these keys (one key, or a collection of keys) of
+            any mapping (dict, ``UserDict``, ``Mapping``), at any depth, are left as
+            they are. ``skip_keys="ids"`` is the one key ``"ids"``.
 
     Returns:
         The moved object, of the same type.
 
     Raises:
         DeviceError: ``device`` is malformed or not present.
-        ConfigError: ``dtype`` is not a floating-point dtype.
+        ConfigError: ``dtype`` is not a floating-point dtype, or ``skip_keys`` is
+            neither a key nor a collection of keys.
         DeviceMismatchError: An optimizer's parameters are not on ``device``.
         UnsupportedBatchError: The batch holds a container that cannot be
             rebuilt, or a cycle; the message names its path.
@@ -135,15 +142,33 @@ def to_device(
     target = _PARSED_GET(device) if type(device) is str else None
     if target is None:
         target = parse_device(device, argument="device")
-    if dtype is None:
-        moved = _move_flat(obj, target, non_blocking, pack, skip_keys)
-        if moved is not _NOT_FLAT:
-            return moved  # type: ignore[return-value]
-    elif not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+    if dtype is None and pack is not True and not skip_keys:
+        cls = type(obj)
+        # The direct paths first: they are what most training loops call, and every
+        # check costs as much as the copy itself. The floor returns one object for
+        # the CPU and one for meta, so identity tells them apart.
+        if cls is _TENSOR:
+            t: torch.Tensor = obj  # type: ignore[assignment]
+            if target is _META:
+                return t if t.is_meta else t.to(_META, None, non_blocking is not False)  # type: ignore[return-value]
+            if target is _CPU:
+                if t.is_cpu:
+                    return obj
+            elif t.device == target:
+                return obj
+            elif target.type != "mps":
+                return t.to(target, None, non_blocking is not False)  # type: ignore[return-value]
+        elif cls is tuple or cls is list or cls is dict:
+            moved = _move_flat(obj, cls, target, non_blocking, pack)
+            if moved is not _NOT_FLAT:
+                return moved  # type: ignore[return-value]
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ConfigError(
             f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "
             "tensors only, so pass e.g. torch.float16 or torch.bfloat16, or None"
         )
+    if skip_keys:
+        skip_key_set(skip_keys)  # a bad value is reported whatever the batch
     if isinstance(obj, torch.Tensor):
         plan = hardware.plan_copy([obj], target, dtype=dtype, pack=pack, distinct=True)
         return plan.run(non_blocking=non_blocking, measure=False).tensors[0]  # type: ignore[return-value]
@@ -168,65 +193,56 @@ _NOT_FLAT: Any = object()
 
 
 def _move_flat(
-    obj: object,
+    obj: Any,
+    cls: type,
     target: torch.device,
     non_blocking: bool | None,
     pack: bool | None,
-    skip_keys: Collection[str],
 ) -> object:
-    """The direct path for a plain tensor and small flat tuples, lists and dicts of them.
+    """The direct path for small flat tuples, lists and dicts of plain tensors.
 
-    Returns ``_NOT_FLAT`` where the general path must decide: other types, tensor
-    subclasses, repeated tensors, packing that may apply, and the targets whose
-    copies end with a wait (CPU from an accelerator, MPS). Never waits.
+    Returns ``_NOT_FLAT`` where the general path must decide: tensor subclasses or
+    non-tensors inside, repeated tensors, packing that may apply, and the targets
+    whose copies end with a wait (CPU from an accelerator, MPS). Never waits.
     """
-    cls = type(obj)
-    kind = target.type
-    if cls is _TENSOR:
-        t: torch.Tensor = obj  # type: ignore[assignment]
-        if kind == "cpu":
-            return t if t.is_cpu else _NOT_FLAT
-        if kind == "meta":
-            if t.is_meta:
-                return t
-        elif t.device == target:
-            return t
-        if kind == "mps" or pack is True:
-            return _NOT_FLAT
-        return t.to(target, None, True if non_blocking is None else non_blocking)
-    if cls is tuple or cls is list:
-        items: Any = obj
-    elif cls is dict and not skip_keys:
-        items = obj.values()  # type: ignore[attr-defined]
-    else:
-        return _NOT_FLAT
+    items = obj.values() if cls is dict else obj
     n = len(items)
     if n > _FLAT_MAX or not _ONLY_TENSOR.issuperset(map(type, items)):
         return _NOT_FLAT
-    if kind == "cpu":
+    if target is _CPU:
         if not all(map(_IS_CPU, items)):
             return _NOT_FLAT
     elif not (
         all(map(_IS_META, items))
-        if kind == "meta"
+        if target is _META
         else all(map(target.__eq__, map(_DEVICE, items)))
     ):
+        kind = target.type
         if (
             kind == "mps"
-            or pack is True
             or (pack is None and n >= PACK_MIN_COUNT and kind == "cuda")
-            or (n > 1 and len(set(map(id, items))) != n)
+            or _repeats(items, n)
         ):
             return _NOT_FLAT
-        nb = True if non_blocking is None else non_blocking
+        nb = non_blocking is not False
         moved = [t.to(target, None, nb) for t in items]
         if cls is dict:
-            return dict(zip(obj, moved, strict=True))  # type: ignore[call-overload]
+            return dict(zip(obj, moved, strict=True))
         return tuple(moved) if cls is tuple else moved
     # Nothing to move: tensors come back as they are, in a new container.
     if cls is tuple:
         return obj
-    return list(items) if cls is list else dict(obj)  # type: ignore[call-overload]
+    return list(items) if cls is list else dict(obj)
+
+
+def _repeats(items: Any, n: int) -> bool:
+    """Whether a tensor object appears twice (it must then be copied once, so not here)."""
+    if n <= 1:
+        return False
+    if n <= 3 and type(items) is not type({}.values()):
+        a, b = items[0], items[1]
+        return a is b or (n == 3 and (items[2] is a or items[2] is b))
+    return len(set(map(id, items))) != n
 
 
 def _call_to(
