@@ -652,3 +652,27 @@ def test_the_table_fits_eighty_columns() -> None:
     for width in (80, 100, 120):
         lines = render_text(report, width=width).splitlines()
         assert max(len(line) for line in lines) <= width
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_audit_counts_what_cuda_sync_debug_mode_reports_at_the_same_lines() -> None:
+    import warnings
+
+    x = torch.randn(256, device="cuda")
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with tp.audit() as report:
+                x.sum().item()
+                x.nonzero()
+                x[x > 0]
+                x.cpu()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    synced = [w for w in caught if "synchroniz" in str(w.message)]
+    assert synced and all(w.filename == __file__ for w in synced)  # never our wrappers
+    waits = [e for e in report.entries if not e.would_sync]
+    assert sorted({e.line for e in waits}) == sorted({w.lineno for w in synced})

@@ -20,8 +20,9 @@ The wrappers must not change what the program does:
   audited; the compiled code runs audited afterwards, op by op.
 * A warning that torch's C++ code raises is attributed to the innermost Python
   frame, which would be the wrapper. The wrappers of calls that warn
-  (:data:`._ops.MAY_WARN`) record the warnings and re-issue them at their caller's
-  line, with the caller's filters and once-registry.
+  (:data:`._ops.MAY_WARN`), and every wrapper while CUDA's sync debug mode is on,
+  record the warnings and re-issue them at their caller's line, with the caller's
+  filters and once-registry.
 
 The wrappers are process-wide, but record only for the audits active in the
 calling thread (a thread-local stack), so other threads pass straight through.
@@ -114,8 +115,22 @@ def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) ->
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
+def _no_sync_debug() -> int:
+    return 0
+
+
+# torch.cuda.set_sync_debug_mode("warn") makes every synchronizing call warn from C++;
+# through a wrapper those warnings would name the wrapper, so while the mode is on every
+# wrapper re-issues. Read per call (a C getter); absent without CUDA, and then never on.
+_sync_debug_mode: Callable[[], int] = (
+    getattr(torch._C, "_cuda_get_sync_debug_mode", _no_sync_debug)
+    if torch.cuda.is_available()
+    else _no_sync_debug
+)
+
+
 def _call(original: Callable[..., Any], args: Any, kwargs: Any, warns: bool) -> Any:
-    if not warns:
+    if not warns and not _sync_debug_mode():
         return original(*args, **kwargs)
     # Record, then re-issue at the caller: the filters (and "error") apply there.
     with warnings.catch_warnings(record=True) as caught:
