@@ -212,7 +212,10 @@ class PortFacts:
         # A `device = torch.device("cpu")` is rebound first (TP507); the moves wait a round,
         # so that they use that name instead of defining a second device.
         self.cpu_device_pending = any(
-            cpu_only_device(n, ctx.qualname) for s in self.scopes for n in s.nodes
+            isinstance(value, ast.Call)
+            and cpu_only_device(self.parents.get(id(value), value), ctx.qualname)
+            for s in self.scopes
+            for _, value in s.assigns
         )
 
     def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:

@@ -37,6 +37,7 @@ from torchport.check.rules.load_without_map_location import LoadWithoutMapLocati
 from torchport.check.rules.loader_not_pinned import LoaderNotPinned
 from torchport.check.rules.model_not_on_device import ModelNotOnDevice
 from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
+from torchport.check.rules.numpy_of_device_tensor import NumpyOfDeviceTensor
 from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
 from torchport.check.rules.runtime_cuda_device_string import RuntimeCudaDeviceString
 from torchport.check.rules.sync_in_loop import SyncInLoop
@@ -91,6 +92,7 @@ RULES: tuple[type[Rule], ...] = (
     TensorNotOnDevice,  # TP503
     TensorOnCpuInModule,  # TP504
     LoaderNotPinned,  # TP505
+    NumpyOfDeviceTensor,  # TP506
     CpuOnlyDevice,  # TP507
     UnportableBatch,  # TP520
     TensorFromLibrary,  # TP521
