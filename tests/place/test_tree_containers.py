@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 import torch
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 import torchport as tp
+from torchport.place._containers import PackedSequenceMover
 from torchport.place._tree import flatten_batch, flatten_tensors, map_tensors
 
 META = torch.device("meta")
@@ -457,6 +459,25 @@ def test_builtin_subclasses_are_rebuilt_without_their_constructor() -> None:
     assert out["set"].tag == "s" and len(out["set"]) == 2
     assert {x.device.type for x in out["set"] if isinstance(x, torch.Tensor)} == {"meta"}
     assert out["two"][0] is out["pair"][0] is out["factory"]["t"]  # shared once moved
+
+
+# --- PackedSequence: a namedtuple that must move with its own .to -----------------------------
+
+
+def test_packed_sequence_keeps_batch_sizes_on_the_cpu() -> None:
+    x = torch.randn(3, 2, 4)
+    packed = pack_padded_sequence(x, torch.tensor([3, 2]), enforce_sorted=False)
+    assert [type(m) for m in flatten_batch({"p": packed}).movers] == [PackedSequenceMover]
+    out = tp.to_device({"p": packed, "y": torch.ones(1)}, "meta")
+    moved = out["p"]
+    assert type(moved) is PackedSequence
+    assert on_meta(moved.data) and on_meta(moved.sorted_indices) and on_meta(out["y"])
+    assert moved.batch_sizes.device.type == "cpu"  # where RNNs require it
+    half = tp.to_device([packed], "cpu", dtype=torch.float16)[0]
+    assert half.data.dtype == torch.float16 and half.batch_sizes.dtype == torch.int64
+    ids = pack_padded_sequence(torch.ones(3, 2, dtype=torch.long), torch.tensor([3, 2]))
+    assert tp.to_device(ids, "cpu", dtype=torch.float16).data.dtype == torch.long  # floats only
+    assert tp.to_device((packed,), "cpu")[0] is packed  # nothing to move
 
 
 # --- skip_keys -------------------------------------------------------------------------------

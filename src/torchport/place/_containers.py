@@ -28,6 +28,12 @@ How each kind is rebuilt:
 * any other ``Mapping``: returned as it is when no value changed; otherwise
   ``type(m)(dict_of_items)``, checked to hold exactly the new values.
 
+* ``torch.nn.utils.rnn.PackedSequence``: a namedtuple whose constructor refuses
+  ``batch_sizes`` off the CPU, so it is not walked: it becomes one leaf, a
+  :class:`PackedSequenceMover`, and moves with its own ``.to`` (registered by
+  :func:`register_known`, since optree walks namedtuples before the walker
+  could see one).
+
 A set whose items become equal once rebuilt (so it would shrink) is an error.
 In every copy, instance attributes other than the children are carried over as
 they are (not walked), except ``functools.cached_property`` values, which are
@@ -44,13 +50,22 @@ import dataclasses
 import functools
 import operator
 import types
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import optree
 import torch
 
-__all__ = ["GENERIC_MAPPINGS", "RebuildRefused", "how_rebuilt", "register", "walked_before_to"]
+__all__ = [
+    "GENERIC_MAPPINGS",
+    "PackedSequenceMover",
+    "RebuildRefused",
+    "how_rebuilt",
+    "register",
+    "register_known",
+    "walked_before_to",
+]
 
 _MISSING = object()
 _Flatten = Callable[[Any], tuple[Any, Any, Any]]
@@ -96,6 +111,49 @@ class ViewEntry(optree.PyTreeEntry):
 
     def codify(self, /, node: str = "") -> str:
         return node
+
+
+class PackedSequenceMover:
+    """A leaf standing in for a ``PackedSequence``, so that the mover calls its ``.to``."""
+
+    __slots__ = ("packed",)
+
+    def __init__(self, packed: torch.nn.utils.rnn.PackedSequence) -> None:
+        self.packed = packed
+
+    def to(
+        self, device: torch.device, *, non_blocking: bool = False, dtype: torch.dtype | None = None
+    ) -> PackedSequenceMover:
+        """Move with ``PackedSequence.to``: ``batch_sizes`` stays on the CPU, as RNNs need.
+
+        Casts ``data`` to ``dtype`` only when it is floating, like every tensor of a batch.
+        """
+        packed: Any = self.packed  # its .to is typed as Tensor.to's first overload only
+        cast = dtype if dtype is not None and packed.data.is_floating_point() else None
+        return PackedSequenceMover(packed.to(device=device, dtype=cast, non_blocking=non_blocking))
+
+
+def register_known(namespace: str) -> None:
+    """Register the types that must be registered before optree first walks them."""
+    cls = torch.nn.utils.rnn.PackedSequence
+    with warnings.catch_warnings():
+        # optree warns that this overrides its namedtuple handling: that is the point.
+        warnings.simplefilter("ignore", UserWarning)
+        optree.register_pytree_node(
+            cls,
+            _hold_packed,
+            _release_packed,
+            path_entry_type=ViewEntry,
+            namespace=namespace,
+        )
+
+
+def _hold_packed(packed: Any) -> tuple[tuple[PackedSequenceMover], None, tuple[None]]:
+    return (PackedSequenceMover(packed),), None, (None,)
+
+
+def _release_packed(_: Any, children: Any) -> Any:
+    return children[0].packed
 
 
 def walked_before_to(cls: type) -> bool:

@@ -44,6 +44,7 @@ from torchport.place._containers import (
     RebuildRefused,
     how_rebuilt,
     register,
+    register_known,
     walked_before_to,
 )
 
@@ -73,12 +74,14 @@ _KIND: dict[type, int] = {torch.Tensor: _TENSOR, torch.nn.Parameter: _TENSOR}
 _MISSING = object()
 _MAX_REFLATTEN = 64
 
+register_known(_NAMESPACE)
+
 Rebuild = Callable[[Sequence[torch.Tensor]], object]
 """Called with one new tensor per distinct tensor, returns the rebuilt batch."""
 
 
 def flatten_tensors(
-    obj: object, *, skip_keys: Collection[Hashable] = ()
+    obj: object, *, skip_keys: Hashable | Collection[Hashable] = ()
 ) -> tuple[list[torch.Tensor], Rebuild]:
     """Find every distinct tensor in a nested batch.
 
@@ -104,7 +107,10 @@ def flatten_tensors(
 
 
 def map_tensors(
-    fn: Callable[[torch.Tensor], torch.Tensor], obj: object, *, skip_keys: Collection[Hashable] = ()
+    fn: Callable[[torch.Tensor], torch.Tensor],
+    obj: object,
+    *,
+    skip_keys: Hashable | Collection[Hashable] = (),
 ) -> object:
     """Apply ``fn`` once to each distinct tensor of a batch and rebuild the batch.
 
@@ -219,7 +225,7 @@ class BatchLayout:
             ) from exc
 
 
-def flatten_batch(obj: object, *, skip_keys: Collection[Hashable] = ()) -> BatchLayout:
+def flatten_batch(obj: object, *, skip_keys: Hashable | Collection[Hashable] = ()) -> BatchLayout:
     """Flatten a batch into its distinct tensors, its ``.to`` objects and a rebuilder.
 
     The mover and the loader use this directly; other code calls :func:`flatten_tensors`.
