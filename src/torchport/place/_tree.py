@@ -1,10 +1,11 @@
 """The tree walker: finds the tensors in a nested batch and rebuilds the batch around new ones.
 
-Code that moves a batch goes through :func:`flatten_batch` (``to_device``,
-``DeviceLoader``) or :func:`flatten_tensors` / :func:`map_tensors`, so that every
-mover agrees on what a batch may hold. (``strict()`` names the culprit of a
-device mismatch by looking two levels into an op's arguments on its own; it
-moves and rebuilds nothing.)
+Code that moves or inspects a batch goes through :func:`flatten_batch`
+(``to_device``, ``DeviceLoader``) or :func:`flatten_tensors` /
+:func:`map_tensors` (the module mover's check for unregistered tensor
+attributes), so that every part agrees on what a batch may hold. (``strict()``
+names the culprit of a device mismatch by looking two levels into an op's
+arguments on its own; it moves and rebuilds nothing.)
 
 The walk itself is optree's C++ flatten and unflatten. optree already knows
 ``dict``, ``OrderedDict``, ``defaultdict``, ``list``, ``tuple``, ``deque``,
@@ -22,10 +23,13 @@ Objects with a ``.to`` method (other than tensors, and other than ``UserDict``
 and ``UserList``, which are walked) are leaves: the mover calls their ``.to``.
 Every other leaf comes back as it is.
 
-Namedtuples are rebuilt by optree, which calls the class with the fields; a
-namedtuple subclass whose ``__new__`` takes other arguments raises
-``UnsupportedBatchError`` at rebuild, but one that takes the same arguments and
-changes them is not detected.
+Namedtuples are rebuilt by optree, which calls the class with the fields
+(``PackedSequence`` excepted: it moves with its own ``.to``). A namedtuple
+subclass whose ``__new__`` takes other arguments raises ``UnsupportedBatchError``
+at rebuild; one that takes the same arguments and changes them, or attributes set
+on a namedtuple subclass instance, are not detected: optree walks namedtuples
+before the walker can see their type, and checking each node per call would
+cost the common batch Python work per node.
 """
 
 from __future__ import annotations
