@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from torchport import hardware
 from torchport.port._error import RedirectError
 
 __all__ = ["Patch", "cuda_patches", "stand_in_class", "stand_in_function"]
@@ -217,8 +218,7 @@ def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callab
 def _synchronize(target: torch.device) -> Callable[..., None]:
     def synchronize(device: Any = None) -> None:
         """Waits for all work queued on the target device (a no-op on the CPU)."""
-        if target.type != "cpu":
-            torch.accelerator.synchronize(target)
+        hardware.synchronize(target)
 
     return synchronize
 
@@ -237,10 +237,15 @@ def _seed(target: torch.device, name: str) -> Callable[..., None]:
 
 def _mem_get_info(target: torch.device) -> Callable[..., tuple[int, int]]:
     def mem_get_info(device: Any = None) -> tuple[int, int]:
-        if target.type != "cpu":
-            return torch.accelerator.get_memory_info(target)
-        page = os.sysconf("SC_PAGE_SIZE")
-        return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
+        free, total = hardware.memory_info(target, allow_context=True)
+        if free is None or total is None:
+            # A made-up figure would size the script's batches wrongly: say so instead.
+            raise RedirectError(
+                f"torch.cuda.mem_get_info() has no answer on {target}: torchport cannot read "
+                f"its free memory. Run on a device that reports it (cpu, cuda, mps), or make "
+                f"the call conditional on the device type."
+            )
+        return free, total
 
     return mem_get_info
 
