@@ -151,3 +151,15 @@ def test_code_under_a_device_type_check_is_never_reported(line: str, guard: str)
     # ...and the same line outside the check is reported.
     bare = f"import torch\n\n\ndef f(x, device, rank):\n    {line}\n"
     assert check_source(bare, select=device_rules)
+
+
+def test_a_module_importing_a_cuda_only_library_is_cuda_code() -> None:
+    """A TensorRT or CuPy module is CUDA code by nature: no portability finding there."""
+    source = (
+        "import tensorrt as trt\nimport torch\n\n"
+        "buf = torch.empty(1024, dtype=torch.uint8, device='cuda')\n"
+        "s = torch.cuda.Stream()\ntorch.cuda.empty_cache()\n"
+    )
+    assert check_source(source, select=["TP101", "TP401", "TP406"]) == []
+    plain = source.replace("import tensorrt as trt\n", "")
+    assert len(check_source(plain, select=["TP101", "TP401", "TP406"])) == 3

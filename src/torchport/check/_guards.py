@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import weakref
 
 from torchport.check._binding import BindingKind
 from torchport.check._context import Context
@@ -30,6 +31,7 @@ from torchport.check._context import Context
 __all__ = [
     "Guard",
     "bound_value",
+    "cuda_only_module",
     "device_guard",
     "known_device_object",
     "known_on_cpu",
@@ -55,6 +57,10 @@ _AVAILABILITY = frozenset(
     }
 )
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# Libraries that exist only for NVIDIA GPUs: a module importing one is CUDA code by
+# nature (a TensorRT engine, a CuPy kernel), and asking it to be portable is noise.
+_CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "cuda"})
+_CUDA_ONLY: weakref.WeakKeyDictionary[Context, bool] = weakref.WeakKeyDictionary()
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
 _HOPS = 4
 # Factories that make a tensor on the CPU unless given `device=`.
@@ -167,10 +173,15 @@ def _sub_expressions(expr: ast.expr) -> list[ast.expr]:
 def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
     """The strongest device check enclosing ``node`` within its function, if any.
 
+    Everything in a module that imports a CUDA-only library is DEVICE_TYPE
+    (:func:`cuda_only_module`).
+
     Looks at the ``if``/``while``/conditional expressions around ``node`` (both
     arms: an ``else`` of a device test is the other device's branch), then at
     early exits and asserts before ``node``'s statement in each enclosing block.
     """
+    if cuda_only_module(ctx):
+        return Guard.DEVICE_TYPE
     found: Guard | None = None
     child: ast.AST = node
     chain = ctx.ancestors
@@ -192,6 +203,29 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
             return found
         found = _stronger(found, _early_exit_guard(outer, child, ctx))
         child = outer
+    return found
+
+
+def cuda_only_module(ctx: Context) -> bool:
+    """Whether the module imports a CUDA-only library (TensorRT, PyCUDA, CuPy, cuda-python).
+
+    Such a module is CUDA code by nature, as a branch for CUDA is: every device
+    check answers DEVICE_TYPE inside it. Computed once per file.
+    """
+    found = _CUDA_ONLY.get(ctx)
+    if found is None:
+        found = False
+        for stmt in ast.walk(ctx.tree):
+            if isinstance(stmt, ast.Import):
+                names = [alias.name for alias in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+                names = [stmt.module]
+            else:
+                continue
+            if any(name.partition(".")[0] in _CUDA_ONLY_LIBRARIES for name in names):
+                found = True
+                break
+        _CUDA_ONLY[ctx] = found
     return found
 
 

@@ -32,7 +32,11 @@ class SyncInLoop(Rule):
     after the loop, or every N steps (reads under `if step % N == 0:` and
     `if i == 0:`, which run now and then or once, are not reported). A read
     in an outer loop that also runs an inner loop (once per epoch, around the
-    loop over batches) is cheap and is not reported either.
+    loop over batches) is cheap and is not reported either, and so are reads
+    in loops that queue no device work (no model call, `backward()`, `step()`
+    or torch function): only their first read waits, the rest are copies.
+    `.cpu()` counts when its result is read (`.cpu().numpy()`) or is a tensor,
+    not when a module is offloaded (`ae = ae.cpu()`).
     """
 
     code = "TP202"
@@ -56,6 +60,9 @@ class SyncInLoop(Rule):
         "out = model(xs).cpu()\nfor row in out:\n    vals.append(row.tolist())\n",
         "for i, x in enumerate(xs):\n    if i == 0:\n        print(model(x).sum().item())\n",
         "for x in xs:\n    a = x.numpy()\n",
+        "vals = [t.tolist() for t in ts]\n",
+        'for k, v in preds.items():\n    labels = v["labels"].tolist()\n',
+        "while opts:\n    y = model(x)\n    ae = ae.cpu()\n",
     )
     invalid = (
         Example("for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"),
@@ -64,8 +71,8 @@ class SyncInLoop(Rule):
             "        print(model(x).sum().item())\n"
         ),
         Example("while step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"),
-        Example("vals = [t.tolist() for t in ts]\n"),
-        Example("import torch\n\nvals = [x.item() for x in torch.linspace(0, 1, 4).cuda()]\n"),
+        Example("vals = [model(x).argmax(-1).tolist() for x in xs]\n"),
+        Example("for p in params:\n    total += p.grad.norm(2).item() ** 2\n"),
         Example(
             "import torch\n\nfor i in range(3):\n    loss = torch.zeros(1) + i\n    print(loss)\n"
         ),
@@ -81,12 +88,15 @@ class SyncInLoop(Rule):
             receiver = func.value
             if isinstance(receiver, ast.Call) and method_name(receiver) in _CHAINED:
                 return  # `x.cpu().tolist()`: reported once, at the inner call
-            if method == "cpu" and probably_module(receiver, ctx):
-                return
+            if method == "cpu" and not _read_on_host(node, receiver, ctx):
+                return  # `ae = ae.cpu()`: offloading a module, not reading a tensor
             if known_on_cpu(receiver, ctx):
                 return  # already on the CPU: nothing to wait for
             if not _every_iteration(node, ctx):
                 return
+            computed_here = isinstance(receiver, ast.Call)  # `x.sum().item()`: an op, then a read
+            if not computed_here and not _launches_device_work(ctx.loop_of(node), ctx):
+                return  # reads of results already computed: only the first one waits
             message = f"`.{method}()` in a loop waits for the device every iteration; " + (
                 "accumulate on the device and read once after the loop"
                 if method == "item"
@@ -98,12 +108,58 @@ class SyncInLoop(Rule):
             and func.id == "print"
             and any(probably_tensor(a, ctx) for a in node.args)
             and _every_iteration(node, ctx)
+            and _launches_device_work(ctx.loop_of(node), ctx)
         ):
             message = "`print(tensor)` in a loop waits for the device; print every N steps"
             yield ctx.finding(self, node, message=message)
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Calls that queue device work each iteration (besides model calls and torch functions).
+_WORK = frozenset({"backward", "step", "forward", "generate", "sample"})
+_NO_WORK = ("torch.cuda.", "torch.no_grad", "torch.device", "torch.is_tensor", "torch.Size")
+
+
+def _read_on_host(node: ast.Call, receiver: ast.expr, ctx: Context) -> bool:
+    """Whether ``receiver.cpu()`` copies a tensor to read it: ``.cpu().numpy()`` or a tensor."""
+    parent = ctx.parent
+    if isinstance(parent, ast.Attribute) and parent.value is node:
+        return parent.attr in ("numpy", "tolist", "item")
+    return probably_tensor(receiver, ctx) and not probably_module(receiver, ctx)
+
+
+def _launches_device_work(loop: ast.AST | None, ctx: Context) -> bool:
+    """Whether each iteration of ``loop`` queues device work before reading.
+
+    A model or loss call, ``backward()``, an optimizer ``step()``, or a torch
+    function. A loop that only reads results computed before it waits once, at
+    its first read; the rest are copies.
+    """
+    if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        todo: list[ast.AST] = list(loop.body)
+    elif isinstance(loop, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        todo = [loop.elt]
+    elif isinstance(loop, ast.DictComp):
+        todo = [loop.key, loop.value]
+    else:
+        return False
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _WORK:
+                return True
+            name = ctx.qualname(func)
+            if name is not None and name.startswith("torch.") and not name.startswith(_NO_WORK):
+                return True
+            if name is None and probably_module(func, ctx):
+                return True  # `model(x)`, `criterion(out, y)`, `self.net(x)`
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
