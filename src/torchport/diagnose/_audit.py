@@ -405,7 +405,7 @@ class _Recorder:
         """Record a watched Python-level call that has run; never raises."""
         try:
             where, caller = self._where()
-            if entry.kind is OpKind.TRANSFER:
+            if entry.transfer:
                 moved = _ops.transfer_of(func, args, kwargs, out)
                 if moved is None:
                     return
@@ -433,7 +433,7 @@ class _Recorder:
                 return
             nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
             self._count(
-                (entry.kind.value, entry.label, _ops.op_name(func), name, host, *where), nbytes
+                (entry.kind_name, entry.label, _ops.op_name(func), name, host, *where), nbytes
             )
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
@@ -448,9 +448,9 @@ class _Recorder:
     ) -> None:
         """Record an aten op that has run, if its arguments give it that cost; never raises."""
         try:
-            if not entry.matches(args, kwargs):
+            if entry.applies is not None and not entry.applies(args, kwargs):
                 return
-            if entry.kind is OpKind.TRANSFER:
+            if entry.transfer:
                 moved = _ops.transfer_of(func, args, kwargs, out)
                 if moved is None or moved[0] == moved[1]:
                     return
@@ -464,11 +464,15 @@ class _Recorder:
                 return
             # aten ops arrive through torch's wrappers, so host-side callers are not
             # told apart here; only Python-level calls name their caller exactly.
-            tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            tensor = None
+            for arg in args:
+                if isinstance(arg, torch.Tensor):
+                    tensor = arg
+                    break
             name, host = _device_facts(tensor.device if tensor is not None else _CPU)
             nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
             where, _ = self._where()
-            sync: _Key = (entry.kind.value, entry.label, _ops.op_name(func), name, host)
+            sync: _Key = (entry.kind_name, entry.label, _ops.op_name(func), name, host)
             self._count(sync + where, nbytes)
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -71,11 +71,20 @@ class OpEntry:
         applies: When set, the op only counts if this returns true for its
             ``(args, kwargs)``; ``x.to(same_device)`` is no transfer and
             ``x[index_tensor]`` is no sync, but ``x[bool_mask]`` is.
+        transfer: ``kind is OpKind.TRANSFER``, kept as a plain field for the audit's
+            per-event path (an enum comparison and ``.value`` cost more).
+        kind_name: ``kind.value``, for the same reason.
     """
 
     kind: OpKind
     label: str
     applies: Callable[[_Args, _Kwargs], bool] | None = None
+    transfer: bool = field(init=False, repr=False, compare=False)
+    kind_name: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "transfer", self.kind is OpKind.TRANSFER)
+        object.__setattr__(self, "kind_name", self.kind.value)
 
     def matches(self, args: _Args, kwargs: _Kwargs) -> bool:
         """Whether the op, called with these arguments, has this entry's cost."""
