@@ -131,7 +131,10 @@ def launch(argv: list[str], target: Target) -> int:
     return -received[0] if received else code
 
 
-_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# SIGHUP (a closed terminal) exists on POSIX only.
+_FORWARDED = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 _PR_SET_PDEATHSIG = 1
 
 
