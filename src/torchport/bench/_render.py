@@ -74,7 +74,9 @@ def _cells(row: Row, keys: list[str]) -> list[str]:
 
 def _check_line(check: Check) -> str:
     mark = "[green]PASS[/green]" if check.passed else "[red]MISS[/red]"
-    return f"{mark} {check.name}: {check.value:.2f}x (target ≤ {check.target:g}x)"
+    # A check on an absolute time names its unit (µs) in its name; others are ratios.
+    unit = " µs" if "µs" in check.name else "x"
+    return f"{mark} {check.name}: {check.value:.2f}{unit} (target ≤ {check.target:g}{unit})"
 
 
 def render_text(run: BenchRun, console: Console) -> None:
