@@ -237,3 +237,20 @@ def test_mixed_line_endings_are_left_as_they_are(tmp_path: Path) -> None:
     path.write_bytes(b"import torch\r\n\r\nx = torch.zeros(2).cuda()\n")
     assert fix_paths([path]).errors == []
     assert path.read_bytes().startswith(b"import torch\r\n")
+
+
+def test_diff_of_a_latin1_file_is_in_latin1_so_git_apply_takes_it(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    path = tmp_path / "latin.py"
+    path.write_bytes(("# -*- coding: latin-1 -*-\ns = 'é'\n" + BEFORE).encode("latin-1"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["fix", "--diff", "latin.py"]) == 1
+    patch = capsysbinary.readouterr().out
+    assert "s = 'é'".encode("latin-1") in patch
+    (tmp_path / "p.diff").write_bytes(patch)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
+    assert b"device" in path.read_bytes() and "é".encode("latin-1") in path.read_bytes()

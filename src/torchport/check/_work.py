@@ -53,6 +53,7 @@ class FileFix:
     diff: str
     written: bool
     text: str | None = None
+    encoding: str = "utf-8"  # the file's: write ``diff`` in it, so `git apply` matches bytes
 
 
 @dataclass(slots=True)
@@ -220,7 +221,10 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
             # A BOM is part of the file's first line: a patch without it does not apply.
             bom = "\ufeff" if doc.encoding == "utf-8-sig" else ""
             diff = FixOutcome(bom + new, outcome.fixed, []).diff(bom + old, path)
-            report.fix = FileFix(path, fixed, diff if chunk.diff else "", written=False, text=new)
+            encoding = "utf-8" if doc.encoding == "utf-8-sig" else doc.encoding  # BOM: in text
+            report.fix = FileFix(
+                path, fixed, diff if chunk.diff else "", False, text=new, encoding=encoding
+            )
             return report
         if not inside_roots(Path(path), chunk.roots):
             raise WriteRefused(

@@ -65,8 +65,10 @@ def _run(args: argparse.Namespace) -> int:
     for change in result.changed:
         total += sum(change.fixed.values())
         counts = ", ".join(f"{code} x{n}" for code, n in change.fixed.items())
-        if args.diff:
-            sys.stdout.write(change.diff)
+        if args.diff:  # in the file's own encoding, so the patch applies to its bytes
+            sys.stdout.flush()
+            sys.stdout.buffer.write(change.diff.encode(change.encoding, "surrogateescape"))
+            sys.stdout.buffer.flush()
         print(f"{'would fix' if args.diff else 'fixed'} {change.path}: {counts}", file=report)
     for error in result.errors:
         print(error, file=sys.stderr)
