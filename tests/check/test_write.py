@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from torchport.check import _work as work_module
 from torchport.check import fix_paths
@@ -254,3 +256,31 @@ def test_diff_of_a_latin1_file_is_in_latin1_so_git_apply_takes_it(
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
     assert b"device" in path.read_bytes() and "é".encode("latin-1") in path.read_bytes()
+
+
+_BODY = st.lists(
+    st.sampled_from(
+        ["x = torch.zeros(2).cuda()", "y = x.cuda()", "s = '''a\nb'''", "# c", "", "z = 1",
+         "def f(t):\n    return t.cuda()"]
+    ),
+    min_size=1,
+    max_size=6,
+)  # fmt: skip
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(body=_BODY, newline=st.sampled_from(["\n", "\r\n", "\r"]), bom=st.booleans())
+def test_fixed_file_keeps_one_kind_of_line_ending_and_its_bom(
+    tmp_path: Path, body: list[str], newline: str, bom: bool
+) -> None:
+    text = "import torch\n" + "\n".join(body) + "\n"
+    path = tmp_path / "eol.py"
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.replace("\n", newline).encode())
+    assert fix_paths([path], unsafe=True).errors == []
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") is bom
+    crlf = data.count(b"\r\n")
+    kinds = {"\n": data.count(b"\n") - crlf, "\r\n": crlf, "\r": data.count(b"\r") - crlf}
+    assert {k for k, n in kinds.items() if n} == {newline}
