@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 import torchport as tp
@@ -492,6 +494,21 @@ def test_a_string_skip_key_is_one_key() -> None:
     assert tp.to_device(batch, "meta", skip_keys={3, "i"})[3] is batch[3]
 
 
+@dataclasses.dataclass
+class OnlyUnderSkippedKeys:
+    """Met for the first time under a skipped key (no other test uses it)."""
+
+    x: torch.Tensor
+
+
+def test_a_new_container_type_under_a_skipped_key_is_left_as_it_is() -> None:
+    first = OnlyUnderSkippedKeys(torch.ones(1))
+    for _ in range(2):  # first sight registers the type; the second call must agree
+        out = tp.to_device({"ids": first, "y": torch.ones(1)}, "meta", skip_keys="ids")
+        assert out["ids"] is first and on_meta(out["y"])
+    assert on_meta(tp.to_device({"x": first}, "meta", skip_keys="ids")["x"].x)
+
+
 @pytest.mark.parametrize(
     ("skip", "found"), [(3, r"of type int.*skip_keys=\[3\]"), ([["a"]], "cannot be a dict key")]
 )
@@ -538,3 +555,46 @@ def test_deep_nesting_through_new_containers_is_an_error() -> None:
         deep = collections.UserList([deep])
     with pytest.raises(tp.UnsupportedBatchError, match="nested more than"):
         tp.to_device(deep, "meta")
+
+
+# --- skip_keys at any depth, in any mapping (property) ------------------------------------
+
+
+_keys = st.sampled_from(["a", "b", "ids"])
+_leaf = st.builds(torch.ones, st.integers(0, 3)) | st.integers() | st.none()
+
+
+def _nest(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    mappings = st.dictionaries(_keys, children, max_size=3)
+    return (
+        mappings
+        | mappings.map(lambda d: collections.UserDict(d))
+        | mappings.map(ReadOnly)
+        | mappings.map(types.MappingProxyType)
+        | st.lists(children, max_size=3)
+        | st.builds(Holder, children)
+    )
+
+
+def _check_skipped(before: Any, after: Any, skipped: bool) -> None:
+    """Under an ``ids`` key everything is the very object; elsewhere every tensor moved."""
+    if skipped:
+        assert after is before
+    elif isinstance(before, torch.Tensor):
+        assert on_meta(after) and after.shape == before.shape
+    elif isinstance(before, Mapping):
+        assert type(after) is type(before) and list(after) == list(before)
+        for key in before:
+            _check_skipped(before[key], after[key], key == "ids")
+    elif isinstance(before, list):
+        for x, y in zip(before, after, strict=True):
+            _check_skipped(x, y, False)
+    elif isinstance(before, Holder):
+        _check_skipped(before.held, after.held, False)
+    else:
+        assert after == before
+
+
+@given(st.recursive(_leaf, _nest, max_leaves=10))
+def test_skip_keys_hold_in_every_mapping_at_any_depth(batch: Any) -> None:
+    _check_skipped(batch, tp.to_device(batch, "meta", skip_keys="ids"), False)

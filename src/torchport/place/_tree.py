@@ -374,6 +374,9 @@ def _classify(cls: type) -> int:
     """Decide what leaves of type ``cls`` are, registering container types on first sight."""
     if issubclass(cls, torch.Tensor):
         kind = _TENSOR
+    elif optree.register_pytree_node.get(cls, namespace=_NAMESPACE) is not None:
+        # A container met as a leaf: it sat under a skipped key, so it stays as it is.
+        kind = _PLAIN
     elif walked_before_to(cls) and register(cls, _NAMESPACE):
         return _NEW_NODE  # not cached: once registered, optree no longer yields it as a leaf
     elif callable(getattr(cls, "to", None)) and not issubclass(cls, type):
