@@ -163,3 +163,16 @@ def test_a_module_importing_a_cuda_only_library_is_cuda_code() -> None:
     assert check_source(source, select=["TP101", "TP401", "TP406"]) == []
     plain = source.replace("import tensorrt as trt\n", "")
     assert len(check_source(plain, select=["TP101", "TP401", "TP406"])) == 3
+
+
+@pytest.mark.parametrize(
+    "decorator",
+    [
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason='no GPU')",
+        "@unittest.skipUnless(torch.cuda.is_available(), 'no GPU')",
+        "@pytest.mark.requires_cuda",
+    ],
+)
+def test_tests_that_need_cuda_are_guarded(decorator: str) -> None:
+    source = f"import torch\n\n\n{decorator}\ndef test_gpu():\n    x = torch.ones(2).cuda()\n"
+    assert check_source(source, select=["TP101"]) == []

@@ -189,8 +189,10 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
     top = next((i for i in range(len(chain) - 1, -1, -1) if chain[i] is node), len(chain))
     for outer in reversed(chain[:top]):
         if isinstance(outer, _SCOPES):
-            # Early exits in the function's (or module's) own body still count.
-            return _stronger(found, _early_exit_guard(outer, child, ctx))
+            # Early exits in the function's (or module's) own body still count, and so
+            # does a test skipped without CUDA (`@pytest.mark.skipif(not ...is_available())`).
+            found = _stronger(found, _early_exit_guard(outer, child, ctx))
+            return _stronger(found, _skip_guard(outer, ctx))
         test: ast.expr | None = None
         if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is not outer.test:
             test = outer.test
@@ -248,6 +250,29 @@ def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | N
             )
             if isinstance(stmt, (ast.Assert, ast.If)) and (exits or isinstance(stmt, ast.Assert)):
                 found = _stronger(found, test_guard(stmt.test, ctx))
+    return found
+
+
+_SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})
+
+
+def _skip_guard(scope: ast.AST, ctx: Context) -> Guard | None:
+    """The device check of a ``skipif``/``skipUnless`` or ``mark.requires_cuda`` decorator."""
+    found: Guard | None = None
+    for decorator in getattr(scope, "decorator_list", ()):
+        mark = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if (
+            isinstance(mark, ast.Attribute)
+            and isinstance(mark.value, ast.Attribute)
+            and mark.value.attr == "mark"
+            and ("cuda" in mark.attr.lower() or "gpu" in mark.attr.lower())
+        ):
+            return Guard.DEVICE_TYPE  # `@pytest.mark.requires_cuda`: a test for CUDA
+        if not (isinstance(decorator, ast.Call) and decorator.args):
+            continue
+        func = decorator.func
+        if isinstance(func, ast.Attribute) and func.attr in _SKIPS:
+            found = _stronger(found, test_guard(decorator.args[0], ctx))
     return found
 
 

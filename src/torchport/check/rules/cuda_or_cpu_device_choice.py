@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from torchport.check._context import Context
 from torchport.check._guards import Guard, bound_value, device_guard
@@ -13,11 +14,10 @@ from torchport.check.rules._snippets import DEVICE_LINE
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
-# torch.cuda calls that only ask a question: a branch doing nothing else is no device choice.
-_QUERIES = frozenset(
-    {"torch.cuda.is_available", "torch.cuda.is_bf16_supported", "torch.cuda.get_device_name",
-     "torch.cuda.get_device_capability", "torch.cuda.device_count"}
-)  # fmt: skip
+# torch.cuda calls that choose no device (questions; seeding is TP402's): no device choice.
+_QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_supported",
+    "get_device_name", "get_device_capability", "device_count", "manual_seed",
+    "manual_seed_all"))  # fmt: skip
 
 
 class CudaOrCpuDeviceChoice(Rule):
@@ -28,9 +28,9 @@ class CudaOrCpuDeviceChoice(Rule):
     such as `if torch.cuda.is_available(): model.cuda()` or
     `mem = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0`.
     The CUDA code inside such a branch is not reported by TP101 or TP401: this
-    rule reports the choice once. A branch that names no CUDA device or API
-    (a dtype choice, building a CUDA extension) is no device choice and is left
-    alone, and so is `assert torch.cuda.is_available()`.
+    rule reports the choice once, spanning the CUDA branch. A branch naming no
+    CUDA device or API (a dtype choice, building a CUDA extension) is no device
+    choice and is left alone, and so is `assert torch.cuda.is_available()`.
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs
@@ -42,12 +42,11 @@ class CudaOrCpuDeviceChoice(Rule):
 
     ## Fix safety
     Only the idiom itself is rewritten, to the `torch.accelerator` expression
-    (its `.type` string when the idiom was a string, so later `device == "cuda"`
-    tests keep their meaning):
-    on a machine with MPS or XPU the program now runs there instead of on the
-    CPU, which changes speed, numerics and memory use. Flags and branches are
-    reported without a fix: the code they guard may be CUDA-only (`.cuda()`),
-    and would then fail on the other accelerators.
+    (its `.type` string when the idiom was a string, so `device == "cuda"` tests
+    keep their meaning): on a machine with MPS or XPU the program now runs there
+    instead of on the CPU, which changes speed, numerics and memory use. Flags and
+    branches are reported without a fix: the code they guard may be CUDA-only
+    (`.cuda()`), and would then fail on the other accelerators.
     """
 
     code = "TP109"
@@ -108,8 +107,9 @@ class CudaOrCpuDeviceChoice(Rule):
             return
         if device_guard(node, ctx) is Guard.DEVICE_TYPE:
             return  # inside a branch for one device type: already ported code
-        if isinstance(node, ast.If):
-            yield ctx.finding(self, test)
+        if isinstance(node, ast.If):  # the test, spanning the CUDA branch it guards
+            end = ctx.finding(self, node.body[-1])
+            yield replace(ctx.finding(self, test), end_line=end.end_line, end_col=end.end_col)
             return
         if not (isinstance(test, ast.Call) and _is_cpu(node.orelse, ctx)):
             yield ctx.finding(self, node)  # `"cuda" if use_cuda else "cpu"`: no fix
