@@ -359,13 +359,13 @@ def test_nested_audits_both_record() -> None:
 def test_a_failure_to_describe_an_op_never_reaches_the_program(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from torchport.diagnose import _audit
+    from torchport.diagnose import _ops
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("bug in the audit")
 
-    monkeypatch.setattr(_audit._ops, "read_bytes", broken)  # used for the Python-level .item()
-    monkeypatch.setattr(_audit._ops, "transfer_of", broken)  # used for the aten-level copy
+    monkeypatch.setattr(_ops, "read_bytes", broken)  # used for the Python-level .item()
+    monkeypatch.setattr(_ops, "transfer_of", broken)  # used for the aten-level copy
     x = torch.ones(3)
     with tp.audit() as report:
         assert x.sum().item() == 3.0

@@ -1,0 +1,362 @@
+"""What one audit() block has seen: counts by source line, and the two watchers that feed them.
+
+A ``TorchDispatchMode`` (:class:`DispatchWatcher`) sees every aten op and asks
+:mod:`._ops` whether it copies or waits; the wrappers of :mod:`._methods` report the
+Python-level calls. Both end in :class:`Recorder`, which finds the user's source line by
+walking ``sys._getframe`` with a per-code-object cache of which frames are internal
+(``traceback.extract_stack`` would read every frame's source), and counts small
+summaries only: op, device, bytes, line. No tensor outlives its op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from types import CodeType, FrameType
+from typing import Any, cast
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import (
+    TorchDispatchMode,
+    _get_current_dispatch_mode_stack,
+    _pop_mode,
+    _push_mode,
+)
+
+import torchport
+from torchport.diagnose import _methods, _ops
+from torchport.diagnose._ops import OpEntry, OpKind
+from torchport.errors import ConfigError
+
+__all__ = ["HOST_TYPES", "DispatchWatcher", "Recorder"]
+
+# Devices whose scalar reads cost no wait: the audit still lists them, labelled
+# as points that would synchronize on an accelerator.
+HOST_TYPES = frozenset({"cpu", "meta"})
+_HOST_TYPES = HOST_TYPES
+
+
+# (kind, label, op, device, would_sync) + where (file, line, function)
+_Key = tuple[str, str, str, str, bool]
+
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__ or "")) + os.sep
+# Torch code whose tensors live on the host by design, on every machine: the
+# optimizers' step counters (unless capturable/fused) and the data loading
+# machinery (sampler permutations, worker seeds, collation). The learning-rate
+# schedulers are not: ReduceLROnPlateau.step(loss) reads the user's loss, on the
+# device in a GPU run.
+_HOST_SIDE_DIRS = tuple(
+    os.path.join(_TORCH_DIR, *parts) + os.sep for parts in (("optim",), ("utils", "data"))
+)
+_USER_READS_IN_TORCH = frozenset(
+    {
+        os.path.join(_TORCH_DIR, "optim", "lr_scheduler.py"),
+        os.path.join(_TORCH_DIR, "optim", "swa_utils.py"),
+    }
+)
+_OWN_DIR = os.path.dirname(os.path.abspath(torchport.__file__ or "")) + os.sep
+_USER, _TORCH, _HOST_SIDE, _OWN, _MODULE_MOVE = 0, 1, 2, 3, 4
+
+# The functions nn.Module.to() and .cpu() apply to each parameter and buffer: a move
+# of the model, so on a CPU run their per-tensor no-op .to() predicts a real copy.
+# Other torch code's .to() of host tensors (clip_grad_norm_'s norms) predicts none.
+_MODULE_MOVES = frozenset(
+    const
+    for method in (nn.Module.to, nn.Module.cpu)
+    for const in method.__code__.co_consts
+    if isinstance(const, CodeType)
+)
+
+
+# Frames between the caller and a watcher that belong to the call itself: the
+# dispatch of __torch_function__ and the Python-defined tensor methods it wraps.
+_MACHINERY = frozenset(
+    code
+    for code in (
+        getattr(torch.overrides.handle_torch_function, "__code__", None),
+        getattr(torch._ops.OpOverload.__call__, "__code__", None),
+        *(getattr(f, "__code__", None) for f in _ops.watched_methods()),
+    )
+    if code is not None
+)
+
+
+def _origin(code: CodeType) -> int:
+    name = code.co_filename
+    if name.startswith(_OWN_DIR) or code in _MACHINERY:
+        return _OWN
+    if code in _MODULE_MOVES:
+        return _MODULE_MOVE
+    if name.startswith(_HOST_SIDE_DIRS) and name not in _USER_READS_IN_TORCH:
+        return _HOST_SIDE
+    return _TORCH if name.startswith(_TORCH_DIR) else _USER
+
+
+_Where = tuple[str, int, str]
+_NO_CALLER: _Where = ("<backward/C++>", 0, "")
+_TRANSFER = OpKind.TRANSFER.value
+# Callers whose no-op moves of host tensors predict a copy on an accelerator
+_PREDICTS = frozenset({_USER, _MODULE_MOVE})
+
+# Formatting a torch.device costs microseconds; each device and route is named once
+_DEVICE_FACTS: dict[torch.device, tuple[str, bool]] = {}
+_ROUTES: dict[tuple[torch.device, torch.device], str] = {}
+
+
+def _device_facts(device: torch.device) -> tuple[str, bool]:
+    """The device's name and whether it is a host device (a read there waits for nothing)."""
+    facts = _DEVICE_FACTS.get(device)
+    if facts is None:
+        facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
+    return facts
+
+
+def _route(src: torch.device, dst: torch.device) -> str:
+    route = _ROUTES.get((src, dst))
+    if route is None:
+        route = _ROUTES[(src, dst)] = f"{src}→{dst}"
+    return route
+
+
+class Recorder:
+    """Accumulates counts for one audit() block; shared by its two watchers."""
+
+    def __init__(self, every: int) -> None:
+        self.every = every
+        self.steps = 0
+        self.recorded_steps = 0
+        self.counts: dict[tuple[str, str, str, str, bool, str, int, str], list[int]] = {}
+        self._lock = threading.Lock()
+        self.local = _methods.QuietCount()  # per thread: inside a watched Python-level call
+        self._origins: dict[CodeType, int] = {}
+        self._mode: DispatchWatcher | None = None
+        self.closed = False
+        self.dropped = 0  # ops the audit failed to describe; see guarded_observe
+
+    # -- modes on and off -------------------------------------------------------
+    def start(self) -> None:
+        _methods.watch(self)
+        mode = DispatchWatcher(self)
+        mode.__enter__()  # type: ignore[no-untyped-call]
+        self._mode = mode
+
+    def stop(self) -> None:
+        if self._mode is not None:
+            mode, self._mode = self._mode, None
+            mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+            _methods.unwatch(self)
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """Lift this audit's dispatch mode off the calling thread's stack for the block.
+
+        Modes entered above it stay, in their order; on exit the stack is as before.
+        """
+        mode = self._mode
+        if mode is None or not any(m is mode for m in _get_current_dispatch_mode_stack()):
+            yield
+            return
+        above: list[Any] = []
+        while (top := _pop_mode()) is not mode:
+            above.append(top)
+        for other in reversed(above):
+            _push_mode(other)
+        try:
+            yield
+        finally:
+            for _ in above:
+                _pop_mode()
+            _push_mode(mode)
+            for other in reversed(above):
+                _push_mode(other)
+
+    def lift(self) -> object | None:
+        """Pop this audit's dispatch mode if it is on top of the stack; the token restores it."""
+        mode = self._mode
+        depth = _stack_depth()
+        if mode is None or depth == 0 or _stack_at(depth - 1) is not mode:
+            return None
+        _pop_stack(None)  # None: the user-mode stack, where audit's mode lives
+        return mode
+
+    def restore(self, token: object) -> None:
+        """Push back what :meth:`lift` popped."""
+        _push_stack(cast(TorchDispatchMode, token))
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[None]:
+        if self.closed:
+            raise ConfigError("report.step() was called after its tp.audit() block ended")
+        sampled = self.steps % self.every == 0
+        self.steps += 1
+        if not sampled:
+            yield
+            return
+        self.recorded_steps += 1
+        if self._mode is not None:  # every == 1, or a step inside a recorded step
+            yield
+            return
+        self.start()
+        try:
+            yield
+        finally:
+            self.stop()
+
+    # -- recording -----------------------------------------------------------------
+    def _where(self) -> tuple[_Where, int | None]:
+        """The first user frame above the op, and the origin of the code that made the call."""
+        frame: FrameType | None = sys._getframe(2)
+        origins = self._origins
+        caller: int | None = None
+        while frame is not None:
+            code = frame.f_code
+            origin = origins.get(code)
+            if origin is None:
+                origin = origins[code] = _origin(code)
+            if caller is None and origin != _OWN:
+                caller = origin
+            if origin == _USER:
+                return (code.co_filename, frame.f_lineno or 0, code.co_name), caller
+            frame = frame.f_back
+        return _NO_CALLER, caller
+
+    def _count(self, key: tuple[str, str, str, str, bool, str, int, str], nbytes: int) -> None:
+        with self._lock:
+            slot = self.counts.get(key)
+            if slot is None:
+                self.counts[key] = [1, nbytes]
+            else:
+                slot[0] += 1
+                slot[1] += nbytes
+
+    def observe_python(
+        self,
+        func: Any,
+        entry: OpEntry,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        out: Any,
+    ) -> None:
+        """Record a watched Python-level call that has run; never raises."""
+        try:
+            where, caller = self._where()
+            if entry.transfer:
+                moved = _ops.transfer_of(func, args, kwargs, out)
+                if moved is None:
+                    return
+                src, dst, nbytes = moved
+                predicted = src == dst
+                if predicted and (src.type not in _HOST_TYPES or caller not in _PREDICTS):
+                    # a no-op on the accelerator itself, or torch's own bookkeeping moves
+                    # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
+                    return
+                key: _Key = (
+                    _TRANSFER,
+                    entry.label,
+                    _ops.op_name(func),
+                    _route(src, dst),
+                    predicted,
+                )
+                self._count(key + where, nbytes)
+                return
+            tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            name, host = _device_facts(tensor.device if tensor is not None else _CPU)
+            if host and caller == _HOST_SIDE:
+                # torch.optim's step counters and torch.utils.data's sampler tensors
+                # stay on the CPU by design, next to CUDA parameters too, so reading
+                # one predicts no wait on an accelerator.
+                return
+            nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
+            self._count(
+                (entry.kind_name, entry.label, _ops.op_name(func), name, host, *where), nbytes
+            )
+        except Exception:  # the audit must never break the program it watches
+            self.dropped += 1
+
+    def observe_aten(
+        self,
+        func: Any,
+        entry: OpEntry,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        out: Any,
+    ) -> None:
+        """Record an aten op that has run, if its arguments give it that cost; never raises."""
+        try:
+            if entry.applies is not None and not entry.applies(args, kwargs):
+                return
+            if entry.transfer:
+                moved = _ops.transfer_of(func, args, kwargs, out)
+                if moved is None or moved[0] == moved[1]:
+                    return
+                src, dst, nbytes = moved
+                label = entry.label
+                if _ops.non_blocking(func, args, kwargs):
+                    label += ", non_blocking"
+                where, _ = self._where()
+                key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False)
+                self._count(key + where, nbytes)
+                return
+            # aten ops arrive through torch's wrappers, so host-side callers are not
+            # told apart here; only Python-level calls name their caller exactly.
+            tensor = None
+            for arg in args:
+                if isinstance(arg, torch.Tensor):
+                    tensor = arg
+                    break
+            name, host = _device_facts(tensor.device if tensor is not None else _CPU)
+            nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
+            where, _ = self._where()
+            sync: _Key = (entry.kind_name, entry.label, _ops.op_name(func), name, host)
+            self._count(sync + where, nbytes)
+        except Exception:  # the audit must never break the program it watches
+            self.dropped += 1
+
+    def rows(self) -> list[tuple[str, str, str, str, bool, str, int, str, int, int]]:
+        """What was counted: (kind, label, op, device, would_sync, file, line, function,
+        count, bytes), one per key, in no particular order."""
+        with self._lock:
+            return [(*key, count, nbytes) for key, (count, nbytes) in self.counts.items()]
+
+
+_CPU = torch.device("cpu")
+_ATEN_TABLE = _ops.ATEN_TABLE
+_BY_ID = _ATEN_TABLE  # its dict face: id(overload) -> (overload, entry)
+# The dispatch-mode stack, read and changed directly: lift() runs per watched call
+_stack_depth = torch._C._len_torch_dispatch_stack
+_stack_at = torch._C._get_dispatch_stack_at
+_pop_stack = torch._C._pop_torch_dispatch_stack
+_push_stack = torch._C._push_on_torch_dispatch_stack
+
+
+class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """Sees every aten op of the block; counts the ones the op table knows."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self._recorder = recorder
+        self._local = recorder.local
+
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: Any,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
+        # per-op hot path: one call, one dict hit
+        if kwargs:
+            out = func(*args, **kwargs)
+        else:
+            out = func(*args)
+            kwargs = {}
+        found = _BY_ID.get(id(func))
+        entry = found[1] if found is not None else _ATEN_TABLE.entry(func)
+        if entry is not None and not self._local.quiet:
+            self._recorder.observe_aten(func, entry, args, kwargs, out)
+        return out
