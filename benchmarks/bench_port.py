@@ -11,7 +11,7 @@ Two questions, one file:
   runs it (interpreter start included), and an in-place port of a fresh copy.
   Target: under 2 s.
 * ``--real DIR...``: every ``*.py`` under DIR that imports torch and names no
-  device (no ``cuda``/``device``/``.to(`` in its text) is ported, then the
+  accelerator (no ``cuda``/``mps``/``xpu``/``accelerator`` in its text) is ported, then the
   original and the port run on the CPU (output compared) and the port runs with
   ``meta`` standing in for the accelerator (every forward's parameters, buffers
   and inputs must be on it, in train and eval mode). The runner is
@@ -45,7 +45,7 @@ from torchport.check._port import port_paths, port_text
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "check" / "port_scripts"
 RUNNER = ROOT / "tests" / "check" / "port_runner.py"
-_DEVICE_AWARE = re.compile(r"cuda|device|\.to\(")
+_DEVICE_AWARE = re.compile(r"cuda|mps|xpu|accelerator")
 
 
 def _lines(path: Path) -> int:
@@ -102,10 +102,13 @@ def speed(repeat: int) -> None:
         start = time.perf_counter()
         port_paths([fresh])
         in_place = time.perf_counter() - start
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; python {platform.python_version()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores; python {platform.python_version()}"
+    )
     print(f"tree: {files} files, {lines} lines; {ported} files need porting")
     print(f"port_paths(diff=True), median of {repeat}: {statistics.median(times):.2f} s")
-    print(f"torchport port --check (CLI, process start included), median: {statistics.median(cli):.2f} s")
+    cli_median = statistics.median(cli)
+    print(f"torchport port --check (CLI, process start included), median: {cli_median:.2f} s")
     print(f"torchport port in place on a fresh copy: {in_place:.2f} s")
     print("target: under 2 s")
 
@@ -142,7 +145,7 @@ def real(dirs: list[str], timeout: float) -> None:
                     continue
                 name = f"{Path(d).name}/{path.relative_to(d)}"
                 if _DEVICE_AWARE.search(text):
-                    rows.append((name, "skipped: already names a device"))
+                    rows.append((name, "skipped: already names an accelerator"))
                     continue
                 try:
                     outcome = port_text(text, str(path))
@@ -155,7 +158,9 @@ def real(dirs: list[str], timeout: float) -> None:
                     work = Path(tmp) / kind / name
                     shutil.copytree(path.parent, work, dirs_exist_ok=True)
                     (work / path.name).write_text(source)
-                    jobs.append({"name": kind, "script": str(work / path.name), "workdir": str(work)})
+                    jobs.append(
+                        {"name": kind, "script": str(work / path.name), "workdir": str(work)}
+                    )
                 cpu = _run("cpu", jobs, timeout)
                 meta = _run("meta", jobs[1:], timeout)
                 rows.append((name, _verdict(cpu, meta, left, outcome.source == text)))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import os
+from pathlib import Path
 
 import pytest
 
 from torchport.check import check_source, fix_source
-from torchport.check._port import port_source, port_text
+from torchport.check._port import port_paths, port_source, port_text
 from torchport.check.rules._snippets import DEVICE_LINE
 
 NB = "non_blocking=True"
@@ -192,3 +194,19 @@ def test_formatting_comments_and_line_endings_are_kept() -> None:
 def test_a_file_that_does_not_parse_is_refused() -> None:
     with pytest.raises(SyntaxError):
         port_source("def f(:\n")
+
+
+def test_readme_shows_the_port_of_the_example_as_it_is() -> None:
+    """The README's before/after diff is exactly what `port --diff` prints for the example."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    section = readme.split("## Port a CPU script to the GPU", 1)[1]
+    shown = section.split("```diff\n", 1)[1].split("```", 1)[0]
+    cwd = Path.cwd()
+    try:
+        os.chdir(root)  # the diff names the example by its path from the repository root
+        result = port_paths(["examples/port_cpu_script.py"], diff=True)
+    finally:
+        os.chdir(cwd)
+    assert [c.diff for c in result.changed] == [shown]
+    assert result.remaining == []

@@ -43,6 +43,7 @@ _NOT_MODULES = frozenset({"functional", "init", "utils", "attention"})
 _NOT_MODULE_NAMES = frozenset({"Parameter", "UninitializedParameter", "Buffer"})
 _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList"})
 _MOVES = frozenset({"to", "cuda", "to_empty"})
+_LOSS_TENSORS = frozenset({"weight", "pos_weight", None})  # None: **kwargs
 
 QualName = Callable[[ast.expr], "str | None"]
 
@@ -111,11 +112,14 @@ class ModelKnowledge:
         )
 
     def stateless(self, call: ast.Call) -> bool:
-        """A ``torch.nn`` module built with no arguments and no tensors (``nn.ReLU()``, a loss)."""
-        if call.args or call.keywords:
-            return False
+        """A ``torch.nn`` module that holds no tensors (``nn.ReLU()``, ``nn.MSELoss(...)``)."""
         name = self.qualname(call.func) or ""
-        return name.startswith("torch.nn.") and name.rsplit(".", 1)[1] not in _CONTAINERS
+        if not name.startswith("torch.nn."):
+            return False
+        tail = name.rsplit(".", 1)[1]
+        if tail.endswith("Loss"):  # options only, unless it holds class weights
+            return not call.args and all(k.arg not in _LOSS_TENSORS for k in call.keywords)
+        return not call.args and not call.keywords and tail not in _CONTAINERS
 
     def wrapper(self, call: ast.Call) -> bool:
         """Whether ``call`` wraps its first argument (``nn.DataParallel(m)``, ``torch.compile``)."""
