@@ -155,3 +155,19 @@ def test_cuda_identity_under_the_overwrite_flag_and_pageable_offload(
     tp.to_device(opt, "cpu")
     assert all(p.is_cpu and not p.is_pinned() for p in model.parameters())
     assert all(not opt.state[p]["exp_avg"].is_pinned() for p in model.parameters())
+
+
+def test_tied_weights_stay_one_parameter() -> None:
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(10, 4)
+            self.out = nn.Linear(4, 10, bias=False)
+            self.out.weight = self.emb.weight
+
+    model = Tied()
+    weight = model.emb.weight
+    model.out(model.emb(torch.tensor([1, 2]))).sum().backward()
+    tp.to_device(model, "meta")
+    assert model.emb.weight is weight and model.out.weight is weight
+    assert weight.device == META and weight.grad is not None and weight.grad.device == META
