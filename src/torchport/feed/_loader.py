@@ -141,8 +141,8 @@ class DeviceLoader(Generic[_T]):
     Sparse and nested tensors, tensor subclasses, tensors on other devices and
     objects with their own ``.to`` are moved at hand-over on the caller's stream
     (stream order protects them). Batches of many small tensors are packed into
-    one copy (``pack=None`` decides by count and size; ``True``/``False`` force
-    it). On the CPU the loader is a thin pass-through: batches already there are
+    one copy (``pack=None`` decides per batch by count and size, for CUDA only,
+    see ``torchport.hardware.should_pack``; ``True``/``False`` force it). On the CPU the loader is a thin pass-through: batches already there are
     yielded as they are. On other devices (MPS, XPU, meta) each batch is moved
     with blocking copies when it is handed over.
 
@@ -159,7 +159,7 @@ class DeviceLoader(Generic[_T]):
         device: where batches go; ``None`` means :func:`torchport.pick_device`. A
             bare ``"cuda"`` means the current CUDA device, as for ``to_device``.
         depth: batches copied ahead on CUDA (an int >= 1).
-        pack: pack each batch into one copy; ``None`` decides per batch.
+        pack: pack each batch into one copy; ``None`` decides per batch (CUDA only).
 
     Raises:
         ConfigError: ``depth`` or ``pack`` is not valid.
