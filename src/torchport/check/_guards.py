@@ -37,6 +37,7 @@ __all__ = [
     "known_on_cpu",
     "known_on_device",
     "test_guard",
+    "tests_other_accelerators",
 ]
 
 # Device types a string compared with `device.type` may name.
@@ -206,6 +207,28 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
         found = _stronger(found, _early_exit_guard(outer, child, ctx))
         child = outer
     return found
+
+
+_OTHER_ACCELERATORS = ("mps", "xpu", "accelerator")
+
+
+def tests_other_accelerators(node: ast.If | ast.IfExp) -> bool:
+    """Whether ``node``'s test or its ``elif`` tests name MPS, XPU or ``torch.accelerator``.
+
+    ``if torch.cuda.is_available(): ... elif torch.backends.mps.is_available(): ...``
+    already chooses among several accelerators.
+    """
+    tests: list[ast.expr] = [node.test]
+    tail = node.orelse if isinstance(node, ast.If) else []
+    while len(tail) == 1 and isinstance(tail[0], ast.If):
+        tests.append(tail[0].test)
+        tail = tail[0].orelse
+    for test in tests:
+        for sub in ast.walk(test):
+            name = sub.attr if isinstance(sub, ast.Attribute) else getattr(sub, "id", "")
+            if isinstance(name, str) and any(a in name.lower() for a in _OTHER_ACCELERATORS):
+                return True
+    return False
 
 
 def cuda_only_module(ctx: Context) -> bool:

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from torchport.check._context import Context
-from torchport.check._guards import Guard, bound_value, device_guard
+from torchport.check._guards import Guard, bound_value, device_guard, tests_other_accelerators
 from torchport.check._match import called, cuda_string
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
-# torch.cuda calls that choose no device (questions; seeding is TP402's): no device choice.
+# Calls choosing no device (questions; seeding is TP402's).
 _QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_supported",
     "get_device_name", "get_device_capability", "device_count", "manual_seed",
     "manual_seed_all"))  # fmt: skip
@@ -30,7 +30,8 @@ class CudaOrCpuDeviceChoice(Rule):
     The CUDA code inside such a branch is not reported by TP101 or TP401: this
     rule reports the choice once, spanning the CUDA branch. A branch naming no
     CUDA device or API (a dtype choice, building a CUDA extension) is no device
-    choice and is left alone, and so is `assert torch.cuda.is_available()`.
+    choice and is left alone, as are `assert torch.cuda.is_available()` and
+    chains that also test MPS or XPU (`elif torch.backends.mps.is_available():`).
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs
@@ -62,25 +63,21 @@ class CudaOrCpuDeviceChoice(Rule):
         "import torch\n\n"
         "device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() "
         'else torch.device("cpu")\n',
-        "import torch\n\nbf16 = torch.cuda.is_bf16_supported()\n",
-        "import torch\n\n"
-        'dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() '
-        'else "float16"\n',
+        'import torch\n\ndt = "bf16" if torch.cuda.is_available() else "fp16"\n',
+        "import torch\n\nif torch.cuda.is_available():\n    d = 'cuda'\n"
+        "elif torch.backends.mps.is_available():\n    d = 'mps'\n",
         "import torch\n\nassert torch.cuda.is_available()\n",
         "import torch\n\nif torch.cuda.is_available():\n    sources += ['nms_cuda.c']\n",
         'import torch\n\nif x.device.type == "cuda":\n    ok = torch.cuda.is_available()\n',
     )
     invalid = (
         Example(
-            "import torch\n"
-            "\n"
+            "import torch\n\n"
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
             fixed=f"import torch\n\n{DEVICE_LINE}",
         ),
         Example(
-            "import torch\n"
-            "\n"
-            "def run(x):\n"
+            "import torch\n\ndef run(x):\n"
             '    return x.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))\n',
             fixed=f"import torch\n\n{DEVICE_LINE}\ndef run(x):\n    return x.to(device)\n",
         ),
@@ -105,6 +102,8 @@ class CudaOrCpuDeviceChoice(Rule):
         test = node.test
         if not _tests_cuda(test, ctx) or not _moves_to_cuda(node, ctx):
             return
+        if tests_other_accelerators(node):
+            return  # `elif torch.backends.mps.is_available():` already looks further
         if device_guard(node, ctx) is Guard.DEVICE_TYPE:
             return  # inside a branch for one device type: already ported code
         if isinstance(node, ast.If):  # the test, spanning the CUDA branch it guards
