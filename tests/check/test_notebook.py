@@ -118,7 +118,9 @@ def test_bad_notebooks_are_clear_errors_and_other_languages_are_skipped(tmp_path
 def test_syntax_error_is_placed_in_its_cell(tmp_path: Path) -> None:
     path = save(tmp_path / "bad.ipynb", notebook(code("x = 1\n"), code("def (:\n")))
     result = check_paths([path])
-    assert result.exit_code == 2 and "at cell 2, line 1" in result.errors[0].message
+    assert result.exit_code == 2 and result.errors[0].message.startswith("cell 2 not checked")
+    assert "at line 1, column" in result.errors[0].message
+    assert "at cell 2, line 1" in fix_paths([path]).errors[0].message  # fix: the whole file
 
 
 def test_magics_survive_and_noqa_works_in_cells(tmp_path: Path) -> None:
@@ -157,3 +159,21 @@ def test_lines_a_fix_puts_above_the_first_cell_go_into_it() -> None:
     out = json.loads(nb.write("import torch\n" + nb.source))
     assert out["cells"][0]["source"] == "import torch\nx = 1"
     assert out["cells"][1]["source"] == "y = 2\n"
+
+
+def test_a_cell_that_does_not_parse_is_reported_and_the_others_are_checked(tmp_path: Path) -> None:
+    nb = notebook(
+        code("import torch\n"),
+        code("input_size = \n"),  # an exercise left blank
+        code("x = torch.ones(1).cuda()\n"),
+        code("def (:\n"),
+    )
+    path = save(tmp_path / "ex.ipynb", nb)
+    result = check_paths([path], select=["TP101"])
+    messages = [e.message for e in result.errors]
+    assert result.exit_code == 2 and len(messages) == 2
+    assert messages[0].startswith("cell 2 not checked: cannot parse") and "cell 4" in messages[1]
+    assert [(Path(f.path).name, f.line) for f in result.findings] == [("ex.ipynb:cell 3", 1)]
+    before = path.read_text()
+    fixed = fix_paths([path])
+    assert fixed.exit_code == 2 and path.read_text() == before  # fix refuses the notebook

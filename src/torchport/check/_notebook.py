@@ -17,6 +17,11 @@ IPython syntax is not Python; it is kept out of the rules' way, never edited:
 * a cell that starts with a cell magic (``%%bash``, ``%%time``) is left out of
   the virtual file whole: its body may not be Python at all.
 
+A cell that does not parse (an exercise left blank) is left out too when
+checking, and reported as an error naming it, so the other cells are still
+checked; ``fix`` refuses such a notebook, since what the broken cell binds is
+unknown.
+
 Writing back changes only the ``source`` of the code cells that changed. The
 JSON layout is reproduced with :func:`json.dumps`; a notebook whose layout is
 not reproduced byte for byte (indent 1, 2 or 4; ASCII-escaped or not) is
@@ -30,7 +35,7 @@ import json
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["NotPython", "Notebook", "NotebookError", "read_notebook"]
@@ -79,6 +84,14 @@ class Notebook:
     ends_newline: dict[int, bool]  # cell index -> its text ended with a newline
     layout: tuple[int, bool] | None  # json.dumps(indent, ensure_ascii) that reproduces the file
     trailing_newline: bool
+    skipped: set[int] = field(default_factory=set)  # cells left out: they do not parse
+
+    def skip(self, index: int) -> None:
+        """Leave cell ``index`` out of :attr:`source` (it is never written either)."""
+        self.skipped.add(index)
+        self.magics.clear()
+        self.ends_newline.clear()
+        self.source = _virtual(self, self.data["cells"])
 
     def _marker(self, index: int) -> str:
         return f"# torchport:cell-{self.nonce}:{index}"
@@ -169,8 +182,8 @@ def _virtual(nb: Notebook, cells: list[Any]) -> str:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         text = _cell_text(cell)
-        if text.lstrip().startswith("%%"):
-            continue  # a cell magic: the body may not be Python at all
+        if text.lstrip().startswith("%%") or index in nb.skipped:
+            continue  # a cell magic (the body may not be Python at all), or a broken cell
         lines = _lines(text)
         for i, line in enumerate(lines):
             body = line.rstrip("\r\n")

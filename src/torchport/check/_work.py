@@ -180,6 +180,36 @@ def _internal(path: str, exc: Exception) -> FileError:
     return FileError(path, f"internal error: {exc!r}; this is a torchport bug, please report it")
 
 
+_MAX_BROKEN_CELLS = 50
+
+
+def _skip_broken_cells(doc: _Doc, path: str, report: Report) -> None:
+    """Leave out the notebook cells that do not parse, each reported; the rest is checked."""
+    nb = doc.notebook
+    if nb is None:
+        return
+    for _ in range(_MAX_BROKEN_CELLS):
+        try:
+            ast.parse(doc.text, filename=path)
+        except SyntaxError as exc:
+            if not exc.lineno:
+                return  # _parse reports it
+            cell, line = nb.locate(doc.text, exc.lineno)
+            report.errors.append(
+                FileError(
+                    path,
+                    f"cell {cell} not checked: cannot parse: {exc.msg} at line {line}, "
+                    f"column {exc.offset}; fix the syntax error (the other cells were checked)",
+                )
+            )
+            nb.skip(cell - 1)
+            doc.text = nb.source
+        except (ValueError, RecursionError, MemoryError):
+            return  # _parse reports it
+        else:
+            return
+
+
 def check_chunk(chunk: Chunk) -> list[Report]:
     """Check every file of ``chunk``."""
     reports: list[Report] = []
@@ -187,6 +217,8 @@ def check_chunk(chunk: Chunk) -> list[Report]:
         report = Report(path)
         reports.append(report)
         doc = _load(path, report, chunk, fixing=False)
+        if doc is not None:
+            _skip_broken_cells(doc, path, report)
         tree = None if doc is None else _parse(path, doc, report)
         if doc is None or tree is None:
             continue
