@@ -198,8 +198,10 @@ def how_rebuilt(cls: type | None) -> str:
     if cls in GENERIC_MAPPINGS:
         return f"calling {cls.__name__}(dict_of_items)"
     if dataclasses.is_dataclass(cls):
-        return "copy.copy, then setting each field"
-    return f"calling {cls.__name__}(items)"
+        return "copying it, then setting each field"
+    if cls in (set, frozenset, types.MappingProxyType, list, tuple, dict):
+        return f"calling {cls.__name__}(items)"
+    return "copying it with its base type's methods, then its attributes"
 
 
 def _recipe(cls: type) -> _Recipe | None:
