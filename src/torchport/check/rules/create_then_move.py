@@ -29,7 +29,8 @@ class CreateThenMove(Rule):
     The tensor is filled on the CPU, then copied to the device: one allocation,
     one fill and one host-to-device copy too many, and a synchronization on
     some backends. Pass `device=` to the factory and the tensor is made where
-    it is used.
+    it is used. Random tensors drawn with a `generator=` are left alone: a CPU
+    generator (same numbers on every device) needs a CPU tensor.
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,
@@ -49,6 +50,7 @@ class CreateThenMove(Rule):
     valid = (
         "x = torch.zeros(3, device=device)\n",
         "x = torch.zeros(3).to(torch.float16)\n",
+        "import torch\n\nz = torch.randn(4, generator=torch.Generator().manual_seed(0)).to(dev)\n",
         'x = torch.zeros(3).to("cpu")\n',
     )
     invalid = (
@@ -79,6 +81,8 @@ class CreateThenMove(Rule):
             return
         if any(kw.arg is None for kw in made.keywords):
             return  # **kwargs may already hold a device
+        if keyword(made, "generator") is not None:
+            return  # drawn from a CPU generator on purpose (same numbers on every device)
         if method == "cuda":
             if node.args or any(kw.arg != "non_blocking" for kw in node.keywords):
                 return
