@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import functools
 import types
 from collections.abc import Iterator, Mapping
@@ -461,6 +462,15 @@ def test_builtin_subclasses_are_rebuilt_without_their_constructor() -> None:
     assert out["set"].tag == "s" and len(out["set"]) == 2
     assert {x.device.type for x in out["set"] if isinstance(x, torch.Tensor)} == {"meta"}
     assert out["two"][0] is out["pair"][0] is out["factory"]["t"]  # shared once moved
+
+
+class Color(tuple[int, int], enum.Enum):
+    RED = (1, 2)
+
+
+def test_enum_members_that_are_tuples_stay_the_member() -> None:
+    out = tp.to_device({"c": Color.RED, "s": {Color.RED}, "t": torch.ones(1)}, "meta")
+    assert out["c"] is Color.RED and next(iter(out["s"])) is Color.RED
 
 
 # --- PackedSequence: a namedtuple that must move with its own .to -----------------------------

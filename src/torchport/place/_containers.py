@@ -47,6 +47,7 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import enum
 import functools
 import operator
 import types
@@ -206,7 +207,9 @@ def how_rebuilt(cls: type | None) -> str:
 
 def _recipe(cls: type) -> _Recipe | None:
     """How to take ``cls`` apart and put it together again; None for a leaf type."""
-    if issubclass(cls, str | bytes | bytearray | torch.Size) or optree.is_namedtuple_class(cls):
+    if issubclass(cls, str | bytes | bytearray | torch.Size | enum.Enum):
+        return None  # values, not containers (an Enum member must stay the one member)
+    if optree.is_namedtuple_class(cls):
         return None
     if dataclasses.is_dataclass(cls):
         return _dataclass(cls)
