@@ -28,6 +28,30 @@ def _under_safe_globals(ctx: Context) -> bool:
     return False
 
 
+def _used_as_module(name: str, ctx: Context) -> bool:
+    """Whether the enclosing function (or module) calls a module-only method on ``name``.
+
+    Walks that body once, only for a ``torch.load`` result assigned to a name, which is rare.
+    """
+    body: ast.AST | None = next(
+        (
+            a
+            for a in reversed(ctx.ancestors)
+            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)
+        ),
+        ctx.ancestors[0] if ctx.ancestors else None,
+    )
+    for node in ast.walk(body) if body is not None else ():
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in _MODULE_METHODS
+            and isinstance(node.value, ast.Name)
+            and node.value.id == name
+        ):
+            return True
+    return False
+
+
 class WholeModelLoad(Rule):
     """## What it does
     Finds `torch.load` calls without `weights_only` whose result is used as a
@@ -60,11 +84,16 @@ class WholeModelLoad(Rule):
         "import torch\n\nwith torch.serialization.safe_globals([Net]):\n"
         "    model = torch.load(path)\n",
         "import torch\n\nmodel = torch.load(path, weights_only=False)\n",  # TP302's
+        "import torch\n\nsd = torch.load(path)\nmodel.load_state_dict(sd)\nmodel.eval()\n",
     )
     invalid = (
         Example("import torch\n\nmodel = torch.load(path)\n"),
         Example("import torch\n\nnet = torch.load(path, map_location=device).eval()\n"),
         Example("import torch\n\nself.teacher_model = torch.load(args.teacher)\n"),
+        Example(
+            "import torch\n\n\ndef evaluate(path):\n    g = torch.load(path)\n"
+            "    g.eval()\n    return g\n"
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -74,7 +103,9 @@ class WholeModelLoad(Rule):
         if isinstance(parent, ast.Attribute) and parent.attr in _MODULE_METHODS:
             used_as_module = True
         elif isinstance(parent, ast.Assign) and parent.value is node:
-            used_as_module = any(whole_module(t, ctx) for t in parent.targets)
+            used_as_module = any(whole_module(t, ctx) for t in parent.targets) or any(
+                isinstance(t, ast.Name) and _used_as_module(t.id, ctx) for t in parent.targets
+            )
         if not used_as_module or explicit_weights_only(node) is not None:
             return
         if any(kw.arg in (None, "weights_only") for kw in node.keywords):
