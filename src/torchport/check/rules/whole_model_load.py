@@ -98,6 +98,8 @@ class WholeModelLoad(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
+        if not is_load(node, ctx):  # first: one set lookup rules out almost every call
+            return
         parent = ctx.parent
         used_as_module = False
         if isinstance(parent, ast.Attribute) and parent.attr in _MODULE_METHODS:
@@ -110,5 +112,5 @@ class WholeModelLoad(Rule):
             return
         if any(kw.arg in (None, "weights_only") for kw in node.keywords):
             return  # `**kw` or a non-constant flag: TP305 / the caller decide
-        if is_load(node, ctx) and not _under_safe_globals(ctx):
+        if not _under_safe_globals(ctx):
             yield ctx.finding(self, node)

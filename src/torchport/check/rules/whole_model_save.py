@@ -49,6 +49,8 @@ class WholeModelSave(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
+        if called(node, ctx, _SAVE) != "torch.save":  # first: rules out almost every call
+            return
         saved = node.args[0] if node.args else None
         for kw in node.keywords:
             if kw.arg == "obj":
@@ -57,5 +59,5 @@ class WholeModelSave(Rule):
             return
         values = saved.values if isinstance(saved, ast.Dict) else [saved]
         culprit = next((v for v in values if v is not None and whole_module(v, ctx)), None)
-        if culprit is not None and called(node, ctx, _SAVE) == "torch.save":
+        if culprit is not None:
             yield ctx.finding(self, culprit)
