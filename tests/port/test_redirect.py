@@ -430,3 +430,20 @@ def test_python_children_of_the_code_are_redirected_but_not_torchs(
         [sys.executable, *run, echo],
     ]
     untouched()
+
+
+def test_cuda_random_state_is_the_targets_generator(untouched: Callable[[], None]) -> None:
+    torch.manual_seed(11)
+    with tp.redirect("cpu", device_count=2):
+        saved = torch.cuda.get_rng_state()
+        assert torch.equal(saved, torch.get_rng_state())  # the CPU's one generator
+        assert len(torch.cuda.get_rng_state_all()) == 2
+        assert torch.cuda.initial_seed() == torch.initial_seed() == 11
+        first = torch.randn(3, device="cuda")
+        torch.set_rng_state(saved)  # what a checkpoint resume does for the CPU...
+        torch.cuda.set_rng_state(saved)  # ...and for CUDA: one restore, as a CPU port would do
+        torch.cuda.set_rng_state_all([saved, saved])
+        assert torch.equal(torch.randn(3, device="cuda"), first)
+    with tp.redirect("meta"), pytest.raises(RedirectError, match="get_rng_state"):
+        torch.cuda.get_rng_state()
+    untouched()

@@ -235,6 +235,60 @@ def _seed(target: torch.device, name: str) -> Callable[..., None]:
     return seed
 
 
+def _rng(devices: _Devices) -> dict[str, Callable[..., Any]]:
+    """``torch.cuda`` random-state calls on the target's generator.
+
+    On the CPU the one generator is the script's own ``torch`` generator: reads
+    return its state, and writes are skipped for the reason seeding is (the
+    script restores it with ``torch.set_rng_state`` itself; a second restore
+    from a snapshot taken at another moment would shift the random stream).
+    """
+    target = devices.target
+    backend = getattr(torch, target.type, None)
+
+    def backend_call(name: str) -> Callable[..., Any]:
+        function = getattr(backend, name, None)
+        if target.type == "cpu" or function is None:
+            return _unsupported(f"torch.cuda.{name}()", target)
+        return function  # type: ignore[no-any-return]
+
+    if target.type == "cpu":
+
+        def get_rng_state(device: Any = "cuda") -> torch.Tensor:
+            return torch.get_rng_state()
+
+        def set_rng_state(new_state: torch.Tensor, device: Any = "cuda") -> None:
+            return None
+
+        initial_seed: Callable[[], int] = torch.initial_seed
+    else:
+
+        def get_rng_state(device: Any = "cuda") -> torch.Tensor:
+            return backend_call("get_rng_state")(target)  # type: ignore[no-any-return]
+
+        def set_rng_state(new_state: torch.Tensor, device: Any = "cuda") -> None:
+            backend_call("set_rng_state")(new_state, target)
+
+        def initial_seed() -> int:
+            return int(backend_call("initial_seed")())
+
+    def get_rng_state_all() -> list[torch.Tensor]:
+        return [get_rng_state() for _ in range(devices.count)]
+
+    def set_rng_state_all(new_states: Any) -> None:
+        states = list(new_states)
+        if states:  # every index is the one target: its state is the current index's
+            set_rng_state(states[min(devices.current(), len(states) - 1)])
+
+    return {
+        "get_rng_state": get_rng_state,
+        "get_rng_state_all": get_rng_state_all,
+        "initial_seed": initial_seed,
+        "set_rng_state": set_rng_state,
+        "set_rng_state_all": set_rng_state_all,
+    }
+
+
 def _mem_get_info(target: torch.device) -> Callable[..., tuple[int, int]]:
     def mem_get_info(device: Any = None) -> tuple[int, int]:
         free, total = hardware.memory_info(target, allow_context=True)
@@ -296,6 +350,7 @@ def _replacements(devices: _Devices) -> dict[str, Callable[..., Any]]:
         table[name] = _accelerator_call(target, source, None)
     for name in _SEEDING:
         table[name] = _seed(target, name)
+    table.update(_rng(devices))
     return table
 
 
