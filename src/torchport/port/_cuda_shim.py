@@ -3,7 +3,8 @@
 The script sees ``count`` CUDA devices (one, or one per local worker under
 torchrun), and every one of them is the target: ``torch.cuda.is_available()``
 is True, ``set_device(i)`` / ``current_device()`` keep a per-thread index as
-CUDA does, ``synchronize()`` waits for the target, ``torch.cuda.FloatTensor(...)`` builds a
+CUDA does, ``synchronize()`` waits for the target, ``mem_get_info()`` and the
+random-state calls read the target, ``torch.cuda.FloatTensor(...)`` builds a
 tensor on the target. Calls with no meaning there (streams, events, graphs,
 allocator control, ...) raise :class:`~torchport.port.RedirectError` naming the
 call and the device.

@@ -221,7 +221,7 @@ def redirect(device: str | torch.device, *, device_count: int = 1) -> _Redirect:
     ``torch.set_default_device("cuda")``, ``torch.load`` of GPU checkpoints,
     ``torch.cuda.is_available()`` (True), ``device_count()``, ``set_device(i)``
     and ``current_device()`` (a per-thread index below ``device_count``),
-    ``synchronize()``, ``empty_cache()``, ``memory_*``,
+    ``synchronize()``, ``empty_cache()``, ``memory_*``, ``get_rng_state()``,
     ``torch.cuda.FloatTensor(...)``, ``torch.cuda.amp`` and ``"cuda"``
     autocast / GradScaler, ``init_process_group("nccl")`` (gloo) and DDP
     ``device_ids`` all land on ``device``. CUDA API with no meaning there
