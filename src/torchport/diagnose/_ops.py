@@ -33,6 +33,8 @@ __all__ = [
     "ATEN_TABLE",
     "MAY_WARN",
     "METHOD_TABLE",
+    "NAMES",
+    "READS",
     "OpEntry",
     "OpKind",
     "aten_entry",
@@ -303,14 +305,14 @@ def non_blocking(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
     return name in ("aten::copy_", "aten::_copy_from") and len(args) > 2 and bool(args[2])
 
 
-_NAMES: dict[int, tuple[Any, str]] = {}  # id -> (callable, name); see _OverloadTable
+NAMES: dict[int, tuple[Any, str]] = {}  # id -> (callable, name); see _OverloadTable
 
 
 def op_name(func: Any) -> str:
     """A short name for an op: ``"aten::_to_copy"``, ``"Tensor.item"``, ``"torch.tensor"``."""
-    found = _NAMES.get(id(func))
+    found = NAMES.get(id(func))
     if found is None:
-        found = _NAMES[id(func)] = (func, _op_name(func))
+        found = NAMES[id(func)] = (func, _op_name(func))
     return found[1]
 
 
@@ -327,7 +329,7 @@ def _op_name(func: Any) -> str:
 
 # Reads that copy data to the host: True for the whole tensor, False for one element.
 # Keyed by id: the callables are module-level singletons, and OpOverload hashes in Python.
-_READS: dict[int, bool] = {
+READS: dict[int, bool] = {
     id(torch.Tensor.tolist): True,
     id(torch.Tensor.numpy): True,
     id(torch.Tensor.__array__): True,
@@ -338,7 +340,7 @@ _READS: dict[int, bool] = {
 
 def read_bytes(func: Any, tensor: torch.Tensor) -> int:
     """Bytes a sync op reads back to the host from ``tensor`` (0 when it reads no data)."""
-    whole = _READS.get(id(func))
+    whole = READS.get(id(func))
     if whole is None:
         return 0
     return tensor.numel() * tensor.element_size() if whole else tensor.element_size()

@@ -302,18 +302,46 @@ class Recorder:
                 key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False)
                 self._count(key + where, nbytes)
                 return
-            # aten ops arrive through torch's wrappers, so host-side callers are not
-            # told apart here; only Python-level calls name their caller exactly.
+            # The sync path runs inside __torch_dispatch__, where torch's dynamo guard
+            # makes every Python call cost microseconds: it is written inline, with one
+            # call (the entry's predicate, above). Same steps as observe_python.
             tensor = None
             for arg in args:
                 if isinstance(arg, torch.Tensor):
                     tensor = arg
                     break
-            name, host = _device_facts(tensor.device if tensor is not None else _CPU)
-            nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
-            where, _ = self._where()
-            sync: _Key = (entry.kind_name, entry.label, _ops.op_name(func), name, host)
-            self._count(sync + where, nbytes)
+            device = tensor.device if tensor is not None else _CPU
+            facts = _DEVICE_FACTS.get(device)
+            if facts is None:
+                facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
+            nbytes = 0
+            if tensor is not None:
+                whole = _ops.READS.get(id(func))
+                if whole is not None:
+                    nbytes = tensor.element_size() * (tensor.numel() if whole else 1)
+            named = _ops.NAMES.get(id(func))
+            name = named[1] if named is not None else _ops.op_name(func)
+            frame: FrameType | None = sys._getframe(1)
+            origins = self._origins
+            where = _NO_CALLER
+            while frame is not None:
+                code = frame.f_code
+                origin = origins.get(code)
+                if origin is None:
+                    origin = origins[code] = _origin(code)
+                if origin == _USER:
+                    where = (code.co_filename, frame.f_lineno or 0, code.co_name)
+                    break
+                frame = frame.f_back
+            file, line, function = where
+            sync = (entry.kind_name, entry.label, name, facts[0], facts[1], file, line, function)
+            with self._lock:
+                slot = self.counts.get(sync)
+                if slot is None:
+                    self.counts[sync] = [1, nbytes]
+                else:
+                    slot[0] += 1
+                    slot[1] += nbytes
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
