@@ -6,6 +6,7 @@ import atexit
 import json
 import os
 import runpy
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -238,3 +239,21 @@ def test_strict_names_the_mismatch(capsys: pytest.CaptureFixture[str]) -> None:
     last = err.splitlines()[-1]
     assert last.startswith("torchport.DeviceMismatchError: device mismatch: Linear got input 0")
     assert "on meta" in last and "torchport/port" not in err
+
+
+def test_ctrl_c_before_the_script_starts_also_ends_by_sigint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torchport.cli.run
+    import torchport.port._shutdown
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt  # as if Ctrl-C came while torch was being imported
+
+    signals: list[int] = []
+    monkeypatch.setattr(torchport.cli.run, "_dispatch", interrupted)
+    monkeypatch.setattr(
+        torchport.port._shutdown, "die_by_signal", lambda signum: signals.append(signum) or 130
+    )
+    assert main(["run", ECHO]) == 130
+    assert signals == [signal.SIGINT]  # the real one kills this process by SIGINT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
 
@@ -48,6 +49,8 @@ def _run(args: argparse.Namespace) -> int:
         message = " ".join(str(exc).split())  # one line, however the message was written
         print(f"torchport run: error: {message}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before the script started (importing torch)
+        code = -signal.SIGINT
     if code < 0:  # ended by a signal (Ctrl-C): end the same way, so shell loops stop
         from torchport.port._shutdown import die_by_signal
 
