@@ -410,7 +410,7 @@ def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
 
 
 def _follows_argument(call: ast.Call, ctx: Context, depth: int) -> str | None:
-    """``"device"`` when ``call``'s first argument is known to be on a device, else unknown."""
+    """Where ``call``'s first argument lives (a function keeps its input's device), if known."""
     if depth >= 2:
         return None
     if isinstance(call.func, ast.Name) and _placement(call.func, ctx, depth + 1) == "device":
@@ -420,7 +420,7 @@ def _follows_argument(call: ast.Call, ctx: Context, depth: int) -> str | None:
     first = call.args[0]
     if isinstance(first, (ast.List, ast.Tuple)) and first.elts:
         first = first.elts[0]  # `torch.cat([a, b])`
-    return "device" if _placement(first, ctx, depth + 1) == "device" else None
+    return _placement(first, ctx, depth + 1)  # `xyxy2xywh(torch.tensor(b))` stays on the CPU
 
 
 def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:

@@ -117,7 +117,8 @@ class SyncInLoop(Rule):
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 # Calls that queue device work each iteration (besides model calls and torch functions).
 _WORK = frozenset({"backward", "step", "forward", "generate", "sample"})
-_NO_WORK = ("torch.cuda.", "torch.no_grad", "torch.device", "torch.is_tensor", "torch.Size")
+_NO_WORK = ("torch.cuda.", "torch.no_grad", "torch.device", "torch.is_tensor", "torch.Size",
+            "torch.tensor", "torch.as_tensor", "torch.from_numpy")  # fmt: skip
 
 
 def _read_on_host(node: ast.Call, receiver: ast.expr, ctx: Context) -> bool:
