@@ -29,6 +29,7 @@ from torchport.check.rules.hard_coded_nccl import HardCodedNccl
 from torchport.check.rules.hub_load_without_weights_only import HubLoadWithoutWeightsOnly
 from torchport.check.rules.integer_device_index import IntegerDeviceIndex
 from torchport.check.rules.is_cuda_check import IsCudaCheck
+from torchport.check.rules.item_count_per_batch import ItemCountPerBatch
 from torchport.check.rules.legacy_tensor_constructor import LegacyTensorConstructor
 from torchport.check.rules.load_weights_only_false import LoadWeightsOnlyFalse
 from torchport.check.rules.load_with_pickle_module import LoadWithPickleModule
@@ -94,6 +95,7 @@ RULES: tuple[type[Rule], ...] = (
     LoaderNotPinned,  # TP505
     NumpyOfDeviceTensor,  # TP506
     CpuOnlyDevice,  # TP507
+    ItemCountPerBatch,  # TP508
     UnportableBatch,  # TP520
     TensorFromLibrary,  # TP521
     DeviceTensorToNumpy,  # TP522
