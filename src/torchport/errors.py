@@ -17,6 +17,8 @@ This module imports nothing heavy: ``torchport.check`` uses it without torch.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ConfigError",
     "DeviceError",
@@ -32,7 +34,21 @@ class TorchportError(Exception):
 
 
 class DeviceError(TorchportError, ValueError):
-    """A device that is malformed, unknown to this build of torch, or not present."""
+    """A device that is malformed, unknown to this build of torch, or not present.
+
+    Attributes:
+        argument: What the user called the value (``"device"``, ``"prefer"``,
+            ``"--device"``, ``"TORCHPORT_DEVICE"``), or ``None`` where unknown.
+        available: The devices this process can use (``torchport.DeviceInfo``),
+            as listed in the message, so callers need not parse it.
+    """
+
+    def __init__(
+        self, *args: object, argument: str | None = None, available: tuple[Any, ...] = ()
+    ) -> None:
+        super().__init__(*args)
+        self.argument = argument
+        self.available = available
 
 
 class DeviceMismatchError(TorchportError, RuntimeError):

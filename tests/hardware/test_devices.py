@@ -127,3 +127,12 @@ def test_a_bare_type_with_one_device_is_cached_and_with_several_follows_current(
     backend.current = 0  # torch.cuda.set_device(0) elsewhere
     assert hardware.parse_device("cuda") == torch.device("cuda", 0)
     assert "cuda" not in hardware.parsed_cache()
+
+
+def test_device_errors_carry_the_argument_and_the_devices(fake_accelerator: Fake) -> None:
+    fake_accelerator([GIB])
+    with pytest.raises(tp.DeviceError) as info:
+        hardware.parse_device("cuda:4", argument="--device")
+    assert info.value.argument == "--device"
+    assert [str(d.device) for d in info.value.available] == ["cuda:0", "cpu"]
+    assert all(isinstance(d, tp.DeviceInfo) for d in info.value.available)

@@ -276,7 +276,8 @@ def device_error(problem: str, argument: str) -> DeviceError:
     capitals), a command-line flag (``--...``) or a function argument. Reads
     free memory only where that creates no context.
     """
-    listing = ", ".join(str(info) for info in list_devices(allow_context=False))
+    available = tuple(list_devices(allow_context=False))
+    listing = ", ".join(str(info) for info in available)
     if argument == "LOCAL_RANK":
         advice = "pick one of those"
     elif argument.isupper():
@@ -287,7 +288,9 @@ def device_error(problem: str, argument: str) -> DeviceError:
         advice = "pass one of those, or None to choose automatically"
     else:
         advice = f"pass one of those as {argument}="
-    return DeviceError(f"{problem}; available: {listing}; {advice}")
+    return DeviceError(
+        f"{problem}; available: {listing}; {advice}", argument=argument, available=available
+    )
 
 
 def parsed_cache() -> dict[object, torch.device]:
