@@ -145,6 +145,80 @@ def test_dataclass_with_another_init_is_copied_not_constructed() -> None:
     assert type(out) is OtherInit and on_meta(out.x) and out.scale == 2
 
 
+class ModelOutput(collections.OrderedDict[str, Any]):
+    """A stand-in faithful to transformers' ``ModelOutput``: a dataclass base that is an
+    OrderedDict mirroring each non-None field in an item."""
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            if value is not None:
+                self[field.name] = value
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        raise Exception(f"You cannot use ``update`` on a {type(self).__name__} instance.")
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return dict(self.items())[key]
+        return self.to_tuple()[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.keys() and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def __reduce__(self) -> Any:
+        callable_, _args, *remaining = super().__reduce__()
+        args = tuple(getattr(self, field.name) for field in dataclasses.fields(self))  # type: ignore[arg-type]
+        return (callable_, args, *remaining)
+
+    def to_tuple(self) -> tuple[Any, ...]:
+        return tuple(self[k] for k in self.keys())
+
+
+@dataclasses.dataclass
+class CausalLMOutput(ModelOutput):
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+
+
+def test_model_output_items_and_attributes_move_together() -> None:
+    before = CausalLMOutput(logits=torch.ones(2, 3), hidden_states=(torch.ones(1), torch.ones(2)))
+    out = tp.to_device({"out": before}, "meta")["out"]
+    assert type(out) is CausalLMOutput and list(out.keys()) == ["logits", "hidden_states"]
+    assert on_meta(out.logits) and out["logits"] is out.logits and out[0] is out.logits
+    assert all(on_meta(h) for h in out["hidden_states"]) and out.hidden_states is out[1]
+    assert out.loss is None and "loss" not in out
+    assert before.logits.device.type == "cpu" and before["logits"] is before.logits
+
+
+class Mirrored(dict[str, Any]):
+    """A dict base whose dataclasses mirror every field in an item (no __setattr__ of its own)."""
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            self[field.name] = getattr(self, field.name)
+
+
+@dataclasses.dataclass
+class MirroredOutput(Mirrored):
+    logits: torch.Tensor
+    n: int = 0
+
+
+def test_dict_items_mirroring_fields_follow_the_fields() -> None:
+    before = MirroredOutput(torch.ones(2), 3)
+    out = tp.to_device(before, "meta")
+    assert on_meta(out.logits) and out["logits"] is out.logits and out["n"] == out.n == 3
+    assert before["logits"] is before.logits and before.logits.device.type == "cpu"
+
+
 # --- mappings that are not dicts ----------------------------------------------------------
 
 

@@ -337,9 +337,20 @@ def _drop_cached(cls: type, new: Any) -> None:
 
 def _dataclass(cls: type) -> _Recipe:
     names = tuple(f.name for f in dataclasses.fields(cls))
-    in_dict = _copied_as_dict(cls, names)
+    params = getattr(cls, "__dataclass_params__", None)
+    frozen = bool(params is not None and params.frozen)
+    # A non-frozen dataclass with its own __setattr__ (transformers' ModelOutput mirrors
+    # each field in a dict item) keeps its invariants only if fields are set through it.
+    own_setattr = not frozen and getattr(cls, "__setattr__", None) is not object.__setattr__
+    in_dict = not own_setattr and _copied_as_dict(cls, names)
+    # A dataclass that is also a dict may mirror fields in items that its copy still
+    # holds with the old values.
+    setitem: Any = None
+    if issubclass(cls, dict):
+        od = issubclass(cls, collections.OrderedDict)
+        setitem = collections.OrderedDict.__setitem__ if od else dict.__setitem__
 
-    def flatten(obj: Any) -> tuple[list[Any], tuple[Any, tuple[str, ...]], tuple[str, ...]]:
+    def flatten(obj: Any) -> tuple[list[Any], tuple[Any, tuple[str, ...], list[Any]], Any]:
         values = []
         present = []
         for name in names:
@@ -349,10 +360,10 @@ def _dataclass(cls: type) -> _Recipe:
                 values.append(value)
                 present.append(name)
         fields = tuple(present)
-        return values, (obj, fields), fields
+        return values, (obj, fields, values), fields
 
-    def unflatten(meta: tuple[Any, tuple[str, ...]], values: Any) -> Any:
-        obj, fields = meta
+    def unflatten(meta: tuple[Any, tuple[str, ...], list[Any]], values: Any) -> Any:
+        obj, fields, old = meta
         # No __init__, so no __post_init__ and no lost attributes set after construction.
         if in_dict:  # what copy.copy would do, without its generic machinery
             new: Any = object.__new__(cls)
@@ -361,8 +372,13 @@ def _dataclass(cls: type) -> _Recipe:
             state.update(zip(fields, values, strict=True))  # frozen ones too
         else:
             new = _shallow_copy(obj)
+            assign = setattr if own_setattr else object.__setattr__  # object's: frozen too
             for name, value in zip(fields, values, strict=True):
-                object.__setattr__(new, name, value)  # also on frozen dataclasses
+                assign(new, name, value)
+            if setitem is not None:
+                for name, before, value in zip(fields, old, values, strict=True):
+                    if dict.get(new, name, _MISSING) is before and value is not before:
+                        setitem(new, name, value)
         if hasattr(new, "__dict__"):
             _drop_cached(cls, new)
         return new
