@@ -14,7 +14,9 @@ How each kind is rebuilt:
 
 * dataclass: a shallow copy (``copy.copy``, or its ``__dict__`` copied straight
   when nothing customises copying), then every field set with
-  ``object.__setattr__``, frozen ones too;
+  ``object.__setattr__``, frozen ones too (a non-frozen dataclass with its own
+  ``__setattr__``, like transformers' ``ModelOutput``, has them set through it;
+  dict items that mirrored a field's old value are given its new one);
 * subclass of ``list``, ``tuple``, ``dict``, ``OrderedDict``, ``defaultdict``,
   ``deque``, ``set``, ``frozenset``: the base type's own ``__new__`` and methods
   (never the subclass's), then the instance's ``__dict__`` and slots copied;
