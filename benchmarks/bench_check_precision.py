@@ -26,7 +26,7 @@ The repositories are read from bare git mirrors (``--mirror``, default
 extracted, into a temporary folder that is removed afterwards; nothing fetched is
 written into this repository.
 
-Run: ``.venv/bin/python benchmarks/bench_check_precision.py [--per-rule 10]
+Run: ``.venv/bin/python benchmarks/bench_check_precision.py [--per-rule 20]
 [--seed 12] [--pending] [--mirror DIR]``
 """
 
@@ -203,7 +203,7 @@ def recall(mirror: Path, ports: list[dict[str, str]]) -> list[tuple[str, int, li
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
-    parser.add_argument("--per-rule", type=int, default=10)
+    parser.add_argument("--per-rule", type=int, default=20)
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--pending", action="store_true", help="print unjudged sampled findings")
     parser.add_argument("--no-cli", action="store_true", help="skip the command-line timing")

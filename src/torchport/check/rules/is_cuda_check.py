@@ -19,7 +19,8 @@ class IsCudaCheck(Rule):
     expression or a comprehension filter). Left alone: branches that also test
     another device type (`elif x.is_xpu:`, `device.type`), or sit inside such a
     branch (ported code); branches whose CUDA arm calls a custom CUDA kernel
-    (`roi_align_forward_cuda(...)`), which really exists only for CUDA; and
+    (`roi_align_forward_cuda(...)`) or a `torch.cuda` function (TP401's), which
+    really exist only for CUDA; and
     `assert x.is_cuda`, a kernel's precondition.
 
     ## Why is this bad?
@@ -45,6 +46,7 @@ class IsCudaCheck(Rule):
         "if x.is_cuda:\n    ext.roi_pool_forward_cuda(x, out)\n"
         "else:\n    ext.roi_pool_forward(x, out)\n",
         "assert grad.is_cuda\n",
+        "import torch\n\nif x.is_cuda:\n    dev = torch.cuda.current_device()\n",
         'if device.type == "cuda":\n    y = x if x.is_cuda else x.cuda()\n',
     )
     invalid = (
@@ -104,4 +106,7 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
                 called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
                 if "cuda" in called.lower() and called != "cuda" and ctx.qualname(func) is None:
                     return True  # `roi_pool_forward_cuda(...)`: a kernel only CUDA has
+                name = ctx.qualname(func) or ""
+                if name.startswith("torch.cuda.") and not name.endswith("Tensor"):
+                    return True  # `torch.cuda.current_device()`: the arm is CUDA's (TP401)
     return False
