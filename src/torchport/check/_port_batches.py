@@ -22,14 +22,8 @@ import ast
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
-from torchport.check._port_facts import (
-    HOST_READS,
-    META_ATTRS,
-    PortFacts,
-    PortScope,
-    is_move,
-    port_facts,
-)
+from torchport.check._port_calls import HOST_READS, META_ATTRS, is_move
+from torchport.check._port_facts import PortFacts, PortScope, port_facts
 
 __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
 

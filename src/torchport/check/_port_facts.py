@@ -30,32 +30,18 @@ import re
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
-from torchport.check._port_models import MODEL_METHODS, ModelKnowledge, QualName
+from torchport.check._port_calls import (
+    HOST_READS,
+    META_ATTRS,
+    cpu_only_device,
+    device_target,
+    is_move,
+)
+from torchport.check._port_models import MODEL_METHODS, ModelKnowledge
 from torchport.check._rule import Edit
 
-__all__ = [
-    "CREATORS",
-    "PortFacts",
-    "PortScope",
-    "cpu_only_device",
-    "device_target",
-    "is_move",
-    "port_facts",
-]
+__all__ = ["PortFacts", "PortScope", "port_facts"]
 
-# Calls that make a new tensor on the CPU unless told otherwise.
-CREATORS = frozenset(
-    f"torch.{n}"
-    for n in ("tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
-              "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "normal",
-              "bernoulli", "tril_indices", "triu_indices")
-)  # fmt: skip
-# Methods whose result lives on the host or describes a tensor without its data.
-HOST_READS = frozenset(
-    {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "stride",
-     "data_ptr", "is_contiguous", "element_size", "__len__", "get_device"}
-)  # fmt: skip
-META_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "T_"})
 # Methods of a model that are not its forward.
 _NOT_FORWARD = MODEL_METHODS | frozenset(
     {"parameters", "named_parameters", "buffers", "named_buffers", "state_dict",
@@ -67,67 +53,13 @@ _HOST_BUILTINS = frozenset(dir(builtins)) - {"map", "filter", "sum", "max", "min
 # Builtins whose result holds no tensor of their arguments (`len(x)`, `print(x)`).
 _HOST_CALLS = _HOST_BUILTINS - {"list", "tuple", "dict", "sum", "max", "min"}
 _MOVES = frozenset({"to", "cuda"})
-_DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator", re.IGNORECASE)
 _MODEL_PARAM = re.compile(
     r"(^|_)(model|net|network|encoder|decoder|classifier|policy|critic|actor|generator"
     r"|discriminator)s?($|_|\d)",
     re.IGNORECASE,
 )
-_NOT_BATCHES = frozenset(
-    {"range", "len", "reversed", "sorted", "open", "os.listdir", "glob.glob", "os.walk"}
-)
-_NOT_BATCH_METHODS = frozenset(
-    {"items", "keys", "values", "parameters", "named_parameters", "children", "modules",
-     "named_modules", "named_children", "readlines", "split_lines", "iterdir", "glob"}
-)  # fmt: skip
-_ITER_WRAPPERS = frozenset({"tqdm", "iter", "islice", "trange"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops"})
-
-
-def device_target(expr: ast.expr) -> bool:
-    """Whether a ``.to()`` argument names a device that may be an accelerator (not the CPU)."""
-    if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, str) and expr.value != "cpu"
-    if isinstance(expr, ast.Call):
-        return any(device_target(a) for a in expr.args) or any(
-            device_target(k.value) for k in expr.keywords
-        )
-    text = ast.unparse(expr) if isinstance(expr, (ast.Attribute, ast.Name)) else ""
-    return bool(_DEVICE_TEXT.search(text))
-
-
-def is_move(call: ast.AST) -> bool:
-    """Whether ``call`` is ``x.to(<device>)``/``x.cuda()``: a move to the accelerator."""
-    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
-        return False
-    if call.func.attr == "cuda":
-        return True
-    if call.func.attr != "to":
-        return False
-    target = (
-        call.args[0]
-        if call.args
-        else next((k.value for k in call.keywords if k.arg == "device"), None)
-    )
-    return target is not None and device_target(target)
-
-
-def cpu_only_device(node: ast.AST, qualname: QualName) -> bool:
-    """Whether ``node`` is ``<name with device> = torch.device("cpu")`` (TP507 rebinds it)."""
-    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-        return False
-    target, value = node.targets[0], node.value
-    return (
-        isinstance(target, ast.Name)
-        and "device" in target.id.lower()
-        and isinstance(value, ast.Call)
-        and qualname(value.func) == "torch.device"
-        and len(value.args) == 1
-        and not value.keywords
-        and isinstance(value.args[0], ast.Constant)
-        and value.args[0].value == "cpu"
-    )
 
 
 def _with_targets(node: ast.AST) -> list[ast.expr]:

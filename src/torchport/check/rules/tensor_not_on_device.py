@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword
-from torchport.check._port_facts import CREATORS, is_move, port_facts
+from torchport.check._port_calls import CREATORS, is_move
+from torchport.check._port_facts import port_facts
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
