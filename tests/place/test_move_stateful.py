@@ -171,3 +171,11 @@ def test_tied_weights_stay_one_parameter() -> None:
     tp.to_device(model, "meta")
     assert model.emb.weight is weight and model.out.weight is weight
     assert weight.device == META and weight.grad is not None and weight.grad.device == META
+
+
+@pytest.mark.filterwarnings("ignore:Lazy modules are a new feature")
+def test_lazy_modules_stay_lazy() -> None:
+    model = nn.LazyLinear(3)
+    tp.to_device(model, "cpu", dtype=torch.float64)
+    out = model(torch.randn(2, 5, dtype=torch.float64))
+    assert out.shape == (2, 3) and model.weight.dtype == torch.float64

@@ -12,11 +12,12 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from torchport import hardware
 from torchport.errors import DeviceMismatchError, UnsupportedBatchError
@@ -61,9 +62,10 @@ def move_module(
     parameter keeps its identity even to ``meta`` and under
     ``set_overwrite_module_params_on_conversion(True)``. The flag is process-wide
     while the call runs; torchport's own calls take it one at a time. Where torch
-    refuses to swap a parameter (another object holds a weak reference to it), the
-    move falls back to torch's default, which may replace the parameter; the
-    replacement is remembered so that ``to_device(optimizer)`` follows it.
+    refuses to swap a parameter (another object holds a weak reference to it), and
+    for lazy modules (whose uninitialized parameters a swap would break), the move
+    uses torch's default, which may replace a parameter; the replacement is
+    remembered so that ``to_device(optimizer)`` follows it.
 
     Synchronization: as ``to_device`` documents (one wait after copies to the CPU
     from an accelerator or to MPS in the default mode; pageable results).
@@ -76,6 +78,13 @@ def move_module(
     def convert(t: torch.Tensor) -> torch.Tensor:
         return hardware.copy_one(t, target, dtype=dtype, non_blocking=non_blocking, pending=pending)
 
+    if any(map(is_lazy, module.parameters())):
+        # Swapping would turn an UninitializedParameter into a plain empty Parameter
+        # and break the lazy module; torch's own conversion keeps it (set_data).
+        _apply_recording_replacements(module, convert)
+        hardware.wait_for_copies(pending, target)
+        _warn_unregistered(module, target)
+        return
     try:
         with _SWAP_LOCK:
             previous = torch.__future__.get_swap_module_params_on_conversion()
@@ -89,15 +98,22 @@ def move_module(
             raise
         # torch refused to swap one parameter; the ones before it are moved. Finish
         # with torch's default and remember what it replaced.
-        named_before = {name: p for name, p in module.named_parameters()}
-        module._apply(convert)  # type: ignore[no-untyped-call]
-        for name, p in module.named_parameters():
-            old = named_before.get(name)
-            if old is not None and old is not p:
-                _remember_replaced(old, p)
+        _apply_recording_replacements(module, convert)
     finally:
         hardware.wait_for_copies(pending, target)
     _warn_unregistered(module, target)
+
+
+def _apply_recording_replacements(
+    module: nn.Module, convert: Callable[[torch.Tensor], torch.Tensor]
+) -> None:
+    """``module._apply(convert)`` with torch's own rules; remember replaced parameters."""
+    named_before = dict(module.named_parameters(remove_duplicate=False))
+    module._apply(convert)  # type: ignore[no-untyped-call]
+    for name, p in module.named_parameters(remove_duplicate=False):
+        old = named_before.get(name)
+        if old is not None and old is not p:
+            _remember_replaced(old, p)
 
 
 def _already_there(module: nn.Module, target: torch.device, dtype: torch.dtype | None) -> bool:
