@@ -284,3 +284,18 @@ def test_fixed_file_keeps_one_kind_of_line_ending_and_its_bom(
     crlf = data.count(b"\r\n")
     kinds = {"\n": data.count(b"\n") - crlf, "\r\n": crlf, "\r": data.count(b"\r") - crlf}
     assert {k for k, n in kinds.items() if n} == {newline}
+
+
+@as_root
+def test_hard_link_planted_to_another_owners_file_is_refused(shared_folder: Path) -> None:
+    nobody = pwd.getpwnam("nobody")
+    os.chown(shared_folder, nobody.pw_uid, nobody.pw_gid)  # a checkout that is nobody's
+    target = write(Path(tempfile.mkdtemp(dir="/tmp")) / "roots.py", mode=0o644)  # root's file
+    try:
+        link = shared_folder / "innocent.py"
+        os.link(target, link)
+        result = fix_paths([link])
+        assert result.exit_code == 2 and "hard link" in result.errors[0].message
+        assert target.read_text() == BEFORE
+    finally:
+        shutil.rmtree(target.parent, ignore_errors=True)

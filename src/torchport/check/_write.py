@@ -24,6 +24,9 @@ half-written):
   writable) the file is rewritten in place, the same inode, as Black and Ruff
   always do. In place, a non-root write clears setuid/setgid bits (the kernel
   does it), so such a file is refused instead.
+* **A hard link whose owner is not its folder's owner is refused**: a link
+  planted in a checkout to another user's (or root's) file would otherwise be
+  edited in place through it.
 """
 
 from __future__ import annotations
@@ -156,6 +159,14 @@ def write_back(path: str | os.PathLike[str], data: bytes, before: Stamp) -> None
     real = Path(os.path.realpath(path))
     st = os.stat(real)
     _check_writable(real, st)
+    if st.st_nlink > 1 and os.stat(real.parent).st_uid != st.st_uid:
+        # A hard link into someone else's folder to a file they do not own is how a user
+        # gets root (or a colleague) to edit a file it never meant to: edit it where it lives.
+        raise WriteRefused(
+            f"not fixed: it is a hard link to a file owned by uid {st.st_uid} in a folder "
+            f"owned by uid {os.stat(real.parent).st_uid}; torchport edits hard-linked files "
+            f"only where file and folder have one owner; fix the file at its own path"
+        )
     _check_unchanged(real, before)
     if st.st_nlink == 1 and not _has_xattrs(real) and _replace(real, data, st, before):
         return
