@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
@@ -75,3 +76,20 @@ def test_cli_flags_reach_the_launcher() -> None:
     )
     assert (args.nproc, args.nnodes, args.max_restarts) == (2, "1:2", 3)
     assert args.command == ["s.py", "--nproc", "9"]  # the script's own flags stay its own
+
+
+def test_the_launcher_never_imports_torch() -> None:
+    # It waits on torchrun for the whole run; torch would only cost it seconds and memory.
+    code = (
+        "import sys\n"
+        "from torchport.cli._main import build_parser\n"
+        "from torchport.port._launch import torchrun_argv\n"
+        "from torchport.port._script import Target, check_target\n"
+        "build_parser().parse_args(['run', '--nproc', '2', 'x.py'])\n"
+        "check_target(Target('torchport.cli.run', module=True))\n"
+        "torchrun_argv(Target('x.py'), nproc=2)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "False\n"
