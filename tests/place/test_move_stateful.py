@@ -179,3 +179,10 @@ def test_lazy_modules_stay_lazy() -> None:
     tp.to_device(model, "cpu", dtype=torch.float64)
     out = model(torch.randn(2, 5, dtype=torch.float64))
     assert out.shape == (2, 3) and model.weight.dtype == torch.float64
+
+
+def test_an_optimizer_left_behind_by_a_plain_module_to_is_reported() -> None:
+    model, opt = _trained()
+    model.to("meta")  # torch replaces the parameters: the optimizer holds the old ones
+    with pytest.raises(tp.DeviceMismatchError, match=r"still holds the old ones"):
+        tp.to_device(opt, "meta")

@@ -210,7 +210,11 @@ def move_optimizer(
                     f"to_device(optimizer, {str(target)!r}): parameter {i} of param group {g} "
                     f"({tuple(param.shape)}) is on {param.device}, but an optimizer's state "
                     "must sit with its parameters; move the model first "
-                    f"(to_device(model, {str(target)!r})), then the optimizer"
+                    f"(to_device(model, {str(target)!r})), then the optimizer. If the model "
+                    "was moved with model.to() and torch replaced its parameters (to 'meta', "
+                    "or under set_overwrite_module_params_on_conversion(True)), this optimizer "
+                    "still holds the old ones: move the model with to_device, which keeps "
+                    "them, or build the optimizer after the move"
                 )
             if dtype is not None and param.is_floating_point() and param.dtype != dtype:
                 raise DeviceMismatchError(
