@@ -110,3 +110,12 @@ def test_device_string_comparisons_say_always_false() -> None:
     assert "never equals a string" in by_code["TP114"].message
     assert "always False" in by_code["TP902"].message
     assert by_code["TP114"].default and not by_code["TP902"].default
+
+
+def test_cuda_or_cpu_choice_after_an_mps_branch_is_not_reported() -> None:
+    body = (
+        "    if torch.backends.mps.is_available():\n"
+        '        return torch.device("mps")\n'
+        '    return torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    )
+    assert "TP109" not in _codes(body)

@@ -212,12 +212,30 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
 _OTHER_ACCELERATORS = ("mps", "xpu", "accelerator")
 
 
-def tests_other_accelerators(node: ast.If | ast.IfExp) -> bool:
-    """Whether ``node``'s test or its ``elif`` tests name MPS, XPU or ``torch.accelerator``.
+def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """Whether ``node``'s test, its ``elif`` tests or an ``if`` before it name MPS or XPU.
 
     ``if torch.cuda.is_available(): ... elif torch.backends.mps.is_available(): ...``
-    already chooses among several accelerators.
+    already chooses among several accelerators, and so does
+    ``if torch.backends.mps.is_available(): return "mps"`` before a CUDA-or-CPU line.
     """
+    if _names_other_accelerators(node):
+        return True
+    child: ast.AST = node
+    for outer in reversed(ctx.ancestors):
+        for field in ("body", "orelse"):
+            block = getattr(outer, field, None)
+            if isinstance(block, list) and any(s is child for s in block):
+                for stmt in block[: next(i for i, s in enumerate(block) if s is child)]:
+                    if isinstance(stmt, ast.If) and _names_other_accelerators(stmt):
+                        return True
+        if isinstance(outer, _SCOPES):
+            return False
+        child = outer
+    return False
+
+
+def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
     tests: list[ast.expr] = [node.test]
     tail = node.orelse if isinstance(node, ast.If) else []
     while len(tail) == 1 and isinstance(tail[0], ast.If):

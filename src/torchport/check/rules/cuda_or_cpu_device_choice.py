@@ -102,7 +102,7 @@ class CudaOrCpuDeviceChoice(Rule):
         test = node.test
         if not _tests_cuda(test, ctx) or not _moves_to_cuda(node, ctx):
             return
-        if tests_other_accelerators(node):
+        if tests_other_accelerators(node, ctx):
             return  # `elif torch.backends.mps.is_available():` already looks further
         if device_guard(node, ctx) is Guard.DEVICE_TYPE:
             return  # inside a branch for one device type: already ported code
