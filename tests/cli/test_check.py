@@ -159,3 +159,19 @@ def test_stdin_named_by_stdin_filename(
     assert code == 1 and out.startswith("pkg/buffer.py:1:5: TP9950 rename flag")
     monkeypatch.setattr(sys, "stdin", io.StringIO("y = 1\n"))
     assert run(capsys, "-")[:2] == (0, "All checks passed.\n")
+
+
+def test_stdin_notebook_named_by_stdin_filename(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    nb = {
+        "cells": [{"cell_type": "code", "metadata": {}, "source": ["%time x = 1\n", "y = flag"]}],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(nb, indent=1)))
+    code, out, _ = run(capsys, "-", "--stdin-filename", "nb.ipynb")
+    assert code == 1 and out.startswith("nb.ipynb:cell 1:2:5: TP9950 rename flag")
