@@ -62,13 +62,17 @@ import torch
 
 __all__ = [
     "GENERIC_MAPPINGS",
+    "NAMESPACE",
     "PackedSequenceMover",
     "RebuildRefused",
-    "how_rebuilt",
     "register",
     "register_known",
     "walked_before_to",
 ]
+
+# torchport's private optree namespace: optree's global registry and torch's pytree
+# registry are left as they are.
+NAMESPACE = "torchport"
 
 _MISSING = object()
 _Flatten = Callable[[Any], tuple[Any, Any, Any]]
@@ -190,21 +194,6 @@ def register(cls: type, namespace: str) -> bool:
         # Registered meanwhile by another thread, or refused by optree: a leaf then.
         return optree.register_pytree_node.get(cls, namespace=namespace) is not None
     return True
-
-
-def how_rebuilt(cls: type | None) -> str:
-    """Say how the walker rebuilds ``cls``, for error messages."""
-    if cls is None:
-        return "rebuilding it"
-    if optree.is_namedtuple_class(cls) or optree.is_structseq_class(cls):
-        return f"calling {cls.__name__}(*fields)"
-    if cls in GENERIC_MAPPINGS:
-        return f"calling {cls.__name__}(dict_of_items)"
-    if dataclasses.is_dataclass(cls):
-        return "copying it, then setting each field"
-    if cls in (set, frozenset, types.MappingProxyType, list, tuple, dict):
-        return f"calling {cls.__name__}(items)"
-    return "copying it with its base type's methods, then its attributes"
 
 
 def _recipe(cls: type) -> _Recipe | None:

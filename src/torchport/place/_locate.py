@@ -1,0 +1,171 @@
+"""Where in a batch a walk failed: the culprit's path, worded as the error message.
+
+The walker (``place/_tree.py``) calls these only after optree has failed: a
+cycle or too deep a batch (``RecursionError``), a container that fails when its
+items are read, or one that cannot be rebuilt. They search the batch again,
+node by node, and name the culprit by a Python path such as
+``batch['meta'][2]`` or ``list(batch['tags'])[0].held``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import types
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import optree
+
+from torchport.errors import UnsupportedBatchError
+from torchport.place._containers import GENERIC_MAPPINGS, NAMESPACE, RebuildRefused
+
+__all__ = ["ROOT", "flatten_failure_message", "rebuild_located", "recursion_message"]
+
+ROOT = "batch"
+
+
+def how_rebuilt(cls: type | None) -> str:
+    """Say how the walker rebuilds ``cls``, for error messages."""
+    if cls is None:
+        return "rebuilding it"
+    if optree.is_namedtuple_class(cls) or optree.is_structseq_class(cls):
+        return f"calling {cls.__name__}(*fields)"
+    if cls in GENERIC_MAPPINGS:
+        return f"calling {cls.__name__}(dict_of_items)"
+    if dataclasses.is_dataclass(cls):
+        return "copying it, then setting each field"
+    if cls in (set, frozenset, types.MappingProxyType, list, tuple, dict):
+        return f"calling {cls.__name__}(items)"
+    return "copying it with its base type's methods, then its attributes"
+
+
+def rebuild_located(spec: optree.PyTreeSpec, leaves: Sequence[Any], path: str) -> Any:
+    """Rebuild node by node, so a failure can be reported with its path in the batch."""
+    if spec.is_leaf():
+        return leaves[0]
+    one_level = spec.one_level()
+    assert one_level is not None
+    children = []
+    offset = 0
+    for child, accessor in zip(spec.children(), one_level.accessors(), strict=True):
+        n = child.num_leaves
+        children.append(rebuild_located(child, leaves[offset : offset + n], accessor.codify(path)))
+        offset += n
+    try:
+        return one_level.unflatten(children)
+    except Exception as exc:
+        cls = spec.type
+        if isinstance(exc, RebuildRefused):
+            reason = str(exc)
+        else:
+            reason = f"{how_rebuilt(cls)} raised {type(exc).__name__}: {exc}"
+        raise UnsupportedBatchError(
+            f"cannot rebuild {path} of type {_type_name(cls)}: {reason}; "
+            f"{_advice(cls)}, or pass the key it is under in skip_keys"
+        ) from exc
+
+
+def _type_name(cls: type | None) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}" if cls is not None else "None"
+
+
+def _advice(cls: type | None) -> str:
+    name = cls.__name__ if cls is not None else "it"
+    advice = f"give {name} a .to(device) method that returns a moved copy"
+    if cls is not None and (optree.is_namedtuple_class(cls) or cls in GENERIC_MAPPINGS):
+        advice += ", make its constructor accept its own contents"
+    return advice
+
+
+def flatten_failure_message(obj: object, exc: Exception) -> str:
+    """Say which container failed while its items were being read, and how."""
+    where = _find_node(obj, ROOT, _fails_to_open)
+    found = f"{type(exc).__name__}: {exc}"
+    if where is None:
+        return f"could not read the items of a container in the batch: {found}"
+    path, node = where
+    return (
+        f"cannot read the items of {path} of type {_type_name(type(node))}: {found}; "
+        f"{_advice(type(node))}, or pass the key it is under in skip_keys"
+    )
+
+
+def recursion_message(obj: object) -> str:
+    """Say where a batch contains itself, or that it is simply too deep."""
+    on_path: set[int] = set()
+    found = _find_node(obj, ROOT, lambda node: id(node) in on_path, on_path)
+    if found is not None:
+        return (
+            f"the batch contains itself: {found[0]} refers back to an enclosing container; "
+            "to_device cannot copy a cyclic structure; break the cycle or pass its key "
+            "in skip_keys"
+        )
+    return (
+        f"the batch is nested more than {optree.MAX_RECURSION_DEPTH} levels deep; "
+        "flatten it or wrap the deep part in an object with a .to(device) method"
+    )
+
+
+def _fails_to_open(node: object) -> bool:
+    try:
+        optree.tree_flatten_one_level(node, namespace=NAMESPACE)  # type: ignore[arg-type]
+    except ValueError:  # a leaf
+        return False
+    except Exception:
+        return True
+    return False
+
+
+def _find_node(
+    root: object,
+    root_path: str,
+    wanted: Callable[[object], bool],
+    on_path: set[int] | None = None,
+) -> tuple[str, object] | None:
+    """Depth-first search, without recursion, for the first node ``wanted`` accepts.
+
+    ``on_path``, when given, holds the ids of the node's ancestors as the search
+    goes (a child that is one of them closes a cycle); the search never descends
+    into a node twice on one path, so it ends on cyclic batches too.
+    """
+    if wanted(root):
+        return root_path, root
+    ancestors = on_path if on_path is not None else set()
+    ancestors.add(id(root))
+    frames = [(root, _children(root, root_path))]
+    while frames:
+        node, children = frames[-1]
+        step = next(children, None)
+        if step is None:
+            frames.pop()
+            ancestors.discard(id(node))
+            continue
+        child, child_path = step
+        if wanted(child):
+            return child_path, child
+        if id(child) in ancestors:
+            continue
+        ancestors.add(id(child))
+        frames.append((child, _children(child, child_path)))
+    return None
+
+
+def _children(node: object, path: str) -> Iterator[tuple[object, str]]:
+    """The node's children, each with its path written as Python (``batch['a'].x[0]``)."""
+    try:
+        children: list[Any] = optree.tree_flatten_one_level(
+            node,  # type: ignore[arg-type]
+            namespace=NAMESPACE,
+        )[0]
+        # A one-level structure gives the accessors: every node but the root is a leaf.
+        calls = itertools.count()
+        spec = optree.tree_structure(
+            node,  # type: ignore[arg-type]
+            lambda _: next(calls) > 0,
+            namespace=NAMESPACE,
+        )
+    except Exception:  # a leaf, or a container that fails to open (reported by its parent)
+        return iter(())
+    codes = [accessor.codify(path) for accessor in spec.accessors()]
+    return zip(children, codes, strict=True)
