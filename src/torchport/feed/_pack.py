@@ -21,7 +21,7 @@ from torchport.hardware import (
     plan_copy,
 )
 from torchport.hardware import should_pack as _should_pack
-from torchport.hardware._copy import ALIGN as _ALIGN
+from torchport.hardware._staged import ALIGN as _ALIGN
 
 __all__ = ["StagingPool", "Transfer", "pack_to_device", "should_pack", "transfer"]
 

@@ -8,9 +8,7 @@ in one copy, or, unpacked, that turns a pageable source into a pinned one).
 ``to_device``, ``DeviceLoader`` and ``pack_to_device`` all go through here, so
 the device is normalised once and packability decided once per call.
 
-Each host->device copy has a fixed cost (a driver call, a DMA descriptor:
-several microseconds on PCIe) that dwarfs the transfer time of a small tensor,
-which is why many small tensors bound for CUDA are packed.
+Staging and packing themselves live in :mod:`torchport.hardware._staged`.
 """
 
 from __future__ import annotations
@@ -25,8 +23,17 @@ from operator import not_
 import torch
 
 from torchport.hardware._pinned import pins_for
-from torchport.hardware._staging import StagingPool, default_pool
-from torchport.hardware._sync import current_stream, new_event, synchronize, wait_for_copies
+from torchport.hardware._staged import (
+    ALIGN,
+    PACK_MIN_COUNT,
+    cast_of,
+    run_staged,
+    same_device,
+    should_pack,
+    stageable,
+)
+from torchport.hardware._staging import StagingPool
+from torchport.hardware._sync import synchronize, wait_for_copies
 
 __all__ = [
     "ALIGN",
@@ -39,86 +46,9 @@ __all__ = [
     "stageable",
 ]
 
-# Offsets into the packed buffer are multiples of 64 bytes. That is a multiple of
-# every element size (complex128 is the widest at 16), so each slice can be viewed
-# back as its dtype; it meets the 16-byte alignment that vectorized CUDA kernels
-# check before taking their fast path; and it keeps two tensors off one CPU cache
-# line while the host writes them.
-ALIGN = 64
-
-# pack=None thresholds, applied only to CUDA targets. One cudaMemcpyAsync costs about
-# 5-10 us of fixed overhead; PCIe 4.0 x16 moves about 25 GB/s, so 10 us is ~256 KiB of
-# payload. Below that mean size the per-copy overhead dominates and packing wins;
-# above it the extra host memcpy into the staging buffer costs more than the launches
-# it saves. Packing has its own fixed cost (pool lease, one device allocation, one
-# event, Python layout work) of a few launches, hence a minimum count. Past 64 MiB in
-# total the host gather stalls the producer. Other targets are never packed
-# automatically: to the CPU and meta there is no link to save launches on (packing
-# measured 10x slower per tensor there, benchmarks/RESULTS.md), and MPS/XPU are not
-# measured yet.
-PACK_MIN_COUNT = 4
 _IS_CPU = operator.attrgetter("is_cpu")
 _IS_META = operator.attrgetter("is_meta")
 _DEVICE = operator.attrgetter("device")
-PACK_MAX_MEAN_BYTES = 256 * 1024
-PACK_MAX_TOTAL_BYTES = 64 * 1024 * 1024
-
-# Dtypes whose bytes can be copied into a uint8 buffer and viewed back. Quantized,
-# sub-byte (uint1..7, float4) and bit types are moved one by one instead.
-_PACKABLE_DTYPES: frozenset[torch.dtype] = frozenset(
-    getattr(torch, name)
-    for name in (
-        "bool",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "float16",
-        "bfloat16",
-        "float32",
-        "float64",
-        "float8_e4m3fn",
-        "float8_e5m2",
-        "float8_e4m3fnuz",
-        "float8_e5m2fnuz",
-        "float8_e8m0fnu",
-        "complex32",
-        "complex64",
-        "complex128",
-    )
-    if hasattr(torch, name)
-)
-
-
-def _cast(t: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype | None:
-    """The dtype ``t`` is cast to, or None: ``dtype`` applies to floating tensors only."""
-    return dtype if dtype is not None and t.is_floating_point() and t.dtype != dtype else None
-
-
-def _same_device(a: torch.device, b: torch.device) -> bool:
-    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
-
-
-def stageable(t: torch.Tensor, dtype: torch.dtype | None) -> bool:
-    """Whether ``t`` can go through a host staging buffer without changing meaning.
-
-    A plain dense host tensor of a byte-addressable dtype. Tensors that require
-    grad keep their autograd edge through ``Tensor.to``; subclasses (Parameter,
-    FakeTensor, DTensor...) keep their own ``to``.
-    """
-    return (
-        type(t) is torch.Tensor
-        and t.is_cpu
-        and t.layout == torch.strided
-        and not t.requires_grad
-        and not t.is_nested
-        and t.dtype in _PACKABLE_DTYPES
-        and (dtype is None or not t.is_floating_point() or dtype in _PACKABLE_DTYPES)
-    )
 
 
 def _plain_dense(t: torch.Tensor) -> bool:
@@ -130,22 +60,6 @@ def _plain_dense(t: torch.Tensor) -> bool:
         and not t.is_nested
         and not t.is_quantized
     )
-
-
-def should_pack(tensors: Sequence[torch.Tensor], device: torch.device) -> bool:
-    """The ``pack=None`` rule: at least 4 small stageable host tensors bound for CUDA.
-
-    True when the target is a CUDA (or ROCm) device, at least 4 tensors can be
-    staged, their mean size is at most 256 KiB and their total at most 64 MiB
-    (see the module constants for why). Never synchronizes.
-    """
-    if not pins_for(device):
-        return False
-    sizes = [t.numel() * t.element_size() for t in tensors if stageable(t, None)]
-    if len(sizes) < PACK_MIN_COUNT:
-        return False
-    total = sum(sizes)
-    return total <= PACK_MAX_TOTAL_BYTES and total <= PACK_MAX_MEAN_BYTES * len(sizes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,21 +83,6 @@ class Transfer:
     event: torch.Event | None
     fresh: list[torch.Tensor]
     packed: bool
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """Where one staged tensor lives in the staging buffer."""
-
-    index: int
-    offset: int
-    nbytes: int
-    shape: torch.Size
-    dtype: torch.dtype
-
-    def view(self, buffer: torch.Tensor) -> torch.Tensor:
-        raw = buffer[self.offset : self.offset + self.nbytes]
-        return raw.view(self.dtype).view(self.shape)
 
 
 class CopyPlan:
@@ -272,7 +171,7 @@ class CopyPlan:
                 moved = [t.to(target, None, nb) for t in src]
             else:
                 dtype = self.dtype
-                moved = [t.to(target, _cast(t, dtype), nb) for t in src]
+                moved = [t.to(target, cast_of(t, dtype), nb) for t in src]
             if everything:
                 out = moved
             else:
@@ -280,14 +179,24 @@ class CopyPlan:
                 deque(map(out.__setitem__, direct, moved), maxlen=0)
             fresh = moved
             if measure:
-                crossing = [t for t in src if not _same_device(t.device, target) and t.numel()]
+                crossing = [t for t in src if not same_device(t.device, target) and t.numel()]
                 nbytes = sum(t.numel() * t.element_size() for t in crossing)
                 copies = len(crossing)
             else:
                 copies = len(moved)
         event: torch.Event | None = None
         if self.staged:
-            staged_bytes, staged_copies, event = self._run_staged(out, fresh, nb, pool)
+            staged_bytes, staged_copies, event = run_staged(
+                tensors,
+                self.staged,
+                target,
+                self.dtype,
+                packed=self.packed,
+                nb=nb,
+                pool=pool,
+                out=out,
+                fresh=fresh,
+            )
             nbytes += staged_bytes
             copies += staged_copies
         if copies:
@@ -299,62 +208,6 @@ class CopyPlan:
         if first is not None:
             out = list(map(out.__getitem__, first))
         return Transfer(out, nbytes, copies, event, fresh, self.packed)
-
-    def _run_staged(
-        self,
-        out: list[torch.Tensor],
-        fresh: list[torch.Tensor],
-        nb: bool,
-        pool: StagingPool | None,
-    ) -> tuple[int, int, torch.Event | None]:
-        tensors = self._tensors
-        target = self.target
-        entries, total = _layout(tensors, self.staged, self.dtype)
-        if target.type == "cpu":
-            # Nothing to cross: the gather itself is the one copy, into a fresh buffer
-            # the caller owns.
-            host = torch.empty(total, dtype=torch.uint8)
-            _gather(tensors, entries, host)
-            for entry in entries:
-                out[entry.index] = entry.view(host)
-            return 0, 0, None
-        pinned = pins_for(target)
-        # Reusing a buffer is safe when the copy from it is tracked by an event
-        # (CUDA) or finished before we return (blocking copies). An asynchronous copy
-        # elsewhere (MPS, XPU) cannot be tracked here, so it gets a fresh buffer.
-        lender = pool if pool is not None else default_pool()
-        slot = lender.acquire(total, pinned=pinned) if pinned or not nb else None
-        host = slot.buffer[:total] if slot is not None else torch.empty(total, dtype=torch.uint8)
-        event: torch.Event | None = None
-        try:
-            _gather(tensors, entries, host)
-            copies = 0
-            if self.packed:
-                dev = torch.empty(total, dtype=torch.uint8, device=target)
-                if total:
-                    dev.copy_(host, non_blocking=nb)
-                    copies = 1
-                fresh.append(dev)
-                for entry in entries:
-                    out[entry.index] = entry.view(dev)
-                nbytes = total  # the whole buffer crosses, alignment padding included
-            else:
-                nbytes = 0
-                for entry in entries:
-                    dst = torch.empty(entry.shape, dtype=entry.dtype, device=target)
-                    if entry.nbytes:
-                        dst.copy_(entry.view(host), non_blocking=nb)
-                        copies += 1
-                        nbytes += entry.nbytes
-                    fresh.append(dst)
-                    out[entry.index] = dst
-            if pinned and nb:
-                event = new_event()
-                event.record(current_stream(target))
-        finally:
-            if slot is not None:
-                lender.release(slot, event)
-        return nbytes, copies, event
 
 
 def copy_one(
@@ -374,10 +227,10 @@ def copy_one(
     Never waits itself, except for copies that must block (see
     :func:`_to_host_pageable`).
     """
-    cast = _cast(t, dtype)
+    cast = cast_of(t, dtype)
     if non_blocking is None and target.type == "cpu":
         return _to_host_pageable([t], dtype, pending)[0]
-    if non_blocking is None and target.type == "mps" and not _same_device(t.device, target):
+    if non_blocking is None and target.type == "mps" and not same_device(t.device, target):
         pending.add(target)
     return t.to(target, cast, True if non_blocking is None else non_blocking)
 
@@ -397,7 +250,7 @@ def _to_host_pageable(
     cpu = torch.device("cpu")
     moved: list[torch.Tensor] = []
     for t in src:
-        cast = _cast(t, dtype)
+        cast = cast_of(t, dtype)
         if t.is_cpu or t.is_meta:
             moved.append(t.to(cpu, cast, False))  # returns t itself when nothing changes
             continue
@@ -476,11 +329,11 @@ def plan_copy(
             return CopyPlan(tensors, target, dtype, first, unique, [], [], False)
         return CopyPlan(tensors, target, dtype, first, [], unique, [], False)
     if kind == "cpu" and gather_host and pack is True:
-        here = [not stageable(t, dtype) and t.is_cpu and _cast(t, dtype) is None for t in sub]
+        here = [not stageable(t, dtype) and t.is_cpu and cast_of(t, dtype) is None for t in sub]
     else:
         here = list(map(on, sub))
     if dtype is not None:
-        here = [h and _cast(t, dtype) is None for h, t in zip(here, sub, strict=True)]
+        here = [h and cast_of(t, dtype) is None for h, t in zip(here, sub, strict=True)]
     if not any(here):
         stay, moving = [], unique
     elif all(here):
@@ -525,27 +378,3 @@ def copy_tensors(
     return plan_copy(tensors, target, dtype=dtype, pack=pack).run(
         non_blocking=non_blocking, pool=pool
     )
-
-
-def _layout(
-    tensors: Sequence[torch.Tensor], staged: Sequence[int], dtype: torch.dtype | None
-) -> tuple[list[_Entry], int]:
-    """Assigns aligned offsets; the total is exact (no padding after the last byte)."""
-    entries: list[_Entry] = []
-    end = 0
-    for i in staged:
-        t = tensors[i]
-        dt = _cast(t, dtype) or t.dtype
-        nbytes = t.numel() * dt.itemsize
-        # Empty tensors take no room: a zero-length slice anywhere views back fine.
-        offset = -(-end // ALIGN) * ALIGN if nbytes else 0
-        entries.append(_Entry(i, offset, nbytes, t.shape, dt))
-        end = max(end, offset + nbytes)
-    return entries, end
-
-
-def _gather(tensors: Sequence[torch.Tensor], entries: list[_Entry], host: torch.Tensor) -> None:
-    """Writes each source into its place; one pass casts, makes contiguous, resolves conj/neg."""
-    for entry in entries:
-        if entry.nbytes:
-            entry.view(host).copy_(tensors[entry.index])

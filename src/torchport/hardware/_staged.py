@@ -1,0 +1,234 @@
+"""Staged copies: many host tensors written into one buffer, sent in one copy, views out.
+
+Each host->device copy has a fixed cost (a driver call, a DMA descriptor:
+several microseconds on PCIe) that dwarfs the transfer time of a small tensor,
+so many small tensors bound for CUDA are packed: laid out in one host staging
+buffer (pinned, from a :class:`StagingPool`), moved with one copy, and handed
+back as views of the one device buffer. :mod:`torchport.hardware._copy` decides
+which tensors come here; this module lays them out and sends them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from torchport.hardware._pinned import pins_for
+from torchport.hardware._staging import StagingPool, default_pool
+from torchport.hardware._sync import current_stream, new_event
+
+__all__ = [
+    "ALIGN",
+    "PACK_MAX_MEAN_BYTES",
+    "PACK_MAX_TOTAL_BYTES",
+    "PACK_MIN_COUNT",
+    "cast_of",
+    "run_staged",
+    "same_device",
+    "should_pack",
+    "stageable",
+]
+
+# Offsets into the packed buffer are multiples of 64 bytes. That is a multiple of
+# every element size (complex128 is the widest at 16), so each slice can be viewed
+# back as its dtype; it meets the 16-byte alignment that vectorized CUDA kernels
+# check before taking their fast path; and it keeps two tensors off one CPU cache
+# line while the host writes them.
+ALIGN = 64
+
+# pack=None thresholds, applied only to CUDA targets. One cudaMemcpyAsync costs about
+# 5-10 us of fixed overhead; PCIe 4.0 x16 moves about 25 GB/s, so 10 us is ~256 KiB of
+# payload. Below that mean size the per-copy overhead dominates and packing wins;
+# above it the extra host memcpy into the staging buffer costs more than the launches
+# it saves. Packing has its own fixed cost (pool lease, one device allocation, one
+# event, Python layout work) of a few launches, hence a minimum count. Past 64 MiB in
+# total the host gather stalls the producer. Other targets are never packed
+# automatically: to the CPU and meta there is no link to save launches on (packing
+# measured 9-14x slower per tensor there, benchmarks/RESULTS.md), and MPS/XPU are not
+# measured yet.
+PACK_MIN_COUNT = 4
+PACK_MAX_MEAN_BYTES = 256 * 1024
+PACK_MAX_TOTAL_BYTES = 64 * 1024 * 1024
+
+# Dtypes whose bytes can be copied into a uint8 buffer and viewed back. Quantized,
+# sub-byte (uint1..7, float4) and bit types are moved one by one instead.
+_PACKABLE_DTYPES: frozenset[torch.dtype] = frozenset(
+    getattr(torch, name)
+    for name in (
+        "bool",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "complex32",
+        "complex64",
+        "complex128",
+    )
+    if hasattr(torch, name)
+)
+
+
+def cast_of(t: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype | None:
+    """The dtype ``t`` is cast to, or None: ``dtype`` applies to floating tensors only."""
+    return dtype if dtype is not None and t.is_floating_point() and t.dtype != dtype else None
+
+
+def same_device(a: torch.device, b: torch.device) -> bool:
+    return a.type == b.type and (a.index is None or b.index is None or a.index == b.index)
+
+
+def stageable(t: torch.Tensor, dtype: torch.dtype | None) -> bool:
+    """Whether ``t`` can go through a host staging buffer without changing meaning.
+
+    A plain dense host tensor of a byte-addressable dtype. Tensors that require
+    grad keep their autograd edge through ``Tensor.to``; subclasses (Parameter,
+    FakeTensor, DTensor...) keep their own ``to``.
+    """
+    return (
+        type(t) is torch.Tensor
+        and t.is_cpu
+        and t.layout == torch.strided
+        and not t.requires_grad
+        and not t.is_nested
+        and t.dtype in _PACKABLE_DTYPES
+        and (dtype is None or not t.is_floating_point() or dtype in _PACKABLE_DTYPES)
+    )
+
+
+def should_pack(tensors: Sequence[torch.Tensor], device: torch.device) -> bool:
+    """The ``pack=None`` rule: at least 4 small stageable host tensors bound for CUDA.
+
+    True when the target is a CUDA (or ROCm) device, at least 4 tensors can be
+    staged, their mean size is at most 256 KiB and their total at most 64 MiB
+    (see the module constants for why). Never synchronizes.
+    """
+    if not pins_for(device):
+        return False
+    sizes = [t.numel() * t.element_size() for t in tensors if stageable(t, None)]
+    if len(sizes) < PACK_MIN_COUNT:
+        return False
+    total = sum(sizes)
+    return total <= PACK_MAX_TOTAL_BYTES and total <= PACK_MAX_MEAN_BYTES * len(sizes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """Where one staged tensor lives in the staging buffer."""
+
+    index: int
+    offset: int
+    nbytes: int
+    shape: torch.Size
+    dtype: torch.dtype
+
+    def view(self, buffer: torch.Tensor) -> torch.Tensor:
+        raw = buffer[self.offset : self.offset + self.nbytes]
+        return raw.view(self.dtype).view(self.shape)
+
+
+def run_staged(
+    tensors: Sequence[torch.Tensor],
+    staged: Sequence[int],
+    target: torch.device,
+    dtype: torch.dtype | None,
+    *,
+    packed: bool,
+    nb: bool,
+    pool: StagingPool | None,
+    out: list[torch.Tensor],
+    fresh: list[torch.Tensor],
+) -> tuple[int, int, torch.Event | None]:
+    """Write ``tensors[i]`` for ``i`` in ``staged`` into one host buffer and copy it over.
+
+    Fills ``out`` at those positions and appends the device allocations to
+    ``fresh``; returns (bytes crossed, copies issued, the event recorded after
+    asynchronous copies from pinned memory). Packed, the buffer crosses in one
+    copy and the results are views of one device buffer; unpacked, each tensor
+    gets its own allocation and copy from the (pinned) buffer. The host waits on
+    an earlier copy's event only when the staging slot it needs is still read.
+    """
+    entries, total = _layout(tensors, staged, dtype)
+    if target.type == "cpu":
+        # Nothing to cross: the gather itself is the one copy, into a fresh buffer
+        # the caller owns.
+        host = torch.empty(total, dtype=torch.uint8)
+        _gather(tensors, entries, host)
+        for entry in entries:
+            out[entry.index] = entry.view(host)
+        return 0, 0, None
+    pinned = pins_for(target)
+    # Reusing a buffer is safe when the copy from it is tracked by an event
+    # (CUDA) or finished before we return (blocking copies). An asynchronous copy
+    # elsewhere (MPS, XPU) cannot be tracked here, so it gets a fresh buffer.
+    lender = pool if pool is not None else default_pool()
+    slot = lender.acquire(total, pinned=pinned) if pinned or not nb else None
+    host = slot.buffer[:total] if slot is not None else torch.empty(total, dtype=torch.uint8)
+    event: torch.Event | None = None
+    try:
+        _gather(tensors, entries, host)
+        copies = 0
+        if packed:
+            dev = torch.empty(total, dtype=torch.uint8, device=target)
+            if total:
+                dev.copy_(host, non_blocking=nb)
+                copies = 1
+            fresh.append(dev)
+            for entry in entries:
+                out[entry.index] = entry.view(dev)
+            nbytes = total  # the whole buffer crosses, alignment padding included
+        else:
+            nbytes = 0
+            for entry in entries:
+                dst = torch.empty(entry.shape, dtype=entry.dtype, device=target)
+                if entry.nbytes:
+                    dst.copy_(entry.view(host), non_blocking=nb)
+                    copies += 1
+                    nbytes += entry.nbytes
+                fresh.append(dst)
+                out[entry.index] = dst
+        if pinned and nb:
+            event = new_event()
+            event.record(current_stream(target))
+    finally:
+        if slot is not None:
+            lender.release(slot, event)
+    return nbytes, copies, event
+
+
+def _layout(
+    tensors: Sequence[torch.Tensor], staged: Sequence[int], dtype: torch.dtype | None
+) -> tuple[list[_Entry], int]:
+    """Assigns aligned offsets; the total is exact (no padding after the last byte)."""
+    entries: list[_Entry] = []
+    end = 0
+    for i in staged:
+        t = tensors[i]
+        dt = cast_of(t, dtype) or t.dtype
+        nbytes = t.numel() * dt.itemsize
+        # Empty tensors take no room: a zero-length slice anywhere views back fine.
+        offset = -(-end // ALIGN) * ALIGN if nbytes else 0
+        entries.append(_Entry(i, offset, nbytes, t.shape, dt))
+        end = max(end, offset + nbytes)
+    return entries, end
+
+
+def _gather(tensors: Sequence[torch.Tensor], entries: list[_Entry], host: torch.Tensor) -> None:
+    """Writes each source into its place; one pass casts, makes contiguous, resolves conj/neg."""
+    for entry in entries:
+        if entry.nbytes:
+            entry.view(host).copy_(tensors[entry.index])
