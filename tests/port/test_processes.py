@@ -89,17 +89,21 @@ RUN = ["-m", "torchport", "run", "--quiet", "--device", "cpu"]
             (sys.executable, "-u", "-W", "ignore", "-Xutf8", Path(HERE), "-m", "x"),
             [sys.executable, "-u", "-W", "ignore", "-Xutf8", *RUN, HERE, "-m", "x"],
         ),
+        ([sys.executable, "echo_args.py"], [sys.executable, *RUN, "echo_args.py"]),  # in cwd
+        ([sys.executable, "-m", "initpkg.ranks"], [sys.executable, *RUN, "-m", "initpkg.ranks"]),
         ([sys.executable, "-m", "pip", "list"], None),  # -m pip must stay pip
+        ([sys.executable, "-m", "json.tool"], None),  # the standard library's modules too
+        ([sys.executable, "-m", "no_such_module_xyz"], None),  # python's own error, unchanged
         ([sys.executable, "-c", "print(1)"], None),
         ([sys.executable, "--unknown-option", HERE], None),
-        ([sys.executable, "no/such/script.py"], None),  # python's own error, unchanged
+        ([sys.executable, "no/such/script.py"], None),
         (["/bin/echo", HERE], None),  # another program
         (f"{sys.executable} {HERE}", None),  # a string, for a shell or not
         ([sys.executable, torch_file()], None),  # torch's own scripts are torch's business
     ],
 )
 def test_which_commands_go_through_torchport(args: object, expected: list[str] | None) -> None:
-    assert through_torchport(args, "cpu") == expected
+    assert through_torchport(args, "cpu", cwd=SCRIPTS) == expected
 
 
 @pytest.mark.slow

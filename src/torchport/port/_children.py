@@ -9,14 +9,17 @@
   so the main module's top-level code, the target function and everything they
   start are redirected. No ``sitecustomize``, ``.pth`` file or environment
   variable is involved, and nothing outside this run sees a change.
-* ``subprocess`` running this same interpreter on a script
-  (``[sys.executable, *options, "script.py", *args]``, the form scripts use to
-  start helpers): the command becomes ``[sys.executable, *options, "-m",
-  "torchport", "run", "--quiet", "--device", D, "script.py", *args]``, which
-  runs the script exactly as python would, redirected. Anything else is left
-  as it is: ``-m module`` and ``-c`` commands (``-m pip`` must stay pip),
-  other interpreters, ``shell=True`` strings, ``os.system`` and ``os.exec*``,
-  scripts inside torch or torchport, and calls torch and torchport make.
+* ``subprocess`` running this same interpreter on a script or on one of the
+  project's own modules, found in the child's working directory or on
+  ``PYTHONPATH`` (``[sys.executable, *options, "script.py", *args]`` or
+  ``[..., "-m", "pkg.worker", *args]``, the forms scripts use to start
+  helpers): the command becomes ``[sys.executable, *options, "-m", "torchport",
+  "run", "--quiet", "--device", D, "script.py", *args]``, which runs the child
+  exactly as python would, redirected. Anything else is left as it is:
+  ``-m`` modules of the standard library or site-packages (``-m pip`` must
+  stay pip), ``-c`` commands, other interpreters, ``shell=True`` strings,
+  ``os.system`` and ``os.exec*``, code inside torch or torchport, and calls
+  that torch and torchport make.
 """
 
 from __future__ import annotations
@@ -24,14 +27,17 @@ from __future__ import annotations
 import multiprocessing.spawn
 import os
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from torchport.port._cuda_shim import Patch
+from torchport.port._script import find_runnable
 
 __all__ = ["child_patches", "enter_in_child", "through_torchport"]
 
@@ -61,6 +67,16 @@ _LIBRARIES = (
     os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
 )
+# Where installed code lives: the standard library and site-packages (venv or not).
+_INSTALLED = (
+    *_LIBRARIES,
+    *{
+        os.path.abspath(path) + os.sep
+        for key in ("stdlib", "platstdlib", "purelib", "platlib")
+        if (path := sysconfig.get_paths().get(key))
+    },
+    *{os.path.abspath(path) + os.sep for path in site.getsitepackages()},
+)
 _PASSED_THROUGH = (os.path.dirname(os.path.abspath(__file__)) + os.sep, subprocess.__file__)
 
 _KEY = "torchport_redirect"  # spawn.prepare() ignores keys it does not know
@@ -89,11 +105,15 @@ def enter_in_child(device: str, count: int) -> None:
     redirect(device, device_count=count).__enter__()
 
 
-def through_torchport(args: object, device: str) -> list[str] | None:
+def through_torchport(args: object, device: str, cwd: object = None) -> list[str] | None:
     """``args`` rewritten to run under ``torchport run --device device``, or None to leave it.
 
-    Only ``[this interpreter, *options, script, *arguments]`` is rewritten; see
-    the module docstring for what is left alone and why.
+    Rewritten: ``[this interpreter, *options, script, *arguments]`` and
+    ``[this interpreter, *options, "-m", module, *arguments]`` where the module
+    is the project's own (found, without importing it, outside the standard
+    library and site-packages: ``-m pip`` stays pip). ``cwd`` is the child's
+    working directory, where relative paths and ``-m`` modules are looked up.
+    See the module docstring for what else is left alone.
     """
     if not isinstance(args, list | tuple) or not args:
         return None
@@ -104,7 +124,7 @@ def through_torchport(args: object, device: str) -> list[str] | None:
     if found is None or os.path.abspath(found) != os.path.abspath(sys.executable):
         return None
     index = 1
-    while index < len(argv) and argv[index].startswith("-"):
+    while index < len(argv) and argv[index].startswith("-") and argv[index] != "-m":
         option = argv[index]
         if option in _FLAGS:
             index += 1
@@ -113,13 +133,33 @@ def through_torchport(args: object, device: str) -> list[str] | None:
         elif option[:2] in ("-W", "-X"):  # -Wignore, -Xutf8: the value attached
             index += 1
         else:
-            return None  # -m, -c, -, or an option this code does not know
-    if index >= len(argv) or not os.path.isfile(argv[index]):
+            return None  # -c, -, or an option this code does not know
+    if index >= len(argv):
         return None
-    if os.path.abspath(argv[index]).startswith(_LIBRARIES):
-        return None
+    folder = os.path.abspath(os.fsdecode(cwd) if isinstance(cwd, str | os.PathLike) else ".")
+    if argv[index] == "-m":
+        if index + 1 >= len(argv) or not _own_module(argv[index + 1], folder):
+            return None
+    else:
+        script = os.path.join(folder, argv[index])
+        if not os.path.isfile(script) or os.path.abspath(script).startswith(_LIBRARIES):
+            return None
     run = ["-m", "torchport", "run", "--quiet", "--device", device]
     return [*argv[:index], *run, *argv[index:]]
+
+
+def _own_module(name: str, folder: str) -> bool:
+    """Whether ``python -m name`` in ``folder`` runs the project's own code, not a library's.
+
+    The project's own modules are those the child finds in its working
+    directory or on ``PYTHONPATH``; installed packages are libraries.
+    """
+    extra = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    spec = find_runnable(name, [folder, *extra])
+    origin = getattr(spec, "origin", None)
+    if not isinstance(origin, str) or not os.path.isfile(origin):
+        return False
+    return not os.path.abspath(origin).startswith(_INSTALLED)
 
 
 def _called_by_library() -> bool:
@@ -144,7 +184,7 @@ def child_patches(device: str, count: int) -> list[Patch]:
         # Only the plain keyword form: a positional bufsize/executable/shell is left alone.
         plain = not rest and not kwargs.get("shell") and kwargs.get("executable") is None
         if plain and not _called_by_library():
-            args = through_torchport(args, device) or args
+            args = through_torchport(args, device, kwargs.get("cwd")) or args
         popen_init(self, args, *rest, **kwargs)
 
     return [

@@ -229,10 +229,11 @@ def redirect(device: str | torch.device, *, device_count: int = 1) -> _Redirect:
     Calls that torch and torchport make internally keep seeing the real machine.
     Threads started inside the block, processes started with
     ``multiprocessing`` or ``torch.multiprocessing`` (fork, spawn or forkserver),
-    and this interpreter started on a script with ``subprocess``
-    (``[sys.executable, "helper.py", ...]``, run under ``torchport run``) are
-    redirected too; ``-m``/``-c`` commands, shell strings and ``os.system``
-    are not. Everything is undone on exit, also when the block raises.
+    and this interpreter started with ``subprocess`` on a script or on the
+    project's own ``-m`` module (``[sys.executable, "helper.py", ...]``, run
+    under ``torchport run``) are redirected too; installed modules (``-m
+    pip``), ``-c`` commands, shell strings and ``os.system`` are not.
+    Everything is undone on exit, also when the block raises.
 
     When ``device`` is a CUDA device nothing is patched.
 

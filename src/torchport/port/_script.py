@@ -35,7 +35,7 @@ from torchport.errors import ConfigError
 if TYPE_CHECKING:
     import torch  # the launcher checks targets without paying for torch
 
-__all__ = ["Target", "check_target", "run_target"]
+__all__ = ["Target", "check_target", "find_runnable", "run_target"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -70,7 +70,7 @@ def check_target(target: Target) -> None:
             )
         return
     with _sys_path_head(os.getcwd()):
-        spec = _find_runnable(target.name)
+        spec = find_runnable(target.name)
     if spec is None:
         raise ConfigError(
             f"no module named {target.name!r} that can be run (or it is a package without "
@@ -78,18 +78,24 @@ def check_target(target: Target) -> None:
         )
 
 
-def _find_runnable(name: str) -> importlib.machinery.ModuleSpec | None:
+def find_runnable(
+    name: str, path: list[str] | None = None
+) -> importlib.machinery.ModuleSpec | None:
     """The spec ``python -m name`` would run (``name.__main__`` for a package), importing nothing.
 
-    The top-level name goes through every finder (an editable install has its
-    own); the parts below it are looked up in their parent's folders only, so
-    a package that rewrites its ``__path__`` when imported may not be found.
+    The top-level name goes through every finder on ``sys.path`` (an editable
+    install has its own), or is looked up in the folders of ``path`` alone;
+    the parts below it are looked up in their parent's folders only, so a
+    package that rewrites its ``__path__`` when imported may not be found.
     """
     parts = name.split(".")
     if not all(part.isidentifier() for part in parts):
         return None
     try:
-        spec = importlib.util.find_spec(parts[0])  # a top-level lookup imports nothing
+        if path is None:
+            spec = importlib.util.find_spec(parts[0])  # a top-level lookup imports nothing
+        else:
+            spec = importlib.machinery.PathFinder.find_spec(parts[0], path)
     except (ImportError, ValueError):
         return None
     for depth in range(1, len(parts) + 1):
