@@ -227,8 +227,9 @@ def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
             block = getattr(outer, field, None)
             if isinstance(block, list) and any(s is child for s in block):
                 for stmt in block[: next(i for i, s in enumerate(block) if s is child)]:
-                    if isinstance(stmt, ast.If) and _names_other_accelerators(stmt):
-                        return True
+                    for inner in ast.walk(stmt):  # nested: `if new_torch: if mps...: return`
+                        if isinstance(inner, ast.If) and _names_other_accelerators(inner):
+                            return True
         if isinstance(outer, _SCOPES):
             return False
         child = outer
