@@ -2,9 +2,10 @@
 
 This module holds per-op knowledge only, the way ``torch/utils/flop_counter.py``
 keeps its registry apart from the mode that consults it. It knows nothing of
-dispatch modes: :mod:`torchport.diagnose._audit` asks it two questions, "what is
-this aten op?" (:func:`aten_entry`) and "what is this Python-level tensor call?"
-(:func:`method_entry`), and gets back an :class:`OpEntry` or ``None``.
+dispatch modes: the audit's recorder (:mod:`._recorder`) and wrappers
+(:mod:`._methods`) ask it two questions, "what is this aten op?"
+(:data:`ATEN_TABLE`, :func:`aten_entry`) and "which Python-level tensor calls
+matter?" (:data:`METHOD_TABLE`), and get back an :class:`OpEntry` or ``None``.
 
 Two levels exist because some host synchronizations never reach the dispatcher as
 one op (``Tensor.tolist`` and ``Tensor.numpy`` of a CPU tensor, printing) while
