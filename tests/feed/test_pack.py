@@ -221,3 +221,13 @@ def test_should_pack_heuristic(fake_accelerator: Callable[..., Any]) -> None:
     assert not should_pack(many, cuda)  # 75 MB in total
     on_device = [torch.empty(16, device="meta") for _ in range(8)]
     assert not should_pack(on_device, cuda)  # not host tensors: nothing to stage
+
+
+def test_the_default_pool_frees_slots_it_parked_when_a_batch_outgrew_them() -> None:
+    from torchport.feed._staging import default_pool
+
+    pool = default_pool()
+    for numel in (10, 1000, 100_000, 10_000_000):
+        pack_to_device([torch.ones(numel), torch.ones(3)], "meta", non_blocking=False)
+        assert pool._retiring == []  # parked slots were given back, not kept for good
+    assert pool.nbytes <= 2 * 41_000_000  # at most max_slots slots of the largest class

@@ -207,6 +207,11 @@ def run_staged(
     finally:
         if slot is not None:
             lender.release(slot, event)
+            if pool is None:
+                # The process-wide pool has no pass that ends (a loader trims its own
+                # pool then): free slots it parked when a batch outgrew them. Growth is
+                # geometric, so this unpins a few times in a run, not per batch.
+                lender.trim()
     return nbytes, copies, event
 
 
