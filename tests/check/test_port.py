@@ -210,3 +210,26 @@ def test_readme_shows_the_port_of_the_example_as_it_is() -> None:
         os.chdir(cwd)
     assert [c.diff for c in result.changed] == [shown]
     assert result.remaining == []
+
+
+def test_models_held_by_objects_and_tensors_given_to_functions_are_moved() -> None:
+    source = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Trainer:\n"
+        "    def __init__(self):\n"
+        "        self.model = nn.Linear(4, 2)\n\n"
+        "    def predict(self, x):\n"
+        '        """Predict."""\n'
+        "        return self.model(x).argmax(1)\n\n"
+        "def run(model, bsz, x):\n"
+        "    hidden = model.init_hidden(bsz)\n"
+        "    return model(x, hidden)\n\n"
+        "t = Trainer()\n"
+        "x, y = next(it)\n"
+        "out = t.model(x)\n"
+    )
+    out = ported(source)
+    assert "        self.model = nn.Linear(4, 2).to(device)\n" in out
+    assert '        """Predict."""\n        x = x.to(device)\n' in out
+    assert "def run(model, bsz, x):\n    x = x.to(device)\n" in out  # bsz: no tensor use
+    assert "x, y = next(it)\nx = x.to(device, non_blocking=True)\n" in out

@@ -39,6 +39,11 @@ _LITERALS = (
     ast.SetComp, ast.DictComp,
 )  # fmt: skip
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+# Uses of a name that show it holds a tensor.
+_TENSOR_USES = frozenset(
+    {"size", "shape", "view", "reshape", "unsqueeze", "squeeze", "permute", "transpose",
+     "float", "long", "half", "double", "contiguous", "dim", "ndim", "dtype", "flatten"}
+)  # fmt: skip
 
 
 @dataclass
@@ -84,9 +89,73 @@ class _Planner:
             for node in scope.nodes:
                 if isinstance(node, ast.Assign):
                     self._assign(node, scope, containers)
+            if isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._params(scope.node, scope, containers)
             if containers:
                 self._elements(scope, containers)
         return self.plan
+
+    def _params(
+        self,
+        func: ast.FunctionDef | ast.AsyncFunctionDef,
+        scope: PortScope,
+        containers: set[str],
+    ) -> None:
+        """Tensors a function is given that reach its model: moved first thing in its body.
+
+        Only parameters that are plainly tensors (a direct argument of the model, or
+        used with a tensor method); a copy of a tensor already on the device is free.
+        """
+        a = func.args
+        names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        wanted = [
+            n
+            for n in names
+            if n not in ("self", "cls")
+            and n in scope.reach
+            and n not in scope.moved
+            and n not in scope.models
+        ]
+        if not wanted:
+            return
+        move = BatchMove(func, loader=False)
+        for name in wanted:
+            if not self._tensor_evidence(name, scope):
+                continue
+            kind = self._kind(name, scope.nodes)
+            if kind == "container":
+                containers.add(name)
+            elif kind == "dict":
+                move.dicts.append(name)
+            elif kind == "tensor":
+                move.tensors.append(name)
+            else:
+                self.plan.unportable[id(func)] = (
+                    func,
+                    f"cannot tell whether the argument `{name}` is a tensor or a list of "
+                    f"tensors: move it to `device` yourself",
+                )
+        if move.tensors or move.dicts:
+            self.plan.moves[id(func)] = move
+
+    def _tensor_evidence(self, name: str, scope: PortScope) -> bool:
+        parents = self.facts.parents
+        for node in scope.nodes:
+            if not (isinstance(node, ast.Name) and node.id == name):
+                continue
+            parent = parents.get(id(node))
+            if isinstance(parent, ast.Attribute) and parent.attr in _TENSOR_USES:
+                return True
+            if isinstance(parent, ast.keyword):
+                parent = parents.get(id(parent))
+            if (
+                isinstance(parent, ast.Call)
+                and parent.func is not node
+                and isinstance(parent.func, (ast.Name, ast.Attribute))
+                and self.facts.holds_model(parent.func, scope)
+            ):
+                return True  # `model(x)`: a direct argument of the model itself
+        return False
 
     # ------------------------------------------------------------ where batches come from
 

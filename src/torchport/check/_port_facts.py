@@ -258,13 +258,19 @@ class PortFacts:
             if expr.id in scope.models:
                 return True
             return expr.id not in scope.local and expr.id in self.module.models
-        if (
-            isinstance(expr, ast.Attribute)
-            and isinstance(expr.value, ast.Name)
-            and expr.value.id == "self"
-            and scope.cls is not None
-        ):
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+            return False
+        owner = expr.value.id
+        if owner == "self" and scope.cls is not None:
             return expr.attr in self.class_models.get(id(scope.cls), ())
+        if not self.class_models or owner in scope.models:
+            return False
+        # `trainer.model` where `trainer = Trainer(...)` and Trainer sets `self.model`
+        for value in self.bindings(owner, scope) or ():
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                cls = self.known.classdefs.get(value.func.id)
+                if cls is not None and expr.attr in self.class_models.get(id(cls), ()):
+                    return True
         return False
 
     def builds_model(self, expr: ast.expr, scope: PortScope) -> bool:

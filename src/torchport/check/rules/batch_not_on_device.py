@@ -103,13 +103,21 @@ class BatchNotOnDevice(Rule):
             message = (
                 f"move the batch {names} to `device` where it is bound, before it meets the model"
             )
-            span = anchor.target if isinstance(anchor, (ast.For, ast.AsyncFor)) else anchor
+            span: ast.AST = anchor
+            if isinstance(anchor, (ast.For, ast.AsyncFor)):
+                span = anchor.target
+            elif isinstance(anchor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = anchor.args
+                moved = {*move.tensors, *move.dicts}
+                span = next(p for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if p.arg in moved)
             yield ctx.finding(self, span, message=message, fix=_fix(move, facts, ctx))
 
 
 def _fix(move: BatchMove, facts: PortFacts, ctx: Context) -> Fix | None:
     anchor = move.anchor
-    at_node = anchor.body[0] if isinstance(anchor, (ast.For, ast.AsyncFor)) else anchor
+    at_node: ast.AST = anchor
+    if isinstance(anchor, (ast.For, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef)):
+        at_node = anchor.body[0]  # where the moving statement goes
     device = facts.device_at(at_node)
     torch = ctx.torch_at(at_node) if move.dicts else ("torch", ())
     if device is None or torch is None:
@@ -133,6 +141,16 @@ def _insertion(move: BatchMove, device: str, t: str, ctx: Context) -> Edit | Non
         if header_end >= first.lineno:
             return None
         at = starts[header_end + 1]  # first in the body, above its comments
+        indent = ctx.indent_of(first)
+    elif isinstance(anchor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        body = anchor.body
+        docstring = isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+        first = body[1] if docstring and len(body) > 1 else body[0]
+        if first is body[0] and docstring:
+            return None
+        at = starts[first.lineno]
+        if ctx.source[at : ctx.start(first)].strip(" \t") or first.lineno <= anchor.lineno:
+            return None  # `def f(x): return model(x)` on one line
         indent = ctx.indent_of(first)
     else:
         if not ctx.owns_lines(anchor):
