@@ -16,8 +16,9 @@ imports these names instead of asking torch itself:
 * memory (``_pinned.py``, ``_staging.py``): :class:`PinnedBuffer` (page-locked
   host memory at the size asked), :class:`StagingPool` (reused staging buffers
   guarded by events).
-* copies (``_copy.py``): :func:`plan_copy` decides once per call how each tensor
-  reaches the target (stay, direct ``Tensor.to``, or staged and packed);
+* copies (``_copy.py``; staging in ``_staged.py``): :func:`plan_copy` decides
+  once per call how each tensor reaches the target (stay, direct ``Tensor.to``,
+  or staged and packed);
   :meth:`CopyPlan.run` executes it; :func:`copy_tensors` does both;
   :func:`copy_one` takes the same routes for callers handed one tensor at a time.
 
