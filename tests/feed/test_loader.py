@@ -360,3 +360,45 @@ def test_cpu_stats_count_during_and_after_a_pass() -> None:
     for _ in loader:
         break
     assert loader.stats.batches == 5
+
+
+_leaf = st.one_of(
+    st.builds(lambda n: torch.ones(n), st.integers(0, 4)),
+    st.builds(lambda n: torch.arange(n), st.integers(0, 4)),
+    st.integers(),
+    st.text(max_size=2),
+)
+_batch = st.recursive(
+    _leaf,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(st.lists(_batch, max_size=4), st.sampled_from([None, True, False]))
+def test_any_batch_arrives_whole_on_meta(batches: list[Any], pack: bool | None) -> None:
+    loader = tp.DeviceLoader(batches, "meta", pack=pack)
+    out = list(loader)
+    assert len(out) == len(batches)
+    for src, got in zip(batches, out, strict=True):
+        src_tensors = [t for t in _leaves(src) if isinstance(t, torch.Tensor)]
+        got_tensors = [t for t in _leaves(got) if isinstance(t, torch.Tensor)]
+        assert [(t.shape, t.dtype) for t in got_tensors] == [
+            (t.shape, t.dtype) for t in src_tensors
+        ]
+        assert all(t.device.type == "meta" for t in got_tensors)
+        assert [x for x in _leaves(got) if not isinstance(x, torch.Tensor)] == [
+            x for x in _leaves(src) if not isinstance(x, torch.Tensor)
+        ]
+
+
+def _leaves(obj: Any) -> list[Any]:
+    if isinstance(obj, dict):
+        return [leaf for value in obj.values() for leaf in _leaves(value)]
+    if isinstance(obj, list | tuple):
+        return [leaf for value in obj for leaf in _leaves(value)]
+    return [obj]
