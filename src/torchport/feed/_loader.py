@@ -142,8 +142,9 @@ class DeviceLoader(Generic[_T]):
     objects with their own ``.to`` are moved at hand-over on the caller's stream
     (stream order protects them). Batches of many small tensors are packed into
     one copy (``pack=None`` decides per batch by count and size, for CUDA only,
-    see ``torchport.hardware.should_pack``; ``True``/``False`` force it). On the CPU the loader is a thin pass-through: batches already there are
-    yielded as they are. On other devices (MPS, XPU, meta) each batch is moved
+    see ``torchport.hardware.should_pack``; ``True``/``False`` force it). On the
+    CPU the loader is a thin pass-through: batches already there are yielded as
+    they are. On other devices (MPS, XPU, meta) each batch is moved
     with blocking copies when it is handed over.
 
     An exception raised by the wrapped loader reaches the caller unchanged, at the
