@@ -25,6 +25,7 @@ import io
 import json
 import os
 import runpy
+import signal
 import sys
 import traceback
 from typing import Any
@@ -129,6 +130,14 @@ def _no_pauses() -> None:
     plt.show = lambda *args, **kwargs: None  # type: ignore[assignment]
 
 
+class ScriptTimeout(Exception):
+    """A script ran past ``PORT_RUNNER_TIMEOUT`` seconds (benchmarks on fetched code)."""
+
+
+def _too_long(signum: int, frame: object) -> None:
+    raise ScriptTimeout(f"ran past {os.environ.get('PORT_RUNNER_TIMEOUT')} s")
+
+
 def run(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
     if os.environ.get("PORT_RUNNER_NO_PAUSE") == "1":
         _no_pauses()
@@ -144,7 +153,11 @@ def run(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
         error = None
         device_error = False
         os.chdir(job["workdir"])
+        limit = int(os.environ.get("PORT_RUNNER_TIMEOUT", "0"))
         try:
+            if limit:
+                signal.signal(signal.SIGALRM, _too_long)
+                signal.alarm(limit)
             with contextlib.redirect_stdout(out):
                 runpy.run_path(job["script"], run_name="__main__")
         except SystemExit as exc:
@@ -155,6 +168,7 @@ def run(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
             device_error = any(word in str(exc).lower() for word in _DEVICE_WORDS)
             error += "\n" + traceback.format_exc(limit=-3)
         finally:
+            signal.alarm(0)
             os.chdir(home)
         results.append(
             {
