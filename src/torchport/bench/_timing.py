@@ -14,7 +14,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -136,13 +136,12 @@ def time_once(
     """
     synchronize(device)
     if events and device.type == "cuda":
-        import torch
+        from torchport import hardware
 
-        # torch.cuda.Event is unannotated in torch's stubs
-        start = cast(Any, torch.cuda).Event(enable_timing=True)
-        end = cast(Any, torch.cuda).Event(enable_timing=True)
+        start = hardware.new_event(timing=True)
+        end = hardware.new_event(timing=True)
         # record on `device`'s stream, which need not be the current device's
-        stream = torch.cuda.current_stream(device)
+        stream = hardware.current_stream(device)
         start.record(stream)
         for _ in range(inner):
             fn()
