@@ -239,9 +239,10 @@ def _xpu_devices(*, free_memory: bool) -> list[GpuInfo]:
         source = "not read (free_memory=False)"
         if free_memory:
             free, source = int(torch.xpu.mem_get_info(index)[0]), "torch.xpu.mem_get_info"
+        label = f"xpu:{index}"  # this function lists the XPU devices, by their names
         devices.append(
             GpuInfo(
-                device=f"xpu:{index}",
+                device=label,
                 index=index,
                 name=str(props.name),
                 capability="",

@@ -193,7 +193,7 @@ def render_memory(report: MemoryReport) -> RenderableType:
     table = Table(title=f"memory on {report.device}", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("size", justify="right")
-    host = report.device == "cpu"
+    host = report.device.startswith("cpu")  # a device name (str), as memory_report writes it
     rows = (
         ("allocated (live tensors)", report.allocated),
         ("reserved by the allocator", report.reserved),
