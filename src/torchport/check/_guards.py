@@ -251,7 +251,7 @@ def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
 
 
 def cuda_only_module(ctx: Context) -> bool:
-    """Whether the module imports a CUDA-only library (TensorRT, PyCUDA, CuPy, cuda-python).
+    """Whether the module imports TensorRT, PyCUDA, CuPy or cuda-python at its top level.
 
     Such a module is CUDA code by nature, as a branch for CUDA is: every device
     check answers DEVICE_TYPE inside it. Computed once per file.
@@ -259,7 +259,15 @@ def cuda_only_module(ctx: Context) -> bool:
     found = _CUDA_ONLY.get(ctx)
     if found is None:
         found = False
-        for stmt in ast.walk(ctx.tree):
+        # Top-level statements and the blocks of top-level try/if (optional imports):
+        # walking the whole tree for the rare import inside a function costs too much.
+        top: list[ast.stmt] = []
+        for stmt in ctx.tree.body:
+            top.append(stmt)
+            if isinstance(stmt, (ast.Try, ast.If)):
+                top += stmt.body + stmt.orelse
+                top += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
+        for stmt in top:
             if isinstance(stmt, ast.Import):
                 names = [alias.name for alias in stmt.names]
             elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:

@@ -35,11 +35,9 @@ class CudaOrCpuDeviceChoice(Rule):
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs
-    everywhere. But it only knows two devices, so on an Apple (MPS), Intel (XPU)
+    everywhere. But it knows two devices only, so on an Apple (MPS), Intel (XPU)
     or other accelerator it silently runs on the CPU. `torch.accelerator`
-    (torch >= 2.6) picks whatever accelerator is present:
-    `torch.accelerator.current_accelerator() if torch.accelerator.is_available()
-    else torch.device("cpu")`.
+    (torch >= 2.6) picks whatever accelerator is present.
 
     ## Fix safety
     Only the idiom itself is rewritten, to the `torch.accelerator` expression
@@ -139,7 +137,9 @@ def _tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
     """``torch.cuda.is_available()`` in ``test``, directly or through a flag bound to it."""
     for _ in range(3 - depth):
         if isinstance(test, ast.Name):
-            bound = bound_value(test, ctx)
+            # The walk's own binding sieves first (cheap): most `if name:` tests are no flags.
+            seen = ctx.binding(test.id)
+            bound = bound_value(test, ctx) if "is_available" in ast.dump(seen or test) else None
             if bound is None:
                 return False
             test = bound

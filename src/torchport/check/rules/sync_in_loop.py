@@ -90,13 +90,13 @@ class SyncInLoop(Rule):
                 return  # `x.cpu().tolist()`: reported once, at the inner call
             if method == "cpu" and not _read_on_host(node, receiver, ctx):
                 return  # `ae = ae.cpu()`: offloading a module, not reading a tensor
-            if known_on_cpu(receiver, ctx):
-                return  # already on the CPU: nothing to wait for
             if not _every_iteration(node, ctx):
                 return
             computed_here = isinstance(receiver, ast.Call)  # `x.sum().item()`: an op, then a read
             if not computed_here and not _launches_device_work(ctx.loop_of(node), ctx):
                 return  # reads of results already computed: only the first one waits
+            if known_on_cpu(receiver, ctx):  # last: it may build the scope analysis
+                return  # already on the CPU: nothing to wait for
             message = f"`.{method}()` in a loop waits for the device every iteration; " + (
                 "accumulate on the device and read once after the loop"
                 if method == "item"
