@@ -676,3 +676,24 @@ def test_audit_counts_what_cuda_sync_debug_mode_reports_at_the_same_lines() -> N
     assert synced and all(w.filename == __file__ for w in synced)  # never our wrappers
     waits = [e for e in report.entries if not e.would_sync]
     assert sorted({e.line for e in waits}) == sorted({w.lineno for w in synced})
+
+
+def _script_classes() -> Any:
+    @torch.jit.script
+    class Inner:
+        def __init__(self, v: int) -> None:
+            self.v = v
+
+    @torch.jit.script
+    class Outer:  # names Inner: resolved in this function's frame, _frames_up above
+        def __init__(self, v: int) -> None:
+            self.inner = Inner(v)
+
+    return Outer
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+def test_scripted_classes_resolve_names_in_the_callers_frame_inside_audit() -> None:
+    with tp.audit():
+        outer = _script_classes()
+        assert outer(4).inner.v == 4

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import sys
 import threading
 import warnings
@@ -213,8 +214,17 @@ def stepping_aside() -> Iterator[None]:
 
 
 def _step_aside(original: Callable[..., Any]) -> Callable[..., Any]:
+    # torch.jit.script resolves a class's names in the frame ``_frames_up`` above its
+    # caller; this wrapper is one more frame, so it points one further up
+    names = list(inspect.signature(original).parameters)
+    slot = names.index("_frames_up") if "_frames_up" in names else None
+
     @functools.wraps(original)
     def aside(*args: Any, **kwargs: Any) -> Any:
+        if slot is not None and len(args) > slot:
+            args = (*args[:slot], args[slot] + 1, *args[slot + 1 :])
+        elif slot is not None:
+            kwargs["_frames_up"] = kwargs.get("_frames_up", 0) + 1
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with stepping_aside():
