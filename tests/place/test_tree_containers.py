@@ -331,11 +331,20 @@ def test_mapping_proxy_keeps_the_type_it_shows(inner: dict[str, Any]) -> None:
     assert inner["t"].device.type == "cpu"
 
 
+class Layers(collections.ChainMap[str, Any]):
+    def __init__(self, name: str, *maps: dict[str, Any]) -> None:
+        super().__init__(*maps)
+        self.name = name
+
+
 def test_chain_map_moves_every_map() -> None:
     before = collections.ChainMap({"a": torch.ones(1)}, {"a": torch.zeros(1), "b": torch.ones(2)})
     out = tp.to_device(before, "meta")
     assert type(out) is collections.ChainMap and len(out.maps) == 2
     assert all(on_meta(v) for m in out.maps for v in m.values())
+    layers = tp.to_device(Layers("l", {"a": torch.ones(1)}, {"b": 2}), "meta")
+    assert type(layers) is Layers and layers.name == "l" and on_meta(layers["a"])
+    assert layers["b"] == 2 and len(layers.maps) == 2
 
 
 class ReadOnly(Mapping[str, Any]):

@@ -379,9 +379,12 @@ def _dataclass(cls: type) -> _Recipe:
 
 def _attribute_child(cls: type, attribute: str) -> _Recipe:
     """One child, the attribute that holds all the items (``UserDict.data``, ``ChainMap.maps``)."""
+    # The base classes' own __copy__ is replaced by the copy below (ChainMap's calls
+    # the constructor); a subclass's own __copy__ is honoured.
     own_copy = getattr(cls, "__copy__", None) not in (
         collections.UserDict.__copy__,
         collections.UserList.__copy__,
+        vars(collections.ChainMap)["__copy__"],
         None,
     )
 
