@@ -97,20 +97,24 @@ def flatten_tensors(
 
     Args:
         obj: A tensor, a container of them at any depth, or any other object.
-        skip_keys: Values under these dict keys (at any depth) are left as they are
-            and their tensors are not listed.
+        skip_keys: A key (a str is one key) or a collection of keys: values under
+            them in any mapping (dict, ``UserDict``, other ``Mapping``), at any
+            depth, are left as they are and their tensors are not listed.
 
     Returns:
         The distinct tensors (deduplicated by identity, in the walk's first-seen
         order) and a function that takes one replacement per listed tensor and
         returns a batch of the same structure with every occurrence of each
         tensor replaced, so tensors shared inside the batch stay shared. Objects
-        with a ``.to`` method are leaves and come back unchanged.
+        with a ``.to`` method (a ``UserDict`` or ``UserList`` excepted: those are
+        walked) are leaves and come back unchanged.
 
     Raises:
-        UnsupportedBatchError: The batch holds a cycle, or (when the rebuild
-            function is called) a container whose type cannot be rebuilt; the
-            message names its path, e.g. ``batch['meta'][2]``.
+        UnsupportedBatchError: The batch holds a cycle or a container whose
+            items cannot be read, or (when the rebuild function is called) one
+            that cannot be rebuilt; the message names its path, e.g.
+            ``batch['meta'][2]``.
+        ConfigError: ``skip_keys`` is neither a key nor a collection of keys.
     """
     layout = flatten_batch(obj, skip_keys=skip_keys)
     return layout.tensors, layout.rebuild
@@ -127,7 +131,7 @@ def map_tensors(
     Args:
         fn: Called once per distinct tensor.
         obj: The batch; it is not modified.
-        skip_keys: Values under these dict keys are left as they are.
+        skip_keys: As for :func:`flatten_tensors`.
 
     Returns:
         A batch of the same structure holding ``fn``'s results.
