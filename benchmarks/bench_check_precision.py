@@ -263,10 +263,10 @@ def main() -> int:
     print("| --- | ---: |")
     total_found = total_sites = 0
     missed_all: list[str] = []
-    for label, found, missed in recall(args.mirror, manifest["ports"]):
-        sites = found + len(missed)
-        total_found, total_sites = total_found + found, total_sites + sites
-        print(f"| {label} | {found}/{sites} |")
+    for label, hits_found, missed in recall(args.mirror, manifest["ports"]):
+        sites = hits_found + len(missed)
+        total_found, total_sites = total_found + hits_found, total_sites + sites
+        print(f"| {label} | {hits_found}/{sites} |")
         missed_all += missed
     if total_sites:
         print(f"| **all** | {total_found}/{total_sites} ({100 * total_found / total_sites:.0f}%) |")
@@ -277,10 +277,10 @@ def main() -> int:
         print(f"\n{len(pending)} sampled findings not judged yet:\n")
         for hit in pending:
             print(f"=== {hit.repo} {hit.path}:{hit.line} {hit.code} {hit.message}")
-            lines = sources[(hit.repo, hit.path)].splitlines()
-            for number in range(max(1, hit.line - 3), min(len(lines), hit.line + 2) + 1):
+            text = sources[(hit.repo, hit.path)].splitlines()
+            for number in range(max(1, hit.line - 3), min(len(text), hit.line + 2) + 1):
                 mark = ">>" if number == hit.line else "  "
-                print(f"{mark}{number:5} {lines[number - 1][:140]}")
+                print(f"{mark}{number:5} {text[number - 1][:140]}")
     return 0
 
 

@@ -6,7 +6,6 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import known_on_device
 from torchport.check._match import (
     TENSOR_FACTORIES,
     in_no_grad,
@@ -15,6 +14,7 @@ from torchport.check._match import (
     method_name,
     receiver_end,
 )
+from torchport.check._residence import known_on_device
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 
 # Methods that keep a tensor where it is: look through them for `.cpu()` / `.detach()`.

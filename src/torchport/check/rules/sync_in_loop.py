@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import known_on_cpu
 from torchport.check._match import method_name, probably_module, probably_tensor
+from torchport.check._residence import known_on_cpu
 from torchport.check._rule import Example, Finding, Intent, Rule
 
 _SYNCS = frozenset({"item", "tolist", "cpu"})
