@@ -94,7 +94,8 @@ def memory_report(device: torch.device | str | int | None = None) -> MemoryRepor
         The facts; render with ``str()``, ``rich.print()`` or ``to_json()``.
 
     Raises:
-        DeviceError: The device is malformed, ``meta``, or not present on this machine.
+        DeviceError: The device is malformed, ``meta`` (also when ``TORCHPORT_DEVICE=meta``
+            makes ``pick_device()`` choose it), or not present on this machine.
         ConfigError: ``device`` is not a device at all (e.g. a tensor or a list).
     """
     resolved = _resolve(device)
