@@ -302,9 +302,9 @@ class Recorder:
                 key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False)
                 self._count(key + where, nbytes)
                 return
-            # The sync path runs inside __torch_dispatch__, where torch's dynamo guard
-            # makes every Python call cost microseconds: it is written inline, with one
-            # call (the entry's predicate, above). Same steps as observe_python.
+            # The same steps as observe_python, written inline (device facts, read size,
+            # op name, the stack walk, the count) to keep this per-event path to one
+            # Python call, the entry's predicate above.
             tensor = None
             for arg in args:
                 if isinstance(arg, torch.Tensor):
