@@ -697,3 +697,16 @@ def test_scripted_classes_resolve_names_in_the_callers_frame_inside_audit() -> N
     with tp.audit():
         outer = _script_classes()
         assert outer(4).inner.v == 4
+
+
+def _adds_constants(x: torch.Tensor) -> torch.Tensor:
+    return x + torch.tensor(1.0) + torch.as_tensor(2.0)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+def test_script_taken_before_the_audit_still_compiles_the_wrapped_builtins() -> None:
+    script = torch.jit._script.script  # the unwrapped function, as `from torch.jit import script`
+    with tp.audit():
+        assert torch.tensor is not torch._C._VariableFunctions.tensor  # wrapped meanwhile
+        scripted = script(_adds_constants)  # no step-aside: the wrappers are registered builtins
+        assert torch.equal(scripted(torch.ones(2)), torch.full((2,), 4.0))
