@@ -56,7 +56,13 @@ def _at(source: str, marker: str) -> tuple[ast.expr, Context]:
             "    return HERE(x)\n",
             Guard.AVAILABILITY,
         ),
-        ("import torch\n\nassert torch.cuda.is_available()\nHERE(x)\n", Guard.AVAILABILITY),
+        # Demanding CUDA is no choice: what follows is CUDA-only code.
+        ("import torch\n\nassert torch.cuda.is_available()\nHERE(x)\n", None),
+        (
+            "import torch\n\nif not torch.cuda.is_available():\n    raise SystemExit(1)\nHERE(x)\n",
+            None,
+        ),
+        ('assert x.device.type == "cuda"\nHERE(x)\n', Guard.DEVICE_TYPE),
         ("if args.cuda:\n    HERE(x)\n", None),
         ("for x in xs:\n    HERE(x)\n", None),
         # A device check outside the function does not reach into its body.

@@ -2,8 +2,8 @@
 
 Rules ask this only once they are about to report (so the cost is paid per
 candidate finding, not per node). A guard is an ``if``/``while``/conditional
-expression around the node, or an early exit or ``assert`` before it, that
-tests the device: ``if device.type == "cuda":``, ``if x.is_cuda:``,
+expression around the node, or an early ``return`` before it (an ``assert`` or
+``raise`` only when it tests the device type), that tests the device: ``if device.type == "cuda":``, ``if x.is_cuda:``,
 ``elif x.is_xpu:``, ``if torch.cuda.is_available():`` (or a flag bound to it),
 ``if not torch.cuda.is_available(): return``; also a test decorated to run only
 with CUDA, and a whole module that imports a CUDA-only library (TensorRT,
@@ -48,7 +48,7 @@ _AVAILABILITY = frozenset(
         "torch.accelerator.current_accelerator",
     }
 )
-_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_SKIPS_REST = (ast.Return, ast.Continue, ast.Break)
 # Libraries that exist only for NVIDIA GPUs: a module importing one is CUDA code by
 # nature (a TensorRT engine, a CuPy kernel), and asking it to be portable is noise.
 _CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "cuda"})
@@ -258,7 +258,14 @@ def _stronger(a: Guard | None, b: Guard | None) -> Guard | None:
 
 
 def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | None:
-    """A guard made by ``if <test>: return`` or ``assert <test>`` before ``child`` in ``block``."""
+    """A guard made by ``if <test>: return`` or ``assert <test>`` before ``child`` in ``block``.
+
+    Skipping the rest without CUDA (``if not torch.cuda.is_available(): return``)
+    is a CUDA-or-nothing choice; demanding CUDA (``assert torch.cuda.is_available()``,
+    ``raise``, ``sys.exit``) is not: the code after it is CUDA-only, and the rules
+    say so. A demand made by a device-type test (``device.type == "cuda"``) still
+    counts: the author decided per device.
+    """
     found: Guard | None = None
     for field in ("body", "orelse", "finalbody"):
         stmts = getattr(block, field, None)
@@ -267,11 +274,19 @@ def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | N
         for stmt in stmts:
             if stmt is child:
                 break
-            exits = isinstance(stmt, ast.If) and (
-                isinstance(stmt.body[-1], _EXITS) or _calls_exit(stmt.body[-1])
-            )
-            if isinstance(stmt, (ast.Assert, ast.If)) and (exits or isinstance(stmt, ast.Assert)):
-                found = _stronger(found, test_guard(stmt.test, ctx))
+            if isinstance(stmt, ast.Assert):
+                demands = True
+            elif isinstance(stmt, ast.If) and isinstance(stmt.body[-1], _SKIPS_REST):
+                demands = False
+            elif isinstance(stmt, ast.If) and (
+                isinstance(stmt.body[-1], ast.Raise) or _calls_exit(stmt.body[-1])
+            ):
+                demands = True
+            else:
+                continue
+            guard = test_guard(stmt.test, ctx)
+            if not demands or guard is Guard.DEVICE_TYPE:
+                found = _stronger(found, guard)
     return found
 
 
