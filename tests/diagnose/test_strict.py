@@ -650,3 +650,13 @@ def test_an_async_generator_is_refused() -> None:
 
     with pytest.raises(tp.ConfigError, match="async generator"):
         tp.strict(stream)
+
+
+def test_a_data_parallel_models_path_is_the_models_own() -> None:
+    model = Model()
+    model.encoder.layers[1].proj.to(META)
+    wrapped = nn.DataParallel(model)  # on a machine without GPUs it calls the model directly
+    err = _raise_mismatch(lambda: wrapped(torch.randn(2, 4)))
+    message = str(err)
+    assert "Linear 'encoder.layers.1.proj' (in Model)" in message
+    assert "module.encoder" not in message

@@ -50,9 +50,18 @@ def significant(t: object) -> TypeGuard[torch.Tensor]:
 
 
 def unwrap(module: nn.Module) -> nn.Module:
-    """The module ``torch.compile`` wrapped (``OptimizedModule._orig_mod``), else itself."""
-    inner = vars(module).get("_modules", {}).get("_orig_mod")
-    return inner if type(module).__name__ == "OptimizedModule" and inner is not None else module
+    """The user's model inside a wrapper: ``torch.compile``'s ``OptimizedModule._orig_mod``,
+    ``DataParallel``/``DistributedDataParallel``'s ``.module``; else the module itself.
+
+    Paths are then named as the user wrote the model (``encoder.0``, not
+    ``_orig_mod.encoder.0`` or ``module.encoder.0``).
+    """
+    inner = vars(module).get("_modules", {})
+    if type(module).__name__ == "OptimizedModule" and inner.get("_orig_mod") is not None:
+        return unwrap(inner["_orig_mod"])
+    if isinstance(module, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
+        return unwrap(module.module)
+    return module
 
 
 def _clean(path: str) -> str:
