@@ -227,3 +227,30 @@ def test_no_environment_or_global_state_changes(
         tp.pick_device("cuda:7")
     assert dict(os.environ) == before
     assert torch.get_default_device() == default
+
+
+# --- the reason -------------------------------------------------------------------------
+
+
+def test_each_rule_says_it_decided(
+    fake_accelerator: Install, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert tp.place.pick_device_with_reason()[1].startswith("torch reports no accelerator")
+    fake_accelerator([10 * GIB, 70 * GIB])
+    device, reason = tp.place.pick_device_with_reason()
+    assert device == torch.device("cuda", 1) == tp.pick_device()
+    assert "most free memory" in reason and "70.0 GiB" in reason
+    assert "prefer='cuda:0'" in tp.place.pick_device_with_reason("cuda:0")[1]
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert "LOCAL_RANK='0'" in tp.place.pick_device_with_reason()[1]
+    monkeypatch.setenv("TORCHPORT_DEVICE", "cpu")
+    assert tp.place.pick_device_with_reason() == (
+        torch.device("cpu"),
+        "TORCHPORT_DEVICE='cpu' is set",
+    )
+
+
+def test_cpu_zero_is_the_cpu_and_other_cpu_indices_are_refused() -> None:
+    assert tp.pick_device("cpu:0") == torch.device("cpu")
+    with pytest.raises(tp.DeviceError, match=r"prefer='cpu:1': cpu has one device"):
+        tp.pick_device("cpu:1")
