@@ -7,11 +7,13 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._guards import device_guard
-from torchport.check._match import keyword, method_name, string_value
+from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
 
 _TYPES = ("mps", "xpu", "hpu", "npu", "mtia")
 _DEVICE_ARGS = ("device", "map_location")
+_METHODS = frozenset({"xpu", "mps", "hpu", "npu"})
+_LITERALS = (ast.Constant, ast.JoinedStr)
 
 
 def _other_accelerator(expr: ast.expr | None) -> str | None:
@@ -64,20 +66,25 @@ class HardCodedMpsOrXpu(Rule):
 
 def _spot(node: ast.AST, ctx: Context) -> ast.expr | None:
     if isinstance(node, ast.Assign):
-        names = [ctx.segment(t).lower() for t in node.targets]
-        if _other_accelerator(node.value) and any("device" in n for n in names):
+        if _other_accelerator(node.value) and any(
+            "device" in ctx.segment(t).lower() for t in node.targets
+        ):
             return node.value  # `device = "mps"`: a setting
         return None
     assert isinstance(node, ast.Call)
-    method = method_name(node)
-    if method in ("xpu", "mps", "hpu", "npu") and ctx.qualname(node.func) is None:
-        return node
-    if method == "to" and node.args and _other_accelerator(node.args[0]):
-        return node.args[0]
-    for arg in _DEVICE_ARGS:
-        kw = keyword(node, arg)
-        if kw is not None and _other_accelerator(kw.value):
-            return kw.value
-    if node.args and _other_accelerator(node.args[0]) and ctx.qualname(node.func) == "torch.device":
-        return node
+    # Cheap tests first: this runs on every call of every file.
+    func = node.func
+    method = func.attr if isinstance(func, ast.Attribute) else None
+    if method in _METHODS and ctx.qualname(func) is None:
+        return node  # `x.xpu()`
+    args = node.args
+    if args and isinstance(args[0], _LITERALS) and _other_accelerator(args[0]):
+        if method == "to":
+            return args[0]
+        if ctx.qualname(func) == "torch.device":
+            return node
+    for kw in node.keywords:
+        value = kw.value
+        if kw.arg in _DEVICE_ARGS and isinstance(value, _LITERALS) and _other_accelerator(value):
+            return value
     return None
