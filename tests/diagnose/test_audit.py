@@ -710,3 +710,19 @@ def test_script_taken_before_the_audit_still_compiles_the_wrapped_builtins() -> 
         assert torch.tensor is not torch._C._VariableFunctions.tensor  # wrapped meanwhile
         scripted = script(_adds_constants)  # no step-aside: the wrappers are registered builtins
         assert torch.equal(scripted(torch.ones(2)), torch.full((2,), 4.0))
+
+
+def test_model_moves_are_found_under_a_patched_module_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    import functools
+
+    from torchport.diagnose import _recorder
+
+    original = nn.Module.to
+
+    @functools.wraps(original)
+    def patched(self: nn.Module, *args: Any, **kwargs: Any) -> Any:  # as torchport.redirect does
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(nn.Module, "to", patched)  # `torchport run` imports the audit after this
+    codes = _recorder.module_move_codes()
+    assert codes == _recorder._MODULE_MOVES and any(c.co_name == "convert" for c in codes)

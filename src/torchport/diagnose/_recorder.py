@@ -11,6 +11,7 @@ summaries only: op, device, bytes, line. No tensor outlives its op.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 import threading
@@ -32,7 +33,7 @@ from torchport.diagnose import _methods, _ops
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.errors import ConfigError
 
-__all__ = ["HOST_TYPES", "DispatchWatcher", "Recorder"]
+__all__ = ["HOST_TYPES", "DispatchWatcher", "Recorder", "module_move_codes"]
 
 # Devices whose scalar reads cost no wait: the audit still lists them, labelled
 # as points that would synchronize on an accelerator.
@@ -62,15 +63,23 @@ _USER_READS_IN_TORCH = frozenset(
 _OWN_DIR = os.path.dirname(os.path.abspath(torchport.__file__ or "")) + os.sep
 _USER, _TORCH, _HOST_SIDE, _OWN, _MODULE_MOVE = 0, 1, 2, 3, 4
 
+
 # The functions nn.Module.to() and .cpu() apply to each parameter and buffer: a move
 # of the model, so on a CPU run their per-tensor no-op .to() predicts a real copy.
 # Other torch code's .to() of host tensors (clip_grad_norm_'s norms) predicts none.
-_MODULE_MOVES = frozenset(
-    const
-    for method in (nn.Module.to, nn.Module.cpu)
-    for const in method.__code__.co_consts
-    if isinstance(const, CodeType)
-)
+# Found through inspect.unwrap: torchport.redirect may have patched Module.to over
+# the original by the time this module is imported (`torchport run`).
+def module_move_codes() -> frozenset[CodeType]:
+    """The code objects of the per-tensor functions ``Module.to``/``.cpu`` apply."""
+    return frozenset(
+        const
+        for method in (nn.Module.to, nn.Module.cpu)
+        for const in inspect.unwrap(method).__code__.co_consts
+        if isinstance(const, CodeType)
+    )
+
+
+_MODULE_MOVES = module_move_codes()
 
 
 # Frames between the caller and a watcher that belong to the call itself: the
