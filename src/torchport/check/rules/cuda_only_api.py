@@ -49,7 +49,7 @@ class CudaOnlyApi(Rule):
     safe. The memory calls need torch >= 2.8 and read 0 without an
     accelerator; `device_count()` now counts MPS and XPU devices too, which
     changes which branch runs there: unsafe, and offered only where the count
-    is shown (`print(...)`, an f-string). A count that is stored or tested
+    is printed or logged. A count that is stored, tested or iterated over
     guards CUDA code the fix cannot see; it is reported without a fix.
     `current_device()` is only reported.
     """
@@ -133,6 +133,23 @@ class CudaOnlyApi(Rule):
 _WHY = "instead of the CUDA-only call, so the code sees any accelerator"
 
 
+_SHOWN_BY = frozenset(
+    {"print", "log", "info", "debug", "warning", "warn", "error", "write", "format", "str",
+     "repr", "add_scalar", "set_postfix", "echo", "secho"}
+)  # fmt: skip
+_SHOWN_THROUGH = (
+    ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.FormattedValue, ast.JoinedStr, ast.Tuple
+)  # fmt: skip
+
+
 def _only_shown(ctx: Context) -> bool:
-    """Whether the call's value is only shown (an argument of a call, an f-string field)."""
-    return isinstance(ctx.parent, (ast.Call, ast.FormattedValue))
+    """Whether the call's value is only printed or logged (``print(n)``, ``log(f"{n}")``)."""
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, _SHOWN_THROUGH):
+            continue
+        if isinstance(outer, ast.Call):
+            func = outer.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            return name in _SHOWN_BY
+        return False
+    return False
