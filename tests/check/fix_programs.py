@@ -116,6 +116,13 @@ FRAGMENTS = [
     "OUT.append(T.load(buf{k}, weights_only=True))",
     # an existing device that means the accelerator choice
     'device = T.device("cuda" if T.cuda.is_available() else "cpu")\nOUT.append(T.ones(1).cuda())',
+    # `device` bound by `global`, in a class body, by a comprehension; a torch submodule alias
+    'def gd{k}():\n    global device\n    device = "cpu"\n    return T.ones(1).cuda()\n'
+    "OUT.append(gd{k}())",
+    'class C{k}:\n    device = "cpu"\n    x = T.ones(1).cuda()\n    def get(self):\n'
+    "        return self.x.cuda(), self.device\nOUT.append(C{k}().get())",
+    'OUT.append([t.cuda() for device in ["cpu"] for t in [T.ones(1)]])',
+    "from torch import cuda as cu{k}\ncu{k}.manual_seed(0)\nOUT.append(T.rand(1))",
     # torch imported only inside a function
     "def lazy{k}():\n    import torch as tt\n    return tt.ones(1).cuda()\nOUT.append(lazy{k}())",
 ]
