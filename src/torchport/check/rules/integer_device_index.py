@@ -18,6 +18,10 @@ _INDEX_NAME = re.compile(
     re.IGNORECASE,
 )
 _WRAPPERS = frozenset({"DistributedDataParallel", "DataParallel"})
+_DDP = (
+    "pass `device_ids=[device.index]` only when `device` is an accelerator (`None` on the "
+    "CPU): an integer device id always means a CUDA device"
+)
 
 
 def _index(expr: ast.expr | None) -> bool:
@@ -82,7 +86,8 @@ class IntegerDeviceIndex(Rule):
         assert isinstance(node, ast.Call)
         spot = self._spot(node, ctx)
         if spot is not None and device_guard(node, ctx) is not Guard.DEVICE_TYPE:
-            yield ctx.finding(self, spot)
+            message = _DDP if isinstance(spot, (ast.List, ast.Tuple)) else None
+            yield ctx.finding(self, spot, message=message)
 
     def _spot(self, node: ast.Call, ctx: Context) -> ast.expr | None:
         """The integer device argument of ``node``, if it has one."""
