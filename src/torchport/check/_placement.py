@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchport.check._binding import BindingKind, ScopeKind, TorchImport
+from torchport.check._binding import Binding, BindingKind, ScopeKind, TorchImport
 from torchport.check._rule import Edit
 
 if TYPE_CHECKING:
@@ -295,11 +295,10 @@ def device_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | Non
     return None
 
 
-def _ours(binding: object, ctx: Context) -> bool:
-    from torchport.check._binding import Binding
-
+def _ours(binding: Binding | None, ctx: Context) -> bool:
+    """Whether ``binding`` is ``name = <a value that means the accelerator choice>``."""
     return (
-        isinstance(binding, Binding)
+        binding is not None
         and binding.kind is BindingKind.ASSIGN
         and binding.value is not None
         and means_accelerator(binding.value, ctx)
