@@ -30,7 +30,9 @@ class IsCudaCheck(Rule):
 
     ## Fix safety
     The fix tests `x.device.type != "cpu"`, which is also true for `meta`
-    tensors and for every accelerator, not only CUDA.
+    tensors and for every accelerator, not only CUDA. `self.is_cuda`, and an
+    `is_cuda` attribute the module assigns itself, are a class's own flags, not
+    a tensor's property: they are reported without a fix.
     """
 
     code = "TP103"
@@ -58,6 +60,9 @@ class IsCudaCheck(Rule):
             "y = [t for t in ts if not t.is_cuda]\n",
             fixed='y = [t for t in ts if not t.device.type != "cpu"]\n',
         ),
+        Example(
+            "class Loader:\n    def next(self, x):\n        return x.cpu() if self.is_cuda else x\n"
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -66,8 +71,19 @@ class IsCudaCheck(Rule):
             return
         branch = _in_condition(node, ctx)
         if branch is not None and not _specific_to_cuda(branch, node, ctx):
+            if _own_flag(node, ctx):
+                yield ctx.finding(self, node)  # not a tensor's property: it may have no .device
+                return
             text = f'{ctx.segment(node.value)}.device.type != "cpu"'
             yield ctx.finding(self, node, fix=Fix((ctx.replace(node, text),), FixSafety.UNSAFE))
+
+
+def _own_flag(node: ast.Attribute, ctx: Context) -> bool:
+    """``self.is_cuda``, or an ``is_cuda`` the module assigns itself: a user's flag, no tensor's."""
+    receiver = node.value
+    if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+        return True
+    return ctx.mentions(".is_cuda =") or ctx.mentions(".is_cuda=")
 
 
 def _in_condition(node: ast.expr, ctx: Context) -> ast.AST | None:
