@@ -80,8 +80,14 @@ class BlockingBatchCopy(Rule):
             return
         if root.id not in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}:
             return
-        fix = Fix((add_keyword(node, "non_blocking=True", ctx),), FixSafety.UNSAFE)
+        fix = Fix((add_keyword(node, "non_blocking=True", ctx),), FixSafety.UNSAFE, _RACE)
         yield ctx.finding(self, node, fix=fix)
+
+
+_RACE = (
+    "the copy now overlaps the host: if the batch's host tensor is changed in place "
+    "before the copy finishes, the device sees the changed values"
+)
 
 
 def _is_loader(expr: ast.expr, ctx: Context) -> bool:

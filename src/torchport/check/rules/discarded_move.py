@@ -70,5 +70,9 @@ class DiscardedMove(Rule):
             and ctx.scopes.resolve(receiver.id, receiver) is ctx.scopes.scope_of(receiver)
         ):
             at = ctx.start(node)
-            fix = Fix((Edit(at, at, f"{ctx.segment(receiver)} = "),), FixSafety.UNSAFE)
+            text = f"{ctx.segment(receiver)} = "
+            fix = Fix((Edit(at, at, text),), FixSafety.UNSAFE, _LATER_LINES)
         yield ctx.finding(self, call, fix=fix)
+
+
+_LATER_LINES = "the lines after this one now use the moved tensor, on its new device"
