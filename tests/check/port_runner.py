@@ -24,6 +24,7 @@ import contextlib
 import io
 import json
 import os
+import random
 import runpy
 import signal
 import sys
@@ -119,6 +120,16 @@ def install_meta_accelerator(record: dict[str, Any]) -> None:
 
     torch.nn.modules.module.register_module_forward_pre_hook(hook)
 
+    # Pinning is a host-side speed-up with nothing to say about placement, and the
+    # loader's pinning thread asks the real runtime for the accelerator: leave it out.
+    loader_init = torch.utils.data.DataLoader.__init__
+
+    def unpinned(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs["pin_memory"] = False
+        loader_init(self, *args, **kwargs)
+
+    torch.utils.data.DataLoader.__init__ = unpinned  # type: ignore[method-assign]
+
 
 def _no_pauses() -> None:
     """``PORT_RUNNER_NO_PAUSE=1``: plotting scripts neither sleep nor block (benchmarks)."""
@@ -128,6 +139,16 @@ def _no_pauses() -> None:
         return
     plt.pause = lambda interval: None  # type: ignore[assignment]
     plt.show = lambda *args, **kwargs: None  # type: ignore[assignment]
+
+
+def _seed_everything() -> None:
+    random.seed(0)
+    torch.manual_seed(0)
+    try:
+        import numpy as np
+    except ImportError:
+        return
+    np.random.seed(0)
 
 
 class ScriptTimeout(Exception):
@@ -158,6 +179,7 @@ def run(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
             if limit:
                 signal.signal(signal.SIGALRM, _too_long)
                 signal.alarm(limit)
+            _seed_everything()  # a script that seeds nothing prints the same both times
             with contextlib.redirect_stdout(out):
                 runpy.run_path(job["script"], run_name="__main__")
         except SystemExit as exc:

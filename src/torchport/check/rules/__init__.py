@@ -46,6 +46,7 @@ from torchport.check.rules.tensor_from_library import TensorFromLibrary
 from torchport.check.rules.tensor_not_on_device import TensorNotOnDevice
 from torchport.check.rules.tensor_on_cpu_in_module import TensorOnCpuInModule
 from torchport.check.rules.to_in_loop import ToInLoop
+from torchport.check.rules.type_to_cpu_tensor_type import TypeToCpuTensorType
 from torchport.check.rules.unportable_batch import UnportableBatch
 from torchport.check.rules.variable_wrapper import VariableWrapper
 from torchport.check.rules.whole_model_load import WholeModelLoad
@@ -96,6 +97,7 @@ RULES: tuple[type[Rule], ...] = (
     NumpyOfDeviceTensor,  # TP506
     CpuOnlyDevice,  # TP507
     ItemCountPerBatch,  # TP508
+    TypeToCpuTensorType,  # TP509
     UnportableBatch,  # TP520
     TensorFromLibrary,  # TP521
     DeviceTensorToNumpy,  # TP522

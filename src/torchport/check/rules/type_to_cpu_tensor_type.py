@@ -1,0 +1,76 @@
+"""TP509 type-to-cpu-tensor-type: ``x.type(torch.FloatTensor)`` on a tensor bound for the model."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._port_facts import port_facts
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+
+# The CPU tensor types and the dtype each one holds.
+_DTYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool",
+}  # fmt: skip
+_HEAD = "import torch\n\nmodel = torch.nn.Linear(2, 2)\n"
+
+
+class TypeToCpuTensorType(Rule):
+    """## What it does
+    Finds `x.type(torch.FloatTensor)` (and the other CPU tensor types,
+    `torch.LongTensor`...) on tensors that meet the model, or inside a
+    module's methods.
+
+    ## Why is this bad?
+    `torch.FloatTensor` is the type of a float32 tensor *on the CPU*:
+    `.type(torch.FloatTensor)` converts the dtype and also copies a tensor
+    that is on an accelerator back to the CPU, undoing the port. The fix
+    converts the dtype only, `x.type(torch.float32)`, which on the CPU gives
+    exactly the same tensor.
+    """
+
+    code = "TP509"
+    name = "type-to-cpu-tensor-type"
+    intent = Intent.PORT
+    default = False
+    message = "pass a dtype (`torch.float32`), not a CPU tensor type, to keep the tensor's device"
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Call,)
+    valid = (
+        _HEAD + "x = torch.cat((a, b)).type(torch.float32)\nout = model(x)\n",
+        _HEAD + "x = a.type(torch.FloatTensor)\nprint(x)\n",
+    )
+    invalid = (
+        Example(
+            _HEAD + "x = torch.cat((a, b), 0).type(torch.FloatTensor)\n"
+            "y = labels.type(torch.LongTensor)\n"
+            "loss = torch.nn.functional.cross_entropy(model(x), y)\n",
+            fixed=_HEAD + "x = torch.cat((a, b), 0).type(torch.float32)\n"
+            "y = labels.type(torch.int64)\n"
+            "loss = torch.nn.functional.cross_entropy(model(x), y)\n",
+            count=2,
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "type" and len(node.args) == 1):
+            return
+        arg = node.args[0]
+        if node.keywords or not isinstance(arg, ast.Attribute) or arg.attr not in _DTYPES:
+            return
+        if ctx.qualname(arg) != f"torch.{arg.attr}":
+            return
+        facts = port_facts(ctx)
+        scope = facts.scope_of.get(id(node))
+        if scope is None:
+            return
+        key = id(node)
+        if not (scope.module_method or key in scope.sink_nodes or key in scope.reach_values):
+            return
+        text = f"{ctx.segment(arg.value)}.{_DTYPES[arg.attr]}"
+        yield ctx.finding(self, node, fix=Fix((ctx.replace(arg, text),), FixSafety.SAFE))
