@@ -14,8 +14,10 @@ eval) and every parameter, buffer and tensor input that is NOT on ``meta``.
 Meta tensors hold no data, so reads back to the host (``.item()``, ``.cpu()``,
 ``float(t)``, formatting, ``bool(t)``) are answered with zeros: the script runs to
 its end, through training and evaluation, and the printed numbers are
-meaningless. Nothing else is faked: a real mismatch (a CPU batch meeting meta
-weights) still raises, and is recorded with whether it is about devices.
+meaningless. What fails on a real accelerator fails here too: ``.numpy()`` of a
+device tensor raises, and so does a mismatch (a CPU batch meeting meta weights);
+the error is recorded with whether it is about devices. Loaders are not pinned
+(their pinning thread asks the real runtime for the accelerator).
 """
 
 from __future__ import annotations
@@ -69,9 +71,12 @@ def install_meta_accelerator(record: dict[str, Any]) -> None:
                 return _zeros_like_host(self)
         return orig_to(self, *args, **kwargs)
 
-    def numpy(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+    def numpy(self: torch.Tensor, *args: Any, force: bool = False) -> Any:
+        if self.is_meta and not force:
+            # as on any accelerator: numpy reads host memory only
+            raise TypeError("can't convert meta device type tensor to numpy; call .cpu() first")
         host = _zeros_like_host(self) if self.is_meta else self
-        return orig_numpy(host, *args, **kwargs)
+        return orig_numpy(host, *args)
 
     def fmt(self: torch.Tensor, spec: str) -> str:
         if self.is_meta and self.dim() == 0:

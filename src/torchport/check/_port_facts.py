@@ -53,6 +53,7 @@ _HOST_BUILTINS = frozenset(dir(builtins)) - {"map", "filter", "sum", "max", "min
 # Builtins whose result holds no tensor of their arguments (`len(x)`, `print(x)`).
 _HOST_CALLS = _HOST_BUILTINS - {"list", "tuple", "dict", "sum", "max", "min"}
 _MOVES = frozenset({"to", "cuda"})
+_COLLECTS = frozenset({"append", "extend", "insert"})
 _MODEL_PARAM = re.compile(
     r"(^|_)(model|net|network|encoder|decoder|classifier|policy|critic|actor|generator"
     r"|discriminator)s?($|_|\d)",
@@ -455,6 +456,16 @@ class PortFacts:
                         if name not in values:
                             values.add(name)
                             changed = True
+                elif (  # `preds.append(model(x))`: the list holds device values
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in _COLLECTS
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id not in values
+                    and any(self.on_device(a, scope) for a in node.args)
+                ):
+                    values.add(node.func.value.id)
+                    changed = True
         for node in scope.nodes:
             for operand in self._operands(node, scope):
                 self.operands.append((operand, scope))
