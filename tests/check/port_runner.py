@@ -10,7 +10,8 @@ costs seconds on a loaded machine).
 ``meta``: ``meta`` stands in for the accelerator. ``torch.accelerator`` reports
 it as available and current, so a ported script's ``device`` line picks it; a
 global forward pre-hook records, for every forward, the module's mode (train or
-eval) and every parameter, buffer and tensor input that is NOT on ``meta``.
+eval) and every parameter, buffer and tensor input (positional, and keyword through
+a wrapper of ``Module.__call__``) that is NOT on ``meta``.
 Meta tensors hold no data, so reads back to the host (``.item()``, ``.cpu()``,
 ``float(t)``, formatting, ``bool(t)``) are answered with zeros: the script runs to
 its end, through training and evaluation, and the printed numbers are
@@ -124,6 +125,20 @@ def install_meta_accelerator(record: dict[str, Any]) -> None:
                 off.append(f"{mode} {where}: input {i} on {leaf.device}")
 
     torch.nn.modules.module.register_module_forward_pre_hook(hook)
+
+    # Global pre-hooks see positional inputs only: keyword inputs are checked here.
+    module_call = torch.nn.Module.__call__
+
+    def call(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        off = record["off_device"]
+        for name, leaf in kwargs.items():
+            for t in tree_leaves(leaf):
+                if isinstance(t, torch.Tensor) and t.device != META and len(off) < 20:
+                    mode = "train" if self.training else "eval"
+                    off.append(f"{mode} {type(self).__name__}: input {name}= on {t.device}")
+        return module_call(self, *args, **kwargs)
+
+    torch.nn.Module.__call__ = call  # type: ignore[method-assign]
 
     # Pinning is a host-side speed-up with nothing to say about placement, and the
     # loader's pinning thread asks the real runtime for the accelerator: leave it out.
