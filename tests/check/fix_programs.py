@@ -44,6 +44,8 @@ HEADERS = {
     "one_line": "import torch; x0 = torch.ones(1).cuda(); OUT.append(x0)\n",
     "docstring": '"""A module."""\nfrom __future__ import annotations\n\nimport torch\n',
     "from_only": "from torch import nn\nimport math\n",
+    "torch_star": "from torch import *\nimport torch\nOUT.append(device)\n",
+    "late_import": "import os\nOUT.append(os.sep)\nimport torch\n",
 }
 ALIASES = {"alias": "th"}
 
