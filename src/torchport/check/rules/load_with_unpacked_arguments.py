@@ -36,14 +36,84 @@ class LoadWithUnpackedArguments(Rule):
         "import torch\n\nstate = torch.load(path, weights_only=True, **load_kwargs)\n",
         'import torch\n\nstate = torch.load(path, map_location="cpu")\n',
         "import json\n\ncfg = json.load(fh, **options)\n",
+        # Whisper's spelling: the unpacked dict is a literal that keeps loading safe.
+        "import torch\n\n"
+        'kw = {"weights_only": True} if new_torch else {}\n'
+        "state = torch.load(fp, map_location=dev, **kw)\n",
     )
     invalid = (
         Example("import torch\n\nstate = torch.load(path, **load_kwargs)\n"),
         Example("import torch\n\nstate = torch.load(*args)\n"),
         Example("from torch import load\n\nstate = load(path, map_location=dev, **kw)\n"),
+        Example(
+            "import torch\n\n"
+            'kw = {"weights_only": True}\n'
+            'kw["weights_only"] = False\n'
+            "state = torch.load(fp, **kw)\n"
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         if unpacks(node) and explicit_weights_only(node) is not True and is_load(node, ctx):
-            yield ctx.finding(self, node)
+            if not _only_safe_literals(node, ctx):
+                yield ctx.finding(self, node)
+
+
+def _only_safe_literals(call: ast.Call, ctx: Context) -> bool:
+    """Whether every unpacked argument is a name bound only to dict literals that keep loading safe.
+
+    ``kw = {"weights_only": True} if new else {}`` then ``torch.load(p, **kw)`` is
+    safe; a name that is also a parameter, rebound elsewhere, or written into
+    (``kw[...] = ...``, ``kw.update(...)``) is not known, so the call is reported.
+    """
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    for kw in call.keywords:
+        if kw.arg is not None:
+            continue
+        if not isinstance(kw.value, ast.Name):
+            return False
+        bindings = ctx.scopes.bindings(kw.value.id, kw.value)
+        if not bindings or any(b.value is None or not _safe_dict(b.value) for b in bindings):
+            return False
+        if _written_into(kw.value.id, ctx.scopes.scope_of(kw.value).node):
+            return False
+    return True
+
+
+def _safe_dict(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.IfExp):
+        return _safe_dict(expr.body) and _safe_dict(expr.orelse)
+    if not isinstance(expr, ast.Dict):
+        return False
+    for key, value in zip(expr.keys, expr.values, strict=True):
+        if not isinstance(key, ast.Constant) or not isinstance(key.value, str):
+            return False  # `**other` inside the literal, or a computed key
+        if key.value == "pickle_module":
+            return False
+        if key.value == "weights_only" and not (
+            isinstance(value, ast.Constant) and value.value is True
+        ):
+            return False
+    return True
+
+
+def _written_into(name: str, scope: ast.AST) -> bool:
+    """Whether ``scope`` stores into ``name[...]`` or calls a method on ``name`` (``update``)."""
+    for node in ast.walk(scope):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, (ast.Store, ast.Del))
+            and isinstance(node.value, ast.Name)
+            and node.value.id == name
+        ):
+            return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+        ):
+            return True
+    return False

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, keyword
+from torchport.check._residence import known_on_cpu
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._loading import LOADS
 from torchport.check.rules._snippets import DEVICE_LINE
@@ -24,6 +25,11 @@ class LoadWithoutMapLocation(Rule):
     Apple machine ("Attempting to deserialize object on a CUDA device"), and
     one written on `cuda:3` lands on GPU 3 of every process.
 
+    The rule stays quiet where the file itself shows the load is fine: the
+    other arm of the same `if` loads with `map_location` (an `if args.cuda:`
+    split), or the file saves the same file name from CPU tensors
+    (`torch.save(feats.cpu(), join(d, "feats.pth"))`).
+
     ## Fix safety
     The fix loads onto the module's `device`. Where the checkpoint used to be
     restored on a specific GPU (`cuda:3`) it now lands on the current one.
@@ -38,6 +44,14 @@ class LoadWithoutMapLocation(Rule):
     valid = (
         'import torch\n\nstate = torch.load("ckpt.pt", map_location="cpu")\n',
         "import torch\n\nstate = torch.load(path, device)\n",
+        "import torch\n\n"
+        "if args.cuda:\n"
+        "    ckpt = torch.load(path)\n"
+        "else:\n"
+        "    ckpt = torch.load(path, map_location=lambda s, loc: s)\n",
+        "import os\nimport torch\n\n"
+        'torch.save(feats.cpu(), os.path.join(out, "feats.pth"))\n'
+        'feats = torch.load(os.path.join(src, "feats.pth"))\n',
     )
     invalid = (
         Example(
@@ -55,6 +69,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
+        if _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx):
+            return
         found = ctx.device_at(node)
         if found is None:
             yield ctx.finding(self, node)  # no name is safely the device here: by hand
@@ -68,3 +84,58 @@ _MAPPED = (
     "tensors saved on a specific GPU (`cuda:3`) now load on the current accelerator, "
     "and tensors saved on the CPU load on the accelerator too"
 )
+
+
+def _maps(tree: ast.AST, ctx: Context) -> bool:
+    """Whether ``tree`` holds a load that passes ``map_location``."""
+    return any(
+        isinstance(sub, ast.Call)
+        and keyword(sub, "map_location") is not None
+        and called(sub, ctx, _LOAD) in LOADS
+        for sub in ast.walk(tree)
+    )
+
+
+def _other_arm_maps(node: ast.Call, ctx: Context) -> bool:
+    """Whether an enclosing ``if``'s other arm loads with ``map_location`` (a device split)."""
+    child: ast.AST = node
+    parent = ctx.scopes.parent(node)
+    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(parent, (ast.If, ast.IfExp)):
+            body = parent.body if isinstance(parent.body, list) else [parent.body]
+            orelse = parent.orelse if isinstance(parent.orelse, list) else [parent.orelse]
+            other = orelse if any(child is s for s in body) else body
+            if any(_maps(stmt, ctx) for stmt in other):
+                return True
+        child, parent = parent, ctx.scopes.parent(parent)
+    return False
+
+
+def _path_names(expr: ast.expr) -> set[str]:
+    return {
+        sub.value
+        for sub in ast.walk(expr)
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and "." in sub.value
+    }
+
+
+def _saved_from_cpu(node: ast.Call, ctx: Context) -> bool:
+    """Whether the file saves a file name this load reads from tensors known on the CPU."""
+    source = node.args[0] if node.args else keyword(node, "f")
+    if source is None:
+        return False
+    names = _path_names(source.value if isinstance(source, ast.keyword) else source)
+    if not names:
+        return False
+    for sub in ast.walk(ctx.scopes.tree):
+        if (
+            isinstance(sub, ast.Call)
+            and len(sub.args) >= 2
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr == "save"
+            and ctx.qualname(sub.func) == "torch.save"
+            and names & _path_names(sub.args[1])
+            and known_on_cpu(sub.args[0], ctx)
+        ):
+            return True
+    return False
