@@ -55,9 +55,13 @@ class LoadWithUnpackedArguments(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if unpacks(node) and explicit_weights_only(node) is not True and is_load(node, ctx):
-            if not _only_safe_literals(node, ctx):
-                yield ctx.finding(self, node)
+        if (
+            unpacks(node)
+            and explicit_weights_only(node) is not True
+            and is_load(node, ctx)
+            and not _only_safe_literals(node, ctx)
+        ):
+            yield ctx.finding(self, node)
 
 
 def _only_safe_literals(call: ast.Call, ctx: Context) -> bool:
