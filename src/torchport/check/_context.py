@@ -32,7 +32,7 @@ from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._scope import ScopeMap
 from torchport.check._source import SourceText
 
-__all__ = ["Context"]
+__all__ = ["ENTER_HOOKS", "LEAVE_HOOKS", "Context"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
@@ -398,3 +398,6 @@ _LEAVE: dict[type[ast.AST], _Handler] = {
     ast.AnnAssign: Context._leave_assign,
     ast.NamedExpr: Context._leave_assign,
 }
+# What the engine calls when its walk enters and leaves a node of these types (it
+# inlines Context.enter/leave, which do the same).
+ENTER_HOOKS, LEAVE_HOOKS = _ENTER, _LEAVE

@@ -3,8 +3,9 @@
 For every file the engine calls :func:`ast.parse` once and walks the tree once,
 iteratively, children in :func:`ast.iter_child_nodes` order. At each node it
 runs the selected rules registered for the node's exact type (a dispatch table
-built once per rule set), then calls ``ctx.enter(node)``, walks the children and
-calls ``ctx.leave(node)``. Expression contexts (``Load``/``Store``) and operator
+built once per rule set), then does what ``ctx.enter(node)`` does (inlined: two
+calls per node were a tenth of the walk), walks the children and does what
+``ctx.leave(node)`` does. Expression contexts (``Load``/``Store``) and operator
 nodes (``Add``, ``Eq`` ...) are not visited unless a rule asks for their type:
 they carry no position and nearly halve the number of nodes.
 
@@ -22,7 +23,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchport.check._context import Context
+from torchport.check._context import ENTER_HOOKS, LEAVE_HOOKS, Context
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
 from torchport.check._suppress import NoqaMap, parse_noqa
@@ -158,14 +159,20 @@ def _walk(
     dispatch = ruleset.dispatch
     skip = not ruleset.visit_unpositioned
     fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
-    enter, leave = ctx.enter, ctx.leave
+    # Context.enter/leave inlined (two calls per node are a tenth of the walk).
+    ancestors, on_enter, on_leave = ctx.ancestors, ENTER_HOOKS, LEAVE_HOOKS
+    append_ancestor, pop_ancestor = ancestors.append, ancestors.pop
     node_class = ast.AST
     stack: list[Any] = [tree]  # nodes, each finished node followed by _LEAVE
     pop, push = stack.pop, stack.append
     while stack:
         node = pop()
         if node is _LEAVE:
-            leave(pop())
+            node = pop()
+            pop_ancestor()
+            hook = on_leave.get(type(node))
+            if hook is not None:
+                hook(ctx, node)
             continue
         cls = type(node)
         rules = dispatch.get(cls)
@@ -191,7 +198,10 @@ def _walk(
                     dispatch = {
                         t: tuple(r for r in rs if r is not rule) for t, rs in dispatch.items()
                     }
-        enter(node)
+        append_ancestor(node)
+        hook = on_enter.get(cls)
+        if hook is not None:
+            hook(ctx, node)
         push(node)
         push(_LEAVE)
         fields = fields_of.get(cls)
