@@ -376,8 +376,10 @@ class PortFacts:
             if is_move(expr):
                 return True
             if isinstance(func, ast.Attribute):
-                if func.attr in HOST_READS or func.attr in _NOT_FORWARD:
+                if func.attr in HOST_READS:
                     return False
+                if func.attr in _NOT_FORWARD and self.builds_model(func.value, scope):
+                    return False  # `model.train()`, `model.parameters()`: not a tensor
                 if self.on_device(func.value, scope):
                     return True
             elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS:

@@ -16,13 +16,15 @@ _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.Linear(4, 2).to(d
 
 class NumpyOfDeviceTensor(Rule):
     """## What it does
-    Finds `.numpy()` on values that live on the model's device once the code
-    is ported: a model's output, anything computed from it, and tensors
-    made with `device=device` (`y.data.numpy()`, `loss.detach().numpy()`).
+    Finds `.numpy()` in code the port moves a model in, on any tensor not
+    plainly brought to the CPU first: a model's output, anything computed
+    from it, tensors made with `device=device`, and tensors whose origin the
+    port cannot follow (lists of outputs, function arguments).
 
     ## Why is this bad?
     `.numpy()` raises for a tensor in accelerator memory. On the CPU,
-    `.cpu()` returns the tensor itself, so the fix changes nothing there; it
+    `.cpu()` returns the tensor itself, so the fix changes nothing there (and
+    is free for a tensor that was on the CPU all along); it
     inserts `.cpu()` (and `.detach()` when the tensor may require grad and
     the code is not under `no_grad`).
     """
@@ -36,7 +38,8 @@ class NumpyOfDeviceTensor(Rule):
     node_types = (ast.Call,)
     valid = (
         _HEAD + "out = model(x)\na = out.detach().cpu().numpy()\n",
-        _HEAD + "a = torch.zeros(3).numpy()\n",
+        _HEAD + "a = out.to('cpu').data.numpy()\n",
+        "import torch\n\na = torch.zeros(3).numpy()\n",
     )
     invalid = (
         Example(
@@ -57,9 +60,11 @@ class NumpyOfDeviceTensor(Rule):
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.module_method or not facts.on_device(func.value, scope):
+        if scope is None or scope.module_method or not facts.has_models:
             return
         receiver = func.value
+        if not facts.on_device(receiver, scope) and _on_host(receiver):
+            return
         detached = (isinstance(receiver, ast.Attribute) and receiver.attr == "data") or (
             isinstance(receiver, ast.Call)
             and isinstance(receiver.func, ast.Attribute)
@@ -68,3 +73,26 @@ class NumpyOfDeviceTensor(Rule):
         at = ctx.end(receiver)
         text = ".cpu()" if detached or in_no_grad(ctx) else ".detach().cpu()"
         yield ctx.finding(self, node, fix=Fix((Edit(at, at, text),), FixSafety.SAFE))
+
+
+_SAME_PLACE = frozenset({"data", "detach", "clone", "float", "double", "long", "int", "squeeze"})
+
+
+def _on_host(expr: ast.expr) -> bool:
+    """Whether ``expr`` plainly ends on the CPU (``x.cpu().data``, ``x.to("cpu")``)."""
+    for _ in range(8):
+        if isinstance(expr, ast.Attribute) and expr.attr in _SAME_PLACE:
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            attr = expr.func.attr
+            if attr == "cpu":
+                return True
+            if attr == "to" and expr.args:
+                first = expr.args[0]
+                return isinstance(first, ast.Constant) and first.value == "cpu"
+            if attr not in _SAME_PLACE:
+                return False
+            expr = expr.func.value
+        else:
+            return False
+    return False
