@@ -136,3 +136,10 @@ def test_device_errors_carry_the_argument_and_the_devices(fake_accelerator: Fake
     assert info.value.argument == "--device"
     assert [str(d.device) for d in info.value.available] == ["cuda:0", "cpu"]
     assert all(isinstance(d, tp.DeviceInfo) for d in info.value.available)
+
+
+def test_memory_report_parses_through_the_floor() -> None:
+    assert tp.memory_report("cpu:0").device == "cpu"
+    with pytest.raises(tp.DeviceError, match=r"device='xpu:7'") as info:
+        tp.memory_report("xpu:7")
+    assert info.value.argument == "device"

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from torchport import hardware
 from torchport.errors import ConfigError, DeviceError
 
 __all__ = ["MemoryReport", "host_memory", "memory_report"]
@@ -83,8 +84,10 @@ class MemoryReport:
 def memory_report(device: torch.device | str | int | None = None) -> MemoryReport:
     """Report allocated, reserved, peak, free and total memory of a device.
 
-    Never synchronizes. On CUDA, reading free/total memory initializes the device's
-    context (a few hundred MiB) if this process has not used the device yet.
+    Never synchronizes. Free/total memory are read through ``torchport.hardware``:
+    on CUDA through NVML where it is installed (no context); without it, reading them
+    initializes the device's context (a few hundred MiB) if this process has not used
+    the device yet.
 
     Args:
         device: The device, e.g. ``"cuda:1"``, ``torch.device("mps")``, an accelerator index,
@@ -131,54 +134,19 @@ def _resolve(device: torch.device | str | int | None) -> torch.device:
             f"memory_report() got a {type(device).__name__}, not a device; expected a "
             "torch.device, a string such as 'cuda:0' or 'cpu', or an accelerator index"
         )
-    if isinstance(device, int):
-        accelerator = torch.accelerator.current_accelerator()
-        if accelerator is None:
-            raise DeviceError(
-                f"memory_report({device}) names an accelerator index, but this machine has "
-                f"no accelerator; available: {', '.join(_available())}; pass 'cpu'"
-            )
-        resolved = torch.device(accelerator.type, device)
-    else:
-        try:
-            resolved = torch.device(device)
-        except RuntimeError:
-            raise DeviceError(
-                f"memory_report() got {device!r}, which is not a device string; "
-                f"expected one of: {', '.join(_available())}"
-            ) from None
+    # The one device parser: "cpu:0" is the CPU, absent devices are refused naming
+    # the argument and listing what is there.
+    resolved = hardware.parse_device(device, argument="device")
     if resolved.type == "meta":
         raise DeviceError(
             "memory_report('meta'): meta tensors hold no memory; pass a real device, one of: "
             + ", ".join(_available())
         )
-    if resolved.type != "cpu":
-        _check_present(resolved)
     return resolved
 
 
 def _available() -> list[str]:
-    names = ["cpu"]
-    accelerator = torch.accelerator.current_accelerator()
-    if accelerator is not None:
-        count = torch.accelerator.device_count()
-        names += [f"{accelerator.type}:{index}" for index in range(count)]
-    return names
-
-
-def _check_present(device: torch.device) -> None:
-    accelerator = torch.accelerator.current_accelerator()
-    count = torch.accelerator.device_count() if accelerator is not None else 0
-    if accelerator is None or accelerator.type != device.type:
-        raise DeviceError(
-            f"memory_report({str(device)!r}): this machine has no {device.type} device; "
-            f"available: {', '.join(_available())}"
-        )
-    if device.index is not None and device.index >= count:
-        raise DeviceError(
-            f"memory_report({str(device)!r}): {device.type} index {device.index} is out of "
-            f"range; this machine has {count} ({', '.join(_available())})"
-        )
+    return [str(info.device) for info in hardware.list_devices(allow_context=False)]
 
 
 def _accelerator_report(device: torch.device, rss: int | None, peak: int | None) -> MemoryReport:
@@ -188,11 +156,9 @@ def _accelerator_report(device: torch.device, rss: int | None, peak: int | None)
     allocated = _first(notes, "allocated", _stat(target, "memory_allocated"))
     reserved = _first(notes, "reserved", _stat(target, "memory_reserved"))
     peak_allocated = _first(notes, "peak allocated", _stat(target, "max_memory_allocated"))
-    free = total = None
-    try:
-        free, total = torch.accelerator.get_memory_info(target)
-    except (RuntimeError, AttributeError, NotImplementedError) as exc:
-        notes.append(f"free/total not reported by this backend ({_one_line(exc)})")
+    free, total = hardware.memory_info(target, allow_context=True)
+    if free is None and total is None:
+        notes.append("free/total not reported by this backend")
     if device.type == "mps":
         free, total = _mps_free_total(free, total, notes)
     return MemoryReport(
