@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from torchport import hardware
+
 __all__ = ["NOT_REQUESTED", "CopyBandwidth", "measure_bandwidth", "median_rate"]
 
 NOT_REQUESTED = "not measured"
@@ -70,7 +72,7 @@ def measure_bandwidth(
             reason=f"not applicable: {device.type} has no separate device memory to copy to",
         )
     if device.index is None:
-        device = torch.device(device.type, torch.accelerator.current_device_index())
+        device = torch.device(device.type, hardware.current_index(device.type))
     on_device = torch.empty(size_bytes, dtype=torch.uint8, device=device)
     pageable = torch.empty(size_bytes, dtype=torch.uint8)
     reason: str | None = None
@@ -115,11 +117,11 @@ def _time_copy(
 ) -> float:
     """Seconds for one ``dst.copy_(src)``, with ``src`` refilled with fresh random bytes."""
     src.random_()
-    torch.accelerator.synchronize(device)
+    hardware.synchronize(device)
     if device.type in _EVENT_TIMED:
-        stream = torch.accelerator.current_stream(device)
-        start = torch.Event(device=device, enable_timing=True)
-        end = torch.Event(device=device, enable_timing=True)
+        stream = hardware.current_stream(device)
+        start = hardware.new_event(timing=True)
+        end = hardware.new_event(timing=True)
         start.record(stream)
         dst.copy_(src, non_blocking=non_blocking)
         end.record(stream)
@@ -127,7 +129,7 @@ def _time_copy(
         return start.elapsed_time(end) / 1e3
     begin = time.perf_counter()
     dst.copy_(src, non_blocking=non_blocking)
-    torch.accelerator.synchronize(device)
+    hardware.synchronize(device)
     return time.perf_counter() - begin
 
 
