@@ -14,8 +14,10 @@ from pathlib import Path
 
 import torch
 
+from torchport import hardware
 from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._probes import AcceleratorInfo, TorchBuild
+from torchport.errors import DeviceError
 
 __all__ = [
     "ENV_VARS",
@@ -125,7 +127,7 @@ def _check_torchport_device(value: str | None, accel: AcceleratorInfo) -> list[D
         return []
     assert value is not None
     try:
-        device = torch.device(value)
+        torch.device(value)  # well formed? (presence is the hardware floor's answer below)
     except RuntimeError:
         return [
             DoctorFinding(
@@ -134,12 +136,15 @@ def _check_torchport_device(value: str | None, accel: AcceleratorInfo) -> list[D
                 "set it to a device such as 'cpu', 'cuda', 'cuda:1' or 'mps', or unset it",
             )
         ]
-    usable = device.type in ("cpu", "meta") or (
-        device.type == accel.current and (device.index is None or device.index < accel.count)
-    )
-    if usable:
+    try:
+        # bare_index: a type without an index is judged by its presence alone (asking
+        # the current index would initialize the backend).
+        hardware.parse_device(value, argument="TORCHPORT_DEVICE", bare_index=lambda kind: 0)
+    except DeviceError as exc:
+        found = ", ".join(str(info.device) for info in exc.available)
+        have = found if accel.current else "only cpu"
+    else:
         return []
-    have = (accel.current and f"{accel.current} ({accel.count})") or "only cpu"
     return [
         DoctorFinding(
             Severity.ERROR,
