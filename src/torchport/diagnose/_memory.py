@@ -1,8 +1,10 @@
 """memory_report: how much memory a device has, holds and has free, as one dataclass of facts.
 
-Accelerators are read through ``torch.accelerator`` where this torch has the call, then the
-backend module (``torch.cuda``, ``torch.mps``); the CPU is read from ``/proc`` and the cgroup
-limit on Linux, from ``resource``/``sysconf`` elsewhere (psutil is not a dependency).
+Allocator statistics are read through ``torch.accelerator`` where this torch has the call,
+then the backend module (``torch.cuda``, ``torch.mps``); the device and its free/total memory
+through ``torchport.hardware`` (the one parser; NVML before a context); the CPU is read from
+``/proc`` and the cgroup limit on Linux, from ``resource``/``sysconf`` elsewhere (psutil is
+not a dependency).
 """
 
 from __future__ import annotations
