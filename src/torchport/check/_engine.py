@@ -159,6 +159,7 @@ def _walk(
     dispatch = ruleset.dispatch
     skip = not ruleset.visit_unpositioned
     fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
+    by_attr: dict[str, Any] = {}  # method name -> the call rules that want `recv.name(...)`
     # Context.enter/leave inlined (two calls per node are a tenth of the walk).
     ancestors, on_enter, on_leave = ctx.ancestors, ENTER_HOOKS, LEAVE_HOOKS
     append_ancestor, pop_ancestor = ancestors.append, ancestors.pop
@@ -175,7 +176,12 @@ def _walk(
                 hook(ctx, node)
             continue
         cls = type(node)
-        rules = dispatch.get(cls)
+        if cls is ast.Call and node.func.__class__ is ast.Attribute:
+            rules = by_attr.get(node.func.attr, _MISSING)
+            if rules is _MISSING:
+                rules = by_attr[node.func.attr] = _call_rules(dispatch, node.func.attr)
+        else:
+            rules = dispatch.get(cls)
         if rules is not None:
             for rule in rules:
                 try:
@@ -198,6 +204,7 @@ def _walk(
                     dispatch = {
                         t: tuple(r for r in rs if r is not rule) for t, rs in dispatch.items()
                     }
+                    by_attr = {}
         append_ancestor(node)
         hook = on_enter.get(cls)
         if hook is not None:
@@ -220,6 +227,21 @@ def _walk(
             stack[start:] = stack[: start - 1 : -1]
     findings.sort(key=_finding_key)
     return CheckOutcome(list(dict.fromkeys(findings)), failures)
+
+
+_MISSING: Any = object()
+
+
+def _call_rules(
+    dispatch: dict[type[ast.AST], tuple[Rule, ...]], attr: str
+) -> tuple[Rule, ...] | None:
+    """The rules a ``recv.attr(...)`` call goes to: those that want every call or ``attr``."""
+    wanted = tuple(
+        rule
+        for rule in dispatch.get(ast.Call, ())
+        if rule.call_attrs is None or attr in rule.call_attrs
+    )
+    return wanted or None
 
 
 def _finding_key(finding: Finding) -> tuple[int, int, str, int, int, str]:

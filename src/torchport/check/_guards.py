@@ -3,7 +3,8 @@
 Rules ask this only once they are about to report (so the cost is paid per
 candidate finding, not per node). A guard is an ``if``/``while``/conditional
 expression around the node, or an early ``return`` before it (an ``assert`` or
-``raise`` only when it tests the device type), that tests the device: ``if device.type == "cuda":``, ``if x.is_cuda:``,
+``raise`` only when it tests the device type), that tests the device:
+``if device.type == "cuda":``, ``if x.is_cuda:``,
 ``elif x.is_xpu:``, ``if torch.cuda.is_available():`` (or a flag bound to it),
 ``if not torch.cuda.is_available(): return``; also a test decorated to run only
 with CUDA, and a whole module that imports a CUDA-only library (TensorRT,

@@ -15,6 +15,7 @@ from torchport.check._match import called, keyword
 __all__ = [
     "HUB_LOADS",
     "LOADS",
+    "LOAD_ATTRS",
     "explicit_weights_only",
     "is_load",
     "unpacks",
@@ -23,12 +24,13 @@ __all__ = [
 
 LOADS = frozenset({"torch.load", "torch.serialization.load"})
 HUB_LOADS = frozenset({"torch.hub.load_state_dict_from_url", "torch.utils.model_zoo.load_url"})
-_ATTRS = frozenset({"load", "load_state_dict_from_url", "load_url"})
+# The method names any of those calls ends in (`torch.load`, `hub.load_state_dict_from_url`).
+LOAD_ATTRS = frozenset({"load", "load_state_dict_from_url", "load_url"})
 
 
 def is_load(call: ast.Call, ctx: Context, names: frozenset[str] = LOADS) -> bool:
     """Whether ``call`` calls one of ``names`` (``torch.load`` and its alias by default)."""
-    return called(call, ctx, _ATTRS) in names
+    return called(call, ctx, LOAD_ATTRS) in names
 
 
 def explicit_weights_only(call: ast.Call) -> bool | None:

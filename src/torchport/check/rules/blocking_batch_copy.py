@@ -39,6 +39,7 @@ class BlockingBatchCopy(Rule):
     message = "pass `non_blocking=True` (and pin the loader's memory) so copies overlap compute"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = frozenset({"to"})
     valid = (
         "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
         "for x in xs:\n    x = x.to(device)\n",

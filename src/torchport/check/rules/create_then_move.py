@@ -47,6 +47,7 @@ class CreateThenMove(Rule):
     message = "pass `device=` to the factory to create the tensor where it is used, not move it"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = frozenset({"to", "cuda"})
     valid = (
         "x = torch.zeros(3, device=device)\n",
         "x = torch.zeros(3).to(torch.float16)\n",

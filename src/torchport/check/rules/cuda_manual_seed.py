@@ -34,6 +34,7 @@ class CudaManualSeed(Rule):
     message = "call `torch.manual_seed(seed)`, which seeds every device, not the CUDA-only seed"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = _TAILS
     valid = ("import torch\n\ntorch.manual_seed(0)\n",)
     invalid = (
         Example(

@@ -60,6 +60,7 @@ class CudaOnlyApi(Rule):
     message = "use the `torch.accelerator` twin of this `torch.cuda` call"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = _TAILS
     valid = (
         "import torch\n"
         "\n"

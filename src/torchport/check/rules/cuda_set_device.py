@@ -38,6 +38,7 @@ class CudaSetDevice(Rule):
     )
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = _TAILS
     valid = (
         "import torch\n"
         "\n"

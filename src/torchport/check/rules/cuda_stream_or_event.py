@@ -44,6 +44,7 @@ class CudaStreamOrEvent(Rule):
     intent = Intent.DEVICE
     message = "use `torch.Stream` / `torch.Event` and `torch.accelerator.current_stream()` instead"
     node_types = (ast.Call,)
+    call_attrs = _TAILS
     valid = (
         "import torch\n\ns = torch.Stream(device)\nwith s:\n    y = model(x)\n",
         'import torch\n\nif x.device.type == "cuda":\n'

@@ -33,6 +33,7 @@ class DataParallel(Rule):
     intent = Intent.DEVICE
     message = "use `DistributedDataParallel`, one process per device (torchrun), not `DataParallel`"
     node_types = (ast.Call,)
+    call_attrs = _TAILS
     valid = ("from torch.nn.parallel import DistributedDataParallel as DDP\n\nm = DDP(model)\n",)
     invalid = (Example("import torch.nn as nn\n\nmodel = nn.DataParallel(model)\n"),)
 

@@ -37,6 +37,7 @@ class DataloaderWithoutPinMemory(Rule):
     )
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = _TAILS
     valid = (
         "from torch.utils.data import DataLoader\n\nloader = DataLoader(ds, batch_size=8)\n",
         "from torch.utils.data import DataLoader\n\n"

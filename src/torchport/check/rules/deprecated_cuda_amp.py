@@ -41,6 +41,7 @@ class DeprecatedCudaAmp(Rule):
     message = "use `torch.amp.autocast(device.type)` / `torch.amp.GradScaler(device.type)`"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = _TAILS
     valid = ("import torch\n\nwith torch.amp.autocast(device.type):\n    y = model(x)\n",)
     invalid = (
         Example(

@@ -37,6 +37,7 @@ class HardCodedNccl(Rule):
     )
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = _TAILS
     valid = ('import torch.distributed as dist\n\ndist.init_process_group("gloo")\n',)
     invalid = (
         Example(

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._loading import HUB_LOADS, is_load, unpacks
+from torchport.check.rules._loading import HUB_LOADS, LOAD_ATTRS, is_load, unpacks
 
 _POSITIONAL = 7  # url, model_dir, map_location, progress, check_hash, file_name, weights_only
 
@@ -41,6 +41,7 @@ class HubLoadWithoutWeightsOnly(Rule):
     )
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = LOAD_ATTRS
     valid = (
         "import torch\n\nsd = torch.hub.load_state_dict_from_url(url, weights_only=True)\n",
         "from torch.hub import load_state_dict_from_url\n\n"

@@ -40,6 +40,7 @@ class LegacyTensorConstructor(Rule):
     )
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)
+    call_attrs = frozenset(_DTYPES)
     valid = (
         "import torch\n\nx = torch.tensor([1.0, 2.0], dtype=torch.float32)\n",
         "import torch\n\nok = isinstance(x, torch.cuda.FloatTensor)\n",

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import keyword
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import explicit_weights_only, is_load
+from torchport.check.rules._loading import LOAD_ATTRS, explicit_weights_only, is_load
 
 
 class LoadWeightsOnlyFalse(Rule):
@@ -36,6 +36,7 @@ class LoadWeightsOnlyFalse(Rule):
         "`torch.serialization.add_safe_globals`; keep `False` only for files you trust"
     )
     node_types = (ast.Call,)
+    call_attrs = LOAD_ATTRS
     valid = (
         'import torch\n\nstate = torch.load("ckpt.pt", map_location="cpu")\n',
         'import torch\n\nstate = torch.load("ckpt.pt", weights_only=True)\n',

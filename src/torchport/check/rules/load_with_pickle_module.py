@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import keyword
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import is_load
+from torchport.check.rules._loading import LOAD_ATTRS, is_load
 
 
 class LoadWithPickleModule(Rule):
@@ -36,6 +36,7 @@ class LoadWithPickleModule(Rule):
         "file; load with the default unpickler and `torch.serialization.add_safe_globals`"
     )
     node_types = (ast.Call,)
+    call_attrs = LOAD_ATTRS
     valid = (
         'import torch\n\nstate = torch.load("ckpt.pt", map_location="cpu")\n',
         'import torch\n\nstate = torch.load("ckpt.pt", "cpu")\n',

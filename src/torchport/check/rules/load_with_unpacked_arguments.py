@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import explicit_weights_only, is_load, unpacks
+from torchport.check.rules._loading import LOAD_ATTRS, explicit_weights_only, is_load, unpacks
 
 
 class LoadWithUnpackedArguments(Rule):
@@ -32,6 +32,7 @@ class LoadWithUnpackedArguments(Rule):
         "`weights_only=False` or a `pickle_module`, which run any code in the file"
     )
     node_types = (ast.Call,)
+    call_attrs = LOAD_ATTRS
     valid = (
         "import torch\n\nstate = torch.load(path, weights_only=True, **load_kwargs)\n",
         'import torch\n\nstate = torch.load(path, map_location="cpu")\n',

@@ -41,6 +41,7 @@ class LoadWithoutMapLocation(Rule):
     message = 'pass `map_location=device` (or `"cpu"`) so checkpoints load on any machine'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
+    call_attrs = _LOAD
     valid = (
         'import torch\n\nstate = torch.load("ckpt.pt", map_location="cpu")\n',
         "import torch\n\nstate = torch.load(path, device)\n",

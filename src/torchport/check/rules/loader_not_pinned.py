@@ -35,6 +35,7 @@ class LoaderNotPinned(Rule):
     message = "pass `pin_memory=torch.accelerator.is_available()` to loaders feeding the model"
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)
+    call_attrs = frozenset({"DataLoader"})
     valid = (
         _HEAD + "loader = DataLoader(ds, pin_memory=True)\n",
         "from torch.utils.data import DataLoader\n\nloader = DataLoader(ds)\n",

@@ -32,6 +32,7 @@ class NonBlockingToCpu(Rule):
     message = "drop `non_blocking=True` from copies to the CPU, or synchronize before reading them"
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)
+    call_attrs = frozenset({"to"})
     valid = (
         "x = x.to(device, non_blocking=True)\n",
         'x = x.to("cpu")\n',

@@ -36,6 +36,7 @@ class NumpyOfDeviceTensor(Rule):
     message = "call `.cpu()` before `.numpy()`: the tensor lives on the model's device"
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)
+    call_attrs = frozenset({"numpy"})
     valid = (
         _HEAD + "out = model(x)\na = out.detach().cpu().numpy()\n",
         _HEAD + "a = out.to('cpu').data.numpy()\n",

@@ -51,6 +51,7 @@ class NumpyWithoutCpu(Rule):
     message = "call `.detach().cpu().numpy()` (`.cpu().numpy()` under no_grad), not bare `.numpy()`"
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)
+    call_attrs = frozenset({"numpy"})
     valid = (
         "a = out.detach().cpu().numpy()\n",
         'a = out.to("cpu").numpy()\n',

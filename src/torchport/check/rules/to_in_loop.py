@@ -27,6 +27,7 @@ class ToInLoop(Rule):
     message = "hoist this `.to()` out of the loop if its input does not change per iteration"
     default = False
     node_types = (ast.Call,)
+    call_attrs = frozenset({"to", "cuda"})
     valid = ("mask = mask.to(device)\nfor x in xs:\n    y = model(x) * mask\n",)
     invalid = (Example("for x in xs:\n    w = weights.to(device)\n    y = x @ w\n"),)
 

@@ -39,6 +39,7 @@ class TypeToCpuTensorType(Rule):
     message = "pass a dtype (`torch.float32`), not a CPU tensor type, to keep the tensor's device"
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)
+    call_attrs = frozenset({"type"})
     valid = (
         _HEAD + "x = torch.cat((a, b)).type(torch.float32)\nout = model(x)\n",
         _HEAD + "x = a.type(torch.FloatTensor)\nprint(x)\n",
