@@ -11,8 +11,7 @@ from torchport.check._residence import known_on_cpu
 from torchport.check._rule import Example, Finding, Intent, Rule
 
 _SYNCS = frozenset({"item", "tolist", "cpu"})
-# `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` only runs on CPU tensors
-# (it raises for a device tensor: TP201's business), so it never waits for a device.
+# `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` never waits (TP201's business).
 _CHAINED = _SYNCS | {"numpy"}
 
 
