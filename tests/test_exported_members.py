@@ -27,6 +27,7 @@ EXPECTED = [
     "explain_oom",
     "memory_report",
     "pick_device",
+    "pick_device_with_reason",
     "redirect",
     "strict",
     "to_device",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         UnregisteredTensorWarning,
         available_devices,
         pick_device,
+        pick_device_with_reason,
         to_device,
     )
     from torchport.port import redirect
@@ -55,6 +56,7 @@ _LAZY: dict[str, str] = {
     "explain_oom": "torchport.diagnose",
     "memory_report": "torchport.diagnose",
     "pick_device": "torchport.place",
+    "pick_device_with_reason": "torchport.place",
     "redirect": "torchport.port",
     "strict": "torchport.diagnose",
     "to_device": "torchport.place",
@@ -80,6 +82,7 @@ __all__ = [
     "explain_oom",
     "memory_report",
     "pick_device",
+    "pick_device_with_reason",
     "redirect",
     "strict",
     "to_device",
