@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from torchport.check._placement import _Plan, device_at, device_expr, torch_at
+from torchport.check._placement import _Plan, device_at, device_expr, is_import_block, torch_at
 from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._scope import ScopeMap
 from torchport.check._source import SourceText
@@ -64,18 +64,6 @@ def _target_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Starred):
         return _target_names(target.value)
     return []
-
-
-def _is_import_block(stmt: ast.stmt) -> bool:
-    """An import, or a ``try``/``if`` that only imports (optional dependencies)."""
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return True
-    if isinstance(stmt, (ast.Try, ast.If)):
-        parts = [*stmt.body, *stmt.orelse]
-        if isinstance(stmt, ast.Try):
-            parts += [s for handler in stmt.handlers for s in handler.body]
-        return all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass)) for s in parts)
-    return False
 
 
 class Context(SourceText):
@@ -123,7 +111,7 @@ class Context(SourceText):
                 self._aliases[local] = qualified
                 if qualified == "torch" and self._torch_stmt is None:
                     self._torch_stmt = stmt
-        elif _is_import_block(stmt):
+        elif is_import_block(stmt):
             for inner in ast.iter_child_nodes(stmt):
                 if isinstance(inner, ast.stmt):
                     self._scan_imports(inner)

@@ -38,6 +38,7 @@ __all__ = [
     "device_at",
     "device_expr",
     "device_line",
+    "is_import_block",
     "means_accelerator",
     "torch_at",
 ]
@@ -67,7 +68,7 @@ def _is_docstring(stmt: ast.stmt) -> bool:
     )
 
 
-def _is_import_block(stmt: ast.stmt) -> bool:
+def is_import_block(stmt: ast.stmt) -> bool:
     """An import, or a ``try``/``if`` that only imports (optional dependencies)."""
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         return True
@@ -83,7 +84,7 @@ def _leading_end(body: list[ast.stmt]) -> int:
     """Index of the last statement of the module's leading docstring-and-imports block (-1)."""
     last = -1
     for i, stmt in enumerate(body):
-        if (i == 0 and _is_docstring(stmt)) or _is_import_block(stmt):
+        if (i == 0 and _is_docstring(stmt)) or is_import_block(stmt):
             last = i
         else:
             break

@@ -120,23 +120,34 @@ class _Planner:
             return
         move = BatchMove(func, loader=False)
         for name in wanted:
-            if not self._tensor_evidence(name, scope):
-                continue
-            kind = self._kind(name, scope.nodes)
-            if kind == "container":
-                containers.add(name)
-            elif kind == "dict":
-                move.dicts.append(name)
-            elif kind == "tensor":
-                move.tensors.append(name)
-            else:
-                self.plan.unportable[id(func)] = (
-                    func,
-                    f"cannot tell whether the argument `{name}` is a tensor or a list of "
-                    f"tensors: move it to `device` yourself",
-                )
+            if self._tensor_evidence(name, scope):
+                kind = self._kind(name, scope.nodes)
+                self._sort(func, move, name, kind, "argument", containers)
         if move.tensors or move.dicts:
             self.plan.moves[id(func)] = move
+
+    def _sort(
+        self,
+        node: ast.AST,
+        move: BatchMove,
+        name: str,
+        kind: str,
+        what: str,
+        containers: set[str],
+    ) -> None:
+        """File ``name`` by kind: a container to unpack, a dict or tensor to move, or unknown."""
+        if kind == "container":
+            containers.add(name)
+        elif kind == "dict":
+            move.dicts.append(name)
+        elif kind == "tensor":
+            move.tensors.append(name)
+        else:
+            self.plan.unportable[id(node)] = (
+                node,
+                f"cannot tell whether the {what} `{name}` is a tensor or a list of "
+                f"tensors: move it to `device` yourself",
+            )
 
     def _tensor_evidence(self, name: str, scope: PortScope) -> bool:
         parents = self.facts.parents
@@ -269,18 +280,7 @@ class _Planner:
         move = BatchMove(node)
         for name in wanted:
             kind = "tensor" if unpacks else self._kind(name, scope.nodes)
-            if kind == "container":
-                containers.add(name)
-            elif kind == "dict":
-                move.dicts.append(name)
-            elif kind == "tensor":
-                move.tensors.append(name)
-            else:
-                self.plan.unportable[id(node)] = (
-                    node,
-                    f"cannot tell whether the batch `{name}` is a tensor or a list of "
-                    f"tensors: move it to `device` yourself",
-                )
+            self._sort(node, move, name, kind, "batch", containers)
         if move.tensors or move.dicts:
             self.plan.moves[id(node)] = move
 
