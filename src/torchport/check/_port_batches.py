@@ -128,7 +128,7 @@ class _Planner:
 
     def _sort(
         self,
-        node: ast.AST,
+        node: ast.stmt,
         move: BatchMove,
         name: str,
         kind: str,
