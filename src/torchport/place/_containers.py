@@ -47,10 +47,8 @@ into an ``UnsupportedBatchError`` naming the path.
 from __future__ import annotations
 
 import collections
-import copy
 import dataclasses
 import enum
-import functools
 import operator
 import types
 import warnings
@@ -59,6 +57,14 @@ from typing import Any, NamedTuple
 
 import optree
 import torch
+
+from torchport.place._copying import (
+    RebuildRefused,
+    copied_as_dict,
+    copy_state,
+    drop_cached,
+    shallow_copy,
+)
 
 __all__ = [
     "GENERIC_MAPPINGS",
@@ -88,12 +94,6 @@ class _Recipe(NamedTuple):
 
 # Mapping types rebuilt through their constructor; skip_keys looks inside them.
 GENERIC_MAPPINGS: set[type] = set()
-_SLOTS: dict[type, tuple[str, ...]] = {}
-_CACHED: dict[type, tuple[str, ...]] = {}
-
-
-class RebuildRefused(Exception):
-    """A container cannot be rebuilt faithfully around new children; the message says why."""
 
 
 class SetItemEntry(optree.PyTreeEntry):
@@ -231,98 +231,6 @@ def _recipe(cls: type) -> _Recipe | None:
     return None
 
 
-# --- copying an instance's own state --------------------------------------------------
-
-
-def _copy_state(old: Any, new: Any) -> None:
-    """Copy ``old``'s instance attributes (``__dict__`` and slots) onto ``new``, as they are."""
-    cls = type(old)
-    try:
-        state = object.__getattribute__(old, "__dict__")
-    except AttributeError:
-        pass
-    else:
-        if state:
-            object.__getattribute__(new, "__dict__").update(state)
-            _drop_cached(cls, new)
-    for name in _slot_names(cls):
-        try:
-            value = object.__getattribute__(old, name)
-        except AttributeError:  # an empty slot stays empty
-            continue
-        object.__setattr__(new, name, value)
-
-
-def _shallow_copy(obj: Any) -> Any:
-    """``copy.copy(obj)``, refused when it would not give a separate object of the same type."""
-    try:
-        new = copy.copy(obj)
-    except Exception as exc:
-        raise RebuildRefused(
-            f"copy.copy raised {type(exc).__name__}: {exc}; torchport copies the object "
-            "instead of calling its constructor"
-        ) from exc
-    if new is obj or type(new) is not type(obj):
-        found = "the object itself" if new is obj else f"a {type(new).__name__}"
-        raise RebuildRefused(
-            f"copy.copy returned {found}, so its children cannot be replaced without "
-            "changing the original"
-        )
-    return new
-
-
-def _copied_as_dict(cls: type, fields: tuple[str, ...]) -> bool:
-    """Whether ``copy.copy`` of a ``cls`` is ``object.__new__(cls)`` plus its ``__dict__``.
-
-    True when nothing customises copying or construction, the instances keep
-    all state in ``__dict__`` (no slots) and no field is a data descriptor, so
-    fields may be written straight into the new ``__dict__``.
-    """
-    return (
-        getattr(cls, "__new__", None) is object.__new__
-        and getattr(cls, "__copy__", None) is None
-        and getattr(cls, "__reduce_ex__", None) is object.__reduce_ex__
-        and getattr(cls, "__reduce__", None) is object.__reduce__
-        and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None)
-        and getattr(cls, "__setstate__", None) is None
-        and any("__dict__" in vars(base) for base in cls.__mro__)
-        and not _slot_names(cls)
-        and not any(hasattr(type(getattr(cls, name, None)), "__set__") for name in fields)
-    )
-
-
-def _slot_names(cls: type) -> tuple[str, ...]:
-    names = _SLOTS.get(cls)
-    if names is None:
-        found: list[str] = []
-        for base in cls.__mro__:
-            slots = vars(base).get("__slots__", ())
-            for name in (slots,) if isinstance(slots, str) else slots:
-                if name in ("__dict__", "__weakref__"):
-                    continue
-                if name.startswith("__") and not name.endswith("__"):
-                    name = f"_{base.__name__.lstrip('_')}{name}"  # name mangling
-                found.append(name)
-        names = _SLOTS[cls] = tuple(found)
-    return names
-
-
-def _drop_cached(cls: type, new: Any) -> None:
-    """Forget ``cached_property`` values: they were computed from the old children."""
-    names = _CACHED.get(cls)
-    if names is None:
-        names = _CACHED[cls] = tuple(
-            name
-            for base in cls.__mro__
-            for name, value in vars(base).items()
-            if isinstance(value, functools.cached_property)
-        )
-    if names:
-        state = object.__getattribute__(new, "__dict__")
-        for name in names:
-            state.pop(name, None)
-
-
 # --- the recipes -------------------------------------------------------------------------
 
 
@@ -333,7 +241,7 @@ def _dataclass(cls: type) -> _Recipe:
     # A non-frozen dataclass with its own __setattr__ (transformers' ModelOutput mirrors
     # each field in a dict item) keeps its invariants only if fields are set through it.
     own_setattr = not frozen and getattr(cls, "__setattr__", None) is not object.__setattr__
-    in_dict = not own_setattr and _copied_as_dict(cls, names)
+    in_dict = not own_setattr and copied_as_dict(cls, names)
     # A dataclass that is also a dict may mirror fields in items that its copy still
     # holds with the old values.
     setitem: Any = None
@@ -362,7 +270,7 @@ def _dataclass(cls: type) -> _Recipe:
             state.update(obj.__dict__)
             state.update(zip(fields, values, strict=True))  # frozen ones too
         else:
-            new = _shallow_copy(obj)
+            new = shallow_copy(obj)
             assign = setattr if own_setattr else object.__setattr__  # object's: frozen too
             for name, value in zip(fields, values, strict=True):
                 assign(new, name, value)
@@ -371,7 +279,7 @@ def _dataclass(cls: type) -> _Recipe:
                     if dict.get(new, name, _MISSING) is before and value is not before:
                         setitem(new, name, value)
         if hasattr(new, "__dict__"):
-            _drop_cached(cls, new)
+            drop_cached(cls, new)
         return new
 
     return _Recipe(flatten, unflatten, optree.DataclassEntry)
@@ -393,10 +301,10 @@ def _attribute_child(cls: type, attribute: str) -> _Recipe:
 
     def unflatten(obj: Any, children: Any) -> Any:
         if own_copy:
-            new = _shallow_copy(obj)
+            new = shallow_copy(obj)
         else:  # what UserDict.__copy__ does, minus copying the items we replace
             new = object.__new__(cls)
-            _copy_state(obj, new)
+            copy_state(obj, new)
         vars(new)[attribute] = children[0]
         return new
 
@@ -430,11 +338,11 @@ def _set(cls: type) -> _Recipe:
             new = base(values)
         elif base is frozenset:
             new = frozenset.__new__(cls, values)
-            _copy_state(obj, new)
+            copy_state(obj, new)
         else:
             new = set.__new__(cls)
             set.update(new, values)
-            _copy_state(obj, new)
+            copy_state(obj, new)
         if len(new) != len(values):
             raise RebuildRefused(
                 f"its {len(values)} items became {len(new)}: some compare equal once moved"
@@ -464,7 +372,7 @@ def _dict(cls: type, base: type) -> _Recipe:
                 setitem(new, key, value)
         else:
             dict.update(new, zip(keys, values, strict=True))
-        _copy_state(obj, new)
+        copy_state(obj, new)
         return new
 
     return _Recipe(flatten, unflatten, optree.MappingEntry)
@@ -477,7 +385,7 @@ def _list(cls: type) -> _Recipe:
     def unflatten(obj: Any, values: Any) -> Any:
         new: Any = list.__new__(cls)
         list.extend(new, values)
-        _copy_state(obj, new)
+        copy_state(obj, new)
         return new
 
     return _Recipe(flatten, unflatten, optree.SequenceEntry)
@@ -489,7 +397,7 @@ def _tuple(cls: type) -> _Recipe:
 
     def unflatten(obj: Any, values: Any) -> Any:
         new: Any = tuple.__new__(cls, values)
-        _copy_state(obj, new)
+        copy_state(obj, new)
         return new
 
     return _Recipe(flatten, unflatten, optree.SequenceEntry)
@@ -502,7 +410,7 @@ def _deque(cls: type) -> _Recipe:
     def unflatten(obj: Any, values: Any) -> Any:
         new: Any = collections.deque.__new__(cls)
         collections.deque.__init__(new, values, collections.deque.maxlen.__get__(obj))
-        _copy_state(obj, new)
+        copy_state(obj, new)
         return new
 
     return _Recipe(flatten, unflatten, optree.SequenceEntry)
