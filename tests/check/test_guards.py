@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
@@ -12,29 +13,8 @@ from torchport.check import check_source
 from torchport.check._context import Context
 from torchport.check._guards import Guard, device_guard
 
-
-def _at(source: str, marker: str) -> tuple[ast.expr, Context]:
-    """The expression ``marker(...)``'s argument, with a Context whose ancestors lead to it."""
-    tree = ast.parse(source)
-    ctx = Context(source, "<test>", tree)
-    found: list[tuple[ast.expr, list[ast.AST]]] = []
-
-    def visit(node: ast.AST, chain: list[ast.AST]) -> None:
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == marker
-            and node.args
-        ):
-            found.append((node.args[0], [*chain, node]))
-        for child in ast.iter_child_nodes(node):
-            visit(child, [*chain, node])
-
-    visit(tree, [])
-    assert len(found) == 1, f"{marker} appears {len(found)} times"
-    expr, chain = found[0]
-    ctx.ancestors = chain
-    return expr, ctx
+# The `expr_at` fixture (tests/check/conftest.py): `HERE(expr)` and the walk state there.
+ExprAt = Callable[[str, str], tuple[ast.expr, Context]]
 
 
 @pytest.mark.parametrize(
@@ -69,8 +49,8 @@ def _at(source: str, marker: str) -> tuple[ast.expr, Context]:
         ('if device.type == "cuda":\n    def f(x):\n        return HERE(x)\n', None),
     ],
 )
-def test_device_guard(source: str, guard: Guard | None) -> None:
-    expr, ctx = _at(source, "HERE")
+def test_device_guard(source: str, guard: Guard | None, expr_at: ExprAt) -> None:
+    expr, ctx = expr_at(source, "HERE")
     assert device_guard(expr, ctx) is guard
 
 

@@ -3,35 +3,15 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 import pytest
 
 from torchport.check._context import Context
 from torchport.check._residence import known_device_object, known_on_cpu, known_on_device
 
-
-def _at(source: str, marker: str) -> tuple[ast.expr, Context]:
-    """The expression ``marker(...)``'s argument, with a Context whose ancestors lead to it."""
-    tree = ast.parse(source)
-    ctx = Context(source, "<test>", tree)
-    found: list[tuple[ast.expr, list[ast.AST]]] = []
-
-    def visit(node: ast.AST, chain: list[ast.AST]) -> None:
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == marker
-            and node.args
-        ):
-            found.append((node.args[0], [*chain, node]))
-        for child in ast.iter_child_nodes(node):
-            visit(child, [*chain, node])
-
-    visit(tree, [])
-    assert len(found) == 1, f"{marker} appears {len(found)} times"
-    expr, chain = found[0]
-    ctx.ancestors = chain
-    return expr, ctx
+# The `expr_at` fixture (tests/check/conftest.py): `HERE(expr)` and the walk state there.
+ExprAt = Callable[[str, str], tuple[ast.expr, Context]]
 
 
 @pytest.mark.parametrize(
@@ -52,8 +32,8 @@ def _at(source: str, marker: str) -> tuple[ast.expr, Context]:
         ("out = model(x).cpu()\nif ok:\n    out = out.cuda()\nHERE(out)\n", False, False),
     ],
 )
-def test_placement(source: str, cpu: bool, device: bool) -> None:
-    expr, ctx = _at(source, "HERE")
+def test_placement(source: str, cpu: bool, device: bool, expr_at: ExprAt) -> None:
+    expr, ctx = expr_at(source, "HERE")
     assert known_on_cpu(expr, ctx) is cpu
     assert known_on_device(expr, ctx) is device
 
@@ -69,6 +49,6 @@ def test_placement(source: str, cpu: bool, device: bool) -> None:
         ('d = "cuda"\nHERE(d)\n', False),
     ],
 )
-def test_known_device_object(source: str, expected: bool) -> None:
-    expr, ctx = _at(source, "HERE")
+def test_known_device_object(source: str, expected: bool, expr_at: ExprAt) -> None:
+    expr, ctx = expr_at(source, "HERE")
     assert known_device_object(expr, ctx) is expected
