@@ -20,6 +20,9 @@ The TP5xx rules then move what reaches a sink at its source: the batch where a
 loop binds it (:mod:`torchport.check._port_batches`), the tensor where a
 factory builds it, the model where it is constructed. Methods of ``nn.Module``
 classes are not scopes here: their tensors follow the module's inputs.
+
+The device values, sinks and reach are worked out by
+:class:`~torchport.check._port_flow.DeviceFlow`, which :class:`PortFacts` extends.
 """
 
 from __future__ import annotations
