@@ -145,6 +145,23 @@ def test_dataclass_with_another_init_is_copied_not_constructed() -> None:
     assert type(out) is OtherInit and on_meta(out.x) and out.scale == 2
 
 
+@dataclasses.dataclass(frozen=True)
+class _Frozen:
+    a: torch.Tensor
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_tensors_set_after_construction_move_with_the_fields(frozen: bool) -> None:
+    obj: Any = _Frozen(torch.ones(2)) if frozen else OtherInit([1.0, 2.0])
+    object.__setattr__(obj, "extra", torch.zeros(3))
+    object.__setattr__(obj, "tag", "kept")
+    out = tp.to_device([obj, obj.extra], "meta")
+    assert on_meta(out[0].extra) and out[0].tag == "kept"
+    assert out[0].extra is out[1]  # shared with the rest of the batch, copied once
+    assert obj.extra.device.type == "cpu"  # the input is left as it was
+    assert tp.to_device(obj, "cpu").extra is obj.extra  # a no-op stays a no-op
+
+
 class ModelOutput(collections.OrderedDict[str, Any]):
     """A stand-in faithful to transformers' ``ModelOutput``: a dataclass base that is an
     OrderedDict mirroring each non-None field in an item."""

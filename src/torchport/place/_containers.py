@@ -37,9 +37,11 @@ How each kind is rebuilt:
   could see one).
 
 A set whose items become equal once rebuilt (so it would shrink) is an error.
-In every copy, instance attributes other than the children are carried over as
-they are (not walked), except ``functools.cached_property`` values, which are
-dropped so they are computed again from the moved children. A rebuild that
+A dataclass's tensors set directly as attributes after construction
+(``out.extra = t``) are children too, so they move with the fields. In every
+copy, other instance attributes are carried over as they are (not walked),
+except ``functools.cached_property`` values, which are dropped so they are
+computed again from the moved children. A rebuild that
 cannot be done faithfully raises :class:`RebuildRefused`; the walker turns it
 into an ``UnsupportedBatchError`` naming the path.
 """
@@ -236,6 +238,7 @@ def _recipe(cls: type) -> _Recipe | None:
 
 def _dataclass(cls: type) -> _Recipe:
     names = tuple(f.name for f in dataclasses.fields(cls))
+    field_names = frozenset(names)
     params = getattr(cls, "__dataclass_params__", None)
     frozen = bool(params is not None and params.frozen)
     # A non-frozen dataclass with its own __setattr__ (transformers' ModelOutput mirrors
@@ -258,6 +261,14 @@ def _dataclass(cls: type) -> _Recipe:
             if value is not _MISSING:
                 values.append(value)
                 present.append(name)
+        # A tensor set on the instance after construction (`out.extra = t`) moves with
+        # the fields: left behind, it would be a batch half on the old device.
+        state = getattr(obj, "__dict__", None)
+        if state:
+            for name, value in state.items():
+                if isinstance(value, torch.Tensor) and name not in field_names:
+                    values.append(value)
+                    present.append(name)
         fields = tuple(present)
         return values, (obj, fields, values), fields
 
