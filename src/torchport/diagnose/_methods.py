@@ -20,9 +20,9 @@ The wrappers must not change what the program does:
   audited; the compiled code runs audited afterwards, op by op.
 * A warning that torch's C++ code raises is attributed to the innermost Python
   frame, which would be the wrapper. The wrappers of calls that warn
-  (:data:`._ops.MAY_WARN`), and every wrapper while CUDA's sync debug mode is on,
-  record the warnings and re-issue them at their caller's line, with the caller's
-  filters and once-registry.
+  (:data:`._ops.MAY_WARN`, when their arguments can), and every wrapper while
+  CUDA's sync debug mode is on, record the warnings and re-issue them at their
+  caller's line, with the caller's filters and once-registry.
 
 The wrappers are process-wide, but record only for the audits active in the
 calling thread (a thread-local stack), so other threads pass straight through.
@@ -91,9 +91,11 @@ def _observers() -> list[Observer]:
     return observers
 
 
-def _matches(entry: OpEntry, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _matches(
+    applies: Callable[[Any, Any], bool], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> bool:
     try:
-        return entry.matches(args, kwargs)
+        return bool(applies(args, kwargs))
     except Exception:  # odd arguments: the call itself will say what is wrong with them
         return False
 
@@ -110,7 +112,8 @@ def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) ->
                 caller.f_lineno or 0,
                 module=module_globals.get("__name__"),
                 registry=module_globals.setdefault("__warningregistry__", {}),
-                module_globals=module_globals,
+                # no module_globals: for `python -c` code its loader (BuiltinImporter)
+                # raises ImportError when asked for the source line
             )
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
@@ -130,8 +133,10 @@ _sync_debug_mode: Callable[[], int] = (
 )
 
 
-def _call(original: Callable[..., Any], args: Any, kwargs: Any, warns: bool) -> Any:
-    if not warns and not _sync_debug_mode():
+def _call(
+    original: Callable[..., Any], args: Any, kwargs: Any, warns: Callable[[Any], bool] | None
+) -> Any:
+    if (warns is None or not warns(args)) and not _sync_debug_mode():
         return original(*args, **kwargs)
     # Record, then re-issue at the caller: the filters (and "error") apply there.
     with warnings.catch_warnings(record=True) as caught:
@@ -147,7 +152,8 @@ _NO_ATEN_OPS = frozenset({torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.
 
 
 def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
-    warns = original in _ops.MAY_WARN
+    warns = _ops.MAY_WARN.get(original)
+    applies = entry.applies
     # .item(), bool(t), printing run aten ops the mode would see and ignore; copies made
     # by torch.tensor(..., device=) and no-op moves never reach it
     lifts = entry.kind is not _ops.OpKind.TRANSFER and original not in _NO_ATEN_OPS
@@ -155,7 +161,7 @@ def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
     @functools.wraps(original)
     def watched(*args: Any, **kwargs: Any) -> Any:
         observers = getattr(_local, "observers", None)
-        if not observers or not _matches(entry, args, kwargs):
+        if not observers or (applies is not None and not _matches(applies, args, kwargs)):
             return _call(original, args, kwargs, warns)
         if lifts and len(observers) == 1:
             # The common case, one audit: its dispatch mode steps off the stack while the

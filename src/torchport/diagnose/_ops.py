@@ -11,7 +11,10 @@ Two levels exist because some host synchronizations never reach the dispatcher a
 one op (``Tensor.tolist`` and ``Tensor.numpy`` of a CPU tensor, printing) while
 others exist only there (``nonzero`` inside ``torch.where(cond)``). When a
 Python-level entry matches, the audit ignores the aten ops it runs, so ``.item()``
-counts once, as ``.item()``.
+counts once, as ``.item()``. Indexing by a boolean mask is known at both levels:
+``x[mask]`` matches at the Python level, which keeps the op off the dispatch mode
+(most of its cost under audit); ``x[mask, index_tensor]`` and what other code
+calls ``aten::index`` with still count there.
 
 The Python level also sees copies that a CPU run never makes but an accelerator run
 would: ``x.to(device)`` and ``out.cpu()`` of a CPU tensor return it unchanged here
@@ -128,6 +131,8 @@ def _no_output_size(args: _Args, kwargs: _Kwargs) -> bool:
 
 _SCALAR_READ = "scalar read"
 _SHAPE = "data-dependent shape"
+_MASK_INDEX = f"{_SHAPE} (boolean-mask indexing)"
+_MASK_ASSIGN = "boolean-mask assignment (x[mask] = v)"
 
 # packet name -> entry; an overload name ("repeat_interleave.Tensor") wins over its packet
 _ATEN: dict[str, OpEntry] = {
@@ -152,15 +157,11 @@ _ATEN: dict[str, OpEntry] = {
     "repeat_interleave.self_Tensor": OpEntry(
         OpKind.SHAPE_SYNC, f"{_SHAPE} (repeat_interleave, tensor repeats)", _no_output_size
     ),
-    "index.Tensor": OpEntry(
-        OpKind.SHAPE_SYNC, f"{_SHAPE} (boolean-mask indexing)", _has_bool_index
-    ),
+    "index.Tensor": OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, _has_bool_index),
     "allclose": OpEntry(OpKind.SYNC, "torch.allclose (returns a Python bool)"),
-    "index_put_": OpEntry(OpKind.SYNC, "boolean-mask assignment (x[mask] = v)", _has_bool_index),
-    "index_put": OpEntry(OpKind.SYNC, "boolean-mask assignment (x[mask] = v)", _has_bool_index),
-    "_index_put_impl_": OpEntry(
-        OpKind.SYNC, "boolean-mask assignment (x[mask] = v)", _has_bool_index
-    ),
+    "index_put_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _has_bool_index),
+    "index_put": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _has_bool_index),
+    "_index_put_impl_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _has_bool_index),
 }
 
 
@@ -240,6 +241,33 @@ def stays_on_host(args: _Args, kwargs: _Kwargs) -> bool:
     return device is not None and device.type == _HOST
 
 
+# What may sit beside a mask in ``x[...]`` without an aten op of its own that the
+# audit would record: ints, slices, None and Ellipsis only make views.
+_PLAIN_INDEX = (int, slice, type(None), type(Ellipsis))
+
+
+def _indexes_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
+    """``x[mask]``, ``x[mask, 1:3]``, ``x[mask] = v``: a boolean mask and plain indices only.
+
+    Any other tensor in the index (an index tensor, a 0-dim tensor read as an int)
+    leaves the call to the dispatch level, which sees each of its ops.
+    """
+    index = args[1]
+    if isinstance(index, torch.Tensor):
+        return index.dtype in _MASK_DTYPES
+    if type(index) is not tuple:
+        return False
+    masked = False
+    for part in index:
+        if isinstance(part, torch.Tensor):
+            if part.dtype not in _MASK_DTYPES:
+                return False
+            masked = True
+        elif not isinstance(part, _PLAIN_INDEX):
+            return False
+    return masked
+
+
 def _cpu_stays(args: _Args, kwargs: _Kwargs) -> bool:
     tensor = args[0]
     return isinstance(tensor, torch.Tensor) and tensor.is_cpu
@@ -261,6 +289,10 @@ METHOD_TABLE: Mapping[Any, OpEntry] = {
     torch.Tensor.__complex__: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (complex(tensor))"),
     torch.Tensor.__contains__: OpEntry(OpKind.SYNC, f"{_SCALAR_READ} (value in tensor)"),
     torch.Tensor.__repr__: OpEntry(OpKind.SYNC, "printing a tensor (repr/str/print)"),
+    # the aten level sees these too (index.Tensor, index_put_); here the audit's mode
+    # steps off the stack while they run, which is most of what they would cost it
+    torch.Tensor.__getitem__: OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, _indexes_by_mask),
+    torch.Tensor.__setitem__: OpEntry(OpKind.SYNC, _MASK_ASSIGN, _indexes_by_mask),
     torch.Tensor.__format__: OpEntry(OpKind.SYNC, "formatting a tensor (f-string / format)"),
     torch.Tensor.to: OpEntry(OpKind.TRANSFER, "copy (.to(device))", stays_on_host),
     torch.Tensor.cpu: OpEntry(OpKind.TRANSFER, "copy (.cpu())", _cpu_stays),
@@ -278,11 +310,33 @@ METHOD_TABLE: Mapping[Any, OpEntry] = {
     ),
 }
 
-# Python-level calls through which warnings of torch's C++ code surface: torch.tensor
-# warns when copy-constructing from a tensor. ._methods re-issues those at the caller.
-MAY_WARN: frozenset[Any] = frozenset(
-    {torch.tensor, torch.as_tensor, torch.asarray, torch.Tensor.new_tensor}
-)
+
+def _uint8_index(args: _Args) -> bool:
+    """An index holding a ``uint8`` mask, which torch warns is deprecated."""
+    index = args[1] if len(args) > 1 else None
+    if isinstance(index, torch.Tensor):
+        return index.dtype is torch.uint8
+    return type(index) is tuple and any(
+        isinstance(part, torch.Tensor) and part.dtype is torch.uint8 for part in index
+    )
+
+
+def _always(args: _Args) -> bool:
+    return True
+
+
+# Python-level calls through which warnings of torch's C++ code surface, and when:
+# torch.tensor warns when copy-constructing from a tensor, indexing when the mask is
+# uint8. ._methods re-issues those at the caller (catching costs microseconds, so
+# only when the arguments can warn).
+MAY_WARN: Mapping[Any, Callable[[_Args], bool]] = {
+    torch.tensor: _always,
+    torch.as_tensor: _always,
+    torch.asarray: _always,
+    torch.Tensor.new_tensor: _always,
+    torch.Tensor.__getitem__: _uint8_index,
+    torch.Tensor.__setitem__: _uint8_index,
+}
 
 
 def method_entry(func: Any) -> OpEntry | None:

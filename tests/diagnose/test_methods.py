@@ -1,0 +1,148 @@
+"""The audit's Python-level wrappers: indexing by a boolean mask, warnings, odd callers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import torchport as tp
+
+_MASK = "boolean-mask indexing"
+_ASSIGN = "boolean-mask assignment"
+
+
+def _line_of(run: Callable[..., Any]) -> int:
+    return run.__code__.co_firstlineno
+
+
+# (index, label recorded or None): each runs on its own line of a lambda
+_INDEXES: list[tuple[str, Callable[[torch.Tensor], Any], str | None]] = [
+    ("mask", lambda x: x[x > 0], _MASK),
+    ("mask then ellipsis", lambda x: x[x > 0, ...], _MASK),
+    ("int then mask", lambda x: x.view(2, 2)[0, x.view(2, 2)[0] > 0], _MASK),
+    ("mask, None", lambda x: x[None, x > 0], _MASK),
+    ("mask and an index tensor", lambda x: x.view(2, 2)[x[:2] > 0, torch.tensor([1])], _MASK),
+    ("assign by mask", lambda x: x.clone().__setitem__(x > 0, 0.0), _ASSIGN),
+    ("assign by mask, int", lambda x: x.view(2, 2).clone().__setitem__((x[:2] > 0, 0), 1), _ASSIGN),
+    ("int", lambda x: x[1], None),
+    ("slice", lambda x: x[1:3], None),
+    ("index tensor", lambda x: x[torch.tensor([0, 2])], None),
+    ("list of bools", lambda x: x[[True, False, True, False]], _MASK),
+    ("assign by slice", lambda x: x.clone().__setitem__(slice(0, 2), 0.0), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "run", "label"), _INDEXES, ids=[c[0] for c in _INDEXES])
+def test_indexing_is_recorded_once_when_a_boolean_mask_decides_the_shape(
+    name: str, run: Callable[[torch.Tensor], Any], label: str | None
+) -> None:
+    x = torch.tensor([1.0, -2.0, 3.0, 0.5])
+    expected = run(x)
+    with tp.audit() as report:
+        got = run(x)
+    if isinstance(expected, torch.Tensor):
+        torch.testing.assert_close(got, expected)
+    syncs = [e for e in report.syncs if e.line == _line_of(run)]
+    if label is None:
+        assert syncs == [], report.entries
+        return
+    assert [(e.count, e.file, e.device) for e in syncs] == [(1, __file__, "cpu")]
+    assert label in syncs[0].label
+
+
+def test_a_uint8_mask_warns_at_the_users_line_and_is_recorded() -> None:
+    x = torch.tensor([1.0, -2.0, 3.0])
+    with tp.audit() as report, pytest.warns(UserWarning, match="uint8") as caught:
+        x[(x > 0).to(torch.uint8)]
+        line = sys._getframe().f_lineno - 1
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+    assert [(e.line, e.count) for e in report.syncs] == [(line, 1)]
+
+
+def test_a_failing_index_leaves_the_audit_recording() -> None:
+    x = torch.tensor([1.0, -2.0, 3.0])
+    with tp.audit() as report:
+        with pytest.raises(IndexError):
+            x[torch.tensor([True, False])]  # the wrong length
+        x.nonzero()
+        line = sys._getframe().f_lineno - 1
+    assert [e.line for e in report.syncs] == [line]
+
+
+class _Logged(torch.Tensor):
+    """A tensor subclass that sees each torch function called on it."""
+
+    seen: ClassVar[list[str]] = []
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        cls.seen.append(getattr(func, "__name__", repr(func)))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_a_tensor_subclass_still_sees_its_indexing() -> None:
+    x = torch.tensor([1.0, -2.0, 3.0]).as_subclass(_Logged)
+    mask = torch.tensor([True, False, True])
+    _Logged.seen.clear()
+    with tp.audit() as report:
+        got = x[mask]
+    assert type(got) is _Logged and got.tolist() == [1.0, 3.0]
+    assert "__getitem__" in _Logged.seen
+    assert [_MASK in e.label for e in report.syncs] == [True]
+
+
+class _Counting(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_users_mode_above_the_audit_still_sees_a_masked_index() -> None:
+    x = torch.tensor([1.0, -2.0, 3.0])
+    mask = x > 0
+    with tp.audit() as report, _Counting() as mine:
+        x[mask]
+    assert mine.ops == ["aten.index.Tensor"]
+    assert len(report.syncs) == 1
+
+
+def test_indexing_is_torch_s_own_again_after_the_audit() -> None:
+    before = torch.Tensor.__getitem__, torch.Tensor.__setitem__
+    with tp.audit():
+        assert torch.Tensor.__getitem__ is not before[0]
+    assert (torch.Tensor.__getitem__, torch.Tensor.__setitem__) == before
+    assert "__getitem__" not in vars(torch.Tensor)
+
+
+def test_warnings_under_audit_in_python_dash_c_code_do_not_crash() -> None:
+    # `python -c` code has BuiltinImporter as its loader, which cannot give a source line
+    code = textwrap.dedent(
+        """
+        import torch, torchport as tp
+        x = torch.ones(3)
+        with tp.audit():
+            torch.tensor(x)
+        print("ran")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ran"
+    assert "<string>:5: UserWarning: To copy construct" in done.stderr
