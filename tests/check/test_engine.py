@@ -15,6 +15,7 @@ from torchport.check import check_source, fix_source
 from torchport.check._context import Context
 from torchport.check._engine import RuleSet, check_text
 from torchport.check._fix import _Accepted, _overlaps, fix_text
+from torchport.check._match import called
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 from torchport.check._select import select_rules
 from torchport.errors import ConfigError
@@ -344,3 +345,86 @@ def test_conflict_index_agrees_with_pairwise_check(edits: list[Edit]) -> None:
             accepted.add(edit)
             brute.append(edit)
     assert accepted.edits == sorted(brute)
+
+
+class LoadCalls(Rule):
+    """What it does: test rule: reports every call it is handed (``load`` calls, by name)."""
+
+    code = "TP9997"
+    name = "test-load-calls"
+    message = "load"
+    node_types = (ast.Call,)
+    call_attrs: ClassVar[frozenset[str] | None] = frozenset({"load"})
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        yield ctx.finding(self, node, message=ctx.segment(node))
+
+
+class TorchLoads(Rule):
+    """What it does: test rule: reports calls of ``torch.load`` however they are named."""
+
+    code = "TP9998"
+    name = "test-torch-loads"
+    message = "torch.load"
+    node_types = (ast.Call,)
+    call_attrs: ClassVar[frozenset[str] | None] = frozenset({"load"})
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        if called(node, ctx, frozenset({"load"})) == "torch.load":
+            yield ctx.finding(self, node)
+
+
+class EveryTorchLoad(TorchLoads):
+    """What it does: ``TorchLoads`` handed every call."""
+
+    code = "TP9999"
+    call_attrs = None
+
+
+def test_calls_reach_a_rule_by_method_name_import_or_callee_shape() -> None:
+    source = (
+        "from torch import load as ld\n"
+        "import torch\n"
+        "ld(a)\nload(b)\ntorch.load(c)\nx.load()\nfoo(d)\nx.save(e)\nfs[0](f)\nmake()(g)\n"
+        "def inner():\n    from torch import load as lo\n    lo(h)\n"
+    )
+    found = check_text(source, "s.py", RuleSet([LoadCalls])).findings
+    assert [f.message for f in found] == [
+        "ld(a)",
+        "load(b)",
+        "torch.load(c)",
+        "x.load()",
+        "fs[0](f)",
+        "make()(g)",
+        "lo(h)",
+    ]
+
+
+_IMPORTS = st.sampled_from(
+    [
+        "import torch",
+        "import torch as th",
+        "from torch import load",
+        "from torch import load as ld",
+        "from torch import save as load",
+        "from pickle import load",
+        "from torch import *",
+    ]
+)
+_CALLS = st.sampled_from(
+    ["load(x)", "ld(x)", "th.load(x)", "torch.load(x)", "x.load()", "make()(x)", "save(x)"]
+)
+
+
+@given(st.lists(st.one_of(_IMPORTS, _CALLS), min_size=1, max_size=8), st.booleans())
+def test_dispatch_by_callee_name_loses_no_call_a_rule_acts_on(
+    lines: list[str], in_function: bool
+) -> None:
+    body = "".join(f"{line}\n" for line in lines)
+    if in_function:
+        body = "def f():\n" + "".join(f"    {line}\n" for line in lines)
+    by_name = check_text(body, "s.py", RuleSet([TorchLoads])).findings
+    every = check_text(body, "s.py", RuleSet([EveryTorchLoad])).findings
+    assert [(f.line, f.col) for f in by_name] == [(f.line, f.col) for f in every]

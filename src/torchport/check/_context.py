@@ -189,6 +189,11 @@ class Context(SourceText):
     # ------------------------------------------------------------ where we are
 
     @property
+    def import_aliases(self) -> dict[str, str]:
+        """Local name -> what it imports, as known at this point of the walk (live, not a copy)."""
+        return self._aliases
+
+    @property
     def parent(self) -> ast.AST | None:
         """The node that directly encloses the one being checked."""
         return self.ancestors[-1] if self.ancestors else None

@@ -7,7 +7,12 @@ built once per rule set), then does what ``ctx.enter(node)`` does (inlined: two
 calls per node were a tenth of the walk), walks the children and does what
 ``ctx.leave(node)`` does. Expression contexts (``Load``/``Store``) and operator
 nodes (``Add``, ``Eq`` ...) are not visited unless a rule asks for their type:
-they carry no position and nearly halve the number of nodes.
+they carry no position and nearly halve the number of nodes. Leaves no rule or
+hook wants (``Name``, most often) are not pushed either: a third of what is left.
+
+Calls go to the rules that can care about them: ``recv.attr(...)`` by ``attr`` and
+a bare ``name(...)`` by what ``name`` imports (its last part, ``load`` for
+``from torch import load as ld``) or by ``name`` itself; see ``Rule.call_attrs``.
 
 A rule that raises is a bug in torchport, not in the checked code: the engine
 records a :class:`RuleFailure` naming the rule and the file, turns that rule off
@@ -61,6 +66,18 @@ _COMPOUND: tuple[type[ast.AST], ...] = (
     *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 )
 _LEAVE = object()  # stack marker: the node below it is finished
+# Node classes with no child nodes: the walk need not push one unless a rule or a
+# hook wants its type (no position is lost: nothing below them to be an ancestor of).
+_LEAVES: tuple[type[ast.AST], ...] = (
+    ast.Name,
+    ast.Constant,
+    ast.alias,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+    ast.Global,
+    ast.Nonlocal,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +112,13 @@ class RuleSet:
             node_type: tuple(found) for node_type, found in dispatch.items()
         }
         self.visit_unpositioned = any(issubclass(t, _UNPOSITIONED) for t in self.dispatch)
+        hooked = {*ENTER_HOOKS, *LEAVE_HOOKS}
+        # a rule for Load/Store needs the Name above each (its one unpositioned child)
+        self.unvisited_leaves = frozenset(
+            ()
+            if self.visit_unpositioned
+            else (t for t in _LEAVES if t not in self.dispatch and t not in hooked)
+        )
         self.codes = frozenset(cls.code for cls in self.classes)
 
     def __len__(self) -> int:
@@ -159,7 +183,9 @@ def _walk(
     dispatch = ruleset.dispatch
     skip = not ruleset.visit_unpositioned
     fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
-    by_attr: dict[str, Any] = {}  # method name -> the call rules that want `recv.name(...)`
+    by_name: dict[str, Any] = {}  # callee name -> the call rules that want it
+    aliases = ctx.import_aliases  # grows in place as the walk enters imports
+    leaves = ruleset.unvisited_leaves
     # Context.enter/leave inlined (two calls per node are a tenth of the walk).
     ancestors, on_enter, on_leave = ctx.ancestors, ENTER_HOOKS, LEAVE_HOOKS
     append_ancestor, pop_ancestor = ancestors.append, ancestors.pop
@@ -176,10 +202,23 @@ def _walk(
                 hook(ctx, node)
             continue
         cls = type(node)
-        if cls is ast.Call and node.func.__class__ is ast.Attribute:
-            rules = by_attr.get(node.func.attr, _MISSING)
-            if rules is _MISSING:
-                rules = by_attr[node.func.attr] = _call_rules(dispatch, node.func.attr)
+        if cls is ast.Call:
+            func = node.func
+            if func.__class__ is ast.Attribute:
+                callee = func.attr
+            elif func.__class__ is ast.Name:
+                callee = func.id
+                imported = aliases.get(callee)
+                if imported is not None:
+                    callee = imported[imported.rfind(".") + 1 :]
+            else:
+                callee = None
+            if callee is None:
+                rules = dispatch.get(cls)
+            else:
+                rules = by_name.get(callee, _MISSING)
+                if rules is _MISSING:
+                    rules = by_name[callee] = _call_rules(dispatch, callee)
         else:
             rules = dispatch.get(cls)
         if rules is not None:
@@ -204,7 +243,7 @@ def _walk(
                     dispatch = {
                         t: tuple(r for r in rs if r is not rule) for t, rs in dispatch.items()
                     }
-                    by_attr = {}
+                    by_name = {}
         append_ancestor(node)
         hook = on_enter.get(cls)
         if hook is not None:
@@ -219,9 +258,9 @@ def _walk(
             value = getattr(node, name, None)
             if value.__class__ is list:
                 for item in value:
-                    if isinstance(item, node_class):
+                    if isinstance(item, node_class) and item.__class__ not in leaves:
                         push(item)
-            elif isinstance(value, node_class):
+            elif isinstance(value, node_class) and value.__class__ not in leaves:
                 push(value)
         if len(stack) - start > 1:
             stack[start:] = stack[: start - 1 : -1]
@@ -233,13 +272,13 @@ _MISSING: Any = object()
 
 
 def _call_rules(
-    dispatch: dict[type[ast.AST], tuple[Rule, ...]], attr: str
+    dispatch: dict[type[ast.AST], tuple[Rule, ...]], callee: str
 ) -> tuple[Rule, ...] | None:
-    """The rules a ``recv.attr(...)`` call goes to: those that want every call or ``attr``."""
+    """The rules a call of ``callee`` goes to: those that want every call or ``callee``."""
     wanted = tuple(
         rule
         for rule in dispatch.get(ast.Call, ())
-        if rule.call_attrs is None or attr in rule.call_attrs
+        if rule.call_attrs is None or callee in rule.call_attrs
     )
     return wanted or None
 

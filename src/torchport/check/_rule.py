@@ -150,11 +150,13 @@ class Rule:
     default: ClassVar[bool] = True  # False for noisy rules (all TP9xx): run only when selected
     intent: ClassVar[Intent] = Intent.DEVICE  # which `fix` applies it; see Intent
     node_types: ClassVar[tuple[type[ast.AST], ...]]
-    # For rules that look at ``ast.Call``: the method names (``x.NAME(...)``) whose
-    # calls can concern the rule, or None for every call. The engine then hands the
-    # rule a ``recv.attr(...)`` call only when ``attr`` is listed (one dict lookup per
-    # call instead of one generator per rule); bare ``name(...)`` calls and other
-    # node types always reach the rule, since an import may have renamed ``name``.
+    # For rules that look at ``ast.Call``: the callee names whose calls can concern
+    # the rule, or None for every call. The engine hands the rule ``recv.NAME(...)``
+    # and a bare ``NAME(...)`` when ``NAME`` is listed, and a bare ``alias(...)``
+    # when the last part of what ``alias`` imports is (``load`` for
+    # ``from torch import load as ld``): one dict lookup per call instead of one
+    # generator per rule. Calls of anything else (``f()(x)``, ``fs[0](x)``) and other
+    # node types always reach the rule.
     call_attrs: ClassVar[frozenset[str] | None] = None
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()

@@ -42,6 +42,7 @@ class ForceNoWeightsOnlyEnv(Rule):
         "checkpoints; pass `weights_only=False` only where you load a file you trust"
     )
     node_types = (ast.Assign, ast.Call)
+    call_attrs = frozenset(setter.rpartition(".")[2] for setter in _SETTERS)
     valid = (
         'import os\n\nos.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "0"\n',
         'import os\n\nflag = os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")\n',

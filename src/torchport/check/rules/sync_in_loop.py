@@ -46,7 +46,7 @@ class SyncInLoop(Rule):
         "instead of syncing every iteration"
     )
     node_types = (ast.Call,)
-    call_attrs = _SYNCS
+    call_attrs = _SYNCS | {"print"}  # `print(tensor)` in a loop reads it too
     valid = (
         "total = 0\nfor x in xs:\n    total += model(x).sum()\nprint(total.item())\n",
         "for k, v in d.items():\n    pass\n",

@@ -37,6 +37,7 @@ class VariableWrapper(Rule):
     )
     fix_safety = FixSafety.SAFE
     node_types = (ast.Call,)
+    call_attrs = _TAILS
     valid = ("out = model(x)\n", "from torch.autograd import grad\n\ng = grad(y, x)\n")
     invalid = (
         Example(

@@ -7,7 +7,12 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import explicit_weights_only, is_load, whole_module
+from torchport.check.rules._loading import (
+    LOAD_ATTRS,
+    explicit_weights_only,
+    is_load,
+    whole_module,
+)
 
 # Methods only a module has: `torch.load(p).eval()` loaded a module, not a tensor.
 _MODULE_METHODS = frozenset(
@@ -77,6 +82,7 @@ class WholeModelLoad(Rule):
         "`torch.serialization.safe_globals`: whole-model loads fail since PyTorch 2.6"
     )
     node_types = (ast.Call,)
+    call_attrs = LOAD_ATTRS
     valid = (
         "import torch\n\nmodel.load_state_dict(torch.load(path, weights_only=True))\n",
         "import torch\n\nmodel_state = torch.load(path)\n",

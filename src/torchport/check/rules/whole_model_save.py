@@ -35,6 +35,7 @@ class WholeModelSave(Rule):
         "`weights_only=False` or allow-listed classes"
     )
     node_types = (ast.Call,)
+    call_attrs = _SAVE
     valid = (
         "import torch\n\ntorch.save(model.state_dict(), path)\n",
         'import torch\n\ntorch.save({"model": model.state_dict(), "epoch": epoch}, path)\n',
