@@ -364,7 +364,10 @@ def test_a_failure_to_describe_an_op_never_reaches_the_program(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("bug in the audit")
 
-    monkeypatch.setattr(_ops, "read_bytes", broken)  # used for the Python-level .item()
+    class BrokenTable(dict[int, bool]):
+        get = broken  # type: ignore[assignment]
+
+    monkeypatch.setattr(_ops, "READS", BrokenTable())  # read for the Python-level .item()
     monkeypatch.setattr(_ops, "transfer_of", broken)  # used for the aten-level copy
     x = torch.ones(3)
     with tp.audit() as report:

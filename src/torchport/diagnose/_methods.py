@@ -168,15 +168,19 @@ def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
             # call runs (cheaper than letting each aten op inside reach it just to be ignored)
             observer = observers[0]
             local = observer.local
+            depth = local.quiet  # a thread-local: read once, written twice
             token = observer.lift()
-            local.quiet += 1
+            local.quiet = depth + 1
             try:
-                out = _call(original, args, kwargs, warns)
+                if warns is None and not _sync_debug_mode():
+                    out = original(*args, **kwargs)
+                else:
+                    out = _call(original, args, kwargs, warns)
             finally:
-                local.quiet -= 1
+                local.quiet = depth
                 if token is not None:
                     observer.restore(token)
-            if not local.quiet:
+            if not depth:
                 observer.observe_python(original, entry, args, kwargs, out)
             return out
         active = list(observers)

@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from types import CodeType, FrameType
-from typing import Any, cast
+from typing import Any
 
 import torch
 from torch import nn
@@ -117,14 +117,6 @@ _DEVICE_FACTS: dict[torch.device, tuple[str, bool]] = {}
 _ROUTES: dict[tuple[torch.device, torch.device], str] = {}
 
 
-def _device_facts(device: torch.device) -> tuple[str, bool]:
-    """The device's name and whether it is a host device (a read there waits for nothing)."""
-    facts = _DEVICE_FACTS.get(device)
-    if facts is None:
-        facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
-    return facts
-
-
 def _route(src: torch.device, dst: torch.device) -> str:
     route = _ROUTES.get((src, dst))
     if route is None:
@@ -195,7 +187,7 @@ class Recorder:
 
     def restore(self, token: object) -> None:
         """Push back what :meth:`lift` popped."""
-        _push_stack(cast(TorchDispatchMode, token))
+        _push_stack(token)  # type: ignore[arg-type]  # the mode lift() popped
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -253,8 +245,8 @@ class Recorder:
     ) -> None:
         """Record a watched Python-level call that has run; never raises."""
         try:
-            where, caller = self._where()
             if entry.transfer:
+                where, caller = self._where()
                 moved = _ops.transfer_of(func, args, kwargs, out)
                 if moved is None:
                     return
@@ -274,16 +266,7 @@ class Recorder:
                 self._count(key + where, nbytes)
                 return
             tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
-            name, host = _device_facts(tensor.device if tensor is not None else _CPU)
-            if host and caller == _HOST_SIDE:
-                # torch.optim's step counters and torch.utils.data's sampler tensors
-                # stay on the CPU by design, next to CUDA parameters too, so reading
-                # one predicts no wait on an accelerator.
-                return
-            nbytes = _ops.read_bytes(func, tensor) if tensor is not None else 0
-            self._count(
-                (entry.kind_name, entry.label, _ops.op_name(func), name, host, *where), nbytes
-            )
+            self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
@@ -311,48 +294,68 @@ class Recorder:
                 key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False)
                 self._count(key + where, nbytes)
                 return
-            # The same steps as observe_python, written inline (device facts, read size,
-            # op name, the stack walk, the count) to keep this per-event path to one
-            # Python call, the entry's predicate above.
             tensor = None
             for arg in args:
                 if isinstance(arg, torch.Tensor):
                     tensor = arg
                     break
-            device = tensor.device if tensor is not None else _CPU
-            facts = _DEVICE_FACTS.get(device)
-            if facts is None:
-                facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
-            nbytes = 0
-            if tensor is not None:
-                whole = _ops.READS.get(id(func))
-                if whole is not None:
-                    nbytes = tensor.element_size() * (tensor.numel() if whole else 1)
-            named = _ops.NAMES.get(id(func))
-            name = named[1] if named is not None else _ops.op_name(func)
-            frame: FrameType | None = sys._getframe(1)
-            origins = self._origins
-            where = _NO_CALLER
-            while frame is not None:
-                code = frame.f_code
-                origin = origins.get(code)
-                if origin is None:
-                    origin = origins[code] = _origin(code)
-                if origin == _USER:
-                    where = (code.co_filename, frame.f_lineno or 0, code.co_name)
-                    break
-                frame = frame.f_back
-            file, line, function = where
-            sync = (entry.kind_name, entry.label, name, facts[0], facts[1], file, line, function)
-            with self._lock:
-                slot = self.counts.get(sync)
-                if slot is None:
-                    self.counts[sync] = [1, nbytes]
-                else:
-                    slot[0] += 1
-                    slot[1] += nbytes
+            self._count_read(func, entry, tensor, sys._getframe(1), host_side=False)
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
+
+    def _count_read(
+        self,
+        func: Any,
+        entry: OpEntry,
+        tensor: torch.Tensor | None,
+        frame: FrameType | None,
+        *,
+        host_side: bool,
+    ) -> None:
+        """Count a sync of ``tensor`` at the first user frame at or above ``frame``.
+
+        The per-event path of both watchers: device facts, the stack walk, read size,
+        op name and the count, written inline (each helper call costs a few hundred
+        ns here). ``host_side``: leave out host tensors read by torch's host-side code
+        (optimizer step counters, data loading), which stay on the CPU next to
+        accelerator parameters too.
+        """
+        device = tensor.device if tensor is not None else _CPU
+        facts = _DEVICE_FACTS.get(device)
+        if facts is None:
+            facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
+        origins = self._origins
+        caller: int | None = None
+        where = _NO_CALLER
+        while frame is not None:
+            code = frame.f_code
+            origin = origins.get(code)
+            if origin is None:
+                origin = origins[code] = _origin(code)
+            if caller is None and origin != _OWN:
+                caller = origin
+            if origin == _USER:
+                where = (code.co_filename, frame.f_lineno or 0, code.co_name)
+                break
+            frame = frame.f_back
+        if host_side and facts[1] and caller == _HOST_SIDE:
+            return
+        nbytes = 0
+        if tensor is not None:
+            whole = _ops.READS.get(id(func))
+            if whole is not None:
+                nbytes = tensor.element_size() * (tensor.numel() if whole else 1)
+        named = _ops.NAMES.get(id(func))
+        name = named[1] if named is not None else _ops.op_name(func)
+        file, line, function = where
+        key = (entry.kind_name, entry.label, name, facts[0], facts[1], file, line, function)
+        with self._lock:
+            slot = self.counts.get(key)
+            if slot is None:
+                self.counts[key] = [1, nbytes]
+            else:
+                slot[0] += 1
+                slot[1] += nbytes
 
     def rows(self) -> list[tuple[str, str, str, str, bool, str, int, str, int, int]]:
         """What was counted: (kind, label, op, device, would_sync, file, line, function,
