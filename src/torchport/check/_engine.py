@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchport.check._context import ENTER_HOOKS, LEAVE_HOOKS, Context
+from torchport.check._nodes import child_fields
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
 from torchport.check._suppress import NoqaMap, parse_noqa
@@ -50,7 +51,6 @@ _UNPOSITIONED: tuple[type[ast.AST], ...] = (
     ast.unaryop,
     ast.cmpop,
 )
-_UNPOSITIONED_FIELDS = frozenset({"ctx", "op", "ops"})
 _COMPOUND: tuple[type[ast.AST], ...] = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
@@ -158,12 +158,6 @@ def ruleset_for(select: Collection[str] | None, ignore: Collection[str] | None) 
 # ---------------------------------------------------------------- the walk
 
 
-def _child_fields(cls: type[ast.AST], skip_unpositioned: bool) -> tuple[str, ...]:
-    if skip_unpositioned:
-        return tuple(name for name in cls._fields if name not in _UNPOSITIONED_FIELDS)
-    return tuple(cls._fields)
-
-
 def _statement_span(node: ast.AST, ancestors: Sequence[ast.AST]) -> tuple[int, int] | None:
     """Lines of the innermost simple statement holding ``node`` (None inside a compound header)."""
     for candidate in (node, *reversed(ancestors)):
@@ -182,7 +176,7 @@ def _walk(
     failures: list[RuleFailure] = []
     dispatch = ruleset.dispatch
     skip = not ruleset.visit_unpositioned
-    fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
+    fields_of: dict[type[ast.AST], tuple[tuple[str, ...], bool]] = {}
     by_name: dict[str, Any] = {}  # callee name -> the call rules that want it
     aliases = ctx.import_aliases  # grows in place as the walk enters imports
     leaves = ruleset.unvisited_leaves
@@ -250,17 +244,24 @@ def _walk(
             hook(ctx, node)
         push(node)
         push(_LEAVE)
-        fields = fields_of.get(cls)
-        if fields is None:
-            fields = fields_of[cls] = _child_fields(cls, skip)
+        found = fields_of.get(cls)
+        if found is None:
+            found = fields_of[cls] = child_fields(cls, unpositioned=not skip)
+        fields, exact = found
         start = len(stack)
         for name in fields:
             value = getattr(node, name, None)
+            if value is None:
+                continue
             if value.__class__ is list:
                 for item in value:
-                    if isinstance(item, node_class) and item.__class__ not in leaves:
+                    if (
+                        item is not None
+                        and item.__class__ not in leaves
+                        and (exact or isinstance(item, node_class))
+                    ):
                         push(item)
-            elif isinstance(value, node_class) and value.__class__ not in leaves:
+            elif value.__class__ not in leaves and (exact or isinstance(value, node_class)):
                 push(value)
         if len(stack) - start > 1:
             stack[start:] = stack[: start - 1 : -1]
