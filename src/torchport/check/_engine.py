@@ -120,6 +120,9 @@ class RuleSet:
             else (t for t in _LEAVES if t not in self.dispatch and t not in hooked)
         )
         self.codes = frozenset(cls.code for cls in self.classes)
+        # filled by the walks, shared by every file this set checks
+        self.by_callee: dict[str, tuple[Rule, ...] | None] = {}
+        self.fields_of: dict[type[ast.AST], tuple[tuple[str, ...], bool]] = {}
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -176,8 +179,8 @@ def _walk(
     failures: list[RuleFailure] = []
     dispatch = ruleset.dispatch
     skip = not ruleset.visit_unpositioned
-    fields_of: dict[type[ast.AST], tuple[tuple[str, ...], bool]] = {}
-    by_name: dict[str, Any] = {}  # callee name -> the call rules that want it
+    fields_of = ruleset.fields_of
+    by_name: dict[str, Any] = ruleset.by_callee  # callee name -> the call rules that want it
     aliases = ctx.import_aliases  # grows in place as the walk enters imports
     leaves = ruleset.unvisited_leaves
     # Context.enter/leave inlined (two calls per node are a tenth of the walk).

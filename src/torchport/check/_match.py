@@ -23,6 +23,7 @@ __all__ = [
     "is_cpu_target",
     "keyword",
     "method_name",
+    "names",
     "probably_module",
     "probably_tensor",
     "receiver_end",
@@ -82,6 +83,16 @@ def called(call: ast.Call, ctx: Context, attrs: frozenset[str]) -> str | None:
     elif not isinstance(func, ast.Name):
         return None
     return ctx.qualname(func)
+
+
+def names(expr: ast.expr, name: str) -> bool:
+    """Whether ``name`` appears in ``expr`` as a name or an attribute (``x.name``, ``name``)."""
+    for sub in ast.walk(expr):
+        if (isinstance(sub, ast.Attribute) and sub.attr == name) or (
+            isinstance(sub, ast.Name) and sub.id == name
+        ):
+            return True
+    return False
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:

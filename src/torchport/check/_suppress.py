@@ -34,7 +34,7 @@ string does nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 __all__ = ["NoqaMap", "parse_noqa", "unknown_codes"]
@@ -48,11 +48,13 @@ _FILE_NOQA = re.compile(
 )
 _SPLIT = re.compile(r"[\s,]+")
 _ANY = re.compile("noqa", re.IGNORECASE)
+# Each literal as one "unrolled" loop (a run of plain characters, then one escape or
+# lone quote, and again), which the regex engine takes in long strides.
 _STRING = (
-    r"""'''(?:[^\\]|\\.)*?'''|"""  # '''...'''
-    + r'"""(?:[^\\]|\\.)*?"""'  # """..."""
-    + r"""|'(?:[^'\\\n]|\\.)*'"""  # '...'
-    + r'|"(?:[^"\\\n]|\\.)*"'  # "..."
+    r"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"  # '''...'''
+    r'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'  # """..."""
+    r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"  # '...'
+    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'  # "..."
 )
 _STRINGS_OR_COMMENTS = re.compile(f"(?:{_STRING})|(?P<comment>#[^\\r\\n]*)", re.DOTALL)
 
@@ -90,31 +92,54 @@ class NoqaMap:
         return any(n in lines and _matches(lines[n], code) for n in range(first, last + 1))
 
 
-def _comments(source: str) -> Iterator[tuple[int, str, bool]]:
+def _comments(source: str) -> list[tuple[int, str, bool]]:
     """(line, text, alone on its line) of every comment that mentions noqa.
 
     One C-level regex pass that skips string literals (triple-quoted ones
     included), far cheaper than :mod:`tokenize` on the large files where
-    ``noqa`` shows up. (Python 3.12 f-strings that nest the same quote can fool
-    it; a ``#`` inside one would then count as a comment.)
+    ``noqa`` shows up; it stops at the line of the last ``noqa``. (Python 3.12
+    f-strings that nest the same quote can fool it; a ``#`` inside one would then
+    count as a comment.) The last answer is kept: checking a file asks twice,
+    for unknown codes and for what the comments silence.
     """
-    line, at = 1, 0
-    for match in _STRINGS_OR_COMMENTS.finditer(source):
-        text = match["comment"]
-        if text is None or _ANY.search(text) is None:
-            continue
-        start = match.start()
-        line += source.count("\n", at, start)
-        at = start
-        line_start = source.rfind("\n", 0, start) + 1
-        yield line, text, not source[line_start:start].strip()
+    global _last
+    if _last is not None and _last[0] is source:
+        return _last[1]
+    found: list[tuple[int, str, bool]] = []
+    last = _last_noqa(source)
+    if last >= 0:
+        line, at = 1, 0
+        for match in _STRINGS_OR_COMMENTS.finditer(source):
+            if match.start() > last:
+                break  # (a literal that runs past `last` still matched whole: no false comment)
+            text = match["comment"]
+            if text is None or _ANY.search(text) is None:
+                continue
+            start = match.start()
+            line += source.count("\n", at, start)
+            at = start
+            line_start = source.rfind("\n", 0, start) + 1
+            found.append((line, text, not source[line_start:start].strip()))
+    _last = (source, found)
+    return found
+
+
+_last: tuple[str, list[tuple[int, str, bool]]] | None = None
+
+
+def _last_noqa(source: str) -> int:
+    """Offset of the last ``noqa`` in any case, -1 when there is none."""
+    if source.isascii():  # lowering keeps every offset: two C passes
+        return source.lower().rfind("noqa")
+    last = -1
+    for hit in _ANY.finditer(source):
+        last = hit.start()
+    return last
 
 
 def parse_noqa(source: str) -> NoqaMap:
     """Collect the ``# noqa`` comments of ``source`` (which must already parse)."""
     noqa = NoqaMap()
-    if _ANY.search(source) is None:
-        return noqa
     file_codes: set[str] = set()
     for line, text, alone in _comments(source):
         if alone:
@@ -139,8 +164,6 @@ def unknown_codes(source: str, known: Collection[str]) -> list[tuple[int, str]]:
     A code counts as known when it is a prefix of a known code (``TP2``), as it
     is when silencing. Codes of other tools (``E501``) are not ours to judge.
     """
-    if _ANY.search(source) is None:
-        return []
     found: list[tuple[int, str]] = []
     for line, text, alone in _comments(source):
         match = (_FILE_NOQA.match(text) if alone else None) or _NOQA.search(text)

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from torchport.check._context import Context
 from torchport.check._guards import Guard, device_guard, tests_other_accelerators
-from torchport.check._match import called, cuda_string
+from torchport.check._match import called, cuda_string, names
 from torchport.check._residence import bound_value
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
@@ -140,7 +140,7 @@ def _tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
         if isinstance(test, ast.Name):
             # The walk's own binding sieves first (cheap): most `if name:` tests are no flags.
             seen = ctx.binding(test.id)
-            bound = bound_value(test, ctx) if "is_available" in ast.dump(seen or test) else None
+            bound = bound_value(test, ctx) if names(seen or test, "is_available") else None
             if bound is None:
                 return False
             test = bound
