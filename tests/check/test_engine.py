@@ -428,3 +428,55 @@ def test_dispatch_by_callee_name_loses_no_call_a_rule_acts_on(
     by_name = check_text(body, "s.py", RuleSet([TorchLoads])).findings
     every = check_text(body, "s.py", RuleSet([EveryTorchLoad])).findings
     assert [(f.line, f.col) for f in by_name] == [(f.line, f.col) for f in every]
+
+
+class CudaAttrs(Rule):
+    """What it does: test rule: reports every attribute it is handed (``is_cuda``, by name)."""
+
+    code = "TP9980"
+    name = "test-cuda-attrs"
+    message = "attr"
+    node_types = (ast.Attribute,)
+    attr_names: ClassVar[frozenset[str] | None] = frozenset({"is_cuda"})
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        yield ctx.finding(self, node, message=ctx.segment(node))
+
+
+class CudaStrings(Rule):
+    """What it does: test rule: reports every constant it is handed (``"cuda"``, by value)."""
+
+    code = "TP9981"
+    name = "test-cuda-strings"
+    message = "constant"
+    node_types = (ast.Constant,)
+    constants: ClassVar[frozenset[object] | None] = frozenset({"cuda", 7})
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        parents = "/".join(type(a).__name__ for a in ctx.ancestors[-2:])
+        yield ctx.finding(self, node, message=f"{ctx.segment(node)} in {parents}")
+
+
+class EveryConstant(CudaStrings):
+    """What it does: test rule: reports every constant."""
+
+    code = "TP9982"
+    constants = None
+
+
+_NAMED = 'x.is_cuda\ny.is_cuda()\nz.device\nf("cuda", 7, "cpu", 7.5)\nd = {"cuda": [7]}\n'
+
+
+def test_attributes_reach_a_rule_by_name() -> None:
+    found = check_text(_NAMED, "s.py", RuleSet([CudaAttrs])).findings
+    assert [f.message for f in found] == ["x.is_cuda", "y.is_cuda"]
+
+
+def test_constants_reach_a_rule_by_value_with_their_ancestors() -> None:
+    found = check_text(_NAMED, "s.py", RuleSet([CudaStrings])).findings
+    expected = ['"cuda" in Expr/Call', "7 in Expr/Call", '"cuda" in Assign/Dict', "7 in Dict/List"]
+    assert [f.message for f in found] == expected
+    # beside a rule that wants every constant, each still gets only what it asked for
+    both = check_text(_NAMED, "s.py", RuleSet([CudaStrings, EveryConstant])).findings
+    assert [f.message for f in both if f.code == "TP9981"] == expected
+    assert len([f for f in both if f.code == "TP9982"]) == 6

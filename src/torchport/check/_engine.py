@@ -113,15 +113,23 @@ class RuleSet:
         }
         self.visit_unpositioned = any(issubclass(t, _UNPOSITIONED) for t in self.dispatch)
         hooked = {*ENTER_HOOKS, *LEAVE_HOOKS}
+        # Constants go only to rules that list them, when every rule for them does:
+        # the others are leaves to skip like the rest.
+        constant_rules = self.dispatch.get(ast.Constant, ())
+        self.constants: frozenset[object] = frozenset()
+        if constant_rules and all(rule.constants is not None for rule in constant_rules):
+            self.constants = frozenset().union(*(rule.constants or () for rule in constant_rules))
+        wanted = set(self.dispatch) - ({ast.Constant} if self.constants else set())
         # a rule for Load/Store needs the Name above each (its one unpositioned child)
         self.unvisited_leaves = frozenset(
             ()
             if self.visit_unpositioned
-            else (t for t in _LEAVES if t not in self.dispatch and t not in hooked)
+            else (t for t in _LEAVES if t not in wanted and t not in hooked)
         )
         self.codes = frozenset(cls.code for cls in self.classes)
         # filled by the walks, shared by every file this set checks
         self.by_callee: dict[str, tuple[Rule, ...] | None] = {}
+        self.by_attr: dict[str, tuple[Rule, ...] | None] = {}
         self.fields_of: dict[type[ast.AST], tuple[tuple[str, ...], bool]] = {}
 
     def __len__(self) -> int:
@@ -182,7 +190,10 @@ def _walk(
     fields_of = ruleset.fields_of
     by_name: dict[str, Any] = ruleset.by_callee  # callee name -> the call rules that want it
     aliases = ctx.import_aliases  # grows in place as the walk enters imports
+    by_attr: dict[str, Any] = ruleset.by_attr  # attribute name -> the rules that want it
     leaves = ruleset.unvisited_leaves
+    # the constants rules want, when they all say (the others are leaves to skip)
+    wanted_class, wanted = (ast.Constant, ruleset.constants) if ruleset.constants else (None, ())
     # Context.enter/leave inlined (two calls per node are a tenth of the walk).
     ancestors, on_enter, on_leave = ctx.ancestors, ENTER_HOOKS, LEAVE_HOOKS
     append_ancestor, pop_ancestor = ancestors.append, ancestors.pop
@@ -215,7 +226,13 @@ def _walk(
             else:
                 rules = by_name.get(callee, _MISSING)
                 if rules is _MISSING:
-                    rules = by_name[callee] = _call_rules(dispatch, callee)
+                    rules = by_name[callee] = _named_rules(dispatch, ast.Call, callee)
+        elif cls is ast.Attribute:
+            rules = by_attr.get(node.attr, _MISSING)
+            if rules is _MISSING:
+                rules = by_attr[node.attr] = _named_rules(dispatch, cls, node.attr)
+        elif cls is ast.Constant:
+            rules = _constant_rules(dispatch, node.value)
         else:
             rules = dispatch.get(cls)
         if rules is not None:
@@ -240,7 +257,7 @@ def _walk(
                     dispatch = {
                         t: tuple(r for r in rs if r is not rule) for t, rs in dispatch.items()
                     }
-                    by_name = {}
+                    by_name, by_attr = {}, {}
         append_ancestor(node)
         hook = on_enter.get(cls)
         if hook is not None:
@@ -258,14 +275,21 @@ def _walk(
                 continue
             if value.__class__ is list:
                 for item in value:
-                    if (
-                        item is not None
-                        and item.__class__ not in leaves
-                        and (exact or isinstance(item, node_class))
-                    ):
+                    if item is None:
+                        continue
+                    kind = item.__class__
+                    if kind not in leaves:
+                        if exact or isinstance(item, node_class):
+                            push(item)
+                    elif kind is wanted_class and item.value in wanted:
                         push(item)
-            elif value.__class__ not in leaves and (exact or isinstance(value, node_class)):
-                push(value)
+            else:
+                kind = value.__class__
+                if kind not in leaves:
+                    if exact or isinstance(value, node_class):
+                        push(value)
+                elif kind is wanted_class and value.value in wanted:
+                    push(value)
         if len(stack) - start > 1:
             stack[start:] = stack[: start - 1 : -1]
     findings.sort(key=_finding_key)
@@ -275,15 +299,35 @@ def _walk(
 _MISSING: Any = object()
 
 
-def _call_rules(
-    dispatch: dict[type[ast.AST], tuple[Rule, ...]], callee: str
+def _named_rules(
+    dispatch: dict[type[ast.AST], tuple[Rule, ...]], kind: type[ast.AST], name: str
 ) -> tuple[Rule, ...] | None:
-    """The rules a call of ``callee`` goes to: those that want every call or ``callee``."""
+    """The rules a call of ``name`` (or an attribute ``x.name``) goes to.
+
+    Those that want every node of ``kind``, and those that list ``name`` in their
+    ``call_attrs`` (calls) or ``attr_names`` (attributes).
+    """
     wanted = tuple(
         rule
-        for rule in dispatch.get(ast.Call, ())
-        if rule.call_attrs is None or callee in rule.call_attrs
+        for rule in dispatch.get(kind, ())
+        if (names := rule.call_attrs if kind is ast.Call else rule.attr_names) is None
+        or name in names
     )
+    return wanted or None
+
+
+def _constant_rules(
+    dispatch: dict[type[ast.AST], tuple[Rule, ...]], value: object
+) -> tuple[Rule, ...] | None:
+    """The rules a constant goes to: those that want every constant or ``value``."""
+    try:
+        wanted = tuple(
+            rule
+            for rule in dispatch.get(ast.Constant, ())
+            if rule.constants is None or value in rule.constants
+        )
+    except TypeError:  # an unhashable value, which no rule can list
+        wanted = tuple(r for r in dispatch.get(ast.Constant, ()) if r.constants is None)
     return wanted or None
 
 

@@ -158,6 +158,11 @@ class Rule:
     # generator per rule. Calls of anything else (``f()(x)``, ``fs[0](x)``) and other
     # node types always reach the rule.
     call_attrs: ClassVar[frozenset[str] | None] = None
+    # The same for rules that look at ``ast.Attribute`` (``x.NAME``, by ``NAME``) and
+    # at ``ast.Constant`` (by value): None for every one. When every rule for
+    # constants lists its values, the walk skips all other constants.
+    attr_names: ClassVar[frozenset[str] | None] = None
+    constants: ClassVar[frozenset[object] | None] = None
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import ClassVar
 
 from torchport.check._context import Context
 from torchport.check._guards import Guard, device_guard
@@ -42,6 +43,8 @@ class CudaTensorType(Rule):
         "`torch.zeros(n, dtype=..., device=device)`) instead of a CUDA tensor type"
     )
     node_types = (ast.Attribute, ast.Constant)
+    attr_names = _TYPES
+    constants: ClassVar[frozenset[object] | None] = frozenset(_STRINGS)
     valid = (
         "import torch\n\nx = torch.cuda.FloatTensor(3)\n",
         "import torch\n\nTensor = torch.FloatTensor\n",

@@ -41,6 +41,7 @@ class IsCudaCheck(Rule):
     message = 'test `x.device.type != "cpu"` (or compare with your `device`) instead of `x.is_cuda`'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Attribute,)
+    attr_names = frozenset({"is_cuda"})
     valid = (
         'if x.device.type != "cpu":\n    x = x.cpu()\n',
         "on_gpu = x.is_cuda\n",
