@@ -10,9 +10,12 @@ nodes (``Add``, ``Eq`` ...) are not visited unless a rule asks for their type:
 they carry no position and nearly halve the number of nodes. Leaves no rule or
 hook wants (``Name``, most often) are not pushed either: a third of what is left.
 
-Calls go to the rules that can care about them: ``recv.attr(...)`` by ``attr`` and
-a bare ``name(...)`` by what ``name`` imports (its last part, ``load`` for
-``from torch import load as ld``) or by ``name`` itself; see ``Rule.call_attrs``.
+Nodes go only to the rules that can care about them: a call ``recv.attr(...)`` by
+``attr`` and a bare ``name(...)`` by what ``name`` imports (its last part, ``load``
+for ``from torch import load as ld``) or by ``name`` itself (``Rule.call_attrs``),
+an attribute ``x.attr`` by ``attr`` (``Rule.attr_names``), a constant by its value
+(``Rule.constants``); when every rule for constants lists its values, the walk skips
+the other constants like the leaves above.
 
 A rule that raises is a bug in torchport, not in the checked code: the engine
 records a :class:`RuleFailure` naming the rule and the file, turns that rule off

@@ -172,10 +172,7 @@ def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
             token = observer.lift()
             local.quiet = depth + 1
             try:
-                if warns is None and not _sync_debug_mode():
-                    out = original(*args, **kwargs)
-                else:
-                    out = _call(original, args, kwargs, warns)
+                out = _call(original, args, kwargs, warns)
             finally:
                 local.quiet = depth
                 if token is not None:

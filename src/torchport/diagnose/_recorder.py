@@ -209,9 +209,9 @@ class Recorder:
             self.stop()
 
     # -- recording -----------------------------------------------------------------
-    def _where(self) -> tuple[_Where, int | None]:
-        """The first user frame above the op, and the origin of the code that made the call."""
-        frame: FrameType | None = sys._getframe(2)
+    def _where(self, frame: FrameType | None) -> tuple[_Where, int | None]:
+        """The first user frame at or above ``frame``, and the origin of the code that
+        made the call (the first frame that is not torchport's)."""
         origins = self._origins
         caller: int | None = None
         while frame is not None:
@@ -246,7 +246,7 @@ class Recorder:
         """Record a watched Python-level call that has run; never raises."""
         try:
             if entry.transfer:
-                where, caller = self._where()
+                where, caller = self._where(sys._getframe(1))
                 moved = _ops.transfer_of(func, args, kwargs, out)
                 if moved is None:
                     return
@@ -290,7 +290,7 @@ class Recorder:
                 label = entry.label
                 if _ops.non_blocking(func, args, kwargs):
                     label += ", non_blocking"
-                where, _ = self._where()
+                where, _ = self._where(sys._getframe(1))
                 key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False)
                 self._count(key + where, nbytes)
                 return
@@ -315,29 +315,16 @@ class Recorder:
         """Count a sync of ``tensor`` at the first user frame at or above ``frame``.
 
         The per-event path of both watchers: device facts, the stack walk, read size,
-        op name and the count, written inline (each helper call costs a few hundred
-        ns here). ``host_side``: leave out host tensors read by torch's host-side code
-        (optimizer step counters, data loading), which stay on the CPU next to
-        accelerator parameters too.
+        op name and the count, written inline but for the walk (each helper call costs
+        a hundred ns or more here). ``host_side``: leave out host tensors read by
+        torch's host-side code (optimizer step counters, data loading), which stay on
+        the CPU next to accelerator parameters too.
         """
         device = tensor.device if tensor is not None else _CPU
         facts = _DEVICE_FACTS.get(device)
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
-        origins = self._origins
-        caller: int | None = None
-        where = _NO_CALLER
-        while frame is not None:
-            code = frame.f_code
-            origin = origins.get(code)
-            if origin is None:
-                origin = origins[code] = _origin(code)
-            if caller is None and origin != _OWN:
-                caller = origin
-            if origin == _USER:
-                where = (code.co_filename, frame.f_lineno or 0, code.co_name)
-                break
-            frame = frame.f_back
+        where, caller = self._where(frame)
         if host_side and facts[1] and caller == _HOST_SIDE:
             return
         nbytes = 0
