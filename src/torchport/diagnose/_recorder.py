@@ -315,8 +315,8 @@ class Recorder:
         """Count a sync of ``tensor`` at the first user frame at or above ``frame``.
 
         The per-event path of both watchers: device facts, the stack walk, read size,
-        op name and the count, written inline but for the walk (each helper call costs
-        a hundred ns or more here). ``host_side``: leave out host tensors read by
+        op name and the count, with the cheap steps written inline (each helper call
+        costs a hundred ns or more here). ``host_side``: leave out host tensors read by
         torch's host-side code (optimizer step counters, data loading), which stay on
         the CPU next to accelerator parameters too.
         """
@@ -335,14 +335,9 @@ class Recorder:
         named = _ops.NAMES.get(id(func))
         name = named[1] if named is not None else _ops.op_name(func)
         file, line, function = where
-        key = (entry.kind_name, entry.label, name, facts[0], facts[1], file, line, function)
-        with self._lock:
-            slot = self.counts.get(key)
-            if slot is None:
-                self.counts[key] = [1, nbytes]
-            else:
-                slot[0] += 1
-                slot[1] += nbytes
+        self._count(
+            (entry.kind_name, entry.label, name, facts[0], facts[1], file, line, function), nbytes
+        )
 
     def rows(self) -> list[tuple[str, str, str, str, bool, str, int, str, int, int]]:
         """What was counted: (kind, label, op, device, would_sync, file, line, function,
