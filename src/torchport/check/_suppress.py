@@ -103,8 +103,9 @@ def _comments(source: str) -> list[tuple[int, str, bool]]:
     for unknown codes and for what the comments silence.
     """
     global _last
-    if _last is not None and _last[0] is source:
-        return _last[1]
+    kept = _last  # read once: another thread may replace it meanwhile
+    if kept is not None and kept[0] is source:
+        return kept[1]
     found: list[tuple[int, str, bool]] = []
     last = _last_noqa(source)
     if last >= 0:
