@@ -17,6 +17,7 @@ __all__ = [
     "TENSOR_FACTORIES",
     "add_keyword",
     "called",
+    "cuda_function",
     "cuda_string",
     "guard_statement",
     "in_no_grad",
@@ -93,6 +94,17 @@ def names(expr: ast.expr, name: str) -> bool:
         ):
             return True
     return False
+
+
+def cuda_function(call: ast.Call, ctx: Context, attrs: frozenset[str]) -> str | None:
+    """``"synchronize"`` for a call of ``torch.cuda.synchronize`` (however imported), else None.
+
+    ``attrs`` are the function names that may interest the caller, as for :func:`called`.
+    """
+    name = called(call, ctx, attrs)
+    if name is None or not name.startswith("torch.cuda."):
+        return None
+    return name[len("torch.cuda.") :]
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:

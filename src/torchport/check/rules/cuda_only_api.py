@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._guards import device_guard
-from torchport.check._match import called, guard_statement
+from torchport.check._match import cuda_function, guard_statement
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 # How each call is rewritten: "statement" calls raise without an accelerator and are
@@ -103,10 +103,10 @@ class CudaOnlyApi(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        name = called(node, ctx, _TAILS)
-        if name is None or not name.startswith("torch.cuda."):
+        function = cuda_function(node, ctx, _TAILS)
+        if function is None:
             return
-        twin = _TWINS.get(name[len("torch.cuda.") :])
+        twin = _TWINS.get(function)
         if twin is None:
             return
         method, kind, safety = twin

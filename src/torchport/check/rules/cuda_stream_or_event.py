@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._guards import device_guard
-from torchport.check._match import called
+from torchport.check._match import cuda_function
 from torchport.check._rule import Example, Finding, Intent, Rule
 
 # The CUDA call and its device-generic twin (torch >= 2.7 for the accelerator functions).
@@ -67,11 +67,11 @@ class CudaStreamOrEvent(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        name = called(node, ctx, _TAILS)
-        if name is None or not name.startswith("torch.cuda."):
+        function = cuda_function(node, ctx, _TAILS)
+        if function is None:
             return
-        twin = _TWINS.get(name[len("torch.cuda.") :])
+        twin = _TWINS.get(function)
         if twin is None or device_guard(node, ctx) is not None:
             return
-        message = f"use {twin} instead of `{name}`, which exists only for CUDA"
+        message = f"use {twin} instead of `torch.cuda.{function}`, which exists only for CUDA"
         yield ctx.finding(self, node, message=message)
