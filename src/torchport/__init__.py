@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         pick_device_with_reason,
         to_device,
     )
-    from torchport.port import redirect
+    from torchport.run import redirect
 
 __version__ = "0.1.0"
 
@@ -57,7 +57,7 @@ _LAZY: dict[str, str] = {
     "memory_report": "torchport.diagnose",
     "pick_device": "torchport.place",
     "pick_device_with_reason": "torchport.place",
-    "redirect": "torchport.port",
+    "redirect": "torchport.run",
     "strict": "torchport.diagnose",
     "to_device": "torchport.place",
 }

@@ -17,7 +17,7 @@ from torch import serialization
 
 from torchport.cli._main import main
 
-SCRIPTS = Path(__file__).parents[1] / "port" / "scripts"
+SCRIPTS = Path(__file__).parents[1] / "run" / "scripts"
 ECHO = str(SCRIPTS / "echo_args.py")
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 
@@ -215,7 +215,7 @@ def test_cuda_stream_fails_with_the_clear_message(capsys: pytest.CaptureFixture[
     assert captured.out == "before the stream\n"
     last = captured.err.splitlines()[-1]
     assert last.startswith("torchport.RedirectError: torch.cuda.Stream has no meaning on cpu")
-    assert "torchport/port" not in captured.err  # the stand-in's own frame is trimmed
+    assert "torchport/run" not in captured.err  # the stand-in's own frame is trimmed
 
 
 AUDIT_ME = str(SCRIPTS / "audit_me.py")
@@ -238,22 +238,21 @@ def test_strict_names_the_mismatch(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     last = err.splitlines()[-1]
     assert last.startswith("torchport.DeviceMismatchError: device mismatch: Linear got input 0")
-    assert "on meta" in last and "torchport/port" not in err
+    assert "on meta" in last and "torchport/run" not in err
 
 
 def test_ctrl_c_before_the_script_starts_also_ends_by_sigint(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import torchport.cli.run
-    import torchport.port._shutdown
+    import torchport.run._command
 
-    def interrupted(args: object) -> int:
+    def interrupted(*args: object, **kwargs: object) -> int:
         raise KeyboardInterrupt  # as if Ctrl-C came while torch was being imported
 
     signals: list[int] = []
-    monkeypatch.setattr(torchport.cli.run, "_dispatch", interrupted)
+    monkeypatch.setattr(torchport.run._command, "run_target", interrupted)
     monkeypatch.setattr(
-        torchport.port._shutdown, "die_by_signal", lambda signum: signals.append(signum) or 130
+        torchport.run._command, "die_by_signal", lambda signum: signals.append(signum) or 130
     )
     assert main(["run", ECHO]) == 130
     assert signals == [signal.SIGINT]  # the real one kills this process by SIGINT

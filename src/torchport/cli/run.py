@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from typing import Any
 
-from torchport.errors import ConfigError, TorchportError
+from torchport.errors import TorchportError
 
 
 def register(sub: Any) -> None:
@@ -43,53 +42,30 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        code = _dispatch(args)
-    except TorchportError as exc:
-        message = " ".join(str(exc).split())  # one line, however the message was written
-        print(f"torchport run: error: {message}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C before the script started (importing torch)
-        code = -signal.SIGINT
-    if code < 0:  # ended by a signal (Ctrl-C): end the same way, so shell loops stop
-        from torchport.port._shutdown import die_by_signal
+    from torchport.run import Rendezvous, RunOptions, run_command
 
-        return die_by_signal(-code)
-    return code
-
-
-def _dispatch(args: argparse.Namespace) -> int:
-    from torchport.port._script import Target
-
-    if not args.command:
-        raise ConfigError("nothing to run; give a script path or -m MODULE, then its arguments")
-    target = Target(args.command[0], tuple(args.command[1:]), module=args.module)
-    if args.nproc is None:
-        from torchport.port._script import run_target
-
-        return run_target(
-            target, args.device, audit=args.audit, strict=args.strict, quiet=args.quiet
-        )
-
-    from torchport.port._launch import Rendezvous, launch, torchrun_argv
-
-    rendezvous = Rendezvous(
-        nnodes=args.nnodes,
-        node_rank=args.node_rank,
-        rdzv_endpoint=args.rdzv_endpoint,
-        rdzv_backend=args.rdzv_backend,
-        rdzv_id=args.rdzv_id,
-        master_addr=args.master_addr,
-        master_port=args.master_port,
-        max_restarts=args.max_restarts,
-    )
-    argv = torchrun_argv(
-        target,
-        nproc=args.nproc,
-        rendezvous=rendezvous,
+    options = RunOptions(
+        command=tuple(args.command),
+        module=args.module,
         device=args.device,
         audit=args.audit,
         strict=args.strict,
         quiet=args.quiet,
+        nproc=args.nproc,
+        rendezvous=Rendezvous(
+            nnodes=args.nnodes,
+            node_rank=args.node_rank,
+            rdzv_endpoint=args.rdzv_endpoint,
+            rdzv_backend=args.rdzv_backend,
+            rdzv_id=args.rdzv_id,
+            master_addr=args.master_addr,
+            master_port=args.master_port,
+            max_restarts=args.max_restarts,
+        ),
     )
-    return launch(argv, target)
+    try:
+        return run_command(options)
+    except TorchportError as exc:
+        message = " ".join(str(exc).split())  # one line, however the message was written
+        print(f"torchport run: error: {message}", file=sys.stderr)
+        return 2

@@ -28,7 +28,7 @@ from torch.utils._python_dispatch import (
     _push_mode,
 )
 
-import torchport
+from torchport._origin import TORCH_DIR, TORCHPORT_DIR
 from torchport.diagnose import _methods, _ops
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.errors import ConfigError
@@ -45,22 +45,20 @@ _HOST_TYPES = HOST_TYPES
 _Key = tuple[str, str, str, str, bool]
 
 
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__ or "")) + os.sep
 # Torch code whose tensors live on the host by design, on every machine: the
 # optimizers' step counters (unless capturable/fused) and the data loading
 # machinery (sampler permutations, worker seeds, collation). The learning-rate
 # schedulers are not: ReduceLROnPlateau.step(loss) reads the user's loss, on the
 # device in a GPU run.
 _HOST_SIDE_DIRS = tuple(
-    os.path.join(_TORCH_DIR, *parts) + os.sep for parts in (("optim",), ("utils", "data"))
+    os.path.join(TORCH_DIR, *parts) + os.sep for parts in (("optim",), ("utils", "data"))
 )
 _USER_READS_IN_TORCH = frozenset(
     {
-        os.path.join(_TORCH_DIR, "optim", "lr_scheduler.py"),
-        os.path.join(_TORCH_DIR, "optim", "swa_utils.py"),
+        os.path.join(TORCH_DIR, "optim", "lr_scheduler.py"),
+        os.path.join(TORCH_DIR, "optim", "swa_utils.py"),
     }
 )
-_OWN_DIR = os.path.dirname(os.path.abspath(torchport.__file__ or "")) + os.sep
 _USER, _TORCH, _HOST_SIDE, _OWN, _MODULE_MOVE = 0, 1, 2, 3, 4
 
 
@@ -97,13 +95,13 @@ _MACHINERY = frozenset(
 
 def _origin(code: CodeType) -> int:
     name = code.co_filename
-    if name.startswith(_OWN_DIR) or code in _MACHINERY:
+    if name.startswith(TORCHPORT_DIR) or code in _MACHINERY:
         return _OWN
     if code in _MODULE_MOVES:
         return _MODULE_MOVE
     if name.startswith(_HOST_SIDE_DIRS) and name not in _USER_READS_IN_TORCH:
         return _HOST_SIDE
-    return _TORCH if name.startswith(_TORCH_DIR) else _USER
+    return _TORCH if name.startswith(TORCH_DIR) else _USER
 
 
 _Where = tuple[str, int, str]

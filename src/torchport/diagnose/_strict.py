@@ -17,7 +17,6 @@ import dis
 import functools
 import inspect
 import linecache
-import os
 import re
 import types
 from collections.abc import Awaitable, Callable, Iterator
@@ -27,7 +26,7 @@ from typing import Any, ParamSpec, TypeVar, cast, overload
 import torch
 from torch import nn
 
-import torchport
+from torchport._origin import is_library
 from torchport.diagnose._culprit import ModuleCall, describe_calls, significant, unwrap
 from torchport.errors import ConfigError, DeviceMismatchError
 
@@ -131,9 +130,6 @@ def note_oom(err: BaseException) -> None:
 # -- reading the traceback ------------------------------------------------------------
 
 _CALL_CODES = frozenset({nn.Module._call_impl.__code__, nn.Module._wrapped_call_impl.__code__})
-_INTERNAL = tuple(
-    os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep for m in (torch, torchport)
-)
 
 
 def _frames(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
@@ -237,7 +233,7 @@ def _operands(frame: FrameType, lineno: int) -> tuple[str, list[tuple[str, torch
 
 def _describe(err: BaseException, frames: list[tuple[FrameType, int]]) -> str:
     calls = _module_calls(frames)
-    user = [(f, n) for f, n in frames if not f.f_code.co_filename.startswith(_INTERNAL)]
+    user = [(f, n) for f, n in frames if not is_library(f.f_code.co_filename)]
     said = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     parts: list[str] = []
     fix = "move every tensor of that op to one device with .to(device) or torchport.to_device"
@@ -282,7 +278,7 @@ def _raised_by_program(err: BaseException) -> bool:
     while tb.tb_next is not None:
         tb = tb.tb_next
     code = tb.tb_frame.f_code
-    if code.co_filename.startswith(_INTERNAL):
+    if is_library(code.co_filename):
         return False
     try:
         return code.co_code[tb.tb_lasti] in _RAISES

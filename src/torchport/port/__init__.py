@@ -1,28 +1,33 @@
-"""port: run a CUDA-only script on any device, and hand many-GPU runs to torchrun.
+"""Deprecated: the runtime behind ``torchport run`` moved to :mod:`torchport.run`.
 
-``redirect`` is resolved lazily (PEP 562): the ``torchport run --nproc`` launcher
-imports this package's torchrun hand-off and never needs torch itself.
+``torchport.port.redirect`` and ``torchport.port.RedirectError`` keep working for
+one release, with a :class:`DeprecationWarning`; use ``torchport.redirect`` and
+``torchport.RedirectError``. ``torchport port`` (the source rewrite) lives in
+:mod:`torchport.check.port`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from torchport.port._error import RedirectError
-
-if TYPE_CHECKING:
-    from torchport.port._redirect import redirect
+import warnings
+from typing import Any
 
 __all__ = ["RedirectError", "redirect"]
 
+_MOVED = {"redirect": "torchport.redirect", "RedirectError": "torchport.RedirectError"}
+
 
 def __getattr__(name: str) -> Any:
-    if name != "redirect":
+    new = _MOVED.get(name)
+    if new is None:
         raise AttributeError(f"module 'torchport.port' has no attribute {name!r}")
-    from torchport.port._redirect import redirect
+    warnings.warn(
+        f"torchport.port.{name} is deprecated and will be removed in torchport 0.3; use {new}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    import torchport.run
 
-    globals()["redirect"] = redirect  # later lookups skip this function
-    return redirect
+    return getattr(torchport.run, name)
 
 
 def __dir__() -> list[str]:

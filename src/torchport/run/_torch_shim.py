@@ -15,8 +15,8 @@ from typing import Any
 import torch
 from torch import serialization
 
-from torchport.port._cuda_shim import _LEGACY_DTYPES, Patch, stand_in_class, stand_in_function
-from torchport.port._error import RedirectError
+from torchport.errors import RedirectError
+from torchport.run._cuda_shim import _LEGACY_DTYPES, Patch, stand_in_class, stand_in_function
 
 __all__ = ["is_cuda", "names_device", "torch_patches"]
 

@@ -20,11 +20,12 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from torchport.port._cuda_shim import caller_is_library
+from torchport._origin import caller_is_library
 
 __all__ = ["ExitHandlers", "die_by_signal", "join_threads"]
 
 _MISSING = object()
+_RUN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class ExitHandlers:
@@ -42,7 +43,7 @@ class ExitHandlers:
         register, unregister = atexit.register, atexit.unregister
 
         def collect(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Callable[..., Any]:
-            if caller_is_library():
+            if caller_is_library(past=(_RUN_DIR,)):
                 return register(func, *args, **kwargs)
             self._handlers.append((func, args, kwargs))
             return func

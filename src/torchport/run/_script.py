@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from torchport._origin import TORCHPORT_DIR
 from torchport.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Target", "check_target", "find_runnable", "run_target"]
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def run_target(
     Returns:
         The exit status ``python`` would give, or ``-signal.SIGINT`` when Ctrl-C
         ended the script (the caller then ends the process by that signal; see
-        :func:`torchport.port._shutdown.die_by_signal`).
+        :func:`torchport.run._shutdown.die_by_signal`).
 
     Raises:
         torchport.ConfigError: ``target`` cannot be started.
@@ -164,9 +164,9 @@ def run_target(
     check_target(target)
     from torchport.hardware import parse_device
     from torchport.place import pick_device
-    from torchport.port._lines import whole_lines
-    from torchport.port._redirect import redirect
-    from torchport.port._shutdown import ExitHandlers, join_threads
+    from torchport.run._lines import whole_lines
+    from torchport.run._redirect import redirect
+    from torchport.run._shutdown import ExitHandlers, join_threads
 
     # A device from the command line is named as the flag in error messages.
     resolved = pick_device() if device is None else parse_device(device, argument="--device")
@@ -344,7 +344,7 @@ def _walk(tb: TracebackType | None) -> Iterator[TracebackType]:
 
 
 def _is_runner(filename: str) -> bool:
-    return filename.startswith((_PACKAGE_DIR, "<frozen runpy>")) or filename in (
+    return filename.startswith((TORCHPORT_DIR, "<frozen runpy>")) or filename in (
         runpy.__file__,
         contextlib.__file__,
     )

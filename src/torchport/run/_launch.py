@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 from torchport.errors import ConfigError
-from torchport.port._script import Target, check_target
+from torchport.run._script import Target, check_target
 
 __all__ = ["Rendezvous", "launch", "torchrun_argv"]
 
@@ -101,7 +101,7 @@ def launch(argv: list[str], target: Target) -> int:
         torchrun's exit status, or ``-signum`` when this process got SIGINT,
         SIGTERM or SIGHUP: the signal was passed on to torchrun, which stopped
         its workers, and the caller should now end the process by that signal
-        (:func:`torchport.port._shutdown.die_by_signal`).
+        (:func:`torchport.run._shutdown.die_by_signal`).
 
     Raises:
         torchport.ConfigError: ``target`` cannot be started.

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torchport as tp
-from torchport.port import RedirectError
+from torchport.run import RedirectError
 
 
 def tiny_model() -> torch.nn.Module:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from torchport.port._children import through_torchport
+from torchport.run._children import through_torchport
 
 SCRIPTS = Path(__file__).parent / "scripts"
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}

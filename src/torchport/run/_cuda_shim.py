@@ -6,7 +6,7 @@ is True, ``set_device(i)`` / ``current_device()`` keep a per-thread index as
 CUDA does, ``synchronize()`` waits for the target, ``mem_get_info()`` and the
 random-state calls read the target, ``torch.cuda.FloatTensor(...)`` builds a
 tensor on the target. Calls with no meaning there (streams, events, graphs,
-allocator control, ...) raise :class:`~torchport.port.RedirectError` naming the
+allocator control, ...) raise :class:`~torchport.RedirectError` naming the
 call and the device.
 
 Every stand-in first looks at its caller: a call made from inside torch or
@@ -19,26 +19,21 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from torchport import hardware
-from torchport.port._error import RedirectError
+from torchport import _origin, hardware
+from torchport.errors import RedirectError
 
 __all__ = ["Patch", "cuda_patches", "stand_in_class", "stand_in_function"]
 
 # (owner, attribute name, replacement value)
 Patch = tuple[Any, str, Any]
 
-_PORT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_LIBRARY_DIRS = (
-    os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-)
+_RUN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 _LEGACY_DTYPES: dict[str, torch.dtype] = {
     "BFloat16Tensor": torch.bfloat16,
@@ -71,11 +66,8 @@ _SEEDING = ("manual_seed", "manual_seed_all", "seed", "seed_all")
 
 
 def caller_is_library() -> bool:
-    """Whether the nearest frame outside ``torchport.port`` belongs to torch or torchport."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PORT_DIR):
-        frame = frame.f_back  # type: ignore[assignment]
-    return frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
+    """Whether the nearest frame outside ``torchport.run`` belongs to torch or torchport."""
+    return _origin.caller_is_library(past=(_RUN_DIR,))
 
 
 def stand_in_function(original: Any, replacement: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchport.port._lines import WholeLines
-from torchport.port._script import Target, check_target
+from torchport.run._lines import WholeLines
+from torchport.run._script import Target, check_target
 
 
 class _Recorder(io.RawIOBase):

@@ -34,10 +34,9 @@ import sysconfig
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
-from torchport.port._cuda_shim import Patch
-from torchport.port._script import find_runnable
+from torchport._origin import LIBRARY_DIRS, caller_is_library, is_library
+from torchport.run._cuda_shim import Patch
+from torchport.run._script import find_runnable
 
 __all__ = ["child_patches", "enter_in_child", "through_torchport"]
 
@@ -63,13 +62,9 @@ _FLAGS = frozenset(
     )
 )
 _WITH_VALUE = frozenset(("-W", "-X", "--check-hash-based-pycs"))
-_LIBRARIES = (
-    os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-)
 # Where installed code lives: the standard library and site-packages (venv or not).
 _INSTALLED = (
-    *_LIBRARIES,
+    *LIBRARY_DIRS,
     *{
         os.path.abspath(path) + os.sep
         for key in ("stdlib", "platstdlib", "purelib", "platlib")
@@ -100,7 +95,7 @@ def enter_in_child(device: str, count: int) -> None:
     imports the parent's main module. The block is never exited: the process
     ends inside it, as the parent's run does.
     """
-    from torchport.port._redirect import redirect
+    from torchport.run._redirect import redirect
 
     redirect(device, device_count=count).__enter__()
 
@@ -142,7 +137,7 @@ def through_torchport(args: object, device: str, cwd: object = None) -> list[str
             return None
     else:
         script = os.path.join(folder, argv[index])
-        if not os.path.isfile(script) or os.path.abspath(script).startswith(_LIBRARIES):
+        if not os.path.isfile(script) or is_library(os.path.abspath(script)):
             return None
     run = ["-m", "torchport", "run", "--quiet", "--device", device]
     return [*argv[:index], *run, *argv[index:]]
@@ -164,10 +159,7 @@ def _own_module(name: str, folder: str) -> bool:
 
 def _called_by_library() -> bool:
     """Whether the code that started the process (past ``subprocess.run``) is torch or torchport."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PASSED_THROUGH):
-        frame = frame.f_back  # type: ignore[assignment]
-    return frame is not None and frame.f_code.co_filename.startswith(_LIBRARIES)
+    return caller_is_library(past=_PASSED_THROUGH)
 
 
 def child_patches(device: str, count: int) -> list[Patch]:

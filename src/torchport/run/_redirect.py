@@ -17,7 +17,7 @@ The mode stack is per thread, so threads started inside the block push the same
 mode when they start (``Thread._bootstrap_inner`` is patched), and they keep it
 until they end: a thread that outlives the block keeps its rewritten device
 arguments but no longer sees the attribute patches. Processes started inside
-the block get the same redirect (see :mod:`torchport.port._children`). The
+the block get the same redirect (see :mod:`torchport.run._children`). The
 attribute patches are process-wide, so one thread at a time may hold a redirect.
 """
 
@@ -30,10 +30,10 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from torchport.port._children import child_patches
-from torchport.port._cuda_shim import _LEGACY_DTYPES, Patch, cuda_patches
-from torchport.port._error import RedirectError
-from torchport.port._torch_shim import is_cuda, names_device, torch_patches
+from torchport.errors import RedirectError
+from torchport.run._children import child_patches
+from torchport.run._cuda_shim import _LEGACY_DTYPES, Patch, cuda_patches
+from torchport.run._torch_shim import is_cuda, names_device, torch_patches
 
 __all__ = ["redirect"]
 
@@ -225,7 +225,7 @@ def redirect(device: str | torch.device, *, device_count: int = 1) -> _Redirect:
     ``torch.cuda.FloatTensor(...)``, ``torch.cuda.amp`` and ``"cuda"``
     autocast / GradScaler, ``init_process_group("nccl")`` (gloo) and DDP
     ``device_ids`` all land on ``device``. CUDA API with no meaning there
-    (streams, events, graphs, ...) raises :class:`~torchport.port.RedirectError`.
+    (streams, events, graphs, ...) raises :class:`~torchport.RedirectError`.
     Calls that torch and torchport make internally keep seeing the real machine.
     Threads started inside the block, processes started with
     ``multiprocessing`` or ``torch.multiprocessing`` (fork, spawn or forkserver),

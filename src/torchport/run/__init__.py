@@ -1,0 +1,31 @@
+"""run: what ``torchport run`` does: a CUDA-only script on any device, many GPUs through torchrun.
+
+``redirect`` is resolved lazily (PEP 562): the ``torchport run --nproc`` launcher
+imports this package's torchrun hand-off and never needs torch itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from torchport.errors import RedirectError
+from torchport.run._command import RunOptions, run_command
+from torchport.run._launch import Rendezvous
+
+if TYPE_CHECKING:
+    from torchport.run._redirect import redirect
+
+__all__ = ["RedirectError", "Rendezvous", "RunOptions", "redirect", "run_command"]
+
+
+def __getattr__(name: str) -> Any:
+    if name != "redirect":
+        raise AttributeError(f"module 'torchport.run' has no attribute {name!r}")
+    from torchport.run._redirect import redirect
+
+    globals()["redirect"] = redirect  # later lookups skip this function
+    return redirect
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
