@@ -6,7 +6,7 @@ Strategies compared, on the same corpus in the same run (median of ``--repeat`` 
   checker pays (serial);
 * ``walk, no rules`` parse plus the engine's one walk with ``Context.enter/leave``
   and no rule (serial): what the traversal itself costs;
-* ``scope pass``    parse plus one :class:`~torchport.check._scope.ScopeMap` per file
+* ``scope pass``    parse plus one :class:`~torchport.check.semantic._scope.ScopeMap` per file
   (serial): what the scope and binding analysis costs when a file needs it
   (the checker builds it only for files where a fix asks);
 * ``check, 1 proc`` ``check_paths(jobs=1)`` with every default rule: the default
@@ -55,10 +55,10 @@ from pathlib import Path
 from torchport.check import check_paths
 from torchport.check._context import Context
 from torchport.check._engine import RuleSet, _walk, check_tree
-from torchport.check._files import discover, read_source
-from torchport.check._scope import ScopeMap
+from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._select import select_rules
-from torchport.check._suppress import NoqaMap, parse_noqa
+from torchport.check.files._discovery import discover, read_source
+from torchport.check.semantic._scope import ScopeMap
 
 TORCH_PARTS = ("nn", "optim", "utils/data", "distributed", "amp", "cuda")
 EXTRA_PACKAGES = ("accelerate", "lightning_utilities", "tensordict")

@@ -3,7 +3,7 @@
 Two questions, one file:
 
 * ``speed`` (default): ``torchport port`` on a tree of at least 10,000 lines.
-  The tree mixes the tutorial scripts under ``tests/check/port_scripts`` (copied
+  The tree mixes the tutorial scripts under ``tests/check/port/scripts`` (copied
   until half the lines: code with something to port in every file) with the
   installed torch's ``torch/nn/modules`` sources (large library files with
   nothing to port). Measured: ``port_paths(tree, diff=True)`` in this process
@@ -41,10 +41,10 @@ from typing import Any
 
 import torch
 
-from torchport.check._port import port_paths, port_text
+from torchport.check.port._rewrite import port_paths, port_text
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ROOT / "tests" / "check" / "port_scripts"
+SCRIPTS = ROOT / "tests" / "check" / "port" / "scripts"
 RUNNER = ROOT / "tests" / "check" / "port_runner.py"
 _DEVICE_AWARE = re.compile(r"cuda|mps|xpu|accelerator")
 

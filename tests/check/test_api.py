@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import torchport.check
-import torchport.check._paths as paths_module
+import torchport.check.files._paths as paths_module
 import torchport.check.rules as rules_pkg
 from torchport.check import check_paths, fix_paths
 from torchport.check._context import Context

@@ -1,27 +1,39 @@
 """Static checks and autofixes for device-hard-coded and slow PyTorch code.
 
-Importing this package never imports torch.
+The engine (one parse, one walk, fixes as text edits) sits in this folder; its
+named parts are :mod:`.semantic` (what names mean), :mod:`.rules` (one rule per
+file), :mod:`.port` (``torchport port``) and :mod:`.files` (discovery, config,
+noqa, writes, notebooks, output formats). Importing this package never imports
+torch.
 """
 
 from __future__ import annotations
 
-from torchport.check._config import Config, find_config, load_config
 from torchport.check._engine import check_source
 from torchport.check._explain import explain
 from torchport.check._fix import fix_source
-from torchport.check._paths import (
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._select import select_rules
+from torchport.check.files import (
+    FORMATS,
     CheckResult,
+    Config,
     FileError,
     FileFix,
     FixResult,
     check_paths,
+    find_config,
     fix_paths,
+    load_config,
+    render,
+    render_statistics,
+    render_text,
 )
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check._select import select_rules
+from torchport.check.port import port_paths, port_source
 from torchport.check.rules import RULES
 
 __all__ = [
+    "FORMATS",
     "RULES",
     "CheckResult",
     "Config",
@@ -42,5 +54,10 @@ __all__ = [
     "fix_paths",
     "fix_source",
     "load_config",
+    "port_paths",
+    "port_source",
+    "render",
+    "render_statistics",
+    "render_text",
     "select_rules",
 ]

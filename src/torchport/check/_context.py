@@ -27,10 +27,16 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from torchport.check._placement import _Plan, device_at, device_expr, is_import_block, torch_at
 from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
-from torchport.check._scope import ScopeMap
 from torchport.check._source import SourceText
+from torchport.check.semantic._placement import (
+    _Plan,
+    device_at,
+    device_expr,
+    is_import_block,
+    torch_at,
+)
+from torchport.check.semantic._scope import ScopeMap
 
 __all__ = ["ENTER_HOOKS", "LEAVE_HOOKS", "Context"]
 
@@ -311,7 +317,7 @@ class Context(SourceText):
     def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
         """A name bound to the accelerator choice at ``node`` and the edits that define it.
 
-        None: no name is safe there (see :mod:`torchport.check._placement`);
+        None: no name is safe there (see :mod:`torchport.check.semantic._placement`);
         the rule reports without a fix.
         """
         return device_at(self, node)

@@ -33,9 +33,9 @@ from typing import Any
 
 from torchport.check._context import ENTER_HOOKS, LEAVE_HOOKS, Context
 from torchport.check._nodes import child_fields
+from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
-from torchport.check._suppress import NoqaMap, parse_noqa
 
 __all__ = [
     "CheckOutcome",

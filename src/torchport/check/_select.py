@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 
-from torchport.check import rules as _rules_pkg
 from torchport.check._rule import Intent, Rule
 from torchport.errors import ConfigError
 
@@ -52,7 +51,10 @@ def normalise_selectors(
 
 def available_rules() -> tuple[type[Rule], ...]:
     """The rules torchport ships (read at call time, so tests may substitute their own)."""
-    return _rules_pkg.RULES
+    # Imported here: the rules import the engine's parts, which import this module.
+    from torchport.check import rules
+
+    return rules.RULES
 
 
 def select_rules(

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-FORMATS = ("text", "json", "sarif", "github")  # == torchport.check._format.FORMATS (tested)
+FORMATS = ("text", "json", "sarif", "github")  # == torchport.check.files._format.FORMATS (tested)
 
 
 def _codes(text: str) -> list[str]:
@@ -71,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(explain(args.explain).rstrip("\n") + "\n")
         return 0
     from torchport.check import check_paths
-    from torchport.check._format import render, render_statistics
+    from torchport.check.files._format import render, render_statistics
 
     stdin = sys.stdin.read() if args.paths == ["-"] else None
     result = check_paths(

@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from torchport.check import fix_paths
-    from torchport.check._format import render_text
+    from torchport.check.files._format import render_text
 
     stdin = sys.stdin.read() if args.paths == ["-"] else None
     result = fix_paths(

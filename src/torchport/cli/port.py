@@ -36,8 +36,8 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from torchport.check._format import render_text
-    from torchport.check._port import port_paths
+    from torchport.check.files._format import render_text
+    from torchport.check.port._rewrite import port_paths
 
     dry = args.diff or args.check
     result = port_paths(args.paths or ["."], diff=dry, config=args.config)

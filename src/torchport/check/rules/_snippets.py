@@ -1,12 +1,12 @@
 """Source lines that the fixes write, spelled out once for the rules' examples.
 
-The text itself comes from :func:`torchport.check._placement.device_line`, the
+The text itself comes from :func:`torchport.check.semantic._placement.device_line`, the
 one place that writes a ``device`` definition (fixes and ``port`` alike).
 """
 
 from __future__ import annotations
 
-from torchport.check._placement import device_expr, device_line
+from torchport.check.semantic._placement import device_expr, device_line
 
 __all__ = ["DEVICE_LINE", "device_expr", "device_line"]
 

@@ -6,9 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._port_batches import BatchMove, batch_plan
-from torchport.check._port_facts import PortFacts, port_facts
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.port._batches import BatchMove, batch_plan
+from torchport.check.port._facts import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.Linear(4, 2).to(device)\n"

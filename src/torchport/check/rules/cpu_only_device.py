@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._port_calls import cpu_only_device
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.port._calls import cpu_only_device
 from torchport.check.rules._snippets import DEVICE_LINE
 
 

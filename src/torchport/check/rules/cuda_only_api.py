@@ -6,9 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import device_guard
 from torchport.check._match import cuda_function, guard_statement
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.semantic._guards import device_guard
 
 # How each call is rewritten: "statement" calls raise without an accelerator and are
 # guarded by an `if`; "value" calls get a conditional expression; "plain" calls are

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from torchport.check._context import Context
-from torchport.check._guards import Guard, device_guard, tests_other_accelerators
 from torchport.check._match import called, cuda_string, names
-from torchport.check._residence import bound_value
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
+from torchport.check.semantic._residence import bound_value
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})

@@ -6,9 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import device_guard
 from torchport.check._match import called, guard_statement
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.semantic._guards import device_guard
 
 _TAILS = frozenset({"set_device"})
 

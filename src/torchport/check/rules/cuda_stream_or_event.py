@@ -6,9 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import device_guard
 from torchport.check._match import cuda_function
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._guards import device_guard
 
 # The CUDA call and its device-generic twin (torch >= 2.7 for the accelerator functions).
 _TWINS = {

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from torchport.check._context import Context
-from torchport.check._guards import Guard, device_guard
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._guards import Guard, device_guard
 
 _TYPES = frozenset(
     f"{kind}Tensor"

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import string_value
-from torchport.check._residence import known_device_object
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._residence import known_device_object
 
 
 class CudaTypeCompare(Rule):

@@ -6,10 +6,10 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import device_guard
 from torchport.check._match import called, cuda_string, keyword, method_name, receiver_end
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.semantic._guards import device_guard
 
 _DEVICE = frozenset({"device"})
 

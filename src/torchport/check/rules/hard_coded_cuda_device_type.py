@@ -6,9 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import Guard, device_guard
 from torchport.check._match import keyword, string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._guards import Guard, device_guard
 
 # torch functions whose first positional argument is a device *type*.
 _FIRST_IS_TYPE = frozenset(

@@ -6,9 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import device_guard
 from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._guards import device_guard
 
 _TYPES = ("mps", "xpu", "hpu", "npu", "mtia")
 _DEVICE_ARGS = ("device", "map_location")

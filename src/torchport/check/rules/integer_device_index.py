@@ -7,9 +7,9 @@ import re
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import Guard, device_guard
 from torchport.check._match import keyword, method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._guards import Guard, device_guard
 
 # Names that hold a process's or a GPU's index (never a device object or a dtype).
 _INDEX_NAME = re.compile(

@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import Guard, device_guard
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.semantic._guards import Guard, device_guard
 
 _TESTED = (ast.If, ast.While, ast.IfExp, ast.Assert)
 _OTHER_TYPES = frozenset({"is_xpu", "is_mps", "is_hpu", "is_meta", "type"})

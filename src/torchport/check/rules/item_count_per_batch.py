@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._port_facts import port_facts
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.port._facts import port_facts
 
 _HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 _BLOCKS = ("body", "orelse", "finalbody")

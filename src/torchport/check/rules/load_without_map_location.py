@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, keyword
-from torchport.check._residence import known_on_cpu
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._loading import LOADS
 from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.semantic._residence import known_on_cpu
 
 _LOAD = frozenset({"load"})
 

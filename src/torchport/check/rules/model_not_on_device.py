@@ -6,9 +6,9 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._port_facts import port_facts
-from torchport.check._port_models import MODEL_METHODS
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.port._facts import port_facts
+from torchport.check.port._models import MODEL_METHODS
 from torchport.check.rules._snippets import DEVICE_LINE
 
 

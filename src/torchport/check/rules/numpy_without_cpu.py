@@ -14,8 +14,8 @@ from torchport.check._match import (
     method_name,
     receiver_end,
 )
-from torchport.check._residence import known_on_device
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.semantic._residence import known_on_device
 
 # Methods that keep a tensor where it is: look through them for `.cpu()` / `.detach()`.
 _SAME_DEVICE = frozenset(

@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._guards import device_guard
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._guards import device_guard
 
 
 class RuntimeCudaDeviceString(Rule):

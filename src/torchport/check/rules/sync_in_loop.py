@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import method_name, probably_module, probably_tensor
-from torchport.check._residence import known_on_cpu
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._residence import known_on_cpu
 
 _SYNCS = frozenset({"item", "tolist", "cpu"})
 # `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` never waits (TP201's business).

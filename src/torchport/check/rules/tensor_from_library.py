@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._port_facts import PortFacts, PortScope, port_facts
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.port._facts import PortFacts, PortScope, port_facts
 
 _HEAD = "import torch\nfrom PIL import Image\nfrom torchvision import transforms\n\n"
 _MODEL = "model = torch.nn.Linear(4, 2)\n"

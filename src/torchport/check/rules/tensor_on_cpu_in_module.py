@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, keyword
-from torchport.check._port_calls import CREATORS, is_move
-from torchport.check._port_facts import port_facts
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.port._calls import CREATORS, is_move
+from torchport.check.port._facts import port_facts
 
 # Uses of a parameter that show it is a tensor.
 _TENSOR_USES = frozenset(

@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._port_batches import batch_plan
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.port._batches import batch_plan
 
 _HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 

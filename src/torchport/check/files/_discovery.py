@@ -1,0 +1,433 @@
+"""Which files a check covers, and how their bytes become text.
+
+Discovery rules (the decisions, in one place):
+
+* A path given on the command line is checked whatever its extension, even in an
+  excluded folder; only the config's ``exclude``/``extend-exclude`` patterns drop
+  it (pre-commit passes every changed file, and a user who wrote an exclude
+  pattern means it). A given path that does not exist is an error.
+* A given folder is walked recursively for ``*.py``, ``*.pyi`` (stubs can
+  hard-code devices in defaults too) and ``*.ipynb`` files (their code cells; see
+  :mod:`torchport.check.files._notebook`), in sorted order, skipping the
+  :data:`DEFAULT_EXCLUDES` folders, paths matched by a ``.gitignore`` in the tree
+  (or in its parents up to the git root) and the config's exclude patterns.
+* Symlinks met while walking are never followed, file or folder: a link pointing
+  inside the tree would report the same file twice, one pointing outside would
+  leave the given paths, and one pointing up would loop. A path *given* as a
+  symlink is read through (the user named it), but :func:`inside_roots` lets the
+  fixer refuse to write through it when it leads outside the given paths.
+* The same file reached twice (``check src src/a.py``) is checked once.
+
+Reading: bytes are decoded with the PEP 263 cookie or BOM
+(:func:`tokenize.detect_encoding`, UTF-8 by default), keeping line endings as
+they are. A file that cannot be read or decoded raises :class:`SourceError`,
+which callers turn into a per-file error, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import tokenize
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchport.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_EXCLUDES",
+    "Discovery",
+    "GlobSet",
+    "SourceError",
+    "SourceFile",
+    "Stamp",
+    "discover",
+    "excluded",
+    "inside_roots",
+    "newline_of",
+    "read_source",
+]
+
+DEFAULT_EXCLUDES = frozenset(
+    {
+        ".bzr", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+        ".nox", ".pants.d", ".pytest_cache", ".ruff_cache", ".svn", ".tox", ".venv",
+        "__pycache__", "__pypackages__", "_build", "build", "dist", "node_modules",
+        "site-packages", "venv",
+    }
+)  # fmt: skip
+SUFFIXES = (".py", ".pyi", ".ipynb")
+
+
+class SourceError(Exception):
+    """A file that cannot be read or decoded; the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What a file was when it was read, to tell before writing whether it changed since."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    data: bytes
+
+    @classmethod
+    def of(cls, st: os.stat_result, data: bytes) -> Stamp:
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, data)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A decoded file and the encoding to write it back with (``utf-8-sig`` keeps a BOM).
+
+    ``stamp`` records the bytes read and the file's state then (``None`` for text
+    that did not come from a file).
+    """
+
+    text: str
+    encoding: str
+    stamp: Stamp | None = None
+
+
+def newline_of(text: str) -> str | None:
+    """The one line ending ``text`` uses (``"\n"``, ``"\r\n"`` or ``"\r"``); None if mixed or none.
+
+    Fixes insert ``"\n"``; a file that uses another ending throughout is fixed
+    with its endings turned into ``"\n"`` and turned back afterwards (Python
+    reads all three as a newline, even inside strings, so this changes no
+    meaning), so it never ends up with mixed endings.
+    """
+    crlf = text.count("\r\n")
+    cr = text.count("\r") - crlf
+    lf = text.count("\n") - crlf
+    kinds = [(n, ending) for n, ending in ((lf, "\n"), (crlf, "\r\n"), (cr, "\r")) if n]
+    return kinds[0][1] if len(kinds) == 1 else None
+
+
+def read_source(path: str | os.PathLike[str]) -> SourceFile:
+    """Read and decode one Python file.
+
+    Raises:
+        SourceError: unreadable, a bad coding cookie, or bytes invalid in its encoding.
+    """
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(21, "Is a directory")
+            data = fh.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        # detect_encoding also raises when the first two lines are not UTF-8 and
+        # carry no cookie; say where the bad byte is, as for later lines.
+        encoding = "utf-8"
+        if "invalid or missing encoding declaration" not in str(exc.msg):
+            raise SourceError(f"bad encoding declaration: {exc.msg}") from exc
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+        raise SourceError(
+            f"not valid {encoding}{where}; re-save it as UTF-8 or declare its encoding "
+            f"with a '# -*- coding: ... -*-' line (PEP 263)"
+        ) from exc
+    return SourceFile(text, encoding, Stamp.of(st, data))
+
+
+# ---------------------------------------------------------------- gitignore-style globs
+
+
+def _glob_regex(pattern: str) -> str:
+    """Translate one gitignore glob (no leading '!' or trailing '/') to a regex body."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i):
+                before_ok = i == 0 or pattern[i - 1] == "/"
+                after = pattern[i + 2 : i + 3]
+                if before_ok and after == "/":
+                    out.append("(?:.*/)?")  # "**/": zero or more folders
+                    i += 3
+                    continue
+                if before_ok and i + 2 == n:
+                    out.append(".*")  # trailing "/**": everything inside
+                    i += 2
+                    continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            close = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
+            if close < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : close]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+                i = close
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pattern:
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+    text: str
+
+
+class GlobSet:
+    """Gitignore-style patterns anchored at one folder: the subset of gitignore that matters.
+
+    ``*``/``?``/``[...]`` never cross ``/``; ``**`` does (leading ``**/``, trailing
+    ``/**``, middle ``/**/``); a pattern with a ``/`` before its end is anchored at
+    the base folder, one without matches the name at any depth; a trailing ``/``
+    matches folders only; ``!`` re-includes; the last matching pattern wins.
+    """
+
+    def __init__(
+        self, base: Path, patterns: Iterable[str], *, origin: str = "", unit: str = "pattern"
+    ) -> None:
+        """Compile ``patterns``; ``origin`` names where they come from, for errors.
+
+        Raises:
+            ConfigError: a pattern that is no valid glob (a range such as ``[z-a]``).
+        """
+        self.base = base
+        self.patterns: list[_Pattern] = []
+        for number, raw in enumerate(patterns, start=1):
+            line = raw.rstrip("\n").rstrip("\r")
+            if not line.endswith("\\ "):
+                line = line.rstrip(" ")
+            if not line or line.startswith("#"):
+                continue
+            negate = line.startswith("!")
+            if negate or line.startswith("\\"):
+                line = line[1:]
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            if not line:
+                continue
+            anchored = "/" in line
+            line = line.lstrip("/")
+            prefix = "" if anchored else "(?:.*/)?"
+            try:
+                regex = re.compile(f"{prefix}{_glob_regex(line)}")
+            except re.error as exc:
+                where = f" ({origin}, {unit} {number})" if origin else ""
+                raise ConfigError(
+                    f"invalid pattern {raw.strip()!r}{where}: {exc.msg}; expected a "
+                    f"gitignore-style glob (a range such as [a-z] runs low to high); "
+                    f"correct or remove the pattern"
+                ) from exc
+            self.patterns.append(_Pattern(regex, negate, dir_only, raw.strip()))
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def match(self, path: Path, *, is_dir: bool) -> bool | None:
+        """True: ignored; False: re-included by ``!``; None: no pattern speaks about ``path``."""
+        try:
+            rel = path.relative_to(self.base).as_posix()
+        except ValueError:
+            return None
+        result: bool | None = None
+        for pattern in self.patterns:
+            if pattern.dir_only and not is_dir:
+                continue
+            if pattern.regex.fullmatch(rel):
+                result = not pattern.negate
+        return result
+
+
+def excluded(path: Path, *, is_dir: bool, excludes: Sequence[GlobSet]) -> bool:
+    """Whether ``path`` or a folder above it (below a pattern's base) is excluded.
+
+    A walk never enters an excluded folder; a path given directly needs its
+    folders checked too, so that ``exclude = ["legacy/"]`` covers ``legacy/a.py``.
+    """
+    absolute = path.absolute()
+    for globs in excludes:
+        try:
+            parts = absolute.relative_to(globs.base).parts
+        except ValueError:
+            continue
+        folder = globs.base
+        for part in parts[:-1]:
+            folder = folder / part
+            if globs.match(folder, is_dir=True):
+                return True
+        if globs.match(absolute, is_dir=is_dir):
+            return True
+    return False
+
+
+def _ignored(path: Path, is_dir: bool, sets: Sequence[GlobSet]) -> bool:
+    """The deepest (latest) set with an opinion decides."""
+    for globs in reversed(sets):
+        verdict = globs.match(path, is_dir=is_dir)
+        if verdict is not None:
+            return verdict
+    return False
+
+
+def _read_gitignore(folder: Path) -> GlobSet | None:
+    """The patterns of ``folder/.gitignore`` (None when there is none).
+
+    Raises:
+        ConfigError: the file exists but cannot be read, or holds an invalid pattern.
+    """
+    path = folder / ".gitignore"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if not path.exists():
+            return None
+        # Unknown ignore rules would mean checking (and fixing) files the user ignores.
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror or exc}; expected a readable .gitignore "
+            f"(its patterns decide which files are checked): fix its permissions"
+        ) from exc
+    globs = GlobSet(folder, text.splitlines(), origin=str(folder / ".gitignore"), unit="line")
+    return globs if globs else None
+
+
+def _parent_gitignores(folder: Path) -> list[GlobSet]:
+    """``.gitignore`` files of ``folder``'s parents, up to the git root (none outside a repo)."""
+    chain: list[Path] = []
+    for parent in folder.parents:
+        chain.append(parent)
+        if (parent / ".git").exists():
+            break
+    else:
+        return []
+    found = [_read_gitignore(p) for p in reversed(chain)]
+    return [g for g in found if g is not None]
+
+
+# ---------------------------------------------------------------- discovery
+
+
+@dataclass(slots=True)
+class Discovery:
+    """The files to check, in a stable order, and the given paths that could not be used."""
+
+    files: list[Path]
+    errors: list[tuple[Path, str]]
+
+
+def _walk_folder(
+    root: Path,
+    excludes: Sequence[GlobSet],
+    inherited: list[GlobSet],
+    errors: list[tuple[Path, str]],
+) -> Iterator[Path]:
+    """Yield the files under ``root``; an unreadable folder is appended to ``errors``."""
+    todo: list[tuple[Path, list[GlobSet]]] = [(root, inherited)]
+    while todo:
+        folder, sets = todo.pop()
+        own = _read_gitignore(folder)
+        if own is not None:
+            sets = [*sets, own]
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError as exc:
+            errors.append((folder, f"cannot list folder: {exc.strerror or exc}"))
+            continue
+        subfolders: list[tuple[Path, list[GlobSet]]] = []
+        for entry in entries:
+            if entry.is_symlink():
+                continue  # never followed: see the module docstring
+            path = Path(entry.path)
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if is_dir:
+                if entry.name in DEFAULT_EXCLUDES or entry.name.endswith(".egg-info"):
+                    continue
+            elif not entry.name.endswith(SUFFIXES):
+                continue
+            if _ignored(path, is_dir, sets) or any(g.match(path, is_dir=is_dir) for g in excludes):
+                continue
+            if is_dir:
+                subfolders.append((path, sets))
+            elif entry.is_file(follow_symlinks=False):
+                yield path
+        todo.extend(reversed(subfolders))
+
+
+def discover(
+    paths: Sequence[str | os.PathLike[str]], *, excludes: Sequence[GlobSet] = ()
+) -> Discovery:
+    """Expand command-line ``paths`` into the files to check (see the module docstring)."""
+    files: list[Path] = []
+    errors: list[tuple[Path, str]] = []
+    seen: set[tuple[int, int]] = set()
+
+    def add(path: Path) -> None:
+        try:
+            st = path.stat()
+        except OSError as exc:
+            errors.append((path, f"cannot read: {exc.strerror or exc}"))
+            return
+        key = (st.st_dev, st.st_ino)
+        if key not in seen:
+            seen.add(key)
+            files.append(path)
+
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            kind = "broken symlink" if path.is_symlink() else "no such file or folder"
+            errors.append((path, f"{kind}; check the path"))
+            continue
+        if excluded(path, is_dir=path.is_dir(), excludes=excludes):
+            continue
+        if path.is_dir():
+            absolute = path.absolute()
+            found_errors: list[tuple[Path, str]] = []
+            inherited = _parent_gitignores(absolute)
+            for found in _walk_folder(absolute, excludes, inherited, found_errors):
+                add(path / found.relative_to(absolute))
+            errors.extend((path / p.relative_to(absolute), m) for p, m in found_errors)
+        else:
+            add(path)
+    return Discovery(files, errors)
+
+
+def inside_roots(path: Path, roots: Sequence[str | os.PathLike[str]]) -> bool:
+    """Whether ``path``'s real location lies within the given paths.
+
+    A given folder covers its real tree; a given file covers its own folder, so
+    ``fix link.py`` may write through ``link.py -> sub/real.py`` but not through
+    ``link.py -> /elsewhere/real.py``.
+    """
+    real = Path(os.path.realpath(path))
+    for raw in roots:
+        root = Path(raw)
+        try:
+            is_dir = stat.S_ISDIR(os.stat(root).st_mode)
+        except OSError:
+            continue
+        base = Path(os.path.realpath(root if is_dir else root.absolute().parent))
+        if real == base or base in real.parents:
+            return True
+    return False

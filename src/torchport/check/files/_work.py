@@ -1,0 +1,329 @@
+"""What a worker does with one chunk of files: read each, check or fix it, write it back.
+
+Runs in worker processes as well as in the calling one, so everything a chunk
+needs travels in the picklable :class:`Chunk`. Per-file problems (unreadable,
+undecodable, unparsable, a rule that crashed, a write refused) become
+:class:`FileError` entries; the other files of the chunk still run.
+
+Fixing keeps a file's bytes outside the fixes exactly: a UTF-8 BOM, a coding
+cookie's encoding and the file's line ending (a file that uses ``\\r\\n`` or a
+lone ``\\r`` throughout is fixed as ``\\n`` text and turned back, so inserted
+lines match). Writing goes through :func:`torchport.check.files._write.write_back`.
+Notebooks go through :mod:`torchport.check.files._notebook`.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import gc
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from torchport.check._engine import RuleSet, check_text, check_tree
+from torchport.check._fix import FixOutcome, fix_text
+from torchport.check._noqa import unknown_codes
+from torchport.check._rule import Finding, Rule
+from torchport.check.files._discovery import (
+    SourceError,
+    Stamp,
+    inside_roots,
+    newline_of,
+    read_source,
+)
+from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
+from torchport.check.files._write import WriteRefused, write_back
+
+__all__ = ["Chunk", "FileError", "FileFix", "Report", "check_chunk", "fix_chunk"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class FileError:
+    """A file that could not be checked or fixed, and why."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: error: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class FileFix:
+    """One changed file: fixes applied per code, its diff (with ``diff=True``), whether written.
+
+    ``text`` is the fixed source when it was not written (``stdin`` runs).
+    """
+
+    path: str
+    fixed: dict[str, int]
+    diff: str
+    written: bool
+    text: str | None = None
+    encoding: str = "utf-8"  # the file's: write ``diff`` in it, so `git apply` matches bytes
+
+
+@dataclass(slots=True)
+class Report:
+    """What one file produced."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    lines: int = 0
+    fix: FileFix | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Files for one worker and everything the run decided about them."""
+
+    rules: tuple[type[Rule], ...]
+    files: tuple[tuple[str, tuple[str, ...]], ...]  # (path, per-file ignored codes)
+    known: tuple[str, ...] = ()  # every rule code, to judge unknown codes in noqa comments
+    roots: tuple[str, ...] = ()
+    unsafe: bool = False
+    diff: bool = False
+    fixable: tuple[str, ...] | None = None  # codes whose fixes apply (None: all)
+    stdin: str | None = None  # the one file's text, given instead of read; never written
+
+
+@dataclass(slots=True)
+class _Doc:
+    """A file as the engine sees it: Python text, plus how to turn fixed text back into bytes."""
+
+    raw: str  # the decoded file
+    text: str  # the Python the rules see (a notebook's cells; ``\n`` endings when fixing)
+    encoding: str
+    stamp: Stamp | None
+    newline: str | None = None  # the ending ``text`` was normalised from
+    notebook: Notebook | None = None
+
+
+@functools.lru_cache(maxsize=32)
+def _ruleset(rules: tuple[type[Rule], ...], ignored: tuple[str, ...]) -> RuleSet:
+    return (
+        RuleSet(r for r in rules if not r.code.startswith(ignored)) if ignored else RuleSet(rules)
+    )
+
+
+def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | None:
+    if chunk.stdin is not None:
+        doc = _Doc(chunk.stdin, chunk.stdin, "utf-8", None)
+    else:
+        try:
+            source = read_source(path)
+        except SourceError as exc:
+            report.errors.append(FileError(path, str(exc)))
+            return None
+        doc = _Doc(source.text, source.text, source.encoding, source.stamp)
+    if path.endswith(".ipynb"):
+        try:
+            doc.notebook = read_notebook(doc.raw)
+        except NotebookError as exc:
+            report.errors.append(FileError(path, str(exc)))
+            return None
+        except NotPython:
+            return None  # an R or Julia notebook: no Python to check
+        doc.text = doc.notebook.source
+    elif fixing:
+        doc.newline = newline_of(doc.text)
+        if doc.newline not in (None, "\n"):
+            doc.text = doc.text.replace(doc.newline, "\n")
+    text = doc.text
+    report.lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    for line, code in unknown_codes(text, chunk.known):
+        report.errors.append(
+            FileError(
+                path,
+                f"{_where(doc, line)}: `# noqa` names {code}, which is no torchport rule, so it "
+                f"silences nothing; correct the code (`torchport check --explain CODE` "
+                f"describes one) or remove it",
+            )
+        )
+    return doc
+
+
+def _where(doc: _Doc, line: int) -> str:
+    """``line 3``, or ``cell 2, line 1`` in a notebook."""
+    if doc.notebook is None:
+        return f"line {line}"
+    cell, in_cell = doc.notebook.locate(doc.text, line)
+    return f"cell {cell}, line {in_cell}"
+
+
+def _place(doc: _Doc, findings: list[Finding], text: str) -> list[Finding]:
+    """Notebook findings name their cell: path ``nb.ipynb:cell 3``, lines within the cell."""
+    nb = doc.notebook
+    if nb is None:
+        return findings
+    out = []
+    locate = nb.locator(text)
+    for f in findings:
+        cell, line = locate(f.line)
+        end = f.end_line - (f.line - line)
+        out.append(replace(f, path=f"{f.path}:cell {cell}", line=line, end_line=end))
+    return out
+
+
+def _parse(path: str, doc: _Doc, report: Report) -> ast.Module | None:
+    try:
+        return ast.parse(doc.text, filename=path)
+    except SyntaxError as exc:
+        where = f" at line {exc.lineno}, column {exc.offset}" if exc.lineno else ""
+        if exc.lineno and doc.notebook is not None:
+            where = f" at {_where(doc, exc.lineno)}, column {exc.offset}"
+        message = f"cannot parse: {exc.msg}{where}; fix the syntax error first"
+    except ValueError as exc:  # null bytes
+        message = f"cannot parse: {exc}"
+    except (RecursionError, MemoryError):
+        message = "cannot parse: nested too deeply for Python's parser"
+    report.errors.append(FileError(path, message))
+    return None
+
+
+def _internal(path: str, exc: Exception) -> FileError:
+    """An engine or context crash on one file: reported, and the run goes on."""
+    return FileError(path, f"internal error: {exc!r}; this is a torchport bug, please report it")
+
+
+_MAX_BROKEN_CELLS = 50
+
+
+def _skip_broken_cells(doc: _Doc, path: str, report: Report) -> None:
+    """Leave out the notebook cells that do not parse, each reported; the rest is checked."""
+    nb = doc.notebook
+    if nb is None:
+        return
+    for _ in range(_MAX_BROKEN_CELLS):
+        try:
+            ast.parse(doc.text, filename=path)
+        except SyntaxError as exc:
+            if not exc.lineno:
+                return  # _parse reports it
+            cell, line = nb.locate(doc.text, exc.lineno)
+            report.errors.append(
+                FileError(
+                    path,
+                    f"cell {cell} not checked: cannot parse: {exc.msg} at line {line}, "
+                    f"column {exc.offset}; fix the syntax error (the other cells were checked)",
+                )
+            )
+            nb.skip(cell - 1)
+            doc.text = nb.source
+        except (ValueError, RecursionError, MemoryError):
+            return  # _parse reports it
+        else:
+            return
+
+
+@contextlib.contextmanager
+def _no_cycle_scans() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a chunk; it resumes, as it was, after.
+
+    Each file builds and drops a syntax tree: hundreds of thousands of container
+    objects that reference counting frees by itself. The collector would scan
+    them again and again (about a seventh of a check's time on real code, 1,800
+    collections for 176,000 lines). Trees hold no cycles; the few a file leaves
+    (a scope map's scopes) wait for the collector's next run after the chunk.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@_no_cycle_scans()
+def check_chunk(chunk: Chunk) -> list[Report]:
+    """Check every file of ``chunk``."""
+    reports: list[Report] = []
+    for path, ignored in chunk.files:
+        report = Report(path)
+        reports.append(report)
+        doc = _load(path, report, chunk, fixing=False)
+        if doc is not None:
+            _skip_broken_cells(doc, path, report)
+        tree = None if doc is None else _parse(path, doc, report)
+        if doc is None or tree is None:
+            continue
+        try:
+            outcome = check_tree(doc.text, path, tree, _ruleset(chunk.rules, ignored))
+        except Exception as exc:
+            report.errors.append(_internal(path, exc))
+            continue
+        report.findings = _place(doc, outcome.findings, doc.text)
+        report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
+    return reports
+
+
+def _encode(doc: _Doc, fixed: str) -> tuple[str, str]:
+    """(fixed text, original text) as the file holds them: for writing and diffs."""
+    if doc.notebook is not None:
+        return doc.notebook.write(fixed), doc.raw
+    if doc.newline not in (None, "\n"):
+        fixed = fixed.replace("\n", doc.newline)
+    return fixed, doc.raw
+
+
+def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: RuleSet) -> Report:
+    report = Report(path, findings=_place(doc, outcome.remaining, outcome.source))
+    report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
+    if outcome.source == doc.text:
+        return report
+    fixed = dict(sorted(outcome.fixed.items()))
+    try:
+        new, old = _encode(doc, outcome.source)
+        if chunk.diff or chunk.stdin is not None:
+            # A BOM is part of the file's first line: a patch without it does not apply.
+            bom = "\ufeff" if doc.encoding == "utf-8-sig" else ""
+            diff = FixOutcome(bom + new, outcome.fixed, []).diff(bom + old, path)
+            encoding = "utf-8" if doc.encoding == "utf-8-sig" else doc.encoding  # BOM: in text
+            report.fix = FileFix(
+                path, fixed, diff if chunk.diff else "", False, text=new, encoding=encoding
+            )
+            return report
+        if not inside_roots(Path(path), chunk.roots):
+            raise WriteRefused(
+                "not fixed: it is a symlink to a file outside the given paths; "
+                "fix the target instead"
+            )
+        assert doc.stamp is not None
+        write_back(path, new.encode(doc.encoding), doc.stamp)
+    except (WriteRefused, NotebookError, OSError, UnicodeEncodeError) as exc:
+        message = str(exc) if isinstance(exc, WriteRefused | NotebookError) else None
+        report.errors.append(FileError(path, message or f"not fixed: cannot write it: {exc}"))
+        # Nothing was written: what is left is everything the original holds.
+        report.findings = _place(doc, check_text(doc.text, path, full).findings, doc.text)
+        return report
+    report.fix = FileFix(path, fixed, "", written=True)
+    return report
+
+
+@_no_cycle_scans()
+def fix_chunk(chunk: Chunk) -> list[Report]:
+    """Fix every file of ``chunk``; SPEED-only fixes apply per ``chunk.fixable``."""
+    reports: list[Report] = []
+    for path, ignored in chunk.files:
+        report = Report(path)
+        doc = _load(path, report, chunk, fixing=True)
+        tree = None if doc is None else _parse(path, doc, report)
+        if doc is not None and tree is not None:
+            full = _ruleset(chunk.rules, ignored)
+            try:
+                outcome = fix_text(
+                    doc.text, path, full, unsafe=chunk.unsafe, tree=tree, fixable=chunk.fixable
+                )
+            except Exception as exc:
+                report.errors.append(_internal(path, exc))
+            else:
+                errors = report.errors
+                report = _fix_one(chunk, path, doc, outcome, full)
+                report.errors[:0] = errors
+        reports.append(report)
+    return reports

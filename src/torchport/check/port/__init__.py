@@ -1,0 +1,13 @@
+"""``torchport port``: the analysis that rewrites CPU-only code for the accelerator.
+
+What a file's models and batches are (:mod:`._models`, :mod:`._facts`), which
+values live on the device (:mod:`._device_flow`), how each batch is moved
+(:mod:`._batches`), and the command itself (:func:`port_source`,
+:func:`port_paths`), a fix run with the port rules (TP5xx) selected.
+"""
+
+from __future__ import annotations
+
+from torchport.check.port._rewrite import PORT_SELECT, port_paths, port_source, port_text
+
+__all__ = ["PORT_SELECT", "port_paths", "port_source", "port_text"]

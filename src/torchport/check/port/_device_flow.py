@@ -1,0 +1,269 @@
+"""Which values live on the device in one scope, and which expressions meet them.
+
+The flow half of :mod:`torchport.check.port._facts`: a :class:`PortScope` is one
+function (or the module body); :class:`DeviceFlow` finds its device values (what a
+forward returns and everything computed from it, up to a host read), the operands
+that meet them (the sinks), and the names whose values reach a sink through
+assignments. :class:`~torchport.check.port._facts.PortFacts` supplies what a model
+is (``forward``, ``holds_model``, ``builds_model``) and the scope's assignments.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+
+from torchport.check._context import Context
+from torchport.check.port._calls import HOST_READS, META_ATTRS, device_target, is_move
+from torchport.check.port._models import MODEL_METHODS
+
+__all__ = ["MOVES", "NOT_FORWARD", "DeviceFlow", "PortScope", "names_of"]
+
+# Methods of a model that are not its forward.
+NOT_FORWARD = MODEL_METHODS | frozenset(
+    {"parameters", "named_parameters", "buffers", "named_buffers", "state_dict",
+     "load_state_dict", "apply", "zero_grad", "modules", "named_modules", "children",
+     "named_children", "register_forward_hook", "register_forward_pre_hook",
+     "register_buffer", "register_parameter", "add_module", "get_submodule", "save_pretrained"}
+)  # fmt: skip
+_HOST_BUILTINS = frozenset(dir(builtins)) - {"map", "filter", "sum", "max", "min", "abs"}
+# Builtins whose result holds no tensor of their arguments (`len(x)`, `print(x)`).
+_HOST_CALLS = _HOST_BUILTINS - {"list", "tuple", "dict", "sum", "max", "min"}
+MOVES = frozenset({"to", "cuda"})
+_COLLECTS = frozenset({"append", "extend", "insert"})
+
+
+def names_of(target: ast.expr) -> list[str]:
+    """The names an assignment target binds (``a``, ``a, (b, *c)``)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in names_of(elt)]
+    if isinstance(target, ast.Starred):
+        return names_of(target.value)
+    return []
+
+
+@dataclass(eq=False)
+class PortScope:
+    """One function (or the module body) as the port sees it."""
+
+    node: ast.AST
+    cls: ast.ClassDef | None = None
+    module_method: bool = False  # a method of an nn.Module subclass
+    nodes: list[ast.AST] = field(default_factory=list)
+    local: set[str] = field(default_factory=set)
+    models: set[str] = field(default_factory=set)
+    values: set[str] = field(default_factory=set)
+    moved: set[str] = field(default_factory=set)  # names some assignment binds to a moved value
+    reach: set[str] = field(default_factory=set)
+    sink_nodes: set[int] = field(default_factory=set)  # ids of nodes that meet a device value
+    reach_values: set[int] = field(default_factory=set)  # ids inside values that reach one
+    assigns: list[tuple[list[ast.expr], ast.expr]] = field(default_factory=list)
+    loop_bound: set[str] = field(default_factory=set)  # names bound by for/with targets
+    _values: dict[str, list[ast.expr]] | None = None
+
+    def values_of(self, name: str) -> list[ast.expr]:
+        """The values this scope assigns to ``name`` (built once, on first use)."""
+        if self._values is None:
+            found: dict[str, list[ast.expr]] = {}
+            for targets, value in self.assigns:
+                for target in targets:
+                    for bound in names_of(target):
+                        found.setdefault(bound, []).append(value)
+            self._values = found
+        return self._values.get(name, [])
+
+
+class DeviceFlow:
+    """Device values, sinks and reach per scope; the model knowledge comes from the subclass."""
+
+    ctx: Context
+    # Expressions that meet the model or a device value directly, and their scope.
+    operands: list[tuple[ast.expr, PortScope]]
+
+    def forward(self, call: ast.Call, scope: PortScope) -> bool:
+        """Whether ``call`` runs a model."""
+        raise NotImplementedError
+
+    def holds_model(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether ``expr`` names a model in ``scope``."""
+        raise NotImplementedError
+
+    def builds_model(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether ``expr`` is a model (held or built)."""
+        raise NotImplementedError
+
+    def assignments(self, scope: PortScope) -> list[tuple[list[ast.expr], ast.expr]]:
+        """``(targets, value)`` of every assignment ``scope`` sees."""
+        raise NotImplementedError
+
+    def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
+        if isinstance(expr, ast.Name):
+            return expr.id in scope.values
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if self.forward(expr, scope):
+                return True
+            if is_move(expr):
+                return True
+            if isinstance(func, ast.Attribute):
+                if func.attr in HOST_READS:
+                    return False
+                if func.attr in NOT_FORWARD and self.builds_model(func.value, scope):
+                    return False  # `model.train()`, `model.parameters()`: not a tensor
+                if self.on_device(func.value, scope):
+                    return True
+            elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS:
+                return False
+            if any(k.arg == "device" and device_target(k.value) for k in expr.keywords):
+                return True
+            return any(self.on_device(a, scope) for a in expr.args) or any(
+                self.on_device(k.value, scope) for k in expr.keywords
+            )
+        if isinstance(expr, ast.Attribute):
+            return expr.attr not in META_ATTRS and self.on_device(expr.value, scope)
+        if isinstance(expr, (ast.Subscript, ast.Starred)):
+            return self.on_device(expr.value, scope)
+        if isinstance(expr, ast.BinOp):
+            return self.on_device(expr.left, scope) or self.on_device(expr.right, scope)
+        if isinstance(expr, ast.UnaryOp):
+            return self.on_device(expr.operand, scope)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(self.on_device(e, scope) for e in expr.elts)
+        if isinstance(expr, ast.IfExp):
+            return self.on_device(expr.body, scope) or self.on_device(expr.orelse, scope)
+        return False
+
+    def _operands(self, node: ast.AST, scope: PortScope) -> list[ast.expr]:
+        """The operands of ``node`` that meet the device, or [] when it combines none."""
+        if isinstance(node, ast.Call):
+            args = [a for a in node.args] + [k.value for k in node.keywords]
+            if self.forward(node, scope):
+                return args
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in HOST_READS or func.attr in MOVES or func.attr in NOT_FORWARD:
+                    return []
+                operands = [func.value, *args]
+            else:
+                if (
+                    isinstance(func, ast.Name)
+                    and func.id in _HOST_BUILTINS
+                    and func.id not in scope.local
+                ):
+                    return []
+                if (self.ctx.qualname(func) or "").startswith("numpy."):
+                    return []
+                operands = args
+        elif isinstance(node, ast.BinOp):
+            operands = [node.left, node.right]
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+        elif isinstance(node, ast.AugAssign):
+            operands = [node.target, node.value]
+        else:
+            return []
+        devices = [o for o in operands if self.on_device(o, scope) or self.builds_model(o, scope)]
+        if not devices:
+            return []
+        return [o for o in operands if o not in devices]
+
+    def _flow(self, scope: PortScope) -> None:
+        values = scope.values
+        changed = True
+        while changed:  # device values: a fixed point over the scope's bindings
+            changed = False
+            for targets, value in self.assignments(scope):
+                if self.on_device(value, scope):
+                    for target in targets:
+                        for name in names_of(target):
+                            if name not in values:
+                                values.add(name)
+                                changed = True
+                if is_move(value) or self._moves_all(value):
+                    for target in targets:
+                        scope.moved.update(names_of(target))
+            for node in scope.nodes:
+                if isinstance(node, (ast.For, ast.AsyncFor)) and self.on_device(node.iter, scope):
+                    for name in names_of(node.target):
+                        if name not in values:
+                            values.add(name)
+                            changed = True
+                elif (  # `preds.append(model(x))`: the list holds device values
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in _COLLECTS
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id not in values
+                    and any(self.on_device(a, scope) for a in node.args)
+                ):
+                    values.add(node.func.value.id)
+                    changed = True
+        for node in scope.nodes:
+            for operand in self._operands(node, scope):
+                self.operands.append((operand, scope))
+                self._mark(operand, scope.reach, scope.sink_nodes)
+        self._propagate(scope)
+
+    def _makes_object(self, func: ast.expr) -> bool:
+        """Whether calling ``func`` builds an object (a class: ``Dataset(...)``), not a tensor."""
+        tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if not tail[:1].isupper():
+            return False
+        name = self.ctx.qualname(func) or ""
+        return not name.startswith("torch.") or name.startswith("torch.utils.data.")
+
+    @staticmethod
+    def _moves_all(value: ast.expr) -> bool:
+        """A tuple or comprehension of moves (``x.to(d), y.to(d)``, ``{k: v.to(d) ...}``)."""
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return bool(value.elts) and all(is_move(e) for e in value.elts)
+        if isinstance(value, (ast.DictComp, ast.ListComp)):
+            return any(is_move(n) for n in ast.walk(value))
+        return False
+
+    def _propagate(self, scope: PortScope) -> None:
+        reach = scope.reach
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in self.assignments(scope):
+                names = [n for t in targets for n in names_of(t)]
+                if any(n in reach and n not in scope.moved for n in names):
+                    before = len(reach) + len(scope.reach_values)
+                    self._mark(value, reach, scope.reach_values)
+                    if len(reach) + len(scope.reach_values) != before:
+                        changed = True
+
+    def _mark(self, expr: ast.AST, names: set[str], ids: set[int]) -> None:
+        """Record the names and nodes of ``expr`` whose values would meet the device."""
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            ids.add(id(node))
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute):
+                    if func.attr in HOST_READS or is_move(node):
+                        continue
+                    stack.append(func.value)
+                elif isinstance(func, ast.Name) and func.id in _HOST_CALLS:
+                    continue
+                if self._makes_object(func):
+                    continue  # `DataLoader(TensorDataset(x, y))`: its arguments are not moved
+                stack.extend(node.args)
+                stack.extend(k.value for k in node.keywords)
+            elif isinstance(node, ast.Attribute):
+                if node.attr not in META_ATTRS:
+                    stack.append(node.value)
+            elif isinstance(node, ast.Subscript):
+                stack.append(node.value)
+            elif isinstance(node, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.DictComp)):
+                continue
+            else:
+                stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))

@@ -1,0 +1,321 @@
+"""What ``torchport port`` knows about one file: models, batches, and what meets the model.
+
+Porting is knowing which names hold models, which tensors meet the model, and
+where those tensors come from. :func:`port_facts` works it out once per file
+(cached on the walk's :class:`~torchport.check._context.Context`), per scope
+(the module body and each function), flow-insensitively:
+
+* **models**: names (and ``self.attr`` of non-module classes) bound to a model
+  expression (see :mod:`torchport.check.port._models`), parameters that call
+  sites in the file pass a model to, or parameters named like one (``model``);
+* **device values**: what a forward returns, and everything computed from it
+  (``out``, ``loss``, ``pred = out.argmax(1)``) up to a host read (``.item()``);
+* **sinks**: expressions that meet the model or a device value: a forward's
+  arguments, and the other operands of a call, operator or comparison that has
+  a device value among its operands (``criterion(out, y)``, ``pred == y``);
+* **reach**: names whose value ends in a sink, directly or through
+  assignments (``x = batch["x"]`` then ``model(x)``).
+
+The TP5xx rules then move what reaches a sink at its source: the batch where a
+loop binds it (:mod:`torchport.check.port._batches`), the tensor where a
+factory builds it, the model where it is constructed. Methods of ``nn.Module``
+classes are not scopes here: their tensors follow the module's inputs.
+
+The device values, sinks and reach are worked out by
+:class:`~torchport.check.port._device_flow.DeviceFlow`, which :class:`PortFacts` extends.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchport.check._context import Context
+from torchport.check._rule import Edit
+from torchport.check.port._calls import (
+    cpu_only_device,
+)
+from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope, names_of
+from torchport.check.port._models import ModelKnowledge
+
+__all__ = ["PortFacts", "PortScope", "port_facts"]
+
+_MODEL_PARAM = re.compile(
+    r"(^|_)(model|net|network|encoder|decoder|classifier|policy|critic|actor|generator"
+    r"|discriminator)s?($|_|\d)",
+    re.IGNORECASE,
+)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops"})
+
+
+def _with_targets(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return [node.target]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [i.optional_vars for i in node.items if i.optional_vars is not None]
+    return []
+
+
+class PortFacts(DeviceFlow):
+    """The port's facts about one file (see the module docstring)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        tree = ctx.tree
+        self.parents: dict[int, ast.AST] = {}
+        self.classdefs: list[ast.ClassDef] = []
+        self.scope_of: dict[int, PortScope] = {}
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.class_models: dict[int, set[str]] = {}  # id(ClassDef) -> {"self.model", ...}
+        self.module = PortScope(tree)
+        self.scopes: list[PortScope] = [self.module]
+        # Expressions that meet the model or a device value directly, and their scope.
+        self.operands: list[tuple[ast.expr, PortScope]] = []
+        self._collect(tree)
+        self.known = ModelKnowledge(self.classdefs, ctx.qualname)
+        for scope in self.scopes[1:]:
+            scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
+        self._find_models()
+        for scope in self.scopes:
+            if not scope.module_method:
+                self._flow(scope)
+        # Module-level names that functions feed to the model reach it too.
+        for scope in self.scopes[1:]:
+            self.module.reach |= {n for n in scope.reach if n not in scope.local}
+        self._propagate(self.module)
+        self.has_models = bool(self.class_models) or any(
+            s.models for s in self.scopes if not s.module_method
+        )
+        # A `device = torch.device("cpu")` is rebound first (TP507); the moves wait a round,
+        # so that they use that name instead of defining a second device.
+        self.cpu_device_pending = any(
+            isinstance(value, ast.Call)
+            and cpu_only_device(self.parents.get(id(value), value), ctx.qualname)
+            for s in self.scopes
+            for _, value in s.assigns
+        )
+
+    def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
+        """The device name usable at ``node`` and the edits defining it (None: no fix here)."""
+        if self.cpu_device_pending:
+            return None
+        return self.ctx.device_at(node)
+
+    # ------------------------------------------------------------ structure
+
+    def _collect(self, tree: ast.Module) -> None:
+        """One walk: parents, scopes, the nodes of each, assignments and local names."""
+        # (node, its scope or None inside a class body); a class body is no scope of
+        # ours, but the methods in it are.
+        stack: list[tuple[ast.AST, PortScope | None]] = [(tree, self.module)]
+        parents, scope_of = self.parents, self.scope_of
+        fields_of: dict[type, tuple[str, ...]] = {}
+        node_class = ast.AST
+        while stack:
+            node, scope = stack.pop()
+            cls = type(node)
+            if scope is not None:
+                scope.nodes.append(node)
+                scope_of[id(node)] = scope
+                if cls is ast.Name:
+                    if node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
+                        scope.local.add(node.id)  # type: ignore[attr-defined]
+                    continue
+                if cls is ast.Assign:
+                    scope.assigns.append((node.targets, node.value))  # type: ignore[attr-defined]
+                elif cls is ast.AnnAssign or cls is ast.NamedExpr:
+                    if node.value is not None:  # type: ignore[attr-defined]
+                        scope.assigns.append(([node.target], node.value))  # type: ignore[attr-defined]
+                elif cls in (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith):
+                    for target in _with_targets(node):
+                        scope.loop_bound.update(names_of(target))
+                elif cls is ast.Import or cls is ast.ImportFrom:
+                    for alias in node.names:  # type: ignore[attr-defined]
+                        scope.local.add((alias.asname or alias.name).partition(".")[0])
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = fields_of[cls] = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)
+            for field_name in fields:
+                value = getattr(node, field_name, None)
+                for child in value if value.__class__ is list else (value,):
+                    if not isinstance(child, node_class):
+                        continue
+                    parents[id(child)] = node
+                    if isinstance(child, _FUNCTIONS):
+                        self._enter_function(child, node, scope, stack)
+                    elif isinstance(child, ast.ClassDef):
+                        self.classdefs.append(child)
+                        if scope is not None:
+                            scope.local.add(child.name)
+                        stack.append((child, None))
+                    else:
+                        stack.append((child, scope))
+
+    def _enter_function(
+        self,
+        func: ast.FunctionDef | ast.AsyncFunctionDef,
+        node: ast.AST,
+        scope: PortScope | None,
+        stack: list[tuple[ast.AST, PortScope | None]],
+    ) -> None:
+        inner = PortScope(func, cls=node if isinstance(node, ast.ClassDef) else None)
+        if isinstance(node, ast.Module):
+            self.functions[func.name] = func
+        self.scopes.append(inner)
+        if scope is not None:
+            scope.nodes.append(func)
+            scope.local.add(func.name)
+            self.scope_of[id(func)] = scope
+        for part in (*func.decorator_list, *func.args.defaults):
+            self.parents[id(part)] = func
+            stack.append((part, scope))
+        for stmt in func.body:
+            self.parents[id(stmt)] = func
+            stack.append((stmt, inner))
+        a = func.args
+        for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+            if p is not None:
+                inner.local.add(p.arg)
+
+    def bindings(self, name: str, scope: PortScope) -> list[ast.expr] | None:
+        """The values assigned to ``name`` where ``scope`` reads it (None: a parameter, a loop)."""
+        where = scope
+        if name not in scope.local:
+            where = self.module
+        elif isinstance(scope.node, _FUNCTIONS):
+            a = scope.node.args
+            params = (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+            if any(p is not None and p.arg == name for p in params):
+                return None
+        if name in where.loop_bound:
+            return None
+        return where.values_of(name)
+
+    def assignments(self, scope: PortScope) -> list[tuple[list[ast.expr], ast.expr]]:
+        """(targets, value) of every assignment in ``scope``."""
+        return scope.assigns
+
+    # ------------------------------------------------------------ models
+
+    def holds_model(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether a name or ``self.attr`` holds a model in ``scope``."""
+        if isinstance(expr, ast.Name):
+            if expr.id in scope.models:
+                return True
+            return expr.id not in scope.local and expr.id in self.module.models
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+            return False
+        owner = expr.value.id
+        if owner == "self" and scope.cls is not None:
+            return expr.attr in self.class_models.get(id(scope.cls), ())
+        if not self.class_models or owner in scope.models:
+            return False
+        # `trainer.model` where `trainer = Trainer(...)` and Trainer sets `self.model`
+        for value in self.bindings(owner, scope) or ():
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                cls = self.known.classdefs.get(value.func.id)
+                if cls is not None and expr.attr in self.class_models.get(id(cls), ()):
+                    return True
+        return False
+
+    def builds_model(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether ``expr`` evaluates to a model in ``scope``."""
+        return self.known.builds(expr, lambda e: self.holds_model(e, scope))
+
+    def _find_models(self) -> None:
+        for _ in range(3):  # factories, call sites and bindings feed each other
+            for scope in self.scopes:
+                if not scope.module_method:
+                    self._scope_models(scope)
+            self._params_from_calls()
+            for name, func in self.functions.items():
+                scope = self.scope_of_function(func)
+                if any(
+                    isinstance(n, ast.Return)
+                    and n.value is not None
+                    and self.builds_model(n.value, scope)
+                    for n in scope.nodes
+                ):
+                    self.known.factories.add(name)
+
+    def scope_of_function(self, func: ast.AST) -> PortScope:
+        return next(s for s in self.scopes if s.node is func)
+
+    def _scope_models(self, scope: PortScope) -> None:
+        node = scope.node
+        if isinstance(node, _FUNCTIONS):
+            a = node.args
+            for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+                if _MODEL_PARAM.search(p.arg):
+                    scope.models.add(p.arg)
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in self.assignments(scope):
+                if not self.builds_model(value, scope):
+                    continue
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id not in scope.models:
+                        scope.models.add(target.id)
+                        changed = True
+                    elif (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                        and scope.cls is not None
+                    ):
+                        found = self.class_models.setdefault(id(scope.cls), set())
+                        if target.attr not in found:
+                            found.add(target.attr)
+                            changed = True
+        for n in scope.nodes:
+            func = getattr(n, "func", None)
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(func, ast.Attribute)
+                and func.attr in MOVES
+                and isinstance(func.value, ast.Name)
+            ):
+                scope.moved.add(func.value.id)  # `model.to(device)` moves in place
+
+    def _params_from_calls(self) -> None:
+        for scope in self.scopes:
+            if scope.module_method:
+                continue
+            for node in scope.nodes:
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                func = self.functions.get(node.func.id)
+                if func is None or node.func.id in scope.local - self.functions.keys():
+                    continue
+                params = [*func.args.posonlyargs, *func.args.args]
+                target = self.scope_of_function(func)
+                for i, arg in enumerate(node.args):
+                    if i < len(params) and self.builds_model(arg, scope):
+                        target.models.add(params[i].arg)
+                for kw in node.keywords:
+                    if kw.arg is not None and self.builds_model(kw.value, scope):
+                        target.models.add(kw.arg)
+
+    def forward(self, call: ast.Call, scope: PortScope) -> bool:
+        """Whether ``call`` runs a model (``model(x)``, ``self.net(x)``, ``model.generate(x)``)."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in NOT_FORWARD:
+            return False
+        root = func
+        while isinstance(root, ast.Attribute) and not self.holds_model(root, scope):
+            root = root.value
+        return isinstance(root, (ast.Name, ast.Attribute)) and self.holds_model(root, scope)
+
+
+_CACHE: list[PortFacts] = []
+
+
+def port_facts(ctx: Context) -> PortFacts:
+    """The facts of the file ``ctx`` walks, computed on the first call and reused after."""
+    if _CACHE and _CACHE[0].ctx is ctx:
+        return _CACHE[0]
+    facts = PortFacts(ctx)
+    _CACHE[:] = [facts]
+    return facts

@@ -1,0 +1,81 @@
+"""``torchport port``: rewrite CPU-only PyTorch code into device-agnostic plain PyTorch.
+
+A port is a fix run with a fixed selection: the port rules (TP5xx, off in a
+plain ``check``/``fix``) plus the checker rules a port needs: ``.numpy()``
+reads (TP201) and ``torch.load`` with ``map_location`` (TP301). Loaders are
+pinned by TP505 in the first round (TP303 waits for a ``.to(`` to appear, a
+round later); the batch copies the port writes are ``non_blocking`` themselves,
+and copies the code already makes are left as they are. Every fix of that selection
+is applied, unsafe ones included, repeated until the text stops changing; what
+could not be ported remains as findings. The ported code imports only torch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from torchport.check._engine import ruleset_for
+from torchport.check._fix import FixOutcome, fix_text
+from torchport.check.files._config import Config
+from torchport.check.files._paths import FixResult, fix_paths
+
+__all__ = ["PORT_SELECT", "port_paths", "port_source", "port_text"]
+
+PORT_SELECT: tuple[str, ...] = ("TP5", "TP201", "TP301")
+
+
+def port_text(source: str, path: str = "<string>") -> FixOutcome:
+    """Port one source text; the outcome holds the new text and the findings left.
+
+    Raises:
+        SyntaxError: ``source`` does not parse.
+    """
+    return fix_text(source, path, ruleset_for(PORT_SELECT, None), unsafe=True)
+
+
+def port_source(source: str, path: str = "<string>") -> str:
+    """Return ``source`` ported: one ``device``, the model and every batch moved to it.
+
+    Idempotent: porting the result again returns it unchanged. Comments and
+    formatting outside the edited spans are kept byte for byte.
+
+    Raises:
+        SyntaxError: ``source`` does not parse.
+        RuntimeError: a port rule raised or wrote code that does not parse (a torchport bug).
+    """
+    outcome = port_text(source, path)
+    if outcome.failures:
+        raise RuntimeError("; ".join(str(f) for f in outcome.failures))
+    return outcome.source
+
+
+def port_paths(
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    diff: bool = False,
+    ignore: Sequence[str] | None = None,
+    config: Config | str | os.PathLike[str] | None = None,
+    jobs: int | None = None,
+    stdin: str | None = None,
+) -> FixResult:
+    """Port files and folders in place (atomically; with ``diff=True`` write nothing).
+
+    Files that do not parse are :class:`~torchport.check.FileError` entries
+    (exit code 2) and are left as they are. ``remaining`` lists what could not
+    be ported. ``ignore`` and the config's ignores and per-file ignores apply.
+
+    Raises:
+        ConfigError: bad configuration or an unknown rule selector in ``ignore``.
+    """
+    return fix_paths(
+        paths,
+        unsafe=True,
+        diff=diff,
+        speed=True,
+        select=PORT_SELECT,
+        ignore=ignore,
+        config=config,
+        jobs=jobs,
+        stdin=stdin,
+    )

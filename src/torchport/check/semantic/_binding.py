@@ -1,0 +1,99 @@
+"""The facts the scope pass records: scopes, bindings and how a module imports torch.
+
+Data only; :mod:`torchport.check.semantic._scope` builds them and answers questions about them.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+__all__ = ["Binding", "BindingKind", "Scope", "ScopeKind", "TorchImport", "import_bindings"]
+
+
+class ScopeKind(enum.Enum):
+    """What opened a scope."""
+
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+    LAMBDA = "lambda"
+    COMPREHENSION = "comprehension"
+
+
+class BindingKind(enum.Enum):
+    """How a name got bound."""
+
+    IMPORT = "import"
+    ASSIGN = "assign"  # `x = ...`, `x: T = ...`, tuple unpacking
+    AUGMENTED = "augmented"  # `x += ...`
+    PARAMETER = "parameter"
+    DEF = "def"  # def / async def
+    CLASS = "class"
+    LOOP = "loop"  # for / async for / comprehension targets
+    WITH = "with"
+    EXCEPT = "except"
+    WALRUS = "walrus"
+    MATCH = "match"
+    DELETE = "delete"  # `del x`: unbinds
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Binding:
+    """One place that binds ``name`` in ``scope``.
+
+    ``value`` is the expression bound when the name is a whole assignment
+    target (``x = value``, ``x: T = value``, ``(x := value)``), else None.
+    ``qualified`` is the dotted import target (``import torch.nn as nn`` binds
+    ``nn`` to ``"torch.nn"``), else None.
+    """
+
+    name: str
+    kind: BindingKind
+    node: ast.AST
+    scope: Scope = field(repr=False)
+    value: ast.expr | None = None
+    qualified: str | None = None
+
+
+@dataclass(eq=False)
+class Scope:
+    """One scope: what opened it, what encloses it, and its bindings in source order."""
+
+    kind: ScopeKind
+    node: ast.AST
+    parent: Scope | None = field(repr=False)
+    bindings: dict[str, list[Binding]] = field(default_factory=dict, repr=False)
+    declared_global: set[str] = field(default_factory=set)
+    declared_nonlocal: set[str] = field(default_factory=set)
+    reads: set[str] = field(default_factory=set)
+    star_imports: list[ast.ImportFrom] = field(default_factory=list)
+
+    def add(self, binding: Binding) -> None:
+        self.bindings.setdefault(binding.name, []).append(binding)
+
+
+class TorchImport(enum.Enum):
+    """How a module imports torch (see :meth:`ScopeMap.torch_import`)."""
+
+    UNCONDITIONAL = "unconditional"  # a module-level statement always imports from torch
+    OPTIONAL = "optional"  # only under try/if/TYPE_CHECKING or inside functions
+    NONE = "none"  # not imported anywhere
+
+
+def import_bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str | None]]:
+    """(local name, dotted target) for each name an import binds (target None: relative)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                yield alias.asname, alias.name
+            else:
+                head = alias.name.partition(".")[0]
+                yield head, head
+        return
+    base = node.module if not node.level else None
+    for alias in node.names:
+        if alias.name != "*":
+            yield alias.asname or alias.name, f"{base}.{alias.name}" if base else None

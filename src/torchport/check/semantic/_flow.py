@@ -1,0 +1,311 @@
+"""Which binding of a name reaches a node: definite assignment over the statements of a scope.
+
+The questions a fix must answer before it uses a name: is the name bound on
+every path to this node, and by which one binding. The answer walks back from
+the node's statement over the statements before it and the blocks that hold
+it, the way a compiler's definite-assignment check does, without building a
+control-flow graph: ``if``/``try``/``with`` blocks bind a name when every path
+that goes on binds it (a path that returns, raises, breaks or continues does
+not go on), a loop never binds anything for the code after it, and a loop that
+rebinds a name makes the binding at the top of its body "one of several".
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
+
+__all__ = ["FlowAnalysis"]
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_BLOCKS = ("body", "orelse", "finalbody")
+_TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+_SIMPLE = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Import,
+    ast.ImportFrom,
+    ast.ClassDef,
+    *_FUNCTIONS,
+)
+_UNBINDS = (BindingKind.DELETE, BindingKind.EXCEPT)  # `except E as x:` unbinds x at its end
+_MAYBE = object()  # "may rebind": a binding that is one of several
+
+
+class FlowAnalysis:
+    """Definite-binding questions over a module whose scopes and parents are known.
+
+    :class:`~torchport.check.semantic._scope.ScopeMap` fills ``_parent`` and provides
+    the scope lookups; this base class only reads them.
+    """
+
+    _parent: dict[int, ast.AST]
+
+    def scope_of(self, node: ast.AST) -> Scope:  # pragma: no cover  (ScopeMap)
+        raise NotImplementedError
+
+    def resolve(self, name: str, node: ast.AST) -> Scope:  # pragma: no cover  (ScopeMap)
+        raise NotImplementedError
+
+    def bindings(self, name: str, node: ast.AST) -> list[Binding]:  # pragma: no cover
+        raise NotImplementedError
+
+    def statement(self, node: ast.AST) -> ast.stmt | None:
+        """The innermost statement holding ``node`` (``node`` itself if it is one)."""
+        cur: ast.AST | None = node
+        while cur is not None and not isinstance(cur, ast.stmt):
+            cur = self._parent.get(id(cur))
+        return cur
+
+    def definitely_bound(self, name: str, node: ast.AST) -> bool:
+        """Whether ``name`` is bound on every path by the time ``node`` runs.
+
+        For a read inside a function of a name from an enclosing scope, "by the
+        time" means before the statement that creates the function runs there
+        (the function cannot be called earlier). Star imports never count.
+        """
+        scope = self.resolve(name, node)
+        own = self.scope_of(node)
+        at: ast.AST = node
+        if scope is not own:
+            # Free name: find the statement of `scope` that creates the nested scope.
+            s: Scope | None = own
+            while s is not None and s.parent is not scope:
+                s = s.parent
+            if s is None:
+                return False
+            at = s.node
+            if any(b.kind is BindingKind.DELETE for b in self.bindings(name, at)):
+                return False
+        if scope.kind in (ScopeKind.COMPREHENSION, ScopeKind.LAMBDA):
+            return name in scope.bindings  # targets/parameters bind before the body runs
+        return self._reach(name, at, scope)[0]
+
+    def reaching(self, name: str, node: ast.AST) -> Binding | None:
+        """The one binding of ``name`` that every path to ``node`` passes last, if there is one.
+
+        Walks back from ``node``'s statement through the statements before it
+        and the blocks that hold it, in the scope where the name resolves.
+        None when the name may be unbound, when different bindings may reach
+        ``node`` (a conditional rebinding, a loop that rebinds it), or when the
+        name is free in ``node``'s scope (bound in another frame, at another time).
+        """
+        scope = self.resolve(name, node)
+        if scope is not self.scope_of(node):
+            return None
+        bound, binding = self._reach(name, node, scope)
+        return binding if bound else None
+
+    def _reach(self, name: str, node: ast.AST, scope: Scope) -> tuple[bool, Binding | None]:
+        """(definitely bound, the unique binding reaching ``node`` or None)."""
+        if name not in scope.bindings:
+            return False, None  # nothing in this scope binds it (globals: see definitely_bound)
+        stmt = self.statement(node)
+        unique = True
+        while stmt is not None:
+            holder = self._parent.get(id(stmt))
+            if holder is None:
+                return False, None
+            block, index = self._block_of(holder, stmt)
+            for before in reversed(block[:index]):
+                inside = self._bound_in(before, name, scope)
+                if not inside:
+                    continue
+                sure = self._sure_binding(before, name, scope)
+                if sure is not None:
+                    return True, sure if unique else None
+                if any(b.kind in _UNBINDS for b in inside):
+                    return False, None
+                unique = False  # may rebind: an earlier binding may still be the one
+            entry = self._entry_binding(holder, stmt, name, scope)
+            if entry is _MAYBE:
+                unique = False
+            elif isinstance(entry, Binding):
+                return True, entry if unique else None
+            if holder is scope.node:
+                if isinstance(holder, (*_FUNCTIONS, ast.Lambda)):
+                    params = scope.bindings.get(name, ())
+                    param = next((b for b in params if b.kind is BindingKind.PARAMETER), None)
+                    return param is not None, param if unique else None
+                return False, None
+            if isinstance(holder, (ast.ExceptHandler, ast.match_case)):
+                holder = self._parent.get(id(holder))
+            stmt = holder if isinstance(holder, ast.stmt) else None
+        return False, None
+
+    def _entry_binding(
+        self, holder: ast.AST, stmt: ast.stmt, name: str, scope: Scope
+    ) -> Binding | object | None:
+        """What entering ``holder``'s block that holds ``stmt`` binds (``_MAYBE``: may rebind)."""
+        if name in self._header_names(holder):
+            if isinstance(holder, (ast.For, ast.AsyncFor)) and any(s is stmt for s in holder.body):
+                return self._binding_in(holder.target, name, scope) or _MAYBE
+            if isinstance(holder, (ast.If, ast.While)):
+                return self._sure_walrus(holder.test, name, scope) or _MAYBE
+            if isinstance(holder, (ast.With, ast.AsyncWith)):
+                for item in holder.items:
+                    if item.optional_vars is not None:
+                        found = self._binding_in(item.optional_vars, name, scope)
+                        if found is not None:
+                            return found
+            return _MAYBE
+        if isinstance(holder, (ast.For, ast.AsyncFor, ast.While)):
+            if any(self._bound_in(s, name, scope) for s in (*holder.body, *holder.orelse)):
+                return _MAYBE  # rebound inside the loop: the next iteration differs
+            return None
+        if isinstance(holder, ast.ExceptHandler):
+            if holder.name == name:
+                return next((b for b in scope.bindings.get(name, ()) if b.node is holder), None)
+            return None
+        if isinstance(holder, _TRY) and any(s is stmt for s in holder.orelse):
+            for before in reversed(holder.body):
+                if self._bound_in(before, name, scope):
+                    return self._sure_binding(before, name, scope) or _MAYBE
+            return None
+        if isinstance(holder, ast.match_case):
+            return _MAYBE if name in self._pattern_names(holder.pattern) else None
+        return None
+
+    def _sure_walrus(self, test: ast.expr, name: str, scope: Scope) -> Binding | None:
+        """The walrus binding of ``name`` that evaluating ``test`` always runs, if any."""
+        for b in scope.bindings.get(name, ()):
+            if b.kind is not BindingKind.WALRUS:
+                continue
+            cur = self._parent.get(id(b.node))  # the NamedExpr
+            while cur is not None and cur is not test:
+                up = self._parent.get(id(cur))
+                if isinstance(up, (ast.BoolOp, ast.IfExp, ast.Lambda, *_COMPREHENSIONS)):
+                    first = isinstance(up, ast.BoolOp) and up.values[0] is cur
+                    if not (first or (isinstance(up, ast.IfExp) and up.test is cur)):
+                        break  # evaluated only on some paths
+                cur = up
+            if cur is test:
+                return b
+        return None
+
+    def _header_names(self, holder: ast.AST) -> set[str]:
+        """Names bound by a compound statement's header (targets, walrus in tests)."""
+        parts: list[ast.AST] = []
+        if isinstance(holder, (ast.If, ast.While)):
+            parts = [holder.test]
+        elif isinstance(holder, (ast.For, ast.AsyncFor)):
+            parts = [holder.target, holder.iter]
+        elif isinstance(holder, (ast.With, ast.AsyncWith)):
+            parts = list(holder.items)
+        elif isinstance(holder, ast.Match):
+            parts = [holder.subject]
+        return {
+            n.id
+            for part in parts
+            for n in ast.walk(part)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
+
+    def _binding_in(self, target: ast.AST, name: str, scope: Scope) -> Binding | None:
+        for b in scope.bindings.get(name, ()):
+            cur: ast.AST | None = b.node
+            while cur is not None and cur is not target:
+                cur = self._parent.get(id(cur)) if isinstance(cur, ast.expr) else None
+            if cur is target:
+                return b
+        return None
+
+    @staticmethod
+    def _pattern_names(pattern: ast.AST) -> set[str]:
+        return {
+            n
+            for p in ast.walk(pattern)
+            for n in (getattr(p, "name", None), getattr(p, "rest", None))
+            if isinstance(n, str)
+        }
+
+    def _block_of(self, holder: ast.AST, stmt: ast.stmt) -> tuple[list[ast.stmt], int]:
+        for field_name in _BLOCKS:
+            block = getattr(holder, field_name, None)
+            if isinstance(block, list):
+                for i, s in enumerate(block):
+                    if s is stmt:
+                        return block, i
+        return [stmt], 0
+
+    def _bound_in(self, stmt: ast.stmt, name: str, scope: Scope) -> list[Binding]:
+        """The bindings of ``name`` in ``scope`` that sit inside ``stmt`` (by source span)."""
+        found = scope.bindings.get(name)
+        if not found:
+            return []
+        start = (stmt.lineno, stmt.col_offset)
+        end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+        return [
+            b
+            for b in found
+            if start <= (b.node.lineno, b.node.col_offset) <= end  # type: ignore[attr-defined]
+        ]
+
+    def _sure_binding(self, stmt: ast.stmt, name: str, scope: Scope) -> Binding | None:
+        """The binding ``stmt`` surely leaves for ``name``, None if it may not bind it.
+
+        Simple statements count, and ``if``/``try``/``with`` blocks whose every
+        path that goes on binds the name (a path that returns, raises, breaks or
+        continues does not go on); when the paths bind differently the result
+        is the last binding if all are of one kind, else None.
+        """
+        if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+            return None
+        if isinstance(stmt, _SIMPLE):
+            found = [
+                b for b in self._bound_in(stmt, name, scope) if b.kind is not BindingKind.WALRUS
+            ]
+            if found and found[-1].kind is not BindingKind.DELETE:
+                return found[-1]
+            return None  # bound only by a walrus, which may sit in a short-circuit
+        if isinstance(stmt, (ast.If, ast.While)):
+            walrus = self._sure_walrus(stmt.test, name, scope)
+            if walrus is not None and not any(
+                self._bound_in(s, name, scope) for s in (*stmt.body, *stmt.orelse)
+            ):
+                return walrus
+            if isinstance(stmt, ast.While):
+                return None
+            if self._block_binds(stmt.body, name, scope) and self._block_binds(
+                stmt.orelse, name, scope
+            ):
+                return self._any_binding(stmt, name, scope)
+            return None
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            if name in self._header_names(stmt) or self._block_binds(stmt.body, name, scope):
+                return self._any_binding(stmt, name, scope)
+            return None
+        if isinstance(stmt, _TRY):
+            assert isinstance(stmt, ast.Try)
+            normal = self._block_binds([*stmt.body, *stmt.orelse], name, scope)
+            handled = all(self._block_binds(h.body, name, scope) for h in stmt.handlers)
+            if self._block_binds(stmt.finalbody, name, scope) or (normal and handled):
+                return self._any_binding(stmt, name, scope)
+        return None
+
+    def _block_binds(self, block: list[ast.stmt], name: str, scope: Scope) -> bool:
+        """Whether every path through ``block`` that reaches its end has bound ``name``."""
+        bound = False
+        for stmt in block:
+            inside = self._bound_in(stmt, name, scope)
+            if inside:
+                if self._sure_binding(stmt, name, scope) is not None:
+                    bound = True
+                elif any(b.kind in _UNBINDS for b in inside):
+                    bound = False
+            if isinstance(stmt, _TERMINATORS):
+                return True  # this path never reaches the end of the block
+        return bound
+
+    def _any_binding(self, stmt: ast.stmt, name: str, scope: Scope) -> Binding | None:
+        found = self._bound_in(stmt, name, scope)
+        if any(b.kind in _UNBINDS for b in found):
+            return None
+        if len(found) == 1:
+            return found[0]
+        # Several paths, several bindings: one stands in when they bind the same way.
+        return found[-1] if found and all(b.kind is found[0].kind for b in found) else None

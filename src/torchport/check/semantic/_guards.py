@@ -1,0 +1,326 @@
+"""Which device checks enclose a node: code that already branches on the device.
+
+Rules ask this only once they are about to report (so the cost is paid per
+candidate finding, not per node). A guard is an ``if``/``while``/conditional
+expression around the node, or an early ``return`` before it (an ``assert`` or
+``raise`` only when it tests the device type), that tests the device:
+``if device.type == "cuda":``, ``if x.is_cuda:``,
+``elif x.is_xpu:``, ``if torch.cuda.is_available():`` (or a flag bound to it),
+``if not torch.cuda.is_available(): return``; also a test decorated to run only
+with CUDA, and a whole module that imports a CUDA-only library (TensorRT,
+CuPy). CUDA code there is either already ported (a branch per device type) or
+a CUDA-or-CPU choice that works on every machine (reported once, at the test,
+by TP109).
+
+Where values live (CPU, device, unknown) is :mod:`torchport.check.semantic._residence`.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import weakref
+from typing import TYPE_CHECKING
+
+from torchport.check.semantic._residence import bound_value
+
+if TYPE_CHECKING:
+    from torchport.check._context import Context
+
+__all__ = [
+    "Guard",
+    "cuda_only_module",
+    "device_guard",
+    "test_guard",
+    "tests_other_accelerators",
+]
+
+# Device types a string compared with `device.type` may name.
+_DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "hpu", "npu", "meta", "mtia", "xla"})
+_IS_DEVICE = frozenset({"is_cuda", "is_xpu", "is_mps", "is_cpu", "is_meta", "is_hpu"})
+# Calls whose value says whether an accelerator is there (a CUDA-or-CPU choice when CUDA's).
+_AVAILABILITY = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.cuda.device_count",
+        "torch.cuda.is_initialized",
+        "torch.backends.mps.is_available",
+        "torch.xpu.is_available",
+        "torch.xpu.device_count",
+        "torch.accelerator.is_available",
+        "torch.accelerator.device_count",
+        "torch.accelerator.current_accelerator",
+    }
+)
+_SKIPS_REST = (ast.Return, ast.Continue, ast.Break)
+# Libraries that exist only for NVIDIA GPUs: a module importing one is CUDA code by
+# nature (a TensorRT engine, a CuPy kernel), and asking it to be portable is noise.
+_CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "cuda"})
+_CUDA_ONLY: weakref.WeakKeyDictionary[Context, bool] = weakref.WeakKeyDictionary()
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
+_HOPS = 4
+
+
+class Guard(enum.Enum):
+    """What kind of device check encloses a node."""
+
+    DEVICE_TYPE = "device-type"  # branches on a device's or tensor's type: already ported
+    AVAILABILITY = "availability"  # `torch.cuda.is_available()` and friends: CUDA-or-CPU
+
+
+def _device_type_test(expr: ast.expr) -> bool:
+    """``x.is_cuda``, ``dev.type == "cuda"``, ``"cuda" in str(dev)``, ``dev.type in (...)``.
+
+    Also ``str(dev).startswith("cuda")``.
+    """
+    if isinstance(expr, ast.Attribute) and expr.attr in _IS_DEVICE:
+        return True
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "startswith"
+        and expr.args
+    ):  # `str(x.device).startswith("cuda")`
+        return _names_device_type(expr.args[0]) and _describes_device(expr.func.value)
+    if not isinstance(expr, ast.Compare):
+        return False
+    sides = [expr.left, *expr.comparators]
+    named = any(_names_device_type(s) for s in sides)
+    about = any(_describes_device(s) for s in sides)
+    return named and about
+
+
+def _names_device_type(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value.partition(":")[0] in _DEVICE_TYPES
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return any(_names_device_type(e) for e in expr.elts)
+    return False
+
+
+def _describes_device(expr: ast.expr) -> bool:
+    """``device``, ``x.device``, ``dev.type``, ``str(device)``: an expression about a device."""
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id in ("str", "repr")
+        and expr.args
+    ):
+        return _describes_device(expr.args[0])
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "type" or "dev" in expr.attr.lower()
+    if isinstance(expr, ast.Name):
+        return "dev" in expr.id.lower()
+    return False
+
+
+def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
+    """The kind of device check ``test`` (an ``if``/``while``/``assert`` condition) makes."""
+    found: Guard | None = None
+    todo: list[tuple[ast.expr, int]] = [(test, 0)]
+    while todo:
+        expr, hops = todo.pop()
+        if _device_type_test(expr):
+            return Guard.DEVICE_TYPE
+        if isinstance(expr, ast.Call) and ctx.qualname(expr.func) in _AVAILABILITY:
+            found = Guard.AVAILABILITY
+            continue
+        if isinstance(expr, ast.Name) and hops < _HOPS:
+            bound = bound_value(expr, ctx)
+            if bound is not None:
+                todo.append((bound, hops + 1))  # `use_cuda = torch.cuda.is_available()`
+            continue
+        if isinstance(expr, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)):
+            todo.extend((child, hops) for child in _sub_expressions(expr))
+    return found
+
+
+def _sub_expressions(expr: ast.expr) -> list[ast.expr]:
+    if isinstance(expr, ast.BoolOp):
+        return list(expr.values)
+    if isinstance(expr, ast.UnaryOp):
+        return [expr.operand]
+    if isinstance(expr, ast.Compare):
+        return [expr.left, *expr.comparators]
+    if isinstance(expr, ast.Call):
+        return list(expr.args)  # `len(...)`, `bool(...)` wrappers
+    return []
+
+
+def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
+    """The strongest device check enclosing ``node`` within its function, if any.
+
+    Everything in a module that imports a CUDA-only library is DEVICE_TYPE
+    (:func:`cuda_only_module`).
+
+    Looks at the ``if``/``while``/conditional expressions around ``node`` (both
+    arms: an ``else`` of a device test is the other device's branch), then at
+    early exits and asserts before ``node``'s statement in each enclosing block.
+    """
+    if cuda_only_module(ctx):
+        return Guard.DEVICE_TYPE
+    found: Guard | None = None
+    child: ast.AST = node
+    chain = ctx.ancestors
+    # `node` may itself be an ancestor of the node being checked: start above it.
+    top = next((i for i in range(len(chain) - 1, -1, -1) if chain[i] is node), len(chain))
+    for outer in reversed(chain[:top]):
+        if isinstance(outer, _SCOPES):
+            # Early exits in the function's (or module's) own body still count, and so
+            # does a test skipped without CUDA (`@pytest.mark.skipif(not ...is_available())`).
+            found = _stronger(found, _early_exit_guard(outer, child, ctx))
+            return _stronger(found, _skip_guard(outer, ctx))
+        test: ast.expr | None = None
+        if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is not outer.test:
+            test = outer.test
+        elif isinstance(outer, ast.comprehension) and child is not outer.iter:
+            for cond in outer.ifs:
+                found = _stronger(found, test_guard(cond, ctx))
+        if test is not None:
+            found = _stronger(found, test_guard(test, ctx))
+        if found is Guard.DEVICE_TYPE:
+            return found
+        found = _stronger(found, _early_exit_guard(outer, child, ctx))
+        child = outer
+    return found
+
+
+_OTHER_ACCELERATORS = ("mps", "xpu", "accelerator")
+
+
+def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """Whether ``node``'s test, its ``elif`` tests or an ``if`` before it name MPS or XPU.
+
+    ``if torch.cuda.is_available(): ... elif torch.backends.mps.is_available(): ...``
+    already chooses among several accelerators, and so does
+    ``if torch.backends.mps.is_available(): return "mps"`` before a CUDA-or-CPU line.
+    """
+    if _names_other_accelerators(node):
+        return True
+    child: ast.AST = node
+    for outer in reversed(ctx.ancestors):
+        for field in ("body", "orelse"):
+            block = getattr(outer, field, None)
+            if isinstance(block, list) and any(s is child for s in block):
+                for stmt in block[: next(i for i, s in enumerate(block) if s is child)]:
+                    for inner in ast.walk(stmt):  # nested: `if new_torch: if mps...: return`
+                        if isinstance(inner, ast.If) and _names_other_accelerators(inner):
+                            return True
+        if isinstance(outer, _SCOPES):
+            return False
+        child = outer
+    return False
+
+
+def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
+    tests: list[ast.expr] = [node.test]
+    tail = node.orelse if isinstance(node, ast.If) else []
+    while len(tail) == 1 and isinstance(tail[0], ast.If):
+        tests.append(tail[0].test)
+        tail = tail[0].orelse
+    for test in tests:
+        for sub in ast.walk(test):
+            name = sub.attr if isinstance(sub, ast.Attribute) else getattr(sub, "id", "")
+            if isinstance(name, str) and any(a in name.lower() for a in _OTHER_ACCELERATORS):
+                return True
+    return False
+
+
+def cuda_only_module(ctx: Context) -> bool:
+    """Whether the module imports TensorRT, PyCUDA, CuPy or cuda-python at its top level.
+
+    Such a module is CUDA code by nature, as a branch for CUDA is: every device
+    check answers DEVICE_TYPE inside it. Computed once per file.
+    """
+    found = _CUDA_ONLY.get(ctx)
+    if found is None:
+        found = False
+        # Top-level statements and the blocks of top-level try/if (optional imports):
+        # walking the whole tree for the rare import inside a function costs too much.
+        top: list[ast.stmt] = []
+        for stmt in ctx.tree.body:
+            top.append(stmt)
+            if isinstance(stmt, (ast.Try, ast.If)):
+                top += stmt.body + stmt.orelse
+                top += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
+        for stmt in top:
+            if isinstance(stmt, ast.Import):
+                names = [alias.name for alias in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+                names = [stmt.module]
+            else:
+                continue
+            if any(name.partition(".")[0] in _CUDA_ONLY_LIBRARIES for name in names):
+                found = True
+                break
+        _CUDA_ONLY[ctx] = found
+    return found
+
+
+def _stronger(a: Guard | None, b: Guard | None) -> Guard | None:
+    return Guard.DEVICE_TYPE if Guard.DEVICE_TYPE in (a, b) else a or b
+
+
+def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | None:
+    """A guard made by ``if <test>: return`` or ``assert <test>`` before ``child`` in ``block``.
+
+    Skipping the rest without CUDA (``if not torch.cuda.is_available(): return``)
+    is a CUDA-or-nothing choice; demanding CUDA (``assert torch.cuda.is_available()``,
+    ``raise``, ``sys.exit``) is not: the code after it is CUDA-only, and the rules
+    say so. A demand made by a device-type test (``device.type == "cuda"``) still
+    counts: the author decided per device.
+    """
+    found: Guard | None = None
+    for field in ("body", "orelse", "finalbody"):
+        stmts = getattr(block, field, None)
+        if not isinstance(stmts, list) or not any(s is child for s in stmts):
+            continue
+        for stmt in stmts:
+            if stmt is child:
+                break
+            if isinstance(stmt, ast.Assert):
+                demands = True
+            elif isinstance(stmt, ast.If) and isinstance(stmt.body[-1], _SKIPS_REST):
+                demands = False
+            elif isinstance(stmt, ast.If) and (
+                isinstance(stmt.body[-1], ast.Raise) or _calls_exit(stmt.body[-1])
+            ):
+                demands = True
+            else:
+                continue
+            guard = test_guard(stmt.test, ctx)
+            if not demands or guard is Guard.DEVICE_TYPE:
+                found = _stronger(found, guard)
+    return found
+
+
+_SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})
+
+
+def _skip_guard(scope: ast.AST, ctx: Context) -> Guard | None:
+    """The device check of a ``skipif``/``skipUnless`` or ``mark.requires_cuda`` decorator."""
+    found: Guard | None = None
+    for decorator in getattr(scope, "decorator_list", ()):
+        mark = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if (
+            isinstance(mark, ast.Attribute)
+            and isinstance(mark.value, ast.Attribute)
+            and mark.value.attr == "mark"
+            and ("cuda" in mark.attr.lower() or "gpu" in mark.attr.lower())
+        ):
+            return Guard.DEVICE_TYPE  # `@pytest.mark.requires_cuda`: a test for CUDA
+        if not (isinstance(decorator, ast.Call) and decorator.args):
+            continue
+        func = decorator.func
+        if isinstance(func, ast.Attribute) and func.attr in _SKIPS:
+            found = _stronger(found, test_guard(decorator.args[0], ctx))
+    return found
+
+
+def _calls_exit(stmt: ast.stmt) -> bool:
+    """``sys.exit(...)`` / ``exit(...)`` as a statement."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in ("exit", "_exit", "abort")

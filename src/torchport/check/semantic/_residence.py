@@ -1,0 +1,232 @@
+"""Where a value lives: on the CPU, on a device, or unknown.
+
+Rules ask this only once they are about to report. Known on the CPU: ``.cpu()``
+results, ``torch.tensor(...)`` or ``torch.linspace(...)`` with no ``device=``,
+``torch.from_numpy``, NumPy values, and functions of those. Known on a device:
+``.cuda()``, ``.to(device)``, ``device=`` factories, the ``torch.cuda`` tensor
+types, and what a model moved to a device returns. A ``torch.device`` object is
+recognised apart (``x.device``, ``torch.device(...)``), since comparing one with
+a string is always False. Unknown is the common answer, and rules stay silent
+then.
+
+Names are followed through the scope analysis (:func:`bound_value`, built on
+``ctx.scopes``) a few hops at most, never in a loop.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from torchport.check.semantic._binding import BindingKind
+
+if TYPE_CHECKING:
+    from torchport.check._context import Context
+
+__all__ = ["bound_value", "known_device_object", "known_on_cpu", "known_on_device"]
+
+_HOPS = 4
+# Factories that make a tensor on the CPU unless given `device=`.
+_CPU_FACTORIES = frozenset(
+    f"torch.{n}"
+    for n in (
+        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace",
+        "logspace", "eye", "rand", "randn", "randint", "randperm", "from_numpy",
+        "Tensor", "FloatTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor",
+        "DoubleTensor", "HalfTensor",
+    )
+)  # fmt: skip
+# Methods whose result lives where their receiver does.
+_SAME_PLACE = frozenset(
+    {"detach", "clone", "float", "double", "half", "long", "int", "bool", "squeeze",
+     "unsqueeze", "view", "reshape", "flatten", "contiguous", "sum", "mean", "permute",
+     "transpose", "t", "argmax", "argmin", "max", "min", "abs", "sqrt", "exp", "log",
+     "softmax", "sigmoid", "round", "numpy", "narrow", "eq", "ne", "gt", "lt", "ge", "le",
+     "any", "all", "norm", "prod", "cumsum", "sort", "argsort", "type_as", "expand",
+     "repeat", "split", "chunk", "unbind", "masked_select", "nonzero", "item"}
+)  # fmt: skip
+
+
+def _target_of_to(call: ast.Call) -> ast.expr | None:
+    """The device argument of ``x.to(...)`` (positional or ``device=``), if any."""
+    if call.args:
+        return call.args[0]
+    for kw in call.keywords:
+        if kw.arg == "device":
+            return kw.value
+    return None
+
+
+def _names_cpu(expr: ast.expr | None, ctx: Context) -> bool:
+    if isinstance(expr, ast.Constant):
+        return expr.value == "cpu"
+    return (
+        isinstance(expr, ast.Call)
+        and ctx.qualname(expr.func) == "torch.device"
+        and bool(expr.args)
+        and isinstance(expr.args[0], ast.Constant)
+        and expr.args[0].value == "cpu"
+    )
+
+
+_DTYPES = frozenset(
+    {"float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "uint8",
+     "int16", "int32", "int64", "long", "bool", "complex64", "complex128", "dtype"}
+)  # fmt: skip
+
+
+def _dtype_like(expr: ast.expr | None, ctx: Context) -> bool:
+    """``torch.float16``, ``x.dtype``: a cast, not a device move."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr in _DTYPES or (ctx.qualname(expr) or "").startswith("torch.")
+    return False
+
+
+def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
+    """``"cpu"``, ``"device"`` or None (unknown), following a few bindings and method calls.
+
+    A call of a model moved to a device, or of a model or torch function whose
+    first argument is known to be on a device, is taken to return a tensor on
+    that device (``net(x)`` after ``net = Net().cuda()``; ``model(x.to(device))``).
+    """
+    for _ in range(12):
+        if isinstance(expr, ast.Name):
+            bound = bound_value(expr, ctx)
+            if bound is None:
+                return None
+            expr = bound
+            continue
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value  # `x[i]` lives where `x` does
+            continue
+        if isinstance(expr, ast.BinOp):
+            expr = expr.left
+            continue
+        if isinstance(expr, (ast.List, ast.Tuple, ast.ListComp)):
+            return None
+        if isinstance(expr, ast.Attribute):
+            if expr.attr in ("data", "grad", "T", "mT", "real"):
+                expr = expr.value
+                continue
+            return None
+        if not isinstance(expr, ast.Call):
+            return None
+        name = ctx.qualname(expr.func)
+        if name is not None:
+            if name.startswith(("numpy.", "np.")):
+                return "cpu"
+            if name.startswith("torch.cuda.") and name.endswith("Tensor"):
+                return "device"  # `torch.cuda.FloatTensor(...)`
+            if name in _CPU_FACTORIES:
+                device = next((k.value for k in expr.keywords if k.arg == "device"), None)
+                if device is None or _names_cpu(device, ctx):
+                    return "cpu"
+                return "device"
+            return _follows_argument(expr, ctx, depth)
+        func = expr.func
+        if not isinstance(func, ast.Attribute):
+            return _follows_argument(expr, ctx, depth)
+        method = func.attr
+        if method == "cpu":
+            return "cpu"
+        if method == "cuda":
+            return "device"
+        if method == "to":
+            target = _target_of_to(expr)
+            if _names_cpu(target, ctx):
+                return "cpu"
+            if target is None or _dtype_like(target, ctx):
+                expr = func.value
+                continue
+            return "device"
+        if method not in _SAME_PLACE:
+            return _follows_argument(expr, ctx, depth)
+        expr = func.value
+    return None
+
+
+def _follows_argument(call: ast.Call, ctx: Context, depth: int) -> str | None:
+    """Where ``call``'s first argument lives (a function keeps its input's device), if known."""
+    if depth >= 2:
+        return None
+    if isinstance(call.func, ast.Name) and _placement(call.func, ctx, depth + 1) == "device":
+        return "device"  # `net(x)` after `net = Net().cuda()`: a model moved to the device
+    if not call.args or isinstance(call.args[0], ast.Starred):
+        return None
+    first = call.args[0]
+    if isinstance(first, (ast.List, ast.Tuple)) and first.elts:
+        first = first.elts[0]  # `torch.cat([a, b])`
+    return _placement(first, ctx, depth + 1)  # `xyxy2xywh(torch.tensor(b))` stays on the CPU
+
+
+def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:
+    """The expression ``name`` holds at that node, when one is known.
+
+    Asks the scope analysis for the one binding every path passes last
+    (:meth:`ScopeMap.reaching`): ``x = value`` gives ``value``; a ``for`` or
+    comprehension target alone gives the iterable (iterating over a tensor
+    yields rows that live where the tensor does). None when the name may hold
+    different values there (a conditional rebinding); a name bound once, in a
+    loop body or a branch, gives that one value. A name free in
+    its scope (a module-level ``net`` read in a function) falls back to the
+    value the walk saw bound last, since no path analysis reaches across frames.
+    """
+    scopes = ctx.scopes
+    binding = scopes.reaching(name.id, name)
+    if binding is None:
+        if scopes.resolve(name.id, name) is not scopes.scope_of(name):
+            return ctx.binding(name.id)
+        every = scopes.bindings(name.id, name)
+        if len(every) != 1:
+            return None  # different values may reach here
+        binding = every[0]  # the only one, maybe not run (a loop's body): "if bound, this"
+    if binding.value is not None:
+        return binding.value
+    if binding.kind is BindingKind.LOOP:
+        holder = scopes.parent(binding.node)
+        if isinstance(holder, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return holder.iter if holder.target is binding.node else None
+    return None
+
+
+# Receivers whose `.device` is often a string in real code (configs, argparse results).
+_SETTINGS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "conf", "hparams", "params"})
+
+
+def known_device_object(expr: ast.expr, ctx: Context) -> bool:
+    """Whether ``expr`` is certainly a ``torch.device`` (never a string).
+
+    ``torch.device(...)``, a tensor's or a parameter's ``.device`` (``x.device``,
+    ``next(model.parameters()).device``; not ``self.device`` or ``args.device``,
+    which are often strings), ``torch.accelerator.current_accelerator()``, or a
+    name bound to one of these.
+    """
+    for _ in range(_HOPS):
+        if isinstance(expr, ast.Name):
+            bound = bound_value(expr, ctx)
+            if bound is None:
+                return False
+            expr = bound
+            continue
+        if isinstance(expr, ast.Attribute) and expr.attr == "device":
+            base = expr.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            return not (isinstance(base, ast.Name) and base.id in _SETTINGS)
+        if isinstance(expr, ast.Call):
+            return ctx.qualname(expr.func) in (
+                "torch.device",
+                "torch.accelerator.current_accelerator",
+            )
+        return False
+    return False
+
+
+def known_on_cpu(expr: ast.expr, ctx: Context) -> bool:
+    """Whether ``expr`` certainly evaluates to a CPU tensor (or a NumPy value)."""
+    return _placement(expr, ctx) == "cpu"
+
+
+def known_on_device(expr: ast.expr, ctx: Context) -> bool:
+    """Whether ``expr`` was last moved to, or made on, a device other than the CPU."""
+    return _placement(expr, ctx) == "device"

@@ -1,0 +1,443 @@
+"""Python's scopes and name bindings for one module, built in one pass when first asked.
+
+The checker's walk knows where it is; this module knows what a name *means*
+there, the way the compiler does (and libcst's scope provider does for
+TorchFix), so that fixes never guess:
+
+* which scope a node runs in: module, class, function, lambda or
+  comprehension. Decorators, default values, annotations and class bases run
+  in the *enclosing* scope; the first iterable of a comprehension too; a class
+  body's names are invisible to the functions and comprehensions inside it;
+* every binding of every name in every scope (imports with their dotted
+  target, assignments, parameters, ``def``/``class``, ``for``/``with``/
+  ``except``/``match`` targets, walrus targets, which bind in the enclosing
+  function, ``del``), and ``global``/``nonlocal`` declarations;
+* where a name read at a node resolves, whether it is *definitely* bound on
+  every path before that node runs, and which single binding reaches it;
+* the dotted name an expression refers to through imports
+  (``th.cuda.is_available`` -> ``"torch.cuda.is_available"``), and whether a
+  call is torch's;
+* how the module imports torch: unconditionally at module level, only
+  optionally (``try``/``if``/``TYPE_CHECKING``/inside functions), or not at all.
+
+Answers err towards "unknown": a star import binds every name it might, a
+conditional binding is not a definite one, a loop body never binds anything
+after the loop. Rules that get "unknown" report without a fix.
+
+The pass records a parent for every node and the bindings per scope; it runs
+only when a rule asks (``Context.scopes``), so files without fixable findings
+never pay for it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check.semantic._binding import (
+    Binding,
+    BindingKind,
+    Scope,
+    ScopeKind,
+    TorchImport,
+    import_bindings,
+)
+from torchport.check.semantic._flow import FlowAnalysis
+
+__all__ = [
+    "Binding",
+    "BindingKind",
+    "Scope",
+    "ScopeKind",
+    "ScopeMap",
+    "TorchImport",
+]
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# Node types the pass handles apart from plain recursion.
+_SPECIAL = frozenset(
+    {
+        *_FUNCTIONS,
+        ast.Lambda,
+        ast.ClassDef,
+        *_COMPREHENSIONS,
+        ast.Import,
+        ast.ImportFrom,
+        ast.Global,
+        ast.Nonlocal,
+        ast.ExceptHandler,
+        ast.MatchAs,
+        ast.MatchStar,
+        ast.MatchMapping,
+    }
+)
+
+
+class ScopeMap(FlowAnalysis):
+    """Scopes, bindings and parents of one parsed module; built by one pass over the tree."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.module = Scope(ScopeKind.MODULE, tree, None)
+        self.scopes: dict[int, Scope] = {id(tree): self.module}
+        self._parent: dict[int, ast.AST] = {}
+        self._build()
+
+    # ------------------------------------------------------------ the pass
+
+    def _build(self) -> None:
+        # Iterative, children pushed in reverse so that each scope's bindings come in
+        # source order: (node, scope its code runs in). Scope-opening nodes push their
+        # children with the scope each runs in (defaults and decorators: the enclosing one).
+        parent = self._parent
+        fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
+        stack: list[tuple[ast.AST, Scope]] = [(self.tree, self.module)]
+        pop, push = stack.pop, stack.append
+        name_cls, load_cls, constant_cls, node_cls = ast.Name, ast.Load, ast.Constant, ast.AST
+        while stack:
+            node, scope = pop()
+            cls = node.__class__
+            if cls is name_cls:
+                if node.ctx.__class__ is load_cls:  # type: ignore[attr-defined]
+                    scope.reads.add(node.id)  # type: ignore[attr-defined]
+                else:
+                    self._bind_name(node, scope)  # type: ignore[arg-type]
+                continue
+            if cls is constant_cls:
+                continue
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = fields_of[cls] = tuple(
+                    f for f in reversed(cls._fields) if f not in ("ctx", "op", "ops")
+                )
+            special = cls in _SPECIAL
+            for field_name in fields:
+                value = getattr(node, field_name, None)
+                if value.__class__ is list:
+                    for item in reversed(value):
+                        if isinstance(item, node_cls):
+                            parent[id(item)] = node
+                            if not special:
+                                push((item, scope))
+                elif isinstance(value, node_cls):
+                    parent[id(value)] = node
+                    if not special:
+                        push((value, scope))
+            if special:
+                self._visit_special(node, scope, stack)
+
+    def _visit_special(
+        self, node: ast.AST, scope: Scope, stack: list[tuple[ast.AST, Scope]]
+    ) -> None:
+        """Nodes that open a scope, bind without a Name node, or declare names."""
+        kind = type(node)
+        if kind in _FUNCTIONS or kind is ast.Lambda:
+            self._open_function(node, scope, stack)
+            return
+        if kind is ast.ClassDef:
+            assert isinstance(node, ast.ClassDef)
+            inner = self._open(ScopeKind.CLASS, node, scope)
+            scope.add(Binding(node.name, BindingKind.CLASS, node, scope))
+            stack.extend((s, inner) for s in reversed(node.body))
+            outer = [*node.decorator_list, *node.bases, *node.keywords]
+            stack.extend((e, scope) for e in reversed(outer))
+            return
+        if kind in _COMPREHENSIONS:
+            assert isinstance(node, (*_COMPREHENSIONS,))
+            inner = self._open(ScopeKind.COMPREHENSION, node, scope)
+            elts = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
+            stack.extend((e, inner) for e in reversed(elts))
+            parent = self._parent
+            for i in range(len(node.generators) - 1, -1, -1):
+                gen = node.generators[i]
+                later = () if i == 0 else (gen.iter,)
+                for child in reversed((gen.target, *gen.ifs, *later)):
+                    parent[id(child)] = gen
+                    stack.append((child, inner))
+            first = node.generators[0]
+            parent[id(first.iter)] = first
+            stack.append((first.iter, scope))  # the first iterable runs outside
+            return
+        if kind is ast.Import or kind is ast.ImportFrom:
+            assert isinstance(node, (ast.Import, ast.ImportFrom))
+            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                scope.star_imports.append(node)
+            for local, target in import_bindings(node):
+                scope.add(Binding(local, BindingKind.IMPORT, node, scope, None, target))
+            return
+        if kind is ast.Global or kind is ast.Nonlocal:
+            assert isinstance(node, (ast.Global, ast.Nonlocal))
+            names = scope.declared_global if kind is ast.Global else scope.declared_nonlocal
+            names.update(node.names)
+            return
+        if kind is ast.ExceptHandler:
+            assert isinstance(node, ast.ExceptHandler)
+            if node.name:
+                scope.add(Binding(node.name, BindingKind.EXCEPT, node, scope))
+        else:
+            captured = getattr(node, "name", None) or getattr(node, "rest", None)
+            if isinstance(captured, str):
+                scope.add(Binding(captured, BindingKind.MATCH, node, scope))
+        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
+        stack.extend((c, scope) for c in reversed(children))
+
+    def _open(self, kind: ScopeKind, node: ast.AST, scope: Scope) -> Scope:
+        inner = Scope(kind, node, scope)
+        self.scopes[id(node)] = inner
+        return inner
+
+    def _open_function(
+        self, node: ast.AST, scope: Scope, stack: list[tuple[ast.AST, Scope]]
+    ) -> None:
+        assert isinstance(node, (*_FUNCTIONS, ast.Lambda))
+        is_lambda = isinstance(node, ast.Lambda)
+        inner = self._open(ScopeKind.LAMBDA if is_lambda else ScopeKind.FUNCTION, node, scope)
+        a = node.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+        parent = self._parent
+        for p in params:
+            if p is not None:
+                parent[id(p)] = a
+                inner.add(Binding(p.arg, BindingKind.PARAMETER, p, inner))
+                if p.annotation is not None:
+                    parent[id(p.annotation)] = p
+                    stack.append((p.annotation, scope))
+        outer: list[ast.expr] = [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+        for d in outer:
+            parent[id(d)] = a
+        if isinstance(node, ast.Lambda):
+            stack.append((node.body, inner))
+        else:
+            scope.add(Binding(node.name, BindingKind.DEF, node, scope))
+            stack.extend((s, inner) for s in reversed(node.body))
+            outer += node.decorator_list
+            if node.returns is not None:
+                outer.append(node.returns)
+        stack.extend((e, scope) for e in reversed(outer))
+
+    def _bind_name(self, node: ast.Name, scope: Scope) -> None:
+        holder = self._parent.get(id(node))
+        kind, value = BindingKind.ASSIGN, None
+        if isinstance(node.ctx, ast.Del):
+            kind = BindingKind.DELETE
+        elif isinstance(holder, ast.Assign):
+            value = holder.value if any(t is node for t in holder.targets) else None
+        elif isinstance(holder, ast.AnnAssign):
+            if holder.value is None:
+                return  # `x: int` declares, binds nothing
+            value = holder.value
+        elif isinstance(holder, ast.AugAssign):
+            kind = BindingKind.AUGMENTED
+        elif isinstance(holder, ast.NamedExpr):
+            kind, value = BindingKind.WALRUS, holder.value
+            while scope.kind is ScopeKind.COMPREHENSION and scope.parent is not None:
+                scope = scope.parent  # PEP 572: binds in the enclosing function or module
+        elif isinstance(holder, (ast.For, ast.AsyncFor, ast.comprehension)):
+            kind = BindingKind.LOOP
+        elif isinstance(holder, ast.withitem):
+            kind = BindingKind.WITH
+        else:
+            kind = self._unpacked_kind(node)
+        scope.add(Binding(node.id, kind, node, scope, value))
+
+    def _unpacked_kind(self, node: ast.AST) -> BindingKind:
+        """The kind of a name inside a tuple/list/starred target."""
+        holder = self._parent.get(id(node))
+        while isinstance(holder, (ast.Tuple, ast.List, ast.Starred)):
+            holder = self._parent.get(id(holder))
+        if isinstance(holder, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return BindingKind.LOOP
+        if isinstance(holder, ast.withitem):
+            return BindingKind.WITH
+        return BindingKind.ASSIGN
+
+    # ------------------------------------------------------------ structure
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The node directly enclosing ``node`` (None for the module)."""
+        return self._parent.get(id(node))
+
+    def top_statement(self, node: ast.AST) -> ast.stmt | None:
+        """The module-level statement holding ``node``."""
+        cur: ast.AST | None = node
+        tree = self.tree
+        while cur is not None:
+            up = self._parent.get(id(cur))
+            if up is tree:
+                return cur if isinstance(cur, ast.stmt) else None
+            cur = up
+        return None
+
+    def scope_of(self, node: ast.AST) -> Scope:
+        """The scope whose code evaluates ``node`` (a scope-opening node: its enclosing one)."""
+        child = node
+        cur = self._parent.get(id(node))
+        grand: ast.AST | None = None
+        while cur is not None:
+            inner = self.scopes.get(id(cur))
+            if inner is not None and self._runs_inside(cur, child, grand):
+                return inner
+            grand, child = child, cur
+            cur = self._parent.get(id(cur))
+        return self.module
+
+    @staticmethod
+    def _runs_inside(owner: ast.AST, child: ast.AST, grand: ast.AST | None) -> bool:
+        """Whether ``child`` of the scope-opening ``owner`` runs in ``owner``'s own scope."""
+        if isinstance(owner, (*_FUNCTIONS, ast.ClassDef)):
+            if isinstance(child, ast.arguments):
+                return isinstance(grand, ast.arg)  # parameters bind inside; defaults outside
+            return any(s is child for s in owner.body)
+        if isinstance(owner, ast.Lambda):
+            return child is owner.body or (
+                isinstance(child, ast.arguments) and isinstance(grand, ast.arg)
+            )
+        if isinstance(owner, _COMPREHENSIONS):
+            first = owner.generators[0]
+            return not (child is first and grand is first.iter)
+        return True
+
+    # ------------------------------------------------------------ names
+
+    def resolve(self, name: str, node: ast.AST) -> Scope:
+        """The scope whose binding of ``name`` a read at ``node`` sees (the module if none)."""
+        return self._resolve_from(name, self.scope_of(node))
+
+    def _resolve_from(self, name: str, scope: Scope) -> Scope:
+        s: Scope | None = scope
+        first = True
+        while s is not None:
+            if s.kind is ScopeKind.CLASS and not first:
+                s = s.parent  # a class body's names are invisible to nested scopes
+                continue
+            if name in s.declared_global:
+                return self.module
+            if name in s.bindings and name not in s.declared_nonlocal:
+                return s
+            first = False
+            s = s.parent
+        return self.module
+
+    def bindings(self, name: str, node: ast.AST) -> list[Binding]:
+        """Every binding of ``name`` in the scope a read at ``node`` resolves to.
+
+        Module bindings include those made by ``global name`` in functions.
+        """
+        scope = self.resolve(name, node)
+        found = list(scope.bindings.get(name, ()))
+        if scope is self.module:
+            found += self._global_bindings(name)
+        return found
+
+    def _global_bindings(self, name: str) -> list[Binding]:
+        return [
+            b
+            for s in self.scopes.values()
+            if name in s.declared_global and s is not self.module
+            for b in s.bindings.get(name, ())
+        ]
+
+    def may_come_from_star(self, name: str, node: ast.AST) -> bool:
+        """Whether a read of ``name`` at ``node`` may be served by a ``from m import *``."""
+        scope = self.resolve(name, node)
+        return (
+            scope is self.module
+            and bool(self.module.star_imports)
+            and not (self.module.bindings.get(name))
+        )
+
+    def module_reads(self, name: str) -> bool:
+        """Whether any read of ``name`` anywhere resolves to the module scope (or builtins)."""
+        return any(
+            name in s.reads and self._resolve_from(name, s) is self.module
+            for s in self.scopes.values()
+        )
+
+    def is_used(self, name: str) -> bool:
+        """Whether ``name`` is read or bound anywhere in the module, in any scope."""
+        return any(name in s.reads or name in s.bindings for s in self.scopes.values())
+
+    def qualname(self, expr: ast.expr) -> str | None:
+        """The dotted name ``expr`` means through the imports its root name resolves to.
+
+        None when the root is not bound by an import there, or is bound by
+        imports of different things. Non-import bindings beside the import
+        (``except ImportError: torch = None``) do not change the answer.
+        """
+        parts: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        targets = {
+            b.qualified for b in self.bindings(expr.id, expr) if b.kind is BindingKind.IMPORT
+        }
+        if len(targets) != 1:
+            return None
+        base = targets.pop()
+        if base is None:
+            return None
+        parts.append(base)
+        return ".".join(reversed(parts))
+
+    def is_torch_call(self, call: ast.Call) -> bool:
+        """Whether ``call`` calls something of the torch package (``torch.*``), by its imports."""
+        name = self.qualname(call.func)
+        return name is not None and (name == "torch" or name.startswith("torch."))
+
+    # ------------------------------------------------------------ flow
+
+    def torch_import(self) -> tuple[TorchImport, ast.stmt | None]:
+        """How the module imports torch, and the first module-level statement that always does.
+
+        UNCONDITIONAL: a statement directly in the module body imports torch or
+        something from it (so torch is installed whenever the module runs);
+        OPTIONAL: torch is imported only under ``try``/``if`` (including
+        ``TYPE_CHECKING``) or inside functions and classes; NONE: nowhere.
+        """
+        for stmt in self.tree.body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and _imports_torch(stmt):
+                return TorchImport.UNCONDITIONAL, stmt
+        for scope in self.scopes.values():
+            for found in scope.bindings.values():
+                for b in found:
+                    node = b.node
+                    if isinstance(node, ast.stmt) and _imports_torch(node):
+                        return TorchImport.OPTIONAL, None
+        for scope in self.scopes.values():
+            if any(_imports_torch(s) for s in scope.star_imports):
+                return TorchImport.OPTIONAL, None
+        return TorchImport.NONE, None
+
+    def torch_alias(self, node: ast.AST) -> str | None:
+        """A name bound to the torch module, and only to it, on every path to ``node``."""
+        for candidate in ("torch", *self._torch_names()):
+            found = self.bindings(candidate, node)
+            if (
+                found
+                and all(b.kind is BindingKind.IMPORT and b.qualified == "torch" for b in found)
+                and self.definitely_bound(candidate, node)
+            ):
+                return candidate
+        return None
+
+    def _torch_names(self) -> list[str]:
+        return sorted(
+            {
+                b.name
+                for s in self.scopes.values()
+                for found in s.bindings.values()
+                for b in found
+                if b.kind is BindingKind.IMPORT and b.qualified == "torch" and b.name != "torch"
+            }
+        )
+
+
+def _imports_torch(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Import):
+        return any(a.name == "torch" or a.name.startswith("torch.") for a in stmt.names)
+    if isinstance(stmt, ast.ImportFrom):
+        module = stmt.module or ""
+        return not stmt.level and (module == "torch" or module.startswith("torch."))
+    return False

@@ -1,0 +1,179 @@
+"""Notebooks: code cells checked and fixed as one virtual file, everything else kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from torchport.check import check_paths, fix_paths
+from torchport.check.files._notebook import NotebookError, NotPython, read_notebook
+from torchport.cli._main import main
+
+
+def code(source: str | list[str], **extra: Any) -> dict[str, Any]:
+    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+            "source": source, **extra}  # fmt: skip
+
+
+def notebook(*cells: dict[str, Any], language: str = "python") -> dict[str, Any]:
+    return {
+        "cells": list(cells),
+        "metadata": {"language_info": {"name": language}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def save(path: Path, nb: dict[str, Any], indent: int = 1) -> Path:
+    path.write_text(json.dumps(nb, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+NB = notebook(
+    {"cell_type": "markdown", "metadata": {}, "source": ["# Train\n"]},
+    code(["%matplotlib inline\n", "import torch\n", "files = !ls\n", "x = torch.ones(2).cuda()"]),
+    code(["%%bash\n", "echo x.cuda()"]),
+    code(
+        "for i in range(3):\n    !echo {i}\n    y = torch.zeros(3).cuda()\n",
+        outputs=[{"output_type": "stream", "name": "stdout", "text": ["é\n"]}],
+    ),
+)
+
+
+def test_findings_name_cell_and_line_and_folders_include_notebooks(tmp_path: Path) -> None:
+    save(tmp_path / "nb.ipynb", NB)
+    result = check_paths([tmp_path])
+    assert result.errors == [] and result.files == 1
+    where = sorted({(Path(f.path).name, f.line, f.col, f.code) for f in result.findings})
+    assert ("nb.ipynb:cell 2", 4, 5, "TP101") in where
+    assert ("nb.ipynb:cell 4", 3, 9, "TP101") in where
+    assert not any("cell 3" in w[0] for w in where)  # the %%bash cell is left out whole
+
+
+def test_cli_text_output_reads_like_ruff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = save(tmp_path / "nb.ipynb", NB)
+    assert main(["check", "--select", "TP101", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{path}:cell 2:4:5: TP101" in out and "in 1 file" in out
+
+
+def test_fix_changes_only_code_cell_sources(tmp_path: Path) -> None:
+    path = save(tmp_path / "nb.ipynb", NB)
+    result = fix_paths([path])
+    assert result.errors == [] and result.changed[0].fixed.get("TP101") == 2
+    after = json.loads(path.read_text(encoding="utf-8"))
+    before = json.loads(json.dumps(NB))
+    sources = [c.pop("source") for c in after["cells"]]
+    for c in before["cells"]:
+        c.pop("source")
+    assert after == before  # outputs, metadata, markdown: untouched
+    assert sources[0] == ["# Train\n"] and sources[2] == ["%%bash\n", "echo x.cuda()"]
+    assert sources[1][0] == "%matplotlib inline\n" and "files = !ls\n" in sources[1]
+    assert sources[1][-1] == "x = torch.ones(2).to(device)"  # no newline added to the last line
+    assert any(line.startswith("device = ") for line in sources[1])
+    assert "    !echo {i}\n" in sources[3] and ".to(device)" in sources[3]
+    assert path.read_text(encoding="utf-8").endswith("}\n") and "é" in path.read_text("utf-8")
+    assert fix_paths([path]).changed == []  # idempotent
+
+
+def test_layout_that_cannot_be_reproduced_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "odd.ipynb"
+    text = json.dumps(NB, indent=3)  # not a layout Jupyter writes
+    path.write_text(text)
+    result = fix_paths([path])
+    assert result.exit_code == 2 and "JSON layout" in result.errors[0].message
+    assert path.read_text() == text
+    assert check_paths([path]).findings  # checking still works
+
+
+def test_indent_2_and_ascii_layouts_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "two.ipynb"
+    path.write_text(json.dumps(NB, indent=2, ensure_ascii=True))
+    assert fix_paths([path]).errors == []
+    text = path.read_text()
+    assert not text.endswith("\n") and "\\u00e9" in text and '\n  "cells"' in text
+
+
+def test_bad_notebooks_are_clear_errors_and_other_languages_are_skipped(tmp_path: Path) -> None:
+    (tmp_path / "broken.ipynb").write_text("{not json")
+    (tmp_path / "old.ipynb").write_text(json.dumps({"worksheets": [], "nbformat": 3}))
+    save(tmp_path / "r.ipynb", notebook(code("x <- 1"), language="R"))
+    result = check_paths([tmp_path])
+    messages = {Path(e.path).name: e.message for e in result.errors}
+    assert set(messages) == {"broken.ipynb", "old.ipynb"} and result.exit_code == 2
+    assert "does not parse" in messages["broken.ipynb"] and "nbformat 4" in messages["old.ipynb"]
+    with pytest.raises(NotPython):
+        read_notebook(json.dumps(notebook(language="julia")))
+    with pytest.raises(NotebookError):
+        read_notebook("[]")
+
+
+def test_syntax_error_is_placed_in_its_cell(tmp_path: Path) -> None:
+    path = save(tmp_path / "bad.ipynb", notebook(code("x = 1\n"), code("def (:\n")))
+    result = check_paths([path])
+    assert result.exit_code == 2 and result.errors[0].message.startswith("cell 2 not checked")
+    assert "at line 1, column" in result.errors[0].message
+    assert "at cell 2, line 1" in fix_paths([path]).errors[0].message  # fix: the whole file
+
+
+def test_magics_survive_and_noqa_works_in_cells(tmp_path: Path) -> None:
+    nb = notebook(code("import torch\n%time x = torch.ones(1).cuda()  # noqa: TP101\n"),
+                  code("y = torch.ones(1).cuda()  # noqa: TP101\n"))  # fmt: skip
+    path = save(tmp_path / "m.ipynb", nb)
+    assert check_paths([path], select=["TP101"]).findings == []
+
+
+_LINES = st.sampled_from(
+    ["import torch\n", "x = 1\n", "%matplotlib inline\n", "!pip install x\n", "files = !ls\n",
+     "obj?\n", "    y = 2\n", "# comment\n", "\n", "s = 'é'\n", "a, b = %who_ls\n"]
+)  # fmt: skip
+_CELLS = st.one_of(
+    st.builds(lambda lines, as_list: code(lines if as_list else "".join(lines)),
+              st.lists(_LINES, max_size=5), st.booleans()),
+    st.just({"cell_type": "markdown", "metadata": {}, "source": "text"}),
+    st.just(code(["%%bash\n", "ls"])),
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells=st.lists(_CELLS, max_size=6), indent=st.sampled_from([1, 2, 4]))
+def test_unchanged_source_writes_back_the_same_bytes(
+    cells: list[dict[str, Any]], indent: int
+) -> None:
+    text = json.dumps(notebook(*cells), indent=indent, ensure_ascii=False) + "\n"
+    nb = read_notebook(text)
+    assert nb.write(nb.source) == text
+    for index in nb.cells_of(nb.source):  # each code cell came through in order
+        assert nb.data["cells"][index]["cell_type"] == "code"
+
+
+def test_lines_a_fix_puts_above_the_first_cell_go_into_it() -> None:
+    nb = read_notebook(json.dumps(notebook(code("x = 1"), code("y = 2\n")), indent=1) + "\n")
+    out = json.loads(nb.write("import torch\n" + nb.source))
+    assert out["cells"][0]["source"] == "import torch\nx = 1"
+    assert out["cells"][1]["source"] == "y = 2\n"
+
+
+def test_a_cell_that_does_not_parse_is_reported_and_the_others_are_checked(tmp_path: Path) -> None:
+    nb = notebook(
+        code("import torch\n"),
+        code("input_size = \n"),  # an exercise left blank
+        code("x = torch.ones(1).cuda()\n"),
+        code("def (:\n"),
+    )
+    path = save(tmp_path / "ex.ipynb", nb)
+    result = check_paths([path], select=["TP101"])
+    messages = [e.message for e in result.errors]
+    assert result.exit_code == 2 and len(messages) == 2
+    assert messages[0].startswith("cell 2 not checked: cannot parse") and "cell 4" in messages[1]
+    assert [(Path(f.path).name, f.line) for f in result.findings] == [("ex.ipynb:cell 3", 1)]
+    before = path.read_text()
+    fixed = fix_paths([path])
+    assert fixed.exit_code == 2 and path.read_text() == before  # fix refuses the notebook

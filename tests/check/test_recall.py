@@ -1,0 +1,121 @@
+"""Recall: device code that real repositories write is found; guarded or CPU-only code is not.
+
+Each case is a small program in the shape the issue quotes; the default rule set
+(what a plain `torchport check` runs) must report exactly the expected codes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from torchport.check import check_source
+from torchport.check.rules import RULES
+
+H = "import torch\nimport torch.distributed as dist\n\n\ndef main(x, model, rank, i, loader):\n"
+
+
+def _codes(body: str) -> list[str]:
+    return [f.code for f in check_source(H + body)]
+
+
+FOUND = [
+    # integer devices
+    ("    x = x.to(0)\n", "TP110"),
+    ("    model = model.to(rank)\n", "TP110"),
+    (
+        "    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])\n",
+        "TP110",
+    ),
+    # device strings built at run time
+    ('    x = x.to(f"cuda:{rank}")\n', "TP115"),
+    ('    x = x.to("cuda:{}".format(i))\n', "TP115"),
+    ('    ckpt = torch.load("m.pt", map_location=f"cuda:{i}", weights_only=True)\n', "TP115"),
+    ('    ckpt = torch.load("m.pt", map_location="cuda:0", weights_only=True)\n', "TP101"),
+    # device types
+    (
+        "    from torch.distributed.device_mesh import init_device_mesh\n"
+        '    mesh = init_device_mesh("cuda", (2,))\n',
+        "TP113",
+    ),
+    ('    with torch.autocast(device_type="cuda"):\n        y = model(x)\n', "TP113"),
+    ('    with torch.amp.autocast("cuda"):\n        y = model(x)\n', "TP113"),
+    # streams and events
+    ("    s = torch.cuda.Stream()\n", "TP406"),
+    ("    e = torch.cuda.Event(enable_timing=True)\n", "TP406"),
+    # legacy CUDA tensor types as values
+    (
+        "    cuda = torch.cuda.is_available()\n"
+        "    Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n",
+        "TP111",
+    ),
+    # MPS and XPU hard-coded
+    ('    dev = torch.device("mps")\n', "TP112"),
+    ('    x = x.to("xpu")\n', "TP112"),
+    # a torch.device compared with a string: always False
+    ('    if x.device == "cuda":\n        pass\n', "TP114"),
+    # the CUDA-or-CPU idiom: its own rule
+    ('    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "TP109"),
+]
+
+
+@pytest.mark.parametrize(("body", "code"), FOUND)
+def test_real_repository_patterns_are_found(body: str, code: str) -> None:
+    assert code in _codes(body)
+
+
+QUIET = [
+    # TP201: CPU tensors
+    ("    out = model(x)\n    out = out.cpu()\n    return out.numpy()\n", "TP201"),
+    ("    return torch.from_numpy(x).numpy()\n", "TP201"),
+    # TP202: CPU tensors and once-only blocks
+    (
+        "    for step, batch in enumerate(loader):\n        n = torch.tensor(batch).sum().item()\n",
+        "TP202",
+    ),
+    (
+        "    for step, batch in enumerate(loader):\n"
+        "        loss = model(batch)\n"
+        "        if step == 0:\n"
+        "            print(loss.item())\n",
+        "TP202",
+    ),
+    ("    dpr = [v.item() for v in torch.linspace(0, 0.1, 12)]\n", "TP202"),
+    # TP101/102/103/401 in ported branches
+    ('    if x.device.type == "cuda":\n        x = x.cuda()\n', "TP101"),
+    ("    if x.is_cuda:\n        torch.cuda.set_device(rank)\n", "TP102"),
+    ("    if x.is_cuda:\n        y = x\n    elif x.is_xpu:\n        y = x.cpu()\n", "TP103"),
+    ('    if x.device.type == "cuda":\n        torch.cuda.synchronize()\n', "TP401"),
+    # TP401: the availability flag is TP109's business, and only where it chooses a device
+    ("    cuda = torch.cuda.is_available()\n", "TP401"),
+    ("    cuda = torch.cuda.is_available()\n", "TP109"),
+    # TP101: the idiom moved out
+    ('    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "TP101"),
+]
+
+
+@pytest.mark.parametrize(("body", "code"), QUIET)
+def test_guarded_or_cpu_code_is_not_reported(body: str, code: str) -> None:
+    assert code not in _codes(body)
+
+
+def test_idiom_message_says_the_code_works() -> None:
+    body = '    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    (finding,) = [f for f in check_source(H + body) if f.code == "TP109"]
+    assert "works" in finding.message and "MPS" in finding.message
+    assert "accelerator" in finding.message
+
+
+def test_device_string_comparisons_say_always_false() -> None:
+    by_code = {rule.code: rule for rule in RULES}
+    assert "never equals a string" in by_code["TP114"].message
+    assert "always False" in by_code["TP902"].message
+    assert by_code["TP114"].default and not by_code["TP902"].default
+
+
+def test_cuda_or_cpu_choice_after_an_mps_branch_is_not_reported() -> None:
+    body = (
+        "    if torch.backends.mps.is_available():\n"
+        '        return torch.device("mps")\n'
+        '    return torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    )
+    assert "TP109" not in _codes(body)
