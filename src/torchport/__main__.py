@@ -1,5 +1,5 @@
 """``python -m torchport``: the same as the ``torchport`` command."""
 
-from torchport.cli._main import main
+from torchport.cli import main
 
 raise SystemExit(main())

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from torchport.feed import StagingPool, pack_to_device, should_pack
-from torchport.feed._pack import _ALIGN, transfer
+from torchport.feed._pack import transfer
+from torchport.hardware import ALIGN as _ALIGN
 
 DTYPES = [
     torch.bool,
@@ -224,7 +225,7 @@ def test_should_pack_heuristic(fake_accelerator: Callable[..., Any]) -> None:
 
 
 def test_the_default_pool_frees_slots_it_parked_when_a_batch_outgrew_them() -> None:
-    from torchport.feed._staging import default_pool
+    from torchport.hardware import default_pool
 
     pool = default_pool()
     for numel in (10, 1000, 100_000, 10_000_000):

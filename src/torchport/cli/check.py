@@ -10,7 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-FORMATS = ("text", "json", "sarif", "github")  # == torchport.check.files._format.FORMATS (tested)
+# == torchport.check.FORMATS (tested); a copy, so that `--help` imports no checker
+FORMATS = ("text", "json", "sarif", "github")
 
 
 def _codes(text: str) -> list[str]:
@@ -66,12 +67,11 @@ def register(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     if args.explain:
-        from torchport.check._explain import explain
+        from torchport.check import explain
 
         sys.stdout.write(explain(args.explain).rstrip("\n") + "\n")
         return 0
-    from torchport.check import check_paths
-    from torchport.check.files._format import render, render_statistics
+    from torchport.check import check_paths, render, render_statistics
 
     stdin = sys.stdin.read() if args.paths == ["-"] else None
     result = check_paths(

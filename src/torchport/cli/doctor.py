@@ -30,8 +30,7 @@ def _run(args: argparse.Namespace) -> int:
     # torch is imported here, not at module level, so other subcommands never pay for it.
     from rich.console import Console
 
-    from torchport.diagnose import doctor
-    from torchport.diagnose._report import render_doctor
+    from torchport.diagnose import doctor, render_doctor
 
     report = doctor(bandwidth=args.bandwidth)
     if args.json:

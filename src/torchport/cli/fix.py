@@ -41,8 +41,7 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from torchport.check import fix_paths
-    from torchport.check.files._format import render_text
+    from torchport.check import fix_paths, render_text
 
     stdin = sys.stdin.read() if args.paths == ["-"] else None
     result = fix_paths(

@@ -36,8 +36,7 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from torchport.check.files._format import render_text
-    from torchport.check.port._rewrite import port_paths
+    from torchport.check import port_paths, render_text
 
     dry = args.diff or args.check
     result = port_paths(args.paths or ["."], diff=dry, config=args.config)

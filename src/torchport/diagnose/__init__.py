@@ -8,6 +8,7 @@ from torchport.diagnose._doctor import DoctorReport, doctor
 from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report
 from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
+from torchport.diagnose._report import render_doctor
 from torchport.diagnose._strict import strict
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "doctor",
     "explain_oom",
     "memory_report",
+    "render_doctor",
     "strict",
 ]

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from torchport.feed._loader import DeviceLoader, FeedStats
 from torchport.feed._pack import pack_to_device, should_pack
-from torchport.feed._staging import StagingPool
+from torchport.hardware import StagingPool
 
 __all__ = ["DeviceLoader", "FeedStats", "StagingPool", "pack_to_device", "should_pack"]

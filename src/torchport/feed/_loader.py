@@ -14,8 +14,7 @@ import torch
 from torchport import hardware
 from torchport.errors import ConfigError
 from torchport.hardware import StagingPool
-from torchport.place._device import pick_device
-from torchport.place._tree import BatchLayout, flatten_batch
+from torchport.place import BatchLayout, flatten_batch, pick_device
 
 __all__ = ["DeviceLoader", "FeedStats"]
 

@@ -14,18 +14,10 @@ from collections.abc import Sequence
 
 import torch
 
-from torchport.hardware import (
-    StagingPool,
-    Transfer,
-    parse_device,
-    plan_copy,
-)
-from torchport.hardware import should_pack as _should_pack
-from torchport.hardware._staged import ALIGN as _ALIGN
+from torchport import hardware
+from torchport.hardware import StagingPool, Transfer, parse_device, plan_copy
 
 __all__ = ["StagingPool", "Transfer", "pack_to_device", "should_pack", "transfer"]
-
-_ = _ALIGN  # re-exported for tests and benchmarks that check offsets
 
 
 def should_pack(tensors: Sequence[torch.Tensor], device: torch.device | str) -> bool:
@@ -40,7 +32,7 @@ def should_pack(tensors: Sequence[torch.Tensor], device: torch.device | str) -> 
     Raises:
         DeviceError: ``device`` is malformed or not present.
     """
-    return _should_pack(tensors, parse_device(device, argument="device"))
+    return hardware.should_pack(tensors, parse_device(device, argument="device"))
 
 
 def transfer(

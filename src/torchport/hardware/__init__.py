@@ -54,6 +54,7 @@ from torchport.hardware._devices import (
     parsed_cache,
 )
 from torchport.hardware._pinned import PinnedBuffer, pins_for
+from torchport.hardware._staged import ALIGN, PACK_MIN_COUNT
 from torchport.hardware._staging import StagingPool, default_pool, size_class
 from torchport.hardware._sync import (
     current_stream,
@@ -66,6 +67,8 @@ from torchport.hardware._sync import (
 )
 
 __all__ = [
+    "ALIGN",
+    "PACK_MIN_COUNT",
     "Backend",
     "CopyPlan",
     "DeviceInfo",

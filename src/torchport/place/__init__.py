@@ -1,4 +1,8 @@
-"""torchport.place: choose a device and move anything to it."""
+"""torchport.place: choose a device and move anything to it.
+
+``flatten_batch`` and ``BatchLayout`` are the one tree walker's face for ``feed``
+(which moves the leaves itself, through staging buffers); users call ``to_device``.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from torchport.place._device import (
     pick_device_with_reason,
 )
 from torchport.place._move import UnregisteredTensorWarning, to_device
+from torchport.place._tree import BatchLayout, flatten_batch
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
 for _obj in (
@@ -23,9 +28,11 @@ for _obj in (
 del _obj
 
 __all__ = [
+    "BatchLayout",
     "DeviceInfo",
     "UnregisteredTensorWarning",
     "available_devices",
+    "flatten_batch",
     "pick_device",
     "pick_device_with_reason",
     "to_device",

@@ -21,8 +21,7 @@ from torch import nn
 
 from torchport import hardware
 from torchport.errors import ConfigError
-from torchport.hardware import parse_device
-from torchport.hardware._staged import PACK_MIN_COUNT
+from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
 

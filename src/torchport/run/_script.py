@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["Target", "check_target", "find_runnable", "run_target"]
 
 
-
 @dataclass(frozen=True)
 class Target:
     """What to run: a script path or a module name, and the arguments it gets."""

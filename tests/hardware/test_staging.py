@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from torchport import ConfigError
 from torchport.feed import StagingPool
-from torchport.feed._staging import default_pool
-from torchport.hardware import size_class
+from torchport.hardware import default_pool, size_class
 
 
 class FakeEvent:
