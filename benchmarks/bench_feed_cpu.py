@@ -1,4 +1,4 @@
-"""What does the feed pillar cost on the CPU, where nothing crosses a link? (issue 9)
+"""What does the feed pillar cost on the CPU, where nothing crosses a link?
 
 Strategies compared, in one run on CPU:
 

@@ -3,7 +3,7 @@
 Each program records what it computes with ``OUT.append(...)`` (``OUT`` is a list
 the runner provides), so an original and its fixed version can be run side by
 side and compared. The fragments are drawn from the ways fixes used to break
-working code (issue 11): functions, nested functions, lambdas, classes and
+working code: functions, nested functions, lambdas, classes and
 comprehensions; defaults and decorators evaluated in the enclosing scope; a
 local ``device`` in a sibling branch or assigned later; a module-level
 ``device`` with another meaning, one from a star import, and one bound after a

@@ -56,7 +56,7 @@ class NameBoom(Rule):
 
 
 @pytest.fixture(autouse=True)
-def test_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+def with_test_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rules_pkg, "RULES", (DotCuda, NameBoom))
 
 

@@ -106,7 +106,7 @@ ALL_TEST_RULES = (CudaCall, PrintCall, Boom, Noisy, BadFix)
 
 
 @pytest.fixture
-def test_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+def with_test_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rules_pkg, "RULES", ALL_TEST_RULES)
 
 
@@ -226,12 +226,12 @@ def test_rule_failure_is_reported_and_other_rules_still_run() -> None:
     assert [f.code for f in outcome.findings] == ["TP9990"]
 
 
-def test_check_source_raises_on_rule_failure(test_rules: None) -> None:
+def test_check_source_raises_on_rule_failure(with_test_rules: None) -> None:
     with pytest.raises(RuntimeError, match="TP9992"):
         check_source("boom\n", select=["TP9992"])
 
 
-def test_check_source_raises_syntax_error(test_rules: None) -> None:
+def test_check_source_raises_syntax_error(with_test_rules: None) -> None:
     with pytest.raises(SyntaxError):
         check_source("def (:\n")
 
@@ -304,7 +304,7 @@ def test_fix_that_breaks_syntax_is_dropped_and_reported() -> None:
     ast.parse(outcome.source)
 
 
-def test_fix_source_public_api(test_rules: None) -> None:
+def test_fix_source_public_api(with_test_rules: None) -> None:
     assert fix_source("x = a.cuda()\n", select=["TP9990"]) == 'device = "cpu"\nx = a.to(device)\n'
     assert fix_source("print(1)\n", select=["TP9991"]) == "print(1)\n"
     assert fix_source("print(1)\n", select=["TP9991"], unsafe=True) == "log(1)\n"

@@ -93,7 +93,7 @@ def accelerator_reports_meta() -> Iterator[None]:
                 setattr(acc, name, value)
 
 
-def run(source: str, *, meta: bool) -> list[Any] | BaseException:
+def run_program(source: str, *, meta: bool) -> list[Any] | BaseException:
     """What the program appends to ``OUT`` under the stand-in, or the exception it raised."""
     module = types.ModuleType("fuzzcfg")
     module.__dict__.update(fix_programs.STAR_MODULE)
@@ -171,7 +171,7 @@ def declared_changes(source: str, *, unsafe: bool) -> bool:
 def check_program(source: str) -> None:
     ast.parse(source)
     check_source(source, select=["ALL"], ignore=PORT)
-    originals = {meta: run(source, meta=meta) for meta in (False, True)}
+    originals = {meta: run_program(source, meta=meta) for meta in (False, True)}
     old_reads, old_bound = global_reads(source), module_bindings(source)
     for unsafe in (False, True):
         fixed = fix_source(source, select=["ALL"], ignore=PORT, unsafe=unsafe)
@@ -188,7 +188,7 @@ def check_program(source: str) -> None:
         for meta, before in originals.items():
             if isinstance(before, BaseException):
                 continue  # the original does not run here: nothing to keep
-            after = run(fixed, meta=meta)
+            after = run_program(fixed, meta=meta)
             if isinstance(after, BaseException):
                 raise AssertionError(
                     f"original ran, fixed (unsafe={unsafe}, meta={meta}) raised "

@@ -50,7 +50,7 @@ class CliNoisy(Rule):
 
 
 @pytest.fixture(autouse=True)
-def test_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+def with_test_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rules_pkg, "RULES", (CliRule, CliNoisy))
 
 
@@ -62,28 +62,28 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+def run_check(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(["check", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 
 
 def test_text_output_and_exit_codes(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "a.py")
+    code, out, _ = run_check(capsys, "a.py")
     assert code == 1
     assert out.splitlines()[0] == "a.py:1:5: TP9950 rename flag"
-    assert run(capsys, "clean.py")[:2] == (0, "All checks passed.\n")
-    assert run(capsys, "a.py", "--ignore", "TP9950")[0] == 0
-    code, out, _ = run(capsys, "a.py", "--extend-select", "TP9951")
+    assert run_check(capsys, "clean.py")[:2] == (0, "All checks passed.\n")
+    assert run_check(capsys, "a.py", "--ignore", "TP9950")[0] == 0
+    code, out, _ = run_check(capsys, "a.py", "--extend-select", "TP9951")
     assert code == 1 and "a.py:2:1: TP9951 quiet" in out
-    code, out, _ = run(capsys, "a.py", "--select", "TP9951,TP9950", "--ignore", "TP9950")
+    code, out, _ = run_check(capsys, "a.py", "--select", "TP9951,TP9950", "--ignore", "TP9950")
     assert [line.split()[1] for line in out.splitlines()[:-1]] == ["TP9951"]
 
 
 def test_default_path_is_the_working_folder(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(capsys)
+    code, out, _ = run_check(capsys)
     assert code == 1 and out.startswith("a.py:1:5:")
 
 
@@ -91,28 +91,28 @@ def test_unreadable_file_is_named_and_exit_2(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (project / "broken.py").write_text("def (:\n")
-    code, out, err = run(capsys, ".")
+    code, out, err = run_check(capsys, ".")
     assert code == 2
     assert "broken.py: error: cannot parse" in err
     assert "a.py:1:5: TP9950" in out  # the other files are still checked
-    code, _, err = run(capsys, "missing.py")
+    code, _, err = run_check(capsys, "missing.py")
     assert code == 2 and "missing.py" in err
 
 
 def test_config_errors_exit_2(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "--select", "TP1234", "a.py")
+    code, _, err = run_check(capsys, "--select", "TP1234", "a.py")
     assert code == 2 and "TP1234" in err
     (project / "pyproject.toml").write_text("[tool.torchport]\nbogus = 1\n")
-    code, _, err = run(capsys, "a.py")
+    code, _, err = run_check(capsys, "a.py")
     assert code == 2 and "bogus" in err and "pyproject.toml" in err
     (project / "alt.toml").write_text('[tool.torchport]\nselect = ["TP9951"]\n')
-    code, out, _ = run(capsys, "--config", "alt.toml", "a.py")
+    code, out, _ = run_check(capsys, "--config", "alt.toml", "a.py")
     assert code == 1 and "TP9951" in out and "TP9950" not in out
 
 
 @pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
 def test_formats(project: Path, capsys: pytest.CaptureFixture[str], fmt: str) -> None:
-    code, out, _ = run(capsys, "--format", fmt, "a.py")
+    code, out, _ = run_check(capsys, "--format", fmt, "a.py")
     assert code == 1
     if fmt == "json":
         assert [d["code"] for d in json.loads(out)] == ["TP9950"]
@@ -126,7 +126,7 @@ def test_formats(project: Path, capsys: pytest.CaptureFixture[str], fmt: str) ->
 
 def test_statistics(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "b.py").write_text("flag\nflag\nnoisy\n")
-    code, out, _ = run(capsys, "--statistics", "--extend-select", "TP9951", ".")
+    code, out, _ = run_check(capsys, "--statistics", "--extend-select", "TP9951", ".")
     assert code == 1
     assert out.splitlines() == ["3  TP9950      test-cli", "2  TP9951      test-cli-noisy"]
 
@@ -137,16 +137,16 @@ def test_explain_prints_the_rule_docs(
     import torchport.check
 
     monkeypatch.setattr(torchport.check, "explain", lambda code: f"docs of {code}\n")
-    assert run(capsys, "--explain", "TP9950") == (0, "docs of TP9950\n", "")
+    assert run_check(capsys, "--explain", "TP9950") == (0, "docs of TP9950\n", "")
 
 
 def test_explain_real_rule_and_unknown_code(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.undo()  # the real rules, not the test ones
-    code, out, _ = run(capsys, "--explain", "TP101")
+    code, out, _ = run_check(capsys, "--explain", "TP101")
     assert code == 0 and "TP101" in out and "What it does" in out
-    code, _, err = run(capsys, "--explain", "TP1011")
+    code, _, err = run_check(capsys, "--explain", "TP1011")
     assert code == 2 and "TP1011" in err
 
 
@@ -154,10 +154,10 @@ def test_stdin_named_by_stdin_filename(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("y = flag\n"))
-    code, out, _ = run(capsys, "-", "--stdin-filename", "pkg/buffer.py")
+    code, out, _ = run_check(capsys, "-", "--stdin-filename", "pkg/buffer.py")
     assert code == 1 and out.startswith("pkg/buffer.py:1:5: TP9950 rename flag")
     monkeypatch.setattr(sys, "stdin", io.StringIO("y = 1\n"))
-    assert run(capsys, "-")[:2] == (0, "All checks passed.\n")
+    assert run_check(capsys, "-")[:2] == (0, "All checks passed.\n")
 
 
 def test_stdin_notebook_named_by_stdin_filename(
@@ -172,5 +172,5 @@ def test_stdin_notebook_named_by_stdin_filename(
         "nbformat_minor": 5,
     }
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(nb, indent=1)))
-    code, out, _ = run(capsys, "-", "--stdin-filename", "nb.ipynb")
+    code, out, _ = run_check(capsys, "-", "--stdin-filename", "nb.ipynb")
     assert code == 1 and out.startswith("nb.ipynb:cell 1:2:5: TP9950 rename flag")

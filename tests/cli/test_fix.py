@@ -36,12 +36,12 @@ class Rename(Rule):
 
 
 @pytest.fixture(autouse=True)
-def test_rules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def with_test_rules(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(rules_pkg, "RULES", (Rename,))
     monkeypatch.chdir(tmp_path)
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+def run_fix(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(["fix", *argv])
     out, err = capsys.readouterr()
     return code, out, err
@@ -49,42 +49,42 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_fix_in_place_then_clean(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "a.py").write_text("x = old + old\n")
-    code, out, _ = run(capsys, "a.py")
+    code, out, _ = run_fix(capsys, "a.py")
     assert code == 0
     assert "fixed a.py: TP9940 x2" in out and "Fixed 2 findings in 1 file; 0 left." in out
     assert (tmp_path / "a.py").read_text() == "x = new + new\n"
-    code, out, _ = run(capsys, "a.py")
+    code, out, _ = run_fix(capsys, "a.py")
     assert code == 0 and "Fixed 0 findings in 0 files; 0 left." in out
 
 
 def test_unsafe_and_remaining(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "a.py").write_text("risky\nstuck\n")
-    code, out, _ = run(capsys, "a.py")
+    code, out, _ = run_fix(capsys, "a.py")
     assert code == 1 and "a.py:1:1: TP9940 rename it" in out and "2 left" in out
     assert (tmp_path / "a.py").read_text() == "risky\nstuck\n"
-    code, out, _ = run(capsys, "--unsafe", "a.py")
+    code, out, _ = run_fix(capsys, "--unsafe", "a.py")
     assert code == 1 and "1 left" in out
     assert (tmp_path / "a.py").read_text() == "safe\nstuck\n"
-    assert run(capsys, "--ignore", "TP9940", "a.py")[0] == 0
+    assert run_fix(capsys, "--ignore", "TP9940", "a.py")[0] == 0
 
 
 def test_diff_prints_a_patch_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "a.py").write_text("y = old\n")
-    code, out, err = run(capsys, "--diff", "a.py")
+    code, out, err = run_fix(capsys, "--diff", "a.py")
     assert code == 1
     assert out == "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-y = old\n+y = new\n"
     assert "would fix a.py" in err
     assert (tmp_path / "a.py").read_text() == "y = old\n"
     (tmp_path / "a.py").write_text("y = new\n")
-    assert run(capsys, "--diff", "a.py")[:2] == (0, "")
+    assert run_fix(capsys, "--diff", "a.py")[:2] == (0, "")
 
 
 def test_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "bad.py").write_text("def (:\n")
     (tmp_path / "a.py").write_text("old\n")
-    code, _, err = run(capsys, ".")
+    code, _, err = run_fix(capsys, ".")
     assert code == 2 and "bad.py: error: cannot parse" in err
     assert (tmp_path / "a.py").read_text() == "new\n"
 
@@ -94,14 +94,14 @@ def test_stdin_fixed_text_on_stdout_and_no_file_written(
 ) -> None:
     (tmp_path / "a.py").write_text("old\n")
     monkeypatch.setattr(sys, "stdin", io.StringIO("x = old\nstuck\n"))
-    code, out, err = run(capsys, "-", "--stdin-filename", "a.py")
+    code, out, err = run_fix(capsys, "-", "--stdin-filename", "a.py")
     assert (code, out) == (1, "x = new\nstuck\n")
     assert "fixed a.py: TP9940 x1" in err and "a.py:2:1: TP9940" in err
     assert (tmp_path / "a.py").read_text() == "old\n"  # the named file is never touched
     monkeypatch.setattr(sys, "stdin", io.StringIO("clean = 1\n"))
-    assert run(capsys, "-")[:2] == (0, "clean = 1\n")
+    assert run_fix(capsys, "-")[:2] == (0, "clean = 1\n")
     monkeypatch.setattr(sys, "stdin", io.StringIO("y = old\n"))
-    code, out, _ = run(capsys, "-", "--diff")
+    code, out, _ = run_fix(capsys, "-", "--diff")
     assert code == 1 and out == "--- a/-\n+++ b/-\n@@ -1 +1 @@\n-y = old\n+y = new\n"
 
 
@@ -141,7 +141,7 @@ def test_speed_fixes_need_an_explicit_choice(
     if config:
         (tmp_path / "pyproject.toml").write_text(f"[tool.torchport]\n{config}\n")
     (tmp_path / "a.py").write_text("x = old + slow\n")
-    code, out, _ = run(capsys, *argv, "a.py")
+    code, out, _ = run_fix(capsys, *argv, "a.py")
     assert (tmp_path / "a.py").read_text() == expected
     if "slow" in expected:  # the speed finding is reported, not silently dropped
         assert code == 1 and "TP9941" in out and "1 left" in out

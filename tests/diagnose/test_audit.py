@@ -441,7 +441,7 @@ def test_other_threads_pass_through_the_watch() -> None:
     assert report.entries == []
 
 
-# -- round 2: never break the program; predict the accelerator's copies -------------------
+# -- never break the program; predict the accelerator's copies ---------------------------
 
 
 def _adds_one(x: torch.Tensor) -> torch.Tensor:

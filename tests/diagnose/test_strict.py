@@ -392,7 +392,7 @@ def test_tensor_inside_a_batch_dict_is_named_by_its_key() -> None:
     assert "batch['y'] on cpu, batch['x'] on meta" in str(err)  # the line's operands
 
 
-# -- round 2: every backend's wording, raised from torch frames ---------------------------
+# -- every backend's wording, raised from torch frames -----------------------------------
 
 
 class FailsInKernel(nn.Module):
@@ -486,7 +486,7 @@ def test_storage_on_another_device_is_real() -> None:
     assert "to a storage on different device" in str(err.__cause__)
 
 
-# -- round 2: the culprit is judged against the whole model --------------------------------
+# -- the culprit is judged against the whole model ----------------------------------------
 
 
 class Scaled(nn.Module):
@@ -581,7 +581,7 @@ def test_a_compiled_models_path_has_no_orig_mod() -> None:
     assert "Linear 'encoder.layers.2.proj' (in Model)" in message
 
 
-# -- round 2: smaller items ----------------------------------------------------------------
+# -- smaller cases ------------------------------------------------------------------------
 
 
 def test_the_programs_own_same_device_error_is_not_rewritten() -> None:

@@ -1,7 +1,7 @@
 """Property tests: random nested batches keep structure, types, state, dtypes, shapes and values.
 
 The batches mix optree's own containers with those the walker registers itself
-(issue 9): UserDict, MappingProxyType, other Mappings, frozensets, dataclasses
+(each one a container that once came back unmoved or rebuilt wrong): UserDict, MappingProxyType, other Mappings, frozensets, dataclasses
 (plain, frozen, slots, with a ``__post_init__`` that changes a field, with
 attributes set after construction) and builtin subclasses whose constructor
 takes other arguments.

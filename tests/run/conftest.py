@@ -35,8 +35,14 @@ PATCHED_OWNERS: tuple[Any, ...] = (
 )
 
 
-def tiny_model() -> nn.Module:
+def _tiny_model() -> nn.Module:
     return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Callable[[], nn.Module]:
+    """Builds a fresh model with the architecture of the cuda_checkpoint fixture's state dict."""
+    return _tiny_model
 
 
 @pytest.fixture
@@ -54,7 +60,7 @@ def cuda_checkpoint(tmp_path: Path) -> Iterator[Path]:
         return None
 
     torch.manual_seed(1234)
-    state = tiny_model().state_dict()
+    state = _tiny_model().state_dict()
     entry = (-1000, tag_as_cuda, no_restore)
     serialization._package_registry.insert(0, entry)  # taggers are tried in order
     try:

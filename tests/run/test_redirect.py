@@ -19,12 +19,6 @@ from hypothesis import strategies as st
 import torchport as tp
 from torchport.run import RedirectError
 
-
-def tiny_model() -> torch.nn.Module:
-    """The architecture of the cuda_checkpoint fixture's state dict."""
-    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
-
-
 CUDA_SPELLINGS = st.one_of(
     st.just("cuda"),
     st.integers(0, 7).map(lambda i: f"cuda:{i}"),
@@ -42,7 +36,9 @@ def test_redirect_is_public_and_named_for_torchport() -> None:
 @pytest.mark.devices("cpu", "meta")
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spelling=CUDA_SPELLINGS)
-def test_every_spelling_of_cuda_lands_on_the_target(device: torch.device, spelling: object) -> None:
+def test_every_spelling_of_cuda_lands_on_the_target(
+    device: torch.device, spelling: object, tiny_model: Callable[[], torch.nn.Module]
+) -> None:
     with tp.redirect(device) as target:
         assert target == device
         made = [
@@ -63,7 +59,7 @@ def test_every_spelling_of_cuda_lands_on_the_target(device: torch.device, spelli
 
 @pytest.mark.devices("cpu", "meta")
 def test_cuda_methods_and_modules_move_to_the_target(
-    device: torch.device, untouched: Callable[[], None]
+    device: torch.device, untouched: Callable[[], None], tiny_model: Callable[[], torch.nn.Module]
 ) -> None:
     with tp.redirect(device):
         x = torch.arange(4.0)
@@ -116,7 +112,7 @@ def test_pinning_is_dropped_on_the_cpu() -> None:
         assert x.pin_memory() is x
 
 
-def test_amp_follows_the_target() -> None:
+def test_amp_follows_the_target(tiny_model: Callable[[], torch.nn.Module]) -> None:
     model = tiny_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     with tp.redirect("cpu"):
@@ -168,7 +164,9 @@ def test_library_code_keeps_seeing_the_real_machine(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "map_location", [None, "cuda", "cuda:1", torch.device("cuda"), {"cuda:0": "cuda:1"}]
 )
-def test_gpu_checkpoints_load_on_the_target(cuda_checkpoint: Path, map_location: object) -> None:
+def test_gpu_checkpoints_load_on_the_target(
+    cuda_checkpoint: Path, map_location: object, tiny_model: Callable[[], torch.nn.Module]
+) -> None:
     with pytest.raises(RuntimeError, match="CUDA"):
         torch.load(cuda_checkpoint)
     with tp.redirect("cpu"):
@@ -180,7 +178,7 @@ def test_gpu_checkpoints_load_on_the_target(cuda_checkpoint: Path, map_location:
 
 
 def test_nccl_becomes_gloo_and_ddp_drops_device_ids(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Callable[[], torch.nn.Module]
 ) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
@@ -220,7 +218,7 @@ def test_a_cuda_target_patches_nothing(snapshot: Callable[[], Any]) -> None:
 
 
 def test_nested_redirects_apply_innermost_first(
-    cuda_checkpoint: Path, untouched: Callable[[], None]
+    cuda_checkpoint: Path, untouched: Callable[[], None], tiny_model: Callable[[], torch.nn.Module]
 ) -> None:
     with tp.redirect("cpu"):
         with tp.redirect("meta"):
@@ -308,7 +306,9 @@ def test_device_count_below_one_is_a_config_error(count: Any) -> None:
         tp.redirect("cpu", device_count=count)
 
 
-def test_module_to_keeps_its_other_forms(untouched: Callable[[], None]) -> None:
+def test_module_to_keeps_its_other_forms(
+    untouched: Callable[[], None], tiny_model: Callable[[], torch.nn.Module]
+) -> None:
     with tp.redirect("meta"):
         assert tiny_model().to(torch.float64).state_dict()["0.weight"].dtype == torch.float64
         like = torch.ones(1, dtype=torch.float16, device="meta")

@@ -1,6 +1,6 @@
 """Suite ``feed-cpu``: what the feed pillar costs where nothing crosses a link.
 
-Two questions, on the CPU, process CPU time (issue 9):
+Two questions, on the CPU, process CPU time (the feed pillar's targets):
 
 * ``DeviceLoader(loader, "cpu")`` over the bare loader, per batch: once over a
   list of ready batches (the wrapper's cost alone) and once over a small-batch

@@ -7,7 +7,7 @@ an optree-based walker). Two per-leaf ops: a no-op move (``t.to('cpu')`` returns
 ``t``, so the walk is all there is) and one that does work (``t.to('meta')``
 allocates a new tensor), reported separately.
 
-Two batch sizes (issue 9):
+Two batch sizes (the targets the traversal must meet):
 
 * a 1000-leaf nested batch: to_device ≤ 0.5x accelerate (no-op) and ≤ 0.8x
   (meta), ≤ 1.2x bare optree;

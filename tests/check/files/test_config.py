@@ -110,7 +110,7 @@ def test_invalid_toml_and_missing_table_and_missing_file(tmp_path: Path) -> None
         load_config(tmp_path / "absent.toml")
 
 
-# ---------------------------------------------------------------- issue 11: each a clear error
+# ------------------------------------------------- bad configuration: each a clear error
 
 
 def test_non_utf8_pyproject_is_a_config_error(tmp_path: Path) -> None:

@@ -179,7 +179,7 @@ def _too_long(signum: int, frame: object) -> None:
     raise ScriptTimeout(f"ran past {os.environ.get('PORT_RUNNER_TIMEOUT')} s")
 
 
-def run(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
+def run_jobs(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
     if os.environ.get("PORT_RUNNER_NO_PAUSE") == "1":
         _no_pauses()
     results: list[dict[str, Any]] = []
@@ -230,4 +230,4 @@ if __name__ == "__main__":
     with open(jobs_path) as fh:
         todo = json.load(fh)
     with open(out_path, "w") as fh:
-        json.dump(run(run_mode, todo), fh, indent=1)
+        json.dump(run_jobs(run_mode, todo), fh, indent=1)

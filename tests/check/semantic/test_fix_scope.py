@@ -1,4 +1,4 @@
-"""Issue 11: every way a fix used to break working code, as a regression test each.
+"""Every way a fix once broke working code, as a regression test each.
 
 Each case runs ``fix_source`` (safe, and unsafe where the case says so) over the
 shape of code the issue found on real repositories and checks the one thing

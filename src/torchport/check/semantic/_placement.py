@@ -4,7 +4,7 @@ Every fix that needs the device or the torch module asks here, with the node it
 rewrites, and gets either a name bound to *our* meaning at that node plus the
 edits (maybe none) that make it so, or None: no safe way, report without a fix.
 
-The rules, from issue 11 (each one a way a fix used to break working code):
+The rules (each one a way a fix once broke working code):
 
 * ``device`` must be bound at the node, to the accelerator choice: not to a
   local assigned in a sibling branch or later, not to ``device = "cpu"`` or any
