@@ -1,11 +1,10 @@
 """Property tests: random nested batches keep structure, types, state, dtypes, shapes and values.
 
-The batches mix optree's own containers with those the walker registers itself
-(each one a container that once came back unmoved or rebuilt wrong): UserDict, MappingProxyType, other Mappings, frozensets, dataclasses
-(plain, frozen, slots, with a ``__post_init__`` that changes a field, with
-attributes set after construction) and builtin subclasses whose constructor
-takes other arguments.
-"""
+The batches mix optree's own containers with those the walker registers itself (each one
+a container that once came back unmoved or rebuilt wrong): UserDict, MappingProxyType,
+other Mappings, frozensets, dataclasses (plain, frozen, slots, with a ``__post_init__``
+that changes a field, with attributes set after construction) and builtin subclasses
+whose constructor takes other arguments."""
 
 from __future__ import annotations
 

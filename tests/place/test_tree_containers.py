@@ -1,10 +1,9 @@
 """Containers optree does not know: each moves exactly, keeps type and state, or raises.
 
-The walker's past failures on containers: dataclasses were rebuilt through ``__init__`` (``__post_init__`` ran
-again), non-dict mappings and sets came back unmoved, builtin subclasses with
-other constructors came back emptied or re-nested, and ``skip_keys="ids"`` meant
-the keys ``i``, ``d``, ``s``.
-"""
+The walker's past failures on containers: dataclasses were rebuilt through ``__init__``
+(``__post_init__`` ran again), non-dict mappings and sets came back unmoved, builtin
+subclasses with other constructors came back emptied or re-nested, and
+``skip_keys="ids"`` meant the keys ``i``, ``d``, ``s``."""
 
 from __future__ import annotations
 
