@@ -296,7 +296,7 @@ def test_gpu_and_bandwidth_rendering(cuda_build: pytest.MonkeyPatch) -> None:
     report = torchport.doctor()
     measured = CopyBandwidth("cuda:0", 64 * 2**20, 7, 24.61, 11.02, 25.3, 6.47)
     text = str(dataclasses.replace(report, bandwidth=measured))
-    for expected in ("cuda:1", "NVIDIA RTX PRO 6000", "12.0", "NO", "24.6", "6.5", "80.00 GiB"):
+    for expected in ("cuda:1", "NVIDIA RTX PRO 6000", "12.0", "NO", "24.6", "6.5", "80 GiB"):
         assert expected in text
     assert "CUDA 12.4" in text and "12.4 for runtime 12.4: supports it" in text
 

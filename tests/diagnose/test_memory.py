@@ -7,13 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
 from rich.console import Console
 
 import torchport
 from torchport.diagnose import MemoryReport, _memory
-from torchport.diagnose._sizes import format_bytes, parse_size
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -91,17 +88,6 @@ def test_without_proc_falls_back_to_getrusage(
     assert report.process_peak_rss is not None and report.process_peak_rss > 0
     assert report.total is not None and report.total > 0
     assert any("not reported" in note for note in report.notes)
-
-
-@given(st.integers(min_value=0, max_value=2**50))
-def test_sizes_round_trip_within_display_precision(n: int) -> None:
-    assert parse_size(format_bytes(n)) == pytest.approx(n, rel=5e-3, abs=1)
-
-
-def test_parse_size_rejects_junk() -> None:
-    assert parse_size("512 bytes") == 512 and parse_size("1.5 GB") == 3 * 2**29
-    with pytest.raises(ValueError, match="not a size"):
-        parse_size("lots")
 
 
 @pytest.mark.gpu

@@ -11,10 +11,19 @@ from hypothesis import strategies as st
 
 import torchport
 from torchport.diagnose import OomCase, OomExplanation
-from torchport.diagnose._sizes import format_bytes
 
 GiB = 2**30
 MiB = 2**20
+
+
+def format_size(size: int) -> str:
+    """What c10::CachingAllocator::format_size writes (``os.precision(2)``, fixed)."""
+    if size <= 1024:
+        return f"{size} bytes"
+    for limit, scale, unit in ((2**20, 1024.0, "KiB"), (2**30, 2.0**20, "MiB")):
+        if size <= limit:
+            return f"{size / scale:.2f} {unit}"
+    return f"{size / 2.0**30:.2f} GiB"
 
 
 def cuda_message(
@@ -31,19 +40,19 @@ def cuda_message(
 ) -> str:
     """A message in the shape c10/cuda/CUDACachingAllocator.cpp builds (torch >= 2.2)."""
     procs = "".join(
-        f"Process {pid} has {format_bytes(used)} memory in use. " for pid, used in others
+        f"Process {pid} has {format_size(used)} memory in use. " for pid, used in others
     )
     if this_process is not None:
         procs += (
             "Including non-PyTorch memory, this process has "
-            f"{format_bytes(this_process)} memory in use. "
+            f"{format_size(this_process)} memory in use. "
         )
-    limit = f"{format_bytes(allowed)} allowed; " if allowed is not None else ""
+    limit = f"{format_size(allowed)} allowed; " if allowed is not None else ""
     return (
-        f"CUDA out of memory. Tried to allocate {format_bytes(requested)}. GPU {gpu} has a total "
-        f"capacity of {format_bytes(total)} of which {format_bytes(free)} is free. {procs}{limit}"
-        f"Of the allocated memory {format_bytes(allocated)} is allocated by PyTorch, and "
-        f"{format_bytes(unallocated)} is reserved by PyTorch but unallocated. If reserved but "
+        f"CUDA out of memory. Tried to allocate {format_size(requested)}. GPU {gpu} has a total "
+        f"capacity of {format_size(total)} of which {format_size(free)} is free. {procs}{limit}"
+        f"Of the allocated memory {format_size(allocated)} is allocated by PyTorch, and "
+        f"{format_size(unallocated)} is reserved by PyTorch but unallocated. If reserved but "
         "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
         "to avoid fragmentation.  See documentation for Memory Management  "
         "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
@@ -235,7 +244,7 @@ def test_explanation_is_frozen_and_reads_as_one_paragraph() -> None:
         result.case = OomCase.FRAGMENTATION  # type: ignore[misc]
     text = str(result)
     assert "\n" not in text
-    assert "4.00 GiB" in text and "working set too large" in text
+    assert "4 GiB" in text and "working set too large" in text
     assert repr(result).startswith("OomExplanation(")
     assert type(result) is OomExplanation and torchport.explain_oom.__module__ == "torchport"
 
@@ -334,4 +343,4 @@ def test_the_per_process_cap_is_the_cause_when_the_device_has_room() -> None:
     result = torchport.explain_oom(torch.OutOfMemoryError(msg))
     assert result.case is OomCase.PROCESS_LIMIT
     assert "set_per_process_memory_fraction" in result.next_step
-    assert "20.00 GiB allowed to this process" in str(result)
+    assert "20 GiB allowed to this process" in str(result)

@@ -146,7 +146,7 @@ def test_index_past_count_lists_devices(fake_accelerator: Install) -> None:
         tp.pick_device("cuda:5")
     message = str(info.value)
     assert "index 5 is past the 2 cuda devices" in message
-    assert "cuda:0 (NVIDIA H100, 79.1 GiB free), cuda:1 (NVIDIA H100, 5.0 GiB free), cpu" in message
+    assert "cuda:0 (NVIDIA H100, 79.1 GiB free), cuda:1 (NVIDIA H100, 5 GiB free), cpu" in message
 
 
 def test_type_this_build_lacks(fake_accelerator: Install) -> None:
@@ -190,7 +190,7 @@ def test_available_devices_best_first(fake_accelerator: Install) -> None:
     assert infos[0].free_memory == 70 * GIB
     assert infos[0].total_memory == 80 * GIB
     assert (infos[0].type, infos[0].index, infos[0].name) == ("cuda", 1, "NVIDIA H100")
-    assert str(infos[0]) == "cuda:1 (NVIDIA H100, 70.0 GiB free)"
+    assert str(infos[0]) == "cuda:1 (NVIDIA H100, 70 GiB free)"
     assert str(infos[2]) == "cuda:2 (NVIDIA H100)"
     assert str(infos[-1]) == "cpu"
 
@@ -239,7 +239,7 @@ def test_each_rule_says_it_decided(
     fake_accelerator([10 * GIB, 70 * GIB])
     device, reason = tp.place.pick_device_with_reason()
     assert device == torch.device("cuda", 1) == tp.pick_device()
-    assert "most free memory" in reason and "70.0 GiB" in reason
+    assert "most free memory" in reason and "70 GiB" in reason
     assert "prefer='cuda:0'" in tp.place.pick_device_with_reason("cuda:0")[1]
     monkeypatch.setenv("LOCAL_RANK", "0")
     assert "LOCAL_RANK='0'" in tp.place.pick_device_with_reason()[1]

@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 import torch
 
+from torchport._sizes import format_bytes
 from torchport.bench._batches import (
     MIB,
     batch_bytes,
-    human_bytes,
     misplaced,
     nested_batch,
     tensor_leaves,
@@ -48,7 +48,7 @@ def batch_transfer(
     """
     size = QUICK_BATCH_BYTES if quick else BATCH_BYTES
     if on_case is not None:
-        on_case(f"nested batch {human_bytes(size)}")
+        on_case(f"nested batch {format_bytes(size)}")
     # pinned wherever pinning exists; the CPU run only exercises the code (tests)
     batches = [nested_batch(size, pin=device.type == "cuda") for _ in range(2)]
     sources = [tensor_leaves(batch) for batch in batches]
@@ -70,7 +70,7 @@ def batch_transfer(
             runnable[strategy.label] = rotating(strategy.run, batches)
     stats = time_interleaved(runnable, device, warmup=2, repeats=5 if quick else 15)
     total = batch_bytes(batches[0])
-    case = f"nested {human_bytes(total)}"
+    case = f"nested {format_bytes(total)}"
     raw_median = stats[RAW].median
     rows = []
     checks = []

@@ -112,12 +112,3 @@ def misplaced(moved: Any, device: torch.device | str, leaves: int) -> str | None
 def batch_bytes(batch: Any) -> int:
     """Total bytes of the tensor leaves of ``batch``."""
     return sum(t.numel() * t.element_size() for t in tensor_leaves(batch))
-
-
-def human_bytes(n: float) -> str:
-    """``4096`` -> ``"4 KiB"``; exact powers print without decimals."""
-    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
-        if n >= size:
-            value = n / size
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n:.0f} B"

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import torch
 
-from torchport.bench._batches import GIB, KIB, MIB, human_bytes, random_tensor
+from torchport._sizes import format_bytes
+from torchport.bench._batches import GIB, KIB, MIB, random_tensor
 from torchport.bench._model import Row, SuiteResult
 from torchport.bench._timing import time_interleaved
 
@@ -45,7 +46,7 @@ def _bandwidth_rows(device: torch.device, size: int, *, quick: bool) -> list[Row
     stats = time_interleaved(copies, device, warmup=2, repeats=repeats, events=True)
     return [
         Row(
-            human_bytes(size),
+            format_bytes(size),
             name,
             got,
             {"bytes": float(size), "gb_per_s": size / got.median / 1e9},
@@ -80,7 +81,7 @@ def link_bandwidth(
     rows: list[Row] = []
     for size in QUICK_SIZES if quick else SIZES:
         if on_case is not None:
-            on_case(f"bandwidth {human_bytes(size)}")
+            on_case(f"bandwidth {format_bytes(size)}")
         rows.extend(_bandwidth_rows(device, size, quick=quick))
     if on_case is not None:
         on_case("latency")

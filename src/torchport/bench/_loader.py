@@ -19,7 +19,8 @@ from typing import Any, cast
 import torch
 
 from torchport import hardware
-from torchport.bench._batches import KIB, MIB, human_bytes, random_tensor
+from torchport._sizes import format_bytes
+from torchport.bench._batches import KIB, MIB, random_tensor
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import Stats, rotating, time_interleaved
 from torchport.feed import DeviceLoader
@@ -203,7 +204,7 @@ def loader_overlap(
                     )
                 )
     notes = (
-        f"batch {human_bytes(batch_bytes)}, {steps} steps per sample; step times per step",
+        f"batch {format_bytes(batch_bytes)}, {steps} steps per sample; step times per step",
         "bound = max(pinned copy, compute): the link limit, stricter than a pageable source allows",
         "pinned peak: most DeviceLoader.stats.pinned_bytes seen over one epoch of a fresh loader",
     )

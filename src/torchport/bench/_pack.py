@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import torch
 
-from torchport.bench._batches import KIB, MIB, human_bytes, random_tensor
+from torchport._sizes import format_bytes
+from torchport.bench._batches import KIB, MIB, random_tensor
 from torchport.bench._competitors import Strategy, tensordict_consolidate, torchport_to_device
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import rotating, time_interleaved
@@ -55,7 +56,7 @@ def _measure_size(device: torch.device, size: int, *, quick: bool) -> tuple[list
     repeats = (5 if quick else 15) if size >= 64 * KIB else (9 if quick else 25)
     stats = time_interleaved(runnable, device, warmup=2, repeats=repeats)
     total = count * size
-    case = f"{count}x{human_bytes(size)}"
+    case = f"{count}x{format_bytes(size)}"
     base = stats[strategies[0].label].median
     rows = []
     checks = []
@@ -87,7 +88,7 @@ def pack_small_tensors(
     checks: list[Check] = []
     for size in QUICK_SIZES if quick else SIZES:
         if on_case is not None:
-            on_case(f"{_count(size, quick=quick)}x{human_bytes(size)}")
+            on_case(f"{_count(size, quick=quick)}x{format_bytes(size)}")
         size_rows, size_checks = _measure_size(device, size, quick=quick)
         rows.extend(size_rows)
         checks.extend(size_checks)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from torchport.bench._batches import human_bytes
+from torchport._sizes import format_bytes
 from torchport.bench._competitors import optional_import
 from torchport.bench._model import BenchRun, Row
 from torchport.errors import ConfigError
@@ -80,7 +80,7 @@ def plot_bandwidth(run: BenchRun, path: Path) -> None:
             [sizes[best]], [speeds[best]], s=160, facecolors="none", edgecolors=line.get_color()
         )
     axes.set_xscale("log", base=2)
-    axes.set_xticks(sorted(ticks), [human_bytes(size) for size in sorted(ticks)], rotation=45)
+    axes.set_xticks(sorted(ticks), [format_bytes(size) for size in sorted(ticks)], rotation=45)
     axes.set_xlabel("copy size (log scale); circles mark each line's peak")
     axes.set_ylabel("bandwidth (GB/s)")
     axes.set_title(f"host<->device copy bandwidth, {run.device}")

@@ -8,7 +8,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
-from torchport.bench._batches import human_bytes
+from torchport._sizes import format_bytes
 from torchport.bench._model import METRIC_LABELS, BenchRun, Check, Row, SuiteResult
 
 
@@ -27,7 +27,7 @@ def format_metric(key: str, value: float) -> str:
     if math.isnan(value):
         return "n/a"
     if key.endswith("bytes") or key == "bytes":
-        return human_bytes(value)
+        return format_bytes(value)
     if key == "share_of_raw":
         return f"{value:.1f}%"
     if key.startswith("vs_"):

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from torchport._sizes import SIZE_PATTERN, format_bytes, parse_size
 from torchport.diagnose._memory import host_memory
-from torchport.diagnose._sizes import SIZE_PATTERN, format_bytes, parse_size
 from torchport.errors import ConfigError
 
 __all__ = ["OomCase", "OomExplanation", "explain_oom"]

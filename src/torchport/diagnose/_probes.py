@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from torchport._sizes import format_bytes
 from torchport.diagnose._findings import DoctorFinding, Severity
 
 __all__ = [
@@ -272,8 +273,8 @@ def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[DoctorFinding]:
         findings.append(
             DoctorFinding(
                 Severity.WARNING,
-                f"{gpu.device} has only {gpu.free_memory / 2**30:.2f} GiB free of "
-                f"{gpu.total_memory / 2**30:.2f} GiB",
+                f"{gpu.device} has only {format_bytes(gpu.free_memory)} free of "
+                f"{format_bytes(gpu.total_memory)}",
                 "this or another process holds it: check nvidia-smi/rocm-smi, or pick another "
                 "GPU with TORCHPORT_DEVICE or CUDA_VISIBLE_DEVICES",
             )

@@ -19,9 +19,9 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from torchport._sizes import format_bytes
 from torchport.diagnose._bandwidth import NOT_REQUESTED
 from torchport.diagnose._findings import Severity
-from torchport.diagnose._sizes import format_bytes
 
 if TYPE_CHECKING:
     from torchport.diagnose._audit import AuditEntry, AuditReport

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import torch
 
+from torchport._sizes import format_bytes
 from torchport.errors import DeviceError
 from torchport.hardware import _backend
 
@@ -37,7 +38,6 @@ __all__ = [
     "parsed_cache",
 ]
 
-_GIB = 1024**3
 _CPU = torch.device("cpu")
 _META = torch.device("meta")
 # Device values already parsed to a device with an index: a dict lookup the next
@@ -80,9 +80,9 @@ class DeviceInfo:
             return label
         details = [self.name] if self.name else []
         if self.free_memory is not None:
-            details.append(f"{self.free_memory / _GIB:.1f} GiB free")
+            details.append(f"{format_bytes(self.free_memory)} free")
         elif self.total_memory is not None:
-            details.append(f"{self.total_memory / _GIB:.1f} GiB")
+            details.append(format_bytes(self.total_memory))
         return f"{label} ({', '.join(details)})" if details else label
 
 

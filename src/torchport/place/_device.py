@@ -18,12 +18,12 @@ import os
 import torch
 
 from torchport import hardware
+from torchport._sizes import format_bytes
 from torchport.hardware import DeviceInfo
 
 __all__ = ["DeviceInfo", "available_devices", "pick_device", "pick_device_with_reason"]
 
 ENV_VAR = "TORCHPORT_DEVICE"
-_GIB = 1024**3
 
 
 def pick_device(prefer: str | torch.device | int | None = None) -> torch.device:
@@ -145,5 +145,5 @@ def _choose_index(kind: str) -> tuple[int, str]:
             best, best_free = index, free
     return best, (
         f"index {best} has the most free memory of {count} {kind} devices "
-        f"({best_free / _GIB:.1f} GiB)"
+        f"({format_bytes(best_free)})"
     )

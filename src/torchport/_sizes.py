@@ -1,4 +1,9 @@
-"""Byte counts as people read them: ``1.50 GiB`` out, ``"1.50 GiB"`` back in.
+"""Byte counts as people read them: ``1.5 GiB`` out, ``"1.50 GiB"`` back in.
+
+Every report, error message and benchmark label formats sizes here, so one size
+reads the same everywhere: binary units, at most two decimals, trailing zeros
+dropped (``512 B``, ``4 KiB``, ``1.5 MiB``, ``79.11 GiB``), as PyTorch's own
+messages round them.
 
 The parser accepts what PyTorch's allocators print (``c10::CachingAllocator::format_size``
 writes ``bytes``/``KiB``/``MiB``/``GiB``; the MPS allocator writes ``KB``/``MB``/``GB`` with the
@@ -32,8 +37,8 @@ SIZE_PATTERN = r"\d+(?:\.\d+)?\s*(?:bytes?|[KMGT]i?B|B)"
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$")
 
 
-def format_bytes(n: int | None) -> str:
-    """Format a byte count with a binary unit, two decimals (``"1.50 GiB"``).
+def format_bytes(n: float | None) -> str:
+    """Format a byte count with a binary unit, at most two decimals (``"1.5 GiB"``).
 
     Args:
         n: Number of bytes; ``None`` (unknown) formats as ``"n/a"``.
@@ -45,12 +50,13 @@ def format_bytes(n: int | None) -> str:
         return "n/a"
     sign = "-" if n < 0 else ""
     value = float(abs(n))
-    if value < 1024:
-        return f"{sign}{int(value)} B"
+    if round(value) < 1024:
+        return f"{sign}{round(value)} B"
     for unit in _UNITS:
         value /= 1024
-        if value < 1024 or unit == _UNITS[-1]:
-            return f"{sign}{value:.2f} {unit}"
+        if round(value, 2) < 1024 or unit == _UNITS[-1]:
+            number = f"{value:.2f}".rstrip("0").rstrip(".")
+            return f"{sign}{number} {unit}"
     raise AssertionError("unreachable")  # pragma: no cover
 
 
