@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import torchport
 from torchport.diagnose import CopyBandwidth, DoctorFinding, DoctorReport, Severity, _env, _probes
@@ -240,7 +242,35 @@ def test_bad_torchport_device(clean_env: pytest.MonkeyPatch, value: str) -> None
     assert not report.ok
 
 
-@pytest.mark.parametrize("value", ["cpu", "auto", ""])
+DEVICE_SETTINGS = st.builds(
+    lambda pad1, name, index, pad2, upper: pad1 + (name.upper() if upper else name) + index + pad2,
+    st.sampled_from(["", " ", "\t"]),
+    st.sampled_from(["cpu", "meta", "cuda", "mps", "xpu", "auto", "bogus", "", "cpu:"]),
+    st.sampled_from(["", ":0", ":1", ":x", ":0:1"]),
+    st.sampled_from(["", " ", "\n"]),
+    st.booleans(),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=DEVICE_SETTINGS)
+def test_doctor_and_pick_device_read_torchport_device_alike(value: str) -> None:
+    # One reading of device strings: doctor reports an error exactly when pick_device() raises.
+    with pytest.MonkeyPatch.context() as env:
+        for name in _env.ENV_VARS:
+            env.delenv(name, raising=False)
+        env.setenv("TORCHPORT_DEVICE", value)
+        try:
+            torchport.pick_device()
+        except torchport.DeviceError:
+            accepted = False
+        else:
+            accepted = True
+        flagged = [f for f in torchport.doctor().findings if "TORCHPORT_DEVICE" in f.message]
+    assert accepted == (not flagged), (value, flagged)
+
+
+@pytest.mark.parametrize("value", ["cpu", "auto", "", "cpu ", " AUTO", "cpu:0"])
 def test_good_torchport_device(clean_env: pytest.MonkeyPatch, value: str) -> None:
     clean_env.setenv("TORCHPORT_DEVICE", value)
     report = torchport.doctor()

@@ -143,3 +143,17 @@ def test_memory_report_parses_through_the_floor() -> None:
     with pytest.raises(tp.DeviceError, match=r"device='xpu:7'") as info:
         tp.memory_report("xpu:7")
     assert info.value.argument == "device"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("cpu", "cpu"), (" cpu ", "cpu"), ("cpu:0", "cpu"), ("meta:0", "meta"), ("cuda:3", "cuda:3")],
+)
+def test_device_spec_reads_without_asking_presence(value: str, expected: str) -> None:
+    assert hardware.device_spec(value) == torch.device(expected)
+
+
+@pytest.mark.parametrize("value", ["", "  ", "bogus", "cuda:0:1"])
+def test_device_spec_refuses_what_is_not_a_device(value: str) -> None:
+    with pytest.raises(tp.DeviceError, match="TORCHPORT_DEVICE="):
+        hardware.device_spec(value, argument="TORCHPORT_DEVICE")

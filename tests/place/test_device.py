@@ -254,3 +254,11 @@ def test_cpu_zero_is_the_cpu_and_other_cpu_indices_are_refused() -> None:
     assert tp.pick_device("cpu:0") == torch.device("cpu")
     with pytest.raises(tp.DeviceError, match=r"prefer='cpu:1': cpu has one device"):
         tp.pick_device("cpu:1")
+
+
+@pytest.mark.parametrize("value", ["auto", "AUTO", " auto "])
+def test_auto_is_the_automatic_choice(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TORCHPORT_DEVICE", raising=False)
+    assert tp.pick_device(value) == tp.pick_device()
+    monkeypatch.setenv("TORCHPORT_DEVICE", value)
+    assert tp.pick_device() == tp.pick_device(None)

@@ -14,8 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-import torch
-
+from torchport import hardware
 from torchport.diagnose._bandwidth import NOT_REQUESTED, CopyBandwidth, measure_bandwidth
 from torchport.diagnose._env import (
     DeviceChoice,
@@ -147,7 +146,7 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
         choice = _choose(findings)
     measured = CopyBandwidth(device=None, reason=NOT_REQUESTED)
     if bandwidth:
-        target = torch.device(choice.device) if choice and choice.device else torch.device("cpu")
+        target = hardware.device_spec(choice.device if choice and choice.device else "cpu")
         measured = _guard(findings, "copy bandwidth", lambda: measure_bandwidth(target)) or (
             CopyBandwidth(device=None, reason="measurement failed; see findings")
         )

@@ -12,12 +12,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from torchport import hardware
 from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._probes import AcceleratorInfo, TorchBuild
 from torchport.errors import DeviceError
+from torchport.place import is_automatic
 
 __all__ = [
     "ENV_VARS",
@@ -123,12 +122,11 @@ def _hides_everything(visible: str) -> bool:
 
 
 def _check_torchport_device(value: str | None, accel: AcceleratorInfo) -> list[DoctorFinding]:
-    if _automatic(value):
-        return []
-    assert value is not None
+    if value is None or not value.strip() or is_automatic(value):
+        return []  # unset, empty and "auto" leave the choice to pick_device()
     try:
-        torch.device(value)  # well formed? (presence is the hardware floor's answer below)
-    except RuntimeError:
+        hardware.device_spec(value, argument="TORCHPORT_DEVICE")  # read as pick_device reads it
+    except DeviceError:
         return [
             DoctorFinding(
                 Severity.ERROR,
@@ -167,8 +165,3 @@ def probe_choice() -> DeviceChoice:
 
     device, reason = pick_device_with_reason()
     return DeviceChoice(str(device), reason)
-
-
-def _automatic(value: str | None) -> bool:
-    """Unset, empty and "auto" all leave the choice to pick_device()."""
-    return value is None or value.strip().lower() in ("", "auto")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from torchport import hardware
 from torchport._sizes import SIZE_PATTERN, format_bytes, parse_size
 from torchport.diagnose._memory import host_memory
 from torchport.errors import ConfigError
@@ -152,7 +153,7 @@ def explain_oom(
     header = _HEADER.search(message) or _BARE_HEADER.search(message)
     if header is None:
         if isinstance(err, torch.OutOfMemoryError):
-            backend = torch.device(device).type if device is not None else "cuda"
+            backend = hardware.device_spec(device).type if device is not None else "cuda"
             return _classify(backend, _device_name(backend, None, device), {}, (), message)
         kind = type(err).__name__ if not isinstance(err, str) else "text"
         raise ConfigError(
@@ -199,7 +200,7 @@ def _take(numbers: dict[str, int], key: str, pattern: re.Pattern[str], message: 
 
 def _device_name(backend: str, index: str | None, device: torch.device | str | None) -> str | None:
     if device is not None:
-        return str(torch.device(device))
+        return str(hardware.device_spec(device))
     # ROCm builds report HIP errors but address the device as "cuda".
     kind = "cuda" if backend == "hip" else backend
     return f"{kind}:{index}" if index is not None else None
@@ -238,7 +239,7 @@ def _explain_mps(message: str, device: torch.device | str | None) -> OomExplanat
         )
         if "total" in numbers:
             numbers["free"] = max(numbers["total"] - numbers["this_process"], 0)
-    name = str(torch.device(device)) if device is not None else "mps"
+    name = str(hardware.device_spec(device)) if device is not None else "mps"
     return _classify("mps", name, numbers, (), message)
 
 

@@ -33,6 +33,9 @@ from typing import Any
 
 import torch
 
+from torchport import hardware
+from torchport.errors import DeviceError
+
 __all__ = [
     "ATEN_TABLE",
     "MAY_WARN",
@@ -216,7 +219,12 @@ def _creates_with_device(args: _Args, kwargs: _Kwargs) -> bool:
     device = kwargs.get("device")
     if device is None:
         return False
-    return not (isinstance(device, str) and device.strip().lower() == _HOST)
+    if not isinstance(device, str):
+        return True
+    try:
+        return hardware.device_spec(device).type != _HOST
+    except DeviceError:  # the call raises on it anyway; nothing to predict
+        return False
 
 
 def _new_tensor_copies(args: _Args, kwargs: _Kwargs) -> bool:

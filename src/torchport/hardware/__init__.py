@@ -4,7 +4,8 @@ Everything above it (``place``, ``feed``, ``diagnose``, ``port``, ``bench``)
 imports these names instead of asking torch itself:
 
 * devices (``_devices.py``): :func:`parse_device` is the one parser and
-  normaliser of what users pass as a device; :func:`accelerator_type`,
+  normaliser of what users pass as a device (:func:`device_spec` its reading of a
+  device string, for callers to whom presence does not matter); :func:`accelerator_type`,
   :func:`device_count`, :func:`current_index`, :func:`device_name`,
   :func:`memory_info` and :func:`list_devices` say what is there;
   :func:`device_error` builds the one kind of :class:`~torchport.DeviceError`
@@ -48,6 +49,7 @@ from torchport.hardware._devices import (
     device_count,
     device_error,
     device_name,
+    device_spec,
     list_devices,
     memory_info,
     parse_device,
@@ -86,6 +88,7 @@ __all__ = [
     "device_count",
     "device_error",
     "device_name",
+    "device_spec",
     "install",
     "list_devices",
     "memory_info",

@@ -1,7 +1,8 @@
 """Devices as facts: parsing and normalising, counting, names and free memory.
 
 Every device the user names (a string, a ``torch.device``, an accelerator
-index) goes through :func:`parse_device`, so ``"cpu:0"``, ``"cpu"`` and
+index) goes through :func:`parse_device` (or, where presence does not matter,
+:func:`device_spec`, the one reading of device strings that it uses), so ``"cpu:0"``, ``"cpu"`` and
 ``torch.device("cpu")`` are one device everywhere, a bare ``"cuda"`` means the
 same GPU to every caller, and a device that is not present is refused with a
 :class:`~torchport.DeviceError` naming the argument it came from. Which device
@@ -32,6 +33,7 @@ __all__ = [
     "device_count",
     "device_error",
     "device_name",
+    "device_spec",
     "list_devices",
     "memory_info",
     "parse_device",
@@ -222,18 +224,11 @@ def parse_device(
         if value < 0:
             raise device_error(f"{where} is a negative index", argument)
         device = torch.device(kind, value)
-    elif isinstance(value, str):
-        if not value.strip():
-            raise device_error(f"{where} is empty", argument)
-        try:
-            device = torch.device(value.strip())
-        except RuntimeError:
-            raise device_error(f"{where} is not a device string", argument) from None
     else:
-        device = value
+        device = device_spec(value, argument=argument)
     kind = device.type
     if kind in ("cpu", "meta"):
-        if device.index not in (None, 0):
+        if device.index is not None:
             raise device_error(
                 f"{where}: {kind} has one device, index 0; pass {kind!r}",
                 argument,
@@ -266,6 +261,33 @@ def parse_device(
             _PARSED.clear()
             _PARSED.update(_PARSED_PLAIN)
         _PARSED[value] = device
+    return device
+
+
+def device_spec(value: str | torch.device, *, argument: str = "device") -> torch.device:
+    """What ``value`` names, well formed and normalised, without asking whether it is present.
+
+    Surrounding white space is ignored (``"cpu "`` is the CPU, as an environment
+    variable often carries it), and ``"cpu:0"``/``"meta:0"`` are ``cpu``/``meta``,
+    the host's one device. Everything else is read as ``torch.device`` reads it.
+    Never touches a backend.
+
+    Raises:
+        DeviceError: ``value`` is empty or not a device string; the message names
+            ``argument`` and lists the devices available.
+    """
+    if isinstance(value, torch.device):
+        device = value
+    else:
+        text = value.strip()
+        if not text:
+            raise device_error(f"{argument}={value!r} is empty", argument)
+        try:
+            device = torch.device(text)
+        except RuntimeError:
+            raise device_error(f"{argument}={value!r} is not a device string", argument) from None
+    if device.type in ("cpu", "meta") and device.index == 0:
+        return _CPU if device.type == "cpu" else _META
     return device
 
 

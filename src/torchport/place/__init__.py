@@ -9,6 +9,7 @@ from __future__ import annotations
 from torchport.place._device import (
     DeviceInfo,
     available_devices,
+    is_automatic,
     pick_device,
     pick_device_with_reason,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "UnregisteredTensorWarning",
     "available_devices",
     "flatten_batch",
+    "is_automatic",
     "pick_device",
     "pick_device_with_reason",
     "to_device",

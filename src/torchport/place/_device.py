@@ -21,9 +21,25 @@ from torchport import hardware
 from torchport._sizes import format_bytes
 from torchport.hardware import DeviceInfo
 
-__all__ = ["DeviceInfo", "available_devices", "pick_device", "pick_device_with_reason"]
+__all__ = [
+    "ENV_VAR",
+    "DeviceInfo",
+    "available_devices",
+    "is_automatic",
+    "pick_device",
+    "pick_device_with_reason",
+]
 
 ENV_VAR = "TORCHPORT_DEVICE"
+
+
+def is_automatic(value: object) -> bool:
+    """Whether ``value`` leaves the choice to :func:`pick_device`: ``None`` or ``"auto"``.
+
+    ``"auto"`` is read as device strings are (white space around it and case
+    ignored); an empty ``TORCHPORT_DEVICE`` counts as unset, an empty ``prefer`` does not.
+    """
+    return value is None or (isinstance(value, str) and value.strip().lower() == "auto")
 
 
 def pick_device(prefer: str | torch.device | int | None = None) -> torch.device:
@@ -68,11 +84,11 @@ def pick_device_with_reason(
     Raises:
         DeviceError: as :func:`pick_device`.
     """
-    if prefer is not None:
+    if not is_automatic(prefer):
         device, how = _parse(prefer, "prefer")
         return device, f"prefer={prefer!r} was passed{how}"
-    env = os.environ.get(ENV_VAR, "").strip()
-    if env and env.lower() != "auto":
+    env = os.environ.get(ENV_VAR, "")
+    if env.strip() and not is_automatic(env):
         device, how = _parse(env, ENV_VAR)
         return device, f"{ENV_VAR}={env!r} is set{how}"
     kind = hardware.accelerator_type()

@@ -147,7 +147,7 @@ class _Devices:
         if device is None:
             return self.current()
         if isinstance(device, str | torch.device):
-            parsed = torch.device(device)
+            parsed = hardware.device_spec(device, argument=call)
             index = self.current() if parsed.index is None else parsed.index
         else:
             index = int(device)

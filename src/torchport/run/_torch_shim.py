@@ -8,19 +8,18 @@ redirect target, and leaves every other choice as the script made it.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import serialization
 
-from torchport.errors import RedirectError
+from torchport import hardware
+from torchport.errors import DeviceError, RedirectError
 from torchport.run._cuda_shim import _LEGACY_DTYPES, Patch, stand_in_class, stand_in_function
 
 __all__ = ["is_cuda", "names_device", "torch_patches"]
 
-_CUDA_NAME = re.compile(r"cuda(:\d+)?")
 # torch leaves this untyped; the annotation keeps mypy strict here.
 _restore_default: Callable[[Any, str], Any] = serialization.default_restore_location
 
@@ -29,7 +28,12 @@ def is_cuda(value: object) -> bool:
     """Whether ``value`` names a CUDA device: ``"cuda"``, ``"cuda:1"``, ``torch.device("cuda")``."""
     if isinstance(value, torch.device):
         return value.type == "cuda"
-    return isinstance(value, str) and _CUDA_NAME.fullmatch(value) is not None
+    if not isinstance(value, str) or "cuda" not in value:
+        return False
+    try:
+        return hardware.device_spec(value).type == "cuda"
+    except DeviceError:  # not a device string: torch raises on it, with or without the redirect
+        return False
 
 
 def names_device(value: object) -> bool:

@@ -19,8 +19,9 @@ parametrizes tests that use the plugin's fixture.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -68,9 +69,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def device(request: pytest.FixtureRequest) -> torch.device:
     """The device this run of the test is for; see the module docstring."""
-    import torch
+    from torchport import hardware
 
-    return torch.device(getattr(request, "param", "cpu"))
+    return hardware.device_spec(getattr(request, "param", "cpu"))
 
 
 def default_devices() -> list[str]:
@@ -78,13 +79,10 @@ def default_devices() -> list[str]:
     configured = os.environ.get(_ENV, "").strip()
     if configured:
         return [name.strip() for name in configured.split(",") if name.strip()]
-    import torch
+    from torchport import hardware
 
-    names = ["cpu"]
-    accelerator = torch.accelerator.current_accelerator(check_available=True)
-    if accelerator is not None:
-        names.append(accelerator.type)
-    return names
+    accelerator = hardware.accelerator_type()
+    return ["cpu"] if accelerator is None else ["cpu", accelerator]
 
 
 def missing_reason(name: str) -> str | None:
@@ -92,35 +90,27 @@ def missing_reason(name: str) -> str | None:
 
     Fails the collecting test (``pytest.fail``) when ``name`` is not a device string.
     """
-    import torch
+    from torchport import hardware
+    from torchport.errors import DeviceError
 
-    try:
-        dev: torch.device | None = torch.device(name)
-    except (RuntimeError, TypeError) as exc:
-        dev, problem = None, str(exc)
+    dev = None
+    if isinstance(name, str):
+        with contextlib.suppress(DeviceError):
+            dev = hardware.device_spec(name, argument="devices()")
     if dev is None:  # failed outside the except block, so the report shows no chained error
         pytest.fail(
             f"devices() got {name!r}, which is not a device; use e.g. 'cpu', 'cuda', 'mps', "
-            f"'meta' or 'cuda:1' ({problem})",
+            "'meta' or 'cuda:1'",
             pytrace=False,
         )
     if dev.type in ("cpu", "meta"):
         return None
-    count = _device_count(torch, dev.type)
+    count = hardware.device_count(dev.type)
     if count == 0:
         return f"{dev.type} not available on this machine"
     if dev.index is not None and dev.index >= count:
         return f"{dev} not available on this machine (it has {count} {dev.type} device(s))"
     return None
-
-
-def _device_count(torch: Any, kind: str) -> int:
-    if kind == "mps":
-        return 1 if torch.backends.mps.is_available() else 0
-    module = getattr(torch, kind, None)
-    if module is None or not module.is_available():
-        return 0
-    return int(module.device_count()) if hasattr(module, "device_count") else 1
 
 
 def _uses_plugin_fixture(metafunc: pytest.Metafunc) -> bool:
