@@ -35,6 +35,9 @@ Batch = dict[str, torch.Tensor]
 class TimmStylePrefetcher:
     """Copies the next batch on a side stream while the current one is consumed.
 
+    A baseline written the way users write it, in plain ``torch.cuda`` (not through
+    torchport's hardware floor): what DeviceLoader is measured against.
+
     The consumer's stream waits on the side stream before it gets a batch.
     Unlike timm, each yielded tensor is marked with ``record_stream`` so the
     caching allocator cannot hand its memory to the next copy while the

@@ -75,7 +75,7 @@ def accelerator() -> tuple[torch.device | None, str]:
     if device.type == "cpu":
         return (
             None,
-            "needs a CUDA or ROCm GPU; none is available (torch.cuda.is_available() is False)",
+            "needs a CUDA or ROCm GPU; torch reports none on this machine",
         )
     return (
         None,
@@ -168,9 +168,9 @@ def _now() -> str:
 def _describe(device: torch.device | None) -> str:
     if device is None:
         return "cpu"
-    import torch
+    from torchport import hardware
 
-    return f"{device} ({torch.cuda.get_device_name(device)})"
+    return f"{device} ({hardware.device_name(device)})"
 
 
 def _cpu_model() -> str:

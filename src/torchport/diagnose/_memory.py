@@ -1,8 +1,7 @@
 """memory_report: how much memory a device has, holds and has free, as one dataclass of facts.
 
-Allocator statistics are read through ``torch.accelerator`` where this torch has the call,
-then the backend module (``torch.cuda``, ``torch.mps``); the device and its free/total memory
-through ``torchport.hardware`` (the one parser; NVML before a context); the CPU is read from
+Allocator statistics, the device and its free/total memory are read through
+``torchport.hardware`` (the one parser; NVML before a context); the CPU is read from
 ``/proc`` and the cgroup limit on Linux, from ``resource``/``sysconf`` elsewhere (psutil is
 not a dependency).
 """
@@ -13,7 +12,6 @@ import json
 import os
 import resource
 import sys
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,17 +150,17 @@ def _available() -> list[str]:
 
 
 def _accelerator_report(device: torch.device, rss: int | None, peak: int | None) -> MemoryReport:
-    index = device.index if device.index is not None else torch.accelerator.current_device_index()
+    index = device.index if device.index is not None else hardware.current_index(device.type)
     target = torch.device(device.type, index)
     notes: list[str] = []
-    allocated = _first(notes, "allocated", _stat(target, "memory_allocated"))
-    reserved = _first(notes, "reserved", _stat(target, "memory_reserved"))
-    peak_allocated = _first(notes, "peak allocated", _stat(target, "max_memory_allocated"))
+    allocated = _stat(notes, "allocated", target, "memory_allocated")
+    reserved = _stat(notes, "reserved", target, "memory_reserved")
+    peak_allocated = _stat(notes, "peak allocated", target, "max_memory_allocated")
     free, total = hardware.memory_info(target, allow_context=True)
     if free is None and total is None:
         notes.append("free/total not reported by this backend")
-    if device.type == "mps":
-        free, total = _mps_free_total(free, total, notes)
+    elif device.type == "mps":
+        notes.append("total is Metal's recommended working-set size; free is what remains of it")
     return MemoryReport(
         device=str(target),
         allocated=allocated,
@@ -176,47 +174,13 @@ def _accelerator_report(device: torch.device, rss: int | None, peak: int | None)
     )
 
 
-def _stat(device: torch.device, name: str) -> list[Callable[[], int]]:
-    """The ways to read one allocator statistic, newest API first."""
-    ways: list[Callable[[], int]] = []
-    generic = getattr(torch.accelerator, name, None)
-    if generic is not None:
-        ways.append(lambda: int(generic(device)))
-    backend = getattr(torch, device.type, None)
-    specific = getattr(backend, name, None)
-    if device.type != "mps" and specific is not None:
-        ways.append(lambda: int(specific(device)))
-    mps_names = {"memory_allocated": "current_allocated_memory"}
-    if device.type == "mps" and name in mps_names:
-        ways.append(lambda: int(getattr(torch.mps, mps_names[name])()))
-    return ways
-
-
-def _first(notes: list[str], label: str, ways: list[Callable[[], int]]) -> int | None:
-    error: BaseException | None = None
-    for way in ways:
-        try:
-            return way()
-        except (RuntimeError, AttributeError, NotImplementedError, TypeError) as exc:
-            error = exc
-    reason = _one_line(error) if error is not None else "no API in this torch"
-    notes.append(f"{label} not reported by this backend ({reason})")
-    return None
-
-
-def _mps_free_total(
-    free: int | None, total: int | None, notes: list[str]
-) -> tuple[int | None, int | None]:
-    if total is not None:
-        return free, total
+def _stat(notes: list[str], label: str, device: torch.device, name: str) -> int | None:
+    """One allocator counter, or None with a note saying why it is missing."""
     try:
-        total = int(torch.mps.recommended_max_memory())
-        free = max(total - int(torch.mps.driver_allocated_memory()), 0)
-    except (RuntimeError, AttributeError) as exc:
-        notes.append(f"MPS free/total not available ({_one_line(exc)})")
-        return None, None
-    notes.append("total is Metal's recommended working-set size; free is what remains of it")
-    return free, total
+        return hardware.allocator_stat(device, name)
+    except (LookupError, RuntimeError, AttributeError, NotImplementedError, TypeError) as exc:
+        notes.append(f"{label} not reported by this backend ({_one_line(exc)})")
+        return None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -47,6 +47,7 @@ from typing import Any, Protocol
 import torch
 import torch.jit
 
+from torchport import hardware
 from torchport.diagnose import _ops
 from torchport.diagnose._ops import OpEntry
 
@@ -119,18 +120,10 @@ def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) ->
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
-def _no_sync_debug() -> int:
-    return 0
-
-
 # torch.cuda.set_sync_debug_mode("warn") makes every synchronizing call warn from C++;
 # through a wrapper those warnings would name the wrapper, so while the mode is on every
-# wrapper re-issues. Read per call (a C getter); absent without CUDA, and then never on.
-_sync_debug_mode: Callable[[], int] = (
-    getattr(torch._C, "_cuda_get_sync_debug_mode", _no_sync_debug)
-    if torch.cuda.is_available()
-    else _no_sync_debug
-)
+# wrapper re-issues. Read per call (a C getter); without CUDA it is never on.
+_sync_debug_mode = hardware.sync_debug_mode_reader()
 
 
 def _call(

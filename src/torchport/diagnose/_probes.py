@@ -1,9 +1,10 @@
-"""The hardware probes behind doctor(): torch build, driver, accelerators and devices.
+"""The probes behind doctor(): the torch build, the driver, the accelerators and GPUs, judged.
 
-Probes avoid creating a CUDA context: the device count, properties, arch list and driver
-version come from calls that initialize the runtime but allocate no context. Only free
-memory needs one when NVML is absent, and the probe says which source it used. Every probe
-may raise; ``_doctor.py`` turns a raised probe into a finding.
+The facts come from the hardware floor (:mod:`torchport.hardware`), which reads them
+without creating a CUDA context (only free memory needs one where NVML is absent, and
+the floor says which source it used); this module judges them: is the driver new
+enough for the runtime, are this GPU's kernels in the build. Every probe may raise;
+``_doctor.py`` turns a raised probe into a finding.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-import torch
-
+from torchport import hardware
 from torchport._sizes import format_bytes
 from torchport.diagnose._findings import DoctorFinding, Severity
 
@@ -104,51 +104,30 @@ class GpuInfo:
     supported_by_build: bool | None
 
 
-@dataclass(frozen=True)
-class AcceleratorInfo:
-    """What ``torch.accelerator`` and the backends report.
-
-    Attributes:
-        current: The accelerator type torch would use (``"cuda"``, ``"mps"``, ``"xpu"``).
-        count: How many devices of that type are visible.
-        cuda_available: ``torch.cuda.is_available()``.
-        mps_built: Whether this torch includes MPS.
-        mps_available: Whether MPS can be used now.
-        xpu_available: Whether an Intel GPU can be used now.
-    """
-
-    current: str | None
-    count: int
-    cuda_available: bool
-    mps_built: bool
-    mps_available: bool
-    xpu_available: bool
+# What ``torch.accelerator`` and each backend report, as the floor reads it.
+AcceleratorInfo = hardware.Backends
 
 
 def probe_build() -> TorchBuild:
     """Read the torch build; loads cuDNN to read its version, creates no context."""
-    cudnn: int | None = None
-    # torch.backends.cudnn is untyped.
-    if torch.backends.cudnn.is_available():  # type: ignore[no-untyped-call]
-        cudnn = torch.backends.cudnn.version()  # type: ignore[no-untyped-call]
+    facts = hardware.build_facts()
     return TorchBuild(
-        version=torch.__version__,
+        version=facts.version,
         python=sys.version.split()[0],
         platform=platform.platform(terse=True),
-        cuda=torch.version.cuda,
-        hip=torch.version.hip,
-        cudnn=cudnn,
-        arch_list=tuple(torch.cuda.get_arch_list()),
+        cuda=facts.cuda,
+        hip=facts.hip,
+        cudnn=facts.cudnn,
+        arch_list=facts.arch_list,
     )
 
 
 def probe_driver(build: TorchBuild) -> tuple[DriverInfo, list[DoctorFinding]]:
     """Compare the driver's supported CUDA version with the runtime torch was built with."""
     runtime = build.hip or build.cuda
-    get_version = getattr(torch._C, "_cuda_getDriverVersion", None)
-    if runtime is None or get_version is None:
+    raw = hardware.driver_version() if runtime is not None else None
+    if runtime is None or raw is None:
         return DriverInfo(version=None, runtime=runtime, supports_runtime=None), []
-    raw = int(get_version())
     if build.hip:
         # hipDriverGetVersion numbers differ per ROCm release; report it as it is.
         return DriverInfo(
@@ -203,57 +182,29 @@ def probe_gpus(
     """
     gpus: list[GpuInfo] = []
     findings: list[DoctorFinding] = []
-    if torch.xpu.is_available():
-        gpus += _xpu_devices(free_memory=free_memory)
-    if not torch.cuda.is_available():
-        return tuple(gpus), findings
-    for index in range(torch.cuda.device_count()):
-        props = torch.cuda.get_device_properties(index)
-        if build.hip:
-            capability = str(getattr(props, "gcnArchName", "")).split(":")[0]
-        else:
-            capability = f"{props.major}.{props.minor}"
-        supported = _arch_supported(capability, build)
-        free, source = (
-            _free_memory(index) if free_memory else (None, "not read (free_memory=False)")
-        )
-        gpu = GpuInfo(
-            device=f"cuda:{index}",
-            index=index,
-            name=str(props.name),
-            capability=capability,
-            total_memory=int(props.total_memory),
-            free_memory=free,
-            free_memory_source=source,
-            supported_by_build=supported,
-        )
-        gpus.append(gpu)
-        findings += _gpu_findings(gpu, build)
-    return tuple(gpus), findings
-
-
-def _xpu_devices(*, free_memory: bool) -> list[GpuInfo]:
-    devices = []
-    for index in range(torch.xpu.device_count()):
-        props = torch.xpu.get_device_properties(index)
-        free: int | None = None
-        source = "not read (free_memory=False)"
-        if free_memory:
-            free, source = int(torch.xpu.mem_get_info(index)[0]), "torch.xpu.mem_get_info"
-        label = f"xpu:{index}"  # this function lists the XPU devices, by their names
-        devices.append(
-            GpuInfo(
-                device=label,
-                index=index,
-                name=str(props.name),
-                capability="",
-                total_memory=int(props.total_memory),
+    for kind in ("xpu", "cuda"):
+        for props in hardware.gpu_properties(kind):
+            free, source = (
+                hardware.free_memory(kind, props.index)
+                if free_memory
+                else (None, "not read (free_memory=False)")
+            )
+            gpu = GpuInfo(
+                device=props.device,
+                index=props.index,
+                name=props.name,
+                capability=props.capability,
+                total_memory=props.total_memory,
                 free_memory=free,
                 free_memory_source=source,
-                supported_by_build=None,
+                supported_by_build=(
+                    _arch_supported(props.capability, build) if kind == "cuda" else None
+                ),
             )
-        )
-    return devices
+            gpus.append(gpu)
+            if kind == "cuda":
+                findings += _gpu_findings(gpu, build)
+    return tuple(gpus), findings
 
 
 def _gpu_findings(gpu: GpuInfo, build: TorchBuild) -> list[DoctorFinding]:
@@ -309,42 +260,16 @@ def _arch_supported(capability: str, build: TorchBuild) -> bool | None:
     return False
 
 
-def _free_memory(index: int) -> tuple[int | None, str]:
-    try:
-        used = int(torch.cuda.device_memory_used(index))
-        total = int(torch.cuda.get_device_properties(index).total_memory)
-        return max(total - used, 0), "NVML/amdsmi (no context created)"
-    except (ModuleNotFoundError, ImportError, RuntimeError, AttributeError):
-        pass
-    had_context = index in cuda_contexts()
-    free, _ = torch.cuda.mem_get_info(index)
-    if had_context:
-        return int(free), "cudaMemGetInfo (context already existed)"
-    return int(free), "cudaMemGetInfo (created a CUDA context: install nvidia-ml-py to avoid it)"
-
-
-def cuda_contexts() -> frozenset[int]:
-    """Indices of CUDA devices that have a primary context in this process; creates none."""
-    has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)
-    if has_context is None or not torch.cuda.is_available():
-        return frozenset()
-    return frozenset(i for i in range(torch.cuda.device_count()) if has_context(i))
+def _version_tuple(text: str) -> tuple[int, int]:
+    parts = [int(p) for p in re.findall(r"\d+", text)[:2]]
+    return (parts[0], parts[1] if len(parts) > 1 else 0) if parts else (0, 0)
 
 
 def probe_accelerators() -> AcceleratorInfo:
     """Read what each backend reports; creates no context."""
-    # check_available: a CUDA build on a machine without a GPU reports no accelerator.
-    current = torch.accelerator.current_accelerator(check_available=True)
-    return AcceleratorInfo(
-        current=current.type if current is not None else None,
-        count=torch.accelerator.device_count() if current is not None else 0,
-        cuda_available=torch.cuda.is_available(),
-        mps_built=torch.backends.mps.is_built(),
-        mps_available=torch.backends.mps.is_available(),
-        xpu_available=torch.xpu.is_available(),
-    )
+    return hardware.backends()
 
 
-def _version_tuple(text: str) -> tuple[int, int]:
-    parts = [int(p) for p in re.findall(r"\d+", text)[:2]]
-    return (parts[0], parts[1] if len(parts) > 1 else 0) if parts else (0, 0)
+def cuda_contexts() -> frozenset[int]:
+    """Indices of CUDA devices that have a primary context in this process; creates none."""
+    return hardware.cuda_contexts()

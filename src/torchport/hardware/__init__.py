@@ -14,6 +14,10 @@ imports these names instead of asking torch itself:
   only host waits; :func:`new_stream`, :func:`current_stream`, :func:`use_stream`
   and :func:`new_event` the only stream and event construction;
   :func:`record_stream` guards memory used across streams.
+* the build and its devices (``_inventory.py``): :func:`build_facts`,
+  :func:`driver_version`, :func:`backends`, :func:`gpu_properties`,
+  :func:`cuda_contexts`, :func:`free_memory` (with its source) and
+  :func:`allocator_stat`: the facts ``doctor`` and ``memory_report`` judge.
 * memory (``_pinned.py``, ``_staging.py``): :class:`PinnedBuffer` (page-locked
   host memory at the size asked), :class:`StagingPool` (reused staging buffers
   guarded by events).
@@ -55,6 +59,18 @@ from torchport.hardware._devices import (
     parse_device,
     parsed_cache,
 )
+from torchport.hardware._inventory import (
+    Backends,
+    BuildFacts,
+    GpuProperties,
+    allocator_stat,
+    backends,
+    build_facts,
+    cuda_contexts,
+    driver_version,
+    free_memory,
+    gpu_properties,
+)
 from torchport.hardware._pinned import PinnedBuffer, pins_for
 from torchport.hardware._staged import ALIGN, PACK_MIN_COUNT
 from torchport.hardware._staging import StagingPool, default_pool, size_class
@@ -63,6 +79,7 @@ from torchport.hardware._sync import (
     new_event,
     new_stream,
     record_stream,
+    sync_debug_mode_reader,
     synchronize,
     use_stream,
     wait_for_copies,
@@ -72,16 +89,23 @@ __all__ = [
     "ALIGN",
     "PACK_MIN_COUNT",
     "Backend",
+    "Backends",
+    "BuildFacts",
     "CopyPlan",
     "DeviceInfo",
+    "GpuProperties",
     "PinnedBuffer",
     "StagingPool",
     "Transfer",
     "accelerator_present",
     "accelerator_type",
+    "allocator_stat",
+    "backends",
+    "build_facts",
     "copy_one",
     "copy_tensors",
     "cpu_info",
+    "cuda_contexts",
     "current_index",
     "current_stream",
     "default_pool",
@@ -89,6 +113,9 @@ __all__ = [
     "device_error",
     "device_name",
     "device_spec",
+    "driver_version",
+    "free_memory",
+    "gpu_properties",
     "install",
     "list_devices",
     "memory_info",
@@ -102,6 +129,7 @@ __all__ = [
     "should_pack",
     "size_class",
     "stageable",
+    "sync_debug_mode_reader",
     "synchronize",
     "use_stream",
     "wait_for_copies",

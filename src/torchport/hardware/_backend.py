@@ -98,7 +98,11 @@ class Backend:
         if not allow_context:
             return None, None
         try:
-            free, total = torch.accelerator.get_memory_info(torch.device(kind, index))
+            ask = getattr(getattr(torch, kind, None), "mem_get_info", None)
+            if callable(ask):  # cudaMemGetInfo and its XPU twin
+                free, total = ask(index)
+            else:
+                free, total = torch.accelerator.get_memory_info(torch.device(kind, index))
             return int(free), int(total)
         except Exception:  # a backend without memory queries
             return None, None

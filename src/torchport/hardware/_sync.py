@@ -7,7 +7,7 @@ an event, are the functions here. Each says when it waits.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -19,6 +19,7 @@ __all__ = [
     "new_event",
     "new_stream",
     "record_stream",
+    "sync_debug_mode_reader",
     "synchronize",
     "use_stream",
     "wait_for_copies",
@@ -102,3 +103,19 @@ def record_stream(tensor: torch.Tensor, stream: torch.Stream) -> None:
     backend = _backend.ACTIVE
     for part in parts:
         backend.record_stream(part, stream)
+
+
+def sync_debug_mode_reader() -> Callable[[], int]:
+    """A function that reads CUDA's sync debug mode (0 off, 1 warn, 2 error), cheaply.
+
+    ``torch.cuda.set_sync_debug_mode`` can change at any time, so callers read it
+    per call through the returned C getter; without CUDA it is always 0.
+    """
+    if not torch.cuda.is_available():
+        return _never
+    getter: Callable[[], int] = getattr(torch._C, "_cuda_get_sync_debug_mode", _never)
+    return getter
+
+
+def _never() -> int:
+    return 0
