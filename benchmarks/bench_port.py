@@ -15,7 +15,7 @@ Two questions, one file:
   original and the port run on the CPU (output compared) and the port runs with
   ``meta`` standing in for the accelerator (every forward's parameters, buffers
   and inputs must be on it, in train and eval mode). The runner is
-  ``tests/check/port_runner.py`` (one process per mode, ``--timeout`` seconds per
+  ``tests/check/port/port_runner.py`` (one process per mode, ``--timeout`` seconds per
   script, ``MPLBACKEND=Agg``, ``plt.pause``/``show`` do nothing). Code fetched
   for this stays outside the repository.
 

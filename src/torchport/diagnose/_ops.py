@@ -95,11 +95,6 @@ class OpEntry:
         object.__setattr__(self, "transfer", self.kind is OpKind.TRANSFER)
         object.__setattr__(self, "kind_name", self.kind.value)
 
-    def matches(self, args: _Args, kwargs: _Kwargs) -> bool:
-        """Whether the op, called with these arguments, has this entry's cost."""
-        return self.applies is None or bool(self.applies(args, kwargs))
-
-
 def _device_changes(args: _Args, kwargs: _Kwargs) -> bool:
     target = kwargs.get("device")
     return target is not None and isinstance(args[0], torch.Tensor) and target != args[0].device

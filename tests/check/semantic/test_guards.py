@@ -13,7 +13,7 @@ from torchport.check import check_source
 from torchport.check._context import Context
 from torchport.check.semantic._guards import Guard, device_guard
 
-# The `expr_at` fixture (tests/check/conftest.py): `HERE(expr)` and the walk state there.
+# The `expr_at` fixture (tests/check/semantic/conftest.py): `HERE(expr)` and the walk state there.
 ExprAt = Callable[[str, str], tuple[ast.expr, Context]]
 
 

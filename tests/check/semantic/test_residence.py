@@ -10,7 +10,7 @@ import pytest
 from torchport.check._context import Context
 from torchport.check.semantic._residence import known_device_object, known_on_cpu, known_on_device
 
-# The `expr_at` fixture (tests/check/conftest.py): `HERE(expr)` and the walk state there.
+# The `expr_at` fixture (tests/check/semantic/conftest.py): `HERE(expr)` and the walk state there.
 ExprAt = Callable[[str, str], tuple[ast.expr, Context]]
 
 
