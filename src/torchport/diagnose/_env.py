@@ -172,3 +172,6 @@ def probe_choice() -> DeviceChoice:
 def _automatic(value: str | None) -> bool:
     """Unset, empty and "auto" all leave the choice to pick_device()."""
     return value is None or value.strip().lower() in ("", "auto")
+
+
+DeviceChoice.__module__ = "torchport"  # part of DoctorReport, exported as torchport.DeviceChoice

@@ -347,3 +347,9 @@ def probe_accelerators() -> AcceleratorInfo:
 def _version_tuple(text: str) -> tuple[int, int]:
     parts = [int(p) for p in re.findall(r"\d+", text)[:2]]
     return (parts[0], parts[1] if len(parts) > 1 else 0) if parts else (0, 0)
+
+
+# Parts of the DoctorReport that doctor() returns, exported as torchport.<name>.
+for _cls in (TorchBuild, DriverInfo, GpuInfo, AcceleratorInfo):
+    _cls.__module__ = "torchport"
+del _cls
