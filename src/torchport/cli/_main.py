@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from torchport import __version__
 from torchport.errors import MissingDependencyError, TorchportError
 
-SUBCOMMANDS = ("doctor", "check", "fix", "port", "run", "bench")
+SUBCOMMANDS = ("doctor", "check", "fix", "port", "rule", "run", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,7 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the subcommand's usage, not the top-level one: `check --bogus`
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        owner = subparsers.choices.get(getattr(args, "subcommand", None) or "", parser)
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
