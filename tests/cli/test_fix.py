@@ -62,8 +62,10 @@ def test_unsafe_and_remaining(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code, out, _ = run_fix(capsys, "a.py")
     assert code == 1 and "a.py:1:1: TP9940 rename it" in out and "2 left" in out
     assert (tmp_path / "a.py").read_text() == "risky\nstuck\n"
+    assert "1 more with `torchport fix --unsafe`" in out
     code, out, _ = run_fix(capsys, "--unsafe", "a.py")
     assert code == 1 and "1 left" in out
+    assert "--unsafe" not in out  # it just ran: no hint to run it
     assert (tmp_path / "a.py").read_text() == "safe\nstuck\n"
     code, _, err = run_fix(capsys, "--ignore", "TP9940", "a.py")  # no rule left to run
     assert code == 2 and "no rule is left to run" in err
