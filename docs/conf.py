@@ -12,11 +12,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
-import torchport  # noqa: E402  (after the path above)
+import torchport
 
 project = "torchport"
 author = "The torchport authors"
-copyright = "the torchport authors; Apache-2.0"  # noqa: A001 (Sphinx's name)
+copyright = "the torchport authors; Apache-2.0"
 release = version = torchport.__version__
 
 extensions = [
