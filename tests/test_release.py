@@ -51,3 +51,15 @@ def test_the_license_is_the_apache_2_text() -> None:
     assert pyproject["project"]["license"] == "Apache-2.0"
     assert pyproject["project"]["license-files"] == ["LICENSE"]
     assert set(pyproject["project"]["urls"]) >= {"Homepage", "Documentation", "Changelog"}
+
+
+def test_the_checker_needs_nothing_and_the_runtime_extra_holds_what_it_imports() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["dependencies"] == []  # the pre-commit hook's whole install
+    runtime = {
+        re.split(r"[<>=!~ ]", d)[0] for d in pyproject["project"]["optional-dependencies"]["torch"]
+    }
+    from torchport.errors import RUNTIME_PACKAGES
+
+    # numpy too: without it torch warns "Failed to initialize NumPy" on every import
+    assert runtime == set(RUNTIME_PACKAGES) == {"torch", "optree", "rich", "numpy"}
