@@ -4,10 +4,11 @@ On a codebase with a thousand findings, the way in is to accept today's code and
 hold new code to the rules: each line with findings gets ``# noqa: CODES``
 (:func:`torchport.check._noqa.add_noqa_comments` says where a comment can go).
 Each file is checked, marked and checked again before it is written: the marked
-text must parse and hold no finding of the rules that ran, or the file is left
-as it was and reported. Writing goes through the fixer's safe writes (a file
-edited meanwhile is refused). Notebooks are left to the user (a comment in a
-cell is easy to add by hand, and their JSON is not ours to reflow).
+text must parse to the same syntax tree (comments never reach it) and hold no
+finding of the rules that ran, or the file is left as it was and reported.
+Writing goes through the fixer's safe writes (a file edited meanwhile is
+refused). Notebooks are left to the user (a comment in a cell is easy to add by
+hand, and their JSON is not ours to reflow).
 """
 
 from __future__ import annotations
@@ -57,10 +58,13 @@ def _mark(path: str, rules: RuleSet) -> tuple[int, FileError | None]:
         codes.setdefault(f.line, set()).add(f.code)
     try:
         marked, refused = add_noqa_comments(source.text, codes)
-        ast.parse(marked)
+        # Comments never reach the syntax tree: a different tree means a comment
+        # landed inside code or a string, and the file must not be written.
+        if ast.dump(ast.parse(marked)) != ast.dump(ast.parse(source.text)):
+            raise ValueError("the marked text is a different program")
         left = check_text(marked, path, rules).findings
     except (SyntaxError, ValueError) as exc:  # never write what does not parse
-        return 0, FileError(path, f"no noqa added: the marked text would not parse ({exc})")
+        return 0, FileError(path, f"no noqa added: the marked text would not be the same ({exc})")
     if left or refused:
         where = ", ".join(str(n) for n in sorted({f.line for f in left} | refused))
         return 0, FileError(
