@@ -1,18 +1,20 @@
 """torchport: the same PyTorch code, correct and fast on any device.
 
 Names are resolved lazily (PEP 562) so that ``import torchport.check`` never
-imports torch and ``import torchport`` stays cheap until a name is used.
+imports torch and ``import torchport`` stays cheap until a name is used. The
+runtime names need the ``torch`` extra; where torch is missing, using one
+raises :class:`MissingDependencyError` with the command that installs it.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from torchport.errors import (
     ConfigError,
     DeviceError,
     DeviceMismatchError,
+    MissingDependencyError,
     RedirectError,
     TorchportError,
     UnsupportedBatchError,
@@ -20,16 +22,27 @@ from torchport.errors import (
 
 if TYPE_CHECKING:
     from torchport.diagnose import (
+        AcceleratorInfo,
+        AuditEntry,
         AuditReport,
+        CopyBandwidth,
+        DeviceChoice,
+        DoctorFinding,
         DoctorReport,
+        DriverInfo,
+        GpuInfo,
         MemoryReport,
+        OomCase,
+        OomExplanation,
+        Severity,
+        TorchBuild,
         audit,
         doctor,
         explain_oom,
         memory_report,
         strict,
     )
-    from torchport.feed import DeviceLoader
+    from torchport.feed import DeviceLoader, FeedStats
     from torchport.place import (
         DeviceInfo,
         UnregisteredTensorWarning,
@@ -40,16 +53,31 @@ if TYPE_CHECKING:
     )
     from torchport.run import redirect
 
-__version__ = "0.1.0"
+# The one place the version is written: pyproject.toml reads it from here (without
+# importing the package), `torchport --version` and SARIF logs print it, and the
+# release tag is `v` + this.
+__version__ = "0.2.0"
 
 # name -> the subpackage that defines it
 _LAZY: dict[str, str] = {
+    "AcceleratorInfo": "torchport.diagnose",
+    "AuditEntry": "torchport.diagnose",
     "AuditReport": "torchport.diagnose",
-    "UnregisteredTensorWarning": "torchport.place",
+    "CopyBandwidth": "torchport.diagnose",
+    "DeviceChoice": "torchport.diagnose",
     "DeviceInfo": "torchport.place",
     "DeviceLoader": "torchport.feed",
+    "DoctorFinding": "torchport.diagnose",
     "DoctorReport": "torchport.diagnose",
+    "DriverInfo": "torchport.diagnose",
+    "FeedStats": "torchport.feed",
+    "GpuInfo": "torchport.diagnose",
     "MemoryReport": "torchport.diagnose",
+    "OomCase": "torchport.diagnose",
+    "OomExplanation": "torchport.diagnose",
+    "Severity": "torchport.diagnose",
+    "TorchBuild": "torchport.diagnose",
+    "UnregisteredTensorWarning": "torchport.place",
     "audit": "torchport.diagnose",
     "available_devices": "torchport.place",
     "doctor": "torchport.diagnose",
@@ -63,15 +91,28 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "AcceleratorInfo",
+    "AuditEntry",
     "AuditReport",
     "ConfigError",
+    "CopyBandwidth",
+    "DeviceChoice",
     "DeviceError",
     "DeviceInfo",
     "DeviceLoader",
     "DeviceMismatchError",
+    "DoctorFinding",
     "DoctorReport",
+    "DriverInfo",
+    "FeedStats",
+    "GpuInfo",
     "MemoryReport",
+    "MissingDependencyError",
+    "OomCase",
+    "OomExplanation",
     "RedirectError",
+    "Severity",
+    "TorchBuild",
     "TorchportError",
     "UnregisteredTensorWarning",
     "UnsupportedBatchError",
@@ -89,14 +130,23 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
+    import importlib
+
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'torchport' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    try:
+        value = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as exc:
+        missing = MissingDependencyError.of(exc, f"torchport.{name}")
+        if missing is None:
+            raise
+        raise missing from None  # the message says it all; the chain would bury it
     globals()[name] = value  # later lookups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    # Only the public names: not the imports this module makes, nor its helpers.
+    return list(__all__)

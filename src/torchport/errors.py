@@ -8,7 +8,8 @@ the builtin exception that callers already catch::
     ├── DeviceMismatchError(RuntimeError)  one op got tensors on different devices (strict())
     ├── UnsupportedBatchError(TypeError)   a batch holds an object torchport cannot rebuild
     ├── RedirectError(RuntimeError)        a CUDA-only call while redirected to another device
-    └── ConfigError(ValueError)            bad configuration: CLI flags, [tool.torchport], args
+    ├── ConfigError(ValueError)            bad configuration: CLI flags, [tool.torchport], args
+    └── MissingDependencyError(ImportError) the runtime's packages (torch) are not installed
 
 Messages say what was found, what was expected and what to do about it.
 
@@ -17,12 +18,16 @@ This module imports nothing heavy: ``torchport.check`` uses it without torch.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 __all__ = [
+    "RUNTIME_INSTALL",
+    "RUNTIME_PACKAGES",
     "ConfigError",
     "DeviceError",
     "DeviceMismatchError",
+    "MissingDependencyError",
     "RedirectError",
     "TorchportError",
     "UnsupportedBatchError",
@@ -71,6 +76,52 @@ class ConfigError(TorchportError, ValueError):
     """Invalid configuration: a command-line flag, a ``[tool.torchport]`` key or an argument."""
 
 
+class MissingDependencyError(TorchportError, ImportError):
+    """A runtime API was used where its packages are not installed.
+
+    The checker (``torchport check``/``fix``/``port``) needs only the standard
+    library; everything that touches tensors needs the ``torch`` extra
+    (:data:`RUNTIME_INSTALL`). ``name`` is the missing package, as on any
+    :class:`ImportError`.
+    """
+
+    @classmethod
+    def of(cls, exc: ModuleNotFoundError, what: str) -> MissingDependencyError | None:
+        """The error to raise for ``exc`` met while loading ``what``; None if not the runtime's.
+
+        Args:
+            exc: What importing ``what`` raised.
+            what: The API or command that needs the package (``"torchport.pick_device"``).
+        """
+        package = (exc.name or "").partition(".")[0]
+        if package not in RUNTIME_PACKAGES:
+            return None
+        missing = [package] + [p for p in RUNTIME_PACKAGES if p != package and _absent(p)]
+        names = ", ".join(repr(p) for p in missing)
+        return cls(
+            f"{what} needs the Python package{'s' * (len(missing) > 1)} {names}, not installed "
+            f"in this environment ({sys.executable}); torchport's checker (`torchport check`, "
+            f"`fix`, `port`) runs without {'them' if len(missing) > 1 else 'it'}, its runtime "
+            f"does not. Install the runtime with: {RUNTIME_INSTALL} (on a GPU machine, install "
+            f"torch for your CUDA or ROCm version first, as pytorch.org says, then run that)",
+            name=package,
+        )
+
+
+def _absent(package: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(package) is None
+    except (ImportError, ValueError):
+        return True
+
+
+# What the ``torch`` extra installs, and how; the checker needs none of it.
+RUNTIME_PACKAGES = ("torch", "optree", "rich", "numpy")
+RUNTIME_INSTALL = "pip install 'torchport[torch]'"
+
+
 for _cls in (
     TorchportError,
     DeviceError,
@@ -78,6 +129,7 @@ for _cls in (
     UnsupportedBatchError,
     RedirectError,
     ConfigError,
+    MissingDependencyError,
 ):
     _cls.__module__ = "torchport"
 del _cls

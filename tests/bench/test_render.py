@@ -15,7 +15,8 @@ from torchport.bench import (
     Row,
     SuiteResult,
     nothing_to_plot,
-    plot_bandwidth,
+    plot_run,
+    plotted_suites,
     render_json,
     render_text,
     require_matplotlib,
@@ -122,21 +123,41 @@ def test_render_text_shows_tables_checks_skips_and_missing_rows() -> None:
     assert "a note" in text
 
 
-def test_plot_writes_png_with_bandwidth_data(tmp_path: Path) -> None:
+def _overhead_suite() -> SuiteResult:
+    rows = tuple(
+        Row(case, strategy, summarize([t, t * 1.2, t * 0.9]))
+        for case, t in (("noop", 1e-6), ("work", 3e-5))
+        for strategy in ("torchport.to_device", "accelerate send_to_device")
+    )
+    return SuiteResult("overhead", (*rows, Row("noop", "absent", None, status="not installed")))
+
+
+def _png(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_plot_draws_a_panel_per_suite_that_measured_something(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    run = _run(_link_suite())
-    assert nothing_to_plot(run) is None
-    out = tmp_path / "bw.png"
-    plot_bandwidth(run, out)
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    skipped = SuiteResult("pack", skipped="needs a CUDA or ROCm GPU")
+    both = _run(_link_suite(), _overhead_suite(), skipped)
+    assert [s.name for s in plotted_suites(both)] == ["link", "overhead"]
+    assert nothing_to_plot(both) is None
+    plot_run(both, tmp_path / "both.png")
+    cpu = _run(SuiteResult("link", skipped="needs a CUDA or ROCm GPU"), _overhead_suite())
+    assert [s.name for s in plotted_suites(cpu)] == ["overhead"]  # what a CPU machine runs
+    plot_run(cpu, tmp_path / "cpu.png")
+    (_, tall), (_, short) = _png(tmp_path / "both.png"), _png(tmp_path / "cpu.png")
+    assert tall > short  # two panels against one
 
 
 @pytest.mark.parametrize(
     ("suites", "reason"),
     [
-        ((), "the link suite was not run"),
-        ((SuiteResult("link", skipped="needs a CUDA or ROCm GPU"),), "skipped (needs a CUDA"),
-        ((SuiteResult("link"),), "measured no bandwidth"),
+        ((), "no suite was run"),
+        ((SuiteResult("link", skipped="needs a CUDA or ROCm GPU"),), "link: needs a CUDA"),
+        ((SuiteResult("link"),), "link: measured nothing"),
     ],
 )
 def test_nothing_to_plot_says_why_and_writes_nothing(
@@ -148,7 +169,7 @@ def test_nothing_to_plot_says_why_and_writes_nothing(
     assert why is not None and reason in why
     out = tmp_path / "bw.png"
     with pytest.raises(ConfigError, match="nothing to plot"):
-        plot_bandwidth(run, out)
+        plot_run(run, out)
     assert not out.exists()
 
 

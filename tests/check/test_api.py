@@ -16,6 +16,7 @@ import pytest
 
 import torchport.check
 import torchport.check.files._paths as paths_module
+import torchport.check.files._plan as plan_module
 import torchport.check.rules as rules_pkg
 from torchport.check import check_paths, fix_paths
 from torchport.check._context import Context
@@ -120,9 +121,10 @@ def test_config_select_ignore_per_file_and_exclude(tmp_path: Path) -> None:
     result = check_paths([tmp_path])
     assert [(Path(f.path).name, f.code) for f in result.findings] == [("a.py", "TP9960")]
     # the command line adds to ignore and replaces select
-    assert check_paths([tmp_path], ignore=["TP9960"]).findings == []
-    result = check_paths([tmp_path], select=["TP9961"])
-    assert result.findings == []  # config's ignore still applies
+    with pytest.raises(ConfigError, match="no rule is left to run"):
+        check_paths([tmp_path], ignore=["TP9960"])  # with the config's, every rule
+    with pytest.raises(ConfigError, match="no rule is left to run"):
+        check_paths([tmp_path], select=["TP9961"])  # config's ignore still applies
     write(tmp_path / "pyproject.toml", '[tool.torchport]\nignore = ["TP77"]\n')
     with pytest.raises(ConfigError, match="TP77"):
         check_paths([tmp_path])
@@ -148,7 +150,7 @@ def test_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(paths_module, "ProcessPoolExecutor", CountingPool)
     assert check_paths([tmp_path]).findings == serial.findings  # tiny files: this process
     assert pools == []
-    monkeypatch.setattr(paths_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(plan_module, "PARALLEL_MIN_BYTES", 0)
     assert check_paths([tmp_path]).findings == serial.findings  # jobs=None: automatic
     assert pools and pools[0] >= 1
     assert len(serial.findings) > 100 and len(serial.errors) == 1

@@ -157,3 +157,45 @@ def test_unknown_noqa_code_is_an_error_naming_the_line(tmp_path: Path) -> None:
     assert error.path == str(path) and error.message.startswith("line 3: `# noqa` names TP999")
     assert "remove it" in error.message
     assert fix_paths([path]).exit_code == 2
+
+
+# --- noqa codes that silence nothing ---------------------------------------------------
+
+
+def _unused(source: str, ran: tuple[str, ...] = ("TP101", "TP106", "TP201")) -> list[str]:
+    from torchport.check._engine import RuleSet, check_text
+    from torchport.check._select import available_rules
+
+    rules = RuleSet(r for r in available_rules() if r.code in ran)
+    noqa = check_text(source, "t.py", rules).noqa
+    assert noqa is not None
+    return [f"{line}:{code}" for line, _, code in noqa.unused(ran)]
+
+
+def test_a_noqa_code_that_silences_nothing_is_named() -> None:
+    source = (
+        "import torch\n"
+        "x = torch.zeros(3).cuda()  # noqa: TP101, TP106\n"  # both used
+        "y = 1  # noqa: TP101\n"  # nothing there
+        "z = torch.ones(2).cuda()  # noqa: TP1, TP201, E501\n"  # TP1 used; TP201 not
+        "w = 2  # noqa: TP999, TP3\n"  # no rule that ran matches: not judged
+        "v = 3  # noqa\n"  # blanket: other tools read it too
+    )
+    assert _unused(source) == ["3:TP101", "4:TP201"]
+
+
+def test_a_noqa_on_a_statement_line_counts_for_its_findings() -> None:
+    source = "import torch\nx = torch.zeros(\n    3\n).cuda()  # noqa: TP101, TP106\n"
+    assert _unused(source) == []
+
+
+def test_unused_noqa_reaches_the_report(tmp_path: Path) -> None:
+    from torchport.check import check_paths
+
+    path = tmp_path / "t.py"
+    path.write_text("import torch\ny = 1  # noqa: TP101\n")
+    result = check_paths([path])
+    assert result.findings == []
+    (unused,) = result.unused_noqa
+    assert (unused.code, unused.line, unused.col) == ("TP000", 2, 8)
+    assert "remove TP101" in unused.message

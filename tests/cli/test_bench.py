@@ -55,14 +55,25 @@ def test_skipped_suite_is_reported_in_the_table(capsys: pytest.CaptureFixture[st
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU behaviour")
-def test_plot_without_link_data_says_so_and_writes_nothing(
+def test_plot_with_nothing_measured_says_so_writes_nothing_and_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "bw.png"
-    assert main(["bench", "link", "--plot", str(out)]) == 0
-    assert "nothing to plot: the link suite was skipped" in capsys.readouterr().err
+    assert main(["bench", "link", "--plot", str(out)]) == 2
+    assert "nothing to plot: no suite measured anything (link: " in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU behaviour")
+def test_plot_on_a_cpu_draws_the_suites_that_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "bench.png"
+    assert main(["bench", "link", "overhead", "--quick", "--plot", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().err
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_without_matplotlib_exits_2(

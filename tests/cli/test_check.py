@@ -73,10 +73,12 @@ def test_text_output_and_exit_codes(project: Path, capsys: pytest.CaptureFixture
     assert code == 1
     assert out.splitlines()[0] == "a.py:1:5: TP9950 rename flag"
     assert run_check(capsys, "clean.py")[:2] == (0, "All checks passed.\n")
-    assert run_check(capsys, "a.py", "--ignore", "TP9950")[0] == 0
+    code, _, err = run_check(capsys, "a.py", "--ignore", "TP9950")  # nothing left to run
+    assert code == 2 and "no rule is left to run" in err
     code, out, _ = run_check(capsys, "a.py", "--extend-select", "TP9951")
     assert code == 1 and "a.py:2:1: TP9951 quiet" in out
-    code, out, _ = run_check(capsys, "a.py", "--select", "TP9951,TP9950", "--ignore", "TP9950")
+    argv = ("a.py", "--select", "TP9951,TP9950", "--ignore", "TP9950", "--format", "concise")
+    code, out, _ = run_check(capsys, *argv)
     assert [line.split()[1] for line in out.splitlines()[:-1]] == ["TP9951"]
 
 

@@ -62,10 +62,13 @@ def test_unsafe_and_remaining(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code, out, _ = run_fix(capsys, "a.py")
     assert code == 1 and "a.py:1:1: TP9940 rename it" in out and "2 left" in out
     assert (tmp_path / "a.py").read_text() == "risky\nstuck\n"
+    assert "1 more with `torchport fix --unsafe`" in out
     code, out, _ = run_fix(capsys, "--unsafe", "a.py")
     assert code == 1 and "1 left" in out
+    assert "--unsafe" not in out  # it just ran: no hint to run it
     assert (tmp_path / "a.py").read_text() == "safe\nstuck\n"
-    assert run_fix(capsys, "--ignore", "TP9940", "a.py")[0] == 0
+    code, _, err = run_fix(capsys, "--ignore", "TP9940", "a.py")  # no rule left to run
+    assert code == 2 and "no rule is left to run" in err
 
 
 def test_diff_prints_a_patch_and_writes_nothing(
@@ -159,7 +162,7 @@ def test_plain_fix_applies_no_shipped_speed_fix(
     monkeypatch.setattr(rules_pkg, "RULES", RULES)
     path = tmp_path / "t.py"
     path.write_text("import torch\n\nx = torch.zeros(3).cuda()\n")
-    plain = fix_paths([path], diff=True)
+    plain = fix_paths([path], stdin=path.read_text())  # remaining: in the fixed text
     assert "TP101" in plain.changed[0].fixed and "TP106" not in plain.changed[0].fixed
     assert "TP106" in {f.code for f in plain.remaining}  # reported, with its fix left unapplied
     fast = fix_paths([path], diff=True, speed=True, unsafe=True)

@@ -164,10 +164,28 @@ def test_threads_and_atexit_handlers_finish_before_the_redirect_ends(
     assert atexit.register is register  # the script's handlers ran here, not at pytest's exit
 
 
+_ANNOUNCED = (
+    "torchport run: CUDA is redirected to cpu: the script sees 1 device and each one is cpu "
+    "(--quiet hides this line)\n"
+)
+
+# Each asks for CUDA once, in a different way the redirect changes; prints after it.
+_TOUCHES_CUDA = [
+    "import sys, torch\nprint(torch.cuda.is_available(), file=sys.stderr)\n",
+    "import sys, torch\nx = torch.zeros(2, device='cuda:0')\nprint(x.device, file=sys.stderr)\n",
+    "import sys, torch\nx = torch.ones(1).to(0)\nprint(x.device, file=sys.stderr)\n",
+    "import sys, torch\nm = torch.nn.Linear(1, 1).cuda()\nprint('moved', file=sys.stderr)\n",
+    "import sys, torch\nx = torch.cuda.FloatTensor(2)\nprint(x.device, file=sys.stderr)\n",
+]
+
+
 @pytest.mark.parametrize(("rank", "said"), [(None, True), ("0", True), ("1", False)])
-def test_the_redirect_is_announced_once_on_stderr(
+@pytest.mark.parametrize("source", _TOUCHES_CUDA)
+def test_the_redirect_is_announced_once_on_stderr_when_it_acts(
     rank: str | None,
     said: bool,
+    source: str,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -175,12 +193,33 @@ def test_the_redirect_is_announced_once_on_stderr(
         monkeypatch.delenv("RANK", raising=False)
     else:
         monkeypatch.setenv("RANK", rank)
-    assert main(["run", "--device", "cpu", ECHO, "0"]) == 0
-    expected = (
-        "torchport run: CUDA is redirected to cpu: the script sees 1 device and each one is cpu "
-        "(--quiet hides this line)\n"
+    script = tmp_path / "touches.py"
+    script.write_text(source + "import torch\ntorch.cuda.is_available()\n")  # and again
+    assert main(["run", "--device", "cpu", str(script)]) == 0
+    err = capsys.readouterr().err
+    if said:  # once, before what the script printed about it
+        assert err.startswith(_ANNOUNCED) and err.count("CUDA is redirected") == 1
+    else:
+        assert "CUDA is redirected" not in err
+
+
+def test_a_script_that_never_names_cuda_is_not_told_it_is_redirected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the quickstart: the device comes from torchport, whose own CUDA probes do not count."""
+    monkeypatch.delenv("RANK", raising=False)
+    script = tmp_path / "portable.py"
+    script.write_text(
+        "import torch, torchport as tp\n"
+        "device = tp.pick_device()\n"
+        "tp.doctor()\n"
+        "x = torch.ones(3, device=device).to(device)\n"
+        "print(device.type == 'cuda', x.sum().item())\n"
     )
-    assert capsys.readouterr().err == (expected if said else "")
+    assert main(["run", "--device", "cpu", str(script)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "False 3.0\n"
+    assert "CUDA is redirected" not in err
 
 
 def test_module_form(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

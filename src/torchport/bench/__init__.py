@@ -1,7 +1,7 @@
 """bench: how fast host<->device copies, packing, loaders and torchport's own walks are.
 
 :func:`run_suites` runs named suites and returns a :class:`BenchRun` of facts;
-:func:`render_text`, :func:`render_json` and :func:`plot_bandwidth` present it.
+:func:`render_text`, :func:`render_json` and :func:`plot_run` present it.
 The per-suite functions are public so ``benchmarks/`` scripts reuse them
 (wrapping their results with :func:`record`) instead of copying them.
 """
@@ -14,7 +14,13 @@ from torchport.bench._link import link_bandwidth
 from torchport.bench._loader import TimmStylePrefetcher, loader_overlap
 from torchport.bench._model import BenchRun, Check, Row, SuiteResult
 from torchport.bench._pack import pack_small_tensors
-from torchport.bench._plot import nothing_to_plot, plot_bandwidth, require_matplotlib
+from torchport.bench._plot import (
+    nothing_to_plot,
+    plot_bandwidth,
+    plot_run,
+    plotted_suites,
+    require_matplotlib,
+)
 from torchport.bench._render import render_json, render_text, suite_tables
 from torchport.bench._script import script_main
 from torchport.bench._suites import (
@@ -47,6 +53,8 @@ __all__ = [
     "overhead",
     "pack_small_tensors",
     "plot_bandwidth",
+    "plot_run",
+    "plotted_suites",
     "record",
     "render_json",
     "render_text",

@@ -150,6 +150,7 @@ class CheckOutcome:
 
     findings: list[Finding]
     failures: list[RuleFailure] = field(default_factory=list)
+    noqa: NoqaMap | None = None  # the file's comments, and which of them silenced something
 
 
 # ---------------------------------------------------------------- rule sets
@@ -356,7 +357,9 @@ def check_tree(
         return CheckOutcome([])
     if noqa.file_codes:
         ruleset = ruleset.without(noqa.file_codes)
-    return _walk(tree, Context(source, path, tree), ruleset, noqa, strict=strict)
+    outcome = _walk(tree, Context(source, path, tree), ruleset, noqa, strict=strict)
+    outcome.noqa = noqa
+    return outcome
 
 
 def check_text(source: str, path: str, ruleset: RuleSet, *, strict: bool = False) -> CheckOutcome:

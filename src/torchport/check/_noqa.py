@@ -34,10 +34,10 @@ string does nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["NoqaMap", "parse_noqa", "unknown_codes"]
+__all__ = ["NoqaMap", "add_noqa_comments", "parse_noqa", "unknown_codes"]
 
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
@@ -74,10 +74,17 @@ def _matches(codes: frozenset[str] | None, code: str) -> bool:
 
 @dataclass(slots=True)
 class NoqaMap:
-    """The ``# noqa`` comments of one file: line number -> codes (``None``: all codes)."""
+    """The ``# noqa`` comments of one file: line number -> codes (``None``: all codes).
+
+    ``used`` records, as :meth:`silences` answers, which (line, code of the
+    comment) silenced something, so :meth:`unused` can name the codes that no
+    longer do; ``columns`` holds where each comment starts, for that report.
+    """
 
     lines: dict[int, frozenset[str] | None] = field(default_factory=dict)
     file_codes: frozenset[str] | None = frozenset()  # file-wide; empty set: none
+    columns: dict[int, int] = field(default_factory=dict)
+    used: set[tuple[int, str | None]] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(self.lines) or self.file_codes is None or bool(self.file_codes)
@@ -88,12 +95,40 @@ class NoqaMap:
             return True
         lines = self.lines
         if last - first > len(lines):
-            return any(first <= n <= last and _matches(c, code) for n, c in lines.items())
-        return any(n in lines and _matches(lines[n], code) for n in range(first, last + 1))
+            candidates: Iterable[int] = sorted(n for n in lines if first <= n <= last)
+        else:
+            candidates = (n for n in range(first, last + 1) if n in lines)
+        for n in candidates:
+            codes = lines[n]
+            if codes is None:
+                self.used.add((n, None))
+                return True
+            for prefix in codes:
+                if code.startswith(prefix):
+                    self.used.add((n, prefix))
+                    return True
+        return False
+
+    def unused(self, ran: Collection[str]) -> list[tuple[int, int, str]]:
+        """``(line, column, code)`` of each ``TP`` code in a line's comment that silenced nothing.
+
+        Only codes that some rule in ``ran`` (the codes of the rules that ran on
+        this file) matches are judged: a comment for a rule that did not run may
+        well be needed when it does. Blanket comments (``# noqa``) and file-wide
+        ones are not judged (other tools read them too; a file-wide code's rule
+        does not run at all).
+        """
+        out = []
+        for line, codes in self.lines.items():
+            for code in sorted(codes or ()):
+                judged = code.startswith("TP") and any(r.startswith(code) for r in ran)
+                if judged and (line, code) not in self.used:
+                    out.append((line, self.columns.get(line, 1), code))
+        return sorted(out)
 
 
-def _comments(source: str) -> list[tuple[int, str, bool]]:
-    """(line, text, alone on its line) of every comment that mentions noqa.
+def _comments(source: str) -> list[tuple[int, str, bool, int]]:
+    """(line, text, alone on its line, 1-based column) of every comment that mentions noqa.
 
     One C-level regex pass that skips string literals (triple-quoted ones
     included), far cheaper than :mod:`tokenize` on the large files where
@@ -106,7 +141,7 @@ def _comments(source: str) -> list[tuple[int, str, bool]]:
     kept = _last  # read once: another thread may replace it meanwhile
     if kept is not None and kept[0] is source:
         return kept[1]
-    found: list[tuple[int, str, bool]] = []
+    found: list[tuple[int, str, bool, int]] = []
     last = _last_noqa(source)
     if last >= 0:
         line, at = 1, 0
@@ -120,12 +155,13 @@ def _comments(source: str) -> list[tuple[int, str, bool]]:
             line += source.count("\n", at, start)
             at = start
             line_start = source.rfind("\n", 0, start) + 1
-            found.append((line, text, not source[line_start:start].strip()))
+            found.append((line, text, not source[line_start:start].strip(), start - line_start + 1))
     _last = (source, found)
     return found
 
 
-_last: tuple[str, list[tuple[int, str, bool]]] | None = None
+_last: tuple[str, list[tuple[int, str, bool, int]]] | None = None
+_KEEP_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
 
 def _last_noqa(source: str) -> int:
@@ -142,7 +178,7 @@ def parse_noqa(source: str) -> NoqaMap:
     """Collect the ``# noqa`` comments of ``source`` (which must already parse)."""
     noqa = NoqaMap()
     file_codes: set[str] = set()
-    for line, text, alone in _comments(source):
+    for line, text, alone, column in _comments(source):
         if alone:
             file_match = _FILE_NOQA.match(text)
             if file_match is not None:
@@ -155,6 +191,7 @@ def parse_noqa(source: str) -> NoqaMap:
         match = _NOQA.search(text)
         if match is not None:
             noqa.lines[line] = _codes(match["codes"])
+            noqa.columns[line] = column + match.start()
     noqa.file_codes = frozenset(file_codes)
     return noqa
 
@@ -166,7 +203,7 @@ def unknown_codes(source: str, known: Collection[str]) -> list[tuple[int, str]]:
     is when silencing. Codes of other tools (``E501``) are not ours to judge.
     """
     found: list[tuple[int, str]] = []
-    for line, text, alone in _comments(source):
+    for line, text, alone, _ in _comments(source):
         match = (_FILE_NOQA.match(text) if alone else None) or _NOQA.search(text)
         if match is None or match["codes"] is None:
             continue
@@ -174,3 +211,62 @@ def unknown_codes(source: str, known: Collection[str]) -> list[tuple[int, str]]:
             if code.startswith("TP") and not any(k.startswith(code) for k in known):
                 found.append((line, code))
     return found
+
+
+def _commentable_lines(source: str) -> tuple[set[int], dict[int, tuple[int, int, str]]]:
+    """Lines whose end is outside any string and continuation, and their comments.
+
+    Returns the lines after which ``  # noqa: ...`` may be written (a line ending
+    inside a triple-quoted string or after a backslash may not), and for lines
+    that already hold a comment, its (start, end) offsets within the line and text.
+    """
+    import io
+    import tokenize
+
+    ends: set[int] = set()
+    comments: dict[int, tuple[int, int, str]] = {}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type in (tokenize.NEWLINE, tokenize.NL):
+            ends.add(token.start[0])
+        elif token.type == tokenize.COMMENT:
+            comments[token.start[0]] = (token.start[1], token.end[1], token.string)
+    return ends, comments
+
+
+def add_noqa_comments(source: str, codes_by_line: dict[int, set[str]]) -> tuple[str, set[int]]:
+    """``source`` with ``# noqa: CODES`` on each line of ``codes_by_line``; lines it could not mark.
+
+    A line that already has a ``# noqa: ...`` comment gets the codes added to it
+    (``# noqa: E501, TP101``); another comment keeps its text after the new one
+    (``x  # noqa: TP101  # note``). A line whose end lies inside a string or after
+    a backslash continuation cannot hold a comment and is returned, untouched.
+
+    Raises:
+        SyntaxError: ``source`` cannot be tokenized.
+    """
+    ends, comments = _commentable_lines(source)
+    lines = _KEEP_ENDS.split(source)  # the lines Python counts, each with its ending
+    refused: set[int] = set()
+    for number, codes in sorted(codes_by_line.items()):
+        if number not in ends or not 0 < number <= len(lines):
+            refused.add(number)
+            continue
+        raw = lines[number - 1]
+        body = raw.rstrip("\r\n")
+        ending = raw[len(body) :]
+        comment = comments.get(number)
+        wanted = ", ".join(sorted(codes))
+        if comment is None:
+            body = f"{body.rstrip()}  # noqa: {wanted}"
+        else:
+            start, _, text = comment
+            match = _NOQA.search(text)
+            if match is not None and match["codes"] is None:
+                continue  # a blanket noqa silences everything already
+            if match is not None:
+                at = start + match.end("codes")
+                body = f"{body[:at]}, {wanted}{body[at:]}"
+            else:
+                body = f"{body[:start]}# noqa: {wanted}  {body[start:]}"
+        lines[number - 1] = body + ending
+    return "".join(lines), refused

@@ -16,9 +16,9 @@ import sys
 from collections.abc import Sequence
 
 from torchport import __version__
-from torchport.errors import TorchportError
+from torchport.errors import MissingDependencyError, TorchportError
 
-SUBCOMMANDS = ("doctor", "check", "fix", "port", "run", "bench")
+SUBCOMMANDS = ("doctor", "check", "fix", "port", "rule", "run", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the same PyTorch code correctly and fast on any device.",
     )
     parser.add_argument("--version", action="version", version=f"torchport {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"torchport.cli.{name}")
         module.register(sub)
@@ -36,7 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the subcommand's usage, not the top-level one: `check --bogus`
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        owner = subparsers.choices.get(getattr(args, "subcommand", None) or "", parser)
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
@@ -44,7 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except TorchportError as exc:
-        print(f"torchport {args.command}: error: {exc}", file=sys.stderr)
+        print(f"torchport {args.subcommand}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # `run`, `doctor`, `bench` on the checker-only install
+        missing = MissingDependencyError.of(exc, f"`torchport {args.subcommand}`")
+        if missing is None:
+            raise
+        print(f"torchport {args.subcommand}: error: {missing}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -32,7 +32,10 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
     parser.add_argument(
-        "--plot", type=Path, metavar="FILE.png", help="draw link bandwidth vs size (matplotlib)"
+        "--plot",
+        type=Path,
+        metavar="FILE.png",
+        help="draw every suite that ran, one panel each (matplotlib)",
     )
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats (smoke run)")
     parser.set_defaults(handler=_run)
@@ -65,9 +68,9 @@ def _run(args: argparse.Namespace) -> int:
         bench.render_text(run, Console())
     if args.plot is not None:
         reason = bench.nothing_to_plot(run)
-        if reason is not None:
+        if reason is not None:  # asked for a picture and none can be drawn: not a success
             print(f"torchport bench: --plot: {reason}; no file written", file=sys.stderr)
-        else:
-            bench.plot_bandwidth(run, args.plot)
-            print(f"torchport bench: wrote {args.plot}", file=sys.stderr)
+            return 2
+        bench.plot_run(run, args.plot)
+        print(f"torchport bench: wrote {args.plot}", file=sys.stderr)
     return 0

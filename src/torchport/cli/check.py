@@ -1,7 +1,8 @@
 """`torchport check`: report device-hard-coded and slow PyTorch patterns in source files.
 
-Exit codes: 0 clean, 1 findings, 2 when a file could not be read or parsed (it is
-named on stderr) or the configuration is wrong.
+Exit codes: 0 clean (or ``--exit-zero``), 1 findings, 2 when a file could not be
+read or parsed (it is named on stderr), a given folder held no Python file, or
+the configuration or arguments are wrong.
 """
 
 from __future__ import annotations
@@ -10,42 +11,11 @@ import argparse
 import sys
 from typing import Any
 
+from torchport.cli._options import add_output, add_paths, add_selection, run_paths, settings
+from torchport.cli._output import ProgressLine, report_stream
+
 # == torchport.check.FORMATS (tested); a copy, so that `--help` imports no checker
-FORMATS = ("text", "json", "sarif", "github")
-
-
-def _codes(text: str) -> list[str]:
-    return [code.strip() for code in text.split(",") if code.strip()]
-
-
-def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments that `check` and `fix` share: paths, rule selection, config, jobs."""
-    parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="files or folders (default: .); - reads stdin"
-    )
-    parser.add_argument(
-        "--select", type=_codes, action="extend", metavar="CODES",
-        help="comma-separated codes or prefixes to run instead of the defaults (TP1,TP201; ALL)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--ignore", type=_codes, action="extend", default=[], metavar="CODES",
-        help="comma-separated codes or prefixes to skip",
-    )  # fmt: skip
-    parser.add_argument(
-        "--extend-select", type=_codes, action="extend", default=[], metavar="CODES",
-        help="codes or prefixes to run in addition to the selection (e.g. the noisy TP9xx)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--config", metavar="FILE",
-        help="a TOML file with a [tool.torchport] table (default: the nearest pyproject.toml)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--stdin-filename", metavar="PATH", help="the name of the text read with -, for config"
-    )
-    parser.add_argument(
-        "--jobs", "-j", type=int, metavar="N",
-        help="worker processes (default: one per core when there are many files)",
-    )  # fmt: skip
+FORMATS = ("text", "concise", "json", "sarif", "github")
 
 
 def register(sub: Any) -> None:
@@ -56,37 +26,87 @@ def register(sub: Any) -> None:
         ".py, .pyi and .ipynb files (notebooks cell by cell: nb.ipynb:cell 3:2:5). "
         "Silence one line with '# noqa: TP101'. Exit 0 clean, 1 findings, 2 errors.",
     )
-    add_selection_arguments(parser)
-    parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    add_paths(parser)
+    add_selection(parser)
+    add_output(parser)
+    parser.add_argument(
+        "--format", choices=FORMATS, default="text",
+        help="text: each finding with its source line marked; concise: one line each",
+    )  # fmt: skip
     parser.add_argument(
         "--statistics", action="store_true", help="print the count per code instead of findings"
     )
-    parser.add_argument("--explain", metavar="CODE", help="describe one rule, with examples")
+    parser.add_argument(
+        "--show-fixes", action="store_true",
+        help="under each finding, the lines its fix writes and what it changes",
+    )  # fmt: skip
+    parser.add_argument(
+        "--exit-zero", action="store_true", help="exit 0 even when there are findings"
+    )
+    parser.add_argument(
+        "--add-noqa", action="store_true",
+        help="append '# noqa: CODE' to every line with a finding, so that only new code is held "
+        "to the rules (adopting torchport on an existing codebase)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--unused-noqa", action="store_true",
+        help="also report '# noqa: TP...' codes that silence nothing any more",
+    )  # fmt: skip
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    parser.add_argument(
+        "--explain", metavar="CODE", help="describe one rule, with examples (ALL lists them all)"
+    )
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.explain:
-        from torchport.check import explain
+        from torchport.cli.rule import describe
 
-        sys.stdout.write(explain(args.explain).rstrip("\n") + "\n")
-        return 0
+        return describe(args.explain, args.format)
+    if args.add_noqa:
+        from torchport.cli.noqa import add_noqa
+
+        return add_noqa(args)
     from torchport.check import check_paths, render, render_statistics
 
-    stdin = sys.stdin.read() if args.paths == ["-"] else None
-    result = check_paths(
-        [args.stdin_filename or "-"] if stdin is not None else args.paths or ["."],
-        stdin=stdin,
-        select=args.select,
-        ignore=args.ignore,
-        extend_select=args.extend_select,
-        config=args.config,
-        jobs=args.jobs,
-    )
+    paths, stdin, _ = run_paths(args)
+    progress = ProgressLine("Checking", args)
+    try:
+        result = check_paths(
+            paths,
+            stdin=stdin,
+            select=args.select,
+            ignore=args.ignore,
+            extend_select=args.extend_select,
+            config=settings(args, paths),
+            jobs=args.jobs,
+            cache=not args.no_cache,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    findings = result.findings
+    if args.unused_noqa:
+        findings = sorted([*findings, *result.unused_noqa], key=lambda f: (f.path, f.line))
     for error in result.errors:
         print(error, file=sys.stderr)
-    if args.statistics:
-        sys.stdout.write(render_statistics(result.findings))
-    else:
-        sys.stdout.write(render(args.format, result.findings, result.rules, result.errors))
-    return result.exit_code
+    with report_stream(args, sys.stdout) as (out, colour):
+        if args.statistics:
+            out.write(render_statistics(findings, args.format, result.rules, result.errors))
+        else:
+            out.write(
+                render(
+                    args.format,
+                    findings,
+                    result.rules,
+                    result.errors,
+                    sources=result.sources,
+                    color=colour,
+                    show_fixes=args.show_fixes,
+                    summary=not args.quiet,
+                )
+            )
+    if result.errors:
+        return 2
+    return 1 if findings and not args.exit_zero else 0

@@ -14,7 +14,9 @@ import argparse
 import sys
 from typing import Any
 
-from torchport.cli.check import add_selection_arguments
+from torchport.cli._options import add_output, add_paths, add_selection, run_paths, settings
+from torchport.cli._output import ProgressLine, report_stream
+from torchport.cli._report import report_changes
 
 
 def register(sub: Any) -> None:
@@ -24,7 +26,9 @@ def register(sub: Any) -> None:
         description="Apply safe fixes in place (and unsafe ones with --unsafe). "
         "Exit 0 when nothing is left, 1 when findings remain, 2 on errors.",
     )
-    add_selection_arguments(parser)
+    add_paths(parser)
+    add_selection(parser)
+    add_output(parser)
     parser.add_argument(
         "--unsafe", action="store_true", help="also apply fixes that may change behaviour"
     )
@@ -37,50 +41,44 @@ def register(sub: Any) -> None:
         help="also apply speed fixes (non_blocking, pin_memory, ...: the SPEED rules), "
         "which a plain fix applies only to rules named in --select or the config",
     )
+    parser.add_argument(
+        "--show-fixes", action="store_true", help="list each file's fixes by rule, with names"
+    )
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from torchport.check import fix_paths, render_text
+    from torchport.check import fix_paths
 
-    stdin = sys.stdin.read() if args.paths == ["-"] else None
-    result = fix_paths(
-        [args.stdin_filename or "-"] if stdin is not None else args.paths or ["."],
-        stdin=stdin,
-        unsafe=args.unsafe,
-        diff=args.diff,
-        speed=args.speed,
-        select=args.select,
-        ignore=args.ignore,
-        extend_select=args.extend_select,
-        config=args.config,
-        jobs=args.jobs,
-    )
+    paths, stdin, encoding = run_paths(args)
+    progress = ProgressLine("Fixing", args)
+    try:
+        result = fix_paths(
+            paths,
+            stdin=stdin,
+            unsafe=args.unsafe,
+            diff=args.diff,
+            speed=args.speed,
+            select=args.select,
+            ignore=args.ignore,
+            extend_select=args.extend_select,
+            config=settings(args, paths),
+            jobs=args.jobs,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    if stdin is not None and not args.diff:  # the fixed text, in stdin's own encoding
+        text = (result.changed[0].text or "") if result.changed else stdin
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode(encoding, "surrogateescape"))
+        sys.stdout.buffer.flush()
+    applied = {"safe", *(["speed"] if args.speed else []), *(["unsafe"] if args.unsafe else [])}
     # With --diff, stdout is a clean patch; with -, the fixed text; the report goes to stderr.
-    report = sys.stderr if args.diff or stdin is not None else sys.stdout
-    if stdin is not None and not args.diff:
-        sys.stdout.write((result.changed[0].text or "") if result.changed else stdin)
-    total = 0
-    for change in result.changed:
-        total += sum(change.fixed.values())
-        counts = ", ".join(f"{code} x{n}" for code, n in change.fixed.items())
-        if args.diff:  # in the file's own encoding, so the patch applies to its bytes
-            sys.stdout.flush()
-            sys.stdout.buffer.write(change.diff.encode(change.encoding, "surrogateescape"))
-            sys.stdout.buffer.flush()
-        print(f"{'would fix' if args.diff else 'fixed'} {change.path}: {counts}", file=report)
-    for error in result.errors:
-        print(error, file=sys.stderr)
-    if result.remaining:
-        report.write(render_text(result.remaining))
-    verb = "Would fix" if args.diff else "Fixed"  # (stdin: fixed on stdout, files untouched)
-    files = len(result.changed)
-    summary = (
-        f"{verb} {total} finding{'s' * (total != 1)} in {files} file{'s' * (files != 1)}; "
-        f"{len(result.remaining)} left"
-    )
-    if result.errors:  # never "0 left" when a file was refused or could not be read
-        n = len(result.errors)
-        summary += f"; {n} error{'s' * (n != 1)} (above): those files were not fully fixed"
-    print(summary + ".", file=report)
-    return result.exit_code
+    default = sys.stderr if args.diff or stdin is not None else sys.stdout
+    with report_stream(args, default) as (report, _):
+        report_changes(result, args, report, applied, verbs=("fixed", "would fix", "Fixed"))
+    if result.errors:
+        return 2
+    return 0 if args.exit_zero else result.exit_code

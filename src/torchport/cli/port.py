@@ -1,9 +1,9 @@
 """`torchport port`: rewrite CPU-only PyTorch code to run on the accelerator when there is one.
 
-Exit codes: 0 when everything was ported (with ``--diff``/``--check``: nothing
-would change), 1 when something could not be ported (or, with ``--diff`` and
-``--check``, when files would change), 2 on errors (a file that does not parse
-is left as it is).
+``torchport port -`` ports stdin and prints the result. Exit codes: 0 when
+everything was ported (with ``--diff``/``--check``: nothing would change), 1 when
+something could not be ported (or, with ``--diff`` and ``--check``, when files
+would change), 2 on errors (a file that does not parse is left as it is).
 """
 
 from __future__ import annotations
@@ -11,6 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+
+from torchport.cli._options import add_output, add_paths, run_paths, settings
+from torchport.cli._output import ProgressLine, report_stream
+from torchport.cli._report import report_changes
 
 
 def register(sub: Any) -> None:
@@ -22,7 +26,8 @@ def register(sub: Any) -> None:
         "loaders. Same results on the CPU. Exit 0 when all is ported, 1 when something "
         "could not be (or would change, with --diff/--check), 2 on errors.",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .)")
+    add_paths(parser)
+    add_output(parser)
     parser.add_argument(
         "--diff", action="store_true", help="print a unified diff and write nothing"
     )
@@ -30,33 +35,43 @@ def register(sub: Any) -> None:
         "--check", action="store_true", help="write nothing; exit 1 if a file would change"
     )
     parser.add_argument(
-        "--config", metavar="FILE", help="a TOML file with a [tool.torchport] table"
-    )
+        "--ignore", action="extend", default=[], metavar="CODES",
+        type=lambda text: [c.strip() for c in text.split(",") if c.strip()],
+        help="comma-separated port rules (TP5xx) to leave out",
+    )  # fmt: skip
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from torchport.check import port_paths, render_text
+    from torchport.check import port_paths
 
+    paths, stdin, encoding = run_paths(args)
     dry = args.diff or args.check
-    result = port_paths(args.paths or ["."], diff=dry, config=args.config)
-    report = sys.stderr if args.diff else sys.stdout
-    for change in result.changed:
-        counts = ", ".join(f"{code} x{n}" for code, n in change.fixed.items())
-        if args.diff:
-            sys.stdout.write(change.diff)
-        print(f"{'would port' if dry else 'ported'} {change.path}: {counts}", file=report)
-    for error in result.errors:
-        print(error, file=sys.stderr)
-    if result.remaining:
-        print("Could not port (move these yourself):", file=report)
-        report.write(render_text(result.remaining))
-    files = len(result.changed)
-    print(
-        f"{'Would port' if dry else 'Ported'} {files} file{'s' * (files != 1)}; "
-        f"{len(result.remaining)} finding{'s' * (len(result.remaining) != 1)} left.",
-        file=report,
-    )
+    progress = ProgressLine("Porting", args)
+    try:
+        result = port_paths(
+            paths,
+            diff=dry,
+            ignore=args.ignore,
+            config=settings(args, paths),
+            jobs=args.jobs,
+            stdin=stdin,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    if stdin is not None and not dry:  # the ported text, in stdin's own encoding
+        text = (result.changed[0].text or "") if result.changed else stdin
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode(encoding, "surrogateescape"))
+        sys.stdout.buffer.flush()
+    default = sys.stderr if args.diff or stdin is not None else sys.stdout
+    with report_stream(args, default) as (report, _):
+        report_changes(
+            result, args, report, ("safe", "speed", "unsafe"),
+            verbs=("ported", "would port", "Ported"),
+            left_title="Could not port (move these yourself):",
+        )  # fmt: skip
     if result.errors:
         return 2
-    return 1 if result.remaining or (dry and result.changed) else 0
+    return 1 if result.remaining or result.unplaced or (dry and result.changed) else 0

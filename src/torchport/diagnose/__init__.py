@@ -5,22 +5,29 @@ from __future__ import annotations
 from torchport.diagnose._audit import AuditEntry, AuditReport, audit
 from torchport.diagnose._bandwidth import CopyBandwidth
 from torchport.diagnose._doctor import DoctorReport, doctor
+from torchport.diagnose._env import DeviceChoice
 from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report
 from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
+from torchport.diagnose._probes import AcceleratorInfo, DriverInfo, GpuInfo, TorchBuild
 from torchport.diagnose._report import render_doctor
 from torchport.diagnose._strict import strict
 
 __all__ = [
+    "AcceleratorInfo",
     "AuditEntry",
     "AuditReport",
     "CopyBandwidth",
+    "DeviceChoice",
     "DoctorFinding",
     "DoctorReport",
+    "DriverInfo",
+    "GpuInfo",
     "MemoryReport",
     "OomCase",
     "OomExplanation",
     "Severity",
+    "TorchBuild",
     "audit",
     "doctor",
     "explain_oom",

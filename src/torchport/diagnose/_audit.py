@@ -274,6 +274,6 @@ def _fill(report: AuditReport, recorder: Recorder) -> None:
 
 # Exported by both torchport and torchport.diagnose; AuditEntry only by the latter,
 # so that is the module pickle and repr must name for it.
-AuditEntry.__module__ = "torchport.diagnose"
+AuditEntry.__module__ = "torchport"
 AuditReport.__module__ = "torchport"
 audit.__module__ = "torchport"

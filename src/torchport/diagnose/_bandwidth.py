@@ -133,4 +133,4 @@ def _time_copy(
     return time.perf_counter() - begin
 
 
-CopyBandwidth.__module__ = "torchport.diagnose"
+CopyBandwidth.__module__ = "torchport"

@@ -165,3 +165,6 @@ def probe_choice() -> DeviceChoice:
 
     device, reason = pick_device_with_reason()
     return DeviceChoice(str(device), reason)
+
+
+DeviceChoice.__module__ = "torchport"  # part of DoctorReport, exported as torchport.DeviceChoice

@@ -32,5 +32,5 @@ class DoctorFinding:
 
 
 # Reachable as torchport.diagnose.DoctorFinding / .Severity, so reprs and pickles name that.
-Severity.__module__ = "torchport.diagnose"
-DoctorFinding.__module__ = "torchport.diagnose"
+Severity.__module__ = "torchport"
+DoctorFinding.__module__ = "torchport"

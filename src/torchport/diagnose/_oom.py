@@ -374,5 +374,5 @@ def _defragment_hint(backend: str) -> str:
 
 explain_oom.__module__ = "torchport"
 # Reachable as torchport.diagnose.OomCase / .OomExplanation, so reprs and pickles name that.
-OomCase.__module__ = "torchport.diagnose"
-OomExplanation.__module__ = "torchport.diagnose"
+OomCase.__module__ = "torchport"
+OomExplanation.__module__ = "torchport"

@@ -105,7 +105,7 @@ class GpuInfo:
 
 
 # What ``torch.accelerator`` and each backend report, as the floor reads it.
-AcceleratorInfo = hardware.Backends
+AcceleratorInfo = hardware.AcceleratorInfo
 
 
 def probe_build() -> TorchBuild:
@@ -267,9 +267,15 @@ def _version_tuple(text: str) -> tuple[int, int]:
 
 def probe_accelerators() -> AcceleratorInfo:
     """Read what each backend reports; creates no context."""
-    return hardware.backends()
+    return hardware.accelerator_info()
 
 
 def cuda_contexts() -> frozenset[int]:
     """Indices of CUDA devices that have a primary context in this process; creates none."""
     return hardware.cuda_contexts()
+
+
+# Parts of the DoctorReport that doctor() returns, exported as torchport.<name>.
+for _cls in (TorchBuild, DriverInfo, GpuInfo, AcceleratorInfo):
+    _cls.__module__ = "torchport"
+del _cls

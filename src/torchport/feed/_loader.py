@@ -450,4 +450,4 @@ class DeviceLoader(Generic[_T]):
 
 
 DeviceLoader.__module__ = "torchport"
-FeedStats.__module__ = "torchport.feed"
+FeedStats.__module__ = "torchport"

@@ -15,7 +15,7 @@ imports these names instead of asking torch itself:
   and :func:`new_event` the only stream and event construction;
   :func:`record_stream` guards memory used across streams.
 * the build and its devices (``_inventory.py``): :func:`build_facts`,
-  :func:`driver_version`, :func:`backends`, :func:`gpu_properties`,
+  :func:`driver_version`, :func:`accelerator_info`, :func:`gpu_properties`,
   :func:`cuda_contexts`, :func:`free_memory` (with its source) and
   :func:`allocator_stat`: the facts ``doctor`` and ``memory_report`` judge.
 * memory (``_pinned.py``, ``_staging.py``): :class:`PinnedBuffer` (page-locked
@@ -60,11 +60,11 @@ from torchport.hardware._devices import (
     parsed_cache,
 )
 from torchport.hardware._inventory import (
-    Backends,
+    AcceleratorInfo,
     BuildFacts,
     GpuProperties,
+    accelerator_info,
     allocator_stat,
-    backends,
     build_facts,
     cuda_contexts,
     driver_version,
@@ -88,8 +88,8 @@ from torchport.hardware._sync import (
 __all__ = [
     "ALIGN",
     "PACK_MIN_COUNT",
+    "AcceleratorInfo",
     "Backend",
-    "Backends",
     "BuildFacts",
     "CopyPlan",
     "DeviceInfo",
@@ -97,10 +97,10 @@ __all__ = [
     "PinnedBuffer",
     "StagingPool",
     "Transfer",
+    "accelerator_info",
     "accelerator_present",
     "accelerator_type",
     "allocator_stat",
-    "backends",
     "build_facts",
     "copy_one",
     "copy_tensors",

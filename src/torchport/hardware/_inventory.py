@@ -18,11 +18,11 @@ import torch
 from torchport.hardware import _backend
 
 __all__ = [
-    "Backends",
+    "AcceleratorInfo",
     "BuildFacts",
     "GpuProperties",
+    "accelerator_info",
     "allocator_stat",
-    "backends",
     "build_facts",
     "cuda_contexts",
     "driver_version",
@@ -53,7 +53,7 @@ class BuildFacts:
 
 
 @dataclass(frozen=True)
-class Backends:
+class AcceleratorInfo:
     """What ``torch.accelerator`` and each backend report.
 
     Attributes:
@@ -117,11 +117,11 @@ def driver_version() -> int | None:
     return None if get_version is None else int(get_version())
 
 
-def backends() -> Backends:
+def accelerator_info() -> AcceleratorInfo:
     """Read what each backend reports; creates no context."""
     # check_available: a CUDA build on a machine without a GPU reports no accelerator.
     current = torch.accelerator.current_accelerator(check_available=True)
-    return Backends(
+    return AcceleratorInfo(
         current=current.type if current is not None else None,
         count=torch.accelerator.device_count() if current is not None else 0,
         cuda_available=torch.cuda.is_available(),

@@ -27,6 +27,7 @@ import torch
 
 from torchport import _origin, hardware
 from torchport.errors import RedirectError
+from torchport.run._notice import acting
 
 __all__ = ["Patch", "cuda_patches", "stand_in_class", "stand_in_function"]
 
@@ -75,6 +76,7 @@ def stand_in_function(original: Any, replacement: Callable[..., Any]) -> Callabl
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         if caller_is_library():
             return original(*args, **kwargs)
+        acting()
         return replacement(*args, **kwargs)
 
     stand_in.__torchport_original__ = original  # type: ignore[attr-defined]
@@ -91,6 +93,7 @@ class _StandInType(type):
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if caller_is_library():
             return cls._original(*args, **kwargs)
+        acting()
         return cls._make(*args, **kwargs)
 
     def __instancecheck__(cls, obj: Any) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import importlib.machinery
 import importlib.util
 import io
@@ -149,7 +150,8 @@ def run_target(
         audit: Wrap the run in :func:`torchport.audit` and print its report to
             stderr at exit, also when the script raised or called ``sys.exit``.
         strict: Wrap the run in :func:`torchport.strict`.
-        quiet: Do not say on stderr that CUDA is redirected (said once, by rank 0).
+        quiet: Do not say on stderr that CUDA is redirected (said once, by rank 0,
+            when the redirect first changes a CUDA request of the script).
 
     Returns:
         The exit status ``python`` would give, or ``-signal.SIGINT`` when Ctrl-C
@@ -164,20 +166,29 @@ def run_target(
     from torchport.hardware import parse_device
     from torchport.place import pick_device
     from torchport.run._lines import whole_lines
+    from torchport.run._notice import on_first_use
     from torchport.run._redirect import redirect
     from torchport.run._shutdown import ExitHandlers, join_threads
 
     # A device from the command line is named as the flag in error messages.
     resolved = pick_device() if device is None else parse_device(device, argument="--device")
     count = _local_world_size()
+    announce: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if not quiet and resolved.type != "cuda" and os.environ.get("RANK", "0") == "0":
-        _announce(resolved, count)
+        # Said when the redirect first acts: a script that never names CUDA is not redirected.
+        announce = on_first_use(functools.partial(_announce, resolved, count))
     before = set(threading.enumerate())
     handlers = ExitHandlers()
     # The redirect is outermost: it stays until the script's threads and atexit
     # handlers are done, as the script's own CUDA would.
     lines = whole_lines() if "LOCAL_RANK" in os.environ else contextlib.nullcontext()
-    with redirect(resolved, device_count=count), lines, _main_module(target), handlers.collecting():
+    with (
+        redirect(resolved, device_count=count),
+        announce,
+        lines,
+        _main_module(target),
+        handlers.collecting(),
+    ):
         code = _run_watched(target, audit=audit, strict=strict)
         try:
             join_threads(before)

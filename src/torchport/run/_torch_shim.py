@@ -17,6 +17,7 @@ from torch import serialization
 from torchport import hardware
 from torchport.errors import DeviceError, RedirectError
 from torchport.run._cuda_shim import _LEGACY_DTYPES, Patch, stand_in_class, stand_in_function
+from torchport.run._notice import acting
 
 __all__ = ["is_cuda", "names_device", "torch_patches"]
 
@@ -27,19 +28,26 @@ _restore_default: Callable[[Any, str], Any] = serialization.default_restore_loca
 def is_cuda(value: object) -> bool:
     """Whether ``value`` names a CUDA device: ``"cuda"``, ``"cuda:1"``, ``torch.device("cuda")``."""
     if isinstance(value, torch.device):
-        return value.type == "cuda"
-    if not isinstance(value, str) or "cuda" not in value:
-        return False
-    try:
-        return hardware.device_spec(value).type == "cuda"
-    except DeviceError:  # not a device string: torch raises on it, with or without the redirect
-        return False
+        found = value.type == "cuda"
+    elif not isinstance(value, str) or "cuda" not in value:
+        found = False
+    else:
+        try:
+            found = hardware.device_spec(value).type == "cuda"
+        except DeviceError:  # not a device string: torch raises on it, with or without the redirect
+            found = False
+    if found:
+        acting()  # the redirect is about to rewrite it
+    return found
 
 
 def names_device(value: object) -> bool:
     """Whether ``value`` in a device position means CUDA: a CUDA name, or a bare int ordinal."""
     # torch reads a bare int in a device position as an accelerator ordinal (.to(rank)).
-    return is_cuda(value) or (type(value) is int)
+    if type(value) is int:
+        acting()
+        return True
+    return is_cuda(value)
 
 
 def _amp_patches(target: torch.device) -> list[Patch]:
@@ -136,6 +144,7 @@ def _module_patches(target: torch.device) -> list[Patch]:
 
     def cuda(self: torch.nn.Module, device: Any = None) -> torch.nn.Module:
         """``Module.cuda()`` moves the module to the redirect target instead."""
+        acting()
         return self.to(target)
 
     @functools.wraps(to_original)

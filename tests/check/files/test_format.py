@@ -154,10 +154,14 @@ def test_notebook_findings_name_the_file_and_the_cell_in_every_format() -> None:
 
 
 def test_a_fix_that_changes_results_says_so_in_every_format() -> None:
+    """In text, where the fix is shown (--show-fixes), not on every finding line."""
     changing = Fix((Edit(0, 1, "y"),), FixSafety.UNSAFE, changes="reseeds the CPU generator too")
     finding = dataclasses.replace(FINDINGS[0], fix=changing)
     note = "(the fix changes results: reseeds the CPU generator too)"
-    assert render_text([finding]).splitlines()[0].endswith(note)
+    assert "changes results" not in render_text([finding])
+    shown = render_text([finding], sources={"src/a.py": "x = a.cuda()\n"}, show_fixes=True)
+    assert "  = the fix changes results: reseeds the CPU generator too" in shown.splitlines()
+    assert "  - x = a.cuda()" in shown and "  + y = a.cuda()" in shown
     assert (
         json.loads(render_json([finding]))[0]["fix"]["changes"] == "reseeds the CPU generator too"
     )

@@ -11,13 +11,16 @@ how a fixed file is written back (:mod:`._write`), and how results are rendered
 
 from __future__ import annotations
 
+from torchport.check.files._add_noqa import NoqaResult, add_noqa_paths
 from torchport.check.files._config import Config, find_config, load_config
+from torchport.check.files._discovery import SourceError, decode_source
 from torchport.check.files._format import FORMATS, render, render_statistics, render_text
 from torchport.check.files._paths import (
     CheckResult,
     FileError,
     FileFix,
     FixResult,
+    Progress,
     check_paths,
     fix_paths,
 )
@@ -29,7 +32,12 @@ __all__ = [
     "FileError",
     "FileFix",
     "FixResult",
+    "NoqaResult",
+    "Progress",
+    "SourceError",
+    "add_noqa_paths",
     "check_paths",
+    "decode_source",
     "find_config",
     "fix_paths",
     "load_config",

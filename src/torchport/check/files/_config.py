@@ -14,7 +14,9 @@ The table used is that of the nearest ``pyproject.toml`` holding a
 ``[tool.torchport]`` table, searched from the checked paths' common folder (or
 the working folder) upwards, as Ruff does; ``--config FILE`` names one instead.
 Command-line ``--select`` replaces ``select``; ``--ignore`` and
-``--extend-select`` add to their keys.
+``--extend-select`` add to their keys; ``--exclude`` replaces ``exclude`` and
+``--extend-exclude`` adds to the excludes (:meth:`Config.with_excludes`; these
+patterns are relative to the working folder, as Ruff reads them).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import difflib
 import os
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from torchport.check.files._discovery import GlobSet
@@ -46,6 +48,8 @@ class Config:
     extend_exclude: tuple[str, ...] = ()
     root: Path = field(default_factory=Path.cwd)
     source: Path | None = None
+    # Command-line excludes: (folder they are relative to, patterns).
+    cli_excludes: tuple[tuple[Path, tuple[str, ...]], ...] = ()
 
     @property
     def origin(self) -> str:
@@ -53,11 +57,35 @@ class Config:
         return f"[tool.torchport] of {self.source}" if self.source else "the command line"
 
     def exclude_globs(self) -> list[GlobSet]:
-        """The ``exclude`` + ``extend-exclude`` patterns, anchored at the config's folder."""
+        """The ``exclude`` + ``extend-exclude`` patterns (anchored at the config's folder),
+        and those of the command line (anchored at the working folder then)."""
+        globs = []
         patterns = (*self.exclude, *self.extend_exclude)
-        if not patterns:
-            return []
-        return [GlobSet(self.root.absolute(), patterns, origin=f"exclude of {self.origin}")]
+        if patterns:
+            globs.append(
+                GlobSet(self.root.absolute(), patterns, origin=f"exclude of {self.origin}")
+            )
+        for folder, cli in self.cli_excludes:
+            globs.append(GlobSet(folder, cli, origin="--exclude/--extend-exclude"))
+        return globs
+
+    def with_excludes(
+        self, exclude: Sequence[str] | None = None, extend_exclude: Sequence[str] = ()
+    ) -> Config:
+        """These settings with the command line's ``--exclude`` (replacing the config's
+        ``exclude``; ``extend-exclude`` stays) and ``--extend-exclude`` (added)."""
+        patterns = (*(exclude or ()), *extend_exclude)
+        if exclude is None and not patterns:
+            return self
+        return replace(
+            self,
+            exclude=self.exclude if exclude is None else (),
+            cli_excludes=(
+                (*self.cli_excludes, (Path.cwd().absolute(), tuple(patterns)))
+                if patterns
+                else self.cli_excludes
+            ),
+        )
 
     def ignores_for(self, path: Path) -> tuple[str, ...]:
         """Codes ``per-file-ignores`` switches off for ``path``."""

@@ -1,7 +1,9 @@
-"""Rendering check results: text, JSON, SARIF 2.1.0, GitHub annotations, statistics.
+"""Rendering check results: JSON, SARIF 2.1.0, GitHub annotations, statistics, and the choice.
 
 Facts come in (:class:`~torchport.check._rule.Finding` lists, file errors, the
-rules that ran); strings come out. Nothing here reads files or runs rules.
+rules that ran); strings come out. Nothing here reads files or runs rules. The
+text report is :mod:`torchport.check.files._text`'s. The JSON format is
+documented in ``docs/json-format.md``; a test holds that page to this code.
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ import inspect
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 
 from torchport import __version__
-from torchport.check._rule import Finding, FixSafety, Intent, Rule
-from torchport.check.files._paths import FileError
+from torchport.check._rule import Finding, FixSafety, Rule
+from torchport.check.files._text import file_of, render_text
+from torchport.check.files._work import FileError
 
 __all__ = [
     "FORMATS",
@@ -27,14 +30,8 @@ __all__ = [
     "render_text",
 ]
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "concise", "json", "sarif", "github")
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-
-
-def _is_speed(finding: Finding) -> bool:
-    """A SPEED rule's fix, which a plain `fix` leaves alone (see Intent)."""
-    rule = Rule.registry.get(finding.code)
-    return rule is not None and rule.intent is Intent.SPEED
 
 
 def _changes(finding: Finding) -> str:
@@ -45,50 +42,6 @@ def _changes(finding: Finding) -> str:
 
 def _safety(finding: Finding) -> FixSafety | None:
     return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
-
-
-_CELL = re.compile(r":cell \d+$")
-
-
-def file_of(path: str) -> str:
-    """The file a finding's path names (``nb.ipynb:cell 3`` is in ``nb.ipynb``)."""
-    return _CELL.sub("", path)
-
-
-def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
-    """``path:line:col: CODE message`` per finding (``[*]``: safely fixable), then a summary.
-
-    ``errors`` counts the file errors (named on stderr: a file that could not be
-    read or parsed, an unknown ``noqa`` code ...), so the summary never calls
-    such a run clean.
-    """
-    lines = []
-    for f in findings:
-        marker = " [*]" if _safety(f) is FixSafety.SAFE else ""
-        lines.append(f"{f.path}:{f.line}:{f.col}: {f.code}{marker} {f.message}{_changes(f)}")
-    unchecked = ""
-    if errors:
-        unchecked = f"{errors} error{'s' if errors != 1 else ''} (named above) to fix first"
-    if not findings:
-        lines.append(f"No findings, but {unchecked}." if errors else "All checks passed.")
-        return "\n".join(lines) + "\n"
-    speed = sum(_safety(f) is FixSafety.SAFE and _is_speed(f) for f in findings)
-    safe = sum(_safety(f) is FixSafety.SAFE for f in findings) - speed
-    unsafe = sum(_safety(f) is FixSafety.UNSAFE for f in findings)
-    files = len({file_of(f.path) for f in findings})
-    noun = "finding" if len(findings) == 1 else "findings"
-    summary = f"Found {len(findings)} {noun} in {files} file{'s' if files != 1 else ''}"
-    notes = []
-    if safe:
-        notes.append(f"{safe} fixable with `torchport fix`")
-    if speed:
-        notes.append(f"{speed} more with `torchport fix --speed`")
-    if unsafe:
-        notes.append(f"{unsafe} more with `torchport fix --unsafe`")
-    lines.append(summary + (f" ({', '.join(notes)})" if notes else "") + ".")
-    if errors:
-        lines.append(f"And {unchecked}.")
-    return "\n".join(lines) + "\n"
 
 
 def _finding_json(f: Finding) -> dict[str, object]:
@@ -103,6 +56,7 @@ def _finding_json(f: Finding) -> dict[str, object]:
             edits = None  # offsets into the cells' joined text, not into the .ipynb file
         fix = {"safety": safety.value, "edits": edits, "changes": f.fix.changes or None}
     return {
+        "kind": "finding",
         "code": f.code,
         "name": f.name,
         "message": f.message,
@@ -117,14 +71,44 @@ def _finding_json(f: Finding) -> dict[str, object]:
     }
 
 
-def render_json(findings: Sequence[Finding]) -> str:
-    """A JSON list of findings; ``fix`` is null or its safety and character-offset edits.
+_AT_LINE = re.compile(r"\bat (?:cell (\d+), )?line (\d+)(?:, column (\d+))?")
 
-    ``cell`` is the notebook cell (1-based) of a finding in an ``.ipynb`` file, whose
-    ``line`` then counts within that cell (as Ruff reports them); null elsewhere. A
-    notebook finding's ``fix.edits`` is null: apply it with ``torchport fix``.
+
+def _error_json(e: FileError) -> dict[str, object]:
+    """A file that could not be checked: ``kind`` "error", the position where one is known."""
+    where = _AT_LINE.search(e.message)
+    line = int(where[2]) if where else None
+    col = int(where[3]) if where and where[3] else None
+    return {
+        "kind": "error",
+        "code": None,
+        "name": None,
+        "message": e.message,
+        "path": file_of(e.path),
+        "cell": int(where[1]) if where and where[1] else None,
+        "line": line,
+        "col": col,
+        "end_line": line,
+        "end_col": col,
+        "fixable": False,
+        "fix": None,
+    }
+
+
+def render_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+    """A JSON list: one object per finding, then one per file that could not be checked.
+
+    The format is documented in ``docs/json-format.md``: ``kind`` is ``"finding"``
+    or ``"error"`` (a file that could not be read, decoded or parsed; ``code`` null,
+    its position where the parser gave one, as SARIF's tool notifications carry
+    them). ``fix`` is null or its safety and edits, whose ``start``/``end`` count
+    code points of the file's decoded text. ``cell`` is the notebook cell (1-based)
+    of a finding in an ``.ipynb`` file, whose ``line`` then counts within that cell
+    (as Ruff reports them); a notebook finding's ``fix.edits`` is null: apply it
+    with ``torchport fix``.
     """
-    return json.dumps([_finding_json(f) for f in findings], indent=2) + "\n"
+    items = [_finding_json(f) for f in findings] + [_error_json(e) for e in errors]
+    return json.dumps(items, indent=2) + "\n"
 
 
 def _escape_data(text: str) -> str:
@@ -158,16 +142,46 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileError] = ())
     return "".join(line + "\n" for line in out)
 
 
-def render_statistics(findings: Sequence[Finding]) -> str:
-    """Count per code, most frequent first (ties by code), with ``[*]`` when fixable."""
+def _statistics(findings: Sequence[Finding]) -> list[dict[str, object]]:
     counts = Counter(f.code for f in findings)
     names = {f.code: f.name for f in findings}
     fixable = {f.code for f in findings if _safety(f) is FixSafety.SAFE}
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    width = max((len(str(n)) for _, n in rows), default=1)
-    return "".join(
-        f"{n:>{width}}  {code}  {'[*]' if code in fixable else '   '} {names[code]}\n"
+    return [
+        {"code": code, "name": names[code], "count": n, "fixable": code in fixable}
         for code, n in rows
+    ]
+
+
+def render_statistics(
+    findings: Sequence[Finding],
+    fmt: str = "text",
+    rules: Sequence[type[Rule]] = (),
+    errors: Sequence[FileError] = (),
+) -> str:
+    """Count per code, most frequent first (ties by code), in one of :data:`FORMATS`.
+
+    Text: ``count  code  [*] name`` rows (``[*]``: fixable). JSON: a list of
+    ``{"code", "name", "count", "fixable"}``. GitHub: one ``::notice`` per code.
+    SARIF: the full log (results included) with the counts in the run's
+    ``properties.statistics``, so a SARIF consumer still gets a valid log.
+    """
+    rows = _statistics(findings)
+    if fmt == "json":
+        return json.dumps(rows, indent=2) + "\n"
+    if fmt == "github":
+        notices = [
+            f"::notice title={_escape_property(str(r['code']))}::"
+            + _escape_data(f"{r['count']} x {r['code']} {r['name']}")
+            for r in rows
+        ]
+        return "".join(line + "\n" for line in notices) + render_github([], errors)
+    if fmt == "sarif":
+        return render_sarif(findings, rules, errors, statistics=rows)
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    return "".join(
+        f"{r['count']:>{width}}  {r['code']}  {'[*]' if r['fixable'] else '   '} {r['name']}\n"
+        for r in rows
     )
 
 
@@ -192,9 +206,16 @@ def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
 
 
 def render_sarif(
-    findings: Sequence[Finding], rules: Sequence[type[Rule]], errors: Sequence[FileError] = ()
+    findings: Sequence[Finding],
+    rules: Sequence[type[Rule]],
+    errors: Sequence[FileError] = (),
+    *,
+    statistics: Sequence[Mapping[str, object]] | None = None,
 ) -> str:
-    """A SARIF 2.1.0 log with one run; ``tool.driver.rules`` describes every rule that ran."""
+    """A SARIF 2.1.0 log with one run; ``tool.driver.rules`` describes every rule that ran.
+
+    ``statistics`` (counts per code), when given, go in the run's ``properties``.
+    """
     ordered = sorted({r.code: r for r in rules}.values(), key=lambda r: r.code)
     index = {r.code: i for i, r in enumerate(ordered)}
     results = []
@@ -229,29 +250,27 @@ def render_sarif(
         }
         for e in errors
     ]
+    run: dict[str, object] = {
+        "tool": {
+            "driver": {
+                "name": "torchport",
+                "version": __version__,
+                "informationUri": "https://github.com/torchport/torchport",
+                "rules": [_sarif_rule(r) for r in ordered],
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+        "invocations": [
+            {"executionSuccessful": not errors, "toolExecutionNotifications": notifications}
+        ],
+    }
+    if statistics is not None:
+        run["properties"] = {"statistics": list(statistics)}
     log = {
         "$schema": _SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "torchport",
-                        "version": __version__,
-                        "informationUri": "https://github.com/torchport/torchport",
-                        "rules": [_sarif_rule(r) for r in ordered],
-                    }
-                },
-                "columnKind": "unicodeCodePoints",
-                "results": results,
-                "invocations": [
-                    {
-                        "executionSuccessful": not errors,
-                        "toolExecutionNotifications": notifications,
-                    }
-                ],
-            }
-        ],
+        "runs": [run],
     }
     return json.dumps(log, indent=2) + "\n"
 
@@ -261,12 +280,30 @@ def render(
     findings: Sequence[Finding],
     rules: Sequence[type[Rule]] = (),
     errors: Sequence[FileError] = (),
+    *,
+    sources: Mapping[str, str] | None = None,
+    color: bool = False,
+    show_fixes: bool = False,
+    summary: bool = True,
 ) -> str:
-    """Render in one of :data:`FORMATS` (file errors appear in the output only for sarif/github)."""
+    """Render in one of :data:`FORMATS`.
+
+    ``text`` shows an excerpt under each finding where ``sources`` has its text
+    (``show_fixes``: and the lines its fix writes); ``concise`` is one line per
+    finding. File errors go into the json, sarif and github forms (text forms
+    leave them to stderr and count them in the summary).
+    """
     if fmt == "json":
-        return render_json(findings)
+        return render_json(findings, errors)
     if fmt == "sarif":
         return render_sarif(findings, rules, errors)
     if fmt == "github":
         return render_github(findings, errors)
-    return render_text(findings, len(errors))
+    return render_text(
+        findings,
+        len(errors),
+        sources=sources if fmt == "text" else None,
+        color=color,
+        show_fixes=show_fixes,
+        summary=summary,
+    )

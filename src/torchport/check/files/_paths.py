@@ -29,21 +29,15 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from torchport.check._rule import Finding, Rule
-from torchport.check._select import (
-    available_rules,
-    fixable_rules,
-    normalise_selectors,
-    select_rules,
-)
-from torchport.check.files._config import Config, find_config, load_config
-from torchport.check.files._discovery import Discovery, discover, excluded
-from torchport.check.files._work import Chunk, FileError, FileFix, check_chunk, fix_chunk
-from torchport.errors import ConfigError
+from torchport.check.files._cache import CheckCache, cache_folder
+from torchport.check.files._config import Config
+from torchport.check.files._plan import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, Plan, chunked, plan
+from torchport.check.files._work import Chunk, FileError, FileFix, Report, check_chunk, fix_chunk
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -52,15 +46,10 @@ __all__ = [
     "FileError",
     "FileFix",
     "FixResult",
+    "Progress",
     "check_paths",
     "fix_paths",
 ]
-
-# Below these, starting worker processes (~0.1 s) costs more than it saves (measured
-# with benchmarks/bench_check_throughput.py: ~60,000 lines, ~2 MB, per CPU-second).
-PARALLEL_MIN_FILES = 32
-PARALLEL_MIN_BYTES = 1_000_000
-_CHUNK_MAX = 64
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -68,13 +57,21 @@ _R = TypeVar("_R")
 
 @dataclass(slots=True)
 class CheckResult:
-    """Findings of a run, the files that could not be checked, and the rules that ran."""
+    """Findings of a run, the files that could not be checked, and the rules that ran.
+
+    ``sources`` maps each path a finding names (``nb.ipynb:cell 3`` for a
+    notebook's) to the text its lines and edits count in, for excerpts and
+    ``--show-fixes``. ``cached`` counts the files whose report came from the cache.
+    """
 
     findings: list[Finding]
     errors: list[FileError]
     rules: tuple[type[Rule], ...]
     files: int = 0
     lines: int = 0
+    sources: dict[str, str] = field(default_factory=dict)
+    cached: int = 0
+    unused_noqa: list[Finding] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -86,8 +83,10 @@ class CheckResult:
 class FixResult:
     """Changed files, the findings left after fixing, and the files that failed.
 
-    ``remaining`` positions refer to the fixed text (with ``diff=True``: to the
-    text the diff would produce).
+    ``remaining`` positions refer to the text the file now holds: the fixed text
+    where it was written (or, for ``stdin``, printed), the file as it is on disk
+    with ``diff=True``; there, ``unplaced`` counts the findings left on lines the
+    fixes would write, which have no place on disk (the diff shows those lines).
     """
 
     changed: list[FileFix]
@@ -95,6 +94,7 @@ class FixResult:
     errors: list[FileError]
     rules: tuple[type[Rule], ...]
     files: int = 0
+    unplaced: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -133,7 +133,29 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             process.terminate()
 
 
-def _map(fn: Callable[[_T], list[_R]], chunks: Sequence[_T], jobs: int) -> list[_R]:
+Progress = Callable[[int, int], None]
+"""Told ``(files done, files in all)`` as chunks finish; for a progress display."""
+
+
+def _sized(chunk: object) -> int:
+    return len(getattr(chunk, "files", ()))
+
+
+def _map(
+    fn: Callable[[_T], list[_R]],
+    chunks: Sequence[_T],
+    jobs: int,
+    progress: Progress | None = None,
+) -> list[_R]:
+    total = sum(_sized(c) for c in chunks)
+    done = 0
+
+    def tell(chunk: _T) -> None:
+        nonlocal done
+        done += _sized(chunk)
+        if progress is not None:
+            progress(done, total)
+
     if jobs > 1 and len(chunks) > 1:
         try:
             pool = ProcessPoolExecutor(
@@ -145,8 +167,12 @@ def _map(fn: Callable[[_T], list[_R]], chunks: Sequence[_T], jobs: int) -> list[
             pass  # no worker processes here (sandbox, no /dev/shm): do it in this process
         else:
             try:
-                results = [r for part in pool.map(fn, chunks) for r in part]
+                results = []
+                for chunk, part in zip(chunks, pool.map(fn, chunks), strict=True):
+                    results.extend(part)
+                    tell(chunk)
             except BrokenProcessPool:
+                done = 0
                 _stop(pool)  # a worker died (killed, out of memory): do it in this process
             except BaseException:
                 _stop(pool)
@@ -154,87 +180,43 @@ def _map(fn: Callable[[_T], list[_R]], chunks: Sequence[_T], jobs: int) -> list[
             else:
                 pool.shutdown()
                 return results
-    return [r for chunk in chunks for r in fn(chunk)]
+    results = []
+    for chunk in chunks:
+        results.extend(fn(chunk))
+        tell(chunk)
+    return results
 
 
-def _total_size(files: Sequence[tuple[str, tuple[str, ...]]]) -> int:
-    total = 0
-    for path, _ in files:
-        with contextlib.suppress(OSError):
-            total += os.stat(path).st_size
-    return total
-
-
-def _explicit(select: Sequence[str] | None, extend: Sequence[str], config: Config) -> list[str]:
-    """The selectors the user wrote (command line, else config), for the SPEED fix policy."""
-    chosen = select if select is not None else config.select
-    return [*(chosen or ()), *config.extend_select, *extend]
-
-
-def _plan(
-    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
-    select: Sequence[str] | None,
-    ignore: Sequence[str] | None,
-    extend_select: Sequence[str] | None,
-    config: Config | str | os.PathLike[str] | None,
-    jobs: int | None,
-    template: Chunk,
-    *,
-    speed: bool = False,
-) -> tuple[list[Chunk], list[FileError], tuple[type[Rule], ...], int]:
-    if isinstance(paths, str | os.PathLike):
-        paths = [paths]  # one path, not a sequence of one-letter paths
-    stdin = template.stdin
-    if stdin is not None and len(paths) != 1:
-        raise ConfigError(f"text from stdin needs exactly one path to name it, got {len(paths)}")
-    if config is None:
-        config = find_config(paths)
-    elif not isinstance(config, Config):
-        config = load_config(config)
-    chosen = select if select is not None else config.select
-    extended = (*config.extend_select, *(extend_select or ()))
-    if chosen is not None and not any(c.strip() for c in chosen) and not extended:
-        where = "--select" if select is not None else f"select in {config.origin}"
-        raise ConfigError(
-            f"{where} is empty, so no rule would run and every file would pass; expected "
-            f"rule codes (TP101), prefixes (TP1) or ALL: list some, or remove the empty "
-            f"select to run the default rules"
-        )
-    rules = select_rules(chosen, (*config.ignore, *(ignore or ())), extended, origin=config.origin)
-    known = tuple(sorted(r.code for r in available_rules()))
-    for pattern, codes in config.per_file_ignores:
-        normalise_selectors(codes, known, f"per-file-ignores {pattern!r} of {config.origin}")
-    if stdin is None:
-        found = discover(paths, excludes=config.exclude_globs())
-    else:  # the text is given: nothing to discover, the path only names it
-        name = Path(paths[0])
-        skip = excluded(name, is_dir=False, excludes=config.exclude_globs())
-        found = Discovery([] if skip else [name], [])
-    errors = [FileError(str(p), message) for p, message in found.errors]
-    files: list[tuple[str, tuple[str, ...]]] = []
-    for path in found.files:
-        ignored = tuple(c.strip().upper() for c in config.ignores_for(path))
-        files.append((str(path), ("TP",) if "ALL" in ignored else ignored))
-    # The cores this process may run on (a container's limit), not the host's count.
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if jobs is None:
-        many = len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES
-        jobs = (cpus or 1) if many else 1
-    size = max(1, min(_CHUNK_MAX, -(-len(files) // (max(jobs, 1) * 4))))
-    fixable = fixable_rules(
-        rules, explicit=_explicit(select, extend_select or (), config), speed=speed
+def _cached_check(
+    run: Plan, cache: bool | str | os.PathLike[str], progress: Progress | None
+) -> tuple[list[Report], int]:
+    """Replay what the cache holds for unchanged files; check the rest and remember them."""
+    if not cache or run.template.stdin is not None:
+        return _map(check_chunk, chunked(run, run.files), run.jobs, progress), 0
+    folder = cache_folder(run.config.source.parent if run.config.source else None)
+    store = CheckCache(
+        folder if cache is True else Path(cache), run.template.rules, run.template.known
     )
-    template = replace(
-        template,
-        rules=rules,
-        known=known,
-        roots=tuple(str(p) for p in paths),
-        fixable=None if len(fixable) == len(rules) else tuple(r.code for r in fixable),
-    )
-    chunks = [
-        replace(template, files=tuple(files[i : i + size])) for i in range(0, len(files), size)
-    ]
-    return chunks, errors, rules, max(jobs, 1)
+    hits: list[Report] = []
+    misses: list[tuple[str, tuple[str, ...]]] = []
+    for path, ignored in run.files:
+        report = store.lookup(path, ignored)
+        if report is None:
+            misses.append((path, ignored))
+        else:
+            hits.append(report)
+    total = len(run.files)
+
+    def told(done: int, _: int) -> None:
+        if progress is not None:
+            progress(len(hits) + done, total)
+
+    fresh = _map(check_chunk, chunked(run, misses), run.jobs, told)
+    ignored_of = dict(misses)
+    for report in fresh:
+        store.store(report, ignored_of.get(report.path, ()))
+    store.save()
+    return hits + fresh, len(hits)
 
 
 def check_paths(
@@ -246,6 +228,8 @@ def check_paths(
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
     stdin: str | None = None,
+    cache: bool | str | os.PathLike[str] = False,
+    progress: Progress | None = None,
 ) -> CheckResult:
     """Check files and folders (see :mod:`torchport.check.files._discovery` for which files).
 
@@ -255,19 +239,27 @@ def check_paths(
     ``jobs``: worker processes (``None``: one per core when there are many files).
     ``stdin``: the text of the one path in ``paths`` (an editor's buffer, ``-``),
     checked instead of reading the file. Notebooks (``.ipynb``) are checked cell
-    by cell; their findings' paths read ``nb.ipynb:cell 3``.
+    by cell; their findings' paths read ``nb.ipynb:cell 3``. ``cache``: ``True``
+    keeps each file's results in ``.torchport_cache`` beside the configuration
+    (see :mod:`torchport.check.files._cache`), a path keeps them there; a file
+    unchanged since is not read again. ``progress`` is told ``(done, total)``
+    files as the run goes.
 
     Raises:
-        ConfigError: bad configuration, an unknown rule selector, or no rule selected.
+        ConfigError: bad configuration or arguments (``jobs`` below 1, ``-`` among
+            other paths), an unknown rule selector, or no rule left to run.
     """
-    chunks, errors, rules, jobs = _plan(
-        paths, select, ignore, extend_select, config, jobs, Chunk((), (), stdin=stdin)
-    )
-    reports = _map(check_chunk, chunks, jobs)
+    run = plan(paths, select, ignore, extend_select, config, jobs, Chunk((), (), stdin=stdin))
+    reports, cached = _cached_check(run, cache, progress)
     findings = [f for r in reports for f in r.findings]
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
-    errors.extend(e for r in reports for e in r.errors)
-    return CheckResult(findings, sorted(errors), rules, len(reports), sum(r.lines for r in reports))
+    errors = run.errors + [e for r in reports for e in r.errors]
+    sources = {name: text for r in reports for name, text in r.sources.items()}
+    lines = sum(r.lines for r in reports)
+    unused = sorted((f for r in reports for f in r.unused_noqa), key=lambda f: (f.path, f.line))
+    return CheckResult(
+        findings, sorted(errors), run.rules, len(reports), lines, sources, cached, unused
+    )
 
 
 def fix_paths(
@@ -282,6 +274,7 @@ def fix_paths(
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
     stdin: str | None = None,
+    progress: Progress | None = None,
 ) -> FixResult:
     """Apply fixes to files in place, only where the text changes; never damage or lose a file.
 
@@ -296,20 +289,22 @@ def fix_paths(
     exit 2), mode, owner, setuid bits and hard links are kept, and a file reached
     through a symlink that leads outside the given paths is never written. With
     ``diff=True`` nothing is written and each :class:`FileFix` carries a unified
-    diff (with the file's BOM, so ``git apply`` takes it). Running it twice
-    changes nothing the second time. With ``stdin`` (the text of the one path
-    in ``paths``) nothing is written: the fixed text is in :attr:`FileFix.text`.
+    diff (with the file's BOM, so ``git apply`` takes it); what would be left is
+    placed in the file as it is on disk. Running it twice changes nothing the
+    second time. With ``stdin`` (the text of the one path in ``paths``) nothing is
+    written: the fixed text is in :attr:`FileFix.text`. ``progress`` as for
+    :func:`check_paths`.
 
     Raises:
-        ConfigError: bad configuration, an unknown rule selector, or no rule selected.
+        ConfigError: bad configuration or arguments, an unknown rule selector, or
+            no rule left to run.
     """
     template = Chunk((), (), unsafe=unsafe, diff=diff, stdin=stdin)
-    chunks, errors, rules, jobs = _plan(
-        paths, select, ignore, extend_select, config, jobs, template, speed=speed
-    )
-    reports = _map(fix_chunk, chunks, jobs)
+    run = plan(paths, select, ignore, extend_select, config, jobs, template, speed=speed)
+    reports = _map(fix_chunk, chunked(run, run.files), run.jobs, progress)
     remaining = [f for r in reports for f in r.findings]
     remaining.sort(key=lambda f: (f.path, f.line, f.col, f.code))
-    errors.extend(e for r in reports for e in r.errors)
+    errors = run.errors + [e for r in reports for e in r.errors]
     changed = sorted((r.fix for r in reports if r.fix is not None), key=lambda f: f.path)
-    return FixResult(changed, remaining, sorted(errors), rules, len(reports))
+    unplaced = sum(r.unplaced for r in reports)
+    return FixResult(changed, remaining, sorted(errors), run.rules, len(reports), unplaced)

@@ -18,11 +18,12 @@ import ast
 import contextlib
 import functools
 import gc
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from torchport.check._engine import RuleSet, check_text, check_tree
+from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
 from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._noqa import unknown_codes
 from torchport.check._rule import Finding, Rule
@@ -34,9 +35,10 @@ from torchport.check.files._discovery import (
     read_source,
 )
 from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
+from torchport.check.files._remap import to_original
 from torchport.check.files._write import WriteRefused, write_back
 
-__all__ = ["Chunk", "FileError", "FileFix", "Report", "check_chunk", "fix_chunk"]
+__all__ = ["UNUSED_NOQA", "Chunk", "FileError", "FileFix", "Report", "check_chunk", "fix_chunk"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -67,13 +69,23 @@ class FileFix:
 
 @dataclass(slots=True)
 class Report:
-    """What one file produced."""
+    """What one file produced.
+
+    ``sources`` holds, for each path its findings name (a notebook's are per
+    cell), the text their lines count in, for excerpts. ``unplaced`` counts the
+    findings left after a dry-run fix that sit on lines the fix writes, so have
+    no position on disk (see :mod:`torchport.check.files._remap`).
+    """
 
     path: str
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     lines: int = 0
     fix: FileFix | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    unplaced: int = 0
+    stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the bytes read, for the cache
+    unused_noqa: list[Finding] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +114,9 @@ class _Doc:
     notebook: Notebook | None = None
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")  # the line ends Python counts
+
+
 @functools.lru_cache(maxsize=32)
 def _ruleset(rules: tuple[type[Rule], ...], ignored: tuple[str, ...]) -> RuleSet:
     return (
@@ -119,6 +134,8 @@ def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | No
             report.errors.append(FileError(path, str(exc)))
             return None
         doc = _Doc(source.text, source.text, source.encoding, source.stamp)
+        if source.stamp is not None:
+            report.stamp = (source.stamp.size, source.stamp.mtime_ns)
     if path.endswith(".ipynb"):
         try:
             doc.notebook = read_notebook(doc.raw)
@@ -166,6 +183,50 @@ def _place(doc: _Doc, findings: list[Finding], text: str) -> list[Finding]:
         end = f.end_line - (f.line - line)
         out.append(replace(f, path=f"{f.path}:cell {cell}", line=line, end_line=end))
     return out
+
+
+def _sources(doc: _Doc, path: str, findings: list[Finding]) -> dict[str, str]:
+    """The text each finding's lines count in: the file's, or in a notebook its cell's."""
+    if not findings:
+        return {}
+    nb = doc.notebook
+    if nb is None:
+        return {path: doc.text}
+    wanted = {f.path for f in findings}
+    cells: dict[str, list[str]] = {}
+    locate = nb.locator(doc.text)
+    for number, line in enumerate(_LINE_END.split(doc.text), 1):
+        name = f"{path}:cell {locate(number)[0]}"
+        if name in wanted:
+            cells.setdefault(name, []).append(line)
+    return {name: "\n".join(lines) for name, lines in cells.items()}
+
+
+UNUSED_NOQA = ("TP000", "unused-noqa")  # the code and name unused-noqa reports carry
+
+
+def _unused_noqa(
+    path: str, outcome: CheckOutcome, chunk: Chunk, ignored: tuple[str, ...]
+) -> list[Finding]:
+    """A finding for each ``# noqa`` code that silenced nothing that ran (see NoqaMap.unused)."""
+    if outcome.noqa is None or not outcome.noqa.lines:
+        return []
+    ran = [r.code for r in chunk.rules if not r.code.startswith(ignored or ("\0",))]
+    code, name = UNUSED_NOQA
+    return [
+        Finding(
+            path,
+            line,
+            col,
+            line,
+            col + len(unused),
+            code,
+            name,
+            f"`# noqa: {unused}` silences nothing on this line any more: remove {unused} "
+            f"from the comment",
+        )
+        for line, col, unused in outcome.noqa.unused(ran)
+    ]
 
 
 def _parse(path: str, doc: _Doc, report: Report) -> ast.Module | None:
@@ -258,6 +319,8 @@ def check_chunk(chunk: Chunk) -> list[Report]:
             report.errors.append(_internal(path, exc))
             continue
         report.findings = _place(doc, outcome.findings, doc.text)
+        report.unused_noqa = _place(doc, _unused_noqa(path, outcome, chunk, ignored), doc.text)
+        report.sources = _sources(doc, path, [*report.findings, *report.unused_noqa])
         report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
     return reports
 
@@ -272,7 +335,11 @@ def _encode(doc: _Doc, fixed: str) -> tuple[str, str]:
 
 
 def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: RuleSet) -> Report:
-    report = Report(path, findings=_place(doc, outcome.remaining, outcome.source))
+    if chunk.diff:  # nothing is written: say where what is left lies in the text on disk
+        remaining, unplaced = to_original(outcome.remaining, outcome.source, doc.text)
+        report = Report(path, findings=_place(doc, remaining, doc.text), unplaced=unplaced)
+    else:
+        report = Report(path, findings=_place(doc, outcome.remaining, outcome.source))
     report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
     if outcome.source == doc.text:
         return report

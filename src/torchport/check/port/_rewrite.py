@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from torchport.check._engine import ruleset_for
 from torchport.check._fix import FixOutcome, fix_text
 from torchport.check.files._config import Config
-from torchport.check.files._paths import FixResult, fix_paths
+from torchport.check.files._paths import FixResult, Progress, fix_paths
 
 __all__ = ["PORT_SELECT", "port_paths", "port_source", "port_text"]
 
@@ -58,6 +58,7 @@ def port_paths(
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
     stdin: str | None = None,
+    progress: Progress | None = None,
 ) -> FixResult:
     """Port files and folders in place (atomically; with ``diff=True`` write nothing).
 
@@ -78,4 +79,5 @@ def port_paths(
         config=config,
         jobs=jobs,
         stdin=stdin,
+        progress=progress,
     )

@@ -1,0 +1,188 @@
+"""What a run will do, decided before any file is read: settings, rules, files, workers.
+
+Every mistake that would make a run check nothing, or something other than
+what was asked, is a :class:`~torchport.errors.ConfigError` here (exit 2), never
+a clean report: a selection that leaves no rule, ``--jobs`` below 1, ``-`` (stdin)
+among other paths, an unknown code. A given folder that holds no file to check
+is a per-path :class:`FileError`, so a mistyped path in CI fails the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from torchport.check._rule import Rule
+from torchport.check._select import (
+    available_rules,
+    fixable_rules,
+    normalise_selectors,
+    select_rules,
+)
+from torchport.check.files._config import Config, find_config, load_config
+from torchport.check.files._discovery import SUFFIXES, Discovery, discover, excluded
+from torchport.check.files._work import Chunk, FileError
+from torchport.errors import ConfigError
+
+__all__ = ["PARALLEL_MIN_BYTES", "PARALLEL_MIN_FILES", "Plan", "chunked", "plan"]
+
+# Below these, starting worker processes (~0.1 s) costs more than it saves (measured
+# with benchmarks/bench_check_throughput.py: ~60,000 lines, ~2 MB, per CPU-second).
+PARALLEL_MIN_FILES = 32
+PARALLEL_MIN_BYTES = 1_000_000
+_CHUNK_MAX = 64
+
+Paths = Sequence[str | os.PathLike[str]] | str | os.PathLike[str]
+
+
+@dataclass(slots=True)
+class Plan:
+    """The files to run on (path, per-file ignored codes), and everything decided about them."""
+
+    files: list[tuple[str, tuple[str, ...]]]
+    errors: list[FileError]
+    rules: tuple[type[Rule], ...]
+    template: Chunk  # every chunk is this one with its files
+    jobs: int
+    config: Config
+
+
+def _total_size(files: Sequence[tuple[str, tuple[str, ...]]]) -> int:
+    total = 0
+    for path, _ in files:
+        with contextlib.suppress(OSError):
+            total += os.stat(path).st_size
+    return total
+
+
+def _explicit(select: Sequence[str] | None, extend: Sequence[str], config: Config) -> list[str]:
+    """The selectors the user wrote (command line, else config), for the SPEED fix policy."""
+    chosen = select if select is not None else config.select
+    return [*(chosen or ()), *config.extend_select, *extend]
+
+
+def _check_jobs(jobs: int | None) -> None:
+    if jobs is not None and (type(jobs) is not int or jobs < 1):
+        raise ConfigError(
+            f"--jobs (jobs=) must be a number of worker processes, 1 or more; got {jobs!r}: "
+            f"give a positive number, or leave it out for one per core when there are many files"
+        )
+
+
+def _check_paths(paths: Sequence[str | os.PathLike[str]], stdin: str | None) -> None:
+    if stdin is not None and len(paths) != 1:
+        raise ConfigError(f"text from stdin needs exactly one path to name it, got {len(paths)}")
+    if stdin is None and len(paths) > 1 and any(os.fspath(p) == "-" for p in paths):
+        others = ", ".join(os.fspath(p) for p in paths if os.fspath(p) != "-")
+        raise ConfigError(
+            f"'-' (read the source from stdin) must be the only path, but {others} came "
+            f"with it: check stdin alone (--stdin-filename names it) or the files alone"
+        )
+
+
+def _empty_folders(paths: Sequence[str | os.PathLike[str]], found: Discovery) -> list[FileError]:
+    """A given folder from which nothing is checked: an error, never a silent pass."""
+    absolute = [p.absolute() for p in found.files] + [p.absolute() for p, _ in found.errors]
+    out = []
+    for raw in paths:
+        folder = Path(raw)
+        if not folder.is_dir():
+            continue
+        root = folder.absolute()
+        if not any(root == p or root in p.parents for p in absolute):
+            out.append(
+                FileError(
+                    os.fspath(raw),
+                    f"no Python files to check in this folder (none of {', '.join(SUFFIXES)} "
+                    f"outside the folders torchport skips, .gitignore and the excludes); "
+                    f"check the path",
+                )
+            )
+    return out
+
+
+def plan(
+    paths: Paths,
+    select: Sequence[str] | None,
+    ignore: Sequence[str] | None,
+    extend_select: Sequence[str] | None,
+    config: Config | str | os.PathLike[str] | None,
+    jobs: int | None,
+    template: Chunk,
+    *,
+    speed: bool = False,
+) -> Plan:
+    """Decide a run; see the module docstring for what is refused.
+
+    Raises:
+        ConfigError: bad configuration or arguments, or no rule to run.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]  # one path, not a sequence of one-letter paths
+    stdin = template.stdin
+    _check_paths(paths, stdin)
+    _check_jobs(jobs)
+    if config is None:
+        config = find_config(paths)
+    elif not isinstance(config, Config):
+        config = load_config(config)
+    chosen = select if select is not None else config.select
+    extended = (*config.extend_select, *(extend_select or ()))
+    if chosen is not None and not any(c.strip() for c in chosen) and not extended:
+        where = "--select" if select is not None else f"select in {config.origin}"
+        raise ConfigError(
+            f"{where} is empty, so no rule would run and every file would pass; expected "
+            f"rule codes (TP101), prefixes (TP1) or ALL: list some, or remove the empty "
+            f"select to run the default rules"
+        )
+    ignored_codes = (*config.ignore, *(ignore or ()))
+    rules = select_rules(chosen, ignored_codes, extended, origin=config.origin)
+    if not rules:
+        raise ConfigError(
+            f"no rule is left to run: the ignores ({', '.join(ignored_codes)}) switch off "
+            f"every rule the selection turns on, so every file would pass; ignore fewer "
+            f"rules, or select the ones you want"
+        )
+    known = tuple(sorted(r.code for r in available_rules()))
+    for pattern, codes in config.per_file_ignores:
+        normalise_selectors(codes, known, f"per-file-ignores {pattern!r} of {config.origin}")
+    if stdin is None:
+        found = discover(paths, excludes=config.exclude_globs())
+        errors = _empty_folders(paths, found)
+    else:  # the text is given: nothing to discover, the path only names it
+        name = Path(paths[0])
+        skip = excluded(name, is_dir=False, excludes=config.exclude_globs())
+        found = Discovery([] if skip else [name], [])
+        errors = []
+    errors += [FileError(str(p), message) for p, message in found.errors]
+    files: list[tuple[str, tuple[str, ...]]] = []
+    for path in found.files:
+        ignored = tuple(c.strip().upper() for c in config.ignores_for(path))
+        files.append((str(path), ("TP",) if "ALL" in ignored else ignored))
+    # The cores this process may run on (a container's limit), not the host's count.
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if jobs is None:
+        many = len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES
+        jobs = (cpus or 1) if many else 1
+    fixable = fixable_rules(
+        rules, explicit=_explicit(select, extend_select or (), config), speed=speed
+    )
+    template = replace(
+        template,
+        rules=rules,
+        known=known,
+        roots=tuple(str(p) for p in paths),
+        fixable=None if len(fixable) == len(rules) else tuple(r.code for r in fixable),
+    )
+    return Plan(files, errors, rules, template, jobs, config)
+
+
+def chunked(run: Plan, files: Sequence[tuple[str, tuple[str, ...]]]) -> list[Chunk]:
+    """``files`` in chunks of ``run``'s template, about four per worker."""
+    size = max(1, min(_CHUNK_MAX, -(-len(files) // (run.jobs * 4))))
+    return [
+        replace(run.template, files=tuple(files[i : i + size])) for i in range(0, len(files), size)
+    ]

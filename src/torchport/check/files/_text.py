@@ -1,0 +1,186 @@
+"""The text report: one ``path:line:col: CODE message`` line per finding, then a summary.
+
+Below each line, when the source is at hand, a short excerpt: the line with
+the finding's columns marked (``^``), and with ``show_fixes`` the lines its fix
+would write. Colour (ANSI) only when asked, which the CLI does on a terminal.
+The first line of each finding stays greppable and is never cut (editors and CI
+parse it); everything below it may be.
+
+"What the fix changes" (``Fix.changes``) is said where a fix is shown, not on
+every finding line: a check lists problems, and the tail made its lines hundreds
+of characters long.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from collections.abc import Collection, Mapping, Sequence
+
+from torchport.check._rule import Finding, FixSafety, Intent, Rule
+
+__all__ = ["file_of", "render_text"]
+
+_CELL = re.compile(r":cell \d+$")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_WIDTH = 160  # longest excerpt line shown; longer ones are windowed around the column
+
+_BOLD, _RED, _CYAN, _GREEN, _DIM, _RESET = (
+    "\x1b[1m", "\x1b[1;31m", "\x1b[36m", "\x1b[32m", "\x1b[2m", "\x1b[0m",
+)  # fmt: skip
+
+
+def file_of(path: str) -> str:
+    """The file a finding's path names (``nb.ipynb:cell 3`` is in ``nb.ipynb``)."""
+    return _CELL.sub("", path)
+
+
+def _safety(finding: Finding) -> FixSafety | None:
+    return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
+
+
+def _is_speed(finding: Finding) -> bool:
+    """A SPEED rule's fix, which a plain `fix` leaves alone (see Intent)."""
+    rule = Rule.registry.get(finding.code)
+    return rule is not None and rule.intent is Intent.SPEED
+
+
+class _Paint:
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, style: str, text: str) -> str:
+        return f"{style}{text}{_RESET}" if self.on and text else text
+
+
+def _width(char: str) -> int:
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+def _window(line: str, start: int, end: int) -> tuple[str, int, int]:
+    """``line`` cut to about :data:`_WIDTH` characters around ``start``; the span moved along."""
+    if len(line) <= _WIDTH:
+        return line, start, end
+    left = max(0, min(start - _WIDTH // 3, len(line) - _WIDTH))
+    right = left + _WIDTH
+    cut = ("…" if left else "") + line[left:right] + ("…" if right < len(line) else "")
+    shift = left - (1 if left else 0)
+    return cut, start - shift, min(end - shift, len(cut))
+
+
+def _excerpt(f: Finding, lines: Sequence[str], paint: _Paint) -> list[str]:
+    if not 0 < f.line <= len(lines):
+        return []
+    line = lines[f.line - 1].rstrip()
+    start = min(f.col - 1, len(line))
+    end = f.end_col - 1 if f.end_line == f.line else len(line)
+    end = max(start + 1, min(end, len(line)))
+    shown, start, end = _window(line, start, end)
+    pad = "".join("\t" if c == "\t" else " " * _width(c) for c in shown[:start])
+    marks = "^" * max(1, sum(_width(c) for c in shown[start:end]))
+    number = str(f.line)
+    gutter = " " * len(number)
+    return [
+        f"  {paint(_DIM, number + ' |')} {shown}",
+        f"  {paint(_DIM, gutter + ' |')} {pad}{paint(_RED, marks)}",
+    ]
+
+
+def _fix_lines(f: Finding, source: str, paint: _Paint) -> list[str]:
+    """The lines ``f``'s fix writes, as a small diff, and what it changes in results."""
+    if f.fix is None or not f.fix.edits:
+        return []
+    fixed = source
+    for edit in sorted(f.fix.edits, key=lambda e: (e.start, e.end), reverse=True):
+        fixed = fixed[: edit.start] + edit.text + fixed[edit.end :]
+    old, new = _LINE_END.split(source), _LINE_END.split(fixed)
+    out = [f"  = fix ({f.fix.safety.value}):"]
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        out += [f"  {paint(_RED, f'- {old[i].rstrip()}')}" for i in range(i1, i2)]
+        out += [f"  {paint(_GREEN, f'+ {new[j].rstrip()}')}" for j in range(j1, j2)]
+    if f.fix.changes:
+        out.append(f"  = the fix changes results: {f.fix.changes}")
+    return out
+
+
+def _summary(
+    findings: Sequence[Finding], errors: int, applied: Collection[str], unplaced: int
+) -> list[str]:
+    unchecked = ""
+    if errors:
+        unchecked = f"{errors} error{'s' if errors != 1 else ''} (named above) to fix first"
+    if not findings and not unplaced:
+        return [f"No findings, but {unchecked}." if errors else "All checks passed."]
+    speed = sum(_safety(f) is FixSafety.SAFE and _is_speed(f) for f in findings)
+    safe = sum(_safety(f) is FixSafety.SAFE for f in findings) - speed
+    unsafe = sum(_safety(f) is FixSafety.UNSAFE for f in findings)
+    files = len({file_of(f.path) for f in findings})
+    total = len(findings) + unplaced
+    noun = "finding" if total == 1 else "findings"
+    summary = f"Found {total} {noun} in {files} file{'s' if files != 1 else ''}"
+    notes = []
+    if unplaced:
+        notes.append(f"{unplaced} on lines the fixes would write, shown in the diff")
+    # Never suggest the command that just ran: after `fix --unsafe`, no "--unsafe" hint.
+    if safe and "safe" not in applied:
+        notes.append(f"{safe} fixable with `torchport fix`")
+    if speed and "speed" not in applied:
+        notes.append(f"{speed} more with `torchport fix --speed`")
+    if unsafe and "unsafe" not in applied:
+        notes.append(f"{unsafe} more with `torchport fix --unsafe`")
+    lines = [summary + (f" ({', '.join(notes)})" if notes else "") + "."]
+    if errors:
+        lines.append(f"And {unchecked}.")
+    return lines
+
+
+def render_text(
+    findings: Sequence[Finding],
+    errors: int = 0,
+    *,
+    sources: Mapping[str, str] | None = None,
+    color: bool = False,
+    show_fixes: bool = False,
+    applied: Collection[str] = (),
+    unplaced: int = 0,
+    summary: bool = True,
+) -> str:
+    """``path:line:col: CODE message`` per finding (``[*]``: safely fixable), then a summary.
+
+    Args:
+        findings: What to list, in order.
+        errors: How many file errors there were (named on stderr: a file that could
+            not be read or parsed ...), so the summary never calls such a run clean.
+        sources: The text each finding's path refers to (``CheckResult.sources``);
+            where given, an excerpt with the columns marked follows each line.
+        color: ANSI colours, for a terminal.
+        show_fixes: Also show the lines each fix would write, and what it changes.
+        applied: The fixes the run applied already (``"safe"``, ``"speed"``,
+            ``"unsafe"``), whose commands the summary then does not suggest.
+        unplaced: Findings not listed because they have no position on disk (a
+            dry-run fix's, on lines it would write); the summary counts them.
+        summary: End with the summary line (``--quiet`` leaves it out).
+    """
+    paint = _Paint(color)
+    lines: list[str] = []
+    split: dict[str, list[str]] = {}
+    for f in findings:
+        marker = f" {paint(_CYAN, '[*]')}" if _safety(f) is FixSafety.SAFE else ""
+        head = f"{paint(_BOLD, f'{f.path}:{f.line}:{f.col}:')} {paint(_RED, f.code)}"
+        lines.append(f"{head}{marker} {f.message}")
+        source = None if sources is None else sources.get(f.path)
+        if source is None:
+            continue
+        if f.path not in split:
+            split[f.path] = _LINE_END.split(source)
+        lines += _excerpt(f, split[f.path], paint)
+        if show_fixes:
+            lines += _fix_lines(f, source, paint)
+        lines.append("")
+    if summary:
+        lines += _summary(findings, errors, applied, unplaced)
+    return "".join(line + "\n" for line in lines)
