@@ -26,7 +26,10 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def _lines(text: str) -> list[str]:
-    return _LINE_END.split(text)
+    lines = _LINE_END.split(text)
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # what follows the last line end is not a line
+    return lines
 
 
 def _line_map(fixed: str, original: str) -> dict[int, int]:
