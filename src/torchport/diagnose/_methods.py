@@ -40,24 +40,26 @@ import inspect
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any, Protocol
 
 import torch
 import torch.jit
 
-from torchport import hardware
-from torchport.diagnose import _ops
+from torchport import _skipped, hardware
+from torchport.diagnose import _loading, _ops
 from torchport.diagnose._ops import OpEntry
 
-__all__ = ["Observer", "QuietCount", "stepping_aside", "unwatch", "watch"]
+__all__ = ["Observer", "QuietCount", "observers_here", "stepping_aside", "unwatch", "watch"]
 
 
 class QuietCount(threading.local):
-    """Per thread: how many watched calls are running, whose aten ops are theirs, not new."""
+    """Per thread: how many watched calls are running, whose aten ops are theirs, not new;
+    and where the last copy to the host was made (its reads on that line are its own)."""
 
     quiet = 0
+    host_copy: tuple[Any, ...] | None = None
 
 
 class Observer(Protocol):
@@ -68,6 +70,8 @@ class Observer(Protocol):
     def observe_python(
         self, func: Any, entry: OpEntry, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
+
+    def observe_skipped(self, tensors: Iterable[Any], device: Any, by: str) -> None: ...
 
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -90,6 +94,22 @@ def _observers() -> list[Observer]:
     if observers is None:
         observers = _local.observers = []
     return observers
+
+
+def observers_here() -> list[Observer]:
+    """The audits recording in the calling thread (a copy), innermost last."""
+    return list(_observers())
+
+
+def _tell_skipped(tensors: Iterable[Any], device: Any, *, by: str) -> None:
+    """The listener ``torchport._skipped`` calls: pass the news to this thread's audits."""
+    observers = getattr(_local, "observers", None)
+    if not observers:
+        return  # another thread's mover: its audits (if any) are not this thread's
+    tensors = tuple(tensors)
+    for observer in observers:
+        if not observer.local.quiet:
+            observer.observe_skipped(tensors, device, by)
 
 
 def _matches(
@@ -268,6 +288,7 @@ def _make_wrappers() -> list[tuple[Any, str, Callable[..., Any], Callable[..., A
     for name in ("script", "trace", "trace_module"):
         original = getattr(torch.jit, name)
         made.append((torch.jit, name, original, _step_aside(original)))
+    made += _loading.loader_wrappers()  # mark data loading (see ._loading)
     return made
 
 
@@ -277,6 +298,7 @@ _WRAPPERS = _make_wrappers()
 def _install() -> None:
     if _installed:
         return
+    _skipped.listen(_tell_skipped)
     for owner, name, original, wrapper in _WRAPPERS:
         if getattr(owner, name, None) is not original:
             continue  # someone else replaced it meanwhile: leave theirs alone
@@ -285,6 +307,7 @@ def _install() -> None:
 
 
 def _uninstall() -> None:
+    _skipped.unlisten(_tell_skipped)
     while _installed:
         owner, name, original, own, wrapper = _installed.pop()
         if vars(owner).get(name) is not wrapper:

@@ -4,7 +4,8 @@ The reports (:class:`~torchport.AuditReport`, :class:`~torchport.DoctorReport`,
 :class:`~torchport.MemoryReport`) are dataclasses of facts; this is the one module that
 draws them. It reads their attributes and imports none of their modules at run time,
 so the reports can delegate ``str()`` and ``__rich__`` here without an import circle.
-Plain text fits the terminal (between 80 and 120 columns) unless a width is given.
+Plain text fits the terminal (between 80 and 120 columns) unless a width is given; a
+source location is never cut to fit.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from torchport._origin import STDLIB_DIRS
 from torchport._sizes import format_bytes
 from torchport.diagnose._bandwidth import NOT_REQUESTED
 from torchport.diagnose._findings import Severity
@@ -36,6 +39,7 @@ __all__ = [
     "render_doctor",
     "render_memory",
     "render_text",
+    "short_path",
 ]
 
 _MIN_WIDTH, _MAX_WIDTH = 80, 120
@@ -59,36 +63,59 @@ def render(report: Any) -> RenderableType:
 def render_text(report: Any, *, width: int | None = None) -> str:
     """A report (or any rich renderable) as plain text without colour, for ``str()`` and logs.
 
+    Nothing is cropped: a line that cannot wrap (an audit location longer than the
+    width) is printed whole and may run past the width.
+
     Args:
         report: A diagnose report or a rich renderable.
         width: Columns; ``None`` fits the terminal, kept between 80 and 120.
     """
-    renderable = render(report) if type(report).__name__ in _DRAWERS else report
+    name = type(report).__name__
+    if name == "AuditReport":
+        renderable = render_audit(report, fold=False)
+    else:
+        renderable = render(report) if name in _DRAWERS else report
     if width is None:
         columns = shutil.get_terminal_size(fallback=(100, 24)).columns
         width = min(max(columns, _MIN_WIDTH), _MAX_WIDTH)
     buffer = io.StringIO()
-    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
-    return buffer.getvalue().rstrip("\n")
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
+    console.print(renderable, crop=False)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").splitlines())
 
 
 # -- audit ----------------------------------------------------------------------------
 
+# Where shortened paths start: after the environment's package folder, or the stdlib's
+_PACKAGE_FOLDERS = tuple(f"{os.sep}{name}{os.sep}" for name in ("site-packages", "dist-packages"))
 
-def _short_path(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
+
+def short_path(path: str, *, cwd: str | None = None) -> str:
+    """``path`` as a reader finds it: relative to the working directory when inside it,
+    from the package folder for installed code (``transformers/modeling_utils.py``),
+    from the standard library's folder for its modules, else from ``~`` or whole.
+
+    Only the part a reader does not need is dropped, and only from the left.
+    """
+    if path.startswith("<"):
         return path
-    return path if rel.startswith("..") else rel
-
-
-def _what(entry: AuditEntry) -> Text:
-    text = Text(entry.label)
-    if entry.would_sync:
-        wait = "copy" if entry.kind == "transfer" else "sync"
-        text.append(f" — would {wait} on an accelerator", style="dim")
-    return text
+    try:
+        rel = os.path.relpath(path, cwd)
+    except ValueError:  # another drive on Windows
+        rel = ".."
+    if not rel.startswith(".."):
+        return rel
+    for folder in _PACKAGE_FOLDERS:
+        cut = path.rfind(folder)
+        if cut >= 0:
+            return path[cut + len(folder) :]
+    for folder in STDLIB_DIRS:
+        if path.startswith(folder):
+            return path[len(folder) :]
+    home = os.path.expanduser("~") + os.sep
+    if home != os.sep and path.startswith(home):
+        return "~" + os.sep + path[len(home) :]
+    return path
 
 
 def _plural(n: int, one: str, many: str) -> str:
@@ -128,38 +155,78 @@ def _audit_summary(report: AuditReport) -> str:
     return line
 
 
-def render_audit(report: AuditReport) -> RenderableType:
-    """A table of the report's entries, costliest first, with totals underneath.
+def _location(path: str, line: int, tail: str, *, fold: bool) -> Text:
+    """``path:line`` and what follows it, on one line that is never cut.
 
-    The source line sits under its location rather than in a column of its own,
-    so the table reads at 80 columns.
+    Plain text leaves a long line whole (the terminal wraps it, and it stays one line
+    to copy or click); a rich console, which crops what it does not wrap, folds it.
     """
-    if not report.entries:
-        return Group(
-            Text("torchport audit: no copies between devices and no host syncs."),
-            Text(_audit_summary(report)),
-        )
-    table = Table(
-        title="torchport audit: copies and host syncs by source line", title_justify="left"
-    )
-    table.add_column("where / code", ratio=3)
-    table.add_column("what", ratio=3)
-    table.add_column("device", ratio=1)
-    table.add_column("count", justify="right", no_wrap=True)
-    table.add_column("bytes", justify="right", no_wrap=True)
-    for entry in report.entries:
+    text = Text(f"{short_path(path)}:{line}" if line else short_path(path), style="bold")
+    text.append(tail)
+    if fold:
+        text.overflow = "fold"
+    else:
+        text.no_wrap, text.overflow = True, "ignore"
+    return text
+
+
+def _entry_block(entry: AuditEntry, *, fold: bool, host_work: bool) -> list[RenderableType]:
+    """One entry: its location line, the code, what happened and how often, indented."""
+    function = f" in {entry.function}" if entry.function else ""
+    block: list[RenderableType] = [_location(entry.file, entry.line, function, fold=fold)]
+    if entry.via:
+        via_path, _, via_line = entry.via.rpartition(":")
+        through = _location(via_path, int(via_line), "", fold=fold)
+        block.append(Padding(Text("through ", style="dim") + through, (0, 0, 0, 4)))
+    if entry.code:
         # Text, not str: source such as "x[x > 0]" must not be read as rich markup
-        where = Text(f"{_short_path(entry.file)}:{entry.line} in {entry.function}")
-        if entry.code:
-            where.append("\n" + entry.code, style="dim")
-        table.add_row(
-            where,
-            _what(entry),
-            Text(entry.device),
-            str(entry.count),
-            format_bytes(entry.bytes) if entry.bytes else "-",
-        )
-    return Group(table, Text(_audit_summary(report)))
+        block.append(Padding(Text(entry.code, style="dim", overflow="fold"), (0, 0, 0, 4)))
+    what = Text(f"{entry.count} × {entry.label}", overflow="fold")  # noqa: RUF001
+    what.append(f" · {entry.device}")
+    if entry.bytes:
+        what.append(f" · {format_bytes(entry.bytes)}")
+    if entry.would_sync:
+        wait = "copy" if entry.kind == "transfer" else "sync"
+        what.append(f" — would {wait} on an accelerator", style="dim")
+    elif entry.phase and not host_work:
+        what.append(f" — made during {entry.phase}", style="dim")
+    block.append(Padding(what, (0, 0, 0, 4)))
+    return block
+
+
+def _loading_summary(report: AuditReport) -> str:
+    events = sum(e.count for e in report.data_loading)
+    lines = len({(e.file, e.line) for e in report.data_loading})
+    return (
+        f"data loading (host): {_plural(events, 'event', 'events')} at "
+        f"{_plural(lines, 'line', 'lines')}, made while a DataLoader fetched batches; they "
+        "run on the host in an accelerator run too, so no total above counts them"
+    )
+
+
+def render_audit(report: AuditReport, *, fold: bool = True) -> RenderableType:
+    """The report's entries, costliest first, each under its ``path:line``, then the totals;
+    then the data-loading part, apart.
+
+    The location is never cut: paths are shortened from the left only (relative to
+    the working directory, from ``site-packages``), and a location longer than the
+    width is folded (``fold=True``, for rich consoles, which crop what they do not
+    wrap) or left whole on its line (``fold=False``, for plain text).
+    """
+    parts: list[RenderableType] = []
+    if report.entries:
+        parts.append(Text("torchport audit: copies and host syncs by source line, costliest first"))
+        for entry in report.entries:
+            parts += _entry_block(entry, fold=fold, host_work=False)
+    else:
+        parts.append(Text("torchport audit: no copies between devices and no host syncs."))
+    parts.append(Text(_audit_summary(report)))
+    if report.data_loading:
+        parts.append(Text(""))
+        parts.append(Text(_loading_summary(report)))
+        for entry in report.data_loading:
+            parts += _entry_block(entry, fold=fold, host_work=True)
+    return Group(*parts)
 
 
 # -- out of memory --------------------------------------------------------------------
