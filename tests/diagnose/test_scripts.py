@@ -98,6 +98,8 @@ def _lines(path: Path, name: str) -> set[int]:
     return {line for line, mark in _markers(path).items() if mark == name}
 
 
+# Python 3.12+ warns that forking a multi-threaded process may deadlock; DataLoader does it
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_mnist_style_with_worker_processes_counts_no_worker_work(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

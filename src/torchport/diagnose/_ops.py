@@ -350,22 +350,6 @@ def _uint8_index(args: _Args) -> bool:
     )
 
 
-def _complex_into_real(args: _Args) -> bool:
-    """``x[i] = v``, complex ``v`` into real ``x``: torch warns it drops the imaginary part."""
-    value = args[2] if len(args) > 2 else None
-    target = args[0] if args else None
-    return (
-        isinstance(value, torch.Tensor)
-        and isinstance(target, torch.Tensor)
-        and value.is_complex()
-        and not target.is_complex()
-    )
-
-
-def _assignment_warns(args: _Args) -> bool:
-    return _uint8_index(args) or _complex_into_real(args)
-
-
 def _requires_grad(args: _Args) -> bool:
     """A tensor that requires grad read as a Python number: torch warns to detach it first."""
     tensor = args[0] if args else None
@@ -387,7 +371,7 @@ def _always(args: _Args) -> bool:
 # so ._methods catches them and re-issues each at the caller's line (catching costs
 # microseconds, so only when the arguments can warn). Torch 2.13's warnings on these
 # paths: copy-constructing from a tensor (torch.tensor & co.), a uint8 mask in an
-# index, a complex value cast to real (.to(), assignment), a tensor that requires grad
+# index, a complex tensor cast to real (.to()), a tensor that requires grad
 # converted to a scalar (float(t) today; the other scalar reads are listed beside it,
 # as the check costs one attribute read). The wrappers of Python-defined methods
 # (__array__, __format__, __repr__, __contains__) need none: torch's own frame is
@@ -398,7 +382,7 @@ MAY_WARN: Mapping[Any, Callable[[_Args], bool]] = {
     torch.asarray: _always,
     torch.Tensor.new_tensor: _always,
     torch.Tensor.__getitem__: _uint8_index,
-    torch.Tensor.__setitem__: _assignment_warns,
+    torch.Tensor.__setitem__: _uint8_index,
     torch.Tensor.to: _complex_source,
     torch.Tensor.item: _requires_grad,
     torch.Tensor.__float__: _requires_grad,

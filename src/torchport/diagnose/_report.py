@@ -155,13 +155,14 @@ def _audit_summary(report: AuditReport) -> str:
     return line
 
 
-def _location(path: str, line: int, tail: str, *, fold: bool) -> Text:
+def _location(path: str, line: int, tail: str, *, fold: bool, before: str = "") -> Text:
     """``path:line`` and what follows it, on one line that is never cut.
 
     Plain text leaves a long line whole (the terminal wraps it, and it stays one line
     to copy or click); a rich console, which crops what it does not wrap, folds it.
     """
-    text = Text(f"{short_path(path)}:{line}" if line else short_path(path), style="bold")
+    text = Text(before, style="dim")
+    text.append(f"{short_path(path)}:{line}" if line else short_path(path), style="bold")
     text.append(tail)
     if fold:
         text.overflow = "fold"
@@ -176,8 +177,8 @@ def _entry_block(entry: AuditEntry, *, fold: bool, host_work: bool) -> list[Rend
     block: list[RenderableType] = [_location(entry.file, entry.line, function, fold=fold)]
     if entry.via:
         via_path, _, via_line = entry.via.rpartition(":")
-        through = _location(via_path, int(via_line), "", fold=fold)
-        block.append(Padding(Text("through ", style="dim") + through, (0, 0, 0, 4)))
+        # indented by hand: Padding crops what it cannot wrap
+        block.append(_location(via_path, int(via_line), "", fold=fold, before="    through "))
     if entry.code:
         # Text, not str: source such as "x[x > 0]" must not be read as rich markup
         block.append(Padding(Text(entry.code, style="dim", overflow="fold"), (0, 0, 0, 4)))
