@@ -234,20 +234,30 @@ def render_audit(report: AuditReport, *, fold: bool = True) -> RenderableType:
 
 
 def oom_text(explanation: OomExplanation) -> str:
-    """One paragraph: the numbers the message stated, the cause and the next step."""
+    """One paragraph: the numbers the message stated, each with its label, the cause and the
+    next step."""
     e = explanation
     facts = [f"{e.backend.upper()} out of memory on {e.device or e.backend}"]
     if e.requested is not None:
         facts.append(f"tried to allocate {format_bytes(e.requested)}")
-    if e.total is not None:
-        free = f"{format_bytes(e.free)} free of " if e.free is not None else ""
-        facts.append(f"{free}{format_bytes(e.total)}")
+    memory = "RAM" if e.backend == "cpu" else "memory"
+    free_word = "available" if e.backend == "cpu" else "free"
+    if e.total is not None and e.free is not None:
+        facts.append(f"{format_bytes(e.free)} {free_word} of {format_bytes(e.total)} {memory}")
+    elif e.total is not None:
+        facts.append(f"{format_bytes(e.total)} {memory} in all")
+    elif e.free is not None:
+        facts.append(f"{format_bytes(e.free)} {memory} {free_word}")
     if e.allowed is not None:
-        facts.append(f"{format_bytes(e.allowed)} allowed to this process")
+        by = f" by {e.allowed_by}" if e.allowed_by else ""
+        facts.append(f"{format_bytes(e.allowed)} allowed to this process{by}")
+    if e.this_process is not None:
+        verb = "mapped" if e.allowed_by and "RLIMIT_AS" in e.allowed_by else "in use"
+        facts.append(f"{format_bytes(e.this_process)} {verb} by this process")
     if e.allocated is not None:
         facts.append(f"{format_bytes(e.allocated)} in PyTorch tensors")
     if e.reserved_unallocated is not None:
-        facts.append(f"{format_bytes(e.reserved_unallocated)} cached but unusable")
+        facts.append(f"{format_bytes(e.reserved_unallocated)} reserved by PyTorch but unallocated")
     if e.other_processes:
         facts.append(f"{format_bytes(e.other_processes_total)} held by other processes")
     return f"{', '.join(facts)}. Cause: {e.case.value}. {e.next_step}"
