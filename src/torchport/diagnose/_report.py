@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from torchport.diagnose._oom import OomExplanation
 
 __all__ = [
+    "doctor_markdown",
     "oom_text",
     "render",
     "render_audit",
@@ -294,17 +295,26 @@ def render_memory(report: MemoryReport) -> RenderableType:
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
+def _facts_table(title: str) -> Table:
+    """A two-column table of name and value; long values fold, none is cut."""
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("what", overflow="fold")
+    table.add_column("value", overflow="fold")
+    return table
+
+
 def render_doctor(
     report: DoctorReport, *, bandwidth_hint: str = "pass bandwidth=True to doctor()"
 ) -> RenderableType:
-    """The doctor report as rich tables: build, devices, environment, bandwidth, findings.
+    """The doctor report as rich tables: versions, host, devices, environment, bandwidth,
+    findings. Every value folds to the width; nothing is cut.
 
     Args:
         report: The facts.
         bandwidth_hint: How the reader asks for the bandwidth measurement when it was not
             made; the CLI names its ``--bandwidth`` flag.
     """
-    env = Table(title="environment", show_header=False, title_justify="left")
+    env = _facts_table("environment")
     for name, value in report.environment.items():
         env.add_row(name, "(unset)" if value is None else repr(value))
     return Group(
@@ -324,37 +334,72 @@ def _gbps(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
 
-def _doctor_build(report: DoctorReport) -> Table:
-    table = Table(title="torch", show_header=False, title_justify="left")
+def _facts(report: DoctorReport) -> list[tuple[str, str]]:
+    """(name, value) of the report's versions and host facts, in reading order.
+
+    One list for the table and the paste-ready Markdown, so the two never disagree.
+    """
+    rows: list[tuple[str, str]] = []
+    host = report.host
     build = report.torch
+    if host is not None:
+        rows.append(("torchport", host.torchport))
     if build is not None:
-        table.add_row("version", f"{build.version} ({build.kind})")
-        table.add_row("python / platform", f"{build.python} / {build.platform}")
+        rows.append(("torch", f"{build.version} ({build.kind})"))
+        rows.append(("Python", build.python))
+    if host is not None:
+        rows.append(("NumPy", host.numpy or "not installed"))
+        rows.append(("OS", host.os))
+    if build is not None:
+        rows.append(("platform", build.platform))
         if build.arch_list:
-            table.add_row("compiled for", " ".join(build.arch_list))
+            rows.append(("compiled for", " ".join(build.arch_list)))
         if build.cudnn is not None:
-            table.add_row("cuDNN", str(build.cudnn))
+            rows.append(("cuDNN", str(build.cudnn)))
+    if host is not None:
+        usable = []
+        if host.usable_cpus is not None:
+            usable.append(f"{host.usable_cpus} usable by this process")
+        if host.cpu_quota is not None:
+            usable.append(f"container quota {host.cpu_quota:g}")
+        detail = f" ({', '.join(usable)})" if usable else ""
+        rows.append(("CPUs", f"{host.cpu_count if host.cpu_count is not None else '?'}{detail}"))
+        rows.append(
+            (
+                "torch threads",
+                f"{host.torch_threads} per op, {host.torch_interop_threads} between ops",
+            )
+        )
     driver = report.driver
     if driver is not None and driver.runtime is not None:
         ok = {True: "supports it", False: "does NOT support it", None: "unknown"}
-        table.add_row(
-            "driver",
-            f"{driver.version or 'not found'} for runtime {driver.runtime}: "
-            f"{ok[driver.supports_runtime]}",
+        rows.append(
+            (
+                "driver",
+                f"{driver.version or 'not found'} for runtime {driver.runtime}: "
+                f"{ok[driver.supports_runtime]}",
+            )
         )
     acc = report.accelerators
     if acc is not None:
-        table.add_row("accelerator", f"{acc.current or 'none'} ({acc.count} device(s))")
-        table.add_row("MPS / XPU", f"{_yes(acc.mps_available)} / {_yes(acc.xpu_available)}")
-    host = report.host_memory
-    if host is not None:
-        table.add_row(
-            "host RAM", f"{format_bytes(host.free)} available of {format_bytes(host.total)}"
+        rows.append(("accelerator", f"{acc.current or 'none'} ({acc.count} device(s))"))
+        rows.append(("MPS / XPU", f"{_yes(acc.mps_available)} / {_yes(acc.xpu_available)}"))
+    ram = report.host_memory
+    if ram is not None:
+        rows.append(
+            ("host RAM", f"{format_bytes(ram.free)} available of {format_bytes(ram.total)}")
         )
     if report.choice is not None:
         choice = report.choice
-        table.add_row("pick_device()", f"{choice.device or 'fails'}: {choice.reason}")
-    table.add_row("CUDA context created", _yes(report.cuda_context_created))
+        rows.append(("pick_device()", f"{choice.device or 'fails'}: {choice.reason}"))
+    rows.append(("CUDA context created", _yes(report.cuda_context_created)))
+    return rows
+
+
+def _doctor_build(report: DoctorReport) -> Table:
+    table = _facts_table("versions and host")
+    for name, value in _facts(report):
+        table.add_row(name, value)
     return table
 
 
@@ -363,7 +408,7 @@ def _doctor_devices(report: DoctorReport) -> RenderableType:
         return Text("no CUDA/ROCm GPU visible")
     table = Table(title="GPUs", title_justify="left")
     for column in ("device", "name", "capability", "in build", "free", "total"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for gpu in report.gpus:
         in_build = {True: "yes", False: "NO", None: "?"}[gpu.supported_by_build]
         table.add_row(
@@ -389,7 +434,7 @@ def _doctor_bandwidth(report: DoctorReport, hint: str) -> RenderableType:
         title_justify="left",
     )
     for column in ("direction", "pinned", "pageable"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for name, pinned, pageable in (
         (f"host -> {bw.device}", bw.h2d_pinned, bw.h2d_pageable),
         (f"{bw.device} -> host", bw.d2h_pinned, bw.d2h_pageable),
@@ -401,11 +446,43 @@ def _doctor_bandwidth(report: DoctorReport, hint: str) -> RenderableType:
 def _doctor_findings(report: DoctorReport) -> RenderableType:
     if not report.findings:
         return Text("no problems found", style="green")
-    lines = Text()
+    lines = Text(overflow="fold")
     for finding in report.findings:
         lines.append(f"{finding.severity.value}: ", style=_STYLE[finding.severity])
         lines.append(f"{finding.message}\n  fix: {finding.fix}\n")
     return lines
+
+
+def doctor_markdown(report: DoctorReport) -> str:
+    """The report as a Markdown list to paste into a bug report, one fact per line.
+
+    Plain ``- name: value`` lines: they read as text too, and no line is wrapped or cut
+    (a pasted report is re-wrapped by whatever shows it).
+    """
+    lines = [f"- {name}: {value}" for name, value in _facts(report)]
+    for gpu in report.gpus:
+        in_build = {True: "in build", False: "NOT in build", None: "build support unknown"}
+        lines.append(
+            f"- GPU {gpu.device}: {gpu.name}, capability {gpu.capability or '?'} "
+            f"({in_build[gpu.supported_by_build]}), {format_bytes(gpu.free_memory)} free of "
+            f"{format_bytes(gpu.total_memory)}"
+        )
+    set_vars = {name: value for name, value in report.environment.items() if value is not None}
+    shown = ", ".join(f"{name}={value!r}" for name, value in set_vars.items()) or "none set"
+    lines.append(f"- environment: {shown}")
+    bw = report.bandwidth
+    if bw.device is not None:
+        lines.append(
+            f"- copy bandwidth to {bw.device} (GB/s, pinned/pageable): "
+            f"{_gbps(bw.h2d_pinned)}/{_gbps(bw.h2d_pageable)}; back: "
+            f"{_gbps(bw.d2h_pinned)}/{_gbps(bw.d2h_pageable)}"
+        )
+    if report.findings:
+        lines.append("- findings:")
+        lines += [f"  - {f.severity.value}: {f.message} (fix: {f.fix})" for f in report.findings]
+    else:
+        lines.append("- findings: none")
+    return "\n".join(lines)
 
 
 _DRAWERS: dict[str, Callable[[Any], RenderableType]] = {
