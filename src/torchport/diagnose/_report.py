@@ -176,13 +176,13 @@ def _entry_block(entry: AuditEntry, *, fold: bool, host_work: bool) -> list[Rend
     """One entry: its location line, the code, what happened and how often, indented."""
     function = f" in {entry.function}" if entry.function else ""
     block: list[RenderableType] = [_location(entry.file, entry.line, function, fold=fold)]
+    if entry.code:
+        # Text, not str: source such as "x[x > 0]" must not be read as rich markup
+        block.append(Padding(Text(entry.code, style="dim", overflow="fold"), (0, 0, 0, 4)))
     if entry.via:
         via_path, _, via_line = entry.via.rpartition(":")
         # indented by hand: Padding crops what it cannot wrap
         block.append(_location(via_path, int(via_line), "", fold=fold, before="    through "))
-    if entry.code:
-        # Text, not str: source such as "x[x > 0]" must not be read as rich markup
-        block.append(Padding(Text(entry.code, style="dim", overflow="fold"), (0, 0, 0, 4)))
     what = Text(f"{entry.count} × {entry.label}", overflow="fold")  # noqa: RUF001
     what.append(f" · {entry.device}")
     if entry.bytes:
