@@ -15,6 +15,7 @@ copies it skips, without importing the audit. Imports nothing (not even torch).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -29,6 +30,16 @@ listeners: list[Listener] = []
 """Who listens now; empty (false) when nobody does. Read it, never change it directly."""
 
 _lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    # the child has one thread: a lock another thread held at the fork stays held there
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def listen(listener: Listener) -> None:

@@ -983,3 +983,16 @@ def test_torchs_warnings_under_audit_name_the_users_line(
     assert bare, "the case must warn at all"
     assert audited == bare
     assert {(f, n) for f, n, _ in audited} == {(__file__, call.__code__.co_firstlineno)}
+
+
+def test_sampled_audit_keeps_the_batches_its_recorded_steps_consume() -> None:
+    batches = [(torch.ones(2), torch.ones(3)) for _ in range(7)]
+    loader = tp.DeviceLoader(batches, "cpu")
+    with tp.audit(every=3) as report:
+        for x, _ in loader:
+            with report.step():
+                x.to(torch.device("cpu"))
+    # steps 0, 3 and 6 are recorded: the batch each consumes is counted with it
+    assert report.recorded_steps == 3
+    by_op = {e.op: e.count for e in report.entries}
+    assert by_op == {"torchport.DeviceLoader": 3 * 2, "Tensor.to": 3}

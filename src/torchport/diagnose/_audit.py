@@ -196,23 +196,40 @@ class AuditReport:
 def audit(*, every: int = 1) -> Iterator[AuditReport]:
     """Count host<->device copies and host syncs inside the block, by source line.
 
-    Copies between any two different devices count (``cpu→meta`` too). Scalar
-    reads and data-dependent shapes count on every device; on the CPU they are
-    marked ``would_sync``: free here, a wait on an accelerator. So are the copies
-    a CPU run skips but an accelerator run makes: ``x.to(device)`` and
-    ``out.cpu()`` of a CPU tensor, ``model.to(device)``, ``t.new_tensor(data)``,
-    ``torch.tensor``/``as_tensor``/``asarray`` with a ``device=`` (listed with their
-    bytes). The audit itself never synchronizes; it only watches the program do
-    so. The report is filled in when the block exits::
+    The report describes the run on an accelerator. Copies between any two different
+    devices count (``cpu→meta`` too). Scalar reads and data-dependent shapes count on
+    every device; on the CPU they are marked ``would_sync``: free here, a wait on an
+    accelerator. So are the copies a CPU run skips but an accelerator run makes:
+    ``x.to(device)`` and ``out.cpu()`` of a CPU tensor, ``model.to(device)`` (each
+    parameter and buffer once: tied weights once, a model moved again not at all),
+    ``t.new_tensor(data)``, ``torch.tensor``/``as_tensor``/``asarray`` with a
+    ``device=``, and every tensor a ``torchport.DeviceLoader`` hands over (listed with
+    their bytes). A copy to the host read on the same line (``out.cpu().numpy()``,
+    ``.cpu().tolist()``, ``.to("cpu").numpy()``) is one device-to-host copy, not a copy
+    and a sync. The audit itself never synchronizes; it only watches the program do so.
+    The report is filled in when the block exits::
 
         with tp.audit() as report:
             train_one_epoch()
         print(report)
 
+    Host work that runs on the host in an accelerator run too is set apart or left out
+    (the decisions, one per kind of host work in a training loop, are written in
+    ``torchport/diagnose/_loading.py``): what a ``DataLoader`` does while it fetches
+    (sampler, ``Dataset.__getitem__``, transforms, ``collate_fn``) is listed in the
+    report's ``data_loading`` part and counts in no total, and its worker processes are
+    not watched; reads made by ``torch.optim`` (its step counters) and by
+    ``torch.utils.data`` outside a loader are not listed; a learning-rate scheduler
+    reading the loss (``ReduceLROnPlateau.step(loss)``) is. Each event is charged to
+    the program's own line: frames of torch, torchport and installed code (the standard
+    library, ``site-packages``) are walked past, and the installed line passed through
+    is kept as the entry's ``via``.
+
     Watching costs a few microseconds per aten op (PyTorch's dispatch-mode
-    machinery, mostly), which shows on small, op-bound steps, and about ten more
-    per recorded event; other Python-level calls cost nothing extra. For long
-    runs, record one step in N; the other steps run unwatched::
+    machinery, mostly), which shows on small, op-bound steps, and under 20 µs per
+    recorded event; other Python-level calls cost nothing extra. For long runs, record
+    one step in N; the other steps run unwatched (a batch a ``DeviceLoader`` hands
+    over between steps counts with the step it feeds)::
 
         with tp.audit(every=10) as report:
             for batch in loader:
@@ -221,14 +238,11 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
     Only the thread that entered the block is watched, plus autograd's worker
     threads, which inherit its modes (their ops have no Python caller and are
-    listed under ``<backward/C++>``). Reads made by ``torch.optim`` (its step
-    counters) and ``torch.utils.data`` (sampler permutations, worker seeds) are
-    not listed: those tensors stay on the CPU on every machine; a learning-rate
-    scheduler reading the loss (``ReduceLROnPlateau.step(loss)``) is.
+    listed under ``<backward/C++>``).
 
-    The watched program runs as it would without the audit: ``torch.jit.script``
-    and ``torch.jit.trace`` run with the audit stepped aside (what they compile
-    runs audited afterwards), and warnings point at the program's lines.
+    The watched program runs as it would without the audit: ``torch.jit.script`` and
+    ``torch.jit.trace`` run with the audit stepped aside (what they compile runs
+    audited afterwards), and warnings point at the program's lines.
 
     Args:
         every: Record one step in ``every``, where steps are the
@@ -252,6 +266,7 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
         )
     recorder = Recorder(every)
     report = AuditReport(every=every, _recorder=recorder)
+    recorder.open()
     if every == 1:
         recorder.start()
     try:
@@ -262,6 +277,7 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
         raise
     finally:
         recorder.stop()
+        recorder.close()
         recorder.closed = True
         report._recorder = None
         _fill(report, recorder)

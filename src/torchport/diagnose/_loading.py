@@ -19,8 +19,8 @@ here once, and the recorder (:mod:`._recorder`) follows the decision:
   iterated by the ``DataLoader`` itself, so the same holds.
 * **Worker processes** (left out). With ``num_workers > 0`` the same code runs in
   other processes, which an audit in this one never sees; a worker forked while an
-  audit runs stops recording at the fork (:func:`._recorder` registers it), so it
-  also stops paying for the audit.
+  audit runs stops recording at the fork (an at-fork handler in :mod:`._recorder`), so
+  it also stops paying for the audit.
 * **Logging of Python numbers** (nothing to count). Formatting a ``float`` or an
   ``int`` runs no tensor op. Reading a tensor to log it (``loss.item()``,
   ``f"{loss:.3f}"``, ``print(loss)``) is a sync on an accelerator and is counted

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import sys
 import threading
 import warnings
@@ -51,7 +52,16 @@ from torchport import _skipped, hardware
 from torchport.diagnose import _loading, _ops
 from torchport.diagnose._ops import OpEntry
 
-__all__ = ["Observer", "QuietCount", "observers_here", "stepping_aside", "unwatch", "watch"]
+__all__ = [
+    "Observer",
+    "QuietCount",
+    "close_block",
+    "observers_here",
+    "open_block",
+    "stepping_aside",
+    "unwatch",
+    "watch",
+]
 
 
 class QuietCount(threading.local):
@@ -97,19 +107,63 @@ def _observers() -> list[Observer]:
 
 
 def observers_here() -> list[Observer]:
-    """The audits recording in the calling thread (a copy), innermost last."""
-    return list(_observers())
+    """The audits whose blocks are open in the calling thread (a copy), innermost last."""
+    return list(getattr(_local, "blocks", []))
+
+
+_blocks_open = 0  # audit blocks open in any thread: torchport._skipped is listened to
+
+
+def open_block(observer: Observer) -> None:
+    """An audit block starts in this thread; the copies torchport's movers skip reach it.
+
+    Apart from :func:`watch`: with sampling (``audit(every=N)``) a mover hands a batch
+    over between steps (the loop's own ``for`` line), where nothing is watched, and the
+    audit still needs to hear of it (it keeps those the next recorded step consumes).
+    """
+    global _blocks_open
+    blocks: list[Observer] | None = getattr(_local, "blocks", None)
+    if blocks is None:
+        blocks = _local.blocks = []
+    blocks.append(observer)
+    with _lock:
+        _blocks_open += 1
+        if _blocks_open == 1:
+            _skipped.listen(_tell_skipped)
+
+
+def close_block(observer: Observer) -> None:
+    """The audit block of ``observer`` ended (a second call does nothing)."""
+    global _blocks_open
+    blocks: list[Observer] = getattr(_local, "blocks", [])
+    if not any(b is observer for b in blocks):
+        return
+    blocks[:] = [b for b in blocks if b is not observer]
+    with _lock:
+        _blocks_open -= 1
+        if _blocks_open == 0:
+            _skipped.unlisten(_tell_skipped)
 
 
 def _tell_skipped(tensors: Iterable[Any], device: Any, *, by: str) -> None:
     """The listener ``torchport._skipped`` calls: pass the news to this thread's audits."""
-    observers = getattr(_local, "observers", None)
-    if not observers:
+    blocks = getattr(_local, "blocks", None)
+    if not blocks:
         return  # another thread's mover: its audits (if any) are not this thread's
     tensors = tuple(tensors)
-    for observer in observers:
+    for observer in blocks:
         if not observer.local.quiet:
             observer.observe_skipped(tensors, device, by)
+
+
+def _after_fork_in_child() -> None:
+    """The child of a fork has one thread: locks another thread held stay held there."""
+    global _lock
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _matches(
@@ -298,7 +352,6 @@ _WRAPPERS = _make_wrappers()
 def _install() -> None:
     if _installed:
         return
-    _skipped.listen(_tell_skipped)
     for owner, name, original, wrapper in _WRAPPERS:
         if getattr(owner, name, None) is not original:
             continue  # someone else replaced it meanwhile: leave theirs alone
@@ -307,7 +360,6 @@ def _install() -> None:
 
 
 def _uninstall() -> None:
-    _skipped.unlisten(_tell_skipped)
     while _installed:
         owner, name, original, own, wrapper = _installed.pop()
         if vars(owner).get(name) is not wrapper:

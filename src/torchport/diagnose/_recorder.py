@@ -160,7 +160,15 @@ class Recorder:
         self.forked = False  # this is a child forked from the audited process
         self.dropped = 0  # ops the audit failed to describe; see guarded_observe
 
-    # -- modes on and off -------------------------------------------------------
+    # -- the block and its modes ---------------------------------------------------
+    def open(self) -> None:
+        """The audit block starts: hear what torchport's movers skip, in this thread."""
+        _methods.open_block(self)
+
+    def close(self) -> None:
+        """The audit block ended."""
+        _methods.close_block(self)
+
     def start(self) -> None:
         _methods.watch(self)
         mode = DispatchWatcher(self)
@@ -218,6 +226,8 @@ class Recorder:
         wrappers go when no other audit needs them, so the child runs at full speed.
         """
         self.forked = True
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        _methods.close_block(self)
         mode, self._mode = self._mode, None
         if mode is None:
             return
@@ -364,10 +374,16 @@ class Recorder:
         """Count copies a torchport mover skipped (tensors already on ``device``); never raises.
 
         On a host device each is a copy an accelerator run makes; elsewhere a tensor
-        already on the device is not copied there either.
+        already on the device is not copied there either. Heard for the whole block:
+        with sampling, a batch handed over between steps is kept when the next step is
+        one that is recorded.
         """
         try:
-            if device.type not in _HOST_TYPES:
+            if device.type not in _HOST_TYPES or self.forked:
+                return
+            if self._mode is None and not (self.every > 1 and self.steps % self.every == 0):
+                # between steps of a sampled audit: the batch goes to the next step, which
+                # is recorded only if it is sampled
                 return
             where, _ = self._where(sys._getframe(1))
             key: _Key = (
