@@ -693,7 +693,7 @@ def test_script_taken_before_the_audit_still_compiles_the_wrapped_builtins() -> 
 def test_model_moves_are_found_under_a_patched_module_to(monkeypatch: pytest.MonkeyPatch) -> None:
     import functools
 
-    from torchport.diagnose import _recorder
+    from torchport.diagnose import _frames
 
     original = nn.Module.to
 
@@ -702,8 +702,8 @@ def test_model_moves_are_found_under_a_patched_module_to(monkeypatch: pytest.Mon
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(nn.Module, "to", patched)  # `torchport run` imports the audit after this
-    codes = _recorder.module_move_codes()
-    assert codes == _recorder._MODULE_MOVES and any(c.co_name == "convert" for c in codes)
+    codes = _frames.module_move_codes()
+    assert codes == _frames.MODULE_MOVES and any(c.co_name == "convert" for c in codes)
 
 
 # -- one copy is one event ---------------------------------------------------------------

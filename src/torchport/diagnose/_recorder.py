@@ -18,7 +18,6 @@ inside a training loop is set apart or left out is decided in :mod:`._loading`.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import sys
 import threading
@@ -28,7 +27,6 @@ from types import CodeType, FrameType
 from typing import Any
 
 import torch
-from torch import nn
 from torch.utils._python_dispatch import (
     TorchDispatchMode,
     _get_current_dispatch_mode_stack,
@@ -36,12 +34,12 @@ from torch.utils._python_dispatch import (
     _push_mode,
 )
 
-from torchport._origin import TORCH_DIR, TORCHPORT_DIR, is_installed
 from torchport.diagnose import _loading, _methods, _ops
+from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.errors import ConfigError
 
-__all__ = ["DATA_LOADING", "HOST_TYPES", "DispatchWatcher", "Recorder", "module_move_codes"]
+__all__ = ["DATA_LOADING", "HOST_TYPES", "DispatchWatcher", "Recorder"]
 
 # Devices whose scalar reads cost no wait: the audit still lists them, labelled
 # as points that would synchronize on an accelerator.
@@ -60,73 +58,12 @@ _Key = tuple[str, str, str, str, bool, str]
 _Row = tuple[str, str, str, str, bool, str, str, int, str, str, int]
 
 
-# Torch code whose tensors live on the host by design, on every machine: the
-# optimizers' step counters (unless capturable/fused) and the data loading
-# machinery (sampler permutations, worker seeds, collation). The learning-rate
-# schedulers are not: ReduceLROnPlateau.step(loss) reads the user's loss, on the
-# device in a GPU run.
-_HOST_SIDE_DIRS = tuple(
-    os.path.join(TORCH_DIR, *parts) + os.sep for parts in (("optim",), ("utils", "data"))
-)
-_USER_READS_IN_TORCH = frozenset(
-    {
-        os.path.join(TORCH_DIR, "optim", "lr_scheduler.py"),
-        os.path.join(TORCH_DIR, "optim", "swa_utils.py"),
-    }
-)
-_USER, _TORCH, _HOST_SIDE, _OWN, _MODULE_MOVE, _INSTALLED = 0, 1, 2, 3, 4, 5
-
-
-# The functions nn.Module.to() and .cpu() apply to each parameter and buffer: a move
-# of the model, so on a CPU run their per-tensor no-op .to() predicts a real copy.
-# Other torch code's .to() of host tensors (clip_grad_norm_'s norms) predicts none.
-# Found through inspect.unwrap: torchport.redirect may have patched Module.to over
-# the original by the time this module is imported (`torchport run`).
-def module_move_codes() -> frozenset[CodeType]:
-    """The code objects of the per-tensor functions ``Module.to``/``.cpu`` apply."""
-    return frozenset(
-        const
-        for method in (nn.Module.to, nn.Module.cpu)
-        for const in inspect.unwrap(method).__code__.co_consts
-        if isinstance(const, CodeType)
-    )
-
-
-_MODULE_MOVES = module_move_codes()
-
-
-# Frames between the caller and a watcher that belong to the call itself: the
-# dispatch of __torch_function__ and the Python-defined tensor methods it wraps.
-_MACHINERY = frozenset(
-    code
-    for code in (
-        getattr(torch.overrides.handle_torch_function, "__code__", None),
-        getattr(torch._ops.OpOverload.__call__, "__code__", None),
-        *(getattr(f, "__code__", None) for f in _ops.watched_methods()),
-    )
-    if code is not None
-)
-
-
-def _origin(code: CodeType) -> int:
-    name = code.co_filename
-    if name.startswith(TORCHPORT_DIR) or code in _MACHINERY:
-        return _OWN
-    if code in _MODULE_MOVES:
-        return _MODULE_MOVE
-    if name.startswith(_HOST_SIDE_DIRS) and name not in _USER_READS_IN_TORCH:
-        return _HOST_SIDE
-    if name.startswith(TORCH_DIR):
-        return _TORCH
-    return _INSTALLED if is_installed(name) else _USER
-
-
 _Where = tuple[str, int, str, str, int]
 _NO_CALLER: _Where = ("<backward/C++>", 0, "", "", 0)
 _TRANSFER = OpKind.TRANSFER.value
 # Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
 # code moving to the program's device (a BatchEncoding's .to(device)) copies there too
-_PREDICTS = frozenset({_USER, _MODULE_MOVE, _INSTALLED})
+_PREDICTS = frozenset({USER, MODULE_MOVE, INSTALLED})
 _LOADING = _loading.STATE
 
 # Formatting a torch.device costs microseconds; each device and route is named once
@@ -278,10 +215,10 @@ class Recorder:
             code = frame.f_code
             origin = origins.get(code)
             if origin is None:
-                origin = origins[code] = _origin(code)
-            if caller is None and origin != _OWN:
+                origin = origins[code] = frame_origin(code)
+            if caller is None and origin != OWN:
                 caller = origin
-            if origin == _USER:
+            if origin == USER:
                 if via is None:
                     return (code.co_filename, frame.f_lineno or 0, code.co_name, "", 0), caller
                 return (
@@ -291,7 +228,7 @@ class Recorder:
                     via.f_code.co_filename,
                     via.f_lineno or 0,
                 ), caller
-            if origin == _INSTALLED and via is None:
+            if origin == INSTALLED and via is None:
                 via = frame
             frame = frame.f_back
         if via is not None:
@@ -343,7 +280,7 @@ class Recorder:
                     # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
                     return
                 to_host = _ops.names_host(func, args, kwargs)
-                if caller == _MODULE_MOVE and self._moved_before(args[0], to_host):
+                if caller == MODULE_MOVE and self._moved_before(args[0], to_host):
                     return
                 # a read of this copy on the same line is the copy's own (.cpu().numpy())
                 self.local.host_copy = where if to_host else None
@@ -460,7 +397,7 @@ class Recorder:
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
         where, caller = self._where(frame)
-        if host_side and facts[1] and caller == _HOST_SIDE:
+        if host_side and facts[1] and caller == HOST_SIDE:
             return
         local = self.local
         copied = local.host_copy
