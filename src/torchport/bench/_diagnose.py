@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, cast
@@ -286,9 +287,13 @@ def event_cost_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
                     event()
 
         runs = {name: partial(run, context=context) for name, context in contexts.items()}
-        stats = time_interleaved(
-            runs, cpu, warmup=2, repeats=7 if quick else 15, clock=time.process_time
-        )
+        with warnings.catch_warnings():
+            # float(t) of a tensor that requires grad warns (once); its cost is timed, its
+            # text would only be noise in the suite's output
+            warnings.simplefilter("ignore", UserWarning)
+            stats = time_interleaved(
+                runs, cpu, warmup=2, repeats=7 if quick else 15, clock=time.process_time
+            )
         base = stats["baseline"].median / calls
         for name, got in stats.items():
             per_event = got.scaled(1.0 / calls)
