@@ -166,3 +166,26 @@ def test_hf_style_tokenized_batches_with_tied_embeddings(
     # the collator masks the labels of each of the 10 batches on the host
     assert _counts(report.data_loading, path) == {("mask_labels", "sync", False): 10}
     capsys.readouterr()
+
+
+def test_the_quickstart_counts_the_batches_its_device_loader_hands_over(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quickstart = Path(__file__).parents[2] / "examples" / "quickstart.py"
+    monkeypatch.delenv("TORCHPORT_DEVICE", raising=False)
+    monkeypatch.setattr(sys, "argv", [str(quickstart)])
+    with tp.audit() as report:
+        runpy.run_path(str(quickstart), run_name="__main__")
+    capsys.readouterr()
+    # 4096 examples in batches of 128: 32 batches per epoch, 5 epochs, 2 tensors each
+    counted = {(e.op, e.kind): e.count for e in report.entries}
+    assert counted == {
+        ("torchport.DeviceLoader", "transfer"): 32 * 5 * 2,
+        # Linear(32, 64) and Linear(64, 1): 2 weights and 2 biases
+        ("Tensor.to", "transfer"): 4,
+        # the epoch's mean loss read once per epoch
+        ("Tensor.item", "sync"): 5,
+    }
+    # x: 128 x 32 floats, y: 128 x 1 floats, per batch
+    loader_bytes = sum(e.bytes for e in report.entries if e.op == "torchport.DeviceLoader")
+    assert loader_bytes == 32 * 5 * (128 * 32 * 4 + 128 * 4)

@@ -803,9 +803,13 @@ def test_a_weighted_loss_called_by_a_local_name() -> None:
     assert "loss_fn.to('meta')" in message and "buffer 'pos_weight' on cpu" in message
 
 
-def test_distributed_data_parallel_of_a_split_model_is_named() -> None:
+def test_distributed_data_parallel_of_a_split_model_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import torch.distributed as dist
 
+    # init_process_group replaces sys.excepthook for good ("[rank0]: " on every line)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         model = Model()
