@@ -229,3 +229,22 @@ def test_a_progress_bar_from_an_installed_package(
     assert entry.label.startswith("formatting a tensor") and entry.would_sync
     assert entry.via.startswith(str(package / "__init__.py") + ":")
     assert sum(e.count for e in report.data_loading) == 4 + 4  # int() and as_tensor per example
+
+
+def test_the_loaders_calls_are_restored_exactly_after_the_block() -> None:
+    from torch.utils.data import dataloader
+
+    owners = (
+        dataloader.DataLoader,
+        dataloader._BaseDataLoaderIter,
+        dataloader._SingleProcessDataLoaderIter,
+        dataloader._MultiProcessingDataLoaderIter,
+    )
+    before = {(cls, name): vars(cls).get(name) for cls in owners for name in vars(cls)}
+    with tp.audit():
+        assert (
+            vars(dataloader._SingleProcessDataLoaderIter)["_next_data"]
+            is not (before[(dataloader._SingleProcessDataLoaderIter, "_next_data")])
+        )
+    after = {(cls, name): vars(cls).get(name) for cls in owners for name in vars(cls)}
+    assert after == before

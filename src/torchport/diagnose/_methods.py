@@ -24,12 +24,16 @@ The wrappers must not change what the program does:
   CUDA's sync debug mode is on, record the warnings and re-issue them at their
   caller's line, with the caller's filters and once-registry.
 
+Beside them, the DataLoader's inner calls are wrapped to mark data loading
+(:mod:`._loading`), only with a counter: they record nothing themselves.
+
 The wrappers are process-wide, but record only for the audits active in the
 calling thread (a thread-local stack), so other threads pass straight through.
 Installing is reference-counted across threads and nested audits; the last
 :func:`unwatch` restores every attribute exactly: attributes that were inherited
 (``tolist`` comes from ``torch._C.TensorBase``) are deleted again rather than
-shadowed.
+shadowed. Apart from watching, each open audit block (:func:`open_block`) hears the
+copies torchport's own movers skip (``torchport._skipped``), for its whole length.
 """
 
 from __future__ import annotations
