@@ -84,3 +84,19 @@ def test_python_users_are_told_the_argument() -> None:
     from torchport.diagnose import doctor
 
     assert "pass bandwidth=True" in " ".join(str(doctor()).split())
+
+
+def test_markdown_for_a_bug_report(capsys: pytest.CaptureFixture[str]) -> None:
+    import torchport
+
+    assert main(["doctor", "--markdown"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert f"- torchport: {torchport.__version__}" in out
+    assert any(line.startswith(f"- torch: {torch.__version__}") for line in out)
+
+
+def test_json_and_markdown_are_one_or_the_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["doctor", "--json", "--markdown"])
+    assert info.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import subprocess
 import sys
@@ -378,3 +379,108 @@ def test_real_copy_bandwidth() -> None:
     assert isinstance(result, CopyBandwidth) and result.device == "cuda:0"
     figures = (result.h2d_pinned, result.h2d_pageable, result.d2h_pinned, result.d2h_pageable)
     assert all(value is not None and value > 0 for value in figures)
+
+
+# -- the host and its software, in every form -----------------------------------------
+
+
+def test_the_host_and_its_software_are_reported(clean_env: pytest.MonkeyPatch) -> None:
+    import os
+
+    import numpy as np
+
+    host = torchport.doctor().host
+    assert host is not None
+    assert (host.torchport, host.numpy) == (torchport.__version__, np.__version__)
+    assert host.cpu_count == os.cpu_count()
+    assert (host.torch_threads, host.torch_interop_threads) == (
+        torch.get_num_threads(),
+        torch.get_num_interop_threads(),
+    )
+    assert host.os.strip()
+    data = json.loads(torchport.doctor().to_json())["host"]
+    assert data["torchport"] == torchport.__version__ and data["cpu_count"] == os.cpu_count()
+
+
+def test_numpy_missing_is_said(clean_env: pytest.MonkeyPatch) -> None:
+    real = _probes.importlib.util.find_spec
+    clean_env.setattr(
+        _probes.importlib.util, "find_spec", lambda name: None if name == "numpy" else real(name)
+    )
+    report = torchport.doctor()
+    assert report.host is not None and report.host.numpy is None
+    assert "- NumPy: not installed" in report.to_markdown()
+
+
+@given(
+    threads=st.integers(1, 64),
+    usable=st.none() | st.integers(1, 64),
+    quota=st.none() | st.floats(0.1, 64),
+)
+def test_more_torch_threads_than_usable_cpus_is_a_warning(
+    threads: int, usable: int | None, quota: float | None
+) -> None:
+    host = _probes.HostInfo("0", None, "Linux", 64, usable, quota, threads, 1)
+    found = _probes.host_findings(host)
+    limits = [n for n in (usable, quota) if n is not None]
+    allowed = max(1, int(min(limits))) if limits else None
+    assert bool(found) == (allowed is not None and threads > allowed)
+    if found:
+        (finding,) = found
+        assert finding.severity is Severity.WARNING
+        assert f"torch.set_num_threads({allowed})" in finding.fix
+
+
+@functools.cache
+def _report() -> DoctorReport:
+    return torchport.doctor(free_memory=False)
+
+
+def _squeezed(text: str) -> str:
+    """Text without whitespace and table borders: what is left when a cell folds."""
+    return "".join(ch for ch in text if not ch.isspace() and ch not in "│┃┌┐└┘├┤┬┴┼─━┏┓┗┛┡┩╇╈")
+
+
+_LONG = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_.0123456789", min_size=30, max_size=140)
+
+
+@given(platform=_LONG, reason=_LONG, os_name=_LONG, width=st.sampled_from([60, 80, 120]))
+@settings(max_examples=20)
+def test_no_value_is_cut_at_any_width(platform: str, reason: str, os_name: str, width: int) -> None:
+    report = _report()
+    assert report.torch is not None and report.host is not None and report.choice is not None
+    report = dataclasses.replace(
+        report,
+        torch=dataclasses.replace(report.torch, platform=platform),
+        host=dataclasses.replace(report.host, os=os_name),
+        choice=dataclasses.replace(report.choice, reason=reason),
+    )
+    from torchport.diagnose._report import render_text
+
+    text = render_text(report, width=width)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= width
+    squeezed = _squeezed(text)
+    for value in (platform, reason, os_name, torchport.__version__, torch.__version__):
+        assert _squeezed(value) in squeezed
+    markdown = report.to_markdown().splitlines()
+    assert f"- platform: {platform}" in markdown and f"- OS: {os_name}" in markdown
+
+
+def test_markdown_is_one_fact_per_line_and_names_what_a_bug_report_needs() -> None:
+    import numpy as np
+
+    markdown = _report().to_markdown()
+    lines = markdown.splitlines()
+    assert all(line.startswith(("- ", "  - ")) for line in lines)
+    for expected in (
+        f"- torchport: {torchport.__version__}",
+        f"- torch: {torch.__version__}",
+        f"- NumPy: {np.__version__}",
+        "- OS: ",
+        "- CPUs: ",
+        f"- torch threads: {torch.get_num_threads()} per op",
+        "- pick_device(): ",
+        "- findings: ",
+    ):
+        assert any(line.startswith(expected) for line in lines), expected

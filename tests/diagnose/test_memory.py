@@ -113,3 +113,78 @@ def test_torchport_device_meta_is_a_clear_device_error(monkeypatch: pytest.Monke
     with pytest.raises(torchport.DeviceError, match=r"TORCHPORT_DEVICE='meta'.*no memory") as info:
         torchport.memory_report()
     assert isinstance(info.value, torchport.TorchportError)
+
+
+# A child process lowers each of its own limits in turn, leaving itself 256 MiB of room,
+# asks for more than the room (but less than the limit) and for more than the limit, and
+# lifts the limit again.
+_UNDER_A_LIMIT = r"""
+import json, resource
+import torch
+import torchport as tp
+from torchport.diagnose._memory import process_limit
+
+MiB = 1024**2
+torch.set_num_threads(1)
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+
+for name, field in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
+    which = getattr(resource, name)
+    before = resource.getrlimit(which)
+    cap = status(field) + 256 * MiB
+    resource.setrlimit(which, (cap, before[1]))
+    out = {"limit": name, "cap": cap, "room": process_limit().room}
+    report = tp.memory_report("cpu")
+    out["free"], out["total"], out["notes"] = report.free, report.total, list(report.notes)
+    past_room = out["room"] + (cap - out["room"]) // 2  # more than the room, less than the cap
+    for label, size in (("past_room", past_room), ("past_limit", cap + 256 * MiB)):
+        try:
+            kept = torch.empty(size, dtype=torch.uint8)
+            out[label] = None
+            del kept
+        except RuntimeError as err:
+            e = tp.explain_oom(err)
+            out[label] = [e.case.name, e.allowed, e.allowed_by, str(e)]
+    resource.setrlimit(which, before)
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not _memory._PROC_STATUS.exists(), reason="needs /proc/self/status")
+def test_a_real_process_limit_bounds_the_report_and_explains_the_error() -> None:
+    import subprocess
+    import sys
+
+    free_ram, _ = _memory.host_memory(within_process_limit=False)
+    if free_ram is None or free_ram < 2**30:
+        pytest.skip("needs 1 GiB of free RAM, so that only the limit can refuse")
+    done = subprocess.run(
+        [sys.executable, "-c", _UNDER_A_LIMIT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    commands = {"RLIMIT_AS": "ulimit -v", "RLIMIT_DATA": "ulimit -d"}
+    results = [json.loads(line) for line in done.stdout.strip().splitlines()]
+    assert [out["limit"] for out in results] == list(commands)
+    for out in results:
+        limit = out["limit"]
+        named = f"{limit} ({commands[limit]})"
+        cap, room = out["cap"], out["room"]
+        assert out["total"] == cap and 0 < out["free"] <= room <= 256 * 2**20
+        assert any(named in note for note in out["notes"])
+        if out["past_room"] is None or out["past_limit"] is None:
+            continue  # this kernel does not enforce the limit on these allocations
+        # more than is left under the limit, while the machine has RAM: the limit is the cause
+        case, allowed, allowed_by, text = out["past_room"]
+        assert (case, allowed, allowed_by) == ("PROCESS_LIMIT", cap, named)
+        assert f"{commands[limit]} unlimited" in text and "allowed to this process by" in text
+        # more than the limit itself: no setting of the program makes it fit
+        case, allowed, allowed_by, text = out["past_limit"]
+        assert (case, allowed_by) == ("REQUEST_TOO_LARGE", named)
+        assert "this process's limit" in text

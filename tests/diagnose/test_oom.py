@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import torch
@@ -344,3 +345,109 @@ def test_the_per_process_cap_is_the_cause_when_the_device_has_room() -> None:
     assert result.case is OomCase.PROCESS_LIMIT
     assert "set_per_process_memory_fraction" in result.next_step
     assert "20 GiB allowed to this process" in str(result)
+
+
+# -- XPU's wordings, every figure labelled -------------------------------------------------
+
+
+def xpu_message(
+    *,
+    requested: int,
+    total: int,
+    free: int | None,
+    allocated: int,
+    unallocated: int,
+    allowed: int | None = None,
+    gpu: int = 0,
+) -> str:
+    """A message in the shape c10/xpu/XPUCachingAllocator.cpp builds: with the free memory
+    (torch >= 2.8) or without it (2.5-2.7)."""
+    capacity = f"GPU {gpu} has a total capacity of {format_size(total)}"
+    if free is None:
+        middle = f"{capacity}. "
+    else:
+        limit = f"{format_size(allowed)} allowed; " if allowed is not None else ""
+        middle = f"{capacity} of which {format_size(free)} is free. {limit}"
+    return (
+        f"XPU out of memory. Tried to allocate {format_size(requested)}. {middle}"
+        f"Of the allocated memory {format_size(allocated)} is allocated by PyTorch, and "
+        f"{format_size(unallocated)} is reserved by PyTorch but unallocated. Please use "
+        "`empty_cache` to release all unoccupied cached memory."
+    )
+
+
+def ipex_message(*, requested: int, total: int, allocated: int, reserved: int, gpu: int) -> str:
+    """Intel Extension for PyTorch's XPU allocator (the older, parenthesised shape)."""
+    return (
+        f"XPU out of memory. Tried to allocate {format_size(requested)} (GPU {gpu}; "
+        f"{format_size(total)} total capacity; {format_size(allocated)} already allocated; "
+        f"{format_size(reserved)} reserved in total by PyTorch)"
+    )
+
+
+_SIZE = st.integers(2 * MiB, 64 * GiB)
+
+
+def _close(parsed: int | None, exact: int) -> bool:
+    """Equal to within what two decimals of the message's unit keep."""
+    return parsed is not None and abs(parsed - exact) <= max(exact * 0.005, 0.01 * MiB)
+
+
+def _unlabelled(text: str) -> list[str]:
+    """Clauses of the explanation's first sentence that are a bare size, with no label."""
+    facts = text.split(". Cause:")[0].split(", ")
+    return [f for f in facts if re.fullmatch(r"\s*[\d.]+ (bytes|B|KiB|MiB|GiB|TiB)\s*", f)]
+
+
+@given(
+    requested=_SIZE,
+    total=_SIZE,
+    free=st.none() | _SIZE,
+    allocated=_SIZE,
+    unallocated=st.integers(0, 4 * GiB),
+    allowed=st.none() | _SIZE,
+    gpu=st.integers(0, 7),
+)
+def test_every_xpu_figure_is_read_and_labelled(
+    requested: int,
+    total: int,
+    free: int | None,
+    allocated: int,
+    unallocated: int,
+    allowed: int | None,
+    gpu: int,
+) -> None:
+    if free is None:
+        allowed = None  # the release without free memory had no cap clause either
+    msg = xpu_message(
+        requested=requested,
+        total=total,
+        free=free,
+        allocated=allocated,
+        unallocated=unallocated,
+        allowed=allowed,
+        gpu=gpu,
+    )
+    result = torchport.explain_oom(torch.OutOfMemoryError(msg))
+    assert (result.backend, result.device) == ("xpu", f"xpu:{gpu}")
+    assert _close(result.requested, requested) and _close(result.total, total)
+    assert _close(result.allocated, allocated)
+    assert _close(result.reserved_unallocated, unallocated)
+    assert (result.free is None) == (free is None)
+    if free is not None:
+        assert _close(result.free, free)
+    assert (result.allowed is None) == (allowed is None)
+    text = str(result)
+    assert _unlabelled(text) == []
+    assert "in PyTorch tensors" in text and "reserved by PyTorch but unallocated" in text
+    assert ("memory in all" in text) == (free is None)
+
+
+def test_intel_extensions_xpu_wording_is_read() -> None:
+    msg = ipex_message(requested=20 * MiB, total=15 * GiB, allocated=GiB, reserved=2 * GiB, gpu=1)
+    result = torchport.explain_oom(msg)
+    assert (result.backend, result.device) == ("xpu", "xpu:1")
+    assert result.total == 15 * GiB and result.allocated == GiB
+    assert result.reserved_unallocated == GiB
+    assert "torch.xpu.empty_cache()" in result.next_step
+    assert _unlabelled(str(result)) == []

@@ -660,3 +660,223 @@ def test_a_data_parallel_models_path_is_the_models_own() -> None:
     message = str(err)
     assert "Linear 'encoder.layers.1.proj' (in Model)" in message
     assert "module.encoder" not in message
+
+
+# -- culprits outside the model, and what PyTorch said ----------------------------------
+
+
+def _scaled(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    y = torch.relu(x)
+    return y * w
+
+
+def test_a_mismatch_in_compiled_code_keeps_the_devices_and_the_traced_line() -> None:
+    compiled = torch.compile(_scaled, backend="eager", fullgraph=True)
+    err = _raise_mismatch(lambda: compiled(torch.ones(3), torch.ones(3, device=META)))
+    message = str(err)
+    traced = _scaled.__code__.co_firstlineno + 2
+    assert f"inside code torch.compile traced, at {__file__}:{traced} in _scaled" in message
+    assert "`return y * w`" in message
+    assert "the op mixed tensors on cpu and meta" in message
+    said = message.split("(PyTorch said: ")[1]
+    assert "cpu" in said and "meta" in said  # the devices PyTorch named are kept
+
+
+class _Stray(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(3, 3)
+        self.shift = nn.Parameter(torch.zeros(3, device=META))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x) + self.shift
+
+
+def test_a_compiled_module_names_the_stray_parameter_and_the_traced_line() -> None:
+    compiled = torch.compile(_Stray(), backend="eager")
+    message = str(_raise_mismatch(lambda: compiled(torch.ones(2, 3))))
+    assert "inside code torch.compile traced" in message
+    assert "`return self.proj(x) + self.shift`" in message
+    assert "'shift' on meta" in message
+
+
+@given(inputs=st.integers(1, 3), data=st.data())
+def test_an_autograd_functions_backward_on_the_wrong_device_names_the_function(
+    inputs: int, data: st.DataObject
+) -> None:
+    wrong = data.draw(st.integers(0, inputs - 1))
+
+    class ScaleAndShift(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, *xs: torch.Tensor) -> torch.Tensor:
+            return sum(x * 2 for x in xs)  # type: ignore[return-value]
+
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            return tuple(
+                torch.zeros_like(grad, device=META) if i == wrong else grad * 2
+                for i in range(inputs)
+            )
+
+    xs = [torch.ones(3, requires_grad=True) for _ in range(inputs)]
+    out = ScaleAndShift.apply(*xs)
+    err = _raise_mismatch(lambda: out.sum().backward())
+    message = str(err)
+    backward_line = ScaleAndShift.backward.__code__.co_firstlineno
+    assert f"autograd.Function {ScaleAndShift.__qualname__} ({__file__}:{backward_line})" in (
+        message
+    )
+    assert f"gradient for input {wrong} on meta, but that input is on cpu" in message
+    assert "ScaleAndShift.backward" in message.split("To fix:")[1]
+
+
+_OPTIMIZERS: list[tuple[str, Any, str]] = [
+    ("Adam", lambda ps: torch.optim.Adam(ps, foreach=False), "exp_avg"),
+    ("AdamW", lambda ps: torch.optim.AdamW(ps, foreach=True), "exp_avg_sq"),
+    ("Adagrad", lambda ps: torch.optim.Adagrad(ps), "sum"),
+    ("RMSprop", lambda ps: torch.optim.RMSprop(ps), "square_avg"),
+]
+
+
+@pytest.mark.parametrize(("kind", "make", "key"), _OPTIMIZERS, ids=[o[0] for o in _OPTIMIZERS])
+def test_optimizer_state_elsewhere_names_optimizer_parameter_and_key(
+    kind: str, make: Any, key: str
+) -> None:
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    optimizer = make(net.parameters())
+
+    def step() -> None:
+        net(torch.ones(3, 4)).sum().backward()
+        optimizer.step()
+
+    step()  # the state exists now; a resumed run left part of it elsewhere
+    state = optimizer.state[net[2].weight]
+    state[key] = state[key].to(META)
+    message = str(_raise_mismatch(step))
+    assert f"the {kind} optimizer holds state {key!r} of parameter '2.weight'" in message
+    assert "on meta, but the parameter is on cpu" in message
+    assert "torchport.to_device(optimizer, 'cpu')" in message
+
+
+def test_optimizer_state_of_an_unnamed_parameter_is_named_by_its_place() -> None:
+    weights = [torch.ones(2, requires_grad=True), torch.ones(3, requires_grad=True)]
+    optimizer = torch.optim.Adam([{"params": weights[:1]}, {"params": weights[1:]}])
+    for w in weights:
+        w.grad = torch.ones_like(w)
+    optimizer.step()
+    optimizer.state[weights[1]]["exp_avg"] = torch.zeros(3, device=META)
+    message = str(_raise_mismatch(optimizer.step))
+    assert "state 'exp_avg' of parameter param_groups[1]['params'][0] (shape (3,))" in message
+
+
+class _Trainer:
+    def __init__(self, criterion: nn.Module) -> None:
+        self.criterion = criterion
+
+    def loss(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return self.criterion(out, target)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: nn.NLLLoss(weight=torch.ones(5)),
+        lambda: nn.CrossEntropyLoss(weight=torch.ones(5), label_smoothing=0.1),
+        lambda: nn.MultiMarginLoss(weight=torch.ones(5)),
+    ],
+)
+def test_a_loss_with_a_weight_on_another_device_is_moved_not_its_inputs(make: Any) -> None:
+    model = nn.Linear(3, 5).to(META)
+    trainer = _Trainer(make())
+    out = torch.log_softmax(model(torch.ones(2, 3, device=META)), dim=1)
+    target = torch.zeros(2, dtype=torch.long, device=META)
+    message = str(_raise_mismatch(lambda: trainer.loss(out, target)))
+    fix = message.split("To fix:")[1]
+    assert "self.criterion.to('meta')" in fix
+    assert "x.to('cpu')" not in fix and "buffer 'weight' on cpu" in message
+
+
+def test_a_weighted_loss_called_by_a_local_name() -> None:
+    loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.ones(4))
+    logits = torch.zeros(2, 4, device=META)
+    message = str(_raise_mismatch(lambda: loss_fn(logits, torch.ones(2, 4, device=META))))
+    assert "loss_fn.to('meta')" in message and "buffer 'pos_weight' on cpu" in message
+
+
+def test_distributed_data_parallel_of_a_split_model_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch.distributed as dist
+
+    # init_process_group replaces sys.excepthook for good ("[rank0]: " on every line)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        model = Model()
+        model.head.to(META)
+        message = str(_raise_mismatch(lambda: nn.parallel.DistributedDataParallel(model)))
+    finally:
+        dist.destroy_process_group()
+    assert "Linear 'head'" in message or "'head.weight' on meta" in message
+    assert "same type of devices" in message  # what PyTorch said is kept
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "module must have its parameters and buffers on device cuda:0 (device_ids[0]) but "
+        "found one of them on device: cpu",
+        "DistributedDataParallel's input module must be on the same type of devices, but "
+        "input module parameters locate in {'cpu', 'cuda'}.",
+        "Unhandled FakeTensor Device Propagation for aten.mm.default, found two different "
+        "devices cpu, cuda:0",
+    ],
+)
+def test_parallel_wrapper_and_fake_tensor_wordings_are_recognised(message: str) -> None:
+    model = nn.Sequential(nn.Identity(), FailsInKernel(message))
+    err = _raise_mismatch(lambda: model(torch.randn(2, 4)))
+    assert "FailsInKernel '1' (in Sequential)" in str(err)
+    assert f"(PyTorch said: {message})" in str(err)
+
+
+def test_the_sentence_naming_the_devices_is_kept_when_it_is_not_the_first_line() -> None:
+    dynamo_like = (
+        "Tensor device mismatch\n"
+        "  Explanation: Expected all tensors to be on the same device, but found at least two "
+        "devices, cpu and meta!\n"
+        "  Hint: Move inputs, parameters, and buffers to the same device."
+    )
+    err = _raise_mismatch(lambda: _kernel_error(dynamo_like))
+    assert str(err).endswith(
+        "(PyTorch said: Tensor device mismatch: Expected all tensors to be on the same device, "
+        "but found at least two devices, cpu and meta!)"
+    )
+    assert "the op mixed tensors on cpu and meta" in str(err)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 1, reason="needs CUDA")
+def test_data_parallel_with_a_parameter_left_on_the_cpu() -> None:
+    model = Model().cuda()
+    model.head.bias = nn.Parameter(torch.zeros(2))  # replaced after .cuda(): on the CPU
+    wrapped = nn.DataParallel(model)
+    message = str(_raise_mismatch(lambda: wrapped(torch.randn(2, 4, device="cuda"))))
+    assert "'head.bias'" in message or "bias" in message
+    assert "module must have its parameters and buffers on device" in message
+
+
+class Doubler(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return torch.full((3,), 2.0, device=META)
+
+
+def test_a_function_applied_inline_is_found_by_its_name() -> None:
+    x = torch.ones(3, requires_grad=True)
+    message = str(_raise_mismatch(lambda: Doubler.apply(x).sum().backward()))
+    line = Doubler.backward.__code__.co_firstlineno
+    assert f"autograd.Function Doubler ({__file__}:{line})" in message

@@ -12,7 +12,10 @@ audit ≤ 1.15x on the 5 ms step.
 
 Beside the steps, :func:`event_cost_rows` times single events the audit records
 (``.item()``, ``.tolist()``, boolean-mask indexing, a CPU ``x.to(device)`` it lists
-as a copy an accelerator would make) and one it does not (``y + 1``), each bare,
+as a copy an accelerator would make, ``x.cpu().numpy()`` (one copy: the read is the
+copy's own), ``float(t)`` of a tensor that requires grad (torch's warning is caught
+and re-issued at the caller), a ``DeviceLoader`` handing over a batch of two
+tensors) and one it does not (``y + 1``), each bare,
 inside an empty dispatch mode and inside ``audit()``: the cost of one recorded event
 is its time under audit() less its bare time. Target: under 20 µs per recorded event.
 The events are compiled as a user's lines (outside torchport's package), so the
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, cast
@@ -227,12 +231,16 @@ def _user_line(expression: str, names: dict[str, object]) -> Callable[[], object
 
 def _events() -> dict[str, tuple[Callable[[], object], bool]]:
     """Name -> (one event, whether audit() records it)."""
+    from torchport.feed import DeviceLoader
+
     values = torch.arange(10.0)
     names: dict[str, object] = {
         "scalar": torch.ones(()),
         "values": values,
         "mask": values > 4,
         "device": torch.device("cpu"),
+        "weight": torch.ones((), requires_grad=True) * 2,
+        "feed": DeviceLoader([(values, values)], "cpu"),
     }
     # looked up at each call, as a program does (a bound method taken before the
     # audit began would bypass its Python-level watch)
@@ -241,6 +249,9 @@ def _events() -> dict[str, tuple[Callable[[], object], bool]]:
         ("x.tolist() (10 floats)", "values.tolist()", True),
         ("boolean-mask indexing (data-dependent shape)", "values[mask]", True),
         ("x.to(device), a CPU no-op listed as a copy", "values.to(device)", True),
+        ("x.cpu().numpy(), one copy", "values.cpu().numpy()", True),
+        ("float(t), t requires grad", "float(weight)", True),
+        ("DeviceLoader batch of 2 tensors", "[b for b in feed]", True),
         ("y + 1 (not recorded)", "values + 1", False),
     ]
     return {name: (_user_line(line, names), recorded) for name, line, recorded in events}
@@ -276,9 +287,13 @@ def event_cost_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
                     event()
 
         runs = {name: partial(run, context=context) for name, context in contexts.items()}
-        stats = time_interleaved(
-            runs, cpu, warmup=2, repeats=7 if quick else 15, clock=time.process_time
-        )
+        with warnings.catch_warnings():
+            # float(t) of a tensor that requires grad warns (once); its cost is timed, its
+            # text would only be noise in the suite's output
+            warnings.simplefilter("ignore", UserWarning)
+            stats = time_interleaved(
+                runs, cpu, warmup=2, repeats=7 if quick else 15, clock=time.process_time
+            )
         base = stats["baseline"].median / calls
         for name, got in stats.items():
             per_event = got.scaled(1.0 / calls)

@@ -11,13 +11,19 @@ def register(sub: Any) -> None:
         "doctor",
         help="check torch, drivers and devices on this machine",
         description=(
-            "Report the torch build, CUDA/ROCm runtime against the driver, visible devices "
-            "and their free memory, MPS/XPU, the device torchport picks and why, and any "
-            "problems with what to do about them. Exit 0 when no problem is an error, 1 "
-            "otherwise."
+            "Report torchport's, torch's, Python's and NumPy's versions, the OS, CPUs and "
+            "torch's threads, the CUDA/ROCm runtime against the driver, visible devices and "
+            "their free memory, MPS/XPU, the device torchport picks and why, and any problems "
+            "with what to do about them. Exit 0 when no problem is an error, 1 otherwise."
         ),
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    form = parser.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print the report as JSON")
+    form.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the report as a Markdown list to paste into a bug report",
+    )
     parser.add_argument(
         "--bandwidth",
         action="store_true",
@@ -35,6 +41,8 @@ def _run(args: argparse.Namespace) -> int:
     report = doctor(bandwidth=args.bandwidth)
     if args.json:
         print(report.to_json())
+    elif args.markdown:
+        print(report.to_markdown())
     else:
         Console().print(render_doctor(report, bandwidth_hint="run `torchport doctor --bandwidth`"))
     return 0 if report.ok else 1

@@ -3,7 +3,8 @@
 This module is the public face: :func:`audit`, and the facts it returns
 (:class:`AuditReport`, :class:`AuditEntry`). The watching and counting live in
 :mod:`._recorder` (a ``TorchDispatchMode`` for aten ops, wrappers from :mod:`._methods`
-for Python-level reads); :mod:`._report` draws the report.
+for Python-level reads); which host work is set apart is decided in :mod:`._loading`;
+:mod:`._report` draws the report.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchport.diagnose._ops import OpKind
-from torchport.diagnose._recorder import Recorder
+from torchport.diagnose._recorder import DATA_LOADING, Recorder
 from torchport.diagnose._strict import is_out_of_memory, note_oom
 from torchport.errors import ConfigError
 
@@ -34,18 +35,25 @@ class AuditEntry:
             size depends on the data, so the host waits to learn it).
         label: What happened, e.g. ``"scalar read (.item())"``.
         op: The aten op or tensor method, e.g. ``"aten::_to_copy"``, ``"Tensor.item"``.
-        device: For a transfer, the direction (``"cpu→cuda:0"``); for a sync, the
-            device of the tensor read.
+        device: For a transfer, the direction (``"cpu→cuda:0"``; for a predicted
+            copy ``"host→device"`` or ``"device→host"``); for a sync, the device of
+            the tensor read.
         would_sync: True for an entry that costs nothing on this host device (CPU)
             but would on an accelerator: a sync there, or, for a transfer, a copy
             (``x.to(device)`` and ``out.cpu()`` return a CPU tensor unchanged).
-        file: The user's source file (the first frame outside torch and torchport).
+        file: The user's source file: the first frame outside torch, torchport and
+            installed code (the standard library, ``site-packages``).
         line: Its line number.
         function: The function holding that line.
         code: The line's text, stripped.
         count: How many times it happened.
         bytes: Bytes copied in total (transfers, predicted copies and reads to Python;
             0 when unknown).
+        via: ``"file:line"`` of the innermost installed code the event went through
+            on its way from the user's line (``transformers/modeling_utils.py:3712``),
+            or ``""``.
+        phase: ``"data loading"`` when it happened while a DataLoader fetched a batch,
+            else ``""`` (the training loop).
     """
 
     kind: str
@@ -59,6 +67,8 @@ class AuditEntry:
     code: str
     count: int = 0
     bytes: int = 0
+    via: str = ""
+    phase: str = ""
 
     @property
     def where(self) -> str:
@@ -71,8 +81,13 @@ class AuditReport:
     """What :func:`audit` saw: plain data, filled in when the block exits.
 
     Attributes:
-        entries: One per (kind, op, device, source line), most bytes then most
-            calls first.
+        entries: What the run on an accelerator does: one per (kind, op, device,
+            source line), most bytes then most calls first. Copies that cross
+            devices are here wherever they were made, data loading included.
+        data_loading: Host work done while a DataLoader fetched batches (its
+            ``Dataset``, transforms, ``collate_fn``, sampler): reads of host tensors
+            and no-op moves that stay on the host in an accelerator run too, so
+            they count in no total (``would_sync`` is false), in the same order.
         every: The sampling period given to :func:`audit`.
         steps: Steps marked with :meth:`step`.
         recorded_steps: Steps that were recorded (all of them when ``every == 1``).
@@ -81,6 +96,7 @@ class AuditReport:
     """
 
     entries: list[AuditEntry] = field(default_factory=list)
+    data_loading: list[AuditEntry] = field(default_factory=list)
     every: int = 1
     steps: int = 0
     recorded_steps: int = 0
@@ -134,6 +150,7 @@ class AuditReport:
         """Plain JSON-ready data: the entries, the sampling and the totals."""
         return {
             "entries": [dataclasses.asdict(e) for e in self.entries],
+            "data_loading": [dataclasses.asdict(e) for e in self.data_loading],
             "every": self.every,
             "steps": self.steps,
             "recorded_steps": self.recorded_steps,
@@ -151,6 +168,7 @@ class AuditReport:
         """Rebuild a report from :meth:`to_dict` output (totals are recomputed)."""
         return cls(
             entries=[AuditEntry(**e) for e in data["entries"]],
+            data_loading=[AuditEntry(**e) for e in data.get("data_loading", [])],
             every=int(data["every"]),
             steps=int(data["steps"]),
             recorded_steps=int(data["recorded_steps"]),
@@ -178,23 +196,40 @@ class AuditReport:
 def audit(*, every: int = 1) -> Iterator[AuditReport]:
     """Count host<->device copies and host syncs inside the block, by source line.
 
-    Copies between any two different devices count (``cpu→meta`` too). Scalar
-    reads and data-dependent shapes count on every device; on the CPU they are
-    marked ``would_sync``: free here, a wait on an accelerator. So are the copies
-    a CPU run skips but an accelerator run makes: ``x.to(device)`` and
-    ``out.cpu()`` of a CPU tensor, ``model.to(device)``, ``t.new_tensor(data)``,
-    ``torch.tensor``/``as_tensor``/``asarray`` with a ``device=`` (listed with their
-    bytes). The audit itself never synchronizes; it only watches the program do
-    so. The report is filled in when the block exits::
+    The report describes the run on an accelerator. Copies between any two different
+    devices count (``cpu→meta`` too). Scalar reads and data-dependent shapes count on
+    every device; on the CPU they are marked ``would_sync``: free here, a wait on an
+    accelerator. So are the copies a CPU run skips but an accelerator run makes:
+    ``x.to(device)`` and ``out.cpu()`` of a CPU tensor, ``model.to(device)`` (each
+    parameter and buffer once: tied weights once, a model moved again not at all),
+    ``t.new_tensor(data)``, ``torch.tensor``/``as_tensor``/``asarray`` with a
+    ``device=``, and every tensor a ``torchport.DeviceLoader`` hands over (listed with
+    their bytes). A copy to the host read on the same line (``out.cpu().numpy()``,
+    ``.cpu().tolist()``, ``.to("cpu").numpy()``) is one device-to-host copy, not a copy
+    and a sync. The audit itself never synchronizes; it only watches the program do so.
+    The report is filled in when the block exits::
 
         with tp.audit() as report:
             train_one_epoch()
         print(report)
 
+    Host work that runs on the host in an accelerator run too is set apart or left out
+    (the decisions, one per kind of host work in a training loop, are written in
+    ``torchport/diagnose/_loading.py``): what a ``DataLoader`` does while it fetches
+    (sampler, ``Dataset.__getitem__``, transforms, ``collate_fn``) is listed in the
+    report's ``data_loading`` part and counts in no total, and its worker processes are
+    not watched; reads made by ``torch.optim`` (its step counters) and by
+    ``torch.utils.data`` outside a loader are not listed; a learning-rate scheduler
+    reading the loss (``ReduceLROnPlateau.step(loss)``) is. Each event is charged to
+    the program's own line: frames of torch, torchport and installed code (the standard
+    library, ``site-packages``) are walked past, and the installed line passed through
+    is kept as the entry's ``via``.
+
     Watching costs a few microseconds per aten op (PyTorch's dispatch-mode
-    machinery, mostly), which shows on small, op-bound steps, and about ten more
-    per recorded event; other Python-level calls cost nothing extra. For long
-    runs, record one step in N; the other steps run unwatched::
+    machinery, mostly), which shows on small, op-bound steps, and under 20 µs per
+    recorded event; other Python-level calls cost nothing extra. For long runs, record
+    one step in N; the other steps run unwatched (a batch a ``DeviceLoader`` hands
+    over between steps counts with the step it feeds)::
 
         with tp.audit(every=10) as report:
             for batch in loader:
@@ -203,14 +238,11 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
     Only the thread that entered the block is watched, plus autograd's worker
     threads, which inherit its modes (their ops have no Python caller and are
-    listed under ``<backward/C++>``). Reads made by ``torch.optim`` (its step
-    counters) and ``torch.utils.data`` (sampler permutations, worker seeds) are
-    not listed: those tensors stay on the CPU on every machine; a learning-rate
-    scheduler reading the loss (``ReduceLROnPlateau.step(loss)``) is.
+    listed under ``<backward/C++>``).
 
-    The watched program runs as it would without the audit: ``torch.jit.script``
-    and ``torch.jit.trace`` run with the audit stepped aside (what they compile
-    runs audited afterwards), and warnings point at the program's lines.
+    The watched program runs as it would without the audit: ``torch.jit.script`` and
+    ``torch.jit.trace`` run with the audit stepped aside (what they compile runs
+    audited afterwards), and warnings point at the program's lines.
 
     Args:
         every: Record one step in ``every``, where steps are the
@@ -234,6 +266,7 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
         )
     recorder = Recorder(every)
     report = AuditReport(every=every, _recorder=recorder)
+    recorder.open()
     if every == 1:
         recorder.start()
     try:
@@ -244,6 +277,7 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
         raise
     finally:
         recorder.stop()
+        recorder.close()
         recorder.closed = True
         report._recorder = None
         _fill(report, recorder)
@@ -258,15 +292,38 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
 
 def _fill(report: AuditReport, recorder: Recorder) -> None:
-    """Put what ``recorder`` counted into ``report``, costliest first, with each line's text."""
-    entries = []
-    for kind, label, op, device, host, file, line, function, count, nbytes in recorder.rows():
+    """Put what ``recorder`` counted into ``report``, costliest first, with each line's text.
+
+    Host work done while a DataLoader fetched goes to ``data_loading``, marked as
+    costing nothing on an accelerator either (it runs on the host there too).
+    """
+    entries: list[AuditEntry] = []
+    loading: list[AuditEntry] = []
+    for row in recorder.rows():
+        kind, label, op, device, host, phase, file, line, function, via_file, via_line = row[:11]
+        count, nbytes = row[11:]
         code = linecache.getline(file, line).strip() if line else ""
-        entries.append(
-            AuditEntry(kind, label, op, device, host, file, line, function, code, count, nbytes)
+        via = f"{via_file}:{via_line}" if via_file else ""
+        host_work = host and phase == DATA_LOADING
+        entry = AuditEntry(
+            kind,
+            label,
+            op,
+            device,
+            host and not host_work,
+            file,
+            line,
+            function,
+            code,
+            count,
+            nbytes,
+            via,
+            phase,
         )
-    entries.sort(key=lambda e: (-e.bytes, -e.count, e.file, e.line, e.label))
-    report.entries = entries
+        (loading if host_work else entries).append(entry)
+    order = lambda e: (-e.bytes, -e.count, e.file, e.line, e.label, e.via)  # noqa: E731
+    report.entries = sorted(entries, key=order)
+    report.data_loading = sorted(loading, key=order)
     report.dropped = recorder.dropped
     report.steps = recorder.steps
     report.recorded_steps = recorder.recorded_steps if recorder.steps else 0

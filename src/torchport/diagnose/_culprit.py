@@ -6,13 +6,17 @@ called, its parents' and siblings' tensors included), weighted by elements, neve
 failing layer alone: a layer's own tensors can all be the strays. When the model itself
 holds tensors on more than one device, the message says the model is split and the first
 fix offered is the one that makes the whole forward run (``model.to(device)``, then the
-inputs), not one that only gets past the failing op.
+inputs), not one that only gets past the failing op. A module with buffers but no
+parameters (a loss built with ``weight=``) follows its inputs instead: the fix moves
+the module, since moving the inputs to its buffer's device would fail at the next
+tensor of the model.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -59,8 +63,9 @@ def unwrap(module: nn.Module) -> nn.Module:
     inner = vars(module).get("_modules", {})
     if type(module).__name__ == "OptimizedModule" and inner.get("_orig_mod") is not None:
         return unwrap(inner["_orig_mod"])
-    if isinstance(module, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
-        return unwrap(module.module)
+    parallel = (nn.DataParallel, nn.parallel.DistributedDataParallel)
+    if isinstance(module, parallel) and isinstance(inner.get("module"), nn.Module):
+        return unwrap(inner["module"])  # absent while the wrapper's __init__ runs
     return module
 
 
@@ -146,11 +151,15 @@ def _register_fix(plain: list[_Held]) -> str:
     return f"register it with self.register_buffer({attr!r}, tensor) so model.to(device) moves it"
 
 
-def describe_calls(calls: list[ModuleCall]) -> tuple[str, str | None]:
+def describe_calls(
+    calls: list[ModuleCall], *, names: Mapping[int, str] | None = None
+) -> tuple[str, str | None]:
     """A sentence naming the culprit among the modules an error unwound, and the fix.
 
     Args:
         calls: The module calls, outermost first (at least one).
+        names: ``id(module) -> how the program names it`` on the failing line
+            (``criterion``), for a fix the reader can paste.
 
     Returns:
         ``(sentence, fix)``; ``fix`` is ``None`` when only the generic advice fits.
@@ -174,6 +183,10 @@ def describe_calls(calls: list[ModuleCall]) -> tuple[str, str | None]:
         weights[h.device] += h.numel
     if not weights:
         return _without_parameters(name, inputs, plain)
+    if not any(h.role == "parameter" for h in registered) and len(input_devices) == 1:
+        follows = _follows_inputs(call.module, root, name, registered, input_devices[0], names)
+        if follows is not None:
+            return follows
     # Where the model belongs: the one device its inputs share when part of it is there
     # already (the data says where the run is), else where most of its elements are.
     home = _most(weights)
@@ -236,6 +249,35 @@ def describe_calls(calls: list[ModuleCall]) -> tuple[str, str | None]:
         f"{name} got {label} on {there} but {whose} {verb} on {home}",
         f"move the input with x.to({target!r}) (or torchport.to_device(batch, {target!r})),"
         f" or move the model with model.to({str(there)!r})",
+    )
+
+
+def _follows_inputs(
+    module: nn.Module,
+    root: nn.Module,
+    name: str,
+    registered: list[_Held],
+    device: torch.device,
+    names: Mapping[int, str] | None,
+) -> tuple[str, str] | None:
+    """A module of buffers only (a loss with ``weight=``) whose inputs agree on ``device``.
+
+    Such a module has no parameters to say where the model is; its inputs come from
+    the model, so it is the module that must move. Moving the inputs to its buffers'
+    device instead would fail at the next op that meets the model's tensors.
+    """
+    stray = [h for h in registered if h.device != device]
+    if not stray:
+        return None
+    known = names or {}
+    called = known.get(id(root)) or known.get(id(module))
+    target = str(device)
+    mover = f"{called}.to({target!r})" if called else f"{type(root).__name__}(...).to({target!r})"
+    return (
+        f"{name} has no parameters and holds its {_listed(stray)}, while its inputs are "
+        f"on {device}",
+        f"move the module to its inputs' device: {mover} (once, after creating it); moving "
+        f"the inputs to {stray[0].device} instead would fail at the model's next op",
     )
 
 

@@ -28,12 +28,15 @@ from torchport.diagnose._probes import (
     AcceleratorInfo,
     DriverInfo,
     GpuInfo,
+    HostInfo,
     TorchBuild,
     cuda_contexts,
+    host_findings,
     probe_accelerators,
     probe_build,
     probe_driver,
     probe_gpus,
+    probe_host,
 )
 from torchport.errors import TorchportError
 
@@ -57,6 +60,7 @@ class DoctorReport:
         bandwidth: Measured copy bandwidth, or why it was not measured.
         cuda_context_created: Whether ``doctor()`` itself created a CUDA context.
         findings: Problems, worst first.
+        host: torchport's and NumPy's versions, the OS, the CPUs and torch's threads.
     """
 
     torch: TorchBuild | None
@@ -69,6 +73,7 @@ class DoctorReport:
     bandwidth: CopyBandwidth
     cuda_context_created: bool
     findings: tuple[DoctorFinding, ...] = field(default=())
+    host: HostInfo | None = None
 
     @property
     def ok(self) -> bool:
@@ -86,6 +91,12 @@ class DoctorReport:
     def to_json(self, *, indent: int | None = 2) -> str:
         """The facts as a JSON document."""
         return json.dumps(self.to_dict(), indent=indent)
+
+    def to_markdown(self) -> str:
+        """The facts as a Markdown list to paste into a bug report (plain text reads too)."""
+        from torchport.diagnose._report import doctor_markdown
+
+        return doctor_markdown(self)
 
     # Drawing lives in ._report; these delegate so that print(report) shows the tables.
     def render(self) -> Any:
@@ -141,6 +152,9 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
             )
             findings += _unexplained_missing_gpu(build, accel, findings)
     host = _guard(findings, "host memory", lambda: memory_report("cpu"))
+    software = _guard(findings, "the host and its software", probe_host)
+    if software is not None:
+        findings += host_findings(software)
     choice = None
     if accel is not None:
         choice = _choose(findings)
@@ -163,6 +177,7 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
         bandwidth=measured,
         cuda_context_created=bool(contexts_after - contexts_before),
         findings=tuple(sorted(findings, key=lambda f: order[f.severity])),
+        host=software,
     )
 
 

@@ -3,7 +3,9 @@
 Allocator statistics, the device and its free/total memory are read through
 ``torchport.hardware`` (the one parser; NVML before a context); the CPU is read from
 ``/proc`` and the cgroup limit on Linux, from ``resource``/``sysconf`` elsewhere (psutil is
-not a dependency).
+not a dependency). What this process may still allocate on the host is also bounded by
+its own limits (``ulimit -v``: ``RLIMIT_AS`` on its address space; ``ulimit -d``:
+``RLIMIT_DATA`` on its data): :func:`process_limit` reads the tighter one.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from typing import Any
 import torch
 
 from torchport import hardware
+from torchport._sizes import format_bytes
 from torchport.errors import ConfigError, DeviceError
 
-__all__ = ["MemoryReport", "host_memory", "memory_report"]
+__all__ = ["MemoryReport", "ProcessLimit", "host_memory", "memory_report", "process_limit"]
 
 _PROC_STATUS = Path("/proc/self/status")
 _PROC_MEMINFO = Path("/proc/meminfo")
@@ -38,8 +41,10 @@ class MemoryReport:
         allocated: Bytes in live tensors, as PyTorch's allocator counts them.
         reserved: Bytes the allocator holds from the device (allocated plus its cache).
         peak_allocated: The most ``allocated`` has been since the last peak reset.
-        free: Free device memory; for the CPU, the RAM the system can still give.
-        total: Device memory; for the CPU, system RAM (or the container's limit if lower).
+        free: Free device memory; for the CPU, the RAM the system can still give this
+            process (under its own limit, ``ulimit -v``/``-d``, when one is set).
+        total: Device memory; for the CPU, system RAM (or the container's or this
+            process's limit, if lower).
         process_rss: This process's resident host memory.
         process_peak_rss: The most ``process_rss`` has been.
         notes: Why a number is missing, or where it came from when that matters.
@@ -199,14 +204,19 @@ def _process_rss() -> tuple[int | None, int | None]:
     return None, peak_bytes or None
 
 
-def host_memory() -> tuple[int | None, int | None]:
-    """Available and total system RAM in bytes (the container's limit if lower); no device."""
-    free, total, _ = _host_memory()
+def host_memory(*, within_process_limit: bool = True) -> tuple[int | None, int | None]:
+    """Available and total system RAM in bytes (the container's limit if lower); no device.
+
+    Args:
+        within_process_limit: Bound both by this process's own limit (:func:`process_limit`)
+            too, so they say what this process can still get.
+    """
+    free, total, _ = _host_memory(within_process_limit=within_process_limit)
     return free, total
 
 
-def _host_memory() -> tuple[int | None, int | None, list[str]]:
-    """Available and total system RAM, bounded by the cgroup limit when one is set."""
+def _host_memory(*, within_process_limit: bool = True) -> tuple[int | None, int | None, list[str]]:
+    """Available and total system RAM, bounded by the cgroup limit and this process's own."""
     notes: list[str] = []
     info = _read_kib_fields(_PROC_MEMINFO)
     available, total = info.get("MemAvailable"), info.get("MemTotal")
@@ -223,7 +233,62 @@ def _host_memory() -> tuple[int | None, int | None, list[str]]:
         room = max(limit - used, 0)
         available = room if available is None else min(available, room)
         notes.append("total is this container's cgroup memory limit")
+    cap = process_limit() if within_process_limit else None
+    if cap is not None and (total is None or cap.limit < total or (available or 0) > cap.room):
+        total = cap.limit if total is None else min(total, cap.limit)
+        available = cap.room if available is None else min(available, cap.room)
+        notes.append(
+            f"this process is limited by {cap.name} to {format_bytes(cap.limit)}, "
+            f"{format_bytes(cap.used)} of it in use: available is what the limit leaves"
+        )
     return available, total, notes
+
+
+@dataclass(frozen=True)
+class ProcessLimit:
+    """A limit the kernel puts on this process's memory, apart from the machine's RAM.
+
+    Attributes:
+        name: Which limit and how it is set, e.g. ``"RLIMIT_AS (ulimit -v)"``.
+        limit: Bytes allowed.
+        used: Bytes that count against it now (the address space, ``VmSize``, for
+            ``RLIMIT_AS``; the data segment and private mappings, ``VmData``, for
+            ``RLIMIT_DATA``).
+    """
+
+    name: str
+    limit: int
+    used: int
+
+    @property
+    def room(self) -> int:
+        """Bytes this process may still map under the limit."""
+        return max(self.limit - self.used, 0)
+
+
+# (resource limit, /proc/self/status field that counts against it, how users set it)
+_PROCESS_LIMITS = (
+    ("RLIMIT_AS", "VmSize", "ulimit -v"),
+    ("RLIMIT_DATA", "VmData", "ulimit -d"),
+)
+
+
+def process_limit() -> ProcessLimit | None:
+    """The tighter of this process's address-space and data limits, or ``None`` when unset.
+
+    Reads ``getrlimit`` and ``/proc/self/status``; on a platform without them, ``None``.
+    """
+    found: list[ProcessLimit] = []
+    status = _read_kib_fields(_PROC_STATUS)
+    for name, field_name, command in _PROCESS_LIMITS:
+        which = getattr(resource, name, None)
+        if which is None or field_name not in status:
+            continue
+        soft, _ = resource.getrlimit(which)
+        if soft == resource.RLIM_INFINITY or soft < 0:
+            continue
+        found.append(ProcessLimit(f"{name} ({command})", soft, status[field_name]))
+    return min(found, key=lambda limit: limit.room, default=None)
 
 
 def _read_kib_fields(path: Path) -> dict[str, int]:

@@ -24,12 +24,16 @@ The wrappers must not change what the program does:
   CUDA's sync debug mode is on, record the warnings and re-issue them at their
   caller's line, with the caller's filters and once-registry.
 
+Beside them, the DataLoader's inner calls are wrapped to mark data loading
+(:mod:`._loading`), only with a counter: they record nothing themselves.
+
 The wrappers are process-wide, but record only for the audits active in the
 calling thread (a thread-local stack), so other threads pass straight through.
 Installing is reference-counted across threads and nested audits; the last
 :func:`unwatch` restores every attribute exactly: attributes that were inherited
 (``tolist`` comes from ``torch._C.TensorBase``) are deleted again rather than
-shadowed.
+shadowed. Apart from watching, each open audit block (:func:`open_block`) hears the
+copies torchport's own movers skip (``torchport._skipped``), for its whole length.
 """
 
 from __future__ import annotations
@@ -37,27 +41,39 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any, Protocol
 
 import torch
 import torch.jit
 
-from torchport import hardware
-from torchport.diagnose import _ops
+from torchport import _skipped, hardware
+from torchport.diagnose import _loading, _ops
 from torchport.diagnose._ops import OpEntry
 
-__all__ = ["Observer", "QuietCount", "stepping_aside", "unwatch", "watch"]
+__all__ = [
+    "Observer",
+    "QuietCount",
+    "close_block",
+    "observers_here",
+    "open_block",
+    "stepping_aside",
+    "unwatch",
+    "watch",
+]
 
 
 class QuietCount(threading.local):
-    """Per thread: how many watched calls are running, whose aten ops are theirs, not new."""
+    """Per thread: how many watched calls are running, whose aten ops are theirs, not new;
+    and where the last copy to the host was made (its reads on that line are its own)."""
 
     quiet = 0
+    host_copy: tuple[Any, ...] | None = None
 
 
 class Observer(Protocol):
@@ -68,6 +84,8 @@ class Observer(Protocol):
     def observe_python(
         self, func: Any, entry: OpEntry, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
+
+    def observe_skipped(self, tensors: Iterable[Any], device: Any, by: str) -> None: ...
 
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -90,6 +108,66 @@ def _observers() -> list[Observer]:
     if observers is None:
         observers = _local.observers = []
     return observers
+
+
+def observers_here() -> list[Observer]:
+    """The audits whose blocks are open in the calling thread (a copy), innermost last."""
+    return list(getattr(_local, "blocks", []))
+
+
+_blocks_open = 0  # audit blocks open in any thread: torchport._skipped is listened to
+
+
+def open_block(observer: Observer) -> None:
+    """An audit block starts in this thread; the copies torchport's movers skip reach it.
+
+    Apart from :func:`watch`: with sampling (``audit(every=N)``) a mover hands a batch
+    over between steps (the loop's own ``for`` line), where nothing is watched, and the
+    audit still needs to hear of it (it keeps those the next recorded step consumes).
+    """
+    global _blocks_open
+    blocks: list[Observer] | None = getattr(_local, "blocks", None)
+    if blocks is None:
+        blocks = _local.blocks = []
+    blocks.append(observer)
+    with _lock:
+        _blocks_open += 1
+        if _blocks_open == 1:
+            _skipped.listen(_tell_skipped)
+
+
+def close_block(observer: Observer) -> None:
+    """The audit block of ``observer`` ended (a second call does nothing)."""
+    global _blocks_open
+    blocks: list[Observer] = getattr(_local, "blocks", [])
+    if not any(b is observer for b in blocks):
+        return
+    blocks[:] = [b for b in blocks if b is not observer]
+    with _lock:
+        _blocks_open -= 1
+        if _blocks_open == 0:
+            _skipped.unlisten(_tell_skipped)
+
+
+def _tell_skipped(tensors: Iterable[Any], device: Any, *, by: str) -> None:
+    """The listener ``torchport._skipped`` calls: pass the news to this thread's audits."""
+    blocks = getattr(_local, "blocks", None)
+    if not blocks:
+        return  # another thread's mover: its audits (if any) are not this thread's
+    tensors = tuple(tensors)
+    for observer in blocks:
+        if not observer.local.quiet:
+            observer.observe_skipped(tensors, device, by)
+
+
+def _after_fork_in_child() -> None:
+    """The child of a fork has one thread: locks another thread held stay held there."""
+    global _lock
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _matches(
@@ -268,6 +346,7 @@ def _make_wrappers() -> list[tuple[Any, str, Callable[..., Any], Callable[..., A
     for name in ("script", "trace", "trace_module"):
         original = getattr(torch.jit, name)
         made.append((torch.jit, name, original, _step_aside(original)))
+    made += _loading.loader_wrappers()  # mark data loading (see ._loading)
     return made
 
 

@@ -13,10 +13,16 @@ both shapes are read. Each number is parsed on its own so a release that adds or
 clause loses only that number. A process capped by ``set_per_process_memory_fraction``
 gets ``20.00 GiB allowed;`` in the message, and the cap is then a cause of its own.
 
+The XPU allocator writes the same sentences as CUDA's (``GPU 0 has a total capacity
+of ... of which ... is free``; releases before 2.8 leave out the free memory), and
+Intel's extension the older parenthesised shape; all are read.
+
 The CPU allocator (``c10/core/impl/alloc_cpu.cpp``) raises a plain ``RuntimeError``:
 ``DefaultCPUAllocator: can't allocate memory: you tried to allocate 8589934592 bytes.
 Error code 12 (Cannot allocate memory)``; the RAM it is measured against is read from
-the host (``/proc``, the cgroup limit) when the error is explained.
+the host (``/proc``, the cgroup limit) when the error is explained, and so is this
+process's own limit (``ulimit -v``, ``RLIMIT_AS``; ``ulimit -d``, ``RLIMIT_DATA``),
+which refuses allocations while the machine still has RAM to spare.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import torch
 
 from torchport import hardware
 from torchport._sizes import SIZE_PATTERN, format_bytes, parse_size
-from torchport.diagnose._memory import host_memory
+from torchport.diagnose._memory import host_memory, process_limit
 from torchport.errors import ConfigError
 
 __all__ = ["OomCase", "OomExplanation", "explain_oom"]
@@ -92,13 +98,16 @@ class OomExplanation:
             CPU: system RAM, or the container's limit if lower).
         free: Free device memory when the error was raised (for the CPU: RAM available
             when the error was explained, which may be later).
-        allowed: The per-process limit set by ``set_per_process_memory_fraction``.
+        allowed: The per-process limit: ``set_per_process_memory_fraction`` on a device,
+            the address-space or data limit (``ulimit -v``/``-d``) on the host.
         allocated: Memory in live tensors, as counted by PyTorch.
         reserved_unallocated: Memory PyTorch cached but could not use for this request.
         this_process: All memory this process used, PyTorch's or not.
         other_processes: ``(pid, bytes)`` of each other process on the device.
         next_step: What to do, in one or two sentences.
         message: The original error message.
+        allowed_by: What sets ``allowed`` on the host, e.g. ``"RLIMIT_AS (ulimit -v)"``;
+            ``None`` on a device.
     """
 
     case: OomCase
@@ -114,6 +123,7 @@ class OomExplanation:
     other_processes: tuple[tuple[int, int], ...] = field(default=())
     next_step: str = ""
     message: str = field(default="", repr=False)
+    allowed_by: str | None = None
 
     @property
     def other_processes_total(self) -> int:
@@ -244,13 +254,21 @@ def _explain_mps(message: str, device: torch.device | str | None) -> OomExplanat
 
 
 def _explain_cpu(message: str, requested: int) -> OomExplanation:
-    free, total = host_memory()
+    # The machine's RAM, and apart from it this process's own limit: which of the two
+    # refused the allocation is the cause.
+    free, total = host_memory(within_process_limit=False)
     numbers = {"requested": requested}
     if total is not None:
         numbers["total"] = total
     if free is not None:
         numbers["free"] = free
-    return _classify("cpu", "cpu", numbers, (), message)
+    cap = process_limit()
+    if cap is not None:
+        numbers["allowed"] = cap.limit
+        numbers["this_process"] = cap.used
+    return _classify(
+        "cpu", "cpu", numbers, (), message, allowed_by=cap.name if cap is not None else None
+    )
 
 
 def _classify(
@@ -259,6 +277,8 @@ def _classify(
     numbers: dict[str, int],
     others: tuple[tuple[int, int], ...],
     message: str,
+    *,
+    allowed_by: str | None = None,
 ) -> OomExplanation:
     requested = numbers.get("requested")
     total = numbers.get("total")
@@ -272,11 +292,27 @@ def _classify(
     if requested is not None and capacity is not None and requested > capacity:
         case = OomCase.REQUEST_TOO_LARGE
         limit = "the per-process limit" if "allowed" in numbers else f"all of {where}"
+        if allowed_by:
+            limit = f"this process's limit, {allowed_by},"
         step = (
             f"One allocation of {format_bytes(requested)} exceeds {limit} "
             f"({format_bytes(capacity)}), so no allocator setting can make it fit: split the "
             "work (a smaller batch, or chunk the op over the sequence or batch dimension), use a "
             "smaller dtype (bfloat16 halves it), or shard the model across devices (FSDP)."
+        )
+        if allowed_by:
+            step += f" Or raise the limit ({_raise_limit(allowed_by)}) if it was set too low."
+    elif allowed_by and (free is None or requested is None or free >= requested):
+        case = OomCase.PROCESS_LIMIT
+        used = numbers.get("this_process")
+        mapped = f", {format_bytes(used)} of it mapped already," if used is not None else ""
+        room = f" while the host still has {format_bytes(free)} available" if free else ""
+        step = (
+            f"This process is limited by {allowed_by} to {format_bytes(numbers['allowed'])}"
+            f"{mapped}{room}: raise the limit ({_raise_limit(allowed_by)}) in the shell or job "
+            "script that starts it, or make the work fit under it: a smaller batch, fewer "
+            "DataLoader workers, tensors loaded lazily (torch.load(..., mmap=True)). Address-space "
+            "limits count virtual memory too, which torch and GPU libraries map plenty of."
         )
     elif "allowed" in numbers and (free is None or requested is None or free >= requested):
         case = OomCase.PROCESS_LIMIT
@@ -345,7 +381,14 @@ def _classify(
         other_processes=others,
         next_step=step,
         message=message,
+        allowed_by=allowed_by,
     )
+
+
+def _raise_limit(allowed_by: str) -> str:
+    """How to lift the limit ``allowed_by`` names: ``ulimit -v unlimited``."""
+    command = allowed_by.partition("(")[2].rstrip(")") or "ulimit -v"
+    return f"{command} unlimited, or resource.setrlimit"
 
 
 def _fragmented(

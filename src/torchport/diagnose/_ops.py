@@ -46,6 +46,7 @@ __all__ = [
     "OpKind",
     "aten_entry",
     "method_entry",
+    "names_host",
     "non_blocking",
     "op_name",
     "read_bytes",
@@ -272,6 +273,30 @@ def _indexes_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
     return masked
 
 
+# Taken at import, before the audit's wrappers stand in for them
+_CPU_METHOD, _TO_METHOD = torch.Tensor.cpu, torch.Tensor.to
+
+
+def names_host(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
+    """Whether a move names the host as its target: ``.cpu()``, ``.to("cpu")``.
+
+    On an accelerator that is a copy from the device to the host; a move to a device
+    given as a ``torch.device`` or a variable (``.to(device)``, the program's device)
+    is a copy to the device there.
+    """
+    if func is _CPU_METHOD:
+        return True
+    if func is not _TO_METHOD:
+        return False
+    target = kwargs.get("device", args[1] if len(args) > 1 else None)
+    if not isinstance(target, str):
+        return False
+    try:
+        return hardware.device_spec(target).type == _HOST
+    except DeviceError:  # the call raised on it already; nothing was moved
+        return False
+
+
 def _cpu_stays(args: _Args, kwargs: _Kwargs) -> bool:
     tensor = args[0]
     return isinstance(tensor, torch.Tensor) and tensor.is_cpu
@@ -325,14 +350,32 @@ def _uint8_index(args: _Args) -> bool:
     )
 
 
+def _requires_grad(args: _Args) -> bool:
+    """A tensor that requires grad read as a Python number: torch warns to detach it first."""
+    tensor = args[0] if args else None
+    return isinstance(tensor, torch.Tensor) and tensor.requires_grad
+
+
+def _complex_source(args: _Args) -> bool:
+    """A complex tensor moved or cast (``.to(torch.float32)``): torch may warn of the cast."""
+    tensor = args[0] if args else None
+    return isinstance(tensor, torch.Tensor) and tensor.is_complex()
+
+
 def _always(args: _Args) -> bool:
     return True
 
 
-# Python-level calls through which warnings of torch's C++ code surface, and when:
-# torch.tensor warns when copy-constructing from a tensor, indexing when the mask is
-# uint8. ._methods re-issues those at the caller (catching costs microseconds, so
-# only when the arguments can warn).
+# Python-level calls through which warnings of torch's C++ code surface, and when. A
+# C++ warning names the innermost Python frame, which under the audit is the wrapper,
+# so ._methods catches them and re-issues each at the caller's line (catching costs
+# microseconds, so only when the arguments can warn). Torch 2.13's warnings on these
+# paths: copy-constructing from a tensor (torch.tensor & co.), a uint8 mask in an
+# index, a complex tensor cast to real (.to()), a tensor that requires grad
+# converted to a scalar (float(t) today; the other scalar reads are listed beside it,
+# as the check costs one attribute read). The wrappers of Python-defined methods
+# (__array__, __format__, __repr__, __contains__) need none: torch's own frame is
+# innermost there, as without the audit.
 MAY_WARN: Mapping[Any, Callable[[_Args], bool]] = {
     torch.tensor: _always,
     torch.as_tensor: _always,
@@ -340,6 +383,13 @@ MAY_WARN: Mapping[Any, Callable[[_Args], bool]] = {
     torch.Tensor.new_tensor: _always,
     torch.Tensor.__getitem__: _uint8_index,
     torch.Tensor.__setitem__: _uint8_index,
+    torch.Tensor.to: _complex_source,
+    torch.Tensor.item: _requires_grad,
+    torch.Tensor.__float__: _requires_grad,
+    torch.Tensor.__int__: _requires_grad,
+    torch.Tensor.__bool__: _requires_grad,
+    torch.Tensor.__index__: _requires_grad,
+    torch.Tensor.__complex__: _requires_grad,
 }
 
 

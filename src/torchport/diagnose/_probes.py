@@ -9,12 +9,17 @@ enough for the runtime, are this GPU's kernels in the build. Every probe may rai
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import platform
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
-from torchport import hardware
+import torch
+
+from torchport import __version__, hardware
 from torchport._sizes import format_bytes
 from torchport.diagnose._findings import DoctorFinding, Severity
 
@@ -22,12 +27,15 @@ __all__ = [
     "AcceleratorInfo",
     "DriverInfo",
     "GpuInfo",
+    "HostInfo",
     "TorchBuild",
     "cuda_contexts",
+    "host_findings",
     "probe_accelerators",
     "probe_build",
     "probe_driver",
     "probe_gpus",
+    "probe_host",
 ]
 
 
@@ -106,6 +114,93 @@ class GpuInfo:
 
 # What ``torch.accelerator`` and each backend report, as the floor reads it.
 AcceleratorInfo = hardware.AcceleratorInfo
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """The software around torch and the CPUs it runs on: what a bug report needs.
+
+    Attributes:
+        torchport: ``torchport.__version__``.
+        numpy: NumPy's version, ``None`` when it is not installed.
+        os: The operating system as people name it (``"Debian GNU/Linux 12 (bookworm),
+            kernel 6.1.0"``, ``"macOS 14.5"``).
+        cpu_count: Logical CPUs of the machine (``os.cpu_count()``).
+        usable_cpus: CPUs this process may run on (its affinity), ``None`` if unknown.
+        cpu_quota: CPUs' worth of time a container's cgroup allows (``cpu.max``),
+            ``None`` when unlimited or unknown.
+        torch_threads: Threads torch uses inside one op (``torch.get_num_threads()``).
+        torch_interop_threads: Threads torch runs independent ops on.
+    """
+
+    torchport: str
+    numpy: str | None
+    os: str
+    cpu_count: int | None
+    usable_cpus: int | None
+    cpu_quota: float | None
+    torch_threads: int
+    torch_interop_threads: int
+
+
+_CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+
+def _os_name() -> str:
+    system = platform.system()
+    if system == "Linux":
+        try:
+            pretty = platform.freedesktop_os_release().get("PRETTY_NAME", "Linux")
+        except OSError:  # no /etc/os-release (some minimal containers)
+            pretty = "Linux"
+        return f"{pretty}, kernel {platform.release()}"
+    if system == "Darwin":
+        return f"macOS {platform.mac_ver()[0]}"
+    return platform.platform(terse=True)
+
+
+def _cpu_quota() -> float | None:
+    try:
+        quota, period = _CGROUP_CPU_MAX.read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return None if quota == "max" else int(quota) / int(period)
+
+
+def probe_host() -> HostInfo:
+    """Read torchport's and NumPy's versions, the OS, the CPUs and torch's thread counts."""
+    numpy = None
+    if importlib.util.find_spec("numpy") is not None:
+        import numpy as np
+
+        numpy = np.__version__
+    affinity = getattr(os, "sched_getaffinity", None)
+    return HostInfo(
+        torchport=__version__,
+        numpy=numpy,
+        os=_os_name(),
+        cpu_count=os.cpu_count(),
+        usable_cpus=len(affinity(0)) if affinity is not None else None,
+        cpu_quota=_cpu_quota(),
+        torch_threads=torch.get_num_threads(),
+        torch_interop_threads=torch.get_num_interop_threads(),
+    )
+
+
+def host_findings(host: HostInfo) -> list[DoctorFinding]:
+    """More torch threads than CPUs this process may use: each op's threads wait on each other."""
+    limits = [n for n in (host.usable_cpus, host.cpu_quota) if n is not None]
+    if not limits or host.torch_threads <= max(1, int(min(limits))):
+        return []
+    usable = max(1, int(min(limits)))
+    return [
+        DoctorFinding(
+            Severity.WARNING,
+            f"torch runs {host.torch_threads} threads per op but this process may use "
+            f"{usable} CPU(s) (affinity or container quota); the extra threads slow CPU work",
+            f"call torch.set_num_threads({usable}) at start-up, or set OMP_NUM_THREADS={usable}",
+        )
+    ]
 
 
 def probe_build() -> TorchBuild:

@@ -1,26 +1,32 @@
-"""What one audit() block has seen: counts by source line, and the two watchers that feed them.
+"""What one audit() block has seen: counts by source line, and the watchers that feed them.
 
 A ``TorchDispatchMode`` (:class:`DispatchWatcher`) sees every aten op and asks
 :mod:`._ops` whether it copies or waits; the wrappers of :mod:`._methods` report the
-Python-level calls. Both end in :class:`Recorder`, which finds the user's source line by
-walking ``sys._getframe`` with a per-code-object cache of which frames are internal
+Python-level calls, and torchport's own movers report the copies they skip
+(``torchport._skipped``). All end in :class:`Recorder`, which finds the user's source
+line by walking ``sys._getframe`` with a per-code-object cache of whose each frame is
 (``traceback.extract_stack`` would read every frame's source), and counts small
 summaries only: op, device, bytes, line. No tensor outlives its op.
+
+The line an event is charged to is the user's: the first frame up the stack that is
+neither torch's, torchport's nor installed code's (the standard library, packages in
+``site-packages``); the innermost installed line it went through is kept beside it
+(``model.to(device)`` through transformers' ``PreTrainedModel.to``). Where host work
+inside a training loop is set apart or left out is decided in :mod:`._loading`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import CodeType, FrameType
 from typing import Any
 
 import torch
-from torch import nn
 from torch.utils._python_dispatch import (
     TorchDispatchMode,
     _get_current_dispatch_mode_stack,
@@ -28,12 +34,12 @@ from torch.utils._python_dispatch import (
     _push_mode,
 )
 
-from torchport._origin import TORCH_DIR, TORCHPORT_DIR
-from torchport.diagnose import _methods, _ops
+from torchport.diagnose import _loading, _methods, _ops
+from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.errors import ConfigError
 
-__all__ = ["HOST_TYPES", "DispatchWatcher", "Recorder", "module_move_codes"]
+__all__ = ["DATA_LOADING", "HOST_TYPES", "DispatchWatcher", "Recorder"]
 
 # Devices whose scalar reads cost no wait: the audit still lists them, labelled
 # as points that would synchronize on an accelerator.
@@ -41,74 +47,24 @@ HOST_TYPES = frozenset({"cpu", "meta"})
 _HOST_TYPES = HOST_TYPES
 
 
-# (kind, label, op, device, would_sync) + where (file, line, function)
-_Key = tuple[str, str, str, str, bool]
+# What a predicted copy's direction is called: the run's device is the host here, so
+# both ends are "cpu"; on an accelerator one of them is the device.
+_TO_DEVICE, _TO_HOST = "host→device", "device→host"
+DATA_LOADING = "data loading"
+"""The phase of an event made while a DataLoader fetched (see :mod:`._loading`)."""
+
+# (kind, label, op, device, would_sync, phase) + where (file, line, function, via file, via line)
+_Key = tuple[str, str, str, str, bool, str]
+_Row = tuple[str, str, str, str, bool, str, str, int, str, str, int]
 
 
-# Torch code whose tensors live on the host by design, on every machine: the
-# optimizers' step counters (unless capturable/fused) and the data loading
-# machinery (sampler permutations, worker seeds, collation). The learning-rate
-# schedulers are not: ReduceLROnPlateau.step(loss) reads the user's loss, on the
-# device in a GPU run.
-_HOST_SIDE_DIRS = tuple(
-    os.path.join(TORCH_DIR, *parts) + os.sep for parts in (("optim",), ("utils", "data"))
-)
-_USER_READS_IN_TORCH = frozenset(
-    {
-        os.path.join(TORCH_DIR, "optim", "lr_scheduler.py"),
-        os.path.join(TORCH_DIR, "optim", "swa_utils.py"),
-    }
-)
-_USER, _TORCH, _HOST_SIDE, _OWN, _MODULE_MOVE = 0, 1, 2, 3, 4
-
-
-# The functions nn.Module.to() and .cpu() apply to each parameter and buffer: a move
-# of the model, so on a CPU run their per-tensor no-op .to() predicts a real copy.
-# Other torch code's .to() of host tensors (clip_grad_norm_'s norms) predicts none.
-# Found through inspect.unwrap: torchport.redirect may have patched Module.to over
-# the original by the time this module is imported (`torchport run`).
-def module_move_codes() -> frozenset[CodeType]:
-    """The code objects of the per-tensor functions ``Module.to``/``.cpu`` apply."""
-    return frozenset(
-        const
-        for method in (nn.Module.to, nn.Module.cpu)
-        for const in inspect.unwrap(method).__code__.co_consts
-        if isinstance(const, CodeType)
-    )
-
-
-_MODULE_MOVES = module_move_codes()
-
-
-# Frames between the caller and a watcher that belong to the call itself: the
-# dispatch of __torch_function__ and the Python-defined tensor methods it wraps.
-_MACHINERY = frozenset(
-    code
-    for code in (
-        getattr(torch.overrides.handle_torch_function, "__code__", None),
-        getattr(torch._ops.OpOverload.__call__, "__code__", None),
-        *(getattr(f, "__code__", None) for f in _ops.watched_methods()),
-    )
-    if code is not None
-)
-
-
-def _origin(code: CodeType) -> int:
-    name = code.co_filename
-    if name.startswith(TORCHPORT_DIR) or code in _MACHINERY:
-        return _OWN
-    if code in _MODULE_MOVES:
-        return _MODULE_MOVE
-    if name.startswith(_HOST_SIDE_DIRS) and name not in _USER_READS_IN_TORCH:
-        return _HOST_SIDE
-    return _TORCH if name.startswith(TORCH_DIR) else _USER
-
-
-_Where = tuple[str, int, str]
-_NO_CALLER: _Where = ("<backward/C++>", 0, "")
+_Where = tuple[str, int, str, str, int]
+_NO_CALLER: _Where = ("<backward/C++>", 0, "", "", 0)
 _TRANSFER = OpKind.TRANSFER.value
-# Callers whose no-op moves of host tensors predict a copy on an accelerator
-_PREDICTS = frozenset({_USER, _MODULE_MOVE})
+# Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
+# code moving to the program's device (a BatchEncoding's .to(device)) copies there too
+_PREDICTS = frozenset({USER, MODULE_MOVE, INSTALLED})
+_LOADING = _loading.STATE
 
 # Formatting a torch.device costs microseconds; each device and route is named once
 _DEVICE_FACTS: dict[torch.device, tuple[str, bool]] = {}
@@ -129,15 +85,27 @@ class Recorder:
         self.every = every
         self.steps = 0
         self.recorded_steps = 0
-        self.counts: dict[tuple[str, str, str, str, bool, str, int, str], list[int]] = {}
+        self.counts: dict[_Row, list[int]] = {}
         self._lock = threading.Lock()
-        self.local = _methods.QuietCount()  # per thread: inside a watched Python-level call
+        self.local = _methods.QuietCount()  # per thread: inside a watched call, last host copy
         self._origins: dict[CodeType, int] = {}
         self._mode: DispatchWatcher | None = None
+        # Parameters and buffers a predicted module move has sent, and which way: tied
+        # weights, and a model moved twice, are copied once on an accelerator
+        self._moved: dict[int, tuple[weakref.ref[torch.Tensor], bool]] = {}
         self.closed = False
+        self.forked = False  # this is a child forked from the audited process
         self.dropped = 0  # ops the audit failed to describe; see guarded_observe
 
-    # -- modes on and off -------------------------------------------------------
+    # -- the block and its modes ---------------------------------------------------
+    def open(self) -> None:
+        """The audit block starts: hear what torchport's movers skip, in this thread."""
+        _methods.open_block(self)
+
+    def close(self) -> None:
+        """The audit block ended."""
+        _methods.close_block(self)
+
     def start(self) -> None:
         _methods.watch(self)
         mode = DispatchWatcher(self)
@@ -187,10 +155,35 @@ class Recorder:
         """Push back what :meth:`lift` popped."""
         _push_stack(token)  # type: ignore[arg-type]  # the mode lift() popped
 
+    def leave_after_fork(self) -> None:
+        """In a forked child (a DataLoader worker): stop watching, for good.
+
+        What the child does is not the audited process's work, and the child's copy of
+        this report is never read; the mode comes off this thread's stack and the
+        wrappers go when no other audit needs them, so the child runs at full speed.
+        """
+        self.forked = True
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        _methods.close_block(self)
+        mode, self._mode = self._mode, None
+        if mode is None:
+            return
+        stack = _get_current_dispatch_mode_stack()
+        if any(m is mode for m in stack):
+            above: list[Any] = []
+            while (top := _pop_mode()) is not mode:
+                above.append(top)
+            for other in reversed(above):
+                _push_mode(other)
+        _methods.unwatch(self)
+
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
         if self.closed:
             raise ConfigError("report.step() was called after its tp.audit() block ended")
+        if self.forked:
+            yield
+            return
         sampled = self.steps % self.every == 0
         self.steps += 1
         if not sampled:
@@ -208,23 +201,42 @@ class Recorder:
 
     # -- recording -----------------------------------------------------------------
     def _where(self, frame: FrameType | None) -> tuple[_Where, int | None]:
-        """The first user frame at or above ``frame``, and the origin of the code that
-        made the call (the first frame that is not torchport's)."""
+        """Where the event is charged, and the origin of the code that made the call
+        (the first frame that is not torchport's).
+
+        Where: the first user frame at or above ``frame``, with the innermost installed
+        frame passed on the way (file, line; empty when none). With no user frame above,
+        the innermost installed frame itself, else ``<backward/C++>``.
+        """
         origins = self._origins
         caller: int | None = None
+        via: FrameType | None = None
         while frame is not None:
             code = frame.f_code
             origin = origins.get(code)
             if origin is None:
-                origin = origins[code] = _origin(code)
-            if caller is None and origin != _OWN:
+                origin = origins[code] = frame_origin(code)
+            if caller is None and origin != OWN:
                 caller = origin
-            if origin == _USER:
-                return (code.co_filename, frame.f_lineno or 0, code.co_name), caller
+            if origin == USER:
+                if via is None:
+                    return (code.co_filename, frame.f_lineno or 0, code.co_name, "", 0), caller
+                return (
+                    code.co_filename,
+                    frame.f_lineno or 0,
+                    code.co_name,
+                    via.f_code.co_filename,
+                    via.f_lineno or 0,
+                ), caller
+            if origin == INSTALLED and via is None:
+                via = frame
             frame = frame.f_back
+        if via is not None:
+            code = via.f_code
+            return (code.co_filename, via.f_lineno or 0, code.co_name, "", 0), caller
         return _NO_CALLER, caller
 
-    def _count(self, key: tuple[str, str, str, str, bool, str, int, str], nbytes: int) -> None:
+    def _count(self, key: _Row, nbytes: int) -> None:
         with self._lock:
             slot = self.counts.get(key)
             if slot is None:
@@ -249,22 +261,81 @@ class Recorder:
                 if moved is None:
                     return
                 src, dst, nbytes = moved
-                predicted = src == dst
-                if predicted and (src.type not in _HOST_TYPES or caller not in _PREDICTS):
+                phase = DATA_LOADING if _LOADING.depth else ""
+                if src != dst:
+                    # a real copy the dispatch level never sees: torch.tensor(data, device=)
+                    self.local.host_copy = where if dst.type in _HOST_TYPES else None
+                    key: _Key = (
+                        _TRANSFER,
+                        entry.label,
+                        _ops.op_name(func),
+                        _route(src, dst),
+                        False,
+                        phase,
+                    )
+                    self._count(key + where, nbytes)
+                    return
+                if src.type not in _HOST_TYPES or caller not in _PREDICTS:
                     # a no-op on the accelerator itself, or torch's own bookkeeping moves
                     # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
                     return
-                key: _Key = (
+                to_host = _ops.names_host(func, args, kwargs)
+                if caller == MODULE_MOVE and self._moved_before(args[0], to_host):
+                    return
+                # a read of this copy on the same line is the copy's own (.cpu().numpy())
+                self.local.host_copy = where if to_host else None
+                key = (
                     _TRANSFER,
                     entry.label,
                     _ops.op_name(func),
-                    _route(src, dst),
-                    predicted,
+                    _TO_HOST if to_host else _TO_DEVICE,
+                    True,
+                    phase,
                 )
                 self._count(key + where, nbytes)
                 return
             tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
+        except Exception:  # the audit must never break the program it watches
+            self.dropped += 1
+
+    def _moved_before(self, tensor: torch.Tensor, to_host: bool) -> bool:
+        """Whether a module move already sent ``tensor`` this way (then this one is free)."""
+        seen = self._moved.get(id(tensor))
+        if seen is not None and seen[0]() is tensor and seen[1] == to_host:
+            return True
+        self._moved[id(tensor)] = (weakref.ref(tensor), to_host)
+        return False
+
+    def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
+        """Count copies a torchport mover skipped (tensors already on ``device``); never raises.
+
+        On a host device each is a copy an accelerator run makes; elsewhere a tensor
+        already on the device is not copied there either. Heard for the whole block:
+        with sampling, a batch handed over between steps is kept when the next step is
+        one that is recorded.
+        """
+        try:
+            if device.type not in _HOST_TYPES or self.forked:
+                return
+            if self._mode is None and not (self.every > 1 and self.steps % self.every == 0):
+                # between steps of a sampled audit: the batch goes to the next step, which
+                # is recorded only if it is sampled
+                return
+            where, _ = self._where(sys._getframe(1))
+            key: _Key = (
+                _TRANSFER,
+                f"copy (batch handed over by {by})",
+                by,
+                _TO_DEVICE,
+                True,
+                DATA_LOADING if _LOADING.depth else "",
+            )
+            row = key + where
+            self.local.host_copy = None
+            for tensor in tensors:
+                if isinstance(tensor, torch.Tensor) and tensor.device == device:
+                    self._count(row, tensor.numel() * tensor.element_size())
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
@@ -289,7 +360,10 @@ class Recorder:
                 if _ops.non_blocking(func, args, kwargs):
                     label += ", non_blocking"
                 where, _ = self._where(sys._getframe(1))
-                key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False)
+                self.local.host_copy = where if dst.type in _HOST_TYPES else None
+                # A real copy is device work wherever it runs, data loading included
+                phase = DATA_LOADING if _LOADING.depth else ""
+                key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
                 self._count(key + where, nbytes)
                 return
             tensor = None
@@ -323,8 +397,14 @@ class Recorder:
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
         where, caller = self._where(frame)
-        if host_side and facts[1] and caller == _HOST_SIDE:
+        if host_side and facts[1] and caller == HOST_SIDE:
             return
+        local = self.local
+        copied = local.host_copy
+        if copied is not None:
+            if facts[1] and copied[1] == where[1] and copied[0] == where[0]:
+                return  # reading what this line just copied to the host: part of that copy
+            local.host_copy = None
         nbytes = 0
         if tensor is not None:
             whole = _ops.READS.get(id(func))
@@ -332,16 +412,25 @@ class Recorder:
                 nbytes = tensor.element_size() * (tensor.numel() if whole else 1)
         named = _ops.NAMES.get(id(func))
         name = named[1] if named is not None else _ops.op_name(func)
-        file, line, function = where
-        self._count(
-            (entry.kind_name, entry.label, name, facts[0], facts[1], file, line, function), nbytes
-        )
+        phase = DATA_LOADING if _LOADING.depth else ""
+        self._count((entry.kind_name, entry.label, name, facts[0], facts[1], phase, *where), nbytes)
 
-    def rows(self) -> list[tuple[str, str, str, str, bool, str, int, str, int, int]]:
-        """What was counted: (kind, label, op, device, would_sync, file, line, function,
-        count, bytes), one per key, in no particular order."""
+    def rows(self) -> list[tuple[str, str, str, str, bool, str, str, int, str, str, int, int, int]]:
+        """What was counted: (kind, label, op, device, would_sync, phase, file, line,
+        function, via file, via line, count, bytes), one per key, in no particular order."""
         with self._lock:
             return [(*key, count, nbytes) for key, (count, nbytes) in self.counts.items()]
+
+
+def _leave_in_child() -> None:
+    """After a fork, in the child: the audits of the forking thread stop there."""
+    for observer in _methods.observers_here():
+        if isinstance(observer, Recorder):
+            observer.leave_after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default on Linux
+    os.register_at_fork(after_in_child=_leave_in_child)
 
 
 _CPU = torch.device("cpu")

@@ -4,7 +4,8 @@ The reports (:class:`~torchport.AuditReport`, :class:`~torchport.DoctorReport`,
 :class:`~torchport.MemoryReport`) are dataclasses of facts; this is the one module that
 draws them. It reads their attributes and imports none of their modules at run time,
 so the reports can delegate ``str()`` and ``__rich__`` here without an import circle.
-Plain text fits the terminal (between 80 and 120 columns) unless a width is given.
+Plain text fits the terminal (between 80 and 120 columns) unless a width is given; a
+source location is never cut to fit.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from torchport._origin import STDLIB_DIRS
 from torchport._sizes import format_bytes
 from torchport.diagnose._bandwidth import NOT_REQUESTED
 from torchport.diagnose._findings import Severity
@@ -30,12 +33,14 @@ if TYPE_CHECKING:
     from torchport.diagnose._oom import OomExplanation
 
 __all__ = [
+    "doctor_markdown",
     "oom_text",
     "render",
     "render_audit",
     "render_doctor",
     "render_memory",
     "render_text",
+    "short_path",
 ]
 
 _MIN_WIDTH, _MAX_WIDTH = 80, 120
@@ -59,36 +64,59 @@ def render(report: Any) -> RenderableType:
 def render_text(report: Any, *, width: int | None = None) -> str:
     """A report (or any rich renderable) as plain text without colour, for ``str()`` and logs.
 
+    Nothing is cropped: a line that cannot wrap (an audit location longer than the
+    width) is printed whole and may run past the width.
+
     Args:
         report: A diagnose report or a rich renderable.
         width: Columns; ``None`` fits the terminal, kept between 80 and 120.
     """
-    renderable = render(report) if type(report).__name__ in _DRAWERS else report
+    name = type(report).__name__
+    if name == "AuditReport":
+        renderable = render_audit(report, fold=False)
+    else:
+        renderable = render(report) if name in _DRAWERS else report
     if width is None:
         columns = shutil.get_terminal_size(fallback=(100, 24)).columns
         width = min(max(columns, _MIN_WIDTH), _MAX_WIDTH)
     buffer = io.StringIO()
-    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
-    return buffer.getvalue().rstrip("\n")
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
+    console.print(renderable, crop=False)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").splitlines())
 
 
 # -- audit ----------------------------------------------------------------------------
 
+# Where shortened paths start: after the environment's package folder, or the stdlib's
+_PACKAGE_FOLDERS = tuple(f"{os.sep}{name}{os.sep}" for name in ("site-packages", "dist-packages"))
 
-def _short_path(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
+
+def short_path(path: str, *, cwd: str | None = None) -> str:
+    """``path`` as a reader finds it: relative to the working directory when inside it,
+    from the package folder for installed code (``transformers/modeling_utils.py``),
+    from the standard library's folder for its modules, else from ``~`` or whole.
+
+    Only the part a reader does not need is dropped, and only from the left.
+    """
+    if path.startswith("<"):
         return path
-    return path if rel.startswith("..") else rel
-
-
-def _what(entry: AuditEntry) -> Text:
-    text = Text(entry.label)
-    if entry.would_sync:
-        wait = "copy" if entry.kind == "transfer" else "sync"
-        text.append(f" — would {wait} on an accelerator", style="dim")
-    return text
+    try:
+        rel = os.path.relpath(path, cwd)
+    except ValueError:  # another drive on Windows
+        rel = ".."
+    if not rel.startswith(".."):
+        return rel
+    for folder in _PACKAGE_FOLDERS:
+        cut = path.rfind(folder)
+        if cut >= 0:
+            return path[cut + len(folder) :]
+    for folder in STDLIB_DIRS:
+        if path.startswith(folder):
+            return path[len(folder) :]
+    home = os.path.expanduser("~") + os.sep
+    if home != os.sep and path.startswith(home):
+        return "~" + os.sep + path[len(home) :]
+    return path
 
 
 def _plural(n: int, one: str, many: str) -> str:
@@ -128,58 +156,109 @@ def _audit_summary(report: AuditReport) -> str:
     return line
 
 
-def render_audit(report: AuditReport) -> RenderableType:
-    """A table of the report's entries, costliest first, with totals underneath.
+def _location(path: str, line: int, tail: str, *, fold: bool, before: str = "") -> Text:
+    """``path:line`` and what follows it, on one line that is never cut.
 
-    The source line sits under its location rather than in a column of its own,
-    so the table reads at 80 columns.
+    Plain text leaves a long line whole (the terminal wraps it, and it stays one line
+    to copy or click); a rich console, which crops what it does not wrap, folds it.
     """
-    if not report.entries:
-        return Group(
-            Text("torchport audit: no copies between devices and no host syncs."),
-            Text(_audit_summary(report)),
-        )
-    table = Table(
-        title="torchport audit: copies and host syncs by source line", title_justify="left"
-    )
-    table.add_column("where / code", ratio=3)
-    table.add_column("what", ratio=3)
-    table.add_column("device", ratio=1)
-    table.add_column("count", justify="right", no_wrap=True)
-    table.add_column("bytes", justify="right", no_wrap=True)
-    for entry in report.entries:
+    text = Text(before, style="dim")
+    text.append(f"{short_path(path)}:{line}" if line else short_path(path), style="bold")
+    text.append(tail)
+    if fold:
+        text.overflow = "fold"
+    else:
+        text.no_wrap, text.overflow = True, "ignore"
+    return text
+
+
+def _entry_block(entry: AuditEntry, *, fold: bool, host_work: bool) -> list[RenderableType]:
+    """One entry: its location line, the code, what happened and how often, indented."""
+    function = f" in {entry.function}" if entry.function else ""
+    block: list[RenderableType] = [_location(entry.file, entry.line, function, fold=fold)]
+    if entry.code:
         # Text, not str: source such as "x[x > 0]" must not be read as rich markup
-        where = Text(f"{_short_path(entry.file)}:{entry.line} in {entry.function}")
-        if entry.code:
-            where.append("\n" + entry.code, style="dim")
-        table.add_row(
-            where,
-            _what(entry),
-            Text(entry.device),
-            str(entry.count),
-            format_bytes(entry.bytes) if entry.bytes else "-",
-        )
-    return Group(table, Text(_audit_summary(report)))
+        block.append(Padding(Text(entry.code, style="dim", overflow="fold"), (0, 0, 0, 4)))
+    if entry.via:
+        via_path, _, via_line = entry.via.rpartition(":")
+        # indented by hand: Padding crops what it cannot wrap
+        block.append(_location(via_path, int(via_line), "", fold=fold, before="    through "))
+    what = Text(f"{entry.count} × {entry.label}", overflow="fold")  # noqa: RUF001
+    what.append(f" · {entry.device}")
+    if entry.bytes:
+        what.append(f" · {format_bytes(entry.bytes)}")
+    if entry.would_sync:
+        wait = "copy" if entry.kind == "transfer" else "sync"
+        what.append(f" — would {wait} on an accelerator", style="dim")
+    elif entry.phase and not host_work:
+        what.append(f" — made during {entry.phase}", style="dim")
+    block.append(Padding(what, (0, 0, 0, 4)))
+    return block
+
+
+def _loading_summary(report: AuditReport) -> str:
+    events = sum(e.count for e in report.data_loading)
+    lines = len({(e.file, e.line) for e in report.data_loading})
+    return (
+        f"data loading (host): {_plural(events, 'event', 'events')} at "
+        f"{_plural(lines, 'line', 'lines')}, made while a DataLoader fetched batches; they "
+        "run on the host in an accelerator run too, so no total above counts them"
+    )
+
+
+def render_audit(report: AuditReport, *, fold: bool = True) -> RenderableType:
+    """The report's entries, costliest first, each under its ``path:line``, then the totals;
+    then the data-loading part, apart.
+
+    The location is never cut: paths are shortened from the left only (relative to
+    the working directory, from ``site-packages``), and a location longer than the
+    width is folded (``fold=True``, for rich consoles, which crop what they do not
+    wrap) or left whole on its line (``fold=False``, for plain text).
+    """
+    parts: list[RenderableType] = []
+    if report.entries:
+        parts.append(Text("torchport audit: copies and host syncs by source line, costliest first"))
+        for entry in report.entries:
+            parts += _entry_block(entry, fold=fold, host_work=False)
+    else:
+        parts.append(Text("torchport audit: no copies between devices and no host syncs."))
+    parts.append(Text(_audit_summary(report)))
+    if report.data_loading:
+        parts.append(Text(""))
+        parts.append(Text(_loading_summary(report)))
+        for entry in report.data_loading:
+            parts += _entry_block(entry, fold=fold, host_work=True)
+    return Group(*parts)
 
 
 # -- out of memory --------------------------------------------------------------------
 
 
 def oom_text(explanation: OomExplanation) -> str:
-    """One paragraph: the numbers the message stated, the cause and the next step."""
+    """One paragraph: the numbers the message stated, each with its label, the cause and the
+    next step."""
     e = explanation
     facts = [f"{e.backend.upper()} out of memory on {e.device or e.backend}"]
     if e.requested is not None:
         facts.append(f"tried to allocate {format_bytes(e.requested)}")
-    if e.total is not None:
-        free = f"{format_bytes(e.free)} free of " if e.free is not None else ""
-        facts.append(f"{free}{format_bytes(e.total)}")
+    memory = "RAM" if e.backend == "cpu" else "memory"
+    free_word = "available" if e.backend == "cpu" else "free"
+    if e.total is not None and e.free is not None:
+        facts.append(f"{format_bytes(e.free)} {free_word} of {format_bytes(e.total)} {memory}")
+    elif e.total is not None:
+        facts.append(f"{format_bytes(e.total)} {memory} in all")
+    elif e.free is not None:
+        facts.append(f"{format_bytes(e.free)} {memory} {free_word}")
     if e.allowed is not None:
-        facts.append(f"{format_bytes(e.allowed)} allowed to this process")
+        by = f" by {e.allowed_by}" if e.allowed_by else ""
+        facts.append(f"{format_bytes(e.allowed)} allowed to this process{by}")
+    if e.this_process is not None:
+        verb = "mapped" if e.allowed_by and "RLIMIT_AS" in e.allowed_by else "in use"
+        facts.append(f"{format_bytes(e.this_process)} {verb} by this process")
     if e.allocated is not None:
         facts.append(f"{format_bytes(e.allocated)} in PyTorch tensors")
     if e.reserved_unallocated is not None:
-        facts.append(f"{format_bytes(e.reserved_unallocated)} cached but unusable")
+        facts.append(f"{format_bytes(e.reserved_unallocated)} reserved by PyTorch but unallocated")
     if e.other_processes:
         facts.append(f"{format_bytes(e.other_processes_total)} held by other processes")
     return f"{', '.join(facts)}. Cause: {e.case.value}. {e.next_step}"
@@ -216,17 +295,26 @@ def render_memory(report: MemoryReport) -> RenderableType:
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
+def _facts_table(title: str) -> Table:
+    """A two-column table of name and value; long values fold, none is cut."""
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("what", overflow="fold")
+    table.add_column("value", overflow="fold")
+    return table
+
+
 def render_doctor(
     report: DoctorReport, *, bandwidth_hint: str = "pass bandwidth=True to doctor()"
 ) -> RenderableType:
-    """The doctor report as rich tables: build, devices, environment, bandwidth, findings.
+    """The doctor report as rich tables: versions, host, devices, environment, bandwidth,
+    findings. Every value folds to the width; nothing is cut.
 
     Args:
         report: The facts.
         bandwidth_hint: How the reader asks for the bandwidth measurement when it was not
             made; the CLI names its ``--bandwidth`` flag.
     """
-    env = Table(title="environment", show_header=False, title_justify="left")
+    env = _facts_table("environment")
     for name, value in report.environment.items():
         env.add_row(name, "(unset)" if value is None else repr(value))
     return Group(
@@ -246,37 +334,72 @@ def _gbps(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
 
-def _doctor_build(report: DoctorReport) -> Table:
-    table = Table(title="torch", show_header=False, title_justify="left")
+def _facts(report: DoctorReport) -> list[tuple[str, str]]:
+    """(name, value) of the report's versions and host facts, in reading order.
+
+    One list for the table and the paste-ready Markdown, so the two never disagree.
+    """
+    rows: list[tuple[str, str]] = []
+    host = report.host
     build = report.torch
+    if host is not None:
+        rows.append(("torchport", host.torchport))
     if build is not None:
-        table.add_row("version", f"{build.version} ({build.kind})")
-        table.add_row("python / platform", f"{build.python} / {build.platform}")
+        rows.append(("torch", f"{build.version} ({build.kind})"))
+        rows.append(("Python", build.python))
+    if host is not None:
+        rows.append(("NumPy", host.numpy or "not installed"))
+        rows.append(("OS", host.os))
+    if build is not None:
+        rows.append(("platform", build.platform))
         if build.arch_list:
-            table.add_row("compiled for", " ".join(build.arch_list))
+            rows.append(("compiled for", " ".join(build.arch_list)))
         if build.cudnn is not None:
-            table.add_row("cuDNN", str(build.cudnn))
+            rows.append(("cuDNN", str(build.cudnn)))
+    if host is not None:
+        usable = []
+        if host.usable_cpus is not None:
+            usable.append(f"{host.usable_cpus} usable by this process")
+        if host.cpu_quota is not None:
+            usable.append(f"container quota {host.cpu_quota:g}")
+        detail = f" ({', '.join(usable)})" if usable else ""
+        rows.append(("CPUs", f"{host.cpu_count if host.cpu_count is not None else '?'}{detail}"))
+        rows.append(
+            (
+                "torch threads",
+                f"{host.torch_threads} per op, {host.torch_interop_threads} between ops",
+            )
+        )
     driver = report.driver
     if driver is not None and driver.runtime is not None:
         ok = {True: "supports it", False: "does NOT support it", None: "unknown"}
-        table.add_row(
-            "driver",
-            f"{driver.version or 'not found'} for runtime {driver.runtime}: "
-            f"{ok[driver.supports_runtime]}",
+        rows.append(
+            (
+                "driver",
+                f"{driver.version or 'not found'} for runtime {driver.runtime}: "
+                f"{ok[driver.supports_runtime]}",
+            )
         )
     acc = report.accelerators
     if acc is not None:
-        table.add_row("accelerator", f"{acc.current or 'none'} ({acc.count} device(s))")
-        table.add_row("MPS / XPU", f"{_yes(acc.mps_available)} / {_yes(acc.xpu_available)}")
-    host = report.host_memory
-    if host is not None:
-        table.add_row(
-            "host RAM", f"{format_bytes(host.free)} available of {format_bytes(host.total)}"
+        rows.append(("accelerator", f"{acc.current or 'none'} ({acc.count} device(s))"))
+        rows.append(("MPS / XPU", f"{_yes(acc.mps_available)} / {_yes(acc.xpu_available)}"))
+    ram = report.host_memory
+    if ram is not None:
+        rows.append(
+            ("host RAM", f"{format_bytes(ram.free)} available of {format_bytes(ram.total)}")
         )
     if report.choice is not None:
         choice = report.choice
-        table.add_row("pick_device()", f"{choice.device or 'fails'}: {choice.reason}")
-    table.add_row("CUDA context created", _yes(report.cuda_context_created))
+        rows.append(("pick_device()", f"{choice.device or 'fails'}: {choice.reason}"))
+    rows.append(("CUDA context created", _yes(report.cuda_context_created)))
+    return rows
+
+
+def _doctor_build(report: DoctorReport) -> Table:
+    table = _facts_table("versions and host")
+    for name, value in _facts(report):
+        table.add_row(name, value)
     return table
 
 
@@ -285,7 +408,7 @@ def _doctor_devices(report: DoctorReport) -> RenderableType:
         return Text("no CUDA/ROCm GPU visible")
     table = Table(title="GPUs", title_justify="left")
     for column in ("device", "name", "capability", "in build", "free", "total"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for gpu in report.gpus:
         in_build = {True: "yes", False: "NO", None: "?"}[gpu.supported_by_build]
         table.add_row(
@@ -311,7 +434,7 @@ def _doctor_bandwidth(report: DoctorReport, hint: str) -> RenderableType:
         title_justify="left",
     )
     for column in ("direction", "pinned", "pageable"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for name, pinned, pageable in (
         (f"host -> {bw.device}", bw.h2d_pinned, bw.h2d_pageable),
         (f"{bw.device} -> host", bw.d2h_pinned, bw.d2h_pageable),
@@ -323,11 +446,43 @@ def _doctor_bandwidth(report: DoctorReport, hint: str) -> RenderableType:
 def _doctor_findings(report: DoctorReport) -> RenderableType:
     if not report.findings:
         return Text("no problems found", style="green")
-    lines = Text()
+    lines = Text(overflow="fold")
     for finding in report.findings:
         lines.append(f"{finding.severity.value}: ", style=_STYLE[finding.severity])
         lines.append(f"{finding.message}\n  fix: {finding.fix}\n")
     return lines
+
+
+def doctor_markdown(report: DoctorReport) -> str:
+    """The report as a Markdown list to paste into a bug report, one fact per line.
+
+    Plain ``- name: value`` lines: they read as text too, and no line is wrapped or cut
+    (a pasted report is re-wrapped by whatever shows it).
+    """
+    lines = [f"- {name}: {value}" for name, value in _facts(report)]
+    for gpu in report.gpus:
+        in_build = {True: "in build", False: "NOT in build", None: "build support unknown"}
+        lines.append(
+            f"- GPU {gpu.device}: {gpu.name}, capability {gpu.capability or '?'} "
+            f"({in_build[gpu.supported_by_build]}), {format_bytes(gpu.free_memory)} free of "
+            f"{format_bytes(gpu.total_memory)}"
+        )
+    set_vars = {name: value for name, value in report.environment.items() if value is not None}
+    shown = ", ".join(f"{name}={value!r}" for name, value in set_vars.items()) or "none set"
+    lines.append(f"- environment: {shown}")
+    bw = report.bandwidth
+    if bw.device is not None:
+        lines.append(
+            f"- copy bandwidth to {bw.device} (GB/s, pinned/pageable): "
+            f"{_gbps(bw.h2d_pinned)}/{_gbps(bw.h2d_pageable)}; back: "
+            f"{_gbps(bw.d2h_pinned)}/{_gbps(bw.d2h_pageable)}"
+        )
+    if report.findings:
+        lines.append("- findings:")
+        lines += [f"  - {f.severity.value}: {f.message} (fix: {f.fix})" for f in report.findings]
+    else:
+        lines.append("- findings: none")
+    return "\n".join(lines)
 
 
 _DRAWERS: dict[str, Callable[[Any], RenderableType]] = {

@@ -5,8 +5,11 @@ hooks, no modes. When an error escapes the block, its traceback still holds the
 frames it unwound, and each ``Module._call_impl`` frame still holds its module
 and its inputs. From those, the message names the innermost module, its path
 inside the outermost one (``encoder.layers.2.proj``), which parameter, buffer,
-plain tensor attribute or input sits on which device, and the fix. The frames
-are read once, on the error path; nothing keeps tensors alive afterwards.
+plain tensor attribute or input sits on which device, and the fix. Culprits outside
+the model (an optimizer's state, an autograd.Function's backward, code torch.compile
+traced) are read by :mod:`._suspects` first. What PyTorch said is kept: its sentence
+naming the devices, even when it is not the message's first line. The frames are
+read once, on the error path; nothing keeps tensors alive afterwards.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from torch import nn
 
 from torchport._origin import is_library
 from torchport.diagnose._culprit import ModuleCall, describe_calls, significant, unwrap
+from torchport.diagnose._suspects import autograd_function, compiled_code, optimizer_state
 from torchport.errors import ConfigError, DeviceMismatchError
 
 __all__ = ["is_device_mismatch", "is_out_of_memory", "note_oom", "strict"]
@@ -66,6 +70,16 @@ _MISMATCH = re.compile(
             r"passed CPU tensor to MPS op",
             # pack_padded_sequence's lengths on an accelerator; "1D cpu Int" is a dtype error
             r"'lengths' argument should be a 1D CPU int64 tensor, but got \d+D (?!cpu )\S",
+            # nn.DataParallel (data_parallel.py): "module must have its parameters and
+            # buffers on device cuda:0 (device_ids[0]) but found one of them on device: cpu"
+            r"must have its parameters and buffers on device",
+            # DistributedDataParallel (distributed.py): "...'s input module must be on the
+            # same type of devices, but input module parameters locate in {'cpu', 'cuda'}"
+            r"must be on the same type of devices",
+            # FakeTensor propagation under torch.compile before 2.4: "Unhandled FakeTensor
+            # Device Propagation for aten.add.Tensor, found two different devices cuda:0, cpu"
+            r"FakeTensor Device Propagation",
+            r"found two different devices",
         )
     ),
     re.IGNORECASE,
@@ -147,7 +161,11 @@ def _module_calls(frames: list[tuple[FrameType, int]]) -> list[ModuleCall]:
         owner = frame.f_locals.get("self")
         if not isinstance(owner, nn.Module):
             continue
+        wrapper = owner
         owner = unwrap(owner)  # torch.compile's OptimizedModule stands for the module it wraps
+        wrapped = frame.f_locals.get("module")
+        if owner is wrapper and _is_parallel(owner) and isinstance(wrapped, nn.Module):
+            owner = unwrap(wrapped)  # a (Distributed)DataParallel still being built
         if not calls or calls[-1].module is not owner:
             calls.append(ModuleCall(owner))
         call = calls[-1]
@@ -160,6 +178,10 @@ def _module_calls(frames: list[tuple[FrameType, int]]) -> list[ModuleCall]:
             if not call.args and not call.kwargs:  # forward() called directly
                 call.kwargs = {n: frame.f_locals.get(n) for n in call.arg_names}
     return calls
+
+
+def _is_parallel(module: nn.Module) -> bool:
+    return isinstance(module, (nn.DataParallel, nn.parallel.DistributedDataParallel))
 
 
 _NOT_FOUND = object()
@@ -209,15 +231,15 @@ def _lookup(node: ast.expr, frame: FrameType) -> Any:
     return _NOT_FOUND
 
 
-def _operands(frame: FrameType, lineno: int) -> tuple[str, list[tuple[str, torch.device]]]:
-    """The source line a frame stopped at and the tensors it names, with their devices."""
+def _line_values(frame: FrameType, lineno: int) -> tuple[str, list[tuple[str, Any]]]:
+    """The source line a frame stopped at, and what each name on it holds (read as stored)."""
     code = linecache.getline(frame.f_code.co_filename, lineno).strip()
     try:
         tree = ast.parse(code.rstrip(":"), mode="exec")
     except SyntaxError:  # one line of a longer statement: fall back to its dotted names
         tree = ast.parse("\n".join(re.findall(r"[A-Za-z_][\w.]*", code)) or "pass")
     nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))]
-    found: list[tuple[str, torch.device]] = []
+    found: list[tuple[str, Any]] = []
     seen: set[str] = set()
     for node in nodes:
         try:
@@ -225,32 +247,64 @@ def _operands(frame: FrameType, lineno: int) -> tuple[str, list[tuple[str, torch
         except Exception:  # reading a stored value should not fail; this is a best guess
             continue
         name = ast.unparse(node)
-        if significant(value) and name not in seen:
+        if value is not _NOT_FOUND and name not in seen:
             seen.add(name)
-            found.append((name, value.device))
-    return code, found[:8]
+            found.append((name, value))
+    return code, found
+
+
+def _said(message: str) -> str:
+    """PyTorch's sentence about the devices: the first line, or the line that names them.
+
+    Dynamo puts "Tensor device mismatch" first and the devices on an "Explanation:"
+    line; older FakeTensor errors put the traced call first.
+    """
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if is_device_mismatch(RuntimeError(first)):
+        return first
+    for line in lines[1:]:
+        if is_device_mismatch(RuntimeError(line)):
+            line = line.removeprefix("Explanation:").strip()
+            return f"{first}: {line}" if len(first) <= 60 else line
+    return first
 
 
 def _describe(err: BaseException, frames: list[tuple[FrameType, int]]) -> str:
+    message = str(err)
+    said = _said(message) or type(err).__name__
     calls = _module_calls(frames)
     user = [(f, n) for f, n in frames if not is_library(f.f_code.co_filename)]
-    said = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    code, values = _line_values(*user[-1]) if user else ("", [])
+    operands = [(name, v.device) for name, v in values if significant(v)][:8]
     parts: list[str] = []
     fix = "move every tensor of that op to one device with .to(device) or torchport.to_device"
-    if calls:
-        head, culprit_fix = describe_calls(calls)
+    traced = compiled_code(message)
+    if traced:
+        parts += [traced, _op_devices(said)]
+    suspect = optimizer_state(frames, [f for f, _ in user])
+    if suspect is None:
+        function = autograd_function(message, (v for _, v in values))
+        if function is not None and (function.found or not calls):
+            suspect = function
+    if suspect is not None:
+        parts.append(suspect.sentence)
+        fix = suspect.fix
+    elif calls:
+        names = {id(v): name for name, v in values if isinstance(v, nn.Module)}
+        head, culprit_fix = describe_calls(calls, names=names)
         parts.append(head)
         fix = culprit_fix or fix
     if user:
         frame, lineno = user[-1]
-        code, operands = _operands(frame, lineno)
-        line = f"at {frame.f_code.co_filename}:{lineno} in {frame.f_code.co_name}: `{code}`"
+        where = "called at" if traced else "at"
+        line = f"{where} {frame.f_code.co_filename}:{lineno} in {frame.f_code.co_name}: `{code}`"
         if operands:
             line += " with " + ", ".join(f"{n} on {d}" for n, d in operands)
         parts.append(line)
-        if not operands and not calls:
-            parts.append(_op_devices(said))
-    elif not calls:
+    if not traced and not operands and not calls and suspect is None:
         parts.append(_op_devices(said))
     return "device mismatch: " + "; ".join(parts) + f". To fix: {fix}. (PyTorch said: {said})"
 

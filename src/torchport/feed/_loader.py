@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import torch
 
-from torchport import hardware
+from torchport import _skipped, hardware
 from torchport.errors import ConfigError
 from torchport.hardware import StagingPool
 from torchport.place import BatchLayout, flatten_batch, pick_device
@@ -354,6 +354,8 @@ class DeviceLoader(Generic[_T]):
                 if items is not None and only_tensor(map(type, items)) and all(map(is_cpu, items)):
                     tally[0] += 1
                     tally[1] += len(items)
+                    if _skipped.listeners:  # an audit counts the copies a GPU run makes
+                        _skipped.tell(items, self._device, by="torchport.DeviceLoader")
                     yield batch
                 else:
                     yield self._move_blocking(batch)
@@ -373,6 +375,10 @@ class DeviceLoader(Generic[_T]):
         tensors = layout.tensors
         device = self._device
         movers = [m.to(device) for m in layout.movers] if layout.movers else None
+        if _skipped.listeners:  # an audit counts the copies a GPU run makes
+            _skipped.tell(
+                [t for t in tensors if t.device == device], device, by="torchport.DeviceLoader"
+            )
         plan = hardware.plan_copy(tensors, device, pack=self._pack, distinct=True)
         if plan.noop and movers is None:
             self._count(len(tensors), 0, 0, False)

@@ -300,11 +300,22 @@ def _mem_get_info(target: torch.device) -> Callable[..., tuple[int, int]]:
     return mem_get_info
 
 
+def _sizes_only(args: tuple[Any, ...]) -> bool:
+    """Legacy constructor arguments that give a shape, not data: ``(2, 3)``, ``(Size(...),)``."""
+    if len(args) == 1 and isinstance(args[0], torch.Size):
+        return True
+    return all(isinstance(a, int) and not isinstance(a, bool) for a in args)
+
+
 def _legacy_tensor(name: str, original: Any, target: torch.device) -> type:
     dtype = _LEGACY_DTYPES[name]
     cpu_type = getattr(torch, name)
 
     def make(*args: Any, **kwargs: Any) -> torch.Tensor:
+        if not kwargs and _sizes_only(args):
+            # torch.cuda.FloatTensor(2, 3) allocates on the GPU and copies nothing, so it is
+            # made on the target directly (a host tensor moved there would be a copy)
+            return torch.empty(*(args or (0,)), dtype=dtype, device=target)
         return cpu_type(*args, **kwargs).to(target)  # type: ignore[no-any-return]
 
     def check(obj: Any) -> bool:

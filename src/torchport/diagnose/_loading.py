@@ -1,0 +1,104 @@
+"""Host work inside a training loop: which of it the audit counts, sets apart or leaves out.
+
+The audit describes the run on the accelerator. A CPU run does everything on the
+host, so each place where host-only code runs inside a training loop is decided
+here once, and the recorder (:mod:`._recorder`) follows the decision:
+
+* **Data loading** (set apart). Everything that runs while a
+  ``torch.utils.data.DataLoader`` makes an iterator or fetches a batch (sampler,
+  ``Dataset.__getitem__`` or an ``IterableDataset``'s ``__iter__``, transforms,
+  ``collate_fn``, ``pin_memory``) runs on the host in an accelerator run too: with
+  ``num_workers=0`` in the main process, which is what this module marks (a
+  thread-local depth, raised by wrappers of the loader's ``_get_iterator``,
+  ``_reset`` and ``_next_data`` while an audit watches). Its scalar reads and
+  would-be copies are host work, listed in the report's separate "data loading
+  (host)" part and never counted as accelerator copies or syncs. A copy that
+  really crosses devices inside it (a ``Dataset`` that calls ``.to("cuda")``) is
+  device work wherever it runs: it stays in the main part, marked as made in data
+  loading. A loader wrapped by ``tqdm`` or ``torchport.DeviceLoader`` is still
+  iterated by the ``DataLoader`` itself, so the same holds.
+* **Worker processes** (left out). With ``num_workers > 0`` the same code runs in
+  other processes, which an audit in this one never sees; a worker forked while an
+  audit runs stops recording at the fork (an at-fork handler in :mod:`._recorder`), so
+  it also stops paying for the audit.
+* **Logging of Python numbers** (nothing to count). Formatting a ``float`` or an
+  ``int`` runs no tensor op. Reading a tensor to log it (``loss.item()``,
+  ``f"{loss:.3f}"``, ``print(loss)``) is a sync on an accelerator and is counted
+  at the user's line.
+* **Progress bars** (as their parts). ``tqdm(loader)`` iterates the loader: data
+  loading. Its own formatting of numbers: nothing. A tensor handed to it
+  (``bar.set_postfix(loss=loss)``) is read inside tqdm: counted, at the user's line
+  that handed it over, naming the tqdm line it went through.
+* **Metric accumulation on host values** (nothing, or one event). Python numbers
+  (``total += loss.item()`` counts the ``.item()`` only) run no op. A copy to the
+  host read at once (``out.cpu().numpy()``, ``.cpu().tolist()``,
+  ``.to("cpu").numpy()``, ``float(x.cpu())``) is one device-to-host copy, not a
+  copy and a sync. A host tensor built later from such copies
+  (``torch.cat(kept).numpy()`` on another line) cannot be told apart, on a CPU
+  run, from a tensor that would sit on the accelerator; its reads are listed as
+  would-be syncs.
+* **Host bookkeeping inside torch** (left out). Optimizer step counters (unless
+  capturable/fused) and ``torch.utils.data`` outside a loader (``random_split``'s
+  permutation) stay on the host on every machine. A learning-rate scheduler
+  reading the loss (``ReduceLROnPlateau.step(loss)``) is counted.
+* **Loops that are not a DataLoader** (counted). A generator or a list of batches
+  the program slices itself may hold device tensors in the accelerator run; the
+  audit cannot know, so what it does counts as the training loop's.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from torch.utils.data import dataloader
+
+__all__ = ["STATE", "LoadingDepth", "loader_wrappers"]
+
+
+class LoadingDepth(threading.local):
+    """Per thread: how many data-loader calls are running (0: none)."""
+
+    depth = 0
+
+
+STATE = LoadingDepth()
+"""The one marker the recorder reads per event."""
+
+
+def _marked(original: Callable[..., Any]) -> Callable[..., Any]:
+    state = STATE
+
+    @functools.wraps(original)
+    def loading(*args: Any, **kwargs: Any) -> Any:
+        state.depth += 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            state.depth -= 1
+
+    return loading
+
+
+# The loader's inner calls, not __iter__/__next__: those issue warnings with
+# stacklevel=2, which a wrapper in between would pin on itself.
+_CALLS: tuple[tuple[type, str], ...] = (
+    (dataloader.DataLoader, "_get_iterator"),
+    *(
+        (cls, name)
+        for cls in (
+            dataloader._BaseDataLoaderIter,
+            dataloader._SingleProcessDataLoaderIter,
+            dataloader._MultiProcessingDataLoaderIter,
+        )
+        for name in ("_reset", "_next_data")
+        if name in vars(cls)
+    ),
+)
+
+
+def loader_wrappers() -> list[tuple[Any, str, Callable[..., Any], Callable[..., Any]]]:
+    """(owner, name, original, wrapper) for each DataLoader call that marks data loading."""
+    return [(cls, name, vars(cls)[name], _marked(vars(cls)[name])) for cls, name in _CALLS]

@@ -1,0 +1,250 @@
+"""Host work in a training loop: data loading is set apart, worker processes are left out.
+
+Each case builds a DataLoader whose parts (dataset, transform, collate_fn, sampler) read
+tensors on the host a known number of times; the audit must list those reads in the
+"data loading (host)" part only, and the training loop's own events in the main part.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler
+
+import torchport as tp
+from torchport.diagnose._loading import STATE
+
+META = torch.device("meta")
+
+
+def _previous_line() -> int:
+    return sys._getframe(1).f_lineno - 1
+
+
+class Reads(Dataset[tuple[torch.Tensor, int]]):
+    """``n`` examples; each ``__getitem__`` reads ``k`` scalars and builds one tensor with
+    ``device=``; a host copy on an accelerator run as written, but data loading's."""
+
+    def __init__(self, n: int, k: int) -> None:
+        self.data = torch.arange(float(n * 4)).reshape(n, 4)
+        self.n, self.k = n, k
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        row = self.data[i]
+        total = 0
+        for j in range(self.k):
+            total += int(row[j % 4])
+        scale = torch.as_tensor(2.0, device=row.device)
+        return row * scale, total
+
+
+def _collate(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    xs = torch.stack([x for x, _ in batch])
+    ys = torch.tensor([y for _, y in batch])
+    xs[xs > 1e9] = 0.0  # a boolean-mask assignment, once per batch
+    return xs, ys
+
+
+class Reversed(Sampler[int]):
+    """A user's sampler: reads its order back to Python once per epoch."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(torch.arange(self.n - 1, -1, -1).tolist())
+
+    def __len__(self) -> int:
+        return self.n
+
+
+@given(
+    n=st.integers(1, 12),
+    k=st.integers(0, 3),
+    batch=st.integers(1, 5),
+    epochs=st.integers(1, 2),
+)
+def test_everything_a_loader_runs_is_host_work_apart_from_the_loop(
+    n: int, k: int, batch: int, epochs: int
+) -> None:
+    loader = DataLoader(Reads(n, k), batch_size=batch, sampler=Reversed(n), collate_fn=_collate)
+    device = torch.device("cpu")
+    with tp.audit() as report:
+        for _ in range(epochs):
+            for x, _y in loader:
+                x.to(device)
+                step_line = _previous_line()
+    batches = -(-n // batch) * epochs  # ceil(n / batch) per epoch
+    # the loop: one predicted copy per batch, at its own line, and nothing else
+    assert [(e.line, e.kind, e.count, e.would_sync) for e in report.entries] == [
+        (step_line, "transfer", batches, True)
+    ]
+    by_label: dict[str, int] = {}
+    for e in report.data_loading:
+        assert not e.would_sync and e.phase == "data loading"
+        by_label[e.label] = by_label.get(e.label, 0) + e.count
+    expected = {
+        "scalar read (int(tensor))": n * k * epochs,
+        "copy (torch.as_tensor(..., device=))": n * epochs,
+        "boolean-mask assignment (x[mask] = v)": batches,
+        "read to Python (.tolist())": epochs,
+    }
+    assert by_label == {label: count for label, count in expected.items() if count}
+    assert report.total_count == batches  # the loading part counts in no total
+
+
+class _ToMeta(Dataset[torch.Tensor]):
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return torch.ones(2).to(META)  # device work wherever it runs
+
+
+def test_a_real_device_copy_in_a_dataset_stays_device_work() -> None:
+    with tp.audit() as report:
+        for _ in DataLoader(_ToMeta(), batch_size=3):
+            pass
+    (entry,) = report.entries
+    assert (entry.device, entry.count, entry.would_sync) == ("cpu→meta", 3, False)
+    assert entry.phase == "data loading" and report.total_bytes == 24
+    assert report.data_loading == []
+    assert "made during data loading" in " ".join(str(report).split())
+
+
+class _Probe(Dataset[torch.Tensor]):
+    """Reports, from whichever process fetches, whether an audit still watches there."""
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        modes = torch._C._len_torch_dispatch_stack()
+        wrapped = torch.Tensor.item is not torch._C.TensorBase.item
+        torch.ones(()).item()
+        return torch.tensor([modes, int(wrapped), STATE.depth])
+
+
+# Python 3.12+ warns that forking a multi-threaded process may deadlock; DataLoader does it
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_worker_stops_recording_and_is_not_counted() -> None:
+    loader = DataLoader(_Probe(), batch_size=2, num_workers=1, multiprocessing_context="fork")
+    with tp.audit() as report:
+        (batch,) = list(loader)
+        in_main = _Probe()[0]
+    # in the worker: no dispatch mode, no wrappers; in the main process, both
+    assert batch.tolist() == [[0, 0, 1], [0, 0, 1]]
+    assert in_main.tolist()[:2] == [1, 1]
+    assert report.data_loading == []
+    assert [e.function for e in report.entries] == ["__getitem__"]  # the main-process call
+
+
+class _Stream(IterableDataset[torch.Tensor]):
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        for i in range(4):
+            yield torch.full((2,), float(i))
+
+    def __len__(self) -> int:
+        return 2  # wrong on purpose: the loader warns when it yields more
+
+
+def test_the_loaders_own_warnings_point_where_they_would_without_the_audit() -> None:
+    def warned() -> list[tuple[str, int]]:
+        loader = DataLoader(_Stream(), batch_size=None)
+        len(loader)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in loader:
+                pass
+        return [(w.filename, w.lineno) for w in caught]
+
+    bare = warned()
+    with tp.audit():
+        audited = warned()
+    assert bare and audited == bare
+    assert {name for name, _ in audited} == {__file__}
+
+
+def test_random_split_outside_a_loader_is_torchs_host_bookkeeping() -> None:
+    with tp.audit() as report:
+        torch.utils.data.random_split(range(10), [7, 3])
+    assert report.entries == [] and report.data_loading == []
+
+
+def test_the_marker_is_per_thread_and_back_to_zero_after_each_fetch() -> None:
+    seen: list[int] = []
+
+    class Watch(Dataset[int]):
+        def __len__(self) -> int:
+            return 2
+
+        def __getitem__(self, i: int) -> int:
+            seen.append(STATE.depth)
+            return i
+
+    with tp.audit():
+        for _ in DataLoader(Watch(), batch_size=1):
+            seen.append(-STATE.depth)
+    assert seen == [1, 0, 1, 0]  # inside a fetch: 1; in the loop body: 0
+    assert STATE.depth == 0
+
+
+def test_a_progress_bar_from_an_installed_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A tqdm-like bar in a site-packages folder: it iterates the loader (data loading)
+    # and formats what it is handed (a tensor: a read, charged to the user's line).
+    package = tmp_path / "site-packages" / "fakebar"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "class bar:\n"
+        "    def __init__(self, iterable):\n"
+        "        self.iterable, self.postfix = iterable, ''\n"
+        "    def __iter__(self):\n"
+        "        yield from self.iterable\n"
+        "    def set_postfix(self, **values):\n"
+        "        self.postfix = ', '.join(f'{k}={v:.3f}' for k, v in values.items())\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
+    import fakebar  # type: ignore[import-not-found]
+
+    loader = DataLoader(Reads(4, 1), batch_size=2)
+    with tp.audit() as report:
+        progress = fakebar.bar(loader)
+        for x, _ in progress:
+            progress.set_postfix(loss=x.sum())
+            postfix_line = _previous_line()
+    (entry,) = report.entries
+    assert (entry.file, entry.line, entry.count) == (__file__, postfix_line, 2)
+    assert entry.label.startswith("formatting a tensor") and entry.would_sync
+    assert entry.via.startswith(str(package / "__init__.py") + ":")
+    assert sum(e.count for e in report.data_loading) == 4 + 4  # int() and as_tensor per example
+
+
+def test_the_loaders_calls_are_restored_exactly_after_the_block() -> None:
+    from torch.utils.data import dataloader
+
+    owners = (
+        dataloader.DataLoader,
+        dataloader._BaseDataLoaderIter,
+        dataloader._SingleProcessDataLoaderIter,
+        dataloader._MultiProcessingDataLoaderIter,
+    )
+    before = {(cls, name): vars(cls).get(name) for cls in owners for name in vars(cls)}
+    with tp.audit():
+        assert (
+            vars(dataloader._SingleProcessDataLoaderIter)["_next_data"]
+            is not (before[(dataloader._SingleProcessDataLoaderIter, "_next_data")])
+        )
+    after = {(cls, name): vars(cls).get(name) for cls in owners for name in vars(cls)}
+    assert after == before
