@@ -9,7 +9,13 @@ from torchport.diagnose._env import DeviceChoice
 from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report
 from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
-from torchport.diagnose._probes import AcceleratorInfo, DriverInfo, GpuInfo, TorchBuild
+from torchport.diagnose._probes import (
+    AcceleratorInfo,
+    DriverInfo,
+    GpuInfo,
+    HostInfo,
+    TorchBuild,
+)
 from torchport.diagnose._report import render_doctor
 from torchport.diagnose._strict import strict
 
@@ -23,6 +29,7 @@ __all__ = [
     "DoctorReport",
     "DriverInfo",
     "GpuInfo",
+    "HostInfo",
     "MemoryReport",
     "OomCase",
     "OomExplanation",

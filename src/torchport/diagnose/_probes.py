@@ -371,6 +371,6 @@ def cuda_contexts() -> frozenset[int]:
 
 
 # Parts of the DoctorReport that doctor() returns, exported as torchport.<name>.
-for _cls in (TorchBuild, DriverInfo, GpuInfo, AcceleratorInfo):
+for _cls in (TorchBuild, DriverInfo, GpuInfo, HostInfo, AcceleratorInfo):
     _cls.__module__ = "torchport"
 del _cls
