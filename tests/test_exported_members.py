@@ -31,6 +31,7 @@ EXPECTED = [
     "DriverInfo",
     "FeedStats",
     "GpuInfo",
+    "HostInfo",
     "MemoryReport",
     "MissingDependencyError",
     "OomCase",
