@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -14,13 +13,11 @@ import torch
 from torchport import hardware
 from torchport.errors import ConfigError
 from torchport.hardware import StagingPool
-from torchport.place import BatchLayout, flatten_batch, pick_device
+from torchport.place import BatchLayout, flatten_batch, pick_device, resolve_device, settled
 
 __all__ = ["DeviceLoader", "FeedStats"]
 
 _T = TypeVar("_T")
-_ONLY_TENSOR = frozenset({torch.Tensor})
-_IS_CPU = operator.attrgetter("is_cpu")
 _B = TypeVar("_B")
 _P = TypeVar("_P")
 
@@ -102,6 +99,11 @@ class _InFlight:
     nbytes: int
     copies: int
     packed: bool
+
+
+def _to(device: torch.device) -> Callable[[Any], Any]:
+    """Calls an object's own ``.to(device)`` (blocking, on the caller's stream)."""
+    return lambda obj: obj.to(device)
 
 
 def _side_stream_safe(t: torch.Tensor) -> bool:
@@ -188,7 +190,7 @@ class DeviceLoader(Generic[_T]):
             )
         self._loader = loader
         self._device = (
-            pick_device() if device is None else hardware.parse_device(device, argument="device")
+            pick_device() if device is None else resolve_device(device, argument="device")
         )
         self._depth = depth
         self._pack = pack
@@ -331,29 +333,21 @@ class DeviceLoader(Generic[_T]):
             c[4] += int(packed)
 
     def _iter_cpu(self) -> Iterator[_T]:
-        # The common batch (a tuple, list or dict of CPU tensors, or one tensor) is
-        # checked at C speed and yielded as it is; anything else goes through the
-        # walker. Its counts go to a tally only this pass writes (no lock per batch);
-        # `stats` adds the tallies of passes still running.
-        only_tensor = _ONLY_TENSOR.issuperset
-        is_cpu = _IS_CPU
+        # The common batch (a tensor, or a tuple, list or dict of CPU tensors and
+        # plain values such as ids and strings) is checked at C speed and yielded as
+        # it is; anything else goes through the walker. Its counts go to a tally only
+        # this pass writes (no lock per batch); `stats` adds the tallies of passes
+        # still running.
+        cpu = self._device
         tally = [0, 0]  # batches, tensors
         with self._lock:
             self._tallies.append(tally)
         try:
             for batch in self._loader:
-                cls = type(batch)
-                if cls is tuple or cls is list:
-                    items: Any = batch
-                elif cls is dict:
-                    items = batch.values()  # type: ignore[attr-defined]
-                elif cls is torch.Tensor:
-                    items = (batch,)
-                else:
-                    items = None
-                if items is not None and only_tensor(map(type, items)) and all(map(is_cpu, items)):
+                found = settled(batch, cpu)
+                if found >= 0:
                     tally[0] += 1
-                    tally[1] += len(items)
+                    tally[1] += found
                     yield batch
                 else:
                     yield self._move_blocking(batch)
@@ -375,11 +369,12 @@ class DeviceLoader(Generic[_T]):
         movers = [m.to(device) for m in layout.movers] if layout.movers else None
         plan = hardware.plan_copy(tensors, device, pack=self._pack, distinct=True)
         if plan.noop and movers is None:
+            # Every tensor, those inside objects with a .to included, is already there.
             self._count(len(tensors), 0, 0, False)
             return batch
         done = plan.run(non_blocking=False, pool=self._pool)
         self._count(len(tensors), done.nbytes, done.copies, done.packed and done.copies == 1)
-        return cast(_T, layout.rebuild(done.tensors, movers))
+        return cast(_T, layout.rebuild(done.tensors, movers, call_to=_to(device), target=device))
 
     def _iter_async(self) -> Iterator[_T]:
         device = self._device
@@ -446,7 +441,7 @@ class DeviceLoader(Generic[_T]):
             new.append(done)
         movers = [m.to(device) for m in item.layout.movers] if item.layout.movers else None
         self._count(len(tensors), nbytes, copies, item.packed)
-        return cast(_T, item.layout.rebuild(new, movers))
+        return cast(_T, item.layout.rebuild(new, movers, call_to=_to(device), target=device))
 
 
 DeviceLoader.__module__ = "torchport"

@@ -20,8 +20,11 @@ import torch
 from torch import nn
 
 from torchport import hardware
-from torchport.errors import ConfigError
+from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
+from torchport.place._objects import refusal
+from torchport.place._redirected import ACTIVE as _REDIRECTS
+from torchport.place._redirected import resolve_device
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
 
@@ -138,9 +141,9 @@ def to_device(
         UnsupportedBatchError: The batch holds a container that cannot be
             rebuilt, or a cycle; the message names its path.
     """
-    target = _PARSED_GET(device) if type(device) is str else None
+    target = _PARSED_GET(device) if type(device) is str and not _REDIRECTS else None
     if target is None:
-        target = parse_device(device, argument="device")
+        target = resolve_device(device, argument="device")
     if dtype is None and pack is not True and not skip_keys:
         cls = type(obj)
         # The direct paths first: they are what most training loops call, and every
@@ -177,15 +180,21 @@ def to_device(
     if isinstance(obj, torch.optim.Optimizer):
         move_optimizer(obj, target, non_blocking, dtype)
         return obj
+    refused = refusal(type(obj), "the object", str(target))
+    if refused is not None:
+        raise UnsupportedBatchError(f"to_device: {refused}")
     layout = flatten_batch(obj, skip_keys=skip_keys)
     tensors = layout.tensors
     # Movers first: their own .to synchronizes as it does, before the engine's one wait.
     new_movers = [_call_to(m, target, non_blocking, dtype) for m in layout.movers] or None
+
+    def call_to(m: Any) -> Any:
+        return _call_to(m, target, non_blocking, dtype)
+
     plan = hardware.plan_copy(tensors, target, dtype=dtype, pack=pack, distinct=True)
-    if plan.noop:
-        return layout.rebuild(tensors, new_movers)  # type: ignore[return-value]
-    done = plan.run(non_blocking=non_blocking, measure=False)
-    return layout.rebuild(done.tensors, new_movers)  # type: ignore[return-value]
+    if not plan.noop:
+        tensors = plan.run(non_blocking=non_blocking, measure=False).tensors
+    return layout.rebuild(tensors, new_movers, call_to=call_to, target=target)  # type: ignore[return-value]
 
 
 _NOT_FLAT: Any = object()
