@@ -272,9 +272,10 @@ def _split(
 
 def _bytes_of(t: torch.Tensor) -> torch.Tensor:
     """A fresh dense tensor's storage as a flat byte tensor (a view, no copy)."""
-    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(
-        t.untyped_storage(), 0, (t.untyped_storage().nbytes(),)
-    )
+    storage = t.untyped_storage()
+    flat = torch.empty(0, dtype=torch.uint8, device=t.device)
+    flat.set_(storage, 0, (storage.nbytes(),), (1,))
+    return flat
 
 
 def _layout(
