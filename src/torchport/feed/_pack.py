@@ -51,9 +51,10 @@ def transfer(
     device into one allocation per tensor. Without it each tensor gets its own
     device allocation and copy; for a CUDA target, pageable sources are still read
     from the pinned staging buffer so the copies can be asynchronous, while
-    already-pinned sources are copied directly. Tensors that cannot be staged (on another device, requiring grad,
-    subclasses, odd dtypes) are moved with ``Tensor.to``. A tensor object given twice
-    is moved once and both positions get the same result.
+    already-pinned sources are copied directly. Tensors that cannot be staged (on
+    another device, requiring grad, subclasses, odd dtypes) are moved with
+    ``Tensor.to``. A tensor object given twice is moved once and both positions get
+    the same result.
 
     Synchronization: see :func:`pack_to_device`.
 
