@@ -267,29 +267,39 @@ class DeviceLoader(Generic[_T]):
         return self._passthrough("batch_sampler")
 
     def set_epoch(self, epoch: int) -> None:
-        """Forwards ``set_epoch`` so a distributed sampler reshuffles for each epoch.
+        """Tells whatever orders the wrapped loader's batches that a new epoch starts.
 
-        Calls the wrapped loader's ``set_epoch`` if it has one, else that of its
-        ``sampler`` or its ``batch_sampler`` (a ``DistributedSampler`` is usually
-        found there).
+        If the wrapped loader has a ``set_epoch`` of its own (another wrapper), only
+        that is called: it knows its parts. Otherwise ``set_epoch(epoch)`` is called
+        once on each of the loader's ``sampler``, ``batch_sampler``, the batch
+        sampler's ``sampler`` and ``dataset`` that has one: a ``DistributedSampler``
+        (found in ``sampler``, or in ``batch_sampler.sampler`` when a batch sampler
+        wraps it), a batch sampler of your own, or an ``IterableDataset`` that
+        shuffles by epoch. Where none has one (a plain ``DataLoader``, whose
+        ``RandomSampler`` draws a new order every epoch by itself; a list; a
+        generator) this does nothing, as nothing depends on the epoch.
 
         Raises:
-            AttributeError: none of them has ``set_epoch``.
+            TypeError: ``epoch`` is not an int.
         """
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise TypeError(f"set_epoch({epoch!r}): the epoch is an int, e.g. set_epoch(3)")
+        own = getattr(self._loader, "set_epoch", None)
+        if callable(own):
+            own(epoch)
+            return
+        batch_sampler = getattr(self._loader, "batch_sampler", None)
+        called: set[int] = set()
         for owner in (
-            self._loader,
             getattr(self._loader, "sampler", None),
-            getattr(self._loader, "batch_sampler", None),
+            batch_sampler,
+            getattr(batch_sampler, "sampler", None),
+            getattr(self._loader, "dataset", None),
         ):
             method = getattr(owner, "set_epoch", None) if owner is not None else None
-            if callable(method):
+            if callable(method) and id(owner) not in called:
+                called.add(id(owner))
                 method(epoch)
-                return
-        raise AttributeError(
-            f"set_epoch: the wrapped {type(self._loader).__name__} has no set_epoch(), "
-            "and neither has its sampler or batch_sampler; use a sampler with set_epoch "
-            "(e.g. DistributedSampler) or drop the call"
-        )
 
     def _passthrough(self, name: str) -> Any:
         try:
