@@ -41,6 +41,8 @@ _META = parse_device("meta")
 _DEVICE = operator.attrgetter("device")
 _TENSOR = torch.Tensor
 _ONLY_TENSOR = frozenset({torch.Tensor})
+# Types that are batches, never training state: no need to ask refusal() about them.
+_BATCH_TYPES: frozenset[type] = frozenset({dict, list, tuple})
 # Flat containers up to this size take the direct path; bigger ones the engine,
 # whose C-level planning wins once there are many leaves.
 _FLAT_MAX = 32
@@ -180,9 +182,11 @@ def to_device(
     if isinstance(obj, torch.optim.Optimizer):
         move_optimizer(obj, target, non_blocking, dtype)
         return obj
-    refused = refusal(type(obj), "the object", str(target))
-    if refused is not None:
-        raise UnsupportedBatchError(f"to_device: {refused}")
+    kind: type = type(obj)
+    if kind not in _BATCH_TYPES:
+        refused = refusal(kind, "the object", str(target))
+        if refused is not None:
+            raise UnsupportedBatchError(f"to_device: {refused}")
     layout = flatten_batch(obj, skip_keys=skip_keys)
     tensors = layout.tensors
     # Movers first: their own .to synchronizes as it does, before the engine's one wait.

@@ -31,7 +31,7 @@ import optree
 from torchport.place._containers import NAMESPACE
 from torchport.place._copying import has_state
 
-__all__ = ["Notes", "Reorder", "notes_for", "reorders", "restore_order"]
+__all__ = ["PLAIN", "Notes", "Reorder", "notes_for", "reorders", "restore_order"]
 
 _MISSING = object()
 _MAX_REMEMBERED = 512
@@ -55,10 +55,13 @@ class Notes(NamedTuple):
     Attributes:
         register: namedtuple classes the walker must rebuild itself.
         ordered: the path (entries from the root) to each ``OrderedDict`` node.
+        custom: whether the structure holds nodes the walker registered (objects
+            rebuilt by the walker's own recipes); False: optree's nodes only.
     """
 
     register: tuple[type, ...]
     ordered: tuple[tuple[Any, ...], ...]
+    custom: bool
 
 
 class Reorder(NamedTuple):
@@ -69,26 +72,28 @@ class Reorder(NamedTuple):
     order: list[Any]
 
 
-_CLEAN = Notes((), ())
+PLAIN = Notes((), (), custom=False)
+"""The notes of a structure of optree's own nodes that it rebuilds faithfully."""
+_CUSTOM = Notes((), (), custom=True)
 _REMEMBERED: dict[Any, Notes] = {}
 
 
-def notes_for(spec: optree.PyTreeSpec) -> Notes | None:
-    """The notes of a structure, or None when optree rebuilds it faithfully by itself."""
+def notes_for(spec: optree.PyTreeSpec) -> Notes:
+    """The notes of a structure (:data:`PLAIN` when optree alone rebuilds it faithfully)."""
     try:
-        found = _REMEMBERED.get(spec, _MISSING)
+        found: Notes | None = _REMEMBERED.get(spec)
     except Exception:  # a node's data compared badly (tensors as dict keys): scan it
-        found = _MISSING
-    if found is _MISSING:
-        found, remember = _scan(spec)
-        if remember:
+        found = None
+    if found is None:
+        found = _scan(spec)
+        if found is PLAIN or (not found.custom and not found.register):
             if len(_REMEMBERED) >= _MAX_REMEMBERED:
                 _REMEMBERED.clear()
             _REMEMBERED[spec] = found
-    return None if found is _CLEAN else found  # type: ignore[return-value]
+    return found
 
 
-def _scan(spec: optree.PyTreeSpec) -> tuple[Notes, bool]:
+def _scan(spec: optree.PyTreeSpec) -> Notes:
     register: list[type] = []
     flags = {"ordered": False, "custom": False}
 
@@ -107,8 +112,8 @@ def _scan(spec: optree.PyTreeSpec) -> tuple[Notes, bool]:
     spec.walk([None] * spec.num_leaves, node, None)
     ordered = tuple(_ordered_paths(spec, ())) if flags["ordered"] else ()
     if not register and not ordered:
-        return _CLEAN, not flags["custom"]
-    return Notes(tuple(register), ordered), not flags["custom"] and not register
+        return _CUSTOM if flags["custom"] else PLAIN
+    return Notes(tuple(register), ordered, flags["custom"])
 
 
 def _registered_here(kind: type) -> bool:

@@ -79,7 +79,7 @@ from torchport.place._objects import (
 )
 from torchport.place._settled import VALUE_TYPES
 from torchport.place._skipping import flatten_skipping, skip_key_set
-from torchport.place._spec import Reorder, notes_for, reorders, restore_order
+from torchport.place._spec import PLAIN, Reorder, notes_for, reorders, restore_order
 
 __all__ = [
     "BatchLayout",
@@ -183,6 +183,7 @@ class BatchLayout:
         "_leaves",
         "_mover_index",
         "_mover_pos",
+        "_objects",
         "_reorder",
         "_skip",
         "_spec",
@@ -204,9 +205,12 @@ class BatchLayout:
         mover_index: list[int] | None = None,
         reorder: list[Reorder] | None = None,
         skip: frozenset[Hashable] = frozenset(),
+        objects: bool = False,
     ) -> None:
         self._leaves = leaves
         self._skip = skip
+        # Whether nodes the walker registered (objects, container subclasses) are in it.
+        self._objects = objects
         self._spec = spec
         self.tensors = tensors
         # Leaf positions holding tensors; None when the leaves are exactly `tensors`.
@@ -257,25 +261,31 @@ class BatchLayout:
             if new_movers is not None and self._mover_pos and self._mover_index is not None:
                 moved = map(new_movers.__getitem__, self._mover_index)
                 collections.deque(map(leaves.__setitem__, self._mover_pos, moved), maxlen=0)
-        finish = Finish(
-            call_to,
-            _checker(target) if target is not None else None,
-            target if call_to is not None else None,
-            self._skip,
-        )
-        with moving(finish):
-            try:
-                result = optree.tree_unflatten(self._spec, leaves)
-            except UnsupportedBatchError:
-                raise
-            except Exception as exc:  # any constructor may raise anything; say where
-                rebuild_located(self._spec, leaves, ROOT)
-                raise UnsupportedBatchError(
-                    f"could not rebuild the batch: {type(exc).__name__}: {exc}"
-                ) from exc
+        if not self._objects:
+            result = self._unflatten(leaves)  # optree's own nodes only: nothing to finish
+        else:
+            finish = Finish(
+                call_to,
+                _checker(target) if target is not None else None,
+                target if call_to is not None else None,
+                self._skip,
+            )
+            with moving(finish):
+                result = self._unflatten(leaves)
         if self._reorder:
             restore_order(result, self._reorder)
         return result
+
+    def _unflatten(self, leaves: list[Any]) -> object:
+        try:
+            return optree.tree_unflatten(self._spec, leaves)
+        except UnsupportedBatchError:
+            raise
+        except Exception as exc:  # any constructor may raise anything; say where
+            rebuild_located(self._spec, leaves, ROOT)
+            raise UnsupportedBatchError(
+                f"could not rebuild the batch: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def _checker(target: torch.device) -> Callable[[Any], None]:
@@ -317,7 +327,7 @@ def flatten_batch(obj: object, *, skip_keys: Hashable | Collection[Hashable] = (
         if (
             _PLAIN_TENSOR_TYPES.issuperset(map(type, leaves))
             and len(set(map(id, leaves))) == n
-            and notes_for(spec) is None
+            and notes_for(spec) is PLAIN
         ):
             return BatchLayout(leaves, spec, leaves)
         return _classified(obj, None, (leaves, spec))
@@ -356,7 +366,7 @@ def _classified(
         else:
             leaves, spec = _flatten(obj)
         notes = notes_for(spec)
-        if notes is not None and notes.register:
+        if notes.register:
             for cls in notes.register:
                 _register_node(cls)
             continue  # optree walked a namedtuple it must not rebuild: flatten again
@@ -376,17 +386,26 @@ def _classified(
             present = set(kinds)
         if _REFUSED in present:
             _refuse(obj, leaves, kinds)
-        reorder = reorders(obj, notes) if notes is not None else None
+        reorder = reorders(obj, notes) if notes.ordered else None
         n = len(leaves)
         skipped = skip or frozenset()
         if present == _ONLY_TENSORS and len(set(map(id, leaves))) == n:
-            return BatchLayout(leaves, spec, leaves, reorder=reorder, skip=skipped)
+            return BatchLayout(
+                leaves, spec, leaves, reorder=reorder, skip=skipped, objects=notes.custom
+            )
         if _MOVER not in present:
             # Only _TENSOR is truthy among the kinds left, so compress picks the tensors.
             tensors, index = _distinct(list(itertools.compress(leaves, kinds)))
             positions = list(itertools.compress(range(n), kinds))
             return BatchLayout(
-                leaves, spec, tensors, positions, index, reorder=reorder, skip=skipped
+                leaves,
+                spec,
+                tensors,
+                positions,
+                index,
+                reorder=reorder,
+                skip=skipped,
+                objects=notes.custom,
             )
         positions = list(itertools.compress(range(n), map(_TENSOR.__eq__, kinds)))
         tensors, index = _distinct(list(map(leaves.__getitem__, positions)))
@@ -405,6 +424,7 @@ def _classified(
             mover_index,
             reorder,
             skipped,
+            objects=notes.custom,
         )
     raise UnsupportedBatchError(  # pragma: no cover - needs 64 levels of new container types
         "the batch nests more new container types than torchport registers in one call; "
