@@ -211,6 +211,30 @@ class MyUserDict(collections.UserDict[str, Any]):
     pass
 
 
+class Encoding(collections.UserDict[str, Any]):
+    """HuggingFace's ``BatchEncoding`` in outline: ``data`` plus encodings and a count."""
+
+    def __init__(self, data: dict[str, Any], encodings: list[Any] | None = None) -> None:
+        super().__init__(data)
+        self._encodings = encodings
+        self._n_sequences = 1
+
+    def __getattr__(self, item: str) -> Any:
+        try:
+            return self.data[item]
+        except KeyError:
+            raise AttributeError(item) from None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"data": self.data, "encodings": self._encodings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "data" in state:
+            self.data = state["data"]
+        if "encodings" in state:
+            self._encodings = state["encodings"]
+
+
 class StarList(list[Any]):
     """``StarList(items)`` would nest the items one level deeper."""
 
@@ -504,6 +528,9 @@ float_vectors = st.builds(
 )
 
 
+_SHARED: list[torch.Tensor] = [torch.ones(2), torch.arange(3)]
+
+
 def leaves(pool: list[torch.Tensor]) -> st.SearchStrategy[Any]:
     """Tensors (often from ``pool``, so that they are shared) and plain values."""
     shared = st.integers(0, len(pool) - 1).map(pool.__getitem__)
@@ -512,6 +539,7 @@ def leaves(pool: list[torch.Tensor]) -> st.SearchStrategy[Any]:
 
 def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     keys = st.sampled_from(["a", "b", "ids", "x"])
+    leaves_only = tensors | st.sampled_from(_SHARED)
     dicts = st.dictionaries(keys, children, max_size=3)
     pairs = st.tuples(children, children)
     return st.one_of(
@@ -541,6 +569,8 @@ def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         st.builds(with_attr, st.lists(children, max_size=2).map(TagList), children),
         st.builds(with_attr, pairs.map(lambda p: TagTuple(*p)), children),
         st.builds(with_attr, dicts.map(MyUserDict), children),
+        st.builds(Encoding, st.dictionaries(keys, leaves_only, max_size=3)),
+        st.builds(Encoding, dicts, st.lists(st.integers(), max_size=2) | st.none()),
         st.builds(with_attr, dicts.map(lambda d: Store("s", **d)), children),
         st.builds(Pair, children, children),
         st.builds(Scaled, children, st.integers(-2, 2)),

@@ -95,6 +95,7 @@ class OpEntry:
         object.__setattr__(self, "transfer", self.kind is OpKind.TRANSFER)
         object.__setattr__(self, "kind_name", self.kind.value)
 
+
 def _device_changes(args: _Args, kwargs: _Kwargs) -> bool:
     target = kwargs.get("device")
     return target is not None and isinstance(args[0], torch.Tensor) and target != args[0].device

@@ -20,12 +20,13 @@ import collections
 import contextlib
 import copy
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
     "RebuildRefused",
     "State",
+    "copies_plainly",
     "copy_object",
     "copy_state",
     "deep_copy_sharing",
@@ -159,7 +160,7 @@ def copy_state(old: Any, new: Any) -> None:
             descriptors[name].__set__(new, value)
 
 
-def _copies_plainly(cls: type) -> bool:
+def copies_plainly(cls: type) -> bool:
     """Whether ``copy.copy`` of a ``cls`` is ``object.__new__(cls)`` plus its state, as is.
 
     True when nothing customises copying or construction (the standard library's
@@ -170,14 +171,19 @@ def _copies_plainly(cls: type) -> bool:
     plain = _PLAIN_COPY.get(cls)
     if plain is None:
         own_copy = getattr(cls, "__copy__", None)
-        plain = _PLAIN_COPY[cls] = (
-            getattr(cls, "__new__", None) is object.__new__
-            and (own_copy is None or own_copy in _STATE_COPIES)
-            and getattr(cls, "__reduce_ex__", None) is object.__reduce_ex__
-            and getattr(cls, "__reduce__", None) is object.__reduce__
-            and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None)
-            and getattr(cls, "__setstate__", None) is None
-        )
+        constructs = getattr(cls, "__new__", None) is not object.__new__
+        if own_copy is not None:
+            # copy.copy calls __copy__ and nothing else: the state-only ones are plain.
+            plain = own_copy in _STATE_COPIES and not constructs
+        else:
+            plain = (
+                not constructs
+                and getattr(cls, "__reduce_ex__", None) is object.__reduce_ex__
+                and getattr(cls, "__reduce__", None) is object.__reduce__
+                and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None)
+                and getattr(cls, "__setstate__", None) is None
+            )
+        _PLAIN_COPY[cls] = plain
     return plain
 
 
@@ -193,7 +199,7 @@ def copy_object(obj: Any) -> Any:
             an object of another type.
     """
     cls = type(obj)
-    if _copies_plainly(cls):
+    if copies_plainly(cls):
         new = object.__new__(cls)
         copy_state(obj, new)
         return new
@@ -213,14 +219,20 @@ def copy_object(obj: Any) -> Any:
     return new
 
 
-def deep_copy_sharing(obj: Any, olds: Sequence[Any], news: Sequence[Any]) -> Any:
+def deep_copy_sharing(
+    obj: Any, olds: Sequence[Any], news: Sequence[Any], walked: Callable[[type], bool]
+) -> Any:
     """``copy.deepcopy(obj)`` in which each object of ``olds`` becomes its ``news`` counterpart.
 
     Used for objects with their own ``.to``: the copy honours the class's own
     ``__deepcopy__``/``__copy__``/``__reduce_ex__`` (so back references such as a
     storage's ``_parent`` point into the copy), while tensors are never copied:
     each is replaced by the moved tensor the walker made for it, so a tensor
-    shared with the rest of the batch stays shared.
+    shared with the rest of the batch stays shared. What the walker copies itself
+    elsewhere is copied inside too as it would be (see :func:`_prime`): objects
+    ``walked`` accepts (walked through their state) and builtin-container
+    subclasses, so a class whose ``__getstate__`` leaves an attribute out, or
+    whose ``__new__`` transforms its fields, comes back whole and unchanged.
 
     Raises:
         RebuildRefused: ``copy.deepcopy`` raised, or returned the object itself
@@ -231,7 +243,7 @@ def deep_copy_sharing(obj: Any, olds: Sequence[Any], news: Sequence[Any]) -> Any
     # outlive the copy too, or an id could be reused by a new object mid-copy.
     memo[id(memo)] = list(olds)
     try:
-        _prime(obj, memo)
+        _prime(obj, memo, walked)
         new = copy.deepcopy(obj, memo)
     except Exception as exc:
         raise RebuildRefused(
@@ -273,28 +285,49 @@ def _copied_unfaithfully(cls: type) -> bool:
     )
 
 
-def _prime(obj: Any, memo: dict[int, Any]) -> None:
-    """Put faithful copies of the builtin-container subclasses inside ``obj`` in ``memo``.
+def _prime(obj: Any, memo: dict[int, Any], walked: Callable[[type], bool]) -> None:
+    """Put in ``memo`` the copies the walker would make of what ``obj`` holds.
 
-    ``copy.deepcopy`` then uses them instead of calling those classes' methods, so
-    a namedtuple whose ``__new__`` doubles a field is not doubled again. Built
-    children first (an iterative post-order walk through items and state), each
-    item deep-copied with the same ``memo``, so tensors stay the moved ones.
+    ``copy.deepcopy`` then uses them instead of the classes' own copy protocols:
+    builtin-container subclasses are built with the base type's methods (a
+    namedtuple whose ``__new__`` doubles a field is not doubled again), and objects
+    walked through their state are copied with :func:`copy_object` and given deep
+    copies of every attribute (a ``__getstate__`` that leaves one out loses
+    nothing). An iterative walk through items and state: an object's copy is
+    registered when it is first met (so a reference back to it finds it), its
+    attributes and a container's items are filled in after its children, each
+    deep-copied with the same ``memo``, so tensors stay the moved ones. ``obj``
+    itself is left to its own ``__deepcopy__``.
     """
     seen: set[int] = set()
     stack: list[tuple[Any, bool]] = [(obj, False)]
     while stack:
         node, done = stack.pop()
         if done:
-            if id(node) not in memo:
-                memo[id(node)] = _faithful_copy(node, memo)
+            _fill(node, memo)
             continue
         if id(node) in seen or id(node) in memo or _is_atom(node):
             continue
         seen.add(id(node))
-        if _copied_unfaithfully(type(node)):
+        cls = type(node)
+        if _copied_unfaithfully(cls):
+            stack.append((node, True))
+        elif node is not obj and walked(cls):
+            memo[id(node)] = copy_object(node)
             stack.append((node, True))
         stack.extend((child, False) for child in _children(node))
+
+
+def _fill(node: Any, memo: dict[int, Any]) -> None:
+    """Finish the copy of ``node``: build a container, or give an object its attributes."""
+    made = memo.get(id(node))
+    if made is None:
+        memo[id(node)] = _faithful_copy(node, memo)
+        return
+    state = read_state(node)
+    if state.names:
+        copied = [copy.deepcopy(value, memo) for value in state.values]
+        write_state(made, State(state.names, [_UNSET] * len(state.names), state.in_dict), copied)
 
 
 def _is_atom(node: Any) -> bool:

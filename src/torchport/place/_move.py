@@ -11,6 +11,7 @@ are moved in place (``place/_stateful.py``). Nothing here imports ``feed``.
 
 from __future__ import annotations
 
+import collections
 import inspect
 import operator
 from collections.abc import Collection, Hashable
@@ -22,9 +23,11 @@ from torch import nn
 from torchport import hardware
 from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
+from torchport.place._copying import copies_plainly, slot_names
 from torchport.place._objects import refusal
 from torchport.place._redirected import ACTIVE as _REDIRECTS
 from torchport.place._redirected import resolve_device
+from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
 
@@ -41,6 +44,8 @@ _META = parse_device("meta")
 _DEVICE = operator.attrgetter("device")
 _TENSOR = torch.Tensor
 _ONLY_TENSOR = frozenset({torch.Tensor})
+# Per UserDict type: whether the direct path may copy it (see _plain_user_dict).
+_USER_DICTS: dict[type, bool] = {}
 # Types that are batches, never training state: no need to ask refusal() about them.
 _BATCH_TYPES: frozenset[type] = frozenset({dict, list, tuple})
 # Flat containers up to this size take the direct path; bigger ones the engine,
@@ -166,6 +171,10 @@ def to_device(
             moved = _move_flat(obj, cls, target, non_blocking, pack)
             if moved is not _NOT_FLAT:
                 return moved  # type: ignore[return-value]
+        elif _plain_user_dict(cls):
+            moved = _move_user_dict(obj, cls, target, non_blocking, pack)
+            if moved is not _NOT_FLAT:
+                return moved  # type: ignore[no-any-return]
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ConfigError(
             f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "
@@ -245,6 +254,55 @@ def _move_flat(
     if cls is tuple:
         return obj
     return list(items) if cls is list else dict(obj)
+
+
+def _plain_user_dict(cls: type) -> bool:
+    """Whether ``cls`` is a ``UserDict`` (``BatchEncoding``...) that the walker copies plainly.
+
+    Such an object is walked through its ``__dict__`` (``data`` and a few
+    attributes) and copied as ``object.__new__`` plus that ``__dict__``; the direct
+    path below does exactly that, without the walker, when the rest is plain.
+    """
+    plain = _USER_DICTS.get(cls)
+    if plain is None:
+        plain = _USER_DICTS[cls] = (
+            issubclass(cls, collections.UserDict) and copies_plainly(cls) and not slot_names(cls)
+        )
+    return plain
+
+
+def _move_user_dict(
+    obj: Any, cls: type, target: torch.device, non_blocking: bool | None, pack: bool | None
+) -> Any:
+    """The direct path for a ``UserDict`` whose ``data`` is a dict of plain tensors.
+
+    Its other attributes must hold nothing (numbers, strings, ``None``, or lists of
+    values the walker already knows to be values, such as a tokenizer's
+    ``Encoding`` objects); else ``_NOT_FLAT``, and the walker decides. The result is
+    a new object of the same type with a new ``data``: the input is left as it is.
+    """
+    state = obj.__dict__
+    values = VALUE_TYPES
+    for name, value in state.items():
+        if name == "data":
+            continue
+        kind = type(value)
+        if kind in values:
+            continue
+        if (kind is list or kind is tuple) and values.issuperset(map(type, value)):
+            continue
+        return _NOT_FLAT
+    data = state.get("data")
+    if type(data) is not dict:
+        return _NOT_FLAT
+    moved = _move_flat(data, dict, target, non_blocking, pack)
+    if moved is _NOT_FLAT:
+        return _NOT_FLAT
+    new: Any = object.__new__(cls)
+    own = new.__dict__
+    own.update(state)
+    own["data"] = moved
+    return new
 
 
 def _repeats(items: Any, n: int) -> bool:

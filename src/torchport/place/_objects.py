@@ -167,6 +167,10 @@ def kind_of_object(cls: type) -> int:
     return WALKED
 
 
+def _walked(cls: type) -> bool:
+    return kind_of_object(cls) == WALKED
+
+
 def same_children(old: Sequence[Any], new: Sequence[Any]) -> bool:
     """Whether a node's rebuilt children hold exactly the objects it held before.
 
@@ -353,7 +357,7 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
             return obj
         result = finish.made.get(id(obj))
         if result is None:
-            result = deep_copy_sharing(obj, tensors, moved)
+            result = deep_copy_sharing(obj, tensors, moved, _walked)
             if finish.call_to is not None:
                 result = finish.call_to(result)
                 if finish.check is not None:
