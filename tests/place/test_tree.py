@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import torchport as tp
+from torchport.place import settled
 from torchport.place._tree import flatten_batch, flatten_tensors, map_tensors
 
 
@@ -264,3 +265,21 @@ def test_too_deep_is_an_error() -> None:
         deep = [deep]
     with pytest.raises(tp.UnsupportedBatchError, match="nested more than"):
         flatten_tensors(deep)
+
+
+def test_settled_accepts_only_what_needs_nothing_done() -> None:
+    cpu, meta = torch.device("cpu"), torch.device("meta")
+    t = torch.ones(2)
+    nested = {"x": t, "meta": {"id": 3, "path": "a.jpg"}, "tags": ["a", None], "again": (t, 1.5)}
+    assert settled(nested, cpu) == 2  # each occurrence counts
+    assert settled(nested, meta) == -1  # a tensor would have to move
+    assert settled(t, cpu) == 1 and settled([], cpu) == 0
+    for walk_it in (
+        {"x": t, "box": Box(a=1)},  # a dict subclass: its attributes need the walker
+        {"x": Pair(t, 1)},  # a namedtuple
+        [torch.nn.Parameter(torch.ones(1)).to("meta")],  # off the target
+        {"x": t, "m": Movable(t)},  # an object
+        [list(range(300))],  # big: the walk is cheaper
+        "text",
+    ):
+        assert settled(walk_it, cpu) == -1

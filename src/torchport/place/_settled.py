@@ -22,40 +22,51 @@ _IS_META = operator.attrgetter("is_meta")
 _DEVICE = operator.attrgetter("device")
 
 
+_MAX_ITEMS = 256  # past this many items, walking costs less than looking item by item
+
+
 def settled(batch: object, target: torch.device) -> int:
     """How many tensors ``batch`` holds if it needs nothing done to be on ``target``, else -1.
 
-    A quick check, no walk: a tensor, or a tuple, list or dict whose items are
-    plain tensors already on ``target``, values that hold nothing (numbers,
-    strings, ``None``, ...), or lists and tuples of such values (a collated batch
-    of file names). -1 means "walk it", not "it must move".
+    A quick look, no walk: a tensor, or tuples, lists and dicts (the builtin types
+    themselves, nested) of plain tensors already on ``target`` and of values that
+    hold nothing (numbers, strings, ``None``, and types the walker has found to be
+    values). -1 means "walk it", not "it must move"; so does a batch of more than
+    a few hundred items, where the walk is cheaper.
     """
     cls = type(batch)
-    if cls is torch.Tensor:
-        items: Any = (batch,)
-    elif cls is tuple or cls is list:
-        items = batch
-    elif cls is dict:
-        items = batch.values()  # type: ignore[attr-defined]
-    else:
+    if cls in _PLAIN_TENSOR_TYPES:
+        return 1 if _here([batch], target) else -1  # type: ignore[list-item]
+    if cls is not tuple and cls is not list and cls is not dict:
         return -1
-    types = set(map(type, items))
-    if types <= _PLAIN_TENSOR_TYPES:
-        tensors: Any = items
-    else:
-        values = VALUE_TYPES
-        for cls in types - _PLAIN_TENSOR_TYPES - values:
-            if cls is list or cls is tuple:
-                inner = {type(v) for value in items if type(value) is cls for v in value}
-                if inner <= values:
-                    continue
+    values = VALUE_TYPES
+    tensors: list[torch.Tensor] = []
+    stack: list[Any] = [batch]
+    seen = 0
+    while stack:
+        node = stack.pop()
+        items = node.values() if type(node) is dict else node
+        seen += len(items)
+        if seen > _MAX_ITEMS:
             return -1
-        tensors = [t for t in items if type(t) in _PLAIN_TENSOR_TYPES]
+        kinds = set(map(type, items))
+        if kinds <= values:
+            continue
+        for item in items:
+            kind = type(item)
+            if kind in _PLAIN_TENSOR_TYPES:
+                tensors.append(item)
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append(item)
+            elif kind not in values:
+                return -1
+    return len(tensors) if _here(tensors, target) else -1
+
+
+def _here(tensors: list[torch.Tensor], target: torch.device) -> bool:
     kind = target.type
     if kind == "cpu":
-        here = all(map(_IS_CPU, tensors))
-    elif kind == "meta":
-        here = all(map(_IS_META, tensors))
-    else:
-        here = all(map(target.__eq__, map(_DEVICE, tensors)))
-    return len(tensors) if here else -1
+        return all(map(_IS_CPU, tensors))
+    if kind == "meta":
+        return all(map(_IS_META, tensors))
+    return all(map(target.__eq__, map(_DEVICE, tensors)))
