@@ -120,10 +120,12 @@ def _side_stream_safe(t: torch.Tensor) -> bool:
 class DeviceLoader(Generic[_T]):
     """Wraps any iterable of batches and yields each batch already on ``device``.
 
-    Batches come out in the wrapped loader's order, each exactly once, with every
-    tensor at any depth (dicts and other mappings, lists, tuples, namedtuples,
-    dataclasses) moved and other leaves left as they are; objects with their own
-    ``.to`` are moved with it.
+    Batches come out in the wrapped loader's order, each exactly once, moved as
+    :func:`torchport.to_device` moves a batch: every tensor reachable from it
+    (containers, attributes, fields) is on ``device``, the loader's own batches
+    are left as they were, shared tensors stay shared, and what cannot be moved
+    faithfully raises ``UnsupportedBatchError`` naming its path. A batch whose
+    tensors are all on ``device`` already is yielded as it is.
 
     Passes and leaving early, the same on every device: each ``iter()`` over a
     re-iterable loader (a ``DataLoader``, a list) is a fresh pass; leaving a loop
@@ -159,7 +161,8 @@ class DeviceLoader(Generic[_T]):
         loader: any iterable of batches, e.g. a ``torch.utils.data.DataLoader``
             (give it ``pin_memory=True`` on CUDA to skip a host copy).
         device: where batches go; ``None`` means :func:`torchport.pick_device`. A
-            bare ``"cuda"`` means the current CUDA device, as for ``to_device``.
+            bare ``"cuda"`` means the current CUDA device, as for ``to_device``;
+            inside ``torchport.redirect(target)`` a CUDA device means ``target``.
         depth: batches copied ahead on CUDA (an int >= 1).
         pack: pack each batch into one copy; ``None`` decides per batch (CUDA only).
 

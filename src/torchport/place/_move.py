@@ -66,15 +66,30 @@ def to_device(
 ) -> T:
     """Move a tensor, a nested batch, a module or an optimizer to ``device``.
 
-    * Tensors and containers at any depth (dict, ``defaultdict``, ``OrderedDict``,
-      ``UserDict`` (so HuggingFace's ``BatchEncoding``) and any other ``Mapping``,
-      list, tuple, namedtuple, set and frozenset, dataclasses incl. frozen ones,
-      rebuilt without calling ``__init__``): a new batch of the same structure is
-      returned; the input is not modified. A container that cannot be rebuilt
-      raises :class:`~torchport.UnsupportedBatchError` naming its path.
-      A tensor that appears twice is copied once and stays shared; a tensor
-      already on ``device`` with the right dtype is returned as is. Objects with
-      a ``.to`` method are moved with it; every other leaf comes back as it is.
+    * A batch: tensors, containers and objects at any depth. The promise: when
+      this returns, every tensor reachable from the result (through container
+      items, the attributes of container subclasses, dataclass, attrs and
+      pydantic fields, and the ``__dict__`` and ``__slots__`` of any object) is
+      on ``device``, except values under ``skip_keys``; the input is unchanged;
+      every value is unchanged; a tensor that appears twice is copied once and
+      stays shared. Otherwise :class:`~torchport.UnsupportedBatchError` names
+      the path of what could not be moved. Containers (dict, ``OrderedDict`` in
+      its own order, ``defaultdict``, list, tuple, namedtuple, set, frozenset,
+      ``deque``, ``MappingProxyType`` and their subclasses) are rebuilt without
+      calling their constructors. Objects without a ``.to`` (dataclasses, attrs
+      and pydantic models, ``torch.distributions``, ``UserDict`` such as
+      HuggingFace's ``BatchEncoding``, custom ``Mapping``s, plain classes) are
+      copied without their constructor, their attributes (caches included)
+      moved; one in which nothing moves comes back as the very object. Objects
+      with a ``.to`` and attributes (PyTorch Geometric's ``Data``) have their
+      tensors moved with the batch, then ``.to`` is called on a deep copy, so a
+      ``.to`` that works in place leaves the input as it was; an object whose
+      state torchport cannot read is moved by its ``.to`` as it is. Values
+      (numbers, strings, classes, functions, modules, ``Enum`` members, weak
+      references, objects without attributes) come back as they are, and so do
+      mapping keys. Modules, optimizers, LR schedulers and ``GradScaler``s
+      inside a batch are refused (move them on their own). A tensor already on
+      ``device`` with the right dtype is returned as is.
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
       ``torch.__future__.set_overwrite_module_params_on_conversion(True)``), so an
@@ -89,6 +104,11 @@ def to_device(
       parameter group is ``capturable`` or ``fused``. Returned as the same
       object. A parameter that is not on ``device`` (or, with ``dtype``, not of
       that dtype) raises :class:`~torchport.DeviceMismatchError`.
+    * An LR scheduler or a ``GradScaler``: refused with what to do instead (a
+      scheduler holds nothing to move; a scaler is built for its device).
+
+    Inside ``torchport.redirect(target)`` (and ``torchport run``) a device that
+    names CUDA means ``target``, where ``.cuda()`` goes there.
 
     Synchronization, with ``non_blocking=None`` (the default, "as fast as is
     safe"):
@@ -128,7 +148,8 @@ def to_device(
         dtype: Cast floating-point tensors (and a module's floating parameters)
             to this dtype in the same copy; integer and bool tensors are untouched.
         pack: ``True`` copies the batch's host tensors through one staging buffer
-            in one copy; ``None`` does so only for a CUDA target with at least 4
+            in one copy (each result still gets a storage of its own and the
+            strides ``.to`` would give it); ``None`` does so only for a CUDA target with at least 4
             tensors of at most 256 KiB on average (64 MiB in total), where one
             copy beats many; ``False`` copies tensor by tensor. Tensors that need
             grad, sparse, quantized or nested tensors, subclasses and tensors
@@ -145,8 +166,10 @@ def to_device(
         ConfigError: ``dtype`` is not a floating-point dtype, or ``skip_keys`` is
             neither a key nor a collection of keys.
         DeviceMismatchError: An optimizer's parameters are not on ``device``.
-        UnsupportedBatchError: The batch holds a container that cannot be
-            rebuilt, or a cycle; the message names its path.
+        UnsupportedBatchError: The batch holds an object that cannot be
+            rebuilt faithfully, a cycle, or training state (a module, optimizer,
+            scheduler or scaler); or ``obj`` is a scheduler or a scaler. The
+            message names the path and says what to do.
     """
     target = _PARSED_GET(device) if type(device) is str and not _REDIRECTS else None
     if target is None:
