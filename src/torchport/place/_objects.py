@@ -168,7 +168,11 @@ def kind_of_object(cls: type) -> int:
 
 
 def _walked(cls: type) -> bool:
-    return kind_of_object(cls) == WALKED
+    """Objects walked through their state (not builtin containers: their items are no state)."""
+    return not issubclass(cls, _BUILTIN_CONTAINERS) and kind_of_object(cls) == WALKED
+
+
+_BUILTIN_CONTAINERS = (dict, list, tuple, set, frozenset, collections.deque)
 
 
 def same_children(old: Sequence[Any], new: Sequence[Any]) -> bool:
