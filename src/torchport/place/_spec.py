@@ -76,11 +76,19 @@ PLAIN = Notes((), (), custom=False)
 """The notes of a structure of optree's own nodes that it rebuilds faithfully."""
 _CUSTOM = Notes((), (), custom=True)
 _REMEMBERED: dict[Any, Notes] = {}
+# The last structure found PLAIN (a one-entry cache in front of _REMEMBERED).
+_LAST: list[Any] = [None]
 
 
 def notes_for(spec: optree.PyTreeSpec) -> Notes:
-    """The notes of a structure (:data:`PLAIN` when optree alone rebuilds it faithfully)."""
+    """The notes of a structure (:data:`PLAIN` when optree alone rebuilds it faithfully).
+
+    A training loop moves batches of one structure again and again: the last
+    plain structure is compared first (one comparison, no hashing).
+    """
     try:
+        if spec == _LAST[0]:
+            return PLAIN
         found: Notes | None = _REMEMBERED.get(spec)
     except Exception:  # a node's data compared badly (tensors as dict keys): scan it
         found = None
@@ -90,6 +98,8 @@ def notes_for(spec: optree.PyTreeSpec) -> Notes:
             if len(_REMEMBERED) >= _MAX_REMEMBERED:
                 _REMEMBERED.clear()
             _REMEMBERED[spec] = found
+    if found is PLAIN:
+        _LAST[0] = spec
     return found
 
 
