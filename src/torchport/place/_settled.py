@@ -35,10 +35,17 @@ def settled(batch: object, target: torch.device) -> int:
     a few hundred items, where the walk is cheaper.
     """
     cls = type(batch)
+    node: Any = batch
     if cls in _PLAIN_TENSOR_TYPES:
-        return 1 if _here([batch], target) else -1  # type: ignore[list-item]
-    if cls is not tuple and cls is not list and cls is not dict:
+        return 1 if _here([node], target) else -1
+    if cls is tuple or cls is list:
+        top: Any = node
+    elif cls is dict:
+        top = node.values()
+    else:
         return -1
+    if _PLAIN_TENSOR_TYPES.issuperset(map(type, top)):  # the common batch, at C speed
+        return len(top) if _here(top, target) else -1
     values = VALUE_TYPES
     tensors: list[torch.Tensor] = []
     stack: list[Any] = [batch]
@@ -63,7 +70,7 @@ def settled(batch: object, target: torch.device) -> int:
     return len(tensors) if _here(tensors, target) else -1
 
 
-def _here(tensors: list[torch.Tensor], target: torch.device) -> bool:
+def _here(tensors: Any, target: torch.device) -> bool:
     kind = target.type
     if kind == "cpu":
         return all(map(_IS_CPU, tensors))
