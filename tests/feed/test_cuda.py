@@ -168,3 +168,22 @@ def test_bare_cuda_is_the_current_device_for_both_entry_points() -> None:
     loader = tp.DeviceLoader([], "cuda")
     moved = tp.to_device(torch.ones(1), "cuda")
     assert loader.device == moved.device == torch.device("cuda", torch.cuda.current_device())
+
+
+def test_packed_results_are_independent_tensors_with_the_layout_to_gives() -> None:
+    images = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    weights = torch.randn(4, 6).t()
+    sources = [images, weights, torch.arange(7), torch.ones(3), torch.tensor(2.5)]
+    out = tp.to_device(sources, "cuda", pack=True)
+    assert [o.stride() for o in out] == [s.to("cuda").stride() for s in sources]
+    assert len({o.untyped_storage().data_ptr() for o in out}) == len(out)
+    out[2].resize_(100)
+    out[2].fill_(7)
+    assert torch.equal(out[1].cpu(), weights) and torch.equal(out[3].cpu(), torch.ones(3))
+    assert all(torch.equal(o.cpu(), s) for o, s in zip(out[:2], sources, strict=False))
+    loader = tp.DeviceLoader(
+        [{"w": weights, "i": images, "n": torch.arange(3)}] * 4, "cuda", pack=True
+    )
+    for batch in loader:
+        assert batch["w"].stride() == (1, 4) and torch.equal(batch["w"].cpu(), weights)
+        assert batch["i"].is_contiguous(memory_format=torch.channels_last)

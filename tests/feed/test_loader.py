@@ -11,7 +11,13 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from torch.utils.data import (
+    BatchSampler,
+    DataLoader,
+    DistributedSampler,
+    IterableDataset,
+    TensorDataset,
+)
 
 import torchport as tp
 from torchport import hardware
@@ -180,8 +186,55 @@ def test_missing_attributes_say_what_is_missing() -> None:
         len(loader)
     with pytest.raises(AttributeError, match="'sampler'"):
         _ = loader.sampler
-    with pytest.raises(AttributeError, match="set_epoch"):
-        loader.set_epoch(1)
+    loader.set_epoch(1)  # nothing depends on the epoch: nothing to tell
+
+
+class EpochBatches(BatchSampler):
+    """A batch sampler of one's own that reshuffles by epoch."""
+
+    epoch = -1
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+
+def test_set_epoch_reaches_every_part_that_orders_batches() -> None:
+    ds = TensorDataset(torch.arange(12.0))
+    # A plain DataLoader: its RandomSampler reorders by itself, so set_epoch is a no-op.
+    plain = tp.DeviceLoader(DataLoader(ds, batch_size=4, shuffle=True), "cpu")
+    plain.set_epoch(0)
+    assert sum(len(b[0]) for b in plain) == 12
+    # A DistributedSampler wrapped in a batch sampler: found through batch_sampler.sampler.
+    sampler: DistributedSampler[Any] = DistributedSampler(ds, num_replicas=3, rank=1, seed=0)
+    dl = DataLoader(ds, batch_sampler=BatchSampler(sampler, batch_size=2, drop_last=False))
+    tp.DeviceLoader(dl, "cpu").set_epoch(7)
+    assert sampler.epoch == 7
+    # A batch sampler with its own set_epoch, around a distributed sampler: both are told.
+    inner: DistributedSampler[Any] = DistributedSampler(ds, num_replicas=2, rank=0)
+    own = EpochBatches(inner, batch_size=3, drop_last=False)
+    tp.DeviceLoader(DataLoader(ds, batch_sampler=own), "meta").set_epoch(4)
+    assert (own.epoch, inner.epoch) == (4, 4)
+    with pytest.raises(TypeError, match="int"):
+        plain.set_epoch("1")  # type: ignore[arg-type]
+
+
+def test_set_epoch_reaches_a_dataset_that_shuffles_by_epoch() -> None:
+    class Stream(IterableDataset[torch.Tensor]):
+        epoch = 0
+
+        def set_epoch(self, epoch: int) -> None:
+            self.epoch = epoch
+
+        def __iter__(self) -> Iterator[torch.Tensor]:
+            g = torch.Generator().manual_seed(self.epoch)
+            yield from torch.randperm(4, generator=g)
+
+    stream = Stream()
+    loader = tp.DeviceLoader(DataLoader(stream, batch_size=2), "cpu")
+    loader.set_epoch(2)
+    assert stream.epoch == 2
+    order = torch.cat(list(loader))
+    assert torch.equal(order, torch.randperm(4, generator=torch.Generator().manual_seed(2)))
 
 
 @pytest.mark.devices("cpu", "meta")
@@ -402,3 +455,27 @@ def _leaves(obj: Any) -> list[Any]:
     if isinstance(obj, list | tuple):
         return [leaf for value in obj for leaf in _leaves(value)]
     return [obj]
+
+
+class InPlace:
+    """A ``.to`` that moves its own tensors in place and returns itself (as PyG's ``Data``)."""
+
+    def __init__(self, x: torch.Tensor, edges: torch.Tensor) -> None:
+        self.store = {"x": x, "edges": edges}
+
+    def to(self, device: torch.device) -> InPlace:
+        self.store = {k: v.to(device) for k, v in self.store.items()}
+        return self
+
+
+@pytest.mark.devices("cpu", "meta")
+def test_loader_leaves_its_batches_as_they_were_and_keeps_sharing(device: torch.device) -> None:
+    x = torch.randn(3, 2)
+    batches = [{"graph": InPlace(x, torch.arange(4)), "x": x, "n": i} for i in range(3)]
+    before = [(b["graph"].store["x"], b["graph"].store["edges"]) for b in batches]
+    for i, out in enumerate(tp.DeviceLoader(batches, device)):
+        assert out["graph"].store["x"] is out["x"]  # one tensor, in and out of the object
+        assert out["x"].device.type == device.type and out["n"] == i
+    for batch, (bx, be) in zip(batches, before, strict=True):
+        assert batch["graph"].store["x"] is bx and batch["graph"].store["edges"] is be
+        assert bx.device.type == "cpu"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from typing import Any
 
@@ -83,21 +84,23 @@ def test_round_trip_on_cpu_keeps_values_dtypes_and_shapes(specs: list[Spec]) -> 
         assert got.dtype == src.dtype
         assert got.shape == src.shape
         assert got.device.type == "cpu"
-        assert got.is_contiguous()
+        # The layout .to gives: a dense tensor's strides, else contiguous (as clone does).
+        assert got.stride() == src.clone().stride()
         assert torch.equal(_bytes(got), _bytes(src))
         if src.numel():
             assert got.data_ptr() != src.data_ptr()
 
 
 @given(st.lists(tensor_specs, min_size=2, max_size=8), st.data())
-def test_views_are_independent(specs: list[Spec], data: st.DataObject) -> None:
+def test_results_are_independent_tensors(specs: list[Spec], data: st.DataObject) -> None:
     sources = [_make(*spec) for spec in specs]
     keep = [_bytes(s).clone() for s in sources]
     out = pack_to_device(sources, "cpu", non_blocking=False)
     before = [_bytes(o).clone() for o in out]
     k = data.draw(st.integers(0, len(out) - 1))
-    if out[k].numel():
-        out[k].reshape(-1).view(torch.uint8).bitwise_not_()
+    # Grown in place and overwritten: a result that shared storage would spill over.
+    out[k].resize_(100)
+    out[k].view(torch.uint8).fill_(7)
     for i, o in enumerate(out):
         if i != k:
             assert torch.equal(_bytes(o), before[i])
@@ -116,14 +119,34 @@ def test_meta_target_structure_and_one_copy(specs: list[Spec]) -> None:
     assert done.copies == (1 if payload else 0)
 
 
-def test_offsets_are_aligned_and_share_one_storage() -> None:
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_each_result_has_a_storage_of_its_own_sized_to_it(device: str) -> None:
     sources = [torch.ones(3, dtype=torch.uint8), torch.ones(5, dtype=torch.complex128)]
     sources += [torch.tensor(2.5), torch.ones(7, dtype=torch.bool), torch.ones(2, 3)]
-    out = pack_to_device(sources, "cpu", non_blocking=False)
-    base = out[0].untyped_storage().data_ptr()
-    assert {o.untyped_storage().data_ptr() for o in out} == {base}
-    assert [(o.data_ptr() - base) % _ALIGN for o in out] == [0] * len(out)
-    assert out[2].shape == () and out[2].item() == 2.5
+    out = transfer(sources, device, non_blocking=False, pool=StagingPool()).tensors
+    assert [o.untyped_storage().nbytes() for o in out] == [3, 80, 4, 7, 24]
+    if device == "cpu":
+        assert len({o.untyped_storage().data_ptr() for o in out}) == len(out)
+        assert out[2].shape == () and out[2].item() == 2.5
+        saved = io.BytesIO()
+        torch.save(out[4], saved)  # its own 24 bytes, not the batch
+        whole = io.BytesIO()
+        torch.save(torch.ones(2 * 3 + 64), whole)
+        assert saved.tell() < whole.tell()
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_packed_layouts_are_those_to_gives(device: str) -> None:
+    images = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    weights = torch.randn(4, 6).t()
+    sliced = torch.arange(10.0)[::2]
+    expanded = torch.ones(3, 1).expand(3, 4)
+    sources = [images, weights, sliced, expanded]
+    out = transfer(sources, device, non_blocking=False, pool=StagingPool()).tensors
+    assert [o.stride() for o in out] == [s.to("meta").stride() for s in sources]
+    assert out[0].is_contiguous(memory_format=torch.channels_last)
+    if device == "cpu":
+        assert all(torch.equal(o, s) for o, s in zip(out, sources, strict=True))
 
 
 def test_staging_is_sized_to_its_class_not_a_power_of_two() -> None:

@@ -90,14 +90,14 @@ def test_every_container_kind() -> None:
 
 def test_objects_with_to_get_the_keywords_they_accept() -> None:
     rec = Recorder()
-    tp.to_device({"r": rec, "again": rec}, "meta", dtype=torch.float16)
-    assert len(rec.calls) == 1  # shared objects are moved once
-    device, kwargs = rec.calls[0]
-    assert device == META
+    out = tp.to_device({"r": rec, "again": rec}, "meta", dtype=torch.float16)
+    # .to ran on a copy, once: the object met twice comes back as one object.
+    assert out["r"] is out["again"] and out["r"] is not rec and rec.calls == []
+    device, kwargs = out["r"].calls[0]
+    assert len(out["r"].calls) == 1 and device == META
     assert kwargs == {"non_blocking": False, "dtype": torch.float16}
-    rec.calls.clear()
-    tp.to_device([rec], "cpu", non_blocking=True)
-    assert rec.calls == [(torch.device("cpu"), {"non_blocking": True})]
+    (back,) = tp.to_device([rec], "cpu", non_blocking=True)
+    assert back.calls == [(torch.device("cpu"), {"non_blocking": True})] and rec.calls == []
 
 
 def test_dtype_casts_floating_tensors_only() -> None:
@@ -142,9 +142,7 @@ def test_skip_keys_left_as_they_are() -> None:
 
 
 def test_unsupported_batch_names_the_path() -> None:
-    # A Mapping that is not a dict is rebuilt through its constructor, which here
-    # takes other arguments. (Dataclasses and builtin subclasses are copied, never
-    # constructed: tests/place/test_tree_containers.py.)
+    # An object is copied without its constructor; this one refuses to be copied.
     class Rigid(Mapping[str, Any]):
         def __init__(self) -> None:
             self._items = {"x": torch.ones(1)}
@@ -158,7 +156,10 @@ def test_unsupported_batch_names_the_path() -> None:
         def __len__(self) -> int:
             return len(self._items)
 
-    with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['meta'\]\[2\]"):
+        def __copy__(self) -> Rigid:
+            raise TypeError("Rigid objects are never copied")
+
+    with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['meta'\]\[2\].*never copied"):
         tp.to_device({"meta": [0, 1, Rigid()]}, "meta")
 
 

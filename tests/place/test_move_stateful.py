@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -186,3 +187,76 @@ def test_an_optimizer_left_behind_by_a_plain_module_to_is_reported() -> None:
     model.to("meta")  # torch replaces the parameters: the optimizer holds the old ones
     with pytest.raises(tp.DeviceMismatchError, match=r"still holds the old ones"):
         tp.to_device(opt, "meta")
+
+
+# --- legacy reparametrizations: the weight their hook computes is not a user's tensor ------
+
+
+def _legacy(kind: str, layer: nn.Module) -> nn.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # both are deprecated in torch
+        if kind == "weight_norm":
+            return nn.utils.weight_norm(layer, name="weight", dim=0)
+        return nn.utils.spectral_norm(layer, name="weight", n_power_iterations=2)
+
+
+@pytest.mark.parametrize("kind", ["weight_norm", "spectral_norm"])
+@pytest.mark.parametrize("conv", [True, False])
+def test_legacy_reparametrized_weights_move_without_a_warning(kind: str, conv: bool) -> None:
+    layer = nn.Conv1d(2, 3, 3) if conv else nn.Linear(5, 4)
+    model = nn.Sequential(_legacy(kind, layer), nn.Tanh())
+    x = torch.randn(2, 2, 6) if conv else torch.randn(2, 5)
+    model(x)  # a training step: spectral_norm refines its u and v once
+    model.eval()  # no more power iterations: the output is a function of the state
+    expected = model(x)
+    estimates = {k: v.clone() for k, v in model.named_buffers()}  # spectral_norm's u and v
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tp.UnregisteredTensorWarning)
+        tp.to_device(model, "cpu", dtype=torch.float64)
+        assert model[0].weight.dtype == torch.float64  # computed again from the cast params
+        assert all(torch.equal(model.get_buffer(k), v.double()) for k, v in estimates.items())
+        assert torch.allclose(model(x.double()), expected.double(), atol=1e-5)
+        tp.to_device(model, "meta")
+    assert model[0].weight.device == META
+
+
+def test_a_real_stray_beside_a_reparametrized_weight_is_still_named() -> None:
+    layer = _legacy("weight_norm", nn.Linear(2, 2))
+    layer.scale = torch.ones(1)  # a plain attribute nothing computes again
+    with pytest.warns(tp.UnregisteredTensorWarning, match=r"'scale'") as record:
+        tp.to_device(layer, "meta")
+    assert "'weight'" not in str(record[0].message)
+
+
+# --- training state that has its own rules is refused, with what to do instead -----------
+
+
+def test_grad_scaler_and_lr_schedulers_are_refused_with_advice() -> None:
+    _, opt = _trained()
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=2)
+    plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)
+    scaler = torch.amp.GradScaler("cpu")
+    with pytest.raises(
+        tp.UnsupportedBatchError, match=r"GradScaler.*GradScaler\('meta'\).*load_state_dict"
+    ):
+        tp.to_device(scaler, "meta")
+    for sched in (scheduler, plateau):
+        with pytest.raises(tp.UnsupportedBatchError, match=r"LR scheduler.*to_device\(optimizer"):
+            tp.to_device(sched, "meta")
+    assert opt.param_groups[0]["lr"] == 0.1  # nothing was touched
+
+
+@pytest.mark.parametrize(
+    ("make", "found"),
+    [
+        (lambda m, o: {"model": m, "x": torch.ones(1)}, r"batch\['model'\] is a module"),
+        (lambda m, o: [torch.ones(1), {"opt": o}], r"batch\[1\]\['opt'\] is an optimizer"),
+        (lambda m, o: (torch.amp.GradScaler("cpu"),), r"batch\[0\] is a GradScaler"),
+    ],
+)
+def test_training_state_inside_a_batch_is_refused_naming_its_path(make: Any, found: str) -> None:
+    model, opt = _trained()
+    batch = make(model, opt)
+    with pytest.raises(tp.UnsupportedBatchError, match=found):
+        tp.to_device(batch, "meta")
+    assert all(p.device.type == "cpu" for p in model.parameters())  # left as it was

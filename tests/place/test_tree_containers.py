@@ -109,8 +109,10 @@ def test_attributes_set_after_construction_are_kept() -> None:
         out = tp.to_device(before, "meta")
         assert on_meta(out.x)
         assert out.note == before.note  # type: ignore[attr-defined]
-    # Carried as they are (not walked): the same object.
-    assert tp.to_device(frozen, "meta").note is frozen.note  # type: ignore[attr-defined]
+    # Walked like the fields: a list holding no tensor comes back equal.
+    assert tp.to_device(frozen, "meta").note == ["kept"]  # type: ignore[attr-defined]
+    # Nothing under it moved: the very object comes back.
+    assert tp.to_device(frozen, "cpu") is frozen
 
 
 @pytest.mark.parametrize("cls", [Slotted, FrozenSlotted])
@@ -121,12 +123,14 @@ def test_slots_dataclasses(cls: type[Any]) -> None:
     assert before.x.device.type == "cpu"  # the input is not modified
 
 
-def test_cached_property_is_computed_again_from_the_moved_fields() -> None:
+def test_cached_property_values_move_with_the_fields() -> None:
     before = WithCache(torch.ones(3))
     assert before.total.device.type == "cpu"  # cached in __dict__
-    out = tp.to_device(before, "meta")
-    assert "total" not in vars(out)
-    assert on_meta(out.total)
+    out = tp.to_device(before, "cpu", dtype=torch.float64)
+    # The cache is state like any attribute: kept, moved and cast, never left behind.
+    assert vars(out)["total"].dtype == torch.float64 and out.total.item() == 3.0
+    assert before.total.dtype == torch.float32
+    assert on_meta(tp.to_device(before, "meta").total)
 
 
 def test_init_false_fields_set_or_unset() -> None:
@@ -409,13 +413,14 @@ def test_an_unchanged_mapping_is_returned_without_its_constructor() -> None:
     assert tp.to_device({"m": renaming}, "meta")["m"] is renaming  # nothing in it to move
 
 
-def test_a_mapping_whose_constructor_changes_its_items_names_the_path() -> None:
-    batch = {"meta": [0, Renaming({"x": torch.ones(1)})]}
-    with pytest.raises(tp.UnsupportedBatchError) as info:
-        tp.to_device(batch, "meta")
-    message = str(info.value)
-    assert "batch['meta'][1]" in message and "Renaming" in message
-    assert "exactly the moved items" in message and "skip_keys" in message
+def test_a_mapping_whose_constructor_changes_its_items_is_not_constructed() -> None:
+    before = Renaming({"x": torch.ones(1)})
+    before.owner = torch.zeros(2)  # type: ignore[attr-defined]
+    built = ReadOnly.built
+    out = tp.to_device({"meta": [0, before]}, "meta")["meta"][1]
+    assert type(out) is Renaming and list(out) == ["_x"] and on_meta(out["_x"])
+    assert on_meta(out.owner) and ReadOnly.built == built  # attributes moved, no __init__
+    assert before["_x"].device.type == "cpu"
 
 
 def test_a_mapping_that_fails_to_give_its_items_names_the_path() -> None:

@@ -2,9 +2,11 @@
 
 Two questions, on the CPU, process CPU time (the feed pillar's targets):
 
-* ``DeviceLoader(loader, "cpu")`` over the bare loader, per batch: once over a
-  list of ready batches (the wrapper's cost alone) and once over a small-batch
-  ``DataLoader`` (what a user sees). Target: at most 5 µs per batch more.
+* ``DeviceLoader(loader, "cpu")`` over the bare loader, per batch: over a list
+  of ready ``(x, y)`` batches (the wrapper's cost alone), over ready dict batches
+  that also hold non-tensor leaves (a nested dict with an index and a file name, a
+  list of tags, as ``default_collate`` gives them) and over a small-batch ``DataLoader`` (what a
+  user sees). Target: at most 5 µs per batch more.
 * packing where packing cannot pay: ``to_device(batch, "meta", pack=True)``
   against ``pack=False`` and the default ``pack=None``, per tensor. The default
   must never choose the slower one; it packs only for CUDA targets (see
@@ -43,15 +45,26 @@ def loader_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
     from torch.utils.data import DataLoader, TensorDataset
 
     ready = [(torch.randn(4, 8), torch.randint(0, 4, (4,))) for _ in range(BATCHES)]
+    records = [
+        {
+            "image": torch.randn(4, 8),
+            "label": torch.randint(0, 4, (4,)),
+            "meta": {"index": i, "path": f"images/{i:05d}.jpg"},
+            "tags": ["train", "augmented"],
+        }
+        for i in range(BATCHES)
+    ]
     dataset = TensorDataset(torch.randn(BATCHES * 4, 8), torch.randint(0, 4, (BATCHES * 4,)))
     data_loader = DataLoader(dataset, batch_size=4)
     repeats = 7 if quick else 31
     rows: list[Row] = []
     checks: list[Check] = []
-    for case, source in (
+    sources: tuple[tuple[str, Iterable[object]], ...] = (
         (f"{BATCHES} ready (x, y) batches", ready),
+        (f"{BATCHES} ready dict batches with non-tensor leaves", records),
         (f"DataLoader, {BATCHES} batches of 4", data_loader),
-    ):
+    )
+    for case, source in sources:
         strategies = {
             "bare loader": _epoch(source),
             'DeviceLoader(loader, "cpu")': _epoch(DeviceLoader(source, "cpu")),

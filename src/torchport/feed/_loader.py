@@ -14,7 +14,7 @@ import torch
 from torchport import _skipped, hardware
 from torchport.errors import ConfigError
 from torchport.hardware import StagingPool
-from torchport.place import BatchLayout, flatten_batch, pick_device
+from torchport.place import BatchLayout, flatten_batch, pick_device, resolve_device, settled
 
 __all__ = ["DeviceLoader", "FeedStats"]
 
@@ -104,6 +104,11 @@ class _InFlight:
     packed: bool
 
 
+def _to(device: torch.device) -> Callable[[Any], Any]:
+    """Calls an object's own ``.to(device)`` (blocking, on the caller's stream)."""
+    return lambda obj: obj.to(device)
+
+
 def _side_stream_safe(t: torch.Tensor) -> bool:
     """Whether ``t`` may be copied on the side stream: a plain dense host tensor.
 
@@ -118,10 +123,12 @@ def _side_stream_safe(t: torch.Tensor) -> bool:
 class DeviceLoader(Generic[_T]):
     """Wraps any iterable of batches and yields each batch already on ``device``.
 
-    Batches come out in the wrapped loader's order, each exactly once, with every
-    tensor at any depth (dicts and other mappings, lists, tuples, namedtuples,
-    dataclasses) moved and other leaves left as they are; objects with their own
-    ``.to`` are moved with it.
+    Batches come out in the wrapped loader's order, each exactly once, moved as
+    :func:`torchport.to_device` moves a batch: every tensor reachable from it
+    (containers, attributes, fields) is on ``device``, the loader's own batches
+    are left as they were, shared tensors stay shared, and what cannot be moved
+    faithfully raises ``UnsupportedBatchError`` naming its path. A batch whose
+    tensors are all on ``device`` already is yielded as it is.
 
     Passes and leaving early, the same on every device: each ``iter()`` over a
     re-iterable loader (a ``DataLoader``, a list) is a fresh pass; leaving a loop
@@ -157,7 +164,8 @@ class DeviceLoader(Generic[_T]):
         loader: any iterable of batches, e.g. a ``torch.utils.data.DataLoader``
             (give it ``pin_memory=True`` on CUDA to skip a host copy).
         device: where batches go; ``None`` means :func:`torchport.pick_device`. A
-            bare ``"cuda"`` means the current CUDA device, as for ``to_device``.
+            bare ``"cuda"`` means the current CUDA device, as for ``to_device``;
+            inside ``torchport.redirect(target)`` a CUDA device means ``target``.
         depth: batches copied ahead on CUDA (an int >= 1).
         pack: pack each batch into one copy; ``None`` decides per batch (CUDA only).
 
@@ -188,7 +196,7 @@ class DeviceLoader(Generic[_T]):
             )
         self._loader = loader
         self._device = (
-            pick_device() if device is None else hardware.parse_device(device, argument="device")
+            pick_device() if device is None else resolve_device(device, argument="device")
         )
         self._depth = depth
         self._pack = pack
@@ -265,29 +273,39 @@ class DeviceLoader(Generic[_T]):
         return self._passthrough("batch_sampler")
 
     def set_epoch(self, epoch: int) -> None:
-        """Forwards ``set_epoch`` so a distributed sampler reshuffles for each epoch.
+        """Tells whatever orders the wrapped loader's batches that a new epoch starts.
 
-        Calls the wrapped loader's ``set_epoch`` if it has one, else that of its
-        ``sampler`` or its ``batch_sampler`` (a ``DistributedSampler`` is usually
-        found there).
+        If the wrapped loader has a ``set_epoch`` of its own (another wrapper), only
+        that is called: it knows its parts. Otherwise ``set_epoch(epoch)`` is called
+        once on each of the loader's ``sampler``, ``batch_sampler``, the batch
+        sampler's ``sampler`` and ``dataset`` that has one: a ``DistributedSampler``
+        (found in ``sampler``, or in ``batch_sampler.sampler`` when a batch sampler
+        wraps it), a batch sampler of your own, or an ``IterableDataset`` that
+        shuffles by epoch. Where none has one (a plain ``DataLoader``, whose
+        ``RandomSampler`` draws a new order every epoch by itself; a list; a
+        generator) this does nothing, as nothing depends on the epoch.
 
         Raises:
-            AttributeError: none of them has ``set_epoch``.
+            TypeError: ``epoch`` is not an int.
         """
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise TypeError(f"set_epoch({epoch!r}): the epoch is an int, e.g. set_epoch(3)")
+        own = getattr(self._loader, "set_epoch", None)
+        if callable(own):
+            own(epoch)
+            return
+        batch_sampler = getattr(self._loader, "batch_sampler", None)
+        called: set[int] = set()
         for owner in (
-            self._loader,
             getattr(self._loader, "sampler", None),
-            getattr(self._loader, "batch_sampler", None),
+            batch_sampler,
+            getattr(batch_sampler, "sampler", None),
+            getattr(self._loader, "dataset", None),
         ):
             method = getattr(owner, "set_epoch", None) if owner is not None else None
-            if callable(method):
+            if callable(method) and id(owner) not in called:
+                called.add(id(owner))
                 method(epoch)
-                return
-        raise AttributeError(
-            f"set_epoch: the wrapped {type(self._loader).__name__} has no set_epoch(), "
-            "and neither has its sampler or batch_sampler; use a sampler with set_epoch "
-            "(e.g. DistributedSampler) or drop the call"
-        )
 
     def _passthrough(self, name: str) -> Any:
         try:
@@ -331,10 +349,12 @@ class DeviceLoader(Generic[_T]):
             c[4] += int(packed)
 
     def _iter_cpu(self) -> Iterator[_T]:
-        # The common batch (a tuple, list or dict of CPU tensors, or one tensor) is
-        # checked at C speed and yielded as it is; anything else goes through the
-        # walker. Its counts go to a tally only this pass writes (no lock per batch);
-        # `stats` adds the tallies of passes still running.
+        # The common batch (a tensor, or a tuple, list or dict of CPU tensors and
+        # plain values such as ids and strings) is checked at C speed and yielded as
+        # it is; anything else goes through the walker. Its counts go to a tally only
+        # this pass writes (no lock per batch); `stats` adds the tallies of passes
+        # still running.
+        cpu = self._device
         only_tensor = _ONLY_TENSOR.issuperset
         is_cpu = _IS_CPU
         tally = [0, 0]  # batches, tensors
@@ -343,19 +363,19 @@ class DeviceLoader(Generic[_T]):
         try:
             for batch in self._loader:
                 cls = type(batch)
-                if cls is tuple or cls is list:
-                    items: Any = batch
-                elif cls is dict:
-                    items = batch.values()  # type: ignore[attr-defined]
-                elif cls is torch.Tensor:
-                    items = (batch,)
+                items: Any = batch
+                # A tuple or list of CPU tensors, decided here at C speed; the rest of
+                # what needs nothing done (dicts, plain values, nesting) by settled().
+                if (cls is tuple or cls is list) and only_tensor(map(type, items)):
+                    found = len(items) if all(map(is_cpu, items)) else -1
                 else:
-                    items = None
-                if items is not None and only_tensor(map(type, items)) and all(map(is_cpu, items)):
+                    found = settled(batch, cpu)
+                if found >= 0:
                     tally[0] += 1
-                    tally[1] += len(items)
+                    tally[1] += found
                     if _skipped.listeners:  # an audit counts the copies a GPU run makes
-                        _skipped.tell(items, self._device, by="torchport.DeviceLoader")
+                        passed = flatten_batch(batch).tensors
+                        _skipped.tell(passed, self._device, by="torchport.DeviceLoader")
                     yield batch
                 else:
                     yield self._move_blocking(batch)
@@ -381,11 +401,12 @@ class DeviceLoader(Generic[_T]):
             )
         plan = hardware.plan_copy(tensors, device, pack=self._pack, distinct=True)
         if plan.noop and movers is None:
+            # Every tensor, those inside objects with a .to included, is already there.
             self._count(len(tensors), 0, 0, False)
             return batch
         done = plan.run(non_blocking=False, pool=self._pool)
         self._count(len(tensors), done.nbytes, done.copies, done.packed and done.copies == 1)
-        return cast(_T, layout.rebuild(done.tensors, movers))
+        return cast(_T, layout.rebuild(done.tensors, movers, call_to=_to(device), target=device))
 
     def _iter_async(self) -> Iterator[_T]:
         device = self._device
@@ -452,7 +473,7 @@ class DeviceLoader(Generic[_T]):
             new.append(done)
         movers = [m.to(device) for m in item.layout.movers] if item.layout.movers else None
         self._count(len(tensors), nbytes, copies, item.packed)
-        return cast(_T, item.layout.rebuild(new, movers))
+        return cast(_T, item.layout.rebuild(new, movers, call_to=_to(device), target=device))
 
 
 DeviceLoader.__module__ = "torchport"

@@ -1,10 +1,11 @@
-"""Packed host-to-device copies: many tensors staged in one buffer, one copy, views out.
+"""Packed host-to-device copies: many tensors staged in one buffer, one copy, split on arrival.
 
 Each host->device copy has a fixed cost (a driver call, a DMA descriptor: several
 microseconds on PCIe) that dwarfs the transfer time of a small tensor. A batch of
-many small tensors is therefore laid out in one host staging buffer, moved with one
-copy, and handed back as views of the one device buffer. The copy engine that does
-it lives at the hardware floor (``torchport.hardware``); this module is feed's
+many small tensors is therefore laid out in one host staging buffer and moved with
+one copy; on the device one fused copy splits it into a tensor per input, each in
+storage of its own and with the strides ``.to`` would give. The copy engine that
+does it lives at the hardware floor (``torchport.hardware``); this module is feed's
 public face for it.
 """
 
@@ -46,13 +47,14 @@ def transfer(
 ) -> Transfer:
     """Moves ``tensors`` to ``device`` through one host staging buffer.
 
-    With ``packed`` the staging buffer goes over in one copy and the results are views
-    of one device buffer. Without it each tensor gets its own device allocation and
-    copy; for a CUDA target, pageable sources are still read from the pinned staging
-    buffer so the copies can be asynchronous, while already-pinned sources are copied
-    directly. Tensors that cannot be staged (on another device, requiring grad,
-    subclasses, odd dtypes) are moved with ``Tensor.to``. A tensor object given twice
-    is moved once and both positions get the same result.
+    With ``packed`` the staging buffer goes over in one copy and is split on the
+    device into one allocation per tensor. Without it each tensor gets its own
+    device allocation and copy; for a CUDA target, pageable sources are still read
+    from the pinned staging buffer so the copies can be asynchronous, while
+    already-pinned sources are copied directly. Tensors that cannot be staged (on
+    another device, requiring grad, subclasses, odd dtypes) are moved with
+    ``Tensor.to``. A tensor object given twice is moved once and both positions get
+    the same result.
 
     Synchronization: see :func:`pack_to_device`.
 
@@ -83,21 +85,22 @@ def pack_to_device(
     dtype: torch.dtype | None = None,
     pool: StagingPool | None = None,
 ) -> list[torch.Tensor]:
-    """Moves many tensors to ``device`` with one copy; returns views in input order.
+    """Moves many tensors to ``device`` with one copy; returns them in input order.
 
     Every host (CPU) tensor that can be staged is written into one host buffer
-    (made contiguous, cast to ``dtype`` if it is floating, at 64-byte aligned
-    offsets), the buffer crosses in one copy, and each result is a view of the one
-    device buffer. Other tensors (on another device, requiring grad, subclasses) are
-    moved with ``Tensor.to``. With a CPU target the gather is the only copy and the
-    results are views of a fresh host buffer.
+    (in the layout ``.to`` gives it: a dense tensor keeps its strides, so
+    ``channels_last`` stays ``channels_last``; cast to ``dtype`` if it is floating;
+    at 64-byte aligned offsets), the buffer crosses in one copy, and one fused copy
+    on the device splits it into a tensor per input. Other tensors (on another
+    device, requiring grad, subclasses) are moved with ``Tensor.to``. With a CPU
+    target each tensor is copied into a fresh tensor of its own.
 
     The cast happens on the host during the gather: the gather is a full pass over
     the bytes anyway, so the cast rides along for free, and the usual case (float32
     to bfloat16/float16) halves the bytes over the link and needs no device kernels.
 
-    The views share one storage: it is freed when the last view is, and
-    ``torch.save`` on one view writes the whole buffer (``.clone()`` first).
+    Every result has a storage of its own, as from ``.to``: resizing or writing one
+    never reaches another, and ``torch.save`` on one writes that tensor alone.
 
     Args:
         tensors: the tensors to move; any dtypes, shapes and devices.

@@ -1,11 +1,21 @@
-"""Staged copies: many host tensors written into one buffer, sent in one copy, views out.
+"""Staged copies: many host tensors written into one buffer, sent in one copy, split on arrival.
 
 Each host->device copy has a fixed cost (a driver call, a DMA descriptor:
 several microseconds on PCIe) that dwarfs the transfer time of a small tensor,
 so many small tensors bound for CUDA are packed: laid out in one host staging
-buffer (pinned, from a :class:`StagingPool`), moved with one copy, and handed
-back as views of the one device buffer. :mod:`torchport.hardware._copy` decides
-which tensors come here; this module lays them out and sends them.
+buffer (pinned, from a :class:`StagingPool`) and moved with one copy.
+:mod:`torchport.hardware._copy` decides which tensors come here; this module
+lays them out and sends them.
+
+A packed result must behave as the tensor ``.to`` would give: its own storage
+(``r[0].resize_(100); r[0].fill_(7)`` must not reach ``r[1]``, and
+``torch.save(r[0])`` must not write the whole batch) and the same strides
+(``channels_last`` and transposed layouts are kept, as ``.to`` keeps those of
+dense tensors). So each tensor is written into the staging buffer in the layout
+``.to`` would give it, and on arrival the device buffer is split into one
+allocation per tensor by a single ``torch._foreach_copy_`` (one fused kernel on
+CUDA, in place of one copy call per tensor); the packed device buffer is
+temporary.
 """
 
 from __future__ import annotations
@@ -128,17 +138,33 @@ def should_pack(tensors: Sequence[torch.Tensor], device: torch.device) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    """Where one staged tensor lives in the staging buffer."""
+    """Where one staged tensor lives in the staging buffer, and in which layout."""
 
     index: int
     offset: int
     nbytes: int
     shape: torch.Size
+    stride: tuple[int, ...]
     dtype: torch.dtype
 
     def view(self, buffer: torch.Tensor) -> torch.Tensor:
+        """The tensor this entry holds in ``buffer`` (a byte buffer from its offset on)."""
         raw = buffer[self.offset : self.offset + self.nbytes]
-        return raw.view(self.dtype).view(self.shape)
+        return raw.view(self.dtype).as_strided(self.shape, self.stride)
+
+    def alone(self, device: torch.device) -> torch.Tensor:
+        """A fresh tensor of this entry's shape, strides and dtype, in storage of its own."""
+        return torch.empty_strided(self.shape, self.stride, dtype=self.dtype, device=device)
+
+
+def strides_after_to(t: torch.Tensor, dtype: torch.dtype) -> tuple[int, ...]:
+    """The strides ``t.to(device, dtype)`` gives: ``t``'s own for a dense tensor, else contiguous.
+
+    Asked of the meta device, which computes the layout without memory.
+    """
+    if t.is_contiguous():
+        return tuple(t.stride())  # dense: .to keeps the strides as they are
+    return tuple(torch.empty_like(t, dtype=dtype, device="meta").stride())
 
 
 def run_staged(
@@ -158,18 +184,19 @@ def run_staged(
     Fills ``out`` at those positions and appends the device allocations to
     ``fresh``; returns (bytes crossed, copies issued, the event recorded after
     asynchronous copies from pinned memory). Packed, the buffer crosses in one
-    copy and the results are views of one device buffer; unpacked, each tensor
-    gets its own allocation and copy from the (pinned) buffer. The host waits on
-    an earlier copy's event only when the staging slot it needs is still read.
+    copy and is split on the device into one allocation per tensor; unpacked,
+    each tensor gets its own allocation and copy from the (pinned) buffer. Either
+    way every result has a storage of its own and the strides ``.to`` would give.
+    The host waits on an earlier copy's event only when the staging slot it needs
+    is still read.
     """
     entries, total = _layout(tensors, staged, dtype)
     if target.type == "cpu":
-        # Nothing to cross: the gather itself is the one copy, into a fresh buffer
-        # the caller owns.
-        host = torch.empty(total, dtype=torch.uint8)
-        _gather(tensors, entries, host)
+        # Nothing to cross: each tensor is copied into a fresh tensor of its own.
         for entry in entries:
-            out[entry.index] = entry.view(host)
+            result = entry.alone(target)
+            result.copy_(tensors[entry.index])
+            out[entry.index] = result
         return 0, 0, None
     pinned = pins_for(target)
     # Reusing a buffer is safe when the copy from it is tracked by an event
@@ -183,18 +210,20 @@ def run_staged(
         _gather(tensors, entries, host)
         copies = 0
         if packed:
-            dev = torch.empty(total, dtype=torch.uint8, device=target)
             if total:
+                dev = torch.empty(total, dtype=torch.uint8, device=target)
                 dev.copy_(host, non_blocking=nb)
                 copies = 1
-            fresh.append(dev)
-            for entry in entries:
-                out[entry.index] = entry.view(dev)
+                _split(dev, entries, target, out, fresh)
+            else:
+                for entry in entries:
+                    out[entry.index] = result = entry.alone(target)
+                    fresh.append(result)
             nbytes = total  # the whole buffer crosses, alignment padding included
         else:
             nbytes = 0
             for entry in entries:
-                dst = torch.empty(entry.shape, dtype=entry.dtype, device=target)
+                dst = entry.alone(target)
                 if entry.nbytes:
                     dst.copy_(entry.view(host), non_blocking=nb)
                     copies += 1
@@ -215,6 +244,40 @@ def run_staged(
     return nbytes, copies, event
 
 
+def _split(
+    dev: torch.Tensor,
+    entries: list[_Entry],
+    target: torch.device,
+    out: list[torch.Tensor],
+    fresh: list[torch.Tensor],
+) -> None:
+    """Copy each entry out of the packed device buffer into an allocation of its own.
+
+    One ``torch._foreach_copy_`` over byte views: one fused kernel on CUDA (a
+    launch or two per hundred tensors), queued on the current stream after the
+    packed copy, so the packed buffer may be freed as soon as this returns.
+    """
+    pieces: list[torch.Tensor] = []
+    sources: list[torch.Tensor] = []
+    for entry in entries:
+        result = entry.alone(target)
+        out[entry.index] = result
+        fresh.append(result)
+        if entry.nbytes:
+            pieces.append(_bytes_of(result))
+            sources.append(dev[entry.offset : entry.offset + entry.nbytes])
+    if pieces:
+        torch._foreach_copy_(pieces, sources)
+
+
+def _bytes_of(t: torch.Tensor) -> torch.Tensor:
+    """A fresh dense tensor's storage as a flat byte tensor (a view, no copy)."""
+    storage = t.untyped_storage()
+    flat = torch.empty(0, dtype=torch.uint8, device=t.device)
+    flat.set_(storage, 0, (storage.nbytes(),), (1,))
+    return flat
+
+
 def _layout(
     tensors: Sequence[torch.Tensor], staged: Sequence[int], dtype: torch.dtype | None
 ) -> tuple[list[_Entry], int]:
@@ -227,7 +290,7 @@ def _layout(
         nbytes = t.numel() * dt.itemsize
         # Empty tensors take no room: a zero-length slice anywhere views back fine.
         offset = -(-end // ALIGN) * ALIGN if nbytes else 0
-        entries.append(_Entry(i, offset, nbytes, t.shape, dt))
+        entries.append(_Entry(i, offset, nbytes, t.shape, strides_after_to(t, dt), dt))
         end = max(end, offset + nbytes)
     return entries, end
 

@@ -1,7 +1,10 @@
 """torchport.place: choose a device and move anything to it.
 
-``flatten_batch`` and ``BatchLayout`` are the one tree walker's face for ``feed``
-(which moves the leaves itself, through staging buffers); users call ``to_device``.
+``flatten_batch``, ``BatchLayout`` and ``settled`` are the one tree walker's face
+for ``feed`` (which moves the leaves itself, through staging buffers); users call
+``to_device``. ``resolve_device`` reads a device the user named, following a
+``torchport.redirect`` in force, which ``run`` announces with ``push_redirect`` and
+``pop_redirect``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,13 @@ from torchport.place._device import (
     pick_device_with_reason,
 )
 from torchport.place._move import UnregisteredTensorWarning, to_device
+from torchport.place._redirected import (
+    pop_redirect,
+    push_redirect,
+    redirect_target,
+    resolve_device,
+)
+from torchport.place._settled import settled
 from torchport.place._tree import BatchLayout, flatten_batch
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
@@ -37,5 +47,10 @@ __all__ = [
     "is_automatic",
     "pick_device",
     "pick_device_with_reason",
+    "pop_redirect",
+    "push_redirect",
+    "redirect_target",
+    "resolve_device",
+    "settled",
     "to_device",
 ]

@@ -1,55 +1,44 @@
 """The container types the walker registers itself, each with how to list and rebuild it.
 
 optree walks ``dict``, ``OrderedDict``, ``defaultdict``, ``list``, ``tuple``,
-``deque``, namedtuples and structseqs on its own. Every other container a batch
-may hold is registered by :func:`register` in torchport's private optree
-namespace the first time the walker (``place/_tree.py``) meets it as a leaf.
+``deque``, structseqs and plain namedtuples on its own. Every other container a
+batch may hold is registered by :func:`register` in torchport's private optree
+namespace the first time the walker (``place/_tree.py``) meets it as a leaf;
+objects that are not containers are ``place/_objects.py``'s.
 
 Rebuilding never calls a type's constructor where the object's whole state can
 be copied instead: a constructor may do more than store its arguments
 (``__post_init__`` doubling a field, a subclass ``__init__`` that takes other
-arguments, ``__new__`` re-nesting them), which would be a silently wrong batch.
+arguments, ``__new__`` transforming them), which would be a silently wrong batch.
 
+A container's children are its items **and** its own attributes (``__dict__``
+entries and filled slots): ``d = MyDict(a=t); d.mask = t2`` moves ``mask`` too.
 How each kind is rebuilt:
 
-* dataclass: a shallow copy (``copy.copy``, or its ``__dict__`` copied straight
-  when nothing customises copying), then every field set with
-  ``object.__setattr__``, frozen ones too (a non-frozen dataclass with its own
-  ``__setattr__``, like transformers' ``ModelOutput``, has them set through it;
-  dict items that mirrored a field's old value are given its new one);
-* subclass of ``list``, ``tuple``, ``dict``, ``OrderedDict``, ``defaultdict``,
-  ``deque``, ``set``, ``frozenset``: the base type's own ``__new__`` and methods
-  (never the subclass's), then the instance's ``__dict__`` and slots copied;
+* subclass of ``list``, ``tuple`` (namedtuples included, see ``place/_spec.py``),
+  ``dict``, ``OrderedDict``, ``defaultdict``, ``deque``, ``set``, ``frozenset``:
+  the base type's own ``__new__`` and methods (never the subclass's), then the
+  instance's attributes, moved;
 * ``set``, ``frozenset``: ``set(items)``, ``frozenset(items)``;
-* ``UserDict``, ``UserList``: a shallow copy with a new ``.data``, which is walked
-  as the dict or list it is (so a HuggingFace ``BatchEncoding`` costs what a
-  dict costs);
-* ``ChainMap``: a shallow copy with new ``.maps``;
 * ``MappingProxyType``: a new proxy over a rebuilt copy of the mapping it shows
   (the copy keeps that mapping's type);
-* any other ``Mapping``: returned as it is when no value changed; otherwise
-  ``type(m)(dict_of_items)``, checked to hold exactly the new values.
-
+* a ``Mapping`` with no state of its own (one implemented in C): returned as it is
+  when no value changed; otherwise ``type(m)(dict_of_items)``, checked to hold
+  exactly the new values. A ``Mapping`` that keeps its items in attributes
+  (``UserDict``, ``ChainMap``, most custom ones) is walked through its state.
 * ``torch.nn.utils.rnn.PackedSequence``: a namedtuple whose constructor refuses
   ``batch_sizes`` off the CPU, so it is not walked: it becomes one leaf, a
-  :class:`PackedSequenceMover`, and moves with its own ``.to`` (registered by
-  :func:`register_known`, since optree walks namedtuples before the walker
-  could see one).
+  :class:`PackedSequenceMover`, and moves with its own ``.to`` (``batch_sizes``
+  stays on the CPU, where RNNs need it: the one tensor a move leaves there).
 
 A set whose items become equal once rebuilt (so it would shrink) is an error.
-A dataclass's tensors set directly as attributes after construction
-(``out.extra = t``) are children too, so they move with the fields. In every
-copy, other instance attributes are carried over as they are (not walked),
-except ``functools.cached_property`` values, which are dropped so they are
-computed again from the moved children. A rebuild that
-cannot be done faithfully raises :class:`RebuildRefused`; the walker turns it
-into an ``UnsupportedBatchError`` naming the path.
+A rebuild that cannot be done faithfully raises :class:`RebuildRefused`; the
+walker turns it into an ``UnsupportedBatchError`` naming the path.
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import enum
 import operator
 import types
@@ -62,64 +51,44 @@ import torch
 
 from torchport.place._copying import (
     RebuildRefused,
-    copied_as_dict,
+    State,
     copy_state,
-    drop_cached,
-    shallow_copy,
+    has_state,
+    read_state,
+    write_state,
 )
+from torchport.place._entries import Attr, ItemOrAttrEntry, SetItemEntry, ViewEntry
 
 __all__ = [
     "GENERIC_MAPPINGS",
     "NAMESPACE",
     "PackedSequenceMover",
     "RebuildRefused",
-    "register",
+    "container_recipe",
     "register_known",
-    "walked_before_to",
+    "register_recipe",
+    "share_siblings",
 ]
 
 # torchport's private optree namespace: optree's global registry and torch's pytree
 # registry are left as they are.
 NAMESPACE = "torchport"
 
-_MISSING = object()
 _Flatten = Callable[[Any], tuple[Any, Any, Any]]
 _Unflatten = Callable[[Any, Any], Any]
 
 
-class _Recipe(NamedTuple):
+class Recipe(NamedTuple):
+    """How to take a type apart and put it together again."""
+
     flatten: _Flatten
     unflatten: _Unflatten
     entry: type[optree.PyTreeEntry]
-    constructs: bool = False  # rebuilt through its constructor (a generic Mapping)
+    constructs: bool = False  # rebuilt through its constructor (a stateless Mapping)
 
 
-# Mapping types rebuilt through their constructor; skip_keys looks inside them.
+# Mapping types rebuilt through their constructor; named so in error messages.
 GENERIC_MAPPINGS: set[type] = set()
-
-
-class SetItemEntry(optree.PyTreeEntry):
-    """The i-th item of a set in its iteration order, written ``list(s)[i]``."""
-
-    __slots__ = ()
-
-    def __call__(self, obj: Any, /) -> Any:
-        return list(obj)[self.entry]
-
-    def codify(self, /, node: str = "") -> str:
-        return f"list({node})[{self.entry}]"
-
-
-class ViewEntry(optree.PyTreeEntry):
-    """From a read-only mapping view to (a copy of) the mapping it shows; adds nothing to a path."""
-
-    __slots__ = ()
-
-    def __call__(self, obj: Any, /) -> Any:
-        return dict(obj)
-
-    def codify(self, /, node: str = "") -> str:
-        return node
 
 
 class PackedSequenceMover:
@@ -165,57 +134,42 @@ def _release_packed(_: Any, children: Any) -> Any:
     return children[0].packed
 
 
-def walked_before_to(cls: type) -> bool:
-    """Whether ``cls`` is walked even though it has a ``.to`` method.
-
-    A ``UserDict``/``UserList`` keeps all its items in ``.data``, so walking it
-    is exact, leaves the input unmodified (``BatchEncoding.to`` moves in place)
-    and lets its tensors take the batch's fast path (packing, async copies).
-    """
-    return issubclass(cls, collections.UserDict | collections.UserList)
-
-
-def register(cls: type, namespace: str) -> bool:
-    """Register ``cls`` as an optree node in ``namespace`` if it is a container; say whether."""
-    recipe = _recipe(cls)
-    if recipe is None:
-        return False
+def register_recipe(cls: type, recipe: Recipe, namespace: str) -> bool:
+    """Register ``cls`` with ``recipe`` in ``namespace``; say whether it is now a node there."""
     if recipe.constructs:
-        # Before optree walks it, so that skip_keys looks inside from the first walk on
-        # (a leaf listed here is harmless: its values are not leaves).
         GENERIC_MAPPINGS.add(cls)
-    try:
-        optree.register_pytree_node(
-            cls,
-            recipe.flatten,
-            recipe.unflatten,
-            path_entry_type=recipe.entry,
-            namespace=namespace,
-        )
-    except ValueError:
-        # Registered meanwhile by another thread, or refused by optree: a leaf then.
-        return optree.register_pytree_node.get(cls, namespace=namespace) is not None
+    with warnings.catch_warnings():
+        # Registering a namedtuple class overrides optree's own handling: that is the point.
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            optree.register_pytree_node(
+                cls,
+                recipe.flatten,
+                recipe.unflatten,
+                path_entry_type=recipe.entry,
+                namespace=namespace,
+            )
+        except ValueError:
+            # Registered meanwhile by another thread, or refused by optree: a leaf then.
+            return optree.register_pytree_node.get(cls, namespace=namespace) is not None
     return True
 
 
-def _recipe(cls: type) -> _Recipe | None:
-    """How to take ``cls`` apart and put it together again; None for a leaf type."""
+def container_recipe(cls: type) -> Recipe | None:
+    """How to rebuild ``cls`` if it is a container the walker handles by its items; else None.
+
+    Objects that keep their contents in attributes (``UserDict``, ``ChainMap``,
+    dataclasses, most custom ``Mapping``s) are not containers here: they are
+    walked through their state (``place/_objects.py``).
+    """
     if issubclass(cls, str | bytes | bytearray | torch.Size | enum.Enum):
         return None  # values, not containers (an Enum member must stay the one member)
-    if optree.is_namedtuple_class(cls):
-        return None
-    if dataclasses.is_dataclass(cls):
-        return _dataclass(cls)
-    if issubclass(cls, collections.UserDict | collections.UserList):
-        return _attribute_child(cls, "data")
-    if issubclass(cls, collections.ChainMap):
-        return _attribute_child(cls, "maps")
-    if cls is types.MappingProxyType:
-        return _Recipe(_flatten_view, _rebuild_view, ViewEntry)
-    if issubclass(cls, set | frozenset):
-        return _set(cls)
     if cls in (list, tuple, dict, collections.OrderedDict, collections.defaultdict):
         return None  # optree's own; reached only as a value kept by skip_keys
+    if cls is types.MappingProxyType:
+        return Recipe(_flatten_view, _rebuild_view, ViewEntry)
+    if issubclass(cls, set | frozenset):
+        return _set(cls)
     if issubclass(cls, collections.OrderedDict):
         return _dict(cls, collections.OrderedDict)
     if issubclass(cls, collections.defaultdict):
@@ -228,98 +182,51 @@ def _recipe(cls: type) -> _Recipe | None:
         return _tuple(cls)
     if issubclass(cls, collections.deque):
         return None if cls is collections.deque else _deque(cls)
-    if issubclass(cls, Mapping):
-        return _generic_mapping(cls)
+    if issubclass(cls, Mapping) and not has_state(cls):
+        return _stateless_mapping(cls)
     return None
+
+
+def share_siblings(old: list[Any], new: list[Any]) -> list[Any]:
+    """``new``, with children that were one object in ``old`` made one object again.
+
+    Each occurrence of an object is rebuilt on its own, so a tuple that is both a
+    ``ModelOutput``'s item and its attribute would come back as two equal tuples;
+    the first rebuild stands for all of them, as the one object did. Tensors are
+    left alone: the walker already gives every occurrence the one moved copy,
+    except under a skipped key, where the tensor stays as it was on purpose.
+    """
+    if len(set(map(id, old))) == len(old):
+        return new
+    first: dict[int, Any] = {}
+    return [
+        after if isinstance(before, torch.Tensor) else first.setdefault(id(before), after)
+        for before, after in zip(old, new, strict=True)
+    ]
 
 
 # --- the recipes -------------------------------------------------------------------------
 
 
-def _dataclass(cls: type) -> _Recipe:
-    names = tuple(f.name for f in dataclasses.fields(cls))
-    field_names = frozenset(names)
-    params = getattr(cls, "__dataclass_params__", None)
-    frozen = bool(params is not None and params.frozen)
-    # A non-frozen dataclass with its own __setattr__ (transformers' ModelOutput mirrors
-    # each field in a dict item) keeps its invariants only if fields are set through it.
-    own_setattr = not frozen and getattr(cls, "__setattr__", None) is not object.__setattr__
-    in_dict = not own_setattr and copied_as_dict(cls, names)
-    # A dataclass that is also a dict may mirror fields in items that its copy still
-    # holds with the old values.
-    setitem: Any = None
-    if issubclass(cls, dict):
-        od = issubclass(cls, collections.OrderedDict)
-        setitem = collections.OrderedDict.__setitem__ if od else dict.__setitem__
-
-    def flatten(obj: Any) -> tuple[list[Any], tuple[Any, tuple[str, ...], list[Any]], Any]:
-        values = []
-        present = []
-        for name in names:
-            # A field with init=False and no default may never have been set.
-            value = getattr(obj, name, _MISSING)
-            if value is not _MISSING:
-                values.append(value)
-                present.append(name)
-        # A tensor set on the instance after construction (`out.extra = t`) moves with
-        # the fields: left behind, it would be a batch half on the old device.
-        state = getattr(obj, "__dict__", None)
-        if state:
-            for name, value in state.items():
-                if isinstance(value, torch.Tensor) and name not in field_names:
-                    values.append(value)
-                    present.append(name)
-        fields = tuple(present)
-        return values, (obj, fields, values), fields
-
-    def unflatten(meta: tuple[Any, tuple[str, ...], list[Any]], values: Any) -> Any:
-        obj, fields, old = meta
-        # No __init__, so no __post_init__ and no lost attributes set after construction.
-        if in_dict:  # what copy.copy would do, without its generic machinery
-            new: Any = object.__new__(cls)
-            state = new.__dict__
-            state.update(obj.__dict__)
-            state.update(zip(fields, values, strict=True))  # frozen ones too
-        else:
-            new = shallow_copy(obj)
-            assign = setattr if own_setattr else object.__setattr__  # object's: frozen too
-            for name, value in zip(fields, values, strict=True):
-                assign(new, name, value)
-            if setitem is not None:
-                for name, before, value in zip(fields, old, values, strict=True):
-                    if dict.get(new, name, _MISSING) is before and value is not before:
-                        setitem(new, name, value)
-        if hasattr(new, "__dict__"):
-            drop_cached(cls, new)
-        return new
-
-    return _Recipe(flatten, unflatten, optree.DataclassEntry)
+def _with_state(obj: Any, items: list[Any], entries: list[Any]) -> tuple[list[Any], State]:
+    """Children and entries of a container: its items, then its own attributes."""
+    state = read_state(obj)
+    if not state.names:
+        return items, state
+    entries.extend(Attr(name) for name in state.names)
+    return items + state.values, state
 
 
-def _attribute_child(cls: type, attribute: str) -> _Recipe:
-    """One child, the attribute that holds all the items (``UserDict.data``, ``ChainMap.maps``)."""
-    # The base classes' own __copy__ is replaced by the copy below (ChainMap's calls
-    # the constructor); a subclass's own __copy__ is honoured.
-    own_copy = getattr(cls, "__copy__", None) not in (
-        collections.UserDict.__copy__,
-        collections.UserList.__copy__,
-        vars(collections.ChainMap)["__copy__"],
-        None,
-    )
+def _shared(olds: list[Any] | None, children: Any) -> Any:
+    """The children with siblings shared as before (``olds`` is None without attributes)."""
+    return children if olds is None else share_siblings(olds, list(children))
 
-    def flatten(obj: Any) -> tuple[list[Any], Any, tuple[str]]:
-        return [vars(obj)[attribute]], obj, (attribute,)
 
-    def unflatten(obj: Any, children: Any) -> Any:
-        if own_copy:
-            new = shallow_copy(obj)
-        else:  # what UserDict.__copy__ does, minus copying the items we replace
-            new = object.__new__(cls)
-            copy_state(obj, new)
-        vars(new)[attribute] = children[0]
-        return new
-
-    return _Recipe(flatten, unflatten, optree.GetAttrEntry)
+def _restore_state(obj: Any, new: Any, state: State, moved: list[Any]) -> None:
+    """Give ``new`` the attributes of ``obj``, with those among the children replaced."""
+    copy_state(obj, new)
+    if state.names:
+        write_state(new, state, moved)
 
 
 def _flatten_view(obj: types.MappingProxyType[Any, Any]) -> tuple[list[Any], None, tuple[None]]:
@@ -337,97 +244,126 @@ def _rebuild_view(_: None, children: Any) -> types.MappingProxyType[Any, Any]:
     return types.MappingProxyType(children[0])
 
 
-def _set(cls: type) -> _Recipe:
+def _set(cls: type) -> Recipe:
     base: Any = frozenset if issubclass(cls, frozenset) else set
 
-    def flatten(obj: Any) -> tuple[list[Any], Any, range]:
+    def flatten(obj: Any) -> tuple[list[Any], Any, list[Any]]:
         items = list(base.__iter__(obj))
-        return items, obj, range(len(items))
+        entries: list[Any] = list(range(len(items)))
+        children, state = _with_state(obj, items, entries)
+        olds = children if state.names else None
+        return children, (obj, len(items), state, olds), entries
 
-    def unflatten(obj: Any, values: Any) -> Any:
+    def unflatten(meta: tuple[Any, int, State, Any], children: Any) -> Any:
+        obj, n, state, olds = meta
+        children = _shared(olds, children)
+        values = children[:n]
         if cls is base:
             new = base(values)
         elif base is frozenset:
             new = frozenset.__new__(cls, values)
-            copy_state(obj, new)
+            _restore_state(obj, new, state, children[n:])
         else:
             new = set.__new__(cls)
             set.update(new, values)
-            copy_state(obj, new)
-        if len(new) != len(values):
-            raise RebuildRefused(
-                f"its {len(values)} items became {len(new)}: some compare equal once moved"
-            )
+            _restore_state(obj, new, state, children[n:])
+        if len(new) != n:
+            raise RebuildRefused(f"its {n} items became {len(new)}: some compare equal once moved")
         return new
 
-    return _Recipe(flatten, unflatten, SetItemEntry)
+    return Recipe(flatten, unflatten, SetItemEntry)
 
 
-def _dict(cls: type, base: type) -> _Recipe:
+def _dict(cls: type, base: type) -> Recipe:
     # OrderedDict keeps its own order (move_to_end), which dict.keys does not see.
     keys_of = collections.OrderedDict.keys if base is collections.OrderedDict else dict.keys
     get = dict.__getitem__
 
-    def flatten(obj: Any) -> tuple[list[Any], tuple[Any, list[Any]], list[Any]]:
+    def flatten(obj: Any) -> tuple[list[Any], tuple[Any, list[Any], State, Any], list[Any]]:
         keys = list(keys_of(obj))
-        return [get(obj, k) for k in keys], (obj, keys), keys
+        entries = keys.copy()
+        children, state = _with_state(obj, [get(obj, k) for k in keys], entries)
+        olds = children if state.names else None
+        return children, (obj, keys, state, olds), entries
 
-    def unflatten(meta: tuple[Any, list[Any]], values: Any) -> Any:
-        obj, keys = meta
+    def unflatten(meta: tuple[Any, list[Any], State, Any], children: Any) -> Any:
+        obj, keys, state, olds = meta
+        children = _shared(olds, children)
+        n = len(keys)
         new: Any = base.__new__(cls)  # type: ignore[call-overload]
         if base is collections.defaultdict:
             object.__setattr__(new, "default_factory", obj.default_factory)
         if base is collections.OrderedDict:
             setitem = collections.OrderedDict.__setitem__
-            for key, value in zip(keys, values, strict=True):
+            for key, value in zip(keys, children[:n], strict=True):
                 setitem(new, key, value)
         else:
-            dict.update(new, zip(keys, values, strict=True))
-        copy_state(obj, new)
+            dict.update(new, zip(keys, children[:n], strict=True))
+        _restore_state(obj, new, state, children[n:])
         return new
 
-    return _Recipe(flatten, unflatten, optree.MappingEntry)
+    return Recipe(flatten, unflatten, ItemOrAttrEntry)
 
 
-def _list(cls: type) -> _Recipe:
-    def flatten(obj: Any) -> tuple[list[Any], Any, None]:
-        return list.copy(obj), obj, None
+def _list(cls: type) -> Recipe:
+    def flatten(obj: Any) -> tuple[list[Any], Any, list[Any]]:
+        items = list.copy(obj)
+        entries: list[Any] = list(range(len(items)))
+        children, state = _with_state(obj, items, entries)
+        olds = children if state.names else None
+        return children, (obj, len(items), state, olds), entries
 
-    def unflatten(obj: Any, values: Any) -> Any:
+    def unflatten(meta: tuple[Any, int, State, Any], children: Any) -> Any:
+        obj, n, state, olds = meta
+        children = _shared(olds, children)
         new: Any = list.__new__(cls)
-        list.extend(new, values)
-        copy_state(obj, new)
+        list.extend(new, children[:n])
+        _restore_state(obj, new, state, children[n:])
         return new
 
-    return _Recipe(flatten, unflatten, optree.SequenceEntry)
+    return Recipe(flatten, unflatten, ItemOrAttrEntry)
 
 
-def _tuple(cls: type) -> _Recipe:
-    def flatten(obj: Any) -> tuple[Any, Any, None]:
-        return tuple.__getitem__(obj, slice(None)), obj, None
+def _tuple(cls: type) -> Recipe:
+    def flatten(obj: Any) -> tuple[list[Any], Any, list[Any]]:
+        items = list(tuple.__iter__(obj))
+        entries: list[Any] = list(range(len(items)))
+        children, state = _with_state(obj, items, entries)
+        olds = children if state.names else None
+        return children, (obj, len(items), state, olds), entries
 
-    def unflatten(obj: Any, values: Any) -> Any:
-        new: Any = tuple.__new__(cls, values)
-        copy_state(obj, new)
+    def unflatten(meta: tuple[Any, int, State, Any], children: Any) -> Any:
+        obj, n, state, olds = meta
+        children = _shared(olds, children)
+        # tuple.__new__, not cls(...): a namedtuple subclass's __new__ may transform
+        # its arguments, which would transform the values a second time.
+        new: Any = tuple.__new__(cls, children[:n])
+        _restore_state(obj, new, state, children[n:])
         return new
 
-    return _Recipe(flatten, unflatten, optree.SequenceEntry)
+    return Recipe(flatten, unflatten, ItemOrAttrEntry)
 
 
-def _deque(cls: type) -> _Recipe:
-    def flatten(obj: Any) -> tuple[list[Any], Any, None]:
-        return list(collections.deque.__iter__(obj)), obj, None
+def _deque(cls: type) -> Recipe:
+    def flatten(obj: Any) -> tuple[list[Any], Any, list[Any]]:
+        items = list(collections.deque.__iter__(obj))
+        entries: list[Any] = list(range(len(items)))
+        children, state = _with_state(obj, items, entries)
+        olds = children if state.names else None
+        return children, (obj, len(items), state, olds), entries
 
-    def unflatten(obj: Any, values: Any) -> Any:
+    def unflatten(meta: tuple[Any, int, State, Any], children: Any) -> Any:
+        obj, n, state, olds = meta
+        children = _shared(olds, children)
         new: Any = collections.deque.__new__(cls)
-        collections.deque.__init__(new, values, collections.deque.maxlen.__get__(obj))
-        copy_state(obj, new)
+        collections.deque.__init__(new, children[:n], collections.deque.maxlen.__get__(obj))
+        _restore_state(obj, new, state, children[n:])
         return new
 
-    return _Recipe(flatten, unflatten, optree.SequenceEntry)
+    return Recipe(flatten, unflatten, ItemOrAttrEntry)
 
 
-def _generic_mapping(cls: type) -> _Recipe:
+def _stateless_mapping(cls: type) -> Recipe:
     def flatten(obj: Any) -> tuple[list[Any], tuple[Any, list[Any], list[Any]], list[Any]]:
         keys = list(obj)
         values = [obj[k] for k in keys]
@@ -451,7 +387,7 @@ def _generic_mapping(cls: type) -> _Recipe:
             )
         return new
 
-    return _Recipe(flatten, rebuild_mapping, optree.MappingEntry, constructs=True)
+    return Recipe(flatten, rebuild_mapping, ItemOrAttrEntry, constructs=True)
 
 
 def _holds_exactly(mapping: Any, items: dict[Any, Any]) -> bool:

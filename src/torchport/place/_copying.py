@@ -1,57 +1,208 @@
-"""Copying an object's own state without calling its constructor.
+"""An object's own state, and copying it without calling its constructor.
 
-The walker rebuilds containers around new children by copying them (a constructor
-may do more than store its arguments), so it needs a faithful shallow copy, the
-instance's ``__dict__`` and slots carried over, and ``functools.cached_property``
-values forgotten (they were computed from the old children). A copy that cannot be
-made faithfully raises :class:`RebuildRefused`, which the walker turns into an
-``UnsupportedBatchError`` naming the path.
+The walker rebuilds objects around new children by copying them (a constructor
+may do more than store its arguments), so it needs to read an instance's own
+state (its ``__dict__`` and its filled ``__slots__``, ``functools.cached_property``
+values included: they live in ``__dict__``), to make a faithful shallow copy, and
+to write new values into the copy past any ``__setattr__`` (frozen dataclasses,
+attrs and pydantic classes, objects that forward attributes elsewhere). A copy
+that cannot be made faithfully raises :class:`RebuildRefused`, which the walker
+turns into an ``UnsupportedBatchError`` naming the path.
+
+Objects with their own ``.to`` are deep-copied instead (:func:`deep_copy_sharing`),
+with every tensor found in them mapped to its moved counterpart, so that a ``.to``
+that works in place changes the copy, never the input.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import copy
-import functools
+import types
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
     "RebuildRefused",
-    "copied_as_dict",
+    "State",
+    "copies_plainly",
+    "copy_object",
     "copy_state",
-    "drop_cached",
-    "shallow_copy",
+    "deep_copy_sharing",
+    "has_state",
+    "read_state",
     "slot_names",
+    "write_state",
 ]
 
-_SLOTS: dict[type, tuple[str, ...]] = {}
-_CACHED: dict[type, tuple[str, ...]] = {}
+# Per class: (name, member descriptor) for each slot it and its bases declare.
+_SLOTS: dict[type, tuple[tuple[str, Any], ...]] = {}
+# Per class: whether copy.copy(obj) would be object.__new__ plus the instance state.
+_PLAIN_COPY: dict[type, bool] = {}
+# __copy__ methods of the standard library that only copy the state (UserDict's and
+# UserList's also copy .data, ChainMap's calls the constructor): the walker copies
+# the state itself instead, which means the same and costs less.
+_STATE_COPIES = frozenset(
+    {
+        collections.UserDict.__copy__,
+        collections.UserList.__copy__,
+        vars(collections.ChainMap)["__copy__"],
+    }
+)
 
 
 class RebuildRefused(Exception):
     """A container cannot be rebuilt faithfully around new children; the message says why."""
 
 
+class State:
+    """An instance's own attributes, as read by :func:`read_state`.
+
+    Attributes:
+        names: Attribute names, those in ``__dict__`` first, then filled slots.
+        values: The values, in the same order.
+        in_dict: How many of them (the first ones) live in ``__dict__``.
+    """
+
+    __slots__ = ("in_dict", "names", "values")
+
+    def __init__(self, names: list[str], values: list[Any], in_dict: int) -> None:
+        self.names = names
+        self.values = values
+        self.in_dict = in_dict
+
+
+def slot_descriptors(cls: type) -> tuple[tuple[str, Any], ...]:
+    """Each slot ``cls`` and its bases declare, with the descriptor that reads and writes it."""
+    found = _SLOTS.get(cls)
+    if found is None:
+        entries: list[tuple[str, Any]] = []
+        for base in cls.__mro__:
+            slots = vars(base).get("__slots__", ())
+            for name in (slots,) if isinstance(slots, str) else slots:
+                if name in ("__dict__", "__weakref__"):
+                    continue
+                if name.startswith("__") and not name.endswith("__"):
+                    name = f"_{base.__name__.lstrip('_')}{name}"  # name mangling
+                descriptor = vars(base).get(name)
+                if descriptor is not None and hasattr(descriptor, "__set__"):
+                    entries.append((name, descriptor))
+        found = _SLOTS[cls] = tuple(entries)
+    return found
+
+
+def slot_names(cls: type) -> tuple[str, ...]:
+    """The names of the slots ``cls`` and its bases declare (mangled as Python stores them)."""
+    return tuple(name for name, _ in slot_descriptors(cls))
+
+
+def has_state(cls: type) -> bool:
+    """Whether instances of ``cls`` can hold attributes of their own (a ``__dict__`` or slots)."""
+    return any("__dict__" in vars(base) for base in cls.__mro__[:-1]) or bool(slot_descriptors(cls))
+
+
+def read_state(obj: Any) -> State:
+    """``obj``'s ``__dict__`` entries and filled slots, read past ``__getattr__`` and properties."""
+    try:
+        state = object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        state = None
+    if state:
+        names = list(state)
+        values = list(state.values())
+    else:
+        names, values = [], []
+    in_dict = len(names)
+    slots = slot_descriptors(type(obj))
+    if slots:
+        cls = type(obj)
+        for name, descriptor in slots:
+            try:
+                value = descriptor.__get__(obj, cls)
+            except AttributeError:  # an empty slot
+                continue
+            names.append(name)
+            values.append(value)
+    return State(names, values, in_dict)
+
+
+def write_state(obj: Any, state: State, values: Sequence[Any]) -> None:
+    """Set each attribute of ``state`` whose value changed to the new one, past ``__setattr__``."""
+    cls = type(obj)
+    own: dict[str, Any] | None = None
+    slots: dict[str, Any] | None = None
+    for i, (name, before, after) in enumerate(zip(state.names, state.values, values, strict=True)):
+        if after is before:
+            continue
+        if i < state.in_dict:
+            if own is None:
+                own = object.__getattribute__(obj, "__dict__")
+            own[name] = after
+        else:
+            if slots is None:
+                slots = dict(slot_descriptors(cls))
+            slots[name].__set__(obj, after)
+
+
 def copy_state(old: Any, new: Any) -> None:
     """Copy ``old``'s instance attributes (``__dict__`` and slots) onto ``new``, as they are."""
-    cls = type(old)
-    try:
-        state = object.__getattribute__(old, "__dict__")
-    except AttributeError:
-        pass
-    else:
-        if state:
-            object.__getattribute__(new, "__dict__").update(state)
-            drop_cached(cls, new)
-    for name in slot_names(cls):
-        try:
-            value = object.__getattribute__(old, name)
-        except AttributeError:  # an empty slot stays empty
-            continue
-        object.__setattr__(new, name, value)
+    state = read_state(old)
+    if state.in_dict:
+        object.__getattribute__(new, "__dict__").update(
+            zip(state.names[: state.in_dict], state.values[: state.in_dict], strict=True)
+        )
+    if len(state.names) > state.in_dict:
+        descriptors = dict(slot_descriptors(type(old)))
+        for name, value in zip(
+            state.names[state.in_dict :], state.values[state.in_dict :], strict=True
+        ):
+            descriptors[name].__set__(new, value)
 
 
-def shallow_copy(obj: Any) -> Any:
-    """``copy.copy(obj)``, refused when it would not give a separate object of the same type."""
+def copies_plainly(cls: type) -> bool:
+    """Whether ``copy.copy`` of a ``cls`` is ``object.__new__(cls)`` plus its state, as is.
+
+    True when nothing customises copying or construction (the standard library's
+    state-only ``__copy__`` methods of ``UserDict``, ``UserList`` and ``ChainMap``
+    aside), so the walker may build the copy itself without ``copy.copy``'s
+    generic machinery.
+    """
+    plain = _PLAIN_COPY.get(cls)
+    if plain is None:
+        own_copy = getattr(cls, "__copy__", None)
+        constructs = getattr(cls, "__new__", None) is not object.__new__
+        if own_copy is not None:
+            # copy.copy calls __copy__ and nothing else: the state-only ones are plain.
+            plain = own_copy in _STATE_COPIES and not constructs
+        else:
+            plain = (
+                not constructs
+                and getattr(cls, "__reduce_ex__", None) is object.__reduce_ex__
+                and getattr(cls, "__reduce__", None) is object.__reduce__
+                and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None)
+                and getattr(cls, "__setstate__", None) is None
+            )
+        _PLAIN_COPY[cls] = plain
+    return plain
+
+
+def copy_object(obj: Any) -> Any:
+    """A shallow copy of ``obj``: same type, same state, no constructor called.
+
+    Plain classes are copied as ``object.__new__`` plus their ``__dict__`` and
+    slots; others with ``copy.copy``, which honours ``__copy__``,
+    ``__reduce_ex__`` and ``__getstate__``/``__setstate__``.
+
+    Raises:
+        RebuildRefused: ``copy.copy`` raised, or returned the object itself or
+            an object of another type.
+    """
+    cls = type(obj)
+    if copies_plainly(cls):
+        new = object.__new__(cls)
+        copy_state(obj, new)
+        return new
     try:
         new = copy.copy(obj)
     except Exception as exc:
@@ -59,7 +210,7 @@ def shallow_copy(obj: Any) -> Any:
             f"copy.copy raised {type(exc).__name__}: {exc}; torchport copies the object "
             "instead of calling its constructor"
         ) from exc
-    if new is obj or type(new) is not type(obj):
+    if new is obj or type(new) is not cls:
         found = "the object itself" if new is obj else f"a {type(new).__name__}"
         raise RebuildRefused(
             f"copy.copy returned {found}, so its children cannot be replaced without "
@@ -68,53 +219,173 @@ def shallow_copy(obj: Any) -> Any:
     return new
 
 
-def copied_as_dict(cls: type, fields: tuple[str, ...]) -> bool:
-    """Whether ``copy.copy`` of a ``cls`` is ``object.__new__(cls)`` plus its ``__dict__``.
+def deep_copy_sharing(
+    obj: Any, olds: Sequence[Any], news: Sequence[Any], walked: Callable[[type], bool]
+) -> Any:
+    """``copy.deepcopy(obj)`` in which each object of ``olds`` becomes its ``news`` counterpart.
 
-    True when nothing customises copying or construction, the instances keep
-    all state in ``__dict__`` (no slots) and no field is a data descriptor, so
-    fields may be written straight into the new ``__dict__``.
+    Used for objects with their own ``.to``: the copy honours the class's own
+    ``__deepcopy__``/``__copy__``/``__reduce_ex__`` (so back references such as a
+    storage's ``_parent`` point into the copy), while tensors are never copied:
+    each is replaced by the moved tensor the walker made for it, so a tensor
+    shared with the rest of the batch stays shared. What the walker copies itself
+    elsewhere is copied inside too as it would be (see :func:`_prime`): objects
+    ``walked`` accepts (walked through their state) and builtin-container
+    subclasses, so a class whose ``__getstate__`` leaves an attribute out, or
+    whose ``__new__`` transforms its fields, comes back whole and unchanged.
+
+    Raises:
+        RebuildRefused: ``copy.deepcopy`` raised, or returned the object itself
+            or an object of another type.
     """
-    return (
-        getattr(cls, "__new__", None) is object.__new__
-        and getattr(cls, "__copy__", None) is None
-        and getattr(cls, "__reduce_ex__", None) is object.__reduce_ex__
-        and getattr(cls, "__reduce__", None) is object.__reduce__
-        and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None)
-        and getattr(cls, "__setstate__", None) is None
-        and any("__dict__" in vars(base) for base in cls.__mro__)
-        and not slot_names(cls)
-        and not any(hasattr(type(getattr(cls, name, None)), "__set__") for name in fields)
+    memo: dict[int, Any] = {id(old): new for old, new in zip(olds, news, strict=True)}
+    # deepcopy keeps every object it copied alive in memo[id(memo)]; the olds must
+    # outlive the copy too, or an id could be reused by a new object mid-copy.
+    memo[id(memo)] = list(olds)
+    try:
+        _prime(obj, memo, walked)
+        new = copy.deepcopy(obj, memo)
+    except Exception as exc:
+        raise RebuildRefused(
+            f"copy.deepcopy raised {type(exc).__name__}: {exc}; torchport calls .to on a "
+            "copy (tensors excepted) so that a .to that works in place leaves the input "
+            "as it was; make the object deep-copyable, or move it yourself and pass its "
+            "key in skip_keys"
+        ) from exc
+    if new is obj or type(new) is not type(obj):
+        found = "the object itself" if new is obj else f"a {type(new).__name__}"
+        raise RebuildRefused(
+            f"copy.deepcopy returned {found}, so its .to cannot be called without "
+            "changing the original"
+        )
+    return new
+
+
+def _copied_unfaithfully(cls: type) -> bool:
+    """Whether ``copy.deepcopy`` rebuilds a ``cls`` through the class's own methods.
+
+    It does for subclasses of the builtin containers: tuples through
+    ``__getnewargs__`` (so ``__new__`` runs again on the fields), sets and deques
+    through their constructor, lists and dicts through ``append`` and
+    ``__setitem__``, any of which a subclass may override to transform or refuse
+    its arguments. A ``MappingProxyType`` cannot be deep-copied at all. A
+    namedtuple as ``collections.namedtuple`` makes it takes its fields as they are,
+    and classes defined in C (``torch.Size``, structseqs) copy themselves right.
+    """
+    if cls is types.MappingProxyType:
+        return True
+    if not cls.__flags__ & _HEAPTYPE or not issubclass(cls, _BUILTIN_CONTAINERS):
+        return False
+    made = next((base for base in cls.__mro__ if "_make" in vars(base)), None)
+    if made is None:
+        return True
+    return has_state(cls) or any(
+        "__new__" in vars(base) or "__init__" in vars(base)
+        for base in cls.__mro__[: cls.__mro__.index(made)]
     )
 
 
-def slot_names(cls: type) -> tuple[str, ...]:
-    names = _SLOTS.get(cls)
-    if names is None:
-        found: list[str] = []
-        for base in cls.__mro__:
-            slots = vars(base).get("__slots__", ())
-            for name in (slots,) if isinstance(slots, str) else slots:
-                if name in ("__dict__", "__weakref__"):
-                    continue
-                if name.startswith("__") and not name.endswith("__"):
-                    name = f"_{base.__name__.lstrip('_')}{name}"  # name mangling
-                found.append(name)
-        names = _SLOTS[cls] = tuple(found)
-    return names
+def _prime(obj: Any, memo: dict[int, Any], walked: Callable[[type], bool]) -> None:
+    """Put in ``memo`` the copies the walker would make of what ``obj`` holds.
+
+    ``copy.deepcopy`` then uses them instead of the classes' own copy protocols:
+    builtin-container subclasses are built with the base type's methods (a
+    namedtuple whose ``__new__`` doubles a field is not doubled again), and objects
+    walked through their state are copied with :func:`copy_object` and given deep
+    copies of every attribute (a ``__getstate__`` that leaves one out loses
+    nothing). An iterative walk through items and state: an object's copy is
+    registered when it is first met (so a reference back to it finds it), its
+    attributes and a container's items are filled in after its children, each
+    deep-copied with the same ``memo``, so tensors stay the moved ones. ``obj``
+    itself is left to its own ``__deepcopy__``.
+    """
+    seen: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(obj, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            _fill(node, memo)
+            continue
+        if id(node) in seen or id(node) in memo or _is_atom(node):
+            continue
+        seen.add(id(node))
+        cls = type(node)
+        if _copied_unfaithfully(cls):
+            stack.append((node, True))
+        elif node is not obj and walked(cls):
+            memo[id(node)] = copy_object(node)
+            stack.append((node, True))
+        stack.extend((child, False) for child in _children(node))
 
 
-def drop_cached(cls: type, new: Any) -> None:
-    """Forget ``cached_property`` values: they were computed from the old children."""
-    names = _CACHED.get(cls)
-    if names is None:
-        names = _CACHED[cls] = tuple(
-            name
-            for base in cls.__mro__
-            for name, value in vars(base).items()
-            if isinstance(value, functools.cached_property)
+def _fill(node: Any, memo: dict[int, Any]) -> None:
+    """Finish the copy of ``node``: build a container, or give an object its attributes."""
+    made = memo.get(id(node))
+    if made is None:
+        memo[id(node)] = _faithful_copy(node, memo)
+        return
+    state = read_state(node)
+    if state.names:
+        copied = [copy.deepcopy(value, memo) for value in state.values]
+        write_state(made, State(state.names, [_UNSET] * len(state.names), state.in_dict), copied)
+
+
+def _is_atom(node: Any) -> bool:
+    return isinstance(node, str | bytes | int | float | complex | type(None) | type)
+
+
+def _children(node: Any) -> list[Any]:
+    found: list[Any] = []
+    if isinstance(node, dict | types.MappingProxyType):
+        found.extend(node.values())
+    elif isinstance(node, _BUILTIN_CONTAINERS):
+        found.extend(node)
+    with contextlib.suppress(Exception):  # state that cannot be read is left to deepcopy
+        found.extend(read_state(node).values)
+    return found
+
+
+def _faithful_copy(node: Any, memo: dict[int, Any]) -> Any:
+    """A deep copy built with the builtin base's own methods, then the instance's state."""
+    cls = type(node)
+    deep = copy.deepcopy
+    if cls is types.MappingProxyType:
+        return types.MappingProxyType(deep(node.copy(), memo))
+    new: Any
+    if issubclass(cls, dict):
+        base: Any = next(
+            b
+            for b in (collections.OrderedDict, collections.defaultdict, dict)
+            if isinstance(node, b)
         )
-    if names:
-        state = object.__getattribute__(new, "__dict__")
-        for name in names:
-            state.pop(name, None)
+        new = base.__new__(cls)
+        if base is collections.defaultdict:
+            object.__setattr__(new, "default_factory", node.default_factory)
+        setitem = base.__setitem__
+        for key, value in list(base.items(node)):
+            setitem(new, deep(key, memo), deep(value, memo))
+    else:
+        items = [deep(item, memo) for item in node]
+        if issubclass(cls, tuple):
+            new = tuple.__new__(cls, items)
+        elif issubclass(cls, frozenset):
+            new = frozenset.__new__(cls, items)
+        elif issubclass(cls, set):
+            new = set.__new__(cls)
+            set.update(new, items)
+        elif issubclass(cls, list):
+            new = list.__new__(cls)
+            list.extend(new, items)
+        else:
+            new = collections.deque.__new__(cls)
+            collections.deque.__init__(new, items, collections.deque.maxlen.__get__(node))
+    state = read_state(node)
+    if state.names:
+        copied = [deep(value, memo) for value in state.values]
+        write_state(new, State(state.names, [_UNSET] * len(state.names), state.in_dict), copied)
+    return new
+
+
+_UNSET = object()  # stands for "no value yet", so write_state writes every attribute
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
+_BUILTIN_CONTAINERS = (tuple, list, dict, set, frozenset, collections.deque)

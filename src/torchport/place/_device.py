@@ -20,6 +20,7 @@ import torch
 from torchport import hardware
 from torchport._sizes import format_bytes
 from torchport.hardware import DeviceInfo
+from torchport.place._redirected import names_cuda, redirect_target
 
 __all__ = [
     "ENV_VAR",
@@ -52,7 +53,10 @@ def pick_device(prefer: str | torch.device | int | None = None) -> torch.device:
     free memory cannot be read). A device type without an index (``"cuda"``)
     gets its index the same way. ``"auto"`` (or an empty ``TORCHPORT_DEVICE``)
     means the automatic choice. ``"meta"`` is accepted when asked for and never
-    chosen automatically. ``"cpu:0"`` is the CPU.
+    chosen automatically. ``"cpu:0"`` is the CPU. Inside
+    ``torchport.redirect(target)`` (and so under ``torchport run``) the automatic
+    choice, and a CUDA device named by ``prefer`` or ``TORCHPORT_DEVICE``, is the
+    redirect's target, where ``.cuda()`` goes there.
 
     Never changes ``os.environ`` or global torch state; does not synchronize.
     :func:`pick_device_with_reason` returns the same device and says why.
@@ -84,18 +88,30 @@ def pick_device_with_reason(
     Raises:
         DeviceError: as :func:`pick_device`.
     """
+    redirected = redirect_target()
     if not is_automatic(prefer):
+        if redirected is not None and names_cuda(prefer, "prefer"):
+            return redirected, f"prefer={prefer!r} names CUDA, which {_redirect_says(redirected)}"
         device, how = _parse(prefer, "prefer")
         return device, f"prefer={prefer!r} was passed{how}"
     env = os.environ.get(ENV_VAR, "")
     if env.strip() and not is_automatic(env):
+        if redirected is not None and names_cuda(env.strip(), ENV_VAR):
+            return redirected, f"{ENV_VAR}={env!r} names CUDA, which {_redirect_says(redirected)}"
         device, how = _parse(env, ENV_VAR)
         return device, f"{ENV_VAR}={env!r} is set{how}"
+    if redirected is not None:
+        # The script sees CUDA and .cuda() lands on the target: so does the automatic choice.
+        return redirected, f"{_redirect_says(redirected)}, so the automatic choice is {redirected}"
     kind = hardware.accelerator_type()
     if kind is None:
         return torch.device("cpu"), "torch reports no accelerator, so the CPU"
     index, why = _choose_index(kind)
     return torch.device(kind, index), f"{kind} is the accelerator torch reports; {why}"
+
+
+def _redirect_says(target: torch.device) -> str:
+    return f"torchport.redirect sends to {target} (as it does .cuda())"
 
 
 def available_devices() -> list[DeviceInfo]:

@@ -9,7 +9,7 @@ node by node, and name the culprit by a Python path such as
 
 from __future__ import annotations
 
-import dataclasses
+import collections
 import itertools
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -20,7 +20,13 @@ import optree
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import GENERIC_MAPPINGS, NAMESPACE, RebuildRefused
 
-__all__ = ["ROOT", "flatten_failure_message", "rebuild_located", "recursion_message"]
+__all__ = [
+    "ROOT",
+    "find_path",
+    "flatten_failure_message",
+    "rebuild_located",
+    "recursion_message",
+]
 
 ROOT = "batch"
 
@@ -33,11 +39,13 @@ def how_rebuilt(cls: type | None) -> str:
         return f"calling {cls.__name__}(*fields)"
     if cls in GENERIC_MAPPINGS:
         return f"calling {cls.__name__}(dict_of_items)"
-    if dataclasses.is_dataclass(cls):
-        return "copying it, then setting each field"
     if cls in (set, frozenset, types.MappingProxyType, list, tuple, dict):
         return f"calling {cls.__name__}(items)"
-    return "copying it with its base type's methods, then its attributes"
+    if callable(getattr(cls, "to", None)):
+        return "deep-copying it (its tensors excepted), then calling its .to"
+    if issubclass(cls, list | tuple | dict | set | frozenset | collections.deque):
+        return "copying it with its base type's methods, then its attributes"
+    return "copying it without its constructor, then setting the changed attributes"
 
 
 def rebuild_located(spec: optree.PyTreeSpec, leaves: Sequence[Any], path: str) -> Any:
@@ -105,6 +113,12 @@ def recursion_message(obj: object) -> str:
         f"the batch is nested more than {optree.MAX_RECURSION_DEPTH} levels deep; "
         "flatten it or wrap the deep part in an object with a .to(device) method"
     )
+
+
+def find_path(root: object, root_path: str, wanted: Callable[[object], bool]) -> str | None:
+    """The path (written as Python from ``root_path``) of the first node ``wanted`` accepts."""
+    found = _find_node(root, root_path, wanted)
+    return None if found is None else found[0]
 
 
 def _fails_to_open(node: object) -> bool:

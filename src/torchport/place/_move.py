@@ -11,6 +11,7 @@ are moved in place (``place/_stateful.py``). Nothing here imports ``feed``.
 
 from __future__ import annotations
 
+import collections
 import inspect
 import operator
 from collections.abc import Collection, Hashable
@@ -20,8 +21,13 @@ import torch
 from torch import nn
 
 from torchport import hardware
-from torchport.errors import ConfigError
+from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
+from torchport.place._copying import copies_plainly, slot_names
+from torchport.place._objects import refusal
+from torchport.place._redirected import ACTIVE as _REDIRECTS
+from torchport.place._redirected import resolve_device
+from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
 
@@ -38,6 +44,10 @@ _META = parse_device("meta")
 _DEVICE = operator.attrgetter("device")
 _TENSOR = torch.Tensor
 _ONLY_TENSOR = frozenset({torch.Tensor})
+# Per UserDict type: whether the direct path may copy it (see _plain_user_dict).
+_USER_DICTS: dict[type, bool] = {}
+# Types that are batches, never training state: no need to ask refusal() about them.
+_BATCH_TYPES: frozenset[type] = frozenset({dict, list, tuple})
 # Flat containers up to this size take the direct path; bigger ones the engine,
 # whose C-level planning wins once there are many leaves.
 _FLAT_MAX = 32
@@ -56,15 +66,30 @@ def to_device(
 ) -> T:
     """Move a tensor, a nested batch, a module or an optimizer to ``device``.
 
-    * Tensors and containers at any depth (dict, ``defaultdict``, ``OrderedDict``,
-      ``UserDict`` (so HuggingFace's ``BatchEncoding``) and any other ``Mapping``,
-      list, tuple, namedtuple, set and frozenset, dataclasses incl. frozen ones,
-      rebuilt without calling ``__init__``): a new batch of the same structure is
-      returned; the input is not modified. A container that cannot be rebuilt
-      raises :class:`~torchport.UnsupportedBatchError` naming its path.
-      A tensor that appears twice is copied once and stays shared; a tensor
-      already on ``device`` with the right dtype is returned as is. Objects with
-      a ``.to`` method are moved with it; every other leaf comes back as it is.
+    * A batch: tensors, containers and objects at any depth. The promise: when
+      this returns, every tensor reachable from the result (through container
+      items, the attributes of container subclasses, dataclass, attrs and
+      pydantic fields, and the ``__dict__`` and ``__slots__`` of any object) is
+      on ``device``, except values under ``skip_keys``; the input is unchanged;
+      every value is unchanged; a tensor that appears twice is copied once and
+      stays shared. Otherwise :class:`~torchport.UnsupportedBatchError` names
+      the path of what could not be moved. Containers (dict, ``OrderedDict`` in
+      its own order, ``defaultdict``, list, tuple, namedtuple, set, frozenset,
+      ``deque``, ``MappingProxyType`` and their subclasses) are rebuilt without
+      calling their constructors. Objects without a ``.to`` (dataclasses, attrs
+      and pydantic models, ``torch.distributions``, ``UserDict`` such as
+      HuggingFace's ``BatchEncoding``, custom ``Mapping``s, plain classes) are
+      copied without their constructor, their attributes (caches included)
+      moved; one in which nothing moves comes back as the very object. Objects
+      with a ``.to`` and attributes (PyTorch Geometric's ``Data``) have their
+      tensors moved with the batch, then ``.to`` is called on a deep copy, so a
+      ``.to`` that works in place leaves the input as it was; an object whose
+      state torchport cannot read is moved by its ``.to`` as it is. Values
+      (numbers, strings, classes, functions, modules, ``Enum`` members, weak
+      references, objects without attributes) come back as they are, and so do
+      mapping keys. Modules, optimizers, LR schedulers and ``GradScaler``s
+      inside a batch are refused (move them on their own). A tensor already on
+      ``device`` with the right dtype is returned as is.
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
       ``torch.__future__.set_overwrite_module_params_on_conversion(True)``), so an
@@ -79,6 +104,11 @@ def to_device(
       parameter group is ``capturable`` or ``fused``. Returned as the same
       object. A parameter that is not on ``device`` (or, with ``dtype``, not of
       that dtype) raises :class:`~torchport.DeviceMismatchError`.
+    * An LR scheduler or a ``GradScaler``: refused with what to do instead (a
+      scheduler holds nothing to move; a scaler is built for its device).
+
+    Inside ``torchport.redirect(target)`` (and ``torchport run``) a device that
+    names CUDA means ``target``, where ``.cuda()`` goes there.
 
     Synchronization, with ``non_blocking=None`` (the default, "as fast as is
     safe"):
@@ -118,7 +148,8 @@ def to_device(
         dtype: Cast floating-point tensors (and a module's floating parameters)
             to this dtype in the same copy; integer and bool tensors are untouched.
         pack: ``True`` copies the batch's host tensors through one staging buffer
-            in one copy; ``None`` does so only for a CUDA target with at least 4
+            in one copy (each result still gets a storage of its own and the
+            strides ``.to`` would give it); ``None`` does so only for a CUDA target with at least 4
             tensors of at most 256 KiB on average (64 MiB in total), where one
             copy beats many; ``False`` copies tensor by tensor. Tensors that need
             grad, sparse, quantized or nested tensors, subclasses and tensors
@@ -135,12 +166,14 @@ def to_device(
         ConfigError: ``dtype`` is not a floating-point dtype, or ``skip_keys`` is
             neither a key nor a collection of keys.
         DeviceMismatchError: An optimizer's parameters are not on ``device``.
-        UnsupportedBatchError: The batch holds a container that cannot be
-            rebuilt, or a cycle; the message names its path.
+        UnsupportedBatchError: The batch holds an object that cannot be
+            rebuilt faithfully, a cycle, or training state (a module, optimizer,
+            scheduler or scaler); or ``obj`` is a scheduler or a scaler. The
+            message names the path and says what to do.
     """
-    target = _PARSED_GET(device) if type(device) is str else None
+    target = _PARSED_GET(device) if type(device) is str and not _REDIRECTS else None
     if target is None:
-        target = parse_device(device, argument="device")
+        target = resolve_device(device, argument="device")
     if dtype is None and pack is not True and not skip_keys:
         cls = type(obj)
         # The direct paths first: they are what most training loops call, and every
@@ -161,6 +194,10 @@ def to_device(
             moved = _move_flat(obj, cls, target, non_blocking, pack)
             if moved is not _NOT_FLAT:
                 return moved  # type: ignore[return-value]
+        elif _plain_user_dict(cls):
+            moved = _move_user_dict(obj, cls, target, non_blocking, pack)
+            if moved is not _NOT_FLAT:
+                return moved  # type: ignore[no-any-return]
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ConfigError(
             f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "
@@ -177,15 +214,23 @@ def to_device(
     if isinstance(obj, torch.optim.Optimizer):
         move_optimizer(obj, target, non_blocking, dtype)
         return obj
+    kind: type = type(obj)
+    if kind not in _BATCH_TYPES:
+        refused = refusal(kind, "the object", str(target))
+        if refused is not None:
+            raise UnsupportedBatchError(f"to_device: {refused}")
     layout = flatten_batch(obj, skip_keys=skip_keys)
     tensors = layout.tensors
     # Movers first: their own .to synchronizes as it does, before the engine's one wait.
     new_movers = [_call_to(m, target, non_blocking, dtype) for m in layout.movers] or None
+
+    def call_to(m: Any) -> Any:
+        return _call_to(m, target, non_blocking, dtype)
+
     plan = hardware.plan_copy(tensors, target, dtype=dtype, pack=pack, distinct=True)
-    if plan.noop:
-        return layout.rebuild(tensors, new_movers)  # type: ignore[return-value]
-    done = plan.run(non_blocking=non_blocking, measure=False)
-    return layout.rebuild(done.tensors, new_movers)  # type: ignore[return-value]
+    if not plan.noop:
+        tensors = plan.run(non_blocking=non_blocking, measure=False).tensors
+    return layout.rebuild(tensors, new_movers, call_to=call_to, target=target)  # type: ignore[return-value]
 
 
 _NOT_FLAT: Any = object()
@@ -232,6 +277,55 @@ def _move_flat(
     if cls is tuple:
         return obj
     return list(items) if cls is list else dict(obj)
+
+
+def _plain_user_dict(cls: type) -> bool:
+    """Whether ``cls`` is a ``UserDict`` (``BatchEncoding``...) that the walker copies plainly.
+
+    Such an object is walked through its ``__dict__`` (``data`` and a few
+    attributes) and copied as ``object.__new__`` plus that ``__dict__``; the direct
+    path below does exactly that, without the walker, when the rest is plain.
+    """
+    plain = _USER_DICTS.get(cls)
+    if plain is None:
+        plain = _USER_DICTS[cls] = (
+            issubclass(cls, collections.UserDict) and copies_plainly(cls) and not slot_names(cls)
+        )
+    return plain
+
+
+def _move_user_dict(
+    obj: Any, cls: type, target: torch.device, non_blocking: bool | None, pack: bool | None
+) -> Any:
+    """The direct path for a ``UserDict`` whose ``data`` is a dict of plain tensors.
+
+    Its other attributes must hold nothing (numbers, strings, ``None``, or lists of
+    values the walker already knows to be values, such as a tokenizer's
+    ``Encoding`` objects); else ``_NOT_FLAT``, and the walker decides. The result is
+    a new object of the same type with a new ``data``: the input is left as it is.
+    """
+    state = obj.__dict__
+    values = VALUE_TYPES
+    for name, value in state.items():
+        if name == "data":
+            continue
+        kind = type(value)
+        if kind in values:
+            continue
+        if (kind is list or kind is tuple) and values.issuperset(map(type, value)):
+            continue
+        return _NOT_FLAT
+    data = state.get("data")
+    if type(data) is not dict:
+        return _NOT_FLAT
+    moved = _move_flat(data, dict, target, non_blocking, pack)
+    if moved is _NOT_FLAT:
+        return _NOT_FLAT
+    new: Any = object.__new__(cls)
+    own = new.__dict__
+    own.update(state)
+    own["data"] = moved
+    return new
 
 
 def _repeats(items: Any, n: int) -> bool:

@@ -5,10 +5,17 @@ every device and under every ``torch.__future__`` flag, so an optimizer built
 before the move still holds the model's parameters. An optimizer's state then
 follows its parameters. Copies go through the hardware floor's copy routes, so
 moving to the CPU returns pageable memory in the default mode.
+
+The legacy reparametrizations (``torch.nn.utils.weight_norm`` and
+``spectral_norm``) keep the weight they compute as a plain attribute that their
+forward pre-hook sets again before each forward; after a move it is computed
+again at once from the moved parameters, so it is never seen on the old device
+(and never reported as an unregistered tensor, which it is by design).
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 import warnings
 import weakref
@@ -24,6 +31,11 @@ from torchport.errors import DeviceMismatchError, UnsupportedBatchError
 from torchport.place._tree import flatten_tensors
 
 __all__ = ["UnregisteredTensorWarning", "move_module", "move_optimizer"]
+
+# The legacy reparametrization hooks (torch.nn.utils exports the functions under the
+# modules' names, so the modules are imported by name).
+_WEIGHT_NORM: Any = importlib.import_module("torch.nn.utils.weight_norm").WeightNorm
+_SPECTRAL_NORM: Any = importlib.import_module("torch.nn.utils.spectral_norm").SpectralNorm
 
 # Attributes every nn.Module has; never user tensors.
 _MODULE_INTERNALS = frozenset(vars(nn.Module()))
@@ -71,6 +83,7 @@ def move_module(
     from an accelerator or to MPS in the default mode; pageable results).
     """
     if _already_there(module, target, dtype):
+        _recompute_reparametrized(module)
         _warn_unregistered(module, target)
         return
     pending: set[torch.device] = set()
@@ -83,6 +96,7 @@ def move_module(
         # and break the lazy module; torch's own conversion keeps it (set_data).
         _apply_recording_replacements(module, convert)
         hardware.wait_for_copies(pending, target)
+        _recompute_reparametrized(module)
         _warn_unregistered(module, target)
         return
     try:
@@ -101,7 +115,31 @@ def move_module(
         _apply_recording_replacements(module, convert)
     finally:
         hardware.wait_for_copies(pending, target)
+    _recompute_reparametrized(module)
     _warn_unregistered(module, target)
+
+
+def _reparametrized(module: nn.Module) -> Iterable[tuple[nn.Module, str, Any]]:
+    """(submodule, attribute, hook) for each weight a legacy reparametrization hook computes."""
+    for sub in module.modules():
+        for hook in sub._forward_pre_hooks.values():
+            if isinstance(hook, _WEIGHT_NORM | _SPECTRAL_NORM):
+                legacy: Any = hook
+                yield sub, legacy.name, legacy
+
+
+def _recompute_reparametrized(module: nn.Module) -> None:
+    """Compute each legacy-reparametrized weight again from the moved parameters, as its hook would.
+
+    Without a power iteration for ``spectral_norm``: that would change the module's
+    ``u``/``v`` estimates, which only a forward pass in training mode may do.
+    """
+    for sub, name, hook in _reparametrized(module):
+        if isinstance(vars(sub).get(name), torch.Tensor):
+            if isinstance(hook, _SPECTRAL_NORM):
+                setattr(sub, name, hook.compute_weight(sub, do_power_iteration=False))
+            else:
+                setattr(sub, name, hook.compute_weight(sub))
 
 
 def _apply_recording_replacements(
@@ -156,9 +194,10 @@ def _warn_unregistered(module: nn.Module, target: torch.device) -> None:
 def _unregistered_tensors(
     module: nn.Module, target: torch.device
 ) -> Iterable[tuple[str, torch.device]]:
+    computed = {(id(sub), name) for sub, name, _ in _reparametrized(module)}
     for prefix, sub in module.named_modules():
         for name, value in vars(sub).items():
-            if name in _MODULE_INTERNALS:
+            if name in _MODULE_INTERNALS or (id(sub), name) in computed:
                 continue
             if isinstance(value, torch.Tensor):
                 found: Sequence[torch.Tensor] = [value]

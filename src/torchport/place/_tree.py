@@ -1,4 +1,4 @@
-"""The tree walker: finds the tensors in a nested batch and rebuilds the batch around new ones.
+"""The tree walker: finds the tensors in a batch and rebuilds the batch around new ones.
 
 Code that moves or inspects a batch goes through :func:`flatten_batch`
 (``to_device``, ``DeviceLoader``) or :func:`flatten_tensors` /
@@ -7,57 +7,79 @@ attributes), so that every part agrees on what a batch may hold. (``strict()``
 names the culprit of a device mismatch by looking two levels into an op's
 arguments on its own; it moves and rebuilds nothing.)
 
+The invariant it serves: every tensor reachable from a batch (through
+containers, their items and attributes, and the ``__dict__`` and ``__slots__``
+of any object) is one of the listed tensors, so a rebuild around moved tensors
+leaves none behind; an object that cannot be rebuilt faithfully is refused with
+an ``UnsupportedBatchError`` naming its path. Tensors keep their sharing: each
+distinct tensor is listed once and every occurrence gets its one replacement.
+
 The walk itself is optree's C++ flatten and unflatten. optree already knows
 ``dict``, ``OrderedDict``, ``defaultdict``, ``list``, ``tuple``, ``deque``,
-namedtuples and structseqs; the first time a batch holds another container that
-optree treats as a leaf (a dataclass, a subclass of a builtin container, a set, a
-``UserDict``, any ``Mapping``: the list and how each is rebuilt are in
-``place/_containers.py``), its type is registered in the private
-``"torchport"`` optree namespace (the global optree registry and torch's own
-pytree registry are left alone) and the batch is flattened again. Leaves are
-classified once per type; after that a batch of builtin containers costs one C++
-flatten, a few C-level passes over the leaves (``map``, ``set``,
+namedtuples and structseqs; ``place/_spec.py`` corrects the two it rebuilds
+wrong (namedtuples with their own ``__new__`` or attributes, and the order of an
+``OrderedDict`` after ``move_to_end``). The first time a batch holds another
+type as a leaf, the walker decides once what that type is and, for a container
+(``place/_containers.py``) or an object with state (``place/_objects.py``),
+registers it in the private ``"torchport"`` optree namespace (the global optree
+registry and torch's own pytree registry are left alone) and flattens again.
+After that a batch of builtin containers costs one C++ flatten, one lookup of
+its structure, a few C-level passes over the leaves (``map``, ``set``,
 ``itertools.compress``: no Python bytecode per leaf) and one C++ unflatten.
 
-Objects with a ``.to`` method (other than tensors, and other than ``UserDict``
-and ``UserList``, which are walked) are leaves: the mover calls their ``.to``.
-Every other leaf comes back as it is. When optree fails (a cycle, too deep a
-batch, a container that cannot be read or rebuilt), ``place/_locate.py`` walks
-the batch again to name the culprit's path in the error.
+Leaves end up as tensors, values (returned as the very object), or objects
+with a ``.to`` but no state the walker can read, which the mover calls (for
+those torchport cannot see what ``.to`` does). Modules, optimizers, LR
+schedulers and ``GradScaler``s are refused. When optree fails (a cycle, too
+deep a batch, a container that cannot be read or rebuilt),
+``place/_locate.py`` walks the batch again to name the culprit's path.
 
-Namedtuples are rebuilt by optree, which calls the class with the fields
-(``PackedSequence`` excepted: it moves with its own ``.to``). A namedtuple
-subclass whose ``__new__`` takes other arguments raises ``UnsupportedBatchError``
-at rebuild; one that takes the same arguments and changes them, or attributes set
-on a namedtuple subclass instance, are not detected: optree walks namedtuples
-before the walker can see their type, and checking each node per call would
-cost the common batch Python work per node.
+Mapping keys are not walked: a key is looked up by its hash, and a moved key
+would no longer find its value.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+import operator
+from collections.abc import Callable, Collection, Hashable, Sequence
 from typing import Any
 
 import optree
 import torch
 
-from torchport.errors import ConfigError, UnsupportedBatchError
+from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import (
-    GENERIC_MAPPINGS,
     NAMESPACE,
-    register,
+    PackedSequenceMover,
+    RebuildRefused,
+    container_recipe,
     register_known,
-    walked_before_to,
+    register_recipe,
 )
 from torchport.place._locate import (
     ROOT,
+    find_path,
     flatten_failure_message,
     rebuild_located,
     recursion_message,
 )
+from torchport.place._objects import (
+    MOVER,
+    WALKED,
+    Finish,
+    kind_of_object,
+    mover_recipe,
+    moving,
+    object_recipe,
+    on_device,
+    refusal,
+)
+from torchport.place._settled import VALUE_TYPES
+from torchport.place._skipping import flatten_skipping, skip_key_set
+from torchport.place._spec import PLAIN, Reorder, notes_for, reorders, restore_order
 
 __all__ = [
     "BatchLayout",
@@ -72,15 +94,26 @@ _NAMESPACE = NAMESPACE
 
 # What a leaf of a given type is. Classified once per type, then a dict lookup.
 # _PLAIN must stay the only falsy kind: itertools.compress picks tensors by truth.
-_PLAIN = 0  # returned as it is
+_PLAIN = 0  # a value: returned as it is
 _TENSOR = 1  # a torch.Tensor (or subclass)
-_MOVER = 2  # has a .to method; the mover calls it
-_NEW_NODE = 3  # a container type just registered: flatten again
+_MOVER = 2  # has a .to method but no state the walker can read; the mover calls it
+_NEW_NODE = 3  # a type just registered: flatten again
+_REFUSED = 4  # a module, optimizer, scheduler or scaler: never part of a batch
 
 _ONLY_TENSORS = {_TENSOR}
 # Leaf types that are tensors without asking _KIND: the common batch's fast check.
 _PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
-_KIND: dict[type, int] = {torch.Tensor: _TENSOR, torch.nn.Parameter: _TENSOR}
+_KIND: dict[type, int] = {
+    torch.Tensor: _TENSOR,
+    torch.nn.Parameter: _TENSOR,
+    PackedSequenceMover: _MOVER,
+    int: _PLAIN,
+    float: _PLAIN,
+    bool: _PLAIN,
+    str: _PLAIN,
+    bytes: _PLAIN,
+    type(None): _PLAIN,
+}
 _MISSING = object()
 _MAX_REFLATTEN = 64
 
@@ -98,22 +131,22 @@ def flatten_tensors(
     Args:
         obj: A tensor, a container of them at any depth, or any other object.
         skip_keys: A key (a str is one key) or a collection of keys: values under
-            them in any mapping (dict, ``UserDict``, other ``Mapping``), at any
-            depth, are left as they are and their tensors are not listed.
+            them in any mapping, at any depth, are left as they are and their
+            tensors are not listed.
 
     Returns:
         The distinct tensors (deduplicated by identity, in the walk's first-seen
         order) and a function that takes one replacement per listed tensor and
         returns a batch of the same structure with every occurrence of each
         tensor replaced, so tensors shared inside the batch stay shared. Objects
-        with a ``.to`` method (a ``UserDict`` or ``UserList`` excepted: those are
-        walked) are leaves and come back unchanged.
+        with a ``.to`` method are rebuilt around their moved tensors without a
+        call to ``.to``; those whose state cannot be read come back unchanged.
 
     Raises:
-        UnsupportedBatchError: The batch holds a cycle or a container whose
-            items cannot be read, or (when the rebuild function is called) one
-            that cannot be rebuilt; the message names its path, e.g.
-            ``batch['meta'][2]``.
+        UnsupportedBatchError: The batch holds a cycle, a module or optimizer, or
+            a container whose items cannot be read, or (when the rebuild function
+            is called) one that cannot be rebuilt; the message names its path,
+            e.g. ``batch['meta'][2]``.
         ConfigError: ``skip_keys`` is neither a key nor a collection of keys.
     """
     layout = flatten_batch(obj, skip_keys=skip_keys)
@@ -143,32 +176,6 @@ def map_tensors(
     return layout.rebuild([fn(t) for t in layout.tensors])
 
 
-def skip_key_set(skip_keys: object) -> frozenset[Hashable]:
-    """Read a ``skip_keys`` argument as a set of keys.
-
-    One str (or bytes) is one key, not its characters (``"ids"`` is not
-    ``{"i", "d", "s"}``); any other iterable is a collection of keys.
-
-    Raises:
-        ConfigError: ``skip_keys`` is not iterable, or holds an unhashable item.
-    """
-    if isinstance(skip_keys, str | bytes):
-        return frozenset((skip_keys,))
-    if not isinstance(skip_keys, Iterable) or isinstance(skip_keys, torch.Tensor):
-        raise ConfigError(
-            f"skip_keys={skip_keys!r} (of type {type(skip_keys).__name__}) is neither a str "
-            f"nor a collection of keys; pass skip_keys=[{skip_keys!r}] to skip that one key"
-        )
-    try:
-        return frozenset(skip_keys)
-    except TypeError as exc:
-        raise ConfigError(
-            f"skip_keys={skip_keys!r} holds an item that cannot be a dict key ({exc}); "
-            "pass a key or a collection of keys, e.g. skip_keys='ids' or "
-            "skip_keys=('ids', 'meta')"
-        ) from exc
-
-
 class BatchLayout:
     """A flattened batch: its distinct tensors, its ``.to`` objects and how to rebuild it."""
 
@@ -176,6 +183,9 @@ class BatchLayout:
         "_leaves",
         "_mover_index",
         "_mover_pos",
+        "_objects",
+        "_reorder",
+        "_skip",
         "_spec",
         "_tensor_index",
         "_tensor_pos",
@@ -193,8 +203,14 @@ class BatchLayout:
         movers: list[Any] | None = None,
         mover_pos: list[int] | None = None,
         mover_index: list[int] | None = None,
+        reorder: list[Reorder] | None = None,
+        skip: frozenset[Hashable] = frozenset(),
+        objects: bool = False,
     ) -> None:
         self._leaves = leaves
+        self._skip = skip
+        # Whether nodes the walker registered (objects, container subclasses) are in it.
+        self._objects = objects
         self._spec = spec
         self.tensors = tensors
         # Leaf positions holding tensors; None when the leaves are exactly `tensors`.
@@ -204,15 +220,32 @@ class BatchLayout:
         self.movers: list[Any] = movers if movers is not None else []
         self._mover_pos = mover_pos
         self._mover_index = mover_index
+        # OrderedDicts of this batch whose order optree's rebuild would lose.
+        self._reorder = reorder
 
     def rebuild(
-        self, new_tensors: Sequence[torch.Tensor], new_movers: Sequence[Any] | None = None
+        self,
+        new_tensors: Sequence[torch.Tensor],
+        new_movers: Sequence[Any] | None = None,
+        *,
+        call_to: Callable[[Any], Any] | None = None,
+        target: torch.device | None = None,
     ) -> object:
         """Return the batch with ``tensors`` (and ``movers``, if given) replaced one for one.
 
+        Args:
+            new_tensors: One replacement per tensor of :attr:`tensors`.
+            new_movers: One replacement per object of :attr:`movers`.
+            call_to: For a move: calls an object's own ``.to`` (objects with state
+                and a ``.to`` are rebuilt around their moved tensors, then this is
+                called on the copy). ``None`` rebuilds them without a ``.to``.
+            target: With ``call_to``: every tensor reachable from what such a
+                ``.to`` returns must be on this device.
+
         Raises:
             UnsupportedBatchError: A container in the batch rejects its own
-                contents; the message names its path and type.
+                contents, or an object's ``.to`` left a tensor off ``target``;
+                the message names its path and type.
         """
         if len(new_tensors) != len(self.tensors):
             raise ValueError(f"expected {len(self.tensors)} tensors, got {len(new_tensors)}")
@@ -228,6 +261,22 @@ class BatchLayout:
             if new_movers is not None and self._mover_pos and self._mover_index is not None:
                 moved = map(new_movers.__getitem__, self._mover_index)
                 collections.deque(map(leaves.__setitem__, self._mover_pos, moved), maxlen=0)
+        if not self._objects:
+            result = self._unflatten(leaves)  # optree's own nodes only: nothing to finish
+        else:
+            finish = Finish(
+                call_to,
+                _checker(target) if target is not None else None,
+                target if call_to is not None else None,
+                self._skip,
+            )
+            with moving(finish):
+                result = self._unflatten(leaves)
+        if self._reorder:
+            restore_order(result, self._reorder)
+        return result
+
+    def _unflatten(self, leaves: list[Any]) -> object:
         try:
             return optree.tree_unflatten(self._spec, leaves)
         except UnsupportedBatchError:
@@ -239,6 +288,25 @@ class BatchLayout:
             ) from exc
 
 
+def _checker(target: torch.device) -> Callable[[Any], None]:
+    """The check a mover's result must pass: every tensor reachable from it is on ``target``."""
+
+    def check(result: Any) -> None:
+        found = flatten_batch([result]).tensors
+        for t in found:
+            if not on_device(t, target):
+                where = (
+                    find_path(result, "result", functools.partial(operator.is_, t)) or "inside it"
+                )
+                raise RebuildRefused(
+                    f"its .to({str(target)!r}) returned an object that still holds a "
+                    f"tensor on {t.device} (at {where}); torchport moves every tensor the "
+                    "object holds before calling .to, so this one is made by .to itself"
+                )
+
+    return check
+
+
 def flatten_batch(obj: object, *, skip_keys: Hashable | Collection[Hashable] = ()) -> BatchLayout:
     """Flatten a batch into its distinct tensors, its ``.to`` objects and a rebuilder.
 
@@ -246,15 +314,21 @@ def flatten_batch(obj: object, *, skip_keys: Hashable | Collection[Hashable] = (
 
     Raises:
         UnsupportedBatchError: The batch contains itself (a cycle), is nested
-            deeper than optree's recursion limit, or holds a container that
-            fails when its items are read; the message names the path.
+            deeper than optree's recursion limit, holds a module, an optimizer, an
+            LR scheduler or a ``GradScaler``, or holds a container that fails
+            when its items are read; the message names the path.
         ConfigError: ``skip_keys`` is neither a key nor a collection of keys.
     """
     if not skip_keys:
         leaves, spec = _flatten(obj)
-        # The common batch, decided at C speed: plain tensors, each met once.
+        # The common batch, decided at C speed: plain tensors, each met once, in a
+        # structure optree rebuilds faithfully by itself.
         n = len(leaves)
-        if _PLAIN_TENSOR_TYPES.issuperset(map(type, leaves)) and len(set(map(id, leaves))) == n:
+        if (
+            _PLAIN_TENSOR_TYPES.issuperset(map(type, leaves))
+            and len(set(map(id, leaves))) == n
+            and notes_for(spec) is PLAIN
+        ):
             return BatchLayout(leaves, spec, leaves)
         return _classified(obj, None, (leaves, spec))
     return _classified(obj, skip_key_set(skip_keys), None)
@@ -264,7 +338,7 @@ def _flatten(obj: object, skip: frozenset[Hashable] | None = None) -> tuple[Any,
     """optree's flatten (``(leaves, spec)``, or with ``skip``: ``(leaves, spec, kept)``)."""
     try:
         if skip:
-            return _flatten_skipping(obj, skip)
+            return flatten_skipping(obj, skip, _NAMESPACE)
         return optree.tree_flatten(obj, namespace=_NAMESPACE)  # type: ignore[arg-type]
     except RecursionError as exc:
         raise UnsupportedBatchError(recursion_message(obj)) from exc
@@ -279,7 +353,7 @@ def _classified(
 ) -> BatchLayout:
     """Classify the leaves and build the layout (from ``first``, a flatten already done).
 
-    Flattens again each time a new container type is registered.
+    Flattens again each time a new node type is registered.
     """
     kind_of = _KIND.get
     for _ in range(_MAX_REFLATTEN):
@@ -291,6 +365,11 @@ def _classified(
             leaves, spec, kept = _flatten(obj, skip)
         else:
             leaves, spec = _flatten(obj)
+        notes = notes_for(spec)
+        if notes.register:
+            for cls in notes.register:
+                _register_node(cls)
+            continue  # optree walked a namedtuple it must not rebuild: flatten again
         # Per-leaf work runs in C (map, set, compress); Python loops only over
         # types seen for the first time and over repeated objects.
         kinds = list(map(kind_of, map(type, leaves)))
@@ -298,32 +377,66 @@ def _classified(
         if None in present:
             unknown = {type(leaf) for leaf, kind in zip(leaves, kinds, strict=True) if kind is None}
             if _NEW_NODE in [_classify(cls) for cls in unknown]:
-                continue  # a container type was registered: flatten again
+                continue  # a node type was registered: flatten again
             kinds = list(map(kind_of, map(type, leaves)))
             present = set(kinds)
         for pos in kept:
             kinds[pos] = _PLAIN
         if kept:
             present = set(kinds)
+        if _REFUSED in present:
+            _refuse(obj, leaves, kinds)
+        reorder = reorders(obj, notes) if notes.ordered else None
         n = len(leaves)
+        skipped = skip or frozenset()
         if present == _ONLY_TENSORS and len(set(map(id, leaves))) == n:
-            return BatchLayout(leaves, spec, leaves)
+            return BatchLayout(
+                leaves, spec, leaves, reorder=reorder, skip=skipped, objects=notes.custom
+            )
         if _MOVER not in present:
             # Only _TENSOR is truthy among the kinds left, so compress picks the tensors.
             tensors, index = _distinct(list(itertools.compress(leaves, kinds)))
             positions = list(itertools.compress(range(n), kinds))
-            return BatchLayout(leaves, spec, tensors, positions, index)
+            return BatchLayout(
+                leaves,
+                spec,
+                tensors,
+                positions,
+                index,
+                reorder=reorder,
+                skip=skipped,
+                objects=notes.custom,
+            )
         positions = list(itertools.compress(range(n), map(_TENSOR.__eq__, kinds)))
         tensors, index = _distinct(list(map(leaves.__getitem__, positions)))
         mover_pos = list(itertools.compress(range(n), map(_MOVER.__eq__, kinds)))
         movers, mover_index = _distinct(list(map(leaves.__getitem__, mover_pos)))
         if mover_index is None:
             mover_index = list(range(len(movers)))
-        return BatchLayout(leaves, spec, tensors, positions, index, movers, mover_pos, mover_index)
+        return BatchLayout(
+            leaves,
+            spec,
+            tensors,
+            positions,
+            index,
+            movers,
+            mover_pos,
+            mover_index,
+            reorder,
+            skipped,
+            objects=notes.custom,
+        )
     raise UnsupportedBatchError(  # pragma: no cover - needs 64 levels of new container types
         "the batch nests more new container types than torchport registers in one call; "
         "call to_device again or simplify the batch"
     )
+
+
+def _refuse(obj: object, leaves: list[Any], kinds: list[int | None]) -> None:
+    """Raise for the first module, optimizer, scheduler or scaler in the batch, naming its path."""
+    culprit = next(leaf for leaf, kind in zip(leaves, kinds, strict=True) if kind == _REFUSED)
+    where = find_path(obj, ROOT, lambda node: node is culprit) or ROOT
+    raise UnsupportedBatchError(refusal(type(culprit), where, None))
 
 
 def _distinct(found: list[Any]) -> tuple[list[Any], list[int] | None]:
@@ -342,58 +455,56 @@ def _distinct(found: list[Any]) -> tuple[list[Any], list[int] | None]:
     return distinct, index
 
 
-def _flatten_skipping(
-    obj: object, skip: frozenset[Hashable]
-) -> tuple[list[Any], optree.PyTreeSpec, set[int]]:
-    """Flatten with the values under keys in ``skip`` as leaves; also return their positions.
+def _tensors_inside(values: list[Any]) -> list[torch.Tensor]:
+    """The distinct tensors in an object's state (for objects with their own ``.to``)."""
+    return flatten_batch(values).tensors
 
-    optree visits a mapping before its values, so the ``is_leaf`` predicate lets each
-    dict (``UserDict.data``, a ``MappingProxyType``'s mapping and a ``ChainMap``'s
-    maps are dicts too) and each other ``Mapping`` the walker rebuilds record the
-    identities of its skipped values and then stops at them; the
-    leaf paths tell a skipped value from the same object met elsewhere. (A
-    container that sits both under a skipped key and elsewhere is left as it is
-    in both places.)
-    """
-    marked: set[int] = set()
 
-    def is_leaf(node: Any) -> bool:
-        if id(node) in marked:
-            return True
-        if isinstance(node, dict) or type(node) in GENERIC_MAPPINGS:
-            for key in skip:
-                value = node.get(key, _MISSING)
-                if value is not _MISSING:
-                    marked.add(id(value))
+def _register_node(cls: type) -> bool:
+    """Register ``cls`` as a node in the walker's namespace; say whether it is one now."""
+    recipe = container_recipe(cls) if optree.is_namedtuple_class(cls) else None
+    if recipe is None:
         return False
-
-    paths, leaves, spec = optree.tree_flatten_with_path(
-        obj,  # type: ignore[arg-type]
-        is_leaf,
-        namespace=_NAMESPACE,
-    )
-    kept = {
-        pos
-        for pos, (path, leaf) in enumerate(zip(paths, leaves, strict=True))
-        if path and id(leaf) in marked and path[-1] in skip
-    }
-    return leaves, spec, kept
+    return register_recipe(cls, recipe, _NAMESPACE)
 
 
 def _classify(cls: type) -> int:
-    """Decide what leaves of type ``cls`` are, registering container types on first sight."""
+    """Decide what leaves of type ``cls`` are, registering node types on first sight."""
     if issubclass(cls, torch.Tensor):
         kind = _TENSOR
     elif optree.register_pytree_node.get(cls, namespace=_NAMESPACE) is not None:
-        # A container met as a leaf: it sat under a skipped key, so it stays as it is.
+        # A node met as a leaf: it sat under a skipped key, so it stays as it is.
         kind = _PLAIN
-    elif walked_before_to(cls) and register(cls, _NAMESPACE):
-        return _NEW_NODE  # not cached: once registered, optree no longer yields it as a leaf
-    elif callable(getattr(cls, "to", None)) and not issubclass(cls, type):
-        kind = _MOVER
-    elif register(cls, _NAMESPACE):
-        return _NEW_NODE
+    elif refusal(cls, ROOT, None) is not None:
+        kind = _REFUSED
     else:
-        kind = _PLAIN
+        recipe = _node_recipe(cls)
+        if recipe is not None:
+            if register_recipe(cls, recipe, _NAMESPACE):
+                return _NEW_NODE  # not cached: once registered, optree no longer yields it
+            kind = _PLAIN
+        elif callable(getattr(cls, "to", None)) and not issubclass(cls, type):
+            kind = _MOVER  # no state to read: its .to is all there is
+        else:
+            kind = _PLAIN
+            VALUE_TYPES.add(cls)
     _KIND[cls] = kind
     return kind
+
+
+def _node_recipe(cls: type) -> Any:
+    """The recipe the walker registers ``cls`` with, or None for a leaf type."""
+    kind = kind_of_object(cls)
+    if issubclass(cls, collections.UserDict | collections.UserList):
+        # Everything they hold is in their state (.data and attributes), so walking
+        # them is exact, leaves the input unmodified (BatchEncoding.to moves in
+        # place) and lets their tensors take the batch's fast paths.
+        return object_recipe(cls)
+    if kind == MOVER:
+        return mover_recipe(cls, _tensors_inside)
+    recipe = container_recipe(cls)
+    if recipe is not None:
+        return recipe
+    if kind == WALKED:
+        return object_recipe(cls)
+    return None

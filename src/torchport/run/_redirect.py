@@ -13,6 +13,11 @@ Two mechanisms, both scoped to the ``with`` block:
   ``torch.load``, amp, ``init_process_group``, DDP), each recorded with the
   value it replaced (or its absence) and put back in reverse.
 
+torchport's own API follows the redirect too: while it is in force,
+``tp.to_device(x, "cuda")``, ``tp.DeviceLoader(loader, "cuda")`` and
+``tp.pick_device()`` answer with the target, where ``.cuda()`` goes
+(``torchport.place`` is told with ``push_redirect``/``pop_redirect``).
+
 The mode stack is per thread, so threads started inside the block push the same
 mode when they start (``Thread._bootstrap_inner`` is patched), and they keep it
 until they end: a thread that outlives the block keeps its rewritten device
@@ -30,7 +35,9 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from torchport import hardware
 from torchport.errors import RedirectError
+from torchport.place import pop_redirect, push_redirect
 from torchport.run._children import child_patches
 from torchport.run._cuda_shim import _LEGACY_DTYPES, Patch, cuda_patches
 from torchport.run._torch_shim import is_cuda, names_device, torch_patches
@@ -63,8 +70,10 @@ class _DeviceRewrite(TorchFunctionMode):
     def __init__(self, target: torch.device) -> None:
         super().__init__()
         self.target = target
-        # Pinned memory needs an accelerator; on the CPU the copy it would speed up is gone.
-        self.unpin = target.type == "cpu"
+        # Pinned memory speeds up copies to the real accelerator, and needs one: for
+        # any other target (the CPU, meta, or a device this machine lacks) the copy it
+        # would speed up is not there, and pinning would fail without an accelerator.
+        self.unpin = target.type != hardware.accelerator_type()
 
     def __torch_function__(
         self,
@@ -141,6 +150,7 @@ class _Redirect:
                     ]
                 )
                 torch._C._push_on_torch_function_stack(self._mode)
+                push_redirect(self.target)
             self._thread = thread
             _ACTIVE.append(self)
         return self.target
@@ -161,6 +171,7 @@ class _Redirect:
             self._thread = None
             try:
                 if self._mode is not None:
+                    pop_redirect(self.target)
                     _remove_mode(self._mode)
             finally:
                 self._mode = None
@@ -224,7 +235,10 @@ def redirect(device: str | torch.device, *, device_count: int = 1) -> _Redirect:
     ``synchronize()``, ``empty_cache()``, ``memory_*``, ``get_rng_state()``,
     ``torch.cuda.FloatTensor(...)``, ``torch.cuda.amp`` and ``"cuda"``
     autocast / GradScaler, ``init_process_group("nccl")`` (gloo) and DDP
-    ``device_ids`` all land on ``device``. CUDA API with no meaning there
+    ``device_ids`` all land on ``device``, and so do torchport's own
+    ``to_device(x, "cuda")``, ``DeviceLoader(loader, "cuda")`` and
+    ``pick_device()``. ``x.pin_memory()`` returns ``x`` unless ``device`` is this
+    machine's accelerator. CUDA API with no meaning there
     (streams, events, graphs, ...) raises :class:`~torchport.RedirectError`.
     Calls that torch and torchport make internally keep seeing the real machine.
     Threads started inside the block, processes started with

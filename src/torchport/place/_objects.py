@@ -1,0 +1,372 @@
+"""Objects that are not containers: values, objects walked through their state, ``.to`` movers.
+
+Every object a batch holds is one of these (decided once per type by
+:func:`kind_of_object`), so no tensor inside an object can be passed by:
+
+* **a value** (:data:`VALUE`): instances that hold no attributes of their own
+  (``int``, ``str``, ``torch.dtype``, a numpy array, ...), and by decision
+  classes, modules, functions, methods, ``functools.partial`` objects, weak
+  references and ``Enum`` members: they are *referred to* by a batch, not part
+  of it, and come back as the very object;
+* **walked through its state** (:data:`WALKED`): any other object with a
+  ``__dict__`` or ``__slots__`` and no ``.to`` (dataclasses, attrs and pydantic
+  classes, ``torch.distributions`` objects, ``UserDict``/``ChainMap``, custom
+  ``Mapping``s, plain classes). Its attributes are its children;
+  ``functools.cached_property`` values are attributes like the others and move
+  too. It comes back as the very object when nothing under it changed, else as
+  a copy made without its constructor (:func:`~torchport.place._copying.copy_object`)
+  with the changed attributes written past ``__setattr__``;
+* **moved with its own ``.to``** (:data:`MOVER`), an object with state and a
+  ``.to`` (PyTorch Geometric's ``Data``, a ``TensorDict``, ...): the tensors in
+  its state are found by walking it (so they are copied once with the rest of
+  the batch and stay shared with it); the object is deep-copied with each of
+  those tensors replaced by its moved copy, and ``.to`` is called on the copy,
+  so a ``.to`` that works in place changes the copy, never the input. Every
+  tensor reachable from what ``.to`` returns must then be on the target, or the
+  move is refused. An object with a ``.to`` but no state the walker can read is
+  a leaf whose ``.to`` is called as it is (``place/_tree.py``'s ``_MOVER``);
+* **refused** (:func:`refusal`): modules, optimizers, LR schedulers and
+  ``GradScaler``s, which hold training state that has its own rules; the error
+  says what to call instead.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import functools
+import operator
+import threading
+import types
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from torchport.place._containers import Recipe, share_siblings
+from torchport.place._copying import (
+    RebuildRefused,
+    State,
+    copy_object,
+    deep_copy_sharing,
+    has_state,
+    read_state,
+    write_state,
+)
+from torchport.place._entries import StateEntry, TensorInsideEntry
+
+__all__ = [
+    "MOVER",
+    "VALUE",
+    "WALKED",
+    "Finish",
+    "kind_of_object",
+    "mover_recipe",
+    "moving",
+    "object_recipe",
+    "on_device",
+    "refusal",
+    "same_children",
+]
+
+VALUE = 0
+WALKED = 1
+MOVER = 2
+
+# Instances of these are referred to by a batch, not part of it.
+_REFERENCES: tuple[type, ...] = (
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+    types.CodeType,
+    types.FrameType,
+    types.TracebackType,
+    types.GeneratorType,
+    types.CoroutineType,
+    types.AsyncGeneratorType,
+    functools.partial,
+    staticmethod,
+    classmethod,
+    property,
+    weakref.ref,
+    weakref.ProxyType,
+    weakref.CallableProxyType,
+    enum.Enum,
+    torch.Size,
+)
+
+_LR_SCHEDULER: Any = getattr(torch.optim.lr_scheduler, "LRScheduler", None) or getattr(
+    torch.optim.lr_scheduler, "_LRScheduler", ()
+)
+_PLATEAU: Any = getattr(torch.optim.lr_scheduler, "ReduceLROnPlateau", ())
+_GRAD_SCALER: Any = getattr(torch.amp, "GradScaler", ())
+
+
+def refusal(cls: type, where: str, device: str | None) -> str | None:
+    """Why ``to_device`` refuses an object of type ``cls`` at ``where``, and what to do; or None.
+
+    Args:
+        cls: The object's type.
+        where: Its path in the batch (``batch['model']``), or ``"the object"``.
+        device: The target, for the advice (``None``: written as ``device``).
+    """
+    name = cls.__name__
+    if device is None:
+        return _refusal(cls, name, where, "device", "device.type")
+    return _refusal(cls, name, where, repr(device), repr(device.split(":")[0]))
+
+
+def _refusal(cls: type, name: str, where: str, device: str, kind: str) -> str | None:
+    if issubclass(cls, nn.Module):
+        return (
+            f"{where} is a module ({name}), which to_device moves in place, so it cannot "
+            f"be part of a batch that is copied; move it on its own with "
+            f"tp.to_device(module, {device}) (it keeps its Parameter objects) and keep "
+            "it out of the batch, or pass the key it is under in skip_keys"
+        )
+    if issubclass(cls, torch.optim.Optimizer):
+        return (
+            f"{where} is an optimizer ({name}), whose state must follow its parameters; "
+            f"move the model first, then the optimizer on its own with "
+            f"tp.to_device(optimizer, {device}), and keep it out of the batch"
+        )
+    if issubclass(cls, _LR_SCHEDULER) or issubclass(cls, _PLATEAU):
+        return (
+            f"{where} is an LR scheduler ({name}); it holds no tensors of its own, only "
+            "its optimizer's learning rates, so there is nothing to move: move the "
+            f"optimizer (tp.to_device(optimizer, {device}), after the model) and keep "
+            "using the same scheduler"
+        )
+    if issubclass(cls, _GRAD_SCALER):
+        return (
+            f"{where} is a GradScaler ({name}): its device is fixed when it is built and "
+            "its scale lives on the device of the first outputs it scales, so it cannot "
+            f"be moved; build it for the device, torch.amp.GradScaler({kind}), "
+            "and to carry its state over call new.load_state_dict(old.state_dict())"
+        )
+    return None
+
+
+def kind_of_object(cls: type) -> int:
+    """:data:`VALUE`, :data:`WALKED` or :data:`MOVER` for a type that is not a container."""
+    if issubclass(cls, _REFERENCES) or not has_state(cls):
+        return VALUE
+    to = getattr(cls, "to", None)
+    if callable(to):
+        return MOVER
+    return WALKED
+
+
+def _walked(cls: type) -> bool:
+    """Objects walked through their state (not builtin containers: their items are no state)."""
+    return not issubclass(cls, _BUILTIN_CONTAINERS) and kind_of_object(cls) == WALKED
+
+
+_BUILTIN_CONTAINERS = (dict, list, tuple, set, frozenset, collections.deque)
+
+
+def same_children(old: Sequence[Any], new: Sequence[Any]) -> bool:
+    """Whether a node's rebuilt children hold exactly the objects it held before.
+
+    optree rebuilds every builtin container, so a child dict is a new dict even
+    when every leaf under it came back as it was; those are looked into (by
+    identity of what they hold), anything else must be the very object.
+    """
+    return len(old) == len(new) and all(map(_same, old, new))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    cls = type(a)
+    if cls is not type(b):
+        return False
+    if cls is list or cls is tuple:
+        return len(a) == len(b) and all(map(_same, a, b))
+    if cls is dict:
+        return len(a) == len(b) and all(_same(v, b.get(k, _same)) for k, v in a.items())
+    return False
+
+
+def object_recipe(cls: type) -> Recipe:
+    """Walk an object through its state; rebuild it as a copy only when a child changed."""
+
+    def flatten(obj: Any) -> tuple[list[Any], tuple[Any, State], list[str]]:
+        state = read_state(obj)
+        return state.values, (obj, state), state.names
+
+    checks_items = issubclass(cls, Mapping | Sequence) and not issubclass(
+        cls, collections.UserDict | collections.UserList | collections.ChainMap
+    )
+
+    def unflatten(meta: tuple[Any, State], children: Any) -> Any:
+        obj, state = meta
+        finish = _current()
+        if same_children(state.values, children):
+            new = obj
+        else:
+            new = finish.made.get(id(obj))
+            if new is None:
+                new = finish.made[id(obj)] = copy_object(obj)
+                write_state(new, state, share_siblings(state.values, list(children)))
+        if checks_items and finish.target is not None:
+            _check_items(new, finish.target, finish.skip)
+        return new
+
+    return Recipe(flatten, unflatten, StateEntry)
+
+
+def _check_items(container: Any, target: torch.device, skip: frozenset[Any]) -> None:
+    """Check that the tensors a custom Mapping or Sequence gives as items are moved too.
+
+    Its items were moved through its attributes; one that computes its items from
+    somewhere else would hand out tensors the walk never saw.
+    """
+    try:
+        if isinstance(container, Mapping):
+            items = [v for k, v in container.items() if not (skip and _is_key(k, skip))]
+        else:
+            items = list(container)
+    except Exception as exc:
+        raise RebuildRefused(
+            f"its items cannot be read back through the {type(container).__name__} "
+            f"interface ({type(exc).__name__}: {exc}), so torchport cannot tell whether "
+            "they were moved"
+        ) from exc
+    for item in items:
+        if isinstance(item, torch.Tensor) and not on_device(item, target):
+            raise RebuildRefused(
+                f"it hands out an item on {item.device} that is not among its attributes "
+                f"(those were moved to {target}); give {type(container).__name__} a "
+                ".to(device) method that moves what its items come from"
+            )
+
+
+def _is_key(key: Any, skip: frozenset[Any]) -> bool:
+    try:
+        return key in skip
+    except TypeError:  # an unhashable key is no skipped key
+        return False
+
+
+def on_device(t: torch.Tensor, target: torch.device) -> bool:
+    """Whether ``t`` is on ``target`` (the CPU and meta by type; accelerators by index)."""
+    kind = target.type
+    if kind == "cpu":
+        return t.is_cpu
+    if kind == "meta":
+        return t.is_meta
+    return t.device == target
+
+
+class Finish:
+    """What one rebuild knows while it runs: how to finish a mover's copy, and what it made.
+
+    Attributes:
+        call_to: Calls an object's ``.to`` with the move's device and options;
+            ``None`` for a rebuild that moves nothing (identity rebuilds), where
+            a mover comes back as it is when none of its tensors changed.
+        check: Raises :class:`RebuildRefused` when a tensor reachable from what
+            ``.to`` returned is not on the target.
+        target: The device of the move, or None.
+        skip: The keys whose values the move leaves as they are.
+        made: The object rebuilt for each object met so far (by id), so that an
+            object met twice comes back as one object, as it went in.
+    """
+
+    __slots__ = ("call_to", "check", "made", "skip", "target")
+
+    def __init__(
+        self,
+        call_to: Callable[[Any], Any] | None = None,
+        check: Callable[[Any], None] | None = None,
+        target: torch.device | None = None,
+        skip: frozenset[Any] = frozenset(),
+    ) -> None:
+        self.call_to = call_to
+        self.check = check
+        self.target = target
+        self.skip = skip
+        self.made: dict[int, Any] = {}
+
+
+_LOCAL = threading.local()
+
+
+class moving:
+    """While the ``with`` block runs, objects rebuilt in this thread use ``finish``."""
+
+    __slots__ = ("_finish", "_saved")
+
+    def __init__(self, finish: Finish) -> None:
+        self._finish = finish
+        self._saved: Finish | None = None
+
+    def __enter__(self) -> None:
+        self._saved = getattr(_LOCAL, "finish", None)
+        _LOCAL.finish = self._finish
+
+    def __exit__(self, *exc: object) -> None:
+        _LOCAL.finish = self._saved
+
+
+def _current() -> Finish:
+    finish: Finish | None = getattr(_LOCAL, "finish", None)
+    return finish if finish is not None else Finish()
+
+
+def contents(obj: Any) -> list[Any]:
+    """What an object holds: its items if it is a builtin container's subclass, then its state."""
+    values = read_state(obj).values
+    if isinstance(obj, dict):
+        return [*dict.values(obj), *values]
+    if isinstance(obj, list | tuple | set | frozenset | collections.deque):
+        return [*obj, *values]
+    return values
+
+
+def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> Recipe:
+    """Children: the distinct tensors the object holds (found by ``find``); see the module."""
+
+    def flatten(obj: Any) -> tuple[list[torch.Tensor], tuple[Any, list[torch.Tensor]], range]:
+        active: set[int] = getattr(_LOCAL, "opening", None) or set()
+        key = id(obj)
+        if key in active:
+            raise RebuildRefused(
+                f"the {cls.__name__} object contains itself through its attributes; "
+                "to_device cannot copy a cyclic structure"
+            )
+        _LOCAL.opening = active
+        active.add(key)
+        try:
+            tensors = find(contents(obj))
+        finally:
+            active.discard(key)
+        return tensors, (obj, tensors), range(len(tensors))
+
+    def unflatten(meta: tuple[Any, list[torch.Tensor]], moved: Any) -> Any:
+        obj, tensors = meta
+        finish = _current()
+        if finish.call_to is None and all(map(operator.is_, moved, tensors)):
+            return obj
+        result = finish.made.get(id(obj))
+        if result is None:
+            result = deep_copy_sharing(obj, tensors, moved, _walked)
+            if finish.call_to is not None:
+                result = finish.call_to(result)
+                if finish.check is not None:
+                    finish.check(result)
+            finish.made[id(obj)] = result
+        return result
+
+    return Recipe(flatten, unflatten, TensorInsideEntry)

@@ -1,0 +1,90 @@
+"""Where torchport's own API sends "cuda" while ``torchport.redirect`` sends CUDA elsewhere.
+
+Under ``tp.redirect("cpu")`` (what ``torchport run --device cpu`` enters) the
+script's ``.cuda()`` lands on the CPU; ``tp.to_device(x, "cuda")``,
+``tp.DeviceLoader(loader, "cuda")`` and ``tp.pick_device()`` must agree with it,
+or a redirected script fails (or, worse, splits its tensors between two devices)
+the moment it calls torchport. ``torchport.run`` is above this part, so it tells
+this module when a redirect starts and ends (:func:`push_redirect`,
+:func:`pop_redirect`); everything in ``place`` and ``feed`` that reads a device
+from the user goes through :func:`resolve_device`.
+
+Inside a redirect, a device that names CUDA (``"cuda"``, ``"cuda:1"``,
+``torch.device("cuda", 0)``) and a bare index (an accelerator ordinal, as in
+``.to(rank)``) mean the redirect's target, whatever the index, as they do for
+``.cuda()`` there. Every other device means itself. Outside a redirect nothing
+changes. torchport's internal calls (``doctor``, the hardware floor) keep
+seeing the real machine: they do not read devices through here.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from torchport import hardware
+
+__all__ = [
+    "ACTIVE",
+    "names_cuda",
+    "pop_redirect",
+    "push_redirect",
+    "redirect_target",
+    "resolve_device",
+]
+
+# The targets of the redirects in force, innermost last. Read on the hot path of
+# to_device (one truth test), so it is a plain list.
+ACTIVE: list[torch.device] = []
+_LOCK = threading.Lock()
+
+
+def push_redirect(target: torch.device) -> None:
+    """A redirect to ``target`` starts: "cuda" now means ``target`` to torchport's API."""
+    with _LOCK:
+        ACTIVE.append(target)
+
+
+def pop_redirect(target: torch.device) -> None:
+    """The innermost redirect, to ``target``, ends.
+
+    Raises:
+        ValueError: ``target`` is not the innermost redirect's.
+    """
+    with _LOCK:
+        if not ACTIVE or ACTIVE[-1] != target:
+            raise ValueError(f"pop_redirect({target}): the innermost redirect is {ACTIVE[-1:]}")
+        ACTIVE.pop()
+
+
+def redirect_target() -> torch.device | None:
+    """The innermost redirect's target, or None outside a redirect."""
+    return ACTIVE[-1] if ACTIVE else None
+
+
+def names_cuda(value: object, argument: str = "device") -> bool:
+    """Whether ``value``, in a device position, means CUDA under a redirect.
+
+    Raises:
+        DeviceError: ``value`` is a string that is not a device.
+    """
+    if type(value) is int:
+        return True  # an accelerator ordinal, as .to(rank) and .cuda(rank) read it
+    if isinstance(value, torch.device):
+        return value.type == "cuda"
+    if isinstance(value, str) and "cuda" in value:
+        return hardware.device_spec(value, argument=argument).type == "cuda"
+    return False
+
+
+def resolve_device(value: object, *, argument: str = "device") -> torch.device:
+    """:func:`torchport.hardware.parse_device`, following a redirect in force.
+
+    Raises:
+        DeviceError: ``value`` is malformed or names a device that is not present
+            (and not redirected).
+    """
+    if ACTIVE and names_cuda(value, argument):
+        return ACTIVE[-1]
+    return hardware.parse_device(value, argument=argument)

@@ -1,0 +1,79 @@
+"""A quick look at a batch, no walk: is it already where it should be?
+
+``DeviceLoader`` on the CPU yields batches that are already there as they are;
+asking the walker about each one would cost more than the loader itself.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+__all__ = ["VALUE_TYPES", "settled"]
+
+# Leaf types known to hold nothing (the walker adds each type it finds to be a
+# value). Containers met as leaves under a skipped key are not among them.
+VALUE_TYPES: set[type] = {int, float, bool, str, bytes, type(None)}
+_PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
+_IS_CPU = operator.attrgetter("is_cpu")
+_IS_META = operator.attrgetter("is_meta")
+_DEVICE = operator.attrgetter("device")
+
+
+_MAX_ITEMS = 256  # past this many items, walking costs less than looking item by item
+
+
+def settled(batch: object, target: torch.device) -> int:
+    """How many tensors ``batch`` holds if it needs nothing done to be on ``target``, else -1.
+
+    A quick look, no walk: a tensor, or tuples, lists and dicts (the builtin types
+    themselves, nested) of plain tensors already on ``target`` and of values that
+    hold nothing (numbers, strings, ``None``, and types the walker has found to be
+    values). -1 means "walk it", not "it must move"; so does a batch of more than
+    a few hundred items, where the walk is cheaper.
+    """
+    cls = type(batch)
+    node: Any = batch
+    if cls in _PLAIN_TENSOR_TYPES:
+        return 1 if _here([node], target) else -1
+    if cls is tuple or cls is list:
+        top: Any = node
+    elif cls is dict:
+        top = node.values()
+    else:
+        return -1
+    if _PLAIN_TENSOR_TYPES.issuperset(map(type, top)):  # the common batch, at C speed
+        return len(top) if _here(top, target) else -1
+    values = VALUE_TYPES
+    tensors: list[torch.Tensor] = []
+    stack: list[Any] = [batch]
+    seen = 0
+    while stack:
+        node = stack.pop()
+        items = node.values() if type(node) is dict else node
+        seen += len(items)
+        if seen > _MAX_ITEMS:
+            return -1
+        kinds = set(map(type, items))
+        if kinds <= values:
+            continue
+        for item in items:
+            kind = type(item)
+            if kind in _PLAIN_TENSOR_TYPES:
+                tensors.append(item)
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append(item)
+            elif kind not in values:
+                return -1
+    return len(tensors) if _here(tensors, target) else -1
+
+
+def _here(tensors: Any, target: torch.device) -> bool:
+    kind = target.type
+    if kind == "cpu":
+        return all(map(_IS_CPU, tensors))
+    if kind == "meta":
+        return all(map(_IS_META, tensors))
+    return all(map(target.__eq__, map(_DEVICE, tensors)))

@@ -1,0 +1,345 @@
+"""One test per class of input that once came back with a tensor left behind or rebuilt wrong.
+
+Each case is new (not the example that found the class): a different field, a
+different way for a constructor to transform its arguments, a different place for
+a tensor to hide. Checks go through the public API and read the result with plain
+attribute access.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import importlib.util
+import sys
+import weakref
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NamedTuple
+
+import attrs
+import pydantic
+import pytest
+import torch
+
+import torchport as tp
+
+META = torch.device("meta")
+
+
+def _load(name: str) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+pyg = _load("graphs")  # the stand-ins for PyTorch Geometric's Data, Batch and HeteroData
+
+
+def on_meta(*tensors: torch.Tensor) -> bool:
+    return all(t.device == META for t in tensors)
+
+
+# --- objects without .to: attrs, pydantic, plain classes, torch.distributions ----------------
+
+
+def _scaled(value: torch.Tensor) -> torch.Tensor:
+    return value * 10
+
+
+@attrs.define
+class Sample:
+    """A converter runs in __init__: running it again would scale twice."""
+
+    pixels: torch.Tensor = attrs.field(converter=_scaled)
+    label: int = 0
+    weights: list[torch.Tensor] = attrs.Factory(list)
+
+
+@attrs.frozen(slots=False)
+class Frozen:
+    mask: torch.Tensor
+    name: str
+
+    @functools.cached_property
+    def count(self) -> torch.Tensor:
+        return self.mask.sum()
+
+
+def test_attrs_objects_move_without_converters_or_setattr() -> None:
+    sample = Sample(torch.ones(2), label=3, weights=[torch.zeros(1), torch.full((1,), 2.0)])
+    frozen = Frozen(torch.ones(3, dtype=torch.bool), "f")
+    _ = frozen.count  # cached in __dict__
+    out = tp.to_device({"s": sample, "f": frozen}, "cpu", dtype=torch.float64)
+    s, f = out["s"], out["f"]
+    assert type(s) is Sample and torch.equal(s.pixels, torch.full((2,), 10.0, dtype=torch.float64))
+    assert s.label == 3 and [w.dtype for w in s.weights] == [torch.float64] * 2
+    assert type(f) is Frozen and f.name == "f" and vars(f)["count"].item() == 3
+    moved = tp.to_device(frozen, "meta")
+    assert on_meta(moved.mask, vars(moved)["count"])
+    assert not frozen.mask.is_meta and sample.pixels.dtype == torch.float32  # input as it was
+
+
+class Encoded(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(arbitrary_types_allowed=True, extra="allow", frozen=True)
+
+    tokens: torch.Tensor
+    lengths: list[int]
+    _cache: Any = pydantic.PrivateAttr(default=None)
+
+    @pydantic.field_validator("lengths")
+    @classmethod
+    def _count_calls(cls, value: list[int]) -> list[int]:
+        return [*value, -1]  # validation changes the value: it must not run again
+
+
+def test_pydantic_models_move_fields_extras_and_private_state() -> None:
+    model = Encoded(tokens=torch.arange(6), lengths=[2, 4], segments=torch.zeros(2, 3))
+    model._cache = {"embedding": torch.ones(4)}
+    out = tp.to_device([model], "meta")[0]
+    assert type(out) is Encoded and out.lengths == [2, 4, -1]
+    assert on_meta(out.tokens, out.segments, out._cache["embedding"])  # type: ignore[attr-defined]
+    assert out.model_fields_set == model.model_fields_set
+    assert not model.tokens.is_meta and not model._cache["embedding"].is_meta
+
+
+class Tracker:
+    __slots__ = ("__best", "__dict__", "history")
+
+    def __init__(self, best: torch.Tensor) -> None:
+        self.__best = best
+        self.history = [best, best * 2]
+
+    @property
+    def best(self) -> torch.Tensor:
+        return self.__best
+
+
+class Lazy:
+    """Reads go through __getattr__ to a private dict, as many wrappers do."""
+
+    def __init__(self, **values: Any) -> None:
+        object.__setattr__(self, "_values", dict(values))
+
+    def __getattr__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("read-only")
+
+
+def test_plain_objects_move_their_slots_dict_and_forwarded_state() -> None:
+    tracker = Tracker(torch.tensor(0.5))
+    tracker.note = torch.ones(2)  # type: ignore[attr-defined]
+    lazy = Lazy(hidden=torch.ones(3), k=7)
+    out = tp.to_device({"t": tracker, "l": lazy, "again": tracker.best}, "meta")
+    t, lz = out["t"], out["l"]
+    assert on_meta(t.best, *t.history, t.note, lz.hidden) and lz.k == 7
+    assert t.best is out["again"] and t.history[0] is t.best  # shared stays shared
+    assert not tracker.best.is_meta and not lazy.hidden.is_meta
+
+
+def test_torch_distributions_move_with_every_parameter() -> None:
+    loc = torch.tensor([0.0, 1.0, 2.0])
+    categorical = torch.distributions.Categorical(logits=torch.tensor([0.1, 0.2, 0.7]))
+    _ = categorical.probs  # a lazy property, now cached in __dict__
+    batch = {
+        "normal": torch.distributions.Normal(loc, torch.ones(3)),
+        "diag": torch.distributions.Independent(torch.distributions.Normal(loc, loc + 1), 1),
+        "mix": torch.distributions.MixtureSameFamily(
+            categorical, torch.distributions.Normal(loc, torch.full((3,), 0.5))
+        ),
+        "loc": loc,
+    }
+    out = tp.to_device(batch, "cpu", dtype=torch.float64)
+    assert out["normal"].loc is out["loc"] and out["diag"].base_dist.loc is out["loc"]
+    assert out["mix"].mixture_distribution.probs.dtype == torch.float64
+    value = torch.tensor(1.0, dtype=torch.float64)
+    assert torch.allclose(out["mix"].log_prob(value), batch["mix"].log_prob(value).double())
+    meta = tp.to_device(batch, "meta")
+    assert on_meta(meta["mix"].mixture_distribution.logits, meta["mix"].mixture_distribution.probs)
+    assert on_meta(meta["diag"].base_dist.scale, meta["normal"].sample((2,)))
+    assert meta["diag"].event_shape == (3,) and not batch["normal"].loc.is_meta
+
+
+# --- container subclasses with tensor attributes, custom Mappings -----------------------------
+
+
+class Padded(dict[str, torch.Tensor]):
+    """Items plus the lengths the padding came from, as an attribute."""
+
+
+class Tokens(list[torch.Tensor]):
+    pass
+
+
+class Features(Mapping[str, torch.Tensor]):
+    """Built from a schema: ``type(m)(items)`` would pass the items as the schema."""
+
+    def __init__(self, schema: tuple[str, ...], *columns: torch.Tensor) -> None:
+        self.schema = schema
+        self._columns = dict(zip(schema, columns, strict=True))
+        self.index = torch.arange(len(schema))
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        return self._columns[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+
+def test_container_attributes_move_with_the_items() -> None:
+    padded = Padded(ids=torch.arange(4))
+    padded.lengths = torch.tensor([3, 1])  # type: ignore[attr-defined]
+    tokens = Tokens([torch.ones(2)])
+    tokens.mask = torch.zeros(2, dtype=torch.bool)  # type: ignore[attr-defined]
+    features = Features(("a", "b"), torch.ones(1), torch.zeros(1))
+    out = tp.to_device((padded, tokens, features), "meta")
+    assert type(out[0]) is Padded and on_meta(out[0]["ids"], out[0].lengths)
+    assert type(out[1]) is Tokens and on_meta(out[1][0], out[1].mask)
+    assert type(out[2]) is Features and out[2].schema == ("a", "b")
+    assert on_meta(out[2]["a"], out[2]["b"], out[2].index)
+    assert not padded.lengths.is_meta and not features.index.is_meta  # type: ignore[attr-defined]
+
+
+# --- namedtuples: rebuilt without their __new__, attributes kept --------------------------------
+
+
+class Logits(NamedTuple):
+    values: torch.Tensor
+    temperature: float
+
+
+class Tempered(Logits):
+    """``__new__`` divides by the temperature: calling it again divides twice."""
+
+    def __new__(cls, values: torch.Tensor, temperature: float) -> Tempered:
+        return super().__new__(cls, values / temperature, temperature)
+
+
+class Annotated(Logits):
+    pass  # no __slots__: instances take attributes
+
+
+def test_namedtuples_are_rebuilt_without_their_constructor() -> None:
+    tempered = Tempered(torch.tensor([2.0, 4.0]), 2.0)
+    annotated = Annotated(torch.ones(1), 1.0)
+    annotated.source = torch.zeros(3)  # type: ignore[attr-defined]
+    out = tp.to_device({"t": [tempered], "a": annotated}, "cpu", dtype=torch.float64)
+    assert type(out["t"][0]) is Tempered
+    assert torch.equal(out["t"][0].values, torch.tensor([1.0, 2.0], dtype=torch.float64))
+    assert type(out["a"]) is Annotated and out["a"].source.dtype == torch.float64
+    assert on_meta(tp.to_device(annotated, "meta").source)
+
+
+# --- OrderedDict order ---------------------------------------------------------------------------
+
+
+def test_ordered_dicts_keep_their_own_order_wherever_they_sit() -> None:
+    layers = collections.OrderedDict((f"l{i}", torch.full((1,), float(i))) for i in range(4))
+    layers.move_to_end("l2", last=False)
+    layers.move_to_end("l0")
+    order = list(layers)
+
+    @dataclasses.dataclass
+    class Holder:
+        layers: collections.OrderedDict[str, torch.Tensor]
+
+    for batch, pick in (
+        (layers, lambda o: o),
+        ([1, {"deep": layers}], lambda o: o[1]["deep"]),
+        (Holder(layers), lambda o: o.layers),
+    ):
+        assert list(pick(tp.to_device(batch, "meta"))) == order
+        assert list(pick(tp.to_device(batch, "meta", pack=True))) == order
+    assert list(tp.to_device(layers, "cpu")) == order  # nothing moves, order still kept
+
+
+# --- objects whose .to works in place (PyTorch Geometric) ----------------------------------------
+
+
+def test_in_place_to_objects_leave_the_input_and_keep_sharing() -> None:
+    x = torch.randn(5, 2)
+    data = pyg.Data(x=x, edge_index=torch.tensor([[0, 1], [1, 2]]), num_nodes=5)
+    batch = pyg.batch(x, torch.arange(5), torch.tensor([0, 3, 5]))
+    hetero = pyg.hetero(x, torch.ones(2, 2))
+    out = tp.to_device({"data": data, "batch": batch, "hetero": hetero, "x": x}, "meta")
+    d, b, h = out["data"], out["batch"], out["hetero"]
+    paper = h.__dict__["_node_store_dict"]["paper"]
+    assert on_meta(d.x, d.edge_index, b.x, b.y, b.__dict__["_slice_dict"]["x"], paper["x"])
+    assert paper._parent() is h
+    assert d.x is b.x is h.x is out["x"]  # one x, moved once
+    assert d.num_nodes == 5 and d._store._parent() is d  # the copy's storage points at it
+    assert data._store._parent() is data and data.x is x and not x.is_meta  # input as it was
+    assert not hetero.__dict__["_node_store_dict"]["paper"]["x"].is_meta
+
+
+class DeviceAware:
+    """A ``.to`` that also records where it is, which only its own ``.to`` knows to update."""
+
+    def __init__(self, state: torch.Tensor) -> None:
+        self.state = state
+        self.device = state.device
+
+    def to(self, device: torch.device) -> DeviceAware:
+        self.state = self.state.to(device)
+        self.device = torch.device(device)
+        return self
+
+
+def test_an_objects_own_to_runs_on_a_copy() -> None:
+    aware = DeviceAware(torch.ones(2))
+    ref = weakref.ref(aware)
+    out = tp.to_device([aware, aware.state], "meta")
+    assert out[0] is not aware and out[0].device == META and out[0].state is out[1]
+    assert ref() is aware and aware.device.type == "cpu" and not aware.state.is_meta
+
+
+# --- pack=True: results behave as .to's --------------------------------------------------------
+
+
+def test_packed_moves_keep_layouts_and_give_tensors_their_own_storage() -> None:
+    images = torch.randn(2, 3, 4, 4).contiguous(memory_format=torch.channels_last)
+    table = torch.randn(6, 3).t()
+    out = tp.to_device({"img": images, "table": table, "n": torch.arange(3)}, "meta", pack=True)
+    assert out["img"].stride() == images.stride() and out["table"].stride() == table.stride()
+    # Each sized to its own tensor, not views of one buffer (meta storages have no address).
+    assert [o.untyped_storage().nbytes() for o in out.values()] == [384, 72, 24]
+    # On the CPU (where packed_to_device gathers) they are independent: tests/feed/test_pack.py.
+
+
+_REGISTRY = {"weights": torch.ones(2)}
+
+
+class RegistryView(Mapping[str, torch.Tensor]):
+    """Items that live outside the object: moving its attributes cannot move them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        return _REGISTRY[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_REGISTRY)
+
+    def __len__(self) -> int:
+        return len(_REGISTRY)
+
+
+def test_a_mapping_whose_items_live_elsewhere_is_refused_not_passed_by() -> None:
+    with pytest.raises(
+        tp.UnsupportedBatchError, match=r"batch\['view'\].*not among its attributes"
+    ):
+        tp.to_device({"view": RegistryView("r"), "x": torch.ones(1)}, "meta")
+    assert tp.to_device({"view": RegistryView("r")}, "cpu")["view"].name == "r"  # nothing moves
