@@ -471,3 +471,17 @@ def test_place_does_not_import_feed() -> None:
 def test_a_bad_skip_keys_is_reported_on_the_direct_path_too(batch: Any) -> None:
     with pytest.raises(tp.ConfigError, match="skip_keys"):
         tp.to_device(batch, "meta", skip_keys=3)  # type: ignore[arg-type]
+
+
+def test_an_audit_predicts_the_copies_to_device_skips_on_the_host() -> None:
+    # On a CPU run the tensors stay; on an accelerator each is a copy: the audit hears them.
+    model = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 4))
+    model[1].weight = model[0].weight  # tied: copied once  # type: ignore[assignment]
+    batch = {"x": torch.ones(2, 4), "meta": {"ids": torch.arange(3)}, "name": "b"}
+    with tp.audit() as report:
+        tp.to_device(batch, "cpu")
+        tp.to_device(model, "cpu")
+        tp.to_device(torch.ones(5), "cpu")
+    counts = sorted(e.count for e in report.entries if e.kind == "transfer")
+    assert counts == [1, 2, 3]  # a tensor, a batch of two, a model of 3 distinct tensors
+    assert report.would_copy_bytes == 5 * 4 + (8 + 3) * 8 + (32 + 8 + 4) * 4

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from torchport import hardware
+from torchport import _skipped, hardware
 from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
@@ -174,6 +174,8 @@ def to_device(
     target = _PARSED_GET(device) if type(device) is str and not _REDIRECTS else None
     if target is None:
         target = resolve_device(device, argument="device")
+    if _skipped.listeners:  # an audit counts the copies an accelerator run makes
+        _tell_staying(obj, target)
     if dtype is None and pack is not True and not skip_keys:
         cls = type(obj)
         # The direct paths first: they are what most training loops call, and every
@@ -234,6 +236,36 @@ def to_device(
 
 
 _NOT_FLAT: Any = object()
+
+
+def _tell_staying(obj: Any, target: torch.device) -> None:
+    """Tell an audit which tensors of ``obj`` are already on ``target`` (no copy here).
+
+    On a CPU run they stay where they are; on an accelerator each is a copy, which the
+    audit predicts. A module's tied tensors are told once; an optimizer's ``step``
+    counters stay on the host on every machine. Never raises: the move that follows
+    reports what is wrong with ``obj``.
+    """
+    try:
+        if isinstance(obj, torch.Tensor):
+            tensors: list[Any] = [obj]
+        elif isinstance(obj, nn.Module):
+            unique = {id(t): t for t in (*obj.parameters(), *obj.buffers())}
+            tensors = list(unique.values())
+        elif isinstance(obj, torch.optim.Optimizer):
+            tensors = [
+                value
+                for state in obj.state.values()
+                for key, value in state.items()
+                if key != "step" and isinstance(value, torch.Tensor)
+            ]
+        else:
+            tensors = flatten_batch(obj).tensors
+    except Exception:
+        return
+    _skipped.tell(tensors, target, by="torchport.to_device")
+
+
 
 
 def _move_flat(
