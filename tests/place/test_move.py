@@ -484,4 +484,4 @@ def test_an_audit_predicts_the_copies_to_device_skips_on_the_host() -> None:
         tp.to_device(torch.ones(5), "cpu")
     counts = sorted(e.count for e in report.entries if e.kind == "transfer")
     assert counts == [1, 2, 3]  # a tensor, a batch of two, a model of 3 distinct tensors
-    assert report.would_copy_bytes == 5 * 4 + (8 + 3) * 8 + (32 + 8 + 4) * 4
+    assert report.would_copy_bytes == 5 * 4 + (2 * 4 * 4 + 3 * 8) + (32 + 8 + 4) * 4
