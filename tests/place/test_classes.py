@@ -9,6 +9,7 @@ attribute access.
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import functools
 import importlib.util
@@ -276,7 +277,9 @@ def test_in_place_to_objects_leave_the_input_and_keep_sharing() -> None:
     out = tp.to_device({"data": data, "batch": batch, "hetero": hetero, "x": x}, "meta")
     d, b, h = out["data"], out["batch"], out["hetero"]
     paper = h.__dict__["_node_store_dict"]["paper"]
-    assert on_meta(d.x, d.edge_index, b.x, b.y, b.__dict__["_slice_dict"]["x"], paper["x"])
+    # PyG keeps _slice_dict in the store, whose own deep copy shares it with the input.
+    assert on_meta(d.x, d.edge_index, b.x, b.y, b._slice_dict["x"], paper["x"])
+    assert not batch._slice_dict["x"].is_meta and b._store._parent() is b
     assert paper._parent() is h
     assert d.x is b.x is h.x is out["x"]  # one x, moved once
     assert d.num_nodes == 5 and d._store._parent() is d  # the copy's storage points at it
@@ -303,6 +306,52 @@ def test_an_objects_own_to_runs_on_a_copy() -> None:
     out = tp.to_device([aware, aware.state], "meta")
     assert out[0] is not aware and out[0].device == META and out[0].state is out[1]
     assert ref() is aware and aware.device.type == "cpu" and not aware.state.is_meta
+
+
+class Snapshot:
+    """A ``.to`` object whose deep copy clones its tensors and ignores the memo (TensorDict's)."""
+
+    def __init__(self, frames: list[torch.Tensor], stamp: torch.Tensor) -> None:
+        self.frames = frames
+        self.stamp = stamp
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Snapshot:
+        return Snapshot([f.clone() for f in self.frames], self.stamp.clone())
+
+    def to(self, device: torch.device) -> Snapshot:
+        return Snapshot([f.to(device) for f in self.frames], self.stamp.to(device))
+
+
+class Ledger:
+    """A ``.to`` object whose deep copy shares every attribute but ``rows`` (PyG's storage)."""
+
+    def __init__(self, rows: dict[str, torch.Tensor], offsets: dict[str, torch.Tensor]) -> None:
+        self.rows = rows
+        self.offsets = offsets
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Ledger:
+        out = Ledger.__new__(Ledger)
+        out.__dict__.update(self.__dict__)
+        out.rows = copy.deepcopy(self.rows, memo)
+        return out
+
+    def to(self, device: torch.device) -> Ledger:
+        self.rows = {key: value.to(device) for key, value in self.rows.items()}
+        return self
+
+
+def test_objects_whose_deep_copy_ignores_the_memo_still_share_and_move_everything() -> None:
+    frame, stamp = torch.ones(2), torch.tensor(7)
+    snap = Snapshot([frame, frame], stamp)
+    ledger = Ledger({"a": frame}, {"a": stamp})
+    for _ in range(2):  # the second call takes the remembered route
+        out = tp.to_device({"snap": snap, "ledger": ledger, "frame": frame}, "meta")
+        s, led = out["snap"], out["ledger"]
+        assert s.frames[0] is s.frames[1] is led.rows["a"] is out["frame"]  # moved once
+        assert s.stamp is led.offsets["a"] and on_meta(s.stamp, out["frame"])
+        assert led.offsets is not ledger.offsets  # the input's dict was not moved in place
+        assert not (frame.is_meta or stamp.is_meta or ledger.offsets["a"].is_meta)
+        assert snap.frames == [frame, frame] and ledger.rows["a"] is frame
 
 
 # --- pack=True: results behave as .to's --------------------------------------------------------

@@ -20,6 +20,7 @@ import collections
 import contextlib
 import copy
 import types
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -220,7 +221,12 @@ def copy_object(obj: Any) -> Any:
 
 
 def deep_copy_sharing(
-    obj: Any, olds: Sequence[Any], news: Sequence[Any], walked: Callable[[type], bool]
+    obj: Any,
+    olds: Sequence[Any],
+    news: Sequence[Any],
+    walked: Callable[[type], bool],
+    *,
+    by_state: bool = False,
 ) -> Any:
     """``copy.deepcopy(obj)`` in which each object of ``olds`` becomes its ``news`` counterpart.
 
@@ -234,6 +240,14 @@ def deep_copy_sharing(
     subclasses, so a class whose ``__getstate__`` leaves an attribute out, or
     whose ``__new__`` transforms its fields, comes back whole and unchanged.
 
+    Some classes' ``__deepcopy__`` does not honour the memo: TensorDict's clones
+    every tensor, and PyTorch Geometric's storages share attributes other than
+    their mapping (a ``Batch``'s ``_slice_dict``) with the original. With
+    ``by_state`` the class's own deep copy is not used: ``obj`` and every object
+    with state inside it (``walked`` decides which) are copied with
+    :func:`copy_object` and given deep copies of every attribute, and a weak
+    reference to an object that is copied points at its copy.
+
     Raises:
         RebuildRefused: ``copy.deepcopy`` raised, or returned the object itself
             or an object of another type.
@@ -243,8 +257,10 @@ def deep_copy_sharing(
     # outlive the copy too, or an id could be reused by a new object mid-copy.
     memo[id(memo)] = list(olds)
     try:
-        _prime(obj, memo, walked)
-        new = copy.deepcopy(obj, memo)
+        _prime(obj, memo, walked, root=by_state)
+        new = memo[id(obj)] if by_state else copy.deepcopy(obj, memo)
+    except RebuildRefused:
+        raise
     except Exception as exc:
         raise RebuildRefused(
             f"copy.deepcopy raised {type(exc).__name__}: {exc}; torchport calls .to on a "
@@ -285,7 +301,9 @@ def _copied_unfaithfully(cls: type) -> bool:
     )
 
 
-def _prime(obj: Any, memo: dict[int, Any], walked: Callable[[type], bool]) -> None:
+def _prime(
+    obj: Any, memo: dict[int, Any], walked: Callable[[type], bool], *, root: bool = False
+) -> None:
     """Put in ``memo`` the copies the walker would make of what ``obj`` holds.
 
     ``copy.deepcopy`` then uses them instead of the classes' own copy protocols:
@@ -297,7 +315,8 @@ def _prime(obj: Any, memo: dict[int, Any], walked: Callable[[type], bool]) -> No
     registered when it is first met (so a reference back to it finds it), its
     attributes and a container's items are filled in after its children, each
     deep-copied with the same ``memo``, so tensors stay the moved ones. ``obj``
-    itself is left to its own ``__deepcopy__``.
+    itself is left to its own ``__deepcopy__``, unless ``root``: then it is copied
+    like the objects inside it, and its copy is ``memo[id(obj)]``.
     """
     seen: set[int] = set()
     stack: list[tuple[Any, bool]] = [(obj, False)]
@@ -312,7 +331,7 @@ def _prime(obj: Any, memo: dict[int, Any], walked: Callable[[type], bool]) -> No
         cls = type(node)
         if _copied_unfaithfully(cls):
             stack.append((node, True))
-        elif node is not obj and walked(cls):
+        elif (root or node is not obj) and walked(cls):
             memo[id(node)] = copy_object(node)
             stack.append((node, True))
         stack.extend((child, False) for child in _children(node))
@@ -326,8 +345,22 @@ def _fill(node: Any, memo: dict[int, Any]) -> None:
         return
     state = read_state(node)
     if state.names:
-        copied = [copy.deepcopy(value, memo) for value in state.values]
+        copied = [_deep(value, memo) for value in state.values]
         write_state(made, State(state.names, [_UNSET] * len(state.names), state.in_dict), copied)
+
+
+def _deep(value: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(value, memo)``; a plain weak reference to a copied object points at the copy.
+
+    ``deepcopy`` returns weak references as they are, so a back reference (a
+    storage's ``_parent``) would still point at the original.
+    """
+    if type(value) is weakref.ref:
+        referent = value()
+        if referent is not None and id(referent) in memo:
+            return weakref.ref(memo[id(referent)])
+        return value
+    return copy.deepcopy(value, memo)
 
 
 def _is_atom(node: Any) -> bool:
@@ -381,7 +414,7 @@ def _faithful_copy(node: Any, memo: dict[int, Any]) -> Any:
             collections.deque.__init__(new, items, collections.deque.maxlen.__get__(node))
     state = read_state(node)
     if state.names:
-        copied = [deep(value, memo) for value in state.values]
+        copied = [_deep(value, memo) for value in state.values]
         write_state(new, State(state.names, [_UNSET] * len(state.names), state.in_dict), copied)
     return new
 

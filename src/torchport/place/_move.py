@@ -266,8 +266,6 @@ def _tell_staying(obj: Any, target: torch.device) -> None:
     _skipped.tell(tensors, target, by="torchport.to_device")
 
 
-
-
 def _move_flat(
     obj: Any,
     cls: type,

@@ -172,7 +172,50 @@ def _walked(cls: type) -> bool:
     return not issubclass(cls, _BUILTIN_CONTAINERS) and kind_of_object(cls) == WALKED
 
 
+def _stateful(cls: type) -> bool:
+    """Objects with state, walked or with their own ``.to`` (not builtin containers)."""
+    return not issubclass(cls, _BUILTIN_CONTAINERS) and kind_of_object(cls) != VALUE
+
+
 _BUILTIN_CONTAINERS = (dict, list, tuple, set, frozenset, collections.deque)
+# Classes with a .to whose own deep copy does not give back the tensors it is handed
+# in the memo (it clones them, or shares attributes with the original): copied by state.
+_COPIED_BY_STATE: set[type] = set()
+
+
+def _copy_sharing(
+    obj: Any,
+    tensors: list[torch.Tensor],
+    moved: Sequence[torch.Tensor],
+    find: Callable[[list[Any]], list[torch.Tensor]],
+) -> Any:
+    """A deep copy of ``obj`` that holds exactly the ``moved`` tensors in place of ``tensors``.
+
+    The class's own deep copy is tried first (it knows the object's back
+    references); where what it returns holds any other tensor (a clone, or one
+    shared with the input), the object is copied by its state instead, and the
+    class is remembered so that later batches skip the first try.
+
+    Raises:
+        RebuildRefused: Neither copy holds only the moved tensors.
+    """
+    cls = type(obj)
+    allowed = set(map(id, moved))
+    if cls not in _COPIED_BY_STATE:
+        result = deep_copy_sharing(obj, tensors, moved, _walked)
+        if allowed.issuperset(map(id, find(contents(result)))):
+            return result
+        _COPIED_BY_STATE.add(cls)
+    result = deep_copy_sharing(obj, tensors, moved, _stateful, by_state=True)
+    stray = [t for t in find(contents(result)) if id(t) not in allowed]
+    if stray:
+        raise RebuildRefused(
+            f"a copy of the {cls.__name__} object still holds a tensor on {stray[0].device} "
+            "that torchport did not move (its state is not all in its __dict__ and "
+            "__slots__), so its .to cannot be called on a copy without leaving the input "
+            "changed or a tensor behind; move it yourself and pass its key in skip_keys"
+        )
+    return result
 
 
 def same_children(old: Sequence[Any], new: Sequence[Any]) -> bool:
@@ -361,7 +404,7 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
             return obj
         result = finish.made.get(id(obj))
         if result is None:
-            result = deep_copy_sharing(obj, tensors, moved, _walked)
+            result = _copy_sharing(obj, tensors, moved, find)
             if finish.call_to is not None:
                 result = finish.call_to(result)
                 if finish.check is not None:
