@@ -5,7 +5,7 @@ It shares no code with ``torchport.place``: it walks every object itself, throug
 * container items: mappings by their items (``dict``, ``OrderedDict``, ``UserDict``,
   ``MappingProxyType``, any ``collections.abc.Mapping``), sequences and sets by
   iteration (``list``, ``tuple`` and namedtuples, ``deque``, ``set``, ``frozenset``,
-  any ``collections.abc.Sequence``);
+  any ``collections.abc.Sequence`` or ``collections.abc.Set``: ``WeakSet`` too);
 * dataclass, attrs and pydantic fields, read through their own APIs;
 * every object's own ``__dict__`` and ``__slots__`` (so the attributes of container
   subclasses, caches such as ``functools.cached_property`` values, pydantic's
@@ -33,6 +33,7 @@ import functools
 import types
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import torch
@@ -95,7 +96,7 @@ def children(node: Any) -> Iterator[tuple[str, Any]]:
     if isinstance(node, Mapping):
         for key, value in list(node.items()):
             yield f"[{key!r}]", value
-    elif isinstance(node, set | frozenset):
+    elif isinstance(node, AbstractSet):
         # Unordered: named by the item itself, so both sides name a tensor alike.
         for i, item in enumerate(sorted(node, key=_order_key)):
             yield f"{{{i}}}", item

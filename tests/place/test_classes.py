@@ -15,7 +15,7 @@ import functools
 import importlib.util
 import sys
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -392,3 +392,40 @@ def test_a_mapping_whose_items_live_elsewhere_is_refused_not_passed_by() -> None
     ):
         tp.to_device({"view": RegistryView("r"), "x": torch.ones(1)}, "meta")
     assert tp.to_device({"view": RegistryView("r")}, "cpu")["view"].name == "r"  # nothing moves
+
+
+class Track:
+    """An object that holds a tensor, handed out by the containers below."""
+
+    def __init__(self, points: torch.Tensor) -> None:
+        self.points = points
+
+
+class Tracks(Sequence[Track]):
+    """Items built on access around tensors kept elsewhere: no tensor is among its attributes."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+    def __getitem__(self, i: Any) -> Any:
+        return Track(_REGISTRY[self.names[i]])
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def test_containers_handing_out_objects_with_tensors_they_do_not_hold_are_refused() -> None:
+    kept = Track(torch.ones(3))
+    weak_set = weakref.WeakSet([kept])  # items held by weak reference are not its state
+    weak_values = weakref.WeakValueDictionary({"t": kept})
+    for name, container in [
+        ("set", weak_set),
+        ("values", weak_values),
+        ("seq", Tracks(["weights"])),
+    ]:
+        with pytest.raises(tp.UnsupportedBatchError, match=rf"batch\['{name}'\].*holding a tensor"):
+            tp.to_device({name: container, "x": torch.ones(1)}, "meta")
+        assert not kept.points.is_meta
+    # A weak container of objects holding no tensor, or holding them on the target, passes.
+    plain = Track(torch.ones(1, device="meta"))
+    assert tp.to_device({"w": weakref.WeakSet([plain])}, "meta")["w"] is not None

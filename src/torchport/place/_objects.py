@@ -40,6 +40,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import torch
@@ -241,14 +242,21 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
-def object_recipe(cls: type) -> Recipe:
-    """Walk an object through its state; rebuild it as a copy only when a child changed."""
+def object_recipe(
+    cls: type, find: Callable[[list[Any], frozenset[Any]], list[torch.Tensor]]
+) -> Recipe:
+    """Walk an object through its state; rebuild it as a copy only when a child changed.
+
+    ``find(values, skip)`` lists the tensors reachable from ``values`` (outside
+    the keys in ``skip``): a custom ``Mapping``, ``Sequence`` or ``Set`` is checked
+    with it after a move, through the items it hands out.
+    """
 
     def flatten(obj: Any) -> tuple[list[Any], tuple[Any, State], list[str]]:
         state = read_state(obj)
         return state.values, (obj, state), state.names
 
-    checks_items = issubclass(cls, Mapping | Sequence) and not issubclass(
+    checks_items = issubclass(cls, Mapping | Sequence | AbstractSet) and not issubclass(
         cls, collections.UserDict | collections.UserList | collections.ChainMap
     )
 
@@ -263,17 +271,24 @@ def object_recipe(cls: type) -> Recipe:
                 new = finish.made[id(obj)] = copy_object(obj)
                 write_state(new, state, share_siblings(state.values, list(children)))
         if checks_items and finish.target is not None:
-            _check_items(new, finish.target, finish.skip)
+            _check_items(new, finish.target, finish.skip, find)
         return new
 
     return Recipe(flatten, unflatten, StateEntry)
 
 
-def _check_items(container: Any, target: torch.device, skip: frozenset[Any]) -> None:
-    """Check that the tensors a custom Mapping or Sequence gives as items are moved too.
+def _check_items(
+    container: Any,
+    target: torch.device,
+    skip: frozenset[Any],
+    find: Callable[[list[Any], frozenset[Any]], list[torch.Tensor]],
+) -> None:
+    """Check that every tensor reachable from a custom container's items is moved too.
 
     Its items were moved through its attributes; one that computes its items from
-    somewhere else would hand out tensors the walk never saw.
+    somewhere else, or holds them by weak reference (``WeakSet``,
+    ``WeakValueDictionary``), would hand out tensors the walk never saw, directly
+    or inside the objects it hands out.
     """
     try:
         if isinstance(container, Mapping):
@@ -286,12 +301,16 @@ def _check_items(container: Any, target: torch.device, skip: frozenset[Any]) -> 
             f"interface ({type(exc).__name__}: {exc}), so torchport cannot tell whether "
             "they were moved"
         ) from exc
-    for item in items:
-        if isinstance(item, torch.Tensor) and not on_device(item, target):
+    if not items:
+        return
+    for item in find(items, skip):
+        if not on_device(item, target):
             raise RebuildRefused(
-                f"it hands out an item on {item.device} that is not among its attributes "
-                f"(those were moved to {target}); give {type(container).__name__} a "
-                ".to(device) method that moves what its items come from"
+                f"it hands out an item holding a tensor on {item.device} that is not "
+                f"among its attributes (those were moved to {target}); a container that "
+                "computes its items or holds them by weak reference cannot be moved by "
+                f"its state: give {type(container).__name__} a .to(device) method that "
+                "moves what its items come from, or keep it out of the batch"
             )
 
 

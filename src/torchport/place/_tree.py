@@ -460,6 +460,11 @@ def _tensors_inside(values: list[Any]) -> list[torch.Tensor]:
     return flatten_batch(values).tensors
 
 
+def _tensors_of_items(values: list[Any], skip: frozenset[Hashable]) -> list[torch.Tensor]:
+    """The distinct tensors reachable from a custom container's items, outside ``skip``."""
+    return flatten_batch(values, skip_keys=skip).tensors
+
+
 def _register_node(cls: type) -> bool:
     """Register ``cls`` as a node in the walker's namespace; say whether it is one now."""
     recipe = container_recipe(cls) if optree.is_namedtuple_class(cls) else None
@@ -499,12 +504,12 @@ def _node_recipe(cls: type) -> Any:
         # Everything they hold is in their state (.data and attributes), so walking
         # them is exact, leaves the input unmodified (BatchEncoding.to moves in
         # place) and lets their tensors take the batch's fast paths.
-        return object_recipe(cls)
+        return object_recipe(cls, _tensors_of_items)
     if kind == MOVER:
         return mover_recipe(cls, _tensors_inside)
     recipe = container_recipe(cls)
     if recipe is not None:
         return recipe
     if kind == WALKED:
-        return object_recipe(cls)
+        return object_recipe(cls, _tensors_of_items)
     return None
