@@ -7,6 +7,8 @@ It shares no code with ``torchport.place``: it walks every object itself, throug
   iteration (``list``, ``tuple`` and namedtuples, ``deque``, ``set``, ``frozenset``,
   any ``collections.abc.Sequence`` or ``collections.abc.Set``: ``WeakSet`` too);
 * dataclass, attrs and pydantic fields, read through their own APIs;
+* the Python objects a numpy array of an object dtype holds, and a dict's values
+  and items views;
 * every object's own ``__dict__`` and ``__slots__`` (so the attributes of container
   subclasses, caches such as ``functools.cached_property`` values, pydantic's
   extra and private attributes), read past ``__getattr__``;
@@ -32,10 +34,11 @@ import enum
 import functools
 import types
 import weakref
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+import numpy
 import torch
 
 try:
@@ -93,6 +96,14 @@ def children(node: Any) -> Iterator[tuple[str, Any]]:
         for name in ("data", "sorted_indices", "unsorted_indices"):
             yield f".{name}", getattr(node, name)
         return
+    if isinstance(node, numpy.ndarray):
+        if node.dtype.hasobject:  # Python objects: what it holds, in nested lists
+            held = node.tolist()
+            yield from enumerate_steps(held if isinstance(held, list) else [held], "<{}>")
+        return
+    if isinstance(node, ValuesView | ItemsView):
+        yield from enumerate_steps(list(node), "<{}>")
+        return
     if isinstance(node, Mapping):
         for key, value in list(node.items()):
             yield f"[{key!r}]", value
@@ -130,6 +141,11 @@ def children(node: Any) -> Iterator[tuple[str, Any]]:
             yield f".{name}", object.__getattribute__(node, name)
         except AttributeError:
             continue
+
+
+def enumerate_steps(items: list[Any], step: str) -> Iterator[tuple[str, Any]]:
+    for i, item in enumerate(items):
+        yield step.format(i), item
 
 
 def _order_key(item: Any) -> tuple[str, str]:

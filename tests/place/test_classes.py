@@ -429,3 +429,44 @@ def test_containers_handing_out_objects_with_tensors_they_do_not_hold_are_refuse
     # A weak container of objects holding no tensor, or holding them on the target, passes.
     plain = Track(torch.ones(1, device="meta"))
     assert tp.to_device({"w": weakref.WeakSet([plain])}, "meta")["w"] is not None
+
+
+# --- values that hold objects: numpy object arrays, dict views, iterators ----------------------
+
+
+def test_tensors_inside_numpy_object_arrays_and_dict_views_must_already_be_there() -> None:
+    import numpy as np
+
+    ragged = np.empty(2, dtype=object)
+    ragged[0], ragged[1] = torch.ones(3), {"deep": torch.zeros(1)}
+    record = np.zeros(1, dtype=[("id", "i4"), ("payload", "O")])
+    record["payload"][0] = [torch.ones(2)]
+    lookup = {"w": torch.ones(1)}
+    for name, value in [("ragged", ragged), ("record", record), ("view", lookup.values())]:
+        with pytest.raises(tp.UnsupportedBatchError, match=rf"batch\['{name}'\].*holding a tensor"):
+            tp.to_device({name: value, "x": torch.ones(1)}, "meta")
+        # Already where the move goes: returned as it is (a CPU run keeps working).
+        assert tp.to_device({name: value, "x": torch.ones(1)}, "cpu")[name] is value
+        with pytest.raises(tp.UnsupportedBatchError, match=rf"batch\['{name}'\]"):
+            tp.to_device({name: value}, "cpu", dtype=torch.float16)  # would stay uncast
+        with pytest.raises(tp.UnsupportedBatchError, match=rf"batch\['{name}'\]"):
+            list(tp.DeviceLoader([{name: value}], "meta"))
+    numbers, names = np.arange(3.0), np.array(["a", None], dtype=object)
+    out = tp.to_device({"n": numbers, "s": names, "x": torch.ones(1)}, "meta")
+    assert out["n"] is numbers and out["s"] is names and out["x"].is_meta
+
+
+def test_iterators_in_a_batch_are_refused_naming_their_path() -> None:
+    def frames() -> Iterator[torch.Tensor]:
+        yield torch.ones(1)
+
+    lazy = [frames(), map(torch.ones, [1]), zip([torch.ones(1)]), iter([torch.ones(1)])]
+    for it in lazy:
+        with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['it'\] is an iterator.*list"):
+            tp.to_device({"it": it, "x": torch.ones(1)}, "cpu")
+    with pytest.raises(tp.UnsupportedBatchError, match="the object is an iterator"):
+        tp.to_device(frames(), "meta")
+    with pytest.raises(tp.UnsupportedBatchError, match="iterator"):
+        list(tp.DeviceLoader([{"it": frames()}], "cpu"))
+    kept = frames()
+    assert tp.to_device({"it": kept, "x": torch.ones(1)}, "meta", skip_keys="it")["it"] is kept

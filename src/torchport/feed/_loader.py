@@ -394,6 +394,7 @@ class DeviceLoader(Generic[_T]):
         layout = flatten_batch(batch)
         tensors = layout.tensors
         device = self._device
+        layout.check_hidden(device)
         movers = [m.to(device) for m in layout.movers] if layout.movers else None
         if _skipped.listeners:  # an audit counts the copies a GPU run makes
             _skipped.tell(
@@ -432,6 +433,7 @@ class DeviceLoader(Generic[_T]):
         layout = flatten_batch(batch)
         tensors = layout.tensors
         device = self._device
+        layout.check_hidden(device)
         side = [i for i, t in enumerate(tensors) if _side_stream_safe(t)]
         moved: list[torch.Tensor | None] = [t if t.device == device else None for t in tensors]
         fresh: list[torch.Tensor] = []

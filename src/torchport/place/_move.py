@@ -88,7 +88,11 @@ def to_device(
       (numbers, strings, classes, functions, modules, ``Enum`` members, weak
       references, objects without attributes) come back as they are, and so do
       mapping keys. Modules, optimizers, LR schedulers and ``GradScaler``s
-      inside a batch are refused (move them on their own). A tensor already on
+      inside a batch are refused (move them on their own), and so are iterators
+      (generators, ``map``, ``zip``: what they yield exists only once iterated).
+      A numpy array of Python objects or a dict's values or items view holding a
+      tensor that is not already on ``device`` is refused too: it comes back as
+      it is. A tensor already on
       ``device`` with the right dtype is returned as is.
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
@@ -222,6 +226,7 @@ def to_device(
         if refused is not None:
             raise UnsupportedBatchError(f"to_device: {refused}")
     layout = flatten_batch(obj, skip_keys=skip_keys)
+    layout.check_hidden(target, dtype)
     tensors = layout.tensors
     # Movers first: their own .to synchronizes as it does, before the engine's one wait.
     new_movers = [_call_to(m, target, non_blocking, dtype) for m in layout.movers] or None

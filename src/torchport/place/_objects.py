@@ -7,7 +7,9 @@ Every object a batch holds is one of these (decided once per type by
   (``int``, ``str``, ``torch.dtype``, a numpy array, ...), and by decision
   classes, modules, functions, methods, ``functools.partial`` objects, weak
   references and ``Enum`` members: they are *referred to* by a batch, not part
-  of it, and come back as the very object;
+  of it, and come back as the very object. (A numpy array of Python objects and
+  a dict's values or items view hold objects without state of their own: the
+  walker looks into each one, ``place/_tree.py``);
 * **walked through its state** (:data:`WALKED`): any other object with a
   ``__dict__`` or ``__slots__`` and no ``.to`` (dataclasses, attrs and pydantic
   classes, ``torch.distributions`` objects, ``UserDict``/``ChainMap``, custom
@@ -26,8 +28,10 @@ Every object a batch holds is one of these (decided once per type by
   move is refused. An object with a ``.to`` but no state the walker can read is
   a leaf whose ``.to`` is called as it is (``place/_tree.py``'s ``_MOVER``);
 * **refused** (:func:`refusal`): modules, optimizers, LR schedulers and
-  ``GradScaler``s, which hold training state that has its own rules; the error
-  says what to call instead.
+  ``GradScaler``s, which hold training state that has its own rules, and
+  iterators without state of their own (generators, ``map``, ``zip``, a list's
+  iterator), whose items exist only once iterated; the error says what to do
+  instead.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import operator
 import threading
 import types
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -128,6 +132,13 @@ def refusal(cls: type, where: str, device: str | None) -> str | None:
 
 
 def _refusal(cls: type, name: str, where: str, device: str, kind: str) -> str | None:
+    if issubclass(cls, Iterator) and not has_state(cls):
+        return (
+            f"{where} is an iterator ({name}): what it yields is made or read only when "
+            "it is iterated, so to_device cannot move it and would hand it back with "
+            "its tensors where they are; turn it into a list first (list(it)), or "
+            "keep it out of the batch"
+        )
     if issubclass(cls, nn.Module):
         return (
             f"{where} is a module ({name}), which to_device moves in place, so it cannot "
