@@ -92,8 +92,7 @@ def to_device(
       (generators, ``map``, ``zip``: what they yield exists only once iterated).
       A numpy array of Python objects or a dict's values or items view holding a
       tensor that is not already on ``device`` is refused too: it comes back as
-      it is. A tensor already on
-      ``device`` with the right dtype is returned as is.
+      it is. A tensor already on ``device`` with the right dtype is returned as is.
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
       ``torch.__future__.set_overwrite_module_params_on_conversion(True)``), so an
