@@ -54,7 +54,6 @@ import torch
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import (
     NAMESPACE,
-    PackedSequenceMover,
     RebuildRefused,
     container_recipe,
     register_known,
@@ -109,7 +108,6 @@ _PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _KIND: dict[type, int] = {
     torch.Tensor: _TENSOR,
     torch.nn.Parameter: _TENSOR,
-    PackedSequenceMover: _MOVER,
     int: _PLAIN,
     float: _PLAIN,
     bool: _PLAIN,
