@@ -120,6 +120,33 @@ def _side_stream_safe(t: torch.Tensor) -> bool:
     return type(t) is torch.Tensor and t.is_cpu and t.layout == torch.strided and not t.is_nested
 
 
+def _set_epoch(loader: object, epoch: int, called: set[int]) -> None:
+    """``DeviceLoader.set_epoch`` for one loader; ``called`` holds the owners already told."""
+    own = getattr(loader, "set_epoch", None)
+    if callable(own):
+        if id(loader) not in called:
+            called.add(id(loader))
+            own(epoch)
+        return
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    for owner in (
+        getattr(loader, "sampler", None),
+        batch_sampler,
+        getattr(batch_sampler, "sampler", None),
+        getattr(loader, "dataset", None),
+    ):
+        method = getattr(owner, "set_epoch", None) if owner is not None else None
+        if callable(method) and id(owner) not in called:
+            called.add(id(owner))
+            method(epoch)
+    # Lightning's CombinedLoader holds several loaders and tells none of them itself.
+    parts = getattr(loader, "flattened", None)
+    if isinstance(parts, list | tuple):
+        for part in parts:
+            if part is not loader:
+                _set_epoch(part, epoch, called)
+
+
 class DeviceLoader(Generic[_T]):
     """Wraps any iterable of batches and yields each batch already on ``device``.
 
@@ -283,29 +310,16 @@ class DeviceLoader(Generic[_T]):
         wraps it), a batch sampler of your own, or an ``IterableDataset`` that
         shuffles by epoch. Where none has one (a plain ``DataLoader``, whose
         ``RandomSampler`` draws a new order every epoch by itself; a list; a
-        generator) this does nothing, as nothing depends on the epoch.
+        generator) this does nothing, as nothing depends on the epoch. A loader that
+        combines several (Lightning's ``CombinedLoader``, which has no ``set_epoch``)
+        is looked into: each of its ``flattened`` loaders is told as above.
 
         Raises:
             TypeError: ``epoch`` is not an int.
         """
         if isinstance(epoch, bool) or not isinstance(epoch, int):
             raise TypeError(f"set_epoch({epoch!r}): the epoch is an int, e.g. set_epoch(3)")
-        own = getattr(self._loader, "set_epoch", None)
-        if callable(own):
-            own(epoch)
-            return
-        batch_sampler = getattr(self._loader, "batch_sampler", None)
-        called: set[int] = set()
-        for owner in (
-            getattr(self._loader, "sampler", None),
-            batch_sampler,
-            getattr(batch_sampler, "sampler", None),
-            getattr(self._loader, "dataset", None),
-        ):
-            method = getattr(owner, "set_epoch", None) if owner is not None else None
-            if callable(method) and id(owner) not in called:
-                called.add(id(owner))
-                method(epoch)
+        _set_epoch(self._loader, epoch, set())
 
     def _passthrough(self, name: str) -> Any:
         try:
