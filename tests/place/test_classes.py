@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import importlib.util
 import sys
+import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -470,3 +471,48 @@ def test_iterators_in_a_batch_are_refused_naming_their_path() -> None:
         list(tp.DeviceLoader([{"it": frames()}], "cpu"))
     kept = frames()
     assert tp.to_device({"it": kept, "x": torch.ones(1)}, "meta", skip_keys="it")["it"] is kept
+
+
+# --- objects copied through their own copy protocol ---------------------------------------------
+
+
+class Session:
+    """Pickles without its lock and its scratch value; unpickling makes new ones."""
+
+    __slots__ = ("__weakref__", "lock", "scratch", "weights")
+
+    def __init__(self, weights: torch.Tensor) -> None:
+        self.weights = weights
+        self.lock = threading.Lock()
+        self.scratch = "warm"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"weights": self.weights}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.weights = state["weights"]
+        self.lock = threading.Lock()
+        self.scratch = "cold"
+
+
+class Owned:
+    """A ``__copy__`` that points the copy's back reference at the copy."""
+
+    def __init__(self, values: torch.Tensor) -> None:
+        self.values = values
+        self.owner = weakref.ref(self)
+
+    def __copy__(self) -> Owned:
+        out = Owned.__new__(Owned)
+        out.__dict__.update(self.__dict__, owner=weakref.ref(out), stamp="copied")
+        return out
+
+
+def test_a_copy_made_by_the_class_protocol_keeps_exactly_the_objects_state() -> None:
+    session, owned = Session(torch.ones(2)), Owned(torch.zeros(1))
+    out = tp.to_device({"s": session, "o": owned}, "meta")
+    s, o = out["s"], out["o"]
+    assert s is not session and s.weights.is_meta and not session.weights.is_meta
+    assert s.scratch == "warm" and s.lock is session.lock  # as the object had them
+    assert o.values.is_meta and o.owner() is o and owned.owner() is owned
+    assert not hasattr(o, "stamp")  # an attribute the input does not have is not added

@@ -33,6 +33,7 @@ __all__ = [
     "deep_copy_sharing",
     "has_state",
     "read_state",
+    "restore_state",
     "slot_names",
     "write_state",
 ]
@@ -144,6 +145,32 @@ def write_state(obj: Any, state: State, values: Sequence[Any]) -> None:
             if slots is None:
                 slots = dict(slot_descriptors(cls))
             slots[name].__set__(obj, after)
+
+
+def restore_state(obj: Any, new: Any, state: State, values: Sequence[Any]) -> None:
+    """Make ``new``'s attributes exactly ``obj``'s (``state``), with ``values`` as their values.
+
+    For a copy made by the class's own copy protocol: attributes it left out are
+    written, ones it added are removed, and a weak reference to ``obj`` (a back
+    reference its ``__copy__`` pointed at the copy) points at ``new``.
+    """
+    values = [
+        weakref.ref(new) if type(value) is weakref.ref and value() is obj else value
+        for value in values
+    ]
+    try:
+        own = object.__getattribute__(new, "__dict__")
+    except (AttributeError, TypeError):
+        own = None
+    if own is not None:
+        for name in set(own).difference(state.names[: state.in_dict]):
+            del own[name]
+    kept = set(state.names[state.in_dict :])
+    for name, descriptor in slot_descriptors(type(new)):
+        if name not in kept:
+            with contextlib.suppress(AttributeError):
+                descriptor.__delete__(new)
+    write_state(new, State(state.names, [_UNSET] * len(state.names), state.in_dict), values)
 
 
 def copy_state(old: Any, new: Any) -> None:

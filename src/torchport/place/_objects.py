@@ -54,10 +54,12 @@ from torchport.place._containers import Recipe, share_siblings
 from torchport.place._copying import (
     RebuildRefused,
     State,
+    copies_plainly,
     copy_object,
     deep_copy_sharing,
     has_state,
     read_state,
+    restore_state,
     write_state,
 )
 from torchport.place._entries import StateEntry, TensorInsideEntry
@@ -280,7 +282,14 @@ def object_recipe(
             new = finish.made.get(id(obj))
             if new is None:
                 new = finish.made[id(obj)] = copy_object(obj)
-                write_state(new, state, share_siblings(state.values, list(children)))
+                values = share_siblings(state.values, list(children))
+                if copies_plainly(type(obj)):
+                    write_state(new, state, values)  # the copy has the state as it was
+                else:
+                    # copy.copy went through __copy__, __reduce_ex__ or __setstate__,
+                    # which may leave an attribute out or change one: give the copy
+                    # the state the object has, with the moved values.
+                    restore_state(obj, new, state, values)
         if checks_items and finish.target is not None:
             _check_items(new, finish.target, finish.skip, find)
         return new
