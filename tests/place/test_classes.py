@@ -516,3 +516,23 @@ def test_a_copy_made_by_the_class_protocol_keeps_exactly_the_objects_state() -> 
     assert s.scratch == "warm" and s.lock is session.lock  # as the object had them
     assert o.values.is_meta and o.owner() is o and owned.owner() is owned
     assert not hasattr(o, "stamp")  # an attribute the input does not have is not added
+
+
+class Odometer:
+    """A ``.to`` that moves in place and, as many hand-written ones do, returns nothing."""
+
+    def __init__(self, reading: torch.Tensor) -> None:
+        self.reading = reading
+
+    def to(self, device: torch.device) -> None:
+        self.reading = self.reading.to(device)
+
+
+def test_a_to_that_returns_none_gives_the_moved_object_not_none() -> None:
+    odo = Odometer(torch.ones(2))
+    out = tp.to_device({"odo": odo, "x": odo.reading}, "meta")
+    assert isinstance(out["odo"], Odometer) and out["odo"] is not odo
+    assert out["odo"].reading is out["x"] and out["x"].is_meta
+    assert not odo.reading.is_meta  # it ran on a copy
+    (batch,) = tp.DeviceLoader([[odo]], "meta")
+    assert isinstance(batch[0], Odometer) and batch[0].reading.is_meta

@@ -105,8 +105,16 @@ class _InFlight:
 
 
 def _to(device: torch.device) -> Callable[[Any], Any]:
-    """Calls an object's own ``.to(device)`` (blocking, on the caller's stream)."""
-    return lambda obj: obj.to(device)
+    """Calls an object's own ``.to(device)`` (blocking, on the caller's stream).
+
+    A ``.to`` that returns ``None`` moved the object in place: the object is the result.
+    """
+
+    def call(obj: Any) -> Any:
+        moved = obj.to(device)
+        return obj if moved is None else moved
+
+    return call
 
 
 def _side_stream_safe(t: torch.Tensor) -> bool:
@@ -409,7 +417,7 @@ class DeviceLoader(Generic[_T]):
         tensors = layout.tensors
         device = self._device
         layout.check_hidden(device)
-        movers = [m.to(device) for m in layout.movers] if layout.movers else None
+        movers = list(map(_to(device), layout.movers)) if layout.movers else None
         if _skipped.listeners:  # an audit counts the copies a GPU run makes
             _skipped.tell(
                 [t for t in tensors if t.device == device], device, by="torchport.DeviceLoader"
@@ -487,7 +495,7 @@ class DeviceLoader(Generic[_T]):
                 nbytes += t.numel() * t.element_size()
                 copies += 1
             new.append(done)
-        movers = [m.to(device) for m in item.layout.movers] if item.layout.movers else None
+        movers = list(map(_to(device), item.layout.movers)) if item.layout.movers else None
         self._count(len(tensors), nbytes, copies, item.packed)
         return cast(_T, item.layout.rebuild(new, movers, call_to=_to(device), target=device))
 

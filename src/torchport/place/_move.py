@@ -375,7 +375,11 @@ def _repeats(items: Any, n: int) -> bool:
 def _call_to(
     obj: Any, target: torch.device, non_blocking: bool | None, dtype: torch.dtype | None
 ) -> Any:
-    """Move a leaf that has its own ``.to``; may synchronize as that method does."""
+    """Call an object's own ``.to``; may synchronize as that method does.
+
+    Returns what ``.to`` returns, or ``obj`` itself when ``.to`` returns ``None``
+    (it moved ``obj`` in place).
+    """
     takes_nb, takes_dtype = _to_kwargs(type(obj))
     kwargs: dict[str, Any] = {}
     if takes_nb:
@@ -385,7 +389,10 @@ def _call_to(
         kwargs["non_blocking"] = nb
     if takes_dtype and dtype is not None:
         kwargs["dtype"] = dtype
-    return obj.to(target, **kwargs)
+    moved = obj.to(target, **kwargs)
+    # A .to that works in place and returns nothing has moved the object itself (for an
+    # object with state, the copy it was called on): that is the result, not None.
+    return obj if moved is None else moved
 
 
 def _to_kwargs(cls: type) -> tuple[bool, bool]:
