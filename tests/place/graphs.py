@@ -234,6 +234,11 @@ class Encoding(collections.UserDict[str, Any]):
         if "encodings" in state:
             self._encodings = state["encodings"]
 
+    def to(self, device: Any) -> Encoding:
+        """In place, as ``BatchEncoding.to`` works (torchport walks it instead)."""
+        self.data = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.items()}
+        return self
+
 
 class StarList(list[Any]):
     """``StarList(items)`` would nest the items one level deeper."""

@@ -166,7 +166,14 @@ def is_value(node: Any) -> bool:
 
 
 def has_to(node: Any) -> bool:
-    return not isinstance(node, torch.Tensor) and callable(getattr(type(node), "to", None))
+    """Whether ``node`` is moved by its own ``.to`` (which skip_keys do not reach into).
+
+    A ``UserDict`` or ``UserList`` is walked through its state even with a ``.to``
+    (HuggingFace's ``BatchEncoding``), so skip_keys apply inside it.
+    """
+    if isinstance(node, torch.Tensor | collections.UserDict | collections.UserList):
+        return False
+    return callable(getattr(type(node), "to", None))
 
 
 def walk(root: Any, skip: frozenset[Hashable] = frozenset()) -> Iterator[tuple[Path, Any, bool]]:
