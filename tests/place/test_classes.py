@@ -536,3 +536,20 @@ def test_a_to_that_returns_none_gives_the_moved_object_not_none() -> None:
     assert not odo.reading.is_meta  # it ran on a copy
     (batch,) = tp.DeviceLoader([[odo]], "meta")
     assert isinstance(batch[0], Odometer) and batch[0].reading.is_meta
+
+
+class Pinned:
+    """A ``.to`` whose device is keyword-only, as torch's storages take it."""
+
+    def __init__(self, block: torch.Tensor) -> None:
+        self.block = block
+
+    def to(self, *, device: torch.device, non_blocking: bool = False) -> Pinned:
+        return Pinned(self.block.to(device, non_blocking=non_blocking))
+
+
+def test_a_to_that_takes_the_device_by_name_is_called_so() -> None:
+    out = tp.to_device({"p": Pinned(torch.ones(2))}, "meta")
+    assert isinstance(out["p"], Pinned) and out["p"].block.is_meta
+    (batch,) = tp.DeviceLoader([[Pinned(torch.ones(1))]], "meta")
+    assert batch[0].block.is_meta

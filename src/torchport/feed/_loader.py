@@ -14,7 +14,14 @@ import torch
 from torchport import _skipped, hardware
 from torchport.errors import ConfigError
 from torchport.hardware import StagingPool
-from torchport.place import BatchLayout, flatten_batch, pick_device, resolve_device, settled
+from torchport.place import (
+    BatchLayout,
+    call_own_to,
+    flatten_batch,
+    pick_device,
+    resolve_device,
+    settled,
+)
 
 __all__ = ["DeviceLoader", "FeedStats"]
 
@@ -111,8 +118,7 @@ def _to(device: torch.device) -> Callable[[Any], Any]:
     """
 
     def call(obj: Any) -> Any:
-        moved = obj.to(device)
-        return obj if moved is None else moved
+        return call_own_to(obj, device, False, None)
 
     return call
 
