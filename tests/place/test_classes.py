@@ -553,3 +553,24 @@ def test_a_to_that_takes_the_device_by_name_is_called_so() -> None:
     assert isinstance(out["p"], Pinned) and out["p"].block.is_meta
     (batch,) = tp.DeviceLoader([[Pinned(torch.ones(1))]], "meta")
     assert batch[0].block.is_meta
+
+
+class Adopting:
+    """pydantic v1's pickling: ``__setstate__`` adopts the state's dict as its ``__dict__``."""
+
+    def __init__(self, image: torch.Tensor) -> None:
+        self.image = image
+        self.label = 3
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"__dict__": self.__dict__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        object.__setattr__(self, "__dict__", state["__dict__"])
+
+
+def test_a_copy_handed_the_objects_own_dict_does_not_write_into_the_input() -> None:
+    item = Adopting(torch.ones(2))
+    out = tp.to_device([item], "meta")[0]
+    assert out.image.is_meta and out.label == 3
+    assert not item.image.is_meta and out.__dict__ is not item.__dict__

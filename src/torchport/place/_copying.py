@@ -244,7 +244,30 @@ def copy_object(obj: Any) -> Any:
             f"copy.copy returned {found}, so its children cannot be replaced without "
             "changing the original"
         )
+    _own_dict(obj, new)
     return new
+
+
+def _own_dict(obj: Any, new: Any) -> None:
+    """Give ``new`` a ``__dict__`` of its own if its copy protocol handed it ``obj``'s.
+
+    pydantic v1's ``__setstate__`` sets the copy's ``__dict__`` to the very dict
+    ``__getstate__`` returned: writing a moved value into the copy would write it
+    into the input.
+    """
+    try:
+        shared = object.__getattribute__(new, "__dict__")
+        if shared is not object.__getattribute__(obj, "__dict__"):
+            return
+    except (AttributeError, TypeError):
+        return
+    try:
+        object.__setattr__(new, "__dict__", dict(shared))
+    except (AttributeError, TypeError) as exc:
+        raise RebuildRefused(
+            "copy.copy gave the copy the object's own __dict__, and the copy's cannot "
+            "be replaced, so its children cannot be replaced without changing the original"
+        ) from exc
 
 
 def deep_copy_sharing(
