@@ -218,6 +218,34 @@ def test_set_epoch_reaches_every_part_that_orders_batches() -> None:
         plain.set_epoch("1")  # type: ignore[arg-type]
 
 
+class Combined:
+    """Lightning's ``CombinedLoader``: several loaders behind ``flattened``, no ``set_epoch``."""
+
+    def __init__(self, loaders: dict[str, Any]) -> None:
+        self.iterables = loaders
+
+    @property
+    def flattened(self) -> list[Any]:
+        return list(self.iterables.values())
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for parts in zip(*self.iterables.values(), strict=False):
+            yield dict(zip(self.iterables, parts, strict=True))
+
+
+def test_set_epoch_reaches_the_samplers_of_every_combined_loader() -> None:
+    ds = TensorDataset(torch.arange(8.0))
+    images: DistributedSampler[Any] = DistributedSampler(ds, num_replicas=2, rank=1, seed=3)
+    texts: DistributedSampler[Any] = DistributedSampler(ds, num_replicas=2, rank=1, seed=4)
+    combined = Combined(
+        {"images": DataLoader(ds, sampler=images), "texts": DataLoader(ds, sampler=texts)}
+    )
+    loader = tp.DeviceLoader(combined, "meta")
+    loader.set_epoch(6)
+    assert (images.epoch, texts.epoch) == (6, 6)
+    assert all(b["images"][0].is_meta for b in loader)
+
+
 def test_set_epoch_reaches_a_dataset_that_shuffles_by_epoch() -> None:
     class Stream(IterableDataset[torch.Tensor]):
         epoch = 0

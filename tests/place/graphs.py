@@ -234,6 +234,11 @@ class Encoding(collections.UserDict[str, Any]):
         if "encodings" in state:
             self._encodings = state["encodings"]
 
+    def to(self, device: Any) -> Encoding:
+        """In place, as ``BatchEncoding.to`` works (torchport walks it instead)."""
+        self.data = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in self.items()}
+        return self
+
 
 class StarList(list[Any]):
     """``StarList(items)`` would nest the items one level deeper."""
@@ -450,13 +455,36 @@ class Data:
 
 
 class Batch(Data):
-    """PyG's ``Batch``: a ``Data`` that also keeps ``_slice_dict`` (CPU tensors) in ``__dict__``."""
+    """PyG's ``Batch``: a ``Data`` whose store also keeps ``_slice_dict`` (CPU tensors).
+
+    As in PyG, ``batch._slice_dict = ...`` lands in the store's ``__dict__``, which the
+    store's ``__deepcopy__`` shares with the original (only ``_mapping`` is deep-copied)
+    and its ``.to`` leaves where it is.
+    """
 
 
 def batch(x: Any, y: Any, slices: torch.Tensor) -> Batch:
     out = Batch(x=x, y=y)
-    out.__dict__["_slice_dict"] = {"x": slices}
+    out._slice_dict = {"x": slices}
     return out
+
+
+class Cloning:
+    """TensorDict's kind: ``__deepcopy__`` clones every tensor (the memo is ignored), ``.to``
+    returns a new object and ``__copy__`` a shallow one."""
+
+    def __init__(self, items: dict[str, torch.Tensor]) -> None:
+        self._items = dict(items)
+
+    def __copy__(self) -> Cloning:
+        return Cloning(self._items)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Cloning:
+        return Cloning({key: value.clone() for key, value in self._items.items()})
+
+    def to(self, device: Any, non_blocking: bool = False) -> Cloning:
+        moved = {k: v.to(device, non_blocking=non_blocking) for k, v in self._items.items()}
+        return Cloning(moved)
 
 
 class HeteroData(Data):
@@ -583,6 +611,7 @@ def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
             st.just(torch.tensor([0, 2, 4])),
         ),
         st.builds(hetero, children.map(pyg_values), children.map(pyg_values)),
+        st.builds(Cloning, st.dictionaries(keys, leaves_only, max_size=3)),
         st.builds(OwnedDict, children, dicts),
         st.lists(children, max_size=2).map(lambda items: StarList(*items)),
         st.lists(children, max_size=2).map(Window),

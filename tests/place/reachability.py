@@ -5,8 +5,10 @@ It shares no code with ``torchport.place``: it walks every object itself, throug
 * container items: mappings by their items (``dict``, ``OrderedDict``, ``UserDict``,
   ``MappingProxyType``, any ``collections.abc.Mapping``), sequences and sets by
   iteration (``list``, ``tuple`` and namedtuples, ``deque``, ``set``, ``frozenset``,
-  any ``collections.abc.Sequence``);
+  any ``collections.abc.Sequence`` or ``collections.abc.Set``: ``WeakSet`` too);
 * dataclass, attrs and pydantic fields, read through their own APIs;
+* the Python objects a numpy array of an object dtype holds, and a dict's values
+  and items views;
 * every object's own ``__dict__`` and ``__slots__`` (so the attributes of container
   subclasses, caches such as ``functools.cached_property`` values, pydantic's
   extra and private attributes), read past ``__getattr__``;
@@ -32,9 +34,11 @@ import enum
 import functools
 import types
 import weakref
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Set as AbstractSet
 from typing import Any
 
+import numpy
 import torch
 
 try:
@@ -92,10 +96,18 @@ def children(node: Any) -> Iterator[tuple[str, Any]]:
         for name in ("data", "sorted_indices", "unsorted_indices"):
             yield f".{name}", getattr(node, name)
         return
+    if isinstance(node, numpy.ndarray):
+        if node.dtype.hasobject:  # Python objects: what it holds, in nested lists
+            held = node.tolist()
+            yield from enumerate_steps(held if isinstance(held, list) else [held], "<{}>")
+        return
+    if isinstance(node, ValuesView | ItemsView):
+        yield from enumerate_steps(list(node), "<{}>")
+        return
     if isinstance(node, Mapping):
         for key, value in list(node.items()):
             yield f"[{key!r}]", value
-    elif isinstance(node, set | frozenset):
+    elif isinstance(node, AbstractSet):
         # Unordered: named by the item itself, so both sides name a tensor alike.
         for i, item in enumerate(sorted(node, key=_order_key)):
             yield f"{{{i}}}", item
@@ -131,6 +143,11 @@ def children(node: Any) -> Iterator[tuple[str, Any]]:
             continue
 
 
+def enumerate_steps(items: list[Any], step: str) -> Iterator[tuple[str, Any]]:
+    for i, item in enumerate(items):
+        yield step.format(i), item
+
+
 def _order_key(item: Any) -> tuple[str, str]:
     if isinstance(item, torch.Tensor):
         # Shape and dtype only: the input and the result must sort alike.
@@ -149,7 +166,14 @@ def is_value(node: Any) -> bool:
 
 
 def has_to(node: Any) -> bool:
-    return not isinstance(node, torch.Tensor) and callable(getattr(type(node), "to", None))
+    """Whether ``node`` is moved by its own ``.to`` (which skip_keys do not reach into).
+
+    A ``UserDict`` or ``UserList`` is walked through its state even with a ``.to``
+    (HuggingFace's ``BatchEncoding``), so skip_keys apply inside it.
+    """
+    if isinstance(node, torch.Tensor | collections.UserDict | collections.UserList):
+        return False
+    return callable(getattr(type(node), "to", None))
 
 
 def walk(root: Any, skip: frozenset[Hashable] = frozenset()) -> Iterator[tuple[Path, Any, bool]]:

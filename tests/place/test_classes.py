@@ -9,12 +9,14 @@ attribute access.
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import functools
 import importlib.util
 import sys
+import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -276,7 +278,9 @@ def test_in_place_to_objects_leave_the_input_and_keep_sharing() -> None:
     out = tp.to_device({"data": data, "batch": batch, "hetero": hetero, "x": x}, "meta")
     d, b, h = out["data"], out["batch"], out["hetero"]
     paper = h.__dict__["_node_store_dict"]["paper"]
-    assert on_meta(d.x, d.edge_index, b.x, b.y, b.__dict__["_slice_dict"]["x"], paper["x"])
+    # PyG keeps _slice_dict in the store, whose own deep copy shares it with the input.
+    assert on_meta(d.x, d.edge_index, b.x, b.y, b._slice_dict["x"], paper["x"])
+    assert not batch._slice_dict["x"].is_meta and b._store._parent() is b
     assert paper._parent() is h
     assert d.x is b.x is h.x is out["x"]  # one x, moved once
     assert d.num_nodes == 5 and d._store._parent() is d  # the copy's storage points at it
@@ -303,6 +307,52 @@ def test_an_objects_own_to_runs_on_a_copy() -> None:
     out = tp.to_device([aware, aware.state], "meta")
     assert out[0] is not aware and out[0].device == META and out[0].state is out[1]
     assert ref() is aware and aware.device.type == "cpu" and not aware.state.is_meta
+
+
+class Snapshot:
+    """A ``.to`` object whose deep copy clones its tensors and ignores the memo (TensorDict's)."""
+
+    def __init__(self, frames: list[torch.Tensor], stamp: torch.Tensor) -> None:
+        self.frames = frames
+        self.stamp = stamp
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Snapshot:
+        return Snapshot([f.clone() for f in self.frames], self.stamp.clone())
+
+    def to(self, device: torch.device) -> Snapshot:
+        return Snapshot([f.to(device) for f in self.frames], self.stamp.to(device))
+
+
+class Ledger:
+    """A ``.to`` object whose deep copy shares every attribute but ``rows`` (PyG's storage)."""
+
+    def __init__(self, rows: dict[str, torch.Tensor], offsets: dict[str, torch.Tensor]) -> None:
+        self.rows = rows
+        self.offsets = offsets
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Ledger:
+        out = Ledger.__new__(Ledger)
+        out.__dict__.update(self.__dict__)
+        out.rows = copy.deepcopy(self.rows, memo)
+        return out
+
+    def to(self, device: torch.device) -> Ledger:
+        self.rows = {key: value.to(device) for key, value in self.rows.items()}
+        return self
+
+
+def test_objects_whose_deep_copy_ignores_the_memo_still_share_and_move_everything() -> None:
+    frame, stamp = torch.ones(2), torch.tensor(7)
+    snap = Snapshot([frame, frame], stamp)
+    ledger = Ledger({"a": frame}, {"a": stamp})
+    for _ in range(2):  # the second call takes the remembered route
+        out = tp.to_device({"snap": snap, "ledger": ledger, "frame": frame}, "meta")
+        s, led = out["snap"], out["ledger"]
+        assert s.frames[0] is s.frames[1] is led.rows["a"] is out["frame"]  # moved once
+        assert s.stamp is led.offsets["a"] and on_meta(s.stamp, out["frame"])
+        assert led.offsets is not ledger.offsets  # the input's dict was not moved in place
+        assert not (frame.is_meta or stamp.is_meta or ledger.offsets["a"].is_meta)
+        assert snap.frames == [frame, frame] and ledger.rows["a"] is frame
 
 
 # --- pack=True: results behave as .to's --------------------------------------------------------
@@ -343,3 +393,184 @@ def test_a_mapping_whose_items_live_elsewhere_is_refused_not_passed_by() -> None
     ):
         tp.to_device({"view": RegistryView("r"), "x": torch.ones(1)}, "meta")
     assert tp.to_device({"view": RegistryView("r")}, "cpu")["view"].name == "r"  # nothing moves
+
+
+class Track:
+    """An object that holds a tensor, handed out by the containers below."""
+
+    def __init__(self, points: torch.Tensor) -> None:
+        self.points = points
+
+
+class Tracks(Sequence[Track]):
+    """Items built on access around tensors kept elsewhere: no tensor is among its attributes."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+    def __getitem__(self, i: Any) -> Any:
+        return Track(_REGISTRY[self.names[i]])
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def test_containers_handing_out_objects_with_tensors_they_do_not_hold_are_refused() -> None:
+    kept = Track(torch.ones(3))
+    weak_set = weakref.WeakSet([kept])  # items held by weak reference are not its state
+    weak_values = weakref.WeakValueDictionary({"t": kept})
+    for name, container in [
+        ("set", weak_set),
+        ("values", weak_values),
+        ("seq", Tracks(["weights"])),
+    ]:
+        with pytest.raises(tp.UnsupportedBatchError, match=rf"batch\['{name}'\].*holding a tensor"):
+            tp.to_device({name: container, "x": torch.ones(1)}, "meta")
+        assert not kept.points.is_meta
+    # A weak container of objects holding no tensor, or holding them on the target, passes.
+    plain = Track(torch.ones(1, device="meta"))
+    assert tp.to_device({"w": weakref.WeakSet([plain])}, "meta")["w"] is not None
+
+
+# --- values that hold objects: numpy object arrays, dict views, iterators ----------------------
+
+
+def test_tensors_inside_numpy_object_arrays_and_dict_views_must_already_be_there() -> None:
+    import numpy as np
+
+    ragged = np.empty(2, dtype=object)
+    ragged[0], ragged[1] = torch.ones(3), {"deep": torch.zeros(1)}
+    record = np.zeros(1, dtype=[("id", "i4"), ("payload", "O")])
+    record["payload"][0] = [torch.ones(2)]
+    lookup = {"w": torch.ones(1)}
+    for name, value in [("ragged", ragged), ("record", record), ("view", lookup.values())]:
+        with pytest.raises(tp.UnsupportedBatchError, match=rf"batch\['{name}'\].*holding a tensor"):
+            tp.to_device({name: value, "x": torch.ones(1)}, "meta")
+        # Already where the move goes: returned as it is (a CPU run keeps working).
+        assert tp.to_device({name: value, "x": torch.ones(1)}, "cpu")[name] is value
+        with pytest.raises(tp.UnsupportedBatchError, match=rf"batch\['{name}'\]"):
+            tp.to_device({name: value}, "cpu", dtype=torch.float16)  # would stay uncast
+        with pytest.raises(tp.UnsupportedBatchError, match=rf"batch\['{name}'\]"):
+            list(tp.DeviceLoader([{name: value}], "meta"))
+    numbers, names = np.arange(3.0), np.array(["a", None], dtype=object)
+    out = tp.to_device({"n": numbers, "s": names, "x": torch.ones(1)}, "meta")
+    assert out["n"] is numbers and out["s"] is names and out["x"].is_meta
+
+
+def test_iterators_in_a_batch_are_refused_naming_their_path() -> None:
+    def frames() -> Iterator[torch.Tensor]:
+        yield torch.ones(1)
+
+    lazy = [frames(), map(torch.ones, [1]), zip([torch.ones(1)]), iter([torch.ones(1)])]
+    for it in lazy:
+        with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['it'\] is an iterator.*list"):
+            tp.to_device({"it": it, "x": torch.ones(1)}, "cpu")
+    with pytest.raises(tp.UnsupportedBatchError, match="the object is an iterator"):
+        tp.to_device(frames(), "meta")
+    with pytest.raises(tp.UnsupportedBatchError, match="iterator"):
+        list(tp.DeviceLoader([{"it": frames()}], "cpu"))
+    kept = frames()
+    assert tp.to_device({"it": kept, "x": torch.ones(1)}, "meta", skip_keys="it")["it"] is kept
+
+
+# --- objects copied through their own copy protocol ---------------------------------------------
+
+
+class Session:
+    """Pickles without its lock and its scratch value; unpickling makes new ones."""
+
+    __slots__ = ("__weakref__", "lock", "scratch", "weights")
+
+    def __init__(self, weights: torch.Tensor) -> None:
+        self.weights = weights
+        self.lock = threading.Lock()
+        self.scratch = "warm"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"weights": self.weights}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.weights = state["weights"]
+        self.lock = threading.Lock()
+        self.scratch = "cold"
+
+
+class Owned:
+    """A ``__copy__`` that points the copy's back reference at the copy."""
+
+    def __init__(self, values: torch.Tensor) -> None:
+        self.values = values
+        self.owner = weakref.ref(self)
+
+    def __copy__(self) -> Owned:
+        out = Owned.__new__(Owned)
+        out.__dict__.update(self.__dict__, owner=weakref.ref(out), stamp="copied")
+        return out
+
+
+def test_a_copy_made_by_the_class_protocol_keeps_exactly_the_objects_state() -> None:
+    session, owned = Session(torch.ones(2)), Owned(torch.zeros(1))
+    out = tp.to_device({"s": session, "o": owned}, "meta")
+    s, o = out["s"], out["o"]
+    assert s is not session and s.weights.is_meta and not session.weights.is_meta
+    assert s.scratch == "warm" and s.lock is session.lock  # as the object had them
+    assert o.values.is_meta and o.owner() is o and owned.owner() is owned
+    assert not hasattr(o, "stamp")  # an attribute the input does not have is not added
+
+
+class Odometer:
+    """A ``.to`` that moves in place and, as many hand-written ones do, returns nothing."""
+
+    def __init__(self, reading: torch.Tensor) -> None:
+        self.reading = reading
+
+    def to(self, device: torch.device) -> None:
+        self.reading = self.reading.to(device)
+
+
+def test_a_to_that_returns_none_gives_the_moved_object_not_none() -> None:
+    odo = Odometer(torch.ones(2))
+    out = tp.to_device({"odo": odo, "x": odo.reading}, "meta")
+    assert isinstance(out["odo"], Odometer) and out["odo"] is not odo
+    assert out["odo"].reading is out["x"] and out["x"].is_meta
+    assert not odo.reading.is_meta  # it ran on a copy
+    (batch,) = tp.DeviceLoader([[odo]], "meta")
+    assert isinstance(batch[0], Odometer) and batch[0].reading.is_meta
+
+
+class Pinned:
+    """A ``.to`` whose device is keyword-only, as torch's storages take it."""
+
+    def __init__(self, block: torch.Tensor) -> None:
+        self.block = block
+
+    def to(self, *, device: torch.device, non_blocking: bool = False) -> Pinned:
+        return Pinned(self.block.to(device, non_blocking=non_blocking))
+
+
+def test_a_to_that_takes_the_device_by_name_is_called_so() -> None:
+    out = tp.to_device({"p": Pinned(torch.ones(2))}, "meta")
+    assert isinstance(out["p"], Pinned) and out["p"].block.is_meta
+    (batch,) = tp.DeviceLoader([[Pinned(torch.ones(1))]], "meta")
+    assert batch[0].block.is_meta
+
+
+class Adopting:
+    """pydantic v1's pickling: ``__setstate__`` adopts the state's dict as its ``__dict__``."""
+
+    def __init__(self, image: torch.Tensor) -> None:
+        self.image = image
+        self.label = 3
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"__dict__": self.__dict__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        object.__setattr__(self, "__dict__", state["__dict__"])
+
+
+def test_a_copy_handed_the_objects_own_dict_does_not_write_into_the_input() -> None:
+    item = Adopting(torch.ones(2))
+    out = tp.to_device([item], "meta")[0]
+    assert out.image.is_meta and out.label == 3
+    assert not item.image.is_meta and out.__dict__ is not item.__dict__

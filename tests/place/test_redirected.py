@@ -78,3 +78,42 @@ def test_pin_memory_does_not_fail_without_an_accelerator(target: str) -> None:
         assert not torch.zeros(2, pin_memory=True).is_pinned()
         out = tp.to_device({"x": x.pin_memory()}, "cuda")
     assert out["x"].device.type == target
+
+
+def test_a_thread_the_redirect_does_not_reach_is_not_redirected_by_torchport_either() -> None:
+    import threading
+
+    started, entered, done = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def worker() -> None:  # running before the redirect: its .cuda() is not redirected
+        started.set()
+        entered.wait(10)
+        for name, call in [
+            ("cuda()", lambda: torch.ones(1).cuda()),
+            ("to_device", lambda: tp.to_device(torch.ones(1), "cuda")),
+        ]:
+            try:
+                seen[name] = call().device.type
+            except Exception as exc:  # no CUDA on this machine: both must fail alike
+                seen[name] = type(exc).__name__ if "cuda" in str(exc).lower() else "other"
+        done.set()
+
+    def inside() -> None:  # started inside the block: redirected like the block
+        seen["inner"] = tp.to_device(torch.ones(1), "cuda").device.type
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    started.wait(10)
+    with tp.redirect("meta"):
+        entered.set()
+        done.wait(10)
+        child = threading.Thread(target=inside)
+        child.start()
+        child.join(10)
+    thread.join(10)
+    assert seen["inner"] == "meta"
+    if torch.cuda.is_available():
+        assert seen["cuda()"] == seen["to_device"] == "cuda"
+    else:
+        assert seen["cuda()"] != "meta" and seen["to_device"] != "meta"

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 import torchport as tp
-from torchport.place._containers import PackedSequenceMover
 from torchport.place._tree import flatten_batch, flatten_tensors, map_tensors
 
 META = torch.device("meta")
@@ -577,13 +576,13 @@ def test_enum_members_that_are_tuples_stay_the_member() -> None:
     assert out["c"] is Color.RED and next(iter(out["s"])) is Color.RED
 
 
-# --- PackedSequence: a namedtuple that must move with its own .to -----------------------------
+# --- PackedSequence: a namedtuple whose batch_sizes stays on the CPU ---------------------------
 
 
 def test_packed_sequence_keeps_batch_sizes_on_the_cpu() -> None:
     x = torch.randn(3, 2, 4)
     packed = pack_padded_sequence(x, torch.tensor([3, 2]), enforce_sorted=False)
-    assert [type(m) for m in flatten_batch({"p": packed}).movers] == [PackedSequenceMover]
+    assert flatten_batch({"p": packed}).movers == []  # its fields move with the batch
     out = tp.to_device({"p": packed, "y": torch.ones(1)}, "meta")
     moved = out["p"]
     assert type(moved) is PackedSequence
@@ -594,6 +593,15 @@ def test_packed_sequence_keeps_batch_sizes_on_the_cpu() -> None:
     ids = pack_padded_sequence(torch.ones(3, 2, dtype=torch.long), torch.tensor([3, 2]))
     assert tp.to_device(ids, "cpu", dtype=torch.float16).data.dtype == torch.long  # floats only
     assert tp.to_device((packed,), "cpu")[0] is packed  # nothing to move
+
+
+def test_packed_sequence_fields_held_elsewhere_stay_shared() -> None:
+    lengths = torch.tensor([2, 4, 1])
+    packed = pack_padded_sequence(torch.randn(4, 3, 2), lengths, enforce_sorted=False)
+    out = tp.to_device({"p": packed, "flat": packed.data, "order": packed.sorted_indices}, "meta")
+    assert out["p"].data is out["flat"] and out["p"].sorted_indices is out["order"]
+    assert out["p"].unsorted_indices.is_meta and out["p"].batch_sizes is packed.batch_sizes
+    assert not packed.data.is_meta  # the input as it was
 
 
 # --- skip_keys -------------------------------------------------------------------------------

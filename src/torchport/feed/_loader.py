@@ -14,7 +14,14 @@ import torch
 from torchport import _skipped, hardware
 from torchport.errors import ConfigError
 from torchport.hardware import StagingPool
-from torchport.place import BatchLayout, flatten_batch, pick_device, resolve_device, settled
+from torchport.place import (
+    BatchLayout,
+    call_own_to,
+    flatten_batch,
+    pick_device,
+    resolve_device,
+    settled,
+)
 
 __all__ = ["DeviceLoader", "FeedStats"]
 
@@ -105,8 +112,15 @@ class _InFlight:
 
 
 def _to(device: torch.device) -> Callable[[Any], Any]:
-    """Calls an object's own ``.to(device)`` (blocking, on the caller's stream)."""
-    return lambda obj: obj.to(device)
+    """Calls an object's own ``.to(device)`` (blocking, on the caller's stream).
+
+    A ``.to`` that returns ``None`` moved the object in place: the object is the result.
+    """
+
+    def call(obj: Any) -> Any:
+        return call_own_to(obj, device, False, None)
+
+    return call
 
 
 def _side_stream_safe(t: torch.Tensor) -> bool:
@@ -118,6 +132,33 @@ def _side_stream_safe(t: torch.Tensor) -> bool:
     protects them.
     """
     return type(t) is torch.Tensor and t.is_cpu and t.layout == torch.strided and not t.is_nested
+
+
+def _set_epoch(loader: object, epoch: int, called: set[int]) -> None:
+    """``DeviceLoader.set_epoch`` for one loader; ``called`` holds the owners already told."""
+    own = getattr(loader, "set_epoch", None)
+    if callable(own):
+        if id(loader) not in called:
+            called.add(id(loader))
+            own(epoch)
+        return
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    for owner in (
+        getattr(loader, "sampler", None),
+        batch_sampler,
+        getattr(batch_sampler, "sampler", None),
+        getattr(loader, "dataset", None),
+    ):
+        method = getattr(owner, "set_epoch", None) if owner is not None else None
+        if callable(method) and id(owner) not in called:
+            called.add(id(owner))
+            method(epoch)
+    # Lightning's CombinedLoader holds several loaders and tells none of them itself.
+    parts = getattr(loader, "flattened", None)
+    if isinstance(parts, list | tuple):
+        for part in parts:
+            if part is not loader:
+                _set_epoch(part, epoch, called)
 
 
 class DeviceLoader(Generic[_T]):
@@ -283,29 +324,16 @@ class DeviceLoader(Generic[_T]):
         wraps it), a batch sampler of your own, or an ``IterableDataset`` that
         shuffles by epoch. Where none has one (a plain ``DataLoader``, whose
         ``RandomSampler`` draws a new order every epoch by itself; a list; a
-        generator) this does nothing, as nothing depends on the epoch.
+        generator) this does nothing, as nothing depends on the epoch. A loader that
+        combines several (Lightning's ``CombinedLoader``, which has no ``set_epoch``)
+        is looked into: each of its ``flattened`` loaders is told as above.
 
         Raises:
             TypeError: ``epoch`` is not an int.
         """
         if isinstance(epoch, bool) or not isinstance(epoch, int):
             raise TypeError(f"set_epoch({epoch!r}): the epoch is an int, e.g. set_epoch(3)")
-        own = getattr(self._loader, "set_epoch", None)
-        if callable(own):
-            own(epoch)
-            return
-        batch_sampler = getattr(self._loader, "batch_sampler", None)
-        called: set[int] = set()
-        for owner in (
-            getattr(self._loader, "sampler", None),
-            batch_sampler,
-            getattr(batch_sampler, "sampler", None),
-            getattr(self._loader, "dataset", None),
-        ):
-            method = getattr(owner, "set_epoch", None) if owner is not None else None
-            if callable(method) and id(owner) not in called:
-                called.add(id(owner))
-                method(epoch)
+        _set_epoch(self._loader, epoch, set())
 
     def _passthrough(self, name: str) -> Any:
         try:
@@ -394,7 +422,8 @@ class DeviceLoader(Generic[_T]):
         layout = flatten_batch(batch)
         tensors = layout.tensors
         device = self._device
-        movers = [m.to(device) for m in layout.movers] if layout.movers else None
+        layout.check_hidden(device)
+        movers = list(map(_to(device), layout.movers)) if layout.movers else None
         if _skipped.listeners:  # an audit counts the copies a GPU run makes
             _skipped.tell(
                 [t for t in tensors if t.device == device], device, by="torchport.DeviceLoader"
@@ -432,6 +461,7 @@ class DeviceLoader(Generic[_T]):
         layout = flatten_batch(batch)
         tensors = layout.tensors
         device = self._device
+        layout.check_hidden(device)
         side = [i for i, t in enumerate(tensors) if _side_stream_safe(t)]
         moved: list[torch.Tensor | None] = [t if t.device == device else None for t in tensors]
         fresh: list[torch.Tensor] = []
@@ -471,7 +501,7 @@ class DeviceLoader(Generic[_T]):
                 nbytes += t.numel() * t.element_size()
                 copies += 1
             new.append(done)
-        movers = [m.to(device) for m in item.layout.movers] if item.layout.movers else None
+        movers = list(map(_to(device), item.layout.movers)) if item.layout.movers else None
         self._count(len(tensors), nbytes, copies, item.packed)
         return cast(_T, item.layout.rebuild(new, movers, call_to=_to(device), target=device))
 

@@ -1,8 +1,9 @@
 """torchport.place: choose a device and move anything to it.
 
 ``flatten_batch``, ``BatchLayout`` and ``settled`` are the one tree walker's face
-for ``feed`` (which moves the leaves itself, through staging buffers); users call
-``to_device``. ``resolve_device`` reads a device the user named, following a
+for ``feed`` (which moves the leaves itself, through staging buffers, and objects
+with their own ``.to`` through ``call_own_to``); users call ``to_device``.
+``resolve_device`` reads a device the user named, following a
 ``torchport.redirect`` in force, which ``run`` announces with ``push_redirect`` and
 ``pop_redirect``.
 """
@@ -17,6 +18,7 @@ from torchport.place._device import (
     pick_device_with_reason,
 )
 from torchport.place._move import UnregisteredTensorWarning, to_device
+from torchport.place._own_to import call_own_to
 from torchport.place._redirected import (
     pop_redirect,
     push_redirect,
@@ -43,6 +45,7 @@ __all__ = [
     "DeviceInfo",
     "UnregisteredTensorWarning",
     "available_devices",
+    "call_own_to",
     "flatten_batch",
     "is_automatic",
     "pick_device",

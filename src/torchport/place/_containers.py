@@ -26,10 +26,11 @@ How each kind is rebuilt:
   when no value changed; otherwise ``type(m)(dict_of_items)``, checked to hold
   exactly the new values. A ``Mapping`` that keeps its items in attributes
   (``UserDict``, ``ChainMap``, most custom ones) is walked through its state.
-* ``torch.nn.utils.rnn.PackedSequence``: a namedtuple whose constructor refuses
-  ``batch_sizes`` off the CPU, so it is not walked: it becomes one leaf, a
-  :class:`PackedSequenceMover`, and moves with its own ``.to`` (``batch_sizes``
-  stays on the CPU, where RNNs need it: the one tensor a move leaves there).
+* ``torch.nn.utils.rnn.PackedSequence``: its ``data``, ``sorted_indices`` and
+  ``unsorted_indices`` move with the batch (so a ``data`` also held elsewhere stays
+  one tensor; only a floating ``data`` is cast), rebuilt with ``tuple.__new__``;
+  ``batch_sizes`` stays on the CPU, where RNNs need it: the one tensor a move
+  leaves there.
 
 A set whose items become equal once rebuilt (so it would shrink) is an error.
 A rebuild that cannot be done faithfully raises :class:`RebuildRefused`; the
@@ -62,7 +63,6 @@ from torchport.place._entries import Attr, ItemOrAttrEntry, SetItemEntry, ViewEn
 __all__ = [
     "GENERIC_MAPPINGS",
     "NAMESPACE",
-    "PackedSequenceMover",
     "RebuildRefused",
     "container_recipe",
     "register_known",
@@ -91,26 +91,6 @@ class Recipe(NamedTuple):
 GENERIC_MAPPINGS: set[type] = set()
 
 
-class PackedSequenceMover:
-    """A leaf standing in for a ``PackedSequence``, so that the mover calls its ``.to``."""
-
-    __slots__ = ("packed",)
-
-    def __init__(self, packed: torch.nn.utils.rnn.PackedSequence) -> None:
-        self.packed = packed
-
-    def to(
-        self, device: torch.device, *, non_blocking: bool = False, dtype: torch.dtype | None = None
-    ) -> PackedSequenceMover:
-        """Move with ``PackedSequence.to``: ``batch_sizes`` stays on the CPU, as RNNs need.
-
-        Casts ``data`` to ``dtype`` only when it is floating, like every tensor of a batch.
-        """
-        packed: Any = self.packed  # its .to is typed as Tensor.to's first overload only
-        cast = dtype if dtype is not None and packed.data.is_floating_point() else None
-        return PackedSequenceMover(packed.to(device=device, dtype=cast, non_blocking=non_blocking))
-
-
 def register_known(namespace: str) -> None:
     """Register the types that must be registered before optree first walks them."""
     cls = torch.nn.utils.rnn.PackedSequence
@@ -119,19 +99,43 @@ def register_known(namespace: str) -> None:
         warnings.simplefilter("ignore", UserWarning)
         optree.register_pytree_node(
             cls,
-            _hold_packed,
-            _release_packed,
-            path_entry_type=ViewEntry,
+            _open_packed,
+            _close_packed,
+            path_entry_type=ItemOrAttrEntry,
             namespace=namespace,
         )
 
 
-def _hold_packed(packed: Any) -> tuple[tuple[PackedSequenceMover], None, tuple[None]]:
-    return (PackedSequenceMover(packed),), None, (None,)
+# The PackedSequence fields that move: data, sorted_indices, unsorted_indices.
+_PACKED_MOVED = (0, 2, 3)
 
 
-def _release_packed(_: Any, children: Any) -> Any:
-    return children[0].packed
+class _Packed:
+    """A ``PackedSequence`` as node data: compared by identity, never by its tensors."""
+
+    __slots__ = ("packed",)
+
+    def __init__(self, packed: Any) -> None:
+        self.packed = packed
+
+
+def _open_packed(packed: Any) -> tuple[list[Any], _Packed, tuple[int, ...]]:
+    data, _, sorted_indices, unsorted_indices = tuple.__iter__(packed)
+    return [data, sorted_indices, unsorted_indices], _Packed(packed), _PACKED_MOVED
+
+
+def _close_packed(meta: Any, children: Any) -> Any:
+    """A ``PackedSequence`` around the moved fields, with its CPU ``batch_sizes``.
+
+    Built with ``tuple.__new__``, as its constructor would move ``batch_sizes`` nowhere
+    but refuse it off the CPU; the input comes back as it is when no field changed.
+    """
+    packed = meta.packed
+    data, sorted_indices, unsorted_indices = children
+    fields = (data, packed.batch_sizes, sorted_indices, unsorted_indices)
+    if all(map(operator.is_, fields, tuple.__iter__(packed))):
+        return packed
+    return tuple.__new__(torch.nn.utils.rnn.PackedSequence, fields)
 
 
 def register_recipe(cls: type, recipe: Recipe, namespace: str) -> bool:

@@ -20,6 +20,7 @@ import collections
 import contextlib
 import copy
 import types
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "deep_copy_sharing",
     "has_state",
     "read_state",
+    "restore_state",
     "slot_names",
     "write_state",
 ]
@@ -145,6 +147,32 @@ def write_state(obj: Any, state: State, values: Sequence[Any]) -> None:
             slots[name].__set__(obj, after)
 
 
+def restore_state(obj: Any, new: Any, state: State, values: Sequence[Any]) -> None:
+    """Make ``new``'s attributes exactly ``obj``'s (``state``), with ``values`` as their values.
+
+    For a copy made by the class's own copy protocol: attributes it left out are
+    written, ones it added are removed, and a weak reference to ``obj`` (a back
+    reference its ``__copy__`` pointed at the copy) points at ``new``.
+    """
+    values = [
+        weakref.ref(new) if type(value) is weakref.ref and value() is obj else value
+        for value in values
+    ]
+    try:
+        own = object.__getattribute__(new, "__dict__")
+    except (AttributeError, TypeError):
+        own = None
+    if own is not None:
+        for name in set(own).difference(state.names[: state.in_dict]):
+            del own[name]
+    kept = set(state.names[state.in_dict :])
+    for name, descriptor in slot_descriptors(type(new)):
+        if name not in kept:
+            with contextlib.suppress(AttributeError):
+                descriptor.__delete__(new)
+    write_state(new, State(state.names, [_UNSET] * len(state.names), state.in_dict), values)
+
+
 def copy_state(old: Any, new: Any) -> None:
     """Copy ``old``'s instance attributes (``__dict__`` and slots) onto ``new``, as they are."""
     state = read_state(old)
@@ -216,11 +244,39 @@ def copy_object(obj: Any) -> Any:
             f"copy.copy returned {found}, so its children cannot be replaced without "
             "changing the original"
         )
+    _own_dict(obj, new)
     return new
 
 
+def _own_dict(obj: Any, new: Any) -> None:
+    """Give ``new`` a ``__dict__`` of its own if its copy protocol handed it ``obj``'s.
+
+    pydantic v1's ``__setstate__`` sets the copy's ``__dict__`` to the very dict
+    ``__getstate__`` returned: writing a moved value into the copy would write it
+    into the input.
+    """
+    try:
+        shared = object.__getattribute__(new, "__dict__")
+        if shared is not object.__getattribute__(obj, "__dict__"):
+            return
+    except (AttributeError, TypeError):
+        return
+    try:
+        object.__setattr__(new, "__dict__", dict(shared))
+    except (AttributeError, TypeError) as exc:
+        raise RebuildRefused(
+            "copy.copy gave the copy the object's own __dict__, and the copy's cannot "
+            "be replaced, so its children cannot be replaced without changing the original"
+        ) from exc
+
+
 def deep_copy_sharing(
-    obj: Any, olds: Sequence[Any], news: Sequence[Any], walked: Callable[[type], bool]
+    obj: Any,
+    olds: Sequence[Any],
+    news: Sequence[Any],
+    walked: Callable[[type], bool],
+    *,
+    by_state: bool = False,
 ) -> Any:
     """``copy.deepcopy(obj)`` in which each object of ``olds`` becomes its ``news`` counterpart.
 
@@ -234,6 +290,14 @@ def deep_copy_sharing(
     subclasses, so a class whose ``__getstate__`` leaves an attribute out, or
     whose ``__new__`` transforms its fields, comes back whole and unchanged.
 
+    Some classes' ``__deepcopy__`` does not honour the memo: TensorDict's clones
+    every tensor, and PyTorch Geometric's storages share attributes other than
+    their mapping (a ``Batch``'s ``_slice_dict``) with the original. With
+    ``by_state`` the class's own deep copy is not used: ``obj`` and every object
+    with state inside it (``walked`` decides which) are copied with
+    :func:`copy_object` and given deep copies of every attribute, and a weak
+    reference to an object that is copied points at its copy.
+
     Raises:
         RebuildRefused: ``copy.deepcopy`` raised, or returned the object itself
             or an object of another type.
@@ -243,8 +307,10 @@ def deep_copy_sharing(
     # outlive the copy too, or an id could be reused by a new object mid-copy.
     memo[id(memo)] = list(olds)
     try:
-        _prime(obj, memo, walked)
-        new = copy.deepcopy(obj, memo)
+        _prime(obj, memo, walked, root=by_state)
+        new = memo[id(obj)] if by_state else copy.deepcopy(obj, memo)
+    except RebuildRefused:
+        raise
     except Exception as exc:
         raise RebuildRefused(
             f"copy.deepcopy raised {type(exc).__name__}: {exc}; torchport calls .to on a "
@@ -285,7 +351,9 @@ def _copied_unfaithfully(cls: type) -> bool:
     )
 
 
-def _prime(obj: Any, memo: dict[int, Any], walked: Callable[[type], bool]) -> None:
+def _prime(
+    obj: Any, memo: dict[int, Any], walked: Callable[[type], bool], *, root: bool = False
+) -> None:
     """Put in ``memo`` the copies the walker would make of what ``obj`` holds.
 
     ``copy.deepcopy`` then uses them instead of the classes' own copy protocols:
@@ -297,7 +365,8 @@ def _prime(obj: Any, memo: dict[int, Any], walked: Callable[[type], bool]) -> No
     registered when it is first met (so a reference back to it finds it), its
     attributes and a container's items are filled in after its children, each
     deep-copied with the same ``memo``, so tensors stay the moved ones. ``obj``
-    itself is left to its own ``__deepcopy__``.
+    itself is left to its own ``__deepcopy__``, unless ``root``: then it is copied
+    like the objects inside it, and its copy is ``memo[id(obj)]``.
     """
     seen: set[int] = set()
     stack: list[tuple[Any, bool]] = [(obj, False)]
@@ -312,7 +381,7 @@ def _prime(obj: Any, memo: dict[int, Any], walked: Callable[[type], bool]) -> No
         cls = type(node)
         if _copied_unfaithfully(cls):
             stack.append((node, True))
-        elif node is not obj and walked(cls):
+        elif (root or node is not obj) and walked(cls):
             memo[id(node)] = copy_object(node)
             stack.append((node, True))
         stack.extend((child, False) for child in _children(node))
@@ -326,8 +395,22 @@ def _fill(node: Any, memo: dict[int, Any]) -> None:
         return
     state = read_state(node)
     if state.names:
-        copied = [copy.deepcopy(value, memo) for value in state.values]
+        copied = [_deep(value, memo) for value in state.values]
         write_state(made, State(state.names, [_UNSET] * len(state.names), state.in_dict), copied)
+
+
+def _deep(value: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(value, memo)``; a plain weak reference to a copied object points at the copy.
+
+    ``deepcopy`` returns weak references as they are, so a back reference (a
+    storage's ``_parent``) would still point at the original.
+    """
+    if type(value) is weakref.ref:
+        referent = value()
+        if referent is not None and id(referent) in memo:
+            return weakref.ref(memo[id(referent)])
+        return value
+    return copy.deepcopy(value, memo)
 
 
 def _is_atom(node: Any) -> bool:
@@ -381,7 +464,7 @@ def _faithful_copy(node: Any, memo: dict[int, Any]) -> Any:
             collections.deque.__init__(new, items, collections.deque.maxlen.__get__(node))
     state = read_state(node)
     if state.names:
-        copied = [deep(value, memo) for value in state.values]
+        copied = [_deep(value, memo) for value in state.values]
         write_state(new, State(state.names, [_UNSET] * len(state.names), state.in_dict), copied)
     return new
 

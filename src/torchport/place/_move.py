@@ -12,7 +12,6 @@ are moved in place (``place/_stateful.py``). Nothing here imports ``feed``.
 from __future__ import annotations
 
 import collections
-import inspect
 import operator
 from collections.abc import Collection, Hashable
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
 from torchport.place._objects import refusal
+from torchport.place._own_to import call_own_to
 from torchport.place._redirected import ACTIVE as _REDIRECTS
 from torchport.place._redirected import resolve_device
 from torchport.place._settled import VALUE_TYPES
@@ -35,8 +35,6 @@ __all__ = ["UnregisteredTensorWarning", "to_device"]
 
 T = TypeVar("T")
 
-# Per type: which keyword arguments its .to accepts (non_blocking, dtype).
-_TO_KWARGS: dict[type, tuple[bool, bool]] = {}
 _IS_CPU = operator.attrgetter("is_cpu")
 _IS_META = operator.attrgetter("is_meta")
 _CPU = parse_device("cpu")
@@ -88,8 +86,11 @@ def to_device(
       (numbers, strings, classes, functions, modules, ``Enum`` members, weak
       references, objects without attributes) come back as they are, and so do
       mapping keys. Modules, optimizers, LR schedulers and ``GradScaler``s
-      inside a batch are refused (move them on their own). A tensor already on
-      ``device`` with the right dtype is returned as is.
+      inside a batch are refused (move them on their own), and so are iterators
+      (generators, ``map``, ``zip``: what they yield exists only once iterated).
+      A numpy array of Python objects or a dict's values or items view holding a
+      tensor that is not already on ``device`` is refused too: it comes back as
+      it is. A tensor already on ``device`` with the right dtype is returned as is.
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
       ``torch.__future__.set_overwrite_module_params_on_conversion(True)``), so an
@@ -222,12 +223,13 @@ def to_device(
         if refused is not None:
             raise UnsupportedBatchError(f"to_device: {refused}")
     layout = flatten_batch(obj, skip_keys=skip_keys)
+    layout.check_hidden(target, dtype)
     tensors = layout.tensors
     # Movers first: their own .to synchronizes as it does, before the engine's one wait.
-    new_movers = [_call_to(m, target, non_blocking, dtype) for m in layout.movers] or None
+    new_movers = [call_own_to(m, target, non_blocking, dtype) for m in layout.movers] or None
 
     def call_to(m: Any) -> Any:
-        return _call_to(m, target, non_blocking, dtype)
+        return call_own_to(m, target, non_blocking, dtype)
 
     plan = hardware.plan_copy(tensors, target, dtype=dtype, pack=pack, distinct=True)
     if not plan.noop:
@@ -264,8 +266,6 @@ def _tell_staying(obj: Any, target: torch.device) -> None:
     except Exception:
         return
     _skipped.tell(tensors, target, by="torchport.to_device")
-
-
 
 
 def _move_flat(
@@ -368,34 +368,3 @@ def _repeats(items: Any, n: int) -> bool:
         a, b = items[0], items[1]
         return a is b or (n == 3 and (items[2] is a or items[2] is b))
     return len(set(map(id, items))) != n
-
-
-def _call_to(
-    obj: Any, target: torch.device, non_blocking: bool | None, dtype: torch.dtype | None
-) -> Any:
-    """Move a leaf that has its own ``.to``; may synchronize as that method does."""
-    takes_nb, takes_dtype = _to_kwargs(type(obj))
-    kwargs: dict[str, Any] = {}
-    if takes_nb:
-        # Safe default: we cannot know which streams the object's copies use, so
-        # only host-to-accelerator copies (and MPS, synchronized at the end) go async.
-        nb = target.type not in ("cpu", "meta") if non_blocking is None else non_blocking
-        kwargs["non_blocking"] = nb
-    if takes_dtype and dtype is not None:
-        kwargs["dtype"] = dtype
-    return obj.to(target, **kwargs)
-
-
-def _to_kwargs(cls: type) -> tuple[bool, bool]:
-    cached = _TO_KWARGS.get(cls)
-    if cached is not None:
-        return cached
-    try:
-        params = inspect.signature(cls.to).parameters  # type: ignore[attr-defined]
-    except (TypeError, ValueError):  # a builtin without a signature
-        result = (False, False)
-    else:
-        var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        result = (var_kw or "non_blocking" in params, var_kw or "dtype" in params)
-    _TO_KWARGS[cls] = result
-    return result

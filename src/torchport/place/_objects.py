@@ -7,7 +7,9 @@ Every object a batch holds is one of these (decided once per type by
   (``int``, ``str``, ``torch.dtype``, a numpy array, ...), and by decision
   classes, modules, functions, methods, ``functools.partial`` objects, weak
   references and ``Enum`` members: they are *referred to* by a batch, not part
-  of it, and come back as the very object;
+  of it, and come back as the very object. (A numpy array of Python objects and
+  a dict's values or items view hold objects without state of their own: the
+  walker looks into each one, ``place/_tree.py``);
 * **walked through its state** (:data:`WALKED`): any other object with a
   ``__dict__`` or ``__slots__`` and no ``.to`` (dataclasses, attrs and pydantic
   classes, ``torch.distributions`` objects, ``UserDict``/``ChainMap``, custom
@@ -26,8 +28,10 @@ Every object a batch holds is one of these (decided once per type by
   move is refused. An object with a ``.to`` but no state the walker can read is
   a leaf whose ``.to`` is called as it is (``place/_tree.py``'s ``_MOVER``);
 * **refused** (:func:`refusal`): modules, optimizers, LR schedulers and
-  ``GradScaler``s, which hold training state that has its own rules; the error
-  says what to call instead.
+  ``GradScaler``s, which hold training state that has its own rules, and
+  iterators without state of their own (generators, ``map``, ``zip``, a list's
+  iterator), whose items exist only once iterated; the error says what to do
+  instead.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ import operator
 import threading
 import types
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import torch
@@ -49,10 +54,12 @@ from torchport.place._containers import Recipe, share_siblings
 from torchport.place._copying import (
     RebuildRefused,
     State,
+    copies_plainly,
     copy_object,
     deep_copy_sharing,
     has_state,
     read_state,
+    restore_state,
     write_state,
 )
 from torchport.place._entries import StateEntry, TensorInsideEntry
@@ -127,6 +134,13 @@ def refusal(cls: type, where: str, device: str | None) -> str | None:
 
 
 def _refusal(cls: type, name: str, where: str, device: str, kind: str) -> str | None:
+    if issubclass(cls, Iterator) and not has_state(cls):
+        return (
+            f"{where} is an iterator ({name}): what it yields is made or read only when "
+            "it is iterated, so to_device cannot move it and would hand it back with "
+            "its tensors where they are; turn it into a list first (list(it)), or "
+            "keep it out of the batch"
+        )
     if issubclass(cls, nn.Module):
         return (
             f"{where} is a module ({name}), which to_device moves in place, so it cannot "
@@ -172,7 +186,50 @@ def _walked(cls: type) -> bool:
     return not issubclass(cls, _BUILTIN_CONTAINERS) and kind_of_object(cls) == WALKED
 
 
+def _stateful(cls: type) -> bool:
+    """Objects with state, walked or with their own ``.to`` (not builtin containers)."""
+    return not issubclass(cls, _BUILTIN_CONTAINERS) and kind_of_object(cls) != VALUE
+
+
 _BUILTIN_CONTAINERS = (dict, list, tuple, set, frozenset, collections.deque)
+# Classes with a .to whose own deep copy does not give back the tensors it is handed
+# in the memo (it clones them, or shares attributes with the original): copied by state.
+_COPIED_BY_STATE: set[type] = set()
+
+
+def _copy_sharing(
+    obj: Any,
+    tensors: list[torch.Tensor],
+    moved: Sequence[torch.Tensor],
+    find: Callable[[list[Any]], list[torch.Tensor]],
+) -> Any:
+    """A deep copy of ``obj`` that holds exactly the ``moved`` tensors in place of ``tensors``.
+
+    The class's own deep copy is tried first (it knows the object's back
+    references); where what it returns holds any other tensor (a clone, or one
+    shared with the input), the object is copied by its state instead, and the
+    class is remembered so that later batches skip the first try.
+
+    Raises:
+        RebuildRefused: Neither copy holds only the moved tensors.
+    """
+    cls = type(obj)
+    allowed = set(map(id, moved))
+    if cls not in _COPIED_BY_STATE:
+        result = deep_copy_sharing(obj, tensors, moved, _walked)
+        if allowed.issuperset(map(id, find(contents(result)))):
+            return result
+        _COPIED_BY_STATE.add(cls)
+    result = deep_copy_sharing(obj, tensors, moved, _stateful, by_state=True)
+    stray = [t for t in find(contents(result)) if id(t) not in allowed]
+    if stray:
+        raise RebuildRefused(
+            f"a copy of the {cls.__name__} object still holds a tensor on {stray[0].device} "
+            "that torchport did not move (its state is not all in its __dict__ and "
+            "__slots__), so its .to cannot be called on a copy without leaving the input "
+            "changed or a tensor behind; move it yourself and pass its key in skip_keys"
+        )
+    return result
 
 
 def same_children(old: Sequence[Any], new: Sequence[Any]) -> bool:
@@ -198,14 +255,21 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
-def object_recipe(cls: type) -> Recipe:
-    """Walk an object through its state; rebuild it as a copy only when a child changed."""
+def object_recipe(
+    cls: type, find: Callable[[list[Any], frozenset[Any]], list[torch.Tensor]]
+) -> Recipe:
+    """Walk an object through its state; rebuild it as a copy only when a child changed.
+
+    ``find(values, skip)`` lists the tensors reachable from ``values`` (outside
+    the keys in ``skip``): a custom ``Mapping``, ``Sequence`` or ``Set`` is checked
+    with it after a move, through the items it hands out.
+    """
 
     def flatten(obj: Any) -> tuple[list[Any], tuple[Any, State], list[str]]:
         state = read_state(obj)
         return state.values, (obj, state), state.names
 
-    checks_items = issubclass(cls, Mapping | Sequence) and not issubclass(
+    checks_items = issubclass(cls, Mapping | Sequence | AbstractSet) and not issubclass(
         cls, collections.UserDict | collections.UserList | collections.ChainMap
     )
 
@@ -218,19 +282,33 @@ def object_recipe(cls: type) -> Recipe:
             new = finish.made.get(id(obj))
             if new is None:
                 new = finish.made[id(obj)] = copy_object(obj)
-                write_state(new, state, share_siblings(state.values, list(children)))
+                values = share_siblings(state.values, list(children))
+                if copies_plainly(type(obj)):
+                    write_state(new, state, values)  # the copy has the state as it was
+                else:
+                    # copy.copy went through __copy__, __reduce_ex__ or __setstate__,
+                    # which may leave an attribute out or change one: give the copy
+                    # the state the object has, with the moved values.
+                    restore_state(obj, new, state, values)
         if checks_items and finish.target is not None:
-            _check_items(new, finish.target, finish.skip)
+            _check_items(new, finish.target, finish.skip, find)
         return new
 
     return Recipe(flatten, unflatten, StateEntry)
 
 
-def _check_items(container: Any, target: torch.device, skip: frozenset[Any]) -> None:
-    """Check that the tensors a custom Mapping or Sequence gives as items are moved too.
+def _check_items(
+    container: Any,
+    target: torch.device,
+    skip: frozenset[Any],
+    find: Callable[[list[Any], frozenset[Any]], list[torch.Tensor]],
+) -> None:
+    """Check that every tensor reachable from a custom container's items is moved too.
 
     Its items were moved through its attributes; one that computes its items from
-    somewhere else would hand out tensors the walk never saw.
+    somewhere else, or holds them by weak reference (``WeakSet``,
+    ``WeakValueDictionary``), would hand out tensors the walk never saw, directly
+    or inside the objects it hands out.
     """
     try:
         if isinstance(container, Mapping):
@@ -243,12 +321,16 @@ def _check_items(container: Any, target: torch.device, skip: frozenset[Any]) -> 
             f"interface ({type(exc).__name__}: {exc}), so torchport cannot tell whether "
             "they were moved"
         ) from exc
-    for item in items:
-        if isinstance(item, torch.Tensor) and not on_device(item, target):
+    if not items:
+        return
+    for item in find(items, skip):
+        if not on_device(item, target):
             raise RebuildRefused(
-                f"it hands out an item on {item.device} that is not among its attributes "
-                f"(those were moved to {target}); give {type(container).__name__} a "
-                ".to(device) method that moves what its items come from"
+                f"it hands out an item holding a tensor on {item.device} that is not "
+                f"among its attributes (those were moved to {target}); a container that "
+                "computes its items or holds them by weak reference cannot be moved by "
+                f"its state: give {type(container).__name__} a .to(device) method that "
+                "moves what its items come from, or keep it out of the batch"
             )
 
 
@@ -361,7 +443,7 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
             return obj
         result = finish.made.get(id(obj))
         if result is None:
-            result = deep_copy_sharing(obj, tensors, moved, _walked)
+            result = _copy_sharing(obj, tensors, moved, find)
             if finish.call_to is not None:
                 result = finish.call_to(result)
                 if finish.check is not None:

@@ -13,13 +13,16 @@ Inside a redirect, a device that names CUDA (``"cuda"``, ``"cuda:1"``,
 ``torch.device("cuda", 0)``) and a bare index (an accelerator ordinal, as in
 ``.to(rank)``) mean the redirect's target, whatever the index, as they do for
 ``.cuda()`` there. Every other device means itself. Outside a redirect nothing
-changes. torchport's internal calls (``doctor``, the hardware floor) keep
-seeing the real machine: they do not read devices through here.
+changes, and neither does it in a thread the redirect does not reach (one that
+was running before it started: its ``.cuda()`` is not redirected either).
+torchport's internal calls (``doctor``, the hardware floor) keep seeing the real
+machine: they do not read devices through here.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import torch
 
@@ -37,13 +40,23 @@ __all__ = [
 # The targets of the redirects in force, innermost last. Read on the hot path of
 # to_device (one truth test), so it is a plain list.
 ACTIVE: list[torch.device] = []
+# For each of them: whether it applies to the calling thread (None: to every thread).
+_APPLIES: list[Callable[[], bool] | None] = []
 _LOCK = threading.Lock()
 
 
-def push_redirect(target: torch.device) -> None:
-    """A redirect to ``target`` starts: "cuda" now means ``target`` to torchport's API."""
+def push_redirect(target: torch.device, applies: Callable[[], bool] | None = None) -> None:
+    """A redirect to ``target`` starts: "cuda" now means ``target`` to torchport's API.
+
+    Args:
+        target: Where CUDA goes.
+        applies: Says whether the redirect applies to the calling thread, as the
+            redirect's ``.cuda()`` does (threads started before it do not see it);
+            ``None``: every thread.
+    """
     with _LOCK:
         ACTIVE.append(target)
+        _APPLIES.append(applies)
 
 
 def pop_redirect(target: torch.device) -> None:
@@ -56,11 +69,15 @@ def pop_redirect(target: torch.device) -> None:
         if not ACTIVE or ACTIVE[-1] != target:
             raise ValueError(f"pop_redirect({target}): the innermost redirect is {ACTIVE[-1:]}")
         ACTIVE.pop()
+        _APPLIES.pop()
 
 
 def redirect_target() -> torch.device | None:
-    """The innermost redirect's target, or None outside a redirect."""
-    return ACTIVE[-1] if ACTIVE else None
+    """The target of the innermost redirect that applies to this thread, or None."""
+    for target, applies in zip(reversed(ACTIVE[:]), reversed(_APPLIES[:]), strict=False):
+        if applies is None or applies():
+            return target
+    return None
 
 
 def names_cuda(value: object, argument: str = "device") -> bool:
@@ -86,5 +103,7 @@ def resolve_device(value: object, *, argument: str = "device") -> torch.device:
             (and not redirected).
     """
     if ACTIVE and names_cuda(value, argument):
-        return ACTIVE[-1]
+        target = redirect_target()
+        if target is not None:
+            return target
     return hardware.parse_device(value, argument=argument)

@@ -11,11 +11,14 @@ from typing import Any
 
 import torch
 
-__all__ = ["VALUE_TYPES", "settled"]
+__all__ = ["ARRAY_TYPES", "VALUE_TYPES", "settled"]
 
 # Leaf types known to hold nothing (the walker adds each type it finds to be a
 # value). Containers met as leaves under a skipped key are not among them.
 VALUE_TYPES: set[type] = {int, float, bool, str, bytes, type(None)}
+# Types whose instances are values unless they hold Python objects (numpy arrays: the
+# walker looks into those of an object dtype); the walker adds them when it meets them.
+ARRAY_TYPES: set[type] = set()
 _PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _IS_CPU = operator.attrgetter("is_cpu")
 _IS_META = operator.attrgetter("is_meta")
@@ -30,9 +33,9 @@ def settled(batch: object, target: torch.device) -> int:
 
     A quick look, no walk: a tensor, or tuples, lists and dicts (the builtin types
     themselves, nested) of plain tensors already on ``target`` and of values that
-    hold nothing (numbers, strings, ``None``, and types the walker has found to be
-    values). -1 means "walk it", not "it must move"; so does a batch of more than
-    a few hundred items, where the walk is cheaper.
+    hold nothing (numbers, strings, ``None``, numpy arrays of numbers, and types the
+    walker has found to be values). -1 means "walk it", not "it must move"; so does
+    a batch of more than a few hundred items, where the walk is cheaper.
     """
     cls = type(batch)
     node: Any = batch
@@ -65,7 +68,7 @@ def settled(batch: object, target: torch.device) -> int:
                 tensors.append(item)
             elif kind is dict or kind is list or kind is tuple:
                 stack.append(item)
-            elif kind not in values:
+            elif kind not in values and (kind not in ARRAY_TYPES or item.dtype.hasobject):
                 return -1
     return len(tensors) if _here(tensors, target) else -1
 

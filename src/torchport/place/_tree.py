@@ -44,7 +44,8 @@ import collections
 import functools
 import itertools
 import operator
-from collections.abc import Callable, Collection, Hashable, Sequence
+import sys
+from collections.abc import Callable, Collection, Hashable, ItemsView, Sequence, ValuesView
 from typing import Any
 
 import optree
@@ -53,12 +54,12 @@ import torch
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import (
     NAMESPACE,
-    PackedSequenceMover,
     RebuildRefused,
     container_recipe,
     register_known,
     register_recipe,
 )
+from torchport.place._copying import has_state
 from torchport.place._locate import (
     ROOT,
     find_path,
@@ -77,9 +78,9 @@ from torchport.place._objects import (
     on_device,
     refusal,
 )
-from torchport.place._settled import VALUE_TYPES
+from torchport.place._settled import ARRAY_TYPES, VALUE_TYPES
 from torchport.place._skipping import flatten_skipping, skip_key_set
-from torchport.place._spec import PLAIN, Reorder, notes_for, reorders, restore_order
+from torchport.place._spec import PLAIN, Notes, Reorder, notes_for, reorders, restore_order
 
 __all__ = [
     "BatchLayout",
@@ -99,6 +100,7 @@ _TENSOR = 1  # a torch.Tensor (or subclass)
 _MOVER = 2  # has a .to method but no state the walker can read; the mover calls it
 _NEW_NODE = 3  # a type just registered: flatten again
 _REFUSED = 4  # a module, optimizer, scheduler or scaler: never part of a batch
+_INSPECT = 5  # a value that may hold objects (numpy object arrays, dict views): looked into
 
 _ONLY_TENSORS = {_TENSOR}
 # Leaf types that are tensors without asking _KIND: the common batch's fast check.
@@ -106,7 +108,6 @@ _PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _KIND: dict[type, int] = {
     torch.Tensor: _TENSOR,
     torch.nn.Parameter: _TENSOR,
-    PackedSequenceMover: _MOVER,
     int: _PLAIN,
     float: _PLAIN,
     bool: _PLAIN,
@@ -180,6 +181,7 @@ class BatchLayout:
     """A flattened batch: its distinct tensors, its ``.to`` objects and how to rebuild it."""
 
     __slots__ = (
+        "_hidden",
         "_leaves",
         "_mover_index",
         "_mover_pos",
@@ -208,6 +210,9 @@ class BatchLayout:
         objects: bool = False,
     ) -> None:
         self._leaves = leaves
+        # Tensors inside values the walker cannot rebuild (numpy object arrays, dict
+        # views), with the value and the batch: see check_hidden. Set after building.
+        self._hidden: tuple[object, list[tuple[Any, list[torch.Tensor]]]] | None = None
         self._skip = skip
         # Whether nodes the walker registered (objects, container subclasses) are in it.
         self._objects = objects
@@ -222,6 +227,34 @@ class BatchLayout:
         self._mover_index = mover_index
         # OrderedDicts of this batch whose order optree's rebuild would lose.
         self._reorder = reorder
+
+    def check_hidden(self, target: torch.device, dtype: torch.dtype | None = None) -> None:
+        """Raise if a tensor the rebuild cannot reach would stay off ``target`` (or uncast).
+
+        A numpy array of Python objects or a dict's values view holding tensors is
+        returned as it is: that keeps the promise only while each of those tensors
+        is already on ``target`` (and of ``dtype``, for a floating one).
+
+        Raises:
+            UnsupportedBatchError: One is not; the message names its path.
+        """
+        if self._hidden is None:
+            return
+        root, found = self._hidden
+        for leaf, tensors in found:
+            for t in tensors:
+                if on_device(t, target) and (
+                    dtype is None or not t.is_floating_point() or t.dtype == dtype
+                ):
+                    continue
+                where = find_path(root, ROOT, functools.partial(operator.is_, leaf)) or ROOT
+                raise UnsupportedBatchError(
+                    f"{where} is a {type(leaf).__name__} of Python objects holding a tensor on "
+                    f"{t.device} ({t.dtype}), which to_device cannot rebuild around a moved "
+                    f"tensor (it would stay where it is); hold the tensors in a list, tuple "
+                    "or dict instead (list(values), arr.tolist()), or pass its key in "
+                    "skip_keys"
+                )
 
     def rebuild(
         self,
@@ -384,51 +417,71 @@ def _classified(
             kinds[pos] = _PLAIN
         if kept:
             present = set(kinds)
-        if _REFUSED in present:
-            _refuse(obj, leaves, kinds)
-        reorder = reorders(obj, notes) if notes.ordered else None
-        n = len(leaves)
-        skipped = skip or frozenset()
-        if present == _ONLY_TENSORS and len(set(map(id, leaves))) == n:
-            return BatchLayout(
-                leaves, spec, leaves, reorder=reorder, skip=skipped, objects=notes.custom
-            )
-        if _MOVER not in present:
-            # Only _TENSOR is truthy among the kinds left, so compress picks the tensors.
-            tensors, index = _distinct(list(itertools.compress(leaves, kinds)))
-            positions = list(itertools.compress(range(n), kinds))
-            return BatchLayout(
-                leaves,
-                spec,
-                tensors,
-                positions,
-                index,
-                reorder=reorder,
-                skip=skipped,
-                objects=notes.custom,
-            )
-        positions = list(itertools.compress(range(n), map(_TENSOR.__eq__, kinds)))
-        tensors, index = _distinct(list(map(leaves.__getitem__, positions)))
-        mover_pos = list(itertools.compress(range(n), map(_MOVER.__eq__, kinds)))
-        movers, mover_index = _distinct(list(map(leaves.__getitem__, mover_pos)))
-        if mover_index is None:
-            mover_index = list(range(len(movers)))
+        hidden = None
+        if _INSPECT in present:
+            hidden = _inspect(leaves, kinds)
+            present = set(kinds)
+        layout = _layout(leaves, spec, kinds, present, obj, notes, skip)
+        if hidden:
+            layout._hidden = (obj, hidden)
+        return layout
+    raise UnsupportedBatchError(  # pragma: no cover - needs 64 levels of new container types
+        "the batch nests more new container types than torchport registers in one call; "
+        "call to_device again or simplify the batch"
+    )
+
+
+def _layout(
+    leaves: list[Any],
+    spec: optree.PyTreeSpec,
+    kinds: list[Any],
+    present: set[Any],
+    obj: object,
+    notes: Notes,
+    skip: frozenset[Hashable] | None,
+) -> BatchLayout:
+    """The layout of classified leaves (no kind is unknown or to be inspected any more)."""
+    if _REFUSED in present:
+        _refuse(obj, leaves, kinds)
+    reorder = reorders(obj, notes) if notes.ordered else None
+    n = len(leaves)
+    skipped = skip or frozenset()
+    if present == _ONLY_TENSORS and len(set(map(id, leaves))) == n:
+        return BatchLayout(
+            leaves, spec, leaves, reorder=reorder, skip=skipped, objects=notes.custom
+        )
+    if _MOVER not in present:
+        # Only _TENSOR is truthy among the kinds left, so compress picks the tensors.
+        tensors, index = _distinct(list(itertools.compress(leaves, kinds)))
+        positions = list(itertools.compress(range(n), kinds))
         return BatchLayout(
             leaves,
             spec,
             tensors,
             positions,
             index,
-            movers,
-            mover_pos,
-            mover_index,
-            reorder,
-            skipped,
+            reorder=reorder,
+            skip=skipped,
             objects=notes.custom,
         )
-    raise UnsupportedBatchError(  # pragma: no cover - needs 64 levels of new container types
-        "the batch nests more new container types than torchport registers in one call; "
-        "call to_device again or simplify the batch"
+    positions = list(itertools.compress(range(n), map(_TENSOR.__eq__, kinds)))
+    tensors, index = _distinct(list(map(leaves.__getitem__, positions)))
+    mover_pos = list(itertools.compress(range(n), map(_MOVER.__eq__, kinds)))
+    movers, mover_index = _distinct(list(map(leaves.__getitem__, mover_pos)))
+    if mover_index is None:
+        mover_index = list(range(len(movers)))
+    return BatchLayout(
+        leaves,
+        spec,
+        tensors,
+        positions,
+        index,
+        movers,
+        mover_pos,
+        mover_index,
+        reorder,
+        skipped,
+        objects=notes.custom,
     )
 
 
@@ -437,6 +490,46 @@ def _refuse(obj: object, leaves: list[Any], kinds: list[int | None]) -> None:
     culprit = next(leaf for leaf, kind in zip(leaves, kinds, strict=True) if kind == _REFUSED)
     where = find_path(obj, ROOT, lambda node: node is culprit) or ROOT
     raise UnsupportedBatchError(refusal(type(culprit), where, None))
+
+
+def _inspect(leaves: list[Any], kinds: list[int | None]) -> list[tuple[Any, list[torch.Tensor]]]:
+    """The tensors inside values the walker cannot rebuild; each such value is marked plain.
+
+    A numpy array of Python objects and a dict's values or items view hold their
+    objects without an attribute the walker can rebuild, so they come back as they
+    are; the tensors inside (listed here, with their value) must then already be
+    where the move goes (:meth:`BatchLayout.check_hidden`).
+    """
+    found = []
+    for pos, leaf in enumerate(leaves):
+        if kinds[pos] != _INSPECT:
+            continue
+        held = _held_objects(leaf)
+        tensors = flatten_batch(held).tensors if held else []
+        if tensors:
+            found.append((leaf, tensors))
+        kinds[pos] = _PLAIN
+    return found
+
+
+def _held_objects(leaf: Any) -> list[Any]:
+    """The Python objects a numpy array (of an object dtype) or a dict view holds."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(leaf, numpy.ndarray):
+        if not leaf.dtype.hasobject:
+            return []
+        items = leaf.tolist()  # object fields as they are, in nested lists and tuples
+        return items if isinstance(items, list) else [items]
+    return list(leaf)
+
+
+def _hides_objects(cls: type) -> bool:
+    """Whether values of ``cls`` may hold objects out of the walker's reach (see _inspect)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and issubclass(cls, numpy.ndarray):
+        ARRAY_TYPES.add(cls)  # settled() takes those of a numeric dtype as values
+        return True
+    return issubclass(cls, ValuesView | ItemsView) and not has_state(cls)
 
 
 def _distinct(found: list[Any]) -> tuple[list[Any], list[int] | None]:
@@ -460,6 +553,11 @@ def _tensors_inside(values: list[Any]) -> list[torch.Tensor]:
     return flatten_batch(values).tensors
 
 
+def _tensors_of_items(values: list[Any], skip: frozenset[Hashable]) -> list[torch.Tensor]:
+    """The distinct tensors reachable from a custom container's items, outside ``skip``."""
+    return flatten_batch(values, skip_keys=skip).tensors
+
+
 def _register_node(cls: type) -> bool:
     """Register ``cls`` as a node in the walker's namespace; say whether it is one now."""
     recipe = container_recipe(cls) if optree.is_namedtuple_class(cls) else None
@@ -477,6 +575,8 @@ def _classify(cls: type) -> int:
         kind = _PLAIN
     elif refusal(cls, ROOT, None) is not None:
         kind = _REFUSED
+    elif _hides_objects(cls):
+        kind = _INSPECT  # never a value type: settled() must walk batches holding one
     else:
         recipe = _node_recipe(cls)
         if recipe is not None:
@@ -499,12 +599,12 @@ def _node_recipe(cls: type) -> Any:
         # Everything they hold is in their state (.data and attributes), so walking
         # them is exact, leaves the input unmodified (BatchEncoding.to moves in
         # place) and lets their tensors take the batch's fast paths.
-        return object_recipe(cls)
+        return object_recipe(cls, _tensors_of_items)
     if kind == MOVER:
         return mover_recipe(cls, _tensors_inside)
     recipe = container_recipe(cls)
     if recipe is not None:
         return recipe
     if kind == WALKED:
-        return object_recipe(cls)
+        return object_recipe(cls, _tensors_of_items)
     return None

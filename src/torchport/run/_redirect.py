@@ -28,6 +28,7 @@ attribute patches are process-wide, so one thread at a time may hold a redirect.
 
 from __future__ import annotations
 
+import functools
 import threading
 from types import TracebackType
 from typing import Any
@@ -150,7 +151,7 @@ class _Redirect:
                     ]
                 )
                 torch._C._push_on_torch_function_stack(self._mode)
-                push_redirect(self.target)
+                push_redirect(self.target, functools.partial(_on_this_thread, self._mode))
             self._thread = thread
             _ACTIVE.append(self)
         return self.target
@@ -208,6 +209,12 @@ def _thread_patch(mode: TorchFunctionMode) -> Patch:
             _remove_mode(mode)
 
     return (threading.Thread, "_bootstrap_inner", _bootstrap_inner)
+
+
+def _on_this_thread(mode: TorchFunctionMode) -> bool:
+    """Whether ``mode`` is on this thread's stack: the redirect applies to this thread."""
+    stack = range(torch._C._len_torch_function_stack())
+    return any(torch._C._get_function_stack_at(i) is mode for i in stack)
 
 
 def _remove_mode(mode: TorchFunctionMode) -> None:

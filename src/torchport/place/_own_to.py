@@ -1,0 +1,65 @@
+"""Calling an object's own ``.to``, passing a move's device and options as it takes them."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, NamedTuple
+
+import torch
+
+__all__ = ["call_own_to"]
+
+
+class _Takes(NamedTuple):
+    """What a class's ``.to`` accepts."""
+
+    non_blocking: bool
+    dtype: bool
+    device_by_name: bool  # ``to(self, *, device, ...)``: torch's storages
+
+
+_TAKES: dict[type, _Takes] = {}
+
+
+def call_own_to(
+    obj: Any, target: torch.device, non_blocking: bool | None, dtype: torch.dtype | None
+) -> Any:
+    """Call ``obj.to`` for a move to ``target``; may synchronize as that method does.
+
+    ``non_blocking`` and ``dtype`` are passed only where the method takes them;
+    ``non_blocking=None`` means asynchronous only for accelerator targets (which
+    streams the object's copies use is unknown). Returns what ``.to`` returns, or
+    ``obj`` itself when ``.to`` returns ``None`` (it moved ``obj`` in place).
+    """
+    takes = _takes(type(obj))
+    kwargs: dict[str, Any] = {}
+    if takes.non_blocking:
+        nb = target.type not in ("cpu", "meta") if non_blocking is None else non_blocking
+        kwargs["non_blocking"] = nb
+    if takes.dtype and dtype is not None:
+        kwargs["dtype"] = dtype
+    if takes.device_by_name:  # to(self, *, device, ...): torch's storages
+        kwargs["device"] = target
+        moved = obj.to(**kwargs)
+    else:
+        moved = obj.to(target, **kwargs)
+    # A .to that works in place and returns nothing has moved the object itself (for an
+    # object with state, the copy it was called on): that is the result, not None.
+    return obj if moved is None else moved
+
+
+def _takes(cls: type) -> _Takes:
+    cached = _TAKES.get(cls)
+    if cached is not None:
+        return cached
+    try:
+        params = inspect.signature(cls.to).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError):  # a builtin without a signature
+        result = _Takes(False, False, False)
+    else:
+        var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        device = params.get("device")
+        by_name = device is not None and device.kind is inspect.Parameter.KEYWORD_ONLY
+        result = _Takes(var_kw or "non_blocking" in params, var_kw or "dtype" in params, by_name)
+    _TAKES[cls] = result
+    return result
