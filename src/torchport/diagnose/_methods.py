@@ -70,10 +70,14 @@ __all__ = [
 
 class QuietCount(threading.local):
     """Per thread: how many watched calls are running, whose aten ops are theirs, not new;
-    and where the last copy to the host was made (its reads on that line are its own)."""
+    where the last copy to the host was made, and the tensors that hold it there (the
+    copy and what the ops after it made from it): their reads on that line are the copy's
+    own. ``spread`` is how many more ops may add to them."""
 
     quiet = 0
     host_copy: tuple[Any, ...] | None = None
+    host_ids: set[int] | None = None
+    spread = 0
 
 
 class Observer(Protocol):

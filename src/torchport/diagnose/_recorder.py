@@ -35,6 +35,7 @@ from torch.utils._python_dispatch import (
 )
 
 from torchport.diagnose import _loading, _methods, _ops
+from torchport.diagnose._callsite import HOST, UNKNOWN, target_named_at
 from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.errors import ConfigError
@@ -264,7 +265,7 @@ class Recorder:
                 phase = DATA_LOADING if _LOADING.depth else ""
                 if src != dst:
                     # a real copy the dispatch level never sees: torch.tensor(data, device=)
-                    self.local.host_copy = where if dst.type in _HOST_TYPES else None
+                    self._copied(where if dst.type in _HOST_TYPES else None, out)
                     key: _Key = (
                         _TRANSFER,
                         entry.label,
@@ -279,11 +280,13 @@ class Recorder:
                     # a no-op on the accelerator itself, or torch's own bookkeeping moves
                     # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
                     return
-                to_host = _ops.names_host(func, args, kwargs)
+                to_host = self._names_host(func, args, kwargs, sys._getframe(1))
+                if func in _CREATES and to_host:
+                    return  # torch.tensor(data, device="cpu"): on the host on every machine
                 if caller == MODULE_MOVE and self._moved_before(args[0], to_host):
                     return
                 # a read of this copy on the same line is the copy's own (.cpu().numpy())
-                self.local.host_copy = where if to_host else None
+                self._copied(where if to_host else None, out)
                 key = (
                     _TRANSFER,
                     entry.label,
@@ -298,6 +301,45 @@ class Recorder:
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
+
+    def _copied(self, where: _Where | None, out: Any) -> None:
+        """A copy to the host was made at ``where`` (``None``: a copy elsewhere, which ends
+        the last one's line); ``out`` holds it, and so will what ops make from it."""
+        local = self.local
+        if where is None:
+            local.host_copy = local.host_ids = None
+            return
+        if local.host_copy != where or local.host_ids is None:
+            local.host_copy, local.host_ids = where, set()
+        local.host_ids.add(id(out))
+        local.spread = _SPREAD
+
+    def _names_host(
+        self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], frame: FrameType | None
+    ) -> bool:
+        """Whether a move that stays on this host names the host (else the program's device).
+
+        Asked of the source of the call (:mod:`._callsite`): the first frame of the user's
+        or installed code at or above ``frame``; one that only passes its arguments on
+        (``PreTrainedModel.to(*args, **kwargs)``) hands the question to its caller. When
+        no call site can tell, the values decide (:func:`._ops.names_host`).
+        """
+        if func is _CPU_METHOD:
+            return True
+        origins = self._origins
+        while frame is not None:
+            code = frame.f_code
+            origin = origins.get(code)
+            if origin is None:
+                origin = origins[code] = frame_origin(code)
+            if origin in (USER, INSTALLED):
+                named = target_named_at(frame)
+                if named != UNKNOWN:
+                    return named == HOST
+                if origin == USER:
+                    break
+            frame = frame.f_back
+        return _ops.names_host(func, args, kwargs)
 
     def _moved_before(self, tensor: torch.Tensor, to_host: bool) -> bool:
         """Whether a module move already sent ``tensor`` this way (then this one is free)."""
@@ -332,7 +374,7 @@ class Recorder:
                 DATA_LOADING if _LOADING.depth else "",
             )
             row = key + where
-            self.local.host_copy = None
+            self._copied(None, None)
             for tensor in tensors:
                 if isinstance(tensor, torch.Tensor) and tensor.device == device:
                     self._count(row, tensor.numel() * tensor.element_size())
@@ -360,7 +402,7 @@ class Recorder:
                 if _ops.non_blocking(func, args, kwargs):
                     label += ", non_blocking"
                 where, _ = self._where(sys._getframe(1))
-                self.local.host_copy = where if dst.type in _HOST_TYPES else None
+                self._copied(where if dst.type in _HOST_TYPES else None, out)
                 # A real copy is device work wherever it runs, data loading included
                 phase = DATA_LOADING if _LOADING.depth else ""
                 key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
@@ -402,9 +444,11 @@ class Recorder:
         local = self.local
         copied = local.host_copy
         if copied is not None:
-            if facts[1] and copied[1] == where[1] and copied[0] == where[0]:
-                return  # reading what this line just copied to the host: part of that copy
-            local.host_copy = None
+            if copied[1] == where[1] and copied[0] == where[0]:
+                if facts[1] and tensor is not None and id(tensor) in local.host_ids:  # type: ignore[operator]
+                    return  # reading what this line just copied to the host: part of that copy
+            else:
+                local.host_copy = local.host_ids = None
         nbytes = 0
         if tensor is not None:
             whole = _ops.READS.get(id(func))
@@ -434,6 +478,9 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 
 _CPU = torch.device("cpu")
+# the originals (the audit's wrappers stand in for them under their names)
+_CPU_METHOD = torch.Tensor.cpu
+_CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _ATEN_TABLE = _ops.ATEN_TABLE
 _BY_ID = _ATEN_TABLE  # its dict face: id(overload) -> (overload, entry)
 # The dispatch-mode stack, read and changed directly: lift() runs per watched call
@@ -441,6 +488,29 @@ _stack_depth = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 _pop_stack = torch._C._pop_torch_dispatch_stack
 _push_stack = torch._C._push_on_torch_dispatch_stack
+
+
+# Ops after a copy to the host whose results may still be read as part of it on its line
+# ((a.cpu() == b.cpu()).sum().item()): a line holds few; the bound keeps a copy whose line
+# is never read again from costing every later op a look.
+_SPREAD = 32
+
+
+def _spread(local: _methods.QuietCount, args: Sequence[Any], out: Any) -> None:
+    """Results of an op that read a host copy hold that copy too."""
+    local.spread -= 1
+    ids = local.host_ids
+    if ids is None:
+        return
+    for arg in args:
+        if id(arg) in ids or (
+            isinstance(arg, (list, tuple)) and any(id(each) in ids for each in arg)
+        ):
+            if isinstance(out, torch.Tensor):
+                ids.add(id(out))
+            elif isinstance(out, (list, tuple)):
+                ids.update(id(each) for each in out if isinstance(each, torch.Tensor))
+            return
 
 
 class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -464,8 +534,11 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         else:
             out = func(*args)
             kwargs = {}
+        local = self._local
+        if local.spread > 0:
+            _spread(local, args, out)
         found = _BY_ID.get(id(func))
         entry = found[1] if found is not None else _ATEN_TABLE.entry(func)
-        if entry is not None and not self._local.quiet:
+        if entry is not None and not local.quiet:
             self._recorder.observe_aten(func, entry, args, kwargs, out)
         return out
