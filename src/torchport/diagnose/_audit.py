@@ -218,8 +218,9 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     ``torchport/diagnose/_loading.py``): what a ``DataLoader`` does while it fetches
     (sampler, ``Dataset.__getitem__``, transforms, ``collate_fn``) is listed in the
     report's ``data_loading`` part and counts in no total, and its worker processes are
-    not watched; reads made by ``torch.optim`` (its step counters) and by
-    ``torch.utils.data`` outside a loader are not listed; a learning-rate scheduler
+    not watched; an optimizer's step counters (which torch keeps on the host) and
+    ``torch.utils.data`` outside a loader are not listed, while what else a ``step()``
+    reads is (``LBFGS``'s loss, ``Adafactor``'s norms); a learning-rate scheduler
     reading the loss (``ReduceLROnPlateau.step(loss)``) is. Each event is charged to
     the program's own line: frames of torch, torchport and installed code (the standard
     library, ``site-packages``) are walked past, and the installed line passed through

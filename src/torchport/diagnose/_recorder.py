@@ -97,15 +97,22 @@ class Recorder:
         self.closed = False
         self.forked = False  # this is a child forked from the audited process
         self.dropped = 0  # ops the audit failed to describe; see guarded_observe
+        self._step_hooks: list[Any] = []
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
-        """The audit block starts: hear what torchport's movers skip, in this thread."""
+        """The audit block starts: hear what torchport's movers skip, in this thread, and
+        which optimizer steps (see :func:`._loading.is_host_state`)."""
         _methods.open_block(self)
+        self._step_hooks = _loading.watch_optimizer_steps()
 
     def close(self) -> None:
         """The audit block ended."""
         _methods.close_block(self)
+        for handle in self._step_hooks:
+            handle.remove()
+        self._step_hooks = []
+        _loading.forget_steps()
 
     def start(self) -> None:
         _methods.watch(self)
@@ -439,7 +446,7 @@ class Recorder:
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
         where, caller = self._where(frame)
-        if host_side and facts[1] and caller == HOST_SIDE:
+        if host_side and facts[1] and caller == HOST_SIDE and _loading.is_host_state(tensor):
             return
         local = self.local
         copied = local.host_copy
