@@ -93,6 +93,10 @@ class AuditReport:
         recorded_steps: Steps that were recorded (all of them when ``every == 1``).
         dropped: Ops the audit saw but failed to describe (a bug to report; the
             program itself ran on unchanged).
+        other_threads: Copies and reads the program made meanwhile in threads the
+            audit does not watch (a prefetching thread's ``.to(device)``, a logger
+            thread's ``.item()``): not in any count, so the counts are short by at
+            least this many.
     """
 
     entries: list[AuditEntry] = field(default_factory=list)
@@ -101,6 +105,7 @@ class AuditReport:
     steps: int = 0
     recorded_steps: int = 0
     dropped: int = 0
+    other_threads: int = 0
     _recorder: Recorder | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -155,6 +160,7 @@ class AuditReport:
             "steps": self.steps,
             "recorded_steps": self.recorded_steps,
             "dropped": self.dropped,
+            "other_threads": self.other_threads,
             "total_bytes": self.total_bytes,
             "total_count": self.total_count,
         }
@@ -173,6 +179,7 @@ class AuditReport:
             steps=int(data["steps"]),
             recorded_steps=int(data["recorded_steps"]),
             dropped=int(data.get("dropped", 0)),
+            other_threads=int(data.get("other_threads", 0)),
         )
 
     @classmethod
@@ -239,7 +246,9 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
     Only the thread that entered the block is watched, plus autograd's worker
     threads, which inherit its modes (their ops have no Python caller and are
-    listed under ``<backward/C++>``).
+    listed under ``<backward/C++>``). Copies and reads that other threads make
+    meanwhile are not counted; the report says how many it heard of
+    (``other_threads``).
 
     The watched program runs as it would without the audit: ``torch.jit.script`` and
     ``torch.jit.trace`` run with the audit stepped aside (what they compile runs
@@ -326,6 +335,7 @@ def _fill(report: AuditReport, recorder: Recorder) -> None:
     report.entries = sorted(entries, key=order)
     report.data_loading = sorted(loading, key=order)
     report.dropped = recorder.dropped
+    report.other_threads = recorder.elsewhere
     report.steps = recorder.steps
     report.recorded_steps = recorder.recorded_steps if recorder.steps else 0
 

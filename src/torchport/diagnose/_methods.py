@@ -57,6 +57,8 @@ from torchport.diagnose import _loading, _ops
 from torchport.diagnose._ops import OpEntry
 
 __all__ = [
+    "ELSEWHERE",
+    "Elsewhere",
     "Observer",
     "QuietCount",
     "close_block",
@@ -98,6 +100,19 @@ class Observer(Protocol):
     def restore(self, token: object) -> None: ...
 
 
+class Elsewhere:
+    """Watched calls made in threads where no audit block is open, while one watches.
+
+    An audit watches the thread that entered it; a copy or a read made in another
+    thread (a prefetching thread, a logger's) is not counted, and the report says how
+    many there were rather than leave them out silently. Incremented without a lock: a
+    lost increment under a race still leaves a non-zero count.
+    """
+
+    calls = 0
+
+
+ELSEWHERE = Elsewhere()
 _local = threading.local()  # .observers: list[Observer], the audits recording in this thread
 _lock = threading.RLock()
 _users = 0
@@ -236,7 +251,13 @@ def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
     @functools.wraps(original)
     def watched(*args: Any, **kwargs: Any) -> Any:
         observers = getattr(_local, "observers", None)
-        if not observers or (applies is not None and not _matches(applies, args, kwargs)):
+        if not observers:
+            if not getattr(_local, "blocks", None) and (
+                applies is None or _matches(applies, args, kwargs)
+            ):
+                ELSEWHERE.calls += 1  # another thread, which no audit watches
+            return _call(original, args, kwargs, warns)
+        if applies is not None and not _matches(applies, args, kwargs):
             return _call(original, args, kwargs, warns)
         if lifts and len(observers) == 1:
             # The common case, one audit: its dispatch mode steps off the stack while the

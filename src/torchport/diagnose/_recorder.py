@@ -98,6 +98,8 @@ class Recorder:
         self.forked = False  # this is a child forked from the audited process
         self.dropped = 0  # ops the audit failed to describe; see guarded_observe
         self._step_hooks: list[Any] = []
+        self._elsewhere_at_open = 0
+        self.elsewhere = 0  # copies and reads made in other threads, not watched
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
@@ -105,10 +107,12 @@ class Recorder:
         which optimizer steps (see :func:`._loading.is_host_state`)."""
         _methods.open_block(self)
         self._step_hooks = _loading.watch_optimizer_steps()
+        self._elsewhere_at_open = _methods.ELSEWHERE.calls
 
     def close(self) -> None:
         """The audit block ended."""
         _methods.close_block(self)
+        self.elsewhere = _methods.ELSEWHERE.calls - self._elsewhere_at_open
         for handle in self._step_hooks:
             handle.remove()
         self._step_hooks = []
