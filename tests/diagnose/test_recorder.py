@@ -1,5 +1,5 @@
-"""The recorder's decisions on new cases: what a copy to the host covers on its line, and
-where a copy's data comes from.
+"""The recorder's decisions on new cases: what a copy to the host covers on its line,
+where a copy's data comes from, state dicts loaded onto the device, empty tensors.
 
 Expected counts are worked out by hand from what an accelerator run of each snippet
 does, written beside each case.
@@ -79,3 +79,80 @@ def test_new_tensor_copies_host_data_to_the_tensors_device() -> None:
     assert [(e.line, e.device, e.count, e.bytes, e.would_sync) for e in report.entries] == [
         (line, "cpu→meta", 1, 12, False)
     ]
+
+
+class _Tied(torch.nn.Module):
+    def __init__(self, width: int, norm: bool) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(5, width)
+        self.norm = torch.nn.BatchNorm1d(width) if norm else torch.nn.Identity()
+        self.head = torch.nn.Linear(width, 5, bias=False)
+        self.head.weight = self.embed.weight  # tied: one tensor under two names
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    width=st.integers(1, 4),
+    norm=st.booleans(),
+    moved=st.booleans(),
+    source=st.sampled_from(["checkpoint", "moved twin", "unmoved twin"]),
+)
+def test_loading_a_state_dict_onto_the_device_copies_each_value_from_the_host(
+    width: int, norm: bool, moved: bool, source: str
+) -> None:
+    device = torch.device("cpu")
+    model, twin = _Tied(width, norm), _Tied(width, norm)
+    checkpoint = {k: v.clone() for k, v in twin.state_dict().items()}
+    with tp.audit() as report:
+        if moved:
+            model.to(device)
+        if source == "moved twin":
+            twin.to(device)
+        values = checkpoint if source == "checkpoint" else twin.state_dict()
+        model.load_state_dict(values)
+        line = _line() - 1
+    loaded = [e for e in report.entries if e.line == line]
+    # the accelerator copies each value with data into the model's tensor on the device
+    # (a tied weight's two names: twice), unless the model is on the host, or the values
+    # come from tensors already on the device
+    copies = [v for v in values.values() if v.numel()]
+    if moved and source != "moved twin":
+        assert [(e.device, e.count, e.bytes) for e in loaded] == [
+            ("host→device", len(copies), sum(v.numel() * v.element_size() for v in copies))
+        ]
+    else:
+        assert loaded == []
+
+
+def test_an_optimizers_state_loads_next_to_its_parameters_and_its_step_stays_home() -> None:
+    device = torch.device("cpu")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1))
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.randn(2, 3)).sum().backward()
+    opt.step()
+    state = opt.state_dict()
+    fresh = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1))
+    fresh_opt = torch.optim.AdamW(fresh.parameters())
+    with tp.audit() as report:
+        fresh.to(device)
+        fresh_opt.load_state_dict(state)
+        line = _line() - 1
+    # exp_avg and exp_avg_sq of 4 parameters go to the device; the step counters stay
+    params = list(model.parameters())
+    (entry,) = [e for e in report.entries if e.line == line]
+    assert (entry.device, entry.count) == ("host→device", 2 * len(params))
+    assert entry.bytes == 2 * sum(p.numel() * p.element_size() for p in params)
+
+
+def test_values_computed_on_the_device_and_empty_tensors_copy_nothing() -> None:
+    device = torch.device("cpu")
+    model = torch.nn.Linear(3, 2)
+    with tp.audit() as report:
+        model.to(device)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.clamp(-0.01, 0.01))  # computed from the device's own tensor
+        torch.empty(0).to(device)
+        torch.tensor([], device=device)
+        torch.zeros(3, 0).to(device).cpu()
+    assert [(e.label, e.count) for e in report.entries] == [("copy (.to(device))", 2)]

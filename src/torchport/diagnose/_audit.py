@@ -210,10 +210,15 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     ``x.to(device)`` and ``out.cpu()`` of a CPU tensor, ``model.to(device)`` (each
     parameter and buffer once: tied weights once, a model moved again not at all),
     ``t.new_tensor(data)``, ``torch.tensor``/``as_tensor``/``asarray`` with a
-    ``device=``, and every tensor a ``torchport.DeviceLoader`` hands over (listed with
-    their bytes). A copy to the host read on the same line (``out.cpu().numpy()``,
-    ``.cpu().tolist()``, ``.to("cpu").numpy()``) is one device-to-host copy, not a copy
-    and a sync. The audit itself never synchronizes; it only watches the program do so.
+    ``device=`` other than a literal ``"cpu"``, a state dict loaded into a model or an
+    optimizer on the device (each value, from the host), and every tensor a
+    ``torchport.DeviceLoader`` hands over (listed with their bytes). Which way a move
+    goes is read from its call site: ``x.to(device)`` copies to the device even when
+    ``device`` holds ``"cpu"`` on this machine, ``x.to("cpu")`` to the host. A copy to
+    the host read on the same line (``out.cpu().numpy()``, ``.cpu().tolist()``,
+    ``.to("cpu").numpy()``) is one device-to-host copy, not a copy and a sync; a read
+    of another tensor on that line (``loss.item()``) is a sync of its own. The audit
+    itself never synchronizes; it only watches the program do so.
     The report is filled in when the block exits::
 
         with tp.audit() as report:

@@ -19,9 +19,12 @@ from __future__ import annotations
 import ast
 import itertools
 import linecache
+from collections.abc import Callable
 from types import CodeType, FrameType
 
-__all__ = ["DEVICE", "HOST", "UNKNOWN", "target_named_at"]
+from torchport.diagnose._frames import INSTALLED, USER
+
+__all__ = ["DEVICE", "HOST", "UNKNOWN", "target_named_at", "target_of_call"]
 
 HOST, DEVICE, UNKNOWN = 1, 0, -1
 """What the call names: the host, the program's device, or nothing this module can tell
@@ -52,6 +55,27 @@ def target_named_at(frame: FrameType) -> int:
             _SEEN.clear()
         _SEEN[key] = found
     return found
+
+
+def target_of_call(frame: FrameType | None, origin_of: Callable[[CodeType], int]) -> int:
+    """What the call that led to a move names, read at the first frame of the user's or
+    installed code at or above ``frame``.
+
+    An installed frame that only passes its arguments on (``PreTrainedModel.to(*args,
+    **kwargs)``) hands the question to its caller; a user's frame has the last word.
+
+    Args:
+        frame: Where to start: the frame that called the move, or one below it.
+        origin_of: Whose code a code object is (:func:`._frames.frame_origin`, cached).
+    """
+    while frame is not None:
+        origin = origin_of(frame.f_code)
+        if origin in (USER, INSTALLED):
+            named = target_named_at(frame)
+            if named != UNKNOWN or origin == USER:
+                return named
+        frame = frame.f_back
+    return UNKNOWN
 
 
 def _read(frame: FrameType) -> int:

@@ -12,7 +12,9 @@ The line an event is charged to is the user's: the first frame up the stack that
 neither torch's, torchport's nor installed code's (the standard library, packages in
 ``site-packages``); the innermost installed line it went through is kept beside it
 (``model.to(device)`` through transformers' ``PreTrainedModel.to``). Where host work
-inside a training loop is set apart or left out is decided in :mod:`._loading`.
+inside a training loop is set apart or left out is decided in :mod:`._loading`; which
+way a predicted copy goes, in :mod:`._callsite`; where the accelerator run holds the
+model's tensors and a line's copy to the host, in :mod:`._placement`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import contextlib
 import os
 import sys
 import threading
-import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import CodeType, FrameType
 from typing import Any
@@ -35,9 +36,15 @@ from torch.utils._python_dispatch import (
 )
 
 from torchport.diagnose import _loading, _methods, _ops
-from torchport.diagnose._callsite import HOST, UNKNOWN, target_named_at
+from torchport.diagnose._callsite import HOST, UNKNOWN, target_of_call
 from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
 from torchport.diagnose._ops import OpEntry, OpKind
+from torchport.diagnose._placement import (
+    STATE_LOADERS,
+    ModelPlacement,
+    copied_to_host,
+    spread,
+)
 from torchport.errors import ConfigError
 
 __all__ = ["DATA_LOADING", "HOST_TYPES", "DispatchWatcher", "Recorder"]
@@ -93,7 +100,7 @@ class Recorder:
         self._mode: DispatchWatcher | None = None
         # Parameters and buffers a predicted module move has sent, and which way: tied
         # weights, and a model moved twice, are copied once on an accelerator
-        self._moved: dict[int, tuple[weakref.ref[torch.Tensor], bool]] = {}
+        self._placement = ModelPlacement()
         self.closed = False
         self.forked = False  # this is a child forked from the audited process
         self.dropped = 0  # ops the audit failed to describe; see guarded_observe
@@ -276,7 +283,7 @@ class Recorder:
                 phase = DATA_LOADING if _LOADING.depth else ""
                 if src != dst:
                     # a real copy the dispatch level never sees: torch.tensor(data, device=)
-                    self._copied(where if dst.type in _HOST_TYPES else None, out)
+                    copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                     key: _Key = (
                         _TRANSFER,
                         entry.label,
@@ -287,17 +294,23 @@ class Recorder:
                     )
                     self._count(key + where, nbytes)
                     return
+                if not nbytes:
+                    return  # an empty tensor's move copies nothing
+                if caller == HOST_SIDE and src.type in _HOST_TYPES:
+                    # an optimizer's state loaded next to its parameter
+                    self._count_loaded(args[0], sys._getframe(1))
+                    return
                 if src.type not in _HOST_TYPES or caller not in _PREDICTS:
                     # a no-op on the accelerator itself, or torch's own bookkeeping moves
                     # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
                     return
-                to_host = self._names_host(func, args, kwargs, sys._getframe(1))
+                to_host = func is _CPU_METHOD or self._names_host(func, args, kwargs)
                 if func in _CREATES and to_host:
                     return  # torch.tensor(data, device="cpu"): on the host on every machine
-                if caller == MODULE_MOVE and self._moved_before(args[0], to_host):
+                if caller == MODULE_MOVE and self._placement.moved_before(args[0], to_host):
                     return
                 # a read of this copy on the same line is the copy's own (.cpu().numpy())
-                self._copied(where if to_host else None, out)
+                copied_to_host(self.local, where if to_host else None, out)
                 key = (
                     _TRANSFER,
                     entry.label,
@@ -313,52 +326,42 @@ class Recorder:
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
-    def _copied(self, where: _Where | None, out: Any) -> None:
-        """A copy to the host was made at ``where`` (``None``: a copy elsewhere, which ends
-        the last one's line); ``out`` holds it, and so will what ops make from it."""
-        local = self.local
-        if where is None:
-            local.host_copy = local.host_ids = None
-            return
-        if local.host_copy != where or local.host_ids is None:
-            local.host_copy, local.host_ids = where, set()
-        local.host_ids.add(id(out))
-        local.spread = _SPREAD
-
-    def _names_host(
-        self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], frame: FrameType | None
-    ) -> bool:
-        """Whether a move that stays on this host names the host (else the program's device).
-
-        Asked of the source of the call (:mod:`._callsite`): the first frame of the user's
-        or installed code at or above ``frame``; one that only passes its arguments on
-        (``PreTrainedModel.to(*args, **kwargs)``) hands the question to its caller. When
-        no call site can tell, the values decide (:func:`._ops.names_host`).
-        """
-        if func is _CPU_METHOD:
-            return True
-        origins = self._origins
-        while frame is not None:
-            code = frame.f_code
-            origin = origins.get(code)
-            if origin is None:
-                origin = origins[code] = frame_origin(code)
-            if origin in (USER, INSTALLED):
-                named = target_named_at(frame)
-                if named != UNKNOWN:
-                    return named == HOST
-                if origin == USER:
-                    break
+    def _count_loaded(
+        self, value: torch.Tensor, frame: FrameType | None, *, checked: bool = False
+    ) -> None:
+        """A state dict's value loaded onto the device (see :mod:`._placement`), if torch's
+        state-dict loading is what copies it. ``checked``: its destination is known to be
+        on the device; else it is the loader's ``param`` (an optimizer's)."""
+        # torch's own frames between the op and the loader: dynamo's wrappers around it
+        while frame is not None and frame.f_code not in STATE_LOADERS:
+            if self._origin(frame.f_code) in (USER, INSTALLED):
+                return
             frame = frame.f_back
-        return _ops.names_host(func, args, kwargs)
+        if frame is None:
+            return
+        if not checked and not self._placement.loads_onto_device(
+            frame.f_locals.get("param"), value
+        ):
+            return
+        nbytes = value.numel() * value.element_size()
+        if not nbytes:
+            return
+        where, _ = self._where(frame)
+        phase = DATA_LOADING if _LOADING.depth else ""
+        key: _Key = (_TRANSFER, _LOADED, "load_state_dict", _TO_DEVICE, True, phase)
+        self._count(key + where, nbytes)
 
-    def _moved_before(self, tensor: torch.Tensor, to_host: bool) -> bool:
-        """Whether a module move already sent ``tensor`` this way (then this one is free)."""
-        seen = self._moved.get(id(tensor))
-        if seen is not None and seen[0]() is tensor and seen[1] == to_host:
-            return True
-        self._moved[id(tensor)] = (weakref.ref(tensor), to_host)
-        return False
+    def _names_host(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool:
+        """Whether a move that stays on this host names the host (else the program's
+        device): its call site says (:func:`._callsite.target_of_call`), else its values."""
+        named = target_of_call(sys._getframe(2), self._origin)
+        return named == HOST if named != UNKNOWN else _ops.names_host(func, args, kwargs)
+
+    def _origin(self, code: CodeType) -> int:
+        origin = self._origins.get(code)
+        if origin is None:
+            origin = self._origins[code] = frame_origin(code)
+        return origin
 
     def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
         """Count copies a torchport mover skipped (tensors already on ``device``); never raises.
@@ -385,7 +388,7 @@ class Recorder:
                 DATA_LOADING if _LOADING.depth else "",
             )
             row = key + where
-            self._copied(None, None)
+            copied_to_host(self.local, None, None)
             for tensor in tensors:
                 if isinstance(tensor, torch.Tensor) and tensor.device == device:
                     self._count(row, tensor.numel() * tensor.element_size())
@@ -403,17 +406,19 @@ class Recorder:
         """Record an aten op that has run, if its arguments give it that cost; never raises."""
         try:
             if entry.applies is not None and not entry.applies(args, kwargs):
+                if func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
+                    self._count_loaded(args[1], sys._getframe(1), checked=True)
                 return
             if entry.transfer:
                 moved = _ops.transfer_of(func, args, kwargs, out)
-                if moved is None or moved[0] == moved[1]:
-                    return
+                if moved is None or moved[0] == moved[1] or not moved[2]:
+                    return  # no move, or an empty tensor's: nothing is copied
                 src, dst, nbytes = moved
                 label = entry.label
                 if _ops.non_blocking(func, args, kwargs):
                     label += ", non_blocking"
                 where, _ = self._where(sys._getframe(1))
-                self._copied(where if dst.type in _HOST_TYPES else None, out)
+                copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                 # A real copy is device work wherever it runs, data loading included
                 phase = DATA_LOADING if _LOADING.depth else ""
                 key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
@@ -492,6 +497,8 @@ _CPU = torch.device("cpu")
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
+_COPY = torch.ops.aten.copy_.default
+_LOADED = "copy (loading a state dict onto the device)"
 _ATEN_TABLE = _ops.ATEN_TABLE
 _BY_ID = _ATEN_TABLE  # its dict face: id(overload) -> (overload, entry)
 # The dispatch-mode stack, read and changed directly: lift() runs per watched call
@@ -499,29 +506,6 @@ _stack_depth = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 _pop_stack = torch._C._pop_torch_dispatch_stack
 _push_stack = torch._C._push_on_torch_dispatch_stack
-
-
-# Ops after a copy to the host whose results may still be read as part of it on its line
-# ((a.cpu() == b.cpu()).sum().item()): a line holds few; the bound keeps a copy whose line
-# is never read again from costing every later op a look.
-_SPREAD = 32
-
-
-def _spread(local: _methods.QuietCount, args: Sequence[Any], out: Any) -> None:
-    """Results of an op that read a host copy hold that copy too."""
-    local.spread -= 1
-    ids = local.host_ids
-    if ids is None:
-        return
-    for arg in args:
-        if id(arg) in ids or (
-            isinstance(arg, (list, tuple)) and any(id(each) in ids for each in arg)
-        ):
-            if isinstance(out, torch.Tensor):
-                ids.add(id(out))
-            elif isinstance(out, (list, tuple)):
-                ids.update(id(each) for each in out if isinstance(each, torch.Tensor))
-            return
 
 
 class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -547,7 +531,7 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
             kwargs = {}
         local = self._local
         if local.spread > 0:
-            _spread(local, args, out)
+            spread(local, args, out)
         found = _BY_ID.get(id(func))
         entry = found[1] if found is not None else _ATEN_TABLE.entry(func)
         if entry is not None and not local.quiet:

@@ -1,0 +1,131 @@
+"""Where the accelerator run holds a tensor, as far as a CPU run can tell.
+
+A CPU run keeps every tensor on the host, so the audit follows the few facts it can
+see about where the same tensors sit in the accelerator run:
+
+* **The model's tensors** (:class:`ModelPlacement`). A predicted module move
+  (``model.to(device)``) sends each parameter and buffer to the device; a second
+  move the same way, or a tied weight met again, copies nothing. Loading a state
+  dict after the move (``model.load_state_dict(checkpoint)``,
+  ``optimizer.load_state_dict(...)``) copies each value from the host to the
+  device, unless it came from tensors a move sent there.
+* **A copy to the host on one line** (:func:`copied_to_host`, :func:`spread`). The
+  line's reads of the copy, and of what the line computes from it
+  (``(pred.cpu() == y.cpu()).sum().item()``), are part of that copy, not syncs of
+  their own; a read of another tensor on the same line (``loss.item()``) is one.
+
+Everything else a CPU run cannot place (a tensor created with ``device=device``
+looks like one created on the host), and the audit treats it as the device's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from torchport.diagnose._methods import QuietCount
+
+__all__ = ["SPREAD", "STATE_LOADERS", "ModelPlacement", "copied_to_host", "spread"]
+
+
+class ModelPlacement:
+    """The tensors predicted module moves sent, and which way."""
+
+    def __init__(self) -> None:
+        # id -> (the tensor, sent to the host?): moves hand the tensor itself
+        self._moved: dict[int, tuple[weakref.ref[torch.Tensor], bool]] = {}
+        # data pointer -> the tensor sent to the device: copy_ may get a view of it (p.data)
+        self._on_device: dict[int, weakref.ref[torch.Tensor]] = {}
+
+    def moved_before(self, tensor: torch.Tensor, to_host: bool) -> bool:
+        """Record a module move of ``tensor``; whether one already sent it this way (then
+        this one copies nothing)."""
+        seen = self._moved.get(id(tensor))
+        if seen is not None and seen[0]() is tensor and seen[1] == to_host:
+            return True
+        ref = weakref.ref(tensor)
+        self._moved[id(tensor)] = (ref, to_host)
+        pointer = tensor.data_ptr()
+        if pointer:
+            if to_host:
+                self._on_device.pop(pointer, None)
+            else:
+                self._on_device[pointer] = ref
+        return False
+
+    def on_device(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` (or a view of it at its start, like ``p.data``) is one a
+        module move sent to the device."""
+        pointer = tensor.data_ptr()
+        ref = self._on_device.get(pointer) if pointer else None
+        if ref is None:
+            return False
+        held = ref()
+        return held is not None and held.data_ptr() == pointer
+
+    def loads_onto_device(self, dst: Any, src: Any) -> bool:
+        """Whether loading ``src`` into ``dst`` (a state dict's value into a model's tensor,
+        or an optimizer's state next to its parameter) copies it host to device in the
+        accelerator run: ``dst`` was sent to the device, ``src`` was not.
+
+        Only for loading: a value the program computed from the device's tensors
+        (``p.copy_(p.clamp(-c, c))``) looks the same here and copies nothing there.
+        """
+        return (
+            bool(self._on_device)
+            and isinstance(dst, torch.Tensor)
+            and isinstance(src, torch.Tensor)
+            and self.on_device(dst)
+            and not self.on_device(src)
+        )
+
+
+# Where torch loads state dicts: Module copies each value into its tensor; Optimizer moves
+# each state value to its parameter's device (step counters stay on the host)
+# (unwrapped: torch wraps the first to keep dynamo out)
+STATE_LOADERS = frozenset(
+    inspect.unwrap(method).__code__
+    for method in (
+        torch.nn.Module._load_from_state_dict,
+        torch.optim.Optimizer._process_value_according_to_param_policy,
+    )
+)
+
+
+# Ops after a copy to the host whose results may still be read as part of it on its line:
+# a line holds few; the bound keeps a copy whose line is never read again from costing
+# every later op a look.
+SPREAD = 32
+
+
+def copied_to_host(local: QuietCount, where: tuple[Any, ...] | None, out: Any) -> None:
+    """A copy to the host was made at ``where`` (``None``: a copy elsewhere, which ends the
+    last one's line); ``out`` holds it, and so will what ops make from it."""
+    if where is None:
+        local.host_copy = local.host_ids = None
+        return
+    if local.host_copy != where or local.host_ids is None:
+        local.host_copy, local.host_ids = where, set()
+    local.host_ids.add(id(out))
+    local.spread = SPREAD
+
+
+def spread(local: QuietCount, args: Sequence[Any], out: Any) -> None:
+    """The results of an op that read a host copy hold that copy too."""
+    local.spread -= 1
+    ids = local.host_ids
+    if ids is None:
+        return
+    for arg in args:
+        if id(arg) in ids or (
+            isinstance(arg, (list, tuple)) and any(id(each) in ids for each in arg)
+        ):
+            if isinstance(out, torch.Tensor):
+                ids.add(id(out))
+            elif isinstance(out, (list, tuple)):
+                ids.update(id(each) for each in out if isinstance(each, torch.Tensor))
+            return
