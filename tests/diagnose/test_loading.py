@@ -8,15 +8,17 @@ tensors on the host a known number of times; the audit must list those reads in 
 from __future__ import annotations
 
 import sys
+import types
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler
+from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler, default_collate
 
 import torchport as tp
 from torchport.diagnose._loading import STATE
@@ -322,3 +324,65 @@ def test_lbfgs_reads_the_loss_and_its_conditions_on_the_device() -> None:
         "scalar read (bool(tensor) / if tensor:)": 6,
         "scalar read": 4,
     }
+
+
+# A collate_fn may send the batch on itself (num_workers=0 loaders often do). Where it
+# sends it decides whose work the copy is: to the program's device it is a copy the
+# accelerator run makes; to the host, or to the device a batch tensor is on (the host,
+# while a loader fetches), it copies nothing there.
+_PROGRAM_DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+_CONFIG = types.SimpleNamespace(device=torch.device(_PROGRAM_DEVICE))
+
+
+def _to_program_device(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, ...]:
+    xs, ys = default_collate(batch)
+    return xs.to(_PROGRAM_DEVICE), ys.to(_PROGRAM_DEVICE)
+
+
+def _to_config_device(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, ...]:
+    xs, ys = default_collate(batch)
+    return xs.to(_CONFIG.device, non_blocking=True), ys.to(device=_CONFIG.device)
+
+
+def _beside_the_batch(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, ...]:
+    xs, ys = default_collate(batch)
+    return xs, torch.as_tensor(ys.tolist(), device=xs.device).to(xs)
+
+
+def _to_the_host(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, ...]:
+    xs, ys = default_collate(batch)
+    return xs.to("cpu"), ys.cpu()
+
+
+# collate_fn -> (copies to the device per batch, host events per batch)
+_COLLATES = {
+    _to_program_device: (2, 0),
+    _to_config_device: (2, 0),
+    _beside_the_batch: (0, 3),  # .tolist(), as_tensor(device=xs.device), .to(xs)
+    _to_the_host: (0, 2),
+}
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    collate=st.sampled_from(list(_COLLATES)),
+    n=st.integers(1, 9),
+    batch=st.integers(1, 4),
+)
+def test_a_collate_fn_sending_batches_to_the_programs_device_is_device_work(
+    collate: Any, n: int, batch: int
+) -> None:
+    loader = DataLoader(Reads(n, 0), batch_size=batch, collate_fn=collate)
+    with tp.audit() as report:
+        for _ in loader:
+            pass
+    batches = -(-n // batch)
+    to_device, host_events = _COLLATES[collate]
+    moved = [e for e in report.entries if e.kind == "transfer"]
+    assert sum(e.count for e in moved) == to_device * batches
+    assert all(
+        (e.device, e.would_sync, e.phase) == ("host→device", True, "data loading") for e in moved
+    )
+    assert report.total_count == to_device * batches
+    # the dataset itself builds one tensor with device=row.device per example (Reads)
+    assert sum(e.count for e in report.data_loading) == n + host_events * batches

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchport.diagnose._ops import OpKind
-from torchport.diagnose._recorder import DATA_LOADING, Recorder
+from torchport.diagnose._recorder import DATA_LOADING, LOADING_TO_DEVICE, Recorder
 from torchport.diagnose._strict import is_out_of_memory, note_oom
 from torchport.errors import ConfigError
 
@@ -320,6 +320,8 @@ def _fill(report: AuditReport, recorder: Recorder) -> None:
         code = linecache.getline(file, line).strip() if line else ""
         via = f"{via_file}:{via_line}" if via_file else ""
         host_work = host and phase == DATA_LOADING
+        if phase == LOADING_TO_DEVICE:  # a copy to the device made in data loading
+            phase = DATA_LOADING
         entry = AuditEntry(
             kind,
             label,

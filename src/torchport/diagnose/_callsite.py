@@ -7,8 +7,9 @@ in ``x.to(device)`` is ``"cpu"`` here when the program picks its device with
 what ``.to(torch.device("cpu"))`` and ``.to(device)`` both receive. The source of
 the call says it: a target written as a literal (``"cpu"``, ``torch.device("cpu")``,
 ``.cpu()``) names the host on every machine, and one held in a variable or an
-attribute (``device``, ``args.device``, ``x.device``) is the program's device, the
-accelerator in its run there.
+attribute (``device``, ``args.device``) is the program's device, the accelerator in
+its run there. A tensor's device (``device=row.device``, ``x.to(y)``) is wherever
+that tensor is: the host while a DataLoader fetches, the program's device elsewhere.
 
 The call is read from the calling frame's current instruction (its source span,
 Python 3.11's ``co_positions``), parsed once per call site and cached.
@@ -22,13 +23,17 @@ import linecache
 from collections.abc import Callable
 from types import CodeType, FrameType
 
+import torch
+
 from torchport.diagnose._frames import INSTALLED, USER
 
-__all__ = ["DEVICE", "HOST", "UNKNOWN", "target_named_at", "target_of_call"]
+__all__ = ["DEVICE", "HOST", "TENSORS", "UNKNOWN", "target_named_at", "target_of_call"]
 
-HOST, DEVICE, UNKNOWN = 1, 0, -1
-"""What the call names: the host, the program's device, or nothing this module can tell
-(no source, a target passed through ``*args``/``**kwargs``, a computed expression)."""
+HOST, DEVICE, TENSORS, UNKNOWN = 1, 0, 2, -1
+"""What the call names: the host, the program's device, the device of a tensor it names
+(``device=row.device``, ``x.to(y)``: on the host in data loading, the program's device
+elsewhere), or nothing this module can tell (no source, a target passed through
+``*args``/``**kwargs``, a computed expression)."""
 
 _SEEN: dict[tuple[CodeType, int], int] = {}
 # Methods that name where they move to: .cpu() the host, the others an accelerator
@@ -42,7 +47,8 @@ def target_named_at(frame: FrameType) -> int:
     Returns:
         :data:`HOST` for a literal host device or ``.cpu()``, :data:`DEVICE` for a
         device held in a name or attribute (the program's device) or an accelerator
-        method, :data:`UNKNOWN` otherwise.
+        method, :data:`TENSORS` for the device of a tensor bound to a name,
+        :data:`UNKNOWN` otherwise.
     """
     key = (frame.f_code, frame.f_lasti)
     found = _SEEN.get(key)
@@ -94,10 +100,10 @@ def _read(frame: FrameType) -> int:
     else:
         text = b"".join([chunk[0][start:], *chunk[1:-1], chunk[-1][:end]])
     node = ast.parse(b"(" + text + b")", mode="eval").body
-    return _named(node) if isinstance(node, ast.Call) else UNKNOWN
+    return _named(node, frame) if isinstance(node, ast.Call) else UNKNOWN
 
 
-def _named(call: ast.Call) -> int:
+def _named(call: ast.Call, frame: FrameType) -> int:
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if name in _HOST_METHODS:
@@ -112,24 +118,37 @@ def _named(call: ast.Call) -> int:
         target = call.args[0]
     if target is None:
         return UNKNOWN
-    return _device_expression(target)
+    return _device_expression(target, frame)
 
 
-def _device_expression(node: ast.expr) -> int:
+def _device_expression(node: ast.expr, frame: FrameType) -> int:
     if isinstance(node, ast.Starred):
         return UNKNOWN
     if isinstance(node, ast.IfExp):
         # "cuda" if torch.cuda.is_available() else "cpu": a choice between the host and an
         # accelerator is the program's device, which the accelerator run takes
-        body, orelse = _device_expression(node.body), _device_expression(node.orelse)
+        body = _device_expression(node.body, frame)
+        orelse = _device_expression(node.orelse, frame)
         if body == orelse:
             return body
         return UNKNOWN if UNKNOWN in (body, orelse) else DEVICE
     literal = _literal_type(node)
     if literal is not None:
         return HOST if literal == "cpu" else DEVICE
+    # x.to(y) and device=x.device: wherever that tensor is
+    held = node.value if isinstance(node, ast.Attribute) and node.attr == "device" else node
+    if isinstance(held, ast.Name) and isinstance(_bound(frame, held.id), torch.Tensor):
+        return TENSORS
     # a name, an attribute, torch.device(name), a call: the program's device
     return DEVICE
+
+
+def _bound(frame: FrameType, name: str) -> object:
+    """What ``name`` is bound to in ``frame`` (read, never evaluated), or ``None``."""
+    for scope in (frame.f_locals, frame.f_globals):
+        if name in scope:
+            return scope[name]
+    return None
 
 
 def _literal_type(node: ast.expr) -> str | None:

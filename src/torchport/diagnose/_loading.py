@@ -15,7 +15,10 @@ here once, and the recorder (:mod:`._recorder`) follows the decision:
   (host)" part and never counted as accelerator copies or syncs. A copy that
   really crosses devices inside it (a ``Dataset`` that calls ``.to("cuda")``) is
   device work wherever it runs: it stays in the main part, marked as made in data
-  loading. A loader wrapped by ``tqdm`` or ``torchport.DeviceLoader`` is still
+  loading; so does a predicted copy to the program's device (a ``collate_fn`` that
+  returns ``batch.to(device)``), while a move to the host or to a batch tensor's own
+  device (``device=row.device``) copies nothing in the accelerator run either
+  (:mod:`._callsite` reads which). A loader wrapped by ``tqdm`` or ``torchport.DeviceLoader`` is still
   iterated by the ``DataLoader`` itself, so the same holds.
 * **Worker processes** (left out). With ``num_workers > 0`` the same code runs in
   other processes, which an audit in this one never sees; a worker forked while an

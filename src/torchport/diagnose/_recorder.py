@@ -36,7 +36,7 @@ from torch.utils._python_dispatch import (
 )
 
 from torchport.diagnose import _loading, _methods, _ops
-from torchport.diagnose._callsite import HOST, UNKNOWN, target_of_call
+from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, target_of_call
 from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._placement import (
@@ -47,7 +47,7 @@ from torchport.diagnose._placement import (
 )
 from torchport.errors import ConfigError
 
-__all__ = ["DATA_LOADING", "HOST_TYPES", "DispatchWatcher", "Recorder"]
+__all__ = ["DATA_LOADING", "HOST_TYPES", "LOADING_TO_DEVICE", "DispatchWatcher", "Recorder"]
 
 # Devices whose scalar reads cost no wait: the audit still lists them, labelled
 # as points that would synchronize on an accelerator.
@@ -60,6 +60,9 @@ _HOST_TYPES = HOST_TYPES
 _TO_DEVICE, _TO_HOST = "host→device", "device→host"
 DATA_LOADING = "data loading"
 """The phase of an event made while a DataLoader fetched (see :mod:`._loading`)."""
+# ... and of a predicted copy made there to the program's device: device work (its entry's
+# phase reads DATA_LOADING)
+LOADING_TO_DEVICE = "data loading, to the device"
 
 # (kind, label, op, device, would_sync, phase) + where (file, line, function, via file, via line)
 _Key = tuple[str, str, str, str, bool, str]
@@ -304,9 +307,14 @@ class Recorder:
                     # a no-op on the accelerator itself, or torch's own bookkeeping moves
                     # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
                     return
-                to_host = func is _CPU_METHOD or self._names_host(func, args, kwargs)
+                named = HOST if func is _CPU_METHOD else self._named(func, args, kwargs)
+                to_host = named == HOST
                 if func in _CREATES and to_host:
                     return  # torch.tensor(data, device="cpu"): on the host on every machine
+                if phase and named == DEVICE:
+                    # a DataLoader's collate_fn sending the batch to the program's device:
+                    # device work, though data loading made it
+                    phase = LOADING_TO_DEVICE
                 if caller == MODULE_MOVE and self._placement.moved_before(args[0], to_host):
                     return
                 # a read of this copy on the same line is the copy's own (.cpu().numpy())
@@ -351,11 +359,14 @@ class Recorder:
         key: _Key = (_TRANSFER, _LOADED, "load_state_dict", _TO_DEVICE, True, phase)
         self._count(key + where, nbytes)
 
-    def _names_host(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool:
-        """Whether a move that stays on this host names the host (else the program's
-        device): its call site says (:func:`._callsite.target_of_call`), else its values."""
+    def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
+        """Where a move that stays on this host goes in the accelerator run: what its call
+        site names (:func:`._callsite.target_of_call`), else what its values say
+        (:data:`._callsite.HOST` or :data:`._callsite.UNKNOWN`)."""
         named = target_of_call(sys._getframe(2), self._origin)
-        return named == HOST if named != UNKNOWN else _ops.names_host(func, args, kwargs)
+        if named != UNKNOWN:
+            return named
+        return HOST if _ops.names_host(func, args, kwargs) else UNKNOWN
 
     def _origin(self, code: CodeType) -> int:
         origin = self._origins.get(code)
