@@ -7,12 +7,14 @@ does, written beside each case.
 
 from __future__ import annotations
 
+import importlib.util
 import runpy
 import sys
+from typing import Any
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torchport as tp
@@ -156,3 +158,61 @@ def test_values_computed_on_the_device_and_empty_tensors_copy_nothing() -> None:
         torch.tensor([], device=device)
         torch.zeros(3, 0).to(device).cpu()
     assert [(e.label, e.count) for e in report.entries] == [("copy (.to(device))", 2)]
+
+
+_LIBRARY = """\
+import torch
+
+
+def forward(batch, weight):
+    # what a model library does with a batch (transformers' masking and loss code): it
+    # moves inputs to where the computation is, which copies nothing when they are there
+    logits = batch["input"] @ weight
+    mask = batch["mask"].view(-1, 1).to(device=logits.device, dtype=torch.bool)
+    labels = batch["labels"].to(logits.device)
+    return (logits * mask).sum() + labels.sum()
+"""
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A module installed in a site-packages folder: another package's code."""
+    path = tmp_path_factory.mktemp("env") / "site-packages" / "fake_models.py"
+    path.parent.mkdir()
+    path.write_text(_LIBRARY)
+    spec = importlib.util.spec_from_file_location("fake_models", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(moved=st.sets(st.sampled_from(["input", "mask", "labels"])), epochs=st.integers(1, 3))
+def test_a_library_moving_a_batch_the_program_moved_copies_nothing_again(
+    library: Any, moved: set[str], epochs: int
+) -> None:
+    device = torch.device("cpu")
+    weight = torch.ones(3, 1)
+    # batches the program keeps on the host and walks every epoch
+    batches = [
+        {
+            "input": torch.ones(2, 3),
+            "mask": torch.ones(2, dtype=torch.long),
+            "labels": torch.zeros(2, 2, dtype=torch.long),
+        }
+        for _ in range(2)
+    ]
+    with tp.audit() as report:
+        for _ in range(epochs):
+            for batch in batches:
+                on_device = {k: v.to(device) if k in moved else v for k, v in batch.items()}
+                library.forward(on_device, weight)
+    # the program's moves copy every epoch (its batches stay on the host); the library's
+    # copy only what the program left there
+    users = sum(e.count for e in report.entries if e.function == "<dictcomp>")
+    in_library = sum(e.count for e in report.entries if e.via)
+    assert users == len(moved) * len(batches) * epochs
+    assert in_library == len({"mask", "labels"} - moved) * len(batches) * epochs

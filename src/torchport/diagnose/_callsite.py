@@ -27,7 +27,15 @@ import torch
 
 from torchport.diagnose._frames import INSTALLED, USER
 
-__all__ = ["DEVICE", "HOST", "TENSORS", "UNKNOWN", "target_named_at", "target_of_call"]
+__all__ = [
+    "DEVICE",
+    "HOST",
+    "TENSORS",
+    "UNKNOWN",
+    "program_moves",
+    "target_named_at",
+    "target_of_call",
+]
 
 HOST, DEVICE, TENSORS, UNKNOWN = 1, 0, 2, -1
 """What the call names: the host, the program's device, the device of a tensor it names
@@ -35,10 +43,12 @@ HOST, DEVICE, TENSORS, UNKNOWN = 1, 0, 2, -1
 elsewhere), or nothing this module can tell (no source, a target passed through
 ``*args``/``**kwargs``, a computed expression)."""
 
-_SEEN: dict[tuple[CodeType, int], int] = {}
+# (code, instruction) -> (what the call names, the name of the function it calls)
+_SEEN: dict[tuple[CodeType, int], tuple[int, str]] = {}
 # Methods that name where they move to: .cpu() the host, the others an accelerator
 _HOST_METHODS = frozenset({"cpu"})
 _DEVICE_METHODS = frozenset({"cuda", "xpu", "mps", "npu", "hpu", "ipu", "xla"})
+_MOVES = _DEVICE_METHODS | {"to"}
 
 
 def target_named_at(frame: FrameType) -> int:
@@ -50,17 +60,32 @@ def target_named_at(frame: FrameType) -> int:
         method, :data:`TENSORS` for the device of a tensor bound to a name,
         :data:`UNKNOWN` otherwise.
     """
+    return _call_at(frame)[0]
+
+
+def _call_at(frame: FrameType) -> tuple[int, str]:
     key = (frame.f_code, frame.f_lasti)
     found = _SEEN.get(key)
     if found is None:
         try:
             found = _read(frame)
         except Exception:  # odd source or positions: the caller falls back on the values
-            found = UNKNOWN
+            found = (UNKNOWN, "")
         if len(_SEEN) > 4096:  # long-running programs: a bounded cache
             _SEEN.clear()
         _SEEN[key] = found
     return found
+
+
+def program_moves(frame: FrameType | None, origin_of: Callable[[CodeType], int]) -> bool:
+    """Whether the user's line that led here is a move (``batch.to(device)`` of a
+    transformers ``BatchEncoding``, whose ``.to`` moves each tensor): the program's own
+    move, made through a library."""
+    while frame is not None:
+        if origin_of(frame.f_code) == USER:
+            return _call_at(frame)[1] in _MOVES
+        frame = frame.f_back
+    return False
 
 
 def target_of_call(frame: FrameType | None, origin_of: Callable[[CodeType], int]) -> int:
@@ -84,15 +109,15 @@ def target_of_call(frame: FrameType | None, origin_of: Callable[[CodeType], int]
     return UNKNOWN
 
 
-def _read(frame: FrameType) -> int:
+def _read(frame: FrameType) -> tuple[int, str]:
     code = frame.f_code
     position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
     if position is None or None in position:
-        return UNKNOWN
+        return UNKNOWN, ""
     first, last, start, end = position
     lines = linecache.getlines(code.co_filename, frame.f_globals)
     if not lines or last > len(lines):  # type: ignore[operator]
-        return UNKNOWN
+        return UNKNOWN, ""
     # positions count UTF-8 bytes
     chunk = [line.encode() for line in lines[first - 1 : last]]  # type: ignore[operator]
     if len(chunk) == 1:
@@ -100,7 +125,11 @@ def _read(frame: FrameType) -> int:
     else:
         text = b"".join([chunk[0][start:], *chunk[1:-1], chunk[-1][:end]])
     node = ast.parse(b"(" + text + b")", mode="eval").body
-    return _named(node, frame) if isinstance(node, ast.Call) else UNKNOWN
+    if not isinstance(node, ast.Call):
+        return UNKNOWN, ""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return _named(node, frame), name
 
 
 def _named(call: ast.Call, frame: FrameType) -> int:

@@ -18,8 +18,9 @@ here once, and the recorder (:mod:`._recorder`) follows the decision:
   loading; so does a predicted copy to the program's device (a ``collate_fn`` that
   returns ``batch.to(device)``), while a move to the host or to a batch tensor's own
   device (``device=row.device``) copies nothing in the accelerator run either
-  (:mod:`._callsite` reads which). A loader wrapped by ``tqdm`` or ``torchport.DeviceLoader`` is still
-  iterated by the ``DataLoader`` itself, so the same holds.
+  (:mod:`._callsite` reads which). A loader wrapped by ``tqdm`` or
+  ``torchport.DeviceLoader`` is still iterated by the ``DataLoader`` itself, so the
+  same holds.
 * **Worker processes** (left out). With ``num_workers > 0`` the same code runs in
   other processes, which an audit in this one never sees; a worker forked while an
   audit runs stops recording at the fork (an at-fork handler in :mod:`._recorder`), so

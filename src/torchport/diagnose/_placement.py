@@ -3,9 +3,11 @@
 A CPU run keeps every tensor on the host, so the audit follows the few facts it can
 see about where the same tensors sit in the accelerator run:
 
-* **The model's tensors** (:class:`ModelPlacement`). A predicted module move
-  (``model.to(device)``) sends each parameter and buffer to the device; a second
-  move the same way, or a tied weight met again, copies nothing. Loading a state
+* **Tensors a predicted move sent to the device** (:class:`Placement`). A module
+  move (``model.to(device)``) sends each parameter and buffer there; a second move
+  the same way, or a tied weight met again, copies nothing. ``x.to(device)`` sends a
+  batch there; a library moving that same tensor again
+  (``attention_mask.to(device=...)`` in transformers) copies nothing. Loading a state
   dict after the move (``model.load_state_dict(checkpoint)``,
   ``optimizer.load_state_dict(...)``) copies each value from the host to the
   device, unless it came from tensors a move sent there.
@@ -29,17 +31,28 @@ import torch
 
 from torchport.diagnose._methods import QuietCount
 
-__all__ = ["SPREAD", "STATE_LOADERS", "ModelPlacement", "copied_to_host", "spread"]
+__all__ = ["SPREAD", "STATE_LOADERS", "Placement", "copied_to_host", "spread"]
 
 
-class ModelPlacement:
-    """The tensors predicted module moves sent, and which way."""
+def _storage(tensor: torch.Tensor) -> int:
+    """Where ``tensor``'s data lives (its storage's address, shared by its views), or 0."""
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except Exception:  # sparse, nested, meta and other tensors without one storage
+        return 0
+
+
+class Placement:
+    """The tensors predicted moves sent to the device, and module moves' directions."""
 
     def __init__(self) -> None:
-        # id -> (the tensor, sent to the host?): moves hand the tensor itself
+        # id -> (the tensor, sent to the host?): module moves hand the tensor itself
         self._moved: dict[int, tuple[weakref.ref[torch.Tensor], bool]] = {}
-        # data pointer -> the tensor sent to the device: copy_ may get a view of it (p.data)
-        self._on_device: dict[int, weakref.ref[torch.Tensor]] = {}
+        # storage address -> a module's tensor sent to the device: a state dict loads into
+        # it through views (p.data), and a tensor freed since is no longer there
+        self._module_storage: dict[int, weakref.ref[torch.Tensor]] = {}
+        # id -> a tensor the program sent to the device with x.to(device)
+        self._sent: dict[int, weakref.ref[torch.Tensor]] = {}
 
     def moved_before(self, tensor: torch.Tensor, to_host: bool) -> bool:
         """Record a module move of ``tensor``; whether one already sent it this way (then
@@ -49,23 +62,47 @@ class ModelPlacement:
             return True
         ref = weakref.ref(tensor)
         self._moved[id(tensor)] = (ref, to_host)
-        pointer = tensor.data_ptr()
-        if pointer:
-            if to_host:
-                self._on_device.pop(pointer, None)
-            else:
-                self._on_device[pointer] = ref
+        pointer = _storage(tensor)
+        if pointer and to_host:
+            self._module_storage.pop(pointer, None)
+        elif pointer:
+            self._module_storage[pointer] = ref
+        return False
+
+    def sent_to_device(self, tensor: torch.Tensor) -> None:
+        """The program moved ``tensor`` to the device (on this host it stays where it is)."""
+        self._sent[id(tensor)] = weakref.ref(tensor)
+
+    def sent_before(self, tensor: torch.Tensor) -> bool:
+        """Whether the program already moved this very tensor, or the tensor it is a view
+        of, to the device.
+
+        Asked for a library's move (transformers' ``attention_mask.view(...)`` moved with
+        ``.to(device=...)``, of a batch the program moved), which copies nothing there.
+        The program's own moves always count: a tensor it keeps on the host (a list of
+        batches it walks every epoch) is copied again by each ``x.to(device)`` on the
+        accelerator, though on this host the call hands back the same object.
+        """
+        for each in (tensor, tensor._base):
+            ref = self._sent.get(id(each)) if each is not None else None
+            if ref is not None and ref() is each:
+                return True
         return False
 
     def on_device(self, tensor: torch.Tensor) -> bool:
-        """Whether ``tensor`` (or a view of it at its start, like ``p.data``) is one a
-        module move sent to the device."""
-        pointer = tensor.data_ptr()
-        ref = self._on_device.get(pointer) if pointer else None
+        """Whether ``tensor`` or a view of its data is a module's tensor a predicted module
+        move sent to the device."""
+        if not self._module_storage:
+            return False
+        pointer = _storage(tensor)
+        ref = self._module_storage.get(pointer) if pointer else None
         if ref is None:
             return False
         held = ref()
-        return held is not None and held.data_ptr() == pointer
+        if held is None or _storage(held) != pointer:
+            del self._module_storage[pointer]  # freed: its address may hold another tensor
+            return False
+        return True
 
     def loads_onto_device(self, dst: Any, src: Any) -> bool:
         """Whether loading ``src`` into ``dst`` (a state dict's value into a model's tensor,
@@ -76,8 +113,7 @@ class ModelPlacement:
         (``p.copy_(p.clamp(-c, c))``) looks the same here and copies nothing there.
         """
         return (
-            bool(self._on_device)
-            and isinstance(dst, torch.Tensor)
+            isinstance(dst, torch.Tensor)
             and isinstance(src, torch.Tensor)
             and self.on_device(dst)
             and not self.on_device(src)

@@ -36,12 +36,12 @@ from torch.utils._python_dispatch import (
 )
 
 from torchport.diagnose import _loading, _methods, _ops
-from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, target_of_call
+from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
 from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._placement import (
     STATE_LOADERS,
-    ModelPlacement,
+    Placement,
     copied_to_host,
     spread,
 )
@@ -103,7 +103,7 @@ class Recorder:
         self._mode: DispatchWatcher | None = None
         # Parameters and buffers a predicted module move has sent, and which way: tied
         # weights, and a model moved twice, are copied once on an accelerator
-        self._placement = ModelPlacement()
+        self._placement = Placement()
         self.closed = False
         self.forked = False  # this is a child forked from the audited process
         self.dropped = 0  # ops the audit failed to describe; see guarded_observe
@@ -315,8 +315,14 @@ class Recorder:
                     # a DataLoader's collate_fn sending the batch to the program's device:
                     # device work, though data loading made it
                     phase = LOADING_TO_DEVICE
-                if caller == MODULE_MOVE and self._placement.moved_before(args[0], to_host):
-                    return
+                if caller == MODULE_MOVE:
+                    if self._placement.moved_before(args[0], to_host):
+                        return
+                elif not to_host and func not in _CREATES:
+                    if caller == USER or program_moves(sys._getframe(1), self._origin):
+                        self._placement.sent_to_device(args[0])
+                    elif self._placement.sent_before(args[0]):
+                        return  # a library moving what the program moved: already there
                 # a read of this copy on the same line is the copy's own (.cpu().numpy())
                 copied_to_host(self.local, where if to_host else None, out)
                 key = (
@@ -542,7 +548,10 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
             kwargs = {}
         local = self._local
         if local.spread > 0:
-            spread(local, args, out)
+            try:
+                spread(local, args, out)
+            except Exception:  # the audit must never break the program it watches
+                local.spread = 0
         found = _BY_ID.get(id(func))
         entry = found[1] if found is not None else _ATEN_TABLE.entry(func)
         if entry is not None and not local.quiet:
