@@ -8,6 +8,7 @@ does, written beside each case.
 from __future__ import annotations
 
 import importlib.util
+import io
 import runpy
 import sys
 from typing import Any
@@ -216,3 +217,52 @@ def test_a_library_moving_a_batch_the_program_moved_copies_nothing_again(
     in_library = sum(e.count for e in report.entries if e.via)
     assert users == len(moved) * len(batches) * epochs
     assert in_library == len({"mask", "labels"} - moved) * len(batches) * epochs
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    moved=st.booleans(),
+    stepped=st.booleans(),
+    location=st.sampled_from(["device", "'cpu'", None]),
+)
+def test_a_checkpoint_saved_and_loaded_counts_the_copies_an_accelerator_makes(
+    moved: bool, stepped: bool, location: str | None
+) -> None:
+    device = torch.device("cpu")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))
+    opt = torch.optim.Adam(model.parameters())
+    buffer = io.BytesIO()
+    with tp.audit() as report:
+        if moved:
+            model.to(device)
+        if stepped:
+            model(torch.ones(2, 3)).sum().backward()
+            opt.step()
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": 3}, buffer)
+        save_line = _line() - 1
+        buffer.seek(0)
+        if location == "device":
+            checkpoint = torch.load(buffer, map_location=device)
+        elif location == "'cpu'":
+            checkpoint = torch.load(buffer, map_location="cpu")
+        else:
+            checkpoint = torch.load(buffer)
+        model.load_state_dict(checkpoint["model"])
+        restore_line = _line() - 1
+    params = list(model.parameters())
+    # on the accelerator: torch.save copies the model's 4 tensors from the device, and
+    # Adam's exp_avg and exp_avg_sq of each parameter (its step counters live on the host)
+    saved = (len(params) + (2 * len(params) if stepped else 0)) if moved else 0
+    # a load to the program's device copies every tensor the checkpoint holds (the steps
+    # too); then loading the model from it copies nothing more. Loaded to the host, the
+    # model's 4 tensors are copied to it when it is on the device.
+    in_checkpoint = len(params) + (3 * len(params) if stepped else 0)
+    loaded = in_checkpoint if location == "device" else 0
+    restored = len(params) if moved and location != "device" else 0
+    counted = {
+        line: sum(e.count for e in report.entries if e.line == line)
+        for line in (save_line, save_line + 4, save_line + 6, save_line + 8, restore_line)
+    }
+    assert counted[save_line] == saved
+    assert sum(counted[line] for line in (save_line + 4, save_line + 6, save_line + 8)) == loaded
+    assert counted[restore_line] == restored

@@ -211,7 +211,9 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     parameter and buffer once: tied weights once, a model moved again not at all),
     ``t.new_tensor(data)``, ``torch.tensor``/``as_tensor``/``asarray`` with a
     ``device=`` other than a literal ``"cpu"``, a state dict loaded into a model or an
-    optimizer on the device (each value, from the host), and every tensor a
+    optimizer on the device (each value, from the host), ``torch.save`` of tensors on
+    the device (each storage, to the host), ``torch.load(..., map_location=device)``
+    (each tensor, to the device), and every tensor a
     ``torchport.DeviceLoader`` hands over (listed with their bytes). Which way a move
     goes is read from its call site: ``x.to(device)`` copies to the device even when
     ``device`` holds ``"cpu"`` on this machine, ``x.to("cpu")`` to the host. A copy to

@@ -142,7 +142,7 @@ def _named(call: ast.Call, frame: FrameType) -> int:
     keywords = {k.arg: k.value for k in call.keywords}
     if None in keywords:  # **kwargs: the target may be in there
         return UNKNOWN
-    target = keywords.get("device")
+    target = keywords.get("map_location" if name == "load" else "device")
     if target is None and name == "to" and call.args:
         target = call.args[0]
     if target is None:
@@ -164,6 +164,8 @@ def _device_expression(node: ast.expr, frame: FrameType) -> int:
     literal = _literal_type(node)
     if literal is not None:
         return HOST if literal == "cpu" else DEVICE
+    if isinstance(node, (ast.Constant, ast.Dict, ast.Lambda, ast.List, ast.Tuple)):
+        return UNKNOWN  # None, a map_location table or function: no one device
     # x.to(y) and device=x.device: wherever that tensor is
     held = node.value if isinstance(node, ast.Attribute) and node.attr == "device" else node
     if isinstance(held, ast.Name) and isinstance(_bound(frame, held.id), torch.Tensor):

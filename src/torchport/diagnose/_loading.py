@@ -72,6 +72,7 @@ from torch.utils.hooks import RemovableHandle
 __all__ = [
     "STATE",
     "LoadingDepth",
+    "device_state",
     "forget_steps",
     "is_host_state",
     "loader_wrappers",
@@ -143,9 +144,30 @@ _HOST_IDS: weakref.WeakKeyDictionary[torch.optim.Optimizer, tuple[int, frozenset
 )
 
 
+_STEPPED: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
+
+
 def _pre_step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
     _HOST_IDS.pop(opt, None)  # state may have been replaced since (load_state_dict)
     _STEPPING.optimizers.append(opt)
+    _STEPPED.add(opt)
+
+
+def device_state(on_device: Callable[[torch.Tensor], bool]) -> set[int]:
+    """Ids of the state tensors of the optimizers that stepped while an audit watched,
+    kept next to parameters ``on_device`` says are on the device (step counters torch
+    keeps on the host left out)."""
+    found: set[int] = set()
+    for opt in list(_STEPPED):
+        host = _host_ids(opt)
+        for param, state in list(opt.state.items()):
+            if isinstance(param, torch.Tensor) and on_device(param):
+                found.update(
+                    id(v)
+                    for v in state.values()
+                    if isinstance(v, torch.Tensor) and id(v) not in host
+                )
+    return found
 
 
 def _post_step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:

@@ -25,7 +25,8 @@ The wrappers must not change what the program does:
   caller's line, with the caller's filters and once-registry.
 
 Beside them, the DataLoader's inner calls are wrapped to mark data loading
-(:mod:`._loading`), only with a counter: they record nothing themselves.
+(:mod:`._loading`), only with a counter: they record nothing themselves; and
+``torch.save``/``torch.load`` report what they saved or loaded, after the call.
 
 The wrappers are process-wide, but record only for the audits active in the
 calling thread (a thread-local stack), so other threads pass straight through.
@@ -92,6 +93,10 @@ class Observer(Protocol):
     ) -> None: ...
 
     def observe_skipped(self, tensors: Iterable[Any], device: Any, by: str) -> None: ...
+
+    def observe_checkpoint(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> None: ...
 
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -339,6 +344,21 @@ def _step_aside(original: Callable[..., Any]) -> Callable[..., Any]:
     return aside
 
 
+def _checkpointing(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.save``/``torch.load``: the copies they make between the host and the device
+    in an accelerator run happen below any op a CPU run shows, so the audit is told."""
+
+    @functools.wraps(original)
+    def checkpoint(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        for each in list(getattr(_local, "observers", None) or ()):
+            if not each.local.quiet:
+                each.observe_checkpoint(original, args, kwargs, out)
+        return out
+
+    return checkpoint
+
+
 def _home(func: Any) -> tuple[Any, str]:
     """Where a watched callable is looked up: ``(torch.Tensor, "item")``, ``(torch, "tensor")``."""
     name = func.__name__
@@ -372,6 +392,10 @@ def _make_wrappers() -> list[tuple[Any, str, Callable[..., Any], Callable[..., A
         original = getattr(torch.jit, name)
         made.append((torch.jit, name, original, _step_aside(original)))
     made += _loading.loader_wrappers()  # mark data loading (see ._loading)
+    made += [
+        (torch, name, getattr(torch, name), _checkpointing(getattr(torch, name)))
+        for name in ("save", "load")
+    ]
     return made
 
 

@@ -16,6 +16,12 @@ see about where the same tensors sit in the accelerator run:
   (``(pred.cpu() == y.cpu()).sum().item()``), are part of that copy, not syncs of
   their own; a read of another tensor on the same line (``loss.item()``) is one.
 
+* **Checkpoints** (:func:`tensors_in`). ``torch.save`` of tensors on the device copies
+  each of their storages to the host (a model's, the state of optimizers whose
+  parameters are there); ``torch.load(..., map_location=device)`` copies what it loads
+  to the device. A checkpoint loaded without a ``map_location`` goes where it was
+  saved from, which a CPU run cannot know: it is not predicted.
+
 Everything else a CPU run cannot place (a tensor created with ``device=device``
 looks like one created on the host), and the audit treats it as the device's.
 """
@@ -31,7 +37,14 @@ import torch
 
 from torchport.diagnose._methods import QuietCount
 
-__all__ = ["SPREAD", "STATE_LOADERS", "Placement", "copied_to_host", "spread"]
+__all__ = [
+    "SPREAD",
+    "STATE_LOADERS",
+    "Placement",
+    "copied_to_host",
+    "spread",
+    "tensors_in",
+]
 
 
 def _storage(tensor: torch.Tensor) -> int:
@@ -117,7 +130,28 @@ class Placement:
             and isinstance(src, torch.Tensor)
             and self.on_device(dst)
             and not self.on_device(src)
+            and not self.sent_before(src)
         )
+
+
+def tensors_in(obj: Any, *, depth: int = 6) -> list[torch.Tensor]:
+    """The tensors a checkpoint holds, each storage once (as ``torch.save`` writes them):
+    a module's parameters and buffers, and what dicts, lists and tuples hold."""
+    found: dict[int, torch.Tensor] = {}
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, torch.Tensor):
+            found.setdefault(_storage(item) or id(item), item)
+        elif level >= depth:
+            continue
+        elif isinstance(item, torch.nn.Module):
+            stack += [(t, level + 1) for t in item.state_dict(keep_vars=True).values()]
+        elif isinstance(item, dict):
+            stack += [(v, level + 1) for v in item.values()]
+        elif isinstance(item, (list, tuple)):
+            stack += [(v, level + 1) for v in item]
+    return list(found.values())
 
 
 # Where torch loads state dicts: Module copies each value into its tensor; Optimizer moves

@@ -44,6 +44,7 @@ from torchport.diagnose._placement import (
     Placement,
     copied_to_host,
     spread,
+    tensors_in,
 )
 from torchport.errors import ConfigError
 
@@ -340,6 +341,40 @@ class Recorder:
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
+    def observe_checkpoint(
+        self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
+    ) -> None:
+        """``torch.save`` or ``torch.load`` ran: count the copies it makes in an accelerator
+        run (see :mod:`._placement`); never raises."""
+        try:
+            placement = self._placement
+            if func is _SAVE:
+                obj = args[0] if args else kwargs.get("obj")
+                state = _loading.device_state(placement.on_device)
+                held = [
+                    t
+                    for t in tensors_in(obj)
+                    if placement.on_device(t) or placement.sent_before(t) or id(t) in state
+                ]
+                direction, label = _TO_HOST, "copy (torch.save of tensors on the device)"
+            else:
+                if target_of_call(sys._getframe(1), self._origin) != DEVICE:
+                    return  # map_location="cpu", none, or a table: nothing predicted
+                held = [t for t in tensors_in(out) if t.device.type in _HOST_TYPES]
+                for tensor in held:  # there now: loading them into a model copies nothing
+                    placement.sent_to_device(tensor)
+                direction, label = _TO_DEVICE, "copy (torch.load(..., map_location=device))"
+            held = [t for t in held if t.numel()]
+            if not held:
+                return
+            where, _ = self._where(sys._getframe(1))
+            phase = DATA_LOADING if _LOADING.depth else ""
+            key: _Key = (_TRANSFER, label, _ops.op_name(func), direction, True, phase)
+            for tensor in held:
+                self._count(key + where, tensor.numel() * tensor.element_size())
+        except Exception:  # the audit must never break the program it watches
+            self.dropped += 1
+
     def _count_loaded(
         self, value: torch.Tensor, frame: FrameType | None, *, checked: bool = False
     ) -> None:
@@ -515,6 +550,7 @@ _CPU = torch.device("cpu")
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _COPY = torch.ops.aten.copy_.default
+_SAVE = torch.save
 _LOADED = "copy (loading a state dict onto the device)"
 _ATEN_TABLE = _ops.ATEN_TABLE
 _BY_ID = _ATEN_TABLE  # its dict face: id(overload) -> (overload, entry)
