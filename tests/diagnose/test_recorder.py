@@ -266,3 +266,10 @@ def test_a_checkpoint_saved_and_loaded_counts_the_copies_an_accelerator_makes(
     assert counted[save_line] == saved
     assert sum(counted[line] for line in (save_line + 4, save_line + 6, save_line + 8)) == loaded
     assert counted[restore_line] == restored
+    # a load with no map_location goes where the checkpoint was saved from: not predicted,
+    # and the report says so instead of counting nothing silently
+    notes = list(report.unpredicted)
+    assert len(notes) == (location is None)
+    assert all(f":{save_line + 8}: torch.load without a map_location" in n for n in notes)
+    assert ("not predicted" in " ".join(str(report).split())) == (location is None)
+    assert tp.AuditReport.from_json(report.to_json()).unpredicted == report.unpredicted

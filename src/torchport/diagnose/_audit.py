@@ -97,6 +97,9 @@ class AuditReport:
             audit does not watch (a prefetching thread's ``.to(device)``, a logger
             thread's ``.item()``): not in any count, so the counts are short by at
             least this many.
+        unpredicted: What the audit saw but could not predict for an accelerator run,
+            each with how many times (``torch.load`` without a ``map_location``): not
+            in any count.
     """
 
     entries: list[AuditEntry] = field(default_factory=list)
@@ -106,6 +109,7 @@ class AuditReport:
     recorded_steps: int = 0
     dropped: int = 0
     other_threads: int = 0
+    unpredicted: dict[str, int] = field(default_factory=dict)
     _recorder: Recorder | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -161,6 +165,7 @@ class AuditReport:
             "recorded_steps": self.recorded_steps,
             "dropped": self.dropped,
             "other_threads": self.other_threads,
+            "unpredicted": dict(self.unpredicted),
             "total_bytes": self.total_bytes,
             "total_count": self.total_count,
         }
@@ -180,6 +185,7 @@ class AuditReport:
             recorded_steps=int(data["recorded_steps"]),
             dropped=int(data.get("dropped", 0)),
             other_threads=int(data.get("other_threads", 0)),
+            unpredicted={str(k): int(v) for k, v in data.get("unpredicted", {}).items()},
         )
 
     @classmethod
@@ -345,6 +351,7 @@ def _fill(report: AuditReport, recorder: Recorder) -> None:
     report.data_loading = sorted(loading, key=order)
     report.dropped = recorder.dropped
     report.other_threads = recorder.elsewhere
+    report.unpredicted = dict(recorder.unpredicted)
     report.steps = recorder.steps
     report.recorded_steps = recorder.recorded_steps if recorder.steps else 0
 

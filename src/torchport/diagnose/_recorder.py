@@ -111,6 +111,7 @@ class Recorder:
         self._step_hooks: list[Any] = []
         self._elsewhere_at_open = 0
         self.elsewhere = 0  # copies and reads made in other threads, not watched
+        self.unpredicted: dict[str, int] = {}  # what the audit could not predict, and how often
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
@@ -358,8 +359,18 @@ class Recorder:
                 ]
                 direction, label = _TO_HOST, "copy (torch.save of tensors on the device)"
             else:
-                if target_of_call(sys._getframe(1), self._origin) != DEVICE:
-                    return  # map_location="cpu", none, or a table: nothing predicted
+                named = target_of_call(sys._getframe(1), self._origin)
+                if named == UNKNOWN and tensors_in(out):
+                    # no map_location (or a table): the tensors go where they were saved
+                    # from, which this run cannot know; say so rather than guess
+                    where, _ = self._where(sys._getframe(1))
+                    note = (
+                        f"{where[0]}:{where[1]}: torch.load without a map_location naming "
+                        "one device (tensors land where they were saved from)"
+                    )
+                    self.unpredicted[note] = self.unpredicted.get(note, 0) + 1
+                if named != DEVICE:
+                    return  # map_location="cpu": loaded on the host on every machine
                 held = [t for t in tensors_in(out) if t.device.type in _HOST_TYPES]
                 for tensor in held:  # there now: loading them into a model copies nothing
                     placement.sent_to_device(tensor)
