@@ -8,15 +8,17 @@ tensors on the host a known number of times; the audit must list those reads in 
 from __future__ import annotations
 
 import sys
+import types
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler
+from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler, default_collate
 
 import torchport as tp
 from torchport.diagnose._loading import STATE
@@ -248,3 +250,139 @@ def test_the_loaders_calls_are_restored_exactly_after_the_block() -> None:
         )
     after = {(cls, name): vars(cls).get(name) for cls in owners for name in vars(cls)}
     assert after == before
+
+
+# Device reads each optimizer's step() makes per parameter on an accelerator, counted
+# from torch 2.13's sources (non-capturable, not fused): Adam and NAdam read only their
+# step counters (and NAdam's mu_product), which torch keeps on the host; Adafactor reads
+# the norm of each parameter and of its update (.item() twice); ASGD keeps step, eta and
+# mu on the parameter's device and reads all three.
+DEVICE_READS_PER_PARAMETER = {
+    "Adam": 0,
+    "Adam(foreach)": 0,
+    "NAdam": 0,
+    "Adafactor": 2,
+    "ASGD": 3,
+}
+_OPTIMIZERS = {
+    "Adam": lambda p: torch.optim.Adam(p, foreach=False),
+    "Adam(foreach)": lambda p: torch.optim.Adam(p, foreach=True),
+    "NAdam": lambda p: torch.optim.NAdam(p),
+    "Adafactor": lambda p: torch.optim.Adafactor(p),
+    "ASGD": lambda p: torch.optim.ASGD(p, foreach=False),
+}
+
+
+@given(
+    name=st.sampled_from(sorted(DEVICE_READS_PER_PARAMETER)),
+    layers=st.integers(1, 3),
+    steps=st.integers(1, 3),
+)
+def test_an_optimizer_step_leaves_out_its_host_counters_and_counts_its_device_reads(
+    name: str, layers: int, steps: int
+) -> None:
+    model = torch.nn.Sequential(*(torch.nn.Linear(3, 3) for _ in range(layers)))
+    opt = _OPTIMIZERS[name](model.parameters())
+    x = torch.randn(4, 3)
+    with tp.audit() as report:
+        for _ in range(steps):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+            step_line = _previous_line()
+    params = 2 * layers  # a weight and a bias per layer
+    assert report.total_count == DEVICE_READS_PER_PARAMETER[name] * params * steps
+    assert {e.line for e in report.entries} <= {step_line}
+
+
+def test_lbfgs_reads_the_loss_and_its_conditions_on_the_device() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    opt = torch.optim.LBFGS(model.parameters(), max_iter=1)
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = (model(x) - y).pow(2).mean()
+        loss.backward()
+        return loss
+
+    with tp.audit() as report:
+        for _ in range(2):
+            opt.step(closure)  # type: ignore[arg-type]
+    counted: dict[str, int] = {}
+    for e in report.entries:
+        counted[e.label] = counted.get(e.label, 0) + e.count
+    # Each step (torch 2.13's lbfgs.py, max_iter=1, no line search): float(closure()) once;
+    # `if opt_cond:` on the gradient's max; `if gtd > -tolerance_change:`; the first step
+    # also `min(1.0, 1.0 / flat_grad.abs().sum())` (a comparison read by min) and the
+    # second `if ys > 1e-10:`; each step's parameter update p.add_(..., alpha=t) reads a
+    # tensor alpha in C++ once per parameter (2), the first step's t and the second
+    # step's history terms alike.
+    assert counted == {
+        "scalar read (float(tensor))": 2,
+        "scalar read (bool(tensor) / if tensor:)": 6,
+        "scalar read": 4,
+    }
+
+
+# A collate_fn may send the batch on itself (num_workers=0 loaders often do). Where it
+# sends it decides whose work the copy is: to the program's device it is a copy the
+# accelerator run makes; to the host, or to the device a batch tensor is on (the host,
+# while a loader fetches), it copies nothing there.
+_PROGRAM_DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+_CONFIG = types.SimpleNamespace(device=torch.device(_PROGRAM_DEVICE))
+
+
+def _to_program_device(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, ...]:
+    xs, ys = default_collate(batch)
+    return xs.to(_PROGRAM_DEVICE), ys.to(_PROGRAM_DEVICE)
+
+
+def _to_config_device(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, ...]:
+    xs, ys = default_collate(batch)
+    return xs.to(_CONFIG.device, non_blocking=True), ys.to(device=_CONFIG.device)
+
+
+def _beside_the_batch(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, ...]:
+    xs, ys = default_collate(batch)
+    return xs, torch.as_tensor(ys.tolist(), device=xs.device).to(xs)
+
+
+def _to_the_host(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, ...]:
+    xs, ys = default_collate(batch)
+    return xs.to("cpu"), ys.cpu()
+
+
+# collate_fn -> (copies to the device per batch, host events per batch)
+_COLLATES = {
+    _to_program_device: (2, 0),
+    _to_config_device: (2, 0),
+    _beside_the_batch: (0, 3),  # .tolist(), as_tensor(device=xs.device), .to(xs)
+    _to_the_host: (0, 2),
+}
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    collate=st.sampled_from(list(_COLLATES)),
+    n=st.integers(1, 9),
+    batch=st.integers(1, 4),
+)
+def test_a_collate_fn_sending_batches_to_the_programs_device_is_device_work(
+    collate: Any, n: int, batch: int
+) -> None:
+    loader = DataLoader(Reads(n, 0), batch_size=batch, collate_fn=collate)
+    with tp.audit() as report:
+        for _ in loader:
+            pass
+    batches = -(-n // batch)
+    to_device, host_events = _COLLATES[collate]
+    moved = [e for e in report.entries if e.kind == "transfer"]
+    assert sum(e.count for e in moved) == to_device * batches
+    assert all(
+        (e.device, e.would_sync, e.phase) == ("host→device", True, "data loading") for e in moved
+    )
+    assert report.total_count == to_device * batches
+    # the dataset itself builds one tensor with device=row.device per example (Reads)
+    assert sum(e.count for e in report.data_loading) == n + host_events * batches

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import torchport as tp
@@ -146,3 +150,57 @@ def test_warnings_under_audit_in_python_dash_c_code_do_not_crash() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ran"
     assert "<string>:5: UserWarning: To copy construct" in done.stderr
+
+
+# What one call in a thread without an audit is: (statement, whether it is a copy or a
+# read an accelerator run makes, so one the audit would have counted in its own thread)
+_THREAD_CALLS = {
+    "x.to(device)": True,
+    "x.item()": True,
+    "x.cpu()": True,
+    "x.tolist()": True,
+    "x.to(torch.float64)": False,  # a cast, no move
+    "x[0]": False,  # plain indexing
+    "x + 1": False,
+}
+
+
+@given(
+    threads=st.lists(st.lists(st.sampled_from(sorted(_THREAD_CALLS)), max_size=6), max_size=3),
+    audited_thread=st.booleans(),
+)
+@settings(max_examples=25, deadline=None)
+def test_copies_and_reads_in_threads_no_audit_watches_are_reported_not_lost(
+    threads: list[list[str]], audited_thread: bool
+) -> None:
+    device = torch.device("cpu")
+    x = torch.ones(1)
+    scope = {"x": x, "device": device, "torch": torch}
+    own: list[tp.AuditReport] = []
+
+    def run(calls: list[str], audit_here: bool) -> None:
+        with contextlib.ExitStack() as stack:
+            if audit_here:  # a thread with its own audit: its calls are its audit's
+                own.append(stack.enter_context(tp.audit()))
+            for i, call in enumerate(calls):  # each its own "file": no two share a line
+                eval(compile(call, f"<call {i}>", "eval"), scope)
+
+    with tp.audit() as report:
+        x.item()
+        workers = [
+            threading.Thread(target=run, args=(calls, audited_thread and i == 0))
+            for i, calls in enumerate(threads)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    unwatched = [calls for i, calls in enumerate(threads) if not (audited_thread and i == 0)]
+    expected = sum(_THREAD_CALLS[call] for calls in unwatched for call in calls)
+    assert report.other_threads == expected
+    assert report.total_count == 1  # this thread's own read, and nothing of the others'
+    if own:  # the audited thread counted its own calls
+        assert own[0].total_count == sum(_THREAD_CALLS[call] for call in threads[0])
+    text = " ".join(str(report).split())
+    assert ("other threads" in text) == bool(expected)
+    assert tp.AuditReport.from_json(report.to_json()).other_threads == expected

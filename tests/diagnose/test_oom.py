@@ -444,10 +444,53 @@ def test_every_xpu_figure_is_read_and_labelled(
 
 
 def test_intel_extensions_xpu_wording_is_read() -> None:
-    msg = ipex_message(requested=20 * MiB, total=15 * GiB, allocated=GiB, reserved=2 * GiB, gpu=1)
+    # a device PyTorch fills (2 GiB of 2.5): 1 GiB cached but split too small for the request
+    msg = ipex_message(
+        requested=20 * MiB, total=5 * GiB // 2, allocated=GiB, reserved=2 * GiB, gpu=1
+    )
     result = torchport.explain_oom(msg)
     assert (result.backend, result.device) == ("xpu", "xpu:1")
-    assert result.total == 15 * GiB and result.allocated == GiB
+    assert result.total == 5 * GiB // 2 and result.allocated == GiB
     assert result.reserved_unallocated == GiB
     assert "torch.xpu.empty_cache()" in result.next_step
     assert _unlabelled(str(result)) == []
+
+
+@given(
+    reserved=st.integers(0, 8 * GiB),
+    cached=st.integers(0, GiB),
+    requested=_SIZE,
+    total=_SIZE,
+    wording=st.sampled_from(["xpu", "ipex", "xpu with free"]),
+)
+def test_a_device_pytorch_did_not_fill_is_held_elsewhere(
+    reserved: int, cached: int, requested: int, total: int, wording: str
+) -> None:
+    """PyTorch's allocator frees its cache and retries before it gives up, so when what it
+    reserved plus the request is far below the device, the memory was held elsewhere
+    (other processes, another library, a platform limit), whatever the cache looks like."""
+    allocated = max(reserved - cached, 0)
+    if wording == "ipex":
+        msg = ipex_message(
+            requested=requested, total=total, allocated=allocated, reserved=reserved, gpu=0
+        )
+    else:
+        outside = total - reserved  # all of the rest held by someone, none free
+        free = min(requested // 2, max(outside, 0)) if wording == "xpu with free" else None
+        msg = xpu_message(
+            requested=requested,
+            total=total,
+            free=free,
+            allocated=allocated,
+            unallocated=reserved - allocated,
+        )
+    result = torchport.explain_oom(torch.OutOfMemoryError(msg))
+    # the message rounds each figure to two decimals of its unit: stay clear of the edges
+    margin = 0.02 * total + 0.02 * (reserved + requested)
+    if requested > total * 1.01:
+        assert result.case is OomCase.REQUEST_TOO_LARGE
+    elif reserved + requested + margin < total / 2:
+        assert result.case is OomCase.HELD_ELSEWHERE, msg
+        assert "held outside PyTorch" in result.next_step
+    elif reserved + requested > total * 1.02:
+        assert result.case is not OomCase.HELD_ELSEWHERE

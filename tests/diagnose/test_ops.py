@@ -137,12 +137,17 @@ def test_python_level_methods() -> None:
     assert method_entry([]) is None  # unhashable: not in the table, no error
 
 
-def test_tensor_creation_counts_as_a_copy_only_off_the_host() -> None:
+def test_tensor_creation_is_watched_whenever_it_names_a_device() -> None:
     entry = method_entry(torch.tensor)
     assert entry is not None and entry.kind is OpKind.TRANSFER
     assert _applies(entry, ([1.0],), {"device": "meta"})
-    assert not _applies(entry, ([1.0],), {"device": "cpu"})
+    # "cpu" may be the program's device held in a variable: the recorder asks the call
+    # site; from the values alone, a string naming the CPU is taken for the host
+    assert _applies(entry, ([1.0],), {"device": "cpu"})
+    assert _ops.names_host(torch.tensor, ([1.0],), {"device": "cpu"})
+    assert not _ops.names_host(torch.tensor, ([1.0],), {"device": torch.device("cpu")})
     assert not _applies(entry, ([1.0],), {})
+    assert not _applies(entry, ([1.0],), {"device": "no-such-device"})
     out = torch.tensor([1.0, 2.0], device=META)
     assert transfer_of(torch.tensor, ([1.0, 2.0],), {"device": "meta"}, out) == (
         torch.device("cpu"),

@@ -880,3 +880,45 @@ def test_a_function_applied_inline_is_found_by_its_name() -> None:
     message = str(_raise_mismatch(lambda: Doubler.apply(x).sum().backward()))
     line = Doubler.backward.__code__.co_firstlineno
     assert f"autograd.Function Doubler ({__file__}:{line})" in message
+
+
+def _scale_to_meta(grad: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(grad, device=META)
+
+
+@given(
+    on_parameter=st.booleans(),
+    named=st.booleans(),
+    width=st.integers(1, 4),
+)
+def test_a_gradient_hook_returning_another_device_is_named(
+    on_parameter: bool, named: bool, width: int
+) -> None:
+    layer = nn.Linear(width, 1)
+    hook = _scale_to_meta if named else (lambda grad: grad.to(META))
+    x = torch.randn(2, width, requires_grad=True)
+    with pytest.raises(tp.DeviceMismatchError) as caught, tp.strict():
+        target = layer.weight if on_parameter else x
+        target.register_hook(hook)
+        layer(x).sum().backward()
+    message = str(caught.value)
+    name = "_scale_to_meta" if named else "<lambda>"
+    assert f"gradient hook '{name}'" in message
+    assert "returned its gradient on meta, but the tensor and its gradient are on cpu" in message
+    assert "has changed the type of value" in message  # PyTorch's sentence is kept
+
+
+@pytest.mark.parametrize(
+    ("was", "got", "mismatch"),
+    [
+        ("torch.cuda.FloatTensor", "torch.FloatTensor", True),
+        ("torch.FloatTensor", "torch.xpu.FloatTensor", True),
+        ("torch.cuda.FloatTensor", "torch.cuda.HalfTensor", False),  # a dtype change
+        ("torch.FloatTensor", "torch.DoubleTensor", False),
+    ],
+)
+def test_the_hook_wording_is_a_device_mismatch_only_when_the_device_changed(
+    was: str, got: str, mismatch: bool
+) -> None:
+    message = f"hook 'scale' has changed the type of value (was {was} got {got})"
+    assert is_device_mismatch(RuntimeError(message)) is mismatch

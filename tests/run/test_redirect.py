@@ -58,6 +58,25 @@ def test_every_spelling_of_cuda_lands_on_the_target(
 
 
 @pytest.mark.devices("cpu", "meta")
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=20)
+@given(spelling=CUDA_SPELLINGS)
+def test_every_spelling_of_cuda_lands_on_the_target_under_an_audit(
+    device: torch.device, spelling: object
+) -> None:
+    # `torchport run --audit`: the audit stands its wrappers in for Tensor.to & co., and
+    # torch hands the redirect those wrappers; the program must run as it does unaudited
+    with tp.redirect(device), tp.audit() as report:
+        made = [
+            torch.ones(2).to(spelling),  # type: ignore[call-overload]
+            torch.ones(2).to(spelling, torch.float16),  # type: ignore[call-overload]
+            torch.ones(2).to(device=spelling),  # type: ignore[call-overload]
+            torch.tensor([1.0], device=spelling),  # type: ignore[arg-type]
+        ]
+    assert {t.device.type for t in made} == {device.type}
+    assert len(report.transfers) == 4 and report.dropped == 0
+
+
+@pytest.mark.devices("cpu", "meta")
 def test_cuda_methods_and_modules_move_to_the_target(
     device: torch.device, untouched: Callable[[], None], tiny_model: Callable[[], torch.nn.Module]
 ) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchport.diagnose._ops import OpKind
-from torchport.diagnose._recorder import DATA_LOADING, Recorder
+from torchport.diagnose._recorder import DATA_LOADING, LOADING_TO_DEVICE, Recorder
 from torchport.diagnose._strict import is_out_of_memory, note_oom
 from torchport.errors import ConfigError
 
@@ -93,6 +93,13 @@ class AuditReport:
         recorded_steps: Steps that were recorded (all of them when ``every == 1``).
         dropped: Ops the audit saw but failed to describe (a bug to report; the
             program itself ran on unchanged).
+        other_threads: Copies and reads the program made meanwhile in threads the
+            audit does not watch (a prefetching thread's ``.to(device)``, a logger
+            thread's ``.item()``): not in any count, so the counts are short by at
+            least this many.
+        unpredicted: What the audit saw but could not predict for an accelerator run,
+            each with how many times (``torch.load`` without a ``map_location``): not
+            in any count.
     """
 
     entries: list[AuditEntry] = field(default_factory=list)
@@ -101,6 +108,8 @@ class AuditReport:
     steps: int = 0
     recorded_steps: int = 0
     dropped: int = 0
+    other_threads: int = 0
+    unpredicted: dict[str, int] = field(default_factory=dict)
     _recorder: Recorder | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -155,6 +164,8 @@ class AuditReport:
             "steps": self.steps,
             "recorded_steps": self.recorded_steps,
             "dropped": self.dropped,
+            "other_threads": self.other_threads,
+            "unpredicted": dict(self.unpredicted),
             "total_bytes": self.total_bytes,
             "total_count": self.total_count,
         }
@@ -173,6 +184,8 @@ class AuditReport:
             steps=int(data["steps"]),
             recorded_steps=int(data["recorded_steps"]),
             dropped=int(data.get("dropped", 0)),
+            other_threads=int(data.get("other_threads", 0)),
+            unpredicted={str(k): int(v) for k, v in data.get("unpredicted", {}).items()},
         )
 
     @classmethod
@@ -203,10 +216,17 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     ``x.to(device)`` and ``out.cpu()`` of a CPU tensor, ``model.to(device)`` (each
     parameter and buffer once: tied weights once, a model moved again not at all),
     ``t.new_tensor(data)``, ``torch.tensor``/``as_tensor``/``asarray`` with a
-    ``device=``, and every tensor a ``torchport.DeviceLoader`` hands over (listed with
-    their bytes). A copy to the host read on the same line (``out.cpu().numpy()``,
-    ``.cpu().tolist()``, ``.to("cpu").numpy()``) is one device-to-host copy, not a copy
-    and a sync. The audit itself never synchronizes; it only watches the program do so.
+    ``device=`` other than a literal ``"cpu"``, a state dict loaded into a model or an
+    optimizer on the device (each value, from the host), ``torch.save`` of tensors on
+    the device (each storage, to the host), ``torch.load(..., map_location=device)``
+    (each tensor, to the device), and every tensor a
+    ``torchport.DeviceLoader`` hands over (listed with their bytes). Which way a move
+    goes is read from its call site: ``x.to(device)`` copies to the device even when
+    ``device`` holds ``"cpu"`` on this machine, ``x.to("cpu")`` to the host. A copy to
+    the host read on the same line (``out.cpu().numpy()``, ``.cpu().tolist()``,
+    ``.to("cpu").numpy()``) is one device-to-host copy, not a copy and a sync; a read
+    of another tensor on that line (``loss.item()``) is a sync of its own. The audit
+    itself never synchronizes; it only watches the program do so.
     The report is filled in when the block exits::
 
         with tp.audit() as report:
@@ -218,8 +238,9 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     ``torchport/diagnose/_loading.py``): what a ``DataLoader`` does while it fetches
     (sampler, ``Dataset.__getitem__``, transforms, ``collate_fn``) is listed in the
     report's ``data_loading`` part and counts in no total, and its worker processes are
-    not watched; reads made by ``torch.optim`` (its step counters) and by
-    ``torch.utils.data`` outside a loader are not listed; a learning-rate scheduler
+    not watched; an optimizer's step counters (which torch keeps on the host) and
+    ``torch.utils.data`` outside a loader are not listed, while what else a ``step()``
+    reads is (``LBFGS``'s loss, ``Adafactor``'s norms); a learning-rate scheduler
     reading the loss (``ReduceLROnPlateau.step(loss)``) is. Each event is charged to
     the program's own line: frames of torch, torchport and installed code (the standard
     library, ``site-packages``) are walked past, and the installed line passed through
@@ -238,7 +259,9 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
     Only the thread that entered the block is watched, plus autograd's worker
     threads, which inherit its modes (their ops have no Python caller and are
-    listed under ``<backward/C++>``).
+    listed under ``<backward/C++>``). Copies and reads that other threads make
+    meanwhile are not counted; the report says how many it heard of
+    (``other_threads``).
 
     The watched program runs as it would without the audit: ``torch.jit.script`` and
     ``torch.jit.trace`` run with the audit stepped aside (what they compile runs
@@ -305,6 +328,8 @@ def _fill(report: AuditReport, recorder: Recorder) -> None:
         code = linecache.getline(file, line).strip() if line else ""
         via = f"{via_file}:{via_line}" if via_file else ""
         host_work = host and phase == DATA_LOADING
+        if phase == LOADING_TO_DEVICE:  # a copy to the device made in data loading
+            phase = DATA_LOADING
         entry = AuditEntry(
             kind,
             label,
@@ -325,6 +350,8 @@ def _fill(report: AuditReport, recorder: Recorder) -> None:
     report.entries = sorted(entries, key=order)
     report.data_loading = sorted(loading, key=order)
     report.dropped = recorder.dropped
+    report.other_threads = recorder.elsewhere
+    report.unpredicted = dict(recorder.unpredicted)
     report.steps = recorder.steps
     report.recorded_steps = recorder.recorded_steps if recorder.steps else 0
 

@@ -4,9 +4,10 @@
 installed code. The audit needs three finer answers about torch's own frames, decided
 here once per code object (the recorder caches them):
 
-* **host bookkeeping**: torch code whose tensors live on the host by design on every
-  machine (optimizer step counters, ``torch.utils.data``'s permutations and seeds),
-  whose reads are no accelerator sync;
+* **host bookkeeping**: torch code that reads tensors living on the host by design on
+  every machine (optimizer step counters, ``torch.utils.data``'s permutations and
+  seeds); which of its reads are such is decided per tensor in :mod:`._loading`
+  (an optimizer's step also reads the loss, norms, state on the device);
 * **module moves**: the per-tensor functions ``Module.to``/``.cpu`` apply, whose no-op
   moves on a CPU run predict a copy on an accelerator;
 * **the audit's machinery**: ``__torch_function__`` dispatch and the Python-defined
@@ -39,9 +40,10 @@ __all__ = [
 
 USER, TORCH, HOST_SIDE, OWN, MODULE_MOVE, INSTALLED = 0, 1, 2, 3, 4, 5
 
-# Torch code whose tensors live on the host by design, on every machine: the
-# optimizers' step counters (unless capturable/fused) and the data loading
-# machinery (sampler permutations, worker seeds, collation). The learning-rate
+# Torch code that reads tensors living on the host by design, on every machine: the
+# optimizers' step counters (unless capturable/fused; _loading.is_host_state tells them
+# from the other reads of a step) and the data loading machinery (sampler
+# permutations, worker seeds, collation). The learning-rate
 # schedulers are not: ReduceLROnPlateau.step(loss) reads the user's loss, on the
 # device in a GPU run.
 _HOST_SIDE_DIRS = tuple(

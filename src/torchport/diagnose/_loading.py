@@ -15,8 +15,12 @@ here once, and the recorder (:mod:`._recorder`) follows the decision:
   (host)" part and never counted as accelerator copies or syncs. A copy that
   really crosses devices inside it (a ``Dataset`` that calls ``.to("cuda")``) is
   device work wherever it runs: it stays in the main part, marked as made in data
-  loading. A loader wrapped by ``tqdm`` or ``torchport.DeviceLoader`` is still
-  iterated by the ``DataLoader`` itself, so the same holds.
+  loading; so does a predicted copy to the program's device (a ``collate_fn`` that
+  returns ``batch.to(device)``), while a move to the host or to a batch tensor's own
+  device (``device=row.device``) copies nothing in the accelerator run either
+  (:mod:`._callsite` reads which). A loader wrapped by ``tqdm`` or
+  ``torchport.DeviceLoader`` is still iterated by the ``DataLoader`` itself, so the
+  same holds.
 * **Worker processes** (left out). With ``num_workers > 0`` the same code runs in
   other processes, which an audit in this one never sees; a worker forked while an
   audit runs stops recording at the fork (an at-fork handler in :mod:`._recorder`), so
@@ -37,10 +41,16 @@ here once, and the recorder (:mod:`._recorder`) follows the decision:
   (``torch.cat(kept).numpy()`` on another line) cannot be told apart, on a CPU
   run, from a tensor that would sit on the accelerator; its reads are listed as
   would-be syncs.
-* **Host bookkeeping inside torch** (left out). Optimizer step counters (unless
-  capturable/fused) and ``torch.utils.data`` outside a loader (``random_split``'s
-  permutation) stay on the host on every machine. A learning-rate scheduler
-  reading the loss (``ReduceLROnPlateau.step(loss)``) is counted.
+* **Host bookkeeping inside torch** (left out). Optimizer step counters and NAdam's
+  ``mu_product`` (unless the group is capturable or fused; ASGD keeps all of its state
+  on the parameters' device) and ``torch.utils.data`` outside a loader
+  (``random_split``'s permutation) stay on the host on every machine. What else an
+  optimizer's ``step()`` reads is device work and counted: the loss its closure
+  returns (``LBFGS``), norms of parameters and updates (``Adafactor``), state kept
+  on the device (``ASGD``'s ``eta`` and ``mu``). The optimizer whose ``step()`` runs
+  is known from torch's global step hooks, installed while an audit watches. A
+  learning-rate scheduler reading the loss (``ReduceLROnPlateau.step(loss)``) is
+  counted.
 * **Loops that are not a DataLoader** (counted). A generator or a list of batches
   the program slices itself may hold device tensors in the accelerator run; the
   audit cannot know, so what it does counts as the training loop's.
@@ -50,12 +60,24 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
+import torch
+from torch.optim import optimizer as _optimizer
 from torch.utils.data import dataloader
+from torch.utils.hooks import RemovableHandle
 
-__all__ = ["STATE", "LoadingDepth", "loader_wrappers"]
+__all__ = [
+    "STATE",
+    "LoadingDepth",
+    "device_state",
+    "forget_steps",
+    "is_host_state",
+    "loader_wrappers",
+    "watch_optimizer_steps",
+]
 
 
 class LoadingDepth(threading.local):
@@ -102,3 +124,104 @@ _CALLS: tuple[tuple[type, str], ...] = (
 def loader_wrappers() -> list[tuple[Any, str, Callable[..., Any], Callable[..., Any]]]:
     """(owner, name, original, wrapper) for each DataLoader call that marks data loading."""
     return [(cls, name, vars(cls)[name], _marked(vars(cls)[name])) for cls, name in _CALLS]
+
+
+class _Stepping(threading.local):
+    """Per thread: the optimizers whose ``step()`` is running, innermost last."""
+
+    def __init__(self) -> None:
+        self.optimizers: list[torch.optim.Optimizer] = []
+
+
+_STEPPING = _Stepping()
+# Scalar state torch creates without a device (so on the host) unless the group is
+# capturable or fused; ASGD creates every state tensor on the parameter's device
+_HOST_KEYS = frozenset({"step", "mu_product"})
+_DEVICE_STATE: tuple[type, ...] = (torch.optim.ASGD,)
+# per optimizer: (how many parameters had state, ids of its host-side state tensors)
+_HOST_IDS: weakref.WeakKeyDictionary[torch.optim.Optimizer, tuple[int, frozenset[int]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+_STEPPED: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
+
+
+def _pre_step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    _HOST_IDS.pop(opt, None)  # state may have been replaced since (load_state_dict)
+    _STEPPING.optimizers.append(opt)
+    _STEPPED.add(opt)
+
+
+def device_state(on_device: Callable[[torch.Tensor], bool]) -> set[int]:
+    """Ids of the state tensors of the optimizers that stepped while an audit watched,
+    kept next to parameters ``on_device`` says are on the device (step counters torch
+    keeps on the host left out)."""
+    found: set[int] = set()
+    for opt in list(_STEPPED):
+        host = _host_ids(opt)
+        for param, state in list(opt.state.items()):
+            if isinstance(param, torch.Tensor) and on_device(param):
+                found.update(
+                    id(v)
+                    for v in state.values()
+                    if isinstance(v, torch.Tensor) and id(v) not in host
+                )
+    return found
+
+
+def _post_step(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    stack = _STEPPING.optimizers
+    if stack and stack[-1] is opt:
+        stack.pop()
+
+
+def watch_optimizer_steps() -> list[RemovableHandle]:
+    """Hear which optimizer's ``step()`` runs, through torch's global step hooks.
+
+    Returns:
+        The hooks' handles; remove them when the audit ends.
+    """
+    return [
+        _optimizer.register_optimizer_step_pre_hook(_pre_step),
+        _optimizer.register_optimizer_step_post_hook(_post_step),
+    ]
+
+
+def forget_steps() -> None:
+    """Forget the optimizers this thread saw step (one that raised never told it ended)."""
+    _STEPPING.optimizers.clear()
+
+
+def _host_ids(opt: torch.optim.Optimizer) -> frozenset[int]:
+    known = _HOST_IDS.get(opt)
+    if known is not None and known[0] == len(opt.state):
+        return known[1]
+    ids: set[int] = set()
+    if not isinstance(opt, _DEVICE_STATE):
+        for group in opt.param_groups:
+            if group.get("capturable") or group.get("fused"):
+                continue
+            for param in group["params"]:
+                for key, value in opt.state.get(param, {}).items():
+                    if key in _HOST_KEYS and isinstance(value, torch.Tensor):
+                        ids.add(id(value))
+    found = frozenset(ids)
+    _HOST_IDS[opt] = (len(opt.state), found)
+    return found
+
+
+def is_host_state(tensor: torch.Tensor | None) -> bool:
+    """Whether a read made by ``torch.optim`` or ``torch.utils.data`` code is host bookkeeping.
+
+    Outside an optimizer's ``step()`` (``random_split``, loading a state dict): yes.
+    Inside one: only when ``tensor`` is the stepping optimizer's scalar state that torch
+    keeps on the host (a step counter, NAdam's ``mu_product``), not a loss, a norm or
+    state on the device.
+    """
+    stack = _STEPPING.optimizers
+    if not stack:
+        return True
+    if tensor is None:
+        return False
+    return id(tensor) in _host_ids(stack[-1])

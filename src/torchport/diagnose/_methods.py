@@ -25,7 +25,8 @@ The wrappers must not change what the program does:
   caller's line, with the caller's filters and once-registry.
 
 Beside them, the DataLoader's inner calls are wrapped to mark data loading
-(:mod:`._loading`), only with a counter: they record nothing themselves.
+(:mod:`._loading`), only with a counter: they record nothing themselves; and
+``torch.save``/``torch.load`` report what they saved or loaded, after the call.
 
 The wrappers are process-wide, but record only for the audits active in the
 calling thread (a thread-local stack), so other threads pass straight through.
@@ -57,6 +58,8 @@ from torchport.diagnose import _loading, _ops
 from torchport.diagnose._ops import OpEntry
 
 __all__ = [
+    "ELSEWHERE",
+    "Elsewhere",
     "Observer",
     "QuietCount",
     "close_block",
@@ -70,10 +73,14 @@ __all__ = [
 
 class QuietCount(threading.local):
     """Per thread: how many watched calls are running, whose aten ops are theirs, not new;
-    and where the last copy to the host was made (its reads on that line are its own)."""
+    where the last copy to the host was made, and the tensors that hold it there (the
+    copy and what the ops after it made from it): their reads on that line are the copy's
+    own. ``spread`` is how many more ops may add to them."""
 
     quiet = 0
     host_copy: tuple[Any, ...] | None = None
+    host_ids: set[int] | None = None
+    spread = 0
 
 
 class Observer(Protocol):
@@ -87,6 +94,10 @@ class Observer(Protocol):
 
     def observe_skipped(self, tensors: Iterable[Any], device: Any, by: str) -> None: ...
 
+    def observe_checkpoint(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> None: ...
+
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
     def lift(self) -> object | None: ...
@@ -94,6 +105,19 @@ class Observer(Protocol):
     def restore(self, token: object) -> None: ...
 
 
+class Elsewhere:
+    """Watched calls made in threads where no audit block is open, while one watches.
+
+    An audit watches the thread that entered it; a copy or a read made in another
+    thread (a prefetching thread, a logger's) is not counted, and the report says how
+    many there were rather than leave them out silently. Incremented without a lock: a
+    lost increment under a race still leaves a non-zero count.
+    """
+
+    calls = 0
+
+
+ELSEWHERE = Elsewhere()
 _local = threading.local()  # .observers: list[Observer], the audits recording in this thread
 _lock = threading.RLock()
 _users = 0
@@ -232,7 +256,13 @@ def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
     @functools.wraps(original)
     def watched(*args: Any, **kwargs: Any) -> Any:
         observers = getattr(_local, "observers", None)
-        if not observers or (applies is not None and not _matches(applies, args, kwargs)):
+        if not observers:
+            if not getattr(_local, "blocks", None) and (
+                applies is None or _matches(applies, args, kwargs)
+            ):
+                ELSEWHERE.calls += 1  # another thread, which no audit watches
+            return _call(original, args, kwargs, warns)
+        if applies is not None and not _matches(applies, args, kwargs):
             return _call(original, args, kwargs, warns)
         if lifts and len(observers) == 1:
             # The common case, one audit: its dispatch mode steps off the stack while the
@@ -314,6 +344,21 @@ def _step_aside(original: Callable[..., Any]) -> Callable[..., Any]:
     return aside
 
 
+def _checkpointing(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.save``/``torch.load``: the copies they make between the host and the device
+    in an accelerator run happen below any op a CPU run shows, so the audit is told."""
+
+    @functools.wraps(original)
+    def checkpoint(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        for each in list(getattr(_local, "observers", None) or ()):
+            if not each.local.quiet:
+                each.observe_checkpoint(original, args, kwargs, out)
+        return out
+
+    return checkpoint
+
+
 def _home(func: Any) -> tuple[Any, str]:
     """Where a watched callable is looked up: ``(torch.Tensor, "item")``, ``(torch, "tensor")``."""
     name = func.__name__
@@ -347,6 +392,10 @@ def _make_wrappers() -> list[tuple[Any, str, Callable[..., Any], Callable[..., A
         original = getattr(torch.jit, name)
         made.append((torch.jit, name, original, _step_aside(original)))
     made += _loading.loader_wrappers()  # mark data loading (see ._loading)
+    made += [
+        (torch, name, getattr(torch, name), _checkpointing(getattr(torch, name)))
+        for name in ("save", "load")
+    ]
     return made
 
 

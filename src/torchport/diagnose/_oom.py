@@ -1,4 +1,4 @@
-"""explain_oom: read an allocator's out-of-memory message and say which of four causes it is.
+"""explain_oom: read an allocator's out-of-memory message and say which one cause it is.
 
 PyTorch's caching allocators state the facts in the message itself
 (``c10/cuda/CUDACachingAllocator.cpp``, the XPU twin, ``MPSAllocator.mm``)::
@@ -23,6 +23,11 @@ Error code 12 (Cannot allocate memory)``; the RAM it is measured against is read
 the host (``/proc``, the cgroup limit) when the error is explained, and so is this
 process's own limit (``ulimit -v``, ``RLIMIT_AS``; ``ulimit -d``, ``RLIMIT_DATA``),
 which refuses allocations while the machine still has RAM to spare.
+
+The allocator frees its cache and retries before it raises, so a device that PyTorch's
+own reservations plus the request come nowhere near filling was filled by someone else
+(other processes, another library, a platform limit on one allocation): that is a cause
+of its own, ahead of fragmentation and an oversized working set, which need a full device.
 """
 
 from __future__ import annotations
@@ -71,6 +76,9 @@ _MPS_MAX = re.compile(rf"max allowed: {_S}", _FLAGS)
 _OTHERS_SHARE = 0.25
 # Reserved-but-unallocated counts as fragmentation from this share of what PyTorch reserved.
 _FRAGMENTED_SHARE = 0.10
+# When what PyTorch reserved plus the request is at most this share of the device, neither
+# the working set nor fragmentation explains running out: the rest is held elsewhere.
+_HELD_SHARE = 0.5
 
 
 class OomCase(enum.Enum):
@@ -79,6 +87,7 @@ class OomCase(enum.Enum):
     REQUEST_TOO_LARGE = "request larger than the device"
     PROCESS_LIMIT = "the per-process memory limit is reached"
     OTHER_PROCESSES = "other processes hold the memory"
+    HELD_ELSEWHERE = "the memory is held outside PyTorch"
     FRAGMENTATION = "fragmentation"
     WORKING_SET_TOO_LARGE = "working set too large"
 
@@ -339,6 +348,19 @@ def _classify(
             "stop them (look for leftover jobs with nvidia-smi or rocm-smi), or run on a free "
             "GPU by setting CUDA_VISIBLE_DEVICES or TORCHPORT_DEVICE."
         )
+    elif backend not in ("cpu", "mps") and _held_elsewhere(numbers):
+        case = OomCase.HELD_ELSEWHERE
+        reserved = (allocated or 0) + (unallocated or 0)
+        seen_free = f" and {format_bytes(free)} is free" if free is not None else ""
+        tool = "xpu-smi" if backend == "xpu" else "rocm-smi" if backend == "hip" else "nvidia-smi"
+        step = (
+            f"PyTorch holds only {format_bytes(reserved)} of the {format_bytes(total)} of "
+            f"{where}{seen_free}, so the rest is held outside PyTorch's allocator: other "
+            f"processes on {where} (list them with {tool}), another library's allocations in "
+            "this process, or a platform that refuses one allocation this large. Stop the "
+            "other jobs or pick a free device (TORCHPORT_DEVICE); a smaller batch only helps "
+            "if the memory cannot be freed."
+        )
     elif unallocated is not None and _fragmented(requested, free, allocated, unallocated):
         case = OomCase.FRAGMENTATION
         step = (
@@ -389,6 +411,25 @@ def _raise_limit(allowed_by: str) -> str:
     """How to lift the limit ``allowed_by`` names: ``ulimit -v unlimited``."""
     command = allowed_by.partition("(")[2].rstrip(")") or "ulimit -v"
     return f"{command} unlimited, or resource.setrlimit"
+
+
+def _held_elsewhere(numbers: dict[str, int]) -> bool:
+    """Whether the device ran out with most of it held outside PyTorch (no process named).
+
+    With the free memory known: what neither PyTorch nor the free memory accounts for is
+    at least the request and a quarter of the device. Without it: what PyTorch reserved
+    plus the request is at most half the device, so the device was not filled by this
+    working set (the allocator frees its cache and retries before it gives up).
+    """
+    requested, total = numbers.get("requested"), numbers.get("total")
+    allocated, free = numbers.get("allocated"), numbers.get("free")
+    if requested is None or total is None or allocated is None:
+        return False
+    reserved = allocated + numbers.get("reserved_unallocated", 0)
+    if free is not None:
+        outside = total - free - max(reserved, numbers.get("this_process", 0))
+        return outside >= requested and outside >= _OTHERS_SHARE * total
+    return reserved + requested <= _HELD_SHARE * total
 
 
 def _fragmented(

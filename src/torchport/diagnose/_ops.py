@@ -208,10 +208,11 @@ _HOST = "cpu"
 
 
 def _creates_with_device(args: _Args, kwargs: _Kwargs) -> bool:
-    """``torch.tensor(data, device=...)`` and kin: a copy unless the device is written as "cpu".
+    """``torch.tensor(data, device=...)`` and kin: a copy, unless the device is the host's.
 
-    A device named by a variable is the program's device, the accelerator on a GPU
-    run; a literal ``"cpu"`` stays on the host everywhere, so it predicts nothing.
+    Which it is on an accelerator the call site says (``device="cpu"`` stays on the host
+    everywhere; ``device=device`` is the program's device): the recorder reads it there,
+    so every call that names a device it can parse is watched.
     """
     device = kwargs.get("device")
     if device is None:
@@ -219,9 +220,10 @@ def _creates_with_device(args: _Args, kwargs: _Kwargs) -> bool:
     if not isinstance(device, str):
         return True
     try:
-        return hardware.device_spec(device).type != _HOST
+        hardware.device_spec(device)
     except DeviceError:  # the call raises on it anyway; nothing to predict
         return False
+    return True
 
 
 def _new_tensor_copies(args: _Args, kwargs: _Kwargs) -> bool:
@@ -273,22 +275,32 @@ def _indexes_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
     return masked
 
 
-# Taken at import, before the audit's wrappers stand in for them
+# Taken at import, before the audit's wrappers stand in for them (a name looked up while
+# an audit watches finds the wrapper, never the callable it is handed)
 _CPU_METHOD, _TO_METHOD = torch.Tensor.cpu, torch.Tensor.to
+_NEW_TENSOR = torch.Tensor.new_tensor
+
+
+_CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 
 
 def names_host(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
-    """Whether a move names the host as its target: ``.cpu()``, ``.to("cpu")``.
+    """Whether a move names the host as its target, judged from its arguments alone.
 
-    On an accelerator that is a copy from the device to the host; a move to a device
-    given as a ``torch.device`` or a variable (``.to(device)``, the program's device)
-    is a copy to the device there.
+    ``.cpu()`` always does. Otherwise a device written as a string that names the CPU
+    (``.to("cpu")``, ``torch.tensor(data, device="cpu")``) is taken for the host and a
+    ``torch.device`` for the program's device. The recorder asks the call site first
+    (:mod:`._callsite`), which tells a literal from a variable; this answers when the
+    source cannot be read.
     """
     if func is _CPU_METHOD:
         return True
-    if func is not _TO_METHOD:
+    if func is _TO_METHOD:
+        target = kwargs.get("device", args[1] if len(args) > 1 else None)
+    elif func in _CREATES:
+        target = kwargs.get("device")
+    else:
         return False
-    target = kwargs.get("device", args[1] if len(args) > 1 else None)
     if not isinstance(target, str):
         return False
     try:
@@ -485,7 +497,7 @@ def transfer_of(
     elif isinstance(out, torch.Tensor) and (name == "aten::_to_copy" or func in _MOVES):
         src, dst = args[0], out
     elif isinstance(out, torch.Tensor):  # torch.tensor / new_tensor / ...: data from the host
-        data = args[1] if func is torch.Tensor.new_tensor else args[0] if args else None
+        data = args[1] if func is _NEW_TENSOR else args[0] if args else None
         source = data.device if isinstance(data, torch.Tensor) else torch.device(_HOST)
         return source, out.device, out.numel() * out.element_size()
     else:

@@ -12,7 +12,9 @@ The line an event is charged to is the user's: the first frame up the stack that
 neither torch's, torchport's nor installed code's (the standard library, packages in
 ``site-packages``); the innermost installed line it went through is kept beside it
 (``model.to(device)`` through transformers' ``PreTrainedModel.to``). Where host work
-inside a training loop is set apart or left out is decided in :mod:`._loading`.
+inside a training loop is set apart or left out is decided in :mod:`._loading`; which
+way a predicted copy goes, in :mod:`._callsite`; where the accelerator run holds the
+model's tensors and a line's copy to the host, in :mod:`._placement`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import contextlib
 import os
 import sys
 import threading
-import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import CodeType, FrameType
 from typing import Any
@@ -35,11 +36,19 @@ from torch.utils._python_dispatch import (
 )
 
 from torchport.diagnose import _loading, _methods, _ops
+from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
 from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
 from torchport.diagnose._ops import OpEntry, OpKind
+from torchport.diagnose._placement import (
+    STATE_LOADERS,
+    Placement,
+    copied_to_host,
+    spread,
+    tensors_in,
+)
 from torchport.errors import ConfigError
 
-__all__ = ["DATA_LOADING", "HOST_TYPES", "DispatchWatcher", "Recorder"]
+__all__ = ["DATA_LOADING", "HOST_TYPES", "LOADING_TO_DEVICE", "DispatchWatcher", "Recorder"]
 
 # Devices whose scalar reads cost no wait: the audit still lists them, labelled
 # as points that would synchronize on an accelerator.
@@ -52,6 +61,9 @@ _HOST_TYPES = HOST_TYPES
 _TO_DEVICE, _TO_HOST = "host→device", "device→host"
 DATA_LOADING = "data loading"
 """The phase of an event made while a DataLoader fetched (see :mod:`._loading`)."""
+# ... and of a predicted copy made there to the program's device: device work (its entry's
+# phase reads DATA_LOADING)
+LOADING_TO_DEVICE = "data loading, to the device"
 
 # (kind, label, op, device, would_sync, phase) + where (file, line, function, via file, via line)
 _Key = tuple[str, str, str, str, bool, str]
@@ -92,19 +104,31 @@ class Recorder:
         self._mode: DispatchWatcher | None = None
         # Parameters and buffers a predicted module move has sent, and which way: tied
         # weights, and a model moved twice, are copied once on an accelerator
-        self._moved: dict[int, tuple[weakref.ref[torch.Tensor], bool]] = {}
+        self._placement = Placement()
         self.closed = False
         self.forked = False  # this is a child forked from the audited process
         self.dropped = 0  # ops the audit failed to describe; see guarded_observe
+        self._step_hooks: list[Any] = []
+        self._elsewhere_at_open = 0
+        self.elsewhere = 0  # copies and reads made in other threads, not watched
+        self.unpredicted: dict[str, int] = {}  # what the audit could not predict, and how often
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
-        """The audit block starts: hear what torchport's movers skip, in this thread."""
+        """The audit block starts: hear what torchport's movers skip, in this thread, and
+        which optimizer steps (see :func:`._loading.is_host_state`)."""
         _methods.open_block(self)
+        self._step_hooks = _loading.watch_optimizer_steps()
+        self._elsewhere_at_open = _methods.ELSEWHERE.calls
 
     def close(self) -> None:
         """The audit block ended."""
         _methods.close_block(self)
+        self.elsewhere = _methods.ELSEWHERE.calls - self._elsewhere_at_open
+        for handle in self._step_hooks:
+            handle.remove()
+        self._step_hooks = []
+        _loading.forget_steps()
 
     def start(self) -> None:
         _methods.watch(self)
@@ -264,7 +288,7 @@ class Recorder:
                 phase = DATA_LOADING if _LOADING.depth else ""
                 if src != dst:
                     # a real copy the dispatch level never sees: torch.tensor(data, device=)
-                    self.local.host_copy = where if dst.type in _HOST_TYPES else None
+                    copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                     key: _Key = (
                         _TRANSFER,
                         entry.label,
@@ -275,15 +299,34 @@ class Recorder:
                     )
                     self._count(key + where, nbytes)
                     return
+                if not nbytes:
+                    return  # an empty tensor's move copies nothing
+                if caller == HOST_SIDE and src.type in _HOST_TYPES:
+                    # an optimizer's state loaded next to its parameter
+                    self._count_loaded(args[0], sys._getframe(1))
+                    return
                 if src.type not in _HOST_TYPES or caller not in _PREDICTS:
                     # a no-op on the accelerator itself, or torch's own bookkeeping moves
                     # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
                     return
-                to_host = _ops.names_host(func, args, kwargs)
-                if caller == MODULE_MOVE and self._moved_before(args[0], to_host):
-                    return
+                named = HOST if func is _CPU_METHOD else self._named(func, args, kwargs)
+                to_host = named == HOST
+                if func in _CREATES and to_host:
+                    return  # torch.tensor(data, device="cpu"): on the host on every machine
+                if phase and named == DEVICE:
+                    # a DataLoader's collate_fn sending the batch to the program's device:
+                    # device work, though data loading made it
+                    phase = LOADING_TO_DEVICE
+                if caller == MODULE_MOVE:
+                    if self._placement.moved_before(args[0], to_host):
+                        return
+                elif not to_host and func not in _CREATES:
+                    if caller == USER or program_moves(sys._getframe(1), self._origin):
+                        self._placement.sent_to_device(args[0])
+                    elif self._placement.sent_before(args[0]):
+                        return  # a library moving what the program moved: already there
                 # a read of this copy on the same line is the copy's own (.cpu().numpy())
-                self.local.host_copy = where if to_host else None
+                copied_to_host(self.local, where if to_host else None, out)
                 key = (
                     _TRANSFER,
                     entry.label,
@@ -299,13 +342,89 @@ class Recorder:
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
-    def _moved_before(self, tensor: torch.Tensor, to_host: bool) -> bool:
-        """Whether a module move already sent ``tensor`` this way (then this one is free)."""
-        seen = self._moved.get(id(tensor))
-        if seen is not None and seen[0]() is tensor and seen[1] == to_host:
-            return True
-        self._moved[id(tensor)] = (weakref.ref(tensor), to_host)
-        return False
+    def observe_checkpoint(
+        self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
+    ) -> None:
+        """``torch.save`` or ``torch.load`` ran: count the copies it makes in an accelerator
+        run (see :mod:`._placement`); never raises."""
+        try:
+            placement = self._placement
+            if func is _SAVE:
+                obj = args[0] if args else kwargs.get("obj")
+                state = _loading.device_state(placement.on_device)
+                held = [
+                    t
+                    for t in tensors_in(obj)
+                    if placement.on_device(t) or placement.sent_before(t) or id(t) in state
+                ]
+                direction, label = _TO_HOST, "copy (torch.save of tensors on the device)"
+            else:
+                named = target_of_call(sys._getframe(1), self._origin)
+                if named == UNKNOWN and tensors_in(out):
+                    # no map_location (or a table): the tensors go where they were saved
+                    # from, which this run cannot know; say so rather than guess
+                    where, _ = self._where(sys._getframe(1))
+                    note = (
+                        f"{where[0]}:{where[1]}: torch.load without a map_location naming "
+                        "one device (tensors land where they were saved from)"
+                    )
+                    self.unpredicted[note] = self.unpredicted.get(note, 0) + 1
+                if named != DEVICE:
+                    return  # map_location="cpu": loaded on the host on every machine
+                held = [t for t in tensors_in(out) if t.device.type in _HOST_TYPES]
+                for tensor in held:  # there now: loading them into a model copies nothing
+                    placement.sent_to_device(tensor)
+                direction, label = _TO_DEVICE, "copy (torch.load(..., map_location=device))"
+            held = [t for t in held if t.numel()]
+            if not held:
+                return
+            where, _ = self._where(sys._getframe(1))
+            phase = DATA_LOADING if _LOADING.depth else ""
+            key: _Key = (_TRANSFER, label, _ops.op_name(func), direction, True, phase)
+            for tensor in held:
+                self._count(key + where, tensor.numel() * tensor.element_size())
+        except Exception:  # the audit must never break the program it watches
+            self.dropped += 1
+
+    def _count_loaded(
+        self, value: torch.Tensor, frame: FrameType | None, *, checked: bool = False
+    ) -> None:
+        """A state dict's value loaded onto the device (see :mod:`._placement`), if torch's
+        state-dict loading is what copies it. ``checked``: its destination is known to be
+        on the device; else it is the loader's ``param`` (an optimizer's)."""
+        # torch's own frames between the op and the loader: dynamo's wrappers around it
+        while frame is not None and frame.f_code not in STATE_LOADERS:
+            if self._origin(frame.f_code) in (USER, INSTALLED):
+                return
+            frame = frame.f_back
+        if frame is None:
+            return
+        if not checked and not self._placement.loads_onto_device(
+            frame.f_locals.get("param"), value
+        ):
+            return
+        nbytes = value.numel() * value.element_size()
+        if not nbytes:
+            return
+        where, _ = self._where(frame)
+        phase = DATA_LOADING if _LOADING.depth else ""
+        key: _Key = (_TRANSFER, _LOADED, "load_state_dict", _TO_DEVICE, True, phase)
+        self._count(key + where, nbytes)
+
+    def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
+        """Where a move that stays on this host goes in the accelerator run: what its call
+        site names (:func:`._callsite.target_of_call`), else what its values say
+        (:data:`._callsite.HOST` or :data:`._callsite.UNKNOWN`)."""
+        named = target_of_call(sys._getframe(2), self._origin)
+        if named != UNKNOWN:
+            return named
+        return HOST if _ops.names_host(func, args, kwargs) else UNKNOWN
+
+    def _origin(self, code: CodeType) -> int:
+        origin = self._origins.get(code)
+        if origin is None:
+            origin = self._origins[code] = frame_origin(code)
+        return origin
 
     def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
         """Count copies a torchport mover skipped (tensors already on ``device``); never raises.
@@ -332,7 +451,7 @@ class Recorder:
                 DATA_LOADING if _LOADING.depth else "",
             )
             row = key + where
-            self.local.host_copy = None
+            copied_to_host(self.local, None, None)
             for tensor in tensors:
                 if isinstance(tensor, torch.Tensor) and tensor.device == device:
                     self._count(row, tensor.numel() * tensor.element_size())
@@ -350,17 +469,19 @@ class Recorder:
         """Record an aten op that has run, if its arguments give it that cost; never raises."""
         try:
             if entry.applies is not None and not entry.applies(args, kwargs):
+                if func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
+                    self._count_loaded(args[1], sys._getframe(1), checked=True)
                 return
             if entry.transfer:
                 moved = _ops.transfer_of(func, args, kwargs, out)
-                if moved is None or moved[0] == moved[1]:
-                    return
+                if moved is None or moved[0] == moved[1] or not moved[2]:
+                    return  # no move, or an empty tensor's: nothing is copied
                 src, dst, nbytes = moved
                 label = entry.label
                 if _ops.non_blocking(func, args, kwargs):
                     label += ", non_blocking"
                 where, _ = self._where(sys._getframe(1))
-                self.local.host_copy = where if dst.type in _HOST_TYPES else None
+                copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                 # A real copy is device work wherever it runs, data loading included
                 phase = DATA_LOADING if _LOADING.depth else ""
                 key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
@@ -397,14 +518,16 @@ class Recorder:
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
         where, caller = self._where(frame)
-        if host_side and facts[1] and caller == HOST_SIDE:
+        if host_side and facts[1] and caller == HOST_SIDE and _loading.is_host_state(tensor):
             return
         local = self.local
         copied = local.host_copy
         if copied is not None:
-            if facts[1] and copied[1] == where[1] and copied[0] == where[0]:
-                return  # reading what this line just copied to the host: part of that copy
-            local.host_copy = None
+            if copied[1] == where[1] and copied[0] == where[0]:
+                if facts[1] and tensor is not None and id(tensor) in local.host_ids:  # type: ignore[operator]
+                    return  # reading what this line just copied to the host: part of that copy
+            else:
+                local.host_copy = local.host_ids = None
         nbytes = 0
         if tensor is not None:
             whole = _ops.READS.get(id(func))
@@ -434,6 +557,12 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 
 _CPU = torch.device("cpu")
+# the originals (the audit's wrappers stand in for them under their names)
+_CPU_METHOD = torch.Tensor.cpu
+_CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
+_COPY = torch.ops.aten.copy_.default
+_SAVE = torch.save
+_LOADED = "copy (loading a state dict onto the device)"
 _ATEN_TABLE = _ops.ATEN_TABLE
 _BY_ID = _ATEN_TABLE  # its dict face: id(overload) -> (overload, entry)
 # The dispatch-mode stack, read and changed directly: lift() runs per watched call
@@ -464,8 +593,14 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         else:
             out = func(*args)
             kwargs = {}
+        local = self._local
+        if local.spread > 0:
+            try:
+                spread(local, args, out)
+            except Exception:  # the audit must never break the program it watches
+                local.spread = 0
         found = _BY_ID.get(id(func))
         entry = found[1] if found is not None else _ATEN_TABLE.entry(func)
-        if entry is not None and not self._local.quiet:
+        if entry is not None and not local.quiet:
             self._recorder.observe_aten(func, entry, args, kwargs, out)
         return out

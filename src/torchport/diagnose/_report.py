@@ -151,8 +151,15 @@ def _audit_summary(report: AuditReport) -> str:
             f"; recorded {report.recorded_steps} of {report.steps} steps (every={report.every}),"
             f" so counts are about 1/{report.every} of the run's"
         )
+    if report.other_threads:
+        line += (
+            f"; {_plural(report.other_threads, 'copy or read', 'copies or reads')} made in "
+            "other threads, which the audit does not watch, are not counted"
+        )
     if report.dropped:
         line += f"; {report.dropped} op(s) could not be described (please report this)"
+    for note, times in report.unpredicted.items():
+        line += f"; not predicted, so not counted ({times}×): {note}"  # noqa: RUF001
     return line
 
 

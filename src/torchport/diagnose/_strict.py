@@ -31,7 +31,14 @@ from torch import nn
 
 from torchport._origin import is_library
 from torchport.diagnose._culprit import ModuleCall, describe_calls, significant, unwrap
-from torchport.diagnose._suspects import autograd_function, compiled_code, optimizer_state
+from torchport.diagnose._suspects import (
+    HOOK_TYPES,
+    autograd_function,
+    compiled_code,
+    gradient_hook,
+    optimizer_state,
+    type_device,
+)
 from torchport.errors import ConfigError, DeviceMismatchError
 
 __all__ = ["is_device_mismatch", "is_out_of_memory", "note_oom", "strict"]
@@ -90,13 +97,10 @@ _BACKEND_PAIR = re.compile(r"have (\w+) Backend, but got tensor with (\w+) Backe
 # conv: "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be
 # the same"; the same sentence also reports dtype-only mismatches, which are not ours
 _TYPE_PAIR = re.compile(r"Input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\) should be")
-_BACKENDS = ("cuda", "hip", "mps", "xpu", "meta", "hpu", "mtia", "privateuse")
 _DEVICE_WORD = re.compile(r"\b(cpu|meta|cuda(?::\d+)?|mps(?::\d+)?|xpu(?::\d+)?|hpu(?::\d+)?)\b")
 
 
-def _backend(type_name: str) -> str:
-    lowered = type_name.lower()
-    return next((b for b in _BACKENDS if b in lowered), "cpu")
+_backend = type_device  # "CUDA" (a backend) and "torch.cuda.FloatTensor" (a type) alike
 
 
 def is_device_mismatch(err: BaseException) -> bool:
@@ -110,6 +114,9 @@ def is_device_mismatch(err: BaseException) -> bool:
         pair = pairs.search(message)
         if pair is not None:
             return _backend(pair.group(1)) != _backend(pair.group(2))
+    hook = HOOK_TYPES.search(message)
+    if hook is not None:  # a tensor hook's gradient changed type: ours if its device did
+        return type_device(hook.group(2)) != type_device(hook.group(3))
     return _MISMATCH.search(message) is not None
 
 
@@ -284,7 +291,7 @@ def _describe(err: BaseException, frames: list[tuple[FrameType, int]]) -> str:
     traced = compiled_code(message)
     if traced:
         parts += [traced, _op_devices(said)]
-    suspect = optimizer_state(frames, [f for f, _ in user])
+    suspect = optimizer_state(frames, [f for f, _ in user]) or gradient_hook(message)
     if suspect is None:
         function = autograd_function(message, (v for _, v in values))
         if function is not None and (function.found or not calls):

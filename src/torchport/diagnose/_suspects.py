@@ -11,6 +11,9 @@ put a tensor on the wrong device, and PyTorch's message says which one it was:
   device: the autograd engine names its node (``"Function MyFnBackward returned an
   invalid gradient at index 0 - expected device meta but got cpu"``), and the graph
   of the tensors on the failing line leads to the node, the node to its class;
+* a **gradient hook** (``tensor.register_hook``) returning its gradient on another
+  device: the autograd engine names the hook and both tensor types ("hook 'scale' has
+  changed the type of value (was torch.cuda.FloatTensor got torch.FloatTensor)");
 * code **torch.compile traced**: Dynamo keeps the traced line in its message (``from
   user code: File "train.py", line 4, in f``), the only place it survives, since the
   traced frame never ran.
@@ -34,7 +37,15 @@ from torch import nn
 
 from torchport.diagnose._culprit import significant
 
-__all__ = ["Suspect", "autograd_function", "compiled_code", "optimizer_state"]
+__all__ = [
+    "HOOK_TYPES",
+    "Suspect",
+    "autograd_function",
+    "compiled_code",
+    "gradient_hook",
+    "optimizer_state",
+    "type_device",
+]
 
 
 @dataclass(frozen=True)
@@ -194,6 +205,39 @@ def autograd_function(said: str, values: Iterable[Any]) -> Suspect | None:
         "grad_output (torch.zeros_like(grad_output), ... device=grad_output.device), or save "
         "the device in forward (ctx.device = x.device) and return grad.to(ctx.device)",
         found=cls is not None,
+    )
+
+
+# -- a gradient hook -------------------------------------------------------------------
+
+# python_hook.cpp: "hook 'name' has changed the type of value (was torch.cuda.FloatTensor
+# got torch.FloatTensor)"; the same sentence reports a dtype change, which is not ours
+HOOK_TYPES = re.compile(r"hook '([^']*)' has changed the type of value \(was (\S+) got (\S+?)\)")
+_TYPE_DEVICES = ("cuda", "hip", "mps", "xpu", "meta", "hpu", "mtia", "privateuse")
+
+
+def type_device(type_name: str) -> str:
+    """The device type a tensor type names: ``torch.cuda.FloatTensor`` -> ``cuda``,
+    ``torch.FloatTensor`` -> ``cpu``, ``MetaFloatType`` -> ``meta``."""
+    lowered = type_name.lower()
+    return next((d for d in _TYPE_DEVICES if d in lowered), "cpu")
+
+
+def gradient_hook(said: str) -> Suspect | None:
+    """A hook registered on a tensor that returned its gradient on another device."""
+    match = HOOK_TYPES.search(said)
+    if match is None:
+        return None
+    name, was, got = match.groups()
+    expected, returned = type_device(was), type_device(got)
+    if expected == returned:
+        return None
+    return Suspect(
+        f"the gradient hook '{name}' (tensor.register_hook) returned its gradient on "
+        f"{returned}, but the tensor and its gradient are on {expected}",
+        f"make '{name}' return its gradient on the device of the gradient it receives: "
+        "compute it from that gradient (grad * scale, torch.zeros_like(grad)), or end with "
+        ".to(grad.device)",
     )
 
 

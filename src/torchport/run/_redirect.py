@@ -84,15 +84,19 @@ class _DeviceRewrite(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        if func is _TENSOR_CUDA:
+        # torch hands a mode the method as it is found on torch.Tensor at call time: while
+        # an audit watches, that is the audit's wrapper of the method (called below, so the
+        # audit sees the call), not the method
+        method = getattr(func, "__wrapped__", func)
+        if method is _TENSOR_CUDA:
             return self._cuda(*args, **kwargs)
-        if func is _TENSOR_PIN and self.unpin:
+        if method is _TENSOR_PIN and self.unpin:
             return args[0]
-        if func is _TENSOR_TYPE and len(args) > 1:
+        if method is _TENSOR_TYPE and len(args) > 1:
             dtype = _legacy_dtype(args[1])
             if dtype is not None:
                 return args[0].to(self.target, dtype)
-        if func is _TENSOR_TO and len(args) > 1 and names_device(args[1]):
+        if method is _TENSOR_TO and len(args) > 1 and names_device(args[1]):
             args = (args[0], self.target, *args[2:])
         elif any(isinstance(arg, torch.device) and arg.type == "cuda" for arg in args):
             args = tuple(self.target if is_cuda(arg) else arg for arg in args)
