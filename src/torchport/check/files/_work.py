@@ -84,7 +84,8 @@ class Report:
     fix: FileFix | None = None
     sources: dict[str, str] = field(default_factory=dict)
     unplaced: int = 0
-    stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the bytes read, for the cache
+    # (device, inode, size, mtime_ns, ctime_ns) of the file when read, for the cache
+    stamp: tuple[int, ...] | None = None
     unused_noqa: list[Finding] = field(default_factory=list)
 
 
@@ -135,7 +136,8 @@ def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | No
             return None
         doc = _Doc(source.text, source.text, source.encoding, source.stamp)
         if source.stamp is not None:
-            report.stamp = (source.stamp.size, source.stamp.mtime_ns)
+            st = source.stamp
+            report.stamp = (st.dev, st.ino, st.size, st.mtime_ns, st.ctime_ns)
     if path.endswith(".ipynb"):
         try:
             doc.notebook = read_notebook(doc.raw)
