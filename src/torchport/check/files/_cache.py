@@ -2,8 +2,9 @@
 
 A second ``torchport check`` of a tree where nothing changed reads no file: each
 file's stamp (device, inode, size, modification and change times) is compared
-with the one recorded when it was last checked, and a match replays that check's findings, errors, line count and
-excerpt texts. What the cache is keyed on, so that nothing stale is replayed:
+with the one recorded when it was last checked, and a match replays that
+check's findings, errors, line count and excerpt texts. What the cache is
+keyed on, so that nothing stale is replayed:
 
 * per file: its path as given and where that leads from the working folder
   (``a.py`` run from two folders is two files), its device, inode, size,
