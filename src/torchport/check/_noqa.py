@@ -47,6 +47,7 @@ _FILE_NOQA = re.compile(
     re.IGNORECASE,
 )
 _SPLIT = re.compile(r"[\s,]+")
+_TYPE_COMMENT = re.compile(r"#\s*type:")  # PEP 484: read only where a comment starts
 _ANY = re.compile("noqa", re.IGNORECASE)
 # Each literal as one "unrolled" loop (a run of plain characters, then one escape or
 # lone quote, and again), which the regex engine takes in long strides.
@@ -238,8 +239,11 @@ def add_noqa_comments(source: str, codes_by_line: dict[int, set[str]]) -> tuple[
 
     A line that already has a ``# noqa: ...`` comment gets the codes added to it
     (``# noqa: E501, TP101``); another comment keeps its text after the new one
-    (``x  # noqa: TP101  # note``). A line whose end lies inside a string or after
-    a backslash continuation cannot hold a comment and is returned, untouched.
+    (``x  # noqa: TP101  # note``), except a PEP 484 type comment (``# type: int``,
+    ``# type: ignore[...]``), which type checkers read only where a comment
+    starts: the new one follows it (``x  # type: ignore  # noqa: TP101``). A line
+    whose end lies inside a string or after a backslash continuation cannot hold
+    a comment and is returned, untouched.
 
     Raises:
         SyntaxError: ``source`` cannot be tokenized.
@@ -266,6 +270,8 @@ def add_noqa_comments(source: str, codes_by_line: dict[int, set[str]]) -> tuple[
             if match is not None:
                 at = start + match.end("codes")
                 body = f"{body[:at]}, {wanted}{body[at:]}"
+            elif _TYPE_COMMENT.match(text):
+                body = f"{body.rstrip()}  # noqa: {wanted}"
             else:
                 body = f"{body[:start]}# noqa: {wanted}  {body[start:]}"
         lines[number - 1] = body + ending
