@@ -5,6 +5,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import re
+import unicodedata
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 from torchport.check.files._format import (
@@ -51,6 +58,26 @@ def test_text_lines_markers_and_summary() -> None:
         "1 more with `torchport fix --unsafe`)."
     )
     assert render_text([]) == "All checks passed.\n"
+
+
+# Characters whose terminal width is known: (char, columns). A combining mark or a
+# joiner follows a letter; a control character is shown as one replacement character.
+_LETTER, _WIDE, _ZERO = "aZ_", "中日🙂", "\u0301\u0308\u200d"
+
+
+@given(st.lists(st.sampled_from(["a", "中", "a\u0301", "Z\u200d", "日", "🙂", "\x1b", "\x07"])))
+def test_the_marks_sit_under_the_finding_whatever_the_characters_before_it(
+    before: list[str],
+) -> None:
+    prefix = "".join(before)
+    line = f"x = '{prefix}' + flag"
+    col = line.index("flag") + 1
+    finding = Finding("m.py", 1, col, 1, col + 4, "TP9970", "test-format", "m")
+    out = render_text([finding], sources={"m.py": line + "\n"}).splitlines()
+    shown, marks = out[1].split(" | ", 1), out[2].split(" | ", 1)[1]
+    expected = 5 + sum(2 if c in _WIDE else 0 if c in _ZERO else 1 for c in prefix) + 4
+    assert marks == " " * expected + "^^^^"
+    assert not any(unicodedata.category(c) == "Cc" for c in shown[1])  # no escape codes
 
 
 def test_text_summary_never_calls_a_run_with_unchecked_files_clean() -> None:
@@ -103,6 +130,30 @@ def test_sarif_has_the_required_structure() -> None:
     absolute = json.loads(render_sarif([dataclasses.replace(FINDINGS[0], path="/abs/x.py")], []))
     artifact = absolute["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
     assert artifact["artifactLocation"] == {"uri": "file:///abs/x.py"}
+
+
+# RFC 3986, section 4.2: a relative reference with no authority, query or fragment is a
+# path whose first segment holds no ":" (else it reads as a scheme), made of these.
+_NO_COLON = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|%[0-9A-F]{2})"
+_RELATIVE_PATH = re.compile(rf"{_NO_COLON}+(?:/(?:{_NO_COLON}|:)*)*")
+
+
+@given(
+    st.lists(
+        st.text(st.characters(exclude_characters="/\0", exclude_categories=["Cs"]), min_size=1),
+        min_size=1,
+        max_size=3,
+    ).filter(lambda parts: all(p not in (".", "..") for p in parts))
+)
+def test_sarif_locations_are_uri_references_that_decode_to_the_path(parts: list[str]) -> None:
+    path = "/".join(parts)
+    log = json.loads(render_sarif([dataclasses.replace(FINDINGS[0], path=path)], []))
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    uri = location["artifactLocation"]["uri"]
+    assert _RELATIVE_PATH.fullmatch(uri), uri
+    split = urlsplit(uri)
+    assert (split.scheme, split.netloc, split.query, split.fragment) == ("", "", "", "")
+    assert unquote(split.path) == PurePosixPath(path).as_posix()
 
 
 def test_github_annotations_escape_properties_and_data() -> None:

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
+from urllib.parse import quote
 
 from torchport import __version__
 from torchport.check._rule import Finding, FixSafety, Rule
@@ -186,10 +187,17 @@ def render_statistics(
 
 
 def _uri(path: str) -> dict[str, str]:
+    """A SARIF ``artifactLocation``: a URI reference, percent-encoded.
+
+    A file name is not a URI: a space, ``%``, ``#`` or ``?`` in it is not allowed
+    or means something else, and ``c:x.py`` reads as the scheme ``c``. Every
+    character but letters, digits, ``-._~`` and ``/`` is encoded (UTF-8), so a
+    consumer that decodes the reference gets the path back.
+    """
     pure = PurePath(path)
     if pure.is_absolute():
         return {"uri": pure.as_uri()}
-    return {"uri": pure.as_posix(), "uriBaseId": "%SRCROOT%"}
+    return {"uri": quote(pure.as_posix(), safe="/"), "uriBaseId": "%SRCROOT%"}
 
 
 def _sarif_rule(rule: type[Rule]) -> dict[str, object]:

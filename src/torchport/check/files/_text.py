@@ -55,7 +55,17 @@ class _Paint:
 
 
 def _width(char: str) -> int:
+    """Terminal columns of ``char``: 0 for a combining mark or a format character (joiners)."""
+    if unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
     return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+def _printable(line: str) -> str:
+    """``line`` with control characters shown as U+FFFD: never sent raw to a terminal."""
+    if line.isprintable():
+        return line
+    return "".join("\ufffd" if c != "\t" and unicodedata.category(c) == "Cc" else c for c in line)
 
 
 def _window(line: str, start: int, end: int) -> tuple[str, int, int]:
@@ -72,7 +82,7 @@ def _window(line: str, start: int, end: int) -> tuple[str, int, int]:
 def _excerpt(f: Finding, lines: Sequence[str], paint: _Paint) -> list[str]:
     if not 0 < f.line <= len(lines):
         return []
-    line = lines[f.line - 1].rstrip()
+    line = _printable(lines[f.line - 1].rstrip())
     start = min(f.col - 1, len(line))
     end = f.end_col - 1 if f.end_line == f.line else len(line)
     end = max(start + 1, min(end, len(line)))
