@@ -83,6 +83,23 @@ def test_exit_zero_quiet_and_output_file(
     assert run(capsys, "check", "--exit-zero", ".")[0] == 2  # errors still fail
 
 
+@pytest.mark.parametrize("command", ["check", "fix", "port"])
+def test_an_output_file_that_cannot_be_written_stops_the_run_before_any_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    source = "import torch\nx = flag\ny = torch.zeros(2).cuda()\n"
+    (tmp_path / "a.py").write_text(source)
+    (tmp_path / "plain").write_text("")
+    for target in (".", "plain/report.txt"):  # a folder; a path under a file
+        code, out, err = run(capsys, command, "-o", target, "a.py")
+        assert code == 2 and f"--output-file {target}: cannot write the report" in err
+        assert "Traceback" not in err and out == ""
+        assert (tmp_path / "a.py").read_text() == source
+    if command != "port":  # port's own rules are not among this module's test rules
+        code, _, err = run(capsys, command, "-o", "new/folder/report.txt", "a.py")
+        assert code in (0, 1) and (tmp_path / "new" / "folder" / "report.txt").is_file()
+
+
 def test_text_shows_the_line_with_the_column_marked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
