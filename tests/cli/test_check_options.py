@@ -376,3 +376,17 @@ def test_cached_results_equal_fresh_ones(
     assert again.cached == len(names)
     assert fresh.findings == first.findings == again.findings
     assert fresh.lines == again.lines and fresh.errors == again.errors
+
+
+def test_a_crash_exits_2_never_1_which_means_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torchport.check
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    monkeypatch.setattr(torchport.check, "check_paths", crash)
+    code, _, err = run(capsys, "check", "--exit-zero", "a.py")
+    assert code == 2 and "RuntimeError: boom" in err and "internal error" in err
