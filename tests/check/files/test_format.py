@@ -7,9 +7,10 @@ import dataclasses
 import json
 import re
 import unicodedata
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -221,3 +222,55 @@ def test_a_fix_that_changes_results_says_so_in_every_format() -> None:
     assert sarif["message"]["text"].endswith(note)
     assert "reseeds the CPU generator too" in render_github([finding])
     assert "changes results" not in render_text(FINDINGS[:1])
+
+
+# --- where an error is, in every format ------------------------------------------------
+
+_BROKEN = ["y = (", 'y = """abc', "def f(:", "  x = 1", "y = [1,\n 2", "return 1 +"]
+
+
+@given(
+    st.integers(0, 3),
+    st.sampled_from(_BROKEN),
+    st.integers(0, 3),
+    st.sampled_from(["", "z = '''\n'''\n"]),
+)
+def test_a_parse_error_is_placed_where_python_places_it(
+    tmp_path_factory: pytest.TempPathFactory, before: int, broken: str, after: int, tail: str
+) -> None:
+    from torchport.check import check_paths
+
+    folder = tmp_path_factory.mktemp("errors")
+    source = "x = 1\n" * before + broken + "\n" + "w = 2\n" * after + tail
+    (folder / "m.py").write_text(source)
+    with pytest.raises(SyntaxError) as python:
+        compile(source, "m.py", "exec")
+    errors = check_paths([folder / "m.py"]).errors
+    (item,) = json.loads(render_json([], errors))
+    assert (item["cell"], item["line"], item["col"]) == (
+        None, python.value.lineno, python.value.offset,
+    )  # fmt: skip
+    annotation = render_github([], errors)
+    assert f",line={python.value.lineno},col={python.value.offset}," in annotation
+    notification = json.loads(render_sarif([], [], errors))["runs"][0]["invocations"][0]
+    region = notification["toolExecutionNotifications"][0]["locations"][0]["physicalLocation"]
+    assert region["region"]["startLine"] == python.value.lineno
+
+
+def test_noqa_and_notebook_errors_name_their_cell_and_line(tmp_path: Path) -> None:
+    from torchport.check import check_paths
+
+    (tmp_path / "b.py").write_text("import torch\nx = 1  # noqa: TP999\n")
+    cells = [["x = 1\n"], ["y = 2\n", "def broken(:\n"], ["z = 1\n", "w = 1  # noqa: TP998\n"]]
+    notebook = {
+        "cells": [{"cell_type": "code", "metadata": {}, "source": c} for c in cells],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / "n.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    errors = check_paths([tmp_path]).errors
+    places = {
+        (Path(e["path"]).name, e["cell"], e["line"]) for e in json.loads(render_json([], errors))
+    }
+    assert places == {("b.py", None, 2), ("n.ipynb", 2, 2), ("n.ipynb", 3, 2)}

@@ -72,21 +72,42 @@ def _finding_json(f: Finding) -> dict[str, object]:
     }
 
 
+# Where an error message says it happened. The checker writes the place last ("cannot
+# parse: MSG at line 2, column 5", "... at cell 3, line 1, column 2") or first ("line 2:
+# a noqa comment names ...", "cell 3, line 1: ...", "cell 3 not checked: ... at line 1");
+# the parser's own MSG may name another line first ("(detected at line 9)"), so the
+# last "at line" wins.
 _AT_LINE = re.compile(r"\bat (?:cell (\d+), )?line (\d+)(?:, column (\d+))?")
+_LEADING = re.compile(r"^(?:cell (\d+), )?line (\d+):|^cell (\d+)\b")
+
+
+def _error_position(message: str) -> tuple[int | None, int | None, int | None]:
+    """``(cell, line, column)`` of a :class:`FileError` message; None where it names none."""
+    cell = line = col = None
+    leading = _LEADING.search(message)
+    if leading is not None:
+        named = leading[1] or leading[3]
+        cell = int(named) if named else None
+        line = int(leading[2]) if leading[2] else None
+    trailing = list(_AT_LINE.finditer(message))
+    if trailing and line is None:
+        last = trailing[-1]
+        line = int(last[2])
+        col = int(last[3]) if last[3] else None
+        cell = int(last[1]) if last[1] else cell
+    return cell, line, col
 
 
 def _error_json(e: FileError) -> dict[str, object]:
     """A file that could not be checked: ``kind`` "error", the position where one is known."""
-    where = _AT_LINE.search(e.message)
-    line = int(where[2]) if where else None
-    col = int(where[3]) if where and where[3] else None
+    cell, line, col = _error_position(e.message)
     return {
         "kind": "error",
         "code": None,
         "name": None,
         "message": e.message,
         "path": file_of(e.path),
-        "cell": int(where[1]) if where and where[1] else None,
+        "cell": cell,
         "line": line,
         "col": col,
         "end_line": line,
@@ -137,8 +158,12 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileError] = ())
         text = f"{where}{f.code} {f.message}{_changes(f)}"
         out.append(f"::warning {props}::{_escape_data(text)}")
     for e in errors:
+        cell, line, col = _error_position(e.message)
+        where = f",line={line}" if line is not None and cell is None else ""
+        where += f",col={col}" if where and col is not None else ""
         out.append(
-            f"::error file={_escape_property(e.path)},title=torchport::{_escape_data(e.message)}"
+            f"::error file={_escape_property(e.path)}{where},title=torchport::"
+            f"{_escape_data(e.message)}"
         )
     return "".join(line + "\n" for line in out)
 
@@ -213,6 +238,15 @@ def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
     }
 
 
+def _error_location(e: FileError) -> dict[str, object]:
+    """A notification's place: the file, and the line where the message names one in it."""
+    location: dict[str, object] = {"artifactLocation": _uri(e.path)}
+    cell, line, col = _error_position(e.message)
+    if line is not None and cell is None:  # a cell's lines are not the .ipynb file's
+        location["region"] = {"startLine": line, **({"startColumn": col} if col else {})}
+    return location
+
+
 def render_sarif(
     findings: Sequence[Finding],
     rules: Sequence[type[Rule]],
@@ -254,7 +288,7 @@ def render_sarif(
         {
             "level": "error",
             "message": {"text": e.message},
-            "locations": [{"physicalLocation": {"artifactLocation": _uri(e.path)}}],
+            "locations": [{"physicalLocation": _error_location(e)}],
         }
         for e in errors
     ]
