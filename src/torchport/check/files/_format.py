@@ -348,4 +348,5 @@ def render(
         color=color,
         show_fixes=show_fixes,
         summary=summary,
+        rules=rules,
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 from torchport.check._rule import Finding, FixSafety, Intent, Rule
@@ -40,10 +41,18 @@ def _safety(finding: Finding) -> FixSafety | None:
     return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
 
 
-def _is_speed(finding: Finding) -> bool:
-    """A SPEED rule's fix, which a plain `fix` leaves alone (see Intent)."""
-    rule = Rule.registry.get(finding.code)
-    return rule is not None and rule.intent is Intent.SPEED
+def _needs(finding: Finding, rules: Mapping[str, type[Rule]]) -> tuple[str, ...] | None:
+    """The `fix` flags that apply ``finding``'s fix (None: it has none).
+
+    A SPEED rule's fix needs ``--speed`` (see Intent); an unsafe one ``--unsafe``.
+    ``rules``: the rules that ran, by code (a shipped rule is also known without).
+    """
+    safety = _safety(finding)
+    if safety is None:
+        return None
+    rule = rules.get(finding.code) or Rule.registry.get(finding.code)
+    speed = ("speed",) if rule is not None and rule.intent is Intent.SPEED else ()
+    return (*speed, *(("unsafe",) if safety is FixSafety.UNSAFE else ()))
 
 
 class _Paint:
@@ -118,16 +127,17 @@ def _fix_lines(f: Finding, source: str, paint: _Paint) -> list[str]:
 
 
 def _summary(
-    findings: Sequence[Finding], errors: int, applied: Collection[str], unplaced: int
+    findings: Sequence[Finding],
+    errors: int,
+    applied: Collection[str],
+    unplaced: int,
+    rules: Mapping[str, type[Rule]],
 ) -> list[str]:
     unchecked = ""
     if errors:
         unchecked = f"{errors} error{'s' if errors != 1 else ''} (named above) to fix first"
     if not findings and not unplaced:
         return [f"No findings, but {unchecked}." if errors else "All checks passed."]
-    speed = sum(_safety(f) is FixSafety.SAFE and _is_speed(f) for f in findings)
-    safe = sum(_safety(f) is FixSafety.SAFE for f in findings) - speed
-    unsafe = sum(_safety(f) is FixSafety.UNSAFE for f in findings)
     files = len({file_of(f.path) for f in findings})
     total = len(findings) + unplaced
     noun = "finding" if total == 1 else "findings"
@@ -135,13 +145,15 @@ def _summary(
     notes = []
     if unplaced:
         notes.append(f"{unplaced} on lines the fixes would write, shown in the diff")
-    # Never suggest the command that just ran: after `fix --unsafe`, no "--unsafe" hint.
-    if safe and "safe" not in applied:
-        notes.append(f"{safe} fixable with `torchport fix`")
-    if speed and "speed" not in applied:
-        notes.append(f"{speed} more with `torchport fix --speed`")
-    if unsafe and "unsafe" not in applied:
-        notes.append(f"{unsafe} more with `torchport fix --unsafe`")
+    # Each count names the one command that applies those fixes (a SPEED rule's unsafe
+    # fix needs both flags), and never the command that just ran: after `fix --unsafe`,
+    # no "--unsafe" hint.
+    needs = Counter(_needs(f, rules) for f in findings)
+    for flags in ((), ("speed",), ("unsafe",), ("speed", "unsafe")):
+        if not needs[flags] or (set(flags) | {"safe"}) <= set(applied):
+            continue
+        command = " ".join(["`torchport fix", *(f"--{flag}" for flag in flags)]) + "`"
+        notes.append(f"{needs[flags]} {'more with' if flags else 'fixable with'} {command}")
     lines = [summary + (f" ({', '.join(notes)})" if notes else "") + "."]
     if errors:
         lines.append(f"And {unchecked}.")
@@ -158,6 +170,7 @@ def render_text(
     applied: Collection[str] = (),
     unplaced: int = 0,
     summary: bool = True,
+    rules: Sequence[type[Rule]] = (),
 ) -> str:
     """``path:line:col: CODE message`` per finding (``[*]``: safely fixable), then a summary.
 
@@ -174,6 +187,8 @@ def render_text(
         unplaced: Findings not listed because they have no position on disk (a
             dry-run fix's, on lines it would write); the summary counts them.
         summary: End with the summary line (``--quiet`` leaves it out).
+        rules: The rules that ran, whose intent says which command applies their fixes
+            (shipped rules are known without).
     """
     paint = _Paint(color)
     lines: list[str] = []
@@ -192,5 +207,5 @@ def render_text(
             lines += _fix_lines(f, source, paint)
         lines.append("")
     if summary:
-        lines += _summary(findings, errors, applied, unplaced)
+        lines += _summary(findings, errors, applied, unplaced, {r.code: r for r in rules})
     return "".join(line + "\n" for line in lines)
