@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import json
 import os
@@ -390,3 +391,32 @@ def test_a_crash_exits_2_never_1_which_means_findings(
     monkeypatch.setattr(torchport.check, "check_paths", crash)
     code, _, err = run(capsys, "check", "--exit-zero", "a.py")
     assert code == 2 and "RuntimeError: boom" in err and "internal error" in err
+
+
+_CELL_LINES = st.sampled_from(["a = 1", "b = flag", "c = (2,\n     flag)", "d = 3"])
+
+
+@given(st.lists(st.lists(_CELL_LINES, max_size=3), min_size=1, max_size=4))
+def test_show_fixes_in_a_notebook_shows_the_lines_of_the_cell_it_fixes(
+    tmp_path_factory: pytest.TempPathFactory, cells: list[list[str]]
+) -> None:
+    folder = tmp_path_factory.mktemp("nb")
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "source": "\n".join(lines)} for lines in cells
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (folder / "n.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        main(["check", "--no-cache", "--show-fixes", str(folder / "n.ipynb")])
+    shown = [line for line in out.getvalue().splitlines() if line.startswith(("  - ", "  + "))]
+    # The oracle: each finding's line, as the cell holds it, and that line fixed.
+    expected = []
+    for lines in cells:
+        for line in "\n".join(lines).split("\n"):
+            if "flag" in line:
+                expected += [f"  - {line}", f"  + {line.replace('flag', 'flag_')}"]
+    assert shown == expected

@@ -198,13 +198,14 @@ def render_text(
         head = f"{paint(_BOLD, f'{f.path}:{f.line}:{f.col}:')} {paint(_RED, f.code)}"
         lines.append(f"{head}{marker} {f.message}")
         source = None if sources is None else sources.get(f.path)
-        if source is None:
+        if sources is None or source is None:
             continue
         if f.path not in split:
             split[f.path] = _LINE_END.split(source)
         lines += _excerpt(f, split[f.path], paint)
-        if show_fixes:
-            lines += _fix_lines(f, source, paint)
+        if show_fixes:  # a notebook's fix counts in its cells joined, not in one cell
+            joined = sources.get(file_of(f.path)) if file_of(f.path) != f.path else source
+            lines += _fix_lines(f, joined, paint) if joined is not None else []
         lines.append("")
     if summary:
         lines += _summary(findings, errors, applied, unplaced, {r.code: r for r in rules})

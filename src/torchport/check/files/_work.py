@@ -188,7 +188,11 @@ def _place(doc: _Doc, findings: list[Finding], text: str) -> list[Finding]:
 
 
 def _sources(doc: _Doc, path: str, findings: list[Finding]) -> dict[str, str]:
-    """The text each finding's lines count in: the file's, or in a notebook its cell's."""
+    """The text each finding's lines count in: the file's, or in a notebook its cell's.
+
+    A notebook's own path maps to the text its fixes' offsets count in (the cells
+    joined), where a finding has a fix: ``--show-fixes`` applies them there.
+    """
     if not findings:
         return {}
     nb = doc.notebook
@@ -201,7 +205,10 @@ def _sources(doc: _Doc, path: str, findings: list[Finding]) -> dict[str, str]:
         name = f"{path}:cell {locate(number)[0]}"
         if name in wanted:
             cells.setdefault(name, []).append(line)
-    return {name: "\n".join(lines) for name, lines in cells.items()}
+    out = {name: "\n".join(lines) for name, lines in cells.items()}
+    if any(f.fix is not None and f.fix.edits for f in findings):
+        out[path] = doc.text
+    return out
 
 
 UNUSED_NOQA = ("TP000", "unused-noqa")  # the code and name unused-noqa reports carry
