@@ -5,13 +5,15 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import torchport.check.rules as rules_pkg
@@ -244,3 +246,35 @@ def test_after_fix_unsafe_a_speed_fix_that_is_unsafe_is_still_hinted(
     assert err.endswith("Would fix 0 findings in 0 files; 1 left.\n")
     assert run_fix(capsys, "--unsafe", "--speed", "a.py")[0] == 0
     assert (tmp_path / "a.py").read_text() == "x = eager\n"
+
+
+_SELECTIONS = [(), ("--select", "TP9941"), ("--extend-select", "TP994"), ("--select", "ALL")]
+
+
+@given(
+    st.lists(st.sampled_from(["old", "risky", "slow", "lazy", "stuck"]), min_size=1),
+    st.sampled_from(_SELECTIONS),
+)
+@example(["slow", "lazy", "old"], ())
+@settings(max_examples=15)
+def test_fixable_in_every_format_means_a_plain_fix_with_the_same_selection_applies_it(
+    tmp_path_factory: pytest.TempPathFactory, names: list[str], selection: tuple[str, ...]
+) -> None:
+    """The oracle is `fix --diff` with the same selection: what it fixes, per code."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules_pkg, "RULES", (Rename, Speedup, RiskySpeedup))
+        folder = tmp_path_factory.mktemp("fixable")
+        patch.chdir(folder)
+        (folder / "a.py").write_text("".join(f"v{i} = {n}\n" for i, n in enumerate(names)))
+        select = list(selection[1:]) if selection[:1] == ("--select",) else None
+        extend = list(selection[1:]) if selection[:1] == ("--extend-select",) else None
+        fixed = fix_paths(["a.py"], diff=True, select=select, extend_select=extend)
+        applied = Counter({c: n for change in fixed.changed for c, n in change.fixed.items()})
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            main(["check", "--no-cache", "--format", "json", *selection, "a.py"])
+        reported = Counter(f["code"] for f in json.loads(out.getvalue()) if f["fixable"])
+        assert reported == applied
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            main(["check", "--no-cache", "--format", "concise", *selection, "a.py"])
+        starred = Counter(line.split()[1] for line in out.getvalue().splitlines() if "[*]" in line)
+        assert starred == applied

@@ -93,7 +93,11 @@ def _run(args: argparse.Namespace) -> int:
         for error in result.errors:
             print(error, file=sys.stderr)
         if args.statistics:
-            out.write(render_statistics(findings, args.format, result.rules, result.errors))
+            out.write(
+                render_statistics(
+                    findings, args.format, result.rules, result.errors, plain=result.plain_fix
+                )
+            )
         else:
             out.write(
                 render(
@@ -105,6 +109,7 @@ def _run(args: argparse.Namespace) -> int:
                     color=colour,
                     show_fixes=args.show_fixes,
                     summary=not args.quiet,
+                    plain=result.plain_fix,
                 )
             )
     if result.errors:

@@ -12,13 +12,13 @@ import inspect
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import PurePath
 from urllib.parse import quote
 
 from torchport import __version__
 from torchport.check._rule import Finding, FixSafety, Rule
-from torchport.check.files._text import file_of, render_text
+from torchport.check.files._text import file_of, fix_flags, render_text
 from torchport.check.files._work import FileError
 
 __all__ = [
@@ -45,7 +45,7 @@ def _safety(finding: Finding) -> FixSafety | None:
     return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
 
 
-def _finding_json(f: Finding) -> dict[str, object]:
+def _finding_json(f: Finding, fixable: bool) -> dict[str, object]:
     safety = _safety(f)
     cell = int(f.path.rsplit(" ", 1)[1]) if file_of(f.path) != f.path else None
     fix = None
@@ -67,7 +67,7 @@ def _finding_json(f: Finding) -> dict[str, object]:
         "col": f.col,
         "end_line": f.end_line,
         "end_col": f.end_col,
-        "fixable": safety is FixSafety.SAFE,
+        "fixable": fixable,
         "fix": fix,
     }
 
@@ -117,7 +117,13 @@ def _error_json(e: FileError) -> dict[str, object]:
     }
 
 
-def render_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+def render_json(
+    findings: Sequence[Finding],
+    errors: Sequence[FileError] = (),
+    *,
+    rules: Sequence[type[Rule]] = (),
+    plain: Collection[str] | None = None,
+) -> str:
     """A JSON list: one object per finding, then one per file that could not be checked.
 
     The format is documented in ``docs/json-format.md``: ``kind`` is ``"finding"``
@@ -127,9 +133,13 @@ def render_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -
     code points of the file's decoded text. ``cell`` is the notebook cell (1-based)
     of a finding in an ``.ipynb`` file, whose ``line`` then counts within that cell
     (as Ruff reports them); a notebook finding's ``fix.edits`` is null: apply it
-    with ``torchport fix``.
+    with ``torchport fix``. ``fixable``: a plain ``torchport fix`` applies it (a safe fix,
+    and a SPEED rule's only where the selection named it: ``plain``, as for
+    :func:`render_text`).
     """
-    items = [_finding_json(f) for f in findings] + [_error_json(e) for e in errors]
+    by_code = {r.code: r for r in rules}
+    items = [_finding_json(f, fix_flags(f, by_code, plain) == ()) for f in findings]
+    items += [_error_json(e) for e in errors]
     return json.dumps(items, indent=2) + "\n"
 
 
@@ -168,10 +178,13 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileError] = ())
     return "".join(line + "\n" for line in out)
 
 
-def _statistics(findings: Sequence[Finding]) -> list[dict[str, object]]:
+def _statistics(
+    findings: Sequence[Finding], rules: Sequence[type[Rule]], plain: Collection[str] | None
+) -> list[dict[str, object]]:
     counts = Counter(f.code for f in findings)
     names = {f.code: f.name for f in findings}
-    fixable = {f.code for f in findings if _safety(f) is FixSafety.SAFE}
+    by_code = {r.code: r for r in rules}
+    fixable = {f.code for f in findings if fix_flags(f, by_code, plain) == ()}
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return [
         {"code": code, "name": names[code], "count": n, "fixable": code in fixable}
@@ -184,15 +197,18 @@ def render_statistics(
     fmt: str = "text",
     rules: Sequence[type[Rule]] = (),
     errors: Sequence[FileError] = (),
+    *,
+    plain: Collection[str] | None = None,
 ) -> str:
     """Count per code, most frequent first (ties by code), in one of :data:`FORMATS`.
 
-    Text: ``count  code  [*] name`` rows (``[*]``: fixable). JSON: a list of
+    Text: ``count  code  [*] name`` rows (``[*]``: a plain ``fix`` applies some of
+    them; ``plain`` as for :func:`render_text`). JSON: a list of
     ``{"code", "name", "count", "fixable"}``. GitHub: one ``::notice`` per code.
     SARIF: the full log (results included) with the counts in the run's
     ``properties.statistics``, so a SARIF consumer still gets a valid log.
     """
-    rows = _statistics(findings)
+    rows = _statistics(findings, rules, plain)
     if fmt == "json":
         return json.dumps(rows, indent=2) + "\n"
     if fmt == "github":
@@ -327,16 +343,19 @@ def render(
     color: bool = False,
     show_fixes: bool = False,
     summary: bool = True,
+    plain: Collection[str] | None = None,
 ) -> str:
     """Render in one of :data:`FORMATS`.
 
     ``text`` shows an excerpt under each finding where ``sources`` has its text
     (``show_fixes``: and the lines its fix writes); ``concise`` is one line per
     finding. File errors go into the json, sarif and github forms (text forms
-    leave them to stderr and count them in the summary).
+    leave them to stderr and count them in the summary). ``plain``: the codes whose
+    fixes a plain ``fix`` applies (:attr:`CheckResult.plain_fix`), for ``[*]``,
+    ``fixable`` and the summary's hints.
     """
     if fmt == "json":
-        return render_json(findings, errors)
+        return render_json(findings, errors, rules=rules, plain=plain)
     if fmt == "sarif":
         return render_sarif(findings, rules, errors)
     if fmt == "github":
@@ -349,4 +368,5 @@ def render(
         show_fixes=show_fixes,
         summary=summary,
         rules=rules,
+        plain=plain,
     )

@@ -72,6 +72,9 @@ class CheckResult:
     sources: dict[str, str] = field(default_factory=dict)
     cached: int = 0
     unused_noqa: list[Finding] = field(default_factory=list)
+    # The codes whose fixes a plain `torchport fix` with these settings applies (a SPEED
+    # rule's only where the selection names it; unsafe fixes still need --unsafe).
+    plain_fix: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -280,9 +283,11 @@ def check_paths(
     sources = {name: text for r in reports for name, text in r.sources.items()}
     lines = sum(r.lines for r in reports)
     unused = sorted((f for r in reports for f in r.unused_noqa), key=lambda f: (f.path, f.line))
+    plain = run.template.fixable
     return CheckResult(
-        findings, sorted(errors), run.rules, len(reports), lines, sources, cached, unused
-    )
+        findings, sorted(errors), run.rules, len(reports), lines, sources, cached, unused,
+        tuple(r.code for r in run.rules) if plain is None else plain,
+    )  # fmt: skip
 
 
 def fix_paths(

@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from torchport.check._rule import Finding, FixSafety, Intent, Rule
 
-__all__ = ["file_of", "render_text"]
+__all__ = ["file_of", "fix_flags", "render_text"]
 
 _CELL = re.compile(r":cell \d+$")
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -41,18 +41,26 @@ def _safety(finding: Finding) -> FixSafety | None:
     return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
 
 
-def _needs(finding: Finding, rules: Mapping[str, type[Rule]]) -> tuple[str, ...] | None:
-    """The `fix` flags that apply ``finding``'s fix (None: it has none).
+def fix_flags(
+    finding: Finding,
+    rules: Mapping[str, type[Rule]] | None = None,
+    plain: Collection[str] | None = None,
+) -> tuple[str, ...] | None:
+    """The `fix` flags that apply ``finding``'s fix: ``()`` a plain `fix`; None: it has none.
 
-    A SPEED rule's fix needs ``--speed`` (see Intent); an unsafe one ``--unsafe``.
-    ``rules``: the rules that ran, by code (a shipped rule is also known without).
+    An unsafe fix needs ``--unsafe``; a SPEED rule's (see Intent) needs ``--speed``
+    unless the run's selection named the rule, which ``plain`` says when given: the
+    codes whose fixes a plain `fix` with the same settings applies. ``rules``: the
+    rules that ran, by code (a shipped rule is also known without).
     """
     safety = _safety(finding)
     if safety is None:
         return None
-    rule = rules.get(finding.code) or Rule.registry.get(finding.code)
-    speed = ("speed",) if rule is not None and rule.intent is Intent.SPEED else ()
-    return (*speed, *(("unsafe",) if safety is FixSafety.UNSAFE else ()))
+    rule = (rules or {}).get(finding.code) or Rule.registry.get(finding.code)
+    speed = rule is not None and rule.intent is Intent.SPEED
+    if plain is not None:
+        speed = finding.code not in plain
+    return (*(("speed",) if speed else ()), *(("unsafe",) if safety is FixSafety.UNSAFE else ()))
 
 
 class _Paint:
@@ -131,7 +139,7 @@ def _summary(
     errors: int,
     applied: Collection[str],
     unplaced: int,
-    rules: Mapping[str, type[Rule]],
+    flags: Sequence[tuple[str, ...] | None],
 ) -> list[str]:
     unchecked = ""
     if errors:
@@ -148,12 +156,12 @@ def _summary(
     # Each count names the one command that applies those fixes (a SPEED rule's unsafe
     # fix needs both flags), and never the command that just ran: after `fix --unsafe`,
     # no "--unsafe" hint.
-    needs = Counter(_needs(f, rules) for f in findings)
-    for flags in ((), ("speed",), ("unsafe",), ("speed", "unsafe")):
-        if not needs[flags] or (set(flags) | {"safe"}) <= set(applied):
+    needs = Counter(flags)
+    for wanted in ((), ("speed",), ("unsafe",), ("speed", "unsafe")):
+        if not needs[wanted] or (set(wanted) | {"safe"}) <= set(applied):
             continue
-        command = " ".join(["`torchport fix", *(f"--{flag}" for flag in flags)]) + "`"
-        notes.append(f"{needs[flags]} {'more with' if flags else 'fixable with'} {command}")
+        command = " ".join(["`torchport fix", *(f"--{flag}" for flag in wanted)]) + "`"
+        notes.append(f"{needs[wanted]} {'more with' if wanted else 'fixable with'} {command}")
     lines = [summary + (f" ({', '.join(notes)})" if notes else "") + "."]
     if errors:
         lines.append(f"And {unchecked}.")
@@ -171,8 +179,10 @@ def render_text(
     unplaced: int = 0,
     summary: bool = True,
     rules: Sequence[type[Rule]] = (),
+    plain: Collection[str] | None = None,
 ) -> str:
-    """``path:line:col: CODE message`` per finding (``[*]``: safely fixable), then a summary.
+    """``path:line:col: CODE message`` per finding (``[*]``: a plain `fix` applies it), then a
+    summary.
 
     Args:
         findings: What to list, in order.
@@ -189,12 +199,16 @@ def render_text(
         summary: End with the summary line (``--quiet`` leaves it out).
         rules: The rules that ran, whose intent says which command applies their fixes
             (shipped rules are known without).
+        plain: The codes whose fixes a plain `fix` with the run's settings applies
+            (:attr:`CheckResult.plain_fix`; None: judged by each rule's intent).
     """
+    by_code = {r.code: r for r in rules}
+    flags = [fix_flags(f, by_code, plain) for f in findings]
     paint = _Paint(color)
     lines: list[str] = []
     split: dict[str, list[str]] = {}
-    for f in findings:
-        marker = f" {paint(_CYAN, '[*]')}" if _safety(f) is FixSafety.SAFE else ""
+    for f, needs in zip(findings, flags, strict=True):
+        marker = f" {paint(_CYAN, '[*]')}" if needs == () else ""
         head = f"{paint(_BOLD, f'{f.path}:{f.line}:{f.col}:')} {paint(_RED, f.code)}"
         lines.append(f"{head}{marker} {f.message}")
         source = None if sources is None else sources.get(f.path)
@@ -208,5 +222,5 @@ def render_text(
             lines += _fix_lines(f, joined, paint) if joined is not None else []
         lines.append("")
     if summary:
-        lines += _summary(findings, errors, applied, unplaced, {r.code: r for r in rules})
+        lines += _summary(findings, errors, applied, unplaced, flags)
     return "".join(line + "\n" for line in lines)
