@@ -153,15 +153,26 @@ def _comments(source: str) -> list[tuple[int, str, bool, int]]:
             if text is None or _ANY.search(text) is None:
                 continue
             start = match.start()
-            line += source.count("\n", at, start)
+            line += _line_ends(source, at, start)
             at = start
-            line_start = source.rfind("\n", 0, start) + 1
+            line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
             found.append((line, text, not source[line_start:start].strip(), start - line_start + 1))
     _last = (source, found)
     return found
 
 
 _last: tuple[str, list[tuple[int, str, bool, int]]] | None = None
+
+
+def _line_ends(source: str, start: int, end: int) -> int:
+    """Line ends in ``source[start:end]`` as Python counts them: ``\r\n``, ``\r``, ``\n``."""
+    newlines = source.count("\n", start, end)
+    returns = source.count("\r", start, end)
+    if not returns:
+        return newlines
+    return newlines + returns - source.count("\r\n", start, end)
+
+
 _KEEP_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
 

@@ -33,7 +33,7 @@ from torchport.check._engine import RuleSet, check_text
 from torchport.check._noqa import add_noqa_comments
 from torchport.check._rule import Finding
 from torchport.check.files._config import Config
-from torchport.check.files._discovery import SourceError, read_source
+from torchport.check.files._discovery import SourceError, newline_of, read_source
 from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
 from torchport.check.files._paths import Progress, _map
 from torchport.check.files._plan import chunked, plan
@@ -116,6 +116,8 @@ def _candidates(finding: Finding, statements: list[tuple[int, int]]) -> list[int
 
 def _marked(text: str, findings: list[Finding]) -> str:
     """``text`` with a comment for each finding, on the first of its lines that takes one."""
+    if newline_of(text) == "\r":  # the tokenizer splits lines at "\n" only; Python reads
+        return _marked(text.replace("\r", "\n"), findings).replace("\n", "\r")  # all three
     statements = _simple_statements(ast.parse(text))
     options = [_candidates(f, statements) for f in findings]
     chosen = [0] * len(findings)
