@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import json
 import os
@@ -81,6 +82,23 @@ def test_exit_zero_quiet_and_output_file(
     assert (tmp_path / "report.txt").read_text().startswith("a.py:1:5: TP9930")
     (tmp_path / "bad.py").write_text("def (:\n")
     assert run(capsys, "check", "--exit-zero", ".")[0] == 2  # errors still fail
+
+
+@pytest.mark.parametrize("command", ["check", "fix", "port"])
+def test_an_output_file_that_cannot_be_written_stops_the_run_before_any_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    source = "import torch\nx = flag\ny = torch.zeros(2).cuda()\n"
+    (tmp_path / "a.py").write_text(source)
+    (tmp_path / "plain").write_text("")
+    for target in (".", "plain/report.txt"):  # a folder; a path under a file
+        code, out, err = run(capsys, command, "-o", target, "a.py")
+        assert code == 2 and f"--output-file {target}: cannot write the report" in err
+        assert "Traceback" not in err and out == ""
+        assert (tmp_path / "a.py").read_text() == source
+    if command != "port":  # port's own rules are not among this module's test rules
+        code, _, err = run(capsys, command, "-o", "new/folder/report.txt", "a.py")
+        assert code in (0, 1) and (tmp_path / "new" / "folder" / "report.txt").is_file()
 
 
 def test_text_shows_the_line_with_the_column_marked(
@@ -359,3 +377,46 @@ def test_cached_results_equal_fresh_ones(
     assert again.cached == len(names)
     assert fresh.findings == first.findings == again.findings
     assert fresh.lines == again.lines and fresh.errors == again.errors
+
+
+def test_a_crash_exits_2_never_1_which_means_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torchport.check
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    monkeypatch.setattr(torchport.check, "check_paths", crash)
+    code, _, err = run(capsys, "check", "--exit-zero", "a.py")
+    assert code == 2 and "RuntimeError: boom" in err and "internal error" in err
+
+
+_CELL_LINES = st.sampled_from(["a = 1", "b = flag", "c = (2,\n     flag)", "d = 3"])
+
+
+@given(st.lists(st.lists(_CELL_LINES, max_size=3), min_size=1, max_size=4))
+def test_show_fixes_in_a_notebook_shows_the_lines_of_the_cell_it_fixes(
+    tmp_path_factory: pytest.TempPathFactory, cells: list[list[str]]
+) -> None:
+    folder = tmp_path_factory.mktemp("nb")
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "source": "\n".join(lines)} for lines in cells
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (folder / "n.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        main(["check", "--no-cache", "--show-fixes", str(folder / "n.ipynb")])
+    shown = [line for line in out.getvalue().splitlines() if line.startswith(("  - ", "  + "))]
+    # The oracle: each finding's line, as the cell holds it, and that line fixed.
+    expected = []
+    for lines in cells:
+        for line in "\n".join(lines).split("\n"):
+            if "flag" in line:
+                expected += [f"  - {line}", f"  + {line.replace('flag', 'flag_')}"]
+    assert shown == expected

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
+import json
+import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import torchport.check.rules as rules_pkg
+from torchport.check import fix_paths
 from torchport.check._context import Context
 from torchport.check._rule import Finding, Fix, FixSafety, Intent, Rule
 from torchport.cli._main import main
@@ -167,3 +174,107 @@ def test_plain_fix_applies_no_shipped_speed_fix(
     assert "TP106" in {f.code for f in plain.remaining}  # reported, with its fix left unapplied
     fast = fix_paths([path], diff=True, speed=True, unsafe=True)
     assert "TP106" in fast.changed[0].fixed
+
+
+class RiskySpeedup(Rename):
+    """What it does: test SPEED rule with an unsafe fix: `lazy` -> `eager`."""
+
+    code = "TP9942"
+    name = "test-risky-speedup"
+    intent = Intent.SPEED
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Name)
+        if node.id == "lazy":
+            yield ctx.finding(self, node, fix=Fix((ctx.replace(node, "eager"),), FixSafety.UNSAFE))
+
+
+_HINT = re.compile(r"(\d+) (?:more|fixable) with `torchport fix((?: --\w+)*)`")
+_FLAG_SETS = [
+    frozenset(),
+    frozenset({"speed"}),
+    frozenset({"unsafe"}),
+    frozenset({"speed", "unsafe"}),
+]
+
+
+def _applied(flags: frozenset[str]) -> int:
+    """How many fixes `fix --diff` with these flags applies to a.py."""
+    result = fix_paths(["a.py"], diff=True, unsafe="unsafe" in flags, speed="speed" in flags)
+    return sum(sum(change.fixed.values()) for change in result.changed)
+
+
+def _exactly(flags: frozenset[str], applied: dict[frozenset[str], int]) -> int:
+    """Fixes that need exactly ``flags``, from what each command applies (inclusion-exclusion)."""
+    return sum((-1) ** len(flags - sub) * n for sub, n in applied.items() if sub <= flags)
+
+
+@given(st.lists(st.sampled_from(["old", "risky", "slow", "lazy", "stuck", "x"]), min_size=1))
+@settings(max_examples=15)
+def test_each_hint_names_the_command_that_applies_that_many_more_fixes(
+    tmp_path_factory: pytest.TempPathFactory, names: list[str]
+) -> None:
+    """The oracle is `fix` itself. A fix needing flags F is applied by every command whose
+    flags include F, so the fixes needing exactly F number the alternating sum of what the
+    commands with F's subsets apply; each hint must give that number for its F."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules_pkg, "RULES", (Rename, Speedup, RiskySpeedup))
+        folder = tmp_path_factory.mktemp("hints")
+        patch.chdir(folder)
+        (folder / "a.py").write_text("".join(f"v{i} = {n}\n" for i, n in enumerate(names)))
+        applied = {flags: _applied(flags) for flags in _FLAG_SETS}
+        expected = {
+            flags: sum(
+                (-1) ** len(flags - sub) * applied[sub] for sub in _FLAG_SETS if sub <= flags
+            )
+            for flags in _FLAG_SETS
+        }
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            main(["check", "--no-cache", "a.py"])
+        hinted = {frozenset(f.replace("--", "") for f in flags.split()): int(n)
+                  for n, flags in _HINT.findall(out.getvalue())}  # fmt: skip
+        assert hinted == {flags: n for flags, n in expected.items() if n}, out.getvalue()
+
+
+def test_after_fix_unsafe_a_speed_fix_that_is_unsafe_is_still_hinted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rules_pkg, "RULES", (Rename, RiskySpeedup))
+    (tmp_path / "a.py").write_text("x = lazy\n")
+    code, _, err = run_fix(capsys, "--unsafe", "--diff", "a.py")  # the report: on stderr
+    assert code == 1 and "1 more with `torchport fix --speed --unsafe`" in err
+    assert err.endswith("Would fix 0 findings in 0 files; 1 left.\n")
+    assert run_fix(capsys, "--unsafe", "--speed", "a.py")[0] == 0
+    assert (tmp_path / "a.py").read_text() == "x = eager\n"
+
+
+_SELECTIONS = [(), ("--select", "TP9941"), ("--extend-select", "TP994"), ("--select", "ALL")]
+
+
+@given(
+    st.lists(st.sampled_from(["old", "risky", "slow", "lazy", "stuck"]), min_size=1),
+    st.sampled_from(_SELECTIONS),
+)
+@example(["slow", "lazy", "old"], ())
+@settings(max_examples=15)
+def test_fixable_in_every_format_means_a_plain_fix_with_the_same_selection_applies_it(
+    tmp_path_factory: pytest.TempPathFactory, names: list[str], selection: tuple[str, ...]
+) -> None:
+    """The oracle is `fix --diff` with the same selection: what it fixes, per code."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules_pkg, "RULES", (Rename, Speedup, RiskySpeedup))
+        folder = tmp_path_factory.mktemp("fixable")
+        patch.chdir(folder)
+        (folder / "a.py").write_text("".join(f"v{i} = {n}\n" for i, n in enumerate(names)))
+        select = list(selection[1:]) if selection[:1] == ("--select",) else None
+        extend = list(selection[1:]) if selection[:1] == ("--extend-select",) else None
+        fixed = fix_paths(["a.py"], diff=True, select=select, extend_select=extend)
+        applied = Counter({c: n for change in fixed.changed for c, n in change.fixed.items()})
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            main(["check", "--no-cache", "--format", "json", *selection, "a.py"])
+        reported = Counter(f["code"] for f in json.loads(out.getvalue()) if f["fixable"])
+        assert reported == applied
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            main(["check", "--no-cache", "--format", "concise", *selection, "a.py"])
+        starred = Counter(line.split()[1] for line in out.getvalue().splitlines() if "[*]" in line)
+        assert starred == applied

@@ -47,6 +47,7 @@ _FILE_NOQA = re.compile(
     re.IGNORECASE,
 )
 _SPLIT = re.compile(r"[\s,]+")
+_TYPE_COMMENT = re.compile(r"#\s*type:")  # PEP 484: read only where a comment starts
 _ANY = re.compile("noqa", re.IGNORECASE)
 # Each literal as one "unrolled" loop (a run of plain characters, then one escape or
 # lone quote, and again), which the regex engine takes in long strides.
@@ -152,15 +153,26 @@ def _comments(source: str) -> list[tuple[int, str, bool, int]]:
             if text is None or _ANY.search(text) is None:
                 continue
             start = match.start()
-            line += source.count("\n", at, start)
+            line += _line_ends(source, at, start)
             at = start
-            line_start = source.rfind("\n", 0, start) + 1
+            line_start = max(source.rfind("\n", 0, start), source.rfind("\r", 0, start)) + 1
             found.append((line, text, not source[line_start:start].strip(), start - line_start + 1))
     _last = (source, found)
     return found
 
 
 _last: tuple[str, list[tuple[int, str, bool, int]]] | None = None
+
+
+def _line_ends(source: str, start: int, end: int) -> int:
+    """Line ends in ``source[start:end]`` as Python counts them: ``\r\n``, ``\r``, ``\n``."""
+    newlines = source.count("\n", start, end)
+    returns = source.count("\r", start, end)
+    if not returns:
+        return newlines
+    return newlines + returns - source.count("\r\n", start, end)
+
+
 _KEEP_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
 
@@ -238,8 +250,11 @@ def add_noqa_comments(source: str, codes_by_line: dict[int, set[str]]) -> tuple[
 
     A line that already has a ``# noqa: ...`` comment gets the codes added to it
     (``# noqa: E501, TP101``); another comment keeps its text after the new one
-    (``x  # noqa: TP101  # note``). A line whose end lies inside a string or after
-    a backslash continuation cannot hold a comment and is returned, untouched.
+    (``x  # noqa: TP101  # note``), except a PEP 484 type comment (``# type: int``,
+    ``# type: ignore[...]``), which type checkers read only where a comment
+    starts: the new one follows it (``x  # type: ignore  # noqa: TP101``). A line
+    whose end lies inside a string or after a backslash continuation cannot hold
+    a comment and is returned, untouched.
 
     Raises:
         SyntaxError: ``source`` cannot be tokenized.
@@ -266,6 +281,8 @@ def add_noqa_comments(source: str, codes_by_line: dict[int, set[str]]) -> tuple[
             if match is not None:
                 at = start + match.end("codes")
                 body = f"{body[:at]}, {wanted}{body[at:]}"
+            elif _TYPE_COMMENT.match(text):
+                body = f"{body.rstrip()}  # noqa: {wanted}"
             else:
                 body = f"{body[:start]}# noqa: {wanted}  {body[start:]}"
         lines[number - 1] = body + ending

@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 
 from torchport import __version__
 from torchport.errors import MissingDependencyError, TorchportError
 
 SUBCOMMANDS = ("doctor", "check", "fix", "port", "rule", "run", "bench")
+_CHECKER = frozenset({"check", "fix", "port", "rule"})  # exit 1 means findings there
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,6 +60,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        if args.subcommand not in _CHECKER:
+            raise
+        # Python's own exit status for a crash is 1, which these commands use for
+        # "findings": a CI reading the code must see an error instead.
+        traceback.print_exc()
+        print(
+            f"torchport {args.subcommand}: internal error (a torchport bug; please report it "
+            f"with the traceback above)",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import time
 from collections.abc import Iterator
 from typing import IO
 
+from torchport.errors import ConfigError
+
 
 def _colour(stream: IO[str]) -> bool:
     if os.environ.get("NO_COLOR"):
@@ -27,11 +29,28 @@ def _colour(stream: IO[str]) -> bool:
 
 @contextlib.contextmanager
 def report_stream(args: argparse.Namespace, default: IO[str]) -> Iterator[tuple[IO[str], bool]]:
-    """``(stream, colour)`` for the report: ``--output-file`` when given, else ``default``."""
-    if getattr(args, "output_file", None) is None:
+    """``(stream, colour)`` for the report: ``--output-file`` when given, else ``default``.
+
+    Entered before the run: a report that cannot be written is an error (exit 2)
+    before any file is read or fixed, never a traceback after the work is done.
+    Missing folders on the way to the file are made, as Ruff does.
+
+    Raises:
+        ConfigError: the file cannot be created or written.
+    """
+    path = getattr(args, "output_file", None)
+    if path is None:
         yield default, _colour(default)
         return
-    with open(args.output_file, "w", encoding="utf-8") as fh:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise ConfigError(
+            f"--output-file {path}: cannot write the report there ({exc.strerror or exc}); "
+            f"name a file in a folder you may write to"
+        ) from None
+    with fh:
         yield fh, False
 
 

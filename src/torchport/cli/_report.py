@@ -63,12 +63,13 @@ def report_changes(
                 applied=applied,
                 unplaced=result.unplaced,
                 summary=not args.quiet,
+                rules=result.rules,
             )
         )
     if args.quiet:
         return
     files = len(result.changed)
-    verb = verbs[2] if not dry else f"Would {verbs[2][0].lower()}{verbs[2][1:]}"
+    verb = verbs[2] if not dry else verbs[1][0].upper() + verbs[1][1:]  # "Would fix"
     left = len(result.remaining) + result.unplaced
     summary = (
         f"{verb} {total} finding{'s' * (total != 1)} in {files} file{'s' * (files != 1)}; "

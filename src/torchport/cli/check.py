@@ -71,29 +71,33 @@ def _run(args: argparse.Namespace) -> int:
     from torchport.check import check_paths, render, render_statistics
 
     paths, stdin, _ = run_paths(args)
-    progress = ProgressLine("Checking", args)
-    try:
-        result = check_paths(
-            paths,
-            stdin=stdin,
-            select=args.select,
-            ignore=args.ignore,
-            extend_select=args.extend_select,
-            config=settings(args, paths),
-            jobs=args.jobs,
-            cache=not args.no_cache,
-            progress=progress,
-        )
-    finally:
-        progress.close()
-    findings = result.findings
-    if args.unused_noqa:
-        findings = sorted([*findings, *result.unused_noqa], key=lambda f: (f.path, f.line))
-    for error in result.errors:
-        print(error, file=sys.stderr)
     with report_stream(args, sys.stdout) as (out, colour):
+        progress = ProgressLine("Checking", args)
+        try:
+            result = check_paths(
+                paths,
+                stdin=stdin,
+                select=args.select,
+                ignore=args.ignore,
+                extend_select=args.extend_select,
+                config=settings(args, paths),
+                jobs=args.jobs,
+                cache=not args.no_cache,
+                progress=progress,
+            )
+        finally:
+            progress.close()
+        findings = result.findings
+        if args.unused_noqa:
+            findings = sorted([*findings, *result.unused_noqa], key=lambda f: (f.path, f.line))
+        for error in result.errors:
+            print(error, file=sys.stderr)
         if args.statistics:
-            out.write(render_statistics(findings, args.format, result.rules, result.errors))
+            out.write(
+                render_statistics(
+                    findings, args.format, result.rules, result.errors, plain=result.plain_fix
+                )
+            )
         else:
             out.write(
                 render(
@@ -105,6 +109,7 @@ def _run(args: argparse.Namespace) -> int:
                     color=colour,
                     show_fixes=args.show_fixes,
                     summary=not args.quiet,
+                    plain=result.plain_fix,
                 )
             )
     if result.errors:

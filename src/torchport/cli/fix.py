@@ -52,32 +52,33 @@ def _run(args: argparse.Namespace) -> int:
     from torchport.check import fix_paths
 
     paths, stdin, encoding = run_paths(args)
-    progress = ProgressLine("Fixing", args)
-    try:
-        result = fix_paths(
-            paths,
-            stdin=stdin,
-            unsafe=args.unsafe,
-            diff=args.diff,
-            speed=args.speed,
-            select=args.select,
-            ignore=args.ignore,
-            extend_select=args.extend_select,
-            config=settings(args, paths),
-            jobs=args.jobs,
-            progress=progress,
-        )
-    finally:
-        progress.close()
-    if stdin is not None and not args.diff:  # the fixed text, in stdin's own encoding
-        text = (result.changed[0].text or "") if result.changed else stdin
-        sys.stdout.flush()
-        sys.stdout.buffer.write(text.encode(encoding, "surrogateescape"))
-        sys.stdout.buffer.flush()
-    applied = {"safe", *(["speed"] if args.speed else []), *(["unsafe"] if args.unsafe else [])}
     # With --diff, stdout is a clean patch; with -, the fixed text; the report goes to stderr.
     default = sys.stderr if args.diff or stdin is not None else sys.stdout
-    with report_stream(args, default) as (report, _):
+    with report_stream(args, default) as (report, _):  # before any file is written
+        progress = ProgressLine("Fixing", args)
+        try:
+            result = fix_paths(
+                paths,
+                stdin=stdin,
+                unsafe=args.unsafe,
+                diff=args.diff,
+                speed=args.speed,
+                select=args.select,
+                ignore=args.ignore,
+                extend_select=args.extend_select,
+                config=settings(args, paths),
+                jobs=args.jobs,
+                progress=progress,
+            )
+        finally:
+            progress.close()
+        if stdin is not None and not args.diff:  # the fixed text, in stdin's own encoding
+            text = (result.changed[0].text or "") if result.changed else stdin
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text.encode(encoding, "surrogateescape"))
+            sys.stdout.buffer.flush()
+        chosen = {"speed": args.speed, "unsafe": args.unsafe}
+        applied = {"safe", *(kind for kind, on in chosen.items() if on)}
         report_changes(result, args, report, applied, verbs=("fixed", "would fix", "Fixed"))
     if result.errors:
         return 2

@@ -47,26 +47,26 @@ def _run(args: argparse.Namespace) -> int:
 
     paths, stdin, encoding = run_paths(args)
     dry = args.diff or args.check
-    progress = ProgressLine("Porting", args)
-    try:
-        result = port_paths(
-            paths,
-            diff=dry,
-            ignore=args.ignore,
-            config=settings(args, paths),
-            jobs=args.jobs,
-            stdin=stdin,
-            progress=progress,
-        )
-    finally:
-        progress.close()
-    if stdin is not None and not dry:  # the ported text, in stdin's own encoding
-        text = (result.changed[0].text or "") if result.changed else stdin
-        sys.stdout.flush()
-        sys.stdout.buffer.write(text.encode(encoding, "surrogateescape"))
-        sys.stdout.buffer.flush()
     default = sys.stderr if args.diff or stdin is not None else sys.stdout
-    with report_stream(args, default) as (report, _):
+    with report_stream(args, default) as (report, _):  # before any file is written
+        progress = ProgressLine("Porting", args)
+        try:
+            result = port_paths(
+                paths,
+                diff=dry,
+                ignore=args.ignore,
+                config=settings(args, paths),
+                jobs=args.jobs,
+                stdin=stdin,
+                progress=progress,
+            )
+        finally:
+            progress.close()
+        if stdin is not None and not dry:  # the ported text, in stdin's own encoding
+            text = (result.changed[0].text or "") if result.changed else stdin
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text.encode(encoding, "surrogateescape"))
+            sys.stdout.buffer.flush()
         report_changes(
             result, args, report, ("safe", "speed", "unsafe"),
             verbs=("ported", "would port", "Ported"),

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from torchport.check.files._config import Config, find_config, load_config
 from torchport.errors import ConfigError
@@ -168,3 +171,40 @@ def test_empty_select_is_an_error_not_all_checks_passed(tmp_path: Path, body: st
     assert main(["check", "--select", "", str(tmp_path / "a.py")]) == 2  # --select "" too
     # an extend-select next to the empty select still runs something: not an error
     assert check_paths([tmp_path], extend_select=["TP101"]).findings
+
+
+@given(
+    st.sampled_from(["gen", "out/deep", ".hidden"]),
+    st.sampled_from(["{p}", "{p}/", "./{p}", "/{p}", "{root}/{p}", "././{p}/"]),
+    st.sampled_from(["config", "command line"]),
+)
+def test_an_exclude_means_the_same_folder_however_it_is_spelled(
+    tmp_path_factory: pytest.TempPathFactory, folder: str, spelling: str, where: str
+) -> None:
+    """The oracle: the files under that folder, and only those, are left out."""
+    from torchport.check import check_paths
+
+    root = tmp_path_factory.mktemp("spell")
+    files = ["a.py", "gen/b.py", "out/deep/c.py", "out/d.py", ".hidden/e.py", "src/gen.py"]
+    for name in files:
+        write(root / name, "x = 1\n")
+    pattern = spelling.format(p=folder, root=root.as_posix())
+    here = Path.cwd()
+    os.chdir(root)  # command-line patterns are relative to the working folder
+    try:
+        if where == "config":
+            write(root / "pyproject.toml", f"[tool.torchport]\nextend-exclude = [{pattern!r}]\n")
+            config = load_config(root / "pyproject.toml")
+        else:
+            config = Config(root=root).with_excludes(None, [pattern])
+        checked = check_paths([root / n for n in files], config=config).files
+    finally:
+        os.chdir(here)
+    assert checked == len([n for n in files if not n.startswith(f"{folder}/")])
+
+
+def test_per_file_ignores_read_dot_slash_and_full_paths_as_excludes_do(tmp_path: Path) -> None:
+    for pattern in ("gen/**", "./gen/**", f"{tmp_path.as_posix()}/gen/**"):
+        config = Config(per_file_ignores=((pattern, ("TP1",)),), root=tmp_path)
+        assert config.ignores_for(tmp_path / "gen" / "b.py") == ("TP1",), pattern
+        assert config.ignores_for(tmp_path / "src" / "gen" / "b.py") == (), pattern

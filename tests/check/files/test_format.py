@@ -5,6 +5,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import re
+import unicodedata
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 from torchport.check.files._format import (
@@ -51,6 +59,26 @@ def test_text_lines_markers_and_summary() -> None:
         "1 more with `torchport fix --unsafe`)."
     )
     assert render_text([]) == "All checks passed.\n"
+
+
+# Characters whose terminal width is known: (char, columns). A combining mark or a
+# joiner follows a letter; a control character is shown as one replacement character.
+_LETTER, _WIDE, _ZERO = "aZ_", "中日🙂", "\u0301\u0308\u200d"
+
+
+@given(st.lists(st.sampled_from(["a", "中", "a\u0301", "Z\u200d", "日", "🙂", "\x1b", "\x07"])))
+def test_the_marks_sit_under_the_finding_whatever_the_characters_before_it(
+    before: list[str],
+) -> None:
+    prefix = "".join(before)
+    line = f"x = '{prefix}' + flag"
+    col = line.index("flag") + 1
+    finding = Finding("m.py", 1, col, 1, col + 4, "TP9970", "test-format", "m")
+    out = render_text([finding], sources={"m.py": line + "\n"}).splitlines()
+    shown, marks = out[1].split(" | ", 1), out[2].split(" | ", 1)[1]
+    expected = 5 + sum(2 if c in _WIDE else 0 if c in _ZERO else 1 for c in prefix) + 4
+    assert marks == " " * expected + "^^^^"
+    assert not any(unicodedata.category(c) == "Cc" for c in shown[1])  # no escape codes
 
 
 def test_text_summary_never_calls_a_run_with_unchecked_files_clean() -> None:
@@ -103,6 +131,30 @@ def test_sarif_has_the_required_structure() -> None:
     absolute = json.loads(render_sarif([dataclasses.replace(FINDINGS[0], path="/abs/x.py")], []))
     artifact = absolute["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
     assert artifact["artifactLocation"] == {"uri": "file:///abs/x.py"}
+
+
+# RFC 3986, section 4.2: a relative reference with no authority, query or fragment is a
+# path whose first segment holds no ":" (else it reads as a scheme), made of these.
+_NO_COLON = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|%[0-9A-F]{2})"
+_RELATIVE_PATH = re.compile(rf"{_NO_COLON}+(?:/(?:{_NO_COLON}|:)*)*")
+
+
+@given(
+    st.lists(
+        st.text(st.characters(exclude_characters="/\0", exclude_categories=["Cs"]), min_size=1),
+        min_size=1,
+        max_size=3,
+    ).filter(lambda parts: all(p not in (".", "..") for p in parts))
+)
+def test_sarif_locations_are_uri_references_that_decode_to_the_path(parts: list[str]) -> None:
+    path = "/".join(parts)
+    log = json.loads(render_sarif([dataclasses.replace(FINDINGS[0], path=path)], []))
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    uri = location["artifactLocation"]["uri"]
+    assert _RELATIVE_PATH.fullmatch(uri), uri
+    split = urlsplit(uri)
+    assert (split.scheme, split.netloc, split.query, split.fragment) == ("", "", "", "")
+    assert unquote(split.path) == PurePosixPath(path).as_posix()
 
 
 def test_github_annotations_escape_properties_and_data() -> None:
@@ -170,3 +222,55 @@ def test_a_fix_that_changes_results_says_so_in_every_format() -> None:
     assert sarif["message"]["text"].endswith(note)
     assert "reseeds the CPU generator too" in render_github([finding])
     assert "changes results" not in render_text(FINDINGS[:1])
+
+
+# --- where an error is, in every format ------------------------------------------------
+
+_BROKEN = ["y = (", 'y = """abc', "def f(:", "  x = 1", "y = [1,\n 2", "return 1 +"]
+
+
+@given(
+    st.integers(0, 3),
+    st.sampled_from(_BROKEN),
+    st.integers(0, 3),
+    st.sampled_from(["", "z = '''\n'''\n"]),
+)
+def test_a_parse_error_is_placed_where_python_places_it(
+    tmp_path_factory: pytest.TempPathFactory, before: int, broken: str, after: int, tail: str
+) -> None:
+    from torchport.check import check_paths
+
+    folder = tmp_path_factory.mktemp("errors")
+    source = "x = 1\n" * before + broken + "\n" + "w = 2\n" * after + tail
+    (folder / "m.py").write_text(source)
+    with pytest.raises(SyntaxError) as python:
+        compile(source, "m.py", "exec")
+    errors = check_paths([folder / "m.py"]).errors
+    (item,) = json.loads(render_json([], errors))
+    assert (item["cell"], item["line"], item["col"]) == (
+        None, python.value.lineno, python.value.offset,
+    )  # fmt: skip
+    annotation = render_github([], errors)
+    assert f",line={python.value.lineno},col={python.value.offset}," in annotation
+    notification = json.loads(render_sarif([], [], errors))["runs"][0]["invocations"][0]
+    region = notification["toolExecutionNotifications"][0]["locations"][0]["physicalLocation"]
+    assert region["region"]["startLine"] == python.value.lineno
+
+
+def test_noqa_and_notebook_errors_name_their_cell_and_line(tmp_path: Path) -> None:
+    from torchport.check import check_paths
+
+    (tmp_path / "b.py").write_text("import torch\nx = 1  # noqa: TP999\n")
+    cells = [["x = 1\n"], ["y = 2\n", "def broken(:\n"], ["z = 1\n", "w = 1  # noqa: TP998\n"]]
+    notebook = {
+        "cells": [{"cell_type": "code", "metadata": {}, "source": c} for c in cells],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / "n.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+    errors = check_paths([tmp_path]).errors
+    places = {
+        (Path(e["path"]).name, e["cell"], e["line"]) for e in json.loads(render_json([], errors))
+    }
+    assert places == {("b.py", None, 2), ("n.ipynb", 2, 2), ("n.ipynb", 3, 2)}

@@ -72,3 +72,22 @@ def test_workers_die_with_the_parent(tmp_path: Path, sig: signal.Signals) -> Non
             proc.kill()
         for w in children(proc.pid):
             os.kill(w, signal.SIGKILL)
+
+
+def _slow_chunk(chunk: int) -> list[int]:
+    time.sleep(0.2)
+    return [chunk]
+
+
+def test_ctrl_c_ends_the_workers_quietly(capfd: pytest.CaptureFixture[str]) -> None:
+    """The user sees no traceback of the pool's own threads, and no worker outlives the run."""
+    from torchport.check.files._paths import _map
+
+    def interrupt(done: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    for _ in range(2):
+        with pytest.raises(KeyboardInterrupt):
+            _map(_slow_chunk, list(range(12)), 3, interrupt)
+    assert wait_for(lambda: not children(os.getpid()))
+    assert "Traceback" not in capfd.readouterr().err

@@ -1,16 +1,25 @@
-"""The check cache: what a file produced, kept under its size and modification time.
+"""The check cache: what a file produced, kept under its path and stat stamp.
 
 A second ``torchport check`` of a tree where nothing changed reads no file: each
-file's ``(size, mtime_ns)`` is compared with the values recorded when it was last
-checked, and a match replays that check's findings, errors, line count and
-excerpt texts. What the cache is keyed on, so that nothing stale is replayed:
+file's stamp (device, inode, size, modification and change times) is compared
+with the one recorded when it was last checked, and a match replays that
+check's findings, errors, line count and excerpt texts. What the cache is
+keyed on, so that nothing stale is replayed:
 
-* per file: its path as given, its size and modification time as the worker
-  read them (not as discovery saw them, so a file edited mid-run is re-checked
-  next time), and the rule codes its per-file ignores switch off. A file
-  modified in the last two seconds is not kept at all: file systems stamp times
-  in ticks of a few milliseconds, so an edit of the same size in the same tick
-  would look unchanged (git's "racy" entries, handled the same way);
+* per file: its path as given and where that leads from the working folder
+  (``a.py`` run from two folders is two files), its device, inode, size,
+  modification and change times as the worker read them (not as discovery saw
+  them, so a file edited mid-run is re-checked next time), and the rule codes
+  its per-file ignores switch off. The change time (``ctime``) is what makes an
+  edit visible whatever else matches: ``touch -d``, ``cp -p``, ``rsync -t`` and
+  archive tools set a file's modification time back to an old value, but every
+  write sets the change time to now, and nothing but the clock can set it back;
+  a file put in another's place (a rename, an editor's save) has a new inode.
+  A file modified in the last two seconds is not kept at all: file systems
+  stamp times in ticks of a few milliseconds, so an edit of the same size in
+  the same tick would look unchanged (git's "racy" entries, handled as git does:
+  by the modification time, so a file dated back by a test or an archive tool
+  is kept at once; its change time still tells any later edit);
 * per run (the cache file's name): torchport's version, the checker's own
   source files (size and time of each, so an edited development install starts
   afresh), Python's version (``ast`` differs), and the rules that run and the
@@ -58,6 +67,14 @@ def cache_folder(root: Path | None) -> Path:
     if override:
         return Path(override)
     return (root if root is not None else Path.cwd()) / CACHE_FOLDER
+
+
+_STAMP = ("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
+
+
+def _stamp(st: os.stat_result) -> tuple[int, ...]:
+    """What the cache compares: as :class:`~torchport.check.files._work.Report` records it."""
+    return tuple(getattr(st, name) for name in _STAMP)
 
 
 def _checker_fingerprint() -> str:
@@ -117,7 +134,7 @@ class CheckCache:
 
     @staticmethod
     def _key(path: str, ignored: tuple[str, ...]) -> str:
-        return f"{path}\0{','.join(ignored)}"
+        return f"{os.path.abspath(path)}\0{path}\0{','.join(ignored)}"
 
     def lookup(self, path: str, ignored: tuple[str, ...]) -> Report | None:
         """The report of ``path`` if it has not changed since it was cached, else None."""
@@ -125,8 +142,8 @@ class CheckCache:
         if entry is None:
             return None
         try:
-            st = os.stat(path)
-            if [st.st_size, st.st_mtime_ns] != entry["stamp"]:
+            stamp = _stamp(os.stat(path))
+            if list(stamp) != entry["stamp"]:
                 return None
             return Report(
                 path,
@@ -134,7 +151,7 @@ class CheckCache:
                 errors=[FileError(path, str(m)) for m in entry["errors"]],  # type: ignore[attr-defined]
                 lines=int(entry["lines"]),  # type: ignore[call-overload]
                 sources=dict(entry["sources"]),  # type: ignore[call-overload]
-                stamp=(st.st_size, st.st_mtime_ns),
+                stamp=stamp,
                 unused_noqa=[_finding_from_json(dict(f)) for f in entry["unused_noqa"]],  # type: ignore[attr-defined]
             )
         except (OSError, KeyError, TypeError, ValueError):
@@ -144,7 +161,7 @@ class CheckCache:
         """Keep ``report`` for its file (only a report read from a file, with no crash in it)."""
         if report.stamp is None or any("internal error" in e.message for e in report.errors):
             return
-        if time.time_ns() - report.stamp[1] < _RACY_NS:
+        if len(report.stamp) != len(_STAMP) or time.time_ns() - report.stamp[3] < _RACY_NS:
             return  # modified just now: see the module docstring
         self._entries[self._key(report.path, ignored)] = {
             "stamp": list(report.stamp),

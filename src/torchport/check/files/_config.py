@@ -62,11 +62,14 @@ class Config:
         globs = []
         patterns = (*self.exclude, *self.extend_exclude)
         if patterns:
+            root = self.root.absolute()
             globs.append(
-                GlobSet(self.root.absolute(), patterns, origin=f"exclude of {self.origin}")
+                GlobSet(root, _anchored(patterns, root), origin=f"exclude of {self.origin}")
             )
         for folder, cli in self.cli_excludes:
-            globs.append(GlobSet(folder, cli, origin="--exclude/--extend-exclude"))
+            globs.append(
+                GlobSet(folder, _anchored(cli, folder), origin="--exclude/--extend-exclude")
+            )
         return globs
 
     def with_excludes(
@@ -90,13 +93,38 @@ class Config:
     def ignores_for(self, path: Path) -> tuple[str, ...]:
         """Codes ``per-file-ignores`` switches off for ``path``."""
         codes: list[str] = []
+        root = self.root.absolute()
         for pattern, ignored in self.per_file_ignores:
             globs = GlobSet(
-                self.root.absolute(), [pattern], origin=f"per-file-ignores of {self.origin}"
+                root, _anchored([pattern], root), origin=f"per-file-ignores of {self.origin}"
             )
             if globs.match(path.absolute(), is_dir=False):
                 codes.extend(ignored)
         return tuple(codes)
+
+
+def _anchored(patterns: Sequence[str], base: Path) -> list[str]:
+    """Patterns as users write them, in the gitignore form :class:`GlobSet` reads.
+
+    ``./build`` (which gitignore does not know, so would match nothing) means the
+    ``build`` beside the configuration: ``/build``. A path written out from the root
+    (``/home/me/project/build``, what a shell's tab completion gives) means the same
+    when it lies under ``base``. Everything else is gitignore syntax as it stands.
+    """
+    out = []
+    prefix = f"{base.as_posix().rstrip('/')}/"
+    for pattern in patterns:
+        negate = "!" if pattern.startswith("!") else ""
+        body = pattern[len(negate) :]
+        if body.startswith("./"):
+            rest = body
+            while rest.startswith("./"):
+                rest = rest[2:].lstrip("/")
+            body = f"/{rest}" if rest else body
+        elif body.startswith(prefix):
+            body = "/" + body[len(prefix) :]
+        out.append(negate + body)
+    return out
 
 
 def _strings(value: object, key: str, source: Path) -> tuple[str, ...]:

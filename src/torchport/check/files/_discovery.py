@@ -32,7 +32,7 @@ import re
 import stat
 import tokenize
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchport.errors import ConfigError
@@ -76,10 +76,13 @@ class Stamp:
     size: int
     mtime_ns: int
     data: bytes
+    # Not compared: a chmod or a new hard link while fix runs changes no byte to keep.
+    # The check cache keys on it, since no tool can set it back (``touch -d`` cannot).
+    ctime_ns: int = field(default=0, compare=False)
 
     @classmethod
     def of(cls, st: os.stat_result, data: bytes) -> Stamp:
-        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, data)
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, data, st.st_ctime_ns)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,12 +12,13 @@ import inspect
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import PurePath
+from urllib.parse import quote
 
 from torchport import __version__
 from torchport.check._rule import Finding, FixSafety, Rule
-from torchport.check.files._text import file_of, render_text
+from torchport.check.files._text import file_of, fix_flags, render_text
 from torchport.check.files._work import FileError
 
 __all__ = [
@@ -44,7 +45,7 @@ def _safety(finding: Finding) -> FixSafety | None:
     return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
 
 
-def _finding_json(f: Finding) -> dict[str, object]:
+def _finding_json(f: Finding, fixable: bool) -> dict[str, object]:
     safety = _safety(f)
     cell = int(f.path.rsplit(" ", 1)[1]) if file_of(f.path) != f.path else None
     fix = None
@@ -66,26 +67,47 @@ def _finding_json(f: Finding) -> dict[str, object]:
         "col": f.col,
         "end_line": f.end_line,
         "end_col": f.end_col,
-        "fixable": safety is FixSafety.SAFE,
+        "fixable": fixable,
         "fix": fix,
     }
 
 
+# Where an error message says it happened. The checker writes the place last ("cannot
+# parse: MSG at line 2, column 5", "... at cell 3, line 1, column 2") or first ("line 2:
+# a noqa comment names ...", "cell 3, line 1: ...", "cell 3 not checked: ... at line 1");
+# the parser's own MSG may name another line first ("(detected at line 9)"), so the
+# last "at line" wins.
 _AT_LINE = re.compile(r"\bat (?:cell (\d+), )?line (\d+)(?:, column (\d+))?")
+_LEADING = re.compile(r"^(?:cell (\d+), )?line (\d+):|^cell (\d+)\b")
+
+
+def _error_position(message: str) -> tuple[int | None, int | None, int | None]:
+    """``(cell, line, column)`` of a :class:`FileError` message; None where it names none."""
+    cell = line = col = None
+    leading = _LEADING.search(message)
+    if leading is not None:
+        named = leading[1] or leading[3]
+        cell = int(named) if named else None
+        line = int(leading[2]) if leading[2] else None
+    trailing = list(_AT_LINE.finditer(message))
+    if trailing and line is None:
+        last = trailing[-1]
+        line = int(last[2])
+        col = int(last[3]) if last[3] else None
+        cell = int(last[1]) if last[1] else cell
+    return cell, line, col
 
 
 def _error_json(e: FileError) -> dict[str, object]:
     """A file that could not be checked: ``kind`` "error", the position where one is known."""
-    where = _AT_LINE.search(e.message)
-    line = int(where[2]) if where else None
-    col = int(where[3]) if where and where[3] else None
+    cell, line, col = _error_position(e.message)
     return {
         "kind": "error",
         "code": None,
         "name": None,
         "message": e.message,
         "path": file_of(e.path),
-        "cell": int(where[1]) if where and where[1] else None,
+        "cell": cell,
         "line": line,
         "col": col,
         "end_line": line,
@@ -95,7 +117,13 @@ def _error_json(e: FileError) -> dict[str, object]:
     }
 
 
-def render_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -> str:
+def render_json(
+    findings: Sequence[Finding],
+    errors: Sequence[FileError] = (),
+    *,
+    rules: Sequence[type[Rule]] = (),
+    plain: Collection[str] | None = None,
+) -> str:
     """A JSON list: one object per finding, then one per file that could not be checked.
 
     The format is documented in ``docs/json-format.md``: ``kind`` is ``"finding"``
@@ -105,9 +133,13 @@ def render_json(findings: Sequence[Finding], errors: Sequence[FileError] = ()) -
     code points of the file's decoded text. ``cell`` is the notebook cell (1-based)
     of a finding in an ``.ipynb`` file, whose ``line`` then counts within that cell
     (as Ruff reports them); a notebook finding's ``fix.edits`` is null: apply it
-    with ``torchport fix``.
+    with ``torchport fix``. ``fixable``: a plain ``torchport fix`` applies it (a safe fix,
+    and a SPEED rule's only where the selection named it: ``plain``, as for
+    :func:`render_text`).
     """
-    items = [_finding_json(f) for f in findings] + [_error_json(e) for e in errors]
+    by_code = {r.code: r for r in rules}
+    items = [_finding_json(f, fix_flags(f, by_code, plain) == ()) for f in findings]
+    items += [_error_json(e) for e in errors]
     return json.dumps(items, indent=2) + "\n"
 
 
@@ -136,16 +168,23 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileError] = ())
         text = f"{where}{f.code} {f.message}{_changes(f)}"
         out.append(f"::warning {props}::{_escape_data(text)}")
     for e in errors:
+        cell, line, col = _error_position(e.message)
+        where = f",line={line}" if line is not None and cell is None else ""
+        where += f",col={col}" if where and col is not None else ""
         out.append(
-            f"::error file={_escape_property(e.path)},title=torchport::{_escape_data(e.message)}"
+            f"::error file={_escape_property(e.path)}{where},title=torchport::"
+            f"{_escape_data(e.message)}"
         )
     return "".join(line + "\n" for line in out)
 
 
-def _statistics(findings: Sequence[Finding]) -> list[dict[str, object]]:
+def _statistics(
+    findings: Sequence[Finding], rules: Sequence[type[Rule]], plain: Collection[str] | None
+) -> list[dict[str, object]]:
     counts = Counter(f.code for f in findings)
     names = {f.code: f.name for f in findings}
-    fixable = {f.code for f in findings if _safety(f) is FixSafety.SAFE}
+    by_code = {r.code: r for r in rules}
+    fixable = {f.code for f in findings if fix_flags(f, by_code, plain) == ()}
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return [
         {"code": code, "name": names[code], "count": n, "fixable": code in fixable}
@@ -158,15 +197,18 @@ def render_statistics(
     fmt: str = "text",
     rules: Sequence[type[Rule]] = (),
     errors: Sequence[FileError] = (),
+    *,
+    plain: Collection[str] | None = None,
 ) -> str:
     """Count per code, most frequent first (ties by code), in one of :data:`FORMATS`.
 
-    Text: ``count  code  [*] name`` rows (``[*]``: fixable). JSON: a list of
+    Text: ``count  code  [*] name`` rows (``[*]``: a plain ``fix`` applies some of
+    them; ``plain`` as for :func:`render_text`). JSON: a list of
     ``{"code", "name", "count", "fixable"}``. GitHub: one ``::notice`` per code.
     SARIF: the full log (results included) with the counts in the run's
     ``properties.statistics``, so a SARIF consumer still gets a valid log.
     """
-    rows = _statistics(findings)
+    rows = _statistics(findings, rules, plain)
     if fmt == "json":
         return json.dumps(rows, indent=2) + "\n"
     if fmt == "github":
@@ -186,10 +228,17 @@ def render_statistics(
 
 
 def _uri(path: str) -> dict[str, str]:
+    """A SARIF ``artifactLocation``: a URI reference, percent-encoded.
+
+    A file name is not a URI: a space, ``%``, ``#`` or ``?`` in it is not allowed
+    or means something else, and ``c:x.py`` reads as the scheme ``c``. Every
+    character but letters, digits, ``-._~`` and ``/`` is encoded (UTF-8), so a
+    consumer that decodes the reference gets the path back.
+    """
     pure = PurePath(path)
     if pure.is_absolute():
         return {"uri": pure.as_uri()}
-    return {"uri": pure.as_posix(), "uriBaseId": "%SRCROOT%"}
+    return {"uri": quote(pure.as_posix(), safe="/"), "uriBaseId": "%SRCROOT%"}
 
 
 def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
@@ -203,6 +252,15 @@ def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
         "defaultConfiguration": {"level": "warning", "enabled": bool(rule.default)},
         "properties": {"fixSafety": rule.fix_safety.value},
     }
+
+
+def _error_location(e: FileError) -> dict[str, object]:
+    """A notification's place: the file, and the line where the message names one in it."""
+    location: dict[str, object] = {"artifactLocation": _uri(e.path)}
+    cell, line, col = _error_position(e.message)
+    if line is not None and cell is None:  # a cell's lines are not the .ipynb file's
+        location["region"] = {"startLine": line, **({"startColumn": col} if col else {})}
+    return location
 
 
 def render_sarif(
@@ -246,7 +304,7 @@ def render_sarif(
         {
             "level": "error",
             "message": {"text": e.message},
-            "locations": [{"physicalLocation": {"artifactLocation": _uri(e.path)}}],
+            "locations": [{"physicalLocation": _error_location(e)}],
         }
         for e in errors
     ]
@@ -285,16 +343,19 @@ def render(
     color: bool = False,
     show_fixes: bool = False,
     summary: bool = True,
+    plain: Collection[str] | None = None,
 ) -> str:
     """Render in one of :data:`FORMATS`.
 
     ``text`` shows an excerpt under each finding where ``sources`` has its text
     (``show_fixes``: and the lines its fix writes); ``concise`` is one line per
     finding. File errors go into the json, sarif and github forms (text forms
-    leave them to stderr and count them in the summary).
+    leave them to stderr and count them in the summary). ``plain``: the codes whose
+    fixes a plain ``fix`` applies (:attr:`CheckResult.plain_fix`), for ``[*]``,
+    ``fixable`` and the summary's hints.
     """
     if fmt == "json":
-        return render_json(findings, errors)
+        return render_json(findings, errors, rules=rules, plain=plain)
     if fmt == "sarif":
         return render_sarif(findings, rules, errors)
     if fmt == "github":
@@ -306,4 +367,6 @@ def render(
         color=color,
         show_fixes=show_fixes,
         summary=summary,
+        rules=rules,
+        plain=plain,
     )

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +72,9 @@ class CheckResult:
     sources: dict[str, str] = field(default_factory=dict)
     cached: int = 0
     unused_noqa: list[Finding] = field(default_factory=list)
+    # The codes whose fixes a plain `torchport fix` with these settings applies (a SPEED
+    # rule's only where the selection names it; unsafe fixes still need --unsafe).
+    plain_fix: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -112,7 +115,12 @@ def _watch_parent(parent: int) -> None:
 
 
 def _die_with_parent(parent: int) -> None:
-    """Worker initializer: end this worker as soon as the process that started it ends."""
+    """Worker initializer: end this worker as soon as the process that started it ends.
+
+    Ctrl-C reaches every process of the terminal's group; the parent alone answers it
+    (it ends the workers), so a worker ignores it rather than print its own traceback.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             import ctypes
@@ -125,12 +133,30 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel what is queued and end the workers now (not after their current chunk)."""
+    """Cancel what is queued and end the workers now (not after their current chunk).
+
+    The pool's manager thread then finds its workers gone and, on Python 3.11, fails
+    to mark the futures just cancelled as broken (``InvalidStateError``): that
+    traceback would be all a user sees after Ctrl-C, so it is kept quiet here.
+    """
     processes = list((pool._processes or {}).values())  # no public handle on the workers
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        with contextlib.suppress(OSError, AttributeError):
-            process.terminate()
+    manager = getattr(pool, "_executor_manager_thread", None)
+    previous = threading.excepthook
+
+    def quiet(args: threading.ExceptHookArgs) -> None:
+        if args.thread is not manager or not isinstance(args.exc_value, InvalidStateError):
+            previous(args)
+
+    threading.excepthook = quiet
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            with contextlib.suppress(OSError, AttributeError):
+                process.terminate()
+        if isinstance(manager, threading.Thread):
+            manager.join(timeout=5)
+    finally:
+        threading.excepthook = previous
 
 
 Progress = Callable[[int, int], None]
@@ -257,9 +283,11 @@ def check_paths(
     sources = {name: text for r in reports for name, text in r.sources.items()}
     lines = sum(r.lines for r in reports)
     unused = sorted((f for r in reports for f in r.unused_noqa), key=lambda f: (f.path, f.line))
+    plain = run.template.fixable
     return CheckResult(
-        findings, sorted(errors), run.rules, len(reports), lines, sources, cached, unused
-    )
+        findings, sorted(errors), run.rules, len(reports), lines, sources, cached, unused,
+        tuple(r.code for r in run.rules) if plain is None else plain,
+    )  # fmt: skip
 
 
 def fix_paths(

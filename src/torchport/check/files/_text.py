@@ -16,11 +16,12 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 from torchport.check._rule import Finding, FixSafety, Intent, Rule
 
-__all__ = ["file_of", "render_text"]
+__all__ = ["file_of", "fix_flags", "render_text"]
 
 _CELL = re.compile(r":cell \d+$")
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -40,10 +41,26 @@ def _safety(finding: Finding) -> FixSafety | None:
     return finding.fix.safety if finding.fix is not None and finding.fix.edits else None
 
 
-def _is_speed(finding: Finding) -> bool:
-    """A SPEED rule's fix, which a plain `fix` leaves alone (see Intent)."""
-    rule = Rule.registry.get(finding.code)
-    return rule is not None and rule.intent is Intent.SPEED
+def fix_flags(
+    finding: Finding,
+    rules: Mapping[str, type[Rule]] | None = None,
+    plain: Collection[str] | None = None,
+) -> tuple[str, ...] | None:
+    """The `fix` flags that apply ``finding``'s fix: ``()`` a plain `fix`; None: it has none.
+
+    An unsafe fix needs ``--unsafe``; a SPEED rule's (see Intent) needs ``--speed``
+    unless the run's selection named the rule, which ``plain`` says when given: the
+    codes whose fixes a plain `fix` with the same settings applies. ``rules``: the
+    rules that ran, by code (a shipped rule is also known without).
+    """
+    safety = _safety(finding)
+    if safety is None:
+        return None
+    rule = (rules or {}).get(finding.code) or Rule.registry.get(finding.code)
+    speed = rule is not None and rule.intent is Intent.SPEED
+    if plain is not None:
+        speed = finding.code not in plain
+    return (*(("speed",) if speed else ()), *(("unsafe",) if safety is FixSafety.UNSAFE else ()))
 
 
 class _Paint:
@@ -55,7 +72,17 @@ class _Paint:
 
 
 def _width(char: str) -> int:
+    """Terminal columns of ``char``: 0 for a combining mark or a format character (joiners)."""
+    if unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
     return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+def _printable(line: str) -> str:
+    """``line`` with control characters shown as U+FFFD: never sent raw to a terminal."""
+    if line.isprintable():
+        return line
+    return "".join("\ufffd" if c != "\t" and unicodedata.category(c) == "Cc" else c for c in line)
 
 
 def _window(line: str, start: int, end: int) -> tuple[str, int, int]:
@@ -72,7 +99,7 @@ def _window(line: str, start: int, end: int) -> tuple[str, int, int]:
 def _excerpt(f: Finding, lines: Sequence[str], paint: _Paint) -> list[str]:
     if not 0 < f.line <= len(lines):
         return []
-    line = lines[f.line - 1].rstrip()
+    line = _printable(lines[f.line - 1].rstrip())
     start = min(f.col - 1, len(line))
     end = f.end_col - 1 if f.end_line == f.line else len(line)
     end = max(start + 1, min(end, len(line)))
@@ -108,16 +135,17 @@ def _fix_lines(f: Finding, source: str, paint: _Paint) -> list[str]:
 
 
 def _summary(
-    findings: Sequence[Finding], errors: int, applied: Collection[str], unplaced: int
+    findings: Sequence[Finding],
+    errors: int,
+    applied: Collection[str],
+    unplaced: int,
+    flags: Sequence[tuple[str, ...] | None],
 ) -> list[str]:
     unchecked = ""
     if errors:
         unchecked = f"{errors} error{'s' if errors != 1 else ''} (named above) to fix first"
     if not findings and not unplaced:
         return [f"No findings, but {unchecked}." if errors else "All checks passed."]
-    speed = sum(_safety(f) is FixSafety.SAFE and _is_speed(f) for f in findings)
-    safe = sum(_safety(f) is FixSafety.SAFE for f in findings) - speed
-    unsafe = sum(_safety(f) is FixSafety.UNSAFE for f in findings)
     files = len({file_of(f.path) for f in findings})
     total = len(findings) + unplaced
     noun = "finding" if total == 1 else "findings"
@@ -125,13 +153,15 @@ def _summary(
     notes = []
     if unplaced:
         notes.append(f"{unplaced} on lines the fixes would write, shown in the diff")
-    # Never suggest the command that just ran: after `fix --unsafe`, no "--unsafe" hint.
-    if safe and "safe" not in applied:
-        notes.append(f"{safe} fixable with `torchport fix`")
-    if speed and "speed" not in applied:
-        notes.append(f"{speed} more with `torchport fix --speed`")
-    if unsafe and "unsafe" not in applied:
-        notes.append(f"{unsafe} more with `torchport fix --unsafe`")
+    # Each count names the one command that applies those fixes (a SPEED rule's unsafe
+    # fix needs both flags), and never the command that just ran: after `fix --unsafe`,
+    # no "--unsafe" hint.
+    needs = Counter(flags)
+    for wanted in ((), ("speed",), ("unsafe",), ("speed", "unsafe")):
+        if not needs[wanted] or (set(wanted) | {"safe"}) <= set(applied):
+            continue
+        command = " ".join(["`torchport fix", *(f"--{flag}" for flag in wanted)]) + "`"
+        notes.append(f"{needs[wanted]} {'more with' if wanted else 'fixable with'} {command}")
     lines = [summary + (f" ({', '.join(notes)})" if notes else "") + "."]
     if errors:
         lines.append(f"And {unchecked}.")
@@ -148,8 +178,11 @@ def render_text(
     applied: Collection[str] = (),
     unplaced: int = 0,
     summary: bool = True,
+    rules: Sequence[type[Rule]] = (),
+    plain: Collection[str] | None = None,
 ) -> str:
-    """``path:line:col: CODE message`` per finding (``[*]``: safely fixable), then a summary.
+    """``path:line:col: CODE message`` per finding (``[*]``: a plain `fix` applies it), then a
+    summary.
 
     Args:
         findings: What to list, in order.
@@ -164,23 +197,30 @@ def render_text(
         unplaced: Findings not listed because they have no position on disk (a
             dry-run fix's, on lines it would write); the summary counts them.
         summary: End with the summary line (``--quiet`` leaves it out).
+        rules: The rules that ran, whose intent says which command applies their fixes
+            (shipped rules are known without).
+        plain: The codes whose fixes a plain `fix` with the run's settings applies
+            (:attr:`CheckResult.plain_fix`; None: judged by each rule's intent).
     """
+    by_code = {r.code: r for r in rules}
+    flags = [fix_flags(f, by_code, plain) for f in findings]
     paint = _Paint(color)
     lines: list[str] = []
     split: dict[str, list[str]] = {}
-    for f in findings:
-        marker = f" {paint(_CYAN, '[*]')}" if _safety(f) is FixSafety.SAFE else ""
+    for f, needs in zip(findings, flags, strict=True):
+        marker = f" {paint(_CYAN, '[*]')}" if needs == () else ""
         head = f"{paint(_BOLD, f'{f.path}:{f.line}:{f.col}:')} {paint(_RED, f.code)}"
         lines.append(f"{head}{marker} {f.message}")
         source = None if sources is None else sources.get(f.path)
-        if source is None:
+        if sources is None or source is None:
             continue
         if f.path not in split:
             split[f.path] = _LINE_END.split(source)
         lines += _excerpt(f, split[f.path], paint)
-        if show_fixes:
-            lines += _fix_lines(f, source, paint)
+        if show_fixes:  # a notebook's fix counts in its cells joined, not in one cell
+            joined = sources.get(file_of(f.path)) if file_of(f.path) != f.path else source
+            lines += _fix_lines(f, joined, paint) if joined is not None else []
         lines.append("")
     if summary:
-        lines += _summary(findings, errors, applied, unplaced)
+        lines += _summary(findings, errors, applied, unplaced, flags)
     return "".join(line + "\n" for line in lines)

@@ -84,7 +84,8 @@ class Report:
     fix: FileFix | None = None
     sources: dict[str, str] = field(default_factory=dict)
     unplaced: int = 0
-    stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the bytes read, for the cache
+    # (device, inode, size, mtime_ns, ctime_ns) of the file when read, for the cache
+    stamp: tuple[int, ...] | None = None
     unused_noqa: list[Finding] = field(default_factory=list)
 
 
@@ -135,7 +136,8 @@ def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | No
             return None
         doc = _Doc(source.text, source.text, source.encoding, source.stamp)
         if source.stamp is not None:
-            report.stamp = (source.stamp.size, source.stamp.mtime_ns)
+            st = source.stamp
+            report.stamp = (st.dev, st.ino, st.size, st.mtime_ns, st.ctime_ns)
     if path.endswith(".ipynb"):
         try:
             doc.notebook = read_notebook(doc.raw)
@@ -186,7 +188,11 @@ def _place(doc: _Doc, findings: list[Finding], text: str) -> list[Finding]:
 
 
 def _sources(doc: _Doc, path: str, findings: list[Finding]) -> dict[str, str]:
-    """The text each finding's lines count in: the file's, or in a notebook its cell's."""
+    """The text each finding's lines count in: the file's, or in a notebook its cell's.
+
+    A notebook's own path maps to the text its fixes' offsets count in (the cells
+    joined), where a finding has a fix: ``--show-fixes`` applies them there.
+    """
     if not findings:
         return {}
     nb = doc.notebook
@@ -199,7 +205,10 @@ def _sources(doc: _Doc, path: str, findings: list[Finding]) -> dict[str, str]:
         name = f"{path}:cell {locate(number)[0]}"
         if name in wanted:
             cells.setdefault(name, []).append(line)
-    return {name: "\n".join(lines) for name, lines in cells.items()}
+    out = {name: "\n".join(lines) for name, lines in cells.items()}
+    if any(f.fix is not None and f.fix.edits for f in findings):
+        out[path] = doc.text
+    return out
 
 
 UNUSED_NOQA = ("TP000", "unused-noqa")  # the code and name unused-noqa reports carry
