@@ -15,6 +15,7 @@ import functools
 import importlib.util
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -353,6 +354,48 @@ def test_objects_whose_deep_copy_ignores_the_memo_still_share_and_move_everythin
         assert led.offsets is not ledger.offsets  # the input's dict was not moved in place
         assert not (frame.is_meta or stamp.is_meta or ledger.offsets["a"].is_meta)
         assert snap.frames == [frame, frame] and ledger.rows["a"] is frame
+
+
+class TokenBatch(collections.UserDict[str, Any]):
+    """A ``.to`` mapping whose pickling state leaves an attribute out (``BatchEncoding``'s)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(data)
+        self.count = len(data)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"data": self.data}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.data = state["data"]
+
+    def to(self, device: torch.device) -> TokenBatch:
+        self.data = {key: value.to(device) for key, value in self.data.items()}
+        return self
+
+
+class Envelope:
+    """Holds whatever it is given; its own ``.to`` moves only its ``body`` tensor."""
+
+    def __init__(self, body: torch.Tensor, extra: Any) -> None:
+        self.body = body
+        self.extra = extra
+
+    def to(self, device: torch.device) -> Envelope:
+        self.body = self.body.to(device)
+        return self
+
+
+def test_objects_inside_an_object_with_its_own_to_keep_every_attribute() -> None:
+    ids = torch.arange(3)
+    encoded = TokenBatch({"ids": ids})
+    envelope = Envelope(torch.ones(2), types.SimpleNamespace(encoded=encoded))
+    for _ in range(2):  # the class's own deep copy first, then the remembered route
+        out = tp.to_device(envelope, "meta")
+        inner = out.extra.encoded
+        assert type(inner) is TokenBatch and inner.count == 1  # not lost with __getstate__
+        assert out.body.is_meta and inner["ids"].is_meta and inner is not encoded
+        assert encoded.count == 1 and encoded["ids"] is ids and not envelope.body.is_meta
 
 
 # --- pack=True: results behave as .to's --------------------------------------------------------

@@ -284,11 +284,13 @@ def deep_copy_sharing(
     ``__deepcopy__``/``__copy__``/``__reduce_ex__`` (so back references such as a
     storage's ``_parent`` point into the copy), while tensors are never copied:
     each is replaced by the moved tensor the walker made for it, so a tensor
-    shared with the rest of the batch stays shared. What the walker copies itself
-    elsewhere is copied inside too as it would be (see :func:`_prime`): objects
-    ``walked`` accepts (walked through their state) and builtin-container
-    subclasses, so a class whose ``__getstate__`` leaves an attribute out, or
-    whose ``__new__`` transforms its fields, comes back whole and unchanged.
+    shared with the rest of the batch stays shared. The objects inside are copied
+    as the walker copies (see :func:`_prime`): those ``walked`` accepts (objects
+    with state, including ones with their own ``.to``) through their state, and
+    builtin-container subclasses through the base type's methods, so a class whose
+    ``__getstate__`` leaves an attribute out (HuggingFace's ``BatchEncoding``
+    drops ``_n_sequences``), or whose ``__new__`` transforms its fields, comes back
+    whole and unchanged, whichever copy of the outer object is used.
 
     Some classes' ``__deepcopy__`` does not honour the memo: TensorDict's clones
     every tensor, and PyTorch Geometric's storages share attributes other than

@@ -181,11 +181,6 @@ def kind_of_object(cls: type) -> int:
     return WALKED
 
 
-def _walked(cls: type) -> bool:
-    """Objects walked through their state (not builtin containers: their items are no state)."""
-    return not issubclass(cls, _BUILTIN_CONTAINERS) and kind_of_object(cls) == WALKED
-
-
 def _stateful(cls: type) -> bool:
     """Objects with state, walked or with their own ``.to`` (not builtin containers)."""
     return not issubclass(cls, _BUILTIN_CONTAINERS) and kind_of_object(cls) != VALUE
@@ -216,7 +211,7 @@ def _copy_sharing(
     cls = type(obj)
     allowed = set(map(id, moved))
     if cls not in _COPIED_BY_STATE:
-        result = deep_copy_sharing(obj, tensors, moved, _walked)
+        result = deep_copy_sharing(obj, tensors, moved, _stateful)
         if allowed.issuperset(map(id, find(contents(result)))):
             return result
         _COPIED_BY_STATE.add(cls)
