@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
@@ -128,15 +129,20 @@ def _saved_from_cpu(node: ast.Call, ctx: Context) -> bool:
     names = _path_names(source.value if isinstance(source, ast.keyword) else source)
     if not names:
         return False
-    for sub in ast.walk(ctx.scopes.tree):
-        if (
-            isinstance(sub, ast.Call)
-            and len(sub.args) >= 2
-            and isinstance(sub.func, ast.Attribute)
-            and sub.func.attr == "save"
-            and ctx.qualname(sub.func) == "torch.save"
-            and names & _path_names(sub.args[1])
-            and known_on_cpu(sub.args[0], ctx)
-        ):
-            return True
-    return False
+    saves = _SAVES.get(ctx)
+    if saves is None:  # the file's `torch.save` calls by the file names they write, once
+        saves = _SAVES[ctx] = {}
+        for sub in ast.walk(ctx.scopes.tree):
+            if (
+                isinstance(sub, ast.Call)
+                and len(sub.args) >= 2
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr == "save"
+                and ctx.qualname(sub.func) == "torch.save"
+            ):
+                for name in _path_names(sub.args[1]):
+                    saves.setdefault(name, []).append(sub)
+    return any(known_on_cpu(sub.args[0], ctx) for name in names for sub in saves.get(name, ()))
+
+
+_SAVES: weakref.WeakKeyDictionary[Context, dict[str, list[ast.Call]]] = weakref.WeakKeyDictionary()

@@ -156,6 +156,7 @@ class _Plan:
         self.needs_import = False
         self.import_at = -1  # index of the statement `import torch` goes before (-1: header)
         self.after: int | None = None  # the definition goes after body[after] (-1: at the top)
+        self._positions: dict[int, int] | None = None  # id(statement) -> index in body
         if self.alias is None:
             if status is TorchImport.OPTIONAL or not _only_torch(ctx, "torch"):
                 return  # torch must stay optional here, or `torch` means something else
@@ -229,7 +230,11 @@ class _Plan:
         """Whether ``node`` runs only after the inserted definition (module order)."""
         assert self.after is not None
         top = self.ctx.scopes.top_statement(node)
-        return top is not None and _index(self.body, top) > self.after
+        if top is None:
+            return False
+        if self._positions is None:  # asked once per finding: index the body once
+            self._positions = {id(s): i for i, s in enumerate(self.body)}
+        return self._positions.get(id(top), -1) > self.after
 
 
 def _only_torch(ctx: Context, name: str) -> bool:

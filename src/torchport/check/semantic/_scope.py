@@ -423,15 +423,19 @@ class ScopeMap(FlowAnalysis):
         return None
 
     def _torch_names(self) -> list[str]:
-        return sorted(
-            {
-                b.name
-                for s in self.scopes.values()
-                for found in s.bindings.values()
-                for b in found
-                if b.kind is BindingKind.IMPORT and b.qualified == "torch" and b.name != "torch"
-            }
-        )
+        # Asked for every fix that writes torch's name: collected once per module.
+        found: list[str] | None = getattr(self, "_torch_aliases", None)
+        if found is None:
+            found = self._torch_aliases = sorted(
+                {
+                    b.name
+                    for s in self.scopes.values()
+                    for bound in s.bindings.values()
+                    for b in bound
+                    if b.kind is BindingKind.IMPORT and b.qualified == "torch" and b.name != "torch"
+                }
+            )
+        return found
 
 
 def _imports_torch(stmt: ast.stmt) -> bool:
