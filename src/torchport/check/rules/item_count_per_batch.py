@@ -89,7 +89,7 @@ class ItemCountPerBatch(Rule):
             assert isinstance(stmt.value, ast.Call)
             item = stmt.value
             assert isinstance(item.func, ast.Attribute)
-            drop = Edit(ctx.end(item.func.value), ctx.end(item), "")
+            drop = Edit(ctx.receiver_end(item.func), ctx.end(item), "")
             end = node.end_lineno or node.lineno
             starts = ctx._line_starts()
             at = starts[end + 1] if end + 1 < len(starts) else len(ctx.source)

@@ -71,7 +71,7 @@ class NumpyOfDeviceTensor(Rule):
             and isinstance(receiver.func, ast.Attribute)
             and receiver.func.attr == "detach"
         )
-        at = ctx.end(receiver)
+        at = ctx.receiver_end(func)  # `(10 - idx).numpy()`: after the parentheses
         text = ".cpu()" if detached or in_no_grad(ctx) else ".detach().cpu()"
         yield ctx.finding(self, node, fix=Fix((Edit(at, at, text),), FixSafety.SAFE))
 

@@ -37,6 +37,7 @@ __all__ = [
     "DEVICE_NAMES",
     "device_at",
     "device_expr",
+    "device_type_at",
     "device_line",
     "is_import_block",
     "means_accelerator",
@@ -271,7 +272,42 @@ def device_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | Non
     every path before it, is reused as it is; a name no code reads at module
     level and nothing binds gets a new module-level definition. None when no
     name works or the definition cannot be placed before ``node`` runs.
+
+    The name may hold a ``torch.device`` or a device-type string (``"cuda"``):
+    a fix that needs the type asks :func:`device_type_at`.
     """
+    found = _device_choice(ctx, node)
+    return None if found is None else (found[0], found[1])
+
+
+def device_type_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
+    """An expression for the device *type* (``"cuda"``) of the device at ``node``, and edits.
+
+    ``device.type`` where the name holds a ``torch.device`` (our definition,
+    ``torch.device(...)``); the name itself where it holds a device-type string
+    (``device = "cuda" if torch.cuda.is_available() else "cpu"``, on which
+    ``.type`` raises). None as for :func:`device_at`.
+    """
+    found = _device_choice(ctx, node)
+    if found is None:
+        return None
+    name, edits, value = found
+    return (name if value is not None and _type_string(value) else f"{name}.type"), edits
+
+
+def _type_string(value: ast.expr) -> bool:
+    """Whether a device choice :func:`means_accelerator` accepts is a string, not a device."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str)
+    if isinstance(value, ast.IfExp):
+        return _type_string(value.body) or _type_string(value.orelse)
+    return isinstance(value, ast.Attribute) and value.attr == "type"
+
+
+def _device_choice(
+    ctx: Context, node: ast.AST
+) -> tuple[str, tuple[Edit, ...], ast.expr | None] | None:
+    """(name, edits, the value an existing definition binds; None for a new one)."""
     scopes = ctx.scopes
     for name in DEVICE_NAMES:
         where = scopes.resolve(name, node)
@@ -279,7 +315,8 @@ def device_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | Non
             if where.kind in (ScopeKind.FUNCTION, ScopeKind.CLASS, ScopeKind.MODULE):
                 found = scopes.reaching(name, node)
                 if _ours(found, ctx):
-                    return name, ()
+                    assert found is not None
+                    return name, (), found.value
             continue  # a local, parameter or closure variable with its own meaning
         existing = scopes.bindings(name, node)
         if existing:
@@ -290,14 +327,14 @@ def device_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | Non
                 and _ours(existing[0], ctx)
                 and scopes.definitely_bound(name, node)
             ):
-                return name, ()
+                return name, (), existing[0].value
             continue
         if scopes.module_reads(name):
             continue  # a read that a new global would capture (a star import, a builtin)
         plan = ctx.placement
         if plan.after is None or plan.alias is None or not plan.runs_after(node):
             return None
-        return name, plan.definition_edits(name)
+        return name, plan.definition_edits(name), None
     return None
 
 
