@@ -114,7 +114,9 @@ def test_port_wraps_numpy_receivers_and_is_idempotent(expr: str) -> None:
 
 
 def test_keyword_goes_after_a_parenthesised_last_argument() -> None:
-    source = "import torch\n\nnoise = torch.ones((3)).to('cuda')\nmask = torch.ones((2), (3),).cuda()\n"
+    source = (
+        "import torch\n\nnoise = torch.ones((3)).to('cuda')\nmask = torch.ones((2), (3),).cuda()\n"
+    )
     fixed = fix_source(source, select=["TP106"], unsafe=True)
     ast.parse(fixed)
     assert "torch.ones((3), device='cuda')" in fixed

@@ -39,9 +39,10 @@ class DeprecatedCudaAmp(Rule):
 
     ## Fix safety
     The fix passes the type of the file's one device: `device.type` for a
-    `torch.device`, `device` itself when it holds a type string (`"cuda"`). Where the old code ran without CUDA, autocast
-    was a no-op; now it is on for that device (bfloat16 on the CPU by default),
-    which changes the numerics there.
+    `torch.device`, `device` itself when it holds a type string (`"cuda"`).
+    Where the old code ran without CUDA, autocast was a no-op; now it is on
+    for that device (bfloat16 on the CPU by default), which changes the
+    numerics there.
     """
 
     code = "TP403"
@@ -77,7 +78,10 @@ class DeprecatedCudaAmp(Rule):
             "import torch.cuda.amp as amp\n"
             "\n"
             "scaler = GradScaler\n",
-            fixed="import torch\nfrom torch.cuda.amp import GradScaler  # amp\n\nscaler = GradScaler\n",
+            fixed="import torch\n"
+            "from torch.cuda.amp import GradScaler  # amp\n"
+            "\n"
+            "scaler = GradScaler\n",
             count=2,
         ),
     )
