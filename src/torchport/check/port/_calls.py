@@ -14,6 +14,7 @@ __all__ = [
     "CREATORS",
     "HOST_READS",
     "META_ATTRS",
+    "TYPED_CONSTRUCTORS",
     "cpu_only_device",
     "device_target",
     "is_move",
@@ -25,6 +26,12 @@ CREATORS = frozenset(
     for n in ("tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
               "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "normal",
               "bernoulli", "tril_indices", "triu_indices")
+)  # fmt: skip
+# The legacy typed constructors (`torch.LongTensor([...])`): CPU tensors, no `device=` taken.
+TYPED_CONSTRUCTORS = frozenset(
+    f"torch.{n}"
+    for n in ("Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+              "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")
 )  # fmt: skip
 # Methods whose result lives on the host or describes a tensor without its data.
 HOST_READS = frozenset(

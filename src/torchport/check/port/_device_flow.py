@@ -51,7 +51,9 @@ class PortScope:
 
     node: ast.AST
     cls: ast.ClassDef | None = None
+    outer: PortScope | None = None  # the scope the function is defined in (None: a class body)
     module_method: bool = False  # a method of an nn.Module subclass
+    internal: bool = False  # inside a class a library extends (a module, an optimizer ...)
     nodes: list[ast.AST] = field(default_factory=list)
     local: set[str] = field(default_factory=set)
     models: set[str] = field(default_factory=set)

@@ -72,13 +72,26 @@ class PortFacts(DeviceFlow):
         self.scopes: list[PortScope] = [self.module]
         # Expressions that meet the model or a device value directly, and their scope.
         self.operands: list[tuple[ast.expr, PortScope]] = []
+        self._function_scopes: dict[int, PortScope] = {}
+        self.has_models = self.cpu_device_pending = False
+        # A file with no torch in it is no PyTorch program: nothing to port there.
+        self.active = _imports_torch(tree)
+        self.known = ModelKnowledge([], ctx.qualname)
+        if not self.active:
+            return  # no scopes, no models, no operands: every port rule finds nothing
         self._collect(tree)
         self.known = ModelKnowledge(self.classdefs, ctx.qualname)
-        for scope in self.scopes[1:]:
+        extended = self._extended_classes()
+        for scope in self.scopes[1:]:  # outer scopes come first: their flag is known
             scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
+            scope.internal = (
+                scope.module_method
+                or (scope.cls is not None and scope.cls.name in extended)
+                or (scope.outer is not None and scope.outer.internal)
+            )
         self._find_models()
         for scope in self.scopes:
-            if not scope.module_method:
+            if not scope.internal:
                 self._flow(scope)
         # Module-level names that functions feed to the model reach it too.
         for scope in self.scopes[1:]:
@@ -95,6 +108,29 @@ class PortFacts(DeviceFlow):
             for s in self.scopes
             for _, value in s.assigns
         )
+
+    def _extended_classes(self) -> set[str]:
+        """Classes whose methods a library calls: those deriving from a class it gives.
+
+        ``nn.Module`` (its ``forward``), ``torch.optim.Optimizer`` (``step``),
+        ``Dataset``, a Lightning module, any imported base. The port moves data
+        in the scripts that drive them, not inside them.
+        """
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for cls in self.classdefs:
+                if cls.name in found:
+                    continue
+                for base in cls.bases:
+                    local = isinstance(base, ast.Name) and base.id in found
+                    imported = self.ctx.qualname(base) is not None
+                    if local or imported or isinstance(base, ast.Attribute):
+                        found.add(cls.name)
+                        changed = True
+                        break
+        return found
 
     def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
         """The device name usable at ``node`` and the edits defining it (None: no fix here)."""
@@ -159,7 +195,7 @@ class PortFacts(DeviceFlow):
         scope: PortScope | None,
         stack: list[tuple[ast.AST, PortScope | None]],
     ) -> None:
-        inner = PortScope(func, cls=node if isinstance(node, ast.ClassDef) else None)
+        inner = PortScope(func, cls=node if isinstance(node, ast.ClassDef) else None, outer=scope)
         if isinstance(node, ast.Module):
             self.functions[func.name] = func
         self.scopes.append(inner)
@@ -240,7 +276,12 @@ class PortFacts(DeviceFlow):
                     self.known.factories.add(name)
 
     def scope_of_function(self, func: ast.AST) -> PortScope:
-        return next(s for s in self.scopes if s.node is func)
+        """The scope a function's body runs in."""
+        found = self._function_scopes.get(id(func))
+        if found is None:
+            self._function_scopes = {id(s.node): s for s in self.scopes}
+            found = self._function_scopes[id(func)]
+        return found
 
     def _scope_models(self, scope: PortScope) -> None:
         node = scope.node
@@ -319,3 +360,19 @@ def port_facts(ctx: Context) -> PortFacts:
     facts = PortFacts(ctx)
     _CACHE[:] = [facts]
     return facts
+
+
+def _imports_torch(tree: ast.Module) -> bool:
+    """Whether the file imports torch (or anything from it) anywhere."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            if any(a.name == "torch" or a.name.startswith("torch.") for a in node.names):
+                return True
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and node.module
+            and (node.module == "torch" or node.module.startswith("torch."))
+        ):
+            return True
+    return False

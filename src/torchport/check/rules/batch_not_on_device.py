@@ -11,16 +11,22 @@ from torchport.check.port._batches import BatchMove, batch_plan
 from torchport.check.port._facts import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
-_HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.Linear(4, 2).to(device)\n"
+_HEAD = (
+    "import torch\nfrom torch.utils.data import DataLoader\n\n"
+    + DEVICE_LINE
+    + "\nmodel = torch.nn.Linear(4, 2).to(device)\nloader = DataLoader(dataset)\n"
+)
 _NB = "non_blocking=True"
 
 
 class BatchNotOnDevice(Rule):
     """## What it does
-    Finds batches taken from a DataLoader (or any iterable of tensors, or
-    `next(...)`) that reach the model without being moved to its device, in
-    training and evaluation loops alike: `for x, y in loader`,
-    `inputs, labels = data`, `batch["x"]`, `batch[0]`, `model(**batch)`.
+    Finds batches taken from a DataLoader (or from a tensor or a list of
+    tensors, or `next(iter(loader))`), and tensors a function is given, that
+    reach the model without being moved to its device, in training and
+    evaluation loops alike: `for x, y in loader`, `inputs, labels = data`,
+    `batch["x"]`, `batch[0]`, `model(**batch)`. Only values known to be
+    tensors are moved (see TP520 for the others).
 
     ## Why is this bad?
     Once the model is on an accelerator, a CPU batch fails its first forward

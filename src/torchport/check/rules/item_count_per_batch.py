@@ -57,7 +57,7 @@ class ItemCountPerBatch(Rule):
         assert isinstance(node, (ast.For, ast.AsyncFor))
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.module_method or node.orelse:
+        if scope is None or scope.internal or node.orelse:
             return
         if not ctx.owns_lines(node):
             return

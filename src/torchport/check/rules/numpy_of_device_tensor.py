@@ -61,7 +61,7 @@ class NumpyOfDeviceTensor(Rule):
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.module_method or not facts.has_models:
+        if scope is None or scope.internal or not facts.has_models:
             return
         receiver = func.value
         if not facts.on_device(receiver, scope) and _on_host(receiver):

@@ -1,0 +1,246 @@
+"""Where each value that meets the model comes from, and which port rule answers for it.
+
+The port's promise: every tensor that meets the model (or a value computed from
+it) is moved, or reported; never "0 findings left" with data on the CPU. For
+each such value (an operand, see :mod:`torchport.check.port._facts`) this
+module follows the value back to the places that made it, stopping at what is
+surely on the device (moved, made with ``device=``, a forward's output) or
+surely no tensor (a number, a string, a model), and sorts the places left:
+
+* answered elsewhere: a torch factory the fix rules move (TP503), a batch, an
+  argument or a loop variable the batch plan moves or reports (TP502/TP520);
+* made by another library (``transforms.ToTensor()(img)``,
+  ``scaler.transform(x)``): TP521 reports those;
+* anything else (a function's result, ``torch.load(...)``, ``self.data``, a
+  ``with`` target): TP523 reports those.
+
+A value a port rule converts and moves (``torch.tensor(scaler.transform(x))``)
+is answered by that rule, not reported as a library's.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from torchport.check._context import Context
+from torchport.check.port._batches import BatchPlan, batch_plan
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
+from torchport.check.port._facts import PortFacts, PortScope, port_facts
+from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.semantic import Binding, BindingKind
+
+__all__ = ["Origin", "Origins", "origins"]
+
+_FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY})
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+_CONTAINERS = frozenset({"list", "tuple", "set", "sorted", "reversed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """A place that made a value which meets the model, and that no fix moves."""
+
+    node: ast.AST
+    what: str  # for messages: "`load_batch()`", "`self.data`"
+    library: bool  # made by another library (TP521), else by code the port cannot follow
+
+
+class Origins:
+    """The unanswered origins of each operand of one file (see the module docstring)."""
+
+    def __init__(self, facts: PortFacts, kinds: ValueKinds, plan: BatchPlan) -> None:
+        self.facts = facts
+        self.kinds = kinds
+        self.plan = plan
+        self.ctx: Context = facts.ctx
+        self.scopes = facts.ctx.scopes
+        self.elements = {id(e) for e in plan.elements}
+        self._memo: dict[int, list[Origin] | None] = {}
+
+    def operands(self) -> list[tuple[ast.expr, list[Origin]]]:
+        """Each operand that meets the model with the origins no rule moves (may be empty)."""
+        seen: set[int] = set()
+        out = []
+        for operand, _ in self.facts.operands:
+            if id(operand) not in seen:
+                seen.add(id(operand))
+                out.append((operand, self.of(operand)))
+        return out
+
+    def of(self, expr: ast.expr) -> list[Origin]:
+        key = id(expr)
+        if key in self._memo:
+            return self._memo[key] or []  # None: being followed (a cycle adds nothing)
+        self._memo[key] = None
+        found = self._of(expr) if self.kinds.of(expr) not in _FINE else []
+        self._memo[key] = found
+        return found
+
+    def _of(self, expr: ast.expr) -> list[Origin]:
+        if id(expr) in self.elements:
+            return []  # `batch[0]`: the plan moves it where it is
+        if isinstance(expr, ast.Name):
+            return self._name(expr)
+        if isinstance(expr, ast.Call):
+            return self._call(expr)
+        if isinstance(expr, ast.Attribute):
+            if self.kinds.of(expr.value) in (Kind.TENSOR, Kind.BATCH):
+                return self.of(expr.value)  # `x.data`, `batch.text`
+            return [self._origin(expr)]
+        if isinstance(expr, (ast.Subscript, ast.Starred)):
+            return self.of(expr.value)
+        if isinstance(expr, ast.NamedExpr):
+            return self.of(expr.value)
+        children = [c for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)]
+        if isinstance(expr, (ast.BinOp, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.IfExp)):
+            return [o for c in children for o in self.of(c)]
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+            return [o for c in children for o in self.of(c)]
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self.of(expr.elt)
+        if isinstance(expr, ast.DictComp):
+            return self.of(expr.value)
+        return [self._origin(expr)]
+
+    def _name(self, name: ast.Name) -> list[Origin]:
+        binding = self.scopes.reaching(name.id, name)
+        found = [binding] if binding is not None else self.scopes.bindings(name.id, name)
+        if not found:
+            return [Origin(name, f"`{name.id}`", library=False)]
+        out: list[Origin] = []
+        for b in found:
+            if self.kinds.binding(b) in _FINE:
+                continue
+            out += self._binding(b, name)
+        return out
+
+    def _binding(self, b: Binding, name: ast.Name) -> list[Origin]:
+        if b.value is not None:
+            return self.of(b.value)
+        anchor = self._anchor(b)
+        if anchor is not None and (id(anchor), b.name) in self.plan.covered:
+            return []  # the batch plan moves it, or reports it (TP502 / TP520)
+        if b.kind is BindingKind.AUGMENTED:
+            holder = self.scopes.parent(b.node)
+            if isinstance(holder, ast.AugAssign):
+                return self.of(holder.value)
+        if b.kind is BindingKind.PARAMETER and isinstance(anchor, ast.FunctionDef):
+            return self._arguments(anchor, b, name)
+        if isinstance(anchor, ast.Assign):
+            return self.of(anchor.value)  # `data, target = get_batch(source, i)`
+        if isinstance(anchor, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return self.of(anchor.iter)  # an item of what it iterates
+        return [Origin(name, f"`{name.id}`", library=False)]
+
+    def _arguments(self, func: ast.FunctionDef, b: Binding, name: ast.Name) -> list[Origin]:
+        """A parameter's origins: what each call site in the file passes for it."""
+        sites = self.kinds.call_sites(func)
+        if not sites:
+            return [Origin(name, f"the argument `{name.id}` of `{func.name}`", library=False)]
+        args = func.args
+        positional = [*args.posonlyargs, *args.args]
+        if self.kinds.method_of(func) is not None:
+            positional = positional[1:]
+        index = next((i for i, p in enumerate(positional) if p is b.node), None)
+        out: list[Origin] = []
+        for call, _ in sites:
+            given = next((k.value for k in call.keywords if k.arg == b.name), None)
+            if given is None and index is not None and index < len(call.args):
+                given = call.args[index]
+            if given is not None:
+                out += self.of(given)
+        return out
+
+    def _anchor(self, b: Binding) -> ast.AST | None:
+        """The statement, loop or function the batch plan files a binding's name under."""
+        node = b.node
+        if b.kind is BindingKind.PARAMETER:
+            args = self.scopes.parent(node)
+            return self.scopes.parent(args) if args is not None else None
+        holder = self.scopes.parent(node)
+        while isinstance(holder, (ast.Tuple, ast.List, ast.Starred)):
+            holder = self.scopes.parent(holder)
+        return holder
+
+    def _call(self, call: ast.Call) -> list[Origin]:
+        kinds = self.kinds
+        name = self.ctx.qualname(call.func) or ""
+        if name in CREATORS or name in TYPED_CONSTRUCTORS:
+            return [] if self._moved_by_rule(call) else [self._origin(call)]
+        if name in _VARIABLE:
+            return self.of(call.args[0]) if call.args else [self._origin(call)]
+        kind = kinds.of(call)
+        if kind is Kind.LIBRARY:
+            return [Origin(call, f"`{_callee(call)}`", library=True)]
+        if kind in (Kind.TENSOR, Kind.BATCH) and name.startswith("torch."):
+            inputs = [a for a in call.args if not isinstance(a, ast.Starred)]
+            return [o for a in inputs for o in self.of(a)]  # made from its inputs
+        func = call.func
+        returned = self._returned(call)
+        if returned is not None:
+            return returned
+        if isinstance(func, ast.Name) and func.id in _CONTAINERS and not name:
+            return [o for a in call.args for o in self.of(a)]  # `tuple(f(v) for v in h)`
+        if (
+            isinstance(func, ast.Attribute)
+            and kinds.of(func.value) in (Kind.TENSOR, Kind.BATCH, Kind.UNKNOWN)
+            and not self._module(func.value)
+        ):
+            return self.of(func.value)  # `x.float()`, `batch.view(...)`: where `x` lives
+        return [self._origin(call)]
+
+    def _returned(self, call: ast.Call) -> list[Origin] | None:
+        """A call of a function of the file: the origins of what it returns."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return None
+        found = self.scopes.bindings(func.id, func)
+        node = found[0].node if len(found) == 1 else None
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        values = self.kinds.return_values(node)
+        if not values:
+            return None  # a generator, or returns nothing
+        return [o for v in values for o in self.of(v)]
+
+    def _module(self, expr: ast.expr) -> bool:
+        """``np.`` or ``json.`` in ``np.load(...)``: a module, not a value."""
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and any(
+            b.kind is BindingKind.IMPORT for b in self.scopes.bindings(root.id, root)
+        )
+
+    def _moved_by_rule(self, call: ast.Call) -> bool:
+        """Whether TP503 moves (or reports) this factory call: it meets the model's data."""
+        scope: PortScope | None = self.facts.scope_of.get(id(call))
+        if scope is None or scope.internal:
+            return False
+        if any(k.arg is None for k in call.keywords):
+            return False  # **kwargs may carry device=: TP503 leaves it
+        key = id(call)
+        return key in scope.sink_nodes or key in scope.reach_values
+
+    def _origin(self, expr: ast.expr) -> Origin:
+        text = ast.unparse(expr)
+        return Origin(expr, f"`{text if len(text) <= 40 else text[:37] + '...'}`", library=False)
+
+
+def _callee(call: ast.Call) -> str:
+    text = ast.unparse(call.func)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_CACHE: list[tuple[PortFacts, Origins]] = []
+
+
+def origins(ctx: Context) -> Origins:
+    """The origins of the file ``ctx`` walks (worked out once per walk)."""
+    facts = port_facts(ctx)
+    if _CACHE and _CACHE[0][0] is facts:
+        return _CACHE[0][1]
+    found = Origins(facts, value_kinds(facts), batch_plan(ctx))
+    _CACHE[:] = [(facts, found)]
+    return found
