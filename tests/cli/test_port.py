@@ -11,6 +11,7 @@ from torchport.cli._main import main
 SCRIPT = (
     "import torch\n\n"
     "model = torch.nn.Linear(4, 2)  # the model\n"
+    "loader = torch.utils.data.DataLoader(data)\n"
     "for x, y in loader:\n"
     "    loss = (model(x) - y).sum()\n"
 )

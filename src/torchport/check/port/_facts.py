@@ -37,6 +37,12 @@ from torchport.check.port._calls import (
 )
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope, names_of
 from torchport.check.port._models import ModelKnowledge
+from torchport.check.semantic._placement import (
+    DEVICE_NAMES,
+    device_at,
+    device_expr,
+    means_accelerator,
+)
 
 __all__ = ["PortFacts", "PortScope", "port_facts"]
 
@@ -73,6 +79,7 @@ class PortFacts(DeviceFlow):
         # Expressions that meet the model or a device value directly, and their scope.
         self.operands: list[tuple[ast.expr, PortScope]] = []
         self._function_scopes: dict[int, PortScope] = {}
+        self._device_name: str | None = None  # the one device name the port's fixes use
         self.has_models = self.cpu_device_pending = False
         # A file with no torch in it is no PyTorch program: nothing to port there.
         self.active = _imports_torch(tree)
@@ -133,10 +140,52 @@ class PortFacts(DeviceFlow):
         return found
 
     def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
-        """The device name usable at ``node`` and the edits defining it (None: no fix here)."""
+        """The device name usable at ``node`` and the edits defining it (None: no fix here).
+
+        One module-level binding for the whole file, whatever the node: a port
+        that moved the model to ``_device`` (the accelerator) and a tensor to the
+        user's ``device`` (a CUDA-or-CPU string, or a function's local) would split
+        them on any other accelerator. It is, in this order: a module-level
+        definition written with the port's own line; the module's own
+        ``device = <an accelerator choice>`` (what the code it has already uses);
+        a new definition under the first free name. A node where that binding is
+        not usable (code above the user's definition) gets no fix: its finding stays.
+        """
         if self.cpu_device_pending:
             return None
-        return self.ctx.device_at(node)
+        if self._device_name is None:
+            self._device_name = self._chosen_device()
+            if self._device_name is None:
+                return None
+        found = device_at(self.ctx, node, (self._device_name,))
+        scopes = self.ctx.scopes
+        if found is None or scopes.resolve(self._device_name, node) is not scopes.module:
+            return None  # a function's own `device` may mean something else
+        return found
+
+    def _chosen_device(self) -> str | None:
+        """The one name the port's fixes use in this file (see :meth:`device_at`)."""
+        body = self.ctx.tree.body
+        ours = ast.dump(ast.parse(device_expr(self.ctx.torch_name())).body[0].value)  # type: ignore[attr-defined]
+        defined: dict[str, ast.expr] = {}
+        for stmt in body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name) and target.id in DEVICE_NAMES:
+                    defined.setdefault(target.id, stmt.value)
+        for name in DEVICE_NAMES:
+            if name in defined and ast.dump(defined[name]) == ours:
+                return name
+        scopes = self.ctx.scopes
+        for name in DEVICE_NAMES:
+            if name in defined and means_accelerator(defined[name], self.ctx):
+                found = scopes.module.bindings.get(name, [])
+                if len(found) == 1:
+                    return name  # the user's own choice, bound once at module level
+        for name in DEVICE_NAMES:
+            if not scopes.module.bindings.get(name) and not scopes.module_reads(name):
+                return name  # free: a new module-level definition
+        return None
 
     # ------------------------------------------------------------ structure
 
@@ -203,12 +252,20 @@ class PortFacts(DeviceFlow):
             scope.nodes.append(func)
             scope.local.add(func.name)
             self.scope_of[id(func)] = scope
-        for part in (*func.decorator_list, *func.args.defaults):
+        defaults = [d for d in func.args.kw_defaults if d is not None]
+        for part in (*func.decorator_list, *func.args.defaults, *defaults):
             self.parents[id(part)] = func
             stack.append((part, scope))
         for stmt in func.body:
             self.parents[id(stmt)] = func
-            stack.append((stmt, inner))
+            if isinstance(stmt, _FUNCTIONS):
+                self._enter_function(stmt, func, inner, stack)  # a nested function: a scope
+            elif isinstance(stmt, ast.ClassDef):
+                self.classdefs.append(stmt)
+                inner.local.add(stmt.name)
+                stack.append((stmt, None))
+            else:
+                stack.append((stmt, inner))
         a = func.args
         for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
             if p is not None:

@@ -433,6 +433,9 @@ class ValueKinds:
         if name in _PARAMETER:
             return Kind.TENSOR
         if name in _TORCH_UNKNOWN:
+            where = next((k.value for k in call.keywords if k.arg == "map_location"), None)
+            if where is not None and device_target(where):
+                return Kind.DEVICE  # what it loads lands on the device
             return Kind.UNKNOWN
         if "Dataset" in name:
             return Kind.LOADER  # iterating a dataset yields its items, as a loader's

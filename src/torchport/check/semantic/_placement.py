@@ -264,7 +264,9 @@ def torch_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None
     return None  # an alias exists but is not bound on every path here
 
 
-def device_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
+def device_at(
+    ctx: Context, node: ast.AST, names: tuple[str, ...] = DEVICE_NAMES
+) -> tuple[str, tuple[Edit, ...]] | None:
     """A name bound to the accelerator choice at ``node`` and the edits that define it.
 
     Tries :data:`DEVICE_NAMES` in order. A name that already means the
@@ -274,9 +276,10 @@ def device_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | Non
     name works or the definition cannot be placed before ``node`` runs.
 
     The name may hold a ``torch.device`` or a device-type string (``"cuda"``):
-    a fix that needs the type asks :func:`device_type_at`.
+    a fix that needs the type asks :func:`device_type_at`. ``names``: the
+    names to try (``port`` keeps to the one it chose for the file).
     """
-    found = _device_choice(ctx, node)
+    found = _device_choice(ctx, node, names)
     return None if found is None else (found[0], found[1])
 
 
@@ -305,11 +308,11 @@ def _type_string(value: ast.expr) -> bool:
 
 
 def _device_choice(
-    ctx: Context, node: ast.AST
+    ctx: Context, node: ast.AST, names: tuple[str, ...] = DEVICE_NAMES
 ) -> tuple[str, tuple[Edit, ...], ast.expr | None] | None:
     """(name, edits, the value an existing definition binds; None for a new one)."""
     scopes = ctx.scopes
-    for name in DEVICE_NAMES:
+    for name in names:
         where = scopes.resolve(name, node)
         if where is not scopes.module:
             if where.kind in (ScopeKind.FUNCTION, ScopeKind.CLASS, ScopeKind.MODULE):
