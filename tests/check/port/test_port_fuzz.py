@@ -81,8 +81,9 @@ def fake_libraries() -> Iterator[None]:
 def meta_accelerator(record: dict[str, list[str]]) -> Iterator[None]:
     """``meta`` is the accelerator; host reads of meta tensors give zeros; forwards are watched.
 
-    Everything is put back on exit, exactly (an inherited method is not left shadowed). ``record["off"]`` gets one line per parameter,
-    buffer or tensor input of a forward that is not on ``meta``.
+    Everything is put back on exit, exactly (an inherited method is not left
+    shadowed). ``record["off"]`` gets one line per parameter, buffer or tensor
+    input of a forward that is not on ``meta``.
     """
     tensor = torch.Tensor
     names = ("item", "tolist", "cpu", "to", "numpy", "__format__", "__bool__", "__float__",
