@@ -14,7 +14,13 @@ __all__ = [
     "CREATORS",
     "HOST_READS",
     "META_ATTRS",
+    "NOT_TENSOR_SPACES",
+    "PARAMETER",
+    "TENSOR_SPACES",
+    "TORCH_LOADS",
+    "TORCH_NOT_TENSORS",
     "TYPED_CONSTRUCTORS",
+    "VARIABLE",
     "cpu_only_device",
     "device_target",
     "is_move",
@@ -33,6 +39,29 @@ TYPED_CONSTRUCTORS = frozenset(
     for n in ("Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
               "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")
 )  # fmt: skip
+# torch callables whose result is no tensor; any other `torch.lower_case(...)` makes one.
+TORCH_NOT_TENSORS = frozenset(
+    {"device", "dtype", "Size", "Generator", "finfo", "iinfo", "typename", "numel", "save",
+     "manual_seed", "seed", "initial_seed", "no_grad", "enable_grad", "inference_mode",
+     "set_grad_enabled", "compile", "autocast", "broadcast_shapes", "result_type",
+     "promote_types", "can_cast", "use_deterministic_algorithms", "set_num_threads",
+     "get_num_threads", "set_printoptions", "set_default_dtype", "get_default_dtype",
+     "set_default_device", "get_default_device", "set_float32_matmul_precision"}
+)  # fmt: skip
+# Loads: what they return is not known (a tensor, a dict, a model ...).
+TORCH_LOADS = frozenset({"torch.load", "torch.hub.load", "torch.jit.load"})
+# torch namespaces whose functions make tensors, and ones whose functions make none.
+TENSOR_SPACES = (
+    "torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.",
+    "torch.nn.utils.rnn.", "torch.distributions.",
+)  # fmt: skip
+NOT_TENSOR_SPACES = (
+    "torch.cuda.", "torch.backends.", "torch.optim.", "torch.accelerator.", "torch.mps.",
+    "torch.xpu.", "torch.distributed.", "torch.multiprocessing.", "torch.utils.",
+)  # fmt: skip
+# `Variable(t)` is `t`; `nn.Parameter(t)` a tensor.
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 # Methods whose result lives on the host or describes a tensor without its data.
 HOST_READS = frozenset(
     {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "stride",

@@ -23,38 +23,31 @@ from __future__ import annotations
 
 import ast
 import builtins
-import enum
 import sys
-from collections.abc import Iterable
 
 from torchport.check._context import Context
-from torchport.check.port._calls import HOST_READS, META_ATTRS, device_target, is_move
+from torchport.check.port._callers import CallerKinds
+from torchport.check.port._calls import (
+    HOST_READS,
+    META_ATTRS,
+    NOT_TENSOR_SPACES,
+    PARAMETER,
+    TENSOR_SPACES,
+    TORCH_LOADS,
+    TORCH_NOT_TENSORS,
+    VARIABLE,
+    device_target,
+    is_move,
+)
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._models import MODEL_METHODS
+from torchport.check.port._value_kind import TENSORS, Elements, Kind, flat, join
 from torchport.check.semantic import BindingKind
 
 __all__ = ["Elements", "Kind", "ValueKinds", "join", "value_kinds"]
 
 
-class Kind(enum.Enum):
-    """What a value is."""
-
-    DEVICE = "a tensor on the device"
-    TENSOR = "a tensor"
-    BATCH = "a batch"  # what a loader yields: a tensor, or a tuple/dict/object of tensors
-    LOADER = "a loader"  # iterating it yields batches
-    MODEL = "a model"
-    NUMPY = "a numpy value"
-    LIBRARY = "made by another library"
-    OTHER = "not a tensor"
-    UNKNOWN = "unknown"
-
-
-# What iterating a value yields: a kind, or one per position (enumerate, zip).
-Elements = Kind | tuple["Elements", ...]
-
-_TENSORS = frozenset({Kind.DEVICE, Kind.TENSOR, Kind.BATCH})
 _BUILTINS = frozenset(dir(builtins))
 _STDLIB = frozenset(sys.stdlib_module_names)
 # Builtins whose result is never a tensor.
@@ -68,44 +61,10 @@ _JOINING_BUILTINS = frozenset({"min", "max", "sum", "abs", "round", "pow"})
 _ITER_WRAPPERS = frozenset(
     {"iter", "tqdm", "islice", "cycle", "reversed", "sorted", "list", "tuple"}
 )
-_NO_TENSORS_ITERS = frozenset({"range", "trange", "listdir", "glob", "iglob", "walk", "iterdir"})
+_NOTENSORS_ITERS = frozenset({"range", "trange", "listdir", "glob", "iglob", "walk", "iterdir"})
 _STRING_METHODS = frozenset({"split", "splitlines", "readlines", "keys"})
-# torch callables whose result is no tensor; anything else `torch.lower_case(...)` is one.
-_TORCH_NOT_TENSORS = frozenset(
-    {"device", "dtype", "Size", "Generator", "finfo", "iinfo", "typename", "numel", "save",
-     "manual_seed", "seed", "initial_seed", "no_grad", "enable_grad", "inference_mode",
-     "set_grad_enabled", "compile", "autocast", "broadcast_shapes", "result_type",
-     "promote_types", "can_cast", "use_deterministic_algorithms", "set_num_threads",
-     "get_num_threads", "set_printoptions", "set_default_dtype", "get_default_dtype",
-     "set_default_device", "get_default_device", "set_float32_matmul_precision"}
-)  # fmt: skip
-_TORCH_UNKNOWN = frozenset({"torch.load", "torch.hub.load", "torch.jit.load"})
-_TENSOR_SPACES = (
-    "torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.",
-    "torch.nn.utils.rnn.", "torch.distributions.",
-)  # fmt: skip
-_NOT_TENSOR_SPACES = (
-    "torch.cuda.", "torch.backends.", "torch.optim.", "torch.accelerator.", "torch.mps.",
-    "torch.xpu.", "torch.distributed.", "torch.multiprocessing.", "torch.utils.",
-)  # fmt: skip
-_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
-_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-_TENSOR_ANNOTATIONS = frozenset({"Tensor", "FloatTensor", "LongTensor"})
-_PLAIN_ANNOTATIONS = frozenset({"int", "float", "str", "bool", "bytes", "None"})
 _SAME_KIND_ATTRS = frozenset({"data", "grad", "T", "mT", "H", "real", "imag"})
 _SKIP = object()  # memo marker: being worked out (a cycle gives UNKNOWN)
-
-
-def join(kinds: Iterable[Kind]) -> Kind:
-    """One kind for a value that may be any of ``kinds`` (UNKNOWN when they disagree)."""
-    found = set(kinds)
-    if not found:
-        return Kind.UNKNOWN
-    if len(found) == 1:
-        return found.pop()
-    if found <= _TENSORS:
-        return Kind.BATCH if Kind.BATCH in found else Kind.TENSOR  # maybe not on the device
-    return Kind.UNKNOWN
 
 
 def _moves_tensors(item: ast.expr) -> bool:
@@ -121,15 +80,7 @@ def _moves_tensors(item: ast.expr) -> bool:
     )
 
 
-def _flat(elements: Elements) -> Kind:
-    """One kind for one item of an iteration (a tuple item is a container: UNKNOWN)."""
-    if isinstance(elements, Kind):
-        return elements
-    kinds = [_flat(e) for e in elements]
-    return Kind.OTHER if all(k is Kind.OTHER for k in kinds) else Kind.UNKNOWN
-
-
-class ValueKinds:
+class ValueKinds(CallerKinds):
     """Answers "what is this value" for one file (see the module docstring)."""
 
     def __init__(self, facts: PortFacts) -> None:
@@ -204,7 +155,7 @@ class ValueKinds:
 
     def _combined(self, operands: list[ast.expr]) -> Kind:
         kinds = [self.of(o) for o in operands]
-        if any(k in _TENSORS for k in kinds):
+        if any(k in TENSORS for k in kinds):
             rest = [k for k in kinds if k is not Kind.OTHER]
             return Kind.DEVICE if all(k is Kind.DEVICE for k in rest) else Kind.TENSOR
         if all(k is Kind.OTHER for k in kinds):
@@ -329,7 +280,7 @@ class ValueKinds:
                 field = False
             else:
                 field = True  # a batch's fields are batches; a tensor's rows are tensors
-        return _flat(items), field
+        return flat(items), field
 
     def _unpacking(self, value: ast.expr) -> Elements:
         """What unpacking ``value`` gives per position (``a, b = next(it)``, ``x, y = data``)."""
@@ -359,7 +310,7 @@ class ValueKinds:
                 return (Kind.OTHER, self.elements(iterable.args[0]))
             if tail == "zip" and plain:
                 return tuple(self.elements(a) for a in iterable.args)
-            if tail in _NO_TENSORS_ITERS or (tail in _STRING_METHODS and not plain):
+            if tail in _NOTENSORS_ITERS or (tail in _STRING_METHODS and not plain):
                 return Kind.OTHER  # file names, lines, dict keys: strings and numbers
             if tail in _ITER_WRAPPERS and iterable.args:
                 return self.elements(iterable.args[0])
@@ -428,11 +379,11 @@ class ValueKinds:
             if head == "numpy":
                 return Kind.NUMPY
             return Kind.OTHER if head in _STDLIB else Kind.LIBRARY
-        if name in _VARIABLE:
+        if name in VARIABLE:
             return self.of(call.args[0]) if call.args else Kind.UNKNOWN
-        if name in _PARAMETER:
+        if name in PARAMETER:
             return Kind.TENSOR
-        if name in _TORCH_UNKNOWN:
+        if name in TORCH_LOADS:
             where = next((k.value for k in call.keywords if k.arg == "map_location"), None)
             if where is not None and device_target(where):
                 return Kind.DEVICE  # what it loads lands on the device
@@ -440,13 +391,13 @@ class ValueKinds:
         if "Dataset" in name:
             return Kind.LOADER  # iterating a dataset yields its items, as a loader's
         tail = name.rsplit(".", 1)[-1]
-        if name.count(".") == 1 and tail not in _TORCH_NOT_TENSORS:
+        if name.count(".") == 1 and tail not in TORCH_NOT_TENSORS:
             if tail[:1].islower() or tail.endswith("Tensor"):
                 return self._made(call)
             return Kind.OTHER
-        if name.startswith(_TENSOR_SPACES):
+        if name.startswith(TENSOR_SPACES):
             return self._made(call)
-        if name.startswith(_NOT_TENSOR_SPACES) or tail in _TORCH_NOT_TENSORS:
+        if name.startswith(NOT_TENSOR_SPACES) or tail in TORCH_NOT_TENSORS:
             return Kind.OTHER
         return Kind.UNKNOWN
 
@@ -459,7 +410,7 @@ class ValueKinds:
         for a in call.args:
             if isinstance(a, (ast.List, ast.Tuple)):  # torch.cat([a, b])
                 inputs += [self.of(e) for e in a.elts]
-        tensors = [k for k in inputs if k in _TENSORS]
+        tensors = [k for k in inputs if k in TENSORS]
         if tensors and all(k is Kind.DEVICE for k in tensors):
             return Kind.DEVICE
         return Kind.TENSOR
@@ -467,7 +418,7 @@ class ValueKinds:
     def _method(self, call: ast.Call, func: ast.Attribute) -> Kind:
         inner = self.of(func.value)
         attr = func.attr
-        if inner in _TENSORS:
+        if inner in TENSORS:
             if attr == "numpy":
                 return Kind.NUMPY
             if attr == "cpu":
@@ -498,7 +449,7 @@ class ValueKinds:
         if name == "iter" and args:
             return Kind.LOADER if self.elements(args[0]) is Kind.BATCH else Kind.UNKNOWN
         if name == "next" and args:
-            return _flat(self.elements(args[0]))
+            return flat(self.elements(args[0]))
         return Kind.UNKNOWN
 
     def _local_call(self, call: ast.Call, func: ast.Name) -> Kind:
@@ -517,58 +468,6 @@ class ValueKinds:
         made = self.binding(b)
         return Kind.LIBRARY if made is Kind.LIBRARY else Kind.UNKNOWN
 
-    def _returned_items(self, func: ast.Name) -> Elements | None:
-        """Per position, what a function of the file returns when it returns tuples only."""
-        found = self.scopes.bindings(func.id, func)
-        node = found[0].node if len(found) == 1 else None
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            return None
-        values = self.return_values(node)
-        if not values or not all(isinstance(v, ast.Tuple) for v in values):
-            return None
-        sizes = {len(v.elts) for v in values if isinstance(v, ast.Tuple)}
-        if len(sizes) != 1:
-            return None
-        tuples = [v for v in values if isinstance(v, ast.Tuple)]
-        return tuple(join(self.of(t.elts[i]) for t in tuples) for i in range(sizes.pop()))
-
-    def return_values(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
-        """The expressions a function returns (None for a generator: it yields)."""
-        values: list[ast.expr] = []
-        stack: list[ast.AST] = list(func.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                return []
-            if isinstance(node, ast.Return):
-                values.append(node.value if node.value is not None else ast.Constant(None))
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                stack.extend(ast.iter_child_nodes(node))
-        return values
-
-    def returns(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> Kind:
-        """What calling a function of the file returns (the join of its ``return`` values)."""
-        key = id(func.body)
-        found = self._memo.get(key)
-        if isinstance(found, Kind):
-            return found
-        if found is _SKIP:
-            return Kind.UNKNOWN
-        self._memo[key] = _SKIP
-        values: list[Kind] = []
-        stack: list[ast.AST] = list(func.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                values.append(Kind.UNKNOWN)
-            elif isinstance(node, ast.Return):
-                values.append(Kind.OTHER if node.value is None else self.of(node.value))
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                stack.extend(ast.iter_child_nodes(node))
-        kind = join(values) if values else Kind.OTHER
-        self._memo[key] = kind
-        return kind
-
     def _subclasses(self, bases: set[str], suffix: str) -> set[str]:
         """Names of the file's classes deriving from ``bases`` (or a base named ``*suffix``)."""
         found = set(bases)
@@ -585,174 +484,6 @@ class ValueKinds:
                         changed = True
                         break
         return found - bases
-
-    # ------------------------------------------------------------ parameters
-
-    def parameter(self, arg: ast.arg) -> Kind:
-        """What a function's parameter holds: its annotation, or what every call site passes."""
-        key = id(arg)
-        found = self._memo.get(key)
-        if isinstance(found, Kind):
-            return found
-        if found is _SKIP:
-            return Kind.UNKNOWN
-        self._memo[key] = _SKIP
-        kind = self._parameter(arg)
-        self._memo[key] = kind
-        return kind
-
-    def _parameter(self, arg: ast.arg) -> Kind:
-        annotated = self._annotation(arg.annotation)
-        if annotated is not None:
-            return annotated
-        args = self.scopes.parent(arg)
-        func = self.scopes.parent(args) if args is not None else None
-        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
-            return Kind.UNKNOWN  # a lambda's
-        assert isinstance(args, ast.arguments)
-        inner = self.facts.scope_of_function(func)
-        if arg.arg in inner.models:
-            return Kind.MODEL
-        if arg is args.vararg or arg is args.kwarg:
-            return Kind.UNKNOWN
-        positional = [*args.posonlyargs, *args.args]
-        method = self.method_of(func)
-        if method is not None and positional and positional[0] is arg:
-            return Kind.OTHER  # self / cls
-        sites = self.call_sites(func)
-        if not sites:
-            return Kind.UNKNOWN  # called from elsewhere (or nowhere): cannot be told
-        if method is not None:
-            positional = positional[1:]
-        index = next((i for i, p in enumerate(positional) if p is arg), None)
-        default = self._default(args, arg)
-        kinds: list[Kind] = []
-        for call, _ in sites:
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(
-                k.arg is None for k in call.keywords
-            ):
-                return Kind.UNKNOWN
-            given = next((k.value for k in call.keywords if k.arg == arg.arg), None)
-            if given is None and index is not None and index < len(call.args):
-                given = call.args[index]
-            if given is not None:
-                kinds.append(self.of(given))
-            elif default is not None:
-                kinds.append(self.of(default))
-        return join(kinds)
-
-    def _annotation(self, annotation: ast.expr | None) -> Kind | None:
-        if annotation is None:
-            return None
-        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-            text = annotation.value.rsplit(".", 1)[-1]
-        elif isinstance(annotation, (ast.Name, ast.Attribute)):
-            qualified = self.ctx.qualname(annotation) or ""
-            text = annotation.attr if isinstance(annotation, ast.Attribute) else annotation.id
-            if qualified and not qualified.startswith("torch.") and text in _TENSOR_ANNOTATIONS:
-                return None
-        else:
-            return None
-        if text in _TENSOR_ANNOTATIONS:
-            return Kind.TENSOR
-        return Kind.OTHER if text in _PLAIN_ANNOTATIONS else None
-
-    @staticmethod
-    def _default(args: ast.arguments, arg: ast.arg) -> ast.expr | None:
-        positional = [*args.posonlyargs, *args.args]
-        if arg in positional:
-            offset = len(positional) - len(args.defaults)
-            i = positional.index(arg)
-            return args.defaults[i - offset] if i >= offset else None
-        if arg in args.kwonlyargs:
-            return args.kw_defaults[args.kwonlyargs.index(arg)]
-        return None
-
-    def method_of(self, func: ast.AST) -> ast.ClassDef | None:
-        """The class ``func`` is a method of, if it is one."""
-        holder = self.scopes.parent(func)
-        return holder if isinstance(holder, ast.ClassDef) else None
-
-    def call_sites(self, func: ast.AST) -> list[tuple[ast.Call, PortScope]] | None:
-        """Every call of ``func`` in the file, or None when it is also used another way.
-
-        A module-level function called by name, or a method called as
-        ``self.name(...)`` from its class; a decorator other than torch's, or any
-        other use (passed as a callback, looked up on another object), and the
-        call sites seen are not all of them.
-        """
-        if self._sites is None:
-            self._sites = self._find_sites()
-        return self._sites.get(id(func))
-
-    def _find_sites(self) -> dict[int, list[tuple[ast.Call, PortScope]] | None]:
-        facts, scopes = self.facts, self.scopes
-        sites: dict[int, list[tuple[ast.Call, PortScope]] | None] = {}
-        functions: dict[str, ast.AST] = {}
-        methods: dict[str, list[tuple[ast.ClassDef, ast.AST]]] = {}
-        for name, func in facts.functions.items():
-            if len(scopes.module.bindings.get(name, ())) == 1 and self._plain_decorators(func):
-                functions[name] = func
-                sites[id(func)] = []
-            else:
-                sites[id(func)] = None
-        for cls in facts.classdefs:
-            for stmt in cls.body:
-                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-                    if self._plain_decorators(stmt) and not stmt.name.startswith("__"):
-                        methods.setdefault(stmt.name, []).append((cls, stmt))
-                        sites[id(stmt)] = []
-                    else:
-                        sites[id(stmt)] = None
-        for scope in facts.scopes:
-            for node in scope.nodes:
-                self._site(node, scope, functions, methods, sites)
-        return sites
-
-    def _site(
-        self,
-        node: ast.AST,
-        scope: PortScope,
-        functions: dict[str, ast.AST],
-        methods: dict[str, list[tuple[ast.ClassDef, ast.AST]]],
-        sites: dict[int, list[tuple[ast.Call, PortScope]] | None],
-    ) -> None:
-        parent = self.facts.parents.get(id(node))
-        called = isinstance(parent, ast.Call) and parent.func is node
-        if isinstance(node, ast.Name) and node.id in functions:
-            func = functions[node.id]
-            if self.scopes.resolve(node.id, node) is not self.scopes.module:
-                return  # a local of the same name
-            if not isinstance(node.ctx, ast.Load):
-                return
-            found = sites.get(id(func))
-            if found is None:
-                return
-            if called:
-                assert isinstance(parent, ast.Call)
-                found.append((parent, scope))
-            else:
-                sites[id(func)] = None  # passed around: its callers are not all here
-        elif isinstance(node, ast.Attribute) and node.attr in methods:
-            owner = scope.cls
-            for cls, method in methods[node.attr]:
-                found = sites.get(id(method))
-                if found is None:
-                    continue
-                own = isinstance(node.value, ast.Name) and node.value.id == "self"
-                if called and own and owner is cls:
-                    assert isinstance(parent, ast.Call)
-                    found.append((parent, scope))
-                else:
-                    sites[id(method)] = None
-
-    def _plain_decorators(self, func: ast.AST) -> bool:
-        """No decorator, or only torch's (``@torch.no_grad()``): calls go straight to it."""
-        for d in getattr(func, "decorator_list", ()):
-            target = d.func if isinstance(d, ast.Call) else d
-            if not (self.ctx.qualname(target) or "").startswith("torch."):
-                return False
-        return True
 
 
 _CACHE: list[tuple[PortFacts, ValueKinds]] = []

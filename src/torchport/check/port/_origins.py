@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from torchport.check._context import Context
 from torchport.check.port._batches import BatchPlan, batch_plan
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 from torchport.check.semantic import Binding, BindingKind
@@ -33,7 +33,6 @@ from torchport.check.semantic import Binding, BindingKind
 __all__ = ["Origin", "Origins", "origins"]
 
 _FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY})
-_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 _CONTAINERS = frozenset({"list", "tuple", "set", "sorted", "reversed"})
 
 
@@ -168,7 +167,7 @@ class Origins:
         name = self.ctx.qualname(call.func) or ""
         if name in CREATORS or name in TYPED_CONSTRUCTORS:
             return [] if self._moved_by_rule(call) else [self._origin(call)]
-        if name in _VARIABLE:
+        if name in VARIABLE:
             return self.of(call.args[0]) if call.args else [self._origin(call)]
         kind = kinds.of(call)
         if kind is Kind.LIBRARY:
