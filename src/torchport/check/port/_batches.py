@@ -208,10 +208,9 @@ class _Planner:
     def _assign(self, node: ast.Assign, scope: PortScope, containers: set[str]) -> None:
         """``x, y = next(it)`` and ``inputs, labels = batch``: the names move right after."""
         value = node.value
-        from_next = (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Name)
-            and value.func.id == "next"
+        from_next = isinstance(value, ast.Call) and (
+            (isinstance(value.func, ast.Name) and value.func.id == "next")
+            or (isinstance(value.func, ast.Attribute) and value.func.attr in ("next", "__next__"))
         )
         unpacks = isinstance(value, ast.Name) and value.id in containers
         if len(node.targets) != 1 or not (from_next or unpacks):

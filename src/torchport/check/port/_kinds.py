@@ -42,6 +42,7 @@ from torchport.check.port._calls import (
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._models import MODEL_METHODS
+from torchport.check.port._reaching import may_reach
 from torchport.check.port._value_kind import TENSORS, Elements, Kind, flat, join
 from torchport.check.semantic import BindingKind
 
@@ -191,9 +192,7 @@ class ValueKinds(CallerKinds):
     # ------------------------------------------------------------ names
 
     def _name(self, name: ast.Name) -> Kind:
-        scopes = self.scopes
-        binding = scopes.reaching(name.id, name)
-        found = [binding] if binding is not None else scopes.bindings(name.id, name)
+        found = may_reach(self.scopes, name)
         if not found:
             return Kind.OTHER if name.id in _BUILTINS else Kind.UNKNOWN
         kinds = []
@@ -228,6 +227,10 @@ class ValueKinds(CallerKinds):
             return self.parameter(node)
         if kind in (BindingKind.LOOP, BindingKind.ASSIGN) and isinstance(node, ast.Name):
             return self.target(node)
+        if kind is BindingKind.WITH and isinstance(node, ast.Name):
+            holder = self.scopes.parent(node)
+            if isinstance(holder, ast.withitem) and holder.optional_vars is node:
+                return self.of(holder.context_expr)  # `with open(p) as f`: a file
         if kind is BindingKind.AUGMENTED and isinstance(node, ast.Name):
             holder = self.scopes.parent(node)
             if isinstance(holder, ast.AugAssign):
@@ -286,6 +289,13 @@ class ValueKinds(CallerKinds):
         """What unpacking ``value`` gives per position (``a, b = next(it)``, ``x, y = data``)."""
         if isinstance(value, (ast.Tuple, ast.List)):
             return tuple(self.of(e) for e in value.elts)
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("next", "__next__")
+            and not value.args
+        ):
+            return self.elements(value.func.value)  # `x, y = dataiter.next()`
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             if value.func.id == "next" and value.args and self._builtin(value.func):
                 return self.elements(value.args[0])
@@ -315,7 +325,7 @@ class ValueKinds(CallerKinds):
             if tail in _ITER_WRAPPERS and iterable.args:
                 return self.elements(iterable.args[0])
             if tail in ("items", "values") and isinstance(func, ast.Attribute):
-                return Kind.UNKNOWN
+                return self._dict_items(func.value, tail)
         if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
             return join(self.of(e) for e in iterable.elts) if iterable.elts else Kind.OTHER
         if isinstance(iterable, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
@@ -329,6 +339,24 @@ class ValueKinds(CallerKinds):
             items = self._literal_items(iterable)
             return join(items) if items is not None else Kind.OTHER
         return Kind.UNKNOWN
+
+    def _dict_items(self, owner: ast.expr, method: str) -> Elements:
+        """``d.items()`` / ``d.values()`` of a dict the file writes out: its keys and values."""
+        values: list[ast.expr] = [owner]
+        if isinstance(owner, ast.Name):
+            found = self.scopes.bindings(owner.id, owner)
+            values = [b.value for b in found if b.value is not None]
+            if len(values) != len(found):
+                return Kind.UNKNOWN
+        if not values or not all(isinstance(v, ast.Dict) for v in values):
+            return Kind.UNKNOWN
+        keys = join(
+            Kind.UNKNOWN if k is None else self.of(k)
+            for v in values
+            for k in v.keys  # type: ignore[attr-defined]
+        )
+        items = join(self.of(x) for v in values for x in v.values)  # type: ignore[attr-defined]
+        return (keys, items) if method == "items" else items
 
     def _literal_items(self, expr: ast.expr) -> list[Kind] | None:
         """Kinds of the items of a literal container ``expr`` names (None: not one)."""
@@ -432,6 +460,8 @@ class ValueKinds(CallerKinds):
             return Kind.OTHER if attr in NOT_FORWARD else Kind.DEVICE
         if inner is Kind.NUMPY:
             return Kind.OTHER if attr in ("tolist", "item") else Kind.NUMPY
+        if inner is Kind.LOADER and attr in ("next", "__next__") and not call.args:
+            return Kind.BATCH  # `dataiter.next()`: an item, as `next(dataiter)` gives
         if inner is Kind.LIBRARY:
             return Kind.LIBRARY  # `scaler.transform(X)`, `tokenizer.encode(s)`
         if inner is Kind.OTHER:
@@ -466,6 +496,8 @@ class ValueKinds(CallerKinds):
         if b.kind is BindingKind.DEF and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return self.returns(node)
         made = self.binding(b)
+        if made in (Kind.DEVICE, Kind.MODEL):
+            return Kind.DEVICE  # `net = Net().to(device)` then `net(x)`: a forward, on the device
         return Kind.LIBRARY if made is Kind.LIBRARY else Kind.UNKNOWN
 
     def _subclasses(self, bases: set[str], suffix: str) -> set[str]:

@@ -28,6 +28,7 @@ from torchport.check.port._batches import BatchPlan, batch_plan
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.port._reaching import may_reach
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = ["Origin", "Origins", "origins"]
@@ -58,13 +59,31 @@ class Origins:
         self._memo: dict[int, list[Origin] | None] = {}
 
     def operands(self) -> list[tuple[ast.expr, list[Origin]]]:
-        """Each operand that meets the model with the origins no rule moves (may be empty)."""
+        """Each operand that meets the model with the origins no rule moves (may be empty).
+
+        The receiver of a method call is left out (``logger.log(out)``: the logger
+        is no data to move; what meets it is the argument), and so are the parts
+        a model is built from (``nn.Sequential(norm, nn.Linear(2, 2))``).
+        """
         seen: set[int] = set()
         out = []
+        parents = self.facts.parents
         for operand, _ in self.facts.operands:
-            if id(operand) not in seen:
-                seen.add(id(operand))
-                out.append((operand, self.of(operand)))
+            if id(operand) in seen:
+                continue
+            seen.add(id(operand))
+            parent = parents.get(id(operand))
+            if isinstance(parent, ast.Attribute) and parent.value is operand:
+                call = parents.get(id(parent))
+                if isinstance(call, ast.Call) and call.func is parent:
+                    continue
+            if isinstance(parent, ast.keyword):
+                parent = parents.get(id(parent))
+            if isinstance(parent, ast.Call) and (
+                self.facts.known.constructor(parent) or self.facts.known.wrapper(parent)
+            ):
+                continue  # `nn.Sequential(norm, nn.Linear(...))`: parts of a model, not data
+            out.append((operand, self.of(operand)))
         return out
 
     def of(self, expr: ast.expr) -> list[Origin]:
@@ -84,8 +103,10 @@ class Origins:
         if isinstance(expr, ast.Call):
             return self._call(expr)
         if isinstance(expr, ast.Attribute):
-            if self.kinds.of(expr.value) in (Kind.TENSOR, Kind.BATCH):
-                return self.of(expr.value)  # `x.data`, `batch.text`
+            value = expr.value
+            own = isinstance(value, ast.Name) and value.id == "self"
+            if not own and not self._module(value):
+                return self.of(value)  # `x.data`, `batch.text`: where `x` lives
             return [self._origin(expr)]
         if isinstance(expr, (ast.Subscript, ast.Starred)):
             return self.of(expr.value)
@@ -103,8 +124,7 @@ class Origins:
         return [self._origin(expr)]
 
     def _name(self, name: ast.Name) -> list[Origin]:
-        binding = self.scopes.reaching(name.id, name)
-        found = [binding] if binding is not None else self.scopes.bindings(name.id, name)
+        found = may_reach(self.scopes, name)
         if not found:
             return [Origin(name, f"`{name.id}`", library=False)]
         out: list[Origin] = []
@@ -126,6 +146,8 @@ class Origins:
                 return self.of(holder.value)
         if b.kind is BindingKind.PARAMETER and isinstance(anchor, ast.FunctionDef):
             return self._arguments(anchor, b, name)
+        if self._moved_by_code(b, anchor):
+            return []  # a batch the code moves itself (`x = x.to(device)` in the loop)
         if isinstance(anchor, ast.Assign):
             return self.of(anchor.value)  # `data, target = get_batch(source, i)`
         if isinstance(anchor, (ast.For, ast.AsyncFor, ast.comprehension)):
@@ -181,6 +203,9 @@ class Origins:
             return returned
         if isinstance(func, ast.Name) and func.id in _CONTAINERS and not name:
             return [o for a in call.args for o in self.of(a)]  # `tuple(f(v) for v in h)`
+        if isinstance(func, ast.Name) and func.id in ("zip", "enumerate", "iter") and not name:
+            inputs = call.args[:1] if func.id != "zip" else call.args
+            return [o for a in inputs for o in self.of(a)]  # the items of what it iterates
         if (
             isinstance(func, ast.Attribute)
             and kinds.of(func.value) in (Kind.TENSOR, Kind.BATCH, Kind.UNKNOWN)
@@ -212,11 +237,31 @@ class Origins:
             b.kind is BindingKind.IMPORT for b in self.scopes.bindings(root.id, root)
         )
 
+    def _moved_by_code(self, b: Binding, anchor: ast.AST | None) -> bool:
+        """A tensor or batch bound to a name the code itself moves (``x = x.cuda()``).
+
+        The code's own device choice then follows it (on a machine where that
+        choice is the CPU, the model stays there too); the port leaves it alone.
+        """
+        scope = self.facts.scope_of.get(id(anchor)) if anchor is not None else None
+        return (
+            scope is not None
+            and b.name in scope.moved
+            and self.kinds.binding(b) in (Kind.BATCH, Kind.TENSOR)
+        )
+
     def _moved_by_rule(self, call: ast.Call) -> bool:
-        """Whether TP503 moves (or reports) this factory call: it meets the model's data."""
+        """Whether TP503 moves (or reports) this factory call, or the code moves it itself."""
         scope: PortScope | None = self.facts.scope_of.get(id(call))
         if scope is None or scope.internal:
             return False
+        holder = self.facts.parents.get(id(call))
+        while isinstance(holder, (ast.expr, ast.keyword)):  # `torch.ones(n) * 0.9`
+            holder = self.facts.parents.get(id(holder))
+        if isinstance(holder, ast.Assign):
+            names = [t.id for t in holder.targets if isinstance(t, ast.Name)]
+            if names and all(n in scope.moved for n in names):
+                return True  # `x = torch.from_numpy(a)` then `x = x.cuda()`: the code's own
         if any(k.arg is None for k in call.keywords):
             return False  # **kwargs may carry device=: TP503 leaves it
         key = id(call)
