@@ -42,7 +42,7 @@ from torchport.check.port._calls import (
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._models import MODEL_METHODS
-from torchport.check.port._reaching import may_reach
+from torchport.check.port._reaching import Reaching
 from torchport.check.port._value_kind import TENSORS, Elements, Kind, flat, join
 from torchport.check.semantic import BindingKind
 
@@ -89,6 +89,7 @@ class ValueKinds(CallerKinds):
         self.ctx: Context = facts.ctx
         self.scopes = facts.ctx.scopes
         self._memo: dict[int, object] = {}
+        self.reaching = Reaching(self.scopes)
         self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
         dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
         self._loader_classes = self._subclasses(dataloaders, "DataLoader")
@@ -192,7 +193,7 @@ class ValueKinds(CallerKinds):
     # ------------------------------------------------------------ names
 
     def _name(self, name: ast.Name) -> Kind:
-        found = may_reach(self.scopes, name)
+        found = self.reaching.may_reach(name)
         if not found:
             return Kind.OTHER if name.id in _BUILTINS else Kind.UNKNOWN
         kinds = []

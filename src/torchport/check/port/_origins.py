@@ -28,7 +28,6 @@ from torchport.check.port._batches import BatchPlan, batch_plan
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
-from torchport.check.port._reaching import may_reach
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = ["Origin", "Origins", "origins"]
@@ -124,7 +123,7 @@ class Origins:
         return [self._origin(expr)]
 
     def _name(self, name: ast.Name) -> list[Origin]:
-        found = may_reach(self.scopes, name)
+        found = self.kinds.reaching.may_reach(name)
         if not found:
             return [Origin(name, f"`{name.id}`", library=False)]
         out: list[Origin] = []
