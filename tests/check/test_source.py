@@ -135,3 +135,31 @@ def test_numpy_of_a_parenthesised_receiver_is_fixed_not_a_rule_failure() -> None
     assert "print((x + 1).detach().cpu().numpy())" in fixed
     assert "print(((x * 2)).detach().cpu().numpy())" in fixed
     assert fix_source(fixed, select=["TP201"]) == fixed
+
+
+@given(receivers())
+def test_every_rule_that_rewrites_a_receiver_keeps_it_whole(expr: str) -> None:
+    """TP101 (`.cuda()`), TP106 (create-then-move) and TP508 (`.item()`) on compound receivers."""
+    source = (
+        "import torch\n\n"
+        "x = torch.ones(3)\nidx = torch.arange(3)\nt = [x]\nout = x\n"
+        "def f(v):\n    return v\n"
+        "model = lambda v: v\n"
+        f"y = ({expr}).cuda()\n"
+        "z = (torch.ones(3)).to('cuda')\n"
+        "correct = 0\n"
+        "for _ in range(2):\n    correct += ((x == x).sum()).item()\n"
+        "print(correct)\n"
+    )
+    fixed = fix_source(source, unsafe=True, select=["ALL"], ignore=["TP5"])
+    assert fix_source(fixed, unsafe=True, select=["ALL"], ignore=["TP5"]) == fixed
+    tree = ast.parse(fixed)
+    moved = [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "y"
+    ][0]
+    assert isinstance(moved, ast.Call) and isinstance(moved.func, ast.Attribute)
+    assert moved.func.attr == "to"
+    original = ast.parse(f"({expr})", mode="eval").body
+    assert ast.dump(moved.func.value) == ast.dump(original)

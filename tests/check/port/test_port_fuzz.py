@@ -207,6 +207,16 @@ def declared_changes(source: str) -> bool:
     )
 
 
+def _record(**facts: object) -> None:
+    """One line per program to ``TORCHPORT_PORT_FUZZ_STATS`` (a file), for the long profile."""
+    path = os.environ.get("TORCHPORT_PORT_FUZZ_STATS")
+    if path:
+        import json
+
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(facts) + "\n")
+
+
 def check_port(source: str) -> None:
     outcome = port_text(source)
     assert outcome.failures == [], outcome.failures
@@ -216,9 +226,11 @@ def check_port(source: str) -> None:
     assert again.source == ported, f"port is not idempotent:\n{ported}\n--- again\n{again.source}"
     if "torch" not in source:
         assert ported == source and outcome.remaining == [], "a module without torch was ported"
+        _record(torch=False, changed=False)
         return
     before, _ = run(source, meta=False)
     if isinstance(before, BaseException):
+        _record(torch=True, runs=False, changed=ported != source)
         return  # the original does not run: nothing to keep
     after, _ = run(ported, meta=False)
     if isinstance(after, BaseException):
@@ -230,6 +242,13 @@ def check_port(source: str) -> None:
     if isinstance(on_meta, BaseException) or off:
         what = repr(on_meta) if isinstance(on_meta, BaseException) else off[:3]
         assert left, f"data left off the accelerator ({what}) and port said nothing:\n{ported}"
+    _record(
+        torch=True,
+        runs=True,
+        changed=ported != source,
+        left=len(left),
+        all_on_device=not (isinstance(on_meta, BaseException) or off),
+    )
 
 
 def check_program(source: str) -> None:
