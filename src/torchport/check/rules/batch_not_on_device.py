@@ -100,8 +100,8 @@ class BatchNotOnDevice(Rule):
             found = facts.device_at(element)
             fix = None
             if found is not None:
-                at = ctx.end(element)
-                fix = Fix((Edit(at, at, f".to({found[0]}, {_NB})"), *found[1]), FixSafety.SAFE)
+                moved = ctx.append_call(element, f".to({found[0]}, {_NB})")
+                fix = Fix((*moved, *found[1]), FixSafety.SAFE)
             yield ctx.finding(self, element, fix=fix)
         for move in plan.moves.values():
             anchor = move.anchor
@@ -114,8 +114,10 @@ class BatchNotOnDevice(Rule):
                 span = anchor.target
             elif isinstance(anchor, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 a = anchor.args
-                moved = {*move.tensors, *move.dicts}
-                span = next(p for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if p.arg in moved)
+                names_moved = {*move.tensors, *move.dicts}
+                span = next(
+                    p for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if p.arg in names_moved
+                )
             yield ctx.finding(self, span, message=message, fix=_fix(move, facts, ctx))
 
 

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._facts import port_facts
 from torchport.check.port._models import MODEL_METHODS
 from torchport.check.rules._snippets import DEVICE_LINE
@@ -129,8 +129,7 @@ class ModelNotOnDevice(Rule):
             yield ctx.finding(self, node)
             return
         name, edits = found
-        at = ctx.end(node)
-        fix = Fix((Edit(at, at, f".to({name})"), *edits), FixSafety.SAFE)
+        fix = Fix((*ctx.append_call(node, f".to({name})"), *edits), FixSafety.SAFE)
         yield ctx.finding(self, node, fix=fix)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
 from torchport.check.port._facts import port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
@@ -99,8 +99,7 @@ class TensorNotOnDevice(Rule):
             return
         device, edits = found
         if name in _MOVE_AFTER:
-            at = ctx.end(node)
-            edit = Edit(at, at, f".to({device})")
+            moved = ctx.append_call(node, f".to({device})")
         else:
-            edit = add_keyword(node, f"device={device}", ctx)
-        yield ctx.finding(self, node, fix=Fix((edit, *edits), FixSafety.SAFE))
+            moved = (add_keyword(node, f"device={device}", ctx),)
+        yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, keyword
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import CREATORS, is_move
 from torchport.check.port._facts import port_facts
 
@@ -95,11 +95,10 @@ class TensorOnCpuInModule(Rule):
         device = self._device(params[1:], scope.nodes, parents)
         if name in ("torch.from_numpy", "torch.randn", "torch.rand", "torch.randint",
                     "torch.randperm", "torch.normal", "torch.bernoulli"):  # fmt: skip
-            at = ctx.end(node)
-            edit = Edit(at, at, f".to({device})")
+            edits = ctx.append_call(node, f".to({device})")
         else:
-            edit = add_keyword(node, f"device={device}", ctx)
-        yield ctx.finding(self, node, fix=Fix((edit,), FixSafety.SAFE))
+            edits = (add_keyword(node, f"device={device}", ctx),)
+        yield ctx.finding(self, node, fix=Fix(edits, FixSafety.SAFE))
 
     @staticmethod
     def _device(params: list[str], nodes: list[ast.AST], parents: dict[int, ast.AST]) -> str:
