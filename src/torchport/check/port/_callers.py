@@ -14,14 +14,14 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check.port._facts import PortFacts, PortScope
-from torchport.check.port._value_kind import Elements, Kind, join
+from torchport.check.port._value_kind import WORKING, Elements, Kind, join
 from torchport.check.semantic import ScopeMap
 
 __all__ = ["CallerKinds"]
 
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "FloatTensor", "LongTensor"})
 _PLAIN_ANNOTATIONS = frozenset({"int", "float", "str", "bool", "bytes", "None"})
-_SKIP = object()  # memo marker: being worked out (a cycle gives UNKNOWN)
+_NONE = ast.Constant(None)  # what a bare `return` gives
 
 
 class CallerKinds:
@@ -32,6 +32,7 @@ class CallerKinds:
     scopes: ScopeMap
     _memo: dict[int, object]
     _sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None
+    _returns_of: dict[int, list[ast.expr] | None]
 
     def of(self, expr: ast.expr) -> Kind:
         """What ``expr`` evaluates to where it stands."""
@@ -52,19 +53,28 @@ class CallerKinds:
         tuples = [v for v in values if isinstance(v, ast.Tuple)]
         return tuple(join(self.of(t.elts[i]) for t in tuples) for i in range(sizes.pop()))
 
-    def return_values(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
-        """The expressions a function returns (None for a generator: it yields)."""
+    def return_values(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr] | None:
+        """The expressions a function returns (a bare ``return`` gives ``None``).
+
+        None for a generator (what it yields is not what a call gives); empty for
+        a function that never returns a value. Found once per function.
+        """
+        cache = self._returns_of
+        if id(func) in cache:
+            return cache[id(func)]
         values: list[ast.expr] = []
+        generator = False
         stack: list[ast.AST] = list(func.body)
-        while stack:
+        while stack and not generator:
             node = stack.pop()
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                return []
+            generator = isinstance(node, (ast.Yield, ast.YieldFrom))
             if isinstance(node, ast.Return):
-                values.append(node.value if node.value is not None else ast.Constant(None))
+                values.append(node.value if node.value is not None else _NONE)
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 stack.extend(ast.iter_child_nodes(node))
-        return values
+        found = None if generator else values
+        cache[id(func)] = found
+        return found
 
     def returns(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> Kind:
         """What calling a function of the file returns (the join of its ``return`` values)."""
@@ -72,20 +82,14 @@ class CallerKinds:
         found = self._memo.get(key)
         if isinstance(found, Kind):
             return found
-        if found is _SKIP:
+        if found is WORKING:
             return Kind.UNKNOWN
-        self._memo[key] = _SKIP
-        values: list[Kind] = []
-        stack: list[ast.AST] = list(func.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                values.append(Kind.UNKNOWN)
-            elif isinstance(node, ast.Return):
-                values.append(Kind.OTHER if node.value is None else self.of(node.value))
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                stack.extend(ast.iter_child_nodes(node))
-        kind = join(values) if values else Kind.OTHER
+        self._memo[key] = WORKING
+        values = self.return_values(func)
+        if values is None:
+            kind = Kind.UNKNOWN  # a generator
+        else:
+            kind = join(self.of(v) for v in values) if values else Kind.OTHER  # None
         self._memo[key] = kind
         return kind
 
@@ -95,9 +99,9 @@ class CallerKinds:
         found = self._memo.get(key)
         if isinstance(found, Kind):
             return found
-        if found is _SKIP:
+        if found is WORKING:
             return Kind.UNKNOWN
-        self._memo[key] = _SKIP
+        self._memo[key] = WORKING
         kind = self._parameter(arg)
         self._memo[key] = kind
         return kind

@@ -43,7 +43,7 @@ from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._models import MODEL_METHODS
 from torchport.check.port._reaching import Reaching
-from torchport.check.port._value_kind import TENSORS, Elements, Kind, flat, join
+from torchport.check.port._value_kind import TENSORS, WORKING, Elements, Kind, flat, join
 from torchport.check.semantic import BindingKind
 
 __all__ = ["Elements", "Kind", "ValueKinds", "join", "value_kinds"]
@@ -65,7 +65,6 @@ _ITER_WRAPPERS = frozenset(
 _NOTENSORS_ITERS = frozenset({"range", "trange", "listdir", "glob", "iglob", "walk", "iterdir"})
 _STRING_METHODS = frozenset({"split", "splitlines", "readlines", "keys"})
 _SAME_KIND_ATTRS = frozenset({"data", "grad", "T", "mT", "H", "real", "imag"})
-_SKIP = object()  # memo marker: being worked out (a cycle gives UNKNOWN)
 
 
 def _moves_tensors(item: ast.expr) -> bool:
@@ -89,6 +88,7 @@ class ValueKinds(CallerKinds):
         self.ctx: Context = facts.ctx
         self.scopes = facts.ctx.scopes
         self._memo: dict[int, object] = {}
+        self._returns_of: dict[int, list[ast.expr] | None] = {}
         self.reaching = Reaching(self.scopes)
         self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
         dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -101,11 +101,11 @@ class ValueKinds(CallerKinds):
         """What ``expr`` evaluates to where it stands."""
         key = id(expr)
         found = self._memo.get(key)
-        if found is _SKIP:
+        if found is WORKING:
             return Kind.UNKNOWN
         if isinstance(found, Kind):
             return found
-        self._memo[key] = _SKIP
+        self._memo[key] = WORKING
         kind = self._of(expr)
         self._memo[key] = kind
         return kind
@@ -209,9 +209,9 @@ class ValueKinds(CallerKinds):
         found = self._memo.get(key)
         if isinstance(found, Kind):
             return found
-        if found is _SKIP:
+        if found is WORKING:
             return Kind.UNKNOWN
-        self._memo[key] = _SKIP
+        self._memo[key] = WORKING
         kind = self._binding(b)
         self._memo[key] = kind
         return kind

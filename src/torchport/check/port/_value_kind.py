@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-__all__ = ["TENSORS", "Elements", "Kind", "flat", "join"]
+__all__ = ["TENSORS", "WORKING", "Elements", "Kind", "flat", "join"]
 
 
 class Kind(enum.Enum):
@@ -29,6 +29,7 @@ class Kind(enum.Enum):
 Elements = Kind | tuple["Elements", ...]
 
 TENSORS = frozenset({Kind.DEVICE, Kind.TENSOR, Kind.BATCH})
+WORKING = object()  # a memo's mark for "being worked out": a cycle meets it, and gets UNKNOWN
 
 
 def join(kinds: Iterable[Kind]) -> Kind:
