@@ -28,6 +28,7 @@ The device values, sinks and reach are worked out by
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
 from torchport.check._context import Context
@@ -80,6 +81,8 @@ class PortFacts(DeviceFlow):
         self.operands: list[tuple[ast.expr, PortScope]] = []
         self._function_scopes: dict[int, PortScope] = {}
         self._device_name: str | None = None  # the one device name the port's fixes use
+        self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
+        self._names: dict[str, list[tuple[int, int]]] | None = None
         self.has_models = self.cpu_device_pending = False
         # A file with no torch in it is no PyTorch program: nothing to port there.
         self.active = _imports_torch(tree)
@@ -115,6 +118,34 @@ class PortFacts(DeviceFlow):
             for s in self.scopes
             for _, value in s.assigns
         )
+
+    def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
+        """The block (``body``, ``orelse``, ``finalbody``) holding ``stmt``, and its index there."""
+        if self._blocks is None:
+            self._blocks = {}
+            for node in ast.walk(self.ctx.tree):
+                for field_name in ("body", "orelse", "finalbody"):
+                    block = getattr(node, field_name, None)
+                    if isinstance(block, list):
+                        for i, s in enumerate(block):
+                            self._blocks[id(s)] = (block, i)
+        return self._blocks.get(id(stmt))
+
+    def mentions_between(self, name: str, first: ast.AST, last: ast.AST) -> bool:
+        """Whether ``name`` appears after ``first`` ends and before ``last`` starts.
+
+        Every name's places are indexed once per file (this is asked per loop).
+        """
+        if self._names is None:
+            found: dict[str, list[tuple[int, int]]] = {}
+            for n in ast.walk(self.ctx.tree):
+                if isinstance(n, ast.Name):
+                    found.setdefault(n.id, []).append((n.lineno, n.col_offset))
+            self._names = {k: sorted(v) for k, v in found.items()}
+        spots = self._names.get(name, [])
+        after = (first.end_lineno or 0, first.end_col_offset or 0)  # type: ignore[attr-defined]
+        before = (last.lineno, last.col_offset)  # type: ignore[attr-defined]
+        return bisect.bisect_left(spots, before) > bisect.bisect_right(spots, after)
 
     def _extended_classes(self) -> set[str]:
         """Classes whose methods a library calls: those deriving from a class it gives.
