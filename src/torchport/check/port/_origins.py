@@ -56,6 +56,7 @@ class Origins:
         self.scopes = facts.ctx.scopes
         self.elements = {id(e) for e in plan.elements}
         self._memo: dict[int, list[Origin] | None] = {}
+        self._bound: dict[int, list[Origin] | None] = {}  # id(binding) -> its origins
 
     def operands(self) -> list[tuple[ast.expr, list[Origin]]]:
         """Each operand that meets the model with the origins no rule moves (may be empty).
@@ -134,6 +135,16 @@ class Origins:
         return out
 
     def _binding(self, b: Binding, name: ast.Name) -> list[Origin]:
+        """The origins of what one binding binds (once per binding, whatever reads it)."""
+        key = id(b)
+        if key in self._bound:
+            return self._bound[key] or []  # None: being followed
+        self._bound[key] = None
+        found = self._binding_origins(b, name)
+        self._bound[key] = found
+        return found
+
+    def _binding_origins(self, b: Binding, name: ast.Name) -> list[Origin]:
         if b.value is not None:
             return self.of(b.value)
         anchor = self._anchor(b)

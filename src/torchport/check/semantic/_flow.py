@@ -213,7 +213,15 @@ class FlowAnalysis:
         }
 
     def _binding_in(self, target: ast.AST, name: str, scope: Scope) -> Binding | None:
-        for b in scope.bindings.get(name, ()):
+        found = scope.bindings.get(name)
+        if not found:
+            return None
+        # Only the bindings placed inside the target's span can be in it.
+        spans = self._spans(name, scope)
+        start = (target.lineno, target.col_offset, -1)  # type: ignore[attr-defined]
+        end = (target.end_lineno, target.end_col_offset, len(found))  # type: ignore[attr-defined]
+        lo, hi = bisect.bisect_left(spans, start), bisect.bisect_right(spans, end)
+        for b in (found[i] for i in sorted(span[2] for span in spans[lo:hi])):
             cur: ast.AST | None = b.node
             while cur is not None and cur is not target:
                 cur = self._parent.get(id(cur)) if isinstance(cur, ast.expr) else None
