@@ -3,7 +3,7 @@
 Porting is knowing which names hold models, which tensors meet the model, and
 where those tensors come from. :func:`port_facts` works it out once per file
 (cached on the walk's :class:`~torchport.check._context.Context`), per scope
-(the module body and each function), flow-insensitively:
+(the module body and each function, nested ones too), flow-insensitively:
 
 * **models**: names (and ``self.attr`` of non-module classes) bound to a model
   expression (see :mod:`torchport.check.port._models`), parameters that call
@@ -18,8 +18,13 @@ where those tensors come from. :func:`port_facts` works it out once per file
 
 The TP5xx rules then move what reaches a sink at its source: the batch where a
 loop binds it (:mod:`torchport.check.port._batches`), the tensor where a
-factory builds it, the model where it is constructed. Methods of ``nn.Module``
-classes are not scopes here: their tensors follow the module's inputs.
+factory builds it, the model where it is constructed. The methods of a class a
+library drives (an ``nn.Module``, an optimizer, a ``Dataset``, any class with
+an imported base) are library internals, not the script's loops: the port
+moves nothing there (its tensors follow the module's inputs; TP504 makes them
+on the input's device). A file that imports no torch at all is no PyTorch
+program: it gets no facts, and nothing is ported there. The one ``device``
+name every fix of a port uses is chosen here too (:meth:`PortFacts.device_at`).
 
 The device values, sinks and reach are worked out by
 :class:`~torchport.check.port._device_flow.DeviceFlow`, which :class:`PortFacts` extends.
