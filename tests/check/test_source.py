@@ -154,11 +154,11 @@ def test_every_rule_that_rewrites_a_receiver_keeps_it_whole(expr: str) -> None:
     fixed = fix_source(source, unsafe=True, select=["ALL"], ignore=["TP5"])
     assert fix_source(fixed, unsafe=True, select=["ALL"], ignore=["TP5"]) == fixed
     tree = ast.parse(fixed)
-    moved = [
+    moved = next(
         n.value
         for n in ast.walk(tree)
         if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "y"
-    ][0]
+    )
     assert isinstance(moved, ast.Call) and isinstance(moved.func, ast.Attribute)
     assert moved.func.attr == "to"
     original = ast.parse(f"({expr})", mode="eval").body

@@ -271,3 +271,40 @@ def test_values_of_unknown_kind_are_reported_never_moved() -> None:
     # unknown iterator, and the items of get_items(): reported; gamma (a float) and name
     # (a string) are not tensors: nothing to say about them.
     assert [code for code, _ in left] == ["TP520"] * 5
+
+
+def test_one_device_binding_for_the_whole_file() -> None:
+    """The port's moves all use one module-level binding, never a function's own `device`."""
+    source = (
+        "import torch\n\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "x0 = torch.ones(2, 4)\n"
+        "print(model(x0))\n\n"
+        "def main():\n"
+        '    device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        "    print(model(torch.ones(1, 4)))\n"
+        "    return device\n"
+        "main()\n"
+    )
+    out = ported(source)
+    assert out.count(DEVICE_LINE) == 1 and "_device" not in out
+    assert "print(model(torch.ones(1, 4, device=device)))" not in out  # not main's `device`
+    assert "model = torch.nn.Linear(4, 2).to(device)\n" in out
+    assert "x0 = torch.ones(2, 4, device=device)\n" in out
+    left = port_text(source).remaining
+    assert [f.code for f in left] == ["TP503"]  # inside main: reported, not moved wrongly
+
+
+def test_the_files_own_accelerator_choice_is_reused_and_code_above_it_reported() -> None:
+    source = (
+        "import torch\n\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        "x = torch.ones(1, 4)\n"
+        "print(model(x))\n"
+    )
+    out = ported(source)
+    assert "torch.accelerator" not in out  # no second definition
+    assert "x = torch.ones(1, 4, device=device)\n" in out
+    assert "model = torch.nn.Linear(4, 2)\n" in out  # above `device`: no name to use there
+    assert [f.code for f in port_text(source).remaining] == ["TP501"]
