@@ -209,6 +209,24 @@ FRAGMENTS = [
     "                    p.data.add_(p.grad, alpha=-group['lr'])\n"
     "opt{k} = Sgd{k}(model.parameters())\nmodel(T.ones(1, 4)).sum().backward()\nopt{k}.step()\n"
     "OUT.append([p.detach().clone() for p in model.parameters()])",
+    # a module method that makes a tensor and hands a name (not a tensor) to another method
+    _lines(
+        "class Adapter{k}(T.nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+        "        self.fc = T.nn.Linear(4, 2)",
+        "        self.names = []",
+        "    def register(self, name):",
+        "        self.names.append(name)",
+        "    def forward(self, x):",
+        "        return self.fc(x)",
+        "    def add(self, name):",
+        "        self.register(name)",
+        "        return T.ones(2) * len(self.names)",
+        "adapter{k} = Adapter{k}()",
+        "OUT.append(adapter{k}.add('lora').tolist())",
+        "OUT.append(adapter{k}(T.ones(1, 4)).detach())",
+    ),
     # receivers of .numpy(): parenthesised and compound
     "idx{k} = T.arange(3)\nOUT.append(((10 - idx{k}).numpy()).tolist())",
     "out{k} = model(T.ones(1, 4))\nOUT.append((out{k} + 1).detach().numpy().tolist())",
