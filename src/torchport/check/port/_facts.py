@@ -410,8 +410,11 @@ class PortFacts(DeviceFlow):
                 and isinstance(func, ast.Attribute)
                 and func.attr in MOVES
                 and isinstance(func.value, ast.Name)
+                and isinstance(self.parents.get(id(n)), ast.Expr)
             ):
-                scope.moved.add(func.value.id)  # `model.to(device)` moves in place
+                # `model.to(device)` as a statement moves a module in place; `y = x.to(d)`
+                # leaves `x` where it was (a tensor's move returns a new tensor).
+                scope.moved.add(func.value.id)
 
     def _params_from_calls(self) -> None:
         for scope in self.scopes:
