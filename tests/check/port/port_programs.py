@@ -231,6 +231,19 @@ FRAGMENTS = [
     "idx{k} = T.arange(3)\nOUT.append(((10 - idx{k}).numpy()).tolist())",
     "out{k} = model(T.ones(1, 4))\nOUT.append((out{k} + 1).detach().numpy().tolist())",
     "out{k} = model(T.ones(1, 4))\nOUT.append(((out{k} * 2)).detach().numpy().tolist())",
+    # a tensor moved later next to another one: its first use still needs the device
+    _lines(
+        "x{k} = T.randn(2, 4)",
+        "out{k} = model(x{k})",
+        "y{k} = x{k}.to(out{k}.device)",
+        "OUT.append((out{k}.detach(), y{k}.sum().item()))",
+    ),
+    _lines(
+        "x{k} = T.ones(2, 4)",
+        "out{k} = model(x{k})",
+        "w{k} = T.ones(2, 2, device=out{k}.device)",
+        "OUT.append((out{k} * w{k}).detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

@@ -92,7 +92,6 @@ def meta_accelerator(record: dict[str, list[str]]) -> Iterator[None]:
     own = {name for name in names if name in vars(tensor)}  # the others are inherited
     saved_torch = {name: getattr(torch, name) for name in ("allclose", "equal")}
     module_call = torch.nn.Module.__call__
-    loader_init = torch.utils.data.DataLoader.__init__
 
     def host(t: torch.Tensor) -> torch.Tensor:
         return torch.zeros(t.shape, dtype=t.dtype)
@@ -132,10 +131,6 @@ def meta_accelerator(record: dict[str, list[str]]) -> Iterator[None]:
                     record["off"].append(f"{type(self).__name__}: input {name}= on {t.device}")
         return module_call(self, *args, **kwargs)
 
-    def unpinned(self: Any, *args: Any, **kwargs: Any) -> None:
-        kwargs["pin_memory"] = False  # its thread asks the real runtime for the accelerator
-        loader_init(self, *args, **kwargs)
-
     handle = torch.nn.modules.module.register_module_forward_pre_hook(watch)
     with fix_fuzz.accelerator_reports_meta():
         try:
@@ -162,7 +157,6 @@ def meta_accelerator(record: dict[str, list[str]]) -> Iterator[None]:
                     ),
                 )
             torch.nn.Module.__call__ = call  # type: ignore[method-assign]
-            torch.utils.data.DataLoader.__init__ = unpinned  # type: ignore[method-assign]
             yield
         finally:
             for name, orig in saved.items():
@@ -173,7 +167,6 @@ def meta_accelerator(record: dict[str, list[str]]) -> Iterator[None]:
             for name, orig in saved_torch.items():
                 setattr(torch, name, orig)
             torch.nn.Module.__call__ = module_call  # type: ignore[method-assign]
-            torch.utils.data.DataLoader.__init__ = loader_init  # type: ignore[method-assign]
             handle.remove()
 
 

@@ -23,7 +23,9 @@ __all__ = [
     "VARIABLE",
     "cpu_only_device",
     "device_target",
+    "follows_a_tensor",
     "is_move",
+    "moves_to_program_device",
 ]
 
 # Calls that make a new tensor on the CPU unless told otherwise.
@@ -71,6 +73,23 @@ META_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires
 _DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator", re.IGNORECASE)
 
 
+# Objects whose `.device` is a setting: the device the program chose, not one a tensor is on.
+_SETTINGS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "hparams"})
+
+
+def follows_a_tensor(expr: ast.expr) -> bool:
+    """``x.device``: the device some tensor or model is on, not the program's choice.
+
+    ``torch.tensor(v, device=denom.device)`` follows ``denom`` wherever it is:
+    device-aware code, which does not make a device value of its own.
+    """
+    return (
+        isinstance(expr, ast.Attribute)
+        and expr.attr == "device"
+        and not (isinstance(expr.value, ast.Name) and expr.value.id in _SETTINGS)
+    )
+
+
 def device_target(expr: ast.expr) -> bool:
     """Whether a ``.to()`` argument names a device that may be an accelerator (not the CPU)."""
     if isinstance(expr, ast.Constant):
@@ -84,7 +103,11 @@ def device_target(expr: ast.expr) -> bool:
 
 
 def is_move(call: ast.AST) -> bool:
-    """Whether ``call`` is ``x.to(<device>)``/``x.cuda()``: a move to the accelerator."""
+    """Whether ``call`` is ``x.to(<device>)``/``x.cuda()``: an explicit placement.
+
+    ``x.to(y.device)`` counts (the author placed ``x``); whether it lands on the
+    program's device is :func:`moves_to_program_device`'s question.
+    """
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
         return False
     if call.func.attr == "cuda":
@@ -97,6 +120,16 @@ def is_move(call: ast.AST) -> bool:
         else next((k.value for k in call.keywords if k.arg == "device"), None)
     )
     return target is not None and device_target(target)
+
+
+def moves_to_program_device(call: ast.AST) -> bool:
+    """``x.to(device)``/``x.cuda()``, not ``x.to(y.device)``, which puts ``x`` next to ``y``."""
+    if not is_move(call):
+        return False
+    assert isinstance(call, ast.Call)
+    target = call.args[0] if call.args else None
+    target = target or next((k.value for k in call.keywords if k.arg == "device"), None)
+    return target is None or not follows_a_tensor(target)
 
 
 def cpu_only_device(node: ast.AST, qualname: QualName) -> bool:

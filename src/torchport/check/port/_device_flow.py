@@ -15,7 +15,14 @@ import builtins
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
-from torchport.check.port._calls import HOST_READS, META_ATTRS, device_target, is_move
+from torchport.check.port._calls import (
+    HOST_READS,
+    META_ATTRS,
+    device_target,
+    follows_a_tensor,
+    is_move,
+    moves_to_program_device,
+)
 from torchport.check.port._models import MODEL_METHODS
 
 __all__ = ["MOVES", "NOT_FORWARD", "DeviceFlow", "PortScope", "names_of"]
@@ -109,7 +116,7 @@ class DeviceFlow:
             func = expr.func
             if self.forward(expr, scope):
                 return True
-            if is_move(expr):
+            if moves_to_program_device(expr):
                 return True
             if isinstance(func, ast.Attribute):
                 if func.attr in HOST_READS:
@@ -120,8 +127,13 @@ class DeviceFlow:
                     return True
             elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS:
                 return False
-            if any(k.arg == "device" and device_target(k.value) for k in expr.keywords):
-                return True
+            if any(
+                k.arg == "device"
+                and device_target(k.value)
+                and not self._follows_a_tensor(k.value, scope)
+                for k in expr.keywords
+            ):
+                return True  # made on the program's device (not next to some tensor)
             return any(self.on_device(a, scope) for a in expr.args) or any(
                 self.on_device(k.value, scope) for k in expr.keywords
             )
@@ -138,6 +150,15 @@ class DeviceFlow:
         if isinstance(expr, ast.IfExp):
             return self.on_device(expr.body, scope) or self.on_device(expr.orelse, scope)
         return False
+
+    def _follows_a_tensor(self, expr: ast.expr, scope: PortScope) -> bool:
+        """``x.device``, or a name bound only to such (``device = output.device``)."""
+        if follows_a_tensor(expr):
+            return True
+        if not isinstance(expr, ast.Name):
+            return False
+        values = scope.values_of(expr.id) if expr.id in scope.local else []
+        return bool(values) and all(follows_a_tensor(v) for v in values)
 
     def _operands(self, node: ast.AST, scope: PortScope) -> list[ast.expr]:
         """The operands of ``node`` that meet the device, or [] when it combines none."""

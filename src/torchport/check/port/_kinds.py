@@ -37,7 +37,9 @@ from torchport.check.port._calls import (
     TORCH_NOT_TENSORS,
     VARIABLE,
     device_target,
+    follows_a_tensor,
     is_move,
+    moves_to_program_device,
 )
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._facts import PortFacts, PortScope
@@ -382,7 +384,7 @@ class ValueKinds(CallerKinds):
     def _call(self, call: ast.Call) -> Kind:
         facts = self.facts
         scope = self._scope(call)
-        if is_move(call):
+        if moves_to_program_device(call):
             return Kind.DEVICE
         if facts.forward(call, scope):
             return Kind.DEVICE
@@ -434,6 +436,9 @@ class ValueKinds(CallerKinds):
         """A torch function's tensor: on the device when made there or from device tensors."""
         for k in call.keywords:
             if k.arg == "device":
+                if follows_a_tensor(k.value):  # `device=x.device`: where `x` is
+                    assert isinstance(k.value, ast.Attribute)
+                    return Kind.DEVICE if self.of(k.value.value) is Kind.DEVICE else Kind.TENSOR
                 return Kind.DEVICE if device_target(k.value) else Kind.TENSOR
         inputs = [self.of(a) for a in call.args if not isinstance(a, ast.Starred)]
         for a in call.args:
@@ -447,6 +452,15 @@ class ValueKinds(CallerKinds):
     def _method(self, call: ast.Call, func: ast.Attribute) -> Kind:
         inner = self.of(func.value)
         attr = func.attr
+        if attr == "to" and inner in TENSORS:
+            target = (
+                call.args[0]
+                if call.args
+                else next((k.value for k in call.keywords if k.arg == "device"), None)
+            )
+            if target is not None and follows_a_tensor(target):  # `x.to(y.device)`: next to y
+                assert isinstance(target, ast.Attribute)
+                return Kind.DEVICE if self.of(target.value) is Kind.DEVICE else Kind.TENSOR
         if inner in TENSORS:
             if attr == "numpy":
                 return Kind.NUMPY
