@@ -244,6 +244,30 @@ FRAGMENTS = [
         "w{k} = T.ones(2, 2, device=out{k}.device)",
         "OUT.append((out{k} * w{k}).detach())",
     ),
+    # items of a list beside a device value: each meets it
+    "out{k} = model(T.ones(1, 4))\nOUT.append(T.cat([out{k}, T.zeros(1, 2)]).detach())",
+    "out{k} = model(T.ones(1, 4))\nOUT.append(T.stack((T.ones(1, 2) * 2, out{k})).detach())",
+    # a module-level name a function rebinds through `global`
+    _lines(
+        "g{k} = None",
+        "def setup{k}():",
+        "    global g{k}",
+        "    g{k} = T.ones(1, 4)",
+        "setup{k}()",
+        "OUT.append(model(g{k}).detach())",
+    ),
+    # the model handed to a method of the file's own class
+    _lines(
+        "class Job{k}:",
+        "    def run(self, m):",
+        "        return m(T.ones(1, 4))",
+        "OUT.append(Job{k}().run(model).detach())",
+    ),
+    # the model put where the port cannot follow it: a list, a dict, a partial
+    "for m{k} in [model]:\n    OUT.append(m{k}(T.ones(1, 4)).detach())",
+    "models{k} = {'a': model}\nOUT.append(models{k}['a'](T.zeros(1, 4)).detach())",
+    "import functools\ndef call{k}(m, x):\n    return m(x)\n"
+    "f{k} = functools.partial(call{k}, model)\nOUT.append(f{k}(T.ones(1, 4)).detach())",
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

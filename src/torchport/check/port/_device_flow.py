@@ -52,6 +52,21 @@ def names_of(target: ast.expr) -> list[str]:
     return []
 
 
+def _items(operands: list[ast.expr]) -> list[ast.expr]:
+    """``operands`` with lists and tuples (nested too, and starred items) opened."""
+    out: list[ast.expr] = []
+    stack = list(reversed(operands))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Starred):
+            stack.append(node.value)
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            stack.extend(reversed(node.elts))
+        else:
+            out.append(node)
+    return out
+
+
 @dataclass(eq=False)
 class PortScope:
     """One function (or the module body) as the port sees it."""
@@ -189,6 +204,9 @@ class DeviceFlow:
             operands = [node.target, node.value]
         else:
             return []
+        # `torch.cat([out, torch.zeros(1, 2)])`: the items of a list or tuple meet each
+        # other; the list as a whole is on the device once one item is, the others too.
+        operands = _items(operands)
         devices = [o for o in operands if self.on_device(o, scope) or self.builds_model(o, scope)]
         if not devices:
             return []

@@ -58,6 +58,7 @@ _MODEL_PARAM = re.compile(
     re.IGNORECASE,
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops"})
 
 
@@ -416,17 +417,52 @@ class PortFacts(DeviceFlow):
                 # leaves `x` where it was (a tensor's move returns a new tensor).
                 scope.moved.add(func.value.id)
 
+    def _methods(self) -> dict[str, list[tuple[_Function, str]]]:
+        """Methods of the file's own classes (not a library's): name -> (method, class)."""
+        found: dict[str, list[tuple[_Function, str]]] = {}
+        for scope in self.scopes[1:]:
+            node = scope.node
+            if scope.cls is not None and not scope.internal and isinstance(node, _FUNCTIONS):
+                found.setdefault(node.name, []).append((node, scope.cls.name))
+        return found
+
+    def _callee(
+        self, node: ast.Call, scope: PortScope, methods: dict[str, list[tuple[_Function, str]]]
+    ) -> tuple[_Function, int] | None:
+        """The file's function a call runs, and how many leading parameters it fills itself."""
+        func = node.func
+        if isinstance(func, ast.Name):
+            found = self.functions.get(func.id)
+            if found is not None and func.id not in scope.local - self.functions.keys():
+                return found, 0
+            inits = [m for m, cls in methods.get("__init__", ()) if cls == func.id]
+            return (inits[0], 1) if len(inits) == 1 else None  # `Job(model)`
+        if isinstance(func, ast.Attribute) and func.attr != "__init__":
+            # `Job().run(model)`, `job.run(model)`: a method of one of the file's classes,
+            # when none of its other classes has a method of that name.
+            candidates = methods.get(func.attr, [])
+            if len(candidates) == 1:
+                method = candidates[0][0]
+                static = any(
+                    isinstance(d, ast.Name) and d.id == "staticmethod"
+                    for d in method.decorator_list
+                )
+                return method, 0 if static else 1
+        return None
+
     def _params_from_calls(self) -> None:
+        methods = self._methods()
         for scope in self.scopes:
             if scope.module_method:
                 continue
             for node in scope.nodes:
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                if not isinstance(node, ast.Call):
                     continue
-                func = self.functions.get(node.func.id)
-                if func is None or node.func.id in scope.local - self.functions.keys():
+                found = self._callee(node, scope, methods)
+                if found is None:
                     continue
-                params = [*func.args.posonlyargs, *func.args.args]
+                func, bound = found
+                params = [*func.args.posonlyargs, *func.args.args][bound:]
                 target = self.scope_of_function(func)
                 for i, arg in enumerate(node.args):
                     if i < len(params) and self.builds_model(arg, scope):

@@ -56,12 +56,17 @@ class Reaching:
     def may_reach(self, name: ast.Name) -> list[Binding]:
         """The bindings of ``name`` that may be the one a read of it sees."""
         scopes = self.scopes
-        found = scopes.reaching(name.id, name)
-        if found is not None:
-            return [found]
         scope = scopes.resolve(name.id, name)
         own = scope.bindings.get(name.id, [])
-        if scope is not scopes.scope_of(name) or len(own) < 2:
+        # A function that declares the name `global` may rebind it between any two
+        # statements (`setup()` making the tensor a module-level `x = None` stood for):
+        # its bindings may reach every read of the module's name.
+        # (`bindings` lists the scope's own first, then those of `global` declarations.)
+        elsewhere = scopes.bindings(name.id, name)[len(own) :] if scope is scopes.module else []
+        found = scopes.reaching(name.id, name)
+        if found is not None:
+            return [found, *elsewhere]
+        if elsewhere or scope is not scopes.scope_of(name) or len(own) < 2:
             return [b for b in scopes.bindings(name.id, name) if b.kind is not BindingKind.DELETE]
         keys, ordered = self._positions(own, name.id)
         out: list[Binding] = []

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.port._escapes import model_escapes
+from torchport.check.port._facts import port_facts
 from torchport.check.port._origins import origins
 
 _HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
@@ -19,7 +21,9 @@ class UntrackedValue(Rule):
     of the file (`x = make_inputs()`), `torch.load(...)`, an attribute
     (`self.data`, `args.x`), a `with` target. Batches, arguments and loop
     variables of unknown kind are TP520's; values from other libraries are
-    TP521's.
+    TP521's. It reports a model put into a container or a
+    `functools.partial` too (`for m in [model]:`): its forwards there are
+    out of the port's sight.
 
     ## Why is this bad?
     `torchport port` moves only what it knows is a tensor: a guess would put
@@ -47,6 +51,7 @@ class UntrackedValue(Rule):
         ),
         Example(_HEAD + "x = torch.load('x.pt')\nout = model(x)\n"),
         Example(_HEAD + "class Job:\n    def run(self):\n        return model(self.data)\n"),
+        Example(_HEAD + "models = {'a': model}\nout = models['a'](torch.ones(2, 4))\n"),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -58,3 +63,9 @@ class UntrackedValue(Rule):
                     "which the port cannot follow, so it may be a tensor on the CPU"
                 )
                 yield ctx.finding(self, operand, message=message)
+        for model, where in model_escapes(port_facts(ctx)):
+            message = (
+                f"move what meets this model to `device` yourself: it goes into {where}, "
+                "where the port cannot follow it to its forwards"
+            )
+            yield ctx.finding(self, model, message=message)
