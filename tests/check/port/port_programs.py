@@ -268,6 +268,10 @@ FRAGMENTS = [
     "models{k} = {'a': model}\nOUT.append(models{k}['a'](T.zeros(1, 4)).detach())",
     "import functools\ndef call{k}(m, x):\n    return m(x)\n"
     "f{k} = functools.partial(call{k}, model)\nOUT.append(f{k}(T.ones(1, 4)).detach())",
+    # the code's own placements on the CPU: an output moved back, a parameter's default
+    "pred{k} = model(T.ones(1, 4)).to('cpu')\nOUT.append((pred{k} - T.zeros(1, 2)).tolist())",
+    "def run{k}(net, dev='cpu'):\n    return net(T.ones(1, 4).to(dev))\n"
+    "OUT.append(run{k}(model).detach())",
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

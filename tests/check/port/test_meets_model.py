@@ -126,3 +126,40 @@ def test_containers_that_build_a_model_are_followed() -> None:
     )
     fuzz.check_port(source)
     assert port_text(source).remaining == []
+
+
+CPU_SPELLINGS = ("'cpu'", "'cpu:0'", "torch.device('cpu')", "host", "dev")
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    spelling=st.sampled_from(CPU_SPELLINGS),
+    made=st.booleans(),
+    in_function=st.booleans(),
+)
+def test_a_value_the_code_puts_on_the_cpu_is_reported(
+    spelling: str, made: bool, in_function: bool
+) -> None:
+    value = f"torch.ones(1, 4, device={spelling})" if made else f"torch.ones(1, 4).to({spelling})"
+    head = HEAD + "host = 'cpu'\n"
+    if in_function:
+        source = (
+            head
+            + f"def run(net, dev='cpu'):\n    return net({value})\n"
+            + "OUT.append(run(model).detach())\n"
+        )
+    else:
+        source = head + "dev = torch.device('cpu')\n" + f"OUT.append(model({value}).detach())\n"
+    fuzz.check_port(source)
+    assert any(f.code == "TP523" for f in port_text(source).remaining)
+
+
+@settings(max_examples=8, deadline=None)
+@given(spelling=st.sampled_from(CPU_SPELLINGS[:3]), op=st.sampled_from(["==", "-", "*"]))
+def test_an_output_moved_to_the_cpu_is_no_device_value(spelling: str, op: str) -> None:
+    source = HEAD + (
+        f"pred = model(torch.ones(1, 4)).to({spelling})\n"
+        f"y = torch.zeros(1, 2)\nOUT.append((pred {op} y).tolist())\n"
+    )
+    fuzz.check_port(source)  # `y` stays beside `pred`, on the CPU
+    assert "torch.zeros(1, 2)\n" in port_text(source).source

@@ -93,7 +93,7 @@ def follows_a_tensor(expr: ast.expr) -> bool:
 def device_target(expr: ast.expr) -> bool:
     """Whether a ``.to()`` argument names a device that may be an accelerator (not the CPU)."""
     if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, str) and expr.value != "cpu"
+        return isinstance(expr.value, str) and expr.value.partition(":")[0] != "cpu"
     if isinstance(expr, ast.Call):
         return any(device_target(a) for a in expr.args) or any(
             device_target(k.value) for k in expr.keywords

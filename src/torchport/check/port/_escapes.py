@@ -1,4 +1,4 @@
-"""Where a model goes that the port cannot follow it: into a container or a partial.
+"""Where the port loses track: a model it cannot follow, data the code keeps on the CPU.
 
 The port finds a model's forwards by the names that hold it (see
 :mod:`torchport.check.port._facts`). A model put into a list, a tuple, a set or a
@@ -12,6 +12,12 @@ Left out: a container that builds a model itself (``nn.ModuleList([model])``,
 ``nn.Sequential(*[...])``: its forwards are known), and a tuple returned or
 unpacked at once (``return model, optimizer``; ``a, b = model, head``), which the
 port's call sites and bindings follow.
+
+The code's own placements on the CPU are reported too (:func:`cpu_placements`):
+a value that meets the model and is moved or made there on purpose
+(``x.to("cpu")``, ``torch.ones(3, device=dev)`` with ``dev = "cpu"``, a parameter
+``device="cpu"``) is the author's choice, which the port does not overrule, and
+it would meet the model on the accelerator.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import ast
 
 from torchport.check.port._facts import PortFacts
 
-__all__ = ["model_escapes"]
+__all__ = ["cpu_placements", "model_escapes"]
 
 _PARTIALS = frozenset({"functools.partial", "functools.partialmethod"})
 
@@ -70,3 +76,20 @@ def _builds_model(node: ast.expr, facts: PortFacts, scope: object) -> bool:
     if isinstance(parent, ast.Starred):
         parent = facts.parents.get(id(parent))
     return isinstance(parent, ast.Call) and facts.builds_model(parent, scope)  # type: ignore[arg-type]
+
+
+def cpu_placements(facts: PortFacts) -> list[ast.Call]:
+    """Calls that move or make a value on the CPU where the value meets the model."""
+    found: list[ast.Call] = []
+    for scope in facts.scopes:
+        if scope.internal:
+            continue
+        meets = scope.sink_nodes | scope.reach_values
+        for node in scope.nodes:
+            if not (isinstance(node, ast.Call) and id(node) in meets):
+                continue
+            if facts.to_cpu(node, scope) or any(
+                k.arg == "device" and facts.names_cpu(k.value, scope) for k in node.keywords
+            ):
+                found.append(node)
+    return found

@@ -308,6 +308,9 @@ class PortFacts(DeviceFlow):
             if p is not None:
                 inner.local.add(p.arg)
 
+    def _module_scope(self) -> PortScope | None:
+        return self.module
+
     def bindings(self, name: str, scope: PortScope) -> list[ast.expr] | None:
         """The values assigned to ``name`` where ``scope`` reads it (None: a parameter, a loop)."""
         where = scope

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.port._escapes import model_escapes
+from torchport.check.port._escapes import cpu_placements, model_escapes
 from torchport.check.port._facts import port_facts
 from torchport.check.port._origins import origins
 
@@ -23,7 +23,9 @@ class UntrackedValue(Rule):
     variables of unknown kind are TP520's; values from other libraries are
     TP521's. It reports a model put into a container or a
     `functools.partial` too (`for m in [model]:`): its forwards there are
-    out of the port's sight.
+    out of the port's sight, and a value the code itself puts on the CPU
+    (`x.to("cpu")`, `device="cpu"` in a function's parameters) that meets
+    the model: the port does not overrule the author's placement.
 
     ## Why is this bad?
     `torchport port` moves only what it knows is a tensor: a guess would put
@@ -52,6 +54,7 @@ class UntrackedValue(Rule):
         Example(_HEAD + "x = torch.load('x.pt')\nout = model(x)\n"),
         Example(_HEAD + "class Job:\n    def run(self):\n        return model(self.data)\n"),
         Example(_HEAD + "models = {'a': model}\nout = models['a'](torch.ones(2, 4))\n"),
+        Example(_HEAD + "def run(x, dev='cpu'):\n    return model(x.to(dev))\n"),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -69,3 +72,9 @@ class UntrackedValue(Rule):
                 "where the port cannot follow it to its forwards"
             )
             yield ctx.finding(self, model, message=message)
+        for call in cpu_placements(port_facts(ctx)):
+            message = (
+                "the code puts this value on the CPU and it meets the model: make it on "
+                "`device`, or move it there before the model sees it"
+            )
+            yield ctx.finding(self, call, message=message)
