@@ -18,6 +18,26 @@ def _codes(text: str) -> list[str]:
     return [code.strip() for code in text.split(",") if code.strip()]
 
 
+def read_stdin(paths: list[str]) -> bytes | None:
+    """The bytes of stdin when ``-`` is the one path given (decoded later, as a file's).
+
+    Raises:
+        ConfigError: ``-`` given with other paths.
+    """
+    if "-" not in paths:
+        return None
+    if paths != ["-"]:
+        from torchport.errors import ConfigError
+
+        others = ", ".join(repr(p) for p in paths if p != "-")
+        raise ConfigError(
+            f"- reads one text from stdin, so it cannot be given with other paths ({others}); "
+            "run those in a separate command"
+        )
+    raw = getattr(sys.stdin, "buffer", None)  # (a text-only stand-in: its text as UTF-8)
+    return raw.read() if raw is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+
+
 def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments that `check` and `fix` share: paths, rule selection, config, jobs."""
     parser.add_argument(
@@ -73,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     from torchport.check import check_paths, render, render_statistics
 
-    stdin = sys.stdin.read() if args.paths == ["-"] else None
+    stdin = read_stdin(args.paths)
     result = check_paths(
         [args.stdin_filename or "-"] if stdin is not None else args.paths or ["."],
         stdin=stdin,

@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any
 
-from torchport.cli.check import add_selection_arguments
+from torchport.cli.check import add_selection_arguments, read_stdin
 
 
 def register(sub: Any) -> None:
@@ -40,10 +40,20 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=_run)
 
 
+def write_stdin_result(change: Any, given: bytes) -> None:
+    """The fixed text on stdout, in the encoding it came in (the bytes as given if unchanged)."""
+    sys.stdout.flush()
+    if change is None or change.text is None:
+        sys.stdout.buffer.write(given)
+    else:
+        sys.stdout.buffer.write(change.text.encode(change.encoding, "surrogateescape"))
+    sys.stdout.buffer.flush()
+
+
 def _run(args: argparse.Namespace) -> int:
     from torchport.check import fix_paths, render_text
 
-    stdin = sys.stdin.read() if args.paths == ["-"] else None
+    stdin = read_stdin(args.paths)
     result = fix_paths(
         [args.stdin_filename or "-"] if stdin is not None else args.paths or ["."],
         stdin=stdin,
@@ -59,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
     # With --diff, stdout is a clean patch; with -, the fixed text; the report goes to stderr.
     report = sys.stderr if args.diff or stdin is not None else sys.stdout
     if stdin is not None and not args.diff:
-        sys.stdout.write((result.changed[0].text or "") if result.changed else stdin)
+        write_stdin_result(result.changed[0] if result.changed else None, stdin)
     total = 0
     for change in result.changed:
         total += sum(change.fixed.values())

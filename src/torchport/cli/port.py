@@ -22,7 +22,10 @@ def register(sub: Any) -> None:
         "loaders. Same results on the CPU. Exit 0 when all is ported, 1 when something "
         "could not be (or would change, with --diff/--check), 2 on errors.",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .)")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH",
+        help="files or folders (default: .); - ports stdin to stdout",
+    )  # fmt: skip
     parser.add_argument(
         "--diff", action="store_true", help="print a unified diff and write nothing"
     )
@@ -37,10 +40,16 @@ def register(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from torchport.check import port_paths, render_text
+    from torchport.cli.check import read_stdin
+    from torchport.cli.fix import write_stdin_result
 
     dry = args.diff or args.check
-    result = port_paths(args.paths or ["."], diff=dry, config=args.config)
-    report = sys.stderr if args.diff else sys.stdout
+    stdin = read_stdin(args.paths)
+    result = port_paths(args.paths or ["."], diff=dry, config=args.config, stdin=stdin)
+    # With --diff, stdout is a clean patch; with -, the ported text; the report goes to stderr.
+    report = sys.stderr if args.diff or stdin is not None else sys.stdout
+    if stdin is not None and not dry:
+        write_stdin_result(result.changed[0] if result.changed else None, stdin)
     for change in result.changed:
         counts = ", ".join(f"{code} x{n}" for code, n in change.fixed.items())
         if args.diff:

@@ -56,6 +56,7 @@ __all__ = [
     "SourceError",
     "SourceFile",
     "Stamp",
+    "decode_source",
     "discover",
     "excluded",
     "inside_roots",
@@ -150,6 +151,32 @@ def too_large_message(size: int, limit: int = MAX_SOURCE_BYTES) -> str:
     )
 
 
+def decode_source(data: bytes) -> tuple[str, str]:
+    """Decode Python source bytes as Python does: BOM, coding cookie, else UTF-8.
+
+    Returns the text and the encoding (``utf-8-sig`` with a BOM).
+
+    Raises:
+        SourceError: a bad coding cookie, or bytes invalid in the encoding.
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        # detect_encoding also raises when the first two lines are not UTF-8 and
+        # carry no cookie; say where the bad byte is, as for later lines.
+        encoding = "utf-8"
+        if "invalid or missing encoding declaration" not in str(exc.msg):
+            raise SourceError(f"bad encoding declaration: {exc.msg}") from exc
+    try:
+        return data.decode(encoding), encoding
+    except (UnicodeDecodeError, LookupError) as exc:
+        where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+        raise SourceError(
+            f"not valid {encoding}{where}; re-save it as UTF-8 or declare its encoding "
+            f"with a '# -*- coding: ... -*-' line (PEP 263)"
+        ) from exc
+
+
 def read_source(path: str | os.PathLike[str]) -> SourceFile:
     """Read and decode one Python file.
 
@@ -171,22 +198,7 @@ def read_source(path: str | os.PathLike[str]) -> SourceFile:
             data = fh.read()
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from exc
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        # detect_encoding also raises when the first two lines are not UTF-8 and
-        # carry no cookie; say where the bad byte is, as for later lines.
-        encoding = "utf-8"
-        if "invalid or missing encoding declaration" not in str(exc.msg):
-            raise SourceError(f"bad encoding declaration: {exc.msg}") from exc
-    try:
-        text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as exc:
-        where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
-        raise SourceError(
-            f"not valid {encoding}{where}; re-save it as UTF-8 or declare its encoding "
-            f"with a '# -*- coding: ... -*-' line (PEP 263)"
-        ) from exc
+    text, encoding = decode_source(data)
     return SourceFile(text, encoding, Stamp.of(st, data))
 
 

@@ -184,6 +184,11 @@ def _plan(
 ) -> tuple[list[Chunk], list[FileError], tuple[type[Rule], ...], int]:
     if isinstance(paths, str | os.PathLike):
         paths = [paths]  # one path, not a sequence of one-letter paths
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ConfigError(
+            f"jobs is {jobs!r}; expected a whole number of worker processes, 1 or more "
+            "(or none given, for one per core)"
+        )
     stdin = template.stdin
     if stdin is not None and len(paths) != 1:
         raise ConfigError(f"text from stdin needs exactly one path to name it, got {len(paths)}")
@@ -200,7 +205,16 @@ def _plan(
             f"rule codes (TP101), prefixes (TP1) or ALL: list some, or remove the empty "
             f"select to run the default rules"
         )
-    rules = select_rules(chosen, (*config.ignore, *(ignore or ())), extended, origin=config.origin)
+    ignored = (*config.ignore, *(ignore or ()))
+    rules = select_rules(chosen, ignored, extended, origin=config.origin)
+    if not rules and (chosen is not None or extended):
+        # `--select ALL --ignore ALL`: rules asked for and all taken away; a run that
+        # checks nothing must not pass. (Ignoring every default rule is left alone.)
+        raise ConfigError(
+            f"the selection leaves no rule to run (select {list(chosen or ['the defaults'])}, "
+            f"ignore {list(ignored)}), so every file would pass unchecked; expected at least "
+            "one rule: narrow the ignores or widen the selection"
+        )
     known = tuple(sorted(r.code for r in available_rules()))
     for pattern, codes in config.per_file_ignores:
         normalise_selectors(codes, known, f"per-file-ignores {pattern!r} of {config.origin}")
@@ -245,7 +259,7 @@ def check_paths(
     extend_select: Sequence[str] | None = None,
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
-    stdin: str | None = None,
+    stdin: str | bytes | None = None,
 ) -> CheckResult:
     """Check files and folders (see :mod:`torchport.check.files._discovery` for which files).
 
@@ -254,8 +268,10 @@ def check_paths(
     ``[tool.torchport]`` table, or ``None`` to find the nearest ``pyproject.toml``.
     ``jobs``: worker processes (``None``: one per core when there are many files).
     ``stdin``: the text of the one path in ``paths`` (an editor's buffer, ``-``),
-    checked instead of reading the file. Notebooks (``.ipynb``) are checked cell
-    by cell; their findings' paths read ``nb.ipynb:cell 3``.
+    checked instead of reading the file; bytes are decoded as a file's (a BOM, a
+    coding cookie, else UTF-8; undecodable bytes are that path's error).
+    Notebooks (``.ipynb``) are checked cell by cell; their findings' paths read
+    ``nb.ipynb:cell 3``.
 
     Raises:
         ConfigError: bad configuration, an unknown rule selector, or no rule selected.
@@ -281,7 +297,7 @@ def fix_paths(
     extend_select: Sequence[str] | None = None,
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
-    stdin: str | None = None,
+    stdin: str | bytes | None = None,
 ) -> FixResult:
     """Apply fixes to files in place, only where the text changes; never damage or lose a file.
 
@@ -297,8 +313,9 @@ def fix_paths(
     through a symlink that leads outside the given paths is never written. With
     ``diff=True`` nothing is written and each :class:`FileFix` carries a unified
     diff (with the file's BOM, so ``git apply`` takes it). Running it twice
-    changes nothing the second time. With ``stdin`` (the text of the one path
-    in ``paths``) nothing is written: the fixed text is in :attr:`FileFix.text`.
+    changes nothing the second time. With ``stdin`` (the text, or bytes, of the one
+    path in ``paths``) nothing is written: the fixed text is in :attr:`FileFix.text`,
+    to be encoded in :attr:`FileFix.encoding`.
 
     Raises:
         ConfigError: bad configuration, an unknown rule selector, or no rule selected.

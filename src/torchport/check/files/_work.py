@@ -31,6 +31,7 @@ from torchport.check.files._discovery import (
     MAX_SOURCE_BYTES,
     SourceError,
     Stamp,
+    decode_source,
     inside_roots,
     newline_of,
     read_source,
@@ -90,7 +91,8 @@ class Chunk:
     unsafe: bool = False
     diff: bool = False
     fixable: tuple[str, ...] | None = None  # codes whose fixes apply (None: all)
-    stdin: str | None = None  # the one file's text, given instead of read; never written
+    # The one file's text (or its bytes, decoded as a file's), given instead of read; never written.
+    stdin: str | bytes | None = None
 
 
 @dataclass(slots=True)
@@ -113,8 +115,15 @@ def _ruleset(rules: tuple[type[Rule], ...], ignored: tuple[str, ...]) -> RuleSet
 
 
 def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | None:
-    if chunk.stdin is not None:
+    if isinstance(chunk.stdin, str):
         doc = _Doc(chunk.stdin, chunk.stdin, "utf-8", None)
+    elif chunk.stdin is not None:  # bytes: decoded as a file's (its BOM or coding cookie)
+        try:
+            text, encoding = decode_source(chunk.stdin)
+        except SourceError as exc:
+            report.errors.append(FileError(path, str(exc)))
+            return None
+        doc = _Doc(text, text, encoding, None)
     else:
         try:
             source = read_source(path)
@@ -305,7 +314,7 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
             diff = FixOutcome(bom + new, outcome.fixed, []).diff(bom + old, path)
             encoding = "utf-8" if doc.encoding == "utf-8-sig" else doc.encoding  # BOM: in text
             report.fix = FileFix(
-                path, fixed, diff if chunk.diff else "", False, text=new, encoding=encoding
+                path, fixed, diff if chunk.diff else "", False, text=bom + new, encoding=encoding
             )
             return report
         if not inside_roots(Path(path), chunk.roots):
