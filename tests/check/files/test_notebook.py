@@ -265,3 +265,34 @@ def test_notebooks_with_ipython_lines_are_checked_and_fixed(
     assert ".cuda()" not in after
     kept = [line for line in after.splitlines() if line in magic]
     assert kept == [line for line in text.splitlines() if line in magic]  # in order, as they were
+
+
+# (the first line of a cell, whether IPython runs the rest as Python)
+_CELL_MAGICS = [
+    ("%%time\n", True),
+    ("%%timeit -n 2 -r 1\n", True),
+    ("%%capture captured\n", True),
+    ("%%prun -s cumulative\n", True),
+    ("%%debug\n", True),
+    ("%%bash\n", False),
+    ("%%html\n", False),
+    ("%%writefile train.py\n", False),
+    ("%%timeitx\n", False),  # no such Python magic: left out, as an unknown one
+]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(_CELL_MAGICS), ipython_cells())
+def test_cell_magics_that_run_python_have_their_body_checked_and_fixed(
+    tmp_path_factory: pytest.TempPathFactory, head: tuple[str, bool], cell: tuple[str, list[str]]
+) -> None:
+    first, python = head
+    text, _ = cell
+    path = save(tmp_path_factory.mktemp("nb") / "n.ipynb", notebook(code(first + text)))
+    expected = text.count(".cuda()") if python else 0
+    checked = check_paths([path], select=["TP101"])
+    assert checked.errors == [] and len(checked.findings) == expected
+    assert fix_paths([path], select=["TP101"]).errors == []
+    after = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
+    assert after.startswith(first)
+    assert (".cuda()" in after) == (not python and ".cuda()" in text)

@@ -20,8 +20,10 @@ Python):
   a backslash) become marker comments; after fixing, every marker line is
   put back as it was (a fix that lost one makes the notebook refused, never
   written);
-* a cell that starts with a cell magic (``%%bash``, ``%%time``) is left out of
-  the virtual file whole: its body may not be Python at all.
+* a cell that starts with a cell magic (``%%bash``, ``%%html``) is left out of
+  the virtual file whole: its body may not be Python at all; the magics that
+  run their body as Python (``%%time``, ``%%timeit``, ``%%capture``, ``%%prun``,
+  ``%%debug``) keep it: their first line is a marker like a line magic's.
 
 A cell that does not parse (an exercise left blank) is left out too when
 checking, and reported as an error naming it, so the other cells are still
@@ -236,14 +238,27 @@ class Notebook:
         return out + "\n" if self.trailing_newline else out
 
 
+# Cell magics that run their body as Python (IPython's own; the body is checked).
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+
+
+def _foreign_cell(text: str) -> bool:
+    """Whether a cell starts with a cell magic whose body may not be Python (``%%bash``)."""
+    first = text.lstrip()
+    if not first.startswith("%%"):
+        return False
+    name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
+    return name not in _PYTHON_CELL_MAGICS
+
+
 def _virtual(nb: Notebook, cells: list[Any]) -> str:
     parts: list[str] = []
     for index, cell in enumerate(cells):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         text = _cell_text(cell)
-        if text.lstrip().startswith("%%") or index in nb.skipped:
-            continue  # a cell magic (the body may not be Python at all), or a broken cell
+        if _foreign_cell(text) or index in nb.skipped:
+            continue  # a cell magic whose body is no Python (`%%bash`), or a broken cell
         lines = _lines(text)
         python = _PythonLines()
         continues = False  # the line before was IPython's and ended with `\`
