@@ -129,3 +129,31 @@ def test_a_model_placed_by_its_loader_is_reported_never_moved(option: str, wrapp
     assert ".to(" not in outcome.source
     assert [f.code for f in outcome.remaining] == ["TP501"]
     assert "placed by its loader" in outcome.remaining[0].message
+
+
+@given(
+    st.sampled_from(
+        [
+            ("from .base import BaseLoss\n", "BaseLoss"),
+            ("from ..losses.base import Generic as Loss\n", "Loss"),
+            ("from . import base\n", "base.BaseLoss"),
+            ("from .base import BaseLoss\n", "BaseLoss[int]"),
+            ("import mylib.losses as L\n", "L.Base"),
+        ]
+    )
+)
+def test_a_class_built_on_an_imported_base_is_left_alone(base: tuple[str, str]) -> None:
+    """A package's own base class (a relative import) is a library's class too."""
+    imports, name = base
+    source = (
+        f"import torch\n{imports}\n"
+        f"class MyLoss({name}):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.act = torch.nn.Softplus(beta=1)\n"
+        "    def compute(self, embeddings):\n"
+        "        idx = torch.arange(embeddings.shape[0])\n"
+        "        return idx * self.act(embeddings).sum()\n"
+    )
+    outcome = port_text(source)
+    assert outcome.source == source and outcome.remaining == [], outcome.source

@@ -161,6 +161,14 @@ class PortFacts(DeviceFlow):
         in the scripts that drive them, not inside them.
         """
         found: set[str] = set()
+        # Names any import binds, relative ones too (`from .base import BaseLoss`: a
+        # package's own base class, which qualname cannot resolve without the package).
+        imported_names = {
+            (alias.asname or alias.name).partition(".")[0]
+            for node in ast.walk(self.ctx.tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in node.names
+        }
         changed = True
         while changed:
             changed = False
@@ -168,8 +176,12 @@ class PortFacts(DeviceFlow):
                 if cls.name in found:
                     continue
                 for base in cls.bases:
+                    if isinstance(base, ast.Subscript):
+                        base = base.value  # `Base[T]`: the class it parametrises
                     local = isinstance(base, ast.Name) and base.id in found
-                    imported = self.ctx.qualname(base) is not None
+                    imported = self.ctx.qualname(base) is not None or (
+                        isinstance(base, ast.Name) and base.id in imported_names
+                    )
                     if local or imported or isinstance(base, ast.Attribute):
                         found.add(cls.name)
                         changed = True
