@@ -256,6 +256,17 @@ FRAGMENTS = [
         "setup{k}()",
         "OUT.append(model(g{k}).detach())",
     ),
+    # a function's name a nested function rebinds through `nonlocal`
+    _lines(
+        "def outer{k}():",
+        "    x = None",
+        "    def setup():",
+        "        nonlocal x",
+        "        x = T.ones(1, 4)",
+        "    setup()",
+        "    return model(x)",
+        "OUT.append(outer{k}().detach())",
+    ),
     # the model handed to a method of the file's own class
     _lines(
         "class Job{k}:",

@@ -4,8 +4,8 @@ Each program is built from parts hypothesis draws; the oracle is the meta run of
 ``test_port_fuzz`` (``check_port``): the ported program, with ``meta`` standing
 in for the accelerator, has every forward's parameters and inputs on it, or the
 port left findings. The roads: items of a list or tuple handed to a call next
-to a device value (``torch.cat([out, torch.zeros(...)])``), a module-level name
-a function rebinds through ``global``, a model handed to a method of the file's
+to a device value (``torch.cat([out, torch.zeros(...)])``), a name a
+function rebinds through ``global`` or ``nonlocal``, a model handed to a method of the file's
 own class, and a model put into a container or a ``functools.partial``.
 """
 
@@ -74,6 +74,24 @@ def test_a_name_a_function_rebinds_through_global(value: str, before: str, calle
     if called:  # the binding in `setup` may reach the forward: moved or said
         outcome = port_text(source)
         assert outcome.remaining or "x = x.to(device" in outcome.source, outcome.source
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    value=st.sampled_from(["torch.ones(1, 4)", "torch.randn(1, 4)", "torch.zeros(1, 4) + 1"]),
+    before=st.sampled_from(["None", "torch.zeros(1, 4)"]),
+)
+def test_a_name_a_nested_function_rebinds_through_nonlocal(value: str, before: str) -> None:
+    source = HEAD + (
+        "def outer():\n"
+        f"    x = {before}\n"
+        f"    def setup():\n        nonlocal x\n        x = {value}\n"
+        "    setup()\n"
+        "    return model(x)\n"
+        "OUT.append(outer().detach())\n"
+    )
+    fuzz.check_port(source)
+    assert port_text(source).remaining, "the binding in `setup` reaches the forward"
 
 
 @settings(max_examples=10, deadline=None)

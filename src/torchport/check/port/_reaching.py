@@ -52,6 +52,7 @@ class Reaching:
         self._sorted: dict[tuple[int, str], tuple[list[Binding], list[_Key], list[Binding]]] = {}
         self._starts: dict[int, tuple[list[ast.stmt], list[_Key]]] = {}
         self._where: dict[int, tuple[list[ast.stmt], int]] | None = None
+        self._nonlocals: dict[str, list[Binding]] | None = None
 
     def may_reach(self, name: ast.Name) -> list[Binding]:
         """The bindings of ``name`` that may be the one a read of it sees."""
@@ -62,7 +63,12 @@ class Reaching:
         # statements (`setup()` making the tensor a module-level `x = None` stood for):
         # its bindings may reach every read of the module's name.
         # (`bindings` lists the scope's own first, then those of `global` declarations.)
-        elsewhere = scopes.bindings(name.id, name)[len(own) :] if scope is scopes.module else []
+        # A nested function's `nonlocal name` rebinds a function's name the same way.
+        if scope is scopes.module:
+            elsewhere = scopes.bindings(name.id, name)[len(own) :]
+        else:
+            elsewhere = [b for b in self._nonlocal(name.id) if b.scope is not scope and
+                         scopes.resolve(name.id, b.scope.node) is scope]  # fmt: skip
         found = scopes.reaching(name.id, name)
         if found is not None:
             return [found, *elsewhere]
@@ -95,6 +101,16 @@ class Reaching:
             child = holder
         kept = [b for b in out if b.kind is not BindingKind.DELETE]
         return kept or [b for b in own if b.kind is not BindingKind.DELETE]
+
+    def _nonlocal(self, name: str) -> list[Binding]:
+        """Bindings made under ``nonlocal name`` declarations (gathered once per file)."""
+        if self._nonlocals is None:
+            found: dict[str, list[Binding]] = {}
+            for s in self.scopes.scopes.values():
+                for declared in s.declared_nonlocal:
+                    found.setdefault(declared, []).extend(s.bindings.get(declared, ()))
+            self._nonlocals = found
+        return self._nonlocals.get(name, [])
 
     def _back(
         self,
