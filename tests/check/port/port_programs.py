@@ -274,6 +274,14 @@ FRAGMENTS = [
         "        return m(T.ones(1, 4))",
         "OUT.append(Job{k}().run(model).detach())",
     ),
+    # a method name several classes define (each fragment brings its own class)
+    _lines(
+        "class Step{k}:",
+        "    def run(self, m):",
+        "        return m(T.zeros(1, 4))",
+        "step{k} = Step{k}()",
+        "OUT.append(step{k}.run(model).detach())",
+    ),
     # the model put where the port cannot follow it: a list, a dict, a partial
     "for m{k} in [model]:\n    OUT.append(m{k}(T.ones(1, 4)).detach())",
     "models{k} = {'a': model}\nOUT.append(models{k}['a'](T.zeros(1, 4)).detach())",

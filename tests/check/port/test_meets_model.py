@@ -111,6 +111,37 @@ def test_a_model_handed_to_a_method_of_the_file(call: str, param: str) -> None:
     assert port_text(source).remaining == []  # followed: the inputs are made on the device
 
 
+@settings(max_examples=12, deadline=None)
+@given(
+    classes=st.integers(1, 3),
+    receiver=st.sampled_from(["made", "bound", "either"]),
+)
+def test_a_method_several_classes_define_is_resolved_by_its_receiver_or_reported(
+    classes: int, receiver: str
+) -> None:
+    source = (
+        HEAD
+        + "import sys\n"
+        + "".join(
+            f"class Job{i}:\n    def run(self, m):\n        return m(torch.ones(1, 4))\n"
+            for i in range(classes)
+        )
+    )
+    last = classes - 1
+    source += {
+        "made": f"job = Job{last}()\n",
+        "bound": f"job = Job{last}()\njob = Job{last}()\n",
+        "either": f"job = Job{last}() if len(sys.argv) < 100 else Job0()\n",
+    }[receiver]
+    source += "OUT.append(job.run(model).detach())\n"
+    fuzz.check_port(source)
+    remaining = port_text(source).remaining
+    if receiver == "either" and classes > 1:
+        assert [f.code for f in remaining] == ["TP523"], remaining  # which `run`: unknown
+    else:
+        assert remaining == [], remaining  # followed: the input made on the device
+
+
 ESCAPES = {
     "list": ("models = [model]\n", "models[0]"),
     "dict": ("models = {'a': model}\n", "models['a']"),

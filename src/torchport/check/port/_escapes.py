@@ -3,8 +3,9 @@
 The port finds a model's forwards by the names that hold it (see
 :mod:`torchport.check.port._facts`). A model put into a list, a tuple, a set or a
 dict (``models = {"a": model}``, ``for m in [model]:``) or bound into a
-``functools.partial`` is called later under a name the port does not know holds
-a model, so the tensors it meets there are neither moved nor reported. Such a
+``functools.partial``, or handed to a method several of the file's classes
+define (the receiver's class unknown), is called later under a name the port
+does not know holds a model, so the tensors it meets there are neither moved nor reported. Such a
 place is reported instead (TP523), rather than ending a port with "0 findings
 left" and data on the CPU.
 
@@ -44,6 +45,10 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
             if isinstance(node, ast.Call) and qualname(node.func) in _PARTIALS:
                 where = "`functools.partial`"
                 items = [*node.args[1:], *(k.value for k in node.keywords)]
+            elif isinstance(node, ast.Call) and id(node) in facts.unresolved_calls:
+                assert isinstance(node.func, ast.Attribute)
+                where = f"`.{node.func.attr}()`, a method several classes of the file define"
+                items = [*node.args, *(k.value for k in node.keywords)]
             elif isinstance(node, (ast.List, ast.Set)) or (
                 isinstance(node, ast.Tuple) and not _unpacked(node, facts)
             ):
@@ -54,7 +59,9 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
                 items = list(node.values)
             else:
                 continue
-            if where != "`functools.partial`" and _builds_model(node, facts, scope):
+            if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)) and _builds_model(
+                node, facts, scope
+            ):
                 continue
             found += [(item, where) for item in items if facts.builds_model(item, scope)]
     return found

@@ -81,6 +81,8 @@ class PortFacts(DeviceFlow):
         self.scope_of: dict[int, PortScope] = {}
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.class_models: dict[int, set[str]] = {}  # id(ClassDef) -> {"self.model", ...}
+        # Calls of a method several of the file's classes define, receiver unknown.
+        self.unresolved_calls: set[int] = set()
         self.module = PortScope(tree)
         self.scopes: list[PortScope] = [self.module]
         # Expressions that meet the model or a device value directly, and their scope.
@@ -454,8 +456,14 @@ class PortFacts(DeviceFlow):
             return (inits[0], 1) if len(inits) == 1 else None  # `Job(model)`
         if isinstance(func, ast.Attribute) and func.attr != "__init__":
             # `Job().run(model)`, `job.run(model)`: a method of one of the file's classes,
-            # when none of its other classes has a method of that name.
+            # the one of the receiver's class, or the only one of that name.
             candidates = methods.get(func.attr, [])
+            if len(candidates) > 1:
+                owner = self._class_of(func.value, scope)
+                candidates = [c for c in candidates if c[1] == owner]
+                if len(candidates) != 1:
+                    self.unresolved_calls.add(id(node))  # a model handed here: reported
+                    return None
             if len(candidates) == 1:
                 method = candidates[0][0]
                 static = any(
@@ -464,6 +472,19 @@ class PortFacts(DeviceFlow):
                 )
                 return method, 0 if static else 1
         return None
+
+    def _class_of(self, expr: ast.expr, scope: PortScope) -> str | None:
+        """The file's class an object is made from (``Job()``, ``job`` bound only to one)."""
+        if isinstance(expr, ast.Name) and expr.id == "self" and scope.cls is not None:
+            return scope.cls.name
+        values = [expr]
+        if isinstance(expr, ast.Name):
+            values = self.bindings(expr.id, scope) or []
+        names = {
+            v.func.id if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) else None
+            for v in values
+        }
+        return names.pop() if len(names) == 1 else None
 
     def _params_from_calls(self) -> None:
         methods = self._methods()
