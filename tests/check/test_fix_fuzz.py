@@ -78,14 +78,25 @@ _CPU_ACCELERATOR: dict[str, Any] = {
 
 @contextmanager
 def accelerator_reports_meta() -> Iterator[None]:
-    """``torch.accelerator`` says ``meta`` is the accelerator and does nothing when asked to act."""
+    """``torch.accelerator`` says ``meta`` is the accelerator and does nothing when asked to act.
+
+    Loaders do not pin: pinning asks the real runtime for the accelerator.
+    """
     acc = torch.accelerator
     saved = {name: getattr(acc, name, None) for name in _CPU_ACCELERATOR}
     for name, value in _CPU_ACCELERATOR.items():
         setattr(acc, name, value)
+    loader_init = torch.utils.data.DataLoader.__init__
+
+    def unpinned(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs["pin_memory"] = False  # pinning asks the real runtime, which has no accelerator
+        loader_init(self, *args, **kwargs)
+
+    torch.utils.data.DataLoader.__init__ = unpinned  # type: ignore[method-assign]
     try:
         yield
     finally:
+        torch.utils.data.DataLoader.__init__ = loader_init  # type: ignore[method-assign]
         for name, value in saved.items():
             if value is None:
                 delattr(acc, name)

@@ -11,6 +11,7 @@ from torchport.cli._main import main
 SCRIPT = (
     "import torch\n\n"
     "model = torch.nn.Linear(4, 2)  # the model\n"
+    "loader = torch.utils.data.DataLoader(data)\n"
     "for x, y in loader:\n"
     "    loss = (model(x) - y).sum()\n"
 )
@@ -68,3 +69,58 @@ def test_a_file_that_does_not_parse_exits_2_and_is_untouched(
     assert "cannot parse" in capsys.readouterr().err
     assert bad.read_text() == "def f(:\n"
     assert "to(device)" in script.read_text()  # the other file is still ported
+
+
+def _stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_port_dash_ports_stdin_to_stdout(
+    monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    _stdin(monkeypatch, SCRIPT.encode())
+    assert main(["port", "-"]) == 0
+    out, err = capsysbinary.readouterr()
+    assert b"model = torch.nn.Linear(4, 2).to(device)  # the model\n" in out
+    assert b"in 1 file; 0 left." in err
+    _stdin(monkeypatch, out)
+    assert main(["port", "-"]) == 0
+    assert capsysbinary.readouterr().out == out  # idempotent through stdin too
+
+
+@pytest.mark.parametrize(
+    ("head", "encoding"),
+    [
+        (b"# -*- coding: latin-1 -*-\n", "latin-1"),
+        (b"\xef\xbb\xbf", "utf-8-sig"),
+        (b"# vim: set fileencoding=cp1252 :\n", "cp1252"),
+    ],
+)
+def test_stdin_is_decoded_as_a_file_and_written_back_in_its_encoding(
+    monkeypatch: pytest.MonkeyPatch,
+    capsysbinary: pytest.CaptureFixture[bytes],
+    head: bytes,
+    encoding: str,
+) -> None:
+    text = "import torch\nname = 'caf\u00e9'\nx = torch.ones(1).cuda()\n"
+    _stdin(monkeypatch, head + text.encode(encoding.replace("-sig", "")))
+    assert main(["fix", "--speed", "-"]) == 0
+    out = capsysbinary.readouterr().out
+    assert out.startswith(head)
+    fixed = out.decode(encoding)
+    assert "caf\u00e9" in fixed and ".cuda()" not in fixed
+
+
+def test_stdin_with_bytes_invalid_in_its_encoding_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    given = b"import torch\ns = '\xff'\nx = torch.ones(1).cuda()\n"
+    for command in ("check", "fix", "port"):
+        _stdin(monkeypatch, given)
+        assert main([command, "-"]) == 2
+        out, err = capsysbinary.readouterr()
+        assert b"not valid utf-8 at byte 18" in err and b"coding" in err
+        assert out == b""  # no text: an editor keeps its buffer on exit 2

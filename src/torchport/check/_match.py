@@ -215,9 +215,9 @@ def in_no_grad(ctx: Context) -> bool:
 
 
 def receiver_end(call: ast.Call, ctx: Context) -> int:
-    """Offset just after the receiver of a method call ``recv.name(...)``."""
+    """Offset just after the receiver of a method call ``recv.name(...)``, parentheses included."""
     assert isinstance(call.func, ast.Attribute)
-    return ctx.end(call.func.value)
+    return ctx.receiver_end(call.func)
 
 
 def add_keyword(call: ast.Call, text: str, ctx: Context) -> Edit:
@@ -226,7 +226,7 @@ def add_keyword(call: ast.Call, text: str, ctx: Context) -> Edit:
     if not args:
         close = ctx.end(call) - 1  # the call's closing parenthesis
         return Edit(close, close, text)
-    at = max(ctx.end(arg) for arg in args)
+    at = max(ctx.argument_end(call, arg) for arg in args)  # `f((a))`: after its parentheses
     return Edit(at, at, ", " + text)
 
 

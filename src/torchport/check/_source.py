@@ -3,6 +3,13 @@
 ``ast`` gives 1-based lines and UTF-8 *byte* columns; findings and edits use
 *character* offsets into the decoded text, so the two meet here. Line starts are
 found once per file, and pure-ASCII files skip the byte-to-character step.
+
+An expression's ``ast`` span leaves out the parentheses around it: in
+``(x + 1).numpy()`` the receiver spans ``x + 1``. An edit that goes after a
+receiver or an argument goes after those parentheses
+(:meth:`SourceText.receiver_end`, :meth:`SourceText.after_parens`), and an edit
+that appends a method call to an expression wraps the whole expression
+(:meth:`SourceText.append_call`), so that it never applies to one operand.
 """
 
 from __future__ import annotations
@@ -15,6 +22,22 @@ from torchport.check._rule import Edit
 __all__ = ["SourceText"]
 
 _NEWLINE = re.compile(r"\r\n?|\n")
+# Expressions that bind tighter than an attribute access: `.m()` after one applies to all of it.
+_PRIMARY = (
+    ast.Name,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Call,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Set,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.JoinedStr,
+)
 
 
 class SourceText:
@@ -87,3 +110,68 @@ class SourceText:
         rest_end = self.source.find("\n", end)
         rest = self.source[end : rest_end if rest_end >= 0 else len(self.source)].strip()
         return not rest or rest.startswith("#")
+
+    def after_parens(self, at: int, limit: int | None = None) -> int:
+        """Offset after the closing parentheses that follow ``at``, up to ``limit``.
+
+        Skips spaces, comments and line continuations between them; stops at any
+        other character, or at ``limit`` (a call's own closing parenthesis).
+        """
+        source = self.source
+        end = len(source) if limit is None else limit
+        found = i = at
+        while i < end:
+            c = source[i]
+            if c == ")":
+                i += 1
+                found = i
+            elif c in " \t\r\n\\\f":
+                i += 1
+            elif c == "#":
+                newline = source.find("\n", i)
+                i = end if newline < 0 else newline
+            else:
+                break
+        return found
+
+    def receiver_end(self, attribute: ast.Attribute) -> int:
+        """Offset just after the receiver of ``recv.attr``, after the parentheses around it.
+
+        In ``(x + 1).numpy()`` that is after ``)``: text inserted there applies to
+        the whole receiver, not to its last operand.
+        """
+        return self.after_parens(self.end(attribute.value))
+
+    def argument_end(self, call: ast.Call, arg: ast.AST) -> int:
+        """Offset just after argument ``arg`` of ``call``, after the parentheses around it."""
+        return self.after_parens(self.end(arg), self.end(call) - 1)
+
+    def argument_start(self, call: ast.Call, index: int) -> int:
+        """Offset where positional argument ``index`` of ``call`` begins, before its parentheses.
+
+        Just after the call's ``(`` for the first, else after the comma that ends
+        the one before it (and the spaces after that comma).
+        """
+        source = self.source
+        if index == 0:
+            at = source.index("(", self.after_parens(self.end(call.func)))
+        else:
+            at = source.index(",", self.argument_end(call, call.args[index - 1]))
+        at += 1
+        while at < len(source) and source[at] in " \t":
+            at += 1
+        return at
+
+    def append_call(self, expr: ast.expr, text: str) -> tuple[Edit, ...]:
+        """Edits appending ``text`` (``".to(device)"``) to the whole of ``expr``.
+
+        A primary expression (a name, call, subscript ...) takes it as it is; any
+        other (``a + b``, ``-x``, ``a if c else b``) is wrapped in parentheses first.
+        """
+        if isinstance(expr, _PRIMARY) or (
+            isinstance(expr, ast.Constant) and isinstance(expr.value, str | bytes)
+        ):
+            at = self.end(expr)
+            return (Edit(at, at, text),)
+        start, end = self.start(expr), self.end(expr)
+        return (Edit(start, start, "("), Edit(end, end, ")" + text))

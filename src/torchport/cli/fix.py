@@ -48,6 +48,16 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=_run)
 
 
+def write_stdin_result(change: Any, given: bytes) -> None:
+    """The fixed text on stdout, in the encoding it came in (the bytes as given if unchanged)."""
+    sys.stdout.flush()
+    if change is None or change.text is None:
+        sys.stdout.buffer.write(given)
+    else:
+        sys.stdout.buffer.write(change.text.encode(change.encoding, "surrogateescape"))
+    sys.stdout.buffer.flush()
+
+
 def _run(args: argparse.Namespace) -> int:
     from torchport.check import fix_paths
 

@@ -246,3 +246,73 @@ def test_unreadable_gitignore_is_a_config_error(
     monkeypatch.setattr(Path, "read_text", unreadable)
     with pytest.raises(ConfigError, match=r"cannot read .*\.gitignore: Permission denied"):
         discover([tmp_path])
+
+
+# ---------------------------------------------------------------- given links and special files
+
+
+@given(
+    st.sampled_from(["file", "folder"]),
+    st.sampled_from(["link", "real"]),
+    st.sampled_from(["beside", "below", "outside", "above"]),
+)
+def test_a_given_link_is_written_through_only_within_the_folder_holding_it(
+    tmp_path_factory: pytest.TempPathFactory, kind: str, link: str, where: str
+) -> None:
+    base = tmp_path_factory.mktemp("links")
+    tree = base / "work" / "tree"
+    targets = {
+        "beside": tree / "target",
+        "below": tree / "sub" / "deeper" / "target",
+        "outside": base / "elsewhere" / "target",
+        "above": base / "work" / "target",
+    }
+    target = targets[where]
+    real_file = touch((target / "m.py") if kind == "folder" else target.with_suffix(".py"))
+    given = tree / ("given" if kind == "folder" else "given.py")
+    tree.mkdir(parents=True, exist_ok=True)
+    if link == "link":
+        given.symlink_to(real_file.parent if kind == "folder" else real_file)
+        written = (given / "m.py") if kind == "folder" else given
+    else:
+        given = real_file.parent if kind == "folder" else real_file
+        written = real_file
+    # The oracle: the real location of what is written lies in the real folder that
+    # holds the given name.
+    holder = os.path.realpath(os.path.dirname(os.path.abspath(given)))
+    real = os.path.realpath(written)
+    expected = os.path.commonpath([holder, real]) == holder
+    assert inside_roots(written, [given]) is expected
+
+
+def test_fix_of_a_folder_linked_from_outside_writes_nothing_there(tmp_path: Path) -> None:
+    from torchport.check import fix_paths
+
+    outside = touch(tmp_path / "outside" / "m.py", "import torch\nx = torch.ones(1).cuda()\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "linked").symlink_to(outside.parent, target_is_directory=True)
+    result = fix_paths([tree / "linked"])
+    assert result.exit_code == 2 and "symlink" in result.errors[0].message
+    assert ".cuda()" in outside.read_text()  # left as it was
+
+
+def test_a_fifo_named_on_the_command_line_is_skipped_not_waited_on(tmp_path: Path) -> None:
+    import threading
+
+    from torchport.check import check_paths
+
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    done: list[object] = []
+    worker = threading.Thread(
+        target=lambda: done.append(check_paths([fifo, touch(tmp_path / "a.py")])), daemon=True
+    )
+    worker.start()
+    worker.join(60)  # a guard against hanging forever, not a timing
+    assert done, "check waited on a FIFO"
+    result = done[0]
+    assert result.files == 1  # type: ignore[attr-defined]
+    assert "FIFO" in result.errors[0].message  # type: ignore[attr-defined]
+    with pytest.raises(SourceError, match="FIFO"):
+        read_source(fifo)

@@ -177,3 +177,122 @@ def test_a_cell_that_does_not_parse_is_reported_and_the_others_are_checked(tmp_p
     before = path.read_text()
     fixed = fix_paths([path])
     assert fixed.exit_code == 2 and path.read_text() == before  # fix refuses the notebook
+
+
+# ---------------------------------------------------------------- every IPython line form
+
+# IPython lines, each with what follows it when it continues (a trailing backslash).
+_IPYTHON = [
+    "!pip install torch \\\n    torchvision\n",
+    "!ls -la\n",
+    "!!ls\n",
+    "%time y = 1\n",
+    "%load_ext autoreload\n",
+    "%env CUDA_VISIBLE_DEVICES=0 \\\n  --flag \\\n  --more\n",
+    "out = !echo hi \\\n   there\n",
+    "?torch.ones\n",
+    "??torch.ones\n",
+    "torch.ones?\n",
+    "torch.nn.Module??\n",
+    "%timeit?\n",
+    "np.*load*?\n",
+    "/print 1 2\n",
+    ",print a b\n",
+]
+# Python whose lines look like IPython's but are not: inside strings, brackets, continuations.
+_LOOKALIKES = [
+    's = """\n!not a shell line\nwhat?\n%not a magic\n"""\n',
+    "t = [\n    1,\n]\n",
+    "u = (1 +\n     2)\n",
+    "v = 1 + \\\n    2\n",
+    "w = '?'\n",
+]
+
+
+@st.composite
+def ipython_cells(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A cell mixing IPython lines (also inside blocks) with Python; and its IPython lines."""
+    parts: list[str] = ["import torch\n"]
+    magic: list[str] = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.integers(0, 2))
+        if kind == 0:
+            line = draw(st.sampled_from(_IPYTHON))
+            if draw(st.booleans()):
+                block = "".join("    " + x for x in line.splitlines(True))
+                parts.append("for i in range(2):\n" + block + "    pass\n")
+                magic += block.splitlines()
+            else:
+                parts.append(line)
+                magic += line.splitlines()
+        elif kind == 1:
+            parts.append(draw(st.sampled_from(_LOOKALIKES)))
+        else:
+            parts.append("x = torch.ones(1).cuda()\n")
+    return "".join(parts), magic
+
+
+@settings(max_examples=80, deadline=None)
+@given(ipython_cells(), st.booleans())
+def test_every_ipython_line_form_is_kept_out_of_python_and_round_trips(
+    cell: tuple[str, list[str]], as_list: bool
+) -> None:
+    text, magic = cell
+    source = text.splitlines(True) if as_list else text
+    raw = json.dumps(notebook(code(source)), indent=1, ensure_ascii=False) + "\n"
+    nb = read_notebook(raw)
+    compile(nb.source, "<nb>", "exec")  # every IPython line is out of the Python's way
+    assert sorted(nb.magics.values()) == sorted(magic)
+    assert nb.write(nb.source) == raw
+    for lookalike in _LOOKALIKES:
+        if lookalike in text:
+            assert lookalike in nb.source  # Python that looks like IPython stays Python
+
+
+@settings(max_examples=25, deadline=None)
+@given(ipython_cells())
+def test_notebooks_with_ipython_lines_are_checked_and_fixed(
+    tmp_path_factory: pytest.TempPathFactory, cell: tuple[str, list[str]]
+) -> None:
+    text, magic = cell
+    path = save(tmp_path_factory.mktemp("nb") / "n.ipynb", notebook(code(text)))
+    expected = text.count(".cuda()")
+    checked = check_paths([path], select=["TP101"])
+    assert checked.errors == [] and len(checked.findings) == expected
+    fixed = fix_paths([path], select=["TP101"])
+    assert fixed.errors == []
+    after = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
+    assert ".cuda()" not in after
+    kept = [line for line in after.splitlines() if line in magic]
+    assert kept == [line for line in text.splitlines() if line in magic]  # in order, as they were
+
+
+# (the first line of a cell, whether IPython runs the rest as Python)
+_CELL_MAGICS = [
+    ("%%time\n", True),
+    ("%%timeit -n 2 -r 1\n", True),
+    ("%%capture captured\n", True),
+    ("%%prun -s cumulative\n", True),
+    ("%%debug\n", True),
+    ("%%bash\n", False),
+    ("%%html\n", False),
+    ("%%writefile train.py\n", False),
+    ("%%timeitx\n", False),  # no such Python magic: left out, as an unknown one
+]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(_CELL_MAGICS), ipython_cells())
+def test_cell_magics_that_run_python_have_their_body_checked_and_fixed(
+    tmp_path_factory: pytest.TempPathFactory, head: tuple[str, bool], cell: tuple[str, list[str]]
+) -> None:
+    first, python = head
+    text, _ = cell
+    path = save(tmp_path_factory.mktemp("nb") / "n.ipynb", notebook(code(first + text)))
+    expected = text.count(".cuda()") if python else 0
+    checked = check_paths([path], select=["TP101"])
+    assert checked.errors == [] and len(checked.findings) == expected
+    assert fix_paths([path], select=["TP101"]).errors == []
+    after = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
+    assert after.startswith(first)
+    assert (".cuda()" in after) == (not python and ".cuda()" in text)

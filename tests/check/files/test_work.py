@@ -48,3 +48,52 @@ def test_the_cycle_collector_is_paused_only_while_a_chunk_runs(
     assert "TP101" in {f.code for f in report.findings}
     assert len(report.errors) == 1  # b.py: the chunk went on after it
     assert len(fixed.errors) == 1 and len(fixed.changed) == 1  # and so did the fixing one
+
+
+# ---------------------------------------------------------------- size and memory
+
+
+def test_a_file_over_the_size_limit_is_skipped_with_a_reason(tmp_path: Path) -> None:
+    from torchport.check.files._discovery import MAX_SOURCE_BYTES
+
+    big = tmp_path / "table.py"
+    big.write_text("x = 1\n" * (MAX_SOURCE_BYTES // 6 + 1))
+    small = tmp_path / "a.py"
+    small.write_text("import torch\n\nx = torch.ones(2).cuda()\n")
+    result = check_paths([big, small])
+    assert result.files == 2 and [Path(f.path).name for f in result.findings] == ["a.py"] * 2
+    [error] = result.errors
+    assert "MiB of Python is over the 4 MiB" in error.message and "split the file" in error.message
+
+
+def test_running_out_of_memory_is_reported_as_memory(tmp_path: Path) -> None:
+    """Under a process memory limit the error names memory, not nesting."""
+    import resource
+    import subprocess
+    import sys
+
+    dense = tmp_path / "dense.py"
+    dense.write_text("".join(f"x{i} = torch.ones({i % 7}) * {i}\n" for i in range(90_000)))
+    tiny = tmp_path / "tiny.py"
+    tiny.write_text("x = 1\n")
+    cap = 320 * 2**20
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    def run(path: Path) -> subprocess.CompletedProcess[str]:
+        code = "import sys; from torchport.cli import main; sys.exit(main(sys.argv[1:]))"
+        return subprocess.run(
+            [sys.executable, "-c", code, "check", "--jobs", "1", str(path)],
+            capture_output=True,
+            text=True,
+            preexec_fn=capped,
+            timeout=300,
+        )
+
+    if run(tiny).returncode != 0:
+        pytest.skip("the interpreter does not start under this memory limit here")
+    out = run(dense)
+    assert out.returncode == 2
+    assert "out of memory" in out.stdout + out.stderr
+    assert "nested too deeply" not in out.stdout + out.stderr

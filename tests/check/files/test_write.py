@@ -299,3 +299,58 @@ def test_hard_link_planted_to_another_owners_file_is_refused(shared_folder: Path
         assert target.read_text() == BEFORE
     finally:
         shutil.rmtree(target.parent, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- temp files a killed run left
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+_TEMP_KINDS = st.sampled_from(["dead", "live", "no_pid", "old_live", "not_ours", "plain"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["a.py", "b.pyi", "n.ipynb"]), _TEMP_KINDS), max_size=6))
+def test_stale_temps_are_removed_and_live_ones_kept(
+    tmp_path_factory: pytest.TempPathFactory, temps: list[tuple[str, str]]
+) -> None:
+    from torchport.check.files._write import remove_stale_temps
+
+    folder = tmp_path_factory.mktemp("temps")
+    dead, live = _dead_pid(), os.getpid()
+    expected_gone: set[str] = set()
+    for i, (name, kind) in enumerate(temps):
+        files = {
+            "dead": f".{name}.{dead}.x{i}abc.torchport",
+            "live": f".{name}.{live}.x{i}abc.torchport",
+            "old_live": f".{name}.{live}.y{i}abc.torchport",
+            "no_pid": f".{name}.z{i}abc.torchport",
+            "not_ours": f".{name}.{i}.torchport.bak",
+            "plain": f"{name}.{i}.torchport",
+        }
+        path = folder / files[kind]
+        path.write_text("half a file")
+        if kind == "old_live":
+            os.utime(path, (1, 1))
+        if kind in ("dead", "no_pid", "old_live"):
+            expected_gone.add(path.name)
+    left_before = {p.name for p in folder.iterdir()}
+    removed = {p.name for p in remove_stale_temps(folder)}
+    assert removed == expected_gone
+    assert {p.name for p in folder.iterdir()} == left_before - expected_gone
+
+
+def test_the_next_fix_removes_what_a_killed_fix_left(tmp_path: Path) -> None:
+    target = tmp_path / "a.py"
+    target.write_text(BEFORE)
+    left = tmp_path / f".a.py.{_dead_pid()}.k1ll3d.torchport"
+    left.write_text("import torch\n\nx = torch.zeros(2).to(dev")  # cut short
+    other = tmp_path / ".b.py.q9r8s7.torchport"  # an older version's name
+    other.write_text("")
+    fix_paths([target])
+    assert not left.exists() and not other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]

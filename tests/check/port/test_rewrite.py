@@ -180,6 +180,7 @@ def test_formatting_comments_and_line_endings_are_kept() -> None:
     source = (
         "import torch\r\n\r\n"
         "model = torch.nn.Linear(  # wide\r\n    4, 2)\r\n"
+        "loader = torch.utils.data.DataLoader(data)\r\n"
         "for x, y in loader:  # the loop\r\n"
         "    # forward\r\n"
         "    loss = (model(x) - y).sum()\r\n"
@@ -221,15 +222,89 @@ def test_models_held_by_objects_and_tensors_given_to_functions_are_moved() -> No
         "    def predict(self, x):\n"
         '        """Predict."""\n'
         "        return self.model(x).argmax(1)\n\n"
+        "    def run(self):\n"
+        "        return self.predict(torch.ones(3, 4) + 1)\n\n"
         "def run(model, bsz, x):\n"
         "    hidden = model.init_hidden(bsz)\n"
         "    return model(x, hidden)\n\n"
         "t = Trainer()\n"
-        "x, y = next(it)\n"
+        "x, y = next(iter(torch.utils.data.DataLoader(ds)))\n"
         "out = t.model(x)\n"
+        "run(t.model, 4, torch.ones(2, 4))\n"
     )
     out = ported(source)
     assert "        self.model = nn.Linear(4, 2).to(device)\n" in out
+    # predict is called only with a tensor (one plus one): moved where it arrives
     assert '        """Predict."""\n        x = x.to(device)\n' in out
-    assert "def run(model, bsz, x):\n    x = x.to(device)\n" in out  # bsz: no tensor use
-    assert "x, y = next(it)\nx = x.to(device, non_blocking=True)\n" in out
+    assert "def run(model, bsz, x):\n    x = x.to(device)\n" in out  # bsz: an int, left alone
+    assert "x, y = next(iter(" in out and ")))\nx = x.to(device, non_blocking=True)\n" in out
+
+
+def test_values_of_unknown_kind_are_reported_never_moved() -> None:
+    source = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Trainer:\n"
+        "    def __init__(self):\n"
+        "        self.model = nn.Linear(4, 2)\n\n"
+        "    def predict(self, x):\n"
+        "        return self.model(x).argmax(1)\n\n"
+        "def build(net, gamma, name):\n"
+        "    return net(gamma), net(name)\n\n"
+        "def evaluate(model, x, flag=None):\n"
+        "    return model(x), model(flag)\n\n"
+        "model = nn.Linear(2, 2)\n"
+        "build(model, 0.5, 'relu')\n"
+        "x, y = next(it)\n"
+        "print(model(x))\n"
+        "for name in ['a', 'b']:\n"
+        "    model(name)\n"
+        "for item in get_items():\n"
+        "    model(item)\n"
+    )
+    out = ported(source)
+    assert ".to(device)\n" not in out.replace("nn.Linear(4, 2).to(device)\n", "").replace(
+        "nn.Linear(2, 2).to(device)\n", ""
+    )
+    assert "x.to(" not in out and "gamma.to(" not in out and "name.to(" not in out
+    left = [(f.code, f.line) for f in port_text(source).remaining]
+    # predict's x (no caller here), evaluate's x and flag (no caller), next(it) of an
+    # unknown iterator, and the items of get_items(): reported; gamma (a float) and name
+    # (a string) are not tensors: nothing to say about them.
+    assert [code for code, _ in left] == ["TP520"] * 5
+
+
+def test_one_device_binding_for_the_whole_file() -> None:
+    """The port's moves all use one module-level binding, never a function's own `device`."""
+    source = (
+        "import torch\n\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "x0 = torch.ones(2, 4)\n"
+        "print(model(x0))\n\n"
+        "def main():\n"
+        '    device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        "    print(model(torch.ones(1, 4)))\n"
+        "    return device\n"
+        "main()\n"
+    )
+    out = ported(source)
+    assert out.count(DEVICE_LINE) == 1 and "_device" not in out
+    assert "print(model(torch.ones(1, 4, device=device)))" not in out  # not main's `device`
+    assert "model = torch.nn.Linear(4, 2).to(device)\n" in out
+    assert "x0 = torch.ones(2, 4, device=device)\n" in out
+    left = port_text(source).remaining
+    assert [f.code for f in left] == ["TP503"]  # inside main: reported, not moved wrongly
+
+
+def test_the_files_own_accelerator_choice_is_reused_and_code_above_it_reported() -> None:
+    source = (
+        "import torch\n\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        "x = torch.ones(1, 4)\n"
+        "print(model(x))\n"
+    )
+    out = ported(source)
+    assert "torch.accelerator" not in out  # no second definition
+    assert "x = torch.ones(1, 4, device=device)\n" in out
+    assert "model = torch.nn.Linear(4, 2)\n" in out  # above `device`: no name to use there
+    assert [f.code for f in port_text(source).remaining] == ["TP501"]

@@ -15,8 +15,19 @@ Discovery rules (the decisions, in one place):
   inside the tree would report the same file twice, one pointing outside would
   leave the given paths, and one pointing up would loop. A path *given* as a
   symlink is read through (the user named it), but :func:`inside_roots` lets the
-  fixer refuse to write through it when it leads outside the given paths.
+  fixer refuse to write through it when it leads outside the folder holding it:
+  one rule for a linked file and a linked folder (``fix`` never follows a link
+  out of the tree it was given in; check the target by its own path to fix it).
 * The same file reached twice (``check src src/a.py``) is checked once.
+* A given path that is no regular file (a FIFO, a device, a socket) is skipped
+  with an error saying what it is: reading one could wait forever. Walks never
+  meet one (only regular files are taken), and reading opens without blocking.
+
+Size: a Python file over :data:`MAX_SOURCE_BYTES` (4 MiB) is skipped with an
+error saying so, before it is read: Python's parser needs 100-200 bytes of
+memory per byte of dense source, so a larger file would take gigabytes (hand
+written code stays far below; generated tables and data do not). A notebook
+may be larger on disk (outputs); its code cells count against the same limit.
 
 Reading: bytes are decoded with the PEP 263 cookie or BOM
 (:func:`tokenize.detect_encoding`, UTF-8 by default), keeping line endings as
@@ -39,6 +50,7 @@ from torchport.errors import ConfigError
 
 __all__ = [
     "DEFAULT_EXCLUDES",
+    "MAX_SOURCE_BYTES",
     "Discovery",
     "GlobSet",
     "SourceError",
@@ -50,6 +62,8 @@ __all__ = [
     "inside_roots",
     "newline_of",
     "read_source",
+    "special_file_message",
+    "too_large_message",
 ]
 
 DEFAULT_EXCLUDES = frozenset(
@@ -61,6 +75,9 @@ DEFAULT_EXCLUDES = frozenset(
     }
 )  # fmt: skip
 SUFFIXES = (".py", ".pyi", ".ipynb")
+# Largest Python text checked: parsing takes 100-200x its size in memory.
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+_MAX_NOTEBOOK_BYTES = 64 * MAX_SOURCE_BYTES  # outputs (images) make notebooks larger on disk
 
 
 class SourceError(Exception):
@@ -113,10 +130,34 @@ def newline_of(text: str) -> str | None:
     return kinds[0][1] if len(kinds) == 1 else None
 
 
-def decode_source(data: bytes) -> tuple[str, str]:
-    """``(text, encoding)`` of Python source bytes: PEP 263 cookie or BOM, else UTF-8.
+def special_file_message(mode: int) -> str:
+    """Why a file that is no regular file (a FIFO, a device, a socket) is skipped."""
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    kind = next((name for test, name in kinds if test(mode)), "not a regular file")
+    return (
+        f"skipped: it is {kind}, not a regular file; torchport reads only regular files "
+        f"(pipe source text in with `-` instead)"
+    )
 
-    The encoding is the one to write the text back with (``utf-8-sig`` keeps a BOM).
+
+def too_large_message(size: int, limit: int = MAX_SOURCE_BYTES) -> str:
+    """Why a file over the size limit is skipped (see the module docstring)."""
+    return (
+        f"skipped: {size / 2**20:.1f} MiB of Python is over the {limit / 2**20:.0f} MiB "
+        f"torchport checks (parsing takes 100-200 bytes of memory per byte of source); "
+        f"split the file, or exclude it if it is generated"
+    )
+
+
+def decode_source(data: bytes) -> tuple[str, str]:
+    """Decode Python source bytes as Python does: BOM, coding cookie, else UTF-8.
+
+    Returns the text and the encoding (``utf-8-sig`` with a BOM).
 
     Raises:
         SourceError: a bad coding cookie, or bytes invalid in the encoding.
@@ -146,10 +187,17 @@ def read_source(path: str | os.PathLike[str]) -> SourceFile:
         SourceError: unreadable, a bad coding cookie, or bytes invalid in its encoding.
     """
     try:
-        with open(path, "rb") as fh:
+        # Non-blocking open: a FIFO named here must not wait for a writer (it is refused below).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as fh:
             st = os.fstat(fh.fileno())
             if stat.S_ISDIR(st.st_mode):
                 raise IsADirectoryError(21, "Is a directory")
+            if not stat.S_ISREG(st.st_mode):
+                raise SourceError(special_file_message(st.st_mode))
+            limit = _MAX_NOTEBOOK_BYTES if str(path).endswith(".ipynb") else MAX_SOURCE_BYTES
+            if st.st_size > limit:
+                raise SourceError(too_large_message(st.st_size, limit))
             data = fh.read()
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from exc
@@ -403,6 +451,9 @@ def discover(
         except OSError as exc:
             errors.append((path, f"cannot read: {exc.strerror or exc}"))
             return
+        if not stat.S_ISREG(st.st_mode):
+            errors.append((path, special_file_message(st.st_mode)))  # reading one may hang
+            return
         key = (st.st_dev, st.st_ino)
         if key not in seen:
             seen.add(key)
@@ -429,11 +480,14 @@ def discover(
 
 
 def inside_roots(path: Path, roots: Sequence[str | os.PathLike[str]]) -> bool:
-    """Whether ``path``'s real location lies within the given paths.
+    """Whether ``path``'s real location lies within the given paths (``fix`` may write it).
 
-    A given folder covers its real tree; a given file covers its own folder, so
-    ``fix link.py`` may write through ``link.py -> sub/real.py`` but not through
-    ``link.py -> /elsewhere/real.py``.
+    One rule for files and folders: a given path is followed to its real
+    location only within the folder that holds it. A given folder covers its
+    real tree when that tree lies in the folder holding the given name (so
+    ``fix link_dir`` with ``link_dir -> /elsewhere`` writes nothing there); a
+    given file covers its own folder (``fix link.py`` may write through
+    ``link.py -> sub/real.py`` but not through ``link.py -> /elsewhere/real.py``).
     """
     real = Path(os.path.realpath(path))
     for raw in roots:
@@ -442,7 +496,10 @@ def inside_roots(path: Path, roots: Sequence[str | os.PathLike[str]]) -> bool:
             is_dir = stat.S_ISDIR(os.stat(root).st_mode)
         except OSError:
             continue
-        base = Path(os.path.realpath(root if is_dir else root.absolute().parent))
+        holder = Path(os.path.realpath(root.absolute().parent))
+        base = Path(os.path.realpath(root)) if is_dir else holder
+        if is_dir and not (base == holder or holder in base.parents):
+            continue  # a folder linked from elsewhere: not written through
         if real == base or base in real.parents:
             return True
     return False

@@ -7,15 +7,23 @@ fixes have inserted or removed lines. A finding is reported as
 ``nb.ipynb:cell 3:2:5`` (cell 3 is the third cell of the notebook, markdown
 cells counted, as Jupyter shows them; line 2 of that cell).
 
-IPython syntax is not Python; it is kept out of the rules' way, never edited:
+IPython syntax is not Python; it is kept out of the rules' way, never edited.
+Its line forms are recognised where IPython recognises them, at the start of a
+logical line (not inside brackets, strings or a backslash continuation of
+Python):
 
-* a line magic or shell line (``%matplotlib inline``, ``!pip install x``,
-  ``obj?``) becomes ``...`` with a marker comment, and ``files = !ls`` becomes
-  ``files = ...``, so the line count, indentation and the assigned name stay;
-  after fixing, every marker line is put back as it was (a fix that lost one
-  makes the notebook refused, never written);
-* a cell that starts with a cell magic (``%%bash``, ``%%time``) is left out of
-  the virtual file whole: its body may not be Python at all.
+* a line magic, shell line, help or autocall escape (``%matplotlib inline``,
+  ``!pip install x``, ``!!ls``, ``?obj``, ``obj?``, ``np.*load*??``,
+  ``/f x``, ``,f a b``) becomes ``...`` with a marker comment, and
+  ``files = !ls`` becomes ``files = ...``, so the line count, indentation and
+  the assigned name stay; the lines that continue it (after a line ending in
+  a backslash) become marker comments; after fixing, every marker line is
+  put back as it was (a fix that lost one makes the notebook refused, never
+  written);
+* a cell that starts with a cell magic (``%%bash``, ``%%html``) is left out of
+  the virtual file whole: its body may not be Python at all; the magics that
+  run their body as Python (``%%time``, ``%%timeit``, ``%%capture``, ``%%prun``,
+  ``%%debug``) keep it: their first line is a marker like a line magic's.
 
 A cell that does not parse (an exercise left blank) is left out too when
 checking, and reported as an error naming it, so the other cells are still
@@ -67,10 +75,64 @@ def _cell_text(cell: dict[str, Any]) -> str:
     raise NotebookError(f"a cell's 'source' is {type(source).__name__}, expected text")
 
 
+_ESCAPES = ("%", "!", "?", "/", ",", ";")
+# `obj?`, `obj.attr??`, `%magic?`, `np.*load*?`: IPython's help at the end of a line.
+_HELP_END = re.compile(r"^\s*%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*\?\??\s*$")
+
+
 def _is_magic(stripped: str) -> bool:
-    return stripped.startswith(("%", "!", "?")) or (
-        stripped.endswith("?") and not stripped.startswith("#")
-    )
+    """Whether a line that starts a logical line is IPython's, not Python."""
+    return stripped.startswith(_ESCAPES) or bool(_HELP_END.match(stripped))
+
+
+class _PythonLines:
+    """Where Python lines leave the tokenizer: inside brackets, a string, a continuation.
+
+    Only a line fed at a logical line's start may be IPython's; the others
+    continue Python code (a string that says ``!`` or ends with ``?``).
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote = ""  # the open string's quote ('', "'", '"', "'''" or '"""')
+        self.continued = False
+
+    @property
+    def at_start(self) -> bool:
+        return not (self.depth or self.quote or self.continued)
+
+    def feed(self, line: str) -> None:
+        text = line.rstrip("\r\n")
+        self.continued = False
+        i, n = 0, len(text)
+        while i < n:
+            c = text[i]
+            if self.quote:
+                if c == "\\":
+                    i += 2
+                    continue
+                if text.startswith(self.quote, i):
+                    i += len(self.quote)
+                    self.quote = ""
+                    continue
+                i += 1
+                continue
+            if c == "#":
+                break
+            if c in "\"'":
+                triple = text[i : i + 3]
+                self.quote = triple if triple in ('"""', "'''") else c
+                i += len(self.quote)
+                continue
+            if c in "([{":
+                self.depth += 1
+            elif c in ")]}":
+                self.depth = max(self.depth - 1, 0)
+            elif c == "\\" and i == n - 1:
+                self.continued = True
+            i += 1
+        if self.quote in ('"', "'") and not self.continued and not text.endswith("\\"):
+            self.quote = ""  # a one-line string left open: a syntax error Python will report
 
 
 @dataclass(slots=True)
@@ -176,27 +238,55 @@ class Notebook:
         return out + "\n" if self.trailing_newline else out
 
 
+# Cell magics that run their body as Python (IPython's own; the body is checked).
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+
+
+def _foreign_cell(text: str) -> bool:
+    """Whether a cell starts with a cell magic whose body may not be Python (``%%bash``)."""
+    first = text.lstrip()
+    if not first.startswith("%%"):
+        return False
+    name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
+    return name not in _PYTHON_CELL_MAGICS
+
+
 def _virtual(nb: Notebook, cells: list[Any]) -> str:
     parts: list[str] = []
     for index, cell in enumerate(cells):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         text = _cell_text(cell)
-        if text.lstrip().startswith("%%") or index in nb.skipped:
-            continue  # a cell magic (the body may not be Python at all), or a broken cell
+        if _foreign_cell(text) or index in nb.skipped:
+            continue  # a cell magic whose body is no Python (`%%bash`), or a broken cell
         lines = _lines(text)
+        python = _PythonLines()
+        continues = False  # the line before was IPython's and ended with `\`
         for i, line in enumerate(lines):
             body = line.rstrip("\r\n")
             stripped = body.strip()
             indent = body[: len(body) - len(body.lstrip())]
-            assign = _ASSIGN_MAGIC.match(body)
-            if assign is not None:
+            if continues:
+                placeholder = f"{indent}#"  # what continues a shell or magic line
+                continues = body.endswith("\\")
+            elif not python.at_start:
+                python.feed(line)
+                continue
+            elif (assign := _ASSIGN_MAGIC.match(body)) is not None:
                 placeholder = f"{assign[1]}{assign[2]} = ..."
+                continues = body.endswith("\\")
             elif _is_magic(stripped):
                 placeholder = f"{indent}..."
+                continues = body.endswith("\\")
             else:
+                python.feed(line)
                 continue
-            key = f"{placeholder.strip()}  # torchport:magic-{nb.nonce}:{len(nb.magics)}"
+            marker = f"torchport:magic-{nb.nonce}:{len(nb.magics)}"
+            key = (
+                f"{placeholder.strip()}  # {marker}"
+                if placeholder.strip() != "#"
+                else f"# {marker}"
+            )
             nb.magics[key] = body
             lines[i] = f"{indent}{key}" + line[len(body) :]
         text = "".join(lines)

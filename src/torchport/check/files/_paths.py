@@ -253,7 +253,7 @@ def check_paths(
     extend_select: Sequence[str] | None = None,
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
-    stdin: str | None = None,
+    stdin: str | bytes | None = None,
     cache: bool | str | os.PathLike[str] = False,
     progress: Progress | None = None,
 ) -> CheckResult:
@@ -264,12 +264,13 @@ def check_paths(
     ``[tool.torchport]`` table, or ``None`` to find the nearest ``pyproject.toml``.
     ``jobs``: worker processes (``None``: one per core when there are many files).
     ``stdin``: the text of the one path in ``paths`` (an editor's buffer, ``-``),
-    checked instead of reading the file. Notebooks (``.ipynb``) are checked cell
-    by cell; their findings' paths read ``nb.ipynb:cell 3``. ``cache``: ``True``
-    keeps each file's results in ``.torchport_cache`` beside the configuration
-    (see :mod:`torchport.check.files._cache`), a path keeps them there; a file
-    unchanged since is not read again. ``progress`` is told ``(done, total)``
-    files as the run goes.
+    checked instead of reading the file (bytes are decoded as a file's: a BOM, a
+    coding cookie, else UTF-8). Notebooks (``.ipynb``) are checked cell by cell;
+    their findings' paths read ``nb.ipynb:cell 3``. ``cache``: ``True`` keeps each
+    file's results in ``.torchport_cache`` beside the configuration (see
+    :mod:`torchport.check.files._cache`), a path keeps them there; a file unchanged
+    since is not read again. ``progress`` is told ``(done, total)`` files as the run
+    goes.
 
     Raises:
         ConfigError: bad configuration or arguments (``jobs`` below 1, ``-`` among
@@ -301,7 +302,7 @@ def fix_paths(
     extend_select: Sequence[str] | None = None,
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
-    stdin: str | None = None,
+    stdin: str | bytes | None = None,
     progress: Progress | None = None,
 ) -> FixResult:
     """Apply fixes to files in place, only where the text changes; never damage or lose a file.

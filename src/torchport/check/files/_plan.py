@@ -72,7 +72,7 @@ def _check_jobs(jobs: int | None) -> None:
         )
 
 
-def _check_paths(paths: Sequence[str | os.PathLike[str]], stdin: str | None) -> None:
+def _check_paths(paths: Sequence[str | os.PathLike[str]], stdin: str | bytes | None) -> None:
     if stdin is not None and len(paths) != 1:
         raise ConfigError(f"text from stdin needs exactly one path to name it, got {len(paths)}")
     if stdin is None and len(paths) > 1 and any(os.fspath(p) == "-" for p in paths):

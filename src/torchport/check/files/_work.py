@@ -18,6 +18,7 @@ import ast
 import contextlib
 import functools
 import gc
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -28,15 +29,18 @@ from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._noqa import unknown_codes
 from torchport.check._rule import Finding, Rule
 from torchport.check.files._discovery import (
+    MAX_SOURCE_BYTES,
     SourceError,
     Stamp,
+    decode_source,
     inside_roots,
     newline_of,
     read_source,
+    too_large_message,
 )
 from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
 from torchport.check.files._remap import to_original
-from torchport.check.files._write import WriteRefused, write_back
+from torchport.check.files._write import WriteRefused, remove_stale_temps, write_back
 
 __all__ = ["UNUSED_NOQA", "Chunk", "FileError", "FileFix", "Report", "check_chunk", "fix_chunk"]
 
@@ -100,7 +104,8 @@ class Chunk:
     unsafe: bool = False
     diff: bool = False
     fixable: tuple[str, ...] | None = None  # codes whose fixes apply (None: all)
-    stdin: str | None = None  # the one file's text, given instead of read; never written
+    # The one file's text (or its bytes, decoded as a file's), given instead of read; never written.
+    stdin: str | bytes | None = None
 
 
 @dataclass(slots=True)
@@ -126,8 +131,15 @@ def _ruleset(rules: tuple[type[Rule], ...], ignored: tuple[str, ...]) -> RuleSet
 
 
 def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | None:
-    if chunk.stdin is not None:
+    if isinstance(chunk.stdin, str):
         doc = _Doc(chunk.stdin, chunk.stdin, "utf-8", None)
+    elif chunk.stdin is not None:  # bytes: decoded as a file's (its BOM or coding cookie)
+        try:
+            text, encoding = decode_source(chunk.stdin)
+        except SourceError as exc:
+            report.errors.append(FileError(path, str(exc)))
+            return None
+        doc = _Doc(text, text, encoding, None)
     else:
         try:
             source = read_source(path)
@@ -152,6 +164,9 @@ def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | No
         if doc.newline not in (None, "\n"):
             doc.text = doc.text.replace(doc.newline, "\n")
     text = doc.text
+    if len(text) > MAX_SOURCE_BYTES:  # a notebook's cells, or text given on stdin
+        report.errors.append(FileError(path, too_large_message(len(text.encode()))))
+        return None
     report.lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     for line, code in unknown_codes(text, chunk.known):
         report.errors.append(
@@ -248,15 +263,29 @@ def _parse(path: str, doc: _Doc, report: Report) -> ast.Module | None:
         message = f"cannot parse: {exc.msg}{where}; fix the syntax error first"
     except ValueError as exc:  # null bytes
         message = f"cannot parse: {exc}"
-    except (RecursionError, MemoryError):
+    except RecursionError:
         message = "cannot parse: nested too deeply for Python's parser"
+    except MemoryError:
+        message = _out_of_memory("parse", doc.text)
     report.errors.append(FileError(path, message))
     return None
 
 
-def _internal(path: str, exc: Exception) -> FileError:
+def _internal(path: str, exc: Exception, text: str = "") -> FileError:
     """An engine or context crash on one file: reported, and the run goes on."""
+    if isinstance(exc, MemoryError):
+        return FileError(path, _out_of_memory("check", text))
     return FileError(path, f"internal error: {exc!r}; this is a torchport bug, please report it")
+
+
+def _out_of_memory(stage: str, text: str) -> str:
+    """What to say when memory runs out on one file (a process memory limit, say)."""
+    size = len(text.encode("utf-8", "replace")) / 2**20
+    return (
+        f"cannot {stage} it: out of memory ({size:.1f} MiB of Python; parsing and checking "
+        f"take 100-200 bytes of memory per byte of source); raise the memory limit, run "
+        f"with fewer --jobs, or split the file"
+    )
 
 
 _MAX_BROKEN_CELLS = 50
@@ -325,7 +354,7 @@ def check_chunk(chunk: Chunk) -> list[Report]:
         try:
             outcome = check_tree(doc.text, path, tree, _ruleset(chunk.rules, ignored))
         except Exception as exc:
-            report.errors.append(_internal(path, exc))
+            report.errors.append(_internal(path, exc, doc.text))
             continue
         report.findings = _place(doc, outcome.findings, doc.text)
         report.unused_noqa = _place(doc, _unused_noqa(path, outcome, chunk, ignored), doc.text)
@@ -361,13 +390,14 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
             diff = FixOutcome(bom + new, outcome.fixed, []).diff(bom + old, path)
             encoding = "utf-8" if doc.encoding == "utf-8-sig" else doc.encoding  # BOM: in text
             report.fix = FileFix(
-                path, fixed, diff if chunk.diff else "", False, text=new, encoding=encoding
+                path, fixed, diff if chunk.diff else "", False, text=bom + new, encoding=encoding
             )
             return report
         if not inside_roots(Path(path), chunk.roots):
             raise WriteRefused(
-                "not fixed: it is a symlink to a file outside the given paths; "
-                "fix the target instead"
+                "not fixed: a symlink leads here from outside the folder it was given in "
+                "(a linked file, or a file in a linked folder); fix never writes through "
+                "such a link: run fix on the target's own path instead"
             )
         assert doc.stamp is not None
         write_back(path, new.encode(doc.encoding), doc.stamp)
@@ -383,9 +413,19 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
 
 @_no_cycle_scans()
 def fix_chunk(chunk: Chunk) -> list[Report]:
-    """Fix every file of ``chunk``; SPEED-only fixes apply per ``chunk.fixable``."""
+    """Fix every file of ``chunk``; SPEED-only fixes apply per ``chunk.fixable``.
+
+    Writing runs first remove the temp files a killed run left in the folders
+    of the chunk's files (see :func:`~torchport.check.files._write.remove_stale_temps`).
+    """
     reports: list[Report] = []
+    cleaned: set[str] = set()
     for path, ignored in chunk.files:
+        if not chunk.diff and chunk.stdin is None:
+            folder = os.path.dirname(os.path.abspath(path))
+            if folder not in cleaned:
+                cleaned.add(folder)
+                remove_stale_temps(folder)
         report = Report(path)
         doc = _load(path, report, chunk, fixing=True)
         tree = None if doc is None else _parse(path, doc, report)
@@ -396,7 +436,7 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
                     doc.text, path, full, unsafe=chunk.unsafe, tree=tree, fixable=chunk.fixable
                 )
             except Exception as exc:
-                report.errors.append(_internal(path, exc))
+                report.errors.append(_internal(path, exc, doc.text))
             else:
                 errors = report.errors
                 report = _fix_one(chunk, path, doc, outcome, full)

@@ -27,19 +27,29 @@ half-written):
 * **A hard link whose owner is not its folder's owner is refused**: a link
   planted in a checkout to another user's (or root's) file would otherwise be
   edited in place through it.
+* **Temp files a killed run left behind are removed by the next one.** A temp
+  file is named ``.<name>.<pid>.<random>.torchport`` after the file it
+  replaces and the process writing it; :func:`remove_stale_temps` removes
+  those whose process is gone (or that are over an hour old, or carry no
+  process id), never one a live run is writing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 from torchport.check.files._discovery import Stamp
 
-__all__ = ["WriteRefused", "write_back"]
+__all__ = ["WriteRefused", "remove_stale_temps", "write_back"]
+
+_SUFFIX = ".torchport"
+_STALE_AFTER_S = 3600  # a temp file lives for one write: an hour-old one is surely left over
 
 
 class WriteRefused(Exception):
@@ -102,7 +112,9 @@ def _sync_folder(folder: Path) -> None:
 def _replace(path: Path, data: bytes, st: os.stat_result, before: Stamp) -> bool:
     """Temp file + rename; False (nothing written) when that would not keep owner or mode."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".torchport")
+        fd, tmp = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=_SUFFIX
+        )
     except OSError:
         return False  # folder not writable: the file itself may still be
     try:
@@ -171,3 +183,49 @@ def write_back(path: str | os.PathLike[str], data: bytes, before: Stamp) -> None
     if st.st_nlink == 1 and not _has_xattrs(real) and _replace(real, data, st, before):
         return
     _rewrite_in_place(real, data, st, before)
+
+
+# `.a.py.<pid>.<random>.torchport` (and `.a.py.<random>.torchport` from older versions)
+_TEMP = re.compile(r"^\.(?P<name>.+?)\.(?:(?P<pid>\d+)\.)?[A-Za-z0-9_]+\.torchport$")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # another user's live process
+    return True
+
+
+def remove_stale_temps(folder: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temp files a killed ``fix`` left in ``folder``; returns those removed.
+
+    One written by a live process (a run going on now) is kept unless it is
+    over an hour old. Errors (a file gone meanwhile, no permission) are ignored:
+    cleaning up never stops a run.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        found = _TEMP.match(entry.name)
+        if found is None or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        pid = found["pid"]
+        if pid is not None and _alive(int(pid)) and age < _STALE_AFTER_S:
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed

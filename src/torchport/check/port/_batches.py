@@ -1,8 +1,13 @@
 """Where the batches of a file come from, and how each one is moved: the port's batch plan.
 
-A batch is what a loop takes from a loader (or any iterable of tensors) or what
-``next(...)`` returns. :func:`batch_plan` decides, for every batch that
-reaches the model (see :mod:`torchport.check.port._facts`), how it moves:
+A batch is what a loop takes from a loader (or a tensor, or a list of tensors),
+what ``next(iter(loader))`` returns, or a tensor a function is given. Only a
+value the port knows is one (:mod:`torchport.check.port._kinds`) is moved; one
+of unknown kind that reaches the model is reported (a parameter of a function
+called from elsewhere, a loop over something the port cannot see into), and
+one that is no tensor (a float, a string, a class) is left alone.
+:func:`batch_plan` decides, for every batch that reaches the model (see
+:mod:`torchport.check.port._facts`), how it moves:
 
 * a tensor bound by the loop or by an assignment (``for x, y in loader``,
   ``inputs, labels = data``, ``x, y = next(it)``) is rebound right after it:
@@ -24,26 +29,14 @@ from dataclasses import dataclass, field
 from torchport.check._context import Context
 from torchport.check.port._calls import HOST_READS, META_ATTRS, is_move
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
+from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 
 __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
 
-_NOT_BATCHES = frozenset({"range", "len", "reversed", "sorted", "open", "str", "map", "filter"})
-_NOT_BATCH_QUALNAMES = frozenset({"os.listdir", "glob.glob", "os.walk", "itertools.product"})
-_NOT_BATCH_METHODS = frozenset(
-    {"items", "keys", "values", "parameters", "named_parameters", "children", "modules",
-     "named_modules", "named_children", "readlines", "iterdir", "glob", "split", "splitlines"}
-)  # fmt: skip
-_ITER_WRAPPERS = frozenset({"tqdm", "iter", "islice", "trange", "cycle"})
-_LITERALS = (
-    ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant, ast.JoinedStr, ast.ListComp,
-    ast.SetComp, ast.DictComp,
-)  # fmt: skip
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
-# Uses of a name that show it holds a tensor.
-_TENSOR_USES = frozenset(
-    {"size", "shape", "view", "reshape", "unsqueeze", "squeeze", "permute", "transpose",
-     "float", "long", "half", "double", "contiguous", "dim", "ndim", "dtype", "flatten"}
-)  # fmt: skip
+# What a batch name is moved as when the port knows its kind.
+_MOVED = frozenset({Kind.TENSOR, Kind.BATCH})
+_LEFT = frozenset({Kind.DEVICE, Kind.MODEL, Kind.LOADER, Kind.OTHER, Kind.NUMPY})
 
 
 @dataclass
@@ -62,7 +55,11 @@ class BatchPlan:
 
     moves: dict[int, BatchMove] = field(default_factory=dict)
     elements: list[ast.expr] = field(default_factory=list)  # `batch[0]`-like nodes to move
-    unportable: dict[int, tuple[ast.stmt, str]] = field(default_factory=dict)  # id -> (node, why)
+    # (id of the node, name) -> (where to report, why): one finding per name
+    unportable: dict[tuple[int, str], tuple[ast.AST, str]] = field(default_factory=dict)
+    # (id of the binding statement, loop or function, name): every name the plan moves
+    # or reports, so that nothing else reports it again
+    covered: set[tuple[int, str]] = field(default_factory=set)
 
 
 def _call_name(call: ast.Call) -> str:
@@ -76,11 +73,14 @@ class _Planner:
     def __init__(self, facts: PortFacts) -> None:
         self.facts = facts
         self.ctx: Context = facts.ctx
+        self.kinds: ValueKinds = value_kinds(facts)
         self.plan = BatchPlan()
 
     def run(self) -> BatchPlan:
+        if not self.facts.active:
+            return self.plan
         for scope in self.facts.scopes:
-            if scope.module_method or not scope.reach:
+            if scope.internal or not scope.reach:
                 continue
             containers: set[str] = set()
             for node in scope.nodes:
@@ -103,26 +103,30 @@ class _Planner:
     ) -> None:
         """Tensors a function is given that reach its model: moved first thing in its body.
 
-        Only parameters that are plainly tensors (a direct argument of the model, or
-        used with a tensor method); a copy of a tensor already on the device is free.
+        Only parameters known to hold tensors (annotated ``torch.Tensor``, or given
+        one by every call site in the file); one of unknown kind is reported, one
+        that holds no tensor (a float, a string, a class) is left alone.
         """
         a = func.args
-        names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
-        wanted = [
-            n
-            for n in names
-            if n not in ("self", "cls")
-            and n in scope.reach
-            and n not in scope.moved
-            and n not in scope.models
-        ]
-        if not wanted:
-            return
         move = BatchMove(func, loader=False)
-        for name in wanted:
-            if self._tensor_evidence(name, scope):
-                kind = self._kind(name, scope.nodes)
-                self._sort(func, move, name, kind, "argument", containers)
+        for param in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+            name = param.arg
+            if name not in scope.reach or name in scope.moved or name in scope.models:
+                continue
+            kind = self.kinds.parameter(param)
+            if kind in _LEFT:
+                continue
+            self.plan.covered.add((id(func), name))
+            if kind in _MOVED:
+                usage = "tensor" if kind is Kind.TENSOR else self._kind(name, scope.nodes)
+                self._sort(func, move, name, usage, "argument", containers)
+            else:
+                self.plan.unportable[(id(param), name)] = (
+                    param,
+                    f"cannot tell whether the argument `{name}` is a tensor (the port moves "
+                    f"only what it knows is one, and `{func.name}`'s callers are not all in "
+                    f"this file, or pass other things): move it to `device` yourself",
+                )
         if move.tensors or move.dicts:
             self.plan.moves[id(func)] = move
 
@@ -143,105 +147,42 @@ class _Planner:
         elif kind == "tensor":
             move.tensors.append(name)
         else:
-            self.plan.unportable[id(node)] = (
-                node,
+            where: ast.AST = node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                where = next(p for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if p.arg == name)
+            self.plan.unportable[(id(node), name)] = (
+                where,
                 f"cannot tell whether the {what} `{name}` is a tensor or a list of "
                 f"tensors: move it to `device` yourself",
             )
 
-    def _tensor_evidence(self, name: str, scope: PortScope) -> bool:
-        parents = self.facts.parents
-        for node in scope.nodes:
-            if not (isinstance(node, ast.Name) and node.id == name):
-                continue
-            parent = parents.get(id(node))
-            if isinstance(parent, ast.Attribute) and parent.attr in _TENSOR_USES:
-                return True
-            if isinstance(parent, ast.keyword):
-                parent = parents.get(id(parent))
-            if (
-                isinstance(parent, ast.Call)
-                and parent.func is not node
-                and isinstance(parent.func, (ast.Name, ast.Attribute))
-                and self.facts.holds_model(parent.func, scope)
-            ):
-                return True  # `model(x)`: a direct argument of the model itself
-        return False
-
-    # ------------------------------------------------------------ where batches come from
-
-    def _batch_target(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> ast.expr | None:
-        """The part of the loop's target that binds batches (after ``enumerate``'s index)."""
-        it: ast.expr = loop.iter
-        skip_first = False
-        for _ in range(4):
-            if not isinstance(it, ast.Call) or not it.args:
-                break
-            name = _call_name(it)
-            if name == "enumerate" and not skip_first:
-                skip_first, it = True, it.args[0]
-            elif name in _ITER_WRAPPERS:
-                it = it.args[0]
-            else:
-                break
-        if not self._batchy(it, scope):
-            return None
-        target = loop.target
-        if skip_first:
-            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
-                return None
-            target = target.elts[1]
-        return target
-
-    def _batchy(self, it: ast.expr, scope: PortScope) -> bool:
-        """Whether a loop's iterable may yield tensors (not a range, a literal, dict items)."""
-        if isinstance(it, _LITERALS) or self.facts.builds_model(it, scope):
-            return False
-        if isinstance(it, ast.Call):
-            name = _call_name(it)
-            if name == "zip":
-                return all(self._batchy(a, scope) for a in it.args)
-            if name in _NOT_BATCHES or self.ctx.qualname(it.func) in _NOT_BATCH_QUALNAMES:
-                return False
-            if isinstance(it.func, ast.Attribute) and it.func.attr in _NOT_BATCH_METHODS:
-                return False
-        root = it
-        while isinstance(root, (ast.Attribute, ast.Subscript)):
-            if self.facts.holds_model(root, scope):
-                return False  # `for layer in model.layers`
-            root = root.value
-        if isinstance(root, ast.Name) and self.facts.holds_model(root, scope):
-            return False
-        return not (isinstance(it, ast.Name) and self._bound_to_literal(it.id, scope))
-
-    def _bound_to_literal(self, name: str, scope: PortScope) -> bool:
-        values = [
-            v
-            for targets, v in self.facts.assignments(scope)
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets)
-        ]
-        return bool(values) and all(
-            isinstance(v, _LITERALS) or (isinstance(v, ast.Call) and _call_name(v) in _NOT_BATCHES)
-            for v in values
-        )
-
     # ------------------------------------------------------------ how each one moves
 
     def _loop(self, loop: ast.For | ast.AsyncFor, scope: PortScope, containers: set[str]) -> None:
-        target = self._batch_target(loop, scope)
-        names = _plain_names(target) if target is not None else []
-        if not names:
-            return
-        wanted = [n for n in names if n in scope.reach and n not in scope.moved]
+        targets = _name_nodes(loop.target)
+        wanted = [n for n in targets if n.id in scope.reach and n.id not in scope.moved]
         if not wanted:
             return
         move = BatchMove(loop)
         body = [n for stmt in loop.body for n in ast.walk(stmt)]
         objects = self._collate_objects(loop, scope)
-        unpacked = not isinstance(target, ast.Name)
-        for name in wanted:
-            kind = self._kind(name, body)
-            if kind == "container" and unpacked:
+        for node in wanted:
+            name = node.id
+            known = self.kinds.target(node)
+            if known in _LEFT:
+                continue
+            self.plan.covered.add((id(loop), name))
+            if known not in _MOVED:
+                source = _short(loop.iter)
+                self.plan.unportable[(id(loop), name)] = (
+                    loop.target,
+                    f"cannot tell whether `{name}`, taken from `{source}`, is a tensor (the "
+                    f"port moves only what it knows is one): move it to `device` yourself",
+                )
+                continue
+            kind = "tensor" if known is Kind.TENSOR else self._kind(name, body)
+            if kind == "container" and self.kinds.unpacks_item(node):
                 kind = "tensor"  # `for x, lengths in loader`: the fields of a batch are tensors
             if kind == "container":
                 containers.add(name)
@@ -260,26 +201,42 @@ class _Planner:
                     else f"cannot tell whether the batch `{name}` is a tensor or a list of "
                     f"tensors: move it to `device` yourself"
                 )
-                self.plan.unportable[id(loop)] = (loop, why)
+                self.plan.unportable[(id(loop), name)] = (loop.target, why)
         if move.tensors or move.dicts:
             self.plan.moves[id(loop)] = move
 
     def _assign(self, node: ast.Assign, scope: PortScope, containers: set[str]) -> None:
+        """``x, y = next(it)`` and ``inputs, labels = batch``: the names move right after."""
         value = node.value
-        from_next = isinstance(value, ast.Call) and _call_name(value) == "next"
+        from_next = isinstance(value, ast.Call) and (
+            (isinstance(value.func, ast.Name) and value.func.id == "next")
+            or (isinstance(value.func, ast.Attribute) and value.func.attr in ("next", "__next__"))
+        )
         unpacks = isinstance(value, ast.Name) and value.id in containers
         if len(node.targets) != 1 or not (from_next or unpacks):
             return
         target = node.targets[0]
         if unpacks and not isinstance(target, ast.Tuple):
             return
-        names = _plain_names(target)
-        wanted = [n for n in names if n in scope.reach and n not in scope.moved]
+        wanted = [n for n in _name_nodes(target) if n.id in scope.reach and n.id not in scope.moved]
         if not wanted:
             return
         move = BatchMove(node)
-        for name in wanted:
-            kind = "tensor" if unpacks else self._kind(name, scope.nodes)
+        for name_node in wanted:
+            name = name_node.id
+            known = self.kinds.target(name_node)
+            if known in _LEFT:
+                continue
+            self.plan.covered.add((id(node), name))
+            if known not in _MOVED:
+                self.plan.unportable[(id(node), name)] = (
+                    node,
+                    f"cannot tell whether `{name}`, taken from `{_short(value)}`, is a "
+                    f"tensor (the port moves only what it knows is one): move it to "
+                    f"`device` yourself",
+                )
+                continue
+            kind = "tensor" if unpacks or known is Kind.TENSOR else self._kind(name, scope.nodes)
             self._sort(node, move, name, kind, "batch", containers)
         if move.tensors or move.dicts:
             self.plan.moves[id(node)] = move
@@ -341,9 +298,7 @@ class _Planner:
             return None
         facts = self.facts
         for where in (scope, facts.module):
-            for targets, value in facts.assignments(where):
-                if not any(isinstance(t, ast.Name) and t.id == it.id for t in targets):
-                    continue
+            for value in where.values_of(it.id):
                 if (
                     not isinstance(value, ast.Call)
                     or self.ctx.qualname(value.func) not in _DATALOADER
@@ -392,13 +347,18 @@ class _Planner:
             self.plan.elements.append(node)
 
 
-def _plain_names(target: ast.expr) -> list[str]:
+def _name_nodes(target: ast.expr) -> list[ast.Name]:
     """Names a loop or assignment target binds (starred and attribute targets left out)."""
     if isinstance(target, ast.Name):
-        return [target.id]
+        return [target]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for elt in target.elts for n in _plain_names(elt)]
+        return [n for elt in target.elts for n in _name_nodes(elt)]
     return []
+
+
+def _short(expr: ast.expr) -> str:
+    text = ast.unparse(expr)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 _CACHE: list[tuple[PortFacts, BatchPlan]] = []

@@ -14,9 +14,18 @@ __all__ = [
     "CREATORS",
     "HOST_READS",
     "META_ATTRS",
+    "NOT_TENSOR_SPACES",
+    "PARAMETER",
+    "TENSOR_SPACES",
+    "TORCH_LOADS",
+    "TORCH_NOT_TENSORS",
+    "TYPED_CONSTRUCTORS",
+    "VARIABLE",
     "cpu_only_device",
     "device_target",
+    "follows_a_tensor",
     "is_move",
+    "moves_to_program_device",
 ]
 
 # Calls that make a new tensor on the CPU unless told otherwise.
@@ -26,6 +35,35 @@ CREATORS = frozenset(
               "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "normal",
               "bernoulli", "tril_indices", "triu_indices")
 )  # fmt: skip
+# The legacy typed constructors (`torch.LongTensor([...])`): CPU tensors, no `device=` taken.
+TYPED_CONSTRUCTORS = frozenset(
+    f"torch.{n}"
+    for n in ("Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+              "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")
+)  # fmt: skip
+# torch callables whose result is no tensor; any other `torch.lower_case(...)` makes one.
+TORCH_NOT_TENSORS = frozenset(
+    {"device", "dtype", "Size", "Generator", "finfo", "iinfo", "typename", "numel", "save",
+     "manual_seed", "seed", "initial_seed", "no_grad", "enable_grad", "inference_mode",
+     "set_grad_enabled", "compile", "autocast", "broadcast_shapes", "result_type",
+     "promote_types", "can_cast", "use_deterministic_algorithms", "set_num_threads",
+     "get_num_threads", "set_printoptions", "set_default_dtype", "get_default_dtype",
+     "set_default_device", "get_default_device", "set_float32_matmul_precision"}
+)  # fmt: skip
+# Loads: what they return is not known (a tensor, a dict, a model ...).
+TORCH_LOADS = frozenset({"torch.load", "torch.hub.load", "torch.jit.load"})
+# torch namespaces whose functions make tensors, and ones whose functions make none.
+TENSOR_SPACES = (
+    "torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.",
+    "torch.nn.utils.rnn.", "torch.distributions.",
+)  # fmt: skip
+NOT_TENSOR_SPACES = (
+    "torch.cuda.", "torch.backends.", "torch.optim.", "torch.accelerator.", "torch.mps.",
+    "torch.xpu.", "torch.distributed.", "torch.multiprocessing.", "torch.utils.",
+)  # fmt: skip
+# `Variable(t)` is `t`; `nn.Parameter(t)` a tensor.
+VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 # Methods whose result lives on the host or describes a tensor without its data.
 HOST_READS = frozenset(
     {"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "nelement", "stride",
@@ -35,10 +73,27 @@ META_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires
 _DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator", re.IGNORECASE)
 
 
+# Objects whose `.device` is a setting: the device the program chose, not one a tensor is on.
+_SETTINGS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "hparams"})
+
+
+def follows_a_tensor(expr: ast.expr) -> bool:
+    """``x.device``: the device some tensor or model is on, not the program's choice.
+
+    ``torch.tensor(v, device=denom.device)`` follows ``denom`` wherever it is:
+    device-aware code, which does not make a device value of its own.
+    """
+    return (
+        isinstance(expr, ast.Attribute)
+        and expr.attr == "device"
+        and not (isinstance(expr.value, ast.Name) and expr.value.id in _SETTINGS)
+    )
+
+
 def device_target(expr: ast.expr) -> bool:
     """Whether a ``.to()`` argument names a device that may be an accelerator (not the CPU)."""
     if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, str) and expr.value != "cpu"
+        return isinstance(expr.value, str) and expr.value.partition(":")[0] != "cpu"
     if isinstance(expr, ast.Call):
         return any(device_target(a) for a in expr.args) or any(
             device_target(k.value) for k in expr.keywords
@@ -48,7 +103,11 @@ def device_target(expr: ast.expr) -> bool:
 
 
 def is_move(call: ast.AST) -> bool:
-    """Whether ``call`` is ``x.to(<device>)``/``x.cuda()``: a move to the accelerator."""
+    """Whether ``call`` is ``x.to(<device>)``/``x.cuda()``: an explicit placement.
+
+    ``x.to(y.device)`` counts (the author placed ``x``); whether it lands on the
+    program's device is :func:`moves_to_program_device`'s question.
+    """
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
         return False
     if call.func.attr == "cuda":
@@ -61,6 +120,16 @@ def is_move(call: ast.AST) -> bool:
         else next((k.value for k in call.keywords if k.arg == "device"), None)
     )
     return target is not None and device_target(target)
+
+
+def moves_to_program_device(call: ast.AST) -> bool:
+    """``x.to(device)``/``x.cuda()``, not ``x.to(y.device)``, which puts ``x`` next to ``y``."""
+    if not is_move(call):
+        return False
+    assert isinstance(call, ast.Call)
+    target = call.args[0] if call.args else None
+    target = target or next((k.value for k in call.keywords if k.arg == "device"), None)
+    return target is None or not follows_a_tensor(target)
 
 
 def cpu_only_device(node: ast.AST, qualname: QualName) -> bool:

@@ -15,7 +15,14 @@ import builtins
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
-from torchport.check.port._calls import HOST_READS, META_ATTRS, device_target, is_move
+from torchport.check.port._calls import (
+    HOST_READS,
+    META_ATTRS,
+    device_target,
+    follows_a_tensor,
+    is_move,
+    moves_to_program_device,
+)
 from torchport.check.port._models import MODEL_METHODS
 
 __all__ = ["MOVES", "NOT_FORWARD", "DeviceFlow", "PortScope", "names_of"]
@@ -45,13 +52,30 @@ def names_of(target: ast.expr) -> list[str]:
     return []
 
 
+def _items(operands: list[ast.expr]) -> list[ast.expr]:
+    """``operands`` with lists and tuples (nested too, and starred items) opened."""
+    out: list[ast.expr] = []
+    stack = list(reversed(operands))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Starred):
+            stack.append(node.value)
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            stack.extend(reversed(node.elts))
+        else:
+            out.append(node)
+    return out
+
+
 @dataclass(eq=False)
 class PortScope:
     """One function (or the module body) as the port sees it."""
 
     node: ast.AST
     cls: ast.ClassDef | None = None
+    outer: PortScope | None = None  # the scope the function is defined in (None: a class body)
     module_method: bool = False  # a method of an nn.Module subclass
+    internal: bool = False  # inside a class a library extends (a module, an optimizer ...)
     nodes: list[ast.AST] = field(default_factory=list)
     local: set[str] = field(default_factory=set)
     models: set[str] = field(default_factory=set)
@@ -107,19 +131,26 @@ class DeviceFlow:
             func = expr.func
             if self.forward(expr, scope):
                 return True
-            if is_move(expr):
+            if isinstance(func, ast.Attribute) and (
+                func.attr in HOST_READS or self.to_cpu(expr, scope)
+            ):
+                return False
+            if moves_to_program_device(expr):
                 return True
             if isinstance(func, ast.Attribute):
-                if func.attr in HOST_READS:
-                    return False
                 if func.attr in NOT_FORWARD and self.builds_model(func.value, scope):
                     return False  # `model.train()`, `model.parameters()`: not a tensor
                 if self.on_device(func.value, scope):
                     return True
             elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS:
                 return False
-            if any(k.arg == "device" and device_target(k.value) for k in expr.keywords):
-                return True
+            if any(
+                k.arg == "device"
+                and device_target(k.value)
+                and not self._follows_a_tensor(k.value, scope)
+                for k in expr.keywords
+            ):
+                return True  # made on the program's device (not next to some tensor)
             return any(self.on_device(a, scope) for a in expr.args) or any(
                 self.on_device(k.value, scope) for k in expr.keywords
             )
@@ -136,6 +167,62 @@ class DeviceFlow:
         if isinstance(expr, ast.IfExp):
             return self.on_device(expr.body, scope) or self.on_device(expr.orelse, scope)
         return False
+
+    def to_cpu(self, call: ast.expr, scope: PortScope) -> bool:
+        """Whether ``call`` is ``x.to(<the CPU>)``: a move to the host, not to the device."""
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "to"
+        ):
+            return False
+        target = call.args[0] if call.args else None
+        target = target or next((k.value for k in call.keywords if k.arg == "device"), None)
+        return target is not None and self.names_cpu(target, scope)
+
+    def names_cpu(self, expr: ast.expr, scope: PortScope, depth: int = 0) -> bool:
+        """Whether a device expression is the CPU (``"cpu"``, ``torch.device("cpu")``, a name
+        bound only to those, a parameter whose default is one), whatever its name says."""
+        if isinstance(expr, ast.Constant):
+            return isinstance(expr.value, str) and expr.value.partition(":")[0] == "cpu"
+        if isinstance(expr, ast.Call):
+            return (
+                self.ctx.qualname(expr.func) == "torch.device"
+                and len(expr.args) >= 1
+                and self.names_cpu(expr.args[0], scope, depth)
+            )
+        if not isinstance(expr, ast.Name) or depth > 3:
+            return False
+        node = scope.node
+        if expr.id in scope.local and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            positional = [*a.posonlyargs, *a.args]
+            tail = positional[len(positional) - len(a.defaults) :]
+            pairs = list(zip(tail, a.defaults, strict=True))
+            pairs += [
+                (p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None
+            ]
+            for param, default in pairs:
+                if param.arg == expr.id:
+                    return self.names_cpu(default, scope, depth + 1)
+        where = scope if expr.id in scope.local else self._module_scope()
+        if where is None or expr.id in where.loop_bound:
+            return False
+        values = where.values_of(expr.id)
+        return bool(values) and all(self.names_cpu(v, where, depth + 1) for v in values)
+
+    def _module_scope(self) -> PortScope | None:
+        """The module body's scope (the subclass knows it)."""
+        return None
+
+    def _follows_a_tensor(self, expr: ast.expr, scope: PortScope) -> bool:
+        """``x.device``, or a name bound only to such (``device = output.device``)."""
+        if follows_a_tensor(expr):
+            return True
+        if not isinstance(expr, ast.Name):
+            return False
+        values = scope.values_of(expr.id) if expr.id in scope.local else []
+        return bool(values) and all(follows_a_tensor(v) for v in values)
 
     def _operands(self, node: ast.AST, scope: PortScope) -> list[ast.expr]:
         """The operands of ``node`` that meet the device, or [] when it combines none."""
@@ -166,6 +253,10 @@ class DeviceFlow:
             operands = [node.target, node.value]
         else:
             return []
+        # `torch.cat([out, torch.zeros(1, 2)])`: the items of a list or tuple a torch
+        # function takes meet each other; once one is on the device, the others must be.
+        if isinstance(node, ast.Call) and (self.ctx.qualname(node.func) or "").startswith("torch."):
+            operands = _items(operands)  # not `OUT.append((name, out))`: a tuple of records
         devices = [o for o in operands if self.on_device(o, scope) or self.builds_model(o, scope)]
         if not devices:
             return []

@@ -3,7 +3,7 @@
 Porting is knowing which names hold models, which tensors meet the model, and
 where those tensors come from. :func:`port_facts` works it out once per file
 (cached on the walk's :class:`~torchport.check._context.Context`), per scope
-(the module body and each function), flow-insensitively:
+(the module body and each function, nested ones too), flow-insensitively:
 
 * **models**: names (and ``self.attr`` of non-module classes) bound to a model
   expression (see :mod:`torchport.check.port._models`), parameters that call
@@ -18,8 +18,13 @@ where those tensors come from. :func:`port_facts` works it out once per file
 
 The TP5xx rules then move what reaches a sink at its source: the batch where a
 loop binds it (:mod:`torchport.check.port._batches`), the tensor where a
-factory builds it, the model where it is constructed. Methods of ``nn.Module``
-classes are not scopes here: their tensors follow the module's inputs.
+factory builds it, the model where it is constructed. The methods of a class a
+library drives (an ``nn.Module``, an optimizer, a ``Dataset``, any class with
+an imported base) are library internals, not the script's loops: the port
+moves nothing there (its tensors follow the module's inputs; TP504 makes them
+on the input's device). A file that imports no torch at all is no PyTorch
+program: it gets no facts, and nothing is ported there. The one ``device``
+name every fix of a port uses is chosen here too (:meth:`PortFacts.device_at`).
 
 The device values, sinks and reach are worked out by
 :class:`~torchport.check.port._device_flow.DeviceFlow`, which :class:`PortFacts` extends.
@@ -28,6 +33,7 @@ The device values, sinks and reach are worked out by
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
 from torchport.check._context import Context
@@ -37,6 +43,12 @@ from torchport.check.port._calls import (
 )
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope, names_of
 from torchport.check.port._models import ModelKnowledge
+from torchport.check.semantic._placement import (
+    DEVICE_NAMES,
+    device_at,
+    device_expr,
+    means_accelerator,
+)
 
 __all__ = ["PortFacts", "PortScope", "port_facts"]
 
@@ -46,6 +58,7 @@ _MODEL_PARAM = re.compile(
     re.IGNORECASE,
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops"})
 
 
@@ -68,17 +81,35 @@ class PortFacts(DeviceFlow):
         self.scope_of: dict[int, PortScope] = {}
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.class_models: dict[int, set[str]] = {}  # id(ClassDef) -> {"self.model", ...}
+        # Calls of a method several of the file's classes define, receiver unknown.
+        self.unresolved_calls: set[int] = set()
         self.module = PortScope(tree)
         self.scopes: list[PortScope] = [self.module]
         # Expressions that meet the model or a device value directly, and their scope.
         self.operands: list[tuple[ast.expr, PortScope]] = []
+        self._function_scopes: dict[int, PortScope] = {}
+        self._device_name: str | None = None  # the one device name the port's fixes use
+        self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
+        self._names: dict[str, list[tuple[int, int]]] | None = None
+        self.has_models = self.cpu_device_pending = False
+        # A file with no torch in it is no PyTorch program: nothing to port there.
+        self.active = _imports_torch(tree)
+        self.known = ModelKnowledge([], ctx.qualname)
+        if not self.active:
+            return  # no scopes, no models, no operands: every port rule finds nothing
         self._collect(tree)
         self.known = ModelKnowledge(self.classdefs, ctx.qualname)
-        for scope in self.scopes[1:]:
+        extended = self._extended_classes()
+        for scope in self.scopes[1:]:  # outer scopes come first: their flag is known
             scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
+            scope.internal = (
+                scope.module_method
+                or (scope.cls is not None and scope.cls.name in extended)
+                or (scope.outer is not None and scope.outer.internal)
+            )
         self._find_models()
         for scope in self.scopes:
-            if not scope.module_method:
+            if not scope.internal:
                 self._flow(scope)
         # Module-level names that functions feed to the model reach it too.
         for scope in self.scopes[1:]:
@@ -96,11 +127,116 @@ class PortFacts(DeviceFlow):
             for _, value in s.assigns
         )
 
+    def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
+        """The block (``body``, ``orelse``, ``finalbody``) holding ``stmt``, and its index there."""
+        if self._blocks is None:
+            self._blocks = {}
+            for node in ast.walk(self.ctx.tree):
+                for field_name in ("body", "orelse", "finalbody"):
+                    block = getattr(node, field_name, None)
+                    if isinstance(block, list):
+                        for i, s in enumerate(block):
+                            self._blocks[id(s)] = (block, i)
+        return self._blocks.get(id(stmt))
+
+    def mentions_between(self, name: str, first: ast.AST, last: ast.AST) -> bool:
+        """Whether ``name`` appears after ``first`` ends and before ``last`` starts.
+
+        Every name's places are indexed once per file (this is asked per loop).
+        """
+        if self._names is None:
+            found: dict[str, list[tuple[int, int]]] = {}
+            for n in ast.walk(self.ctx.tree):
+                if isinstance(n, ast.Name):
+                    found.setdefault(n.id, []).append((n.lineno, n.col_offset))
+            self._names = {k: sorted(v) for k, v in found.items()}
+        spots = self._names.get(name, [])
+        after = (first.end_lineno or 0, first.end_col_offset or 0)  # type: ignore[attr-defined]
+        before = (last.lineno, last.col_offset)  # type: ignore[attr-defined]
+        return bisect.bisect_left(spots, before) > bisect.bisect_right(spots, after)
+
+    def _extended_classes(self) -> set[str]:
+        """Classes whose methods a library calls: those deriving from a class it gives.
+
+        ``nn.Module`` (its ``forward``), ``torch.optim.Optimizer`` (``step``),
+        ``Dataset``, a Lightning module, any imported base. The port moves data
+        in the scripts that drive them, not inside them.
+        """
+        found: set[str] = set()
+        # Names any import binds, relative ones too (`from .base import BaseLoss`: a
+        # package's own base class, which qualname cannot resolve without the package).
+        imported_names = {
+            (alias.asname or alias.name).partition(".")[0]
+            for node in ast.walk(self.ctx.tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in node.names
+        }
+        changed = True
+        while changed:
+            changed = False
+            for cls in self.classdefs:
+                if cls.name in found:
+                    continue
+                for base in cls.bases:
+                    if isinstance(base, ast.Subscript):
+                        base = base.value  # `Base[T]`: the class it parametrises
+                    local = isinstance(base, ast.Name) and base.id in found
+                    imported = self.ctx.qualname(base) is not None or (
+                        isinstance(base, ast.Name) and base.id in imported_names
+                    )
+                    if local or imported or isinstance(base, ast.Attribute):
+                        found.add(cls.name)
+                        changed = True
+                        break
+        return found
+
     def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
-        """The device name usable at ``node`` and the edits defining it (None: no fix here)."""
+        """The device name usable at ``node`` and the edits defining it (None: no fix here).
+
+        One module-level binding for the whole file, whatever the node: a port
+        that moved the model to ``_device`` (the accelerator) and a tensor to the
+        user's ``device`` (a CUDA-or-CPU string, or a function's local) would split
+        them on any other accelerator. It is, in this order: a module-level
+        definition written with the port's own line; the module's own
+        ``device = <an accelerator choice>`` (what the code it has already uses);
+        a new definition under the first free name. A node where that binding is
+        not usable (code above the user's definition) gets no fix: its finding stays.
+        """
         if self.cpu_device_pending:
             return None
-        return self.ctx.device_at(node)
+        if self._device_name is None:
+            self._device_name = self._chosen_device()
+            if self._device_name is None:
+                return None
+        found = device_at(self.ctx, node, (self._device_name,))
+        scopes = self.ctx.scopes
+        if found is None or scopes.resolve(self._device_name, node) is not scopes.module:
+            return None  # a function's own `device` may mean something else
+        return found
+
+    def _chosen_device(self) -> str | None:
+        """The one name the port's fixes use in this file (see :meth:`device_at`)."""
+        body = self.ctx.tree.body
+        ours = ast.dump(ast.parse(device_expr(self.ctx.torch_name())).body[0].value)  # type: ignore[attr-defined]
+        defined: dict[str, ast.expr] = {}
+        for stmt in body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name) and target.id in DEVICE_NAMES:
+                    defined.setdefault(target.id, stmt.value)
+        for name in DEVICE_NAMES:
+            if name in defined and ast.dump(defined[name]) == ours:
+                return name
+        scopes = self.ctx.scopes
+        for name in DEVICE_NAMES:
+            if name in defined and means_accelerator(defined[name], self.ctx):
+                found = scopes.module.bindings.get(name, [])
+                if len(found) == 1:
+                    return name  # the user's own choice, bound once at module level
+        for name in DEVICE_NAMES:
+            if not scopes.module.bindings.get(name) and not scopes.module_reads(name):
+                return name  # free: a new module-level definition
+        return None
 
     # ------------------------------------------------------------ structure
 
@@ -159,7 +295,7 @@ class PortFacts(DeviceFlow):
         scope: PortScope | None,
         stack: list[tuple[ast.AST, PortScope | None]],
     ) -> None:
-        inner = PortScope(func, cls=node if isinstance(node, ast.ClassDef) else None)
+        inner = PortScope(func, cls=node if isinstance(node, ast.ClassDef) else None, outer=scope)
         if isinstance(node, ast.Module):
             self.functions[func.name] = func
         self.scopes.append(inner)
@@ -167,16 +303,27 @@ class PortFacts(DeviceFlow):
             scope.nodes.append(func)
             scope.local.add(func.name)
             self.scope_of[id(func)] = scope
-        for part in (*func.decorator_list, *func.args.defaults):
+        defaults = [d for d in func.args.kw_defaults if d is not None]
+        for part in (*func.decorator_list, *func.args.defaults, *defaults):
             self.parents[id(part)] = func
             stack.append((part, scope))
         for stmt in func.body:
             self.parents[id(stmt)] = func
-            stack.append((stmt, inner))
+            if isinstance(stmt, _FUNCTIONS):
+                self._enter_function(stmt, func, inner, stack)  # a nested function: a scope
+            elif isinstance(stmt, ast.ClassDef):
+                self.classdefs.append(stmt)
+                inner.local.add(stmt.name)
+                stack.append((stmt, None))
+            else:
+                stack.append((stmt, inner))
         a = func.args
         for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
             if p is not None:
                 inner.local.add(p.arg)
+
+    def _module_scope(self) -> PortScope | None:
+        return self.module
 
     def bindings(self, name: str, scope: PortScope) -> list[ast.expr] | None:
         """The values assigned to ``name`` where ``scope`` reads it (None: a parameter, a loop)."""
@@ -240,7 +387,12 @@ class PortFacts(DeviceFlow):
                     self.known.factories.add(name)
 
     def scope_of_function(self, func: ast.AST) -> PortScope:
-        return next(s for s in self.scopes if s.node is func)
+        """The scope a function's body runs in."""
+        found = self._function_scopes.get(id(func))
+        if found is None:
+            self._function_scopes = {id(s.node): s for s in self.scopes}
+            found = self._function_scopes[id(func)]
+        return found
 
     def _scope_models(self, scope: PortScope) -> None:
         node = scope.node
@@ -276,20 +428,77 @@ class PortFacts(DeviceFlow):
                 and isinstance(func, ast.Attribute)
                 and func.attr in MOVES
                 and isinstance(func.value, ast.Name)
+                and isinstance(self.parents.get(id(n)), ast.Expr)
             ):
-                scope.moved.add(func.value.id)  # `model.to(device)` moves in place
+                # `model.to(device)` as a statement moves a module in place; `y = x.to(d)`
+                # leaves `x` where it was (a tensor's move returns a new tensor).
+                scope.moved.add(func.value.id)
+
+    def _methods(self) -> dict[str, list[tuple[_Function, str]]]:
+        """Methods of the file's own classes (not a library's): name -> (method, class)."""
+        found: dict[str, list[tuple[_Function, str]]] = {}
+        for scope in self.scopes[1:]:
+            node = scope.node
+            if scope.cls is not None and not scope.internal and isinstance(node, _FUNCTIONS):
+                found.setdefault(node.name, []).append((node, scope.cls.name))
+        return found
+
+    def _callee(
+        self, node: ast.Call, scope: PortScope, methods: dict[str, list[tuple[_Function, str]]]
+    ) -> tuple[_Function, int] | None:
+        """The file's function a call runs, and how many leading parameters it fills itself."""
+        func = node.func
+        if isinstance(func, ast.Name):
+            found = self.functions.get(func.id)
+            if found is not None and func.id not in scope.local - self.functions.keys():
+                return found, 0
+            inits = [m for m, cls in methods.get("__init__", ()) if cls == func.id]
+            return (inits[0], 1) if len(inits) == 1 else None  # `Job(model)`
+        if isinstance(func, ast.Attribute) and func.attr != "__init__":
+            # `Job().run(model)`, `job.run(model)`: a method of one of the file's classes,
+            # the one of the receiver's class, or the only one of that name.
+            candidates = methods.get(func.attr, [])
+            if len(candidates) > 1:
+                owner = self._class_of(func.value, scope)
+                candidates = [c for c in candidates if c[1] == owner]
+                if len(candidates) != 1:
+                    self.unresolved_calls.add(id(node))  # a model handed here: reported
+                    return None
+            if len(candidates) == 1:
+                method = candidates[0][0]
+                static = any(
+                    isinstance(d, ast.Name) and d.id == "staticmethod"
+                    for d in method.decorator_list
+                )
+                return method, 0 if static else 1
+        return None
+
+    def _class_of(self, expr: ast.expr, scope: PortScope) -> str | None:
+        """The file's class an object is made from (``Job()``, ``job`` bound only to one)."""
+        if isinstance(expr, ast.Name) and expr.id == "self" and scope.cls is not None:
+            return scope.cls.name
+        values = [expr]
+        if isinstance(expr, ast.Name):
+            values = self.bindings(expr.id, scope) or []
+        names = {
+            v.func.id if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) else None
+            for v in values
+        }
+        return names.pop() if len(names) == 1 else None
 
     def _params_from_calls(self) -> None:
+        methods = self._methods()
         for scope in self.scopes:
             if scope.module_method:
                 continue
             for node in scope.nodes:
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                if not isinstance(node, ast.Call):
                     continue
-                func = self.functions.get(node.func.id)
-                if func is None or node.func.id in scope.local - self.functions.keys():
+                found = self._callee(node, scope, methods)
+                if found is None:
                     continue
-                params = [*func.args.posonlyargs, *func.args.args]
+                func, bound = found
+                params = [*func.args.posonlyargs, *func.args.args][bound:]
                 target = self.scope_of_function(func)
                 for i, arg in enumerate(node.args):
                     if i < len(params) and self.builds_model(arg, scope):
@@ -319,3 +528,19 @@ def port_facts(ctx: Context) -> PortFacts:
     facts = PortFacts(ctx)
     _CACHE[:] = [facts]
     return facts
+
+
+def _imports_torch(tree: ast.Module) -> bool:
+    """Whether the file imports torch (or anything from it) anywhere."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            if any(a.name == "torch" or a.name.startswith("torch.") for a in node.names):
+                return True
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and node.module
+            and (node.module == "torch" or node.module.startswith("torch."))
+        ):
+            return True
+    return False

@@ -57,7 +57,7 @@ def port_paths(
     ignore: Sequence[str] | None = None,
     config: Config | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
-    stdin: str | None = None,
+    stdin: str | bytes | None = None,
     progress: Progress | None = None,
 ) -> FixResult:
     """Port files and folders in place (atomically; with ``diff=True`` write nothing).

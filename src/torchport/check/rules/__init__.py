@@ -48,6 +48,7 @@ from torchport.check.rules.tensor_on_cpu_in_module import TensorOnCpuInModule
 from torchport.check.rules.to_in_loop import ToInLoop
 from torchport.check.rules.type_to_cpu_tensor_type import TypeToCpuTensorType
 from torchport.check.rules.unportable_batch import UnportableBatch
+from torchport.check.rules.untracked_value import UntrackedValue
 from torchport.check.rules.variable_wrapper import VariableWrapper
 from torchport.check.rules.whole_model_load import WholeModelLoad
 from torchport.check.rules.whole_model_save import WholeModelSave
@@ -101,6 +102,7 @@ RULES: tuple[type[Rule], ...] = (
     UnportableBatch,  # TP520
     TensorFromLibrary,  # TP521
     DeviceTensorToNumpy,  # TP522
+    UntrackedValue,  # TP523
     ToInLoop,  # TP901
     CudaTypeCompare,  # TP902
 )

@@ -16,8 +16,11 @@ __all__ = [
     "HUB_LOADS",
     "LOADS",
     "LOAD_ATTRS",
+    "UNDECIDED",
     "explicit_weights_only",
+    "indirect_load",
     "is_load",
+    "truth",
     "unpacks",
     "whole_module",
 ]
@@ -31,6 +34,88 @@ LOAD_ATTRS = frozenset({"load", "load_state_dict_from_url", "load_url"})
 def is_load(call: ast.Call, ctx: Context, names: frozenset[str] = LOADS) -> bool:
     """Whether ``call`` calls one of ``names`` (``torch.load`` and its alias by default)."""
     return called(call, ctx, LOAD_ATTRS) in names
+
+
+UNDECIDED = "undecided"  # a spelling that may be torch.load, which the checker cannot settle
+_PARTIALS = frozenset({"functools.partial"})
+_DEPTH = 4  # aliases of aliases followed this far
+
+
+def indirect_load(
+    call: ast.Call, ctx: Context, names: frozenset[str] = LOADS
+) -> tuple[str, list[ast.keyword]] | None:
+    """What ``call`` loads with when it reaches one of ``names`` other than by its name.
+
+    Followed: a name bound to it (``ld = torch.load; ld(f)``), ``getattr(torch,
+    "load")``, ``functools.partial(torch.load, ...)`` called at once or through a
+    name, and these within each other. Returns the qualified name and the keywords
+    the load gets (a partial's first, then the call's), ``(UNDECIDED, [])`` for a
+    ``getattr`` of torch with a computed name, or None.
+    """
+    return _callee(call.func, ctx, names, call.keywords, 0)
+
+
+def _callee(
+    expr: ast.expr,
+    ctx: Context,
+    names: frozenset[str],
+    keywords: list[ast.keyword],
+    depth: int,
+) -> tuple[str, list[ast.keyword]] | None:
+    if depth > _DEPTH:
+        return None
+    if isinstance(expr, (ast.Name, ast.Attribute)):
+        name = ctx.qualname(expr)
+        if name in names:
+            return (name, keywords) if depth else None  # (a direct call is the caller's)
+        if isinstance(expr, ast.Name) and name is None:
+            bound = ctx.binding(expr.id)
+            if bound is not None:
+                return _callee(bound, ctx, names, keywords, depth + 1)
+        return None
+    if not isinstance(expr, ast.Call):
+        return None
+    func = expr.func
+    if ctx.qualname(func) in _PARTIALS and expr.args:
+        return _callee(expr.args[0], ctx, names, [*expr.keywords, *keywords], depth + 1)
+    if isinstance(func, ast.Name) and func.id == "getattr" and ctx.binding("getattr") is None:
+        if len(expr.args) < 2:
+            return None
+        owner = ctx.qualname(expr.args[0])
+        attr = expr.args[1]
+        if owner is None:
+            return None
+        if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
+            full = f"{owner}.{attr.value}"
+            return (full, keywords) if full in names else None
+        prefixes = {n.rpartition(".")[0] for n in names}
+        return (UNDECIDED, []) if owner in prefixes else None
+    return None
+
+
+def truth(expr: ast.expr, ctx: Context, depth: int = 0) -> bool | None:
+    """The truth of an expression the checker can work out (a constant, ``not``, ``bool(0)``,
+    a name bound to one of those); None when it cannot (``None`` itself is None: the default)."""
+    if depth > _DEPTH:
+        return None
+    if isinstance(expr, ast.Constant):
+        return None if expr.value is None else bool(expr.value)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        inner = truth(expr.operand, ctx, depth + 1)
+        return None if inner is None else not inner
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "bool"
+        and ctx.binding("bool") is None
+        and len(expr.args) == 1
+        and not expr.keywords
+    ):
+        return truth(expr.args[0], ctx, depth + 1)
+    if isinstance(expr, ast.Name):
+        bound = ctx.binding(expr.id)
+        return None if bound is None else truth(bound, ctx, depth + 1)
+    return None
 
 
 def explicit_weights_only(call: ast.Call) -> bool | None:

@@ -11,16 +11,22 @@ from torchport.check.port._batches import BatchMove, batch_plan
 from torchport.check.port._facts import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
-_HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.Linear(4, 2).to(device)\n"
+_HEAD = (
+    "import torch\nfrom torch.utils.data import DataLoader\n\n"
+    + DEVICE_LINE
+    + "\nmodel = torch.nn.Linear(4, 2).to(device)\nloader = DataLoader(dataset)\n"
+)
 _NB = "non_blocking=True"
 
 
 class BatchNotOnDevice(Rule):
     """## What it does
-    Finds batches taken from a DataLoader (or any iterable of tensors, or
-    `next(...)`) that reach the model without being moved to its device, in
-    training and evaluation loops alike: `for x, y in loader`,
-    `inputs, labels = data`, `batch["x"]`, `batch[0]`, `model(**batch)`.
+    Finds batches taken from a DataLoader (or from a tensor or a list of
+    tensors, or `next(iter(loader))`), and tensors a function is given, that
+    reach the model without being moved to its device, in training and
+    evaluation loops alike: `for x, y in loader`, `inputs, labels = data`,
+    `batch["x"]`, `batch[0]`, `model(**batch)`. Only values known to be
+    tensors are moved (see TP520 for the others).
 
     ## Why is this bad?
     Once the model is on an accelerator, a CPU batch fails its first forward
@@ -94,8 +100,8 @@ class BatchNotOnDevice(Rule):
             found = facts.device_at(element)
             fix = None
             if found is not None:
-                at = ctx.end(element)
-                fix = Fix((Edit(at, at, f".to({found[0]}, {_NB})"), *found[1]), FixSafety.SAFE)
+                moved = ctx.append_call(element, f".to({found[0]}, {_NB})")
+                fix = Fix((*moved, *found[1]), FixSafety.SAFE)
             yield ctx.finding(self, element, fix=fix)
         for move in plan.moves.values():
             anchor = move.anchor
@@ -108,8 +114,10 @@ class BatchNotOnDevice(Rule):
                 span = anchor.target
             elif isinstance(anchor, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 a = anchor.args
-                moved = {*move.tensors, *move.dicts}
-                span = next(p for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if p.arg in moved)
+                names_moved = {*move.tensors, *move.dicts}
+                span = next(
+                    p for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if p.arg in names_moved
+                )
             yield ctx.finding(self, span, message=message, fix=_fix(move, facts, ctx))
 
 

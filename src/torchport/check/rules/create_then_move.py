@@ -96,12 +96,12 @@ class CreateThenMove(Rule):
             target = ctx.segment(moved)
         args: list[ast.AST] = [*made.args, *(kw.value for kw in made.keywords)]
         if args:
-            at = max(ctx.end(a) for a in args)
+            at = max(ctx.argument_end(made, a) for a in args)
             add = Edit(at, at, f", device={target}")
         else:
             at = ctx.end(made) - 1
             add = Edit(at, at, f"device={target}")
-        drop = Edit(ctx.end(made), ctx.end(node), "")
+        drop = Edit(ctx.receiver_end(node.func), ctx.end(node), "")
         if factory in RANDOM_FACTORIES:
             fix = Fix((add, drop), FixSafety.UNSAFE, _OTHER_GENERATOR)
         else:

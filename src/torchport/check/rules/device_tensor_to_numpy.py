@@ -48,7 +48,7 @@ class DeviceTensorToNumpy(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.module_method:
+        if scope is None or scope.internal:
             return
         if isinstance(node, ast.Call):
             if not (ctx.qualname(node.func) or "").startswith("numpy."):

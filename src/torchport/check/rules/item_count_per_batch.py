@@ -10,7 +10,6 @@ from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent
 from torchport.check.port._facts import port_facts
 
 _HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
-_BLOCKS = ("body", "orelse", "finalbody")
 _NESTED = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
@@ -57,28 +56,26 @@ class ItemCountPerBatch(Rule):
         assert isinstance(node, (ast.For, ast.AsyncFor))
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.module_method or node.orelse:
+        if scope is None or scope.internal or node.orelse:
             return
         if not ctx.owns_lines(node):
             return
-        # The statements that run before the loop: its block's, then (through `with`
-        # blocks, such as `with torch.no_grad():`) the enclosing block's.
-        before: list[ast.stmt] = []
+        # The blocks the loop sits in: its own, then (through `with` blocks, such as
+        # `with torch.no_grad():`) the enclosing ones; the count starts in one of them.
+        holders: list[ast.AST] = []
         child: ast.AST = node
         while True:
             parent = facts.parents.get(id(child))
-            siblings = _block_of(child, parent)
-            if siblings is None:
+            if parent is None or facts.block_of(child) is None:
                 return
-            index = next(i for i, s in enumerate(siblings) if s is child)
-            before = siblings[:index] + before
+            holders.append(parent)
             if not isinstance(parent, (ast.With, ast.AsyncWith)):
                 break
             child = parent
         inside = _loop_nodes(node)
         for stmt in inside:
             name = _count(stmt)
-            if name is None or not _starts_at_int(name, before):
+            if name is None or not _starts_at_int(name, node, holders, ctx):
                 continue
             assert isinstance(stmt, ast.AugAssign)
             target = stmt.target
@@ -89,21 +86,13 @@ class ItemCountPerBatch(Rule):
             assert isinstance(stmt.value, ast.Call)
             item = stmt.value
             assert isinstance(item.func, ast.Attribute)
-            drop = Edit(ctx.end(item.func.value), ctx.end(item), "")
+            drop = Edit(ctx.receiver_end(item.func), ctx.end(item), "")
             end = node.end_lineno or node.lineno
             starts = ctx._line_starts()
             at = starts[end + 1] if end + 1 < len(starts) else len(ctx.source)
             lead = "" if at < len(ctx.source) or ctx.source.endswith("\n") else ctx.newline
             read = f"{lead}{ctx.indent_of(node)}{name} = int({name}){ctx.newline}"
             yield ctx.finding(self, stmt, fix=Fix((drop, Edit(at, at, read)), FixSafety.SAFE))
-
-
-def _block_of(node: ast.AST, parent: ast.AST | None) -> list[ast.stmt] | None:
-    for field in _BLOCKS:
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(s is node for s in block):
-            return block
-    return None
 
 
 def _loop_nodes(loop: ast.For | ast.AsyncFor) -> list[ast.AST]:
@@ -152,15 +141,26 @@ def _count(stmt: ast.AST) -> str | None:
     return stmt.target.id if boolean else None
 
 
-def _starts_at_int(name: str, before: list[ast.stmt]) -> bool:
-    """Whether the last statement before the loop binding ``name`` binds it to an int literal."""
-    for stmt in reversed(before):
-        for target, value in _bound(stmt):
-            if isinstance(target, ast.Name) and target.id == name:
-                return isinstance(value, ast.Constant) and type(value.value) is int
-        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
-            return False  # bound or used another way in between
-    return False
+def _starts_at_int(name: str, loop: ast.AST, holders: list[ast.AST], ctx: Context) -> bool:
+    """Whether ``name`` holds an int literal when the loop starts, bound in one of ``holders``.
+
+    The binding that reaches the loop is ``name = <int>`` (or a tuple of them),
+    a statement of the loop's block or of a ``with`` around it, and nothing reads
+    or binds ``name`` between it and the loop.
+    """
+    scopes = ctx.scopes
+    binding = scopes.reaching(name, loop)
+    if binding is None:
+        return False
+    stmt = scopes.statement(binding.node)
+    if stmt is None or not any(scopes.parent(stmt) is h for h in holders):
+        return False
+    bound = dict((t.id, v) for t, v in _bound(stmt) if isinstance(t, ast.Name))
+    value = bound.get(name)
+    if not (isinstance(value, ast.Constant) and type(value.value) is int):
+        return False
+    # No other mention of the name between that statement and the loop.
+    return not port_facts(ctx).mentions_between(name, stmt, loop)
 
 
 def _bound(stmt: ast.stmt) -> list[tuple[ast.expr, ast.expr]]:

@@ -6,15 +6,23 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import keyword
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import LOAD_ATTRS, explicit_weights_only, is_load
+from torchport.check.rules._loading import UNDECIDED, indirect_load, is_load, truth
+
+_UNDECIDED = (
+    "cannot tell whether this loads with `weights_only=True`: {what}; spell the call "
+    "`torch.load(..., weights_only=True)` so that it can be checked"
+)
 
 
 class LoadWeightsOnlyFalse(Rule):
     """## What it does
-    Finds `torch.load(..., weights_only=False)`, also written `weights_only=0`
-    or through the alias `torch.serialization.load`.
+    Finds `torch.load(..., weights_only=False)`, also written `weights_only=0`,
+    `not True`, `bool(0)` or a name bound to such a value, through the alias
+    `torch.serialization.load`, a name bound to the function (`ld = torch.load`),
+    `getattr(torch, "load")` or a `functools.partial` of it. A load it cannot
+    settle (`getattr(torch, name)`, a `weights_only=` computed at run time) is
+    reported as such.
 
     ## Why is this bad?
     With `weights_only=False`, loading runs the pickle machinery in full: a
@@ -36,7 +44,7 @@ class LoadWeightsOnlyFalse(Rule):
         "`torch.serialization.add_safe_globals`; keep `False` only for files you trust"
     )
     node_types = (ast.Call,)
-    call_attrs = LOAD_ATTRS
+    call_attrs = None  # `ld(f)` after `ld = torch.load`: any name may be the load
     valid = (
         'import torch\n\nstate = torch.load("ckpt.pt", map_location="cpu")\n',
         'import torch\n\nstate = torch.load("ckpt.pt", weights_only=True)\n',
@@ -60,6 +68,26 @@ class LoadWeightsOnlyFalse(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if explicit_weights_only(node) is False and is_load(node, ctx):
-            flag = keyword(node, "weights_only")
-            yield ctx.finding(self, flag or node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr != "load":
+            return  # (the cheap way out for most calls)
+        if is_load(node, ctx):
+            keywords = node.keywords
+        else:
+            found = indirect_load(node, ctx)
+            if found is None:
+                return
+            name, keywords = found
+            if name == UNDECIDED:
+                what = "the function is looked up by a computed name"
+                yield ctx.finding(self, node, message=_UNDECIDED.format(what=what))
+                return
+        flag = next((k for k in reversed(keywords) if k.arg == "weights_only"), None)
+        if flag is None:
+            return
+        value = truth(flag.value, ctx)
+        if value is False:
+            yield ctx.finding(self, flag if flag in node.keywords else node)
+        elif value is None and not isinstance(flag.value, (ast.Name, ast.Attribute, ast.Constant)):
+            what = f"`weights_only={ast.unparse(flag.value)}` is worked out when it runs"
+            yield ctx.finding(self, node, message=_UNDECIDED.format(what=what))

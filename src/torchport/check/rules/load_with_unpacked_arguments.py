@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
@@ -105,20 +106,29 @@ def _safe_dict(expr: ast.expr) -> bool:
 
 
 def _written_into(name: str, scope: ast.AST) -> bool:
-    """Whether ``scope`` stores into ``name[...]`` or calls a method on ``name`` (``update``)."""
-    for node in ast.walk(scope):
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.ctx, (ast.Store, ast.Del))
-            and isinstance(node.value, ast.Name)
-            and node.value.id == name
-        ):
-            return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == name
-        ):
-            return True
-    return False
+    """Whether ``scope`` stores into ``name[...]`` or calls a method on ``name`` (``update``).
+
+    The names written into are gathered once per scope: a long module with many
+    loads would otherwise be walked once for each.
+    """
+    written = _WRITTEN.get(scope)
+    if written is None:
+        written = set()
+        for node in ast.walk(scope):
+            if (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.ctx, (ast.Store, ast.Del))
+                and isinstance(node.value, ast.Name)
+            ):
+                written.add(node.value.id)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+            ):
+                written.add(node.func.value.id)
+        _WRITTEN[scope] = written
+    return name in written
+
+
+_WRITTEN: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()

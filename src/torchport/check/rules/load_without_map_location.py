@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import add_keyword, called, keyword
+from torchport.check._match import add_keyword, called, keyword, method_name
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._loading import LOADS
 from torchport.check.rules._snippets import DEVICE_LINE
@@ -33,6 +34,10 @@ class LoadWithoutMapLocation(Rule):
     ## Fix safety
     The fix loads onto the module's `device`. Where the checkpoint used to be
     restored on a specific GPU (`cuda:3`) it now lands on the current one.
+    It is offered only where the program follows that device: what is loaded
+    goes into `load_state_dict` (which copies it wherever the model is), or
+    the file already moves its data with `.to(device)`; elsewhere the loaded
+    tensors would meet data left on the CPU, and the finding has no fix.
     """
 
     code = "TP301"
@@ -56,12 +61,13 @@ class LoadWithoutMapLocation(Rule):
     )
     invalid = (
         Example(
-            'import torch\n\nstate = torch.load("ckpt.pt", weights_only=True)\n',
+            'import torch\n\nnet.load_state_dict(torch.load("ckpt.pt", weights_only=True))\n',
             fixed="import torch\n\n"
             f"{DEVICE_LINE}"
             "\n"
-            'state = torch.load("ckpt.pt", weights_only=True, map_location=device)\n',
+            'net.load_state_dict(torch.load("ckpt.pt", weights_only=True, map_location=device))\n',
         ),
+        Example('import torch\n\nstate = torch.load("feats.pt", weights_only=True)\n'),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -77,6 +83,12 @@ class LoadWithoutMapLocation(Rule):
             yield ctx.finding(self, node)  # no name is safely the device here: by hand
             return
         name, edits = found
+        moved = _moved_to(ctx)
+        if not (_into_state_dict(node, ctx) or name in moved or "*" in moved):
+            # What it loads would land on the accelerator while the rest of the program
+            # stays where it is: a mismatch where the load used to work. By hand.
+            yield ctx.finding(self, node)
+            return
         add = add_keyword(node, f"map_location={name}", ctx)
         yield ctx.finding(self, node, fix=Fix((add, *edits), FixSafety.UNSAFE, _MAPPED))
 
@@ -128,15 +140,57 @@ def _saved_from_cpu(node: ast.Call, ctx: Context) -> bool:
     names = _path_names(source.value if isinstance(source, ast.keyword) else source)
     if not names:
         return False
-    for sub in ast.walk(ctx.scopes.tree):
-        if (
-            isinstance(sub, ast.Call)
-            and len(sub.args) >= 2
-            and isinstance(sub.func, ast.Attribute)
-            and sub.func.attr == "save"
-            and ctx.qualname(sub.func) == "torch.save"
-            and names & _path_names(sub.args[1])
-            and known_on_cpu(sub.args[0], ctx)
-        ):
-            return True
-    return False
+    saves = _SAVES.get(ctx)
+    if saves is None:  # the file's `torch.save` calls by the file names they write, once
+        saves = _SAVES[ctx] = {}
+        for sub in ast.walk(ctx.scopes.tree):
+            if (
+                isinstance(sub, ast.Call)
+                and len(sub.args) >= 2
+                and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr == "save"
+                and ctx.qualname(sub.func) == "torch.save"
+            ):
+                for name in _path_names(sub.args[1]):
+                    saves.setdefault(name, []).append(sub)
+    return any(known_on_cpu(sub.args[0], ctx) for name in names for sub in saves.get(name, ()))
+
+
+_SAVES: weakref.WeakKeyDictionary[Context, dict[str, list[ast.Call]]] = weakref.WeakKeyDictionary()
+
+
+def _into_state_dict(node: ast.Call, ctx: Context) -> bool:
+    """``model.load_state_dict(torch.load(f))``: copied wherever the model is, any device works."""
+    parent = ctx.scopes.parent(node)
+    return isinstance(parent, ast.Call) and method_name(parent) == "load_state_dict"
+
+
+def _moved_to(ctx: Context) -> frozenset[str]:
+    """The names the file moves data to (worked out once per file).
+
+    ``.to(name)`` and ``device=name`` give ``name``; ``.cuda()``, ``.to("cuda")``
+    and ``device="cuda"`` give every name, since the fixes that make such code
+    portable move that data to the file's ``device``.
+    """
+    found = _MOVED_TO.get(ctx)
+    if found is None:
+        names: set[str] = set()
+        for sub in ast.walk(ctx.tree):
+            if not isinstance(sub, ast.Call):
+                continue
+            targets = [k.value for k in sub.keywords if k.arg == "device"]
+            if isinstance(sub.func, ast.Attribute):
+                if sub.func.attr == "cuda":
+                    names.add("*")
+                elif sub.func.attr == "to" and sub.args:
+                    targets.append(sub.args[0])
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+                elif isinstance(target, ast.Constant) and str(target.value).startswith("cuda"):
+                    names.add("*")
+        found = _MOVED_TO[ctx] = frozenset(names)
+    return found
+
+
+_MOVED_TO: weakref.WeakKeyDictionary[Context, frozenset[str]] = weakref.WeakKeyDictionary()

@@ -58,7 +58,7 @@ class LoaderNotPinned(Rule):
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.module_method or not facts.has_models:
+        if scope is None or scope.internal or not facts.has_models:
             return
         found = ctx.torch_at(node)
         fix = None

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._facts import port_facts
 from torchport.check.port._models import MODEL_METHODS
 from torchport.check.rules._snippets import DEVICE_LINE
@@ -26,6 +26,12 @@ class ModelNotOnDevice(Rule):
     `.to(device)` to the constructor (inside a wrapper, so DDP gets a model
     that is already on its device), with one `device` definition that picks
     the accelerator when there is one and the CPU otherwise.
+
+    A model its loader places or quantizes itself
+    (`from_pretrained(..., device_map="auto")`, `load_in_8bit=True`,
+    `quantization_config=...`, or `**kwargs` that may carry them) is reported,
+    never moved: `.to()` raises for a quantized model and undoes a split over
+    several devices.
     """
 
     code = "TP501"
@@ -66,6 +72,12 @@ class ModelNotOnDevice(Rule):
             "def build():\n    return nn.DataParallel(Net().to(device))\n\n"
             "model = torch.compile(build())\n",
         ),
+        Example(
+            "import torch\nfrom transformers import AutoModel\n\n"
+            'model = AutoModel.from_pretrained("gpt2", device_map="auto")\n'
+            'small = AutoModel.from_pretrained("gpt2", **options)\n',
+            count=2,
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -75,7 +87,7 @@ class ModelNotOnDevice(Rule):
         if not known.constructor(node):
             return
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.module_method or known.stateless(node):
+        if scope is None or scope.internal or known.stateless(node):
             return
         parents = facts.parents
         parent = parents.get(id(node))
@@ -103,11 +115,41 @@ class ModelNotOnDevice(Rule):
             targets = holder.targets if isinstance(holder, ast.Assign) else [holder.target]
             if any(isinstance(t, ast.Name) and t.id in scope.moved for t in targets):
                 return  # `model.to(device)` follows
+        placed = _placed_by_loader(node)
+        if placed is not None:
+            # `.to()` raises for an 8-bit model and undoes a split over devices.
+            message = (
+                f"this model is placed by its loader (`{placed}`): do not move it; move its "
+                f"inputs to `model.device` (or leave `{placed}` out and move it to `device`)"
+            )
+            yield ctx.finding(self, node, message=message)
+            return
         found = facts.device_at(node)
         if found is None:
             yield ctx.finding(self, node)
             return
         name, edits = found
-        at = ctx.end(node)
-        fix = Fix((Edit(at, at, f".to({name})"), *edits), FixSafety.SAFE)
+        fix = Fix((*ctx.append_call(node, f".to({name})"), *edits), FixSafety.SAFE)
         yield ctx.finding(self, node, fix=fix)
+
+
+# Keywords of a loader (`from_pretrained`) that place or quantize the model themselves.
+_PLACEMENT = frozenset(
+    {"device_map", "load_in_8bit", "load_in_4bit", "quantization_config", "max_memory",
+     "offload_folder", "tp_plan"}
+)  # fmt: skip
+
+
+def _placed_by_loader(call: ast.AST) -> str | None:
+    """The option with which a loader places the model itself (``**kwargs`` may carry one)."""
+    if not isinstance(call, ast.Call):
+        return None
+    for k in call.keywords:
+        if k.arg is None:
+            return "**" + ast.unparse(k.value)
+        if k.arg in _PLACEMENT:
+            value = k.value
+            if isinstance(value, ast.Constant) and value.value in (None, False):
+                continue  # `device_map=None`, `load_in_8bit=False`: nothing placed
+            return f"{k.arg}="
+    return None

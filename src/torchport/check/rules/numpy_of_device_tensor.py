@@ -61,7 +61,7 @@ class NumpyOfDeviceTensor(Rule):
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.module_method or not facts.has_models:
+        if scope is None or scope.internal or not facts.has_models:
             return
         receiver = func.value
         if not facts.on_device(receiver, scope) and _on_host(receiver):
@@ -71,7 +71,7 @@ class NumpyOfDeviceTensor(Rule):
             and isinstance(receiver.func, ast.Attribute)
             and receiver.func.attr == "detach"
         )
-        at = ctx.end(receiver)
+        at = ctx.receiver_end(func)  # `(10 - idx).numpy()`: after the parentheses
         text = ".cpu()" if detached or in_no_grad(ctx) else ".detach().cpu()"
         yield ctx.finding(self, node, fix=Fix((Edit(at, at, text),), FixSafety.SAFE))
 

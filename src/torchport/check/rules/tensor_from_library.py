@@ -7,12 +7,10 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.port._facts import PortFacts, PortScope, port_facts
+from torchport.check.port._origins import origins
 
 _HEAD = "import torch\nfrom PIL import Image\nfrom torchvision import transforms\n\n"
 _MODEL = "model = torch.nn.Linear(4, 2)\n"
-# numpy arrays meeting device values are TP522's; builtins make no tensors.
-_NOT_TENSORS = frozenset({"numpy", "builtins", "math", "random"})
 
 
 class TensorFromLibrary(Rule):
@@ -26,7 +24,9 @@ class TensorFromLibrary(Rule):
     Such tensors are made on the CPU; once the model is on an accelerator
     they fail its first forward. Whether `.to(device)` is right for them
     (a tensor), or they need their fields moved (a dict, a `BatchEncoding`),
-    depends on that library: move them yourself.
+    depends on that library: move them yourself. A library's value that the
+    port converts and moves (`torch.tensor(scaler.transform(x))`) is not
+    reported: what meets the model there is a torch tensor on the device.
     """
 
     code = "TP521"
@@ -38,6 +38,11 @@ class TensorFromLibrary(Rule):
     valid = (
         _HEAD + _MODEL + "x = torch.zeros(2, 4)\nout = model(x)\n",
         _HEAD + _MODEL + "def f(model, x):\n    return model(x)\n",
+        _HEAD
+        + _MODEL
+        + "from sklearn.preprocessing import StandardScaler\n\n"
+        + "x = StandardScaler().fit_transform(data)\n"
+        + "out = model(torch.tensor(x, dtype=torch.float32))\n",
     )
     invalid = (
         Example(
@@ -49,33 +54,11 @@ class TensorFromLibrary(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        facts = port_facts(ctx)
-        for operand, scope in facts.operands:
-            source = None
-            if isinstance(operand, ast.Call):
-                source = _library(operand, facts, scope, ctx)
-            elif isinstance(operand, ast.Name) and operand.id not in scope.moved:
-                values = facts.bindings(operand.id, scope)
-                found = [_library(v, facts, scope, ctx) for v in values or ()]
-                source = found[0] if found and all(found) else None
-            if source is not None:
+        for operand, found in origins(ctx).operands():
+            library = [o for o in found if o.library]
+            if library:
                 message = (
-                    f"move this value to `device` yourself: it comes from `{source}`, "
+                    f"move this value to `device` yourself: it comes from {library[0].what}, "
                     "which the port cannot see into"
                 )
                 yield ctx.finding(self, operand, message=message)
-
-
-def _library(expr: ast.expr, facts: PortFacts, scope: PortScope, ctx: Context) -> str | None:
-    """The library callable that made ``expr``, when it is a call into one (not torch)."""
-    if not isinstance(expr, ast.Call) or facts.builds_model(expr, scope):
-        return None
-    name = ctx.qualname(expr.func)
-    if name is None and isinstance(expr.func, ast.Name):
-        # `to_tensor(img)` where `to_tensor = transforms.ToTensor()` at module level
-        made = facts.bindings(expr.func.id, scope)
-        if made and len(made) == 1 and isinstance(made[0], ast.Call):
-            name = ctx.qualname(made[0].func)
-    if name is None or name.startswith("torch.") or name.partition(".")[0] in _NOT_TENSORS:
-        return None
-    return name

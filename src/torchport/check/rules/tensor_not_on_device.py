@@ -7,21 +7,22 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import CREATORS, is_move
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
 from torchport.check.port._facts import port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
 # Made from host data or drawn from the CPU's generator: moved after creation, so the
-# values stay exactly those the CPU run sees.
-_MOVE_AFTER = RANDOM_FACTORIES | {"torch.from_numpy"}
+# values stay exactly those the CPU run sees. The typed constructors take no device.
+_MOVE_AFTER = RANDOM_FACTORIES | TYPED_CONSTRUCTORS | {"torch.from_numpy"}
 
 
 class TensorNotOnDevice(Rule):
     """## What it does
     Finds tensors created on the CPU (`torch.zeros`, `torch.arange`,
-    `torch.tensor`, `torch.randn`, `torch.from_numpy`...) outside any
+    `torch.tensor`, `torch.randn`, `torch.from_numpy`, the typed constructors
+    `torch.LongTensor([...])`, also inside `Variable(...)`) outside any
     `nn.Module` whose values meet the model or its outputs: data held in
     tensors, an RNN's initial hidden state, positions, masks, targets.
 
@@ -31,7 +32,8 @@ class TensorNotOnDevice(Rule):
     `device=device` to deterministic factories, so the tensor is made where
     it is used, and appends `.to(device)` to random ones and to
     `from_numpy`, so the values are drawn by the CPU's generator exactly as
-    before and the results on the CPU stay the same.
+    before and the results on the CPU stay the same; so are the typed
+    constructors, which take no `device=`.
     """
 
     code = "TP503"
@@ -57,6 +59,15 @@ class TensorNotOnDevice(Rule):
             count=2,
         ),
         Example(
+            _HEAD + "from torch.autograd import Variable\n\n"
+            "ids = Variable(torch.LongTensor([[1, 2, 3]]))\n"
+            "out, h = model(torch.FloatTensor(3, 1, 4), ids)\n",
+            fixed=_HEAD + "from torch.autograd import Variable\n\n"
+            "ids = Variable(torch.LongTensor([[1, 2, 3]]).to(device))\n"
+            "out, h = model(torch.FloatTensor(3, 1, 4).to(device), ids)\n",
+            count=2,
+        ),
+        Example(
             _HEAD + "out, h = model(x)\nloss = (out - torch.ones(5, 2, 8)).sum()\n",
             fixed=_HEAD
             + "out, h = model(x)\nloss = (out - torch.ones(5, 2, 8, device=device)).sum()\n",
@@ -66,11 +77,13 @@ class TensorNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
-        if name not in CREATORS or keyword(node, "device") is not None:
+        if (name not in CREATORS and name not in TYPED_CONSTRUCTORS) or keyword(
+            node, "device"
+        ) is not None:
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.module_method:
+        if scope is None or scope.internal:
             return
         key = id(node)
         if key not in scope.sink_nodes and key not in scope.reach_values:
@@ -86,8 +99,7 @@ class TensorNotOnDevice(Rule):
             return
         device, edits = found
         if name in _MOVE_AFTER:
-            at = ctx.end(node)
-            edit = Edit(at, at, f".to({device})")
+            moved = ctx.append_call(node, f".to({device})")
         else:
-            edit = add_keyword(node, f"device={device}", ctx)
-        yield ctx.finding(self, node, fix=Fix((edit, *edits), FixSafety.SAFE))
+            moved = (add_keyword(node, f"device={device}", ctx),)
+        yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, keyword
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import CREATORS, is_move
-from torchport.check.port._facts import port_facts
+from torchport.check.port._facts import PortFacts, port_facts
 
 # Uses of a parameter that show it is a tensor.
 _TENSOR_USES = frozenset(
@@ -71,6 +71,18 @@ class TensorOnCpuInModule(Rule):
             "        return torch.randn(1, n, 8).to(next(self.parameters()).device)\n",
             count=2,
         ),
+        Example(  # a name handed to a method is no tensor: the parameters' device
+            "import torch\nfrom torch import nn\n\n"
+            "class Adapter(nn.Module):\n"
+            "    def add(self, name):\n"
+            "        self.reset(name)\n"
+            "        return torch.ones(4)\n",
+            fixed="import torch\nfrom torch import nn\n\n"
+            "class Adapter(nn.Module):\n"
+            "    def add(self, name):\n"
+            "        self.reset(name)\n"
+            "        return torch.ones(4, device=next(self.parameters()).device)\n",
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -92,33 +104,47 @@ class TensorOnCpuInModule(Rule):
             return
         if any(k.arg is None for k in node.keywords) or self._cpu_only(node, scope.nodes, ctx):
             return
-        device = self._device(params[1:], scope.nodes, parents)
+        device = self._device(method, scope.nodes, facts, scope.cls)
         if name in ("torch.from_numpy", "torch.randn", "torch.rand", "torch.randint",
                     "torch.randperm", "torch.normal", "torch.bernoulli"):  # fmt: skip
-            at = ctx.end(node)
-            edit = Edit(at, at, f".to({device})")
+            edits = ctx.append_call(node, f".to({device})")
         else:
-            edit = add_keyword(node, f"device={device}", ctx)
-        yield ctx.finding(self, node, fix=Fix((edit,), FixSafety.SAFE))
+            edits = (add_keyword(node, f"device={device}", ctx),)
+        yield ctx.finding(self, node, fix=Fix(edits, FixSafety.SAFE))
 
     @staticmethod
-    def _device(params: list[str], nodes: list[ast.AST], parents: dict[int, ast.AST]) -> str:
-        """``x.device`` for the first parameter used as a tensor, else the parameters' device."""
+    def _device(
+        method: ast.FunctionDef, nodes: list[ast.AST], facts: PortFacts, cls: ast.ClassDef | None
+    ) -> str:
+        """``x.device`` for the first parameter known to be a tensor, else the parameters' device.
+
+        Known: used as one (``x.size(0)``, ``x.view(...)``, ``x.device``) or given
+        to a submodule the class builds (``self.fc(x)``). A parameter annotated
+        with another type, or only passed to some method (``self.reset(name)``:
+        a string as often as not), gives no device: ``.device`` of a string raises.
+        """
+        parents = facts.parents
+        submodules = _submodules(cls, facts) if cls is not None else set()
+        params = [*method.args.posonlyargs, *method.args.args][1:]
         for param in params:
+            note = param.annotation
+            if note is not None and not _tensor_annotation(note):
+                continue
             for n in nodes:
-                if not (isinstance(n, ast.Name) and n.id == param):
+                if not (isinstance(n, ast.Name) and n.id == param.arg):
                     continue
                 parent = parents.get(id(n))
                 if isinstance(parent, ast.Attribute) and parent.attr in _TENSOR_USES:
-                    return f"{param}.device"
+                    return f"{param.arg}.device"
                 if (
                     isinstance(parent, ast.Call)
                     and isinstance(parent.func, ast.Attribute)
                     and isinstance(parent.func.value, ast.Name)
                     and parent.func.value.id == "self"
+                    and parent.func.attr in submodules
                     and n in parent.args
                 ):
-                    return f"{param}.device"  # passed to a submodule: a tensor
+                    return f"{param.arg}.device"  # given to a submodule: a tensor
         return "next(self.parameters()).device"
 
     @staticmethod
@@ -134,3 +160,25 @@ class TensorOnCpuInModule(Rule):
                     if arg is node or (isinstance(arg, ast.Name) and arg.id in parents_names):
                         return True
         return False
+
+
+def _tensor_annotation(note: ast.expr) -> bool:
+    text = ast.unparse(note)
+    return "Tensor" in text
+
+
+def _submodules(cls: ast.ClassDef, facts: PortFacts) -> set[str]:
+    """The attributes a module class sets to modules it builds (``self.fc = nn.Linear(...)``)."""
+    found: set[str] = set()
+    for node in ast.walk(cls):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+            continue
+        for target in node.targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and facts.known.innermost(node.value) is not None
+            ):
+                found.add(target.attr)
+    return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
@@ -36,7 +37,7 @@ def _under_safe_globals(ctx: Context) -> bool:
 def _used_as_module(name: str, ctx: Context) -> bool:
     """Whether the enclosing function (or module) calls a module-only method on ``name``.
 
-    Walks that body once, only for a ``torch.load`` result assigned to a name, which is rare.
+    Each body is walked once per file, whatever the number of loads in it.
     """
     body: ast.AST | None = next(
         (
@@ -46,15 +47,25 @@ def _used_as_module(name: str, ctx: Context) -> bool:
         ),
         ctx.ancestors[0] if ctx.ancestors else None,
     )
-    for node in ast.walk(body) if body is not None else ():
-        if (
-            isinstance(node, ast.Attribute)
+    if body is None:
+        return False
+    known = _MODULE_USERS.get(ctx)
+    if known is None:
+        known = _MODULE_USERS[ctx] = {}
+    users = known.get(id(body))
+    if users is None:
+        users = known[id(body)] = {
+            node.value.id
+            for node in ast.walk(body)
+            if isinstance(node, ast.Attribute)
             and node.attr in _MODULE_METHODS
             and isinstance(node.value, ast.Name)
-            and node.value.id == name
-        ):
-            return True
-    return False
+        }
+    return name in users
+
+
+# Per file: id(function or module) -> the names a module-only method is called on.
+_MODULE_USERS: weakref.WeakKeyDictionary[Context, dict[int, set[str]]] = weakref.WeakKeyDictionary()
 
 
 class WholeModelLoad(Rule):

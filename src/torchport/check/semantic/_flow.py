@@ -13,6 +13,8 @@ rebinds a name makes the binding at the top of its body "one of several".
 from __future__ import annotations
 
 import ast
+import bisect
+from collections.abc import Iterator
 
 from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
 
@@ -44,6 +46,11 @@ class FlowAnalysis:
     """
 
     _parent: dict[int, ast.AST]
+    tree: ast.Module
+    # Built on first use (see _positions, _starts, _spans).
+    _stmt_positions: dict[int, tuple[list[ast.stmt], int, str]]
+    _block_starts: dict[int, tuple[list[ast.stmt], list[tuple[int, int]]]]
+    _binding_spans: dict[tuple[int, str], tuple[list[Binding], list[tuple[int, int, int]]]]
 
     def scope_of(self, node: ast.AST) -> Scope:  # pragma: no cover  (ScopeMap)
         raise NotImplementedError
@@ -111,7 +118,7 @@ class FlowAnalysis:
             if holder is None:
                 return False, None
             block, index = self._block_of(holder, stmt)
-            for before in reversed(block[:index]):
+            for before in self._binders_before(block, index, name, scope):
                 inside = self._bound_in(before, name, scope)
                 if not inside:
                     continue
@@ -206,7 +213,15 @@ class FlowAnalysis:
         }
 
     def _binding_in(self, target: ast.AST, name: str, scope: Scope) -> Binding | None:
-        for b in scope.bindings.get(name, ()):
+        found = scope.bindings.get(name)
+        if not found:
+            return None
+        # Only the bindings placed inside the target's span can be in it.
+        spans = self._spans(name, scope)
+        start = (target.lineno, target.col_offset, -1)  # type: ignore[attr-defined]
+        end = (target.end_lineno, target.end_col_offset, len(found))  # type: ignore[attr-defined]
+        lo, hi = bisect.bisect_left(spans, start), bisect.bisect_right(spans, end)
+        for b in (found[i] for i in sorted(span[2] for span in spans[lo:hi])):
             cur: ast.AST | None = b.node
             while cur is not None and cur is not target:
                 cur = self._parent.get(id(cur)) if isinstance(cur, ast.expr) else None
@@ -224,26 +239,104 @@ class FlowAnalysis:
         }
 
     def _block_of(self, holder: ast.AST, stmt: ast.stmt) -> tuple[list[ast.stmt], int]:
-        for field_name in _BLOCKS:
-            block = getattr(holder, field_name, None)
-            if isinstance(block, list):
-                for i, s in enumerate(block):
-                    if s is stmt:
-                        return block, i
+        where = self._positions().get(id(stmt))
+        if where is not None and getattr(holder, where[2], None) is where[0]:
+            return where[0], where[1]
         return [stmt], 0
+
+    def _positions(self) -> dict[int, tuple[list[ast.stmt], int, str]]:
+        """id(statement) -> (its block, its index there, the block's field), built once.
+
+        A definite-binding question is asked for every candidate finding; searching
+        the block for each made a check quadratic in the findings of a long module.
+        """
+        found: dict[int, tuple[list[ast.stmt], int, str]] | None = getattr(
+            self, "_stmt_positions", None
+        )
+        if found is None:
+            found = {}
+            for node in ast.walk(self.tree):
+                for field_name in _BLOCKS:
+                    block = getattr(node, field_name, None)
+                    if isinstance(block, list):
+                        for i, s in enumerate(block):
+                            if isinstance(s, ast.stmt):
+                                found[id(s)] = (block, i, field_name)
+            self._stmt_positions = found
+        return found
+
+    def _binders_before(
+        self, block: list[ast.stmt], index: int, name: str, scope: Scope
+    ) -> Iterator[ast.stmt]:
+        """The statements of ``block`` before ``index`` that hold a binding of ``name``, last first.
+
+        The others cannot bind it: skipping them keeps a walk back proportional to
+        the bindings it meets, not to the statements between them. Lazy, since the
+        walk usually stops at the first.
+        """
+        spans = self._spans(name, scope)
+        if not spans or index <= 0:
+            return
+        last = block[index - 1]
+        first = (block[0].lineno, block[0].col_offset, -1)
+        limit = (last.end_lineno or last.lineno, last.end_col_offset or 0, len(spans))
+        lo = bisect.bisect_left(spans, first)
+        hi = bisect.bisect_right(spans, limit)
+        starts = self._starts(block)
+        previous = index
+        for j in range(hi - 1, lo - 1, -1):
+            line, col, _ = spans[j]
+            i = min(bisect.bisect_right(starts, (line, col)) - 1, index - 1)
+            if 0 <= i < previous:
+                previous = i
+                yield block[i]
+
+    def _starts(self, block: list[ast.stmt]) -> list[tuple[int, int]]:
+        """Where each statement of ``block`` starts (cached per block)."""
+        cache: dict[int, tuple[list[ast.stmt], list[tuple[int, int]]]] | None = getattr(
+            self, "_block_starts", None
+        )
+        if cache is None:
+            cache = {}
+            self._block_starts = cache
+        known = cache.get(id(block))
+        if known is None or known[0] is not block:
+            known = cache[id(block)] = (block, [(s.lineno, s.col_offset) for s in block])
+        return known[1]
+
+    def _spans(self, name: str, scope: Scope) -> list[tuple[int, int, int]]:
+        """(line, column, index in the scope's list) of each binding of ``name``, sorted.
+
+        Cached per scope and name: the questions of one file reuse it.
+        """
+        cache: dict[tuple[int, str], tuple[list[Binding], list[tuple[int, int, int]]]] | None = (
+            getattr(self, "_binding_spans", None)
+        )
+        if cache is None:
+            cache = {}
+            self._binding_spans = cache
+        found = scope.bindings.get(name)
+        if not found:
+            return []
+        known = cache.get((id(scope), name))
+        if known is None or known[0] is not found or len(known[1]) != len(found):
+            spans = sorted(
+                (b.node.lineno, b.node.col_offset, i)  # type: ignore[attr-defined]
+                for i, b in enumerate(found)
+            )
+            known = cache[(id(scope), name)] = (found, spans)
+        return known[1]
 
     def _bound_in(self, stmt: ast.stmt, name: str, scope: Scope) -> list[Binding]:
         """The bindings of ``name`` in ``scope`` that sit inside ``stmt`` (by source span)."""
         found = scope.bindings.get(name)
         if not found:
             return []
-        start = (stmt.lineno, stmt.col_offset)
-        end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
-        return [
-            b
-            for b in found
-            if start <= (b.node.lineno, b.node.col_offset) <= end  # type: ignore[attr-defined]
-        ]
+        start = (stmt.lineno, stmt.col_offset, -1)
+        end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0, len(found))
+        spans = self._spans(name, scope)
+        lo, hi = bisect.bisect_left(spans, start), bisect.bisect_right(spans, end)
+        return [found[i] for i in sorted(span[2] for span in spans[lo:hi])]
 
     def _sure_binding(self, stmt: ast.stmt, name: str, scope: Scope) -> Binding | None:
         """The binding ``stmt`` surely leaves for ``name``, None if it may not bind it.

@@ -198,18 +198,49 @@ def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     if _names_other_accelerators(node):
         return True
     child: ast.AST = node
+    cache = _OTHER_BEFORE.get(ctx)
+    if cache is None:
+        cache = _OTHER_BEFORE[ctx] = {}
     for outer in reversed(ctx.ancestors):
         for field in ("body", "orelse"):
             block = getattr(outer, field, None)
-            if isinstance(block, list) and any(s is child for s in block):
-                for stmt in block[: next(i for i, s in enumerate(block) if s is child)]:
-                    for inner in ast.walk(stmt):  # nested: `if new_torch: if mps...: return`
-                        if isinstance(inner, ast.If) and _names_other_accelerators(inner):
-                            return True
+            if not isinstance(block, list) or not block:
+                continue
+            found = cache.get(id(block))
+            if found is None or found[0] is not block:
+                found = cache[id(block)] = (block, _other_tests_before(block))
+            index = found[1].get(id(child))
+            if index:
+                return True
         if isinstance(outer, _SCOPES):
             return False
         child = outer
     return False
+
+
+def _other_tests_before(block: list[ast.stmt]) -> dict[int, bool]:
+    """id(statement) -> whether an ``if`` naming MPS or XPU comes before it in ``block``.
+
+    Nested ones count (``if new_torch: if mps...: return``). Worked out once per
+    block and file: asked for every candidate finding, a walk of the statements
+    before each made the check quadratic in the findings.
+    """
+    out: dict[int, bool] = {}
+    seen = False
+    for stmt in block:
+        out[id(stmt)] = seen
+        if not seen:
+            seen = any(
+                isinstance(inner, ast.If) and _names_other_accelerators(inner)
+                for inner in ast.walk(stmt)
+            )
+    return out
+
+
+# Per file: id(block) -> (the block, kept alive so its id stays its own; the answers).
+_OTHER_BEFORE: weakref.WeakKeyDictionary[
+    Context, dict[int, tuple[list[ast.stmt], dict[int, bool]]]
+] = weakref.WeakKeyDictionary()
 
 
 def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
@@ -269,15 +300,40 @@ def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | N
     ``raise``, ``sys.exit``) is not: the code after it is CUDA-only, and the rules
     say so. A demand made by a device-type test (``device.type == "cuda"``) still
     counts: the author decided per device.
+
+    Each block is read once per file (:class:`_ExitGuards`): asked for every
+    finding of a long module, a scan of the statements before each one made the
+    check quadratic in the findings.
     """
     found: Guard | None = None
+    cache = _EXITS.get(ctx)
+    if cache is None:
+        cache = _EXITS[ctx] = {}
     for field in ("body", "orelse", "finalbody"):
         stmts = getattr(block, field, None)
-        if not isinstance(stmts, list) or not any(s is child for s in stmts):
+        if not isinstance(stmts, list) or not stmts:
             continue
+        exits = cache.get(id(stmts))
+        if exits is None or exits.stmts is not stmts:
+            exits = cache[id(stmts)] = _ExitGuards(stmts, ctx)
+        index = exits.position.get(id(child))
+        if index is not None:
+            found = _stronger(found, exits.before[index])
+    return found
+
+
+class _ExitGuards:
+    """For one block: where each statement stands, and the exit guard made before each."""
+
+    __slots__ = ("before", "position", "stmts")
+
+    def __init__(self, stmts: list[ast.stmt], ctx: Context) -> None:
+        self.stmts = stmts  # kept alive, so that its id is not reused while cached
+        self.position = {id(s): i for i, s in enumerate(stmts)}
+        self.before: list[Guard | None] = []
+        found: Guard | None = None
         for stmt in stmts:
-            if stmt is child:
-                break
+            self.before.append(found)
             if isinstance(stmt, ast.Assert):
                 demands = True
             elif isinstance(stmt, ast.If) and isinstance(stmt.body[-1], _SKIPS_REST):
@@ -291,7 +347,9 @@ def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | N
             guard = test_guard(stmt.test, ctx)
             if not demands or guard is Guard.DEVICE_TYPE:
                 found = _stronger(found, guard)
-    return found
+
+
+_EXITS: weakref.WeakKeyDictionary[Context, dict[int, _ExitGuards]] = weakref.WeakKeyDictionary()
 
 
 _SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})

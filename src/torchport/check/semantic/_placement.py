@@ -38,6 +38,7 @@ __all__ = [
     "device_at",
     "device_expr",
     "device_line",
+    "device_type_at",
     "is_import_block",
     "means_accelerator",
     "torch_at",
@@ -156,6 +157,7 @@ class _Plan:
         self.needs_import = False
         self.import_at = -1  # index of the statement `import torch` goes before (-1: header)
         self.after: int | None = None  # the definition goes after body[after] (-1: at the top)
+        self._positions: dict[int, int] | None = None  # id(statement) -> index in body
         if self.alias is None:
             if status is TorchImport.OPTIONAL or not _only_torch(ctx, "torch"):
                 return  # torch must stay optional here, or `torch` means something else
@@ -229,7 +231,11 @@ class _Plan:
         """Whether ``node`` runs only after the inserted definition (module order)."""
         assert self.after is not None
         top = self.ctx.scopes.top_statement(node)
-        return top is not None and _index(self.body, top) > self.after
+        if top is None:
+            return False
+        if self._positions is None:  # asked once per finding: index the body once
+            self._positions = {id(s): i for i, s in enumerate(self.body)}
+        return self._positions.get(id(top), -1) > self.after
 
 
 def _only_torch(ctx: Context, name: str) -> bool:
@@ -258,7 +264,9 @@ def torch_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None
     return None  # an alias exists but is not bound on every path here
 
 
-def device_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
+def device_at(
+    ctx: Context, node: ast.AST, names: tuple[str, ...] = DEVICE_NAMES
+) -> tuple[str, tuple[Edit, ...]] | None:
     """A name bound to the accelerator choice at ``node`` and the edits that define it.
 
     Tries :data:`DEVICE_NAMES` in order. A name that already means the
@@ -266,15 +274,52 @@ def device_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | Non
     every path before it, is reused as it is; a name no code reads at module
     level and nothing binds gets a new module-level definition. None when no
     name works or the definition cannot be placed before ``node`` runs.
+
+    The name may hold a ``torch.device`` or a device-type string (``"cuda"``):
+    a fix that needs the type asks :func:`device_type_at`. ``names``: the
+    names to try (``port`` keeps to the one it chose for the file).
     """
+    found = _device_choice(ctx, node, names)
+    return None if found is None else (found[0], found[1])
+
+
+def device_type_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
+    """An expression for the device *type* (``"cuda"``) of the device at ``node``, and edits.
+
+    ``device.type`` where the name holds a ``torch.device`` (our definition,
+    ``torch.device(...)``); the name itself where it holds a device-type string
+    (``device = "cuda" if torch.cuda.is_available() else "cpu"``, on which
+    ``.type`` raises). None as for :func:`device_at`.
+    """
+    found = _device_choice(ctx, node)
+    if found is None:
+        return None
+    name, edits, value = found
+    return (name if value is not None and _type_string(value) else f"{name}.type"), edits
+
+
+def _type_string(value: ast.expr) -> bool:
+    """Whether a device choice :func:`means_accelerator` accepts is a string, not a device."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str)
+    if isinstance(value, ast.IfExp):
+        return _type_string(value.body) or _type_string(value.orelse)
+    return isinstance(value, ast.Attribute) and value.attr == "type"
+
+
+def _device_choice(
+    ctx: Context, node: ast.AST, names: tuple[str, ...] = DEVICE_NAMES
+) -> tuple[str, tuple[Edit, ...], ast.expr | None] | None:
+    """(name, edits, the value an existing definition binds; None for a new one)."""
     scopes = ctx.scopes
-    for name in DEVICE_NAMES:
+    for name in names:
         where = scopes.resolve(name, node)
         if where is not scopes.module:
             if where.kind in (ScopeKind.FUNCTION, ScopeKind.CLASS, ScopeKind.MODULE):
                 found = scopes.reaching(name, node)
                 if _ours(found, ctx):
-                    return name, ()
+                    assert found is not None
+                    return name, (), found.value
             continue  # a local, parameter or closure variable with its own meaning
         existing = scopes.bindings(name, node)
         if existing:
@@ -285,14 +330,14 @@ def device_at(ctx: Context, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | Non
                 and _ours(existing[0], ctx)
                 and scopes.definitely_bound(name, node)
             ):
-                return name, ()
+                return name, (), existing[0].value
             continue
         if scopes.module_reads(name):
             continue  # a read that a new global would capture (a star import, a builtin)
         plan = ctx.placement
         if plan.after is None or plan.alias is None or not plan.runs_after(node):
             return None
-        return name, plan.definition_edits(name)
+        return name, plan.definition_edits(name), None
     return None
 
 

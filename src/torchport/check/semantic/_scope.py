@@ -76,6 +76,10 @@ _SPECIAL = frozenset(
 class ScopeMap(FlowAnalysis):
     """Scopes, bindings and parents of one parsed module; built by one pass over the tree."""
 
+    # Answers worked out on first use (see _global_bindings, module_reads).
+    _globals: dict[str, list[Binding]]
+    _module_reads: dict[str, bool]
+
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.module = Scope(ScopeKind.MODULE, tree, None)
@@ -330,12 +334,17 @@ class ScopeMap(FlowAnalysis):
         return found
 
     def _global_bindings(self, name: str) -> list[Binding]:
-        return [
-            b
-            for s in self.scopes.values()
-            if name in s.declared_global and s is not self.module
-            for b in s.bindings.get(name, ())
-        ]
+        # Asked for every lookup of a module name: the `global` declarations are
+        # gathered once per module, not searched for in every scope each time.
+        found: dict[str, list[Binding]] | None = getattr(self, "_globals", None)
+        if found is None:
+            found = {}
+            for s in self.scopes.values():
+                if s is not self.module:
+                    for declared in s.declared_global:
+                        found.setdefault(declared, []).extend(s.bindings.get(declared, ()))
+            self._globals = found
+        return list(found.get(name, ()))
 
     def may_come_from_star(self, name: str, node: ast.AST) -> bool:
         """Whether a read of ``name`` at ``node`` may be served by a ``from m import *``."""
@@ -348,10 +357,16 @@ class ScopeMap(FlowAnalysis):
 
     def module_reads(self, name: str) -> bool:
         """Whether any read of ``name`` anywhere resolves to the module scope (or builtins)."""
-        return any(
-            name in s.reads and self._resolve_from(name, s) is self.module
-            for s in self.scopes.values()
-        )
+        known: dict[str, bool] | None = getattr(self, "_module_reads", None)
+        if known is None:
+            known = self._module_reads = {}
+        found = known.get(name)
+        if found is None:  # asked per finding: once per name
+            found = known[name] = any(
+                name in s.reads and self._resolve_from(name, s) is self.module
+                for s in self.scopes.values()
+            )
+        return found
 
     def is_used(self, name: str) -> bool:
         """Whether ``name`` is read or bound anywhere in the module, in any scope."""
@@ -423,15 +438,19 @@ class ScopeMap(FlowAnalysis):
         return None
 
     def _torch_names(self) -> list[str]:
-        return sorted(
-            {
-                b.name
-                for s in self.scopes.values()
-                for found in s.bindings.values()
-                for b in found
-                if b.kind is BindingKind.IMPORT and b.qualified == "torch" and b.name != "torch"
-            }
-        )
+        # Asked for every fix that writes torch's name: collected once per module.
+        found: list[str] | None = getattr(self, "_torch_aliases", None)
+        if found is None:
+            found = self._torch_aliases = sorted(
+                {
+                    b.name
+                    for s in self.scopes.values()
+                    for bound in s.bindings.values()
+                    for b in bound
+                    if b.kind is BindingKind.IMPORT and b.qualified == "torch" and b.name != "torch"
+                }
+            )
+        return found
 
 
 def _imports_torch(stmt: ast.stmt) -> bool:

@@ -1,0 +1,260 @@
+"""Who calls each function of the file, what its parameters hold, what it returns.
+
+The flow half of the port's value kinds that crosses function boundaries: a
+parameter holds what every call site in the file passes (a function called
+from nowhere, or used another way, has parameters of unknown kind), and a call
+of a function of the file gives what its ``return`` statements give.
+:class:`~torchport.check.port._kinds.ValueKinds` supplies the kind of an
+expression (:meth:`CallerKinds.of`).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+from torchport.check.port._facts import PortFacts, PortScope
+from torchport.check.port._value_kind import WORKING, Elements, Kind, join
+from torchport.check.semantic import ScopeMap
+
+__all__ = ["CallerKinds"]
+
+_TENSOR_ANNOTATIONS = frozenset({"Tensor", "FloatTensor", "LongTensor"})
+_PLAIN_ANNOTATIONS = frozenset({"int", "float", "str", "bool", "bytes", "None"})
+_NONE = ast.Constant(None)  # what a bare `return` gives
+
+
+class CallerKinds:
+    """Parameters, call sites and returns; the kind of an expression comes from the subclass."""
+
+    facts: PortFacts
+    ctx: Context
+    scopes: ScopeMap
+    _memo: dict[int, object]
+    _sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None
+    _returns_of: dict[int, list[ast.expr] | None]
+
+    def of(self, expr: ast.expr) -> Kind:
+        """What ``expr`` evaluates to where it stands."""
+        raise NotImplementedError
+
+    def _returned_items(self, func: ast.Name) -> Elements | None:
+        """Per position, what a function of the file returns when it returns tuples only."""
+        found = self.scopes.bindings(func.id, func)
+        node = found[0].node if len(found) == 1 else None
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        values = self.return_values(node)
+        if not values or not all(isinstance(v, ast.Tuple) for v in values):
+            return None
+        sizes = {len(v.elts) for v in values if isinstance(v, ast.Tuple)}
+        if len(sizes) != 1:
+            return None
+        tuples = [v for v in values if isinstance(v, ast.Tuple)]
+        return tuple(join(self.of(t.elts[i]) for t in tuples) for i in range(sizes.pop()))
+
+    def return_values(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr] | None:
+        """The expressions a function returns (a bare ``return`` gives ``None``).
+
+        None for a generator (what it yields is not what a call gives); empty for
+        a function that never returns a value. Found once per function.
+        """
+        cache = self._returns_of
+        if id(func) in cache:
+            return cache[id(func)]
+        values: list[ast.expr] = []
+        generator = False
+        stack: list[ast.AST] = list(func.body)
+        while stack and not generator:
+            node = stack.pop()
+            generator = isinstance(node, (ast.Yield, ast.YieldFrom))
+            if isinstance(node, ast.Return):
+                values.append(node.value if node.value is not None else _NONE)
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                stack.extend(ast.iter_child_nodes(node))
+        found = None if generator else values
+        cache[id(func)] = found
+        return found
+
+    def returns(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> Kind:
+        """What calling a function of the file returns (the join of its ``return`` values)."""
+        key = id(func.body)
+        found = self._memo.get(key)
+        if isinstance(found, Kind):
+            return found
+        if found is WORKING:
+            return Kind.UNKNOWN
+        self._memo[key] = WORKING
+        values = self.return_values(func)
+        if values is None:
+            kind = Kind.UNKNOWN  # a generator
+        else:
+            kind = join(self.of(v) for v in values) if values else Kind.OTHER  # None
+        self._memo[key] = kind
+        return kind
+
+    def parameter(self, arg: ast.arg) -> Kind:
+        """What a function's parameter holds: its annotation, or what every call site passes."""
+        key = id(arg)
+        found = self._memo.get(key)
+        if isinstance(found, Kind):
+            return found
+        if found is WORKING:
+            return Kind.UNKNOWN
+        self._memo[key] = WORKING
+        kind = self._parameter(arg)
+        self._memo[key] = kind
+        return kind
+
+    def _parameter(self, arg: ast.arg) -> Kind:
+        annotated = self._annotation(arg.annotation)
+        if annotated is not None:
+            return annotated
+        args = self.scopes.parent(arg)
+        func = self.scopes.parent(args) if args is not None else None
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            return Kind.UNKNOWN  # a lambda's
+        assert isinstance(args, ast.arguments)
+        inner = self.facts.scope_of_function(func)
+        if arg.arg in inner.models:
+            return Kind.MODEL
+        if arg is args.vararg or arg is args.kwarg:
+            return Kind.UNKNOWN
+        positional = [*args.posonlyargs, *args.args]
+        method = self.method_of(func)
+        if method is not None and positional and positional[0] is arg:
+            return Kind.OTHER  # self / cls
+        sites = self.call_sites(func)
+        if not sites:
+            return Kind.UNKNOWN  # called from elsewhere (or nowhere): cannot be told
+        if method is not None:
+            positional = positional[1:]
+        index = next((i for i, p in enumerate(positional) if p is arg), None)
+        default = self._default(args, arg)
+        kinds: list[Kind] = []
+        for call, _ in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords
+            ):
+                return Kind.UNKNOWN
+            given = next((k.value for k in call.keywords if k.arg == arg.arg), None)
+            if given is None and index is not None and index < len(call.args):
+                given = call.args[index]
+            if given is not None:
+                kinds.append(self.of(given))
+            elif default is not None:
+                kinds.append(self.of(default))
+        return join(kinds)
+
+    def _annotation(self, annotation: ast.expr | None) -> Kind | None:
+        if annotation is None:
+            return None
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            text = annotation.value.rsplit(".", 1)[-1]
+        elif isinstance(annotation, (ast.Name, ast.Attribute)):
+            qualified = self.ctx.qualname(annotation) or ""
+            text = annotation.attr if isinstance(annotation, ast.Attribute) else annotation.id
+            if qualified and not qualified.startswith("torch.") and text in _TENSOR_ANNOTATIONS:
+                return None
+        else:
+            return None
+        if text in _TENSOR_ANNOTATIONS:
+            return Kind.TENSOR
+        return Kind.OTHER if text in _PLAIN_ANNOTATIONS else None
+
+    @staticmethod
+    def _default(args: ast.arguments, arg: ast.arg) -> ast.expr | None:
+        positional = [*args.posonlyargs, *args.args]
+        if arg in positional:
+            offset = len(positional) - len(args.defaults)
+            i = positional.index(arg)
+            return args.defaults[i - offset] if i >= offset else None
+        if arg in args.kwonlyargs:
+            return args.kw_defaults[args.kwonlyargs.index(arg)]
+        return None
+
+    def method_of(self, func: ast.AST) -> ast.ClassDef | None:
+        """The class ``func`` is a method of, if it is one."""
+        holder = self.scopes.parent(func)
+        return holder if isinstance(holder, ast.ClassDef) else None
+
+    def call_sites(self, func: ast.AST) -> list[tuple[ast.Call, PortScope]] | None:
+        """Every call of ``func`` in the file, or None when it is also used another way.
+
+        A module-level function called by name, or a method called as
+        ``self.name(...)`` from its class; a decorator other than torch's, or any
+        other use (passed as a callback, looked up on another object), and the
+        call sites seen are not all of them.
+        """
+        if self._sites is None:
+            self._sites = self._find_sites()
+        return self._sites.get(id(func))
+
+    def _find_sites(self) -> dict[int, list[tuple[ast.Call, PortScope]] | None]:
+        facts, scopes = self.facts, self.scopes
+        sites: dict[int, list[tuple[ast.Call, PortScope]] | None] = {}
+        functions: dict[str, ast.AST] = {}
+        methods: dict[str, list[tuple[ast.ClassDef, ast.AST]]] = {}
+        for name, func in facts.functions.items():
+            if len(scopes.module.bindings.get(name, ())) == 1 and self._plain_decorators(func):
+                functions[name] = func
+                sites[id(func)] = []
+            else:
+                sites[id(func)] = None
+        for cls in facts.classdefs:
+            for stmt in cls.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                    if self._plain_decorators(stmt) and not stmt.name.startswith("__"):
+                        methods.setdefault(stmt.name, []).append((cls, stmt))
+                        sites[id(stmt)] = []
+                    else:
+                        sites[id(stmt)] = None
+        for scope in facts.scopes:
+            for node in scope.nodes:
+                self._site(node, scope, functions, methods, sites)
+        return sites
+
+    def _site(
+        self,
+        node: ast.AST,
+        scope: PortScope,
+        functions: dict[str, ast.AST],
+        methods: dict[str, list[tuple[ast.ClassDef, ast.AST]]],
+        sites: dict[int, list[tuple[ast.Call, PortScope]] | None],
+    ) -> None:
+        parent = self.facts.parents.get(id(node))
+        called = isinstance(parent, ast.Call) and parent.func is node
+        if isinstance(node, ast.Name) and node.id in functions:
+            func = functions[node.id]
+            if self.scopes.resolve(node.id, node) is not self.scopes.module:
+                return  # a local of the same name
+            if not isinstance(node.ctx, ast.Load):
+                return
+            found = sites.get(id(func))
+            if found is None:
+                return
+            if called:
+                assert isinstance(parent, ast.Call)
+                found.append((parent, scope))
+            else:
+                sites[id(func)] = None  # passed around: its callers are not all here
+        elif isinstance(node, ast.Attribute) and node.attr in methods:
+            owner = scope.cls
+            for cls, method in methods[node.attr]:
+                found = sites.get(id(method))
+                if found is None:
+                    continue
+                own = isinstance(node.value, ast.Name) and node.value.id == "self"
+                if called and own and owner is cls:
+                    assert isinstance(parent, ast.Call)
+                    found.append((parent, scope))
+                else:
+                    sites[id(method)] = None
+
+    def _plain_decorators(self, func: ast.AST) -> bool:
+        """No decorator, or only torch's (``@torch.no_grad()``): calls go straight to it."""
+        for d in getattr(func, "decorator_list", ()):
+            target = d.func if isinstance(d, ast.Call) else d
+            if not (self.ctx.qualname(target) or "").startswith("torch."):
+                return False
+        return True

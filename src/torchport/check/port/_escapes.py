@@ -1,0 +1,102 @@
+"""Where the port loses track: a model it cannot follow, data the code keeps on the CPU.
+
+The port finds a model's forwards by the names that hold it (see
+:mod:`torchport.check.port._facts`). A model put into a list, a tuple, a set or a
+dict (``models = {"a": model}``, ``for m in [model]:``) or bound into a
+``functools.partial``, or handed to a method several of the file's classes
+define (the receiver's class unknown), is called later under a name the port
+does not know holds a model, so the tensors it meets there are neither moved nor reported. Such a
+place is reported instead (TP523), rather than ending a port with "0 findings
+left" and data on the CPU.
+
+Left out: a container that builds a model itself (``nn.ModuleList([model])``,
+``nn.Sequential(*[...])``: its forwards are known), and a tuple returned or
+unpacked at once (``return model, optimizer``; ``a, b = model, head``), which the
+port's call sites and bindings follow.
+
+The code's own placements on the CPU are reported too (:func:`cpu_placements`):
+a value that meets the model and is moved or made there on purpose
+(``x.to("cpu")``, ``torch.ones(3, device=dev)`` with ``dev = "cpu"``, a parameter
+``device="cpu"``) is the author's choice, which the port does not overrule, and
+it would meet the model on the accelerator.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check.port._facts import PortFacts
+
+__all__ = ["cpu_placements", "model_escapes"]
+
+_PARTIALS = frozenset({"functools.partial", "functools.partialmethod"})
+
+
+def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
+    """``(model expression, where it goes)`` for each place a model leaves the port's sight."""
+    found: list[tuple[ast.expr, str]] = []
+    if not facts.has_models:
+        return found
+    qualname = facts.ctx.qualname
+    for scope in facts.scopes:
+        if scope.internal:
+            continue
+        for node in scope.nodes:
+            if isinstance(node, ast.Call) and qualname(node.func) in _PARTIALS:
+                where = "`functools.partial`"
+                items = [*node.args[1:], *(k.value for k in node.keywords)]
+            elif isinstance(node, ast.Call) and id(node) in facts.unresolved_calls:
+                assert isinstance(node.func, ast.Attribute)
+                where = f"`.{node.func.attr}()`, a method several classes of the file define"
+                items = [*node.args, *(k.value for k in node.keywords)]
+            elif isinstance(node, (ast.List, ast.Set)) or (
+                isinstance(node, ast.Tuple) and not _unpacked(node, facts)
+            ):
+                where = f"a {type(node).__name__.lower()}"
+                items = [e.value if isinstance(e, ast.Starred) else e for e in node.elts]
+            elif isinstance(node, ast.Dict):
+                where = "a dict"
+                items = list(node.values)
+            else:
+                continue
+            if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)) and _builds_model(
+                node, facts, scope
+            ):
+                continue
+            found += [(item, where) for item in items if facts.builds_model(item, scope)]
+    return found
+
+
+def _unpacked(node: ast.Tuple, facts: PortFacts) -> bool:
+    """A tuple returned or assigned to a tuple of names (``a, b = model, head``)."""
+    parent = facts.parents.get(id(node))
+    if isinstance(parent, ast.Return):
+        return True
+    return isinstance(parent, ast.Assign) and all(
+        isinstance(t, (ast.Tuple, ast.List)) for t in parent.targets
+    )
+
+
+def _builds_model(node: ast.expr, facts: PortFacts, scope: object) -> bool:
+    """Whether the call holding ``node`` (``nn.ModuleList([...])``) makes a model of it."""
+    parent = facts.parents.get(id(node))
+    if isinstance(parent, ast.Starred):
+        parent = facts.parents.get(id(parent))
+    return isinstance(parent, ast.Call) and facts.builds_model(parent, scope)  # type: ignore[arg-type]
+
+
+def cpu_placements(facts: PortFacts) -> list[ast.Call]:
+    """Calls that move or make a value on the CPU where the value meets the model."""
+    found: list[ast.Call] = []
+    for scope in facts.scopes:
+        if scope.internal:
+            continue
+        meets = scope.sink_nodes | scope.reach_values
+        for node in scope.nodes:
+            if not (isinstance(node, ast.Call) and id(node) in meets):
+                continue
+            if facts.to_cpu(node, scope) or any(
+                k.arg == "device" and facts.names_cpu(k.value, scope) for k in node.keywords
+            ):
+                found.append(node)
+    return found

@@ -1,0 +1,545 @@
+"""What a value is, as far as the port can tell: a tensor, a batch, a loader, a model, or none.
+
+The port moves a value only where it knows what it is (everything else that
+meets the model is reported, never moved on a guess):
+
+* by construction: a torch factory or typed constructor (``torch.zeros``,
+  ``torch.LongTensor([...])``, ``Variable(...)``), a model's output, an
+  operation on tensors, a ``DataLoader`` (whose items are batches);
+* by flow: a name whose bindings are all such values (asked of the one scope
+  model, :attr:`Context.scopes`, so the binding that reaches a use is the one
+  that counts); a loop over a loader or a tensor; ``next(iter(loader))``; a
+  parameter of a function that every call site in the file fills with one (a
+  function called from nowhere, or passed around as a value, has parameters of
+  unknown kind: a test's pytest parameters, a callback's arguments).
+
+Numbers, strings, booleans, ``None``, classes, functions and modules are
+:attr:`Kind.OTHER`: nothing to move. :attr:`Kind.DEVICE` is a tensor known to
+be on the device already (moved, made with ``device=``, a forward's output).
+Syntax and import names only; nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import sys
+
+from torchport.check._context import Context
+from torchport.check.port._callers import CallerKinds
+from torchport.check.port._calls import (
+    HOST_READS,
+    META_ATTRS,
+    NOT_TENSOR_SPACES,
+    PARAMETER,
+    TENSOR_SPACES,
+    TORCH_LOADS,
+    TORCH_NOT_TENSORS,
+    VARIABLE,
+    device_target,
+    follows_a_tensor,
+    is_move,
+    moves_to_program_device,
+)
+from torchport.check.port._device_flow import NOT_FORWARD
+from torchport.check.port._facts import PortFacts, PortScope
+from torchport.check.port._models import MODEL_METHODS
+from torchport.check.port._reaching import Reaching
+from torchport.check.port._value_kind import TENSORS, WORKING, Elements, Kind, flat, join
+from torchport.check.semantic import BindingKind
+
+__all__ = ["Elements", "Kind", "ValueKinds", "join", "value_kinds"]
+
+
+_BUILTINS = frozenset(dir(builtins))
+_STDLIB = frozenset(sys.stdlib_module_names)
+# Builtins whose result is never a tensor.
+_PLAIN_BUILTINS = frozenset(
+    {"len", "int", "float", "str", "bool", "repr", "range", "hash", "id", "ord", "chr", "format",
+     "input", "open", "print", "isinstance", "issubclass", "type", "callable", "hasattr",
+     "getattr", "vars", "dir", "divmod", "bin", "hex", "oct", "complex", "bytes", "all", "any"}
+)  # fmt: skip
+_CONTAINER_BUILTINS = frozenset({"list", "tuple", "set", "dict", "frozenset", "sorted"})
+_JOINING_BUILTINS = frozenset({"min", "max", "sum", "abs", "round", "pow"})
+_ITER_WRAPPERS = frozenset(
+    {"iter", "tqdm", "islice", "cycle", "reversed", "sorted", "list", "tuple"}
+)
+_NOTENSORS_ITERS = frozenset({"range", "trange", "listdir", "glob", "iglob", "walk", "iterdir"})
+_STRING_METHODS = frozenset({"split", "splitlines", "readlines", "keys"})
+_SAME_KIND_ATTRS = frozenset({"data", "grad", "T", "mT", "H", "real", "imag"})
+
+
+def _moves_tensors(item: ast.expr) -> bool:
+    """``v.to(device)``, or ``v.to(device) if isinstance(v, Tensor) else v``: a moved batch."""
+    if is_move(item):
+        return True
+    return (
+        isinstance(item, ast.IfExp)
+        and is_move(item.body)
+        and isinstance(item.orelse, ast.Name)
+        and isinstance(item.test, ast.Call)
+        and getattr(item.test.func, "id", "") == "isinstance"
+    )
+
+
+class ValueKinds(CallerKinds):
+    """Answers "what is this value" for one file (see the module docstring)."""
+
+    def __init__(self, facts: PortFacts) -> None:
+        self.facts = facts
+        self.ctx: Context = facts.ctx
+        self.scopes = facts.ctx.scopes
+        self._memo: dict[int, object] = {}
+        self._returns_of: dict[int, list[ast.expr] | None] = {}
+        self.reaching = Reaching(self.scopes)
+        self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
+        dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+        self._loader_classes = self._subclasses(dataloaders, "DataLoader")
+        self._dataset_classes = self._subclasses(set(), "Dataset")
+
+    # ------------------------------------------------------------ expressions
+
+    def of(self, expr: ast.expr) -> Kind:
+        """What ``expr`` evaluates to where it stands."""
+        key = id(expr)
+        found = self._memo.get(key)
+        if found is WORKING:
+            return Kind.UNKNOWN
+        if isinstance(found, Kind):
+            return found
+        self._memo[key] = WORKING
+        kind = self._of(expr)
+        self._memo[key] = kind
+        return kind
+
+    def _scope(self, node: ast.AST) -> PortScope:
+        return self.facts.scope_of.get(id(node)) or self.facts.module
+
+    def _of(self, expr: ast.expr) -> Kind:
+        if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.Lambda)):
+            return Kind.OTHER
+        if isinstance(expr, ast.Name):
+            return self._name(expr)
+        if isinstance(expr, ast.Call):
+            return self._call(expr)
+        if isinstance(expr, ast.Attribute):
+            return self._attribute(expr)
+        if isinstance(expr, ast.Subscript):
+            inner = self.of(expr.value)
+            if inner is Kind.OTHER:
+                items = self._literal_items(expr.value)
+                return join(items) if items is not None else Kind.OTHER
+            return Kind.MODEL if inner is Kind.MODEL else inner
+        if isinstance(expr, ast.BinOp):
+            return self._combined([expr.left, expr.right])
+        if isinstance(expr, ast.Compare):
+            return self._combined([expr.left, *expr.comparators])
+        if isinstance(expr, ast.UnaryOp):
+            return Kind.OTHER if isinstance(expr.op, ast.Not) else self.of(expr.operand)
+        if isinstance(expr, ast.BoolOp):
+            return join(self.of(v) for v in expr.values)
+        if isinstance(expr, ast.IfExp):
+            return join((self.of(expr.body), self.of(expr.orelse)))
+        if isinstance(expr, ast.NamedExpr):
+            return self.of(expr.value)
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+            return self._container(expr.elts)
+        if isinstance(expr, ast.Dict):
+            return self._container([v for v in expr.values if v is not None])
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            item = expr.value if isinstance(expr, ast.DictComp) else expr.elt
+            if _moves_tensors(item):
+                return Kind.DEVICE  # `{k: v.to(device) if isinstance(v, Tensor) else v ...}`
+            return self._container([item])
+        return Kind.UNKNOWN
+
+    def _container(self, items: list[ast.expr]) -> Kind:
+        """A list, tuple or dict: no tensor to move when it holds none, else one per item."""
+        return Kind.OTHER if all(self.of(e) is Kind.OTHER for e in items) else Kind.UNKNOWN
+
+    def _combined(self, operands: list[ast.expr]) -> Kind:
+        kinds = [self.of(o) for o in operands]
+        if any(k in TENSORS for k in kinds):
+            rest = [k for k in kinds if k is not Kind.OTHER]
+            return Kind.DEVICE if all(k is Kind.DEVICE for k in rest) else Kind.TENSOR
+        if all(k is Kind.OTHER for k in kinds):
+            return Kind.OTHER
+        if all(k in (Kind.NUMPY, Kind.OTHER) for k in kinds):
+            return Kind.NUMPY
+        return Kind.UNKNOWN
+
+    def _attribute(self, expr: ast.Attribute) -> Kind:
+        if expr.attr in META_ATTRS:
+            return Kind.OTHER
+        value = expr.value
+        if isinstance(value, ast.Name) and value.id == "self":
+            scope = self._scope(expr)
+            return Kind.MODEL if self.facts.holds_model(expr, scope) else Kind.UNKNOWN
+        inner = self.of(value)
+        if inner in (Kind.TENSOR, Kind.DEVICE):
+            return inner if expr.attr in _SAME_KIND_ATTRS else Kind.UNKNOWN
+        if inner in (Kind.BATCH, Kind.MODEL, Kind.NUMPY, Kind.LIBRARY):
+            return inner  # `batch.text`, `model.fc`, `arr.T`, `lib_object.field`
+        if inner is Kind.OTHER and self._module_name(value):
+            return Kind.OTHER  # `np.pi`, `math.e`, `torch.float32`
+        return Kind.UNKNOWN
+
+    def _module_name(self, expr: ast.expr) -> bool:
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name):
+            return False
+        return any(b.kind is BindingKind.IMPORT for b in self.scopes.bindings(root.id, root))
+
+    # ------------------------------------------------------------ names
+
+    def _name(self, name: ast.Name) -> Kind:
+        found = self.reaching.may_reach(name)
+        if not found:
+            return Kind.OTHER if name.id in _BUILTINS else Kind.UNKNOWN
+        kinds = []
+        for b in found:
+            if b.kind is BindingKind.DELETE:
+                continue
+            kinds.append(self.binding(b))
+        return join(kinds)
+
+    def binding(self, b: object) -> Kind:
+        """What one binding (of :attr:`Context.scopes`) binds."""
+        key = id(b)
+        found = self._memo.get(key)
+        if isinstance(found, Kind):
+            return found
+        if found is WORKING:
+            return Kind.UNKNOWN
+        self._memo[key] = WORKING
+        kind = self._binding(b)
+        self._memo[key] = kind
+        return kind
+
+    def _binding(self, b: object) -> Kind:
+        kind = getattr(b, "kind", None)
+        node = getattr(b, "node", None)
+        value = getattr(b, "value", None)
+        if kind in (BindingKind.IMPORT, BindingKind.DEF, BindingKind.CLASS):
+            return Kind.OTHER
+        if value is not None:
+            return self.of(value)
+        if kind is BindingKind.PARAMETER and isinstance(node, ast.arg):
+            return self.parameter(node)
+        if kind in (BindingKind.LOOP, BindingKind.ASSIGN) and isinstance(node, ast.Name):
+            return self.target(node)
+        if kind is BindingKind.WITH and isinstance(node, ast.Name):
+            holder = self.scopes.parent(node)
+            if isinstance(holder, ast.withitem) and holder.optional_vars is node:
+                return self.of(holder.context_expr)  # `with open(p) as f`: a file
+        if kind is BindingKind.AUGMENTED and isinstance(node, ast.Name):
+            holder = self.scopes.parent(node)
+            if isinstance(holder, ast.AugAssign):
+                return join((self._combined([holder.value]), self._before(node)))
+        return Kind.UNKNOWN
+
+    def _before(self, node: ast.Name) -> Kind:
+        """``x += y``: the kind ``x`` had before (its other bindings)."""
+        others = [
+            b for b in self.scopes.bindings(node.id, node) if getattr(b, "node", None) is not node
+        ]
+        return join(self.binding(b) for b in others) if others else Kind.UNKNOWN
+
+    def target(self, node: ast.Name) -> Kind:
+        """What a loop target or an unpacking binds to ``node`` (``for i, (x, y) in ...``)."""
+        return self._unpacked(node)[0]
+
+    def unpacks_item(self, node: ast.Name) -> bool:
+        """Whether ``node`` takes a field of one item (``x`` in ``for x, y in loader``).
+
+        Not so for a position of ``enumerate``/``zip`` (``data`` in
+        ``for i, data in enumerate(loader)`` is the whole item).
+        """
+        return self._unpacked(node)[1]
+
+    def _unpacked(self, node: ast.Name) -> tuple[Kind, bool]:
+        """A name in a loop target or an unpacking (``for i, (x, y) in ...``, ``a, b = f()``)."""
+        path: list[int] = []
+        child: ast.AST = node
+        holder = self.scopes.parent(node)
+        while isinstance(holder, (ast.Tuple, ast.List, ast.Starred)):
+            if isinstance(holder, ast.Starred):
+                return Kind.UNKNOWN, False
+            path.append(next(i for i, e in enumerate(holder.elts) if e is child))
+            child, holder = holder, self.scopes.parent(holder)
+        if isinstance(holder, (ast.For, ast.AsyncFor, ast.comprehension)):
+            items: Elements = self.elements(holder.iter)
+        elif isinstance(holder, ast.Assign):
+            if not path:
+                return self.of(holder.value), False
+            items = self._unpacking(holder.value)
+        else:
+            return Kind.UNKNOWN, False
+        field = False
+        for index in reversed(path):
+            if isinstance(items, tuple):
+                if index >= len(items):
+                    return Kind.UNKNOWN, False
+                items = items[index]
+                field = False
+            else:
+                field = True  # a batch's fields are batches; a tensor's rows are tensors
+        return flat(items), field
+
+    def _unpacking(self, value: ast.expr) -> Elements:
+        """What unpacking ``value`` gives per position (``a, b = next(it)``, ``x, y = data``)."""
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return tuple(self.of(e) for e in value.elts)
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("next", "__next__")
+            and not value.args
+        ):
+            return self.elements(value.func.value)  # `x, y = dataiter.next()`
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            if value.func.id == "next" and value.args and self._builtin(value.func):
+                return self.elements(value.args[0])
+            returned = self._returned_items(value.func)
+            if returned is not None:
+                return returned
+        kind = self.of(value)
+        return kind if kind in (Kind.BATCH, Kind.TENSOR, Kind.DEVICE, Kind.OTHER) else Kind.UNKNOWN
+
+    def _builtin(self, name: ast.Name) -> bool:
+        return name.id in _BUILTINS and not self.scopes.bindings(name.id, name)
+
+    # ------------------------------------------------------------ iteration
+
+    def elements(self, iterable: ast.expr) -> Elements:
+        """What iterating ``iterable`` yields."""
+        if isinstance(iterable, ast.Call):
+            func = iterable.func
+            tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            plain = isinstance(func, ast.Name) and self._builtin(func)
+            if tail == "enumerate" and iterable.args:
+                return (Kind.OTHER, self.elements(iterable.args[0]))
+            if tail == "zip" and plain:
+                return tuple(self.elements(a) for a in iterable.args)
+            if tail in _NOTENSORS_ITERS or (tail in _STRING_METHODS and not plain):
+                return Kind.OTHER  # file names, lines, dict keys: strings and numbers
+            if tail in _ITER_WRAPPERS and iterable.args:
+                return self.elements(iterable.args[0])
+            if tail in ("items", "values") and isinstance(func, ast.Attribute):
+                return self._dict_items(func.value, tail)
+        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+            return join(self.of(e) for e in iterable.elts) if iterable.elts else Kind.OTHER
+        if isinstance(iterable, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            return self.of(iterable.elt)
+        kind = self.of(iterable)
+        if kind is Kind.LOADER:
+            return Kind.BATCH
+        if kind in (Kind.TENSOR, Kind.DEVICE, Kind.BATCH, Kind.MODEL, Kind.NUMPY, Kind.LIBRARY):
+            return kind  # rows of a tensor, submodules of a model, ...
+        if kind is Kind.OTHER:
+            items = self._literal_items(iterable)
+            return join(items) if items is not None else Kind.OTHER
+        return Kind.UNKNOWN
+
+    def _dict_items(self, owner: ast.expr, method: str) -> Elements:
+        """``d.items()`` / ``d.values()`` of a dict the file writes out: its keys and values."""
+        values: list[ast.expr] = [owner]
+        if isinstance(owner, ast.Name):
+            found = self.scopes.bindings(owner.id, owner)
+            values = [b.value for b in found if b.value is not None]
+            if len(values) != len(found):
+                return Kind.UNKNOWN
+        if not values or not all(isinstance(v, ast.Dict) for v in values):
+            return Kind.UNKNOWN
+        keys = join(
+            Kind.UNKNOWN if k is None else self.of(k)
+            for v in values
+            for k in v.keys  # type: ignore[attr-defined]
+        )
+        items = join(self.of(x) for v in values for x in v.values)  # type: ignore[attr-defined]
+        return (keys, items) if method == "items" else items
+
+    def _literal_items(self, expr: ast.expr) -> list[Kind] | None:
+        """Kinds of the items of a literal container ``expr`` names (None: not one)."""
+        values: list[ast.expr] = [expr]
+        if isinstance(expr, ast.Name):
+            found = self.scopes.bindings(expr.id, expr)
+            if not found or any(getattr(b, "value", None) is None for b in found):
+                return None
+            values = [b.value for b in found if b.value is not None]
+        items: list[Kind] = []
+        for v in values:
+            if isinstance(v, (ast.List, ast.Tuple, ast.Set)):
+                items += [self.of(e) for e in v.elts]
+            elif isinstance(v, ast.Dict):
+                items += [self.of(e) for e in v.values]
+            else:
+                return None
+        return items
+
+    # ------------------------------------------------------------ calls
+
+    def _call(self, call: ast.Call) -> Kind:
+        facts = self.facts
+        scope = self._scope(call)
+        if moves_to_program_device(call):
+            return Kind.DEVICE
+        if facts.forward(call, scope):
+            return Kind.DEVICE
+        if facts.builds_model(call, scope):
+            return Kind.MODEL
+        func = call.func
+        if isinstance(func, ast.Attribute) and not self._module_name(func.value):
+            return self._method(call, func)
+        name = self.ctx.qualname(func)
+        if name is not None:
+            return self._qualified(call, name)
+        if isinstance(func, ast.Name):
+            if self._builtin(func):
+                return self._builtin_call(call, func.id)
+            return self._local_call(call, func)
+        return Kind.UNKNOWN
+
+    def _qualified(self, call: ast.Call, name: str) -> Kind:
+        if name in self._loader_classes or name.rsplit(".", 1)[-1] == "DataLoader":
+            return Kind.LOADER
+        head = name.partition(".")[0]
+        if head != "torch":
+            if head == "numpy":
+                return Kind.NUMPY
+            return Kind.OTHER if head in _STDLIB else Kind.LIBRARY
+        if name in VARIABLE:
+            return self.of(call.args[0]) if call.args else Kind.UNKNOWN
+        if name in PARAMETER:
+            return Kind.TENSOR
+        if name in TORCH_LOADS:
+            where = next((k.value for k in call.keywords if k.arg == "map_location"), None)
+            if where is not None and device_target(where):
+                return Kind.DEVICE  # what it loads lands on the device
+            return Kind.UNKNOWN
+        if "Dataset" in name:
+            return Kind.LOADER  # iterating a dataset yields its items, as a loader's
+        tail = name.rsplit(".", 1)[-1]
+        if name.count(".") == 1 and tail not in TORCH_NOT_TENSORS:
+            if tail[:1].islower() or tail.endswith("Tensor"):
+                return self._made(call)
+            return Kind.OTHER
+        if name.startswith(TENSOR_SPACES):
+            return self._made(call)
+        if name.startswith(NOT_TENSOR_SPACES) or tail in TORCH_NOT_TENSORS:
+            return Kind.OTHER
+        return Kind.UNKNOWN
+
+    def _made(self, call: ast.Call) -> Kind:
+        """A torch function's tensor: on the device when made there or from device tensors."""
+        for k in call.keywords:
+            if k.arg == "device":
+                if follows_a_tensor(k.value):  # `device=x.device`: where `x` is
+                    assert isinstance(k.value, ast.Attribute)
+                    return Kind.DEVICE if self.of(k.value.value) is Kind.DEVICE else Kind.TENSOR
+                return Kind.DEVICE if device_target(k.value) else Kind.TENSOR
+        inputs = [self.of(a) for a in call.args if not isinstance(a, ast.Starred)]
+        for a in call.args:
+            if isinstance(a, (ast.List, ast.Tuple)):  # torch.cat([a, b])
+                inputs += [self.of(e) for e in a.elts]
+        tensors = [k for k in inputs if k in TENSORS]
+        if tensors and all(k is Kind.DEVICE for k in tensors):
+            return Kind.DEVICE
+        return Kind.TENSOR
+
+    def _method(self, call: ast.Call, func: ast.Attribute) -> Kind:
+        inner = self.of(func.value)
+        attr = func.attr
+        if attr == "to" and inner in TENSORS:
+            target = (
+                call.args[0]
+                if call.args
+                else next((k.value for k in call.keywords if k.arg == "device"), None)
+            )
+            if target is not None and follows_a_tensor(target):  # `x.to(y.device)`: next to y
+                assert isinstance(target, ast.Attribute)
+                return Kind.DEVICE if self.of(target.value) is Kind.DEVICE else Kind.TENSOR
+        if inner in TENSORS:
+            if attr == "numpy":
+                return Kind.NUMPY
+            if attr == "cpu":
+                return Kind.TENSOR
+            if attr in HOST_READS:
+                return Kind.OTHER
+            return Kind.DEVICE if inner is Kind.DEVICE else Kind.TENSOR
+        if inner is Kind.MODEL:
+            if attr in MODEL_METHODS:
+                return Kind.MODEL
+            return Kind.OTHER if attr in NOT_FORWARD else Kind.DEVICE
+        if inner is Kind.NUMPY:
+            return Kind.OTHER if attr in ("tolist", "item") else Kind.NUMPY
+        if inner is Kind.LOADER and attr in ("next", "__next__") and not call.args:
+            return Kind.BATCH  # `dataiter.next()`: an item, as `next(dataiter)` gives
+        if inner is Kind.LIBRARY:
+            return Kind.LIBRARY  # `scaler.transform(X)`, `tokenizer.encode(s)`
+        if inner is Kind.OTHER:
+            return Kind.OTHER  # string and number methods
+        return Kind.UNKNOWN
+
+    def _builtin_call(self, call: ast.Call, name: str) -> Kind:
+        args = [a for a in call.args if not isinstance(a, ast.Starred)]
+        if name in _PLAIN_BUILTINS:
+            return Kind.OTHER
+        if name in _CONTAINER_BUILTINS:
+            return self._container([*args, *(k.value for k in call.keywords)])
+        if name in _JOINING_BUILTINS:
+            return self._combined(args) if args else Kind.UNKNOWN
+        if name == "iter" and args:
+            return Kind.LOADER if self.elements(args[0]) is Kind.BATCH else Kind.UNKNOWN
+        if name == "next" and args:
+            return flat(self.elements(args[0]))
+        return Kind.UNKNOWN
+
+    def _local_call(self, call: ast.Call, func: ast.Name) -> Kind:
+        """A call of a function or class of this file, or of a value."""
+        found = self.scopes.bindings(func.id, func)
+        if len(found) != 1:
+            return Kind.UNKNOWN
+        b = found[0]
+        node = getattr(b, "node", None)
+        if b.kind is BindingKind.CLASS and isinstance(node, ast.ClassDef):
+            if node.name in self._loader_classes or node.name in self._dataset_classes:
+                return Kind.LOADER
+            return Kind.UNKNOWN  # an object: what it holds is not visible here
+        if b.kind is BindingKind.DEF and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return self.returns(node)
+        made = self.binding(b)
+        if made in (Kind.DEVICE, Kind.MODEL):
+            return Kind.DEVICE  # `net = Net().to(device)` then `net(x)`: a forward, on the device
+        return Kind.LIBRARY if made is Kind.LIBRARY else Kind.UNKNOWN
+
+    def _subclasses(self, bases: set[str], suffix: str) -> set[str]:
+        """Names of the file's classes deriving from ``bases`` (or a base named ``*suffix``)."""
+        found = set(bases)
+        changed = True
+        while changed:
+            changed = False
+            for cls in self.facts.classdefs:
+                if cls.name in found:
+                    continue
+                for base in cls.bases:
+                    name = self.ctx.qualname(base) or getattr(base, "id", "") or ""
+                    if name in found or name.endswith(suffix):
+                        found.add(cls.name)
+                        changed = True
+                        break
+        return found - bases
+
+
+_CACHE: list[tuple[PortFacts, ValueKinds]] = []
+
+
+def value_kinds(facts: PortFacts) -> ValueKinds:
+    """The value kinds of the file ``facts`` describes (made once per walk)."""
+    if _CACHE and _CACHE[0][0] is facts:
+        return _CACHE[0][1]
+    kinds = ValueKinds(facts)
+    _CACHE[:] = [(facts, kinds)]
+    return kinds

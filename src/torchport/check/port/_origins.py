@@ -1,0 +1,300 @@
+"""Where each value that meets the model comes from, and which port rule answers for it.
+
+The port's promise: every tensor that meets the model (or a value computed from
+it) is moved, or reported; never "0 findings left" with data on the CPU. For
+each such value (an operand, see :mod:`torchport.check.port._facts`) this
+module follows the value back to the places that made it, stopping at what is
+surely on the device (moved, made with ``device=``, a forward's output) or
+surely no tensor (a number, a string, a model), and sorts the places left:
+
+* answered elsewhere: a torch factory the fix rules move (TP503), a batch, an
+  argument or a loop variable the batch plan moves or reports (TP502/TP520);
+* made by another library (``transforms.ToTensor()(img)``,
+  ``scaler.transform(x)``): TP521 reports those;
+* anything else (a function's result, ``torch.load(...)``, ``self.data``, a
+  ``with`` target): TP523 reports those.
+
+A value a port rule converts and moves (``torch.tensor(scaler.transform(x))``)
+is answered by that rule, not reported as a library's.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from torchport.check._context import Context
+from torchport.check.port._batches import BatchPlan, batch_plan
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE
+from torchport.check.port._facts import PortFacts, PortScope, port_facts
+from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.semantic import Binding, BindingKind
+
+__all__ = ["Origin", "Origins", "origins"]
+
+_FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY})
+_CONTAINERS = frozenset({"list", "tuple", "set", "sorted", "reversed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """A place that made a value which meets the model, and that no fix moves."""
+
+    node: ast.AST
+    what: str  # for messages: "`load_batch()`", "`self.data`"
+    library: bool  # made by another library (TP521), else by code the port cannot follow
+
+
+class Origins:
+    """The unanswered origins of each operand of one file (see the module docstring)."""
+
+    def __init__(self, facts: PortFacts, kinds: ValueKinds, plan: BatchPlan) -> None:
+        self.facts = facts
+        self.kinds = kinds
+        self.plan = plan
+        self.ctx: Context = facts.ctx
+        self.scopes = facts.ctx.scopes
+        self.elements = {id(e) for e in plan.elements}
+        self._memo: dict[int, list[Origin] | None] = {}
+        self._bound: dict[int, list[Origin] | None] = {}  # id(binding) -> its origins
+
+    def operands(self) -> list[tuple[ast.expr, list[Origin]]]:
+        """Each operand that meets the model with the origins no rule moves (may be empty).
+
+        The receiver of a method call is left out (``logger.log(out)``: the logger
+        is no data to move; what meets it is the argument), and so are the parts
+        a model is built from (``nn.Sequential(norm, nn.Linear(2, 2))``).
+        """
+        seen: set[int] = set()
+        out = []
+        parents = self.facts.parents
+        for operand, _ in self.facts.operands:
+            if id(operand) in seen:
+                continue
+            seen.add(id(operand))
+            parent = parents.get(id(operand))
+            if isinstance(parent, ast.Attribute) and parent.value is operand:
+                call = parents.get(id(parent))
+                if isinstance(call, ast.Call) and call.func is parent:
+                    continue
+            if isinstance(parent, ast.keyword):
+                parent = parents.get(id(parent))
+            if isinstance(parent, ast.Call) and (
+                self.facts.known.constructor(parent) or self.facts.known.wrapper(parent)
+            ):
+                continue  # `nn.Sequential(norm, nn.Linear(...))`: parts of a model, not data
+            out.append((operand, self.of(operand)))
+        return out
+
+    def of(self, expr: ast.expr) -> list[Origin]:
+        key = id(expr)
+        if key in self._memo:
+            return self._memo[key] or []  # None: being followed (a cycle adds nothing)
+        self._memo[key] = None
+        found = self._of(expr) if self.kinds.of(expr) not in _FINE else []
+        self._memo[key] = found
+        return found
+
+    def _of(self, expr: ast.expr) -> list[Origin]:
+        if id(expr) in self.elements:
+            return []  # `batch[0]`: the plan moves it where it is
+        if isinstance(expr, ast.Name):
+            return self._name(expr)
+        if isinstance(expr, ast.Call):
+            return self._call(expr)
+        if isinstance(expr, ast.Attribute):
+            value = expr.value
+            own = isinstance(value, ast.Name) and value.id == "self"
+            if not own and not self._module(value):
+                return self.of(value)  # `x.data`, `batch.text`: where `x` lives
+            return [self._origin(expr)]
+        if isinstance(expr, (ast.Subscript, ast.Starred)):
+            return self.of(expr.value)
+        if isinstance(expr, ast.NamedExpr):
+            return self.of(expr.value)
+        children = [c for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)]
+        if isinstance(expr, (ast.BinOp, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.IfExp)):
+            return [o for c in children for o in self.of(c)]
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+            return [o for c in children for o in self.of(c)]
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self.of(expr.elt)
+        if isinstance(expr, ast.DictComp):
+            return self.of(expr.value)
+        return [self._origin(expr)]
+
+    def _name(self, name: ast.Name) -> list[Origin]:
+        found = self.kinds.reaching.may_reach(name)
+        if not found:
+            return [Origin(name, f"`{name.id}`", library=False)]
+        out: list[Origin] = []
+        for b in found:
+            if self.kinds.binding(b) in _FINE:
+                continue
+            out += self._binding(b, name)
+        return out
+
+    def _binding(self, b: Binding, name: ast.Name) -> list[Origin]:
+        """The origins of what one binding binds (once per binding, whatever reads it)."""
+        key = id(b)
+        if key in self._bound:
+            return self._bound[key] or []  # None: being followed
+        self._bound[key] = None
+        found = self._binding_origins(b, name)
+        self._bound[key] = found
+        return found
+
+    def _binding_origins(self, b: Binding, name: ast.Name) -> list[Origin]:
+        if b.value is not None:
+            return self.of(b.value)
+        anchor = self._anchor(b)
+        if anchor is not None and (id(anchor), b.name) in self.plan.covered:
+            return []  # the batch plan moves it, or reports it (TP502 / TP520)
+        if b.kind is BindingKind.AUGMENTED:
+            holder = self.scopes.parent(b.node)
+            if isinstance(holder, ast.AugAssign):
+                return self.of(holder.value)
+        if b.kind is BindingKind.PARAMETER and isinstance(anchor, ast.FunctionDef):
+            return self._arguments(anchor, b, name)
+        if self._moved_by_code(b, anchor):
+            return []  # a batch the code moves itself (`x = x.to(device)` in the loop)
+        if isinstance(anchor, ast.Assign):
+            return self.of(anchor.value)  # `data, target = get_batch(source, i)`
+        if isinstance(anchor, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return self.of(anchor.iter)  # an item of what it iterates
+        return [Origin(name, f"`{name.id}`", library=False)]
+
+    def _arguments(self, func: ast.FunctionDef, b: Binding, name: ast.Name) -> list[Origin]:
+        """A parameter's origins: what each call site in the file passes for it."""
+        sites = self.kinds.call_sites(func)
+        if not sites:
+            return [Origin(name, f"the argument `{name.id}` of `{func.name}`", library=False)]
+        args = func.args
+        positional = [*args.posonlyargs, *args.args]
+        if self.kinds.method_of(func) is not None:
+            positional = positional[1:]
+        index = next((i for i, p in enumerate(positional) if p is b.node), None)
+        out: list[Origin] = []
+        for call, _ in sites:
+            given = next((k.value for k in call.keywords if k.arg == b.name), None)
+            if given is None and index is not None and index < len(call.args):
+                given = call.args[index]
+            if given is not None:
+                out += self.of(given)
+        return out
+
+    def _anchor(self, b: Binding) -> ast.AST | None:
+        """The statement, loop or function the batch plan files a binding's name under."""
+        node = b.node
+        if b.kind is BindingKind.PARAMETER:
+            args = self.scopes.parent(node)
+            return self.scopes.parent(args) if args is not None else None
+        holder = self.scopes.parent(node)
+        while isinstance(holder, (ast.Tuple, ast.List, ast.Starred)):
+            holder = self.scopes.parent(holder)
+        return holder
+
+    def _call(self, call: ast.Call) -> list[Origin]:
+        kinds = self.kinds
+        name = self.ctx.qualname(call.func) or ""
+        if name in CREATORS or name in TYPED_CONSTRUCTORS:
+            return [] if self._moved_by_rule(call) else [self._origin(call)]
+        if name in VARIABLE:
+            return self.of(call.args[0]) if call.args else [self._origin(call)]
+        kind = kinds.of(call)
+        if kind is Kind.LIBRARY:
+            return [Origin(call, f"`{_callee(call)}`", library=True)]
+        if kind in (Kind.TENSOR, Kind.BATCH) and name.startswith("torch."):
+            inputs = [a for a in call.args if not isinstance(a, ast.Starred)]
+            return [o for a in inputs for o in self.of(a)]  # made from its inputs
+        func = call.func
+        returned = self._returned(call)
+        if returned is not None:
+            return returned
+        if isinstance(func, ast.Name) and func.id in _CONTAINERS and not name:
+            return [o for a in call.args for o in self.of(a)]  # `tuple(f(v) for v in h)`
+        if isinstance(func, ast.Name) and func.id in ("zip", "enumerate", "iter") and not name:
+            inputs = call.args[:1] if func.id != "zip" else call.args
+            return [o for a in inputs for o in self.of(a)]  # the items of what it iterates
+        if (
+            isinstance(func, ast.Attribute)
+            and kinds.of(func.value) in (Kind.TENSOR, Kind.BATCH, Kind.UNKNOWN)
+            and not self._module(func.value)
+        ):
+            return self.of(func.value)  # `x.float()`, `batch.view(...)`: where `x` lives
+        return [self._origin(call)]
+
+    def _returned(self, call: ast.Call) -> list[Origin] | None:
+        """A call of a function of the file: the origins of what it returns."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return None
+        found = self.scopes.bindings(func.id, func)
+        node = found[0].node if len(found) == 1 else None
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        values = self.kinds.return_values(node)
+        if not values:
+            return None  # a generator, or returns nothing
+        return [o for v in values for o in self.of(v)]
+
+    def _module(self, expr: ast.expr) -> bool:
+        """``np.`` or ``json.`` in ``np.load(...)``: a module, not a value."""
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and any(
+            b.kind is BindingKind.IMPORT for b in self.scopes.bindings(root.id, root)
+        )
+
+    def _moved_by_code(self, b: Binding, anchor: ast.AST | None) -> bool:
+        """A tensor or batch bound to a name the code itself moves (``x = x.cuda()``).
+
+        The code's own device choice then follows it (on a machine where that
+        choice is the CPU, the model stays there too); the port leaves it alone.
+        """
+        scope = self.facts.scope_of.get(id(anchor)) if anchor is not None else None
+        return (
+            scope is not None
+            and b.name in scope.moved
+            and self.kinds.binding(b) in (Kind.BATCH, Kind.TENSOR)
+        )
+
+    def _moved_by_rule(self, call: ast.Call) -> bool:
+        """Whether TP503 moves (or reports) this factory call, or the code moves it itself."""
+        scope: PortScope | None = self.facts.scope_of.get(id(call))
+        if scope is None or scope.internal:
+            return False
+        holder = self.facts.parents.get(id(call))
+        while isinstance(holder, (ast.expr, ast.keyword)):  # `torch.ones(n) * 0.9`
+            holder = self.facts.parents.get(id(holder))
+        if isinstance(holder, ast.Assign):
+            names = [t.id for t in holder.targets if isinstance(t, ast.Name)]
+            if names and all(n in scope.moved for n in names):
+                return True  # `x = torch.from_numpy(a)` then `x = x.cuda()`: the code's own
+        if any(k.arg is None for k in call.keywords):
+            return False  # **kwargs may carry device=: TP503 leaves it
+        key = id(call)
+        return key in scope.sink_nodes or key in scope.reach_values
+
+    def _origin(self, expr: ast.expr) -> Origin:
+        text = ast.unparse(expr)
+        return Origin(expr, f"`{text if len(text) <= 40 else text[:37] + '...'}`", library=False)
+
+
+def _callee(call: ast.Call) -> str:
+    text = ast.unparse(call.func)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_CACHE: list[tuple[PortFacts, Origins]] = []
+
+
+def origins(ctx: Context) -> Origins:
+    """The origins of the file ``ctx`` walks (worked out once per walk)."""
+    facts = port_facts(ctx)
+    if _CACHE and _CACHE[0][0] is facts:
+        return _CACHE[0][1]
+    found = Origins(facts, value_kinds(facts), batch_plan(ctx))
+    _CACHE[:] = [(facts, found)]
+    return found

@@ -1,0 +1,80 @@
+"""TP523 untracked-value: a value meets the model and the port cannot tell where it lives."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.port._escapes import cpu_placements, model_escapes
+from torchport.check.port._facts import port_facts
+from torchport.check.port._origins import origins
+
+_HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
+
+
+class UntrackedValue(Rule):
+    """## What it does
+    Reports values that meet the model (or its outputs) which the port
+    neither moves nor can tell are on the device: the result of a function
+    of the file (`x = make_inputs()`), `torch.load(...)`, an attribute
+    (`self.data`, `args.x`), a `with` target. Batches, arguments and loop
+    variables of unknown kind are TP520's; values from other libraries are
+    TP521's. It reports a model put into a container or a
+    `functools.partial` too (`for m in [model]:`): its forwards there are
+    out of the port's sight, and a value the code itself puts on the CPU
+    (`x.to("cpu")`, `device="cpu"` in a function's parameters) that meets
+    the model: the port does not overrule the author's placement.
+
+    ## Why is this bad?
+    `torchport port` moves only what it knows is a tensor: a guess would put
+    `.to(device)` on a float or a string one day and break a program that
+    worked. A value it cannot follow may still be a tensor on the CPU, and
+    once the model is on the accelerator the first operation mixing the two
+    fails. So the port says so, rather than report "0 findings left" with
+    data on the CPU: move it to `device` where it is made, or make it there.
+    """
+
+    code = "TP523"
+    name = "untracked-value"
+    intent = Intent.PORT
+    default = False
+    message = "move this value to `device` yourself: the port cannot tell where it lives"
+    node_types = (ast.Module,)  # the operands are found once per file
+    valid = (
+        _HEAD + "x = torch.zeros(2, 4)\nout = model(x)\n",
+        _HEAD + "def scale(t):\n    return t * 2\n\nout = model(scale(torch.ones(2, 4))) * 0.5\n",
+    )
+    invalid = (
+        Example(
+            _HEAD + "def make_inputs():\n    return torch.randn(2, 4)\n\n"
+            "out = model(make_inputs())\n"
+        ),
+        Example(_HEAD + "x = torch.load('x.pt')\nout = model(x)\n"),
+        Example(_HEAD + "class Job:\n    def run(self):\n        return model(self.data)\n"),
+        Example(_HEAD + "models = {'a': model}\nout = models['a'](torch.ones(2, 4))\n"),
+        Example(_HEAD + "def run(x, dev='cpu'):\n    return model(x.to(dev))\n"),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        for operand, found in origins(ctx).operands():
+            untracked = [o for o in found if not o.library]
+            if untracked:
+                message = (
+                    f"move this value to `device` yourself: it is made by {untracked[0].what}, "
+                    "which the port cannot follow, so it may be a tensor on the CPU"
+                )
+                yield ctx.finding(self, operand, message=message)
+        for model, where in model_escapes(port_facts(ctx)):
+            message = (
+                f"move what meets this model to `device` yourself: it goes into {where}, "
+                "where the port cannot follow it to its forwards"
+            )
+            yield ctx.finding(self, model, message=message)
+        for call in cpu_placements(port_facts(ctx)):
+            message = (
+                "the code puts this value on the CPU and it meets the model: make it on "
+                "`device`, or move it there before the model sees it"
+            )
+            yield ctx.finding(self, call, message=message)

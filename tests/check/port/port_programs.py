@@ -1,0 +1,346 @@
+"""Hypothesis strategies for small programs that stress what ``port`` and ``fix --unsafe`` check.
+
+Each program records what it computes with ``OUT.append(...)`` (``OUT`` is a list
+the runner provides), so an original and its ported or fixed version can be run
+side by side. The fragments are drawn from the ways a port used to break
+working code or leave data on the CPU:
+
+* function parameters that are floats, strings, booleans, classes, ``None``
+  defaults, tensors, or unknown (a function nobody in the file calls, as a
+  test's pytest parameters);
+* loops over strings, floats, ``range``, a ``DataLoader``, ``enumerate`` and
+  ``zip`` of loaders, a tensor's rows, and over something the port cannot see;
+* typed constructors (``torch.LongTensor([...])``, ``Variable(...)``), tensors
+  made in a function and returned, ``torch.load``, numpy arrays from a
+  scikit-learn-like transform, a library that returns a CPU tensor;
+* a model loaded with placement or quantization options (a fake
+  ``transformers`` whose placed models refuse ``.to()``, as 8-bit ones do), an
+  optimizer subclass and a module that make tensors in ``step``/``forward``;
+* parenthesised and compound ``.numpy()`` receivers, ``torch.cuda.amp`` calls
+  with a string ``device``;
+* modules with no torch at all (which ``port`` must leave byte for byte).
+
+Programs use ``T`` for torch's name in the fragments; the header decides what
+``T`` is. Every ``{k}`` becomes a per-fragment number so names do not collide.
+The fake libraries live in :data:`FAKE_MODULES` (the runner installs them).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from typing import Any
+
+import numpy as np
+import torch
+from hypothesis import strategies as st
+
+__all__ = ["FAKE_MODULES", "NO_TORCH", "programs"]
+
+
+# ---------------------------------------------------------------- fake libraries
+
+
+class _StandardScaler:
+    """scikit-learn's shape: numpy in, numpy out."""
+
+    def fit_transform(self, a: Any) -> np.ndarray:
+        arr = np.asarray(a, dtype=np.float32)
+        return (arr - arr.mean()) / (arr.std() + 1.0)
+
+    transform = fit_transform
+
+
+def _load_image() -> torch.Tensor:
+    return torch.ones(1, 4)  # a library's tensor: on the CPU
+
+
+class _Placed(torch.nn.Linear):
+    """A model its loader placed or quantized: ``.to()`` refuses, as an 8-bit model does."""
+
+    def to(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        raise ValueError("`.to` is not supported for placed or quantized models")
+
+
+class _AutoModel:
+    @staticmethod
+    def from_pretrained(name: str, **options: Any) -> torch.nn.Module:
+        torch.manual_seed(0)
+        placed = any(
+            options.get(k) not in (None, False)
+            for k in ("device_map", "load_in_8bit", "load_in_4bit", "quantization_config")
+        )
+        if not placed:
+            return torch.nn.Linear(4, 2)
+        model = _Placed(4, 2)
+        if torch.accelerator.is_available():  # device_map="auto": on the accelerator
+            target = torch.accelerator.current_accelerator()
+            torch.nn.Module.to(model, target)
+        return model
+
+
+def _module(name: str, **attrs: Any) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__dict__.update(attrs)
+    return module
+
+
+FAKE_MODULES = {
+    "fakelib": _module("fakelib", StandardScaler=_StandardScaler, load_image=_load_image),
+    "transformers": _module(
+        "transformers", AutoModel=_AutoModel, BitsAndBytesConfig=lambda **kw: dict(kw)
+    ),
+}
+
+# ---------------------------------------------------------------- programs
+
+
+def _lines(*lines: str) -> str:
+    return "\n".join(lines)
+
+
+HEADERS = {
+    "plain": "import torch\n",
+    "alias": "import torch as th\n",
+    "nn": "import torch\nimport torch.nn as nn\n",
+    "from_only": "from torch import nn\nimport torch\n",
+    "data": "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n",
+}
+ALIASES = {"alias": "th"}
+MODELS = (
+    "T.manual_seed(0)\nmodel = T.nn.Linear(4, 2)\n",
+    _lines(
+        "T.manual_seed(0)",
+        "model = T.nn.Sequential(T.nn.Linear(4, 3), T.nn.ReLU(), T.nn.Linear(3, 2))\n",
+    ),
+    "class Net(T.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.fc = T.nn.Linear(4, 2)\n"
+    "    def forward(self, x):\n"
+    "        bias = T.zeros(2)\n"
+    "        return self.fc(x) + bias\n"
+    "T.manual_seed(0)\nmodel = Net()\n",
+)
+_LOADER = (
+    "from torch.utils.data import DataLoader, TensorDataset\n"
+    "loader{k} = DataLoader(TensorDataset(T.arange(16.0).view(4, 4), T.arange(4)), batch_size=2)\n"
+)
+
+FRAGMENTS = [
+    # tensors made here, typed constructors, Variable
+    "x{k} = T.arange(8.0).view(2, 4)\nOUT.append(model(x{k}).detach())",
+    "x{k} = T.FloatTensor([[1.0, 2.0, 3.0, 4.0]])\nOUT.append(model(x{k}).detach())",
+    "from torch.autograd import Variable\n"
+    "v{k} = Variable(T.FloatTensor([[0.5, 1.0, 1.5, 2.0]]))\nOUT.append(model(v{k}).detach())",
+    _lines(
+        "ids{k} = T.LongTensor([0, 1, 1])",
+        "OUT.append((model(T.ones(3, 4)).argmax(1) == ids{k}).tolist())",
+    ),
+    # parameters: floats, strings, booleans, classes, None defaults, tensors
+    "def scale{k}(net, gamma):\n    return net(T.ones(1, 4) * gamma)\n"
+    "OUT.append(scale{k}(model, 0.5).detach())",
+    "def named{k}(net, name, flag=False):\n    OUT.append((name, flag))\n"
+    "    return net(T.zeros(1, 4))\n"
+    + _lines(
+        "OUT.append(named{k}(model, 'relu', True).detach())",
+        "OUT.append(named{k}(model, 'tanh').detach())",
+    ),
+    "def typed{k}(net, cls):\n    return net(T.ones(2, 4)).shape[0], cls.__name__\n"
+    "OUT.append(typed{k}(model, int))",
+    _lines(
+        "def given{k}(net, x, mask=None):",
+        "    out = net(x)",
+        "    return out if mask is None else out * mask",
+        "OUT.append(given{k}(model, T.randn(2, 4)).detach())",
+    ),
+    "def annotated{k}(net, x: T.Tensor) -> T.Tensor:\n    return net(x)\n"
+    "OUT.append(annotated{k}(model, T.ones(1, 4)).detach())",
+    # a function nobody here calls (a test with pytest parameters): reported, never moved
+    "def test_forward{k}(model, x, n_steps):\n    for _ in range(n_steps):\n        x = model(x)\n"
+    "    return x\nOUT.append(test_forward{k}.__name__)",
+    # loops over things that are not tensors
+    "for name{k} in ['a', 'b']:\n    OUT.append((name{k}, model(T.ones(1, 4)).shape))",
+    "for w{k} in [0.5, 1.5]:\n    OUT.append(model(T.ones(1, 4) * w{k}).detach())",
+    "for i{k}, flag{k} in enumerate([True, False]):\n"
+    "    OUT.append((i{k}, flag{k}, model(T.ones(1, 4)).sum().item() > -100))",
+    # loops over loaders, their batches unpacked, indexed, enumerated, zipped
+    _LOADER
+    + "for xb{k}, yb{k} in loader{k}:\n    OUT.append((model(xb{k}).argmax(1) == yb{k}).tolist())",
+    _LOADER + "for i{k}, data{k} in enumerate(loader{k}):\n    inputs{k}, labels{k} = data{k}\n"
+    "    OUT.append((i{k}, model(inputs{k}).detach(), labels{k}))",
+    _LOADER
+    + _lines(
+        "for batch{k} in loader{k}:",
+        "    OUT.append(model(batch{k}[0]).detach() - batch{k}[1][:, None])",
+    ),
+    _LOADER + "xs{k}, ys{k} = next(iter(loader{k}))\nOUT.append(model(xs{k}).detach())",
+    _LOADER + "for (a{k}, b{k}), (c{k}, d{k}) in zip(loader{k}, loader{k}):\n"
+    "    OUT.append(model(a{k} + c{k}).detach())",
+    _lines(
+        "rows{k} = T.arange(8.0).view(2, 4)",
+        "for row{k} in rows{k}:",
+        "    OUT.append(model(row{k}).detach())",
+    ),
+    # tensors the port cannot follow: reported
+    "def make{k}():\n    return T.randn(2, 4)\nOUT.append(model(make{k}()).detach())",
+    "import io\nbuf{k} = io.BytesIO()\nT.save(T.ones(2, 4), buf{k})\nbuf{k}.seek(0)\n"
+    "loaded{k} = T.load(buf{k}, weights_only=True)\nOUT.append(model(loaded{k}).detach())",
+    "class Holder{k}:\n    def __init__(self):\n        self.data = T.ones(1, 4)\n"
+    "h{k} = Holder{k}()\nOUT.append(model(h{k}.data).detach())",
+    # other libraries: numpy through a transform, a library's own tensor
+    "import numpy as np\nimport fakelib\n"
+    "X{k} = fakelib.StandardScaler().fit_transform(np.arange(8).reshape(2, 4))\n"
+    "OUT.append(model(T.tensor(X{k})).detach())",
+    "import fakelib\nOUT.append(model(fakelib.load_image()).detach())",
+    # models placed by their loader
+    "from transformers import AutoModel\n"
+    "placed{k} = AutoModel.from_pretrained('tiny', device_map='auto')\n"
+    "OUT.append(placed{k}.out_features)",
+    "from transformers import AutoModel\n"
+    "plain{k} = AutoModel.from_pretrained('tiny')\nOUT.append(plain{k}(T.ones(1, 4)).detach())",
+    # library internals: an optimizer's step, a module's forward
+    "class Sgd{k}(T.optim.Optimizer):\n"
+    "    def __init__(self, params):\n        super().__init__(params, dict(lr=0.1))\n"
+    "    def step(self, closure=None):\n"
+    "        for group in self.param_groups:\n"
+    "            for p in group['params']:\n"
+    "                if p.grad is not None:\n"
+    "                    p.data.add_(p.grad, alpha=-group['lr'])\n"
+    "opt{k} = Sgd{k}(model.parameters())\nmodel(T.ones(1, 4)).sum().backward()\nopt{k}.step()\n"
+    "OUT.append([p.detach().clone() for p in model.parameters()])",
+    # a module method that makes a tensor and hands a name (not a tensor) to another method
+    _lines(
+        "class Adapter{k}(T.nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+        "        self.fc = T.nn.Linear(4, 2)",
+        "        self.names = []",
+        "    def register(self, name):",
+        "        self.names.append(name)",
+        "    def forward(self, x):",
+        "        return self.fc(x)",
+        "    def add(self, name):",
+        "        self.register(name)",
+        "        return T.ones(2) * len(self.names)",
+        "adapter{k} = Adapter{k}()",
+        "OUT.append(adapter{k}.add('lora').tolist())",
+        "OUT.append(adapter{k}(T.ones(1, 4)).detach())",
+    ),
+    # receivers of .numpy(): parenthesised and compound
+    "idx{k} = T.arange(3)\nOUT.append(((10 - idx{k}).numpy()).tolist())",
+    "out{k} = model(T.ones(1, 4))\nOUT.append((out{k} + 1).detach().numpy().tolist())",
+    "out{k} = model(T.ones(1, 4))\nOUT.append(((out{k} * 2)).detach().numpy().tolist())",
+    # a tensor moved later next to another one: its first use still needs the device
+    _lines(
+        "x{k} = T.randn(2, 4)",
+        "out{k} = model(x{k})",
+        "y{k} = x{k}.to(out{k}.device)",
+        "OUT.append((out{k}.detach(), y{k}.sum().item()))",
+    ),
+    _lines(
+        "x{k} = T.ones(2, 4)",
+        "out{k} = model(x{k})",
+        "w{k} = T.ones(2, 2, device=out{k}.device)",
+        "OUT.append((out{k} * w{k}).detach())",
+    ),
+    # items of a list beside a device value: each meets it
+    "out{k} = model(T.ones(1, 4))\nOUT.append(T.cat([out{k}, T.zeros(1, 2)]).detach())",
+    "out{k} = model(T.ones(1, 4))\nOUT.append(T.stack((T.ones(1, 2) * 2, out{k})).detach())",
+    # a module-level name a function rebinds through `global`
+    _lines(
+        "g{k} = None",
+        "def setup{k}():",
+        "    global g{k}",
+        "    g{k} = T.ones(1, 4)",
+        "setup{k}()",
+        "OUT.append(model(g{k}).detach())",
+    ),
+    # a function's name a nested function rebinds through `nonlocal`
+    _lines(
+        "def outer{k}():",
+        "    x = None",
+        "    def setup():",
+        "        nonlocal x",
+        "        x = T.ones(1, 4)",
+        "    setup()",
+        "    return model(x)",
+        "OUT.append(outer{k}().detach())",
+    ),
+    # the model handed to a method of the file's own class
+    _lines(
+        "class Job{k}:",
+        "    def run(self, m):",
+        "        return m(T.ones(1, 4))",
+        "OUT.append(Job{k}().run(model).detach())",
+    ),
+    # a method name several classes define (each fragment brings its own class)
+    _lines(
+        "class Step{k}:",
+        "    def run(self, m):",
+        "        return m(T.zeros(1, 4))",
+        "step{k} = Step{k}()",
+        "OUT.append(step{k}.run(model).detach())",
+    ),
+    # the model put where the port cannot follow it: a list, a dict, a partial
+    "for m{k} in [model]:\n    OUT.append(m{k}(T.ones(1, 4)).detach())",
+    "models{k} = {'a': model}\nOUT.append(models{k}['a'](T.zeros(1, 4)).detach())",
+    "import functools\ndef call{k}(m, x):\n    return m(x)\n"
+    "f{k} = functools.partial(call{k}, model)\nOUT.append(f{k}(T.ones(1, 4)).detach())",
+    # the code's own placements on the CPU: an output moved back, a parameter's default
+    "pred{k} = model(T.ones(1, 4)).to('cpu')\nOUT.append((pred{k} - T.zeros(1, 2)).tolist())",
+    "def run{k}(net, dev='cpu'):\n    return net(T.ones(1, 4).to(dev))\n"
+    "OUT.append(run{k}(model).detach())",
+    # torch.cuda.amp with a string device
+    'device = "cuda" if T.cuda.is_available() else "cpu"\n'
+    "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",
+]
+
+# Modules with no torch in them: `port` must leave them exactly as they are.
+NO_TORCH = [
+    "def build(net, gamma):\n    return net(gamma)\nOUT.append(build(lambda g: g * 2, 0.5))",
+    "for name in ['a', 'b']:\n    OUT.append(name.upper())",
+    "def model(x):\n    return x + 1\nfor x in [1.0, 2.0]:\n    OUT.append(model(x))",
+    "class Cfg:\n    device = 'cuda'\ndef run(model, cfg):\n    return model(cfg.device)\n"
+    "OUT.append(run(len, Cfg()))",
+    "import os\nOUT.append(os.sep)\nitems = [3, 1, 2]\nOUT.append(sorted(items))",
+]
+
+WRAPPERS = ("module", "function", "if")
+_T = re.compile(r"\bT\.")
+
+
+def _indent(text: str, by: str = "    ") -> str:
+    return "".join(by + line if line.strip() else line for line in text.splitlines(True))
+
+
+def _wrap(body: str, k: int, wrapper: str) -> str:
+    # Imports stay at module level: the walk's import table (Context.qualname) knows a
+    # nested import only once the walk has entered it, and the port's facts are made
+    # before that. The scope model that replaces the table will lift this.
+    if "import " in body:
+        return body
+    if wrapper == "function" and "class " not in body:
+        return f"def main{k}():\n{_indent(body)}main{k}()\n"
+    if wrapper == "if":
+        return f"if OUT is not None:\n{_indent(body)}"
+    return body
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> str:
+    """One program: a torch header, a model and fragments, or a module with no torch."""
+    if draw(st.integers(0, 9)) == 0:
+        chosen = draw(st.lists(st.sampled_from(NO_TORCH), min_size=1, max_size=3))
+        wrapped = [
+            _wrap(body + "\n", k, draw(st.sampled_from(WRAPPERS))) for k, body in enumerate(chosen)
+        ]
+        return "\n".join(wrapped)
+    header = draw(st.sampled_from(sorted(HEADERS)))
+    alias = ALIASES.get(header, "torch")
+    parts = [HEADERS[header], _T.sub(f"{alias}.", draw(st.sampled_from(MODELS)))]
+    chosen = draw(st.lists(st.integers(0, len(FRAGMENTS) - 1), min_size=1, max_size=4))
+    for k, index in enumerate(chosen):
+        body = _T.sub(f"{alias}.", FRAGMENTS[index].replace("{k}", str(k))) + "\n"
+        parts.append(_wrap(body, k, draw(st.sampled_from(WRAPPERS))))
+    return "\n".join(parts)
