@@ -38,6 +38,7 @@ import re
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit
+from torchport.check.port._call_sites import callee, methods_by_name
 from torchport.check.port._calls import (
     cpu_only_device,
 )
@@ -58,7 +59,6 @@ _MODEL_PARAM = re.compile(
     re.IGNORECASE,
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops"})
 
 
@@ -434,67 +434,15 @@ class PortFacts(DeviceFlow):
                 # leaves `x` where it was (a tensor's move returns a new tensor).
                 scope.moved.add(func.value.id)
 
-    def _methods(self) -> dict[str, list[tuple[_Function, str]]]:
-        """Methods of the file's own classes (not a library's): name -> (method, class)."""
-        found: dict[str, list[tuple[_Function, str]]] = {}
-        for scope in self.scopes[1:]:
-            node = scope.node
-            if scope.cls is not None and not scope.internal and isinstance(node, _FUNCTIONS):
-                found.setdefault(node.name, []).append((node, scope.cls.name))
-        return found
-
-    def _callee(
-        self, node: ast.Call, scope: PortScope, methods: dict[str, list[tuple[_Function, str]]]
-    ) -> tuple[_Function, int] | None:
-        """The file's function a call runs, and how many leading parameters it fills itself."""
-        func = node.func
-        if isinstance(func, ast.Name):
-            found = self.functions.get(func.id)
-            if found is not None and func.id not in scope.local - self.functions.keys():
-                return found, 0
-            inits = [m for m, cls in methods.get("__init__", ()) if cls == func.id]
-            return (inits[0], 1) if len(inits) == 1 else None  # `Job(model)`
-        if isinstance(func, ast.Attribute) and func.attr != "__init__":
-            # `Job().run(model)`, `job.run(model)`: a method of one of the file's classes,
-            # the one of the receiver's class, or the only one of that name.
-            candidates = methods.get(func.attr, [])
-            if len(candidates) > 1:
-                owner = self._class_of(func.value, scope)
-                candidates = [c for c in candidates if c[1] == owner]
-                if len(candidates) != 1:
-                    self.unresolved_calls.add(id(node))  # a model handed here: reported
-                    return None
-            if len(candidates) == 1:
-                method = candidates[0][0]
-                static = any(
-                    isinstance(d, ast.Name) and d.id == "staticmethod"
-                    for d in method.decorator_list
-                )
-                return method, 0 if static else 1
-        return None
-
-    def _class_of(self, expr: ast.expr, scope: PortScope) -> str | None:
-        """The file's class an object is made from (``Job()``, ``job`` bound only to one)."""
-        if isinstance(expr, ast.Name) and expr.id == "self" and scope.cls is not None:
-            return scope.cls.name
-        values = [expr]
-        if isinstance(expr, ast.Name):
-            values = self.bindings(expr.id, scope) or []
-        names = {
-            v.func.id if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) else None
-            for v in values
-        }
-        return names.pop() if len(names) == 1 else None
-
     def _params_from_calls(self) -> None:
-        methods = self._methods()
+        methods = methods_by_name(self.scopes)
         for scope in self.scopes:
             if scope.module_method:
                 continue
             for node in scope.nodes:
                 if not isinstance(node, ast.Call):
                     continue
-                found = self._callee(node, scope, methods)
+                found = callee(self, node, scope, methods)
                 if found is None:
                     continue
                 func, bound = found

@@ -39,6 +39,7 @@ def is_load(call: ast.Call, ctx: Context, names: frozenset[str] = LOADS) -> bool
 UNDECIDED = "undecided"  # a spelling that may be torch.load, which the checker cannot settle
 _PARTIALS = frozenset({"functools.partial"})
 _DEPTH = 4  # aliases of aliases followed this far
+_LOAD_KEYWORDS = frozenset({"weights_only", "map_location", "pickle_module", "mmap"})
 
 
 def indirect_load(
@@ -85,11 +86,16 @@ def _callee(
         attr = expr.args[1]
         if owner is None:
             return None
+        if isinstance(attr, ast.Name) and isinstance(bound := ctx.binding(attr.id), ast.Constant):
+            attr = bound  # `name = "load"; getattr(torch, name)`
         if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
             full = f"{owner}.{attr.value}"
             return (full, keywords) if full in names else None
+        # A computed name of torch's (`getattr(torch, name)`) is a load only maybe: said
+        # when the call passes what a load takes; a dtype or a tensor type is no load.
         prefixes = {n.rpartition(".")[0] for n in names}
-        return (UNDECIDED, []) if owner in prefixes else None
+        load_like = any(k.arg in _LOAD_KEYWORDS for k in keywords)
+        return (UNDECIDED, []) if owner in prefixes and load_like else None
     return None
 
 
