@@ -155,7 +155,7 @@ def probably_tensor(expr: ast.expr, ctx: Context, *, by_name: bool = True) -> bo
                 return False
             if by_name and _TENSOR_NAME.match(expr.id):
                 return True
-            bound = ctx.binding(expr.id)
+            bound = ctx.value_of(expr)
             if bound is None:
                 return False
             expr = bound
@@ -188,7 +188,7 @@ def probably_module(expr: ast.expr, ctx: Context) -> bool:
         return False
     if _MODULE_NAME.search(expr.id):
         return True
-    bound = ctx.binding(expr.id)
+    bound = ctx.value_of(expr)
     if isinstance(bound, ast.Call):
         name = ctx.qualname(bound.func)
         if name is not None:

@@ -76,7 +76,7 @@ def whole_module(expr: ast.expr, ctx: Context) -> bool:
         return False
     if _MODULE.match(name):
         return True
-    bound = ctx.binding(name) if isinstance(expr, ast.Name) else None
+    bound = ctx.value_of(expr) if isinstance(expr, ast.Name) else None
     if isinstance(bound, ast.Call):
         qualified = ctx.qualname(bound.func)
         if qualified is not None:

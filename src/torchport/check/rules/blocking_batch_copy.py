@@ -97,7 +97,7 @@ def _is_loader(expr: ast.expr, ctx: Context) -> bool:
             break
         expr = expr.args[0]
     if isinstance(expr, ast.Name):
-        bound = ctx.binding(expr.id)
+        bound = ctx.value_of(expr)
         if isinstance(bound, ast.Call) and ctx.qualname(bound.func) in _DATALOADER:
             return True
         return bool(_LOADER.search(expr.id))

@@ -138,10 +138,10 @@ def _tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
     """``torch.cuda.is_available()`` in ``test``, directly or through a flag bound to it."""
     for _ in range(3 - depth):
         if isinstance(test, ast.Name):
-            # The walk's own binding sieves first (cheap): most `if name:` tests are no flags.
-            seen = ctx.binding(test.id)
-            bound = bound_value(test, ctx) if names(seen or test, "is_available") else None
-            if bound is None:
+            if not ctx.mentions("is_available"):
+                return False  # no flag in this file can hold the answer
+            bound = bound_value(test, ctx)
+            if bound is None or not names(bound, "is_available"):
                 return False
             test = bound
             continue

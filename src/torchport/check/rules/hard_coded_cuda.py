@@ -112,15 +112,14 @@ class HardCodedCuda(Rule):
         if method == "cuda" and ctx.qualname(node.func) is None:
             yield self._dot_cuda(node, ctx)
             return
-        if _is_device_call(node, ctx):
-            first = node.args[0] if node.args else None
-            if (value := cuda_string(first)) is not None:
-                index = [*node.args[1:], *(kw.value for kw in node.keywords)]
-                if any(not isinstance(i, ast.Constant) for i in index):
-                    yield ctx.finding(self, node)  # `torch.device("cuda", rank)`: by hand
-                    return
-                exact = value == "cuda" and not index
-                yield self._replace_device(node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
+        value = cuda_string(node.args[0]) if node.args else None
+        if value is not None and _is_device_call(node, ctx):  # the string first: it is cheaper
+            index = [*node.args[1:], *(kw.value for kw in node.keywords)]
+            if any(not isinstance(i, ast.Constant) for i in index):
+                yield ctx.finding(self, node)  # `torch.device("cuda", rank)`: by hand
+                return
+            exact = value == "cuda" and not index
+            yield self._replace_device(node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
             return
         targets: list[ast.expr] = []
         if method == "to" and node.args:

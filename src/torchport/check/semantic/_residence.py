@@ -162,24 +162,15 @@ def _follows_argument(call: ast.Call, ctx: Context, depth: int) -> str | None:
 def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:
     """The expression ``name`` holds at that node, when one is known.
 
-    Asks the scope analysis for the one binding every path passes last
-    (:meth:`ScopeMap.reaching`): ``x = value`` gives ``value``; a ``for`` or
-    comprehension target alone gives the iterable (iterating over a tensor
-    yields rows that live where the tensor does). None when the name may hold
-    different values there (a conditional rebinding); a name bound once, in a
-    loop body or a branch, gives that one value. A name free in
-    its scope (a module-level ``net`` read in a function) falls back to the
-    value the walk saw bound last, since no path analysis reaches across frames.
+    The binding the read sees (:meth:`ScopeMap.binding_at`): ``x = value``
+    gives ``value``; a ``for`` or comprehension target gives the iterable
+    (iterating over a tensor yields rows that live where the tensor does).
+    None when the name may hold different values there.
     """
     scopes = ctx.scopes
-    binding = scopes.reaching(name.id, name)
+    binding = scopes.binding_at(name)
     if binding is None:
-        if scopes.resolve(name.id, name) is not scopes.scope_of(name):
-            return ctx.binding(name.id)
-        every = scopes.bindings(name.id, name)
-        if len(every) != 1:
-            return None  # different values may reach here
-        binding = every[0]  # the only one, maybe not run (a loop's body): "if bound, this"
+        return None
     if binding.value is not None:
         return binding.value
     if binding.kind is BindingKind.LOOP:
