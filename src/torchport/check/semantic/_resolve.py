@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 
-from torchport.check.semantic._binding import Binding, BindingKind, Scope
+from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
 from torchport.check.semantic._flow import FlowAnalysis
 
 __all__ = ["Resolver"]
@@ -58,22 +58,27 @@ class Resolver(FlowAnalysis):
 
     # ------------------------------------------------------------ imports
 
-    def imported(self, name: ast.Name) -> str | None:
+    def imported(self, name: ast.Name, *, attribute: bool = False) -> str | None:
         """The dotted target of the import that ``name`` means where it is read, or None.
 
         None: the name is bound by no import there (a parameter, a local, a
         builtin), by a relative import, or by different things that the flow
-        does not tell apart.
+        does not tell apart. With ``attribute`` (the read is ``name.attr``), a
+        ``name = None`` or ``del name`` beside the import does not count: an
+        attribute of either can only be the import's.
         """
+        scope = self.resolve(name.id, name)
         found = self.bindings(name.id, name)
         if not found:
             return None
+        if scope.kind is ScopeKind.CLASS and not self.definitely_bound(name.id, name):
+            return None  # a class body reads the global where its own name is not bound yet
         targets: set[str | None] = set()
         other = False
         for b in found:
             if b.kind is BindingKind.IMPORT:
                 targets.add(b.qualified)
-            elif not _placeholder(b):
+            elif not (attribute and _placeholder(b)):
                 other = True
         if not targets:
             return None
@@ -82,6 +87,8 @@ class Resolver(FlowAnalysis):
         # Several meanings in one scope: the binding every path to this read passes
         # last decides. A free name (read in a nested function) has none: the
         # function may run after any of them.
+        if any(b.scope is not scope for b in found):
+            return None  # bound by `global` in a function, which may run at any time
         reached = self.reaching(name.id, name)
         if reached is not None and reached.kind is BindingKind.IMPORT:
             return reached.qualified
@@ -100,7 +107,7 @@ class Resolver(FlowAnalysis):
             expr = expr.value
         if not isinstance(expr, ast.Name):
             return None
-        base = self.imported(expr)
+        base = self.imported(expr, attribute=bool(parts))
         if base is None:
             return None
         parts.append(base)
