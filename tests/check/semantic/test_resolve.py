@@ -18,7 +18,7 @@ import ast
 import sys
 import types
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from hypothesis import given, settings
@@ -180,11 +180,8 @@ def run(source: str, flag: bool) -> dict[int, set[str | None]]:
         seen.setdefault(k, set()).add(observed(value))
 
     namespace = {"probe": probe, "Local": _Local, "FLAG": flag, "__name__": "__probe__"}
-    with fake_modules():
-        try:
-            exec(compile(source, "<probe>", "exec"), namespace)
-        except (NameError, UnboundLocalError, AttributeError, ImportError):
-            pass
+    with fake_modules(), suppress(NameError, UnboundLocalError, AttributeError, ImportError):
+        exec(compile(source, "<probe>", "exec"), namespace)
     return seen
 
 
