@@ -8,21 +8,21 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._devices import MOVE_METHODS, OTHER_ACCELERATORS
 from torchport.check.semantic._guards import device_guard
 
-_TYPES = ("mps", "xpu", "hpu", "npu", "mtia")
 _DEVICE_ARGS = ("device", "map_location")
-_METHODS = frozenset({"xpu", "mps", "hpu", "npu"})
+_METHODS = MOVE_METHODS & OTHER_ACCELERATORS  # `.xpu()`, `.mtia()`, `.npu()`
 _LITERALS = (ast.Constant, ast.JoinedStr)
 
 
 def _other_accelerator(expr: ast.expr | None) -> str | None:
-    """``"mps"``, ``"xpu:1"`` ... when ``expr`` is such a literal (or an f-string ``"xpu:{i}"``)."""
+    """``"mps"``, ``"xpu:1"`` ... when ``expr`` names a non-CUDA accelerator (or ``f"xpu:{i}"``)."""
     value = string_value(expr)
     if value is None and isinstance(expr, ast.JoinedStr) and expr.values:
         value = string_value(expr.values[0])
         value = value if value is not None and value.endswith(":") else None
-    if value is not None and value.partition(":")[0] in _TYPES:
+    if value is not None and value.partition(":")[0] in OTHER_ACCELERATORS:
         return value.partition(":")[0]
     return None
 
@@ -30,8 +30,10 @@ def _other_accelerator(expr: ast.expr | None) -> str | None:
 class HardCodedMpsOrXpu(Rule):
     """## What it does
     Finds code that names one non-CUDA accelerator as the device:
-    `torch.device("mps")`, `.to("xpu")`, `.xpu()`, `device="mps"`,
-    `map_location="xpu"`, `device = "mps"`. Code under a device check
+    `torch.device("mps")`, `.to("xpu")`, `.xpu()`, `.mtia()`, `device="mps"`,
+    `map_location="xpu"`, `device = "mps"`. The accelerators are those of
+    torch's own list of device types (MPS, XPU, MTIA, MAIA, XLA, HPU, IPU,
+    PrivateUse1 backends such as NPU, ...). Code under a device check
     (`if torch.backends.mps.is_available():`, `if device.type == "xpu":`) is
     left alone.
 
@@ -44,7 +46,10 @@ class HardCodedMpsOrXpu(Rule):
     code = "TP112"
     name = "hard-coded-mps-or-xpu"
     intent = Intent.DEVICE
-    message = "use one `device` chosen from `torch.accelerator` instead of hard-coding MPS or XPU"
+    message = (
+        "use one `device` chosen from `torch.accelerator` instead of hard-coding one "
+        "accelerator (MPS, XPU, MTIA, ...)"
+    )
     node_types = (ast.Call, ast.Assign)
     valid = (
         "x = x.to(device)\n",
@@ -56,6 +61,7 @@ class HardCodedMpsOrXpu(Rule):
         Example('import torch\n\ndev = torch.device("mps")\n'),
         Example('x = x.to("xpu")\ny = y.xpu()\nz = torch.zeros(3, device="xpu:0")\n', count=3),
         Example('device = "mps"\n'),
+        Example('y = x.mtia()\nz = x.to("xla:0")\n', count=2),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:

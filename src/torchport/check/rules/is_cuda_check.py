@@ -7,10 +7,12 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.semantic._devices import IS_DEVICE_ATTRIBUTES
 from torchport.check.semantic._guards import Guard, device_guard
 
 _TESTED = (ast.If, ast.While, ast.IfExp, ast.Assert)
-_OTHER_TYPES = frozenset({"is_xpu", "is_mps", "is_hpu", "is_meta", "type"})
+# Tests of another device type (`x.is_xpu`, `x.device.type`): the branch is ported.
+_OTHER_TYPES = (IS_DEVICE_ATTRIBUTES - {"is_cuda"}) | {"type"}
 
 
 class IsCudaCheck(Rule):

@@ -22,6 +22,11 @@ import enum
 import weakref
 from typing import TYPE_CHECKING
 
+from torchport.check.semantic._devices import (
+    DEVICE_TYPES,
+    IS_DEVICE_ATTRIBUTES,
+    names_other_accelerator,
+)
 from torchport.check.semantic._residence import bound_value
 
 if TYPE_CHECKING:
@@ -35,20 +40,17 @@ __all__ = [
     "tests_other_accelerators",
 ]
 
-# Device types a string compared with `device.type` may name.
-_DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "hpu", "npu", "meta", "mtia", "xla"})
-_IS_DEVICE = frozenset({"is_cuda", "is_xpu", "is_mps", "is_cpu", "is_meta", "is_hpu"})
 # Calls whose value says whether an accelerator is there (a CUDA-or-CPU choice when CUDA's).
 _AVAILABILITY = frozenset(
     {
-        "torch.cuda.is_available",
-        "torch.cuda.device_count",
+        *(
+            f"torch.{kind}.{ask}"
+            for kind in ("cuda", "xpu", "mtia", "npu", "hpu", "accelerator")
+            for ask in ("is_available", "device_count")
+        ),
         "torch.cuda.is_initialized",
         "torch.backends.mps.is_available",
-        "torch.xpu.is_available",
-        "torch.xpu.device_count",
-        "torch.accelerator.is_available",
-        "torch.accelerator.device_count",
+        "torch.mps.is_available",
         "torch.accelerator.current_accelerator",
     }
 )
@@ -73,7 +75,7 @@ def _device_type_test(expr: ast.expr) -> bool:
 
     Also ``str(dev).startswith("cuda")``.
     """
-    if isinstance(expr, ast.Attribute) and expr.attr in _IS_DEVICE:
+    if isinstance(expr, ast.Attribute) and expr.attr in IS_DEVICE_ATTRIBUTES:
         return True
     if (
         isinstance(expr, ast.Call)
@@ -92,7 +94,7 @@ def _device_type_test(expr: ast.expr) -> bool:
 
 def _names_device_type(expr: ast.expr) -> bool:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value.partition(":")[0] in _DEVICE_TYPES
+        return expr.value.partition(":")[0] in DEVICE_TYPES
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
         return any(_names_device_type(e) for e in expr.elts)
     return False
@@ -185,11 +187,8 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
     return found
 
 
-_OTHER_ACCELERATORS = ("mps", "xpu", "accelerator")
-
-
 def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether ``node``'s test, its ``elif`` tests or an ``if`` before it name MPS or XPU.
+    """Whether ``node``'s test, its ``elif`` tests or an ``if`` before it name another accelerator.
 
     ``if torch.cuda.is_available(): ... elif torch.backends.mps.is_available(): ...``
     already chooses among several accelerators, and so does
@@ -221,7 +220,7 @@ def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
     for test in tests:
         for sub in ast.walk(test):
             name = sub.attr if isinstance(sub, ast.Attribute) else getattr(sub, "id", "")
-            if isinstance(name, str) and any(a in name.lower() for a in _OTHER_ACCELERATORS):
+            if isinstance(name, str) and names_other_accelerator(name):
                 return True
     return False
 

@@ -1,0 +1,75 @@
+"""The device types the checker knows: one vocabulary every rule and every guard shares.
+
+Where the list comes from: PyTorch's parser of device strings, ``parse_type`` in
+``c10/core/Device.cpp``, whose table is every type ``torch.device("...")``
+accepts. Its error message spells the table out; as of torch 2.13:
+"Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve,
+fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type".
+To that, one name: ``npu``, the name Ascend's ``torch_npu`` gives the
+PrivateUse1 backend (``torch.utils.rename_privateuse1_backend``), the renamed
+backend that public code names most. ``tests/check/semantic/test_devices.py``
+checks the list against the installed torch, so a new type shows up there.
+
+The methods and ``is_*`` properties that name a device type come from
+``torch.Tensor`` and ``torch.nn.Module`` (``x.cuda()``, ``x.xpu()``,
+``x.mtia()``, ``x.is_xla``), checked by the same test.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "ACCELERATOR_TYPES",
+    "DEVICE_TYPES",
+    "IS_DEVICE_ATTRIBUTES",
+    "MOVE_METHODS",
+    "OTHER_ACCELERATORS",
+    "device_type",
+    "names_other_accelerator",
+]
+
+# Accelerators: devices that hold data apart from the host.
+ACCELERATOR_TYPES = frozenset(
+    {"cuda", "hip", "xpu", "mps", "mtia", "maia", "xla", "hpu", "ipu", "ve", "vulkan",
+     "privateuseone", "npu"}
+)  # fmt: skip
+# The rest of torch's table: the host, tensors without data (meta) or traced lazily,
+# and backends that are layouts or placeholders (no program moves data "to mkldnn").
+_NOT_ACCELERATORS = frozenset(
+    {"cpu", "meta", "lazy", "mkldnn", "opengl", "opencl", "ideep", "fpga"}
+)
+DEVICE_TYPES = ACCELERATOR_TYPES | _NOT_ACCELERATORS
+# Accelerators that are not CUDA (ROCm's PyTorch answers to "cuda"; "hip" is its raw name).
+OTHER_ACCELERATORS = ACCELERATOR_TYPES - {"cuda", "hip"}
+# Tensor and module methods that move data to one device type (torch_npu adds `.npu()`).
+MOVE_METHODS = frozenset({"cuda", "cpu", "xpu", "ipu", "mtia", "npu"})
+# Tensor properties that test one device type (`x.is_cuda`, `x.is_xla`); Habana and
+# torch_npu add `is_hpu` and `is_npu`.
+IS_DEVICE_ATTRIBUTES = frozenset(f"is_{t}" for t in DEVICE_TYPES - {"privateuseone"})
+
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def device_type(text: str) -> str | None:
+    """The device type a device string names (``"cuda:1"`` -> ``"cuda"``), else None.
+
+    Only strings ``torch.device`` would take as they are: a known type, then
+    nothing or ``:`` and an index.
+    """
+    kind, colon, index = text.partition(":")
+    if kind not in DEVICE_TYPES or (colon and not index.isdigit()):
+        return None
+    return kind
+
+
+def names_other_accelerator(identifier: str) -> bool:
+    """Whether a name speaks of an accelerator other than CUDA, or of any accelerator.
+
+    ``torch.backends.mps``, ``is_xpu``, ``hasMPS``, ``torch_npu``,
+    ``torch.accelerator``: the words of the name (split at ``_``, ``.``,
+    digits and case changes) include such a type or ``accelerator``. Words,
+    not substrings: ``input`` holds "npu" and ``manipulate`` "ipu".
+    """
+    words = (w.lower() for w in _WORD.findall(identifier))
+    return any(w in OTHER_ACCELERATORS or w == "accelerator" for w in words)
