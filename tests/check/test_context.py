@@ -269,20 +269,3 @@ def test_owns_lines_and_indent() -> None:
         lambda n, c: (c.owns_lines(cast(ast.stmt, n)), c.indent_of(n)),
     )
     assert seen == [(True, "    "), (False, "    "), (True, "\t")]
-
-
-def test_legacy_device_definition_drops_the_fix_when_nothing_is_safe() -> None:
-    from torchport.check._rule import NO_FIX, Fix, FixSafety
-
-    source = "try:\n    import torch\nexcept ImportError:\n    torch = None\n\ngo()\n"
-    seen = probe(source, calls_named("go"), lambda n, c: c.device_definition())
-    _, edits = cast("tuple[str, tuple[Edit, ...]]", seen[0])
-    assert NO_FIX in edits
-    tree = ast.parse(source)
-    ctx = Context(source, "<t>", tree)
-    finding = ctx.finding(_Probe(), tree.body[1], fix=Fix((NO_FIX,), FixSafety.SAFE))
-    assert finding.fix is None  # reported, without a fix
-
-
-class _Probe:
-    code, name, message = "TP999", "probe", "probe"

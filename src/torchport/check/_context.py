@@ -183,22 +183,6 @@ class Context(SourceText):
         """The expression a fresh device definition binds, with ``torch`` (default: the alias)."""
         return device_expr(torch or self.torch_name())
 
-    def device_definition(self) -> tuple[str, tuple[Edit, ...]]:
-        """Deprecated: use :meth:`device_at` with the node the fix rewrites.
-
-        Answers for the node's parent; when no name is safe, the edits hold
-        :data:`~torchport.check._rule.NO_FIX`, which makes the fixer drop the fix.
-        """
-        found = self.device_at(self.ancestors[-1]) if self.ancestors else None
-        return found if found is not None else ("device", (NO_FIX,))
-
-    def torch_edits(self) -> tuple[Edit, ...]:
-        """Deprecated: use :meth:`torch_at` with the node (see :meth:`device_definition`)."""
-        found = self.torch_at(self.ancestors[-1]) if self.ancestors else None
-        if found is None or found[0] != self.torch_name():
-            return (NO_FIX,)
-        return found[1]
-
     def finding(
         self, rule: Rule, node: ast.AST, *, message: str | None = None, fix: Fix | None = None
     ) -> Finding:

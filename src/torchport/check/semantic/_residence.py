@@ -23,11 +23,17 @@ from torchport.check.semantic._binding import BindingKind
 if TYPE_CHECKING:
     from torchport.check._context import Context
 
-__all__ = ["bound_value", "known_device_object", "known_on_cpu", "known_on_device"]
+__all__ = [
+    "CPU_FACTORIES",
+    "bound_value",
+    "known_device_object",
+    "known_on_cpu",
+    "known_on_device",
+]
 
 _HOPS = 4
 # Factories that make a tensor on the CPU unless given `device=`.
-_CPU_FACTORIES = frozenset(
+CPU_FACTORIES = frozenset(
     f"torch.{n}"
     for n in (
         "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace",
@@ -117,7 +123,7 @@ def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
                 return "cpu"
             if name.startswith("torch.cuda.") and name.endswith("Tensor"):
                 return "device"  # `torch.cuda.FloatTensor(...)`
-            if name in _CPU_FACTORIES:
+            if name in CPU_FACTORIES:
                 device = next((k.value for k in expr.keywords if k.arg == "device"), None)
                 if device is None or _names_cpu(device, ctx):
                     return "cpu"

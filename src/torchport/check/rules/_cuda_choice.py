@@ -1,0 +1,61 @@
+"""How TP109 recognises a choice between CUDA and the CPU: its test and its CUDA branch."""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+from torchport.check._match import called, cuda_string, names
+from torchport.check.semantic._residence import bound_value
+
+__all__ = ["moves_to_cuda", "tests_cuda"]
+
+_AVAILABLE = "torch.cuda.is_available"
+_TAILS = frozenset({"is_available"})
+# Calls choosing no device (questions; seeding is TP402's).
+_QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_supported",
+    "get_device_name", "get_device_capability", "device_count", "manual_seed",
+    "manual_seed_all"))  # fmt: skip
+
+
+def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
+    """``torch.cuda.is_available()`` in ``test``, directly or through a flag bound to it."""
+    for _ in range(3 - depth):
+        if isinstance(test, ast.Name):
+            if not ctx.mentions("is_available"):
+                return False  # no flag in this file can hold the answer
+            bound = bound_value(test, ctx)
+            if bound is None or not names(bound, "is_available"):
+                return False
+            test = bound
+            continue
+        if isinstance(test, ast.BoolOp):
+            # `x = x and y` binds a name to itself: the depth bounds the search.
+            return depth < 2 and any(tests_cuda(v, ctx, depth + 1) for v in test.values)
+        if isinstance(test, ast.UnaryOp):
+            return False  # `if not torch.cuda.is_available():` is the CPU branch
+        return isinstance(test, ast.Call) and called(test, ctx, _TAILS) == _AVAILABLE
+    return False
+
+
+def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """Whether the branch taken on CUDA names CUDA: ``.cuda()``, ``"cuda"``, ``torch.cuda.*``."""
+    body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
+    for part in body:
+        for sub in ast.walk(part):
+            if isinstance(sub, ast.Constant) and cuda_string(sub) is not None:
+                return True
+            if isinstance(sub, ast.JoinedStr) and sub.values:
+                head = sub.values[0]
+                if isinstance(head, ast.Constant) and str(head.value).startswith("cuda:"):
+                    return True
+            if isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Attribute) and func.attr == "cuda":
+                    if ctx.qualname(func) is None:
+                        return True
+                    continue
+                name = ctx.qualname(func) or ""
+                if name.startswith("torch.cuda.") and name not in _QUERIES:
+                    return True
+    return False
