@@ -238,6 +238,13 @@ DEVICE_CHOICES = [
     '    return x.to(T.device("cuda" if T.cuda.is_available() else "cpu"))\n'
     "T.manual_seed(0)\nlin{k} = T.nn.Linear(2, 2)\n"
     "OUT.append(lin{k}(put{k}(T.ones(1, 2))).detach())",
+    # a checkpoint loaded onto the device: meets a CPU tensor, or only load_state_dict
+    "import io\nbuf{k} = io.BytesIO()\nT.save(T.ones(2), buf{k})\nbuf{k}.seek(0)\n"
+    "w{k} = T.load(buf{k}, weights_only=True)\nOUT.append(w{k} + T.ones(2))",
+    "import io\nT.manual_seed(0)\nlin{k} = T.nn.Linear(2, 2)\nbuf{k} = io.BytesIO()\n"
+    "T.save({'net': lin{k}.state_dict()}, buf{k})\nbuf{k}.seek(0)\n"
+    "lin{k}.load_state_dict(T.load(buf{k}, weights_only=True)['net'])\n"
+    "OUT.append(lin{k}(T.ones(1, 2)).detach())",
     # the device decides a branch
     'dev{k} = T.device("cuda" if T.cuda.is_available() else "cpu")\n'
     'if dev{k}.type != "cpu":\n    OUT.append(T.ones(1).cuda())\nelse:\n'

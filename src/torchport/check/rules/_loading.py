@@ -1,4 +1,4 @@
-"""What the checkpoint-loading rules (TP302, TP304-TP309) share: which calls load, and how.
+"""What the checkpoint-loading rules (TP301-TP309) share: which calls load, how, and where to.
 
 ``torch.load`` is also reachable as ``torch.serialization.load``; the hub's
 ``load_state_dict_from_url`` also as ``torch.utils.model_zoo.load_url``.
@@ -18,6 +18,7 @@ __all__ = [
     "LOAD_ATTRS",
     "explicit_weights_only",
     "is_load",
+    "loaded_elsewhere",
     "unpacks",
     "whole_module",
 ]
@@ -84,3 +85,63 @@ def whole_module(expr: ast.expr, ctx: Context) -> bool:
         callee = _identifier(bound.func) or ""
         return bool(_MODULE.match(callee)) or callee.endswith(("Net", "Model", "Module"))
     return False
+
+
+def loaded_elsewhere(load: ast.Call, ctx: Context) -> str | None:
+    """Why moving what ``load`` returns could leave it beside tensors elsewhere; None if not.
+
+    Safe uses end in ``x.load_state_dict(...)``, which copies each tensor to
+    where the module's or optimizer's own tensors are, or in a read to the host
+    (``print(ckpt["step"])``, ``.item()``, ``.tolist()``, ``int(...)``, ``"k" in
+    ckpt``), which gives the same on any device: the load itself, a key of it
+    (``ckpt["model"]``), or a name bound once to either and used only so.
+    """
+    scopes = ctx.scopes
+    todo: list[ast.expr] = [load]
+    for _ in range(16):
+        if not todo:
+            return None
+        value = todo.pop()
+        parent = scopes.parent(value)
+        if isinstance(parent, ast.Subscript) and parent.value is value:
+            todo.append(parent)  # `ckpt["model"]`
+        elif (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Attribute)
+            and parent.func.attr == "load_state_dict"
+            and parent.args[:1] == [value]
+        ) or _read_on_host(value, parent):
+            continue
+        elif isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1:
+            target = parent.targets[0]
+            found = scopes.bindings(target.id, target) if isinstance(target, ast.Name) else []
+            if len(found) != 1:
+                return "what it loads is kept where this check cannot follow it"
+            todo += [
+                read
+                for read in ast.walk(found[0].scope.node)
+                if isinstance(read, ast.Name)
+                and read.id == found[0].name
+                and isinstance(read.ctx, ast.Load)
+                and scopes.resolve(read.id, read) is found[0].scope
+            ]
+        else:
+            shown = ctx.segment(parent).split("\n")[0] if parent is not None else ""
+            return f"what it loads is used in `{shown[:60]}`, not only by `load_state_dict`"
+    return "what it loads is used in too many places to follow"
+
+
+_HOST_CALLS = frozenset({"print", "int", "float", "bool", "str", "len", "repr"})
+_HOST_METHODS = frozenset({"item", "tolist", "keys"})
+
+
+def _read_on_host(value: ast.expr, parent: ast.AST | None) -> bool:
+    """``print(value)``, ``value.item()``, ``"key" in value``: the same answer on any device."""
+    if isinstance(parent, ast.Call):
+        func = parent.func
+        return isinstance(func, ast.Name) and func.id in _HOST_CALLS and value in parent.args
+    if isinstance(parent, ast.Attribute) and parent.attr in _HOST_METHODS:
+        return True
+    if isinstance(parent, ast.Compare):
+        return all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
+    return isinstance(parent, ast.FormattedValue)

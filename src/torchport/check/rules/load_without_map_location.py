@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._loading import LOADS
+from torchport.check.rules._loading import LOADS, loaded_elsewhere
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._residence import known_on_cpu
 
@@ -32,7 +32,12 @@ class LoadWithoutMapLocation(Rule):
 
     ## Fix safety
     The fix loads onto the module's `device`. Where the checkpoint used to be
-    restored on a specific GPU (`cuda:3`) it now lands on the current one.
+    restored on a specific GPU (`cuda:3`) it now lands on the current one, and
+    tensors saved on the CPU now load on the accelerator. So the fix is offered
+    only where what is loaded goes into `load_state_dict(...)` (directly, by
+    key, or through a name used for nothing else), which copies it to wherever
+    the model or optimizer lives; a checkpoint used any other way could meet
+    tensors on the CPU, and is reported without a fix.
     """
 
     code = "TP301"
@@ -62,6 +67,12 @@ class LoadWithoutMapLocation(Rule):
             "\n"
             'state = torch.load("ckpt.pt", weights_only=True, map_location=device)\n',
         ),
+        Example(
+            'import torch\n\nnet.load_state_dict(torch.load(p, weights_only=True)["net"])\n',
+            fixed=f"import torch\n\n{DEVICE_LINE}\n"
+            'net.load_state_dict(torch.load(p, weights_only=True, map_location=device)["net"])\n',
+        ),
+        Example('import torch\n\nfeats = torch.load("f.pt", weights_only=True)\nsim = feats @ q\n'),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -71,6 +82,11 @@ class LoadWithoutMapLocation(Rule):
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
         if _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx):
+            return
+        why = loaded_elsewhere(node, ctx)
+        if why is not None:
+            message = f"{self.message} (no automatic fix: {why})"
+            yield ctx.finding(self, node, message=message)
             return
         found = ctx.device_at(node)
         if found is None:
