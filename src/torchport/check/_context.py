@@ -23,6 +23,7 @@ from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._source import SourceText
 from torchport.check.semantic._binding import import_tails
 from torchport.check.semantic._placement import _Plan, device_at, device_expr, torch_at
+from torchport.check.semantic._resolve import Callee
 from torchport.check.semantic._scope import ScopeMap
 
 __all__ = ["Context"]
@@ -125,6 +126,13 @@ class Context(SourceText):
             name = self.scopes.qualname(expr)
         self._last_expr, self._last_name = expr, name
         return name
+
+    def callee(self, call: ast.Call) -> Callee | None:
+        """What ``call`` calls through aliases, ``functools.partial`` and ``getattr``, or None.
+
+        See :meth:`~torchport.check.semantic.ScopeMap.callee`.
+        """
+        return self.scopes.callee(call)
 
     def value_of(self, name: ast.Name) -> ast.expr | None:
         """The value ``name`` holds where it is read (``x = value``), None when unknown.

@@ -19,16 +19,38 @@ code (which binding reaches the read):
 
 "Unknown" is None, and a rule that gets None stays silent (or reports without
 a fix). A name no import binds is never torch's, however it is spelled.
+
+:meth:`Resolver.callee` goes one step further for rules that must see through
+indirection (loading security): what a call really calls when the callee is a
+name bound to a function (``ld = torch.load; ld(f)``), a
+``functools.partial`` of one (with the arguments it fixes), or
+``getattr(torch, "load")``.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
 from torchport.check.semantic._flow import FlowAnalysis
 
-__all__ = ["Resolver"]
+__all__ = ["Callee", "Resolver"]
+
+_HOPS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Callee:
+    """What a call calls, seen through aliases and ``functools.partial``.
+
+    ``name`` is the dotted name (``"torch.load"``); ``args`` and ``keywords``
+    are those a ``functools.partial`` fixed, before the call's own.
+    """
+
+    name: str
+    args: tuple[ast.expr, ...] = ()
+    keywords: tuple[ast.keyword, ...] = ()
 
 
 def _placeholder(binding: Binding) -> bool:
@@ -154,3 +176,56 @@ class Resolver(FlowAnalysis):
         """
         found = self.binding_at(name)
         return found.value if found is not None else None
+
+    # ------------------------------------------------------------ callees
+
+    def callee(self, call: ast.Call) -> Callee | None:
+        """What ``call`` calls: through imports, names bound to functions, partials, getattr.
+
+        ``ld(f)`` after ``ld = torch.load``, ``functools.partial(torch.load,
+        weights_only=False)(f)`` and ``getattr(torch, "load")(f)`` all call
+        ``torch.load``. None when that cannot be told (a parameter, a name
+        bound to different things, ``getattr`` with a computed name).
+        """
+        return self.function(call.func)
+
+    def function(self, expr: ast.expr) -> Callee | None:
+        """The function ``expr`` evaluates to (see :meth:`callee`), or None."""
+        args: list[ast.expr] = []
+        keywords: list[ast.keyword] = []
+        for _ in range(_HOPS):
+            name = self.qualname(expr)
+            if name is not None:
+                return Callee(name, tuple(args), tuple(keywords))
+            if isinstance(expr, ast.Name):
+                value = self.value_of(expr)
+                if value is None:
+                    return None
+                expr = value
+                continue
+            if not isinstance(expr, ast.Call):
+                return None
+            inner = self.qualname(expr.func)
+            if inner == "functools.partial" and expr.args:
+                if any(isinstance(a, ast.Starred) for a in expr.args):
+                    return None
+                args[:0] = expr.args[1:]  # a partial's own arguments come first
+                keywords[:0] = expr.keywords
+                expr = expr.args[0]
+                continue
+            if self._builtin(expr.func, "getattr") and len(expr.args) == 2:
+                attr = expr.args[1]
+                if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+                    return None
+                owner = self.qualname(expr.args[0])
+                return (
+                    None
+                    if owner is None
+                    else Callee(f"{owner}.{attr.value}", tuple(args), tuple(keywords))
+                )
+            return None
+        return None
+
+    def _builtin(self, func: ast.expr, name: str) -> bool:
+        """Whether ``func`` is the builtin ``name`` (no binding in the module shadows it)."""
+        return isinstance(func, ast.Name) and func.id == name and not self.bindings(name, func)
