@@ -36,6 +36,7 @@ from torchport.check._nodes import child_fields
 from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
+from torchport.check._syntax import parse_source
 
 __all__ = [
     "CheckOutcome",
@@ -354,7 +355,7 @@ def check_text(source: str, path: str, ruleset: RuleSet, *, strict: bool = False
     Raises:
         SyntaxError: ``source`` does not parse.
     """
-    return check_tree(source, path, ast.parse(source, filename=path), ruleset, strict=strict)
+    return check_tree(source, path, parse_source(source, path), ruleset, strict=strict)
 
 
 def check_source(
