@@ -55,6 +55,12 @@ FOUND = [
     ('    if x.device == "cuda":\n        pass\n', "TP114"),
     # the CUDA-or-CPU idiom: its own rule
     ('    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "TP109"),
+    # what maintainers changed in their own ports, missed before
+    ("    class Run:\n        def __init__(self, device='cuda'):\n            pass\n", "TP101"),
+    ("    def kw(x, *, map_device='cuda:0'):\n        return x\n", "TP101"),
+    ("    assert x.is_cuda\n    y = kernel[(4,)](x)\n", "TP103"),
+    ("    with torch.cuda.device(x.device):\n        y = kernel[(4,)](x)\n", "TP401"),
+    ("    torch.backends.cuda.matmul.allow_tf32 = True\n", "TP407"),
 ]
 
 
@@ -90,7 +96,19 @@ QUIET = [
     ("    cuda = torch.cuda.is_available()\n", "TP109"),
     # TP101: the idiom moved out
     ('    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "TP101"),
+    # TP101: a default that names no device; TP103: a CUDA kernel's precondition
+    ("    def build(impl='cuda'):\n        return impl\n", "TP101"),
+    ("    assert x.is_cuda\n    roi_align_forward_cuda(x)\n", "TP103"),
+    # TP407: a setting that is already device-generic
+    ("    torch.backends.cudnn.benchmark = True\n", "TP407"),
 ]
+
+
+def test_triton_files_are_checked_like_any_other() -> None:
+    """Triton runs on CUDA, ROCm and XPU: its wrappers' CUDA-only lines are found too."""
+    body = "    with torch.cuda.device(x.device):\n        assert x.is_cuda\n        y = k[1](x)\n"
+    found = [f.code for f in check_source("import triton\n" + H + body)]
+    assert "TP401" in found and "TP103" in found
 
 
 @pytest.mark.parametrize(("body", "code"), QUIET)

@@ -29,6 +29,7 @@ __all__ = [
     "probably_tensor",
     "receiver_end",
     "string_value",
+    "takes_a_device",
 ]
 
 RANDOM_FACTORIES = frozenset(
@@ -246,3 +247,20 @@ def guard_statement(
     step = "\t" if "\t" in indent else "    "
     t = torch or ctx.torch_name()
     return ctx.replace(stmt, f"if {t}.accelerator.is_available():{ctx.newline}{indent}{step}{text}")
+
+
+# Methods that take a device, on tensors and modules, whatever the receiver's name.
+_DEVICE_METHODS = frozenset(
+    {"to", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "to_empty"}
+)
+
+
+def takes_a_device(call: ast.Call, ctx: Context) -> bool:
+    """Whether ``call`` is torch's, so that its ``device=`` may get a ``torch.device``.
+
+    ``dict(device="cuda")``, ``parser.set_defaults(device="cuda")`` or a user
+    helper that compares strings would break or change with a ``torch.device``.
+    """
+    if method_name(call) in _DEVICE_METHODS:
+        return True  # `x.to("cuda")`, `x.new_zeros(2, device="cuda")`
+    return ctx.scopes.is_torch_call(call)

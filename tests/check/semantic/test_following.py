@@ -65,3 +65,22 @@ def test_fix_refused_and_the_finding_says_why(body: str, reason: str) -> None:
 def test_refused_fix_leaves_the_source_alone() -> None:
     source = "import torch\n" + CHOICE + "model = torch.nn.Linear(2, 2)\ny = model(x.to(device))\n"
     assert fix_source(source, select=["TP109"], unsafe=True) == source
+
+
+@pytest.mark.parametrize(
+    "made",
+    ["torch.load('m.pt')", "torch.jit.load('m.pt')", "torch.hub.load('r', 'm')", "get_model()"],
+)
+def test_a_module_that_comes_from_elsewhere_blocks_the_fix(made: str) -> None:
+    body = CHOICE + f"model = {made}\nout = model(x.to(device))\n"
+    fixable, message = _fixable(body)
+    assert not fixable and "`model` gets values on the device" in message, message
+
+
+def test_a_loss_module_without_tensors_follows() -> None:
+    body = (
+        CHOICE + "net = torch.nn.Linear(2, 2).to(device)\ncriterion = torch.nn.CrossEntropyLoss()\n"
+        "loss = criterion(net(x.to(device)), y.to(device))\n"
+    )
+    fixable, message = _fixable(body)
+    assert fixable, message

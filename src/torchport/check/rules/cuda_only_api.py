@@ -23,6 +23,7 @@ _TWINS: dict[str, tuple[str, str | None, FixSafety]] = {
     "max_memory_reserved": ("max_memory_reserved", "value", FixSafety.UNSAFE),
     "device_count": ("device_count", "plain", FixSafety.UNSAFE),
     "current_device": ("current_device_index", None, FixSafety.NONE),
+    "device": ("device_index", None, FixSafety.NONE),  # `with torch.cuda.device(i):`
 }
 _TAILS = frozenset(_TWINS)
 
@@ -32,7 +33,8 @@ class CudaOnlyApi(Rule):
     Finds `torch.cuda` calls that have a device-generic twin in
     `torch.accelerator`: `synchronize`, `empty_cache`, `memory_allocated`,
     `memory_reserved`, `max_memory_allocated`, `max_memory_reserved`,
-    `reset_peak_memory_stats`, `device_count` and `current_device`.
+    `reset_peak_memory_stats`, `device_count`, `current_device` and the
+    `with torch.cuda.device(i):` context (`torch.accelerator.device_index`).
     `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice);
     calls under a device check (`if device.type == "cuda":`,
     `if torch.cuda.is_available():`) are left alone.
@@ -51,7 +53,7 @@ class CudaOnlyApi(Rule):
     changes which branch runs there: unsafe, and offered only where the count
     is printed or logged. A count that is stored, tested or iterated over
     guards CUDA code the fix cannot see; it is reported without a fix.
-    `current_device()` is only reported.
+    `current_device()` and `torch.cuda.device(...)` are only reported.
     """
 
     code = "TP401"
@@ -99,6 +101,7 @@ class CudaOnlyApi(Rule):
         ),
         Example("import torch\n\nworld_size = torch.cuda.device_count()\n"),
         Example("import torch\n\ni = torch.cuda.current_device()\n"),
+        Example("import torch\n\nwith torch.cuda.device(x.device):\n    y = kernel(x)\n"),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:

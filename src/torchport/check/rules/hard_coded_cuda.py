@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import called, cuda_string, keyword, method_name, receiver_end
+from torchport.check._match import called, cuda_string, keyword, method_name, takes_a_device
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._guards import device_guard
@@ -17,10 +17,11 @@ _DEVICE = frozenset({"device"})
 class HardCodedCuda(Rule):
     """## What it does
     Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`,
-    `device="cuda"` and `map_location="cuda:0"` arguments, `torch.device("cuda")`
-    and `device = "cuda"` settings (`f"cuda:{rank}"` is TP115's). Code under a
-    device check (`if device.type == "cuda":`, `if torch.cuda.is_available():`)
-    is left alone: it is ported, or a CUDA-or-CPU choice (TP109).
+    `device="cuda"` and `map_location="cuda:0"` arguments, `torch.device("cuda")`,
+    `device = "cuda"` settings and `def f(device="cuda")` defaults (`f"cuda:{rank}"`
+    is TP115's). Code under a device check (`if device.type == "cuda":`,
+    `if torch.cuda.is_available():`) is left alone: it is ported, or a
+    CUDA-or-CPU choice (TP109).
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an
@@ -31,9 +32,10 @@ class HardCodedCuda(Rule):
     The fix defines `device` once after the imports and uses it. It is safe for
     `.cuda()`, `"cuda"` and `torch.device("cuda")`, which mean the current
     accelerator; it is unsafe for an explicit index (`"cuda:1"`, `.cuda(0)`),
-    which the fix drops. An index held in a variable (`.cuda(rank)`,
-    `torch.device("cuda", rank)`) is reported without a fix:
-    dropping it would put every process on one GPU.
+    which the fix drops. Reported without a fix: an index held in a variable
+    (`.cuda(rank)`, `torch.device("cuda", rank)`), since dropping it would put
+    every process on one GPU, and a string default (`def f(device="cuda")`),
+    which the function may compare or format as a string.
     """
 
     code = "TP101"
@@ -41,7 +43,7 @@ class HardCodedCuda(Rule):
     intent = Intent.DEVICE
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
-    node_types = (ast.Call, ast.Assign)
+    node_types = (ast.Call, ast.Assign, ast.arguments)
     valid = (
         "x = x.to(device)\n",
         'x = torch.zeros(3, device="cpu")\n',
@@ -79,6 +81,7 @@ class HardCodedCuda(Rule):
             "ckpt = torch.load(path, map_location=device, weights_only=True)\n",
         ),
         Example('device = "cuda"\n'),
+        Example('class Runner:\n    def __init__(self, model, device="cuda:0"):\n        pass\n'),
         Example('import torch\n\ndev = torch.device("cuda", local_rank)\n'),
         Example(
             "import numpy as np\n\n\ndef run(x):\n    return x.cuda(1)\n",
@@ -102,6 +105,11 @@ class HardCodedCuda(Rule):
                 yield finding
 
     def _check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        if isinstance(node, ast.arguments):  # `def f(device="cuda")`: by hand, the body may
+            for param, default in _defaults(node):  # treat it as a string
+                if "device" in param.arg.lower() and cuda_string(default) is not None:
+                    yield ctx.finding(self, default)
+            return
         if not isinstance(node, ast.Call):
             if isinstance(node, ast.Assign) and cuda_string(node.value) is not None:
                 names = [ctx.segment(t).lower() for t in node.targets]
@@ -129,7 +137,7 @@ class HardCodedCuda(Rule):
                 targets.append(kw.value)
         for target in targets:
             if (value := cuda_string(target)) is not None:
-                if not _takes_a_device(node, ctx):
+                if not takes_a_device(node, ctx):
                     yield ctx.finding(self, target)  # `dict(device="cuda")`, a user helper
                     continue
                 safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
@@ -165,7 +173,8 @@ class HardCodedCuda(Rule):
             return ctx.finding(self, node)  # no name is safely the device here: by hand
         name, edits = found
         text = ".to(" + ", ".join([name, *extra]) + ")"
-        replace = Edit(receiver_end(node, ctx), ctx.end(node), text)
+        assert isinstance(node.func, ast.Attribute)
+        replace = Edit(ctx.end(node.func.value), ctx.end(node), text)
         safety = FixSafety.SAFE if index is None else FixSafety.UNSAFE
         changes = _DROPS_INDEX if index is not None else ""
         return ctx.finding(self, node, fix=Fix((replace, *edits), safety, changes))
@@ -175,22 +184,14 @@ _DROPS_INDEX = (
     "drops the GPU index: work placed on several GPUs (a model split, one process per GPU) "
     "all lands on the current accelerator"
 )
-# Methods that take a device, on tensors and modules, whatever the receiver's name.
-_DEVICE_METHODS = frozenset(
-    {"to", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "to_empty"}
-)
-
-
-def _takes_a_device(call: ast.Call, ctx: Context) -> bool:
-    """Whether ``call`` is torch's, so that its ``device=`` may get a ``torch.device``.
-
-    ``dict(device="cuda")``, ``parser.set_defaults(device="cuda")`` or a user
-    helper that compares strings would break or change with a ``torch.device``.
-    """
-    if method_name(call) in _DEVICE_METHODS:
-        return True  # `x.to("cuda")`, `x.new_zeros(2, device="cuda")`
-    return ctx.scopes.is_torch_call(call)
 
 
 def _is_device_call(node: ast.AST | None, ctx: Context) -> bool:
     return isinstance(node, ast.Call) and called(node, ctx, _DEVICE) == "torch.device"
+
+
+def _defaults(args: ast.arguments) -> Iterator[tuple[ast.arg, ast.expr]]:
+    """Each parameter with a default, and its default."""
+    positional = [*args.posonlyargs, *args.args]
+    yield from zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    yield from ((p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d)

@@ -22,8 +22,10 @@ class IsCudaCheck(Rule):
     another device type (`elif x.is_xpu:`, `device.type`), or sit inside such a
     branch (ported code); branches whose CUDA arm calls a custom CUDA kernel
     (`roi_align_forward_cuda(...)`) or a `torch.cuda` function (TP401's), which
-    really exist only for CUDA; and
-    `assert x.is_cuda`, a kernel's precondition.
+    really exist only for CUDA, and so `assert x.is_cuda` before such a call
+    (the kernel's precondition). An `assert x.is_cuda` before portable code (a
+    Triton kernel, torch ops) is reported: it stops that code on every other
+    accelerator.
 
     ## Why is this bad?
     `is_cuda` is False for tensors on MPS, XPU and other accelerators, so the
@@ -50,7 +52,7 @@ class IsCudaCheck(Rule):
         "if x.is_cuda:\n    f = cuda_impl\nelif x.is_xpu:\n    f = xpu_impl\n",
         "if x.is_cuda:\n    ext.roi_pool_forward_cuda(x, out)\n"
         "else:\n    ext.roi_pool_forward(x, out)\n",
-        "assert grad.is_cuda\n",
+        "assert grad.is_cuda\nroi_pool_forward_cuda(grad, out)\n",
         "import torch\n\nif x.is_cuda:\n    dev = torch.cuda.current_device()\n",
         'if device.type == "cuda":\n    y = x if x.is_cuda else x.cuda()\n',
     )
@@ -65,6 +67,12 @@ class IsCudaCheck(Rule):
         ),
         Example(
             "class Loader:\n    def next(self, x):\n        return x.cpu() if self.is_cuda else x\n"
+        ),
+        Example(
+            "def mm(a, b):\n    assert a.is_cuda and b.is_cuda\n    return kernel[grid](a, b)\n",
+            fixed='def mm(a, b):\n    assert a.device.type != "cpu" and b.device.type != "cpu"\n'
+            "    return kernel[grid](a, b)\n",
+            count=2,
         ),
     )
 
@@ -104,11 +112,17 @@ def _in_condition(node: ast.expr, ctx: Context) -> ast.AST | None:
 
 
 def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> bool:
-    """Ported code (another device type is tested too) or a CUDA kernel's branch."""
-    if isinstance(branch, ast.Assert) or device_guard(branch, ctx) is Guard.DEVICE_TYPE:
+    """Ported code (another device type is tested too) or a CUDA kernel's branch.
+
+    For ``assert x.is_cuda`` the "branch" is what the assert guards: the
+    statements after it in its block (a CUDA kernel's precondition, or not).
+    """
+    if device_guard(branch, ctx) is Guard.DEVICE_TYPE:
         return True
     tests: list[ast.AST] = [getattr(branch, "test", branch)]
     arms: list[ast.AST] = [branch]
+    if isinstance(branch, ast.Assert):
+        arms = _after(branch, ctx)
     if isinstance(branch, ast.If):
         tail: list[ast.stmt] = branch.orelse
         while len(tail) == 1 and isinstance(tail[0], ast.If):  # the `elif` chain
@@ -129,3 +143,13 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
                 if name.startswith("torch.cuda.") and not name.endswith("Tensor"):
                     return True  # `torch.cuda.current_device()`: the arm is CUDA's (TP401)
     return False
+
+
+def _after(stmt: ast.stmt, ctx: Context) -> list[ast.AST]:
+    """The statements after ``stmt`` in the block that holds it."""
+    holder = ctx.scopes.parent(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(holder, field, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return list(block[next(i for i, s in enumerate(block) if s is stmt) + 1 :])
+    return []

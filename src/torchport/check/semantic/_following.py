@@ -307,6 +307,11 @@ class _Follow:
             return None
         if self._moved_model(func):
             return None
+        value = self.scopes.value_of(func)
+        if isinstance(value, ast.Call) and not self.makes_model(value):
+            made_by = self.ctx.qualname(value.func) or ""
+            if made_by.startswith("torch.nn."):
+                return None  # `criterion = nn.CrossEntropyLoss()`: a module holding no tensors
         if len(found) == 1 and found[0].kind is BindingKind.PARAMETER:
             return self._every_caller_moves(found[0])
         return f"`{func.id}` gets values on the device and may not be on it"
