@@ -207,8 +207,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--pending", action="store_true", help="print unjudged sampled findings")
     parser.add_argument("--no-cli", action="store_true", help="skip the command-line timing")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="repositories and ports")
     args = parser.parse_args()
-    manifest = json.loads(MANIFEST.read_text())
+    manifest = json.loads(args.manifest.read_text())
 
     hits: list[Hit] = []
     print(f"# check precision corpus ({time.strftime('%Y-%m-%d')}, {platform.node()}, "

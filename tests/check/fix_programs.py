@@ -245,6 +245,12 @@ DEVICE_CHOICES = [
     "T.save({'net': lin{k}.state_dict()}, buf{k})\nbuf{k}.seek(0)\n"
     "lin{k}.load_state_dict(T.load(buf{k}, weights_only=True)['net'])\n"
     "OUT.append(lin{k}(T.ones(1, 2)).detach())",
+    # a tensor's is_cuda decides a branch that names CUDA, or one that does not
+    "acc{k} = T.accelerator.current_accelerator() if T.accelerator.is_available() else 'cpu'\n"
+    "x{k} = T.ones(2).to(acc{k})\nd{k} = 'cpu'\nif x{k}.is_cuda:\n    d{k} = 'cuda'\n"
+    "OUT.append(T.ones(1).to(d{k}))",
+    "acc{k} = T.accelerator.current_accelerator() if T.accelerator.is_available() else 'cpu'\n"
+    "x{k} = T.ones(2).to(acc{k})\nif x{k}.is_cuda:\n    x{k} = x{k} * 2\nOUT.append(x{k})",
     # the device decides a branch
     'dev{k} = T.device("cuda" if T.cuda.is_available() else "cpu")\n'
     'if dev{k}.type != "cpu":\n    OUT.append(T.ones(1).cuda())\nelse:\n'

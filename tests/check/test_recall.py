@@ -61,6 +61,12 @@ FOUND = [
     ("    assert x.is_cuda\n    y = kernel[(4,)](x)\n", "TP103"),
     ("    with torch.cuda.device(x.device):\n        y = kernel[(4,)](x)\n", "TP401"),
     ("    torch.backends.cuda.matmul.allow_tf32 = True\n", "TP407"),
+    ('    device: str = "cuda:0"\n', "TP101"),
+    ('    dev = torch.device("cuda:0" if x else "cpu")\n', "TP101"),
+    ('    trainer = Trainer(accelerator="cuda", devices=1)\n', "TP101"),
+    ("    if args.cuda:\n        model.cuda()\n", "TP109"),
+    ("    if self.use_cuda:\n        x = x.cuda()\n", "TP109"),
+    ("    x = torch.cuda.memory.max_memory_allocated()\n", "TP401"),
 ]
 
 

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit
+from torchport.check.semantic._guards import test_guard
 
 __all__ = [
     "RANDOM_FACTORIES",
     "TENSOR_FACTORIES",
     "add_keyword",
     "called",
+    "cuda_choice",
     "cuda_function",
     "cuda_string",
+    "device_settings",
     "guard_statement",
     "in_no_grad",
     "is_cpu_target",
@@ -129,6 +133,43 @@ def cuda_string(expr: ast.expr | None) -> str | None:
     if value is not None and (value == "cuda" or value.startswith("cuda:")):
         return value
     return None
+
+
+def cuda_choice(expr: ast.expr | None, ctx: Context) -> str | None:
+    """A CUDA device literal, or one arm of a conditional (``"cuda:0" if c else "cpu"``).
+
+    Not a conditional that tests for CUDA (``"cuda" if torch.cuda.is_available()
+    else "cpu"``, ``... if use_cuda ...``): that CUDA-or-CPU choice is TP109's.
+    """
+    if isinstance(expr, ast.IfExp):
+        if test_guard(expr.test, ctx) is not None:
+            return None
+        return cuda_string(expr.body) or cuda_string(expr.orelse)
+    return cuda_string(expr)
+
+
+def device_settings(node: ast.AST) -> Iterator[tuple[str, ast.expr]]:
+    """(name, value) of what ``node`` sets: assignment targets, annotated ones, defaults.
+
+    ``device = v`` and ``self.device = v`` give ``("device", v)``, ``device: str =
+    v`` too, and ``def f(device=v)`` gives each parameter with its default.
+    """
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            if isinstance(target, (ast.Name, ast.Attribute)):
+                yield target.id if isinstance(target, ast.Name) else target.attr, node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        target = node.target
+        if isinstance(target, (ast.Name, ast.Attribute)):
+            yield target.id if isinstance(target, ast.Name) else target.attr, node.value
+    elif isinstance(node, ast.arguments):
+        positional = [*node.posonlyargs, *node.args]
+        pairs = zip(positional[len(positional) - len(node.defaults) :], node.defaults, strict=True)
+        for param, default in pairs:
+            yield param.arg, default
+        for param, value in zip(node.kwonlyargs, node.kw_defaults, strict=True):
+            if value is not None:
+                yield param.arg, value
 
 
 def is_cpu_target(expr: ast.expr | None, ctx: Context) -> bool:

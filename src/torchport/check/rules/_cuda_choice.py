@@ -6,6 +6,7 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check._match import called, cuda_string, names
+from torchport.check.semantic._devices import cuda_flag
 from torchport.check.semantic._residence import bound_value
 
 __all__ = ["moves_to_cuda", "tests_cuda"]
@@ -19,8 +20,14 @@ _QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_suppor
 
 
 def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
-    """``torch.cuda.is_available()`` in ``test``, directly or through a flag bound to it."""
+    """``torch.cuda.is_available()`` in ``test``, directly or through a flag bound to it.
+
+    A flag named for CUDA (``use_cuda``, ``args.cuda``, ``cfg["gpu"]``) counts
+    too, whatever it is bound to: it switches between CUDA and the CPU.
+    """
     for _ in range(3 - depth):
+        if cuda_flag(test):
+            return True
         if isinstance(test, ast.Name):
             if not ctx.mentions("is_available"):
                 return False  # no flag in this file can hold the answer

@@ -24,6 +24,10 @@ _TWINS: dict[str, tuple[str, str | None, FixSafety]] = {
     "device_count": ("device_count", "plain", FixSafety.UNSAFE),
     "current_device": ("current_device_index", None, FixSafety.NONE),
     "device": ("device_index", None, FixSafety.NONE),  # `with torch.cuda.device(i):`
+    "get_device_capability": ("get_device_capability", None, FixSafety.NONE),
+    "mem_get_info": ("get_memory_info", None, FixSafety.NONE),
+    "memory_stats": ("memory_stats", None, FixSafety.NONE),
+    "reset_accumulated_memory_stats": ("reset_accumulated_memory_stats", None, FixSafety.NONE),
 }
 _TAILS = frozenset(_TWINS)
 
@@ -33,8 +37,10 @@ class CudaOnlyApi(Rule):
     Finds `torch.cuda` calls that have a device-generic twin in
     `torch.accelerator`: `synchronize`, `empty_cache`, `memory_allocated`,
     `memory_reserved`, `max_memory_allocated`, `max_memory_reserved`,
-    `reset_peak_memory_stats`, `device_count`, `current_device` and the
-    `with torch.cuda.device(i):` context (`torch.accelerator.device_index`).
+    `reset_peak_memory_stats`, `device_count`, `current_device`,
+    `get_device_capability`, `mem_get_info`, `memory_stats` (also spelled
+    `torch.cuda.memory.*`) and the `with torch.cuda.device(i):` context
+    (`torch.accelerator.device_index`).
     `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice);
     calls under a device check (`if device.type == "cuda":`,
     `if torch.cuda.is_available():`) are left alone.
@@ -53,7 +59,8 @@ class CudaOnlyApi(Rule):
     changes which branch runs there: unsafe, and offered only where the count
     is printed or logged. A count that is stored, tested or iterated over
     guards CUDA code the fix cannot see; it is reported without a fix.
-    `current_device()` and `torch.cuda.device(...)` are only reported.
+    `current_device()`, `torch.cuda.device(...)` and the capability and memory
+    queries whose answers differ in shape between devices are only reported.
     """
 
     code = "TP401"
@@ -109,6 +116,7 @@ class CudaOnlyApi(Rule):
         function = cuda_function(node, ctx, _TAILS)
         if function is None:
             return
+        function = function.removeprefix("memory.")  # `torch.cuda.memory.memory_allocated()`
         twin = _TWINS.get(function)
         if twin is None:
             return

@@ -6,7 +6,14 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import called, cuda_string, keyword, method_name, takes_a_device
+from torchport.check._match import (
+    called,
+    cuda_choice,
+    device_settings,
+    keyword,
+    method_name,
+    takes_a_device,
+)
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._guards import device_guard
@@ -17,11 +24,12 @@ _DEVICE = frozenset({"device"})
 class HardCodedCuda(Rule):
     """## What it does
     Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`,
-    `device="cuda"` and `map_location="cuda:0"` arguments, `torch.device("cuda")`,
-    `device = "cuda"` settings and `def f(device="cuda")` defaults (`f"cuda:{rank}"`
-    is TP115's). Code under a device check (`if device.type == "cuda":`,
-    `if torch.cuda.is_available():`) is left alone: it is ported, or a
-    CUDA-or-CPU choice (TP109).
+    `device="cuda"`, `map_location="cuda:0"` and `accelerator="cuda"` arguments,
+    `torch.device("cuda")`, and `device = "cuda"`, `device: str = "cuda"` and
+    `def f(device="cuda")` settings, also as one arm of a conditional
+    (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's). Code under a
+    device check (`if device.type == "cuda":`, `if torch.cuda.is_available():`)
+    is left alone: it is ported, or a CUDA-or-CPU choice (TP109).
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an
@@ -34,8 +42,8 @@ class HardCodedCuda(Rule):
     accelerator; it is unsafe for an explicit index (`"cuda:1"`, `.cuda(0)`),
     which the fix drops. Reported without a fix: an index held in a variable
     (`.cuda(rank)`, `torch.device("cuda", rank)`), since dropping it would put
-    every process on one GPU, and a string default (`def f(device="cuda")`),
-    which the function may compare or format as a string.
+    every process on one GPU; a string default (`def f(device="cuda")`), which
+    the function may compare or format as a string; and a conditional choice.
     """
 
     code = "TP101"
@@ -43,7 +51,7 @@ class HardCodedCuda(Rule):
     intent = Intent.DEVICE
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
-    node_types = (ast.Call, ast.Assign, ast.arguments)
+    node_types = (ast.Call, ast.Assign, ast.AnnAssign, ast.arguments)
     valid = (
         "x = x.to(device)\n",
         'x = torch.zeros(3, device="cpu")\n',
@@ -105,23 +113,22 @@ class HardCodedCuda(Rule):
                 yield finding
 
     def _check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        if isinstance(node, ast.arguments):  # `def f(device="cuda")`: by hand, the body may
-            for param, default in _defaults(node):  # treat it as a string
-                if "device" in param.arg.lower() and cuda_string(default) is not None:
-                    yield ctx.finding(self, default)
-            return
         if not isinstance(node, ast.Call):
-            if isinstance(node, ast.Assign) and cuda_string(node.value) is not None:
-                names = [ctx.segment(t).lower() for t in node.targets]
-                if any("device" in n for n in names):
-                    yield ctx.finding(self, node.value)  # `device = "cuda"`: a setting
+            # Settings, reported by hand: `device = "cuda"`, `device: str = "cuda:0"`,
+            # `def f(device="cuda")` (the body may treat it as a string).
+            for name, setting in device_settings(node):
+                if "device" in name.lower() and cuda_choice(setting, ctx) is not None:
+                    yield ctx.finding(self, setting)
             return
         method = method_name(node)
         if method == "cuda" and ctx.qualname(node.func) is None:
             yield self._dot_cuda(node, ctx)
             return
-        value = cuda_string(node.args[0]) if node.args else None
+        value = cuda_choice(node.args[0], ctx) if node.args else None
         if value is not None and _is_device_call(node, ctx):  # the string first: it is cheaper
+            if isinstance(node.args[0], ast.IfExp):
+                yield ctx.finding(self, node)  # `torch.device("cuda:0" if c else "cpu")`
+                return
             index = [*node.args[1:], *(kw.value for kw in node.keywords)]
             if any(not isinstance(i, ast.Constant) for i in index):
                 yield ctx.finding(self, node)  # `torch.device("cuda", rank)`: by hand
@@ -133,11 +140,11 @@ class HardCodedCuda(Rule):
         if method == "to" and node.args:
             targets.append(node.args[0])
         for kw in node.keywords:
-            if kw.arg in ("device", "map_location"):
+            if kw.arg in ("device", "map_location", "accelerator"):
                 targets.append(kw.value)
         for target in targets:
-            if (value := cuda_string(target)) is not None:
-                if not takes_a_device(node, ctx):
+            if (value := cuda_choice(target, ctx)) is not None:
+                if isinstance(target, ast.IfExp) or not takes_a_device(node, ctx):
                     yield ctx.finding(self, target)  # `dict(device="cuda")`, a user helper
                     continue
                 safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
@@ -188,10 +195,3 @@ _DROPS_INDEX = (
 
 def _is_device_call(node: ast.AST | None, ctx: Context) -> bool:
     return isinstance(node, ast.Call) and called(node, ctx, _DEVICE) == "torch.device"
-
-
-def _defaults(args: ast.arguments) -> Iterator[tuple[ast.arg, ast.expr]]:
-    """Each parameter with a default, and its default."""
-    positional = [*args.posonlyargs, *args.args]
-    yield from zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
-    yield from ((p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d)

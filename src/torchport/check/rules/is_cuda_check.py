@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._cuda_choice import moves_to_cuda
 from torchport.check.semantic._devices import IS_DEVICE_ATTRIBUTES
 from torchport.check.semantic._guards import Guard, device_guard
 
@@ -34,9 +36,11 @@ class IsCudaCheck(Rule):
 
     ## Fix safety
     The fix tests `x.device.type != "cpu"`, which is also true for `meta`
-    tensors and for every accelerator, not only CUDA. `self.is_cuda`, and an
-    `is_cuda` attribute the module assigns itself, are a class's own flags, not
-    a tensor's property: they are reported without a fix.
+    tensors and for every accelerator, not only CUDA. So a branch that names
+    CUDA itself (`device = "cuda"`, `.cuda()`, `torch.cuda.*`), which would then
+    run on those accelerators too, is reported without a fix, as are
+    `self.is_cuda` and an `is_cuda` attribute the module assigns itself: a
+    class's own flags, not a tensor's property.
     """
 
     code = "TP103"
@@ -68,6 +72,7 @@ class IsCudaCheck(Rule):
         Example(
             "class Loader:\n    def next(self, x):\n        return x.cpu() if self.is_cuda else x\n"
         ),
+        Example('device = "cpu"\nif x.is_cuda:\n    device = "cuda"\n'),
         Example(
             "def mm(a, b):\n    assert a.is_cuda and b.is_cuda\n    return kernel[grid](a, b)\n",
             fixed='def mm(a, b):\n    assert a.device.type != "cpu" and b.device.type != "cpu"\n'
@@ -81,12 +86,21 @@ class IsCudaCheck(Rule):
         if node.attr != "is_cuda" or not isinstance(node.ctx, ast.Load):
             return
         branch = _in_condition(node, ctx)
-        if branch is not None and not _specific_to_cuda(branch, node, ctx):
-            if _own_flag(node, ctx):
-                yield ctx.finding(self, node)  # not a tensor's property: it may have no .device
-                return
-            text = f'{ctx.segment(node.value)}.device.type != "cpu"'
-            yield ctx.finding(self, node, fix=Fix((ctx.replace(node, text),), FixSafety.UNSAFE))
+        if branch is None or _specific_to_cuda(branch, node, ctx):
+            return
+        found = ctx.finding(self, node)
+        if isinstance(branch, ast.If):  # the test, spanning the branch it guards
+            end = ctx.finding(self, branch.body[-1])
+            found = replace(found, end_line=end.end_line, end_col=end.end_col)
+        if _own_flag(node, ctx) or (
+            isinstance(branch, (ast.If, ast.IfExp)) and moves_to_cuda(branch, ctx)
+        ):
+            # A class's own flag may have no .device; a branch that names CUDA
+            # (`device = "cuda"`) would then run where CUDA is not.
+            yield found
+            return
+        text = f'{ctx.segment(node.value)}.device.type != "cpu"'
+        yield replace(found, fix=Fix((ctx.replace(node, text),), FixSafety.UNSAFE))
 
 
 def _own_flag(node: ast.Attribute, ctx: Context) -> bool:

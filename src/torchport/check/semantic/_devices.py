@@ -17,6 +17,7 @@ The methods and ``is_*`` properties that name a device type come from
 
 from __future__ import annotations
 
+import ast
 import re
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "IS_DEVICE_ATTRIBUTES",
     "MOVE_METHODS",
     "OTHER_ACCELERATORS",
+    "cuda_flag",
     "device_type",
     "names_other_accelerator",
 ]
@@ -73,3 +75,25 @@ def names_other_accelerator(identifier: str) -> bool:
     """
     words = (w.lower() for w in _WORD.findall(identifier))
     return any(w in OTHER_ACCELERATORS or w == "accelerator" for w in words)
+
+
+# A flag that says "use CUDA" (`use_cuda`, `args.cuda`, `cfg["gpu"]`, `self.on_gpu`).
+_CUDA_FLAG = re.compile(r"^(use_|with_|enable_|on_|is_gpu|has_)?(cuda|gpu|gpus)$", re.IGNORECASE)
+
+
+def cuda_flag(expr: ast.AST) -> bool:
+    """Whether ``expr`` reads a flag named for CUDA or the GPU.
+
+    ``use_cuda``, ``args.cuda``, ``self.use_gpu``, ``cfg["cuda"]``: a program's
+    own switch between CUDA and the CPU, which knows no other accelerator.
+    ``x.is_cuda`` is a tensor's device type, not a flag.
+    """
+    if isinstance(expr, ast.Name):
+        name = expr.id
+    elif isinstance(expr, ast.Attribute):
+        name = expr.attr
+    elif isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        name = str(expr.slice.value)
+    else:
+        return False
+    return bool(_CUDA_FLAG.match(name))

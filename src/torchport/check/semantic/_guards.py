@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from torchport.check.semantic._devices import (
     DEVICE_TYPES,
     IS_DEVICE_ATTRIBUTES,
+    cuda_flag,
     names_other_accelerator,
 )
 from torchport.check.semantic._residence import bound_value
@@ -126,6 +127,9 @@ def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
             return Guard.DEVICE_TYPE
         if isinstance(expr, ast.Call) and ctx.qualname(expr.func) in _AVAILABILITY:
             found = Guard.AVAILABILITY
+            continue
+        if cuda_flag(expr):
+            found = Guard.AVAILABILITY  # `if args.cuda:`: the program's own CUDA-or-CPU switch
             continue
         if isinstance(expr, ast.Name) and hops < _HOPS:
             bound = bound_value(expr, ctx)
