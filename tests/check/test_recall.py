@@ -67,6 +67,9 @@ FOUND = [
     ("    if args.cuda:\n        model.cuda()\n", "TP109"),
     ("    if self.use_cuda:\n        x = x.cuda()\n", "TP109"),
     ("    x = torch.cuda.memory.max_memory_allocated()\n", "TP401"),
+    ("    p.add_argument('--device', type=str, default='cuda:0')\n", "TP101"),
+    ("    def unpack(batch, use_cuda):\n        return batch\n", "TP116"),
+    ('    d = torch.device(cfg.device if torch.cuda.is_available() else "cpu")\n', "TP109"),
 ]
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "cuda_choice",
     "cuda_function",
     "cuda_string",
+    "device_keywords",
     "device_settings",
     "guard_statement",
     "in_no_grad",
@@ -146,6 +147,21 @@ def cuda_choice(expr: ast.expr | None, ctx: Context) -> str | None:
             return None
         return cuda_string(expr.body) or cuda_string(expr.orelse)
     return cuda_string(expr)
+
+
+def device_keywords(call: ast.Call) -> list[ast.expr]:
+    """The values ``call`` gives a device by keyword.
+
+    ``device=``, ``map_location=``, ``accelerator=``, and the ``default=`` of an
+    ``add_argument("--device", ...)`` option.
+    """
+    option = string_value(call.args[0]) if call.args and method_name(call) == "add_argument" else ""
+    return [
+        kw.value
+        for kw in call.keywords
+        if kw.arg in ("device", "map_location", "accelerator")
+        or (kw.arg == "default" and "device" in (option or ""))
+    ]
 
 
 def device_settings(node: ast.AST) -> Iterator[tuple[str, ast.expr]]:

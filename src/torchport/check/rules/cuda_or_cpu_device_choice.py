@@ -104,7 +104,11 @@ class CudaOrCpuDeviceChoice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, (ast.If, ast.IfExp))
         test = node.test
-        if not tests_cuda(test, ctx) or not moves_to_cuda(node, ctx):
+        if not tests_cuda(test, ctx):
+            return
+        # A branch that names CUDA, or a value that falls back to the CPU without it.
+        falls_back = isinstance(node, ast.IfExp) and is_cpu_target(node.orelse, ctx)
+        if not (falls_back or moves_to_cuda(node, ctx)):
             return
         if tests_other_accelerators(node, ctx):
             return  # `elif torch.backends.mps.is_available():` already looks further

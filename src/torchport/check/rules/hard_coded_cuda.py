@@ -9,6 +9,7 @@ from torchport.check._context import Context
 from torchport.check._match import (
     called,
     cuda_choice,
+    device_keywords,
     device_settings,
     keyword,
     method_name,
@@ -139,9 +140,7 @@ class HardCodedCuda(Rule):
         targets: list[ast.expr] = []
         if method == "to" and node.args:
             targets.append(node.args[0])
-        for kw in node.keywords:
-            if kw.arg in ("device", "map_location", "accelerator"):
-                targets.append(kw.value)
+        targets += device_keywords(node)
         for target in targets:
             if (value := cuda_choice(target, ctx)) is not None:
                 if isinstance(target, ast.IfExp) or not takes_a_device(node, ctx):
