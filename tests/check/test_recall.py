@@ -70,6 +70,9 @@ FOUND = [
     ("    p.add_argument('--device', type=str, default='cuda:0')\n", "TP101"),
     ("    def unpack(batch, use_cuda):\n        return batch\n", "TP116"),
     ('    d = torch.device(cfg.device if torch.cuda.is_available() else "cpu")\n', "TP109"),
+    ('    d = torch.device(type="cuda", index=local_rank)\n', "TP101"),
+    ('    dist.init_process_group("cuda:nccl,cpu:gloo")\n', "TP404"),
+    ("    assert torch.cuda.is_available(), 'needs a GPU'\n", "TP401"),
 ]
 
 

@@ -29,7 +29,7 @@ _TWINS: dict[str, tuple[str, str | None, FixSafety]] = {
     "memory_stats": ("memory_stats", None, FixSafety.NONE),
     "reset_accumulated_memory_stats": ("reset_accumulated_memory_stats", None, FixSafety.NONE),
 }
-_TAILS = frozenset(_TWINS)
+_TAILS = frozenset({*_TWINS, "is_available"})
 
 
 class CudaOnlyApi(Rule):
@@ -41,7 +41,8 @@ class CudaOnlyApi(Rule):
     `get_device_capability`, `mem_get_info`, `memory_stats` (also spelled
     `torch.cuda.memory.*`) and the `with torch.cuda.device(i):` context
     (`torch.accelerator.device_index`).
-    `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice);
+    `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice), but
+    in an `assert` it demands CUDA and is reported here;
     calls under a device check (`if device.type == "cuda":`,
     `if torch.cuda.is_available():`) are left alone.
 
@@ -109,6 +110,7 @@ class CudaOnlyApi(Rule):
         Example("import torch\n\nworld_size = torch.cuda.device_count()\n"),
         Example("import torch\n\ni = torch.cuda.current_device()\n"),
         Example("import torch\n\nwith torch.cuda.device(x.device):\n    y = kernel(x)\n"),
+        Example('import torch\n\nassert torch.cuda.is_available(), "needs a GPU"\n'),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -117,6 +119,12 @@ class CudaOnlyApi(Rule):
         if function is None:
             return
         function = function.removeprefix("memory.")  # `torch.cuda.memory.memory_allocated()`
+        if function == "is_available":
+            if not _asserted(ctx) or device_guard(node, ctx) is not None:
+                return  # a choice (TP109's), or a demand inside a branch for CUDA
+            message = f"use `{ctx.torch_name()}.accelerator.is_available()` {_DEMAND}"
+            yield ctx.finding(self, node, message=message)
+            return
         twin = _TWINS.get(function)
         if twin is None:
             return
@@ -164,4 +172,17 @@ def _only_shown(ctx: Context) -> bool:
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
             return name in _SHOWN_BY
         return False
+    return False
+
+
+_DEMAND = "in this assert: demanding CUDA stops the program on every other accelerator"
+
+
+def _asserted(ctx: Context) -> bool:
+    """Whether the call is (part of) the test of an ``assert``: a demand, not a choice."""
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, ast.Assert):
+            return True
+        if not isinstance(outer, (ast.BoolOp, ast.UnaryOp, ast.Call, ast.Compare)):
+            return False
     return False

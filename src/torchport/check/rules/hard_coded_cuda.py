@@ -125,12 +125,13 @@ class HardCodedCuda(Rule):
         if method == "cuda" and ctx.qualname(node.func) is None:
             yield self._dot_cuda(node, ctx)
             return
-        value = cuda_choice(node.args[0], ctx) if node.args else None
+        kind = node.args[0] if node.args else getattr(keyword(node, "type"), "value", None)
+        value = cuda_choice(kind, ctx)  # `torch.device("cuda")`, `torch.device(type="cuda")`
         if value is not None and _is_device_call(node, ctx):  # the string first: it is cheaper
-            if isinstance(node.args[0], ast.IfExp):
+            if isinstance(kind, ast.IfExp):
                 yield ctx.finding(self, node)  # `torch.device("cuda:0" if c else "cpu")`
                 return
-            index = [*node.args[1:], *(kw.value for kw in node.keywords)]
+            index = [*node.args[1:], *(kw.value for kw in node.keywords if kw.arg != "type")]
             if any(not isinstance(i, ast.Constant) for i in index):
                 yield ctx.finding(self, node)  # `torch.device("cuda", rank)`: by hand
                 return
