@@ -113,6 +113,21 @@ QUIET = [
     ("    assert x.is_cuda\n    roi_align_forward_cuda(x)\n", "TP103"),
     # TP407: a setting that is already device-generic
     ("    torch.backends.cudnn.benchmark = True\n", "TP407"),
+    # TP301: a file this run wrote a moment before, on this machine
+    (
+        '    with open(f"{tmpdir}/a.pt", "rb") as f:\n'
+        "        sd = torch.load(f, weights_only=True)\n",
+        "TP301",
+    ),
+    ("    torch.save(sd, path)\n    sd2 = torch.load(path, weights_only=True)\n", "TP301"),
+    # TP114: a setting's `.device` is often a string
+    ('    if builder_args.device != "cpu":\n        pass\n', "TP114"),
+    # TP109: one branch per device, side by side
+    (
+        "    if torch.cuda.is_available():\n        print(torch.cuda.max_memory_reserved())\n"
+        "    if torch.xpu.is_available():\n        print(torch.xpu.max_memory_reserved())\n",
+        "TP109",
+    ),
 ]
 
 

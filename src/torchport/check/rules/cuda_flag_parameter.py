@@ -9,14 +9,15 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
 
-# `use_cuda`, `cuda`, `use_gpu`, `on_gpu`: a yes/no for CUDA (a bare `gpu` is often an index).
-_FLAG = re.compile(r"^(use_|with_|enable_|on_)?cuda$|^(use|on|with|enable)_gpu$", re.IGNORECASE)
+# `use_cuda`, `use_gpu`, `on_gpu`: a yes/no for CUDA. A bare `gpu` is often an index, a bare
+# `cuda` often says what to trace or build (`setup_profiler(cuda=True)`).
+_FLAG = re.compile(r"^(use|with|enable|on)_(cuda|gpu)$", re.IGNORECASE)
 
 
 class CudaFlagParameter(Rule):
     """## What it does
     Finds function parameters that carry a yes/no for CUDA: `use_cuda`,
-    `cuda`, `use_gpu`, `on_gpu` (`def unpack_batch(batch, use_cuda):`).
+    `with_cuda`, `use_gpu`, `on_gpu` (`def unpack_batch(batch, use_cuda):`).
 
     ## Why is this bad?
     The flag knows two devices, CUDA and the CPU, and every function that takes
@@ -38,13 +39,14 @@ class CudaFlagParameter(Rule):
         "def step(batch, device):\n    return batch.to(device)\n",
         "def launch(gpu):\n    return gpu\n",  # an index, TP110's when it places data
         "def build(cuda_home):\n    return cuda_home\n",
+        "def setup_profiler(cpu=True, cuda=True):\n    return cpu, cuda\n",
     )
     invalid = (
         Example(
             "def unpack_batch(batch, use_cuda):\n    return batch.cuda() if use_cuda else batch\n"
         ),
         Example(
-            "class Trainer:\n    def __init__(self, model, use_gpu=True, *, cuda=False):\n"
+            "class Trainer:\n    def __init__(self, model, use_gpu=True, *, with_cuda=False):\n"
             "        pass\n",
             count=2,
         ),

@@ -33,9 +33,10 @@ class HardCodedMpsOrXpu(Rule):
     `torch.device("mps")`, `.to("xpu")`, `.xpu()`, `.mtia()`, `device="mps"`,
     `map_location="xpu"`, `device = "mps"`. The accelerators are those of
     torch's own list of device types (MPS, XPU, MTIA, MAIA, XLA, HPU, IPU,
-    PrivateUse1 backends such as NPU, ...). Code under a device check
-    (`if torch.backends.mps.is_available():`, `if device.type == "xpu":`) is
-    left alone.
+    PrivateUse1 backends such as NPU, ...). Left alone: code under a device
+    check (`if torch.backends.mps.is_available():`, `if device.type == "xpu":`)
+    and a probe (`try: torch.zeros(1, device="mps")` with an `except` that
+    copes when the device is not there).
 
     ## Why is this bad?
     It is the same mistake as hard-coding CUDA, made on another machine: the
@@ -56,6 +57,8 @@ class HardCodedMpsOrXpu(Rule):
         'import torch\n\nif torch.backends.mps.is_available():\n    x = x.to("mps")\n',
         'if device.type == "xpu":\n    y = x.xpu()\n',
         'name = "mps"\n',
+        'def has_mps():\n    try:\n        torch.zeros(1, device="mps")\n    except RuntimeError:\n'
+        "        return False\n    return True\n",
     )
     invalid = (
         Example('import torch\n\ndev = torch.device("mps")\n'),
@@ -66,7 +69,7 @@ class HardCodedMpsOrXpu(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         spot = _spot(node, ctx)
-        if spot is not None and device_guard(node, ctx) is None:
+        if spot is not None and device_guard(node, ctx) is None and not _probe(ctx):
             yield ctx.finding(self, spot)
 
 
@@ -94,3 +97,15 @@ def _spot(node: ast.AST, ctx: Context) -> ast.expr | None:
         if kw.arg in _DEVICE_ARGS and isinstance(value, _LITERALS) and _other_accelerator(value):
             return value
     return None
+
+
+def _probe(ctx: Context) -> bool:
+    """Inside a ``try`` body with a handler: code that tries the device and copes without it."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, ast.Try) and outer.handlers and any(s is child for s in outer.body):
+            return True
+        if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        child = outer
+    return False

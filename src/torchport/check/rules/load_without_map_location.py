@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from torchport.check._context import Context
@@ -27,8 +28,10 @@ class LoadWithoutMapLocation(Rule):
 
     The rule stays quiet where the file itself shows the load is fine: the
     other arm of the same `if` loads with `map_location` (an `if args.cuda:`
-    split), or the file saves the same file name from CPU tensors
-    (`torch.save(feats.cpu(), join(d, "feats.pth"))`).
+    split), the file saves the same file name from CPU tensors
+    (`torch.save(feats.cpu(), join(d, "feats.pth"))`), or the same run wrote
+    the file a moment before on the same machine (a temporary directory, or a
+    `torch.save` to the same path earlier in the function).
 
     ## Fix safety
     The fix loads onto the module's `device`. Where the checkpoint used to be
@@ -81,7 +84,7 @@ class LoadWithoutMapLocation(Rule):
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
-        if _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx):
+        if _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx) or _written_here(node, ctx):
             return
         why = loaded_elsewhere(node, ctx)
         if why is not None:
@@ -156,3 +159,40 @@ def _saved_from_cpu(node: ast.Call, ctx: Context) -> bool:
         ):
             return True
     return False
+
+
+_TEMPORARY = re.compile(r"tmp|temp", re.IGNORECASE)
+
+
+def _written_here(node: ast.Call, ctx: Context) -> bool:
+    """Whether this run wrote the file just before: a temporary path, or a save to the same path.
+
+    ``with open(f"{tmpdir}/a.pt", "rb") as f: torch.load(f)`` in a test, or
+    ``torch.save(sd, path)`` then ``torch.load(path)`` in one function: the file
+    comes from this machine, and loads where it was saved.
+    """
+    source = node.args[0] if node.args else getattr(keyword(node, "f"), "value", None)
+    if source is None:
+        return False
+    if isinstance(source, ast.Name):  # `with open(path) as f: torch.load(f)`
+        name = source.id
+        for outer in ctx.ancestors:
+            for item in getattr(outer, "items", ()):
+                target = item.optional_vars
+                if isinstance(target, ast.Name) and target.id == name:
+                    opened = item.context_expr
+                    source = (
+                        opened.args[0] if isinstance(opened, ast.Call) and opened.args else source
+                    )
+    text = ctx.segment(source)
+    if _TEMPORARY.search(text):
+        return True
+    scope = ctx.scopes.scope_of(node).node
+    return any(
+        isinstance(call, ast.Call)
+        and len(call.args) >= 2
+        and ctx.qualname(call.func) == "torch.save"
+        and ctx.segment(call.args[1]) == text
+        and call.lineno < node.lineno
+        for call in ast.walk(scope)
+    )

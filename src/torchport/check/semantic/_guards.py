@@ -192,11 +192,12 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
 
 
 def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether ``node``'s test, its ``elif`` tests or an ``if`` before it name another accelerator.
+    """Whether ``node``'s test, its ``elif`` tests or an ``if`` beside it name another accelerator.
 
     ``if torch.cuda.is_available(): ... elif torch.backends.mps.is_available(): ...``
     already chooses among several accelerators, and so does
-    ``if torch.backends.mps.is_available(): return "mps"`` before a CUDA-or-CPU line.
+    ``if torch.backends.mps.is_available(): return "mps"`` before a CUDA-or-CPU line,
+    or ``if torch.xpu.is_available(): ...`` right after a CUDA branch (one per device).
     """
     if _names_other_accelerators(node):
         return True
@@ -205,7 +206,9 @@ def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
         for field in ("body", "orelse"):
             block = getattr(outer, field, None)
             if isinstance(block, list) and any(s is child for s in block):
-                for stmt in block[: next(i for i, s in enumerate(block) if s is child)]:
+                at = next(i for i, s in enumerate(block) if s is child)
+                after = block[at + 1 : at + 2] if child is node else []  # the next `if`
+                for stmt in [*block[:at], *after]:
                     for inner in ast.walk(stmt):  # nested: `if new_torch: if mps...: return`
                         if isinstance(inner, ast.If) and _names_other_accelerators(inner):
                             return True

@@ -16,6 +16,7 @@ Names are followed through the scope analysis (:func:`bound_value`, built on
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from torchport.check.semantic._binding import BindingKind
@@ -187,7 +188,9 @@ def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:
 
 
 # Receivers whose `.device` is often a string in real code (configs, argparse results).
-_SETTINGS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "conf", "hparams", "params"})
+_SETTINGS = re.compile(
+    r"^(self|.*args|opts?|.*cfg|.*config|conf|.*hparams|.*params|.*options|.*settings)$"
+)
 
 
 def known_device_object(expr: ast.expr, ctx: Context) -> bool:
@@ -209,7 +212,7 @@ def known_device_object(expr: ast.expr, ctx: Context) -> bool:
             base = expr.value
             while isinstance(base, ast.Attribute):
                 base = base.value
-            return not (isinstance(base, ast.Name) and base.id in _SETTINGS)
+            return not (isinstance(base, ast.Name) and _SETTINGS.match(base.id))
         if isinstance(expr, ast.Call):
             return ctx.qualname(expr.func) in (
                 "torch.device",
