@@ -7,6 +7,7 @@ walks a subtree, so rules stay cheap on every node they are handed.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Iterator
 
@@ -26,6 +27,7 @@ __all__ = [
     "device_settings",
     "guard_statement",
     "in_no_grad",
+    "in_tests",
     "is_cpu_target",
     "keyword",
     "method_name",
@@ -321,3 +323,18 @@ def takes_a_device(call: ast.Call, ctx: Context) -> bool:
     if method_name(call) in _DEVICE_METHODS:
         return True  # `x.to("cuda")`, `x.new_zeros(2, device="cuda")`
     return ctx.scopes.is_torch_call(call)
+
+
+def in_tests(ctx: Context) -> bool:
+    """Whether the code is a test (``test_*.py``, ``*_test.py``, a ``test_*`` function).
+
+    Speed advice does not apply there (a test reads each value to compare it),
+    and the files a test loads are its own fixtures.
+    """
+    name = os.path.basename(ctx.path)
+    if name.startswith("test_") or name.endswith("_test.py"):
+        return True
+    return any(
+        isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) and outer.name.startswith("test")
+        for outer in ctx.ancestors
+    )

@@ -21,6 +21,7 @@ __all__ = [
     "loaded_elsewhere",
     "unpacks",
     "whole_module",
+    "written_by_this_run",
 ]
 
 LOADS = frozenset({"torch.load", "torch.serialization.load"})
@@ -145,3 +146,40 @@ def _read_on_host(value: ast.expr, parent: ast.AST | None) -> bool:
     if isinstance(parent, ast.Compare):
         return all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
     return isinstance(parent, ast.FormattedValue)
+
+
+_TEMPORARY = re.compile(r"tmp|temp", re.IGNORECASE)
+
+
+def written_by_this_run(node: ast.Call, ctx: Context) -> bool:
+    """Whether this run wrote the file just before: a temporary path, or a save to the same path.
+
+    ``with open(f"{tmpdir}/a.pt", "rb") as f: torch.load(f)`` in a test, or
+    ``torch.save(sd, path)`` then ``torch.load(path)`` in one function: the file
+    comes from this machine, and loads where it was saved.
+    """
+    source = node.args[0] if node.args else getattr(keyword(node, "f"), "value", None)
+    if source is None:
+        return False
+    if isinstance(source, ast.Name):  # `with open(path) as f: torch.load(f)`
+        name = source.id
+        for outer in ctx.ancestors:
+            for item in getattr(outer, "items", ()):
+                target = item.optional_vars
+                if isinstance(target, ast.Name) and target.id == name:
+                    opened = item.context_expr
+                    source = (
+                        opened.args[0] if isinstance(opened, ast.Call) and opened.args else source
+                    )
+    text = ctx.segment(source)
+    if _TEMPORARY.search(text):
+        return True
+    scope = ctx.scopes.scope_of(node).node
+    return any(
+        isinstance(call, ast.Call)
+        and len(call.args) >= 2
+        and ctx.qualname(call.func) == "torch.save"
+        and ctx.segment(call.args[1]) == text
+        and call.lineno < node.lineno
+        for call in ast.walk(scope)
+    )

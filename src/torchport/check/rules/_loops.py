@@ -2,14 +2,13 @@
 
 Whether a read runs every iteration (not under ``if step % N``), whether the
 iteration queues device work before it, whether the loop itself depends on
-the value read (a stop test), and whether the code is a test or streams its
-results (where a read per step is the point).
+the value read (a stop test), and whether the code streams its results (where a
+read per step is the point).
 """
 
 from __future__ import annotations
 
 import ast
-import os
 
 from torchport.check._context import Context
 from torchport.check._match import probably_module, probably_tensor
@@ -17,7 +16,6 @@ from torchport.check._match import probably_module, probably_tensor
 __all__ = [
     "decides_the_loop",
     "every_iteration",
-    "in_tests",
     "launches_device_work",
     "read_on_host",
     "streams",
@@ -130,18 +128,4 @@ def streams(ctx: Context) -> bool:
     loop = ctx.loop_of(ctx.ancestors[-1]) if ctx.ancestors else None
     return loop is not None and any(
         isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(loop)
-    )
-
-
-def in_tests(ctx: Context) -> bool:
-    """Whether the code is a test (``test_*.py``, ``*_test.py``, a ``test_*`` function).
-
-    Speed advice does not apply there: a test reads each value to compare it.
-    """
-    name = os.path.basename(ctx.path)
-    if name.startswith("test_") or name.endswith("_test.py"):
-        return True
-    return any(
-        isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) and outer.name.startswith("test")
-        for outer in ctx.ancestors
     )

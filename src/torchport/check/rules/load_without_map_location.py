@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import add_keyword, called, keyword
+from torchport.check._match import add_keyword, called, in_tests, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._loading import LOADS, loaded_elsewhere
+from torchport.check.rules._loading import LOADS, loaded_elsewhere, written_by_this_run
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._residence import known_on_cpu
 
@@ -31,7 +30,8 @@ class LoadWithoutMapLocation(Rule):
     split), the file saves the same file name from CPU tensors
     (`torch.save(feats.cpu(), join(d, "feats.pth"))`), or the same run wrote
     the file a moment before on the same machine (a temporary directory, or a
-    `torch.save` to the same path earlier in the function).
+    `torch.save` to the same path earlier in the function), and in tests,
+    which load their own fixtures.
 
     ## Fix safety
     The fix loads onto the module's `device`. Where the checkpoint used to be
@@ -84,7 +84,9 @@ class LoadWithoutMapLocation(Rule):
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
-        if _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx) or _written_here(node, ctx):
+        if in_tests(ctx) or _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx):
+            return  # tests load their own fixtures, or the file shows the load is fine
+        if written_by_this_run(node, ctx):
             return
         why = loaded_elsewhere(node, ctx)
         if why is not None:
@@ -159,40 +161,3 @@ def _saved_from_cpu(node: ast.Call, ctx: Context) -> bool:
         ):
             return True
     return False
-
-
-_TEMPORARY = re.compile(r"tmp|temp", re.IGNORECASE)
-
-
-def _written_here(node: ast.Call, ctx: Context) -> bool:
-    """Whether this run wrote the file just before: a temporary path, or a save to the same path.
-
-    ``with open(f"{tmpdir}/a.pt", "rb") as f: torch.load(f)`` in a test, or
-    ``torch.save(sd, path)`` then ``torch.load(path)`` in one function: the file
-    comes from this machine, and loads where it was saved.
-    """
-    source = node.args[0] if node.args else getattr(keyword(node, "f"), "value", None)
-    if source is None:
-        return False
-    if isinstance(source, ast.Name):  # `with open(path) as f: torch.load(f)`
-        name = source.id
-        for outer in ctx.ancestors:
-            for item in getattr(outer, "items", ()):
-                target = item.optional_vars
-                if isinstance(target, ast.Name) and target.id == name:
-                    opened = item.context_expr
-                    source = (
-                        opened.args[0] if isinstance(opened, ast.Call) and opened.args else source
-                    )
-    text = ctx.segment(source)
-    if _TEMPORARY.search(text):
-        return True
-    scope = ctx.scopes.scope_of(node).node
-    return any(
-        isinstance(call, ast.Call)
-        and len(call.args) >= 2
-        and ctx.qualname(call.func) == "torch.save"
-        and ctx.segment(call.args[1]) == text
-        and call.lineno < node.lineno
-        for call in ast.walk(scope)
-    )

@@ -6,12 +6,11 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import method_name, probably_tensor
+from torchport.check._match import in_tests, method_name, probably_tensor
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._loops import (
     decides_the_loop,
     every_iteration,
-    in_tests,
     launches_device_work,
     read_on_host,
     streams,

@@ -160,8 +160,9 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
     (:func:`cuda_only_module`).
 
     Looks at the ``if``/``while``/conditional expressions around ``node`` (both
-    arms: an ``else`` of a device test is the other device's branch), then at
-    early exits and asserts before ``node``'s statement in each enclosing block.
+    arms: an ``else`` of a device test is the other device's branch) and the
+    operands before it in an ``and``, then at early exits and asserts before
+    ``node``'s statement in each enclosing block.
     """
     if cuda_only_module(ctx):
         return Guard.DEVICE_TYPE
@@ -182,6 +183,10 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
         elif isinstance(outer, ast.comprehension) and child is not outer.iter:
             for cond in outer.ifs:
                 found = _stronger(found, test_guard(cond, ctx))
+        elif isinstance(outer, ast.BoolOp) and isinstance(outer.op, ast.And):
+            # `torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)`
+            for before in outer.values[: next(i for i, v in enumerate(outer.values) if v is child)]:
+                found = _stronger(found, test_guard(before, ctx))
         if test is not None:
             found = _stronger(found, test_guard(test, ctx))
         if found is Guard.DEVICE_TYPE:
