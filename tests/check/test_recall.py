@@ -122,6 +122,37 @@ QUIET = [
     ("    torch.save(sd, path)\n    sd2 = torch.load(path, weights_only=True)\n", "TP301"),
     # TP114: a setting's `.device` is often a string
     ('    if builder_args.device != "cpu":\n        pass\n', "TP114"),
+    # guards written with a library's own helpers (`is_npu_available()`)
+    ('    if is_npu_available():\n        d = torch.device("npu")\n', "TP112"),
+    # a shim that points CUDA's names at another backend's
+    ("    torch.cuda.FloatTensor = torch.xpu.FloatTensor\n", "TP111"),
+    # casts, in-place batch moves, and loaders Accelerate already places
+    ("    for b in loader:\n        y = b.to(weight_dtype)\n", "TP203"),
+    ("    for b in loader:\n        b.to(device)\n", "TP203"),
+    (
+        "    loader = accelerator.prepare(loader)\n    for b in loader:\n"
+        "        y = model(b['x'].to(accelerator.device))\n",
+        "TP203",
+    ),
+    # a state dict named `model`
+    ("    save_file(model, f)\n    torch.save(model, f)\n", "TP309"),
+    # the fallback for torches without torch.amp
+    (
+        "    if torch_version >= '2.3':\n        s = torch.amp.GradScaler('cuda')\n"
+        "    else:\n        s = torch.cuda.amp.GradScaler()\n",
+        "TP403",
+    ),
+    # a CUDA setting made only on CUDA
+    (
+        '    if x.device.type == "cuda":\n        torch.backends.cuda.matmul.allow_tf32 = True\n',
+        "TP407",
+    ),
+    # a module's own cuda() passing the call on
+    (
+        "    class M(torch.nn.Module):\n        def cuda(self):\n"
+        "            return super().cuda()\n",
+        "TP101",
+    ),
     # TP109: one branch per device, side by side
     (
         "    if torch.cuda.is_available():\n        print(torch.cuda.max_memory_reserved())\n"
@@ -164,3 +195,16 @@ def test_cuda_or_cpu_choice_after_an_mps_branch_is_not_reported() -> None:
         '    return torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
     )
     assert "TP109" not in _codes(body)
+
+
+@pytest.mark.parametrize(
+    ("source", "code"),
+    [
+        ("import torch\nm = torch.nn.DataParallel(net)\n", "TP405"),
+        ("import torch\nl = torch.utils.data.DataLoader(ds)\nx = x.to(d)\n", "TP303"),
+    ],
+)
+def test_tests_are_left_to_test(source: str, code: str) -> None:
+    """Speed and multi-GPU advice is for programs, not for a test that exercises the API."""
+    assert code in [f.code for f in check_source(source, "train.py")]
+    assert code not in [f.code for f in check_source(source, "tests/test_loader.py")]

@@ -25,6 +25,7 @@ __all__ = [
     "cuda_string",
     "device_keywords",
     "device_settings",
+    "forwards_to_super",
     "guard_statement",
     "in_no_grad",
     "in_tests",
@@ -338,3 +339,9 @@ def in_tests(ctx: Context) -> bool:
         isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) and outer.name.startswith("test")
         for outer in ctx.ancestors
     )
+
+
+def forwards_to_super(call: ast.Call) -> bool:
+    """``super().cuda()``: a method of a module class passing the call on, not choosing a device."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    return isinstance(receiver, ast.Call) and getattr(receiver.func, "id", None) == "super"

@@ -18,7 +18,7 @@ from torchport.check.semantic._devices import (
     names_other_accelerator,
 )
 
-RENAMED_PRIVATEUSE1 = {"npu"}  # torch_npu's name for the PrivateUse1 backend
+RENAMED_PRIVATEUSE1 = {"npu", "mlu", "musa"}  # out-of-tree names for the PrivateUse1 backend
 
 
 def torch_device_types() -> set[str]:

@@ -76,6 +76,8 @@ def whole_module(expr: ast.expr, ctx: Context) -> bool:
     name = _identifier(expr)
     if name is None or _WEIGHTS.search(name.lower()):
         return False
+    if isinstance(expr, ast.Name) and _used_as_mapping(expr, ctx):
+        return False  # `save_file(model, ...)`, `model.items()`: a state dict named `model`
     if _MODULE.match(name):
         return True
     bound = ctx.value_of(expr) if isinstance(expr, ast.Name) else None
@@ -85,6 +87,24 @@ def whole_module(expr: ast.expr, ctx: Context) -> bool:
             return qualified.startswith("torch.nn.") and qualified[9:10].isupper()
         callee = _identifier(bound.func) or ""
         return bool(_MODULE.match(callee)) or callee.endswith(("Net", "Model", "Module"))
+    return False
+
+
+def _used_as_mapping(name: ast.Name, ctx: Context) -> bool:
+    """Whether the function holding ``name`` treats it as a dict of tensors."""
+    scope = ctx.scopes.scope_of(name).node
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Attribute) and node.attr in ("items", "keys", "values"):
+            if isinstance(node.value, ast.Name) and node.value.id == name.id:
+                return True
+        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == name.id:
+            return True
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "save_file"
+            and any(getattr(a, "id", None) == name.id for a in node.args[:1])
+        ):
+            return True  # safetensors saves dicts of tensors
     return False
 
 
@@ -148,11 +168,11 @@ def _read_on_host(value: ast.expr, parent: ast.AST | None) -> bool:
     return isinstance(parent, ast.FormattedValue)
 
 
-_TEMPORARY = re.compile(r"tmp|temp", re.IGNORECASE)
+_TEMPORARY = re.compile(r"tmp|temp|cache", re.IGNORECASE)
 
 
 def written_by_this_run(node: ast.Call, ctx: Context) -> bool:
-    """Whether this run wrote the file just before: a temporary path, or a save to the same path.
+    """Whether this program wrote the file itself: a temporary or cache path, or a save to it.
 
     ``with open(f"{tmpdir}/a.pt", "rb") as f: torch.load(f)`` in a test, or
     ``torch.save(sd, path)`` then ``torch.load(path)`` in one function: the file

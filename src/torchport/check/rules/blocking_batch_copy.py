@@ -68,6 +68,8 @@ class BlockingBatchCopy(Rule):
             target is None
             or is_cpu_target(target, ctx)
             or (ctx.qualname(target) or "").startswith("torch.")
+            or "dtype" in ctx.segment(target).lower()  # `x.to(weight_dtype)`: a cast
+            or isinstance(ctx.parent, ast.Expr)  # a discarded `batch.to(device)`: in place
         ):
             return
         assert isinstance(node.func, ast.Attribute)
@@ -79,6 +81,8 @@ class BlockingBatchCopy(Rule):
         loop = ctx.loop_of(node)
         if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _is_loader(loop.iter, ctx):
             return
+        if _placed_by_prepare(loop.iter, ctx):
+            return  # `accelerator.prepare(loader)`: its batches come on the device
         if root.id not in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}:
             return
         fix = Fix((add_keyword(node, "non_blocking=True", ctx),), FixSafety.UNSAFE, _RACE)
@@ -103,4 +107,17 @@ def _is_loader(expr: ast.expr, ctx: Context) -> bool:
         return bool(_LOADER.search(expr.id))
     if isinstance(expr, ast.Attribute):
         return bool(_LOADER.search(expr.attr))
+    return False
+
+
+def _placed_by_prepare(loader: ast.expr, ctx: Context) -> bool:
+    """Whether the file hands the loader to a ``prepare(...)`` (Accelerate places its batches)."""
+    name = loader.id if isinstance(loader, ast.Name) else getattr(loader, "attr", None)
+    if name is None or not ctx.mentions(".prepare("):
+        return False
+    for call in ast.walk(ctx.tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "attr", None) == "prepare":
+            for arg in call.args:
+                if getattr(arg, "id", getattr(arg, "attr", None)) == name:
+                    return True
     return False

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.semantic._guards import Guard, device_guard
 
 _SETTING = "torch.backends.cuda.matmul.allow_tf32"
 # What each constant setting means in the device-generic API (torch keeps them in step).
@@ -68,6 +69,8 @@ class CudaMatmulPrecision(Rule):
             and ctx.qualname(target) == _SETTING
         ):
             return
+        if device_guard(node, ctx) is Guard.DEVICE_TYPE:
+            return  # `if device.type == "cuda":` the setting is for CUDA alone, on purpose
         value = node.value
         torch = ctx.torch_at(node)
         flag = value.value if isinstance(value, ast.Constant) else None

@@ -64,7 +64,7 @@ class DeprecatedCudaAmp(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         name = called(node, ctx, _TAILS)
-        if name is None or name not in _AMP:
+        if name is None or name not in _AMP or _old_torch_arm(ctx):
             return
         found, torch = ctx.device_at(node), ctx.torch_at(node)
         if found is None or torch is None:
@@ -89,3 +89,15 @@ _ON_ELSEWHERE = (
     "mixed precision now runs on MPS/XPU/CPU too, where the old call was a no-op: "
     "numerics change there"
 )
+
+
+def _old_torch_arm(ctx: Context) -> bool:
+    """The ``else`` of a torch version test: the fallback for torches without ``torch.amp``."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, (ast.If, ast.IfExp)) and child is not outer.test:
+            orelse = outer.orelse if isinstance(outer.orelse, list) else [outer.orelse]
+            if any(s is child for s in orelse) and "version" in ctx.segment(outer.test):
+                return True
+        child = outer
+    return False

@@ -11,6 +11,7 @@ from torchport.check._match import (
     cuda_choice,
     device_keywords,
     device_settings,
+    forwards_to_super,
     keyword,
     method_name,
     takes_a_device,
@@ -122,7 +123,7 @@ class HardCodedCuda(Rule):
                     yield ctx.finding(self, setting)
             return
         method = method_name(node)
-        if method == "cuda" and ctx.qualname(node.func) is None:
+        if method == "cuda" and ctx.qualname(node.func) is None and not forwards_to_super(node):
             yield self._dot_cuda(node, ctx)
             return
         kind = node.args[0] if node.args else getattr(keyword(node, "type"), "value", None)

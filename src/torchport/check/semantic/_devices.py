@@ -5,9 +5,10 @@ Where the list comes from: PyTorch's parser of device strings, ``parse_type`` in
 accepts. Its error message spells the table out; as of torch 2.13:
 "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve,
 fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type".
-To that, one name: ``npu``, the name Ascend's ``torch_npu`` gives the
-PrivateUse1 backend (``torch.utils.rename_privateuse1_backend``), the renamed
-backend that public code names most. ``tests/check/semantic/test_devices.py``
+To that, the names that out-of-tree backends give PrivateUse1
+(``torch.utils.rename_privateuse1_backend``) and public code names: ``npu``
+(Ascend's ``torch_npu``), ``mlu`` (Cambricon's ``torch_mlu``) and ``musa``
+(Moore Threads' ``torch_musa``). ``tests/check/semantic/test_devices.py``
 checks the list against the installed torch, so a new type shows up there.
 
 The methods and ``is_*`` properties that name a device type come from
@@ -34,7 +35,7 @@ __all__ = [
 # Accelerators: devices that hold data apart from the host.
 ACCELERATOR_TYPES = frozenset(
     {"cuda", "hip", "xpu", "mps", "mtia", "maia", "xla", "hpu", "ipu", "ve", "vulkan",
-     "privateuseone", "npu"}
+     "privateuseone", "npu", "mlu", "musa"}
 )  # fmt: skip
 # The rest of torch's table: the host, tensors without data (meta) or traced lazily,
 # and backends that are layouts or placeholders (no program moves data "to mkldnn").

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 import weakref
 from typing import TYPE_CHECKING
 
@@ -58,7 +59,9 @@ _AVAILABILITY = frozenset(
 _SKIPS_REST = (ast.Return, ast.Continue, ast.Break)
 # Libraries that exist only for NVIDIA GPUs: a module importing one is CUDA code by
 # nature (a TensorRT engine, a CuPy kernel), and asking it to be portable is noise.
-_CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "cuda"})
+_CUDA_ONLY_LIBRARIES = frozenset(
+    {"tensorrt", "torch_tensorrt", "pycuda", "cupy", "cuda", "transformer_engine", "msamp"}
+)
 _CUDA_ONLY: weakref.WeakKeyDictionary[Context, bool] = weakref.WeakKeyDictionary()
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
 _HOPS = 4
@@ -125,7 +128,9 @@ def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
         expr, hops = todo.pop()
         if _device_type_test(expr):
             return Guard.DEVICE_TYPE
-        if isinstance(expr, ast.Call) and ctx.qualname(expr.func) in _AVAILABILITY:
+        if isinstance(expr, ast.Call) and (
+            ctx.qualname(expr.func) in _AVAILABILITY or _availability_helper(expr)
+        ):
             found = Guard.AVAILABILITY
             continue
         if cuda_flag(expr):
@@ -139,6 +144,17 @@ def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
         if isinstance(expr, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)):
             todo.extend((child, hops) for child in _sub_expressions(expr))
     return found
+
+
+_HELPER = re.compile(r"^is_(\w+?)_available$")
+
+
+def _availability_helper(call: ast.Call) -> bool:
+    """``is_npu_available()``, ``is_mps_available()``: a library's own test for one device."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    found = _HELPER.match(name)
+    return found is not None and found.group(1) in DEVICE_TYPES
 
 
 def _sub_expressions(expr: ast.expr) -> list[ast.expr]:
@@ -238,7 +254,9 @@ def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
 
 
 def cuda_only_module(ctx: Context) -> bool:
-    """Whether the module imports TensorRT, PyCUDA, CuPy or cuda-python at its top level.
+    """Whether the module imports a CUDA-only library at its top level.
+
+    TensorRT, PyCUDA, CuPy, cuda-python, TransformerEngine, MS-AMP.
 
     Such a module is CUDA code by nature, as a branch for CUDA is: every device
     check answers DEVICE_TYPE inside it. Computed once per file.
