@@ -27,7 +27,8 @@ For every program from :func:`fix_programs.programs`:
   stand-ins whose calls land in ``OUT`` (``fix_programs.lookalike_modules``).
 
 The default run draws a few dozen programs (seconds). The long profile runs on
-demand: ``TORCHPORT_FUZZ_EXAMPLES=10000 pytest tests/check/test_fix_fuzz.py -m slow``.
+demand: ``TORCHPORT_FUZZ_EXAMPLES=10000 pytest tests/check/test_fix_fuzz.py -m slow``
+(``TORCHPORT_FUZZ_STATS=file.jsonl`` records each program's figures there).
 Rules: every rule ``fix`` can run (``ALL`` but the TP5xx port rules, which move
 CPU-only code to the accelerator on purpose).
 """
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import re
 import symtable
@@ -65,6 +67,8 @@ fix_programs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fix_programs)
 
 LONG = int(os.environ.get("TORCHPORT_FUZZ_EXAMPLES", "0"))
+# Where the long profile writes one JSON line of figures per program (see RESULTS.md).
+STATS = os.environ.get("TORCHPORT_FUZZ_STATS", "")
 # Every rule `fix` may run (noisy TP9xx included), not the TP5xx port rules: those move
 # CPU-only code to the accelerator on purpose and belong to `torchport port`.
 PORT = ["TP5"]
@@ -259,13 +263,27 @@ def fix_with_disclosures(source: str, *, unsafe: bool) -> tuple[str, bool]:
     return fixed, declared
 
 
+def _tally(**counts: Any) -> None:
+    """Append one program's figures to ``TORCHPORT_FUZZ_STATS`` (a JSON-lines file), if set."""
+    if STATS:
+        with open(STATS, "a", encoding="utf-8") as out:
+            out.write(json.dumps(counts) + "\n")
+
+
 def check_program(source: str) -> None:
     ast.parse(source)
-    check_source(source, select=["ALL"], ignore=PORT)
+    findings = check_source(source, select=["ALL"], ignore=PORT)
     originals = {on: run_program(source, on=on) for on in MACHINES}
     old_reads, old_bound = global_reads(source), module_bindings(source)
+    counts: dict[str, Any] = {
+        "findings": len(findings),
+        "ran": sorted(on for on, got in originals.items() if not isinstance(got, BaseException)),
+    }
     for unsafe in (False, True):
         fixed, declared = fix_with_disclosures(source, unsafe=unsafe)
+        mode = "unsafe" if unsafe else "safe"
+        counts[f"{mode}_fixed"] = fixed != source
+        counts[f"{mode}_declared"] = declared
         ast.parse(fixed)
         assert fix_source(fixed, select=["ALL"], ignore=PORT, unsafe=unsafe) == fixed, (
             "not a fixed point"
@@ -281,7 +299,9 @@ def check_program(source: str) -> None:
                 continue  # the original does not run here: nothing to keep
             after = run_program(fixed, on=on)
             if on != "cuda-cpu" and stand_in_limit(after):
+                counts[f"{mode}_not_comparable"] = counts.get(f"{mode}_not_comparable", 0) + 1
                 continue  # the fix put data on `meta`, which has none to read: not comparable
+            counts[f"{mode}_compared"] = counts.get(f"{mode}_compared", 0) + 1
             if isinstance(after, BaseException):
                 raise AssertionError(
                     f"broken fix: the original ran, the fixed program (unsafe={unsafe}) raised "
@@ -292,6 +312,9 @@ def check_program(source: str) -> None:
                     f"changed output (unsafe={unsafe}, on {on}) and no fix said so: "
                     f"{before!r} != {after!r}\n--- original\n{source}\n--- fixed\n{fixed}"
                 )
+            if not same(before, after):
+                counts[f"{mode}_changed_declared"] = True
+    _tally(**counts)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -121,3 +121,30 @@ def test_every_false_weights_only_that_runs_is_reported(case: tuple[str, str]) -
     if got == {True}:
         assert not decided, f"reported False for a load that got True:\n{source}"
     assert len(findings) <= 1, findings  # one load of torch's per program, one report
+
+
+DEFAULTS = (
+    '    kwargs.setdefault("weights_only", True)\n',
+    '    kwargs.setdefault("weights_only", False)\n',
+    '    if "weights_only" not in kwargs:\n        kwargs["weights_only"] = True\n',
+    '    if "weights_only" not in kwargs:\n        kwargs["weights_only"] = False\n',
+    '    kwargs["weights_only"] = not True\n',
+    '    kwargs.setdefault("weights_only", cfg.trust)\n',
+    "    pass\n",
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(DEFAULTS), st.sampled_from(("kwargs", "dict(kwargs)")))
+def test_a_forwarding_load_is_quiet_only_when_safe_by_default(default: str, forwarded: str) -> None:
+    """TP305 leaves a drop-in ``torch.load`` alone only where a caller who says nothing is safe."""
+    source = (
+        "import torch\n\n\ndef load(f, **kwargs):\n"
+        f"{default}    return torch.load(f, **{forwarded})\n\n\nobj = load('ckpt.pt')\n"
+    )
+    reported = bool(check_source(source, select=["TP305"]))
+    got = {value for trust in (False, True) for value in run(source, trust)}
+    if not reported:
+        assert got == {True}, f"quiet about a load that ran unsafe by default:\n{source}"
+    if forwarded != "kwargs":  # only the function's own `**kwargs` is followed
+        assert reported, source

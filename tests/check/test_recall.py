@@ -120,6 +120,17 @@ QUIET = [
         "TP301",
     ),
     ("    torch.save(sd, path)\n    sd2 = torch.load(path, weights_only=True)\n", "TP301"),
+    (
+        "    if os.path.isfile(logit_file):\n"
+        "        logits = torch.load(logit_file, weights_only=True)\n"
+        "    else:\n        logits = run(x)\n        torch.save(logits, logit_file)\n",
+        "TP301",
+    ),
+    (
+        "    fn = os.path.join(datadir, 'cache.pt')\n"
+        "    corpus = torch.load(fn, weights_only=True)\n",
+        "TP301",
+    ),
     # TP114: a setting's `.device` is often a string
     ('    if builder_args.device != "cpu":\n        pass\n', "TP114"),
     # guards written with a library's own helpers (`is_npu_available()`)
@@ -132,6 +143,32 @@ QUIET = [
     (
         "    loader = accelerator.prepare(loader)\n    for b in loader:\n"
         "        y = model(b['x'].to(accelerator.device))\n",
+        "TP203",
+    ),
+    (
+        "    train_dataloader = accelerator.prepare(train_dataloader)\n"
+        "    for step, b in enumerate(tqdm(train_dataloader)):\n"
+        "        y = model(b['x'].to(device))\n",
+        "TP203",
+    ),
+    # a chain of branches per accelerator ends in CUDA's
+    (
+        "    if is_npu_available():\n        s = torch.npu.amp.GradScaler()\n"
+        "    elif torch.xpu.is_available():\n        s = torch.amp.GradScaler('xpu')\n"
+        "    else:\n        s = torch.amp.GradScaler('cuda')\n",
+        "TP113",
+    ),
+    # a list of batches the program collates itself: nothing pins it
+    (
+        "    batches = [collate(c) for c in chunks]\n    for b in batches:\n"
+        "        y = model(b['x'].to(device))\n",
+        "TP203",
+    ),
+    (
+        "    def make_batches(ds):\n        out = []\n        for c in ds:\n"
+        "            out.append(collate(c))\n        return out\n"
+        "    batches = make_batches(ds)\n    for b in batches:\n"
+        "        y = model(b['x'].to(device))\n",
         "TP203",
     ),
     # a state dict named `model`

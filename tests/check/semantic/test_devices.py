@@ -10,6 +10,7 @@ import torch
 from torchport.check import check_source
 from torchport.check.semantic._devices import (
     ACCELERATOR_TYPES,
+    BACKEND_LIBRARIES,
     DEVICE_TYPES,
     IS_DEVICE_ATTRIBUTES,
     MOVE_METHODS,
@@ -96,3 +97,15 @@ def test_guards_know_every_type() -> None:
     for attr in sorted(IS_DEVICE_ATTRIBUTES - {"is_cuda"}):
         source = f"if x.is_cuda:\n    f = 1\nelif x.{attr}:\n    f = 2\n"
         assert check_source(source, select=["TP103"]) == [], attr
+
+
+@pytest.mark.parametrize(("library", "kind"), sorted(BACKEND_LIBRARIES.items()))
+def test_a_backends_own_module_may_name_its_device(library: str, kind: str) -> None:
+    """Imported unconditionally, the extension pins the module to its device; optional, not."""
+    assert kind in OTHER_ACCELERATORS
+    use = f'x = x.to("{kind}")\ny = torch.zeros(1, device="{kind}:0")\n'
+    assert check_source(f"import {library}\nimport torch\n{use}", select=["TP112"]) == []
+    optional = f"try:\n    import {library}\nexcept ImportError:\n    pass\n{use}"
+    assert [f.code for f in check_source(optional, select=["TP112"])] == ["TP112"] * 2
+    other = "mps" if kind != "mps" else "xpu"
+    assert check_source(f'import {library}\nx = x.to("{other}")\n', select=["TP112"]) != []

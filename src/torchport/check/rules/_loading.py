@@ -175,8 +175,10 @@ def written_by_this_run(node: ast.Call, ctx: Context) -> bool:
     """Whether this program wrote the file itself: a temporary or cache path, or a save to it.
 
     ``with open(f"{tmpdir}/a.pt", "rb") as f: torch.load(f)`` in a test, or
-    ``torch.save(sd, path)`` then ``torch.load(path)`` in one function: the file
-    comes from this machine, and loads where it was saved.
+    ``torch.save(sd, path)`` then ``torch.load(path)`` in one function, or a
+    cache (``if exists(path): torch.load(path)`` with ``torch.save(..., path)``
+    in the ``else``): the file comes from this machine, and loads where it
+    was saved.
     """
     source = node.args[0] if node.args else getattr(keyword(node, "f"), "value", None)
     if source is None:
@@ -194,12 +196,36 @@ def written_by_this_run(node: ast.Call, ctx: Context) -> bool:
     text = ctx.segment(source)
     if _TEMPORARY.search(text):
         return True
+    value = ctx.value_of(source) if isinstance(source, ast.Name) else None
+    if value is not None and _TEMPORARY.search(ctx.segment(value)):
+        return True  # `fn = os.path.join(datadir, "cache.pt")`
     scope = ctx.scopes.scope_of(node).node
-    return any(
+    if any(
+        _saves_to(call, text, ctx) and call.lineno < node.lineno
+        for call in ast.walk(scope)
+        if isinstance(call, ast.Call)
+    ):
+        return True
+    # A cache: `if os.path.exists(path): x = torch.load(path) else: ...; torch.save(x, path)`.
+    child: ast.AST = node
+    for outer in reversed(ctx.ancestors):
+        if (
+            isinstance(outer, ast.If)
+            and any(s is child for s in outer.body)
+            and text in ctx.segment(outer.test)
+        ):
+            return any(_saves_to(c, text, ctx) for s in outer.orelse for c in ast.walk(s))
+        if outer is scope:
+            break
+        child = outer
+    return False
+
+
+def _saves_to(call: ast.AST, path: str, ctx: Context) -> bool:
+    """Whether ``call`` is ``torch.save(obj, <path>)``, the path spelled as ``path``."""
+    return (
         isinstance(call, ast.Call)
         and len(call.args) >= 2
         and ctx.qualname(call.func) == "torch.save"
-        and ctx.segment(call.args[1]) == text
-        and call.lineno < node.lineno
-        for call in ast.walk(scope)
+        and ctx.segment(call.args[1]) == path
     )

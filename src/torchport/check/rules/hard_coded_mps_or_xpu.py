@@ -9,7 +9,7 @@ from torchport.check._context import Context
 from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.semantic._devices import MOVE_METHODS, OTHER_ACCELERATORS
-from torchport.check.semantic._guards import device_guard
+from torchport.check.semantic._guards import device_guard, module_backend
 
 _DEVICE_ARGS = ("device", "map_location")
 _METHODS = MOVE_METHODS & OTHER_ACCELERATORS  # `.xpu()`, `.mtia()`, `.npu()`
@@ -35,8 +35,10 @@ class HardCodedMpsOrXpu(Rule):
     torch's own list of device types (MPS, XPU, MTIA, MAIA, XLA, HPU, IPU,
     PrivateUse1 backends such as NPU, ...). Left alone: code under a device
     check (`if torch.backends.mps.is_available():`, `if device.type == "xpu":`)
-    and a probe (`try: torch.zeros(1, device="mps")` with an `except` that
-    copes when the device is not there).
+    a probe (`try: torch.zeros(1, device="mps")` with an `except` that
+    copes when the device is not there), and the device of a module that
+    imports its backend's extension unconditionally (`import torch_npu`,
+    `import intel_extension_for_pytorch`): it runs nowhere else.
 
     ## Why is this bad?
     It is the same mistake as hard-coding CUDA, made on another machine: the
@@ -59,18 +61,24 @@ class HardCodedMpsOrXpu(Rule):
         'name = "mps"\n',
         'def has_mps():\n    try:\n        torch.zeros(1, device="mps")\n    except RuntimeError:\n'
         "        return False\n    return True\n",
+        'import torch_npu\n\nx = x.to("npu")\n',
     )
     invalid = (
         Example('import torch\n\ndev = torch.device("mps")\n'),
         Example('x = x.to("xpu")\ny = y.xpu()\nz = torch.zeros(3, device="xpu:0")\n', count=3),
         Example('device = "mps"\n'),
         Example('y = x.mtia()\nz = x.to("xla:0")\n', count=2),
+        Example('try:\n    import torch_npu\nexcept ImportError:\n    pass\nx = x.to("npu")\n'),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         spot = _spot(node, ctx)
-        if spot is not None and device_guard(node, ctx) is None and not _probe(ctx):
-            yield ctx.finding(self, spot)
+        if spot is None or device_guard(node, ctx) is not None or _probe(ctx):
+            return
+        backend = module_backend(ctx)
+        if backend is not None and backend == _named(spot):
+            return  # `import torch_npu` at the top: this module runs only on NPUs
+        yield ctx.finding(self, spot)
 
 
 def _spot(node: ast.AST, ctx: Context) -> ast.expr | None:
@@ -97,6 +105,15 @@ def _spot(node: ast.AST, ctx: Context) -> ast.expr | None:
         if kw.arg in _DEVICE_ARGS and isinstance(value, _LITERALS) and _other_accelerator(value):
             return value
     return None
+
+
+def _named(spot: ast.expr) -> str | None:
+    """The accelerator a spot found by :func:`_spot` names."""
+    if isinstance(spot, ast.Call):
+        if isinstance(spot.func, ast.Attribute) and spot.func.attr in _METHODS:
+            return spot.func.attr  # `x.xpu()`
+        return _other_accelerator(spot.args[0])  # `torch.device("xpu")`
+    return _other_accelerator(spot)
 
 
 def _probe(ctx: Context) -> bool:

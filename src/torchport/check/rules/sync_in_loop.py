@@ -20,6 +20,12 @@ from torchport.check.semantic._residence import known_on_cpu
 _SYNCS = frozenset({"item", "tolist", "cpu"})
 # `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` never waits (TP201's business).
 _CHAINED = _SYNCS | {"numpy"}
+# Methods that only look at a tensor another way (no kernel runs): `v.detach().cpu()`
+# reads a result computed before, as `v.cpu()` does.
+_VIEWS = frozenset(
+    {"detach", "view", "view_as", "flatten", "unflatten", "unsqueeze", "squeeze", "permute",
+     "transpose", "t", "expand", "expand_as", "narrow", "select", "movedim"}
+)  # fmt: skip
 
 
 class SyncInLoop(Rule):
@@ -76,6 +82,7 @@ class SyncInLoop(Rule):
         "vals = [t.tolist() for t in ts]\n",
         'for k, v in preds.items():\n    labels = v["labels"].tolist()\n',
         "while opts:\n    y = model(x)\n    ae = ae.cpu()\n",
+        "for k, v in stats.items():\n    stats[k] = v.detach().cpu().numpy()\n",
     )
     invalid = (
         Example("for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"),
@@ -105,6 +112,12 @@ class SyncInLoop(Rule):
                 return  # `ae = ae.cpu()`: offloading a module, not reading a tensor
             if not every_iteration(node, ctx):
                 return
+            while (
+                isinstance(receiver, ast.Call)
+                and isinstance(receiver.func, ast.Attribute)
+                and receiver.func.attr in _VIEWS
+            ):
+                receiver = receiver.func.value  # `v.detach()`: the value read is `v`
             computed_here = isinstance(receiver, ast.Call)  # `x.sum().item()`: an op, then a read
             if not computed_here and not launches_device_work(ctx.loop_of(node), ctx):
                 return  # reads of results already computed: only the first one waits

@@ -23,6 +23,7 @@ import re
 
 __all__ = [
     "ACCELERATOR_TYPES",
+    "BACKEND_LIBRARIES",
     "DEVICE_TYPES",
     "IS_DEVICE_ATTRIBUTES",
     "MOVE_METHODS",
@@ -50,6 +51,17 @@ MOVE_METHODS = frozenset({"cuda", "cpu", "xpu", "ipu", "mtia", "npu"})
 # Tensor properties that test one device type (`x.is_cuda`, `x.is_xla`); Habana and
 # torch_npu add `is_hpu` and `is_npu`.
 IS_DEVICE_ATTRIBUTES = frozenset(f"is_{t}" for t in DEVICE_TYPES - {"privateuseone"})
+
+# The extensions that bring one accelerator to torch (their top-level package names):
+# a module that imports one unconditionally runs only where that accelerator is.
+BACKEND_LIBRARIES = {
+    "intel_extension_for_pytorch": "xpu",
+    "torch_npu": "npu",
+    "habana_frameworks": "hpu",
+    "torch_mlu": "mlu",
+    "torch_musa": "musa",
+    "torch_xla": "xla",
+}
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 

@@ -6,11 +6,12 @@ expression around the node, or an early ``return`` before it (an ``assert`` or
 ``raise`` only when it tests the device type), that tests the device:
 ``if device.type == "cuda":``, ``if x.is_cuda:``,
 ``elif x.is_xpu:``, ``if torch.cuda.is_available():`` (or a flag bound to it),
-``if not torch.cuda.is_available(): return``; also a test decorated to run only
-with CUDA, and a whole module that imports a CUDA-only library (TensorRT,
-CuPy). CUDA code there is either already ported (a branch per device type) or
-a CUDA-or-CPU choice that works on every machine (reported once, at the test,
-by TP109).
+``if not torch.cuda.is_available(): return``; a test of another accelerator
+(``elif is_xpu_available(): ... else: <CUDA>``: a branch per device); also a
+test decorated to run only with CUDA, and a whole module that imports a
+CUDA-only library (TensorRT, CuPy). CUDA code there is either already ported
+(a branch per device type) or a CUDA-or-CPU choice that works on every machine
+(reported once, at the test, by TP109).
 
 Where values live (CPU, device, unknown) is :mod:`torchport.check.semantic._residence`.
 """
@@ -24,8 +25,10 @@ import weakref
 from typing import TYPE_CHECKING
 
 from torchport.check.semantic._devices import (
+    BACKEND_LIBRARIES,
     DEVICE_TYPES,
     IS_DEVICE_ATTRIBUTES,
+    OTHER_ACCELERATORS,
     cuda_flag,
     names_other_accelerator,
 )
@@ -38,6 +41,7 @@ __all__ = [
     "Guard",
     "cuda_only_module",
     "device_guard",
+    "module_backend",
     "test_guard",
     "tests_other_accelerators",
 ]
@@ -62,7 +66,9 @@ _SKIPS_REST = (ast.Return, ast.Continue, ast.Break)
 _CUDA_ONLY_LIBRARIES = frozenset(
     {"tensorrt", "torch_tensorrt", "pycuda", "cupy", "cuda", "transformer_engine", "msamp"}
 )
-_CUDA_ONLY: weakref.WeakKeyDictionary[Context, bool] = weakref.WeakKeyDictionary()
+_TOP_IMPORTS: weakref.WeakKeyDictionary[Context, tuple[frozenset[str], frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
 _HOPS = 4
 
@@ -131,6 +137,9 @@ def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
         if isinstance(expr, ast.Call) and (
             ctx.qualname(expr.func) in _AVAILABILITY or _availability_helper(expr)
         ):
+            if _asks_other_accelerator(expr.func):
+                # `elif is_xpu_available(): ... else: <CUDA>`: one branch per device
+                return Guard.DEVICE_TYPE
             found = Guard.AVAILABILITY
             continue
         if cuda_flag(expr):
@@ -155,6 +164,19 @@ def _availability_helper(call: ast.Call) -> bool:
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     found = _HELPER.match(name)
     return found is not None and found.group(1) in DEVICE_TYPES
+
+
+def _asks_other_accelerator(func: ast.expr) -> bool:
+    """``torch.xpu.is_available``, ``torch.backends.mps.is_available``, ``is_npu_available``."""
+    while isinstance(func, ast.Attribute):
+        if func.attr.lower() in OTHER_ACCELERATORS:
+            return True
+        found = _HELPER.match(func.attr)
+        if found is not None and found.group(1) in OTHER_ACCELERATORS:
+            return True
+        func = func.value
+    found = _HELPER.match(func.id) if isinstance(func, ast.Name) else None
+    return found is not None and found.group(1) in OTHER_ACCELERATORS
 
 
 def _sub_expressions(expr: ast.expr) -> list[ast.expr]:
@@ -256,33 +278,51 @@ def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
 def cuda_only_module(ctx: Context) -> bool:
     """Whether the module imports a CUDA-only library at its top level.
 
-    TensorRT, PyCUDA, CuPy, cuda-python, TransformerEngine, MS-AMP.
-
-    Such a module is CUDA code by nature, as a branch for CUDA is: every device
-    check answers DEVICE_TYPE inside it. Computed once per file.
+    TensorRT, PyCUDA, CuPy, cuda-python, TransformerEngine, MS-AMP, imported
+    at the top or in a top-level ``try``/``if``. Such a module is CUDA code by
+    nature, as a branch for CUDA is: every device check answers DEVICE_TYPE
+    inside it. Computed once per file.
     """
-    found = _CUDA_ONLY.get(ctx)
+    return any(name in _CUDA_ONLY_LIBRARIES for name in _top_imports(ctx)[1])
+
+
+def module_backend(ctx: Context) -> str | None:
+    """The accelerator a module is written for, by the extension it cannot run without.
+
+    ``import intel_extension_for_pytorch`` or ``import torch_npu`` as a
+    statement of the module itself (not in a ``try`` or ``if``): the module
+    fails to import anywhere else, so naming that device in it
+    (``"xpu"``, ``"npu"``) is no portability problem. See
+    :data:`~torchport.check.semantic._devices.BACKEND_LIBRARIES`.
+    """
+    for name in _top_imports(ctx)[0]:
+        if name in BACKEND_LIBRARIES:
+            return BACKEND_LIBRARIES[name]
+    return None
+
+
+def _top_imports(ctx: Context) -> tuple[frozenset[str], frozenset[str]]:
+    """Top-level packages the module imports: unconditionally, and also in top-level try/if.
+
+    Only those statements: walking the whole tree for the rare import inside a
+    function costs too much. Computed once per file.
+    """
+    found = _TOP_IMPORTS.get(ctx)
     if found is None:
-        found = False
-        # Top-level statements and the blocks of top-level try/if (optional imports):
-        # walking the whole tree for the rare import inside a function costs too much.
-        top: list[ast.stmt] = []
+        always: set[str] = set()
+        maybe: set[str] = set()
         for stmt in ctx.tree.body:
-            top.append(stmt)
+            nested: list[ast.stmt] = []
             if isinstance(stmt, (ast.Try, ast.If)):
-                top += stmt.body + stmt.orelse
-                top += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
-        for stmt in top:
-            if isinstance(stmt, ast.Import):
-                names = [alias.name for alias in stmt.names]
-            elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-                names = [stmt.module]
-            else:
-                continue
-            if any(name.partition(".")[0] in _CUDA_ONLY_LIBRARIES for name in names):
-                found = True
-                break
-        _CUDA_ONLY[ctx] = found
+                nested = stmt.body + stmt.orelse
+                nested += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
+            for inner, into in ((stmt, always), *((s, maybe) for s in nested)):
+                if isinstance(inner, ast.Import):
+                    into.update(alias.name.partition(".")[0] for alias in inner.names)
+                elif isinstance(inner, ast.ImportFrom) and not inner.level and inner.module:
+                    into.add(inner.module.partition(".")[0])
+        found = (frozenset(always), frozenset(always | maybe))
+        _TOP_IMPORTS[ctx] = found
     return found
 
 
