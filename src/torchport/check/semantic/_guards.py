@@ -69,6 +69,9 @@ _CUDA_ONLY_LIBRARIES = frozenset(
 _TOP_IMPORTS: weakref.WeakKeyDictionary[Context, tuple[frozenset[str], frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
+_EXITS: weakref.WeakKeyDictionary[
+    Context, dict[int, tuple[dict[int, int], list[Guard | None]]]
+] = weakref.WeakKeyDictionary()
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
 _HOPS = 4
 
@@ -339,28 +342,47 @@ def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | N
     say so. A demand made by a device-type test (``device.type == "cuda"``) still
     counts: the author decided per device.
     """
-    found: Guard | None = None
     for field in ("body", "orelse", "finalbody"):
         stmts = getattr(block, field, None)
-        if not isinstance(stmts, list) or not any(s is child for s in stmts):
+        if not isinstance(stmts, list):
             continue
-        for stmt in stmts:
-            if stmt is child:
-                break
-            if isinstance(stmt, ast.Assert):
-                demands = True
-            elif isinstance(stmt, ast.If) and isinstance(stmt.body[-1], _SKIPS_REST):
-                demands = False
-            elif isinstance(stmt, ast.If) and (
-                isinstance(stmt.body[-1], ast.Raise) or _calls_exit(stmt.body[-1])
-            ):
-                demands = True
-            else:
-                continue
-            guard = test_guard(stmt.test, ctx)
-            if not demands or guard is Guard.DEVICE_TYPE:
-                found = _stronger(found, guard)
-    return found
+        positions, before = _exits_of(stmts, ctx)
+        at = positions.get(id(child))
+        if at is not None:
+            return before[at]
+    return None
+
+
+def _exits_of(stmts: list[ast.stmt], ctx: Context) -> tuple[dict[int, int], list[Guard | None]]:
+    """Where each statement of a block stands, and the exit guard made before each one.
+
+    Computed once per block (a function of thousands of statements, as generated
+    code has, would otherwise be scanned once per finding in it).
+    """
+    cache = _EXITS.setdefault(ctx, {})
+    known = cache.get(id(stmts))
+    if known is not None:
+        return known
+    positions = {id(stmt): i for i, stmt in enumerate(stmts)}
+    before: list[Guard | None] = []
+    found: Guard | None = None
+    for stmt in stmts:
+        before.append(found)
+        if isinstance(stmt, ast.Assert):
+            demands = True
+        elif isinstance(stmt, ast.If) and isinstance(stmt.body[-1], _SKIPS_REST):
+            demands = False
+        elif isinstance(stmt, ast.If) and (
+            isinstance(stmt.body[-1], ast.Raise) or _calls_exit(stmt.body[-1])
+        ):
+            demands = True
+        else:
+            continue
+        guard = test_guard(stmt.test, ctx)
+        if not demands or guard is Guard.DEVICE_TYPE:
+            found = _stronger(found, guard)
+    cache[id(stmts)] = (positions, before)
+    return positions, before
 
 
 _SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})

@@ -315,7 +315,9 @@ class ScopeMap(Resolver):
         if isinstance(owner, (*_FUNCTIONS, ast.ClassDef)):
             if isinstance(child, ast.arguments):
                 return isinstance(grand, ast.arg)  # parameters bind inside; defaults outside
-            return any(s is child for s in owner.body)
+            # Statements are the body's; decorators, bases, keywords and annotations are
+            # expressions evaluated outside (a scan of the body would cost O(body) a query).
+            return isinstance(child, ast.stmt)
         if isinstance(owner, ast.Lambda):
             return child is owner.body or (
                 isinstance(child, ast.arguments) and isinstance(grand, ast.arg)
