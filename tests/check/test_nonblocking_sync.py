@@ -56,8 +56,7 @@ def test_reported_unless_synchronized_before_the_first_read(
 
 def test_a_copy_passed_on_at_once_is_read_before_any_wait() -> None:
     source = (
-        'import torch\nn = torch.sum(x.to("cpu", non_blocking=True))\n'
-        "torch.cuda.synchronize()\n"
+        'import torch\nn = torch.sum(x.to("cpu", non_blocking=True))\ntorch.cuda.synchronize()\n'
     )
     assert [f.code for f in check_source(source, select=["TP204"])] == ["TP204"]
 

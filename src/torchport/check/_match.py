@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit
@@ -28,6 +28,7 @@ __all__ = [
     "forwards_to_super",
     "guard_statement",
     "in_no_grad",
+    "in_old_torch_fallback",
     "in_tests",
     "is_cpu_target",
     "keyword",
@@ -345,3 +346,31 @@ def forwards_to_super(call: ast.Call) -> bool:
     """``super().cuda()``: a method of a module class passing the call on, not choosing a device."""
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     return isinstance(receiver, ast.Call) and getattr(receiver.func, "id", None) == "super"
+
+
+# What an older torch raises where the newer spelling is missing: an unknown keyword
+# (`weights_only=`), attribute (`torch.amp.GradScaler`) or module.
+_OLD_TORCH_ERRORS = frozenset({"TypeError", "AttributeError", "ImportError", "ModuleNotFoundError"})
+
+
+def in_old_torch_fallback(ctx: Context, modern: Callable[[ast.Call], bool]) -> bool:
+    """Whether the node sits in ``except TypeError/AttributeError/ImportError:`` of a ``try``
+    whose body makes a call ``modern`` accepts: the spelling for torches that lack it.
+
+    ``try: torch.load(p, weights_only=False) except TypeError: torch.load(p)`` runs the
+    handler only where the newer call cannot, so advice about the newer torch does not
+    apply to it. Walks the ``try`` body once per handler met.
+    """
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, ast.Try | ast.TryStar) and isinstance(child, ast.ExceptHandler):
+            caught = child.type
+            kinds = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+            if all(isinstance(k, ast.Name) and k.id in _OLD_TORCH_ERRORS for k in kinds) and any(
+                isinstance(n, ast.Call) and modern(n) for s in outer.body for n in ast.walk(s)
+            ):
+                return True
+        if isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = outer
+    return False

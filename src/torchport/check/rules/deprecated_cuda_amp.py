@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import called
+from torchport.check._match import called, in_old_torch_fallback
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -18,6 +18,7 @@ _AMP = {
 }
 
 _TAILS = frozenset(_AMP.values())
+_NEW = "torch.amp."
 
 
 class DeprecatedCudaAmp(Rule):
@@ -42,7 +43,12 @@ class DeprecatedCudaAmp(Rule):
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
     call_attrs = _TAILS
-    valid = ("import torch\n\nwith torch.amp.autocast(device.type):\n    y = model(x)\n",)
+    valid = (
+        "import torch\n\nwith torch.amp.autocast(device.type):\n    y = model(x)\n",
+        "import torch\n\ntry:\n    scaler = torch.amp.GradScaler(device.type)\n"
+        "except (AttributeError, TypeError):  # torch < 2.3\n"
+        "    scaler = torch.cuda.amp.GradScaler()\n",
+    )
     invalid = (
         Example(
             "import torch\n"
@@ -66,6 +72,8 @@ class DeprecatedCudaAmp(Rule):
         name = called(node, ctx, _TAILS)
         if name is None or name not in _AMP or _old_torch_arm(ctx):
             return
+        if in_old_torch_fallback(ctx, lambda c: (ctx.qualname(c.func) or "").startswith(_NEW)):
+            return  # `try: torch.amp.GradScaler(...) except AttributeError: <old spelling>`
         found, torch = ctx.device_at(node), ctx.torch_at(node)
         if found is None or torch is None:
             yield ctx.finding(self, node)  # no device or torch name is safe here: by hand

@@ -69,9 +69,9 @@ _CUDA_ONLY_LIBRARIES = frozenset(
 _TOP_IMPORTS: weakref.WeakKeyDictionary[Context, tuple[frozenset[str], frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
-_EXITS: weakref.WeakKeyDictionary[
-    Context, dict[int, tuple[dict[int, int], list[Guard | None]]]
-] = weakref.WeakKeyDictionary()
+_EXITS: weakref.WeakKeyDictionary[Context, dict[int, tuple[dict[int, int], list[Guard | None]]]] = (
+    weakref.WeakKeyDictionary()
+)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
 _HOPS = 4
 
