@@ -45,11 +45,47 @@ def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
     return False
 
 
+def _reports(call: ast.AST) -> bool:
+    """``print(...)`` or ``logger.info(...)``: what it is given is shown, never placed."""
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == "print"
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in _LOG_METHODS
+        and isinstance(func.value, ast.Name)
+        and func.value.id.lower() in _LOGGERS
+    )
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
+_LOGGERS = frozenset({"logger", "logging", "log", "_logger", "_log"})
+
+
+def _shown_apart(part: ast.AST) -> list[ast.AST]:
+    """The nodes of ``part``, leaving out what is only printed or logged."""
+    found: list[ast.AST] = []
+    stack = [part]
+    while stack:
+        node = stack.pop()
+        if _reports(node):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether the branch taken on CUDA names CUDA: ``.cuda()``, ``"cuda"``, ``torch.cuda.*``."""
+    """Whether the branch taken on CUDA names CUDA: ``.cuda()``, ``"cuda"``, ``torch.cuda.*``.
+
+    What the branch only prints or logs (``print(torch.cuda.get_device_name())``,
+    ``logger.info(f"on {torch.cuda.current_device()}")``) places nothing.
+    """
     body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
     for part in body:
-        for sub in ast.walk(part):
+        for sub in _shown_apart(part):
             if isinstance(sub, ast.Constant) and cuda_string(sub) is not None:
                 return True
             if isinstance(sub, ast.JoinedStr) and sub.values:

@@ -72,6 +72,9 @@ class CudaOrCpuDeviceChoice(Rule):
         "elif torch.backends.mps.is_available():\n    d = 'mps'\n",
         "import torch\n\nassert torch.cuda.is_available()\n",
         "import torch\n\nif torch.cuda.is_available():\n    sources += ['nms_cuda.c']\n",
+        "import torch\n\nif torch.cuda.is_available():\n"
+        '    print(f"on {torch.cuda.get_device_name(torch.cuda.current_device())}")\n'
+        "    torch.backends.cudnn.benchmark = True\n",
         'import torch\n\nif x.device.type == "cuda":\n    ok = torch.cuda.is_available()\n',
     )
     invalid = (
