@@ -52,6 +52,9 @@ class SyncInLoop(Rule):
     where a read per step is the point: a value the loop tests (`if
     token.item() in stop_tokens: break`), a generator that yields inside the
     loop (streaming each token), and tests (`test_*.py`, `def test_*`).
+    Nor are pandas reads (`row.values.tolist()`: a tensor has no `.values`
+    attribute) and reads inside a function named for the CPU (`def
+    fill_indices_cpu(...)`, the host reference of a device kernel).
     """
 
     code = "TP202"
@@ -69,6 +72,10 @@ class SyncInLoop(Rule):
         "for _ in range(n):\n    tok = model(tok)\n    if tok.item() == eos:\n        break\n",
         "def stream(x):\n    for _ in range(n):\n        x = model(x)\n        yield x.tolist()\n",
         "def test_model(x):\n    for t in model(x):\n        assert model(t).sum().item() > 0\n",
+        "for _, row in frame.iterrows():\n    out.append(model(x))\n"
+        "    rows.append(row.values.tolist())\n",
+        "def fill_cpu(counts):\n    for i in range(n):\n        y = model(x)\n"
+        "        k = counts[i].item()\n",
         "for i in range(3):\n    model.cpu()\n",
         "for step, x in enumerate(xs):\n    if step % 100 == 0:\n        print(x.sum().item())\n",
         (
@@ -118,6 +125,8 @@ class SyncInLoop(Rule):
                 and receiver.func.attr in _VIEWS
             ):
                 receiver = receiver.func.value  # `v.detach()`: the value read is `v`
+            if _not_a_device_value(receiver, ctx):
+                return
             computed_here = isinstance(receiver, ast.Call)  # `x.sum().item()`: an op, then a read
             if not computed_here and not launches_device_work(ctx.loop_of(node), ctx):
                 return  # reads of results already computed: only the first one waits
@@ -140,3 +149,14 @@ class SyncInLoop(Rule):
         ):
             message = "`print(tensor)` in a loop waits for the device; print every N steps"
             yield ctx.finding(self, node, message=message)
+
+
+def _not_a_device_value(receiver: ast.expr, ctx: Context) -> bool:
+    """``row.values`` (pandas: a tensor's ``values`` is a method), or code named for the CPU."""
+    if isinstance(receiver, ast.Attribute) and receiver.attr == "values":
+        return True
+    return any(
+        isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (outer.name.endswith("_cpu") or "_cpu_" in outer.name)
+        for outer in ctx.ancestors
+    )
