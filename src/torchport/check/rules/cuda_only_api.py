@@ -29,7 +29,10 @@ _TWINS: dict[str, tuple[str, str | None, FixSafety]] = {
     "memory_stats": ("memory_stats", None, FixSafety.NONE),
     "reset_accumulated_memory_stats": ("reset_accumulated_memory_stats", None, FixSafety.NONE),
 }
-_TAILS = frozenset({*_TWINS, "is_available"})
+# Questions about one device that `torch.accelerator` does not ask: the device's own
+# module answers them (`torch.get_device_module(device)`: CUDA's and XPU's have them).
+_DEVICE_MODULE = frozenset({"get_device_name", "get_device_properties"})
+_TAILS = frozenset({*_TWINS, *_DEVICE_MODULE, "is_available"})
 
 
 class CudaOnlyApi(Rule):
@@ -40,7 +43,9 @@ class CudaOnlyApi(Rule):
     `reset_peak_memory_stats`, `device_count`, `current_device`,
     `get_device_capability`, `mem_get_info`, `memory_stats` (also spelled
     `torch.cuda.memory.*`) and the `with torch.cuda.device(i):` context
-    (`torch.accelerator.device_index`).
+    (`torch.accelerator.device_index`); `get_device_name` and
+    `get_device_properties`, which the device's own module answers
+    (`torch.get_device_module(device)`), are only reported.
     `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice), but
     in an `assert` it demands CUDA and is reported here;
     calls under a device check (`if device.type == "cuda":`,
@@ -80,6 +85,7 @@ class CudaOnlyApi(Rule):
         "import torch\n\ncuda = torch.cuda.is_available()\n",
         'import torch\n\nif x.device.type == "cuda":\n    torch.cuda.synchronize()\n',
         "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n",
+        "import torch\n\nif torch.cuda.is_available():\n    print(torch.cuda.get_device_name(0))\n",
     )
     invalid = (
         Example(
@@ -109,6 +115,7 @@ class CudaOnlyApi(Rule):
         ),
         Example("import torch\n\nworld_size = torch.cuda.device_count()\n"),
         Example("import torch\n\ni = torch.cuda.current_device()\n"),
+        Example("import torch\n\nname = torch.cuda.get_device_name(None)\n"),
         Example("import torch\n\nwith torch.cuda.device(x.device):\n    y = kernel(x)\n"),
         Example('import torch\n\nassert torch.cuda.is_available(), "needs a GPU"\n'),
     )
@@ -124,6 +131,12 @@ class CudaOnlyApi(Rule):
                 return  # a choice (TP109's), or a demand inside a branch for CUDA
             message = f"use `{ctx.torch_name()}.accelerator.is_available()` {_DEMAND}"
             yield ctx.finding(self, node, message=message)
+            return
+        if function in _DEVICE_MODULE:
+            if device_guard(node, ctx) is None:
+                t = ctx.torch_name()
+                message = f"use `{t}.get_device_module(device).{function}()` {_WHY}"
+                yield ctx.finding(self, node, message=message)
             return
         twin = _TWINS.get(function)
         if twin is None:
