@@ -30,6 +30,7 @@ class NonBlockingToCpu(Rule):
     `torch.cuda`, `torch.accelerator`, a stream or an event) or makes a
     blocking copy of another value to the host (`.cpu()`, `.item()`,
     `.tolist()`, `.to("cpu")`), which waits for the stream the copy was queued on.
+    Reading its shape, dtype or device (`assert host.shape == ...`) reads no data.
     """
 
     code = "TP204"
@@ -90,6 +91,7 @@ class NonBlockingToCpu(Rule):
 
 
 _BLOCKING_READS = frozenset({"cpu", "item", "tolist"})
+_METADATA = frozenset({"shape", "dtype", "device", "size", "dim", "ndim", "numel", "is_pinned"})
 
 
 def _synchronized_before_read(copy: ast.Call, ctx: Context) -> bool:
@@ -114,7 +116,11 @@ def _synchronized_before_read(copy: ast.Call, ctx: Context) -> bool:
         return False
     for later in block[block.index(stmt) + 1 :]:
         nodes = list(ast.walk(later))
-        if any(isinstance(n, ast.Name) and n.id in names for n in nodes):
+        # `host.shape`, `host.size()`: what the copy was queued with, known at once.
+        metadata = {
+            id(n.value) for n in nodes if isinstance(n, ast.Attribute) and n.attr in _METADATA
+        }
+        if any(isinstance(n, ast.Name) and n.id in names and id(n) not in metadata for n in nodes):
             return False
         if any(isinstance(n, ast.Call) and _waits(n, names, ctx) for n in nodes):
             return True
