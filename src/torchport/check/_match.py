@@ -27,6 +27,7 @@ __all__ = [
     "device_settings",
     "forwards_to_super",
     "guard_statement",
+    "in_device_probe",
     "in_no_grad",
     "in_old_torch_fallback",
     "in_tests",
@@ -370,6 +371,29 @@ def in_old_torch_fallback(ctx: Context, modern: Callable[[ast.Call], bool]) -> b
                 isinstance(n, ast.Call) and modern(n) for s in outer.body for n in ast.walk(s)
             ):
                 return True
+        if isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = outer
+    return False
+
+
+# What `torch.cuda` raises without CUDA (or a catch-all): a `try` that catches it has a
+# way on without CUDA, so the question is a probe.
+_NO_CUDA_ERRORS = frozenset({"RuntimeError", "AssertionError", "Exception", "BaseException"})
+
+
+def in_device_probe(ctx: Context) -> bool:
+    """Inside the body of a ``try`` whose handler catches what a machine without CUDA raises."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, ast.Try | ast.TryStar) and any(s is child for s in outer.body):
+            for handler in outer.handlers:
+                caught = handler.type
+                kinds = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+                if caught is None or any(
+                    isinstance(k, ast.Name) and k.id in _NO_CUDA_ERRORS for k in kinds
+                ):
+                    return True
         if isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             return False
         child = outer

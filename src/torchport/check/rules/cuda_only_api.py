@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import cuda_function, guard_statement
+from torchport.check._match import cuda_function, guard_statement, in_device_probe
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.semantic._guards import device_guard
 
@@ -45,7 +45,8 @@ class CudaOnlyApi(Rule):
     `torch.cuda.memory.*`) and the `with torch.cuda.device(i):` context
     (`torch.accelerator.device_index`); `get_device_name` and
     `get_device_properties`, which the device's own module answers
-    (`torch.get_device_module(device)`), are only reported.
+    (`torch.get_device_module(device)`), are only reported, and left alone in a
+    `try` that catches what a machine without CUDA raises (a probe).
     `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice), but
     in an `assert` it demands CUDA and is reported here;
     calls under a device check (`if device.type == "cuda":`,
@@ -86,6 +87,8 @@ class CudaOnlyApi(Rule):
         'import torch\n\nif x.device.type == "cuda":\n    torch.cuda.synchronize()\n',
         "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n",
         "import torch\n\nif torch.cuda.is_available():\n    print(torch.cuda.get_device_name(0))\n",
+        "import torch\n\ntry:\n    name = torch.cuda.get_device_name(0)\n"
+        "except (RuntimeError, AssertionError):\n    name = None\n",
     )
     invalid = (
         Example(
@@ -133,7 +136,7 @@ class CudaOnlyApi(Rule):
             yield ctx.finding(self, node, message=message)
             return
         if function in _DEVICE_MODULE:
-            if device_guard(node, ctx) is None:
+            if device_guard(node, ctx) is None and not in_device_probe(ctx):
                 t = ctx.torch_name()
                 message = f"use `{t}.get_device_module(device).{function}()` {_WHY}"
                 yield ctx.finding(self, node, message=message)
