@@ -19,6 +19,7 @@ __all__ = [
     "explicit_weights_only",
     "is_load",
     "loaded_elsewhere",
+    "saved_by_this_run",
     "unpacks",
     "whole_module",
     "written_by_this_run",
@@ -199,6 +200,19 @@ def written_by_this_run(node: ast.Call, ctx: Context) -> bool:
     value = ctx.value_of(source) if isinstance(source, ast.Name) else None
     if value is not None and _TEMPORARY.search(ctx.segment(value)):
         return True  # `fn = os.path.join(datadir, "cache.pt")`
+    return _saved_here(node, text, ctx)
+
+
+def saved_by_this_run(node: ast.Call, ctx: Context) -> bool:
+    """Whether the same program saves the file it loads: a save to the same path earlier in
+    the function, or a cache (``if exists(path): torch.load(path)`` with ``torch.save(...,
+    path)`` in the ``else``). Unlike :func:`written_by_this_run`, names alone prove nothing.
+    """
+    source = node.args[0] if node.args else getattr(keyword(node, "f"), "value", None)
+    return source is not None and _saved_here(node, ctx.segment(source), ctx)
+
+
+def _saved_here(node: ast.Call, text: str, ctx: Context) -> bool:
     scope = ctx.scopes.scope_of(node).node
     if any(
         _saves_to(call, text, ctx) and call.lineno < node.lineno

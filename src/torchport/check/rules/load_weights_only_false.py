@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import LOADS
+from torchport.check.rules._loading import LOADS, saved_by_this_run
 
 _HOPS = 4
 
@@ -20,7 +20,10 @@ class LoadWeightsOnlyFalse(Rule):
     (`ld = torch.load; ld(f, weights_only=False)`), `getattr(torch, "load")`, or
     a `functools.partial(torch.load, weights_only=False)`. A `weights_only`
     whose value cannot be told from the file (a flag read from a config) is
-    reported too, saying so.
+    reported too, saying so. Not reported: a file the same program saves (a
+    load-or-build cache, `if exists(path): torch.load(path, weights_only=False)`
+    with `torch.save(..., path)` in the `else`, or a save to the same path
+    earlier in the function): its pickles are the program's own.
 
     ## Why is this bad?
     With `weights_only=False`, loading runs the pickle machinery in full: a
@@ -48,6 +51,9 @@ class LoadWeightsOnlyFalse(Rule):
         'import torch\n\nstate = torch.load("ckpt.pt", weights_only=1)\n',
         "import json\n\ncfg = json.load(fh, weights_only=False)\n",  # not torch's load
         "import torch\n\ndef load(torch, f):\n    return torch.load(f, weights_only=False)\n",
+        "import os\nimport torch\n\nif os.path.exists(path):\n"
+        "    graphs = torch.load(path, weights_only=False)\n"
+        "else:\n    graphs = trace()\n    torch.save(graphs, path)\n",
     )
     invalid = (
         Example(
@@ -75,6 +81,8 @@ class LoadWeightsOnlyFalse(Rule):
         if not _loads(node, ctx):
             return
         truth = _truth(given, ctx)
+        if truth is False and saved_by_this_run(node, ctx):
+            return  # a load-or-build cache: the pickles are this program's own
         if truth is False:
             yield ctx.finding(self, given)
         elif truth is None:
