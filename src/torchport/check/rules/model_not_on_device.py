@@ -26,6 +26,12 @@ class ModelNotOnDevice(Rule):
     `.to(device)` to the constructor (inside a wrapper, so DDP gets a model
     that is already on its device), with one `device` definition that picks
     the accelerator when there is one and the CPU otherwise.
+
+    A model loaded with placement or quantization options
+    (`from_pretrained(..., device_map=...)`, `load_in_8bit`/`load_in_4bit`,
+    `quantization_config`) is placed by its loader and left alone: `.to()`
+    raises for 8-bit models and undoes a split over devices. One given
+    `**kwargs` (which may carry those options) is reported without a fix.
     """
 
     code = "TP501"
@@ -44,6 +50,8 @@ class ModelNotOnDevice(Rule):
         "        super().__init__()\n"
         "        self.fc = nn.Linear(3, 4)\n",
         "import torch.nn as nn\n\nloss_fn = nn.CrossEntropyLoss()\n",
+        "from transformers import AutoModel\n\n"
+        'model = AutoModel.from_pretrained("m", device_map="auto")\nout = model(x)\n',
     )
     invalid = (
         Example(
@@ -66,6 +74,10 @@ class ModelNotOnDevice(Rule):
             "def build():\n    return nn.DataParallel(Net().to(device))\n\n"
             "model = torch.compile(build())\n",
         ),
+        Example(
+            "from transformers import AutoModel\n\n"
+            "def load(name, **options):\n    return AutoModel.from_pretrained(name, **options)\n"
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -77,6 +89,9 @@ class ModelNotOnDevice(Rule):
         scope = facts.scope_of.get(id(node))
         if scope is None or scope.module_method or known.stateless(node):
             return
+        placement = _placement(node)
+        if placement == "placed":
+            return  # `device_map=` / quantized: the loader placed it, `.to()` would undo or raise
         parents = facts.parents
         parent = parents.get(id(node))
         if isinstance(parent, ast.Call) and known.constructor(parent):
@@ -104,6 +119,9 @@ class ModelNotOnDevice(Rule):
             if any(isinstance(t, ast.Name) and t.id in scope.moved for t in targets):
                 return  # `model.to(device)` follows
         found = facts.device_at(node)
+        if placement == "unknown":
+            yield ctx.finding(self, node, message=_UNKNOWN)
+            return
         if found is None:
             yield ctx.finding(self, node)
             return
@@ -111,3 +129,33 @@ class ModelNotOnDevice(Rule):
         at = ctx.end(node)
         fix = Fix((Edit(at, at, f".to({name})"), *edits), FixSafety.SAFE)
         yield ctx.finding(self, node, fix=fix)
+
+
+# Loader options that place the model themselves, or quantize it (`.to()` raises for 8-bit).
+_PLACING = frozenset(
+    {"device_map", "load_in_8bit", "load_in_4bit", "quantization_config", "tp_plan", "device"}
+)
+_UNKNOWN = (
+    "move the model to `device` where it is built, unless the `**` options place or quantize "
+    "it (`device_map`, `load_in_8bit`, `quantization_config`): no automatic fix, since "
+    "`.to()` raises for 8-bit models and undoes a split over devices"
+)
+
+
+def _placement(call: ast.Call) -> str | None:
+    """``"placed"`` where the call's own options place or quantize the model, ``"unknown"``
+    where a ``**`` argument may, None where neither."""
+    unknown = False
+    for kw in call.keywords:
+        if kw.arg in _PLACING:
+            return "placed"
+        if kw.arg is None:
+            value = kw.value
+            if isinstance(value, ast.Dict) and all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys
+            ):
+                if any(isinstance(k, ast.Constant) and k.value in _PLACING for k in value.keys):
+                    return "placed"
+                continue  # `**{"torch_dtype": ...}`: every key is known
+            unknown = True
+    return "unknown" if unknown else None
