@@ -14,6 +14,7 @@ __all__ = [
     "CREATORS",
     "HOST_READS",
     "META_ATTRS",
+    "TYPED",
     "cpu_only_device",
     "device_target",
     "is_move",
@@ -25,6 +26,14 @@ CREATORS = frozenset(
     for n in ("tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
               "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "normal",
               "bernoulli", "tril_indices", "triu_indices")
+)  # fmt: skip
+# The legacy typed constructors (`torch.LongTensor([1, 2])`, `torch.Tensor(2, 3)`): always
+# on the CPU, with no `device=` of their own; moved after creation (and after the in-place
+# initializers chained to them, so `torch.Tensor(2, 3).uniform_()` draws on the CPU).
+TYPED = frozenset(
+    f"torch.{n}Tensor"
+    for n in ("", "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte",
+              "Bool")
 )  # fmt: skip
 # Methods whose result lives on the host or describes a tensor without its data.
 HOST_READS = frozenset(

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import CREATORS, is_move
+from torchport.check.port._calls import CREATORS, TYPED, is_move
 from torchport.check.port._facts import port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -16,6 +16,10 @@ _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(devi
 # Made from host data or drawn from the CPU's generator: moved after creation, so the
 # values stay exactly those the CPU run sees.
 _MOVE_AFTER = RANDOM_FACTORIES | {"torch.from_numpy"}
+_INITIALIZERS = frozenset(
+    {"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_",
+     "cauchy_", "log_normal_", "fill_", "zero_", "copy_"}
+)  # fmt: skip
 
 
 class TensorNotOnDevice(Rule):
@@ -31,7 +35,10 @@ class TensorNotOnDevice(Rule):
     `device=device` to deterministic factories, so the tensor is made where
     it is used, and appends `.to(device)` to random ones and to
     `from_numpy`, so the values are drawn by the CPU's generator exactly as
-    before and the results on the CPU stay the same.
+    before and the results on the CPU stay the same. The legacy typed
+    constructors (`torch.LongTensor([...])`, `torch.FloatTensor(...)`,
+    `torch.Tensor(2, 3).uniform_()`, also inside `Variable(...)`) have no
+    `device=`: `.to(device)` follows them and the initializers chained to them.
     """
 
     code = "TP503"
@@ -61,12 +68,21 @@ class TensorNotOnDevice(Rule):
             fixed=_HEAD
             + "out, h = model(x)\nloss = (out - torch.ones(5, 2, 8, device=device)).sum()\n",
         ),
+        Example(
+            _HEAD + "x = torch.FloatTensor([[[1.0, 2.0, 3.0, 4.0]]])\n"
+            "h = torch.Tensor(1, 1, 8).uniform_(-1, 1)\nout, h = model(x, h)\n",
+            fixed=_HEAD + "x = torch.FloatTensor([[[1.0, 2.0, 3.0, 4.0]]]).to(device)\n"
+            "h = torch.Tensor(1, 1, 8).uniform_(-1, 1).to(device)\nout, h = model(x, h)\n",
+            count=2,
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
-        if name not in CREATORS or keyword(node, "device") is not None:
+        if name not in CREATORS and name not in TYPED:
+            return
+        if keyword(node, "device") is not None:
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
@@ -85,9 +101,25 @@ class TensorNotOnDevice(Rule):
             yield ctx.finding(self, node)
             return
         device, edits = found
-        if name in _MOVE_AFTER:
+        if name in TYPED:
+            at = ctx.end(_initialized(node, facts.parents))
+            edit = Edit(at, at, f".to({device})")
+        elif name in _MOVE_AFTER:
             at = ctx.end(node)
             edit = Edit(at, at, f".to({device})")
         else:
             edit = add_keyword(node, f"device={device}", ctx)
         yield ctx.finding(self, node, fix=Fix((edit, *edits), FixSafety.SAFE))
+
+
+def _initialized(node: ast.Call, parents: dict[int, ast.AST]) -> ast.expr:
+    """``node`` with the in-place initializers chained to it (``.uniform_(-1, 1)``)."""
+    expr: ast.expr = node
+    while True:
+        up = parents.get(id(expr))
+        if not (isinstance(up, ast.Attribute) and up.attr in _INITIALIZERS):
+            return expr
+        call = parents.get(id(up))
+        if not (isinstance(call, ast.Call) and call.func is up):
+            return expr
+        expr = call

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, keyword
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import CREATORS, is_move
+from torchport.check.port._calls import CREATORS, TYPED, is_move
 from torchport.check.port._facts import port_facts
 
 # Uses of a parameter that show it is a tensor.
@@ -16,6 +16,10 @@ _TENSOR_USES = frozenset(
     {"size", "shape", "device", "dim", "view", "reshape", "unsqueeze", "permute", "transpose",
      "contiguous", "float", "long", "masked_fill", "new_zeros", "new_ones", "expand"}
 )  # fmt: skip
+_MOVE_AFTER = frozenset(
+    f"torch.{n}"
+    for n in ("from_numpy", "randn", "rand", "randint", "randperm", "normal", "bernoulli")
+)
 _CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on the CPU
 
 
@@ -31,6 +35,11 @@ class TensorOnCpuInModule(Rule):
     forward fails on an accelerator. The fix creates them on the device of
     the method's input (`device=x.device`), or of the module's parameters
     when no input tensor is at hand, so the module works wherever it is.
+
+    A tensor that `__init__` keeps in a plain attribute (`self.scale =
+    torch.tensor([2.0])`, not a parameter or buffer) and another method reads
+    is not moved by `model.to(device)` either: it is reported without a fix
+    (registering it as a buffer changes what the module holds and saves).
     """
 
     code = "TP504"
@@ -76,7 +85,7 @@ class TensorOnCpuInModule(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
-        if name not in CREATORS or keyword(node, "device") is not None:
+        if (name not in CREATORS and name not in TYPED) or keyword(node, "device") is not None:
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
@@ -84,7 +93,12 @@ class TensorOnCpuInModule(Rule):
         if scope is None or not scope.module_method or not isinstance(method, ast.FunctionDef):
             return
         params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
-        if method.name == "__init__" or not params or params[0] != "self":
+        if not params or params[0] != "self":
+            return
+        if method.name == "__init__":
+            held = _held_apart(node, method, facts.parents)
+            if held is not None:
+                yield ctx.finding(self, node, message=_HELD.format(name=held))
             return
         parents = facts.parents
         parent = parents.get(id(node))
@@ -93,8 +107,7 @@ class TensorOnCpuInModule(Rule):
         if any(k.arg is None for k in node.keywords) or self._cpu_only(node, scope.nodes, ctx):
             return
         device = self._device(params[1:], scope.nodes, parents)
-        if name in ("torch.from_numpy", "torch.randn", "torch.rand", "torch.randint",
-                    "torch.randperm", "torch.normal", "torch.bernoulli"):  # fmt: skip
+        if name in TYPED or name in _MOVE_AFTER:
             at = ctx.end(node)
             edit = Edit(at, at, f".to({device})")
         else:
@@ -134,3 +147,43 @@ class TensorOnCpuInModule(Rule):
                     if arg is node or (isinstance(arg, ast.Name) and arg.id in parents_names):
                         return True
         return False
+
+
+_HELD = (
+    "`model.to(device)` does not move the plain tensor attribute `self.{name}`: register it "
+    "with `self.register_buffer({name!r}, ..., persistent=False)` or make it on the input's "
+    "device where it is used"
+)
+
+
+def _held_apart(node: ast.Call, init: ast.FunctionDef, parents: dict[int, ast.AST]) -> str | None:
+    """The attribute ``__init__`` keeps ``node`` in (``self.scale = torch.tensor([2.0])``),
+    if another method of the class reads it; None for scalars, which mix with any device."""
+    if node.args and isinstance(node.args[0], ast.Constant):
+        return None  # `torch.tensor(2.0)`: a 0-dim tensor, usable with tensors anywhere
+    holder = parents.get(id(node))
+    if not (isinstance(holder, ast.Assign) and holder.value is node and len(holder.targets) == 1):
+        return None
+    target = holder.targets[0]
+    if not (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    ):
+        return None
+    cls = parents.get(id(init))
+    if not isinstance(cls, ast.ClassDef):
+        return None
+    for method in cls.body:
+        if method is init or not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for n in ast.walk(method):
+            if (
+                isinstance(n, ast.Attribute)
+                and n.attr == target.attr
+                and isinstance(n.ctx, ast.Load)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == "self"
+            ):
+                return target.attr
+    return None
