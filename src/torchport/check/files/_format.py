@@ -74,7 +74,9 @@ def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
         return "\n".join(lines) + "\n"
     speed = sum(_safety(f) is FixSafety.SAFE and _is_speed(f) for f in findings)
     safe = sum(_safety(f) is FixSafety.SAFE for f in findings) - speed
-    unsafe = sum(_safety(f) is FixSafety.UNSAFE for f in findings)
+    # An unsafe fix of a speed rule needs both flags: `fix --unsafe` alone leaves it.
+    unsafe_speed = sum(_safety(f) is FixSafety.UNSAFE and _is_speed(f) for f in findings)
+    unsafe = sum(_safety(f) is FixSafety.UNSAFE for f in findings) - unsafe_speed
     files = len({file_of(f.path) for f in findings})
     noun = "finding" if len(findings) == 1 else "findings"
     summary = f"Found {len(findings)} {noun} in {files} file{'s' if files != 1 else ''}"
@@ -85,6 +87,8 @@ def render_text(findings: Sequence[Finding], errors: int = 0) -> str:
         notes.append(f"{speed} more with `torchport fix --speed`")
     if unsafe:
         notes.append(f"{unsafe} more with `torchport fix --unsafe`")
+    if unsafe_speed:
+        notes.append(f"{unsafe_speed} more with `torchport fix --speed --unsafe`")
     lines.append(summary + (f" ({', '.join(notes)})" if notes else "") + ".")
     if errors:
         lines.append(f"And {unchecked}.")
