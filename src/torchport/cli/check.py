@@ -73,6 +73,13 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     from torchport.check import check_paths, render, render_statistics
 
+    if args.statistics and args.format == "sarif":
+        print(
+            "torchport: error: --statistics prints counts as text, json or github, and SARIF "
+            "holds findings: drop --statistics for SARIF, or pick another --format",
+            file=sys.stderr,
+        )
+        return 2
     stdin = sys.stdin.read() if args.paths == ["-"] else None
     result = check_paths(
         [args.stdin_filename or "-"] if stdin is not None else args.paths or ["."],
@@ -86,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     for error in result.errors:
         print(error, file=sys.stderr)
     if args.statistics:
-        sys.stdout.write(render_statistics(result.findings))
+        sys.stdout.write(render_statistics(result.findings, args.format))
     else:
         sys.stdout.write(render(args.format, result.findings, result.rules, result.errors))
     return result.exit_code

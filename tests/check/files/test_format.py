@@ -6,6 +6,10 @@ import ast
 import dataclasses
 import json
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 from torchport.check.files._format import (
     FORMATS,
@@ -166,3 +170,26 @@ def test_a_fix_that_changes_results_says_so_in_every_format() -> None:
     assert sarif["message"]["text"].endswith(note)
     assert "reseeds the CPU generator too" in render_github([finding])
     assert "changes results" not in render_text(FINDINGS[:1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["TP9970", "TP9971", "TP9972"]), st.booleans()), max_size=12)
+)
+def test_statistics_in_each_format_count_every_finding(drawn: list[tuple[str, bool]]) -> None:
+    findings = [
+        Finding("a.py", i + 1, 1, i + 1, 2, code, f"name-{code}", "msg", SAFE if safe else None)
+        for i, (code, safe) in enumerate(drawn)
+    ]
+    rows = json.loads(render_statistics(findings, "json"))
+    assert sum(r["count"] for r in rows) == len(findings)
+    assert {r["code"] for r in rows} == {c for c, _ in drawn}
+    for r in rows:
+        assert r["fixable"] == any(c == r["code"] and s for c, s in drawn)
+        assert r["name"] == f"name-{r['code']}"
+    notices = render_statistics(findings, "github").splitlines()
+    assert len(notices) == len(rows) and all(n.startswith("::notice title=TP99") for n in notices)
+    text = render_statistics(findings, "text").splitlines()
+    assert sum(int(line.split()[0]) for line in text) == len(findings)
+    with pytest.raises(ValueError, match="not 'sarif'"):
+        render_statistics(findings, "sarif")

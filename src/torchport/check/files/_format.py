@@ -19,6 +19,7 @@ from torchport.check.files._paths import FileError
 
 __all__ = [
     "FORMATS",
+    "STATISTICS_FORMATS",
     "render",
     "render_github",
     "render_json",
@@ -162,12 +163,45 @@ def render_github(findings: Sequence[Finding], errors: Sequence[FileError] = ())
     return "".join(line + "\n" for line in out)
 
 
-def render_statistics(findings: Sequence[Finding]) -> str:
-    """Count per code, most frequent first (ties by code), with ``[*]`` when fixable."""
+STATISTICS_FORMATS = ("text", "json", "github")
+
+
+def render_statistics(findings: Sequence[Finding], fmt: str = "text") -> str:
+    """Count per code, most frequent first (ties by code), with ``[*]`` when fixable.
+
+    ``fmt`` is ``"text"`` (a table), ``"json"`` (a list of ``{"code", "name", "count",
+    "fixable"}``, as Ruff writes them) or ``"github"`` (one ``::notice`` per code).
+    SARIF holds results, not counts: ask for findings in SARIF instead.
+
+    Raises:
+        ValueError: ``fmt`` is not one of :data:`STATISTICS_FORMATS`.
+    """
+    if fmt not in STATISTICS_FORMATS:
+        raise ValueError(
+            f"--statistics prints counts as {', '.join(STATISTICS_FORMATS)}, not {fmt!r}: "
+            f"drop --statistics to get the findings as {fmt}"
+        )
     counts = Counter(f.code for f in findings)
     names = {f.code: f.name for f in findings}
     fixable = {f.code for f in findings if _safety(f) is FixSafety.SAFE}
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if fmt == "json":
+        return (
+            json.dumps(
+                [
+                    {"code": c, "name": names[c], "count": n, "fixable": c in fixable}
+                    for c, n in rows
+                ],
+                indent=2,
+            )
+            + "\n"
+        )
+    if fmt == "github":
+        return "".join(
+            f"::notice title={_escape_property(code)}::"
+            f"{_escape_data(f'{n} x {code} {names[code]}')}\n"
+            for code, n in rows
+        )
     width = max((len(str(n)) for _, n in rows), default=1)
     return "".join(
         f"{n:>{width}}  {code}  {'[*]' if code in fixable else '   '} {names[code]}\n"
