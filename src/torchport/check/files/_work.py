@@ -35,6 +35,7 @@ from torchport.check.files._discovery import (
     read_source,
 )
 from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
+from torchport.check.files._positions import on_disk
 from torchport.check.files._write import WriteRefused, write_back
 
 __all__ = ["Chunk", "FileError", "FileFix", "Report", "check_chunk", "fix_chunk"]
@@ -275,7 +276,11 @@ def _encode(doc: _Doc, fixed: str) -> tuple[str, str]:
 
 
 def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: RuleSet) -> Report:
-    report = Report(path, findings=_place(doc, outcome.remaining, outcome.source))
+    if chunk.diff and chunk.stdin is None:  # nothing is written: name places on disk
+        left = on_disk(outcome.remaining, outcome.source, doc.text)
+        report = Report(path, findings=_place(doc, left, doc.text))
+    else:
+        report = Report(path, findings=_place(doc, outcome.remaining, outcome.source))
     report.errors.extend(FileError(path, str(f)) for f in outcome.failures)
     if outcome.source == doc.text:
         return report
