@@ -40,6 +40,9 @@ class TensorOnCpuInModule(Rule):
     torch.tensor([2.0])`, not a parameter or buffer) and another method reads
     is not moved by `model.to(device)` either: it is reported without a fix
     (registering it as a buffer changes what the module holds and saves).
+    So is a tensor an optimizer's method makes on the CPU (`state["v"] =
+    torch.zeros(p.shape)`): the parameters it meets are on the device once the
+    model is; the port does not rewrite optimizers, it names them.
     """
 
     code = "TP504"
@@ -61,6 +64,14 @@ class TensorOnCpuInModule(Rule):
         "        return x + torch.zeros(3, device=x.device)\n",
     )
     invalid = (
+        Example(
+            "import torch\n\n\nclass Sgdm(torch.optim.Optimizer):\n"
+            "    def step(self, closure=None):\n        for group in self.param_groups:\n"
+            "            for p in group['params']:\n"
+            "                state = self.state[p]\n"
+            "                state['v'] = torch.zeros(p.shape)\n"
+            "                state['step'] = torch.tensor(0.0)\n"
+        ),
         Example(
             "import torch\nfrom torch import nn\n\n"
             "class Net(nn.Module):\n"
@@ -90,6 +101,10 @@ class TensorOnCpuInModule(Rule):
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
         method = scope.node if scope is not None else None
+        if scope is not None and scope.cls is not None and _optimizer(scope.cls, ctx):
+            if not (node.args and isinstance(node.args[0], ast.Constant)):  # 0-dim: any device
+                yield ctx.finding(self, node, message=_OPTIMIZER)
+            return
         if scope is None or not scope.module_method or not isinstance(method, ast.FunctionDef):
             return
         params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
@@ -187,3 +202,18 @@ def _held_apart(node: ast.Call, init: ast.FunctionDef, parents: dict[int, ast.AS
             ):
                 return target.attr
     return None
+
+
+_OPTIMIZER = (
+    "make the optimizer's tensor on its parameter's device (`device=p.device`, or "
+    "`torch.zeros_like(p)`): once the model is on the accelerator, a CPU state meets device "
+    "parameters and gradients (no automatic fix: the port leaves optimizers to their authors)"
+)
+
+
+def _optimizer(cls: ast.ClassDef, ctx: Context) -> bool:
+    """Whether ``cls`` subclasses ``torch.optim.Optimizer`` (directly)."""
+    return any(
+        (ctx.qualname(base) or "") in ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer")
+        for base in cls.bases
+    )
