@@ -10,6 +10,7 @@ from torchport.check._match import add_keyword, keyword
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import CREATORS, TYPED, is_move
 from torchport.check.port._facts import port_facts
+from torchport.check.rules._module_tensors import held_apart, subclasses_optimizer
 
 # Uses of a parameter that show it is a tensor.
 _TENSOR_USES = frozenset(
@@ -101,7 +102,7 @@ class TensorOnCpuInModule(Rule):
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
         method = scope.node if scope is not None else None
-        if scope is not None and scope.cls is not None and _optimizer(scope.cls, ctx):
+        if scope is not None and scope.cls is not None and subclasses_optimizer(scope.cls, ctx):
             if not (node.args and isinstance(node.args[0], ast.Constant)):  # 0-dim: any device
                 yield ctx.finding(self, node, message=_OPTIMIZER)
             return
@@ -111,7 +112,7 @@ class TensorOnCpuInModule(Rule):
         if not params or params[0] != "self":
             return
         if method.name == "__init__":
-            held = _held_apart(node, method, facts.parents)
+            held = held_apart(node, method, facts.parents)
             if held is not None:
                 yield ctx.finding(self, node, message=_HELD.format(name=held))
             return
@@ -171,49 +172,8 @@ _HELD = (
 )
 
 
-def _held_apart(node: ast.Call, init: ast.FunctionDef, parents: dict[int, ast.AST]) -> str | None:
-    """The attribute ``__init__`` keeps ``node`` in (``self.scale = torch.tensor([2.0])``),
-    if another method of the class reads it; None for scalars, which mix with any device."""
-    if node.args and isinstance(node.args[0], ast.Constant):
-        return None  # `torch.tensor(2.0)`: a 0-dim tensor, usable with tensors anywhere
-    holder = parents.get(id(node))
-    if not (isinstance(holder, ast.Assign) and holder.value is node and len(holder.targets) == 1):
-        return None
-    target = holder.targets[0]
-    if not (
-        isinstance(target, ast.Attribute)
-        and isinstance(target.value, ast.Name)
-        and target.value.id == "self"
-    ):
-        return None
-    cls = parents.get(id(init))
-    if not isinstance(cls, ast.ClassDef):
-        return None
-    for method in cls.body:
-        if method is init or not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        for n in ast.walk(method):
-            if (
-                isinstance(n, ast.Attribute)
-                and n.attr == target.attr
-                and isinstance(n.ctx, ast.Load)
-                and isinstance(n.value, ast.Name)
-                and n.value.id == "self"
-            ):
-                return target.attr
-    return None
-
-
 _OPTIMIZER = (
     "make the optimizer's tensor on its parameter's device (`device=p.device`, or "
     "`torch.zeros_like(p)`): once the model is on the accelerator, a CPU state meets device "
     "parameters and gradients (no automatic fix: the port leaves optimizers to their authors)"
 )
-
-
-def _optimizer(cls: ast.ClassDef, ctx: Context) -> bool:
-    """Whether ``cls`` subclasses ``torch.optim.Optimizer`` (directly)."""
-    return any(
-        (ctx.qualname(base) or "") in ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer")
-        for base in cls.bases
-    )
