@@ -35,6 +35,7 @@ __all__ = [
     "keyword",
     "method_name",
     "names",
+    "only_shown",
     "probably_module",
     "probably_tensor",
     "receiver_end",
@@ -397,4 +398,26 @@ def in_device_probe(ctx: Context) -> bool:
         if isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             return False
         child = outer
+    return False
+
+
+_SHOWN_BY = frozenset(
+    {"print", "log", "info", "debug", "warning", "warn", "error", "write", "format", "str",
+     "repr", "add_scalar", "set_postfix", "echo", "secho"}
+)  # fmt: skip
+_SHOWN_THROUGH = (
+    ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.FormattedValue, ast.JoinedStr, ast.Tuple
+)  # fmt: skip
+
+
+def only_shown(ctx: Context) -> bool:
+    """Whether the call's value is only printed or logged (``print(n)``, ``log(f"{n}")``)."""
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, _SHOWN_THROUGH):
+            continue
+        if isinstance(outer, ast.Call):
+            func = outer.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            return name in _SHOWN_BY
+        return False
     return False

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import cuda_function, guard_statement, in_device_probe
+from torchport.check._match import cuda_function, guard_statement, in_device_probe, only_shown
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.semantic._guards import device_guard
 
@@ -158,7 +158,7 @@ class CudaOnlyApi(Rule):
             edit = guard_statement(node, call, ctx, t)
         elif kind == "value":
             edit = ctx.replace(node, f"({call} if {t}.accelerator.is_available() else 0)")
-        elif kind == "plain" and _only_shown(ctx):
+        elif kind == "plain" and only_shown(ctx):
             # A count that decides anything (`n = ...`, `if ... > 1:`) guards CUDA code this
             # fix cannot see; changing it alone would send that code to MPS/XPU.
             edit = ctx.replace(node, call)
@@ -167,28 +167,6 @@ class CudaOnlyApi(Rule):
 
 
 _WHY = "instead of the CUDA-only call, so the code sees any accelerator"
-
-
-_SHOWN_BY = frozenset(
-    {"print", "log", "info", "debug", "warning", "warn", "error", "write", "format", "str",
-     "repr", "add_scalar", "set_postfix", "echo", "secho"}
-)  # fmt: skip
-_SHOWN_THROUGH = (
-    ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.FormattedValue, ast.JoinedStr, ast.Tuple
-)  # fmt: skip
-
-
-def _only_shown(ctx: Context) -> bool:
-    """Whether the call's value is only printed or logged (``print(n)``, ``log(f"{n}")``)."""
-    for outer in reversed(ctx.ancestors):
-        if isinstance(outer, _SHOWN_THROUGH):
-            continue
-        if isinstance(outer, ast.Call):
-            func = outer.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            return name in _SHOWN_BY
-        return False
-    return False
 
 
 _DEMAND = "in this assert: demanding CUDA stops the program on every other accelerator"
