@@ -2,7 +2,8 @@
 
 Each program builds a model and feeds it inputs made in one of many ways (factories,
 the legacy typed constructors, ``Variable``, in-place initializers, NumPy, a plain
-tensor attribute of the module). It is ported (``port_text``) and run with ``meta``
+tensor attribute of the module), in the loop or in a step function the loop hands
+each batch to. It is ported (``port_text``) and run with ``meta``
 standing in for the accelerator (``port_runner.py``, one subprocess for a batch). The
 oracle is the run itself: a program the port calls done (no finding left) must run
 every forward with every parameter, buffer and input on the accelerator and raise no
@@ -44,8 +45,20 @@ TARGETS = [
 SCALES = ["None", "torch.FloatTensor([2.0])", "torch.tensor([0.5, 1.0])", "torch.tensor(2.0)"]
 
 
-def program(x: str, y: str, scale: str) -> str:
+def program(x: str, y: str, scale: str, in_function: bool = False) -> str:
     use = "out = out * self.scale\n        " if scale != "None" else ""
+    if in_function:  # the loop hands each batch to a step function that unpacks it
+        return (
+            "import numpy as np\nimport torch\nimport torch.nn as nn\n"
+            "from torch.autograd import Variable\n\n\n"
+            "def train_step(model, opt, batch):\n    x, y = batch\n"
+            "    loss = nn.functional.cross_entropy(model(x), y)\n"
+            "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n    return loss\n\n\n"
+            "model = nn.Linear(3, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            f"data = [({x}, {y}) for _ in range(2)]\n"
+            "for batch in data:\n    loss = train_step(model, opt, batch)\n"
+            "print(float(loss))\n"
+        )
     return (
         "import numpy as np\nimport torch\nimport torch.nn as nn\n"
         "from torch.autograd import Variable\n\n\n"
@@ -63,19 +76,24 @@ def program(x: str, y: str, scale: str) -> str:
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.lists(
-        st.tuples(st.sampled_from(INPUTS), st.sampled_from(TARGETS), st.sampled_from(SCALES)),
+        st.tuples(
+            st.sampled_from(INPUTS),
+            st.sampled_from(TARGETS),
+            st.sampled_from(SCALES),
+            st.booleans(),
+        ),
         min_size=6,
         max_size=6,
     )
 )
 def test_port_leaves_nothing_on_the_cpu_unsaid(
-    tmp_path_factory: pytest.TempPathFactory, drawn: list[tuple[str, str, str]]
+    tmp_path_factory: pytest.TempPathFactory, drawn: list[tuple[str, str, str, bool]]
 ) -> None:
     work = tmp_path_factory.mktemp("port")
     jobs: list[dict[str, str]] = []
     left: dict[str, list[str]] = {}
-    for i, (x, y, scale) in enumerate(drawn):
-        outcome = port_text(program(x, y, scale))
+    for i, (x, y, scale, in_function) in enumerate(drawn):
+        outcome = port_text(program(x, y, scale, in_function))
         script = work / f"p{i}.py"
         script.write_text(outcome.source)
         jobs.append({"name": script.name, "script": str(script), "workdir": str(work)})
