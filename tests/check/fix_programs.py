@@ -12,6 +12,20 @@ one-line ``import torch; ...``; ``device="cuda"`` given to calls that are not
 torch's; guards (``torch.cuda.is_available()``, ``device_count()``) and the
 code they protect; ``x = x[...]`` rebinding; globals moved inside functions.
 
+Look-alikes that no fix may touch: libraries that use torch's names for their
+own things (numba's and CuPy's ``cuda``, JAX and TensorFlow device strings,
+``device=`` arguments of functions that are not torch's), imports of them at
+module level, inside functions and under ``if``, parameters and attributes
+named ``torch``/``cuda``, and an ``amp`` rebound to an object of the program's.
+The runner installs recording stand-ins for those libraries
+(:func:`lookalike_modules`): every call they get lands in ``OUT``, so a fix that
+rewrote one of them changes the output.
+
+Device choices whose fix changes where data lives: the CUDA-or-CPU idiom with
+everything moved through it, with a model that is never moved, moved only when
+CUDA is there, or held by an object (``self.device``), with the device passed
+to a function; the fix must be offered only where everything follows it.
+
 Programs use ``T`` for torch's name in the fragments below; the header decides
 what ``T`` is (``torch`` or an alias). Every ``{k}`` becomes a per-fragment
 number so names do not collide.
@@ -19,11 +33,14 @@ number so names do not collide.
 
 from __future__ import annotations
 
+import importlib.machinery
 import re
+import types
+from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["STAR_MODULE", "programs"]
+__all__ = ["FRAGMENTS", "STAR_MODULE", "lookalike_modules", "programs"]
 
 # What `from fuzzcfg import *` provides (the runner installs it as a module).
 STAR_MODULE = {"device": "cpu", "scale": 2}
@@ -129,6 +146,117 @@ FRAGMENTS = [
     "def lazy{k}():\n    import torch as tt\n    return tt.ones(1).cuda()\nOUT.append(lazy{k}())",
 ]
 
+# Other libraries' `cuda`, device strings and `device=`, and names that only look like torch's.
+LOOKALIKES = [
+    # numba's cuda at module level, torch's in one function (the resolver must not mix them)
+    "from numba import cuda\ndef helper{k}():\n    from torch import cuda\n"
+    "    return cuda.is_available()\ndef kernel_sync{k}():\n    cuda.synchronize()\n"
+    "OUT.append(helper{k}())\nkernel_sync{k}()\nOUT.append(cuda.device_count())",
+    "import numba.cuda\nnumba.cuda.synchronize()\nOUT.append(numba.cuda.is_available())",
+    "from numba import cuda as nbc{k}\nOUT.append(nbc{k}.to_device([1, 2]))\nnbc{k}.synchronize()",
+    # CuPy
+    "import cupy as cp{k}\nwith cp{k}.cuda.Device(0):\n    OUT.append(cp{k}.asarray([1, 2]))\n"
+    "cp{k}.cuda.Stream.null.synchronize()\nOUT.append(cp{k}.cuda.runtime.getDeviceCount())",
+    "from cupy import cuda\ncuda.Device(0).use()\nOUT.append(cuda.runtime.getDeviceCount())",
+    # JAX and TensorFlow device strings
+    'import jax\nOUT.append(jax.devices("cuda"))\nOUT.append(jax.device_put([1.0], device="cuda"))',
+    'import tensorflow as tf\nwith tf.device("/GPU:0"):\n    OUT.append(tf.constant(1))\n'
+    'OUT.append(tf.config.list_physical_devices("GPU"))',
+    'import tensorflow as tf\nwith tf.device("cuda:0"):\n    OUT.append(tf.constant(2))',
+    # device= of functions that are not torch's
+    'def pipeline{k}(task, device="cuda"):\n    return task, device\n'
+    'OUT.append(pipeline{k}("t", device="cuda:0"))\nOUT.append(pipeline{k}("t"))',
+    'from types import SimpleNamespace\ncfg{k} = SimpleNamespace(device="cuda", n=2)\n'
+    "OUT.append(cfg{k}.device)",
+    'import jax\nOUT.append(jax.jit(lambda v: v, device="cuda")(3))',
+    # conditional imports of two libraries' cuda
+    "if OUT is not None:\n    from numba import cuda\nelse:\n    from torch import cuda\n"
+    "cuda.synchronize()\nOUT.append(cuda.is_available())",
+    "try:\n    from numba import cuda\nexcept ImportError:\n    cuda = None\n"
+    "if cuda is not None:\n    cuda.synchronize()",
+    # parameters and attributes named torch / cuda, a local object called amp
+    "class FakeCuda{k}:\n    def synchronize(self):\n        OUT.append('own sync')\n"
+    "    def is_available(self):\n        return True\n    def device_count(self):\n"
+    "        return 5\n    def manual_seed(self, s):\n        OUT.append(('own seed', s))\n"
+    "class FakeTorch{k}:\n    cuda = FakeCuda{k}()\n"
+    "def step{k}(torch, x):\n    torch.cuda.synchronize()\n    torch.cuda.manual_seed(1)\n"
+    "    return torch.cuda.device_count(), x\n"
+    "OUT.append(step{k}(FakeTorch{k}(), T.ones(1)))\n"
+    "def other{k}(cuda):\n    cuda.synchronize()\n    return cuda.is_available()\n"
+    "OUT.append(other{k}(FakeCuda{k}()))\n"
+    "class Holder{k}:\n    def __init__(self):\n        self.torch = FakeTorch{k}()\n"
+    "        self.cuda = FakeCuda{k}()\n    def go(self):\n        self.cuda.synchronize()\n"
+    "        self.torch.cuda.synchronize()\n        return self.torch.cuda.device_count()\n"
+    "OUT.append(Holder{k}().go())",
+    "import contextlib\nfrom torch.cuda import amp\nclass MyAmp{k}:\n"
+    "    def autocast(self, enabled=True):\n        OUT.append(('own autocast', enabled))\n"
+    "        return contextlib.nullcontext()\n"
+    "    def GradScaler(self):\n        return 'own scaler'\n"
+    "amp = MyAmp{k}()\nwith amp.autocast():\n    OUT.append(T.ones(1) * 2)\n"
+    "OUT.append(amp.GradScaler())",
+    "def lazy_numba{k}():\n    from numba import cuda\n    cuda.synchronize()\n"
+    "    return cuda.device_count()\nOUT.append(lazy_numba{k}())",
+]
+
+# The CUDA-or-CPU idiom and what meets the device it picks.
+DEVICE_CHOICES = [
+    # everything follows the device
+    'dev{k} = T.device("cuda" if T.cuda.is_available() else "cpu")\n'
+    "T.manual_seed(0)\nm{k} = T.nn.Linear(2, 2).to(dev{k})\n"
+    "OUT.append(m{k}(T.ones(1, 2).to(dev{k})).detach())",
+    'dev{k} = "cuda" if T.cuda.is_available() else "cpu"\n'
+    "OUT.append(T.zeros(2, device=dev{k}) + T.ones(2).to(dev{k}))\n"
+    'OUT.append(dev{k} == "cuda")',
+    # the model is never moved: worked on the CPU only, fails once the device changes
+    'dev{k} = T.device("cuda" if T.cuda.is_available() else "cpu")\n'
+    "T.manual_seed(0)\nm{k} = T.nn.Linear(2, 2)\n"
+    "OUT.append(m{k}(T.ones(1, 2).to(dev{k})).detach())",
+    # moved only when CUDA is there
+    'dev{k} = T.device("cuda" if T.cuda.is_available() else "cpu")\n'
+    "T.manual_seed(0)\nm{k} = T.nn.Linear(2, 2)\nif T.cuda.is_available():\n"
+    "    m{k}.cuda()\nOUT.append(m{k}(T.ones(1, 2).to(dev{k})).detach())",
+    # a tensor made on the CPU meets one moved to the device
+    'dev{k} = "cuda" if T.cuda.is_available() else "cpu"\n'
+    "mask{k} = T.ones(2)\nOUT.append(T.ones(2).to(dev{k}) * mask{k})",
+    # an object holds the device; its model comes from elsewhere and is never moved
+    "class Runner{k}:\n    def __init__(self, model):\n"
+    '        self.device = "cuda" if T.cuda.is_available() else "cpu"\n'
+    "        self.model = model\n    def __call__(self, x):\n"
+    "        return self.model(x.to(self.device)).detach()\n"
+    "T.manual_seed(0)\nOUT.append(Runner{k}(T.nn.Linear(2, 2))(T.ones(1, 2)))",
+    # the device passed to a function, the model to another
+    "def train{k}(model, x, device):\n    return model(x.to(device)).detach()\n"
+    'dev{k} = T.device("cuda" if T.cuda.is_available() else "cpu")\n'
+    "T.manual_seed(0)\nnet{k} = T.nn.Linear(2, 2)\n"
+    "OUT.append(train{k}(net{k}, T.ones(1, 2), dev{k}))",
+    "def train{k}(model, x, device):\n    return model(x.to(device)).detach()\n"
+    'dev{k} = T.device("cuda" if T.cuda.is_available() else "cpu")\n'
+    "T.manual_seed(0)\nnet{k} = T.nn.Linear(2, 2).to(dev{k})\n"
+    "OUT.append(train{k}(net{k}, T.ones(1, 2), dev{k}))",
+    # inline idiom, a helper whose result meets a CPU model
+    "def put{k}(x):\n"
+    '    return x.to(T.device("cuda" if T.cuda.is_available() else "cpu"))\n'
+    "T.manual_seed(0)\nlin{k} = T.nn.Linear(2, 2)\n"
+    "OUT.append(lin{k}(put{k}(T.ones(1, 2))).detach())",
+    # a checkpoint loaded onto the device: meets a CPU tensor, or only load_state_dict
+    "import io\nbuf{k} = io.BytesIO()\nT.save(T.ones(2), buf{k})\nbuf{k}.seek(0)\n"
+    "w{k} = T.load(buf{k}, weights_only=True)\nOUT.append(w{k} + T.ones(2))",
+    "import io\nT.manual_seed(0)\nlin{k} = T.nn.Linear(2, 2)\nbuf{k} = io.BytesIO()\n"
+    "T.save({'net': lin{k}.state_dict()}, buf{k})\nbuf{k}.seek(0)\n"
+    "lin{k}.load_state_dict(T.load(buf{k}, weights_only=True)['net'])\n"
+    "OUT.append(lin{k}(T.ones(1, 2)).detach())",
+    # a tensor's is_cuda decides a branch that names CUDA, or one that does not
+    "acc{k} = T.accelerator.current_accelerator() if T.accelerator.is_available() else 'cpu'\n"
+    "x{k} = T.ones(2).to(acc{k})\nd{k} = 'cpu'\nif x{k}.is_cuda:\n    d{k} = 'cuda'\n"
+    "OUT.append(T.ones(1).to(d{k}))",
+    "acc{k} = T.accelerator.current_accelerator() if T.accelerator.is_available() else 'cpu'\n"
+    "x{k} = T.ones(2).to(acc{k})\nif x{k}.is_cuda:\n    x{k} = x{k} * 2\nOUT.append(x{k})",
+    # the device decides a branch
+    'dev{k} = T.device("cuda" if T.cuda.is_available() else "cpu")\n'
+    'if dev{k}.type != "cpu":\n    OUT.append(T.ones(1).cuda())\nelse:\n'
+    "    OUT.append(T.ones(1).to(dev{k}))",
+]
+
 WRAPPERS = ("module", "function", "if")
 _T = re.compile(r"\bT\.")
 
@@ -149,13 +277,147 @@ def programs(draw: st.DrawFn) -> str:
         parts.append("from fuzzcfg import *\nOUT.append(device)\n")
     if draw(st.booleans()):
         parts.append('device = "cpu"\nOUT.append(device)\n')
-    chosen = draw(st.lists(st.integers(0, len(FRAGMENTS) - 1), min_size=1, max_size=4))
-    for k, index in enumerate(chosen):
-        body = _T.sub(f"{alias}.", FRAGMENTS[index].replace("{k}", str(k))) + "\n"
+    chosen = draw(st.lists(st.sampled_from(ALL_FRAGMENTS), min_size=1, max_size=4))
+    for k, fragment in enumerate(chosen):
+        body = _T.sub(f"{alias}.", fragment.replace("{k}", str(k))) + "\n"
         wrapper = draw(st.sampled_from(WRAPPERS))
-        if wrapper == "function" and "global" not in body and "import io" not in body:
+        if wrapper == "function" and "global" not in body and "import" not in body:
             body = f"def main{k}():\n{_indent(body)}main{k}()\n"
         elif wrapper == "if":
             body = f"if OUT is not None:\n{_indent(body)}"
         parts.append(body)
     return "\n".join(parts)
+
+
+ALL_FRAGMENTS = FRAGMENTS + LOOKALIKES + DEVICE_CHOICES
+
+
+class _Recorder:
+    """A stand-in for another library's object: every call lands in ``out``, named by its path."""
+
+    def __init__(self, path: str, out: list[Any]) -> None:
+        self._path, self._out = path, out
+
+    def __getattr__(self, name: str) -> _Recorder:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Recorder(f"{self._path}.{name}", self._out)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _Recorder:
+        shown = [_stable(a) for a in args]
+        named = sorted((k, _stable(v)) for k, v in kwargs.items())
+        self._out.append((self._path, repr(shown), repr(named)))
+        if self._path.endswith(".jit"):
+            return lambda *a, **k: a[0] if a else None  # type: ignore[return-value]
+        return _Recorder(f"{self._path}()", self._out)
+
+    def __enter__(self) -> _Recorder:
+        self._out.append((self._path, "enter"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._out.append((self._path, "exit"))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Recorder) and other._path == self._path
+
+    def __hash__(self) -> int:
+        return hash(self._path)
+
+    def __repr__(self) -> str:
+        return f"<{self._path}>"
+
+
+# What each stand-in module has: only what the fragments use. Anything else is an
+# AttributeError, as torch (which probes `sys.modules` for some of these) expects.
+def _stable(value: Any) -> Any:
+    """What a recorded argument is, without addresses (a lambda differs from run to run)."""
+    return "<callable>" if callable(value) and not isinstance(value, _Recorder) else value
+
+
+_LOOKALIKE_MODULES = {
+    "numba": ("cuda",),
+    "numba.cuda": ("synchronize", "is_available", "device_count", "to_device", "jit"),
+    "cupy": ("cuda", "asarray"),
+    "cupy.cuda": ("Device", "Stream", "runtime"),
+    "jax": ("devices", "device_put", "jit"),
+    "tensorflow": ("device", "constant", "config"),
+}
+
+
+def lookalike_modules(out: list[Any]) -> dict[str, types.ModuleType]:
+    """Modules standing in for numba, CuPy, JAX and TensorFlow, recording their calls in ``out``."""
+    modules: dict[str, types.ModuleType] = {}
+    for name, attrs in _LOOKALIKE_MODULES.items():
+        module = types.ModuleType(name)
+        module.__spec__ = importlib.machinery.ModuleSpec(name, None)  # others ask find_spec
+        for attr in attrs:
+            setattr(module, attr, _Recorder(f"{name}.{attr}", out))
+        modules[name] = module
+    for name, module in modules.items():
+        head, _, tail = name.rpartition(".")
+        if head:
+            setattr(modules[head], tail, module)
+    return modules
+
+
+# ------------------------------------------------------ device choices and what meets them
+
+_CHOICES = (
+    'dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+    'dev = "cuda" if torch.cuda.is_available() else "cpu"',
+    'dev = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")',
+)
+_MODELS = (
+    "m = torch.nn.Linear(2, 2)",
+    "m = torch.nn.Linear(2, 2).to(dev)",
+    "m = torch.nn.Linear(2, 2)\nm.to(dev)",
+    "m = torch.nn.Linear(2, 2)\nm = m.to(dev)",
+    "m = torch.nn.Linear(2, 2)\nif torch.cuda.is_available():\n    m = m.cuda()",
+    "m = torch.nn.Linear(2, 2, device=dev)",
+    "m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()).eval().to(dev)",
+)
+_INPUTS = (
+    "x = torch.ones(1, 2)",
+    "x = torch.ones(1, 2).to(dev)",
+    "x = torch.ones(1, 2)\nx = x.to(dev)",
+    "x = torch.ones(1, 2, device=dev)",
+)
+_USES = (
+    "y = m(x)",
+    "y = m(x.to(dev))",
+    "def run(model, inp, device):\n    return model(inp.to(device))\ny = run(m, x, dev)",
+    "def put(t):\n    return t.to(dev)\ny = m(put(x))",
+    "class Runner:\n    def __init__(self, model):\n        self.model = model\n"
+    "    def __call__(self, t):\n        return self.model(t.to(dev))\ny = Runner(m)(x)",
+    "y = m(x)\nb = torch.zeros(2)\ny = y + b",
+    "y = m(x)\nb = torch.zeros(2).to(dev)\ny = y + b",
+)
+_SHOWS = (
+    "OUT.append(y.detach())",
+    'OUT.append((y.detach(), dev == "cuda"))',
+    'OUT.append(y.sum().item() if str(dev) != "cpu" else 0)',
+    'OUT.append(f"on {dev}")\nOUT.append(y.shape)',
+    'OUT.append(y.detach() if dev != "cuda" else None)',
+)
+
+
+@st.composite
+def device_programs(draw: st.DrawFn) -> str:
+    """A CUDA-or-CPU choice, a model, an input, how they meet, and what is recorded.
+
+    Whatever the combination, ``fix --unsafe`` may rewrite the choice only where
+    the program then still runs on a machine with another accelerator.
+    """
+    parts = [
+        draw(st.sampled_from(_CHOICES)),
+        "torch.manual_seed(0)",
+        draw(st.sampled_from(_MODELS)),
+        draw(st.sampled_from(_INPUTS)),
+        draw(st.sampled_from(_USES)),
+        draw(st.sampled_from(_SHOWS)),
+    ]
+    body = "\n".join(parts) + "\n"
+    if draw(st.booleans()):
+        body = f"def main():\n{_indent(body)}main()\n"
+    return "import torch\n" + body

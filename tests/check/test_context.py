@@ -1,4 +1,4 @@
-"""Context: import aliases, bindings, loops, positions and the device definition."""
+"""Context: names through the scopes, values, loops, positions and the device definition."""
 
 from __future__ import annotations
 
@@ -48,6 +48,11 @@ def called_name(node: ast.AST, ctx: Context) -> str | None:
     return ctx.qualname(node.func)
 
 
+def value_of_argument(node: ast.AST, ctx: Context) -> ast.expr | None:
+    assert isinstance(node, ast.Call) and isinstance(node.args[0], ast.Name)
+    return ctx.value_of(node.args[0])
+
+
 def apply(source: str, edits: tuple[Edit, ...]) -> str:
     for edit in sorted(edits, reverse=True):
         source = source[: edit.start] + edit.text + source[edit.end :]
@@ -95,7 +100,7 @@ def test_binding_is_the_value_before_this_point() -> None:
         "    def m(self):\n"
         "        go(x)\n"
     )
-    seen = probe(source, calls_named("go"), lambda n, c: c.binding("x"))
+    seen = probe(source, calls_named("go"), value_of_argument)
     assert [ast.unparse(v) if v is not None else None for v in seen] == [  # type: ignore[arg-type]
         "torch.zeros(3)",
         None,  # a parameter shadows it
@@ -104,7 +109,7 @@ def test_binding_is_the_value_before_this_point() -> None:
 
 
 def test_binding_while_the_assignment_value_is_checked_is_the_old_one() -> None:
-    seen = probe("x = 1\nx = go(x)\n", calls_named("go"), lambda n, c: c.binding("x"))
+    seen = probe("x = 1\nx = go(x)\n", calls_named("go"), value_of_argument)
     assert ast.unparse(seen[0]) == "1"  # type: ignore[arg-type]
 
 
@@ -264,20 +269,3 @@ def test_owns_lines_and_indent() -> None:
         lambda n, c: (c.owns_lines(cast(ast.stmt, n)), c.indent_of(n)),
     )
     assert seen == [(True, "    "), (False, "    "), (True, "\t")]
-
-
-def test_legacy_device_definition_drops_the_fix_when_nothing_is_safe() -> None:
-    from torchport.check._rule import NO_FIX, Fix, FixSafety
-
-    source = "try:\n    import torch\nexcept ImportError:\n    torch = None\n\ngo()\n"
-    seen = probe(source, calls_named("go"), lambda n, c: c.device_definition())
-    _, edits = cast("tuple[str, tuple[Edit, ...]]", seen[0])
-    assert NO_FIX in edits
-    tree = ast.parse(source)
-    ctx = Context(source, "<t>", tree)
-    finding = ctx.finding(_Probe(), tree.body[1], fix=Fix((NO_FIX,), FixSafety.SAFE))
-    assert finding.fix is None  # reported, without a fix
-
-
-class _Probe:
-    code, name, message = "TP999", "probe", "probe"

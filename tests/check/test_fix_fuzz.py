@@ -6,19 +6,29 @@ For every program from :func:`fix_programs.programs`:
 * each fixed program parses and is a fixed point of ``fix``;
 * it reads no global name the original did not read unless the module binds it
   (``symtable``): a fix never introduces a name that is unbound where used;
-* run with a stand-in accelerator, wherever the original ran, the fixed
-  program runs too and records the same values on the same devices, unless a
-  fix that was offered says in ``Fix.changes`` that it changes results. Two
-  stand-ins, both CPU-only: CUDA calls redirected to the CPU
-  (``torchport.redirect("cpu")``, where ``torch.accelerator`` reports no
-  accelerator), which compares values; and CUDA calls redirected to ``meta``
-  with ``torch.accelerator`` patched to report ``meta`` as the accelerator,
-  which compares where every tensor lives (shapes, dtypes and devices), so a
-  fix that sends data elsewhere (a ``device = "cpu"`` reused for ``.cuda()``)
-  is caught.
+* run on three stand-in machines, wherever the original ran, the fixed
+  program runs too (never a broken fix) and records the same values on the
+  same devices (never a changed output), unless a fix that was offered says
+  in ``Fix.changes`` that it changes results. All three run on the CPU:
+
+  - ``cuda-cpu``: CUDA calls redirected to the CPU (``torchport.redirect("cpu")``)
+    and ``torch.accelerator`` reporting CUDA, as on a CUDA machine; compares
+    values;
+  - ``cuda-meta``: CUDA calls redirected to ``meta`` and ``torch.accelerator``
+    reporting ``meta``; compares where every tensor lives (shapes, dtypes,
+    devices), so a fix that sends data elsewhere (a ``device = "cpu"`` reused
+    for ``.cuda()``) is caught;
+  - ``other``: no CUDA at all while ``torch.accelerator`` reports ``meta``: a
+    machine with another accelerator (a Mac's MPS). A fix that moves the device
+    (the CUDA-or-CPU choice becomes the accelerator) changes where data lives
+    here, and must not leave a model or tensor behind on the CPU.
+
+  The look-alike libraries (numba, CuPy, JAX, TensorFlow) are recording
+  stand-ins whose calls land in ``OUT`` (``fix_programs.lookalike_modules``).
 
 The default run draws a few dozen programs (seconds). The long profile runs on
-demand: ``TORCHPORT_FUZZ_EXAMPLES=3000 pytest tests/check/test_fix_fuzz.py -m slow``.
+demand: ``TORCHPORT_FUZZ_EXAMPLES=10000 pytest tests/check/test_fix_fuzz.py -m slow``
+(``TORCHPORT_FUZZ_STATS=file.jsonl`` records each program's figures there).
 Rules: every rule ``fix`` can run (``ALL`` but the TP5xx port rules, which move
 CPU-only code to the accelerator on purpose).
 """
@@ -27,7 +37,9 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
+import re
 import symtable
 import sys
 import types
@@ -36,13 +48,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import torchport
-from torchport.check import check_source, fix_source
+from torchport.check import Finding, check_source, fix_source
+from torchport.check._context import Context
 
 _spec = importlib.util.spec_from_file_location(
     "fix_programs", Path(__file__).with_name("fix_programs.py")
@@ -52,6 +67,8 @@ fix_programs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fix_programs)
 
 LONG = int(os.environ.get("TORCHPORT_FUZZ_EXAMPLES", "0"))
+# Where the long profile writes one JSON line of figures per program (see RESULTS.md).
+STATS = os.environ.get("TORCHPORT_FUZZ_STATS", "")
 # Every rule `fix` may run (noisy TP9xx included), not the TP5xx port rules: those move
 # CPU-only code to the accelerator on purpose and belong to `torchport port`.
 PORT = ["TP5"]
@@ -60,72 +77,136 @@ PORT = ["TP5"]
 # ---------------------------------------------------------------- running a program
 
 
-_CPU_ACCELERATOR: dict[str, Any] = {
-    "is_available": lambda: True,
-    "current_accelerator": lambda check_available=False: torch.device("meta"),
-    "device_count": lambda: 1,
-    "current_device_index": lambda: 0,
-    "set_device_index": lambda index: None,
-    "synchronize": lambda device=None: None,
-    "empty_cache": lambda: None,
-    "memory_allocated": lambda device=None: 0,
-    "memory_reserved": lambda device=None: 0,
-    "max_memory_allocated": lambda device=None: 0,
-    "max_memory_reserved": lambda device=None: 0,
-    "reset_peak_memory_stats": lambda device=None: None,
-}
+def _stand_in_accelerator(kind: str) -> dict[str, Any]:
+    """``torch.accelerator`` functions of a machine whose accelerator is ``kind``."""
+    return {
+        "is_available": lambda: True,
+        "current_accelerator": lambda check_available=False: torch.device(kind),
+        "device_count": lambda: 1,
+        "current_device_index": lambda: 0,
+        "set_device_index": lambda index: None,
+        "synchronize": lambda device=None: None,
+        "empty_cache": lambda: None,
+        "memory_allocated": lambda device=None: 0,
+        "memory_reserved": lambda device=None: 0,
+        "max_memory_allocated": lambda device=None: 0,
+        "max_memory_reserved": lambda device=None: 0,
+        "reset_peak_memory_stats": lambda device=None: None,
+    }
 
 
 @contextmanager
-def accelerator_reports_meta() -> Iterator[None]:
-    """``torch.accelerator`` says ``meta`` is the accelerator and does nothing when asked to act.
+def patched(owner: Any, values: dict[str, Any]) -> Iterator[None]:
+    saved = {name: getattr(owner, name, None) for name in values}
+    for name, value in values.items():
+        setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
 
-    Loaders do not pin: pinning asks the real runtime for the accelerator.
+
+@contextmanager
+def accelerator_reports(kind: str) -> Iterator[None]:
+    """``torch.accelerator`` says ``kind`` is the accelerator and does nothing when asked to act.
+
+    ``meta`` stands in for an accelerator that is not CUDA: autocast and
+    ``GradScaler`` for ``meta`` act as they do for the CPU (torch has neither
+    for ``meta``; a real MPS or XPU has both). Loaders do not pin: pinning asks
+    the real runtime for the accelerator.
     """
-    acc = torch.accelerator
-    saved = {name: getattr(acc, name, None) for name in _CPU_ACCELERATOR}
-    for name, value in _CPU_ACCELERATOR.items():
-        setattr(acc, name, value)
+
+    class Autocast(torch.amp.autocast):
+        def __init__(self, device_type: str, *args: Any, **kwargs: Any) -> None:
+            super().__init__("cpu" if device_type == "meta" else device_type, *args, **kwargs)
+
+    class GradScaler(torch.amp.GradScaler):
+        def __init__(self, device: str = "cuda", *args: Any, **kwargs: Any) -> None:
+            super().__init__("cpu" if device == "meta" else device, *args, **kwargs)
+
     loader_init = torch.utils.data.DataLoader.__init__
 
     def unpinned(self: Any, *args: Any, **kwargs: Any) -> None:
         kwargs["pin_memory"] = False  # pinning asks the real runtime, which has no accelerator
         loader_init(self, *args, **kwargs)
 
-    torch.utils.data.DataLoader.__init__ = unpinned  # type: ignore[method-assign]
+    amp = {"autocast": Autocast, "GradScaler": GradScaler}
+    with (
+        patched(torch.accelerator, _stand_in_accelerator(kind)),
+        patched(torch.amp, amp),
+        patched(torch, {"autocast": Autocast}),
+        patched(torch.utils.data.DataLoader, {"__init__": unpinned}),
+    ):
+        yield
+
+
+MACHINES = ("cuda-cpu", "cuda-meta", "other")
+
+
+@contextmanager
+def machine(name: str) -> Iterator[None]:
+    """The stand-in machine ``name`` (see the module docstring)."""
+    if name == "cuda-cpu":
+        with torchport.redirect("cpu"), accelerator_reports("cuda"):
+            yield
+    elif name == "cuda-meta":
+        with torchport.redirect("meta"), accelerator_reports("meta"):
+            yield
+    else:
+        with accelerator_reports("meta"):
+            yield
+
+
+@contextmanager
+def modules(installed: dict[str, types.ModuleType]) -> Iterator[None]:
+    saved = {name: sys.modules.get(name) for name in installed}
+    sys.modules.update(installed)
     try:
         yield
     finally:
-        torch.utils.data.DataLoader.__init__ = loader_init  # type: ignore[method-assign]
-        for name, value in saved.items():
-            if value is None:
-                delattr(acc, name)
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
             else:
-                setattr(acc, name, value)
+                sys.modules[name] = module
 
 
-def run_program(source: str, *, meta: bool) -> list[Any] | BaseException:
-    """What the program appends to ``OUT`` under the stand-in, or the exception it raised."""
-    module = types.ModuleType("fuzzcfg")
-    module.__dict__.update(fix_programs.STAR_MODULE)
-    sys.modules["fuzzcfg"] = module
+def run_program(source: str, *, on: str) -> list[Any] | BaseException:
+    """What the program appends to ``OUT`` on the stand-in machine, or the exception it raised."""
     out: list[Any] = []
+    config = types.ModuleType("fuzzcfg")
+    config.__dict__.update(fix_programs.STAR_MODULE)
+    installed = {"fuzzcfg": config, **fix_programs.lookalike_modules(out)}
     namespace = {"__name__": "__fuzz__", "OUT": out}
     torch.manual_seed(0)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), modules(installed), machine(on):
             warnings.simplefilter("ignore")
-            if meta:
-                with torchport.redirect("meta"), accelerator_reports_meta():
-                    exec(compile(source, "<fuzz>", "exec"), namespace)
-            else:
-                with torchport.redirect("cpu"):
-                    exec(compile(source, "<fuzz>", "exec"), namespace)
+            exec(compile(source, "<fuzz>", "exec"), namespace)
     except Exception as exc:  # the program's own failure: compared, not raised
         return exc
-    finally:
-        sys.modules.pop("fuzzcfg", None)
     return out
+
+
+_NO_DATA = re.compile(r"meta tensors?|out of meta|on meta device|'meta' device|meta backend")
+_MISMATCH = re.compile(r"same device|expected device|device meta|devices")
+
+
+def stand_in_limit(outcome: object) -> bool:
+    """Whether ``outcome`` is a failure of the stand-in, not of the program.
+
+    ``meta`` stands in for another accelerator but holds no data: reading a
+    value (``.item()``, ``.numpy()``, printing) fails there and would not on
+    MPS or XPU. A device mismatch is a real failure and never counts.
+    """
+    if not isinstance(outcome, (RuntimeError, NotImplementedError)):
+        return False
+    text = str(outcome)
+    return bool(_NO_DATA.search(text)) and not _MISMATCH.search(text)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -171,21 +252,46 @@ def module_bindings(source: str) -> set[str]:
 # ---------------------------------------------------------------- the property
 
 
-def declared_changes(source: str, *, unsafe: bool) -> bool:
-    """Whether a fix that may apply here says it changes results."""
-    return any(
+def fix_with_disclosures(source: str, *, unsafe: bool) -> tuple[str, bool]:
+    """The fixed source, and whether a fix offered in any round says it changes results."""
+    offered: list[Finding] = []
+    finding = Context.finding
+
+    def spy(self: Context, rule: Any, node: Any, **kwargs: Any) -> Finding:
+        made = finding(self, rule, node, **kwargs)
+        offered.append(made)
+        return made
+
+    with mock.patch.object(Context, "finding", spy):
+        fixed = fix_source(source, select=["ALL"], ignore=PORT, unsafe=unsafe)
+    declared = any(
         f.fix is not None and f.fix.changes and (unsafe or f.fix.safety.value == "safe")
-        for f in check_source(source, select=["ALL"], ignore=PORT)
+        for f in offered
     )
+    return fixed, declared
+
+
+def _tally(**counts: Any) -> None:
+    """Append one program's figures to ``TORCHPORT_FUZZ_STATS`` (a JSON-lines file), if set."""
+    if STATS:
+        with open(STATS, "a", encoding="utf-8") as out:
+            out.write(json.dumps(counts) + "\n")
 
 
 def check_program(source: str) -> None:
     ast.parse(source)
-    check_source(source, select=["ALL"], ignore=PORT)
-    originals = {meta: run_program(source, meta=meta) for meta in (False, True)}
+    findings = check_source(source, select=["ALL"], ignore=PORT)
+    originals = {on: run_program(source, on=on) for on in MACHINES}
     old_reads, old_bound = global_reads(source), module_bindings(source)
+    counts: dict[str, Any] = {
+        "findings": len(findings),
+        "ran": sorted(on for on, got in originals.items() if not isinstance(got, BaseException)),
+    }
     for unsafe in (False, True):
-        fixed = fix_source(source, select=["ALL"], ignore=PORT, unsafe=unsafe)
+        fixed, declared = fix_with_disclosures(source, unsafe=unsafe)
+        mode = "unsafe" if unsafe else "safe"
+        counts[f"{mode}_fixed"] = fixed != source
+        counts[f"{mode}_declared"] = declared
         ast.parse(fixed)
         assert fix_source(fixed, select=["ALL"], ignore=PORT, unsafe=unsafe) == fixed, (
             "not a fixed point"
@@ -196,20 +302,27 @@ def check_program(source: str) -> None:
         assert not lost, f"fix unbinds {lost}:\n{fixed}"
         if fixed == source:
             continue
-        for meta, before in originals.items():
+        for on, before in originals.items():
             if isinstance(before, BaseException):
                 continue  # the original does not run here: nothing to keep
-            after = run_program(fixed, meta=meta)
+            after = run_program(fixed, on=on)
+            if on != "cuda-cpu" and stand_in_limit(after):
+                counts[f"{mode}_not_comparable"] = counts.get(f"{mode}_not_comparable", 0) + 1
+                continue  # the fix put data on `meta`, which has none to read: not comparable
+            counts[f"{mode}_compared"] = counts.get(f"{mode}_compared", 0) + 1
             if isinstance(after, BaseException):
                 raise AssertionError(
-                    f"original ran, fixed (unsafe={unsafe}, meta={meta}) raised "
-                    f"{after!r}\n--- original\n{source}\n--- fixed\n{fixed}"
+                    f"broken fix: the original ran, the fixed program (unsafe={unsafe}) raised "
+                    f"{after!r} on {on}\n--- original\n{source}\n--- fixed\n{fixed}"
                 )
-            if not same(before, after) and not declared_changes(source, unsafe=unsafe):
+            if not same(before, after) and not declared:
                 raise AssertionError(
-                    f"results differ (unsafe={unsafe}, meta={meta}) and no fix "
-                    f"said so: {before!r} != {after!r}\n--- original\n{source}\n--- fixed\n{fixed}"
+                    f"changed output (unsafe={unsafe}, on {on}) and no fix said so: "
+                    f"{before!r} != {after!r}\n--- original\n{source}\n--- fixed\n{fixed}"
                 )
+            if not same(before, after):
+                counts[f"{mode}_changed_declared"] = True
+    _tally(**counts)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -218,10 +331,17 @@ def test_fix_keeps_programs_running_and_their_results(source: str) -> None:
     check_program(source)
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fix_programs.device_programs())
+def test_a_fix_that_moves_the_device_moves_what_uses_it(source: str) -> None:
+    """The CUDA-or-CPU choice rewritten: on another accelerator, what ran still runs."""
+    check_program(source)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not LONG, reason="set TORCHPORT_FUZZ_EXAMPLES=N to run the long profile")
 @settings(max_examples=max(LONG, 1), deadline=None, suppress_health_check=list(HealthCheck))
-@given(fix_programs.programs())
+@given(st.one_of(fix_programs.programs(), fix_programs.device_programs()))
 def test_fix_fuzz_long(source: str) -> None:
     check_program(source)
 

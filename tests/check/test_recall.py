@@ -55,6 +55,24 @@ FOUND = [
     ('    if x.device == "cuda":\n        pass\n', "TP114"),
     # the CUDA-or-CPU idiom: its own rule
     ('    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "TP109"),
+    # what maintainers changed in their own ports, missed before
+    ("    class Run:\n        def __init__(self, device='cuda'):\n            pass\n", "TP101"),
+    ("    def kw(x, *, map_device='cuda:0'):\n        return x\n", "TP101"),
+    ("    assert x.is_cuda\n    y = kernel[(4,)](x)\n", "TP103"),
+    ("    with torch.cuda.device(x.device):\n        y = kernel[(4,)](x)\n", "TP401"),
+    ("    torch.backends.cuda.matmul.allow_tf32 = True\n", "TP407"),
+    ('    device: str = "cuda:0"\n', "TP101"),
+    ('    dev = torch.device("cuda:0" if x else "cpu")\n', "TP101"),
+    ('    trainer = Trainer(accelerator="cuda", devices=1)\n', "TP101"),
+    ("    if args.cuda:\n        model.cuda()\n", "TP109"),
+    ("    if self.use_cuda:\n        x = x.cuda()\n", "TP109"),
+    ("    x = torch.cuda.memory.max_memory_allocated()\n", "TP401"),
+    ("    p.add_argument('--device', type=str, default='cuda:0')\n", "TP101"),
+    ("    def unpack(batch, use_cuda):\n        return batch\n", "TP116"),
+    ('    d = torch.device(cfg.device if torch.cuda.is_available() else "cpu")\n', "TP109"),
+    ('    d = torch.device(type="cuda", index=local_rank)\n', "TP101"),
+    ('    dist.init_process_group("cuda:nccl,cpu:gloo")\n', "TP404"),
+    ("    assert torch.cuda.is_available(), 'needs a GPU'\n", "TP401"),
 ]
 
 
@@ -90,7 +108,102 @@ QUIET = [
     ("    cuda = torch.cuda.is_available()\n", "TP109"),
     # TP101: the idiom moved out
     ('    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "TP101"),
+    # TP101: a default that names no device; TP103: a CUDA kernel's precondition
+    ("    def build(impl='cuda'):\n        return impl\n", "TP101"),
+    ("    assert x.is_cuda\n    roi_align_forward_cuda(x)\n", "TP103"),
+    # TP407: a setting that is already device-generic
+    ("    torch.backends.cudnn.benchmark = True\n", "TP407"),
+    # TP301: a file this run wrote a moment before, on this machine
+    (
+        '    with open(f"{tmpdir}/a.pt", "rb") as f:\n'
+        "        sd = torch.load(f, weights_only=True)\n",
+        "TP301",
+    ),
+    ("    torch.save(sd, path)\n    sd2 = torch.load(path, weights_only=True)\n", "TP301"),
+    (
+        "    if os.path.isfile(logit_file):\n"
+        "        logits = torch.load(logit_file, weights_only=True)\n"
+        "    else:\n        logits = run(x)\n        torch.save(logits, logit_file)\n",
+        "TP301",
+    ),
+    (
+        "    fn = os.path.join(datadir, 'cache.pt')\n"
+        "    corpus = torch.load(fn, weights_only=True)\n",
+        "TP301",
+    ),
+    # TP114: a setting's `.device` is often a string
+    ('    if builder_args.device != "cpu":\n        pass\n', "TP114"),
+    # guards written with a library's own helpers (`is_npu_available()`)
+    ('    if is_npu_available():\n        d = torch.device("npu")\n', "TP112"),
+    # a shim that points CUDA's names at another backend's
+    ("    torch.cuda.FloatTensor = torch.xpu.FloatTensor\n", "TP111"),
+    # casts, in-place batch moves, and loaders Accelerate already places
+    ("    for b in loader:\n        y = b.to(weight_dtype)\n", "TP203"),
+    ("    for b in loader:\n        b.to(device)\n", "TP203"),
+    (
+        "    loader = accelerator.prepare(loader)\n    for b in loader:\n"
+        "        y = model(b['x'].to(accelerator.device))\n",
+        "TP203",
+    ),
+    (
+        "    train_dataloader = accelerator.prepare(train_dataloader)\n"
+        "    for step, b in enumerate(tqdm(train_dataloader)):\n"
+        "        y = model(b['x'].to(device))\n",
+        "TP203",
+    ),
+    # a chain of branches per accelerator ends in CUDA's
+    (
+        "    if is_npu_available():\n        s = torch.npu.amp.GradScaler()\n"
+        "    elif torch.xpu.is_available():\n        s = torch.amp.GradScaler('xpu')\n"
+        "    else:\n        s = torch.amp.GradScaler('cuda')\n",
+        "TP113",
+    ),
+    # a list of batches the program collates itself: nothing pins it
+    (
+        "    batches = [collate(c) for c in chunks]\n    for b in batches:\n"
+        "        y = model(b['x'].to(device))\n",
+        "TP203",
+    ),
+    (
+        "    def make_batches(ds):\n        out = []\n        for c in ds:\n"
+        "            out.append(collate(c))\n        return out\n"
+        "    batches = make_batches(ds)\n    for b in batches:\n"
+        "        y = model(b['x'].to(device))\n",
+        "TP203",
+    ),
+    # a state dict named `model`
+    ("    save_file(model, f)\n    torch.save(model, f)\n", "TP309"),
+    # the fallback for torches without torch.amp
+    (
+        "    if torch_version >= '2.3':\n        s = torch.amp.GradScaler('cuda')\n"
+        "    else:\n        s = torch.cuda.amp.GradScaler()\n",
+        "TP403",
+    ),
+    # a CUDA setting made only on CUDA
+    (
+        '    if x.device.type == "cuda":\n        torch.backends.cuda.matmul.allow_tf32 = True\n',
+        "TP407",
+    ),
+    # a module's own cuda() passing the call on
+    (
+        "    class M(torch.nn.Module):\n        def cuda(self):\n"
+        "            return super().cuda()\n",
+        "TP101",
+    ),
+    # TP109: one branch per device, side by side
+    (
+        "    if torch.cuda.is_available():\n        print(torch.cuda.max_memory_reserved())\n"
+        "    if torch.xpu.is_available():\n        print(torch.xpu.max_memory_reserved())\n",
+        "TP109",
+    ),
 ]
+
+
+def test_triton_files_are_checked_like_any_other() -> None:
+    """Triton runs on CUDA, ROCm and XPU: its wrappers' CUDA-only lines are found too."""
+    body = "    with torch.cuda.device(x.device):\n        assert x.is_cuda\n        y = k[1](x)\n"
+    found = [f.code for f in check_source("import triton\n" + H + body)]
+    assert "TP401" in found and "TP103" in found
 
 
 @pytest.mark.parametrize(("body", "code"), QUIET)
@@ -119,3 +232,16 @@ def test_cuda_or_cpu_choice_after_an_mps_branch_is_not_reported() -> None:
         '    return torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
     )
     assert "TP109" not in _codes(body)
+
+
+@pytest.mark.parametrize(
+    ("source", "code"),
+    [
+        ("import torch\nm = torch.nn.DataParallel(net)\n", "TP405"),
+        ("import torch\nl = torch.utils.data.DataLoader(ds)\nx = x.to(d)\n", "TP303"),
+    ],
+)
+def test_tests_are_left_to_test(source: str, code: str) -> None:
+    """Speed and multi-GPU advice is for programs, not for a test that exercises the API."""
+    assert code in [f.code for f in check_source(source, "train.py")]
+    assert code not in [f.code for f in check_source(source, "tests/test_loader.py")]

@@ -176,3 +176,15 @@ def test_stdin_notebook_named_by_stdin_filename(
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(nb, indent=1)))
     code, out, _ = run_check(capsys, "-", "--stdin-filename", "nb.ipynb")
     assert code == 1 and out.startswith("nb.ipynb:cell 1:2:5: TP9950 rename flag")
+
+
+def test_statistics_honour_the_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "b.py").write_text("flag\nflag\n")
+    code, out, _ = run_check(capsys, "--statistics", "--format", "json", ".")
+    assert code == 1
+    assert [(r["code"], r["count"]) for r in json.loads(out)] == [("TP9950", 3)]
+    code, out, _ = run_check(capsys, "--statistics", "--format", "github", ".")
+    assert out.splitlines() == ["::notice title=TP9950::3 x TP9950 test-cli"]
+    code, out, _ = run_check(capsys, "--statistics", "--format", "sarif", ".")
+    run = json.loads(out)["runs"][0]  # a valid log: the counts beside the results
+    assert code == 1 and run["properties"]["statistics"][0]["count"] == 3

@@ -1,75 +1,36 @@
 """The state of one walk over one file, as the rules see it.
 
 The engine creates one :class:`Context` per file, and for every node it runs the
-rules registered for the node's type first, then calls :meth:`Context.enter`,
-walks the children, and calls :meth:`Context.leave`. So while a rule looks at a
+rules registered for the node's type first, then pushes the node on
+``ctx.ancestors``, walks the children, and pops it. So while a rule looks at a
 node, ``ctx.ancestors`` holds the nodes that enclose it (innermost last), not
 the node itself.
 
-What the context knows, and when:
-
-* import aliases (``import torch as th``, ``from torch import nn``): the
-  top-level ones from a pre-scan of the module's statements at construction
-  (cheap: statements only, no walk), nested ones as the walk enters them;
-* bindings (``x = torch.zeros(3)``) per scope, recorded when the walk *leaves*
-  the binding statement, so a rule sees the value bound before this point;
-* on demand, the module's scopes and bindings (:attr:`Context.scopes`, one
-  extra pass built the first time a rule asks, usually only to build a fix),
-  and from them where a ``device`` definition or ``import torch`` may go
-  (:meth:`Context.device_at`, :meth:`Context.torch_at`).
-
-``enter``/``leave`` do one dictionary lookup by node type; most node types do
-nothing else, which keeps the walk fast.
+What a name means is never the walk's business: the module's scopes and
+bindings (:attr:`Context.scopes`, one pass over the tree, built the first time
+a rule asks about a name that some import binds) answer every rule's question,
+so two rules cannot disagree about a name.
+:meth:`Context.qualname` and :meth:`Context.value_of` are thin views over it;
+from it also come where a ``device`` definition or ``import torch`` may go
+(:meth:`Context.device_at`, :meth:`Context.torch_at`).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 
 from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._source import SourceText
-from torchport.check.semantic._placement import (
-    _Plan,
-    device_at,
-    device_expr,
-    is_import_block,
-    torch_at,
-)
+from torchport.check.semantic._binding import import_tails
+from torchport.check.semantic._placement import _Plan, device_at, device_expr, torch_at
+from torchport.check.semantic._resolve import Callee
 from torchport.check.semantic._scope import ScopeMap
 
-__all__ = ["ENTER_HOOKS", "LEAVE_HOOKS", "Context"]
+__all__ = ["Context"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _import_aliases(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
-    """(local name, qualified name) pairs bound by one import statement."""
-    out: list[tuple[str, str]] = []
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            if alias.asname:
-                out.append((alias.asname, alias.name))
-            else:
-                head = alias.name.partition(".")[0]
-                out.append((head, head))
-    elif node.module and not node.level:
-        for alias in node.names:
-            if alias.name != "*":
-                out.append((alias.asname or alias.name, f"{node.module}.{alias.name}"))
-    return out
-
-
-def _target_names(target: ast.expr) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for elt in target.elts for name in _target_names(elt)]
-    if isinstance(target, ast.Starred):
-        return _target_names(target.value)
-    return []
 
 
 class Context(SourceText):
@@ -83,121 +44,25 @@ class Context(SourceText):
         self.path = path
         self.tree = tree
         self.ancestors: list[ast.AST] = []
-        self._aliases: dict[str, str] = {}
-        # Scopes innermost last: (is_class, name -> bound value or None when unknown).
-        self._scopes: list[tuple[bool, dict[str, ast.expr | None]]] = [(False, {})]
-        self._top: dict[str, ast.stmt] = {}
-        self._torch_stmt: ast.stmt | None = None
+        # Names some import binds somewhere (cheap: statements only). A name outside it
+        # resolves to no import anywhere, so most questions need no scope pass at all.
+        self.import_tails = import_tails(tree)
         self._scope_map: ScopeMap | None = None
         self._placement: _Plan | None = None
         self._last_expr: ast.expr | None = None
         self._last_name: str | None = None
-        self._prescan(tree)
-
-    # ------------------------------------------------------------ pre-scan
-
-    def _prescan(self, tree: ast.Module) -> None:
-        for stmt in tree.body:
-            if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Try, ast.If)):
-                self._scan_imports(stmt)
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for target in targets:
-                    for name in _target_names(target):
-                        self._top.setdefault(name, stmt)
-            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self._top.setdefault(stmt.name, stmt)
-            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                for local, _ in _import_aliases(stmt):
-                    self._top.setdefault(local, stmt)
-
-    def _scan_imports(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for local, qualified in _import_aliases(stmt):
-                self._aliases[local] = qualified
-                if qualified == "torch" and self._torch_stmt is None:
-                    self._torch_stmt = stmt
-        elif is_import_block(stmt):
-            for inner in ast.iter_child_nodes(stmt):
-                if isinstance(inner, ast.stmt):
-                    self._scan_imports(inner)
-                elif isinstance(inner, ast.ExceptHandler):
-                    for s in inner.body:
-                        self._scan_imports(s)
 
     # ------------------------------------------------------------ the walk
 
     def enter(self, node: ast.AST) -> None:
         """Called by the engine after the rules ran on ``node``, before its children."""
         self.ancestors.append(node)
-        handler = _ENTER.get(type(node))
-        if handler is not None:
-            handler(self, node)
 
     def leave(self, node: ast.AST) -> None:
         """Called by the engine after ``node``'s children."""
         self.ancestors.pop()
-        handler = _LEAVE.get(type(node))
-        if handler is not None:
-            handler(self, node)
-
-    def _enter_function(self, node: ast.AST) -> None:
-        assert isinstance(node, _FUNCTIONS)
-        a = node.args
-        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
-        self._scopes.append((False, {p.arg: None for p in params if p is not None}))
-
-    def _enter_class(self, node: ast.AST) -> None:
-        self._scopes.append((True, {}))
-
-    def _leave_scope(self, node: ast.AST) -> None:
-        self._scopes.pop()
-        name = getattr(node, "name", None)
-        if name is not None:
-            self._scopes[-1][1][name] = None
-
-    def _enter_import(self, node: ast.AST) -> None:
-        assert isinstance(node, (ast.Import, ast.ImportFrom))
-        for local, qualified in _import_aliases(node):
-            self._aliases[local] = qualified
-            self._scopes[-1][1][local] = None
-
-    def _enter_for(self, node: ast.AST) -> None:
-        assert isinstance(node, (ast.For, ast.AsyncFor))
-        scope = self._scopes[-1][1]
-        for name in _target_names(node.target):
-            scope[name] = None
-
-    def _enter_with(self, node: ast.AST) -> None:
-        assert isinstance(node, (ast.With, ast.AsyncWith))
-        scope = self._scopes[-1][1]
-        for item in node.items:
-            if item.optional_vars is not None:
-                for name in _target_names(item.optional_vars):
-                    single = isinstance(item.optional_vars, ast.Name)
-                    scope[name] = item.context_expr if single else None
-
-    def _leave_assign(self, node: ast.AST) -> None:
-        scope = self._scopes[-1][1]
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    scope[target.id] = node.value
-                else:
-                    for name in _target_names(target):
-                        scope[name] = None
-        elif isinstance(node, ast.AnnAssign):
-            if isinstance(node.target, ast.Name) and node.value is not None:
-                scope[node.target.id] = node.value
-        elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-            scope[node.target.id] = node.value
 
     # ------------------------------------------------------------ where we are
-
-    @property
-    def import_aliases(self) -> dict[str, str]:
-        """Local name -> what it imports, as known at this point of the walk (live, not a copy)."""
-        return self._aliases
 
     @property
     def parent(self) -> ast.AST | None:
@@ -240,61 +105,61 @@ class Context(SourceText):
         """Whether ``node`` runs once per iteration of a loop (see :meth:`loop_of`)."""
         return self.loop_of(node) is not None
 
-    def in_function(self) -> bool:
-        """Whether the walk is inside a ``def`` or ``lambda``."""
-        return any(isinstance(a, _FUNCTIONS) for a in self.ancestors)
-
     # ------------------------------------------------------------ names
 
     def qualname(self, expr: ast.expr) -> str | None:
-        """The dotted name ``expr`` refers to through imports, or None.
+        """The dotted name ``expr`` refers to through imports where it is, or None.
 
         ``th.cuda.synchronize`` after ``import torch as th`` is
-        ``"torch.cuda.synchronize"``; a name no import binds gives None.
+        ``"torch.cuda.synchronize"``; a name no import binds there (a
+        parameter named ``torch``, a local ``cuda = Device()``) gives None.
+        See :meth:`~torchport.check.semantic.ScopeMap.qualname`.
         """
         if expr is self._last_expr:
             return self._last_name  # several rules ask about the same call's function
-        self._last_expr = expr
-        self._last_name = None
-        parts: list[str] = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
-            return None
-        base = self._aliases.get(expr.id)
-        if base is None:
-            return None
-        parts.append(base)
-        self._last_name = name = ".".join(reversed(parts))
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id not in self.import_tails:
+            name = None
+        else:
+            name = self.scopes.qualname(expr)
+        self._last_expr, self._last_name = expr, name
         return name
 
-    def binding(self, name: str) -> ast.expr | None:
-        """The value last bound to ``name`` before this point, None when unknown or a parameter."""
-        scopes = self._scopes
-        for i in range(len(scopes) - 1, -1, -1):
-            is_class, names = scopes[i]
-            if is_class and i != len(scopes) - 1:
-                continue  # methods do not see class-level names
-            if name in names:
-                return names[name]
-        return None
+    def callee(self, call: ast.Call) -> Callee | None:
+        """What ``call`` calls through aliases, ``functools.partial`` and ``getattr``, or None.
+
+        See :meth:`~torchport.check.semantic.ScopeMap.callee`.
+        """
+        return self.scopes.callee(call)
+
+    def value_of(self, name: ast.Name) -> ast.expr | None:
+        """The value ``name`` holds where it is read (``x = value``), None when unknown.
+
+        See :meth:`~torchport.check.semantic.ScopeMap.value_of`.
+        """
+        return self.scopes.value_of(name)
 
     def torch_name(self) -> str:
         """The name the module imported torch as at top level (``"torch"`` when it did not).
 
         For messages. A fix that writes torch's name asks :meth:`torch_at`.
         """
-        for local, qualified in self._aliases.items():
-            if qualified == "torch" and self._top.get(local) is not None:
-                return local
-        return "torch"
+        scopes = self.scopes
+        found = [
+            b
+            for bindings in scopes.module.bindings.values()
+            for b in bindings
+            if b.qualified == "torch" and scopes.parent(b.node) is self.tree
+        ]
+        return min(found, key=lambda b: b.node.lineno).name if found else "torch"  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------ scopes and the device
 
     @property
     def scopes(self) -> ScopeMap:
-        """Scopes and bindings of the whole module (built on first use, then cached)."""
+        """Scopes and bindings of the whole module: the one semantic model (built on first use)."""
         if self._scope_map is None:
             self._scope_map = ScopeMap(self.tree)
         return self._scope_map
@@ -325,22 +190,6 @@ class Context(SourceText):
     def device_expr(self, torch: str | None = None) -> str:
         """The expression a fresh device definition binds, with ``torch`` (default: the alias)."""
         return device_expr(torch or self.torch_name())
-
-    def device_definition(self) -> tuple[str, tuple[Edit, ...]]:
-        """Deprecated: use :meth:`device_at` with the node the fix rewrites.
-
-        Answers for the node's parent; when no name is safe, the edits hold
-        :data:`~torchport.check._rule.NO_FIX`, which makes the fixer drop the fix.
-        """
-        found = self.device_at(self.ancestors[-1]) if self.ancestors else None
-        return found if found is not None else ("device", (NO_FIX,))
-
-    def torch_edits(self) -> tuple[Edit, ...]:
-        """Deprecated: use :meth:`torch_at` with the node (see :meth:`device_definition`)."""
-        found = self.torch_at(self.ancestors[-1]) if self.ancestors else None
-        if found is None or found[0] != self.torch_name():
-            return (NO_FIX,)
-        return found[1]
 
     def finding(
         self, rule: Rule, node: ast.AST, *, message: str | None = None, fix: Fix | None = None
@@ -373,30 +222,3 @@ class Context(SourceText):
             message=message or rule.message,
             fix=fix,
         )
-
-
-_Handler = Callable[[Context, ast.AST], None]
-_ENTER: dict[type[ast.AST], _Handler] = {
-    ast.FunctionDef: Context._enter_function,
-    ast.AsyncFunctionDef: Context._enter_function,
-    ast.Lambda: Context._enter_function,
-    ast.ClassDef: Context._enter_class,
-    ast.Import: Context._enter_import,
-    ast.ImportFrom: Context._enter_import,
-    ast.For: Context._enter_for,
-    ast.AsyncFor: Context._enter_for,
-    ast.With: Context._enter_with,
-    ast.AsyncWith: Context._enter_with,
-}
-_LEAVE: dict[type[ast.AST], _Handler] = {
-    ast.FunctionDef: Context._leave_scope,
-    ast.AsyncFunctionDef: Context._leave_scope,
-    ast.Lambda: Context._leave_scope,
-    ast.ClassDef: Context._leave_scope,
-    ast.Assign: Context._leave_assign,
-    ast.AnnAssign: Context._leave_assign,
-    ast.NamedExpr: Context._leave_assign,
-}
-# What the engine calls when its walk enters and leaves a node of these types (it
-# inlines Context.enter/leave, which do the same).
-ENTER_HOOKS, LEAVE_HOOKS = _ENTER, _LEAVE

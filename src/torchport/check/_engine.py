@@ -7,8 +7,8 @@ built once per rule set), then does what ``ctx.enter(node)`` does (inlined: two
 calls per node were a tenth of the walk), walks the children and does what
 ``ctx.leave(node)`` does. Expression contexts (``Load``/``Store``) and operator
 nodes (``Add``, ``Eq`` ...) are not visited unless a rule asks for their type:
-they carry no position and nearly halve the number of nodes. Leaves no rule or
-hook wants (``Name``, most often) are not pushed either: a third of what is left.
+they carry no position and nearly halve the number of nodes. Leaves no rule
+wants (``Name``, most often) are not pushed either: a third of what is left.
 
 Nodes go only to the rules that can care about them: a call ``recv.attr(...)`` by
 ``attr`` and a bare ``name(...)`` by what ``name`` imports (its last part, ``load``
@@ -31,11 +31,12 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchport.check._context import ENTER_HOOKS, LEAVE_HOOKS, Context
+from torchport.check._context import Context
 from torchport.check._nodes import child_fields
 from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
+from torchport.check._syntax import parse_source
 
 __all__ = [
     "CheckOutcome",
@@ -69,8 +70,8 @@ _COMPOUND: tuple[type[ast.AST], ...] = (
     *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 )
 _LEAVE = object()  # stack marker: the node below it is finished
-# Node classes with no child nodes: the walk need not push one unless a rule or a
-# hook wants its type (no position is lost: nothing below them to be an ancestor of).
+# Node classes with no child nodes: the walk need not push one unless a rule
+# wants its type (no position is lost: nothing below them to be an ancestor of).
 _LEAVES: tuple[type[ast.AST], ...] = (
     ast.Name,
     ast.Constant,
@@ -115,7 +116,6 @@ class RuleSet:
             node_type: tuple(found) for node_type, found in dispatch.items()
         }
         self.visit_unpositioned = any(issubclass(t, _UNPOSITIONED) for t in self.dispatch)
-        hooked = {*ENTER_HOOKS, *LEAVE_HOOKS}
         # Constants go only to rules that list them, when every rule for them does:
         # the others are leaves to skip like the rest.
         constant_rules = self.dispatch.get(ast.Constant, ())
@@ -125,9 +125,7 @@ class RuleSet:
         wanted = set(self.dispatch) - ({ast.Constant} if self.constants else set())
         # a rule for Load/Store needs the Name above each (its one unpositioned child)
         self.unvisited_leaves = frozenset(
-            ()
-            if self.visit_unpositioned
-            else (t for t in _LEAVES if t not in wanted and t not in hooked)
+            () if self.visit_unpositioned else (t for t in _LEAVES if t not in wanted)
         )
         self.codes = frozenset(cls.code for cls in self.classes)
         # filled by the walks, shared by every file this set checks
@@ -193,13 +191,13 @@ def _walk(
     skip = not ruleset.visit_unpositioned
     fields_of = ruleset.fields_of
     by_name: dict[str, Any] = ruleset.by_callee  # callee name -> the call rules that want it
-    aliases = ctx.import_aliases  # grows in place as the walk enters imports
+    tails = ctx.import_tails  # imported name -> the last part of what it imports
     by_attr: dict[str, Any] = ruleset.by_attr  # attribute name -> the rules that want it
     leaves = ruleset.unvisited_leaves
     # the constants rules want, when they all say (the others are leaves to skip)
     wanted_class, wanted = (ast.Constant, ruleset.constants) if ruleset.constants else (None, ())
     # Context.enter/leave inlined (two calls per node are a tenth of the walk).
-    ancestors, on_enter, on_leave = ctx.ancestors, ENTER_HOOKS, LEAVE_HOOKS
+    ancestors = ctx.ancestors
     append_ancestor, pop_ancestor = ancestors.append, ancestors.pop
     node_class = ast.AST
     stack: list[Any] = [tree]  # nodes, each finished node followed by _LEAVE
@@ -207,22 +205,17 @@ def _walk(
     while stack:
         node = pop()
         if node is _LEAVE:
-            node = pop()
+            pop()
             pop_ancestor()
-            hook = on_leave.get(type(node))
-            if hook is not None:
-                hook(ctx, node)
             continue
         cls = type(node)
         if cls is ast.Call:
             func = node.func
+            callee: str | None
             if func.__class__ is ast.Attribute:
                 callee = func.attr
             elif func.__class__ is ast.Name:
-                callee = func.id
-                imported = aliases.get(callee)
-                if imported is not None:
-                    callee = imported[imported.rfind(".") + 1 :]
+                callee = tails.get(func.id, func.id)  # None: imported as different things
             else:
                 callee = None
             if callee is None:
@@ -263,9 +256,6 @@ def _walk(
                     }
                     by_name, by_attr = {}, {}
         append_ancestor(node)
-        hook = on_enter.get(cls)
-        if hook is not None:
-            hook(ctx, node)
         push(node)
         push(_LEAVE)
         found = fields_of.get(cls)
@@ -368,7 +358,7 @@ def check_text(source: str, path: str, ruleset: RuleSet, *, strict: bool = False
     Raises:
         SyntaxError: ``source`` does not parse.
     """
-    return check_tree(source, path, ast.parse(source, filename=path), ruleset, strict=strict)
+    return check_tree(source, path, parse_source(source, path), ruleset, strict=strict)
 
 
 def check_source(

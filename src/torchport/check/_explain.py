@@ -1,8 +1,11 @@
 """A rule's documentation, rendered from its docstring and its own examples.
 
-``torchport check --explain TP101`` prints this. The examples come from the
-rule's ``invalid`` / ``valid`` tuples, the same ones the test suite runs, so
-the documentation cannot drift from what the rule does.
+``torchport check --explain TP101`` prints this. Nothing in it is written twice:
+the examples come from the rule's ``invalid`` / ``valid`` tuples, the same ones
+the test suite runs; the message is what ``check`` prints on those examples
+(the engine's own output); and which command applies the fix is the sentence
+:func:`~torchport.check._select.fix_command` builds from the same facts that
+decide it. So the documentation cannot drift from what the rule does.
 """
 
 from __future__ import annotations
@@ -10,24 +13,19 @@ from __future__ import annotations
 import difflib
 import inspect
 
+from torchport.check._engine import check_source
 from torchport.check._rule import FixSafety, Intent, Rule
+from torchport.check._select import fix_command
 from torchport.check.rules import RULES
 from torchport.errors import ConfigError
 
 __all__ = ["explain"]
 
-_FIXES = {
-    FixSafety.NONE: "no automatic fix",
-    FixSafety.SAFE: "`torchport fix` applies it",
-    FixSafety.UNSAFE: "unsafe: `torchport fix --unsafe` applies it (see Fix safety)",
-}
-
 _INTENTS = {
-    Intent.DEVICE: "device (runs on any accelerator): a plain `torchport fix` applies its fix",
-    Intent.SAFETY: "safety (loading checkpoints): a plain `torchport fix` applies its fix",
-    Intent.SPEED: "speed: its fix applies with `torchport fix --speed` or when you select "
-    "this rule by code or prefix",
-    Intent.PORT: "port (CPU-only code to the accelerator): run by `torchport port`",
+    Intent.DEVICE: "device (runs on any accelerator)",
+    Intent.SAFETY: "safety (loading checkpoints)",
+    Intent.SPEED: "speed (how fast data moves, not whether the program runs)",
+    Intent.PORT: "port (CPU-only code to the accelerator)",
 }
 
 
@@ -53,11 +51,23 @@ def explain(code: str) -> str:
 
 def _render(rule: type[Rule]) -> str:
     default = "on by default" if rule.default else f"off by default (`--select {rule.code}`)"
-    lines = [
-        f"# {rule.code} {rule.name}",
-        "",
-        f"Message: {rule.message}",
-        f"Fix: {_FIXES[rule.fix_safety]}. This rule is {default}.",
+    see = " (see Fix safety)" if rule.fix_safety is FixSafety.UNSAFE else ""
+    findings = [
+        f
+        for example in rule.invalid
+        for f in check_source(example.source, select=[rule.code])
+        if f.code == rule.code
+    ]
+    messages = list(dict.fromkeys(f.message for f in findings)) or [rule.message]
+    some_safe = any(f.fix is not None and f.fix.safety is FixSafety.SAFE for f in findings)
+    lines = [f"# {rule.code} {rule.name}", ""]
+    if len(messages) == 1:
+        lines.append(f"Message: {messages[0]}")
+    else:
+        lines += ["Messages (what `check` prints on the examples below):"]
+        lines += [f"- {m}" for m in messages]
+    lines += [
+        f"Fix: {fix_command(rule, some_safe=some_safe)}{see}. This rule is {default}.",
         f"Intent: {_INTENTS[rule.intent]}.",
         "",
         inspect.cleandoc(rule.__doc__ or ""),

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from torchport.check._engine import RuleFailure, RuleSet, check_text, check_tree, ruleset_for
 from torchport.check._rule import NO_FIX, Edit, Finding, FixSafety
+from torchport.check._syntax import parse_source
 
 __all__ = ["MAX_FIX_ROUNDS", "FixOutcome", "fix_source", "fix_text"]
 
@@ -200,7 +201,7 @@ def fix_text(
     failures: dict[RuleFailure, None] = {}
     current = source
     if tree is None:
-        tree = ast.parse(source, filename=path)
+        tree = parse_source(source, path)
     outcome = check_tree(current, path, tree, ruleset)
     for _ in range(MAX_FIX_ROUNDS):
         failures.update(dict.fromkeys(outcome.failures))

@@ -7,28 +7,40 @@ walks a subtree, so rules stay cheap on every node they are handed.
 from __future__ import annotations
 
 import ast
+import os
 import re
+from collections.abc import Callable, Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit
+from torchport.check.semantic._guards import test_guard
 
 __all__ = [
     "RANDOM_FACTORIES",
     "TENSOR_FACTORIES",
     "add_keyword",
     "called",
+    "cuda_choice",
     "cuda_function",
     "cuda_string",
+    "device_keywords",
+    "device_settings",
+    "forwards_to_super",
     "guard_statement",
+    "in_device_probe",
     "in_no_grad",
+    "in_old_torch_fallback",
+    "in_tests",
     "is_cpu_target",
     "keyword",
     "method_name",
     "names",
+    "only_shown",
     "probably_module",
     "probably_tensor",
     "receiver_end",
     "string_value",
+    "takes_a_device",
 ]
 
 RANDOM_FACTORIES = frozenset(
@@ -130,6 +142,58 @@ def cuda_string(expr: ast.expr | None) -> str | None:
     return None
 
 
+def cuda_choice(expr: ast.expr | None, ctx: Context) -> str | None:
+    """A CUDA device literal, or one arm of a conditional (``"cuda:0" if c else "cpu"``).
+
+    Not a conditional that tests for CUDA (``"cuda" if torch.cuda.is_available()
+    else "cpu"``, ``... if use_cuda ...``): that CUDA-or-CPU choice is TP109's.
+    """
+    if isinstance(expr, ast.IfExp):
+        if test_guard(expr.test, ctx) is not None:
+            return None
+        return cuda_string(expr.body) or cuda_string(expr.orelse)
+    return cuda_string(expr)
+
+
+def device_keywords(call: ast.Call) -> list[ast.expr]:
+    """The values ``call`` gives a device by keyword.
+
+    ``device=``, ``map_location=``, ``accelerator=``, and the ``default=`` of an
+    ``add_argument("--device", ...)`` option.
+    """
+    option = string_value(call.args[0]) if call.args and method_name(call) == "add_argument" else ""
+    return [
+        kw.value
+        for kw in call.keywords
+        if kw.arg in ("device", "map_location", "accelerator")
+        or (kw.arg == "default" and "device" in (option or ""))
+    ]
+
+
+def device_settings(node: ast.AST) -> Iterator[tuple[str, ast.expr]]:
+    """(name, value) of what ``node`` sets: assignment targets, annotated ones, defaults.
+
+    ``device = v`` and ``self.device = v`` give ``("device", v)``, ``device: str =
+    v`` too, and ``def f(device=v)`` gives each parameter with its default.
+    """
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            if isinstance(target, (ast.Name, ast.Attribute)):
+                yield target.id if isinstance(target, ast.Name) else target.attr, node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        target = node.target
+        if isinstance(target, (ast.Name, ast.Attribute)):
+            yield target.id if isinstance(target, ast.Name) else target.attr, node.value
+    elif isinstance(node, ast.arguments):
+        positional = [*node.posonlyargs, *node.args]
+        pairs = zip(positional[len(positional) - len(node.defaults) :], node.defaults, strict=True)
+        for param, default in pairs:
+            yield param.arg, default
+        for param, value in zip(node.kwonlyargs, node.kw_defaults, strict=True):
+            if value is not None:
+                yield param.arg, value
+
+
 def is_cpu_target(expr: ast.expr | None, ctx: Context) -> bool:
     """Whether a ``.to()`` target is plainly the CPU (``"cpu"`` or ``torch.device("cpu")``)."""
     if string_value(expr) == "cpu":
@@ -155,7 +219,7 @@ def probably_tensor(expr: ast.expr, ctx: Context, *, by_name: bool = True) -> bo
                 return False
             if by_name and _TENSOR_NAME.match(expr.id):
                 return True
-            bound = ctx.binding(expr.id)
+            bound = ctx.value_of(expr)
             if bound is None:
                 return False
             expr = bound
@@ -188,7 +252,7 @@ def probably_module(expr: ast.expr, ctx: Context) -> bool:
         return False
     if _MODULE_NAME.search(expr.id):
         return True
-    bound = ctx.binding(expr.id)
+    bound = ctx.value_of(expr)
     if isinstance(bound, ast.Call):
         name = ctx.qualname(bound.func)
         if name is not None:
@@ -246,3 +310,114 @@ def guard_statement(
     step = "\t" if "\t" in indent else "    "
     t = torch or ctx.torch_name()
     return ctx.replace(stmt, f"if {t}.accelerator.is_available():{ctx.newline}{indent}{step}{text}")
+
+
+# Methods that take a device, on tensors and modules, whatever the receiver's name.
+_DEVICE_METHODS = frozenset(
+    {"to", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "to_empty"}
+)
+
+
+def takes_a_device(call: ast.Call, ctx: Context) -> bool:
+    """Whether ``call`` is torch's, so that its ``device=`` may get a ``torch.device``.
+
+    ``dict(device="cuda")``, ``parser.set_defaults(device="cuda")`` or a user
+    helper that compares strings would break or change with a ``torch.device``.
+    """
+    if method_name(call) in _DEVICE_METHODS:
+        return True  # `x.to("cuda")`, `x.new_zeros(2, device="cuda")`
+    return ctx.scopes.is_torch_call(call)
+
+
+def in_tests(ctx: Context) -> bool:
+    """Whether the code is a test (``test_*.py``, ``*_test.py``, a ``test_*`` function).
+
+    Speed advice does not apply there (a test reads each value to compare it),
+    and the files a test loads are its own fixtures.
+    """
+    name = os.path.basename(ctx.path)
+    if name.startswith("test_") or name.endswith("_test.py"):
+        return True
+    return any(
+        isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) and outer.name.startswith("test")
+        for outer in ctx.ancestors
+    )
+
+
+def forwards_to_super(call: ast.Call) -> bool:
+    """``super().cuda()``: a method of a module class passing the call on, not choosing a device."""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    return isinstance(receiver, ast.Call) and getattr(receiver.func, "id", None) == "super"
+
+
+# What an older torch raises where the newer spelling is missing: an unknown keyword
+# (`weights_only=`), attribute (`torch.amp.GradScaler`) or module.
+_OLD_TORCH_ERRORS = frozenset({"TypeError", "AttributeError", "ImportError", "ModuleNotFoundError"})
+
+
+def in_old_torch_fallback(ctx: Context, modern: Callable[[ast.Call], bool]) -> bool:
+    """Whether the node sits in ``except TypeError/AttributeError/ImportError:`` of a ``try``
+    whose body makes a call ``modern`` accepts: the spelling for torches that lack it.
+
+    ``try: torch.load(p, weights_only=False) except TypeError: torch.load(p)`` runs the
+    handler only where the newer call cannot, so advice about the newer torch does not
+    apply to it. Walks the ``try`` body once per handler met.
+    """
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, ast.Try | ast.TryStar) and isinstance(child, ast.ExceptHandler):
+            caught = child.type
+            kinds = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+            if all(isinstance(k, ast.Name) and k.id in _OLD_TORCH_ERRORS for k in kinds) and any(
+                isinstance(n, ast.Call) and modern(n) for s in outer.body for n in ast.walk(s)
+            ):
+                return True
+        if isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = outer
+    return False
+
+
+# What `torch.cuda` raises without CUDA (or a catch-all): a `try` that catches it has a
+# way on without CUDA, so the question is a probe.
+_NO_CUDA_ERRORS = frozenset({"RuntimeError", "AssertionError", "Exception", "BaseException"})
+
+
+def in_device_probe(ctx: Context) -> bool:
+    """Inside the body of a ``try`` whose handler catches what a machine without CUDA raises."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, ast.Try | ast.TryStar) and any(s is child for s in outer.body):
+            for handler in outer.handlers:
+                caught = handler.type
+                kinds = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+                if caught is None or any(
+                    isinstance(k, ast.Name) and k.id in _NO_CUDA_ERRORS for k in kinds
+                ):
+                    return True
+        if isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = outer
+    return False
+
+
+_SHOWN_BY = frozenset(
+    {"print", "log", "info", "debug", "warning", "warn", "error", "write", "format", "str",
+     "repr", "add_scalar", "set_postfix", "echo", "secho"}
+)  # fmt: skip
+_SHOWN_THROUGH = (
+    ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.FormattedValue, ast.JoinedStr, ast.Tuple
+)  # fmt: skip
+
+
+def only_shown(ctx: Context) -> bool:
+    """Whether the call's value is only printed or logged (``print(n)``, ``log(f"{n}")``)."""
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, _SHOWN_THROUGH):
+            continue
+        if isinstance(outer, ast.Call):
+            func = outer.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            return name in _SHOWN_BY
+        return False
+    return False

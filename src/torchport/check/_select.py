@@ -9,10 +9,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 
-from torchport.check._rule import Intent, Rule
+from torchport.check._rule import FixSafety, Intent, Rule
 from torchport.errors import ConfigError
 
-__all__ = ["available_rules", "fixable_rules", "normalise_selectors", "select_rules"]
+__all__ = [
+    "available_rules",
+    "fix_command",
+    "fixable_rules",
+    "normalise_selectors",
+    "select_rules",
+]
 
 
 def _matches(selector: str, code: str) -> bool:
@@ -118,3 +124,28 @@ def fixable_rules(
         for rule in rules
         if rule.intent is not Intent.SPEED or speed or any(rule.code.startswith(s) for s in chosen)
     )
+
+
+def fix_command(rule: type[Rule], *, some_safe: bool = False) -> str:
+    """The command that applies ``rule``'s fix, as :func:`fixable_rules` and ``--unsafe`` decide.
+
+    One sentence for ``--explain`` (and anything else that tells users how a
+    fix applies), so the words cannot drift from the behaviour. ``some_safe``:
+    an unsafe rule that also offers safe fixes (``.cuda()`` is safe to rewrite,
+    ``.cuda(1)`` is not), which the command without ``--unsafe`` applies.
+    """
+    if rule.fix_safety is FixSafety.NONE:
+        return "no automatic fix"
+    if rule.intent is Intent.PORT:
+        return "`torchport port` applies it"  # the port applies its fixes, unsafe ones too
+    selected = "" if rule.default else f" --select {rule.code}"
+    commands = [f"torchport fix{selected}"]
+    if rule.intent is Intent.SPEED:
+        commands = [f"torchport fix --speed{selected}", f"torchport fix --select {rule.code}"]
+    if rule.fix_safety is FixSafety.SAFE:
+        return " or ".join(f"`{c}`" for c in commands) + " applies it"
+    forced = " or ".join(f"`{c} --unsafe`" for c in commands)
+    if some_safe:
+        plain = " or ".join(f"`{c}`" for c in commands)
+        return f"{plain} applies its safe fixes, {forced} the others too"
+    return f"{forced} applies it"

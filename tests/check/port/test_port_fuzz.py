@@ -132,7 +132,7 @@ def meta_accelerator(record: dict[str, list[str]]) -> Iterator[None]:
         return module_call(self, *args, **kwargs)
 
     handle = torch.nn.modules.module.register_module_forward_pre_hook(watch)
-    with fix_fuzz.accelerator_reports_meta():
+    with fix_fuzz.accelerator_reports("meta"):
         try:
             tensor.item = reads("item")  # type: ignore[method-assign]
             tensor.tolist = reads("tolist")  # type: ignore[method-assign]

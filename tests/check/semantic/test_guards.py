@@ -43,7 +43,7 @@ ExprAt = Callable[[str, str], tuple[ast.expr, Context]]
             None,
         ),
         ('assert x.device.type == "cuda"\nHERE(x)\n', Guard.DEVICE_TYPE),
-        ("if args.cuda:\n    HERE(x)\n", None),
+        ("if args.cuda:\n    HERE(x)\n", Guard.AVAILABILITY),  # a CUDA-or-CPU switch (TP109)
         ("for x in xs:\n    HERE(x)\n", None),
         # A device check outside the function does not reach into its body.
         ('if device.type == "cuda":\n    def f(x):\n        return HERE(x)\n', None),

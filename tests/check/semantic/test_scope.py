@@ -251,7 +251,29 @@ def test_reaching_through_self_assignment_terminates() -> None:
             "try:\n    import torch\nexcept ImportError:\n    torch = None\nprobe(torch.load)\n",
             "torch.load",
         ),
-        ("import torch\nimport numpy as torch\nprobe(torch.load)\n", None),  # two meanings
+        # two imports of one name: the one that reaches the read
+        ("import torch\nimport numpy as torch\nprobe(torch.load)\n", "numpy.load"),
+        # ... unknown in a function, which may run after either
+        ("import torch\nimport numpy as torch\ndef f():\n    probe(torch.load)\n", None),
+        # a local import in one function does not leak into another
+        (
+            "from numba import cuda\ndef g():\n    from torch import cuda\n"
+            "def f():\n    probe(cuda.synchronize)\n",
+            "numba.cuda.synchronize",
+        ),
+        # an assignment after the import: an object of the user's
+        ("from torch.cuda import amp\namp = MyAmp()\nprobe(amp.autocast)\n", None),
+        ("from torch.cuda import amp\namp = MyAmp()\ndef f():\n    probe(amp.autocast)\n", None),
+        ("x = 1\nimport torch\nprobe(torch.cuda)\n", "torch.cuda"),
+        # conditional imports of different things
+        (
+            "if fast:\n    from numba import cuda\nelse:\n    from torch import cuda\n"
+            "probe(cuda.synchronize)\n",
+            None,
+        ),
+        ("class C:\n    import torch\n    def m(self):\n        probe(torch.load)\n", None),
+        ("import torch\ndef f():\n    torch = get()\n    probe(torch.load)\n", None),
+        ("import torch\ndel torch\nimport torch as torch\nprobe(torch.load)\n", "torch.load"),
     ],
 )
 def test_qualname(source: str, expected: str | None) -> None:

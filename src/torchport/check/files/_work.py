@@ -28,6 +28,7 @@ from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tre
 from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._noqa import unknown_codes
 from torchport.check._rule import Finding, Rule
+from torchport.check._syntax import NewerSyntaxError, parse_source
 from torchport.check.files._discovery import (
     MAX_SOURCE_BYTES,
     SourceError,
@@ -255,12 +256,14 @@ def _unused_noqa(
 
 def _parse(path: str, doc: _Doc, report: Report) -> ast.Module | None:
     try:
-        return ast.parse(doc.text, filename=path)
+        return parse_source(doc.text, path)
     except SyntaxError as exc:
         where = f" at line {exc.lineno}, column {exc.offset}" if exc.lineno else ""
         if exc.lineno and doc.notebook is not None:
             where = f" at {_where(doc, exc.lineno)}, column {exc.offset}"
         message = f"cannot parse: {exc.msg}{where}; fix the syntax error first"
+        if isinstance(exc, NewerSyntaxError):  # not the file's mistake: say which Python reads it
+            message = f"cannot parse{where}: {exc.msg}"
     except ValueError as exc:  # null bytes
         message = f"cannot parse: {exc}"
     except RecursionError:

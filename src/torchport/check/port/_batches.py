@@ -86,6 +86,8 @@ class _Planner:
             for node in scope.nodes:
                 if isinstance(node, (ast.For, ast.AsyncFor)):
                     self._loop(node, scope, containers)
+            if isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                containers |= self._unpacked_params(scope.node, scope)
             for node in scope.nodes:
                 if isinstance(node, ast.Assign):
                     self._assign(node, scope, containers)
@@ -129,6 +131,28 @@ class _Planner:
                 )
         if move.tensors or move.dicts:
             self.plan.moves[id(func)] = move
+
+    def _unpacked_params(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, scope: PortScope
+    ) -> set[str]:
+        """Parameters a function unpacks into what reaches its model (``x, y = batch``).
+
+        ``def train_step(model, batch): x, y = batch; model(x)`` is given its batch
+        by a caller (the loop is elsewhere): the names it unpacks move as a loop's do.
+        """
+        a = func.args
+        params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)} - {"self", "cls"}
+        return {
+            node.value.id
+            for node in scope.nodes
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in params
+            and node.value.id in scope.reach
+            and node.value.id not in scope.moved
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Tuple)
+        }
 
     def _sort(
         self,

@@ -162,19 +162,3 @@ class ModelKnowledge:
                 # A factory's own returns are moved (or reported) inside it.
                 return isinstance(func, ast.Name) and func.id in self.factories
         return False
-
-    def innermost(self, expr: ast.expr) -> ast.Call | None:
-        """The constructor call inside a model expression, looking through wrappers and methods."""
-        for _ in range(16):
-            if not isinstance(expr, ast.Call):
-                return None
-            if self.constructor(expr):
-                return expr
-            func = expr.func
-            if self.wrapper(expr):
-                expr = expr.args[0]
-            elif isinstance(func, ast.Attribute) and func.attr in MODEL_METHODS:
-                expr = func.value
-            else:
-                return None
-        return None

@@ -7,7 +7,9 @@ from torchport.check.rules.batch_not_on_device import BatchNotOnDevice
 from torchport.check.rules.blocking_batch_copy import BlockingBatchCopy
 from torchport.check.rules.cpu_only_device import CpuOnlyDevice
 from torchport.check.rules.create_then_move import CreateThenMove
+from torchport.check.rules.cuda_flag_parameter import CudaFlagParameter
 from torchport.check.rules.cuda_manual_seed import CudaManualSeed
+from torchport.check.rules.cuda_matmul_precision import CudaMatmulPrecision
 from torchport.check.rules.cuda_only_api import CudaOnlyApi
 from torchport.check.rules.cuda_or_cpu_device_choice import CudaOrCpuDeviceChoice
 from torchport.check.rules.cuda_set_device import CudaSetDevice
@@ -71,6 +73,7 @@ RULES: tuple[type[Rule], ...] = (
     HardCodedCudaDeviceType,  # TP113
     DeviceComparedWithString,  # TP114
     RuntimeCudaDeviceString,  # TP115
+    CudaFlagParameter,  # TP116
     NumpyWithoutCpu,  # TP201
     SyncInLoop,  # TP202
     BlockingBatchCopy,  # TP203
@@ -90,6 +93,7 @@ RULES: tuple[type[Rule], ...] = (
     HardCodedNccl,  # TP404
     DataParallel,  # TP405
     CudaStreamOrEvent,  # TP406
+    CudaMatmulPrecision,  # TP407
     ModelNotOnDevice,  # TP501
     BatchNotOnDevice,  # TP502
     TensorNotOnDevice,  # TP503

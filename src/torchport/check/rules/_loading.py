@@ -1,4 +1,4 @@
-"""What the checkpoint-loading rules (TP302, TP304-TP309) share: which calls load, and how.
+"""What the checkpoint-loading rules (TP301-TP309) share: which calls load, how, and where to.
 
 ``torch.load`` is also reachable as ``torch.serialization.load``; the hub's
 ``load_state_dict_from_url`` also as ``torch.utils.model_zoo.load_url``.
@@ -16,13 +16,13 @@ __all__ = [
     "HUB_LOADS",
     "LOADS",
     "LOAD_ATTRS",
-    "UNDECIDED",
     "explicit_weights_only",
-    "indirect_load",
     "is_load",
-    "truth",
+    "loaded_elsewhere",
+    "saved_by_this_run",
     "unpacks",
     "whole_module",
+    "written_by_this_run",
 ]
 
 LOADS = frozenset({"torch.load", "torch.serialization.load"})
@@ -34,94 +34,6 @@ LOAD_ATTRS = frozenset({"load", "load_state_dict_from_url", "load_url"})
 def is_load(call: ast.Call, ctx: Context, names: frozenset[str] = LOADS) -> bool:
     """Whether ``call`` calls one of ``names`` (``torch.load`` and its alias by default)."""
     return called(call, ctx, LOAD_ATTRS) in names
-
-
-UNDECIDED = "undecided"  # a spelling that may be torch.load, which the checker cannot settle
-_PARTIALS = frozenset({"functools.partial"})
-_DEPTH = 4  # aliases of aliases followed this far
-_LOAD_KEYWORDS = frozenset({"weights_only", "map_location", "pickle_module", "mmap"})
-
-
-def indirect_load(
-    call: ast.Call, ctx: Context, names: frozenset[str] = LOADS
-) -> tuple[str, list[ast.keyword]] | None:
-    """What ``call`` loads with when it reaches one of ``names`` other than by its name.
-
-    Followed: a name bound to it (``ld = torch.load; ld(f)``), ``getattr(torch,
-    "load")``, ``functools.partial(torch.load, ...)`` called at once or through a
-    name, and these within each other. Returns the qualified name and the keywords
-    the load gets (a partial's first, then the call's), ``(UNDECIDED, [])`` for a
-    ``getattr`` of torch with a computed name, or None.
-    """
-    return _callee(call.func, ctx, names, call.keywords, 0)
-
-
-def _callee(
-    expr: ast.expr,
-    ctx: Context,
-    names: frozenset[str],
-    keywords: list[ast.keyword],
-    depth: int,
-) -> tuple[str, list[ast.keyword]] | None:
-    if depth > _DEPTH:
-        return None
-    if isinstance(expr, (ast.Name, ast.Attribute)):
-        name = ctx.qualname(expr)
-        if name in names:
-            return (name, keywords) if depth else None  # (a direct call is the caller's)
-        if isinstance(expr, ast.Name) and name is None:
-            bound = ctx.binding(expr.id)
-            if bound is not None:
-                return _callee(bound, ctx, names, keywords, depth + 1)
-        return None
-    if not isinstance(expr, ast.Call):
-        return None
-    func = expr.func
-    if ctx.qualname(func) in _PARTIALS and expr.args:
-        return _callee(expr.args[0], ctx, names, [*expr.keywords, *keywords], depth + 1)
-    if isinstance(func, ast.Name) and func.id == "getattr" and ctx.binding("getattr") is None:
-        if len(expr.args) < 2:
-            return None
-        owner = ctx.qualname(expr.args[0])
-        attr = expr.args[1]
-        if owner is None:
-            return None
-        if isinstance(attr, ast.Name) and isinstance(bound := ctx.binding(attr.id), ast.Constant):
-            attr = bound  # `name = "load"; getattr(torch, name)`
-        if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
-            full = f"{owner}.{attr.value}"
-            return (full, keywords) if full in names else None
-        # A computed name of torch's (`getattr(torch, name)`) is a load only maybe: said
-        # when the call passes what a load takes; a dtype or a tensor type is no load.
-        prefixes = {n.rpartition(".")[0] for n in names}
-        load_like = any(k.arg in _LOAD_KEYWORDS for k in keywords)
-        return (UNDECIDED, []) if owner in prefixes and load_like else None
-    return None
-
-
-def truth(expr: ast.expr, ctx: Context, depth: int = 0) -> bool | None:
-    """The truth of an expression the checker can work out (a constant, ``not``, ``bool(0)``,
-    a name bound to one of those); None when it cannot (``None`` itself is None: the default)."""
-    if depth > _DEPTH:
-        return None
-    if isinstance(expr, ast.Constant):
-        return None if expr.value is None else bool(expr.value)
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
-        inner = truth(expr.operand, ctx, depth + 1)
-        return None if inner is None else not inner
-    if (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Name)
-        and expr.func.id == "bool"
-        and ctx.binding("bool") is None
-        and len(expr.args) == 1
-        and not expr.keywords
-    ):
-        return truth(expr.args[0], ctx, depth + 1)
-    if isinstance(expr, ast.Name):
-        bound = ctx.binding(expr.id)
-        return None if bound is None else truth(bound, ctx, depth + 1)
-    return None
 
 
 def explicit_weights_only(call: ast.Call) -> bool | None:
@@ -165,9 +77,11 @@ def whole_module(expr: ast.expr, ctx: Context) -> bool:
     name = _identifier(expr)
     if name is None or _WEIGHTS.search(name.lower()):
         return False
+    if isinstance(expr, ast.Name) and _used_as_mapping(expr, ctx):
+        return False  # `save_file(model, ...)`, `model.items()`: a state dict named `model`
     if _MODULE.match(name):
         return True
-    bound = ctx.binding(name) if isinstance(expr, ast.Name) else None
+    bound = ctx.value_of(expr) if isinstance(expr, ast.Name) else None
     if isinstance(bound, ast.Call):
         qualified = ctx.qualname(bound.func)
         if qualified is not None:
@@ -175,3 +89,157 @@ def whole_module(expr: ast.expr, ctx: Context) -> bool:
         callee = _identifier(bound.func) or ""
         return bool(_MODULE.match(callee)) or callee.endswith(("Net", "Model", "Module"))
     return False
+
+
+def _used_as_mapping(name: ast.Name, ctx: Context) -> bool:
+    """Whether the function holding ``name`` treats it as a dict of tensors."""
+    scope = ctx.scopes.scope_of(name).node
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Attribute) and node.attr in ("items", "keys", "values"):
+            if isinstance(node.value, ast.Name) and node.value.id == name.id:
+                return True
+        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == name.id:
+            return True
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "save_file"
+            and any(getattr(a, "id", None) == name.id for a in node.args[:1])
+        ):
+            return True  # safetensors saves dicts of tensors
+    return False
+
+
+def loaded_elsewhere(load: ast.Call, ctx: Context) -> str | None:
+    """Why moving what ``load`` returns could leave it beside tensors elsewhere; None if not.
+
+    Safe uses end in ``x.load_state_dict(...)``, which copies each tensor to
+    where the module's or optimizer's own tensors are, or in a read to the host
+    (``print(ckpt["step"])``, ``.item()``, ``.tolist()``, ``int(...)``, ``"k" in
+    ckpt``), which gives the same on any device: the load itself, a key of it
+    (``ckpt["model"]``), or a name bound once to either and used only so.
+    """
+    scopes = ctx.scopes
+    todo: list[ast.expr] = [load]
+    for _ in range(16):
+        if not todo:
+            return None
+        value = todo.pop()
+        parent = scopes.parent(value)
+        if isinstance(parent, ast.Subscript) and parent.value is value:
+            todo.append(parent)  # `ckpt["model"]`
+        elif (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Attribute)
+            and parent.func.attr == "load_state_dict"
+            and parent.args[:1] == [value]
+        ) or _read_on_host(value, parent):
+            continue
+        elif isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1:
+            target = parent.targets[0]
+            found = scopes.bindings(target.id, target) if isinstance(target, ast.Name) else []
+            if len(found) != 1:
+                return "what it loads is kept where this check cannot follow it"
+            todo += [
+                read
+                for read in ast.walk(found[0].scope.node)
+                if isinstance(read, ast.Name)
+                and read.id == found[0].name
+                and isinstance(read.ctx, ast.Load)
+                and scopes.resolve(read.id, read) is found[0].scope
+            ]
+        else:
+            shown = ctx.segment(parent).split("\n")[0] if parent is not None else ""
+            return f"what it loads is used in `{shown[:60]}`, not only by `load_state_dict`"
+    return "what it loads is used in too many places to follow"
+
+
+_HOST_CALLS = frozenset({"print", "int", "float", "bool", "str", "len", "repr"})
+_HOST_METHODS = frozenset({"item", "tolist", "keys"})
+
+
+def _read_on_host(value: ast.expr, parent: ast.AST | None) -> bool:
+    """``print(value)``, ``value.item()``, ``"key" in value``: the same answer on any device."""
+    if isinstance(parent, ast.Call):
+        func = parent.func
+        return isinstance(func, ast.Name) and func.id in _HOST_CALLS and value in parent.args
+    if isinstance(parent, ast.Attribute) and parent.attr in _HOST_METHODS:
+        return True
+    if isinstance(parent, ast.Compare):
+        return all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
+    return isinstance(parent, ast.FormattedValue)
+
+
+_TEMPORARY = re.compile(r"tmp|temp|cache", re.IGNORECASE)
+
+
+def written_by_this_run(node: ast.Call, ctx: Context) -> bool:
+    """Whether this program wrote the file itself: a temporary or cache path, or a save to it.
+
+    ``with open(f"{tmpdir}/a.pt", "rb") as f: torch.load(f)`` in a test, or
+    ``torch.save(sd, path)`` then ``torch.load(path)`` in one function, or a
+    cache (``if exists(path): torch.load(path)`` with ``torch.save(..., path)``
+    in the ``else``): the file comes from this machine, and loads where it
+    was saved.
+    """
+    source = node.args[0] if node.args else getattr(keyword(node, "f"), "value", None)
+    if source is None:
+        return False
+    if isinstance(source, ast.Name):  # `with open(path) as f: torch.load(f)`
+        name = source.id
+        for outer in ctx.ancestors:
+            for item in getattr(outer, "items", ()):
+                target = item.optional_vars
+                if isinstance(target, ast.Name) and target.id == name:
+                    opened = item.context_expr
+                    source = (
+                        opened.args[0] if isinstance(opened, ast.Call) and opened.args else source
+                    )
+    text = ctx.segment(source)
+    if _TEMPORARY.search(text):
+        return True
+    value = ctx.value_of(source) if isinstance(source, ast.Name) else None
+    if value is not None and _TEMPORARY.search(ctx.segment(value)):
+        return True  # `fn = os.path.join(datadir, "cache.pt")`
+    return _saved_here(node, text, ctx)
+
+
+def saved_by_this_run(node: ast.Call, ctx: Context) -> bool:
+    """Whether the same program saves the file it loads: a save to the same path earlier in
+    the function, or a cache (``if exists(path): torch.load(path)`` with ``torch.save(...,
+    path)`` in the ``else``). Unlike :func:`written_by_this_run`, names alone prove nothing.
+    """
+    source = node.args[0] if node.args else getattr(keyword(node, "f"), "value", None)
+    return source is not None and _saved_here(node, ctx.segment(source), ctx)
+
+
+def _saved_here(node: ast.Call, text: str, ctx: Context) -> bool:
+    scope = ctx.scopes.scope_of(node).node
+    if any(
+        _saves_to(call, text, ctx) and call.lineno < node.lineno
+        for call in ast.walk(scope)
+        if isinstance(call, ast.Call)
+    ):
+        return True
+    # A cache: `if os.path.exists(path): x = torch.load(path) else: ...; torch.save(x, path)`.
+    child: ast.AST = node
+    for outer in reversed(ctx.ancestors):
+        if (
+            isinstance(outer, ast.If)
+            and any(s is child for s in outer.body)
+            and text in ctx.segment(outer.test)
+        ):
+            return any(_saves_to(c, text, ctx) for s in outer.orelse for c in ast.walk(s))
+        if outer is scope:
+            break
+        child = outer
+    return False
+
+
+def _saves_to(call: ast.AST, path: str, ctx: Context) -> bool:
+    """Whether ``call`` is ``torch.save(obj, <path>)``, the path spelled as ``path``."""
+    return (
+        isinstance(call, ast.Call)
+        and len(call.args) >= 2
+        and ctx.qualname(call.func) == "torch.save"
+        and ctx.segment(call.args[1]) == path
+    )

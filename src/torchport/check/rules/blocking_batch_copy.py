@@ -68,6 +68,8 @@ class BlockingBatchCopy(Rule):
             target is None
             or is_cpu_target(target, ctx)
             or (ctx.qualname(target) or "").startswith("torch.")
+            or "dtype" in ctx.segment(target).lower()  # `x.to(weight_dtype)`: a cast
+            or isinstance(ctx.parent, ast.Expr)  # a discarded `batch.to(device)`: in place
         ):
             return
         assert isinstance(node.func, ast.Attribute)
@@ -79,6 +81,8 @@ class BlockingBatchCopy(Rule):
         loop = ctx.loop_of(node)
         if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _is_loader(loop.iter, ctx):
             return
+        if _placed_by_prepare(loop.iter, ctx):
+            return  # `accelerator.prepare(loader)`: its batches come on the device
         if root.id not in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}:
             return
         fix = Fix((add_keyword(node, "non_blocking=True", ctx),), FixSafety.UNSAFE, _RACE)
@@ -91,16 +95,55 @@ _RACE = (
 )
 
 
-def _is_loader(expr: ast.expr, ctx: Context) -> bool:
+def _unwrapped(expr: ast.expr) -> ast.expr:
+    """The iterable inside ``enumerate(...)``, ``tqdm(...)`` and the like."""
     while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.args:
         if expr.func.id not in _WRAPPERS:
             break
         expr = expr.args[0]
+    return expr
+
+
+def _is_loader(expr: ast.expr, ctx: Context) -> bool:
+    expr = _unwrapped(expr)
     if isinstance(expr, ast.Name):
-        bound = ctx.binding(expr.id)
+        bound = ctx.value_of(expr)
         if isinstance(bound, ast.Call) and ctx.qualname(bound.func) in _DATALOADER:
             return True
-        return bool(_LOADER.search(expr.id))
+        return bool(_LOADER.search(expr.id)) and not _host_list(bound, ctx)
     if isinstance(expr, ast.Attribute):
         return bool(_LOADER.search(expr.attr))
+    return False
+
+
+def _host_list(value: ast.expr | None, ctx: Context, depth: int = 0) -> bool:
+    """Whether ``value`` is a list the program builds itself, where nothing pins the batches.
+
+    ``batches = [...]``, or the call of a function of this module whose every
+    ``return`` gives such a list (``batches = []``, appended to, returned).
+    """
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return True
+    if isinstance(value, ast.Name) and depth < 2:
+        return _host_list(ctx.value_of(value), ctx, depth + 1)
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)) or depth:
+        return False
+    made = ctx.scopes.binding_at(value.func)
+    if made is None or not isinstance(made.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    returns = [r.value for r in ast.walk(made.node) if isinstance(r, ast.Return)]
+    return bool(returns) and all(_host_list(r, ctx, 1) for r in returns)
+
+
+def _placed_by_prepare(loader: ast.expr, ctx: Context) -> bool:
+    """Whether the file hands the loader to a ``prepare(...)`` (Accelerate places its batches)."""
+    loader = _unwrapped(loader)
+    name = loader.id if isinstance(loader, ast.Name) else getattr(loader, "attr", None)
+    if name is None or not ctx.mentions(".prepare("):
+        return False
+    for call in ast.walk(ctx.tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "attr", None) == "prepare":
+            for arg in call.args:
+                if getattr(arg, "id", getattr(arg, "attr", None)) == name:
+                    return True
     return False

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import cuda_function, guard_statement
+from torchport.check._match import cuda_function, guard_statement, in_device_probe, only_shown
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.semantic._guards import device_guard
 
@@ -23,8 +23,16 @@ _TWINS: dict[str, tuple[str, str | None, FixSafety]] = {
     "max_memory_reserved": ("max_memory_reserved", "value", FixSafety.UNSAFE),
     "device_count": ("device_count", "plain", FixSafety.UNSAFE),
     "current_device": ("current_device_index", None, FixSafety.NONE),
+    "device": ("device_index", None, FixSafety.NONE),  # `with torch.cuda.device(i):`
+    "get_device_capability": ("get_device_capability", None, FixSafety.NONE),
+    "mem_get_info": ("get_memory_info", None, FixSafety.NONE),
+    "memory_stats": ("memory_stats", None, FixSafety.NONE),
+    "reset_accumulated_memory_stats": ("reset_accumulated_memory_stats", None, FixSafety.NONE),
 }
-_TAILS = frozenset(_TWINS)
+# Questions about one device that `torch.accelerator` does not ask: the device's own
+# module answers them (`torch.get_device_module(device)`: CUDA's and XPU's have them).
+_DEVICE_MODULE = frozenset({"get_device_name", "get_device_properties"})
+_TAILS = frozenset({*_TWINS, *_DEVICE_MODULE, "is_available"})
 
 
 class CudaOnlyApi(Rule):
@@ -32,8 +40,15 @@ class CudaOnlyApi(Rule):
     Finds `torch.cuda` calls that have a device-generic twin in
     `torch.accelerator`: `synchronize`, `empty_cache`, `memory_allocated`,
     `memory_reserved`, `max_memory_allocated`, `max_memory_reserved`,
-    `reset_peak_memory_stats`, `device_count` and `current_device`.
-    `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice);
+    `reset_peak_memory_stats`, `device_count`, `current_device`,
+    `get_device_capability`, `mem_get_info`, `memory_stats` (also spelled
+    `torch.cuda.memory.*`) and the `with torch.cuda.device(i):` context
+    (`torch.accelerator.device_index`); `get_device_name` and
+    `get_device_properties`, which the device's own module answers
+    (`torch.get_device_module(device)`), are only reported, and left alone in a
+    `try` that catches what a machine without CUDA raises (a probe).
+    `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice), but
+    in an `assert` it demands CUDA and is reported here;
     calls under a device check (`if device.type == "cuda":`,
     `if torch.cuda.is_available():`) are left alone.
 
@@ -51,7 +66,8 @@ class CudaOnlyApi(Rule):
     changes which branch runs there: unsafe, and offered only where the count
     is printed or logged. A count that is stored, tested or iterated over
     guards CUDA code the fix cannot see; it is reported without a fix.
-    `current_device()` is only reported.
+    `current_device()`, `torch.cuda.device(...)` and the capability and memory
+    queries whose answers differ in shape between devices are only reported.
     """
 
     code = "TP401"
@@ -70,6 +86,9 @@ class CudaOnlyApi(Rule):
         "import torch\n\ncuda = torch.cuda.is_available()\n",
         'import torch\n\nif x.device.type == "cuda":\n    torch.cuda.synchronize()\n',
         "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n",
+        "import torch\n\nif torch.cuda.is_available():\n    print(torch.cuda.get_device_name(0))\n",
+        "import torch\n\ntry:\n    name = torch.cuda.get_device_name(0)\n"
+        "except (RuntimeError, AssertionError):\n    name = None\n",
     )
     invalid = (
         Example(
@@ -99,12 +118,28 @@ class CudaOnlyApi(Rule):
         ),
         Example("import torch\n\nworld_size = torch.cuda.device_count()\n"),
         Example("import torch\n\ni = torch.cuda.current_device()\n"),
+        Example("import torch\n\nname = torch.cuda.get_device_name(None)\n"),
+        Example("import torch\n\nwith torch.cuda.device(x.device):\n    y = kernel(x)\n"),
+        Example('import torch\n\nassert torch.cuda.is_available(), "needs a GPU"\n'),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         function = cuda_function(node, ctx, _TAILS)
         if function is None:
+            return
+        function = function.removeprefix("memory.")  # `torch.cuda.memory.memory_allocated()`
+        if function == "is_available":
+            if not _asserted(ctx) or device_guard(node, ctx) is not None:
+                return  # a choice (TP109's), or a demand inside a branch for CUDA
+            message = f"use `{ctx.torch_name()}.accelerator.is_available()` {_DEMAND}"
+            yield ctx.finding(self, node, message=message)
+            return
+        if function in _DEVICE_MODULE:
+            if device_guard(node, ctx) is None and not in_device_probe(ctx):
+                t = ctx.torch_name()
+                message = f"use `{t}.get_device_module(device).{function}()` {_WHY}"
+                yield ctx.finding(self, node, message=message)
             return
         twin = _TWINS.get(function)
         if twin is None:
@@ -123,7 +158,7 @@ class CudaOnlyApi(Rule):
             edit = guard_statement(node, call, ctx, t)
         elif kind == "value":
             edit = ctx.replace(node, f"({call} if {t}.accelerator.is_available() else 0)")
-        elif kind == "plain" and _only_shown(ctx):
+        elif kind == "plain" and only_shown(ctx):
             # A count that decides anything (`n = ...`, `if ... > 1:`) guards CUDA code this
             # fix cannot see; changing it alone would send that code to MPS/XPU.
             edit = ctx.replace(node, call)
@@ -134,23 +169,14 @@ class CudaOnlyApi(Rule):
 _WHY = "instead of the CUDA-only call, so the code sees any accelerator"
 
 
-_SHOWN_BY = frozenset(
-    {"print", "log", "info", "debug", "warning", "warn", "error", "write", "format", "str",
-     "repr", "add_scalar", "set_postfix", "echo", "secho"}
-)  # fmt: skip
-_SHOWN_THROUGH = (
-    ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.FormattedValue, ast.JoinedStr, ast.Tuple
-)  # fmt: skip
+_DEMAND = "in this assert: demanding CUDA stops the program on every other accelerator"
 
 
-def _only_shown(ctx: Context) -> bool:
-    """Whether the call's value is only printed or logged (``print(n)``, ``log(f"{n}")``)."""
+def _asserted(ctx: Context) -> bool:
+    """Whether the call is (part of) the test of an ``assert``: a demand, not a choice."""
     for outer in reversed(ctx.ancestors):
-        if isinstance(outer, _SHOWN_THROUGH):
-            continue
-        if isinstance(outer, ast.Call):
-            func = outer.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            return name in _SHOWN_BY
-        return False
+        if isinstance(outer, ast.Assert):
+            return True
+        if not isinstance(outer, (ast.BoolOp, ast.UnaryOp, ast.Call, ast.Compare)):
+            return False
     return False

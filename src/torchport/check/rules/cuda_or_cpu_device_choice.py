@@ -7,18 +7,13 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from torchport.check._context import Context
-from torchport.check._match import called, cuda_string, names
+from torchport.check._match import is_cpu_target
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.port._models import ModelKnowledge
+from torchport.check.rules._cuda_choice import moves_to_cuda, tests_cuda
 from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.semantic._following import why_not_followed
 from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
-from torchport.check.semantic._residence import bound_value
-
-_AVAILABLE = "torch.cuda.is_available"
-_TAILS = frozenset({"is_available"})
-# Calls choosing no device (questions; seeding is TP402's).
-_QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_supported",
-    "get_device_name", "get_device_capability", "device_count", "manual_seed",
-    "manual_seed_all"))  # fmt: skip
 
 
 class CudaOrCpuDeviceChoice(Rule):
@@ -44,9 +39,19 @@ class CudaOrCpuDeviceChoice(Rule):
     Only the idiom itself is rewritten, to the `torch.accelerator` expression
     (its `.type` string when the idiom was a string, so `device == "cuda"` tests
     keep their meaning): on a machine with MPS or XPU the program now runs there
-    instead of on the CPU, which changes speed, numerics and memory use. Flags and
-    branches are reported without a fix: the code they guard may be CUDA-only
-    (`.cuda()`), and would then fail on the other accelerators.
+    instead of on the CPU, which changes speed, numerics and memory use.
+
+    Moving the device moves everything placed through it, so the fix is offered
+    only where everything that meets those values follows it too: the choice
+    is one plain name (not `self.device`), used only to place things
+    (`.to(device)`, `device=device`), to print, or in `== "cuda"` tests; the
+    file reaches CUDA no other way (`.cuda()`, `"cuda"`); every model it builds
+    is moved to the device; placed values reach no model held elsewhere
+    (`self.model`, a parameter some caller fills with an unmoved model) and
+    meet no tensor made on the CPU. Otherwise the finding says what stays
+    behind and has no fix. Flags and branches are always reported without a
+    fix: the code they guard may be CUDA-only (`.cuda()`), and would then fail
+    on the other accelerators.
     """
 
     code = "TP109"
@@ -67,6 +72,9 @@ class CudaOrCpuDeviceChoice(Rule):
         "elif torch.backends.mps.is_available():\n    d = 'mps'\n",
         "import torch\n\nassert torch.cuda.is_available()\n",
         "import torch\n\nif torch.cuda.is_available():\n    sources += ['nms_cuda.c']\n",
+        "import torch\n\nif torch.cuda.is_available():\n"
+        '    print(f"on {torch.cuda.get_device_name(torch.cuda.current_device())}")\n'
+        "    torch.backends.cudnn.benchmark = True\n",
         'import torch\n\nif x.device.type == "cuda":\n    ok = torch.cuda.is_available()\n',
     )
     invalid = (
@@ -99,7 +107,11 @@ class CudaOrCpuDeviceChoice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, (ast.If, ast.IfExp))
         test = node.test
-        if not _tests_cuda(test, ctx) or not _moves_to_cuda(node, ctx):
+        if not tests_cuda(test, ctx):
+            return
+        # A branch that names CUDA, or a value that falls back to the CPU without it.
+        falls_back = isinstance(node, ast.IfExp) and is_cpu_target(node.orelse, ctx)
+        if not (falls_back or moves_to_cuda(node, ctx)):
             return
         if tests_other_accelerators(node, ctx):
             return  # `elif torch.backends.mps.is_available():` already looks further
@@ -109,72 +121,49 @@ class CudaOrCpuDeviceChoice(Rule):
             end = ctx.finding(self, node.body[-1])
             yield replace(ctx.finding(self, test), end_line=end.end_line, end_col=end.end_col)
             return
-        if not (isinstance(test, ast.Call) and _is_cpu(node.orelse, ctx)):
+        if not (isinstance(test, ast.Call) and is_cpu_target(node.orelse, ctx)):
             yield ctx.finding(self, node)  # `"cuda" if use_cuda else "cpu"`: no fix
             return
+        yield self._idiom(node, ctx)
+
+    def _idiom(self, node: ast.IfExp, ctx: Context) -> Finding:
+        """The idiom itself, rewritten only where everything it places follows the new device."""
         parent, idiom = ctx.parent, node  # type: ast.AST | None, ast.expr
-        if isinstance(node.body, ast.Constant) and not _is_device_call(parent, node, ctx):
-            # A string stays a string, so `device == "cuda"` tests further on keep working.
-            t = ctx.torch_name()
-            text = (
-                f"{t}.accelerator.current_accelerator().type "
-                f'if {t}.accelerator.is_available() else "cpu"'
-            )
-            edits = (ctx.replace(node, text), *ctx.torch_edits())
-            yield ctx.finding(self, node, fix=Fix(edits, FixSafety.UNSAFE))
-            return
         if _is_device_call(parent, node, ctx):
             assert isinstance(parent, ast.Call)
             idiom, parent = parent, (ctx.ancestors[-2] if len(ctx.ancestors) > 1 else None)
-        if isinstance(parent, ast.Assign) and parent.value is idiom:
-            edits = (ctx.replace(idiom, ctx.device_expr()), *ctx.torch_edits())
+        known = ModelKnowledge(
+            [c for c in ast.walk(ctx.tree) if isinstance(c, ast.ClassDef)], ctx.qualname
+        )
+        why = why_not_followed(
+            idiom, ctx, lambda c: known.constructor(c) and not known.stateless(c)
+        )
+        torch = ctx.torch_at(idiom)
+        if why is not None or torch is None:
+            detail = why or "torch is not imported where the choice is made"
+            return ctx.finding(self, idiom, message=f"{self.message} (no automatic fix: {detail})")
+        t, imports = torch
+        if idiom is node and isinstance(node.body, ast.Constant):
+            # A string stays a string, so `device == "cuda"` tests further on keep working.
+            acc = f"{t}.accelerator"
+            text = f'{acc}.current_accelerator().type if {acc}.is_available() else "cpu"'
+            edits = (ctx.replace(node, text), *imports)
+        elif isinstance(parent, ast.arguments) or (
+            isinstance(parent, ast.Assign) and parent.value is idiom
+        ):
+            edits = (ctx.replace(idiom, ctx.device_expr(t)), *imports)
         else:
-            name, definition = ctx.device_definition()
-            edits = (ctx.replace(idiom, name), *definition)
-        yield ctx.finding(self, idiom, fix=Fix(edits, FixSafety.UNSAFE))
+            found = ctx.device_at(idiom)
+            if found is None:
+                return ctx.finding(self, idiom)
+            edits = (ctx.replace(idiom, found[0]), *found[1])
+        return ctx.finding(self, idiom, fix=Fix(edits, FixSafety.UNSAFE, _ELSEWHERE))
 
 
-def _tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
-    """``torch.cuda.is_available()`` in ``test``, directly or through a flag bound to it."""
-    for _ in range(3 - depth):
-        if isinstance(test, ast.Name):
-            # The walk's own binding sieves first (cheap): most `if name:` tests are no flags.
-            seen = ctx.binding(test.id)
-            bound = bound_value(test, ctx) if names(seen or test, "is_available") else None
-            if bound is None:
-                return False
-            test = bound
-            continue
-        if isinstance(test, ast.BoolOp):
-            # `x = x and y` binds a name to itself: the depth bounds the search.
-            return depth < 2 and any(_tests_cuda(v, ctx, depth + 1) for v in test.values)
-        if isinstance(test, ast.UnaryOp):
-            return False  # `if not torch.cuda.is_available():` is the CPU branch
-        return isinstance(test, ast.Call) and called(test, ctx, _TAILS) == _AVAILABLE
-    return False
-
-
-def _moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether the branch taken on CUDA names CUDA: ``.cuda()``, ``"cuda"``, ``torch.cuda.*``."""
-    body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
-    for part in body:
-        for sub in ast.walk(part):
-            if isinstance(sub, ast.Constant) and cuda_string(sub) is not None:
-                return True
-            if isinstance(sub, ast.JoinedStr) and sub.values:
-                head = sub.values[0]
-                if isinstance(head, ast.Constant) and str(head.value).startswith("cuda:"):
-                    return True
-            if isinstance(sub, ast.Call):
-                func = sub.func
-                if isinstance(func, ast.Attribute) and func.attr == "cuda":
-                    if ctx.qualname(func) is None:
-                        return True
-                    continue
-                name = ctx.qualname(func) or ""
-                if name.startswith("torch.cuda.") and name not in _QUERIES:
-                    return True
-    return False
+_ELSEWHERE = (
+    "where CUDA is missing but another accelerator is there (MPS, XPU), the program now "
+    "runs on it instead of the CPU: speed, numerics and memory use change there"
+)
 
 
 def _is_device_call(parent: ast.AST | None, node: ast.expr, ctx: Context) -> bool:
@@ -184,16 +173,4 @@ def _is_device_call(parent: ast.AST | None, node: ast.expr, ctx: Context) -> boo
         and parent.args[0] is node
         and not parent.keywords
         and ctx.qualname(parent.func) == "torch.device"
-    )
-
-
-def _is_cpu(expr: ast.expr, ctx: Context) -> bool:
-    if isinstance(expr, ast.Constant):
-        return expr.value == "cpu"
-    return (
-        isinstance(expr, ast.Call)
-        and ctx.qualname(expr.func) == "torch.device"
-        and len(expr.args) == 1
-        and isinstance(expr.args[0], ast.Constant)
-        and expr.args[0].value == "cpu"
     )

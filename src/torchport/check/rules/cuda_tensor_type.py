@@ -72,6 +72,8 @@ class CudaTensorType(Rule):
                 return
         else:
             assert isinstance(node, ast.Attribute)
+            if not isinstance(node.ctx, ast.Load):
+                return  # `torch.cuda.FloatTensor = torch.xpu.FloatTensor`: a shim, no use
             if node.attr not in _TYPES or ctx.qualname(node) != f"torch.cuda.{node.attr}":
                 return
             parent = ctx.parent

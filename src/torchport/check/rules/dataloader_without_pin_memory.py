@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import add_keyword, called, keyword
+from torchport.check._match import add_keyword, called, in_tests, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
@@ -63,6 +63,8 @@ class DataloaderWithoutPinMemory(Rule):
         assert isinstance(node, ast.Call)
         if called(node, ctx, _TAILS) not in _DATALOADER or keyword(node, "pin_memory") is not None:
             return
+        if in_tests(ctx):
+            return  # a test's loader: speed is not what it is for
         if any(k.arg is None for k in node.keywords) or not (
             ctx.mentions(".to(") or ctx.mentions(".cuda(")
         ):

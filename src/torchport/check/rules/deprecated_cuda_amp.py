@@ -6,9 +6,10 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import called
+from torchport.check._match import called, in_old_torch_fallback
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.rules._unused_imports import unused_imports
 from torchport.check.semantic._placement import device_type_at
 
 _AMP = {
@@ -24,6 +25,7 @@ _MODULES = frozenset(
 )
 _AUTOCAST_ORDER = ("enabled", "dtype", "cache_enabled")  # torch.cuda.amp.autocast's positions
 _UNUSED = "remove the unused import from `torch.cuda.amp` (the calls now use `torch.amp`)"
+_NEW = "torch.amp."
 
 
 class DeprecatedCudaAmp(Rule):
@@ -55,6 +57,9 @@ class DeprecatedCudaAmp(Rule):
     valid = (
         "import torch\n\nwith torch.amp.autocast(device.type):\n    y = model(x)\n",
         "from torch.cuda.amp import autocast\n\nmixed = autocast  # used: kept\n",
+        "import torch\n\ntry:\n    scaler = torch.amp.GradScaler(device.type)\n"
+        "except (AttributeError, TypeError):  # torch < 2.3\n"
+        "    scaler = torch.cuda.amp.GradScaler()\n",
     )
     invalid = (
         Example(
@@ -88,12 +93,14 @@ class DeprecatedCudaAmp(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         if isinstance(node, ast.Import | ast.ImportFrom):
-            yield from _unused_import(self, node, ctx)
+            yield from unused_imports(self, node, ctx, _MODULES, _UNUSED)
             return
         assert isinstance(node, ast.Call)
         name = called(node, ctx, _TAILS)
-        if name is None or name not in _AMP:
+        if name is None or name not in _AMP or _old_torch_arm(ctx):
             return
+        if in_old_torch_fallback(ctx, lambda c: (ctx.qualname(c.func) or "").startswith(_NEW)):
+            return  # `try: torch.amp.GradScaler(...) except AttributeError: <old spelling>`
         # `device.type` for a torch.device, `device` itself for a string such as "cuda"
         found, torch = device_type_at(ctx, node), ctx.torch_at(node)
         if found is None or torch is None:
@@ -131,58 +138,13 @@ _ON_ELSEWHERE = (
 )
 
 
-def _unused_import(
-    rule: Rule, node: ast.Import | ast.ImportFrom, ctx: Context
-) -> Iterator[Finding]:
-    """Names imported from ``torch.cuda.amp`` that nothing reads: removed (a safe fix)."""
-    if isinstance(node, ast.ImportFrom):
-        if node.level or node.module not in _MODULES or any(a.name == "*" for a in node.names):
-            return
-    elif not any(a.name in _MODULES and a.asname for a in node.names):
-        return  # `import torch.cuda.amp` binds `torch` itself
-    aliases = node.names
-    unused = [
-        a
-        for a in aliases
-        if (isinstance(node, ast.ImportFrom) or (a.name in _MODULES and a.asname))
-        and not _read(a.asname or a.name, ctx)
-    ]
-    if not unused:
-        return
-    kept = [a for a in aliases if a not in unused]
-    fix = None
-    if kept:
-        if node.lineno == node.end_lineno and ctx.owns_lines(node):
-            names = ", ".join(ast.unparse(a) for a in kept)
-            head = f"from {node.module} import " if isinstance(node, ast.ImportFrom) else "import "
-            fix = Fix((ctx.replace(node, head + names),), FixSafety.SAFE)
-    else:
-        fix = Fix((_remove(node, ctx),), FixSafety.SAFE)
-    yield ctx.finding(rule, node, message=_UNUSED, fix=fix)
-
-
-def _read(name: str, ctx: Context) -> bool:
-    """Whether any scope reads ``name``, or a string names it (``__all__``): then it stays."""
-    scopes = ctx.scopes
-    if any(name in scope.reads for scope in scopes.scopes.values()):
-        return True
-    return ctx.mentions(f'"{name}"') or ctx.mentions(f"'{name}'")
-
-
-def _remove(node: ast.stmt, ctx: Context) -> Edit:
-    """Delete ``node``: its lines when it has them to itself and is not alone in its block."""
-    parent = ctx.scopes.parent(node)
-    block = next(
-        (
-            b
-            for f in ("body", "orelse", "finalbody", "handlers")
-            if isinstance(b := getattr(parent, f, None), list) and any(s is node for s in b)
-        ),
-        [],
-    )
-    if len(block) > 1 and ctx.owns_lines(node):
-        starts = ctx._line_starts()
-        last = node.end_lineno or node.lineno
-        end = starts[last + 1] if last + 1 < len(starts) else len(ctx.source)
-        return Edit(starts[node.lineno], end, "")
-    return ctx.replace(node, "pass")  # a statement stays where one is needed
+def _old_torch_arm(ctx: Context) -> bool:
+    """The ``else`` of a torch version test: the fallback for torches without ``torch.amp``."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, (ast.If, ast.IfExp)) and child is not outer.test:
+            orelse = outer.orelse if isinstance(outer.orelse, list) else [outer.orelse]
+            if any(s is child for s in orelse) and "version" in ctx.segment(outer.test):
+                return True
+        child = outer
+    return False

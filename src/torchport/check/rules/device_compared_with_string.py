@@ -8,15 +8,14 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.semantic._devices import device_type
 from torchport.check.semantic._residence import known_device_object
-
-_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "hpu", "npu", "meta", "mtia"})
 
 
 def _device_string(expr: ast.expr) -> bool:
     value = string_value(expr)
     if value is not None:
-        return value.partition(":")[0] in _TYPES
+        return device_type(value) is not None
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
         return bool(expr.elts) and all(_device_string(e) for e in expr.elts)
     return False
@@ -56,6 +55,7 @@ class DeviceComparedWithString(Rule):
         Example('if x.device == "cpu":\n    x = x.cuda()\n'),
         Example('import torch\n\ndev = torch.device("cuda")\nif dev != "cpu":\n    pass\n'),
         Example('on_gpu = next(model.parameters()).device in ("cuda", "cuda:0")\n'),
+        Example('on_tpu = x.device == "xla"\n'),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:

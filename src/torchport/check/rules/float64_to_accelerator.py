@@ -10,6 +10,7 @@ from torchport.check._match import is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
 
 _FLOAT64 = ("torch.float64", "torch.double")
+_TAILS = frozenset(name.rpartition(".")[2] for name in _FLOAT64)
 
 
 class Float64ToAccelerator(Rule):
@@ -74,10 +75,17 @@ def _moves(call: ast.Call, ctx: Context) -> bool:
     )
 
 
+def _tail(expr: ast.expr) -> str | None:
+    """``float64`` of ``torch.float64``: a sieve before asking what the name means."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
 def _float64_device_call(call: ast.Call, ctx: Context) -> bool:
     dtype_kw = keyword(call, "dtype")
     dtypes = [*call.args, *([dtype_kw.value] if dtype_kw else [])]
-    if not any(ctx.qualname(d) in _FLOAT64 for d in dtypes):
+    if not any(_tail(d) in _TAILS and ctx.qualname(d) in _FLOAT64 for d in dtypes):
         if method_name(call) == "to" and isinstance(call.func, ast.Attribute):
             receiver = call.func.value  # `.double().to(device)`
             return (

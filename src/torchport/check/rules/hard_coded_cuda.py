@@ -6,7 +6,17 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import called, cuda_string, keyword, method_name, receiver_end
+from torchport.check._match import (
+    called,
+    cuda_choice,
+    device_keywords,
+    device_settings,
+    forwards_to_super,
+    keyword,
+    method_name,
+    receiver_end,
+    takes_a_device,
+)
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._guards import device_guard
@@ -17,8 +27,10 @@ _DEVICE = frozenset({"device"})
 class HardCodedCuda(Rule):
     """## What it does
     Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`,
-    `device="cuda"` and `map_location="cuda:0"` arguments, `torch.device("cuda")`
-    and `device = "cuda"` settings (`f"cuda:{rank}"` is TP115's). Code under a
+    `device="cuda"`, `map_location="cuda:0"` and `accelerator="cuda"` arguments,
+    `torch.device("cuda")`, and `device = "cuda"`, `device: str = "cuda"` and
+    `def f(device="cuda")` settings, also as one arm of a conditional
+    (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's). Code under a
     device check (`if device.type == "cuda":`, `if torch.cuda.is_available():`)
     is left alone: it is ported, or a CUDA-or-CPU choice (TP109).
 
@@ -31,9 +43,10 @@ class HardCodedCuda(Rule):
     The fix defines `device` once after the imports and uses it. It is safe for
     `.cuda()`, `"cuda"` and `torch.device("cuda")`, which mean the current
     accelerator; it is unsafe for an explicit index (`"cuda:1"`, `.cuda(0)`),
-    which the fix drops. An index held in a variable (`.cuda(rank)`,
-    `torch.device("cuda", rank)`) is reported without a fix:
-    dropping it would put every process on one GPU.
+    which the fix drops. Reported without a fix: an index held in a variable
+    (`.cuda(rank)`, `torch.device("cuda", rank)`), since dropping it would put
+    every process on one GPU; a string default (`def f(device="cuda")`), which
+    the function may compare or format as a string; and a conditional choice.
     """
 
     code = "TP101"
@@ -41,7 +54,7 @@ class HardCodedCuda(Rule):
     intent = Intent.DEVICE
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
-    node_types = (ast.Call, ast.Assign)
+    node_types = (ast.Call, ast.Assign, ast.AnnAssign, ast.arguments)
     valid = (
         "x = x.to(device)\n",
         'x = torch.zeros(3, device="cpu")\n',
@@ -79,6 +92,7 @@ class HardCodedCuda(Rule):
             "ckpt = torch.load(path, map_location=device, weights_only=True)\n",
         ),
         Example('device = "cuda"\n'),
+        Example('class Runner:\n    def __init__(self, model, device="cuda:0"):\n        pass\n'),
         Example('import torch\n\ndev = torch.device("cuda", local_rank)\n'),
         Example(
             "import numpy as np\n\n\ndef run(x):\n    return x.cuda(1)\n",
@@ -103,34 +117,36 @@ class HardCodedCuda(Rule):
 
     def _check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         if not isinstance(node, ast.Call):
-            if isinstance(node, ast.Assign) and cuda_string(node.value) is not None:
-                names = [ctx.segment(t).lower() for t in node.targets]
-                if any("device" in n for n in names):
-                    yield ctx.finding(self, node.value)  # `device = "cuda"`: a setting
+            # Settings, reported by hand: `device = "cuda"`, `device: str = "cuda:0"`,
+            # `def f(device="cuda")` (the body may treat it as a string).
+            for name, setting in device_settings(node):
+                if "device" in name.lower() and cuda_choice(setting, ctx) is not None:
+                    yield ctx.finding(self, setting)
             return
         method = method_name(node)
-        if method == "cuda" and ctx.qualname(node.func) is None:
+        if method == "cuda" and ctx.qualname(node.func) is None and not forwards_to_super(node):
             yield self._dot_cuda(node, ctx)
             return
-        if _is_device_call(node, ctx):
-            first = node.args[0] if node.args else None
-            if (value := cuda_string(first)) is not None:
-                index = [*node.args[1:], *(kw.value for kw in node.keywords)]
-                if any(not isinstance(i, ast.Constant) for i in index):
-                    yield ctx.finding(self, node)  # `torch.device("cuda", rank)`: by hand
-                    return
-                exact = value == "cuda" and not index
-                yield self._replace_device(node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
+        kind = node.args[0] if node.args else getattr(keyword(node, "type"), "value", None)
+        value = cuda_choice(kind, ctx)  # `torch.device("cuda")`, `torch.device(type="cuda")`
+        if value is not None and _is_device_call(node, ctx):  # the string first: it is cheaper
+            if isinstance(kind, ast.IfExp):
+                yield ctx.finding(self, node)  # `torch.device("cuda:0" if c else "cpu")`
+                return
+            index = [*node.args[1:], *(kw.value for kw in node.keywords if kw.arg != "type")]
+            if any(not isinstance(i, ast.Constant) for i in index):
+                yield ctx.finding(self, node)  # `torch.device("cuda", rank)`: by hand
+                return
+            exact = value == "cuda" and not index
+            yield self._replace_device(node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
             return
         targets: list[ast.expr] = []
         if method == "to" and node.args:
             targets.append(node.args[0])
-        for kw in node.keywords:
-            if kw.arg in ("device", "map_location"):
-                targets.append(kw.value)
+        targets += device_keywords(node)
         for target in targets:
-            if (value := cuda_string(target)) is not None:
-                if not _takes_a_device(node, ctx):
+            if (value := cuda_choice(target, ctx)) is not None:
+                if isinstance(target, ast.IfExp) or not takes_a_device(node, ctx):
                     yield ctx.finding(self, target)  # `dict(device="cuda")`, a user helper
                     continue
                 safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
@@ -176,21 +192,6 @@ _DROPS_INDEX = (
     "drops the GPU index: work placed on several GPUs (a model split, one process per GPU) "
     "all lands on the current accelerator"
 )
-# Methods that take a device, on tensors and modules, whatever the receiver's name.
-_DEVICE_METHODS = frozenset(
-    {"to", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "to_empty"}
-)
-
-
-def _takes_a_device(call: ast.Call, ctx: Context) -> bool:
-    """Whether ``call`` is torch's, so that its ``device=`` may get a ``torch.device``.
-
-    ``dict(device="cuda")``, ``parser.set_defaults(device="cuda")`` or a user
-    helper that compares strings would break or change with a ``torch.device``.
-    """
-    if method_name(call) in _DEVICE_METHODS:
-        return True  # `x.to("cuda")`, `x.new_zeros(2, device="cuda")`
-    return ctx.scopes.is_torch_call(call)
 
 
 def _is_device_call(node: ast.AST | None, ctx: Context) -> bool:

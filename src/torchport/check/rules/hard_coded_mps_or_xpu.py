@@ -8,21 +8,21 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.semantic._guards import device_guard
+from torchport.check.semantic._devices import MOVE_METHODS, OTHER_ACCELERATORS
+from torchport.check.semantic._guards import device_guard, module_backend
 
-_TYPES = ("mps", "xpu", "hpu", "npu", "mtia")
 _DEVICE_ARGS = ("device", "map_location")
-_METHODS = frozenset({"xpu", "mps", "hpu", "npu"})
+_METHODS = MOVE_METHODS & OTHER_ACCELERATORS  # `.xpu()`, `.mtia()`, `.npu()`
 _LITERALS = (ast.Constant, ast.JoinedStr)
 
 
 def _other_accelerator(expr: ast.expr | None) -> str | None:
-    """``"mps"``, ``"xpu:1"`` ... when ``expr`` is such a literal (or an f-string ``"xpu:{i}"``)."""
+    """``"mps"``, ``"xpu:1"`` ... when ``expr`` names a non-CUDA accelerator (or ``f"xpu:{i}"``)."""
     value = string_value(expr)
     if value is None and isinstance(expr, ast.JoinedStr) and expr.values:
         value = string_value(expr.values[0])
         value = value if value is not None and value.endswith(":") else None
-    if value is not None and value.partition(":")[0] in _TYPES:
+    if value is not None and value.partition(":")[0] in OTHER_ACCELERATORS:
         return value.partition(":")[0]
     return None
 
@@ -30,10 +30,15 @@ def _other_accelerator(expr: ast.expr | None) -> str | None:
 class HardCodedMpsOrXpu(Rule):
     """## What it does
     Finds code that names one non-CUDA accelerator as the device:
-    `torch.device("mps")`, `.to("xpu")`, `.xpu()`, `device="mps"`,
-    `map_location="xpu"`, `device = "mps"`. Code under a device check
-    (`if torch.backends.mps.is_available():`, `if device.type == "xpu":`) is
-    left alone.
+    `torch.device("mps")`, `.to("xpu")`, `.xpu()`, `.mtia()`, `device="mps"`,
+    `map_location="xpu"`, `device = "mps"`. The accelerators are those of
+    torch's own list of device types (MPS, XPU, MTIA, MAIA, XLA, HPU, IPU,
+    PrivateUse1 backends such as NPU, ...). Left alone: code under a device
+    check (`if torch.backends.mps.is_available():`, `if device.type == "xpu":`)
+    a probe (`try: torch.zeros(1, device="mps")` with an `except` that
+    copes when the device is not there), and the device of a module that
+    imports its backend's extension unconditionally (`import torch_npu`,
+    `import intel_extension_for_pytorch`): it runs nowhere else.
 
     ## Why is this bad?
     It is the same mistake as hard-coding CUDA, made on another machine: the
@@ -44,24 +49,36 @@ class HardCodedMpsOrXpu(Rule):
     code = "TP112"
     name = "hard-coded-mps-or-xpu"
     intent = Intent.DEVICE
-    message = "use one `device` chosen from `torch.accelerator` instead of hard-coding MPS or XPU"
+    message = (
+        "use one `device` chosen from `torch.accelerator` instead of hard-coding one "
+        "accelerator (MPS, XPU, MTIA, ...)"
+    )
     node_types = (ast.Call, ast.Assign)
     valid = (
         "x = x.to(device)\n",
         'import torch\n\nif torch.backends.mps.is_available():\n    x = x.to("mps")\n',
         'if device.type == "xpu":\n    y = x.xpu()\n',
         'name = "mps"\n',
+        'def has_mps():\n    try:\n        torch.zeros(1, device="mps")\n    except RuntimeError:\n'
+        "        return False\n    return True\n",
+        'import torch_npu\n\nx = x.to("npu")\n',
     )
     invalid = (
         Example('import torch\n\ndev = torch.device("mps")\n'),
         Example('x = x.to("xpu")\ny = y.xpu()\nz = torch.zeros(3, device="xpu:0")\n', count=3),
         Example('device = "mps"\n'),
+        Example('y = x.mtia()\nz = x.to("xla:0")\n', count=2),
+        Example('try:\n    import torch_npu\nexcept ImportError:\n    pass\nx = x.to("npu")\n'),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         spot = _spot(node, ctx)
-        if spot is not None and device_guard(node, ctx) is None:
-            yield ctx.finding(self, spot)
+        if spot is None or device_guard(node, ctx) is not None or _probe(ctx):
+            return
+        backend = module_backend(ctx)
+        if backend is not None and backend == _named(spot):
+            return  # `import torch_npu` at the top: this module runs only on NPUs
+        yield ctx.finding(self, spot)
 
 
 def _spot(node: ast.AST, ctx: Context) -> ast.expr | None:
@@ -88,3 +105,24 @@ def _spot(node: ast.AST, ctx: Context) -> ast.expr | None:
         if kw.arg in _DEVICE_ARGS and isinstance(value, _LITERALS) and _other_accelerator(value):
             return value
     return None
+
+
+def _named(spot: ast.expr) -> str | None:
+    """The accelerator a spot found by :func:`_spot` names."""
+    if isinstance(spot, ast.Call):
+        if isinstance(spot.func, ast.Attribute) and spot.func.attr in _METHODS:
+            return spot.func.attr  # `x.xpu()`
+        return _other_accelerator(spot.args[0])  # `torch.device("xpu")`
+    return _other_accelerator(spot)
+
+
+def _probe(ctx: Context) -> bool:
+    """Inside a ``try`` body with a handler: code that tries the device and copes without it."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, ast.Try) and outer.handlers and any(s is child for s in outer.body):
+            return True
+        if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        child = outer
+    return False

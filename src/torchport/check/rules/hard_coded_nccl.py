@@ -15,7 +15,8 @@ _TAILS = frozenset({"init_process_group"})
 
 class HardCodedNccl(Rule):
     """## What it does
-    Finds `torch.distributed.init_process_group("nccl")` and `backend="nccl"`.
+    Finds `torch.distributed.init_process_group("nccl")` and `backend="nccl"`,
+    also in a backend per device (`"cuda:nccl,cpu:gloo"`, reported without a fix).
 
     ## Why is this bad?
     NCCL exists only for NVIDIA (and ROCm) GPUs: the same script fails under
@@ -53,6 +54,9 @@ class HardCodedNccl(Rule):
             "dist.init_process_group(backend=torch.distributed.get_default_backend_for_device("
             "device))\n",
         ),
+        Example(
+            'import torch.distributed as dist\n\ndist.init_process_group("cuda:nccl,cpu:gloo")\n'
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -61,7 +65,13 @@ class HardCodedNccl(Rule):
             return
         given = keyword(node, "backend")
         backend = given.value if given is not None else (node.args[0] if node.args else None)
-        if backend is None or (string_value(backend) or "").lower() != "nccl":
+        spec = (string_value(backend) or "").lower()
+        if backend is None or "nccl" not in {
+            part.partition(":")[2] or part for part in spec.split(",")
+        }:
+            return
+        if spec != "nccl":  # "cuda:nccl,cpu:gloo": a backend per device, XCCL and others left out
+            yield ctx.finding(self, backend)
             return
         found, torch = ctx.device_at(node), ctx.torch_at(node)
         if found is None or torch is None:

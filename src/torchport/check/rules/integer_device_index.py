@@ -106,13 +106,16 @@ class IntegerDeviceIndex(Rule):
             if isinstance(value, (ast.List, ast.Tuple)) and any(_index(e) for e in value.elts):
                 return value
             return None
+        kw = keyword(node, "device")
+        if tail == "device" and len(node.args) == 1 and _index(node.args[0]):
+            spot: ast.expr | None = node.args[0]  # `torch.device(rank)`, if it is torch's
+        elif kw is not None and _index(kw.value):
+            spot = kw.value  # `torch.zeros(3, device=0)`, if it is torch's
+        else:
+            return None
         name = ctx.qualname(func)
         if name is None or not name.startswith("torch."):
             return None
         if name == "torch.device":
-            first = node.args[0] if node.args else None
-            return first if len(node.args) == 1 and _index(first) else None
-        kw = keyword(node, "device")
-        if kw is not None and _index(kw.value):
-            return kw.value
-        return None
+            return spot if len(node.args) == 1 else None
+        return kw.value if kw is not None and _index(kw.value) else None

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._cuda_choice import moves_to_cuda
+from torchport.check.semantic._devices import IS_DEVICE_ATTRIBUTES
 from torchport.check.semantic._guards import Guard, device_guard
 
 _TESTED = (ast.If, ast.While, ast.IfExp, ast.Assert)
-_OTHER_TYPES = frozenset({"is_xpu", "is_mps", "is_hpu", "is_meta", "type"})
+# Tests of another device type (`x.is_xpu`, `x.device.type`): the branch is ported.
+_OTHER_TYPES = (IS_DEVICE_ATTRIBUTES - {"is_cuda"}) | {"type"}
 
 
 class IsCudaCheck(Rule):
@@ -20,8 +24,10 @@ class IsCudaCheck(Rule):
     another device type (`elif x.is_xpu:`, `device.type`), or sit inside such a
     branch (ported code); branches whose CUDA arm calls a custom CUDA kernel
     (`roi_align_forward_cuda(...)`) or a `torch.cuda` function (TP401's), which
-    really exist only for CUDA; and
-    `assert x.is_cuda`, a kernel's precondition.
+    really exist only for CUDA, and so `assert x.is_cuda` before such a call
+    (the kernel's precondition). An `assert x.is_cuda` before portable code (a
+    Triton kernel, torch ops) is reported: it stops that code on every other
+    accelerator.
 
     ## Why is this bad?
     `is_cuda` is False for tensors on MPS, XPU and other accelerators, so the
@@ -30,9 +36,11 @@ class IsCudaCheck(Rule):
 
     ## Fix safety
     The fix tests `x.device.type != "cpu"`, which is also true for `meta`
-    tensors and for every accelerator, not only CUDA. `self.is_cuda`, and an
-    `is_cuda` attribute the module assigns itself, are a class's own flags, not
-    a tensor's property: they are reported without a fix.
+    tensors and for every accelerator, not only CUDA. So a branch that names
+    CUDA itself (`device = "cuda"`, `.cuda()`, `torch.cuda.*`), which would then
+    run on those accelerators too, is reported without a fix, as are
+    `self.is_cuda` and an `is_cuda` attribute the module assigns itself: a
+    class's own flags, not a tensor's property.
     """
 
     code = "TP103"
@@ -48,7 +56,7 @@ class IsCudaCheck(Rule):
         "if x.is_cuda:\n    f = cuda_impl\nelif x.is_xpu:\n    f = xpu_impl\n",
         "if x.is_cuda:\n    ext.roi_pool_forward_cuda(x, out)\n"
         "else:\n    ext.roi_pool_forward(x, out)\n",
-        "assert grad.is_cuda\n",
+        "assert grad.is_cuda\nroi_pool_forward_cuda(grad, out)\n",
         "import torch\n\nif x.is_cuda:\n    dev = torch.cuda.current_device()\n",
         'if device.type == "cuda":\n    y = x if x.is_cuda else x.cuda()\n',
     )
@@ -64,6 +72,13 @@ class IsCudaCheck(Rule):
         Example(
             "class Loader:\n    def next(self, x):\n        return x.cpu() if self.is_cuda else x\n"
         ),
+        Example('device = "cpu"\nif x.is_cuda:\n    device = "cuda"\n'),
+        Example(
+            "def mm(a, b):\n    assert a.is_cuda and b.is_cuda\n    return kernel[grid](a, b)\n",
+            fixed='def mm(a, b):\n    assert a.device.type != "cpu" and b.device.type != "cpu"\n'
+            "    return kernel[grid](a, b)\n",
+            count=2,
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -71,12 +86,21 @@ class IsCudaCheck(Rule):
         if node.attr != "is_cuda" or not isinstance(node.ctx, ast.Load):
             return
         branch = _in_condition(node, ctx)
-        if branch is not None and not _specific_to_cuda(branch, node, ctx):
-            if _own_flag(node, ctx):
-                yield ctx.finding(self, node)  # not a tensor's property: it may have no .device
-                return
-            text = f'{ctx.segment(node.value)}.device.type != "cpu"'
-            yield ctx.finding(self, node, fix=Fix((ctx.replace(node, text),), FixSafety.UNSAFE))
+        if branch is None or _specific_to_cuda(branch, node, ctx):
+            return
+        found = ctx.finding(self, node)
+        if isinstance(branch, ast.If):  # the test, spanning the branch it guards
+            end = ctx.finding(self, branch.body[-1])
+            found = replace(found, end_line=end.end_line, end_col=end.end_col)
+        if _own_flag(node, ctx) or (
+            isinstance(branch, (ast.If, ast.IfExp)) and moves_to_cuda(branch, ctx)
+        ):
+            # A class's own flag may have no .device; a branch that names CUDA
+            # (`device = "cuda"`) would then run where CUDA is not.
+            yield found
+            return
+        text = f'{ctx.segment(node.value)}.device.type != "cpu"'
+        yield replace(found, fix=Fix((ctx.replace(node, text),), FixSafety.UNSAFE))
 
 
 def _own_flag(node: ast.Attribute, ctx: Context) -> bool:
@@ -102,11 +126,17 @@ def _in_condition(node: ast.expr, ctx: Context) -> ast.AST | None:
 
 
 def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> bool:
-    """Ported code (another device type is tested too) or a CUDA kernel's branch."""
-    if isinstance(branch, ast.Assert) or device_guard(branch, ctx) is Guard.DEVICE_TYPE:
+    """Ported code (another device type is tested too) or a CUDA kernel's branch.
+
+    For ``assert x.is_cuda`` the "branch" is what the assert guards: the
+    statements after it in its block (a CUDA kernel's precondition, or not).
+    """
+    if device_guard(branch, ctx) is Guard.DEVICE_TYPE:
         return True
     tests: list[ast.AST] = [getattr(branch, "test", branch)]
     arms: list[ast.AST] = [branch]
+    if isinstance(branch, ast.Assert):
+        arms = _after(branch, ctx)
     if isinstance(branch, ast.If):
         tail: list[ast.stmt] = branch.orelse
         while len(tail) == 1 and isinstance(tail[0], ast.If):  # the `elif` chain
@@ -127,3 +157,13 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
                 if name.startswith("torch.cuda.") and not name.endswith("Tensor"):
                     return True  # `torch.cuda.current_device()`: the arm is CUDA's (TP401)
     return False
+
+
+def _after(stmt: ast.stmt, ctx: Context) -> list[ast.AST]:
+    """The statements after ``stmt`` in the block that holds it."""
+    holder = ctx.scopes.parent(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(holder, field, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return list(block[next(i for i, s in enumerate(block) if s is stmt) + 1 :])
+    return []

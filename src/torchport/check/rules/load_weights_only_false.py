@@ -1,4 +1,4 @@
-"""TP302 load-weights-only-false: ``torch.load(..., weights_only=False)`` (or ``0``)."""
+"""TP302 load-weights-only-false: ``torch.load(..., weights_only=False)``, however spelled."""
 
 from __future__ import annotations
 
@@ -7,22 +7,23 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import UNDECIDED, indirect_load, is_load, truth
+from torchport.check.rules._loading import LOADS, saved_by_this_run
 
-_UNDECIDED = (
-    "cannot tell whether this loads with `weights_only=True`: {what}; spell the call "
-    "`torch.load(..., weights_only=True)` so that it can be checked"
-)
+_HOPS = 4
 
 
 class LoadWeightsOnlyFalse(Rule):
     """## What it does
-    Finds `torch.load(..., weights_only=False)`, also written `weights_only=0`,
-    `not True`, `bool(0)` or a name bound to such a value, through the alias
-    `torch.serialization.load`, a name bound to the function (`ld = torch.load`),
-    `getattr(torch, "load")` or a `functools.partial` of it. A load it cannot
-    settle (`getattr(torch, name)`, a `weights_only=` computed at run time) is
-    reported as such.
+    Finds `torch.load` given `weights_only=False`, however it is spelled: `0`,
+    `not True`, a name bound to `False`, a `**{"weights_only": False}` dict,
+    through the alias `torch.serialization.load`, a name bound to the function
+    (`ld = torch.load; ld(f, weights_only=False)`), `getattr(torch, "load")`, or
+    a `functools.partial(torch.load, weights_only=False)`. A `weights_only`
+    whose value cannot be told from the file (a flag read from a config) is
+    reported too, saying so. Not reported: a file the same program saves (a
+    load-or-build cache, `if exists(path): torch.load(path, weights_only=False)`
+    with `torch.save(..., path)` in the `else`, or a save to the same path
+    earlier in the function): its pickles are the program's own.
 
     ## Why is this bad?
     With `weights_only=False`, loading runs the pickle machinery in full: a
@@ -44,50 +45,113 @@ class LoadWeightsOnlyFalse(Rule):
         "`torch.serialization.add_safe_globals`; keep `False` only for files you trust"
     )
     node_types = (ast.Call,)
-    call_attrs = None  # `ld(f)` after `ld = torch.load`: any name may be the load
     valid = (
         'import torch\n\nstate = torch.load("ckpt.pt", map_location="cpu")\n',
         'import torch\n\nstate = torch.load("ckpt.pt", weights_only=True)\n',
         'import torch\n\nstate = torch.load("ckpt.pt", weights_only=1)\n',
         "import json\n\ncfg = json.load(fh, weights_only=False)\n",  # not torch's load
+        "import torch\n\ndef load(torch, f):\n    return torch.load(f, weights_only=False)\n",
+        "import os\nimport torch\n\nif os.path.exists(path):\n"
+        "    graphs = torch.load(path, weights_only=False)\n"
+        "else:\n    graphs = trace()\n    torch.save(graphs, path)\n",
     )
     invalid = (
         Example(
             'import torch\n\nobj = torch.load("run.pt", map_location="cpu", weights_only=False)\n'
         ),
-        Example('import torch\n\nobj = torch.load("run.pt", map_location="cpu", weights_only=0)\n'),
+        Example('import torch\n\nobj = torch.load("run.pt", weights_only=not True)\n'),
         Example(
             "from torch import serialization\n\n"
-            'obj = serialization.load("run.pt", map_location="cpu", weights_only=False)\n'
+            'obj = serialization.load("run.pt", map_location="cpu", weights_only=0)\n'
         ),
+        Example("import torch\n\nld = torch.load\nobj = ld(f, weights_only=False)\n"),
         Example(
-            "import torch.serialization as ser\n\n"
-            'obj = ser.load("run.pt", map_location="cpu", weights_only=False)\n'
+            "import functools\nimport torch\n\n"
+            "load = functools.partial(torch.load, weights_only=False)\nobj = load(f)\n"
         ),
+        Example('import torch\n\nobj = getattr(torch, "load")(f, **{"weights_only": False})\n'),
+        Example("import torch\n\nobj = torch.load(f, weights_only=cfg.trust)\n"),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        func = node.func
-        if isinstance(func, ast.Attribute) and func.attr != "load":
-            return  # (the cheap way out for most calls)
-        if is_load(node, ctx):
-            keywords = node.keywords
-        else:
-            found = indirect_load(node, ctx)
-            if found is None:
-                return
-            name, keywords = found
-            if name == UNDECIDED:
-                what = "the function is looked up by a computed name"
-                yield ctx.finding(self, node, message=_UNDECIDED.format(what=what))
-                return
-        flag = next((k for k in reversed(keywords) if k.arg == "weights_only"), None)
-        if flag is None:
+        given = _weights_only(node, ctx)
+        if given is None:
+            return  # the common case: no `weights_only` here at all
+        if not _loads(node, ctx):
+            if _computed_torch_attribute(node, ctx):
+                message = (
+                    "cannot tell whether this is `torch.load`: the function is looked up by a "
+                    f"computed name (`{ctx.segment(node.func)}`); call `torch.load(...)` by "
+                    f"name so that its `weights_only` can be checked"
+                )
+                yield ctx.finding(self, node, message=message)
             return
-        value = truth(flag.value, ctx)
-        if value is False:
-            yield ctx.finding(self, flag if flag in node.keywords else node)
-        elif value is None and not isinstance(flag.value, (ast.Name, ast.Attribute, ast.Constant)):
-            what = f"`weights_only={ast.unparse(flag.value)}` is worked out when it runs"
-            yield ctx.finding(self, node, message=_UNDECIDED.format(what=what))
+        truth = _truth(given, ctx)
+        if truth is False and saved_by_this_run(node, ctx):
+            return  # a load-or-build cache: the pickles are this program's own
+        if truth is False:
+            yield ctx.finding(self, given)
+        elif truth is None:
+            message = (
+                f"cannot tell whether `weights_only` is False here (`{ctx.segment(given)}`): "
+                f"{self.message}"
+            )
+            yield ctx.finding(self, given, message=message)
+
+
+def _weights_only(call: ast.Call, ctx: Context) -> ast.expr | None:
+    """The value given for ``weights_only``: a keyword, or a key of a ``**`` dict literal."""
+    for kw in call.keywords:
+        if kw.arg == "weights_only":
+            return kw.value
+        if kw.arg is None:
+            unpacked = kw.value
+            if isinstance(unpacked, ast.Name):
+                unpacked = ctx.value_of(unpacked) or unpacked
+            if isinstance(unpacked, ast.Dict):
+                for key, value in zip(unpacked.keys, unpacked.values, strict=True):
+                    if isinstance(key, ast.Constant) and key.value == "weights_only":
+                        return value
+    return None
+
+
+def _loads(call: ast.Call, ctx: Context) -> bool:
+    """Whether ``call`` calls ``torch.load``, or makes a ``functools.partial`` of it."""
+    if ctx.qualname(call.func) == "functools.partial" and call.args:
+        found = ctx.scopes.function(call.args[0])
+        return found is not None and found.name in LOADS
+    found = ctx.callee(call)
+    # A partial's own `weights_only` was reported where the partial is made.
+    return found is not None and found.name in LOADS
+
+
+def _truth(expr: ast.expr, ctx: Context) -> bool | None:
+    """The truth of ``expr`` where it can be told (``False``, ``0``, ``not True``, a name)."""
+    for _ in range(_HOPS):
+        if isinstance(expr, ast.Constant):
+            return True if expr.value is None else bool(expr.value)  # None: the default
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            inner = _truth(expr.operand, ctx)
+            return None if inner is None else not inner
+        if isinstance(expr, ast.Name):
+            bound = ctx.value_of(expr)
+            if bound is None:
+                return None
+            expr = bound
+            continue
+        return None
+    return None
+
+
+def _computed_torch_attribute(call: ast.Call, ctx: Context) -> bool:
+    """``getattr(torch, name)(...)`` with a name the file does not settle."""
+    func = call.func
+    return (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and ctx.qualname(func.args[0]) in ("torch", "torch.serialization")
+        and ctx.scopes.function(func) is None
+    )

@@ -42,10 +42,19 @@ class LoadWithUnpackedArguments(Rule):
         "import torch\n\n"
         'kw = {"weights_only": True} if new_torch else {}\n'
         "state = torch.load(fp, map_location=dev, **kw)\n",
+        # a drop-in torch.load, safe unless its caller says otherwise
+        "import torch\n\n\ndef load(f, **kwargs):\n"
+        '    kwargs.setdefault("weights_only", True)\n'
+        "    return torch.load(f, **kwargs)\n",
     )
     invalid = (
         Example("import torch\n\nstate = torch.load(path, **load_kwargs)\n"),
         Example("import torch\n\nstate = torch.load(*args)\n"),
+        Example(
+            "import torch\n\n\ndef load(f, **kwargs):\n"
+            '    kwargs.setdefault("weights_only", False)\n'
+            "    return torch.load(f, **kwargs)\n"
+        ),
         Example("from torch import load\n\nstate = load(path, map_location=dev, **kw)\n"),
         Example(
             "import torch\n\n"
@@ -62,6 +71,7 @@ class LoadWithUnpackedArguments(Rule):
             and explicit_weights_only(node) is not True
             and is_load(node, ctx)
             and not _only_safe_literals(node, ctx)
+            and not _safe_default(node, ctx)
         ):
             yield ctx.finding(self, node)
 
@@ -86,6 +96,54 @@ def _only_safe_literals(call: ast.Call, ctx: Context) -> bool:
         if _written_into(kw.value.id, ctx.scopes.scope_of(kw.value).node):
             return False
     return True
+
+
+def _safe_default(call: ast.Call, ctx: Context) -> bool:
+    """Whether the call forwards its function's own ``**kwargs`` after defaulting them safe.
+
+    ``def load(f, **kwargs): kwargs.setdefault("weights_only", True); torch.load(f, **kwargs)``
+    (or ``if "weights_only" not in kwargs: kwargs["weights_only"] = True``): a
+    drop-in ``torch.load`` that is safe unless its caller says otherwise,
+    where the choice is seen. Passing ``weights_only=True`` beside the
+    forwarded dict would raise a TypeError whenever it holds the key.
+    """
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    unpacked = [kw.value for kw in call.keywords if kw.arg is None]
+    if len(unpacked) != 1 or not isinstance(unpacked[0], ast.Name):
+        return False
+    name = unpacked[0].id
+    function = ctx.scopes.scope_of(call).node
+    kwarg = getattr(getattr(function, "args", None), "kwarg", None)
+    if kwarg is None or kwarg.arg != name:
+        return False
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+            and node.func.attr == "setdefault"
+            and [_constant(a) for a in node.args] == ["weights_only", True]
+        ):
+            return True
+        if (
+            isinstance(node, ast.Assign)
+            and _constant(node.value) is True
+            and any(
+                isinstance(t, ast.Subscript)
+                and isinstance(t.value, ast.Name)
+                and t.value.id == name
+                and _constant(t.slice) == "weights_only"
+                for t in node.targets
+            )
+        ):
+            return True
+    return False
+
+
+def _constant(expr: ast.expr) -> object:
+    return expr.value if isinstance(expr, ast.Constant) else None
 
 
 def _safe_dict(expr: ast.expr) -> bool:

@@ -7,9 +7,9 @@ import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import add_keyword, called, keyword, method_name
+from torchport.check._match import add_keyword, called, in_tests, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._loading import LOADS
+from torchport.check.rules._loading import LOADS, loaded_elsewhere, written_by_this_run
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._residence import known_on_cpu
 
@@ -28,16 +28,20 @@ class LoadWithoutMapLocation(Rule):
 
     The rule stays quiet where the file itself shows the load is fine: the
     other arm of the same `if` loads with `map_location` (an `if args.cuda:`
-    split), or the file saves the same file name from CPU tensors
-    (`torch.save(feats.cpu(), join(d, "feats.pth"))`).
+    split), the file saves the same file name from CPU tensors
+    (`torch.save(feats.cpu(), join(d, "feats.pth"))`), or the same run wrote
+    the file a moment before on the same machine (a temporary directory, or a
+    `torch.save` to the same path earlier in the function), and in tests,
+    which load their own fixtures.
 
     ## Fix safety
     The fix loads onto the module's `device`. Where the checkpoint used to be
-    restored on a specific GPU (`cuda:3`) it now lands on the current one.
-    It is offered only where the program follows that device: what is loaded
-    goes into `load_state_dict` (which copies it wherever the model is), or
-    the file already moves its data with `.to(device)`; elsewhere the loaded
-    tensors would meet data left on the CPU, and the finding has no fix.
+    restored on a specific GPU (`cuda:3`) it now lands on the current one, and
+    tensors saved on the CPU now load on the accelerator. So the fix is offered
+    only where what is loaded goes into `load_state_dict(...)` (directly, by
+    key, or through a name used for nothing else), which copies it to wherever
+    the model or optimizer lives; a checkpoint used any other way could meet
+    tensors on the CPU, and is reported without a fix.
     """
 
     code = "TP301"
@@ -67,7 +71,12 @@ class LoadWithoutMapLocation(Rule):
             "\n"
             'net.load_state_dict(torch.load("ckpt.pt", weights_only=True, map_location=device))\n',
         ),
-        Example('import torch\n\nstate = torch.load("feats.pt", weights_only=True)\n'),
+        Example(
+            'import torch\n\nnet.load_state_dict(torch.load(p, weights_only=True)["net"])\n',
+            fixed=f"import torch\n\n{DEVICE_LINE}\n"
+            'net.load_state_dict(torch.load(p, weights_only=True, map_location=device)["net"])\n',
+        ),
+        Example('import torch\n\nfeats = torch.load("f.pt", weights_only=True)\nsim = feats @ q\n'),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -76,19 +85,20 @@ class LoadWithoutMapLocation(Rule):
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
-        if _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx):
+        if in_tests(ctx) or _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx):
+            return  # tests load their own fixtures, or the file shows the load is fine
+        if written_by_this_run(node, ctx):
+            return
+        why = loaded_elsewhere(node, ctx)
+        if why is not None:
+            message = f"{self.message} (no automatic fix: {why})"
+            yield ctx.finding(self, node, message=message)
             return
         found = ctx.device_at(node)
         if found is None:
             yield ctx.finding(self, node)  # no name is safely the device here: by hand
             return
         name, edits = found
-        moved = _moved_to(ctx)
-        if not (_into_state_dict(node, ctx) or name in moved or "*" in moved):
-            # What it loads would land on the accelerator while the rest of the program
-            # stays where it is: a mismatch where the load used to work. By hand.
-            yield ctx.finding(self, node)
-            return
         add = add_keyword(node, f"map_location={name}", ctx)
         yield ctx.finding(self, node, fix=Fix((add, *edits), FixSafety.UNSAFE, _MAPPED))
 
@@ -157,40 +167,3 @@ def _saved_from_cpu(node: ast.Call, ctx: Context) -> bool:
 
 
 _SAVES: weakref.WeakKeyDictionary[Context, dict[str, list[ast.Call]]] = weakref.WeakKeyDictionary()
-
-
-def _into_state_dict(node: ast.Call, ctx: Context) -> bool:
-    """``model.load_state_dict(torch.load(f))``: copied wherever the model is, any device works."""
-    parent = ctx.scopes.parent(node)
-    return isinstance(parent, ast.Call) and method_name(parent) == "load_state_dict"
-
-
-def _moved_to(ctx: Context) -> frozenset[str]:
-    """The names the file moves data to (worked out once per file).
-
-    ``.to(name)`` and ``device=name`` give ``name``; ``.cuda()``, ``.to("cuda")``
-    and ``device="cuda"`` give every name, since the fixes that make such code
-    portable move that data to the file's ``device``.
-    """
-    found = _MOVED_TO.get(ctx)
-    if found is None:
-        names: set[str] = set()
-        for sub in ast.walk(ctx.tree):
-            if not isinstance(sub, ast.Call):
-                continue
-            targets = [k.value for k in sub.keywords if k.arg == "device"]
-            if isinstance(sub.func, ast.Attribute):
-                if sub.func.attr == "cuda":
-                    names.add("*")
-                elif sub.func.attr == "to" and sub.args:
-                    targets.append(sub.args[0])
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    names.add(target.id)
-                elif isinstance(target, ast.Constant) and str(target.value).startswith("cuda"):
-                    names.add("*")
-        found = _MOVED_TO[ctx] = frozenset(names)
-    return found
-
-
-_MOVED_TO: weakref.WeakKeyDictionary[Context, frozenset[str]] = weakref.WeakKeyDictionary()

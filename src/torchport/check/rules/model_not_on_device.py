@@ -50,6 +50,8 @@ class ModelNotOnDevice(Rule):
         "        super().__init__()\n"
         "        self.fc = nn.Linear(3, 4)\n",
         "import torch.nn as nn\n\nloss_fn = nn.CrossEntropyLoss()\n",
+        "from transformers import AutoModel\n\n"
+        'model = AutoModel.from_pretrained("m", device_map="auto")\nout = model(x)\n',
     )
     invalid = (
         Example(
@@ -146,10 +148,26 @@ def _placed_by_loader(call: ast.AST) -> str | None:
         return None
     for k in call.keywords:
         if k.arg is None:
-            return "**" + ast.unparse(k.value)
+            keys = _literal_keys(k.value)
+            if keys is None:
+                return "**" + ast.unparse(k.value)  # unknown contents: may carry one
+            found = next((key for key in keys if key in _PLACEMENT), None)
+            if found is not None:
+                return f"{found}="
+            continue  # `**{"torch_dtype": ...}`: every key is known, none places
         if k.arg in _PLACEMENT:
             value = k.value
             if isinstance(value, ast.Constant) and value.value in (None, False):
                 continue  # `device_map=None`, `load_in_8bit=False`: nothing placed
             return f"{k.arg}="
     return None
+
+
+def _literal_keys(value: ast.expr) -> list[str] | None:
+    """The keys of a ``**{...}`` dict literal with string keys, else None (unknown)."""
+    if not isinstance(value, ast.Dict):
+        return None
+    keys = [k.value for k in value.keys if isinstance(k, ast.Constant)]
+    if len(keys) != len(value.keys) or not all(isinstance(k, str) for k in keys):
+        return None
+    return [str(k) for k in keys]

@@ -24,6 +24,13 @@ class NonBlockingToCpu(Rule):
 
     The fix removes `non_blocking=True`: the copy becomes synchronous, which
     never changes the values read, only when the host waits.
+
+    Not reported: a copy assigned to names that no statement after it in the
+    same block reads before one that synchronizes (any `.synchronize()`: of
+    `torch.cuda`, `torch.accelerator`, a stream or an event) or makes a
+    blocking copy of another value to the host (`.cpu()`, `.item()`,
+    `.tolist()`, `.to("cpu")`), which waits for the stream the copy was queued on.
+    Reading its shape, dtype or device (`assert host.shape == ...`) reads no data.
     """
 
     code = "TP204"
@@ -37,6 +44,10 @@ class NonBlockingToCpu(Rule):
         "x = x.to(device, non_blocking=True)\n",
         'x = x.to("cpu")\n',
         'x = x.to("cpu", non_blocking=False)\n',
+        'a = x.to("cpu", non_blocking=True)\ntorch.cuda.current_stream().synchronize()\n'
+        "print(a.tolist())\n",
+        'a = x.to("cpu", non_blocking=True)\nb = y.to("cpu", non_blocking=False)\n'
+        "print(a.tolist(), b.tolist())\n",
     )
     invalid = (
         Example(
@@ -51,6 +62,10 @@ class NonBlockingToCpu(Rule):
             'h = y.to(device="cpu", non_blocking=True)\n',
             fixed='h = y.to(device="cpu")\n',
         ),
+        Example(
+            'a = x.to("cpu", non_blocking=True)\nprint(a)\ntorch.cuda.synchronize()\n',
+            fixed='a = x.to("cpu")\nprint(a)\ntorch.cuda.synchronize()\n',
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -64,6 +79,8 @@ class NonBlockingToCpu(Rule):
         target = node.args[0] if node.args else (device_kw.value if device_kw else None)
         if not is_cpu_target(target, ctx):
             return
+        if _synchronized_before_read(node, ctx):
+            return
         given: list[ast.AST] = sorted([*node.args, *node.keywords], key=ctx.start)
         before = given[given.index(flag) - 1]  # the target precedes the flag
         if ctx.start(before) > ctx.start(flag):
@@ -71,3 +88,68 @@ class NonBlockingToCpu(Rule):
             return
         edit = Edit(ctx.end(before), ctx.end(flag), "")
         yield ctx.finding(self, flag, fix=Fix((edit,), FixSafety.SAFE))
+
+
+_BLOCKING_READS = frozenset({"cpu", "item", "tolist"})
+_METADATA = frozenset({"shape", "dtype", "device", "size", "dim", "ndim", "numel", "is_pinned"})
+
+
+def _synchronized_before_read(copy: ast.Call, ctx: Context) -> bool:
+    """Whether the copy's names are read only after a statement that waits for the stream.
+
+    Only ``name = <copy>`` (or a tuple of names) counts, and only the statements
+    after it in the same block, in order: a statement that reads a name decides
+    "not synchronized" (even if it also synchronizes: the order inside one
+    statement is not worth guessing), one that synchronizes decides "synchronized".
+    """
+    stmt = next((s for s in reversed(ctx.ancestors) if isinstance(s, ast.stmt)), None)
+    if not isinstance(stmt, ast.Assign) or stmt.value is not copy:
+        return False  # `a = f(x.to("cpu", non_blocking=True))`: f reads it first
+    names: set[str] = set()
+    for target in stmt.targets:
+        parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if not all(isinstance(p, ast.Name) for p in parts):
+            return False  # `self.x = ...`, `d[k] = ...`: read where this block cannot see
+        names |= {p.id for p in parts if isinstance(p, ast.Name)}
+    block = _block_of(stmt, ctx)
+    if block is None:
+        return False
+    for later in block[block.index(stmt) + 1 :]:
+        nodes = list(ast.walk(later))
+        # `host.shape`, `host.size()`: what the copy was queued with, known at once.
+        metadata = {
+            id(n.value) for n in nodes if isinstance(n, ast.Attribute) and n.attr in _METADATA
+        }
+        if any(isinstance(n, ast.Name) and n.id in names and id(n) not in metadata for n in nodes):
+            return False
+        if any(isinstance(n, ast.Call) and _waits(n, names, ctx) for n in nodes):
+            return True
+    return False
+
+
+def _block_of(stmt: ast.stmt, ctx: Context) -> list[ast.stmt] | None:
+    """The statement list that holds ``stmt`` (a body, ``else``, ``finally`` or handler)."""
+    for outer in (*reversed(ctx.ancestors), ctx.tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(outer, field, None)
+            if isinstance(block, list) and any(s is stmt for s in block):
+                return block
+    return None
+
+
+def _waits(call: ast.Call, copied: set[str], ctx: Context) -> bool:
+    """``*.synchronize()``, or a blocking copy to the host of something not just copied."""
+    name = method_name(call)
+    if name == "synchronize":
+        return True
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    receiver = call.func.value
+    if isinstance(receiver, ast.Name) and receiver.id in copied:
+        return False
+    if name in _BLOCKING_READS:
+        return True
+    if name == "to" and call.args and is_cpu_target(call.args[0], ctx):
+        flag = keyword(call, "non_blocking")
+        return flag is None or (isinstance(flag.value, ast.Constant) and flag.value.value is False)
+    return False

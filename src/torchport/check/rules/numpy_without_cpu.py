@@ -87,7 +87,7 @@ class NumpyWithoutCpu(Rule):
         expr: ast.expr = node.func.value
         for _ in range(8):  # a chain of a few methods at most
             if isinstance(expr, ast.Name):
-                bound = ctx.binding(expr.id)
+                bound = ctx.value_of(expr)
                 if bound is None:
                     break
                 expr = bound

@@ -6,13 +6,26 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import method_name, probably_module, probably_tensor
+from torchport.check._match import in_tests, method_name, probably_tensor
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._loops import (
+    decides_the_loop,
+    every_iteration,
+    launches_device_work,
+    read_on_host,
+    streams,
+)
 from torchport.check.semantic._residence import known_on_cpu
 
 _SYNCS = frozenset({"item", "tolist", "cpu"})
 # `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` never waits (TP201's business).
 _CHAINED = _SYNCS | {"numpy"}
+# Methods that only look at a tensor another way (no kernel runs): `v.detach().cpu()`
+# reads a result computed before, as `v.cpu()` does.
+_VIEWS = frozenset(
+    {"detach", "view", "view_as", "flatten", "unflatten", "unsqueeze", "squeeze", "permute",
+     "transpose", "t", "expand", "expand_as", "narrow", "select", "movedim"}
+)  # fmt: skip
 
 
 class SyncInLoop(Rule):
@@ -35,7 +48,13 @@ class SyncInLoop(Rule):
     in loops that queue no device work (no model call, `backward()`, `step()`
     or torch function): only their first read waits, the rest are copies.
     `.cpu()` counts when its result is read (`.cpu().numpy()`) or is a tensor,
-    not when a module is offloaded (`ae = ae.cpu()`).
+    not when a module is offloaded (`ae = ae.cpu()`). Not reported either,
+    where a read per step is the point: a value the loop tests (`if
+    token.item() in stop_tokens: break`), a generator that yields inside the
+    loop (streaming each token), and tests (`test_*.py`, `def test_*`).
+    Nor are pandas reads (`row.values.tolist()`: a tensor has no `.values`
+    attribute) and reads inside a function named for the CPU (`def
+    fill_indices_cpu(...)`, the host reference of a device kernel).
     """
 
     code = "TP202"
@@ -50,6 +69,13 @@ class SyncInLoop(Rule):
     valid = (
         "total = 0\nfor x in xs:\n    total += model(x).sum()\nprint(total.item())\n",
         "for k, v in d.items():\n    pass\n",
+        "for _ in range(n):\n    tok = model(tok)\n    if tok.item() == eos:\n        break\n",
+        "def stream(x):\n    for _ in range(n):\n        x = model(x)\n        yield x.tolist()\n",
+        "def test_model(x):\n    for t in model(x):\n        assert model(t).sum().item() > 0\n",
+        "for _, row in frame.iterrows():\n    out.append(model(x))\n"
+        "    rows.append(row.values.tolist())\n",
+        "def fill_cpu(counts):\n    for i in range(n):\n        y = model(x)\n"
+        "        k = counts[i].item()\n",
         "for i in range(3):\n    model.cpu()\n",
         "for step, x in enumerate(xs):\n    if step % 100 == 0:\n        print(x.sum().item())\n",
         (
@@ -63,6 +89,7 @@ class SyncInLoop(Rule):
         "vals = [t.tolist() for t in ts]\n",
         'for k, v in preds.items():\n    labels = v["labels"].tolist()\n',
         "while opts:\n    y = model(x)\n    ae = ae.cpu()\n",
+        "for k, v in stats.items():\n    stats[k] = v.detach().cpu().numpy()\n",
     )
     invalid = (
         Example("for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"),
@@ -88,13 +115,23 @@ class SyncInLoop(Rule):
             receiver = func.value
             if isinstance(receiver, ast.Call) and method_name(receiver) in _CHAINED:
                 return  # `x.cpu().tolist()`: reported once, at the inner call
-            if method == "cpu" and not _read_on_host(node, receiver, ctx):
+            if method == "cpu" and not read_on_host(node, receiver, ctx):
                 return  # `ae = ae.cpu()`: offloading a module, not reading a tensor
-            if not _every_iteration(node, ctx):
+            if not every_iteration(node, ctx):
+                return
+            while (
+                isinstance(receiver, ast.Call)
+                and isinstance(receiver.func, ast.Attribute)
+                and receiver.func.attr in _VIEWS
+            ):
+                receiver = receiver.func.value  # `v.detach()`: the value read is `v`
+            if _not_a_device_value(receiver, ctx):
                 return
             computed_here = isinstance(receiver, ast.Call)  # `x.sum().item()`: an op, then a read
-            if not computed_here and not _launches_device_work(ctx.loop_of(node), ctx):
+            if not computed_here and not launches_device_work(ctx.loop_of(node), ctx):
                 return  # reads of results already computed: only the first one waits
+            if decides_the_loop(node, ctx) or streams(ctx) or in_tests(ctx):
+                return  # the loop needs the value now, or reading each step is the point
             if known_on_cpu(receiver, ctx):  # last: it may build the scope analysis
                 return  # already on the CPU: nothing to wait for
             message = f"`.{method}()` in a loop waits for the device every iteration; " + (
@@ -107,93 +144,19 @@ class SyncInLoop(Rule):
             isinstance(func, ast.Name)
             and func.id == "print"
             and any(probably_tensor(a, ctx) for a in node.args)
-            and _every_iteration(node, ctx)
-            and _launches_device_work(ctx.loop_of(node), ctx)
+            and every_iteration(node, ctx)
+            and launches_device_work(ctx.loop_of(node), ctx)
         ):
             message = "`print(tensor)` in a loop waits for the device; print every N steps"
             yield ctx.finding(self, node, message=message)
 
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-# Calls that queue device work each iteration (besides model calls and torch functions).
-_WORK = frozenset({"backward", "step", "forward", "generate", "sample"})
-_NO_WORK = ("torch.cuda.", "torch.no_grad", "torch.device", "torch.is_tensor", "torch.Size",
-            "torch.tensor", "torch.as_tensor", "torch.from_numpy")  # fmt: skip
-
-
-def _read_on_host(node: ast.Call, receiver: ast.expr, ctx: Context) -> bool:
-    """Whether ``receiver.cpu()`` copies a tensor to read it: ``.cpu().numpy()`` or a tensor."""
-    parent = ctx.parent
-    if isinstance(parent, ast.Attribute) and parent.value is node:
-        return parent.attr in ("numpy", "tolist", "item")
-    return probably_tensor(receiver, ctx) and not probably_module(receiver, ctx)
-
-
-def _launches_device_work(loop: ast.AST | None, ctx: Context) -> bool:
-    """Whether each iteration of ``loop`` queues device work before reading.
-
-    A model or loss call, ``backward()``, an optimizer ``step()``, or a torch
-    function. A loop that only reads results computed before it waits once, at
-    its first read; the rest are copies.
-    """
-    if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
-        todo: list[ast.AST] = list(loop.body)
-    elif isinstance(loop, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-        todo = [loop.elt]
-    elif isinstance(loop, ast.DictComp):
-        todo = [loop.key, loop.value]
-    else:
-        return False
-    while todo:
-        node = todo.pop()
-        if isinstance(node, _SCOPES):
-            continue
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in _WORK:
-                return True
-            name = ctx.qualname(func)
-            if name is not None and name.startswith("torch.") and not name.startswith(_NO_WORK):
-                return True
-            if name is None and probably_module(func, ctx):
-                return True  # `model(x)`, `criterion(out, y)`, `self.net(x)`
-        todo.extend(ast.iter_child_nodes(node))
-    return False
-
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-def _runs_an_inner_loop(loop: ast.AST) -> bool:
-    """Whether ``loop``'s body holds another loop (outside nested functions and classes)."""
-    todo: list[ast.AST] = list(getattr(loop, "body", ()))
-    while todo:
-        node = todo.pop()
-        if isinstance(node, _LOOPS):
-            return True
-        if not isinstance(node, _SCOPES):
-            todo.extend(
-                child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)
-            )
-    return False
-
-
-def _every_iteration(node: ast.Call, ctx: Context) -> bool:
-    """In a loop's hot path, not under ``if step % N ...`` (reading every N steps is the advice).
-
-    A read in a loop whose body runs an inner loop happens once per outer
-    iteration (an epoch summary), which is not what the rule is about.
-    """
-    loop = ctx.loop_of(node)
-    if loop is None or (isinstance(loop, _LOOPS) and _runs_an_inner_loop(loop)):
-        return False
-    for outer in reversed(ctx.ancestors):
-        if outer is loop:
-            return True
-        if isinstance(outer, ast.If) and isinstance(outer.test, ast.Compare):
-            sides = [outer.test.left, *outer.test.comparators]
-            if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
-                return False
-            if isinstance(outer.test.ops[0], (ast.Eq, ast.Is)):
-                return False  # `if i == 0:`, `if step == last:`: once, not every iteration
-    return True
+def _not_a_device_value(receiver: ast.expr, ctx: Context) -> bool:
+    """``row.values`` (pandas: a tensor's ``values`` is a method), or code named for the CPU."""
+    if isinstance(receiver, ast.Attribute) and receiver.attr == "values":
+        return True
+    return any(
+        isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (outer.name.endswith("_cpu") or "_cpu_" in outer.name)
+        for outer in ctx.ancestors
+    )

@@ -14,8 +14,13 @@ from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
 # Made from host data or drawn from the CPU's generator: moved after creation, so the
-# values stay exactly those the CPU run sees. The typed constructors take no device.
+# values stay exactly those the CPU run sees. The typed constructors take no device; the
+# in-place initializers chained to them (`torch.Tensor(2, 3).uniform_()`) draw before the move.
 _MOVE_AFTER = RANDOM_FACTORIES | TYPED_CONSTRUCTORS | {"torch.from_numpy"}
+_INITIALIZERS = frozenset(
+    {"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_",
+     "cauchy_", "log_normal_", "fill_", "zero_", "copy_"}
+)  # fmt: skip
 
 
 class TensorNotOnDevice(Rule):
@@ -32,8 +37,10 @@ class TensorNotOnDevice(Rule):
     `device=device` to deterministic factories, so the tensor is made where
     it is used, and appends `.to(device)` to random ones and to
     `from_numpy`, so the values are drawn by the CPU's generator exactly as
-    before and the results on the CPU stay the same; so are the typed
-    constructors, which take no `device=`.
+    before and the results on the CPU stay the same. The legacy typed
+    constructors (`torch.LongTensor([...])`, `torch.FloatTensor(...)`,
+    `torch.Tensor(2, 3).uniform_()`, also inside `Variable(...)`) have no
+    `device=`: `.to(device)` follows them and the initializers chained to them.
     """
 
     code = "TP503"
@@ -72,6 +79,13 @@ class TensorNotOnDevice(Rule):
             fixed=_HEAD
             + "out, h = model(x)\nloss = (out - torch.ones(5, 2, 8, device=device)).sum()\n",
         ),
+        Example(
+            _HEAD + "x = torch.FloatTensor([[[1.0, 2.0, 3.0, 4.0]]])\n"
+            "h = torch.Tensor(1, 1, 8).uniform_(-1, 1)\nout, h = model(x, h)\n",
+            fixed=_HEAD + "x = torch.FloatTensor([[[1.0, 2.0, 3.0, 4.0]]]).to(device)\n"
+            "h = torch.Tensor(1, 1, 8).uniform_(-1, 1).to(device)\nout, h = model(x, h)\n",
+            count=2,
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -98,8 +112,23 @@ class TensorNotOnDevice(Rule):
             yield ctx.finding(self, node)
             return
         device, edits = found
-        if name in _MOVE_AFTER:
+        if name in TYPED_CONSTRUCTORS:  # after the initializers chained to it: drawn on the CPU
+            moved = ctx.append_call(_initialized(node, facts.parents), f".to({device})")
+        elif name in _MOVE_AFTER:
             moved = ctx.append_call(node, f".to({device})")
         else:
             moved = (add_keyword(node, f"device={device}", ctx),)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
+
+
+def _initialized(node: ast.Call, parents: dict[int, ast.AST]) -> ast.expr:
+    """``node`` with the in-place initializers chained to it (``.uniform_(-1, 1)``)."""
+    expr: ast.expr = node
+    while True:
+        up = parents.get(id(expr))
+        if not (isinstance(up, ast.Attribute) and up.attr in _INITIALIZERS):
+            return expr
+        call = parents.get(id(up))
+        if not (isinstance(call, ast.Call) and call.func is up):
+            return expr
+        expr = call

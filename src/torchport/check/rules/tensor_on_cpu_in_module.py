@@ -6,16 +6,25 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import add_keyword, keyword
+from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import CREATORS, is_move
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
 from torchport.check.port._facts import PortFacts, port_facts
+from torchport.check.rules._module_tensors import (
+    HELD_APART,
+    OPTIMIZER_STATE,
+    held_apart,
+    subclasses_optimizer,
+    submodules,
+    tensor_annotation,
+)
 
 # Uses of a parameter that show it is a tensor.
 _TENSOR_USES = frozenset(
     {"size", "shape", "device", "dim", "view", "reshape", "unsqueeze", "permute", "transpose",
      "contiguous", "float", "long", "masked_fill", "new_zeros", "new_ones", "expand"}
 )  # fmt: skip
+_MOVE_AFTER = RANDOM_FACTORIES | {"torch.from_numpy"}  # drawn or made on the host: moved after
 _CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on the CPU
 
 
@@ -31,6 +40,14 @@ class TensorOnCpuInModule(Rule):
     forward fails on an accelerator. The fix creates them on the device of
     the method's input (`device=x.device`), or of the module's parameters
     when no input tensor is at hand, so the module works wherever it is.
+
+    A tensor that `__init__` keeps in a plain attribute (`self.scale =
+    torch.tensor([2.0])`, not a parameter or buffer) and another method reads
+    is not moved by `model.to(device)` either: it is reported without a fix
+    (registering it as a buffer changes what the module holds and saves).
+    So is a tensor an optimizer's method makes on the CPU (`state["v"] =
+    torch.zeros(p.shape)`): the parameters it meets are on the device once the
+    model is; the port does not rewrite optimizers, it names them.
     """
 
     code = "TP504"
@@ -52,6 +69,14 @@ class TensorOnCpuInModule(Rule):
         "        return x + torch.zeros(3, device=x.device)\n",
     )
     invalid = (
+        Example(
+            "import torch\n\n\nclass Sgdm(torch.optim.Optimizer):\n"
+            "    def step(self, closure=None):\n        for group in self.param_groups:\n"
+            "            for p in group['params']:\n"
+            "                state = self.state[p]\n"
+            "                state['v'] = torch.zeros(p.shape)\n"
+            "                state['step'] = torch.tensor(0.0)\n"
+        ),
         Example(
             "import torch\nfrom torch import nn\n\n"
             "class Net(nn.Module):\n"
@@ -88,15 +113,26 @@ class TensorOnCpuInModule(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
-        if name not in CREATORS or keyword(node, "device") is not None:
+        if name not in CREATORS and name not in TYPED_CONSTRUCTORS:
+            return
+        if keyword(node, "device") is not None:
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
         method = scope.node if scope is not None else None
+        if scope is not None and scope.cls is not None and subclasses_optimizer(scope.cls, ctx):
+            if not (node.args and isinstance(node.args[0], ast.Constant)):  # 0-dim: any device
+                yield ctx.finding(self, node, message=OPTIMIZER_STATE)
+            return
         if scope is None or not scope.module_method or not isinstance(method, ast.FunctionDef):
             return
         params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
-        if method.name == "__init__" or not params or params[0] != "self":
+        if not params or params[0] != "self":
+            return
+        if method.name == "__init__":
+            held = held_apart(node, method, facts.parents)
+            if held is not None:
+                yield ctx.finding(self, node, message=HELD_APART.format(name=held))
             return
         parents = facts.parents
         parent = parents.get(id(node))
@@ -105,8 +141,7 @@ class TensorOnCpuInModule(Rule):
         if any(k.arg is None for k in node.keywords) or self._cpu_only(node, scope.nodes, ctx):
             return
         device = self._device(method, scope.nodes, facts, scope.cls)
-        if name in ("torch.from_numpy", "torch.randn", "torch.rand", "torch.randint",
-                    "torch.randperm", "torch.normal", "torch.bernoulli"):  # fmt: skip
+        if name in _MOVE_AFTER or name in TYPED_CONSTRUCTORS:  # typed ones take no device=
             edits = ctx.append_call(node, f".to({device})")
         else:
             edits = (add_keyword(node, f"device={device}", ctx),)
@@ -124,11 +159,11 @@ class TensorOnCpuInModule(Rule):
         a string as often as not), gives no device: ``.device`` of a string raises.
         """
         parents = facts.parents
-        submodules = _submodules(cls, facts) if cls is not None else set()
+        built = submodules(cls, facts) if cls is not None else set()
         params = [*method.args.posonlyargs, *method.args.args][1:]
         for param in params:
             note = param.annotation
-            if note is not None and not _tensor_annotation(note):
+            if note is not None and not tensor_annotation(note):
                 continue
             for n in nodes:
                 if not (isinstance(n, ast.Name) and n.id == param.arg):
@@ -141,7 +176,7 @@ class TensorOnCpuInModule(Rule):
                     and isinstance(parent.func, ast.Attribute)
                     and isinstance(parent.func.value, ast.Name)
                     and parent.func.value.id == "self"
-                    and parent.func.attr in submodules
+                    and parent.func.attr in built
                     and n in parent.args
                 ):
                     return f"{param.arg}.device"  # given to a submodule: a tensor
@@ -160,25 +195,3 @@ class TensorOnCpuInModule(Rule):
                     if arg is node or (isinstance(arg, ast.Name) and arg.id in parents_names):
                         return True
         return False
-
-
-def _tensor_annotation(note: ast.expr) -> bool:
-    text = ast.unparse(note)
-    return "Tensor" in text
-
-
-def _submodules(cls: ast.ClassDef, facts: PortFacts) -> set[str]:
-    """The attributes a module class sets to modules it builds (``self.fc = nn.Linear(...)``)."""
-    found: set[str] = set()
-    for node in ast.walk(cls):
-        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
-            continue
-        for target in node.targets:
-            if (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == "self"
-                and facts.known.innermost(node.value) is not None
-            ):
-                found.add(target.attr)
-    return found

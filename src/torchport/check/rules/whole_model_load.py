@@ -7,6 +7,7 @@ import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._match import in_old_torch_fallback
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._loading import (
     LOAD_ATTRS,
@@ -100,6 +101,8 @@ class WholeModelLoad(Rule):
         "import torch\n\nx = torch.load(path).to(device)\n",
         "import torch\n\nwith torch.serialization.safe_globals([Net]):\n"
         "    model = torch.load(path)\n",
+        "import torch\n\ntry:\n    model = torch.load(path, weights_only=False)\n"
+        "except TypeError:  # a torch older than weights_only\n    model = torch.load(path)\n",
         "import torch\n\nmodel = torch.load(path, weights_only=False)\n",  # TP302's
         "import torch\n\nsd = torch.load(path)\nmodel.load_state_dict(sd)\nmodel.eval()\n",
     )
@@ -129,5 +132,8 @@ class WholeModelLoad(Rule):
             return
         if any(kw.arg in (None, "weights_only") for kw in node.keywords):
             return  # `**kw` or a non-constant flag: TP305 / the caller decide
-        if not _under_safe_globals(ctx):
-            yield ctx.finding(self, node)
+        if _under_safe_globals(ctx) or in_old_torch_fallback(
+            ctx, lambda c: is_load(c, ctx) and explicit_weights_only(c) is not None
+        ):
+            return  # the `except TypeError:` arm runs only on torches without weights_only
+        yield ctx.finding(self, node)

@@ -10,7 +10,15 @@ import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-__all__ = ["Binding", "BindingKind", "Scope", "ScopeKind", "TorchImport", "import_bindings"]
+__all__ = [
+    "Binding",
+    "BindingKind",
+    "Scope",
+    "ScopeKind",
+    "TorchImport",
+    "import_bindings",
+    "import_tails",
+]
 
 
 class ScopeKind(enum.Enum):
@@ -97,3 +105,34 @@ def import_bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, st
     for alias in node.names:
         if alias.name != "*":
             yield alias.asname or alias.name, f"{base}.{alias.name}" if base else None
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def import_tails(tree: ast.Module) -> dict[str, str | None]:
+    """Every name an import binds anywhere in ``tree``, with the last part of what it imports.
+
+    ``ld`` -> ``"load"`` after ``from torch import load as ld``; None when
+    imports give the name different last parts. Only statements are visited
+    (imports are statements), a tenth of the nodes: cheap enough to run on
+    every file before its walk. A name missing here is no import anywhere, so
+    nothing resolves it to one; what a name that is here means at a given
+    place is :class:`~torchport.check.semantic._scope.ScopeMap`'s answer.
+    """
+    tails: dict[str, str | None] = {}
+    todo: list[ast.AST] = list(tree.body)
+    pop, extend = todo.pop, todo.extend
+    imports = (ast.Import, ast.ImportFrom)
+    while todo:
+        stmt = pop()
+        if isinstance(stmt, imports):
+            for local, target in import_bindings(stmt):
+                tail = (target or local).rpartition(".")[2]
+                tails[local] = tail if tails.get(local, tail) == tail else None
+            continue
+        for field_name in _BLOCKS:
+            block = getattr(stmt, field_name, None)
+            if block:
+                extend(block)
+    return tails

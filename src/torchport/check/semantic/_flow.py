@@ -124,7 +124,10 @@ class FlowAnalysis:
                     continue
                 sure = self._sure_binding(before, name, scope)
                 if sure is not None:
-                    return True, sure if unique else None
+                    # A block that binds the name on several paths (`if: x = a` /
+                    # `else: x = b`) is bound after it, but by no one binding.
+                    one = isinstance(before, _SIMPLE) or len(inside) == 1
+                    return True, sure if unique and one else None
                 if any(b.kind in _UNBINDS for b in inside):
                     return False, None
                 unique = False  # may rebind: an earlier binding may still be the one

@@ -6,11 +6,12 @@ expression around the node, or an early ``return`` before it (an ``assert`` or
 ``raise`` only when it tests the device type), that tests the device:
 ``if device.type == "cuda":``, ``if x.is_cuda:``,
 ``elif x.is_xpu:``, ``if torch.cuda.is_available():`` (or a flag bound to it),
-``if not torch.cuda.is_available(): return``; also a test decorated to run only
-with CUDA, and a whole module that imports a CUDA-only library (TensorRT,
-CuPy). CUDA code there is either already ported (a branch per device type) or
-a CUDA-or-CPU choice that works on every machine (reported once, at the test,
-by TP109).
+``if not torch.cuda.is_available(): return``; a test of another accelerator
+(``elif is_xpu_available(): ... else: <CUDA>``: a branch per device); also a
+test decorated to run only with CUDA, and a whole module that imports a
+CUDA-only library (TensorRT, CuPy). CUDA code there is either already ported
+(a branch per device type) or a CUDA-or-CPU choice that works on every machine
+(reported once, at the test, by TP109).
 
 Where values live (CPU, device, unknown) is :mod:`torchport.check.semantic._residence`.
 """
@@ -19,9 +20,18 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 import weakref
 from typing import TYPE_CHECKING
 
+from torchport.check.semantic._devices import (
+    BACKEND_LIBRARIES,
+    DEVICE_TYPES,
+    IS_DEVICE_ATTRIBUTES,
+    OTHER_ACCELERATORS,
+    cuda_flag,
+    names_other_accelerator,
+)
 from torchport.check.semantic._residence import bound_value
 
 if TYPE_CHECKING:
@@ -31,32 +41,34 @@ __all__ = [
     "Guard",
     "cuda_only_module",
     "device_guard",
+    "module_backend",
     "test_guard",
     "tests_other_accelerators",
 ]
 
-# Device types a string compared with `device.type` may name.
-_DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "hpu", "npu", "meta", "mtia", "xla"})
-_IS_DEVICE = frozenset({"is_cuda", "is_xpu", "is_mps", "is_cpu", "is_meta", "is_hpu"})
 # Calls whose value says whether an accelerator is there (a CUDA-or-CPU choice when CUDA's).
 _AVAILABILITY = frozenset(
     {
-        "torch.cuda.is_available",
-        "torch.cuda.device_count",
+        *(
+            f"torch.{kind}.{ask}"
+            for kind in ("cuda", "xpu", "mtia", "npu", "hpu", "accelerator")
+            for ask in ("is_available", "device_count")
+        ),
         "torch.cuda.is_initialized",
         "torch.backends.mps.is_available",
-        "torch.xpu.is_available",
-        "torch.xpu.device_count",
-        "torch.accelerator.is_available",
-        "torch.accelerator.device_count",
+        "torch.mps.is_available",
         "torch.accelerator.current_accelerator",
     }
 )
 _SKIPS_REST = (ast.Return, ast.Continue, ast.Break)
 # Libraries that exist only for NVIDIA GPUs: a module importing one is CUDA code by
 # nature (a TensorRT engine, a CuPy kernel), and asking it to be portable is noise.
-_CUDA_ONLY_LIBRARIES = frozenset({"tensorrt", "torch_tensorrt", "pycuda", "cupy", "cuda"})
-_CUDA_ONLY: weakref.WeakKeyDictionary[Context, bool] = weakref.WeakKeyDictionary()
+_CUDA_ONLY_LIBRARIES = frozenset(
+    {"tensorrt", "torch_tensorrt", "pycuda", "cupy", "cuda", "transformer_engine", "msamp"}
+)
+_TOP_IMPORTS: weakref.WeakKeyDictionary[Context, tuple[frozenset[str], frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
 _HOPS = 4
 
@@ -73,7 +85,7 @@ def _device_type_test(expr: ast.expr) -> bool:
 
     Also ``str(dev).startswith("cuda")``.
     """
-    if isinstance(expr, ast.Attribute) and expr.attr in _IS_DEVICE:
+    if isinstance(expr, ast.Attribute) and expr.attr in IS_DEVICE_ATTRIBUTES:
         return True
     if (
         isinstance(expr, ast.Call)
@@ -92,7 +104,7 @@ def _device_type_test(expr: ast.expr) -> bool:
 
 def _names_device_type(expr: ast.expr) -> bool:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value.partition(":")[0] in _DEVICE_TYPES
+        return expr.value.partition(":")[0] in DEVICE_TYPES
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
         return any(_names_device_type(e) for e in expr.elts)
     return False
@@ -122,8 +134,16 @@ def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
         expr, hops = todo.pop()
         if _device_type_test(expr):
             return Guard.DEVICE_TYPE
-        if isinstance(expr, ast.Call) and ctx.qualname(expr.func) in _AVAILABILITY:
+        if isinstance(expr, ast.Call) and (
+            ctx.qualname(expr.func) in _AVAILABILITY or _availability_helper(expr)
+        ):
+            if _asks_other_accelerator(expr.func):
+                # `elif is_xpu_available(): ... else: <CUDA>`: one branch per device
+                return Guard.DEVICE_TYPE
             found = Guard.AVAILABILITY
+            continue
+        if cuda_flag(expr):
+            found = Guard.AVAILABILITY  # `if args.cuda:`: the program's own CUDA-or-CPU switch
             continue
         if isinstance(expr, ast.Name) and hops < _HOPS:
             bound = bound_value(expr, ctx)
@@ -133,6 +153,30 @@ def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
         if isinstance(expr, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)):
             todo.extend((child, hops) for child in _sub_expressions(expr))
     return found
+
+
+_HELPER = re.compile(r"^is_(\w+?)_available$")
+
+
+def _availability_helper(call: ast.Call) -> bool:
+    """``is_npu_available()``, ``is_mps_available()``: a library's own test for one device."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    found = _HELPER.match(name)
+    return found is not None and found.group(1) in DEVICE_TYPES
+
+
+def _asks_other_accelerator(func: ast.expr) -> bool:
+    """``torch.xpu.is_available``, ``torch.backends.mps.is_available``, ``is_npu_available``."""
+    while isinstance(func, ast.Attribute):
+        if func.attr.lower() in OTHER_ACCELERATORS:
+            return True
+        found = _HELPER.match(func.attr)
+        if found is not None and found.group(1) in OTHER_ACCELERATORS:
+            return True
+        func = func.value
+    found = _HELPER.match(func.id) if isinstance(func, ast.Name) else None
+    return found is not None and found.group(1) in OTHER_ACCELERATORS
 
 
 def _sub_expressions(expr: ast.expr) -> list[ast.expr]:
@@ -154,8 +198,9 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
     (:func:`cuda_only_module`).
 
     Looks at the ``if``/``while``/conditional expressions around ``node`` (both
-    arms: an ``else`` of a device test is the other device's branch), then at
-    early exits and asserts before ``node``'s statement in each enclosing block.
+    arms: an ``else`` of a device test is the other device's branch) and the
+    operands before it in an ``and``, then at early exits and asserts before
+    ``node``'s statement in each enclosing block.
     """
     if cuda_only_module(ctx):
         return Guard.DEVICE_TYPE
@@ -176,6 +221,10 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
         elif isinstance(outer, ast.comprehension) and child is not outer.iter:
             for cond in outer.ifs:
                 found = _stronger(found, test_guard(cond, ctx))
+        elif isinstance(outer, ast.BoolOp) and isinstance(outer.op, ast.And):
+            # `torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)`
+            for before in outer.values[: next(i for i, v in enumerate(outer.values) if v is child)]:
+                found = _stronger(found, test_guard(before, ctx))
         if test is not None:
             found = _stronger(found, test_guard(test, ctx))
         if found is Guard.DEVICE_TYPE:
@@ -185,15 +234,13 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
     return found
 
 
-_OTHER_ACCELERATORS = ("mps", "xpu", "accelerator")
-
-
 def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
-    """Whether ``node``'s test, its ``elif`` tests or an ``if`` before it name MPS or XPU.
+    """Whether ``node``'s test, its ``elif`` tests or an ``if`` beside it name another accelerator.
 
     ``if torch.cuda.is_available(): ... elif torch.backends.mps.is_available(): ...``
     already chooses among several accelerators, and so does
-    ``if torch.backends.mps.is_available(): return "mps"`` before a CUDA-or-CPU line.
+    ``if torch.backends.mps.is_available(): return "mps"`` before a CUDA-or-CPU line,
+    or ``if torch.xpu.is_available(): ...`` right after a CUDA branch (one per device).
     """
     if _names_other_accelerators(node):
         return True
@@ -209,37 +256,44 @@ def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
             found = cache.get(id(block))
             if found is None or found[0] is not block:
                 found = cache[id(block)] = (block, _other_tests_before(block))
-            index = found[1].get(id(child))
-            if index:
+            place = found[1].get(id(child))
+            if place is None:
+                continue
+            before, following = place
+            if before:
                 return True
+            if child is node and following is not None and _has_other_test(following):
+                return True  # `if torch.xpu.is_available(): ...` right after a CUDA branch
         if isinstance(outer, _SCOPES):
             return False
         child = outer
     return False
 
 
-def _other_tests_before(block: list[ast.stmt]) -> dict[int, bool]:
-    """id(statement) -> whether an ``if`` naming MPS or XPU comes before it in ``block``.
+def _other_tests_before(block: list[ast.stmt]) -> dict[int, tuple[bool, ast.stmt | None]]:
+    """id(statement) -> (whether an ``if`` naming MPS or XPU comes before it, the next statement).
 
     Nested ones count (``if new_torch: if mps...: return``). Worked out once per
     block and file: asked for every candidate finding, a walk of the statements
     before each made the check quadratic in the findings.
     """
-    out: dict[int, bool] = {}
+    out: dict[int, tuple[bool, ast.stmt | None]] = {}
     seen = False
-    for stmt in block:
-        out[id(stmt)] = seen
-        if not seen:
-            seen = any(
-                isinstance(inner, ast.If) and _names_other_accelerators(inner)
-                for inner in ast.walk(stmt)
-            )
+    for at, stmt in enumerate(block):
+        out[id(stmt)] = (seen, block[at + 1] if at + 1 < len(block) else None)
+        seen = seen or _has_other_test(stmt)
     return out
+
+
+def _has_other_test(stmt: ast.stmt) -> bool:
+    return any(
+        isinstance(inner, ast.If) and _names_other_accelerators(inner) for inner in ast.walk(stmt)
+    )
 
 
 # Per file: id(block) -> (the block, kept alive so its id stays its own; the answers).
 _OTHER_BEFORE: weakref.WeakKeyDictionary[
-    Context, dict[int, tuple[list[ast.stmt], dict[int, bool]]]
+    Context, dict[int, tuple[list[ast.stmt], dict[int, tuple[bool, ast.stmt | None]]]]
 ] = weakref.WeakKeyDictionary()
 
 
@@ -252,39 +306,59 @@ def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
     for test in tests:
         for sub in ast.walk(test):
             name = sub.attr if isinstance(sub, ast.Attribute) else getattr(sub, "id", "")
-            if isinstance(name, str) and any(a in name.lower() for a in _OTHER_ACCELERATORS):
+            if isinstance(name, str) and names_other_accelerator(name):
                 return True
     return False
 
 
 def cuda_only_module(ctx: Context) -> bool:
-    """Whether the module imports TensorRT, PyCUDA, CuPy or cuda-python at its top level.
+    """Whether the module imports a CUDA-only library at its top level.
 
-    Such a module is CUDA code by nature, as a branch for CUDA is: every device
-    check answers DEVICE_TYPE inside it. Computed once per file.
+    TensorRT, PyCUDA, CuPy, cuda-python, TransformerEngine, MS-AMP, imported
+    at the top or in a top-level ``try``/``if``. Such a module is CUDA code by
+    nature, as a branch for CUDA is: every device check answers DEVICE_TYPE
+    inside it. Computed once per file.
     """
-    found = _CUDA_ONLY.get(ctx)
+    return any(name in _CUDA_ONLY_LIBRARIES for name in _top_imports(ctx)[1])
+
+
+def module_backend(ctx: Context) -> str | None:
+    """The accelerator a module is written for, by the extension it cannot run without.
+
+    ``import intel_extension_for_pytorch`` or ``import torch_npu`` as a
+    statement of the module itself (not in a ``try`` or ``if``): the module
+    fails to import anywhere else, so naming that device in it
+    (``"xpu"``, ``"npu"``) is no portability problem. See
+    :data:`~torchport.check.semantic._devices.BACKEND_LIBRARIES`.
+    """
+    for name in _top_imports(ctx)[0]:
+        if name in BACKEND_LIBRARIES:
+            return BACKEND_LIBRARIES[name]
+    return None
+
+
+def _top_imports(ctx: Context) -> tuple[frozenset[str], frozenset[str]]:
+    """Top-level packages the module imports: unconditionally, and also in top-level try/if.
+
+    Only those statements: walking the whole tree for the rare import inside a
+    function costs too much. Computed once per file.
+    """
+    found = _TOP_IMPORTS.get(ctx)
     if found is None:
-        found = False
-        # Top-level statements and the blocks of top-level try/if (optional imports):
-        # walking the whole tree for the rare import inside a function costs too much.
-        top: list[ast.stmt] = []
+        always: set[str] = set()
+        maybe: set[str] = set()
         for stmt in ctx.tree.body:
-            top.append(stmt)
+            nested: list[ast.stmt] = []
             if isinstance(stmt, (ast.Try, ast.If)):
-                top += stmt.body + stmt.orelse
-                top += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
-        for stmt in top:
-            if isinstance(stmt, ast.Import):
-                names = [alias.name for alias in stmt.names]
-            elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-                names = [stmt.module]
-            else:
-                continue
-            if any(name.partition(".")[0] in _CUDA_ONLY_LIBRARIES for name in names):
-                found = True
-                break
-        _CUDA_ONLY[ctx] = found
+                nested = stmt.body + stmt.orelse
+                nested += [s for h in getattr(stmt, "handlers", ()) for s in h.body]
+            for inner, into in ((stmt, always), *((s, maybe) for s in nested)):
+                if isinstance(inner, ast.Import):
+                    into.update(alias.name.partition(".")[0] for alias in inner.names)
+                elif isinstance(inner, ast.ImportFrom) and not inner.level and inner.module:
+                    into.add(inner.module.partition(".")[0])
+        found = (frozenset(always), frozenset(always | maybe))
+        _TOP_IMPORTS[ctx] = found
     return found
 
 

@@ -16,6 +16,7 @@ Names are followed through the scope analysis (:func:`bound_value`, built on
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from torchport.check.semantic._binding import BindingKind
@@ -23,11 +24,17 @@ from torchport.check.semantic._binding import BindingKind
 if TYPE_CHECKING:
     from torchport.check._context import Context
 
-__all__ = ["bound_value", "known_device_object", "known_on_cpu", "known_on_device"]
+__all__ = [
+    "CPU_FACTORIES",
+    "bound_value",
+    "known_device_object",
+    "known_on_cpu",
+    "known_on_device",
+]
 
 _HOPS = 4
 # Factories that make a tensor on the CPU unless given `device=`.
-_CPU_FACTORIES = frozenset(
+CPU_FACTORIES = frozenset(
     f"torch.{n}"
     for n in (
         "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace",
@@ -117,7 +124,7 @@ def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
                 return "cpu"
             if name.startswith("torch.cuda.") and name.endswith("Tensor"):
                 return "device"  # `torch.cuda.FloatTensor(...)`
-            if name in _CPU_FACTORIES:
+            if name in CPU_FACTORIES:
                 device = next((k.value for k in expr.keywords if k.arg == "device"), None)
                 if device is None or _names_cpu(device, ctx):
                     return "cpu"
@@ -162,24 +169,15 @@ def _follows_argument(call: ast.Call, ctx: Context, depth: int) -> str | None:
 def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:
     """The expression ``name`` holds at that node, when one is known.
 
-    Asks the scope analysis for the one binding every path passes last
-    (:meth:`ScopeMap.reaching`): ``x = value`` gives ``value``; a ``for`` or
-    comprehension target alone gives the iterable (iterating over a tensor
-    yields rows that live where the tensor does). None when the name may hold
-    different values there (a conditional rebinding); a name bound once, in a
-    loop body or a branch, gives that one value. A name free in
-    its scope (a module-level ``net`` read in a function) falls back to the
-    value the walk saw bound last, since no path analysis reaches across frames.
+    The binding the read sees (:meth:`ScopeMap.binding_at`): ``x = value``
+    gives ``value``; a ``for`` or comprehension target gives the iterable
+    (iterating over a tensor yields rows that live where the tensor does).
+    None when the name may hold different values there.
     """
     scopes = ctx.scopes
-    binding = scopes.reaching(name.id, name)
+    binding = scopes.binding_at(name)
     if binding is None:
-        if scopes.resolve(name.id, name) is not scopes.scope_of(name):
-            return ctx.binding(name.id)
-        every = scopes.bindings(name.id, name)
-        if len(every) != 1:
-            return None  # different values may reach here
-        binding = every[0]  # the only one, maybe not run (a loop's body): "if bound, this"
+        return None
     if binding.value is not None:
         return binding.value
     if binding.kind is BindingKind.LOOP:
@@ -190,7 +188,9 @@ def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:
 
 
 # Receivers whose `.device` is often a string in real code (configs, argparse results).
-_SETTINGS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "conf", "hparams", "params"})
+_SETTINGS = re.compile(
+    r"^(self|.*args|opts?|.*cfg|.*config|conf|.*hparams|.*params|.*options|.*settings)$"
+)
 
 
 def known_device_object(expr: ast.expr, ctx: Context) -> bool:
@@ -212,7 +212,7 @@ def known_device_object(expr: ast.expr, ctx: Context) -> bool:
             base = expr.value
             while isinstance(base, ast.Attribute):
                 base = base.value
-            return not (isinstance(base, ast.Name) and base.id in _SETTINGS)
+            return not (isinstance(base, ast.Name) and _SETTINGS.match(base.id))
         if isinstance(expr, ast.Call):
             return ctx.qualname(expr.func) in (
                 "torch.device",

@@ -1,4 +1,4 @@
-"""Python's scopes and name bindings for one module, built in one pass when first asked.
+"""Python's scopes and name bindings for one module, built in one pass per file.
 
 The checker's walk knows where it is; this module knows what a name *means*
 there, the way the compiler does (and libcst's scope provider does for
@@ -14,9 +14,10 @@ TorchFix), so that fixes never guess:
   function, ``del``), and ``global``/``nonlocal`` declarations;
 * where a name read at a node resolves, whether it is *definitely* bound on
   every path before that node runs, and which single binding reaches it;
-* the dotted name an expression refers to through imports
-  (``th.cuda.is_available`` -> ``"torch.cuda.is_available"``), and whether a
-  call is torch's;
+* through :class:`~torchport.check.semantic._resolve.Resolver`, which it
+  extends: the dotted name an expression refers to through imports
+  (``th.cuda.is_available`` -> ``"torch.cuda.is_available"``), and the value a
+  name holds where it is read;
 * how the module imports torch: unconditionally at module level, only
   optionally (``try``/``if``/``TYPE_CHECKING``/inside functions), or not at all.
 
@@ -24,14 +25,15 @@ Answers err towards "unknown": a star import binds every name it might, a
 conditional binding is not a definite one, a loop body never binds anything
 after the loop. Rules that get "unknown" report without a fix.
 
-The pass records a parent for every node and the bindings per scope; it runs
-only when a rule asks (``Context.scopes``), so files without fixable findings
-never pay for it.
+The pass records a parent for every node and the bindings per scope. Every
+name question of every rule is answered here, so the engine builds it once per
+file before its walk (``Context.scopes``).
 """
 
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from torchport.check.semantic._binding import (
     Binding,
@@ -41,7 +43,7 @@ from torchport.check.semantic._binding import (
     TorchImport,
     import_bindings,
 )
-from torchport.check.semantic._flow import FlowAnalysis
+from torchport.check.semantic._resolve import Resolver
 
 __all__ = [
     "Binding",
@@ -73,7 +75,7 @@ _SPECIAL = frozenset(
 )
 
 
-class ScopeMap(FlowAnalysis):
+class ScopeMap(Resolver):
     """Scopes, bindings and parents of one parsed module; built by one pass over the tree."""
 
     # Answers worked out on first use (see _global_bindings, module_reads).
@@ -85,15 +87,22 @@ class ScopeMap(FlowAnalysis):
         self.module = Scope(ScopeKind.MODULE, tree, None)
         self.scopes: dict[int, Scope] = {id(tree): self.module}
         self._parent: dict[int, ast.AST] = {}
+        # The scope of every name read: the question every rule asks, answered by the pass.
+        self._read_in: dict[int, Scope] = {}
         self._build()
 
     # ------------------------------------------------------------ the pass
 
     def _build(self) -> None:
-        # Iterative, children pushed in reverse so that each scope's bindings come in
-        # source order: (node, scope its code runs in). Scope-opening nodes push their
-        # children with the scope each runs in (defaults and decorators: the enclosing one).
+        # Iterative, depth first: (node, scope its code runs in). A node's children are
+        # pushed in reverse, so that statements come off the stack in source order and
+        # each scope's bindings are recorded in that order. Names and constants (half
+        # of all nodes) are handled where they are found instead of pushed.
+        # Scope-opening nodes push their children with the scope each runs in
+        # (defaults and decorators: the enclosing one).
         parent = self._parent
+        read_in = self._read_in
+        bind = self._bind_name
         fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
         stack: list[tuple[ast.AST, Scope]] = [(self.tree, self.module)]
         pop, push = stack.pop, stack.append
@@ -101,34 +110,49 @@ class ScopeMap(FlowAnalysis):
         while stack:
             node, scope = pop()
             cls = node.__class__
-            if cls is name_cls:
+            if cls is name_cls:  # a name pushed by a scope-opening node
                 if node.ctx.__class__ is load_cls:  # type: ignore[attr-defined]
                     scope.reads.add(node.id)  # type: ignore[attr-defined]
+                    read_in[id(node)] = scope
                 else:
-                    self._bind_name(node, scope)  # type: ignore[arg-type]
-                continue
-            if cls is constant_cls:
+                    bind(node, scope)  # type: ignore[arg-type]
                 continue
             fields = fields_of.get(cls)
             if fields is None:
                 fields = fields_of[cls] = tuple(
-                    f for f in reversed(cls._fields) if f not in ("ctx", "op", "ops")
+                    f for f in cls._fields if f not in ("ctx", "op", "ops")
                 )
-            special = cls in _SPECIAL
+            if cls in _SPECIAL:
+                for field_name in fields:
+                    value = getattr(node, field_name, None)
+                    if value.__class__ is list:
+                        for item in value:
+                            if isinstance(item, node_cls):
+                                parent[id(item)] = node
+                    elif isinstance(value, node_cls):
+                        parent[id(value)] = node
+                self._visit_special(node, scope, stack)
+                continue
+            start = len(stack)
             for field_name in fields:
                 value = getattr(node, field_name, None)
-                if value.__class__ is list:
-                    for item in reversed(value):
-                        if isinstance(item, node_cls):
-                            parent[id(item)] = node
-                            if not special:
-                                push((item, scope))
-                elif isinstance(value, node_cls):
-                    parent[id(value)] = node
-                    if not special:
-                        push((value, scope))
-            if special:
-                self._visit_special(node, scope, stack)
+                items: list[Any] | tuple[Any] = value if value.__class__ is list else (value,)
+                for item in items:
+                    kind = item.__class__
+                    if kind is name_cls:
+                        parent[id(item)] = node
+                        if item.ctx.__class__ is load_cls:
+                            scope.reads.add(item.id)
+                            read_in[id(item)] = scope
+                        else:
+                            bind(item, scope)
+                    elif kind is constant_cls:
+                        parent[id(item)] = node
+                    elif isinstance(item, node_cls):
+                        parent[id(item)] = node
+                        push((item, scope))
+            if len(stack) - start > 1:
+                stack[start:] = stack[start:][::-1]
 
     def _visit_special(
         self, node: ast.AST, scope: Scope, stack: list[tuple[ast.AST, Scope]]
@@ -274,6 +298,9 @@ class ScopeMap(FlowAnalysis):
 
     def scope_of(self, node: ast.AST) -> Scope:
         """The scope whose code evaluates ``node`` (a scope-opening node: its enclosing one)."""
+        known = self._read_in.get(id(node))
+        if known is not None:
+            return known
         child = node
         cur = self._parent.get(id(node))
         grand: ast.AST | None = None
@@ -291,7 +318,9 @@ class ScopeMap(FlowAnalysis):
         if isinstance(owner, (*_FUNCTIONS, ast.ClassDef)):
             if isinstance(child, ast.arguments):
                 return isinstance(grand, ast.arg)  # parameters bind inside; defaults outside
-            return any(s is child for s in owner.body)
+            # Statements are the body's; decorators, bases, keywords and annotations are
+            # expressions evaluated outside (a scan of the body would cost O(body) a query).
+            return isinstance(child, ast.stmt)
         if isinstance(owner, ast.Lambda):
             return child is owner.body or (
                 isinstance(child, ast.arguments) and isinstance(grand, ast.arg)
@@ -371,35 +400,6 @@ class ScopeMap(FlowAnalysis):
     def is_used(self, name: str) -> bool:
         """Whether ``name`` is read or bound anywhere in the module, in any scope."""
         return any(name in s.reads or name in s.bindings for s in self.scopes.values())
-
-    def qualname(self, expr: ast.expr) -> str | None:
-        """The dotted name ``expr`` means through the imports its root name resolves to.
-
-        None when the root is not bound by an import there, or is bound by
-        imports of different things. Non-import bindings beside the import
-        (``except ImportError: torch = None``) do not change the answer.
-        """
-        parts: list[str] = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
-            return None
-        targets = {
-            b.qualified for b in self.bindings(expr.id, expr) if b.kind is BindingKind.IMPORT
-        }
-        if len(targets) != 1:
-            return None
-        base = targets.pop()
-        if base is None:
-            return None
-        parts.append(base)
-        return ".".join(reversed(parts))
-
-    def is_torch_call(self, call: ast.Call) -> bool:
-        """Whether ``call`` calls something of the torch package (``torch.*``), by its imports."""
-        name = self.qualname(call.func)
-        return name is not None and (name == "torch" or name.startswith("torch."))
 
     # ------------------------------------------------------------ flow
 

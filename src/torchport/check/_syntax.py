@@ -1,0 +1,100 @@
+"""Parsing a file, and saying which Python it needs when this one cannot read it.
+
+The checker parses with the ``ast`` of the Python it runs on. A file written for
+a newer Python (a ``type`` alias or ``def f[T]`` of 3.12, an f-string reusing
+its quotes, a ``t"..."`` template string of 3.14) is then a syntax error whose
+message ("invalid syntax") sends the user looking for a typo that is not there.
+:func:`parse_source` keeps the error, and when the line it points at holds
+syntax of a newer Python, says which Python that is and what to do.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+
+__all__ = ["NewerSyntaxError", "parse_source", "syntax_needs"]
+
+# (pattern on the line the error points at, the Python it needs, what it is)
+_NEWER: tuple[tuple[re.Pattern[str], tuple[int, int], str], ...] = (
+    (
+        re.compile(r"^\s*type\s+[A-Za-z_]\w*\s*(\[[^\]]*\])?\s*="),
+        (3, 12),
+        "a `type` alias statement (PEP 695)",
+    ),
+    (
+        re.compile(r"^\s*(async\s+def|def|class)\s+[A-Za-z_]\w*\s*\["),
+        (3, 12),
+        "type parameters on a `def` or `class` (PEP 695)",
+    ),
+    (
+        re.compile(r"""(?<![\w'"])[rRbB]?[fF][rR]?(?P<q>["'])[^"'\n]*\{[^}\n]*(?P=q)"""),
+        (3, 12),
+        "an f-string that reuses its quotes inside `{}` (PEP 701)",
+    ),
+    (
+        re.compile(r"""(?<![\w'"])[rR]?[fF][rR]?["'][^"'\n]*\{[^}\n]*\\"""),
+        (3, 12),
+        "a backslash inside an f-string's `{}` (PEP 701)",
+    ),
+    (
+        re.compile(r"""(?<![\w'"])[rR]?[tT][rR]?["']"""),
+        (3, 14),
+        'a template string `t"..."` (PEP 750)',
+    ),
+    (
+        re.compile(r"^\s*except\*?\s+[^():\n]+,[^:\n]*:"),
+        (3, 14),
+        "`except A, B:` without parentheses (PEP 758)",
+    ),
+)
+
+
+class NewerSyntaxError(SyntaxError):
+    """A file that uses syntax of a newer Python than the one torchport runs on.
+
+    Not the file's mistake: its message says which Python can read it.
+    """
+
+
+def syntax_needs(source: str, error: SyntaxError) -> tuple[str, str] | None:
+    """The Python (``"3.12"``) and the feature on the line ``error`` points at, if newer.
+
+    None when that line holds no syntax newer than the running Python: a plain
+    syntax error.
+    """
+    if not error.lineno:
+        return None
+    lines = source.splitlines()
+    if not 0 < error.lineno <= len(lines):
+        return None
+    line = lines[error.lineno - 1]
+    for pattern, version, feature in _NEWER:
+        if sys.version_info[:2] < version and pattern.search(line):
+            return f"{version[0]}.{version[1]}", feature
+    return None
+
+
+def parse_source(source: str, path: str = "<string>") -> ast.Module:
+    """``ast.parse`` of ``source``, whose syntax error names the Python a newer file needs.
+
+    Raises:
+        SyntaxError: ``source`` does not parse. A :class:`NewerSyntaxError`
+            when the failing line uses syntax of a newer Python: its message says
+            which feature, which Python, and what to do (run torchport under it).
+    """
+    try:
+        return ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        need = syntax_needs(source, exc)
+        if need is None:
+            raise
+        version, feature = need
+        running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        message = (
+            f"this line uses {feature}, which needs Python {version} or newer, and torchport "
+            f"runs on Python {running}; run torchport under Python {version}+ to check this file"
+        )
+        details = (exc.filename, exc.lineno, exc.offset, exc.text, exc.end_lineno, exc.end_offset)
+        raise NewerSyntaxError(message, details) from exc

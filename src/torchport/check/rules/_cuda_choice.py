@@ -1,0 +1,104 @@
+"""How TP109 recognises a choice between CUDA and the CPU: its test and its CUDA branch."""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+from torchport.check._match import called, cuda_string, names
+from torchport.check.semantic._devices import cuda_flag
+from torchport.check.semantic._residence import bound_value
+
+__all__ = ["moves_to_cuda", "tests_cuda"]
+
+_AVAILABLE = "torch.cuda.is_available"
+_TAILS = frozenset({"is_available"})
+# Calls choosing no device (questions; seeding is TP402's).
+_QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_supported",
+    "get_device_name", "get_device_capability", "device_count", "manual_seed",
+    "manual_seed_all"))  # fmt: skip
+
+
+def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
+    """``torch.cuda.is_available()`` in ``test``, directly or through a flag bound to it.
+
+    A flag named for CUDA (``use_cuda``, ``args.cuda``, ``cfg["gpu"]``) counts
+    too, whatever it is bound to: it switches between CUDA and the CPU.
+    """
+    for _ in range(3 - depth):
+        if cuda_flag(test):
+            return True
+        if isinstance(test, ast.Name):
+            if not ctx.mentions("is_available"):
+                return False  # no flag in this file can hold the answer
+            bound = bound_value(test, ctx)
+            if bound is None or not names(bound, "is_available"):
+                return False
+            test = bound
+            continue
+        if isinstance(test, ast.BoolOp):
+            # `x = x and y` binds a name to itself: the depth bounds the search.
+            return depth < 2 and any(tests_cuda(v, ctx, depth + 1) for v in test.values)
+        if isinstance(test, ast.UnaryOp):
+            return False  # `if not torch.cuda.is_available():` is the CPU branch
+        return isinstance(test, ast.Call) and called(test, ctx, _TAILS) == _AVAILABLE
+    return False
+
+
+def _reports(call: ast.AST) -> bool:
+    """``print(...)`` or ``logger.info(...)``: what it is given is shown, never placed."""
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == "print"
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in _LOG_METHODS
+        and isinstance(func.value, ast.Name)
+        and func.value.id.lower() in _LOGGERS
+    )
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log"})
+_LOGGERS = frozenset({"logger", "logging", "log", "_logger", "_log"})
+
+
+def _shown_apart(part: ast.AST) -> list[ast.AST]:
+    """The nodes of ``part``, leaving out what is only printed or logged."""
+    found: list[ast.AST] = []
+    stack = [part]
+    while stack:
+        node = stack.pop()
+        if _reports(node):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """Whether the branch taken on CUDA names CUDA: ``.cuda()``, ``"cuda"``, ``torch.cuda.*``.
+
+    What the branch only prints or logs (``print(torch.cuda.get_device_name())``,
+    ``logger.info(f"on {torch.cuda.current_device()}")``) places nothing.
+    """
+    body: list[ast.AST] = [*node.body] if isinstance(node, ast.If) else [node.body]
+    for part in body:
+        for sub in _shown_apart(part):
+            if isinstance(sub, ast.Constant) and cuda_string(sub) is not None:
+                return True
+            if isinstance(sub, ast.JoinedStr) and sub.values:
+                head = sub.values[0]
+                if isinstance(head, ast.Constant) and str(head.value).startswith("cuda:"):
+                    return True
+            if isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Attribute) and func.attr == "cuda":
+                    if ctx.qualname(func) is None:
+                        return True
+                    continue
+                name = ctx.qualname(func) or ""
+                if name.startswith("torch.cuda.") and name not in _QUERIES:
+                    return True
+    return False

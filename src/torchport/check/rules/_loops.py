@@ -1,0 +1,131 @@
+"""What a loop does each iteration, for the rule on host reads in loops (TP202).
+
+Whether a read runs every iteration (not under ``if step % N``), whether the
+iteration queues device work before it, whether the loop itself depends on
+the value read (a stop test), and whether the code streams its results (where a
+read per step is the point).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+from torchport.check._match import probably_module, probably_tensor
+
+__all__ = [
+    "decides_the_loop",
+    "every_iteration",
+    "launches_device_work",
+    "read_on_host",
+    "streams",
+]
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Calls that queue device work each iteration (besides model calls and torch functions).
+_WORK = frozenset({"backward", "step", "forward", "generate", "sample"})
+_NO_WORK = ("torch.cuda.", "torch.no_grad", "torch.device", "torch.is_tensor", "torch.Size",
+            "torch.tensor", "torch.as_tensor", "torch.from_numpy")  # fmt: skip
+
+
+def read_on_host(node: ast.Call, receiver: ast.expr, ctx: Context) -> bool:
+    """Whether ``receiver.cpu()`` copies a tensor to read it: ``.cpu().numpy()`` or a tensor."""
+    parent = ctx.parent
+    if isinstance(parent, ast.Attribute) and parent.value is node:
+        return parent.attr in ("numpy", "tolist", "item")
+    return probably_tensor(receiver, ctx) and not probably_module(receiver, ctx)
+
+
+def launches_device_work(loop: ast.AST | None, ctx: Context) -> bool:
+    """Whether each iteration of ``loop`` queues device work before reading.
+
+    A model or loss call, ``backward()``, an optimizer ``step()``, or a torch
+    function. A loop that only reads results computed before it waits once, at
+    its first read; the rest are copies.
+    """
+    if isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        todo: list[ast.AST] = list(loop.body)
+    elif isinstance(loop, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        todo = [loop.elt]
+    elif isinstance(loop, ast.DictComp):
+        todo = [loop.key, loop.value]
+    else:
+        return False
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _WORK:
+                return True
+            name = ctx.qualname(func)
+            if name is not None and name.startswith("torch.") and not name.startswith(_NO_WORK):
+                return True
+            if name is None and probably_module(func, ctx):
+                return True  # `model(x)`, `criterion(out, y)`, `self.net(x)`
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _runs_an_inner_loop(loop: ast.AST) -> bool:
+    """Whether ``loop``'s body holds another loop (outside nested functions and classes)."""
+    todo: list[ast.AST] = list(getattr(loop, "body", ()))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _LOOPS):
+            return True
+        if not isinstance(node, _SCOPES):
+            todo.extend(
+                child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)
+            )
+    return False
+
+
+def every_iteration(node: ast.Call, ctx: Context) -> bool:
+    """In a loop's hot path, not under ``if step % N ...`` (reading every N steps is the advice).
+
+    A read in a loop whose body runs an inner loop happens once per outer
+    iteration (an epoch summary), which is not what the rule is about.
+    """
+    loop = ctx.loop_of(node)
+    if loop is None or (isinstance(loop, _LOOPS) and _runs_an_inner_loop(loop)):
+        return False
+    for outer in reversed(ctx.ancestors):
+        if outer is loop:
+            return True
+        if isinstance(outer, ast.If) and isinstance(outer.test, ast.Compare):
+            sides = [outer.test.left, *outer.test.comparators]
+            if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
+                return False
+            if isinstance(outer.test.ops[0], (ast.Eq, ast.Is)):
+                return False  # `if i == 0:`, `if step == last:`: once, not every iteration
+    return True
+
+
+def decides_the_loop(node: ast.Call, ctx: Context) -> bool:
+    """Whether the value read is tested by an ``if``/``while`` inside the loop.
+
+    ``if token.item() in stop_tokens: break``: the next iteration depends on the
+    value, so it must be read now; nothing can wait until after the loop.
+    """
+    loop = ctx.loop_of(node)
+    child: ast.AST = node
+    for outer in reversed(ctx.ancestors):
+        if outer is loop:
+            return False
+        if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is outer.test:
+            return True
+        child = outer
+    return False
+
+
+def streams(ctx: Context) -> bool:
+    """Whether the read sits in a generator that yields inside the loop: streaming per step."""
+    loop = ctx.loop_of(ctx.ancestors[-1]) if ctx.ancestors else None
+    return loop is not None and any(
+        isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(loop)
+    )

@@ -1,0 +1,233 @@
+"""What a name means where it is read: the one resolver every rule asks.
+
+Ruff's rules ask one ``semantic().resolve_qualified_name``; here every rule asks
+:meth:`Resolver.qualname` (through ``Context.qualname``) and
+:meth:`Resolver.value_of` (through ``Context.value_of``). Both follow Python's
+scopes and, where a name has several meanings in one scope, the flow of the
+code (which binding reaches the read):
+
+* ``from numba import cuda`` at module level and ``from torch import cuda``
+  inside one function: ``cuda.synchronize()`` elsewhere is numba's;
+* ``def step(torch, x): torch.cuda.synchronize()``: a parameter, not torch;
+* ``from torch.cuda import amp`` then ``amp = MyAmp()``: after the
+  assignment, ``amp.autocast`` is no import of anything;
+* ``try: import torch`` / ``except ImportError: torch = None``: the fallback
+  ``None`` never has attributes, so ``torch.load`` is still torch's;
+* a read in a function of a module-level name bound to different things
+  (an import and an assignment, two imports): unknown, since the function
+  may run after either.
+
+"Unknown" is None, and a rule that gets None stays silent (or reports without
+a fix). A name no import binds is never torch's, however it is spelled.
+
+:meth:`Resolver.callee` goes one step further for rules that must see through
+indirection (loading security): what a call really calls when the callee is a
+name bound to a function (``ld = torch.load; ld(f)``), a
+``functools.partial`` of one (with the arguments it fixes), or
+``getattr(torch, "load")``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
+from torchport.check.semantic._flow import FlowAnalysis
+
+__all__ = ["Callee", "Resolver"]
+
+_HOPS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Callee:
+    """What a call calls, seen through aliases and ``functools.partial``.
+
+    ``name`` is the dotted name (``"torch.load"``); ``args`` and ``keywords``
+    are those a ``functools.partial`` fixed, before the call's own.
+    """
+
+    name: str
+    args: tuple[ast.expr, ...] = ()
+    keywords: tuple[ast.keyword, ...] = ()
+
+
+def _placeholder(binding: Binding) -> bool:
+    """A binding that stands for "the import failed" or "gone": ``x = None``, ``del x``.
+
+    Such a value has no attributes, so an attribute read of the name can only
+    mean the import beside it.
+    """
+    if binding.kind is BindingKind.DELETE:
+        return True
+    value = binding.value
+    return isinstance(value, ast.Constant) and value.value is None
+
+
+class Resolver(FlowAnalysis):
+    """Name questions over a module whose scopes, bindings and parents are known.
+
+    :class:`~torchport.check.semantic._scope.ScopeMap` builds the facts and
+    provides the scope lookups; this class answers what names mean.
+    """
+
+    module: Scope
+    scopes: dict[int, Scope]
+
+    def _global_bindings(self, name: str) -> list[Binding]:  # pragma: no cover  (ScopeMap)
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ imports
+
+    def imported(self, name: ast.Name, *, attribute: bool = False) -> str | None:
+        """The dotted target of the import that ``name`` means where it is read, or None.
+
+        None: the name is bound by no import there (a parameter, a local, a
+        builtin), by a relative import, or by different things that the flow
+        does not tell apart. With ``attribute`` (the read is ``name.attr``), a
+        ``name = None`` or ``del name`` beside the import does not count: an
+        attribute of either can only be the import's.
+        """
+        scope = self.resolve(name.id, name)
+        found = self.bindings(name.id, name)
+        if not found:
+            return None
+        if scope.kind is ScopeKind.CLASS and not self.definitely_bound(name.id, name):
+            return None  # a class body reads the global where its own name is not bound yet
+        targets: set[str | None] = set()
+        other = False
+        for b in found:
+            if b.kind is BindingKind.IMPORT:
+                targets.add(b.qualified)
+            elif not (attribute and _placeholder(b)):
+                other = True
+        if not targets:
+            return None
+        if len(targets) == 1 and not other:
+            return targets.pop()
+        # Several meanings in one scope: the binding every path to this read passes
+        # last decides. A free name (read in a nested function) has none: the
+        # function may run after any of them.
+        if any(b.scope is not scope for b in found):
+            return None  # bound by `global` in a function, which may run at any time
+        reached = self.reaching(name.id, name)
+        if reached is not None and reached.kind is BindingKind.IMPORT:
+            return reached.qualified
+        return None
+
+    def qualname(self, expr: ast.expr) -> str | None:
+        """The dotted name ``expr`` means through the import its root name resolves to.
+
+        ``th.cuda.is_available`` after ``import torch as th`` is
+        ``"torch.cuda.is_available"``. None when the root is no import there
+        (see :meth:`imported`) or ``expr`` is no dotted name (``f().x``).
+        """
+        parts: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        base = self.imported(expr, attribute=bool(parts))
+        if base is None:
+            return None
+        parts.append(base)
+        return ".".join(reversed(parts))
+
+    def is_torch_call(self, call: ast.Call) -> bool:
+        """Whether ``call`` calls something of the torch package (``torch.*``), by its imports."""
+        name = self.qualname(call.func)
+        return name is not None and (name == "torch" or name.startswith("torch."))
+
+    # ------------------------------------------------------------ values
+
+    def binding_at(self, name: ast.Name) -> Binding | None:
+        """The binding a read of ``name`` sees, when one is known.
+
+        In the name's own scope: the binding every path to the read passes
+        last (:meth:`reaching`), else the only binding there is (one made in a
+        loop body or a branch: "if bound, this"). For a free name (a
+        module-level ``net`` read in a function): the binding that reaches the
+        statement creating the function, else the only one. None when
+        different bindings may be seen.
+        """
+        scope = self.resolve(name.id, name)
+        own = self.scope_of(name)
+        found = self.bindings(name.id, name)
+        if scope is own:
+            reached = self.reaching(name.id, name)
+        else:
+            inner: Scope | None = own
+            while inner is not None and inner.parent is not scope:
+                inner = inner.parent
+            reached = None
+            if inner is not None and inner.node is not scope.node:
+                reached = self.reaching(name.id, inner.node)
+        if reached is not None:
+            return reached
+        return found[0] if len(found) == 1 else None
+
+    def value_of(self, name: ast.Name) -> ast.expr | None:
+        """The expression ``name`` holds where it is read (``x = value``), when one is known.
+
+        None for parameters, loop targets, imports and names that may hold
+        different values there (see :meth:`binding_at`).
+        """
+        found = self.binding_at(name)
+        return found.value if found is not None else None
+
+    # ------------------------------------------------------------ callees
+
+    def callee(self, call: ast.Call) -> Callee | None:
+        """What ``call`` calls: through imports, names bound to functions, partials, getattr.
+
+        ``ld(f)`` after ``ld = torch.load``, ``functools.partial(torch.load,
+        weights_only=False)(f)`` and ``getattr(torch, "load")(f)`` all call
+        ``torch.load``. None when that cannot be told (a parameter, a name
+        bound to different things, ``getattr`` with a computed name).
+        """
+        return self.function(call.func)
+
+    def function(self, expr: ast.expr) -> Callee | None:
+        """The function ``expr`` evaluates to (see :meth:`callee`), or None."""
+        args: list[ast.expr] = []
+        keywords: list[ast.keyword] = []
+        for _ in range(_HOPS):
+            name = self.qualname(expr)
+            if name is not None:
+                return Callee(name, tuple(args), tuple(keywords))
+            if isinstance(expr, ast.Name):
+                value = self.value_of(expr)
+                if value is None:
+                    return None
+                expr = value
+                continue
+            if not isinstance(expr, ast.Call):
+                return None
+            inner = self.qualname(expr.func)
+            if inner == "functools.partial" and expr.args:
+                if any(isinstance(a, ast.Starred) for a in expr.args):
+                    return None
+                args[:0] = expr.args[1:]  # a partial's own arguments come first
+                keywords[:0] = expr.keywords
+                expr = expr.args[0]
+                continue
+            if self._builtin(expr.func, "getattr") and len(expr.args) == 2:
+                attr = expr.args[1]
+                if isinstance(attr, ast.Name):  # `key = "load"; getattr(torch, key)`
+                    attr = self.value_of(attr) or attr
+                if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+                    return None
+                owner = self.qualname(expr.args[0])
+                return (
+                    None
+                    if owner is None
+                    else Callee(f"{owner}.{attr.value}", tuple(args), tuple(keywords))
+                )
+            return None
+        return None
+
+    def _builtin(self, func: ast.expr, name: str) -> bool:
+        """Whether ``func`` is the builtin ``name`` (no binding in the module shadows it)."""
+        return isinstance(func, ast.Name) and func.id == name and not self.bindings(name, func)
