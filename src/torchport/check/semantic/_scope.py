@@ -375,15 +375,6 @@ class ScopeMap(Resolver):
             self._globals = found
         return list(found.get(name, ()))
 
-    def may_come_from_star(self, name: str, node: ast.AST) -> bool:
-        """Whether a read of ``name`` at ``node`` may be served by a ``from m import *``."""
-        scope = self.resolve(name, node)
-        return (
-            scope is self.module
-            and bool(self.module.star_imports)
-            and not (self.module.bindings.get(name))
-        )
-
     def module_reads(self, name: str) -> bool:
         """Whether any read of ``name`` anywhere resolves to the module scope (or builtins)."""
         known: dict[str, bool] | None = getattr(self, "_module_reads", None)
@@ -396,10 +387,6 @@ class ScopeMap(Resolver):
                 for s in self.scopes.values()
             )
         return found
-
-    def is_used(self, name: str) -> bool:
-        """Whether ``name`` is read or bound anywhere in the module, in any scope."""
-        return any(name in s.reads or name in s.bindings for s in self.scopes.values())
 
     # ------------------------------------------------------------ flow
 
