@@ -115,6 +115,21 @@ def test_forkserver_and_torch_multiprocessing_spawn_children_are_redirected() ->
     assert sorted(out.splitlines()) == [f"{tag} {REDIRECTED}" for tag in ("0", "1", "forkserver")]
 
 
+def test_a_redirected_child_writes_each_line_in_one_write() -> None:
+    # An unbuffered child (spawn passes `-u` on) would write a print's text and its
+    # newline apart, and siblings' lines would land between them.
+    code = (
+        "import sys\n"
+        "from torchport.run._children import enter_in_child\n"
+        "enter_in_child('cpu', 1)\n"
+        "print(type(sys.stdout).__name__, 'a', 'b', sep=' ')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-u", "-c", code], env=ENV, capture_output=True, text=True, check=True
+    ).stdout
+    assert out == "WholeLines a b\n"
+
+
 def test_ctrl_c_prints_the_traceback_runs_atexit_and_dies_by_sigint() -> None:
     process = torchport_run("--device", "cpu", str(SCRIPTS / "interrupted.py"), env=ENV)
     try:

@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing.spawn
 import os
 import shutil
@@ -95,9 +96,18 @@ def enter_in_child(device: str, count: int) -> None:
     imports the parent's main module. The block is never exited: the process
     ends inside it, as the parent's run does.
     """
+    from torchport.run._lines import whole_lines
     from torchport.run._redirect import redirect
 
     redirect(device, device_count=count).__enter__()
+    # Siblings share the parent's stdout: one write per line, or a child started with
+    # `python -u` (as spawn passes the parent's flags on) splits each print in two.
+    lines = whole_lines()
+    lines.__enter__()
+    _ENTERED.append(lines)  # kept alive: a dropped generator would exit it at once
+
+
+_ENTERED: list[contextlib.AbstractContextManager[None]] = []
 
 
 def through_torchport(args: object, device: str, cwd: object = None) -> list[str] | None:
