@@ -14,7 +14,7 @@ import ast
 
 from torchport.check._context import Context
 from torchport.check.port._facts import PortFacts, PortScope
-from torchport.check.port._value_kind import WORKING, Elements, Kind, join
+from torchport.check.port._value_kind import Elements, Kind, join, memoized
 from torchport.check.semantic import ScopeMap
 
 __all__ = ["CallerKinds"]
@@ -78,33 +78,17 @@ class CallerKinds:
 
     def returns(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> Kind:
         """What calling a function of the file returns (the join of its ``return`` values)."""
-        key = id(func.body)
-        found = self._memo.get(key)
-        if isinstance(found, Kind):
-            return found
-        if found is WORKING:
-            return Kind.UNKNOWN
-        self._memo[key] = WORKING
+        return memoized(self._memo, id(func.body), self._returns, func)
+
+    def _returns(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> Kind:
         values = self.return_values(func)
         if values is None:
-            kind = Kind.UNKNOWN  # a generator
-        else:
-            kind = join(self.of(v) for v in values) if values else Kind.OTHER  # None
-        self._memo[key] = kind
-        return kind
+            return Kind.UNKNOWN  # a generator
+        return join(self.of(v) for v in values) if values else Kind.OTHER  # None
 
     def parameter(self, arg: ast.arg) -> Kind:
         """What a function's parameter holds: its annotation, or what every call site passes."""
-        key = id(arg)
-        found = self._memo.get(key)
-        if isinstance(found, Kind):
-            return found
-        if found is WORKING:
-            return Kind.UNKNOWN
-        self._memo[key] = WORKING
-        kind = self._parameter(arg)
-        self._memo[key] = kind
-        return kind
+        return memoized(self._memo, id(arg), self._parameter, arg)
 
     def _parameter(self, arg: ast.arg) -> Kind:
         annotated = self._annotation(arg.annotation)

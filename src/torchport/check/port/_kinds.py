@@ -45,7 +45,7 @@ from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._models import MODEL_METHODS
 from torchport.check.port._reaching import Reaching
-from torchport.check.port._value_kind import TENSORS, WORKING, Elements, Kind, flat, join
+from torchport.check.port._value_kind import TENSORS, Elements, Kind, flat, join, memoized
 from torchport.check.semantic import BindingKind
 
 __all__ = ["Elements", "Kind", "ValueKinds", "join", "value_kinds"]
@@ -101,16 +101,7 @@ class ValueKinds(CallerKinds):
 
     def of(self, expr: ast.expr) -> Kind:
         """What ``expr`` evaluates to where it stands."""
-        key = id(expr)
-        found = self._memo.get(key)
-        if found is WORKING:
-            return Kind.UNKNOWN
-        if isinstance(found, Kind):
-            return found
-        self._memo[key] = WORKING
-        kind = self._of(expr)
-        self._memo[key] = kind
-        return kind
+        return memoized(self._memo, id(expr), self._of, expr)
 
     def _scope(self, node: ast.AST) -> PortScope:
         return self.facts.scope_of.get(id(node)) or self.facts.module
@@ -207,16 +198,7 @@ class ValueKinds(CallerKinds):
 
     def binding(self, b: object) -> Kind:
         """What one binding (of :attr:`Context.scopes`) binds."""
-        key = id(b)
-        found = self._memo.get(key)
-        if isinstance(found, Kind):
-            return found
-        if found is WORKING:
-            return Kind.UNKNOWN
-        self._memo[key] = WORKING
-        kind = self._binding(b)
-        self._memo[key] = kind
-        return kind
+        return memoized(self._memo, id(b), self._binding, b)
 
     def _binding(self, b: object) -> Kind:
         kind = getattr(b, "kind", None)

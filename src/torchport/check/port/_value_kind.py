@@ -6,9 +6,10 @@ Data only; :mod:`torchport.check.port._kinds` works out a value's kind.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
-__all__ = ["TENSORS", "WORKING", "Elements", "Kind", "flat", "join"]
+__all__ = ["TENSORS", "Elements", "Kind", "flat", "join", "memoized"]
 
 
 class Kind(enum.Enum):
@@ -29,7 +30,20 @@ class Kind(enum.Enum):
 Elements = Kind | tuple["Elements", ...]
 
 TENSORS = frozenset({Kind.DEVICE, Kind.TENSOR, Kind.BATCH})
+T = TypeVar("T")
 WORKING = object()  # a memo's mark for "being worked out": a cycle meets it, and gets UNKNOWN
+
+
+def memoized(memo: dict[int, object], key: int, compute: Callable[[T], Kind], arg: T) -> Kind:
+    """``compute(arg)`` once per ``key``; asked again while it is worked out (a cycle): UNKNOWN."""
+    found = memo.get(key)
+    if isinstance(found, Kind):
+        return found
+    if found is WORKING:
+        return Kind.UNKNOWN
+    memo[key] = WORKING
+    kind = memo[key] = compute(arg)
+    return kind
 
 
 def join(kinds: Iterable[Kind]) -> Kind:
