@@ -175,6 +175,18 @@ FRAGMENTS = [
         "    OUT.append(model(batch{k}[0]).detach() - batch{k}[1][:, None])",
     ),
     _LOADER + "xs{k}, ys{k} = next(iter(loader{k}))\nOUT.append(model(xs{k}).detach())",
+    # a whole batch handed to a step function that unpacks or indexes it (the batch is a list)
+    _LOADER
+    + _lines(
+        "def step{k}(net, batch):",
+        "    xb, yb = batch",
+        "    return (net(xb).argmax(1) == yb).tolist()",
+        "def check{k}(net, batch):",
+        "    return net(batch[0]).detach() - batch[1][:, None]",
+        "for batch{k} in loader{k}:",
+        "    OUT.append(step{k}(model, batch{k}))",
+        "    OUT.append(check{k}(net=model, batch=batch{k}))",
+    ),
     _LOADER + "for (a{k}, b{k}), (c{k}, d{k}) in zip(loader{k}, loader{k}):\n"
     "    OUT.append(model(a{k} + c{k}).detach())",
     _lines(

@@ -265,8 +265,14 @@ class _Planner:
         if move.tensors or move.dicts:
             self.plan.moves[id(node)] = move
 
-    def _kind(self, name: str, nodes: list[ast.AST]) -> str:
-        """'tensor', 'dict', 'container' (used through elements only) or 'unknown'."""
+    def _kind(self, name: str, nodes: list[ast.AST], seen: frozenset[int] = frozenset()) -> str:
+        """'tensor', 'dict', 'container' (used through elements only) or 'unknown'.
+
+        A batch handed whole to a function of the file is used as that function
+        uses its parameter: ``train_step(model, batch)`` whose body unpacks
+        ``x, y = batch`` uses it as a container (the function moves what it
+        unpacks), so the caller must not call ``batch.to(device)`` on a list.
+        """
         parents = self.facts.parents
         whole = tensor = dict_like = indexed = False
         for node in nodes:
@@ -275,6 +281,15 @@ class _Planner:
             ):
                 continue
             parent = parents.get(id(node))
+            passed = self._passed_as(node, parent, seen)
+            if passed is not None:
+                if passed == "container":
+                    continue
+                whole = True
+                tensor = tensor or passed == "tensor"
+                dict_like = dict_like or passed == "dict"
+                indexed = indexed or passed == "unknown"
+                continue
             if isinstance(parent, ast.Subscript) and parent.value is node:
                 outer = parents.get(id(parent))
                 if isinstance(outer, ast.keyword) and outer.arg is None:
@@ -303,6 +318,35 @@ class _Planner:
         if not whole:
             return "container"
         return "unknown" if indexed and not tensor else "tensor"
+
+    def _passed_as(
+        self, node: ast.Name, parent: ast.AST | None, seen: frozenset[int]
+    ) -> str | None:
+        """How a file function uses ``node`` passed to it as an argument, or None if not one."""
+        if isinstance(parent, ast.keyword) and parent.arg is not None:
+            parent = self.facts.parents.get(id(parent))
+        if not isinstance(parent, ast.Call) or parent.func is node:
+            return None
+        func = self.facts.functions.get(getattr(parent.func, "id", ""))
+        if func is None or id(func) in seen:
+            return None
+        a = func.args
+        positional = [*a.posonlyargs, *a.args]
+        param: ast.arg | None = None
+        if node in parent.args:
+            index = parent.args.index(node)
+            if any(isinstance(arg, ast.Starred) for arg in parent.args[:index]):
+                return None
+            param = positional[index] if index < len(positional) else None
+        else:
+            keyword = next((k for k in parent.keywords if k.value is node), None)
+            if keyword is not None and keyword.arg is not None:
+                named = (*a.args, *a.kwonlyargs)
+                param = next((p for p in named if p.arg == keyword.arg), None)
+        if param is None:
+            return None
+        body = self.facts.scope_of_function(func).nodes
+        return self._kind(param.arg, body, seen | {id(func)})
 
     def _collate_objects(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> str | None:
         """The custom collate_fn of the loop's DataLoader when it returns objects with no .to()."""

@@ -1,0 +1,69 @@
+"""A whole batch handed to a function of the file is moved as that function uses it.
+
+``for batch in loader: train_step(model, batch)`` where ``train_step`` unpacks or
+indexes its parameter: the batch is a list (a ``TensorDataset`` loader's), so the
+loop must not call ``batch.to(device)``; the function moves what it takes out.
+The oracle is ``test_port_fuzz.check_port``: the port runs on the CPU as the
+original did, and with ``meta`` standing in for the accelerator every forward
+sees its inputs on it (or the port left findings).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import types
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+HERE = Path(__file__).parent
+
+
+def _load(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fuzz = _load("port_fuzz_oracle_steps", HERE / "test_port_fuzz.py")
+
+HEAD = (
+    "import torch\n"
+    "from torch.utils.data import DataLoader, TensorDataset\n"
+    "torch.manual_seed(0)\n"
+    "model = torch.nn.Linear(4, 2)\n"
+    "loader = DataLoader(TensorDataset(torch.arange(16.0).view(4, 4), torch.arange(4)),"
+    " batch_size=2)\n"
+)
+# How a step function takes its batch apart: unpacked, indexed, unpacked from its items.
+BODIES = (
+    "    xb, yb = {p}\n    return (net(xb).argmax(1) == yb).tolist()\n",
+    "    return (net({p}[0]).argmax(1) == {p}[1]).tolist()\n",
+    "    xb, yb = {p}[0], {p}[1]\n    return net(xb).detach() - yb[:, None]\n",
+)
+CALLS = ("step(model, {b})", "step(net=model, {p}={b})", "step(model, {p}={b})")
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    body=st.sampled_from(BODIES),
+    call=st.sampled_from(CALLS),
+    param=st.sampled_from(["batch", "data"]),
+    in_function=st.booleans(),
+    through=st.booleans(),
+)
+def test_a_batch_a_step_function_takes_apart_is_not_moved_whole(
+    body: str, call: str, param: str, in_function: bool, through: bool
+) -> None:
+    step = f"def step(net, {param}):\n" + body.format(p=param)
+    if through:  # handed on by another function of the file, whole
+        step += f"def outer(net, {param}):\n    return step(net, {param})\n"
+        call = call.replace("step(", "outer(")
+    loop = "for b in loader:\n    OUT.append(" + call.format(b="b", p=param) + ")\n"
+    if in_function:
+        loop = "def main():\n" + "".join("    " + line + "\n" for line in loop.splitlines())
+        loop += "main()\n"
+    fuzz.check_port(HEAD + step + loop)
