@@ -137,6 +137,14 @@ FRAGMENTS = [
         "ids{k} = T.LongTensor([0, 1, 1])",
         "OUT.append((model(T.ones(3, 4)).argmax(1) == ids{k}).tolist())",
     ),
+    # a CPU tensor type held by a name, converted to after the tensor is made
+    _lines(
+        "dtype{k} = T.FloatTensor",
+        "x{k} = T.randn(2, 4).type(dtype{k})",
+        "y{k} = T.ones(2, 4)",
+        "y{k} = y{k}.type(dtype{k})",
+        "OUT.append((model(x{k}) + model(y{k})).detach())",
+    ),
     # parameters: floats, strings, booleans, classes, None defaults, tensors
     "def scale{k}(net, gamma):\n    return net(T.ones(1, 4) * gamma)\n"
     "OUT.append(scale{k}(model, 0.5).detach())",
