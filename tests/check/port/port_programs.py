@@ -247,6 +247,20 @@ FRAGMENTS = [
         "OUT.append(adapter{k}.add('lora').tolist())",
         "OUT.append(adapter{k}(T.ones(1, 4)).detach())",
     ),
+    # a module's plain tensor attributes: sizes (not 0-dim values), arithmetic, methods
+    _lines(
+        "class Scaled{k}(T.nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+        "        self.fc = T.nn.Linear(4, 2)",
+        "        self.scale = T.ones(2) * 2",
+        "        self.shift = T.zeros(1)",
+        "        self.steps = T.arange(2).float()",
+        "    def forward(self, x):",
+        "        return self.fc(x) * self.scale + self.shift + self.steps",
+        "scaled{k} = Scaled{k}()",
+        "OUT.append(scaled{k}(T.ones(1, 4)).detach())",
+    ),
     # receivers of .numpy(): parenthesised and compound
     "idx{k} = T.arange(3)\nOUT.append(((10 - idx{k}).numpy()).tolist())",
     "out{k} = model(T.ones(1, 4))\nOUT.append((out{k} + 1).detach().numpy().tolist())",
