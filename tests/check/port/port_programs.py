@@ -137,6 +137,18 @@ FRAGMENTS = [
         "ids{k} = T.LongTensor([0, 1, 1])",
         "OUT.append((model(T.ones(3, 4)).argmax(1) == ids{k}).tolist())",
     ),
+    # a whole batch handed to an object's method, or taken apart by `*`: may be a list
+    _LOADER
+    + _lines(
+        "class Runner{k}:",
+        "    def step(self, net, batch):",
+        "        return net(batch[0]).detach()",
+        "def pair{k}(net, xb, yb):",
+        "    return (net(xb).argmax(1) == yb).tolist()",
+        "for batch{k} in loader{k}:",
+        "    OUT.append(Runner{k}().step(model, batch{k}))",
+        "    OUT.append(pair{k}(model, *batch{k}))",
+    ),
     # a CPU tensor type held by a name, converted to after the tensor is made
     _lines(
         "dtype{k} = T.FloatTensor",

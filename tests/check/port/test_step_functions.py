@@ -67,3 +67,27 @@ def test_a_batch_a_step_function_takes_apart_is_not_moved_whole(
         loop = "def main():\n" + "".join("    " + line + "\n" for line in loop.splitlines())
         loop += "main()\n"
     fuzz.check_port(HEAD + step + loop)
+
+
+# Callees the port cannot see into, or a batch taken apart by `*`: the batch may be a list.
+OPAQUE = (
+    "class Runner:\n    def step(self, net, batch):\n        xb, yb = batch\n"
+    "        return net(xb).detach()\nrunner = Runner()\n",
+    "step = lambda net, batch: net(batch[0]).detach()\n",
+    "def step(net, xb, yb):\n    return net(xb).detach() - yb[:, None]\n",
+)
+OPAQUE_CALLS = ("runner.step(model, {b})", "step(model, {b})", "step(model, *{b})")
+
+
+@settings(max_examples=12, deadline=None)
+@given(which=st.integers(0, len(OPAQUE) - 1), in_function=st.booleans(), enumerated=st.booleans())
+def test_a_batch_handed_where_the_port_cannot_see_is_never_moved_whole(
+    which: int, in_function: bool, enumerated: bool
+) -> None:
+    source = OPAQUE[which]
+    target, iterable = ("(i, b)", "enumerate(loader)") if enumerated else ("b", "loader")
+    loop = f"for {target} in {iterable}:\n    OUT.append({OPAQUE_CALLS[which].format(b='b')})\n"
+    if in_function:
+        loop = "def main():\n" + "".join("    " + line + "\n" for line in loop.splitlines())
+        loop += "main()\n"
+    fuzz.check_port(HEAD + source + loop)

@@ -24,6 +24,7 @@ one that is no tensor (a float, a string, a class) is left alone.
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
@@ -36,6 +37,7 @@ __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 # What a batch name is moved as when the port knows its kind.
 _MOVED = frozenset({Kind.TENSOR, Kind.BATCH})
+_BUILTIN_NAMES = frozenset(dir(builtins))
 _LEFT = frozenset({Kind.DEVICE, Kind.MODEL, Kind.LOADER, Kind.OTHER, Kind.NUMPY})
 
 
@@ -274,7 +276,7 @@ class _Planner:
         unpacks), so the caller must not call ``batch.to(device)`` on a list.
         """
         parents = self.facts.parents
-        whole = tensor = dict_like = indexed = False
+        whole = tensor = dict_like = indexed = opaque = False
         for node in nodes:
             if not (
                 isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
@@ -313,11 +315,37 @@ class _Planner:
                 pass  # unpacked: moved where it is unpacked
             else:
                 whole = True
+                opaque = opaque or self._opaque_use(node, parent)
         if dict_like:
             return "dict"  # moved whole: every tensor value, the others kept
         if not whole:
             return "container"
+        if opaque and not tensor:
+            return "unknown"  # `step(model, *batch)`, `t.step(batch)`: may be a list
         return "unknown" if indexed and not tensor else "tensor"
+
+    def _opaque_use(self, node: ast.Name, parent: ast.AST | None) -> bool:
+        """Whether a whole use says nothing of the batch being a tensor or a list.
+
+        ``*batch`` takes it apart; a callee that is neither the model, nor torch,
+        nor a builtin, nor a function of the file (:meth:`_passed_as`) may take a
+        list (``trainer.step(batch)``, a lambda): ``batch.to(device)`` there may
+        call ``.to`` on a list.
+        """
+        if isinstance(parent, ast.Starred):
+            return True
+        if isinstance(parent, ast.keyword) and parent.arg is not None:
+            parent = self.facts.parents.get(id(parent))
+        if not isinstance(parent, ast.Call) or parent.func is node:
+            return False
+        func = parent.func
+        scope = self.facts.scope_of.get(id(node)) or self.facts.module
+        if self.kinds.of(func) is Kind.MODEL or self.facts.forward(parent, scope):
+            return False
+        name = self.ctx.qualname(func) or ""
+        if name == "torch" or name.startswith("torch."):
+            return False
+        return not (isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES)
 
     def _passed_as(
         self, node: ast.Name, parent: ast.AST | None, seen: frozenset[int]
