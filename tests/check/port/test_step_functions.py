@@ -75,8 +75,18 @@ OPAQUE = (
     "        return net(xb).detach()\nrunner = Runner()\n",
     "step = lambda net, batch: net(batch[0]).detach()\n",
     "def step(net, xb, yb):\n    return net(xb).detach() - yb[:, None]\n",
+    # a function of the file that hands the elements back instead of feeding the model
+    "def parts(batch):\n    return batch[0], batch[1]\n"
+    "def step(net, batch):\n    xb, yb = parts(batch)\n    return net(xb).detach()\n",
+    "def parts(batch):\n    xb, yb = batch\n    return xb, yb\n",
 )
-OPAQUE_CALLS = ("runner.step(model, {b})", "step(model, {b})", "step(model, *{b})")
+OPAQUE_CALLS = (
+    "runner.step(model, {b})",
+    "step(model, {b})",
+    "step(model, *{b})",
+    "step(model, {b})",
+    "model(parts({b})[0]).detach()",
+)
 
 
 @settings(max_examples=12, deadline=None)

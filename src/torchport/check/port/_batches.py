@@ -373,8 +373,14 @@ class _Planner:
                 param = next((p for p in named if p.arg == keyword.arg), None)
         if param is None:
             return None
-        body = self.facts.scope_of_function(func).nodes
-        return self._kind(param.arg, body, seen | {id(func)})
+        scope = self.facts.scope_of_function(func)
+        kind = self._kind(param.arg, scope.nodes, seen | {id(func)})
+        if kind == "container" and (scope.internal or param.arg not in scope.reach):
+            # `def unpack(batch): return batch[0], batch[1]`: the function hands the
+            # elements back rather than feeding them to the model, so nothing there
+            # moves them: the caller's batch is one the port cannot place.
+            return "unknown"
+        return kind
 
     def _collate_objects(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> str | None:
         """The custom collate_fn of the loop's DataLoader when it returns objects with no .to()."""
