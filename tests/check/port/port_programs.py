@@ -220,6 +220,13 @@ FRAGMENTS = [
     "loaded{k} = T.load(buf{k}, weights_only=True)\nOUT.append(model(loaded{k}).detach())",
     "class Holder{k}:\n    def __init__(self):\n        self.data = T.ones(1, 4)\n"
     "h{k} = Holder{k}()\nOUT.append(model(h{k}.data).detach())",
+    # class attributes read through the class: a tensor (reported), a number (left alone)
+    _lines(
+        "class Cfg{k}:",
+        "    scale = 0.5",
+        "    probe = T.ones(1, 4)",
+        "OUT.append((model(Cfg{k}.probe) * Cfg{k}.scale).detach())",
+    ),
     # other libraries: numpy through a transform, a library's own tensor
     "import numpy as np\nimport fakelib\n"
     "X{k} = fakelib.StandardScaler().fit_transform(np.arange(8).reshape(2, 4))\n"

@@ -175,6 +175,9 @@ class ValueKinds(CallerKinds):
         if isinstance(value, ast.Name) and value.id == "self":
             scope = self._scope(expr)
             return Kind.MODEL if self.facts.holds_model(expr, scope) else Kind.UNKNOWN
+        cls = self.file_class(value)
+        if cls is not None:
+            return self.class_attribute(cls, expr.attr)  # `Cfg.x`: what the class body holds
         inner = self.of(value)
         if inner in (Kind.TENSOR, Kind.DEVICE):
             return inner if expr.attr in _SAME_KIND_ATTRS else Kind.UNKNOWN

@@ -105,6 +105,8 @@ class Origins:
         if isinstance(expr, ast.Attribute):
             value = expr.value
             own = isinstance(value, ast.Name) and value.id == "self"
+            if self.kinds.file_class(value) is not None:
+                return [self._origin(expr)]  # `Cfg.x`: kept by a class, out of the port's sight
             if not own and not self._module(value):
                 return self.of(value)  # `x.data`, `batch.text`: where `x` lives
             return [self._origin(expr)]
