@@ -220,6 +220,25 @@ FRAGMENTS = [
     "loaded{k} = T.load(buf{k}, weights_only=True)\nOUT.append(model(loaded{k}).detach())",
     "class Holder{k}:\n    def __init__(self):\n        self.data = T.ones(1, 4)\n"
     "h{k} = Holder{k}()\nOUT.append(model(h{k}.data).detach())",
+    # data a dataset or a loader keeps, read straight from it: on the CPU, reported
+    _LOADER
+    + _lines(
+        "OUT.append(model(loader{k}.dataset.tensors[0]).detach())",
+        "first{k}, label{k} = loader{k}.dataset[0]",
+        "OUT.append((model(first{k}).detach(), label{k}))",
+    ),
+    _lines(
+        "from torch.utils.data import Dataset",
+        "class Rows{k}(Dataset):",
+        "    def __init__(self):",
+        "        self.x = T.ones(3, 4)",
+        "    def __len__(self):",
+        "        return 3",
+        "    def __getitem__(self, i):",
+        "        return self.x[i]",
+        "rows{k} = Rows{k}()",
+        "OUT.append((model(rows{k}.x).detach(), model(rows{k}[1]).detach(), len(rows{k})))",
+    ),
     # class attributes read through the class: a tensor (reported), a number (left alone)
     _lines(
         "class Cfg{k}:",

@@ -129,6 +129,8 @@ class ValueKinds(CallerKinds):
             if inner is Kind.OTHER:
                 items = self._literal_items(expr.value)
                 return join(items) if items is not None else Kind.OTHER
+            if inner is Kind.LOADER:
+                return Kind.BATCH  # `train_ds[0]`: an item of a dataset
             return Kind.MODEL if inner is Kind.MODEL else inner
         if isinstance(expr, ast.BinOp):
             return self._combined([expr.left, expr.right])

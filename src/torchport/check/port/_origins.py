@@ -33,6 +33,8 @@ from torchport.check.semantic import Binding, BindingKind
 __all__ = ["Origin", "Origins", "origins"]
 
 _FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY})
+# Kinds whose attributes and items are data they keep, not values on their own device.
+_HOLDERS = frozenset({Kind.LOADER, Kind.OTHER})
 _CONTAINERS = frozenset({"list", "tuple", "set", "sorted", "reversed"})
 
 
@@ -105,12 +107,16 @@ class Origins:
         if isinstance(expr, ast.Attribute):
             value = expr.value
             own = isinstance(value, ast.Name) and value.id == "self"
-            if self.kinds.file_class(value) is not None:
-                return [self._origin(expr)]  # `Cfg.x`: kept by a class, out of the port's sight
+            if self.kinds.file_class(value) is not None or self.kinds.of(value) in _HOLDERS:
+                # `Cfg.x`, `train_ds.tensors`, `Pairs(2).x`: data a class, a dataset or
+                # a loader keeps, on the CPU; not "where the holder lives"
+                return [self._origin(expr)]
             if not own and not self._module(value):
                 return self.of(value)  # `x.data`, `batch.text`: where `x` lives
             return [self._origin(expr)]
         if isinstance(expr, (ast.Subscript, ast.Starred)):
+            if self.kinds.of(expr.value) in _HOLDERS:
+                return [self._origin(expr)]  # `train_ds[0]`: an item a dataset makes
             return self.of(expr.value)
         if isinstance(expr, ast.NamedExpr):
             return self.of(expr.value)
