@@ -220,6 +220,15 @@ FRAGMENTS = [
     "loaded{k} = T.load(buf{k}, weights_only=True)\nOUT.append(model(loaded{k}).detach())",
     "class Holder{k}:\n    def __init__(self):\n        self.data = T.ones(1, 4)\n"
     "h{k} = Holder{k}()\nOUT.append(model(h{k}.data).detach())",
+    # batches taken in a comprehension: fed to the model there (reported), or to a step
+    # function of the file that moves them itself
+    _LOADER + "OUT.append([model(xc{k}).detach() for xc{k}, _ in loader{k}])",
+    _LOADER
+    + _lines(
+        "def feed{k}(net, xb, yb):",
+        "    return (net(xb).argmax(1) == yb).tolist()",
+        "OUT.append([feed{k}(model, xb, yb) for xb, yb in loader{k}])",
+    ),
     # data a dataset or a loader keeps, read straight from it: on the CPU, reported
     _LOADER
     + _lines(

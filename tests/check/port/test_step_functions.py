@@ -17,6 +17,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from torchport.check.port import port_text
+
 HERE = Path(__file__).parent
 
 
@@ -101,3 +103,27 @@ def test_a_batch_handed_where_the_port_cannot_see_is_never_moved_whole(
         loop = "def main():\n" + "".join("    " + line + "\n" for line in loop.splitlines())
         loop += "main()\n"
     fuzz.check_port(HEAD + source + loop)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    loss=st.sampled_from(["torch.nn.functional.cross_entropy", "torch.nn.CrossEntropyLoss()"]),
+    comprehension=st.booleans(),
+)
+def test_batches_a_step_function_gives_to_a_loss_held_by_a_name_are_moved(
+    loss: str, comprehension: bool
+) -> None:
+    """``loss_batch(model, loss_func, xb, yb)`` (the nn tutorial's shape): all moved, none left."""
+    step = (
+        f"loss_func = {loss}\n"
+        "def loss_batch(net, loss_func, xb, yb):\n"
+        "    return loss_func(net(xb), yb).item()\n"
+    )
+    loop = (
+        "OUT.append([loss_batch(model, loss_func, xb, yb) for xb, yb in loader])\n"
+        if comprehension
+        else "for xb, yb in loader:\n    OUT.append(loss_batch(model, loss_func, xb, yb))\n"
+    )
+    source = HEAD + step + loop
+    fuzz.check_port(source)
+    assert [str(f) for f in port_text(source).remaining] == []

@@ -24,7 +24,6 @@ one that is no tensor (a float, a string, a class) is left alone.
 from __future__ import annotations
 
 import ast
-import builtins
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
@@ -37,7 +36,6 @@ __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 # What a batch name is moved as when the port knows its kind.
 _MOVED = frozenset({Kind.TENSOR, Kind.BATCH})
-_BUILTIN_NAMES = frozenset(dir(builtins))
 _LEFT = frozenset({Kind.DEVICE, Kind.MODEL, Kind.LOADER, Kind.OTHER, Kind.NUMPY})
 
 
@@ -327,10 +325,11 @@ class _Planner:
     def _opaque_use(self, node: ast.Name, parent: ast.AST | None) -> bool:
         """Whether a whole use says nothing of the batch being a tensor or a list.
 
-        ``*batch`` takes it apart; a callee that is neither the model, nor torch,
-        nor a builtin, nor a function of the file (:meth:`_passed_as`) may take a
-        list (``trainer.step(batch)``, a lambda): ``batch.to(device)`` there may
-        call ``.to`` on a list.
+        ``*batch`` takes it apart; a method of an object (``trainer.step(batch)``)
+        or a lambda may take a list: ``batch.to(device)`` there may call ``.to``
+        on a list. A name called with it (``loss_func(out, yb)``) is taken for a
+        function of tensors, as a loss is; a function of the file is followed
+        (:meth:`_passed_as`).
         """
         if isinstance(parent, ast.Starred):
             return True
@@ -342,10 +341,19 @@ class _Planner:
         scope = self.facts.scope_of.get(id(node)) or self.facts.module
         if self.kinds.of(func) is Kind.MODEL or self.facts.forward(parent, scope):
             return False
+        if isinstance(func, ast.Name):
+            return isinstance(self.ctx.value_of(func), ast.Lambda)
         name = self.ctx.qualname(func) or ""
         if name == "torch" or name.startswith("torch."):
             return False
-        return not (isinstance(func, ast.Name) and func.id in _BUILTIN_NAMES)
+        return isinstance(func, ast.Attribute) and not self._module(func.value)
+
+    def _module(self, expr: ast.expr) -> bool:
+        """Whether ``expr`` is rooted at an import (``np.`` in ``np.stack``), not a value."""
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and self.ctx.qualname(root) is not None
 
     def _passed_as(
         self, node: ast.Name, parent: ast.AST | None, seen: frozenset[int]

@@ -132,6 +132,8 @@ class Origins:
         return [self._origin(expr)]
 
     def _name(self, name: ast.Name) -> list[Origin]:
+        if self._moved_where_passed(name):
+            return []  # `step(model, xb)` where `step` moves its `xb` first thing
         found = self.kinds.reaching.may_reach(name)
         if not found:
             return [Origin(name, f"`{name.id}`", library=False)]
@@ -141,6 +143,29 @@ class Origins:
                 continue
             out += self._binding(b, name)
         return out
+
+    def _moved_where_passed(self, name: ast.Name) -> bool:
+        """Whether ``name`` is an argument of a function of the file that moves that parameter."""
+        parent = self.facts.parents.get(id(name))
+        keyword = parent.arg if isinstance(parent, ast.keyword) else None
+        if keyword is not None:
+            parent = self.facts.parents.get(id(parent))
+        if not isinstance(parent, ast.Call) or not isinstance(parent.func, ast.Name):
+            return False
+        func = self.facts.functions.get(parent.func.id)
+        if func is None:
+            return False
+        move = self.plan.moves.get(id(func))
+        moved = set(self.facts.scope_of_function(func).moved)  # `xb = xb.to(device)` in it
+        if move is not None:
+            moved |= {*move.tensors, *move.dicts}
+        if keyword is None:
+            if name not in parent.args or any(isinstance(a, ast.Starred) for a in parent.args):
+                return False
+            positional = [*func.args.posonlyargs, *func.args.args]
+            index = parent.args.index(name)
+            keyword = positional[index].arg if index < len(positional) else None
+        return keyword is not None and keyword in moved
 
     def _binding(self, b: Binding, name: ast.Name) -> list[Origin]:
         """The origins of what one binding binds (once per binding, whatever reads it)."""
@@ -168,6 +193,10 @@ class Origins:
             return []  # a batch the code moves itself (`x = x.to(device)` in the loop)
         if isinstance(anchor, ast.Assign):
             return self.of(anchor.value)  # `data, target = get_batch(source, i)`
+        if isinstance(anchor, ast.comprehension) and self.kinds.of(anchor.iter) is Kind.LOADER:
+            # `[model(x) for x, _ in loader]`: the port moves batches at a loop's
+            # statements, and a comprehension has none
+            return [Origin(name, f"`{name.id}`, a batch taken in a comprehension", library=False)]
         if isinstance(anchor, (ast.For, ast.AsyncFor, ast.comprehension)):
             return self.of(anchor.iter)  # an item of what it iterates
         return [Origin(name, f"`{name.id}`", library=False)]
