@@ -127,3 +127,24 @@ def test_batches_a_step_function_gives_to_a_loss_held_by_a_name_are_moved(
     source = HEAD + step + loop
     fuzz.check_port(source)
     assert [str(f) for f in port_text(source).remaining] == []
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    body=st.sampled_from(BODIES),
+    comprehension=st.booleans(),
+    generator=st.booleans(),
+)
+def test_whole_batches_a_step_function_takes_apart_leave_nothing_to_report(
+    body: str, comprehension: bool, generator: bool
+) -> None:
+    """The batch handed whole to a step that unpacks or indexes it: moved there, none left."""
+    step = "def step(net, batch):\n" + body.format(p="batch")
+    if comprehension:
+        items = "step(model, b) for b in loader"
+        loop = f"OUT.append({'list(' + items + ')' if generator else '[' + items + ']'})\n"
+    else:
+        loop = "for b in loader:\n    OUT.append(step(model, b))\n"
+    source = HEAD + step + loop
+    fuzz.check_port(source)
+    assert [str(f) for f in port_text(source).remaining] == []

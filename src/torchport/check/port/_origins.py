@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from torchport.check._context import Context
 from torchport.check.port._batches import BatchPlan, batch_plan
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE, is_move
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 from torchport.check.semantic import Binding, BindingKind
@@ -165,7 +165,41 @@ class Origins:
             positional = [*func.args.posonlyargs, *func.args.args]
             index = parent.args.index(name)
             keyword = positional[index].arg if index < len(positional) else None
-        return keyword is not None and keyword in moved
+        if keyword is None:
+            return False
+        return keyword in moved or self._elements_moved(func, keyword)
+
+    def _elements_moved(self, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
+        """Whether ``func`` reads ``param`` only through elements that are moved there.
+
+        ``batch[0]`` the batch plan moves, ``batch[0].to(device)`` the code moves, or
+        ``x, y = batch`` with ``x`` and ``y`` moved (by the plan or the code).
+        """
+        parents = self.facts.parents
+        reads = [
+            n
+            for n in ast.walk(func)
+            if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load)
+        ]
+        scope = self.facts.scope_of_function(func)
+        for read in reads:
+            element = parents.get(id(read))
+            if isinstance(element, ast.Assign) and element.value is read:  # `x, y = batch`
+                planned = self.plan.moves.get(id(element))
+                moved = set(scope.moved) | set(planned.tensors if planned else ())
+                names = [
+                    n.id for t in element.targets for n in ast.walk(t) if isinstance(n, ast.Name)
+                ]
+                if not names or not set(names) <= moved:
+                    return False
+                continue
+            if not isinstance(element, (ast.Subscript, ast.Attribute)) or element.value is not read:
+                return False
+            above = parents.get(id(element))
+            moved_here = isinstance(above, ast.Attribute) and is_move(parents.get(id(above), above))
+            if id(element) not in self.elements and not moved_here:
+                return False
+        return bool(reads)
 
     def _binding(self, b: Binding, name: ast.Name) -> list[Origin]:
         """The origins of what one binding binds (once per binding, whatever reads it)."""
