@@ -137,6 +137,26 @@ FRAGMENTS = [
         "ids{k} = T.LongTensor([0, 1, 1])",
         "OUT.append((model(T.ones(3, 4)).argmax(1) == ids{k}).tolist())",
     ),
+    # a whole batch handed to an object's method, or taken apart by `*`: may be a list
+    _LOADER
+    + _lines(
+        "class Runner{k}:",
+        "    def step(self, net, batch):",
+        "        return net(batch[0]).detach()",
+        "def pair{k}(net, xb, yb):",
+        "    return (net(xb).argmax(1) == yb).tolist()",
+        "for batch{k} in loader{k}:",
+        "    OUT.append(Runner{k}().step(model, batch{k}))",
+        "    OUT.append(pair{k}(model, *batch{k}))",
+    ),
+    # a CPU tensor type held by a name, converted to after the tensor is made
+    _lines(
+        "dtype{k} = T.FloatTensor",
+        "x{k} = T.randn(2, 4).type(dtype{k})",
+        "y{k} = T.ones(2, 4)",
+        "y{k} = y{k}.type(dtype{k})",
+        "OUT.append((model(x{k}) + model(y{k})).detach())",
+    ),
     # parameters: floats, strings, booleans, classes, None defaults, tensors
     "def scale{k}(net, gamma):\n    return net(T.ones(1, 4) * gamma)\n"
     "OUT.append(scale{k}(model, 0.5).detach())",
@@ -175,6 +195,18 @@ FRAGMENTS = [
         "    OUT.append(model(batch{k}[0]).detach() - batch{k}[1][:, None])",
     ),
     _LOADER + "xs{k}, ys{k} = next(iter(loader{k}))\nOUT.append(model(xs{k}).detach())",
+    # a whole batch handed to a step function that unpacks or indexes it (the batch is a list)
+    _LOADER
+    + _lines(
+        "def step{k}(net, batch):",
+        "    xb, yb = batch",
+        "    return (net(xb).argmax(1) == yb).tolist()",
+        "def check{k}(net, batch):",
+        "    return net(batch[0]).detach() - batch[1][:, None]",
+        "for batch{k} in loader{k}:",
+        "    OUT.append(step{k}(model, batch{k}))",
+        "    OUT.append(check{k}(net=model, batch=batch{k}))",
+    ),
     _LOADER + "for (a{k}, b{k}), (c{k}, d{k}) in zip(loader{k}, loader{k}):\n"
     "    OUT.append(model(a{k} + c{k}).detach())",
     _lines(
@@ -188,6 +220,41 @@ FRAGMENTS = [
     "loaded{k} = T.load(buf{k}, weights_only=True)\nOUT.append(model(loaded{k}).detach())",
     "class Holder{k}:\n    def __init__(self):\n        self.data = T.ones(1, 4)\n"
     "h{k} = Holder{k}()\nOUT.append(model(h{k}.data).detach())",
+    # batches taken in a comprehension: fed to the model there (reported), or to a step
+    # function of the file that moves them itself
+    _LOADER + "OUT.append([model(xc{k}).detach() for xc{k}, _ in loader{k}])",
+    _LOADER
+    + _lines(
+        "def feed{k}(net, xb, yb):",
+        "    return (net(xb).argmax(1) == yb).tolist()",
+        "OUT.append([feed{k}(model, xb, yb) for xb, yb in loader{k}])",
+    ),
+    # data a dataset or a loader keeps, read straight from it: on the CPU, reported
+    _LOADER
+    + _lines(
+        "OUT.append(model(loader{k}.dataset.tensors[0]).detach())",
+        "first{k}, label{k} = loader{k}.dataset[0]",
+        "OUT.append((model(first{k}).detach(), label{k}))",
+    ),
+    _lines(
+        "from torch.utils.data import Dataset",
+        "class Rows{k}(Dataset):",
+        "    def __init__(self):",
+        "        self.x = T.ones(3, 4)",
+        "    def __len__(self):",
+        "        return 3",
+        "    def __getitem__(self, i):",
+        "        return self.x[i]",
+        "rows{k} = Rows{k}()",
+        "OUT.append((model(rows{k}.x).detach(), model(rows{k}[1]).detach(), len(rows{k})))",
+    ),
+    # class attributes read through the class: a tensor (reported), a number (left alone)
+    _lines(
+        "class Cfg{k}:",
+        "    scale = 0.5",
+        "    probe = T.ones(1, 4)",
+        "OUT.append((model(Cfg{k}.probe) * Cfg{k}.scale).detach())",
+    ),
     # other libraries: numpy through a transform, a library's own tensor
     "import numpy as np\nimport fakelib\n"
     "X{k} = fakelib.StandardScaler().fit_transform(np.arange(8).reshape(2, 4))\n"
@@ -226,6 +293,20 @@ FRAGMENTS = [
         "adapter{k} = Adapter{k}()",
         "OUT.append(adapter{k}.add('lora').tolist())",
         "OUT.append(adapter{k}(T.ones(1, 4)).detach())",
+    ),
+    # a module's plain tensor attributes: sizes (not 0-dim values), arithmetic, methods
+    _lines(
+        "class Scaled{k}(T.nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+        "        self.fc = T.nn.Linear(4, 2)",
+        "        self.scale = T.ones(2) * 2",
+        "        self.shift = T.zeros(1)",
+        "        self.steps = T.arange(2).float()",
+        "    def forward(self, x):",
+        "        return self.fc(x) * self.scale + self.shift + self.steps",
+        "scaled{k} = Scaled{k}()",
+        "OUT.append(scaled{k}(T.ones(1, 4)).detach())",
     ),
     # receivers of .numpy(): parenthesised and compound
     "idx{k} = T.arange(3)\nOUT.append(((10 - idx{k}).numpy()).tolist())",

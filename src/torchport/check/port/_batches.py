@@ -265,16 +265,31 @@ class _Planner:
         if move.tensors or move.dicts:
             self.plan.moves[id(node)] = move
 
-    def _kind(self, name: str, nodes: list[ast.AST]) -> str:
-        """'tensor', 'dict', 'container' (used through elements only) or 'unknown'."""
+    def _kind(self, name: str, nodes: list[ast.AST], seen: frozenset[int] = frozenset()) -> str:
+        """'tensor', 'dict', 'container' (used through elements only) or 'unknown'.
+
+        A batch handed whole to a function of the file is used as that function
+        uses its parameter: ``train_step(model, batch)`` whose body unpacks
+        ``x, y = batch`` uses it as a container (the function moves what it
+        unpacks), so the caller must not call ``batch.to(device)`` on a list.
+        """
         parents = self.facts.parents
-        whole = tensor = dict_like = indexed = False
+        whole = tensor = dict_like = indexed = opaque = False
         for node in nodes:
             if not (
                 isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
             ):
                 continue
             parent = parents.get(id(node))
+            passed = self._passed_as(node, parent, seen)
+            if passed is not None:
+                if passed == "container":
+                    continue
+                whole = True
+                tensor = tensor or passed == "tensor"
+                dict_like = dict_like or passed == "dict"
+                indexed = indexed or passed == "unknown"
+                continue
             if isinstance(parent, ast.Subscript) and parent.value is node:
                 outer = parents.get(id(parent))
                 if isinstance(outer, ast.keyword) and outer.arg is None:
@@ -298,11 +313,82 @@ class _Planner:
                 pass  # unpacked: moved where it is unpacked
             else:
                 whole = True
+                opaque = opaque or self._opaque_use(node, parent)
         if dict_like:
             return "dict"  # moved whole: every tensor value, the others kept
         if not whole:
             return "container"
+        if opaque and not tensor:
+            return "unknown"  # `step(model, *batch)`, `t.step(batch)`: may be a list
         return "unknown" if indexed and not tensor else "tensor"
+
+    def _opaque_use(self, node: ast.Name, parent: ast.AST | None) -> bool:
+        """Whether a whole use says nothing of the batch being a tensor or a list.
+
+        ``*batch`` takes it apart; a method of an object (``trainer.step(batch)``)
+        or a lambda may take a list: ``batch.to(device)`` there may call ``.to``
+        on a list. A name called with it (``loss_func(out, yb)``) is taken for a
+        function of tensors, as a loss is; a function of the file is followed
+        (:meth:`_passed_as`).
+        """
+        if isinstance(parent, ast.Starred):
+            return True
+        if isinstance(parent, ast.keyword) and parent.arg is not None:
+            parent = self.facts.parents.get(id(parent))
+        if not isinstance(parent, ast.Call) or parent.func is node:
+            return False
+        func = parent.func
+        scope = self.facts.scope_of.get(id(node)) or self.facts.module
+        if self.kinds.of(func) is Kind.MODEL or self.facts.forward(parent, scope):
+            return False
+        if isinstance(func, ast.Name):
+            return isinstance(self.ctx.value_of(func), ast.Lambda)
+        name = self.ctx.qualname(func) or ""
+        if name == "torch" or name.startswith("torch."):
+            return False
+        return isinstance(func, ast.Attribute) and not self._module(func.value)
+
+    def _module(self, expr: ast.expr) -> bool:
+        """Whether ``expr`` is rooted at an import (``np.`` in ``np.stack``), not a value."""
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and self.ctx.qualname(root) is not None
+
+    def _passed_as(
+        self, node: ast.Name, parent: ast.AST | None, seen: frozenset[int]
+    ) -> str | None:
+        """How a file function uses ``node`` passed to it as an argument, or None if not one."""
+        if isinstance(parent, ast.keyword) and parent.arg is not None:
+            parent = self.facts.parents.get(id(parent))
+        if not isinstance(parent, ast.Call) or parent.func is node:
+            return None
+        func = self.facts.functions.get(getattr(parent.func, "id", ""))
+        if func is None or id(func) in seen:
+            return None
+        a = func.args
+        positional = [*a.posonlyargs, *a.args]
+        param: ast.arg | None = None
+        if node in parent.args:
+            index = parent.args.index(node)
+            if any(isinstance(arg, ast.Starred) for arg in parent.args[:index]):
+                return None
+            param = positional[index] if index < len(positional) else None
+        else:
+            keyword = next((k for k in parent.keywords if k.value is node), None)
+            if keyword is not None and keyword.arg is not None:
+                named = (*a.args, *a.kwonlyargs)
+                param = next((p for p in named if p.arg == keyword.arg), None)
+        if param is None:
+            return None
+        scope = self.facts.scope_of_function(func)
+        kind = self._kind(param.arg, scope.nodes, seen | {id(func)})
+        if kind == "container" and (scope.internal or _hands_back(func, param.arg)):
+            # `def unpack(batch): return batch[0], batch[1]`: the function hands the
+            # elements back rather than feeding them to the model, so nothing there
+            # moves them: the caller's batch is one the port cannot place.
+            return "unknown"
+        return kind
 
     def _collate_objects(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> str | None:
         """The custom collate_fn of the loop's DataLoader when it returns objects with no .to()."""
@@ -369,6 +455,30 @@ class _Planner:
             if isinstance(parent, ast.Attribute) and is_move(parents.get(id(parent), parent)):
                 continue
             self.plan.elements.append(node)
+
+
+def _hands_back(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
+    """Whether ``func`` returns ``param`` or what it unpacks from it (``return x, y``)."""
+    names = {param}
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == param
+        ):
+            names |= {n.id for t in node.targets for n in _name_nodes(t)}
+
+    def handed(expr: ast.expr) -> bool:
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(handed(e) for e in expr.elts)
+        while isinstance(expr, (ast.Subscript, ast.Starred)):
+            expr = expr.value
+        return isinstance(expr, ast.Name) and expr.id in names
+
+    return any(
+        isinstance(node, ast.Return) and node.value is not None and handed(node.value)
+        for node in ast.walk(func)
+    )
 
 
 def _name_nodes(target: ast.expr) -> list[ast.Name]:

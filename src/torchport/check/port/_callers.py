@@ -33,10 +33,45 @@ class CallerKinds:
     _memo: dict[int, object]
     _sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None
     _returns_of: dict[int, list[ast.expr] | None]
+    _stored_attrs: set[str] | None = None  # attributes the file assigns (`obj.x = ...`)
 
     def of(self, expr: ast.expr) -> Kind:
         """What ``expr`` evaluates to where it stands."""
         raise NotImplementedError
+
+    def file_class(self, name: ast.expr) -> ast.ClassDef | None:
+        """The class of the file ``name`` is bound to (its one binding), if it is one."""
+        if not isinstance(name, ast.Name):
+            return None
+        found = self.scopes.bindings(name.id, name)
+        node = found[0].node if len(found) == 1 else None
+        return node if isinstance(node, ast.ClassDef) else None
+
+    def class_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
+        """What a class attribute read through the class holds (``Cfg.x``).
+
+        The values its body assigns; unknown when the file assigns it anywhere
+        else (``Cfg.x = ...``), or the body does not assign it (a method).
+        """
+        values: list[ast.expr] = []
+        for stmt in cls.body:
+            if isinstance(stmt, ast.Assign):
+                targets, value = stmt.targets, stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                targets, value = [stmt.target], stmt.value
+            else:
+                continue
+            if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                values.append(value)
+        if self._stored_attrs is None:
+            self._stored_attrs = {
+                n.attr
+                for n in ast.walk(self.ctx.tree)
+                if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+            }
+        if not values or attr in self._stored_attrs:
+            return Kind.UNKNOWN
+        return join(self.of(v) for v in values)
 
     def _returned_items(self, func: ast.Name) -> Elements | None:
         """Per position, what a function of the file returns when it returns tuples only."""

@@ -120,6 +120,8 @@ class ValueKinds(CallerKinds):
             if inner is Kind.OTHER:
                 items = self._literal_items(expr.value)
                 return join(items) if items is not None else Kind.OTHER
+            if inner is Kind.LOADER:
+                return Kind.BATCH  # `train_ds[0]`: an item of a dataset
             return Kind.MODEL if inner is Kind.MODEL else inner
         if isinstance(expr, ast.BinOp):
             return self._combined([expr.left, expr.right])
@@ -166,6 +168,9 @@ class ValueKinds(CallerKinds):
         if isinstance(value, ast.Name) and value.id == "self":
             scope = self._scope(expr)
             return Kind.MODEL if self.facts.holds_model(expr, scope) else Kind.UNKNOWN
+        cls = self.file_class(value)
+        if cls is not None:
+            return self.class_attribute(cls, expr.attr)  # `Cfg.x`: what the class body holds
         inner = self.of(value)
         if inner in (Kind.TENSOR, Kind.DEVICE):
             return inner if expr.attr in _SAME_KIND_ATTRS else Kind.UNKNOWN

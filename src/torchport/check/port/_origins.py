@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from torchport.check._context import Context
 from torchport.check.port._batches import BatchPlan, batch_plan
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE, is_move
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 from torchport.check.semantic import Binding, BindingKind
@@ -33,6 +33,8 @@ from torchport.check.semantic import Binding, BindingKind
 __all__ = ["Origin", "Origins", "origins"]
 
 _FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY})
+# Kinds whose attributes and items are data they keep, not values on their own device.
+_HOLDERS = frozenset({Kind.LOADER, Kind.OTHER})
 _CONTAINERS = frozenset({"list", "tuple", "set", "sorted", "reversed"})
 
 
@@ -105,10 +107,16 @@ class Origins:
         if isinstance(expr, ast.Attribute):
             value = expr.value
             own = isinstance(value, ast.Name) and value.id == "self"
+            if self.kinds.file_class(value) is not None or self.kinds.of(value) in _HOLDERS:
+                # `Cfg.x`, `train_ds.tensors`, `Pairs(2).x`: data a class, a dataset or
+                # a loader keeps, on the CPU; not "where the holder lives"
+                return [self._origin(expr)]
             if not own and not self._module(value):
                 return self.of(value)  # `x.data`, `batch.text`: where `x` lives
             return [self._origin(expr)]
         if isinstance(expr, (ast.Subscript, ast.Starred)):
+            if self.kinds.of(expr.value) in _HOLDERS:
+                return [self._origin(expr)]  # `train_ds[0]`: an item a dataset makes
             return self.of(expr.value)
         if isinstance(expr, ast.NamedExpr):
             return self.of(expr.value)
@@ -124,6 +132,8 @@ class Origins:
         return [self._origin(expr)]
 
     def _name(self, name: ast.Name) -> list[Origin]:
+        if self._moved_where_passed(name):
+            return []  # `step(model, xb)` where `step` moves its `xb` first thing
         found = self.kinds.reaching.may_reach(name)
         if not found:
             return [Origin(name, f"`{name.id}`", library=False)]
@@ -133,6 +143,63 @@ class Origins:
                 continue
             out += self._binding(b, name)
         return out
+
+    def _moved_where_passed(self, name: ast.Name) -> bool:
+        """Whether ``name`` is an argument of a function of the file that moves that parameter."""
+        parent = self.facts.parents.get(id(name))
+        keyword = parent.arg if isinstance(parent, ast.keyword) else None
+        if keyword is not None:
+            parent = self.facts.parents.get(id(parent))
+        if not isinstance(parent, ast.Call) or not isinstance(parent.func, ast.Name):
+            return False
+        func = self.facts.functions.get(parent.func.id)
+        if func is None:
+            return False
+        move = self.plan.moves.get(id(func))
+        moved = set(self.facts.scope_of_function(func).moved)  # `xb = xb.to(device)` in it
+        if move is not None:
+            moved |= {*move.tensors, *move.dicts}
+        if keyword is None:
+            if name not in parent.args or any(isinstance(a, ast.Starred) for a in parent.args):
+                return False
+            positional = [*func.args.posonlyargs, *func.args.args]
+            index = parent.args.index(name)
+            keyword = positional[index].arg if index < len(positional) else None
+        if keyword is None:
+            return False
+        return keyword in moved or self._elements_moved(func, keyword)
+
+    def _elements_moved(self, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
+        """Whether ``func`` reads ``param`` only through elements that are moved there.
+
+        ``batch[0]`` the batch plan moves, ``batch[0].to(device)`` the code moves, or
+        ``x, y = batch`` with ``x`` and ``y`` moved (by the plan or the code).
+        """
+        parents = self.facts.parents
+        reads = [
+            n
+            for n in ast.walk(func)
+            if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load)
+        ]
+        scope = self.facts.scope_of_function(func)
+        for read in reads:
+            element = parents.get(id(read))
+            if isinstance(element, ast.Assign) and element.value is read:  # `x, y = batch`
+                planned = self.plan.moves.get(id(element))
+                moved = set(scope.moved) | set(planned.tensors if planned else ())
+                names = [
+                    n.id for t in element.targets for n in ast.walk(t) if isinstance(n, ast.Name)
+                ]
+                if not names or not set(names) <= moved:
+                    return False
+                continue
+            if not isinstance(element, (ast.Subscript, ast.Attribute)) or element.value is not read:
+                return False
+            above = parents.get(id(element))
+            moved_here = isinstance(above, ast.Attribute) and is_move(parents.get(id(above), above))
+            if id(element) not in self.elements and not moved_here:
+                return False
+        return bool(reads)
 
     def _binding(self, b: Binding, name: ast.Name) -> list[Origin]:
         """The origins of what one binding binds (once per binding, whatever reads it)."""
@@ -160,6 +227,10 @@ class Origins:
             return []  # a batch the code moves itself (`x = x.to(device)` in the loop)
         if isinstance(anchor, ast.Assign):
             return self.of(anchor.value)  # `data, target = get_batch(source, i)`
+        if isinstance(anchor, ast.comprehension) and self.kinds.of(anchor.iter) is Kind.LOADER:
+            # `[model(x) for x, _ in loader]`: the port moves batches at a loop's
+            # statements, and a comprehension has none
+            return [Origin(name, f"`{name.id}`, a batch taken in a comprehension", library=False)]
         if isinstance(anchor, (ast.For, ast.AsyncFor, ast.comprehension)):
             return self.of(anchor.iter)  # an item of what it iterates
         return [Origin(name, f"`{name.id}`", library=False)]

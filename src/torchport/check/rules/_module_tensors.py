@@ -18,6 +18,7 @@ __all__ = [
     "subclasses_optimizer",
     "submodules",
     "tensor_annotation",
+    "zero_dim",
 ]
 
 
@@ -35,13 +36,52 @@ OPTIMIZER_STATE = (
 )
 
 
-def held_apart(node: ast.Call, init: ast.FunctionDef, parents: dict[int, ast.AST]) -> str | None:
+# Makers whose one number argument is the tensor's value (a 0-dim tensor), not a size.
+_SCALAR_MAKERS = frozenset({"torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})
+
+
+def zero_dim(node: ast.Call, name: str) -> bool:
+    """Whether ``node`` (a call of ``name``) makes a 0-dim tensor, which mixes with any device.
+
+    ``torch.tensor(2.0)`` does; ``torch.ones(2)`` and ``torch.zeros(1)`` do not (the
+    number is a size: a 1-dim CPU tensor meets an accelerator tensor with an error).
+    """
+    if not node.args:
+        return False
+    first = node.args[0]
+    if isinstance(first, ast.UnaryOp) and isinstance(first.op, ast.USub | ast.UAdd):
+        first = first.operand
+    if name in _SCALAR_MAKERS:
+        return isinstance(first, ast.Constant) and isinstance(first.value, int | float | bool)
+    return isinstance(first, ast.Tuple) and not first.elts and len(node.args) == 1  # zeros(())
+
+
+def _kept_value(node: ast.Call, parents: dict[int, ast.AST]) -> ast.AST:
+    """The expression holding what ``node`` makes: through arithmetic and the tensor's
+    own methods (``torch.ones(2) * 2``, ``torch.arange(4).float()``), not into another call."""
+    expr: ast.AST = node
+    while True:
+        up = parents.get(id(expr))
+        if isinstance(up, ast.BinOp | ast.UnaryOp):
+            expr = up
+            continue
+        call = parents.get(id(up)) if isinstance(up, ast.Attribute) else None
+        if isinstance(up, ast.Attribute) and isinstance(call, ast.Call) and call.func is up:
+            expr = call
+            continue
+        return expr
+
+
+def held_apart(
+    node: ast.Call, name: str, init: ast.FunctionDef, parents: dict[int, ast.AST]
+) -> str | None:
     """The attribute ``__init__`` keeps ``node`` in (``self.scale = torch.tensor([2.0])``),
     if another method of the class reads it; None for scalars, which mix with any device."""
-    if node.args and isinstance(node.args[0], ast.Constant):
+    if zero_dim(node, name):
         return None  # `torch.tensor(2.0)`: a 0-dim tensor, usable with tensors anywhere
-    holder = parents.get(id(node))
-    if not (isinstance(holder, ast.Assign) and holder.value is node and len(holder.targets) == 1):
+    value = _kept_value(node, parents)
+    holder = parents.get(id(value))
+    if not (isinstance(holder, ast.Assign) and holder.value is value and len(holder.targets) == 1):
         return None
     target = holder.targets[0]
     if not (

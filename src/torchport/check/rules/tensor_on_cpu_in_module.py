@@ -17,6 +17,7 @@ from torchport.check.rules._module_tensors import (
     subclasses_optimizer,
     submodules,
     tensor_annotation,
+    zero_dim,
 )
 
 # Uses of a parameter that show it is a tensor.
@@ -121,7 +122,7 @@ class TensorOnCpuInModule(Rule):
         scope = facts.scope_of.get(id(node))
         method = scope.node if scope is not None else None
         if scope is not None and scope.cls is not None and subclasses_optimizer(scope.cls, ctx):
-            if not (node.args and isinstance(node.args[0], ast.Constant)):  # 0-dim: any device
+            if not zero_dim(node, name):  # a 0-dim tensor mixes with any device
                 yield ctx.finding(self, node, message=OPTIMIZER_STATE)
             return
         if scope is None or not scope.module_method or not isinstance(method, ast.FunctionDef):
@@ -130,7 +131,7 @@ class TensorOnCpuInModule(Rule):
         if not params or params[0] != "self":
             return
         if method.name == "__init__":
-            held = held_apart(node, method, facts.parents)
+            held = held_apart(node, name, method, facts.parents)
             if held is not None:
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
             return

@@ -43,6 +43,9 @@ class TypeToCpuTensorType(Rule):
     valid = (
         _HEAD + "x = torch.cat((a, b)).type(torch.float32)\nout = model(x)\n",
         _HEAD + "x = a.type(torch.FloatTensor)\nprint(x)\n",
+        # a name that may hold a dtype (which has no `.dtype`): left as it is
+        _HEAD + "def f(x, dtype):\n    return model(x.type(dtype))\n",
+        _HEAD + "dtype = torch.float32\nout = model(a.type(dtype))\n",
     )
     invalid = (
         Example(
@@ -54,6 +57,12 @@ class TypeToCpuTensorType(Rule):
             "loss = torch.nn.functional.cross_entropy(model(x), y)\n",
             count=2,
         ),
+        Example(
+            _HEAD + "dtype = torch.FloatTensor\n"
+            "x = torch.randn(3, 2).type(dtype)\nw = dtype(2, 2)\nout = model(x)\n",
+            fixed=_HEAD + "dtype = torch.FloatTensor\n"
+            "x = torch.randn(3, 2).type(dtype.dtype)\nw = dtype(2, 2)\nout = model(x)\n",
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -62,9 +71,14 @@ class TypeToCpuTensorType(Rule):
         if not (isinstance(func, ast.Attribute) and func.attr == "type" and len(node.args) == 1):
             return
         arg = node.args[0]
-        if node.keywords or not isinstance(arg, ast.Attribute) or arg.attr not in _DTYPES:
+        if node.keywords:
             return
-        if ctx.qualname(arg) != f"torch.{arg.attr}":
+        # `dtype = torch.FloatTensor` then `.type(dtype)`: the name holds the CPU type.
+        held = ctx.value_of(arg) if isinstance(arg, ast.Name) else None
+        named = arg if held is None else held
+        if not isinstance(named, ast.Attribute) or named.attr not in _DTYPES:
+            return
+        if ctx.qualname(named) != f"torch.{named.attr}":
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
@@ -73,5 +87,8 @@ class TypeToCpuTensorType(Rule):
         key = id(node)
         if not (scope.module_method or key in scope.sink_nodes or key in scope.reach_values):
             return
-        text = f"{ctx.segment(arg.value)}.{_DTYPES[arg.attr]}"
+        if held is not None:  # the name may serve as a type elsewhere: its dtype here only
+            text = f"{ctx.segment(arg)}.dtype"
+        else:
+            text = f"{ctx.segment(named.value)}.{_DTYPES[named.attr]}"
         yield ctx.finding(self, node, fix=Fix((ctx.replace(arg, text),), FixSafety.SAFE))
