@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 
 from torchport.check._context import Context
 from torchport.check.port._calls import HOST_READS, META_ATTRS, is_move
+from torchport.check.port._collate import collate_returning
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 
 __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
 
-_DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 # What a batch name is moved as when the port knows its kind.
 _MOVED = frozenset({Kind.TENSOR, Kind.BATCH})
 _LEFT = frozenset({Kind.DEVICE, Kind.MODEL, Kind.LOADER, Kind.OTHER, Kind.NUMPY})
@@ -60,13 +60,6 @@ class BatchPlan:
     # (id of the binding statement, loop or function, name): every name the plan moves
     # or reports, so that nothing else reports it again
     covered: set[tuple[int, str]] = field(default_factory=set)
-
-
-def _call_name(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id
-    return func.attr if isinstance(func, ast.Attribute) else ""
 
 
 class _Planner:
@@ -190,7 +183,7 @@ class _Planner:
             return
         move = BatchMove(loop)
         body = [n for stmt in loop.body for n in ast.walk(stmt)]
-        objects = self._collate_objects(loop, scope)
+        objects = collate_returning(self.facts, self.ctx, loop, scope, with_to=False)
         for node in wanted:
             name = node.id
             known = self.kinds.target(node)
@@ -215,7 +208,9 @@ class _Planner:
             elif kind == "tensor" and objects is None:
                 move.tensors.append(name)
                 # A collate_fn's own objects get their own `.to(device)`, no more.
-                move.loader = move.loader and not self._collate_has_to(loop, scope)
+                move.loader = move.loader and not collate_returning(
+                    self.facts, self.ctx, loop, scope, with_to=True
+                )
             else:
                 why = (
                     f"`{name}` is built by the custom collate_fn `{objects}`, which returns "
@@ -389,51 +384,6 @@ class _Planner:
             # moves them: the caller's batch is one the port cannot place.
             return "unknown"
         return kind
-
-    def _collate_objects(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> str | None:
-        """The custom collate_fn of the loop's DataLoader when it returns objects with no .to()."""
-        return self._collate(loop, scope, with_to=False)
-
-    def _collate_has_to(self, loop: ast.For | ast.AsyncFor, scope: PortScope) -> bool:
-        """Whether the loop's collate_fn returns objects of a class of the file that has .to()."""
-        return self._collate(loop, scope, with_to=True) is not None
-
-    def _collate(
-        self, loop: ast.For | ast.AsyncFor, scope: PortScope, *, with_to: bool
-    ) -> str | None:
-        it = loop.iter
-        while isinstance(it, ast.Call) and it.args and _call_name(it) in {"enumerate", "tqdm"}:
-            it = it.args[0]
-        if not isinstance(it, ast.Name):
-            return None
-        facts = self.facts
-        for where in (scope, facts.module):
-            for value in where.values_of(it.id):
-                if (
-                    not isinstance(value, ast.Call)
-                    or self.ctx.qualname(value.func) not in _DATALOADER
-                ):
-                    continue
-                collate = next((k.value for k in value.keywords if k.arg == "collate_fn"), None)
-                func = facts.functions.get(getattr(collate, "id", ""))
-                if func is not None and self._returns_objects(func, with_to=with_to):
-                    return func.name
-        return None
-
-    def _returns_objects(
-        self, func: ast.FunctionDef | ast.AsyncFunctionDef, *, with_to: bool
-    ) -> bool:
-        classes = self.facts.known.classdefs
-        for node in ast.walk(func):
-            if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
-                name = _call_name(node.value)
-                cls = classes.get(name)
-                has_to = cls is not None and any(
-                    isinstance(m, ast.FunctionDef) and m.name == "to" for m in cls.body
-                )
-                if cls is not None and has_to is with_to:
-                    return True
-        return False
 
     def _elements(self, scope: PortScope, containers: set[str]) -> None:
         parents = self.facts.parents

@@ -1,0 +1,65 @@
+"""A loader's ``collate_fn`` of the file: whether its batches are objects, with or without ``.to``.
+
+Objects from a custom ``collate_fn`` with no ``.to`` cannot be moved whole and are
+reported; objects of a class of the file that has ``.to`` are moved by it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+from torchport.check.port._facts import PortFacts, PortScope
+
+__all__ = ["call_name", "collate_returning"]
+
+_DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+
+
+def call_name(call: ast.Call) -> str:
+    """The name a call is spelled with: ``f`` of ``f(x)``, ``m`` of ``obj.m(x)``."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def collate_returning(
+    facts: PortFacts,
+    ctx: Context,
+    loop: ast.For | ast.AsyncFor,
+    scope: PortScope,
+    *,
+    with_to: bool,
+) -> str | None:
+    """The collate_fn of the loop's DataLoader when it returns objects of a class of the
+    file with (``with_to``) or without a ``.to`` method; None otherwise."""
+    it = loop.iter
+    while isinstance(it, ast.Call) and it.args and call_name(it) in {"enumerate", "tqdm"}:
+        it = it.args[0]
+    if not isinstance(it, ast.Name):
+        return None
+    for where in (scope, facts.module):
+        for value in where.values_of(it.id):
+            if not isinstance(value, ast.Call) or ctx.qualname(value.func) not in _DATALOADER:
+                continue
+            collate = next((k.value for k in value.keywords if k.arg == "collate_fn"), None)
+            func = facts.functions.get(getattr(collate, "id", ""))
+            if func is not None and _returns_objects(facts, func, with_to=with_to):
+                return func.name
+    return None
+
+
+def _returns_objects(
+    facts: PortFacts, func: ast.FunctionDef | ast.AsyncFunctionDef, *, with_to: bool
+) -> bool:
+    classes = facts.known.classdefs
+    for node in ast.walk(func):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            cls = classes.get(call_name(node.value))
+            has_to = cls is not None and any(
+                isinstance(m, ast.FunctionDef) and m.name == "to" for m in cls.body
+            )
+            if cls is not None and has_to is with_to:
+                return True
+    return False
