@@ -45,7 +45,7 @@ from torchport.bench._competitors import (
     version_of,
 )
 from torchport.bench._model import Check, Row, SuiteResult
-from torchport.bench._timing import rotating, time_interleaved
+from torchport.bench._timing import Stats, rotating, time_interleaved
 
 LEAVES = 1000
 
@@ -171,26 +171,8 @@ def small_batch_rows(
             if on_case is not None:
                 on_case(f"small batches, {case}")
             strategies = _strategies(target)[:3]  # to_device, accelerate, lightning
-            runnable = {s.label: rotating(s.run, batches) for s in strategies if s.run is not None}
-            stats = time_interleaved(
-                runnable,
-                torch.device("cpu"),
-                warmup=2,
-                repeats=repeats,
-                inner=SMALL_INNER,
-                clock=time.process_time,
-            )
-            accelerate = stats.get(strategies[1].label)
-            for strategy in strategies:
-                got = stats.get(strategy.label)
-                if got is None:
-                    rows.append(Row(case, strategy.label, status=strategy.missing or "n/a"))
-                    continue
-                metrics = {"us_per_call": got.median * 1e6}
-                if accelerate is not None:
-                    metrics["vs_accelerate"] = got.median / accelerate.median
-                rows.append(Row(case, strategy.label, got, metrics))
-            mine = stats.get(strategies[0].label)
+            found, mine, accelerate = _per_call(case, strategies, batches, repeats)
+            rows += found
             if mine is not None and accelerate is not None:
                 checks.append(
                     Check(
@@ -200,6 +182,43 @@ def small_batch_rows(
                     )
                 )
     return rows, checks
+
+
+def _per_call(
+    case: str,
+    strategies: list[Strategy],
+    batches: list[Any],
+    repeats: int,
+    extra: dict[str, dict[str, float]] | None = None,
+) -> tuple[list[Row], Stats | None, Stats | None]:
+    """One row per strategy (µs per call, ratio to accelerate's), interleaved on the CPU clock.
+
+    Returns the rows and the statistics of the first two strategies (torchport's and
+    accelerate's), ``None`` where one did not run. ``strategies[1]`` is accelerate's.
+    """
+    runnable = {s.label: rotating(s.run, batches) for s in strategies if s.run is not None}
+    stats = time_interleaved(
+        runnable,
+        torch.device("cpu"),
+        warmup=2,
+        repeats=repeats,
+        inner=SMALL_INNER,
+        clock=time.process_time,
+    )
+    accelerate = stats.get(strategies[1].label)
+    rows: list[Row] = []
+    for strategy in strategies:
+        got = stats.get(strategy.label)
+        if got is None:
+            rows.append(Row(case, strategy.label, status=strategy.missing or "n/a"))
+            continue
+        metrics = {"us_per_call": got.median * 1e6}
+        if extra is not None:
+            metrics.update(extra.get(strategy.label, {}))
+        if accelerate is not None:
+            metrics["vs_accelerate"] = got.median / accelerate.median
+        rows.append(Row(case, strategy.label, got, metrics))
+    return rows, stats.get(strategies[0].label), accelerate
 
 
 ENCODING_VS_ACCELERATE = 1.0
@@ -299,31 +318,11 @@ def batch_encoding_rows(
         if on_case is not None:
             on_case(f"batch encoding, {case}")
         plain = _strategies(target)[:3]  # to_device, accelerate, lightning
-        changes = {s.label: s.run is not None and _changes_input(s.run, cls) for s in plain}
+        changes = {s.label: float(s.run is not None and _changes_input(s.run, cls)) for s in plain}
         strategies = [plain[0], _restoring(plain[1], batches), plain[2]]
-        runnable = {s.label: rotating(s.run, batches) for s in strategies if s.run is not None}
-        stats = time_interleaved(
-            runnable,
-            torch.device("cpu"),
-            warmup=2,
-            repeats=repeats,
-            inner=SMALL_INNER,
-            clock=time.process_time,
-        )
-        accelerate = stats.get(strategies[1].label)
-        for strategy in strategies:
-            got = stats.get(strategy.label)
-            if got is None:
-                rows.append(Row(case, strategy.label, status=strategy.missing or "n/a"))
-                continue
-            metrics = {
-                "us_per_call": got.median * 1e6,
-                "changes_input": float(changes[strategy.label]),
-            }
-            if accelerate is not None:
-                metrics["vs_accelerate"] = got.median / accelerate.median
-            rows.append(Row(case, strategy.label, got, metrics))
-        mine = stats.get(strategies[0].label)
+        extra = {label: {"changes_input": changed} for label, changed in changes.items()}
+        found, mine, accelerate = _per_call(case, strategies, batches, repeats, extra)
+        rows += found
         if changes[strategies[0].label]:
             checks.append(Check(f"to_device leaves the input as it was, {case}", 1.0, 0.0))
         if mine is not None and accelerate is not None:
