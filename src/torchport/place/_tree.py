@@ -41,9 +41,7 @@ would no longer find its value.
 from __future__ import annotations
 
 import collections
-import functools
 import itertools
-import operator
 import sys
 from collections.abc import Callable, Collection, Hashable, ItemsView, Sequence, ValuesView
 from typing import Any
@@ -54,33 +52,29 @@ import torch
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import (
     NAMESPACE,
-    RebuildRefused,
     container_recipe,
     register_known,
     register_recipe,
 )
 from torchport.place._copying import has_state
+from torchport.place._layout import BatchLayout
 from torchport.place._locate import (
     ROOT,
     find_path,
     flatten_failure_message,
-    rebuild_located,
     recursion_message,
 )
 from torchport.place._objects import (
     MOVER,
     WALKED,
-    Finish,
     kind_of_object,
     mover_recipe,
-    moving,
     object_recipe,
-    on_device,
     refusal,
 )
 from torchport.place._settled import ARRAY_TYPES, VALUE_TYPES
 from torchport.place._skipping import flatten_skipping, skip_key_set
-from torchport.place._spec import PLAIN, Notes, Reorder, notes_for, reorders, restore_order
+from torchport.place._spec import PLAIN, Notes, notes_for, reorders
 
 __all__ = [
     "BatchLayout",
@@ -175,169 +169,6 @@ def map_tensors(
     """
     layout = flatten_batch(obj, skip_keys=skip_keys)
     return layout.rebuild([fn(t) for t in layout.tensors])
-
-
-class BatchLayout:
-    """A flattened batch: its distinct tensors, its ``.to`` objects and how to rebuild it."""
-
-    __slots__ = (
-        "_hidden",
-        "_leaves",
-        "_mover_index",
-        "_mover_pos",
-        "_objects",
-        "_reorder",
-        "_skip",
-        "_spec",
-        "_tensor_index",
-        "_tensor_pos",
-        "movers",
-        "tensors",
-    )
-
-    def __init__(
-        self,
-        leaves: list[Any],
-        spec: optree.PyTreeSpec,
-        tensors: list[torch.Tensor],
-        tensor_pos: list[int] | None = None,
-        tensor_index: list[int] | None = None,
-        movers: list[Any] | None = None,
-        mover_pos: list[int] | None = None,
-        mover_index: list[int] | None = None,
-        reorder: list[Reorder] | None = None,
-        skip: frozenset[Hashable] = frozenset(),
-        objects: bool = False,
-    ) -> None:
-        self._leaves = leaves
-        # Tensors inside values the walker cannot rebuild (numpy object arrays, dict
-        # views), with the value and the batch: see check_hidden. Set after building.
-        self._hidden: tuple[object, list[tuple[Any, list[torch.Tensor]]]] | None = None
-        self._skip = skip
-        # Whether nodes the walker registered (objects, container subclasses) are in it.
-        self._objects = objects
-        self._spec = spec
-        self.tensors = tensors
-        # Leaf positions holding tensors; None when the leaves are exactly `tensors`.
-        self._tensor_pos = tensor_pos
-        # Which distinct tensor each of those positions holds; None when all differ.
-        self._tensor_index = tensor_index
-        self.movers: list[Any] = movers if movers is not None else []
-        self._mover_pos = mover_pos
-        self._mover_index = mover_index
-        # OrderedDicts of this batch whose order optree's rebuild would lose.
-        self._reorder = reorder
-
-    def check_hidden(self, target: torch.device, dtype: torch.dtype | None = None) -> None:
-        """Raise if a tensor the rebuild cannot reach would stay off ``target`` (or uncast).
-
-        A numpy array of Python objects or a dict's values view holding tensors is
-        returned as it is: that keeps the promise only while each of those tensors
-        is already on ``target`` (and of ``dtype``, for a floating one).
-
-        Raises:
-            UnsupportedBatchError: One is not; the message names its path.
-        """
-        if self._hidden is None:
-            return
-        root, found = self._hidden
-        for leaf, tensors in found:
-            for t in tensors:
-                if on_device(t, target) and (
-                    dtype is None or not t.is_floating_point() or t.dtype == dtype
-                ):
-                    continue
-                where = find_path(root, ROOT, functools.partial(operator.is_, leaf)) or ROOT
-                raise UnsupportedBatchError(
-                    f"{where} is a {type(leaf).__name__} of Python objects holding a tensor on "
-                    f"{t.device} ({t.dtype}), which to_device cannot rebuild around a moved "
-                    f"tensor (it would stay where it is); hold the tensors in a list, tuple "
-                    "or dict instead (list(values), arr.tolist()), or pass its key in "
-                    "skip_keys"
-                )
-
-    def rebuild(
-        self,
-        new_tensors: Sequence[torch.Tensor],
-        new_movers: Sequence[Any] | None = None,
-        *,
-        call_to: Callable[[Any], Any] | None = None,
-        target: torch.device | None = None,
-    ) -> object:
-        """Return the batch with ``tensors`` (and ``movers``, if given) replaced one for one.
-
-        Args:
-            new_tensors: One replacement per tensor of :attr:`tensors`.
-            new_movers: One replacement per object of :attr:`movers`.
-            call_to: For a move: calls an object's own ``.to`` (objects with state
-                and a ``.to`` are rebuilt around their moved tensors, then this is
-                called on the copy). ``None`` rebuilds them without a ``.to``.
-            target: With ``call_to``: every tensor reachable from what such a
-                ``.to`` returns must be on this device.
-
-        Raises:
-            UnsupportedBatchError: A container in the batch rejects its own
-                contents, or an object's ``.to`` left a tensor off ``target``;
-                the message names its path and type.
-        """
-        if len(new_tensors) != len(self.tensors):
-            raise ValueError(f"expected {len(self.tensors)} tensors, got {len(new_tensors)}")
-        positions = self._tensor_pos
-        if positions is None:
-            leaves: list[Any] = new_tensors if type(new_tensors) is list else list(new_tensors)
-        else:
-            leaves = self._leaves.copy()
-            index = self._tensor_index
-            values = new_tensors if index is None else map(new_tensors.__getitem__, index)
-            # Assign at C speed: the map runs setitem, the zero-length deque drains it.
-            collections.deque(map(leaves.__setitem__, positions, values), maxlen=0)
-            if new_movers is not None and self._mover_pos and self._mover_index is not None:
-                moved = map(new_movers.__getitem__, self._mover_index)
-                collections.deque(map(leaves.__setitem__, self._mover_pos, moved), maxlen=0)
-        if not self._objects:
-            result = self._unflatten(leaves)  # optree's own nodes only: nothing to finish
-        else:
-            finish = Finish(
-                call_to,
-                _checker(target) if target is not None else None,
-                target if call_to is not None else None,
-                self._skip,
-            )
-            with moving(finish):
-                result = self._unflatten(leaves)
-        if self._reorder:
-            restore_order(result, self._reorder)
-        return result
-
-    def _unflatten(self, leaves: list[Any]) -> object:
-        try:
-            return optree.tree_unflatten(self._spec, leaves)
-        except UnsupportedBatchError:
-            raise
-        except Exception as exc:  # any constructor may raise anything; say where
-            rebuild_located(self._spec, leaves, ROOT)
-            raise UnsupportedBatchError(
-                f"could not rebuild the batch: {type(exc).__name__}: {exc}"
-            ) from exc
-
-
-def _checker(target: torch.device) -> Callable[[Any], None]:
-    """The check a mover's result must pass: every tensor reachable from it is on ``target``."""
-
-    def check(result: Any) -> None:
-        found = flatten_batch([result]).tensors
-        for t in found:
-            if not on_device(t, target):
-                where = (
-                    find_path(result, "result", functools.partial(operator.is_, t)) or "inside it"
-                )
-                raise RebuildRefused(
-                    f"its .to({str(target)!r}) returned an object that still holds a "
-                    f"tensor on {t.device} (at {where}); torchport moves every tensor the "
-                    "object holds before calling .to, so this one is made by .to itself"
-                )
-
-    return check
 
 
 def flatten_batch(obj: object, *, skip_keys: Hashable | Collection[Hashable] = ()) -> BatchLayout:
