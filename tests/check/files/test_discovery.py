@@ -10,13 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchport.check.files._discovery import (
-    GlobSet,
-    SourceError,
-    discover,
-    inside_roots,
-    read_source,
-)
+from torchport.check.files._discovery import GlobSet, discover, inside_roots
+from torchport.check.files._reading import SourceError, read_source
 
 
 def touch(path: Path, text: str = "x = 1\n") -> Path:

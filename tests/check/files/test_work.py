@@ -54,7 +54,7 @@ def test_the_cycle_collector_is_paused_only_while_a_chunk_runs(
 
 
 def test_a_file_over_the_size_limit_is_skipped_with_a_reason(tmp_path: Path) -> None:
-    from torchport.check.files._discovery import MAX_SOURCE_BYTES
+    from torchport.check.files._reading import MAX_SOURCE_BYTES
 
     big = tmp_path / "table.py"
     big.write_text("x = 1\n" * (MAX_SOURCE_BYTES // 6 + 1))

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from torchport.check import fix_paths
 from torchport.check.files import _work as work_module
-from torchport.check.files._discovery import Stamp, read_source
+from torchport.check.files._reading import Stamp, read_source
 from torchport.check.files._write import WriteRefused, write_back
 from torchport.cli._main import main
 

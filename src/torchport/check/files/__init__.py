@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from torchport.check.files._add_noqa import NoqaResult, add_noqa_paths
 from torchport.check.files._config import Config, find_config, load_config
-from torchport.check.files._discovery import SourceError, decode_source
 from torchport.check.files._format import FORMATS, render, render_statistics, render_text
 from torchport.check.files._paths import (
     CheckResult,
@@ -24,6 +23,7 @@ from torchport.check.files._paths import (
     check_paths,
     fix_paths,
 )
+from torchport.check.files._reading import SourceError, decode_source
 
 __all__ = [
     "FORMATS",

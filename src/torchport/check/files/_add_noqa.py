@@ -33,10 +33,10 @@ from torchport.check._engine import RuleSet, check_text
 from torchport.check._noqa import add_noqa_comments
 from torchport.check._rule import Finding
 from torchport.check.files._config import Config
-from torchport.check.files._discovery import SourceError, newline_of, read_source
 from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
 from torchport.check.files._paths import Progress, _map
 from torchport.check.files._plan import chunked, plan
+from torchport.check.files._reading import SourceError, newline_of, read_source
 from torchport.check.files._work import Chunk, FileError
 from torchport.check.files._write import WriteRefused, write_back
 

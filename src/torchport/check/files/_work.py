@@ -29,17 +29,17 @@ from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._noqa import unknown_codes
 from torchport.check._rule import Finding, Rule
 from torchport.check._syntax import NewerSyntaxError, parse_source
-from torchport.check.files._discovery import (
+from torchport.check.files._discovery import inside_roots
+from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
+from torchport.check.files._reading import (
     MAX_SOURCE_BYTES,
     SourceError,
     Stamp,
     decode_source,
-    inside_roots,
     newline_of,
     read_source,
     too_large_message,
 )
-from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
 from torchport.check.files._remap import to_original
 from torchport.check.files._write import WriteRefused, remove_stale_temps, write_back
 

@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from torchport.check.files._discovery import Stamp
+from torchport.check.files._reading import Stamp
 
 __all__ = ["WriteRefused", "remove_stale_temps", "write_back"]
 
@@ -160,7 +160,7 @@ def _rewrite_in_place(path: Path, data: bytes, st: os.stat_result, before: Stamp
 def write_back(path: str | os.PathLike[str], data: bytes, before: Stamp) -> None:
     """Write ``data`` over the real file behind ``path``, keeping everything but its content.
 
-    ``before`` is the :class:`~torchport.check.files._discovery.Stamp` of the bytes that
+    ``before`` is the :class:`~torchport.check.files._reading.Stamp` of the bytes that
     were fixed (see the module docstring for the policy).
 
     Raises:
