@@ -29,7 +29,6 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import (
-    TorchDispatchMode,
     _get_current_dispatch_mode_stack,
     _pop_mode,
     _push_mode,
@@ -37,42 +36,31 @@ from torch.utils._python_dispatch import (
 
 from torchport.diagnose import _loading, _methods, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
+from torchport.diagnose._checkpoints import CheckpointCounting
+from torchport.diagnose._events import (
+    DATA_LOADING,
+    HOST_TYPES,
+    LOADING_TO_DEVICE,
+    TO_DEVICE,
+    TO_HOST,
+    TRANSFER,
+    Key,
+    Row,
+    Where,
+)
 from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
-from torchport.diagnose._ops import OpEntry, OpKind
+from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._placement import (
-    STATE_LOADERS,
     Placement,
     copied_to_host,
-    spread,
-    tensors_in,
 )
+from torchport.diagnose._watcher import DispatchWatcher
 from torchport.errors import ConfigError
 
 __all__ = ["DATA_LOADING", "HOST_TYPES", "LOADING_TO_DEVICE", "DispatchWatcher", "Recorder"]
 
-# Devices whose scalar reads cost no wait: the audit still lists them, labelled
-# as points that would synchronize on an accelerator.
-HOST_TYPES = frozenset({"cpu", "meta"})
 _HOST_TYPES = HOST_TYPES
-
-
-# What a predicted copy's direction is called: the run's device is the host here, so
-# both ends are "cpu"; on an accelerator one of them is the device.
-_TO_DEVICE, _TO_HOST = "host→device", "device→host"
-DATA_LOADING = "data loading"
-"""The phase of an event made while a DataLoader fetched (see :mod:`._loading`)."""
-# ... and of a predicted copy made there to the program's device: device work (its entry's
-# phase reads DATA_LOADING)
-LOADING_TO_DEVICE = "data loading, to the device"
-
-# (kind, label, op, device, would_sync, phase) + where (file, line, function, via file, via line)
-_Key = tuple[str, str, str, str, bool, str]
-_Row = tuple[str, str, str, str, bool, str, str, int, str, str, int]
-
-
-_Where = tuple[str, int, str, str, int]
-_NO_CALLER: _Where = ("<backward/C++>", 0, "", "", 0)
-_TRANSFER = OpKind.TRANSFER.value
+_NO_CALLER: Where = ("<backward/C++>", 0, "", "", 0)
 # Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
 # code moving to the program's device (a BatchEncoding's .to(device)) copies there too
 _PREDICTS = frozenset({USER, MODULE_MOVE, INSTALLED})
@@ -90,14 +78,14 @@ def _route(src: torch.device, dst: torch.device) -> str:
     return route
 
 
-class Recorder:
+class Recorder(CheckpointCounting):
     """Accumulates counts for one audit() block; shared by its two watchers."""
 
     def __init__(self, every: int) -> None:
         self.every = every
         self.steps = 0
         self.recorded_steps = 0
-        self.counts: dict[_Row, list[int]] = {}
+        self.counts: dict[Row, list[int]] = {}
         self._lock = threading.Lock()
         self.local = _methods.QuietCount()  # per thread: inside a watched call, last host copy
         self._origins: dict[CodeType, int] = {}
@@ -224,7 +212,7 @@ class Recorder:
             self.stop()
 
     # -- recording -----------------------------------------------------------------
-    def _where(self, frame: FrameType | None) -> tuple[_Where, int | None]:
+    def _where(self, frame: FrameType | None) -> tuple[Where, int | None]:
         """Where the event is charged, and the origin of the code that made the call
         (the first frame that is not torchport's).
 
@@ -260,7 +248,7 @@ class Recorder:
             return (code.co_filename, via.f_lineno or 0, code.co_name, "", 0), caller
         return _NO_CALLER, caller
 
-    def _count(self, key: _Row, nbytes: int) -> None:
+    def _count(self, key: Row, nbytes: int) -> None:
         with self._lock:
             slot = self.counts.get(key)
             if slot is None:
@@ -289,8 +277,8 @@ class Recorder:
                 if src != dst:
                     # a real copy the dispatch level never sees: torch.tensor(data, device=)
                     copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
-                    key: _Key = (
-                        _TRANSFER,
+                    key: Key = (
+                        TRANSFER,
                         entry.label,
                         _ops.op_name(func),
                         _route(src, dst),
@@ -328,10 +316,10 @@ class Recorder:
                 # a read of this copy on the same line is the copy's own (.cpu().numpy())
                 copied_to_host(self.local, where if to_host else None, out)
                 key = (
-                    _TRANSFER,
+                    TRANSFER,
                     entry.label,
                     _ops.op_name(func),
-                    _TO_HOST if to_host else _TO_DEVICE,
+                    TO_HOST if to_host else TO_DEVICE,
                     True,
                     phase,
                 )
@@ -341,75 +329,6 @@ class Recorder:
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
-
-    def observe_checkpoint(
-        self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
-    ) -> None:
-        """``torch.save`` or ``torch.load`` ran: count the copies it makes in an accelerator
-        run (see :mod:`._placement`); never raises."""
-        try:
-            placement = self._placement
-            if func is _SAVE:
-                obj = args[0] if args else kwargs.get("obj")
-                state = _loading.device_state(placement.on_device)
-                held = [
-                    t
-                    for t in tensors_in(obj)
-                    if placement.on_device(t) or placement.sent_before(t) or id(t) in state
-                ]
-                direction, label = _TO_HOST, "copy (torch.save of tensors on the device)"
-            else:
-                named = target_of_call(sys._getframe(1), self._origin)
-                if named == UNKNOWN and tensors_in(out):
-                    # no map_location (or a table): the tensors go where they were saved
-                    # from, which this run cannot know; say so rather than guess
-                    where, _ = self._where(sys._getframe(1))
-                    note = (
-                        f"{where[0]}:{where[1]}: torch.load without a map_location naming "
-                        "one device (tensors land where they were saved from)"
-                    )
-                    self.unpredicted[note] = self.unpredicted.get(note, 0) + 1
-                if named != DEVICE:
-                    return  # map_location="cpu": loaded on the host on every machine
-                held = [t for t in tensors_in(out) if t.device.type in _HOST_TYPES]
-                for tensor in held:  # there now: loading them into a model copies nothing
-                    placement.sent_to_device(tensor)
-                direction, label = _TO_DEVICE, "copy (torch.load(..., map_location=device))"
-            held = [t for t in held if t.numel()]
-            if not held:
-                return
-            where, _ = self._where(sys._getframe(1))
-            phase = DATA_LOADING if _LOADING.depth else ""
-            key: _Key = (_TRANSFER, label, _ops.op_name(func), direction, True, phase)
-            for tensor in held:
-                self._count(key + where, tensor.numel() * tensor.element_size())
-        except Exception:  # the audit must never break the program it watches
-            self.dropped += 1
-
-    def _count_loaded(
-        self, value: torch.Tensor, frame: FrameType | None, *, checked: bool = False
-    ) -> None:
-        """A state dict's value loaded onto the device (see :mod:`._placement`), if torch's
-        state-dict loading is what copies it. ``checked``: its destination is known to be
-        on the device; else it is the loader's ``param`` (an optimizer's)."""
-        # torch's own frames between the op and the loader: dynamo's wrappers around it
-        while frame is not None and frame.f_code not in STATE_LOADERS:
-            if self._origin(frame.f_code) in (USER, INSTALLED):
-                return
-            frame = frame.f_back
-        if frame is None:
-            return
-        if not checked and not self._placement.loads_onto_device(
-            frame.f_locals.get("param"), value
-        ):
-            return
-        nbytes = value.numel() * value.element_size()
-        if not nbytes:
-            return
-        where, _ = self._where(frame)
-        phase = DATA_LOADING if _LOADING.depth else ""
-        key: _Key = (_TRANSFER, _LOADED, "load_state_dict", _TO_DEVICE, True, phase)
-        self._count(key + where, nbytes)
 
     def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
         """Where a move that stays on this host goes in the accelerator run: what its call
@@ -442,11 +361,11 @@ class Recorder:
                 # is recorded only if it is sampled
                 return
             where, _ = self._where(sys._getframe(1))
-            key: _Key = (
-                _TRANSFER,
+            key: Key = (
+                TRANSFER,
                 f"copy (batch handed over by {by})",
                 by,
-                _TO_DEVICE,
+                TO_DEVICE,
                 True,
                 DATA_LOADING if _LOADING.depth else "",
             )
@@ -484,7 +403,7 @@ class Recorder:
                 copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                 # A real copy is device work wherever it runs, data loading included
                 phase = DATA_LOADING if _LOADING.depth else ""
-                key: _Key = (_TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
+                key: Key = (TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
                 self._count(key + where, nbytes)
                 return
             tensor = None
@@ -561,46 +480,8 @@ _CPU = torch.device("cpu")
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _COPY = torch.ops.aten.copy_.default
-_SAVE = torch.save
-_LOADED = "copy (loading a state dict onto the device)"
-_ATEN_TABLE = _ops.ATEN_TABLE
-_BY_ID = _ATEN_TABLE  # its dict face: id(overload) -> (overload, entry)
 # The dispatch-mode stack, read and changed directly: lift() runs per watched call
 _stack_depth = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 _pop_stack = torch._C._pop_torch_dispatch_stack
 _push_stack = torch._C._push_on_torch_dispatch_stack
-
-
-class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
-    """Sees every aten op of the block; counts the ones the op table knows."""
-
-    def __init__(self, recorder: Recorder) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
-        self._recorder = recorder
-        self._local = recorder.local
-
-    def __torch_dispatch__(
-        self,
-        func: Any,
-        types: Any,
-        args: Sequence[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-    ) -> Any:
-        # per-op hot path: one call, one dict hit
-        if kwargs:
-            out = func(*args, **kwargs)
-        else:
-            out = func(*args)
-            kwargs = {}
-        local = self._local
-        if local.spread > 0:
-            try:
-                spread(local, args, out)
-            except Exception:  # the audit must never break the program it watches
-                local.spread = 0
-        found = _BY_ID.get(id(func))
-        entry = found[1] if found is not None else _ATEN_TABLE.entry(func)
-        if entry is not None and not local.quiet:
-            self._recorder.observe_aten(func, entry, args, kwargs, out)
-        return out
