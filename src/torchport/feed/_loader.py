@@ -13,6 +13,7 @@ import torch
 
 from torchport import _skipped, hardware
 from torchport.errors import ConfigError
+from torchport.feed._epochs import set_epoch
 from torchport.hardware import StagingPool
 from torchport.place import (
     BatchLayout,
@@ -132,33 +133,6 @@ def _side_stream_safe(t: torch.Tensor) -> bool:
     protects them.
     """
     return type(t) is torch.Tensor and t.is_cpu and t.layout == torch.strided and not t.is_nested
-
-
-def _set_epoch(loader: object, epoch: int, called: set[int]) -> None:
-    """``DeviceLoader.set_epoch`` for one loader; ``called`` holds the owners already told."""
-    own = getattr(loader, "set_epoch", None)
-    if callable(own):
-        if id(loader) not in called:
-            called.add(id(loader))
-            own(epoch)
-        return
-    batch_sampler = getattr(loader, "batch_sampler", None)
-    for owner in (
-        getattr(loader, "sampler", None),
-        batch_sampler,
-        getattr(batch_sampler, "sampler", None),
-        getattr(loader, "dataset", None),
-    ):
-        method = getattr(owner, "set_epoch", None) if owner is not None else None
-        if callable(method) and id(owner) not in called:
-            called.add(id(owner))
-            method(epoch)
-    # Lightning's CombinedLoader holds several loaders and tells none of them itself.
-    parts = getattr(loader, "flattened", None)
-    if isinstance(parts, list | tuple):
-        for part in parts:
-            if part is not loader:
-                _set_epoch(part, epoch, called)
 
 
 class DeviceLoader(Generic[_T]):
@@ -333,7 +307,7 @@ class DeviceLoader(Generic[_T]):
         """
         if isinstance(epoch, bool) or not isinstance(epoch, int):
             raise TypeError(f"set_epoch({epoch!r}): the epoch is an int, e.g. set_epoch(3)")
-        _set_epoch(self._loader, epoch, set())
+        set_epoch(self._loader, epoch, set())
 
     def _passthrough(self, name: str) -> Any:
         try:
