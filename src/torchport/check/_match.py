@@ -34,6 +34,7 @@ __all__ = [
     "is_cpu_target",
     "keyword",
     "method_name",
+    "move_after",
     "names",
     "only_shown",
     "probably_module",
@@ -292,6 +293,26 @@ def add_keyword(call: ast.Call, text: str, ctx: Context) -> Edit:
         return Edit(close, close, text)
     at = max(ctx.argument_end(call, arg) for arg in args)  # `f((a))`: after its parentheses
     return Edit(at, at, ", " + text)
+
+
+def move_after(call: ast.Call, device: str, ctx: Context) -> tuple[Edit, ...]:
+    """Edits that append ``.to(device)`` to ``call`` (a tensor made on the host).
+
+    A tensor made with ``requires_grad=True`` is a leaf the program may optimize;
+    ``.to()`` of it is not (an optimizer refuses it, and its ``.grad`` stays empty),
+    so the flag moves after the move: ``torch.randn(3).to(device).requires_grad_()``.
+    Its values are drawn on the host either way.
+    """
+    flag = keyword(call, "requires_grad")
+    items: list[ast.AST] = [*call.args, *(kw.value for kw in call.keywords)]
+    before = [a for a in items if a is not (flag.value if flag else None)]
+    if flag is None or not before or items[-1] is not flag.value:
+        return ctx.append_call(call, f".to({device})")
+    # `requires_grad=` is the last argument: remove it with the comma before it
+    drop = Edit(ctx.argument_end(call, before[-1]), ctx.argument_end(call, flag.value), "")
+    value = flag.value
+    grad = "" if isinstance(value, ast.Constant) and value.value is True else ctx.segment(value)
+    return (drop, *ctx.append_call(call, f".to({device}).requires_grad_({grad})"))
 
 
 def guard_statement(

@@ -372,6 +372,14 @@ FRAGMENTS = [
     "pred{k} = model(T.ones(1, 4)).to('cpu')\nOUT.append((pred{k} - T.zeros(1, 2)).tolist())",
     "def run{k}(net, dev='cpu'):\n    return net(T.ones(1, 4).to(dev))\n"
     "OUT.append(run{k}(model).detach())",
+    # a random tensor the program optimizes: still a leaf after its move
+    _lines(
+        "z{k} = T.randn(1, 4, requires_grad=True)",
+        "opt{k} = T.optim.SGD([z{k}], lr=0.1)",
+        "model(z{k}).sum().backward()",
+        "opt{k}.step()",
+        "OUT.append(z{k}.grad is not None)",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

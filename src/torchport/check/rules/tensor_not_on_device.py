@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword
+from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
 from torchport.check.port._facts import port_facts
@@ -74,6 +74,11 @@ class TensorNotOnDevice(Rule):
             "out, h = model(torch.FloatTensor(3, 1, 4).to(device), ids)\n",
             count=2,
         ),
+        Example(  # an optimized leaf stays a leaf: the flag goes after the move
+            _HEAD + "z = torch.randn(5, 2, 4, requires_grad=True)\nout, h = model(z)\n",
+            fixed=_HEAD
+            + "z = torch.randn(5, 2, 4).to(device).requires_grad_()\nout, h = model(z)\n",
+        ),
         Example(
             _HEAD + "out, h = model(x)\nloss = (out - torch.ones(5, 2, 8)).sum()\n",
             fixed=_HEAD
@@ -115,7 +120,7 @@ class TensorNotOnDevice(Rule):
         if name in TYPED_CONSTRUCTORS:  # after the initializers chained to it: drawn on the CPU
             moved = ctx.append_call(_initialized(node, facts.parents), f".to({device})")
         elif name in _MOVE_AFTER:
-            moved = ctx.append_call(node, f".to({device})")
+            moved = move_after(node, device, ctx)
         else:
             moved = (add_keyword(node, f"device={device}", ctx),)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))

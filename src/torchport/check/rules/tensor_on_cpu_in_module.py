@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword
+from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
 from torchport.check.port._facts import PortFacts, port_facts
@@ -143,7 +143,7 @@ class TensorOnCpuInModule(Rule):
             return
         device = self._device(method, scope.nodes, facts, scope.cls)
         if name in _MOVE_AFTER or name in TYPED_CONSTRUCTORS:  # typed ones take no device=
-            edits = ctx.append_call(node, f".to({device})")
+            edits = move_after(node, device, ctx)
         else:
             edits = (add_keyword(node, f"device={device}", ctx),)
         yield ctx.finding(self, node, fix=Fix(edits, FixSafety.SAFE))
