@@ -85,6 +85,36 @@ def train(device, optimizer_name):
 """
 
 
+def test_what_it_cannot_be_is_refused_with_a_message() -> None:
+    got = run_isolated(
+        """
+        import os
+        from torchport.errors import TorchportError
+        torch.utils.rename_privateuse1_backend("othernpu")
+        try:
+            simulate_accelerator()
+            taken = None
+        except TorchportError as error:
+            taken = str(error)
+        print(json.dumps({"taken": taken}))
+        """
+    )
+    assert "already named 'othernpu'" in got["taken"]
+    compiled = run_isolated(
+        """
+        from torchport.errors import TorchportError
+        device = simulate_accelerator()
+        try:
+            torch.compile(lambda a: a * 2 + 1)(torch.ones(2, device=device))
+            message = None
+        except Exception as error:
+            message = str(error)
+        print(json.dumps({"message": message}))
+        """
+    )
+    assert "torch.compile cannot trace the simulated accelerator" in compiled["message"]
+
+
 def test_every_optimizer_trains_to_the_cpu_values() -> None:
     got = run_isolated(
         _TRAIN,

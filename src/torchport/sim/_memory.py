@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
+from torchport.errors import TorchportError
+
 __all__ = ["LEDGER", "Ledger", "MemoryFigures"]
 
 
@@ -59,7 +61,14 @@ class Ledger:
             torch.OutOfMemoryError: The storage is new and would pass the limit.
         """
         storage = raw.untyped_storage()
-        key = storage.data_ptr()
+        try:
+            key = storage.data_ptr()
+        except RuntimeError as error:  # a FakeTensor: torch.compile is tracing
+            raise TorchportError(
+                "torch.compile cannot trace the simulated accelerator (its tensors are Python "
+                "wrappers around CPU tensors); run the model eagerly on sim, e.g. with "
+                "TORCHDYNAMO_DISABLE=1, or compile it on the CPU"
+            ) from error
         nbytes = storage.nbytes()
         with self._lock:
             entry = self._held.get(key)
