@@ -445,6 +445,9 @@ def test_run_device_sim_runs_a_cuda_only_script_and_stops_a_planted_cpu_tensor(
     assert stopped.returncode != 0
     assert f'File "{planted}", line 9, in forward' in stopped.stderr
     assert "Expected all tensors to be on the same device" in stopped.stderr
+    # strict() is on under --device sim: the message names the module and each tensor's device
+    assert "device mismatch: inside Net" in stopped.stderr
+    assert "mask on cpu, x on sim:0" in stopped.stderr
     # The same planted tensor runs silently on the CPU: only the simulated device catches it.
     assert _torchport_run("cpu", planted).returncode == 0
 
