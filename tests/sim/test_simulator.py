@@ -185,6 +185,24 @@ def test_mixed_devices_fail_as_on_cuda() -> None:
     assert got["print"] == "tensor([1., 1., 1.], device='sim:0')"
 
 
+def test_data_built_on_the_host_reaches_the_device_under_strict_and_audit() -> None:
+    got = run_isolated(
+        """
+        import torchport as tp
+        device = simulate_accelerator()
+        x = torch.arange(8.0, device=device).reshape(2, 4)
+        out = []
+        for watch in (tp.strict, tp.audit):
+            with watch():
+                made = torch.tensor([[1.0, 2.0]], device=device)  # built on the host, copied
+                picked = x[:, [-1]]  # a list index: an index tensor built on the host
+                out.append([str(made.device), made.cpu().tolist(), picked.cpu().tolist()])
+        print(json.dumps(out))
+        """
+    )
+    assert got == [["sim:0", [[1.0, 2.0]], [[3.0], [7.0]]]] * 2
+
+
 def test_an_asynchronous_copy_to_the_host_reads_wrong_until_a_sync() -> None:
     got = run_isolated(
         """

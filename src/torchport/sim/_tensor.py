@@ -26,7 +26,7 @@ from torchport.sim import _host
 from torchport.sim._memory import LEDGER
 from torchport.sim._rules import HOST_OUTPUTS, check_devices, numpy_refusal
 
-__all__ = ["SimTensor", "device", "to_host", "wrap"]
+__all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]
 
 _CPU = torch.device("cpu")
 _aten = torch.ops.aten
@@ -288,6 +288,11 @@ def to_host(
         if convert is not None:
             real = convert(real)
     return _host.early_host_copy(real) if non_blocking else real
+
+
+def copy_to_device(tensor: torch.Tensor, kwargs: dict[str, Any]) -> Any:
+    """``tensor.to(sim, **kwargs)`` for a host tensor: a counted host-to-device copy."""
+    return _to_copy(_aten._to_copy.default, (tensor,), kwargs)
 
 
 def _to_copy(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
