@@ -203,6 +203,30 @@ def test_data_built_on_the_host_reaches_the_device_under_strict_and_audit() -> N
     assert got == [["sim:0", [[1.0, 2.0]], [[3.0], [7.0]]]] * 2
 
 
+def test_audit_on_sim_reports_what_crossed_not_a_prediction() -> None:
+    got = run_isolated(
+        """
+        import torchport as tp
+        device = simulate_accelerator()
+        x = torch.randn(8, 4, device=device)
+        host = torch.tensor([1.0, 2.0])
+        with tp.audit() as report:
+            for _ in range(3):
+                host[0].item()            # a host tensor's read: no wait on any device
+                x.to(device)              # already there: nothing crosses
+                x[:, [-1]]                # the list index is built on the host and copied
+                x.sum().item()            # the one wait per iteration
+        rows = sorted((e.kind, e.label.split(" (")[0], e.count, e.bytes) for e in report.entries)
+        print(json.dumps({"measured": report.measured, "rows": rows}))
+        """
+    )
+    assert got["measured"] is True
+    assert got["rows"] == [
+        ["sync", "scalar read", 3, 0],
+        ["transfer", "host data copied to the device", 3, 24],
+    ]
+
+
 def test_an_asynchronous_copy_to_the_host_reads_wrong_until_a_sync() -> None:
     got = run_isolated(
         """

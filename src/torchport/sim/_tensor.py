@@ -80,7 +80,7 @@ class SimTensor(torch.Tensor):
 
     def tolist(self) -> Any:
         """The values as Python numbers; waits for the device (a host sync)."""
-        _host.waited("tolist")
+        _host.waited("tolist", "read to Python (.tolist())")
         _host.copied(
             CrossingKind.DEVICE_TO_HOST, "tolist", self._raw, pinned=False, non_blocking=False
         )
@@ -90,7 +90,7 @@ class SimTensor(torch.Tensor):
         # torch's printer formats element by element, which it does only for plain
         # tensors: format the values inside, and let it add device, dtype and grad_fn.
         if tensor_contents is None:
-            _host.waited("print")
+            _host.waited("print", "print (reads the values)")
             _host.copied(
                 CrossingKind.DEVICE_TO_HOST, "print", self._raw, pinned=False, non_blocking=False
             )
@@ -147,7 +147,7 @@ class SimTensor(torch.Tensor):
             and not entry.transfer
             and (entry.applies is None or entry.applies(args, kwargs))
         ):
-            _host.waited(str(func))
+            _host.waited(str(func), entry.label)
         if func in _INDEXING:
             _count_host_indices(func, args)
         out = func(*raw_args, **raw_kwargs)
@@ -291,8 +291,17 @@ def to_host(
 
 
 def copy_to_device(tensor: torch.Tensor, kwargs: dict[str, Any]) -> Any:
-    """``tensor.to(sim, **kwargs)`` for a host tensor: a counted host-to-device copy."""
-    return _to_copy(_aten._to_copy.default, (tensor,), kwargs)
+    """Host data PyTorch built for the device (``torch.tensor(data, device=)``, a list index)."""
+    _host.copied(
+        CrossingKind.HOST_TO_DEVICE,
+        "aten._to_copy.default",
+        tensor,
+        pinned=False,
+        non_blocking=bool(kwargs.get("non_blocking", False)),
+        label="host data copied to the device (torch.tensor(data, device=...), a list index)",
+    )
+    rest = {key: value for key, value in kwargs.items() if key not in ("device", "non_blocking")}
+    return SimTensor(_aten._to_copy.default(tensor, **rest, device=_CPU))
 
 
 def _to_copy(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -354,7 +363,7 @@ def _copy_(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 def _local_scalar_dense(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    _host.waited(str(func))
+    _host.waited(str(func), "scalar read (.item())")
     return func(args[0]._raw)
 
 
