@@ -98,10 +98,11 @@ def add_output(parser: argparse.ArgumentParser) -> None:
 
 
 def settings(args: argparse.Namespace, paths: list[str]) -> Config:
-    """The configuration for this run: the file's (or ``--config``'s) with ``--exclude``s."""
-    from torchport.check import find_config, load_config
+    """The configuration this run asks for, with ``--exclude``s: ``--config``'s table for
+    every file, else each file's nearest one (``paths`` are resolved per file)."""
+    from torchport.check import Config, load_config
 
-    config = load_config(args.config) if args.config else find_config(paths)
+    config = load_config(args.config) if args.config else Config.per_file()
     return config.with_excludes(args.exclude, args.extend_exclude)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
+from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._noqa import unknown_codes
 from torchport.check._rule import Finding, Rule
@@ -107,6 +108,7 @@ class Chunk:
     fixable: tuple[str, ...] | None = None  # codes whose fixes apply (None: all)
     # The one file's text (or its bytes, decoded as a file's), given instead of read; never written.
     stdin: str | bytes | None = None
+    settings: FileSettings = UNLIMITED  # target torch and noqa policy of these files
 
 
 @dataclass(slots=True)
@@ -355,7 +357,8 @@ def check_chunk(chunk: Chunk) -> list[Report]:
         if doc is None or tree is None:
             continue
         try:
-            outcome = check_tree(doc.text, path, tree, _ruleset(chunk.rules, ignored))
+            rules = _ruleset(chunk.rules, ignored)
+            outcome = check_tree(doc.text, path, tree, rules, settings=chunk.settings)
         except Exception as exc:
             report.errors.append(_internal(path, exc, doc.text))
             continue
@@ -408,7 +411,8 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
         message = str(exc) if isinstance(exc, WriteRefused | NotebookError) else None
         report.errors.append(FileError(path, message or f"not fixed: cannot write it: {exc}"))
         # Nothing was written: what is left is everything the original holds.
-        report.findings = _place(doc, check_text(doc.text, path, full).findings, doc.text)
+        left = check_text(doc.text, path, full, settings=chunk.settings).findings
+        report.findings = _place(doc, left, doc.text)
         return report
     report.fix = FileFix(path, fixed, "", written=True)
     return report
@@ -436,7 +440,13 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
             full = _ruleset(chunk.rules, ignored)
             try:
                 outcome = fix_text(
-                    doc.text, path, full, unsafe=chunk.unsafe, tree=tree, fixable=chunk.fixable
+                    doc.text,
+                    path,
+                    full,
+                    unsafe=chunk.unsafe,
+                    tree=tree,
+                    fixable=chunk.fixable,
+                    settings=chunk.settings,
                 )
             except Exception as exc:
                 report.errors.append(_internal(path, exc, doc.text))
