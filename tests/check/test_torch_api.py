@@ -24,7 +24,9 @@ _SPELLED = re.compile(r"\b\w+\.((?:accelerator|amp)\.\w+|get_device_module|Strea
 
 def test_the_floor_is_the_runtimes_declared_torch() -> None:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    (spec,) = [d for d in data["project"]["optional-dependencies"]["torch"] if d.startswith("torch")]
+    (spec,) = [
+        d for d in data["project"]["optional-dependencies"]["torch"] if d.startswith("torch")
+    ]
     assert parse_version(spec.split(">=")[1].split(",")[0]) == FLOOR
 
 

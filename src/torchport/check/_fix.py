@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from torchport.check._engine import RuleFailure, RuleSet, check_text, check_tree, ruleset_for
 from torchport.check._file_settings import UNLIMITED, FileSettings
+from torchport.check._printable import quoted
 from torchport.check._rule import NO_FIX, Edit, Finding, FixSafety
 from torchport.check._syntax import parse_source
 from torchport.check._torch_api import parse_version
@@ -45,7 +46,8 @@ class FixOutcome:
         """A unified diff from ``original`` to the fixed source (empty when nothing changed).
 
         Relative paths get git's ``a/``/``b/`` prefixes (``git apply`` takes it);
-        absolute ones are named as they are.
+        absolute ones are named as they are. A name with control characters is
+        quoted as git quotes it (see :mod:`torchport.check._printable`).
         """
         if original == self.source:
             return ""
@@ -53,8 +55,8 @@ class FixOutcome:
         lines = difflib.unified_diff(
             original.splitlines(keepends=True),
             self.source.splitlines(keepends=True),
-            fromfile=path if absolute else f"a/{path}",
-            tofile=path if absolute else f"b/{path}",
+            fromfile=quoted(path if absolute else f"a/{path}"),
+            tofile=quoted(path if absolute else f"b/{path}"),
         )
         return "".join(
             line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n"

@@ -102,7 +102,9 @@ def written_apis(text: str) -> set[str]:
     return {m["api"] for m in _WRITTEN.finditer(text)}
 
 
-def _missing(finding: Finding, source: str, target: TorchVersion) -> tuple[str, TorchVersion] | None:
+def _missing(
+    finding: Finding, source: str, target: TorchVersion
+) -> tuple[str, TorchVersion] | None:
     """The first API the fix writes that ``target`` lacks, with the torch that has it."""
     if finding.fix is None:
         return None

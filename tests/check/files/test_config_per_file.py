@@ -128,8 +128,7 @@ def test_a_files_findings_do_not_depend_on_the_other_paths_or_the_working_folder
             for folder in FOLDERS
             for name in FILES
             if any(
-                (root / folder / name) == (root / p)
-                or (root / p) in (root / folder / name).parents
+                (root / folder / name) == (root / p) or (root / p) in (root / folder / name).parents
                 for p in given_paths
             )
         ]

@@ -68,6 +68,7 @@ def _per_folder(excludes: Excludes) -> ExcludesFor:
     fixed = list(excludes)
     return lambda _folder: fixed
 
+
 DEFAULT_EXCLUDES = frozenset(
     {
         ".bzr", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints", ".mypy_cache",

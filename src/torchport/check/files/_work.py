@@ -28,6 +28,7 @@ from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tre
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._noqa import unknown_codes
+from torchport.check._printable import quoted
 from torchport.check._rule import Finding, Rule
 from torchport.check._syntax import NewerSyntaxError, parse_source
 from torchport.check.files._discovery import inside_roots
@@ -55,7 +56,7 @@ class FileError:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: error: {self.message}"
+        return f"{quoted(self.path)}: error: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,7 +424,8 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
     """Fix every file of ``chunk``; SPEED-only fixes apply per ``chunk.fixable``.
 
     Writing runs first remove the temp files a killed run left in the folders
-    of the chunk's files (see :func:`~torchport.check.files._write.remove_stale_temps`).
+    of the chunk's files that ``fix`` may write, never through a link leading out
+    (see :func:`~torchport.check.files._write.remove_stale_temps`).
     """
     reports: list[Report] = []
     cleaned: set[str] = set()
@@ -432,7 +434,10 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
             folder = os.path.dirname(os.path.abspath(path))
             if folder not in cleaned:
                 cleaned.add(folder)
-                remove_stale_temps(folder)
+                # Only where fix may write, and never through a symlinked folder.
+                direct = os.path.realpath(folder) == folder
+                if direct and inside_roots(Path(path), chunk.roots):
+                    remove_stale_temps(folder)
         report = Report(path)
         doc = _load(path, report, chunk, fixing=True)
         tree = None if doc is None else _parse(path, doc, report)
