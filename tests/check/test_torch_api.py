@@ -96,3 +96,9 @@ def test_a_target_that_is_no_version_is_a_config_error(tmp_path: Path, bad: str)
 
 def test_versions_print_as_they_are_written() -> None:
     assert format_version(FLOOR) == f"{FLOOR[0]}.{FLOOR[1]}"
+
+
+def test_the_table_in_docs_cli_md_is_the_table() -> None:
+    text = (ROOT / "docs" / "cli.md").read_text()
+    rows = re.findall(r"^\| `torch\.([\w.]+)` \| (\d+)\.(\d+) \|$", text, re.MULTILINE)
+    assert {api: (int(a), int(b)) for api, a, b in rows} == SINCE

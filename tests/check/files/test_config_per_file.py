@@ -22,7 +22,7 @@ SOURCE = (
     "used = torch.cuda.memory_allocated()\n"
 )
 FOLDERS = (".", "a", "a/b", "c")
-FILES = ("m.py", "n.py")
+FILES = ("m.py", "n.py", "g.py")  # g.py: a generated file, exempt by Ruff's file-wide noqa
 
 
 @contextlib.contextmanager
@@ -71,6 +71,7 @@ tables = st.fixed_dictionaries(
         "per-file-ignores": st.sampled_from([{"m*.py": ["TP3"]}, {"**/n.py": ["TP1"]}]),
         "exclude": st.sampled_from([["n.py"], ["b/"]]),
         "target-torch": st.sampled_from(["2.6", "2.8"]),
+        "respect-foreign-noqa": st.booleans(),
     },
 )
 trees = st.dictionaries(st.sampled_from(FOLDERS), tables, max_size=4)
@@ -86,7 +87,7 @@ def _project(root: Path, tree: dict[str, dict[str, object]]) -> None:
     write(root / ".git" / "HEAD", "")  # the project's top: no .gitignore above it counts
     for folder in FOLDERS:
         for name in FILES:
-            write(root / folder / name, SOURCE)
+            write(root / folder / name, ("# ruff: noqa: TP1\n" if name == "g.py" else "") + SOURCE)
     for folder, table in tree.items():
         write(root / folder / "pyproject.toml", _toml(table))
 
