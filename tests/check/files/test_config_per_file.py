@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from torchport.check import check_paths, fix_paths
-from torchport.check.files._config import ConfigResolver, requirement_floor
+from torchport.check.files._config import ConfigResolver
+from torchport.check.files._requirements import requirement_floor
 
 SOURCE = (
     "import torch\n"

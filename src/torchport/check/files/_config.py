@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -44,6 +43,7 @@ from pathlib import Path
 from torchport.check._file_settings import FileSettings
 from torchport.check._torch_api import FLOOR, TorchVersion, format_version, parse_version
 from torchport.check.files._discovery import GlobSet, normalised
+from torchport.check.files._requirements import declared_target, project_folder
 from torchport.errors import ConfigError
 
 __all__ = ["Config", "ConfigResolver", "find_config", "load_config"]
@@ -270,80 +270,6 @@ def _tool_table(data: dict[str, object], source: Path) -> dict[str, object] | No
     return table
 
 
-# ---------------------------------------------------------------- the torch a project needs
-
-# `torch>=2.7`, `torch[opt] ~= 2.7.1, <3`, `torch==2.8.*`: the name, then the specifiers.
-_REQUIREMENT = re.compile(r"^\s*torch\s*(?:\[[^\]]*\])?\s*(?P<spec>[<>=!~][^;#]*)?(?:[;#].*)?$")
-_LOWER = re.compile(r"(>=|==|~=|===|>)\s*(\d+\.\d+[\w.*]*)")
-
-
-def requirement_floor(lines: Sequence[str]) -> TorchVersion | None:
-    """The lowest torch that requirement ``lines`` allow (``torch>=2.7`` gives 2.7), or None.
-
-    Only a lower bound counts (``>=``, ``==``, ``~=``, ``>``); ``torch`` with none,
-    or no ``torch`` line, gives None. Several ``torch`` lines: the highest bound
-    (each must hold).
-    """
-    found: list[TorchVersion] = []
-    for line in lines:
-        match = _REQUIREMENT.match(line)
-        if match is None or not match["spec"]:
-            continue
-        for _, text in _LOWER.findall(match["spec"]):
-            version = parse_version(".".join(text.replace("*", "0").split(".")[:2]))
-            if version is not None:
-                found.append(version)
-    return max(found) if found else None
-
-
-def _project_requirements(pyproject: Path) -> TorchVersion | None:
-    try:
-        data = _read(pyproject)
-    except ConfigError:
-        return None  # not ours to judge unless it holds our table (then it was read already)
-    project = data.get("project")
-    if not isinstance(project, dict):
-        return None
-    lines = [d for d in project.get("dependencies", []) if isinstance(d, str)]
-    floor = requirement_floor(lines)
-    optional = project.get("optional-dependencies", {})
-    if floor is None and isinstance(optional, dict):
-        extra = [d for group in optional.values() if isinstance(group, list) for d in group]
-        floor = requirement_floor([d for d in extra if isinstance(d, str)])
-    return floor
-
-
-def _requirements_txt(path: Path) -> TorchVersion | None:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    return requirement_floor(lines)
-
-
-def _declared_target(folder: Path) -> tuple[TorchVersion, str] | None:
-    """The torch floor the project in ``folder`` declares, and where."""
-    pyproject = folder / "pyproject.toml"
-    if pyproject.is_file():
-        floor = _project_requirements(pyproject)
-        if floor is not None:
-            return floor, f"torch>={format_version(floor)} in the dependencies of {pyproject}"
-    requirements = folder / "requirements.txt"
-    if requirements.is_file():
-        floor = _requirements_txt(requirements)
-        if floor is not None:
-            return floor, f"torch>={format_version(floor)} in {requirements}"
-    return None
-
-
-def _project_folder(folder: Path) -> Path | None:
-    """The nearest folder at or above ``folder`` holding a pyproject.toml or requirements.txt."""
-    for parent in (folder, *folder.parents):
-        if (parent / "pyproject.toml").is_file() or (parent / "requirements.txt").is_file():
-            return parent
-    return None
-
-
 def _with_target(config: Config, folder: Path) -> Config:
     """``config`` with ``target_torch`` filled in: its own, the project's, else the floor.
 
@@ -354,10 +280,10 @@ def _with_target(config: Config, folder: Path) -> Config:
     if config.target_torch is not None:
         return config
     if config.source is not None:
-        declared = _declared_target(normalised(config.source.parent))
+        declared = declared_target(normalised(config.source.parent))
     else:
-        project = _project_folder(folder)
-        declared = None if project is None else _declared_target(project)
+        project = project_folder(folder)
+        declared = None if project is None else declared_target(project)
     if declared is not None:
         return replace(config, target_torch=declared[0], target_origin=declared[1])
     floor = format_version(FLOOR)
@@ -450,7 +376,7 @@ class ConfigResolver:
             found = _nearest_source(key)
             # Without a table, the settings differ only by the project whose requirements
             # give the target torch: one Config per such project.
-            source = found[0] if found is not None else _project_folder(key)
+            source = found[0] if found is not None else project_folder(key)
             config = self._by_source.get(source)
             if config is None:
                 base = _table(found[1], found[0]) if found is not None else Config(root=key)
