@@ -80,3 +80,24 @@ def test_python_m_torchport_never_imports_the_projects_modules(tmp_path: Path, n
         )
         assert done.returncode in (0, 1), done.stderr
         assert not marker.exists(), (argv, marker.read_text())
+
+
+def test_run_leaves_a_closed_pipe_to_the_script_as_python_does(tmp_path: Path) -> None:
+    """`run`'s script owns its stdout: it meets the closed pipe exactly as under `python`."""
+    (tmp_path / "loud.py").write_text("for i in range(100000):\n    print(i)\n")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        ours = subprocess.run(
+            [sys.executable, "-m", "torchport", "run", "loud.py"],
+            cwd=tmp_path, stdout=write, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        plain = subprocess.run(
+            [sys.executable, "loud.py"], cwd=tmp_path, stdout=write, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert ours.returncode == plain.returncode
+    assert "internal error" not in ours.stderr
+    assert ("BrokenPipeError" in ours.stderr) == ("BrokenPipeError" in plain.stderr)
