@@ -40,6 +40,7 @@ from torchport import hardware
 from torchport.errors import RedirectError
 from torchport.place import pop_redirect, push_redirect
 from torchport.run._children import child_patches
+from torchport.run._cuda_answers import tensor_patches
 from torchport.run._cuda_shim import _LEGACY_DTYPES, Patch, cuda_patches
 from torchport.run._torch_shim import is_cuda, names_device, torch_patches
 
@@ -92,6 +93,7 @@ class _DeviceRewrite(TorchFunctionMode):
             return self._cuda(*args, **kwargs)
         if method is _TENSOR_PIN and self.unpin:
             return args[0]
+
         if method is _TENSOR_TYPE and len(args) > 1:
             dtype = _legacy_dtype(args[1])
             if dtype is not None:
@@ -149,6 +151,7 @@ class _Redirect:
                 self._install(
                     [
                         *cuda_patches(self.target, self.count),
+                        *tensor_patches(self.target),
                         *torch_patches(self.target),
                         *child_patches(str(self.target), self.count),
                         _thread_patch(self._mode),
