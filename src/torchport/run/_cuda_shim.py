@@ -5,9 +5,12 @@ torchrun), and every one of them is the target: ``torch.cuda.is_available()``
 is True, ``set_device(i)`` / ``current_device()`` keep a per-thread index as
 CUDA does, ``synchronize()`` waits for the target, ``mem_get_info()`` and the
 random-state calls read the target, ``torch.cuda.FloatTensor(...)`` builds a
-tensor on the target. Calls with no meaning there (streams, events, graphs,
-allocator control, ...) raise :class:`~torchport.RedirectError` naming the
-call and the device.
+tensor on the target; properties, capability, streams, events and NVTX answer
+from the target (:mod:`torchport.run._cuda_answers`), and the same functions
+reached through a submodule (``torch.cuda.memory``, ``torch.cuda.nvtx``) get
+the same stand-ins. Calls with no meaning there (graphs, allocator control,
+streams on an accelerator target, ...) raise :class:`~torchport.RedirectError`
+naming the call and the device.
 
 Every stand-in first looks at its caller: a call made from inside torch or
 torchport themselves goes to the real function, because library code asks
