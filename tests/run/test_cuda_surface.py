@@ -156,15 +156,18 @@ def test_the_surface_is_found() -> None:
         assert expected in calls
 
 
+@pytest.mark.parametrize("target", ["cpu", "meta"])
 @pytest.mark.parametrize(("module_name", "name"), sorted(set(_public_calls()) - _NOT_CALLS))
-def test_every_cuda_call_answers_or_raises_redirect_error(module_name: str, name: str) -> None:
-    with tp.redirect("cpu"), warnings.catch_warnings():
+def test_every_cuda_call_answers_or_raises_redirect_error(
+    module_name: str, name: str, target: str
+) -> None:
+    with tp.redirect(target), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecations of the calls themselves
         function = getattr(sys.modules[module_name], name)
         try:
             _call(function)
         except RedirectError as error:
-            assert f"{name}" in str(error) and "cpu" in str(error)
+            assert name in str(error) and target in str(error)
 
 
 def test_properties_come_from_the_target() -> None:

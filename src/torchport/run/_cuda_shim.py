@@ -224,12 +224,17 @@ class _NullDeviceContext:
 
 
 def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callable[..., Any]:
-    """``torch.accelerator.<name>(target)`` on an accelerator, ``cpu_value`` on the CPU."""
+    """``torch.accelerator.<name>`` of ``target`` when it is this machine's accelerator.
+
+    Elsewhere (the CPU, meta) no device allocator exists: ``cpu_value`` (0 bytes, no
+    stats, nothing to free). ``empty_cache`` takes no device; the others take one.
+    """
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        if target.type == "cpu":
+        if target.type != hardware.accelerator_type():
             return cpu_value
-        return getattr(torch.accelerator, name)(target)
+        function = getattr(torch.accelerator, name)
+        return function() if name == "empty_cache" else function(target)
 
     return call
 
@@ -298,6 +303,10 @@ def _rng(devices: _Devices) -> dict[str, Callable[..., Any]]:
         states = list(new_states)
         if states:  # every index is the one target: its state is the current index's
             set_rng_state(states[min(devices.current(), len(states) - 1)])
+
+    if target.type != "cpu" and getattr(backend, "get_rng_state", None) is None:
+        get_rng_state_all = _unsupported("torch.cuda.get_rng_state_all()", target)
+        set_rng_state_all = _unsupported("torch.cuda.set_rng_state_all()", target)
 
     return {
         "get_rng_state": get_rng_state,

@@ -61,6 +61,10 @@ def _amp_patches(target: torch.device) -> list[Patch]:
             enabled: bool = True,
             cache_enabled: bool | None = None,
         ) -> None:
+            if device_type == "cuda" and not torch.amp.is_autocast_available(kind):
+                # no autocast on the target (meta): the region runs as written, in full
+                # precision, as autocast itself does when disabled
+                device_type, dtype, enabled = "cpu", None, False
             super().__init__(
                 kind if device_type == "cuda" else device_type,
                 dtype=dtype,
