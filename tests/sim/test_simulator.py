@@ -551,6 +551,31 @@ print(Net().to(device)(torch.randn(3, 4).to(device)).sum().item())
 """
 
 
+_CUDA_STREAMS = """
+import torch
+side = torch.cuda.Stream()
+x = torch.ones(4).cuda(non_blocking=True)
+with torch.cuda.stream(side):
+    y = x * 2
+torch.cuda.current_stream().wait_stream(side)
+y.record_stream(torch.cuda.current_stream())
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+start.record()
+total = y.sum()
+end.record()
+torch.cuda.synchronize()
+print(total.item(), start.elapsed_time(end) >= 0, y.device)
+"""
+
+
+def test_run_device_sim_runs_cuda_streams_and_events_in_order(tmp_path: Path) -> None:
+    script = tmp_path / "streams.py"
+    script.write_text(textwrap.dedent(_CUDA_STREAMS))
+    done = _torchport_run("sim", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "8.0 True sim:0"
+
+
 def _torchport_run(device: str, script: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "torchport", "run", "--quiet", "--device", device, str(script)],

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from torchport import hardware
+from torchport.sim import is_simulated
 
 __all__ = [
     "RedirectedProperties",
@@ -141,13 +142,18 @@ def backend_answers() -> dict[str, Callable[..., Any]]:
     }
 
 
+def runs_in_order(target: torch.device) -> bool:
+    """Whether every op on ``target`` finishes before the next starts (cpu, meta, sim)."""
+    return target.type in ("cpu", "meta") or is_simulated(target)
+
+
 def tensor_patches(target: torch.device) -> list[tuple[Any, str, Any]]:
     """``Tensor.record_stream`` of a stand-in stream: nothing to guard on an in-order device.
 
     Torch parses the stream argument in C before any function mode sees the call,
     so the method itself is wrapped (and put back when the redirect ends).
     """
-    if target.type not in ("cpu", "meta"):
+    if not runs_in_order(target):
         return []
     original = torch.Tensor.record_stream
 
@@ -208,7 +214,7 @@ def answers(target: torch.device) -> dict[str, Any]:
         "reset_peak_host_memory_stats": lambda: None,
         "reset_accumulated_host_memory_stats": lambda: None,
     }
-    if target.type in ("cpu", "meta"):
+    if runs_in_order(target):
         stream = _Stream()
         table.update(
             {
