@@ -153,8 +153,8 @@ def _audit_summary(report: AuditReport) -> str:
         )
     if report.other_threads:
         line += (
-            f"; {_plural(report.other_threads, 'copy or read', 'copies or reads')} made in "
-            "other threads, which the audit does not watch, are not counted"
+            f"; {_plural(report.other_threads, 'other thread', 'other threads')} ran meanwhile: "
+            "the audit watches only its own thread, so their copies and reads are not counted"
         )
     if report.dropped:
         line += f"; {report.dropped} op(s) could not be described (please report this)"
