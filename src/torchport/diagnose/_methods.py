@@ -252,7 +252,7 @@ def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) ->
                 w.category,
                 caller.f_code.co_filename,
                 caller.f_lineno or 0,
-                module=module_globals.get("__name__"),
+                module=module_globals.get("__name__", "<string>"),  # as warnings.warn names it
                 registry=module_globals.setdefault("__warningregistry__", {}),
                 # no module_globals: for `python -c` code its loader (BuiltinImporter)
                 # raises ImportError when asked for the source line
