@@ -85,7 +85,8 @@ _SYNCS: list[tuple[str, str, Callable[[torch.Tensor], Any]]] = [
     ("repeat_interleave", "repeat_interleave", lambda x: x.repeat_interleave(torch.ones(4).long())),
     ("bincount", "bincount", lambda x: torch.bincount(torch.tensor([0, 2]))),
     ("equal", "torch.equal", lambda x: torch.equal(x, x)),
-    ("mask_assign", "boolean-mask assignment", lambda x: x.clone().__setitem__(x > 0, 0.0)),
+    # a tensor value: index_put_ expands the mask (a number would be masked_fill_, no wait)
+    ("mask_assign", "boolean-mask assignment", lambda x: x.clone().__setitem__(x > 0, x[:1])),
 ]
 
 

@@ -33,12 +33,15 @@ _INDEXES: list[tuple[str, Callable[[torch.Tensor], Any], str | None]] = [
     ("int then mask", lambda x: x.view(2, 2)[0, x.view(2, 2)[0] > 0], _MASK),
     ("mask, None", lambda x: x[None, x > 0], _MASK),
     ("mask and an index tensor", lambda x: x.view(2, 2)[x[:2] > 0, torch.tensor([1])], _MASK),
-    ("assign by mask", lambda x: x.clone().__setitem__(x > 0, 0.0), _ASSIGN),
-    ("assign by mask, int", lambda x: x.view(2, 2).clone().__setitem__((x[:2] > 0, 0), 1), _ASSIGN),
+    ("assign by mask", lambda x: x.clone().__setitem__(x > 0, x[:1]), _ASSIGN),
+    ("assign by mask, int", lambda x: x.view(2, 2).clone().__setitem__((x[:2] > 0, 0), x[0]), _ASSIGN),  # noqa: E501
+    # a number by mask: ATen runs masked_fill_, no wait
+    ("assign a number by mask", lambda x: x.clone().__setitem__(x > 0, 0.0), None),
+    ("assign a number by mask, int", lambda x: x.view(2, 2).clone().__setitem__((x[:2] > 0, 0), 1), None),  # noqa: E501
     ("int", lambda x: x[1], None),
     ("slice", lambda x: x[1:3], None),
     ("index tensor", lambda x: x[torch.tensor([0, 2])], None),
-    ("list of bools", lambda x: x[[True, False, True, False]], _MASK),
+    ("list of bools", lambda x: x[[True, False, True, False]], None),  # nonzero on the host: a copy
     ("assign by slice", lambda x: x.clone().__setitem__(slice(0, 2), 0.0), None),
 ]  # fmt: skip
 

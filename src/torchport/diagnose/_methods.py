@@ -102,6 +102,8 @@ class Observer(Protocol):
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
 
+    def observe_host_index(self, func: Any, nbytes: int) -> None: ...
+
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
     def lift(self) -> object | None: ...
@@ -277,8 +279,16 @@ def _call(
         warnings.simplefilter("always")
         out = original(*args, **kwargs)
     if caught:
-        _reissue(caught, sys._getframe(2))
+        _reissue(caught, _caller())
     return out
+
+
+def _caller() -> FrameType | None:
+    """The first frame above this module's: the program's call of a watched function."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == _THIS_FILE:
+        frame = frame.f_back
+    return frame
 
 
 # Reads whose work runs no aten op on a CPU tensor: nothing to keep from the dispatch mode
@@ -335,21 +345,53 @@ class FunctionWatcher(TorchFunctionMode):
             kwargs = {}
         applies = entry.applies
         if applies is not None and not _matches(applies, args, kwargs):
-            return _call(func, args, kwargs, warns)
+            host_index = _host_index_bytes(func, args)
+            if not (host_index or entry.quiet_otherwise):
+                return _call(func, args, kwargs, warns)
+            # F.one_hot(x, n)'s CPU checks, or x[list]: the ops inside are the call's
+            out = self._quietly(func, args, kwargs, warns, lifts)
+            if host_index and not self._local.quiet:
+                self._observer.observe_host_index(func, host_index)
+            return out
+        depth = self._local.quiet
+        out = self._quietly(func, args, kwargs, warns, lifts)
+        if not depth:
+            self._observer.observe_python(func, entry, tuple(args), dict(kwargs), out)
+        return out
+
+    def _quietly(
+        self,
+        func: Any,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        warns: Callable[[Any], bool] | None,
+        lifts: bool,
+    ) -> Any:
+        """Run a watched call with its aten ops counted as its own (not recorded)."""
         observer = self._observer
         local = self._local
         depth = local.quiet  # a thread-local: read once, written twice
         token = observer.lift() if lifts else None
         local.quiet = depth + 1
         try:
-            out = _call(func, args, kwargs, warns)
+            return _call(func, args, kwargs, warns)
         finally:
             local.quiet = depth
             if token is not None:
                 observer.restore(token)
-        if not depth:
-            observer.observe_python(func, entry, tuple(args), dict(kwargs), out)
-        return out
+
+
+_INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
+
+
+def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
+    """Bytes of a list or NumPy index an accelerator would copy to the device (0: none)."""
+    if func not in _INDEXING or len(args) < 2:
+        return 0
+    try:
+        return _ops.host_index_bytes(args[1])
+    except Exception:  # odd indices: the call itself will say what is wrong with them
+        return 0
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ make; a real move (``cpu`` to ``meta``) goes on to the dispatch level as
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,12 +46,16 @@ __all__ = [
     "OpEntry",
     "OpKind",
     "aten_entry",
+    "copies_on_device",
+    "host_index_bytes",
+    "masked_fill_dispatch",
     "method_entry",
     "names_host",
     "non_blocking",
     "op_name",
     "read_bytes",
     "stays_on_host",
+    "syncs_on_device",
     "transfer_of",
     "watched_methods",
 ]
@@ -81,6 +86,10 @@ class OpEntry:
         applies: When set, the op only counts if this returns true for its
             ``(args, kwargs)``; ``x.to(same_device)`` is no transfer and
             ``x[index_tensor]`` is no sync, but ``x[bool_mask]`` is.
+        quiet_otherwise: For a Python-level entry: when ``applies`` says no, the call
+            still owns the aten ops it runs, which count for nothing (``F.one_hot``
+            with ``num_classes`` given: its CPU kernel's range checks are no wait on
+            an accelerator, where the kernel skips them).
         transfer: ``kind is OpKind.TRANSFER``, kept as a plain field for the audit's
             per-event path (an enum comparison and ``.value`` cost more).
         kind_name: ``kind.value``, for the same reason.
@@ -89,6 +98,7 @@ class OpEntry:
     kind: OpKind
     label: str
     applies: Callable[[_Args, _Kwargs], bool] | None = None
+    quiet_otherwise: bool = False
     transfer: bool = field(init=False, repr=False, compare=False)
     kind_name: str = field(init=False, repr=False, compare=False)
 
@@ -125,6 +135,36 @@ def _has_bool_index(args: _Args, kwargs: _Kwargs) -> bool:
     return False
 
 
+def masked_fill_dispatch(args: _Args, kwargs: _Kwargs) -> bool:
+    """Whether ``index_put_`` runs as ``masked_fill_`` on an accelerator, so never waits.
+
+    ATen's ``canDispatchToMaskedFill`` (TensorAdvancedIndexing): not accumulating, a
+    one-element value on the CPU (``x[mask] = 0.5`` wraps the Python number on the CPU
+    for a CUDA ``x``), and exactly one index, a bool or uint8 mask on ``x``'s device;
+    the other positions are ``None`` (ints and slices become views before).
+    """
+    self = args[0]
+    indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+    value = args[2] if len(args) > 2 else kwargs.get("values")
+    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+    if accumulate or not isinstance(value, torch.Tensor) or value.numel() != 1:
+        return False
+    if value.device.type != _HOST:
+        return False
+    mask = None
+    for index in indices or ():
+        if index is None:
+            continue
+        if index.dtype not in _MASK_DTYPES or index.device != self.device or mask is not None:
+            return False
+        mask = index
+    return mask is not None
+
+
+def _assign_waits(args: _Args, kwargs: _Kwargs) -> bool:
+    return _has_bool_index(args, kwargs) and not masked_fill_dispatch(args, kwargs)
+
+
 def _no_output_size(args: _Args, kwargs: _Kwargs) -> bool:
     return kwargs.get("output_size") is None
 
@@ -159,9 +199,9 @@ _ATEN: dict[str, OpEntry] = {
     ),
     "index.Tensor": OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, _has_bool_index),
     "allclose": OpEntry(OpKind.SYNC, "torch.allclose (returns a Python bool)"),
-    "index_put_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _has_bool_index),
-    "index_put": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _has_bool_index),
-    "_index_put_impl_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _has_bool_index),
+    "index_put_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assign_waits),
+    "index_put": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assign_waits),
+    "_index_put_impl_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assign_waits),
 }
 
 
@@ -253,6 +293,54 @@ def stays_on_host(args: _Args, kwargs: _Kwargs) -> bool:
 _PLAIN_INDEX = (int, slice, type(None), type(Ellipsis))
 
 
+def _assigns_tensor_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
+    """``x[mask] = v`` with ``v`` a tensor: on an accelerator ``v`` is the device's, so
+    ``index_put_`` expands the mask there (a wait). A Python number is wrapped on the
+    host and the assignment runs as ``masked_fill_`` (:func:`masked_fill_dispatch`)."""
+    return len(args) > 2 and isinstance(args[2], torch.Tensor) and _indexes_by_mask(args, kwargs)
+
+
+def host_index_bytes(index: Any) -> int:
+    """Bytes of the index tensors torch builds on the host from ``x[index]``'s lists and
+    NumPy arrays, which an accelerator then copies to ``x``'s device (0: none).
+
+    A list of ints (``v[:, [-1]]``) or an integer array becomes an ``int64`` tensor of
+    as many elements; a list or array of bools becomes, after ``nonzero`` on the host
+    (no wait for the device), one ``int64`` index per dimension and ``True``.
+    """
+    parts = index if type(index) is tuple else (index,)
+    numpy = sys.modules.get("numpy")  # an array index means NumPy is imported
+    total = 0
+    for part in parts:
+        if isinstance(part, list):
+            counts = _count_list(part)
+        elif numpy is not None and isinstance(part, numpy.ndarray):
+            if part.dtype == numpy.bool_:
+                counts = (0, int(numpy.count_nonzero(part)), part.ndim)
+            else:
+                counts = (part.size if part.dtype.kind in "iu" else 0, 0, part.ndim)
+        else:
+            continue
+        ints, trues, ndim = counts
+        total += (ints + trues * max(ndim, 1)) * 8
+    return total
+
+
+def _count_list(part: list[Any]) -> tuple[int, int, int]:
+    """(ints, Trues, depth) in a nested list index; anything else counts nothing."""
+    ints = trues = 0
+    depth = 1
+    for item in part:
+        if isinstance(item, bool):
+            trues += item
+        elif isinstance(item, int):
+            ints += 1
+        elif isinstance(item, list):
+            i, t, d = _count_list(item)
+            ints, trues, depth = ints + i, trues + t, max(depth, d + 1)
+    return ints, trues, depth
+
+
 def _indexes_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
     """``x[mask]``, ``x[mask, 1:3]``, ``x[mask] = v``: a boolean mask and plain indices only.
 
@@ -316,6 +404,12 @@ def _cpu_stays(args: _Args, kwargs: _Kwargs) -> bool:
 
 _WOULD_COPY = "would copy on an accelerator"
 
+
+def _one_hot_reads_max(args: _Args, kwargs: _Kwargs) -> bool:
+    classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
+    return bool(classes == -1)
+
+
 # Python-level callables the audit wraps (see ._methods). The copy inside
 # torch.tensor(data, device=...) never reaches a dispatch mode, so it lives here.
 METHOD_TABLE: Mapping[Any, OpEntry] = {
@@ -333,7 +427,15 @@ METHOD_TABLE: Mapping[Any, OpEntry] = {
     # the aten level sees these too (index.Tensor, index_put_); here the audit's mode
     # steps off the stack while they run, which is most of what they would cost it
     torch.Tensor.__getitem__: OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, _indexes_by_mask),
-    torch.Tensor.__setitem__: OpEntry(OpKind.SYNC, _MASK_ASSIGN, _indexes_by_mask),
+    torch.Tensor.__setitem__: OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assigns_tensor_by_mask),
+    # CPU kernels check the range with two scalar reads; CUDA's skips them and reads
+    # the max only to find num_classes (torch/aten/src/ATen/native/Onehot.cpp)
+    torch.nn.functional.one_hot: OpEntry(
+        OpKind.SYNC,
+        f"{_SCALAR_READ} (F.one_hot without num_classes reads the max)",
+        _one_hot_reads_max,
+        quiet_otherwise=True,
+    ),
     torch.Tensor.__format__: OpEntry(OpKind.SYNC, "formatting a tensor (f-string / format)"),
     torch.Tensor.to: OpEntry(OpKind.TRANSFER, "copy (.to(device))", stays_on_host),
     torch.Tensor.cpu: OpEntry(OpKind.TRANSFER, "copy (.cpu())", _cpu_stays),
@@ -505,3 +607,109 @@ def transfer_of(
     if not (isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor)):
         return None
     return src.device, dst.device, src.numel() * src.element_size()
+
+
+# -- what an op costs when it really runs on an accelerator ------------------------------
+# Asked by a dispatch mode that sees ops on a device (the simulated accelerator), with
+# the real arguments: the table's rules, plus where the arguments live.
+
+_INDEX_PUTS = frozenset({"aten::index_put_", "aten::index_put", "aten::_index_put_impl_"})
+
+
+def _schema_name(func: Any) -> str:
+    return str(getattr(getattr(func, "_schema", None), "name", ""))
+
+
+def _first_tensor(args: _Args) -> torch.Tensor | None:
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            return arg
+    return None
+
+
+def syncs_on_device(func: Any, args: _Args, kwargs: _Kwargs) -> OpEntry | None:
+    """How an aten op about to run makes the host wait for an accelerator, or ``None``.
+
+    The entry's ``kind`` is :attr:`OpKind.SYNC` (a value read back) or
+    :attr:`OpKind.SHAPE_SYNC` (the output's size depends on the data). An op on tensors
+    that live on the host never waits (a read of ``.cpu()``'s result, of
+    ``torch.tensor(list)``); a mask that lives on the host is expanded there
+    (``x[[True, False]]``: a copy, see :func:`copies_on_device`, not a wait); and
+    ``x[mask] = number`` runs as ``masked_fill_`` (:func:`masked_fill_dispatch`).
+
+    Args:
+        func: The aten overload, e.g. ``torch.ops.aten.nonzero.default``.
+        args: Its positional arguments, real tensors on their devices.
+        kwargs: Its keyword arguments.
+    """
+    entry = aten_entry(func)
+    if entry is None or entry.transfer:
+        return None
+    name = _schema_name(func)
+    if name in _INDEX_PUTS or name == "aten::index":
+        if name in _INDEX_PUTS and masked_fill_dispatch(args, kwargs):
+            return None
+        indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+        on_device = any(
+            isinstance(i, torch.Tensor) and i.dtype in _MASK_DTYPES and i.device.type != _HOST
+            for i in indices or ()
+        )
+        return entry if on_device else None
+    if entry.applies is not None and not entry.applies(args, kwargs):
+        return None
+    tensor = _first_tensor(args)
+    if tensor is None or tensor.device.type == _HOST:
+        return None
+    return entry
+
+
+def copies_on_device(
+    func: Any, args: _Args, kwargs: _Kwargs
+) -> list[tuple[torch.device, torch.device, int]]:
+    """The copies between devices an aten op about to run makes: ``(src, dst, bytes)``.
+
+    Explicit moves (``aten::_to_copy``, ``copy_`` across devices; none for a tensor
+    already on the target, which ``.to()`` returns as it is) and the hidden ones CUDA
+    makes inside indexing: index tensors built on the host (from a list, a NumPy array
+    or ``torch.tensor``) copied to the indexed tensor's device, a host mask's indices
+    after ``nonzero`` on the host, and a host value assigned by ``index_put_`` other than
+    the ``masked_fill_`` case.
+    """
+    name = _schema_name(func)
+    if name == "aten::_to_copy":
+        target = kwargs.get("device")
+        src = args[0] if args else None
+        if isinstance(src, torch.Tensor) and target is not None:
+            dst = torch.device(target)
+            if dst != src.device:
+                return [(src.device, dst, src.numel() * src.element_size())]
+        return []
+    if name in ("aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize"):
+        first, second = args[0], args[1] if len(args) > 1 else kwargs.get("src", kwargs.get("dst"))
+        src, dst = (second, first) if name == "aten::copy_" else (first, second)
+        crosses = (
+            isinstance(src, torch.Tensor)
+            and isinstance(dst, torch.Tensor)
+            and src.device != dst.device
+        )
+        return [(src.device, dst.device, src.numel() * src.element_size())] if crosses else []
+    if name not in _INDEX_PUTS and name != "aten::index":
+        return []
+    self = args[0]
+    if not isinstance(self, torch.Tensor) or self.device.type == _HOST:
+        return []
+    copies: list[tuple[torch.device, torch.device, int]] = []
+    indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+    for index in indices or ():
+        if not isinstance(index, torch.Tensor) or index.device.type != _HOST:
+            continue
+        if index.dtype in _MASK_DTYPES:
+            nbytes = int(index.count_nonzero()) * max(index.dim(), 1) * 8
+        else:
+            nbytes = index.numel() * index.element_size()
+        copies.append((index.device, self.device, nbytes))
+    if name in _INDEX_PUTS and not masked_fill_dispatch(args, kwargs):
+        value = args[2] if len(args) > 2 else kwargs.get("values")
+        if isinstance(value, torch.Tensor) and value.device.type == _HOST:
+            copies.append((value.device, self.device, value.numel() * value.element_size()))
+    return copies

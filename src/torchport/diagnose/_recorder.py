@@ -320,6 +320,17 @@ class Recorder(CheckpointCounting):
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
+    def observe_host_index(self, func: Any, nbytes: int) -> None:
+        """Count the copy of an index built on the host (``v[:, [-1]]``, ``x[array]``) to
+        the indexed tensor's device in an accelerator run; never raises."""
+        try:
+            where, _ = self._where(sys._getframe(1))
+            phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+            key: Key = (TRANSFER, _HOST_INDEX, _ops.op_name(func), TO_DEVICE, True, phase)
+            self._count(key + where, nbytes)
+        except Exception:  # the audit must never break the program it watches
+            self.dropped += 1
+
     def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
         """Where a move that stays on this host goes in the accelerator run: what its call
         site names (:func:`._callsite.target_of_call`), else what its values say
@@ -466,6 +477,7 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 
 _CPU = torch.device("cpu")
+_HOST_INDEX = "copy (index built on the host from a list or NumPy array)"
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
