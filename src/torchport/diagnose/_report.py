@@ -274,6 +274,13 @@ def oom_text(explanation: OomExplanation) -> str:
 # -- memory ---------------------------------------------------------------------------
 
 
+def _host_total(report: MemoryReport) -> str:
+    """ "total RAM", or the limit the total is (a process under ``ulimit -v`` has no more)."""
+    if report.total_is in (None, "RAM"):
+        return "total RAM"
+    return f"total (this process's limit: {report.total_is})"
+
+
 def render_memory(report: MemoryReport) -> RenderableType:
     """A table with human-readable sizes; rows the backend did not report are left out."""
     table = Table(title=f"memory on {report.device}", show_header=False, title_justify="left")
@@ -284,8 +291,13 @@ def render_memory(report: MemoryReport) -> RenderableType:
         ("allocated (live tensors)", report.allocated),
         ("reserved by the allocator", report.reserved),
         ("peak allocated", report.peak_allocated),
-        ("available RAM" if host else "free", report.free),
-        ("total RAM" if host else "total", report.total),
+        (
+            ("available RAM" if report.total_is in (None, "RAM") else "available")
+            if host
+            else "free",
+            report.free,
+        ),
+        (_host_total(report) if host else "total", report.total),
         ("process RSS", report.process_rss),
         ("process peak RSS", report.process_peak_rss),
     )

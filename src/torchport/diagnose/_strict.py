@@ -121,14 +121,22 @@ def is_device_mismatch(err: BaseException) -> bool:
 
 
 # The CPU allocator's out-of-memory error is a plain RuntimeError (c10 alloc_cpu.cpp)
-_CPU_OOM = "DefaultCPUAllocator: can't allocate memory"
 
 
 def is_out_of_memory(err: BaseException) -> bool:
-    """Whether ``err`` is an allocator running out of memory, on a device or the host."""
-    return isinstance(err, torch.OutOfMemoryError) or (
-        isinstance(err, RuntimeError) and _CPU_OOM in str(err)
-    )
+    """Whether ``err`` is an allocator running out of memory, on a device or the host.
+
+    Any message :func:`torchport.explain_oom` reads counts (every release's CUDA, HIP,
+    XPU and MPS wording, the CPU allocator's on Linux, macOS and Windows).
+    """
+    if isinstance(err, torch.OutOfMemoryError):
+        return True
+    if not isinstance(err, RuntimeError):
+        return False
+    # imported here: needed only on this error path
+    from torchport.diagnose._oom import recognises
+
+    return recognises(str(err))
 
 
 def note_oom(err: BaseException) -> None:
