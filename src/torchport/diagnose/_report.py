@@ -368,7 +368,26 @@ def _facts(report: DoctorReport) -> list[tuple[str, str]]:
         rows.append(("Python", build.python))
     if host is not None:
         rows.append(("NumPy", host.numpy or "not installed"))
+        others = [f"{name} {version}" for name, version in host.libraries if name != "numpy"]
+        rows.append(("libraries", ", ".join(others) or "none of the companions"))
         rows.append(("OS", host.os))
+        rows.append(("CPU", host.cpu_model or "unknown"))
+        toolkit = host.cuda_toolkit
+        if toolkit is not None:
+            beside = (
+                "; torch is a CPU-only build"
+                if build is not None and not (build.cuda or build.hip)
+                else ""
+            )
+            rows.append(
+                (
+                    "host CUDA toolkit",
+                    f"{toolkit.version or 'release unknown'} ({toolkit.nvcc}, via "
+                    f"{toolkit.found_by}){beside}",
+                )
+            )
+        else:
+            rows.append(("host CUDA toolkit", "none found (nvcc not on PATH or CUDA_HOME)"))
     if build is not None:
         rows.append(("platform", build.platform))
         if build.arch_list:
