@@ -53,7 +53,8 @@ class Reads(Dataset[tuple[torch.Tensor, int]]):
 def _collate(batch: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, torch.Tensor]:
     xs = torch.stack([x for x, _ in batch])
     ys = torch.tensor([y for _, y in batch])
-    xs[xs > 1e9] = 0.0  # a boolean-mask assignment, once per batch
+    # a boolean-mask assignment of a tensor, once per batch (a number would be masked_fill_)
+    xs[xs > 1e9] = xs.min()
     return xs, ys
 
 

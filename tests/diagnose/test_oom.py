@@ -566,8 +566,8 @@ def test_free_above_the_request_is_never_the_batch_or_fragmentation(
     )
     found = torchport.explain_oom(message)
     shown_free, shown_request = found.free or 0, found.requested or 0
-    if shown_free >= shown_request + 64 * MiB:
-        assert found.case is OomCase.PLATFORM_LIMIT
+    if shown_free >= shown_request + 64 * MiB and shown_free >= 0.05 * total:
+        assert found.case is OomCase.PLATFORM_LIMIT  # room to spare on a roomy device
     assert found.case is not OomCase.FRAGMENTATION or (found.reserved_unallocated or 0) >= 0.1 * (
         (found.allocated or 0) + (found.reserved_unallocated or 0)
     )
