@@ -2,8 +2,10 @@
 
 These calls never reach a dispatch mode as one op of their own, so
 :func:`torchport.audit` sees them at the Python level, through a
-``TorchFunctionMode`` (:class:`FunctionWatcher`) that each recording audit pushes
-in the thread that entered it. Only the callables in :data:`._ops.METHOD_TABLE`
+``TorchFunctionMode`` (:class:`FunctionWatcher`) that each recording audit puts at
+the bottom of the function-mode stack of the thread that entered it (the program's own
+modes, torchport's redirect among them, rewrite a call first; the audit sees the call
+that runs). Only the callables in :data:`._ops.METHOD_TABLE`
 are looked at; every other torch function passes straight through (one dict miss).
 
 Invariant: watching never changes the program. No attribute of a torch class is set

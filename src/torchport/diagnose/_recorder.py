@@ -123,7 +123,10 @@ class Recorder(CheckpointCounting):
     def start(self) -> None:
         _methods.watch(self)
         fmode = FunctionWatcher(self)
-        fmode.__enter__()  # type: ignore[no-untyped-call]
+        # At the bottom of the function-mode stack: the program's own modes (torchport's
+        # redirect under `run --audit`) rewrite a call first, and the audit sees the call
+        # that really runs (x.to("cuda") redirected to the target)
+        _insert_bottom(fmode, _FUNCTION_STACK)
         self._fmode = fmode
         mode = DispatchWatcher(self)
         mode.__enter__()  # type: ignore[no-untyped-call]
@@ -135,7 +138,7 @@ class Recorder(CheckpointCounting):
             mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
             fmode, self._fmode = self._fmode, None
             if fmode is not None:
-                fmode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+                _remove(fmode, _FUNCTION_STACK)
             _methods.unwatch(self)
 
     @contextlib.contextmanager
@@ -522,6 +525,16 @@ def _remove(mode: Any, stack: _Stack) -> list[Any]:
     for other in above:
         stack.push(other)
     return above
+
+
+def _insert_bottom(mode: Any, stack: _Stack) -> None:
+    """Put ``mode`` under every mode on ``stack``, the others kept in their order."""
+    above: list[Any] = []
+    while stack.size():
+        above.append(stack.pop())
+    stack.push(mode)
+    for other in reversed(above):
+        stack.push(other)
 
 
 @contextlib.contextmanager
