@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchport.diagnose import _ops
+from torchport.diagnose import _on_device, _ops
 from torchport.diagnose._ops import OpKind, aten_entry, method_entry, transfer_of
 
 aten = torch.ops.aten
@@ -223,11 +223,11 @@ def test_index_put_on_a_device_waits_unless_it_is_a_masked_fill(
     masked_fill = not accumulate and value == "host number" and tensors == ["device mask"]
     assert _ops.masked_fill_dispatch(args, kwargs) is masked_fill
     waits = not masked_fill and "device mask" in indices
-    found = _ops.syncs_on_device(aten.index_put_.default, args, kwargs)
+    found = _on_device.syncs_on_device(aten.index_put_.default, args, kwargs)
     assert (found is not None) is waits
     if found is not None:
         assert found.kind is OpKind.SYNC
-    copies = _ops.copies_on_device(aten.index_put_.default, args, kwargs)
+    copies = _on_device.copies_on_device(aten.index_put_.default, args, kwargs)
     host_tensors = sum(i.startswith("host") for i in indices)
     host_value = value.startswith("host") and not masked_fill
     assert len(copies) == host_tensors + host_value
@@ -245,34 +245,39 @@ def test_reads_and_data_dependent_shapes_wait_only_for_a_device_tensor() -> None
         (aten.repeat_interleave.Tensor, (torch.empty(3, dtype=torch.long, device=DEV),)),
         (aten.index.Tensor, (on_device, [torch.empty(3, dtype=torch.bool, device=DEV)])),
     ]:
-        assert _ops.syncs_on_device(op, args, {}) is not None, op
+        assert _on_device.syncs_on_device(op, args, {}) is not None, op
         host_args = tuple(
             torch.zeros(a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) else a for a in args
         )
         if op is aten.index.Tensor:
             host_args = (on_host, [torch.tensor([True, False, True])])
-        assert _ops.syncs_on_device(op, host_args, {}) is None, op  # stays on the host
+        assert _on_device.syncs_on_device(op, host_args, {}) is None, op  # stays on the host
     # repeat_interleave told its output size: no wait
     repeats = torch.empty(3, dtype=torch.long, device=DEV)
     assert (
-        _ops.syncs_on_device(aten.repeat_interleave.Tensor, (repeats,), {"output_size": 6}) is None
+        _on_device.syncs_on_device(aten.repeat_interleave.Tensor, (repeats,), {"output_size": 6})
+        is None
     )
     # a host mask indexing a device tensor: nonzero on the host, then a copy, no wait
     mask = torch.tensor([True, False, True])
-    assert _ops.syncs_on_device(aten.index.Tensor, (on_device, [mask]), {}) is None
-    assert _ops.copies_on_device(aten.index.Tensor, (on_device, [mask]), {}) == [(HOST, DEV, 16)]
-    assert _ops.syncs_on_device(aten.add.Tensor, (on_device, on_device), {}) is None
+    assert _on_device.syncs_on_device(aten.index.Tensor, (on_device, [mask]), {}) is None
+    assert _on_device.copies_on_device(aten.index.Tensor, (on_device, [mask]), {}) == [
+        (HOST, DEV, 16)
+    ]
+    assert _on_device.syncs_on_device(aten.add.Tensor, (on_device, on_device), {}) is None
 
 
 def test_moves_copy_only_between_different_devices() -> None:
     x = torch.ones(3)
-    assert _ops.copies_on_device(aten._to_copy.default, (x,), {"device": DEV}) == [(HOST, DEV, 12)]
-    assert _ops.copies_on_device(aten._to_copy.default, (x,), {"device": HOST}) == []
-    assert _ops.copies_on_device(aten._to_copy.default, (x,), {"dtype": torch.uint8}) == []
-    assert _ops.copies_on_device(aten.copy_.default, (torch.empty(3, device=DEV), x), {}) == [
+    assert _on_device.copies_on_device(aten._to_copy.default, (x,), {"device": DEV}) == [
         (HOST, DEV, 12)
     ]
-    assert _ops.copies_on_device(aten.mm.default, (x, x), {}) == []
+    assert _on_device.copies_on_device(aten._to_copy.default, (x,), {"device": HOST}) == []
+    assert _on_device.copies_on_device(aten._to_copy.default, (x,), {"dtype": torch.uint8}) == []
+    assert _on_device.copies_on_device(aten.copy_.default, (torch.empty(3, device=DEV), x), {}) == [
+        (HOST, DEV, 12)
+    ]
+    assert _on_device.copies_on_device(aten.mm.default, (x, x), {}) == []
 
 
 @given(
