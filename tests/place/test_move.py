@@ -45,13 +45,15 @@ class OnlyDevice:
 
 
 class Recorder:
-    """A ``.to`` that records its keyword arguments."""
+    """A ``.to`` that records its keyword arguments (in a new list: the copy's own)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[torch.device, dict[str, Any]]] = []
+        self.weight = torch.ones(2)
 
     def to(self, device: torch.device, **kwargs: Any) -> Recorder:
-        self.calls.append((device, kwargs))
+        self.calls = [*self.calls, (device, kwargs)]
+        self.weight = self.weight.to(device)
         return self
 
 
@@ -96,8 +98,10 @@ def test_objects_with_to_get_the_keywords_they_accept() -> None:
     device, kwargs = out["r"].calls[0]
     assert len(out["r"].calls) == 1 and device == META
     assert kwargs == {"non_blocking": False, "dtype": torch.float16}
-    (back,) = tp.to_device([rec], "cpu", non_blocking=True)
-    assert back.calls == [(torch.device("cpu"), {"non_blocking": True})] and rec.calls == []
+    (back,) = tp.to_device([rec], "meta", non_blocking=True)
+    assert back.calls == [(META, {"non_blocking": True})] and rec.calls == []
+    # Nothing to move: no copy, no call.
+    assert tp.to_device([rec], "cpu", non_blocking=True)[0] is rec and rec.calls == []
 
 
 def test_dtype_casts_floating_tensors_only() -> None:

@@ -394,7 +394,7 @@ class DeviceLoader(Generic[_T]):
     def _move_blocking(self, batch: _T) -> _T:
         """Moves one batch with blocking copies; the host waits for them."""
         layout = flatten_batch(batch)
-        tensors = layout.tensors
+        tensors = layout.to_copy()  # not those an object's own .to moves
         device = self._device
         layout.check_hidden(device)
         movers = list(map(_to(device), layout.movers)) if layout.movers else None
@@ -403,13 +403,14 @@ class DeviceLoader(Generic[_T]):
                 [t for t in tensors if t.device == device], device, by="torchport.DeviceLoader"
             )
         plan = hardware.plan_copy(tensors, device, pack=self._pack, distinct=True)
-        if plan.noop and movers is None:
+        if plan.noop and movers is None and not layout.own:
             # Every tensor, those inside objects with a .to included, is already there.
             self._count(len(tensors), 0, 0, False)
             return batch
         done = plan.run(non_blocking=False, pool=self._pool)
-        self._count(len(tensors), done.nbytes, done.copies, done.packed and done.copies == 1)
-        return cast(_T, layout.rebuild(done.tensors, movers, call_to=_to(device), target=device))
+        self._count(len(layout.tensors), done.nbytes, done.copies, done.packed and done.copies == 1)
+        new = layout.merge(done.tensors)
+        return cast(_T, layout.rebuild(new, movers, call_to=_to(device), target=device))
 
     def _iter_async(self) -> Iterator[_T]:
         device = self._device
@@ -436,8 +437,11 @@ class DeviceLoader(Generic[_T]):
         tensors = layout.tensors
         device = self._device
         layout.check_hidden(device)
-        side = [i for i, t in enumerate(tensors) if _side_stream_safe(t)]
-        moved: list[torch.Tensor | None] = [t if t.device == device else None for t in tensors]
+        own = layout.own  # moved by their object's own .to, on the caller's stream
+        side = [i for i, t in enumerate(tensors) if i not in own and _side_stream_safe(t)]
+        moved: list[torch.Tensor | None] = [
+            t if i in own or t.device == device else None for i, t in enumerate(tensors)
+        ]
         fresh: list[torch.Tensor] = []
         nbytes = copies = 0
         packed = False

@@ -17,6 +17,7 @@ it stores a class; ``tests/place/test_retention.py`` holds them to it.
 
 from __future__ import annotations
 
+import itertools
 import sys
 
 __all__ = ["lasting"]
@@ -35,18 +36,41 @@ def lasting(cls: type) -> bool:
     holds: a ``namedtuple``, ``make_dataclass`` or ``type(...)`` result kept only
     by the batches, a class defined inside a function; and for classes of
     ``__main__`` (a script or notebook), whose top level may make one per batch
-    under the same name. Reads module and class
-    dictionaries only (no ``__getattr__``, so no lazy import is triggered).
+    under the same name. A class that a module of one of its bases holds under
+    its name lasts too (PyG's ``DataBatch``). Reads module and class dictionaries
+    only (no ``__getattr__``, so no lazy import is triggered).
     """
     if cls in _LASTING:
         return True
     if not cls.__flags__ & _HEAPTYPE:
         _LASTING.add(cls)
         return True
+    if not any(map(_held_by, _homes(cls), itertools.repeat(cls))):
+        return False
+    _LASTING.add(cls)
+    return True
+
+
+def _homes(cls: type) -> list[tuple[str, str]]:
+    """Where a module may hold ``cls``: its own module under its qualified name, then the
+    modules of its bases under its name (PyTorch Geometric keeps the ``DataBatch`` class
+    it makes in ``torch_geometric.data.batch``, while the class says it is from ``abc``)."""
+    found = []
     module = cls.__dict__.get("__module__")
     qualname = getattr(cls, "__qualname__", None)
-    if type(module) is not str or type(qualname) is not str or "<locals>" in qualname:
-        return False
+    if type(module) is str and type(qualname) is str and "<locals>" not in qualname:
+        found.append((module, qualname))
+    name = cls.__name__
+    for base in cls.__mro__[1:-1]:
+        home = base.__dict__.get("__module__")
+        if type(home) is str and (home, name) not in found:
+            found.append((home, name))
+    return found
+
+
+def _held_by(home: tuple[str, str], cls: type) -> bool:
+    """Whether the module ``home[0]`` holds ``cls`` under the dotted name ``home[1]``."""
+    module, qualname = home
     if module == "__main__":
         # A script or notebook may make a class per batch at its top level, rebinding one
         # name: the class the name holds now is not one that lasts.
@@ -57,7 +81,4 @@ def lasting(cls: type) -> bool:
             found = vars(found).get(part)
         except TypeError:  # an object without a __dict__ on the way
             return False
-    if found is not cls:
-        return False
-    _LASTING.add(cls)
-    return True
+    return found is cls

@@ -23,6 +23,7 @@ from torchport import _skipped, hardware
 from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
+from torchport.place._lasting import lasting
 from torchport.place._objects import refusal
 from torchport.place._own_to import call_own_to
 from torchport.place._redirected import ACTIVE as _REDIRECTS
@@ -224,7 +225,9 @@ def to_device(
             raise UnsupportedBatchError(f"to_device: {refused}")
     layout = flatten_batch(obj, skip_keys=skip_keys)
     layout.check_hidden(target, dtype)
-    tensors = layout.tensors
+    if dtype is not None:
+        layout.keep_own()  # the engine casts: an object's own .to casts by its own rules
+    tensors = layout.to_copy()  # not those an object's own .to moves
     # Movers first: their own .to synchronizes as it does, before the engine's one wait.
     new_movers = [call_own_to(m, target, non_blocking, dtype) for m in layout.movers] or None
 
@@ -234,7 +237,9 @@ def to_device(
     plan = hardware.plan_copy(tensors, target, dtype=dtype, pack=pack, distinct=True)
     if not plan.noop:
         tensors = plan.run(non_blocking=non_blocking, measure=False).tensors
-    return layout.rebuild(tensors, new_movers, call_to=call_to, target=target)  # type: ignore[return-value]
+    return layout.rebuild(  # type: ignore[return-value]
+        layout.merge(tensors), new_movers, call_to=call_to, target=target, dtype=dtype
+    )
 
 
 _NOT_FLAT: Any = object()
@@ -320,9 +325,11 @@ def _plain_user_dict(cls: type) -> bool:
     """
     plain = _USER_DICTS.get(cls)
     if plain is None:
-        plain = _USER_DICTS[cls] = (
+        plain = (
             issubclass(cls, collections.UserDict) and copies_plainly(cls) and not slot_names(cls)
         )
+        if lasting(cls):
+            _USER_DICTS[cls] = plain
     return plain
 
 
