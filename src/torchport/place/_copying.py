@@ -33,6 +33,7 @@ __all__ = [
     "copy_object",
     "copy_state",
     "deep_copy_sharing",
+    "defines_copy",
     "has_state",
     "read_state",
     "restore_state",
@@ -218,6 +219,12 @@ def copies_plainly(cls: type) -> bool:
         if lasting(cls):
             _PLAIN_COPY[cls] = plain
     return plain
+
+
+def defines_copy(cls: type) -> bool:
+    """Whether ``cls`` (or a base other than the standard library's) defines ``__copy__``."""
+    own = getattr(cls, "__copy__", None)
+    return own is not None and own not in _STATE_COPIES
 
 
 def copy_object(obj: Any) -> Any:

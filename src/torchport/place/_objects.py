@@ -66,6 +66,7 @@ from torchport.place._copying import (
     copies_plainly,
     copy_object,
     deep_copy_sharing,
+    defines_copy,
     has_state,
     read_state,
     restore_state,
@@ -533,12 +534,18 @@ def _own_to_on_copy(
 ) -> Any:
     """What ``obj``'s own ``.to`` gives on a shallow copy; the input must come out as it was.
 
+    A class with a ``__copy__`` of its own (PyG's ``Data``, ``TensorDict``) says what a
+    copy shares, and its ``.to`` is trusted to leave the input alone on it; for any
+    other class the input's tensors are read again after the call.
+
     Raises:
         RebuildRefused: The copy cannot be made, or the call changed which tensors
             the input holds (its ``.to`` wrote through an attribute the shallow copy
             shares with it).
     """
     result = call_to(copy_object(obj))
+    if defines_copy(type(obj)):
+        return result
     after = find(contents(obj))
     if len(after) != len(tensors) or not all(map(operator.is_, after, tensors)):
         raise RebuildRefused(

@@ -362,6 +362,18 @@ def _mark_own(layout: BatchLayout, leaves: list[Any], kinds: list[Any], movers: 
     another such object); one that shares a tensor is rebuilt around the engine's
     copies instead, so the tensor stays one tensor.
     """
+    if len({id(opened.obj) for opened in movers}) == len(movers):
+        # The common case at C speed: each object met once, and every tensor leaf of the
+        # batch one of theirs, met once (the batch is the object, or holds only such).
+        inner = [id(t) for opened in movers for t in opened.tensors]
+        tensor_leaves = list(map(id, itertools.compress(leaves, map(_TENSOR.__eq__, kinds))))
+        if len(inner) == len(tensor_leaves) == len(set(inner)) and set(inner) == set(tensor_leaves):
+            owned = [opened for opened in movers if opened.nested <= SHALLOW_NESTING]
+            owned = [opened for opened in owned if not opened.repeats]
+            if len(owned) == len(movers):
+                layout.owners = frozenset(id(opened.obj) for opened in movers)
+                layout.own = frozenset(range(len(layout.tensors)))
+                return
     total = collections.Counter(
         id(leaf) for leaf, kind in zip(leaves, kinds, strict=True) if kind == _TENSOR
     )
