@@ -70,7 +70,8 @@ def to_device(
       this returns, every tensor reachable from the result (through container
       items, the attributes of container subclasses, dataclass, attrs and
       pydantic fields, and the ``__dict__`` and ``__slots__`` of any object) is
-      on ``device``, except values under ``skip_keys``; the input is unchanged;
+      on ``device``, except values under ``skip_keys`` and tensors an object's
+      own ``.to`` keeps where they are (below); the input is unchanged;
       every value is unchanged; a tensor that appears twice is copied once and
       stays shared. Otherwise :class:`~torchport.UnsupportedBatchError` names
       the path of what could not be moved. Containers (dict, ``OrderedDict`` in
@@ -80,11 +81,18 @@ def to_device(
       and pydantic models, ``torch.distributions``, ``UserDict`` such as
       HuggingFace's ``BatchEncoding``, custom ``Mapping``s, plain classes) are
       copied without their constructor, their attributes (caches included)
-      moved; one in which nothing moves comes back as the very object. Objects
-      with a ``.to`` and attributes (PyTorch Geometric's ``Data``) have their
-      tensors moved with the batch, then ``.to`` is called on a deep copy, so a
-      ``.to`` that works in place leaves the input as it was; an object whose
-      state torchport cannot read is moved by its ``.to`` as it is. Values
+      moved; one in which nothing moves comes back as the very object. An
+      object with a ``.to`` and attributes (PyTorch Geometric's ``Data``/``Batch``,
+      ``TensorDict``, a tensorclass) gives what its ``.to`` gives on a shallow copy
+      (``copy.copy``): the tensors it moves are moved, those it keeps on the host
+      stay there (PyG's ``_slice_dict``, so ``get_example`` works), payload is shared,
+      the input is left as it was, and when its tensors are all on ``device``
+      already it comes back as it is, with no call. (One that shares a tensor with
+      the rest of the batch, holds one twice, nests such objects inside its
+      storages, or is moved with ``dtype`` is instead deep-copied around the
+      batch's moved tensors before its ``.to`` runs, so every tensor it holds
+      moves and sharing is kept.) An object whose state torchport cannot read is
+      moved by its ``.to`` as it is. Values
       (numbers, strings, classes, functions, modules, ``Enum`` members, weak
       references, objects without attributes) come back as they are, and so do
       mapping keys. Modules, optimizers, LR schedulers and ``GradScaler``s
