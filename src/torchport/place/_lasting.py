@@ -9,7 +9,7 @@ batch.keys())`` in a collate function, a class defined inside a function) may be
 one of many made batch after batch; remembering each would keep every one of
 them (and what their class attributes hold) alive for good. Those are decided
 again on each call, and the walker's optree registration of one lasts only as
-long as the call that needed it (``place/_tree.py``).
+long as the call that needed it (``place/_registrations.py``).
 
 Every class-keyed cache of ``place/`` and ``feed/`` asks :func:`lasting` before
 it stores a class; ``tests/place/test_retention.py`` holds them to it.

@@ -41,10 +41,8 @@ would no longer find its value.
 from __future__ import annotations
 
 import collections
-import contextlib
 import itertools
 import sys
-import threading
 from collections.abc import Callable, Collection, Hashable, ItemsView, Sequence, ValuesView
 from typing import Any
 
@@ -56,7 +54,6 @@ from torchport.place._containers import (
     NAMESPACE,
     container_recipe,
     register_known,
-    register_recipe,
 )
 from torchport.place._copying import has_state
 from torchport.place._lasting import lasting
@@ -77,6 +74,7 @@ from torchport.place._objects import (
     object_recipe,
     refusal,
 )
+from torchport.place._registrations import close_walk, open_walk, register
 from torchport.place._settled import ARRAY_TYPES, VALUE_TYPES
 from torchport.place._skipping import flatten_skipping, skip_key_set
 from torchport.place._spec import PLAIN, Notes, notes_for, reorders
@@ -117,11 +115,6 @@ _KIND: dict[type, int] = {
 }
 _MISSING = object()
 _MAX_REFLATTEN = 64
-# Per thread: `held`, the classes registered for the outermost walk running (None: no walk).
-_LOCAL = threading.local()
-# Registrations of classes that do not last, by how many walks hold each.
-_HELD: dict[type, int] = {}
-_LOCK = threading.RLock()
 
 register_known(_NAMESPACE)
 
@@ -233,16 +226,13 @@ def _classified(
     and drops them when it ends: optree's structure keeps what it needs to rebuild
     the batch, and nothing keeps such a class alive after the call.
     """
-    if getattr(_LOCAL, "held", None) is not None:
+    held = open_walk()
+    if held is None:  # a walk inside this thread's running walk
         return _classify_leaves(obj, skip, first)
-    held: list[type] = []
-    _LOCAL.held = held
     try:
         return _classify_leaves(obj, skip, first)
     finally:
-        _LOCAL.held = None
-        if held:
-            _release(held)
+        close_walk(held)
 
 
 def _classify_leaves(
@@ -507,34 +497,7 @@ def _register_node(cls: type) -> bool:
     recipe = container_recipe(cls) if optree.is_namedtuple_class(cls) else None
     if recipe is None:
         return False
-    return _register(cls, recipe)
-
-
-def _register(cls: type, recipe: Any) -> bool:
-    """Register ``cls``; one that does not last is held for the current walk (see _classified)."""
-    with _LOCK:
-        if not register_recipe(cls, recipe, _NAMESPACE):
-            return False
-        if not lasting(cls):
-            held: list[type] | None = getattr(_LOCAL, "held", None)
-            if held is None:  # pragma: no cover - registrations happen inside a walk
-                held = _LOCAL.held = []
-            _HELD[cls] = _HELD.get(cls, 0) + 1
-            held.append(cls)
-    return True
-
-
-def _release(held: list[type]) -> None:
-    """Drop the registrations a walk held, once no other walk holds them."""
-    with _LOCK:
-        for cls in held:
-            count = _HELD.get(cls, 0) - 1
-            if count > 0:
-                _HELD[cls] = count
-                continue
-            _HELD.pop(cls, None)
-            with contextlib.suppress(ValueError):  # not registered (any more)
-                optree.unregister_pytree_node(cls, namespace=_NAMESPACE)
+    return register(cls, recipe)
 
 
 def _classify(cls: type) -> int:
@@ -558,7 +521,7 @@ def _classify(cls: type) -> int:
     else:
         recipe = _node_recipe(cls)
         if recipe is not None:
-            if _register(cls, recipe):
+            if register(cls, recipe):
                 return _NEW_NODE  # not cached: once registered, optree no longer yields it
             kind = _PLAIN
         elif callable(getattr(cls, "to", None)) and not issubclass(cls, type):
