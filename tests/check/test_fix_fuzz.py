@@ -180,7 +180,9 @@ def run_program(source: str, *, on: str) -> list[Any] | BaseException:
     out: list[Any] = []
     config = types.ModuleType("fuzzcfg")
     config.__dict__.update(fix_programs.STAR_MODULE)
-    installed = {"fuzzcfg": config, **fix_programs.lookalike_modules(out)}
+    compat = types.ModuleType("fuzzcompat")  # `from ..compat import torch`
+    compat.torch = torch  # type: ignore[attr-defined]
+    installed = {"fuzzcfg": config, "fuzzcompat": compat, **fix_programs.lookalike_modules(out)}
     namespace = {"__name__": "__fuzz__", "OUT": out}
     torch.manual_seed(0)
     try:
@@ -344,6 +346,23 @@ def test_a_fix_that_moves_the_device_moves_what_uses_it(source: str) -> None:
 @given(st.one_of(fix_programs.programs(), fix_programs.device_programs()))
 def test_fix_fuzz_long(source: str) -> None:
     check_program(source)
+
+
+@pytest.mark.parametrize("fragment", range(len(fix_programs.NOT_TORCH)))
+def test_calls_that_are_not_torchs_keep_their_meaning(fragment: int) -> None:
+    """Each look-alike call, negative test and device-as-data fragment, fixed and run alone."""
+    body = fix_programs._T.sub("torch.", fix_programs.NOT_TORCH[fragment].replace("{k}", "0"))
+    check_program(f"import torch\n{body}\n")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(fix_programs.NOT_TORCH), min_size=1, max_size=3), st.data())
+def test_not_torchs_calls_mixed_with_torchs(chosen: list[str], data: st.DataObject) -> None:
+    """Look-alikes beside a real `.cuda()` that the fix must still rewrite."""
+    body = "\n".join(f.replace("{k}", str(k)) for k, f in enumerate(chosen))
+    body = fix_programs._T.sub("torch.", body)
+    torchs = data.draw(st.sampled_from(["x = torch.ones(1).cuda()\nOUT.append(x)\n", ""]))
+    check_program(f"import torch\n{torchs}{body}\n")
 
 
 def test_generator_reaches_the_fixes() -> None:

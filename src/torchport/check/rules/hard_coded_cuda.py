@@ -20,6 +20,12 @@ from torchport.check._match import (
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._guards import device_guard
+from torchport.check.semantic._receivers import (
+    checks_cuda_values,
+    device_as_data,
+    may_rewrite,
+    meant_to_fail,
+)
 
 _DEVICE = frozenset({"device"})
 
@@ -157,6 +163,8 @@ class HardCodedCuda(Rule):
     ) -> Finding:
         parent = ctx.parent
         changes = _DROPS_INDEX if safety is FixSafety.UNSAFE else ""
+        if device_as_data(node, ctx) or meant_to_fail(ctx) or checks_cuda_values(ctx):
+            return ctx.finding(self, node)  # compared or asserted, or CUDA failing on purpose
         if whole and isinstance(parent, ast.Assign) and parent.value is node:
             # `device = torch.device("cuda")` itself: bind the portable expression instead.
             torch = ctx.torch_at(node)
@@ -176,6 +184,8 @@ class HardCodedCuda(Rule):
         index = index.value if isinstance(index, ast.keyword) else index
         if index is not None and not isinstance(index, ast.Constant):
             return ctx.finding(self, node)  # `.cuda(rank)`: the index matters, pick it by hand
+        if not may_rewrite(node, ctx) or checks_cuda_values(ctx):
+            return ctx.finding(self, node)  # not known to be torch's `.cuda()`: by hand
         extra = [ctx.segment(kw) for kw in node.keywords if kw.arg not in ("device", None)]
         found = ctx.device_at(node)
         if found is None or any(kw.arg is None for kw in node.keywords):
