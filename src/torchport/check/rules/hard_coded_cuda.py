@@ -20,12 +20,7 @@ from torchport.check._match import (
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._guards import device_guard
-from torchport.check.semantic._receivers import (
-    checks_cuda_values,
-    device_as_data,
-    may_rewrite,
-    meant_to_fail,
-)
+from torchport.check.semantic._receivers import value_fixable
 
 _DEVICE = frozenset({"device"})
 
@@ -135,7 +130,9 @@ class HardCodedCuda(Rule):
             return
         kind = node.args[0] if node.args else getattr(keyword(node, "type"), "value", None)
         value = cuda_choice(kind, ctx)  # `torch.device("cuda")`, `torch.device(type="cuda")`
-        if value is not None and _is_device_call(node, ctx):  # the string first: it is cheaper
+        if (
+            value is not None and called(node, ctx, _DEVICE) == "torch.device"
+        ):  # the string first: it is cheaper
             if isinstance(kind, ast.IfExp):
                 yield ctx.finding(self, node)  # `torch.device("cuda:0" if c else "cpu")`
                 return
@@ -161,10 +158,9 @@ class HardCodedCuda(Rule):
     def _replace_device(
         self, node: ast.expr, ctx: Context, safety: FixSafety, *, whole: bool = True
     ) -> Finding:
-        parent = ctx.parent
-        changes = _DROPS_INDEX if safety is FixSafety.UNSAFE else ""
-        if device_as_data(node, ctx) or meant_to_fail(ctx) or checks_cuda_values(ctx):
-            return ctx.finding(self, node)  # compared or asserted, or CUDA failing on purpose
+        parent, changes = ctx.parent, _DROPS_INDEX if safety is FixSafety.UNSAFE else ""
+        if not value_fixable(node, ctx):
+            return ctx.finding(self, node)  # data, CUDA failing on purpose, an index it picks
         if whole and isinstance(parent, ast.Assign) and parent.value is node:
             # `device = torch.device("cuda")` itself: bind the portable expression instead.
             torch = ctx.torch_at(node)
@@ -175,17 +171,16 @@ class HardCodedCuda(Rule):
         found = ctx.device_at(node)
         if found is None:
             return ctx.finding(self, node)  # no name is safely the device here: by hand
-        name, definition = found
-        fix = Fix((ctx.replace(node, name), *definition), safety, changes)
+        fix = Fix((ctx.replace(node, found[0]), *found[1]), safety, changes)
         return ctx.finding(self, node, fix=fix)
 
     def _dot_cuda(self, node: ast.Call, ctx: Context) -> Finding:
         index = node.args[0] if node.args else keyword(node, "device")
         index = index.value if isinstance(index, ast.keyword) else index
-        if index is not None and not isinstance(index, ast.Constant):
-            return ctx.finding(self, node)  # `.cuda(rank)`: the index matters, pick it by hand
-        if not may_rewrite(node, ctx) or checks_cuda_values(ctx):
-            return ctx.finding(self, node)  # not known to be torch's `.cuda()`: by hand
+        if (index is not None and not isinstance(index, ast.Constant)) or not value_fixable(
+            node, ctx
+        ):  # `.cuda(rank)` (the index matters), or not known to be torch's `.cuda()`
+            return ctx.finding(self, node)
         extra = [ctx.segment(kw) for kw in node.keywords if kw.arg not in ("device", None)]
         found = ctx.device_at(node)
         if found is None or any(kw.arg is None for kw in node.keywords):
@@ -202,7 +197,3 @@ _DROPS_INDEX = (
     "drops the GPU index: work placed on several GPUs (a model split, one process per GPU) "
     "all lands on the current accelerator"
 )
-
-
-def _is_device_call(node: ast.AST | None, ctx: Context) -> bool:
-    return isinstance(node, ast.Call) and called(node, ctx, _DEVICE) == "torch.device"

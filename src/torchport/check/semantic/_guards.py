@@ -357,7 +357,9 @@ def uses_cuda_only_library(node: ast.AST, ctx: Context) -> bool:
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return False  # a finding on a whole definition (its arguments): not interop
     parts: list[ast.AST] = [stmt]
-    if isinstance(stmt, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try)):
+    if isinstance(
+        stmt, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try)
+    ):
         parts = [getattr(stmt, f) for f in ("test", "iter", "target") if hasattr(stmt, f)]
         parts += [i.context_expr for i in getattr(stmt, "items", ())]
     return any(

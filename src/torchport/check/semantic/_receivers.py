@@ -48,6 +48,7 @@ __all__ = [
     "may_rewrite",
     "meant_to_fail",
     "receiver_owner",
+    "value_fixable",
 ]
 
 # Libraries whose objects have `.cuda`/`.to`/`device` of their own and are never torch's.
@@ -93,7 +94,11 @@ def receiver_owner(expr: ast.expr, method: str, ctx: Context) -> Owner:
             if binding is None:
                 return Owner.UNKNOWN
             if binding.kind is BindingKind.IMPORT:
-                return Owner.UNKNOWN if binding.qualified is None else _library_owner(binding.qualified)
+                return (
+                    Owner.UNKNOWN
+                    if binding.qualified is None
+                    else _library_owner(binding.qualified)
+                )
             if binding.kind in (BindingKind.DEF, BindingKind.CLASS):
                 return Owner.OTHER  # a function or class object has no `.cuda()`
             if binding.value is None:
@@ -146,8 +151,14 @@ def _class_owner(cls: ast.ClassDef, method: str, ctx: Context, depth: int) -> Ow
             base = base.value  # `Base[T]`
         name = ctx.qualname(base)
         if name is not None:
-            owner = _library_owner(name) if name not in ("typing.Generic", "abc.ABC") else Owner.OTHER
-        elif isinstance(base, ast.Name) and base.id == "object" and not scopes.bindings("object", base):
+            owner = (
+                _library_owner(name) if name not in ("typing.Generic", "abc.ABC") else Owner.OTHER
+            )
+        elif (
+            isinstance(base, ast.Name)
+            and base.id == "object"
+            and not scopes.bindings("object", base)
+        ):
             owner = Owner.OTHER
         elif isinstance(base, ast.Name):
             binding = scopes.binding_at(base)
@@ -300,7 +311,9 @@ def _checks_cuda(node: ast.AST, ctx: Context) -> bool:
         return _names_cuda(node.test, ctx)
     if isinstance(node, ast.Compare):
         return any(
-            isinstance(side, ast.Call) and ctx.qualname(side.func) == "torch.device" and _names_cuda(side, ctx)
+            isinstance(side, ast.Call)
+            and ctx.qualname(side.func) == "torch.device"
+            and _names_cuda(side, ctx)
             for side in (node.left, *node.comparators)
         )
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -316,3 +329,30 @@ def _names_cuda(expr: ast.expr, ctx: Context) -> bool:
         elif isinstance(sub, ast.Attribute) and sub.attr == "is_cuda":
             return True
     return False
+
+
+# Calls whose whole point is the device's index (TP102 rewrites them, with the index).
+_PICKS_INDEX = frozenset(
+    {"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
+     "torch.accelerator.device_index"}
+)  # fmt: skip
+
+
+def value_fixable(node: ast.expr, ctx: Context) -> bool:
+    """Whether a fix may replace the CUDA device or move ``node`` (a ``.cuda()`` call or a value).
+
+    Not where the file compares or asserts CUDA devices (:func:`checks_cuda_values`),
+    the value is data (:func:`device_as_data`), CUDA fails on purpose
+    (:func:`meant_to_fail`), the value is the index a call picks
+    (``set_device(torch.device("cuda:1"))``), or ``node`` calls a method that
+    is not known to be torch's (:func:`may_rewrite`).
+    """
+    if checks_cuda_values(ctx) or meant_to_fail(ctx) or device_as_data(node, ctx):
+        return False
+    parent = ctx.parent
+    if isinstance(parent, ast.Call) and (ctx.qualname(parent.func) or "") in _PICKS_INDEX:
+        return False
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in ("cuda", "to") and ctx.qualname(node.func) is None:
+            return may_rewrite(node, ctx)
+    return True
