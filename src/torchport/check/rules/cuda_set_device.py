@@ -112,8 +112,8 @@ def _index_argument(call: ast.Call, ctx: Context) -> str | None:
         return None
     if isinstance(arg, ast.Call) and ctx.qualname(arg.func) == "torch.device":
         if len(arg.args) == 2 and not arg.keywords:
-            kind, index_arg = arg.args
-            if isinstance(kind, ast.Constant) and kind.value == "cuda":
+            first, index_arg = arg.args
+            if isinstance(first, ast.Constant) and first.value == "cuda":
                 return ctx.segment(index_arg)
             return None
         text = arg.args[0] if len(arg.args) == 1 and not arg.keywords else None

@@ -352,7 +352,7 @@ def value_fixable(node: ast.expr, ctx: Context) -> bool:
     parent = ctx.parent
     if isinstance(parent, ast.Call) and (ctx.qualname(parent.func) or "") in _PICKS_INDEX:
         return False
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        if node.func.attr in ("cuda", "to") and ctx.qualname(node.func) is None:
-            return may_rewrite(node, ctx)
+    func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and not ctx.qualname(func):
+        return may_rewrite(node, ctx)  # type: ignore[arg-type]
     return True
