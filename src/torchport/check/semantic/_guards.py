@@ -42,6 +42,7 @@ __all__ = [
     "Guard",
     "cuda_only_names",
     "device_guard",
+    "every_accelerator_arm",
     "module_backend",
     "test_guard",
     "tests_other_accelerators",
@@ -220,7 +221,9 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
             return _stronger(found, _skip_guard(outer, ctx))
         test: ast.expr | None = None
         if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is not outer.test:
-            test = outer.test
+            body = outer.body if isinstance(outer.body, list) else [outer.body]
+            if not every_accelerator_arm(outer.test, any(s is child for s in body)):
+                test = outer.test  # `if device.type != "cpu": <CUDA>` runs on MPS/XPU too
         elif isinstance(outer, ast.comprehension) and child is not outer.iter:
             for cond in outer.ifs:
                 found = _stronger(found, test_guard(cond, ctx))
@@ -235,6 +238,32 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
         found = _stronger(found, _early_exit_guard(outer, child, ctx))
         child = outer
     return found
+
+
+def every_accelerator_arm(test: ast.expr, in_body: bool) -> bool:
+    """Whether the arm of ``test`` (its body, else its ``else``) runs on every device but the CPU.
+
+    ``if device.type != "cpu":``, ``if not x.is_cpu:``, the ``else`` of
+    ``if str(device) == "cpu":``: a test of the CPU alone says nothing about
+    which accelerator the other arm meets, so CUDA code there crashes on MPS
+    or XPU and is no port.
+    """
+    positive = True  # whether the test holds on the CPU
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        positive, test = not positive, test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        sides = (test.left, test.comparators[0])
+        if not any(isinstance(x, ast.Constant) and x.value == "cpu" for x in sides):
+            return False
+        if not any(_describes_device(x) for x in sides):
+            return False
+        if isinstance(test.ops[0], (ast.NotEq, ast.IsNot)):
+            positive = not positive
+        elif not isinstance(test.ops[0], (ast.Eq, ast.Is)):
+            return False
+    elif not (isinstance(test, ast.Attribute) and test.attr == "is_cpu"):
+        return False
+    return in_body != positive
 
 
 def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
@@ -463,6 +492,8 @@ class _ExitGuards:
                 demands = True
             else:
                 continue
+            if not demands and every_accelerator_arm(stmt.test, False):
+                continue  # `if device.type == "cpu": return`: the rest runs on every accelerator
             guard = test_guard(stmt.test, ctx)
             if not demands or guard is Guard.DEVICE_TYPE:
                 found = _stronger(found, guard)
