@@ -132,9 +132,7 @@ class CudaOrCpuDeviceChoice(Rule):
         if _is_device_call(parent, node, ctx):
             assert isinstance(parent, ast.Call)
             idiom, parent = parent, (ctx.ancestors[-2] if len(ctx.ancestors) > 1 else None)
-        known = ModelKnowledge(
-            [c for c in ast.walk(ctx.tree) if isinstance(c, ast.ClassDef)], ctx.qualname
-        )
+        known = ModelKnowledge(ctx.scopes.nodes_of(ast.ClassDef), ctx.qualname)  # type: ignore[arg-type]
         why = why_not_followed(
             idiom, ctx, lambda c: known.constructor(c) and not known.stateless(c)
         )
