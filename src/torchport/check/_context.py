@@ -51,6 +51,7 @@ class Context(SourceText):
         self._placement: _Plan | None = None
         self._last_expr: ast.expr | None = None
         self._last_name: str | None = None
+        self._torch_name: str | None = None
 
     # ------------------------------------------------------------ the walk
 
@@ -162,6 +163,8 @@ class Context(SourceText):
 
         For messages. A fix that writes torch's name asks :meth:`torch_at`.
         """
+        if self._torch_name is not None:
+            return self._torch_name  # asked per finding: the module's bindings scanned once
         scopes = self.scopes
         found = [
             b
@@ -169,7 +172,9 @@ class Context(SourceText):
             for b in bindings
             if b.qualified == "torch" and scopes.parent(b.node) is self.tree
         ]
-        return min(found, key=lambda b: b.node.lineno).name if found else "torch"  # type: ignore[attr-defined]
+        name = min(found, key=lambda b: b.node.lineno).name if found else "torch"  # type: ignore[attr-defined]
+        self._torch_name = name
+        return name
 
     # ------------------------------------------------------------ scopes and the device
 
