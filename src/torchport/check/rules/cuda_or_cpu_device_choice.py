@@ -68,6 +68,7 @@ class CudaOrCpuDeviceChoice(Rule):
         "device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() "
         'else torch.device("cpu")\n',
         'import torch\n\ndt = "bf16" if torch.cuda.is_available() else "fp16"\n',
+        "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n",
         "import torch\n\nif torch.cuda.is_available():\n    d = 'cuda'\n"
         "elif torch.backends.mps.is_available():\n    d = 'mps'\n",
         "import torch\n\nassert torch.cuda.is_available()\n",
