@@ -359,7 +359,11 @@ def check_tree(
         return CheckOutcome([])
     if noqa.file_codes:
         ruleset = ruleset.without(noqa.file_codes)
-    outcome = _walk(tree, Context(source, path, tree), ruleset, noqa, strict=strict)
+    ctx = Context(source, path, tree)
+    try:
+        outcome = _walk(tree, ctx, ruleset, noqa, strict=strict)
+    finally:
+        ctx.release()  # no analysis garbage left for the collector
     if settings.target_torch is not None:
         outcome.findings = within_target(outcome.findings, source, settings.target_torch)
     outcome.noqa = noqa
