@@ -8,6 +8,7 @@ from torchport.diagnose._doctor import DoctorReport, doctor
 from torchport.diagnose._env import DeviceChoice
 from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report
+from torchport.diagnose._on_device import copies_on_device, syncs_on_device
 from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
 from torchport.diagnose._ops import aten_entry
 from torchport.diagnose._probes import (
@@ -38,9 +39,11 @@ __all__ = [
     "TorchBuild",
     "aten_entry",
     "audit",
+    "copies_on_device",
     "doctor",
     "explain_oom",
     "memory_report",
     "render_doctor",
     "strict",
+    "syncs_on_device",
 ]

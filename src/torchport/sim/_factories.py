@@ -46,6 +46,16 @@ def _fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
     return pytree.tree_map(wrap, out)
 
 
+def _scalar_tensor(value: Any, **kwargs: Any) -> Any:
+    # `x[mask] = 0.5` builds its value with scalar_tensor: on the host for CUDA (so ATen
+    # fills by mask without a wait), on the device for a Python backend. Marked, so the
+    # op table is asked about it as CUDA would be.
+    options = {key: item for key, item in kwargs.items() if key != "device"}
+    out = SimTensor(torch.ops.aten.scalar_tensor.default(value, **options, device=_CPU))
+    out.host_scalar = True
+    return out
+
+
 def _copy_into_device(dst: Any, src: torch.Tensor, non_blocking: bool = False) -> Any:
     if isinstance(src, SimTensor):
         dst._raw.copy_(src._raw)
@@ -81,4 +91,5 @@ def install_kernels() -> None:
         # Under a dispatch mode (audit, strict) torch.tensor(data, device=sim) arrives
         # here as _to_copy, and the fallback cannot take it either.
         aten.impl("_to_copy", _to_copy_into_device, "PrivateUse1")  # type: ignore[no-untyped-call]
+        aten.impl("scalar_tensor", _scalar_tensor, "PrivateUse1")  # type: ignore[no-untyped-call]
     _libraries.extend((fallback, aten))

@@ -24,7 +24,14 @@ from torchport import _crossings
 from torchport._crossings import Crossing, CrossingKind
 from torchport._origin import Origin, origin
 
-__all__ = ["copied", "early_host_copy", "early_host_copy_into", "synchronize", "waited"]
+__all__ = [
+    "copied",
+    "copied_bytes",
+    "early_host_copy",
+    "early_host_copy_into",
+    "synchronize",
+    "waited",
+]
 
 _pending: list[tuple[torch.Tensor, torch.Tensor]] = []  # (host buffer, its real values)
 _lock = threading.Lock()
@@ -60,6 +67,18 @@ def copied(
     label = label or ("copy (.to()/.cpu()/.cuda())" if "to_copy" in op else f"copy ({op})")
     _crossings.publish(
         Crossing(kind, op, nbytes, pinned, non_blocking, filename, lineno, function, _DEVICE, label)
+    )
+
+
+def copied_bytes(kind: CrossingKind, op: str, nbytes: int) -> None:
+    """Tell listeners that ``nbytes`` crossed inside ``op`` (an index tensor CUDA copies)."""
+    if not _crossings.watched():
+        return
+    filename, lineno, function = _user_line()
+    _crossings.publish(
+        Crossing(
+            kind, op, nbytes, False, False, filename, lineno, function, _DEVICE, f"copy inside {op}"
+        )
     )
 
 

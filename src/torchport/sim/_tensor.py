@@ -20,7 +20,7 @@ import torch
 from torch.utils._mode_utils import no_dispatch
 
 from torchport._crossings import CrossingKind
-from torchport.diagnose import aten_entry
+from torchport.diagnose import copies_on_device, syncs_on_device
 from torchport.errors import DeviceError, TorchportError
 from torchport.sim import _host
 from torchport.sim._cells import CPU_STANDINS
@@ -43,6 +43,8 @@ class SimTensor(torch.Tensor):
     """A tensor on ``sim:0`` whose values live in the CPU tensor ``_raw``."""
 
     _raw: torch.Tensor
+    host_scalar = False
+    """Built from a Python number for an op that CUDA gives it on the host (``x[mask] = 0.5``)."""
 
     __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
@@ -161,15 +163,16 @@ class SimTensor(torch.Tensor):
         raw_args = _unwrap(args, tensors)
         raw_kwargs = {key: _unwrap_one(value, tensors) for key, value in kwargs.items()}
         check_devices(func, tensors, device())
-        entry = aten_entry(func)
-        if (
-            entry is not None
-            and not entry.transfer
-            and (entry.applies is None or entry.applies(args, kwargs))
-        ):
+        # Which ops wait and which copy inside is the audit's op table, asked the way a
+        # dispatch mode on a device asks it (diagnose's *_on_device).
+        asked = _as_cuda_sees(args) if func in _INDEXING else args
+        entry = syncs_on_device(func, asked, kwargs)
+        if entry is not None:
             _host.waited(str(func), entry.label)
         if func in _INDEXING:
-            _count_host_indices(func, args)
+            for source, _target_device, nbytes in copies_on_device(func, asked, kwargs):
+                if source.type == "cpu":
+                    _host.copied_bytes(CrossingKind.HOST_TO_DEVICE, str(func), nbytes)
         if _alias_kind(func) is _Alias.WRITES:
             for position, name in _written(func):
                 check_written(func, kwargs[name] if name in kwargs else args[position], device())
@@ -280,18 +283,23 @@ def _written(func: Any) -> tuple[tuple[int, str], ...]:
     return tuple(found)
 
 
-_INDEXING = frozenset({_aten.index.Tensor, _aten.index_put_.default})
+# Ops inside which CUDA copies host data (indices, a mask's positions, a value) to the device.
+_INDEXING = frozenset(
+    {
+        _aten.index.Tensor,
+        _aten.index_put_.default,
+        _aten.index_put.default,
+        _aten._index_put_impl_.default,
+    }
+)
 
 
-def _count_host_indices(func: Any, args: tuple[Any, ...]) -> None:
-    # x[cpu_index] on CUDA copies the index to the device first.
-    if func is _aten.index.Tensor or func is _aten.index_put_.default:
-        for index in args[1] if len(args) > 1 else ():
-            on_host = isinstance(index, torch.Tensor) and not isinstance(index, SimTensor)
-            if on_host and index.dim() > 0:
-                _host.copied(
-                    CrossingKind.HOST_TO_DEVICE, str(func), index, pinned=False, non_blocking=False
-                )
+def _as_cuda_sees(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The arguments as CUDA holds them: a value built from a Python number on the host."""
+    return tuple(
+        arg._raw if isinstance(arg, SimTensor) and arg.host_scalar else arg
+        for arg in args
+    )
 
 
 def _target(kwargs: dict[str, Any]) -> torch.device | None:
