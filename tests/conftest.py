@@ -1,10 +1,13 @@
-"""Shared test configuration: hypothesis profiles sized for a 2-core CI machine, and the
-one fake accelerator (``fake_accelerator``) installed at the hardware floor."""
+"""Shared test configuration: hypothesis profiles sized for a 2-core CI machine, the
+one fake accelerator (``fake_accelerator``) installed at the hardware floor, and the
+watchdog that ends a run hung with the GIL held."""
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -134,3 +137,39 @@ def fake_accelerator() -> Iterator[Callable[..., FakeBackend]]:
             return stack.enter_context(install(FakeBackend(free, kind, current)))
 
         yield install_fake
+
+
+# --- no test can hang the run ------------------------------------------------------------
+# pytest-timeout (pyproject: timeout, timeout_method = "signal") fails a test that runs past
+# its limit, with every thread's stack, and the run goes on. Its SIGALRM handler is Python
+# and needs the GIL: a test hung in C code that holds it (a join on a thread that needs the
+# GIL, as the gloo deadlock of issue 30 did) never lets it run. faulthandler's watchdog is a
+# C thread: HANG_GRACE seconds later it dumps every thread's stack to the terminal and ends
+# the process, so CI fails with the stack instead of hanging until its own limit.
+HANG_GRACE = float(os.environ.get("TORCHPORT_TEST_HANG_GRACE", "60"))
+_terminal: list[int] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Capture is off here: the duplicate is the real stderr, which outlives fd capture.
+    _terminal.append(os.dup(sys.stderr.fileno()))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _terminal:
+        os.close(_terminal.pop())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    marker = item.get_closest_marker("timeout")
+    try:
+        limit = float(marker.args[0] if marker and marker.args else item.config.getini("timeout"))
+    except (ValueError, TypeError):  # pytest-timeout absent: no limit to back up
+        limit = 0.0
+    if limit > 0 and _terminal:
+        faulthandler.dump_traceback_later(limit + HANG_GRACE, exit=True, file=_terminal[0])
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
