@@ -318,6 +318,7 @@ def _describe(err: BaseException, frames: list[tuple[FrameType, int]]) -> str:
 
 def _op_devices(said: str) -> str:
     devices = list(dict.fromkeys(_DEVICE_WORD.findall(said)))
+    devices.sort(key=lambda device: device != "cpu")  # torch's wording orders them by version
     if len(devices) > 1:
         return "the op mixed tensors on " + " and ".join(devices)
     return "the op mixed tensors on different devices"
