@@ -95,7 +95,11 @@ def missing_wheels(folder: Path, listing: Path) -> list[str]:
 
 
 def _figures(text: str) -> Any:
-    """The last JSON object a part printed on a line of its own, or None."""
+    """What a part printed as JSON: all of its output, else its last one-line object, or None."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
     for line in reversed(text.splitlines()):
         line = line.strip()
         if line.startswith("{") and line.endswith("}"):
@@ -127,10 +131,12 @@ def assemble(work: Path, out: Path, *, dry_run: bool) -> int:
     parts = []
     for row in (work / "parts.tsv").read_text(encoding="utf-8").splitlines():
         name, code, seconds, budget, command = row.split("\t", 4)
-        text = ""
+        said = {}
         for suffix in (".out", ".err"):
             path = work / f"{name}{suffix}"
-            text += path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+            exists = path.exists()
+            said[suffix] = path.read_text(encoding="utf-8", errors="replace") if exists else ""
+        text = said[".out"] + said[".err"]
         part = {
             "name": name,
             "command": command,
@@ -140,7 +146,7 @@ def assemble(work: Path, out: Path, *, dry_run: bool) -> int:
             "seconds": int(seconds),
             "budget": int(budget),
             "pytest": _pytest_line(text),
-            "figures": _figures(text),
+            "figures": _figures(said[".out"]),
             "tail": text[-1500:],
         }
         if dry_run and name == "wheels-listed" and int(code) == 1:
