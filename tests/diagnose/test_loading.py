@@ -175,7 +175,8 @@ def test_the_loaders_own_warnings_point_where_they_would_without_the_audit() -> 
     with tp.audit():
         audited = warned()
     assert bare and audited == bare
-    assert {name for name, _ in audited} == {__file__}
+    # torch 2.6's DataLoader warns from its own frame; later ones name the user's loop.
+    assert {name for name, _ in audited} == {name for name, _ in bare}
 
 
 def test_random_split_outside_a_loader_is_torchs_host_bookkeeping() -> None:

@@ -133,6 +133,14 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
     findings: list[DoctorFinding] = []
     contexts_before = _guard(findings, "CUDA contexts", cuda_contexts) or frozenset()
     build = _guard(findings, "the torch build", probe_build)
+    if build is not None and hardware.below_floor(build.version):
+        findings.append(
+            DoctorFinding(
+                Severity.ERROR,
+                f"torch {build.version} is older than torchport supports (torch>={hardware.FLOOR})",
+                f"upgrade torch: pip install 'torch>={hardware.FLOOR}' (for this machine's build)",
+            )
+        )
     driver = None
     if build is not None:
         driver = _guard_with_findings(findings, "the GPU driver", lambda: probe_driver(build))
@@ -243,11 +251,18 @@ def _guard_with_findings(
 
 def _probe_failed(what: str, exc: BaseException) -> DoctorFinding:
     first_line = (str(exc).strip().splitlines() or [""])[0][:200]
-    return DoctorFinding(
-        Severity.ERROR,
-        f"reading {what} failed: {type(exc).__name__}: {first_line}",
+    fix = (
         "this usually means a broken driver or torch install; reinstall torch for this "
-        "machine's driver, and include `torchport doctor --json` in any bug report",
+        "machine's driver, and include `torchport doctor --json` in any bug report"
+    )
+    if isinstance(exc, TypeError | AttributeError):  # an API this torch lacks or changed
+        fix = (
+            f"this torch may lack an API torchport reads (torchport supports torch>="
+            f"{hardware.FLOOR}); upgrade torch, and include `torchport doctor --json` "
+            "in any bug report"
+        )
+    return DoctorFinding(
+        Severity.ERROR, f"reading {what} failed: {type(exc).__name__}: {first_line}", fix
     )
 
 

@@ -55,7 +55,9 @@ from types import FrameType
 from typing import Any, Protocol
 
 import torch
+import torch._ops
 import torch.jit
+import torch.utils._python_dispatch
 from torch.overrides import TorchFunctionMode
 
 from torchport import _skipped, hardware
@@ -168,6 +170,12 @@ _suspended = 0  # step-aside blocks running (in any thread): wrappers stay down
 # (owner, name, original, whether the owner defined it itself, our wrapper)
 _installed: list[tuple[types.ModuleType, str, Any, bool, Any]] = []
 _THIS_FILE = __file__
+# Frames that exist only because the audit's dispatch mode is on: a warning torch raises
+# from C++ names the innermost Python frame, which under the mode can be torch's dispatch
+# code (torch 2.15 decomposes complex->real .to() in torch/_ops.py) instead of the caller.
+_DISPATCH_FILES = frozenset(
+    module.__file__ or "" for module in (torch._ops, torch.utils._python_dispatch)
+)
 
 
 def _observers() -> list[Observer]:
@@ -249,7 +257,7 @@ def _matches(
 def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) -> None:
     """Issue recorded warnings again, those pinned on a wrapper at ``caller`` instead."""
     for w in caught:
-        if w.filename == _THIS_FILE and caller is not None:
+        if (w.filename == _THIS_FILE or w.filename in _DISPATCH_FILES) and caller is not None:
             module_globals = caller.f_globals
             warnings.warn_explicit(
                 w.message,

@@ -360,6 +360,7 @@ def _made_on_host(
 
 def _op_devices(said: str) -> str:
     devices = list(dict.fromkeys(_DEVICE_WORD.findall(said)))
+    devices.sort(key=lambda device: device != "cpu")  # torch's wording orders them by version
     if len(devices) > 1:
         return "the op mixed tensors on " + " and ".join(devices)
     return "the op mixed tensors on different devices"

@@ -14,6 +14,9 @@ imports these names instead of asking torch itself:
   only host waits; :func:`new_stream`, :func:`current_stream`, :func:`use_stream`
   and :func:`new_event` the only stream and event construction;
   :func:`record_stream` guards memory used across streams.
+* what this torch offers (``_torch_api.py``): the one place that knows torch's
+  version: :data:`FLOOR` and :func:`below_floor`, and the feature tests the floor's
+  own modules use; :data:`LR_SCHEDULER_BASES` and :data:`GRAD_SCALER` for ``place``.
 * the build and its devices (``_inventory.py``): :func:`build_facts`,
   :func:`driver_version`, :func:`accelerator_info`, :func:`gpu_properties`,
   :func:`cuda_contexts`, :func:`free_memory` (with its source) and
@@ -85,9 +88,13 @@ from torchport.hardware._sync import (
     use_stream,
     wait_for_copies,
 )
+from torchport.hardware._torch_api import FLOOR, GRAD_SCALER, LR_SCHEDULER_BASES, below_floor
 
 __all__ = [
     "ALIGN",
+    "FLOOR",
+    "GRAD_SCALER",
+    "LR_SCHEDULER_BASES",
     "PACK_MIN_COUNT",
     "AcceleratorInfo",
     "Backend",
@@ -103,6 +110,7 @@ __all__ = [
     "accelerator_type",
     "allocator_stat",
     "backend_installed",
+    "below_floor",
     "build_facts",
     "copy_one",
     "copy_tensors",

@@ -15,6 +15,8 @@ from typing import Any, cast
 
 import torch
 
+from torchport.hardware import _torch_api
+
 __all__ = ["ACTIVE", "Backend", "install"]
 
 
@@ -27,7 +29,7 @@ class Backend:
 
     def accelerator(self) -> str | None:
         """The accelerator type torch reports as usable (``"cuda"``, ``"mps"``, ...), or None."""
-        device = torch.accelerator.current_accelerator(check_available=True)
+        device = _torch_api.current_accelerator()
         return None if device is None else device.type
 
     def count(self, kind: str) -> int:
@@ -37,7 +39,7 @@ class Backend:
             return torch.cuda.device_count()
         if kind == "mps":
             return 1 if torch.backends.mps.is_available() else 0
-        current = torch.accelerator.current_accelerator(check_available=True)
+        current = _torch_api.current_accelerator()
         if current is not None and current.type == kind:
             return torch.accelerator.device_count()
         module = getattr(torch, kind, None)
@@ -53,7 +55,7 @@ class Backend:
         """The backend's current device index for ``kind`` (initializes the backend)."""
         if kind == "mps":
             return 0
-        current = torch.accelerator.current_accelerator(check_available=True)
+        current = _torch_api.current_accelerator()
         if current is not None and current.type == kind:
             return torch.accelerator.current_device_index()
         module = getattr(torch, kind, None)
@@ -102,7 +104,10 @@ class Backend:
             if callable(ask):  # cudaMemGetInfo and its XPU twin
                 free, total = ask(index)
             else:
-                free, total = torch.accelerator.get_memory_info(torch.device(kind, index))
+                generic = _torch_api.accelerator_function("get_memory_info")
+                if generic is None:
+                    return None, None
+                free, total = generic(torch.device(kind, index))
             return int(free), int(total)
         except Exception:  # a backend without memory queries
             return None, None

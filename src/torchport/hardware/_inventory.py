@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from torchport.hardware import _backend
+from torchport.hardware import _backend, _torch_api
 
 __all__ = [
     "AcceleratorInfo",
@@ -113,14 +113,14 @@ def driver_version() -> int | None:
     ``None`` when this torch cannot ask (no CUDA or ROCm in the build); 0 or less
     when no driver was found. Initializes no context.
     """
-    get_version = getattr(torch._C, "_cuda_getDriverVersion", None)
+    get_version = _torch_api.cuda_private("_cuda_getDriverVersion")
     return None if get_version is None else int(get_version())
 
 
 def accelerator_info() -> AcceleratorInfo:
     """Read what each backend reports; creates no context."""
-    # check_available: a CUDA build on a machine without a GPU reports no accelerator.
-    current = torch.accelerator.current_accelerator(check_available=True)
+    # A CUDA build on a machine without a GPU reports no accelerator.
+    current = _torch_api.current_accelerator()
     return AcceleratorInfo(
         current=current.type if current is not None else None,
         count=torch.accelerator.device_count() if current is not None else 0,
@@ -160,7 +160,7 @@ def gpu_properties(kind: str) -> tuple[GpuProperties, ...]:
 
 def cuda_contexts() -> frozenset[int]:
     """Indices of CUDA devices that have a primary context in this process; creates none."""
-    has_context = getattr(torch._C, "_cuda_hasPrimaryContext", None)
+    has_context = _torch_api.cuda_private("_cuda_hasPrimaryContext")
     if has_context is None or not torch.cuda.is_available():
         return frozenset()
     return frozenset(i for i in range(torch.cuda.device_count()) if has_context(i))
@@ -195,7 +195,7 @@ def allocator_stat(device: torch.device, name: str) -> int:
     if name not in ALLOCATOR_STATS:
         raise LookupError(f"{name!r} is not an allocator counter; one of {ALLOCATOR_STATS}")
     ways: list[Callable[[], int]] = []
-    generic = getattr(torch.accelerator, name, None)
+    generic = _torch_api.accelerator_function(name)
     if generic is not None:
         ways.append(lambda: int(generic(device)))
     specific = getattr(getattr(torch, device.type, None), name, None)

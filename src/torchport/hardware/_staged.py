@@ -28,6 +28,7 @@ import torch
 from torchport.hardware._pinned import pins_for
 from torchport.hardware._staging import StagingPool, default_pool
 from torchport.hardware._sync import current_stream, new_event
+from torchport.hardware._torch_api import dtypes_named
 
 __all__ = [
     "ALIGN",
@@ -64,9 +65,8 @@ PACK_MAX_TOTAL_BYTES = 64 * 1024 * 1024
 
 # Dtypes whose bytes can be copied into a uint8 buffer and viewed back. Quantized,
 # sub-byte (uint1..7, float4) and bit types are moved one by one instead.
-_PACKABLE_DTYPES: frozenset[torch.dtype] = frozenset(
-    getattr(torch, name)
-    for name in (
+_PACKABLE_DTYPES: frozenset[torch.dtype] = dtypes_named(
+    (
         "bool",
         "uint8",
         "uint16",
@@ -89,7 +89,6 @@ _PACKABLE_DTYPES: frozenset[torch.dtype] = frozenset(
         "complex64",
         "complex128",
     )
-    if hasattr(torch, name)
 )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from torchport.hardware import _backend
+from torchport.hardware import _backend, _torch_api
 
 __all__ = [
     "current_stream",
@@ -113,8 +113,8 @@ def sync_debug_mode_reader() -> Callable[[], int]:
     """
     if not torch.cuda.is_available():
         return _never
-    getter: Callable[[], int] = getattr(torch._C, "_cuda_get_sync_debug_mode", _never)
-    return getter
+    getter = _torch_api.cuda_private("_cuda_get_sync_debug_mode")
+    return _never if getter is None else getter
 
 
 def _never() -> int:

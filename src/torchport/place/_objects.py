@@ -59,6 +59,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from torchport.hardware import GRAD_SCALER, LR_SCHEDULER_BASES
 from torchport.place._containers import Recipe, share_siblings
 from torchport.place._copying import (
     RebuildRefused,
@@ -126,12 +127,6 @@ _REFERENCES: tuple[type, ...] = (
     torch.Size,
 )
 
-_LR_SCHEDULER: Any = getattr(torch.optim.lr_scheduler, "LRScheduler", None) or getattr(
-    torch.optim.lr_scheduler, "_LRScheduler", ()
-)
-_PLATEAU: Any = getattr(torch.optim.lr_scheduler, "ReduceLROnPlateau", ())
-_GRAD_SCALER: Any = getattr(torch.amp, "GradScaler", ())
-
 
 def refusal(cls: type, where: str, device: str | None) -> str | None:
     """Why ``to_device`` refuses an object of type ``cls`` at ``where``, and what to do; or None.
@@ -168,14 +163,14 @@ def _refusal(cls: type, name: str, where: str, device: str, kind: str) -> str | 
             f"move the model first, then the optimizer on its own with "
             f"tp.to_device(optimizer, {device}), and keep it out of the batch"
         )
-    if issubclass(cls, _LR_SCHEDULER) or issubclass(cls, _PLATEAU):
+    if issubclass(cls, LR_SCHEDULER_BASES):
         return (
             f"{where} is an LR scheduler ({name}); it holds no tensors of its own, only "
             "its optimizer's learning rates, so there is nothing to move: move the "
             f"optimizer (tp.to_device(optimizer, {device}), after the model) and keep "
             "using the same scheduler"
         )
-    if issubclass(cls, _GRAD_SCALER):
+    if issubclass(cls, GRAD_SCALER):
         return (
             f"{where} is a GradScaler ({name}): its device is fixed when it is built and "
             "its scale lives on the device of the first outputs it scales, so it cannot "

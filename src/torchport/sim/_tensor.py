@@ -297,8 +297,7 @@ _INDEXING = frozenset(
 def _as_cuda_sees(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """The arguments as CUDA holds them: a value built from a Python number on the host."""
     return tuple(
-        arg._raw if isinstance(arg, SimTensor) and arg.host_scalar else arg
-        for arg in args
+        arg._raw if isinstance(arg, SimTensor) and arg.host_scalar else arg for arg in args
     )
 
 

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# GPU proof (issue 36): one prepared command that runs every CUDA path of torchport on a
+# lent GPU machine (Python 3.12, torch with CUDA, no package index) within 9 minutes.
+#
+#   bash benchmarks/gpu_proof.sh OUT_DIR            on the GPU machine, from the repo root
+#   bash benchmarks/gpu_proof.sh --dry-run OUT_DIR  on the CPU: every step up to the GPU calls
+#
+# Parts, each under `timeout` with its own budget (and never past the 540 s total; the
+# dry run triples both):
+#   env        GPU, driver, torch build (benchmarks/gpu_proof_report.py env)
+#   wheels     the wheels benchmarks/gpu_wheels.txt names, from .whl/ (gpu_wheels.sh fetches
+#              them; carry .whl) into /tmp/site, on PYTHONPATH; --dry-run: a pip dry run
+#              for cp312 manylinux x86_64, or the list of what is missing
+#   install    torchport itself, editable, no dependencies, no index
+#   gpu-tests  pytest -m gpu                       (--dry-run: collect them)
+#   suite      the runtime suite (all but tests/check, which never imports torch, and
+#              tests/test_precommit_hooks.py, which needs a package index), with
+#              pytest-xdist where present           (--dry-run: not run; the CPU CI runs it)
+#   bench-*    torchport bench link/batch/pack/loader; bench_gpu_h2d, bench_gpu_pool,
+#              bench_gpu_diagnose (--dry-run: arguments and imports only); doctor
+#              --bandwidth; run --audit on examples/quickstart.py, on CUDA and, where the
+#              simulated accelerator exists, on it
+# Writes OUT_DIR/proof.json, OUT_DIR/summary.md and OUT_DIR/log.txt (three files: the device
+# tool brings back at most eight). Exit 0 when every part passed or was skipped.
+# Environment: PYTHON (default python3), GPU_PROOF_WHEELS (default .whl), GPU_PROOF_TESTS
+# (paths the gpu tests are collected from; default tests).
+set -uo pipefail
+
+dry=0
+if [[ ${1:-} == --dry-run ]]; then
+  dry=1
+  shift
+fi
+if [[ $# -ne 1 ]]; then
+  echo "usage: benchmarks/gpu_proof.sh [--dry-run] OUT_DIR" >&2
+  exit 2
+fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$1" && out=$(cd "$1" && pwd) || exit 2
+cd "$root" || exit 2
+py=${PYTHON:-python3}
+wheels=${GPU_PROOF_WHEELS:-.whl}
+gpu_tests=${GPU_PROOF_TESTS:-tests}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+: >"$out/log.txt"
+: >"$work/parts.tsv"
+total=540
+start=$SECONDS
+scale=1
+((dry)) && scale=3 # the CPU machines are shared: the rehearsal gets more time per part
+
+# part NAME BUDGET COMMAND...: run COMMAND under timeout; record status, time and output.
+part() {
+  local name=$1 budget=$(($2 * scale)) t0=$SECONDS code
+  shift 2
+  local left=$((total * scale - (SECONDS - start)))
+  ((budget > left)) && budget=$left
+  if ((budget < 5)); then
+    skip "$name" "no time left of the ${total} s" "$*"
+    return
+  fi
+  echo "== $name (budget ${budget} s): $*" | tee -a "$out/log.txt"
+  timeout -k 5 "$budget" "$@" >"$work/$name.out" 2>"$work/$name.err" </dev/null
+  code=$?
+  cat "$work/$name.out" "$work/$name.err" >>"$out/log.txt"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$code" "$((SECONDS - t0))" "$budget" "$*" >>"$work/parts.tsv"
+  echo "-- $name: exit $code in $((SECONDS - t0)) s" | tee -a "$out/log.txt"
+}
+
+# skip NAME REASON [COMMAND]: record a part that was not run, and why.
+skip() {
+  echo "skipped: $2" >"$work/$1.out"
+  printf '%s\t200\t0\t0\t%s\n' "$1" "${3:-$2}" >>"$work/parts.tsv"
+  echo "-- $1: skipped ($2)" | tee -a "$out/log.txt"
+}
+
+part env 30 sh -c "$py benchmarks/gpu_proof_report.py env >'$work/env.json' && cat '$work/env.json'"
+
+# --- wheels and install ------------------------------------------------------------------
+platforms=""
+for tag in manylinux_2_28 manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 manylinux1; do
+  platforms+=" --platform ${tag}_x86_64"
+done
+if ((dry)); then
+  part wheels-listed 10 "$py" benchmarks/gpu_proof_report.py wheels "$wheels" benchmarks/gpu_wheels.txt
+  if compgen -G "$wheels/*.whl" >/dev/null; then
+    part wheels 25 sh -c "$py -m pip install -q --dry-run --no-index --no-deps --only-binary=:all: \
+      --python-version 3.12 --implementation cp $platforms --platform any \
+      --target '$work/site' $wheels/*.whl"
+  else
+    skip wheels "no wheels in $wheels: run benchmarks/gpu_wheels.sh"
+  fi
+  part install 40 "$py" -m pip install -q --dry-run --no-index --no-deps --no-build-isolation -e .
+else
+  part wheels 25 sh -c "$py -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target /tmp/site $wheels/*.whl"
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  part install 40 "$py" -m pip install -q --no-index --no-deps --no-build-isolation -e .
+fi
+
+# --- tests -------------------------------------------------------------------------------
+pytest=("$py" -m pytest -q -p no:cacheprovider)
+if ((dry)); then
+  # shellcheck disable=SC2086  # GPU_PROOF_TESTS is a list of paths
+  part gpu-tests 60 "${pytest[@]}" --collect-only -m gpu $gpu_tests
+  skip suite "dry run: the CPU CI runs the suite" "${pytest[*]} --ignore=tests/check"
+else
+  part gpu-tests 55 "${pytest[@]}" -m gpu -o timeout=120 tests
+  workers=()
+  "$py" -c "import xdist" 2>/dev/null && workers=(-n 12)
+  part suite 200 "${pytest[@]}" "${workers[@]}" -o timeout=120 --ignore=tests/check \
+    --ignore=tests/test_precommit_hooks.py tests
+fi
+
+# --- benchmarks --------------------------------------------------------------------------
+# NAME BUDGET ARGS (after the python): each a part on the GPU; --dry-run checks them all in
+# one process (arguments parsed, imports done, suite names known) without touching a GPU.
+benchmarks=(
+  "bench-suites 50 -m torchport bench link batch pack loader --quick --json"
+  "bench-h2d 25 benchmarks/bench_gpu_h2d.py --mib 256 --repeats 10"
+  "bench-pool 25 benchmarks/bench_gpu_pool.py --epochs 100"
+  "bench-diagnose 25 benchmarks/bench_gpu_diagnose.py --steps 50"
+  "doctor 15 -m torchport doctor --bandwidth --json"
+  "run-audit 15 -m torchport run --device cuda --audit examples/quickstart.py"
+)
+if ((dry)); then
+  commands=()
+  for line in "${benchmarks[@]}"; do
+    read -r _ _ command <<<"$line"
+    commands+=("$command")
+  done
+  part bench-args 60 "$py" benchmarks/gpu_proof_report.py dry-check "${commands[@]}"
+else
+  for line in "${benchmarks[@]}"; do
+    read -r name budget command <<<"$line"
+    # shellcheck disable=SC2086  # the command's words
+    part "$name" "$budget" "$py" $command
+  done
+  if "$py" -c "from torchport.testing import simulate_accelerator" 2>/dev/null; then
+    part run-audit-sim 15 "$py" -m torchport run --device sim --audit examples/quickstart.py
+  else
+    skip run-audit-sim "this torchport has no simulated accelerator"
+  fi
+fi
+
+args=("$work" "$out")
+((dry)) && args+=(--dry-run)
+"$py" benchmarks/gpu_proof_report.py assemble "${args[@]}"
+code=$?
+cat "$out/summary.md"
+echo "proof: $out/proof.json, $out/summary.md, $out/log.txt ($((SECONDS - start)) s)"
+exit $code

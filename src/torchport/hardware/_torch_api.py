@@ -1,0 +1,132 @@
+"""What this torch offers: the one place in torchport that knows torch's version.
+
+torchport's runtime supports torch 2.6 and newer (the floor in ``pyproject.toml``).
+Every API that appeared, moved or changed meaning inside that range is reached
+through a function here, and each one asks torch what it has (does the function
+take the argument, does the attribute exist) instead of comparing version strings,
+so a backport, a nightly or a vendor build answers for what it is.
+``tests/hardware/test_torch_api.py`` fails when another module makes such a
+check itself.
+
+What changed, and where torchport meets it:
+
+* ``torch.accelerator.current_accelerator(check_available=True)`` (2.7): on 2.6
+  the function takes no argument and returns the compiled-in accelerator even
+  where none is usable, so availability is asked separately
+  (:func:`current_accelerator`).
+* ``torch.accelerator.memory_allocated`` and its siblings (2.8) and
+  ``torch.accelerator.get_memory_info`` (2.9): :func:`accelerator_function`.
+* ``torch.optim.lr_scheduler.LRScheduler`` (2.0; ``_LRScheduler`` before) and
+  ``torch.amp.GradScaler`` (2.3): :data:`LR_SCHEDULER_BASES`, :data:`GRAD_SCALER`.
+* dtypes added over the range (``uint16``..``uint64`` in 2.3, ``float8_e8m0fnu`` in 2.7):
+  :func:`dtypes_named`.
+* torch's private CUDA getters (``torch._C._cuda_getDriverVersion``,
+  ``_cuda_hasPrimaryContext``, ``_cuda_get_sync_debug_mode``), absent from builds
+  without CUDA: :func:`cuda_private`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+__all__ = [
+    "FLOOR",
+    "GRAD_SCALER",
+    "LR_SCHEDULER_BASES",
+    "accelerator_function",
+    "below_floor",
+    "cuda_private",
+    "current_accelerator",
+    "dtypes_named",
+]
+
+
+FLOOR = "2.6"
+"""The oldest torch torchport supports: ``torch>=`` in ``pyproject.toml`` says the same."""
+
+
+def below_floor(version: str | None = None) -> bool:
+    """Whether ``version`` (default: this torch) is older than :data:`FLOOR`.
+
+    The one version comparison in torchport: doctor reports it, so that a failing
+    probe on an old torch is not blamed on the driver.
+    """
+    from torch.torch_version import TorchVersion
+
+    return bool(TorchVersion(version or torch.__version__) < FLOOR)
+
+
+def _takes(function: Callable[..., Any], argument: str) -> bool:
+    """Whether ``function`` accepts a keyword ``argument`` (False where it cannot be told)."""
+    try:
+        return argument in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+
+
+def current_accelerator() -> torch.device | None:
+    """The accelerator torch would use now (its type; index None), or None where none is usable.
+
+    A CUDA build on a machine without a GPU reports None. Asked anew on each
+    call (tests and the simulated accelerator change the answer); creates no
+    context.
+    """
+    ask = torch.accelerator.current_accelerator
+    if _takes(ask, "check_available"):  # torch >= 2.7
+        found: torch.device | None = ask(check_available=True)
+        return found
+    # torch 2.6: the function takes no argument, returns the compiled-in
+    # accelerator whether or not a device is there, and raises where none is built.
+    if not torch.accelerator.is_available():
+        return None
+    return ask()
+
+
+def accelerator_function(name: str) -> Callable[..., Any] | None:
+    """``torch.accelerator.<name>`` where this torch has it, else None.
+
+    The device-generic memory API came late (``memory_allocated`` and its
+    siblings in 2.8, ``get_memory_info`` in 2.9); callers fall back to the
+    backend's own module where this returns None.
+    """
+    found = getattr(torch.accelerator, name, None)
+    return found if callable(found) else None
+
+
+def cuda_private(name: str) -> Callable[..., Any] | None:
+    """``torch._C.<name>`` (one of torch's private CUDA getters) where this build has it.
+
+    Builds without CUDA lack them; None then. Only names starting ``_cuda`` are
+    asked for here.
+    """
+    if not name.startswith("_cuda"):
+        raise ValueError(f"{name!r} is not one of torch's private CUDA functions (_cuda...)")
+    found = getattr(torch._C, name, None)
+    return found if callable(found) else None
+
+
+def dtypes_named(names: Iterable[str]) -> frozenset[torch.dtype]:
+    """The dtypes among ``names`` that this torch defines (newer ones are skipped)."""
+    found = (getattr(torch, name, None) for name in names)
+    return frozenset(dtype for dtype in found if isinstance(dtype, torch.dtype))
+
+
+def _first_class(owner: object, *names: str) -> tuple[type, ...]:
+    for name in names:
+        found = getattr(owner, name, None)
+        if isinstance(found, type):
+            return (found,)
+    return ()
+
+
+LR_SCHEDULER_BASES: tuple[type, ...] = _first_class(
+    torch.optim.lr_scheduler, "LRScheduler", "_LRScheduler"
+) + _first_class(torch.optim.lr_scheduler, "ReduceLROnPlateau")
+"""The base classes of torch's learning-rate schedulers (for ``isinstance``)."""
+
+GRAD_SCALER: tuple[type, ...] = _first_class(torch.amp, "GradScaler")
+"""``torch.amp.GradScaler`` as a one-class tuple, empty where this torch lacks it."""
