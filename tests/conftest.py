@@ -24,6 +24,10 @@ except ModuleNotFoundError:  # the checker alone, without torch (.ci/run's Pytho
 else:
     TORCH_MISSING = False
 
+# torch older than the simulated accelerator's API (2.6, the floor): tests that run on it skip.
+NO_SIMULATOR = TORCH_MISSING or not __import__("torchport.sim", fromlist=["supported"]).supported()
+_SIMULATOR_REFUSED = "lacks the Python device-backend API the simulated accelerator is built on"
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
@@ -39,13 +43,28 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Without torch, a checker test that runs the code it rewrote (here or in a child
-    process) and fails only for want of torch is skipped, saying so."""
+    process) and fails only for want of torch is skipped, saying so; so is a test that
+    fails only because this torch is too old for the simulated accelerator (the floor's
+    legs of .ci/run), which says so in its TorchportError."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     said = f"{report.longrepr}\n{report.capstdout}\n{report.capstderr}"
     if TORCH_MISSING and report.failed and "No module named 'torch'" in said:
         report.outcome = "skipped"
         report.longrepr = (str(item.path), 0, "Skipped: runs code that needs torch")
+    elif NO_SIMULATOR and report.failed and _SIMULATOR_REFUSED in said:
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), 0, "Skipped: the simulated accelerator needs torch 2.7+")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``needs_simulator`` skip up front where the simulator cannot install."""
+    if not NO_SIMULATOR:
+        return
+    skip = pytest.mark.skip(reason="the simulated accelerator needs torch 2.7+")
+    for item in items:
+        if item.get_closest_marker("needs_simulator") is not None:
+            item.add_marker(skip)
 
 
 settings.register_profile(

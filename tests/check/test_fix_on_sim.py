@@ -27,6 +27,8 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import test_fix_fuzz as fuzz  # noqa: E402
 
+pytestmark = pytest.mark.needs_simulator
+
 _CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])

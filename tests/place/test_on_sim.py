@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.sim.isolated import run_isolated
+
+pytestmark = pytest.mark.needs_simulator
 
 HERE = str(Path(__file__).parent)
 

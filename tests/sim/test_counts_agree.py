@@ -20,6 +20,8 @@ import pytest
 
 from tests.sim.isolated import run_isolated
 
+pytestmark = pytest.mark.needs_simulator
+
 SCRIPTS = Path(__file__).parents[1] / "diagnose" / "scripts"
 
 _COUNT = """

@@ -12,10 +12,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.sim.isolated import run_isolated
+
+pytestmark = pytest.mark.needs_simulator
 
 
 def test_pytorch_reports_it_as_the_accelerator_and_pick_device_picks_it() -> None:

@@ -27,7 +27,7 @@ from torchport.errors import DeviceError, TorchportError
 from torchport.sim import _host
 from torchport.sim._memory import LEDGER
 
-__all__ = ["installed", "is_simulated", "simulate_accelerator"]
+__all__ = ["installed", "is_simulated", "simulate_accelerator", "supported"]
 
 NAME = "sim"
 _lock = threading.Lock()
@@ -108,22 +108,6 @@ def _host_ram() -> int:
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
-class _Hooks(torch._C._acc.PrivateUse1Hooks):
-    def is_available(self) -> bool:
-        return True
-
-    def has_primary_context(self, dev_id: int) -> bool:
-        return True
-
-    def is_built(self) -> bool:
-        return True
-
-
-class _Guard(torch._C._acc.DeviceGuard):
-    def type_(self) -> Any:
-        return torch._C._autograd.DeviceType.PrivateUse1
-
-
 def _limit_of(memory_limit: int | str | None) -> int | None:
     if memory_limit is None:
         return None
@@ -135,6 +119,38 @@ def _limit_of(memory_limit: int | str | None) -> int | None:
     if limit <= 0:
         raise TorchportError(f"memory_limit={memory_limit!r}: the limit must be positive")
     return limit
+
+
+def supported() -> bool:
+    """Whether this torch has the Python device-backend API the simulator is built on (2.7+)."""
+    acc = getattr(torch._C, "_acc", None)
+    registration = getattr(torch.utils, "backend_registration", None)
+    return (
+        acc is not None
+        and hasattr(acc, "PrivateUse1Hooks")
+        and hasattr(registration, "_setup_privateuseone_for_python_backend")
+        and hasattr(torch.library.Library, "fallback")
+    )
+
+
+def _hooks() -> tuple[Any, Any]:
+    """PyTorch's hook and device-guard objects for the backend (their bases exist on 2.7+)."""
+
+    class Hooks(torch._C._acc.PrivateUse1Hooks):
+        def is_available(self) -> bool:
+            return True
+
+        def has_primary_context(self, dev_id: int) -> bool:
+            return True
+
+        def is_built(self) -> bool:
+            return True
+
+    class Guard(torch._C._acc.DeviceGuard):
+        def type_(self) -> Any:
+            return torch._C._autograd.DeviceType.PrivateUse1
+
+    return Hooks(), Guard()
 
 
 def is_simulated(device: torch.device) -> bool:
@@ -192,20 +208,16 @@ def _install(limit: int | None) -> None:
             "out-of-tree device is installed), so the simulated accelerator cannot take it; "
             "run the simulation in a process that does not import that backend"
         )
-    acc = getattr(torch._C, "_acc", None)
-    setup = getattr(
-        getattr(torch.utils, "backend_registration", None),
-        "_setup_privateuseone_for_python_backend",
-        None,
-    )
-    if acc is None or setup is None or not hasattr(torch.library.Library, "fallback"):
+    if not supported():
         raise TorchportError(
             f"torch {torch.__version__} lacks the Python device-backend API the simulated "
             "accelerator is built on; it needs torch 2.7 or newer"
         )
     LEDGER.limit = limit
     other = _other_accelerator()  # asked before the backend exists
-    setup(NAME, backend_module=_DEVICE_MODULE, hook=_Hooks(), device_guard=_Guard())
+    hook, guard = _hooks()
+    setup = torch.utils.backend_registration._setup_privateuseone_for_python_backend
+    setup(NAME, backend_module=_DEVICE_MODULE, hook=hook, device_guard=guard)
     # These name the device, which exists only from here on.
     from torchport.sim._factories import install_kernels
     from torchport.sim._pinning import install_pinning
