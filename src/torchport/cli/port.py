@@ -17,6 +17,14 @@ from torchport.cli._output import ProgressLine, report_stream
 from torchport.cli._report import report_changes
 
 
+# What the port's count of findings left cannot promise: it comes from reading the code.
+_UNVERIFIED = (
+    "Not verified by running: what is left counts only what the port could see in the "
+    "code; run the result with `torchport run --device sim SCRIPT` to check it on the "
+    "simulated accelerator."
+)
+
+
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "port",
@@ -72,6 +80,8 @@ def _run(args: argparse.Namespace) -> int:
             verbs=("ported", "would port", "Ported"),
             left_title="Could not port (move these yourself):",
         )  # fmt: skip
+        if not args.quiet and not result.errors:
+            print(_UNVERIFIED, file=report)
     if result.errors:
         return 2
     return 1 if result.remaining or result.unplaced or (dry and result.changed) else 0

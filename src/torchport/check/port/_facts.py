@@ -44,6 +44,7 @@ from torchport.check.port._calls import (
 )
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope, names_of
 from torchport.check.port._models import ModelKnowledge
+from torchport.check.port._project import own_tensor_functions, project_imports
 from torchport.check.semantic._placement import (
     DEVICE_NAMES,
     device_at,
@@ -93,12 +94,17 @@ class PortFacts(DeviceFlow):
         self._names: dict[str, list[tuple[int, int]]] | None = None
         self.has_models = self.cpu_device_pending = False
         # A file with no torch in it is no PyTorch program: nothing to port there.
-        self.active = _imports_torch(tree)
+        # The project's own modules this file imports (`from model import Net`).
+        self.project = project_imports(ctx)
+        self.active = _imports_torch(tree) or bool(self.project)
         self.known = ModelKnowledge([], ctx.qualname)
+        self.tensor_functions: set[str] = set()
         if not self.active:
             return  # no scopes, no models, no operands: every port rule finds nothing
         self._collect(tree)
-        self.known = ModelKnowledge(self.classdefs, ctx.qualname)
+        self.known = ModelKnowledge(self.classdefs, ctx.qualname, self.project.lookup)
+        # Functions (the file's own, or a project module's) whose result is a CPU tensor.
+        self.tensor_functions = own_tensor_functions(ctx)
         extended = self._extended_classes()
         for scope in self.scopes[1:]:  # outer scopes come first: their flag is known
             scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
@@ -385,6 +391,17 @@ class PortFacts(DeviceFlow):
                     for n in scope.nodes
                 ):
                     self.known.factories.add(name)
+
+    def cpu_tensor_call(self, call: ast.AST) -> bool:
+        """``make_mask(n)``: a call of a function (this file's or a project module's)
+        whose every return is a tensor made on the CPU."""
+        if not isinstance(call, ast.Call):
+            return False
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in self.tensor_functions:
+            return self.ctx.scopes.resolve(func.id, func) is self.ctx.scopes.module
+        found = self.project.lookup(func)
+        return found is not None and found[0] == "tensor_function"
 
     def scope_of_function(self, func: ast.AST) -> PortScope:
         """The scope a function's body runs in."""

@@ -93,7 +93,10 @@ class Origins:
         if key in self._memo:
             return self._memo[key] or []  # None: being followed (a cycle adds nothing)
         self._memo[key] = None
-        found = self._of(expr) if self.kinds.of(expr) not in _FINE else []
+        if self._project_tensor(expr):
+            found = [Origin(expr, f"`{ast.unparse(expr)}` (a CPU tensor another module of the project makes)", library=False)]
+        else:
+            found = self._of(expr) if self.kinds.of(expr) not in _FINE else []
         self._memo[key] = found
         return found
 
@@ -130,6 +133,16 @@ class Origins:
         if isinstance(expr, ast.DictComp):
             return self.of(expr.value)
         return [self._origin(expr)]
+
+    def _project_tensor(self, expr: ast.expr) -> bool:
+        """``SCALE`` after ``from model import SCALE``: a module-level CPU tensor of the project.
+
+        The port does not rebind another module's name; it reports the read.
+        """
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return False
+        found = self.facts.project.lookup(expr)
+        return found is not None and found[0] == "tensor"
 
     def _name(self, name: ast.Name) -> list[Origin]:
         if self._moved_where_passed(name):
@@ -268,7 +281,9 @@ class Origins:
     def _call(self, call: ast.Call) -> list[Origin]:
         kinds = self.kinds
         name = self.ctx.qualname(call.func) or ""
-        if name in CREATORS or name in TYPED_CONSTRUCTORS:
+        if name in CREATORS or name in TYPED_CONSTRUCTORS or self.facts.cpu_tensor_call(call):
+            # A torch factory, or a function (the file's, a project module's) that returns
+            # one's tensor: TP503 moves it where it is made or called.
             return [] if self._moved_by_rule(call) else [self._origin(call)]
         if name in VARIABLE:
             return self.of(call.args[0]) if call.args else [self._origin(call)]

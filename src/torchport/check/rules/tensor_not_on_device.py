@@ -41,6 +41,10 @@ class TensorNotOnDevice(Rule):
     constructors (`torch.LongTensor([...])`, `torch.FloatTensor(...)`,
     `torch.Tensor(2, 3).uniform_()`, also inside `Variable(...)`) have no
     `device=`: `.to(device)` follows them and the initializers chained to them.
+    A call of a function whose every return is such a tensor (`make_mask(n)`
+    returning `torch.from_numpy(...)`), the file's own or one another module of
+    the project defines (`from helpers import make_mask`), gets `.to(device)` where
+    it is called.
     """
 
     code = "TP503"
@@ -74,6 +78,12 @@ class TensorNotOnDevice(Rule):
             "out, h = model(torch.FloatTensor(3, 1, 4).to(device), ids)\n",
             count=2,
         ),
+        Example(  # a function of the file (or of a project module) that returns a CPU tensor
+            _HEAD + "def make_mask(n):\n    return torch.from_numpy(np.tril(np.ones((n, 8))))\n\n"
+            "out, h = model(x)\nloss = (out * make_mask(2)).sum()\n",
+            fixed=_HEAD + "def make_mask(n):\n    return torch.from_numpy(np.tril(np.ones((n, 8))))\n\n"
+            "out, h = model(x)\nloss = (out * make_mask(2).to(device)).sum()\n",
+        ),
         Example(  # an optimized leaf stays a leaf: the flag goes after the move
             _HEAD + "z = torch.randn(5, 2, 4, requires_grad=True)\nout, h = model(z)\n",
             fixed=_HEAD
@@ -96,11 +106,12 @@ class TensorNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
-        if (name not in CREATORS and name not in TYPED_CONSTRUCTORS) or keyword(
-            node, "device"
-        ) is not None:
-            return
         facts = port_facts(ctx)
+        helper = facts.cpu_tensor_call(node)  # `make_mask(n)`: returns a CPU tensor
+        if (name not in CREATORS and name not in TYPED_CONSTRUCTORS and not helper) or (
+            not helper and keyword(node, "device") is not None
+        ):
+            return
         scope = facts.scope_of.get(id(node))
         if scope is None or scope.internal:
             return
@@ -119,7 +130,7 @@ class TensorNotOnDevice(Rule):
         device, edits = found
         if name in TYPED_CONSTRUCTORS:  # after the initializers chained to it: drawn on the CPU
             moved = ctx.append_call(_initialized(node, facts.parents), f".to({device})")
-        elif name in _MOVE_AFTER:
+        elif helper or name in _MOVE_AFTER:
             moved = move_after(node, device, ctx)
         else:
             moved = (add_keyword(node, f"device={device}", ctx),)

@@ -48,8 +48,8 @@ class UntrackedValue(Rule):
     )
     invalid = (
         Example(
-            _HEAD + "def make_inputs():\n    return torch.randn(2, 4)\n\n"
-            "out = model(make_inputs())\n"
+            _HEAD + "def make_inputs():\n    data = {'x': torch.randn(2, 4)}\n"
+            "    return data['x']\n\nout = model(make_inputs())\n"
         ),
         Example(_HEAD + "x = torch.load('x.pt')\nout = model(x)\n"),
         Example(_HEAD + "class Job:\n    def run(self):\n        return model(self.data)\n"),
