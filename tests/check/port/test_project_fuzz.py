@@ -109,9 +109,7 @@ def projects(draw: st.DrawFn) -> dict[str, str]:
         files["model.py"] = model_text
         if based:
             files["base.py"] = base_text
-        head = (
-            f"from model import {', '.join(names)}" if layout == "flat" else "import model as m"
-        )
+        head = f"from model import {', '.join(names)}" if layout == "flat" else "import model as m"
         q = "m." if layout == "alias" else ""
     body = ["import torch", head, ""]
     body.append(f"net = {q}build()" if factory else f"net = {q}Net()")

@@ -70,7 +70,7 @@ HOST_READS = frozenset(
      "data_ptr", "is_contiguous", "element_size", "__len__", "get_device"}
 )  # fmt: skip
 META_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "T_"})
-_DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator", re.IGNORECASE)
+_DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator|rank", re.IGNORECASE)
 
 
 # Objects whose `.device` is a setting: the device the program chose, not one a tensor is on.
@@ -93,13 +93,19 @@ def follows_a_tensor(expr: ast.expr) -> bool:
 def device_target(expr: ast.expr) -> bool:
     """Whether a ``.to()`` argument names a device that may be an accelerator (not the CPU)."""
     if isinstance(expr, ast.Constant):
+        if isinstance(expr.value, int) and not isinstance(expr.value, bool):
+            return True  # `.to(0)`: a GPU index
         return isinstance(expr.value, str) and expr.value.partition(":")[0] != "cpu"
-    if isinstance(expr, ast.Call):
-        return any(device_target(a) for a in expr.args) or any(
-            device_target(k.value) for k in expr.keywords
+    if isinstance(expr, ast.Call):  # `torch.device("cuda", 0)`: the index alone is no device
+        return any(device_target(a) for a in expr.args if not _int(a)) or any(
+            device_target(k.value) for k in expr.keywords if not _int(k.value)
         )
     text = ast.unparse(expr) if isinstance(expr, (ast.Attribute, ast.Name)) else ""
     return bool(_DEVICE_TEXT.search(text))
+
+
+def _int(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and isinstance(expr.value, int)
 
 
 def is_move(call: ast.AST) -> bool:

@@ -42,9 +42,11 @@ from torchport.check.port._call_sites import callee, methods_by_name
 from torchport.check.port._calls import (
     cpu_only_device,
 )
+from torchport.check.port._choices import deliberate_cpu, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope, names_of
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._project import own_tensor_functions, project_imports
+from torchport.check.semantic import BindingKind
 from torchport.check.semantic._placement import (
     DEVICE_NAMES,
     device_at,
@@ -90,9 +92,11 @@ class PortFacts(DeviceFlow):
         self.operands: list[tuple[ast.expr, PortScope]] = []
         self._function_scopes: dict[int, PortScope] = {}
         self._device_name: str | None = None  # the one device name the port's fixes use
+        self._own_device = False  # that name is the program's own, bound on several paths
         self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
         self._names: dict[str, list[tuple[int, int]]] | None = None
         self.has_models = self.cpu_device_pending = False
+        self.own_placement: ast.Call | None = None
         # A file with no torch in it is no PyTorch program: nothing to port there.
         # The project's own modules this file imports (`from model import Net`).
         self.project = project_imports(ctx)
@@ -128,10 +132,15 @@ class PortFacts(DeviceFlow):
         # so that they use that name instead of defining a second device.
         self.cpu_device_pending = any(
             isinstance(value, ast.Call)
-            and cpu_only_device(self.parents.get(id(value), value), ctx.qualname)
+            and isinstance(stmt := self.parents.get(id(value), value), ast.Assign)
+            and cpu_only_device(stmt, ctx.qualname)
+            and not deliberate_cpu(stmt, ctx)
             for s in self.scopes
             for _, value in s.assigns
         )
+        # `model.to(rank)`: the program places its model per process; a move the port
+        # wrote to "the accelerator" would land elsewhere, so its moves are reported.
+        self.own_placement = own_placement(tree)
 
     def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
         """The block (``body``, ``orelse``, ``finalbody``) holding ``stmt``, and its index there."""
@@ -208,14 +217,19 @@ class PortFacts(DeviceFlow):
         a new definition under the first free name. A node where that binding is
         not usable (code above the user's definition) gets no fix: its finding stays.
         """
-        if self.cpu_device_pending:
+        if self.cpu_device_pending or self.own_placement is not None:
             return None
         if self._device_name is None:
             self._device_name = self._chosen_device()
             if self._device_name is None:
                 return None
-        found = device_at(self.ctx, node, (self._device_name,))
         scopes = self.ctx.scopes
+        if self._own_device:  # the program's own choice, bound on several paths
+            name = self._device_name
+            if scopes.resolve(name, node) is scopes.module and scopes.definitely_bound(name, node):
+                return name, ()
+            return None
+        found = device_at(self.ctx, node, (self._device_name,))
         if found is None or scopes.resolve(self._device_name, node) is not scopes.module:
             return None  # a function's own `device` may mean something else
         return found
@@ -240,9 +254,31 @@ class PortFacts(DeviceFlow):
                 if len(found) == 1:
                     return name  # the user's own choice, bound once at module level
         for name in DEVICE_NAMES:
+            # The program's own device, chosen on several paths (`device = cpu` then
+            # `if args.cuda: device = ...`, a gloo branch): the port's moves use it.
+            found = scopes.module.bindings.get(name, [])
+            if found and all(
+                b.kind is BindingKind.ASSIGN and b.value is not None and self._device_value(b.value)
+                for b in found
+            ):
+                self._own_device = True
+                return name
+        for name in DEVICE_NAMES:
             if not scopes.module.bindings.get(name) and not scopes.module_reads(name):
                 return name  # free: a new module-level definition
         return None
+
+    def _device_value(self, value: ast.expr) -> bool:
+        """A value a device name is bound to: ``torch.device(..)``, the accelerator, a choice."""
+        if isinstance(value, ast.IfExp):
+            return self._device_value(value.body) and self._device_value(value.orelse)
+        if isinstance(value, ast.Constant):
+            return isinstance(value.value, str)
+        return (
+            isinstance(value, ast.Call)
+            and self.ctx.qualname(value.func)
+            in ("torch.device", "torch.accelerator.current_accelerator")
+        ) or means_accelerator(value, self.ctx)
 
     # ------------------------------------------------------------ structure
 

@@ -98,8 +98,7 @@ class ModelKnowledge:
                 changed = False
                 for cls in classdefs:
                     if cls.name not in self.classes and any(
-                        (found := project(b)) is not None and found[0] == "class"
-                        for b in cls.bases
+                        (found := project(b)) is not None and found[0] == "class" for b in cls.bases
                     ):
                         self.classes.add(cls.name)
                         changed = True

@@ -94,7 +94,13 @@ class Origins:
             return self._memo[key] or []  # None: being followed (a cycle adds nothing)
         self._memo[key] = None
         if self._project_tensor(expr):
-            found = [Origin(expr, f"`{ast.unparse(expr)}` (a CPU tensor another module of the project makes)", library=False)]
+            found = [
+                Origin(
+                    expr,
+                    f"`{ast.unparse(expr)}` (a CPU tensor another module of the project makes)",
+                    library=False,
+                )
+            ]
         else:
             found = self._of(expr) if self.kinds.of(expr) not in _FINE else []
         self._memo[key] = found

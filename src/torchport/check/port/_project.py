@@ -27,14 +27,23 @@ no project.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
+from torchport.check.semantic import Binding, BindingKind
 
-__all__ = ["ModuleFacts", "ProjectImports", "module_facts", "own_tensor_functions", "project_imports"]
+__all__ = [
+    "ModuleFacts",
+    "ProjectImports",
+    "module_facts",
+    "own_tensor_functions",
+    "project_imports",
+]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Tensor methods that keep a tensor a tensor (and where it is).
@@ -85,14 +94,15 @@ class ProjectImports:
             facts = self.modules.get(owner) if owner is not None else None
             if facts is None:
                 return None
-            for kind, names in (
+            pairs: tuple[tuple[str, frozenset[str]], ...] = (
                 ("class", facts.classes),
                 ("factory", facts.factories),
                 ("tensor_function", facts.tensor_functions),
                 ("tensor", facts.tensors),
                 ("device", facts.devices),
-            ):
-                if expr.attr in names:
+            )
+            for kind, defined in pairs:
+                if expr.attr in defined:
                     return kind, expr.attr
         return None
 
@@ -209,12 +219,12 @@ def _facts_of(ctx: Context, seen: frozenset[str]) -> ModuleFacts:
     functions = [n for n in tree.body if isinstance(n, _FUNCTIONS)]
     for _ in range(2):  # a factory calling another factory of the module
         for func in functions:
-            if _returns_all(func, lambda e, f=func: _builds(knowledge, e, f)):
+            if _returns_all(func, partial(_builds, knowledge, func=func)):
                 knowledge.factories.add(func.name)
     tensor_functions = {
         f.name
         for f in functions
-        if not _takes_device(f) and _returns_all(f, lambda e, f=f: _cpu_tensor(ctx, e, f))
+        if not _takes_device(f) and _returns_all(f, partial(_cpu_tensor, ctx, func=f))
     }
     tensors: set[str] = set()
     devices: set[str] = set()
@@ -223,9 +233,11 @@ def _facts_of(ctx: Context, seen: frozenset[str]) -> ModuleFacts:
             target = stmt.targets[0]
             if not isinstance(target, ast.Name):
                 continue
-            if _cpu_tensor(ctx, stmt.value, None):
+            if _cpu_tensor(ctx, stmt.value, func=None):
                 tensors.add(target.id)
-            elif isinstance(stmt.value, ast.Call) and ctx.qualname(stmt.value.func) == "torch.device":
+            elif (
+                isinstance(stmt.value, ast.Call) and ctx.qualname(stmt.value.func) == "torch.device"
+            ):
                 devices.add(target.id)
     names = {c.name for c in classdefs}
     return ModuleFacts(
@@ -238,17 +250,14 @@ def _facts_of(ctx: Context, seen: frozenset[str]) -> ModuleFacts:
     )
 
 
-def _returns_all(func: ast.FunctionDef | ast.AsyncFunctionDef, test: object) -> bool:
+def _returns_all(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, test: Callable[[ast.expr], bool]
+) -> bool:
     """Whether ``func`` returns something on every ``return`` and each passes ``test``."""
-    returns = [
-        n
-        for n in _own_nodes(func)
-        if isinstance(n, ast.Return) or isinstance(n, (ast.Yield, ast.YieldFrom))
-    ]
+    returns = [n for n in _own_nodes(func) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))]
     if not returns or any(not isinstance(r, ast.Return) or r.value is None for r in returns):
         return False
-    assert callable(test)
-    return all(test(r.value) for r in returns if isinstance(r, ast.Return))
+    return all(test(r.value) for r in returns if isinstance(r, ast.Return) and r.value)
 
 
 def _own_nodes(func: ast.AST) -> list[ast.AST]:
@@ -278,12 +287,13 @@ def _local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:
                     values.append(node.value)
                 elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
                     return None
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
-            if any(
-                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                for n in ast.walk(node)
-            ):
-                return None
+        elif isinstance(
+            node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)
+        ) and any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(node)
+        ):
+            return None
     args = getattr(func, "args", None)
     if args is not None and any(
         a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
@@ -292,19 +302,17 @@ def _local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:
     return values or None
 
 
-def _builds(knowledge: ModelKnowledge, expr: ast.expr, func: ast.AST) -> bool:
+def _builds(knowledge: ModelKnowledge, expr: ast.expr, *, func: ast.AST) -> bool:
     def holds(e: ast.expr) -> bool:
         if not isinstance(e, ast.Name):
             return False
         values = _local_values(func, e.id)
-        return bool(values) and all(
-            knowledge.builds(v, lambda _: False) for v in values or ()
-        )
+        return bool(values) and all(knowledge.builds(v, lambda _: False) for v in values or ())
 
     return knowledge.builds(expr, holds)
 
 
-def _cpu_tensor(ctx: Context, expr: ast.expr, func: ast.AST | None, depth: int = 0) -> bool:
+def _cpu_tensor(ctx: Context, expr: ast.expr, *, func: ast.AST | None, depth: int = 0) -> bool:
     """Whether ``expr`` is a tensor a torch factory made with no device (on the CPU)."""
     if depth > 8:
         return False
@@ -317,7 +325,9 @@ def _cpu_tensor(ctx: Context, expr: ast.expr, func: ast.AST | None, depth: int =
         expr = expr.func.value
     if isinstance(expr, ast.Name):
         values = _local_values(func, expr.id)
-        return bool(values) and all(_cpu_tensor(ctx, v, func, depth + 1) for v in values or ())
+        return bool(values) and all(
+            _cpu_tensor(ctx, v, func=func, depth=depth + 1) for v in values or ()
+        )
     if not isinstance(expr, ast.Call):
         return False
     name = ctx.qualname(expr.func)
@@ -335,9 +345,9 @@ def _truthy(expr: ast.expr) -> bool:
 
 def _takes_device(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     a = func.args
-    return any(
-        "device" in p.arg.lower() for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)
-    ) or (a.kwarg is not None)
+    return any("device" in p.arg.lower() for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)) or (
+        a.kwarg is not None
+    )
 
 
 # ------------------------------------------------------------------ one file's imports
@@ -394,11 +404,9 @@ def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def _only_import(bindings: list[object]) -> bool:
+def _only_import(bindings: Sequence[Binding]) -> bool:
     """A module-level name that nothing but imports binds."""
-    return bool(bindings) and all(
-        getattr(getattr(b, "kind", None), "value", None) == "import" for b in bindings
-    )
+    return bool(bindings) and all(b.kind is BindingKind.IMPORT for b in bindings)
 
 
 def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> bool:
@@ -435,5 +443,5 @@ def own_tensor_functions(ctx: Context) -> set[str]:
         for f in ctx.tree.body
         if isinstance(f, _FUNCTIONS)
         and not _takes_device(f)
-        and _returns_all(f, lambda e, f=f: _cpu_tensor(ctx, e, f))
+        and _returns_all(f, partial(_cpu_tensor, ctx, func=f))
     }
