@@ -293,8 +293,16 @@ class DeviceFlow:
                 ):
                     values.add(node.func.value.id)
                     changed = True
+        lambda_params = {
+            p.arg
+            for node in scope.nodes
+            if isinstance(node, ast.Lambda)
+            for p in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+        }
         for node in scope.nodes:
             for operand in self._operands(node, scope):
+                if isinstance(operand, ast.Name) and operand.id in lambda_params:
+                    continue  # what a lambda is called with: its call sites answer (_captured)
                 self.operands.append((operand, scope))
                 self._mark(operand, scope.reach, scope.sink_nodes)
         self._propagate(scope)

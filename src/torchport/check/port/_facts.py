@@ -39,9 +39,7 @@ import re
 from torchport.check._context import Context
 from torchport.check._rule import Edit
 from torchport.check.port._call_sites import callee, methods_by_name
-from torchport.check.port._calls import (
-    cpu_only_device,
-)
+from torchport.check.port._calls import cpu_only_device, grad_leaf
 from torchport.check.port._choices import deliberate_cpu, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope, names_of
 from torchport.check.port._models import ModelKnowledge
@@ -118,15 +116,22 @@ class PortFacts(DeviceFlow):
                 or (scope.outer is not None and scope.outer.internal)
             )
         self._find_models()
+        raw = False
         for scope in self.scopes:
             if not scope.internal:
+                raw = self._raw_parameters(scope) or raw
                 self._flow(scope)
+        for scope in self.scopes:
+            if not scope.internal:
+                self._captured(scope)
         # Module-level names that functions feed to the model reach it too.
         for scope in self.scopes[1:]:
             self.module.reach |= {n for n in scope.reach if n not in scope.local}
         self._propagate(self.module)
-        self.has_models = bool(self.class_models) or any(
-            s.models for s in self.scopes if not s.module_method
+        self.has_models = (
+            raw
+            or bool(self.class_models)
+            or any(s.models for s in self.scopes if not s.module_method)
         )
         # A `device = torch.device("cpu")` is rebound first (TP507); the moves wait a round,
         # so that they use that name instead of defining a second device.
@@ -438,6 +443,84 @@ class PortFacts(DeviceFlow):
             return self.ctx.scopes.resolve(func.id, func) is self.ctx.scopes.module
         found = self.project.lookup(func)
         return found is not None and found[0] == "tensor_function"
+
+    def _captured(self, scope: PortScope) -> None:
+        """Tensors a lambda or a function captures, where it is given a device value.
+
+        ``f = lambda t: t * scale`` then ``f(model(x))``: ``scale`` meets the output
+        inside ``f``, where the flow of ``scope`` does not look. The names such a
+        callee reads and does not bind itself reach the device, in the scope that
+        binds them (they are moved where they are made, or reported).
+        """
+        for node in scope.nodes:
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+                continue
+            callee = self._callee_body(node.func, scope)
+            if callee is None:
+                continue
+            body, own, outer = callee
+            args = [*node.args, *(k.value for k in node.keywords)]
+            if not any(self.on_device(a, scope) for a in args):
+                if isinstance(body, ast.expr) and self._reads_device(body, own, outer):
+                    for arg in args:  # `f(x)` where `f = lambda t: t * w` and `w` is a weight
+                        self.operands.append((arg, scope))
+                        self._mark(arg, scope.reach, scope.sink_nodes)
+                continue
+            for n in ast.walk(body):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own:
+                    holder = outer if n.id in outer.local else self.module
+                    if n.id not in holder.models and n.id not in self.functions:
+                        holder.reach.add(n.id)
+
+    def _reads_device(self, body: ast.AST, own: set[str], outer: PortScope) -> bool:
+        """Whether a lambda's body reads a device value or a model it does not bind."""
+        for n in ast.walk(body):
+            if isinstance(n, ast.Name) and n.id not in own:
+                holder = outer if n.id in outer.local else self.module
+                if n.id in holder.values or n.id in holder.models:
+                    return True
+        return False
+
+    def _callee_body(
+        self, func: ast.Name, scope: PortScope
+    ) -> tuple[ast.AST, set[str], PortScope] | None:
+        """What a called name runs: (its body, the names it binds, the scope it was made in)."""
+        where = scope if func.id in scope.local else self.module
+        values = where.values_of(func.id)
+        if len(values) == 1 and isinstance(values[0], ast.Lambda):
+            lam = values[0]
+            a = lam.args
+            own = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
+            return lam.body, own, where
+        for inner in self.scopes[1:]:
+            node = inner.node
+            if (
+                isinstance(node, _FUNCTIONS)
+                and node.name == func.id
+                and inner.outer is where
+                and inner.cls is None
+                and not inner.internal
+            ):
+                return node, set(inner.local), where
+        return None
+
+    def _raw_parameters(self, scope: PortScope) -> bool:
+        """Seed a hand-trained model: tensors made with ``requires_grad=True`` are the weights.
+
+        ``w = torch.randn(4, 2, requires_grad=True)`` trained by hand (no ``nn.Module``)
+        is a model as much as ``nn.Linear`` is: it is a device value (what meets it
+        is moved), and its factory is moved (TP503 keeps it a leaf).
+        """
+        found = False
+        for targets, value in scope.assigns:
+            made = grad_leaf(value, self.ctx.qualname)
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if made is None or not names:
+                continue
+            scope.values.update(names)
+            scope.sink_nodes.add(id(made))
+            found = True
+        return found
 
     def scope_of_function(self, func: ast.AST) -> PortScope:
         """The scope a function's body runs in."""
