@@ -10,9 +10,11 @@ Two questions, one file:
   (median of ``--repeat``), the CLI ``torchport port --check TREE`` as a user
   runs it (interpreter start included), and an in-place port of a fresh copy.
   Target: under 2 s.
-* ``--real DIR...``: every ``*.py`` under DIR that imports torch and names no
-  accelerator (no ``cuda``/``mps``/``xpu``/``accelerator`` in its text) is ported, then the
-  original and the port run on the CPU (output compared) and the port runs with
+* ``--real DIR...``: each DIR is ported whole, as one project (``port_paths``: a
+  model imported from a sibling module is known where it is used), and ported a
+  second time (idempotent: nothing changes); every ``*.py`` under DIR that imports
+  torch and names no accelerator (no ``cuda``/``mps``/``xpu``/``accelerator`` in its
+  text) then runs: the original and the port on the CPU (output compared), and the port with
   ``meta`` standing in for the accelerator (every forward's parameters, buffers
   and inputs must be on it, in train and eval mode). The runner is
   ``tests/check/port/port_runner.py`` (one process per mode, ``--timeout`` seconds per
@@ -41,11 +43,11 @@ from typing import Any
 
 import torch
 
-from torchport.check.port._rewrite import port_paths, port_text
+from torchport.check.port._rewrite import port_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "check" / "port" / "scripts"
-RUNNER = ROOT / "tests" / "check" / "port_runner.py"
+RUNNER = ROOT / "tests" / "check" / "port" / "port_runner.py"
 _DEVICE_AWARE = re.compile(r"cuda|mps|xpu|accelerator")
 
 
@@ -143,33 +145,39 @@ def _run_all(jobs: dict[str, list[dict[str, str]]], timeout: int) -> dict[str, d
 
 
 def real(dirs: list[str], timeout: int) -> None:
+    """Port each DIR whole (one project), then run its CPU-only scripts three ways."""
     rows: dict[str, str] = {}
     ported: dict[str, tuple[list[str], bool]] = {}
     jobs: dict[str, list[dict[str, str]]] = {"cpu": [], "meta": []}
+    idempotent: dict[str, bool] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for d in dirs:
-            for path in sorted(Path(d).rglob("*.py")):
+            project = Path(d).name
+            orig_root, port_root = Path(tmp) / "orig" / project, Path(tmp) / "ported" / project
+            shutil.copytree(d, orig_root)
+            shutil.copytree(d, port_root)
+            result = port_paths([port_root], jobs=1)
+            idempotent[project] = not port_paths([port_root], jobs=1).changed
+            left_by_file: dict[str, set[str]] = {}
+            for f in result.remaining:
+                left_by_file.setdefault(str(Path(f.path).resolve()), set()).add(f.code)
+            for path in sorted(orig_root.rglob("*.py")):
                 text = path.read_text(encoding="utf-8", errors="replace")
                 if "import torch" not in text:
                     continue
-                name = f"{Path(d).name}/{path.relative_to(d)}"
+                rel = path.relative_to(orig_root)
+                name = f"{project}/{rel}"
                 if _DEVICE_AWARE.search(text):
                     rows[name] = "skipped: already names an accelerator"
                     continue
-                try:
-                    outcome = port_text(text, str(path))
-                except SyntaxError as exc:
-                    rows[name] = f"refused: does not parse ({exc.msg})"
-                    continue
-                left = sorted({f.code for f in outcome.remaining})
-                ported[name] = (left, outcome.source == text)
-                for kind, source in (("orig", text), ("ported", outcome.source)):
+                twin = port_root / rel
+                after = twin.read_text(encoding="utf-8", errors="replace")
+                left = sorted(left_by_file.get(str(twin.resolve()), set()))
+                ported[name] = (left, after == text)
+                for kind, script in (("orig", path), ("ported", twin)):
                     for mode in ("cpu", "meta") if kind == "ported" else ("cpu",):
-                        work = Path(tmp) / mode / kind / name
-                        shutil.copytree(path.parent, work, dirs_exist_ok=True)
-                        (work / path.name).write_text(source)
-                        job = {"name": f"{kind}:{name}", "script": str(work / path.name)}
-                        jobs[mode].append({**job, "workdir": str(work)})
+                        job = {"name": f"{kind}:{name}", "script": str(script)}
+                        jobs[mode].append({**job, "workdir": str(script.parent)})
         results = _run_all(jobs, timeout)
     for name, (left, unchanged) in ported.items():
         rows[name] = _verdict(
@@ -184,7 +192,11 @@ def real(dirs: list[str], timeout: int) -> None:
         print(f"{name:<{width}}  {rows[name]}")
     ok = sum(v.startswith("OK") for v in rows.values())
     tried = sum(not v.startswith("skipped") for v in rows.values())
+    silent = sum(v.startswith("FAIL") and "port said nothing" in v for v in rows.values())
     print(f"\n{ok} of {tried} CPU-only scripts ran correctly ported ({len(rows) - tried} skipped)")
+    print(f"left on the CPU without a word: {silent}")
+    for project, same in idempotent.items():
+        print(f"{project}: a second port {'changes nothing' if same else 'CHANGES FILES'}")
 
 
 def _verdict(
@@ -203,11 +215,12 @@ def _verdict(
         return f"FAIL port raises on the CPU: {str(ported['error']).splitlines()[0][:90]}"
     if ported.get("stdout") != original.get("stdout"):
         return "FAIL port prints differently on the CPU"
+    said = f"; port said: {', '.join(left)}" if left else "; port said nothing"
     if on_meta.get("error"):
-        return f"FAIL on the accelerator: {str(on_meta['error']).splitlines()[0][:90]}"
+        return f"FAIL on the accelerator: {str(on_meta['error']).splitlines()[0][:90]}{said}"
     forwards = on_meta.get("forwards", {})
     if on_meta.get("off_device"):
-        return f"FAIL off the accelerator: {on_meta['off_device'][0]}"
+        return f"FAIL off the accelerator: {on_meta['off_device'][0]}{said}"
     if not forwards.get("train") and not forwards.get("eval"):
         return "no forward ran (nothing checked)"
     modes = "+".join(m for m in ("train", "eval") if forwards.get(m))

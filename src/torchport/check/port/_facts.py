@@ -124,6 +124,9 @@ class PortFacts(DeviceFlow):
         for scope in self.scopes:
             if not scope.internal:
                 self._captured(scope)
+        for scope in self.scopes[1:]:  # what a lambda or closure captured reaches there too
+            if not scope.internal:
+                self._propagate(scope)
         # Module-level names that functions feed to the model reach it too.
         for scope in self.scopes[1:]:
             self.module.reach |= {n for n in scope.reach if n not in scope.local}

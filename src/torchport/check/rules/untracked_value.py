@@ -47,6 +47,8 @@ class UntrackedValue(Rule):
     valid = (
         _HEAD + "x = torch.zeros(2, 4)\nout = model(x)\n",
         _HEAD + "def scale(t):\n    return t * 2\n\nout = model(scale(torch.ones(2, 4))) * 0.5\n",
+        _HEAD
+        + "class Config:\n    lr = 0.1\n\ncfg = Config()\nout = model(torch.ones(2, 4)) * cfg.lr\n",
     )
     invalid = (
         Example(
@@ -54,6 +56,9 @@ class UntrackedValue(Rule):
             "    return data['x']\n\nout = model(make_inputs())\n"
         ),
         Example(_HEAD + "x = torch.load('x.pt')\nout = model(x)\n"),
+        Example(  # the attribute is named, not the class that holds it
+            _HEAD + "class Data:\n    x = torch.load('x.pt')\n\nd = Data()\nout = model(d.x)\n"
+        ),
         Example(_HEAD + "class Job:\n    def run(self):\n        return model(self.data)\n"),
         Example(_HEAD + "models = {'a': model}\nout = models['a'](torch.ones(2, 4))\n"),
         Example(_HEAD + "def run(x, dev='cpu'):\n    return model(x.to(dev))\n"),
