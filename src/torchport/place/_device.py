@@ -58,7 +58,9 @@ def pick_device(prefer: str | torch.device | int | None = None) -> torch.device:
     choice, and a CUDA device named by ``prefer`` or ``TORCHPORT_DEVICE``, is the
     redirect's target, where ``.cuda()`` goes there.
 
-    Never changes ``os.environ`` or global torch state; does not synchronize.
+    Never changes ``os.environ`` or global torch state, except that naming ``"sim"``
+    installs the simulated accelerator (:func:`torchport.testing.simulate_accelerator`);
+    does not synchronize.
     :func:`pick_device_with_reason` returns the same device and says why.
 
     Args:
@@ -128,6 +130,21 @@ def available_devices() -> list[DeviceInfo]:
     return infos
 
 
+def _simulate_if_named(value: object) -> None:
+    """Install the simulated accelerator when ``value`` names it (``"sim"``, ``"sim:0"``).
+
+    The one global change :func:`pick_device` makes, and only when asked for by name:
+    ``TORCHPORT_DEVICE=sim`` runs an unchanged program on the simulated device.
+    """
+    text = value.type if isinstance(value, torch.device) else value
+    if isinstance(text, str) and text.strip().lower().split(":")[0] == "sim":
+        # Imported here, on demand: the simulator sits above place (it reads the
+        # audit's op table), and a program that never names it never loads it.
+        from torchport import sim
+
+        sim.simulate_accelerator()
+
+
 def _parse(value: object, argument: str) -> tuple[torch.device, str]:
     """Parse with the choice policy for a bare type; returns the device and how its index came."""
     why: list[str] = []
@@ -137,6 +154,7 @@ def _parse(value: object, argument: str) -> tuple[torch.device, str]:
         why.append(reason)
         return index
 
+    _simulate_if_named(value)
     device = hardware.parse_device(value, argument=argument, bare_index=choose)
     return device, f"; {why[0]}" if why else ""
 

@@ -170,6 +170,10 @@ def run_target(
     from torchport.run._redirect import redirect
     from torchport.run._shutdown import ExitHandlers, join_threads
 
+    if device is not None and device.strip().lower().split(":")[0] == "sim":
+        from torchport.sim import simulate_accelerator
+
+        simulate_accelerator()
     # A device from the command line is named as the flag in error messages.
     resolved = pick_device() if device is None else parse_device(device, argument="--device")
     count = _local_world_size()

@@ -1,10 +1,29 @@
-"""The pytest plugin torchport gives its users: a ``device`` fixture and a ``devices`` marker.
+"""What torchport gives its users' test suites.
 
-pytest loads the plugin by itself (entry point ``pytest11``); nothing needs importing.
+* :func:`simulate_accelerator`: a CPU-backed accelerator, ``sim:0``, with real values
+  and CUDA's device rules, so device code is tested on a machine with no GPU.
+* The pytest plugin (loaded by pytest itself, entry point ``pytest11``): a ``device``
+  fixture and a ``devices`` marker; ``"sim"`` is one of the devices it knows.
+
+pytest imports this package in every run of every project in the environment, so
+it imports torch only when :func:`simulate_accelerator` is first asked for.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from torchport.testing._plugin import default_devices, missing_reason
 
-__all__ = ["default_devices", "missing_reason"]
+if TYPE_CHECKING:
+    from torchport.sim import simulate_accelerator
+
+__all__ = ["default_devices", "missing_reason", "simulate_accelerator"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "simulate_accelerator":
+        from torchport.sim import simulate_accelerator
+
+        return simulate_accelerator
+    raise AttributeError(f"module 'torchport.testing' has no attribute {name!r}")

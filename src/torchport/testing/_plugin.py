@@ -11,7 +11,9 @@ collected test asks for ``device``.
 * A test that takes ``device`` without the marker runs on ``cpu`` plus the
   accelerator ``torch.accelerator`` reports, if any; the environment variable
   ``TORCHPORT_TEST_DEVICES=cpu,meta`` replaces that default list.
-* The ``device`` argument is a :class:`torch.device`.
+* ``"sim"`` is the simulated accelerator (real values, CUDA's device rules, on any
+  machine): ``TORCHPORT_TEST_DEVICES=cpu,sim`` runs device tests in a CPU-only CI.
+* The ``device`` argument is a :class:`torch.device`, with an index for accelerators.
 
 A project that defines its own ``device`` fixture keeps it: the plugin only
 parametrizes tests that use the plugin's fixture.
@@ -69,9 +71,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def device(request: pytest.FixtureRequest) -> torch.device:
     """The device this run of the test is for; see the module docstring."""
-    from torchport import hardware
+    from torchport import hardware, place
 
-    return hardware.device_spec(getattr(request, "param", "cpu"))
+    device = hardware.device_spec(getattr(request, "param", "cpu"))
+    if device.index is None and device.type not in ("cpu", "meta"):
+        # A bare "cuda" or "sim" is the device pick_device would choose, with its index,
+        # so `tensor.device == device` holds for what the test makes there.
+        return place.pick_device(device.type)
+    return device
 
 
 def default_devices() -> list[str]:
@@ -93,6 +100,10 @@ def missing_reason(name: str) -> str | None:
     from torchport import hardware
     from torchport.errors import DeviceError
 
+    if isinstance(name, str) and name.strip().lower().split(":")[0] == "sim":
+        from torchport.sim import simulate_accelerator
+
+        simulate_accelerator()  # "sim" is always available: it is installed on first use
     dev = None
     if isinstance(name, str):
         with contextlib.suppress(DeviceError):

@@ -1,0 +1,15 @@
+"""sim: a simulated accelerator, ``sim:0``: real values and CUDA's device rules, on any machine.
+
+``simulate_accelerator()`` installs it for the process; afterwards PyTorch reports it
+as the accelerator, so unchanged code (``pick_device()``, ``model.to(device)``) runs on
+it, and every mixed-device op, ``.numpy()`` of a device tensor, early read of an
+asynchronous copy and out-of-memory fails as it would on a GPU. Users reach it as
+:func:`torchport.testing.simulate_accelerator`, ``TORCHPORT_DEVICE=sim`` and
+``torchport run --device sim``.
+"""
+
+from __future__ import annotations
+
+from torchport.sim._install import installed, simulate_accelerator
+
+__all__ = ["installed", "simulate_accelerator"]

@@ -1,0 +1,96 @@
+"""The host's side of the simulated accelerator: copies, waits, and reads that come too early.
+
+A CUDA copy to the host with ``non_blocking=True`` returns at once, and the
+host buffer holds its bytes only after the next synchronization; a program that
+reads it sooner reads whatever was there. The simulated device keeps that
+hazard: such a copy returns a buffer filled with values that differ from the
+real ones (NaN for floating types, the bitwise complement for integers, the
+negation for booleans) and writes the real values at the next synchronization:
+a blocking copy to the host, a value read (``.item()``), or an explicit
+``synchronize()``.
+
+Every copy and wait is published to :mod:`torchport._crossings`, attributed to
+the user's source line, for whoever listens (the audit, tests).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import torch
+
+from torchport import _crossings
+from torchport._crossings import Crossing, CrossingKind
+from torchport._origin import Origin, origin
+
+__all__ = ["copied", "early_host_copy", "early_host_copy_into", "synchronize", "waited"]
+
+_pending: list[tuple[torch.Tensor, torch.Tensor]] = []  # (host buffer, its real values)
+_lock = threading.Lock()
+
+
+def _user_line() -> tuple[str, int]:
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if origin(filename) is Origin.USER:
+            return filename, frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return "", 0
+
+
+def copied(
+    kind: CrossingKind, op: str, tensor: torch.Tensor, *, pinned: bool, non_blocking: bool
+) -> None:
+    """Tell listeners that ``tensor``'s bytes crossed in direction ``kind``."""
+    if not _crossings.watched():
+        return
+    filename, lineno = _user_line()
+    nbytes = tensor.numel() * tensor.element_size()
+    _crossings.publish(Crossing(kind, op, nbytes, pinned, non_blocking, filename, lineno))
+
+
+def waited(op: str) -> None:
+    """The host waited for the device (a value read, a data-dependent shape): land every copy."""
+    synchronize()
+    if not _crossings.watched():
+        return
+    filename, lineno = _user_line()
+    _crossings.publish(Crossing(CrossingKind.SYNC, op, 0, False, False, filename, lineno))
+
+
+def _garbage_like(real: torch.Tensor) -> torch.Tensor:
+    if real.dtype == torch.bool:
+        return torch.logical_not(real)
+    if real.is_floating_point() or real.is_complex():
+        return torch.full_like(real, float("nan"))
+    return torch.bitwise_not(real)
+
+
+def early_host_copy(real: torch.Tensor) -> torch.Tensor:
+    """A host buffer for an asynchronous copy of ``real``: wrong until the next synchronization."""
+    buffer = _garbage_like(real)
+    with _lock:
+        _pending.append((buffer, real))
+    return buffer
+
+
+def early_host_copy_into(buffer: torch.Tensor, real: torch.Tensor) -> None:
+    """Make ``buffer`` (a host tensor) read wrong until the next synchronization lands ``real``."""
+    with torch.no_grad():
+        buffer.copy_(_garbage_like(real.to(buffer.dtype).expand_as(buffer)))
+    with _lock:
+        _pending.append((buffer, real))
+
+
+def synchronize() -> None:
+    """Finish every asynchronous copy to the host, as a device synchronization does."""
+    if not _pending:
+        return
+    with _lock:
+        landing = list(_pending)
+        _pending.clear()
+    with torch.no_grad():
+        for buffer, real in landing:
+            buffer.copy_(real)

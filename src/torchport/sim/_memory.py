@@ -1,0 +1,122 @@
+"""Device memory of the simulated accelerator: what is allocated, the peak, and the limit.
+
+Each simulated tensor holds a CPU tensor; the ledger charges the bytes of that
+CPU tensor's storage once, however many simulated tensors view it, and gives
+them back when the last one is collected. With a limit set, an allocation that
+would pass it raises :class:`torch.OutOfMemoryError` worded as CUDA words it,
+with the allocator's figures, so ``explain_oom`` and ``memory_report`` read a
+device that can run out.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+import torch
+
+from torchport.errors import TorchportError
+
+__all__ = ["LEDGER", "Ledger", "MemoryFigures"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFigures:
+    """The allocator's figures at one moment, in bytes (``limit`` is None when unlimited)."""
+
+    allocated: int
+    peak: int
+    limit: int | None
+
+
+class Ledger:
+    """Bytes held by simulated tensors, counted once per storage."""
+
+    def __init__(self) -> None:
+        self.limit: int | None = None
+        self._held: dict[int, list[int]] = {}  # storage data_ptr -> [nbytes, holders]
+        self._allocated = 0
+        self._peak = 0
+        self._lock = threading.Lock()
+
+    def figures(self) -> MemoryFigures:
+        """The allocated bytes, the peak since the last reset, and the limit."""
+        with self._lock:
+            return MemoryFigures(self._allocated, self._peak, self.limit)
+
+    def reset_peak(self) -> None:
+        """Start the peak again from what is allocated now."""
+        with self._lock:
+            self._peak = self._allocated
+
+    def charge(self, raw: torch.Tensor) -> None:
+        """Count ``raw``'s storage (a simulated tensor's values) until ``raw`` is collected.
+
+        The finalizer sits on ``raw``, which only its simulated tensor keeps: a weak
+        reference to that tensor would stop ``torch.utils.swap_tensors``, which module
+        moves use.
+
+        Raises:
+            torch.OutOfMemoryError: The storage is new and would pass the limit.
+        """
+        storage = raw.untyped_storage()
+        try:
+            key = storage.data_ptr()
+        except RuntimeError as error:  # a FakeTensor: torch.compile is tracing
+            raise TorchportError(
+                "torch.compile cannot trace the simulated accelerator (its tensors are Python "
+                "wrappers around CPU tensors); run the model eagerly on sim, e.g. with "
+                "TORCHDYNAMO_DISABLE=1, or compile it on the CPU"
+            ) from error
+        nbytes = storage.nbytes()
+        with self._lock:
+            entry = self._held.get(key)
+            if entry is None:
+                if self.limit is not None and self._allocated + nbytes > self.limit:
+                    raise torch.OutOfMemoryError(self._message(nbytes))
+                entry = self._held[key] = [nbytes, 0]
+                self._allocated += nbytes
+                self._peak = max(self._peak, self._allocated)
+            entry[1] += 1
+        weakref.finalize(raw, self._release, key)
+
+    def _release(self, key: int) -> None:
+        with self._lock:
+            entry = self._held.get(key)
+            if entry is None:
+                return
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._held[key]
+                self._allocated -= entry[0]
+
+    def _message(self, requested: int) -> str:
+        # The wording CUDA's caching allocator uses (torch >= 2.1), so every reader of
+        # CUDA's messages reads this one; "SIM" names the device that ran out.
+        assert self.limit is not None
+        free = max(self.limit - self._allocated, 0)
+        return (
+            f"SIM out of memory. Tried to allocate {_cuda_size(requested)}. GPU 0 has a total "
+            f"capacity of {_cuda_size(self.limit)} of which {_cuda_size(free)} is free. "
+            f"Including non-PyTorch memory, this process has {_cuda_size(self._allocated)} "
+            f"memory in use. Of the allocated memory {_cuda_size(self._allocated)} is allocated "
+            "by PyTorch, and 0 bytes is reserved by PyTorch but unallocated. If reserved but "
+            "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF="
+            "expandable_segments:True to avoid fragmentation."
+        )
+
+
+def _cuda_size(nbytes: int) -> str:
+    """A size as CUDA's allocator prints it: ``"512 bytes"``, ``"20.00 MiB"``."""
+    if nbytes < 1024:
+        return f"{nbytes} bytes"
+    value = float(nbytes)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.2f} {unit}"
+
+
+LEDGER = Ledger()

@@ -1,0 +1,97 @@
+"""CUDA's device rules, as the simulated accelerator enforces them.
+
+Which mixes of devices an op accepts, and the errors CUDA raises for the rest,
+worded as CUDA words them with ``sim:0`` in place of ``cuda:0``:
+
+* Tensors of one op must share a device, except a 0-dim CPU tensor, which CUDA
+  takes as a scalar wherever an op reads its arguments elementwise.
+* Indices of ``x[index]`` may stay on the host (CUDA copies them to the device);
+  indices on the device for a host tensor are refused.
+* ``pack_padded_sequence``'s lengths must be a CPU tensor.
+* ``.numpy()`` of a device tensor is refused with CUDA's ``TypeError``.
+
+Which ops make the host wait is not decided here: :mod:`torchport.diagnose`'s op
+table answers that for the simulated device and the audit alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+__all__ = ["HOST_OUTPUTS", "check_devices", "numpy_refusal"]
+
+_aten = torch.ops.aten
+
+# Ops whose indices may live on the host while the indexed tensor is on the device.
+_HOST_INDICES = frozenset(
+    {
+        _aten.index.Tensor,
+        _aten.index_put_.default,
+        _aten.index_put.default,
+        _aten._index_put_impl_.default,
+    }
+)
+
+# Ops one of whose outputs stays on the host on CUDA: output position -> kept on the host.
+HOST_OUTPUTS: dict[Any, frozenset[int]] = {
+    _aten._pack_padded_sequence.default: frozenset({1}),  # batch_sizes
+}
+
+_LENGTHS_ON_HOST = frozenset({_aten._pack_padded_sequence.default})
+
+
+def numpy_refusal(device: torch.device) -> TypeError:
+    """The ``TypeError`` CUDA raises for ``.numpy()`` of a device tensor."""
+    return TypeError(
+        f"can't convert {device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+        "tensor to host memory first."
+    )
+
+
+def _mixed(first: torch.device, second: torch.device, func: Any) -> RuntimeError:
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, "
+        f"{first} and {second}! (when checking argument for {func})"
+    )
+
+
+def check_devices(func: Any, tensors: Sequence[torch.Tensor], device: torch.device) -> None:
+    """Raise as CUDA would when ``func``'s tensor arguments mix ``device`` with the host.
+
+    Args:
+        func: The aten overload about to run.
+        tensors: Its tensor arguments, in schema order (``self`` first).
+        device: The simulated device.
+
+    Raises:
+        RuntimeError: The arguments mix devices in a way CUDA refuses.
+    """
+    if func in _LENGTHS_ON_HOST:
+        lengths = tensors[1]
+        if lengths.device.type != "cpu":
+            raise RuntimeError(
+                "'lengths' argument should be a 1D CPU int64 tensor, but got "
+                f"{lengths.dim()}D {lengths.device} {_type_name(lengths)} tensor"
+            )
+        return
+    if func in _HOST_INDICES:
+        base = tensors[0]
+        if base.device.type == "cpu":
+            for index in tensors[1:]:
+                if index.device != base.device and index.dim() > 0:
+                    raise RuntimeError(
+                        "indices should be either on cpu or on the same device as the indexed "
+                        "tensor (cpu)"
+                    )
+        return
+    for tensor in tensors:
+        if tensor.device != device and tensor.dim() > 0:
+            raise _mixed(device, tensor.device, func)
+
+
+def _type_name(tensor: torch.Tensor) -> str:
+    names = {torch.int64: "Long", torch.int32: "Int", torch.float32: "Float"}
+    return names.get(tensor.dtype, str(tensor.dtype).removeprefix("torch."))

@@ -1,0 +1,70 @@
+"""``torch.save`` and ``torch.load`` of tensors on the simulated accelerator, ``map_location`` kept.
+
+A simulated tensor is saved as a CPU tensor whose storage is tagged ``sim:0``, so
+a checkpoint says where its tensors lived, as a CUDA checkpoint does. Loading
+asks torch's own ``map_location`` machinery where each storage goes: a storage
+left at ``sim:0`` comes back as a simulated tensor, one mapped elsewhere
+(``map_location="cpu"``, ``{"sim:0": "cpu"}``, ``lambda storage, loc: storage``)
+as a plain CPU tensor, exactly as a CUDA checkpoint loads. ``weights_only=True``
+loads accept the one rebuild function here.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import torch
+
+__all__ = ["install_serialization", "rebuild_sim_tensor", "reduce_sim_tensor"]
+
+_saving: weakref.WeakValueDictionary[int, torch.Tensor] = weakref.WeakValueDictionary()
+_loaded: set[int] = set()
+_lock = threading.Lock()
+
+
+def reduce_sim_tensor(tensor: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The pickle reduction of a simulated tensor: a tagged host copy and its Python state."""
+    with torch.no_grad():
+        host = tensor._raw.detach().clone()
+    _saving[host.untyped_storage().data_ptr()] = host
+    state = {name: value for name, value in tensor.__dict__.items() if name != "_raw"}
+    return rebuild_sim_tensor, (host, tensor.requires_grad, state)
+
+
+def rebuild_sim_tensor(host: torch.Tensor, requires_grad: bool, state: dict[str, Any]) -> Any:
+    """A simulated tensor again where the storage stayed at ``sim``; else the host tensor."""
+    key = host.untyped_storage().data_ptr()
+    with _lock:
+        on_device = key in _loaded
+        _loaded.discard(key)
+    if not on_device:
+        result: Any = host.requires_grad_(requires_grad) if host.is_floating_point() else host
+        return result
+    from torchport.sim._tensor import SimTensor
+
+    result = SimTensor(host, requires_grad=requires_grad and host.is_floating_point())
+    for name, value in state.items():
+        setattr(result, name, value)
+    return result
+
+
+def _tag(storage: Any) -> str | None:
+    if storage.device.type == "cpu" and storage.data_ptr() in _saving:
+        return "sim:0"
+    return None
+
+
+def _restore(storage: Any, location: str) -> Any:
+    if not location.startswith("sim"):
+        return None
+    with _lock:
+        _loaded.add(storage.data_ptr())
+    return storage
+
+
+def install_serialization() -> None:
+    """Teach ``torch.save``/``torch.load`` the ``sim`` location (once per process)."""
+    torch.serialization.register_package(5, _tag, _restore)
+    torch.serialization.add_safe_globals([rebuild_sim_tensor])

@@ -1,0 +1,316 @@
+"""A tensor on the simulated accelerator: a CPU tensor behind a device that is not the CPU.
+
+:class:`SimTensor` is a wrapper subclass: PyTorch sees a tensor whose device is
+``sim:0`` (so ``.device``, ``.is_cpu``, module moves and autograd behave as on any
+accelerator), and every aten op on it reaches :meth:`SimTensor.__torch_dispatch__`,
+which checks CUDA's device rules, runs the op on the CPU tensors inside, and
+wraps the results again. Copies across the boundary are real copies (a tensor
+brought back with ``.cpu()`` never shares memory with the device's), counted and
+published with the user's line.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import return_and_correct_aliasing
+
+from torchport._crossings import CrossingKind
+from torchport.diagnose import aten_entry
+from torchport.errors import DeviceError
+from torchport.sim import _host
+from torchport.sim._memory import LEDGER
+from torchport.sim._rules import HOST_OUTPUTS, check_devices, numpy_refusal
+
+__all__ = ["SimTensor", "device", "to_host", "wrap"]
+
+_CPU = torch.device("cpu")
+_aten = torch.ops.aten
+
+
+@functools.cache
+def device() -> torch.device:
+    """``sim:0``; a device PyTorch knows only once the backend is installed."""
+    return torch.device("sim", 0)
+
+
+class SimTensor(torch.Tensor):
+    """A tensor on ``sim:0`` whose values live in the CPU tensor ``_raw``."""
+
+    _raw: torch.Tensor
+
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
+
+    @staticmethod
+    def __new__(cls, raw: torch.Tensor, requires_grad: bool = False) -> SimTensor:
+        wrapper = torch.Tensor._make_wrapper_subclass(
+            cls,
+            raw.size(),
+            strides=raw.stride(),
+            storage_offset=raw.storage_offset(),
+            dtype=raw.dtype,
+            layout=raw.layout,
+            device=device(),
+            requires_grad=requires_grad,
+        )
+        wrapper._raw = raw
+        LEDGER.charge(raw)
+        return wrapper
+
+    # A traceable wrapper subclass: module moves swap tensors in place, so a module's
+    # Parameter objects keep their identity when it moves to the simulated device.
+    def __tensor_flatten__(self) -> tuple[list[str], None]:
+        return ["_raw"], None
+
+    @staticmethod
+    def __tensor_unflatten__(
+        inner: dict[str, torch.Tensor], meta: None, size: Any, stride: Any
+    ) -> SimTensor:
+        return SimTensor(inner["_raw"])
+
+    def numpy(self, *, force: bool = False) -> Any:
+        """Refused as CUDA refuses it, also with ``force=True`` (which copies on CUDA)."""
+        if force:
+            return to_host(self, "numpy(force=True)").numpy()
+        raise numpy_refusal(self.device)
+
+    def tolist(self) -> Any:
+        """The values as Python numbers; waits for the device (a host sync)."""
+        _host.waited("tolist")
+        _host.copied(
+            CrossingKind.DEVICE_TO_HOST, "tolist", self._raw, pinned=False, non_blocking=False
+        )
+        return self._raw.tolist()
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
+        # torch's printer formats element by element, which it does only for plain
+        # tensors: format the values inside, and let it add device, dtype and grad_fn.
+        if tensor_contents is None:
+            _host.waited("print")
+            _host.copied(
+                CrossingKind.DEVICE_TO_HOST, "print", self._raw, pinned=False, non_blocking=False
+            )
+            tensor_contents = torch._tensor_str._tensor_str(  # type: ignore[no-untyped-call]
+                self._raw.detach(), len("tensor(")
+            )
+        text: str = super().__repr__(tensor_contents=tensor_contents)  # type: ignore[no-untyped-call,call-arg]
+        return "tensor(" + text.removeprefix(f"{type(self).__name__}(")
+
+    def __format__(self, format_spec: str) -> str:
+        if self.dim() == 0:
+            text: str = self.item().__format__(format_spec)
+            return text  # a value read: a host sync on CUDA
+        return self.__repr__().__format__(format_spec)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SimTensor:
+        if id(self) in memo:
+            return memo[id(self)]  # type: ignore[no-any-return]
+        with torch.no_grad():
+            raw = self._raw.clone()
+        new = SimTensor(raw, self.requires_grad if self.is_leaf else False)
+        memo[id(self)] = new
+        if self.grad is not None:
+            new.grad = copy.deepcopy(self.grad, memo)
+        for name, value in self.__dict__.items():
+            if name != "_raw":
+                setattr(new, name, copy.deepcopy(value, memo))
+        return new
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        from torchport.sim._saving import reduce_sim_tensor
+
+        return reduce_sim_tensor(self)
+
+    @classmethod
+    def __torch_dispatch__(  # type: ignore[override]
+        cls,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        special = _SPECIAL.get(func)
+        if special is not None:
+            return special(func, args, kwargs)
+        tensors = [leaf for leaf in pytree.tree_leaves((args, kwargs)) if _is_tensor(leaf)]
+        check_devices(func, tensors, device())
+        entry = aten_entry(func)
+        if (
+            entry is not None
+            and not entry.transfer
+            and (entry.applies is None or entry.applies(args, kwargs))
+        ):
+            _host.waited(str(func))
+        _count_host_indices(func, args)
+        out = func(*_unwrap(args), **_unwrap(kwargs))
+        return _rewrap(func, args, kwargs, out)
+
+
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor)
+
+
+def _unwrap_one(value: Any) -> Any:
+    if isinstance(value, SimTensor):
+        return value._raw
+    if isinstance(value, torch.device) and value.type == "sim":
+        return _CPU
+    return value
+
+
+def _unwrap(tree: Any) -> Any:
+    return pytree.tree_map(_unwrap_one, tree)
+
+
+def wrap(value: Any) -> Any:
+    """Every plain tensor in ``value`` (computed on the device's behalf) as a :class:`SimTensor`."""
+    if isinstance(value, torch.Tensor) and not isinstance(value, SimTensor):
+        return SimTensor(value)
+    return value
+
+
+def _rewrap(func: Any, args: Any, kwargs: Any, out: Any) -> Any:
+    host = HOST_OUTPUTS.get(func)
+    if host is not None and isinstance(out, tuple):
+        out = tuple(item if i in host else wrap(item) for i, item in enumerate(out))
+    else:
+        out = pytree.tree_map(wrap, out)
+    if _aliases(func):
+        return return_and_correct_aliasing(func, args, kwargs, out)  # type: ignore[no-untyped-call]
+    return out
+
+
+@functools.cache
+def _aliases(func: Any) -> bool:
+    """Whether any output of ``func`` is a view or an in-place result of an input."""
+    return any(ret.alias_info is not None for ret in func._schema.returns)
+
+
+def _count_host_indices(func: Any, args: tuple[Any, ...]) -> None:
+    # x[cpu_index] on CUDA copies the index to the device first.
+    if func is _aten.index.Tensor or func is _aten.index_put_.default:
+        for index in args[1] if len(args) > 1 else ():
+            on_host = isinstance(index, torch.Tensor) and not isinstance(index, SimTensor)
+            if on_host and index.dim() > 0:
+                _host.copied(
+                    CrossingKind.HOST_TO_DEVICE, str(func), index, pinned=False, non_blocking=False
+                )
+
+
+def _target(kwargs: dict[str, Any]) -> torch.device | None:
+    named = kwargs.get("device")
+    if named is None:
+        return None
+    target = torch.device(named)
+    if target.type == "sim" and target.index not in (None, 0):
+        raise DeviceError(
+            f"{target}: the simulated accelerator has one device, sim:0; use 'sim' or 'sim:0'",
+            argument="device",
+            available=("cpu", "sim:0"),
+        )
+    return target
+
+
+def to_host(
+    tensor: SimTensor,
+    op: str,
+    *,
+    non_blocking: bool = False,
+    convert: Any = None,
+) -> torch.Tensor:
+    """A host copy of ``tensor``'s values (never sharing its memory), counted as a copy.
+
+    A blocking copy waits for the device first; an asynchronous one returns a buffer
+    that holds the values only after the next synchronization.
+
+    Args:
+        tensor: The simulated tensor.
+        op: What copied it, for the count.
+        non_blocking: The copy was asked to be asynchronous.
+        convert: Applied to the host values before they land (a dtype cast of ``.to``).
+    """
+    if not non_blocking:
+        _host.synchronize()
+    _host.copied(
+        CrossingKind.DEVICE_TO_HOST, op, tensor._raw, pinned=False, non_blocking=non_blocking
+    )
+    with torch.no_grad():
+        real = tensor._raw.detach().clone()
+        if convert is not None:
+            real = convert(real)
+    return _host.early_host_copy(real) if non_blocking else real
+
+
+def _to_copy(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    source = args[0]
+    target = _target(kwargs)
+    rest = {key: value for key, value in kwargs.items() if key not in ("device", "non_blocking")}
+    non_blocking = bool(kwargs.get("non_blocking", False))
+    if target is None or target.type == "sim":
+        if not isinstance(source, SimTensor):  # host to device
+            _host.copied(
+                CrossingKind.HOST_TO_DEVICE,
+                str(func),
+                source,
+                pinned=_pinned(source),
+                non_blocking=non_blocking,
+            )
+            return SimTensor(func(source, **rest, device=_CPU))
+        return SimTensor(func(source._raw, **rest))
+    if not isinstance(source, SimTensor):
+        return func(source, **kwargs)
+    if target.type == "cpu":
+        convert = (lambda real: func(real, **rest)) if rest else None
+        return to_host(source, str(func), non_blocking=non_blocking, convert=convert)
+    check_devices(func, [source], device())  # another device (meta): refused, as between GPUs
+    return func(source._raw, **kwargs)
+
+
+def _pinned(tensor: torch.Tensor) -> bool:
+    from torchport.sim._pinning import is_pinned
+
+    return is_pinned(tensor)
+
+
+def _copy_(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    dst, src = args[0], args[1]
+    non_blocking = bool(args[2] if len(args) > 2 else kwargs.get("non_blocking", False))
+    if isinstance(dst, SimTensor):
+        if isinstance(src, SimTensor):
+            dst._raw.copy_(src._raw)
+            return dst
+        _host.copied(
+            CrossingKind.HOST_TO_DEVICE,
+            str(func),
+            src,
+            pinned=_pinned(src),
+            non_blocking=non_blocking,
+        )
+        dst._raw.copy_(src)
+        return dst
+    if not non_blocking:
+        dst.copy_(to_host(src, str(func)))
+        return dst
+    # An asynchronous copy to the host: the buffer holds the values only after a sync.
+    _host.copied(CrossingKind.DEVICE_TO_HOST, str(func), src._raw, pinned=False, non_blocking=True)
+    with torch.no_grad():
+        real = src._raw.to(dst.dtype).expand_as(dst).clone()
+    _host.early_host_copy_into(dst, real)
+    return dst
+
+
+def _local_scalar_dense(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    _host.waited(str(func))
+    return func(args[0]._raw)
+
+
+_SPECIAL = {
+    _aten._to_copy.default: _to_copy,
+    _aten.copy_.default: _copy_,
+    _aten._local_scalar_dense.default: _local_scalar_dense,
+}
