@@ -21,6 +21,7 @@ forwards.
 from __future__ import annotations
 
 import importlib.util
+import os
 import runpy
 import sys
 import tempfile
@@ -29,6 +30,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -70,15 +72,28 @@ _HELPERS = {
 }
 
 
+LAYOUTS = ("flat", "package", "alias")
+HELPERS = (None, *_HELPERS)
+
+
 @st.composite
 def projects(draw: st.DrawFn) -> dict[str, str]:
     """Files (relative path -> text) of a project whose entry is ``train.py``."""
+    return project_files(
+        draw(st.sampled_from(LAYOUTS)),
+        based=draw(st.booleans()),
+        factory=draw(st.booleans()),
+        helper=draw(st.sampled_from(HELPERS)),
+        module_tensor=draw(st.booleans()),
+    )
+
+
+def project_files(
+    layout: str, *, based: bool, factory: bool, helper: str | None, module_tensor: bool
+) -> dict[str, str]:
+    """One project: the model's module (its base class apart when ``based``), ``train.py``."""
     files: dict[str, str] = {}
-    layout = draw(st.sampled_from(["flat", "package", "alias"]))
-    based = draw(st.booleans())  # the model's base class lives in another module
-    factory = draw(st.booleans())  # train.py builds it through a factory of the module
-    helper = draw(st.sampled_from([None, *_HELPERS]))
-    module_tensor = draw(st.booleans())  # a CPU tensor at the model module's top level
+    base_text = ""
     model_lines = ["import numpy as np", "import torch", "from torch import nn"]
     if based:
         base_import = {
@@ -228,3 +243,66 @@ def test_a_lone_file_has_no_project() -> None:
 
     text = "import torch\nfrom model import Net\n\nnet = Net()\n"
     assert port_source(text) == text
+
+
+_SIM_CHILD = """
+import itertools, json, runpy, sys, warnings
+import torch
+from torchport.testing import simulate_accelerator
+
+simulate_accelerator()
+warnings.simplefilter("ignore")
+results = {}
+for root in sys.argv[1:]:
+    out = []
+    sys.path.insert(0, root)
+    before = set(sys.modules)
+    torch.manual_seed(0)
+    try:
+        runpy.run_path(root + "/train.py", {"OUT": out}, "__main__")
+        results[root] = {"out": out}
+    except Exception as exc:
+        results[root] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    finally:
+        sys.path.remove(root)
+        for name in set(sys.modules) - before:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(root):
+                del sys.modules[name]
+print(json.dumps(results))
+"""
+
+
+def test_every_project_layout_runs_to_its_end_on_the_simulated_accelerator() -> None:
+    """Each layout of :func:`project_files`, ported, runs on ``sim`` (real values, CUDA's
+    device rules) to its end with the CPU's values, or the port said what it left."""
+    import itertools
+    import json
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cases: dict[str, tuple[list[Any], list[str]]] = {}
+        for i, (layout, based, factory, helper, tensor) in enumerate(
+            itertools.product(LAYOUTS, (False, True), (False, True), HELPERS, (False, True))
+        ):
+            root = Path(tmp) / f"p{i}"
+            _write(root, project_files(
+                layout, based=based, factory=factory, helper=helper, module_tensor=tensor
+            ))  # fmt: skip
+            before, _ = _run(root, meta=False)
+            assert not isinstance(before, BaseException), before
+            result = port_paths([root], jobs=1)
+            cases[str(root)] = (before, [str(f) for f in result.remaining])
+        env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
+        done = subprocess.run(
+            [sys.executable, "-c", _SIM_CHILD, *cases],
+            capture_output=True, text=True, timeout=600, env=env, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        ran = json.loads(done.stdout.strip().splitlines()[-1])
+        assert sum("out" in r for r in ran.values()) >= len(ran) // 2  # most run to the end
+        for root, (before, left) in cases.items():
+            got = ran[root]
+            if "error" in got:
+                assert left, f"{root}: {got['error']} on sim and the port said nothing"
+            else:
+                assert got["out"] == pytest.approx(before), root
