@@ -14,9 +14,10 @@ Two questions, one file:
   model imported from a sibling module is known where it is used), and ported a
   second time (idempotent: nothing changes); every ``*.py`` under DIR that imports
   torch and names no accelerator (no ``cuda``/``mps``/``xpu``/``accelerator`` in its
-  text) then runs: the original and the port on the CPU (output compared), and the port with
-  ``meta`` standing in for the accelerator (every forward's parameters, buffers
-  and inputs must be on it, in train and eval mode). The runner is
+  text) then runs: the original and the port on the CPU (output compared), and the port on
+  the simulated accelerator (``sim``: real values, CUDA's device rules, run to the
+  script's end; every forward's parameters, buffers and inputs must be on it, in
+  train and eval mode). The runner is
   ``tests/check/port/port_runner.py`` (one process per mode, ``--timeout`` seconds per
   script, ``MPLBACKEND=Agg``, ``plt.pause``/``show`` do nothing). Code fetched
   for this stays outside the repository.
@@ -148,7 +149,7 @@ def real(dirs: list[str], timeout: int) -> None:
     """Port each DIR whole (one project), then run its CPU-only scripts three ways."""
     rows: dict[str, str] = {}
     ported: dict[str, tuple[list[str], bool]] = {}
-    jobs: dict[str, list[dict[str, str]]] = {"cpu": [], "meta": []}
+    jobs: dict[str, list[dict[str, str]]] = {"cpu": [], "sim": []}
     idempotent: dict[str, bool] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for d in dirs:
@@ -175,7 +176,7 @@ def real(dirs: list[str], timeout: int) -> None:
                 left = sorted(left_by_file.get(str(twin.resolve()), set()))
                 ported[name] = (left, after == text)
                 for kind, script in (("orig", path), ("ported", twin)):
-                    for mode in ("cpu", "meta") if kind == "ported" else ("cpu",):
+                    for mode in ("cpu", "sim") if kind == "ported" else ("cpu",):
                         job = {"name": f"{kind}:{name}", "script": str(script)}
                         jobs[mode].append({**job, "workdir": str(script.parent)})
         results = _run_all(jobs, timeout)
@@ -183,7 +184,7 @@ def real(dirs: list[str], timeout: int) -> None:
         rows[name] = _verdict(
             results[f"cpu:orig:{name}"],
             results[f"cpu:ported:{name}"],
-            results[f"meta:ported:{name}"],
+            results[f"sim:ported:{name}"],
             left,
             unchanged,
         )
@@ -202,7 +203,7 @@ def real(dirs: list[str], timeout: int) -> None:
 def _verdict(
     original: dict[str, Any],
     ported: dict[str, Any],
-    on_meta: dict[str, Any],
+    on_sim: dict[str, Any],
     left: list[str],
     unchanged: bool,
 ) -> str:
@@ -216,11 +217,11 @@ def _verdict(
     if ported.get("stdout") != original.get("stdout"):
         return "FAIL port prints differently on the CPU"
     said = f"; port said: {', '.join(left)}" if left else "; port said nothing"
-    if on_meta.get("error"):
-        return f"FAIL on the accelerator: {str(on_meta['error']).splitlines()[0][:90]}{said}"
-    forwards = on_meta.get("forwards", {})
-    if on_meta.get("off_device"):
-        return f"FAIL off the accelerator: {on_meta['off_device'][0]}{said}"
+    if on_sim.get("error"):
+        return f"FAIL on the accelerator: {str(on_sim['error']).splitlines()[0][:90]}{said}"
+    forwards = on_sim.get("forwards", {})
+    if on_sim.get("off_device"):
+        return f"FAIL off the accelerator: {on_sim['off_device'][0]}{said}"
     if not forwards.get("train") and not forwards.get("eval"):
         return "no forward ran (nothing checked)"
     modes = "+".join(m for m in ("train", "eval") if forwards.get(m))

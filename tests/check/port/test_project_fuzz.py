@@ -299,7 +299,8 @@ def test_every_project_layout_runs_to_its_end_on_the_simulated_accelerator() -> 
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
         ran = json.loads(done.stdout.strip().splitlines()[-1])
-        assert sum("out" in r for r in ran.values()) >= len(ran) // 2  # most run to the end
+        # every project without a module-level CPU tensor (half of them) runs to its end
+        assert sum("out" in r for r in ran.values()) >= len(ran) // 2
         for root, (before, left) in cases.items():
             got = ran[root]
             if "error" in got:

@@ -1,4 +1,4 @@
-"""``torchport port --verify``: the port says "verified" only after a run on the simulated accelerator.
+"""``torchport port --verify``: "verified" only after a run on the simulated accelerator.
 
 The oracle is the run itself (a child process on ``sim``, CUDA's device rules):
 a project the port places fully runs to its end and is verified; one where data

@@ -135,6 +135,10 @@ class ModelKnowledge:
             and not any(w in name for w in ("Tokenizer", "Config", "Processor", "Extractor"))
         )
 
+    def project_factory(self, call: ast.Call) -> bool:
+        """``build()`` after ``from model import build``: another module's model factory."""
+        return self._project_kind(call.func) == "factory"
+
     def stateless(self, call: ast.Call) -> bool:
         """A ``torch.nn`` module that holds no tensors (``nn.ReLU()``, ``nn.MSELoss(...)``)."""
         name = self.qualname(call.func) or ""

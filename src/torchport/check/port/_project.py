@@ -323,6 +323,15 @@ def _cpu_tensor(ctx: Context, expr: ast.expr, *, func: ast.AST | None, depth: in
         and not (expr.func.attr == "type" and not expr.args)
     ):
         expr = expr.func.value
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        # `torch.arange(n).float() / 10`: a tensor and a number
+        sides = (expr.left, expr.right)
+        numbers = [
+            s for s in sides if isinstance(s, ast.Constant) and type(s.value) in (int, float)
+        ]
+        return len(numbers) == 1 and all(
+            _cpu_tensor(ctx, s, func=func, depth=depth + 1) for s in sides if s not in numbers
+        )
     if isinstance(expr, ast.Name):
         values = _local_values(func, expr.id)
         return bool(values) and all(
@@ -368,7 +377,11 @@ def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
                 source_facts = module_facts(source, seen) if source is not None else None
                 for alias in node.names:
                     local = alias.asname or alias.name
-                    if alias.name == "*" or not _only_import(module_bindings.get(local, [])):
+                    if alias.name == "*":  # `from model import *`: its public names
+                        if source_facts is not None:
+                            _record_all(out, source_facts, module_bindings)
+                        continue
+                    if not _only_import(module_bindings.get(local, [])):
                         continue
                     if source_facts is not None and _record(out, local, alias.name, source_facts):
                         continue
@@ -407,6 +420,20 @@ def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
 def _only_import(bindings: Sequence[Binding]) -> bool:
     """A module-level name that nothing but imports binds."""
     return bool(bindings) and all(b.kind is BindingKind.IMPORT for b in bindings)
+
+
+def _record_all(
+    out: ProjectImports, facts: ModuleFacts, bindings: dict[str, list[Binding]]
+) -> None:
+    """What a star import brings: every public name the file does not bind itself."""
+    for names, into in (
+        (facts.classes, out.classes),
+        (facts.factories, out.factories),
+        (facts.tensor_functions, out.tensor_functions),
+        (facts.tensors, out.tensors),
+        (facts.devices, out.devices),
+    ):
+        into.update(n for n in names if not n.startswith("_") and not bindings.get(n))
 
 
 def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> bool:
