@@ -126,7 +126,16 @@ class DeviceFlow:
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
         if isinstance(expr, ast.Name):
-            return expr.id in scope.values
+            if expr.id in scope.values:
+                return True
+            module = self._module_scope()
+            # A module-level device value read in a function (a hand-trained weight `w`).
+            return (
+                module is not None
+                and module is not scope
+                and expr.id not in scope.local
+                and expr.id in module.values
+            )
         if isinstance(expr, ast.Call):
             func = expr.func
             if self.forward(expr, scope):
