@@ -10,7 +10,8 @@ ratio is the simulator's own per-op cost, not a thread count): the same code on
 * a small transformer training step (2 encoder layers, d_model 64, seq 32, batch 16, AdamW).
 
 Target (issue 29): each training step on ``sim`` ≤ 3x the same step on the CPU.
-Each figure is the median of ``--repeat`` samples of ``--steps`` steps.
+Each figure is the median of ``--repeat`` samples of ``--steps`` steps, the two devices
+timed round-robin within each repeat.
 
 Run: ``.venv/bin/python benchmarks/bench_simulator.py [--steps 20] [--repeat 5] [--json]``
 """
@@ -29,16 +30,21 @@ from torch import nn
 from torchport.testing import simulate_accelerator
 
 
-def _median_seconds(step: Callable[[], object], steps: int, repeat: int) -> float:
-    for _ in range(3):
-        step()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(steps):
+def _medians(
+    steps_of: dict[str, Callable[[], object]], steps: int, repeat: int
+) -> dict[str, float]:
+    """Median seconds per step of each strategy, timed round-robin so drift lands on all."""
+    for step in steps_of.values():
+        for _ in range(3):
             step()
-        samples.append((time.perf_counter() - start) / steps)
-    return statistics.median(samples)
+    samples: dict[str, list[float]] = {name: [] for name in steps_of}
+    for _ in range(repeat):
+        for name, step in steps_of.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                step()
+            samples[name].append((time.perf_counter() - start) / steps)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _op_step(device: torch.device, op: str) -> Callable[[], object]:
@@ -105,8 +111,8 @@ def main() -> int:
     rows = []
     for name, make in cases.items():
         steps = args.steps * (50 if name.startswith("op") else 1)
-        on_cpu = _median_seconds(make(cpu), steps, args.repeat)
-        on_sim = _median_seconds(make(sim), steps, args.repeat)
+        medians = _medians({"cpu": make(cpu), "sim": make(sim)}, steps, args.repeat)
+        on_cpu, on_sim = medians["cpu"], medians["sim"]
         rows.append({"case": name, "cpu_s": on_cpu, "sim_s": on_sim, "ratio": on_sim / on_cpu})
     if args.json:
         print(json.dumps(rows, indent=2))

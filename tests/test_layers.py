@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"feed", "diagnose"}),
     frozenset({"sim"}),  # the simulated accelerator: reads diagnose's op table
     frozenset({"run"}),
-    frozenset({"bench", "testing", "port"}),  # port: the deprecated alias of run
+    frozenset({"bench", "testing"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),
 )

@@ -41,6 +41,9 @@ class Crossing:
         non_blocking: The copy was asked to be asynchronous.
         filename: The user's file the crossing is attributed to, or ``""`` when unknown.
         lineno: The line in ``filename``, or 0.
+        function: The function holding that line, or ``""``.
+        device: The device on the far side from the host (``"sim:0"``).
+        label: What happened, in the audit's words (``"scalar read (.item())"``), or ``""``.
     """
 
     kind: CrossingKind
@@ -50,6 +53,9 @@ class Crossing:
     non_blocking: bool = False
     filename: str = ""
     lineno: int = 0
+    function: str = ""
+    device: str = ""
+    label: str = ""
 
 
 _listeners: list[Callable[[Crossing], None]] = []

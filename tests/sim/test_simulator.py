@@ -185,6 +185,48 @@ def test_mixed_devices_fail_as_on_cuda() -> None:
     assert got["print"] == "tensor([1., 1., 1.], device='sim:0')"
 
 
+def test_data_built_on_the_host_reaches_the_device_under_strict_and_audit() -> None:
+    got = run_isolated(
+        """
+        import torchport as tp
+        device = simulate_accelerator()
+        x = torch.arange(8.0, device=device).reshape(2, 4)
+        out = []
+        for watch in (tp.strict, tp.audit):
+            with watch():
+                made = torch.tensor([[1.0, 2.0]], device=device)  # built on the host, copied
+                picked = x[:, [-1]]  # a list index: an index tensor built on the host
+                out.append([str(made.device), made.cpu().tolist(), picked.cpu().tolist()])
+        print(json.dumps(out))
+        """
+    )
+    assert got == [["sim:0", [[1.0, 2.0]], [[3.0], [7.0]]]] * 2
+
+
+def test_audit_on_sim_reports_what_crossed_not_a_prediction() -> None:
+    got = run_isolated(
+        """
+        import torchport as tp
+        device = simulate_accelerator()
+        x = torch.randn(8, 4, device=device)
+        host = torch.tensor([1.0, 2.0])
+        with tp.audit() as report:
+            for _ in range(3):
+                host[0].item()            # a host tensor's read: no wait on any device
+                x.to(device)              # already there: nothing crosses
+                x[:, [-1]]                # the list index is built on the host and copied
+                x.sum().item()            # the one wait per iteration
+        rows = sorted((e.kind, e.label.split(" (")[0], e.count, e.bytes) for e in report.entries)
+        print(json.dumps({"measured": report.measured, "rows": rows}))
+        """
+    )
+    assert got["measured"] is True
+    assert got["rows"] == [
+        ["sync", "scalar read", 3, 0],
+        ["transfer", "host data copied to the device", 3, 24],
+    ]
+
+
 def test_an_asynchronous_copy_to_the_host_reads_wrong_until_a_sync() -> None:
     got = run_isolated(
         """
@@ -445,6 +487,9 @@ def test_run_device_sim_runs_a_cuda_only_script_and_stops_a_planted_cpu_tensor(
     assert stopped.returncode != 0
     assert f'File "{planted}", line 9, in forward' in stopped.stderr
     assert "Expected all tensors to be on the same device" in stopped.stderr
+    # strict() is on under --device sim: the message names the module and each tensor's device
+    assert "device mismatch: inside Net" in stopped.stderr
+    assert "mask on cpu, x on sim:0" in stopped.stderr
     # The same planted tensor runs silently on the CPU: only the simulated device catches it.
     assert _torchport_run("cpu", planted).returncode == 0
 

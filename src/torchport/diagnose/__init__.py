@@ -8,8 +8,8 @@ from torchport.diagnose._doctor import DoctorReport, doctor
 from torchport.diagnose._env import DeviceChoice
 from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report
-from torchport.diagnose._ops import aten_entry
 from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
+from torchport.diagnose._ops import aten_entry
 from torchport.diagnose._probes import (
     AcceleratorInfo,
     DriverInfo,

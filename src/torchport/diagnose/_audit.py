@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchport._crossings import listening
+from torchport.diagnose._measured import Crossings, measured
 from torchport.diagnose._ops import OpKind
 from torchport.diagnose._recorder import DATA_LOADING, LOADING_TO_DEVICE, Recorder
 from torchport.diagnose._strict import is_out_of_memory, note_oom
@@ -100,6 +102,8 @@ class AuditReport:
         unpredicted: What the audit saw but could not predict for an accelerator run,
             each with how many times (``torch.load`` without a ``map_location``): not
             in any count.
+        measured: The program ran on a device that counts its own crossings (the
+            simulated accelerator), and ``entries`` are those counts, not a prediction.
     """
 
     entries: list[AuditEntry] = field(default_factory=list)
@@ -110,6 +114,7 @@ class AuditReport:
     dropped: int = 0
     other_threads: int = 0
     unpredicted: dict[str, int] = field(default_factory=dict)
+    measured: bool = False
     _recorder: Recorder | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -166,6 +171,7 @@ class AuditReport:
             "dropped": self.dropped,
             "other_threads": self.other_threads,
             "unpredicted": dict(self.unpredicted),
+            "measured": self.measured,
             "total_bytes": self.total_bytes,
             "total_count": self.total_count,
         }
@@ -186,6 +192,7 @@ class AuditReport:
             dropped=int(data.get("dropped", 0)),
             other_threads=int(data.get("other_threads", 0)),
             unpredicted={str(k): int(v) for k, v in data.get("unpredicted", {}).items()},
+            measured=bool(data.get("measured", False)),
         )
 
     @classmethod
@@ -208,6 +215,12 @@ class AuditReport:
 @contextlib.contextmanager
 def audit(*, every: int = 1) -> Iterator[AuditReport]:
     """Count host<->device copies and host syncs inside the block, by source line.
+
+    On a device that counts its own crossings (the simulated accelerator,
+    ``torchport.testing.simulate_accelerator``), the report holds what that run did:
+    every copy between host and device and every host wait, counted where it happened
+    (``report.measured`` is true; ``audit(every=N)`` keeps predicting). Elsewhere it
+    predicts, as follows.
 
     The report describes the run on an accelerator. Copies between any two different
     devices count (``cpu→meta`` too). Scalar reads and data-dependent shapes count on
@@ -289,11 +302,13 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
         )
     recorder = Recorder(every)
     report = AuditReport(every=every, _recorder=recorder)
+    crossings = Crossings()
     recorder.open()
     if every == 1:
         recorder.start()
     try:
-        yield report
+        with listening(crossings):
+            yield report
     except RuntimeError as err:
         if is_out_of_memory(err):
             note_oom(err)
@@ -304,6 +319,8 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
         recorder.closed = True
         report._recorder = None
         _fill(report, recorder)
+        if crossings.seen and every == 1:
+            _fill_measured(report, crossings)
     if every > 1 and report.steps == 0:  # only on a normal exit: never mask an exception
         warnings.warn(
             f"tp.audit(every={every}) recorded nothing: no step was marked with report.step(), "
@@ -354,6 +371,27 @@ def _fill(report: AuditReport, recorder: Recorder) -> None:
     report.unpredicted = dict(recorder.unpredicted)
     report.steps = recorder.steps
     report.recorded_steps = recorder.recorded_steps if recorder.steps else 0
+
+
+def _fill_measured(report: AuditReport, crossings: Crossings) -> None:
+    """Replace the prediction with what the device counted (the host work stays listed)."""
+    report.entries = [
+        AuditEntry(
+            row.kind,
+            row.label,
+            row.op,
+            row.device,
+            False,
+            row.file,
+            row.line,
+            row.function,
+            linecache.getline(row.file, row.line).strip() if row.line else "",
+            row.count,
+            row.nbytes,
+        )
+        for row in measured(crossings.seen)
+    ]
+    report.measured = True
 
 
 # Exported by both torchport and torchport.diagnose; AuditEntry only by the latter,

@@ -193,7 +193,8 @@ def run_target(
         _main_module(target),
         handlers.collecting(),
     ):
-        code = _run_watched(target, audit=audit, strict=strict)
+        # On the simulated accelerator a mismatch is the finding: strict names its culprit.
+        code = _run_watched(target, audit=audit, strict=strict or resolved.type == "sim")
         try:
             join_threads(before)
             handlers.run()

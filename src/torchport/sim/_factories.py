@@ -4,10 +4,10 @@ An op on a :class:`~torchport.sim._tensor.SimTensor` is answered by its
 ``__torch_dispatch__``. Ops that name the device without holding one of its
 tensors (``torch.zeros(3, device="sim")``, ``torch.randn(..., device=device)``)
 reach the ``PrivateUse1`` key instead: one fallback runs them on the CPU and
-wraps the result. ``copy_`` into a device tensor also arrives here when PyTorch
-builds a tensor from Python data (``torch.tensor(data, device="sim")`` copies with
-the Python key excluded), and has its own kernel, since PyTorch's Python fallback
-cannot take it.
+wraps the result. ``copy_`` and ``_to_copy`` onto the device also arrive here when
+PyTorch builds a tensor from Python data (``torch.tensor(data, device="sim")``, a
+list index ``x[:, [0]]``) with the Python key excluded, and have their own kernels,
+since PyTorch's Python fallback cannot take them.
 """
 
 from __future__ import annotations
@@ -61,6 +61,12 @@ def _copy_into_device(dst: Any, src: torch.Tensor, non_blocking: bool = False) -
     return dst
 
 
+def _to_copy_into_device(tensor: torch.Tensor, **kwargs: Any) -> Any:
+    from torchport.sim._tensor import copy_to_device
+
+    return copy_to_device(tensor, kwargs)
+
+
 def install_kernels() -> None:
     """Register the ``PrivateUse1`` kernels (once per process)."""
     fallback = torch.library.Library("_", "IMPL")  # type: ignore[no-untyped-call]
@@ -72,4 +78,7 @@ def install_kernels() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         aten.impl("copy_", _copy_into_device, "PrivateUse1")  # type: ignore[no-untyped-call]
+        # Under a dispatch mode (audit, strict) torch.tensor(data, device=sim) arrives
+        # here as _to_copy, and the fallback cannot take it either.
+        aten.impl("_to_copy", _to_copy_into_device, "PrivateUse1")  # type: ignore[no-untyped-call]
     _libraries.extend((fallback, aten))

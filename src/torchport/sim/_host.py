@@ -30,34 +30,59 @@ _pending: list[tuple[torch.Tensor, torch.Tensor]] = []  # (host buffer, its real
 _lock = threading.Lock()
 
 
-def _user_line() -> tuple[str, int]:
+_DEVICE = "sim:0"
+
+
+def _user_line() -> tuple[str, int, str]:
     frame = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
         if origin(filename) is Origin.USER:
-            return filename, frame.f_lineno
+            return filename, frame.f_lineno, frame.f_code.co_name
         frame = frame.f_back  # type: ignore[assignment]
-    return "", 0
+    return "", 0, ""
 
 
 def copied(
-    kind: CrossingKind, op: str, tensor: torch.Tensor, *, pinned: bool, non_blocking: bool
+    kind: CrossingKind,
+    op: str,
+    tensor: torch.Tensor,
+    *,
+    pinned: bool,
+    non_blocking: bool,
+    label: str = "",
 ) -> None:
     """Tell listeners that ``tensor``'s bytes crossed in direction ``kind``."""
     if not _crossings.watched():
         return
-    filename, lineno = _user_line()
+    filename, lineno, function = _user_line()
     nbytes = tensor.numel() * tensor.element_size()
-    _crossings.publish(Crossing(kind, op, nbytes, pinned, non_blocking, filename, lineno))
+    label = label or ("copy (.to()/.cpu()/.cuda())" if "to_copy" in op else f"copy ({op})")
+    _crossings.publish(
+        Crossing(kind, op, nbytes, pinned, non_blocking, filename, lineno, function, _DEVICE, label)
+    )
 
 
-def waited(op: str) -> None:
+def waited(op: str, label: str = "") -> None:
     """The host waited for the device (a value read, a data-dependent shape): land every copy."""
     synchronize()
     if not _crossings.watched():
         return
-    filename, lineno = _user_line()
-    _crossings.publish(Crossing(CrossingKind.SYNC, op, 0, False, False, filename, lineno))
+    filename, lineno, function = _user_line()
+    _crossings.publish(
+        Crossing(
+            CrossingKind.SYNC,
+            op,
+            0,
+            False,
+            False,
+            filename,
+            lineno,
+            function,
+            _DEVICE,
+            label or f"host wait ({op})",
+        )
+    )
 
 
 def _garbage_like(real: torch.Tensor) -> torch.Tensor:

@@ -12,11 +12,11 @@ published with the user's line.
 from __future__ import annotations
 
 import copy
+import enum
 import functools
 from typing import Any
 
 import torch
-import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import return_and_correct_aliasing
 
 from torchport._crossings import CrossingKind
@@ -26,7 +26,7 @@ from torchport.sim import _host
 from torchport.sim._memory import LEDGER
 from torchport.sim._rules import HOST_OUTPUTS, check_devices, numpy_refusal
 
-__all__ = ["SimTensor", "device", "to_host", "wrap"]
+__all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]
 
 _CPU = torch.device("cpu")
 _aten = torch.ops.aten
@@ -80,7 +80,7 @@ class SimTensor(torch.Tensor):
 
     def tolist(self) -> Any:
         """The values as Python numbers; waits for the device (a host sync)."""
-        _host.waited("tolist")
+        _host.waited("tolist", "read to Python (.tolist())")
         _host.copied(
             CrossingKind.DEVICE_TO_HOST, "tolist", self._raw, pinned=False, non_blocking=False
         )
@@ -90,7 +90,7 @@ class SimTensor(torch.Tensor):
         # torch's printer formats element by element, which it does only for plain
         # tensors: format the values inside, and let it add device, dtype and grad_fn.
         if tensor_contents is None:
-            _host.waited("print")
+            _host.waited("print", "print (reads the values)")
             _host.copied(
                 CrossingKind.DEVICE_TO_HOST, "print", self._raw, pinned=False, non_blocking=False
             )
@@ -137,7 +137,9 @@ class SimTensor(torch.Tensor):
         special = _SPECIAL.get(func)
         if special is not None:
             return special(func, args, kwargs)
-        tensors = [leaf for leaf in pytree.tree_leaves((args, kwargs)) if _is_tensor(leaf)]
+        tensors: list[torch.Tensor] = []
+        raw_args = _unwrap(args, tensors)
+        raw_kwargs = {key: _unwrap_one(value, tensors) for key, value in kwargs.items()}
         check_devices(func, tensors, device())
         entry = aten_entry(func)
         if (
@@ -145,50 +147,92 @@ class SimTensor(torch.Tensor):
             and not entry.transfer
             and (entry.applies is None or entry.applies(args, kwargs))
         ):
-            _host.waited(str(func))
-        _count_host_indices(func, args)
-        out = func(*_unwrap(args), **_unwrap(kwargs))
+            _host.waited(str(func), entry.label)
+        if func in _INDEXING:
+            _count_host_indices(func, args)
+        out = func(*raw_args, **raw_kwargs)
         return _rewrap(func, args, kwargs, out)
 
 
-def _is_tensor(value: Any) -> bool:
-    return isinstance(value, torch.Tensor)
+# The dispatch path below is hand-written rather than torch.utils._pytree: aten
+# arguments nest one level at most (Tensor[], Tensor?[]), and pytree's generality
+# was most of the simulator's per-op cost.
 
 
-def _unwrap_one(value: Any) -> Any:
-    if isinstance(value, SimTensor):
-        return value._raw
+def _unwrap_one(value: Any, tensors: list[torch.Tensor]) -> Any:
+    if isinstance(value, torch.Tensor):
+        tensors.append(value)
+        return value._raw if isinstance(value, SimTensor) else value
+    if isinstance(value, list | tuple):
+        return _unwrap(value, tensors)
     if isinstance(value, torch.device) and value.type == "sim":
         return _CPU
     return value
 
 
-def _unwrap(tree: Any) -> Any:
-    return pytree.tree_map(_unwrap_one, tree)
+def _unwrap(values: Any, tensors: list[torch.Tensor]) -> Any:
+    unwrapped = [_unwrap_one(value, tensors) for value in values]
+    return unwrapped if isinstance(values, list) else tuple(unwrapped)
 
 
 def wrap(value: Any) -> Any:
     """Every plain tensor in ``value`` (computed on the device's behalf) as a :class:`SimTensor`."""
-    if isinstance(value, torch.Tensor) and not isinstance(value, SimTensor):
-        return SimTensor(value)
+    if isinstance(value, torch.Tensor):
+        return value if isinstance(value, SimTensor) else SimTensor(value)
+    if isinstance(value, list | tuple):
+        wrapped = [wrap(item) for item in value]
+        return wrapped if isinstance(value, list) else tuple(wrapped)
     return value
 
 
 def _rewrap(func: Any, args: Any, kwargs: Any, out: Any) -> Any:
+    kind = _alias_kind(func)
+    if kind is _Alias.MUTATES:  # in place or out=: the result is the argument itself
+        position, name = _mutated(func)
+        return kwargs[name] if name in kwargs else args[position]
     host = HOST_OUTPUTS.get(func)
     if host is not None and isinstance(out, tuple):
         out = tuple(item if i in host else wrap(item) for i, item in enumerate(out))
     else:
-        out = pytree.tree_map(wrap, out)
-    if _aliases(func):
+        out = wrap(out)
+    if kind is _Alias.OTHER:  # views that change an argument's shape (t_, squeeze_), ...
         return return_and_correct_aliasing(func, args, kwargs, out)  # type: ignore[no-untyped-call]
     return out
 
 
+class _Alias(enum.Enum):
+    NONE = "none"
+    """Fresh outputs, or views: a view's wrapper holds a view of the CPU tensor."""
+    MUTATES = "mutates"
+    """One output, written in place into one argument (``add_``, ``out=``)."""
+    OTHER = "other"
+
+
 @functools.cache
-def _aliases(func: Any) -> bool:
-    """Whether any output of ``func`` is a view or an in-place result of an input."""
-    return any(ret.alias_info is not None for ret in func._schema.returns)
+def _alias_kind(func: Any) -> _Alias:
+    returns = func._schema.returns
+    written = [ret for ret in returns if ret.alias_info is not None and ret.alias_info.is_write]
+    if not written:
+        return _Alias.NONE
+    if len(returns) == 1 and func.is_view is False and not _changes_metadata(func):
+        return _Alias.MUTATES
+    return _Alias.OTHER
+
+
+def _changes_metadata(func: Any) -> bool:
+    return torch.Tag.inplace_view in func.tags
+
+
+@functools.cache
+def _mutated(func: Any) -> tuple[int, str]:
+    alias = func._schema.returns[0].alias_info
+    for position, argument in enumerate(func._schema.arguments):
+        if argument.alias_info is not None and argument.alias_info.before_set & alias.before_set:
+            return (-1 if argument.kwarg_only else position), argument.name
+    raise AssertionError(f"{func}: no argument is written")
+
+
+_INDEXING = frozenset({_aten.index.Tensor, _aten.index_put_.default})
 
 
 def _count_host_indices(func: Any, args: tuple[Any, ...]) -> None:
@@ -244,6 +288,20 @@ def to_host(
         if convert is not None:
             real = convert(real)
     return _host.early_host_copy(real) if non_blocking else real
+
+
+def copy_to_device(tensor: torch.Tensor, kwargs: dict[str, Any]) -> Any:
+    """Host data PyTorch built for the device (``torch.tensor(data, device=)``, a list index)."""
+    _host.copied(
+        CrossingKind.HOST_TO_DEVICE,
+        "aten._to_copy.default",
+        tensor,
+        pinned=False,
+        non_blocking=bool(kwargs.get("non_blocking", False)),
+        label="host data copied to the device (torch.tensor(data, device=...), a list index)",
+    )
+    rest = {key: value for key, value in kwargs.items() if key not in ("device", "non_blocking")}
+    return SimTensor(_aten._to_copy.default(tensor, **rest, device=_CPU))
 
 
 def _to_copy(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -305,7 +363,7 @@ def _copy_(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 def _local_scalar_dense(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    _host.waited(str(func))
+    _host.waited(str(func), "scalar read (.item())")
     return func(args[0]._raw)
 
 
