@@ -34,7 +34,7 @@ from torchport.check.files import (
     render_statistics,
     render_text,
 )
-from torchport.check.port import port_paths, port_source
+from torchport.check.port import Verification, port_paths, port_source, verify_entry
 from torchport.check.rules import RULES
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "Progress",
     "Rule",
     "SourceError",
+    "Verification",
     "add_noqa_paths",
     "check_paths",
     "check_source",
@@ -70,4 +71,5 @@ __all__ = [
     "render_statistics",
     "render_text",
     "select_rules",
+    "verify_entry",
 ]

@@ -106,12 +106,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _verify(paths: list[str], args: argparse.Namespace) -> Any:
     """Run the ported entry on the simulated accelerator (a child process)."""
-    from torchport.check.port._verify import Verification, find_entry, verify
+    from torchport.check import verify_entry
 
-    extra = list(args.verify)
-    if extra and extra[0] == "--":
-        extra = extra[1:]
-    entry, why = find_entry(paths or ["."])
-    if entry is None:
-        return Verification("", "not-run", message=why)
-    return verify(entry, extra, timeout=args.verify_timeout, roots=paths or ["."])
+    return verify_entry(paths, list(args.verify), timeout=args.verify_timeout)

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Verification", "find_entry", "verify"]
+__all__ = ["Verification", "find_entry", "verify", "verify_entry"]
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _DEVICE_WORDS = re.compile(
@@ -158,3 +158,16 @@ def _user_frame(stderr: str, roots: list[str]) -> tuple[str | None, int | None]:
 def _last_line(stderr: str) -> str:
     lines = [t for t in stderr.strip().splitlines() if t.strip()]
     return lines[-1].strip() if lines else ""
+
+
+def verify_entry(paths: list[str], args: list[str], *, timeout: float) -> Verification:
+    """Find the entry among ``paths`` (:func:`find_entry`) and :func:`verify` it with ``args``.
+
+    A ``--`` first in ``args`` is dropped (``port --verify -- --epochs 1``).
+    """
+    if args[:1] == ["--"]:
+        args = args[1:]
+    entry, why = find_entry(paths or ["."])
+    if entry is None:
+        return Verification("", "not-run", message=why)
+    return verify(entry, args, timeout=timeout, roots=paths or ["."])
