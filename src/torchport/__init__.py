@@ -6,7 +6,19 @@ runtime names need the ``torch`` extra; where torch is missing, using one
 raises :class:`MissingDependencyError` with the command that installs it.
 """
 
-from __future__ import annotations
+import os as _os
+import sys as _sys
+
+# `python -m torchport` puts the working folder first on sys.path, and runs this file
+# before __main__ (sys.argv[0] reads "-m" meanwhile): take the folder off before the
+# imports below, so that a checked project's own `typing.py`, `re.py`, `tokenize.py` or
+# `torch.py` is never executed in place of the real one (see torchport/__main__.py).
+if _sys.argv[:1] == ["-m"] and _sys.path and not _sys.flags.safe_path:
+    try:
+        if _sys.path[0] == "" or _os.path.samefile(_sys.path[0], _os.getcwd()):
+            del _sys.path[0]
+    except OSError:
+        pass
 
 from typing import TYPE_CHECKING
 

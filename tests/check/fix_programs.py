@@ -40,7 +40,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["FRAGMENTS", "STAR_MODULE", "lookalike_modules", "programs"]
+__all__ = ["FRAGMENTS", "NOT_TORCH", "STAR_MODULE", "lookalike_modules", "programs"]
 
 # What `from fuzzcfg import *` provides (the runner installs it as a module).
 STAR_MODULE = {"device": "cpu", "scale": 2}
@@ -257,6 +257,43 @@ DEVICE_CHOICES = [
     "    OUT.append(T.ones(1).to(dev{k}))",
 ]
 
+# Calls that are not torch's though they look it (a class of the program with its own
+# `.cuda()`/`.to()`, a config whose `.to()` takes a string), CUDA used on purpose to fail
+# (a negative test), device values used as data, and torch bound through a compatibility
+# module: no fix may change what any of them records.
+NOT_TORCH = [
+    # a batch class of the same file with its own `.cuda()` and `.to()`
+    "class Batch{k}:\n    def __init__(self, x):\n        self.x = x\n"
+    "    def cuda(self, non_blocking=False):\n        OUT.append(('own cuda', non_blocking))\n"
+    "        return self\n    def to(self, where):\n        OUT.append(('own to', str(where)))\n"
+    "        return self\n"
+    "b{k} = Batch{k}(T.ones(1)).cuda()\nOUT.append(b{k}.x)\n"
+    "b{k} = b{k}.cuda(non_blocking=True)\nOUT.append(Batch{k}(2).to('cuda:0').x)",
+    # a subclass of it, and a module subclass overriding `.cuda()`
+    "class Base{k}:\n    def cuda(self):\n        OUT.append('base cuda')\n        return self\n"
+    "class Sub{k}(Base{k}):\n    pass\ns{k} = Sub{k}()\ns{k}.cuda()",
+    "class Net{k}(T.nn.Module):\n    def cuda(self, device=None):\n"
+    "        OUT.append('own module cuda')\n        return self\n"
+    "n{k} = Net{k}().cuda()\nOUT.append(type(n{k}).__name__)",
+    # a config object whose `.to()` takes a string
+    "class Cfg{k}:\n    def to(self, where):\n        return ('cfg', where)\n"
+    "OUT.append(Cfg{k}().to('cuda'))\ncfg{k} = Cfg{k}()\nOUT.append(cfg{k}.to('cuda:1'))",
+    # a negative test: CUDA used on purpose, expected to fail without it
+    "import unittest\ndef neg{k}():\n"
+    "    with unittest.TestCase().assertRaises((RuntimeError, AssertionError)):\n"
+    "        T.ones(1).cuda()\n    return 'raised'\n"
+    "try:\n    OUT.append(neg{k}())\nexcept AssertionError:\n    OUT.append('no raise')",
+    "try:\n    OUT.append(T.ones(1, device='cuda').device.type)\n"
+    "except (RuntimeError, AssertionError):\n    OUT.append('no cuda')",
+    # device values used as data
+    "def gld{k}():\n    return T.device('cuda:3')\nassert gld{k}() == T.device('cuda:3')\n"
+    "OUT.append(gld{k}() == T.device('cuda:3'))",
+    "t{k} = T.ones(1).cuda()\nOUT.append(t{k}.device == T.device('cuda'))",
+    "OUT.append(T.device('cuda') in (T.device('cuda'), T.device('cpu')))",
+    # torch bound through a compatibility module
+    "from fuzzcompat import torch as ct{k}\nOUT.append(ct{k}.ones(1).cuda())",
+]
+
 WRAPPERS = ("module", "function", "if")
 _T = re.compile(r"\bT\.")
 
@@ -289,7 +326,7 @@ def programs(draw: st.DrawFn) -> str:
     return "\n".join(parts)
 
 
-ALL_FRAGMENTS = FRAGMENTS + LOOKALIKES + DEVICE_CHOICES
+ALL_FRAGMENTS = FRAGMENTS + LOOKALIKES + DEVICE_CHOICES + NOT_TORCH
 
 
 class _Recorder:

@@ -56,8 +56,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torchport
-from torchport.check import Finding, check_source, fix_source
-from torchport.check._context import Context
+from torchport.check import Finding, _engine, check_source, fix_source
 
 _spec = importlib.util.spec_from_file_location(
     "fix_programs", Path(__file__).with_name("fix_programs.py")
@@ -156,6 +155,8 @@ def machine(name: str) -> Iterator[None]:
     elif name == "cuda-meta":
         with torchport.redirect("meta"), accelerator_reports("meta"):
             yield
+    elif name == "sim":
+        yield  # the simulated accelerator, installed in its own process: torch's own answers
     else:
         with accelerator_reports("meta"):
             yield
@@ -180,7 +181,9 @@ def run_program(source: str, *, on: str) -> list[Any] | BaseException:
     out: list[Any] = []
     config = types.ModuleType("fuzzcfg")
     config.__dict__.update(fix_programs.STAR_MODULE)
-    installed = {"fuzzcfg": config, **fix_programs.lookalike_modules(out)}
+    compat = types.ModuleType("fuzzcompat")  # `from ..compat import torch`
+    compat.torch = torch  # type: ignore[attr-defined]
+    installed = {"fuzzcfg": config, "fuzzcompat": compat, **fix_programs.lookalike_modules(out)}
     namespace = {"__name__": "__fuzz__", "OUT": out}
     torch.manual_seed(0)
     try:
@@ -255,14 +258,14 @@ def module_bindings(source: str) -> set[str]:
 def fix_with_disclosures(source: str, *, unsafe: bool) -> tuple[str, bool]:
     """The fixed source, and whether a fix offered in any round says it changes results."""
     offered: list[Finding] = []
-    finding = Context.finding
+    walk = _engine._walk
 
-    def spy(self: Context, rule: Any, node: Any, **kwargs: Any) -> Finding:
-        made = finding(self, rule, node, **kwargs)
-        offered.append(made)
-        return made
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        outcome = walk(*args, **kwargs)  # every round's findings, as the rules made them
+        offered.extend(outcome.findings)
+        return outcome
 
-    with mock.patch.object(Context, "finding", spy):
+    with mock.patch.object(_engine, "_walk", spy):
         fixed = fix_source(source, select=["ALL"], ignore=PORT, unsafe=unsafe)
     declared = any(
         f.fix is not None and f.fix.changes and (unsafe or f.fix.safety.value == "safe")
@@ -344,6 +347,23 @@ def test_a_fix_that_moves_the_device_moves_what_uses_it(source: str) -> None:
 @given(st.one_of(fix_programs.programs(), fix_programs.device_programs()))
 def test_fix_fuzz_long(source: str) -> None:
     check_program(source)
+
+
+@pytest.mark.parametrize("fragment", range(len(fix_programs.NOT_TORCH)))
+def test_calls_that_are_not_torchs_keep_their_meaning(fragment: int) -> None:
+    """Each look-alike call, negative test and device-as-data fragment, fixed and run alone."""
+    body = fix_programs._T.sub("torch.", fix_programs.NOT_TORCH[fragment].replace("{k}", "0"))
+    check_program(f"import torch\n{body}\n")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(fix_programs.NOT_TORCH), min_size=1, max_size=3), st.data())
+def test_not_torchs_calls_mixed_with_torchs(chosen: list[str], data: st.DataObject) -> None:
+    """Look-alikes beside a real `.cuda()` that the fix must still rewrite."""
+    body = "\n".join(f.replace("{k}", str(k)) for k, f in enumerate(chosen))
+    body = fix_programs._T.sub("torch.", body)
+    torchs = data.draw(st.sampled_from(["x = torch.ones(1).cuda()\nOUT.append(x)\n", ""]))
+    check_program(f"import torch\n{torchs}{body}\n")
 
 
 def test_generator_reaches_the_fixes() -> None:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from torchport.check import check_paths, check_source
 from torchport.check._context import Context
 from torchport.check._engine import RuleSet, check_text
 from torchport.check._noqa import parse_noqa
@@ -204,3 +205,38 @@ def test_unused_noqa_reaches_the_report(tmp_path: Path) -> None:
     (unused,) = result.unused_noqa
     assert (unused.code, unused.line, unused.col) == ("TP000", 2, 8)
     assert "remove TP101" in unused.message
+
+
+# ---------------------------------------------------------------- other tools' file-wide noqa
+
+_BODY = "import torch\nx = torch.zeros(3).cuda()\n"
+
+
+@pytest.mark.parametrize(
+    ("header", "silenced"),
+    [
+        ("# ruff: noqa", True),
+        ("#ruff:noqa", True),
+        ("# RUFF: NOQA", True),
+        ("# flake8: noqa", True),
+        ("# ruff: noqa: TP1", True),
+        ("# ruff: noqa: E501", False),  # Ruff's own codes: nothing of ours
+        ("# flake8: noqa: TP101", False),  # flake8 ignores the form with codes; so do we
+        ("x = 1  # ruff: noqa", False),  # a file exemption stands on a line of its own
+        ('s = "# ruff: noqa"', False),
+    ],
+)
+def test_other_tools_file_exemptions_count(header: str, silenced: bool) -> None:
+    source = f"{header}\n{_BODY}"
+    codes = {f.code for f in check_source(source)}
+    assert ("TP101" not in codes) is silenced, codes
+
+
+@pytest.mark.parametrize("header", ["# ruff: noqa", "# flake8: noqa", "# ruff: noqa: TP101"])
+def test_respect_foreign_noqa_false_turns_them_off(tmp_path: Path, header: str) -> None:
+    (tmp_path / "gen.py").write_text(f"{header}\n{_BODY}")
+    assert "TP101" not in {f.code for f in check_paths([tmp_path / "gen.py"]).findings}
+    (tmp_path / "pyproject.toml").write_text("[tool.torchport]\nrespect-foreign-noqa = false\n")
+    assert "TP101" in {f.code for f in check_paths([tmp_path / "gen.py"]).findings}
+    (tmp_path / "own.py").write_text(f"# torchport: noqa\n{_BODY}")  # ours always counts
+    assert not check_paths([tmp_path / "own.py"]).findings

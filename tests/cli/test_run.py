@@ -248,12 +248,12 @@ def test_script_exception_prints_its_traceback_and_exits_1(
     assert lines[-1] == "KeyError: 'from the script'"
 
 
-def test_cuda_stream_fails_with_the_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--device", "cpu", str(SCRIPTS / "cuda_stream.py")]) == 1
+def test_cuda_graph_fails_with_the_clear_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--device", "cpu", str(SCRIPTS / "cuda_graph.py")]) == 1
     captured = capsys.readouterr()
-    assert captured.out == "before the stream\n"
+    assert captured.out == "before the graph\n"
     last = captured.err.splitlines()[-1]
-    assert last.startswith("torchport.RedirectError: torch.cuda.Stream has no meaning on cpu")
+    assert last.startswith("torchport.RedirectError: torch.cuda.CUDAGraph has no meaning on cpu")
     assert "torchport/run" not in captured.err  # the stand-in's own frame is trimmed
 
 

@@ -70,3 +70,21 @@ def test_a_runtime_command_without_torch_says_how_to_install_it(
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"torchport {argv[0]}: error: `torchport {argv[0]}` needs")
     assert "'torch'" in line and "pip install 'torchport[torch]'" in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--format", "grouped", "train.py"],
+        ["check", "--format", "gitlab", "train.py"],
+        ["check", "--format", "junit", "train.py"],
+        ["check", "--show-settings", "train.py"],
+        ["check", "--show-files", "."],
+        ["check", "--diff", "train.py"],
+        ["check", "--target-torch", "2.8", "train.py"],
+    ],
+)
+def test_the_new_checker_options_need_no_torch(project: Path, argv: list[str]) -> None:
+    done = _torchport(project, *argv)
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr and done.stdout

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -484,3 +486,85 @@ def test_markdown_is_one_fact_per_line_and_names_what_a_bug_report_needs() -> No
         "- findings: ",
     ):
         assert any(line.startswith(expected) for line in lines), expected
+
+
+# -- companions, the CPU, a host CUDA toolkit ------------------------------------------------
+
+
+def test_companion_libraries_and_the_cpu_model_are_reported(clean_env: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    report = torchport.doctor()
+    assert report.host is not None
+    expected = []
+    for name in ("numpy", "optree", "accelerate", "transformers", "lightning"):
+        try:
+            expected.append((name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    assert [pair for pair in report.host.libraries if pair[0] in dict(expected)] == expected
+    markdown = report.to_markdown()
+    for name, version in expected:
+        if name != "numpy":
+            assert f"{name} {version}" in markdown
+    assert "- CPU: " in markdown
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists() and "model name" in cpuinfo.read_text():
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in cpuinfo.read_text().splitlines()
+            if line.startswith("model name")
+        )
+        assert report.host.cpu_model == model and f"- CPU: {model}" in markdown
+    data = json.loads(report.to_json())["host"]
+    assert [tuple(pair) for pair in data["libraries"]] == list(report.host.libraries)
+
+
+def _fake_nvcc(folder: Path, release: str) -> None:
+    nvcc = folder / "nvcc"
+    nvcc.write_text(
+        "#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\n"
+        f"echo 'Cuda compilation tools, release {release}, V{release}.131'\n"
+    )
+    nvcc.chmod(0o755)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell-script nvcc")
+@pytest.mark.parametrize("driver", [None, "12.4"])
+def test_a_host_cuda_toolkit_beside_a_cpu_only_torch(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, driver: str | None
+) -> None:
+    from torchport.diagnose import _doctor
+    from torchport.diagnose._probes import DriverInfo
+
+    _fake_nvcc(tmp_path, "12.4")
+    clean_env.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    clean_env.setattr(torch.version, "cuda", None)
+    clean_env.setattr(torch.version, "hip", None)
+    clean_env.setattr(
+        _doctor,
+        "probe_driver",
+        lambda *a, **k: (DriverInfo(version=driver, runtime=None, supports_runtime=None), []),
+    )
+    report = torchport.doctor()
+    assert report.host is not None and report.host.cuda_toolkit is not None
+    assert (report.host.cuda_toolkit.version, report.host.cuda_toolkit.found_by) == ("12.4", "PATH")
+    markdown = report.to_markdown()
+    assert "- host CUDA toolkit: 12.4 (" in markdown and "torch is a CPU-only build" in markdown
+    warned = [f for f in report.findings if "CUDA toolkit 12.4" in f.message]
+    if driver is None:  # no GPU driver here: a fact, not a problem
+        assert warned == []
+    else:
+        (finding,) = warned
+        assert "whl/cu124" in finding.fix
+
+
+def test_no_toolkit_is_said(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from torchport.diagnose import _software
+
+    clean_env.setenv("PATH", str(tmp_path))
+    clean_env.delenv("CUDA_HOME", raising=False)
+    clean_env.delenv("CUDA_PATH", raising=False)
+    clean_env.setattr(_software, "cuda_toolkit", lambda: None)
+    clean_env.setattr(_probes, "cuda_toolkit", lambda: None)  # /usr/local/cuda may hold one
+    assert "- host CUDA toolkit: none found" in torchport.doctor().to_markdown()

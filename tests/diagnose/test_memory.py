@@ -188,3 +188,29 @@ def test_a_real_process_limit_bounds_the_report_and_explains_the_error() -> None
         case, allowed, allowed_by, text = out["past_limit"]
         assert (case, allowed_by) == ("REQUEST_TOO_LARGE", named)
         assert "this process's limit" in text
+
+
+def test_under_ulimit_v_the_report_names_the_limit_not_total_ram() -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import resource, torchport as tp
+        from rich.console import Console
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = 8 * 2**30 if hard == resource.RLIM_INFINITY else min(hard, 8 * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        report = tp.memory_report("cpu")
+        print(report.total_is, report.total == limit)
+        Console(width=200).print(report.render())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    first, _, table = done.stdout.partition("\n")
+    assert first == "RLIMIT_AS (ulimit -v) True"
+    assert "total RAM" not in table and "ulimit -v" in table

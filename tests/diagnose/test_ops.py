@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchport.diagnose import _ops
+from torchport.diagnose import _on_device, _ops
 from torchport.diagnose._ops import OpKind, aten_entry, method_entry, transfer_of
 
 aten = torch.ops.aten
@@ -178,3 +178,157 @@ def test_non_blocking_flag() -> None:
     assert not _ops.non_blocking(aten._to_copy.default, (x,), {})
     assert _ops.non_blocking(aten.copy_.default, (x, x, True), {})
     assert not _ops.non_blocking(aten.copy_.default, (x, x), {})
+
+
+# -- the accelerator's view: what an op costs with its real arguments ------------------------
+
+DEV = torch.device("meta")  # stands in for an accelerator: not the host
+HOST = torch.device("cpu")
+
+
+def _index_put_args(
+    indices: list[str], value: str, accumulate: bool
+) -> tuple[tuple[object, ...], dict[str, object]]:
+    self = torch.empty(4, 4, device=DEV)
+    made = {
+        "none": None,
+        "device mask": torch.empty(4, dtype=torch.bool, device=DEV),
+        "host mask": torch.tensor([True, False, True, False]),
+        "device long": torch.empty(2, dtype=torch.long, device=DEV),
+        "host long": torch.tensor([0, 1]),
+    }
+    values = {
+        "host number": torch.tensor(0.5),  # x[m] = 0.5 wraps the number on the host
+        "device number": torch.empty((), device=DEV),
+        "host vector": torch.ones(2),
+    }
+    return (self, [made[i] for i in indices], values[value], accumulate), {}
+
+
+_INDEX_KINDS = ["none", "device mask", "host mask", "device long", "host long"]
+
+
+@given(
+    indices=st.lists(st.sampled_from(_INDEX_KINDS), min_size=1, max_size=2),
+    value=st.sampled_from(["host number", "device number", "host vector"]),
+    accumulate=st.booleans(),
+)
+def test_index_put_on_a_device_waits_unless_it_is_a_masked_fill(
+    indices: list[str], value: str, accumulate: bool
+) -> None:
+    args, kwargs = _index_put_args(indices, value, accumulate)
+    # ATen's canDispatchToMaskedFill, restated: not accumulating, a one-element value on
+    # the host, exactly one index tensor, a mask on self's device
+    tensors = [i for i in indices if i != "none"]
+    masked_fill = not accumulate and value == "host number" and tensors == ["device mask"]
+    assert _ops.masked_fill_dispatch(args, kwargs) is masked_fill
+    waits = not masked_fill and "device mask" in indices
+    found = _on_device.syncs_on_device(aten.index_put_.default, args, kwargs)
+    assert (found is not None) is waits
+    if found is not None:
+        assert found.kind is OpKind.SYNC
+    copies = _on_device.copies_on_device(aten.index_put_.default, args, kwargs)
+    host_tensors = sum(i.startswith("host") for i in indices)
+    host_value = value.startswith("host") and not masked_fill
+    assert len(copies) == host_tensors + host_value
+    assert all(src == HOST and dst == DEV for src, dst, _ in copies)
+
+
+def test_reads_and_data_dependent_shapes_wait_only_for_a_device_tensor() -> None:
+    on_device = torch.empty(3, device=DEV)
+    on_host = torch.ones(3)
+    for op, args in [
+        (aten._local_scalar_dense.default, (torch.empty((), device=DEV),)),
+        (aten.nonzero.default, (on_device,)),
+        (aten.masked_select.default, (on_device, torch.empty(3, dtype=torch.bool, device=DEV))),
+        (aten._unique2.default, (on_device,)),
+        (aten.repeat_interleave.Tensor, (torch.empty(3, dtype=torch.long, device=DEV),)),
+        (aten.index.Tensor, (on_device, [torch.empty(3, dtype=torch.bool, device=DEV)])),
+    ]:
+        assert _on_device.syncs_on_device(op, args, {}) is not None, op
+        host_args = tuple(
+            torch.zeros(a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) else a for a in args
+        )
+        if op is aten.index.Tensor:
+            host_args = (on_host, [torch.tensor([True, False, True])])
+        assert _on_device.syncs_on_device(op, host_args, {}) is None, op  # stays on the host
+    # repeat_interleave told its output size: no wait
+    repeats = torch.empty(3, dtype=torch.long, device=DEV)
+    assert (
+        _on_device.syncs_on_device(aten.repeat_interleave.Tensor, (repeats,), {"output_size": 6})
+        is None
+    )
+    # a host mask indexing a device tensor: nonzero on the host, then a copy, no wait
+    mask = torch.tensor([True, False, True])
+    assert _on_device.syncs_on_device(aten.index.Tensor, (on_device, [mask]), {}) is None
+    assert _on_device.copies_on_device(aten.index.Tensor, (on_device, [mask]), {}) == [
+        (HOST, DEV, 16)
+    ]
+    assert _on_device.syncs_on_device(aten.add.Tensor, (on_device, on_device), {}) is None
+
+
+def test_moves_copy_only_between_different_devices() -> None:
+    x = torch.ones(3)
+    assert _on_device.copies_on_device(aten._to_copy.default, (x,), {"device": DEV}) == [
+        (HOST, DEV, 12)
+    ]
+    assert _on_device.copies_on_device(aten._to_copy.default, (x,), {"device": HOST}) == []
+    assert _on_device.copies_on_device(aten._to_copy.default, (x,), {"dtype": torch.uint8}) == []
+    assert _on_device.copies_on_device(aten.copy_.default, (torch.empty(3, device=DEV), x), {}) == [
+        (HOST, DEV, 12)
+    ]
+    assert _on_device.copies_on_device(aten.mm.default, (x, x), {}) == []
+
+
+@given(
+    index=st.one_of(
+        st.lists(st.integers(-3, 2), min_size=1, max_size=4),
+        st.lists(st.booleans(), min_size=3, max_size=3),
+        st.lists(st.lists(st.integers(0, 2), min_size=2, max_size=2), min_size=1, max_size=3),
+    ),
+    as_array=st.booleans(),
+)
+def test_a_list_or_array_index_is_a_copy_of_the_tensor_torch_builds_from_it(
+    index: list[object], as_array: bool
+) -> None:
+    import numpy as np
+
+    part = np.array(index) if as_array else index
+    built = torch.as_tensor(np.array(index))  # what torch makes of it on the host
+    # a mask: nonzero on the host, one int64 per dimension and True
+    expected = (built.nonzero() if built.dtype is torch.bool else built).numel() * 8
+    assert _ops.host_index_bytes(part) == expected
+    assert _ops.host_index_bytes((slice(None), part)) == expected
+    assert _ops.host_index_bytes((slice(None), 0)) == 0
+
+
+def test_one_hot_reads_the_max_only_without_num_classes() -> None:
+    import torch.nn.functional as F
+
+    import torchport as tp
+
+    labels = torch.tensor([0, 2, 1])
+    with tp.audit() as given_classes:
+        F.one_hot(labels, 3)
+        F.one_hot(labels, num_classes=3)
+    assert given_classes.entries == []  # the CPU kernel's range checks are no wait on CUDA
+    with tp.audit() as no_classes:
+        F.one_hot(labels)
+    (entry,) = no_classes.entries
+    assert (entry.kind, entry.count, entry.would_sync) == ("sync", 1, True)
+
+
+def test_list_and_array_indices_are_copies_and_a_number_by_mask_is_no_wait() -> None:
+    import numpy as np
+
+    import torchport as tp
+
+    v = torch.arange(6.0).view(2, 3)
+    with tp.audit() as report:
+        v[:, [-1]]
+        v[np.array([1, 0])]
+        v[v > 2] = 0.0
+    assert sorted((e.kind, e.bytes, e.would_sync) for e in report.entries) == [
+        ("transfer", 8, True),
+        ("transfer", 16, True),
+    ]

@@ -163,8 +163,9 @@ def test_hf_style_tokenized_batches_with_tied_embeddings(
         ("perplexity", "sync", True): 2,
         ("correct", "sync", True): 2,
     }
-    # the collator masks the labels of each of the 10 batches on the host
-    assert _counts(report.data_loading, path) == {("mask_labels", "sync", False): 10}
+    # the collator masks the labels of each of the 10 batches with a Python number: ATen
+    # runs that as masked_fill_ (no nonzero, no wait), on the host as on a device
+    assert _counts(report.data_loading, path) == {}
     capsys.readouterr()
 
 

@@ -8,12 +8,14 @@ CPU-only: ``meta`` is the second device. Meta kernels check devices in most ops
 from __future__ import annotations
 
 import sys
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
@@ -922,3 +924,113 @@ def test_the_hook_wording_is_a_device_mismatch_only_when_the_device_changed(
 ) -> None:
     message = f"hook 'scale' has changed the type of value (was {was} got {got})"
     assert is_device_mismatch(RuntimeError(message)) is mismatch
+
+
+# -- the fix that applies where "move everything to one device" is wrong ---------------------
+
+_FACTORY_CALLS = {
+    "arange": "torch.arange(4.0)",
+    "zeros": "torch.zeros(4)",
+    "ones": "torch.ones(4)",
+    "full": "torch.full((4,), 2.0)",
+    "rand": "torch.rand(4)",
+    "linspace": "torch.linspace(0, 1, 4)",
+}
+
+
+def _factory_model(call: str, in_child: bool) -> nn.Module:
+    """A model whose forward makes a tensor with ``call`` (no device=) and uses it either
+    in a child module or in an op of its own: written out, as a user would."""
+    source = f"""
+import torch
+from torch import nn
+
+class Child(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, extra):
+        return self.lin(x) + extra
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child = Child()
+
+    def forward(self, x):
+        made = {call}
+        if {in_child!r}:
+            return self.child(x, made)
+        return self.child.lin(x) * made
+"""
+    scope: dict[str, Any] = {}
+    path = Path(tempfile.mkdtemp()) / "factory_model.py"
+    path.write_text(source)
+    exec(compile(source, str(path), "exec"), scope)
+    return scope["Net"]()
+
+
+@given(name=st.sampled_from(sorted(_FACTORY_CALLS)), in_child=st.booleans())
+@settings(max_examples=12, deadline=None)
+def test_a_factory_in_forward_is_told_to_create_on_the_inputs_device(
+    name: str, in_child: bool
+) -> None:
+    model = _factory_model(_FACTORY_CALLS[name], in_child).to("meta")
+    with pytest.raises(tp.DeviceMismatchError) as caught, tp.strict():
+        model(torch.ones(2, 4, device="meta"))
+    message = str(caught.value)
+    assert f"by torch.{name}() without device=" in message
+    assert "create that tensor on the input's device (device=x.device)" in message
+    assert "model.to('cpu')" not in message
+
+
+def test_a_batch_made_on_the_host_by_the_script_keeps_the_move_advice() -> None:
+    model = nn.Linear(4, 4).to("meta")
+    batch = torch.zeros(2, 4)  # the script's, not the model's: move it
+    with pytest.raises(tp.DeviceMismatchError) as caught, tp.strict():
+        model(batch)
+    assert "without device=" not in str(caught.value)
+
+
+def test_pack_padded_sequence_lengths_are_told_to_stay_on_the_cpu() -> None:
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    padded = torch.ones(3, 2, 4, device="meta")
+    lengths = torch.tensor([3, 2], device="meta")  # everything on one device, and still wrong
+    with pytest.raises(tp.DeviceMismatchError) as caught, tp.strict():
+        pack_padded_sequence(padded, lengths)
+    message = str(caught.value)
+    assert "lengths.cpu()" in message
+    assert "move every tensor" not in message and "mixed tensors" not in message
+
+
+@pytest.mark.parametrize(
+    ("said", "fix"),
+    [
+        (
+            "indices should be either on cpu or on the same device as the indexed tensor (cuda:0)",
+            "index.to(x.device)",
+        ),
+        ("Expected a 'cuda' device type for generator but found 'cpu'", "torch.Generator(device="),
+    ],
+)
+def test_index_and_generator_sides_get_their_own_fix(said: str, fix: str) -> None:
+    from torchport.diagnose._remedies import side_rule
+
+    assert is_device_mismatch(RuntimeError(said))
+    found = side_rule(said)
+    assert found is not None and fix in found[1]
+
+
+def _combine(batch: dict[str, torch.Tensor], scale: float) -> torch.Tensor:
+    return batch["x"] * scale + batch["y"]
+
+
+def test_an_expression_in_a_helper_is_named_as_the_caller_wrote_it() -> None:
+    data = {"x": torch.ones(4), "y": torch.ones(4, device="meta")}
+    with pytest.raises(tp.DeviceMismatchError) as caught, tp.strict():
+        _combine(data, 2.0)
+    message = str(caught.value)
+    assert "batch['y'] on meta (the caller's data['y'])" in message
+    assert "batch['x'] on cpu (the caller's data['x'])" in message

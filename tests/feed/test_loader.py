@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -507,3 +508,32 @@ def test_loader_leaves_its_batches_as_they_were_and_keeps_sharing(device: torch.
     for batch, (bx, be) in zip(batches, before, strict=True):
         assert batch["graph"].store["x"] is bx and batch["graph"].store["edges"] is be
         assert bx.device.type == "cpu"
+
+
+class _EpochStream(torch.utils.data.IterableDataset[torch.Tensor]):
+    """An IterableDataset that orders its items by the epoch it was told."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        yield torch.tensor([self.epoch])
+
+
+def test_set_epoch_warns_once_when_persistent_workers_keep_their_own_dataset() -> None:
+    dataset = _EpochStream()
+    loader = torch.utils.data.DataLoader(dataset, num_workers=1, persistent_workers=True)
+    wrapped = tp.DeviceLoader(loader, device="cpu")
+    with pytest.warns(UserWarning, match="persistent_workers=False") as caught:
+        wrapped.set_epoch(1)
+    assert len(caught) == 1 and "_EpochStream" in str(caught[0].message)
+    assert dataset.epoch == 1  # this process's copy is still told
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wrapped.set_epoch(2)  # once per loader
+        # Without persistent workers (or without workers) every iteration sees the epoch.
+        plain = torch.utils.data.DataLoader(_EpochStream(), num_workers=0)
+        tp.DeviceLoader(plain, device="cpu").set_epoch(3)

@@ -386,15 +386,19 @@ class Envelope:
         return self
 
 
-def test_objects_inside_an_object_with_its_own_to_keep_every_attribute() -> None:
+def test_an_object_with_its_own_to_gives_what_that_to_gives_on_a_shallow_copy() -> None:
+    # Its .to decides what moves: what it leaves (the payload under `extra`) is shared
+    # with the input as a shallow copy shares it, never copied, and never moved behind
+    # the object's back; the input keeps its tensors.
     ids = torch.arange(3)
     encoded = TokenBatch({"ids": ids})
     envelope = Envelope(torch.ones(2), types.SimpleNamespace(encoded=encoded))
-    for _ in range(2):  # the class's own deep copy first, then the remembered route
+    expected = copy.copy(envelope).to(META)
+    for _ in range(2):
         out = tp.to_device(envelope, "meta")
-        inner = out.extra.encoded
-        assert type(inner) is TokenBatch and inner.count == 1  # not lost with __getstate__
-        assert out.body.is_meta and inner["ids"].is_meta and inner is not encoded
+        assert type(out) is Envelope and out is not envelope
+        assert out.body.is_meta and expected.body.is_meta
+        assert out.extra is envelope.extra is expected.extra and out.extra.encoded is encoded
         assert encoded.count == 1 and encoded["ids"] is ids and not envelope.body.is_meta
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
@@ -45,13 +46,15 @@ class OnlyDevice:
 
 
 class Recorder:
-    """A ``.to`` that records its keyword arguments."""
+    """A ``.to`` that records its keyword arguments (in a new list: the copy's own)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[torch.device, dict[str, Any]]] = []
+        self.weight = torch.ones(2)
 
     def to(self, device: torch.device, **kwargs: Any) -> Recorder:
-        self.calls.append((device, kwargs))
+        self.calls = [*self.calls, (device, kwargs)]
+        self.weight = self.weight.to(device)
         return self
 
 
@@ -96,8 +99,10 @@ def test_objects_with_to_get_the_keywords_they_accept() -> None:
     device, kwargs = out["r"].calls[0]
     assert len(out["r"].calls) == 1 and device == META
     assert kwargs == {"non_blocking": False, "dtype": torch.float16}
-    (back,) = tp.to_device([rec], "cpu", non_blocking=True)
-    assert back.calls == [(torch.device("cpu"), {"non_blocking": True})] and rec.calls == []
+    (back,) = tp.to_device([rec], "meta", non_blocking=True)
+    assert back.calls == [(META, {"non_blocking": True})] and rec.calls == []
+    # Nothing to move: no copy, no call.
+    assert tp.to_device([rec], "cpu", non_blocking=True)[0] is rec and rec.calls == []
 
 
 def test_dtype_casts_floating_tensors_only() -> None:
@@ -485,3 +490,37 @@ def test_an_audit_predicts_the_copies_to_device_skips_on_the_host() -> None:
     counts = sorted(e.count for e in report.entries if e.kind == "transfer")
     assert counts == [1, 2, 3]  # a tensor, a batch of two, a model of 3 distinct tensors
     assert report.would_copy_bytes == 5 * 4 + (2 * 4 * 4 + 3 * 8) + (32 + 8 + 4) * 4
+
+
+# --- tensors torch cannot copy: named by their path ---------------------------------------------
+
+_UNCOPYABLE = {
+    "quantized": lambda: torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.quint8),
+    "nested": lambda: torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]),
+}
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
+@given(
+    kind=st.sampled_from(sorted(_UNCOPYABLE)),
+    shape=st.sampled_from(["bare", "dict", "deep", "list"]),
+)
+def test_a_tensor_torch_cannot_copy_is_refused_by_its_path(kind: str, shape: str) -> None:
+    bad = _UNCOPYABLE[kind]()
+    batch, where = {
+        "bare": (bad, "batch"),
+        "dict": ({"ok": torch.ones(1), "bad": bad}, "batch['bad']"),
+        "deep": ({"a": {"b": [torch.ones(1), bad]}, "n": 3}, "batch['a']['b'][1]"),
+        "list": ([torch.ones(2), bad, "tag"], "batch[1]"),
+    }[shape]
+    with pytest.raises(tp.UnsupportedBatchError) as info:
+        tp.to_device(batch, "meta")
+    assert where in str(info.value) and kind in str(info.value)
+    with pytest.raises(tp.UnsupportedBatchError, match=re.escape(where)):
+        next(iter(tp.DeviceLoader([batch], device="meta")))
+
+
+def test_a_meta_tensor_cannot_come_back_and_says_where_it_is() -> None:
+    with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['w'\] is a meta"):
+        tp.to_device({"w": torch.ones(2, device="meta"), "b": torch.ones(1)}, "cpu")

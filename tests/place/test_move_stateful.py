@@ -260,3 +260,24 @@ def test_training_state_inside_a_batch_is_refused_naming_its_path(make: Any, fou
     with pytest.raises(tp.UnsupportedBatchError, match=found):
         tp.to_device(batch, "meta")
     assert all(p.device.type == "cpu" for p in model.parameters())  # left as it was
+
+
+@pytest.mark.filterwarnings("ignore:.*torch.nn.utils.weight_norm.* is deprecated:FutureWarning")
+@pytest.mark.parametrize("reparametrize", ["weight_norm", "spectral_norm"])
+def test_legacy_reparametrized_modules_keep_their_parameter_objects(reparametrize: str) -> None:
+    torch.manual_seed(0)
+    make = getattr(torch.nn.utils, reparametrize)
+    x = torch.randn(4, 3)
+    for target, dtype in (("meta", None), ("cpu", torch.float64)):
+        model = torch.nn.Sequential(make(torch.nn.Linear(3, 2)), torch.nn.Tanh()).eval()
+        captured = list(model.parameters())
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        expected = model(x).detach().double()  # with grad: the weight's graph holds g and v
+        tp.to_device(model, target, dtype=dtype)
+        assert list(map(id, model.parameters())) == list(map(id, captured))  # the very objects
+        assert list(map(id, optimizer.param_groups[0]["params"])) == list(map(id, captured))
+        assert all(p.device.type == target for p in captured)
+        if dtype is not None:
+            assert all(p.dtype == dtype for p in captured)
+            with torch.no_grad():
+                assert torch.allclose(model(x.double()), expected, atol=1e-6)

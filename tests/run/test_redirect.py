@@ -154,10 +154,10 @@ def test_unsupported_cuda_api_names_the_call_and_the_device(
 ) -> None:
     with tp.redirect("meta"):
         for call, name in (
-            (torch.cuda.Stream, "torch.cuda.Stream"),
-            (torch.cuda.Event, "torch.cuda.Event"),
-            (torch.cuda.current_stream, "torch.cuda.current_stream()"),
             (torch.cuda.CUDAGraph, "torch.cuda.CUDAGraph"),
+            (torch.cuda.graph_pool_handle, "torch.cuda.graph_pool_handle()"),
+            (lambda: torch.cuda.ExternalStream(0), "torch.cuda.ExternalStream"),
+            (lambda: torch.cuda.caching_allocator_alloc(8), "caching_allocator_alloc()"),
         ):
             with pytest.raises(RedirectError, match=re.escape(f"{name} has no meaning on meta")):
                 call()

@@ -222,9 +222,90 @@ def test_audit_on_sim_reports_what_crossed_not_a_prediction() -> None:
     )
     assert got["measured"] is True
     assert got["rows"] == [
-        ["sync", "scalar read", 3, 0],
-        ["transfer", "host data copied to the device", 3, 24],
+        ["sync", "scalar read", 3, 12],
+        ["transfer", "copy to the device", 3, 24],
     ]
+
+
+def test_shapes_sharing_and_rules_hold_where_ops_resize_alias_or_take_scalars() -> None:
+    got = run_isolated(
+        """
+        import io
+        device = simulate_accelerator()
+        def error(thunk):
+            try:
+                thunk()
+            except Exception as caught:
+                return type(caught).__name__
+            return None
+        x = torch.arange(4, device=device)
+        out = torch.empty(0, device=device)
+        torch.cat([torch.ones(2, device=device), torch.zeros(3, device=device)], out=out)
+        grown = torch.zeros(3, device=device)
+        grown.resize_(6)
+        p = torch.nn.Parameter(torch.zeros(2, device=device))
+        p.data = torch.arange(3.0, device=device)
+        z = torch.tensor([1 + 2j, 3 - 1j], device=device)
+        b = torch.arange(6.0, device=device)
+        buffer = io.BytesIO()
+        torch.save([b, b[2:]], buffer)
+        buffer.seek(0)
+        loaded = torch.load(buffer)
+        loaded[1].add_(100)
+        print(json.dumps({
+            "arange": [list(x.shape), x[2].item()],
+            "eye": list(torch.eye(3, device=device).T.shape),
+            "out": list(out.shape), "resize": list(grown.shape),
+            "data": p.tolist(), "conj": [str(v) for v in (z * z.conj()).tolist()],
+            "shared": loaded[0].tolist(),
+            "index_select_0d": error(
+                lambda: torch.arange(5.0, device=device).index_select(0, torch.tensor(1))),
+            "embedding_0d": error(lambda: torch.nn.Embedding(5, 2).to(device)(torch.tensor(3))),
+            "host_output": error(lambda: torch.tensor(1.0).add_(torch.tensor(2.0, device=device))),
+            "scalar_input": error(lambda: torch.ones(2, device=device) * torch.tensor(2.0)),
+            "sparse": error(lambda: torch.sparse_coo_tensor([[0]], [1.0], (2,)).to(device)),
+            "parameter": repr(p).splitlines()[0],
+        }))
+        """
+    )
+    assert got["arange"] == [[4], 2]
+    assert got["eye"] == [3, 3]
+    assert got["out"] == [5]
+    assert got["resize"] == [6]
+    assert got["data"] == [0.0, 1.0, 2.0]
+    assert got["conj"] == ["(5+0j)", "(10+0j)"]
+    assert got["shared"] == [0.0, 1.0, 102.0, 103.0, 104.0, 105.0]
+    assert got["index_select_0d"] == got["embedding_0d"] == got["host_output"] == "RuntimeError"
+    assert got["scalar_input"] is None
+    assert got["sparse"] == "TorchportError"
+    assert got["parameter"] == "Parameter containing:"
+
+
+def test_recurrent_layers_train_to_the_cpu_values() -> None:
+    got = run_isolated(
+        """
+        device = simulate_accelerator()
+        out = {}
+        for cls in (torch.nn.LSTM, torch.nn.GRU, torch.nn.LSTMCell, torch.nn.GRUCell):
+            runs = []
+            for where in ("cpu", device):
+                torch.manual_seed(0)
+                cell = cls in (torch.nn.LSTMCell, torch.nn.GRUCell)
+                model = (cls(3, 4) if cell else cls(3, 4, num_layers=2)).to(where)
+                x = torch.randn(2, 3) if cell else torch.randn(5, 2, 3)
+                y = model(x.to(where))
+                y = y[0] if isinstance(y, tuple) else y
+                y.pow(2).sum().backward()
+                grads = [p.grad.cpu() for p in model.parameters()]
+                runs.append((y.detach().cpu(), grads))
+            same_out = torch.allclose(runs[0][0], runs[1][0], atol=1e-6)
+            pairs = zip(runs[0][1], runs[1][1])
+            same_grads = all(torch.allclose(a, b, atol=1e-5) for a, b in pairs)
+            out[cls.__name__] = [same_out, same_grads]
+        print(json.dumps(out))
+        """
+    )
+    assert got == {name: [True, True] for name in ("LSTM", "GRU", "LSTMCell", "GRUCell")}
 
 
 def test_an_asynchronous_copy_to_the_host_reads_wrong_until_a_sync() -> None:
@@ -292,6 +373,10 @@ def test_save_and_load_keep_map_location() -> None:
             buffer.seek(0)
             loaded = torch.load(buffer, **kwargs)
             return sorted({str(v.device) for v in loaded["model"].values()})
+        def _cpu_checkpoint():
+            saved = io.BytesIO()
+            torch.save(torch.nn.Linear(3, 2).state_dict(), saved)
+            return saved.getvalue()
         restored = torch.nn.Linear(3, 2).to(device)
         buffer.seek(0)
         restored.load_state_dict(torch.load(buffer)["model"])
@@ -301,6 +386,8 @@ def test_save_and_load_keep_map_location() -> None:
             "dict": load(map_location={"sim:0": "cpu"}),
             "callable": load(map_location=lambda storage, location: storage),
             "to_sim": load(map_location="sim"), "same": same,
+            "cpu_checkpoint_to_sim": sorted({str(v.device) for v in torch.load(
+                io.BytesIO(_cpu_checkpoint()), map_location=device).values()}),
         }))
         """
     )
@@ -311,6 +398,7 @@ def test_save_and_load_keep_map_location() -> None:
         "callable": ["cpu"],
         "to_sim": ["sim:0"],
         "same": True,
+        "cpu_checkpoint_to_sim": ["sim:0"],
     }
 
 
@@ -343,7 +431,7 @@ def test_copies_and_syncs_are_counted_by_the_users_line() -> None:
     assert [entry[1] for entry in h2d] == [64, 16, 64, 16]
     assert all(entry[2] for entry in h2d)  # the loader pinned every batch
     assert [entry[3] for entry in h2d] == [True, False, True, False]
-    assert all(entry[4] for entry in got)  # attributed to the user's code, not torch's
+    assert all(entry[4] for entry in got), got  # attributed to the user's code, not torch's
     assert len({entry[5] for entry in h2d}) == 1
 
 
@@ -461,6 +549,31 @@ class Net(nn.Module):
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print(Net().to(device)(torch.randn(3, 4).to(device)).sum().item())
 """
+
+
+_CUDA_STREAMS = """
+import torch
+side = torch.cuda.Stream()
+x = torch.ones(4).cuda(non_blocking=True)
+with torch.cuda.stream(side):
+    y = x * 2
+torch.cuda.current_stream().wait_stream(side)
+y.record_stream(torch.cuda.current_stream())
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+start.record()
+total = y.sum()
+end.record()
+torch.cuda.synchronize()
+print(total.item(), start.elapsed_time(end) >= 0, y.device)
+"""
+
+
+def test_run_device_sim_runs_cuda_streams_and_events_in_order(tmp_path: Path) -> None:
+    script = tmp_path / "streams.py"
+    script.write_text(textwrap.dedent(_CUDA_STREAMS))
+    done = _torchport_run("sim", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "8.0 True sim:0"
 
 
 def _torchport_run(device: str, script: Path) -> subprocess.CompletedProcess[str]:

@@ -12,12 +12,14 @@ from __future__ import annotations
 from torchport.check._engine import check_source
 from torchport.check._explain import explain
 from torchport.check._fix import fix_source
+from torchport.check._printable import quoted
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check._select import select_rules
 from torchport.check.files import (
     FORMATS,
     CheckResult,
     Config,
+    ConfigResolver,
     FileError,
     FileFix,
     FixResult,
@@ -33,6 +35,8 @@ from torchport.check.files import (
     render,
     render_statistics,
     render_text,
+    run_files,
+    settings_of,
 )
 from torchport.check.port import Verification, port_paths, port_source, verify_entry
 from torchport.check.rules import RULES
@@ -42,6 +46,7 @@ __all__ = [
     "RULES",
     "CheckResult",
     "Config",
+    "ConfigResolver",
     "Edit",
     "Example",
     "FileError",
@@ -67,9 +72,12 @@ __all__ = [
     "load_config",
     "port_paths",
     "port_source",
+    "quoted",
     "render",
     "render_statistics",
     "render_text",
+    "run_files",
     "select_rules",
+    "settings_of",
     "verify_entry",
 ]

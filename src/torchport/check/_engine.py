@@ -32,11 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchport.check._context import Context
+from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._nodes import child_fields
 from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
 from torchport.check._syntax import parse_source
+from torchport.check._torch_api import within_target
 
 __all__ = [
     "CheckOutcome",
@@ -337,28 +339,52 @@ def _finding_key(finding: Finding) -> tuple[int, int, str, int, int, str]:
 
 
 def check_tree(
-    source: str, path: str, tree: ast.Module, ruleset: RuleSet, *, strict: bool = False
+    source: str,
+    path: str,
+    tree: ast.Module,
+    ruleset: RuleSet,
+    *,
+    strict: bool = False,
+    settings: FileSettings = UNLIMITED,
 ) -> CheckOutcome:
-    """Run ``ruleset`` over an already parsed ``tree`` of ``source``."""
+    """Run ``ruleset`` over an already parsed ``tree`` of ``source``.
+
+    ``settings``: the file's target torch (fixes that write an API it lacks are
+    dropped, the finding kept) and whether other tools' file-wide noqa counts.
+    """
     if not ruleset.rules:
         return CheckOutcome([])
-    noqa = parse_noqa(source)
+    noqa = parse_noqa(source, foreign=settings.respect_foreign_noqa)
     if noqa.file_codes is None:
         return CheckOutcome([])
     if noqa.file_codes:
         ruleset = ruleset.without(noqa.file_codes)
-    outcome = _walk(tree, Context(source, path, tree), ruleset, noqa, strict=strict)
+    ctx = Context(source, path, tree)
+    try:
+        outcome = _walk(tree, ctx, ruleset, noqa, strict=strict)
+    finally:
+        ctx.release()  # no analysis garbage left for the collector
+    if settings.target_torch is not None:
+        outcome.findings = within_target(outcome.findings, source, settings.target_torch)
     outcome.noqa = noqa
     return outcome
 
 
-def check_text(source: str, path: str, ruleset: RuleSet, *, strict: bool = False) -> CheckOutcome:
+def check_text(
+    source: str,
+    path: str,
+    ruleset: RuleSet,
+    *,
+    strict: bool = False,
+    settings: FileSettings = UNLIMITED,
+) -> CheckOutcome:
     """Parse ``source`` once and run ``ruleset`` over it.
 
     Raises:
         SyntaxError: ``source`` does not parse.
     """
-    return check_tree(source, path, parse_source(source, path), ruleset, strict=strict)
+    tree = parse_source(source, path)
+    return check_tree(source, path, tree, ruleset, strict=strict, settings=settings)
 
 
 def check_source(

@@ -21,8 +21,12 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from torchport.check._engine import RuleFailure, RuleSet, check_text, check_tree, ruleset_for
+from torchport.check._file_settings import UNLIMITED, FileSettings
+from torchport.check._printable import quoted
 from torchport.check._rule import NO_FIX, Edit, Finding, FixSafety
 from torchport.check._syntax import parse_source
+from torchport.check._torch_api import parse_version
+from torchport.errors import ConfigError
 
 __all__ = ["MAX_FIX_ROUNDS", "FixOutcome", "fix_source", "fix_text"]
 
@@ -42,7 +46,8 @@ class FixOutcome:
         """A unified diff from ``original`` to the fixed source (empty when nothing changed).
 
         Relative paths get git's ``a/``/``b/`` prefixes (``git apply`` takes it);
-        absolute ones are named as they are.
+        absolute ones are named as they are. A name with control characters is
+        quoted as git quotes it (see :mod:`torchport.check._printable`).
         """
         if original == self.source:
             return ""
@@ -50,8 +55,8 @@ class FixOutcome:
         lines = difflib.unified_diff(
             original.splitlines(keepends=True),
             self.source.splitlines(keepends=True),
-            fromfile=path if absolute else f"a/{path}",
-            tofile=path if absolute else f"b/{path}",
+            fromfile=quoted(path if absolute else f"a/{path}"),
+            tofile=quoted(path if absolute else f"b/{path}"),
         )
         return "".join(
             line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n"
@@ -187,11 +192,13 @@ def fix_text(
     unsafe: bool = False,
     tree: ast.Module | None = None,
     fixable: Collection[str] | None = None,
+    settings: FileSettings = UNLIMITED,
 ) -> FixOutcome:
     """Apply fixes to ``source`` until it stops changing (at most :data:`MAX_FIX_ROUNDS` rounds).
 
     ``tree`` is ``source`` already parsed, when the caller has it. ``fixable``:
     the codes whose fixes may apply (None: all); the other rules still report.
+    ``settings``: the file's target torch and noqa policy (see ``check_tree``).
 
     Raises:
         SyntaxError: ``source`` does not parse.
@@ -202,7 +209,7 @@ def fix_text(
     current = source
     if tree is None:
         tree = parse_source(source, path)
-    outcome = check_tree(current, path, tree, ruleset)
+    outcome = check_tree(current, path, tree, ruleset, settings=settings)
     for _ in range(MAX_FIX_ROUNDS):
         failures.update(dict.fromkeys(outcome.failures))
         new, applied, broken = _one_round(current, path, outcome.findings, allowed, fixable)
@@ -211,7 +218,7 @@ def fix_text(
             break
         fixed.update(f.code for f in applied)
         current = new
-        outcome = check_text(current, path, ruleset)
+        outcome = check_text(current, path, ruleset, settings=settings)
     failures.update(dict.fromkeys(outcome.failures))
     return FixOutcome(current, fixed, outcome.findings, list(failures))
 
@@ -222,19 +229,31 @@ def fix_source(
     unsafe: bool = False,
     select: Collection[str] | None = None,
     ignore: Collection[str] | None = None,
+    target_torch: str | None = None,
 ) -> str:
     """Return ``source`` with every allowed fix applied, repeated until nothing changes.
 
     Safe fixes always; unsafe ones only with ``unsafe=True``. Text outside the
     edits is kept byte for byte. The result is a fixed point: fixing it again
-    returns it unchanged.
+    returns it unchanged. ``target_torch`` (``"2.7"``): write no API that torch
+    lacks (None: any torch; see :mod:`torchport.check._torch_api`).
 
     Raises:
         SyntaxError: ``source`` does not parse.
-        ConfigError: a selector matches no rule.
+        ConfigError: a selector matches no rule, or ``target_torch`` is no version.
         RuntimeError: a rule raised or produced a fix that does not parse.
     """
-    outcome = fix_text(source, "<string>", ruleset_for(select, ignore), unsafe=unsafe)
+    settings = UNLIMITED
+    if target_torch is not None:
+        version = parse_version(target_torch)
+        if version is None:
+            raise ConfigError(
+                f"target_torch={target_torch!r} is no torch version; expected MAJOR.MINOR "
+                f"such as '2.7'"
+            )
+        settings = FileSettings(target_torch=version)
+    rules = ruleset_for(select, ignore)
+    outcome = fix_text(source, "<string>", rules, unsafe=unsafe, settings=settings)
     if outcome.failures:
         raise RuntimeError("; ".join(str(f) for f in outcome.failures))
     return outcome.source

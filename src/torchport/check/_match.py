@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from torchport.check._context import Context
 from torchport.check._rule import Edit
 from torchport.check.semantic._guards import test_guard
+from torchport.check.semantic._receivers import may_rewrite, meant_to_fail
 
 __all__ = [
     "RANDOM_FACTORIES",
@@ -346,8 +347,10 @@ def takes_a_device(call: ast.Call, ctx: Context) -> bool:
     helper that compares strings would break or change with a ``torch.device``.
     """
     if method_name(call) in _DEVICE_METHODS:
-        return True  # `x.to("cuda")`, `x.new_zeros(2, device="cuda")`
-    return ctx.scopes.is_torch_call(call)
+        # `x.to("cuda")`, `x.new_zeros(2, device="cuda")`: torch's unless the receiver is
+        # another's (`Cfg().to("cuda")`, a batch class's own `.to`)
+        return may_rewrite(call, ctx)
+    return ctx.scopes.is_torch_call(call) and not meant_to_fail(ctx)
 
 
 def in_tests(ctx: Context) -> bool:

@@ -7,7 +7,13 @@ Forms (case-insensitive, as in Ruff/flake8):
   (``TP2`` covers ``TP201``). Other tools' codes (``E501``) are ignored, so
   ``# noqa: E501`` silences nothing of ours;
 * ``# torchport: noqa`` on a line of its own silences the whole file, and
-  ``# torchport: noqa: TP101`` silences those codes in the whole file.
+  ``# torchport: noqa: TP101`` silences those codes in the whole file;
+* other tools' file-wide forms count too (a generated file carries one, not
+  ours): ``# ruff: noqa`` silences the whole file and ``# ruff: noqa: TP101``
+  those codes (Ruff reads the same line; its own codes there are ignored here);
+  ``# flake8: noqa`` silences the whole file (flake8 ignores the form with
+  codes, and so does torchport). The setting ``respect-foreign-noqa = false``
+  (``parse_noqa(foreign=False)``) turns these off, keeping only ``torchport:``.
 
 A ``TP`` code that names no rule (``# noqa: TP999``, a typo or a removed rule)
 silences nothing, so :func:`unknown_codes` finds them and the checker reports
@@ -43,7 +49,8 @@ _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
 _FILE_NOQA = re.compile(
-    r"^#\s*torchport\s*:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$",
+    r"^#\s*(?P<tool>torchport|ruff|flake8)\s*:\s*noqa"
+    r"(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$",
     re.IGNORECASE,
 )
 _SPLIT = re.compile(r"[\s,]+")
@@ -186,13 +193,21 @@ def _last_noqa(source: str) -> int:
     return last
 
 
-def parse_noqa(source: str) -> NoqaMap:
-    """Collect the ``# noqa`` comments of ``source`` (which must already parse)."""
+def parse_noqa(source: str, *, foreign: bool = True) -> NoqaMap:
+    """Collect the ``# noqa`` comments of ``source`` (which must already parse).
+
+    ``foreign``: whether ``# ruff: noqa`` and ``# flake8: noqa`` exempt the file too.
+    """
     noqa = NoqaMap()
     file_codes: set[str] = set()
     for line, text, alone, column in _comments(source):
         if alone:
             file_match = _FILE_NOQA.match(text)
+            tool = None if file_match is None else file_match["tool"].lower()
+            if file_match is not None and tool != "torchport" and not foreign:
+                continue  # another tool's file exemption, not honoured: not a line noqa either
+            if file_match is not None and tool == "flake8" and file_match["codes"] is not None:
+                continue  # flake8 ignores `# flake8: noqa: CODES` (it warns); so do we
             if file_match is not None:
                 codes = _codes(file_match["codes"])
                 if codes is None:

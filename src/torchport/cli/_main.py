@@ -6,17 +6,22 @@ function ``(argparse.Namespace) -> int``. Subcommand modules import torch only
 inside their handler, so ``torchport check`` never pays for it.
 
 Exit codes: 0 clean, 1 findings (or the script's own failure), 2 usage or configuration error.
+A reader that closes the pipe early (``torchport check . | head``) changes none of
+them: the rest of the output goes nowhere (see :mod:`torchport.cli._pipe`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import TextIO
 
 from torchport import __version__
+from torchport.cli._pipe import pipe_safe_stdout
 from torchport.errors import MissingDependencyError, TorchportError
 
 SUBCOMMANDS = ("doctor", "check", "fix", "port", "rule", "run", "bench")
@@ -37,6 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; returns its exit code (see the module docstring)."""
+    try:
+        with pipe_safe_stdout() as real_stdout:
+            return _main(argv, real_stdout)
+    except BrokenPipeError:  # a write that bypassed sys.stdout: the documented recipe
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+        return 1
+
+
+def _main(argv: Sequence[str] | None, real_stdout: TextIO) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown[:1] == ["--"] and getattr(args, "verify", None) is not None:
@@ -49,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
+    if args.subcommand == "run":  # the script owns its stdout: it gets the real one
+        sys.stdout = real_stdout
     try:
         return int(handler(args))
     except TorchportError as exc:
@@ -62,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise  # main's: never "internal error"
     except Exception:
         if args.subcommand not in _CHECKER:
             raise

@@ -47,7 +47,8 @@ def add_paths(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--config", metavar="FILE",
-        help="a TOML file with a [tool.torchport] table (default: the nearest pyproject.toml)",
+        help="a TOML file with a [tool.torchport] table for every file (default: each file's "
+        "nearest pyproject.toml with one)",
     )  # fmt: skip
     parser.add_argument(
         "--stdin-filename", metavar="PATH", help="the name of the text read with -, for config"
@@ -63,6 +64,12 @@ def add_paths(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--extend-exclude", type=_patterns, action="extend", default=[], metavar="PATTERNS",
         help="patterns to skip in addition to the config's excludes",
+    )  # fmt: skip
+    parser.add_argument(
+        "--target-torch", metavar="X.Y",
+        help="the oldest torch the code must run on: fixes write no API it lacks "
+        "(default: target-torch of the config, else the project's torch>= requirement, "
+        "else torchport's floor)",
     )  # fmt: skip
 
 
@@ -98,10 +105,11 @@ def add_output(parser: argparse.ArgumentParser) -> None:
 
 
 def settings(args: argparse.Namespace, paths: list[str]) -> Config:
-    """The configuration for this run: the file's (or ``--config``'s) with ``--exclude``s."""
-    from torchport.check import find_config, load_config
+    """The configuration this run asks for, with ``--exclude``s: ``--config``'s table for
+    every file, else each file's nearest one (``paths`` are resolved per file)."""
+    from torchport.check import Config, load_config
 
-    config = load_config(args.config) if args.config else find_config(paths)
+    config = load_config(args.config) if args.config else Config.per_file()
     return config.with_excludes(args.exclude, args.extend_exclude)
 
 

@@ -33,7 +33,7 @@ def report_changes(
     the file as it now is (with ``--diff``: as it is on disk); the ones on lines a
     dry run would write are counted, not placed.
     """
-    from torchport.check import render_text
+    from torchport.check import quoted, render_text
 
     dry = bool(getattr(args, "diff", False) or getattr(args, "check", False))
     names = _names() if getattr(args, "show_fixes", False) else {}
@@ -47,7 +47,7 @@ def report_changes(
         if args.quiet:
             continue
         counts = ", ".join(f"{code} x{n}" for code, n in change.fixed.items())
-        print(f"{verbs[1] if dry else verbs[0]} {change.path}: {counts}", file=report)
+        print(f"{verbs[1] if dry else verbs[0]} {quoted(change.path)}: {counts}", file=report)
         for code, n in change.fixed.items():
             if code in names:
                 name, safety = names[code]

@@ -15,7 +15,7 @@ from torchport.cli._options import add_output, add_paths, add_selection, run_pat
 from torchport.cli._output import ProgressLine, report_stream
 
 # == torchport.check.FORMATS (tested); a copy, so that `--help` imports no checker
-FORMATS = ("text", "concise", "json", "sarif", "github")
+FORMATS = ("text", "concise", "grouped", "json", "sarif", "github", "gitlab", "junit")
 
 
 def register(sub: Any) -> None:
@@ -31,7 +31,9 @@ def register(sub: Any) -> None:
     add_output(parser)
     parser.add_argument(
         "--format", choices=FORMATS, default="text",
-        help="text: each finding with its source line marked; concise: one line each",
+        help="text: each finding with its source line marked; concise: one line each; "
+        "grouped: by file; json; sarif; github: Actions annotations; gitlab: Code Quality "
+        "JSON; junit: JUnit XML",
     )  # fmt: skip
     parser.add_argument(
         "--statistics", action="store_true", help="print the count per code instead of findings"
@@ -54,6 +56,22 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     parser.add_argument(
+        "--cache-dir", metavar="DIR",
+        help="keep the cache in DIR (default: .torchport_cache beside the configuration; "
+        "also $TORCHPORT_CACHE_DIR)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--diff", action="store_true",
+        help="print the diff a plain `torchport fix` would apply, and write nothing",
+    )  # fmt: skip
+    parser.add_argument(
+        "--show-settings", action="store_true",
+        help="print the settings the one PATH is checked with (its config, rules, target torch)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--show-files", action="store_true", help="print the files a check of PATH... covers"
+    )
+    parser.add_argument(
         "--explain", metavar="CODE", help="describe one rule, with examples (ALL lists them all)"
     )
     parser.set_defaults(handler=_run)
@@ -68,6 +86,15 @@ def _run(args: argparse.Namespace) -> int:
         from torchport.cli.noqa import add_noqa
 
         return add_noqa(args)
+    if args.show_settings or args.show_files:
+        from torchport.cli._show import show
+
+        return show(args)
+    if args.diff:  # what `fix` would change: fix's own dry run, with check's selection
+        from torchport.cli import fix
+
+        args.unsafe = args.speed = False
+        return fix.run(args)
     from torchport.check import check_paths, render, render_statistics
 
     paths, stdin, _ = run_paths(args)
@@ -82,8 +109,9 @@ def _run(args: argparse.Namespace) -> int:
                 extend_select=args.extend_select,
                 config=settings(args, paths),
                 jobs=args.jobs,
-                cache=not args.no_cache,
+                cache=False if args.no_cache else (args.cache_dir or True),
                 progress=progress,
+                target_torch=args.target_torch,
             )
         finally:
             progress.close()

@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
         "--show-fixes", action="store_true", help="list each file's fixes by rule, with names"
     )
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
-    parser.set_defaults(handler=_run)
+    parser.set_defaults(handler=run)
 
 
 def write_stdin_result(change: Any, given: bytes) -> None:
@@ -58,7 +58,8 @@ def write_stdin_result(change: Any, given: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """`torchport fix` (and `check --diff`, which sets ``diff``, ``unsafe`` and ``speed``)."""
     from torchport.check import fix_paths
 
     paths, stdin, encoding = run_paths(args)
@@ -77,6 +78,7 @@ def _run(args: argparse.Namespace) -> int:
                 ignore=args.ignore,
                 extend_select=args.extend_select,
                 config=settings(args, paths),
+                target_torch=args.target_torch,
                 jobs=args.jobs,
                 progress=progress,
             )

@@ -75,6 +75,7 @@ def _run(args: argparse.Namespace) -> int:
                 diff=dry,
                 ignore=args.ignore,
                 config=settings(args, paths),
+                target_torch=args.target_torch,
                 jobs=args.jobs,
                 stdin=stdin,
                 progress=progress,

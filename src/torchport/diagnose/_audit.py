@@ -95,10 +95,10 @@ class AuditReport:
         recorded_steps: Steps that were recorded (all of them when ``every == 1``).
         dropped: Ops the audit saw but failed to describe (a bug to report; the
             program itself ran on unchanged).
-        other_threads: Copies and reads the program made meanwhile in threads the
-            audit does not watch (a prefetching thread's ``.to(device)``, a logger
-            thread's ``.item()``): not in any count, so the counts are short by at
-            least this many.
+        other_threads: How many other threads ran while the audit watched (alive when
+            it opened or closed, or started in between). The audit watches only the
+            thread that entered it, so what those did (a prefetching thread's
+            ``.to(device)``, a logger thread's ``.item()``) is in no count.
         unpredicted: What the audit saw but could not predict for an accelerator run,
             each with how many times (``torch.load`` without a ``map_location``): not
             in any count.
@@ -260,8 +260,9 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     is kept as the entry's ``via``.
 
     Watching costs a few microseconds per aten op (PyTorch's dispatch-mode
-    machinery, mostly), which shows on small, op-bound steps, and under 20 µs per
-    recorded event; other Python-level calls cost nothing extra. For long runs, record
+    machinery, mostly) and about a microsecond per torch function call (a
+    ``TorchFunctionMode``), which shows on small, op-bound steps, and under 20 µs per
+    recorded event. For long runs, record
     one step in N; the other steps run unwatched (a batch a ``DeviceLoader`` hands
     over between steps counts with the step it feeds)::
 
@@ -273,10 +274,12 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     Only the thread that entered the block is watched, plus autograd's worker
     threads, which inherit its modes (their ops have no Python caller and are
     listed under ``<backward/C++>``). Copies and reads that other threads make
-    meanwhile are not counted; the report says how many it heard of
+    meanwhile are not counted; the report says how many other threads ran
     (``other_threads``).
 
-    The watched program runs as it would without the audit: ``torch.jit.script`` and
+    The watched program runs as it would without the audit: no attribute of a torch
+    class is set or deleted (the audit watches through a ``TorchFunctionMode`` and a
+    ``TorchDispatchMode``), ``torch.jit.script`` and
     ``torch.jit.trace`` run with the audit stepped aside (what they compile runs
     audited afterwards), and warnings point at the program's lines.
 

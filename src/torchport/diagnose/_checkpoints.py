@@ -35,7 +35,6 @@ __all__ = ["CheckpointCounting"]
 
 _SAVE = torch.save  # the original (the audit's wrapper stands in for it under its name)
 _LOADED = "copy (loading a state dict onto the device)"
-_LOADING = _loading.STATE
 
 
 class CheckpointCounting:
@@ -91,7 +90,7 @@ class CheckpointCounting:
             if not held:
                 return
             where, _ = self._where(sys._getframe(1))
-            phase = DATA_LOADING if _LOADING.depth else ""
+            phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
             key: Key = (TRANSFER, label, _ops.op_name(func), direction, True, phase)
             for tensor in held:
                 self._count(key + where, tensor.numel() * tensor.element_size())
@@ -119,6 +118,6 @@ class CheckpointCounting:
         if not nbytes:
             return
         where, _ = self._where(frame)
-        phase = DATA_LOADING if _LOADING.depth else ""
+        phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
         key: Key = (TRANSFER, _LOADED, "load_state_dict", TO_DEVICE, True, phase)
         self._count(key + where, nbytes)

@@ -37,6 +37,7 @@ from torchport.diagnose._probes import (
     probe_driver,
     probe_gpus,
     probe_host,
+    toolkit_findings,
 )
 from torchport.errors import TorchportError
 
@@ -155,6 +156,7 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
     software = _guard(findings, "the host and its software", probe_host)
     if software is not None:
         findings += host_findings(software)
+        findings += toolkit_findings(software, build, driver)
     choice = None
     if accel is not None:
         choice = _choose(findings)

@@ -8,9 +8,10 @@ here once, and the recorder (:mod:`._recorder`) follows the decision:
   ``torch.utils.data.DataLoader`` makes an iterator or fetches a batch (sampler,
   ``Dataset.__getitem__`` or an ``IterableDataset``'s ``__iter__``, transforms,
   ``collate_fn``, ``pin_memory``) runs on the host in an accelerator run too: with
-  ``num_workers=0`` in the main process, which is what this module marks (a
-  thread-local depth, raised by wrappers of the loader's ``_get_iterator``,
-  ``_reset`` and ``_next_data`` while an audit watches). Its scalar reads and
+  ``num_workers=0`` in the main process, which is what this module recognises
+  (:func:`loading`: a frame of the loader's ``_get_iterator``, ``_reset`` or
+  ``_next_data`` on the stack of the event, asked only when an event is recorded;
+  nothing of the loader is replaced). Its scalar reads and
   would-be copies are host work, listed in the report's separate "data loading
   (host)" part and never counted as accelerator copies or syncs. A copy that
   really crosses devices inside it (a ``Dataset`` that calls ``.to("cuda")``) is
@@ -58,10 +59,10 @@ here once, and the recorder (:mod:`._recorder`) follows the decision:
 
 from __future__ import annotations
 
-import functools
 import threading
 import weakref
 from collections.abc import Callable
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
@@ -70,42 +71,17 @@ from torch.utils.data import dataloader
 from torch.utils.hooks import RemovableHandle
 
 __all__ = [
-    "STATE",
-    "LoadingDepth",
+    "LOADER_CODES",
     "device_state",
     "forget_steps",
     "is_host_state",
-    "loader_wrappers",
+    "loading",
     "watch_optimizer_steps",
 ]
 
 
-class LoadingDepth(threading.local):
-    """Per thread: how many data-loader calls are running (0: none)."""
-
-    depth = 0
-
-
-STATE = LoadingDepth()
-"""The one marker the recorder reads per event."""
-
-
-def _marked(original: Callable[..., Any]) -> Callable[..., Any]:
-    state = STATE
-
-    @functools.wraps(original)
-    def loading(*args: Any, **kwargs: Any) -> Any:
-        state.depth += 1
-        try:
-            return original(*args, **kwargs)
-        finally:
-            state.depth -= 1
-
-    return loading
-
-
-# The loader's inner calls, not __iter__/__next__: those issue warnings with
-# stacklevel=2, which a wrapper in between would pin on itself.
+# The loader's inner calls (not __iter__/__next__, which the program's own wrappers of a
+# loader may stand in for): while one of their frames is on the stack, data loads.
 _CALLS: tuple[tuple[type, str], ...] = (
     (dataloader.DataLoader, "_get_iterator"),
     *(
@@ -119,11 +95,22 @@ _CALLS: tuple[tuple[type, str], ...] = (
         if name in vars(cls)
     ),
 )
+LOADER_CODES: frozenset[CodeType] = frozenset(vars(cls)[name].__code__ for cls, name in _CALLS)
+"""The code objects whose frames mark data loading."""
 
 
-def loader_wrappers() -> list[tuple[Any, str, Callable[..., Any], Callable[..., Any]]]:
-    """(owner, name, original, wrapper) for each DataLoader call that marks data loading."""
-    return [(cls, name, vars(cls)[name], _marked(vars(cls)[name])) for cls, name in _CALLS]
+def loading(frame: FrameType | None) -> bool:
+    """Whether ``frame`` or a frame above it runs inside a DataLoader's fetch.
+
+    Walks the whole stack (a dataset's ``__getitem__`` is user code under the loader's
+    frame); called per recorded event, never per op.
+    """
+    codes = LOADER_CODES
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 class _Stepping(threading.local):

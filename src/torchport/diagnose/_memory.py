@@ -48,6 +48,8 @@ class MemoryReport:
         process_rss: This process's resident host memory.
         process_peak_rss: The most ``process_rss`` has been.
         notes: Why a number is missing, or where it came from when that matters.
+        total_is: For the CPU, what ``total`` is: ``"RAM"``, ``"cgroup memory limit"``,
+            or this process's own limit (``"RLIMIT_AS (ulimit -v)"``); ``None`` on a device.
     """
 
     device: str
@@ -59,6 +61,7 @@ class MemoryReport:
     process_rss: int | None = None
     process_peak_rss: int | None = None
     notes: tuple[str, ...] = field(default=())
+    total_is: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The facts as plain JSON-ready values (bytes as ints)."""
@@ -109,11 +112,12 @@ def memory_report(device: torch.device | str | int | None = None) -> MemoryRepor
     resolved = _resolve(device)
     rss, peak_rss = _process_rss()
     if resolved.type == "cpu":
-        free, total, notes = _host_memory()
+        free, total, notes, total_is = _host_memory()
         return MemoryReport(
             device="cpu",
             free=free,
             total=total,
+            total_is=total_is,
             process_rss=rss,
             process_peak_rss=peak_rss,
             notes=("PyTorch does not count CPU tensor bytes; see process RSS", *notes),
@@ -211,13 +215,17 @@ def host_memory(*, within_process_limit: bool = True) -> tuple[int | None, int |
         within_process_limit: Bound both by this process's own limit (:func:`process_limit`)
             too, so they say what this process can still get.
     """
-    free, total, _ = _host_memory(within_process_limit=within_process_limit)
+    free, total, _, _ = _host_memory(within_process_limit=within_process_limit)
     return free, total
 
 
-def _host_memory(*, within_process_limit: bool = True) -> tuple[int | None, int | None, list[str]]:
-    """Available and total system RAM, bounded by the cgroup limit and this process's own."""
+def _host_memory(
+    *, within_process_limit: bool = True
+) -> tuple[int | None, int | None, list[str], str]:
+    """Available and total system RAM, bounded by the cgroup limit and this process's own;
+    and what the total is (``"RAM"`` or the limit that set it)."""
     notes: list[str] = []
+    total_is = "RAM"
     info = _read_kib_fields(_PROC_MEMINFO)
     available, total = info.get("MemAvailable"), info.get("MemTotal")
     if total is None:
@@ -230,18 +238,21 @@ def _host_memory(*, within_process_limit: bool = True) -> tuple[int | None, int 
     if limit is not None and total is not None and limit < total:
         used = _read_int(_CGROUP_CURRENT) or 0
         total = limit
+        total_is = "cgroup memory limit"
         room = max(limit - used, 0)
         available = room if available is None else min(available, room)
         notes.append("total is this container's cgroup memory limit")
     cap = process_limit() if within_process_limit else None
     if cap is not None and (total is None or cap.limit < total or (available or 0) > cap.room):
+        if total is None or cap.limit < total:
+            total_is = cap.name
         total = cap.limit if total is None else min(total, cap.limit)
         available = cap.room if available is None else min(available, cap.room)
         notes.append(
             f"this process is limited by {cap.name} to {format_bytes(cap.limit)}, "
             f"{format_bytes(cap.used)} of it in use: available is what the limit leaves"
         )
-    return available, total, notes
+    return available, total, notes, total_is
 
 
 @dataclass(frozen=True)

@@ -1,40 +1,43 @@
 """Watching Python-level tensor calls (``.item()``, ``.tolist()``, ``.to()``, ...) during an audit.
 
 These calls never reach a dispatch mode as one op of their own, so
-:func:`torchport.audit` needs to see them at the Python level. A
-``TorchFunctionMode`` would, but it puts a Python call in front of *every* torch
-function and tensor method of the block (about 2 µs each, 5% of a 5 ms CPU
-training step). Only the callables in :data:`._ops.METHOD_TABLE` matter, so while
-at least one audit records, each of them is replaced where it lives
-(``torch.Tensor.item``, ``torch.tensor``, ...) by a wrapper that costs nothing to
-any other op.
+:func:`torchport.audit` sees them at the Python level, through a
+``TorchFunctionMode`` (:class:`FunctionWatcher`) that each recording audit puts at
+the bottom of the function-mode stack of the thread that entered it (the program's own
+modes, torchport's redirect among them, rewrite a call first; the audit sees the call
+that runs). Only the callables in :data:`._ops.METHOD_TABLE`
+are looked at; every other torch function passes straight through (one dict miss).
 
-The wrappers must not change what the program does:
+Invariant: watching never changes the program. No attribute of a torch class is set
+or deleted, ever: an earlier version replaced ``torch.Tensor.__getitem__`` and kin on
+the class and deleted them afterwards, and CPython then left a sequence slot on every
+tensor, so ``torch.tensor([t0, t1])`` of 0-dim tensors raised ``TypeError`` during the
+audit and for the rest of the process. ``tests/diagnose/test_invariant.py`` holds the
+rule (class dictionaries and slot behaviour before and after) and a differential
+oracle (generated programs with and without the audit).
 
-* TorchScript compiles what it finds under a name. Each wrapper of a torch
-  builtin (``torch.tensor``) is registered as that builtin, and
-  ``torch.jit.script``, ``torch.jit.trace`` and ``torch.jit.trace_module`` are
-  wrapped to *step aside*: while they run, the wrappers are taken down and the
-  audits of the calling thread lift their dispatch modes off the stack (the
-  tracer fails under any dispatch mode). What they compile or trace is not
-  audited; the compiled code runs audited afterwards, op by op.
-* A warning that torch's C++ code raises is attributed to the innermost Python
-  frame, which would be the wrapper. The wrappers of calls that warn
-  (:data:`._ops.MAY_WARN`, when their arguments can), and every wrapper while
-  CUDA's sync debug mode is on, record the warnings and re-issue them at their
-  caller's line, with the caller's filters and once-registry.
+What remains module-level is swapped on the ``torch`` and ``torch.jit`` *modules* (never
+a class) while an audit watches, and restored exactly:
 
-Beside them, the DataLoader's inner calls are wrapped to mark data loading
-(:mod:`._loading`), only with a counter: they record nothing themselves; and
-``torch.save``/``torch.load`` report what they saved or loaded, after the call.
+* ``torch.jit.script``, ``torch.jit.trace`` and ``torch.jit.trace_module`` *step
+  aside*: while they run, the audits of the calling thread lift their modes off the
+  stacks (the tracer fails under any dispatch mode). What they compile or trace is
+  not audited; the compiled code runs audited afterwards, op by op.
+* ``torch.save``/``torch.load`` report what they saved or loaded, after the call.
 
-The wrappers are process-wide, but record only for the audits active in the
-calling thread (a thread-local stack), so other threads pass straight through.
-Installing is reference-counted across threads and nested audits; the last
-:func:`unwatch` restores every attribute exactly: attributes that were inherited
-(``tolist`` comes from ``torch._C.TensorBase``) are deleted again rather than
-shadowed. Apart from watching, each open audit block (:func:`open_block`) hears the
-copies torchport's own movers skip (``torchport._skipped``), for its whole length.
+A warning that torch's C++ code raises is attributed to the innermost Python frame,
+which for a watched call is the function mode's. The calls that warn
+(:data:`._ops.MAY_WARN`, when their arguments can), and every watched call while
+CUDA's sync debug mode is on, record the warnings and re-issue them at their caller's
+line, with the caller's filters and once-registry. (Warnings of torch functions the
+table does not watch keep their message and category; the line CPython names for them
+may be the mode's, as for every ``TorchFunctionMode``.)
+
+Function modes are per thread: copies and reads made in other threads are not seen.
+The audit counts the threads that ran beside it (:class:`OtherThreads`) so the report
+can say its counts leave them out. Apart from watching, each open audit block
+(:func:`open_block`) hears the copies torchport's own movers skip
+(``torchport._skipped``), for its whole length.
 """
 
 from __future__ import annotations
@@ -45,22 +48,25 @@ import inspect
 import os
 import sys
 import threading
+import types
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import FrameType
 from typing import Any, Protocol
 
 import torch
 import torch.jit
+from torch.overrides import TorchFunctionMode
 
 from torchport import _skipped, hardware
-from torchport.diagnose import _loading, _ops
+from torchport.diagnose import _ops
 from torchport.diagnose._ops import OpEntry
 
 __all__ = [
-    "ELSEWHERE",
-    "Elsewhere",
+    "OTHER_THREADS",
+    "FunctionWatcher",
     "Observer",
+    "OtherThreads",
     "QuietCount",
     "close_block",
     "observers_here",
@@ -98,6 +104,8 @@ class Observer(Protocol):
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
 
+    def observe_host_index(self, func: Any, nbytes: int) -> None: ...
+
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
     def lift(self) -> object | None: ...
@@ -105,25 +113,60 @@ class Observer(Protocol):
     def restore(self, token: object) -> None: ...
 
 
-class Elsewhere:
-    """Watched calls made in threads where no audit block is open, while one watches.
+class OtherThreads:
+    """Threads other than an audited one that ran while an audit watched.
 
-    An audit watches the thread that entered it; a copy or a read made in another
-    thread (a prefetching thread, a logger's) is not counted, and the report says how
-    many there were rather than leave them out silently. Incremented without a lock: a
-    lost increment under a race still leaves a non-zero count.
+    A function mode and a dispatch mode watch the thread that pushed them; a copy or a
+    read made in another thread (a prefetching thread's, a logger's) is not counted,
+    and the report says how many threads ran beside the audit rather than leave them
+    out silently. Threads alive when a block opens or closes are listed from
+    :func:`threading.enumerate`; a thread started in between is heard through
+    :func:`threading.setprofile`, whose hook runs once, at the thread's first call,
+    and removes itself there (installed only when no other profile hook is set, so a
+    profiler's own hook is never replaced).
     """
 
-    calls = 0
+    def __init__(self) -> None:
+        self.started = 0  # threads started while the hook stood (idents are reused: counted)
+        self.idents: set[int] = set()  # and their idents, to tell them from the threads alive
+        self.users = 0
+        self.hooked = False
+
+    def hook(self, frame: Any, event: str, arg: Any) -> None:
+        sys.setprofile(None)  # once per thread: from here on it runs unprofiled
+        self.started += 1
+        self.idents.add(threading.get_ident())
+
+    def open(self) -> None:
+        with _lock:
+            self.users += 1
+            if self.users == 1 and threading.getprofile() is None:
+                threading.setprofile(self.hook)
+                self.hooked = True
+
+    def close(self) -> None:
+        with _lock:
+            self.users -= 1
+            if self.users == 0:
+                if self.hooked and threading.getprofile() == self.hook:
+                    threading.setprofile(None)
+                self.hooked = False
+                self.idents.clear()
+
+    def alive(self) -> set[int]:
+        """Idents of the other threads alive now that were not started under the hook."""
+        here = threading.get_ident()
+        idents = {t.ident for t in threading.enumerate() if t.ident is not None}
+        return idents - self.idents - {here}
 
 
-ELSEWHERE = Elsewhere()
+OTHER_THREADS = OtherThreads()
 _local = threading.local()  # .observers: list[Observer], the audits recording in this thread
 _lock = threading.RLock()
 _users = 0
 _suspended = 0  # step-aside blocks running (in any thread): wrappers stay down
 # (owner, name, original, whether the owner defined it itself, our wrapper)
-_installed: list[tuple[Any, str, Any, bool, Any]] = []
+_installed: list[tuple[types.ModuleType, str, Any, bool, Any]] = []
 _THIS_FILE = __file__
 
 
@@ -195,7 +238,7 @@ if hasattr(os, "register_at_fork"):
 
 
 def _matches(
-    applies: Callable[[Any, Any], bool], args: tuple[Any, ...], kwargs: dict[str, Any]
+    applies: Callable[[Any, Any], bool], args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> bool:
     try:
         return bool(applies(args, kwargs))
@@ -213,7 +256,7 @@ def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) ->
                 w.category,
                 caller.f_code.co_filename,
                 caller.f_lineno or 0,
-                module=module_globals.get("__name__"),
+                module=module_globals.get("__name__", "<string>"),  # as warnings.warn names it
                 registry=module_globals.setdefault("__warningregistry__", {}),
                 # no module_globals: for `python -c` code its loader (BuiltinImporter)
                 # raises ImportError when asked for the source line
@@ -238,71 +281,127 @@ def _call(
         warnings.simplefilter("always")
         out = original(*args, **kwargs)
     if caught:
-        _reissue(caught, sys._getframe(2))
+        _reissue(caught, _caller())
     return out
+
+
+def _caller() -> FrameType | None:
+    """The first frame above this module's: the program's call of a watched function."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == _THIS_FILE:
+        frame = frame.f_back
+    return frame
 
 
 # Reads whose work runs no aten op on a CPU tensor: nothing to keep from the dispatch mode
 _NO_ATEN_OPS = frozenset({torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__array__})
 
 
-def _wrap(original: Callable[..., Any], entry: OpEntry) -> Callable[..., Any]:
-    warns = _ops.MAY_WARN.get(original)
-    applies = entry.applies
-    # .item(), bool(t), printing run aten ops the mode would see and ignore; copies made
-    # by torch.tensor(..., device=) and no-op moves never reach it
-    lifts = entry.kind is not _ops.OpKind.TRANSFER and original not in _NO_ATEN_OPS
+def _lifts(func: Any, entry: OpEntry) -> bool:
+    # .item(), bool(t), printing run aten ops the dispatch mode would see and ignore;
+    # copies made by torch.tensor(..., device=) and no-op moves never reach it
+    return entry.kind is not _ops.OpKind.TRANSFER and func not in _NO_ATEN_OPS
 
-    @functools.wraps(original)
-    def watched(*args: Any, **kwargs: Any) -> Any:
-        observers = getattr(_local, "observers", None)
-        if not observers:
-            if not getattr(_local, "blocks", None) and (
-                applies is None or _matches(applies, args, kwargs)
-            ):
-                ELSEWHERE.calls += 1  # another thread, which no audit watches
-            return _call(original, args, kwargs, warns)
-        if applies is not None and not _matches(applies, args, kwargs):
-            return _call(original, args, kwargs, warns)
-        if lifts and len(observers) == 1:
-            # The common case, one audit: its dispatch mode steps off the stack while the
-            # call runs (cheaper than letting each aten op inside reach it just to be ignored)
-            observer = observers[0]
-            local = observer.local
-            depth = local.quiet  # a thread-local: read once, written twice
-            token = observer.lift()
-            local.quiet = depth + 1
-            try:
-                out = _call(original, args, kwargs, warns)
-            finally:
-                local.quiet = depth
-                if token is not None:
-                    observer.restore(token)
-            if not depth:
-                observer.observe_python(original, entry, args, kwargs, out)
-            return out
-        active = list(observers)
-        for each in active:
-            each.local.quiet += 1  # the aten ops inside belong to this call
+
+# func -> (entry, when its arguments can warn, whether the dispatch mode steps aside)
+_WATCHED: dict[Any, tuple[OpEntry, Callable[[Any], bool] | None, bool]] = {
+    func: (entry, _ops.MAY_WARN.get(func), _lifts(func, entry))
+    for func, entry in _ops.METHOD_TABLE.items()
+}
+_watched = _WATCHED.get
+
+
+class FunctionWatcher(TorchFunctionMode):
+    """One audit's function mode: hands the watched Python-level calls to its observer.
+
+    Every other torch function passes through after one dict miss. While a watched
+    call runs, its own aten ops are the call's (``observer.local.quiet``), and when the
+    audit's dispatch mode is on top of its stack it steps off for the call (cheaper
+    than letting each aten op inside reach it just to be ignored).
+    """
+
+    def __init__(self, observer: Observer) -> None:
+        super().__init__()
+        self._observer = observer
+        self._local = observer.local
+
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
         try:
-            out = _call(original, args, kwargs, warns)
-        finally:
-            for each in active:
-                each.local.quiet -= 1
-        for each in active:
-            if not each.local.quiet:
-                each.observe_python(original, entry, args, kwargs, out)
+            found = _watched(func)
+        except TypeError:  # an unhashable callable is never watched
+            found = None
+        if found is None:
+            if _sync_debug_mode():
+                return _call(func, args, kwargs or {}, None)
+            if kwargs:
+                return func(*args, **kwargs)
+            return func(*args)
+        entry, warns, lifts = found
+        if kwargs is None:
+            kwargs = {}
+        applies = entry.applies
+        if applies is not None and not _matches(applies, args, kwargs):
+            host_index = _host_index_bytes(func, args)
+            if not (host_index or entry.quiet_otherwise):
+                return _call(func, args, kwargs, warns)
+            # F.one_hot(x, n)'s CPU checks, or x[list]: the ops inside are the call's
+            out = self._quietly(func, args, kwargs, warns, lifts)
+            if host_index and not self._local.quiet:
+                self._observer.observe_host_index(func, host_index)
+            return out
+        depth = self._local.quiet
+        out = self._quietly(func, args, kwargs, warns, lifts)
+        if not depth:
+            self._observer.observe_python(func, entry, tuple(args), dict(kwargs), out)
         return out
 
-    return watched
+    def _quietly(
+        self,
+        func: Any,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        warns: Callable[[Any], bool] | None,
+        lifts: bool,
+    ) -> Any:
+        """Run a watched call with its aten ops counted as its own (not recorded)."""
+        observer = self._observer
+        local = self._local
+        depth = local.quiet  # a thread-local: read once, written twice
+        token = observer.lift() if lifts else None
+        local.quiet = depth + 1
+        try:
+            return _call(func, args, kwargs, warns)
+        finally:
+            local.quiet = depth
+            if token is not None:
+                observer.restore(token)
+
+
+_INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
+
+
+def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
+    """Bytes of a list or NumPy index an accelerator would copy to the device (0: none)."""
+    if func not in _INDEXING or len(args) < 2:
+        return 0
+    try:
+        return _ops.host_index_bytes(args[1])
+    except Exception:  # odd indices: the call itself will say what is wrong with them
+        return 0
 
 
 @contextlib.contextmanager
 def stepping_aside() -> Iterator[None]:
-    """Take the audit out of the way for the block: no wrappers, no dispatch mode of ours.
+    """Take the audit out of the way for the block: no wrappers, no mode of ours.
 
-    The wrappers come down process-wide (other threads' audits miss Python-level
-    reads meanwhile); the dispatch modes are lifted only in the calling thread.
+    The module wrappers come down process-wide; the function and dispatch modes are
+    lifted only in the calling thread.
     """
     global _suspended
     with _lock:
@@ -359,39 +458,12 @@ def _checkpointing(original: Callable[..., Any]) -> Callable[..., Any]:
     return checkpoint
 
 
-def _home(func: Any) -> tuple[Any, str]:
-    """Where a watched callable is looked up: ``(torch.Tensor, "item")``, ``(torch, "tensor")``."""
-    name = func.__name__
-    for owner in (torch.Tensor, torch):
-        if getattr(owner, name, None) is func:
-            return owner, name
-    raise LookupError(f"cannot find where {func!r} lives in torch")
-
-
-def _register_as_builtin(wrapper: Callable[..., Any], original: Any) -> None:
-    """Let TorchScript compile ``wrapper`` as the aten builtin ``original`` is."""
-    try:
-        from torch.jit import _builtins
-
-        op = _builtins._find_builtin(original)  # type: ignore[no-untyped-call]
-        if op is not None:
-            _builtins._register_builtin(wrapper, op)
-    except Exception:  # a torch without this table compiles through the step-aside only
-        pass
-
-
-def _make_wrappers() -> list[tuple[Any, str, Callable[..., Any], Callable[..., Any]]]:
-    """(owner, name, original, wrapper), made once: TorchScript's table keys on ``id()``."""
-    made = []
-    for func, entry in _ops.METHOD_TABLE.items():
-        owner, name = _home(func)
-        wrapper = _wrap(func, entry)
-        _register_as_builtin(wrapper, func)
-        made.append((owner, name, func, wrapper))
+def _make_wrappers() -> list[tuple[types.ModuleType, str, Callable[..., Any], Callable[..., Any]]]:
+    """(module, name, original, wrapper): only module attributes, never a class's."""
+    made: list[tuple[types.ModuleType, str, Callable[..., Any], Callable[..., Any]]] = []
     for name in ("script", "trace", "trace_module"):
         original = getattr(torch.jit, name)
         made.append((torch.jit, name, original, _step_aside(original)))
-    made += _loading.loader_wrappers()  # mark data loading (see ._loading)
     made += [
         (torch, name, getattr(torch, name), _checkpointing(getattr(torch, name)))
         for name in ("save", "load")

@@ -49,6 +49,18 @@ _S = f"({SIZE_PATTERN})"
 _FLAGS = re.IGNORECASE | re.DOTALL
 
 _HEADER = re.compile(r"\b(CUDA|HIP|XPU) out of memory|\b(MPS) backend out of memory", _FLAGS)
+# torch 2.0-2.3's CUDA allocator, when an allocation passes the per-process limit's check:
+# "Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently
+# allocated : ...\nRequested : ...\nDevice limit : ...\nFree (according to CUDA): ...\n
+# PyTorch limit (set by user-supplied memory fraction)\n : ..."
+_EXCEED_HEADER = re.compile(r"Allocation on device (\d+) would exceed allowed memory", _FLAGS)
+_EXCEED = {
+    "allocated": re.compile(rf"Currently allocated\s*:\s*{_S}", _FLAGS),
+    "requested": re.compile(rf"Requested\s*:\s*{_S}", _FLAGS),
+    "total": re.compile(rf"Device limit\s*:\s*{_S}", _FLAGS),
+    "free": re.compile(rf"Free \(according to CUDA\)\s*:\s*{_S}", _FLAGS),
+    "allowed": re.compile(rf"memory fraction\)\s*:\s*{_S}", _FLAGS),
+}
 # Raised by cuBLAS/cuDNN/kernels rather than the caching allocator: an OOM without numbers.
 _BARE_HEADER = re.compile(r"\b(CUDA|HIP) error: out of memory", _FLAGS)
 _REQUESTED = re.compile(rf"Tried to allocate {_S}", _FLAGS)
@@ -65,8 +77,14 @@ _OLD_TOTAL = re.compile(rf"{_S} total capacity", _FLAGS)
 _OLD_ALLOCATED = re.compile(rf"{_S} already allocated", _FLAGS)
 _OLD_FREE = re.compile(rf"{_S} free;", _FLAGS)
 _OLD_RESERVED = re.compile(rf"{_S} reserved in total by PyTorch", _FLAGS)
+# releases before 1.5: "...; 24.17 MiB free; 26.39 MiB cached)", the cache not in use
+_OLD_CACHED = re.compile(rf"{_S} cached\)", _FLAGS)
+# Linux/macOS (posix_memalign failed): "can't allocate memory"; Windows (_aligned_malloc):
+# "not enough memory", which releases before 1.0 followed with "Buy new RAM!"
 _CPU_HEADER = re.compile(
-    r"DefaultCPUAllocator: can't allocate memory: you tried to allocate (\d+) bytes", _FLAGS
+    r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): "
+    r"you tried to allocate (\d+) bytes",
+    _FLAGS,
 )
 _MPS_ALLOCATED = re.compile(rf"MPS allocated: {_S}", _FLAGS)
 _MPS_OTHER = re.compile(rf"other allocations: {_S}", _FLAGS)
@@ -76,6 +94,12 @@ _MPS_MAX = re.compile(rf"max allowed: {_S}", _FLAGS)
 _OTHERS_SHARE = 0.25
 # Reserved-but-unallocated counts as fragmentation from this share of what PyTorch reserved.
 _FRAGMENTED_SHARE = 0.10
+# Free memory reported above the request by this much, and the allocation still failed:
+# a limit below the allocator refused it (the allocator's own rounding is under 2 MiB).
+_PLATFORM_SLACK = 64 * 2**20
+# ... on a device with at least this share free: a nearly full device (150 MiB free of 16
+# GiB, asked for 20 MiB) fails below that from the driver's own needs, and is full.
+_ROOMY_SHARE = 0.05
 # When what PyTorch reserved plus the request is at most this share of the device, neither
 # the working set nor fragmentation explains running out: the rest is held elsewhere.
 _HELD_SHARE = 0.5
@@ -88,6 +112,7 @@ class OomCase(enum.Enum):
     PROCESS_LIMIT = "the per-process memory limit is reached"
     OTHER_PROCESSES = "other processes hold the memory"
     HELD_ELSEWHERE = "the memory is held outside PyTorch"
+    PLATFORM_LIMIT = "a limit below the allocator refused it"
     FRAGMENTATION = "fragmentation"
     WORKING_SET_TOO_LARGE = "working set too large"
 
@@ -168,7 +193,11 @@ def explain_oom(
     message = err if isinstance(err, str) else str(err)
     cpu = _CPU_HEADER.search(message)
     if cpu is not None:
-        return _explain_cpu(message, int(cpu.group(1)))
+        # a pasted log came from another machine: this one's RAM says nothing of it
+        return _explain_cpu(message, int(cpu.group(1)), here=not isinstance(err, str))
+    exceed = _EXCEED_HEADER.search(message)
+    if exceed is not None:
+        return _explain_exceed(message, exceed.group(1), device)
     header = _HEADER.search(message) or _BARE_HEADER.search(message)
     if header is None:
         if isinstance(err, torch.OutOfMemoryError):
@@ -203,12 +232,30 @@ def explain_oom(
         _take(numbers, "reserved", _OLD_RESERVED, message)
         if "reserved" in numbers and "allocated" in numbers:
             numbers["reserved_unallocated"] = max(numbers["reserved"] - numbers["allocated"], 0)
+        else:
+            _take(numbers, "reserved_unallocated", _OLD_CACHED, message)
     _take(numbers, "allowed", _ALLOWED, message)
     _take(numbers, "this_process", _THIS_PROCESS, message)
     others = tuple((int(pid), parse_size(size)) for pid, size in _OTHER_PROCESS.findall(message))
     if "this_process" not in numbers:
         others = _drop_own_process(numbers, others)
     return _classify(backend, _device_name(backend, index, device), numbers, others, message)
+
+
+def recognises(message: str) -> bool:
+    """Whether ``message`` is an allocator's out-of-memory message that this module reads."""
+    return any(
+        p.search(message) is not None for p in (_CPU_HEADER, _EXCEED_HEADER, _HEADER, _BARE_HEADER)
+    )
+
+
+def _explain_exceed(message: str, index: str, device: torch.device | str | None) -> OomExplanation:
+    numbers: dict[str, int] = {}
+    for key, pattern in _EXCEED.items():
+        _take(numbers, key, pattern, message)
+    if numbers.get("allowed", 0) >= numbers.get("total", 0):
+        numbers.pop("allowed", None)  # no fraction set: the limit printed is "unlimited"
+    return _classify("cuda", _device_name("cuda", index, device), numbers, (), message)
 
 
 def _take(numbers: dict[str, int], key: str, pattern: re.Pattern[str], message: str) -> None:
@@ -251,22 +298,25 @@ def _explain_mps(message: str, device: torch.device | str | None) -> OomExplanat
     _take(numbers, "allocated", _MPS_ALLOCATED, message)
     _take(numbers, "total", _MPS_MAX, message)
     other = _MPS_OTHER.search(message)
+    if other is not None:
+        # Metal buffers of this process outside PyTorch's tensors (other libraries, the
+        # graphics stack); counted against the same "max allowed"
+        numbers["other"] = parse_size(other.group(1))
     if "allocated" in numbers:
-        # "Other allocations" are this process's driver-side buffers, not other processes.
-        numbers["this_process"] = numbers["allocated"] + (
-            parse_size(other.group(1)) if other else 0
-        )
+        numbers["this_process"] = numbers["allocated"] + numbers.get("other", 0)
         if "total" in numbers:
             numbers["free"] = max(numbers["total"] - numbers["this_process"], 0)
     name = str(hardware.device_spec(device)) if device is not None else "mps"
     return _classify("mps", name, numbers, (), message)
 
 
-def _explain_cpu(message: str, requested: int) -> OomExplanation:
+def _explain_cpu(message: str, requested: int, *, here: bool) -> OomExplanation:
     # The machine's RAM, and apart from it this process's own limit: which of the two
-    # refused the allocation is the cause.
-    free, total = host_memory(within_process_limit=False)
+    # refused the allocation is the cause. Only for an error raised here.
     numbers = {"requested": requested}
+    if not here:
+        return _classify("cpu", "cpu", numbers, (), message)
+    free, total = host_memory(within_process_limit=False)
     if total is not None:
         numbers["total"] = total
     if free is not None:
@@ -334,6 +384,24 @@ def _classify(
             "effective batch), activation checkpointing, bfloat16 autocast."
         )
     elif (
+        free is not None
+        and requested is not None
+        and free >= requested + _PLATFORM_SLACK
+        and (total is None or free >= _ROOMY_SHARE * total)
+        and backend != "cpu"
+    ):
+        case = OomCase.PLATFORM_LIMIT
+        step = (
+            f"{where} had {format_bytes(free)} free, more than the {format_bytes(requested)} "
+            "asked for, so the allocation did not fail for want of memory, nor for how "
+            "PyTorch's cache is laid out: something below PyTorch's allocator refused it. "
+            "Look for a limit on one "
+            "allocation or on the process: the platform's maximum single allocation (Intel "
+            "GPUs without large-allocation support, integrated GPUs' carve-out), Windows' WDDM "
+            "driver model, a MIG slice or an MPS/vGPU/container memory limit, or another "
+            "library's allocator in this process. Chunk the allocation or lift the limit."
+        )
+    elif (
         held_by_others > 0
         and (requested is None or held_by_others >= requested)
         and (
@@ -347,6 +415,16 @@ def _classify(
             f"Other processes (pid {pids}) hold {format_bytes(held_by_others)} of {where}: "
             "stop them (look for leftover jobs with nvidia-smi or rocm-smi), or run on a free "
             "GPU by setting CUDA_VISIBLE_DEVICES or TORCHPORT_DEVICE."
+        )
+    elif backend == "mps" and _mps_other_dominates(numbers):
+        case = OomCase.HELD_ELSEWHERE
+        other = numbers["other"]
+        step = (
+            f"{format_bytes(other)} of the {format_bytes(total)} MPS may use is in other "
+            f"allocations, against {format_bytes(allocated)} in PyTorch's tensors: Metal "
+            "buffers outside PyTorch (another library or model runtime in this process, "
+            "the graphics stack). Release them (torch.mps.empty_cache() frees PyTorch's "
+            "cache only), or run the other work apart; a smaller batch only trims PyTorch's part."
         )
     elif backend not in ("cpu", "mps") and _held_elsewhere(numbers):
         case = OomCase.HELD_ELSEWHERE
@@ -432,14 +510,27 @@ def _held_elsewhere(numbers: dict[str, int]) -> bool:
     return reserved + requested <= _HELD_SHARE * total
 
 
+def _mps_other_dominates(numbers: dict[str, int]) -> bool:
+    """MPS: the other allocations hold more than PyTorch's tensors and a quarter of the cap."""
+    other, allocated, total = numbers.get("other"), numbers.get("allocated"), numbers.get("total")
+    if other is None or allocated is None or total is None:
+        return False
+    return other >= allocated and other >= _OTHERS_SHARE * total
+
+
 def _fragmented(
     requested: int | None, free: int | None, allocated: int | None, unallocated: int
 ) -> bool:
-    if requested is not None and unallocated >= requested:
-        return True
+    """Whether the cache PyTorch holds but cannot use is what stands in the way.
+
+    Never on a device full of live tensors: the unallocated part must be a real share of
+    what PyTorch reserved (a few hundred MiB left in a full 24 GiB device is not why the
+    step does not fit), and compacting it must make room for the request.
+    """
     reserved = (allocated or 0) + unallocated
-    fits_if_compacted = requested is None or (free or 0) + unallocated >= requested
-    return fits_if_compacted and reserved > 0 and unallocated >= _FRAGMENTED_SHARE * reserved
+    if reserved <= 0 or unallocated < _FRAGMENTED_SHARE * reserved:
+        return False
+    return requested is None or (free or 0) + unallocated >= requested
 
 
 def _defragment_hint(backend: str) -> str:

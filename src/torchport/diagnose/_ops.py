@@ -27,6 +27,7 @@ make; a real move (``cpu`` to ``meta``) goes on to the dispatch level as
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,8 @@ __all__ = [
     "OpEntry",
     "OpKind",
     "aten_entry",
+    "host_index_bytes",
+    "masked_fill_dispatch",
     "method_entry",
     "names_host",
     "non_blocking",
@@ -81,6 +84,10 @@ class OpEntry:
         applies: When set, the op only counts if this returns true for its
             ``(args, kwargs)``; ``x.to(same_device)`` is no transfer and
             ``x[index_tensor]`` is no sync, but ``x[bool_mask]`` is.
+        quiet_otherwise: For a Python-level entry: when ``applies`` says no, the call
+            still owns the aten ops it runs, which count for nothing (``F.one_hot``
+            with ``num_classes`` given: its CPU kernel's range checks are no wait on
+            an accelerator, where the kernel skips them).
         transfer: ``kind is OpKind.TRANSFER``, kept as a plain field for the audit's
             per-event path (an enum comparison and ``.value`` cost more).
         kind_name: ``kind.value``, for the same reason.
@@ -89,6 +96,7 @@ class OpEntry:
     kind: OpKind
     label: str
     applies: Callable[[_Args, _Kwargs], bool] | None = None
+    quiet_otherwise: bool = False
     transfer: bool = field(init=False, repr=False, compare=False)
     kind_name: str = field(init=False, repr=False, compare=False)
 
@@ -125,6 +133,36 @@ def _has_bool_index(args: _Args, kwargs: _Kwargs) -> bool:
     return False
 
 
+def masked_fill_dispatch(args: _Args, kwargs: _Kwargs) -> bool:
+    """Whether ``index_put_`` runs as ``masked_fill_`` on an accelerator, so never waits.
+
+    ATen's ``canDispatchToMaskedFill`` (TensorAdvancedIndexing): not accumulating, a
+    one-element value on the CPU (``x[mask] = 0.5`` wraps the Python number on the CPU
+    for a CUDA ``x``), and exactly one index, a bool or uint8 mask on ``x``'s device;
+    the other positions are ``None`` (ints and slices become views before).
+    """
+    self = args[0]
+    indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+    value = args[2] if len(args) > 2 else kwargs.get("values")
+    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+    if accumulate or not isinstance(value, torch.Tensor) or value.numel() != 1:
+        return False
+    if value.device.type != _HOST:
+        return False
+    mask = None
+    for index in indices or ():
+        if index is None:
+            continue
+        if index.dtype not in _MASK_DTYPES or index.device != self.device or mask is not None:
+            return False
+        mask = index
+    return mask is not None
+
+
+def _assign_waits(args: _Args, kwargs: _Kwargs) -> bool:
+    return _has_bool_index(args, kwargs) and not masked_fill_dispatch(args, kwargs)
+
+
 def _no_output_size(args: _Args, kwargs: _Kwargs) -> bool:
     return kwargs.get("output_size") is None
 
@@ -159,9 +197,9 @@ _ATEN: dict[str, OpEntry] = {
     ),
     "index.Tensor": OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, _has_bool_index),
     "allclose": OpEntry(OpKind.SYNC, "torch.allclose (returns a Python bool)"),
-    "index_put_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _has_bool_index),
-    "index_put": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _has_bool_index),
-    "_index_put_impl_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _has_bool_index),
+    "index_put_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assign_waits),
+    "index_put": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assign_waits),
+    "_index_put_impl_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assign_waits),
 }
 
 
@@ -253,6 +291,54 @@ def stays_on_host(args: _Args, kwargs: _Kwargs) -> bool:
 _PLAIN_INDEX = (int, slice, type(None), type(Ellipsis))
 
 
+def _assigns_tensor_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
+    """``x[mask] = v`` with ``v`` a tensor: on an accelerator ``v`` is the device's, so
+    ``index_put_`` expands the mask there (a wait). A Python number is wrapped on the
+    host and the assignment runs as ``masked_fill_`` (:func:`masked_fill_dispatch`)."""
+    return len(args) > 2 and isinstance(args[2], torch.Tensor) and _indexes_by_mask(args, kwargs)
+
+
+def host_index_bytes(index: Any) -> int:
+    """Bytes of the index tensors torch builds on the host from ``x[index]``'s lists and
+    NumPy arrays, which an accelerator then copies to ``x``'s device (0: none).
+
+    A list of ints (``v[:, [-1]]``) or an integer array becomes an ``int64`` tensor of
+    as many elements; a list or array of bools becomes, after ``nonzero`` on the host
+    (no wait for the device), one ``int64`` index per dimension and ``True``.
+    """
+    parts = index if type(index) is tuple else (index,)
+    numpy = sys.modules.get("numpy")  # an array index means NumPy is imported
+    total = 0
+    for part in parts:
+        if isinstance(part, list):
+            counts = _count_list(part)
+        elif numpy is not None and isinstance(part, numpy.ndarray):
+            if part.dtype == numpy.bool_:
+                counts = (0, int(numpy.count_nonzero(part)), part.ndim)
+            else:
+                counts = (part.size if part.dtype.kind in "iu" else 0, 0, part.ndim)
+        else:
+            continue
+        ints, trues, ndim = counts
+        total += (ints + trues * max(ndim, 1)) * 8
+    return total
+
+
+def _count_list(part: list[Any]) -> tuple[int, int, int]:
+    """(ints, Trues, depth) in a nested list index; anything else counts nothing."""
+    ints = trues = 0
+    depth = 1
+    for item in part:
+        if isinstance(item, bool):
+            trues += item
+        elif isinstance(item, int):
+            ints += 1
+        elif isinstance(item, list):
+            i, t, d = _count_list(item)
+            ints, trues, depth = ints + i, trues + t, max(depth, d + 1)
+    return ints, trues, depth
+
+
 def _indexes_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
     """``x[mask]``, ``x[mask, 1:3]``, ``x[mask] = v``: a boolean mask and plain indices only.
 
@@ -316,6 +402,12 @@ def _cpu_stays(args: _Args, kwargs: _Kwargs) -> bool:
 
 _WOULD_COPY = "would copy on an accelerator"
 
+
+def _one_hot_reads_max(args: _Args, kwargs: _Kwargs) -> bool:
+    classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
+    return bool(classes == -1)
+
+
 # Python-level callables the audit wraps (see ._methods). The copy inside
 # torch.tensor(data, device=...) never reaches a dispatch mode, so it lives here.
 METHOD_TABLE: Mapping[Any, OpEntry] = {
@@ -333,7 +425,15 @@ METHOD_TABLE: Mapping[Any, OpEntry] = {
     # the aten level sees these too (index.Tensor, index_put_); here the audit's mode
     # steps off the stack while they run, which is most of what they would cost it
     torch.Tensor.__getitem__: OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, _indexes_by_mask),
-    torch.Tensor.__setitem__: OpEntry(OpKind.SYNC, _MASK_ASSIGN, _indexes_by_mask),
+    torch.Tensor.__setitem__: OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assigns_tensor_by_mask),
+    # CPU kernels check the range with two scalar reads; CUDA's skips them and reads
+    # the max only to find num_classes (torch/aten/src/ATen/native/Onehot.cpp)
+    torch.nn.functional.one_hot: OpEntry(
+        OpKind.SYNC,
+        f"{_SCALAR_READ} (F.one_hot without num_classes reads the max)",
+        _one_hot_reads_max,
+        quiet_otherwise=True,
+    ),
     torch.Tensor.__format__: OpEntry(OpKind.SYNC, "formatting a tensor (f-string / format)"),
     torch.Tensor.to: OpEntry(OpKind.TRANSFER, "copy (.to(device))", stays_on_host),
     torch.Tensor.cpu: OpEntry(OpKind.TRANSFER, "copy (.cpu())", _cpu_stays),

@@ -22,6 +22,7 @@ import torch
 from torchport import __version__, hardware
 from torchport._sizes import format_bytes
 from torchport.diagnose._findings import DoctorFinding, Severity
+from torchport.diagnose._software import CudaToolkit, companion_versions, cpu_model, cuda_toolkit
 
 __all__ = [
     "AcceleratorInfo",
@@ -131,6 +132,11 @@ class HostInfo:
             ``None`` when unlimited or unknown.
         torch_threads: Threads torch uses inside one op (``torch.get_num_threads()``).
         torch_interop_threads: Threads torch runs independent ops on.
+        cpu_model: The CPU's model name, ``None`` if unknown.
+        libraries: ``(distribution, version)`` of the companion libraries installed
+            (NumPy, optree, Accelerate, Transformers, Lightning, torchvision, ...).
+        cuda_toolkit: A CUDA toolkit on the host (``nvcc``), apart from torch's own
+            runtime; ``None`` when none is installed.
     """
 
     torchport: str
@@ -141,6 +147,9 @@ class HostInfo:
     cpu_quota: float | None
     torch_threads: int
     torch_interop_threads: int
+    cpu_model: str | None = None
+    libraries: tuple[tuple[str, str], ...] = ()
+    cuda_toolkit: CudaToolkit | None = None
 
 
 _CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
@@ -184,7 +193,37 @@ def probe_host() -> HostInfo:
         cpu_quota=_cpu_quota(),
         torch_threads=torch.get_num_threads(),
         torch_interop_threads=torch.get_num_interop_threads(),
+        cpu_model=cpu_model(),
+        libraries=companion_versions(),
+        cuda_toolkit=cuda_toolkit(),
     )
+
+
+def toolkit_findings(
+    host: HostInfo, build: TorchBuild | None, driver: DriverInfo | None
+) -> list[DoctorFinding]:
+    """A CUDA toolkit and an NVIDIA driver beside a CPU-only torch: the wrong wheel.
+
+    Without a driver (a build machine, a container without GPUs) the toolkit is only a
+    fact of the report, not a problem.
+    """
+    toolkit = host.cuda_toolkit
+    if toolkit is None or build is None or build.cuda or build.hip:
+        return []
+    if driver is None or driver.version is None:
+        return []
+    version = toolkit.version or "of unknown release"
+    tag = f"cu{toolkit.version.replace('.', '')}" if toolkit.version else "cuXYZ"
+    return [
+        DoctorFinding(
+            Severity.WARNING,
+            f"a CUDA toolkit {version} is installed ({toolkit.nvcc}, found by {toolkit.found_by}) "
+            f"but torch {build.version} is a CPU-only build, so no GPU will be used",
+            "install a CUDA build of torch matching the driver, e.g. pip install torch "
+            f"--index-url https://download.pytorch.org/whl/{tag} (the wheel brings its own "
+            "runtime; the toolkit is needed only to compile extensions)",
+        )
+    ]
 
 
 def host_findings(host: HostInfo) -> list[DoctorFinding]:

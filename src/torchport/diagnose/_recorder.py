@@ -28,11 +28,6 @@ from types import CodeType, FrameType
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import (
-    _get_current_dispatch_mode_stack,
-    _pop_mode,
-    _push_mode,
-)
 
 from torchport.diagnose import _loading, _methods, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
@@ -49,6 +44,7 @@ from torchport.diagnose._events import (
     Where,
 )
 from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
+from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._placement import (
     Placement,
@@ -64,7 +60,6 @@ _NO_CALLER: Where = ("<backward/C++>", 0, "", "", 0)
 # Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
 # code moving to the program's device (a BatchEncoding's .to(device)) copies there too
 _PREDICTS = frozenset({USER, MODULE_MOVE, INSTALLED})
-_LOADING = _loading.STATE
 
 # Formatting a torch.device costs microseconds; each device and route is named once
 _DEVICE_FACTS: dict[torch.device, tuple[str, bool]] = {}
@@ -97,8 +92,10 @@ class Recorder(CheckpointCounting):
         self.forked = False  # this is a child forked from the audited process
         self.dropped = 0  # ops the audit failed to describe; see guarded_observe
         self._step_hooks: list[Any] = []
-        self._elsewhere_at_open = 0
-        self.elsewhere = 0  # copies and reads made in other threads, not watched
+        self._fmode: FunctionWatcher | None = None
+        self._threads_at_open: set[int] = set()
+        self._started_at_open = 0
+        self.elsewhere = 0  # other threads that ran meanwhile: not watched
         self.unpredicted: dict[str, int] = {}  # what the audit could not predict, and how often
 
     # -- the block and its modes ---------------------------------------------------
@@ -107,12 +104,17 @@ class Recorder(CheckpointCounting):
         which optimizer steps (see :func:`._loading.is_host_state`)."""
         _methods.open_block(self)
         self._step_hooks = _loading.watch_optimizer_steps()
-        self._elsewhere_at_open = _methods.ELSEWHERE.calls
+        _methods.OTHER_THREADS.open()
+        self._threads_at_open = _methods.OTHER_THREADS.alive()
+        self._started_at_open = _methods.OTHER_THREADS.started
 
     def close(self) -> None:
         """The audit block ended."""
         _methods.close_block(self)
-        self.elsewhere = _methods.ELSEWHERE.calls - self._elsewhere_at_open
+        threads = _methods.OTHER_THREADS
+        started = threads.started - self._started_at_open
+        self.elsewhere = len(self._threads_at_open | threads.alive()) + started
+        _methods.OTHER_THREADS.close()
         for handle in self._step_hooks:
             handle.remove()
         self._step_hooks = []
@@ -120,6 +122,12 @@ class Recorder(CheckpointCounting):
 
     def start(self) -> None:
         _methods.watch(self)
+        fmode = FunctionWatcher(self)
+        # At the bottom of the function-mode stack: the program's own modes (torchport's
+        # redirect under `run --audit`) rewrite a call first, and the audit sees the call
+        # that really runs (x.to("cuda") redirected to the target)
+        _insert_bottom(fmode, _FUNCTION_STACK)
+        self._fmode = fmode
         mode = DispatchWatcher(self)
         mode.__enter__()  # type: ignore[no-untyped-call]
         self._mode = mode
@@ -128,31 +136,19 @@ class Recorder(CheckpointCounting):
         if self._mode is not None:
             mode, self._mode = self._mode, None
             mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+            fmode, self._fmode = self._fmode, None
+            if fmode is not None:
+                _remove(fmode, _FUNCTION_STACK)
             _methods.unwatch(self)
 
     @contextlib.contextmanager
     def aside(self) -> Iterator[None]:
-        """Lift this audit's dispatch mode off the calling thread's stack for the block.
+        """Lift this audit's modes off the calling thread's stacks for the block.
 
-        Modes entered above it stay, in their order; on exit the stack is as before.
+        Modes entered above them stay, in their order; on exit the stacks are as before.
         """
-        mode = self._mode
-        if mode is None or not any(m is mode for m in _get_current_dispatch_mode_stack()):
+        with _lifted(self._fmode, _FUNCTION_STACK), _lifted(self._mode, _DISPATCH_STACK):
             yield
-            return
-        above: list[Any] = []
-        while (top := _pop_mode()) is not mode:
-            above.append(top)
-        for other in reversed(above):
-            _push_mode(other)
-        try:
-            yield
-        finally:
-            for _ in above:
-                _pop_mode()
-            _push_mode(mode)
-            for other in reversed(above):
-                _push_mode(other)
 
     def lift(self) -> object | None:
         """Pop this audit's dispatch mode if it is on top of the stack; the token restores it."""
@@ -178,15 +174,12 @@ class Recorder(CheckpointCounting):
         self._lock = threading.Lock()  # another thread may have held it at the fork
         _methods.close_block(self)
         mode, self._mode = self._mode, None
+        fmode, self._fmode = self._fmode, None
         if mode is None:
             return
-        stack = _get_current_dispatch_mode_stack()
-        if any(m is mode for m in stack):
-            above: list[Any] = []
-            while (top := _pop_mode()) is not mode:
-                above.append(top)
-            for other in reversed(above):
-                _push_mode(other)
+        _remove(mode, _DISPATCH_STACK)
+        if fmode is not None:
+            _remove(fmode, _FUNCTION_STACK)
         _methods.unwatch(self)
 
     @contextlib.contextmanager
@@ -273,7 +266,7 @@ class Recorder(CheckpointCounting):
                 if moved is None:
                     return
                 src, dst, nbytes = moved
-                phase = DATA_LOADING if _LOADING.depth else ""
+                phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
                 if src != dst:
                     # a real copy the dispatch level never sees: torch.tensor(data, device=)
                     copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
@@ -330,6 +323,17 @@ class Recorder(CheckpointCounting):
         except Exception:  # the audit must never break the program it watches
             self.dropped += 1
 
+    def observe_host_index(self, func: Any, nbytes: int) -> None:
+        """Count the copy of an index built on the host (``v[:, [-1]]``, ``x[array]``) to
+        the indexed tensor's device in an accelerator run; never raises."""
+        try:
+            where, _ = self._where(sys._getframe(1))
+            phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+            key: Key = (TRANSFER, _HOST_INDEX, _ops.op_name(func), TO_DEVICE, True, phase)
+            self._count(key + where, nbytes)
+        except Exception:  # the audit must never break the program it watches
+            self.dropped += 1
+
     def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
         """Where a move that stays on this host goes in the accelerator run: what its call
         site names (:func:`._callsite.target_of_call`), else what its values say
@@ -367,7 +371,7 @@ class Recorder(CheckpointCounting):
                 by,
                 TO_DEVICE,
                 True,
-                DATA_LOADING if _LOADING.depth else "",
+                DATA_LOADING if _loading.loading(sys._getframe()) else "",
             )
             row = key + where
             copied_to_host(self.local, None, None)
@@ -402,7 +406,7 @@ class Recorder(CheckpointCounting):
                 where, _ = self._where(sys._getframe(1))
                 copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                 # A real copy is device work wherever it runs, data loading included
-                phase = DATA_LOADING if _LOADING.depth else ""
+                phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
                 key: Key = (TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
                 self._count(key + where, nbytes)
                 return
@@ -454,7 +458,7 @@ class Recorder(CheckpointCounting):
                 nbytes = tensor.element_size() * (tensor.numel() if whole else 1)
         named = _ops.NAMES.get(id(func))
         name = named[1] if named is not None else _ops.op_name(func)
-        phase = DATA_LOADING if _LOADING.depth else ""
+        phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
         self._count((entry.kind_name, entry.label, name, facts[0], facts[1], phase, *where), nbytes)
 
     def rows(self) -> list[tuple[str, str, str, str, bool, str, str, int, str, str, int, int, int]]:
@@ -476,6 +480,7 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 
 _CPU = torch.device("cpu")
+_HOST_INDEX = "copy (index built on the host from a list or NumPy array)"
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
@@ -485,3 +490,65 @@ _stack_depth = torch._C._len_torch_dispatch_stack
 _stack_at = torch._C._get_dispatch_stack_at
 _pop_stack = torch._C._pop_torch_dispatch_stack
 _push_stack = torch._C._push_on_torch_dispatch_stack
+
+
+class _Stack:
+    """One of the calling thread's mode stacks, read and changed through torch's C calls."""
+
+    def __init__(self, size: Any, at: Any, pop: Any, push: Any) -> None:
+        self.size, self.at, self.pop, self.push = size, at, pop, push
+
+    def modes(self) -> list[Any]:
+        return [self.at(i) for i in range(self.size())]
+
+
+_DISPATCH_STACK = _Stack(
+    _stack_depth, _stack_at, lambda: _pop_stack(None), _push_stack
+)  # None: the user-mode stack, where audit's mode lives
+_FUNCTION_STACK = _Stack(
+    torch._C._len_torch_function_stack,
+    torch._C._get_function_stack_at,
+    torch._C._pop_torch_function_stack,
+    torch._C._push_on_torch_function_stack,
+)
+
+
+def _remove(mode: Any, stack: _Stack) -> list[Any]:
+    """Take ``mode`` out of ``stack``, leaving the modes above it in order; returns them
+    (outermost first), or ``[]`` when ``mode`` is not there."""
+    if not any(m is mode for m in stack.modes()):
+        return []
+    above: list[Any] = []
+    while (top := stack.pop()) is not mode:
+        above.append(top)
+    above.reverse()
+    for other in above:
+        stack.push(other)
+    return above
+
+
+def _insert_bottom(mode: Any, stack: _Stack) -> None:
+    """Put ``mode`` under every mode on ``stack``, the others kept in their order."""
+    above: list[Any] = []
+    while stack.size():
+        above.append(stack.pop())
+    stack.push(mode)
+    for other in reversed(above):
+        stack.push(other)
+
+
+@contextlib.contextmanager
+def _lifted(mode: Any, stack: _Stack) -> Iterator[None]:
+    """``mode`` off ``stack`` for the block, back in its place after."""
+    if mode is None or not any(m is mode for m in stack.modes()):
+        yield
+        return
+    above = _remove(mode, stack)
+    try:
+        yield
+    finally:
+        for _ in above:
+            stack.pop()
+        stack.push(mode)
+        for other in above:
+            stack.push(other)

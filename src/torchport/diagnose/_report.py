@@ -153,8 +153,8 @@ def _audit_summary(report: AuditReport) -> str:
         )
     if report.other_threads:
         line += (
-            f"; {_plural(report.other_threads, 'copy or read', 'copies or reads')} made in "
-            "other threads, which the audit does not watch, are not counted"
+            f"; {_plural(report.other_threads, 'other thread', 'other threads')} ran meanwhile: "
+            "the audit watches only its own thread, so their copies and reads are not counted"
         )
     if report.dropped:
         line += f"; {report.dropped} op(s) could not be described (please report this)"
@@ -274,6 +274,13 @@ def oom_text(explanation: OomExplanation) -> str:
 # -- memory ---------------------------------------------------------------------------
 
 
+def _host_total(report: MemoryReport) -> str:
+    """ "total RAM", or the limit the total is (a process under ``ulimit -v`` has no more)."""
+    if report.total_is in (None, "RAM"):
+        return "total RAM"
+    return f"total (this process's limit: {report.total_is})"
+
+
 def render_memory(report: MemoryReport) -> RenderableType:
     """A table with human-readable sizes; rows the backend did not report are left out."""
     table = Table(title=f"memory on {report.device}", show_header=False, title_justify="left")
@@ -284,8 +291,13 @@ def render_memory(report: MemoryReport) -> RenderableType:
         ("allocated (live tensors)", report.allocated),
         ("reserved by the allocator", report.reserved),
         ("peak allocated", report.peak_allocated),
-        ("available RAM" if host else "free", report.free),
-        ("total RAM" if host else "total", report.total),
+        (
+            ("available RAM" if report.total_is in (None, "RAM") else "available")
+            if host
+            else "free",
+            report.free,
+        ),
+        (_host_total(report) if host else "total", report.total),
         ("process RSS", report.process_rss),
         ("process peak RSS", report.process_peak_rss),
     )
@@ -356,7 +368,26 @@ def _facts(report: DoctorReport) -> list[tuple[str, str]]:
         rows.append(("Python", build.python))
     if host is not None:
         rows.append(("NumPy", host.numpy or "not installed"))
+        others = [f"{name} {version}" for name, version in host.libraries if name != "numpy"]
+        rows.append(("libraries", ", ".join(others) or "none of the companions"))
         rows.append(("OS", host.os))
+        rows.append(("CPU", host.cpu_model or "unknown"))
+        toolkit = host.cuda_toolkit
+        if toolkit is not None:
+            beside = (
+                "; torch is a CPU-only build"
+                if build is not None and not (build.cuda or build.hip)
+                else ""
+            )
+            rows.append(
+                (
+                    "host CUDA toolkit",
+                    f"{toolkit.version or 'release unknown'} ({toolkit.nvcc}, via "
+                    f"{toolkit.found_by}){beside}",
+                )
+            )
+        else:
+            rows.append(("host CUDA toolkit", "none found (nvcc not on PATH or CUDA_HOME)"))
     if build is not None:
         rows.append(("platform", build.platform))
         if build.arch_list:

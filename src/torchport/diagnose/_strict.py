@@ -31,6 +31,7 @@ from torch import nn
 
 from torchport._origin import is_library
 from torchport.diagnose._culprit import ModuleCall, describe_calls, significant, unwrap
+from torchport.diagnose._remedies import host_factory, side_rule, through_helper
 from torchport.diagnose._suspects import (
     HOOK_TYPES,
     autograd_function,
@@ -121,14 +122,22 @@ def is_device_mismatch(err: BaseException) -> bool:
 
 
 # The CPU allocator's out-of-memory error is a plain RuntimeError (c10 alloc_cpu.cpp)
-_CPU_OOM = "DefaultCPUAllocator: can't allocate memory"
 
 
 def is_out_of_memory(err: BaseException) -> bool:
-    """Whether ``err`` is an allocator running out of memory, on a device or the host."""
-    return isinstance(err, torch.OutOfMemoryError) or (
-        isinstance(err, RuntimeError) and _CPU_OOM in str(err)
-    )
+    """Whether ``err`` is an allocator running out of memory, on a device or the host.
+
+    Any message :func:`torchport.explain_oom` reads counts (every release's CUDA, HIP,
+    XPU and MPS wording, the CPU allocator's on Linux, macOS and Windows).
+    """
+    if isinstance(err, torch.OutOfMemoryError):
+        return True
+    if not isinstance(err, RuntimeError):
+        return False
+    # imported here: needed only on this error path
+    from torchport.diagnose._oom import recognises
+
+    return recognises(str(err))
 
 
 def note_oom(err: BaseException) -> None:
@@ -296,6 +305,8 @@ def _describe(err: BaseException, frames: list[tuple[FrameType, int]]) -> str:
         function = autograd_function(message, (v for _, v in values))
         if function is not None and (function.found or not calls):
             suspect = function
+    side = side_rule(said)
+    made = _made_on_host(user, calls, values, said) if side is None else None
     if suspect is not None:
         parts.append(suspect.sentence)
         fix = suspect.fix
@@ -304,16 +315,47 @@ def _describe(err: BaseException, frames: list[tuple[FrameType, int]]) -> str:
         head, culprit_fix = describe_calls(calls, names=names)
         parts.append(head)
         fix = culprit_fix or fix
+    if side is not None and suspect is None:  # the op needs that argument on one side
+        parts.append(side[0])
+        fix = side[1]
+    if made is not None and suspect is None:
+        parts.append(made)
+        fix = "create that tensor on the input's device (device=x.device) where it is made"
     if user:
         frame, lineno = user[-1]
         where = "called at" if traced else "at"
         line = f"{where} {frame.f_code.co_filename}:{lineno} in {frame.f_code.co_name}: `{code}`"
         if operands:
-            line += " with " + ", ".join(f"{n} on {d}" for n, d in operands)
+            outer = dict(through_helper(user, operands))
+            line += " with " + ", ".join(
+                f"{n} on {d}" + (f" (the caller's {outer[n]})" if n in outer else "")
+                for n, d in operands
+            )
         parts.append(line)
-    if not traced and not operands and not calls and suspect is None:
+    if not traced and not operands and not calls and suspect is None and side is None:
         parts.append(_op_devices(said))
     return "device mismatch: " + "; ".join(parts) + f". To fix: {fix}. (PyTorch said: {said})"
+
+
+def _made_on_host(
+    user: list[tuple[FrameType, int]],
+    calls: list[ModuleCall],
+    values: list[tuple[str, Any]],
+    said: str,
+) -> str | None:
+    """A CPU tensor of the mismatch made by a torch factory without device= in the program."""
+    devices = [d for d in dict.fromkeys(_DEVICE_WORD.findall(said)) if d != "cpu"]
+    if "cpu" not in _DEVICE_WORD.findall(said) or not devices:
+        return None
+    on_host = [v for _, v in values if significant(v) and v.device.type == "cpu"]
+    for call in calls:
+        for arg in [*call.args, *(call.kwargs or {}).values()]:
+            if significant(arg) and arg.device.type == "cpu":
+                on_host.append(arg)
+    try:
+        return host_factory([f for f, _ in user], on_host, devices[0])
+    except Exception:  # a diagnosis that fails must not hide the real error
+        return None
 
 
 def _op_devices(said: str) -> str:

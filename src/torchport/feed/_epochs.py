@@ -7,7 +7,36 @@ the batch sampler's sampler, its dataset), each told once.
 
 from __future__ import annotations
 
-__all__ = ["set_epoch"]
+import torch
+
+__all__ = ["set_epoch", "unreached"]
+
+
+def unreached(loader: object) -> str | None:
+    """Why ``set_epoch`` on ``loader``'s dataset cannot reach the copies its workers use; or None.
+
+    A ``DataLoader`` with ``persistent_workers=True`` over an ``IterableDataset`` keeps
+    the copy of the dataset each worker process received when it started: telling
+    the dataset here the epoch changes this process's copy only, and each epoch's
+    iteration in the workers still sees the first epoch.
+    """
+    dataset = getattr(loader, "dataset", None)
+    if not (
+        isinstance(loader, torch.utils.data.DataLoader)
+        and isinstance(dataset, torch.utils.data.IterableDataset)
+        and loader.persistent_workers
+        and loader.num_workers > 0
+        and callable(getattr(dataset, "set_epoch", None))
+    ):
+        return None
+    return (
+        f"DeviceLoader.set_epoch: the wrapped DataLoader keeps {loader.num_workers} "
+        f"persistent workers, each with its own copy of the {type(dataset).__name__} "
+        "(an IterableDataset), so set_epoch reaches this process's copy only and the "
+        "workers keep iterating in their first epoch's order; build the DataLoader with "
+        "persistent_workers=False, or have the dataset read the epoch in __iter__ from a "
+        "value shared with the workers (a torch.multiprocessing.Value it is given)"
+    )
 
 
 def set_epoch(loader: object, epoch: int, called: set[int]) -> None:

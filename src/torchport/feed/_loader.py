@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import warnings
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
@@ -13,11 +14,13 @@ import torch
 
 from torchport import _skipped, hardware
 from torchport.errors import ConfigError
-from torchport.feed._epochs import set_epoch
+from torchport.feed._epochs import set_epoch, unreached
 from torchport.hardware import StagingPool
 from torchport.place import (
+    COPY_FAILURES,
     BatchLayout,
     call_own_to,
+    copy_failure,
     flatten_batch,
     pick_device,
     resolve_device,
@@ -224,6 +227,7 @@ class DeviceLoader(Generic[_T]):
         self._lock = threading.Lock()
         self._counts = [0, 0, 0, 0, 0]  # the fields of FeedStats, in order, minus pinned
         self._tallies: list[list[int]] = []  # [batches, tensors] of CPU passes running
+        self._warned_epoch = False  # set_epoch's warning about persistent workers, once
 
     @property
     def device(self) -> torch.device:
@@ -302,12 +306,22 @@ class DeviceLoader(Generic[_T]):
         combines several (Lightning's ``CombinedLoader``, which has no ``set_epoch``)
         is looked into: each of its ``flattened`` loaders is told as above.
 
+        A ``DataLoader`` with ``persistent_workers=True`` over an ``IterableDataset``
+        that has a ``set_epoch`` keeps a copy of the dataset in each worker, which
+        this cannot reach: the first such call warns once (``UserWarning``) with
+        what to do.
+
         Raises:
             TypeError: ``epoch`` is not an int.
         """
         if isinstance(epoch, bool) or not isinstance(epoch, int):
             raise TypeError(f"set_epoch({epoch!r}): the epoch is an int, e.g. set_epoch(3)")
         set_epoch(self._loader, epoch, set())
+        if not self._warned_epoch:
+            why = unreached(self._loader)
+            if why is not None:
+                self._warned_epoch = True
+                warnings.warn(why, UserWarning, stacklevel=2)
 
     def _passthrough(self, name: str) -> Any:
         try:
@@ -392,9 +406,23 @@ class DeviceLoader(Generic[_T]):
             yield self._move_blocking(batch)
 
     def _move_blocking(self, batch: _T) -> _T:
-        """Moves one batch with blocking copies; the host waits for them."""
+        """Moves one batch with blocking copies; the host waits for them.
+
+        Raises:
+            UnsupportedBatchError: The batch holds a tensor torch cannot copy to the
+                loader's device; the message names its path.
+        """
+        try:
+            return self._copy_blocking(batch)
+        except COPY_FAILURES as exc:
+            failure = copy_failure(batch, flatten_batch(batch).tensors, self._device, exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+    def _copy_blocking(self, batch: _T) -> _T:
         layout = flatten_batch(batch)
-        tensors = layout.tensors
+        tensors = layout.to_copy()  # not those an object's own .to moves
         device = self._device
         layout.check_hidden(device)
         movers = list(map(_to(device), layout.movers)) if layout.movers else None
@@ -403,13 +431,14 @@ class DeviceLoader(Generic[_T]):
                 [t for t in tensors if t.device == device], device, by="torchport.DeviceLoader"
             )
         plan = hardware.plan_copy(tensors, device, pack=self._pack, distinct=True)
-        if plan.noop and movers is None:
+        if plan.noop and movers is None and not layout.own:
             # Every tensor, those inside objects with a .to included, is already there.
             self._count(len(tensors), 0, 0, False)
             return batch
         done = plan.run(non_blocking=False, pool=self._pool)
-        self._count(len(tensors), done.nbytes, done.copies, done.packed and done.copies == 1)
-        return cast(_T, layout.rebuild(done.tensors, movers, call_to=_to(device), target=device))
+        self._count(len(layout.tensors), done.nbytes, done.copies, done.packed and done.copies == 1)
+        new = layout.merge(done.tensors)
+        return cast(_T, layout.rebuild(new, movers, call_to=_to(device), target=device))
 
     def _iter_async(self) -> Iterator[_T]:
         device = self._device
@@ -436,8 +465,11 @@ class DeviceLoader(Generic[_T]):
         tensors = layout.tensors
         device = self._device
         layout.check_hidden(device)
-        side = [i for i, t in enumerate(tensors) if _side_stream_safe(t)]
-        moved: list[torch.Tensor | None] = [t if t.device == device else None for t in tensors]
+        own = layout.own  # moved by their object's own .to, on the caller's stream
+        side = [i for i, t in enumerate(tensors) if i not in own and _side_stream_safe(t)]
+        moved: list[torch.Tensor | None] = [
+            t if i in own or t.device == device else None for i, t in enumerate(tensors)
+        ]
         fresh: list[torch.Tensor] = []
         nbytes = copies = 0
         packed = False

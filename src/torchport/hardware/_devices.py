@@ -98,6 +98,15 @@ def accelerator_type() -> str | None:
     return _ACCELERATOR[0]
 
 
+def backend_installed() -> None:
+    """Ask torch about the accelerator again: a device backend was just installed (``sim``).
+
+    :func:`accelerator_type` asks once per process, because no driver appears while a
+    process runs; a backend registered from Python (the simulated accelerator) does.
+    """
+    _ACCELERATOR.clear()
+
+
 def accelerator_present() -> bool:
     """Whether torch reports an accelerator; see :func:`accelerator_type`."""
     return accelerator_type() is not None

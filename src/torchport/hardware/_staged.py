@@ -272,10 +272,10 @@ def _split(
 
 def _bytes_of(t: torch.Tensor) -> torch.Tensor:
     """A fresh dense tensor's storage as a flat byte tensor (a view, no copy)."""
-    storage = t.untyped_storage()
-    flat = torch.empty(0, dtype=torch.uint8, device=t.device)
-    flat.set_(storage, 0, (storage.nbytes(),), (1,))
-    return flat
+    # A view of the whole storage in elements, then in bytes: no new tensor is pointed at
+    # the storage (``set_``), which a device whose tensors wrap another's refuses.
+    elements = t.untyped_storage().nbytes() // t.element_size()
+    return t.as_strided((elements,), (1,), 0).view(torch.uint8)
 
 
 def _layout(

@@ -27,6 +27,7 @@ from torchport.place._redirected import (
 )
 from torchport.place._settled import settled
 from torchport.place._tree import BatchLayout, flatten_batch
+from torchport.place._uncopyable import COPY_FAILURES, copy_failure
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
 for _obj in (
@@ -41,11 +42,13 @@ for _obj in (
 del _obj
 
 __all__ = [
+    "COPY_FAILURES",
     "BatchLayout",
     "DeviceInfo",
     "UnregisteredTensorWarning",
     "available_devices",
     "call_own_to",
+    "copy_failure",
     "flatten_batch",
     "is_automatic",
     "pick_device",

@@ -44,6 +44,7 @@ import enum
 import operator
 import types
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -88,7 +89,7 @@ class Recipe(NamedTuple):
 
 
 # Mapping types rebuilt through their constructor; named so in error messages.
-GENERIC_MAPPINGS: set[type] = set()
+GENERIC_MAPPINGS: weakref.WeakSet[type] = weakref.WeakSet()
 
 
 def register_known(namespace: str) -> None:

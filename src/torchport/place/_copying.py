@@ -24,6 +24,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from torchport.place._lasting import lasting
+
 __all__ = [
     "RebuildRefused",
     "State",
@@ -31,6 +33,7 @@ __all__ = [
     "copy_object",
     "copy_state",
     "deep_copy_sharing",
+    "defines_copy",
     "has_state",
     "read_state",
     "restore_state",
@@ -90,7 +93,9 @@ def slot_descriptors(cls: type) -> tuple[tuple[str, Any], ...]:
                 descriptor = vars(base).get(name)
                 if descriptor is not None and hasattr(descriptor, "__set__"):
                     entries.append((name, descriptor))
-        found = _SLOTS[cls] = tuple(entries)
+        found = tuple(entries)
+        if lasting(cls):
+            _SLOTS[cls] = found
     return found
 
 
@@ -211,8 +216,15 @@ def copies_plainly(cls: type) -> bool:
                 and getattr(cls, "__getstate__", None) is getattr(object, "__getstate__", None)
                 and getattr(cls, "__setstate__", None) is None
             )
-        _PLAIN_COPY[cls] = plain
+        if lasting(cls):
+            _PLAIN_COPY[cls] = plain
     return plain
+
+
+def defines_copy(cls: type) -> bool:
+    """Whether ``cls`` (or a base other than the standard library's) defines ``__copy__``."""
+    own = getattr(cls, "__copy__", None)
+    return own is not None and own not in _STATE_COPIES
 
 
 def copy_object(obj: Any) -> Any:

@@ -39,6 +39,8 @@ class BatchLayout:
         "_tensor_index",
         "_tensor_pos",
         "movers",
+        "own",
+        "owners",
         "tensors",
     )
 
@@ -74,6 +76,34 @@ class BatchLayout:
         self._mover_index = mover_index
         # OrderedDicts of this batch whose order optree's rebuild would lose.
         self._reorder = reorder
+        # Indices into `tensors` of those that only objects with their own .to hold (each
+        # one object): that .to moves them, the copy engine leaves them. Set by the walker.
+        self.own: frozenset[int] = frozenset()
+        # The ids of those objects.
+        self.owners: frozenset[int] = frozenset()
+
+    def keep_own(self) -> None:
+        """Let the copy engine move every tensor, those inside objects with a ``.to`` too."""
+        self.own = self.owners = frozenset()
+
+    def repeats(self) -> bool:
+        """Whether a tensor sits in two places of the batch (listed once in :attr:`tensors`)."""
+        return self._tensor_index is not None
+
+    def to_copy(self) -> list[torch.Tensor]:
+        """The tensors the copy engine moves: all of :attr:`tensors` but the :attr:`own` ones."""
+        own = self.own
+        if not own:
+            return self.tensors
+        return [t for i, t in enumerate(self.tensors) if i not in own]
+
+    def merge(self, copied: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """One tensor per :attr:`tensors`: ``copied`` for :meth:`to_copy`'s, others as they were."""
+        own = self.own
+        if not own:
+            return copied if type(copied) is list else list(copied)
+        it = iter(copied)
+        return [t if i in own else next(it) for i, t in enumerate(self.tensors)]
 
     def check_hidden(self, target: torch.device, dtype: torch.dtype | None = None) -> None:
         """Raise if a tensor the rebuild cannot reach would stay off ``target`` (or uncast).
@@ -110,6 +140,7 @@ class BatchLayout:
         *,
         call_to: Callable[[Any], Any] | None = None,
         target: torch.device | None = None,
+        dtype: torch.dtype | None = None,
     ) -> object:
         """Return the batch with ``tensors`` (and ``movers``, if given) replaced one for one.
 
@@ -120,7 +151,10 @@ class BatchLayout:
                 and a ``.to`` are rebuilt around their moved tensors, then this is
                 called on the copy). ``None`` rebuilds them without a ``.to``.
             target: With ``call_to``: every tensor reachable from what such a
-                ``.to`` returns must be on this device.
+                ``.to`` returns must be on this device (or be one of the object's
+                own tensors, left where it was).
+            dtype: With ``call_to``: the move's floating dtype (an object whose
+                tensors are all on ``target`` and of it is not moved at all).
 
         Raises:
             UnsupportedBatchError: A container in the batch rejects its own
@@ -149,6 +183,8 @@ class BatchLayout:
                 _checker(target) if target is not None else None,
                 target if call_to is not None else None,
                 self._skip,
+                dtype,
+                self.owners if call_to is not None else frozenset(),
             )
             with moving(finish):
                 result = self._unflatten(leaves)
@@ -168,15 +204,19 @@ class BatchLayout:
             ) from exc
 
 
-def _checker(target: torch.device) -> Callable[[Any], None]:
-    """The check a mover's result must pass: every tensor reachable from it is on ``target``."""
+def _checker(target: torch.device) -> Callable[[Any, frozenset[int]], None]:
+    """The check a mover's result must pass: every tensor reachable from it is on ``target``.
 
-    from torchport.place._tree import flatten_batch  # the walker builds layouts: no cycle at import
+    Tensors whose ids are in the set the check is given (the object's own, which its
+    ``.to`` left where they were, as PyG's leaves ``_slice_dict`` on the CPU) pass too.
+    """
 
-    def check(result: Any) -> None:
-        found = flatten_batch([result]).tensors
+    from torchport.place._tree import tensors_inside  # the walker builds layouts: no cycle
+
+    def check(result: Any, left: frozenset[int]) -> None:
+        found = tensors_inside([result])
         for t in found:
-            if not on_device(t, target):
+            if not on_device(t, target) and id(t) not in left:
                 where = (
                     find_path(result, "result", functools.partial(operator.is_, t)) or "inside it"
                 )

@@ -23,6 +23,7 @@ from torchport import _skipped, hardware
 from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
+from torchport.place._lasting import lasting
 from torchport.place._objects import refusal
 from torchport.place._own_to import call_own_to
 from torchport.place._redirected import ACTIVE as _REDIRECTS
@@ -30,6 +31,7 @@ from torchport.place._redirected import resolve_device
 from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
+from torchport.place._uncopyable import COPY_FAILURES, copy_failure
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
 
@@ -68,7 +70,8 @@ def to_device(
       this returns, every tensor reachable from the result (through container
       items, the attributes of container subclasses, dataclass, attrs and
       pydantic fields, and the ``__dict__`` and ``__slots__`` of any object) is
-      on ``device``, except values under ``skip_keys``; the input is unchanged;
+      on ``device``, except values under ``skip_keys`` and tensors an object's
+      own ``.to`` keeps where they are (below); the input is unchanged;
       every value is unchanged; a tensor that appears twice is copied once and
       stays shared. Otherwise :class:`~torchport.UnsupportedBatchError` names
       the path of what could not be moved. Containers (dict, ``OrderedDict`` in
@@ -78,11 +81,18 @@ def to_device(
       and pydantic models, ``torch.distributions``, ``UserDict`` such as
       HuggingFace's ``BatchEncoding``, custom ``Mapping``s, plain classes) are
       copied without their constructor, their attributes (caches included)
-      moved; one in which nothing moves comes back as the very object. Objects
-      with a ``.to`` and attributes (PyTorch Geometric's ``Data``) have their
-      tensors moved with the batch, then ``.to`` is called on a deep copy, so a
-      ``.to`` that works in place leaves the input as it was; an object whose
-      state torchport cannot read is moved by its ``.to`` as it is. Values
+      moved; one in which nothing moves comes back as the very object. An
+      object with a ``.to`` and attributes (PyTorch Geometric's ``Data``/``Batch``,
+      ``TensorDict``, a tensorclass) gives what its ``.to`` gives on a shallow copy
+      (``copy.copy``): the tensors it moves are moved, those it keeps on the host
+      stay there (PyG's ``_slice_dict``, so ``get_example`` works), payload is shared,
+      the input is left as it was, and when its tensors are all on ``device``
+      already it comes back as it is, with no call. (One that shares a tensor with
+      the rest of the batch, holds one twice, nests such objects inside its
+      storages, or is moved with ``dtype`` is instead deep-copied around the
+      batch's moved tensors before its ``.to`` runs, so every tensor it holds
+      moves and sharing is kept.) An object whose state torchport cannot read is
+      moved by its ``.to`` as it is. Values
       (numbers, strings, classes, functions, modules, ``Enum`` members, weak
       references, objects without attributes) come back as they are, and so do
       mapping keys. Modules, optimizers, LR schedulers and ``GradScaler``s
@@ -169,72 +179,93 @@ def to_device(
         DeviceMismatchError: An optimizer's parameters are not on ``device``.
         UnsupportedBatchError: The batch holds an object that cannot be
             rebuilt faithfully, a cycle, or training state (a module, optimizer,
-            scheduler or scaler); or ``obj`` is a scheduler or a scaler. The
-            message names the path and says what to do.
+            scheduler or scaler); or ``obj`` is a scheduler or a scaler; or it
+            holds a tensor torch cannot copy to ``device`` (a quantized or nested
+            tensor to ``meta``, a meta tensor anywhere). The message names the
+            path and says what to do.
     """
     target = _PARSED_GET(device) if type(device) is str and not _REDIRECTS else None
     if target is None:
         target = resolve_device(device, argument="device")
     if _skipped.listeners:  # an audit counts the copies an accelerator run makes
         _tell_staying(obj, target)
-    if dtype is None and pack is not True and not skip_keys:
-        cls = type(obj)
-        # The direct paths first: they are what most training loops call, and every
-        # check costs as much as the copy itself. The floor returns one object for
-        # the CPU and one for meta, so identity tells them apart.
-        if cls is _TENSOR:
-            t: torch.Tensor = obj  # type: ignore[assignment]
-            if target is _META:
-                return t if t.is_meta else t.to(_META, None, non_blocking is not False)  # type: ignore[return-value]
-            if target is _CPU:
-                if t.is_cpu:
+    try:
+        if dtype is None and pack is not True and not skip_keys:
+            cls = type(obj)
+            # The direct paths first: they are what most training loops call, and every
+            # check costs as much as the copy itself. The floor returns one object for
+            # the CPU and one for meta, so identity tells them apart.
+            if cls is _TENSOR:
+                t: torch.Tensor = obj  # type: ignore[assignment]
+                if target is _META:
+                    return t if t.is_meta else t.to(_META, None, non_blocking is not False)  # type: ignore[return-value]
+                if target is _CPU:
+                    if t.is_cpu:
+                        return obj
+                elif t.device == target:
                     return obj
-            elif t.device == target:
-                return obj
-            elif target.type != "mps":
-                return t.to(target, None, non_blocking is not False)  # type: ignore[return-value]
-        elif cls is tuple or cls is list or cls is dict:
-            moved = _move_flat(obj, cls, target, non_blocking, pack)
-            if moved is not _NOT_FLAT:
-                return moved  # type: ignore[return-value]
-        elif _plain_user_dict(cls):
-            moved = _move_user_dict(obj, cls, target, non_blocking, pack)
-            if moved is not _NOT_FLAT:
-                return moved  # type: ignore[no-any-return]
-    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise ConfigError(
-            f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "
-            "tensors only, so pass e.g. torch.float16 or torch.bfloat16, or None"
+                elif target.type != "mps":
+                    return t.to(target, None, non_blocking is not False)  # type: ignore[return-value]
+            elif cls is tuple or cls is list or cls is dict:
+                moved = _move_flat(obj, cls, target, non_blocking, pack)
+                if moved is not _NOT_FLAT:
+                    return moved  # type: ignore[return-value]
+            elif _plain_user_dict(cls):
+                moved = _move_user_dict(obj, cls, target, non_blocking, pack)
+                if moved is not _NOT_FLAT:
+                    return moved  # type: ignore[no-any-return]
+        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise ConfigError(
+                f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "
+                "tensors only, so pass e.g. torch.float16 or torch.bfloat16, or None"
+            )
+        if skip_keys:
+            skip_key_set(skip_keys)  # a bad value is reported whatever the batch
+        if isinstance(obj, torch.Tensor):
+            plan = hardware.plan_copy([obj], target, dtype=dtype, pack=pack, distinct=True)
+            return plan.run(non_blocking=non_blocking, measure=False).tensors[0]  # type: ignore[return-value]
+        if isinstance(obj, nn.Module):
+            move_module(obj, target, non_blocking, dtype)
+            return obj
+        if isinstance(obj, torch.optim.Optimizer):
+            move_optimizer(obj, target, non_blocking, dtype)
+            return obj
+        kind: type = type(obj)
+        if kind not in _BATCH_TYPES:
+            refused = refusal(kind, "the object", str(target))
+            if refused is not None:
+                raise UnsupportedBatchError(f"to_device: {refused}")
+        layout = flatten_batch(obj, skip_keys=skip_keys)
+        layout.check_hidden(target, dtype)
+        if dtype is not None:
+            layout.keep_own()  # the engine casts: an object's own .to casts by its own rules
+        tensors = layout.to_copy()  # not those an object's own .to moves
+        # Movers first: their own .to synchronizes as it does, before the engine's one wait.
+        new_movers = [call_own_to(m, target, non_blocking, dtype) for m in layout.movers] or None
+
+        def call_to(m: Any) -> Any:
+            return call_own_to(m, target, non_blocking, dtype)
+
+        plan = hardware.plan_copy(tensors, target, dtype=dtype, pack=pack, distinct=True)
+        if not plan.noop:
+            tensors = plan.run(non_blocking=non_blocking, measure=False).tensors
+        return layout.rebuild(  # type: ignore[return-value]
+            layout.merge(tensors), new_movers, call_to=call_to, target=target, dtype=dtype
         )
-    if skip_keys:
-        skip_key_set(skip_keys)  # a bad value is reported whatever the batch
-    if isinstance(obj, torch.Tensor):
-        plan = hardware.plan_copy([obj], target, dtype=dtype, pack=pack, distinct=True)
-        return plan.run(non_blocking=non_blocking, measure=False).tensors[0]  # type: ignore[return-value]
-    if isinstance(obj, nn.Module):
-        move_module(obj, target, non_blocking, dtype)
-        return obj
-    if isinstance(obj, torch.optim.Optimizer):
-        move_optimizer(obj, target, non_blocking, dtype)
-        return obj
-    kind: type = type(obj)
-    if kind not in _BATCH_TYPES:
-        refused = refusal(kind, "the object", str(target))
-        if refused is not None:
-            raise UnsupportedBatchError(f"to_device: {refused}")
-    layout = flatten_batch(obj, skip_keys=skip_keys)
-    layout.check_hidden(target, dtype)
-    tensors = layout.tensors
-    # Movers first: their own .to synchronizes as it does, before the engine's one wait.
-    new_movers = [call_own_to(m, target, non_blocking, dtype) for m in layout.movers] or None
-
-    def call_to(m: Any) -> Any:
-        return call_own_to(m, target, non_blocking, dtype)
-
-    plan = hardware.plan_copy(tensors, target, dtype=dtype, pack=pack, distinct=True)
-    if not plan.noop:
-        tensors = plan.run(non_blocking=non_blocking, measure=False).tensors
-    return layout.rebuild(tensors, new_movers, call_to=call_to, target=target)  # type: ignore[return-value]
+    except COPY_FAILURES as exc:
+        # torch has no kernel to copy some tensor there: name it by its path.
+        if isinstance(obj, nn.Module | torch.optim.Optimizer):
+            raise
+        try:
+            found: list[torch.Tensor] = (
+                [obj] if isinstance(obj, torch.Tensor) else flatten_batch(obj).tensors
+            )
+        except UnsupportedBatchError:
+            raise exc from None
+        failure = copy_failure(obj, found, target, exc)
+        if failure is None:
+            raise
+        raise failure from exc
 
 
 _NOT_FLAT: Any = object()
@@ -320,9 +351,11 @@ def _plain_user_dict(cls: type) -> bool:
     """
     plain = _USER_DICTS.get(cls)
     if plain is None:
-        plain = _USER_DICTS[cls] = (
+        plain = (
             issubclass(cls, collections.UserDict) and copies_plainly(cls) and not slot_names(cls)
         )
+        if lasting(cls):
+            _USER_DICTS[cls] = plain
     return plain
 
 

@@ -19,14 +19,23 @@ Every object a batch holds is one of these (decided once per type by
   a copy made without its constructor (:func:`~torchport.place._copying.copy_object`)
   with the changed attributes written past ``__setattr__``;
 * **moved with its own ``.to``** (:data:`MOVER`), an object with state and a
-  ``.to`` (PyTorch Geometric's ``Data``, a ``TensorDict``, ...): the tensors in
-  its state are found by walking it (so they are copied once with the rest of
-  the batch and stay shared with it); the object is deep-copied with each of
-  those tensors replaced by its moved copy, and ``.to`` is called on the copy,
-  so a ``.to`` that works in place changes the copy, never the input. Every
-  tensor reachable from what ``.to`` returns must then be on the target, or the
-  move is refused. An object with a ``.to`` but no state the walker can read is
-  a leaf whose ``.to`` is called as it is (``place/_tree.py``'s ``_MOVER``);
+  ``.to`` (PyTorch Geometric's ``Data``/``Batch``/``HeteroData``, a
+  ``TensorDict``, ...): the tensors in its state are found by walking it. When
+  every one of them is already where the move goes, the object comes back as it
+  is and ``.to`` is not called. Otherwise the move gives what the object's own
+  ``.to`` gives on a shallow copy (``copy.copy``, which honours the class's
+  ``__copy__``): the tensors ``.to`` moves are moved, those it leaves on the host
+  stay there (PyG's ``_slice_dict``/``_inc_dict``, which ``get_example`` reads on
+  the CPU), and non-tensor payload is shared, never copied. Every tensor
+  reachable from what ``.to`` returns must be on the target or be one of the
+  input's own tensors left where it was, and the input's tensors must be the
+  ones it held before (a ``.to`` that writes through what its shallow copy
+  shares with the input is refused, naming the class). When one of its tensors
+  also sits elsewhere in the batch (or in another such object), the object is
+  instead deep-copied around the batch's moved tensors and ``.to`` is called on
+  that copy, so the tensor stays one tensor. An object with a ``.to`` but no
+  state the walker can read is a leaf whose ``.to`` is called as it is
+  (``place/_tree.py``'s ``_MOVER``);
 * **refused** (:func:`refusal`): modules, optimizers, LR schedulers and
   ``GradScaler``s, which hold training state that has its own rules, and
   iterators without state of their own (generators, ``map``, ``zip``, a list's
@@ -57,21 +66,26 @@ from torchport.place._copying import (
     copies_plainly,
     copy_object,
     deep_copy_sharing,
+    defines_copy,
     has_state,
     read_state,
     restore_state,
     write_state,
 )
 from torchport.place._entries import StateEntry, TensorInsideEntry
+from torchport.place._lasting import lasting
 
 __all__ = [
     "MOVER",
+    "SHALLOW_NESTING",
     "VALUE",
     "WALKED",
     "Finish",
+    "Opened",
     "kind_of_object",
     "mover_recipe",
     "moving",
+    "note_repeats",
     "object_recipe",
     "on_device",
     "refusal",
@@ -214,7 +228,8 @@ def _copy_sharing(
         result = deep_copy_sharing(obj, tensors, moved, _stateful)
         if allowed.issuperset(map(id, find(contents(result)))):
             return result
-        _COPIED_BY_STATE.add(cls)
+        if lasting(cls):
+            _COPIED_BY_STATE.add(cls)
     result = deep_copy_sharing(obj, tensors, moved, _stateful, by_state=True)
     stray = [t for t in find(contents(result)) if id(t) not in allowed]
     if stray:
@@ -354,26 +369,34 @@ class Finish:
             ``None`` for a rebuild that moves nothing (identity rebuilds), where
             a mover comes back as it is when none of its tensors changed.
         check: Raises :class:`RebuildRefused` when a tensor reachable from what
-            ``.to`` returned is not on the target.
+            ``.to`` returned is not on the target, except the tensors in the set
+            it is given (the input's own, which a ``.to`` may leave on the host).
         target: The device of the move, or None.
         skip: The keys whose values the move leaves as they are.
+        dtype: The move's floating dtype, or None.
+        own: The ids of the objects whose own ``.to`` moves their tensors (the
+            engine left them as they were): they are moved on a shallow copy.
         made: The object rebuilt for each object met so far (by id), so that an
             object met twice comes back as one object, as it went in.
     """
 
-    __slots__ = ("call_to", "check", "made", "skip", "target")
+    __slots__ = ("call_to", "check", "dtype", "made", "own", "skip", "target")
 
     def __init__(
         self,
         call_to: Callable[[Any], Any] | None = None,
-        check: Callable[[Any], None] | None = None,
+        check: Callable[[Any, frozenset[int]], None] | None = None,
         target: torch.device | None = None,
         skip: frozenset[Any] = frozenset(),
+        dtype: torch.dtype | None = None,
+        own: frozenset[int] = frozenset(),
     ) -> None:
         self.call_to = call_to
         self.check = check
         self.target = target
         self.skip = skip
+        self.dtype = dtype
+        self.own = own
         self.made: dict[int, Any] = {}
 
 
@@ -412,10 +435,46 @@ def contents(obj: Any) -> list[Any]:
     return values
 
 
+class Opened:
+    """The node data of an object with its own ``.to``: the object and its distinct tensors.
+
+    ``nested`` is how deep objects with their own ``.to`` nest inside it (1: none;
+    2: a PyG ``Data`` and its storages, a ``TensorDict`` and its sub-dicts);
+    ``repeats`` whether it holds one tensor in two places (its own ``.to`` would
+    make two copies of it).
+    """
+
+    __slots__ = ("nested", "obj", "repeats", "tensors")
+
+    def __init__(self, obj: Any, tensors: list[torch.Tensor], nested: int, repeats: bool) -> None:
+        self.obj = obj
+        self.tensors = tensors
+        self.nested = nested
+        self.repeats = repeats
+
+
+def note_repeats() -> None:
+    """Tell the object being opened (if any) that a tensor sits twice inside it."""
+    _LOCAL.repeats = True
+
+
+# Deeper than this, an object with its own .to inside another is shared by a shallow copy
+# of the outer one (a PyG Data in a Data's storage), and an in-place .to would change it.
+SHALLOW_NESTING = 2
+
+
+def _there(tensors: list[torch.Tensor], target: torch.device, dtype: torch.dtype | None) -> bool:
+    """Whether every tensor is on ``target`` already (and of ``dtype``, if floating)."""
+    return all(
+        on_device(t, target) and (dtype is None or t.dtype == dtype or not t.is_floating_point())
+        for t in tensors
+    )
+
+
 def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> Recipe:
     """Children: the distinct tensors the object holds (found by ``find``); see the module."""
 
-    def flatten(obj: Any) -> tuple[list[torch.Tensor], tuple[Any, list[torch.Tensor]], range]:
+    def flatten(obj: Any) -> tuple[list[torch.Tensor], Opened, range]:
         active: set[int] = getattr(_LOCAL, "opening", None) or set()
         key = id(obj)
         if key in active:
@@ -425,25 +484,74 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
             )
         _LOCAL.opening = active
         active.add(key)
+        outer = getattr(_LOCAL, "nested", 0)
+        outer_repeats = getattr(_LOCAL, "repeats", False)
+        _LOCAL.nested = len(active)
+        _LOCAL.repeats = False
         try:
             tensors = find(contents(obj))
+            nested = _LOCAL.nested - len(active) + 1
+            repeats = _LOCAL.repeats
         finally:
             active.discard(key)
-        return tensors, (obj, tensors), range(len(tensors))
+            _LOCAL.nested = max(outer, _LOCAL.nested)
+            _LOCAL.repeats = outer_repeats or _LOCAL.repeats
+        return tensors, Opened(obj, tensors, nested, repeats), range(len(tensors))
 
-    def unflatten(meta: tuple[Any, list[torch.Tensor]], moved: Any) -> Any:
-        obj, tensors = meta
+    def unflatten(meta: Opened, moved: Any) -> Any:
+        obj, tensors = meta.obj, meta.tensors
         finish = _current()
-        if finish.call_to is None and all(map(operator.is_, moved, tensors)):
-            return obj
+        call_to = finish.call_to
+        if call_to is None or finish.target is None:
+            if all(map(operator.is_, moved, tensors)):
+                return obj
+        elif _there(tensors, finish.target, finish.dtype):
+            return obj  # nothing to move: no copy, no call
         result = finish.made.get(id(obj))
-        if result is None:
+        if result is not None:
+            return result
+        if call_to is not None and id(obj) in finish.own:
+            result = _own_to_on_copy(obj, tensors, call_to, find)
+            if finish.check is not None:
+                finish.check(result, frozenset(map(id, tensors)))
+        else:
             result = _copy_sharing(obj, tensors, moved, find)
-            if finish.call_to is not None:
-                result = finish.call_to(result)
+            if call_to is not None:
+                result = call_to(result)
                 if finish.check is not None:
-                    finish.check(result)
-            finish.made[id(obj)] = result
+                    finish.check(result, frozenset())
+        finish.made[id(obj)] = result
         return result
 
     return Recipe(flatten, unflatten, TensorInsideEntry)
+
+
+def _own_to_on_copy(
+    obj: Any,
+    tensors: list[torch.Tensor],
+    call_to: Callable[[Any], Any],
+    find: Callable[[list[Any]], list[torch.Tensor]],
+) -> Any:
+    """What ``obj``'s own ``.to`` gives on a shallow copy; the input must come out as it was.
+
+    A class with a ``__copy__`` of its own (PyG's ``Data``, ``TensorDict``) says what a
+    copy shares, and its ``.to`` is trusted to leave the input alone on it; for any
+    other class the input's tensors are read again after the call.
+
+    Raises:
+        RebuildRefused: The copy cannot be made, or the call changed which tensors
+            the input holds (its ``.to`` wrote through an attribute the shallow copy
+            shares with it).
+    """
+    result = call_to(copy_object(obj))
+    if defines_copy(type(obj)):
+        return result
+    after = find(contents(obj))
+    if len(after) != len(tensors) or not all(map(operator.is_, after, tensors)):
+        raise RebuildRefused(
+            f"the {type(obj).__name__} object's .to, called on a shallow copy (copy.copy), "
+            "changed the input through an attribute the copy shares with it; give the "
+            "class a __copy__ that copies what its .to replaces (as PyTorch Geometric's "
+            "storages copy their mapping), or move it yourself and pass its key in skip_keys"
+        )
+    return result

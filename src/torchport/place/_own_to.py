@@ -7,6 +7,8 @@ from typing import Any, NamedTuple
 
 import torch
 
+from torchport.place._lasting import lasting
+
 __all__ = ["call_own_to"]
 
 
@@ -61,5 +63,6 @@ def _takes(cls: type) -> _Takes:
         device = params.get("device")
         by_name = device is not None and device.kind is inspect.Parameter.KEYWORD_ONLY
         result = _Takes(var_kw or "non_blocking" in params, var_kw or "dtype" in params, by_name)
-    _TAKES[cls] = result
+    if lasting(cls):
+        _TAKES[cls] = result
     return result

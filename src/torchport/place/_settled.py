@@ -47,29 +47,35 @@ def settled(batch: object, target: torch.device) -> int:
         top = node.values()
     else:
         return -1
-    if _PLAIN_TENSOR_TYPES.issuperset(map(type, top)):  # the common batch, at C speed
+    kinds = set(map(type, top))
+    if kinds <= _PLAIN_TENSOR_TYPES:  # the common batch, at C speed
         return len(top) if _here(top, target) else -1
     values = VALUE_TYPES
     tensors: list[torch.Tensor] = []
-    stack: list[Any] = [batch]
-    seen = 0
-    while stack:
-        node = stack.pop()
-        items = node.values() if type(node) is dict else node
+    pending: list[Any] = []  # the items of nested builtin containers still to look at
+    items: Any = top
+    seen = len(top)
+    while True:
+        if not kinds <= values:
+            for item in items:
+                kind = type(item)
+                if kind in values:
+                    continue
+                if kind in _PLAIN_TENSOR_TYPES:
+                    tensors.append(item)
+                elif kind is dict:
+                    pending.append(item.values())
+                elif kind is list or kind is tuple:
+                    pending.append(item)
+                elif kind not in ARRAY_TYPES or item.dtype.hasobject:
+                    return -1
+        if not pending:
+            break
+        items = pending.pop()
         seen += len(items)
         if seen > _MAX_ITEMS:
             return -1
         kinds = set(map(type, items))
-        if kinds <= values:
-            continue
-        for item in items:
-            kind = type(item)
-            if kind in _PLAIN_TENSOR_TYPES:
-                tensors.append(item)
-            elif kind is dict or kind is list or kind is tuple:
-                stack.append(item)
-            elif kind not in values and (kind not in ARRAY_TYPES or item.dtype.hasobject):
-                return -1
     return len(tensors) if _here(tensors, target) else -1
 
 

@@ -46,6 +46,9 @@ def flatten_skipping(
 ) -> tuple[list[Any], optree.PyTreeSpec, set[int]]:
     """Flatten with the values under keys in ``skip`` as leaves; also return their positions.
 
+    The positions returned are those of the skipped values, and of containers met
+    both under a skipped key and elsewhere (left as they are in both places).
+
     optree visits a mapping before its values, so the ``is_leaf`` predicate lets
     each mapping (a dict, a ``UserDict``, any ``Mapping``) record the identities
     of its skipped values and then stops at them; the leaf paths tell a skipped
@@ -77,6 +80,11 @@ def flatten_skipping(
     kept = {
         pos
         for pos, (path, leaf) in enumerate(zip(paths, leaves, strict=True))
-        if path and id(leaf) in marked and path[-1] in skip
+        if id(leaf) in marked
+        and (
+            (path and path[-1] in skip)
+            # A node met elsewhere too, stopped here because it sits under a skipped key.
+            or not optree.tree_is_leaf(leaf, namespace=namespace)
+        )
     }
     return leaves, spec, kept

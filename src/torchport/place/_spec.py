@@ -30,6 +30,8 @@ import optree
 
 from torchport.place._containers import NAMESPACE
 from torchport.place._copying import has_state
+from torchport.place._lasting import lasting
+from torchport.place._objects import Opened
 
 __all__ = ["PLAIN", "Notes", "Reorder", "notes_for", "reorders", "restore_order"]
 
@@ -57,11 +59,14 @@ class Notes(NamedTuple):
         ordered: the path (entries from the root) to each ``OrderedDict`` node.
         custom: whether the structure holds nodes the walker registered (objects
             rebuilt by the walker's own recipes); False: optree's nodes only.
+        movers: the node data (:class:`~torchport.place._objects.Opened`) of each
+            object with its own ``.to`` in the structure, one per occurrence.
     """
 
     register: tuple[type, ...]
     ordered: tuple[tuple[Any, ...], ...]
     custom: bool
+    movers: tuple[Any, ...] = ()
 
 
 class Reorder(NamedTuple):
@@ -92,27 +97,38 @@ def notes_for(spec: optree.PyTreeSpec) -> Notes:
         found: Notes | None = _REMEMBERED.get(spec)
     except Exception:  # a node's data compared badly (tensors as dict keys): scan it
         found = None
-    if found is None:
-        found = _scan(spec)
-        if found is PLAIN or (not found.custom and not found.register):
-            if len(_REMEMBERED) >= _MAX_REMEMBERED:
-                _REMEMBERED.clear()
-            _REMEMBERED[spec] = found
-    if found is PLAIN:
-        _LAST[0] = spec
+    if found is not None:
+        if found is PLAIN:
+            _LAST[0] = spec
+        return found
+    found, lasts = _scan(spec)
+    # A structure holds its node types: one with a class made at run time (a namedtuple
+    # made per batch) is scanned again each time rather than kept alive.
+    if lasts and (found is PLAIN or (not found.custom and not found.register)):
+        if len(_REMEMBERED) >= _MAX_REMEMBERED:
+            _REMEMBERED.clear()
+        _REMEMBERED[spec] = found
+        if found is PLAIN:
+            _LAST[0] = spec
     return found
 
 
-def _scan(spec: optree.PyTreeSpec) -> Notes:
+def _scan(spec: optree.PyTreeSpec) -> tuple[Notes, bool]:
+    """The notes of a structure, and whether every node type in it lasts (may be remembered)."""
     register: list[type] = []
-    flags = {"ordered": False, "custom": False}
+    flags = {"ordered": False, "custom": False, "transient": False}
+    movers: list[Opened] = []
 
     def node(kind: Any, data: Any, children: Any) -> None:
+        if kind not in _BUILTIN_NODES and not lasting(kind):
+            flags["transient"] = True
         if kind in _BUILTIN_NODES:
             if kind is collections.OrderedDict:
                 flags["ordered"] = True
         elif _registered_here(kind):
             flags["custom"] = True
+            if type(data) is Opened:
+                movers.append(data)
         elif optree.is_namedtuple_class(kind):
             if not _plain_namedtuple(kind) and kind not in register:
                 register.append(kind)
@@ -121,9 +137,10 @@ def _scan(spec: optree.PyTreeSpec) -> Notes:
 
     spec.walk([None] * spec.num_leaves, node, None)
     ordered = tuple(_ordered_paths(spec, ())) if flags["ordered"] else ()
-    if not register and not ordered:
-        return _CUSTOM if flags["custom"] else PLAIN
-    return Notes(tuple(register), ordered, flags["custom"])
+    lasts = not flags["transient"]
+    if not register and not ordered and not movers:
+        return (_CUSTOM if flags["custom"] else PLAIN), lasts
+    return Notes(tuple(register), ordered, flags["custom"], tuple(movers)), lasts
 
 
 def _registered_here(kind: type) -> bool:
@@ -163,7 +180,8 @@ def _plain_namedtuple(cls: type) -> bool:
                 if "__new__" in vars(base) or "__init__" in vars(base):
                     plain = False
                     break
-        _PLAIN_NAMEDTUPLES[cls] = plain
+        if lasting(cls):
+            _PLAIN_NAMEDTUPLES[cls] = plain
     return plain
 
 

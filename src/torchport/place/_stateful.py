@@ -99,6 +99,7 @@ def move_module(
         _recompute_reparametrized(module)
         _warn_unregistered(module, target)
         return
+    _release_reparametrized(module)
     try:
         with _SWAP_LOCK:
             previous = torch.__future__.get_swap_module_params_on_conversion()
@@ -126,6 +127,22 @@ def _reparametrized(module: nn.Module) -> Iterable[tuple[nn.Module, str, Any]]:
             if isinstance(hook, _WEIGHT_NORM | _SPECTRAL_NORM):
                 legacy: Any = hook
                 yield sub, legacy.name, legacy
+
+
+def _release_reparametrized(module: nn.Module) -> None:
+    """Let go of the autograd graph a legacy-reparametrized weight holds, before a swap.
+
+    ``torch.nn.utils.weight_norm`` (and the legacy ``spectral_norm``) keep the
+    computed ``weight`` as a plain attribute whose graph holds ``weight_g`` and
+    ``weight_v``; torch refuses to swap a parameter something else holds that way,
+    and its fallback would give the module new ``weight_g``/``weight_v`` objects (a
+    captured ``list(model.parameters())`` would keep the old ones). The weight is
+    detached here and computed again from the moved parameters afterwards.
+    """
+    for sub, name, _ in _reparametrized(module):
+        value = vars(sub).get(name)
+        if isinstance(value, torch.Tensor) and value.grad_fn is not None:
+            setattr(sub, name, value.detach())
 
 
 def _recompute_reparametrized(module: nn.Module) -> None:

@@ -54,9 +54,9 @@ from torchport.place._containers import (
     NAMESPACE,
     container_recipe,
     register_known,
-    register_recipe,
 )
 from torchport.place._copying import has_state
+from torchport.place._lasting import lasting
 from torchport.place._layout import BatchLayout
 from torchport.place._locate import (
     ROOT,
@@ -66,12 +66,15 @@ from torchport.place._locate import (
 )
 from torchport.place._objects import (
     MOVER,
+    SHALLOW_NESTING,
     WALKED,
     kind_of_object,
     mover_recipe,
+    note_repeats,
     object_recipe,
     refusal,
 )
+from torchport.place._registrations import close_walk, open_walk, register
 from torchport.place._settled import ARRAY_TYPES, VALUE_TYPES
 from torchport.place._skipping import flatten_skipping, skip_key_set
 from torchport.place._spec import PLAIN, Notes, notes_for, reorders
@@ -83,6 +86,7 @@ __all__ = [
     "flatten_tensors",
     "map_tensors",
     "skip_key_set",
+    "tensors_inside",
 ]
 
 _NAMESPACE = NAMESPACE
@@ -217,8 +221,26 @@ def _classified(
 ) -> BatchLayout:
     """Classify the leaves and build the layout (from ``first``, a flatten already done).
 
-    Flattens again each time a new node type is registered.
+    The outermost walk of a thread owns the registrations of the classes that do
+    not last (``place/_lasting.py``) made while it runs, nested walks included,
+    and drops them when it ends: optree's structure keeps what it needs to rebuild
+    the batch, and nothing keeps such a class alive after the call.
     """
+    held = open_walk()
+    if held is None:  # a walk inside this thread's running walk
+        return _classify_leaves(obj, skip, first)
+    try:
+        return _classify_leaves(obj, skip, first)
+    finally:
+        close_walk(held)
+
+
+def _classify_leaves(
+    obj: object,
+    skip: frozenset[Hashable] | None,
+    first: tuple[list[Any], optree.PyTreeSpec] | None,
+) -> BatchLayout:
+    """See :func:`_classified`; flattens again each time a new node type is registered."""
     kind_of = _KIND.get
     for _ in range(_MAX_REFLATTEN):
         kept: set[int] = set()  # leaf positions under a skipped key
@@ -237,22 +259,27 @@ def _classified(
         # Per-leaf work runs in C (map, set, compress); Python loops only over
         # types seen for the first time and over repeated objects.
         kinds = list(map(kind_of, map(type, leaves)))
+        for pos in kept:
+            kinds[pos] = _PLAIN
         present = set(kinds)
         if None in present:
             unknown = {type(leaf) for leaf, kind in zip(leaves, kinds, strict=True) if kind is None}
-            if _NEW_NODE in [_classify(cls) for cls in unknown]:
+            found = dict(zip(unknown, map(_classify, unknown), strict=True))
+            if _NEW_NODE in found.values():
                 continue  # a node type was registered: flatten again
-            kinds = list(map(kind_of, map(type, leaves)))
-            present = set(kinds)
-        for pos in kept:
-            kinds[pos] = _PLAIN
-        if kept:
+            # Kinds of classes that do not last are not cached: take them from `found`.
+            kinds = [
+                found[type(leaf)] if kind is None else kind
+                for leaf, kind in zip(leaves, kinds, strict=True)
+            ]
             present = set(kinds)
         hidden = None
         if _INSPECT in present:
             hidden = _inspect(leaves, kinds)
             present = set(kinds)
         layout = _layout(leaves, spec, kinds, present, obj, notes, skip)
+        if notes.movers:
+            _mark_own(layout, leaves, kinds, notes.movers)
         if hidden:
             layout._hidden = (obj, hidden)
         return layout
@@ -316,6 +343,56 @@ def _layout(
     )
 
 
+def _mark_own(layout: BatchLayout, leaves: list[Any], kinds: list[Any], movers: Any) -> None:
+    """Leave to each object with its own ``.to`` the tensors only it holds.
+
+    Such an object is moved by its own ``.to`` on a shallow copy (``place/_objects.py``),
+    so the copy engine must not copy its tensors too. That holds for an object
+    none of whose tensors sits anywhere else in the batch (outside it, or in
+    another such object); one that shares a tensor is rebuilt around the engine's
+    copies instead, so the tensor stays one tensor.
+    """
+    if len({id(opened.obj) for opened in movers}) == len(movers):
+        # The common case at C speed: each object met once, and every tensor leaf of the
+        # batch one of theirs, met once (the batch is the object, or holds only such).
+        inner = [id(t) for opened in movers for t in opened.tensors]
+        tensor_leaves = list(map(id, itertools.compress(leaves, map(_TENSOR.__eq__, kinds))))
+        if len(inner) == len(tensor_leaves) == len(set(inner)) and set(inner) == set(tensor_leaves):
+            owned = [opened for opened in movers if opened.nested <= SHALLOW_NESTING]
+            owned = [opened for opened in owned if not opened.repeats]
+            if len(owned) == len(movers):
+                layout.owners = frozenset(id(opened.obj) for opened in movers)
+                layout.own = frozenset(range(len(layout.tensors)))
+                return
+    total = collections.Counter(
+        id(leaf) for leaf, kind in zip(leaves, kinds, strict=True) if kind == _TENSOR
+    )
+    inside: collections.Counter[int] = collections.Counter()
+    owner: dict[int, int] = {}
+    for opened in movers:
+        holder = id(opened.obj)
+        for t in opened.tensors:
+            inside[id(t)] += 1
+            if owner.setdefault(id(t), holder) != holder:
+                owner[id(t)] = 0  # held by two objects
+    owners = {
+        id(opened.obj)
+        for opened in movers
+        if opened.nested <= SHALLOW_NESTING
+        and not opened.repeats
+        and all(
+            total[id(t)] == inside[id(t)] and owner[id(t)] == id(opened.obj) for t in opened.tensors
+        )
+    }
+    if not owners:
+        return
+    position = {id(t): i for i, t in enumerate(layout.tensors)}
+    layout.owners = frozenset(owners)
+    layout.own = frozenset(
+        position[id(t)] for opened in movers if id(opened.obj) in owners for t in opened.tensors
+    )
+
+
 def _refuse(obj: object, leaves: list[Any], kinds: list[int | None]) -> None:
     """Raise for the first module, optimizer, scheduler or scaler in the batch, naming its path."""
     culprit = next(leaf for leaf, kind in zip(leaves, kinds, strict=True) if kind == _REFUSED)
@@ -358,7 +435,8 @@ def _hides_objects(cls: type) -> bool:
     """Whether values of ``cls`` may hold objects out of the walker's reach (see _inspect)."""
     numpy = sys.modules.get("numpy")
     if numpy is not None and issubclass(cls, numpy.ndarray):
-        ARRAY_TYPES.add(cls)  # settled() takes those of a numeric dtype as values
+        if lasting(cls):
+            ARRAY_TYPES.add(cls)  # settled() takes those of a numeric dtype as values
         return True
     return issubclass(cls, ValuesView | ItemsView) and not has_state(cls)
 
@@ -379,9 +457,34 @@ def _distinct(found: list[Any]) -> tuple[list[Any], list[int] | None]:
     return distinct, index
 
 
-def _tensors_inside(values: list[Any]) -> list[torch.Tensor]:
-    """The distinct tensors in an object's state (for objects with their own ``.to``)."""
-    return flatten_batch(values).tensors
+def tensors_inside(values: list[Any]) -> list[torch.Tensor]:
+    """The distinct tensors in an object's state (for objects with their own ``.to``).
+
+    Finding needs no rebuild: one C flatten and a C-level pass over the leaf kinds,
+    unless a leaf is of a type not yet classified (or one to look into, or to
+    refuse), which the full walk handles. A tensor met twice is told to the object
+    being opened (:func:`~torchport.place._objects.note_repeats`).
+    """
+    try:
+        leaves: list[Any] = optree.tree_leaves(values, namespace=_NAMESPACE)  # type: ignore[arg-type]
+    except Exception:  # the full walk names what failed
+        return _found_by_walk(values)
+    kinds = list(map(_KIND.get, map(type, leaves)))
+    if None in kinds or _REFUSED in kinds:
+        return _found_by_walk(values)
+    if _INSPECT in kinds and _inspect(leaves, kinds):
+        return _found_by_walk(values)  # tensors inside object arrays: see check_hidden
+    tensors, index = _distinct(list(itertools.compress(leaves, map(_TENSOR.__eq__, kinds))))
+    if index is not None:
+        note_repeats()
+    return tensors
+
+
+def _found_by_walk(values: list[Any]) -> list[torch.Tensor]:
+    layout = flatten_batch(values)
+    if layout.repeats():
+        note_repeats()
+    return layout.tensors
 
 
 def _tensors_of_items(values: list[Any], skip: frozenset[Hashable]) -> list[torch.Tensor]:
@@ -394,16 +497,23 @@ def _register_node(cls: type) -> bool:
     recipe = container_recipe(cls) if optree.is_namedtuple_class(cls) else None
     if recipe is None:
         return False
-    return register_recipe(cls, recipe, _NAMESPACE)
+    return register(cls, recipe)
 
 
 def _classify(cls: type) -> int:
-    """Decide what leaves of type ``cls`` are, registering node types on first sight."""
+    """Decide what leaves of type ``cls`` are, registering node types on first sight.
+
+    Called under no lock by many threads at once: the answer is remembered only
+    when it is final (never :data:`_NEW_NODE`), and only for a class that lasts.
+    A class registered as a node meanwhile (by another thread, after this
+    thread's flatten) is a node: flatten again, never "a value".
+    """
     if issubclass(cls, torch.Tensor):
         kind = _TENSOR
     elif optree.register_pytree_node.get(cls, namespace=_NAMESPACE) is not None:
-        # A node met as a leaf: it sat under a skipped key, so it stays as it is.
-        kind = _PLAIN
+        # Registered by another walk since this one flattened (a leaf under a skipped
+        # key never gets here): flatten again and it is a node.
+        return _NEW_NODE
     elif refusal(cls, ROOT, None) is not None:
         kind = _REFUSED
     elif _hides_objects(cls):
@@ -411,15 +521,17 @@ def _classify(cls: type) -> int:
     else:
         recipe = _node_recipe(cls)
         if recipe is not None:
-            if register_recipe(cls, recipe, _NAMESPACE):
+            if register(cls, recipe):
                 return _NEW_NODE  # not cached: once registered, optree no longer yields it
             kind = _PLAIN
         elif callable(getattr(cls, "to", None)) and not issubclass(cls, type):
             kind = _MOVER  # no state to read: its .to is all there is
         else:
             kind = _PLAIN
-            VALUE_TYPES.add(cls)
-    _KIND[cls] = kind
+            if lasting(cls):
+                VALUE_TYPES.add(cls)
+    if lasting(cls):
+        _KIND[cls] = kind
     return kind
 
 
@@ -432,7 +544,7 @@ def _node_recipe(cls: type) -> Any:
         # place) and lets their tensors take the batch's fast paths.
         return object_recipe(cls, _tensors_of_items)
     if kind == MOVER:
-        return mover_recipe(cls, _tensors_inside)
+        return mover_recipe(cls, tensors_inside)
     recipe = container_recipe(cls)
     if recipe is not None:
         return recipe

@@ -5,9 +5,12 @@ torchrun), and every one of them is the target: ``torch.cuda.is_available()``
 is True, ``set_device(i)`` / ``current_device()`` keep a per-thread index as
 CUDA does, ``synchronize()`` waits for the target, ``mem_get_info()`` and the
 random-state calls read the target, ``torch.cuda.FloatTensor(...)`` builds a
-tensor on the target. Calls with no meaning there (streams, events, graphs,
-allocator control, ...) raise :class:`~torchport.RedirectError` naming the
-call and the device.
+tensor on the target; properties, capability, streams, events and NVTX answer
+from the target (:mod:`torchport.run._cuda_answers`), and the same functions
+reached through a submodule (``torch.cuda.memory``, ``torch.cuda.nvtx``) get
+the same stand-ins. Calls with no meaning there (graphs, allocator control,
+streams on an accelerator target, ...) raise :class:`~torchport.RedirectError`
+naming the call and the device.
 
 Every stand-in first looks at its caller: a call made from inside torch or
 torchport themselves goes to the real function, because library code asks
@@ -27,6 +30,7 @@ import torch
 
 from torchport import _origin, hardware
 from torchport.errors import RedirectError
+from torchport.run._cuda_answers import answers, backend_answers, submodule_answers
 from torchport.run._notice import acting
 
 __all__ = ["Patch", "cuda_patches", "stand_in_class", "stand_in_function"]
@@ -71,12 +75,21 @@ def caller_is_library() -> bool:
     return _origin.caller_is_library(past=(_RUN_DIR,))
 
 
-def stand_in_function(original: Any, replacement: Callable[..., Any]) -> Callable[..., Any]:
+def stand_in_function(
+    original: Any, replacement: Callable[..., Any], *, announce: bool = True
+) -> Callable[..., Any]:
+    """``original`` for torch's and torchport's own calls, ``replacement`` for the script's.
+
+    ``announce``: the call itself means the redirect acts (a ``torch.cuda`` call); False
+    where the replacement says so only when it rewrites a CUDA argument.
+    """
+
     @functools.wraps(original)
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         if caller_is_library():
             return original(*args, **kwargs)
-        acting()
+        if announce:
+            acting()
         return replacement(*args, **kwargs)
 
     stand_in.__torchport_original__ = original  # type: ignore[attr-defined]
@@ -89,19 +102,28 @@ class _StandInType(type):
     _original: Any
     _make: Callable[..., Any]
     _check: Callable[[Any], bool]
+    _announce: bool
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if caller_is_library():
             return cls._original(*args, **kwargs)
-        acting()
+        if cls._announce:
+            acting()
         return cls._make(*args, **kwargs)
 
     def __instancecheck__(cls, obj: Any) -> bool:
         return cls._check(obj)
 
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return sub is cls or issubclass(sub, cls._original)
+
 
 def stand_in_class(
-    original: Any, make: Callable[..., Any], check: Callable[[Any], bool] | None = None
+    original: Any,
+    make: Callable[..., Any],
+    check: Callable[[Any], bool] | None = None,
+    *,
+    announce: bool = True,
 ) -> type:
     def default_check(obj: Any) -> bool:
         return isinstance(obj, original)
@@ -114,6 +136,7 @@ def stand_in_class(
         "_original": original,
         "_make": staticmethod(make),
         "_check": staticmethod(check or default_check),
+        "_announce": announce,
     }
     return _StandInType(original.__name__, (), namespace)
 
@@ -201,12 +224,17 @@ class _NullDeviceContext:
 
 
 def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callable[..., Any]:
-    """``torch.accelerator.<name>(target)`` on an accelerator, ``cpu_value`` on the CPU."""
+    """``torch.accelerator.<name>`` of ``target`` when it is this machine's accelerator.
+
+    Elsewhere (the CPU, meta) no device allocator exists: ``cpu_value`` (0 bytes, no
+    stats, nothing to free). ``empty_cache`` takes no device; the others take one.
+    """
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        if target.type == "cpu":
+        if target.type != hardware.accelerator_type():
             return cpu_value
-        return getattr(torch.accelerator, name)(target)
+        function = getattr(torch.accelerator, name)
+        return function() if name == "empty_cache" else function(target)
 
     return call
 
@@ -276,6 +304,10 @@ def _rng(devices: _Devices) -> dict[str, Callable[..., Any]]:
         if states:  # every index is the one target: its state is the current index's
             set_rng_state(states[min(devices.current(), len(states) - 1)])
 
+    if target.type != "cpu" and getattr(backend, "get_rng_state", None) is None:
+        get_rng_state_all = _unsupported("torch.cuda.get_rng_state_all()", target)
+        set_rng_state_all = _unsupported("torch.cuda.set_rng_state_all()", target)
+
     return {
         "get_rng_state": get_rng_state,
         "get_rng_state_all": get_rng_state_all,
@@ -328,6 +360,13 @@ def _legacy_tensor(name: str, original: Any, target: torch.device) -> type:
     return stand_in
 
 
+def _legacy_storage(name: str, target: torch.device) -> Callable[..., Any]:
+    """``torch.cuda.FloatStorage(...)``: the CPU's legacy storage when the target is the CPU."""
+    if target.type != "cpu" or not hasattr(torch, name):
+        return _unsupported(f"torch.cuda.{name}", target)
+    return getattr(torch, name)  # type: ignore[no-any-return]
+
+
 def _replacements(devices: _Devices) -> dict[str, Callable[..., Any]]:
     """What a script's call to ``torch.cuda.<name>`` does instead, for functions."""
     target = devices.target
@@ -361,39 +400,93 @@ def _replacements(devices: _Devices) -> dict[str, Callable[..., Any]]:
     return table
 
 
-def _public_cuda_api() -> Iterator[tuple[str, Any]]:
-    """Public functions and classes of ``torch.cuda`` itself (not re-exported helpers)."""
-    for name, value in sorted(vars(torch.cuda).items()):
+_SUBMODULES = (
+    "gds",
+    "graphs",
+    "green_contexts",
+    "jiterator",
+    "memory",
+    "nvtx",
+    "profiler",
+    "random",
+    "sparse",
+    "streams",
+    "tunable",
+)
+
+
+def _public_api(module: Any) -> Iterator[tuple[str, Any]]:
+    """Public functions and classes that ``module`` (``torch.cuda`` or a submodule) defines."""
+    for name, value in sorted(vars(module).items()):
         if name.startswith("_") or not callable(value):
             continue
         if not getattr(value, "__module__", "").startswith("torch.cuda"):
             continue
         if isinstance(value, type) and issubclass(value, BaseException):
             continue  # scripts catch these: they must stay real exception types
-        if name.endswith("Storage"):
-            continue  # serialization looks these up; they are inert until used
         yield name, value
 
 
+def _stand_in(
+    qualname: str, original: Any, answer: Any, target: torch.device
+) -> Callable[..., Any] | type:
+    """The stand-in for ``original``: ``answer`` where there is one, else a RedirectError."""
+    if isinstance(original, type):
+        if answer is None:
+            return stand_in_class(original, _unsupported(qualname, target))
+        made = answer if isinstance(answer, type) else None
+
+        def check(obj: Any) -> bool:
+            return isinstance(obj, original) or (made is not None and isinstance(obj, made))
+
+        return stand_in_class(original, answer, check)
+    return stand_in_function(original, answer or _unsupported(f"{qualname}()", target))
+
+
 def cuda_patches(target: torch.device, count: int = 1) -> list[Patch]:
-    """Every ``torch.cuda`` attribute to replace while redirected, showing ``count`` devices."""
+    """Every ``torch.cuda`` attribute to replace while redirected, showing ``count`` devices.
+
+    The same function reached through a submodule (``torch.cuda.memory.memory_allocated``)
+    gets the same stand-in; names only a submodule holds (``torch.cuda.nvtx.range_push``)
+    answer from :func:`~torchport.run._cuda_answers.submodule_answers` or raise.
+    """
     devices = _Devices(target, count)
     table = _replacements(devices)
+    table.update(answers(target))
+    by_original: dict[int, Any] = {}
     patches: list[Patch] = []
-    for name, original in _public_cuda_api():
+    for name, original in _public_api(torch.cuda):
         original = getattr(original, "__torchport_original__", original)
         qualname = f"torch.cuda.{name}"
         if name in _LEGACY_DTYPES:
-            patches.append((torch.cuda, name, _legacy_tensor(name, original, target)))
+            stand_in: Any = _legacy_tensor(name, original, target)
         elif name == "device":
-            patches.append((torch.cuda, name, stand_in_class(original, devices.context())))
+            stand_in = stand_in_class(original, devices.context())
         elif name == "device_of":
-            patches.append((torch.cuda, name, stand_in_class(original, _NullDeviceContext)))
-        elif isinstance(original, type):
-            patches.append(
-                (torch.cuda, name, stand_in_class(original, _unsupported(qualname, target)))
-            )
+            stand_in = stand_in_class(original, _NullDeviceContext)
+        elif name.endswith("Storage"):
+            # torch's own lookups (serialization) get the original: caller_is_library
+            stand_in = stand_in_class(original, _legacy_storage(name, target))
         else:
-            replacement = table.get(name) or _unsupported(f"{qualname}()", target)
-            patches.append((torch.cuda, name, stand_in_function(original, replacement)))
+            stand_in = _stand_in(qualname, original, table.get(name), target)
+        by_original[id(original)] = stand_in
+        patches.append((torch.cuda, name, stand_in))
+    only_here = submodule_answers(target)
+    for module_name in _SUBMODULES:
+        module = getattr(torch.cuda, module_name, None)
+        if module is None:
+            continue
+        for name, original in _public_api(module):
+            original = getattr(original, "__torchport_original__", original)
+            stand_in = by_original.get(id(original))
+            if stand_in is None:
+                answer = only_here.get((module_name, name))
+                qualname = f"torch.cuda.{module_name}.{name}"
+                stand_in = _stand_in(qualname, original, answer, target)
+            patches.append((module, name, stand_in))
+    for name, answer in backend_answers().items():
+        original = getattr(torch.backends.cuda, name, None)
+        if original is not None:
+            original = getattr(original, "__torchport_original__", original)
+            patches.append((torch.backends.cuda, name, stand_in_function(original, answer)))
     return patches

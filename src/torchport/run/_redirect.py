@@ -40,6 +40,7 @@ from torchport import hardware
 from torchport.errors import RedirectError
 from torchport.place import pop_redirect, push_redirect
 from torchport.run._children import child_patches
+from torchport.run._cuda_answers import tensor_patches
 from torchport.run._cuda_shim import _LEGACY_DTYPES, Patch, cuda_patches
 from torchport.run._torch_shim import is_cuda, names_device, torch_patches
 
@@ -92,6 +93,7 @@ class _DeviceRewrite(TorchFunctionMode):
             return self._cuda(*args, **kwargs)
         if method is _TENSOR_PIN and self.unpin:
             return args[0]
+
         if method is _TENSOR_TYPE and len(args) > 1:
             dtype = _legacy_dtype(args[1])
             if dtype is not None:
@@ -149,6 +151,7 @@ class _Redirect:
                 self._install(
                     [
                         *cuda_patches(self.target, self.count),
+                        *tensor_patches(self.target),
                         *torch_patches(self.target),
                         *child_patches(str(self.target), self.count),
                         _thread_patch(self._mode),
@@ -249,8 +252,13 @@ def redirect(device: str | torch.device, *, device_count: int = 1) -> _Redirect:
     ``device_ids`` all land on ``device``, and so do torchport's own
     ``to_device(x, "cuda")``, ``DeviceLoader(loader, "cuda")`` and
     ``pick_device()``. ``x.pin_memory()`` returns ``x`` unless ``device`` is this
-    machine's accelerator. CUDA API with no meaning there
-    (streams, events, graphs, ...) raises :class:`~torchport.RedirectError`.
+    machine's accelerator. ``get_device_properties()`` / ``get_device_capability()``
+    answer from ``device`` (the host's RAM for the CPU; capability ``(0, 0)``), and
+    streams, events, ``torch.cuda.stream()`` and NVTX ranges are no-ops where
+    ``device`` runs in order (cpu, meta). CUDA API with no meaning there (graphs,
+    allocator control, ...) raises :class:`~torchport.RedirectError` naming the call.
+    A DDP model built inside the block keeps its process group until its reducer
+    is gone, so tearing it down never waits on a gloo worker under the GIL.
     Calls that torch and torchport make internally keep seeing the real machine.
     Threads started inside the block, processes started with
     ``multiprocessing`` or ``torch.multiprocessing`` (fork, spawn or forkserver),

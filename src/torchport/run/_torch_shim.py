@@ -61,6 +61,10 @@ def _amp_patches(target: torch.device) -> list[Patch]:
             enabled: bool = True,
             cache_enabled: bool | None = None,
         ) -> None:
+            if device_type == "cuda" and not torch.amp.is_autocast_available(kind):
+                # no autocast on the target (meta): the region runs as written, in full
+                # precision, as autocast itself does when disabled
+                device_type, dtype, enabled = "cpu", None, False
             super().__init__(
                 kind if device_type == "cuda" else device_type,
                 dtype=dtype,
@@ -191,18 +195,44 @@ def _default_device_patches(target: torch.device) -> list[Patch]:
             set_default_tensor_type(kind)
             return
         # A CUDA tensor type sets two defaults at once: the dtype and the device.
+        acting()
         torch.set_default_dtype(_LEGACY_DTYPES[str(legacy)])
         set_default_device(None if target.type == "cpu" else target)
 
     return [
-        (torch, "Generator", stand_in_class(generator, make_generator)),
-        (torch, "set_default_device", stand_in_function(set_default_device, set_device)),
+        # these announce the redirect only when they rewrite a CUDA device (names_device)
+        (torch, "Generator", stand_in_class(generator, make_generator, announce=False)),
+        (
+            torch,
+            "set_default_device",
+            stand_in_function(set_default_device, set_device, announce=False),
+        ),
         (
             torch,
             "set_default_tensor_type",
-            stand_in_function(set_default_tensor_type, set_tensor_type),
+            stand_in_function(set_default_tensor_type, set_tensor_type, announce=False),
         ),
     ]
+
+
+def _release_group_after_reducer(ddp: Any) -> None:
+    """Make ``ddp`` drop its reducer before its process group: the group then dies without the GIL.
+
+    Every gloo work copies its caller's thread-local state, the redirect's
+    function mode included (``at::ThreadLocalState`` in ``AsyncWork``). A Python
+    torch function pops that mode and pushes it back as a new holder, so the
+    gloo worker can own the last holder of the old one and must take the GIL to
+    release it. ``~ProcessGroupGloo`` joins its workers: from the group's own
+    Python object it releases the GIL first (pytorch#154976), but from the C++
+    reducer, freed while Python deallocates the DDP model, it holds the GIL and
+    the worker never gets it (the hang of issue 30; pytorch#56297 is the class).
+    A Python object frees its attributes in the order they were set: moving
+    ``process_group`` after ``reducer`` lets the group's Python object drop the
+    last reference. Outlives the redirect, as the model does.
+    """
+    state = vars(ddp)
+    if "process_group" in state:
+        state["process_group"] = state.pop("process_group")
 
 
 def _distributed_patches(target: torch.device) -> list[Patch]:
@@ -243,6 +273,7 @@ def _distributed_patches(target: torch.device) -> list[Patch]:
         kwargs.pop("device_ids", None)
         kwargs.pop("output_device", None)
         ddp_init(self, module, *args, **kwargs)
+        _release_group_after_reducer(self)
 
     return [
         (dist, "init_process_group", init_process_group),

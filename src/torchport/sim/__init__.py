@@ -10,6 +10,6 @@ asynchronous copy and out-of-memory fails as it would on a GPU. Users reach it a
 
 from __future__ import annotations
 
-from torchport.sim._install import installed, simulate_accelerator
+from torchport.sim._install import installed, is_simulated, simulate_accelerator
 
-__all__ = ["installed", "simulate_accelerator"]
+__all__ = ["installed", "is_simulated", "simulate_accelerator"]

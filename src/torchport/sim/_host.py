@@ -63,8 +63,12 @@ def copied(
     )
 
 
-def waited(op: str, label: str = "") -> None:
-    """The host waited for the device (a value read, a data-dependent shape): land every copy."""
+def waited(op: str, label: str = "", nbytes: int = 0) -> None:
+    """The host waited for the device (a value read, a data-dependent shape): land every copy.
+
+    ``nbytes`` is what a value read brings back (``.item()``: one element), counted with
+    the wait rather than as a copy of its own, as the audit counts it.
+    """
     synchronize()
     if not _crossings.watched():
         return
@@ -73,7 +77,7 @@ def waited(op: str, label: str = "") -> None:
         Crossing(
             CrossingKind.SYNC,
             op,
-            0,
+            nbytes,
             False,
             False,
             filename,

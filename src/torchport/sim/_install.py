@@ -21,12 +21,13 @@ from typing import Any
 
 import torch
 
+from torchport import hardware
 from torchport._sizes import parse_size
 from torchport.errors import DeviceError, TorchportError
 from torchport.sim import _host
 from torchport.sim._memory import LEDGER
 
-__all__ = ["installed", "simulate_accelerator"]
+__all__ = ["installed", "is_simulated", "simulate_accelerator"]
 
 NAME = "sim"
 _lock = threading.Lock()
@@ -136,6 +137,11 @@ def _limit_of(memory_limit: int | str | None) -> int | None:
     return limit
 
 
+def is_simulated(device: torch.device) -> bool:
+    """Whether ``device`` is the simulated accelerator (whose ops all run at once, in order)."""
+    return device.type == NAME and installed()
+
+
 def installed() -> bool:
     """Whether this process has the simulated accelerator."""
     return bool(_options)
@@ -198,6 +204,7 @@ def _install(limit: int | None) -> None:
             "accelerator is built on; it needs torch 2.7 or newer"
         )
     LEDGER.limit = limit
+    other = _other_accelerator()  # asked before the backend exists
     setup(NAME, backend_module=_DEVICE_MODULE, hook=_Hooks(), device_guard=_Guard())
     # These name the device, which exists only from here on.
     from torchport.sim._factories import install_kernels
@@ -205,14 +212,15 @@ def _install(limit: int | None) -> None:
     from torchport.sim._saving import install_serialization
 
     install_kernels()
-    if not _other_accelerator():
+    hardware.backend_installed()  # torch reports an accelerator now
+    if not other:
         install_pinning()
     install_serialization()
     _answer_for_sim()
 
 
 def _other_accelerator() -> bool:
-    return bool(torch.cuda.is_available() or torch.backends.mps.is_available())
+    return hardware.accelerator_type() not in (None, NAME)
 
 
 def _answer_for_sim() -> None:
@@ -247,8 +255,7 @@ def _for_sim(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _means_sim(device: Any) -> bool:
     if device is None or isinstance(device, int):
-        current = torch.accelerator.current_accelerator()
-        return current is not None and current.type == NAME
+        return hardware.accelerator_type() == NAME
     return torch.device(device).type == NAME
 
 

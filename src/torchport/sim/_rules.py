@@ -4,7 +4,10 @@ Which mixes of devices an op accepts, and the errors CUDA raises for the rest,
 worded as CUDA words them with ``sim:0`` in place of ``cuda:0``:
 
 * Tensors of one op must share a device, except a 0-dim CPU tensor, which CUDA
-  takes as a scalar wherever an op reads its arguments elementwise.
+  takes as a scalar input wherever an op reads its arguments elementwise (ops
+  PyTorch tags ``pointwise``, and fills): never as an output, and never for ops
+  that check devices (``index_select``, ``gather``, ``embedding``, losses, matmuls).
+* Lengths CUDA reads on the host may stay there (``ctc_loss``'s lengths).
 * Indices of ``x[index]`` may stay on the host (CUDA copies them to the device);
   indices on the device for a host tensor are refused.
 * ``pack_padded_sequence``'s lengths must be a CPU tensor.
@@ -21,7 +24,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["HOST_OUTPUTS", "check_devices", "numpy_refusal"]
+__all__ = ["HOST_OUTPUTS", "check_devices", "check_written", "numpy_refusal"]
 
 _aten = torch.ops.aten
 
@@ -41,6 +44,26 @@ HOST_OUTPUTS: dict[Any, frozenset[int]] = {
 }
 
 _LENGTHS_ON_HOST = frozenset({_aten._pack_padded_sequence.default})
+
+# Ops that may take some arguments (by position among the tensors) on the host.
+_HOST_ARGUMENTS: dict[Any, frozenset[int]] = {
+    _aten._ctc_loss.Tensor: frozenset({2, 3}),  # input_lengths, target_lengths
+    _aten.ctc_loss.Tensor: frozenset({2, 3}),
+}
+
+# Ops that take a 0-dim CPU tensor as a scalar, beside the pointwise ones.
+_SCALAR_TAKERS = frozenset(
+    {
+        _aten.fill_.Tensor,
+        _aten.fill.Tensor,
+        _aten.masked_fill.Tensor,
+        _aten.masked_fill_.Tensor,
+    }
+)
+
+
+def _takes_host_scalars(func: Any) -> bool:
+    return func in _SCALAR_TAKERS or torch.Tag.pointwise in func.tags
 
 
 def numpy_refusal(device: torch.device) -> TypeError:
@@ -87,9 +110,19 @@ def check_devices(func: Any, tensors: Sequence[torch.Tensor], device: torch.devi
                         "tensor (cpu)"
                     )
         return
-    for tensor in tensors:
-        if tensor.device != device and tensor.dim() > 0:
+    on_host = _HOST_ARGUMENTS.get(func, frozenset())
+    scalars = _takes_host_scalars(func)
+    for position, tensor in enumerate(tensors):
+        if tensor.device == device or position in on_host:
+            continue
+        if tensor.dim() > 0 or not scalars:
             raise _mixed(device, tensor.device, func)
+
+
+def check_written(func: Any, written: torch.Tensor, device: torch.device) -> None:
+    """Raise as CUDA would when a device op writes into a host tensor (``out=``, ``t.add_``)."""
+    if written.device != device:
+        raise _mixed(device, written.device, func)
 
 
 def _type_name(tensor: torch.Tensor) -> str:

@@ -5,14 +5,21 @@ a checkpoint says where its tensors lived, as a CUDA checkpoint does. Loading
 asks torch's own ``map_location`` machinery where each storage goes: a storage
 left at ``sim:0`` comes back as a simulated tensor, one mapped elsewhere
 (``map_location="cpu"``, ``{"sim:0": "cpu"}``, ``lambda storage, loc: storage``)
-as a plain CPU tensor, exactly as a CUDA checkpoint loads. ``weights_only=True``
-loads accept the one rebuild function here.
+as a plain CPU tensor, exactly as a CUDA checkpoint loads; ``map_location="sim"``
+puts a checkpoint saved anywhere on the device. ``weights_only=True`` loads accept
+the one rebuild function here.
+
+Unlike a CUDA checkpoint, one saved on ``sim`` loads only where torchport's
+simulator is installed (the rebuild function is torchport's): move tensors to the
+CPU before saving a checkpoint meant for other machines.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -26,8 +33,8 @@ _lock = threading.Lock()
 
 def reduce_sim_tensor(tensor: Any) -> tuple[Any, tuple[Any, ...]]:
     """The pickle reduction of a simulated tensor: a tagged host copy and its Python state."""
-    with torch.no_grad():
-        host = tensor._raw.detach().clone()
+    # The values themselves, not a copy: views of one storage stay one storage in the file.
+    host = tensor._raw.detach()
     _saving[host.untyped_storage().data_ptr()] = host
     state = {name: value for name, value in tensor.__dict__.items() if name != "_raw"}
     return rebuild_sim_tensor, (host, tensor.requires_grad, state)
@@ -64,7 +71,38 @@ def _restore(storage: Any, location: str) -> Any:
     return storage
 
 
+def _names_sim(map_location: Any) -> bool:
+    if isinstance(map_location, torch.device):
+        return map_location.type == "sim"
+    if isinstance(map_location, str):
+        return map_location.strip().lower().split(":")[0] == "sim"
+    if isinstance(map_location, dict) and map_location:
+        return all(_names_sim(target) for target in map_location.values())
+    return False
+
+
+def _loading_onto_sim(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.load`` that puts every tensor on the device when ``map_location`` names it.
+
+    torch maps storages through deserializers, which must return a storage of the
+    target device; the simulated device has none, so a checkpoint saved elsewhere
+    (``map_location="sim"`` on a CPU or CUDA checkpoint) is loaded to the host and
+    then moved, as a whole, by ``to_device`` (sharing kept).
+    """
+
+    @functools.wraps(original)
+    def load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if not _names_sim(map_location):
+            return original(f, map_location, *args, **kwargs)
+        from torchport.place import to_device
+
+        return to_device(original(f, "cpu", *args, **kwargs), torch.device("sim", 0))
+
+    return load
+
+
 def install_serialization() -> None:
     """Teach ``torch.save``/``torch.load`` the ``sim`` location (once per process)."""
     torch.serialization.register_package(5, _tag, _restore)
     torch.serialization.add_safe_globals([rebuild_sim_tensor])
+    torch.load = _loading_onto_sim(torch.load)

@@ -17,14 +17,15 @@ import functools
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import return_and_correct_aliasing
+from torch.utils._mode_utils import no_dispatch
 
 from torchport._crossings import CrossingKind
 from torchport.diagnose import aten_entry
-from torchport.errors import DeviceError
+from torchport.errors import DeviceError, TorchportError
 from torchport.sim import _host
+from torchport.sim._cells import CPU_STANDINS
 from torchport.sim._memory import LEDGER
-from torchport.sim._rules import HOST_OUTPUTS, check_devices, numpy_refusal
+from torchport.sim._rules import HOST_OUTPUTS, check_devices, check_written, numpy_refusal
 
 __all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]
 
@@ -47,6 +48,13 @@ class SimTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, raw: torch.Tensor, requires_grad: bool = False) -> SimTensor:
+        if raw.layout != torch.strided:
+            raise TorchportError(
+                f"a {raw.layout} tensor cannot live on the simulated accelerator (it holds "
+                "strided tensors only); keep it on the CPU, or call .to_dense() before moving it"
+            )
+        if raw.is_conj() or raw.is_neg():  # lazy conjugation bits live on the wrapper's side
+            raw = raw.resolve_conj().resolve_neg()
         wrapper = torch.Tensor._make_wrapper_subclass(
             cls,
             raw.size(),
@@ -80,23 +88,23 @@ class SimTensor(torch.Tensor):
 
     def tolist(self) -> Any:
         """The values as Python numbers; waits for the device (a host sync)."""
-        _host.waited("tolist", "read to Python (.tolist())")
-        _host.copied(
-            CrossingKind.DEVICE_TO_HOST, "tolist", self._raw, pinned=False, non_blocking=False
-        )
+        raw = self._raw
+        _host.waited("tolist", "read to Python (.tolist())", raw.numel() * raw.element_size())
         return self._raw.tolist()
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         # torch's printer formats element by element, which it does only for plain
         # tensors: format the values inside, and let it add device, dtype and grad_fn.
         if tensor_contents is None:
-            _host.waited("print", "print (reads the values)")
-            _host.copied(
-                CrossingKind.DEVICE_TO_HOST, "print", self._raw, pinned=False, non_blocking=False
-            )
+            raw = self._raw
+            _host.waited("print", "print (reads the values)", raw.numel() * raw.element_size())
             tensor_contents = torch._tensor_str._tensor_str(  # type: ignore[no-untyped-call]
                 self._raw.detach(), len("tensor(")
             )
+        if getattr(self, "_is_param", False):  # a Parameter on the device prints as CUDA's do
+            plain = SimTensor.__repr__(self.detach(), tensor_contents=tensor_contents)  # type: ignore[arg-type,call-arg]
+            grad = ", requires_grad=True)" if self.requires_grad else ")"
+            return "Parameter containing:\n" + plain[: plain.rindex(")")] + grad
         text: str = super().__repr__(tensor_contents=tensor_contents)  # type: ignore[no-untyped-call,call-arg]
         return "tensor(" + text.removeprefix(f"{type(self).__name__}(")
 
@@ -105,6 +113,18 @@ class SimTensor(torch.Tensor):
             text: str = self.item().__format__(format_spec)
             return text  # a value read: a host sync on CUDA
         return self.__repr__().__format__(format_spec)
+
+    @property
+    def data(self) -> torch.Tensor:
+        """The tensor without autograd history (sharing values), as ``Tensor.data``."""
+        return torch._C.TensorBase.data.__get__(self)  # type: ignore[attr-defined,no-any-return]
+
+    @data.setter
+    def data(self, value: torch.Tensor) -> None:
+        # torch swaps the tensor's insides; the values inside must follow.
+        torch._C.TensorBase.data.__set__(self, value)  # type: ignore[attr-defined]
+        if isinstance(value, SimTensor):
+            self._raw = value._raw
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SimTensor:
         if id(self) in memo:
@@ -150,7 +170,11 @@ class SimTensor(torch.Tensor):
             _host.waited(str(func), entry.label)
         if func in _INDEXING:
             _count_host_indices(func, args)
-        out = func(*raw_args, **raw_kwargs)
+        if _alias_kind(func) is _Alias.WRITES:
+            for position, name in _written(func):
+                check_written(func, kwargs[name] if name in kwargs else args[position], device())
+        standin = CPU_STANDINS.get(func)
+        out = func(*raw_args, **raw_kwargs) if standin is None else standin(*raw_args, **raw_kwargs)
         return _rewrap(func, args, kwargs, out)
 
 
@@ -186,50 +210,74 @@ def wrap(value: Any) -> Any:
 
 
 def _rewrap(func: Any, args: Any, kwargs: Any, out: Any) -> Any:
-    kind = _alias_kind(func)
-    if kind is _Alias.MUTATES:  # in place or out=: the result is the argument itself
-        position, name = _mutated(func)
-        return kwargs[name] if name in kwargs else args[position]
+    if _alias_kind(func) is _Alias.WRITES:
+        # In place or out=: each result is the argument written, whose sizes may have
+        # changed (out= resized, resize_, t_, squeeze_): they follow the values inside.
+        written = [kwargs[name] if name in kwargs else args[i] for i, name in _written(func)]
+        for tensor in written:
+            if isinstance(tensor, SimTensor):
+                _match_raw(tensor)
+        return written[0] if len(written) == 1 else tuple(written)
     host = HOST_OUTPUTS.get(func)
     if host is not None and isinstance(out, tuple):
-        out = tuple(item if i in host else wrap(item) for i, item in enumerate(out))
-    else:
-        out = wrap(out)
-    if kind is _Alias.OTHER:  # views that change an argument's shape (t_, squeeze_), ...
-        return return_and_correct_aliasing(func, args, kwargs, out)  # type: ignore[no-untyped-call]
-    return out
+        return tuple(item if i in host else wrap(item) for i, item in enumerate(out))
+    return wrap(out)
+
+
+def _match_raw(tensor: SimTensor) -> None:
+    """Give ``tensor`` the sizes and strides of the values inside, after an op resized them."""
+    raw = tensor._raw
+    if (
+        tensor.size() == raw.size()
+        and tensor.stride() == raw.stride()
+        and tensor.storage_offset() == raw.storage_offset()
+    ):
+        return
+    # The wrapper's own storage holds no data: setting it with Meta's kernels changes
+    # only the sizes (the way torch's return_and_correct_aliasing updates wrappers).
+    with no_dispatch():
+        meta = torch._C._meta_in_tls_dispatch_include()
+        torch._C._set_meta_in_tls_dispatch_include(True)
+        try:
+            _aten.set_.source_Storage_storage_offset(
+                tensor, tensor.untyped_storage(), raw.storage_offset(), raw.size(), raw.stride()
+            )
+        finally:
+            torch._C._set_meta_in_tls_dispatch_include(meta)
+    LEDGER.charge(raw)
 
 
 class _Alias(enum.Enum):
     NONE = "none"
     """Fresh outputs, or views: a view's wrapper holds a view of the CPU tensor."""
-    MUTATES = "mutates"
-    """One output, written in place into one argument (``add_``, ``out=``)."""
-    OTHER = "other"
+    WRITES = "writes"
+    """Every output is an argument written in place (``add_``, ``out=``, ``t_``, ``resize_``)."""
 
 
 @functools.cache
 def _alias_kind(func: Any) -> _Alias:
     returns = func._schema.returns
     written = [ret for ret in returns if ret.alias_info is not None and ret.alias_info.is_write]
-    if not written:
-        return _Alias.NONE
-    if len(returns) == 1 and func.is_view is False and not _changes_metadata(func):
-        return _Alias.MUTATES
-    return _Alias.OTHER
-
-
-def _changes_metadata(func: Any) -> bool:
-    return torch.Tag.inplace_view in func.tags
+    return _Alias.WRITES if written and len(written) == len(returns) else _Alias.NONE
 
 
 @functools.cache
-def _mutated(func: Any) -> tuple[int, str]:
-    alias = func._schema.returns[0].alias_info
-    for position, argument in enumerate(func._schema.arguments):
-        if argument.alias_info is not None and argument.alias_info.before_set & alias.before_set:
-            return (-1 if argument.kwarg_only else position), argument.name
-    raise AssertionError(f"{func}: no argument is written")
+def _written(func: Any) -> tuple[tuple[int, str], ...]:
+    """(position, name) of the argument each output of ``func`` is written into."""
+    found = []
+    for ret in func._schema.returns:
+        for position, argument in enumerate(func._schema.arguments):
+            alias = argument.alias_info
+            if (
+                alias is not None
+                and alias.is_write
+                and alias.before_set & ret.alias_info.before_set
+            ):
+                found.append((-1 if argument.kwarg_only else position, argument.name))
+                break
+        else:
+            raise AssertionError(f"{func}: no argument is written for {ret}")
+    return tuple(found)
 
 
 _INDEXING = frozenset({_aten.index.Tensor, _aten.index_put_.default})
@@ -291,14 +339,18 @@ def to_host(
 
 
 def copy_to_device(tensor: torch.Tensor, kwargs: dict[str, Any]) -> Any:
-    """Host data PyTorch built for the device (``torch.tensor(data, device=)``, a list index)."""
+    """``tensor.to(sim)`` of a host tensor, from the ``PrivateUse1`` kernel: a counted copy.
+
+    Reached by ``x.to(device)``, and by data PyTorch builds on the host for the device
+    (``torch.tensor(data, device=...)``, the index tensor of a list index).
+    """
     _host.copied(
         CrossingKind.HOST_TO_DEVICE,
         "aten._to_copy.default",
         tensor,
-        pinned=False,
+        pinned=_pinned(tensor),
         non_blocking=bool(kwargs.get("non_blocking", False)),
-        label="host data copied to the device (torch.tensor(data, device=...), a list index)",
+        label="copy to the device (.to(), torch.tensor(data, device=...), a list index)",
     )
     rest = {key: value for key, value in kwargs.items() if key not in ("device", "non_blocking")}
     return SimTensor(_aten._to_copy.default(tensor, **rest, device=_CPU))
@@ -363,7 +415,8 @@ def _copy_(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 def _local_scalar_dense(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    _host.waited(str(func), "scalar read (.item())")
+    raw = args[0]._raw
+    _host.waited(str(func), "scalar read (.item())", raw.element_size())
     return func(args[0]._raw)
 
 

@@ -16,12 +16,15 @@ collected test asks for ``device``.
 * The ``device`` argument is a :class:`torch.device`, with an index for accelerators.
 
 A project that defines its own ``device`` fixture keeps it: the plugin only
-parametrizes tests that use the plugin's fixture.
+parametrizes tests that use the plugin's fixture. With torchport's checker-only
+install (no torch), the plugin stays inert at collection and a test that asks
+for its ``device`` fails, saying to install the runtime extra.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 from typing import TYPE_CHECKING
 
@@ -37,6 +40,21 @@ _MARKER = (
     "devices(*names): run the test once per device ('cpu', 'cuda', 'mps', 'meta', 'cuda:1', ...) "
     "through the `device` fixture; devices this machine lacks are skipped"
 )
+
+
+def _runtime_missing() -> str | None:
+    """Why the plugin's fixture cannot run here (no torch), or None."""
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:
+        return None
+    return (
+        "torchport's `device` fixture and `devices` marker need torch, which is not "
+        "installed here (torchport's checker-only install); install the runtime: "
+        "pip install 'torchport[torch]'"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,6 +73,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     if not _uses_plugin_fixture(metafunc) or _parametrized_directly(metafunc):
         return
+    if _runtime_missing():
+        return  # inert: the fixture says why when a test asks for it
     names = [str(name) for name in marker.args] if marker is not None else default_devices()
     if not names:
         pytest.fail(
@@ -71,6 +91,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def device(request: pytest.FixtureRequest) -> torch.device:
     """The device this run of the test is for; see the module docstring."""
+    missing = _runtime_missing()
+    if missing:
+        pytest.fail(missing, pytrace=False)
     from torchport import hardware, place
 
     device = hardware.device_spec(getattr(request, "param", "cpu"))

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -310,47 +311,113 @@ def _dead_pid() -> int:
     return child.pid
 
 
-_TEMP_KINDS = st.sampled_from(["dead", "live", "no_pid", "old_live", "not_ours", "plain"])
+def _killed_fix_leaves(folder: Path, name: str = "a.py") -> Path:
+    """Run a real write_back in a child killed after it wrote its temp file: what it leaves."""
+    target = folder / name
+    if not target.exists():
+        target.write_text(BEFORE)
+    before = set(folder.iterdir())
+    code = (
+        "import os, sys\n"
+        "from torchport.check.files import _write\n"
+        "from torchport.check.files._reading import read_source\n"
+        "checks = []\n"
+        "real_check = _write._check_unchanged\n"
+        "def check(*args):  # its second call comes after the temp is written: die there\n"
+        "    checks.append(1)\n"
+        "    if len(checks) == 2:\n"
+        "        os._exit(9)\n"
+        "    return real_check(*args)\n"
+        "_write._check_unchanged = check\n"
+        "source = read_source(sys.argv[1])\n"
+        "_write.write_back(sys.argv[1], b'import torch\\n', source.stamp)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True)
+    assert done.returncode == 9, done.stderr
+    (left,) = set(folder.iterdir()) - before
+    return left
+
+
+def test_a_killed_runs_temp_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
+    from torchport.check.files._write import remove_stale_temps
+
+    left = _killed_fix_leaves(tmp_path)
+    live = tmp_path / f".b.py.{os.getpid()}.l1ve.torchport"  # a run going on in this process
+    live.write_text("half")
+    os.link(left, tmp_path / "kept-link")  # a second name: not provably a lone temp
+    assert remove_stale_temps(tmp_path) == []
+    os.unlink(tmp_path / "kept-link")
+    assert remove_stale_temps(tmp_path) == [left]
+    assert live.exists() and (tmp_path / "a.py").read_text() == BEFORE
+
+
+_PID = st.one_of(st.integers(1, 4_000_000), st.just(os.getpid()))
+_LOOKALIKE = st.builds(
+    lambda name, pid, tail: f".{name}.{pid}.{tail}.torchport",
+    st.sampled_from(["a.py", "b.pyi", "n.ipynb", "x"]),
+    _PID,
+    st.text("abcdefghijklmnopqrstuvwxyz0123456789_", min_size=1, max_size=8),
+)
+_MTIMES = st.one_of(
+    st.none(), st.integers(0, 2**31 - 1).map(lambda s: s * 10**9), st.integers(315_532_800 * 10**9,
+    315_532_801 * 10**9),  # the mark's own date, any nanosecond
+)  # fmt: skip
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(["a.py", "b.pyi", "n.ipynb"]), _TEMP_KINDS), max_size=6))
-def test_stale_temps_are_removed_and_live_ones_kept(
-    tmp_path_factory: pytest.TempPathFactory, temps: list[tuple[str, str]]
+@given(st.lists(st.tuples(_LOOKALIKE, _MTIMES), max_size=6, unique_by=lambda t: t[0]))
+def test_no_file_torchport_did_not_write_is_ever_removed(
+    tmp_path_factory: pytest.TempPathFactory, files: list[tuple[str, int | None]]
 ) -> None:
+    """Oracle: the folder's listing is unchanged, whatever the names and dates of user files."""
     from torchport.check.files._write import remove_stale_temps
 
-    folder = tmp_path_factory.mktemp("temps")
-    dead, live = _dead_pid(), os.getpid()
-    expected_gone: set[str] = set()
-    for i, (name, kind) in enumerate(temps):
-        files = {
-            "dead": f".{name}.{dead}.x{i}abc.torchport",
-            "live": f".{name}.{live}.x{i}abc.torchport",
-            "old_live": f".{name}.{live}.y{i}abc.torchport",
-            "no_pid": f".{name}.z{i}abc.torchport",
-            "not_ours": f".{name}.{i}.torchport.bak",
-            "plain": f"{name}.{i}.torchport",
-        }
-        path = folder / files[kind]
-        path.write_text("half a file")
-        if kind == "old_live":
-            os.utime(path, (1, 1))
-        if kind in ("dead", "no_pid", "old_live"):
-            expected_gone.add(path.name)
-    left_before = {p.name for p in folder.iterdir()}
-    removed = {p.name for p in remove_stale_temps(folder)}
-    assert removed == expected_gone
-    assert {p.name for p in folder.iterdir()} == left_before - expected_gone
+    folder = tmp_path_factory.mktemp("lookalikes")
+    for name, mtime in files:
+        path = folder / name
+        path.write_text("the user's own")
+        if mtime is not None:
+            os.utime(path, ns=(mtime, mtime))
+    before = sorted(p.name for p in folder.iterdir())
+    assert remove_stale_temps(folder) == []
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_an_hour_old_temp_of_a_live_pid_is_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchport.check.files import _write
+
+    left = _killed_fix_leaves(tmp_path)
+    pid = int(left.name.split(".")[3])
+    monkeypatch.setattr(_write, "_alive", lambda p: p == pid)  # the pid was reused
+    assert _write.remove_stale_temps(tmp_path) == []
+    now = time.time()
+    monkeypatch.setattr(_write.time, "time", lambda: now + 2 * 3600)
+    assert _write.remove_stale_temps(tmp_path) == [left]
+
+
+def test_fix_never_cleans_through_a_symlinked_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    left = _killed_fix_leaves(outside, "b.py")
+    user = outside / f".c.py.{_dead_pid()}.abc.torchport"
+    user.write_text("the user's own")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "linked").symlink_to(outside, target_is_directory=True)
+    (outside / "b.py").write_text(BEFORE)
+    fix_paths([tree])  # the walk does not follow the link
+    fix_paths([tree / "linked" / "b.py"])  # given through it: refused, and not cleaned
+    assert left.exists() and user.exists()
+    fix_paths([outside / "b.py"])  # the folder's own path: ours is removed, theirs kept
+    assert not left.exists() and user.exists()
 
 
 def test_the_next_fix_removes_what_a_killed_fix_left(tmp_path: Path) -> None:
-    target = tmp_path / "a.py"
-    target.write_text(BEFORE)
-    left = tmp_path / f".a.py.{_dead_pid()}.k1ll3d.torchport"
-    left.write_text("import torch\n\nx = torch.zeros(2).to(dev")  # cut short
-    other = tmp_path / ".b.py.q9r8s7.torchport"  # an older version's name
+    left = _killed_fix_leaves(tmp_path)
+    other = tmp_path / ".b.py.q9r8s7.torchport"  # a user's file with a temp-like name
     other.write_text("")
-    fix_paths([target])
-    assert not left.exists() and not other.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+    fix_paths([tmp_path / "a.py"])
+    assert not left.exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".b.py.q9r8s7.torchport", "a.py"]

@@ -93,16 +93,30 @@ def test_code_under_a_device_type_check_is_never_reported(line: str, guard: str)
     assert check_source(bare, select=device_rules)
 
 
-def test_a_module_importing_a_cuda_only_library_is_cuda_code() -> None:
-    """A TensorRT or CuPy module is CUDA code by nature: no portability finding there."""
-    source = (
-        "import tensorrt as trt\nimport torch\n\n"
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import tensorrt as trt\n",
+        "import cupy\n",
+        "try:\n    import cupy\nexcept ImportError:\n    cupy = None\n",
+    ],
+)
+def test_a_cuda_only_library_narrows_only_the_names_it_binds(imports: str) -> None:
+    """One `import cupy` (even in `try`) does not silence the module: only statements that
+    use the library's names are CUDA interop."""
+    lib = "trt" if "trt" in imports else "cupy"
+    body = (
+        "import torch\n\n"
         "buf = torch.empty(1024, dtype=torch.uint8, device='cuda')\n"
         "s = torch.cuda.Stream()\ntorch.cuda.empty_cache()\n"
     )
-    assert check_source(source, select=["TP101", "TP401", "TP406"]) == []
-    plain = source.replace("import tensorrt as trt\n", "")
-    assert len(check_source(plain, select=["TP101", "TP401", "TP406"])) == 3
+    rules = ["TP101", "TP401", "TP406"]
+    plain = check_source(body, select=rules)
+    assert len(plain) == 3
+    with_library = check_source(imports + body, select=rules)
+    assert [f.code for f in with_library] == [f.code for f in plain]
+    interop = imports + body + f"arr = {lib}.asarray(torch.ones(2).cuda())\n"
+    assert [f.code for f in check_source(interop, select=rules)] == [f.code for f in plain]
 
 
 @pytest.mark.parametrize(

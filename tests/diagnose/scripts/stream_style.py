@@ -53,6 +53,7 @@ class Progress:
 
 
 def main():
+    torch.manual_seed(0)
     device = tp.pick_device()
     loader = DataLoader(Stream(48, seed=0), batch_size=8)
     feed = tp.DeviceLoader(loader, device)

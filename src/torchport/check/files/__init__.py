@@ -12,7 +12,7 @@ how a fixed file is written back (:mod:`._write`), and how results are rendered
 from __future__ import annotations
 
 from torchport.check.files._add_noqa import NoqaResult, add_noqa_paths
-from torchport.check.files._config import Config, find_config, load_config
+from torchport.check.files._config import Config, ConfigResolver, find_config, load_config
 from torchport.check.files._format import FORMATS, render, render_statistics, render_text
 from torchport.check.files._paths import (
     CheckResult,
@@ -24,11 +24,13 @@ from torchport.check.files._paths import (
     fix_paths,
 )
 from torchport.check.files._reading import SourceError, decode_source
+from torchport.check.files._show import run_files, settings_of
 
 __all__ = [
     "FORMATS",
     "CheckResult",
     "Config",
+    "ConfigResolver",
     "FileError",
     "FileFix",
     "FixResult",
@@ -44,4 +46,6 @@ __all__ = [
     "render",
     "render_statistics",
     "render_text",
+    "run_files",
+    "settings_of",
 ]

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from torchport.check._engine import RuleSet, check_text
+from torchport.check._file_settings import FileSettings
 from torchport.check._noqa import add_noqa_comments
 from torchport.check._rule import Finding
 from torchport.check.files._config import Config
@@ -169,7 +170,7 @@ def _parsed(path: str, text: str, notebook: Notebook | None) -> tuple[str, list[
     raise _Refused(f"more than {_MAX_BROKEN_CELLS} cells do not parse")
 
 
-def _mark(path: str, rules: RuleSet) -> tuple[int, list[FileError]]:
+def _mark(path: str, rules: RuleSet, settings: FileSettings) -> tuple[int, list[FileError]]:
     """Mark one file; (findings silenced, what could not be)."""
     try:
         source = read_source(path)
@@ -182,7 +183,7 @@ def _mark(path: str, rules: RuleSet) -> tuple[int, list[FileError]]:
     except NotPython:
         return 0, []  # an R or Julia notebook: nothing of ours in it
     text = source.text if notebook is None else notebook.source
-    findings = check_text(text, path, rules).findings
+    findings = check_text(text, path, rules, settings=settings).findings
     if not findings:
         return 0, errors
     try:
@@ -200,7 +201,7 @@ def _mark(path: str, rules: RuleSet) -> tuple[int, list[FileError]]:
             marked = notebook.source
         if _program(marked) != before:  # never: a comment landed inside code or a string
             raise _Refused("the marked text would be a different program (a torchport bug)")
-        left = check_text(marked, path, rules).findings
+        left = check_text(marked, path, rules, settings=settings).findings
         if written != source.text:
             assert source.stamp is not None
             write_back(path, written.encode(source.encoding), source.stamp)
@@ -225,7 +226,7 @@ def _mark_chunk(chunk: Chunk) -> list[tuple[str, int, list[FileError]]]:
     out = []
     for path, ignored in chunk.files:
         rules = RuleSet(r for r in chunk.rules if not r.code.startswith(ignored or ("\0",)))
-        out.append((path, *_mark(path, rules)))
+        out.append((path, *_mark(path, rules, chunk.settings)))
     return out
 
 
@@ -250,7 +251,7 @@ def add_noqa_paths(
     """
     run = plan(paths, select, ignore, extend_select, config, jobs, Chunk((), ()))
     result = NoqaResult(errors=list(run.errors))
-    for path, added, errors in _map(_mark_chunk, chunked(run, run.files), run.jobs, progress):
+    for path, added, errors in _map(_mark_chunk, chunked(run), run.jobs, progress):
         result.errors.extend(errors)
         if added:
             result.added[path] = added

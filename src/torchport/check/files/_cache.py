@@ -22,8 +22,8 @@ keyed on, so that nothing stale is replayed:
   is kept at once; its change time still tells any later edit);
 * per run (the cache file's name): torchport's version, the checker's own
   source files (size and time of each, so an edited development install starts
-  afresh), Python's version (``ast`` differs), and the rules that run and the
-  codes known to ``noqa``.
+  afresh), Python's version (``ast`` differs), the rules that run, the codes
+  known to ``noqa``, and the file settings (target torch, foreign-noqa policy).
 
 The cache lives in ``.torchport_cache/`` beside the ``pyproject.toml`` that holds
 the configuration (else the working folder), ``$TORCHPORT_CACHE_DIR`` when set;
@@ -47,6 +47,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from torchport import __version__
+from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 from torchport.check.files._work import FileError, Report
 
@@ -88,8 +89,9 @@ def _checker_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _run_key(rules: Iterable[type[Rule]], known: Iterable[str]) -> str:
+def _run_key(rules: Iterable[type[Rule]], known: Iterable[str], settings: FileSettings) -> str:
     parts = [
+        repr(settings),
         __version__,
         _checker_fingerprint(),
         sys.version,
@@ -122,9 +124,15 @@ def _finding_from_json(data: dict[str, object]) -> Finding:
 class CheckCache:
     """The cached reports of one run's settings; :meth:`save` writes what changed."""
 
-    def __init__(self, folder: Path, rules: Iterable[type[Rule]], known: Iterable[str]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        rules: Iterable[type[Rule]],
+        known: Iterable[str],
+        settings: FileSettings = UNLIMITED,
+    ) -> None:
         self.folder = folder
-        self.file = folder / __version__ / f"{_run_key(rules, known)}.json"
+        self.file = folder / __version__ / f"{_run_key(rules, known, settings)}.json"
         self._entries: dict[str, dict[str, object]] = {}
         self._dirty = False
         with contextlib.suppress(OSError, ValueError):

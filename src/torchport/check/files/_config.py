@@ -1,4 +1,4 @@
-"""The ``[tool.torchport]`` table of a ``pyproject.toml``: reading and validating it.
+"""The ``[tool.torchport]`` table of a ``pyproject.toml``: reading it, validating it, finding it.
 
 Keys (all optional)::
 
@@ -9,10 +9,22 @@ Keys (all optional)::
     per-file-ignores = { "tests/**" = ["TP101"], "scripts/*.py" = ["TP2"] }
     exclude = ["legacy/"]              # gitignore-style, relative to this file's folder
     extend-exclude = ["generated/**"]
+    target-torch = "2.7"               # fixes write no API this torch lacks
+    respect-foreign-noqa = true        # `# ruff: noqa` / `# flake8: noqa` exempt a file
 
-The table used is that of the nearest ``pyproject.toml`` holding a
-``[tool.torchport]`` table, searched from the checked paths' common folder (or
-the working folder) upwards, as Ruff does; ``--config FILE`` names one instead.
+Which table a file uses is Ruff's rule: **each file uses the nearest**
+``pyproject.toml`` **holding a** ``[tool.torchport]`` **table in its own folder or
+above** (:class:`ConfigResolver`), so a file's findings never depend on which other
+paths are on the command line, nor on the working folder. ``--config FILE`` names
+one table for every file instead. Paths are made absolute and ``..`` is resolved
+(lexically, as Ruff does) before any pattern matches them.
+
+``target-torch``, when not set, is read from the project's own requirements: the
+lower bound of ``torch`` in the configuration's ``[project] dependencies`` (or
+optional dependencies), else in a ``requirements.txt`` beside it (with no
+configuration: the nearest ``pyproject.toml``/``requirements.txt`` above the
+file); else it is torchport's own floor (:data:`~torchport.check._torch_api.FLOOR`).
+
 Command-line ``--select`` replaces ``select``; ``--ignore`` and
 ``--extend-select`` add to their keys; ``--exclude`` replaces ``exclude`` and
 ``--extend-exclude`` adds to the excludes (:meth:`Config.with_excludes`; these
@@ -28,17 +40,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from torchport.check.files._discovery import GlobSet
+from torchport.check._file_settings import FileSettings
+from torchport.check._torch_api import FLOOR, TorchVersion, format_version, parse_version
+from torchport.check.files._discovery import GlobSet, normalised
+from torchport.check.files._requirements import declared_target, project_folder
 from torchport.errors import ConfigError
 
-__all__ = ["Config", "find_config", "load_config"]
+__all__ = ["Config", "ConfigResolver", "find_config", "load_config"]
 
-_KEYS = ("exclude", "extend-exclude", "extend-select", "ignore", "per-file-ignores", "select")
+_KEYS = (
+    "exclude",
+    "extend-exclude",
+    "extend-select",
+    "ignore",
+    "per-file-ignores",
+    "respect-foreign-noqa",
+    "select",
+    "target-torch",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """Validated settings; ``source`` is the file they came from (``None``: defaults)."""
+    """Validated settings; ``source`` is the file they came from (``None``: defaults).
+
+    ``nearest=True`` is no table but a request: each file uses the nearest table
+    above it (what a run without ``--config`` does), with these ``cli_excludes``.
+    ``target_origin`` says where ``target_torch`` came from, for ``--show-settings``.
+    """
 
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
@@ -50,11 +79,30 @@ class Config:
     source: Path | None = None
     # Command-line excludes: (folder they are relative to, patterns).
     cli_excludes: tuple[tuple[Path, tuple[str, ...]], ...] = ()
+    target_torch: TorchVersion | None = None
+    target_origin: str = ""
+    respect_foreign_noqa: bool = True
+    nearest: bool = False
+    # `--exclude` given: it replaces `exclude` of every table the run uses.
+    drop_exclude: bool = False
+
+    @classmethod
+    def per_file(cls) -> Config:
+        """The request "each file uses its nearest table" (the default of every run)."""
+        return cls(nearest=True)
 
     @property
     def origin(self) -> str:
         """Where these settings come from, for error messages."""
         return f"[tool.torchport] of {self.source}" if self.source else "the command line"
+
+    @property
+    def file_settings(self) -> FileSettings:
+        """What the engine needs per file: the target torch and the noqa policy."""
+        return FileSettings(
+            target_torch=self.target_torch or FLOOR,
+            respect_foreign_noqa=self.respect_foreign_noqa,
+        )
 
     def exclude_globs(self) -> list[GlobSet]:
         """The ``exclude`` + ``extend-exclude`` patterns (anchored at the config's folder),
@@ -62,7 +110,7 @@ class Config:
         globs = []
         patterns = (*self.exclude, *self.extend_exclude)
         if patterns:
-            root = self.root.absolute()
+            root = normalised(self.root)
             globs.append(
                 GlobSet(root, _anchored(patterns, root), origin=f"exclude of {self.origin}")
             )
@@ -83,22 +131,24 @@ class Config:
         return replace(
             self,
             exclude=self.exclude if exclude is None else (),
+            drop_exclude=self.drop_exclude or exclude is not None,
             cli_excludes=(
-                (*self.cli_excludes, (Path.cwd().absolute(), tuple(patterns)))
+                (*self.cli_excludes, (normalised(Path.cwd()), tuple(patterns)))
                 if patterns
                 else self.cli_excludes
             ),
         )
 
     def ignores_for(self, path: Path) -> tuple[str, ...]:
-        """Codes ``per-file-ignores`` switches off for ``path``."""
+        """Codes ``per-file-ignores`` switches off for ``path`` (``..`` resolved first)."""
         codes: list[str] = []
-        root = self.root.absolute()
+        root = normalised(self.root)
+        target = normalised(path)
         for pattern, ignored in self.per_file_ignores:
             globs = GlobSet(
                 root, _anchored([pattern], root), origin=f"per-file-ignores of {self.origin}"
             )
-            if globs.match(path.absolute(), is_dir=False):
+            if globs.match(target, is_dir=False):
                 codes.extend(ignored)
         return tuple(codes)
 
@@ -136,6 +186,22 @@ def _strings(value: object, key: str, source: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
+def check_target(value: object, where: str) -> TorchVersion:
+    """A ``target-torch`` value as ``(major, minor)``.
+
+    Raises:
+        ConfigError: not a ``"MAJOR.MINOR"`` string.
+    """
+    version = parse_version(value) if isinstance(value, str) else None
+    if version is None:
+        raise ConfigError(
+            f"target-torch {where} is {value!r}, expected a torch version as a string "
+            f'such as "2.7"; write target-torch = "2.7" (the oldest torch your project '
+            f"supports)"
+        )
+    return version
+
+
 def _table(data: dict[str, object], source: Path) -> Config:
     unknown = sorted(set(data) - set(_KEYS))
     if unknown:
@@ -152,6 +218,15 @@ def _table(data: dict[str, object], source: Path) -> Config:
         )
     for pattern, codes in raw_per_file.items():
         per_file.append((pattern, _strings(codes, f"per-file-ignores.{pattern!r}", source)))
+    foreign = data.get("respect-foreign-noqa", True)
+    if not isinstance(foreign, bool):
+        raise ConfigError(
+            f"[tool.torchport] respect-foreign-noqa in {source} must be true or false, "
+            f"got {foreign!r}"
+        )
+    target = None
+    if "target-torch" in data:
+        target = check_target(data["target-torch"], f"in [tool.torchport] of {source}")
     return Config(
         select=_strings(data["select"], "select", source) if "select" in data else None,
         extend_select=_strings(data.get("extend-select", []), "extend-select", source),
@@ -161,6 +236,9 @@ def _table(data: dict[str, object], source: Path) -> Config:
         extend_exclude=_strings(data.get("extend-exclude", []), "extend-exclude", source),
         root=source.parent,
         source=source,
+        target_torch=target,
+        target_origin=f"target-torch in {source}" if target else "",
+        respect_foreign_noqa=foreign,
     )
 
 
@@ -192,6 +270,30 @@ def _tool_table(data: dict[str, object], source: Path) -> dict[str, object] | No
     return table
 
 
+def _with_target(config: Config, folder: Path) -> Config:
+    """``config`` with ``target_torch`` filled in: its own, the project's, else the floor.
+
+    ``folder`` is where to look for the project's requirements when the config has
+    no file: the nearest folder at or above it holding a pyproject.toml or
+    requirements.txt.
+    """
+    if config.target_torch is not None:
+        return config
+    if config.source is not None:
+        declared = declared_target(normalised(config.source.parent))
+    else:
+        project = project_folder(folder)
+        declared = None if project is None else declared_target(project)
+    if declared is not None:
+        return replace(config, target_torch=declared[0], target_origin=declared[1])
+    floor = format_version(FLOOR)
+    return replace(
+        config,
+        target_torch=FLOOR,
+        target_origin=f"torchport's floor, torch {floor} (no target-torch and no torch>= found)",
+    )
+
+
 def load_config(path: str | os.PathLike[str]) -> Config:
     """Read the ``[tool.torchport]`` table of ``path``.
 
@@ -205,20 +307,94 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     return _table(table, source)
 
 
-def find_config(paths: Sequence[str | os.PathLike[str]] = ()) -> Config:
-    """The config of the nearest ``pyproject.toml`` with a ``[tool.torchport]`` table.
-
-    Searched upwards from the common folder of ``paths`` (the working folder when
-    none are given); defaults when there is none.
-    """
-    absolute = [os.path.abspath(p) for p in paths] or [os.getcwd()]
-    start = Path(os.path.commonpath(absolute))
-    if not start.is_dir():
-        start = start.parent
+def _nearest_source(start: Path) -> tuple[Path, dict[str, object]] | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` with a table, and the table."""
     for folder in (start, *start.parents):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             table = _tool_table(_read(candidate), candidate)
             if table is not None:
-                return _table(table, candidate)
-    return Config(root=start)
+                return candidate, table
+    return None
+
+
+def _nearest(start: Path) -> Config | None:
+    found = _nearest_source(start)
+    return None if found is None else _table(found[1], found[0])
+
+
+def find_config(paths: Sequence[str | os.PathLike[str]] = ()) -> Config:
+    """The config of the nearest ``pyproject.toml`` with a ``[tool.torchport]`` table.
+
+    Searched upwards from the common folder of ``paths`` (the working folder when
+    none are given); defaults when there is none. A run uses one table per file
+    (:class:`ConfigResolver`, which also fills in ``target_torch`` from the
+    project's requirements); this answers for one place, as ``torchport rule`` asks.
+    """
+    absolute = [os.path.abspath(p) for p in paths] or [os.getcwd()]
+    start = Path(os.path.commonpath(absolute))
+    if not start.is_dir():
+        start = start.parent
+    found = _nearest(start)
+    return found if found is not None else Config(root=start)
+
+
+class ConfigResolver:
+    """The settings of each file: the nearest table above it, or one for all (``--config``).
+
+    Answers are cached per folder and per table, so a run reads each
+    ``pyproject.toml`` once and files under one table share one :class:`Config`
+    object (the run groups files by it). Command-line excludes (``cli_excludes``
+    of the request) apply to every file; ``target_torch`` overrides every file's.
+    """
+
+    def __init__(
+        self, request: Config | None = None, *, target_torch: TorchVersion | None = None
+    ) -> None:
+        """``request``: a table for every file, or ``Config.per_file()`` (None: the same)."""
+        request = request if request is not None else Config.per_file()
+        self._cli = request.cli_excludes
+        self._drop_exclude = request.drop_exclude
+        self._target = target_torch
+        self._fixed = None if request.nearest else self._finish(request, normalised(Path.cwd()))
+        self._by_folder: dict[Path, Config] = {}
+        self._by_source: dict[Path | None, Config] = {}
+        self._globs: dict[int, list[GlobSet]] = {}
+
+    def _finish(self, config: Config, folder: Path) -> Config:
+        if self._target is not None:
+            config = replace(config, target_torch=self._target, target_origin="--target-torch")
+        return _with_target(config, folder)
+
+    def for_folder(self, folder: str | os.PathLike[str]) -> Config:
+        """The settings of the files directly in ``folder``."""
+        if self._fixed is not None:
+            return self._fixed
+        key = normalised(Path(folder))
+        config = self._by_folder.get(key)
+        if config is None:
+            found = _nearest_source(key)
+            # Without a table, the settings differ only by the project whose requirements
+            # give the target torch: one Config per such project.
+            source = found[0] if found is not None else project_folder(key)
+            config = self._by_source.get(source)
+            if config is None:
+                base = _table(found[1], found[0]) if found is not None else Config(root=key)
+                if self._drop_exclude:
+                    base = replace(base, exclude=())
+                config = replace(self._finish(base, key), cli_excludes=self._cli)
+                self._by_source[source] = config
+            self._by_folder[key] = config
+        return config
+
+    def for_file(self, path: str | os.PathLike[str]) -> Config:
+        """The settings of the file ``path`` (its folder's)."""
+        return self.for_folder(normalised(Path(path)).parent)
+
+    def excludes_for(self, folder: Path) -> list[GlobSet]:
+        """The exclude patterns that judge the entries of ``folder`` (its settings')."""
+        config = self.for_folder(folder)
+        globs = self._globs.get(id(config))
+        if globs is None:
+            globs = self._globs[id(config)] = config.exclude_globs()
+        return globs

@@ -19,6 +19,11 @@ Discovery rules (the decisions, in one place):
   one rule for a linked file and a linked folder (``fix`` never follows a link
   out of the tree it was given in; check the target by its own path to fix it).
 * The same file reached twice (``check src src/a.py``) is checked once.
+* Exclude patterns come per folder (``excludes`` may be a function of the
+  folder): an entry is judged by the patterns of the settings of the folder
+  holding it, both while walking and for each folder above a given path, so a
+  file is excluded or not whichever way it is reached. Paths are normalised
+  (absolute, ``..`` resolved lexically) before any pattern sees them.
 * A given path that is no regular file (a FIFO, a device, a socket) is skipped
   with an error saying what it is: reading one could wait forever. Walks never
   meet one (only regular files are taken), and reading opens without blocking.
@@ -31,7 +36,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +50,24 @@ __all__ = [
     "discover",
     "excluded",
     "inside_roots",
+    "normalised",
 ]
+
+ExcludesFor = Callable[[Path], Sequence["GlobSet"]]
+Excludes = Sequence["GlobSet"] | ExcludesFor
+
+
+def normalised(path: str | os.PathLike[str]) -> Path:
+    """``path`` made absolute with ``.`` and ``..`` resolved (lexically: links are kept)."""
+    return Path(os.path.abspath(path))
+
+
+def _per_folder(excludes: Excludes) -> ExcludesFor:
+    if callable(excludes):
+        return excludes
+    fixed = list(excludes)
+    return lambda _folder: fixed
+
 
 DEFAULT_EXCLUDES = frozenset(
     {
@@ -171,25 +193,20 @@ class GlobSet:
         return result
 
 
-def excluded(path: Path, *, is_dir: bool, excludes: Sequence[GlobSet]) -> bool:
-    """Whether ``path`` or a folder above it (below a pattern's base) is excluded.
+def excluded(path: Path, *, is_dir: bool, excludes: Excludes) -> bool:
+    """Whether ``path`` or a folder above it is excluded.
 
     A walk never enters an excluded folder; a path given directly needs its
     folders checked too, so that ``exclude = ["legacy/"]`` covers ``legacy/a.py``.
+    Each of them is judged by the patterns of the folder holding it.
     """
-    absolute = path.absolute()
-    for globs in excludes:
-        try:
-            parts = absolute.relative_to(globs.base).parts
-        except ValueError:
-            continue
-        folder = globs.base
-        for part in parts[:-1]:
-            folder = folder / part
-            if globs.match(folder, is_dir=True):
-                return True
-        if globs.match(absolute, is_dir=is_dir):
+    absolute = normalised(path)
+    excludes_for = _per_folder(excludes)
+    entry, entry_is_dir = absolute, is_dir
+    while entry.parent != entry:
+        if any(g.match(entry, is_dir=entry_is_dir) for g in excludes_for(entry.parent)):
             return True
+        entry, entry_is_dir = entry.parent, True
     return False
 
 
@@ -251,7 +268,7 @@ class Discovery:
 
 def _walk_folder(
     root: Path,
-    excludes: Sequence[GlobSet],
+    excludes: ExcludesFor,
     inherited: list[GlobSet],
     errors: list[tuple[Path, str]],
 ) -> Iterator[Path]:
@@ -269,6 +286,7 @@ def _walk_folder(
             errors.append((folder, f"cannot list folder: {exc.strerror or exc}"))
             continue
         subfolders: list[tuple[Path, list[GlobSet]]] = []
+        patterns = excludes(folder)
         for entry in entries:
             if entry.is_symlink():
                 continue  # never followed: see the module docstring
@@ -279,7 +297,7 @@ def _walk_folder(
                     continue
             elif not entry.name.endswith(SUFFIXES):
                 continue
-            if _ignored(path, is_dir, sets) or any(g.match(path, is_dir=is_dir) for g in excludes):
+            if _ignored(path, is_dir, sets) or any(g.match(path, is_dir=is_dir) for g in patterns):
                 continue
             if is_dir:
                 subfolders.append((path, sets))
@@ -288,10 +306,12 @@ def _walk_folder(
         todo.extend(reversed(subfolders))
 
 
-def discover(
-    paths: Sequence[str | os.PathLike[str]], *, excludes: Sequence[GlobSet] = ()
-) -> Discovery:
-    """Expand command-line ``paths`` into the files to check (see the module docstring)."""
+def discover(paths: Sequence[str | os.PathLike[str]], *, excludes: Excludes = ()) -> Discovery:
+    """Expand command-line ``paths`` into the files to check (see the module docstring).
+
+    ``excludes``: patterns for every folder, or a function giving a folder's.
+    """
+    excludes_for = _per_folder(excludes)
     files: list[Path] = []
     errors: list[tuple[Path, str]] = []
     seen: set[tuple[int, int]] = set()
@@ -316,13 +336,13 @@ def discover(
             kind = "broken symlink" if path.is_symlink() else "no such file or folder"
             errors.append((path, f"{kind}; check the path"))
             continue
-        if excluded(path, is_dir=path.is_dir(), excludes=excludes):
+        if excluded(path, is_dir=path.is_dir(), excludes=excludes_for):
             continue
         if path.is_dir():
-            absolute = path.absolute()
+            absolute = normalised(path)
             found_errors: list[tuple[Path, str]] = []
             inherited = _parent_gitignores(absolute)
-            for found in _walk_folder(absolute, excludes, inherited, found_errors):
+            for found in _walk_folder(absolute, excludes_for, inherited, found_errors):
                 add(path / found.relative_to(absolute))
             errors.extend((path / p.relative_to(absolute), m) for p, m in found_errors)
         else:

@@ -1,5 +1,9 @@
 """Rendering check results: JSON, SARIF 2.1.0, GitHub annotations, statistics, and the choice.
 
+The text forms (text, concise, grouped) are :mod:`torchport.check.files._text`'s;
+GitLab Code Quality and JUnit XML are :mod:`torchport.check.files._ci_reports`'.
+Every path a person reads goes through :func:`~torchport.check._printable.quoted`.
+
 Facts come in (:class:`~torchport.check._rule.Finding` lists, file errors, the
 rules that ran); strings come out. Nothing here reads files or runs rules. The
 text report is :mod:`torchport.check.files._text`'s. The JSON format is
@@ -17,21 +21,26 @@ from pathlib import PurePath
 from urllib.parse import quote
 
 from torchport import __version__
+from torchport.check._printable import is_plain, quoted
 from torchport.check._rule import Finding, FixSafety, Rule
-from torchport.check.files._text import file_of, fix_flags, render_text
+from torchport.check.files._ci_reports import render_gitlab, render_junit
+from torchport.check.files._text import file_of, fix_flags, render_grouped, render_text
 from torchport.check.files._work import FileError
 
 __all__ = [
     "FORMATS",
     "render",
     "render_github",
+    "render_gitlab",
+    "render_grouped",
     "render_json",
+    "render_junit",
     "render_sarif",
     "render_statistics",
     "render_text",
 ]
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
+FORMATS = ("text", "concise", "grouped", "json", "sarif", "github", "gitlab", "junit")
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
@@ -144,7 +153,8 @@ def render_json(
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text if is_plain(text) else quoted(text)  # no raw escape byte in a CI log
 
 
 def _escape_property(text: str) -> str:
@@ -206,7 +216,8 @@ def render_statistics(
     them; ``plain`` as for :func:`render_text`). JSON: a list of
     ``{"code", "name", "count", "fixable"}``. GitHub: one ``::notice`` per code.
     SARIF: the full log (results included) with the counts in the run's
-    ``properties.statistics``, so a SARIF consumer still gets a valid log.
+    ``properties.statistics``, so a SARIF consumer still gets a valid log; GitLab
+    and JUnit: their full report, for the same reason. Text forms: the table.
     """
     rows = _statistics(findings, rules, plain)
     if fmt == "json":
@@ -220,6 +231,8 @@ def render_statistics(
         return "".join(line + "\n" for line in notices) + render_github([], errors)
     if fmt == "sarif":
         return render_sarif(findings, rules, errors, statistics=rows)
+    if fmt in ("gitlab", "junit"):  # a CI server reads the report whole: it stays valid
+        return render(fmt, findings, rules, errors)
     width = max((len(str(r["count"])) for r in rows), default=1)
     return "".join(
         f"{r['count']:>{width}}  {r['code']}  {'[*]' if r['fixable'] else '   '} {r['name']}\n"
@@ -360,6 +373,14 @@ def render(
         return render_sarif(findings, rules, errors)
     if fmt == "github":
         return render_github(findings, errors)
+    if fmt == "gitlab":
+        return render_gitlab(findings, errors)
+    if fmt == "junit":
+        return render_junit(findings, errors)
+    if fmt == "grouped":
+        return render_grouped(
+            findings, len(errors), color=color, summary=summary, rules=rules, plain=plain
+        )
     return render_text(
         findings,
         len(errors),

@@ -35,7 +35,7 @@ from typing import TypeVar
 
 from torchport.check._rule import Finding, Rule
 from torchport.check.files._cache import CheckCache, cache_folder
-from torchport.check.files._config import Config
+from torchport.check.files._config import Config, ConfigResolver
 from torchport.check.files._plan import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, Plan, chunked, plan
 from torchport.check.files._work import Chunk, FileError, FileFix, Report, check_chunk, fix_chunk
 
@@ -216,21 +216,31 @@ def _map(
 def _cached_check(
     run: Plan, cache: bool | str | os.PathLike[str], progress: Progress | None
 ) -> tuple[list[Report], int]:
-    """Replay what the cache holds for unchanged files; check the rest and remember them."""
-    if not cache or run.template.stdin is not None:
-        return _map(check_chunk, chunked(run, run.files), run.jobs, progress), 0
-    folder = cache_folder(run.config.source.parent if run.config.source else None)
-    store = CheckCache(
-        folder if cache is True else Path(cache), run.template.rules, run.template.known
-    )
+    """Replay what the cache holds for unchanged files; check the rest and remember them.
+
+    Each group of files (one settings) has its cache beside its configuration (or in
+    ``cache`` when that names a folder), keyed on its rules and settings.
+    """
+    if not cache or run.stdin is not None:
+        return _map(check_chunk, chunked(run), run.jobs, progress), 0
+    stores: dict[int, CheckCache] = {}
     hits: list[Report] = []
     misses: list[tuple[str, tuple[str, ...]]] = []
-    for path, ignored in run.files:
-        report = store.lookup(path, ignored)
-        if report is None:
-            misses.append((path, ignored))
-        else:
-            hits.append(report)
+    store_of: dict[str, CheckCache] = {}
+    for group in run.groups:
+        source = group.config.source
+        folder = cache_folder(source.parent if source else None) if cache is True else Path(cache)
+        store = stores.get(id(group))
+        if store is None:
+            t = group.template
+            store = stores[id(group)] = CheckCache(folder, t.rules, t.known, t.settings)
+        for path, ignored in group.files:
+            store_of[path] = store
+            report = store.lookup(path, ignored)
+            if report is None:
+                misses.append((path, ignored))
+            else:
+                hits.append(report)
     total = len(run.files)
 
     def told(done: int, _: int) -> None:
@@ -240,8 +250,9 @@ def _cached_check(
     fresh = _map(check_chunk, chunked(run, misses), run.jobs, told)
     ignored_of = dict(misses)
     for report in fresh:
-        store.store(report, ignored_of.get(report.path, ()))
-    store.save()
+        store_of[report.path].store(report, ignored_of.get(report.path, ()))
+    for store in stores.values():
+        store.save()
     return hits + fresh, len(hits)
 
 
@@ -251,11 +262,12 @@ def check_paths(
     select: Sequence[str] | None = None,
     ignore: Sequence[str] | None = None,
     extend_select: Sequence[str] | None = None,
-    config: Config | str | os.PathLike[str] | None = None,
+    config: Config | ConfigResolver | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
     stdin: str | bytes | None = None,
     cache: bool | str | os.PathLike[str] = False,
     progress: Progress | None = None,
+    target_torch: str | None = None,
 ) -> CheckResult:
     """Check files and folders (see :mod:`torchport.check.files._discovery` for which files).
 
@@ -276,7 +288,10 @@ def check_paths(
         ConfigError: bad configuration or arguments (``jobs`` below 1, ``-`` among
             other paths), an unknown rule selector, or no rule left to run.
     """
-    run = plan(paths, select, ignore, extend_select, config, jobs, Chunk((), (), stdin=stdin))
+    template = Chunk((), (), stdin=stdin)
+    run = plan(
+        paths, select, ignore, extend_select, config, jobs, template, target_torch=target_torch
+    )
     reports, cached = _cached_check(run, cache, progress)
     findings = [f for r in reports for f in r.findings]
     findings.sort(key=lambda f: (f.path, f.line, f.col, f.code))
@@ -284,10 +299,9 @@ def check_paths(
     sources = {name: text for r in reports for name, text in r.sources.items()}
     lines = sum(r.lines for r in reports)
     unused = sorted((f for r in reports for f in r.unused_noqa), key=lambda f: (f.path, f.line))
-    plain = run.template.fixable
     return CheckResult(
         findings, sorted(errors), run.rules, len(reports), lines, sources, cached, unused,
-        tuple(r.code for r in run.rules) if plain is None else plain,
+        run.plain_fix,
     )  # fmt: skip
 
 
@@ -300,10 +314,11 @@ def fix_paths(
     select: Sequence[str] | None = None,
     ignore: Sequence[str] | None = None,
     extend_select: Sequence[str] | None = None,
-    config: Config | str | os.PathLike[str] | None = None,
+    config: Config | ConfigResolver | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
     stdin: str | bytes | None = None,
     progress: Progress | None = None,
+    target_torch: str | None = None,
 ) -> FixResult:
     """Apply fixes to files in place, only where the text changes; never damage or lose a file.
 
@@ -322,15 +337,18 @@ def fix_paths(
     placed in the file as it is on disk. Running it twice changes nothing the
     second time. With ``stdin`` (the text of the one path in ``paths``) nothing is
     written: the fixed text is in :attr:`FileFix.text`. ``progress`` as for
-    :func:`check_paths`.
+    :func:`check_paths`, and so are ``config`` and ``target_torch``.
 
     Raises:
         ConfigError: bad configuration or arguments, an unknown rule selector, or
             no rule left to run.
     """
     template = Chunk((), (), unsafe=unsafe, diff=diff, stdin=stdin)
-    run = plan(paths, select, ignore, extend_select, config, jobs, template, speed=speed)
-    reports = _map(fix_chunk, chunked(run, run.files), run.jobs, progress)
+    run = plan(
+        paths, select, ignore, extend_select, config, jobs, template,
+        speed=speed, target_torch=target_torch,
+    )  # fmt: skip
+    reports = _map(fix_chunk, chunked(run), run.jobs, progress)
     remaining = [f for r in reports for f in r.findings]
     remaining.sort(key=lambda f: (f.path, f.line, f.col, f.code))
     errors = run.errors + [e for r in reports for e in r.errors]

@@ -1,5 +1,10 @@
 """What a run will do, decided before any file is read: settings, rules, files, workers.
 
+Each file runs with its own settings (the nearest ``[tool.torchport]`` above it,
+see :class:`~torchport.check.files._config.ConfigResolver`, or ``--config``'s
+for all): files that share settings form one :class:`Group`, with its own rules,
+fix policy and target torch; chunks never mix groups.
+
 Every mistake that would make a run check nothing, or something other than
 what was asked, is a :class:`~torchport.errors.ConfigError` here (exit 2), never
 a clean report: a selection that leaves no rule, ``--jobs`` below 1, ``-`` (stdin)
@@ -22,12 +27,12 @@ from torchport.check._select import (
     normalise_selectors,
     select_rules,
 )
-from torchport.check.files._config import Config, find_config, load_config
-from torchport.check.files._discovery import SUFFIXES, Discovery, discover, excluded
+from torchport.check.files._config import Config, ConfigResolver, check_target, load_config
+from torchport.check.files._discovery import SUFFIXES, Discovery, discover, excluded, normalised
 from torchport.check.files._work import Chunk, FileError
 from torchport.errors import ConfigError
 
-__all__ = ["PARALLEL_MIN_BYTES", "PARALLEL_MIN_FILES", "Plan", "chunked", "plan"]
+__all__ = ["PARALLEL_MIN_BYTES", "PARALLEL_MIN_FILES", "Group", "Plan", "chunked", "plan"]
 
 # Below these, starting worker processes (~0.1 s) costs more than it saves (measured
 # with benchmarks/bench_check_throughput.py: ~60,000 lines, ~2 MB, per CPU-second).
@@ -39,15 +44,36 @@ Paths = Sequence[str | os.PathLike[str]] | str | os.PathLike[str]
 
 
 @dataclass(slots=True)
-class Plan:
-    """The files to run on (path, per-file ignored codes), and everything decided about them."""
+class Group:
+    """Files that share settings: (path, ignored codes) each, and the chunk they run in."""
 
+    config: Config
+    template: Chunk  # every chunk of this group is this one with its files
     files: list[tuple[str, tuple[str, ...]]]
+
+
+@dataclass(slots=True)
+class Plan:
+    """The files to run on, by settings, and everything decided about them.
+
+    ``rules`` are those of every group together (for reports: SARIF's rule list,
+    ``[*]`` marks); ``plain_fix`` likewise the codes a plain ``fix`` applies.
+    """
+
+    groups: list[Group]
     errors: list[FileError]
     rules: tuple[type[Rule], ...]
-    template: Chunk  # every chunk is this one with its files
     jobs: int
-    config: Config
+    stdin: str | bytes | None = None
+    plain_fix: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> list[tuple[str, tuple[str, ...]]]:
+        return [f for g in self.groups for f in g.files]
+
+    def group_of(self) -> dict[str, Group]:
+        """Each file's group, by path."""
+        return {path: g for g in self.groups for path, _ in g.files}
 
 
 def _total_size(files: Sequence[tuple[str, tuple[str, ...]]]) -> int:
@@ -104,31 +130,17 @@ def _empty_folders(paths: Sequence[str | os.PathLike[str]], found: Discovery) ->
     return out
 
 
-def plan(
-    paths: Paths,
+def _rules_of(
+    config: Config,
     select: Sequence[str] | None,
     ignore: Sequence[str] | None,
     extend_select: Sequence[str] | None,
-    config: Config | str | os.PathLike[str] | None,
-    jobs: int | None,
-    template: Chunk,
-    *,
-    speed: bool = False,
-) -> Plan:
-    """Decide a run; see the module docstring for what is refused.
+) -> tuple[type[Rule], ...]:
+    """The rules one configuration runs, with the command line's selection on top.
 
     Raises:
-        ConfigError: bad configuration or arguments, or no rule to run.
+        ConfigError: an empty selection, no rule left, or an unknown code.
     """
-    if isinstance(paths, str | os.PathLike):
-        paths = [paths]  # one path, not a sequence of one-letter paths
-    stdin = template.stdin
-    _check_paths(paths, stdin)
-    _check_jobs(jobs)
-    if config is None:
-        config = find_config(paths)
-    elif not isinstance(config, Config):
-        config = load_config(config)
     chosen = select if select is not None else config.select
     extended = (*config.extend_select, *(extend_select or ()))
     if chosen is not None and not any(c.strip() for c in chosen) and not extended:
@@ -143,46 +155,119 @@ def plan(
     if not rules:
         raise ConfigError(
             f"no rule is left to run: the ignores ({', '.join(ignored_codes)}) switch off "
-            f"every rule the selection turns on, so every file would pass; ignore fewer "
-            f"rules, or select the ones you want"
+            f"every rule the selection turns on ({config.origin}), so every file would pass; "
+            f"ignore fewer rules, or select the ones you want"
         )
     known = tuple(sorted(r.code for r in available_rules()))
     for pattern, codes in config.per_file_ignores:
         normalise_selectors(codes, known, f"per-file-ignores {pattern!r} of {config.origin}")
+    return rules
+
+
+def resolver_for(
+    config: Config | ConfigResolver | str | os.PathLike[str] | None,
+    target_torch: str | None = None,
+) -> ConfigResolver:
+    """The per-file settings a run's ``config`` and ``target_torch`` arguments ask for.
+
+    Raises:
+        ConfigError: a named file that cannot be read or holds no valid table, or
+            a ``target_torch`` that is no version.
+    """
+    if isinstance(config, ConfigResolver):
+        return config
+    target = None if target_torch is None else check_target(target_torch, "(--target-torch)")
+    if config is not None and not isinstance(config, Config):
+        config = load_config(config)
+    return ConfigResolver(config, target_torch=target)
+
+
+def plan(
+    paths: Paths,
+    select: Sequence[str] | None,
+    ignore: Sequence[str] | None,
+    extend_select: Sequence[str] | None,
+    config: Config | ConfigResolver | str | os.PathLike[str] | None,
+    jobs: int | None,
+    template: Chunk,
+    *,
+    speed: bool = False,
+    target_torch: str | None = None,
+) -> Plan:
+    """Decide a run; see the module docstring for what is refused.
+
+    ``target_torch`` (``--target-torch``) overrides every file's ``target-torch``.
+
+    Raises:
+        ConfigError: bad configuration or arguments, or no rule to run.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]  # one path, not a sequence of one-letter paths
+    stdin = template.stdin
+    _check_paths(paths, stdin)
+    _check_jobs(jobs)
+    resolver = resolver_for(config, target_torch)
     if stdin is None:
-        found = discover(paths, excludes=config.exclude_globs())
+        found = discover(paths, excludes=resolver.excludes_for)
         errors = _empty_folders(paths, found)
     else:  # the text is given: nothing to discover, the path only names it
         name = Path(paths[0])
-        skip = excluded(name, is_dir=False, excludes=config.exclude_globs())
+        skip = excluded(name, is_dir=False, excludes=resolver.excludes_for)
         found = Discovery([] if skip else [name], [])
         errors = []
     errors += [FileError(str(p), message) for p, message in found.errors]
-    files: list[tuple[str, tuple[str, ...]]] = []
+    known = tuple(sorted(r.code for r in available_rules()))
+    groups: dict[int, Group] = {}
     for path in found.files:
-        ignored = tuple(c.strip().upper() for c in config.ignores_for(path))
-        files.append((str(path), ("TP",) if "ALL" in ignored else ignored))
+        settings = resolver.for_file(path)
+        group = groups.get(id(settings))
+        if group is None:
+            rules = _rules_of(settings, select, ignore, extend_select)
+            fixable = fixable_rules(
+                rules, explicit=_explicit(select, extend_select or (), settings), speed=speed
+            )
+            chunk = replace(
+                template,
+                rules=rules,
+                known=known,
+                roots=tuple(str(p) for p in paths),
+                fixable=None if len(fixable) == len(rules) else tuple(r.code for r in fixable),
+                settings=settings.file_settings,
+            )
+            group = groups[id(settings)] = Group(settings, chunk, [])
+        ignored = tuple(c.strip().upper() for c in settings.ignores_for(path))
+        group.files.append((str(path), ("TP",) if "ALL" in ignored else ignored))
+    if not groups:  # nothing to check: the selection is still judged (a typo is an error)
+        settings = resolver.for_folder(normalised(Path(paths[0]) if paths else Path.cwd()))
+        _rules_of(settings, select, ignore, extend_select)
+    all_rules = {r.code: r for g in groups.values() for r in g.template.rules}
+    rules = tuple(all_rules[c] for c in sorted(all_rules))
+    plain = sorted(
+        {
+            code
+            for g in groups.values()
+            for code in (g.template.fixable or tuple(r.code for r in g.template.rules))
+        }
+    )
+    files = [f for g in groups.values() for f in g.files]
     # The cores this process may run on (a container's limit), not the host's count.
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if jobs is None:
         many = len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES
         jobs = (cpus or 1) if many else 1
-    fixable = fixable_rules(
-        rules, explicit=_explicit(select, extend_select or (), config), speed=speed
-    )
-    template = replace(
-        template,
-        rules=rules,
-        known=known,
-        roots=tuple(str(p) for p in paths),
-        fixable=None if len(fixable) == len(rules) else tuple(r.code for r in fixable),
-    )
-    return Plan(files, errors, rules, template, jobs, config)
+    return Plan(list(groups.values()), errors, rules, jobs, stdin, tuple(plain))
 
 
-def chunked(run: Plan, files: Sequence[tuple[str, tuple[str, ...]]]) -> list[Chunk]:
-    """``files`` in chunks of ``run``'s template, about four per worker."""
-    size = max(1, min(_CHUNK_MAX, -(-len(files) // (run.jobs * 4))))
-    return [
-        replace(run.template, files=tuple(files[i : i + size])) for i in range(0, len(files), size)
-    ]
+def chunked(run: Plan, files: Sequence[tuple[str, tuple[str, ...]]] | None = None) -> list[Chunk]:
+    """``files`` (default: all of ``run``'s) in chunks, about four per worker, by group."""
+    wanted = None if files is None else {path for path, _ in files}
+    total = len(run.files) if files is None else len(files)
+    size = max(1, min(_CHUNK_MAX, -(-total // (run.jobs * 4))))
+    out = []
+    for group in run.groups:
+        mine = group.files if wanted is None else [f for f in group.files if f[0] in wanted]
+        out += [
+            replace(group.template, files=tuple(mine[i : i + size]))
+            for i in range(0, len(mine), size)
+        ]
+    return out

@@ -19,9 +19,10 @@ import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
+from torchport.check._printable import quoted
 from torchport.check._rule import Finding, FixSafety, Intent, Rule
 
-__all__ = ["file_of", "fix_flags", "render_text"]
+__all__ = ["file_of", "fix_flags", "render_grouped", "render_text"]
 
 _CELL = re.compile(r":cell \d+$")
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -209,7 +210,7 @@ def render_text(
     split: dict[str, list[str]] = {}
     for f, needs in zip(findings, flags, strict=True):
         marker = f" {paint(_CYAN, '[*]')}" if needs == () else ""
-        head = f"{paint(_BOLD, f'{f.path}:{f.line}:{f.col}:')} {paint(_RED, f.code)}"
+        head = f"{paint(_BOLD, f'{quoted(f.path)}:{f.line}:{f.col}:')} {paint(_RED, f.code)}"
         lines.append(f"{head}{marker} {f.message}")
         source = None if sources is None else sources.get(f.path)
         if sources is None or source is None:
@@ -223,4 +224,36 @@ def render_text(
         lines.append("")
     if summary:
         lines += _summary(findings, errors, applied, unplaced, flags)
+    return "".join(line + "\n" for line in lines)
+
+
+def render_grouped(
+    findings: Sequence[Finding],
+    errors: int = 0,
+    *,
+    color: bool = False,
+    summary: bool = True,
+    rules: Sequence[type[Rule]] = (),
+    plain: Collection[str] | None = None,
+) -> str:
+    """Findings grouped by file, as Ruff's ``grouped`` format: the path on a line of its
+    own, then ``  line:col CODE [*] message`` per finding, a blank line after each file;
+    then the summary (arguments as for :func:`render_text`)."""
+    by_code = {r.code: r for r in rules}
+    flags = [fix_flags(f, by_code, plain) for f in findings]
+    paint = _Paint(color)
+    groups: dict[str, list[tuple[Finding, tuple[str, ...] | None]]] = {}
+    for f, needs in zip(findings, flags, strict=True):
+        groups.setdefault(f.path, []).append((f, needs))
+    lines: list[str] = []
+    for path, rows in groups.items():
+        lines.append(paint(_BOLD, f"{quoted(path)}:"))
+        width = max(len(f"{f.line}:{f.col}") for f, _ in rows)
+        for f, needs in rows:
+            marker = f" {paint(_CYAN, '[*]')}" if needs == () else ""
+            where = f"{f.line}:{f.col}".ljust(width)
+            lines.append(f"  {where} {paint(_RED, f.code)}{marker} {f.message}")
+        lines.append("")
+    if summary:
+        lines += _summary(findings, errors, (), 0, flags)
     return "".join(line + "\n" for line in lines)

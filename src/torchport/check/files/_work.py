@@ -25,8 +25,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
+from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._noqa import unknown_codes
+from torchport.check._printable import quoted
 from torchport.check._rule import Finding, Rule
 from torchport.check._syntax import NewerSyntaxError, parse_source
 from torchport.check.files._discovery import inside_roots
@@ -54,7 +56,7 @@ class FileError:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: error: {self.message}"
+        return f"{quoted(self.path)}: error: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,7 @@ class Chunk:
     fixable: tuple[str, ...] | None = None  # codes whose fixes apply (None: all)
     # The one file's text (or its bytes, decoded as a file's), given instead of read; never written.
     stdin: str | bytes | None = None
+    settings: FileSettings = UNLIMITED  # target torch and noqa policy of these files
 
 
 @dataclass(slots=True)
@@ -355,7 +358,8 @@ def check_chunk(chunk: Chunk) -> list[Report]:
         if doc is None or tree is None:
             continue
         try:
-            outcome = check_tree(doc.text, path, tree, _ruleset(chunk.rules, ignored))
+            rules = _ruleset(chunk.rules, ignored)
+            outcome = check_tree(doc.text, path, tree, rules, settings=chunk.settings)
         except Exception as exc:
             report.errors.append(_internal(path, exc, doc.text))
             continue
@@ -408,7 +412,8 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
         message = str(exc) if isinstance(exc, WriteRefused | NotebookError) else None
         report.errors.append(FileError(path, message or f"not fixed: cannot write it: {exc}"))
         # Nothing was written: what is left is everything the original holds.
-        report.findings = _place(doc, check_text(doc.text, path, full).findings, doc.text)
+        left = check_text(doc.text, path, full, settings=chunk.settings).findings
+        report.findings = _place(doc, left, doc.text)
         return report
     report.fix = FileFix(path, fixed, "", written=True)
     return report
@@ -419,7 +424,8 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
     """Fix every file of ``chunk``; SPEED-only fixes apply per ``chunk.fixable``.
 
     Writing runs first remove the temp files a killed run left in the folders
-    of the chunk's files (see :func:`~torchport.check.files._write.remove_stale_temps`).
+    of the chunk's files that ``fix`` may write, never through a link leading out
+    (see :func:`~torchport.check.files._write.remove_stale_temps`).
     """
     reports: list[Report] = []
     cleaned: set[str] = set()
@@ -428,7 +434,10 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
             folder = os.path.dirname(os.path.abspath(path))
             if folder not in cleaned:
                 cleaned.add(folder)
-                remove_stale_temps(folder)
+                # Only where fix may write, and never through a symlinked folder.
+                direct = os.path.realpath(folder) == folder
+                if direct and inside_roots(Path(path), chunk.roots):
+                    remove_stale_temps(folder)
         report = Report(path)
         doc = _load(path, report, chunk, fixing=True)
         tree = None if doc is None else _parse(path, doc, report)
@@ -436,7 +445,13 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
             full = _ruleset(chunk.rules, ignored)
             try:
                 outcome = fix_text(
-                    doc.text, path, full, unsafe=chunk.unsafe, tree=tree, fixable=chunk.fixable
+                    doc.text,
+                    path,
+                    full,
+                    unsafe=chunk.unsafe,
+                    tree=tree,
+                    fixable=chunk.fixable,
+                    settings=chunk.settings,
                 )
             except Exception as exc:
                 report.errors.append(_internal(path, exc, doc.text))

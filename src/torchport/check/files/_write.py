@@ -27,16 +27,26 @@ half-written):
 * **A hard link whose owner is not its folder's owner is refused**: a link
   planted in a checkout to another user's (or root's) file would otherwise be
   edited in place through it.
-* **Temp files a killed run left behind are removed by the next one.** A temp
-  file is named ``.<name>.<pid>.<random>.torchport`` after the file it
-  replaces and the process writing it; :func:`remove_stale_temps` removes
-  those whose process is gone (or that are over an hour old, or carry no
-  process id), never one a live run is writing.
+* **Temp files a killed run left behind are removed by the next one, and
+  nothing else is.** A temp file is named ``.<name>.<pid>.<random>.torchport``
+  after the file it replaces and the process writing it, and once its bytes are
+  written it carries torchport's mark: a modification time on 1980-01-01 whose
+  nanoseconds are a hash of its name, its inode and its owner (reset to now just
+  before it replaces the original). :func:`remove_stale_temps` removes only a
+  regular, unlinked-elsewhere file of the running user whose name matches, whose
+  mark verifies, and whose process is gone (or that is over an hour old): a
+  user's own file that merely looks like a temp (``.a.py.1.x.torchport``) carries
+  no mark and is never touched. Cleaning happens only in folders ``fix`` may
+  write (:func:`~torchport.check.files._discovery.inside_roots`) whose path holds
+  no symlink at all (so never through a symlinked folder). A run killed in the
+  instant between creating a temp and marking it leaves an unmarked temp
+  behind: it is left, not guessed at.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import stat
@@ -50,6 +60,7 @@ __all__ = ["WriteRefused", "remove_stale_temps", "write_back"]
 
 _SUFFIX = ".torchport"
 _STALE_AFTER_S = 3600  # a temp file lives for one write: an hour-old one is surely left over
+_MARK_SECONDS = 315_532_800  # 1980-01-01 UTC: no edit dates a file there
 
 
 class WriteRefused(Exception):
@@ -109,6 +120,38 @@ def _sync_folder(folder: Path) -> None:
             os.close(fd)
 
 
+def _mark_of(name: str, st: os.stat_result) -> int:
+    """The modification time (ns) that marks the temp file ``name`` with ``st`` as torchport's."""
+    key = f"torchport-temp\0{name}\0{st.st_dev}\0{st.st_ino}\0{st.st_uid}"
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
+    return _MARK_SECONDS * 1_000_000_000 + int.from_bytes(digest[:8], "big") % 1_000_000_000
+
+
+def _mark(path: str) -> None:
+    """Give the temp file ``path`` torchport's mark (see the module docstring)."""
+    with contextlib.suppress(OSError):  # not settable here: the temp is then never removed
+        st = os.stat(path, follow_symlinks=False)
+        os.utime(path, ns=(st.st_atime_ns, _mark_of(os.path.basename(path), st)))
+
+
+def is_marked(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a temp file torchport wrote (name, mark, owner; see the docstring)."""
+    name = os.path.basename(path)
+    if _TEMP.match(name) is None:
+        return False
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    owner = os.geteuid() if hasattr(os, "geteuid") else st.st_uid
+    return (
+        stat.S_ISREG(st.st_mode)
+        and st.st_nlink == 1
+        and st.st_uid == owner
+        and st.st_mtime_ns == _mark_of(name, st)
+    )
+
+
 def _replace(path: Path, data: bytes, st: os.stat_result, before: Stamp) -> bool:
     """Temp file + rename; False (nothing written) when that would not keep owner or mode."""
     try:
@@ -122,6 +165,7 @@ def _replace(path: Path, data: bytes, st: os.stat_result, before: Stamp) -> bool
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        _mark(tmp)  # from here a killed run leaves a temp the next run can prove is ours
         tmp_st = os.stat(tmp)
         if (tmp_st.st_uid, tmp_st.st_gid) != (st.st_uid, st.st_gid):
             try:
@@ -132,6 +176,7 @@ def _replace(path: Path, data: bytes, st: os.stat_result, before: Stamp) -> bool
         if os.stat(tmp).st_mode != st.st_mode:
             return False  # e.g. setgid for a group we are not in is dropped by chmod
         _check_unchanged(path, before)
+        os.utime(tmp)  # the fixed file is dated now, not with the mark
         os.replace(tmp, path)
         tmp = ""
         _sync_folder(path.parent)
@@ -185,8 +230,8 @@ def write_back(path: str | os.PathLike[str], data: bytes, before: Stamp) -> None
     _rewrite_in_place(real, data, st, before)
 
 
-# `.a.py.<pid>.<random>.torchport` (and `.a.py.<random>.torchport` from older versions)
-_TEMP = re.compile(r"^\.(?P<name>.+?)\.(?:(?P<pid>\d+)\.)?[A-Za-z0-9_]+\.torchport$")
+# `.a.py.<pid>.<random>.torchport`
+_TEMP = re.compile(r"^\.(?P<name>.+?)\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.torchport$")
 
 
 def _alive(pid: int) -> bool:
@@ -204,9 +249,10 @@ def _alive(pid: int) -> bool:
 def remove_stale_temps(folder: str | os.PathLike[str]) -> list[Path]:
     """Remove the temp files a killed ``fix`` left in ``folder``; returns those removed.
 
-    One written by a live process (a run going on now) is kept unless it is
-    over an hour old. Errors (a file gone meanwhile, no permission) are ignored:
-    cleaning up never stops a run.
+    Only files :func:`is_marked` proves torchport wrote. One written by a live
+    process (a run going on now) is kept unless it is over an hour old. Errors (a
+    file gone meanwhile, no permission) are ignored: cleaning up never stops a run.
+    The caller decides that ``folder`` is one ``fix`` may write.
     """
     removed: list[Path] = []
     try:
@@ -216,14 +262,14 @@ def remove_stale_temps(folder: str | os.PathLike[str]) -> list[Path]:
     now = time.time()
     for entry in entries:
         found = _TEMP.match(entry.name)
-        if found is None or not entry.is_file(follow_symlinks=False):
+        if found is None or not is_marked(entry.path):
             continue
         try:
-            age = now - entry.stat(follow_symlinks=False).st_mtime
+            # The mark took the modification time: the change time says when it was written.
+            age = now - entry.stat(follow_symlinks=False).st_ctime
         except OSError:
             continue
-        pid = found["pid"]
-        if pid is not None and _alive(int(pid)) and age < _STALE_AFTER_S:
+        if _alive(int(found["pid"])) and age < _STALE_AFTER_S:
             continue
         with contextlib.suppress(OSError):
             os.unlink(entry.path)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from torchport.check._engine import ruleset_for
 from torchport.check._fix import FixOutcome, fix_text
-from torchport.check.files._config import Config
+from torchport.check.files._config import Config, ConfigResolver
 from torchport.check.files._paths import FixResult, Progress, fix_paths
 
 __all__ = ["PORT_SELECT", "port_paths", "port_source", "port_text"]
@@ -55,16 +55,18 @@ def port_paths(
     *,
     diff: bool = False,
     ignore: Sequence[str] | None = None,
-    config: Config | str | os.PathLike[str] | None = None,
+    config: Config | ConfigResolver | str | os.PathLike[str] | None = None,
     jobs: int | None = None,
     stdin: str | bytes | None = None,
     progress: Progress | None = None,
+    target_torch: str | None = None,
 ) -> FixResult:
     """Port files and folders in place (atomically; with ``diff=True`` write nothing).
 
     Files that do not parse are :class:`~torchport.check.FileError` entries
     (exit code 2) and are left as they are. ``remaining`` lists what could not
-    be ported. ``ignore`` and the config's ignores and per-file ignores apply.
+    be ported. ``ignore`` and the config's ignores and per-file ignores apply;
+    ``target_torch`` as for :func:`~torchport.check.fix_paths`.
 
     Raises:
         ConfigError: bad configuration or an unknown rule selector in ``ignore``.
@@ -80,4 +82,5 @@ def port_paths(
         jobs=jobs,
         stdin=stdin,
         progress=progress,
+        target_torch=target_torch,
     )

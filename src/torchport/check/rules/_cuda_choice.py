@@ -13,10 +13,12 @@ __all__ = ["moves_to_cuda", "tests_cuda"]
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
-# Calls choosing no device (questions; seeding is TP402's).
+# Calls choosing no device: questions, seeding (TP402's), and housekeeping of what CUDA
+# holds (`if torch.cuda.is_available(): torch.cuda.empty_cache()` picks no device).
 _QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_supported",
     "get_device_name", "get_device_capability", "device_count", "manual_seed",
-    "manual_seed_all"))  # fmt: skip
+    "manual_seed_all", "empty_cache", "ipc_collect", "reset_peak_memory_stats",
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "memory_summary"))  # fmt: skip
 
 
 def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:

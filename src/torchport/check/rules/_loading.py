@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 
 from torchport.check._context import Context
 from torchport.check._match import called, keyword
+from torchport.check.semantic._binding import Scope
 
 __all__ = [
     "HUB_LOADS",
@@ -94,19 +96,62 @@ def whole_module(expr: ast.expr, ctx: Context) -> bool:
 def _used_as_mapping(name: ast.Name, ctx: Context) -> bool:
     """Whether the function holding ``name`` treats it as a dict of tensors."""
     scope = ctx.scopes.scope_of(name).node
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Attribute) and node.attr in ("items", "keys", "values"):
-            if isinstance(node.value, ast.Name) and node.value.id == name.id:
-                return True
-        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == name.id:
-            return True
-        elif (
-            isinstance(node, ast.Call)
-            and getattr(node.func, "id", None) == "save_file"
-            and any(getattr(a, "id", None) == name.id for a in node.args[:1])
-        ):
-            return True  # safetensors saves dicts of tensors
-    return False
+    return name.id in _per_scope(ctx).mappings.get(id(scope), ())
+
+
+class _FileUses:
+    """Per file, by scope (a scope's entry covers the scopes nested in it): the names used
+    as mappings (``x.items()``, ``x[k]``, ``save_file(x, ...)``) and the ``save`` calls.
+
+    Asked for every load of a file: a walk of the scope for each was quadratic.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.mappings: dict[int, set[str]] = {}
+        self.saves: dict[int, list[ast.Call]] = {}
+        scopes = ctx.scopes
+        for kind in (ast.Attribute, ast.Subscript, ast.Call):
+            for node in scopes.nodes_of(kind):
+                used: str | None = None
+                if isinstance(node, ast.Attribute):
+                    if node.attr in ("items", "keys", "values") and isinstance(
+                        node.value, ast.Name
+                    ):
+                        used = node.value.id
+                elif isinstance(node, ast.Subscript):
+                    used = getattr(node.value, "id", None)
+                elif isinstance(node, ast.Call):
+                    func = node.func
+                    tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                    if isinstance(func, ast.Name):  # `from torch import save as keep`
+                        tail = ctx.import_tails.get(tail) or tail
+                    if tail == "save_file" and isinstance(func, ast.Name) and node.args:
+                        used = getattr(node.args[0], "id", None)
+                    if tail == "save":
+                        for scope in self._enclosing(node, ctx):
+                            self.saves.setdefault(scope, []).append(node)
+                if used is not None:
+                    for scope in self._enclosing(node, ctx):
+                        self.mappings.setdefault(scope, set()).add(used)
+
+    @staticmethod
+    def _enclosing(node: ast.AST, ctx: Context) -> list[int]:
+        found = []
+        scope: Scope | None = ctx.scopes.scope_of(node)
+        while scope is not None:
+            found.append(id(scope.node))
+            scope = scope.parent
+        return found
+
+
+_USES: weakref.WeakKeyDictionary[Context, _FileUses] = weakref.WeakKeyDictionary()
+
+
+def _per_scope(ctx: Context) -> _FileUses:
+    found = _USES.get(ctx)
+    if found is None:
+        found = _USES[ctx] = _FileUses(ctx)
+    return found
 
 
 def loaded_elsewhere(load: ast.Call, ctx: Context) -> str | None:
@@ -139,14 +184,7 @@ def loaded_elsewhere(load: ast.Call, ctx: Context) -> str | None:
             found = scopes.bindings(target.id, target) if isinstance(target, ast.Name) else []
             if len(found) != 1:
                 return "what it loads is kept where this check cannot follow it"
-            todo += [
-                read
-                for read in ast.walk(found[0].scope.node)
-                if isinstance(read, ast.Name)
-                and read.id == found[0].name
-                and isinstance(read.ctx, ast.Load)
-                and scopes.resolve(read.id, read) is found[0].scope
-            ]
+            todo += scopes.reads_of(found[0].name, found[0].scope)
         else:
             shown = ctx.segment(parent).split("\n")[0] if parent is not None else ""
             return f"what it loads is used in `{shown[:60]}`, not only by `load_state_dict`"
@@ -216,8 +254,7 @@ def _saved_here(node: ast.Call, text: str, ctx: Context) -> bool:
     scope = ctx.scopes.scope_of(node).node
     if any(
         _saves_to(call, text, ctx) and call.lineno < node.lineno
-        for call in ast.walk(scope)
-        if isinstance(call, ast.Call)
+        for call in _per_scope(ctx).saves.get(id(scope), ())
     ):
         return True
     # A cache: `if os.path.exists(path): x = torch.load(path) else: ...; torch.save(x, path)`.

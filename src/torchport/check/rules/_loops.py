@@ -129,3 +129,44 @@ def streams(ctx: Context) -> bool:
     return loop is not None and any(
         isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(loop)
     )
+
+
+_HOST_INDEX_CALLS = frozenset({"range", "int", "slice"})
+
+
+def indexes_on_host(node: ast.Call, ctx: Context) -> bool:
+    """Whether the value read indexes a host container or sizes a host loop, now.
+
+    ``classes[pred.item()]``, ``i = pred.item()`` then ``words.append(vocab[i])``,
+    ``range(n.item())``: Python needs the number this iteration; accumulating on
+    the device cannot stand in for it. Follows one assignment to a name, and
+    only its reads inside the same loop.
+    """
+    if _used_as_index(node, ctx.parent):
+        return True
+    stmt = ctx.parent
+    loop = ctx.loop_of(node)
+    if not (
+        isinstance(stmt, ast.Assign)
+        and stmt.value is node
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and loop is not None
+    ):
+        return False
+    scopes = ctx.scopes
+    name = stmt.targets[0].id
+    first, last = loop.lineno, getattr(loop, "end_lineno", None) or loop.lineno  # type: ignore[attr-defined]
+    scope = scopes.resolve(name, stmt.targets[0])
+    return any(
+        first <= read.lineno <= last and _used_as_index(read, scopes.parent(read))
+        for read in scopes.reads_of(name, scope)
+    )
+
+
+def _used_as_index(value: ast.AST, parent: ast.AST | None) -> bool:
+    if isinstance(parent, ast.Subscript):
+        return parent.slice is value
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name):
+        return parent.func.id in _HOST_INDEX_CALLS and value in parent.args
+    return False

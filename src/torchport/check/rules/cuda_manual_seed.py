@@ -22,6 +22,10 @@ class CudaManualSeed(Rule):
     reproducible. `torch.manual_seed(seed)` seeds the CPU and every
     accelerator's generator.
 
+    Not reported right after `torch.manual_seed(...)` in the same block (within
+    a few statements): every device is seeded already, the CUDA call is a
+    leftover that does no harm.
+
     ## Fix safety
     `torch.manual_seed` also reseeds the CPU generator at that point; if CPU
     random numbers were drawn since the last CPU seeding, the ones drawn after
@@ -35,11 +39,15 @@ class CudaManualSeed(Rule):
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
     call_attrs = _TAILS
-    valid = ("import torch\n\ntorch.manual_seed(0)\n",)
+    valid = (
+        "import torch\n\ntorch.manual_seed(0)\n",
+        "import torch\n\ndef seed(s):\n    torch.manual_seed(s)\n"
+        "    torch.cuda.manual_seed_all(s)\n",
+    )
     invalid = (
         Example(
-            "import torch\n\ntorch.manual_seed(0)\ntorch.cuda.manual_seed_all(0)\n",
-            fixed="import torch\n\ntorch.manual_seed(0)\ntorch.manual_seed(0)\n",
+            "import random\nimport torch\n\nrandom.seed(0)\ntorch.cuda.manual_seed_all(0)\n",
+            fixed="import random\nimport torch\n\nrandom.seed(0)\ntorch.manual_seed(0)\n",
         ),
         Example(
             "from torch.cuda import manual_seed\n\nmanual_seed(seed)\n",
@@ -49,8 +57,8 @@ class CudaManualSeed(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if called(node, ctx, _TAILS) not in _SEEDS:
-            return
+        if called(node, ctx, _TAILS) not in _SEEDS or _seeded_just_before(ctx):
+            return  # `torch.manual_seed(s)` right before already seeds every device
         torch = ctx.torch_at(node)
         if torch is None:
             yield ctx.finding(self, node)  # torch is optional here: no `import torch` to add
@@ -63,3 +71,22 @@ _RESEEDS = (
     "also reseeds the CPU generator: CPU random numbers drawn after this line "
     "(initial weights, shuffling, dropout on the CPU) change"
 )
+
+
+_NEAR = 4  # statements looked back at: a seeding helper's own lines
+
+
+def _seeded_just_before(ctx: Context) -> bool:
+    """Whether one of the few statements before this one in its block seeds every device."""
+    stmt = next((a for a in reversed(ctx.ancestors) if isinstance(a, ast.stmt)), None)
+    if stmt is None:
+        return False
+    where = ctx.scopes.statement_position(stmt)
+    if where is None:
+        return False
+    block, index = where
+    for before in block[max(0, index - _NEAR) : index]:
+        value = before.value if isinstance(before, ast.Expr) else None
+        if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.manual_seed":
+            return True
+    return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
@@ -31,7 +32,9 @@ class CudaMatmulPrecision(Rule):
     `False` becomes `"highest"`. On CUDA nothing changes; on other devices
     (the CPU, MPS, XPU) float32 matrix products may now use their own faster,
     less precise mode, which changes numerics there. A computed value is
-    reported without a fix.
+    reported without a fix. A file that calls
+    `torch.set_float32_matmul_precision(...)` itself already uses the
+    generic switch: nothing is reported there, and no fix overwrites its choice.
     """
 
     code = "TP407"
@@ -47,6 +50,8 @@ class CudaMatmulPrecision(Rule):
         'import torch\n\ntorch.set_float32_matmul_precision("high")\n',
         "import torch\n\nprint(torch.backends.cuda.matmul.allow_tf32)\n",
         "import torch\n\ntorch.backends.cudnn.allow_tf32 = True\n",
+        'import torch\n\ntorch.set_float32_matmul_precision("medium")\n'
+        "torch.backends.cuda.matmul.allow_tf32 = True\n",
     )
     invalid = (
         Example(
@@ -71,6 +76,8 @@ class CudaMatmulPrecision(Rule):
             return
         if device_guard(node, ctx) is Guard.DEVICE_TYPE:
             return  # `if device.type == "cuda":` the setting is for CUDA alone, on purpose
+        if _sets_precision(ctx):
+            return  # the file chooses the precision for every device already: its own choice
         value = node.value
         torch = ctx.torch_at(node)
         flag = value.value if isinstance(value, ast.Constant) else None
@@ -90,3 +97,18 @@ _ELSEWHERE = (
     "the precision now applies on every device: float32 matrix products on the CPU, MPS "
     "or XPU may use their faster, less precise mode, which changes numerics there"
 )
+
+
+def _sets_precision(ctx: Context) -> bool:
+    """Whether the file calls ``torch.set_float32_matmul_precision`` anywhere (once per file)."""
+    found = _SETS.get(ctx)
+    if found is None:
+        found = ctx.mentions("set_float32_matmul_precision") and any(
+            isinstance(n, ast.Call) and ctx.qualname(n.func) == _GENERIC for n in ast.walk(ctx.tree)
+        )
+        _SETS[ctx] = found
+    return found
+
+
+_GENERIC = "torch.set_float32_matmul_precision"
+_SETS: weakref.WeakKeyDictionary[Context, bool] = weakref.WeakKeyDictionary()

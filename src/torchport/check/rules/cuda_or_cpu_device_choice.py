@@ -68,6 +68,7 @@ class CudaOrCpuDeviceChoice(Rule):
         "device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() "
         'else torch.device("cpu")\n',
         'import torch\n\ndt = "bf16" if torch.cuda.is_available() else "fp16"\n',
+        "import torch\n\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n",
         "import torch\n\nif torch.cuda.is_available():\n    d = 'cuda'\n"
         "elif torch.backends.mps.is_available():\n    d = 'mps'\n",
         "import torch\n\nassert torch.cuda.is_available()\n",
@@ -132,9 +133,7 @@ class CudaOrCpuDeviceChoice(Rule):
         if _is_device_call(parent, node, ctx):
             assert isinstance(parent, ast.Call)
             idiom, parent = parent, (ctx.ancestors[-2] if len(ctx.ancestors) > 1 else None)
-        known = ModelKnowledge(
-            [c for c in ast.walk(ctx.tree) if isinstance(c, ast.ClassDef)], ctx.qualname
-        )
+        known = ModelKnowledge(ctx.scopes.nodes_of(ast.ClassDef), ctx.qualname)  # type: ignore[arg-type]
         why = why_not_followed(
             idiom, ctx, lambda c: known.constructor(c) and not known.stateless(c)
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from torchport.check._context import Context
@@ -23,6 +24,11 @@ class DataloaderWithoutPinMemory(Rule):
     cannot overlap compute; `non_blocking=True` is then silently synchronous.
     Pinned batches copy at full link speed and asynchronously.
 
+    Not reported where the batches are tiny: `batch_size=1` to `4` given as a
+    number, or a dataset of text by its name (`text_ds`, `tokens`,
+    `sentences`, `corpus`): a few token ids copy in microseconds, and pinning
+    them only locks host memory.
+
     ## Fix safety
     The fix passes `pin_memory=torch.accelerator.is_available()`, so nothing
     changes on a CPU-only machine. Pinned memory is page-locked: very large
@@ -42,6 +48,10 @@ class DataloaderWithoutPinMemory(Rule):
         "from torch.utils.data import DataLoader\n\nloader = DataLoader(ds, batch_size=8)\n",
         "from torch.utils.data import DataLoader\n\n"
         "loader = DataLoader(ds, pin_memory=True)\nx = x.to(device)\n",
+        "from torch.utils.data import DataLoader\n\n"
+        "loader = DataLoader(train_tokens, batch_size=32)\nx = x.to(device)\n",
+        "from torch.utils.data import DataLoader\n\n"
+        "loader = DataLoader(ds, batch_size=1)\nx = x.to(device)\n",
     )
     invalid = (
         Example(
@@ -63,8 +73,8 @@ class DataloaderWithoutPinMemory(Rule):
         assert isinstance(node, ast.Call)
         if called(node, ctx, _TAILS) not in _DATALOADER or keyword(node, "pin_memory") is not None:
             return
-        if in_tests(ctx):
-            return  # a test's loader: speed is not what it is for
+        if in_tests(ctx) or _tiny(node):
+            return  # a test's loader, or batches too small for pinning to matter
         if any(k.arg is None for k in node.keywords) or not (
             ctx.mentions(".to(") or ctx.mentions(".cuda(")
         ):
@@ -76,3 +86,27 @@ class DataloaderWithoutPinMemory(Rule):
         text = f"pin_memory={torch[0]}.accelerator.is_available()"
         fix = Fix((add_keyword(node, text, ctx), *torch[1]), FixSafety.UNSAFE)
         yield ctx.finding(self, node, fix=fix)
+
+
+_TEXT = re.compile(r"text|token|sentence|corpus|vocab|caption|word|char|lang|nlp", re.IGNORECASE)
+_TINY_BATCH = 4
+
+
+def _tiny(call: ast.Call) -> bool:
+    """A loader of a few samples per batch, or of text: pinning saves nothing there."""
+    size = keyword(call, "batch_size")
+    value = size.value if size is not None else (call.args[1] if len(call.args) > 1 else None)
+    if (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, int)
+        and value.value <= _TINY_BATCH
+    ):
+        return True
+    data = call.args[0] if call.args else getattr(keyword(call, "dataset"), "value", None)
+    while isinstance(data, ast.Call):
+        data = data.func  # `TextDataset(...)`
+    while isinstance(data, ast.Attribute):
+        if _TEXT.search(data.attr):
+            return True
+        data = data.value
+    return isinstance(data, ast.Name) and bool(_TEXT.search(data.id))

@@ -26,13 +26,20 @@ _MODULES = frozenset(
 _AUTOCAST_ORDER = ("enabled", "dtype", "cache_enabled")  # torch.cuda.amp.autocast's positions
 _UNUSED = "remove the unused import from `torch.cuda.amp` (the calls now use `torch.amp`)"
 _NEW = "torch.amp."
+_SUBMODULES = frozenset({"torch.cuda.amp.autocast_mode", "torch.cuda.amp.grad_scaler"})
+_REFERENCED = (
+    "refer to `torch.amp.GradScaler` / `torch.amp.autocast` (and import from `torch.amp`): "
+    "`torch.cuda.amp` is deprecated and CUDA-only"
+)
 
 
 class DeprecatedCudaAmp(Rule):
     """## What it does
     Finds `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)`,
-    and imports from `torch.cuda.amp` that nothing uses (what is left once the
-    calls are rewritten; removing them is safe).
+    references to them that are not calls (`isinstance(s, torch.cuda.amp.GradScaler)`,
+    reported without a fix), imports from `torch.cuda.amp`'s submodules, and
+    imports from `torch.cuda.amp` that nothing uses (what is left once the calls
+    are rewritten; removing them is safe).
 
     ## Why is this bad?
     Both are deprecated (they warn on every call) and tie mixed precision to
@@ -52,8 +59,9 @@ class DeprecatedCudaAmp(Rule):
     intent = Intent.DEVICE
     message = "use `torch.amp.autocast(device.type)` / `torch.amp.GradScaler(device.type)`"
     fix_safety = FixSafety.UNSAFE
-    node_types = (ast.Call, ast.Import, ast.ImportFrom)
+    node_types = (ast.Call, ast.Import, ast.ImportFrom, ast.Attribute)
     call_attrs = _TAILS
+    attr_names = _TAILS
     valid = (
         "import torch\n\nwith torch.amp.autocast(device.type):\n    y = model(x)\n",
         "from torch.cuda.amp import autocast\n\nmixed = autocast  # used: kept\n",
@@ -89,9 +97,22 @@ class DeprecatedCudaAmp(Rule):
             "scaler = GradScaler\n",
             count=2,
         ),
+        Example("import torch\n\nok = isinstance(s, torch.cuda.amp.GradScaler)\n"),
+        Example("from torch.cuda.amp.grad_scaler import OptState\n"),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        if isinstance(node, ast.Attribute):
+            # `isinstance(s, torch.cuda.amp.GradScaler)`: referenced, not called
+            parent = ctx.parent
+            called_here = isinstance(parent, ast.Call) and parent.func is node
+            if not called_here and ctx.qualname(node) in _AMP and not _old_torch_arm(ctx):
+                yield ctx.finding(self, node, message=_REFERENCED)
+            return
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module in _SUBMODULES:
+            if not _old_torch_arm(ctx):  # `from torch.cuda.amp.grad_scaler import ...`
+                yield ctx.finding(self, node, message=_REFERENCED)
+            return
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield from unused_imports(self, node, ctx, _MODULES, _UNUSED)
             return

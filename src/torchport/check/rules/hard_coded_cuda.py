@@ -19,7 +19,9 @@ from torchport.check._match import (
 )
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.semantic._carried import device_for_fix
 from torchport.check.semantic._guards import device_guard
+from torchport.check.semantic._receivers import value_fixable
 
 _DEVICE = frozenset({"device"})
 
@@ -40,13 +42,13 @@ class HardCodedCuda(Rule):
     device once from `torch.accelerator` and pass it everywhere.
 
     ## Fix safety
-    The fix defines `device` once after the imports and uses it. It is safe for
-    `.cuda()`, `"cuda"` and `torch.device("cuda")`, which mean the current
-    accelerator; it is unsafe for an explicit index (`"cuda:1"`, `.cuda(0)`),
-    which the fix drops. Reported without a fix: an index held in a variable
-    (`.cuda(rank)`, `torch.device("cuda", rank)`), since dropping it would put
-    every process on one GPU; a string default (`def f(device="cuda")`), which
-    the function may compare or format as a string; and a conditional choice.
+    The fix uses the device the code carries (a `device` parameter, `self.device`:
+    unsafe, the data follows it), else defines `device` once after the imports:
+    safe for `.cuda()`, `"cuda"`, `torch.device("cuda")`; unsafe for an index
+    (`.cuda(0)`), which it drops. By hand: an index in a variable (`.cuda(rank)`),
+    a string default (`def f(device="cuda")`), a conditional choice, a call not
+    known to be torch's (a class of the file with its own `.cuda()`), CUDA used to
+    fail on purpose, and device values in a file that compares or asserts them.
     """
 
     code = "TP101"
@@ -129,7 +131,7 @@ class HardCodedCuda(Rule):
             return
         kind = node.args[0] if node.args else getattr(keyword(node, "type"), "value", None)
         value = cuda_choice(kind, ctx)  # `torch.device("cuda")`, `torch.device(type="cuda")`
-        if value is not None and _is_device_call(node, ctx):  # the string first: it is cheaper
+        if value is not None and called(node, ctx, _DEVICE) == "torch.device":  # string first
             if isinstance(kind, ast.IfExp):
                 yield ctx.finding(self, node)  # `torch.device("cuda:0" if c else "cpu")`
                 return
@@ -140,9 +142,7 @@ class HardCodedCuda(Rule):
             exact = value == "cuda" and not index
             yield self._replace_device(node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
             return
-        targets: list[ast.expr] = []
-        if method == "to" and node.args:
-            targets.append(node.args[0])
+        targets = [node.args[0]] if method == "to" and node.args else []
         targets += device_keywords(node)
         for target in targets:
             if (value := cuda_choice(target, ctx)) is not None:
@@ -155,8 +155,9 @@ class HardCodedCuda(Rule):
     def _replace_device(
         self, node: ast.expr, ctx: Context, safety: FixSafety, *, whole: bool = True
     ) -> Finding:
-        parent = ctx.parent
-        changes = _DROPS_INDEX if safety is FixSafety.UNSAFE else ""
+        parent, changes = ctx.parent, _DROPS_INDEX if safety is FixSafety.UNSAFE else ""
+        if not value_fixable(node, ctx):
+            return ctx.finding(self, node)  # data, CUDA failing on purpose, an index it picks
         if whole and isinstance(parent, ast.Assign) and parent.value is node:
             # `device = torch.device("cuda")` itself: bind the portable expression instead.
             torch = ctx.torch_at(node)
@@ -164,27 +165,30 @@ class HardCodedCuda(Rule):
                 return ctx.finding(self, node)
             edits = (ctx.replace(node, ctx.device_expr(torch[0])), *torch[1])
             return ctx.finding(self, node, fix=Fix(edits, safety, changes))
-        found = ctx.device_at(node)
+        found = device_for_fix(node, ctx)
         if found is None:
             return ctx.finding(self, node)  # no name is safely the device here: by hand
-        name, definition = found
-        fix = Fix((ctx.replace(node, name), *definition), safety, changes)
-        return ctx.finding(self, node, fix=fix)
+        name, edits, follows = found
+        if follows:
+            safety, changes = FixSafety.UNSAFE, "; ".join(filter(None, (changes, follows)))
+        return ctx.finding(self, node, fix=Fix((ctx.replace(node, name), *edits), safety, changes))
 
     def _dot_cuda(self, node: ast.Call, ctx: Context) -> Finding:
         index = node.args[0] if node.args else keyword(node, "device")
         index = index.value if isinstance(index, ast.keyword) else index
-        if index is not None and not isinstance(index, ast.Constant):
-            return ctx.finding(self, node)  # `.cuda(rank)`: the index matters, pick it by hand
+        if (index is not None and not isinstance(index, ast.Constant)) or not value_fixable(
+            node, ctx
+        ):  # `.cuda(rank)` (the index matters), or not known to be torch's `.cuda()`
+            return ctx.finding(self, node)
         extra = [ctx.segment(kw) for kw in node.keywords if kw.arg not in ("device", None)]
-        found = ctx.device_at(node)
+        found = device_for_fix(node, ctx)
         if found is None or any(kw.arg is None for kw in node.keywords):
             return ctx.finding(self, node)  # no name is safely the device here: by hand
-        name, edits = found
+        name, edits, follows = found
         text = ".to(" + ", ".join([name, *extra]) + ")"
         replace = Edit(receiver_end(node, ctx), ctx.end(node), text)
-        safety = FixSafety.SAFE if index is None else FixSafety.UNSAFE
-        changes = _DROPS_INDEX if index is not None else ""
+        safety = FixSafety.SAFE if index is None and not follows else FixSafety.UNSAFE
+        changes = "; ".join(filter(None, (_DROPS_INDEX if index is not None else "", follows)))
         return ctx.finding(self, node, fix=Fix((replace, *edits), safety, changes))
 
 
@@ -192,7 +196,3 @@ _DROPS_INDEX = (
     "drops the GPU index: work placed on several GPUs (a model split, one process per GPU) "
     "all lands on the current accelerator"
 )
-
-
-def _is_device_call(node: ast.AST | None, ctx: Context) -> bool:
-    return isinstance(node, ast.Call) and called(node, ctx, _DEVICE) == "torch.device"

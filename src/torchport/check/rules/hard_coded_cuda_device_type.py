@@ -35,7 +35,9 @@ class HardCodedCudaDeviceType(Rule):
     `torch.autocast("cuda")`, `torch.autocast(device_type="cuda")`,
     `torch.amp.autocast("cuda")`, `torch.amp.GradScaler("cuda")`,
     `init_device_mesh("cuda", ...)`, `torch.amp.custom_fwd(device_type="cuda")`
-    and any other `device_type="cuda"` argument. (`device="cuda"` is TP101's.)
+    and any other `device_type="cuda"` argument, except to another library's call
+    or a stand-in (`Mock(device_type="cuda")`, `SimpleNamespace(...)`, `dict(...)`:
+    test doubles and records, not a device setup). (`device="cuda"` is TP101's.)
 
     ## Why is this bad?
     Mixed precision, gradient scaling and device meshes are then set up for
@@ -54,6 +56,8 @@ class HardCodedCudaDeviceType(Rule):
         "import torch\n\nwith torch.autocast(device.type):\n    y = model(x)\n",
         'import torch\n\nwith torch.autocast("cpu", dtype=torch.bfloat16):\n    y = model(x)\n',
         'import torch\n\nif device.type == "cuda":\n    scaler = torch.amp.GradScaler("cuda")\n',
+        'from unittest import mock\n\nopt = mock.MagicMock(device_type="cuda")\n',
+        'from types import SimpleNamespace\n\ncfg = SimpleNamespace(device_type="cuda")\n',
     )
     invalid = (
         Example(
@@ -80,7 +84,7 @@ class HardCodedCudaDeviceType(Rule):
         assert isinstance(node, ast.Call)
         spot: ast.expr | None = None
         kw = keyword(node, "device_type")
-        if kw is not None and string_value(kw.value) == "cuda":
+        if kw is not None and string_value(kw.value) == "cuda" and not _stand_in(node, ctx):
             spot = kw.value
         elif node.args and string_value(node.args[0]) == "cuda":
             func = node.func
@@ -89,3 +93,20 @@ class HardCodedCudaDeviceType(Rule):
                 spot = node.args[0]
         if spot is not None and device_guard(node, ctx) is not Guard.DEVICE_TYPE:
             yield ctx.finding(self, spot)
+
+
+# Calls that only record what they are given: test doubles, namespaces, mappings.
+_STAND_INS = frozenset(
+    {"Mock", "MagicMock", "NonCallableMock", "AsyncMock", "PropertyMock", "create_autospec",
+     "patch", "object", "SimpleNamespace", "Namespace", "dict", "namedtuple", "OrderedDict"}
+)  # fmt: skip
+
+
+def _stand_in(call: ast.Call, ctx: Context) -> bool:
+    """A test double, namespace or mapping, or a call of another library than torch."""
+    func = call.func
+    tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if tail in _STAND_INS:
+        return True
+    name = ctx.qualname(func)
+    return name is not None and name.partition(".")[0] != "torch"

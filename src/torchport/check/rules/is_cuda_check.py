@@ -41,6 +41,9 @@ class IsCudaCheck(Rule):
     run on those accelerators too, is reported without a fix, as are
     `self.is_cuda` and an `is_cuda` attribute the module assigns itself: a
     class's own flags, not a tensor's property.
+
+    The fix says so in `Fix.changes`: on MPS or XPU, the branch that was skipped
+    now runs, and what it computes there changes.
     """
 
     code = "TP103"
@@ -100,7 +103,8 @@ class IsCudaCheck(Rule):
             yield found
             return
         text = f'{ctx.segment(node.value)}.device.type != "cpu"'
-        yield replace(found, fix=Fix((ctx.replace(node, text),), FixSafety.UNSAFE))
+        fix = Fix((ctx.replace(node, text),), FixSafety.UNSAFE, _EVERY_ACCELERATOR)
+        yield replace(found, fix=fix)
 
 
 def _own_flag(node: ast.Attribute, ctx: Context) -> bool:
@@ -167,3 +171,9 @@ def _after(stmt: ast.stmt, ctx: Context) -> list[ast.AST]:
         if isinstance(block, list) and any(s is stmt for s in block):
             return list(block[next(i for i, s in enumerate(block) if s is stmt) + 1 :])
     return []
+
+
+_EVERY_ACCELERATOR = (
+    "the branch that ran only for CUDA tensors now runs for tensors on every accelerator "
+    "(MPS, XPU): what it computes there changes"
+)

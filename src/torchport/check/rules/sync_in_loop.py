@@ -11,6 +11,7 @@ from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._loops import (
     decides_the_loop,
     every_iteration,
+    indexes_on_host,
     launches_device_work,
     read_on_host,
     streams,
@@ -51,7 +52,8 @@ class SyncInLoop(Rule):
     not when a module is offloaded (`ae = ae.cpu()`). Not reported either,
     where a read per step is the point: a value the loop tests (`if
     token.item() in stop_tokens: break`), a generator that yields inside the
-    loop (streaming each token), and tests (`test_*.py`, `def test_*`).
+    loop (streaming each token), tests (`test_*.py`, `def test_*`), and an
+    `.item()` that indexes a host container or sizes a range (`vocab[i.item()]`).
     Nor are pandas reads (`row.values.tolist()`: a tensor has no `.values`
     attribute) and reads inside a function named for the CPU (`def
     fill_indices_cpu(...)`, the host reference of a device kernel).
@@ -77,6 +79,8 @@ class SyncInLoop(Rule):
         "def fill_cpu(counts):\n    for i in range(n):\n        y = model(x)\n"
         "        k = counts[i].item()\n",
         "for i in range(3):\n    model.cpu()\n",
+        "for x in xs:\n    words.append(vocab[model(x).argmax().item()])\n",
+        "for x in xs:\n    i = model(x).argmax().item()\n    words.append(vocab[i])\n",
         "for step, x in enumerate(xs):\n    if step % 100 == 0:\n        print(x.sum().item())\n",
         (
             "for epoch in range(10):\n    total = 0\n    for x, y in loader:\n"
@@ -132,6 +136,8 @@ class SyncInLoop(Rule):
                 return  # reads of results already computed: only the first one waits
             if decides_the_loop(node, ctx) or streams(ctx) or in_tests(ctx):
                 return  # the loop needs the value now, or reading each step is the point
+            if method == "item" and indexes_on_host(node, ctx):
+                return  # `vocab[pred.item()]`: a host index, needed this iteration
             if known_on_cpu(receiver, ctx):  # last: it may build the scope analysis
                 return  # already on the CPU: nothing to wait for
             message = f"`.{method}()` in a loop waits for the device every iteration; " + (

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import called, keyword
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 
 _VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
 _TAILS = frozenset({"Variable"})
@@ -25,7 +25,9 @@ class VariableWrapper(Rule):
     memory alive. Use the tensor itself, `requires_grad_()`, and
     `torch.no_grad()` for inference.
 
-    The fix unwraps `Variable(x)`; calls with other arguments are only reported.
+    The fix unwraps `Variable(x)`, and removes `x = Variable(x)` (a `pass`
+    where it is a block's only statement); calls with other arguments are only
+    reported.
     """
 
     code = "TP105"
@@ -49,6 +51,15 @@ class VariableWrapper(Rule):
             fixed="import torch\n\ny = (a + b).sum()\n",
         ),
         Example("from torch.autograd import Variable\n\nv = Variable(x, volatile=True)\n"),
+        Example(
+            "from torch.autograd import Variable\n\n"
+            "def f(x):\n    x = Variable(x)\n    return x\n\n"
+            "def g(x):\n    x = Variable(x)\n",
+            fixed="from torch.autograd import Variable\n\n"
+            "def f(x):\n    return x\n\n"
+            "def g(x):\n    pass\n",
+            count=2,
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -63,7 +74,34 @@ class VariableWrapper(Rule):
             yield ctx.finding(self, node)
             return
         inner = node.args[0]
+        stmt = ctx.parent
+        if (
+            isinstance(stmt, ast.Assign)
+            and stmt.value is node
+            and len(stmt.targets) == 1
+            and isinstance(inner, ast.Name)
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == inner.id
+        ):
+            yield self._drop(node, stmt, ctx)  # `x = Variable(x)`: would leave `x = x`
+            return
         text = ctx.segment(inner)
         if not isinstance(inner, _ATOMS):
             text = f"({text})"
         yield ctx.finding(self, node, fix=Fix((ctx.replace(node, text),), FixSafety.SAFE))
+
+    def _drop(self, node: ast.Call, stmt: ast.Assign, ctx: Context) -> Finding:
+        """Remove ``x = Variable(x)`` whole, or make it ``pass`` where a block needs a statement."""
+        if not ctx.owns_lines(stmt):
+            return ctx.finding(self, node)  # shares its line: by hand
+        holder = ctx.scopes.parent(stmt)
+        alone = any(
+            getattr(holder, field, None) == [stmt] for field in ("body", "orelse", "finalbody")
+        )
+        if alone:
+            return ctx.finding(self, node, fix=Fix((ctx.replace(stmt, "pass"),), FixSafety.SAFE))
+        starts = ctx._line_starts()
+        last = stmt.end_lineno or stmt.lineno
+        end = starts[last + 1] if last + 1 < len(starts) else len(ctx.source)
+        edit = Edit(starts[stmt.lineno], end, "")
+        return ctx.finding(self, node, fix=Fix((edit,), FixSafety.SAFE))

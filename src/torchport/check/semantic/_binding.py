@@ -92,7 +92,13 @@ class TorchImport(enum.Enum):
 
 
 def import_bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str | None]]:
-    """(local name, dotted target) for each name an import binds (target None: relative)."""
+    """(local name, dotted target) for each name an import binds (target None: relative).
+
+    A name ``torch`` imported from another module (``from ..compat import torch``,
+    ``from utils import torch``) is torch itself, re-exported: the compatibility
+    idiom, whose whole point is to be torch on every version. ``from . import torch``
+    is not: it imports the package's own submodule named ``torch``.
+    """
     if isinstance(node, ast.Import):
         for alias in node.names:
             if alias.asname:
@@ -103,7 +109,10 @@ def import_bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, st
         return
     base = node.module if not node.level else None
     for alias in node.names:
-        if alias.name != "*":
+        if alias.name == "torch" and node.module and not node.module.startswith("torch"):
+            # `from ..compat import torch`: a project's compatibility module re-exporting torch
+            yield alias.asname or alias.name, "torch"
+        elif alias.name != "*":
             yield alias.asname or alias.name, f"{base}.{alias.name}" if base else None
 
 

@@ -247,6 +247,11 @@ class FlowAnalysis:
             return where[0], where[1]
         return [stmt], 0
 
+    def statement_position(self, stmt: ast.stmt) -> tuple[list[ast.stmt], int] | None:
+        """The block holding ``stmt`` and its index there, or None when it is in none."""
+        where = self._positions().get(id(stmt))
+        return None if where is None else (where[0], where[1])
+
     def _positions(self) -> dict[int, tuple[list[ast.stmt], int, str]]:
         """id(statement) -> (its block, its index there, the block's field), built once.
 

@@ -38,6 +38,7 @@ choice without a fix.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -79,6 +80,11 @@ def _shown(call: ast.Call) -> bool:
     return name in _SHOWN
 
 
+_CUDA_WAYS_FOUND: weakref.WeakKeyDictionary[Context, list[tuple[ast.AST, str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 class _Follow:
     """One proof attempt: the device's uses, what they place, and the rest of the file."""
 
@@ -92,7 +98,7 @@ class _Follow:
         self.moved: set[tuple[int, str]] = set()  # (scope node id, name) of `name.to(device)`
         self.params: set[tuple[int, str]] = set()  # parameters handed placed values
         self.where: set[int] = set()  # ids of the scope nodes where placed values are used
-        self.calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
+        self.calls: list[ast.Call] = ctx.scopes.nodes_of(ast.Call)  # type: ignore[assignment]
 
     # ------------------------------------------------------------ the device's uses
 
@@ -198,15 +204,7 @@ class _Follow:
         return None
 
     def _reads_of(self, binding: Binding) -> Iterator[ast.Name]:
-        scope = binding.scope
-        for node in ast.walk(scope.node):
-            if (
-                isinstance(node, ast.Name)
-                and node.id == binding.name
-                and isinstance(node.ctx, ast.Load)
-                and self.scopes.resolve(node.id, node) is scope
-            ):
-                yield node
+        yield from self.scopes.reads_of(binding.name, binding.scope)  # indexed once per file
 
     def only_binding(self, target: ast.Name) -> Binding | None:
         """The one assignment that binds ``target``'s name in a module or function, if it is one.
@@ -228,22 +226,40 @@ class _Follow:
     def other_ways_to_cuda(self) -> str | None:
         """A ``.cuda()``, a ``"cuda"`` device, a CUDA test or type that the fix does not change."""
         inside = {id(n) for n in ast.walk(self.choice)}
+        for node, why in self._cuda_ways():
+            if id(node) not in inside:
+                return why
+        return None
+
+    def _cuda_ways(self) -> list[tuple[ast.AST, str]]:
+        """Every node of the file that names CUDA, with why, in walk order (found once per file).
+
+        Asked for every device choice of a file: a walk of the whole module for
+        each made the rule quadratic in the choices.
+        """
+        found = _CUDA_WAYS_FOUND.get(self.ctx)
+        if found is not None:
+            return found
+        found = []
         for node in ast.walk(self.ctx.tree):
-            if id(node) in inside:
-                continue
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if (node.value == "cuda" or node.value.startswith("cuda:")) and not isinstance(
                     self.scopes.parent(node), ast.Compare
                 ):
-                    return f'`"{node.value}"` names CUDA apart from the device'
+                    found.append((node, f'`"{node.value}"` names CUDA apart from the device'))
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if node.func.attr == "cuda" and self.ctx.qualname(node.func) is None:
-                    return f"`{self._show(node)}` moves to CUDA apart from the device"
+                    found.append(
+                        (node, f"`{self._show(node)}` moves to CUDA apart from the device")
+                    )
             elif isinstance(node, (ast.Attribute, ast.Name)):
                 name = self.ctx.qualname(node) or ""
                 if name.startswith("torch.cuda.") and name.rpartition(".")[2] in _CUDA_WAYS:
-                    return f"`{self._show(node)}` decides on CUDA apart from the device"
-        return None
+                    found.append(
+                        (node, f"`{self._show(node)}` decides on CUDA apart from the device")
+                    )
+        _CUDA_WAYS_FOUND[self.ctx] = found
+        return found
 
     def models_follow(self) -> str | None:
         """Every module the file builds is moved through the device."""

@@ -24,6 +24,7 @@ import re
 import weakref
 from typing import TYPE_CHECKING
 
+from torchport.check.semantic._binding import BindingKind
 from torchport.check.semantic._devices import (
     BACKEND_LIBRARIES,
     DEVICE_TYPES,
@@ -39,11 +40,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Guard",
-    "cuda_only_module",
+    "cuda_only_names",
     "device_guard",
+    "every_accelerator_arm",
     "module_backend",
     "test_guard",
     "tests_other_accelerators",
+    "uses_cuda_only_library",
 ]
 
 # Calls whose value says whether an accelerator is there (a CUDA-or-CPU choice when CUDA's).
@@ -194,15 +197,16 @@ def _sub_expressions(expr: ast.expr) -> list[ast.expr]:
 def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
     """The strongest device check enclosing ``node`` within its function, if any.
 
-    Everything in a module that imports a CUDA-only library is DEVICE_TYPE
-    (:func:`cuda_only_module`).
+    A statement that uses a name bound by an import of a CUDA-only library
+    (``cp.asarray(x.cuda())``) is DEVICE_TYPE (:func:`uses_cuda_only_library`);
+    the rest of such a module is checked as any other.
 
     Looks at the ``if``/``while``/conditional expressions around ``node`` (both
     arms: an ``else`` of a device test is the other device's branch) and the
     operands before it in an ``and``, then at early exits and asserts before
     ``node``'s statement in each enclosing block.
     """
-    if cuda_only_module(ctx):
+    if uses_cuda_only_library(node, ctx):
         return Guard.DEVICE_TYPE
     found: Guard | None = None
     child: ast.AST = node
@@ -217,7 +221,9 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
             return _stronger(found, _skip_guard(outer, ctx))
         test: ast.expr | None = None
         if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is not outer.test:
-            test = outer.test
+            body = outer.body if isinstance(outer.body, list) else [outer.body]
+            if not every_accelerator_arm(outer.test, any(s is child for s in body)):
+                test = outer.test  # `if device.type != "cpu": <CUDA>` runs on MPS/XPU too
         elif isinstance(outer, ast.comprehension) and child is not outer.iter:
             for cond in outer.ifs:
                 found = _stronger(found, test_guard(cond, ctx))
@@ -232,6 +238,32 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
         found = _stronger(found, _early_exit_guard(outer, child, ctx))
         child = outer
     return found
+
+
+def every_accelerator_arm(test: ast.expr, in_body: bool) -> bool:
+    """Whether the arm of ``test`` (its body, else its ``else``) runs on every device but the CPU.
+
+    ``if device.type != "cpu":``, ``if not x.is_cpu:``, the ``else`` of
+    ``if str(device) == "cpu":``: a test of the CPU alone says nothing about
+    which accelerator the other arm meets, so CUDA code there crashes on MPS
+    or XPU and is no port.
+    """
+    positive = True  # whether the test holds on the CPU
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        positive, test = not positive, test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        sides = (test.left, test.comparators[0])
+        if not any(isinstance(x, ast.Constant) and x.value == "cpu" for x in sides):
+            return False
+        if not any(_describes_device(x) for x in sides):
+            return False
+        if isinstance(test.ops[0], (ast.NotEq, ast.IsNot)):
+            positive = not positive
+        elif not isinstance(test.ops[0], (ast.Eq, ast.Is)):
+            return False
+    elif not (isinstance(test, ast.Attribute) and test.attr == "is_cpu"):
+        return False
+    return in_body != positive
 
 
 def tests_other_accelerators(node: ast.If | ast.IfExp, ctx: Context) -> bool:
@@ -311,15 +343,57 @@ def _names_other_accelerators(node: ast.If | ast.IfExp) -> bool:
     return False
 
 
-def cuda_only_module(ctx: Context) -> bool:
-    """Whether the module imports a CUDA-only library at its top level.
+def cuda_only_names(ctx: Context) -> frozenset[str]:
+    """Names that imports of a CUDA-only library bind anywhere in the module (once per file).
 
-    TensorRT, PyCUDA, CuPy, cuda-python, TransformerEngine, MS-AMP, imported
-    at the top or in a top-level ``try``/``if``. Such a module is CUDA code by
-    nature, as a branch for CUDA is: every device check answers DEVICE_TYPE
-    inside it. Computed once per file.
+    TensorRT, PyCUDA, CuPy, cuda-python, TransformerEngine, MS-AMP: ``import
+    cupy as cp`` binds ``cp``, ``from cupy import cuda`` binds ``cuda``. Only
+    these names are CUDA code by nature; an import of such a library, even
+    inside ``try``, says nothing about the rest of the module.
     """
-    return any(name in _CUDA_ONLY_LIBRARIES for name in _top_imports(ctx)[1])
+    found = _CUDA_ONLY_NAMES.get(ctx)
+    if found is None:
+        names: set[str] = set()
+        if ctx.import_tails:  # no import at all: no scope pass needed
+            for scope in ctx.scopes.scopes.values():
+                for name, bound in scope.bindings.items():
+                    if any(
+                        b.kind is BindingKind.IMPORT
+                        and b.qualified is not None
+                        and b.qualified.partition(".")[0] in _CUDA_ONLY_LIBRARIES
+                        for b in bound
+                    ):
+                        names.add(name)
+        found = _CUDA_ONLY_NAMES[ctx] = frozenset(names)
+    return found
+
+
+_CUDA_ONLY_NAMES: weakref.WeakKeyDictionary[Context, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def uses_cuda_only_library(node: ast.AST, ctx: Context) -> bool:
+    """Whether the statement holding ``node`` reads a name a CUDA-only library's import binds.
+
+    ``cp.asarray(x.cuda())``, ``engine.execute(bindings=[t.data_ptr()], stream=cuda.Stream())``:
+    CUDA interop, which exists only on NVIDIA GPUs. Asked per candidate finding.
+    """
+    names = cuda_only_names(ctx)
+    if not names:
+        return False
+    stmt: ast.AST = node
+    if not isinstance(node, ast.stmt):
+        stmt = next((a for a in reversed(ctx.ancestors) if isinstance(a, ast.stmt)), node)
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False  # a finding on a whole definition (its arguments): not interop
+    parts: list[ast.AST] = [stmt]
+    if isinstance(
+        stmt, (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try)
+    ):
+        parts = [getattr(stmt, f) for f in ("test", "iter", "target") if hasattr(stmt, f)]
+        parts += [i.context_expr for i in getattr(stmt, "items", ())]
+    return any(
+        isinstance(sub, ast.Name) and sub.id in names for part in parts for sub in ast.walk(part)
+    )
 
 
 def module_backend(ctx: Context) -> str | None:
@@ -418,6 +492,8 @@ class _ExitGuards:
                 demands = True
             else:
                 continue
+            if not demands and every_accelerator_arm(stmt.test, False):
+                continue  # `if device.type == "cpu": return`: the rest runs on every accelerator
             guard = test_guard(stmt.test, ctx)
             if not demands or guard is Guard.DEVICE_TYPE:
                 found = _stronger(found, guard)

@@ -152,6 +152,12 @@ class _Plan:
                     if (a.name if a.asname else local) == "torch" and _only_torch(ctx, local):
                         self.alias, alias_at = local, i
                         break
+            elif isinstance(stmt, ast.ImportFrom) and stmt.module and stmt.module[:5] != "torch":
+                for a in stmt.names:  # `from ..compat import torch`: torch, re-exported
+                    local = a.asname or a.name
+                    if a.name == "torch" and _only_torch(ctx, local):
+                        self.alias, alias_at = local, i
+                        break
             if self.alias is not None:
                 break
         self.needs_import = False

@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody"})
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # Node types the pass handles apart from plain recursion.
 _SPECIAL = frozenset(
@@ -78,9 +79,12 @@ _SPECIAL = frozenset(
 class ScopeMap(Resolver):
     """Scopes, bindings and parents of one parsed module; built by one pass over the tree."""
 
-    # Answers worked out on first use (see _global_bindings, module_reads).
+    # Answers worked out on first use (see _global_bindings, module_reads, nodes_of).
     _globals: dict[str, list[Binding]]
     _module_reads: dict[str, bool]
+    _index: dict[type[ast.AST], list[ast.AST]]
+    _loads: dict[str, list[ast.Name]]
+    _reads_by: dict[str, dict[int, list[ast.Name]]]
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
@@ -103,6 +107,12 @@ class ScopeMap(Resolver):
         parent = self._parent
         read_in = self._read_in
         bind = self._bind_name
+        # id(statement) -> (its block, its index there, the field): the flow analysis asks
+        # it for every candidate finding; recorded here, it costs no second walk of the tree.
+        positions: dict[int, tuple[list[ast.stmt], int, str]] = {}
+        self._stmt_positions = positions
+        blocks = _BLOCK_FIELDS
+        stmt_cls = ast.stmt
         fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
         stack: list[tuple[ast.AST, Scope]] = [(self.tree, self.module)]
         pop, push = stack.pop, stack.append
@@ -129,6 +139,9 @@ class ScopeMap(Resolver):
                         for item in value:
                             if isinstance(item, node_cls):
                                 parent[id(item)] = node
+                        if field_name in blocks:
+                            for i, item in enumerate(value):
+                                positions[id(item)] = (value, i, field_name)
                     elif isinstance(value, node_cls):
                         parent[id(value)] = node
                 self._visit_special(node, scope, stack)
@@ -136,6 +149,10 @@ class ScopeMap(Resolver):
             start = len(stack)
             for field_name in fields:
                 value = getattr(node, field_name, None)
+                if field_name in blocks and value.__class__ is list:
+                    for i, item in enumerate(value):
+                        if isinstance(item, stmt_cls):
+                            positions[id(item)] = (value, i, field_name)
                 items: list[Any] | tuple[Any] = value if value.__class__ is list else (value,)
                 for item in items:
                     kind = item.__class__
@@ -278,6 +295,50 @@ class ScopeMap(Resolver):
         if isinstance(holder, ast.withitem):
             return BindingKind.WITH
         return BindingKind.ASSIGN
+
+    # ------------------------------------------------------------ the node index
+
+    def nodes_of(self, kind: type[ast.AST]) -> list[ast.AST]:
+        """Every node of class ``kind`` in the module, in ``ast.walk`` order.
+
+        One walk of the tree the first time any rule asks, then a lookup: a rule
+        that searched the module for every match was quadratic in its matches.
+        """
+        index: dict[type[ast.AST], list[ast.AST]] | None = getattr(self, "_index", None)
+        if index is None:
+            index = {}
+            for node in ast.walk(self.tree):
+                index.setdefault(node.__class__, []).append(node)
+            self._index = index
+        return index.get(kind, [])
+
+    def loads_of(self, name: str) -> list[ast.Name]:
+        """Every read (``Load``) of the name ``name`` in the module, in ``ast.walk`` order."""
+        loads: dict[str, list[ast.Name]] | None = getattr(self, "_loads", None)
+        if loads is None:
+            loads = {}
+            for node in self.nodes_of(ast.Name):
+                assert isinstance(node, ast.Name)
+                if node.ctx.__class__ is ast.Load:
+                    loads.setdefault(node.id, []).append(node)
+            self._loads = loads
+        return loads.get(name, [])
+
+    def reads_of(self, name: str, scope: Scope) -> list[ast.Name]:
+        """Every read of ``name`` that resolves to ``scope``'s binding, in ``ast.walk`` order.
+
+        Grouped once per name: asked per binding, a filter of all the name's
+        reads each time was quadratic in the functions that bind the same name.
+        """
+        grouped: dict[str, dict[int, list[ast.Name]]] | None = getattr(self, "_reads_by", None)
+        if grouped is None:
+            grouped = self._reads_by = {}
+        by_scope = grouped.get(name)
+        if by_scope is None:
+            by_scope = grouped[name] = {}
+            for node in self.loads_of(name):
+                by_scope.setdefault(id(self.resolve(name, node)), []).append(node)
+        return by_scope.get(id(scope), [])
 
     # ------------------------------------------------------------ structure
 

@@ -1,0 +1,83 @@
+"""Is every rule linear in its matches? Each rule's own examples, grown 4x, timed.
+
+For every rule: a file made of its invalid examples repeated ``n`` times (each copy
+twice: once at module level, once inside a function, names kept apart per copy;
+the examples' imports once, at the top),
+then ``4n`` times; ``check`` with that rule alone selected, process CPU time,
+median of ``--repeat`` runs in this process (the rule set is built once). A rule
+that walks its module or scope for every match grows ~16x; a linear one ~4x. The
+issue-34 bound: at most ~5x.
+
+Run: ``.venv/bin/python benchmarks/bench_check_linearity.py [--n 50] [--repeat 3]``
+(``--rules TP301,TP302`` for some rules only)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import time
+
+from torchport.check._engine import check_text, ruleset_for
+
+_NAME = re.compile(r"\b(model|net|x|y|ckpt|state|path|device|dev|scaler|loader|batch|data)\b")
+
+
+def _copies(rule_code: str, n: int) -> str:
+    rule = next(r for r in ruleset_for([rule_code], None).rules)
+    imports: dict[str, None] = {"import torch\n": None}
+    examples = []
+    for example in rule.invalid or ():
+        kept = []
+        for line in example.source.splitlines(True):
+            if line.startswith(("import ", "from ")):
+                imports[line] = None  # once, in the header: n copies of an import are no use
+            else:
+                kept.append(line)
+        examples.append("".join(kept))
+    parts = ["".join(imports)]
+    examples = examples or [""]
+    for k in range(n):
+        for j, source in enumerate(examples):
+            renamed = _NAME.sub(lambda m, k=k: f"{m.group(1)}_{k}", source)
+            parts.append(renamed)
+            body = "".join("    " + line for line in renamed.splitlines(True)) or "    pass\n"
+            parts.append(f"def copy_{k}_{j}():\n{body}")
+    return "\n".join(parts)
+
+
+def _time(source: str, code: str, repeat: int) -> tuple[float, int]:
+    ruleset = ruleset_for([code], None)
+    times, found = [], 0
+    for _ in range(repeat):
+        start = time.process_time()
+        found = len(check_text(source, "bench.py", ruleset).findings)
+        times.append(time.process_time() - start)
+    return statistics.median(times), found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rules", default="")
+    args = parser.parse_args()
+    codes = (
+        args.rules.split(",") if args.rules else [r.code for r in ruleset_for(["ALL"], None).rules]
+    )
+    print(f"{'rule':6} {'lines n':>8} {'found n':>8} {'s n':>8} {'s 4n':>8} {'ratio':>6}")
+    worst = 0.0
+    for code in codes:
+        small, big = _copies(code, args.n), _copies(code, 4 * args.n)
+        t1, f1 = _time(small, code, args.repeat)
+        t4, f4 = _time(big, code, args.repeat)
+        ratio = t4 / t1 if t1 > 0 else float("nan")
+        worst = max(worst, ratio) if f4 else worst
+        flag = "  <-- over 5x" if ratio > 5 and t4 > 0.05 else ""
+        print(f"{code:6} {small.count(chr(10)):8} {f1:8} {t1:8.3f} {t4:8.3f} {ratio:6.1f}{flag}")
+    print(f"worst ratio: {worst:.1f}")
+
+
+if __name__ == "__main__":
+    main()

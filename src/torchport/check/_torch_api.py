@@ -1,0 +1,147 @@
+"""Which torch first has each API a fix may write, and the gate that keeps fixes within a target.
+
+Ruff has ``target-version`` for Python; torchport has ``target-torch`` for torch.
+A fix that writes ``torch.accelerator.memory_allocated()`` is right on torch 2.8
+and an ``AttributeError`` on torch 2.7, so every API a fix may *introduce* is
+listed in :data:`SINCE` with the first torch release that has it, and
+:func:`within_target` drops the fix of any finding whose edits write a name the
+target lacks: the finding stays a report, its message saying which name needs
+which torch. A name the fix only keeps (it was in the replaced text already) is
+not the fix's doing and is not judged.
+
+Names are matched as written: ``<any name>.accelerator.<attr>``, ``<name>.amp.<attr>``,
+``<name>.get_device_module``, ``<name>.Stream``, ``<name>.Event``, so a file that
+imports torch under another name is judged the same. A name of those namespaces
+missing from the table is taken to need the newest torch the table knows (the
+gate fails closed); a test holds every name the shipped rules' fixes write to the
+table.
+
+This module imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+
+from torchport.check._rule import Finding
+
+__all__ = ["FLOOR", "SINCE", "TorchVersion", "format_version", "parse_version", "within_target"]
+
+TorchVersion = tuple[int, int]
+
+# The oldest torch torchport's runtime supports (the `torch>=` of pyproject's `torch`
+# extra; a test holds the two equal): the default target when a project names none.
+FLOOR: TorchVersion = (2, 6)
+
+# The one table: each API a fix may write (the part after `torch.`), and the first torch
+# release that has it. Sources: torch's docs per release (docs.pytorch.org/docs/2.N/) and
+# the PRs that added them (torch.accelerator memory APIs: pytorch#152932, in 2.8).
+SINCE: dict[str, TorchVersion] = {
+    # torch.accelerator appeared in 2.6 with these
+    "accelerator.is_available": (2, 6),
+    "accelerator.current_accelerator": (2, 6),
+    "accelerator.device_count": (2, 6),
+    "accelerator.set_stream": (2, 6),
+    "accelerator.current_stream": (2, 6),
+    "accelerator.synchronize": (2, 6),
+    "accelerator.set_device_idx": (2, 6),
+    "accelerator.current_device_idx": (2, 6),
+    # 2.7 renamed the index functions (the old names deprecated)
+    "accelerator.set_device_index": (2, 7),
+    "accelerator.current_device_index": (2, 7),
+    # 2.8: a context manager, and the device-generic memory functions
+    "accelerator.device_index": (2, 8),
+    "accelerator.empty_cache": (2, 8),
+    "accelerator.memory_allocated": (2, 8),
+    "accelerator.memory_reserved": (2, 8),
+    "accelerator.max_memory_allocated": (2, 8),
+    "accelerator.max_memory_reserved": (2, 8),
+    "accelerator.memory_stats": (2, 8),
+    "accelerator.reset_peak_memory_stats": (2, 8),
+    "accelerator.reset_accumulated_memory_stats": (2, 8),
+    # torch.amp: autocast(device_type) since 1.10; GradScaler(device) since 2.3;
+    # custom_fwd/custom_bwd(device_type=) since 2.4
+    "amp.autocast": (1, 10),
+    "amp.autocast_mode": (1, 10),
+    "amp.GradScaler": (2, 3),
+    "amp.grad_scaler": (2, 3),
+    "amp.custom_fwd": (2, 4),
+    "amp.custom_bwd": (2, 4),
+    "get_device_module": (2, 4),
+    "Stream": (2, 2),
+    "Event": (2, 5),
+}
+
+_NEWEST: TorchVersion = max(SINCE.values())
+_WRITTEN = re.compile(
+    r"(?<![\w.])[A-Za-z_]\w*\.(?P<api>(?:accelerator|amp)\.[A-Za-z_]\w*|get_device_module\b"
+    r"|Stream\b|Event\b)"
+)
+_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.\d+)?\s*$")
+
+
+def parse_version(text: str) -> TorchVersion | None:
+    """``"2.7"`` or ``"2.7.1"`` as ``(2, 7)``; None when ``text`` is no such version."""
+    match = _VERSION.match(text)
+    return None if match is None else (int(match[1]), int(match[2]))
+
+
+def format_version(version: TorchVersion) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def needs(api: str) -> TorchVersion:
+    """The first torch with ``api`` (``accelerator.empty_cache``); unknown ones: the newest."""
+    return SINCE.get(api, _NEWEST)
+
+
+def written_apis(text: str) -> set[str]:
+    """The gated APIs ``text`` names (``accelerator.empty_cache``, ``amp.GradScaler`` ...)."""
+    return {m["api"] for m in _WRITTEN.finditer(text)}
+
+
+def _missing(
+    finding: Finding, source: str, target: TorchVersion
+) -> tuple[str, TorchVersion] | None:
+    """The first API the fix writes that ``target`` lacks, with the torch that has it."""
+    if finding.fix is None:
+        return None
+    for edit in finding.fix.edits:
+        if not edit.text or edit.start < 0:
+            continue
+        new = written_apis(edit.text) - written_apis(source[edit.start : edit.end])
+        lacking = sorted((needs(api), api) for api in new if needs(api) > target)
+        if lacking:
+            version, api = lacking[-1]
+            return api, version
+    return None
+
+
+def within_target(
+    findings: Iterable[Finding], source: str, target: TorchVersion | None
+) -> list[Finding]:
+    """``findings`` with the fixes that write an API ``target`` lacks dropped (None: no limit).
+
+    The finding stays, reported without a fix; its message says why.
+    """
+    if target is None:
+        return list(findings)
+    out = []
+    for finding in findings:
+        missing = _missing(finding, source, target)
+        if missing is not None:
+            api, version = missing
+            finding = replace(
+                finding,
+                fix=None,
+                message=(
+                    f"{finding.message} (no fix: it would write `torch.{api}`, which needs "
+                    f"torch >= {format_version(version)}, and target-torch is "
+                    f"{format_version(target)}; raise target-torch, or the torch floor in "
+                    f"your requirements, to get the fix)"
+                ),
+            )
+        out.append(finding)
+    return out

@@ -1,0 +1,358 @@
+"""Whose method a call calls, and whether a device value is data: what a fix may rewrite.
+
+The invariant every device fix keeps: it rewrites a call only where the
+receiver is known to be torch's (a tensor, a module, a torch device, a torch
+API), never a method of a class of the program (a batch class with its own
+``.cuda()``, a config whose ``.to()`` takes a string), of another library
+(numba, CuPy, JAX, TensorFlow), and never a device value used as data (an
+operand of a comparison, an assertion, a test's expectation) or CUDA used on
+purpose to fail (a negative test). Where it cannot be told, the rule reports
+without a fix.
+
+:func:`receiver_owner` answers TORCH, OTHER or UNKNOWN for the receiver of a
+method call, following names through the one resolver
+(:class:`~torchport.check.semantic._scope.ScopeMap`) a few hops:
+
+* TORCH: a value made by a torch call (``torch.ones(2)``, ``nn.Linear(2, 2)``),
+  an instance of a class of the file whose bases lead to torch's
+  (``class Net(nn.Module)``) and that does not define the method itself, a
+  chain of tensor methods over one of these;
+* OTHER: an instance of a class of the file that defines the method itself or
+  whose bases lead nowhere but to ``object``, a value of a look-alike library
+  (:data:`LOOKALIKE_LIBRARIES`), a literal, a function or class object;
+* UNKNOWN: everything else (a parameter, an attribute, a call of an imported
+  helper).
+
+:func:`may_rewrite` is the decision: TORCH, or UNKNOWN in a file where no
+class defines a method of that name (the call cannot be the program's own
+method of this file). Classes of other modules of the project are the
+project view's (``port``); here a call of one is UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import weakref
+from typing import TYPE_CHECKING
+
+from torchport.check.semantic._binding import BindingKind, ScopeKind
+
+if TYPE_CHECKING:
+    from torchport.check._context import Context
+
+__all__ = [
+    "LOOKALIKE_LIBRARIES",
+    "Owner",
+    "device_as_data",
+    "may_rewrite",
+    "meant_to_fail",
+    "receiver_owner",
+    "value_fixable",
+]
+
+# Libraries whose objects have `.cuda`/`.to`/`device` of their own and are never torch's.
+LOOKALIKE_LIBRARIES = frozenset(
+    {"numba", "cupy", "cupyx", "jax", "jaxlib", "tensorflow", "keras", "numpy", "mxnet",
+     "paddle", "cudf", "pycuda", "tensorrt", "cuda", "tinygrad", "mlx", "dask", "pandas"}
+)  # fmt: skip
+_HOPS = 8
+# Methods of tensors and modules whose result is torch's when the receiver is.
+_TORCH_CHAIN = frozenset(
+    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "long", "int", "bool",
+     "detach", "clone", "contiguous", "view", "reshape", "squeeze", "unsqueeze", "permute",
+     "transpose", "flatten", "sum", "mean", "train", "eval", "requires_grad_", "type",
+     "pin_memory", "share_memory_", "t", "expand", "repeat", "abs", "exp", "log", "sqrt"}
+)  # fmt: skip
+
+
+class Owner(enum.Enum):
+    """Whose value a receiver is."""
+
+    TORCH = "torch"
+    OTHER = "other"
+    UNKNOWN = "unknown"
+
+
+def _library_owner(qualified: str) -> Owner:
+    root = qualified.partition(".")[0]
+    if root == "torch":
+        return Owner.TORCH
+    if root in LOOKALIKE_LIBRARIES:
+        return Owner.OTHER
+    return Owner.UNKNOWN
+
+
+def receiver_owner(expr: ast.expr, method: str, ctx: Context) -> Owner:
+    """Whose method ``expr.<method>(...)`` calls: torch's, another's, or unknown."""
+    scopes = ctx.scopes
+    for _ in range(_HOPS):
+        if isinstance(expr, ast.Name):
+            if expr.id not in ctx.import_tails and not scopes.bindings(expr.id, expr):
+                return Owner.UNKNOWN  # a builtin or a name from a star import
+            binding = scopes.binding_at(expr)
+            if binding is None:
+                return Owner.UNKNOWN
+            if binding.kind is BindingKind.IMPORT:
+                return (
+                    Owner.UNKNOWN
+                    if binding.qualified is None
+                    else _library_owner(binding.qualified)
+                )
+            if binding.kind in (BindingKind.DEF, BindingKind.CLASS):
+                return Owner.OTHER  # a function or class object has no `.cuda()`
+            if binding.value is None:
+                return Owner.UNKNOWN
+            expr = binding.value
+            continue
+        if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set)):
+            return Owner.OTHER
+        if isinstance(expr, (ast.ListComp, ast.DictComp, ast.SetComp, ast.Lambda)):
+            return Owner.OTHER
+        if isinstance(expr, ast.Attribute):
+            name = ctx.qualname(expr)
+            return Owner.UNKNOWN if name is None else _library_owner(name)
+        if not isinstance(expr, ast.Call):
+            return Owner.UNKNOWN
+        name = ctx.qualname(expr.func)
+        if name is not None:
+            return _library_owner(name)
+        func = expr.func
+        if isinstance(func, ast.Attribute):
+            if func.attr not in _TORCH_CHAIN:
+                return Owner.UNKNOWN
+            if method in ("cuda", "to") and func.attr in ("cuda", "to", "cpu"):
+                # `Batch(x).cuda().to(...)`: whoever made the receiver answers
+                expr = func.value
+                continue
+            expr = func.value
+            continue
+        if isinstance(func, ast.Name):
+            binding = scopes.binding_at(func)
+            if binding is not None and binding.kind is BindingKind.CLASS:
+                assert isinstance(binding.node, ast.ClassDef)
+                return _class_owner(binding.node, method, ctx, 0)
+        return Owner.UNKNOWN
+    return Owner.UNKNOWN
+
+
+def _class_owner(cls: ast.ClassDef, method: str, ctx: Context, depth: int) -> Owner:
+    """Whose ``method`` an instance of ``cls`` (a class of this file) has."""
+    if _defines(cls, method):
+        return Owner.OTHER  # the program's own `.cuda()` / `.to()`
+    if depth > 4:
+        return Owner.UNKNOWN
+    if not cls.bases:
+        return Owner.OTHER  # an `object`: torch's method is not there either
+    found = Owner.OTHER
+    scopes = ctx.scopes
+    for base in cls.bases:
+        if isinstance(base, ast.Subscript):
+            base = base.value  # `Base[T]`
+        name = ctx.qualname(base)
+        if name is not None:
+            owner = (
+                _library_owner(name) if name not in ("typing.Generic", "abc.ABC") else Owner.OTHER
+            )
+        elif (
+            isinstance(base, ast.Name)
+            and base.id == "object"
+            and not scopes.bindings("object", base)
+        ):
+            owner = Owner.OTHER
+        elif isinstance(base, ast.Name):
+            binding = scopes.binding_at(base)
+            if binding is not None and binding.kind is BindingKind.CLASS:
+                assert isinstance(binding.node, ast.ClassDef)
+                owner = _class_owner(binding.node, method, ctx, depth + 1)
+            else:
+                owner = Owner.UNKNOWN
+        else:
+            owner = Owner.UNKNOWN
+        if owner is Owner.UNKNOWN:
+            return Owner.UNKNOWN
+        if owner is Owner.TORCH:
+            found = Owner.TORCH
+    return found
+
+
+def _defines(cls: ast.ClassDef, method: str) -> bool:
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == method:
+            return True
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == method for t in stmt.targets
+        ):
+            return True
+    return False
+
+
+_OWN_METHODS: weakref.WeakKeyDictionary[Context, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def own_methods(ctx: Context) -> frozenset[str]:
+    """Names of methods some class of the file defines (worked out once per file)."""
+    found = _OWN_METHODS.get(ctx)
+    if found is None:
+        names: set[str] = set()
+        for scope in ctx.scopes.scopes.values():
+            if scope.kind is ScopeKind.CLASS:
+                for name, bound in scope.bindings.items():
+                    if any(b.kind in (BindingKind.DEF, BindingKind.ASSIGN) for b in bound):
+                        names.add(name)
+        found = _OWN_METHODS[ctx] = frozenset(names)
+    return found
+
+
+def may_rewrite(call: ast.Call, ctx: Context) -> bool:
+    """Whether a fix may rewrite the method call ``call`` (``recv.cuda()``, ``recv.to(...)``).
+
+    Yes when the receiver is torch's; when unknown, only in a file where no
+    class defines a method of that name; never for another's. Never either for
+    CUDA used on purpose to fail (:func:`meant_to_fail`).
+    """
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return True
+    owner = receiver_owner(func.value, func.attr, ctx)
+    if owner is Owner.OTHER:
+        return False
+    if owner is Owner.UNKNOWN and func.attr in own_methods(ctx):
+        return False
+    return not meant_to_fail(ctx)
+
+
+# `pytest.raises(...)`, `self.assertRaises(...)`, `assertRaisesRegex`, `assertWarns`...
+_EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
+# What a machine without CUDA raises for a CUDA call.
+_NO_CUDA_ERRORS = frozenset({"RuntimeError", "AssertionError", "AttributeError"})
+
+
+def meant_to_fail(ctx: Context) -> bool:
+    """Whether the walk is where CUDA is used to fail on purpose: a negative test.
+
+    Inside ``with pytest.raises(...)`` / ``self.assertRaises(...)``, or in the
+    body of a ``try`` whose handler catches what a machine without CUDA raises
+    (``RuntimeError``, ``AssertionError``) or everything (a bare ``except``):
+    the program's behaviour there depends on CUDA failing, and a fix that
+    makes it succeed changes it.
+    """
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, (ast.With, ast.AsyncWith)):
+            for item in outer.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call):
+                    func = call.func
+                    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                    if name in _EXPECTS_FAILURE:
+                        return True
+        if isinstance(outer, (ast.Try, ast.TryStar)) and any(s is child for s in outer.body):
+            for handler in outer.handlers:
+                caught = handler.type
+                kinds = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+                if caught is None or any(
+                    isinstance(k, ast.Name) and k.id in _NO_CUDA_ERRORS for k in kinds
+                ):
+                    return True
+        if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        child = outer
+    return False
+
+
+_ASSERTS = frozenset(
+    {"assertEqual", "assertEquals", "assertNotEqual", "assertIs", "assertIsNot", "assertIn",
+     "assertNotIn", "assert_equal", "assert_close", "assert_allclose", "assertTrue",
+     "assertFalse"}
+)  # fmt: skip
+_DATA_THROUGH = (ast.Tuple, ast.List, ast.Set, ast.keyword, ast.Starred)
+
+
+def device_as_data(node: ast.AST, ctx: Context) -> bool:
+    """Whether the device value ``node`` is data: compared, asserted, a test's expectation.
+
+    ``assert get_local_device() == torch.device("cuda:3")``,
+    ``self.assertEqual(x.device, torch.device("cuda"))``, ``dev in ("cuda", ...)``:
+    rewriting it changes what the program checks, not where it computes.
+    """
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, (ast.Compare, ast.Assert)):
+            return True
+        if isinstance(outer, ast.Call):
+            func = outer.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            return name in _ASSERTS  # any other call computes with the device it is given
+        if not isinstance(outer, _DATA_THROUGH):
+            return False
+    return False
+
+
+_CHECKS: weakref.WeakKeyDictionary[Context, bool] = weakref.WeakKeyDictionary()
+
+
+def checks_cuda_values(ctx: Context) -> bool:
+    """Whether the file asserts or compares a CUDA device value anywhere (worked out once).
+
+    ``assert get_local_device() == torch.device("cuda:3")``,
+    ``self.assertEqual(x.device.type, "cuda")``: the file reasons about which
+    device a value is, so a device rewritten in one place (a helper's
+    ``return torch.device("cuda:3")``, a tensor's ``device="cuda"``) changes
+    what is checked in another. Fixes of device values there stay reports.
+    """
+    found = _CHECKS.get(ctx)
+    if found is None:
+        found = _CHECKS[ctx] = any(_checks_cuda(node, ctx) for node in ast.walk(ctx.tree))
+    return found
+
+
+def _checks_cuda(node: ast.AST, ctx: Context) -> bool:
+    if isinstance(node, ast.Assert):
+        return _names_cuda(node.test, ctx)
+    if isinstance(node, ast.Compare):
+        return any(
+            isinstance(side, ast.Call)
+            and ctx.qualname(side.func) == "torch.device"
+            and _names_cuda(side, ctx)
+            for side in (node.left, *node.comparators)
+        )
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in _ASSERTS and any(_names_cuda(a, ctx) for a in node.args)
+    return False
+
+
+def _names_cuda(expr: ast.expr, ctx: Context) -> bool:
+    for sub in ast.walk(expr):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            if sub.value.partition(":")[0] == "cuda":
+                return True
+        elif isinstance(sub, ast.Attribute) and sub.attr == "is_cuda":
+            return True
+    return False
+
+
+# Calls whose whole point is the device's index (TP102 rewrites them, with the index).
+_PICKS_INDEX = frozenset(
+    {"torch.cuda.set_device", "torch.cuda.device", "torch.accelerator.set_device_index",
+     "torch.accelerator.device_index"}
+)  # fmt: skip
+
+
+def value_fixable(node: ast.expr, ctx: Context) -> bool:
+    """Whether a fix may replace the CUDA device or move ``node`` (a ``.cuda()`` call or a value).
+
+    Not where the file compares or asserts CUDA devices (:func:`checks_cuda_values`),
+    the value is data (:func:`device_as_data`), CUDA fails on purpose
+    (:func:`meant_to_fail`), the value is the index a call picks
+    (``set_device(torch.device("cuda:1"))``), or ``node`` calls a method that
+    is not known to be torch's (:func:`may_rewrite`).
+    """
+    if checks_cuda_values(ctx) or meant_to_fail(ctx) or device_as_data(node, ctx):
+        return False
+    parent = ctx.parent
+    if isinstance(parent, ast.Call) and (ctx.qualname(parent.func) or "") in _PICKS_INDEX:
+        return False
+    func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and not ctx.qualname(func):
+        return may_rewrite(node, ctx)  # type: ignore[arg-type]
+    return True

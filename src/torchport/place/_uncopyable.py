@@ -1,0 +1,69 @@
+"""Tensors torch cannot copy to a target, named by their path in the batch.
+
+``Tensor.to`` raises ``NotImplementedError`` for a tensor whose kind the target's
+backend does not implement (a quantized or nested tensor to ``meta``, a meta tensor
+to anywhere with data). A move that meets one raises
+:class:`~torchport.UnsupportedBatchError` naming the path of the first such tensor,
+its kind and torch's reason, so the caller learns which leaf and what to do.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any
+
+import torch
+
+from torchport.errors import UnsupportedBatchError
+from torchport.place._locate import ROOT, find_path
+
+__all__ = ["COPY_FAILURES", "copy_failure"]
+
+# What torch raises when it has no kernel to copy a kind of tensor to a device.
+COPY_FAILURES = (NotImplementedError,)
+
+
+def _kind(t: torch.Tensor) -> str:
+    if t.is_quantized:
+        return "quantized"
+    if t.is_nested:
+        return "nested"
+    if t.layout is not torch.strided:
+        return str(t.layout).removeprefix("torch.")
+    if t.is_meta:
+        return "meta (shape-only)"
+    return "dense"
+
+
+_ADVICE = {
+    "quantized": "dequantize it first (t.dequantize())",
+    "nested": "pad it first (t.to_padded_tensor(0)) or unbind it into a list",
+    "meta (shape-only)": "a meta tensor holds no values: materialize it on the target instead",
+}
+
+
+def copy_failure(
+    batch: Any, tensors: list[torch.Tensor], target: torch.device, exc: BaseException
+) -> UnsupportedBatchError | None:
+    """The error to raise for ``exc``, raised while copying ``tensors`` of ``batch``; or None.
+
+    Each tensor is tried alone (to the CPU-side cost of one more copy each, only on
+    this failure path) until one raises the same kind of error; None when none does
+    (the failure came from elsewhere, and ``exc`` should propagate as it is).
+    """
+    for t in tensors:
+        try:
+            t.to(target)
+        except type(exc) as again:
+            kind = _kind(t)
+            where = find_path(batch, ROOT, functools.partial(operator.is_, t)) or ROOT
+            advice = _ADVICE.get(kind, "convert it to a dense strided tensor first (t.to_dense())")
+            return UnsupportedBatchError(
+                f"{where} is a {kind} tensor ({t.dtype}, on {t.device}) that torch cannot copy "
+                f"to {target} ({type(again).__name__}: {str(again).splitlines()[0]}); {advice}, "
+                "or pass the key it is under in skip_keys"
+            )
+        except Exception:  # another failure: not the culprit of this one
+            continue
+    return None

@@ -1,0 +1,104 @@
+"""target-torch: a fix never writes an API the target torch lacks; the table knows every API
+the shipped fixes write; the default floor is the runtime's declared one."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check import RULES, check_paths, fix_paths, fix_source
+from torchport.check._torch_api import FLOOR, SINCE, format_version, parse_version, written_apis
+from torchport.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+MEMORY = "import torch\n\nused = torch.cuda.memory_allocated()\ntorch.cuda.empty_cache()\n"
+
+# Written apart from the table: `torch.accelerator.<name>(` / `torch.amp.<name>` spelled out.
+_SPELLED = re.compile(r"\b\w+\.((?:accelerator|amp)\.\w+|get_device_module|Stream|Event)\b")
+
+
+def test_the_floor_is_the_runtimes_declared_torch() -> None:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (spec,) = [
+        d for d in data["project"]["optional-dependencies"]["torch"] if d.startswith("torch")
+    ]
+    assert parse_version(spec.split(">=")[1].split(",")[0]) == FLOOR
+
+
+def test_every_api_a_shipped_fix_writes_is_in_the_table() -> None:
+    written: set[str] = set()
+    for rule in RULES:
+        for example in rule.invalid:
+            if example.fixed is not None:
+                new = set(_SPELLED.findall(example.fixed)) - set(_SPELLED.findall(example.source))
+                written |= new
+    assert written, "the examples write no torch.accelerator/amp API: the scan is broken"
+    assert written <= set(SINCE), sorted(written - set(SINCE))
+    assert written_apis("x = th.accelerator.empty_cache()") == {"accelerator.empty_cache"}
+
+
+@pytest.mark.parametrize(
+    ("target", "writes"),
+    [("2.6", False), ("2.7", False), ("2.8", True), ("2.9", True), (None, True)],
+)
+def test_fix_source_writes_the_memory_api_only_for_a_torch_that_has_it(
+    target: str | None, writes: bool
+) -> None:
+    fixed = fix_source(MEMORY, unsafe=True, target_torch=target)
+    assert ("accelerator.memory_allocated" in fixed) is writes
+    assert ("accelerator.empty_cache" in fixed) is writes
+    assert ("torch.cuda.memory_allocated" in fixed) is not writes
+
+
+@given(minor=st.integers(0, 12))
+def test_no_api_newer_than_the_target_is_ever_written(minor: int) -> None:
+    """Oracle: every API name the fixed text gains needs at most the target (by the table)."""
+    target = (2, minor)
+    for rule in RULES:
+        for example in rule.invalid:
+            try:
+                fixed = fix_source(example.source, unsafe=True, target_torch=f"2.{minor}")
+            except (SyntaxError, RuntimeError):
+                continue
+            gained = set(_SPELLED.findall(fixed)) - set(_SPELLED.findall(example.source))
+            too_new = [a for a in gained if SINCE.get(a, (99, 0)) > target]
+            assert not too_new, (rule.code, target, too_new)
+
+
+def test_a_finding_left_by_the_target_says_why(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.torchport]\ntarget-torch = "2.7"\n')
+    script = tmp_path / "m.py"
+    script.write_text(MEMORY)
+    result = check_paths([script])
+    (finding,) = [f for f in result.findings if "memory_allocated" in f.message]
+    assert finding.fix is None
+    assert "needs torch >= 2.8" in finding.message and "target-torch is 2.7" in finding.message
+    fix_paths([script], unsafe=True)
+    assert "torch.accelerator.memory_allocated" not in script.read_text()
+    fix_paths([script], unsafe=True, target_torch="2.8")  # the command line overrides
+    assert "torch.accelerator.memory_allocated" in script.read_text()
+
+
+@pytest.mark.parametrize("bad", ["2", "latest", "2.x", ""])
+def test_a_target_that_is_no_version_is_a_config_error(tmp_path: Path, bad: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(f'[tool.torchport]\ntarget-torch = "{bad}"\n')
+    (tmp_path / "m.py").write_text(MEMORY)
+    with pytest.raises(ConfigError, match="target-torch"):
+        check_paths([tmp_path / "m.py"])
+    with pytest.raises(ConfigError, match="target"):
+        fix_source(MEMORY, target_torch=bad)
+
+
+def test_versions_print_as_they_are_written() -> None:
+    assert format_version(FLOOR) == f"{FLOOR[0]}.{FLOOR[1]}"
+
+
+def test_the_table_in_docs_cli_md_is_the_table() -> None:
+    text = (ROOT / "docs" / "cli.md").read_text()
+    rows = re.findall(r"^\| `torch\.([\w.]+)` \| (\d+)\.(\d+) \|$", text, re.MULTILINE)
+    assert {api: (int(a), int(b)) for api, a, b in rows} == SINCE

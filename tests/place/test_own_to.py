@@ -1,0 +1,133 @@
+"""Objects with their own ``.to``: what that ``.to`` gives on a shallow copy, and nothing more.
+
+The invariant, against the real PyTorch Geometric and tensordict classes where they
+are installed (skipped otherwise) and against stand-ins: ``to_device(obj, target)``
+gives what ``copy.copy(obj).to(target)`` gives (the same tensors moved, the same
+tensors left on the host: PyG's ``_slice_dict``/``_inc_dict``), leaves the input as it
+was, shares non-tensor payload instead of copying it, and calls nothing when nothing
+has to move. The oracle reads tensors by plain attribute access, apart from the walker.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy
+import pytest
+import torch
+
+import torchport as tp
+
+META = torch.device("meta")
+
+
+def _pyg() -> Any:
+    return pytest.importorskip("torch_geometric.data")
+
+
+def _graphs(pyg: Any, n: int = 3) -> list[Any]:
+    return [
+        pyg.Data(
+            x=torch.randn(4 + i, 3),
+            edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+            y=torch.tensor([i]),
+        )
+        for i in range(n)
+    ]
+
+
+def _devices(store: Any) -> dict[str, str]:
+    return {key: value.device.type for key, value in store.items() if torch.is_tensor(value)}
+
+
+def test_a_pyg_batch_moves_as_its_own_to_moves_it_and_keeps_its_bookkeeping_on_the_host() -> None:
+    pyg = _pyg()
+    batch = pyg.Batch.from_data_list(_graphs(pyg))
+    before = {key: value for key, value in batch._store.items()}
+    expected = copy.copy(batch).to(META)
+    out = tp.to_device(batch, META)
+    assert type(out) is type(batch) and out is not batch
+    assert _devices(out._store) == _devices(expected._store) == dict.fromkeys(before, "meta")
+    for name in ("_slice_dict", "_inc_dict"):
+        kept = getattr(out, name)
+        assert {k: v.device.type for k, v in kept.items()} == dict.fromkeys(kept, "cpu")
+        assert all(kept[k] is getattr(batch, name)[k] for k in kept)  # not copied either
+    # The input is as it was, and the moved batch still splits into its graphs.
+    assert all(batch._store[key] is value for key, value in before.items())
+    assert out.get_example(1).x.shape == (5, 3) and out.get_example(1).x.is_meta
+    assert out.num_graphs == 3
+
+
+def test_pyg_data_and_hetero_data_share_payload_and_are_not_touched_when_already_there() -> None:
+    pyg = _pyg()
+    data = pyg.Data(x=torch.randn(4, 3))
+    data.payload = numpy.zeros(1000)
+    out = tp.to_device(data, META)
+    assert out.x.is_meta and out.payload is data.payload and not data.x.is_meta
+    hetero = pyg.HeteroData()
+    hetero["paper"].x = torch.ones(2, 2)
+    hetero["paper", "cites", "paper"].edge_index = torch.tensor([[0], [1]])
+    moved = tp.to_device(hetero, META)
+    assert moved["paper"].x.is_meta and moved["paper", "cites", "paper"].edge_index.is_meta
+    assert not hetero["paper"].x.is_meta
+    assert tp.to_device(data, "cpu") is data and tp.to_device(hetero, "cpu") is hetero
+
+
+def test_tensordict_and_tensorclass_move_by_their_own_to() -> None:
+    tensordict = pytest.importorskip("tensordict")
+    td = tensordict.TensorDict(
+        {"a": torch.ones(3), "nested": {"b": torch.zeros(3, 2)}}, batch_size=[3]
+    )
+    out = tp.to_device(td, META)
+    assert out["a"].is_meta and out["nested", "b"].is_meta and not td["a"].is_meta
+    assert tp.to_device(td, "cpu") is td
+
+    @tensordict.tensorclass
+    class Frames:
+        pixels: torch.Tensor
+        name: str
+
+    frames = Frames(pixels=torch.ones(2, 4), name="clip", batch_size=[2])
+    moved = tp.to_device({"frames": frames, "step": 3}, META)["frames"]
+    assert moved.pixels.is_meta and moved.name == "clip" and not frames.pixels.is_meta
+
+
+class Counting:
+    """A ``.to`` that counts its calls (on the class: a copy's calls count too)."""
+
+    calls = 0
+
+    def __init__(self, weight: torch.Tensor, payload: Any) -> None:
+        self.weight = weight
+        self.payload = payload
+
+    def to(self, device: Any) -> Counting:
+        type(self).calls += 1
+        self.weight = self.weight.to(device)
+        return self
+
+
+def test_nothing_to_move_means_no_call_and_the_same_object() -> None:
+    Counting.calls = 0
+    obj = Counting(torch.ones(2), numpy.ones(4))
+    assert tp.to_device([obj], "cpu")[0] is obj and Counting.calls == 0
+    moved = tp.to_device({"obj": obj}, META)["obj"]
+    assert Counting.calls == 1 and moved.weight.is_meta and moved.payload is obj.payload
+    assert tp.to_device(moved, META) is moved and Counting.calls == 1
+    assert not obj.weight.is_meta
+
+
+def test_a_tensor_shared_with_the_rest_of_the_batch_stays_one_tensor() -> None:
+    pyg = _pyg()
+    data = pyg.Data(x=torch.randn(4, 3))
+    out = tp.to_device({"graph": data, "x": data.x}, META)
+    assert out["graph"].x is out["x"] and out["x"].is_meta and not data.x.is_meta
+
+
+def test_the_loader_hands_over_pyg_batches_with_their_bookkeeping_on_the_host() -> None:
+    pyg = _pyg()
+    batches = [pyg.Batch.from_data_list(_graphs(pyg)) for _ in range(2)]
+    for batch, out in zip(batches, tp.DeviceLoader(batches, device="meta"), strict=True):
+        assert out.x.is_meta and out.batch.is_meta and not batch.x.is_meta
+        assert not out._slice_dict["x"].is_meta and out.get_example(0).x.is_meta

@@ -1,0 +1,83 @@
+"""Moving a batch keeps nothing of it: classes made per batch and their objects die after it.
+
+A collate function that builds ``namedtuple("batch", batch.keys())(**batch)`` makes a
+class per batch; a cache keyed by class, an optree registration or a remembered
+structure would keep every one of them alive. The oracle: weak references to the
+classes (``fresh.py`` makes them) and to the input and result objects are dead after
+the call returns and ``gc.collect()`` runs.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import importlib.util
+import sys
+import weakref
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+from hypothesis import HealthCheck, given, settings
+
+import torchport as tp
+from torchport.place._tree import flatten_tensors
+
+
+def _load(name: str) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+fresh = _load("fresh")
+
+
+def _moved_then_dropped(kinds: list[str], target: str, **options: Any) -> list[weakref.ref[Any]]:
+    """Make fresh classes, move a batch of them, drop everything; weak references to it all."""
+    classes = [fresh.make_class(kind) for kind in kinds]
+    objects = [fresh.instance(cls, fresh.fresh_values(i)) for i, cls in enumerate(classes)]
+    batch = {"objects": objects, "ids": objects[0]}
+    out = tp.to_device(batch, target, **options)
+    tensors, rebuild = flatten_tensors(out)
+    rebuild(tensors)
+    held = [*classes, *objects, *out["objects"], *tensors, *flatten_tensors(batch)[0]]
+    return [_ref(obj) for obj in held if _ref(obj) is not None]
+
+
+def _ref(obj: Any) -> weakref.ref[Any] | None:
+    """A weak reference to ``obj``; None for objects that take none (tuples, lists)."""
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fresh.specs)
+def test_classes_made_per_batch_and_their_objects_die_after_the_move(kinds: list[str]) -> None:
+    refs = _moved_then_dropped(kinds, "meta")
+    refs += _moved_then_dropped(kinds, "cpu")
+    refs += _moved_then_dropped(kinds, "meta", skip_keys="ids")
+    gc.collect()
+    alive = [ref() for ref in refs if ref() is not None]
+    assert not alive, f"kept alive after the call: {alive!r}"
+
+
+def test_a_collate_functions_namedtuple_per_batch_is_not_kept() -> None:
+    refs = []
+    for step in range(50):
+        batch = {"input_ids": torch.arange(4) + step, "label": torch.tensor(step)}
+        made = collections.namedtuple("batch", batch.keys())(**batch)  # type: ignore[misc]
+        out = tp.to_device(made, "meta")
+        assert out.input_ids.is_meta and type(out) is type(made)
+        refs.append(weakref.ref(type(made)))
+        del made, out
+    gc.collect()
+    assert sum(ref() is not None for ref in refs) == 0
