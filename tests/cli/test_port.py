@@ -124,3 +124,24 @@ def test_stdin_with_bytes_invalid_in_its_encoding_is_a_clear_error(
         out, err = capsysbinary.readouterr()
         assert b"not valid utf-8 at byte 18" in err and b"coding" in err
         assert out == b""  # no text: an editor keeps its buffer on exit 2
+
+
+def test_the_summary_never_says_nothing_is_left_without_saying_it_ran_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A static port cannot promise that no data stays on the CPU: the summary says so."""
+    (tmp_path / "model.py").write_text(
+        "from torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
+        "    def forward(self, x):\n        return self.fc(x)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom model import Net\n\nnet = Net()\nprint(net(torch.ones(1, 4)))\n"
+    )
+    assert main(["port", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "0 left." in out
+    assert "Not verified by running" in out
+    text = (tmp_path / "train.py").read_text()
+    assert "net = Net().to(device)" in text  # the model from the sibling module is moved
+    assert "torch.ones(1, 4, device=device)" in text

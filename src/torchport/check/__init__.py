@@ -38,7 +38,7 @@ from torchport.check.files import (
     run_files,
     settings_of,
 )
-from torchport.check.port import port_paths, port_source
+from torchport.check.port import Verification, port_paths, port_source, verify_entry
 from torchport.check.rules import RULES
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "Progress",
     "Rule",
     "SourceError",
+    "Verification",
     "add_noqa_paths",
     "check_paths",
     "check_source",
@@ -78,4 +79,5 @@ __all__ = [
     "run_files",
     "select_rules",
     "settings_of",
+    "verify_entry",
 ]

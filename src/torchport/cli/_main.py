@@ -56,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None, real_stdout: TextIO) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
+    if unknown[:1] == ["--"] and getattr(args, "verify", None) is not None:
+        args.verify, unknown = [*args.verify, *unknown[1:]], []  # `port --verify -- ARGS`
     if unknown:  # the subcommand's usage, not the top-level one: `check --bogus`
         subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         owner = subparsers.choices.get(getattr(args, "subcommand", None) or "", parser)

@@ -16,6 +16,12 @@ from torchport.cli._options import add_output, add_paths, run_paths, settings
 from torchport.cli._output import ProgressLine, report_stream
 from torchport.cli._report import report_changes
 
+# What the port's count of findings left cannot promise: it comes from reading the code.
+_UNVERIFIED = (
+    "Not verified by running: what is left counts only what the port could see in the "
+    "code; `torchport port --verify` runs the result on the simulated accelerator."
+)
+
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
@@ -35,6 +41,15 @@ def register(sub: Any) -> None:
         "--check", action="store_true", help="write nothing; exit 1 if a file would change"
     )
     parser.add_argument(
+        "--verify-timeout", type=float, default=120.0, metavar="S",
+        help="with --verify: stop the run after S seconds (default 120)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--verify", nargs=argparse.REMAINDER, default=None, metavar="-- ARGS",
+        help="last: run the ported entry (the file given, or a folder's one __main__ "
+        "script) on the simulated accelerator with ARGS, and report what it left",
+    )  # fmt: skip
+    parser.add_argument(
         "--ignore", action="extend", default=[], metavar="CODES",
         type=lambda text: [c.strip() for c in text.split(",") if c.strip()],
         help="comma-separated port rules (TP5xx) to leave out",
@@ -47,6 +62,10 @@ def _run(args: argparse.Namespace) -> int:
 
     paths, stdin, encoding = run_paths(args)
     dry = args.diff or args.check
+    if args.verify is not None and (dry or stdin is not None):
+        print("torchport port: error: --verify runs the ported files: use it without "
+              "--diff, --check or stdin", file=sys.stderr)  # fmt: skip
+        return 2
     default = sys.stderr if args.diff or stdin is not None else sys.stdout
     with report_stream(args, default) as (report, _):  # before any file is written
         progress = ProgressLine("Porting", args)
@@ -73,6 +92,21 @@ def _run(args: argparse.Namespace) -> int:
             verbs=("ported", "would port", "Ported"),
             left_title="Could not port (move these yourself):",
         )  # fmt: skip
+        verified = None
+        if args.verify is not None and not result.errors:
+            verified = _verify(paths, args)
+            print(verified.summary(), file=report)
+        elif not args.quiet and not result.errors:
+            print(_UNVERIFIED, file=report)
     if result.errors:
         return 2
+    if verified is not None and not verified.verified:
+        return 1
     return 1 if result.remaining or result.unplaced or (dry and result.changed) else 0
+
+
+def _verify(paths: list[str], args: argparse.Namespace) -> Any:
+    """Run the ported entry on the simulated accelerator (a child process)."""
+    from torchport.check import verify_entry
+
+    return verify_entry(paths, list(args.verify), timeout=args.verify_timeout)

@@ -18,6 +18,10 @@ working code or leave data on the CPU:
   optimizer subclass and a module that make tensors in ``step``/``forward``;
 * parenthesised and compound ``.numpy()`` receivers, ``torch.cuda.amp`` calls
   with a string ``device``;
+* models trained by hand (raw ``requires_grad`` tensors, ``nn.Parameter``), a
+  helper that returns a numpy-built mask, tensors captured by a lambda or a
+  closure, a cast chained to a new tensor, sparse inputs, a deliberate CPU
+  constant and a device flag;
 * modules with no torch at all (which ``port`` must leave byte for byte).
 
 Programs use ``T`` for torch's name in the fragments; the header decides what
@@ -121,6 +125,17 @@ MODELS = (
     "        bias = T.zeros(2)\n"
     "        return self.fc(x) + bias\n"
     "T.manual_seed(0)\nmodel = Net()\n",
+    # a module built and a `.numpy()` read inside forward
+    "class Late(T.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.fc = T.nn.Linear(4, 2)\n"
+    "    def forward(self, x):\n"
+    "        h = self.fc(x)\n"
+    "        norm = T.nn.LayerNorm(2)\n"
+    "        peak = float(h.detach().numpy().max())\n"
+    "        return norm(h) + peak * 0\n"
+    "T.manual_seed(0)\nmodel = Late()\n",
 )
 _LOADER = (
     "from torch.utils.data import DataLoader, TensorDataset\n"
@@ -379,6 +394,72 @@ FRAGMENTS = [
         "model(z{k}).sum().backward()",
         "opt{k}.step()",
         "OUT.append(z{k}.grad is not None)",
+    ),
+    # a model trained by hand: raw tensors with requires_grad, no nn.Module
+    _lines(
+        "w{k} = T.randn(4, 2, requires_grad=True)",
+        "b{k} = T.zeros(2, requires_grad=True)",
+        "opt{k} = T.optim.SGD([w{k}, b{k}], lr=0.1)",
+        "x{k} = T.arange(8.0).view(2, 4)",
+        "loss{k} = ((x{k} @ w{k} + b{k}) ** 2).mean()",
+        "loss{k}.backward()",
+        "opt{k}.step()",
+        "OUT.append(round(loss{k}.item(), 4))",
+    ),
+    _lines(
+        "p{k} = T.nn.Parameter(T.ones(4, 2))",
+        "OUT.append((T.ones(3, 4) @ p{k}).sum().item())",
+    ),
+    # a helper of the file that returns a CPU tensor (a numpy-built mask)
+    _lines(
+        "import numpy as np",
+        "def make_mask{k}(n):",
+        "    return T.from_numpy(np.tril(np.ones((n, 2), dtype=np.float32)))",
+        "OUT.append((model(T.ones(3, 4)) * make_mask{k}(3)).detach())",
+    ),
+    # tensors captured by a lambda or a closure that is given the model's output
+    _lines(
+        "scale{k} = T.full((2,), 0.5)",
+        "f{k} = lambda t: t * scale{k}",
+        "OUT.append(f{k}(model(T.ones(1, 4))).detach())",
+    ),
+    _lines(
+        "shift{k} = T.ones(2)",
+        "def g{k}(t):",
+        "    return t + shift{k}",
+        "OUT.append(g{k}(model(T.ones(1, 4))).detach())",
+    ),
+    _lines(
+        "head{k} = lambda t: model(t) * 2",
+        "OUT.append(head{k}(T.ones(1, 4)).detach())",
+    ),
+    # a cast where the tensor is made: moved after the cast
+    _lines(
+        "import numpy as np",
+        "a{k} = T.from_numpy(np.ones((2, 4))).float()",
+        "OUT.append(model(a{k}).detach())",
+    ),
+    # a sparse input: densified before the model, or multiplied by its output
+    _lines(
+        "i{k} = T.tensor([[0, 1], [1, 2]])",
+        "s{k} = T.sparse_coo_tensor(i{k}, T.tensor([1.0, 2.0]), (2, 4))",
+        "OUT.append(model(s{k}.to_dense()).detach())",
+    ),
+    _lines(
+        "adj{k} = T.sparse_coo_tensor(T.tensor([[0, 1], [1, 0]]), T.tensor([1.0, 1.0]), (2, 2))",
+        "OUT.append(T.sparse.mm(adj{k}, model(T.ones(2, 4))).detach())",
+    ),
+    # a deliberate CPU choice and a device flag: left as they are
+    _lines(
+        "CPU_DEVICE{k} = T.device('cpu')",
+        "OUT.append(model(T.ones(1, 4)).to(CPU_DEVICE{k}).detach())",
+    ),
+    _lines(
+        "import argparse",
+        "parser{k} = argparse.ArgumentParser()",
+        "parser{k}.add_argument('--no-accel', action='store_true')",
+        "args{k} = parser{k}.parse_args([])",
+        "OUT.append(model(T.ones(1, 4)).detach())",
     ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'

@@ -1,11 +1,15 @@
 """Run tutorial scripts in this process, one after another, and report what they did as JSON.
 
-Usage: ``python port_runner.py cpu|meta JOBS.json OUT.json`` where JOBS.json is a list
+Usage: ``python port_runner.py cpu|meta|sim JOBS.json OUT.json`` where JOBS.json is a list
 of ``{"name", "script", "workdir"}``. Each script runs as ``__main__`` in its own
 working directory with its stdout captured (one process for all: importing torch
 costs seconds on a loaded machine).
 
 ``cpu``: the plain run; records what each script printed.
+
+``sim``: the simulated accelerator (``torchport.testing.simulate_accelerator``): real
+values and CUDA's device rules, so a script runs to its end and a mixed-device op
+raises; a forward pre-hook records modules whose tensors are all left on the CPU.
 
 ``meta``: ``meta`` stands in for the accelerator. ``torch.accelerator`` reports
 it as available and current, so a ported script's ``device`` line picks it; a
@@ -151,6 +155,30 @@ def install_meta_accelerator(record: dict[str, Any]) -> None:
     torch.utils.data.DataLoader.__init__ = unpinned  # type: ignore[method-assign]
 
 
+def install_sim_watch(record: dict[str, Any]) -> None:
+    """The simulated accelerator (real values, CUDA's device rules), every forward watched.
+
+    Mixed-device ops and ``.numpy()`` of a device tensor raise by themselves; the
+    hook records a forward whose parameters, buffers and tensor inputs are all on
+    the CPU too (a model never moved runs there without an error).
+    """
+    from torchport.testing import simulate_accelerator
+
+    sim = simulate_accelerator()
+
+    def hook(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        mode = "train" if module.training else "eval"
+        record["forwards"][mode] += 1
+        where, off = type(module).__name__, record["off_device"]
+        tensors = [*module.named_parameters(), *module.named_buffers()]
+        tensors += [(f"input {i}", t) for i, t in enumerate(tree_leaves(args))]
+        for name, t in tensors:
+            if isinstance(t, torch.Tensor) and t.device != sim and len(off) < 20:
+                off.append(f"{mode} {where}: {name} on {t.device}")
+
+    torch.nn.modules.module.register_module_forward_pre_hook(hook)
+
+
 def _no_pauses() -> None:
     """``PORT_RUNNER_NO_PAUSE=1``: plotting scripts neither sleep nor block (benchmarks)."""
     try:
@@ -186,6 +214,12 @@ def run_jobs(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
     record: dict[str, Any] = {}
     if mode == "meta":
         install_meta_accelerator(record)
+    elif mode == "sim":
+        install_sim_watch(record)
+    # Imported once up front: a time limit that fires inside torch's lazy import of
+    # sympy (an optimizer's first step) would leave it half-imported for every later script.
+    import torch._dynamo  # noqa: F401
+
     home = os.getcwd()
     for job in jobs:
         record.clear()
@@ -194,6 +228,9 @@ def run_jobs(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
         error = None
         device_error = False
         os.chdir(job["workdir"])
+        sys.path.insert(0, job["workdir"])  # `import data_util` beside the script, as python does
+        modules = set(sys.modules)
+        argv, sys.argv = sys.argv, [job["script"]]
         limit = int(os.environ.get("PORT_RUNNER_TIMEOUT", "0"))
         try:
             if limit:
@@ -212,6 +249,11 @@ def run_jobs(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
         finally:
             signal.alarm(0)
             os.chdir(home)
+            sys.argv = argv
+            sys.path.remove(job["workdir"])
+            for name in set(sys.modules) - modules:  # the script's own modules, fresh each time
+                if (getattr(sys.modules[name], "__file__", None) or "").startswith(job["workdir"]):
+                    del sys.modules[name]
         results.append(
             {
                 "name": job["name"],

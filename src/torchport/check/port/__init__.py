@@ -13,5 +13,6 @@ rule answers for each (:mod:`._origins`), and the command itself
 from __future__ import annotations
 
 from torchport.check.port._rewrite import PORT_SELECT, port_paths, port_source, port_text
+from torchport.check.port._verify import Verification, verify_entry
 
-__all__ = ["PORT_SELECT", "port_paths", "port_source", "port_text"]
+__all__ = ["PORT_SELECT", "Verification", "port_paths", "port_source", "port_text", "verify_entry"]

@@ -24,6 +24,7 @@ __all__ = [
     "cpu_only_device",
     "device_target",
     "follows_a_tensor",
+    "grad_leaf",
     "is_move",
     "moves_to_program_device",
 ]
@@ -70,7 +71,7 @@ HOST_READS = frozenset(
      "data_ptr", "is_contiguous", "element_size", "__len__", "get_device"}
 )  # fmt: skip
 META_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "T_"})
-_DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator", re.IGNORECASE)
+_DEVICE_TEXT = re.compile(r"dev|cuda|gpu|accelerator|rank", re.IGNORECASE)
 
 
 # Objects whose `.device` is a setting: the device the program chose, not one a tensor is on.
@@ -93,13 +94,19 @@ def follows_a_tensor(expr: ast.expr) -> bool:
 def device_target(expr: ast.expr) -> bool:
     """Whether a ``.to()`` argument names a device that may be an accelerator (not the CPU)."""
     if isinstance(expr, ast.Constant):
+        if isinstance(expr.value, int) and not isinstance(expr.value, bool):
+            return True  # `.to(0)`: a GPU index
         return isinstance(expr.value, str) and expr.value.partition(":")[0] != "cpu"
-    if isinstance(expr, ast.Call):
-        return any(device_target(a) for a in expr.args) or any(
-            device_target(k.value) for k in expr.keywords
+    if isinstance(expr, ast.Call):  # `torch.device("cuda", 0)`: the index alone is no device
+        return any(device_target(a) for a in expr.args if not _int(a)) or any(
+            device_target(k.value) for k in expr.keywords if not _int(k.value)
         )
     text = ast.unparse(expr) if isinstance(expr, (ast.Attribute, ast.Name)) else ""
     return bool(_DEVICE_TEXT.search(text))
+
+
+def _int(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and isinstance(expr.value, int)
 
 
 def is_move(call: ast.AST) -> bool:
@@ -147,3 +154,40 @@ def cpu_only_device(node: ast.AST, qualname: QualName) -> bool:
         and isinstance(value.args[0], ast.Constant)
         and value.args[0].value == "cpu"
     )
+
+
+def grad_leaf(value: ast.expr, qualname: QualName) -> ast.Call | None:
+    """The factory call of a weight made by hand, or None.
+
+    ``torch.randn(4, 2, requires_grad=True)``, ``torch.zeros(2).requires_grad_()``,
+    ``nn.Parameter(torch.randn(3))``, ``Variable(torch.randn(3), requires_grad=True)``:
+    a tensor the program trains. Not one made with ``device=`` (already placed).
+    """
+
+    def creator(expr: ast.expr) -> ast.Call | None:
+        if not isinstance(expr, ast.Call) or qualname(expr.func) not in CREATORS:
+            return None
+        return None if any(k.arg in ("device", None) for k in expr.keywords) else expr
+
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr == "requires_grad_":
+        return creator(func.value)
+    name = qualname(func)
+    if name in PARAMETER or name in VARIABLE:
+        if not value.args:
+            return None
+        if name in VARIABLE and not any(
+            k.arg == "requires_grad" and _true(k.value) for k in value.keywords
+        ):
+            return None
+        return creator(value.args[0])
+    made = creator(value)
+    if made is not None and any(k.arg == "requires_grad" and _true(k.value) for k in made.keywords):
+        return made
+    return None
+
+
+def _true(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True

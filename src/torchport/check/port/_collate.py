@@ -11,7 +11,10 @@ import ast
 from torchport.check._context import Context
 from torchport.check.port._facts import PortFacts, PortScope
 
-__all__ = ["call_name", "collate_returning"]
+__all__ = ["call_name", "collate_returning", "cpu_keys"]
+
+# APIs that want an argument on the CPU: (qualified name, its position, its keyword).
+_CPU_ARGUMENTS = (("torch.nn.utils.rnn.pack_padded_sequence", 1, "lengths"),)
 
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 
@@ -63,3 +66,33 @@ def _returns_objects(
             if cls is not None and has_to is with_to:
                 return True
     return False
+
+
+def cpu_keys(batch: str, ctx: Context) -> list[str]:
+    """Keys of a dict batch that the file hands to an API wanting them on the CPU.
+
+    ``pack_padded_sequence(batch["x"], batch["lengths"])``: a collate function's
+    ``lengths`` must stay on the CPU (the call raises for device lengths), so the
+    port's move of the batch leaves that key where it is.
+    """
+    found: list[str] = []
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = ctx.qualname(node.func)
+        for api, index, keyword in _CPU_ARGUMENTS:
+            if name != api:
+                continue
+            given = next((k.value for k in node.keywords if k.arg == keyword), None)
+            if given is None and len(node.args) > index:
+                given = node.args[index]
+            if (
+                isinstance(given, ast.Subscript)
+                and isinstance(given.value, ast.Name)
+                and given.value.id == batch
+                and isinstance(given.slice, ast.Constant)
+                and isinstance(given.slice.value, str)
+                and given.slice.value not in found
+            ):
+                found.append(given.slice.value)
+    return found

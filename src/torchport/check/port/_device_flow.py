@@ -126,7 +126,16 @@ class DeviceFlow:
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
         if isinstance(expr, ast.Name):
-            return expr.id in scope.values
+            if expr.id in scope.values:
+                return True
+            module = self._module_scope()
+            # A module-level device value read in a function (a hand-trained weight `w`).
+            return (
+                module is not None
+                and module is not scope
+                and expr.id not in scope.local
+                and expr.id in module.values
+            )
         if isinstance(expr, ast.Call):
             func = expr.func
             if self.forward(expr, scope):
@@ -293,8 +302,16 @@ class DeviceFlow:
                 ):
                     values.add(node.func.value.id)
                     changed = True
+        lambda_params = {
+            p.arg
+            for node in scope.nodes
+            if isinstance(node, ast.Lambda)
+            for p in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+        }
         for node in scope.nodes:
             for operand in self._operands(node, scope):
+                if isinstance(operand, ast.Name) and operand.id in lambda_params:
+                    continue  # what a lambda is called with: its call sites answer (_captured)
                 self.operands.append((operand, scope))
                 self._mark(operand, scope.reach, scope.sink_nodes)
         self._propagate(scope)

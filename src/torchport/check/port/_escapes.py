@@ -27,9 +27,45 @@ import ast
 
 from torchport.check.port._facts import PortFacts
 
-__all__ = ["cpu_placements", "model_escapes"]
+__all__ = ["cpu_placements", "model_escapes", "sparse_inputs"]
+
+# Calls that make a sparse (non-strided) tensor: the port moves what goes into them,
+# but whether the accelerator takes them (MPS has no sparse kernels; many ops are
+# missing elsewhere) only a run can say, so each one that meets the model is said.
+_SPARSE = frozenset(
+    {"torch.sparse_coo_tensor", "torch.sparse_csr_tensor", "torch.sparse_csc_tensor",
+     "torch.sparse_bsr_tensor", "torch.sparse_bsc_tensor", "torch.sparse_compressed_tensor",
+     "torch.sparse.FloatTensor", "torch.sparse.LongTensor"}
+)  # fmt: skip
+_TO_SPARSE = frozenset({"to_sparse", "to_sparse_csr", "to_sparse_csc", "to_sparse_coo"})
 
 _PARTIALS = frozenset({"functools.partial", "functools.partialmethod"})
+
+
+def sparse_inputs(facts: PortFacts) -> list[ast.Call]:
+    """Sparse tensors made where they meet the model or its outputs (reported, TP523)."""
+    found: list[ast.Call] = []
+    if not facts.has_models:
+        return found
+    qualname = facts.ctx.qualname
+    for scope in facts.scopes:
+        if scope.internal:
+            continue
+        marked = scope.sink_nodes | scope.reach_values
+        for node in scope.nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            sparse = qualname(func) in _SPARSE or (
+                isinstance(func, ast.Attribute) and func.attr in _TO_SPARSE
+            )
+            if sparse and (
+                id(node) in marked
+                or any(id(a) in marked for a in node.args)
+                or facts.on_device(node, scope)  # made from tensors the port put there
+            ):
+                found.append(node)
+    return found
 
 
 def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:

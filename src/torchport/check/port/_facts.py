@@ -39,11 +39,12 @@ import re
 from torchport.check._context import Context
 from torchport.check._rule import Edit
 from torchport.check.port._call_sites import callee, methods_by_name
-from torchport.check.port._calls import (
-    cpu_only_device,
-)
+from torchport.check.port._calls import cpu_only_device, grad_leaf
+from torchport.check.port._choices import deliberate_cpu, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope, names_of
 from torchport.check.port._models import ModelKnowledge
+from torchport.check.port._project import own_tensor_functions, project_imports
+from torchport.check.semantic import BindingKind
 from torchport.check.semantic._placement import (
     DEVICE_NAMES,
     device_at,
@@ -89,16 +90,23 @@ class PortFacts(DeviceFlow):
         self.operands: list[tuple[ast.expr, PortScope]] = []
         self._function_scopes: dict[int, PortScope] = {}
         self._device_name: str | None = None  # the one device name the port's fixes use
+        self._own_device = False  # that name is the program's own, bound on several paths
         self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
         self._names: dict[str, list[tuple[int, int]]] | None = None
         self.has_models = self.cpu_device_pending = False
+        self.own_placement: ast.Call | None = None
         # A file with no torch in it is no PyTorch program: nothing to port there.
-        self.active = _imports_torch(tree)
+        # The project's own modules this file imports (`from model import Net`).
+        self.project = project_imports(ctx)
+        self.active = _imports_torch(tree) or bool(self.project)
         self.known = ModelKnowledge([], ctx.qualname)
+        self.tensor_functions: set[str] = set()
         if not self.active:
             return  # no scopes, no models, no operands: every port rule finds nothing
         self._collect(tree)
-        self.known = ModelKnowledge(self.classdefs, ctx.qualname)
+        self.known = ModelKnowledge(self.classdefs, ctx.qualname, self.project.lookup)
+        # Functions (the file's own, or a project module's) whose result is a CPU tensor.
+        self.tensor_functions = own_tensor_functions(ctx)
         extended = self._extended_classes()
         for scope in self.scopes[1:]:  # outer scopes come first: their flag is known
             scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
@@ -108,24 +116,39 @@ class PortFacts(DeviceFlow):
                 or (scope.outer is not None and scope.outer.internal)
             )
         self._find_models()
+        raw = False
         for scope in self.scopes:
             if not scope.internal:
+                raw = self._raw_parameters(scope) or raw
                 self._flow(scope)
+        for scope in self.scopes:
+            if not scope.internal:
+                self._captured(scope)
+        for scope in self.scopes[1:]:  # what a lambda or closure captured reaches there too
+            if not scope.internal:
+                self._propagate(scope)
         # Module-level names that functions feed to the model reach it too.
         for scope in self.scopes[1:]:
             self.module.reach |= {n for n in scope.reach if n not in scope.local}
         self._propagate(self.module)
-        self.has_models = bool(self.class_models) or any(
-            s.models for s in self.scopes if not s.module_method
+        self.has_models = (
+            raw
+            or bool(self.class_models)
+            or any(s.models for s in self.scopes if not s.module_method)
         )
         # A `device = torch.device("cpu")` is rebound first (TP507); the moves wait a round,
         # so that they use that name instead of defining a second device.
         self.cpu_device_pending = any(
             isinstance(value, ast.Call)
-            and cpu_only_device(self.parents.get(id(value), value), ctx.qualname)
+            and isinstance(stmt := self.parents.get(id(value), value), ast.Assign)
+            and cpu_only_device(stmt, ctx.qualname)
+            and not deliberate_cpu(stmt, ctx)
             for s in self.scopes
             for _, value in s.assigns
         )
+        # `model.to(rank)`: the program places its model per process; a move the port
+        # wrote to "the accelerator" would land elsewhere, so its moves are reported.
+        self.own_placement = own_placement(tree)
 
     def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
         """The block (``body``, ``orelse``, ``finalbody``) holding ``stmt``, and its index there."""
@@ -202,14 +225,19 @@ class PortFacts(DeviceFlow):
         a new definition under the first free name. A node where that binding is
         not usable (code above the user's definition) gets no fix: its finding stays.
         """
-        if self.cpu_device_pending:
+        if self.cpu_device_pending or self.own_placement is not None:
             return None
         if self._device_name is None:
             self._device_name = self._chosen_device()
             if self._device_name is None:
                 return None
-        found = device_at(self.ctx, node, (self._device_name,))
         scopes = self.ctx.scopes
+        if self._own_device:  # the program's own choice, bound on several paths
+            name = self._device_name
+            if scopes.resolve(name, node) is scopes.module and scopes.definitely_bound(name, node):
+                return name, ()
+            return None
+        found = device_at(self.ctx, node, (self._device_name,))
         if found is None or scopes.resolve(self._device_name, node) is not scopes.module:
             return None  # a function's own `device` may mean something else
         return found
@@ -234,9 +262,31 @@ class PortFacts(DeviceFlow):
                 if len(found) == 1:
                     return name  # the user's own choice, bound once at module level
         for name in DEVICE_NAMES:
+            # The program's own device, chosen on several paths (`device = cpu` then
+            # `if args.cuda: device = ...`, a gloo branch): the port's moves use it.
+            found = scopes.module.bindings.get(name, [])
+            if found and all(
+                b.kind is BindingKind.ASSIGN and b.value is not None and self._device_value(b.value)
+                for b in found
+            ):
+                self._own_device = True
+                return name
+        for name in DEVICE_NAMES:
             if not scopes.module.bindings.get(name) and not scopes.module_reads(name):
                 return name  # free: a new module-level definition
         return None
+
+    def _device_value(self, value: ast.expr) -> bool:
+        """A value a device name is bound to: ``torch.device(..)``, the accelerator, a choice."""
+        if isinstance(value, ast.IfExp):
+            return self._device_value(value.body) and self._device_value(value.orelse)
+        if isinstance(value, ast.Constant):
+            return isinstance(value.value, str)
+        return (
+            isinstance(value, ast.Call)
+            and self.ctx.qualname(value.func)
+            in ("torch.device", "torch.accelerator.current_accelerator")
+        ) or means_accelerator(value, self.ctx)
 
     # ------------------------------------------------------------ structure
 
@@ -385,6 +435,95 @@ class PortFacts(DeviceFlow):
                     for n in scope.nodes
                 ):
                     self.known.factories.add(name)
+
+    def cpu_tensor_call(self, call: ast.AST) -> bool:
+        """``make_mask(n)``: a call of a function (this file's or a project module's)
+        whose every return is a tensor made on the CPU."""
+        if not isinstance(call, ast.Call):
+            return False
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in self.tensor_functions:
+            return self.ctx.scopes.resolve(func.id, func) is self.ctx.scopes.module
+        found = self.project.lookup(func)
+        return found is not None and found[0] == "tensor_function"
+
+    def _captured(self, scope: PortScope) -> None:
+        """Tensors a lambda or a function captures, where it is given a device value.
+
+        ``f = lambda t: t * scale`` then ``f(model(x))``: ``scale`` meets the output
+        inside ``f``, where the flow of ``scope`` does not look. The names such a
+        callee reads and does not bind itself reach the device, in the scope that
+        binds them (they are moved where they are made, or reported).
+        """
+        for node in scope.nodes:
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+                continue
+            callee = self._callee_body(node.func, scope)
+            if callee is None:
+                continue
+            body, own, outer = callee
+            args = [*node.args, *(k.value for k in node.keywords)]
+            if not any(self.on_device(a, scope) for a in args):
+                if isinstance(body, ast.expr) and self._reads_device(body, own, outer):
+                    for arg in args:  # `f(x)` where `f = lambda t: t * w` and `w` is a weight
+                        self.operands.append((arg, scope))
+                        self._mark(arg, scope.reach, scope.sink_nodes)
+                continue
+            for n in ast.walk(body):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own:
+                    holder = outer if n.id in outer.local else self.module
+                    if n.id not in holder.models and n.id not in self.functions:
+                        holder.reach.add(n.id)
+
+    def _reads_device(self, body: ast.AST, own: set[str], outer: PortScope) -> bool:
+        """Whether a lambda's body reads a device value or a model it does not bind."""
+        for n in ast.walk(body):
+            if isinstance(n, ast.Name) and n.id not in own:
+                holder = outer if n.id in outer.local else self.module
+                if n.id in holder.values or n.id in holder.models:
+                    return True
+        return False
+
+    def _callee_body(
+        self, func: ast.Name, scope: PortScope
+    ) -> tuple[ast.AST, set[str], PortScope] | None:
+        """What a called name runs: (its body, the names it binds, the scope it was made in)."""
+        where = scope if func.id in scope.local else self.module
+        values = where.values_of(func.id)
+        if len(values) == 1 and isinstance(values[0], ast.Lambda):
+            lam = values[0]
+            a = lam.args
+            own = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
+            return lam.body, own, where
+        for inner in self.scopes[1:]:
+            node = inner.node
+            if (
+                isinstance(node, _FUNCTIONS)
+                and node.name == func.id
+                and inner.outer is where
+                and inner.cls is None
+                and not inner.internal
+            ):
+                return node, set(inner.local), where
+        return None
+
+    def _raw_parameters(self, scope: PortScope) -> bool:
+        """Seed a hand-trained model: tensors made with ``requires_grad=True`` are the weights.
+
+        ``w = torch.randn(4, 2, requires_grad=True)`` trained by hand (no ``nn.Module``)
+        is a model as much as ``nn.Linear`` is: it is a device value (what meets it
+        is moved), and its factory is moved (TP503 keeps it a leaf).
+        """
+        found = False
+        for targets, value in scope.assigns:
+            made = grad_leaf(value, self.ctx.qualname)
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if made is None or not names:
+                continue
+            scope.values.update(names)
+            scope.sink_nodes.add(id(made))
+            found = True
+        return found
 
     def scope_of_function(self, func: ast.AST) -> PortScope:
         """The scope a function's body runs in."""

@@ -238,6 +238,8 @@ class ValueKinds(ElementKinds):
             return Kind.DEVICE
         if facts.builds_model(call, scope):
             return Kind.MODEL
+        if facts.cpu_tensor_call(call):
+            return Kind.TENSOR  # `make_mask(n)`: a function returning a CPU tensor
         func = call.func
         if isinstance(func, ast.Attribute) and not self._module_name(func.value):
             return self._method(call, func)

@@ -79,17 +79,41 @@ def module_classes(classes: list[ast.ClassDef], qualname: QualName) -> set[str]:
 class ModelKnowledge:
     """Answers "does this expression build or hold a model" for one file."""
 
-    def __init__(self, classdefs: list[ast.ClassDef], qualname: QualName) -> None:
+    def __init__(
+        self,
+        classdefs: list[ast.ClassDef],
+        qualname: QualName,
+        project: Callable[[ast.expr], tuple[str, str] | None] | None = None,
+    ) -> None:
         self.qualname = qualname
         self.classdefs = {c.name: c for c in classdefs}
         self.classes = module_classes(classdefs, qualname)
         self.factories: set[str] = set()  # module-level functions that return a model
+        # What a name (or `module.name`) imported from the project's own modules is:
+        # ("class" | "factory" | ..., name), see torchport.check.port._project.
+        self.project = project
+        if project is not None:  # a class deriving from a project's model class
+            changed = True
+            while changed:
+                changed = False
+                for cls in classdefs:
+                    if cls.name not in self.classes and any(
+                        (found := project(b)) is not None and found[0] == "class" for b in cls.bases
+                    ):
+                        self.classes.add(cls.name)
+                        changed = True
+
+    def _project_kind(self, expr: ast.expr) -> str | None:
+        found = self.project(expr) if self.project is not None else None
+        return found[0] if found is not None else None
 
     def constructor(self, call: ast.Call) -> bool:
         """Whether ``call`` builds a new module (``Net()``, ``nn.Linear(3, 4)``, ...)."""
         func = call.func
         if isinstance(func, ast.Name) and func.id in self.classes:
             return True
+        if self._project_kind(func) == "class":
+            return True  # `Net()` after `from model import Net`
         name = self.qualname(func)
         if name is None:
             return False
@@ -110,6 +134,10 @@ class ModelKnowledge:
             and name.endswith(".from_pretrained")
             and not any(w in name for w in ("Tokenizer", "Config", "Processor", "Extractor"))
         )
+
+    def project_factory(self, call: ast.Call) -> bool:
+        """``build()`` after ``from model import build``: another module's model factory."""
+        return self._project_kind(call.func) == "factory"
 
     def stateless(self, call: ast.Call) -> bool:
         """A ``torch.nn`` module that holds no tensors (``nn.ReLU()``, ``nn.MSELoss(...)``)."""
@@ -137,6 +165,8 @@ class ModelKnowledge:
                 return True
             if isinstance(func, ast.Name) and func.id in self.factories:
                 return True
+            if self._project_kind(func) == "factory":
+                return True
             if self.wrapper(expr):
                 expr = expr.args[0]
                 continue
@@ -159,6 +189,7 @@ class ModelKnowledge:
             elif self.wrapper(expr):
                 expr = expr.args[0]
             else:
-                # A factory's own returns are moved (or reported) inside it.
+                # A factory's own returns are moved (or reported) inside it; a project
+                # module's factory is not, and its model is moved where it is called.
                 return isinstance(func, ast.Name) and func.id in self.factories
         return False

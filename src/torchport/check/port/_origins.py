@@ -93,7 +93,16 @@ class Origins:
         if key in self._memo:
             return self._memo[key] or []  # None: being followed (a cycle adds nothing)
         self._memo[key] = None
-        found = self._of(expr) if self.kinds.of(expr) not in _FINE else []
+        if self._project_tensor(expr):
+            found = [
+                Origin(
+                    expr,
+                    f"`{ast.unparse(expr)}` (a CPU tensor another module of the project makes)",
+                    library=False,
+                )
+            ]
+        else:
+            found = self._of(expr) if self.kinds.of(expr) not in _FINE else []
         self._memo[key] = found
         return found
 
@@ -106,6 +115,9 @@ class Origins:
             return self._call(expr)
         if isinstance(expr, ast.Attribute):
             value = expr.value
+            setting = self._instance_setting(expr)
+            if setting is not None:
+                return setting  # `cfg.lr` of `cfg = Config()`: what the class holds
             own = isinstance(value, ast.Name) and value.id == "self"
             if self.kinds.file_class(value) is not None or self.kinds.of(value) in _HOLDERS:
                 # `Cfg.x`, `train_ds.tensors`, `Pairs(2).x`: data a class, a dataset or
@@ -131,6 +143,37 @@ class Origins:
             return self.of(expr.value)
         return [self._origin(expr)]
 
+    def _instance_setting(self, expr: ast.Attribute) -> list[Origin] | None:
+        """``cfg.lr`` where ``cfg = Config()`` and ``Config`` is a class of the file.
+
+        A setting the class body binds to no tensor (a number, a string) is fine;
+        any other is the attribute's own origin (``cfg.data``), not ``Config()``.
+        None: not such a read.
+        """
+        value = expr.value
+        if not isinstance(value, ast.Name):
+            return None
+        found = self.scopes.bindings(value.id, value)
+        bound = found[0].value if len(found) == 1 else None
+        if not isinstance(bound, ast.Call) or bound.args or bound.keywords:
+            return None
+        cls = self.kinds.file_class(bound.func)
+        if cls is None or self.facts.known.classes.intersection({cls.name}):
+            return None
+        if self.kinds.class_attribute(cls, expr.attr) in _FINE:
+            return []
+        return [self._origin(expr)]
+
+    def _project_tensor(self, expr: ast.expr) -> bool:
+        """``SCALE`` after ``from model import SCALE``: a module-level CPU tensor of the project.
+
+        The port does not rebind another module's name; it reports the read.
+        """
+        if not isinstance(expr, (ast.Name, ast.Attribute)):
+            return False
+        found = self.facts.project.lookup(expr)
+        return found is not None and found[0] == "tensor"
+
     def _name(self, name: ast.Name) -> list[Origin]:
         if self._moved_where_passed(name):
             return []  # `step(model, xb)` where `step` moves its `xb` first thing
@@ -139,10 +182,29 @@ class Origins:
             return [Origin(name, f"`{name.id}`", library=False)]
         out: list[Origin] = []
         for b in found:
-            if self.kinds.binding(b) in _FINE:
+            if self.kinds.binding(b) in _FINE or self._step_scalar(b):
                 continue
             out += self._binding(b, name)
         return out
+
+    def _step_scalar(self, b: Binding) -> bool:
+        """``reward`` of ``obs, reward, done, info = env.step(a)``: an environment's numbers.
+
+        An environment's ``step`` returns the observation first and Python scalars
+        and dicts after it (gym, gymnasium, and the environments written like them);
+        a scalar mixes with a tensor on any device. The observation is followed.
+        """
+        holder = self.scopes.parent(b.node)
+        if not isinstance(holder, ast.Tuple) or not holder.elts or holder.elts[0] is b.node:
+            return False
+        stmt = self.scopes.parent(holder)
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        return (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "step"
+            and not self.ctx.qualname(value.func)  # not torch's (an optimizer's step)
+        )
 
     def _moved_where_passed(self, name: ast.Name) -> bool:
         """Whether ``name`` is an argument of a function of the file that moves that parameter."""
@@ -268,7 +330,9 @@ class Origins:
     def _call(self, call: ast.Call) -> list[Origin]:
         kinds = self.kinds
         name = self.ctx.qualname(call.func) or ""
-        if name in CREATORS or name in TYPED_CONSTRUCTORS:
+        if name in CREATORS or name in TYPED_CONSTRUCTORS or self.facts.cpu_tensor_call(call):
+            # A torch factory, or a function (the file's, a project module's) that returns
+            # one's tensor: TP503 moves it where it is made or called.
             return [] if self._moved_by_rule(call) else [self._origin(call)]
         if name in VARIABLE:
             return self.of(call.args[0]) if call.args else [self._origin(call)]

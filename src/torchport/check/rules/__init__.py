@@ -39,6 +39,7 @@ from torchport.check.rules.load_with_unpacked_arguments import LoadWithUnpackedA
 from torchport.check.rules.load_without_map_location import LoadWithoutMapLocation
 from torchport.check.rules.loader_not_pinned import LoaderNotPinned
 from torchport.check.rules.model_not_on_device import ModelNotOnDevice
+from torchport.check.rules.module_built_in_forward import ModuleBuiltInForward
 from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
 from torchport.check.rules.numpy_of_device_tensor import NumpyOfDeviceTensor
 from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
@@ -103,6 +104,7 @@ RULES: tuple[type[Rule], ...] = (
     CpuOnlyDevice,  # TP507
     ItemCountPerBatch,  # TP508
     TypeToCpuTensorType,  # TP509
+    ModuleBuiltInForward,  # TP510
     UnportableBatch,  # TP520
     TensorFromLibrary,  # TP521
     DeviceTensorToNumpy,  # TP522

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._batches import BatchMove, batch_plan
+from torchport.check.port._collate import cpu_keys
 from torchport.check.port._facts import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -83,6 +84,15 @@ class BatchNotOnDevice(Rule):
             f"    batch = {{k: v.to(device, {_NB}) if isinstance(v, torch.Tensor) else v "
             "for k, v in batch.items()}\n"
             '    out = model(batch["x"], mask=batch["mask"])\n',
+        ),
+        Example(  # the lengths pack_padded_sequence takes stay on the CPU
+            _HEAD + "from torch.nn.utils.rnn import pack_padded_sequence as pack\n\n"
+            'for batch in loader:\n    out = model(pack(batch["x"], batch["lengths"]))\n',
+            fixed=_HEAD + "from torch.nn.utils.rnn import pack_padded_sequence as pack\n\n"
+            "for batch in loader:\n"
+            f"    batch = {{k: v.to(device, {_NB}) if isinstance(v, torch.Tensor) and "
+            'k != "lengths" else v for k, v in batch.items()}\n'
+            '    out = model(pack(batch["x"], batch["lengths"]))\n',
         ),
         Example(
             _HEAD + "for batch in loader:\n    out = model(**batch)\n",
@@ -174,8 +184,10 @@ def _insertion(move: BatchMove, device: str, t: str, ctx: Context) -> Edit | Non
         moved = ", ".join(f"{n}.to({device}{nb})" for n in move.tensors)
         lines.append(f"{', '.join(move.tensors)} = {moved}")
     for n in move.dicts:
-        lines.append(
-            f"{n} = {{k: v.to({device}{nb}) if isinstance(v, {t}.Tensor) else v "
-            f"for k, v in {n}.items()}}"
-        )
+        keep = cpu_keys(n, ctx)  # `batch["lengths"]` for pack_padded_sequence: stays
+        test = f"isinstance(v, {t}.Tensor)"
+        if keep:
+            quoted = ", ".join(f'"{k}"' for k in keep)
+            test += f" and k != {quoted}" if len(keep) == 1 else f" and k not in ({quoted})"
+        lines.append(f"{n} = {{k: v.to({device}{nb}) if {test} else v for k, v in {n}.items()}}")
     return Edit(at, at, "".join(f"{indent}{line}{nl}" for line in lines))

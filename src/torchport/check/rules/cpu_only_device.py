@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import cpu_only_device
+from torchport.check.port._choices import deliberate_cpu
 from torchport.check.rules._snippets import DEVICE_LINE
 
 
@@ -21,6 +22,12 @@ class CpuOnlyDevice(Rule):
     the machine has an accelerator. The fix binds it to the accelerator when
     there is one and to the CPU otherwise, the same line every other fix
     writes, so results on the CPU are unchanged.
+
+    A CPU the program chose on purpose is left: a constant or a name that says
+    CPU (`CPU_DEVICE`, `cpu_device`), a binding in one branch of an `if` or a
+    `try` (the gloo branch of a distributed script), a name bound again
+    elsewhere (`if args.cuda: device = ...`), or a file with a flag that picks
+    the device (`--cuda`, `--no-accel`, `--device`).
     """
 
     code = "TP507"
@@ -34,6 +41,13 @@ class CpuOnlyDevice(Rule):
         DEVICE_LINE,
         'import torch\n\ncpu = torch.device("cpu")\n',
         'import torch\n\ndevice = torch.device("cuda")\n',
+        'import torch\n\nCPU_DEVICE = torch.device("cpu")\n',
+        'import torch\n\nif backend == "gloo":\n    device = torch.device("cpu")\n'
+        'else:\n    device = torch.device(f"cuda:{rank}")\n',
+        'import torch\n\ndevice = torch.device("cpu")\nif args.cuda:\n'
+        '    device = torch.device("cuda")\n',
+        "import argparse\nimport torch\n\np = argparse.ArgumentParser()\n"
+        'p.add_argument("--no-accel", action="store_true")\ndevice = torch.device("cpu")\n',
     )
     invalid = (
         Example(
@@ -46,6 +60,8 @@ class CpuOnlyDevice(Rule):
         if not cpu_only_device(node, ctx.qualname):
             return
         assert isinstance(node, ast.Assign)
+        if deliberate_cpu(node, ctx):
+            return  # the program's own choice: a constant, a branch, a flag
         found = ctx.torch_at(node)
         fix = None
         if found is not None:

@@ -86,8 +86,8 @@ class ModelNotOnDevice(Rule):
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
         known = facts.known
-        if not known.constructor(node):
-            return
+        if not (known.constructor(node) or known.project_factory(node)):
+            return  # a model built here, or by another module's factory (moved here)
         scope = facts.scope_of.get(id(node))
         if scope is None or scope.internal or known.stateless(node):
             return

@@ -19,7 +19,9 @@ class NumpyOfDeviceTensor(Rule):
     Finds `.numpy()` in code the port moves a model in, on any tensor not
     plainly brought to the CPU first: a model's output, anything computed
     from it, tensors made with `device=device`, and tensors whose origin the
-    port cannot follow (lists of outputs, function arguments).
+    port cannot follow (lists of outputs, function arguments), and in the
+    methods of an `nn.Module` (a `.numpy()` read inside `forward`), which run
+    wherever the module is moved.
 
     ## Why is this bad?
     `.numpy()` raises for a tensor in accelerator memory. On the CPU,
@@ -43,6 +45,12 @@ class NumpyOfDeviceTensor(Rule):
         "import torch\n\na = torch.zeros(3).numpy()\n",
     )
     invalid = (
+        Example(  # inside forward: the module runs where it was moved
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return x * float(x.detach().numpy().max())\n",
+            fixed="import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return x * float(x.detach().cpu().numpy().max())\n",
+        ),
         Example(
             _HEAD
             + "out = model(x)\npred = out.argmax(1)\na = out.data.numpy()\nb = pred.numpy()\n",
@@ -61,7 +69,11 @@ class NumpyOfDeviceTensor(Rule):
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.internal or not facts.has_models:
+        if scope is None:
+            return
+        # A module's own methods (forward) run on the device the module is moved to.
+        in_module = scope.module_method and bool(facts.known.classes)
+        if not in_module and (scope.internal or not facts.has_models):
             return
         receiver = func.value
         if not facts.on_device(receiver, scope) and _on_host(receiver):

@@ -43,6 +43,9 @@ class TensorFromLibrary(Rule):
         + "from sklearn.preprocessing import StandardScaler\n\n"
         + "x = StandardScaler().fit_transform(data)\n"
         + "out = model(torch.tensor(x, dtype=torch.float32))\n",
+        # an environment's reward and flags: Python scalars
+        _HEAD + _MODEL + "import gym\n\nenv = gym.make('CartPole-v1')\n"
+        "obs, reward, done, info = env.step(0)\nloss = model(x).sum() * reward\n",
     )
     invalid = (
         Example(

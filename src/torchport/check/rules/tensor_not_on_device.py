@@ -9,6 +9,7 @@ from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
+from torchport.check.port._chains import cast_end, initialized
 from torchport.check.port._facts import port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -17,10 +18,6 @@ _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(devi
 # values stay exactly those the CPU run sees. The typed constructors take no device; the
 # in-place initializers chained to them (`torch.Tensor(2, 3).uniform_()`) draw before the move.
 _MOVE_AFTER = RANDOM_FACTORIES | TYPED_CONSTRUCTORS | {"torch.from_numpy"}
-_INITIALIZERS = frozenset(
-    {"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_",
-     "cauchy_", "log_normal_", "fill_", "zero_", "copy_"}
-)  # fmt: skip
 
 
 class TensorNotOnDevice(Rule):
@@ -41,6 +38,12 @@ class TensorNotOnDevice(Rule):
     constructors (`torch.LongTensor([...])`, `torch.FloatTensor(...)`,
     `torch.Tensor(2, 3).uniform_()`, also inside `Variable(...)`) have no
     `device=`: `.to(device)` follows them and the initializers chained to them.
+    A tensor cast where it is made (`torch.from_numpy(a).float()`) is moved after
+    the cast: half the bytes of a float64 copy, and float64 does not exist on MPS.
+    A call of a function whose every return is such a tensor (`make_mask(n)`
+    returning `torch.from_numpy(...)`), the file's own or one another module of
+    the project defines (`from helpers import make_mask`), gets `.to(device)` where
+    it is called.
     """
 
     code = "TP503"
@@ -74,6 +77,17 @@ class TensorNotOnDevice(Rule):
             "out, h = model(torch.FloatTensor(3, 1, 4).to(device), ids)\n",
             count=2,
         ),
+        Example(  # cast on the host, then moved
+            _HEAD + "x = torch.from_numpy(a).float()\nout, h = model(x)\n",
+            fixed=_HEAD + "x = torch.from_numpy(a).float().to(device)\nout, h = model(x)\n",
+        ),
+        Example(  # a function of the file (or of a project module) that returns a CPU tensor
+            _HEAD + "def make_mask(n):\n    return torch.from_numpy(np.tril(np.ones((n, 8))))\n\n"
+            "out, h = model(x)\nloss = (out * make_mask(2)).sum()\n",
+            fixed=_HEAD
+            + "def make_mask(n):\n    return torch.from_numpy(np.tril(np.ones((n, 8))))\n\n"
+            "out, h = model(x)\nloss = (out * make_mask(2).to(device)).sum()\n",
+        ),
         Example(  # an optimized leaf stays a leaf: the flag goes after the move
             _HEAD + "z = torch.randn(5, 2, 4, requires_grad=True)\nout, h = model(z)\n",
             fixed=_HEAD
@@ -96,44 +110,46 @@ class TensorNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
-        if (name not in CREATORS and name not in TYPED_CONSTRUCTORS) or keyword(
-            node, "device"
-        ) is not None:
-            return
         facts = port_facts(ctx)
+        helper = facts.cpu_tensor_call(node)  # `make_mask(n)`: returns a CPU tensor
+        if (name not in CREATORS and name not in TYPED_CONSTRUCTORS and not helper) or (
+            not helper and keyword(node, "device") is not None
+        ):
+            return
         scope = facts.scope_of.get(id(node))
         if scope is None or scope.internal:
             return
         key = id(node)
         if key not in scope.sink_nodes and key not in scope.reach_values:
             return
-        parent = facts.parents.get(key)
+        cast = cast_end(node, facts.parents) if name not in TYPED_CONSTRUCTORS else None
+        parent = facts.parents.get(id(cast or node))
         if isinstance(parent, ast.Attribute) and is_move(facts.parents.get(id(parent), parent)):
             return
         if any(k.arg is None for k in node.keywords):
             return  # **kwargs may carry device=
         found = facts.device_at(node)
         if found is None:
+            placed = facts.own_placement
+            if placed is not None:
+                message = (
+                    "make the tensor on the device the program put its model on "
+                    f"(`{ast.unparse(placed)[:60]}`, line {placed.lineno}); the port does not "
+                    "overrule a per-process placement"
+                )
+                yield ctx.finding(self, node, message=message)
+                return
             yield ctx.finding(self, node)
             return
         device, edits = found
-        if name in TYPED_CONSTRUCTORS:  # after the initializers chained to it: drawn on the CPU
-            moved = ctx.append_call(_initialized(node, facts.parents), f".to({device})")
-        elif name in _MOVE_AFTER:
+        if cast is not None and keyword(node, "requires_grad") is None:
+            # `torch.from_numpy(a).float()`: cast on the host, then move (half the bytes of
+            # a float64 copy, and float64 does not exist on MPS)
+            moved = ctx.append_call(cast, f".to({device})")
+        elif name in TYPED_CONSTRUCTORS:  # after the initializers chained to it: drawn on the CPU
+            moved = ctx.append_call(initialized(node, facts.parents), f".to({device})")
+        elif helper or name in _MOVE_AFTER:
             moved = move_after(node, device, ctx)
         else:
             moved = (add_keyword(node, f"device={device}", ctx),)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
-
-
-def _initialized(node: ast.Call, parents: dict[int, ast.AST]) -> ast.expr:
-    """``node`` with the in-place initializers chained to it (``.uniform_(-1, 1)``)."""
-    expr: ast.expr = node
-    while True:
-        up = parents.get(id(expr))
-        if not (isinstance(up, ast.Attribute) and up.attr in _INITIALIZERS):
-            return expr
-        call = parents.get(id(up))
-        if not (isinstance(call, ast.Call) and call.func is up):
-            return expr
-        expr = call

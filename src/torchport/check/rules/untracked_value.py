@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.port._escapes import cpu_placements, model_escapes
+from torchport.check.port._escapes import cpu_placements, model_escapes, sparse_inputs
 from torchport.check.port._facts import port_facts
 from torchport.check.port._origins import origins
 
@@ -25,7 +25,9 @@ class UntrackedValue(Rule):
     `functools.partial` too (`for m in [model]:`): its forwards there are
     out of the port's sight, and a value the code itself puts on the CPU
     (`x.to("cpu")`, `device="cpu"` in a function's parameters) that meets
-    the model: the port does not overrule the author's placement.
+    the model: the port does not overrule the author's placement. A sparse
+    tensor that meets the model is reported too: whether the accelerator runs
+    sparse layouts (MPS does not) only a run can tell.
 
     ## Why is this bad?
     `torchport port` moves only what it knows is a tensor: a guess would put
@@ -45,16 +47,26 @@ class UntrackedValue(Rule):
     valid = (
         _HEAD + "x = torch.zeros(2, 4)\nout = model(x)\n",
         _HEAD + "def scale(t):\n    return t * 2\n\nout = model(scale(torch.ones(2, 4))) * 0.5\n",
+        _HEAD
+        + "class Config:\n    lr = 0.1\n\ncfg = Config()\nout = model(torch.ones(2, 4)) * cfg.lr\n",
     )
     invalid = (
         Example(
-            _HEAD + "def make_inputs():\n    return torch.randn(2, 4)\n\n"
-            "out = model(make_inputs())\n"
+            _HEAD + "def make_inputs():\n    data = {'x': torch.randn(2, 4)}\n"
+            "    return data['x']\n\nout = model(make_inputs())\n"
         ),
         Example(_HEAD + "x = torch.load('x.pt')\nout = model(x)\n"),
+        Example(  # the attribute is named, not the class that holds it
+            _HEAD + "class Data:\n    x = torch.load('x.pt')\n\nd = Data()\nout = model(d.x)\n"
+        ),
         Example(_HEAD + "class Job:\n    def run(self):\n        return model(self.data)\n"),
         Example(_HEAD + "models = {'a': model}\nout = models['a'](torch.ones(2, 4))\n"),
         Example(_HEAD + "def run(x, dev='cpu'):\n    return model(x.to(dev))\n"),
+        Example(
+            _HEAD + "i = torch.tensor([[0, 1], [1, 2]], device=device)\n"
+            "s = torch.sparse_coo_tensor(i, torch.ones(2, device=device), (2, 4))\n"
+            "out = model(s.to_dense())\n"
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -72,6 +84,12 @@ class UntrackedValue(Rule):
                 "where the port cannot follow it to its forwards"
             )
             yield ctx.finding(self, model, message=message)
+        for call in sparse_inputs(port_facts(ctx)):
+            message = (
+                "check this sparse tensor on the accelerator: the port moves what it is made "
+                "from, but sparse layouts are not supported everywhere (MPS has none)"
+            )
+            yield ctx.finding(self, call, message=message)
         for call in cpu_placements(port_facts(ctx)):
             message = (
                 "the code puts this value on the CPU and it meets the model: make it on "

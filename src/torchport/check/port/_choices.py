@@ -1,0 +1,142 @@
+"""Code that already chose a device: what the port must leave as it is.
+
+``torchport port`` rewrites code that names no device. Code that made a choice
+of its own is not that code, and overruling it breaks what worked:
+
+* a **deliberate CPU choice**: ``torch.device("cpu")`` bound to a constant
+  (``CPU_DEVICE``) or a name that says CPU (``cpu_device``), made in one branch
+  of an ``if``/``try``/``match`` (the gloo branch of a distributed script), or
+  bound to a name the code binds again elsewhere (``device = torch.device("cpu")``
+  then ``if args.cuda: device = ...``);
+* a **device option**: a command-line flag that picks the device (``--cuda``,
+  ``--no-accel``, ``--device``, ``--gpu``): the CPU default is the user's to
+  change, not the port's;
+* an **int device or rank**: ``model.to(rank)``, ``x.cuda(local_rank)``,
+  ``.to(0)``. The program places its model per process; a tensor the port
+  would move to "the accelerator" lands on another GPU than the model's.
+
+:func:`deliberate_cpu` answers for a ``torch.device("cpu")`` assignment (TP507
+leaves it), :func:`own_placement` for a file (the port's moves are reported, not
+written, where the model's device is the program's per-process choice).
+Syntax only; nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchport.check._context import Context
+
+__all__ = [
+    "DEVICE_FLAG",
+    "INDEX_NAME",
+    "deliberate_cpu",
+    "device_option",
+    "index_target",
+    "own_placement",
+]
+
+# Option strings of a command-line flag that picks the device.
+DEVICE_FLAG = re.compile(r"^--?(no[-_])?(cuda|gpu|gpus|accel|accelerator|device|mps|cpu)s?$", re.I)
+# Names of an int device or a process rank: `rank`, `local_rank`, `gpu`, `gpu_id`, `device_id`.
+INDEX_NAME = re.compile(r"(^|_)(rank|gpu|gpu_id|device_id|dev_id|device_index|gpu_index)$", re.I)
+_BRANCHES = (ast.If, ast.Try, ast.Match, ast.IfExp)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def deliberate_cpu(node: ast.Assign, ctx: Context) -> bool:
+    """Whether ``<name> = torch.device("cpu")`` is the program's own choice, to keep."""
+    target = node.targets[0]
+    assert isinstance(target, ast.Name)
+    name = target.id
+    if name.isupper() or "cpu" in name.lower():
+        return True  # `CPU_DEVICE`, `cpu_device`: a name for the CPU, not "the device"
+    if _in_branch(node, ctx):
+        return True
+    scopes = ctx.scopes
+    scope = scopes.resolve(name, node)
+    if len(scope.bindings.get(name, [])) > 1:
+        return True  # bound again elsewhere: the CPU is one choice among others
+    return device_option(ctx)
+
+
+def _in_branch(node: ast.AST, ctx: Context) -> bool:
+    """Whether ``node`` runs only on some paths of its function or module (a branch, a try)."""
+    scopes = ctx.scopes
+    parent = scopes.parent(node)
+    while parent is not None and not isinstance(parent, (*_FUNCTIONS, ast.Module)):
+        if isinstance(parent, _BRANCHES) and not _main_guard(parent):
+            return True
+        parent = scopes.parent(parent)
+    return False
+
+
+def _main_guard(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":``: the script's body, no choice."""
+    test = getattr(node, "test", None)
+    return (
+        isinstance(node, ast.If)
+        and isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+    )
+
+
+_OPTION_CACHE: list[tuple[int, bool]] = []
+
+
+def device_option(ctx: Context) -> bool:
+    """Whether the file defines a command-line flag that picks the device (``--cuda``)."""
+    key = id(ctx.tree)
+    if _OPTION_CACHE and _OPTION_CACHE[0][0] == key:
+        return _OPTION_CACHE[0][1]
+    found = False
+    for n in ast.walk(ctx.tree):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("add_argument", "add_option", "DEFINE_bool", "DEFINE_string")
+            and any(
+                isinstance(a, ast.Constant)
+                and isinstance(a.value, str)
+                and DEVICE_FLAG.match(a.value)
+                for a in n.args
+            )
+        ):
+            found = True
+            break
+    _OPTION_CACHE[:] = [(key, found)]
+    return found
+
+
+def index_target(expr: ast.expr) -> bool:
+    """Whether a ``.to()``/``.cuda()`` argument is an int device or a rank (``rank``, ``0``)."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, int) and not isinstance(expr.value, bool)
+    if isinstance(expr, ast.Name):
+        return bool(INDEX_NAME.search(expr.id))
+    if isinstance(expr, ast.Attribute):
+        return bool(INDEX_NAME.search(expr.attr))
+    return False
+
+
+def own_placement(tree: ast.Module) -> ast.Call | None:
+    """The first move to an int device or a rank in the file (``model.to(rank)``), if any."""
+    for n in ast.walk(tree):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("to", "cuda")
+            and n.args
+            and index_target(n.args[0])
+        ):
+            return n
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "to"
+            and any(k.arg == "device" and index_target(k.value) for k in n.keywords)
+        ):
+            return n
+    return None

@@ -1,0 +1,474 @@
+"""The project a file belongs to: what its sibling modules give the port.
+
+A script rarely holds its model: ``train.py`` does ``from model import Net``,
+``from .helpers import make_mask`` or ``import utils``. Each file is ported on its
+own, so a port that sees only the file takes ``Net()`` for an unknown call and
+moves nothing. :func:`project_imports` answers, for one file, which names its
+module-level imports bind to the project's own modules, and what those are:
+
+* **model classes**: ``nn.Module`` subclasses (directly, through the module's
+  own classes, or through a base another project module defines);
+* **model factories**: module-level functions whose returns build a model;
+* **tensor functions**: module-level functions whose every return is a tensor a
+  torch factory made on the CPU (``torch.from_numpy(mask)``, ``torch.ones(n)``),
+  with no ``device`` parameter: their result is on the CPU wherever it is used;
+* **tensors** and **devices**: module-level names bound to such a tensor, or to
+  a ``torch.device(...)``.
+
+A module is found the way Python finds it when the script runs from its own
+folder: beside the importing file, then at the root above its packages
+(the first folder up without an ``__init__.py``); relative imports from the
+importing file's package. Each module's facts are computed once per process and
+file version (path, size, mtime), from syntax only: nothing is imported, and
+nothing here imports torch. A file with no path on disk (stdin, a string) has
+no project.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from torchport.check._context import Context
+from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
+from torchport.check.port._models import ModelKnowledge
+from torchport.check.semantic import Binding, BindingKind
+
+__all__ = [
+    "ModuleFacts",
+    "ProjectImports",
+    "module_facts",
+    "own_tensor_functions",
+    "project_imports",
+]
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Tensor methods that keep a tensor a tensor (and where it is).
+_KEEPS_TENSOR = frozenset(
+    {"float", "double", "half", "long", "int", "bool", "byte", "unsqueeze", "squeeze",
+     "view", "reshape", "t", "transpose", "permute", "contiguous", "clone", "detach",
+     "expand", "repeat", "flatten", "type", "masked_fill", "fill_", "zero_", "uniform_",
+     "normal_"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleFacts:
+    """What one project module defines that the port needs (see the module docstring)."""
+
+    path: str
+    classes: frozenset[str] = frozenset()
+    factories: frozenset[str] = frozenset()
+    tensor_functions: frozenset[str] = frozenset()
+    tensors: frozenset[str] = frozenset()
+    devices: frozenset[str] = frozenset()
+
+
+@dataclass(slots=True)
+class ProjectImports:
+    """One file's view of its project: local name -> what the imported thing is."""
+
+    classes: set[str] = field(default_factory=set)
+    factories: set[str] = field(default_factory=set)
+    tensor_functions: set[str] = field(default_factory=set)
+    tensors: set[str] = field(default_factory=set)
+    devices: set[str] = field(default_factory=set)
+    modules: dict[str, ModuleFacts] = field(default_factory=dict)  # `import utils as u`
+
+    def lookup(self, expr: ast.expr) -> tuple[str, str] | None:
+        """``(kind, name)`` for a name or ``alias.name`` the project defines, else None.
+
+        ``kind`` is one of ``"class"``, ``"factory"``, ``"tensor_function"``,
+        ``"tensor"``, ``"device"``.
+        """
+        if isinstance(expr, ast.Name):
+            for kind, names in self._kinds():
+                if expr.id in names:
+                    return kind, expr.id
+            return None
+        if isinstance(expr, ast.Attribute):
+            owner = _dotted(expr.value)
+            facts = self.modules.get(owner) if owner is not None else None
+            if facts is None:
+                return None
+            pairs: tuple[tuple[str, frozenset[str]], ...] = (
+                ("class", facts.classes),
+                ("factory", facts.factories),
+                ("tensor_function", facts.tensor_functions),
+                ("tensor", facts.tensors),
+                ("device", facts.devices),
+            )
+            for kind, defined in pairs:
+                if expr.attr in defined:
+                    return kind, expr.attr
+        return None
+
+    def _kinds(self) -> tuple[tuple[str, set[str]], ...]:
+        return (
+            ("class", self.classes),
+            ("factory", self.factories),
+            ("tensor_function", self.tensor_functions),
+            ("tensor", self.tensors),
+            ("device", self.devices),
+        )
+
+    def __bool__(self) -> bool:
+        return any(names for _, names in self._kinds()) or bool(self.modules)
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+# ------------------------------------------------------------------ finding modules
+
+
+def _root(folder: Path) -> Path:
+    """The folder on ``sys.path`` when a script of ``folder`` runs: above its packages."""
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+def _module_file(base: Path, dotted: str) -> Path | None:
+    target = base.joinpath(*dotted.split(".")) if dotted else base
+    for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+        if dotted and candidate.is_file():
+            return candidate
+    if not dotted and (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def _find(importer: Path, module: str | None, level: int) -> Path | None:
+    """The file ``from <level dots><module> import ...`` names, seen from ``importer``."""
+    folder = importer.parent
+    if level:
+        for _ in range(level - 1):
+            folder = folder.parent
+        return _module_file(folder, module or "")
+    if not module:
+        return None
+    for base in (folder, _root(folder)):
+        found = _module_file(base, module)
+        if found is not None:
+            return found
+    return None
+
+
+# ------------------------------------------------------------------ facts of a module
+
+_CACHE: dict[str, tuple[tuple[int, int], ModuleFacts]] = {}
+
+
+def module_facts(path: Path, _seen: frozenset[str] = frozenset()) -> ModuleFacts | None:
+    """The facts of the project module at ``path`` (None: unreadable or does not parse)."""
+    key = str(path.resolve())
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    version = (stat.st_mtime_ns, stat.st_size)
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    if key in _seen or len(_seen) > 16:
+        return None  # an import cycle (or a very deep chain): no facts through it
+    try:
+        source = path.read_text(encoding="utf-8", errors="surrogateescape")
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    facts = _facts_of(Context(source, key, tree), _seen | {key})
+    _CACHE[key] = (version, facts)
+    return facts
+
+
+def _facts_of(ctx: Context, seen: frozenset[str]) -> ModuleFacts:
+    tree = ctx.tree
+    imported = _imports_of(ctx, seen)
+    classdefs = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    knowledge = ModelKnowledge(classdefs, ctx.qualname)
+    # Classes deriving from another project module's model class are models too.
+    changed = True
+    while changed:
+        changed = False
+        for cls in classdefs:
+            if cls.name in knowledge.classes:
+                continue
+            for base in cls.bases:
+                found = imported.lookup(base)
+                if (found is not None and found[0] == "class") or (
+                    isinstance(base, ast.Name) and base.id in knowledge.classes
+                ):
+                    knowledge.classes.add(cls.name)
+                    changed = True
+                    break
+    knowledge.classes |= imported.classes
+    knowledge.factories |= imported.factories
+    functions = [n for n in tree.body if isinstance(n, _FUNCTIONS)]
+    for _ in range(2):  # a factory calling another factory of the module
+        for func in functions:
+            if _returns_all(func, partial(_builds, knowledge, func=func)):
+                knowledge.factories.add(func.name)
+    tensor_functions = {
+        f.name
+        for f in functions
+        if not _takes_device(f) and _returns_all(f, partial(_cpu_tensor, ctx, func=f))
+    }
+    tensors: set[str] = set()
+    devices: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if not isinstance(target, ast.Name):
+                continue
+            if _cpu_tensor(ctx, stmt.value, func=None):
+                tensors.add(target.id)
+            elif (
+                isinstance(stmt.value, ast.Call) and ctx.qualname(stmt.value.func) == "torch.device"
+            ):
+                devices.add(target.id)
+    names = {c.name for c in classdefs}
+    return ModuleFacts(
+        path=ctx.path,
+        classes=frozenset(c for c in knowledge.classes if c in names),
+        factories=frozenset(knowledge.factories & {f.name for f in functions}),
+        tensor_functions=frozenset(tensor_functions),
+        tensors=frozenset(tensors),
+        devices=frozenset(devices),
+    )
+
+
+def _returns_all(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, test: Callable[[ast.expr], bool]
+) -> bool:
+    """Whether ``func`` returns something on every ``return`` and each passes ``test``."""
+    returns = [n for n in _own_nodes(func) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))]
+    if not returns or any(not isinstance(r, ast.Return) or r.value is None for r in returns):
+        return False
+    return all(test(r.value) for r in returns if isinstance(r, ast.Return) and r.value)
+
+
+def _own_nodes(func: ast.AST) -> list[ast.AST]:
+    """The nodes of ``func``'s body, not those of functions or classes nested in it."""
+    out: list[ast.AST] = []
+    stack = list(getattr(func, "body", []))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+                stack.append(child)
+    return out
+
+
+def _local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:
+    """Every value assigned to ``name`` in ``func`` (None: also bound otherwise)."""
+    if func is None:
+        return None
+    values: list[ast.expr] = []
+    for node in _own_nodes(func):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    if len(node.targets) != 1:
+                        return None
+                    values.append(node.value)
+                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                    return None
+        elif isinstance(
+            node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)
+        ) and any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(node)
+        ):
+            return None
+    args = getattr(func, "args", None)
+    if args is not None and any(
+        a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+    ):
+        return None
+    return values or None
+
+
+def _builds(knowledge: ModelKnowledge, expr: ast.expr, *, func: ast.AST) -> bool:
+    def holds(e: ast.expr) -> bool:
+        if not isinstance(e, ast.Name):
+            return False
+        values = _local_values(func, e.id)
+        return bool(values) and all(knowledge.builds(v, lambda _: False) for v in values or ())
+
+    return knowledge.builds(expr, holds)
+
+
+def _cpu_tensor(ctx: Context, expr: ast.expr, *, func: ast.AST | None, depth: int = 0) -> bool:
+    """Whether ``expr`` is a tensor a torch factory made with no device (on the CPU)."""
+    if depth > 8:
+        return False
+    while (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in _KEEPS_TENSOR
+        and not (expr.func.attr == "type" and not expr.args)
+    ):
+        expr = expr.func.value
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        # `torch.arange(n).float() / 10`: a tensor and a number
+        sides = (expr.left, expr.right)
+        numbers = [
+            s for s in sides if isinstance(s, ast.Constant) and type(s.value) in (int, float)
+        ]
+        return len(numbers) == 1 and all(
+            _cpu_tensor(ctx, s, func=func, depth=depth + 1) for s in sides if s not in numbers
+        )
+    if isinstance(expr, ast.Name):
+        values = _local_values(func, expr.id)
+        return bool(values) and all(
+            _cpu_tensor(ctx, v, func=func, depth=depth + 1) for v in values or ()
+        )
+    if not isinstance(expr, ast.Call):
+        return False
+    name = ctx.qualname(expr.func)
+    if name not in CREATORS and name not in TYPED_CONSTRUCTORS:
+        return False
+    return not any(
+        k.arg is None or k.arg == "device" or (k.arg == "requires_grad" and _truthy(k.value))
+        for k in expr.keywords
+    )
+
+
+def _truthy(expr: ast.expr) -> bool:
+    return not (isinstance(expr, ast.Constant) and not expr.value)
+
+
+def _takes_device(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    a = func.args
+    return any("device" in p.arg.lower() for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)) or (
+        a.kwarg is not None
+    )
+
+
+# ------------------------------------------------------------------ one file's imports
+
+
+def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
+    out = ProjectImports()
+    if not ctx.path or ctx.path.startswith("<"):
+        return out
+    importer = Path(ctx.path)
+    if not importer.is_file():
+        return out
+    module_bindings = ctx.scopes.module.bindings
+    for stmt in ctx.tree.body:
+        for node in _top_imports(stmt):
+            if isinstance(node, ast.ImportFrom):
+                source = _find(importer, node.module, node.level)
+                source_facts = module_facts(source, seen) if source is not None else None
+                for alias in node.names:
+                    local = alias.asname or alias.name
+                    if alias.name == "*":  # `from model import *`: its public names
+                        if source_facts is not None:
+                            _record_all(out, source_facts, module_bindings)
+                        continue
+                    if not _only_import(module_bindings.get(local, [])):
+                        continue
+                    if source_facts is not None and _record(out, local, alias.name, source_facts):
+                        continue
+                    # `from pkg import model`: a submodule
+                    dotted = f"{node.module}.{alias.name}" if node.module else alias.name
+                    sub = _find(importer, dotted, node.level)
+                    sub_facts = module_facts(sub, seen) if sub is not None else None
+                    if sub_facts is not None:
+                        out.modules[local] = sub_facts
+            else:
+                for alias in node.names:
+                    found = _find(importer, alias.name, 0)
+                    facts = module_facts(found, seen) if found is not None else None
+                    if facts is None:
+                        continue
+                    if alias.asname:
+                        if _only_import(module_bindings.get(alias.asname, [])):
+                            out.modules[alias.asname] = facts
+                    elif _only_import(module_bindings.get(alias.name.partition(".")[0], [])):
+                        out.modules[alias.name] = facts
+    return out
+
+
+def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
+    """Imports at module level, also inside ``try``/``if`` blocks there."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [stmt]
+    found: list[ast.Import | ast.ImportFrom] = []
+    if isinstance(stmt, (ast.Try, ast.If)):
+        for block in (stmt.body, stmt.orelse, getattr(stmt, "finalbody", [])):
+            for inner in block:
+                found.extend(_top_imports(inner))
+    return found
+
+
+def _only_import(bindings: Sequence[Binding]) -> bool:
+    """A module-level name that nothing but imports binds."""
+    return bool(bindings) and all(b.kind is BindingKind.IMPORT for b in bindings)
+
+
+def _record_all(
+    out: ProjectImports, facts: ModuleFacts, bindings: dict[str, list[Binding]]
+) -> None:
+    """What a star import brings: every public name the file does not bind itself."""
+    for names, into in (
+        (facts.classes, out.classes),
+        (facts.factories, out.factories),
+        (facts.tensor_functions, out.tensor_functions),
+        (facts.tensors, out.tensors),
+        (facts.devices, out.devices),
+    ):
+        into.update(n for n in names if not n.startswith("_") and not bindings.get(n))
+
+
+def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> bool:
+    for names, into in (
+        (facts.classes, out.classes),
+        (facts.factories, out.factories),
+        (facts.tensor_functions, out.tensor_functions),
+        (facts.tensors, out.tensors),
+        (facts.devices, out.devices),
+    ):
+        if name in names:
+            into.add(local)
+            return True
+    return False
+
+
+def project_imports(ctx: Context) -> ProjectImports:
+    """What the project modules that ``ctx``'s file imports at module level give it."""
+    try:
+        key = str(Path(ctx.path).resolve())
+    except (OSError, ValueError):
+        return ProjectImports()
+    return _imports_of(ctx, frozenset({key}))
+
+
+def own_tensor_functions(ctx: Context) -> set[str]:
+    """The file's own module-level functions whose every return is a CPU tensor.
+
+    ``def make_mask(n): return torch.from_numpy(np.tril(...))``: what a call of it
+    gives is on the CPU wherever it is used, so the port moves it at the call.
+    """
+    return {
+        f.name
+        for f in ctx.tree.body
+        if isinstance(f, _FUNCTIONS)
+        and not _takes_device(f)
+        and _returns_all(f, partial(_cpu_tensor, ctx, func=f))
+    }

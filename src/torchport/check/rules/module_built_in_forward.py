@@ -1,0 +1,76 @@
+"""TP510 module-built-in-forward: a module method builds a module that holds weights."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchport.check._context import Context
+from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.port._calls import is_move
+from torchport.check.port._facts import port_facts
+from torchport.check.rules.tensor_on_cpu_in_module import TensorOnCpuInModule
+
+_CLASS = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
+
+
+class ModuleBuiltInForward(Rule):
+    """## What it does
+    Finds a module with weights (`nn.Linear(...)`, `nn.LayerNorm(4)`) built
+    inside a method of an `nn.Module` other than `__init__`, most often
+    `forward`.
+
+    ## Why is this bad?
+    `model.to(device)` moves the submodules `__init__` registered; a module
+    built on each call is made on the CPU, and the forward fails once its
+    input is on an accelerator. The fix moves it to the input's device where
+    it is built (`nn.LayerNorm(4).to(x.device)`): its weights are drawn on
+    the CPU as before, so results on the CPU are unchanged. (Building it once
+    in `__init__` is usually what was meant: its weights are then trained and
+    saved; that is a change of behaviour the port leaves to the author.)
+    """
+
+    code = "TP510"
+    name = "module-built-in-forward"
+    intent = Intent.PORT
+    default = False
+    message = "move the module to the input's device where it is built: `.to(x.device)`"
+    fix_safety = FixSafety.SAFE
+    node_types = (ast.Call,)
+    valid = (
+        _CLASS + "    def __init__(self):\n        super().__init__()\n"
+        "        self.norm = nn.LayerNorm(4)\n",
+        _CLASS + "    def forward(self, x):\n        return nn.ReLU()(x)\n",
+        _CLASS + "    def forward(self, x):\n        return nn.LayerNorm(4).to(x.device)(x)\n",
+    )
+    invalid = (
+        Example(
+            _CLASS + "    def forward(self, x):\n        norm = nn.LayerNorm(x.size(-1))\n"
+            "        return norm(x)\n",
+            fixed=_CLASS + "    def forward(self, x):\n"
+            "        norm = nn.LayerNorm(x.size(-1)).to(x.device)\n        return norm(x)\n",
+        ),
+    )
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        assert isinstance(node, ast.Call)
+        facts = port_facts(ctx)
+        scope = facts.scope_of.get(id(node))
+        method = scope.node if scope is not None else None
+        if scope is None or not scope.module_method or not isinstance(method, ast.FunctionDef):
+            return
+        if method.name == "__init__" or not facts.known.constructor(node):
+            return
+        if facts.known.stateless(node):
+            return  # `nn.ReLU()`: no tensors to be anywhere
+        params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
+        if not params or params[0] != "self":
+            return
+        parent = facts.parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and is_move(facts.parents.get(id(parent), parent)):
+            return
+        if isinstance(parent, ast.Attribute) and parent.attr == "to":
+            return  # `.to(x.device)`, `.to(dtype)`: placed or cast by the code
+        device = TensorOnCpuInModule._device(method, scope.nodes, facts, scope.cls)
+        edits = ctx.append_call(node, f".to({device})")
+        yield ctx.finding(self, node, fix=Fix(edits, FixSafety.SAFE))

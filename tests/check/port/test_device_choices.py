@@ -1,0 +1,102 @@
+"""Code that already chose a device is respected by ``port`` and by ``fix --select ALL``.
+
+The invariant: a ``torch.device("cpu")`` the program chose on purpose (a
+constant, a branch, a name bound again, a file with a device flag) is left
+byte for byte, and a model the program places per process (``.to(rank)``,
+``.cuda(local_rank)``, ``.to(0)``) is never given a second move; the tensors
+that meet it are reported, not moved to another device.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check import check_source, fix_source
+from torchport.check.port import port_text
+
+_BODY = "model = torch.nn.Linear(4, 2)\nx = torch.randn(3, 4)\nprint(model(x))\n"
+
+
+@st.composite
+def deliberate_cpu_programs(draw: st.DrawFn) -> tuple[str, str]:
+    """(program, the line that chose the CPU)."""
+    form = draw(st.sampled_from(["constant", "cpu_name", "branch", "try", "rebound", "flag"]))
+    name = draw(st.sampled_from(["device", "dev", "run_device"]))
+    cpu = 'torch.device("cpu")'
+    if form == "constant":
+        const = draw(st.sampled_from(["CPU_DEVICE", "HOST", "DEVICE"]))
+        line = f"{const} = {cpu}"
+        return f"import torch\n\n{line}\n{_BODY}stats = model(x).to({const})\n", line
+    if form == "cpu_name":
+        line = f"cpu_{name} = {cpu}"
+        return f"import torch\n\n{line}\n{_BODY}", line
+    if form == "branch":
+        line = f"    {name} = {cpu}"
+        text = (
+            f"import torch\n\nbackend = 'gloo'\nif backend == 'gloo':\n{line}\nelse:\n"
+            f"    {name} = torch.device('cuda', 0)\n{_BODY}"
+        )
+        return text, line
+    if form == "try":
+        line = f"    {name} = {cpu}"
+        return (
+            f"import torch\n\ntry:\n    import nothing_here\nexcept ImportError:\n{line}\n{_BODY}",
+            line,
+        )
+    if form == "rebound":
+        line = f"{name} = {cpu}"
+        text = (
+            f"import torch\n\nuse_accel = False\n{line}\nif use_accel:\n"
+            f"    {name} = torch.accelerator.current_accelerator()\n{_BODY}"
+        )
+        return text, line
+    flag = draw(st.sampled_from(["--cuda", "--no-cuda", "--no-accel", "--device", "--gpu"]))
+    line = f"{name} = {cpu}"
+    text = (
+        "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+        f"parser.add_argument({flag!r}, action='store_true')\n{line}\n{_BODY}"
+    )
+    return text, line
+
+
+@given(deliberate_cpu_programs())
+def test_a_deliberate_cpu_choice_is_left_by_port_and_fix(case: tuple[str, str]) -> None:
+    source, line = case
+    ported = port_text(source).source
+    assert line + "\n" in ported, ported
+    # no second device beside the program's own
+    assert not re.search(r"^_device = ", ported, re.MULTILINE), ported
+    for unsafe in (False, True):
+        fixed = fix_source(source, unsafe=unsafe, select=["ALL"])
+        assert line + "\n" in fixed, fixed
+    assert not [f for f in check_source(source, select=["TP507"])]
+
+
+def test_a_cpu_only_device_is_still_ported() -> None:
+    """The rule still does its job where the CPU is no choice: one unconditional binding."""
+    source = 'import torch\n\ndevice = torch.device("cpu")\n' + _BODY
+    ported = port_text(source).source
+    assert 'device = torch.device("cpu")\n' not in ported
+    assert "model = torch.nn.Linear(4, 2).to(device)" in ported
+
+
+@given(
+    st.sampled_from(["rank", "local_rank", "args.gpu", "gpu_id", "0", "self.device_id"]),
+    st.sampled_from(["to", "cuda"]),
+)
+def test_a_per_process_placement_gets_no_second_move(target: str, method: str) -> None:
+    source = (
+        "import torch\n\n\ndef run(rank, local_rank, gpu_id, args):\n"
+        f"    model = torch.nn.Linear(4, 2).{method}({target})\n"
+        "    y = torch.randn(3, 2)\n"
+        "    out = model(torch.ones(3, 4).cuda())\n"
+        "    return ((out - y) ** 2).mean()\n"
+    )
+    outcome = port_text(source)
+    assert f".{method}({target})" in outcome.source
+    assert ".to(device)." not in outcome.source and "device =" not in outcome.source
+    left = [f for f in outcome.remaining if f.code == "TP503"]
+    assert left and "put its model on" in left[0].message  # `y` is said, not moved elsewhere

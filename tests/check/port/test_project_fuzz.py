@@ -1,0 +1,309 @@
+"""Differential fuzzing of ``port`` on generated multi-file projects.
+
+A project is a folder the port gets whole: a script (``train.py``) that imports
+its model, helpers that return tensors, module-level tensors and factories from
+the project's other modules, in the forms real projects use (``from model import
+Net``, ``import model as m``, ``from pkg.nets import Net``, ``from .helpers import
+make_mask`` inside a package, a base class in one module and the model in
+another). For every generated project:
+
+* the port raises nothing and is idempotent (a second port changes no file);
+* run on the CPU, the ported script records the same values as the original;
+* run with ``meta`` standing in for the accelerator (the stand-in of
+  ``test_port_fuzz.py``), every parameter, buffer and tensor input of every
+  forward is on the accelerator, or the port reported what it left: never
+  "0 left" with data on the CPU.
+
+The oracle shares no code with the port: it runs the programs and watches the
+forwards.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import runpy
+import sys
+import tempfile
+import types
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from torchport.check import port_paths
+
+
+def _load(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HERE = Path(__file__).parent
+port_fuzz = sys.modules.get("test_port_fuzz_stand_in") or _load(
+    "test_port_fuzz_stand_in", HERE / "test_port_fuzz.py"
+)
+sys.modules["test_port_fuzz_stand_in"] = port_fuzz
+
+_NET = """
+class {name}({base}):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+_HELPERS = {
+    "ones": "def make_mask(n):\n    return torch.ones(n, 2)\n",
+    "numpy": (
+        "def make_mask(n):\n"
+        "    mask = np.tril(np.ones((n, 2), dtype=np.float32))\n"
+        "    return torch.from_numpy(mask)\n"
+    ),
+    "chain": "def make_mask(n):\n    return torch.arange(n * 2).view(n, 2).float() / 10\n",
+}
+
+
+LAYOUTS = ("flat", "package", "alias")
+HELPERS = (None, *_HELPERS)
+
+
+@st.composite
+def projects(draw: st.DrawFn) -> dict[str, str]:
+    """Files (relative path -> text) of a project whose entry is ``train.py``."""
+    return project_files(
+        draw(st.sampled_from(LAYOUTS)),
+        based=draw(st.booleans()),
+        factory=draw(st.booleans()),
+        helper=draw(st.sampled_from(HELPERS)),
+        module_tensor=draw(st.booleans()),
+    )
+
+
+def project_files(
+    layout: str, *, based: bool, factory: bool, helper: str | None, module_tensor: bool
+) -> dict[str, str]:
+    """One project: the model's module (its base class apart when ``based``), ``train.py``."""
+    files: dict[str, str] = {}
+    base_text = ""
+    model_lines = ["import numpy as np", "import torch", "from torch import nn"]
+    if based:
+        base_import = {
+            "flat": "from base import Base",
+            "alias": "from base import Base",
+            "package": "from .base import Base",
+        }[layout]
+        model_lines.append(base_import)
+        base_text = "from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n"
+    model_lines.append(_NET.format(name="Net", base="Base" if based else "nn.Module"))
+    if factory:
+        model_lines.append("def build():\n    return Net()\n")
+    if helper is not None:
+        model_lines.append(_HELPERS[helper])
+    if module_tensor:
+        model_lines.append("SCALE = torch.full((2,), 0.5)\n")
+    model_text = "\n".join(model_lines) + "\n"
+    names = ["Net"] + (["build"] if factory else []) + (["make_mask"] if helper else [])
+    names += ["SCALE"] if module_tensor else []
+    if layout == "package":
+        files["pkg/__init__.py"] = ""
+        files["pkg/nets.py"] = model_text
+        if based:
+            files["pkg/base.py"] = base_text
+        head = f"from pkg.nets import {', '.join(names)}"
+        q = ""
+    else:
+        files["model.py"] = model_text
+        if based:
+            files["base.py"] = base_text
+        head = f"from model import {', '.join(names)}" if layout == "flat" else "import model as m"
+        q = "m." if layout == "alias" else ""
+    body = ["import torch", head, ""]
+    body.append(f"net = {q}build()" if factory else f"net = {q}Net()")
+    body.append("opt = torch.optim.SGD(net.parameters(), lr=0.1)")
+    body.append("x = torch.randn(6, 4)")
+    body.append("y = torch.randn(6, 2)")
+    extra = ""
+    if helper is not None:
+        body.append(f"mask = {q}make_mask(6)")
+        extra += " * mask"
+    if module_tensor:
+        extra += f" * {q}SCALE"
+    body += [
+        "for step in range(2):",
+        f"    out = net(x){extra}",
+        "    loss = ((out - y) ** 2).mean()",
+        "    opt.zero_grad()",
+        "    loss.backward()",
+        "    opt.step()",
+        "    OUT.append(loss.item())",
+    ]
+    files["train.py"] = "\n".join(body) + "\n"
+    return files
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _read(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): p.read_text(encoding="utf-8")
+        for p in sorted(root.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
+
+
+def _run(root: Path, *, meta: bool) -> tuple[list[Any] | BaseException, list[str]]:
+    """What ``train.py`` appends to ``OUT`` (or what it raised), and off-device forwards."""
+    out: list[Any] = []
+    record: dict[str, list[str]] = {"off": []}
+    before = set(sys.modules)
+    sys.path.insert(0, str(root))
+    torch.manual_seed(0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if meta:
+                with port_fuzz.meta_accelerator(record):
+                    runpy.run_path(str(root / "train.py"), {"OUT": out}, "__main__")
+            else:
+                runpy.run_path(str(root / "train.py"), {"OUT": out}, "__main__")
+    except Exception as exc:  # the program's own failure: compared, not raised
+        return exc, record["off"]
+    finally:
+        sys.path.remove(str(root))
+        for name in set(sys.modules) - before:  # the project's modules: fresh next time
+            where = getattr(sys.modules[name], "__file__", None) or ""
+            if where.startswith(str(root)):
+                del sys.modules[name]
+    return out, record["off"]
+
+
+def check_project(files: dict[str, str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "project"
+        _write(root, files)
+        before, _ = _run(root, meta=False)
+        assert not isinstance(before, BaseException), before
+        result = port_paths([root], jobs=1)
+        assert not result.errors, result.errors
+        ported = _read(root)
+        again = port_paths([root], jobs=1)
+        assert not again.changed, f"port is not idempotent: {[c.path for c in again.changed]}"
+        after, _ = _run(root, meta=False)
+        text = "\n".join(f"--- {k}\n{v}" for k, v in ported.items())
+        assert not isinstance(after, BaseException), f"port raised {after!r}\n{text}"
+        assert after == before, f"results differ: {before} != {after}\n{text}"
+        on_meta, off = _run(root, meta=True)
+        left = [str(f) for f in result.remaining] + [str(f) for f in again.remaining]
+        if isinstance(on_meta, BaseException) or off:
+            what = repr(on_meta) if isinstance(on_meta, BaseException) else off[:3]
+            assert left, f"data left off the accelerator ({what}), port said nothing\n{text}"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(projects())
+def test_a_project_is_ported_whole_or_what_is_left_is_said(files: dict[str, str]) -> None:
+    check_project(files)
+
+
+def test_the_project_check_sees_a_model_imported_from_a_sibling() -> None:
+    """The oracle is not blind: the unported project leaves the model on the CPU."""
+    model = "import torch\nfrom torch import nn\n" + _NET.format(name="Net", base="nn.Module")
+    train = (
+        "import torch\nfrom model import Net\n\nnet = Net()\n"
+        "OUT.append(net(torch.ones(1, 4)).sum().item())\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        _write(root, {"model.py": model, "train.py": train})
+        _, off = _run(root, meta=True)
+        assert off  # unported: the model is on the CPU
+        result = port_paths([root], jobs=1)
+        assert [Path(c.path).name for c in result.changed] == ["train.py"]
+        _, off = _run(root, meta=True)
+        assert off == [] and not result.remaining
+
+
+def test_a_lone_file_has_no_project() -> None:
+    """stdin and strings: nothing is looked up on disk."""
+    from torchport.check.port import port_source
+
+    text = "import torch\nfrom model import Net\n\nnet = Net()\n"
+    assert port_source(text) == text
+
+
+_SIM_CHILD = """
+import itertools, json, runpy, sys, warnings
+import torch
+from torchport.testing import simulate_accelerator
+
+simulate_accelerator()
+warnings.simplefilter("ignore")
+results = {}
+for root in sys.argv[1:]:
+    out = []
+    sys.path.insert(0, root)
+    before = set(sys.modules)
+    torch.manual_seed(0)
+    try:
+        runpy.run_path(root + "/train.py", {"OUT": out}, "__main__")
+        results[root] = {"out": out}
+    except Exception as exc:
+        results[root] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    finally:
+        sys.path.remove(root)
+        for name in set(sys.modules) - before:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(root):
+                del sys.modules[name]
+print(json.dumps(results))
+"""
+
+
+def test_every_project_layout_runs_to_its_end_on_the_simulated_accelerator() -> None:
+    """Each layout of :func:`project_files`, ported, runs on ``sim`` (real values, CUDA's
+    device rules) to its end with the CPU's values, or the port said what it left."""
+    import itertools
+    import json
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cases: dict[str, tuple[list[Any], list[str]]] = {}
+        for i, (layout, based, factory, helper, tensor) in enumerate(
+            itertools.product(LAYOUTS, (False, True), (False, True), HELPERS, (False, True))
+        ):
+            root = Path(tmp) / f"p{i}"
+            _write(root, project_files(
+                layout, based=based, factory=factory, helper=helper, module_tensor=tensor
+            ))  # fmt: skip
+            before, _ = _run(root, meta=False)
+            assert not isinstance(before, BaseException), before
+            result = port_paths([root], jobs=1)
+            cases[str(root)] = (before, [str(f) for f in result.remaining])
+        env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
+        done = subprocess.run(
+            [sys.executable, "-c", _SIM_CHILD, *cases],
+            capture_output=True, text=True, timeout=600, env=env, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        ran = json.loads(done.stdout.strip().splitlines()[-1])
+        # every project without a module-level CPU tensor (half of them) runs to its end
+        assert sum("out" in r for r in ran.values()) >= len(ran) // 2
+        for root, (before, left) in cases.items():
+            got = ran[root]
+            if "error" in got:
+                assert left, f"{root}: {got['error']} on sim and the port said nothing"
+            else:
+                assert got["out"] == pytest.approx(before), root
