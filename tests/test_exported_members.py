@@ -21,6 +21,7 @@ EXPECTED = [
     "AuditReport",
     "ConfigError",
     "CopyBandwidth",
+    "CudaToolkit",
     "DeviceChoice",
     "DeviceError",
     "DeviceInfo",

@@ -19,6 +19,7 @@ from torchport.diagnose._probes import (
     TorchBuild,
 )
 from torchport.diagnose._report import render_doctor
+from torchport.diagnose._software import CudaToolkit
 from torchport.diagnose._strict import strict
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "AuditEntry",
     "AuditReport",
     "CopyBandwidth",
+    "CudaToolkit",
     "DeviceChoice",
     "DoctorFinding",
     "DoctorReport",

@@ -410,6 +410,6 @@ def cuda_contexts() -> frozenset[int]:
 
 
 # Parts of the DoctorReport that doctor() returns, exported as torchport.<name>.
-for _cls in (TorchBuild, DriverInfo, GpuInfo, HostInfo, AcceleratorInfo):
+for _cls in (TorchBuild, DriverInfo, GpuInfo, HostInfo, AcceleratorInfo, CudaToolkit):
     _cls.__module__ = "torchport"
 del _cls

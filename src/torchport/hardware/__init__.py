@@ -88,7 +88,14 @@ from torchport.hardware._sync import (
     use_stream,
     wait_for_copies,
 )
-from torchport.hardware._torch_api import FLOOR, GRAD_SCALER, LR_SCHEDULER_BASES, below_floor
+from torchport.hardware._torch_api import (
+    FLOOR,
+    GRAD_SCALER,
+    LR_SCHEDULER_BASES,
+    below_floor,
+    legacy_storage,
+    python_device_backend,
+)
 
 __all__ = [
     "ALIGN",
@@ -127,6 +134,7 @@ __all__ = [
     "free_memory",
     "gpu_properties",
     "install",
+    "legacy_storage",
     "list_devices",
     "memory_info",
     "new_event",
@@ -135,6 +143,7 @@ __all__ = [
     "parsed_cache",
     "pins_for",
     "plan_copy",
+    "python_device_backend",
     "record_stream",
     "should_pack",
     "size_class",

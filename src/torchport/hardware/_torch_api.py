@@ -20,6 +20,10 @@ What changed, and where torchport meets it:
   ``torch.amp.GradScaler`` (2.3): :data:`LR_SCHEDULER_BASES`, :data:`GRAD_SCALER`.
 * dtypes added over the range (``uint16``..``uint64`` in 2.3, ``float8_e8m0fnu`` in 2.7):
   :func:`dtypes_named`.
+* the Python device-backend API (2.7: ``torch._C._acc``, ``Library.fallback``) the
+  simulated accelerator is built on: :func:`python_device_backend`.
+* legacy typed storages (``torch.FloatStorage``), which later torches may drop:
+  :func:`legacy_storage`.
 * torch's private CUDA getters (``torch._C._cuda_getDriverVersion``,
   ``_cuda_hasPrimaryContext``, ``_cuda_get_sync_debug_mode``), absent from builds
   without CUDA: :func:`cuda_private`.
@@ -42,6 +46,8 @@ __all__ = [
     "cuda_private",
     "current_accelerator",
     "dtypes_named",
+    "legacy_storage",
+    "python_device_backend",
 ]
 
 
@@ -107,6 +113,24 @@ def cuda_private(name: str) -> Callable[..., Any] | None:
         raise ValueError(f"{name!r} is not one of torch's private CUDA functions (_cuda...)")
     found = getattr(torch._C, name, None)
     return found if callable(found) else None
+
+
+def python_device_backend() -> bool:
+    """Whether a device backend can be set up from Python (``PrivateUse1``; torch 2.7+)."""
+    acc = getattr(torch._C, "_acc", None)
+    registration = getattr(torch.utils, "backend_registration", None)
+    return (
+        acc is not None
+        and hasattr(acc, "PrivateUse1Hooks")
+        and hasattr(acc, "DeviceGuard")
+        and hasattr(registration, "_setup_privateuseone_for_python_backend")
+        and hasattr(torch.library.Library, "fallback")
+    )
+
+
+def legacy_storage(name: str) -> Any:
+    """``torch.<name>`` for a legacy typed storage class (``"FloatStorage"``), or None."""
+    return getattr(torch, name, None) if name.endswith("Storage") else None
 
 
 def dtypes_named(names: Iterable[str]) -> frozenset[torch.dtype]:

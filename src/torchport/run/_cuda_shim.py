@@ -362,9 +362,10 @@ def _legacy_tensor(name: str, original: Any, target: torch.device) -> type:
 
 def _legacy_storage(name: str, target: torch.device) -> Callable[..., Any]:
     """``torch.cuda.FloatStorage(...)``: the CPU's legacy storage when the target is the CPU."""
-    if target.type != "cpu" or not hasattr(torch, name):
+    storage = hardware.legacy_storage(name)
+    if target.type != "cpu" or storage is None:
         return _unsupported(f"torch.cuda.{name}", target)
-    return getattr(torch, name)  # type: ignore[no-any-return]
+    return storage  # type: ignore[no-any-return]
 
 
 def _replacements(devices: _Devices) -> dict[str, Callable[..., Any]]:

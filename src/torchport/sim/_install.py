@@ -123,14 +123,7 @@ def _limit_of(memory_limit: int | str | None) -> int | None:
 
 def supported() -> bool:
     """Whether this torch has the Python device-backend API the simulator is built on (2.7+)."""
-    acc = getattr(torch._C, "_acc", None)
-    registration = getattr(torch.utils, "backend_registration", None)
-    return (
-        acc is not None
-        and hasattr(acc, "PrivateUse1Hooks")
-        and hasattr(registration, "_setup_privateuseone_for_python_backend")
-        and hasattr(torch.library.Library, "fallback")
-    )
+    return hardware.python_device_backend()
 
 
 def _hooks() -> tuple[Any, Any]:
