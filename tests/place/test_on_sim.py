@@ -44,7 +44,7 @@ OPTIONS = st.sampled_from(
 count = {{"moved": 0, "loaded": 0}}
 
 
-@settings(max_examples=40, deadline=None, database=None,
+@settings(max_examples=40, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(graphs.graphs(POOL), OPTIONS)
 def moves(graph, options):
@@ -61,7 +61,7 @@ def moves(graph, options):
     count["moved"] += 1
 
 
-@settings(max_examples=15, deadline=None, database=None,
+@settings(max_examples=15, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(st.lists(graphs.graphs(POOL, max_leaves=6), min_size=1, max_size=3))
 def loads(batches):

@@ -78,6 +78,13 @@ def _sample(parameter: str) -> Any:
         "flags": lambda: 0,
         "free_fn_name": lambda: "free",
         "obj": lambda: torch.ones(1, device="cuda"),
+        "output_file": lambda: "profile.out",  # torch 2.6's profiler.init
+        "fn": lambda: lambda *args, **kwargs: None,  # torch 2.15's graph hooks
+        "path": lambda: "graph.dot",
+        "count": lambda: 1,
+        "_resource": lambda: None,
+        "_device_id": lambda: 0,
+        "output_mode": lambda: "key_value",
         "path_to_so_file": lambda: "allocator.so",
         "stream_ptr": lambda: 0,
         "data_ptr": lambda: 0,
@@ -107,6 +114,7 @@ def _sample(parameter: str) -> Any:
         "s": lambda: torch.UntypedStorage(4),
         "sample_args": lambda: ((torch.ones(1, 2),),),
         "seed": lambda: 0,
+        "val": lambda: False,  # torch 2.6's tunable.write_file_on_exit
         "size": lambda: 16,
         "tensor": lambda: torch.ones(2, device="cuda"),
         "stream": torch.cuda.current_stream,

@@ -132,14 +132,21 @@ class _Event:
 
 
 def backend_answers() -> dict[str, Callable[..., Any]]:
-    """``torch.backends.cuda`` calls that fail without CUDA; off CUDA no BLAS workspace exists."""
+    """``torch.backends.cuda`` calls that fail without CUDA: no BLAS workspace and no CUDA
+    attention kernel exist off CUDA (a CUDA build asks the driver, which may be absent)."""
 
     def workspace(size: int | None = None, *args: Any, **kwargs: Any) -> int:
         return 0
 
-    return {name: workspace for name in ("blas_workspace_size", "cublas_workspace_size")} | {
-        "cublaslt_workspace_size": workspace
-    }
+    def no_cuda_kernel(params: Any = None, debug: bool = False) -> bool:
+        return False  # no CUDA attention kernel runs on the target
+
+    kernels = ("can_use_flash_attention", "can_use_efficient_attention", "can_use_cudnn_attention")
+    return (
+        {name: workspace for name in ("blas_workspace_size", "cublas_workspace_size")}
+        | {"cublaslt_workspace_size": workspace}
+        | {name: no_cuda_kernel for name in kernels}
+    )
 
 
 def runs_in_order(target: torch.device) -> bool:
