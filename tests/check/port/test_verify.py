@@ -23,6 +23,7 @@ _MODEL = (
 )
 
 
+@pytest.mark.needs_simulator  # runs the project on sim:0: needs torch 2.7+
 def test_a_fully_placed_project_is_verified(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -38,6 +39,7 @@ def test_a_fully_placed_project_is_verified(
     assert "Not verified" not in out
 
 
+@pytest.mark.needs_simulator  # runs the project on sim:0: needs torch 2.7+
 def test_data_left_on_the_cpu_is_a_finding_with_its_line_and_no_verified(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
