@@ -85,9 +85,8 @@ class _DeviceRewrite(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        # torch hands a mode the method as it is found on torch.Tensor at call time: while
-        # an audit watches, that is the audit's wrapper of the method (called below, so the
-        # audit sees the call), not the method
+        # torch hands a mode the method as it is found on torch.Tensor at call time; where
+        # another library wrapped it (functools.wraps), the wrapper is matched by what it wraps
         method = getattr(func, "__wrapped__", func)
         if method is _TENSOR_CUDA:
             return self._cuda(*args, **kwargs)
