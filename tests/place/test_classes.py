@@ -12,14 +12,10 @@ import collections
 import copy
 import dataclasses
 import functools
-import importlib.util
-import sys
 import threading
 import types
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
-from types import ModuleType
 from typing import Any, NamedTuple
 
 import attrs
@@ -28,22 +24,12 @@ import pytest
 import torch
 
 import torchport as tp
+from tests.place.siblings import load
 
 META = torch.device("meta")
 
 
-def _load(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-pyg = _load("graphs")  # the stand-ins for PyTorch Geometric's Data, Batch and HeteroData
+pyg = load("graphs")  # the stand-ins for PyTorch Geometric's Data, Batch and HeteroData
 
 
 def on_meta(*tensors: torch.Tensor) -> bool:

@@ -15,11 +15,7 @@ The default run draws a few dozen graphs per test. The long profile (at least
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -28,22 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torchport as tp
+from tests.place.siblings import load
 from torchport.place._tree import flatten_tensors
 
-
-def _load(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-graphs = _load("graphs")
-reach = _load("reachability")
+graphs = load("graphs")
+reach = load("reachability")
 
 META = torch.device("meta")
 CPU = torch.device("cpu")

@@ -11,32 +11,17 @@ from __future__ import annotations
 
 import collections
 import gc
-import importlib.util
-import sys
 import weakref
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
 from hypothesis import HealthCheck, given, settings
 
 import torchport as tp
+from tests.place.siblings import load
 from torchport.place._tree import flatten_tensors
 
-
-def _load(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fresh = _load("fresh")
+fresh = load("fresh")
 
 
 def _moved_then_dropped(kinds: list[str], target: str, **options: Any) -> list[weakref.ref[Any]]:

@@ -11,12 +11,8 @@ unchanged, sharing is kept. The classes are made fresh for each example
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
@@ -24,21 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torchport as tp
+from tests.place.siblings import load
 
-
-def _load(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fresh = _load("fresh")
-reach = _load("reachability")
+fresh = load("fresh")
+reach = load("reachability")
 
 META = torch.device("meta")
 THREADS = 8
