@@ -136,6 +136,18 @@ class FakeBackend(Backend):
     def current_index(self, kind: str) -> int:
         return self.current
 
+    def built(self, kind: str) -> bool:
+        return kind == self.kind
+
+    def available(self, kind: str) -> bool:
+        return kind == self.kind
+
+    def properties(self, kind: str, index: int) -> tuple[str, str, int] | None:
+        return (self.name(kind, index), "9.0" if kind == "cuda" else "", 80 * GIB)
+
+    def arch_list(self) -> tuple[str, ...]:
+        return ("sm_90",) if self.kind == "cuda" else ()
+
     def name(self, kind: str, index: int) -> str:
         return "NVIDIA H100" if kind == "cuda" else f"Fake {kind.upper()}"
 

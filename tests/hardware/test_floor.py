@@ -1,8 +1,11 @@
-"""The hardware floor is the only code that asks torch about hardware.
+"""Only the backend asks torch about hardware.
 
 Every ``torch.cuda``/``torch.mps``/``torch.xpu``/``torch.accelerator`` call, the
 backends' availability flags and the private CUDA getters are made in
-``torchport/hardware``; every other part asks the floor. Read from the source
+``hardware/_backend.py`` (the object tests replace with a fake) or in
+``hardware/_torch_api.py`` (which knows torch's version and feature-tests it);
+every other module of the floor asks the backend, and every other part asks
+the floor (the few exceptions are listed with their reasons). Read from the source
 with ``ast``, so docstrings and messages that name those APIs do not count.
 """
 
@@ -73,6 +76,21 @@ SOURCES = sorted(
 def test_only_the_floor_asks_torch_about_hardware(path: Path) -> None:
     if str(path.relative_to(PACKAGE)) in ALLOWED:
         pytest.skip("allowed: see ALLOWED")
+    assert hardware_calls(path.read_text(encoding="utf-8")) == []
+
+
+# Inside the floor: the backend, and the module that feature-tests torch's version.
+BACKEND_MODULES = {
+    "_backend.py": "the backend tests replace with a fake",
+    "_torch_api.py": "the one place that knows torch's version: feature tests, private getters",
+}
+FLOOR_SOURCES = sorted((PACKAGE / "hardware").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", FLOOR_SOURCES, ids=lambda p: p.name)
+def test_inside_the_floor_only_the_backend_asks(path: Path) -> None:
+    if path.name in BACKEND_MODULES:
+        pytest.skip(f"allowed: {BACKEND_MODULES[path.name]}")
     assert hardware_calls(path.read_text(encoding="utf-8")) == []
 
 

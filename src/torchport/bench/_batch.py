@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import torch
 
+from torchport._device_types import CUDA
 from torchport._sizes import format_bytes
 from torchport.bench._batches import (
     MIB,
@@ -50,7 +51,7 @@ def batch_transfer(
     if on_case is not None:
         on_case(f"nested batch {format_bytes(size)}")
     # pinned wherever pinning exists; the CPU run only exercises the code (tests)
-    batches = [nested_batch(size, pin=device.type == "cuda") for _ in range(2)]
+    batches = [nested_batch(size, pin=device.type == CUDA) for _ in range(2)]
     sources = [tensor_leaves(batch) for batch in batches]
     targets = [[torch.empty_like(t, device=device) for t in leaves] for leaves in sources]
 

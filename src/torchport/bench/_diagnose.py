@@ -35,6 +35,7 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from torchport._device_types import CPU
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import time_interleaved, time_once, torch_threads
 
@@ -65,7 +66,7 @@ def _make_step(width: int, batch: int) -> Callable[[int], None]:
 
 def _calibrated_step(target_s: float) -> tuple[Callable[[int], None], int]:
     """The smallest listed width whose step takes at least ``target_s`` here, and that width."""
-    cpu = torch.device("cpu")
+    cpu = torch.device(CPU)
     width = 256
     step = _make_step(width, 64)
     for width in (256, 384, 512, 576, 640, 704, 768, 1024, 1536, 2048):
@@ -178,7 +179,7 @@ def _diagnose_rows(
 
     Runs on CPU only.
     """
-    cpu = torch.device("cpu")
+    cpu = torch.device(CPU)
     chosen = {k: v for k, v in _variants().items() if k == "baseline" or k in variants}
     tiny = _make_step(16, 8)
     medium, width = _calibrated_step(5e-3)
@@ -238,7 +239,7 @@ def _events() -> dict[str, tuple[Callable[[], object], bool]]:
         "scalar": torch.ones(()),
         "values": values,
         "mask": values > 4,
-        "device": torch.device("cpu"),
+        "device": torch.device(CPU),
         "weight": torch.ones((), requires_grad=True) * 2,
         "feed": DeviceLoader([(values, values)], "cpu"),
     }
@@ -266,7 +267,7 @@ def event_cost_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
     """
     from torchport.diagnose import audit
 
-    cpu = torch.device("cpu")
+    cpu = torch.device(CPU)
     calls = 200 if quick else 500
     contexts: dict[str, Callable[[], contextlib.AbstractContextManager[Any]]] = {
         "baseline": contextlib.nullcontext,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
+from torchport._device_types import CPU
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import rotating, time_interleaved
 from torchport.feed import DeviceLoader
@@ -72,7 +73,7 @@ def loader_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
             'DeviceLoader(loader, "cpu")': _epoch(DeviceLoader(source, "cpu")),
         }
         stats = time_interleaved(
-            strategies, torch.device("cpu"), warmup=2, repeats=repeats, clock=time.process_time
+            strategies, torch.device(CPU), warmup=2, repeats=repeats, clock=time.process_time
         )
         bare = stats["bare loader"].median
         for label, got in stats.items():
@@ -102,7 +103,7 @@ def pack_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
         }
         stats = time_interleaved(
             strategies,
-            torch.device("cpu"),
+            torch.device(CPU),
             warmup=2,
             repeats=repeats,
             inner=20,

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from torchport._device_types import CPU
 from torchport.bench._batches import many_leaf_batch
 from torchport.bench._competitors import (
     Strategy,
@@ -146,7 +147,7 @@ def _rows(
     runnable = {s.label: rotating(s.run, batches) for s in strategies if s.run is not None}
     stats = time_interleaved(
         runnable,
-        torch.device("cpu"),
+        torch.device(CPU),
         warmup=2,
         repeats=repeats,
         inner=INNER,

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from torchport._device_types import CPU, CUDA
 from torchport.bench._batch import batch_transfer
 from torchport.bench._diagnose import diagnose_rows
 from torchport.bench._link import link_bandwidth
@@ -70,9 +71,9 @@ def accelerator() -> tuple[torch.device | None, str]:
     from torchport.place import pick_device
 
     device = pick_device()
-    if device.type == "cuda":
+    if device.type == CUDA:
         return device, ""
-    if device.type == "cpu":
+    if device.type == CPU:
         return (
             None,
             "needs a CUDA or ROCm GPU; torch reports none on this machine",

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from torchport._device_types import CUDA
+
 if TYPE_CHECKING:
     import torch
 
@@ -135,7 +137,7 @@ def time_once(
     This synchronizes the host with ``device`` before and after the calls.
     """
     synchronize(device)
-    if events and device.type == "cuda":
+    if events and device.type == CUDA:
         from torchport import hardware
 
         start = hardware.new_event(timing=True)

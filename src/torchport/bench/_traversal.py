@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 
+from torchport._device_types import CPU
 from torchport.bench._batches import many_leaf_batch, misplaced
 from torchport.bench._competitors import (
     Strategy,
@@ -112,7 +113,7 @@ def traversal_rows(
         strategies = _strategies(target)
         runnable = {s.label: rotating(s.run, batches) for s in strategies if s.run is not None}
         stats = time_interleaved(
-            runnable, torch.device("cpu"), warmup=3, repeats=repeats, clock=time.process_time
+            runnable, torch.device(CPU), warmup=3, repeats=repeats, clock=time.process_time
         )
         # a strategy whose output is wrong gets no time, and no ratio is taken against it
         wrong = {
@@ -199,7 +200,7 @@ def _per_call(
     runnable = {s.label: rotating(s.run, batches) for s in strategies if s.run is not None}
     stats = time_interleaved(
         runnable,
-        torch.device("cpu"),
+        torch.device(CPU),
         warmup=2,
         repeats=repeats,
         inner=SMALL_INNER,

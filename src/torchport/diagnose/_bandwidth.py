@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import torch
 
 from torchport import hardware
+from torchport._device_types import CUDA, HOST_TYPES, XPU
 
 __all__ = ["NOT_REQUESTED", "CopyBandwidth", "measure_bandwidth", "median_rate"]
 
 NOT_REQUESTED = "not measured"
 """``CopyBandwidth.reason`` when no measurement was asked for; the renderer says how to ask."""
 
-_EVENT_TIMED = ("cuda", "xpu")
+_EVENT_TIMED = (CUDA, XPU)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def measure_bandwidth(
     Returns:
         The four medians, or ``None`` each with ``reason`` where not measurable.
     """
-    if device.type in ("cpu", "meta"):
+    if device.type in HOST_TYPES:
         return CopyBandwidth(
             device=None,
             reason=f"not applicable: {device.type} has no separate device memory to copy to",

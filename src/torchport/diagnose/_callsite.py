@@ -25,6 +25,7 @@ from types import CodeType, FrameType
 
 import torch
 
+from torchport._device_types import CPU, MOVE_METHODS
 from torchport.diagnose._frames import INSTALLED, USER
 
 __all__ = [
@@ -46,8 +47,8 @@ elsewhere), or nothing this module can tell (no source, a target passed through
 # (code, instruction) -> (what the call names, the name of the function it calls)
 _SEEN: dict[tuple[CodeType, int], tuple[int, str]] = {}
 # Methods that name where they move to: .cpu() the host, the others an accelerator
-_HOST_METHODS = frozenset({"cpu"})
-_DEVICE_METHODS = frozenset({"cuda", "xpu", "mps", "npu", "hpu", "ipu", "xla"})
+_HOST_METHODS = frozenset({CPU})
+_DEVICE_METHODS = MOVE_METHODS - _HOST_METHODS
 _MOVES = _DEVICE_METHODS | {"to"}
 
 
@@ -163,7 +164,7 @@ def _device_expression(node: ast.expr, frame: FrameType) -> int:
         return UNKNOWN if UNKNOWN in (body, orelse) else DEVICE
     literal = _literal_type(node)
     if literal is not None:
-        return HOST if literal == "cpu" else DEVICE
+        return HOST if literal == CPU else DEVICE
     if isinstance(node, (ast.Constant, ast.Dict, ast.Lambda, ast.List, ast.Tuple)):
         return UNKNOWN  # None, a map_location table or function: no one device
     # x.to(y) and device=x.device: wherever that tensor is

@@ -23,6 +23,8 @@ from typing import Any, TypeGuard
 import torch
 from torch import nn
 
+from torchport._device_types import CPU
+
 __all__ = ["ModuleCall", "describe_calls", "significant", "unwrap"]
 
 
@@ -50,7 +52,7 @@ class _Held:
 
 def significant(t: object) -> TypeGuard[torch.Tensor]:
     """A tensor whose device matters: a 0-dim CPU tensor mixes with any device (a scalar)."""
-    return isinstance(t, torch.Tensor) and not (t.device.type == "cpu" and t.dim() == 0)
+    return isinstance(t, torch.Tensor) and not (t.device.type == CPU and t.dim() == 0)
 
 
 def unwrap(module: nn.Module) -> nn.Module:

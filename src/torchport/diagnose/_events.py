@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from torchport._device_types import HOST_TYPES
 from torchport.diagnose._ops import OpKind
 
 __all__ = [
@@ -16,9 +17,8 @@ __all__ = [
     "Where",
 ]
 
-# Devices whose scalar reads cost no wait: the audit still lists them, labelled
-# as points that would synchronize on an accelerator.
-HOST_TYPES = frozenset({"cpu", "meta"})
+# Devices whose scalar reads cost no wait (the vocabulary's HOST_TYPES): the audit still
+# lists them, labelled as points that would synchronize on an accelerator.
 
 # What a predicted copy's direction is called: the run's device is the host here, so
 # both ends are "cpu"; on an accelerator one of them is the device.

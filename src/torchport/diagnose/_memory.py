@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from torchport import hardware
+from torchport._device_types import CPU, META, MPS
 from torchport._sizes import format_bytes
 from torchport.errors import ConfigError, DeviceError
 
@@ -111,10 +112,10 @@ def memory_report(device: torch.device | str | int | None = None) -> MemoryRepor
     """
     resolved = _resolve(device)
     rss, peak_rss = _process_rss()
-    if resolved.type == "cpu":
+    if resolved.type == CPU:
         free, total, notes, total_is = _host_memory()
         return MemoryReport(
-            device="cpu",
+            device=CPU,
             free=free,
             total=total,
             total_is=total_is,
@@ -130,7 +131,7 @@ def _resolve(device: torch.device | str | int | None) -> torch.device:
         from torchport.place import pick_device
 
         picked = pick_device()
-        if picked.type == "meta":  # TORCHPORT_DEVICE=meta: a dry-run device with no memory
+        if picked.type == META:  # TORCHPORT_DEVICE=meta: a dry-run device with no memory
             raise DeviceError(
                 f"memory_report() reports on the device pick_device() chose, {str(picked)!r} "
                 f"(TORCHPORT_DEVICE={os.environ.get('TORCHPORT_DEVICE')!r}), but meta tensors "
@@ -146,7 +147,7 @@ def _resolve(device: torch.device | str | int | None) -> torch.device:
     # The one device parser: "cpu:0" is the CPU, absent devices are refused naming
     # the argument and listing what is there.
     resolved = hardware.parse_device(device, argument="device")
-    if resolved.type == "meta":
+    if resolved.type == META:
         raise DeviceError(
             "memory_report('meta'): meta tensors hold no memory; pass a real device, one of: "
             + ", ".join(_available())
@@ -168,7 +169,7 @@ def _accelerator_report(device: torch.device, rss: int | None, peak: int | None)
     free, total = hardware.memory_info(target, allow_context=True)
     if free is None and total is None:
         notes.append("free/total not reported by this backend")
-    elif device.type == "mps":
+    elif device.type == MPS:
         notes.append("total is Metal's recommended working-set size; free is what remains of it")
     return MemoryReport(
         device=str(target),

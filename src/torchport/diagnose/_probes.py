@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from torchport import __version__, hardware
+from torchport._device_types import CUDA, XPU
 from torchport._sizes import format_bytes
 from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._software import CudaToolkit, companion_versions, cpu_model, cuda_toolkit
@@ -316,7 +317,7 @@ def probe_gpus(
     """
     gpus: list[GpuInfo] = []
     findings: list[DoctorFinding] = []
-    for kind in ("xpu", "cuda"):
+    for kind in (XPU, CUDA):
         for props in hardware.gpu_properties(kind):
             free, source = (
                 hardware.free_memory(kind, props.index)
@@ -332,11 +333,11 @@ def probe_gpus(
                 free_memory=free,
                 free_memory_source=source,
                 supported_by_build=(
-                    _arch_supported(props.capability, build) if kind == "cuda" else None
+                    _arch_supported(props.capability, build) if kind == CUDA else None
                 ),
             )
             gpus.append(gpu)
-            if kind == "cuda":
+            if kind == CUDA:
                 findings += _gpu_findings(gpu, build)
     return tuple(gpus), findings
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from torchport._device_types import CPU
 from torchport.diagnose import _loading, _methods, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
 from torchport.diagnose._checkpoints import CheckpointCounting
@@ -479,7 +480,7 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
     os.register_at_fork(after_in_child=_leave_in_child)
 
 
-_CPU = torch.device("cpu")
+_CPU = torch.device(CPU)
 _HOST_INDEX = "copy (index built on the host from a list or NumPy array)"
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu

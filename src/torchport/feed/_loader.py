@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar, cast
 import torch
 
 from torchport import _skipped, hardware
+from torchport._device_types import CPU, CUDA
 from torchport.errors import ConfigError
 from torchport.feed._epochs import set_epoch, unreached
 from torchport.hardware import StagingPool
@@ -223,7 +224,7 @@ class DeviceLoader(Generic[_T]):
         self._live: Iterator[_T] | None = None
         # Staging slots: `depth` of them, as that many batches are in flight on CUDA.
         # The CPU needs none (nothing crosses).
-        self._pool = StagingPool(max_slots=depth) if self._device.type != "cpu" else None
+        self._pool = StagingPool(max_slots=depth) if self._device.type != CPU else None
         self._lock = threading.Lock()
         self._counts = [0, 0, 0, 0, 0]  # the fields of FeedStats, in order, minus pinned
         self._tallies: list[list[int]] = []  # [batches, tensors] of CPU passes running
@@ -344,9 +345,9 @@ class DeviceLoader(Generic[_T]):
         Synchronization: see the class docstring.
         """
         kind = self._device.type
-        if kind == "cpu":
+        if kind == CPU:
             return self._iter_cpu()
-        if kind != "cuda":
+        if kind != CUDA:
             return self._iter_blocking()
         if not isinstance(self._loader, Iterator):
             return self._iter_async()

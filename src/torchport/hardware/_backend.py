@@ -1,8 +1,14 @@
-"""The backend: the only functions in torchport that ask torch about hardware.
+"""The backend: the functions in torchport that ask torch about hardware.
 
 Everything else in :mod:`torchport.hardware` (and through it the rest of the
-package) reaches torch's device APIs through the one :class:`Backend` object
-held in :data:`ACTIVE`. Tests stand in for an accelerator by installing another
+package) reaches torch's device APIs through the :class:`Backend` object held
+in :data:`ACTIVE`; ``tests/hardware/test_backend_only.py`` fails on a
+``torch.cuda``/``torch.mps``/``torch.xpu``/``torch.accelerator`` call anywhere
+else in the runtime (its allow-list says why ``run/`` and ``_torch_api`` may).
+A backend that answers as ``torch.accelerator`` and ``torch.<type>`` expect
+needs nothing here: the generic branches ask ``getattr(torch, kind)``. Only a
+backend with calls of its own (CUDA's NVML reads, MPS without streams) has a
+branch here. Tests stand in for an accelerator by installing another
 ``Backend`` with :func:`install` (see ``tests/conftest.py``'s
 ``fake_accelerator``), so there is one way to fake hardware and it is here.
 """
@@ -10,11 +16,12 @@ held in :data:`ACTIVE`. Tests stand in for an accelerator by installing another
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import torch
 
+from torchport._device_types import CUDA, HOST_TYPES, MPS
 from torchport.hardware import _torch_api
 
 __all__ = ["ACTIVE", "Backend", "install"]
@@ -34,10 +41,10 @@ class Backend:
 
     def count(self, kind: str) -> int:
         """How many devices of ``kind`` this process sees (0 if this build lacks them)."""
-        if kind == "cuda":
+        if kind == CUDA:
             # NVML-based where torch can; creates no context.
             return torch.cuda.device_count()
-        if kind == "mps":
+        if kind == MPS:
             return 1 if torch.backends.mps.is_available() else 0
         current = _torch_api.current_accelerator()
         if current is not None and current.type == kind:
@@ -53,7 +60,7 @@ class Backend:
 
     def current_index(self, kind: str) -> int:
         """The backend's current device index for ``kind`` (initializes the backend)."""
-        if kind == "mps":
+        if kind == MPS:
             return 0
         current = _torch_api.current_accelerator()
         if current is not None and current.type == kind:
@@ -65,9 +72,9 @@ class Backend:
     def name(self, kind: str, index: int) -> str:
         """A human-readable device name; the type itself where none can be read."""
         try:
-            if kind == "cuda":
+            if kind == CUDA:
                 return torch.cuda.get_device_name(index)
-            if kind == "mps":
+            if kind == MPS:
                 return "Apple MPS"
             module = getattr(torch, kind, None)
             get_name = getattr(module, "get_device_name", None)
@@ -84,14 +91,14 @@ class Backend:
         through its driver counters. Elsewhere (and where NVML is missing) the
         backend is asked only when ``allow_context``: that creates a context.
         """
-        if kind == "cuda":
+        if kind == CUDA:
             try:
                 total = torch.cuda.get_device_properties(index).total_memory
                 used = torch.cuda.device_memory_used(index)  # NVML / amdsmi: no context
                 return max(total - used, 0), total
             except Exception:  # no nvidia-ml-py / amdsmi, or an unsupported device
                 pass
-        if kind == "mps":
+        if kind == MPS:
             try:
                 total = torch.mps.recommended_max_memory()
                 return max(total - torch.mps.driver_allocated_memory(), 0), total
@@ -112,11 +119,88 @@ class Backend:
         except Exception:  # a backend without memory queries
             return None, None
 
+    def built(self, kind: str) -> bool:
+        """Whether this torch build includes ``kind`` (whether or not a device is there).
+
+        Asks ``torch.backends.<kind>.is_built()``, else ``torch.<kind>._is_compiled()``,
+        else whether torch has a ``torch.<kind>`` module at all (an extension's).
+        """
+        for ask in (
+            getattr(getattr(torch.backends, kind, None), "is_built", None),
+            getattr(getattr(torch, kind, None), "_is_compiled", None),
+        ):
+            if callable(ask):
+                try:
+                    return bool(ask())
+                except Exception:  # an extension's module may raise anything here
+                    return False
+        return getattr(torch, kind, None) is not None
+
+    def available(self, kind: str) -> bool:
+        """Whether a device of ``kind`` can be used now; creates no context."""
+        if kind == MPS:
+            return bool(torch.backends.mps.is_available())
+        is_available = getattr(getattr(torch, kind, None), "is_available", None)
+        # A raising backend (a broken driver) raises here: doctor reports its message.
+        return bool(is_available()) if callable(is_available) else False
+
+    def properties(self, kind: str, index: int) -> tuple[str, str, int] | None:
+        """``(name, capability, total memory in bytes)`` of one device; None where unreadable.
+
+        The capability is ``"8.0"`` on NVIDIA, the gfx architecture on ROCm, empty
+        elsewhere. Read from the backend's device properties: no context.
+        """
+        get_properties = getattr(getattr(torch, kind, None), "get_device_properties", None)
+        if not callable(get_properties):
+            return None
+        props = get_properties(index)
+        capability = ""
+        if kind == CUDA and torch.version.hip is not None:
+            capability = str(getattr(props, "gcnArchName", "")).split(":")[0]
+        elif kind == CUDA:
+            capability = f"{props.major}.{props.minor}"
+        return str(props.name), capability, int(props.total_memory)
+
+    def cudnn_version(self) -> int | None:
+        """The cuDNN (or MIOpen) version, when the library loads; loads it, no context."""
+        # torch.backends.cudnn is untyped.
+        if torch.backends.cudnn.is_available():  # type: ignore[no-untyped-call]
+            return int(torch.backends.cudnn.version())  # type: ignore[no-untyped-call]
+        return None
+
+    def arch_list(self) -> tuple[str, ...]:
+        """GPU architectures this CUDA or ROCm build was compiled for (empty otherwise)."""
+        return tuple(torch.cuda.get_arch_list())
+
+    def allocator_stat(self, device: torch.device, name: str) -> int:
+        """One caching-allocator counter of ``device`` (``memory_allocated``, ...), newest first.
+
+        Raises:
+            LookupError: this torch has no way to read ``name`` for this backend.
+            RuntimeError: the backend refused (the error of the last way tried).
+        """
+        ways: list[Callable[[], int]] = []
+        generic = _torch_api.accelerator_function(name)
+        if generic is not None:
+            ways.append(lambda: int(generic(device)))
+        specific = getattr(getattr(torch, device.type, None), name, None)
+        if device.type != MPS and specific is not None:
+            ways.append(lambda: int(specific(device)))
+        if device.type == MPS and name == "memory_allocated":
+            ways.append(lambda: int(torch.mps.current_allocated_memory()))
+        error: Exception = LookupError("no API in this torch")
+        for way in ways:
+            try:
+                return way()
+            except (RuntimeError, AttributeError, NotImplementedError, TypeError) as exc:
+                error = exc
+        raise error
+
     def synchronize(self, device: torch.device, *, stream_only: bool) -> None:
         """Block the host until ``device`` (or only its current stream) has finished."""
-        if device.type in ("cpu", "meta"):
+        if device.type in HOST_TYPES:
             return
-        if device.type == "mps":
+        if device.type == MPS:
             torch.mps.synchronize()
             return
         if stream_only:

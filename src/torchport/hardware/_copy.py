@@ -22,6 +22,7 @@ from operator import not_
 
 import torch
 
+from torchport._device_types import CPU, META, MPS
 from torchport.hardware._pinned import pins_for
 from torchport.hardware._staged import (
     ALIGN,
@@ -165,7 +166,7 @@ class CopyPlan:
             everything = len(direct) == len(out) and self._first is None and not self.staged
             everything = everything and direct[0] == 0 and direct[-1] == len(out) - 1
             src = out if everything else list(map(out.__getitem__, direct))
-            if non_blocking is None and target.type == "cpu":
+            if non_blocking is None and target.type == CPU:
                 moved = _to_host_pageable(src, self.dtype, sources)
             elif self.dtype is None:
                 moved = [t.to(target, None, nb) for t in src]
@@ -202,7 +203,7 @@ class CopyPlan:
         if copies:
             if non_blocking is None:
                 wait_for_copies(sources, target)
-            elif not nb and target.type == "mps":
+            elif not nb and target.type == MPS:
                 synchronize(target)  # a blocking copy to MPS is visible only after this
         first = self._first
         if first is not None:
@@ -228,9 +229,9 @@ def copy_one(
     :func:`_to_host_pageable`).
     """
     cast = cast_of(t, dtype)
-    if non_blocking is None and target.type == "cpu":
+    if non_blocking is None and target.type == CPU:
         return _to_host_pageable([t], dtype, pending)[0]
-    if non_blocking is None and target.type == "mps" and not same_device(t.device, target):
+    if non_blocking is None and target.type == MPS and not same_device(t.device, target):
         pending.add(target)
     return t.to(target, cast, True if non_blocking is None else non_blocking)
 
@@ -247,7 +248,7 @@ def _to_host_pageable(
     once afterwards, recorded in ``sources``); others (sparse, nested, subclasses,
     tensors that require grad and keep their autograd edge) use a blocking ``.to``.
     """
-    cpu = torch.device("cpu")
+    cpu = torch.device(CPU)
     moved: list[torch.Tensor] = []
     for t in src:
         cast = cast_of(t, dtype)
@@ -310,9 +311,9 @@ def plan_copy(
     # Which tensors are already there, at C speed (no Python per tensor).
     sub = tensors if first is None else list(map(tensors.__getitem__, unique))
     kind = target.type
-    if kind == "cpu":
+    if kind == CPU:
         on: Callable[[torch.Tensor], bool] = _IS_CPU
-    elif kind == "meta":
+    elif kind == META:
         on = _IS_META
     else:
         on = _on(target)
@@ -328,7 +329,7 @@ def plan_copy(
         if all(map(on, sub)):
             return CopyPlan(tensors, target, dtype, first, unique, [], [], False)
         return CopyPlan(tensors, target, dtype, first, [], unique, [], False)
-    if kind == "cpu" and gather_host and pack is True:
+    if kind == CPU and gather_host and pack is True:
         here = [not stageable(t, dtype) and t.is_cpu and cast_of(t, dtype) is None for t in sub]
     else:
         here = list(map(on, sub))

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import torch
 
+from torchport._device_types import CPU, CUDA, HOST_TYPES, META
 from torchport._sizes import format_bytes
 from torchport.errors import DeviceError
 from torchport.hardware import _backend
@@ -40,8 +41,8 @@ __all__ = [
     "parsed_cache",
 ]
 
-_CPU = torch.device("cpu")
-_META = torch.device("meta")
+_CPU = torch.device(CPU)
+_META = torch.device(META)
 # Device values already parsed to a device with an index: a dict lookup the next
 # time. Device counts cannot change while a process runs (CUDA_VISIBLE_DEVICES is
 # read once), so an answer stays true. A bare type ("cuda") is cached only where
@@ -78,7 +79,7 @@ class DeviceInfo:
 
     def __str__(self) -> str:
         label = str(self.device)
-        if self.type == "cpu":
+        if self.type == CPU:
             return label
         details = [self.name] if self.name else []
         if self.free_memory is not None:
@@ -114,7 +115,7 @@ def accelerator_present() -> bool:
 
 def device_count(kind: str) -> int:
     """How many devices of type ``kind`` this process sees (1 for cpu and meta)."""
-    if kind in ("cpu", "meta"):
+    if kind in HOST_TYPES:
         return 1
     return _backend.ACTIVE.count(kind)
 
@@ -129,8 +130,8 @@ def current_index(kind: str) -> int:
 
 def device_name(device: torch.device) -> str:
     """A human-readable name for ``device`` (the type itself where none can be read)."""
-    if device.type == "cpu":
-        return platform.processor() or platform.machine() or "cpu"
+    if device.type == CPU:
+        return platform.processor() or platform.machine() or CPU
     return _backend.ACTIVE.name(device.type, device.index or 0)
 
 
@@ -142,10 +143,10 @@ def memory_info(device: torch.device, *, allow_context: bool) -> tuple[int | Non
     NVML, are asked only when ``allow_context``, which creates a context on that
     device. Never synchronizes.
     """
-    if device.type == "cpu":
+    if device.type == CPU:
         info = cpu_info()
         return info.free_memory, info.total_memory
-    if device.type == "meta":
+    if device.type == META:
         return None, None
     return _backend.ACTIVE.memory(device.type, device.index or 0, allow_context=allow_context)
 
@@ -184,7 +185,7 @@ def cpu_info() -> DeviceInfo:
         free = page * os.sysconf("SC_AVPHYS_PAGES")
     except (AttributeError, OSError, ValueError):
         pass  # not POSIX: memory unknown
-    return DeviceInfo(_CPU, device_name(_CPU), "cpu", None, total, free)
+    return DeviceInfo(_CPU, device_name(_CPU), CPU, None, total, free)
 
 
 def parse_device(
@@ -236,16 +237,16 @@ def parse_device(
     else:
         device = device_spec(value, argument=argument)
     kind = device.type
-    if kind in ("cpu", "meta"):
+    if kind in HOST_TYPES:
         if device.index is not None:
             raise device_error(
                 f"{where}: {kind} has one device, index 0; pass {kind!r}",
                 argument,
             )
-        return _CPU if kind == "cpu" else _META
+        return _CPU if kind == CPU else _META
     count = device_count(kind)
     if count == 0:
-        if kind == "cuda" and torch.version.cuda is None and torch.version.hip is None:
+        if kind == CUDA and not _backend.ACTIVE.built(CUDA):
             problem = f"this build of torch ({torch.__version__}) has no CUDA support"
         else:
             problem = f"this process sees no {kind!r} device"
@@ -295,8 +296,8 @@ def device_spec(value: str | torch.device, *, argument: str = "device") -> torch
             device = torch.device(text)
         except RuntimeError:
             raise device_error(f"{argument}={value!r} is not a device string", argument) from None
-    if device.type in ("cpu", "meta") and device.index == 0:
-        return _CPU if device.type == "cpu" else _META
+    if device.type in HOST_TYPES and device.index == 0:
+        return _CPU if device.type == CPU else _META
     return device
 
 

@@ -10,11 +10,11 @@ is ``diagnose``'s work.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
+from torchport._device_types import ACCELERATOR_TYPES, CUDA, MPS, XPU
 from torchport.hardware import _backend, _torch_api
 
 __all__ = [
@@ -56,21 +56,40 @@ class BuildFacts:
 class AcceleratorInfo:
     """What ``torch.accelerator`` and each backend report.
 
+    One entry per accelerator type of the vocabulary (:mod:`torchport._device_types`)
+    that this torch includes, so a new backend needs no new field.
+
     Attributes:
         current: The accelerator type torch would use (``"cuda"``, ``"mps"``, ``"xpu"``).
         count: How many devices of that type are visible.
-        cuda_available: Whether CUDA (or ROCm) can be used now.
-        mps_built: Whether this torch includes MPS.
-        mps_available: Whether MPS can be used now.
-        xpu_available: Whether an Intel GPU can be used now.
+        built: The accelerator types this torch includes, sorted.
+        available: Of those, the ones that can be used now, sorted.
     """
 
     current: str | None
     count: int
-    cuda_available: bool
-    mps_built: bool
-    mps_available: bool
-    xpu_available: bool
+    built: tuple[str, ...]
+    available: tuple[str, ...]
+
+    @property
+    def cuda_available(self) -> bool:
+        """Whether CUDA (or ROCm) can be used now."""
+        return CUDA in self.available
+
+    @property
+    def mps_built(self) -> bool:
+        """Whether this torch includes MPS."""
+        return MPS in self.built
+
+    @property
+    def mps_available(self) -> bool:
+        """Whether MPS can be used now."""
+        return MPS in self.available
+
+    @property
+    def xpu_available(self) -> bool:
+        """Whether an Intel GPU can be used now."""
+        return XPU in self.available
 
 
 @dataclass(frozen=True)
@@ -94,16 +113,12 @@ class GpuProperties:
 
 def build_facts() -> BuildFacts:
     """Read the torch build; loads cuDNN to read its version, creates no context."""
-    cudnn: int | None = None
-    # torch.backends.cudnn is untyped.
-    if torch.backends.cudnn.is_available():  # type: ignore[no-untyped-call]
-        cudnn = torch.backends.cudnn.version()  # type: ignore[no-untyped-call]
     return BuildFacts(
         version=torch.__version__,
         cuda=torch.version.cuda,
         hip=torch.version.hip,
-        cudnn=cudnn,
-        arch_list=tuple(torch.cuda.get_arch_list()),
+        cudnn=_backend.ACTIVE.cudnn_version(),
+        arch_list=_backend.ACTIVE.arch_list(),
     )
 
 
@@ -119,40 +134,41 @@ def driver_version() -> int | None:
 
 def accelerator_info() -> AcceleratorInfo:
     """Read what each backend reports; creates no context."""
+    backend = _backend.ACTIVE
     # A CUDA build on a machine without a GPU reports no accelerator.
-    current = _torch_api.current_accelerator()
+    current = backend.accelerator()
+    # The vocabulary's accelerators, and the one torch reports (a renamed PrivateUse1: "sim").
+    kinds = ACCELERATOR_TYPES | ({current} if current is not None else set())
+    built = tuple(sorted(kind for kind in kinds if backend.built(kind)))
     return AcceleratorInfo(
-        current=current.type if current is not None else None,
-        count=torch.accelerator.device_count() if current is not None else 0,
-        cuda_available=torch.cuda.is_available(),
-        mps_built=torch.backends.mps.is_built(),
-        mps_available=torch.backends.mps.is_available(),
-        xpu_available=torch.xpu.is_available(),
+        current=current,
+        count=backend.count(current) if current is not None else 0,
+        built=built,
+        available=tuple(kind for kind in built if backend.available(kind)),
     )
 
 
 def gpu_properties(kind: str) -> tuple[GpuProperties, ...]:
-    """Each visible device of ``kind`` (``"cuda"`` or ``"xpu"``), in index order; no context."""
-    module = {"cuda": torch.cuda, "xpu": torch.xpu}.get(kind)
-    if module is None or not module.is_available():
+    """Each visible device of ``kind`` (``"cuda"``, ``"xpu"``, ...), in index order; no context.
+
+    Empty for a type whose backend cannot be used now or describes no devices (MPS).
+    """
+    backend = _backend.ACTIVE
+    if not backend.available(kind):
         return ()
-    rocm = torch.version.hip is not None
     found = []
-    for index in range(module.device_count()):
-        props = module.get_device_properties(index)
-        if kind == "xpu":
-            capability = ""
-        elif rocm:
-            capability = str(getattr(props, "gcnArchName", "")).split(":")[0]
-        else:
-            capability = f"{props.major}.{props.minor}"
+    for index in range(backend.count(kind)):
+        props = backend.properties(kind, index)
+        if props is None:
+            return ()
+        name, capability, total_memory = props
         found.append(
             GpuProperties(
                 device=f"{kind}:{index}",
                 index=index,
-                name=str(props.name),
+                name=name,
                 capability=capability,
-                total_memory=int(props.total_memory),
+                total_memory=total_memory,
             )
         )
     return tuple(found)
@@ -161,9 +177,10 @@ def gpu_properties(kind: str) -> tuple[GpuProperties, ...]:
 def cuda_contexts() -> frozenset[int]:
     """Indices of CUDA devices that have a primary context in this process; creates none."""
     has_context = _torch_api.cuda_private("_cuda_hasPrimaryContext")
-    if has_context is None or not torch.cuda.is_available():
+    backend = _backend.ACTIVE
+    if has_context is None or not backend.available(CUDA):
         return frozenset()
-    return frozenset(i for i in range(torch.cuda.device_count()) if has_context(i))
+    return frozenset(i for i in range(backend.count(CUDA)) if has_context(i))
 
 
 def free_memory(kind: str, index: int) -> tuple[int | None, str]:
@@ -175,10 +192,10 @@ def free_memory(kind: str, index: int) -> tuple[int | None, str]:
     """
     free, _ = _backend.ACTIVE.memory(kind, index, allow_context=False)
     if free is not None:
-        return free, "NVML/amdsmi (no context created)" if kind == "cuda" else "its driver"
-    had_context = kind == "cuda" and index in cuda_contexts()
+        return free, "NVML/amdsmi (no context created)" if kind == CUDA else "its driver"
+    had_context = kind == CUDA and index in cuda_contexts()
     free, _ = _backend.ACTIVE.memory(kind, index, allow_context=True)
-    if kind != "cuda":
+    if kind != CUDA:
         return free, f"torch.{kind}.mem_get_info"
     if had_context:
         return free, "cudaMemGetInfo (context already existed)"
@@ -189,24 +206,10 @@ def allocator_stat(device: torch.device, name: str) -> int:
     """One caching-allocator counter of ``device`` (``memory_allocated``, ...), newest API first.
 
     Raises:
-        LookupError: this torch has no way to read ``name`` for this backend.
+        LookupError: ``name`` is no counter, or this torch has no way to read it for
+            this backend.
         RuntimeError: the backend refused (the error of the last way tried).
     """
     if name not in ALLOCATOR_STATS:
         raise LookupError(f"{name!r} is not an allocator counter; one of {ALLOCATOR_STATS}")
-    ways: list[Callable[[], int]] = []
-    generic = _torch_api.accelerator_function(name)
-    if generic is not None:
-        ways.append(lambda: int(generic(device)))
-    specific = getattr(getattr(torch, device.type, None), name, None)
-    if device.type != "mps" and specific is not None:
-        ways.append(lambda: int(specific(device)))
-    if device.type == "mps" and name == "memory_allocated":
-        ways.append(lambda: int(torch.mps.current_allocated_memory()))
-    error: Exception = LookupError("no API in this torch")
-    for way in ways:
-        try:
-            return way()
-        except (RuntimeError, AttributeError, NotImplementedError, TypeError) as exc:
-            error = exc
-    raise error
+    return _backend.ACTIVE.allocator_stat(device, name)

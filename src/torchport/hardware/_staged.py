@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
+from torchport._device_types import CPU, META
 from torchport.hardware._pinned import pins_for
 from torchport.hardware._staging import StagingPool, default_pool
 from torchport.hardware._sync import current_stream, new_event
@@ -163,7 +164,7 @@ def strides_after_to(t: torch.Tensor, dtype: torch.dtype) -> tuple[int, ...]:
     """
     if t.is_contiguous():
         return tuple(t.stride())  # dense: .to keeps the strides as they are
-    return tuple(torch.empty_like(t, dtype=dtype, device="meta").stride())
+    return tuple(torch.empty_like(t, dtype=dtype, device=META).stride())
 
 
 def run_staged(
@@ -190,7 +191,7 @@ def run_staged(
     is still read.
     """
     entries, total = _layout(tensors, staged, dtype)
-    if target.type == "cpu":
+    if target.type == CPU:
         # Nothing to cross: each tensor is copied into a fresh tensor of its own.
         for entry in entries:
             result = entry.alone(target)

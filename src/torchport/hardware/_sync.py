@@ -1,7 +1,10 @@
 """Ordering work on a device: host waits, streams and events.
 
-The only places torchport blocks the host on a device, or creates a stream or
-an event, are the functions here. Each says when it waits.
+The runtime blocks the host on a device, or creates a stream or an event,
+through the functions here, which ask the backend (``hardware/_backend.py``);
+``tests/hardware/test_backend_only.py`` fails on a ``torch.cuda``/``torch.accelerator``
+call elsewhere. Each says when it waits. (A user's ``.item()`` or a blocking
+``.to("cpu")`` waits too; the audit counts those.)
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 import torch
 
+from torchport._device_types import CPU, CUDA, HOST_TYPES, MPS
 from torchport.hardware import _backend, _torch_api
 
 __all__ = [
@@ -34,7 +38,7 @@ def synchronize(device: torch.device, *, stream_only: bool = False) -> None:
     streams are busy); otherwise every stream of the device. MPS has one queue
     and is always waited on whole.
     """
-    if device.type == "cpu" or device.type == "meta":
+    if device.type in HOST_TYPES:
         return
     _backend.ACTIVE.synchronize(device, stream_only=stream_only)
 
@@ -47,11 +51,11 @@ def wait_for_copies(sources: Iterable[torch.device], target: torch.device) -> No
     MPS end with one MPS synchronization. Any other target needs no wait (stream
     order covers the device work that reads the results).
     """
-    if target.type == "mps":
+    if target.type == MPS:
         synchronize(target)
-    elif target.type == "cpu":
+    elif target.type == CPU:
         for device in set(sources):
-            if device.type != "cpu" and device.type != "meta":
+            if device.type not in HOST_TYPES:
                 synchronize(device, stream_only=True)
 
 
@@ -111,7 +115,7 @@ def sync_debug_mode_reader() -> Callable[[], int]:
     ``torch.cuda.set_sync_debug_mode`` can change at any time, so callers read it
     per call through the returned C getter; without CUDA it is always 0.
     """
-    if not torch.cuda.is_available():
+    if not _backend.ACTIVE.available(CUDA):
         return _never
     getter = _torch_api.cuda_private("_cuda_get_sync_debug_mode")
     return _never if getter is None else getter

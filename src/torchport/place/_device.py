@@ -18,6 +18,7 @@ import os
 import torch
 
 from torchport import hardware
+from torchport._device_types import CPU
 from torchport._sizes import format_bytes
 from torchport.hardware import DeviceInfo
 from torchport.place._redirected import names_cuda, redirect_target
@@ -107,7 +108,7 @@ def pick_device_with_reason(
         return redirected, f"{_redirect_says(redirected)}, so the automatic choice is {redirected}"
     kind = hardware.accelerator_type()
     if kind is None:
-        return torch.device("cpu"), "torch reports no accelerator, so the CPU"
+        return torch.device(CPU), "torch reports no accelerator, so the CPU"
     index, why = _choose_index(kind)
     return torch.device(kind, index), f"{kind} is the accelerator torch reports; {why}"
 
@@ -126,7 +127,7 @@ def available_devices() -> list[DeviceInfo]:
     """
     infos = hardware.list_devices(allow_context=True)
     # Stable sort: equal or unknown free memory keeps index order; the CPU stays last.
-    infos.sort(key=lambda info: (info.type == "cpu", -(info.free_memory or 0)))
+    infos.sort(key=lambda info: (info.type == CPU, -(info.free_memory or 0)))
     return infos
 
 

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from torchport import _skipped, hardware
+from torchport._device_types import CPU, CUDA, META, MPS
 from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
@@ -39,8 +40,8 @@ T = TypeVar("T")
 
 _IS_CPU = operator.attrgetter("is_cpu")
 _IS_META = operator.attrgetter("is_meta")
-_CPU = parse_device("cpu")
-_META = parse_device("meta")
+_CPU = parse_device(CPU)
+_META = parse_device(META)
 _DEVICE = operator.attrgetter("device")
 _TENSOR = torch.Tensor
 _ONLY_TENSOR = frozenset({torch.Tensor})
@@ -204,7 +205,7 @@ def to_device(
                         return obj
                 elif t.device == target:
                     return obj
-                elif target.type != "mps":
+                elif target.type != MPS:
                     return t.to(target, None, non_blocking is not False)  # type: ignore[return-value]
             elif cls is tuple or cls is list or cls is dict:
                 moved = _move_flat(obj, cls, target, non_blocking, pack)
@@ -326,8 +327,8 @@ def _move_flat(
     ):
         kind = target.type
         if (
-            kind == "mps"
-            or (pack is None and n >= PACK_MIN_COUNT and kind == "cuda")
+            kind == MPS
+            or (pack is None and n >= PACK_MIN_COUNT and kind == CUDA)
             or _repeats(items, n)
         ):
             return _NOT_FLAT

@@ -59,6 +59,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from torchport._device_types import CPU, META
 from torchport.hardware import GRAD_SCALER, LR_SCHEDULER_BASES
 from torchport.place._containers import Recipe, share_siblings
 from torchport.place._copying import (
@@ -349,9 +350,9 @@ def _is_key(key: Any, skip: frozenset[Any]) -> bool:
 def on_device(t: torch.Tensor, target: torch.device) -> bool:
     """Whether ``t`` is on ``target`` (the CPU and meta by type; accelerators by index)."""
     kind = target.type
-    if kind == "cpu":
+    if kind == CPU:
         return t.is_cpu
-    if kind == "meta":
+    if kind == META:
         return t.is_meta
     return t.device == target
 

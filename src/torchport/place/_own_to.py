@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from torchport._device_types import HOST_TYPES
 from torchport.place._lasting import lasting
 
 __all__ = ["call_own_to"]
@@ -36,7 +37,7 @@ def call_own_to(
     takes = _takes(type(obj))
     kwargs: dict[str, Any] = {}
     if takes.non_blocking:
-        nb = target.type not in ("cpu", "meta") if non_blocking is None else non_blocking
+        nb = target.type not in HOST_TYPES if non_blocking is None else non_blocking
         kwargs["non_blocking"] = nb
     if takes.dtype and dtype is not None:
         kwargs["dtype"] = dtype

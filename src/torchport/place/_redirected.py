@@ -27,6 +27,7 @@ from collections.abc import Callable
 import torch
 
 from torchport import hardware
+from torchport._device_types import CUDA
 
 __all__ = [
     "ACTIVE",
@@ -89,9 +90,9 @@ def names_cuda(value: object, argument: str = "device") -> bool:
     if type(value) is int:
         return True  # an accelerator ordinal, as .to(rank) and .cuda(rank) read it
     if isinstance(value, torch.device):
-        return value.type == "cuda"
+        return value.type == CUDA
     if isinstance(value, str) and "cuda" in value:
-        return hardware.device_spec(value, argument=argument).type == "cuda"
+        return hardware.device_spec(value, argument=argument).type == CUDA
     return False
 
 

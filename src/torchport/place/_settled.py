@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from torchport._device_types import CPU, META
+
 __all__ = ["ARRAY_TYPES", "VALUE_TYPES", "settled"]
 
 # Leaf types known to hold nothing (the walker adds each type it finds to be a
@@ -81,8 +83,8 @@ def settled(batch: object, target: torch.device) -> int:
 
 def _here(tensors: Any, target: torch.device) -> bool:
     kind = target.type
-    if kind == "cpu":
+    if kind == CPU:
         return all(map(_IS_CPU, tensors))
-    if kind == "meta":
+    if kind == META:
         return all(map(_IS_META, tensors))
     return all(map(target.__eq__, map(_DEVICE, tensors)))

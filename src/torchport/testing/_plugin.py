@@ -95,9 +95,10 @@ def device(request: pytest.FixtureRequest) -> torch.device:
     if missing:
         pytest.fail(missing, pytrace=False)
     from torchport import hardware, place
+    from torchport._device_types import CPU, HOST_TYPES
 
-    device = hardware.device_spec(getattr(request, "param", "cpu"))
-    if device.index is None and device.type not in ("cpu", "meta"):
+    device = hardware.device_spec(getattr(request, "param", CPU))
+    if device.index is None and device.type not in HOST_TYPES:
         # A bare "cuda" or "sim" is the device pick_device would choose, with its index,
         # so `tensor.device == device` holds for what the test makes there.
         return place.pick_device(device.type)
@@ -121,6 +122,7 @@ def missing_reason(name: str) -> str | None:
     Fails the collecting test (``pytest.fail``) when ``name`` is not a device string.
     """
     from torchport import hardware
+    from torchport._device_types import HOST_TYPES
     from torchport.errors import DeviceError
 
     if isinstance(name, str) and name.strip().lower().split(":")[0] == "sim":
@@ -137,7 +139,7 @@ def missing_reason(name: str) -> str | None:
             "'meta' or 'cuda:1'",
             pytrace=False,
         )
-    if dev.type in ("cpu", "meta"):
+    if dev.type in HOST_TYPES:
         return None
     count = hardware.device_count(dev.type)
     if count == 0:

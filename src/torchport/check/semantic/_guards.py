@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from torchport.check.semantic._binding import BindingKind
 from torchport.check.semantic._devices import (
+    ACCELERATOR_TYPES,
     BACKEND_LIBRARIES,
     DEVICE_TYPES,
     IS_DEVICE_ATTRIBUTES,
@@ -49,17 +50,18 @@ __all__ = [
     "uses_cuda_only_library",
 ]
 
-# Calls whose value says whether an accelerator is there (a CUDA-or-CPU choice when CUDA's).
+# Calls whose value says whether an accelerator is there (a CUDA-or-CPU choice when CUDA's):
+# `torch.<type>.is_available()` for every accelerator type of the vocabulary (an extension
+# registers `torch.npu`, `torch.musa`, `torch.mlu`), and torch.accelerator's own.
 _AVAILABILITY = frozenset(
     {
         *(
             f"torch.{kind}.{ask}"
-            for kind in ("cuda", "xpu", "mtia", "npu", "hpu", "accelerator")
+            for kind in (*ACCELERATOR_TYPES, "accelerator")
             for ask in ("is_available", "device_count")
         ),
         "torch.cuda.is_initialized",
         "torch.backends.mps.is_available",
-        "torch.mps.is_available",
         "torch.accelerator.current_accelerator",
     }
 )
