@@ -129,3 +129,41 @@ def test_the_check_detects_a_climb(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(MODULES, "torchport.hardware._climb", climb)
     found = _violations("torchport.hardware._climb")
     assert len(found) == 3 and "private to torchport.place" in found[1]
+
+
+# What `check/semantic/` may import at run time: itself, the text edit (a record that imports
+# nothing), and the floor; the engine's walk (`Context`) only in annotations.
+SEMANTIC_MAY_IMPORT = (
+    "torchport.check.semantic",
+    "torchport.check._edit",
+    "torchport._device_types",
+)
+
+
+def _semantic_violations(module: str) -> list[str]:
+    return [
+        f"{MODULES[module].name}:{line}: {target}"
+        for line, target in _imports(MODULES[module])
+        if not target.startswith(SEMANTIC_MAY_IMPORT) and _part(target) != ""
+    ]
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in MODULES if m.startswith("torchport.check.semantic"))
+)
+def test_semantic_imports_no_engine_module(module: str) -> None:
+    """docs/architecture.md: every rule and every fix asks the same model, which needs no engine."""
+    assert _semantic_violations(module) == []
+
+
+def test_the_text_edit_imports_nothing() -> None:
+    assert _imports(MODULES["torchport.check._edit"]) == []
+
+
+def test_the_semantic_check_detects_an_engine_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = tmp_path / "engine.py"
+    module.write_text("from torchport.check._rule import Edit\n")
+    monkeypatch.setitem(MODULES, "torchport.check.semantic._engine_import", module)
+    assert len(_semantic_violations("torchport.check.semantic._engine_import")) == 1

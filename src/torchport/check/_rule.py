@@ -43,6 +43,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from torchport.check._edit import NO_FIX, Edit
+
 if TYPE_CHECKING:
     from torchport.check._context import Context
 
@@ -75,18 +77,6 @@ class Intent(enum.Enum):
     PORT = "port"  # CPU-only code -> accelerator (TP5xx), run by `torchport port`
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Edit:
-    """Replace ``source[start:end]`` (character offsets) with ``text``; ``start == end`` inserts."""
-
-    start: int
-    end: int
-    text: str
-
-
-# An edit no fix can apply: a fix holding it is dropped (reported without a fix). Legacy
-# Context helpers return it when no safe edit exists; new code returns None instead.
-NO_FIX = Edit(-1, -1, "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from torchport.check.semantic._binding import BindingKind, ScopeKind
 
 if TYPE_CHECKING:
     from torchport.check._context import Context
-    from torchport.check._rule import Edit
+    from torchport.check._edit import Edit
 
 __all__ = ["FOLLOWS", "carried_device", "device_for_fix"]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchport.check._rule import Edit
+from torchport.check._edit import Edit
 from torchport.check.semantic._binding import Binding, BindingKind, ScopeKind, TorchImport
 
 if TYPE_CHECKING:
