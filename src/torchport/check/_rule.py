@@ -1,4 +1,4 @@
-"""What a checker rule is: its metadata, its examples, and what it reports.
+r'''What a checker rule is: its metadata, its examples, and what it reports.
 
 A rule is a class in its own file under ``check/rules/``, named after the rule.
 The engine parses a file once, walks the tree once, and hands each node whose
@@ -9,31 +9,47 @@ objects; a finding may carry a :class:`Fix`, which is a set of text edits at
 character offsets into the original source (Ruff's model: formatting and
 comments elsewhere are untouched, and no second parser is needed).
 
-Example of a complete rule::
+Example of a complete rule, as a file ``check/rules/empty_cache_in_loop.py`` (then
+import it in ``check/rules/__init__.py`` and add it to ``RULES``; pick a free code).
+``tests/check/test_rule_doc_example.py`` runs this very text on its examples and
+holds it to the contract of ``tests/check/test_rule_contract.py``::
 
-    class ItemInLoop(Rule):
-        '''What it does: ...
+    from __future__ import annotations
 
-        Why is this bad? ...
-        '''
+    import ast
+    from collections.abc import Iterator
 
-        code = "TP201"
-        name = "item-in-loop"
-        message = (
-            "`.item()` inside a loop waits for the device every iteration; "
-            "accumulate on the device and read once after the loop"
-        )
-        fix_safety = FixSafety.NONE
+    from torchport.check._context import Context
+    from torchport.check._rule import Example, Finding, Intent, Rule
+
+
+    class EmptyCacheInLoop(Rule):
+        """## What it does
+        Finds `torch.cuda.empty_cache()` called inside a loop.
+
+        ## Why is this bad?
+        Each call hands cached blocks back to the driver, and the next iteration
+        asks for them again: allocations get slower and no memory is saved.
+        """
+
+        code = "TP299"
+        name = "empty-cache-in-loop"
+        intent = Intent.SPEED
+        message = "call `torch.cuda.empty_cache()` once after the loop, if at all"
         node_types = (ast.Call,)
-        valid = ("total = loss.sum().item()\\n",)
-        invalid = (Example("for x in xs:\\n    s += x.item()\\n"),)
+        call_attrs = frozenset({"empty_cache"})  # the engine hands only these calls over
+        valid = ("import torch\n\nfor x in xs:\n    step(x)\ntorch.cuda.empty_cache()\n",)
+        invalid = (
+            Example("import torch\n\nfor x in xs:\n    step(x)\n    torch.cuda.empty_cache()\n"),
+        )
 
-        def check(self, node, ctx):
-            if ctx.in_loop(node) and node.func.attr == "item":
+        def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+            assert isinstance(node, ast.Call)
+            if ctx.qualname(node.func) == "torch.cuda.empty_cache" and ctx.in_loop(node):
                 yield ctx.finding(self, node)
 
 This module imports nothing but the standard library.
-"""
+'''
 
 from __future__ import annotations
 
@@ -75,8 +91,6 @@ class Intent(enum.Enum):
     SPEED = "speed"  # transfer and sync speed: non_blocking, pin_memory, syncs in loops
     SAFETY = "safety"  # loading security: torch.load and pickle
     PORT = "port"  # CPU-only code -> accelerator (TP5xx), run by `torchport port`
-
-
 
 
 @dataclass(frozen=True, slots=True)

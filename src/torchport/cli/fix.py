@@ -48,16 +48,6 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def write_stdin_result(change: Any, given: bytes) -> None:
-    """The fixed text on stdout, in the encoding it came in (the bytes as given if unchanged)."""
-    sys.stdout.flush()
-    if change is None or change.text is None:
-        sys.stdout.buffer.write(given)
-    else:
-        sys.stdout.buffer.write(change.text.encode(change.encoding, "surrogateescape"))
-    sys.stdout.buffer.flush()
-
-
 def run(args: argparse.Namespace) -> int:
     """`torchport fix` (and `check --diff`, which sets ``diff``, ``unsafe`` and ``speed``)."""
     from torchport.check import fix_paths
