@@ -15,7 +15,7 @@ accelerator would make) and ``y + 1`` (not recorded). Target: each recorded even
 costs under 20 µs over bare.
 
 The measurement code is ``torchport.bench.diagnose_overhead`` (also run by
-``torchport bench overhead``) and ``torchport.bench._diagnose.event_costs``; this
+``torchport bench overhead``) and ``torchport.bench._suite_overhead_diagnose.event_costs``; this
 script only prints them.
 
 A small transformer step (two encoder layers, d_model 64, 4 heads, 8 sequences of
@@ -45,7 +45,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import torchport as tp
 from torchport.bench import diagnose_overhead, script_main
-from torchport.bench._diagnose import event_costs
+from torchport.bench._suite_overhead_diagnose import event_costs
 
 
 class _EmptyDispatch(TorchDispatchMode):

@@ -14,7 +14,7 @@ class when installed, else a stand-in, as the label says):
 Two per-leaf ops: a no-op move (``t.to('cpu')``) and ``t.to('meta')``. Target:
 to_device ≤ 1.0x accelerate for both, with the input unmodified.
 
-The measurement code is ``torchport.bench._traversal.batch_encoding_rows`` (also
+The measurement code is ``torchport.bench._suite_overhead_traversal.batch_encoding_rows`` (also
 part of ``benchmarks/bench_traversal.py``); this script runs that part alone.
 
 Run: ``.venv/bin/python benchmarks/bench_batch_encoding.py [--quick] [--json]``
@@ -23,7 +23,7 @@ Run: ``.venv/bin/python benchmarks/bench_batch_encoding.py [--quick] [--json]``
 from __future__ import annotations
 
 from torchport.bench import script_main
-from torchport.bench._traversal import batch_encoding_overhead
+from torchport.bench._suite_overhead_traversal import batch_encoding_overhead
 
 if __name__ == "__main__":
     raise SystemExit(

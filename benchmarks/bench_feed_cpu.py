@@ -11,7 +11,7 @@ Strategies compared, in one run on CPU:
   (``torchport.hardware.should_pack``: at least 4 host tensors, mean ≤ 256 KiB,
   total ≤ 64 MiB), so here it must cost what ``pack=False`` costs.
 
-The measurement code is ``torchport.bench._feed_cpu``; this script only prints it.
+The measurement code is ``torchport.bench._suite_feed_cpu``; this script only prints it.
 
 Run: ``.venv/bin/python benchmarks/bench_feed_cpu.py [--quick] [--json]``
 """
@@ -19,7 +19,7 @@ Run: ``.venv/bin/python benchmarks/bench_feed_cpu.py [--quick] [--json]``
 from __future__ import annotations
 
 from torchport.bench import script_main
-from torchport.bench._feed_cpu import feed_cpu
+from torchport.bench._suite_feed_cpu import feed_cpu
 
 if __name__ == "__main__":
     raise SystemExit(script_main(__doc__ or "", lambda quick: [feed_cpu(quick=quick)]))

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from torchport.bench import SUITE_NAMES, run_suites, select_suites
-from torchport.bench._batch import RAW, batch_transfer
 from torchport.bench._competitors import (
     accelerate_send,
     lightning_apply,
@@ -16,8 +15,9 @@ from torchport.bench._competitors import (
     optree_map,
     tensordict_consolidate,
 )
-from torchport.bench._pack import _measure_size
-from torchport.bench._traversal import traversal_rows
+from torchport.bench._suite_batch import RAW, batch_transfer
+from torchport.bench._suite_overhead_traversal import traversal_rows
+from torchport.bench._suite_pack import _measure_size
 from torchport.errors import ConfigError
 
 GPU_SUITES = ("link", "pack", "batch", "loader")
@@ -98,7 +98,7 @@ def test_traversal_rows_keep_a_row_for_a_missing_competitor(
 
 def test_pack_code_path_runs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     # Numbers from a CPU "copy" mean nothing; this checks rows, labels and metrics.
-    monkeypatch.setattr("torchport.bench._pack.MAX_COUNT", 100)
+    monkeypatch.setattr("torchport.bench._suite_pack.MAX_COUNT", 100)
     rows, checks = _measure_size(torch.device("cpu"), 64, quick=True)
     assert checks == []  # the 10x target is about 1000 x 4 KiB only
     labels = [row.strategy for row in rows]
@@ -113,7 +113,7 @@ def test_pack_code_path_runs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_pack_checks_the_10x_target_on_thousand_4k_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("torchport.bench._pack.MAX_COUNT", 8)  # stands for 1000: a small run
+    monkeypatch.setattr("torchport.bench._suite_pack.MAX_COUNT", 8)  # stands for 1000: a small run
     rows, checks = _measure_size(torch.device("cpu"), 4096, quick=True)
     (check,) = checks
     packed = next(r for r in rows if r.strategy.startswith("torchport.to_device(pack=True)"))
@@ -124,7 +124,7 @@ def test_pack_checks_the_10x_target_on_thousand_4k_tensors(monkeypatch: pytest.M
 
 def test_batch_code_path_runs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     # Shrink the batch: the code path is what is under test, not the link.
-    monkeypatch.setattr("torchport.bench._batch.QUICK_BATCH_BYTES", 1 << 20)
+    monkeypatch.setattr("torchport.bench._suite_batch.QUICK_BATCH_BYTES", 1 << 20)
     result = batch_transfer(torch.device("cpu"), quick=True)
     raw = next(row for row in result.rows if row.strategy == RAW)
     assert raw.metrics["share_of_raw"] == 100.0
@@ -167,7 +167,7 @@ def test_diagnose_rejects_unknown_variant() -> None:
 
 
 def test_misplaced_names_what_is_wrong() -> None:
-    from torchport.bench._batches import many_leaf_batch, misplaced
+    from torchport.bench._random_inputs import many_leaf_batch, misplaced
 
     batch = many_leaf_batch(20)
     assert misplaced(batch, "cpu", 20) is None
@@ -178,7 +178,7 @@ def test_misplaced_names_what_is_wrong() -> None:
 def test_a_strategy_that_skips_the_work_is_not_reported_as_fast(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from torchport.bench import _traversal
+    from torchport.bench import _suite_overhead_traversal as _traversal
     from torchport.bench._competitors import Strategy
 
     lazy = Strategy("optree.tree_map (bare)", lambda batch: batch)  # moves nothing

@@ -27,7 +27,7 @@ from torchport.check.rules import RULES
 def example_text() -> tuple[str, str]:
     """(the file name the docstring gives, the code block it shows)."""
     doc = _rule.__doc__ or ""
-    head, _, rest = doc.partition("Example of a complete rule")
+    _, _, rest = doc.partition("Example of a complete rule")
     assert rest, "the docstring no longer shows a complete rule"
     named = re.search(r"``check/rules/(\w+\.py)``", rest)
     assert named is not None, "the example no longer says which file it is"

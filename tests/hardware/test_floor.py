@@ -28,7 +28,7 @@ ALLOWED = {
     "run/_torch_shim.py",
     "run/_redirect.py",
     # A baseline written the way users write it, which DeviceLoader is measured against.
-    "bench/_loader.py",
+    "bench/_suite_loader.py",
 }
 
 

@@ -8,12 +8,8 @@ The per-suite functions are public so ``benchmarks/`` scripts reuse them
 
 from __future__ import annotations
 
-from torchport.bench._batch import batch_transfer
-from torchport.bench._diagnose import diagnose_overhead
-from torchport.bench._link import link_bandwidth
-from torchport.bench._loader import TimmStylePrefetcher, loader_overlap
+from torchport.bench._benchmark_cli import script_main
 from torchport.bench._model import BenchRun, Check, Row, SuiteResult
-from torchport.bench._pack import pack_small_tensors
 from torchport.bench._plot import (
     nothing_to_plot,
     plot_bandwidth,
@@ -22,7 +18,12 @@ from torchport.bench._plot import (
     require_matplotlib,
 )
 from torchport.bench._render import render_json, render_text, suite_tables
-from torchport.bench._script import script_main
+from torchport.bench._suite_batch import batch_transfer
+from torchport.bench._suite_link import link_bandwidth
+from torchport.bench._suite_loader import TimmStylePrefetcher, loader_overlap
+from torchport.bench._suite_overhead_diagnose import diagnose_overhead
+from torchport.bench._suite_overhead_traversal import traversal_overhead
+from torchport.bench._suite_pack import pack_small_tensors
 from torchport.bench._suites import (
     SUITE_NAMES,
     SUITES,
@@ -33,7 +34,6 @@ from torchport.bench._suites import (
     select_suites,
 )
 from torchport.bench._timing import Stats, summarize, time_interleaved
-from torchport.bench._traversal import traversal_overhead
 
 __all__ = [
     "SUITES",

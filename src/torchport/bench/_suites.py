@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchport._device_types import CPU, CUDA
-from torchport.bench._batch import batch_transfer
-from torchport.bench._diagnose import diagnose_rows
-from torchport.bench._link import link_bandwidth
-from torchport.bench._loader import loader_overlap
 from torchport.bench._model import BenchRun, SuiteResult
-from torchport.bench._pack import pack_small_tensors
-from torchport.bench._traversal import NOTE as TRAVERSAL_NOTE
-from torchport.bench._traversal import traversal_rows
+from torchport.bench._suite_batch import batch_transfer
+from torchport.bench._suite_link import link_bandwidth
+from torchport.bench._suite_loader import loader_overlap
+from torchport.bench._suite_overhead_diagnose import diagnose_rows
+from torchport.bench._suite_overhead_traversal import NOTE as TRAVERSAL_NOTE
+from torchport.bench._suite_overhead_traversal import traversal_rows
+from torchport.bench._suite_pack import pack_small_tensors
 from torchport.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ DeviceSuite = Callable[..., SuiteResult]
 
 
 # suite name -> whether it needs a CUDA/ROCm GPU; each suite's module docstring
-# (``_link.py``, ``_pack.py``, ...) says what it compares
+# (``_suite_link.py``, ``_suite_pack.py``, ...) says what it compares
 SUITES: dict[str, bool] = {
     "link": True,
     "pack": True,

@@ -34,7 +34,6 @@ from typing import Any
 import torch
 
 from torchport._device_types import CPU
-from torchport.bench._batches import many_leaf_batch, misplaced
 from torchport.bench._competitors import (
     Strategy,
     accelerate_send,
@@ -46,6 +45,7 @@ from torchport.bench._competitors import (
     version_of,
 )
 from torchport.bench._model import Check, Row, SuiteResult
+from torchport.bench._random_inputs import many_leaf_batch, misplaced
 from torchport.bench._timing import Stats, rotating, time_interleaved
 
 LEAVES = 1000

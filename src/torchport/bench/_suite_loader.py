@@ -20,8 +20,8 @@ import torch
 
 from torchport import hardware
 from torchport._sizes import format_bytes
-from torchport.bench._batches import KIB, MIB, random_tensor
 from torchport.bench._model import Check, Row, SuiteResult
+from torchport.bench._random_inputs import KIB, MIB, random_tensor
 from torchport.bench._timing import Stats, rotating, time_interleaved
 from torchport.feed import DeviceLoader
 

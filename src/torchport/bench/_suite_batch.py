@@ -17,19 +17,19 @@ import torch
 
 from torchport._device_types import CUDA
 from torchport._sizes import format_bytes
-from torchport.bench._batches import (
-    MIB,
-    batch_bytes,
-    misplaced,
-    nested_batch,
-    tensor_leaves,
-)
 from torchport.bench._competitors import (
     accelerate_send,
     lightning_move,
     torchport_to_device,
 )
 from torchport.bench._model import Check, Row, SuiteResult
+from torchport.bench._random_inputs import (
+    MIB,
+    batch_bytes,
+    misplaced,
+    nested_batch,
+    tensor_leaves,
+)
 from torchport.bench._timing import rotating, time_interleaved
 
 BATCH_BYTES = 256 * MIB

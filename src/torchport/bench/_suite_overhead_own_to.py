@@ -29,7 +29,6 @@ from typing import Any
 import torch
 
 from torchport._device_types import CPU
-from torchport.bench._batches import many_leaf_batch
 from torchport.bench._competitors import (
     Strategy,
     accelerate_send,
@@ -39,8 +38,9 @@ from torchport.bench._competitors import (
     version_of,
 )
 from torchport.bench._model import Check, Row, SuiteResult
+from torchport.bench._random_inputs import many_leaf_batch
+from torchport.bench._suite_overhead_traversal import OPS, StandInBatchEncoding
 from torchport.bench._timing import rotating, time_interleaved
-from torchport.bench._traversal import OPS, StandInBatchEncoding
 
 VS_BARE = 1.05
 VS_OWN_TO = 1.5

@@ -15,8 +15,8 @@ from collections.abc import Callable
 import torch
 
 from torchport._sizes import format_bytes
-from torchport.bench._batches import GIB, KIB, MIB, random_tensor
 from torchport.bench._model import Row, SuiteResult
+from torchport.bench._random_inputs import GIB, KIB, MIB, random_tensor
 from torchport.bench._timing import time_interleaved
 
 SIZES = (*(4 * KIB * 4**k for k in range(9)), GIB)

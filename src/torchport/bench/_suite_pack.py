@@ -15,9 +15,9 @@ from collections.abc import Callable
 import torch
 
 from torchport._sizes import format_bytes
-from torchport.bench._batches import KIB, MIB, random_tensor
 from torchport.bench._competitors import Strategy, tensordict_consolidate, torchport_to_device
 from torchport.bench._model import Check, Row, SuiteResult
+from torchport.bench._random_inputs import KIB, MIB, random_tensor
 from torchport.bench._timing import rotating, time_interleaved
 
 SIZES = (64, KIB, 4 * KIB, 64 * KIB, MIB)
