@@ -14,9 +14,9 @@ import argparse
 import sys
 from typing import Any
 
+from torchport.cli._change_report import report_changes
 from torchport.cli._options import add_output, add_paths, add_selection, run_paths, settings
 from torchport.cli._output import ProgressLine, report_stream
-from torchport.cli._change_report import report_changes
 
 
 def register(sub: Any) -> None:

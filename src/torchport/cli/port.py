@@ -12,9 +12,9 @@ import argparse
 import sys
 from typing import Any
 
+from torchport.cli._change_report import report_changes
 from torchport.cli._options import add_output, add_paths, run_paths, settings
 from torchport.cli._output import ProgressLine, report_stream
-from torchport.cli._change_report import report_changes
 
 # What the port's count of findings left cannot promise: it comes from reading the code.
 _UNVERIFIED = (
