@@ -109,3 +109,49 @@ def test_the_scan_sees_calls_and_ignores_text() -> None:
         "torch.backends.mps.is_available",
         "torch._C._cuda_getDriverVersion",
     ]
+
+
+# Outside the floor, code that may wait on the host for a device or make streams and events.
+WAITS_ALLOWED = {
+    "sim/": "the simulated accelerator's own queue",
+    "run/": "torchport run's stand-ins for torch.cuda's streams and events",
+    "diagnose/_bandwidth.py": "times copies with its own events, as doctor --bandwidth reports",
+    "bench/_timing.py": "times with its own events",
+}
+_MAKERS = {"torch.Stream", "torch.Event"}
+
+
+def host_waits(source: str) -> list[tuple[int, str]]:
+    """(line, call) of each ``.synchronize()`` call and each stream or event made."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        name = _dotted(node.func) or node.func.attr
+        if name.startswith("hardware."):
+            continue  # asking the floor is the point
+        if node.func.attr == "synchronize" or name in _MAKERS:
+            found.append((node.lineno, name))
+    return found
+
+
+def _waits_allowed(relative: str) -> bool:
+    return any(relative == a or (a.endswith("/") and relative.startswith(a)) for a in WAITS_ALLOWED)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_host_waits_streams_and_events_come_from_the_floor(path: Path) -> None:
+    """``hardware/__init__.py``: synchronize/wait_for_copies are the host waits of the runtime."""
+    relative = path.relative_to(PACKAGE).as_posix()
+    if _waits_allowed(relative):
+        pytest.skip("allowed: see WAITS_ALLOWED")
+    assert host_waits(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_wait_scan_finds_waits() -> None:
+    source = "end.synchronize()\ntorch.cuda.synchronize()\ns = torch.Stream()\nx.sum()\n"
+    assert [name for _, name in host_waits(source)] == [
+        "end.synchronize",
+        "torch.cuda.synchronize",
+        "torch.Stream",
+    ]

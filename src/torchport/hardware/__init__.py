@@ -1,22 +1,27 @@
-"""torchport.hardware: the ground floor, the only code that asks torch about hardware.
+"""torchport.hardware: the ground floor, the code that asks torch about hardware.
 
-Everything above it (``place``, ``feed``, ``diagnose``, ``port``, ``bench``)
-imports these names instead of asking torch itself:
+Everything above it (``place``, ``feed``, ``diagnose``, ``run``, ``bench``)
+imports these names instead of asking torch itself; ``tests/hardware/test_floor.py``
+fails on a ``torch.cuda``/``torch.mps``/``torch.xpu``/``torch.accelerator`` call
+elsewhere (run's CUDA stand-ins are its listed exception), and, inside the floor,
+outside the :class:`Backend` and ``_torch_api.py``:
 
-* devices (``_devices.py``): :func:`parse_device` is the one parser and
-  normaliser of what users pass as a device (:func:`device_spec` its reading of a
-  device string, for callers to whom presence does not matter); :func:`accelerator_type`,
+* devices (``_devices.py``): :func:`parse_device` parses and normalises what users
+  pass as a device (:func:`device_spec` its reading of a device string, for
+  callers to whom presence does not matter); :func:`accelerator_type`,
   :func:`device_count`, :func:`current_index`, :func:`device_name`,
   :func:`memory_info` and :func:`list_devices` say what is there;
-  :func:`device_error` builds the one kind of :class:`~torchport.DeviceError`
-  message (what was found, the devices available, what to pass).
+  :func:`device_error` builds the :class:`~torchport.DeviceError` messages
+  (what was found, the devices available, what to pass).
 * ordering (``_sync.py``): :func:`synchronize` and :func:`wait_for_copies` are the
-  only host waits; :func:`new_stream`, :func:`current_stream`, :func:`use_stream`
-  and :func:`new_event` the only stream and event construction;
+  host waits of moves and loaders; :func:`new_stream`, :func:`current_stream`,
+  :func:`use_stream` and :func:`new_event` make streams and events (outside the
+  floor only timing code waits on its own events: ``test_floor.py`` lists it);
   :func:`record_stream` guards memory used across streams.
-* what this torch offers (``_torch_api.py``): the one place that knows torch's
-  version: :data:`FLOOR` and :func:`below_floor`, and the feature tests the floor's
-  own modules use; :data:`LR_SCHEDULER_BASES` and :data:`GRAD_SCALER` for ``place``.
+* what this torch offers (``_torch_api.py``): the module that knows torch's
+  version (``tests/hardware/test_torch_api.py`` pins that): :data:`FLOOR` and
+  :func:`below_floor`, and the feature tests the floor's own modules use;
+  :data:`LR_SCHEDULER_BASES` and :data:`GRAD_SCALER` for ``place``.
 * the build and its devices (``_inventory.py``): :func:`build_facts`,
   :func:`driver_version`, :func:`accelerator_info`, :func:`gpu_properties`,
   :func:`cuda_contexts`, :func:`free_memory` (with its source) and
@@ -30,8 +35,8 @@ imports these names instead of asking torch itself:
   :meth:`CopyPlan.run` executes it; :func:`copy_tensors` does both;
   :func:`copy_one` takes the same routes for callers handed one tensor at a time.
 
-Tests fake an accelerator one way, here: ``with install(FakeBackend(...))``
-replaces the :class:`Backend` every function above asks (``tests/conftest.py``
+Tests fake an accelerator at the :class:`Backend`: ``with install(FakeBackend(...))``
+replaces the backend every function above asks (``tests/conftest.py``
 has the fixture). Policy (which device to choose) lives in ``place``.
 """
 
