@@ -24,7 +24,7 @@ import torch
 from torchport._device_types import CUDA, HOST_TYPES, MPS
 from torchport.hardware import _torch_api
 
-__all__ = ["ACTIVE", "Backend", "install"]
+__all__ = ["ACTIVE", "Backend", "forget_on_install", "install"]
 
 
 class Backend:
@@ -232,6 +232,15 @@ class Backend:
 ACTIVE: Backend = Backend()
 """The backend every floor function asks; replaced only by :func:`install`."""
 
+# What the floor caches from the backend's answers, cleared when the backend changes;
+# the modules that cache register here (the backend imports none of them).
+_CACHES: list[Callable[[], None]] = []
+
+
+def forget_on_install(clear: Callable[[], None]) -> None:
+    """Call ``clear`` whenever :func:`install` changes the backend (a cache of its answers)."""
+    _CACHES.append(clear)
+
 
 @contextlib.contextmanager
 def install(backend: Backend) -> Iterator[Backend]:
@@ -241,13 +250,13 @@ def install(backend: Backend) -> Iterator[Backend]:
     backend leaks into the other.
     """
     global ACTIVE
-    from torchport.hardware import _devices
-
     previous = ACTIVE
     ACTIVE = backend
-    _devices.clear_caches()
+    for clear in _CACHES:
+        clear()
     try:
         yield backend
     finally:
         ACTIVE = previous
-        _devices.clear_caches()
+        for clear in _CACHES:
+            clear()

@@ -337,3 +337,6 @@ def clear_caches() -> None:
     _ACCELERATOR.clear()
     _PARSED.clear()
     _PARSED.update(_PARSED_PLAIN)
+
+
+_backend.forget_on_install(clear_caches)
