@@ -1,4 +1,4 @@
-"""The checker's one list of device types, against the installed torch (the list's source)."""
+"""The device vocabulary the checker reads, against the installed torch (the list's source)."""
 
 from __future__ import annotations
 
