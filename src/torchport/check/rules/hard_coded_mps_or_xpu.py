@@ -9,7 +9,8 @@ from torchport.check._context import Context
 from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.semantic._devices import MOVE_METHODS, OTHER_ACCELERATORS
-from torchport.check.semantic._guards import device_guard, module_backend
+from torchport.check.semantic._guards import device_guard
+from torchport.check.semantic._library_imports import module_backend
 
 _DEVICE_ARGS = ("device", "map_location")
 _METHODS = MOVE_METHODS & OTHER_ACCELERATORS  # `.xpu()`, `.mtia()`, `.npu()`
