@@ -1,4 +1,4 @@
-"""The suite registry and :func:`run_suites`, the one entry point the CLI calls."""
+"""The suite registry and :func:`run_suites`, the entry point `torchport bench` calls."""
 
 from __future__ import annotations
 

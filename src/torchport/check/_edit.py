@@ -1,4 +1,4 @@
-"""A text edit: the one record both the engine's fixes and the semantic model build.
+"""A text edit: the record both the engine's fixes and the semantic model build.
 
 It imports nothing, so ``check/semantic/`` can build edits without importing the
 engine (``tests/test_layers.py::test_semantic_imports_no_engine_module`` holds that).
