@@ -185,3 +185,38 @@ def test_diagnose_reads_the_vocabulary_for_tensor_methods() -> None:
 
     moves = _callsite._DEVICE_METHODS | _callsite._HOST_METHODS
     assert moves == vocabulary.MOVE_METHODS
+
+
+# Where the simulated accelerator's name may appear outside sim/: the features that use it.
+SIM_USERS = {
+    "place/_device.py": "naming 'sim' as the device installs it, on demand",
+    "run/_script.py": "`torchport run --device sim`",
+    "testing/_plugin.py": "the `devices('sim')` marker",
+    "check/port/_verify.py": "`torchport port --verify` runs the result on it",
+}
+
+
+def _names_sim(tree: ast.AST) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.partition(":")[0] == "sim"
+    ]
+
+
+def test_a_new_device_type_needs_no_module_outside_its_own() -> None:
+    """The simulated accelerator is a device type the vocabulary does not name.
+
+    The floor, place's movers, feed, diagnose and bench handle it without naming it:
+    only the features that offer it (SIM_USERS) write "sim".
+    """
+    assert "sim" not in vocabulary.DEVICE_TYPES
+    naming = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.relative_to(PACKAGE).parts[0] != "sim"
+        and _names_sim(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert naming <= set(SIM_USERS), naming - set(SIM_USERS)
