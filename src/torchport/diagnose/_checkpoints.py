@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from torchport._origin import Origin
 from torchport.diagnose import _loading, _ops
 from torchport.diagnose._callsite import DEVICE, UNKNOWN, target_of_call
 from torchport.diagnose._events import (
@@ -28,7 +29,6 @@ from torchport.diagnose._events import (
     Row,
     Where,
 )
-from torchport.diagnose._frames import INSTALLED, USER
 from torchport.diagnose._placement import STATE_LOADERS, Placement, tensors_in
 
 __all__ = ["CheckpointCounting"]
@@ -44,13 +44,13 @@ class CheckpointCounting:
     unpredicted: dict[str, int]
     dropped: int
 
-    def _where(self, frame: FrameType | None) -> tuple[Where, int | None]:
+    def _where(self, frame: FrameType | None) -> tuple[Where, Origin | None]:
         raise NotImplementedError
 
     def _count(self, key: Row, nbytes: int) -> None:
         raise NotImplementedError
 
-    def _origin(self, code: CodeType) -> int:
+    def _origin(self, code: CodeType) -> Origin:
         raise NotImplementedError
 
     def observe_checkpoint(
@@ -105,7 +105,7 @@ class CheckpointCounting:
         on the device; else it is the loader's ``param`` (an optimizer's)."""
         # torch's own frames between the op and the loader: dynamo's wrappers around it
         while frame is not None and frame.f_code not in STATE_LOADERS:
-            if self._origin(frame.f_code) in (USER, INSTALLED):
+            if self._origin(frame.f_code) in (Origin.USER, Origin.INSTALLED):
                 return
             frame = frame.f_back
         if frame is None:

@@ -55,12 +55,10 @@ from types import FrameType
 from typing import Any, Protocol
 
 import torch
-import torch._ops
 import torch.jit
-import torch.utils._python_dispatch
 from torch.overrides import TorchFunctionMode
 
-from torchport import _skipped, hardware
+from torchport import _origin, _skipped, hardware
 from torchport.diagnose import _ops
 from torchport.diagnose._ops import OpEntry
 
@@ -169,12 +167,10 @@ _users = 0
 _suspended = 0  # step-aside blocks running (in any thread): wrappers stay down
 # (owner, name, original, whether the owner defined it itself, our wrapper)
 _installed: list[tuple[types.ModuleType, str, Any, bool, Any]] = []
-_THIS_FILE = __file__
-# Frames that exist only because the audit's dispatch mode is on: a warning torch raises
-# from C++ names the innermost Python frame, which under the mode can be torch's dispatch
-# code (torch 2.15 decomposes complex->real .to() in torch/_ops.py) instead of the caller.
-_DISPATCH_FILES = frozenset(
-    module.__file__ or "" for module in (torch._ops, torch.utils._python_dispatch)
+_THIS_FILE = (__file__,)  # the wrappers' frames, stepped over to find the program's call
+# The tensor methods the audit wraps run between the program's call and the watcher
+_origin.count_as_torchport(
+    code for method in _ops.watched_methods() if (code := getattr(method, "__code__", None))
 )
 
 
@@ -257,7 +253,9 @@ def _matches(
 def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) -> None:
     """Issue recorded warnings again, those pinned on a wrapper at ``caller`` instead."""
     for w in caught:
-        if (w.filename == _THIS_FILE or w.filename in _DISPATCH_FILES) and caller is not None:
+        # A warning torch raises from C++ names the innermost Python frame: a wrapper's,
+        # or under the audit's mode torch's dispatch code, instead of the caller's.
+        if _origin.added_by_watcher(w.filename, watcher=__file__) and caller is not None:
             module_globals = caller.f_globals
             warnings.warn_explicit(
                 w.message,
@@ -295,10 +293,7 @@ def _call(
 
 def _caller() -> FrameType | None:
     """The first frame above this module's: the program's call of a watched function."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == _THIS_FILE:
-        frame = frame.f_back
-    return frame
+    return _origin.caller_frame(sys._getframe(1), past=_THIS_FILE)
 
 
 # Reads whose work runs no aten op on a CPU tensor: nothing to keep from the dispatch mode

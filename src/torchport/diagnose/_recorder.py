@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from torchport._origin import Origin, code_origin
 from torchport.diagnose import _loading, _methods, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
 from torchport.diagnose._checkpoints import CheckpointCounting
@@ -43,7 +44,6 @@ from torchport.diagnose._events import (
     Row,
     Where,
 )
-from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._placement import (
@@ -59,7 +59,10 @@ _HOST_TYPES = HOST_TYPES
 _NO_CALLER: Where = ("<backward/C++>", 0, "", "", 0)
 # Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
 # code moving to the program's device (a BatchEncoding's .to(device)) copies there too
-_PREDICTS = frozenset({USER, MODULE_MOVE, INSTALLED})
+# Origin's members as module names: a member read off the class costs a lookup per frame
+_USER, _INSTALLED, _TORCHPORT = Origin.USER, Origin.INSTALLED, Origin.TORCHPORT
+_HOST_SIDE, _MODULE_MOVE = Origin.HOST_SIDE, Origin.MODULE_MOVE
+_PREDICTS = frozenset({_USER, _MODULE_MOVE, _INSTALLED})
 
 # Formatting a torch.device costs microseconds; each device and route is named once
 _DEVICE_FACTS: dict[torch.device, tuple[str, bool]] = {}
@@ -83,7 +86,7 @@ class Recorder(CheckpointCounting):
         self.counts: dict[Row, list[int]] = {}
         self._lock = threading.Lock()
         self.local = _methods.QuietCount()  # per thread: inside a watched call, last host copy
-        self._origins: dict[CodeType, int] = {}
+        self._origins: dict[CodeType, Origin] = {}
         self._mode: DispatchWatcher | None = None
         # Parameters and buffers a predicted module move has sent, and which way: tied
         # weights, and a model moved twice, are copied once on an accelerator
@@ -205,7 +208,7 @@ class Recorder(CheckpointCounting):
             self.stop()
 
     # -- recording -----------------------------------------------------------------
-    def _where(self, frame: FrameType | None) -> tuple[Where, int | None]:
+    def _where(self, frame: FrameType | None) -> tuple[Where, Origin | None]:
         """Where the event is charged, and the origin of the code that made the call
         (the first frame that is not torchport's).
 
@@ -214,16 +217,16 @@ class Recorder(CheckpointCounting):
         the innermost installed frame itself, else ``<backward/C++>``.
         """
         origins = self._origins
-        caller: int | None = None
+        caller: Origin | None = None
         via: FrameType | None = None
         while frame is not None:
             code = frame.f_code
             origin = origins.get(code)
             if origin is None:
-                origin = origins[code] = frame_origin(code)
-            if caller is None and origin != OWN:
+                origin = origins[code] = code_origin(code)
+            if caller is None and origin is not _TORCHPORT:
                 caller = origin
-            if origin == USER:
+            if origin is _USER:
                 if via is None:
                     return (code.co_filename, frame.f_lineno or 0, code.co_name, "", 0), caller
                 return (
@@ -233,7 +236,7 @@ class Recorder(CheckpointCounting):
                     via.f_code.co_filename,
                     via.f_lineno or 0,
                 ), caller
-            if origin == INSTALLED and via is None:
+            if origin is _INSTALLED and via is None:
                 via = frame
             frame = frame.f_back
         if via is not None:
@@ -282,7 +285,7 @@ class Recorder(CheckpointCounting):
                     return
                 if not nbytes:
                     return  # an empty tensor's move copies nothing
-                if caller == HOST_SIDE and src.type in _HOST_TYPES:
+                if caller is _HOST_SIDE and src.type in _HOST_TYPES:
                     # an optimizer's state loaded next to its parameter
                     self._count_loaded(args[0], sys._getframe(1))
                     return
@@ -298,11 +301,11 @@ class Recorder(CheckpointCounting):
                     # a DataLoader's collate_fn sending the batch to the program's device:
                     # device work, though data loading made it
                     phase = LOADING_TO_DEVICE
-                if caller == MODULE_MOVE:
+                if caller is _MODULE_MOVE:
                     if self._placement.moved_before(args[0], to_host):
                         return
                 elif not to_host and func not in _CREATES:
-                    if caller == USER or program_moves(sys._getframe(1), self._origin):
+                    if caller is _USER or program_moves(sys._getframe(1), self._origin):
                         self._placement.sent_to_device(args[0])
                     elif self._placement.sent_before(args[0]):
                         return  # a library moving what the program moved: already there
@@ -343,10 +346,10 @@ class Recorder(CheckpointCounting):
             return named
         return HOST if _ops.names_host(func, args, kwargs) else UNKNOWN
 
-    def _origin(self, code: CodeType) -> int:
+    def _origin(self, code: CodeType) -> Origin:
         origin = self._origins.get(code)
         if origin is None:
-            origin = self._origins[code] = frame_origin(code)
+            origin = self._origins[code] = code_origin(code)
         return origin
 
     def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
@@ -441,7 +444,7 @@ class Recorder(CheckpointCounting):
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
         where, caller = self._where(frame)
-        if host_side and facts[1] and caller == HOST_SIDE and _loading.is_host_state(tensor):
+        if host_side and facts[1] and caller is _HOST_SIDE and _loading.is_host_state(tensor):
             return
         local = self.local
         copied = local.host_copy

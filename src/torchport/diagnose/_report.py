@@ -21,7 +21,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from torchport._origin import STDLIB_DIRS
+from torchport._origin import installed_path
 from torchport._sizes import format_bytes
 from torchport.diagnose._bandwidth import NOT_REQUESTED
 from torchport.diagnose._findings import Severity
@@ -87,9 +87,6 @@ def render_text(report: Any, *, width: int | None = None) -> str:
 
 # -- audit ----------------------------------------------------------------------------
 
-# Where shortened paths start: after the environment's package folder, or the stdlib's
-_PACKAGE_FOLDERS = tuple(f"{os.sep}{name}{os.sep}" for name in ("site-packages", "dist-packages"))
-
 
 def short_path(path: str, *, cwd: str | None = None) -> str:
     """``path`` as a reader finds it: relative to the working directory when inside it,
@@ -106,13 +103,9 @@ def short_path(path: str, *, cwd: str | None = None) -> str:
         rel = ".."
     if not rel.startswith(".."):
         return rel
-    for folder in _PACKAGE_FOLDERS:
-        cut = path.rfind(folder)
-        if cut >= 0:
-            return path[cut + len(folder) :]
-    for folder in STDLIB_DIRS:
-        if path.startswith(folder):
-            return path[len(folder) :]
+    installed = installed_path(path)
+    if installed is not None:
+        return installed
     home = os.path.expanduser("~") + os.sep
     if home != os.sep and path.startswith(home):
         return "~" + os.sep + path[len(home) :]
