@@ -20,7 +20,7 @@ from torch import nn
 
 import torchport as tp
 from torchport.diagnose import AuditEntry
-from torchport.diagnose._report import render_text
+from torchport.diagnose._drawing import render_text
 
 META = torch.device("meta")
 

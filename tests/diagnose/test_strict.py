@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 import torchport as tp
-from torchport.diagnose._strict import is_device_mismatch
+from torchport.diagnose._mismatch_message import is_device_mismatch
 
 META = torch.device("meta")
 

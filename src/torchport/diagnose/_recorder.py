@@ -12,9 +12,9 @@ The line an event is charged to is the user's: the first frame up the stack that
 neither torch's, torchport's nor installed code's (the standard library, packages in
 ``site-packages``); the innermost installed line it went through is kept beside it
 (``model.to(device)`` through transformers' ``PreTrainedModel.to``). Where host work
-inside a training loop is set apart or left out is decided in :mod:`._loading`; which
+inside a training loop is set apart or left out is decided in :mod:`._host_work`; which
 way a predicted copy goes, in :mod:`._callsite`; where the accelerator run holds the
-model's tensors and a line's copy to the host, in :mod:`._placement`.
+model's tensors and a line's copy to the host, in :mod:`._predicted_placement`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from torchport._origin import Origin, code_origin
-from torchport.diagnose import _loading, _methods, _ops
+from torchport.diagnose import _host_work, _methods, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
 from torchport.diagnose._checkpoints import CheckpointCounting
 from torchport.diagnose._events import (
@@ -46,7 +46,7 @@ from torchport.diagnose._events import (
 )
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._ops import OpEntry
-from torchport.diagnose._placement import (
+from torchport.diagnose._predicted_placement import (
     Placement,
     copied_to_host,
 )
@@ -104,9 +104,9 @@ class Recorder(CheckpointCounting):
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
         """The audit block starts: hear what torchport's movers skip, in this thread, and
-        which optimizer steps (see :func:`._loading.is_host_state`)."""
+        which optimizer steps (see :func:`._host_work.is_host_state`)."""
         _methods.open_block(self)
-        self._step_hooks = _loading.watch_optimizer_steps()
+        self._step_hooks = _host_work.watch_optimizer_steps()
         _methods.OTHER_THREADS.open()
         self._threads_at_open = _methods.OTHER_THREADS.alive()
         self._started_at_open = _methods.OTHER_THREADS.started
@@ -121,7 +121,7 @@ class Recorder(CheckpointCounting):
         for handle in self._step_hooks:
             handle.remove()
         self._step_hooks = []
-        _loading.forget_steps()
+        _host_work.forget_steps()
 
     def start(self) -> None:
         _methods.watch(self)
@@ -269,7 +269,7 @@ class Recorder(CheckpointCounting):
                 if moved is None:
                     return
                 src, dst, nbytes = moved
-                phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+                phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
                 if src != dst:
                     # a real copy the dispatch level never sees: torch.tensor(data, device=)
                     copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
@@ -331,7 +331,7 @@ class Recorder(CheckpointCounting):
         the indexed tensor's device in an accelerator run; never raises."""
         try:
             where, _ = self._where(sys._getframe(1))
-            phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
             key: Key = (TRANSFER, _HOST_INDEX, _ops.op_name(func), TO_DEVICE, True, phase)
             self._count(key + where, nbytes)
         except Exception:  # the audit must never break the program it watches
@@ -374,7 +374,7 @@ class Recorder(CheckpointCounting):
                 by,
                 TO_DEVICE,
                 True,
-                DATA_LOADING if _loading.loading(sys._getframe()) else "",
+                DATA_LOADING if _host_work.loading(sys._getframe()) else "",
             )
             row = key + where
             copied_to_host(self.local, None, None)
@@ -409,7 +409,7 @@ class Recorder(CheckpointCounting):
                 where, _ = self._where(sys._getframe(1))
                 copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                 # A real copy is device work wherever it runs, data loading included
-                phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+                phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
                 key: Key = (TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
                 self._count(key + where, nbytes)
                 return
@@ -444,7 +444,7 @@ class Recorder(CheckpointCounting):
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
         where, caller = self._where(frame)
-        if host_side and facts[1] and caller is _HOST_SIDE and _loading.is_host_state(tensor):
+        if host_side and facts[1] and caller is _HOST_SIDE and _host_work.is_host_state(tensor):
             return
         local = self.local
         copied = local.host_copy
@@ -461,7 +461,7 @@ class Recorder(CheckpointCounting):
                 nbytes = tensor.element_size() * (tensor.numel() if whole else 1)
         named = _ops.NAMES.get(id(func))
         name = named[1] if named is not None else _ops.op_name(func)
-        phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+        phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
         self._count((entry.kind_name, entry.label, name, facts[0], facts[1], phase, *where), nbytes)
 
     def rows(self) -> list[tuple[str, str, str, str, bool, str, str, int, str, str, int, int, int]]:

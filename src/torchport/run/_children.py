@@ -35,7 +35,7 @@ from typing import Any
 
 from torchport._origin import Origin, caller_is_library, is_library, origin
 from torchport.run._cuda_shim import Patch
-from torchport.run._script import find_runnable
+from torchport.run._target import find_runnable
 
 __all__ = ["child_patches", "enter_in_child", "through_torchport"]
 
