@@ -34,7 +34,7 @@ table does not watch keep their message and category; the line CPython names for
 may be the mode's, as for every ``TorchFunctionMode``.)
 
 Function modes are per thread: copies and reads made in other threads are not seen.
-The audit counts the threads that ran beside it (:class:`OtherThreads`) so the report
+The audit counts the threads that ran beside it (:mod:`._other_threads`) so the report
 can say its counts leave them out. Apart from watching, each open audit block
 (:func:`open_block`) hears the copies torchport's own movers skip
 (``torchport._skipped``), for its whole length.
@@ -61,12 +61,12 @@ from torch.overrides import TorchFunctionMode
 from torchport import _origin, _skipped, hardware
 from torchport.diagnose import _ops
 from torchport.diagnose._ops import OpEntry
+from torchport.diagnose._other_threads import OtherThreads
 
 __all__ = [
     "OTHER_THREADS",
     "FunctionWatcher",
     "Observer",
-    "OtherThreads",
     "QuietCount",
     "close_block",
     "observers_here",
@@ -113,54 +113,7 @@ class Observer(Protocol):
     def restore(self, token: object) -> None: ...
 
 
-class OtherThreads:
-    """Threads other than an audited one that ran while an audit watched.
-
-    A function mode and a dispatch mode watch the thread that pushed them; a copy or a
-    read made in another thread (a prefetching thread's, a logger's) is not counted,
-    and the report says how many threads ran beside the audit rather than leave them
-    out silently. Threads alive when a block opens or closes are listed from
-    :func:`threading.enumerate`; a thread started in between is heard through
-    :func:`threading.setprofile`, whose hook runs once, at the thread's first call,
-    and removes itself there (installed only when no other profile hook is set, so a
-    profiler's own hook is never replaced).
-    """
-
-    def __init__(self) -> None:
-        self.started = 0  # threads started while the hook stood (idents are reused: counted)
-        self.idents: set[int] = set()  # and their idents, to tell them from the threads alive
-        self.users = 0
-        self.hooked = False
-
-    def hook(self, frame: Any, event: str, arg: Any) -> None:
-        sys.setprofile(None)  # once per thread: from here on it runs unprofiled
-        self.started += 1
-        self.idents.add(threading.get_ident())
-
-    def open(self) -> None:
-        with _lock:
-            self.users += 1
-            if self.users == 1 and threading.getprofile() is None:
-                threading.setprofile(self.hook)
-                self.hooked = True
-
-    def close(self) -> None:
-        with _lock:
-            self.users -= 1
-            if self.users == 0:
-                if self.hooked and threading.getprofile() == self.hook:
-                    threading.setprofile(None)
-                self.hooked = False
-                self.idents.clear()
-
-    def alive(self) -> set[int]:
-        """Idents of the other threads alive now that were not started under the hook."""
-        here = threading.get_ident()
-        idents = {t.ident for t in threading.enumerate() if t.ident is not None}
-        return idents - self.idents - {here}
-
-
-OTHER_THREADS = OtherThreads()
+OTHER_THREADS = OtherThreads()  # one count for every audit of the process
 _local = threading.local()  # .observers: list[Observer], the audits recording in this thread
 _lock = threading.RLock()
 _users = 0
