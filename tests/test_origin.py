@@ -66,7 +66,7 @@ _TORCH = os.path.dirname(os.path.abspath(torch.__file__))
 _TORCHPORT = os.path.dirname(os.path.abspath(torchport.__file__))
 
 
-_ROOTS = [_TORCH, _TORCHPORT, os.getcwd(), os.path.join(os.sep, "opt", "site-packages")]
+_ROOTS = [_TORCH, os.path.join(_TORCH, "optim"), _TORCHPORT, os.getcwd(), "/opt/site-packages"]
 
 
 @given(
@@ -78,7 +78,7 @@ def test_is_library_is_torch_or_torchport_in_the_one_vocabulary(
 ) -> None:
     path = os.path.join(root, *parts) + ".py"
     assert is_library(path) == (origin(path) in LIBRARY)
-    assert is_library(path) == (root in (_TORCH, _TORCHPORT))  # the oracle: which folder
+    assert is_library(path) == root.startswith((_TORCH, _TORCHPORT))  # the oracle: which folder
 
 
 def test_torch_host_bookkeeping_is_told_apart_from_the_schedulers() -> None:
