@@ -251,9 +251,20 @@ def module_move_codes() -> frozenset[CodeType]:
 
 def count_as_torchport(codes: Iterable[CodeType]) -> None:
     """Make :func:`code_origin` answer :attr:`Origin.TORCHPORT` for ``codes``: code a
-    torchport watcher runs a call through (the Python-defined tensor methods it wraps)."""
+    torchport watcher runs a call through (the Python-defined tensor methods it wraps).
+
+    The watcher calls this when it is imported, before the program runs: torch's own
+    codes are found then too, while ``nn.Module.to`` is still torch's (or torchport's
+    redirect, which keeps the original reachable), not a later patch of the program's.
+    """
+    if not _torch_codes_claimed:
+        _claim_torch_codes()
+    _claim(codes, Origin.TORCHPORT)
+
+
+def _claim(codes: Iterable[CodeType], origin: Origin) -> None:
     for code in codes:
-        _BY_CODE[code] = Origin.TORCHPORT
+        _BY_CODE[code] = origin
 
 
 def _claim_torch_codes() -> None:
@@ -261,17 +272,19 @@ def _claim_torch_codes() -> None:
     import torch
     import torch._ops
 
-    for code in module_move_codes():
-        _BY_CODE[code] = Origin.MODULE_MOVE
-    count_as_torchport(
-        code
-        for code in (
-            getattr(torch.overrides.handle_torch_function, "__code__", None),
-            getattr(torch._ops.OpOverload.__call__, "__code__", None),
-        )
-        if code is not None
+    _claim(module_move_codes(), Origin.MODULE_MOVE)
+    _claim(
+        (
+            code
+            for code in (
+                getattr(torch.overrides.handle_torch_function, "__code__", None),
+                getattr(torch._ops.OpOverload.__call__, "__code__", None),
+            )
+            if code is not None
+        ),
+        Origin.TORCHPORT,
     )
-    _torch_codes_claimed = True
+    _torch_codes_claimed = True  # last: another thread asking meanwhile claims them again
 
 
 def code_origin(code: CodeType) -> Origin:
