@@ -27,7 +27,6 @@ import enum
 import importlib.util
 import os
 import runpy
-import site
 import sys
 import sysconfig
 from collections.abc import Iterable
@@ -70,17 +69,10 @@ def _folders(paths: Iterable[str | None]) -> tuple[str, ...]:
 _STDLIB_DIRS: Final = _folders(sysconfig.get_path(name) for name in ("stdlib", "platstdlib"))
 
 
-def _site_packages() -> list[str]:
-    with contextlib.suppress(AttributeError):  # old virtualenv's site lacks it
-        return list(site.getsitepackages())
-    return []
-
-
 # Where this interpreter installs packages (the venv's or the system's site-packages),
-# and the folder names pip, conda and Debian install into, wherever the environment lives
-_INSTALL_DIRS: Final = _folders(
-    [*(sysconfig.get_path(name) for name in ("purelib", "platlib")), *_site_packages()]
-)
+# and the folder names pip, conda and Debian install into, wherever the environment lives.
+# Not site.getsitepackages(): on Windows it lists the interpreter's whole prefix.
+_INSTALL_DIRS: Final = _folders(sysconfig.get_path(name) for name in ("purelib", "platlib"))
 _PACKAGE_FOLDERS: Final = tuple(
     f"{os.sep}{name}{os.sep}" for name in ("site-packages", "dist-packages")
 )
