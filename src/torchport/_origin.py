@@ -5,7 +5,8 @@ audit (to charge an event to the user's line, and to tell torch's bookkeeping an
 module moves from the program's own work), strict (to find the user's frames in a
 traceback), the simulated accelerator (to name the user's line of a copy), the CUDA
 stand-ins and the child-process patches of ``torchport run`` (to let torch and
-torchport call the real API), and the runner (to print a script's traceback without
+torchport call the real API, and to tell a project's ``-m`` module from an installed
+one), and the runner (to print a script's traceback without
 its own frames). ``tests/test_origin.py`` fails when another module compares a frame's
 file name itself. Torch's folder is found without importing torch, so the torch-free
 parts (the torchrun launcher) can ask too; the questions about torch's code objects
