@@ -33,17 +33,37 @@ _NOT_YET_RENAMED = frozenset(
 )
 
 
-def _by_name() -> dict[str, list[str]]:
+def _by_name(package: Path = _PACKAGE) -> dict[str, list[str]]:
     found: dict[str, list[str]] = defaultdict(list)
-    for path in _PACKAGE.rglob("*.py"):
+    for path in package.rglob("*.py"):
         if path.name != "__init__.py":
-            found[path.name].append(str(path.parent.relative_to(_PACKAGE.parent)))
+            found[path.name].append(str(path.parent.relative_to(package.parent)))
     return found
 
 
+def _shared(package: Path = _PACKAGE) -> dict[str, list[str]]:
+    """Each name two modules hold (apart from the list), with their folders."""
+    return {
+        name: sorted(folders)
+        for name, folders in _by_name(package).items()
+        if len(folders) > 1 and name not in _NOT_YET_RENAMED
+    }
+
+
 def test_no_two_modules_share_a_name() -> None:
-    shared = {name: sorted(folders) for name, folders in _by_name().items() if len(folders) > 1}
-    assert {name: f for name, f in shared.items() if name not in _NOT_YET_RENAMED} == {}
+    assert _shared() == {}
+
+
+def test_the_check_finds_a_second_module_of_one_name(tmp_path: Path) -> None:
+    for folder in ("torchport/diagnose", "torchport/check/semantic", "torchport/place"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "torchport/diagnose/_placement.py").write_text("")
+    (tmp_path / "torchport/check/semantic/_placement.py").write_text("")
+    (tmp_path / "torchport/place/_device.py").write_text("")
+    assert _shared(tmp_path / "torchport") == {
+        "_placement.py": ["torchport/check/semantic", "torchport/diagnose"]
+    }
 
 
 def test_the_list_of_names_not_yet_renamed_only_shrinks() -> None:
