@@ -399,43 +399,47 @@ def _step_aside(original: Callable[..., Any]) -> Callable[..., Any]:
     return aside
 
 
-def _checkpointing(original: Callable[..., Any]) -> Callable[..., Any]:
+# torch.save and torch.load as torch defines them: what the audit is told ran, whatever
+# wrapper (torchport.redirect's torch.load) stands in for them when the audit starts
+_CHECKPOINT_FUNCS = {"save": torch.save, "load": torch.load}
+
+
+def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``torch.save``/``torch.load``: the copies they make between the host and the device
     in an accelerator run happen below any op a CPU run shows, so the audit is told."""
+    told = _CHECKPOINT_FUNCS[name]
 
     @functools.wraps(original)
     def checkpoint(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
         for each in list(getattr(_local, "observers", None) or ()):
             if not each.local.quiet:
-                each.observe_checkpoint(original, args, kwargs, out)
+                each.observe_checkpoint(told, args, kwargs, out)
         return out
 
     return checkpoint
 
 
-def _make_wrappers() -> list[tuple[types.ModuleType, str, Callable[..., Any], Callable[..., Any]]]:
-    """(module, name, original, wrapper): only module attributes, never a class's."""
-    made: list[tuple[types.ModuleType, str, Callable[..., Any], Callable[..., Any]]] = []
-    for name in ("script", "trace", "trace_module"):
-        original = getattr(torch.jit, name)
-        made.append((torch.jit, name, original, _step_aside(original)))
-    made += [
-        (torch, name, getattr(torch, name), _checkpointing(getattr(torch, name)))
-        for name in ("save", "load")
-    ]
-    return made
-
-
-_WRAPPERS = _make_wrappers()
+# What is swapped on a module while an audit watches: (module, name, how to wrap it). The
+# value is read when the audit starts, not when torchport was imported: importing
+# torch._dynamo (torch.compile's first call) replaces torch.jit.trace and trace_module,
+# and a wrapper of the old value would be skipped as "someone else's" below, leaving
+# tracing to fail under the audit's modes.
+_SWAPPED: tuple[tuple[types.ModuleType, str, Callable[[Any], Callable[..., Any]]], ...] = (
+    *((torch.jit, name, _step_aside) for name in ("script", "trace", "trace_module")),
+    *((torch, name, functools.partial(_checkpointing, name=name)) for name in ("save", "load")),
+)
 
 
 def _install() -> None:
+    """Wrap each swapped attribute as it is now: only module attributes, never a class's."""
     if _installed:
         return
-    for owner, name, original, wrapper in _WRAPPERS:
-        if getattr(owner, name, None) is not original:
-            continue  # someone else replaced it meanwhile: leave theirs alone
+    for owner, name, wrap in _SWAPPED:
+        original = getattr(owner, name, None)
+        if original is None:
+            continue
+        wrapper = wrap(original)
         _installed.append((owner, name, original, name in vars(owner), wrapper))
         setattr(owner, name, wrapper)
 
