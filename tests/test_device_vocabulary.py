@@ -32,6 +32,8 @@ ALLOWED = {
     "run/": "`torchport run` stands in for CUDA: 'cuda' there is the API it redirects",
     "sim/": "the simulated accelerator names itself and imitates CUDA's rules",
     "diagnose/_oom.py": "reads the wording of each allocator's out-of-memory message",
+    "diagnose/_oom_causes.py": "names the backends whose out-of-memory messages it reads",
+    "diagnose/_mismatch_message.py": "reads the device words of torch's mismatch messages",
     "diagnose/_strict.py": "reads the device words of torch's mismatch messages",
     "diagnose/_suspects.py": "reads the device words of torch's error messages",
 }
@@ -190,7 +192,7 @@ def test_diagnose_reads_the_vocabulary_for_tensor_methods() -> None:
 # Where the simulated accelerator's name may appear outside sim/: the features that use it.
 SIM_USERS = {
     "place/_device.py": "naming 'sim' as the device installs it, on demand",
-    "run/_script.py": "`torchport run --device sim`",
+    "run/_target.py": "`torchport run --device sim`",
     "testing/_plugin.py": "the `devices('sim')` marker",
     "check/port/_verify.py": "`torchport port --verify` runs the result on it",
 }

@@ -20,7 +20,7 @@ from torch import nn
 
 import torchport as tp
 from torchport.diagnose import AuditEntry
-from torchport.diagnose._report import render_text
+from torchport.diagnose._drawing import render_text
 
 META = torch.device("meta")
 
@@ -698,22 +698,6 @@ def test_script_taken_before_the_audit_compiles_under_the_audits_modes() -> None
         assert torch.tensor is torch._C._VariableFunctions.tensor  # never wrapped
         scripted = script(_adds_constants)  # no step-aside: compiled under the function mode
         assert torch.equal(scripted(torch.ones(2)), torch.full((2,), 4.0))
-
-
-def test_model_moves_are_found_under_a_patched_module_to(monkeypatch: pytest.MonkeyPatch) -> None:
-    import functools
-
-    from torchport.diagnose import _frames
-
-    original = nn.Module.to
-
-    @functools.wraps(original)
-    def patched(self: nn.Module, *args: Any, **kwargs: Any) -> Any:  # as torchport.redirect does
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(nn.Module, "to", patched)  # `torchport run` imports the audit after this
-    codes = _frames.module_move_codes()
-    assert codes == _frames.MODULE_MOVES and any(c.co_name == "convert" for c in codes)
 
 
 # -- one copy is one event ---------------------------------------------------------------

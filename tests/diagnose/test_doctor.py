@@ -466,7 +466,7 @@ def test_no_value_is_cut_at_any_width(platform: str, reason: str, os_name: str, 
         host=dataclasses.replace(report.host, os=os_name),
         choice=dataclasses.replace(report.choice, reason=reason),
     )
-    from torchport.diagnose._report import render_text
+    from torchport.diagnose._drawing import render_text
 
     text = render_text(report, width=width)
     assert "…" not in text

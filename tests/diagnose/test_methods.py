@@ -209,3 +209,34 @@ def test_threads_the_audit_does_not_watch_are_reported_not_lost(
     assert ("other thread" in text) == bool(expected)
     assert tp.AuditReport.from_json(report.to_json()).other_threads == expected
     assert threading.getprofile() is None  # the hook is gone with the block
+
+
+# -- what is swapped on torch's modules is read when the audit starts ----------------------
+
+
+def _data_dependent(x: torch.Tensor) -> torch.Tensor:
+    return x * x.sum().item()  # .item() under the audit's modes breaks the tracer
+
+
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+@pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+def test_a_tracer_replaced_after_import_still_steps_aside(monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch.compile's first call imports torch._dynamo, which replaces torch.jit.trace
+    # after torchport was imported: the audit must step aside around the new one too
+    import functools
+
+    import torchport.diagnose  # the audit's machinery first, as in a program that imports it
+
+    assert torchport.diagnose.audit is tp.audit
+    original = torch.jit.trace
+
+    @functools.wraps(original)
+    def replaced(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(torch.jit, "trace", replaced)
+    with tp.audit():
+        assert torch.jit.trace is not replaced  # wrapped while the audit watches
+        traced = torch.jit.trace(_data_dependent, torch.ones(3))
+    assert torch.jit.trace is replaced  # and given back exactly
+    assert torch.equal(traced(torch.ones(3)), _data_dependent(torch.ones(3)))

@@ -513,7 +513,7 @@ def test_real_messages_are_read_in_full_and_explained(report: dict[str, Any]) ->
     """Each message as a user pasted it (URL in the data file): every figure it states is
     read, the cause is the one its figures decide, and the error it came in is one
     is_out_of_memory() recognises. Pasted text is explained without this machine's RAM."""
-    from torchport.diagnose._strict import is_out_of_memory
+    from torchport.diagnose._oom import is_out_of_memory
 
     found = torchport.explain_oom(report["message"])
     assert found.backend == report["backend"]

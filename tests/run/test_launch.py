@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from torchport import ConfigError
 from torchport.cli._main import build_parser
 from torchport.run._launch import Rendezvous, torchrun_argv
-from torchport.run._script import Target
+from torchport.run._target import Target
 
 SCRIPT = Target("train.py", ("--lr", "3e-4"))
 
@@ -84,7 +84,7 @@ def test_the_launcher_never_imports_torch() -> None:
         "import sys\n"
         "from torchport.cli._main import build_parser\n"
         "from torchport.run._launch import torchrun_argv\n"
-        "from torchport.run._script import Target, check_target\n"
+        "from torchport.run._target import Target, check_target\n"
         "build_parser().parse_args(['run', '--nproc', '2', 'x.py'])\n"
         "check_target(Target('torchport.cli.run', module=True))\n"
         "torchrun_argv(Target('x.py'), nproc=2)\n"

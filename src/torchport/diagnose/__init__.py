@@ -5,11 +5,13 @@ from __future__ import annotations
 from torchport.diagnose._audit import AuditEntry, AuditReport, audit
 from torchport.diagnose._bandwidth import CopyBandwidth
 from torchport.diagnose._doctor import DoctorReport, doctor
+from torchport.diagnose._doctor_drawing import render_doctor
 from torchport.diagnose._env import DeviceChoice
 from torchport.diagnose._findings import DoctorFinding, Severity
 from torchport.diagnose._memory import MemoryReport, memory_report
 from torchport.diagnose._on_device import copies_on_device, syncs_on_device
-from torchport.diagnose._oom import OomCase, OomExplanation, explain_oom
+from torchport.diagnose._oom import explain_oom
+from torchport.diagnose._oom_causes import OomCase, OomExplanation
 from torchport.diagnose._ops import aten_entry
 from torchport.diagnose._probes import (
     AcceleratorInfo,
@@ -18,7 +20,6 @@ from torchport.diagnose._probes import (
     HostInfo,
     TorchBuild,
 )
-from torchport.diagnose._report import render_doctor
 from torchport.diagnose._software import CudaToolkit
 from torchport.diagnose._strict import strict
 

@@ -3,8 +3,8 @@
 This module is the public face: :func:`audit`, and the facts it returns
 (:class:`AuditReport`, :class:`AuditEntry`). The watching and counting live in
 :mod:`._recorder` (a ``TorchDispatchMode`` for aten ops, wrappers from :mod:`._methods`
-for Python-level reads); which host work is set apart is decided in :mod:`._loading`;
-:mod:`._report` draws the report.
+for Python-level reads); which host work is set apart is decided in :mod:`._host_work`;
+:mod:`._drawing` draws the report.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 
 from torchport._crossings import listening
 from torchport.diagnose._measured import Crossings, measured
+from torchport.diagnose._oom import is_out_of_memory, note_oom
 from torchport.diagnose._ops import OpKind
 from torchport.diagnose._recorder import DATA_LOADING, LOADING_TO_DEVICE, Recorder
-from torchport.diagnose._strict import is_out_of_memory, note_oom
 from torchport.errors import ConfigError
 
 __all__ = ["AuditEntry", "AuditReport", "audit"]
@@ -200,14 +200,14 @@ class AuditReport:
         """Rebuild a report from :meth:`to_json` output."""
         return cls.from_dict(json.loads(text))
 
-    # Drawing lives in ._report; these delegate so that print(report) shows the table.
+    # Drawing lives in ._drawing; these delegate so that print(report) shows the table.
     def __rich__(self) -> Any:
-        from torchport.diagnose._report import render
+        from torchport.diagnose._drawing import render
 
         return render(self)
 
     def __str__(self) -> str:
-        from torchport.diagnose._report import render_text
+        from torchport.diagnose._drawing import render_text
 
         return render_text(self)
 
@@ -248,7 +248,7 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
 
     Host work that runs on the host in an accelerator run too is set apart or left out
     (the decisions, one per kind of host work in a training loop, are written in
-    ``torchport/diagnose/_loading.py``): what a ``DataLoader`` does while it fetches
+    ``torchport/diagnose/_host_work.py``): what a ``DataLoader`` does while it fetches
     (sampler, ``Dataset.__getitem__``, transforms, ``collate_fn``) is listed in the
     report's ``data_loading`` part and counts in no total, and its worker processes are
     not watched; an optimizer's step counters (which torch keeps on the host) and

@@ -26,7 +26,7 @@ from types import CodeType, FrameType
 import torch
 
 from torchport._device_types import CPU, MOVE_METHODS
-from torchport.diagnose._frames import INSTALLED, USER
+from torchport._origin import Origin
 
 __all__ = [
     "DEVICE",
@@ -44,6 +44,7 @@ HOST, DEVICE, TENSORS, UNKNOWN = 1, 0, 2, -1
 elsewhere), or nothing this module can tell (no source, a target passed through
 ``*args``/``**kwargs``, a computed expression)."""
 
+_USER, _INSTALLED = Origin.USER, Origin.INSTALLED  # read per frame: module names are quicker
 # (code, instruction) -> (what the call names, the name of the function it calls)
 _SEEN: dict[tuple[CodeType, int], tuple[int, str]] = {}
 # Methods that name where they move to: .cpu() the host, the others an accelerator
@@ -78,18 +79,18 @@ def _call_at(frame: FrameType) -> tuple[int, str]:
     return found
 
 
-def program_moves(frame: FrameType | None, origin_of: Callable[[CodeType], int]) -> bool:
+def program_moves(frame: FrameType | None, origin_of: Callable[[CodeType], Origin]) -> bool:
     """Whether the user's line that led here is a move (``batch.to(device)`` of a
     transformers ``BatchEncoding``, whose ``.to`` moves each tensor): the program's own
     move, made through a library."""
     while frame is not None:
-        if origin_of(frame.f_code) == USER:
+        if origin_of(frame.f_code) is _USER:
             return _call_at(frame)[1] in _MOVES
         frame = frame.f_back
     return False
 
 
-def target_of_call(frame: FrameType | None, origin_of: Callable[[CodeType], int]) -> int:
+def target_of_call(frame: FrameType | None, origin_of: Callable[[CodeType], Origin]) -> int:
     """What the call that led to a move names, read at the first frame of the user's or
     installed code at or above ``frame``.
 
@@ -98,13 +99,13 @@ def target_of_call(frame: FrameType | None, origin_of: Callable[[CodeType], int]
 
     Args:
         frame: Where to start: the frame that called the move, or one below it.
-        origin_of: Whose code a code object is (:func:`._frames.frame_origin`, cached).
+        origin_of: Whose code a code object is (:func:`torchport._origin.code_origin`, cached).
     """
     while frame is not None:
         origin = origin_of(frame.f_code)
-        if origin in (USER, INSTALLED):
+        if origin is _USER or origin is _INSTALLED:
             named = target_named_at(frame)
-            if named != UNKNOWN or origin == USER:
+            if named != UNKNOWN or origin is _USER:
                 return named
         frame = frame.f_back
     return UNKNOWN

@@ -4,7 +4,7 @@ A mixin of :class:`~torchport.diagnose._recorder.Recorder`: saving tensors the
 accelerator run holds copies each to the host; ``torch.load(..., map_location=device)``
 copies each loaded tensor to the device (then loading them into a model copies
 nothing more); a state dict loaded into a model or optimizer on the device copies
-each value there. Where the run holds what is decided in :mod:`._placement`.
+each value there. Where the run holds what is decided in :mod:`._predicted_placement`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 
 import torch
 
-from torchport.diagnose import _loading, _ops
+from torchport._origin import Origin
+from torchport.diagnose import _host_work, _ops
 from torchport.diagnose._callsite import DEVICE, UNKNOWN, target_of_call
 from torchport.diagnose._events import (
     DATA_LOADING,
@@ -28,8 +29,7 @@ from torchport.diagnose._events import (
     Row,
     Where,
 )
-from torchport.diagnose._frames import INSTALLED, USER
-from torchport.diagnose._placement import STATE_LOADERS, Placement, tensors_in
+from torchport.diagnose._predicted_placement import STATE_LOADERS, Placement, tensors_in
 
 __all__ = ["CheckpointCounting"]
 
@@ -44,25 +44,25 @@ class CheckpointCounting:
     unpredicted: dict[str, int]
     dropped: int
 
-    def _where(self, frame: FrameType | None) -> tuple[Where, int | None]:
+    def _where(self, frame: FrameType | None) -> tuple[Where, Origin | None]:
         raise NotImplementedError
 
     def _count(self, key: Row, nbytes: int) -> None:
         raise NotImplementedError
 
-    def _origin(self, code: CodeType) -> int:
+    def _origin(self, code: CodeType) -> Origin:
         raise NotImplementedError
 
     def observe_checkpoint(
         self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
     ) -> None:
         """``torch.save`` or ``torch.load`` ran: count the copies it makes in an accelerator
-        run (see :mod:`._placement`); never raises."""
+        run (see :mod:`._predicted_placement`); never raises."""
         try:
             placement = self._placement
             if func is _SAVE:
                 obj = args[0] if args else kwargs.get("obj")
-                state = _loading.device_state(placement.on_device)
+                state = _host_work.device_state(placement.on_device)
                 held = [
                     t
                     for t in tensors_in(obj)
@@ -90,7 +90,7 @@ class CheckpointCounting:
             if not held:
                 return
             where, _ = self._where(sys._getframe(1))
-            phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
             key: Key = (TRANSFER, label, _ops.op_name(func), direction, True, phase)
             for tensor in held:
                 self._count(key + where, tensor.numel() * tensor.element_size())
@@ -100,12 +100,12 @@ class CheckpointCounting:
     def _count_loaded(
         self, value: torch.Tensor, frame: FrameType | None, *, checked: bool = False
     ) -> None:
-        """A state dict's value loaded onto the device (see :mod:`._placement`), if torch's
-        state-dict loading is what copies it. ``checked``: its destination is known to be
+        """A state dict's value loaded onto the device (see :mod:`._predicted_placement`), if
+        torch's state-dict loading is what copies it. ``checked``: its destination is known to be
         on the device; else it is the loader's ``param`` (an optimizer's)."""
         # torch's own frames between the op and the loader: dynamo's wrappers around it
         while frame is not None and frame.f_code not in STATE_LOADERS:
-            if self._origin(frame.f_code) in (USER, INSTALLED):
+            if self._origin(frame.f_code) in (Origin.USER, Origin.INSTALLED):
                 return
             frame = frame.f_back
         if frame is None:
@@ -118,6 +118,6 @@ class CheckpointCounting:
         if not nbytes:
             return
         where, _ = self._where(frame)
-        phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+        phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
         key: Key = (TRANSFER, _LOADED, "load_state_dict", TO_DEVICE, True, phase)
         self._count(key + where, nbytes)

@@ -1,7 +1,7 @@
 """doctor(): the facts about this machine's torch, drivers and devices, with findings.
 
 ``doctor()`` collects and returns a :class:`DoctorReport` of facts; it prints nothing.
-``to_json()`` serializes it; :mod:`._report` draws it (``str()`` and ``rich.print`` go
+``to_json()`` serializes it; :mod:`._drawing` draws it (``str()`` and ``rich.print`` go
 there), so the CLI stays a thin shell. Each probe runs guarded: a probe that raises
 becomes an error finding, never a traceback.
 """
@@ -95,14 +95,14 @@ class DoctorReport:
 
     def to_markdown(self) -> str:
         """The facts as a Markdown list to paste into a bug report (plain text reads too)."""
-        from torchport.diagnose._report import doctor_markdown
+        from torchport.diagnose._doctor_drawing import doctor_markdown
 
         return doctor_markdown(self)
 
-    # Drawing lives in ._report; these delegate so that print(report) shows the tables.
+    # Drawing lives in ._drawing; these delegate so that print(report) shows the tables.
     def render(self) -> Any:
         """The report as rich tables (drawn by the pillar's one renderer)."""
-        from torchport.diagnose._report import render_doctor
+        from torchport.diagnose._doctor_drawing import render_doctor
 
         return render_doctor(self)
 
@@ -110,7 +110,7 @@ class DoctorReport:
         return self.render()
 
     def __str__(self) -> str:
-        from torchport.diagnose._report import render_text
+        from torchport.diagnose._drawing import render_text
 
         return render_text(self)
 

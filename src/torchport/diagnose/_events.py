@@ -24,7 +24,7 @@ __all__ = [
 # both ends are "cpu"; on an accelerator one of them is the device.
 TO_DEVICE, TO_HOST = "host→device", "device→host"
 DATA_LOADING = "data loading"
-"""The phase of an event made while a DataLoader fetched (see :mod:`._loading`)."""
+"""The phase of an event made while a DataLoader fetched (see :mod:`._host_work`)."""
 # ... and of a predicted copy made there to the program's device: device work (its entry's
 # phase reads DATA_LOADING)
 LOADING_TO_DEVICE = "data loading, to the device"

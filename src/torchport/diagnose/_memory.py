@@ -74,10 +74,10 @@ class MemoryReport:
         """The facts as a JSON document."""
         return json.dumps(self.to_dict(), indent=indent)
 
-    # Drawing lives in ._report; these delegate so that print(report) shows the table.
+    # Drawing lives in ._drawing; these delegate so that print(report) shows the table.
     def render(self) -> Any:
         """A rich table with human-readable sizes (drawn by the pillar's one renderer)."""
-        from torchport.diagnose._report import render_memory
+        from torchport.diagnose._drawing import render_memory
 
         return render_memory(self)
 
@@ -85,7 +85,7 @@ class MemoryReport:
         return self.render()
 
     def __str__(self) -> str:
-        from torchport.diagnose._report import render_text
+        from torchport.diagnose._drawing import render_text
 
         return render_text(self)
 

@@ -34,7 +34,7 @@ table does not watch keep their message and category; the line CPython names for
 may be the mode's, as for every ``TorchFunctionMode``.)
 
 Function modes are per thread: copies and reads made in other threads are not seen.
-The audit counts the threads that ran beside it (:class:`OtherThreads`) so the report
+The audit counts the threads that ran beside it (:mod:`._other_threads`) so the report
 can say its counts leave them out. Apart from watching, each open audit block
 (:func:`open_block`) hears the copies torchport's own movers skip
 (``torchport._skipped``), for its whole length.
@@ -55,20 +55,18 @@ from types import FrameType
 from typing import Any, Protocol
 
 import torch
-import torch._ops
 import torch.jit
-import torch.utils._python_dispatch
 from torch.overrides import TorchFunctionMode
 
-from torchport import _skipped, hardware
+from torchport import _origin, _skipped, hardware
 from torchport.diagnose import _ops
 from torchport.diagnose._ops import OpEntry
+from torchport.diagnose._other_threads import OtherThreads
 
 __all__ = [
     "OTHER_THREADS",
     "FunctionWatcher",
     "Observer",
-    "OtherThreads",
     "QuietCount",
     "close_block",
     "observers_here",
@@ -115,66 +113,17 @@ class Observer(Protocol):
     def restore(self, token: object) -> None: ...
 
 
-class OtherThreads:
-    """Threads other than an audited one that ran while an audit watched.
-
-    A function mode and a dispatch mode watch the thread that pushed them; a copy or a
-    read made in another thread (a prefetching thread's, a logger's) is not counted,
-    and the report says how many threads ran beside the audit rather than leave them
-    out silently. Threads alive when a block opens or closes are listed from
-    :func:`threading.enumerate`; a thread started in between is heard through
-    :func:`threading.setprofile`, whose hook runs once, at the thread's first call,
-    and removes itself there (installed only when no other profile hook is set, so a
-    profiler's own hook is never replaced).
-    """
-
-    def __init__(self) -> None:
-        self.started = 0  # threads started while the hook stood (idents are reused: counted)
-        self.idents: set[int] = set()  # and their idents, to tell them from the threads alive
-        self.users = 0
-        self.hooked = False
-
-    def hook(self, frame: Any, event: str, arg: Any) -> None:
-        sys.setprofile(None)  # once per thread: from here on it runs unprofiled
-        self.started += 1
-        self.idents.add(threading.get_ident())
-
-    def open(self) -> None:
-        with _lock:
-            self.users += 1
-            if self.users == 1 and threading.getprofile() is None:
-                threading.setprofile(self.hook)
-                self.hooked = True
-
-    def close(self) -> None:
-        with _lock:
-            self.users -= 1
-            if self.users == 0:
-                if self.hooked and threading.getprofile() == self.hook:
-                    threading.setprofile(None)
-                self.hooked = False
-                self.idents.clear()
-
-    def alive(self) -> set[int]:
-        """Idents of the other threads alive now that were not started under the hook."""
-        here = threading.get_ident()
-        idents = {t.ident for t in threading.enumerate() if t.ident is not None}
-        return idents - self.idents - {here}
-
-
-OTHER_THREADS = OtherThreads()
+OTHER_THREADS = OtherThreads()  # one count for every audit of the process
 _local = threading.local()  # .observers: list[Observer], the audits recording in this thread
 _lock = threading.RLock()
 _users = 0
 _suspended = 0  # step-aside blocks running (in any thread): wrappers stay down
 # (owner, name, original, whether the owner defined it itself, our wrapper)
 _installed: list[tuple[types.ModuleType, str, Any, bool, Any]] = []
-_THIS_FILE = __file__
-# Frames that exist only because the audit's dispatch mode is on: a warning torch raises
-# from C++ names the innermost Python frame, which under the mode can be torch's dispatch
-# code (torch 2.15 decomposes complex->real .to() in torch/_ops.py) instead of the caller.
-_DISPATCH_FILES = frozenset(
-    module.__file__ or "" for module in (torch._ops, torch.utils._python_dispatch)
+_THIS_FILE = (__file__,)  # the wrappers' frames, stepped over to find the program's call
+# The tensor methods the audit wraps run between the program's call and the watcher
+_origin.count_as_torchport(
+    code for method in _ops.watched_methods() if (code := getattr(method, "__code__", None))
 )
 
 
@@ -257,7 +206,9 @@ def _matches(
 def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) -> None:
     """Issue recorded warnings again, those pinned on a wrapper at ``caller`` instead."""
     for w in caught:
-        if (w.filename == _THIS_FILE or w.filename in _DISPATCH_FILES) and caller is not None:
+        # A warning torch raises from C++ names the innermost Python frame: a wrapper's,
+        # or under the audit's mode torch's dispatch code, instead of the caller's.
+        if _origin.added_by_watcher(w.filename, watcher=__file__) and caller is not None:
             module_globals = caller.f_globals
             warnings.warn_explicit(
                 w.message,
@@ -295,10 +246,7 @@ def _call(
 
 def _caller() -> FrameType | None:
     """The first frame above this module's: the program's call of a watched function."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == _THIS_FILE:
-        frame = frame.f_back
-    return frame
+    return _origin.caller_frame(sys._getframe(1), past=_THIS_FILE)
 
 
 # Reads whose work runs no aten op on a CPU tensor: nothing to keep from the dispatch mode
@@ -451,43 +399,47 @@ def _step_aside(original: Callable[..., Any]) -> Callable[..., Any]:
     return aside
 
 
-def _checkpointing(original: Callable[..., Any]) -> Callable[..., Any]:
+# torch.save and torch.load as torch defines them: what the audit is told ran, whatever
+# wrapper (torchport.redirect's torch.load) stands in for them when the audit starts
+_CHECKPOINT_FUNCS = {"save": torch.save, "load": torch.load}
+
+
+def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``torch.save``/``torch.load``: the copies they make between the host and the device
     in an accelerator run happen below any op a CPU run shows, so the audit is told."""
+    told = _CHECKPOINT_FUNCS[name]
 
     @functools.wraps(original)
     def checkpoint(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
         for each in list(getattr(_local, "observers", None) or ()):
             if not each.local.quiet:
-                each.observe_checkpoint(original, args, kwargs, out)
+                each.observe_checkpoint(told, args, kwargs, out)
         return out
 
     return checkpoint
 
 
-def _make_wrappers() -> list[tuple[types.ModuleType, str, Callable[..., Any], Callable[..., Any]]]:
-    """(module, name, original, wrapper): only module attributes, never a class's."""
-    made: list[tuple[types.ModuleType, str, Callable[..., Any], Callable[..., Any]]] = []
-    for name in ("script", "trace", "trace_module"):
-        original = getattr(torch.jit, name)
-        made.append((torch.jit, name, original, _step_aside(original)))
-    made += [
-        (torch, name, getattr(torch, name), _checkpointing(getattr(torch, name)))
-        for name in ("save", "load")
-    ]
-    return made
-
-
-_WRAPPERS = _make_wrappers()
+# What is swapped on a module while an audit watches: (module, name, how to wrap it). The
+# value is read when the audit starts, not when torchport was imported: importing
+# torch._dynamo (torch.compile's first call) replaces torch.jit.trace and trace_module,
+# and a wrapper of the old value would be skipped as "someone else's" below, leaving
+# tracing to fail under the audit's modes.
+_SWAPPED: tuple[tuple[types.ModuleType, str, Callable[[Any], Callable[..., Any]]], ...] = (
+    *((torch.jit, name, _step_aside) for name in ("script", "trace", "trace_module")),
+    *((torch, name, functools.partial(_checkpointing, name=name)) for name in ("save", "load")),
+)
 
 
 def _install() -> None:
+    """Wrap each swapped attribute as it is now: only module attributes, never a class's."""
     if _installed:
         return
-    for owner, name, original, wrapper in _WRAPPERS:
-        if getattr(owner, name, None) is not original:
-            continue  # someone else replaced it meanwhile: leave theirs alone
+    for owner, name, wrap in _SWAPPED:
+        original = getattr(owner, name, None)
+        if original is None:
+            continue
+        wrapper = wrap(original)
         _installed.append((owner, name, original, name in vars(owner), wrapper))
         setattr(owner, name, wrapper)
 

@@ -12,9 +12,9 @@ The line an event is charged to is the user's: the first frame up the stack that
 neither torch's, torchport's nor installed code's (the standard library, packages in
 ``site-packages``); the innermost installed line it went through is kept beside it
 (``model.to(device)`` through transformers' ``PreTrainedModel.to``). Where host work
-inside a training loop is set apart or left out is decided in :mod:`._loading`; which
+inside a training loop is set apart or left out is decided in :mod:`._host_work`; which
 way a predicted copy goes, in :mod:`._callsite`; where the accelerator run holds the
-model's tensors and a line's copy to the host, in :mod:`._placement`.
+model's tensors and a line's copy to the host, in :mod:`._predicted_placement`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from typing import Any
 import torch
 
 from torchport._device_types import CPU
-from torchport.diagnose import _loading, _methods, _ops
+from torchport._origin import Origin, code_origin
+from torchport.diagnose import _host_work, _methods, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
 from torchport.diagnose._checkpoints import CheckpointCounting
 from torchport.diagnose._events import (
@@ -44,10 +45,9 @@ from torchport.diagnose._events import (
     Row,
     Where,
 )
-from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, OWN, USER, frame_origin
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._ops import OpEntry
-from torchport.diagnose._placement import (
+from torchport.diagnose._predicted_placement import (
     Placement,
     copied_to_host,
 )
@@ -60,7 +60,10 @@ _HOST_TYPES = HOST_TYPES
 _NO_CALLER: Where = ("<backward/C++>", 0, "", "", 0)
 # Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
 # code moving to the program's device (a BatchEncoding's .to(device)) copies there too
-_PREDICTS = frozenset({USER, MODULE_MOVE, INSTALLED})
+# Origin's members as module names: a member read off the class costs a lookup per frame
+_USER, _INSTALLED, _TORCHPORT = Origin.USER, Origin.INSTALLED, Origin.TORCHPORT
+_HOST_SIDE, _MODULE_MOVE = Origin.HOST_SIDE, Origin.MODULE_MOVE
+_PREDICTS = frozenset({_USER, _MODULE_MOVE, _INSTALLED})
 
 # Formatting a torch.device costs microseconds; each device and route is named once
 _DEVICE_FACTS: dict[torch.device, tuple[str, bool]] = {}
@@ -84,7 +87,7 @@ class Recorder(CheckpointCounting):
         self.counts: dict[Row, list[int]] = {}
         self._lock = threading.Lock()
         self.local = _methods.QuietCount()  # per thread: inside a watched call, last host copy
-        self._origins: dict[CodeType, int] = {}
+        self._origins: dict[CodeType, Origin] = {}
         self._mode: DispatchWatcher | None = None
         # Parameters and buffers a predicted module move has sent, and which way: tied
         # weights, and a model moved twice, are copied once on an accelerator
@@ -102,9 +105,9 @@ class Recorder(CheckpointCounting):
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
         """The audit block starts: hear what torchport's movers skip, in this thread, and
-        which optimizer steps (see :func:`._loading.is_host_state`)."""
+        which optimizer steps (see :func:`._host_work.is_host_state`)."""
         _methods.open_block(self)
-        self._step_hooks = _loading.watch_optimizer_steps()
+        self._step_hooks = _host_work.watch_optimizer_steps()
         _methods.OTHER_THREADS.open()
         self._threads_at_open = _methods.OTHER_THREADS.alive()
         self._started_at_open = _methods.OTHER_THREADS.started
@@ -119,7 +122,7 @@ class Recorder(CheckpointCounting):
         for handle in self._step_hooks:
             handle.remove()
         self._step_hooks = []
-        _loading.forget_steps()
+        _host_work.forget_steps()
 
     def start(self) -> None:
         _methods.watch(self)
@@ -206,7 +209,7 @@ class Recorder(CheckpointCounting):
             self.stop()
 
     # -- recording -----------------------------------------------------------------
-    def _where(self, frame: FrameType | None) -> tuple[Where, int | None]:
+    def _where(self, frame: FrameType | None) -> tuple[Where, Origin | None]:
         """Where the event is charged, and the origin of the code that made the call
         (the first frame that is not torchport's).
 
@@ -215,16 +218,16 @@ class Recorder(CheckpointCounting):
         the innermost installed frame itself, else ``<backward/C++>``.
         """
         origins = self._origins
-        caller: int | None = None
+        caller: Origin | None = None
         via: FrameType | None = None
         while frame is not None:
             code = frame.f_code
             origin = origins.get(code)
             if origin is None:
-                origin = origins[code] = frame_origin(code)
-            if caller is None and origin != OWN:
+                origin = origins[code] = code_origin(code)
+            if caller is None and origin is not _TORCHPORT:
                 caller = origin
-            if origin == USER:
+            if origin is _USER:
                 if via is None:
                     return (code.co_filename, frame.f_lineno or 0, code.co_name, "", 0), caller
                 return (
@@ -234,7 +237,7 @@ class Recorder(CheckpointCounting):
                     via.f_code.co_filename,
                     via.f_lineno or 0,
                 ), caller
-            if origin == INSTALLED and via is None:
+            if origin is _INSTALLED and via is None:
                 via = frame
             frame = frame.f_back
         if via is not None:
@@ -267,7 +270,7 @@ class Recorder(CheckpointCounting):
                 if moved is None:
                     return
                 src, dst, nbytes = moved
-                phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+                phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
                 if src != dst:
                     # a real copy the dispatch level never sees: torch.tensor(data, device=)
                     copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
@@ -283,7 +286,7 @@ class Recorder(CheckpointCounting):
                     return
                 if not nbytes:
                     return  # an empty tensor's move copies nothing
-                if caller == HOST_SIDE and src.type in _HOST_TYPES:
+                if caller is _HOST_SIDE and src.type in _HOST_TYPES:
                     # an optimizer's state loaded next to its parameter
                     self._count_loaded(args[0], sys._getframe(1))
                     return
@@ -299,11 +302,11 @@ class Recorder(CheckpointCounting):
                     # a DataLoader's collate_fn sending the batch to the program's device:
                     # device work, though data loading made it
                     phase = LOADING_TO_DEVICE
-                if caller == MODULE_MOVE:
+                if caller is _MODULE_MOVE:
                     if self._placement.moved_before(args[0], to_host):
                         return
                 elif not to_host and func not in _CREATES:
-                    if caller == USER or program_moves(sys._getframe(1), self._origin):
+                    if caller is _USER or program_moves(sys._getframe(1), self._origin):
                         self._placement.sent_to_device(args[0])
                     elif self._placement.sent_before(args[0]):
                         return  # a library moving what the program moved: already there
@@ -329,7 +332,7 @@ class Recorder(CheckpointCounting):
         the indexed tensor's device in an accelerator run; never raises."""
         try:
             where, _ = self._where(sys._getframe(1))
-            phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
             key: Key = (TRANSFER, _HOST_INDEX, _ops.op_name(func), TO_DEVICE, True, phase)
             self._count(key + where, nbytes)
         except Exception:  # the audit must never break the program it watches
@@ -344,10 +347,10 @@ class Recorder(CheckpointCounting):
             return named
         return HOST if _ops.names_host(func, args, kwargs) else UNKNOWN
 
-    def _origin(self, code: CodeType) -> int:
+    def _origin(self, code: CodeType) -> Origin:
         origin = self._origins.get(code)
         if origin is None:
-            origin = self._origins[code] = frame_origin(code)
+            origin = self._origins[code] = code_origin(code)
         return origin
 
     def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
@@ -372,7 +375,7 @@ class Recorder(CheckpointCounting):
                 by,
                 TO_DEVICE,
                 True,
-                DATA_LOADING if _loading.loading(sys._getframe()) else "",
+                DATA_LOADING if _host_work.loading(sys._getframe()) else "",
             )
             row = key + where
             copied_to_host(self.local, None, None)
@@ -407,7 +410,7 @@ class Recorder(CheckpointCounting):
                 where, _ = self._where(sys._getframe(1))
                 copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                 # A real copy is device work wherever it runs, data loading included
-                phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+                phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
                 key: Key = (TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
                 self._count(key + where, nbytes)
                 return
@@ -442,7 +445,7 @@ class Recorder(CheckpointCounting):
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
         where, caller = self._where(frame)
-        if host_side and facts[1] and caller == HOST_SIDE and _loading.is_host_state(tensor):
+        if host_side and facts[1] and caller is _HOST_SIDE and _host_work.is_host_state(tensor):
             return
         local = self.local
         copied = local.host_copy
@@ -459,7 +462,7 @@ class Recorder(CheckpointCounting):
                 nbytes = tensor.element_size() * (tensor.numel() if whole else 1)
         named = _ops.NAMES.get(id(func))
         name = named[1] if named is not None else _ops.op_name(func)
-        phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
+        phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
         self._count((entry.kind_name, entry.label, name, facts[0], facts[1], phase, *where), nbytes)
 
     def rows(self) -> list[tuple[str, str, str, str, bool, str, str, int, str, str, int, int, int]]:

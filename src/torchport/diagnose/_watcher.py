@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchport.diagnose import _ops
-from torchport.diagnose._placement import spread
+from torchport.diagnose._predicted_placement import spread
 
 if TYPE_CHECKING:
     from torchport.diagnose._recorder import Recorder

@@ -28,16 +28,14 @@ import contextlib
 import multiprocessing.spawn
 import os
 import shutil
-import site
 import subprocess
 import sys
-import sysconfig
 from collections.abc import Callable
 from typing import Any
 
-from torchport._origin import LIBRARY_DIRS, caller_is_library, is_library
+from torchport._origin import Origin, caller_is_library, is_library, origin
 from torchport.run._cuda_shim import Patch
-from torchport.run._script import find_runnable
+from torchport.run._target import find_runnable
 
 __all__ = ["child_patches", "enter_in_child", "through_torchport"]
 
@@ -63,16 +61,6 @@ _FLAGS = frozenset(
     )
 )
 _WITH_VALUE = frozenset(("-W", "-X", "--check-hash-based-pycs"))
-# Where installed code lives: the standard library and site-packages (venv or not).
-_INSTALLED = (
-    *LIBRARY_DIRS,
-    *{
-        os.path.abspath(path) + os.sep
-        for key in ("stdlib", "platstdlib", "purelib", "platlib")
-        if (path := sysconfig.get_paths().get(key))
-    },
-    *{os.path.abspath(path) + os.sep for path in site.getsitepackages()},
-)
 _PASSED_THROUGH = (os.path.dirname(os.path.abspath(__file__)) + os.sep, subprocess.__file__)
 
 _KEY = "torchport_redirect"  # spawn.prepare() ignores keys it does not know
@@ -161,10 +149,10 @@ def _own_module(name: str, folder: str) -> bool:
     """
     extra = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     spec = find_runnable(name, [folder, *extra])
-    origin = getattr(spec, "origin", None)
-    if not isinstance(origin, str) or not os.path.isfile(origin):
+    found = getattr(spec, "origin", None)
+    if not isinstance(found, str) or not os.path.isfile(found):
         return False
-    return not os.path.abspath(origin).startswith(_INSTALLED)
+    return origin(os.path.abspath(found)) is Origin.USER
 
 
 def _called_by_library() -> bool:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from torchport.errors import ConfigError
 from torchport.run._launch import Rendezvous, launch, torchrun_argv
-from torchport.run._script import Target, run_target
 from torchport.run._shutdown import die_by_signal
+from torchport.run._target import Target, run_target
 
 __all__ = ["RunOptions", "run_command"]
 

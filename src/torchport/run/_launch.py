@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 from torchport.errors import ConfigError
-from torchport.run._script import Target, check_target
+from torchport.run._target import Target, check_target
 
 __all__ = ["Rendezvous", "launch", "torchrun_argv"]
 

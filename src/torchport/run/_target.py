@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from torchport._origin import TORCHPORT_DIR
+from torchport._origin import is_runner
 from torchport.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -343,7 +343,7 @@ def _trim(tb: TracebackType | None) -> TracebackType | None:
     raised by torchport around the script (strict's rewritten mismatch) keeps no
     frames: the exception chained to it shows where the script failed.
     """
-    kept = [entry for entry in _walk(tb) if not _is_runner(entry.tb_frame.f_code.co_filename)]
+    kept = [entry for entry in _walk(tb) if not is_runner(entry.tb_frame.f_code.co_filename)]
     if not kept:
         return None
     for entry, following in itertools.pairwise(kept):
@@ -356,10 +356,3 @@ def _walk(tb: TracebackType | None) -> Iterator[TracebackType]:
     while tb is not None:
         yield tb
         tb = tb.tb_next
-
-
-def _is_runner(filename: str) -> bool:
-    return filename.startswith((TORCHPORT_DIR, "<frozen runpy>")) or filename in (
-        runpy.__file__,
-        contextlib.__file__,
-    )

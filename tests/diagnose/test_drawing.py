@@ -1,4 +1,4 @@
-"""The pillar's reports hold facts; one module draws them, and nothing imports in a circle."""
+"""The pillar's reports hold facts; the drawing modules draw them; nothing imports in a circle."""
 
 from __future__ import annotations
 
@@ -17,10 +17,18 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 import torchport as tp
-from torchport.diagnose import AuditEntry, _report
+from torchport.diagnose import AuditEntry, _drawing
 
-_PACKAGE = Path(_report.__file__).parent
-_FACTS = ("_audit.py", "_doctor.py", "_memory.py", "_oom.py", "_bandwidth.py", "_findings.py")
+_PACKAGE = Path(_drawing.__file__).parent
+_FACTS = (
+    "_audit.py",
+    "_doctor.py",
+    "_memory.py",
+    "_oom.py",
+    "_oom_causes.py",
+    "_bandwidth.py",
+    "_findings.py",
+)
 
 
 def _runtime_imports(path: Path) -> set[str]:
@@ -39,14 +47,18 @@ def _runtime_imports(path: Path) -> set[str]:
 def test_report_modules_draw_nothing(name: str) -> None:
     imports = _runtime_imports(_PACKAGE / name)
     assert not any(module.split(".")[0] == "rich" for module in imports)
-    assert "torchport.diagnose._report" not in imports  # delegation is lazy, from a method
+    assert not imports & {  # delegation is lazy, from a method
+        "torchport.diagnose._drawing",
+        "torchport.diagnose._doctor_drawing",
+    }
 
 
-def test_the_renderer_imports_no_report_module_at_run_time() -> None:
-    imports = _runtime_imports(_PACKAGE / "_report.py")
+@pytest.mark.parametrize("name", ["_drawing.py", "_doctor_drawing.py"])
+def test_the_renderer_imports_no_report_module_at_run_time(name: str) -> None:
+    imports = _runtime_imports(_PACKAGE / name)
     assert not imports & {
         f"torchport.diagnose.{name[:-3]}"
-        for name in ("_audit.py", "_doctor.py", "_memory.py", "_oom.py")
+        for name in ("_audit.py", "_doctor.py", "_memory.py", "_oom.py", "_oom_causes.py")
     }
 
 
@@ -57,10 +69,10 @@ def test_every_report_draws_through_the_one_renderer() -> None:
     doctor = tp.doctor(free_memory=False)
     oom = tp.explain_oom("CUDA out of memory. Tried to allocate 2.00 GiB")
     for report in (audit_report, memory, doctor):
-        assert str(report) == _report.render_text(report)
-    assert str(oom) == _report.oom_text(oom)
+        assert str(report) == _drawing.render_text(report)
+    assert str(oom) == _drawing.oom_text(oom)
     with pytest.raises(TypeError, match="expected an AuditReport"):
-        _report.render(object())
+        _drawing.render(object())
 
 
 # -- the audit's locations are never cut ------------------------------------------------
@@ -126,7 +138,7 @@ def _shown_location(text: str, path: str, line: int) -> str | None:
 @given(st.lists(_entries(), min_size=1, max_size=4), st.sampled_from(_WIDTHS))
 def test_every_location_is_printed_whole_on_one_line(entries: list[AuditEntry], width: int) -> None:
     report = tp.AuditReport(entries=entries)
-    text = _report.render_text(report, width=width)
+    text = _drawing.render_text(report, width=width)
     assert "…" not in text
     for e in entries:
         assert _shown_location(text, e.file, e.line) is not None, (e.file, e.line, text)
@@ -150,7 +162,7 @@ def test_a_rich_console_folds_a_long_location_instead_of_cutting_it(
     assert max(len(out) for out in text.splitlines()) <= width
     joined = "".join(text.splitlines())  # a fold breaks lines only
     for e in entries:
-        shown = _report.short_path(e.file)
+        shown = _drawing.short_path(e.file)
         assert f"{shown}:{e.line}" in joined
 
 
@@ -211,8 +223,8 @@ def _entry(**fields: Any) -> AuditEntry:
     ],
 )
 def test_short_paths_drop_only_what_a_reader_does_not_need(path: str, shown: str) -> None:
-    assert _report.short_path(path, cwd="/work/project") == shown
-    assert _report.short_path("/work/project/src/train.py", cwd="/work/project") == os.path.join(
+    assert _drawing.short_path(path, cwd="/work/project") == shown
+    assert _drawing.short_path("/work/project/src/train.py", cwd="/work/project") == os.path.join(
         "src", "train.py"
     )
 
@@ -230,7 +242,7 @@ def test_the_data_loading_part_is_drawn_apart_and_out_of_the_totals() -> None:
             )
         ],
     )
-    text = " ".join(_report.render_text(report, width=100).split())
+    text = " ".join(_drawing.render_text(report, width=100).split())
     assert "2 points that would sync on an accelerator" in text
     assert "data loading (host): 96 events at 1 line" in text
     assert text.index("total:") < text.index("data loading (host)") < text.index("train.py:12")

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from torchport.run._lines import WholeLines
-from torchport.run._script import Target, check_target
+from torchport.run._target import Target, check_target
 
 
 class _Recorder(io.RawIOBase):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler, default_collate
 
 import torchport as tp
-from torchport.diagnose._loading import loading
+from torchport.diagnose._host_work import loading
 
 META = torch.device("meta")
 
