@@ -32,6 +32,7 @@ from torchport.check.rules.hub_load_without_weights_only import HubLoadWithoutWe
 from torchport.check.rules.integer_device_index import IntegerDeviceIndex
 from torchport.check.rules.is_cuda_check import IsCudaCheck
 from torchport.check.rules.item_count_per_batch import ItemCountPerBatch
+from torchport.check.rules.legacy_cpu_tensor_constructor import LegacyCpuTensorConstructor
 from torchport.check.rules.legacy_tensor_constructor import LegacyTensorConstructor
 from torchport.check.rules.load_weights_only_false import LoadWeightsOnlyFalse
 from torchport.check.rules.load_with_pickle_module import LoadWithPickleModule
@@ -111,4 +112,5 @@ RULES: tuple[type[Rule], ...] = (
     UntrackedValue,  # TP523
     ToInLoop,  # TP901
     CudaTypeCompare,  # TP902
+    LegacyCpuTensorConstructor,  # TP903
 )

@@ -17,6 +17,8 @@ from torchport.check._match import (
 )
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 
+# Factories whose values come from the host (their data argument), not computed by the factory.
+_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
 _DEVICE_TEXT = re.compile(r"dev|cuda|gpu|rank|accelerator", re.IGNORECASE)
 
 
@@ -30,11 +32,14 @@ class CreateThenMove(Rule):
     one fill and one host-to-device copy too many, and a synchronization on
     some backends. Pass `device=` to the factory and the tensor is made where
     it is used. Random tensors drawn with a `generator=` are left alone: a CPU
-    generator (same numbers on every device) needs a CPU tensor.
+    generator (same numbers on every device) needs a CPU tensor. Data
+    factories (`torch.tensor(values).to(device)`, `torch.as_tensor(array)`)
+    are left alone too: their values are on the host, so they cross to the
+    device either way, and passing `device=` saves no copy.
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,
-    `tensor`...). Unsafe for random ones (`randn`, `rand`, `randint`...): the
+    `eye`...). Unsafe for random ones (`randn`, `rand`, `randint`...): the
     device's generator draws different numbers from the CPU's, so seeded
     results change. `.cuda()` becomes `device="cuda"`: the fix keeps the
     device the code chose (replacing CUDA is TP101's job, and a
@@ -53,6 +58,8 @@ class CreateThenMove(Rule):
         "x = torch.zeros(3).to(torch.float16)\n",
         "import torch\n\nz = torch.randn(4, generator=torch.Generator().manual_seed(0)).to(dev)\n",
         'x = torch.zeros(3).to("cpu")\n',
+        "import torch\n\nx = torch.tensor(values, dtype=torch.long).to(device)\n",
+        "import torch\n\nx = torch.as_tensor(array).cuda()\n",
     )
     invalid = (
         Example(
@@ -80,6 +87,8 @@ class CreateThenMove(Rule):
         factory = ctx.qualname(made.func)
         if factory not in TENSOR_FACTORIES or keyword(made, "device") is not None:
             return
+        if factory in _DATA_FACTORIES:
+            return  # host values cross to the device either way: `device=` saves no copy
         if any(kw.arg is None for kw in made.keywords):
             return  # **kwargs may already hold a device
         if keyword(made, "generator") is not None:

@@ -16,6 +16,7 @@ from torchport.check.rules._loops import (
     read_on_host,
     streams,
 )
+from torchport.check.rules._torch_code import binds_torch
 from torchport.check.semantic._residence import known_on_cpu
 
 _SYNCS = frozenset({"item", "tolist", "cpu"})
@@ -69,41 +70,55 @@ class SyncInLoop(Rule):
     node_types = (ast.Call,)
     call_attrs = _SYNCS | {"print"}  # `print(tensor)` in a loop reads it too
     valid = (
+        "import torch\n\n"
         "total = 0\nfor x in xs:\n    total += model(x).sum()\nprint(total.item())\n",
-        "for k, v in d.items():\n    pass\n",
+        "import torch\n\nfor k, v in d.items():\n    pass\n",
+        "import torch\n\n"
         "for _ in range(n):\n    tok = model(tok)\n    if tok.item() == eos:\n        break\n",
+        "import torch\n\n"
         "def stream(x):\n    for _ in range(n):\n        x = model(x)\n        yield x.tolist()\n",
+        "import torch\n\n"
         "def test_model(x):\n    for t in model(x):\n        assert model(t).sum().item() > 0\n",
-        "for _, row in frame.iterrows():\n    out.append(model(x))\n"
+        "import torch\n\nfor _, row in frame.iterrows():\n    out.append(model(x))\n"
         "    rows.append(row.values.tolist())\n",
-        "def fill_cpu(counts):\n    for i in range(n):\n        y = model(x)\n"
+        "import torch\n\ndef fill_cpu(counts):\n    for i in range(n):\n        y = model(x)\n"
         "        k = counts[i].item()\n",
-        "for i in range(3):\n    model.cpu()\n",
-        "for x in xs:\n    words.append(vocab[model(x).argmax().item()])\n",
+        "import torch\n\nfor i in range(3):\n    model.cpu()\n",
+        "import torch\n\nfor x in xs:\n    words.append(vocab[model(x).argmax().item()])\n",
+        "import torch\n\n"
         "for x in xs:\n    i = model(x).argmax().item()\n    words.append(vocab[i])\n",
+        "import torch\n\n"
         "for step, x in enumerate(xs):\n    if step % 100 == 0:\n        print(x.sum().item())\n",
         (
-            "for epoch in range(10):\n    total = 0\n    for x, y in loader:\n"
+            "import torch\n\nfor epoch in range(10):\n    total = 0\n    for x, y in loader:\n"
             "        total += crit(model(x), y).detach()\n    print(total.item())\n"
         ),
         "import torch\n\ndpr = [x.item() for x in torch.linspace(0, 0.1, 12)]\n",
-        "out = model(xs).cpu()\nfor row in out:\n    vals.append(row.tolist())\n",
+        "import torch\n\nout = model(xs).cpu()\nfor row in out:\n    vals.append(row.tolist())\n",
+        "import torch\n\n"
         "for i, x in enumerate(xs):\n    if i == 0:\n        print(model(x).sum().item())\n",
-        "for x in xs:\n    a = x.numpy()\n",
-        "vals = [t.tolist() for t in ts]\n",
-        'for k, v in preds.items():\n    labels = v["labels"].tolist()\n',
-        "while opts:\n    y = model(x)\n    ae = ae.cpu()\n",
-        "for k, v in stats.items():\n    stats[k] = v.detach().cpu().numpy()\n",
+        "import torch\n\nfor x in xs:\n    a = x.numpy()\n",
+        "import torch\n\nvals = [t.tolist() for t in ts]\n",
+        'import torch\n\nfor k, v in preds.items():\n    labels = v["labels"].tolist()\n',
+        "import torch\n\nwhile opts:\n    y = model(x)\n    ae = ae.cpu()\n",
+        "import torch\n\nfor k, v in stats.items():\n    stats[k] = v.detach().cpu().numpy()\n",
+        "import numpy as np\n\n"
+        "for _ in range(n):\n    obs = env.step(act)\n    out.append(obs.tolist())\n",
     )
     invalid = (
-        Example("for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"),
         Example(
-            "for epoch in range(10):\n    for x, y in loader:\n"
+            "import torch\n\n"
+            "for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"
+        ),
+        Example(
+            "import torch\n\nfor epoch in range(10):\n    for x, y in loader:\n"
             "        print(model(x).sum().item())\n"
         ),
-        Example("while step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"),
-        Example("vals = [model(x).argmax(-1).tolist() for x in xs]\n"),
-        Example("for p in params:\n    total += p.grad.norm(2).item() ** 2\n"),
+        Example(
+            "import torch\n\nwhile step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"
+        ),
+        Example("import torch\n\nvals = [model(x).argmax(-1).tolist() for x in xs]\n"),
+        Example("import torch\n\nfor p in params:\n    total += p.grad.norm(2).item() ** 2\n"),
         Example(
             "import torch\n\nfor i in range(3):\n    loss = torch.zeros(1) + i\n    print(loss)\n"
         ),
@@ -111,6 +126,8 @@ class SyncInLoop(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
+        if not binds_torch(ctx):
+            return  # no torch in the module: its `.tolist()` reads another library's values
         func = node.func
         if isinstance(func, ast.Attribute):
             method = func.attr
