@@ -2,8 +2,8 @@
 
 Whether a read runs every iteration (not under ``if step % N``), whether the
 iteration queues device work before it, whether the loop itself depends on
-the value read (a stop test), and whether the code streams its results (where a
-read per step is the point).
+the value read (a stop test) or ends on what it computes (a decoding loop), and
+whether the code streams its results (where a read per step is the point).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ __all__ = [
     "every_iteration",
     "launches_device_work",
     "read_on_host",
+    "stops_on_what_it_computes",
     "streams",
 ]
 
@@ -170,3 +171,33 @@ def _used_as_index(value: ast.AST, parent: ast.AST | None) -> bool:
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name):
         return parent.func.id in _HOST_INDEX_CALLS and value in parent.args
     return False
+
+
+def stops_on_what_it_computes(loop: ast.AST | None) -> bool:
+    """Whether the loop ends on a value its body computes: it waits every iteration anyway.
+
+    A ``break`` or ``return`` under a test of a name the body binds from a call or
+    an index (beam search: ``k -= len(complete)`` then ``if k == 0: break``; a
+    generation loop's ``done = ...``) needs that value before the next iteration,
+    so the iteration waits for the device whatever else it reads; a further read
+    costs its copy, not a wait. A counter (``step += 1``, ``step = epoch * n + i``)
+    is not such a value: a training loop that stops after N steps never waits.
+    """
+    if not isinstance(loop, _LOOPS):
+        return False
+    computed: set[str] = set()
+    exits: list[ast.expr] = [loop.test] if isinstance(loop, ast.While) else []
+    for node in ast.walk(loop):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            if any(isinstance(n, (ast.Call, ast.Subscript)) for n in ast.walk(node.value)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                computed.update(
+                    n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)
+                )
+        elif isinstance(node, ast.If) and any(
+            isinstance(s, (ast.Break, ast.Return)) for s in node.body
+        ):
+            exits.append(node.test)
+    return any(
+        isinstance(n, ast.Name) and n.id in computed for test in exits for n in ast.walk(test)
+    )

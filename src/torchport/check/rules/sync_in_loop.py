@@ -14,6 +14,7 @@ from torchport.check.rules._loops import (
     indexes_on_host,
     launches_device_work,
     read_on_host,
+    stops_on_what_it_computes,
     streams,
 )
 from torchport.check.rules._torch_code import binds_torch
@@ -52,7 +53,9 @@ class SyncInLoop(Rule):
     `.cpu()` counts when its result is read (`.cpu().numpy()`) or is a tensor,
     not when a module is offloaded (`ae = ae.cpu()`). Not reported either,
     where a read per step is the point: a value the loop tests (`if
-    token.item() in stop_tokens: break`), a generator that yields inside the
+    token.item() in stop_tokens: break`), a loop that ends on what it computes
+    (beam search: `k -= len(done)`, `if k == 0: break`: each iteration waits
+    to decide anyway), a generator that yields inside the
     loop (streaming each token), tests (`test_*.py`, `def test_*`), and an
     `.item()` that indexes a host container or sizes a range (`vocab[i.item()]`).
     Nor are pandas reads (`row.values.tolist()`: a tensor has no `.values`
@@ -102,6 +105,9 @@ class SyncInLoop(Rule):
         'import torch\n\nfor k, v in preds.items():\n    labels = v["labels"].tolist()\n',
         "import torch\n\nwhile opts:\n    y = model(x)\n    ae = ae.cpu()\n",
         "import torch\n\nfor k, v in stats.items():\n    stats[k] = v.detach().cpu().numpy()\n",
+        "import torch\n\n"
+        "while True:\n    top = model(seqs).topk(k)\n    done.extend(seqs[top.indices].tolist())\n"
+        "    k -= len(top.indices)\n    if k == 0:\n        break\n",
         "import numpy as np\n\n"
         "for _ in range(n):\n    obs = env.step(act)\n    out.append(obs.tolist())\n",
     )
@@ -118,6 +124,11 @@ class SyncInLoop(Rule):
             "import torch\n\nwhile step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"
         ),
         Example("import torch\n\nvals = [model(x).argmax(-1).tolist() for x in xs]\n"),
+        Example(
+            "import torch\n\nfor step, (x, y) in enumerate(loader):\n"
+            "    total += crit(model(x), y).item()\n    global_step = epoch * n + step\n"
+            "    if global_step >= max_steps:\n        break\n"
+        ),
         Example("import torch\n\nfor p in params:\n    total += p.grad.norm(2).item() ** 2\n"),
         Example(
             "import torch\n\nfor i in range(3):\n    loss = torch.zeros(1) + i\n    print(loss)\n"
@@ -153,6 +164,8 @@ class SyncInLoop(Rule):
                 return  # reads of results already computed: only the first one waits
             if decides_the_loop(node, ctx) or streams(ctx) or in_tests(ctx):
                 return  # the loop needs the value now, or reading each step is the point
+            if stops_on_what_it_computes(ctx.loop_of(node)):
+                return  # a decoding loop waits every iteration to decide whether to go on
             if method == "item" and indexes_on_host(node, ctx):
                 return  # `vocab[pred.item()]`: a host index, needed this iteration
             if known_on_cpu(receiver, ctx):  # last: it may build the scope analysis
