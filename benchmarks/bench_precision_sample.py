@@ -21,7 +21,10 @@ rules no longer report is counted apart as ``gone``; a ``real`` row gone is a re
 loss and is listed).
 
 Run: ``.venv/bin/python benchmarks/bench_precision_sample.py --draw 100 --seed 34``
-then ``.venv/bin/python benchmarks/bench_precision_sample.py --score``.
+then ``.venv/bin/python benchmarks/bench_precision_sample.py --score``. The second
+sample (drawn after the rules were narrowed on the first, from other repositories):
+``--repos benchmarks/data/precision_repos_round5b.json --sample
+benchmarks/data/precision_sample_b.csv --draw 40 --seed 35``.
 """
 
 from __future__ import annotations
@@ -57,10 +60,10 @@ def _extract(gitdir: Path, commit: str, into: Path) -> None:
             target.write_bytes(_git(gitdir, "show", f"{commit}:{name}"))
 
 
-def default_findings(mirror: Path) -> list[Key]:
+def default_findings(mirror: Path, repos: Path = REPOS) -> list[Key]:
     """Every default-on finding, as (repo, path, line, code), in a stable order."""
     found: list[Key] = []
-    for entry in json.loads(REPOS.read_text())["repos"]:
+    for entry in json.loads(repos.read_text())["repos"]:
         gitdir = mirror / entry["repo"].replace("/", "+") / "repo"
         with tempfile.TemporaryDirectory(prefix="precision-") as tmp:
             tree = Path(tmp)
@@ -82,23 +85,23 @@ def default_findings(mirror: Path) -> list[Key]:
     return sorted(set(found))
 
 
-def _commits() -> dict[str, str]:
-    return {e["repo"]: e["commit"] for e in json.loads(REPOS.read_text())["repos"]}
+def _commits(repos: Path) -> dict[str, str]:
+    return {e["repo"]: e["commit"] for e in json.loads(repos.read_text())["repos"]}
 
 
-def _read() -> list[dict[str, str]]:
-    if not SAMPLE.exists():
+def _read(sample: Path) -> list[dict[str, str]]:
+    if not sample.exists():
         return []
-    with SAMPLE.open() as handle:
+    with sample.open() as handle:
         return list(csv.DictReader(handle))
 
 
-def draw(mirror: Path, n: int, seed: int) -> None:
-    found = default_findings(mirror)
-    judged = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in _read()}
+def draw(mirror: Path, n: int, seed: int, repos: Path, sample: Path) -> None:
+    found = default_findings(mirror, repos)
+    judged = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in _read(sample)}
     picked = sorted(random.Random(seed).sample(found, min(n, len(found))))
-    commits = _commits()
-    with SAMPLE.open("w", newline="") as handle:
+    commits = _commits(repos)
+    with sample.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, FIELDS)
         writer.writeheader()
         for repo, path, line, code in picked:
@@ -107,12 +110,12 @@ def draw(mirror: Path, n: int, seed: int) -> None:
                 {"repo": repo, "commit": commits[repo], "path": path, "line": line, "code": code}
                 | {"verdict": old.get("verdict", ""), "reason": old.get("reason", "")}
             )
-    print(f"{len(found)} default-on findings; drew {len(picked)} (seed {seed}) into {SAMPLE}")
+    print(f"{len(found)} default-on findings; drew {len(picked)} (seed {seed}) into {sample}")
 
 
-def score(mirror: Path) -> None:
-    now = set(default_findings(mirror))
-    rows = _read()
+def score(mirror: Path, repos: Path, sample: Path) -> None:
+    now = set(default_findings(mirror, repos))
+    rows = _read(sample)
     per_rule: dict[str, Counter[str]] = {}
     total: Counter[str] = Counter()
     for row in rows:
@@ -141,11 +144,13 @@ def main() -> int:
     parser.add_argument("--draw", type=int, help="draw this many findings into the sample")
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--score", action="store_true")
+    parser.add_argument("--repos", type=Path, default=REPOS, help="the manifest of repositories")
+    parser.add_argument("--sample", type=Path, default=SAMPLE, help="the judged sample (CSV)")
     args = parser.parse_args()
     if args.draw:
-        draw(args.mirror, args.draw, args.seed)
+        draw(args.mirror, args.draw, args.seed, args.repos, args.sample)
     if args.score:
-        score(args.mirror)
+        score(args.mirror, args.repos, args.sample)
     return 0
 
 

@@ -24,6 +24,8 @@ GUARDS = {
     "use_cuda": "availability",  # a CUDA flag
     "x.is_cuda": "device-type",
     'x.device.type == "cuda"': "device-type",
+    'x.device == torch.device("cuda")': "device-type",
+    'x.device != torch.device("cuda", 0)': "device-type",  # the other arm: still a branch
 }
 MOVES = ("x = x.cuda()", 'x = x.to("cuda")', "x = x.cuda(non_blocking=True)")
 CARRIED = ("nothing", "parameter", "assignment", "self-device", "self-device-module")

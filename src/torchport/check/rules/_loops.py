@@ -98,13 +98,26 @@ def every_iteration(node: ast.Call, ctx: Context) -> bool:
     for outer in reversed(ctx.ancestors):
         if outer is loop:
             return True
-        if isinstance(outer, ast.If) and isinstance(outer.test, ast.Compare):
-            sides = [outer.test.left, *outer.test.comparators]
-            if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
-                return False
-            if isinstance(outer.test.ops[0], (ast.Eq, ast.Is)):
-                return False  # `if i == 0:`, `if step == last:`: once, not every iteration
+        if isinstance(outer, ast.If) and any(_now_and_then(t) for t in _conjuncts(outer.test)):
+            return False
     return True
+
+
+def _conjuncts(test: ast.expr) -> list[ast.expr]:
+    """The tests that must all hold: ``a and b`` gives both (``if step % 20 == 0 and debug:``)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in _conjuncts(value)]
+    return [test]
+
+
+def _now_and_then(test: ast.expr) -> bool:
+    """``step % N == 0`` (every N steps), ``i == 0`` or ``step is last`` (once)."""
+    if not isinstance(test, ast.Compare):
+        return False
+    sides = [test.left, *test.comparators]
+    if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
+        return True
+    return isinstance(test.ops[0], (ast.Eq, ast.Is))  # `if i == 0:`: once, not every iteration
 
 
 def decides_the_loop(node: ast.Call, ctx: Context) -> bool:

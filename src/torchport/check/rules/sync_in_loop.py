@@ -44,23 +44,19 @@ class SyncInLoop(Rule):
     copies the value back. Inside a training loop that drains the GPU's queue
     every step, so the GPU idles while Python prepares the next step. Keep
     running sums on the device (`total += loss.detach()`) and read them once
-    after the loop, or every N steps (reads under `if step % N == 0:` and
-    `if i == 0:`, which run now and then or once, are not reported). A read
-    in an outer loop that also runs an inner loop (once per epoch, around the
-    loop over batches) is cheap and is not reported either, and so are reads
-    in loops that queue no device work (no model call, `backward()`, `step()`
-    or torch function): only their first read waits, the rest are copies.
-    `.cpu()` counts when its result is read (`.cpu().numpy()`) or is a tensor,
-    not when a module is offloaded (`ae = ae.cpu()`). Not reported either,
+    after the loop, or every N steps (reads under `if step % N == 0:` or
+    `if i == 0:`, also within an `and`, are not reported). Nor are reads in an
+    outer loop that runs an inner loop (once per epoch) or in loops that queue
+    no device work (no model call, `backward()`, `step()` or torch function):
+    only their first read waits. `.cpu()` counts when its result is read or is
+    a tensor, not when a module is offloaded (`ae = ae.cpu()`). Not reported
     where a read per step is the point: a value the loop tests (`if
     token.item() in stop_tokens: break`), a loop that ends on what it computes
-    (beam search: `k -= len(done)`, `if k == 0: break`: each iteration waits
-    to decide anyway), a generator that yields inside the
-    loop (streaming each token), tests (`test_*.py`, `def test_*`), and an
-    `.item()` that indexes a host container or sizes a range (`vocab[i.item()]`).
-    Nor are pandas reads (`row.values.tolist()`: a tensor has no `.values`
-    attribute) and reads inside a function named for the CPU (`def
-    fill_indices_cpu(...)`, the host reference of a device kernel).
+    (beam search: `k -= len(done)`, `if k == 0: break`), a generator yielding
+    in the loop, tests, and an `.item()` that indexes a host container or sizes
+    a range (`vocab[i.item()]`). Nor are pandas reads (`row.values.tolist()`),
+    reads in a function named for the CPU (`def fill_indices_cpu(...)`), and
+    modules that import nothing from torch (a gym client's `obs.tolist()`).
     """
 
     code = "TP202"
@@ -100,6 +96,8 @@ class SyncInLoop(Rule):
         "import torch\n\nout = model(xs).cpu()\nfor row in out:\n    vals.append(row.tolist())\n",
         "import torch\n\n"
         "for i, x in enumerate(xs):\n    if i == 0:\n        print(model(x).sum().item())\n",
+        "import torch\n\nfor epoch in range(n):\n    loss = model(x).sum()\n"
+        "    if epoch % 20 == 0 and debug:\n        print(loss.item())\n",
         "import torch\n\nfor x in xs:\n    a = x.numpy()\n",
         "import torch\n\nvals = [t.tolist() for t in ts]\n",
         'import torch\n\nfor k, v in preds.items():\n    labels = v["labels"].tolist()\n',
