@@ -44,6 +44,7 @@ from torchport.check.rules.module_built_in_forward import ModuleBuiltInForward
 from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
 from torchport.check.rules.numpy_of_device_tensor import NumpyOfDeviceTensor
 from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
+from torchport.check.rules.plain_variable_wrapper import PlainVariableWrapper
 from torchport.check.rules.runtime_cuda_device_string import RuntimeCudaDeviceString
 from torchport.check.rules.sync_in_loop import SyncInLoop
 from torchport.check.rules.tensor_from_library import TensorFromLibrary
@@ -113,4 +114,5 @@ RULES: tuple[type[Rule], ...] = (
     ToInLoop,  # TP901
     CudaTypeCompare,  # TP902
     LegacyCpuTensorConstructor,  # TP903
+    PlainVariableWrapper,  # TP904
 )
