@@ -24,7 +24,11 @@ Run: ``.venv/bin/python benchmarks/bench_precision_sample.py --draw 100 --seed 3
 then ``.venv/bin/python benchmarks/bench_precision_sample.py --score``. The second
 sample (drawn after the rules were narrowed on the first, from other repositories):
 ``--repos benchmarks/data/precision_repos_round5b.json --sample
-benchmarks/data/precision_sample_b.csv --draw 40 --seed 35``.
+benchmarks/data/precision_sample_b.csv --draw 40 --seed 35``. The third (both sets of
+repositories, the rules as narrowed after both samples, nothing judged before):
+``--repos benchmarks/data/precision_repos_round5c.json --sample
+benchmarks/data/precision_sample_c.csv --skip benchmarks/data/precision_sample.csv
+benchmarks/data/precision_sample_b.csv --draw 40 --seed 36``.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ REPOS = HERE / "data" / "precision_repos_round5.json"
 SAMPLE = HERE / "data" / "precision_sample.csv"
 FIELDS = ("repo", "commit", "path", "line", "code", "verdict", "reason")
 Key = tuple[str, str, int, str]
+_CHECK = (sys.executable, "-m", "torchport", "check", "--format", "json", "--no-cache")
+_CHECK += ("--exit-zero", "--no-progress")
 
 
 def _git(gitdir: Path, *args: str) -> bytes:
@@ -70,8 +76,7 @@ def default_findings(mirror: Path, repos: Path = REPOS) -> list[Key]:
             _extract(gitdir, entry["commit"], tree)
             (tree / "_none.toml").write_text("[tool.torchport]\n")
             run = subprocess.run(
-                [sys.executable, "-m", "torchport", "check", "--format", "json", "--no-cache"]
-                + ["--exit-zero", "--no-progress", "--config", str(tree / "_none.toml"), tmp],
+                [*_CHECK, "--config", str(tree / "_none.toml"), tmp],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -96,8 +101,11 @@ def _read(sample: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def draw(mirror: Path, n: int, seed: int, repos: Path, sample: Path) -> None:
-    found = default_findings(mirror, repos)
+def draw(mirror: Path, n: int, seed: int, repos: Path, sample: Path, skip: list[Path]) -> None:
+    judged_before = {
+        (r["repo"], r["path"], int(r["line"]), r["code"]) for p in skip for r in _read(p)
+    }
+    found = [k for k in default_findings(mirror, repos) if k not in judged_before]
     judged = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in _read(sample)}
     picked = sorted(random.Random(seed).sample(found, min(n, len(found))))
     commits = _commits(repos)
@@ -146,9 +154,16 @@ def main() -> int:
     parser.add_argument("--score", action="store_true")
     parser.add_argument("--repos", type=Path, default=REPOS, help="the manifest of repositories")
     parser.add_argument("--sample", type=Path, default=SAMPLE, help="the judged sample (CSV)")
+    parser.add_argument(
+        "--skip",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="samples whose findings are not drawn again",
+    )
     args = parser.parse_args()
     if args.draw:
-        draw(args.mirror, args.draw, args.seed, args.repos, args.sample)
+        draw(args.mirror, args.draw, args.seed, args.repos, args.sample, args.skip)
     if args.score:
         score(args.mirror, args.repos, args.sample)
     return 0

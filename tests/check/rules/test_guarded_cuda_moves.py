@@ -69,3 +69,21 @@ def test_fix_follows_the_carried_device_of_a_plain_class() -> None:
     assert finding.fix is not None
     [edit] = [e for e in finding.fix.edits if e.text]
     assert edit.text == ".to(self.device)"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    left=st.sampled_from(["dev", "x.device", "self.device"]),
+    op=st.sampled_from(["==", "!="]),
+    right=st.sampled_from(
+        ['torch.device("cuda")', 'torch.device("cuda", 0)', 'torch.device("cuda:1")']
+    ),
+)
+def test_a_cuda_device_compared_is_a_test_not_a_placement(left: str, op: str, right: str) -> None:
+    source = f"import torch\n\nflag = {left} {op} {right}\nif {right} {op} {left}:\n    pass\n"
+    assert not check_text(source, "m.py", ruleset_for(["TP101"], None)).findings, source
+
+
+def test_a_cuda_device_placed_is_still_reported() -> None:
+    source = 'import torch\n\nx = torch.zeros(2).to(torch.device("cuda"))\n'
+    assert check_text(source, "m.py", ruleset_for(["TP101"], None)).findings

@@ -15,7 +15,7 @@ from torchport.check.semantic._devices import cuda_flag
 from torchport.check.semantic._guards import Guard, device_guard
 from torchport.check.semantic._residence import bound_value
 
-__all__ = ["left_to_its_guard", "moves_to_cuda", "tests_cuda"]
+__all__ = ["left_alone", "moves_to_cuda", "tests_cuda"]
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
@@ -112,13 +112,17 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
     return False
 
 
-def left_to_its_guard(node: ast.AST, ctx: Context) -> bool:
-    """Whether a device check around ``node`` makes its CUDA fine (ported, or TP109's).
+def left_alone(node: ast.AST, ctx: Context) -> bool:
+    """Whether TP101 leaves the CUDA at ``node`` alone: a test, or a device check makes it fine.
 
-    A test of the device's type always does. A CUDA-or-CPU test does too, except
-    around a move (``.cuda()``, ``.to(...)``) in code that carries its device:
-    that move must follow the carried device, whatever the test says.
+    A CUDA device that is an operand of a comparison (``dev == torch.device("cuda")``)
+    tests where the code runs; it places nothing. A test of the device's type
+    around ``node`` makes its CUDA ported code; a CUDA-or-CPU test makes it TP109's
+    choice, except around a move (``.cuda()``, ``.to(...)``) in code that carries
+    its device: that move must follow the carried device, whatever the test says.
     """
+    if isinstance(ctx.parent, ast.Compare):
+        return True
     guard = device_guard(node, ctx)
     if guard is None:
         return False

@@ -124,17 +124,28 @@ def decides_the_loop(node: ast.Call, ctx: Context) -> bool:
     """Whether the value read is tested by an ``if``/``while`` inside the loop.
 
     ``if token.item() in stop_tokens: break``: the next iteration depends on the
-    value, so it must be read now; nothing can wait until after the loop.
+    value, so it must be read now; nothing can wait until after the loop. Also
+    through the one name it is assigned to (``top = s.max().item()``, ``if top <
+    best:``).
     """
     loop = ctx.loop_of(node)
     child: ast.AST = node
     for outer in reversed(ctx.ancestors):
         if outer is loop:
-            return False
+            return _tested_through_a_name(ctx.parent, loop)
         if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is outer.test:
             return True
         child = outer
     return False
+
+
+def _tested_through_a_name(stmt: ast.AST | None, loop: ast.AST | None) -> bool:
+    """``best = scores.max().item()`` then ``if best < top:`` in the same loop."""
+    if not isinstance(stmt, ast.Assign) or loop is None:
+        return False
+    names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    tests = [n.test for n in ast.walk(loop) if isinstance(n, (ast.If, ast.While, ast.IfExp))]
+    return any(isinstance(n, ast.Name) and n.id in names for t in tests for n in ast.walk(t))
 
 
 def streams(ctx: Context) -> bool:

@@ -18,7 +18,7 @@ from torchport.check._match import (
     takes_a_device,
 )
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._cuda_choice import left_to_its_guard
+from torchport.check.rules._cuda_choice import left_alone
 from torchport.check.rules._snippets import DEVICE_LINE, DROPS_INDEX
 from torchport.check.semantic._carried import device_for_fix
 from torchport.check.semantic._receivers import value_fixable
@@ -35,9 +35,11 @@ class HardCodedCuda(Rule):
     `device="cuda"`, `map_location="cuda:0"` and `accelerator="cuda"` arguments,
     `torch.device("cuda")`, and `device = "cuda"`, `device: str = "cuda"` and
     `def f(device="cuda")` settings, also as one arm of a conditional
-    (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's). Code under a
-    device check (`if device.type == "cuda":`, `if torch.cuda.is_available():`)
-    is left alone: it is ported, or a CUDA-or-CPU choice (TP109).
+    (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's). Left alone: a
+    CUDA device compared (`dev == torch.device("cuda")`, a test), and code under
+    a device check (`if device.type == "cuda":`, `if torch.cuda.is_available():`):
+    ported, or TP109's choice, except a move there in code that carries its
+    device (`self.device`), which must follow it.
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an
@@ -118,7 +120,7 @@ class HardCodedCuda(Rule):
         guarded: bool | None = None
         for finding in self._check(node, ctx):
             if guarded is None:  # asked only when there is something to say
-                guarded = left_to_its_guard(node, ctx)
+                guarded = left_alone(node, ctx)
             if not guarded:
                 yield finding
 

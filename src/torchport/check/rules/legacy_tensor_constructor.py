@@ -15,7 +15,7 @@ class LegacyTensorConstructor(Rule):
     Finds the CUDA legacy typed constructors: `torch.cuda.FloatTensor(...)`,
     `torch.cuda.LongTensor(...)` and the rest of the family. The CPU family
     (`torch.FloatTensor(...)`), deprecated but working on every device, is
-    TP903's (off by default).
+    TP903's (selected by hand).
 
     ## Why is this bad?
     They exist only for CUDA: the program fails on a machine without an NVIDIA

@@ -106,6 +106,8 @@ class SyncInLoop(Rule):
         "import torch\n\n"
         "while True:\n    top = model(seqs).topk(k)\n    done.extend(seqs[top.indices].tolist())\n"
         "    k -= len(top.indices)\n    if k == 0:\n        break\n",
+        "import torch\n\nfor n in nodes:\n    top = model(n).max().item()\n"
+        "    if top < best:\n        best = top\n",
         "import numpy as np\n\n"
         "for _ in range(n):\n    obs = env.step(act)\n    out.append(obs.tolist())\n",
     )

@@ -16,7 +16,7 @@ TAILS = frozenset({"Variable"})
 class VariableWrapper(Rule):
     """## What it does
     Finds `torch.autograd.Variable(..., volatile=True)`. Plain wrappers,
-    `Variable(x)`, which do nothing, are TP904's (off by default).
+    `Variable(x)`, which do nothing, are TP904's (selected by hand).
 
     ## Why is this bad?
     Since PyTorch 0.4 a `Variable` is just the tensor it wraps, so the wrapper
