@@ -4,9 +4,10 @@ One question: of the device sites that maintainers changed when they made CUDA-o
 device-hard-coded code device-agnostic, how many does `check` report on the commit
 before the port? The sites are listed by hand in
 benchmarks/data/recall_sites_round5.csv (repo, port commit, its parent, path, the
-site's lines in the parent, the class of the site, whether a static tool can reach it and why), one row per site a
-person judged; the commits were chosen after the rules of that round were written and
-come from repositories no earlier round used (see the CSV's header comment).
+site's lines in the parent, the class of the site, whether a static tool can reach
+it and why), one row per site a person judged. The repositories were used by no
+earlier round (see the CSV's header comment); which commits came before and after
+this round's rule changes is in benchmarks/RESULTS.md.
 
 A site is found when the command line (``torchport check --select ALL``, and the
 defaults, each over the whole parent tree so the project view sees every module)
