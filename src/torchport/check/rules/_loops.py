@@ -9,6 +9,7 @@ whether the code streams its results (where a read per step is the point).
 from __future__ import annotations
 
 import ast
+import weakref
 
 from torchport.check._context import Context
 from torchport.check._match import probably_module, probably_tensor
@@ -143,9 +144,8 @@ def _tested_through_a_name(stmt: ast.AST | None, loop: ast.AST | None) -> bool:
     """``best = scores.max().item()`` then ``if best < top:`` in the same loop."""
     if not isinstance(stmt, ast.Assign) or loop is None:
         return False
-    names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-    tests = [n.test for n in ast.walk(loop) if isinstance(n, (ast.If, ast.While, ast.IfExp))]
-    return any(isinstance(n, ast.Name) and n.id in names for t in tests for n in ast.walk(t))
+    tested = _facts(loop)[1]
+    return any(isinstance(t, ast.Name) and t.id in tested for t in stmt.targets)
 
 
 def streams(ctx: Context) -> bool:
@@ -207,9 +207,22 @@ def stops_on_what_it_computes(loop: ast.AST | None) -> bool:
     costs its copy, not a wait. A counter (``step += 1``, ``step = epoch * n + i``)
     is not such a value: a training loop that stops after N steps never waits.
     """
-    if not isinstance(loop, _LOOPS):
-        return False
+    return loop is not None and _facts(loop)[0]
+
+
+# Per loop, once (every read in a loop asks): whether it stops on what it computes, and
+# the names its `if`/`while` tests read.
+_FACTS: weakref.WeakKeyDictionary[ast.AST, tuple[bool, frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _facts(loop: ast.AST) -> tuple[bool, frozenset[str]]:
+    found = _FACTS.get(loop)
+    if found is not None:
+        return found
     computed: set[str] = set()
+    tests: list[ast.expr] = []
     exits: list[ast.expr] = [loop.test] if isinstance(loop, ast.While) else []
     for node in ast.walk(loop):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
@@ -218,10 +231,17 @@ def stops_on_what_it_computes(loop: ast.AST | None) -> bool:
                 computed.update(
                     n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)
                 )
-        elif isinstance(node, ast.If) and any(
-            isinstance(s, (ast.Break, ast.Return)) for s in node.body
-        ):
-            exits.append(node.test)
-    return any(
-        isinstance(n, ast.Name) and n.id in computed for test in exits for n in ast.walk(test)
-    )
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            tests.append(node.test)
+            if isinstance(node, ast.If) and any(
+                isinstance(s, (ast.Break, ast.Return)) for s in node.body
+            ):
+                exits.append(node.test)
+
+    def read(exprs: list[ast.expr]) -> set[str]:
+        return {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
+
+    stops = isinstance(loop, _LOOPS) and bool(read(exits) & computed)
+    found = (stops, frozenset(read(tests)))
+    _FACTS[loop] = found
+    return found
