@@ -59,8 +59,6 @@ class CudaFlagParameter(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.arguments)
-        if not binds_torch(ctx):
-            return
         for param in (*node.posonlyargs, *node.args, *node.kwonlyargs):
-            if _FLAG.match(param.arg):
+            if _FLAG.match(param.arg) and binds_torch(ctx):  # asked only on a match
                 yield ctx.finding(self, param)

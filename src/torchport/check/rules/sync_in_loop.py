@@ -137,8 +137,6 @@ class SyncInLoop(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if not binds_torch(ctx):
-            return  # no torch in the module: its `.tolist()` reads another library's values
         func = node.func
         if isinstance(func, ast.Attribute):
             method = func.attr
@@ -168,6 +166,8 @@ class SyncInLoop(Rule):
                 return  # a decoding loop waits every iteration to decide whether to go on
             if method == "item" and indexes_on_host(node, ctx):
                 return  # `vocab[pred.item()]`: a host index, needed this iteration
+            if not binds_torch(ctx):  # late: it builds the scope analysis
+                return  # no torch in the module: its `.tolist()` reads another library's values
             if known_on_cpu(receiver, ctx):  # last: it may build the scope analysis
                 return  # already on the CPU: nothing to wait for
             message = f"`.{method}()` in a loop waits for the device every iteration; " + (
@@ -182,6 +182,7 @@ class SyncInLoop(Rule):
             and any(probably_tensor(a, ctx) for a in node.args)
             and every_iteration(node, ctx)
             and launches_device_work(ctx.loop_of(node), ctx)
+            and binds_torch(ctx)
         ):
             message = "`print(tensor)` in a loop waits for the device; print every N steps"
             yield ctx.finding(self, node, message=message)
