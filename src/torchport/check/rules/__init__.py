@@ -32,6 +32,7 @@ from torchport.check.rules.hub_load_without_weights_only import HubLoadWithoutWe
 from torchport.check.rules.integer_device_index import IntegerDeviceIndex
 from torchport.check.rules.is_cuda_check import IsCudaCheck
 from torchport.check.rules.item_count_per_batch import ItemCountPerBatch
+from torchport.check.rules.legacy_cpu_tensor_constructor import LegacyCpuTensorConstructor
 from torchport.check.rules.legacy_tensor_constructor import LegacyTensorConstructor
 from torchport.check.rules.load_weights_only_false import LoadWeightsOnlyFalse
 from torchport.check.rules.load_with_pickle_module import LoadWithPickleModule
@@ -43,6 +44,7 @@ from torchport.check.rules.module_built_in_forward import ModuleBuiltInForward
 from torchport.check.rules.non_blocking_to_cpu import NonBlockingToCpu
 from torchport.check.rules.numpy_of_device_tensor import NumpyOfDeviceTensor
 from torchport.check.rules.numpy_without_cpu import NumpyWithoutCpu
+from torchport.check.rules.plain_variable_wrapper import PlainVariableWrapper
 from torchport.check.rules.runtime_cuda_device_string import RuntimeCudaDeviceString
 from torchport.check.rules.sync_in_loop import SyncInLoop
 from torchport.check.rules.tensor_from_library import TensorFromLibrary
@@ -111,4 +113,6 @@ RULES: tuple[type[Rule], ...] = (
     UntrackedValue,  # TP523
     ToInLoop,  # TP901
     CudaTypeCompare,  # TP902
+    LegacyCpuTensorConstructor,  # TP903
+    PlainVariableWrapper,  # TP904
 )

@@ -1,15 +1,21 @@
-"""How TP109 recognises a choice between CUDA and the CPU: its test and its CUDA branch."""
+"""How TP109 recognises a choice between CUDA and the CPU: its test and its CUDA branch.
+
+Also which CUDA under such a test is the choice's (left to TP109) and which is
+TP101's: a move in code that carries its device must follow that device.
+"""
 
 from __future__ import annotations
 
 import ast
 
 from torchport.check._context import Context
-from torchport.check._match import called, cuda_string, names
+from torchport.check._match import called, cuda_string, method_name, names
+from torchport.check.semantic._carried import carried_device
 from torchport.check.semantic._devices import cuda_flag
+from torchport.check.semantic._guards import Guard, device_guard
 from torchport.check.semantic._residence import bound_value
 
-__all__ = ["moves_to_cuda", "tests_cuda"]
+__all__ = ["left_alone", "moves_to_cuda", "tests_cuda"]
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
@@ -104,3 +110,24 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
                 if name.startswith("torch.cuda.") and name not in _QUERIES:
                     return True
     return False
+
+
+def left_alone(node: ast.AST, ctx: Context) -> bool:
+    """Whether TP101 leaves the CUDA at ``node`` alone: a test, or a device check makes it fine.
+
+    A CUDA device that is an operand of a comparison (``dev == torch.device("cuda")``)
+    tests where the code runs; it places nothing. A test of the device's type
+    around ``node`` makes its CUDA ported code; a CUDA-or-CPU test makes it TP109's
+    choice, except around a move (``.cuda()``, ``.to(...)``) in code that carries
+    its device: that move must follow the carried device, whatever the test says.
+    """
+    if isinstance(ctx.parent, ast.Compare):
+        return True
+    guard = device_guard(node, ctx)
+    if guard is None:
+        return False
+    if guard is Guard.DEVICE_TYPE or not isinstance(node, ast.Call):
+        return True
+    if method_name(node) not in ("cuda", "to"):
+        return True
+    return carried_device(node, ctx) is None

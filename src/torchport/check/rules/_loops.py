@@ -2,13 +2,14 @@
 
 Whether a read runs every iteration (not under ``if step % N``), whether the
 iteration queues device work before it, whether the loop itself depends on
-the value read (a stop test), and whether the code streams its results (where a
-read per step is the point).
+the value read (a stop test) or ends on what it computes (a decoding loop), and
+whether the code streams its results (where a read per step is the point).
 """
 
 from __future__ import annotations
 
 import ast
+import weakref
 
 from torchport.check._context import Context
 from torchport.check._match import probably_module, probably_tensor
@@ -18,6 +19,7 @@ __all__ = [
     "every_iteration",
     "launches_device_work",
     "read_on_host",
+    "stops_on_what_it_computes",
     "streams",
 ]
 
@@ -97,30 +99,53 @@ def every_iteration(node: ast.Call, ctx: Context) -> bool:
     for outer in reversed(ctx.ancestors):
         if outer is loop:
             return True
-        if isinstance(outer, ast.If) and isinstance(outer.test, ast.Compare):
-            sides = [outer.test.left, *outer.test.comparators]
-            if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
-                return False
-            if isinstance(outer.test.ops[0], (ast.Eq, ast.Is)):
-                return False  # `if i == 0:`, `if step == last:`: once, not every iteration
+        if isinstance(outer, ast.If) and any(_now_and_then(t) for t in _conjuncts(outer.test)):
+            return False
     return True
+
+
+def _conjuncts(test: ast.expr) -> list[ast.expr]:
+    """The tests that must all hold: ``a and b`` gives both (``if step % 20 == 0 and debug:``)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in _conjuncts(value)]
+    return [test]
+
+
+def _now_and_then(test: ast.expr) -> bool:
+    """``step % N == 0`` (every N steps), ``i == 0`` or ``step is last`` (once)."""
+    if not isinstance(test, ast.Compare):
+        return False
+    sides = [test.left, *test.comparators]
+    if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
+        return True
+    return isinstance(test.ops[0], (ast.Eq, ast.Is))  # `if i == 0:`: once, not every iteration
 
 
 def decides_the_loop(node: ast.Call, ctx: Context) -> bool:
     """Whether the value read is tested by an ``if``/``while`` inside the loop.
 
     ``if token.item() in stop_tokens: break``: the next iteration depends on the
-    value, so it must be read now; nothing can wait until after the loop.
+    value, so it must be read now; nothing can wait until after the loop. Also
+    through the one name it is assigned to (``top = s.max().item()``, ``if top <
+    best:``).
     """
     loop = ctx.loop_of(node)
     child: ast.AST = node
     for outer in reversed(ctx.ancestors):
         if outer is loop:
-            return False
+            return _tested_through_a_name(ctx.parent, loop)
         if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is outer.test:
             return True
         child = outer
     return False
+
+
+def _tested_through_a_name(stmt: ast.AST | None, loop: ast.AST | None) -> bool:
+    """``best = scores.max().item()`` then ``if best < top:`` in the same loop."""
+    if not isinstance(stmt, ast.Assign) or loop is None:
+        return False
+    tested = _facts(loop)[1]
+    return any(isinstance(t, ast.Name) and t.id in tested for t in stmt.targets)
 
 
 def streams(ctx: Context) -> bool:
@@ -170,3 +195,53 @@ def _used_as_index(value: ast.AST, parent: ast.AST | None) -> bool:
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name):
         return parent.func.id in _HOST_INDEX_CALLS and value in parent.args
     return False
+
+
+def stops_on_what_it_computes(loop: ast.AST | None) -> bool:
+    """Whether the loop ends on a value its body computes: it waits every iteration anyway.
+
+    A ``break`` or ``return`` under a test of a name the body binds from a call or
+    an index (beam search: ``k -= len(complete)`` then ``if k == 0: break``; a
+    generation loop's ``done = ...``) needs that value before the next iteration,
+    so the iteration waits for the device whatever else it reads; a further read
+    costs its copy, not a wait. A counter (``step += 1``, ``step = epoch * n + i``)
+    is not such a value: a training loop that stops after N steps never waits.
+    """
+    return loop is not None and _facts(loop)[0]
+
+
+# Per loop, once (every read in a loop asks): whether it stops on what it computes, and
+# the names its `if`/`while` tests read.
+_FACTS: weakref.WeakKeyDictionary[ast.AST, tuple[bool, frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _facts(loop: ast.AST) -> tuple[bool, frozenset[str]]:
+    found = _FACTS.get(loop)
+    if found is not None:
+        return found
+    computed: set[str] = set()
+    tests: list[ast.expr] = []
+    exits: list[ast.expr] = [loop.test] if isinstance(loop, ast.While) else []
+    for node in ast.walk(loop):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+            if any(isinstance(n, (ast.Call, ast.Subscript)) for n in ast.walk(node.value)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                computed.update(
+                    n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)
+                )
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            tests.append(node.test)
+            if isinstance(node, ast.If) and any(
+                isinstance(s, (ast.Break, ast.Return)) for s in node.body
+            ):
+                exits.append(node.test)
+
+    def read(exprs: list[ast.expr]) -> set[str]:
+        return {n.id for e in exprs for n in ast.walk(e) if isinstance(n, ast.Name)}
+
+    stops = isinstance(loop, _LOOPS) and bool(read(exits) & computed)
+    found = (stops, frozenset(read(tests)))
+    _FACTS[loop] = found
+    return found

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from torchport.check.semantic._placement import device_expr, device_line
 
-__all__ = ["DEVICE_LINE", "device_expr", "device_line"]
+__all__ = ["DEVICE_LINE", "DROPS_INDEX", "device_expr", "device_line"]
 
 DEVICE_LINE = device_line()
+# What a fix that drops a GPU index (`.cuda(1)` -> `.to(device)`) changes.
+DROPS_INDEX = (
+    "drops the GPU index: work placed on several GPUs (a model split, one process per GPU) "
+    "all lands on the current accelerator"
+)

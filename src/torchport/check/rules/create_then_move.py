@@ -17,6 +17,12 @@ from torchport.check._match import (
 )
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 
+# Factories whose values come from the host (their data argument), not computed by the factory.
+_DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+# Factories whose positional arguments are all sizes (and `full`, whose first one is).
+_SHAPED = frozenset(
+    f"torch.{n}" for n in ("zeros", "ones", "empty", "rand", "randn", "eye", "full")
+)
 _DEVICE_TEXT = re.compile(r"dev|cuda|gpu|rank|accelerator", re.IGNORECASE)
 
 
@@ -30,11 +36,15 @@ class CreateThenMove(Rule):
     one fill and one host-to-device copy too many, and a synchronization on
     some backends. Pass `device=` to the factory and the tensor is made where
     it is used. Random tensors drawn with a `generator=` are left alone: a CPU
-    generator (same numbers on every device) needs a CPU tensor.
+    generator (same numbers on every device) needs a CPU tensor. Data
+    factories (`torch.tensor(values).to(device)`, `torch.as_tensor(array)`)
+    are left alone too: their values are on the host, so they cross to the
+    device either way, and passing `device=` saves no copy; so are tensors
+    with a literal 0 among their sizes (`torch.empty((n, 0))`: nothing to copy).
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,
-    `tensor`...). Unsafe for random ones (`randn`, `rand`, `randint`...): the
+    `eye`...). Unsafe for random ones (`randn`, `rand`, `randint`...): the
     device's generator draws different numbers from the CPU's, so seeded
     results change. `.cuda()` becomes `device="cuda"`: the fix keeps the
     device the code chose (replacing CUDA is TP101's job, and a
@@ -53,6 +63,9 @@ class CreateThenMove(Rule):
         "x = torch.zeros(3).to(torch.float16)\n",
         "import torch\n\nz = torch.randn(4, generator=torch.Generator().manual_seed(0)).to(dev)\n",
         'x = torch.zeros(3).to("cpu")\n',
+        "import torch\n\nx = torch.tensor(values, dtype=torch.long).to(device)\n",
+        "import torch\n\nx = torch.as_tensor(array).cuda()\n",
+        "import torch\n\nctx = torch.empty((n, 0)).to(z.device)\n",
     )
     invalid = (
         Example(
@@ -80,6 +93,8 @@ class CreateThenMove(Rule):
         factory = ctx.qualname(made.func)
         if factory not in TENSOR_FACTORIES or keyword(made, "device") is not None:
             return
+        if factory in _DATA_FACTORIES or _no_elements(made, factory):
+            return  # host values cross either way, or nothing crosses: `device=` saves no copy
         if any(kw.arg is None for kw in made.keywords):
             return  # **kwargs may already hold a device
         if keyword(made, "generator") is not None:
@@ -113,6 +128,20 @@ _OTHER_GENERATOR = (
     "the numbers are drawn by the device's generator instead of the CPU's: "
     "seeded runs get different values (and a different CPU random stream after this line)"
 )
+
+
+def _no_elements(made: ast.Call, factory: str) -> bool:
+    """``torch.empty((n, 0))``, ``torch.zeros(0)``: a literal 0 among the sizes, nothing to copy.
+
+    Only the arguments that are sizes count: every positional one of the shape
+    factories, the first of ``full`` (the rest is its fill value).
+    """
+    args = made.args[:1] if factory == "torch.full" else made.args
+    if factory not in _SHAPED:
+        return False
+    sizes = [*args, *(kw.value for kw in made.keywords if kw.arg == "size")]
+    flat = [e for s in sizes for e in (s.elts if isinstance(s, (ast.Tuple, ast.List)) else [s])]
+    return any(isinstance(e, ast.Constant) and type(e.value) is int and e.value == 0 for e in flat)
 
 
 def _device_target(call: ast.Call, ctx: Context) -> ast.expr | None:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._torch_code import binds_torch
 
 # `use_cuda`, `use_gpu`, `on_gpu`: a yes/no for CUDA. A bare `gpu` is often an index, a bare
 # `cuda` often says what to trace or build (`setup_profiler(cuda=True)`).
@@ -24,7 +25,8 @@ class CudaFlagParameter(Rule):
     it branches on it (`if use_cuda: x = x.cuda()`), so the whole call chain
     has to change before the code runs on MPS, XPU or another accelerator.
     Pass the `device` instead (or read it from the tensors: `x.device`) and
-    move with `.to(device)`.
+    move with `.to(device)`. A module that imports nothing from torch is not
+    reported: its flag is another framework's (`fluid.CUDAPlace(0) if use_cuda`).
     """
 
     code = "TP116"
@@ -40,14 +42,17 @@ class CudaFlagParameter(Rule):
         "def launch(gpu):\n    return gpu\n",  # an index, TP110's when it places data
         "def build(cuda_home):\n    return cuda_home\n",
         "def setup_profiler(cpu=True, cuda=True):\n    return cpu, cuda\n",
+        "from paddle import fluid\n\n\ndef build(use_cuda=False):\n"
+        "    return fluid.CUDAPlace(0) if use_cuda else fluid.CPUPlace()\n",
     )
     invalid = (
         Example(
+            "import torch\n\n\n"
             "def unpack_batch(batch, use_cuda):\n    return batch.cuda() if use_cuda else batch\n"
         ),
         Example(
-            "class Trainer:\n    def __init__(self, model, use_gpu=True, *, with_cuda=False):\n"
-            "        pass\n",
+            "from .compat import torch\n\n\nclass Trainer:\n"
+            "    def __init__(self, model, use_gpu=True, *, with_cuda=False):\n        pass\n",
             count=2,
         ),
     )
@@ -55,5 +60,5 @@ class CudaFlagParameter(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.arguments)
         for param in (*node.posonlyargs, *node.args, *node.kwonlyargs):
-            if _FLAG.match(param.arg):
+            if _FLAG.match(param.arg) and binds_torch(ctx):  # asked only on a match
                 yield ctx.finding(self, param)

@@ -18,12 +18,15 @@ from torchport.check._match import (
     takes_a_device,
 )
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.rules._cuda_choice import left_alone
+from torchport.check.rules._snippets import DEVICE_LINE, DROPS_INDEX
 from torchport.check.semantic._carried import device_for_fix
-from torchport.check.semantic._guards import device_guard
 from torchport.check.semantic._receivers import value_fixable
 
 _DEVICE = frozenset({"device"})
+_GUARDED = (
+    "import torch\n\n\ndef act(x, device):\n    if torch.cuda.is_available():\n        x = x.{}\n"
+)
 
 
 class HardCodedCuda(Rule):
@@ -32,9 +35,11 @@ class HardCodedCuda(Rule):
     `device="cuda"`, `map_location="cuda:0"` and `accelerator="cuda"` arguments,
     `torch.device("cuda")`, and `device = "cuda"`, `device: str = "cuda"` and
     `def f(device="cuda")` settings, also as one arm of a conditional
-    (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's). Code under a
-    device check (`if device.type == "cuda":`, `if torch.cuda.is_available():`)
-    is left alone: it is ported, or a CUDA-or-CPU choice (TP109).
+    (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's). Left alone: a
+    CUDA device compared (`dev == torch.device("cuda")`, a test), and code under
+    a device check (`if device.type == "cuda":`, `if torch.cuda.is_available():`):
+    ported, or TP109's choice, except a move there in code that carries its
+    device (`self.device`), which must follow it.
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an
@@ -63,6 +68,7 @@ class HardCodedCuda(Rule):
         'if device.type == "cuda":\n    pass\n',
         "if x.is_cuda:\n    torch.cuda.synchronize(x.device)\n    y = x.cuda()\n",
         'name = f"cuda_{i}"\n',
+        "import torch\n\nif torch.cuda.is_available():\n    model.cuda()\n",  # TP109's
     )
     invalid = (
         Example(
@@ -107,13 +113,14 @@ class HardCodedCuda(Rule):
             "def run(x):\n"
             "    return x.to(device)\n",
         ),
+        Example(_GUARDED.format("cuda()"), fixed=_GUARDED.format("to(device)")),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         guarded: bool | None = None
         for finding in self._check(node, ctx):
             if guarded is None:  # asked only when there is something to say
-                guarded = device_guard(node, ctx) is not None
+                guarded = left_alone(node, ctx)
             if not guarded:
                 yield finding
 
@@ -155,7 +162,7 @@ class HardCodedCuda(Rule):
     def _replace_device(
         self, node: ast.expr, ctx: Context, safety: FixSafety, *, whole: bool = True
     ) -> Finding:
-        parent, changes = ctx.parent, _DROPS_INDEX if safety is FixSafety.UNSAFE else ""
+        parent, changes = ctx.parent, DROPS_INDEX if safety is FixSafety.UNSAFE else ""
         if not value_fixable(node, ctx):
             return ctx.finding(self, node)  # data, CUDA failing on purpose, an index it picks
         if whole and isinstance(parent, ast.Assign) and parent.value is node:
@@ -188,11 +195,5 @@ class HardCodedCuda(Rule):
         text = ".to(" + ", ".join([name, *extra]) + ")"
         replace = Edit(receiver_end(node, ctx), ctx.end(node), text)
         safety = FixSafety.SAFE if index is None and not follows else FixSafety.UNSAFE
-        changes = "; ".join(filter(None, (_DROPS_INDEX if index is not None else "", follows)))
+        changes = "; ".join(filter(None, (DROPS_INDEX if index is not None else "", follows)))
         return ctx.finding(self, node, fix=Fix((replace, *edits), safety, changes))
-
-
-_DROPS_INDEX = (
-    "drops the GPU index: work placed on several GPUs (a model split, one process per GPU) "
-    "all lands on the current accelerator"
-)

@@ -14,8 +14,10 @@ from torchport.check.rules._loops import (
     indexes_on_host,
     launches_device_work,
     read_on_host,
+    stops_on_what_it_computes,
     streams,
 )
+from torchport.check.rules._torch_code import binds_torch
 from torchport.check.semantic._residence import known_on_cpu
 
 _SYNCS = frozenset({"item", "tolist", "cpu"})
@@ -42,21 +44,19 @@ class SyncInLoop(Rule):
     copies the value back. Inside a training loop that drains the GPU's queue
     every step, so the GPU idles while Python prepares the next step. Keep
     running sums on the device (`total += loss.detach()`) and read them once
-    after the loop, or every N steps (reads under `if step % N == 0:` and
-    `if i == 0:`, which run now and then or once, are not reported). A read
-    in an outer loop that also runs an inner loop (once per epoch, around the
-    loop over batches) is cheap and is not reported either, and so are reads
-    in loops that queue no device work (no model call, `backward()`, `step()`
-    or torch function): only their first read waits, the rest are copies.
-    `.cpu()` counts when its result is read (`.cpu().numpy()`) or is a tensor,
-    not when a module is offloaded (`ae = ae.cpu()`). Not reported either,
+    after the loop, or every N steps (reads under `if step % N == 0:` or
+    `if i == 0:`, also within an `and`, are not reported). Nor are reads in an
+    outer loop that runs an inner loop (once per epoch) or in loops that queue
+    no device work (no model call, `backward()`, `step()` or torch function):
+    only their first read waits. `.cpu()` counts when its result is read or is
+    a tensor, not when a module is offloaded (`ae = ae.cpu()`). Not reported
     where a read per step is the point: a value the loop tests (`if
-    token.item() in stop_tokens: break`), a generator that yields inside the
-    loop (streaming each token), tests (`test_*.py`, `def test_*`), and an
-    `.item()` that indexes a host container or sizes a range (`vocab[i.item()]`).
-    Nor are pandas reads (`row.values.tolist()`: a tensor has no `.values`
-    attribute) and reads inside a function named for the CPU (`def
-    fill_indices_cpu(...)`, the host reference of a device kernel).
+    token.item() in stop_tokens: break`), a loop that ends on what it computes
+    (beam search: `k -= len(done)`, `if k == 0: break`), a generator yielding
+    in the loop, tests, and an `.item()` that indexes a host container or sizes
+    a range (`vocab[i.item()]`). Nor are pandas reads (`row.values.tolist()`),
+    reads in a function named for the CPU (`def fill_indices_cpu(...)`), and
+    modules that import nothing from torch (a gym client's `obs.tolist()`).
     """
 
     code = "TP202"
@@ -69,41 +69,67 @@ class SyncInLoop(Rule):
     node_types = (ast.Call,)
     call_attrs = _SYNCS | {"print"}  # `print(tensor)` in a loop reads it too
     valid = (
+        "import torch\n\n"
         "total = 0\nfor x in xs:\n    total += model(x).sum()\nprint(total.item())\n",
-        "for k, v in d.items():\n    pass\n",
+        "import torch\n\nfor k, v in d.items():\n    pass\n",
+        "import torch\n\n"
         "for _ in range(n):\n    tok = model(tok)\n    if tok.item() == eos:\n        break\n",
+        "import torch\n\n"
         "def stream(x):\n    for _ in range(n):\n        x = model(x)\n        yield x.tolist()\n",
+        "import torch\n\n"
         "def test_model(x):\n    for t in model(x):\n        assert model(t).sum().item() > 0\n",
-        "for _, row in frame.iterrows():\n    out.append(model(x))\n"
+        "import torch\n\nfor _, row in frame.iterrows():\n    out.append(model(x))\n"
         "    rows.append(row.values.tolist())\n",
-        "def fill_cpu(counts):\n    for i in range(n):\n        y = model(x)\n"
+        "import torch\n\ndef fill_cpu(counts):\n    for i in range(n):\n        y = model(x)\n"
         "        k = counts[i].item()\n",
-        "for i in range(3):\n    model.cpu()\n",
-        "for x in xs:\n    words.append(vocab[model(x).argmax().item()])\n",
+        "import torch\n\nfor i in range(3):\n    model.cpu()\n",
+        "import torch\n\nfor x in xs:\n    words.append(vocab[model(x).argmax().item()])\n",
+        "import torch\n\n"
         "for x in xs:\n    i = model(x).argmax().item()\n    words.append(vocab[i])\n",
+        "import torch\n\n"
         "for step, x in enumerate(xs):\n    if step % 100 == 0:\n        print(x.sum().item())\n",
         (
-            "for epoch in range(10):\n    total = 0\n    for x, y in loader:\n"
+            "import torch\n\nfor epoch in range(10):\n    total = 0\n    for x, y in loader:\n"
             "        total += crit(model(x), y).detach()\n    print(total.item())\n"
         ),
         "import torch\n\ndpr = [x.item() for x in torch.linspace(0, 0.1, 12)]\n",
-        "out = model(xs).cpu()\nfor row in out:\n    vals.append(row.tolist())\n",
+        "import torch\n\nout = model(xs).cpu()\nfor row in out:\n    vals.append(row.tolist())\n",
+        "import torch\n\n"
         "for i, x in enumerate(xs):\n    if i == 0:\n        print(model(x).sum().item())\n",
-        "for x in xs:\n    a = x.numpy()\n",
-        "vals = [t.tolist() for t in ts]\n",
-        'for k, v in preds.items():\n    labels = v["labels"].tolist()\n',
-        "while opts:\n    y = model(x)\n    ae = ae.cpu()\n",
-        "for k, v in stats.items():\n    stats[k] = v.detach().cpu().numpy()\n",
+        "import torch\n\nfor epoch in range(n):\n    loss = model(x).sum()\n"
+        "    if epoch % 20 == 0 and debug:\n        print(loss.item())\n",
+        "import torch\n\nfor x in xs:\n    a = x.numpy()\n",
+        "import torch\n\nvals = [t.tolist() for t in ts]\n",
+        'import torch\n\nfor k, v in preds.items():\n    labels = v["labels"].tolist()\n',
+        "import torch\n\nwhile opts:\n    y = model(x)\n    ae = ae.cpu()\n",
+        "import torch\n\nfor k, v in stats.items():\n    stats[k] = v.detach().cpu().numpy()\n",
+        "import torch\n\n"
+        "while True:\n    top = model(seqs).topk(k)\n    done.extend(seqs[top.indices].tolist())\n"
+        "    k -= len(top.indices)\n    if k == 0:\n        break\n",
+        "import torch\n\nfor n in nodes:\n    top = model(n).max().item()\n"
+        "    if top < best:\n        best = top\n",
+        "import numpy as np\n\n"
+        "for _ in range(n):\n    obs = env.step(act)\n    out.append(obs.tolist())\n",
     )
     invalid = (
-        Example("for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"),
         Example(
-            "for epoch in range(10):\n    for x, y in loader:\n"
+            "import torch\n\n"
+            "for x, y in loader:\n    loss = crit(model(x), y)\n    total += loss.item()\n"
+        ),
+        Example(
+            "import torch\n\nfor epoch in range(10):\n    for x, y in loader:\n"
             "        print(model(x).sum().item())\n"
         ),
-        Example("while step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"),
-        Example("vals = [model(x).argmax(-1).tolist() for x in xs]\n"),
-        Example("for p in params:\n    total += p.grad.norm(2).item() ** 2\n"),
+        Example(
+            "import torch\n\nwhile step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"
+        ),
+        Example("import torch\n\nvals = [model(x).argmax(-1).tolist() for x in xs]\n"),
+        Example(
+            "import torch\n\nfor step, (x, y) in enumerate(loader):\n"
+            "    total += crit(model(x), y).item()\n    global_step = epoch * n + step\n"
+            "    if global_step >= max_steps:\n        break\n"
+        ),
+        Example("import torch\n\nfor p in params:\n    total += p.grad.norm(2).item() ** 2\n"),
         Example(
             "import torch\n\nfor i in range(3):\n    loss = torch.zeros(1) + i\n    print(loss)\n"
         ),
@@ -136,8 +162,12 @@ class SyncInLoop(Rule):
                 return  # reads of results already computed: only the first one waits
             if decides_the_loop(node, ctx) or streams(ctx) or in_tests(ctx):
                 return  # the loop needs the value now, or reading each step is the point
+            if stops_on_what_it_computes(ctx.loop_of(node)):
+                return  # a decoding loop waits every iteration to decide whether to go on
             if method == "item" and indexes_on_host(node, ctx):
                 return  # `vocab[pred.item()]`: a host index, needed this iteration
+            if not binds_torch(ctx):  # late: it builds the scope analysis
+                return  # no torch in the module: its `.tolist()` reads another library's values
             if known_on_cpu(receiver, ctx):  # last: it may build the scope analysis
                 return  # already on the CPU: nothing to wait for
             message = f"`.{method}()` in a loop waits for the device every iteration; " + (
@@ -152,6 +182,7 @@ class SyncInLoop(Rule):
             and any(probably_tensor(a, ctx) for a in node.args)
             and every_iteration(node, ctx)
             and launches_device_work(ctx.loop_of(node), ctx)
+            and binds_torch(ctx)
         ):
             message = "`print(tensor)` in a loop waits for the device; print every N steps"
             yield ctx.finding(self, node, message=message)

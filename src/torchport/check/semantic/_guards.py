@@ -101,6 +101,10 @@ def _names_device_type(expr: ast.expr) -> bool:
         return expr.value.partition(":")[0] in DEVICE_TYPES
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
         return any(_names_device_type(e) for e in expr.elts)
+    if isinstance(expr, ast.Call) and expr.args:  # `dev == torch.device("cuda")`
+        func = expr.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name == "device" and _names_device_type(expr.args[0])
     return False
 
 

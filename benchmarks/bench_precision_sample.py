@@ -1,0 +1,173 @@
+"""A seeded random sample of default-on findings on held-out repositories, judged by hand.
+
+One question: of what `torchport check` reports with its default rules on real code,
+how much is a real problem? The repositories and commits are in
+benchmarks/data/precision_repos_round5.json (none used by an earlier round). Every
+default-on finding is collected with the command line (``torchport check`` over each
+repository's ``*.py`` files at its commit, the project view included), and
+``--draw N`` draws N of them uniformly at random with ``--seed`` into
+benchmarks/data/precision_sample.csv, keeping the verdicts of rows already judged.
+Each row is judged by a person reading the code at that line:
+
+* ``real``: what the message says is so, and acting on it makes the program run on
+  another accelerator (or load safely, or stop a per-step sync) without breaking it;
+* ``low``: correct, but acting on it changes nothing that matters (a CPU-only tensor
+  built with a legacy constructor and never moved);
+* ``noise``: what the message says is not so at that line.
+
+``--score`` recomputes every sampled finding with the current rules and prints the
+share of ``real`` per rule and overall among the rows still reported (a row the
+rules no longer report is counted apart as ``gone``; a ``real`` row gone is a recall
+loss and is listed).
+
+Run: ``.venv/bin/python benchmarks/bench_precision_sample.py --draw 100 --seed 34``
+then ``.venv/bin/python benchmarks/bench_precision_sample.py --score``. The second
+sample (drawn after the rules were narrowed on the first, from other repositories):
+``--repos benchmarks/data/precision_repos_round5b.json --sample
+benchmarks/data/precision_sample_b.csv --draw 40 --seed 35``. The third (both sets of
+repositories, the rules as narrowed after both samples, nothing judged before):
+``--repos benchmarks/data/precision_repos_round5c.json --sample
+benchmarks/data/precision_sample_c.csv --skip benchmarks/data/precision_sample.csv
+benchmarks/data/precision_sample_b.csv --draw 40 --seed 36``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).parent
+REPOS = HERE / "data" / "precision_repos_round5.json"
+SAMPLE = HERE / "data" / "precision_sample.csv"
+FIELDS = ("repo", "commit", "path", "line", "code", "verdict", "reason")
+Key = tuple[str, str, int, str]
+_CHECK = (sys.executable, "-m", "torchport", "check", "--format", "json", "--no-cache")
+_CHECK += ("--exit-zero", "--no-progress")
+
+
+def _git(gitdir: Path, *args: str) -> bytes:
+    return subprocess.run(
+        ["git", f"--git-dir={gitdir}", *args], capture_output=True, check=True
+    ).stdout
+
+
+def _extract(gitdir: Path, commit: str, into: Path) -> None:
+    for name in _git(gitdir, "ls-tree", "-r", "--name-only", commit).decode().splitlines():
+        if name.endswith(".py"):
+            target = into / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(_git(gitdir, "show", f"{commit}:{name}"))
+
+
+def default_findings(mirror: Path, repos: Path = REPOS) -> list[Key]:
+    """Every default-on finding, as (repo, path, line, code), in a stable order."""
+    found: list[Key] = []
+    for entry in json.loads(repos.read_text())["repos"]:
+        gitdir = mirror / entry["repo"].replace("/", "+") / "repo"
+        with tempfile.TemporaryDirectory(prefix="precision-") as tmp:
+            tree = Path(tmp)
+            _extract(gitdir, entry["commit"], tree)
+            (tree / "_none.toml").write_text("[tool.torchport]\n")
+            run = subprocess.run(
+                [*_CHECK, "--config", str(tree / "_none.toml"), tmp],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if run.returncode not in (0, 2) or not run.stdout.strip():
+                raise RuntimeError(f"check failed on {entry['repo']}: {run.stderr[-2000:]}")
+            for item in json.loads(run.stdout):
+                if item.get("kind") == "finding":
+                    path = Path(item["path"]).resolve().relative_to(tree.resolve()).as_posix()
+                    found.append((entry["repo"], path, int(item["line"]), item["code"]))
+    return sorted(set(found))
+
+
+def _commits(repos: Path) -> dict[str, str]:
+    return {e["repo"]: e["commit"] for e in json.loads(repos.read_text())["repos"]}
+
+
+def _read(sample: Path) -> list[dict[str, str]]:
+    if not sample.exists():
+        return []
+    with sample.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def draw(mirror: Path, n: int, seed: int, repos: Path, sample: Path, skip: list[Path]) -> None:
+    judged_before = {
+        (r["repo"], r["path"], int(r["line"]), r["code"]) for p in skip for r in _read(p)
+    }
+    found = [k for k in default_findings(mirror, repos) if k not in judged_before]
+    judged = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in _read(sample)}
+    picked = sorted(random.Random(seed).sample(found, min(n, len(found))))
+    commits = _commits(repos)
+    with sample.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, FIELDS)
+        writer.writeheader()
+        for repo, path, line, code in picked:
+            old = judged.get((repo, path, line, code), {})
+            writer.writerow(
+                {"repo": repo, "commit": commits[repo], "path": path, "line": line, "code": code}
+                | {"verdict": old.get("verdict", ""), "reason": old.get("reason", "")}
+            )
+    print(f"{len(found)} default-on findings; drew {len(picked)} (seed {seed}) into {sample}")
+
+
+def score(mirror: Path, repos: Path, sample: Path) -> None:
+    now = set(default_findings(mirror, repos))
+    rows = _read(sample)
+    per_rule: dict[str, Counter[str]] = {}
+    total: Counter[str] = Counter()
+    for row in rows:
+        key = (row["repo"], row["path"], int(row["line"]), row["code"])
+        verdict = row["verdict"] if key in now else "gone"
+        if verdict == "gone" and row["verdict"] == "real":
+            print(f"  real finding no longer reported: {key}")
+        per_rule.setdefault(row["code"], Counter())[verdict] += 1
+        total[verdict] += 1
+    print("rule   real  low  noise  gone  real share of reported")
+    for code in sorted(per_rule):
+        c = per_rule[code]
+        reported = c["real"] + c["low"] + c["noise"]
+        share = f"{c['real'] / reported:.0%}" if reported else "-"
+        print(f"{code}  {c['real']:5} {c['low']:4} {c['noise']:6} {c['gone']:5}  {share}")
+    reported = total["real"] + total["low"] + total["noise"]
+    print(
+        f"all    {total['real']:5} {total['low']:4} {total['noise']:6} {total['gone']:5}  "
+        f"{total['real']}/{reported} = {total['real'] / max(reported, 1):.0%}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--draw", type=int, help="draw this many findings into the sample")
+    parser.add_argument("--seed", type=int, default=34)
+    parser.add_argument("--score", action="store_true")
+    parser.add_argument("--repos", type=Path, default=REPOS, help="the manifest of repositories")
+    parser.add_argument("--sample", type=Path, default=SAMPLE, help="the judged sample (CSV)")
+    parser.add_argument(
+        "--skip",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="samples whose findings are not drawn again",
+    )
+    args = parser.parse_args()
+    if args.draw:
+        draw(args.mirror, args.draw, args.seed, args.repos, args.sample, args.skip)
+    if args.score:
+        score(args.mirror, args.repos, args.sample)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""TP106 leaves alone only moves that save no copy, checked against what torch makes.
+
+The oracle is torch: each drawn factory call is made on the CPU, and a call the
+rule skips as "nothing to copy" must make a tensor with no elements; a data
+factory (``torch.tensor``, ``torch.as_tensor``) is never reported, any other
+non-empty one always is.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from torchport.check._engine import check_text, ruleset_for
+
+FACTORIES = ("zeros", "ones", "empty", "rand", "randn", "eye", "full", "arange", "linspace")
+SIZES = ("0", "3", "(2, 0)", "(0, 4)", "(2, 3)", "2, 0", "0, 5", "1, 2")
+DATA = ("torch.tensor([1.0, 2.0])", "torch.as_tensor([0, 1])", "torch.tensor([])")
+
+
+def call_for(factory: str, sizes: str, fill: str) -> str:
+    if factory == "full":
+        return (
+            f"torch.full(({sizes},), {fill})"
+            if "," not in sizes
+            else f"torch.full({sizes}, {fill})"
+        )
+    if factory == "linspace":
+        return f"torch.linspace({fill}, 1, {sizes.split(',')[0].strip('( ')})"
+    if factory == "arange":
+        return f"torch.arange({fill}, {sizes.split(',')[0].strip('( ')} + 1)"
+    return f"torch.{factory}({sizes})"
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    factory=st.sampled_from(FACTORIES),
+    sizes=st.sampled_from(SIZES),
+    fill=st.sampled_from(["0", "1"]),
+)
+def test_skipped_only_when_torch_makes_nothing(factory: str, sizes: str, fill: str) -> None:
+    text = call_for(factory, sizes, fill)
+    try:
+        made = eval(text, {"torch": torch})
+    except (TypeError, RuntimeError):
+        return  # not a call torch takes
+    source = f"import torch\n\nx = {text}.to(device)\n"
+    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
+    # Skipped only when nothing is copied; every non-empty one is reported.
+    assert found or made.numel() == 0, text
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.sampled_from(DATA), move=st.sampled_from([".to(device)", ".cuda()"]))
+def test_data_factories_are_never_reported(data: str, move: str) -> None:
+    source = f"import torch\n\nx = {data}{move}\n"
+    assert not check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
