@@ -1,4 +1,4 @@
-"""Make the generators under ``docs/_gen/`` and ``docs/images/`` importable by their module names."""
+"""Make the generators under ``docs/_gen/`` and ``docs/images/`` importable by name."""
 
 from __future__ import annotations
 
