@@ -94,7 +94,8 @@ def fix_safeties() -> str:
             "| --- | --- | --- | --- |",
             f"| device and loading security | {safety(plain, FixSafety.SAFE)} "
             f"| {safety(plain, FixSafety.UNSAFE)} | {safety(plain, FixSafety.NONE)} |",
-            f"| speed (`fix --speed`, or name them in `--select`) | {safety(speed, FixSafety.SAFE)} "
+            "| speed (`fix --speed`, or name them in `--select`) "
+            f"| {safety(speed, FixSafety.SAFE)} "
             f"| {safety(speed, FixSafety.UNSAFE)} | {safety(speed, FixSafety.NONE)} |",
         ]
     )
@@ -122,8 +123,9 @@ def render(text: str) -> str:
     """``text`` (the README) with every generated block written afresh."""
     blocks_in(text)  # raises when a marker is gone
     for name, make in BLOCKS.items():
-        made = make()
-        text = _pattern(name).sub(lambda m: f"{m.group(1)}\n{made}\n{m.group(3)}", text)
+        text = _pattern(name).sub(
+            lambda m, made=make(): f"{m.group(1)}\n{made}\n{m.group(3)}", text
+        )
     return text
 
 

@@ -49,7 +49,7 @@ MORE: dict[str, str] = {
     "the command line is skipped too when a pattern matches it.",
     "extend-exclude": "More patterns, added to `exclude`; `--exclude` on the command line "
     "replaces `exclude` but keeps these.",
-    "target-torch": "The oldest torch your project supports, as `\"MAJOR.MINOR\"`: fixes "
+    "target-torch": 'The oldest torch your project supports, as `"MAJOR.MINOR"`: fixes '
     "never write an API it lacks (`torch.accelerator.memory_allocated` needs 2.8, say).",
     "respect-foreign-noqa": "Whether a file-level `# ruff: noqa` or `# flake8: noqa` "
     "(generated code) exempts the file from torchport too; `false` checks such files.",
@@ -74,7 +74,7 @@ def keys() -> tuple[str, ...]:
 
 
 def _examples() -> dict[str, tuple[str, str]]:
-    """``key -> (example line, its comment)`` from the module docstring's Keys block, in its order."""
+    """``key -> (example line, its comment)`` from the module docstring's Keys block."""
     doc = _config.__doc__ or ""
     block = doc.split("\n    [tool.torchport]\n", 1)[1].split("\n\n", 1)[0]
     found = {}
