@@ -123,9 +123,8 @@ def render(text: str) -> str:
     """``text`` (the README) with every generated block written afresh."""
     blocks_in(text)  # raises when a marker is gone
     for name, make in BLOCKS.items():
-        text = _pattern(name).sub(
-            lambda m, made=make(): f"{m.group(1)}\n{made}\n{m.group(3)}", text
-        )
+        made = make()
+        text = _pattern(name).sub(lambda m, made=made: f"{m.group(1)}\n{made}\n{m.group(3)}", text)
     return text
 
 
