@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pages
+import page_blocks as pages
 import pytest
 
 PAGES = [
