@@ -6,7 +6,8 @@ Every fenced block of a page is used:
   with this interpreter's ``bin/`` first on ``PATH`` (so ``python`` and ``torchport``
   are the ones under test). It must exit 0, or the code its ``# exit N`` comment names.
 - ``python``: runs in a fresh interpreter in the folder, warnings as errors; it must
-  exit 0.
+  exit 0. Python blocks that follow one another with no other block run between them
+  share one interpreter (each in a namespace of its own), to import torch once.
 - ``toml``: must load as a ``[tool.torchport]`` configuration; ``yaml``: must parse.
 - ``text``: output shown to the reader; not run.
 
@@ -82,6 +83,39 @@ def commands(block: Block) -> list[tuple[str, int]]:
     return out
 
 
+_DRIVER = """
+for where, source in BLOCKS:
+    print(f"--- {where}", flush=True)
+    exec(compile(source, where, "exec"), {"__name__": "__main__"})
+"""
+
+
+def run_python(group: list[Block], folder: Path) -> None:
+    """Run python blocks, in order, in one fresh interpreter; each in its own namespace."""
+    script = f"BLOCKS = {[(b.where, b.text) for b in group]!r}\n{_DRIVER}"
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", script], cwd=folder, env=environment(),
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    failed = done.stdout.rsplit("--- ", 1)[-1].split("\n", 1)[0]
+    assert done.returncode == 0, f"{failed}:\n{done.stdout[-3000:]}\n{done.stderr}"
+
+
+def run_page(page: Path, folder: Path) -> None:
+    """Every block of ``page`` in order, in ``folder``; consecutive python blocks together."""
+    group: list[Block] = []
+    for block in blocks(page):
+        if block.language == "python" and block.directive is None:
+            group.append(block)
+            continue
+        if group:
+            run_python(group, folder)
+            group = []
+        run_block(block, folder)
+    if group:
+        run_python(group, folder)
+
+
 def run_block(block: Block, folder: Path) -> None:
     """Run (or write, or check) one block; ``AssertionError`` says where and why it failed."""
     if block.directive == "skip":
@@ -104,11 +138,7 @@ def run_block(block: Block, folder: Path) -> None:
                 f"{done.stdout}\n{done.stderr}"
             )
     elif block.language == "python":
-        done = subprocess.run(
-            [sys.executable, "-W", "error", "-c", block.text], cwd=folder, env=env,
-            capture_output=True, text=True, timeout=240,
-        )  # fmt: skip
-        assert done.returncode == 0, f"{block.where}:\n{block.text}\n{done.stdout}\n{done.stderr}"
+        run_python([block], folder)
     elif block.language == "toml":
         from torchport.check import load_config
 

@@ -24,12 +24,12 @@ PAGES = [
 ]
 
 
+@pytest.mark.slow  # a few torch processes per page: 5-15 s of CPU each
 @pytest.mark.parametrize("page", PAGES)
 def test_every_block_of_the_page_runs(page: str, tmp_path: Path) -> None:
     found = pages.blocks(pages.ROOT / page)
     assert any(block.directive != "skip" for block in found), f"{page} has nothing to run"
-    for block in found:
-        pages.run_block(block, tmp_path)
+    pages.run_page(pages.ROOT / page, tmp_path)
 
 
 def test_skips_are_few_and_say_why() -> None:
