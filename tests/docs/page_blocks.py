@@ -9,7 +9,9 @@ Every fenced block of a page is used:
   exit 0. Python blocks that follow one another with no other block run between them
   share one interpreter (each in a namespace of its own), to import torch once.
 - ``toml``: must load as a ``[tool.torchport]`` configuration; ``yaml``: must parse.
-- ``text``: output shown to the reader; not run.
+- ``text``: output shown to the reader. After ``<!-- output: COMMAND -->`` the command
+  runs (as a bash line) and every line of the block but ``...`` must be a line of what
+  it prints, in order, so a sample cannot drift from what the command says.
 
 An HTML comment on the line before a fence changes that: ``<!-- file: NAME -->``
 writes the block to ``NAME`` in the folder instead of running it (the files later
@@ -29,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
-_FENCE = re.compile(r"(?:<!-- (file|skip): (.+?) -->\n)?```(\w+)\n(.*?)```", re.S)
+_FENCE = re.compile(r"(?:<!-- (file|skip|output): (.+?) -->\n)?```(\w+)\n(.*?)```", re.S)
 _UNSET = ("TORCHPORT_DEVICE", "TORCHPORT_TEST_DEVICES", "CUDA_VISIBLE_DEVICES", "LOCAL_RANK")
 
 
@@ -39,7 +41,7 @@ class Block:
     line: int
     language: str
     text: str
-    directive: str | None  # "file", "skip" or None
+    directive: str | None  # "file", "skip", "output" or None
     argument: str
 
     @property
@@ -127,6 +129,19 @@ def run_block(block: Block, folder: Path) -> None:
         target.write_text(block.text, encoding="utf-8")
         return
     env = environment()
+    if block.directive == "output":
+        done = subprocess.run(
+            ["bash", "-c", block.argument], cwd=folder, env=env, capture_output=True,
+            text=True, timeout=240,
+        )  # fmt: skip
+        printed = iter((done.stdout + done.stderr).splitlines())
+        for line in block.text.splitlines():
+            if line.strip() != "...":
+                assert any(seen.rstrip() == line.rstrip() for seen in printed), (
+                    f"{block.where}: `{block.argument}` no longer prints {line!r} "
+                    f"(in this order); it printed:\n{done.stdout}{done.stderr}"
+                )
+        return
     if block.language == "bash":
         for command, expected in commands(block):
             done = subprocess.run(
