@@ -28,7 +28,7 @@ RANGES = (
     ("TP1", "placement (hard-coded devices, discarded and late moves)"),
     ("TP2", "transfers and host syncs"),
     ("TP3", "loading, checkpoints and loading security"),
-    ("TP4", "CUDA-only APIs with a device-generic twin"),
+    ("TP4", "CUDA-only APIs and their device-generic twins"),
     ("TP5", "port rules, run by `torchport port`"),
     ("TP9", "noisy, off by default"),
 )
@@ -66,7 +66,7 @@ def rule_counts() -> str:
         "| --- | --- | --- | --- |",
     ]
     for prefix, what in RANGES:
-        group = _where(lambda r, p=prefix: r.code.startswith(p))  # type: ignore[misc]
+        group = _where(lambda r, p=prefix: r.code.startswith(p))
         lines.append(
             f"| {prefix}xx | {what} | {len(group)} | {sum(1 for r in group if r.default)} |"
         )

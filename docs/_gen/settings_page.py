@@ -149,7 +149,10 @@ def _error(key: str) -> str:
         try:
             load_config(path)
         except ConfigError as error:
-            return str(error).replace(str(path), "pyproject.toml")
+            text = str(error)
+            for spelling in {str(path), str(path.resolve())}:
+                text = text.replace(spelling, "pyproject.toml")
+            return text
     raise ValueError(f"{key} = {_WRONG[key]} was accepted; give _WRONG a wrong value")
 
 

@@ -26,7 +26,9 @@ def test_the_generated_blocks_are_fresh() -> None:
 
 def test_the_table_holds_the_registry_counts() -> None:
     block = readme_numbers.blocks_in(README)["rule-counts"]
-    total, on = map(int, re.search(r"has (\d+) rules, (\d+) on by default", block).groups())  # type: ignore[union-attr]
+    counts = re.search(r"has (\d+) rules, (\d+) on by default", block)
+    assert counts is not None, block
+    total, on = map(int, counts.groups())
     assert (total, on) == (len(RULES), sum(1 for rule in RULES if rule.default))
     rows = re.findall(r"^\| TP(\d)xx \| [^|]+ \| (\d+) \| (\d+) \|$", block, re.M)
     assert rows, block

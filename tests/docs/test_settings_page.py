@@ -62,7 +62,9 @@ def test_the_stated_defaults_are_what_an_empty_table_gives(tmp_path: Path) -> No
     text = PAGE.read_text(encoding="utf-8")
     for key in _documented_keys():
         section = text.split(f"### `{key}`", 1)[1].split("\n### ", 1)[0]
-        default = re.search(r"^\| default \| (.*) \|$", section, re.M).group(1)  # type: ignore[union-attr]
+        row = re.search(r"^\| default \| (.*) \|$", section, re.M)
+        assert row is not None, key
+        default = row.group(1)
         value = getattr(config, key.replace("-", "_"))
         if default in ("`[]`", "`{}`"):
             assert value == (), key
