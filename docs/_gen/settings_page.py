@@ -175,7 +175,7 @@ def render() -> str:
         "The checker (`torchport check`, `fix`, `port`) reads a `[tool.torchport]` table in",
         "`pyproject.toml`. Every key is optional; an unknown key or a value of the wrong",
         "type is an error (exit 2) that names the key and the file. `torchport check",
-        "--show-settings PATH` prints the settings a file gets and where each came from.",
+        "--show-settings PATH` prints the settings a file gets and the file they come from.",
         "",
         "```toml",
         "[tool.torchport]",
