@@ -65,7 +65,10 @@ def test_the_fix_table_names_each_default_rule_once_under_its_safety() -> None:
 
 
 def test_no_other_rule_count_in_the_prose() -> None:
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    generated = {"_build", "reference"}  # Sphinx output, not committed
+    pages = [ROOT / "README.md"] + [
+        page for page in sorted((ROOT / "docs").rglob("*.md")) if not generated & set(page.parts)
+    ]
     for page in pages:
         text = page.read_text(encoding="utf-8")
         for match in re.finditer(r"\b(\d+) rules\b(?! on by default)", text):
