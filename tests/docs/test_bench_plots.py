@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from xml.etree import ElementTree
 
 import bench_plots
 import pytest
@@ -53,6 +54,26 @@ def test_the_committed_svg_is_what_the_numbers_draw(figure: bench_plots.Figure) 
     assert path.read_text(encoding="utf-8") == bench_plots.render(figure), (
         f"{path.name} is stale; run: python docs/_gen plots"
     )
+
+
+def test_each_svg_is_well_formed_and_fits_its_canvas() -> None:
+    for figure in FIGURES:
+        root = ElementTree.fromstring(bench_plots.render(figure))
+        width = float(root.attrib["width"])
+        for element in root.iter():
+            for name in ("x", "x1", "x2", "cx"):
+                if name in element.attrib:
+                    assert 0 <= float(element.attrib[name]) <= width, (figure.name, element.attrib)
+            if element.tag.endswith("text"):
+                # A sans-serif glyph averages about 0.55 of the font size: text must end inside.
+                size = float(element.attrib.get("font-size", root.attrib["font-size"]))
+                span = 0.55 * size * len(element.text or "")
+                x = float(element.attrib["x"])
+                anchor = element.attrib.get("text-anchor", "start")
+                left, right = {"start": (x, x + span), "end": (x - span, x)}.get(
+                    anchor, (x - span / 2, x + span / 2)
+                )
+                assert left >= 0 and right <= width, (figure.name, element.text)
 
 
 def test_each_bar_is_as_long_as_its_median() -> None:
