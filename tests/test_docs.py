@@ -69,17 +69,4 @@ def test_the_json_format_page_lists_the_keys_the_report_has(tmp_path: Path) -> N
     assert set(fix) == fix_keys
 
 
-def test_the_readme_pictures_are_rendered_from_real_runs(tmp_path: Path) -> None:
-    """The script behind docs/images/*.svg runs, and the README shows what it draws."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "images" / "render_images.py"), str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for name, says in (("audit.svg", "quickstart.py"), ("doctor.svg", "pick_device()")):
-        fresh = (tmp_path / name).read_text(encoding="utf-8")
-        kept = (ROOT / "docs" / "images" / name).read_text(encoding="utf-8")
-        for svg in (fresh, kept):
-            assert svg.startswith("<svg") and says.replace("()", "") in svg
-        assert f"docs/images/{name}" in readme
+# The README's pictures are checked fresh in tests/docs/test_pictures.py.
