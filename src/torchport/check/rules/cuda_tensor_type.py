@@ -68,18 +68,27 @@ class CudaTensorType(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         if isinstance(node, ast.Constant):
-            if not (isinstance(node.value, str) and node.value in _STRINGS):
-                return
+            named = _names_a_cuda_type(node)
         else:
             assert isinstance(node, ast.Attribute)
-            if not isinstance(node.ctx, ast.Load):
-                return  # `torch.cuda.FloatTensor = torch.xpu.FloatTensor`: a shim, no use
-            if node.attr not in _TYPES or ctx.qualname(node) != f"torch.cuda.{node.attr}":
-                return
-            parent = ctx.parent
-            if isinstance(parent, ast.Call) and parent.func is node:
-                return  # `torch.cuda.FloatTensor(...)`: TP104 reports and fixes the call
+            named = _uses_a_cuda_type(node, ctx)
         # An alias chosen by `torch.cuda.is_available()` is still CUDA-only, so only a
         # branch on the device type (ported code) silences this rule.
-        if device_guard(node, ctx) is not Guard.DEVICE_TYPE:
+        if named and device_guard(node, ctx) is not Guard.DEVICE_TYPE:
             yield ctx.finding(self, node)
+
+
+def _names_a_cuda_type(node: ast.Constant) -> bool:
+    """A string naming a CUDA tensor type (``"torch.cuda.FloatTensor"``)."""
+    return isinstance(node.value, str) and node.value in _STRINGS
+
+
+def _uses_a_cuda_type(node: ast.Attribute, ctx: Context) -> bool:
+    """``torch.cuda.FloatTensor`` read as a value, not called and not assigned."""
+    if not isinstance(node.ctx, ast.Load):
+        return False  # `torch.cuda.FloatTensor = torch.xpu.FloatTensor`: a shim, no use
+    if node.attr not in _TYPES or ctx.qualname(node) != f"torch.cuda.{node.attr}":
+        return False
+    parent = ctx.parent
+    # `torch.cuda.FloatTensor(...)`: TP104 reports and fixes the call
+    return not (isinstance(parent, ast.Call) and parent.func is node)

@@ -46,15 +46,24 @@ class CudaTypeCompare(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Compare)
-        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
-            return
-        left, right = node.left, node.comparators[0]
-        if string_value(right) != "cuda":
-            left, right = right, left
-        if string_value(right) != "cuda":
-            return
-        text = ctx.segment(left).lower()
-        if known_device_object(left, ctx):
+        other = _compared_with_cuda(node)
+        if other is None or known_device_object(other, ctx):
             return  # certainly a torch.device: TP114 (on by default) says it is always False
-        if "dev" in text or text.endswith(".type"):
+        if _reads_as_a_device(ctx.segment(other)):
             yield ctx.finding(self, node)
+
+
+def _compared_with_cuda(node: ast.Compare) -> ast.expr | None:
+    """The other side of ``x == "cuda"`` / ``"cuda" != x``; None for any other comparison."""
+    if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+        return None
+    left, right = node.left, node.comparators[0]
+    if string_value(right) != "cuda":
+        left, right = right, left
+    return left if string_value(right) == "cuda" else None
+
+
+def _reads_as_a_device(text: str) -> bool:
+    """Source that names a device (``dev``, ``device``) or a ``.type``."""
+    lowered = text.lower()
+    return "dev" in lowered or lowered.endswith(".type")

@@ -75,9 +75,7 @@ class DataloaderWithoutPinMemory(Rule):
             return
         if in_tests(ctx) or _tiny(node):
             return  # a test's loader, or batches too small for pinning to matter
-        if any(k.arg is None for k in node.keywords) or not (
-            ctx.mentions(".to(") or ctx.mentions(".cuda(")
-        ):
+        if not _settled_loader_in_a_moving_file(node, ctx):
             return
         torch = ctx.torch_at(node)
         if torch is None:
@@ -86,6 +84,13 @@ class DataloaderWithoutPinMemory(Rule):
         text = f"pin_memory={torch[0]}.accelerator.is_available()"
         fix = Fix((add_keyword(node, text, ctx), *torch[1]), FixSafety.UNSAFE)
         yield ctx.finding(self, node, fix=fix)
+
+
+def _settled_loader_in_a_moving_file(call: ast.Call, ctx: Context) -> bool:
+    """No ``**kwargs`` that may hold ``pin_memory``, in a file that moves data to a device."""
+    if any(k.arg is None for k in call.keywords):
+        return False
+    return ctx.mentions(".to(") or ctx.mentions(".cuda(")
 
 
 _TEXT = re.compile(r"text|token|sentence|corpus|vocab|caption|word|char|lang|nlp", re.IGNORECASE)

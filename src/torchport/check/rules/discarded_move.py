@@ -63,16 +63,25 @@ class DiscardedMove(Rule):
         if probably_module(receiver, ctx) or not probably_tensor(receiver, ctx):
             return
         fix = None
-        if isinstance(receiver, ast.Attribute) or (
-            # Assigning makes the name local to this scope: only when it already is
-            # (`buf.cpu()` on a global inside a function would raise UnboundLocalError).
-            isinstance(receiver, ast.Name)
-            and ctx.scopes.resolve(receiver.id, receiver) is ctx.scopes.scope_of(receiver)
-        ):
+        if _can_assign_back(receiver, ctx):
             at = ctx.start(node)
             text = f"{ctx.segment(receiver)} = "
             fix = Fix((Edit(at, at, text),), FixSafety.UNSAFE, _LATER_LINES)
         yield ctx.finding(self, call, fix=fix)
+
+
+def _can_assign_back(receiver: ast.expr, ctx: Context) -> bool:
+    """Whether ``receiver = receiver.to(...)`` keeps the program valid.
+
+    An attribute always; a name only where it is already local to this scope
+    (assigning makes it local: `buf.cpu()` on a global inside a function would raise
+    UnboundLocalError).
+    """
+    if isinstance(receiver, ast.Attribute):
+        return True
+    return isinstance(receiver, ast.Name) and ctx.scopes.resolve(
+        receiver.id, receiver
+    ) is ctx.scopes.scope_of(receiver)
 
 
 _LATER_LINES = "the lines after this one now use the moved tensor, on its new device"

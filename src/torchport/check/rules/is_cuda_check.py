@@ -95,16 +95,23 @@ class IsCudaCheck(Rule):
         if isinstance(branch, ast.If):  # the test, spanning the branch it guards
             end = ctx.finding(self, branch.body[-1])
             found = replace(found, end_line=end.end_line, end_col=end.end_col)
-        if _own_flag(node, ctx) or (
-            isinstance(branch, (ast.If, ast.IfExp)) and moves_to_cuda(branch, ctx)
-        ):
-            # A class's own flag may have no .device; a branch that names CUDA
-            # (`device = "cuda"`) would then run where CUDA is not.
+        if _fix_would_mislead(node, branch, ctx):
             yield found
             return
         text = f'{ctx.segment(node.value)}.device.type != "cpu"'
         fix = Fix((ctx.replace(node, text),), FixSafety.UNSAFE, _EVERY_ACCELERATOR)
         yield replace(found, fix=fix)
+
+
+def _fix_would_mislead(node: ast.Attribute, branch: ast.AST, ctx: Context) -> bool:
+    """Whether ``.device.type != "cpu"`` would be wrong here.
+
+    A class's own flag may have no ``.device``; a branch that names CUDA
+    (``device = "cuda"``) would then run where CUDA is not.
+    """
+    if _own_flag(node, ctx):
+        return True
+    return isinstance(branch, (ast.If, ast.IfExp)) and moves_to_cuda(branch, ctx)
 
 
 def _own_flag(node: ast.Attribute, ctx: Context) -> bool:

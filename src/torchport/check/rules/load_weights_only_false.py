@@ -80,24 +80,27 @@ class LoadWeightsOnlyFalse(Rule):
             return  # the common case: no `weights_only` here at all
         if not _loads(node, ctx):
             if _computed_torch_attribute(node, ctx):
-                message = (
-                    "cannot tell whether this is `torch.load`: the function is looked up by a "
-                    f"computed name (`{ctx.segment(node.func)}`); call `torch.load(...)` by "
-                    f"name so that its `weights_only` can be checked"
-                )
-                yield ctx.finding(self, node, message=message)
+                yield ctx.finding(self, node, message=_computed_callee(node, ctx))
             return
         truth = _truth(given, ctx)
-        if truth is False and saved_by_this_run(node, ctx):
-            return  # a load-or-build cache: the pickles are this program's own
-        if truth is False:
-            yield ctx.finding(self, given)
-        elif truth is None:
+        if truth is None:
             message = (
                 f"cannot tell whether `weights_only` is False here (`{ctx.segment(given)}`): "
                 f"{self.message}"
             )
             yield ctx.finding(self, given, message=message)
+        elif truth is False and not saved_by_this_run(node, ctx):
+            # (not reported: a load-or-build cache, whose pickles are this program's own)
+            yield ctx.finding(self, given)
+
+
+def _computed_callee(call: ast.Call, ctx: Context) -> str:
+    """The message for ``getattr(torch, name)(...)``: which function it is cannot be told."""
+    return (
+        "cannot tell whether this is `torch.load`: the function is looked up by a "
+        f"computed name (`{ctx.segment(call.func)}`); call `torch.load(...)` by "
+        f"name so that its `weights_only` can be checked"
+    )
 
 
 def _weights_only(call: ast.Call, ctx: Context) -> ast.expr | None:

@@ -56,11 +56,17 @@ class LoadWithPickleModule(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        given = keyword(node, "pickle_module")
-        arg: ast.AST | None = given.value if given is not None else None
-        if arg is None and len(node.args) >= 3 and not isinstance(node.args[2], ast.Starred):
-            arg = node.args[2]
-        if arg is None or (isinstance(arg, ast.Constant) and arg.value is None):
-            return
-        if is_load(node, ctx):
-            yield ctx.finding(self, given or arg)
+        given = _pickle_module_given(node)
+        if given is not None and is_load(node, ctx):
+            yield ctx.finding(self, given)
+
+
+def _pickle_module_given(call: ast.Call) -> ast.AST | None:
+    """Where a ``pickle_module`` other than None is given: the keyword, or the third argument."""
+    given = keyword(call, "pickle_module")
+    arg: ast.AST | None = given.value if given is not None else None
+    if arg is None and len(call.args) >= 3 and not isinstance(call.args[2], ast.Starred):
+        arg = call.args[2]
+    if arg is None or (isinstance(arg, ast.Constant) and arg.value is None):
+        return None
+    return given or arg

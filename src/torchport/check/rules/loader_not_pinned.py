@@ -50,15 +50,9 @@ class LoaderNotPinned(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        func = node.func
-        tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if tail != "DataLoader" or ctx.qualname(func) not in _DATALOADER:
+        if not _makes_a_dataloader(node, ctx) or _pinning_given_or_hidden(node):
             return
-        if keyword(node, "pin_memory") is not None or any(k.arg is None for k in node.keywords):
-            return
-        facts = port_facts(ctx)
-        scope = facts.scope_of.get(id(node))
-        if scope is None or scope.internal or not facts.has_models:
+        if not _in_user_code_with_models(node, ctx):
             return
         found = ctx.torch_at(node)
         fix = None
@@ -66,3 +60,22 @@ class LoaderNotPinned(Rule):
             text = f"pin_memory={found[0]}.accelerator.is_available()"
             fix = Fix((add_keyword(node, text, ctx), *found[1]), FixSafety.SAFE)
         yield ctx.finding(self, node, fix=fix)
+
+
+def _makes_a_dataloader(call: ast.Call, ctx: Context) -> bool:
+    """``DataLoader(...)``, torch's, by whatever import."""
+    func = call.func
+    tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return tail == "DataLoader" and ctx.qualname(func) in _DATALOADER
+
+
+def _pinning_given_or_hidden(call: ast.Call) -> bool:
+    """``pin_memory`` is given, or may be inside a ``**kwargs``."""
+    return keyword(call, "pin_memory") is not None or any(k.arg is None for k in call.keywords)
+
+
+def _in_user_code_with_models(call: ast.Call, ctx: Context) -> bool:
+    """The call sits in a scope the port reaches (not internal), in a file that builds models."""
+    facts = port_facts(ctx)
+    scope = facts.scope_of.get(id(call))
+    return scope is not None and not scope.internal and facts.has_models

@@ -52,13 +52,19 @@ class WholeModelSave(Rule):
         assert isinstance(node, ast.Call)
         if called(node, ctx, _SAVE) != "torch.save":  # first: rules out almost every call
             return
-        saved = node.args[0] if node.args else None
-        for kw in node.keywords:
-            if kw.arg == "obj":
-                saved = kw.value
+        saved = _saved_object(node)
         if saved is None:
             return
         values = saved.values if isinstance(saved, ast.Dict) else [saved]
         culprit = next((v for v in values if v is not None and whole_module(v, ctx)), None)
         if culprit is not None:
             yield ctx.finding(self, culprit)
+
+
+def _saved_object(call: ast.Call) -> ast.expr | None:
+    """What ``torch.save`` is given to save: its first argument, or ``obj=`` (the last one wins)."""
+    saved = call.args[0] if call.args else None
+    for kw in call.keywords:
+        if kw.arg == "obj":
+            saved = kw.value
+    return saved
