@@ -1,4 +1,4 @@
-"""Claims docs/architecture.md makes of "the one" place for something, held here.
+"""Claims docs/architecture.md and the docstrings make of "the one" place for something, held here.
 
 Each test names the claim it holds; the others are held where the docs say
 (``test_layers.py``, ``test_device_vocabulary.py``, ``hardware/test_floor.py``,
@@ -61,3 +61,229 @@ def test_every_public_exception_is_in_the_one_tree() -> None:
     for cls in public:
         assert issubclass(cls, errors.TorchportError), cls
         assert getattr(errors, cls.__name__, None) is cls, f"{cls} is not defined in errors.py"
+
+
+# -- the checker: one semantic model per file, one resolver every rule asks ------------
+
+
+def _calls_named(path: Path, names: frozenset[str]) -> list[int]:
+    """Lines of calls to a class or function of one of ``names`` (``X(...)``, ``m.X(...)``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in names:
+                found.append(node.lineno)
+    return found
+
+
+def _modules(*, under: str = "") -> list[Path]:
+    return sorted((PACKAGE / under).rglob("*.py"))
+
+
+def _where(paths: list[Path], names: frozenset[str]) -> list[str]:
+    return [
+        f"{p.relative_to(PACKAGE).as_posix()}:{line}"
+        for p in paths
+        for line in _calls_named(p, names)
+    ]
+
+
+def test_the_one_semantic_model_is_built_by_the_context() -> None:
+    """ "Context.scopes ... the one semantic model": only the Context builds a ScopeMap.
+
+    Every rule and the port read the scopes the Context built once per file, so two
+    rules never answer "what is this name" from two models.
+    """
+    builders = _where(_modules(), frozenset({"ScopeMap", "Resolver"}))
+    assert [where.partition(":")[0] for where in builders] == ["check/_context.py"], builders
+
+
+def test_the_context_builds_its_model_once() -> None:
+    from torchport.check._context import Context
+
+    source = "import torch\nx = torch.zeros(1)\n"
+    ctx = Context(source, "<t>", ast.parse(source))
+    assert ctx.scopes is ctx.scopes
+
+
+def _spells_torch(path: Path) -> list[int]:
+    """Lines where a name's spelling is compared with ``torch``'s: resolving by hand."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        reads_id = any(isinstance(s, ast.Attribute) and s.attr == "id" for s in sides)
+        literals = [
+            e.value
+            for s in sides
+            for e in ast.walk(s)
+            if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        ]
+        if reads_id and any(v == "torch" or v.startswith("torch.") for v in literals):
+            found.append(node.lineno)
+    return found
+
+
+def _imports_bindings_by_hand(path: Path) -> bool:
+    return bool(_calls_named(path, frozenset({"import_bindings"})))
+
+
+def test_every_rule_asks_the_one_resolver() -> None:
+    """ "semantic/_resolve.py: the one resolver every rule asks".
+
+    No rule, matcher or port module tells what a name means by its spelling
+    (``func.value.id == "torch"``) or by reading the imports itself
+    (``import_bindings``): what a name means comes from ``Context.qualname`` /
+    ``value_of`` / ``callee``, that is from the resolver.
+    """
+    semantic = PACKAGE / "check" / "semantic"
+    outside = [p for p in _modules(under="check") if semantic not in p.parents]
+    assert [
+        f"{p.relative_to(PACKAGE).as_posix()}:{line}" for p in outside for line in _spells_torch(p)
+    ] == []
+    assert [
+        p.relative_to(PACKAGE).as_posix() for p in outside if _imports_bindings_by_hand(p)
+    ] == []
+
+
+def test_the_resolver_scans_see_a_rule_that_resolves_by_hand(tmp_path: Path) -> None:
+    rule = tmp_path / "rule.py"
+    rule.write_text(
+        "def check(node):\n"
+        "    if node.func.value.id == 'torch':\n"
+        "        return import_bindings(node)\n"
+        "    return node.id in ('torch.cuda', 'x')\n"
+    )
+    assert _spells_torch(rule) == [2, 4]
+    assert _imports_bindings_by_hand(rule)
+    assert _calls_named(rule, frozenset({"ScopeMap"})) == []
+    rule.write_text("from torchport.check.semantic import ScopeMap\nm = ScopeMap(tree)\n")
+    assert _calls_named(rule, frozenset({"ScopeMap"})) == [2]
+
+
+# -- diagnose: drawing in two modules, devices parsed by hardware ----------------------
+
+_DRAWING = frozenset({"diagnose/_drawing.py", "diagnose/_doctor_drawing.py"})
+_DELEGATES = frozenset({"__str__", "__rich__", "render"})
+
+
+def _imports_module(path: Path, top: str) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == top for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == top:
+            return True
+    return False
+
+
+def _delegations(path: Path) -> list[tuple[str, str, list[str]]]:
+    """(class, method, modules it imports from) of each drawing method of each class."""
+    found = []
+    for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for method in cls.body:
+            if isinstance(method, ast.FunctionDef) and method.name in _DELEGATES:
+                modules = [
+                    n.module or "" for n in ast.walk(method) if isinstance(n, ast.ImportFrom)
+                ]
+                # `return self.render()`: delegates to a method that is checked in turn.
+                modules += [
+                    f"self.{n.func.attr}"
+                    for n in ast.walk(method)
+                    if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute)
+                    and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == "self"
+                    and n.func.attr in _DELEGATES
+                ]
+                found.append((cls.name, method.name, modules))
+    return found
+
+
+def test_only_the_drawing_modules_of_diagnose_draw() -> None:
+    """ "diagnose/_drawing.py ... no other module of diagnose imports rich"."""
+    drawing = [
+        p.relative_to(PACKAGE).as_posix()
+        for p in _modules(under="diagnose")
+        if _imports_module(p, "rich")
+    ]
+    assert sorted(drawing) == sorted(_DRAWING)
+
+
+def test_every_report_draws_through_the_drawing_modules() -> None:
+    """Every report's ``str()``, ``__rich__`` and ``render`` go to the two drawing modules."""
+    allowed = {"torchport." + m.removesuffix(".py").replace("/", ".") for m in _DRAWING}
+    allowed |= {f"self.{name}" for name in _DELEGATES}
+    seen = []
+    for path in _modules(under="diagnose"):
+        for cls, method, modules in _delegations(path):
+            seen.append(cls)
+            # Drawn here or inline, it would import nothing from the drawing modules.
+            assert modules and all(m in allowed for m in modules), (cls, method, modules)
+    # The reports the docstring names all delegate (a scan that finds none holds nothing).
+    assert {"AuditReport", "DoctorReport", "MemoryReport", "OomExplanation"} <= set(seen)
+
+
+# `torch.device(x)` of one argument outside hardware/, where `x` is no constant of the
+# vocabulary: each is no user's device argument, and says why.
+_DEVICE_PARSES_ALLOWED = {
+    "diagnose/_on_device.py": "an aten op's `device=` keyword: a device torch already parsed",
+    "sim/_install.py": "the simulated device's own hooks, called by torch with its arguments",
+    "sim/_tensor.py": "a factory's `device=` inside the simulated device's dispatch",
+    "bench/_suite_overhead_own_to.py": "a competitor's call in a benchmark, on a fixed target",
+}
+
+
+def _parses_a_device(path: Path) -> list[int]:
+    """Lines of ``torch.device(x)`` with one argument that is neither a literal nor a CONSTANT."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "device"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "torch"
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) or (isinstance(arg, ast.Name) and arg.id.isupper()):
+            continue
+        found.append(node.lineno)
+    return found
+
+
+def test_device_arguments_are_parsed_by_hardware() -> None:
+    """ "diagnose/_memory.py ... through torchport.hardware (the one parser)".
+
+    A device argument a user gives (``"cuda:1"``, ``"cpu:0"``, an index) is read by
+    ``hardware.parse_device`` alone, so ``"cpu:0"`` and ``"cpu"`` are one device
+    everywhere and an absent device is refused the same way: no other module turns a
+    variable into a device with ``torch.device(x)``.
+    """
+    hardware = PACKAGE / "hardware"
+    parses = {
+        p.relative_to(PACKAGE).as_posix()
+        for p in _modules()
+        if hardware not in p.parents and _parses_a_device(p)
+    }
+    assert parses == set(_DEVICE_PARSES_ALLOWED)
+
+
+def test_the_parse_scan_sees_a_parse(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import torch\n"
+        "a = torch.device(CPU)\n"
+        "b = torch.device('cpu')\n"
+        "c = torch.device(kind, 0)\n"
+        "d = torch.device(user_text)\n"
+        "e = torch.device(args.device)\n"
+    )
+    assert _parses_a_device(module) == [5, 6]

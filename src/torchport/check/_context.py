@@ -180,7 +180,10 @@ class Context(SourceText):
 
     @property
     def scopes(self) -> ScopeMap:
-        """Scopes and bindings of the whole module: the one semantic model (built on first use)."""
+        """Scopes and bindings of the whole module: the one semantic model (built on first use).
+
+        Only the Context builds a ``ScopeMap`` (held by ``tests/test_claims.py``).
+        """
         if self._scope_map is None:
             self._scope_map = ScopeMap(self.tree)
         return self._scope_map

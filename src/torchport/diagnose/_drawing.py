@@ -3,10 +3,11 @@
 The reports (:class:`~torchport.AuditReport`, :class:`~torchport.DoctorReport`,
 :class:`~torchport.MemoryReport`, :class:`~torchport.OomExplanation`) are dataclasses of
 facts; this module draws them (the audit's, the memory report and the OOM explanation
-here, the doctor's tables in :mod:`._doctor_drawing`), and :func:`render` and
-:func:`render_text` are the one way in for every report. Both read the reports'
-attributes and import none of their modules at run time, so the reports can delegate
-``str()`` and ``__rich__`` here without an import circle.
+here, the doctor's tables in :mod:`._doctor_drawing`): no other module of diagnose
+imports rich, and every report's ``str()`` and ``__rich__`` come to one of the two
+(``tests/test_claims.py``). :func:`render` and :func:`render_text` draw any report. Both
+modules read the reports' attributes and import none of their modules at run time, so the
+reports can delegate ``str()`` and ``__rich__`` here without an import circle.
 Plain text fits the terminal (between 80 and 120 columns) unless a width is given; a
 source location is never cut to fit.
 """

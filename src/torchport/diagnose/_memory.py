@@ -1,11 +1,12 @@
 """memory_report: how much memory a device has, holds and has free, as one dataclass of facts.
 
 Allocator statistics, the device and its free/total memory are read through
-``torchport.hardware`` (the one parser; NVML before a context); the CPU is read from
-``/proc`` and the cgroup limit on Linux, from ``resource``/``sysconf`` elsewhere (psutil is
-not a dependency). What this process may still allocate on the host is also bounded by
-its own limits (``ulimit -v``: ``RLIMIT_AS`` on its address space; ``ulimit -d``:
-``RLIMIT_DATA`` on its data): :func:`process_limit` reads the tighter one.
+``torchport.hardware`` (the one device parser, held by ``tests/test_claims.py``; NVML
+before a context); the CPU is read from ``/proc`` and the cgroup limit on Linux, from
+``resource``/``sysconf`` elsewhere (psutil is not a dependency). What this process may
+still allocate on the host is also bounded by its own limits (``ulimit -v``:
+``RLIMIT_AS`` on its address space; ``ulimit -d``: ``RLIMIT_DATA`` on its data):
+:func:`process_limit` reads the tighter one.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a name means where it is read: the one resolver every rule asks.
+"""What a name means where it is read: the one resolver every rule asks (``tests/test_claims.py``).
 
 Ruff's rules ask one ``semantic().resolve_qualified_name``; here every rule asks
 :meth:`Resolver.qualname` (through ``Context.qualname``) and
