@@ -2,7 +2,7 @@
 
 Each test names the claim it holds; the others are held where the docs say
 (``test_layers.py``, ``test_device_vocabulary.py``, ``hardware/test_floor.py``,
-``hardware/test_torch_api.py``).
+``hardware/test_torch_features.py``).
 """
 
 from __future__ import annotations

@@ -15,19 +15,6 @@ import torchport
 
 _PACKAGE = Path(torchport.__file__).resolve().parent
 
-# Names still held by two modules, each pair with different jobs. Renames in flight when
-# this test was written (bench/, hardware/, check/) take them out; the list only shrinks,
-# and the lead empties it after merging them. Never add to it: pick a name that says what
-# the new module holds.
-_NOT_YET_RENAMED = frozenset(
-    {
-        "_devices.py",  # hardware (parsing, counts), check/semantic (the device vocabulary)
-        "_memory.py",  # diagnose (memory_report), sim (the simulated device's ledger)
-        "_show.py",  # cli (rendering findings), check/files (output formats)
-        "_torch_api.py",  # hardware (torch's version), check (torch's names for the checker)
-    }
-)
-
 
 def _by_name(package: Path = _PACKAGE) -> dict[str, list[str]]:
     found: dict[str, list[str]] = defaultdict(list)
@@ -38,11 +25,9 @@ def _by_name(package: Path = _PACKAGE) -> dict[str, list[str]]:
 
 
 def _shared(package: Path = _PACKAGE) -> dict[str, list[str]]:
-    """Each name two modules hold (apart from the list), with their folders."""
+    """Each name two modules hold, with their folders."""
     return {
-        name: sorted(folders)
-        for name, folders in _by_name(package).items()
-        if len(folders) > 1 and name not in _NOT_YET_RENAMED
+        name: sorted(folders) for name, folders in _by_name(package).items() if len(folders) > 1
     }
 
 
@@ -60,9 +45,3 @@ def test_the_check_finds_a_second_module_of_one_name(tmp_path: Path) -> None:
     assert _shared(tmp_path / "torchport") == {
         "_placement.py": ["torchport/check/semantic", "torchport/diagnose"]
     }
-
-
-def test_the_list_of_names_not_yet_renamed_only_shrinks() -> None:
-    # A name on the list that no longer has two homes has been renamed: take it off.
-    by_name = _by_name()
-    assert sorted(name for name in _NOT_YET_RENAMED if len(by_name.get(name, [])) < 2) == []

@@ -3,7 +3,7 @@
 Every ``torch.cuda``/``torch.mps``/``torch.xpu``/``torch.accelerator`` call, the
 backends' availability flags and the private CUDA getters are made in
 ``hardware/_backend.py`` (the object tests replace with a fake) or in
-``hardware/_torch_api.py`` (which knows torch's version and feature-tests it);
+``hardware/_torch_features.py`` (which knows torch's version and feature-tests it);
 every other module of the floor asks the backend, and every other part asks
 the floor (the few exceptions are listed with their reasons). Read from the source
 with ``ast``, so docstrings and messages that name those APIs do not count.
@@ -82,7 +82,7 @@ def test_only_the_floor_asks_torch_about_hardware(path: Path) -> None:
 # Inside the floor: the backend, and the module that feature-tests torch's version.
 BACKEND_MODULES = {
     "_backend.py": "the backend tests replace with a fake",
-    "_torch_api.py": "the one place that knows torch's version: feature tests, private getters",
+    "_torch_features.py": "the one place that knows torch's version: feature tests, getters",
 }
 FLOOR_SOURCES = sorted((PACKAGE / "hardware").glob("*.py"))
 

@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
 
         return add_noqa(args)
     if args.show_settings or args.show_files:
-        from torchport.cli._show import show
+        from torchport.cli._plan_output import show
 
         return show(args)
     if args.diff:  # what `fix` would change: fix's own dry run, with check's selection

@@ -4,9 +4,9 @@ Everything above it (``place``, ``feed``, ``diagnose``, ``run``, ``bench``)
 imports these names instead of asking torch itself; ``tests/hardware/test_floor.py``
 fails on a ``torch.cuda``/``torch.mps``/``torch.xpu``/``torch.accelerator`` call
 elsewhere (run's CUDA stand-ins are its listed exception), and, inside the floor,
-outside the :class:`Backend` and ``_torch_api.py``:
+outside the :class:`Backend` and ``_torch_features.py``:
 
-* devices (``_devices.py``): :func:`parse_device` parses and normalises what users
+* devices (``_device_facts.py``): :func:`parse_device` parses and normalises what users
   pass as a device (:func:`device_spec` its reading of a device string, for
   callers to whom presence does not matter); :func:`accelerator_type`,
   :func:`device_count`, :func:`current_index`, :func:`device_name`,
@@ -18,8 +18,8 @@ outside the :class:`Backend` and ``_torch_api.py``:
   :func:`use_stream` and :func:`new_event` make streams and events (outside the
   floor only timing code waits on its own events: ``test_floor.py`` lists it);
   :func:`record_stream` guards memory used across streams.
-* what this torch offers (``_torch_api.py``): the module that knows torch's
-  version (``tests/hardware/test_torch_api.py`` pins that): :data:`FLOOR` and
+* what this torch offers (``_torch_features.py``): the module that knows torch's
+  version (``tests/hardware/test_torch_features.py`` pins that): :data:`FLOOR` and
   :func:`below_floor`, and the feature tests the floor's own modules use;
   :data:`LR_SCHEDULER_BASES` and :data:`GRAD_SCALER` for ``place``.
 * the build and its devices (``_inventory.py``): :func:`build_facts`,
@@ -52,7 +52,7 @@ from torchport.hardware._copy import (
     should_pack,
     stageable,
 )
-from torchport.hardware._devices import (
+from torchport.hardware._device_facts import (
     DeviceInfo,
     accelerator_present,
     accelerator_type,
@@ -93,7 +93,7 @@ from torchport.hardware._sync import (
     use_stream,
     wait_for_copies,
 )
-from torchport.hardware._torch_api import (
+from torchport.hardware._torch_features import (
     FLOOR,
     GRAD_SCALER,
     LR_SCHEDULER_BASES,

@@ -4,7 +4,7 @@ Everything else in :mod:`torchport.hardware` (and through it the rest of the
 package) reaches torch's device APIs through the :class:`Backend` object held
 in :data:`ACTIVE`; ``tests/hardware/test_backend_only.py`` fails on a
 ``torch.cuda``/``torch.mps``/``torch.xpu``/``torch.accelerator`` call anywhere
-else in the runtime (its allow-list says why ``run/`` and ``_torch_api`` may).
+else in the runtime (its allow-list says why ``run/`` and ``_torch_features`` may).
 A backend that answers as ``torch.accelerator`` and ``torch.<type>`` expect
 needs nothing here: the generic branches ask ``getattr(torch, kind)``. Only a
 backend with calls of its own (CUDA's NVML reads, MPS without streams) has a
@@ -22,7 +22,7 @@ from typing import Any, cast
 import torch
 
 from torchport._device_types import CUDA, HOST_TYPES, MPS
-from torchport.hardware import _torch_api
+from torchport.hardware import _torch_features
 
 __all__ = ["ACTIVE", "Backend", "forget_on_install", "install"]
 
@@ -31,12 +31,12 @@ class Backend:
     """torch's view of the devices this process can use.
 
     Each method asks torch once and caches nothing; the callers in
-    ``hardware/_devices.py`` decide what may be cached.
+    ``hardware/_device_facts.py`` decide what may be cached.
     """
 
     def accelerator(self) -> str | None:
         """The accelerator type torch reports as usable (``"cuda"``, ``"mps"``, ...), or None."""
-        device = _torch_api.current_accelerator()
+        device = _torch_features.current_accelerator()
         return None if device is None else device.type
 
     def count(self, kind: str) -> int:
@@ -46,7 +46,7 @@ class Backend:
             return torch.cuda.device_count()
         if kind == MPS:
             return 1 if torch.backends.mps.is_available() else 0
-        current = _torch_api.current_accelerator()
+        current = _torch_features.current_accelerator()
         if current is not None and current.type == kind:
             return torch.accelerator.device_count()
         module = getattr(torch, kind, None)
@@ -62,7 +62,7 @@ class Backend:
         """The backend's current device index for ``kind`` (initializes the backend)."""
         if kind == MPS:
             return 0
-        current = _torch_api.current_accelerator()
+        current = _torch_features.current_accelerator()
         if current is not None and current.type == kind:
             return torch.accelerator.current_device_index()
         module = getattr(torch, kind, None)
@@ -111,7 +111,7 @@ class Backend:
             if callable(ask):  # cudaMemGetInfo and its XPU twin
                 free, total = ask(index)
             else:
-                generic = _torch_api.accelerator_function("get_memory_info")
+                generic = _torch_features.accelerator_function("get_memory_info")
                 if generic is None:
                     return None, None
                 free, total = generic(torch.device(kind, index))
@@ -180,7 +180,7 @@ class Backend:
             RuntimeError: the backend refused (the error of the last way tried).
         """
         ways: list[Callable[[], int]] = []
-        generic = _torch_api.accelerator_function(name)
+        generic = _torch_features.accelerator_function(name)
         if generic is not None:
             ways.append(lambda: int(generic(device)))
         specific = getattr(getattr(torch, device.type, None), name, None)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from torchport._device_types import ACCELERATOR_TYPES, CUDA, MPS, XPU
-from torchport.hardware import _backend, _torch_api
+from torchport.hardware import _backend, _torch_features
 
 __all__ = [
     "AcceleratorInfo",
@@ -128,7 +128,7 @@ def driver_version() -> int | None:
     ``None`` when this torch cannot ask (no CUDA or ROCm in the build); 0 or less
     when no driver was found. Initializes no context.
     """
-    get_version = _torch_api.cuda_private("_cuda_getDriverVersion")
+    get_version = _torch_features.cuda_private("_cuda_getDriverVersion")
     return None if get_version is None else int(get_version())
 
 
@@ -176,7 +176,7 @@ def gpu_properties(kind: str) -> tuple[GpuProperties, ...]:
 
 def cuda_contexts() -> frozenset[int]:
     """Indices of CUDA devices that have a primary context in this process; creates none."""
-    has_context = _torch_api.cuda_private("_cuda_hasPrimaryContext")
+    has_context = _torch_features.cuda_private("_cuda_hasPrimaryContext")
     backend = _backend.ACTIVE
     if has_context is None or not backend.available(CUDA):
         return frozenset()

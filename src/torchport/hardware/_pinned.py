@@ -28,7 +28,7 @@ from typing import Any, cast
 import torch
 
 from torchport._device_types import CUDA
-from torchport.hardware import _devices
+from torchport.hardware import _device_facts
 
 __all__ = ["PinnedBuffer", "pins_for"]
 
@@ -43,7 +43,7 @@ def pins_for(device: torch.device) -> bool:
     Only where a DMA engine reads them asynchronously: CUDA (and ROCm) devices
     this process can see.
     """
-    return device.type == CUDA and _devices.accelerator_type() == CUDA
+    return device.type == CUDA and _device_facts.accelerator_type() == CUDA
 
 
 def _cudart() -> Any:

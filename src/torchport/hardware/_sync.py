@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from torchport._device_types import CPU, CUDA, HOST_TYPES, MPS
-from torchport.hardware import _backend, _torch_api
+from torchport.hardware import _backend, _torch_features
 
 __all__ = [
     "current_stream",
@@ -117,7 +117,7 @@ def sync_debug_mode_reader() -> Callable[[], int]:
     """
     if not _backend.ACTIVE.available(CUDA):
         return _never
-    getter = _torch_api.cuda_private("_cuda_get_sync_debug_mode")
+    getter = _torch_features.cuda_private("_cuda_get_sync_debug_mode")
     return _never if getter is None else getter
 
 

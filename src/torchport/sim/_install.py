@@ -25,7 +25,7 @@ from torchport import hardware
 from torchport._sizes import parse_size
 from torchport.errors import DeviceError, TorchportError
 from torchport.sim import _host
-from torchport.sim._memory import LEDGER
+from torchport.sim._ledger import LEDGER
 
 __all__ = ["installed", "is_simulated", "simulate_accelerator", "supported"]
 

@@ -24,7 +24,7 @@ from torchport.diagnose import copies_on_device, syncs_on_device
 from torchport.errors import DeviceError, TorchportError
 from torchport.sim import _host
 from torchport.sim._cells import CPU_STANDINS
-from torchport.sim._memory import LEDGER
+from torchport.sim._ledger import LEDGER
 from torchport.sim._rules import HOST_OUTPUTS, check_devices, check_written, numpy_refusal
 
 __all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]

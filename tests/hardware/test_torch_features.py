@@ -1,4 +1,4 @@
-"""``hardware/_torch_api.py`` is the one place that knows torch's version, and answers right.
+"""``hardware/_torch_features.py`` is the one place that knows torch's version, and answers right.
 
 The scan reads the source with ``ast`` (as ``tests/test_layers.py`` does): a feature test
 of torch (``hasattr(torch..., ...)``, ``getattr(torch..., "name", default)``, a signature
@@ -21,10 +21,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from torchport import hardware
-from torchport.hardware import _torch_api
+from torchport.hardware import _torch_features
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "torchport"
-HOME = PACKAGE / "hardware" / "_torch_api.py"
+HOME = PACKAGE / "hardware" / "_torch_features.py"
 
 
 def _rooted_in_torch(node: ast.expr) -> bool:
@@ -72,7 +72,7 @@ SOURCES = sorted(
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_only_the_torch_api_module_asks_what_this_torch_has(path: Path) -> None:
+def test_only_the_torch_features_module_asks_what_this_torch_has(path: Path) -> None:
     assert version_checks(path.read_text(encoding="utf-8")) == []
 
 
@@ -136,7 +136,7 @@ def _as_torch_26(monkeypatch: pytest.MonkeyPatch, available: bool) -> None:
 @pytest.mark.parametrize("available", [True, False])
 def test_current_accelerator_on_torch_26(monkeypatch: pytest.MonkeyPatch, available: bool) -> None:
     _as_torch_26(monkeypatch, available)
-    found = _torch_api.current_accelerator()
+    found = _torch_features.current_accelerator()
     assert found == (torch.device("cuda") if available else None)
 
 
@@ -151,7 +151,7 @@ def test_current_accelerator_from_torch_27_on(
         return answer
 
     monkeypatch.setattr(torch.accelerator, "current_accelerator", current_accelerator)
-    assert _torch_api.current_accelerator() == answer
+    assert _torch_features.current_accelerator() == answer
     assert asked == [True]
 
 
@@ -165,9 +165,9 @@ def test_the_floor_picks_the_cpu_on_torch_26_without_a_gpu(monkeypatch: pytest.M
 
 
 def test_missing_apis_answer_none_and_dtypes_skip_what_this_torch_lacks() -> None:
-    assert _torch_api.accelerator_function("no_such_function") is None
-    assert _torch_api.dtypes_named(["float32", "float99"]) == frozenset({torch.float32})
+    assert _torch_features.accelerator_function("no_such_function") is None
+    assert _torch_features.dtypes_named(["float32", "float99"]) == frozenset({torch.float32})
     with pytest.raises(ValueError, match="_cuda"):
-        _torch_api.cuda_private("getDriverVersion")
+        _torch_features.cuda_private("getDriverVersion")
     assert (torch.amp.GradScaler,) == hardware.GRAD_SCALER
     assert torch.optim.lr_scheduler.ReduceLROnPlateau in hardware.LR_SCHEDULER_BASES

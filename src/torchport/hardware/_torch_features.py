@@ -5,7 +5,7 @@ Every API that appeared, moved or changed meaning inside that range is reached
 through a function here, and each one asks torch what it has (does the function
 take the argument, does the attribute exist) instead of comparing version strings,
 so a backport, a nightly or a vendor build answers for what it is.
-``tests/hardware/test_torch_api.py`` fails when another module makes such a
+``tests/hardware/test_torch_features.py`` fails when another module makes such a
 check itself.
 
 What changed, and where torchport meets it:
