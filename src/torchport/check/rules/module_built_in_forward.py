@@ -9,7 +9,7 @@ from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import is_move
 from torchport.check.port._facts import port_facts
-from torchport.check.rules.tensor_on_cpu_in_module import TensorOnCpuInModule
+from torchport.check.rules.tensor_on_cpu_in_module import device_of_the_inputs
 
 _CLASS = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
 
@@ -71,6 +71,6 @@ class ModuleBuiltInForward(Rule):
             return
         if isinstance(parent, ast.Attribute) and parent.attr == "to":
             return  # `.to(x.device)`, `.to(dtype)`: placed or cast by the code
-        device = TensorOnCpuInModule._device(method, scope.nodes, facts, scope.cls)
+        device = device_of_the_inputs(method, scope.nodes, facts, scope.cls)
         edits = ctx.append_call(node, f".to({device})")
         yield ctx.finding(self, node, fix=Fix(edits, FixSafety.SAFE))

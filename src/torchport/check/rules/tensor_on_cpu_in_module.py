@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
-from torchport.check.port._facts import PortFacts, port_facts
+from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.rules._module_tensors import (
     HELD_APART,
     OPTIMIZER_STATE,
@@ -113,86 +113,113 @@ class TensorOnCpuInModule(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        name = ctx.qualname(node.func)
-        if name not in CREATORS and name not in TYPED_CONSTRUCTORS:
-            return
-        if keyword(node, "device") is not None:
+        name = _creator_without_device(node, ctx)
+        if name is None:
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        method = scope.node if scope is not None else None
-        if scope is not None and scope.cls is not None and subclasses_optimizer(scope.cls, ctx):
+        if _in_an_optimizer(scope, ctx):
             if not zero_dim(node, name):  # a 0-dim tensor mixes with any device
                 yield ctx.finding(self, node, message=OPTIMIZER_STATE)
             return
-        if scope is None or not scope.module_method or not isinstance(method, ast.FunctionDef):
-            return
-        params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
-        if not params or params[0] != "self":
+        method = _method_of_a_module(scope)
+        if scope is None or method is None:
             return
         if method.name == "__init__":
             held = held_apart(node, name, method, facts.parents)
             if held is not None:
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
             return
-        parents = facts.parents
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute) and is_move(parents.get(id(parent), parent)):
+        if _moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
             return
-        if any(k.arg is None for k in node.keywords) or self._cpu_only(node, scope.nodes, ctx):
-            return
-        device = self._device(method, scope.nodes, facts, scope.cls)
-        if name in _MOVE_AFTER or name in TYPED_CONSTRUCTORS:  # typed ones take no device=
-            edits = move_after(node, device, ctx)
-        else:
-            edits = (add_keyword(node, f"device={device}", ctx),)
-        yield ctx.finding(self, node, fix=Fix(edits, FixSafety.SAFE))
+        device = device_of_the_inputs(method, scope.nodes, facts, scope.cls)
+        yield ctx.finding(self, node, fix=Fix(_placing(node, name, device, ctx), FixSafety.SAFE))
 
-    @staticmethod
-    def _device(
-        method: ast.FunctionDef, nodes: list[ast.AST], facts: PortFacts, cls: ast.ClassDef | None
-    ) -> str:
-        """``x.device`` for the first parameter known to be a tensor, else the parameters' device.
 
-        Known: used as one (``x.size(0)``, ``x.view(...)``, ``x.device``) or given
-        to a submodule the class builds (``self.fc(x)``). A parameter annotated
-        with another type, or only passed to some method (``self.reset(name)``:
-        a string as often as not), gives no device: ``.device`` of a string raises.
-        """
-        parents = facts.parents
-        built = submodules(cls, facts) if cls is not None else set()
-        params = [*method.args.posonlyargs, *method.args.args][1:]
-        for param in params:
-            note = param.annotation
-            if note is not None and not tensor_annotation(note):
+def _creator_without_device(node: ast.Call, ctx: Context) -> str | None:
+    """The creator's name (``torch.zeros``, ``torch.FloatTensor``) if it gets no ``device=``."""
+    name = ctx.qualname(node.func)
+    if name not in CREATORS and name not in TYPED_CONSTRUCTORS:
+        return None
+    return name if keyword(node, "device") is None else None
+
+
+def _in_an_optimizer(scope: PortScope | None, ctx: Context) -> bool:
+    """A method of a class that subclasses an optimizer: its state follows the parameters."""
+    return scope is not None and scope.cls is not None and subclasses_optimizer(scope.cls, ctx)
+
+
+def _method_of_a_module(scope: PortScope | None) -> ast.FunctionDef | None:
+    """The ``nn.Module`` method (with ``self`` first) that holds the call, if it is in one."""
+    if scope is None or not scope.module_method or not isinstance(scope.node, ast.FunctionDef):
+        return None
+    method = scope.node
+    params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
+    return method if params and params[0] == "self" else None
+
+
+def _moved_or_kept_on_the_cpu(
+    node: ast.Call, nodes: list[ast.AST], facts: PortFacts, ctx: Context
+) -> bool:
+    """Moved at once (``torch.zeros(3).to(x)``), given ``**kwargs``, or fed to a CPU-only API."""
+    parents = facts.parents
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Attribute) and is_move(parents.get(id(parent), parent)):
+        return True
+    return any(k.arg is None for k in node.keywords) or _cpu_only(node, nodes, ctx)
+
+
+def _placing(node: ast.Call, name: str, device: str, ctx: Context) -> tuple[Edit, ...]:
+    """The edits that create the tensor on ``device``: ``device=``, or ``.to(device)`` after."""
+    if name in _MOVE_AFTER or name in TYPED_CONSTRUCTORS:  # typed ones take no device=
+        return move_after(node, device, ctx)
+    return (add_keyword(node, f"device={device}", ctx),)
+
+
+def device_of_the_inputs(
+    method: ast.FunctionDef, nodes: list[ast.AST], facts: PortFacts, cls: ast.ClassDef | None
+) -> str:
+    """``x.device`` for the first parameter known to be a tensor, else the parameters' device.
+
+    Known: used as one (``x.size(0)``, ``x.view(...)``, ``x.device``) or given
+    to a submodule the class builds (``self.fc(x)``). A parameter annotated
+    with another type, or only passed to some method (``self.reset(name)``:
+    a string as often as not), gives no device: ``.device`` of a string raises.
+    """
+    parents = facts.parents
+    built = submodules(cls, facts) if cls is not None else set()
+    params = [*method.args.posonlyargs, *method.args.args][1:]
+    for param in params:
+        note = param.annotation
+        if note is not None and not tensor_annotation(note):
+            continue
+        for n in nodes:
+            if not (isinstance(n, ast.Name) and n.id == param.arg):
                 continue
-            for n in nodes:
-                if not (isinstance(n, ast.Name) and n.id == param.arg):
-                    continue
-                parent = parents.get(id(n))
-                if isinstance(parent, ast.Attribute) and parent.attr in _TENSOR_USES:
-                    return f"{param.arg}.device"
-                if (
-                    isinstance(parent, ast.Call)
-                    and isinstance(parent.func, ast.Attribute)
-                    and isinstance(parent.func.value, ast.Name)
-                    and parent.func.value.id == "self"
-                    and parent.func.attr in built
-                    and n in parent.args
-                ):
-                    return f"{param.arg}.device"  # given to a submodule: a tensor
-        return "next(self.parameters()).device"
+            parent = parents.get(id(n))
+            if isinstance(parent, ast.Attribute) and parent.attr in _TENSOR_USES:
+                return f"{param.arg}.device"
+            if (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Attribute)
+                and isinstance(parent.func.value, ast.Name)
+                and parent.func.value.id == "self"
+                and parent.func.attr in built
+                and n in parent.args
+            ):
+                return f"{param.arg}.device"  # given to a submodule: a tensor
+    return "next(self.parameters()).device"
 
-    @staticmethod
-    def _cpu_only(node: ast.Call, nodes: list[ast.AST], ctx: Context) -> bool:
-        """Whether the tensor feeds an API that wants it on the CPU (packed sequence lengths)."""
-        parents_names: set[str] = set()
-        for n in nodes:
-            if isinstance(n, ast.Assign) and n.value is node:
-                parents_names.update(t.id for t in n.targets if isinstance(t, ast.Name))
-        for n in nodes:
-            if isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith(_CPU_ONLY):
-                for arg in (*n.args, *(k.value for k in n.keywords)):
-                    if arg is node or (isinstance(arg, ast.Name) and arg.id in parents_names):
-                        return True
-        return False
+
+def _cpu_only(node: ast.Call, nodes: list[ast.AST], ctx: Context) -> bool:
+    """Whether the tensor feeds an API that wants it on the CPU (packed sequence lengths)."""
+    parents_names: set[str] = set()
+    for n in nodes:
+        if isinstance(n, ast.Assign) and n.value is node:
+            parents_names.update(t.id for t in n.targets if isinstance(t, ast.Name))
+    for n in nodes:
+        if isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith(_CPU_ONLY):
+            for arg in (*n.args, *(k.value for k in n.keywords)):
+                if arg is node or (isinstance(arg, ast.Name) and arg.id in parents_names):
+                    return True
+    return False
