@@ -126,74 +126,110 @@ class HardCodedCuda(Rule):
 
     def _check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         if not isinstance(node, ast.Call):
-            # Settings, reported by hand: `device = "cuda"`, `device: str = "cuda:0"`,
-            # `def f(device="cuda")` (the body may treat it as a string).
-            for name, setting in device_settings(node):
-                if "device" in name.lower() and cuda_choice(setting, ctx) is not None:
-                    yield ctx.finding(self, setting)
+            yield from _cuda_settings(self, node, ctx)
             return
-        method = method_name(node)
-        if method == "cuda" and ctx.qualname(node.func) is None and not forwards_to_super(node):
-            yield self._dot_cuda(node, ctx)
+        if _tensor_dot_cuda(node, ctx):
+            yield _dot_cuda(self, node, ctx)
             return
-        kind = node.args[0] if node.args else getattr(keyword(node, "type"), "value", None)
-        value = cuda_choice(kind, ctx)  # `torch.device("cuda")`, `torch.device(type="cuda")`
-        if value is not None and called(node, ctx, _DEVICE) == "torch.device":  # string first
-            if isinstance(kind, ast.IfExp):
-                yield ctx.finding(self, node)  # `torch.device("cuda:0" if c else "cpu")`
-                return
-            index = [*node.args[1:], *(kw.value for kw in node.keywords if kw.arg != "type")]
-            if any(not isinstance(i, ast.Constant) for i in index):
-                yield ctx.finding(self, node)  # `torch.device("cuda", rank)`: by hand
-                return
-            exact = value == "cuda" and not index
-            yield self._replace_device(node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
+        made = _torch_device_of_cuda(node, ctx)
+        if made is not None:
+            yield _torch_device(self, node, ctx, *made)
             return
-        targets = [node.args[0]] if method == "to" and node.args else []
-        targets += device_keywords(node)
-        for target in targets:
-            if (value := cuda_choice(target, ctx)) is not None:
-                if isinstance(target, ast.IfExp) or not takes_a_device(node, ctx):
-                    yield ctx.finding(self, target)  # `dict(device="cuda")`, a user helper
-                    continue
-                safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
-                yield self._replace_device(target, ctx, safety, whole=False)
+        yield from _cuda_device_arguments(self, node, ctx)
 
-    def _replace_device(
-        self, node: ast.expr, ctx: Context, safety: FixSafety, *, whole: bool = True
-    ) -> Finding:
-        parent, changes = ctx.parent, DROPS_INDEX if safety is FixSafety.UNSAFE else ""
-        if not value_fixable(node, ctx):
-            return ctx.finding(self, node)  # data, CUDA failing on purpose, an index it picks
-        if whole and isinstance(parent, ast.Assign) and parent.value is node:
-            # `device = torch.device("cuda")` itself: bind the portable expression instead.
-            torch = ctx.torch_at(node)
-            if torch is None:
-                return ctx.finding(self, node)
-            edits = (ctx.replace(node, ctx.device_expr(torch[0])), *torch[1])
-            return ctx.finding(self, node, fix=Fix(edits, safety, changes))
-        found = device_for_fix(node, ctx)
-        if found is None:
-            return ctx.finding(self, node)  # no name is safely the device here: by hand
-        name, edits, follows = found
-        if follows:
-            safety, changes = FixSafety.UNSAFE, "; ".join(filter(None, (changes, follows)))
-        return ctx.finding(self, node, fix=Fix((ctx.replace(node, name), *edits), safety, changes))
 
-    def _dot_cuda(self, node: ast.Call, ctx: Context) -> Finding:
-        index = node.args[0] if node.args else keyword(node, "device")
-        index = index.value if isinstance(index, ast.keyword) else index
-        if (index is not None and not isinstance(index, ast.Constant)) or not value_fixable(
-            node, ctx
-        ):  # `.cuda(rank)` (the index matters), or not known to be torch's `.cuda()`
-            return ctx.finding(self, node)
-        extra = [ctx.segment(kw) for kw in node.keywords if kw.arg not in ("device", None)]
-        found = device_for_fix(node, ctx)
-        if found is None or any(kw.arg is None for kw in node.keywords):
-            return ctx.finding(self, node)  # no name is safely the device here: by hand
-        name, edits, follows = found
-        text = ".to(" + ", ".join([name, *extra]) + ")"
-        replace = Edit(receiver_end(node, ctx), ctx.end(node), text)
-        safety = FixSafety.SAFE if index is None and not follows else FixSafety.UNSAFE
-        changes = "; ".join(filter(None, (DROPS_INDEX if index is not None else "", follows)))
-        return ctx.finding(self, node, fix=Fix((replace, *edits), safety, changes))
+def _cuda_settings(rule: Rule, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+    """Device settings of CUDA, reported by hand (the body may treat them as strings).
+
+    ``device = "cuda"``, ``device: str = "cuda:0"``, ``def f(device="cuda")``.
+    """
+    for name, setting in device_settings(node):
+        if "device" in name.lower() and cuda_choice(setting, ctx) is not None:
+            yield ctx.finding(rule, setting)
+
+
+def _tensor_dot_cuda(node: ast.Call, ctx: Context) -> bool:
+    """``x.cuda(...)`` on a value (not ``torch.cuda``, not ``super().cuda()`` passing it on)."""
+    return (
+        method_name(node) == "cuda"
+        and ctx.qualname(node.func) is None
+        and not forwards_to_super(node)
+    )
+
+
+def _torch_device_of_cuda(node: ast.Call, ctx: Context) -> tuple[ast.expr | None, str] | None:
+    """``torch.device("cuda")`` / ``torch.device(type="cuda")``: its type argument and value."""
+    kind = node.args[0] if node.args else getattr(keyword(node, "type"), "value", None)
+    value = cuda_choice(kind, ctx)
+    if value is not None and called(node, ctx, _DEVICE) == "torch.device":  # string first
+        return kind, value
+    return None
+
+
+def _torch_device(
+    rule: Rule, node: ast.Call, ctx: Context, kind: ast.expr | None, value: str
+) -> Finding:
+    """The finding for ``torch.device("cuda...")``: fixed where the index is a constant."""
+    if isinstance(kind, ast.IfExp):
+        return ctx.finding(rule, node)  # `torch.device("cuda:0" if c else "cpu")`
+    index = [*node.args[1:], *(kw.value for kw in node.keywords if kw.arg != "type")]
+    if any(not isinstance(i, ast.Constant) for i in index):
+        return ctx.finding(rule, node)  # `torch.device("cuda", rank)`: by hand
+    exact = value == "cuda" and not index
+    return _replace_device(rule, node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
+
+
+def _cuda_device_arguments(rule: Rule, node: ast.Call, ctx: Context) -> Iterator[Finding]:
+    """``.to("cuda")`` and ``device="cuda"`` given to a call."""
+    targets = [node.args[0]] if method_name(node) == "to" and node.args else []
+    targets += device_keywords(node)
+    for target in targets:
+        if (value := cuda_choice(target, ctx)) is not None:
+            if isinstance(target, ast.IfExp) or not takes_a_device(node, ctx):
+                yield ctx.finding(rule, target)  # `dict(device="cuda")`, a user helper
+                continue
+            safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
+            yield _replace_device(rule, target, ctx, safety, whole=False)
+
+
+def _replace_device(
+    rule: Rule, node: ast.expr, ctx: Context, safety: FixSafety, *, whole: bool = True
+) -> Finding:
+    """The finding for a CUDA device value, fixed to the portable device where one is safe."""
+    parent, changes = ctx.parent, DROPS_INDEX if safety is FixSafety.UNSAFE else ""
+    if not value_fixable(node, ctx):
+        return ctx.finding(rule, node)  # data, CUDA failing on purpose, an index it picks
+    if whole and isinstance(parent, ast.Assign) and parent.value is node:
+        # `device = torch.device("cuda")` itself: bind the portable expression instead.
+        torch = ctx.torch_at(node)
+        if torch is None:
+            return ctx.finding(rule, node)
+        edits = (ctx.replace(node, ctx.device_expr(torch[0])), *torch[1])
+        return ctx.finding(rule, node, fix=Fix(edits, safety, changes))
+    found = device_for_fix(node, ctx)
+    if found is None:
+        return ctx.finding(rule, node)  # no name is safely the device here: by hand
+    name, edits, follows = found
+    if follows:
+        safety, changes = FixSafety.UNSAFE, "; ".join(filter(None, (changes, follows)))
+    return ctx.finding(rule, node, fix=Fix((ctx.replace(node, name), *edits), safety, changes))
+
+
+def _dot_cuda(rule: Rule, node: ast.Call, ctx: Context) -> Finding:
+    """The finding for ``x.cuda()``: fixed to ``.to(device)`` where the index is constant."""
+    index = node.args[0] if node.args else keyword(node, "device")
+    index = index.value if isinstance(index, ast.keyword) else index
+    if (index is not None and not isinstance(index, ast.Constant)) or not value_fixable(
+        node, ctx
+    ):  # `.cuda(rank)` (the index matters), or not known to be torch's `.cuda()`
+        return ctx.finding(rule, node)
+    extra = [ctx.segment(kw) for kw in node.keywords if kw.arg not in ("device", None)]
+    found = device_for_fix(node, ctx)
+    if found is None or any(kw.arg is None for kw in node.keywords):
+        return ctx.finding(rule, node)  # no name is safely the device here: by hand
+    name, edits, follows = found
+    text = ".to(" + ", ".join([name, *extra]) + ")"
+    replace = Edit(receiver_end(node, ctx), ctx.end(node), text)
+    safety = FixSafety.SAFE if index is None and not follows else FixSafety.UNSAFE
+    changes = "; ".join(filter(None, (DROPS_INDEX if index is not None else "", follows)))
+    return ctx.finding(rule, node, fix=Fix((replace, *edits), safety, changes))
