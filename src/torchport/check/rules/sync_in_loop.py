@@ -139,53 +139,83 @@ class SyncInLoop(Rule):
         assert isinstance(node, ast.Call)
         func = node.func
         if isinstance(func, ast.Attribute):
-            method = func.attr
-            if method not in _SYNCS or (method != "cpu" and (node.args or node.keywords)):
+            value = _value_read_every_iteration(node, func, ctx)
+            if value is None or _not_a_device_value(value, ctx):
                 return
-            receiver = func.value
-            if isinstance(receiver, ast.Call) and method_name(receiver) in _CHAINED:
-                return  # `x.cpu().tolist()`: reported once, at the inner call
-            if method == "cpu" and not read_on_host(node, receiver, ctx):
-                return  # `ae = ae.cpu()`: offloading a module, not reading a tensor
-            if not every_iteration(node, ctx):
-                return
-            while (
-                isinstance(receiver, ast.Call)
-                and isinstance(receiver.func, ast.Attribute)
-                and receiver.func.attr in _VIEWS
-            ):
-                receiver = receiver.func.value  # `v.detach()`: the value read is `v`
-            if _not_a_device_value(receiver, ctx):
-                return
-            computed_here = isinstance(receiver, ast.Call)  # `x.sum().item()`: an op, then a read
-            if not computed_here and not launches_device_work(ctx.loop_of(node), ctx):
+            if _nothing_new_to_wait_for(node, value, ctx):
                 return  # reads of results already computed: only the first one waits
-            if decides_the_loop(node, ctx) or streams(ctx) or in_tests(ctx):
-                return  # the loop needs the value now, or reading each step is the point
-            if stops_on_what_it_computes(ctx.loop_of(node)):
-                return  # a decoding loop waits every iteration to decide whether to go on
-            if method == "item" and indexes_on_host(node, ctx):
-                return  # `vocab[pred.item()]`: a host index, needed this iteration
+            if _the_wait_is_needed(node, func.attr, ctx):
+                return
             if not binds_torch(ctx):  # late: it builds the scope analysis
                 return  # no torch in the module: its `.tolist()` reads another library's values
-            if known_on_cpu(receiver, ctx):  # last: it may build the scope analysis
+            if known_on_cpu(value, ctx):  # last: it may build the scope analysis
                 return  # already on the CPU: nothing to wait for
-            message = f"`.{method}()` in a loop waits for the device every iteration; " + (
-                "accumulate on the device and read once after the loop"
-                if method == "item"
-                else "collect on the device (`torch.stack`) and copy once after the loop"
-            )
-            yield ctx.finding(self, node, message=message)
-        elif (
-            isinstance(func, ast.Name)
-            and func.id == "print"
-            and any(probably_tensor(a, ctx) for a in node.args)
-            and every_iteration(node, ctx)
-            and launches_device_work(ctx.loop_of(node), ctx)
-            and binds_torch(ctx)
-        ):
+            yield ctx.finding(self, node, message=_read_message(func.attr))
+        elif _prints_a_tensor_every_iteration(node, func, ctx):
             message = "`print(tensor)` in a loop waits for the device; print every N steps"
             yield ctx.finding(self, node, message=message)
+
+
+def _value_read_every_iteration(
+    node: ast.Call, func: ast.Attribute, ctx: Context
+) -> ast.expr | None:
+    """The value a sync (``.item()``, ``.tolist()``, ``.cpu()``) reads in each iteration.
+
+    Views are looked through (``v.detach().item()`` reads ``v``); None when the call is
+    no such read.
+    """
+    method = func.attr
+    if method not in _SYNCS or (method != "cpu" and (node.args or node.keywords)):
+        return None
+    receiver = func.value
+    if isinstance(receiver, ast.Call) and method_name(receiver) in _CHAINED:
+        return None  # `x.cpu().tolist()`: reported once, at the inner call
+    if method == "cpu" and not read_on_host(node, receiver, ctx):
+        return None  # `ae = ae.cpu()`: offloading a module, not reading a tensor
+    if not every_iteration(node, ctx):
+        return None
+    while (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Attribute)
+        and receiver.func.attr in _VIEWS
+    ):
+        receiver = receiver.func.value  # `v.detach()`: the value read is `v`
+    return receiver
+
+
+def _nothing_new_to_wait_for(node: ast.Call, value: ast.expr, ctx: Context) -> bool:
+    """A read of a result already computed, in a loop that launches no device work."""
+    computed_here = isinstance(value, ast.Call)  # `x.sum().item()`: an op, then a read
+    return not computed_here and not launches_device_work(ctx.loop_of(node), ctx)
+
+
+def _the_wait_is_needed(node: ast.Call, method: str, ctx: Context) -> bool:
+    """The loop needs the value now, or reading each step is the point."""
+    if decides_the_loop(node, ctx) or streams(ctx) or in_tests(ctx):
+        return True
+    if stops_on_what_it_computes(ctx.loop_of(node)):
+        return True  # a decoding loop waits every iteration to decide whether to go on
+    return method == "item" and indexes_on_host(node, ctx)  # `vocab[pred.item()]`
+
+
+def _read_message(method: str) -> str:
+    return f"`.{method}()` in a loop waits for the device every iteration; " + (
+        "accumulate on the device and read once after the loop"
+        if method == "item"
+        else "collect on the device (`torch.stack`) and copy once after the loop"
+    )
+
+
+def _prints_a_tensor_every_iteration(node: ast.Call, func: ast.expr, ctx: Context) -> bool:
+    """``print(tensor)`` in every iteration of a loop that launches device work."""
+    return (
+        isinstance(func, ast.Name)
+        and func.id == "print"
+        and any(probably_tensor(a, ctx) for a in node.args)
+        and every_iteration(node, ctx)
+        and launches_device_work(ctx.loop_of(node), ctx)
+        and binds_torch(ctx)
+    )
 
 
 def _not_a_device_value(receiver: ast.expr, ctx: Context) -> bool:
