@@ -104,53 +104,78 @@ class DeprecatedCudaAmp(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         if isinstance(node, ast.Attribute):
             # `isinstance(s, torch.cuda.amp.GradScaler)`: referenced, not called
-            parent = ctx.parent
-            called_here = isinstance(parent, ast.Call) and parent.func is node
-            if not called_here and ctx.qualname(node) in _AMP and not _old_torch_arm(ctx):
+            if _refers_to_old_amp(node, ctx) and not _old_torch_arm(ctx):
                 yield ctx.finding(self, node, message=_REFERENCED)
-            return
-        if isinstance(node, ast.ImportFrom) and not node.level and node.module in _SUBMODULES:
+        elif _imports_from_an_old_amp_submodule(node):
             if not _old_torch_arm(ctx):  # `from torch.cuda.amp.grad_scaler import ...`
                 yield ctx.finding(self, node, message=_REFERENCED)
-            return
-        if isinstance(node, ast.Import | ast.ImportFrom):
+        elif isinstance(node, ast.Import | ast.ImportFrom):
             yield from unused_imports(self, node, ctx, _MODULES, _UNUSED)
-            return
-        assert isinstance(node, ast.Call)
-        name = called(node, ctx, _TAILS)
-        if name is None or name not in _AMP or _old_torch_arm(ctx):
-            return
-        if in_old_torch_fallback(ctx, lambda c: (ctx.qualname(c.func) or "").startswith(_NEW)):
-            return  # `try: torch.amp.GradScaler(...) except AttributeError: <old spelling>`
-        # `device.type` for a torch.device, `device` itself for a string such as "cuda"
-        found, torch = device_type_at(ctx, node), ctx.torch_at(node)
-        if found is None or torch is None:
-            yield ctx.finding(self, node)  # no device or torch name is safe here: by hand
-            return
-        device_type, edits = found
-        kind = _AMP[name]
-        func = ctx.replace(node.func, f"{torch[0]}.amp.{kind}")
-        if any(isinstance(a, ast.Starred) for a in node.args) or (
-            kind == "autocast" and len(node.args) > len(_AUTOCAST_ORDER)
-        ):
-            yield ctx.finding(self, node)  # arguments the new order cannot be told for
-            return
-        # `torch.cuda.amp.autocast(enabled, dtype, cache_enabled)` but
-        # `torch.amp.autocast(device_type, dtype, enabled, cache_enabled)`: name them.
-        names = _AUTOCAST_ORDER[: len(node.args)] if kind == "autocast" else ()
-        named = [
-            Edit(start, start, f"{k}=")
-            for i, k in enumerate(names)
-            if i and (start := ctx.argument_start(node, i))
-        ]
-        at = ctx.argument_start(node, 0)  # right after `(`, before a first argument's parentheses
-        first = f"{names[0]}=" if names else ""  # one insertion there: with the type
-        given = bool(node.args or node.keywords)
-        add = Edit(at, at, f"{device_type}, {first}" if given else device_type)
-        if not edits:
-            edits = torch[1]
-        fix = Fix((func, add, *named, *edits), FixSafety.UNSAFE, _ON_ELSEWHERE)
-        yield ctx.finding(self, node, fix=fix)
+        else:
+            assert isinstance(node, ast.Call)
+            found = _old_amp_call(self, node, ctx)
+            if found is not None:
+                yield found
+
+
+def _refers_to_old_amp(node: ast.Attribute, ctx: Context) -> bool:
+    """``torch.cuda.amp.GradScaler`` named without being called here."""
+    parent = ctx.parent
+    called_here = isinstance(parent, ast.Call) and parent.func is node
+    return not called_here and ctx.qualname(node) in _AMP
+
+
+def _imports_from_an_old_amp_submodule(node: ast.AST) -> bool:
+    """``from torch.cuda.amp.<submodule> import ...``."""
+    return isinstance(node, ast.ImportFrom) and not node.level and node.module in _SUBMODULES
+
+
+def _old_amp_call(rule: Rule, node: ast.Call, ctx: Context) -> Finding | None:
+    """The finding for a call of ``torch.cuda.amp.*``, fixed to ``torch.amp`` where it can be."""
+    name = called(node, ctx, _TAILS)
+    if name is None or name not in _AMP or _old_torch_arm(ctx):
+        return None
+    if in_old_torch_fallback(ctx, lambda c: (ctx.qualname(c.func) or "").startswith(_NEW)):
+        return None  # `try: torch.amp.GradScaler(...) except AttributeError: <old spelling>`
+    # `device.type` for a torch.device, `device` itself for a string such as "cuda"
+    found, torch = device_type_at(ctx, node), ctx.torch_at(node)
+    if found is None or torch is None:
+        return ctx.finding(rule, node)  # no device or torch name is safe here: by hand
+    kind = _AMP[name]
+    if _arguments_cannot_be_renamed(node, kind):
+        return ctx.finding(rule, node)  # arguments the new order cannot be told for
+    device_type, edits = found
+    func = ctx.replace(node.func, f"{torch[0]}.amp.{kind}")
+    named, add = _device_type_first(node, kind, device_type, ctx)
+    fix = Fix((func, add, *named, *(edits or torch[1])), FixSafety.UNSAFE, _ON_ELSEWHERE)
+    return ctx.finding(rule, node, fix=fix)
+
+
+def _arguments_cannot_be_renamed(node: ast.Call, kind: str) -> bool:
+    """``*args``, or more positional arguments than ``autocast`` has names for."""
+    if any(isinstance(a, ast.Starred) for a in node.args):
+        return True
+    return kind == "autocast" and len(node.args) > len(_AUTOCAST_ORDER)
+
+
+def _device_type_first(
+    node: ast.Call, kind: str, device_type: str, ctx: Context
+) -> tuple[list[Edit], Edit]:
+    """The edits that name the old positional arguments and put the device type first.
+
+    ``torch.cuda.amp.autocast(enabled, dtype, cache_enabled)`` but
+    ``torch.amp.autocast(device_type, dtype, enabled, cache_enabled)``: name them.
+    """
+    names = _AUTOCAST_ORDER[: len(node.args)] if kind == "autocast" else ()
+    named = [
+        Edit(start, start, f"{k}=")
+        for i, k in enumerate(names)
+        if i and (start := ctx.argument_start(node, i))
+    ]
+    at = ctx.argument_start(node, 0)  # right after `(`, before a first argument's parentheses
+    first = f"{names[0]}=" if names else ""  # one insertion there: with the type
+    given = bool(node.args or node.keywords)
+    return named, Edit(at, at, f"{device_type}, {first}" if given else device_type)
 
 
 _ON_ELSEWHERE = (

@@ -83,40 +83,51 @@ class NumpyWithoutCpu(Rule):
         if method_name(node) != "numpy" or node.args or keyword(node, "force") is not None:
             return
         assert isinstance(node.func, ast.Attribute)
-        detached = False
-        expr: ast.expr = node.func.value
-        for _ in range(8):  # a chain of a few methods at most
-            if isinstance(expr, ast.Name):
-                bound = ctx.value_of(expr)
-                if bound is None:
-                    break
-                expr = bound
-                continue
-            if isinstance(expr, ast.Attribute) and expr.attr == "data":
-                detached = True
-                expr = expr.value
-                continue
-            if not isinstance(expr, ast.Call):
-                break
-            name = ctx.qualname(expr.func)
-            if name is not None and not name.startswith("torch."):
-                return  # made by another library (numpy, onnx...): not a torch tensor
-            if name == "torch.from_numpy" or (
-                name in TENSOR_FACTORIES and keyword(expr, "device") is None
-            ):
-                return  # made on the CPU
-            method = method_name(expr)
-            if method == "cpu" or (
-                method == "to" and expr.args and is_cpu_target(expr.args[0], ctx)
-            ):
-                return
-            if method not in _SAME_DEVICE:
-                break
-            detached = detached or method == "detach"
-            assert isinstance(expr.func, ast.Attribute)
-            expr = expr.func.value
+        detached = _detached_unless_on_the_cpu(node.func.value, ctx)
+        if detached is None:
+            return  # made on the CPU, or by another library (numpy, onnx...)
         if not known_on_device(node.func.value, ctx):
             return  # most likely a CPU tensor: see the docstring
         at = receiver_end(node, ctx)
         text = ".cpu()" if detached or in_no_grad(ctx) else ".detach().cpu()"
         yield ctx.finding(self, node, fix=Fix((Edit(at, at, text),), FixSafety.SAFE))
+
+
+def _detached_unless_on_the_cpu(expr: ast.expr, ctx: Context) -> bool | None:
+    """Follow the chain that made the value: whether it was detached on the way.
+
+    ``.data`` and ``.detach()`` detach; names are followed to what they are bound to.
+    None when the chain shows the value is no device tensor: made on the CPU
+    (``torch.from_numpy``, a factory without ``device=``, ``.cpu()``, ``.to("cpu")``) or
+    by another library.
+    """
+    detached = False
+    for _ in range(8):  # a chain of a few methods at most
+        if isinstance(expr, ast.Name):
+            bound = ctx.value_of(expr)
+            if bound is None:
+                break
+            expr = bound
+            continue
+        if isinstance(expr, ast.Attribute) and expr.attr == "data":
+            detached = True
+            expr = expr.value
+            continue
+        if not isinstance(expr, ast.Call):
+            break
+        name = ctx.qualname(expr.func)
+        if name is not None and not name.startswith("torch."):
+            return None  # made by another library (numpy, onnx...): not a torch tensor
+        if name == "torch.from_numpy" or (
+            name in TENSOR_FACTORIES and keyword(expr, "device") is None
+        ):
+            return None  # made on the CPU
+        method = method_name(expr)
+        if method == "cpu" or (method == "to" and expr.args and is_cpu_target(expr.args[0], ctx)):
+            return None
+        if method not in _SAME_DEVICE:
+            break
+        detached = detached or method == "detach"
+        assert isinstance(expr.func, ast.Attribute)
+        expr = expr.func.value
+    return detached
