@@ -84,38 +84,53 @@ class IntegerDeviceIndex(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        spot = self._spot(node, ctx)
+        spot = _integer_device_argument(node, ctx)
         if spot is not None and device_guard(node, ctx) is not Guard.DEVICE_TYPE:
             message = _DDP if isinstance(spot, (ast.List, ast.Tuple)) else None
             yield ctx.finding(self, spot, message=message)
 
-    def _spot(self, node: ast.Call, ctx: Context) -> ast.expr | None:
-        """The integer device argument of ``node``, if it has one."""
-        method = method_name(node)
-        if method == "to":
-            first = node.args[0] if node.args else None
-            if first is None:
-                kw = keyword(node, "device")
-                first = kw.value if kw is not None else None
-            return first if _index(first) else None
-        func = node.func
-        tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if tail in _WRAPPERS or tail == "DDP":
-            ids = keyword(node, "device_ids")
-            value = ids.value if ids is not None else None
-            if isinstance(value, (ast.List, ast.Tuple)) and any(_index(e) for e in value.elts):
-                return value
-            return None
+
+def _integer_device_argument(node: ast.Call, ctx: Context) -> ast.expr | None:
+    """The integer device argument of ``node``, if it has one."""
+    if method_name(node) == "to":
+        return _moved_to_an_index(node)
+    func = node.func
+    tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if tail in _WRAPPERS or tail == "DDP":
+        return _device_ids_of_indices(node)
+    return _torch_device_index(node, tail, ctx)
+
+
+def _moved_to_an_index(node: ast.Call) -> ast.expr | None:
+    """``x.to(0)`` / ``x.to(device=0)``: the index."""
+    first = node.args[0] if node.args else None
+    if first is None:
         kw = keyword(node, "device")
-        if tail == "device" and len(node.args) == 1 and _index(node.args[0]):
-            spot: ast.expr | None = node.args[0]  # `torch.device(rank)`, if it is torch's
-        elif kw is not None and _index(kw.value):
-            spot = kw.value  # `torch.zeros(3, device=0)`, if it is torch's
-        else:
-            return None
-        name = ctx.qualname(func)
-        if name is None or not name.startswith("torch."):
-            return None
-        if name == "torch.device":
-            return spot if len(node.args) == 1 else None
-        return kw.value if kw is not None and _index(kw.value) else None
+        first = kw.value if kw is not None else None
+    return first if _index(first) else None
+
+
+def _device_ids_of_indices(node: ast.Call) -> ast.expr | None:
+    """``DistributedDataParallel(model, device_ids=[rank])``: the list, if it holds an index."""
+    ids = keyword(node, "device_ids")
+    value = ids.value if ids is not None else None
+    if isinstance(value, (ast.List, ast.Tuple)) and any(_index(e) for e in value.elts):
+        return value
+    return None
+
+
+def _torch_device_index(node: ast.Call, tail: str, ctx: Context) -> ast.expr | None:
+    """``torch.device(rank)`` or ``torch.zeros(3, device=0)``: the index, if it is torch's."""
+    kw = keyword(node, "device")
+    if tail == "device" and len(node.args) == 1 and _index(node.args[0]):
+        spot: ast.expr | None = node.args[0]  # `torch.device(rank)`, if it is torch's
+    elif kw is not None and _index(kw.value):
+        spot = kw.value  # `torch.zeros(3, device=0)`, if it is torch's
+    else:
+        return None
+    name = ctx.qualname(node.func)
+    if name is None or not name.startswith("torch."):
+        return None
+    if name == "torch.device":
+        return spot if len(node.args) == 1 else None
+    return kw.value if kw is not None and _index(kw.value) else None
