@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import port_facts
+from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._models import MODEL_METHODS
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -85,46 +85,15 @@ class ModelNotOnDevice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
-        known = facts.known
-        if not (known.constructor(node) or known.project_factory(node)):
-            return  # a model built here, or by another module's factory (moved here)
-        scope = facts.scope_of.get(id(node))
-        if scope is None or scope.internal or known.stateless(node):
+        scope = _scope_of_a_whole_model_built(node, facts)
+        if scope is None:
             return
-        parents = facts.parents
-        parent = parents.get(id(node))
-        if isinstance(parent, ast.Call) and known.constructor(parent):
-            return  # a part of a bigger model, moved with it
-        # Climb through `.train()`, wrappers and the like to the whole model expression.
-        expr: ast.AST = node
-        while True:
-            up = parents.get(id(expr))
-            if isinstance(up, ast.Attribute) and up.attr in MODEL_METHODS:
-                call = parents.get(id(up))
-                if not isinstance(call, ast.Call) or call.func is not up:
-                    break
-                if up.attr in ("to", "cuda", "to_empty"):
-                    return  # already moved
-                expr = call
-            elif isinstance(up, ast.Call) and known.wrapper(up) and up.args[0] is expr:
-                expr = up
-            else:
-                break
-        holder = parents.get(id(expr))
-        if isinstance(holder, ast.Expr):
-            return  # built and thrown away
-        if isinstance(holder, (ast.Assign, ast.AnnAssign)):
-            targets = holder.targets if isinstance(holder, ast.Assign) else [holder.target]
-            if any(isinstance(t, ast.Name) and t.id in scope.moved for t in targets):
-                return  # `model.to(device)` follows
+        expr = _the_whole_model_expression(node, facts)
+        if expr is None or _dropped_or_moved_later(expr, scope, facts):
+            return
         placed = _placed_by_loader(node)
         if placed is not None:
-            # `.to()` raises for an 8-bit model and undoes a split over devices.
-            message = (
-                f"this model is placed by its loader (`{placed}`): do not move it; move its "
-                f"inputs to `model.device` (or leave `{placed}` out and move it to `device`)"
-            )
-            yield ctx.finding(self, node, message=message)
+            yield ctx.finding(self, node, message=_PLACED_BY_LOADER.format(placed=placed))
             return
         found = facts.device_at(node)
         if found is None:
@@ -133,6 +102,64 @@ class ModelNotOnDevice(Rule):
         name, edits = found
         fix = Fix((*ctx.append_call(node, f".to({name})"), *edits), FixSafety.SAFE)
         yield ctx.finding(self, node, fix=fix)
+
+
+# `.to()` raises for an 8-bit model and undoes a split over devices.
+_PLACED_BY_LOADER = (
+    "this model is placed by its loader (`{placed}`): do not move it; move its "
+    "inputs to `model.device` (or leave `{placed}` out and move it to `device`)"
+)
+
+
+def _scope_of_a_whole_model_built(node: ast.Call, facts: PortFacts) -> PortScope | None:
+    """Where a whole model is built by ``node`` (here, or by another module's factory).
+
+    None for code the port does not reach, a stateless module, or a part of a bigger
+    model (moved with it).
+    """
+    known = facts.known
+    if not (known.constructor(node) or known.project_factory(node)):
+        return None
+    scope = facts.scope_of.get(id(node))
+    if scope is None or scope.internal or known.stateless(node):
+        return None
+    parent = facts.parents.get(id(node))
+    if isinstance(parent, ast.Call) and known.constructor(parent):
+        return None  # a part of a bigger model, moved with it
+    return scope
+
+
+def _the_whole_model_expression(node: ast.Call, facts: PortFacts) -> ast.AST | None:
+    """Climb through ``.train()``, wrappers and the like to the whole model expression.
+
+    None when the climb meets a move (``.to``, ``.cuda``, ``.to_empty``).
+    """
+    parents, known = facts.parents, facts.known
+    expr: ast.AST = node
+    while True:
+        up = parents.get(id(expr))
+        if isinstance(up, ast.Attribute) and up.attr in MODEL_METHODS:
+            call = parents.get(id(up))
+            if not isinstance(call, ast.Call) or call.func is not up:
+                return expr
+            if up.attr in ("to", "cuda", "to_empty"):
+                return None  # already moved
+            expr = call
+        elif isinstance(up, ast.Call) and known.wrapper(up) and up.args[0] is expr:
+            expr = up
+        else:
+            return expr
+
+
+def _dropped_or_moved_later(expr: ast.AST, scope: PortScope, facts: PortFacts) -> bool:
+    """Built and thrown away, or assigned to a name that ``.to(device)`` moves later."""
+    holder = facts.parents.get(id(expr))
+    if isinstance(holder, ast.Expr):
+        return True  # built and thrown away
+    if isinstance(holder, (ast.Assign, ast.AnnAssign)):
+        targets = holder.targets if isinstance(holder, ast.Assign) else [holder.target]
+        return any(isinstance(t, ast.Name) and t.id in scope.moved for t in targets)
+    return False
 
 
 # Keywords of a loader (`from_pretrained`) that place or quantize the model themselves.
