@@ -107,17 +107,9 @@ class CudaOrCpuDeviceChoice(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, (ast.If, ast.IfExp))
+        if not _chooses_cuda_or_the_cpu(node, ctx):
+            return
         test = node.test
-        if not tests_cuda(test, ctx):
-            return
-        # A branch that names CUDA, or a value that falls back to the CPU without it.
-        falls_back = isinstance(node, ast.IfExp) and is_cpu_target(node.orelse, ctx)
-        if not (falls_back or moves_to_cuda(node, ctx)):
-            return
-        if tests_other_accelerators(node, ctx):
-            return  # `elif torch.backends.mps.is_available():` already looks further
-        if device_guard(node, ctx) is Guard.DEVICE_TYPE:
-            return  # inside a branch for one device type: already ported code
         if isinstance(node, ast.If):  # the test, spanning the CUDA branch it guards
             end = ctx.finding(self, node.body[-1])
             yield replace(ctx.finding(self, test), end_line=end.end_line, end_col=end.end_col)
@@ -125,38 +117,53 @@ class CudaOrCpuDeviceChoice(Rule):
         if not (isinstance(test, ast.Call) and is_cpu_target(node.orelse, ctx)):
             yield ctx.finding(self, node)  # `"cuda" if use_cuda else "cpu"`: no fix
             return
-        yield self._idiom(node, ctx)
+        yield _idiom(self, node, ctx)
 
-    def _idiom(self, node: ast.IfExp, ctx: Context) -> Finding:
-        """The idiom itself, rewritten only where everything it places follows the new device."""
-        parent, idiom = ctx.parent, node  # type: ast.AST | None, ast.expr
-        if _is_device_call(parent, node, ctx):
-            assert isinstance(parent, ast.Call)
-            idiom, parent = parent, (ctx.ancestors[-2] if len(ctx.ancestors) > 1 else None)
-        known = ModelKnowledge(ctx.scopes.nodes_of(ast.ClassDef), ctx.qualname)  # type: ignore[arg-type]
-        why = why_not_followed(
-            idiom, ctx, lambda c: known.constructor(c) and not known.stateless(c)
-        )
-        torch = ctx.torch_at(idiom)
-        if why is not None or torch is None:
-            detail = why or "torch is not imported where the choice is made"
-            return ctx.finding(self, idiom, message=f"{self.message} (no automatic fix: {detail})")
-        t, imports = torch
-        if idiom is node and isinstance(node.body, ast.Constant):
-            # A string stays a string, so `device == "cuda"` tests further on keep working.
-            acc = f"{t}.accelerator"
-            text = f'{acc}.current_accelerator().type if {acc}.is_available() else "cpu"'
-            edits = (ctx.replace(node, text), *imports)
-        elif isinstance(parent, ast.arguments) or (
-            isinstance(parent, ast.Assign) and parent.value is idiom
-        ):
-            edits = (ctx.replace(idiom, ctx.device_expr(t)), *imports)
-        else:
-            found = ctx.device_at(idiom)
-            if found is None:
-                return ctx.finding(self, idiom)
-            edits = (ctx.replace(idiom, found[0]), *found[1])
-        return ctx.finding(self, idiom, fix=Fix(edits, FixSafety.UNSAFE, _ELSEWHERE))
+
+def _chooses_cuda_or_the_cpu(node: ast.If | ast.IfExp, ctx: Context) -> bool:
+    """A test of CUDA whose branch names CUDA, or whose value falls back to the CPU.
+
+    Not where the code already looks further (``elif torch.backends.mps...``) or sits
+    inside a branch for one device type (ported code).
+    """
+    if not tests_cuda(node.test, ctx):
+        return False
+    falls_back = isinstance(node, ast.IfExp) and is_cpu_target(node.orelse, ctx)
+    if not (falls_back or moves_to_cuda(node, ctx)):
+        return False
+    if tests_other_accelerators(node, ctx):
+        return False  # `elif torch.backends.mps.is_available():` already looks further
+    return device_guard(node, ctx) is not Guard.DEVICE_TYPE
+
+
+def _idiom(rule: Rule, node: ast.IfExp, ctx: Context) -> Finding:
+    """The idiom itself, rewritten only where everything it places follows the new device."""
+    parent, idiom = ctx.parent, node  # type: ast.AST | None, ast.expr
+    if _is_device_call(parent, node, ctx):
+        assert isinstance(parent, ast.Call)
+        idiom, parent = parent, (ctx.ancestors[-2] if len(ctx.ancestors) > 1 else None)
+    known = ModelKnowledge(ctx.scopes.nodes_of(ast.ClassDef), ctx.qualname)  # type: ignore[arg-type]
+    why = why_not_followed(idiom, ctx, lambda c: known.constructor(c) and not known.stateless(c))
+    torch = ctx.torch_at(idiom)
+    if why is not None or torch is None:
+        detail = why or "torch is not imported where the choice is made"
+        return ctx.finding(rule, idiom, message=f"{rule.message} (no automatic fix: {detail})")
+    t, imports = torch
+    if idiom is node and isinstance(node.body, ast.Constant):
+        # A string stays a string, so `device == "cuda"` tests further on keep working.
+        acc = f"{t}.accelerator"
+        text = f'{acc}.current_accelerator().type if {acc}.is_available() else "cpu"'
+        edits = (ctx.replace(node, text), *imports)
+    elif isinstance(parent, ast.arguments) or (
+        isinstance(parent, ast.Assign) and parent.value is idiom
+    ):
+        edits = (ctx.replace(idiom, ctx.device_expr(t)), *imports)
+    else:
+        found = ctx.device_at(idiom)
+        if found is None:
+            return ctx.finding(rule, idiom)
+        edits = (ctx.replace(idiom, found[0]), *found[1])
+    return ctx.finding(rule, idiom, fix=Fix(edits, FixSafety.UNSAFE, _ELSEWHERE))
 
 
 _ELSEWHERE = (
