@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import port_facts
+from torchport.check.port._facts import PortFacts, port_facts
 
 _HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 _NESTED = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -56,43 +56,58 @@ class ItemCountPerBatch(Rule):
         assert isinstance(node, (ast.For, ast.AsyncFor))
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None or scope.internal or node.orelse:
+        if scope is None or scope.internal or node.orelse or not ctx.owns_lines(node):
             return
-        if not ctx.owns_lines(node):
+        holders = _blocks_around(node, facts)
+        if holders is None:
             return
-        # The blocks the loop sits in: its own, then (through `with` blocks, such as
-        # `with torch.no_grad():`) the enclosing ones; the count starts in one of them.
-        holders: list[ast.AST] = []
-        child: ast.AST = node
-        while True:
-            parent = facts.parents.get(id(child))
-            if parent is None or facts.block_of(child) is None:
-                return
-            holders.append(parent)
-            if not isinstance(parent, (ast.With, ast.AsyncWith)):
-                break
-            child = parent
-        inside = _loop_nodes(node)
-        for stmt in inside:
+        for stmt in _loop_nodes(node):
             name = _count(stmt)
             if name is None or not _starts_at_int(name, node, holders, ctx):
                 continue
             assert isinstance(stmt, ast.AugAssign)
-            target = stmt.target
-            if any(
-                isinstance(n, ast.Name) and n.id == name and n is not target for n in ast.walk(node)
-            ):
+            if _read_in_the_loop(name, node, stmt.target):
                 continue  # read (or rebound) inside the loop: the per-step value is used
-            assert isinstance(stmt.value, ast.Call)
-            item = stmt.value
-            assert isinstance(item.func, ast.Attribute)
-            drop = Edit(ctx.receiver_end(item.func), ctx.end(item), "")
-            end = node.end_lineno or node.lineno
-            starts = ctx._line_starts()
-            at = starts[end + 1] if end + 1 < len(starts) else len(ctx.source)
-            lead = "" if at < len(ctx.source) or ctx.source.endswith("\n") else ctx.newline
-            read = f"{lead}{ctx.indent_of(node)}{name} = int({name}){ctx.newline}"
-            yield ctx.finding(self, stmt, fix=Fix((drop, Edit(at, at, read)), FixSafety.SAFE))
+            yield ctx.finding(self, stmt, fix=_count_on_the_device(stmt, name, node, ctx))
+
+
+def _blocks_around(node: ast.AST, facts: PortFacts) -> list[ast.AST] | None:
+    """The blocks the loop sits in, where the count may start; None outside the port's blocks.
+
+    Its own, then (through ``with`` blocks, such as ``with torch.no_grad():``) the
+    enclosing ones.
+    """
+    holders: list[ast.AST] = []
+    child: ast.AST = node
+    while True:
+        parent = facts.parents.get(id(child))
+        if parent is None or facts.block_of(child) is None:
+            return None
+        holders.append(parent)
+        if not isinstance(parent, (ast.With, ast.AsyncWith)):
+            return holders
+        child = parent
+
+
+def _read_in_the_loop(name: str, loop: ast.AST, target: ast.expr) -> bool:
+    """Whether ``name`` is read or bound in the loop other than by the count itself."""
+    return any(isinstance(n, ast.Name) and n.id == name and n is not target for n in ast.walk(loop))
+
+
+def _count_on_the_device(
+    stmt: ast.AugAssign, name: str, loop: ast.For | ast.AsyncFor, ctx: Context
+) -> Fix:
+    """Drop the ``.item()`` and read the count once after the loop: ``n = int(n)``."""
+    assert isinstance(stmt.value, ast.Call)
+    item = stmt.value
+    assert isinstance(item.func, ast.Attribute)
+    drop = Edit(ctx.receiver_end(item.func), ctx.end(item), "")
+    end = loop.end_lineno or loop.lineno
+    starts = ctx._line_starts()
+    at = starts[end + 1] if end + 1 < len(starts) else len(ctx.source)
+    lead = "" if at < len(ctx.source) or ctx.source.endswith("\n") else ctx.newline
+    read = f"{lead}{ctx.indent_of(loop)}{name} = int({name}){ctx.newline}"
+    return Fix((drop, Edit(at, at, read)), FixSafety.SAFE)
 
 
 def _loop_nodes(loop: ast.For | ast.AsyncFor) -> list[ast.AST]:
