@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
-from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
 from torchport.check.port._chains import cast_end, initialized
-from torchport.check.port._facts import port_facts
+from torchport.check.port._facts import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
@@ -112,44 +112,71 @@ class TensorNotOnDevice(Rule):
         name = ctx.qualname(node.func)
         facts = port_facts(ctx)
         helper = facts.cpu_tensor_call(node)  # `make_mask(n)`: returns a CPU tensor
-        if (name not in CREATORS and name not in TYPED_CONSTRUCTORS and not helper) or (
-            not helper and keyword(node, "device") is not None
-        ):
-            return
-        scope = facts.scope_of.get(id(node))
-        if scope is None or scope.internal:
-            return
-        key = id(node)
-        if key not in scope.sink_nodes and key not in scope.reach_values:
+        if not _makes_a_host_tensor(node, name, helper) or not _reaches_the_device(node, facts):
             return
         cast = cast_end(node, facts.parents) if name not in TYPED_CONSTRUCTORS else None
-        parent = facts.parents.get(id(cast or node))
-        if isinstance(parent, ast.Attribute) and is_move(facts.parents.get(id(parent), parent)):
-            return
-        if any(k.arg is None for k in node.keywords):
-            return  # **kwargs may carry device=
+        if _moved_at_once(cast or node, facts) or any(k.arg is None for k in node.keywords):
+            return  # moved right away, or **kwargs may carry device=
         found = facts.device_at(node)
         if found is None:
-            placed = facts.own_placement
-            if placed is not None:
-                message = (
-                    "make the tensor on the device the program put its model on "
-                    f"(`{ast.unparse(placed)[:60]}`, line {placed.lineno}); the port does not "
-                    "overrule a per-process placement"
-                )
-                yield ctx.finding(self, node, message=message)
-                return
-            yield ctx.finding(self, node)
+            yield ctx.finding(self, node, message=_placed_by_the_program(facts))
             return
         device, edits = found
-        if cast is not None and keyword(node, "requires_grad") is None:
-            # `torch.from_numpy(a).float()`: cast on the host, then move (half the bytes of
-            # a float64 copy, and float64 does not exist on MPS)
-            moved = ctx.append_call(cast, f".to({device})")
-        elif name in TYPED_CONSTRUCTORS:  # after the initializers chained to it: drawn on the CPU
-            moved = ctx.append_call(initialized(node, facts.parents), f".to({device})")
-        elif helper or name in _MOVE_AFTER:
-            moved = move_after(node, device, ctx)
-        else:
-            moved = (add_keyword(node, f"device={device}", ctx),)
+        moved = _made_on(device, node, name, cast, helper, facts, ctx)
         yield ctx.finding(self, node, fix=Fix((*moved, *edits), FixSafety.SAFE))
+
+
+def _makes_a_host_tensor(node: ast.Call, name: str | None, helper: bool) -> bool:
+    """A creator without ``device=``, or a project function that returns a CPU tensor."""
+    if helper:
+        return True
+    creates = name in CREATORS or name in TYPED_CONSTRUCTORS
+    return creates and keyword(node, "device") is None
+
+
+def _reaches_the_device(node: ast.Call, facts: PortFacts) -> bool:
+    """In code the port reaches, where the value meets a device tensor or model."""
+    scope = facts.scope_of.get(id(node))
+    if scope is None or scope.internal:
+        return False
+    key = id(node)
+    return key in scope.sink_nodes or key in scope.reach_values
+
+
+def _moved_at_once(made: ast.AST, facts: PortFacts) -> bool:
+    """``torch.zeros(3).to(x)``: the tensor (after its cast) is moved where it is made."""
+    parent = facts.parents.get(id(made))
+    return isinstance(parent, ast.Attribute) and is_move(facts.parents.get(id(parent), parent))
+
+
+def _placed_by_the_program(facts: PortFacts) -> str | None:
+    """The message where the program places its model per process (None: the rule's own)."""
+    placed = facts.own_placement
+    if placed is None:
+        return None
+    return (
+        "make the tensor on the device the program put its model on "
+        f"(`{ast.unparse(placed)[:60]}`, line {placed.lineno}); the port does not "
+        "overrule a per-process placement"
+    )
+
+
+def _made_on(
+    device: str,
+    node: ast.Call,
+    name: str | None,
+    cast: ast.expr | None,
+    helper: bool,
+    facts: PortFacts,
+    ctx: Context,
+) -> tuple[Edit, ...]:
+    """The edits that put the new tensor on ``device``."""
+    if cast is not None and keyword(node, "requires_grad") is None:
+        # `torch.from_numpy(a).float()`: cast on the host, then move (half the bytes of
+        # a float64 copy, and float64 does not exist on MPS)
+        return ctx.append_call(cast, f".to({device})")
+    if name in TYPED_CONSTRUCTORS:  # after the initializers chained to it: drawn on the CPU
+        return ctx.append_call(initialized(node, facts.parents), f".to({device})")
+    if helper or name in _MOVE_AFTER:
+        return move_after(node, device, ctx)
+    return (add_keyword(node, f"device={device}", ctx),)
