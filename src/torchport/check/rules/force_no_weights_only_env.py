@@ -61,30 +61,46 @@ class ForceNoWeightsOnlyEnv(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if (
-                    isinstance(target, ast.Subscript)
-                    and string_value(target.slice) == _VARIABLE
-                    and ctx.qualname(target.value) == "os.environ"
-                    and _sets_on(node.value)
-                ):
-                    yield ctx.finding(self, target)
+            for target in _environ_items_turned_on(node, ctx):
+                yield ctx.finding(self, target)
             return
         assert isinstance(node, ast.Call)
         if not _mentions(node) or ctx.qualname(node.func) not in _SETTERS:
             return
-        if string_value(node.args[0] if node.args else None) == _VARIABLE:
-            if _sets_on(node.args[1] if len(node.args) > 1 else None):
-                yield ctx.finding(self, node)
-            return
-        for kw in node.keywords:
-            if kw.arg == _VARIABLE and _sets_on(kw.value):
-                yield ctx.finding(self, node)
-        for arg in node.args:
-            if isinstance(arg, ast.Dict):
-                for key, value in zip(arg.keys, arg.values, strict=True):
-                    if string_value(key) == _VARIABLE and _sets_on(value):
-                        yield ctx.finding(self, node)
+        for _ in _values_turning_it_on(node):
+            yield ctx.finding(self, node)
+
+
+def _environ_items_turned_on(node: ast.Assign, ctx: Context) -> Iterator[ast.Subscript]:
+    """Each ``os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"]`` the assignment sets on."""
+    for target in node.targets:
+        if (
+            isinstance(target, ast.Subscript)
+            and string_value(target.slice) == _VARIABLE
+            and ctx.qualname(target.value) == "os.environ"
+            and _sets_on(node.value)
+        ):
+            yield target
+
+
+def _values_turning_it_on(call: ast.Call) -> Iterator[ast.expr | None]:
+    """Each value of a setter call (``setdefault``, ``update``) that turns the variable on.
+
+    Given positionally, as a keyword, or under a key of a dict literal.
+    """
+    if string_value(call.args[0] if call.args else None) == _VARIABLE:
+        value = call.args[1] if len(call.args) > 1 else None
+        if _sets_on(value):
+            yield value
+        return
+    for kw in call.keywords:
+        if kw.arg == _VARIABLE and _sets_on(kw.value):
+            yield kw.value
+    for arg in call.args:
+        if isinstance(arg, ast.Dict):
+            for key, value in zip(arg.keys, arg.values, strict=True):
+                if string_value(key) == _VARIABLE and _sets_on(value):
+                    yield value
 
 
 def _mentions(call: ast.Call) -> bool:
