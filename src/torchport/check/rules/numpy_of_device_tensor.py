@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import in_no_grad, keyword
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import port_facts
+from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.Linear(4, 2).to(device)\n"
@@ -63,29 +63,44 @@ class NumpyOfDeviceTensor(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         func = node.func
-        if not isinstance(func, ast.Attribute) or func.attr != "numpy" or node.args:
-            return
-        if keyword(node, "force") is not None:
+        if not _plain_numpy_call(node) or not isinstance(func, ast.Attribute):
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        if scope is None:
-            return
-        # A module's own methods (forward) run on the device the module is moved to.
-        in_module = scope.module_method and bool(facts.known.classes)
-        if not in_module and (scope.internal or not facts.has_models):
+        if scope is None or not _devices_in_play(scope, facts):
             return
         receiver = func.value
         if not facts.on_device(receiver, scope) and _on_host(receiver):
             return
-        detached = (isinstance(receiver, ast.Attribute) and receiver.attr == "data") or (
-            isinstance(receiver, ast.Call)
-            and isinstance(receiver.func, ast.Attribute)
-            and receiver.func.attr == "detach"
-        )
         at = ctx.receiver_end(func)  # `(10 - idx).numpy()`: after the parentheses
-        text = ".cpu()" if detached or in_no_grad(ctx) else ".detach().cpu()"
+        text = ".cpu()" if _detached(receiver) or in_no_grad(ctx) else ".detach().cpu()"
         yield ctx.finding(self, node, fix=Fix((Edit(at, at, text),), FixSafety.SAFE))
+
+
+def _plain_numpy_call(node: ast.Call) -> bool:
+    """``x.numpy()`` without arguments (``force=True`` copies to the host itself)."""
+    func = node.func
+    if not isinstance(func, ast.Attribute) or func.attr != "numpy" or node.args:
+        return False
+    return keyword(node, "force") is None
+
+
+def _devices_in_play(scope: PortScope, facts: PortFacts) -> bool:
+    """A module's own method (run on the module's device), or user code in a file with models."""
+    if scope.module_method and bool(facts.known.classes):
+        return True
+    return not scope.internal and facts.has_models
+
+
+def _detached(receiver: ast.expr) -> bool:
+    """``x.data`` or ``x.detach()``: already cut from the graph."""
+    if isinstance(receiver, ast.Attribute) and receiver.attr == "data":
+        return True
+    return (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Attribute)
+        and receiver.func.attr == "detach"
+    )
 
 
 _SAME_PLACE = frozenset({"data", "detach", "clone", "float", "double", "long", "int", "squeeze"})
