@@ -130,40 +130,42 @@ class CudaOnlyApi(Rule):
             return
         function = function.removeprefix("memory.")  # `torch.cuda.memory.memory_allocated()`
         if function == "is_available":
-            if not _asserted(ctx) or device_guard(node, ctx) is not None:
-                return  # a choice (TP109's), or a demand inside a branch for CUDA
-            message = f"use `{ctx.torch_name()}.accelerator.is_available()` {_DEMAND}"
-            yield ctx.finding(self, node, message=message)
-            return
-        if function in _DEVICE_MODULE:
+            if _asserted(ctx) and device_guard(node, ctx) is None:
+                # (not reported: a choice, TP109's, or a demand inside a branch for CUDA)
+                message = f"use `{ctx.torch_name()}.accelerator.is_available()` {_DEMAND}"
+                yield ctx.finding(self, node, message=message)
+        elif function in _DEVICE_MODULE:
             if device_guard(node, ctx) is None and not in_device_probe(ctx):
                 t = ctx.torch_name()
                 message = f"use `{t}.get_device_module(device).{function}()` {_WHY}"
                 yield ctx.finding(self, node, message=message)
-            return
-        twin = _TWINS.get(function)
-        if twin is None:
-            return
-        method, kind, safety = twin
-        if device_guard(node, ctx) is not None:
-            return  # a branch for CUDA (ported code) or a CUDA-or-CPU choice (TP109)
-        torch = ctx.torch_at(node)
-        t = torch[0] if torch is not None else ctx.torch_name()
-        args = ", ".join(ctx.segment(a) for a in (*node.args, *node.keywords))
-        call = f"{t}.accelerator.{method}({args})"
-        edit = None
-        if torch is None:
-            pass  # torch is optional here: no `import torch` to add
-        elif kind == "statement":
-            edit = guard_statement(node, call, ctx, t)
-        elif kind == "value":
-            edit = ctx.replace(node, f"({call} if {t}.accelerator.is_available() else 0)")
-        elif kind == "plain" and only_shown(ctx):
-            # A count that decides anything (`n = ...`, `if ... > 1:`) guards CUDA code this
-            # fix cannot see; changing it alone would send that code to MPS/XPU.
-            edit = ctx.replace(node, call)
-        fix = None if edit is None or torch is None else Fix((edit, *torch[1]), safety)
-        yield ctx.finding(self, node, message=f"use `{t}.accelerator.{method}()` {_WHY}", fix=fix)
+        elif function in _TWINS and device_guard(node, ctx) is None:
+            # (not reported: a branch for CUDA, ported code, or a CUDA-or-CPU choice, TP109)
+            yield _accelerator_twin(self, node, _TWINS[function], ctx)
+
+
+def _accelerator_twin(
+    rule: Rule, node: ast.Call, twin: tuple[str, str | None, FixSafety], ctx: Context
+) -> Finding:
+    """The finding for a call ``torch.accelerator`` has a twin of, fixed where that is safe."""
+    method, kind, safety = twin
+    torch = ctx.torch_at(node)
+    t = torch[0] if torch is not None else ctx.torch_name()
+    args = ", ".join(ctx.segment(a) for a in (*node.args, *node.keywords))
+    call = f"{t}.accelerator.{method}({args})"
+    edit = None
+    if torch is None:
+        pass  # torch is optional here: no `import torch` to add
+    elif kind == "statement":
+        edit = guard_statement(node, call, ctx, t)
+    elif kind == "value":
+        edit = ctx.replace(node, f"({call} if {t}.accelerator.is_available() else 0)")
+    elif kind == "plain" and only_shown(ctx):
+        # A count that decides anything (`n = ...`, `if ... > 1:`) guards CUDA code this
+        # fix cannot see; changing it alone would send that code to MPS/XPU.
+        edit = ctx.replace(node, call)
+    fix = None if edit is None or torch is None else Fix((edit, *torch[1]), safety)
+    return ctx.finding(rule, node, message=f"use `{t}.accelerator.{method}()` {_WHY}", fix=fix)
 
 
 _WHY = "instead of the CUDA-only call, so the code sees any accelerator"
