@@ -61,32 +61,53 @@ class BlockingBatchCopy(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if method_name(node) != "to" or keyword(node, "non_blocking") is not None:
-            return
-        target = node.args[0] if node.args else None
-        if (
-            target is None
-            or is_cpu_target(target, ctx)
-            or (ctx.qualname(target) or "").startswith("torch.")
-            or "dtype" in ctx.segment(target).lower()  # `x.to(weight_dtype)`: a cast
-            or isinstance(ctx.parent, ast.Expr)  # a discarded `batch.to(device)`: in place
-        ):
+        if not _a_blocking_move_kept(node, ctx):
             return
         assert isinstance(node.func, ast.Attribute)
-        root: ast.expr = node.func.value
-        while isinstance(root, (ast.Subscript, ast.Attribute)):
-            root = root.value
-        if not isinstance(root, ast.Name):
-            return
-        loop = ctx.loop_of(node)
-        if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _is_loader(loop.iter, ctx):
-            return
-        if _placed_by_prepare(loop.iter, ctx):
-            return  # `accelerator.prepare(loader)`: its batches come on the device
-        if root.id not in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}:
+        root = _root_name(node.func.value)
+        if root is None or not _a_batch_of_a_loader(root, node, ctx):
             return
         fix = Fix((add_keyword(node, "non_blocking=True", ctx),), FixSafety.UNSAFE, _RACE)
         yield ctx.finding(self, node, fix=fix)
+
+
+def _a_blocking_move_kept(node: ast.Call, ctx: Context) -> bool:
+    """``x.to(device)`` without ``non_blocking``, to a device, its result kept.
+
+    Not to the CPU, not a cast to a dtype, not a discarded ``batch.to(device)`` (which
+    moves in place).
+    """
+    if method_name(node) != "to" or keyword(node, "non_blocking") is not None:
+        return False
+    target = node.args[0] if node.args else None
+    return not (
+        target is None
+        or is_cpu_target(target, ctx)
+        or (ctx.qualname(target) or "").startswith("torch.")
+        or "dtype" in ctx.segment(target).lower()  # `x.to(weight_dtype)`: a cast
+        or isinstance(ctx.parent, ast.Expr)  # a discarded `batch.to(device)`: in place
+    )
+
+
+def _root_name(expr: ast.expr) -> ast.Name | None:
+    """The name under subscripts and attributes: ``batch`` of ``batch["x"].ids``."""
+    while isinstance(expr, (ast.Subscript, ast.Attribute)):
+        expr = expr.value
+    return expr if isinstance(expr, ast.Name) else None
+
+
+def _a_batch_of_a_loader(root: ast.Name, node: ast.Call, ctx: Context) -> bool:
+    """``root`` is bound by the ``for`` over a data loader that holds ``node``.
+
+    Not where the file hands the loader to ``accelerator.prepare(loader)``: its
+    batches come on the device.
+    """
+    loop = ctx.loop_of(node)
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not _is_loader(loop.iter, ctx):
+        return False
+    if _placed_by_prepare(loop.iter, ctx):
+        return False
+    return root.id in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
 
 
 _RACE = (

@@ -91,37 +91,50 @@ class CreateThenMove(Rule):
         if not isinstance(made, ast.Call):
             return
         factory = ctx.qualname(made.func)
-        if factory not in TENSOR_FACTORIES or keyword(made, "device") is not None:
+        if factory is None or not _device_would_save_a_copy(made, factory):
             return
-        if factory in _DATA_FACTORIES or _no_elements(made, factory):
-            return  # host values cross either way, or nothing crosses: `device=` saves no copy
-        if any(kw.arg is None for kw in made.keywords):
-            return  # **kwargs may already hold a device
-        if keyword(made, "generator") is not None:
-            return  # drawn from a CPU generator on purpose (same numbers on every device)
-        if method == "cuda":
-            if node.args or any(kw.arg != "non_blocking" for kw in node.keywords):
-                return
-            # Keep the CUDA choice: replacing it is TP101's job (and a `noqa: TP101` keeps it).
-            target = '"cuda"'
-        else:
-            moved = _device_target(node, ctx)
-            if moved is None:
-                return
-            target = ctx.segment(moved)
-        args: list[ast.AST] = [*made.args, *(kw.value for kw in made.keywords)]
-        if args:
-            at = max(ctx.argument_end(made, a) for a in args)
-            add = Edit(at, at, f", device={target}")
-        else:
-            at = ctx.end(made) - 1
-            add = Edit(at, at, f"device={target}")
-        drop = Edit(ctx.receiver_end(node.func), ctx.end(node), "")
-        if factory in RANDOM_FACTORIES:
-            fix = Fix((add, drop), FixSafety.UNSAFE, _OTHER_GENERATOR)
-        else:
-            fix = Fix((add, drop), FixSafety.SAFE)
-        yield ctx.finding(self, node, fix=fix)
+        target = _moved_to(node, method, ctx)
+        if target is not None:
+            yield ctx.finding(self, node, fix=_create_there(node, made, factory, target, ctx))
+
+
+def _device_would_save_a_copy(made: ast.Call, factory: str) -> bool:
+    """A factory given no device, whose values ``device=`` would make there instead."""
+    if factory not in TENSOR_FACTORIES or keyword(made, "device") is not None:
+        return False
+    if factory in _DATA_FACTORIES or _no_elements(made, factory):
+        return False  # host values cross either way, or nothing crosses: no copy saved
+    if any(kw.arg is None for kw in made.keywords):
+        return False  # **kwargs may already hold a device
+    # drawn from a CPU generator on purpose (same numbers on every device)
+    return keyword(made, "generator") is None
+
+
+def _moved_to(node: ast.Call, method: str, ctx: Context) -> str | None:
+    """The source of the device the tensor is moved to, when that is all the call does."""
+    if method == "cuda":
+        if node.args or any(kw.arg != "non_blocking" for kw in node.keywords):
+            return None
+        # Keep the CUDA choice: replacing it is TP101's job (and a `noqa: TP101` keeps it).
+        return '"cuda"'
+    moved = _device_target(node, ctx)
+    return None if moved is None else ctx.segment(moved)
+
+
+def _create_there(node: ast.Call, made: ast.Call, factory: str, target: str, ctx: Context) -> Fix:
+    """``device=target`` given to the factory, and the move dropped."""
+    args: list[ast.AST] = [*made.args, *(kw.value for kw in made.keywords)]
+    if args:
+        at = max(ctx.argument_end(made, a) for a in args)
+        add = Edit(at, at, f", device={target}")
+    else:
+        at = ctx.end(made) - 1
+        add = Edit(at, at, f"device={target}")
+    assert isinstance(node.func, ast.Attribute)
+    drop = Edit(ctx.receiver_end(node.func), ctx.end(node), "")
+    if factory in RANDOM_FACTORIES:
+        return Fix((add, drop), FixSafety.UNSAFE, _OTHER_GENERATOR)
+    return Fix((add, drop), FixSafety.SAFE)
 
 
 _OTHER_GENERATOR = (
