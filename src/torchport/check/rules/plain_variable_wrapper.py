@@ -71,33 +71,36 @@ class PlainVariableWrapper(Rule):
             return
         inner = node.args[0]
         stmt = ctx.parent
-        if (
-            isinstance(stmt, ast.Assign)
-            and stmt.value is node
-            and len(stmt.targets) == 1
-            and isinstance(inner, ast.Name)
-            and isinstance(stmt.targets[0], ast.Name)
-            and stmt.targets[0].id == inner.id
-        ):
-            yield self._drop(node, stmt, ctx)  # `x = Variable(x)`: would leave `x = x`
+        if isinstance(stmt, ast.Assign) and _wraps_itself(stmt, node, inner):
+            yield _drop(self, node, stmt, ctx)  # `x = Variable(x)`: would leave `x = x`
             return
         text = ctx.segment(inner)
         if not isinstance(inner, _ATOMS):
             text = f"({text})"
         yield ctx.finding(self, node, fix=Fix((ctx.replace(node, text),), FixSafety.SAFE))
 
-    def _drop(self, node: ast.Call, stmt: ast.Assign, ctx: Context) -> Finding:
-        """Remove ``x = Variable(x)`` whole, or make it ``pass`` where a block needs a statement."""
-        if not ctx.owns_lines(stmt):
-            return ctx.finding(self, node)  # shares its line: by hand
-        holder = ctx.scopes.parent(stmt)
-        alone = any(
-            getattr(holder, field, None) == [stmt] for field in ("body", "orelse", "finalbody")
-        )
-        if alone:
-            return ctx.finding(self, node, fix=Fix((ctx.replace(stmt, "pass"),), FixSafety.SAFE))
-        starts = ctx._line_starts()
-        last = stmt.end_lineno or stmt.lineno
-        end = starts[last + 1] if last + 1 < len(starts) else len(ctx.source)
-        edit = Edit(starts[stmt.lineno], end, "")
-        return ctx.finding(self, node, fix=Fix((edit,), FixSafety.SAFE))
+
+def _wraps_itself(stmt: ast.Assign, node: ast.Call, inner: ast.expr) -> bool:
+    """``x = Variable(x)``: one name wrapped and bound back to itself."""
+    return (
+        stmt.value is node
+        and len(stmt.targets) == 1
+        and isinstance(inner, ast.Name)
+        and isinstance(stmt.targets[0], ast.Name)
+        and stmt.targets[0].id == inner.id
+    )
+
+
+def _drop(rule: Rule, node: ast.Call, stmt: ast.Assign, ctx: Context) -> Finding:
+    """Remove ``x = Variable(x)`` whole, or make it ``pass`` where a block needs a statement."""
+    if not ctx.owns_lines(stmt):
+        return ctx.finding(rule, node)  # shares its line: by hand
+    holder = ctx.scopes.parent(stmt)
+    alone = any(getattr(holder, field, None) == [stmt] for field in ("body", "orelse", "finalbody"))
+    if alone:
+        return ctx.finding(rule, node, fix=Fix((ctx.replace(stmt, "pass"),), FixSafety.SAFE))
+    starts = ctx._line_starts()
+    last = stmt.end_lineno or stmt.lineno
+    end = starts[last + 1] if last + 1 < len(starts) else len(ctx.source)
+    edit = Edit(starts[stmt.lineno], end, "")
+    return ctx.finding(rule, node, fix=Fix((edit,), FixSafety.SAFE))

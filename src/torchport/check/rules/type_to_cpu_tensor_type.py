@@ -76,19 +76,27 @@ class TypeToCpuTensorType(Rule):
         # `dtype = torch.FloatTensor` then `.type(dtype)`: the name holds the CPU type.
         held = ctx.value_of(arg) if isinstance(arg, ast.Name) else None
         named = arg if held is None else held
-        if not isinstance(named, ast.Attribute) or named.attr not in _DTYPES:
+        if not isinstance(named, ast.Attribute) or not _names_a_cpu_tensor_type(named, ctx):
             return
-        if ctx.qualname(named) != f"torch.{named.attr}":
-            return
-        facts = port_facts(ctx)
-        scope = facts.scope_of.get(id(node))
-        if scope is None:
-            return
-        key = id(node)
-        if not (scope.module_method or key in scope.sink_nodes or key in scope.reach_values):
+        if not _meets_the_device(node, ctx):
             return
         if held is not None:  # the name may serve as a type elsewhere: its dtype here only
             text = f"{ctx.segment(arg)}.dtype"
         else:
             text = f"{ctx.segment(named.value)}.{_DTYPES[named.attr]}"
         yield ctx.finding(self, node, fix=Fix((ctx.replace(arg, text),), FixSafety.SAFE))
+
+
+def _names_a_cpu_tensor_type(named: ast.Attribute, ctx: Context) -> bool:
+    """``torch.FloatTensor`` and the like: torch's CPU tensor types."""
+    return named.attr in _DTYPES and ctx.qualname(named) == f"torch.{named.attr}"
+
+
+def _meets_the_device(node: ast.Call, ctx: Context) -> bool:
+    """In a module's method, or where the value meets a device tensor or model."""
+    facts = port_facts(ctx)
+    scope = facts.scope_of.get(id(node))
+    if scope is None:
+        return False
+    key = id(node)
+    return scope.module_method or key in scope.sink_nodes or key in scope.reach_values
