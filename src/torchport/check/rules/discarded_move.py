@@ -55,19 +55,28 @@ class DiscardedMove(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Expr)
-        call = node.value
-        if not isinstance(call, ast.Call) or method_name(call) not in ("to", "cuda", "cpu"):
+        call = _a_tensor_moved(node.value, ctx)
+        if call is None:
             return
         assert isinstance(call.func, ast.Attribute)
         receiver = call.func.value
-        if probably_module(receiver, ctx) or not probably_tensor(receiver, ctx):
-            return
         fix = None
         if _can_assign_back(receiver, ctx):
             at = ctx.start(node)
             text = f"{ctx.segment(receiver)} = "
             fix = Fix((Edit(at, at, text),), FixSafety.UNSAFE, _LATER_LINES)
         yield ctx.finding(self, call, fix=fix)
+
+
+def _a_tensor_moved(value: ast.expr, ctx: Context) -> ast.Call | None:
+    """``x.to(...)``, ``x.cuda()`` or ``x.cpu()`` of what is probably a tensor, not a module."""
+    if not isinstance(value, ast.Call) or method_name(value) not in ("to", "cuda", "cpu"):
+        return None
+    assert isinstance(value.func, ast.Attribute)
+    receiver = value.func.value
+    if probably_module(receiver, ctx) or not probably_tensor(receiver, ctx):
+        return None
+    return value
 
 
 def _can_assign_back(receiver: ast.expr, ctx: Context) -> bool:

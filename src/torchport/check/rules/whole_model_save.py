@@ -53,12 +53,15 @@ class WholeModelSave(Rule):
         if called(node, ctx, _SAVE) != "torch.save":  # first: rules out almost every call
             return
         saved = _saved_object(node)
-        if saved is None:
-            return
-        values = saved.values if isinstance(saved, ast.Dict) else [saved]
-        culprit = next((v for v in values if v is not None and whole_module(v, ctx)), None)
+        culprit = None if saved is None else _whole_module_saved(saved, ctx)
         if culprit is not None:
             yield ctx.finding(self, culprit)
+
+
+def _whole_module_saved(saved: ast.expr, ctx: Context) -> ast.expr | None:
+    """The whole ``nn.Module`` saved: ``saved`` itself, or the first value of a dict literal."""
+    values = saved.values if isinstance(saved, ast.Dict) else [saved]
+    return next((v for v in values if v is not None and whole_module(v, ctx)), None)
 
 
 def _saved_object(call: ast.Call) -> ast.expr | None:
