@@ -12,7 +12,8 @@ import ast
 import weakref
 
 from torchport.check._context import Context
-from torchport.check._match import probably_module, probably_tensor
+from torchport.check._match import in_tests, probably_module, probably_tensor
+from torchport.check.rules._torch_code import binds_torch
 
 __all__ = [
     "decides_the_loop",
@@ -245,3 +246,41 @@ def _facts(loop: ast.AST) -> tuple[bool, frozenset[str]]:
     found = (stops, frozenset(read(tests)))
     _FACTS[loop] = found
     return found
+
+
+def nothing_new_to_wait_for(node: ast.Call, value: ast.expr, ctx: Context) -> bool:
+    """A read of a result already computed, in a loop that launches no device work."""
+    computed_here = isinstance(value, ast.Call)  # `x.sum().item()`: an op, then a read
+    return not computed_here and not launches_device_work(ctx.loop_of(node), ctx)
+
+
+def the_wait_is_needed(node: ast.Call, method: str, ctx: Context) -> bool:
+    """The loop needs the value now, or reading each step is the point."""
+    if decides_the_loop(node, ctx) or streams(ctx) or in_tests(ctx):
+        return True
+    if stops_on_what_it_computes(ctx.loop_of(node)):
+        return True  # a decoding loop waits every iteration to decide whether to go on
+    return method == "item" and indexes_on_host(node, ctx)  # `vocab[pred.item()]`
+
+
+def prints_a_tensor_every_iteration(node: ast.Call, func: ast.expr, ctx: Context) -> bool:
+    """``print(tensor)`` in every iteration of a loop that launches device work."""
+    return (
+        isinstance(func, ast.Name)
+        and func.id == "print"
+        and any(probably_tensor(a, ctx) for a in node.args)
+        and every_iteration(node, ctx)
+        and launches_device_work(ctx.loop_of(node), ctx)
+        and binds_torch(ctx)
+    )
+
+
+def not_a_device_value(receiver: ast.expr, ctx: Context) -> bool:
+    """``row.values`` (pandas: a tensor's ``values`` is a method), or code named for the CPU."""
+    if isinstance(receiver, ast.Attribute) and receiver.attr == "values":
+        return True
+    return any(
+        isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (outer.name.endswith("_cpu") or "_cpu_" in outer.name)
+        for outer in ctx.ancestors
+    )

@@ -137,3 +137,45 @@ def submodules(cls: ast.ClassDef, facts: PortFacts) -> set[str]:
             ):
                 found.add(target.attr)
     return found
+
+
+# Uses of a parameter that show it is a tensor.
+_TENSOR_USES = frozenset(
+    {"size", "shape", "device", "dim", "view", "reshape", "unsqueeze", "permute", "transpose",
+     "contiguous", "float", "long", "masked_fill", "new_zeros", "new_ones", "expand"}
+)  # fmt: skip
+
+
+def device_of_the_inputs(
+    method: ast.FunctionDef, nodes: list[ast.AST], facts: PortFacts, cls: ast.ClassDef | None
+) -> str:
+    """``x.device`` for the first parameter known to be a tensor, else the parameters' device.
+
+    Known: used as one (``x.size(0)``, ``x.view(...)``, ``x.device``) or given
+    to a submodule the class builds (``self.fc(x)``). A parameter annotated
+    with another type, or only passed to some method (``self.reset(name)``:
+    a string as often as not), gives no device: ``.device`` of a string raises.
+    """
+    parents = facts.parents
+    built = submodules(cls, facts) if cls is not None else set()
+    params = [*method.args.posonlyargs, *method.args.args][1:]
+    for param in params:
+        note = param.annotation
+        if note is not None and not tensor_annotation(note):
+            continue
+        for n in nodes:
+            if not (isinstance(n, ast.Name) and n.id == param.arg):
+                continue
+            parent = parents.get(id(n))
+            if isinstance(parent, ast.Attribute) and parent.attr in _TENSOR_USES:
+                return f"{param.arg}.device"
+            if (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Attribute)
+                and isinstance(parent.func.value, ast.Name)
+                and parent.func.value.id == "self"
+                and parent.func.attr in built
+                and n in parent.args
+            ):
+                return f"{param.arg}.device"  # given to a submodule: a tensor
+    return "next(self.parameters()).device"

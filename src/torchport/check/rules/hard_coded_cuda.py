@@ -14,14 +14,12 @@ from torchport.check._match import (
     forwards_to_super,
     keyword,
     method_name,
-    receiver_end,
     takes_a_device,
 )
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
 from torchport.check.rules._cuda_choice import left_alone
-from torchport.check.rules._snippets import DEVICE_LINE, DROPS_INDEX
-from torchport.check.semantic._carried import device_for_fix
-from torchport.check.semantic._receivers import value_fixable
+from torchport.check.rules._cuda_device_fixes import dot_cuda_to_device, replace_device
+from torchport.check.rules._snippets import DEVICE_LINE
 
 _DEVICE = frozenset({"device"})
 _GUARDED = (
@@ -128,8 +126,8 @@ class HardCodedCuda(Rule):
         if not isinstance(node, ast.Call):
             yield from _cuda_settings(self, node, ctx)
             return
-        if _tensor_dot_cuda(node, ctx):
-            yield _dot_cuda(self, node, ctx)
+        if _tensordot_cuda_to_device(node, ctx):
+            yield dot_cuda_to_device(self, node, ctx)
             return
         made = _torch_device_of_cuda(node, ctx)
         if made is not None:
@@ -148,7 +146,7 @@ def _cuda_settings(rule: Rule, node: ast.AST, ctx: Context) -> Iterator[Finding]
             yield ctx.finding(rule, setting)
 
 
-def _tensor_dot_cuda(node: ast.Call, ctx: Context) -> bool:
+def _tensordot_cuda_to_device(node: ast.Call, ctx: Context) -> bool:
     """``x.cuda(...)`` on a value (not ``torch.cuda``, not ``super().cuda()`` passing it on)."""
     return (
         method_name(node) == "cuda"
@@ -176,7 +174,7 @@ def _torch_device(
     if any(not isinstance(i, ast.Constant) for i in index):
         return ctx.finding(rule, node)  # `torch.device("cuda", rank)`: by hand
     exact = value == "cuda" and not index
-    return _replace_device(rule, node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
+    return replace_device(rule, node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
 
 
 def _cuda_device_arguments(rule: Rule, node: ast.Call, ctx: Context) -> Iterator[Finding]:
@@ -189,47 +187,4 @@ def _cuda_device_arguments(rule: Rule, node: ast.Call, ctx: Context) -> Iterator
                 yield ctx.finding(rule, target)  # `dict(device="cuda")`, a user helper
                 continue
             safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
-            yield _replace_device(rule, target, ctx, safety, whole=False)
-
-
-def _replace_device(
-    rule: Rule, node: ast.expr, ctx: Context, safety: FixSafety, *, whole: bool = True
-) -> Finding:
-    """The finding for a CUDA device value, fixed to the portable device where one is safe."""
-    parent, changes = ctx.parent, DROPS_INDEX if safety is FixSafety.UNSAFE else ""
-    if not value_fixable(node, ctx):
-        return ctx.finding(rule, node)  # data, CUDA failing on purpose, an index it picks
-    if whole and isinstance(parent, ast.Assign) and parent.value is node:
-        # `device = torch.device("cuda")` itself: bind the portable expression instead.
-        torch = ctx.torch_at(node)
-        if torch is None:
-            return ctx.finding(rule, node)
-        edits = (ctx.replace(node, ctx.device_expr(torch[0])), *torch[1])
-        return ctx.finding(rule, node, fix=Fix(edits, safety, changes))
-    found = device_for_fix(node, ctx)
-    if found is None:
-        return ctx.finding(rule, node)  # no name is safely the device here: by hand
-    name, edits, follows = found
-    if follows:
-        safety, changes = FixSafety.UNSAFE, "; ".join(filter(None, (changes, follows)))
-    return ctx.finding(rule, node, fix=Fix((ctx.replace(node, name), *edits), safety, changes))
-
-
-def _dot_cuda(rule: Rule, node: ast.Call, ctx: Context) -> Finding:
-    """The finding for ``x.cuda()``: fixed to ``.to(device)`` where the index is constant."""
-    index = node.args[0] if node.args else keyword(node, "device")
-    index = index.value if isinstance(index, ast.keyword) else index
-    if (index is not None and not isinstance(index, ast.Constant)) or not value_fixable(
-        node, ctx
-    ):  # `.cuda(rank)` (the index matters), or not known to be torch's `.cuda()`
-        return ctx.finding(rule, node)
-    extra = [ctx.segment(kw) for kw in node.keywords if kw.arg not in ("device", None)]
-    found = device_for_fix(node, ctx)
-    if found is None or any(kw.arg is None for kw in node.keywords):
-        return ctx.finding(rule, node)  # no name is safely the device here: by hand
-    name, edits, follows = found
-    text = ".to(" + ", ".join([name, *extra]) + ")"
-    replace = Edit(receiver_end(node, ctx), ctx.end(node), text)
-    safety = FixSafety.SAFE if index is None and not follows else FixSafety.UNSAFE
-    changes = "; ".join(filter(None, (DROPS_INDEX if index is not None else "", follows)))
-    return ctx.finding(rule, node, fix=Fix((replace, *edits), safety, changes))
+            yield replace_device(rule, target, ctx, safety, whole=False)

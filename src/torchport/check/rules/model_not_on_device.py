@@ -112,10 +112,9 @@ _PLACED_BY_LOADER = (
 
 
 def _scope_of_a_whole_model_built(node: ast.Call, facts: PortFacts) -> PortScope | None:
-    """Where a whole model is built by ``node`` (here, or by another module's factory).
+    """Where ``node`` builds a whole model (here, or by another module's factory).
 
-    None for code the port does not reach, a stateless module, or a part of a bigger
-    model (moved with it).
+    None for code the port does not reach, a stateless module, or a part of a model.
     """
     known = facts.known
     if not (known.constructor(node) or known.project_factory(node)):

@@ -9,7 +9,7 @@ from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import is_move
 from torchport.check.port._facts import port_facts
-from torchport.check.rules.tensor_on_cpu_in_module import device_of_the_inputs
+from torchport.check.rules._module_tensors import device_of_the_inputs
 
 _CLASS = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
 

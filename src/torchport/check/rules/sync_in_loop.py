@@ -6,16 +6,15 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import in_tests, method_name, probably_tensor
+from torchport.check._match import method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._loops import (
-    decides_the_loop,
     every_iteration,
-    indexes_on_host,
-    launches_device_work,
+    not_a_device_value,
+    nothing_new_to_wait_for,
+    prints_a_tensor_every_iteration,
     read_on_host,
-    stops_on_what_it_computes,
-    streams,
+    the_wait_is_needed,
 )
 from torchport.check.rules._torch_code import binds_torch
 from torchport.check.semantic._residence import known_on_cpu
@@ -140,18 +139,18 @@ class SyncInLoop(Rule):
         func = node.func
         if isinstance(func, ast.Attribute):
             value = _value_read_every_iteration(node, func, ctx)
-            if value is None or _not_a_device_value(value, ctx):
+            if value is None or not_a_device_value(value, ctx):
                 return
-            if _nothing_new_to_wait_for(node, value, ctx):
+            if nothing_new_to_wait_for(node, value, ctx):
                 return  # reads of results already computed: only the first one waits
-            if _the_wait_is_needed(node, func.attr, ctx):
+            if the_wait_is_needed(node, func.attr, ctx):
                 return
             if not binds_torch(ctx):  # late: it builds the scope analysis
                 return  # no torch in the module: its `.tolist()` reads another library's values
             if known_on_cpu(value, ctx):  # last: it may build the scope analysis
                 return  # already on the CPU: nothing to wait for
             yield ctx.finding(self, node, message=_read_message(func.attr))
-        elif _prints_a_tensor_every_iteration(node, func, ctx):
+        elif prints_a_tensor_every_iteration(node, func, ctx):
             message = "`print(tensor)` in a loop waits for the device; print every N steps"
             yield ctx.finding(self, node, message=message)
 
@@ -183,47 +182,9 @@ def _value_read_every_iteration(
     return receiver
 
 
-def _nothing_new_to_wait_for(node: ast.Call, value: ast.expr, ctx: Context) -> bool:
-    """A read of a result already computed, in a loop that launches no device work."""
-    computed_here = isinstance(value, ast.Call)  # `x.sum().item()`: an op, then a read
-    return not computed_here and not launches_device_work(ctx.loop_of(node), ctx)
-
-
-def _the_wait_is_needed(node: ast.Call, method: str, ctx: Context) -> bool:
-    """The loop needs the value now, or reading each step is the point."""
-    if decides_the_loop(node, ctx) or streams(ctx) or in_tests(ctx):
-        return True
-    if stops_on_what_it_computes(ctx.loop_of(node)):
-        return True  # a decoding loop waits every iteration to decide whether to go on
-    return method == "item" and indexes_on_host(node, ctx)  # `vocab[pred.item()]`
-
-
 def _read_message(method: str) -> str:
     return f"`.{method}()` in a loop waits for the device every iteration; " + (
         "accumulate on the device and read once after the loop"
         if method == "item"
         else "collect on the device (`torch.stack`) and copy once after the loop"
-    )
-
-
-def _prints_a_tensor_every_iteration(node: ast.Call, func: ast.expr, ctx: Context) -> bool:
-    """``print(tensor)`` in every iteration of a loop that launches device work."""
-    return (
-        isinstance(func, ast.Name)
-        and func.id == "print"
-        and any(probably_tensor(a, ctx) for a in node.args)
-        and every_iteration(node, ctx)
-        and launches_device_work(ctx.loop_of(node), ctx)
-        and binds_torch(ctx)
-    )
-
-
-def _not_a_device_value(receiver: ast.expr, ctx: Context) -> bool:
-    """``row.values`` (pandas: a tensor's ``values`` is a method), or code named for the CPU."""
-    if isinstance(receiver, ast.Attribute) and receiver.attr == "values":
-        return True
-    return any(
-        isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef)
-        and (outer.name.endswith("_cpu") or "_cpu_" in outer.name)
-        for outer in ctx.ancestors
     )
