@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.port._facts import port_facts
+from torchport.check.port._facts import PortFacts, PortScope, port_facts
 
 _HEAD = "import numpy as np\nimport torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 
@@ -51,27 +51,43 @@ class DeviceTensorToNumpy(Rule):
         if scope is None or scope.internal:
             return
         if isinstance(node, ast.Call):
-            if not (ctx.qualname(node.func) or "").startswith("numpy."):
-                return
-            args = [*node.args, *(k.value for k in node.keywords)]
-            if any(facts.on_device(a, scope) for a in args):
+            if _numpy_given_a_device_tensor(node, scope, facts, ctx):
                 yield ctx.finding(self, node)
             return
         assert isinstance(node, ast.Compare)
-        operands = [node.left, *node.comparators]
-        if not any(facts.on_device(o, scope) for o in operands):
-            return
-        for operand in operands:
-            if not isinstance(operand, ast.Name):
-                continue
+        array = _numpy_array_compared_with_a_device_tensor(node, scope, facts, ctx)
+        if array is not None:
+            message = (
+                f"call `.cpu()` on the model's output before comparing it with the numpy "
+                f"array `{array}` (or make `{array}` a tensor on `device`)"
+            )
+            yield ctx.finding(self, node, message=message)
+
+
+def _made_by_numpy(value: ast.AST, ctx: Context) -> bool:
+    return isinstance(value, ast.Call) and (ctx.qualname(value.func) or "").startswith("numpy.")
+
+
+def _numpy_given_a_device_tensor(
+    node: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context
+) -> bool:
+    """``np.mean(out)`` with ``out`` on the device."""
+    if not _made_by_numpy(node, ctx):
+        return False
+    args = [*node.args, *(k.value for k in node.keywords)]
+    return any(facts.on_device(a, scope) for a in args)
+
+
+def _numpy_array_compared_with_a_device_tensor(
+    node: ast.Compare, scope: PortScope, facts: PortFacts, ctx: Context
+) -> str | None:
+    """The name of a numpy array compared with a device tensor (``pred == labels``)."""
+    operands = [node.left, *node.comparators]
+    if not any(facts.on_device(o, scope) for o in operands):
+        return None
+    for operand in operands:
+        if isinstance(operand, ast.Name):
             values = facts.bindings(operand.id, scope)
-            if values and all(
-                isinstance(v, ast.Call) and (ctx.qualname(v.func) or "").startswith("numpy.")
-                for v in values
-            ):
-                message = (
-                    f"call `.cpu()` on the model's output before comparing it with the numpy "
-                    f"array `{operand.id}` (or make `{operand.id}` a tensor on `device`)"
-                )
-                yield ctx.finding(self, node, message=message)
-                return
+            if values and all(_made_by_numpy(v, ctx) for v in values):
+                return operand.id
+    return None
