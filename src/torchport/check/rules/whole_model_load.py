@@ -120,20 +120,29 @@ class WholeModelLoad(Rule):
         assert isinstance(node, ast.Call)
         if not is_load(node, ctx):  # first: one set lookup rules out almost every call
             return
-        parent = ctx.parent
-        used_as_module = False
-        if isinstance(parent, ast.Attribute) and parent.attr in _MODULE_METHODS:
-            used_as_module = True
-        elif isinstance(parent, ast.Assign) and parent.value is node:
-            used_as_module = any(whole_module(t, ctx) for t in parent.targets) or any(
-                isinstance(t, ast.Name) and _used_as_module(t.id, ctx) for t in parent.targets
-            )
-        if not used_as_module or explicit_weights_only(node) is not None:
+        if not _loaded_as_a_module(node, ctx) or explicit_weights_only(node) is not None:
             return
         if any(kw.arg in (None, "weights_only") for kw in node.keywords):
             return  # `**kw` or a non-constant flag: TP305 / the caller decide
-        if _under_safe_globals(ctx) or in_old_torch_fallback(
-            ctx, lambda c: is_load(c, ctx) and explicit_weights_only(c) is not None
-        ):
+        if _under_safe_globals(ctx) or _fallback_for_old_torch(ctx):
             return  # the `except TypeError:` arm runs only on torches without weights_only
         yield ctx.finding(self, node)
+
+
+def _loaded_as_a_module(node: ast.Call, ctx: Context) -> bool:
+    """The load's result is used as an ``nn.Module``: a method called, or bound to a module."""
+    parent = ctx.parent
+    if isinstance(parent, ast.Attribute) and parent.attr in _MODULE_METHODS:
+        return True
+    if not (isinstance(parent, ast.Assign) and parent.value is node):
+        return False
+    return any(whole_module(t, ctx) for t in parent.targets) or any(
+        isinstance(t, ast.Name) and _used_as_module(t.id, ctx) for t in parent.targets
+    )
+
+
+def _fallback_for_old_torch(ctx: Context) -> bool:
+    """In the fallback of a ``try`` whose body loads with ``weights_only``."""
+    return in_old_torch_fallback(
+        ctx, lambda c: is_load(c, ctx) and explicit_weights_only(c) is not None
+    )
