@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
-from torchport.check.port._facts import PortFacts
+from torchport.check.port._facts import PortFacts, PortScope
 
 __all__ = [
     "HELD_APART",
@@ -179,3 +179,12 @@ def device_of_the_inputs(
             ):
                 return f"{param.arg}.device"  # given to a submodule: a tensor
     return "next(self.parameters()).device"
+
+
+def method_of_a_module(scope: PortScope | None) -> ast.FunctionDef | None:
+    """The ``nn.Module`` method (with ``self`` first) that holds the call, if it is in one."""
+    if scope is None or not scope.module_method or not isinstance(scope.node, ast.FunctionDef):
+        return None
+    method = scope.node
+    params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
+    return method if params and params[0] == "self" else None

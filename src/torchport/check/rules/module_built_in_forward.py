@@ -9,7 +9,7 @@ from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.port._calls import is_move
 from torchport.check.port._facts import port_facts
-from torchport.check.rules._module_tensors import device_of_the_inputs
+from torchport.check.rules._module_tensors import device_of_the_inputs, method_of_a_module
 
 _CLASS = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
 
@@ -56,16 +56,13 @@ class ModuleBuiltInForward(Rule):
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
-        method = scope.node if scope is not None else None
-        if scope is None or not scope.module_method or not isinstance(method, ast.FunctionDef):
+        method = method_of_a_module(scope)
+        if scope is None or method is None:
             return
         if method.name == "__init__" or not facts.known.constructor(node):
             return
         if facts.known.stateless(node):
             return  # `nn.ReLU()`: no tensors to be anywhere
-        params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
-        if not params or params[0] != "self":
-            return
         parent = facts.parents.get(id(node))
         if isinstance(parent, ast.Attribute) and is_move(facts.parents.get(id(parent), parent)):
             return

@@ -15,6 +15,7 @@ from torchport.check.rules._module_tensors import (
     OPTIMIZER_STATE,
     device_of_the_inputs,
     held_apart,
+    method_of_a_module,
     subclasses_optimizer,
     zero_dim,
 )
@@ -116,7 +117,7 @@ class TensorOnCpuInModule(Rule):
             if not zero_dim(node, name):  # a 0-dim tensor mixes with any device
                 yield ctx.finding(self, node, message=OPTIMIZER_STATE)
             return
-        method = _method_of_a_module(scope)
+        method = method_of_a_module(scope)
         if scope is None or method is None:
             return
         if method.name == "__init__":
@@ -141,15 +142,6 @@ def _creator_without_device(node: ast.Call, ctx: Context) -> str | None:
 def _in_an_optimizer(scope: PortScope | None, ctx: Context) -> bool:
     """A method of a class that subclasses an optimizer: its state follows the parameters."""
     return scope is not None and scope.cls is not None and subclasses_optimizer(scope.cls, ctx)
-
-
-def _method_of_a_module(scope: PortScope | None) -> ast.FunctionDef | None:
-    """The ``nn.Module`` method (with ``self`` first) that holds the call, if it is in one."""
-    if scope is None or not scope.module_method or not isinstance(scope.node, ast.FunctionDef):
-        return None
-    method = scope.node
-    params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
-    return method if params and params[0] == "self" else None
 
 
 def _moved_or_kept_on_the_cpu(
