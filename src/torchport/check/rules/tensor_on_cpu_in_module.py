@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
-from torchport.check.port._facts import PortFacts, port_facts
 from torchport.check.rules._module_tensors import (
     HELD_APART,
     OPTIMIZER_STATE,
@@ -19,6 +18,9 @@ from torchport.check.rules._module_tensors import (
     tensor_annotation,
     zero_dim,
 )
+
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortFacts
 
 # Uses of a parameter that show it is a tensor.
 _TENSOR_USES = frozenset(
@@ -112,6 +114,9 @@ class TensorOnCpuInModule(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
+        from torchport.check.port._facts import port_facts
+
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
         if name not in CREATORS and name not in TYPED_CONSTRUCTORS:
