@@ -292,26 +292,11 @@ def test_value_of_agrees_with_the_scope_map_on_every_read(source: str) -> None:
         assert fast.value_of(name) is full.scopes.value_of(name), ast.unparse(name)
 
 
-@given(
-    st.lists(
-        st.sampled_from(
-            [
-                "x = 1",
-                "x: int = 2",
-                "x += 1",
-                "y = x",
-                "del x",
-                "(x := 3)",
-                "for x in y: pass",
-                "def x(): pass",
-                "import x",
-                "print(x)",
-            ]
-        ),
-        min_size=1,
-        max_size=8,
-    )  # fmt: skip
-)
+_STATEMENTS = ["x = 1", "x: int = 2", "x += 1", "y = x", "del x", "(x := 3)",
+               "for x in y: pass", "def x(): pass", "import x", "print(x)"]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_STATEMENTS), min_size=1, max_size=8))
 def test_value_of_agrees_on_generated_modules(lines: list[str]) -> None:
     source = "\n".join(lines) + "\nprint(x, y if 0 else 1)\n"
     try:
