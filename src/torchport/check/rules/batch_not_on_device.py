@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._port import BatchMove, PortFacts, batch_plan, cpu_keys, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
-
-if TYPE_CHECKING:
-    from torchport.check.port._batches import BatchMove
-    from torchport.check.port._facts import PortFacts
 
 _HEAD = (
     "import torch\nfrom torch.utils.data import DataLoader\n\n"
@@ -106,9 +102,6 @@ class BatchNotOnDevice(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        from torchport.check.port._batches import batch_plan
-        from torchport.check.port._facts import port_facts
-
         plan = batch_plan(ctx)
         facts = port_facts(ctx)
         for element in plan.elements:
@@ -153,8 +146,6 @@ def _fix(move: BatchMove, facts: PortFacts, ctx: Context) -> Fix | None:
 
 def _insertion(move: BatchMove, device: str, t: str, ctx: Context) -> Edit | None:
     """The statements moving the batch, inserted after its binding (None: no safe place)."""
-    from torchport.check.port._collate import cpu_keys
-
     anchor = move.anchor
     nl = ctx.newline
     starts = ctx._line_starts()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
@@ -18,9 +17,7 @@ from torchport.check.rules._module_tensors import (
     tensor_annotation,
     zero_dim,
 )
-
-if TYPE_CHECKING:
-    from torchport.check.port._facts import PortFacts
+from torchport.check.rules._port import PortFacts, is_move, port_facts
 
 # Uses of a parameter that show it is a tensor.
 _TENSOR_USES = frozenset(
@@ -114,8 +111,7 @@ class TensorOnCpuInModule(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
-        from torchport.check.port._facts import port_facts
+        from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS  # on first use
 
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
