@@ -33,7 +33,6 @@ patterns are relative to the working folder, as Ruff reads them).
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
 from collections.abc import Sequence
@@ -206,6 +205,8 @@ def _table(data: dict[str, object], source: Path) -> Config:
     unknown = sorted(set(data) - set(_KEYS))
     if unknown:
         key = unknown[0]
+        import difflib  # the error path alone
+
         close = difflib.get_close_matches(key, _KEYS, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(_KEYS)}"
         raise ConfigError(f"unknown key {key!r} in [tool.torchport] of {source}{hint}")

@@ -27,17 +27,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import InvalidStateError, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from torchport.check._rule import Finding, Rule
 from torchport.check.files._cache import CheckCache, cache_folder
 from torchport.check.files._config import Config, ConfigResolver
 from torchport.check.files._plan import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, Plan, chunked, plan
 from torchport.check.files._work import Chunk, FileError, FileFix, Report, check_chunk, fix_chunk
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -143,6 +144,8 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     manager = getattr(pool, "_executor_manager_thread", None)
     previous = threading.excepthook
 
+    from concurrent.futures import InvalidStateError
+
     def quiet(args: threading.ExceptHookArgs) -> None:
         if args.thread is not manager or not isinstance(args.exc_value, InvalidStateError):
             previous(args)
@@ -183,6 +186,10 @@ def _map(
             progress(done, total)
 
     if jobs > 1 and len(chunks) > 1:
+        # Imported here: the pool costs a one-file run a tenth of its start-up.
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             pool = ProcessPoolExecutor(
                 max_workers=min(jobs, len(chunks)),

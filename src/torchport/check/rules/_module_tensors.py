@@ -7,9 +7,12 @@ optimizer subclass makes: both stay on the CPU when the model moves.
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
-from torchport.check.port._facts import PortFacts
+
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortFacts
 
 __all__ = [
     "HELD_APART",

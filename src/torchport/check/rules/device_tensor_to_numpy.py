@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.port._facts import port_facts
 
 _HEAD = "import numpy as np\nimport torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 
@@ -46,6 +45,8 @@ class DeviceTensorToNumpy(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._facts import port_facts
+
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
         if scope is None or scope.internal:

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import port_facts
 
 _HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 _NESTED = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -53,6 +52,8 @@ class ItemCountPerBatch(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._facts import port_facts
+
         assert isinstance(node, (ast.For, ast.AsyncFor))
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
@@ -148,6 +149,8 @@ def _starts_at_int(name: str, loop: ast.AST, holders: list[ast.AST], ctx: Contex
     a statement of the loop's block or of a ``with`` around it, and nothing reads
     or binds ``name`` between it and the loop.
     """
+    from torchport.check.port._facts import port_facts
+
     scopes = ctx.scopes
     binding = scopes.reaching(name, loop)
     if binding is None:

@@ -7,8 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import port_facts
-from torchport.check.port._models import MODEL_METHODS
 from torchport.check.rules._snippets import DEVICE_LINE
 
 
@@ -83,6 +81,9 @@ class ModelNotOnDevice(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._facts import port_facts
+        from torchport.check.port._models import MODEL_METHODS
+
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
         known = facts.known

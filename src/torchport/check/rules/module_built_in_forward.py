@@ -7,8 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import is_move
-from torchport.check.port._facts import port_facts
 from torchport.check.rules.tensor_on_cpu_in_module import TensorOnCpuInModule
 
 _CLASS = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
@@ -53,6 +51,9 @@ class ModuleBuiltInForward(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._calls import is_move
+        from torchport.check.port._facts import port_facts
+
         assert isinstance(node, ast.Call)
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))

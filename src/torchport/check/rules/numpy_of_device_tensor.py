@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import in_no_grad, keyword
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.Linear(4, 2).to(device)\n"
@@ -61,6 +60,8 @@ class NumpyOfDeviceTensor(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._facts import port_facts
+
         assert isinstance(node, ast.Call)
         func = node.func
         if not isinstance(func, ast.Attribute) or func.attr != "numpy" or node.args:

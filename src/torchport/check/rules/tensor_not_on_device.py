@@ -8,16 +8,12 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
-from torchport.check.port._chains import cast_end, initialized
-from torchport.check.port._facts import port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
 # Made from host data or drawn from the CPU's generator: moved after creation, so the
 # values stay exactly those the CPU run sees. The typed constructors take no device; the
 # in-place initializers chained to them (`torch.Tensor(2, 3).uniform_()`) draw before the move.
-_MOVE_AFTER = RANDOM_FACTORIES | TYPED_CONSTRUCTORS | {"torch.from_numpy"}
 
 
 class TensorNotOnDevice(Rule):
@@ -108,6 +104,10 @@ class TensorNotOnDevice(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
+        from torchport.check.port._chains import cast_end, initialized
+        from torchport.check.port._facts import port_facts
+
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
         facts = port_facts(ctx)
@@ -148,7 +148,12 @@ class TensorNotOnDevice(Rule):
             moved = ctx.append_call(cast, f".to({device})")
         elif name in TYPED_CONSTRUCTORS:  # after the initializers chained to it: drawn on the CPU
             moved = ctx.append_call(initialized(node, facts.parents), f".to({device})")
-        elif helper or name in _MOVE_AFTER:
+        elif (
+            helper
+            or name in RANDOM_FACTORIES
+            or name in TYPED_CONSTRUCTORS
+            or name == "torch.from_numpy"
+        ):
             moved = move_after(node, device, ctx)
         else:
             moved = (add_keyword(node, f"device={device}", ctx),)

@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
-from torchport.check.port._facts import PortFacts, port_facts
 from torchport.check.rules._module_tensors import (
     HELD_APART,
     OPTIMIZER_STATE,
@@ -19,6 +17,7 @@ from torchport.check.rules._module_tensors import (
     tensor_annotation,
     zero_dim,
 )
+from torchport.check.rules._port import PortFacts, is_move, port_facts
 
 # Uses of a parameter that show it is a tensor.
 _TENSOR_USES = frozenset(
@@ -112,6 +111,8 @@ class TensorOnCpuInModule(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS  # on first use
+
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
         if name not in CREATORS and name not in TYPED_CONSTRUCTORS:

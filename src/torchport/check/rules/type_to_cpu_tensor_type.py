@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import port_facts
 
 # The CPU tensor types and the dtype each one holds.
 _DTYPES = {
@@ -66,6 +65,8 @@ class TypeToCpuTensorType(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._facts import port_facts
+
         assert isinstance(node, ast.Call)
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "type" and len(node.args) == 1):
