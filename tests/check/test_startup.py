@@ -15,8 +15,8 @@ from pathlib import Path
 
 # torchport's modules a default check of a 3-line file may import: the command line
 # (6), the engine and its semantic model (~30), the file runner (~13), every shipped
-# rule module (the registry lists them all), and a little room.
-MODULE_BUDGET = 115
+# rule module (61: the registry lists them all), and a little room.
+MODULE_BUDGET = 120
 NEVER = ("torch", "numpy", "concurrent.futures.process", "multiprocessing", "xml")
 
 
