@@ -22,9 +22,11 @@ from torchport.place import (
     call_own_to,
     copy_failure,
     flatten_batch,
+    move_whole,
     pick_device,
     resolve_device,
     settled,
+    whole_tensors,
 )
 
 __all__ = ["DeviceLoader", "FeedStats"]
@@ -113,6 +115,14 @@ class _InFlight:
     nbytes: int
     copies: int
     packed: bool
+
+
+@dataclass(slots=True)
+class _Whole:
+    """A batch that is one object with its own ``.to``, moved whole at hand-over."""
+
+    batch: Any
+    tensors: list[torch.Tensor]
 
 
 def _to(device: torch.device) -> Callable[[Any], Any]:
@@ -421,6 +431,10 @@ class DeviceLoader(Generic[_T]):
             raise failure from exc
 
     def _copy_blocking(self, batch: _T) -> _T:
+        inside = whole_tensors(batch)
+        if inside is not None:  # one object with its own .to (PyG, TensorDict): moved whole
+            self._count(len(inside), 0, 0, False)
+            return cast(_T, move_whole(batch, inside, self._device, False))
         layout = flatten_batch(batch)
         tensors = layout.to_copy()  # not those an object's own .to moves
         device = self._device
@@ -459,8 +473,11 @@ class DeviceLoader(Generic[_T]):
 
         return prefetch()
 
-    def _issue(self, batch: _T, stream: torch.Stream) -> _InFlight:
+    def _issue(self, batch: _T, stream: torch.Stream) -> _InFlight | _Whole:
         """Queues one batch's host-to-device copies on the side stream; never waits for compute."""
+        inside = whole_tensors(batch)
+        if inside is not None:  # its own .to moves it at hand-over, on the caller's stream
+            return _Whole(batch, inside)
         layout = flatten_batch(batch)
         tensors = layout.tensors
         device = self._device
@@ -488,9 +505,12 @@ class DeviceLoader(Generic[_T]):
             event.record(stream)
         return _InFlight(layout, moved, fresh, event, nbytes, copies, packed and copies == 1)
 
-    def _hand_over(self, item: _InFlight) -> _T:
+    def _hand_over(self, item: _InFlight | _Whole) -> _T:
         """Makes the caller's stream wait for the batch's copies; the host does not wait."""
         device = self._device
+        if isinstance(item, _Whole):
+            self._count(len(item.tensors), 0, 0, False)
+            return cast(_T, move_whole(item.batch, item.tensors, device, False))
         consumer = hardware.current_stream(device)
         consumer.wait_event(item.event)
         for t in item.fresh:

@@ -24,6 +24,7 @@ from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
 from torchport.place._lasting import lasting
+from torchport.place._leaf_kinds import OBJECT_NODES
 from torchport.place._objects import refusal
 from torchport.place._own_to import call_own_to
 from torchport.place._redirected import ACTIVE as _REDIRECTS
@@ -32,6 +33,7 @@ from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
 from torchport.place._uncopyable import COPY_FAILURES, copy_failure
+from torchport.place._whole import move_whole, state_tensors
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
 
@@ -51,6 +53,8 @@ _BATCH_TYPES: frozenset[type] = frozenset({dict, list, tuple})
 # Flat containers up to this size take the direct path; bigger ones the engine,
 # whose C-level planning wins once there are many leaves.
 _FLAT_MAX = 32
+# Whether a type is an object the walker moves with its own .to (place/_whole.py).
+_MOVED_WHOLE = OBJECT_NODES.get
 # The floor's cache of parsed device strings, read directly on the hot path.
 _PARSED_GET = hardware.parsed_cache().get
 
@@ -214,6 +218,10 @@ def to_device(
                 moved = _move_user_dict(obj, cls, target, non_blocking, pack)
                 if moved is not _NOT_FLAT:
                     return moved  # type: ignore[no-any-return]
+            elif _MOVED_WHOLE(cls):  # PyG Data/Batch, TensorDict: its own .to on a shallow copy
+                inside = state_tensors(obj)
+                if inside is not None:
+                    return move_whole(obj, inside, target, non_blocking)  # type: ignore[no-any-return]
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise ConfigError(
                 f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "
