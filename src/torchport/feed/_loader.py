@@ -12,7 +12,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import torch
 
-from torchport import _skipped, hardware
+from torchport import _skipped_copies, hardware
 from torchport.errors import ConfigError
 from torchport.feed._epochs import set_epoch, unreached
 from torchport.hardware import StagingPool
@@ -399,9 +399,9 @@ class DeviceLoader(Generic[_T]):
                 if found >= 0:
                     tally[0] += 1
                     tally[1] += found
-                    if _skipped.listeners:  # an audit counts the copies a GPU run makes
+                    if _skipped_copies.listeners:  # an audit counts the copies a GPU run makes
                         passed = flatten_batch(batch).tensors
-                        _skipped.tell(passed, self._device, by="torchport.DeviceLoader")
+                        _skipped_copies.tell(passed, self._device, by="torchport.DeviceLoader")
                     yield batch
                 else:
                     yield self._move_blocking(batch)
@@ -440,8 +440,8 @@ class DeviceLoader(Generic[_T]):
         device = self._device
         layout.check_hidden(device)
         movers = list(map(_to(device), layout.movers)) if layout.movers else None
-        if _skipped.listeners:  # an audit counts the copies a GPU run makes
-            _skipped.tell(
+        if _skipped_copies.listeners:  # an audit counts the copies a GPU run makes
+            _skipped_copies.tell(
                 [t for t in tensors if t.device == device], device, by="torchport.DeviceLoader"
             )
         plan = hardware.plan_copy(tensors, device, pack=self._pack, distinct=True)

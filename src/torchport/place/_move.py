@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from torchport import _skipped, hardware
+from torchport import _skipped_copies, hardware
 from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
@@ -191,7 +191,7 @@ def to_device(
     target = _PARSED_GET(device) if type(device) is str and not _REDIRECTS else None
     if target is None:
         target = resolve_device(device, argument="device")
-    if _skipped.listeners:  # an audit counts the copies an accelerator run makes
+    if _skipped_copies.listeners:  # an audit counts the copies an accelerator run makes
         _tell_staying(obj, target)
     try:
         if dtype is None and pack is not True and not skip_keys:
@@ -304,7 +304,7 @@ def _tell_staying(obj: Any, target: torch.device) -> None:
             tensors = flatten_batch(obj).tensors
     except Exception:
         return
-    _skipped.tell(tensors, target, by="torchport.to_device")
+    _skipped_copies.tell(tensors, target, by="torchport.to_device")
 
 
 def _move_flat(

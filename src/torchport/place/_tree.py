@@ -88,7 +88,7 @@ from torchport.place._objects import (
 )
 from torchport.place._registrations import close_walk, open_walk, register
 from torchport.place._settled import ARRAY_TYPES, VALUE_TYPES
-from torchport.place._skipping import flatten_skipping, skip_key_set
+from torchport.place._skip_keys import flatten_skipping, skip_key_set
 from torchport.place._spec import PLAIN as PLAIN_NOTES
 from torchport.place._spec import Notes, notes_for, reorders
 
