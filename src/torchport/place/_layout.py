@@ -16,9 +16,9 @@ import optree
 import torch
 
 from torchport.errors import UnsupportedBatchError
-from torchport.place._containers import RebuildRefused
 from torchport.place._locate import ROOT, find_path, rebuild_located
-from torchport.place._objects import Finish, moving, on_device
+from torchport.place._objects import on_device
+from torchport.place._rebuilding import Finish, moving
 from torchport.place._spec import Reorder, restore_order
 
 __all__ = ["BatchLayout"]
@@ -180,7 +180,6 @@ class BatchLayout:
         else:
             finish = Finish(
                 call_to,
-                _checker(target) if target is not None else None,
                 target if call_to is not None else None,
                 self._skip,
                 dtype,
@@ -202,28 +201,3 @@ class BatchLayout:
             raise UnsupportedBatchError(
                 f"could not rebuild the batch: {type(exc).__name__}: {exc}"
             ) from exc
-
-
-def _checker(target: torch.device) -> Callable[[Any, frozenset[int]], None]:
-    """The check a mover's result must pass: every tensor reachable from it is on ``target``.
-
-    Tensors whose ids are in the set the check is given (the object's own, which its
-    ``.to`` left where they were, as PyG's leaves ``_slice_dict`` on the CPU) pass too.
-    """
-
-    from torchport.place._tree import tensors_inside  # the walker builds layouts: no cycle
-
-    def check(result: Any, left: frozenset[int]) -> None:
-        found = tensors_inside([result])
-        for t in found:
-            if not on_device(t, target) and id(t) not in left:
-                where = (
-                    find_path(result, "result", functools.partial(operator.is_, t)) or "inside it"
-                )
-                raise RebuildRefused(
-                    f"its .to({str(target)!r}) returned an object that still holds a "
-                    f"tensor on {t.device} (at {where}); torchport moves every tensor the "
-                    "object holds before calling .to, so this one is made by .to itself"
-                )
-
-    return check

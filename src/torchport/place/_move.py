@@ -25,10 +25,10 @@ from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import OBJECT_NODES
-from torchport.place._objects import refusal
 from torchport.place._own_to import call_own_to
 from torchport.place._redirected import ACTIVE as _REDIRECTS
 from torchport.place._redirected import resolve_device
+from torchport.place._refusals import refusal
 from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set

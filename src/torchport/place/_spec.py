@@ -31,7 +31,7 @@ import optree
 from torchport.place._containers import NAMESPACE
 from torchport.place._copying import has_state
 from torchport.place._lasting import lasting
-from torchport.place._objects import Opened
+from torchport.place._movers import Opened
 
 __all__ = ["PLAIN", "Notes", "Reorder", "notes_for", "reorders", "restore_order"]
 

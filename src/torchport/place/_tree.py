@@ -76,16 +76,9 @@ from torchport.place._locate import (
     flatten_failure_message,
     recursion_message,
 )
-from torchport.place._objects import (
-    MOVER,
-    SHALLOW_NESTING,
-    WALKED,
-    kind_of_object,
-    mover_recipe,
-    note_repeats,
-    object_recipe,
-    refusal,
-)
+from torchport.place._movers import mark_own, mover_recipe, note_repeats
+from torchport.place._objects import MOVER, WALKED, kind_of_object, object_recipe
+from torchport.place._refusals import refusal
 from torchport.place._registrations import close_walk, open_walk, register
 from torchport.place._settled import ARRAY_TYPES, VALUE_TYPES
 from torchport.place._skip_keys import flatten_skipping, skip_key_set
@@ -270,7 +263,7 @@ def _classify_leaves(
             present = set(kinds)
         layout = _layout(leaves, spec, kinds, present, obj, notes, skip)
         if notes.movers:
-            _mark_own(layout, leaves, kinds, notes.movers)
+            mark_own(layout, leaves, kinds, notes.movers)
         if hidden:
             layout._hidden = (obj, hidden)
         return layout
@@ -331,56 +324,6 @@ def _layout(
         reorder,
         skipped,
         objects=notes.custom,
-    )
-
-
-def _mark_own(layout: BatchLayout, leaves: list[Any], kinds: list[Any], movers: Any) -> None:
-    """Leave to each object with its own ``.to`` the tensors only it holds.
-
-    Such an object is moved by its own ``.to`` on a shallow copy (``place/_objects.py``),
-    so the copy engine must not copy its tensors too. That holds for an object
-    none of whose tensors sits anywhere else in the batch (outside it, or in
-    another such object); one that shares a tensor is rebuilt around the engine's
-    copies instead, so the tensor stays one tensor.
-    """
-    if len({id(opened.obj) for opened in movers}) == len(movers):
-        # The common case at C speed: each object met once, and every tensor leaf of the
-        # batch one of theirs, met once (the batch is the object, or holds only such).
-        inner = [id(t) for opened in movers for t in opened.tensors]
-        tensor_leaves = list(map(id, itertools.compress(leaves, map(TENSOR.__eq__, kinds))))
-        if len(inner) == len(tensor_leaves) == len(set(inner)) and set(inner) == set(tensor_leaves):
-            owned = [opened for opened in movers if opened.nested <= SHALLOW_NESTING]
-            owned = [opened for opened in owned if not opened.repeats]
-            if len(owned) == len(movers):
-                layout.owners = frozenset(id(opened.obj) for opened in movers)
-                layout.own = frozenset(range(len(layout.tensors)))
-                return
-    total = collections.Counter(
-        id(leaf) for leaf, kind in zip(leaves, kinds, strict=True) if kind == TENSOR
-    )
-    inside: collections.Counter[int] = collections.Counter()
-    owner: dict[int, int] = {}
-    for opened in movers:
-        holder = id(opened.obj)
-        for t in opened.tensors:
-            inside[id(t)] += 1
-            if owner.setdefault(id(t), holder) != holder:
-                owner[id(t)] = 0  # held by two objects
-    owners = {
-        id(opened.obj)
-        for opened in movers
-        if opened.nested <= SHALLOW_NESTING
-        and not opened.repeats
-        and all(
-            total[id(t)] == inside[id(t)] and owner[id(t)] == id(opened.obj) for t in opened.tensors
-        )
-    }
-    if not owners:
-        return
-    position = {id(t): i for i, t in enumerate(layout.tensors)}
-    layout.owners = frozenset(owners)
-    layout.own = frozenset(
-        position[id(t)] for opened in movers if id(opened.obj) in owners for t in opened.tensors
     )
 
 

@@ -30,11 +30,12 @@ import torch
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, defines_copy, read_state, slot_names
-from torchport.place._layout import _checker as checker
 from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
 from torchport.place._locate import ROOT, refused_message
-from torchport.place._objects import SHALLOW_NESTING, contents
+from torchport.place._movers import SHALLOW_NESTING, check_reached
+from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
+from torchport.place._tree import tensors_inside
 
 __all__ = ["move_whole", "state_tensors", "whole_tensors"]
 
@@ -87,7 +88,7 @@ def move_whole(
         left = frozenset(map(id, tensors))
         found = state_tensors(result)
         if found is None or not left.issuperset(map(id, _off(found, target))):
-            checker(target)(result, left)  # looks again with the walker; names the culprit
+            check_reached(result, target, left, tensors_inside)  # with the walker: names it
     except RebuildRefused as exc:
         raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
     return result
