@@ -5,8 +5,7 @@ from __future__ import annotations
 import operator
 import threading
 import warnings
-from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -15,6 +14,8 @@ import torch
 from torchport import _skipped_copies, hardware
 from torchport.errors import ConfigError
 from torchport.feed._epochs import set_epoch, unreached
+from torchport.feed._prefetch import prefetched
+from torchport.feed._stats import FeedStats
 from torchport.hardware import StagingPool
 from torchport.place import (
     COPY_FAILURES,
@@ -29,79 +30,11 @@ from torchport.place import (
     whole_tensors,
 )
 
-__all__ = ["DeviceLoader", "FeedStats"]
+__all__ = ["DeviceLoader"]
 
 _T = TypeVar("_T")
 _ONLY_TENSOR = frozenset({torch.Tensor})
 _IS_CPU = operator.attrgetter("is_cpu")
-_B = TypeVar("_B")
-_P = TypeVar("_P")
-
-
-def _prefetched(
-    source: Iterable[_B], depth: int, issue: Callable[[_B], _P], hand_over: Callable[[_P], _B]
-) -> Generator[_B, None, None]:
-    """Runs ``issue`` ``depth`` batches ahead of ``hand_over``, keeping order and errors.
-
-    Before each hand-over the queue is topped up to ``depth + 1`` issued batches, so
-    while the caller works on one batch the next ``depth`` are in flight. An
-    exception from ``source`` or from ``issue`` is raised, as the same object, once
-    the batches issued before it have been handed over. Closing the generator
-    early drops the queue; a new call starts from an empty one (``DeviceLoader``
-    keeps the generator of a one-shot source open instead, so nothing is lost).
-    """
-    it: Iterator[_B] | None = iter(source)
-    pending: deque[_P] = deque()
-    error: Exception | None = None
-    try:
-        while True:
-            while it is not None and error is None and len(pending) <= depth:
-                try:
-                    batch = next(it)
-                except StopIteration:
-                    it = None
-                    break
-                except Exception as exc:  # raised at its own position below
-                    error = exc
-                    break
-                try:
-                    pending.append(issue(batch))
-                except Exception as exc:
-                    error = exc
-            if not pending:
-                break
-            yield hand_over(pending.popleft())
-        if error is not None:
-            raise error
-    finally:
-        # Copies of dropped batches finish on the side stream by themselves; their
-        # staging slots are guarded by events, their device memory by stream order.
-        pending.clear()
-        error = None
-
-
-@dataclass(frozen=True)
-class FeedStats:
-    """What a :class:`DeviceLoader` has done so far, summed over every epoch.
-
-    Attributes:
-        batches: batches handed to the caller.
-        tensors: tensors in those batches (distinct ones; on the CPU pass-through a
-            tensor repeated in a flat tuple, list or dict counts each time).
-        bytes_moved: bytes copied from the host (or another device) to the device.
-        copies: copy calls issued; a packed batch costs one.
-        packed_batches: batches sent as one packed copy.
-        pinned_bytes: pinned host staging memory held now.
-        staging_buffers: staging buffers allocated so far (flat when they are reused).
-    """
-
-    batches: int = 0
-    tensors: int = 0
-    bytes_moved: int = 0
-    copies: int = 0
-    packed_batches: int = 0
-    pinned_bytes: int = 0
-    staging_buffers: int = 0
 
 
 @dataclass(slots=True)
@@ -463,7 +396,7 @@ class DeviceLoader(Generic[_T]):
 
         def prefetch() -> Iterator[_T]:
             try:
-                yield from _prefetched(
+                yield from prefetched(
                     self._loader, self._depth, lambda b: self._issue(b, stream), self._hand_over
                 )
             finally:
@@ -533,4 +466,3 @@ class DeviceLoader(Generic[_T]):
 
 
 DeviceLoader.__module__ = "torchport"
-FeedStats.__module__ = "torchport"

@@ -2,7 +2,7 @@
 
 PyTorch Geometric's ``Data``/``Batch``/``HeteroData``, a ``TensorDict`` or a
 tensorclass handed to ``to_device`` (or yielded by a loader) is moved as the walker
-would move it (``place/_objects.py``): when every tensor it holds is where the
+would move it (``place/_movers.py``): when every tensor it holds is where the
 move goes, it comes back as it is and ``.to`` is not called; otherwise the result
 is what its own ``.to`` gives on a shallow copy, every tensor reachable from that
 result is on the target or is one of the input's own tensors left where it was
