@@ -19,9 +19,12 @@ from torchport.errors import UnsupportedBatchError
 from torchport.place._locate import ROOT, find_path, rebuild_located
 from torchport.place._objects import on_device
 from torchport.place._rebuilding import Finish, moving
+from torchport.place._sharing import join_repeats
 from torchport.place._spec import Reorder, restore_order
 
 __all__ = ["BatchLayout"]
+
+_NO_JOINS: Any = object()
 
 
 class BatchLayout:
@@ -29,6 +32,7 @@ class BatchLayout:
 
     __slots__ = (
         "_hidden",
+        "_joins",
         "_leaves",
         "_mover_index",
         "_mover_pos",
@@ -63,6 +67,9 @@ class BatchLayout:
         # views), with the value and the batch: see check_hidden. Set after building.
         self._hidden: tuple[object, list[tuple[Any, list[torch.Tensor]]]] | None = None
         self._skip = skip
+        # The input, when it holds a container or object twice (place/_sharing.py): the
+        # rebuild then makes each one object again. Set by the walker after building.
+        self._joins: object = _NO_JOINS
         # Whether nodes the walker registered (objects, container subclasses) are in it.
         self._objects = objects
         self._spec = spec
@@ -189,7 +196,13 @@ class BatchLayout:
                 result = self._unflatten(leaves)
         if self._reorder:
             restore_order(result, self._reorder)
+        if self._joins is not _NO_JOINS:
+            result = join_repeats(self._joins, result, self._skip)
         return result
+
+    def join_repeats_of(self, batch: object) -> None:
+        """Have the rebuild make each container or object ``batch`` holds twice one again."""
+        self._joins = batch
 
     def _unflatten(self, leaves: list[Any]) -> object:
         try:

@@ -81,6 +81,7 @@ from torchport.place._objects import MOVER, WALKED, kind_of_object, object_recip
 from torchport.place._refusals import refusal
 from torchport.place._registrations import close_walk, open_walk, register
 from torchport.place._settled import ARRAY_TYPES, VALUE_TYPES
+from torchport.place._sharing import repeats_nodes
 from torchport.place._skip_keys import flatten_skipping, skip_key_set
 from torchport.place._spec import PLAIN as PLAIN_NOTES
 from torchport.place._spec import Notes, notes_for, reorders
@@ -262,6 +263,11 @@ def _classify_leaves(
             hidden = _inspect(leaves, kinds)
             present = set(kinds)
         layout = _layout(leaves, spec, kinds, present, obj, notes, skip)
+        # A container held twice holds its leaves twice, or holds none (place/_sharing.py).
+        if (notes.leafless or len(set(map(id, leaves))) != len(leaves)) and repeats_nodes(
+            obj, skip or frozenset()
+        ):
+            layout.join_repeats_of(obj)
         if notes.movers:
             mark_own(layout, leaves, kinds, notes.movers)
         if hidden:
