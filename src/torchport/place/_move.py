@@ -108,8 +108,11 @@ def to_device(
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
       ``torch.__future__.set_overwrite_module_params_on_conversion(True)``), so an
-      optimizer built before the move still holds the model's parameters.
-      Tensors held as plain attributes (not registered parameters or buffers)
+      optimizer built before the move still holds the model's parameters; where
+      that cannot be (torch refuses to swap a parameter something holds by weak
+      reference or a live graph uses, and cannot set its data in place either), or
+      a tensor cannot be copied to ``device``, :class:`~torchport.UnsupportedBatchError`
+      names it before anything moved. Tensors held as plain attributes (not registered parameters or buffers)
       that are not on ``device`` afterwards are named in one
       :class:`UnregisteredTensorWarning`.
     * ``torch.optim.Optimizer``: move the model first. Each parameter's state
