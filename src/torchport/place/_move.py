@@ -112,8 +112,9 @@ def to_device(
       that cannot be (torch refuses to swap a parameter something holds by weak
       reference or a live graph uses, and cannot set its data in place either), or
       a tensor cannot be copied to ``device``, :class:`~torchport.UnsupportedBatchError`
-      names it before anything moved. Tensors held as plain attributes (not registered parameters or buffers)
-      that are not on ``device`` afterwards are named in one
+      names it before anything moved. Tensors held as plain attributes (not
+      registered parameters or buffers) that are not on ``device`` afterwards are
+      named in one
       :class:`UnregisteredTensorWarning`.
     * ``torch.optim.Optimizer``: move the model first. Each parameter's state
       tensors (lists of them too, as LBFGS keeps) are moved to that parameter's
