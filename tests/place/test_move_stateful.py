@@ -164,6 +164,20 @@ def test_a_move_that_would_fail_raises_before_anything_moved(
     del kept
 
 
+def test_optimizer_state_torch_cannot_copy_is_named_before_any_state_changed() -> None:
+    model, opt = _trained()
+    tp.to_device(model, "meta")
+    last = list(model.parameters())[-1]
+    opt.state[last]["codes"] = _quantized()
+    before = {id(p): dict(state) for p, state in opt.state.items()}
+    with pytest.raises(tp.UnsupportedBatchError, match=r"'codes'.*quantized"):
+        tp.to_device(opt, "meta")
+    after = {id(p): dict(state) for p, state in opt.state.items()}
+    assert before.keys() == after.keys()
+    for key, state in before.items():
+        assert all(after[key][name] is value for name, value in state.items())
+
+
 def test_after_the_graph_is_used_the_move_keeps_every_parameter() -> None:
     model, _ = _trained()
     loss = model(torch.randn(2, 3)).sum()

@@ -364,43 +364,56 @@ def move_optimizer(
                     "then the optimizer"
                 )
     pending: set[torch.device] = set()
+    # Every copy first, then the state is written: a copy torch cannot make raises
+    # before any state changed.
+    updates: list[tuple[dict[str, Any], str, Any]] = []
     try:
         for group in optimizer.param_groups:
             step_on_device = bool(group.get("capturable") or group.get("fused"))
             for param in group["params"]:
                 state = optimizer.state.get(param)
                 if state:
-                    _move_state(state, param, step_on_device, non_blocking, pending)
+                    updates += _moved_state(state, param, step_on_device, non_blocking, pending)
     finally:
         hardware.wait_for_copies(pending, target)
+    for state, key, value in updates:
+        state[key] = value
 
 
-def _move_state(
+def _moved_state(
     state: dict[str, Any],
     param: torch.Tensor,
     step_on_device: bool,
     non_blocking: bool | None,
     pending: set[torch.device],
-) -> None:
+) -> list[tuple[dict[str, Any], str, Any]]:
+    """The moved value of each entry of ``state`` that moves, as (state, key, value)."""
     device = param.device
     cast = param.dtype if param.is_floating_point() else None
 
     def move(value: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
-        return hardware.copy_one(
-            value, device, dtype=dtype, non_blocking=non_blocking, pending=pending
-        )
+        try:
+            return hardware.copy_one(
+                value, device, dtype=dtype, non_blocking=non_blocking, pending=pending
+            )
+        except COPY_FAILURES as exc:
+            where = f"the optimizer state {key!r} of a {tuple(param.shape)} parameter"
+            last = "then move the optimizer; no state was changed"
+            raise uncopyable(where, value, device, exc, last) from exc
 
+    found: list[tuple[dict[str, Any], str, Any]] = []
     for key, value in list(state.items()):
         if isinstance(value, torch.Tensor):
             if key == "step":
                 if step_on_device:
-                    state[key] = move(value, torch.float32)
+                    found.append((state, key, move(value, torch.float32)))
                 # else: a CPU scalar; reading it costs no device sync
             else:
-                state[key] = move(value, cast)
+                found.append((state, key, move(value, cast)))
         elif isinstance(value, list | tuple) and any(isinstance(v, torch.Tensor) for v in value):
             moved = [move(v, cast) if isinstance(v, torch.Tensor) else v for v in value]
-            state[key] = type(value)(moved) if isinstance(value, tuple) else moved
+            found.append((state, key, type(value)(moved) if isinstance(value, tuple) else moved))
+    return found
 
 
 def _follow_replaced(optimizer: torch.optim.Optimizer) -> None:
