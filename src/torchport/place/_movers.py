@@ -11,6 +11,34 @@ then its ``.to`` is called on that copy, so sharing is kept. Every tensor reacha
 from what ``.to`` returns must be on the target or be one of the input's own tensors
 left where it was (:func:`check_reached`). ``place/_whole.py`` moves a batch that is
 one such object without the walker, to the same result.
+
+What such an object keeps on the host, and why that keeps the promise
+----------------------------------------------------------------------
+
+``to_device`` promises that every tensor reachable from its result is on the
+target, "or skipped on request"; for an object with its own ``.to`` the request is
+the object's own: the tensors its ``.to`` leaves where they are stay there, because
+the library that wrote that ``.to`` reads them on the host. The known ones:
+
+* PyTorch Geometric ``Batch``: ``_slice_dict`` and ``_inc_dict`` (where each graph
+  starts in every attribute), read on the CPU by ``get_example``,
+  ``index_select`` and ``to_data_list``; moving them would cost a host sync per
+  key per graph read back, and PyG's ``.to`` never moves them. ``Data`` and
+  ``HeteroData`` keep nothing on the host: their ``.to`` moves every tensor
+  attribute of every store.
+* ``TensorDict`` and tensorclasses: nothing; their ``.to`` moves every tensor,
+  nested ones included (non-tensor fields are values and come back as they are).
+* ``PackedSequence.batch_sizes`` is kept on the CPU by the walker itself (not by a
+  ``.to``), as ``PackedSequence.to`` does, because the RNN kernels read it there.
+
+A tensor left on the host is always one of the input's own tensors, shared with
+the input (never copied), and only one the object's ``.to`` left: a tensor that
+``.to`` made on the host is refused (:func:`check_reached`). The exception to the
+exception: an object moved by deep copy (it shares a tensor with the rest of the
+batch, holds one twice, nests such objects deeper than a ``Data``'s storages, or
+is moved with ``dtype``) has every tensor moved before its ``.to`` runs, so nothing
+of it stays on the host, its bookkeeping included (``get_example`` on such a
+``Batch`` then reads its slices from the device).
 """
 
 from __future__ import annotations
