@@ -72,7 +72,7 @@ def move_whole(
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` left a
             tensor it made off ``target``, or it changed the input's tensors.
     """
-    if not _off(tensors, target):
+    if _here(tensors, target):
         return obj  # nothing to move: no copy, no call
     cls = type(obj)
     try:
@@ -85,10 +85,11 @@ def move_whole(
                 "storages copy their mapping), or move it yourself and pass its key in "
                 "skip_keys"
             )
-        left = frozenset(map(id, tensors))
         found = state_tensors(result)
-        if found is None or not left.issuperset(map(id, _off(found, target))):
-            check_reached(result, target, left, tensors_inside)  # with the walker: names it
+        if found is None or not _here(found, target):
+            left = frozenset(map(id, tensors))  # the input's own may stay where they were
+            if found is None or not _here(_not_in(found, left), target):
+                check_reached(result, target, left, tensors_inside)  # the walker names it
     except RebuildRefused as exc:
         raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
     return result
@@ -168,16 +169,21 @@ def _state(obj: Any) -> Any:
     return contents(obj) if OBJECT_NODES[cls] else read_state(obj).values
 
 
-def _off(tensors: list[torch.Tensor], target: torch.device) -> list[torch.Tensor]:
-    """The tensors not on ``target`` (as ``on_device`` decides), picked at C speed."""
+def _here(tensors: list[torch.Tensor], target: torch.device) -> bool:
+    """Whether every tensor is on ``target`` (as ``on_device`` decides), at C speed."""
     kind = target.type
     if kind == "cpu":
-        here: Any = map(_IS_CPU, tensors)
-    elif kind == "meta":
-        here = map(_IS_META, tensors)
-    else:
-        here = map(target.__eq__, map(_DEVICE, tensors))
-    return list(itertools.compress(tensors, map(operator.not_, here)))
+        return all(map(_IS_CPU, tensors))
+    if kind == "meta":
+        return all(map(_IS_META, tensors))
+    return all(map(target.__eq__, map(_DEVICE, tensors)))
+
+
+def _not_in(tensors: list[torch.Tensor], ids: frozenset[int]) -> list[torch.Tensor]:
+    """The tensors whose ids are not in ``ids``, picked at C speed."""
+    return list(
+        itertools.compress(tensors, map(operator.not_, map(ids.__contains__, map(id, tensors))))
+    )
 
 
 def _same(found: list[torch.Tensor] | None, tensors: list[torch.Tensor]) -> bool:
