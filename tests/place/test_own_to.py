@@ -255,3 +255,23 @@ def test_a_to_that_makes_host_tensors_or_writes_into_the_input_is_refused_both_w
         if isinstance(obj, SharedWriter):
             continue  # its .to wrote into the input before the check could see it
         assert [t for _, t in tensors(obj)] == [t for _, t in kept]
+
+
+class Other:
+    """What a ``.to`` may return: an object of another type, holding the moved tensor."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        self.weight = weight
+
+
+class Converts(Holder):
+    """A ``.to`` that returns an object of another class (a plain class made here)."""
+
+    def to(self, device: Any) -> Any:
+        return Other(self.store["w"].to(device))
+
+
+def test_a_to_that_returns_another_type_is_checked_by_the_walker() -> None:
+    for _ in range(2):  # the second move takes the whole-object path
+        out = tp.to_device(Converts({"w": torch.ones(2)}, None), META)
+        assert type(out) is Other and out.weight.is_meta
