@@ -18,13 +18,6 @@ import pytest
 import torch
 
 import torchport as tp
-from tests.place.siblings import load
-
-_reach = load("reachability")
-Path = _reach.Path
-snapshot = _reach.snapshot
-tensors = _reach.tensors
-
 META = torch.device("meta")
 
 
