@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import torchport as tp
+
 META = torch.device("meta")
 
 
