@@ -118,6 +118,18 @@ def test_shared_containers_seen_by_hand() -> None:
     assert moved["box"].second.is_meta and moved["a"] is not ids
 
 
+def test_sizes_and_torch_return_types_held_twice() -> None:
+    x = torch.arange(6.0).reshape(2, 3)
+    tags: list[Any] = ["a"]
+    best = torch.max(x, 0)  # a structseq (torch.return_types.max)
+    shape = x.shape
+    batch = {"best": [best, best], "shape": [shape, shape], "tags": (tags, tags)}
+    moved = tp.to_device(batch, META)
+    assert moved["best"][0] is moved["best"][1] and moved["best"][0].values.is_meta
+    assert type(moved["best"][0]) is type(best)
+    assert moved["shape"][0] is shape and moved["tags"][0] is moved["tags"][1]
+
+
 def test_a_batch_that_holds_itself_is_refused_naming_the_path() -> None:
     loop: list[Any] = [torch.ones(1)]
     loop.append({"again": loop})

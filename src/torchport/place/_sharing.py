@@ -25,6 +25,7 @@ import collections
 from collections.abc import Hashable
 from typing import Any
 
+import optree
 import torch
 
 from torchport.place._copying import State, has_state, read_state, write_state
@@ -62,8 +63,8 @@ def _children(node: Any, skip: frozenset[Hashable]) -> list[Any] | None:
         return [v for k, v in node.items() if not _skipped(k, skip)]
     if cls is list or cls is tuple:
         return list(node)
-    if issubclass(cls, torch.Tensor):
-        return None
+    if issubclass(cls, torch.Tensor | torch.Size):
+        return None  # a tensor (shared by the copy engine) or a value
     if issubclass(cls, dict):
         items = [v for k, v in dict.items(node) if not _skipped(k, skip)]
         return items + read_state(node).values if has_state(cls) else items
@@ -130,10 +131,13 @@ def _join(old: Any, new: Any, made: dict[int, Any], skip: frozenset[Hashable]) -
     elif issubclass(cls, tuple):
         items = [_join(value, was, made, skip) for value, was in zip(old, new, strict=True)]
         if any(a is not b for a, b in zip(items, new, strict=True)):
-            remade = tuple.__new__(cls, items)
-            if has_state(cls):
-                _copy_attributes(new, remade)
-            new = remade
+            if optree.is_structseq_class(cls):
+                new = cls(items)  # torch.return_types: made by their class only
+            else:
+                remade = tuple.__new__(cls, items)
+                if has_state(cls):
+                    _copy_attributes(new, remade)
+                new = remade
     if cls is not dict and cls is not list and cls is not tuple and has_state(cls):
         _join_state(old, new, made, skip)
     made[key] = new
