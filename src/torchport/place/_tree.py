@@ -20,12 +20,15 @@ namedtuples and structseqs; ``place/_spec.py`` corrects the two it rebuilds
 wrong (namedtuples with their own ``__new__`` or attributes, and the order of an
 ``OrderedDict`` after ``move_to_end``). The first time a batch holds another
 type as a leaf, the walker decides once what that type is and, for a container
-(``place/_containers.py``) or an object with state (``place/_objects.py``),
-registers it in the private ``"torchport"`` optree namespace (the global optree
+(``place/_containers.py``) or an object with state (``place/_objects.py``;
+with its own ``.to``, ``place/_movers.py``), registers it in the private ``"torchport"`` optree namespace (the global optree
 registry and torch's own pytree registry are left alone) and flattens again.
 After that a batch of builtin containers costs one C++ flatten, one lookup of
 its structure, a few C-level passes over the leaves (``map``, ``set``,
-``itertools.compress``: no Python bytecode per leaf) and one C++ unflatten.
+``itertools.compress``: no Python bytecode per leaf) and one C++ unflatten. What a
+leaf type is lives in ``place/_leaf_kinds.py``. optree rebuilds a container each
+time it meets it; when a batch may hold one twice (a leaf met twice, or a container
+without leaves), ``place/_sharing.py`` makes the copies one again.
 
 Leaves end up as tensors, values (returned as the very object), or objects
 with a ``.to`` but no state the walker can read, which the mover calls (for
