@@ -19,16 +19,15 @@ The walk itself is optree's C++ flatten and unflatten. optree already knows
 namedtuples and structseqs; ``place/_spec.py`` corrects the two it rebuilds
 wrong (namedtuples with their own ``__new__`` or attributes, and the order of an
 ``OrderedDict`` after ``move_to_end``). The first time a batch holds another
-type as a leaf, the walker decides once what that type is and, for a container
-(``place/_containers.py``) or an object with state (``place/_objects.py``;
-with its own ``.to``, ``place/_movers.py``), registers it in the private ``"torchport"`` optree namespace (the global optree
-registry and torch's own pytree registry are left alone) and flattens again.
+type as a leaf, the walker decides once what that type is (``place/_leaf_kinds.py``)
+and, for a container (``place/_containers.py``) or an object with state
+(``place/_objects.py``, ``place/_movers.py``), registers it in the private
+``"torchport"`` optree namespace (not optree's global one, not torch's pytree
+registry) and flattens again.
 After that a batch of builtin containers costs one C++ flatten, one lookup of
 its structure, a few C-level passes over the leaves (``map``, ``set``,
-``itertools.compress``: no Python bytecode per leaf) and one C++ unflatten. What a
-leaf type is lives in ``place/_leaf_kinds.py``. optree rebuilds a container each
-time it meets it; when a batch may hold one twice (a leaf met twice, or a container
-without leaves), ``place/_sharing.py`` makes the copies one again.
+``itertools.compress``: no Python bytecode per leaf) and one C++ unflatten; a
+container held twice is made one again by ``place/_sharing.py``.
 
 Leaves end up as tensors, values (returned as the very object), or objects
 with a ``.to`` but no state the walker can read, which the mover calls (for
