@@ -28,12 +28,11 @@ C++ flatten, one lookup of its structure, a few C-level passes over the leaves
 (``map``, ``set``, ``itertools.compress``: no Python bytecode per leaf) and one C++
 unflatten; a container held twice is made one again by ``place/_sharing.py``.
 
-Leaves end up as tensors, values (returned as the very object), or objects
-with a ``.to`` but no state the walker can read, which the mover calls (for
-those torchport cannot see what ``.to`` does). Modules, optimizers, LR
-schedulers and ``GradScaler``s are refused. When optree fails (a cycle, too deep
-a batch, a container that cannot be read or rebuilt), ``place/_locate.py`` walks
-the batch again to name the culprit's path.
+Leaves end up as tensors, values (returned as the very object), or objects with
+a ``.to`` but no state the walker can read, which the mover calls. Modules,
+optimizers, LR schedulers and ``GradScaler``s are refused. When optree fails (a
+cycle, too deep a batch, a container that cannot be read or rebuilt),
+``place/_locate.py`` walks the batch again to name the culprit's path.
 
 Mapping keys are not walked: a key is looked up by its hash, and a moved key
 would no longer find its value.
