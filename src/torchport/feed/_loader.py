@@ -20,6 +20,7 @@ from torchport.hardware import StagingPool
 from torchport.place import (
     COPY_FAILURES,
     BatchLayout,
+    Inside,
     call_own_to,
     copy_failure,
     flatten_batch,
@@ -55,7 +56,7 @@ class _Whole:
     """A batch that is one object with its own ``.to``, moved whole at hand-over."""
 
     batch: Any
-    tensors: list[torch.Tensor]
+    inside: Inside
 
 
 def _to(device: torch.device) -> Callable[[Any], Any]:
@@ -366,7 +367,7 @@ class DeviceLoader(Generic[_T]):
     def _copy_blocking(self, batch: _T) -> _T:
         inside = whole_tensors(batch)
         if inside is not None:  # one object with its own .to (PyG, TensorDict): moved whole
-            self._count(len(inside), 0, 0, False)
+            self._count(len(inside.tensors), 0, 0, False)
             return cast(_T, move_whole(batch, inside, self._device, False))
         layout = flatten_batch(batch)
         tensors = layout.to_copy()  # not those an object's own .to moves
@@ -442,8 +443,8 @@ class DeviceLoader(Generic[_T]):
         """Makes the caller's stream wait for the batch's copies; the host does not wait."""
         device = self._device
         if isinstance(item, _Whole):
-            self._count(len(item.tensors), 0, 0, False)
-            return cast(_T, move_whole(item.batch, item.tensors, device, False))
+            self._count(len(item.inside.tensors), 0, 0, False)
+            return cast(_T, move_whole(item.batch, item.inside, device, False))
         consumer = hardware.current_stream(device)
         consumer.wait_event(item.event)
         for t in item.fresh:

@@ -29,7 +29,7 @@ from torchport.place._redirected import (
 from torchport.place._settled import settled
 from torchport.place._tree import BatchLayout, flatten_batch
 from torchport.place._uncopyable import COPY_FAILURES, copy_failure
-from torchport.place._whole import move_whole, whole_tensors
+from torchport.place._whole import Inside, move_whole, whole_tensors
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
 for _obj in (
@@ -47,6 +47,7 @@ __all__ = [
     "COPY_FAILURES",
     "BatchLayout",
     "DeviceInfo",
+    "Inside",
     "UnregisteredTensorWarning",
     "available_devices",
     "call_own_to",

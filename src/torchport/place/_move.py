@@ -33,7 +33,7 @@ from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
 from torchport.place._uncopyable import COPY_FAILURES, copy_failure
-from torchport.place._whole import move_whole, state_tensors
+from torchport.place._whole import move_whole, whole_tensors
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
 
@@ -223,7 +223,7 @@ def to_device(
                 if moved is not _NOT_FLAT:
                     return moved  # type: ignore[no-any-return]
             elif _MOVED_WHOLE(cls):  # PyG Data/Batch, TensorDict: its own .to on a shallow copy
-                inside = state_tensors(obj)
+                inside = whole_tensors(obj)
                 if inside is not None:
                     return move_whole(obj, inside, target, non_blocking)  # type: ignore[no-any-return]
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):

@@ -37,7 +37,7 @@ from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._tree import tensors_inside
 
-__all__ = ["move_whole", "state_tensors", "whole_tensors"]
+__all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
 _IS_CPU = operator.attrgetter("is_cpu")
 _IS_META = operator.attrgetter("is_meta")
@@ -49,21 +49,35 @@ _BUILTINS = (dict, list, tuple, set, frozenset, collections.deque)
 _PLAIN_STATE: dict[type, bool] = {}
 
 
-def whole_tensors(obj: Any) -> list[torch.Tensor] | None:
-    """The tensors of ``obj`` if it is one object with its own ``.to`` that can be moved whole.
+class Inside:
+    """What a batch that is one object with its own ``.to`` holds, read by :func:`whole_tensors`.
+
+    Attributes:
+        tensors: Its distinct tensors.
+        opened: The ids of the dicts, lists and objects read on the way (the object
+            included): those the result of its ``.to`` still shares are the input's.
+    """
+
+    __slots__ = ("opened", "tensors")
+
+    def __init__(self, tensors: list[torch.Tensor], opened: set[int]) -> None:
+        self.tensors = tensors
+        self.opened = opened
+
+
+def whole_tensors(obj: Any) -> Inside | None:
+    """What ``obj`` holds if it is one object with its own ``.to`` that can be moved whole.
 
     None when the walker must move it (see the module): any other batch, a type the
     walker has not registered yet, or a state the loop does not decide.
     """
     if not OBJECT_NODES.get(type(obj)):
         return None
-    return state_tensors(obj)
+    return _read(obj)
 
 
-def move_whole(
-    obj: Any, tensors: list[torch.Tensor], target: torch.device, non_blocking: bool | None
-) -> Any:
-    """Move ``obj`` (``tensors``: its :func:`whole_tensors`) as the walker would.
+def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: bool | None) -> Any:
+    """Move ``obj`` (``inside``: its :func:`whole_tensors`) as the walker would.
 
     Synchronizes as the object's ``.to`` does (see ``call_own_to``); not at all when
     every tensor is on ``target`` already (``obj`` itself is returned).
@@ -72,6 +86,7 @@ def move_whole(
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` left a
             tensor it made off ``target``, or it changed the input's tensors.
     """
+    tensors = inside.tensors
     if _here(tensors, target):
         return obj  # nothing to move: no copy, no call
     cls = type(obj)
@@ -85,11 +100,9 @@ def move_whole(
                 "storages copy their mapping), or move it yourself and pass its key in "
                 "skip_keys"
             )
-        found = state_tensors(result)
-        if found is None or not _here(found, target):
-            left = frozenset(map(id, tensors))  # the input's own may stay where they were
-            if found is None or not _here(_not_in(found, left), target):
-                check_reached(result, target, left, tensors_inside)  # the walker names it
+        left = frozenset(map(id, tensors))  # the input's own may stay where they were
+        if not _reaches_only(result, target, left, inside.opened):
+            check_reached(result, target, left, tensors_inside)  # the walker names it
     except RebuildRefused as exc:
         raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
     return result
@@ -102,13 +115,71 @@ def state_tensors(obj: Any) -> list[torch.Tensor] | None:
     and the objects the walker registered (those with a ``.to`` by ``contents``, the
     others by their state), exactly where the walker's ``tensors_inside`` goes.
     """
+    read = _read(obj)
+    return None if read is None else read.tensors
+
+
+def _read(obj: Any) -> Inside | None:
     if type(obj) not in OBJECT_NODES:
         return None  # (a .to may return another type): the walker reads it
     found: list[torch.Tensor] = []
-    nested = _gather(_state(obj), found, {id(obj)}, 1)
+    opened = {id(obj)}
+    nested = _gather(_state(obj), found, opened, 1)
     if nested is None or nested > SHALLOW_NESTING or len(set(map(id, found))) != len(found):
         return None
-    return found
+    return Inside(found, opened)
+
+
+def _reaches_only(
+    result: Any, target: torch.device, left: frozenset[int], shared: set[int]
+) -> bool:
+    """Whether every tensor reachable from ``result`` is on ``target`` or in ``left`` (by id).
+
+    A dict, list or object the input held (``shared``: the shallow copy shares it)
+    holds the input's own, unchanged (the input is checked, or its class's
+    ``__copy__`` trusted, as the walker trusts it), so it is not read again. False
+    also when the loop cannot decide (a type it does not know, a node met twice):
+    the caller then asks the walker.
+    """
+    kinds = KIND.get
+    nodes = OBJECT_NODES.get
+    only_tensors = PLAIN_TENSOR_TYPES.issuperset
+    stack: list[Any] = [result]
+    pop = stack.pop
+    push = stack.extend
+    seen: set[int] = set()
+    strays: list[torch.Tensor] = []  # tensors not the input's own: each must be on target
+    own = left.__contains__
+    while stack:
+        x = pop()
+        cls = type(x)
+        kind = kinds(cls)
+        if kind is not None:
+            if kind == TENSOR:
+                if not own(id(x)):
+                    strays.append(x)
+            elif kind != PLAIN:
+                return False
+            continue
+        key = id(x)
+        if key in shared:
+            continue
+        if cls is tuple or cls is dict or cls is list:
+            if cls is not tuple:
+                if key in seen:
+                    return False
+                seen.add(key)
+            items = x.values() if cls is dict else x
+            if only_tensors(map(type, items)):
+                strays += itertools.compress(items, map(operator.not_, map(own, map(id, items))))
+            else:
+                push(items)
+            continue
+        if nodes(cls) is None or key in seen:
+            return False
+        seen.add(key)
+        push(_state(x))
+    return _here(strays, target)
 
 
 def _gather(values: Any, found: list[torch.Tensor], opened: set[int], depth: int) -> int | None:
@@ -179,13 +250,6 @@ def _here(tensors: list[torch.Tensor], target: torch.device) -> bool:
     if kind == "meta":
         return all(map(_IS_META, tensors))
     return all(map(target.__eq__, map(_DEVICE, tensors)))
-
-
-def _not_in(tensors: list[torch.Tensor], ids: frozenset[int]) -> list[torch.Tensor]:
-    """The tensors whose ids are not in ``ids``, picked at C speed."""
-    return list(
-        itertools.compress(tensors, map(operator.not_, map(ids.__contains__, map(id, tensors))))
-    )
 
 
 def _same(found: list[torch.Tensor] | None, tensors: list[torch.Tensor]) -> bool:
