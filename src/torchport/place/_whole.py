@@ -100,9 +100,11 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
                 "storages copy their mapping), or move it yourself and pass its key in "
                 "skip_keys"
             )
-        left = frozenset(map(id, tensors))  # the input's own may stay where they were
-        if not _reaches_only(result, target, left, inside.opened):
-            check_reached(result, target, left, tensors_inside)  # the walker names it
+        found = _unshared_tensors(result, inside.opened)
+        if found is None or not _here(found, target):
+            left = frozenset(map(id, tensors))  # the input's own may stay where they were
+            if found is None or not _here(_not_in(found, left), target):
+                check_reached(result, target, left, tensors_inside)  # the walker names it
     except RebuildRefused as exc:
         raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
     return result
@@ -130,16 +132,14 @@ def _read(obj: Any) -> Inside | None:
     return Inside(found, opened)
 
 
-def _reaches_only(
-    result: Any, target: torch.device, left: frozenset[int], shared: set[int]
-) -> bool:
-    """Whether every tensor reachable from ``result`` is on ``target`` or in ``left`` (by id).
+def _unshared_tensors(result: Any, shared: set[int]) -> list[torch.Tensor] | None:
+    """The tensors reachable from ``result`` outside what it shares with the input; or None.
 
     A dict, list or object the input held (``shared``: the shallow copy shares it)
     holds the input's own, unchanged (the input is checked, or its class's
-    ``__copy__`` trusted, as the walker trusts it), so it is not read again. False
-    also when the loop cannot decide (a type it does not know, a node met twice):
-    the caller then asks the walker.
+    ``__copy__`` trusted, as the walker trusts it), so it is not read again. None
+    when the loop cannot decide (a type it does not know, a node met twice): the
+    caller then asks the walker.
     """
     kinds = KIND.get
     nodes = OBJECT_NODES.get
@@ -148,18 +148,16 @@ def _reaches_only(
     pop = stack.pop
     push = stack.extend
     seen: set[int] = set()
-    strays: list[torch.Tensor] = []  # tensors not the input's own: each must be on target
-    own = left.__contains__
+    found: list[torch.Tensor] = []
     while stack:
         x = pop()
         cls = type(x)
         kind = kinds(cls)
         if kind is not None:
             if kind == TENSOR:
-                if not own(id(x)):
-                    strays.append(x)
+                found.append(x)
             elif kind != PLAIN:
-                return False
+                return None
             continue
         key = id(x)
         if key in shared:
@@ -167,19 +165,25 @@ def _reaches_only(
         if cls is tuple or cls is dict or cls is list:
             if cls is not tuple:
                 if key in seen:
-                    return False
+                    return None
                 seen.add(key)
             items = x.values() if cls is dict else x
             if only_tensors(map(type, items)):
-                strays += itertools.compress(items, map(operator.not_, map(own, map(id, items))))
+                found.extend(items)
             else:
                 push(items)
             continue
         if nodes(cls) is None or key in seen:
-            return False
+            return None
         seen.add(key)
         push(_state(x))
-    return _here(strays, target)
+    return found
+
+
+def _not_in(tensors: list[torch.Tensor], ids: frozenset[int]) -> list[torch.Tensor]:
+    """The tensors whose ids are not in ``ids``, picked at C speed."""
+    outside = map(operator.not_, map(ids.__contains__, map(id, tensors)))
+    return list(itertools.compress(tensors, outside))
 
 
 def _gather(values: Any, found: list[torch.Tensor], opened: set[int], depth: int) -> int | None:
