@@ -37,7 +37,7 @@ Function modes are per thread: copies and reads made in other threads are not se
 The audit counts the threads that ran beside it (:mod:`._other_threads`) so the report
 can say its counts leave them out. Apart from watching, each open audit block
 (:func:`open_block`) hears the copies torchport's own movers skip
-(``torchport._skipped``), for its whole length.
+(``torchport._skipped_copies``), for its whole length.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ import torch
 import torch.jit
 from torch.overrides import TorchFunctionMode
 
-from torchport import _origin, _skipped, hardware
+from torchport import _origin, _skipped_copies, hardware
 from torchport.diagnose import _ops
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._other_threads import OtherThreads
@@ -139,7 +139,7 @@ def observers_here() -> list[Observer]:
     return list(getattr(_local, "blocks", []))
 
 
-_blocks_open = 0  # audit blocks open in any thread: torchport._skipped is listened to
+_blocks_open = 0  # audit blocks open in any thread: torchport._skipped_copies is listened to
 
 
 def open_block(observer: Observer) -> None:
@@ -157,7 +157,7 @@ def open_block(observer: Observer) -> None:
     with _lock:
         _blocks_open += 1
         if _blocks_open == 1:
-            _skipped.listen(_tell_skipped)
+            _skipped_copies.listen(_tell_skipped)
 
 
 def close_block(observer: Observer) -> None:
@@ -170,11 +170,11 @@ def close_block(observer: Observer) -> None:
     with _lock:
         _blocks_open -= 1
         if _blocks_open == 0:
-            _skipped.unlisten(_tell_skipped)
+            _skipped_copies.unlisten(_tell_skipped)
 
 
 def _tell_skipped(tensors: Iterable[Any], device: Any, *, by: str) -> None:
-    """The listener ``torchport._skipped`` calls: pass the news to this thread's audits."""
+    """The listener ``torchport._skipped_copies`` calls: pass the news to this thread's audits."""
     blocks = getattr(_local, "blocks", None)
     if not blocks:
         return  # another thread's mover: its audits (if any) are not this thread's

@@ -3,7 +3,7 @@
 A ``TorchDispatchMode`` (:class:`DispatchWatcher`) sees every aten op and asks
 :mod:`._ops` whether it copies or waits; the wrappers of :mod:`._methods` report the
 Python-level calls, and torchport's own movers report the copies they skip
-(``torchport._skipped``). All end in :class:`Recorder`, which finds the user's source
+(``torchport._skipped_copies``). All end in :class:`Recorder`, which finds the user's source
 line by walking ``sys._getframe`` with a per-code-object cache of whose each frame is
 (``traceback.extract_stack`` would read every frame's source), and counts small
 summaries only: op, device, bytes, line. No tensor outlives its op.
