@@ -20,6 +20,27 @@ MEMORY = "import torch\n\nused = torch.cuda.memory_allocated()\ntorch.cuda.empty
 
 # Written apart from the table: `torch.accelerator.<name>(` / `torch.amp.<name>` spelled out.
 _SPELLED = re.compile(r"\b\w+\.((?:accelerator|amp)\.\w+|get_device_module|Stream|Event)\b")
+# Every dotted name off the torch module however it is imported (`torch.`, `th.`, `t.`).
+_TORCH_CHAIN = re.compile(r"(?<![\w.])(?:torch|th|t)((?:\.[A-Za-z_]\w*)+)")
+# Names every torch 2.x has (torch 2.0's documentation): a fix may write them for any target.
+_IN_EVERY_TORCH_2 = {
+    "Tensor",
+    "device",
+    "device.type",
+    "empty",
+    "float32",
+    "int64",
+    "manual_seed",
+    "set_float32_matmul_precision",
+    "tensor",
+}
+
+
+def _gated(name: str) -> str | None:
+    """The table's entry for ``name`` (itself or a prefix), else None."""
+    parts = name.split(".")
+    hits = [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
+    return next((h for h in hits if h in SINCE), None)
 
 
 def test_the_floor_is_the_runtimes_declared_torch() -> None:
@@ -28,6 +49,34 @@ def test_the_floor_is_the_runtimes_declared_torch() -> None:
         d for d in data["project"]["optional-dependencies"]["torch"] if d.startswith("torch")
     ]
     assert parse_version(spec.split(">=")[1].split(",")[0]) == FLOOR
+
+
+def test_every_torch_name_a_shipped_fix_writes_is_judged() -> None:
+    """Not only accelerator/amp: any torch name a fix gains is in the table or in every torch 2."""
+    unjudged: dict[str, str] = {}
+    for rule in RULES:
+        for example in rule.invalid:
+            if example.fixed is None:
+                continue
+            new = set(_TORCH_CHAIN.findall(example.fixed)) - set(
+                _TORCH_CHAIN.findall(example.source)
+            )
+            for name in (n[1:] for n in new):
+                if _gated(name) is None and name not in _IN_EVERY_TORCH_2:
+                    unjudged[name] = rule.code
+    assert not unjudged, unjudged
+
+
+@pytest.mark.parametrize("target", ["2.5", "2.4", "1.13"])
+def test_the_backend_for_a_device_is_not_written_for_a_torch_without_it(target: str) -> None:
+    source = (
+        "import torch\nimport torch.distributed as dist\n\n"
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        'dist.init_process_group(backend="nccl")\n'
+    )
+    fixed = fix_source(source, unsafe=True, target_torch=target)
+    assert "get_default_backend_for_device" not in fixed
+    assert "get_default_backend_for_device" in fix_source(source, unsafe=True, target_torch="2.6")
 
 
 def test_every_api_a_shipped_fix_writes_is_in_the_table() -> None:
@@ -66,6 +115,10 @@ def test_no_api_newer_than_the_target_is_ever_written(minor: int) -> None:
             except (SyntaxError, RuntimeError):
                 continue
             gained = set(_SPELLED.findall(fixed)) - set(_SPELLED.findall(example.source))
+            chains = {c[1:] for c in _TORCH_CHAIN.findall(fixed)} - {
+                c[1:] for c in _TORCH_CHAIN.findall(example.source)
+            }
+            gained |= {g for g in map(_gated, chains) if g is not None}
             too_new = [a for a in gained if SINCE.get(a, (99, 0)) > target]
             assert not too_new, (rule.code, target, too_new)
 

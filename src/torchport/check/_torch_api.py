@@ -9,12 +9,12 @@ target lacks: the finding stays a report, its message saying which name needs
 which torch. A name the fix only keeps (it was in the replaced text already) is
 not the fix's doing and is not judged.
 
-Names are matched as written: ``<any name>.accelerator.<attr>``, ``<name>.amp.<attr>``,
-``<name>.get_device_module``, ``<name>.Stream``, ``<name>.Event``, so a file that
-imports torch under another name is judged the same. A name of those namespaces
-missing from the table is taken to need the newest torch the table knows (the
-gate fails closed); a test holds every name the shipped rules' fixes write to the
-table.
+Names are matched as written: any dotted ``<any name>.<api>`` whose ``<api>`` (or a
+prefix of it) the table lists, so a file that imports torch under another name is
+judged the same. A name of ``accelerator``/``amp`` or ``get_device_module``,
+``Stream``, ``Event`` missing from the table is taken to need the newest torch the
+table knows (the gate fails closed); a test holds every torch name the shipped
+rules' fixes write to the table or to a list of names every torch 2 has.
 
 This module imports nothing but the standard library.
 """
@@ -70,15 +70,20 @@ SINCE: dict[str, TorchVersion] = {
     "amp.custom_fwd": (2, 4),
     "amp.custom_bwd": (2, 4),
     "get_device_module": (2, 4),
+    # torch.distributed's device-to-backend map (pytorch#140536, in 2.6)
+    "distributed.get_default_backend_for_device": (2, 6),
     "Stream": (2, 2),
     "Event": (2, 5),
 }
 
 _NEWEST: TorchVersion = max(SINCE.values())
-_WRITTEN = re.compile(
-    r"(?<![\w.])[A-Za-z_]\w*\.(?P<api>(?:accelerator|amp)\.[A-Za-z_]\w*|get_device_module\b"
-    r"|Stream\b|Event\b)"
-)
+# Any dotted name a fix writes (`torch.distributed.get_default_backend_for_device`): the
+# table is asked for each prefix of what follows the first name, so an API outside the
+# namespaces below is judged as soon as the table lists it.
+_CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*((?:\.[A-Za-z_]\w*)+)")
+# Names of these namespaces are gated even when the table lacks them (the newest torch).
+_NAMESPACES = ("accelerator", "amp")
+_CLASSES = ("get_device_module", "Stream", "Event")
 _VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.\d+)?\s*$")
 
 
@@ -99,7 +104,19 @@ def needs(api: str) -> TorchVersion:
 
 def written_apis(text: str) -> set[str]:
     """The gated APIs ``text`` names (``accelerator.empty_cache``, ``amp.GradScaler`` ...)."""
-    return {m["api"] for m in _WRITTEN.finditer(text)}
+    found = set()
+    for match in _CHAIN.finditer(text):
+        parts = match[1][1:].split(".")
+        for end in range(len(parts), 0, -1):
+            if ".".join(parts[:end]) in SINCE:
+                found.add(".".join(parts[:end]))
+                break
+        else:
+            if parts[0] in _NAMESPACES and len(parts) > 1:
+                found.add(".".join(parts[:2]))
+            elif parts[0] in _CLASSES:
+                found.add(parts[0])
+    return found
 
 
 def _missing(
