@@ -223,18 +223,67 @@ class _NullDeviceContext:
         return None
 
 
-def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callable[..., Any]:
-    """``torch.accelerator.<name>`` of ``target`` when it is this machine's accelerator.
+# What torch.cuda.memory_stats() answers where the target's allocator gives no stats
+# of its own: CUDA's keys for the counters torchport can read (0 on the CPU and meta,
+# where no device allocator exists, as memory_allocated() answers there).
+_STATS_KEYS = {
+    "allocated_bytes.all.current": "memory_allocated",
+    "allocated_bytes.all.peak": "max_memory_allocated",
+    "reserved_bytes.all.current": "memory_reserved",
+    "reserved_bytes.all.peak": "max_memory_reserved",
+}
 
-    Elsewhere (the CPU, meta) no device allocator exists: ``cpu_value`` (0 bytes, no
-    stats, nothing to free). ``empty_cache`` takes no device; the others take one.
+
+def _counter_stats(read: Callable[[str], int]) -> dict[str, int]:
+    return {key: read(name) for key, name in _STATS_KEYS.items()}
+
+
+def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callable[..., Any]:
+    """``name`` of ``target``'s allocator when it is this machine's accelerator.
+
+    Elsewhere (the CPU, meta) no device allocator exists: ``cpu_value`` (0 bytes,
+    nothing to free; ``memory_stats`` the counters' keys at 0). On the accelerator the
+    counters are read through :func:`torchport.hardware.allocator_stat` (the generic
+    API where this torch has it, else the backend's module: ``torch.accelerator``'s
+    memory functions are torch 2.8's); ``memory_stats`` falls back to those counters
+    where the backend's allocator keeps no stats (a Python-defined backend); the rest
+    raise :class:`~torchport.RedirectError` where this torch offers no way.
     """
+
+    def on_target(*args: Any, **kwargs: Any) -> Any:
+        if name in _STATS_KEYS.values():
+            return hardware.allocator_stat(target, name)
+        function = hardware.accelerator_function(name) or getattr(
+            getattr(torch, target.type, None), name, None
+        )
+        if name == "memory_stats":
+            try:
+                if function is None:
+                    raise LookupError(name)
+                return function(target)
+            except (RuntimeError, LookupError, NotImplementedError):
+                return _counter_stats(lambda n: hardware.allocator_stat(target, n))
+        if function is None:
+            raise RedirectError(
+                f"torch.cuda.{name}() has no answer on {target}: this torch has neither "
+                f"torch.accelerator.{name} nor torch.{target.type}.{name}. Run on a CUDA "
+                f"device, or make the call conditional on the device type."
+            )
+        return function() if name == "empty_cache" else function(target)
 
     def call(*args: Any, **kwargs: Any) -> Any:
         if target.type != hardware.accelerator_type():
-            return cpu_value
-        function = getattr(torch.accelerator, name)
-        return function() if name == "empty_cache" else function(target)
+            return _counter_stats(lambda n: 0) if name == "memory_stats" else cpu_value
+        try:
+            return on_target(*args, **kwargs)
+        except (LookupError, RuntimeError, NotImplementedError, AttributeError) as exc:
+            if isinstance(exc, RedirectError):
+                raise
+            raise RedirectError(
+                f"torch.cuda.{name}() has no answer on {target}: its allocator refused "
+                f"({type(exc).__name__}: {exc}). Run on a CUDA device, or make the call "
+                f"conditional on the device type."
+            ) from exc
 
     return call
 
