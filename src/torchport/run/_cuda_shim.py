@@ -32,6 +32,7 @@ from torchport import _origin, hardware
 from torchport.errors import RedirectError
 from torchport.run._cuda_answers import answers, backend_answers, submodule_answers
 from torchport.run._notice import acting
+from torchport.sim import is_simulated
 
 __all__ = ["Patch", "cuda_patches", "stand_in_class", "stand_in_function"]
 
@@ -311,27 +312,30 @@ def _seed(target: torch.device, name: str) -> Callable[..., None]:
 def _rng(devices: _Devices) -> dict[str, Callable[..., Any]]:
     """``torch.cuda`` random-state calls on the target's generator.
 
-    On the CPU the one generator is the script's own ``torch`` generator: reads
-    return its state, and writes are skipped for the reason seeding is (the
-    script restores it with ``torch.set_rng_state`` itself; a second restore
-    from a snapshot taken at another moment would shift the random stream).
+    The CPU and the simulated accelerator draw device randomness from the CPU's one
+    generator: reads return its state and writes set it, so a script that saves the
+    CUDA state, draws, and restores it to draw the same numbers again (dropout
+    replayed for a recomputed activation, an RNG tracker's fork) gets the same
+    numbers, as on CUDA. Seeding is not redirected there (the script's own
+    ``torch.manual_seed`` seeds the one generator already).
     """
     target = devices.target
     backend = getattr(torch, target.type, None)
+    cpu_generator = target.type == "cpu" or is_simulated(target)
 
     def backend_call(name: str) -> Callable[..., Any]:
         function = getattr(backend, name, None)
-        if target.type == "cpu" or function is None:
+        if function is None:
             return _unsupported(f"torch.cuda.{name}()", target)
         return function  # type: ignore[no-any-return]
 
-    if target.type == "cpu":
+    if cpu_generator:
 
         def get_rng_state(device: Any = "cuda") -> torch.Tensor:
             return torch.get_rng_state()
 
         def set_rng_state(new_state: torch.Tensor, device: Any = "cuda") -> None:
-            return None
+            torch.set_rng_state(new_state)
 
         initial_seed: Callable[[], int] = torch.initial_seed
     else:
@@ -353,7 +357,7 @@ def _rng(devices: _Devices) -> dict[str, Callable[..., Any]]:
         if states:  # every index is the one target: its state is the current index's
             set_rng_state(states[min(devices.current(), len(states) - 1)])
 
-    if target.type != "cpu" and getattr(backend, "get_rng_state", None) is None:
+    if not cpu_generator and getattr(backend, "get_rng_state", None) is None:
         get_rng_state_all = _unsupported("torch.cuda.get_rng_state_all()", target)
         set_rng_state_all = _unsupported("torch.cuda.set_rng_state_all()", target)
 
