@@ -27,7 +27,15 @@ from dataclasses import replace
 
 from torchport.check._rule import Finding
 
-__all__ = ["FLOOR", "SINCE", "TorchVersion", "format_version", "parse_version", "within_target"]
+__all__ = [
+    "FLOOR",
+    "KEYWORD_SINCE",
+    "SINCE",
+    "TorchVersion",
+    "format_version",
+    "parse_version",
+    "within_target",
+]
 
 TorchVersion = tuple[int, int]
 
@@ -76,6 +84,15 @@ SINCE: dict[str, TorchVersion] = {
     "Event": (2, 5),
 }
 
+# Keywords a fix may add to a call, by the call's last name: the first torch whose
+# function takes them. `weights_only=` of load_state_dict_from_url (and model_zoo's
+# load_url, the same function): pytorch#98479, in 2.1; of torch.load: 1.13.
+KEYWORD_SINCE: dict[tuple[str, str], TorchVersion] = {
+    ("load_state_dict_from_url", "weights_only"): (2, 1),
+    ("load_url", "weights_only"): (2, 1),
+    ("load", "weights_only"): (1, 13),
+}
+
 _NEWEST: TorchVersion = max(SINCE.values())
 # Any dotted name a fix writes (`torch.distributed.get_default_backend_for_device`): the
 # table is asked for each prefix of what follows the first name, so an API outside the
@@ -119,6 +136,38 @@ def written_apis(text: str) -> set[str]:
     return found
 
 
+_KEYWORD = re.compile(r"(?:^|[(,])\s*(?P<name>[A-Za-z_]\w*)\s*=(?!=)")
+
+
+def _called_at(source: str, at: int) -> str | None:
+    """The last name of the call whose open parenthesis encloses offset ``at``, if any."""
+    depth = 0
+    for i in range(min(at, len(source)) - 1, -1, -1):
+        char = source[i]
+        if char in ")]}":
+            depth += 1
+        elif char in "([{":
+            if depth == 0:
+                name = re.search(r"([A-Za-z_]\w*)\s*$", source[:i]) if char == "(" else None
+                return None if name is None else name[1]
+            depth -= 1
+    return None
+
+
+def _added_keywords(edit_text: str, replaced: str, source: str, at: int) -> set[str]:
+    """``call(weights_only=)`` entries of :data:`KEYWORD_SINCE` that an edit adds."""
+    new = {m["name"] for m in _KEYWORD.finditer(edit_text)} - {
+        m["name"] for m in _KEYWORD.finditer(replaced)
+    }
+    called = _called_at(source, at) if new else None
+    return {f"{called}({name}=)" for name in new if (called, name) in KEYWORD_SINCE}
+
+
+def _keyword_needs(api: str) -> TorchVersion:
+    called, _, rest = api.partition("(")
+    return KEYWORD_SINCE[(called, rest.rstrip("=)"))]
+
+
 def _missing(
     finding: Finding, source: str, target: TorchVersion
 ) -> tuple[str, TorchVersion] | None:
@@ -128,8 +177,14 @@ def _missing(
     for edit in finding.fix.edits:
         if not edit.text or edit.start < 0:
             continue
-        new = written_apis(edit.text) - written_apis(source[edit.start : edit.end])
+        replaced = source[edit.start : edit.end]
+        new = written_apis(edit.text) - written_apis(replaced)
         lacking = sorted((needs(api), api) for api in new if needs(api) > target)
+        keywords = _added_keywords(edit.text, replaced, source, edit.start)
+        lacking += sorted(
+            (_keyword_needs(api), api) for api in keywords if _keyword_needs(api) > target
+        )
+        lacking.sort()
         if lacking:
             version, api = lacking[-1]
             return api, version
@@ -150,11 +205,13 @@ def within_target(
         missing = _missing(finding, source, target)
         if missing is not None:
             api, version = missing
+            called, _, keyword = api.partition("(")
+            written = f"`{keyword.rstrip(')')}` in `{called}(...)`" if keyword else f"`torch.{api}`"
             finding = replace(
                 finding,
                 fix=None,
                 message=(
-                    f"{finding.message} (no fix: it would write `torch.{api}`, which needs "
+                    f"{finding.message} (no fix: it would write {written}, which needs "
                     f"torch >= {format_version(version)}, and target-torch is "
                     f"{format_version(target)}; raise target-torch, or the torch floor in "
                     f"your requirements, to get the fix)"
