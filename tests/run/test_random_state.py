@@ -57,8 +57,14 @@ def test_a_restored_cuda_state_repeats_the_draws_on_the_simulator() -> None:
             first = torch.randn(6, device="cuda").tolist()
             torch.cuda.set_rng_state(saved)
             again = torch.randn(6, device="cuda").tolist()
-            states = len(torch.cuda.get_rng_state_all())
-        print(json.dumps({"first": first, "again": again, "states": states}))
+            # what Lightning's and transformers' checkpoints save and restore
+            states = torch.cuda.get_rng_state_all()
+            third = torch.randn(6, device="cuda").tolist()
+            torch.cuda.set_rng_state_all(states)
+            fourth = torch.randn(6, device="cuda").tolist()
+        print(json.dumps({"first": first, "again": again, "states": len(states),
+                          "third": third, "fourth": fourth}))
         """
     )
     assert out["first"] == out["again"] and out["states"] == 1
+    assert out["third"] == out["fourth"]
