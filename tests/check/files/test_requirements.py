@@ -109,3 +109,12 @@ def test_a_pyproject_without_torch_leaves_the_requirements_file_to_say(tmp_path:
     _write(tmp_path / "pyproject.toml", '[tool.poetry.dependencies]\npython = "^3.10"\n')
     _write(tmp_path / "requirements.txt", "torch>=2.3  \\\n    --hash=sha256:00\n")
     assert declared_target(tmp_path) == ((2, 3), f"torch>=2.3 in {tmp_path / 'requirements.txt'}")
+
+
+def test_a_requirements_file_includes_the_files_it_names(tmp_path: Path) -> None:
+    _write(tmp_path / "requirements" / "base.txt", "numpy\ntorch>=2.3\n-r ../requirements.txt\n")
+    _write(tmp_path / "requirements.txt", "-r requirements/base.txt\neinops\n")
+    found = declared_target(tmp_path)
+    assert found is not None and found[0] == (2, 3)
+    _write(tmp_path / "requirements.txt", "--requirement=requirements/missing.txt\n")
+    assert declared_target(tmp_path) is None

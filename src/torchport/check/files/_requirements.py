@@ -8,7 +8,8 @@ Read from the project's own files, as a new user writes them:
   when those name no torch, the optional ones (extras, ``[dependency-groups]``, Poetry
   groups, pixi features);
 * ``pixi.toml`` (the same tables without ``tool.pixi.``), ``setup.cfg``
-  (``install_requires``, then ``extras_require``), ``requirements.txt`` and conda's
+  (``install_requires``, then ``extras_require``), ``requirements.txt`` (with the
+  files its ``-r`` lines include) and conda's
   ``environment.yml`` / ``environment.yaml`` (conda specs and its ``pip:`` list).
 
 Only a lower bound counts (``>=``, ``==``, ``~=``, ``>``, a bare or ``=`` conda
@@ -26,6 +27,7 @@ declare nothing (they are not ours to judge).
 from __future__ import annotations
 
 import configparser
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -275,12 +277,28 @@ def _environment_yml(path: Path) -> TorchVersion | None:
     return _conda_floor(items)
 
 
-def _requirements_txt(path: Path) -> TorchVersion | None:
+def _requirement_lines(path: Path, seen: set[Path]) -> list[str]:
+    """The lines of a requirements file with its ``-r other.txt`` includes in their place."""
+    key = Path(os.path.abspath(path))
+    if key in seen:
+        return []
+    seen.add(key)
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
-        return None
-    return requirement_floor(lines)
+        return []
+    out: list[str] = []
+    for line in lines:
+        include = re.match(r"^\s*(?:-r|--requirement)(?:\s+|=)(\S+)", line)
+        if include is not None:
+            out.extend(_requirement_lines(path.parent / include[1], seen))
+        else:
+            out.append(line)
+    return out
+
+
+def _requirements_txt(path: Path) -> TorchVersion | None:
+    return requirement_floor(_requirement_lines(path, set()))
 
 
 def _pixi_toml(path: Path) -> TorchVersion | None:
