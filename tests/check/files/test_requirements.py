@@ -118,3 +118,25 @@ def test_a_requirements_file_includes_the_files_it_names(tmp_path: Path) -> None
     assert found is not None and found[0] == (2, 3)
     _write(tmp_path / "requirements.txt", "--requirement=requirements/missing.txt\n")
     assert declared_target(tmp_path) is None
+
+
+@given(low=versions, high=versions, named=st.booleans())
+def test_setup_py_literals_are_read_never_run(
+    low: tuple[int, int], high: tuple[int, int], named: bool
+) -> None:
+    import tempfile
+
+    low, high = min(low, high), max(low, high)
+    deps = f'["numpy", "torch>={_v(high)}"]'
+    text = (
+        "import sys\nsys.exit('setup.py was run')\nfrom setuptools import setup\n"
+        + (f"DEPS = {deps}\n" if named else "")
+        + f"setup(name='x', install_requires={'DEPS' if named else deps},\n"
+        f"      extras_require={{'old': ['torch>={_v(low)}']}})\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        _write(Path(tmp) / "setup.py", text)
+        found = declared_target(Path(tmp))
+        assert found is not None and found[0] == high and "setup.py" in found[1]
+        _write(Path(tmp) / "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+        assert declared_target(Path(tmp)) is None

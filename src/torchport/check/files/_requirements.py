@@ -7,8 +7,9 @@ Read from the project's own files, as a new user writes them:
   ``[tool.pixi.dependencies]`` (conda's ``pytorch``) and ``[tool.pixi.pypi-dependencies]``;
   when those name no torch, the optional ones (extras, ``[dependency-groups]``, Poetry
   groups, pixi features);
-* ``pixi.toml`` (the same tables without ``tool.pixi.``), ``setup.cfg``
-  (``install_requires``, then ``extras_require``), ``requirements.txt`` (with the
+* ``pixi.toml`` (the same tables without ``tool.pixi.``), ``setup.cfg`` and
+  ``setup.py`` (``install_requires``, then ``extras_require``; in ``setup.py`` only
+  literals, read, never run), ``requirements.txt`` (with the
   files its ``-r`` lines include) and conda's
   ``environment.yml`` / ``environment.yaml`` (conda specs and its ``pip:`` list).
 
@@ -26,6 +27,7 @@ declare nothing (they are not ours to judge).
 
 from __future__ import annotations
 
+import ast
 import configparser
 import os
 import re
@@ -264,6 +266,52 @@ def _setup_cfg(path: Path) -> TorchVersion | None:
     return _first([_pep508(required)], [_pep508(lines) for lines in optional])
 
 
+def _literal_strings(node: ast.AST | None, names: dict[str, ast.AST]) -> list[str] | None:
+    """A list/tuple of string constants (or a module-level name bound to one), else None."""
+    if isinstance(node, ast.Name):
+        node = names.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return [e.value for e in node.elts]  # type: ignore[attr-defined]
+    return None
+
+
+def _setup_py(path: Path) -> TorchVersion | None:
+    """``setup(install_requires=[...], extras_require={...})`` written as literals (not run)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    names: dict[str, ast.AST] = {
+        t.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    for node in ast.walk(tree):
+        func = node.func if isinstance(node, ast.Call) else None
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if not isinstance(node, ast.Call) or called != "setup":
+            continue
+        given = {k.arg: k.value for k in node.keywords if k.arg}
+        required = _literal_strings(given.get("install_requires"), names)
+        extras: ast.AST | None = given.get("extras_require")
+        if isinstance(extras, ast.Name):
+            extras = names.get(extras.id)
+        groups = (
+            [_literal_strings(v, names) for v in extras.values]
+            if isinstance(extras, ast.Dict)
+            else []
+        )
+        return _first(
+            [_pep508(required) if required is not None else False],
+            [_pep508(g) for g in groups if g is not None],
+        )
+    return None
+
+
 def _environment_yml(path: Path) -> TorchVersion | None:
     """conda's environment file: each ``- spec`` item (conda's or, under ``pip:``, PyPI's)."""
     try:
@@ -318,6 +366,7 @@ _SOURCES = (
     ("pyproject.toml", _pyproject_toml, "the dependencies of"),
     ("pixi.toml", _pixi_toml, "the dependencies of"),
     ("setup.cfg", _setup_cfg, "the requirements of"),
+    ("setup.py", _setup_py, "the requirements of"),
     ("requirements.txt", _requirements_txt, ""),
     ("environment.yml", _environment_yml, ""),
     ("environment.yaml", _environment_yml, ""),
