@@ -109,14 +109,9 @@ class Config:
         globs = []
         patterns = (*self.exclude, *self.extend_exclude)
         if patterns:
-            root = normalised(self.root)
-            globs.append(
-                GlobSet(root, _anchored(patterns, root), origin=f"exclude of {self.origin}")
-            )
+            globs.extend(_globsets(patterns, normalised(self.root), f"exclude of {self.origin}"))
         for folder, cli in self.cli_excludes:
-            globs.append(
-                GlobSet(folder, _anchored(cli, folder), origin="--exclude/--extend-exclude")
-            )
+            globs.extend(_globsets(cli, folder, "--exclude/--extend-exclude"))
         return globs
 
     def with_excludes(
@@ -144,12 +139,47 @@ class Config:
         root = normalised(self.root)
         target = normalised(path)
         for pattern, ignored in self.per_file_ignores:
-            globs = GlobSet(
-                root, _anchored([pattern], root), origin=f"per-file-ignores of {self.origin}"
-            )
-            if globs.match(target, is_dir=False):
+            globs = _globsets([pattern], root, f"per-file-ignores of {self.origin}")
+            if any(glob.match(target, is_dir=False) for glob in globs):
                 codes.extend(ignored)
         return tuple(codes)
+
+
+def _globsets(patterns: Sequence[str], base: Path, origin: str) -> list[GlobSet]:
+    """``patterns`` written relative to ``base`` as glob sets, ``..`` resolved first.
+
+    ``../tests/*.py`` (a path up from the config's folder or the working folder, as
+    Ruff resolves it) is matched from the folder it names; ``src/../tests/*.py`` is
+    ``tests/*.py``. Gitignore syntax alone knows no ``..``: such a pattern matched
+    nothing before.
+    """
+    by_root: dict[Path, list[str]] = {}
+    for pattern in patterns:
+        root, written = _resolve_up(pattern, base)
+        by_root.setdefault(root, []).append(written)
+    return [GlobSet(root, _anchored(group, root), origin=origin) for root, group in by_root.items()]
+
+
+def _resolve_up(pattern: str, base: Path) -> tuple[Path, str]:
+    """The folder ``pattern`` is relative to and the pattern from there (``..`` resolved).
+
+    Only ``..`` segments before the first glob character are resolved (``**/..`` is
+    left as written); the pattern is then anchored (``/tests/*.py``) at the folder.
+    """
+    negate = "!" if pattern.startswith("!") else ""
+    body = pattern[len(negate) :]
+    parts = body.split("/")
+    literal = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
+    if ".." not in parts[:literal]:
+        return base, pattern
+    absolute = body.startswith("/")
+    head = os.path.normpath(("" if absolute else f"{base.as_posix()}/") + "/".join(parts[:literal]))
+    rest = parts[literal:]
+    root = Path(head) if rest else Path(head).parent
+    tail = "/".join(rest) if rest else Path(head).name
+    if not absolute and not tail:
+        return base, pattern
+    return root, f"{negate}/{tail}"
 
 
 def _anchored(patterns: Sequence[str], base: Path) -> list[str]:
