@@ -96,6 +96,7 @@ _KEYWORDS_IN_EVERY_TORCH_2 = {
     ("load", "map_location"),
     ("ones", "device"),
     ("randn", "device"),
+    ("tensor", "device"),
     ("tensor", "dtype"),
     ("to", "non_blocking"),
     ("zeros", "device"),
