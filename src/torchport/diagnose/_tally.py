@@ -1,0 +1,95 @@
+"""An audit's counts by source line, and the stack walk that finds each event's line.
+
+The line an event is charged to is the user's: the first frame up the stack that is
+neither torch's, torchport's nor installed code's (the standard library, packages in
+``site-packages``); the innermost installed line it went through is kept beside it
+(``model.to(device)`` through transformers' ``PreTrainedModel.to``). The walk reads
+``sys._getframe`` with a per-code-object cache of whose each frame is
+(``traceback.extract_stack`` would read every frame's source). Only small summaries are
+kept: op, device, bytes, line; no tensor outlives its op.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import CodeType, FrameType
+
+from torchport.diagnose._events import Counted, Row, Where
+from torchport.diagnose._frames import INSTALLED, OWN, USER, frame_origin
+
+__all__ = ["Tally"]
+
+_NO_CALLER = Where("<backward/C++>", 0, "")
+
+
+class Tally:
+    """Counts of one audit block, by :class:`Row`, and what it could not describe."""
+
+    def __init__(self) -> None:
+        self.counts: dict[Row, list[int]] = {}
+        self.lock = threading.Lock()
+        self.origins: dict[CodeType, int] = {}
+        self.dropped = 0  # events the audit failed to describe (the program ran on)
+        self.unpredicted: dict[str, int] = {}  # what it could not predict, and how often
+
+    def origin(self, code: CodeType) -> int:
+        """Whose code this is (:mod:`._frames`' codes), asked once per code object."""
+        origin = self.origins.get(code)
+        if origin is None:
+            origin = self.origins[code] = frame_origin(code)
+        return origin
+
+    def where(self, frame: FrameType | None) -> tuple[Where, int | None]:
+        """Where the event is charged, and the origin of the code that made the call
+        (the first frame that is not torchport's).
+
+        Where: the first user frame at or above ``frame``, with the innermost installed
+        frame passed on the way. With no user frame above, the innermost installed frame
+        itself, else ``<backward/C++>``.
+        """
+        origins = self.origins
+        caller: int | None = None
+        via: FrameType | None = None
+        while frame is not None:
+            code = frame.f_code
+            origin = origins.get(code)
+            if origin is None:
+                origin = origins[code] = frame_origin(code)
+            if caller is None and origin != OWN:
+                caller = origin
+            if origin == USER:
+                if via is None:
+                    return Where(code.co_filename, frame.f_lineno or 0, code.co_name), caller
+                return Where(
+                    code.co_filename,
+                    frame.f_lineno or 0,
+                    code.co_name,
+                    via.f_code.co_filename,
+                    via.f_lineno or 0,
+                ), caller
+            if origin == INSTALLED and via is None:
+                via = frame
+            frame = frame.f_back
+        if via is not None:
+            code = via.f_code
+            return Where(code.co_filename, via.f_lineno or 0, code.co_name), caller
+        return _NO_CALLER, caller
+
+    def count(self, row: Row, nbytes: int) -> None:
+        """One more ``row``, of ``nbytes``."""
+        with self.lock:
+            slot = self.counts.get(row)
+            if slot is None:
+                self.counts[row] = [1, nbytes]
+            else:
+                slot[0] += 1
+                slot[1] += nbytes
+
+    def note_unpredicted(self, note: str) -> None:
+        """Something seen that the audit cannot predict for an accelerator run."""
+        self.unpredicted[note] = self.unpredicted.get(note, 0) + 1
+
+    def rows(self) -> list[Counted]:
+        """What was counted, one record per row, in no particular order."""
+        with self.lock:
+            return [Counted(row, count, nbytes) for row, (count, nbytes) in self.counts.items()]
