@@ -240,6 +240,13 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     ``.to("cpu").numpy()``) is one device-to-host copy, not a copy and a sync; a read
     of another tensor on that line (``loss.item()``) is a sync of its own. The audit
     itself never synchronizes; it only watches the program do so.
+    Tensors the accelerator run keeps on the host are followed (made by a factory that
+    names no device or names the host, ``torch.tensor(list)``, ``torch.zeros(n)``,
+    ``torch.from_numpy``; copies to the host that are new tensors here; what ops compute
+    from those alone): reading one is no sync, ``x[mask] = v`` with a one-element such
+    ``v`` is ``masked_fill_`` (no wait), and ``x[idx] = v`` or ``dst.copy_(v)`` copies it
+    to the device. (``out.cpu()`` of a CPU tensor is that same tensor here, so reads of it
+    on later lines still count.)
     The report is filled in when the block exits::
 
         with tp.audit() as report:
