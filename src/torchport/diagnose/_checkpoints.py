@@ -30,7 +30,7 @@ from torchport.diagnose._frames import INSTALLED, USER
 from torchport.diagnose._placement import STATE_LOADERS, Placement, tensors_in
 from torchport.diagnose._tally import Tally
 
-__all__ = ["CheckpointCounter"]
+__all__ = ["CheckpointCounter", "in_state_loading"]
 
 _SAVE = torch.save  # the original (the audit's wrapper stands in for it under its name)
 _LOADED = "copy (loading a state dict onto the device)"
@@ -110,3 +110,13 @@ class CheckpointCounter:
         self._tally.count(
             Row(TRANSFER, _LOADED, "load_state_dict", TO_DEVICE, True, phase, where), nbytes
         )
+
+
+def in_state_loading(frame: FrameType | None) -> bool:
+    """Whether torch's state-dict loading made this copy: where its destination lives is
+    :mod:`._placement`'s to tell (:meth:`.CheckpointCounter.count_loaded`)."""
+    while frame is not None:
+        if frame.f_code in STATE_LOADERS:
+            return True
+        frame = frame.f_back
+    return False

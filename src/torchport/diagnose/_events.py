@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import torch
+
 from torchport.diagnose._ops import OpKind
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "Counted",
     "Row",
     "Where",
+    "route",
 ]
 
 # Devices whose scalar reads cost no wait: the audit still lists them, labelled
@@ -79,3 +82,15 @@ class Counted(NamedTuple):
     row: Row
     times: int
     nbytes: int
+
+
+_ROUTES: dict[tuple[torch.device, torch.device], str] = {}
+
+
+def route(src: torch.device, dst: torch.device) -> str:
+    """A copy's direction as the report writes it (``"cpu→meta"``); formatting a
+    ``torch.device`` costs microseconds, so each route is named once."""
+    named = _ROUTES.get((src, dst))
+    if named is None:
+        named = _ROUTES[(src, dst)] = f"{src}→{dst}"
+    return named

@@ -27,7 +27,7 @@ import torch
 
 from torchport.diagnose import _indexing, _loading, _methods, _moves, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
-from torchport.diagnose._checkpoints import CheckpointCounter
+from torchport.diagnose._checkpoints import CheckpointCounter, in_state_loading
 from torchport.diagnose._events import (
     DATA_LOADING,
     HOST_TYPES,
@@ -36,6 +36,7 @@ from torchport.diagnose._events import (
     TO_HOST,
     TRANSFER,
     Row,
+    route,
 )
 from torchport.diagnose._frames import HOST_SIDE, INSTALLED, MODULE_MOVE, USER
 from torchport.diagnose._host_held import HostHeld, made_on_host
@@ -53,10 +54,10 @@ from torchport.diagnose._mode_stacks import (
 )
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._placement import (
-    STATE_LOADERS,
     Placement,
     copied_to_host,
 )
+from torchport.diagnose._steps_aside import StepsAside
 from torchport.diagnose._tally import Tally
 from torchport.diagnose._watcher import DispatchWatcher
 from torchport.errors import ConfigError
@@ -68,16 +69,8 @@ _HOST_TYPES = HOST_TYPES
 # code moving to the program's device (a BatchEncoding's .to(device)) copies there too
 _PREDICTS = frozenset({USER, MODULE_MOVE, INSTALLED})
 
-# Formatting a torch.device costs microseconds; each device and route is named once
+# Formatting a torch.device costs microseconds; each device is named once
 _DEVICE_FACTS: dict[torch.device, tuple[str, bool]] = {}
-_ROUTES: dict[tuple[torch.device, torch.device], str] = {}
-
-
-def _route(src: torch.device, dst: torch.device) -> str:
-    route = _ROUTES.get((src, dst))
-    if route is None:
-        route = _ROUTES[(src, dst)] = f"{src}→{dst}"
-    return route
 
 
 class Recorder:
@@ -101,6 +94,7 @@ class Recorder:
         self.closed = False
         self.forked = False  # this is a child forked from the audited process
         self._step_hooks: list[Any] = []
+        self.steps_aside = StepsAside()  # torch's optimizer steps run without the function mode
         self._fmode: FunctionWatcher | None = None
         self._threads_at_open: set[int] = set()
         self._started_at_open = 0
@@ -113,6 +107,7 @@ class Recorder:
         which optimizer steps (see :func:`._loading.is_host_state`)."""
         _methods.open_block(self)
         self._step_hooks = _loading.watch_optimizer_steps()
+        self._step_hooks += self.steps_aside.hooks(self.local)
         _methods.OTHER_THREADS.open()
         self._threads_at_open = _methods.OTHER_THREADS.alive()
         self._started_at_open = _methods.OTHER_THREADS.started
@@ -140,8 +135,10 @@ class Recorder:
         mode = DispatchWatcher(self)
         mode.__enter__()  # type: ignore[no-untyped-call]
         self._mode = mode
+        self.steps_aside.watch(fmode, mode)
 
     def stop(self) -> None:
+        self.steps_aside.watch(None, None)
         if self._mode is not None:
             mode, self._mode = self._mode, None
             mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
@@ -190,6 +187,10 @@ class Recorder:
         if fmode is not None:
             remove(fmode, FUNCTION_STACK)
         _methods.unwatch(self)
+
+    def step_ended(self) -> None:
+        """The optimizer step the function mode was lifted for ended (see :mod:`._steps_aside`)."""
+        self.steps_aside.ended()
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -242,8 +243,8 @@ class Recorder:
                 if src != dst:
                     # a real copy the dispatch level never sees: torch.tensor(data, device=)
                     copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
-                    route = _route(src, dst)
-                    row = Row(TRANSFER, entry.label, _ops.op_name(func), route, False, phase, where)
+                    way = route(src, dst)
+                    row = Row(TRANSFER, entry.label, _ops.op_name(func), way, False, phase, where)
                     self._count(row, nbytes)
                     return
                 if not nbytes:
@@ -390,9 +391,9 @@ class Recorder:
                 copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                 # A real copy is device work wherever it runs, data loading included
                 phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
-                route = _route(src, dst)
+                way = route(src, dst)
                 self._count(
-                    Row(TRANSFER, label, _ops.op_name(func), route, False, phase, where), nbytes
+                    Row(TRANSFER, label, _ops.op_name(func), way, False, phase, where), nbytes
                 )
                 return
             tensor = None
@@ -400,7 +401,7 @@ class Recorder:
                 if isinstance(arg, torch.Tensor):
                     tensor = arg
                     break
-            self._count_read(func, entry, tensor, sys._getframe(1), host_side=False)
+            self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 
@@ -408,7 +409,7 @@ class Recorder:
         """A copy from a tensor the accelerator run holds on the host into one on the
         device (:meth:`._host_held.HostHeld.copied_from_host`)."""
         nbytes = self.held.copied_from_host(func, args, kwargs)
-        if nbytes and not _loading_state(sys._getframe(2)):
+        if nbytes and not in_state_loading(sys._getframe(2)):
             where, _ = self._where(sys._getframe(2))
             phase = DATA_LOADING if _loading.loading(sys._getframe()) else ""
             name = _ops.op_name(func)
@@ -464,16 +465,6 @@ class Recorder:
     ) -> None:
         """``torch.save`` or ``torch.load`` ran (see :mod:`._checkpoints`); never raises."""
         self.checkpoints.observe(func, args, kwargs, out)
-
-
-def _loading_state(frame: FrameType | None) -> bool:
-    """Whether torch's state-dict loading made this copy: where its destination lives is
-    :mod:`._placement`'s to tell (:meth:`.CheckpointCounter.count_loaded`)."""
-    while frame is not None:
-        if frame.f_code in STATE_LOADERS:
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _leave_in_child() -> None:

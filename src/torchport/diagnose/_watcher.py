@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchport.diagnose import _ops
@@ -37,6 +38,8 @@ class AtenObserver(Protocol):
         self, func: Any, entry: OpEntry, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
     ) -> None: ...
 
+    def step_ended(self) -> None: ...
+
 
 _ATEN_TABLE = _ops.ATEN_TABLE
 _BY_ID = _ATEN_TABLE  # its dict face: id(overload) -> (overload, entry)
@@ -56,6 +59,7 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._recorder = recorder
         self._local = recorder.local
         self._held = recorder.held
+        self.step_lifted = False  # the function mode is off for an optimizer's step
 
     def __torch_dispatch__(
         self,
@@ -82,6 +86,8 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 held.follow(args, out)
             except Exception:  # the audit must never break the program it watches
                 held.held.clear()
+        if self.step_lifted and func is _STEP_RANGE_ENDS:
+            self._recorder.step_ended()  # the step ended, raising or not
         found = _BY_ID.get(id(func))
         entry = found[1] if found is not None else _ATEN_TABLE.entry(func)
         if entry is not None and not local.quiet:
@@ -89,6 +95,8 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
 
+# Optimizer.step runs inside a profiler range; its end is seen here even when step() raises
+_STEP_RANGE_ENDS = torch.ops.profiler._record_function_exit._RecordFunction
 _DYNAMO_KEPT_OUT: list[bool] = []  # done once, at the first audit (torch._dynamo loads then)
 
 
