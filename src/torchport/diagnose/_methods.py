@@ -59,7 +59,7 @@ import torch.jit
 from torch.overrides import TorchFunctionMode
 
 from torchport import _origin, _skipped_copies, hardware
-from torchport.diagnose import _ops
+from torchport.diagnose import _indexing, _ops
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._other_threads import OtherThreads
 
@@ -104,7 +104,7 @@ class Observer(Protocol):
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
 
-    def observe_host_index(self, func: Any, nbytes: int) -> None: ...
+    def observe_host_index(self, func: Any, args: tuple[Any, ...]) -> None: ...
 
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -309,7 +309,7 @@ class FunctionWatcher(TorchFunctionMode):
             # F.one_hot(x, n)'s CPU checks, or x[list]: the ops inside are the call's
             out = self._quietly(func, args, kwargs, warns, lifts)
             if host_index and not self._local.quiet:
-                self._observer.observe_host_index(func, host_index)
+                self._observer.observe_host_index(func, tuple(args))
             return out
         depth = self._local.quiet
         out = self._quietly(func, args, kwargs, warns, lifts)
@@ -347,7 +347,7 @@ def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
     if func not in _INDEXING or len(args) < 2:
         return 0
     try:
-        return _ops.host_index_bytes(args[1])
+        return _indexing.host_index_bytes(args[1]) + _indexing.assigned_number_bytes(args)
     except Exception:  # odd indices: the call itself will say what is wrong with them
         return 0
 
