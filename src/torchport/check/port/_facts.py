@@ -108,7 +108,8 @@ class PortFacts:
         self.known = ModelKnowledge(self.classdefs, ctx.qualname, self.project.lookup)
         # Functions (the file's own, or a project module's) whose result is a CPU tensor.
         self.tensor_functions = own_tensor_functions(ctx)
-        extended = library_driven(tree, self.classdefs, ctx.qualname)
+        imports = [*ctx.scopes.nodes_of(ast.Import), *ctx.scopes.nodes_of(ast.ImportFrom)]
+        extended = library_driven(imports, self.classdefs, ctx.qualname)
         for scope in self.scopes[1:]:  # outer scopes come first: their flag is known
             scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
             scope.internal = (
@@ -149,18 +150,24 @@ class PortFacts:
         )
         # `model.to(rank)`: the program places its model per process; a move the port
         # wrote to "the accelerator" would land elsewhere, so its moves are reported.
-        self.own_placement = own_placement(tree)
+        self.own_placement = own_placement(ctx.scopes.nodes_of(ast.Call))
 
     def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
         """The block (``body``, ``orelse``, ``finalbody``) holding ``stmt``, and its index there."""
         if self._blocks is None:
             self._blocks = {}
-            for node in ast.walk(self.ctx.tree):
-                for field_name in ("body", "orelse", "finalbody"):
+            # Statements only: no expression holds a block, so they need not be walked.
+            stack: list[ast.AST] = [self.ctx.tree]
+            while stack:
+                node = stack.pop()
+                for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
                     block = getattr(node, field_name, None)
-                    if isinstance(block, list):
-                        for i, s in enumerate(block):
+                    if not isinstance(block, list):
+                        continue
+                    for i, s in enumerate(block):
+                        if field_name in ("body", "orelse", "finalbody"):
                             self._blocks[id(s)] = (block, i)
+                        stack.append(s)
         return self._blocks.get(id(stmt))
 
     def mentions_between(self, name: str, first: ast.AST, last: ast.AST) -> bool:
@@ -170,9 +177,9 @@ class PortFacts:
         """
         if self._names is None:
             found: dict[str, list[tuple[int, int]]] = {}
-            for n in ast.walk(self.ctx.tree):
-                if isinstance(n, ast.Name):
-                    found.setdefault(n.id, []).append((n.lineno, n.col_offset))
+            for n in self.ctx.scopes.nodes_of(ast.Name):
+                assert isinstance(n, ast.Name)
+                found.setdefault(n.id, []).append((n.lineno, n.col_offset))
             self._names = {k: sorted(v) for k, v in found.items()}
         spots = self._names.get(name, [])
         after = (first.end_lineno or 0, first.end_col_offset or 0)  # type: ignore[attr-defined]
@@ -465,7 +472,11 @@ def port_facts(ctx: Context) -> PortFacts:
 
 
 def _imports_torch(tree: ast.Module) -> bool:
-    """Whether the file imports torch (or anything from it) anywhere."""
+    """Whether the file imports torch (or anything from it) anywhere.
+
+    A walk that stops at the first torch import (near the top, where imports are),
+    not the scope map's node index: a file with no torch needs no index.
+    """
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             if any(a.name == "torch" or a.name.startswith("torch.") for a in node.names):

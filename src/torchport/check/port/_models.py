@@ -196,7 +196,9 @@ class ModelKnowledge:
         return False
 
 
-def library_driven(tree: ast.Module, classdefs: list[ast.ClassDef], qualname: QualName) -> set[str]:
+def library_driven(
+    imports: list[ast.AST], classdefs: list[ast.ClassDef], qualname: QualName
+) -> set[str]:
     """Classes whose methods a library calls: those deriving from a class it gives.
 
     ``nn.Module`` (its ``forward``), ``torch.optim.Optimizer`` (``step``),
@@ -209,7 +211,7 @@ def library_driven(tree: ast.Module, classdefs: list[ast.ClassDef], qualname: Qu
     # package's own base class, which qualname cannot resolve without the package).
     imported_names = {
         (alias.asname or alias.name).partition(".")[0]
-        for node in ast.walk(tree)
+        for node in imports  # the file's imports, anywhere in it
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in node.names
     }
