@@ -477,6 +477,24 @@ FRAGMENTS = [
         "OUT.append(pad_packed_sequence(po{k})[0].detach())",
         "OUT.append(h{k}[-1].detach())",
     ),
+    # a name the flow knows as a device value, bound elsewhere to a CPU factory
+    # (PyTorch_Practice lesson1/autograd.py, machine-learning-book ch15's manual RNN)
+    _lines(
+        "a{k} = model(T.ones(1, 4))",
+        "OUT.append(a{k}.detach())",
+        "a{k} = T.ones(1, 2)",
+        "OUT.append((a{k} + model(T.zeros(1, 4))).detach())",
+    ),
+    _lines(
+        "outs{k} = []",
+        "for t{k} in range(3):",
+        "    if t{k} > 0:",
+        "        prev{k} = outs{k}[t{k} - 1]",
+        "    else:",
+        "        prev{k} = T.zeros((1, 2))",
+        "    outs{k}.append(T.tanh(model(T.ones(1, 4)) + prev{k}))",
+        "OUT.append(outs{k}[-1].detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

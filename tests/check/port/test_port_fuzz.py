@@ -298,3 +298,20 @@ def test_a_packed_sequence_is_on_the_accelerator_but_its_batch_sizes() -> None:
     assert off == [], (off, ported.source)
     _, off = run(source, meta=True)
     assert any("LSTM" in o for o in off)  # unported, the watch sees the CPU
+
+
+@pytest.mark.parametrize("marker", ["a{k} = T.ones(1, 2)", "prev{k} = T.zeros((1, 2))"])
+def test_a_device_name_bound_elsewhere_to_a_cpu_tensor_is_moved_there(marker: str) -> None:
+    """The flow is flow-insensitive: every binding of a name it knows on the device is moved
+    (the held-out autograd and manual-RNN scripts ran with one binding on the CPU, unsaid)."""
+    fragment = next(f for f in port_programs.FRAGMENTS if marker in f)
+    body = port_programs._T.sub("torch.", fragment.replace("{k}", "0"))
+    source = "import torch\n" + port_programs.MODELS[0].replace("T.", "torch.") + body
+    ported = port_text(source)
+    before, _ = run(source, meta=False)
+    after, _ = run(ported.source, meta=False)
+    assert fix_fuzz.same(before, after), ported.source
+    on_meta, off = run(ported.source, meta=True)
+    placed = not isinstance(on_meta, BaseException) and off == []
+    assert placed or ported.remaining, (on_meta, off, ported.source)
+    assert placed, ported.source  # this one the port can move: it is a torch factory

@@ -296,6 +296,18 @@ class DeviceFlow:
                 ):
                     values.add(node.func.value.id)
                     changed = True
+        # The flow is flow-insensitive: a name is a device value wherever one binding
+        # makes it one. Its other bindings must then put it there too (`prev = outs[-1]`
+        # and `prev = torch.zeros(...)`; `a = w + x` and later `a = torch.ones(1)`): what
+        # they bind meets what the name meets, so it is moved where it is made, or reported.
+        # A name the code moves itself (`h = torch.zeros(..)` then `h = h.to(device)`) is not.
+        for targets, value in scope.assigns:
+            if any(
+                isinstance(t, ast.Name) and t.id in values and t.id not in scope.moved
+                for t in targets
+            ) and not self.on_device(value, scope):
+                self.operands.append((value, scope))
+                self.mark(value, scope.reach, scope.sink_nodes)
         lambda_params = {
             p.arg
             for node in scope.nodes
