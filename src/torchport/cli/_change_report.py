@@ -62,6 +62,7 @@ def report_changes(
                 result.remaining,
                 applied=applied,
                 unplaced=result.unplaced,
+                unplaced_in=result.unplaced_in,
                 summary=not args.quiet,
                 rules=result.rules,
             )
