@@ -55,6 +55,35 @@ MORE: dict[str, str] = {
     "(generated code) exempts the file from torchport too; `false` checks such files.",
 }
 
+# The environment variables torchport reads, one sentence each. The list is checked
+# against every ``TORCHPORT_*`` name in the package's source (:func:`environment_names`),
+# so a new variable cannot ship without its line here.
+ENVIRONMENT: dict[str, str] = {
+    "TORCHPORT_DEVICE": "The device `pick_device()` (and so `DeviceLoader`, `to_device` "
+    "without a device) takes when no `prefer=` is given: `cpu`, `cuda:1`, `mps`, `sim`, "
+    "or `auto`/empty for the usual order. `sim` installs the simulated accelerator.",
+    "TORCHPORT_TEST_DEVICES": "The devices a test taking the pytest plugin's `device` "
+    "fixture runs on, comma-separated (`cpu,sim`); default: `cpu` plus the accelerator, "
+    "if any.",
+    "TORCHPORT_CACHE_DIR": "Where `check` keeps its cache (as `--cache-dir`); default: "
+    "`.torchport_cache/` beside the configuration, else in the working folder.",
+    "NO_COLOR": "Set: the command line never colours its output.",
+    "FORCE_COLOR": "Set: it colours its output also when it is not a terminal.",
+}
+_NOT_SETTINGS = {"TORCHPORT_DIR"}  # a constant's name in _origin.py, not a variable read
+
+
+def environment_names() -> set[str]:
+    """Every ``TORCHPORT_*`` name in the package's source, and the colour switches."""
+    source = ROOT / "src" / "torchport"
+    found = {
+        name
+        for path in source.rglob("*.py")
+        for name in re.findall(r"\b(TORCHPORT_[A-Z_]*[A-Z])\b", path.read_text(encoding="utf-8"))
+    }
+    return (found - _NOT_SETTINGS) | {"NO_COLOR", "FORCE_COLOR"}
+
+
 # A value of the wrong type for each key, to capture the message load_config gives.
 _WRONG: dict[str, str] = {
     "select": '"TP1"',
@@ -209,6 +238,24 @@ def render() -> str:
             _error(key),
             "```",
         ]
+    names = environment_names()
+    if names != set(ENVIRONMENT):
+        missing, extra = sorted(names - set(ENVIRONMENT)), sorted(set(ENVIRONMENT) - names)
+        raise ValueError(
+            f"environment variables without an ENVIRONMENT entry: {missing}; "
+            f"entries for no variable read: {extra}"
+        )
+    lines += [
+        "",
+        "## Environment variables",
+        "",
+        "Not part of `[tool.torchport]`; read by the runtime, the pytest plugin and the",
+        "command line.",
+        "",
+        "| variable | what it does |",
+        "| --- | --- |",
+        *(f"| `{name}` | {text} |" for name, text in ENVIRONMENT.items()),
+    ]
     return "\n".join(lines) + "\n"
 
 
