@@ -40,6 +40,15 @@ def test_skips_are_few_and_say_why() -> None:
         assert len(skipped) <= max(1, len(found) // 3), f"{page}: most of it is not tested"
 
 
+def test_every_output_shown_is_checked() -> None:
+    # a ```text block is output shown to the reader: without `<!-- output: COMMAND -->`
+    # the runner would accept it as it stands, and it could go stale unnoticed
+    for page in PAGES:
+        for block in pages.blocks(pages.ROOT / page):
+            if block.language == "text":
+                assert block.directive in ("output", "skip"), f"{block.where}: unchecked output"
+
+
 def test_the_docs_index_lists_every_page() -> None:
     index = (pages.DOCS / "index.md").read_text(encoding="utf-8")
     for page in PAGES:
