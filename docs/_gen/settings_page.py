@@ -35,8 +35,8 @@ PAGE = ROOT / "docs" / "settings.md"
 # The only prose kept here, one entry per key (checked against _KEYS).
 MORE: dict[str, str] = {
     "select": "The rules to run, as codes or prefixes (`TP1`, `TP201`, `ALL`); it replaces "
-    "the default set. Naming a speed rule here also lets a plain `torchport fix` apply "
-    "its fixes.",
+    "the default set. A speed rule selected here by its code or a prefix (`TP1`, not "
+    "`ALL`) also has its safe fixes applied by a plain `torchport fix`, as with `--speed`.",
     "extend-select": "Codes or prefixes added to the selection (the default set, or "
     "`select`): the way to turn on a rule that is off by default (TP9xx) and keep the rest.",
     "ignore": "Codes or prefixes switched off everywhere; `ignore` wins over `select`, and "
@@ -59,9 +59,10 @@ MORE: dict[str, str] = {
 # against every ``TORCHPORT_*`` name in the package's source (:func:`environment_names`),
 # so a new variable cannot ship without its line here.
 ENVIRONMENT: dict[str, str] = {
-    "TORCHPORT_DEVICE": "The device `pick_device()` (and so `DeviceLoader`, `to_device` "
-    "without a device) takes when no `prefer=` is given: `cpu`, `cuda:1`, `mps`, `sim`, "
-    "or `auto`/empty for the usual order. `sim` installs the simulated accelerator.",
+    "TORCHPORT_DEVICE": "The device `pick_device()` (and so `DeviceLoader` without a "
+    "device) takes when no `prefer=` is given: `cpu`, `cuda:1`, `mps`, `sim`, or "
+    "`auto`/empty for the usual order. `sim` installs the simulated accelerator. Code "
+    "that does not call torchport is not affected (for that: `torchport run --device`).",
     "TORCHPORT_TEST_DEVICES": "The devices a test taking the pytest plugin's `device` "
     "fixture runs on, comma-separated (`cpu,sim`); default: `cpu` plus the accelerator, "
     "if any.",
