@@ -63,6 +63,7 @@ def report_changes(
                 applied=applied,
                 unplaced=result.unplaced,
                 unplaced_in=result.unplaced_in,
+                plain=result.plain_fix,  # a speed rule the selection names needs no --speed
                 summary=not args.quiet,
                 rules=result.rules,
             )

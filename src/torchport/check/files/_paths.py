@@ -100,6 +100,8 @@ class FixResult:
     files: int = 0
     unplaced: int = 0
     unplaced_in: tuple[str, ...] = ()
+    # As CheckResult.plain_fix (without --speed), for the hints; None: not known.
+    plain_fix: tuple[str, ...] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -358,5 +360,6 @@ def fix_paths(
     unplaced = sum(r.unplaced for r in reports)
     unplaced_in = tuple(sorted(r.path for r in reports if r.unplaced))
     return FixResult(
-        changed, remaining, sorted(errors), run.rules, len(reports), unplaced, unplaced_in
-    )
+        changed, remaining, sorted(errors), run.rules, len(reports), unplaced, unplaced_in,
+        run.plain_fix,
+    )  # fmt: skip
