@@ -206,11 +206,45 @@ def _anchored(patterns: Sequence[str], base: Path) -> list[str]:
     return out
 
 
-def _strings(value: object, key: str, source: Path) -> tuple[str, ...]:
+# What a list key holds, for the example a wrong value is told to write instead: rule
+# codes or prefixes for the rule keys, gitignore-style patterns for the excludes.
+_EXAMPLE_VALUE = {
+    "select": '["TP1", "TP201"]',
+    "extend-select": '["TP901"]',
+    "ignore": '["TP303"]',
+    "exclude": '["legacy/"]',
+    "extend-exclude": '["generated/**"]',
+}
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (quotes, backslashes and control characters escaped)."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _strings(
+    value: object, key: str, source: Path, *, pattern: str | None = None
+) -> tuple[str, ...]:
+    """A list of strings, or the error that says what to write: for ``key`` (or, with
+    ``pattern``, for that entry of ``per-file-ignores``) a line of valid TOML whose
+    values are of the kind the key holds (rule codes, or path patterns)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        if pattern is None:
+            where, example = key, f"{key} = {_EXAMPLE_VALUE[key]}"
+        else:
+            where = f"per-file-ignores entry {_toml_string(pattern)}"
+            example = f'per-file-ignores = {{ {_toml_string(pattern)} = ["TP101"] }}'
         raise ConfigError(
-            f"[tool.torchport] {key} in {source} must be a list of strings, "
-            f'got {value!r}; write e.g. {key} = ["TP101"]'
+            f"[tool.torchport] {where} in {source} must be a list of strings, "
+            f"got {value!r}; write e.g. {example}"
         )
     return tuple(value)
 
@@ -245,10 +279,11 @@ def _table(data: dict[str, object], source: Path) -> Config:
     if not isinstance(raw_per_file, dict):
         raise ConfigError(
             f"[tool.torchport] per-file-ignores in {source} must be a table of "
-            f"glob = [codes], got {raw_per_file!r}"
+            f"glob = [codes], got {raw_per_file!r}; write e.g. "
+            f'per-file-ignores = {{ "tests/**" = ["TP101"] }}'
         )
     for pattern, codes in raw_per_file.items():
-        per_file.append((pattern, _strings(codes, f"per-file-ignores.{pattern!r}", source)))
+        per_file.append((pattern, _strings(codes, "per-file-ignores", source, pattern=pattern)))
     foreign = data.get("respect-foreign-noqa", True)
     if not isinstance(foreign, bool):
         raise ConfigError(

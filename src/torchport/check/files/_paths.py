@@ -90,7 +90,8 @@ class FixResult:
     ``remaining`` positions refer to the text the file now holds: the fixed text
     where it was written (or, for ``stdin``, printed), the file as it is on disk
     with ``diff=True``; there, ``unplaced`` counts the findings left on lines the
-    fixes would write, which have no place on disk (the diff shows those lines).
+    fixes would write, which have no place on disk (the diff shows those lines), and
+    ``unplaced_in`` names the files they are in.
     """
 
     changed: list[FileFix]
@@ -99,6 +100,9 @@ class FixResult:
     rules: tuple[type[Rule], ...]
     files: int = 0
     unplaced: int = 0
+    unplaced_in: tuple[str, ...] = ()
+    # As CheckResult.plain_fix (without --speed), for the hints; None: not known.
+    plain_fix: tuple[str, ...] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -361,4 +365,8 @@ def fix_paths(
     errors = run.errors + [e for r in reports for e in r.errors]
     changed = sorted((r.fix for r in reports if r.fix is not None), key=lambda f: f.path)
     unplaced = sum(r.unplaced for r in reports)
-    return FixResult(changed, remaining, sorted(errors), run.rules, len(reports), unplaced)
+    unplaced_in = tuple(sorted(r.path for r in reports if r.unplaced))
+    return FixResult(
+        changed, remaining, sorted(errors), run.rules, len(reports), unplaced, unplaced_in,
+        run.plain_fix,
+    )  # fmt: skip
