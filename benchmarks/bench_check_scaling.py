@@ -176,7 +176,7 @@ def _mixed_with_findings(target: int) -> str:
 
 
 def memory_table(folder: Path) -> None:
-    from torchport.check.files._discovery import MAX_SOURCE_BYTES
+    from torchport.check.files._reading import MAX_SOURCE_BYTES
 
     print("\n## Peak memory above the interpreter, per byte of source\n")
     print("| file | MiB | parse only | torchport (default) | torchport ALL |")

@@ -45,6 +45,7 @@ from typing import Any
 import torch
 
 from torchport.check.port._rewrite import port_paths
+from torchport.check.port._verify import verify_entry
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "check" / "port" / "scripts"
@@ -146,7 +147,15 @@ def _run_all(jobs: dict[str, list[dict[str, str]]], timeout: int) -> dict[str, d
     return out
 
 
-def real(dirs: list[str], timeout: int) -> None:
+def _verified(script: Path, timeout: int) -> str:
+    """What ``torchport port --verify`` says of the ported script (its run on ``sim``)."""
+    found = verify_entry([str(script)], [], timeout=timeout)
+    uses = f", {len(found.float64)} float64 line(s) reported" if found.float64 else ""
+    where = f" at {Path(found.path).name}:{found.line}" if found.path else ""
+    return f"--verify: {found.status}{where}{uses}"
+
+
+def real(dirs: list[str], timeout: int, verify: bool = False) -> None:
     """Port each DIR whole (one project), then run its CPU-only scripts three ways."""
     rows: dict[str, str] = {}
     ported: dict[str, tuple[list[str], bool]] = {}
@@ -181,14 +190,16 @@ def real(dirs: list[str], timeout: int) -> None:
                         job = {"name": f"{kind}:{name}", "script": str(script)}
                         jobs[mode].append({**job, "workdir": str(script.parent)})
         results = _run_all(jobs, timeout)
-    for name, (left, unchanged) in ported.items():
-        rows[name] = _verdict(
-            results[f"cpu:orig:{name}"],
-            results[f"cpu:ported:{name}"],
-            results[f"sim:ported:{name}"],
-            left,
-            unchanged,
-        )
+        for name, (left, unchanged) in ported.items():
+            rows[name] = _verdict(
+                results[f"cpu:orig:{name}"],
+                results[f"cpu:ported:{name}"],
+                results[f"sim:ported:{name}"],
+                left,
+                unchanged,
+            )
+            if verify and not unchanged and not results[f"cpu:orig:{name}"].get("error"):
+                rows[name] += "; " + _verified(Path(tmp) / "ported" / name, timeout)
     width = max(len(n) for n in rows)
     for name in sorted(rows):
         print(f"{name:<{width}}  {rows[name]}")
@@ -241,9 +252,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--real", nargs="+", metavar="DIR")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per script run")
+    parser.add_argument(
+        "--verify", action="store_true", help="with --real: also `port --verify` each port"
+    )
     args = parser.parse_args()
     if args.real:
-        real(args.real, args.timeout)
+        real(args.real, args.timeout, args.verify)
     else:
         speed(args.repeat)
 

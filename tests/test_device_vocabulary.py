@@ -195,6 +195,7 @@ SIM_USERS = {
     "run/_target.py": "`torchport run --device sim`",
     "testing/_plugin.py": "the `devices('sim')` marker",
     "check/port/_verify.py": "`torchport port --verify` runs the result on it",
+    "cli/_port_child.py": "the child process of `port --verify` installs it",
 }
 
 

@@ -15,10 +15,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "torchport"
 
-# Bottom to top. ``_origin``, ``_sizes`` and ``_skipped`` are floor modules every part may use;
-# "" is the package root (``torchport/__init__.py``: ``__version__`` and lazy names).
+# Bottom to top. ``_origin``, ``_sizes`` and ``_skipped_copies`` are floor modules every
+# part may use; "" is the package root (``torchport/__init__.py``: ``__version__`` and lazy names).
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "_origin", "_sizes", "_skipped", "_crossings", "_device_types"}),
+    frozenset({"errors", "_origin", "_sizes", "_skipped_copies", "_crossings", "_device_types"}),
     frozenset({""}),
     frozenset({"check"}),
     frozenset({"hardware"}),

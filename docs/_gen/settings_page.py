@@ -35,8 +35,8 @@ PAGE = ROOT / "docs" / "settings.md"
 # The only prose kept here, one entry per key (checked against _KEYS).
 MORE: dict[str, str] = {
     "select": "The rules to run, as codes or prefixes (`TP1`, `TP201`, `ALL`); it replaces "
-    "the default set. Naming a speed rule here also lets a plain `torchport fix` apply "
-    "its fixes.",
+    "the default set. A speed rule selected here by its code or a prefix (`TP1`, not "
+    "`ALL`) also has its safe fixes applied by a plain `torchport fix`, as with `--speed`.",
     "extend-select": "Codes or prefixes added to the selection (the default set, or "
     "`select`): the way to turn on a rule that is off by default (TP9xx) and keep the rest.",
     "ignore": "Codes or prefixes switched off everywhere; `ignore` wins over `select`, and "
@@ -54,6 +54,36 @@ MORE: dict[str, str] = {
     "respect-foreign-noqa": "Whether a file-level `# ruff: noqa` or `# flake8: noqa` "
     "(generated code) exempts the file from torchport too; `false` checks such files.",
 }
+
+# The environment variables torchport reads, one sentence each. The list is checked
+# against every ``TORCHPORT_*`` name in the package's source (:func:`environment_names`),
+# so a new variable cannot ship without its line here.
+ENVIRONMENT: dict[str, str] = {
+    "TORCHPORT_DEVICE": "The device `pick_device()` (and so `DeviceLoader` without a "
+    "device) takes when no `prefer=` is given: `cpu`, `cuda:1`, `mps`, `sim`, or "
+    "`auto`/empty for the usual order. `sim` installs the simulated accelerator. Code "
+    "that does not call torchport is not affected (for that: `torchport run --device`).",
+    "TORCHPORT_TEST_DEVICES": "The devices a test taking the pytest plugin's `device` "
+    "fixture runs on, comma-separated (`cpu,sim`); default: `cpu` plus the accelerator, "
+    "if any.",
+    "TORCHPORT_CACHE_DIR": "Where `check` keeps its cache (as `--cache-dir`); default: "
+    "`.torchport_cache/` beside the configuration, else in the working folder.",
+    "NO_COLOR": "Set: the command line never colours its output.",
+    "FORCE_COLOR": "Set: it colours its output also when it is not a terminal.",
+}
+_NOT_SETTINGS = {"TORCHPORT_DIR"}  # a constant's name in _origin.py, not a variable read
+
+
+def environment_names() -> set[str]:
+    """Every ``TORCHPORT_*`` name in the package's source, and the colour switches."""
+    source = ROOT / "src" / "torchport"
+    found = {
+        name
+        for path in source.rglob("*.py")
+        for name in re.findall(r"\b(TORCHPORT_[A-Z_]*[A-Z])\b", path.read_text(encoding="utf-8"))
+    }
+    return (found - _NOT_SETTINGS) | {"NO_COLOR", "FORCE_COLOR"}
+
 
 # A value of the wrong type for each key, to capture the message load_config gives.
 _WRONG: dict[str, str] = {
@@ -209,6 +239,24 @@ def render() -> str:
             _error(key),
             "```",
         ]
+    names = environment_names()
+    if names != set(ENVIRONMENT):
+        missing, extra = sorted(names - set(ENVIRONMENT)), sorted(set(ENVIRONMENT) - names)
+        raise ValueError(
+            f"environment variables without an ENVIRONMENT entry: {missing}; "
+            f"entries for no variable read: {extra}"
+        )
+    lines += [
+        "",
+        "## Environment variables",
+        "",
+        "Not part of `[tool.torchport]`; read by the runtime, the pytest plugin and the",
+        "command line.",
+        "",
+        "| variable | what it does |",
+        "| --- | --- |",
+        *(f"| `{name}` | {text} |" for name, text in ENVIRONMENT.items()),
+    ]
     return "\n".join(lines) + "\n"
 
 

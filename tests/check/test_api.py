@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import os
 import shutil
 import stat
@@ -15,7 +16,6 @@ from typing import Any
 import pytest
 
 import torchport.check
-import torchport.check.files._paths as paths_module
 import torchport.check.files._plan as plan_module
 import torchport.check.rules as rules_pkg
 from torchport.check import check_paths, fix_paths
@@ -147,7 +147,8 @@ def test_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
             pools.append(max_workers)
             super().__init__(max_workers=max_workers, **kwargs)
 
-    monkeypatch.setattr(paths_module, "ProcessPoolExecutor", CountingPool)
+    # the runner imports the pool when it needs one (start-up), so it is swapped at its source
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
     assert check_paths([tmp_path]).findings == serial.findings  # tiny files: this process
     assert pools == []
     monkeypatch.setattr(plan_module, "PARALLEL_MIN_BYTES", 0)

@@ -269,3 +269,41 @@ def test_owns_lines_and_indent() -> None:
         lambda n, c: (c.owns_lines(cast(ast.stmt, n)), c.indent_of(n)),
     )
     assert seen == [(True, "    "), (False, "    "), (True, "\t")]
+
+
+_VALUES = [
+    "import torch\nkw = dict(a=1)\ndef f(**kwargs):\n    return g(**kwargs, **kw)\n",
+    "x: int = 3\ny: int\nprint(x, y)\na = b = [1]\nc, d = 1, 2\nprint(a, b, c, d)\n",
+    "if (n := len(s)) > 2:\n    print(n)\nprint(n)\n",
+    "def f(p=1):\n    for i in p:\n        q = i\n    return q, p\n",
+    "class C:\n    z = 1\n    w = z\n",
+]
+
+
+@pytest.mark.parametrize("source", _VALUES)
+def test_value_of_agrees_with_the_scope_map_on_every_read(source: str) -> None:
+    # Context.value_of answers None without a scope pass for names no `x = v` binds;
+    # the oracle is the scope map's own answer, asked of a second, separate context.
+    tree = ast.parse(source)
+    fast, full = Context(source, "m.py", tree), Context(source, "m.py", tree)
+    reads = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    assert reads
+    for name in reads:
+        assert fast.value_of(name) is full.scopes.value_of(name), ast.unparse(name)
+
+
+_STATEMENTS = ["x = 1", "x: int = 2", "x += 1", "y = x", "del x", "(x := 3)",
+               "for x in y: pass", "def x(): pass", "import x", "print(x)"]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_STATEMENTS), min_size=1, max_size=8))
+def test_value_of_agrees_on_generated_modules(lines: list[str]) -> None:
+    source = "\n".join(lines) + "\nprint(x, y if 0 else 1)\n"
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    fast, full = Context(source, "m.py", tree), Context(source, "m.py", tree)
+    for name in ast.walk(tree):
+        if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Load):
+            assert fast.value_of(name) is full.scopes.value_of(name)

@@ -3,6 +3,7 @@ the shipped fixes write; the default floor is the runtime's declared one."""
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -11,8 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchport.check import RULES, check_paths, fix_paths, fix_source
-from torchport.check._torch_api import FLOOR, SINCE, format_version, parse_version, written_apis
+from torchport.check import RULES, Finding, check_paths, check_source, fix_paths, fix_source
+from torchport.check._torch_api import (
+    FLOOR,
+    KEYWORD_SINCE,
+    SINCE,
+    format_version,
+    parse_version,
+    written_apis,
+)
 from torchport.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,6 +28,27 @@ MEMORY = "import torch\n\nused = torch.cuda.memory_allocated()\ntorch.cuda.empty
 
 # Written apart from the table: `torch.accelerator.<name>(` / `torch.amp.<name>` spelled out.
 _SPELLED = re.compile(r"\b\w+\.((?:accelerator|amp)\.\w+|get_device_module|Stream|Event)\b")
+# Every dotted name off the torch module however it is imported (`torch.`, `th.`, `t.`).
+_TORCH_CHAIN = re.compile(r"(?<![\w.])(?:torch|th|t)((?:\.[A-Za-z_]\w*)+)")
+# Names every torch 2.x has (torch 2.0's documentation): a fix may write them for any target.
+_IN_EVERY_TORCH_2 = {
+    "Tensor",
+    "device",
+    "device.type",
+    "empty",
+    "float32",
+    "int64",
+    "manual_seed",
+    "set_float32_matmul_precision",
+    "tensor",
+}
+
+
+def _gated(name: str) -> str | None:
+    """The table's entry for ``name`` (itself or a prefix), else None."""
+    parts = name.split(".")
+    hits = [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
+    return next((h for h in hits if h in SINCE), None)
 
 
 def test_the_floor_is_the_runtimes_declared_torch() -> None:
@@ -28,6 +57,95 @@ def test_the_floor_is_the_runtimes_declared_torch() -> None:
         d for d in data["project"]["optional-dependencies"]["torch"] if d.startswith("torch")
     ]
     assert parse_version(spec.split(">=")[1].split(",")[0]) == FLOOR
+
+
+def test_every_torch_name_a_shipped_fix_writes_is_judged() -> None:
+    """Not only accelerator/amp: any torch name a fix gains is in the table or in every torch 2."""
+    unjudged: dict[str, str] = {}
+    for rule in RULES:
+        for example in rule.invalid:
+            if example.fixed is None:
+                continue
+            new = set(_TORCH_CHAIN.findall(example.fixed)) - set(
+                _TORCH_CHAIN.findall(example.source)
+            )
+            for name in (n[1:] for n in new):
+                if _gated(name) is None and name not in _IN_EVERY_TORCH_2:
+                    unjudged[name] = rule.code
+    assert not unjudged, unjudged
+
+
+@pytest.mark.parametrize("target", ["2.5", "2.4", "1.13"])
+def test_the_backend_for_a_device_is_not_written_for_a_torch_without_it(target: str) -> None:
+    source = (
+        "import torch\nimport torch.distributed as dist\n\n"
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        'dist.init_process_group(backend="nccl")\n'
+    )
+    fixed = fix_source(source, unsafe=True, target_torch=target)
+    assert "get_default_backend_for_device" not in fixed
+    assert "get_default_backend_for_device" in fix_source(source, unsafe=True, target_torch="2.6")
+
+
+# Keywords every torch 2.x takes at these calls (torch 2.0's documentation).
+_KEYWORDS_IN_EVERY_TORCH_2 = {
+    ("DataLoader", "pin_memory"),
+    ("arange", "device"),
+    ("empty", "device"),
+    ("empty", "dtype"),
+    ("load", "map_location"),
+    ("ones", "device"),
+    ("randn", "device"),
+    ("tensor", "device"),
+    ("tensor", "dtype"),
+    ("to", "non_blocking"),
+    ("zeros", "device"),
+}
+
+
+def _call_keywords(source: str) -> set[tuple[str | None, str]]:
+    """(the called function's last name, keyword) of every call in ``source``."""
+    found: set[tuple[str | None, str]] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            found |= {(name, k.arg) for k in node.keywords if k.arg is not None}
+    return found
+
+
+def test_every_keyword_a_shipped_fix_adds_is_judged() -> None:
+    unjudged = {}
+    for rule in RULES:
+        for example in rule.invalid:
+            if example.fixed is None:
+                continue
+            added = _call_keywords(example.fixed) - _call_keywords(example.source)
+            for pair in added - _KEYWORDS_IN_EVERY_TORCH_2 - set(KEYWORD_SINCE):
+                unjudged[pair] = rule.code
+    assert not unjudged, unjudged
+
+
+@pytest.mark.parametrize(("target", "writes"), [("2.0", False), ("1.13", False), ("2.1", True)])
+def test_weights_only_is_not_added_where_the_hub_lacks_it(target: str, writes: bool) -> None:
+    source = (
+        "import torch\nfrom torch.utils import model_zoo\n\n"
+        "sd = torch.hub.load_state_dict_from_url(url, progress=(1, 2))\n"
+        "sd2 = model_zoo.load_url(urls[arch])\n"
+    )
+    fixed = fix_source(source, unsafe=True, target_torch=target)
+    assert fixed.count("weights_only=True") == (2 if writes else 0)
+    findings = [f for f in check_source_at(source, target) if f.code == "TP307"]
+    assert len(findings) == 2
+    for finding in findings:
+        assert (finding.fix is not None) is writes
+        assert ("needs torch >= 2.1" in finding.message) is not writes
+
+
+def check_source_at(source: str, target: str) -> list[Finding]:
+    from torchport.check._torch_api import within_target
+
+    return within_target(check_source(source), source, parse_version(target))
 
 
 def test_every_api_a_shipped_fix_writes_is_in_the_table() -> None:
@@ -66,6 +184,10 @@ def test_no_api_newer_than_the_target_is_ever_written(minor: int) -> None:
             except (SyntaxError, RuntimeError):
                 continue
             gained = set(_SPELLED.findall(fixed)) - set(_SPELLED.findall(example.source))
+            chains = {c[1:] for c in _TORCH_CHAIN.findall(fixed)} - {
+                c[1:] for c in _TORCH_CHAIN.findall(example.source)
+            }
+            gained |= {g for g in map(_gated, chains) if g is not None}
             too_new = [a for a in gained if SINCE.get(a, (99, 0)) > target]
             assert not too_new, (rule.code, target, too_new)
 

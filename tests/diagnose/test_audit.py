@@ -66,7 +66,9 @@ _SYNCS: list[tuple[str, str, Callable[[torch.Tensor], Any]]] = [
     ("int", "int(tensor)", lambda x: int(x[0])),
     ("bool", "bool(tensor)", lambda x: bool(x[0] > 0)),
     ("if", "bool(tensor)", lambda x: 1 if x.sum() else 0),
-    ("index", "tensor used as an index", lambda x: [1, 2, 3][torch.tensor(1)]),
+    # values computed from x (the device's tensor): torch.tensor(1) would be made on the
+    # host in the accelerator run too, and reading it waits for nothing (._host_held)
+    ("index", "tensor used as an index", lambda x: [1, 2, 3][(x[0] > 0).long()]),
     ("in", "value in tensor", lambda x: 1.0 in x),
     ("tolist", ".tolist()", lambda x: x.tolist()),
     ("numpy", ".numpy()", lambda x: x.numpy()),
@@ -82,8 +84,8 @@ _SYNCS: list[tuple[str, str, Callable[[torch.Tensor], Any]]] = [
     ("masked_select", "masked_select", lambda x: torch.masked_select(x, x > 0)),
     ("unique", "unique", lambda x: torch.unique(x)),
     ("unique_consecutive", "unique_consecutive", lambda x: torch.unique_consecutive(x)),
-    ("repeat_interleave", "repeat_interleave", lambda x: x.repeat_interleave(torch.ones(4).long())),
-    ("bincount", "bincount", lambda x: torch.bincount(torch.tensor([0, 2]))),
+    ("repeat_interleave", "repeat_interleave", lambda x: x.repeat_interleave((x > -9).long())),
+    ("bincount", "bincount", lambda x: torch.bincount((x > 0).long())),
     ("equal", "torch.equal", lambda x: torch.equal(x, x)),
     # a tensor value: index_put_ expands the mask (a number would be masked_fill_, no wait)
     ("mask_assign", "boolean-mask assignment", lambda x: x.clone().__setitem__(x > 0, x[:1])),
@@ -229,11 +231,13 @@ def test_reads_inside_torch_outside_optimizers_are_listed_at_the_users_line() ->
 
 
 def test_a_step_inside_a_recorded_step_does_not_stack_modes() -> None:
+    x = torch.ones(1)  # made before the block: taken for the device's (torch.ones(1) made
+    # inside it would be the host's in an accelerator run too, and read without a wait)
     with tp.audit(every=2) as report:
         with report.step(), report.step():
-            torch.ones(1)[0].item()
+            x[0].item()
         with report.step():
-            torch.ones(1)[0].item()
+            x[0].item()
     assert _no_modes_left()
     assert report.steps == 3 and report.total_count == 2
 
@@ -363,7 +367,7 @@ def test_nested_audits_both_record() -> None:
 def test_a_failure_to_describe_an_op_never_reaches_the_program(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from torchport.diagnose import _ops
+    from torchport.diagnose import _moves, _ops
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("bug in the audit")
@@ -372,7 +376,7 @@ def test_a_failure_to_describe_an_op_never_reaches_the_program(
         get = broken  # type: ignore[assignment]
 
     monkeypatch.setattr(_ops, "READS", BrokenTable())  # read for the Python-level .item()
-    monkeypatch.setattr(_ops, "transfer_of", broken)  # used for the aten-level copy
+    monkeypatch.setattr(_moves, "transfer_of", broken)  # used for the aten-level copy
     x = torch.ones(3)
     with tp.audit() as report:
         assert x.sum().item() == 3.0
@@ -472,10 +476,11 @@ def test_tracing_works_inside_audit_and_the_traced_code_runs_audited() -> None:
     # torch.jit.trace of this function fails under any TorchDispatchMode; the audit
     # steps aside while it traces
     layer = nn.Linear(2, 2)
+    batch = torch.ones(1, 2)  # made before the block: taken for the device's
     with tp.audit() as report:
         traced_fn = torch.jit.trace(_traced_body, torch.ones(1, 2))
         traced_module = torch.jit.trace(layer, torch.ones(1, 2))
-        traced_fn(torch.ones(1, 2)).item()
+        traced_fn(batch).item()
         read = _previous_line()
     assert torch.equal(traced_module(torch.ones(1, 2)), layer(torch.ones(1, 2)))
     assert [e.op for e in _at(report, read)] == ["Tensor.item"]

@@ -7,8 +7,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchport.diagnose import _on_device, _ops
-from torchport.diagnose._ops import OpKind, aten_entry, method_entry, transfer_of
+from torchport.diagnose import _indexing, _moves, _on_device, _ops
+from torchport.diagnose._host_held import HOST_FACTORIES
+from torchport.diagnose._moves import transfer_of
+from torchport.diagnose._ops import OpKind, aten_entry, method_entry
 
 aten = torch.ops.aten
 META = torch.device("meta")
@@ -28,8 +30,12 @@ def test_every_table_key_names_a_real_aten_op() -> None:
 
 
 def test_every_entry_has_a_kind_and_a_label() -> None:
-    for entry in [*_ops._ATEN.values(), *_ops.METHOD_TABLE.values()]:
+    for entry in _ops._ATEN.values():
         assert entry.kind is not OpKind.NEITHER
+        assert entry.label.strip()
+    for func, entry in _ops.METHOD_TABLE.items():
+        # NEITHER only for the factories followed to the host (diagnose._host_held)
+        assert (entry.kind is OpKind.NEITHER) == (func in HOST_FACTORIES), func
         assert entry.label.strip()
 
 
@@ -137,16 +143,19 @@ def test_python_level_methods() -> None:
     assert method_entry([]) is None  # unhashable: not in the table, no error
 
 
-def test_tensor_creation_is_watched_whenever_it_names_a_device() -> None:
+def test_tensor_creation_is_watched_when_it_names_a_device_or_makes_on_the_host() -> None:
     entry = method_entry(torch.tensor)
     assert entry is not None and entry.kind is OpKind.TRANSFER
     assert _applies(entry, ([1.0],), {"device": "meta"})
     # "cpu" may be the program's device held in a variable: the recorder asks the call
     # site; from the values alone, a string naming the CPU is taken for the host
     assert _applies(entry, ([1.0],), {"device": "cpu"})
-    assert _ops.names_host(torch.tensor, ([1.0],), {"device": "cpu"})
-    assert not _ops.names_host(torch.tensor, ([1.0],), {"device": torch.device("cpu")})
-    assert not _applies(entry, ([1.0],), {})
+    assert _moves.names_host(torch.tensor, ([1.0],), {"device": "cpu"})
+    assert not _moves.names_host(torch.tensor, ([1.0],), {"device": torch.device("cpu")})
+    # no device: made on the host in the accelerator run too, followed (._host_held)
+    assert _applies(entry, ([1.0],), {})
+    # a tensor's copy without a device goes where the tensor is: not the host's
+    assert not _applies(entry, (torch.ones(2),), {})
     assert not _applies(entry, ([1.0],), {"device": "no-such-device"})
     out = torch.tensor([1.0, 2.0], device=META)
     assert transfer_of(torch.tensor, ([1.0, 2.0],), {"device": "meta"}, out) == (
@@ -174,10 +183,10 @@ def test_read_bytes() -> None:
 
 def test_non_blocking_flag() -> None:
     x = torch.ones(2)
-    assert _ops.non_blocking(aten._to_copy.default, (x,), {"non_blocking": True})
-    assert not _ops.non_blocking(aten._to_copy.default, (x,), {})
-    assert _ops.non_blocking(aten.copy_.default, (x, x, True), {})
-    assert not _ops.non_blocking(aten.copy_.default, (x, x), {})
+    assert _moves.non_blocking(aten._to_copy.default, (x,), {"non_blocking": True})
+    assert not _moves.non_blocking(aten._to_copy.default, (x,), {})
+    assert _moves.non_blocking(aten.copy_.default, (x, x, True), {})
+    assert not _moves.non_blocking(aten.copy_.default, (x, x), {})
 
 
 # -- the accelerator's view: what an op costs with its real arguments ------------------------
@@ -221,7 +230,7 @@ def test_index_put_on_a_device_waits_unless_it_is_a_masked_fill(
     # the host, exactly one index tensor, a mask on self's device
     tensors = [i for i in indices if i != "none"]
     masked_fill = not accumulate and value == "host number" and tensors == ["device mask"]
-    assert _ops.masked_fill_dispatch(args, kwargs) is masked_fill
+    assert _indexing.masked_fill_dispatch(args, kwargs) is masked_fill
     waits = not masked_fill and "device mask" in indices
     found = _on_device.syncs_on_device(aten.index_put_.default, args, kwargs)
     assert (found is not None) is waits
@@ -297,9 +306,9 @@ def test_a_list_or_array_index_is_a_copy_of_the_tensor_torch_builds_from_it(
     built = torch.as_tensor(np.array(index))  # what torch makes of it on the host
     # a mask: nonzero on the host, one int64 per dimension and True
     expected = (built.nonzero() if built.dtype is torch.bool else built).numel() * 8
-    assert _ops.host_index_bytes(part) == expected
-    assert _ops.host_index_bytes((slice(None), part)) == expected
-    assert _ops.host_index_bytes((slice(None), 0)) == 0
+    assert _indexing.host_index_bytes(part) == expected
+    assert _indexing.host_index_bytes((slice(None), part)) == expected
+    assert _indexing.host_index_bytes((slice(None), 0)) == 0
 
 
 def test_one_hot_reads_the_max_only_without_num_classes() -> None:

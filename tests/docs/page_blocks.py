@@ -11,7 +11,9 @@ Every fenced block of a page is used:
 - ``toml``: must load as a ``[tool.torchport]`` configuration; ``yaml``: must parse.
 - ``text``: output shown to the reader. After ``<!-- output: COMMAND -->`` the command
   runs (as a bash line) and every line of the block but ``...`` must be a line of what
-  it prints, in order, so a sample cannot drift from what the command says.
+  it prints, in order, so a sample cannot drift from what the command says. Inside a
+  line, ``...`` stands for any text, for what changes from run to run (the folder in
+  a path); the rest of the line must match.
 
 An HTML comment on the line before a fence changes that: ``<!-- file: NAME -->``
 writes the block to ``NAME`` in the folder instead of running it (the files later
@@ -92,6 +94,12 @@ for where, source in BLOCKS:
 """
 
 
+def shows(expected: str, printed: str) -> bool:
+    """Whether ``printed`` is the output line ``expected`` shows (``...`` in it: any text)."""
+    pattern = ".*".join(re.escape(piece) for piece in expected.rstrip().split("..."))
+    return re.fullmatch(pattern, printed.rstrip(), re.S) is not None
+
+
 def run_python(group: list[Block], folder: Path) -> None:
     """Run python blocks, in order, in one fresh interpreter; each in its own namespace."""
     script = f"BLOCKS = {[(b.where, b.text) for b in group]!r}\n{_DRIVER}"
@@ -137,7 +145,7 @@ def run_block(block: Block, folder: Path) -> None:
         printed = iter((done.stdout + done.stderr).splitlines())
         for line in block.text.splitlines():
             if line.strip() != "...":
-                assert any(seen.rstrip() == line.rstrip() for seen in printed), (
+                assert any(shows(line, seen) for seen in printed), (
                     f"{block.where}: `{block.argument}` no longer prints {line!r} "
                     f"(in this order); it printed:\n{done.stdout}{done.stderr}"
                 )

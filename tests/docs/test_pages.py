@@ -8,6 +8,7 @@ reason (``<!-- skip: ... -->``: installs from the network).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import page_blocks as pages
@@ -40,7 +41,37 @@ def test_skips_are_few_and_say_why() -> None:
         assert len(skipped) <= max(1, len(found) // 3), f"{page}: most of it is not tested"
 
 
+def test_every_output_shown_is_checked() -> None:
+    # a ```text block is output shown to the reader: without `<!-- output: COMMAND -->`
+    # the runner would accept it as it stands, and it could go stale unnoticed
+    for page in PAGES:
+        for block in pages.blocks(pages.ROOT / page):
+            if block.language == "text":
+                assert block.directive in ("output", "skip"), f"{block.where}: unchecked output"
+
+
 def test_the_docs_index_lists_every_page() -> None:
     index = (pages.DOCS / "index.md").read_text(encoding="utf-8")
     for page in PAGES:
         assert Path(page).relative_to("docs").with_suffix("").as_posix() in index, page
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, - for spaces."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_from_a_page_leads_somewhere() -> None:
+    readme = (pages.ROOT / "README.md").read_text(encoding="utf-8")
+    anchors = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", readme, re.M)}
+    for page in PAGES:
+        path = pages.ROOT / page
+        text = path.read_text(encoding="utf-8")
+        for anchor in re.findall(r"github\.com/torchport/torchport#([\w-]+)", text):
+            assert anchor in anchors, f"{page}: the README has no heading #{anchor}"
+        for file in re.findall(r"github\.com/torchport/torchport/blob/main/([\w./-]+)", text):
+            assert (pages.ROOT / file).is_file(), f"{page}: {file} does not exist"
+        for target in re.findall(r"\]\(([\w./-]+\.md)(?:#[\w-]+)?\)", text):
+            if target.startswith("reference/") or "/reference/" in target:
+                continue  # written by Sphinx from the rules at build time
+            assert (path.parent / target).is_file(), f"{page}: {target} does not exist"

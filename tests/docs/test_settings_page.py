@@ -75,3 +75,22 @@ def test_the_stated_defaults_are_what_an_empty_table_gives(tmp_path: Path) -> No
         else:
             assert key == "target-torch", key
             assert value in (None, FLOOR)  # no requirements beside the table: the floor
+
+
+def test_every_environment_variable_the_package_reads_is_documented() -> None:
+    # apart from the generator's scan: the names os.environ is asked for in the source
+    import re as _re
+
+    source = PAGE.parents[1] / "src" / "torchport"
+    read = set()
+    for path in source.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        read |= set(_re.findall(r"environ(?:\.get)?[\[(]\s*\"([A-Z_]+)\"", text))
+        read |= set(_re.findall(r"^_?[A-Z_]*(?:ENV|VAR)[A-Z_]* = \"([A-Z_]+)\"", text, _re.M))
+    torchport_own = {name for name in read if name.startswith("TORCHPORT_")} | {
+        "NO_COLOR",
+        "FORCE_COLOR",
+    }
+    section = PAGE.read_text(encoding="utf-8").split("## Environment variables", 1)[1]
+    documented = set(_re.findall(r"^\| `([A-Z_]+)` \|", section, _re.M))
+    assert torchport_own <= documented, sorted(torchport_own - documented)

@@ -260,8 +260,9 @@ def left_by_own_to(root: Any, target: torch.device) -> set[Path]:
     """The paths of tensors that objects with their own ``.to`` leave off ``target``.
 
     Each outermost such object's ``.to`` is called on a deep copy of it (the input is
-    not touched); a tensor the copy still holds off ``target`` is one its ``.to``
-    leaves where it is, and may stay so in a move's result at the same path.
+    not touched; a shallow copy where the deep copy fails); a tensor the copy still
+    holds off ``target`` is one its ``.to`` leaves where it is, and may stay so in a
+    move's result at the same path.
     """
     left: set[Path] = set()
     outer: list[Path] = []
@@ -270,7 +271,17 @@ def left_by_own_to(root: Any, target: torch.device) -> set[Path]:
             continue
         outer.append(path)
         try:
-            moved = copy.deepcopy(node).to(target)
+            copied = copy.deepcopy(node)
+        except Exception:
+            # A deep copy some class cannot make (a constructor the copy protocol calls
+            # with the wrong arguments): the shallow copy to_device promises to call
+            # .to on stands in (called after the input was compared).
+            try:
+                copied = copy.copy(node)
+            except Exception:
+                continue
+        try:
+            moved = copied.to(target)
         except Exception:
             continue
         left.update((*path, *inner) for inner, t in tensors(moved) if not on(t, target))

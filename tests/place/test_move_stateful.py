@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import torchport as tp
@@ -113,15 +115,79 @@ def test_lbfgs_list_state_moves_too() -> None:
     assert isinstance(state["n_iter"], int)
 
 
-def test_a_parameter_torch_refuses_to_swap_is_followed_by_the_optimizer() -> None:
+def _state_of(model: nn.Module) -> list[tuple[str, int, str, Any]]:
+    """What "nothing moved" compares: each parameter, gradient and buffer, by object."""
+    found = []
+    for name, t in [*model.named_parameters(), *model.named_buffers()]:
+        found.append((name, id(t), t.device.type, t.detach().clone() if not t.is_meta else None))
+        if t.grad is not None:
+            found.append((f"{name}.grad", id(t.grad), t.grad.device.type, t.grad.clone()))
+    return found
+
+
+def _same_state(a: list[tuple[str, int, str, Any]], b: list[tuple[str, int, str, Any]]) -> bool:
+    return all(
+        x[:3] == y[:3] and (x[3] is None or torch.equal(x[3], y[3]))
+        for x, y in zip(a, b, strict=True)
+    ) and len(a) == len(b)
+
+
+def _quantized() -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # quantized tensors are deprecated
+        return torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8)
+
+
+@given(layers=st.integers(1, 4), data=st.data(), hold=st.sampled_from(["weak", "graph", "copy"]))
+@settings(max_examples=30, deadline=None)
+def test_a_move_that_would_fail_raises_before_anything_moved(
+    layers: int, data: st.DataObject, hold: str
+) -> None:
+    model = nn.Sequential(*(nn.Linear(3, 3) for _ in range(layers)))
+    model(torch.randn(2, 3)).sum().backward()  # every parameter has a gradient
+    at = data.draw(st.integers(0, layers - 1))
+    kept: Any = None
+    if hold == "weak":
+        kept = weakref.ref(model[at].bias)  # torch cannot swap a tensor with weak references
+        match = "weak reference"
+    elif hold == "graph":
+        x = torch.randn(2, 3, requires_grad=True)
+        kept = model(x)  # not yet backward: the graph holds the weights it used
+        match = "computation graph"
+    else:
+        model[at].register_buffer("codes", _quantized())  # torch cannot copy it to meta
+        match = "quantized"
+    before = _state_of(model)
+    with pytest.raises(tp.UnsupportedBatchError, match=match):
+        tp.to_device(model, "meta")
+    assert _same_state(_state_of(model), before), "the failed move changed the module"
+    del kept
+
+
+def test_optimizer_state_torch_cannot_copy_is_named_before_any_state_changed() -> None:
     model, opt = _trained()
-    held = weakref.ref(model[0].weight)  # torch cannot swap a tensor with weak references
     tp.to_device(model, "meta")
-    assert held() is not None
-    assert all(p.device == META for p in model.parameters())
-    tp.to_device(opt, "meta")
-    assert _same_objects(model, opt)
-    assert all(opt.state[p]["exp_avg"].device == META for p in model.parameters())
+    last = list(model.parameters())[-1]
+    opt.state[last]["codes"] = _quantized()
+    before = {id(p): dict(state) for p, state in opt.state.items()}
+    with pytest.raises(tp.UnsupportedBatchError, match=r"'codes'.*quantized"):
+        tp.to_device(opt, "meta")
+    after = {id(p): dict(state) for p, state in opt.state.items()}
+    assert before.keys() == after.keys()
+    for key, state in before.items():
+        assert all(after[key][name] is value for name, value in state.items())
+
+
+def test_after_the_graph_is_used_the_move_keeps_every_parameter() -> None:
+    model, _ = _trained()
+    loss = model(torch.randn(2, 3)).sum()
+    with pytest.raises(tp.UnsupportedBatchError, match="run backward"):
+        tp.to_device(model, "meta")
+    loss.backward()
+    del loss
+    params = list(model.parameters())
+    tp.to_device(model, "meta")
+    assert list(model.parameters()) == params and all(p.is_meta for p in params)
 
 
 def test_module_already_there_is_left_alone() -> None:
@@ -208,7 +274,7 @@ def test_legacy_reparametrized_weights_move_without_a_warning(kind: str, conv: b
     x = torch.randn(2, 2, 6) if conv else torch.randn(2, 5)
     model(x)  # a training step: spectral_norm refines its u and v once
     model.eval()  # no more power iterations: the output is a function of the state
-    expected = model(x)
+    expected = model(x).detach()  # a graph kept alive would hold the parameters (no swap)
     estimates = {k: v.clone() for k, v in model.named_buffers()}  # spectral_norm's u and v
     with warnings.catch_warnings():
         warnings.simplefilter("error", tp.UnregisteredTensorWarning)

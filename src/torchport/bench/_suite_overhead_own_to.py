@@ -10,9 +10,10 @@ interleaved run:
   ``send_to_device`` and Lightning's ``move_data_to_device`` (when installed).
   Target: to_device ≤ 1.05x the bare loop;
 * PyTorch Geometric ``Batch`` and ``TensorDict`` batches (each library's own class
-  when installed, else the row says so): ``to_device`` against the object's own
-  ``.to`` on a shallow copy (``copy.copy(obj).to(device)``, what to_device
-  promises to give). Target: ≤ 1.5x that ``.to``.
+  when installed, else the row says so): ``to_device`` and ``DeviceLoader`` (one
+  batch per pass) against the object's own ``.to`` on a shallow copy
+  (``copy.copy(obj).to(device)``, what to_device promises to give). Target: ≤ 1.5x
+  that ``.to``.
 
 Each has two per-leaf ops: to ``meta`` ("another device": a new tensor per leaf)
 and to ``cpu`` where everything already is (a no-op move: the walk is all).
@@ -71,6 +72,22 @@ def bare_loop(target: str) -> Strategy:
 def own_to(target: str) -> Strategy:
     """The object's own ``.to`` on a shallow copy: what to_device promises to give."""
     return Strategy("own .to on copy.copy", lambda obj: copy.copy(obj).to(target))
+
+
+def device_loader(target: str) -> Strategy:
+    """``DeviceLoader`` handing over one batch at a time (a pass per batch, as a loop does)."""
+    from torchport.feed import DeviceLoader
+
+    holder: list[Any] = [None]
+    loader = DeviceLoader(holder, target)
+
+    def move(obj: Any) -> Any:
+        holder[0] = obj
+        for moved in loader:
+            return moved
+        return None
+
+    return Strategy(f"DeviceLoader(..., {target!r})", move)
 
 
 def _plain_batches() -> dict[str, list[Any]]:
@@ -199,11 +216,15 @@ def own_to_overhead(
                 continue
             if on_case is not None:
                 on_case(case)
-            strategies = [torchport_to_device(target), own_to(target)]
+            strategies = [torchport_to_device(target), own_to(target), device_loader(target)]
             found, ratio = _rows(case, strategies, objects, repeats, "own .to on copy.copy")
             rows += found
             if ratio is not None:
                 checks.append(Check(f"to_device / own .to, {case}", ratio, VS_OWN_TO))
+            loaded = next((r for r in found if r.strategy.startswith("DeviceLoader")), None)
+            if loaded is not None and loaded.metrics:
+                name = f"DeviceLoader / own .to, {case}"
+                checks.append(Check(name, loaded.metrics["vs_own .to on copy.copy"], VS_OWN_TO))
     return SuiteResult(
         "own-to",
         tuple(rows),

@@ -9,37 +9,43 @@ torch.
 
 from __future__ import annotations
 
-from torchport.check._engine import check_source
-from torchport.check._explain import explain
-from torchport.check._fix import fix_source
-from torchport.check._printable import quoted
-from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check._select import select_rules
-from torchport.check.files import (
-    FORMATS,
-    CheckResult,
-    Config,
-    ConfigResolver,
-    FileError,
-    FileFix,
-    FixResult,
-    NoqaResult,
-    Progress,
-    SourceError,
-    add_noqa_paths,
-    check_paths,
-    decode_source,
-    find_config,
-    fix_paths,
-    load_config,
-    render,
-    render_statistics,
-    render_text,
-    run_files,
-    settings_of,
-)
-from torchport.check.port import Verification, port_paths, port_source, verify_entry
+from typing import TYPE_CHECKING, Any
+
+# Bound now, not on first use: `RULES` is the tuple torchport ships, whatever a test
+# later swaps into the registry (every check run needs the rules anyway).
 from torchport.check.rules import RULES
+
+if TYPE_CHECKING:
+    from torchport.check._engine import check_source
+    from torchport.check._explain import explain
+    from torchport.check._fix import fix_source
+    from torchport.check._printable import quoted
+    from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+    from torchport.check._select import select_rules
+    from torchport.check.files import (
+        FORMATS,
+        CheckResult,
+        Config,
+        ConfigResolver,
+        FileError,
+        FileFix,
+        FixResult,
+        NoqaResult,
+        Progress,
+        SourceError,
+        add_noqa_paths,
+        check_paths,
+        decode_source,
+        find_config,
+        fix_paths,
+        load_config,
+        render,
+        render_statistics,
+        render_text,
+        run_files,
+        settings_of,
+    )
+    from torchport.check.port import Verification, port_paths, port_source, verify_entry
 
 __all__ = [
     "FORMATS",
@@ -81,3 +87,62 @@ __all__ = [
     "settings_of",
     "verify_entry",
 ]
+
+# Where each public name lives. They are imported on first use (PEP 562), so
+# `import torchport.check` costs next to nothing and a run imports only the
+# parts it uses: a plain `check` never loads the port, the notebook reader, the
+
+_LAZY: dict[str, str] = {
+    "check_source": "torchport.check._engine",
+    "explain": "torchport.check._explain",
+    "fix_source": "torchport.check._fix",
+    "quoted": "torchport.check._printable",
+    "Edit": "torchport.check._rule",
+    "Example": "torchport.check._rule",
+    "Finding": "torchport.check._rule",
+    "Fix": "torchport.check._rule",
+    "FixSafety": "torchport.check._rule",
+    "Intent": "torchport.check._rule",
+    "Rule": "torchport.check._rule",
+    "select_rules": "torchport.check._select",
+    "FORMATS": "torchport.check.files",
+    "CheckResult": "torchport.check.files",
+    "Config": "torchport.check.files",
+    "ConfigResolver": "torchport.check.files",
+    "FileError": "torchport.check.files",
+    "FileFix": "torchport.check.files",
+    "FixResult": "torchport.check.files",
+    "NoqaResult": "torchport.check.files",
+    "Progress": "torchport.check.files",
+    "SourceError": "torchport.check.files",
+    "add_noqa_paths": "torchport.check.files",
+    "check_paths": "torchport.check.files",
+    "decode_source": "torchport.check.files",
+    "find_config": "torchport.check.files",
+    "fix_paths": "torchport.check.files",
+    "load_config": "torchport.check.files",
+    "render": "torchport.check.files",
+    "render_statistics": "torchport.check.files",
+    "render_text": "torchport.check.files",
+    "run_files": "torchport.check.files",
+    "settings_of": "torchport.check.files",
+    "Verification": "torchport.check.port",
+    "port_paths": "torchport.check.port",
+    "port_source": "torchport.check.port",
+    "verify_entry": "torchport.check.port",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'torchport.check' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -21,7 +21,7 @@ import ast
 
 from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._source import SourceText
-from torchport.check.semantic._binding import import_tails
+from torchport.check.semantic._binding import statement_names
 from torchport.check.semantic._placement import _Plan, device_at, device_expr, torch_at
 from torchport.check.semantic._resolve import Callee
 from torchport.check.semantic._scope import ScopeMap
@@ -46,7 +46,10 @@ class Context(SourceText):
         self.ancestors: list[ast.AST] = []
         # Names some import binds somewhere (cheap: statements only). A name outside it
         # resolves to no import anywhere, so most questions need no scope pass at all.
-        self.import_tails = import_tails(tree)
+        self.import_tails, assigned = statement_names(tree)
+        # Names some `x = value` binds somewhere (None: any, when the file has a `:=`). A
+        # name outside it holds no known value anywhere: value_of needs no scope pass.
+        self._assigned: frozenset[str] | None = None if ":=" in source else assigned
         self._scope_map: ScopeMap | None = None
         self._placement: _Plan | None = None
         self._last_expr: ast.expr | None = None
@@ -156,6 +159,8 @@ class Context(SourceText):
 
         See :meth:`~torchport.check.semantic.ScopeMap.value_of`.
         """
+        if self._assigned is not None and name.id not in self._assigned:
+            return None  # no binding of it anywhere has a value (the scope map's answer too)
         return self.scopes.value_of(name)
 
     def torch_name(self) -> str:

@@ -15,8 +15,7 @@ import inspect
 
 from torchport.check._engine import check_source
 from torchport.check._rule import FixSafety, Intent, Rule
-from torchport.check._select import fix_command
-from torchport.check.rules import RULES
+from torchport.check._select import available_rules, fix_command
 from torchport.errors import ConfigError
 
 __all__ = ["explain"]
@@ -36,15 +35,16 @@ def explain(code: str) -> str:
         ConfigError: no rule has that code or name; the message lists close matches.
     """
     wanted = code.strip()
-    for rule in RULES:
+    rules = available_rules()  # read now: this module may be imported while tests swap them
+    for rule in rules:
         if wanted.upper() == rule.code or wanted.lower() == rule.name:
             return _render(rule)
-    known = [rule.code for rule in RULES] + [rule.name for rule in RULES]
+    known = [rule.code for rule in rules] + [rule.name for rule in rules]
     close = difflib.get_close_matches(wanted.upper(), known, n=3, cutoff=0.5)
     close += difflib.get_close_matches(wanted.lower(), known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(dict.fromkeys(close))}?" if close else ""
     raise ConfigError(
-        f"unknown rule {code!r}{hint} (rules are {RULES[0].code}..{RULES[-1].code}; "
+        f"unknown rule {code!r}{hint} (rules are {rules[0].code}..{rules[-1].code}; "
         "`torchport check --explain TP101` describes one)"
     )
 

@@ -6,7 +6,6 @@ off). The most specific selector wins, and a tie goes to ``ignore``, as in Ruff.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 
 from torchport.check._rule import FixSafety, Intent, Rule
@@ -44,6 +43,8 @@ def normalise_selectors(
         if not selector:
             continue
         if selector != "ALL" and not any(code.startswith(selector) for code in known):
+            import difflib  # the error path alone
+
             close = difflib.get_close_matches(selector, known, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise ConfigError(

@@ -9,12 +9,12 @@ target lacks: the finding stays a report, its message saying which name needs
 which torch. A name the fix only keeps (it was in the replaced text already) is
 not the fix's doing and is not judged.
 
-Names are matched as written: ``<any name>.accelerator.<attr>``, ``<name>.amp.<attr>``,
-``<name>.get_device_module``, ``<name>.Stream``, ``<name>.Event``, so a file that
-imports torch under another name is judged the same. A name of those namespaces
-missing from the table is taken to need the newest torch the table knows (the
-gate fails closed); a test holds every name the shipped rules' fixes write to the
-table.
+Names are matched as written: any dotted ``<any name>.<api>`` whose ``<api>`` (or a
+prefix of it) the table lists, so a file that imports torch under another name is
+judged the same. A name of ``accelerator``/``amp`` or ``get_device_module``,
+``Stream``, ``Event`` missing from the table is taken to need the newest torch the
+table knows (the gate fails closed); a test holds every torch name the shipped
+rules' fixes write to the table or to a list of names every torch 2 has.
 
 This module imports nothing but the standard library.
 """
@@ -27,7 +27,15 @@ from dataclasses import replace
 
 from torchport.check._rule import Finding
 
-__all__ = ["FLOOR", "SINCE", "TorchVersion", "format_version", "parse_version", "within_target"]
+__all__ = [
+    "FLOOR",
+    "KEYWORD_SINCE",
+    "SINCE",
+    "TorchVersion",
+    "format_version",
+    "parse_version",
+    "within_target",
+]
 
 TorchVersion = tuple[int, int]
 
@@ -70,15 +78,29 @@ SINCE: dict[str, TorchVersion] = {
     "amp.custom_fwd": (2, 4),
     "amp.custom_bwd": (2, 4),
     "get_device_module": (2, 4),
+    # torch.distributed's device-to-backend map (pytorch#140536, in 2.6)
+    "distributed.get_default_backend_for_device": (2, 6),
     "Stream": (2, 2),
     "Event": (2, 5),
 }
 
+# Keywords a fix may add to a call, by the call's last name: the first torch whose
+# function takes them. `weights_only=` of load_state_dict_from_url (and model_zoo's
+# load_url, the same function): pytorch#98479, in 2.1; of torch.load: 1.13.
+KEYWORD_SINCE: dict[tuple[str, str], TorchVersion] = {
+    ("load_state_dict_from_url", "weights_only"): (2, 1),
+    ("load_url", "weights_only"): (2, 1),
+    ("load", "weights_only"): (1, 13),
+}
+
 _NEWEST: TorchVersion = max(SINCE.values())
-_WRITTEN = re.compile(
-    r"(?<![\w.])[A-Za-z_]\w*\.(?P<api>(?:accelerator|amp)\.[A-Za-z_]\w*|get_device_module\b"
-    r"|Stream\b|Event\b)"
-)
+# Any dotted name a fix writes (`torch.distributed.get_default_backend_for_device`): the
+# table is asked for each prefix of what follows the first name, so an API outside the
+# namespaces below is judged as soon as the table lists it.
+_CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*((?:\.[A-Za-z_]\w*)+)")
+# Names of these namespaces are gated even when the table lacks them (the newest torch).
+_NAMESPACES = ("accelerator", "amp")
+_CLASSES = ("get_device_module", "Stream", "Event")
 _VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.\d+)?\s*$")
 
 
@@ -99,7 +121,51 @@ def needs(api: str) -> TorchVersion:
 
 def written_apis(text: str) -> set[str]:
     """The gated APIs ``text`` names (``accelerator.empty_cache``, ``amp.GradScaler`` ...)."""
-    return {m["api"] for m in _WRITTEN.finditer(text)}
+    found = set()
+    for match in _CHAIN.finditer(text):
+        parts = match[1][1:].split(".")
+        for end in range(len(parts), 0, -1):
+            if ".".join(parts[:end]) in SINCE:
+                found.add(".".join(parts[:end]))
+                break
+        else:
+            if parts[0] in _NAMESPACES and len(parts) > 1:
+                found.add(".".join(parts[:2]))
+            elif parts[0] in _CLASSES:
+                found.add(parts[0])
+    return found
+
+
+_KEYWORD = re.compile(r"(?:^|[(,])\s*(?P<name>[A-Za-z_]\w*)\s*=(?!=)")
+
+
+def _called_at(source: str, at: int) -> str | None:
+    """The last name of the call whose open parenthesis encloses offset ``at``, if any."""
+    depth = 0
+    for i in range(min(at, len(source)) - 1, -1, -1):
+        char = source[i]
+        if char in ")]}":
+            depth += 1
+        elif char in "([{":
+            if depth == 0:
+                name = re.search(r"([A-Za-z_]\w*)\s*$", source[:i]) if char == "(" else None
+                return None if name is None else name[1]
+            depth -= 1
+    return None
+
+
+def _added_keywords(edit_text: str, replaced: str, source: str, at: int) -> set[str]:
+    """``call(weights_only=)`` entries of :data:`KEYWORD_SINCE` that an edit adds."""
+    new = {m["name"] for m in _KEYWORD.finditer(edit_text)} - {
+        m["name"] for m in _KEYWORD.finditer(replaced)
+    }
+    called = _called_at(source, at) if new else None
+    return {f"{called}({name}=)" for name in new if (called, name) in KEYWORD_SINCE}
+
+
+def _keyword_needs(api: str) -> TorchVersion:
+    called, _, rest = api.partition("(")
+    return KEYWORD_SINCE[(called, rest.rstrip("=)"))]
 
 
 def _missing(
@@ -111,8 +177,14 @@ def _missing(
     for edit in finding.fix.edits:
         if not edit.text or edit.start < 0:
             continue
-        new = written_apis(edit.text) - written_apis(source[edit.start : edit.end])
+        replaced = source[edit.start : edit.end]
+        new = written_apis(edit.text) - written_apis(replaced)
         lacking = sorted((needs(api), api) for api in new if needs(api) > target)
+        keywords = _added_keywords(edit.text, replaced, source, edit.start)
+        lacking += sorted(
+            (_keyword_needs(api), api) for api in keywords if _keyword_needs(api) > target
+        )
+        lacking.sort()
         if lacking:
             version, api = lacking[-1]
             return api, version
@@ -133,11 +205,13 @@ def within_target(
         missing = _missing(finding, source, target)
         if missing is not None:
             api, version = missing
+            called, _, keyword = api.partition("(")
+            written = f"`{keyword.rstrip(')')}` in `{called}(...)`" if keyword else f"`torch.{api}`"
             finding = replace(
                 finding,
                 fix=None,
                 message=(
-                    f"{finding.message} (no fix: it would write `torch.{api}`, which needs "
+                    f"{finding.message} (no fix: it would write {written}, which needs "
                     f"torch >= {format_version(version)}, and target-torch is "
                     f"{format_version(target)}; raise target-torch, or the torch floor in "
                     f"your requirements, to get the fix)"

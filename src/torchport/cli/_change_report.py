@@ -62,6 +62,8 @@ def report_changes(
                 result.remaining,
                 applied=applied,
                 unplaced=result.unplaced,
+                unplaced_in=result.unplaced_in,
+                plain=result.plain_fix,  # a speed rule the selection names needs no --speed
                 summary=not args.quiet,
                 rules=result.rules,
             )

@@ -16,7 +16,6 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -28,17 +27,30 @@ SUBCOMMANDS = ("doctor", "check", "fix", "port", "rule", "run", "bench")
 _CHECKER = frozenset({"check", "fix", "port", "rule"})  # exit 1 means findings there
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the ``argv`` it will parse, naming a subcommand, with that one alone.
+
+    Each subcommand module is imported to register it, so a run imports only its
+    own (``torchport check x.py`` never loads ``port`` or ``bench``); without a known
+    subcommand in ``argv`` (``--help``, a typo) every one is registered, so the help
+    and the "invalid choice" message list them all.
+    """
     parser = argparse.ArgumentParser(
         prog="torchport",
         description="Run the same PyTorch code correctly and fast on any device.",
     )
     parser.add_argument("--version", action="version", version=f"torchport {__version__}")
     sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    for name in _named(argv) or SUBCOMMANDS:
         module = importlib.import_module(f"torchport.cli.{name}")
         module.register(sub)
     return parser
+
+
+def _named(argv: Sequence[str] | None) -> tuple[str, ...]:
+    """The subcommand ``argv`` names: its first word not an option, when it is one of ours."""
+    first = next((word for word in argv or () if not word.startswith("-")), None)
+    return (first,) if first in SUBCOMMANDS else ()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None, real_stdout: TextIO) -> int:
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown[:1] == ["--"] and getattr(args, "verify", None) is not None:
         args.verify, unknown = [*args.verify, *unknown[1:]], []  # `port --verify -- ARGS`
@@ -88,6 +100,8 @@ def _main(argv: Sequence[str] | None, real_stdout: TextIO) -> int:
             raise
         # Python's own exit status for a crash is 1, which these commands use for
         # "findings": a CI reading the code must see an error instead.
+        import traceback
+
         traceback.print_exc()
         print(
             f"torchport {args.subcommand}: internal error (a torchport bug; please report it "

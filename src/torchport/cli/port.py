@@ -9,6 +9,7 @@ would change), 2 on errors (a file that does not parse is left as it is).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -62,6 +63,14 @@ def _run(args: argparse.Namespace) -> int:
 
     paths, stdin, encoding = run_paths(args)
     dry = args.diff or args.check
+    swallowed = _path_after_verify(args)
+    if swallowed is not None:
+        print(f"torchport port: error: --verify takes the rest of the line as the entry "
+              f"script's arguments, so {swallowed!r} would be passed to the script while "
+              f"the whole working folder is ported; name the paths first: torchport port "
+              f"{swallowed} --verify (or pass it on purpose: --verify -- {swallowed})",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if args.verify is not None and (dry or stdin is not None):
         print("torchport port: error: --verify runs the ported files: use it without "
               "--diff, --check or stdin", file=sys.stderr)  # fmt: skip
@@ -103,6 +112,19 @@ def _run(args: argparse.Namespace) -> int:
     if verified is not None and not verified.verified:
         return 1
     return 1 if result.remaining or result.unplaced or (dry and result.changed) else 0
+
+
+def _path_after_verify(args: argparse.Namespace) -> str | None:
+    """The path a user wrote after ``--verify`` meaning it to be ported, or None.
+
+    With no PATH before it, ``port --verify train.py`` would port the working folder
+    and hand ``train.py`` to the script as an argument: never what was meant when
+    ``train.py`` exists. An explicit ``--`` first says the arguments are the script's.
+    """
+    if args.paths or not args.verify or args.verify[0] == "--":
+        return None
+    first = str(args.verify[0])
+    return first if os.path.exists(first) else None
 
 
 def _verify(paths: list[str], args: argparse.Namespace) -> Any:

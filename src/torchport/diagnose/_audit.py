@@ -240,6 +240,13 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     ``.to("cpu").numpy()``) is one device-to-host copy, not a copy and a sync; a read
     of another tensor on that line (``loss.item()``) is a sync of its own. The audit
     itself never synchronizes; it only watches the program do so.
+    Tensors the accelerator run keeps on the host are followed (made by a factory that
+    names no device or names the host, ``torch.tensor(list)``, ``torch.zeros(n)``,
+    ``torch.from_numpy``; copies to the host that are new tensors here; what ops compute
+    from those alone): reading one is no sync, ``x[mask] = v`` with a one-element such
+    ``v`` is ``masked_fill_`` (no wait), and ``x[idx] = v`` or ``dst.copy_(v)`` copies it
+    to the device. (``out.cpu()`` of a CPU tensor is that same tensor here, so reads of it
+    on later lines still count.)
     The report is filled in when the block exits::
 
         with tp.audit() as report:
@@ -342,36 +349,34 @@ def _fill(report: AuditReport, recorder: Recorder) -> None:
     """
     entries: list[AuditEntry] = []
     loading: list[AuditEntry] = []
-    for row in recorder.rows():
-        kind, label, op, device, host, phase, file, line, function, via_file, via_line = row[:11]
-        count, nbytes = row[11:]
-        code = linecache.getline(file, line).strip() if line else ""
-        via = f"{via_file}:{via_line}" if via_file else ""
-        host_work = host and phase == DATA_LOADING
-        if phase == LOADING_TO_DEVICE:  # a copy to the device made in data loading
-            phase = DATA_LOADING
+    for counted in recorder.tally.rows():
+        row, where = counted.row, counted.row.where
+        code = linecache.getline(where.file, where.line).strip() if where.line else ""
+        via = f"{where.via_file}:{where.via_line}" if where.via_file else ""
+        host_work = row.would_sync and row.phase == DATA_LOADING
         entry = AuditEntry(
-            kind,
-            label,
-            op,
-            device,
-            host and not host_work,
-            file,
-            line,
-            function,
-            code,
-            count,
-            nbytes,
-            via,
-            phase,
+            kind=row.kind,
+            label=row.label,
+            op=row.op,
+            device=row.device,
+            would_sync=row.would_sync and not host_work,
+            file=where.file,
+            line=where.line,
+            function=where.function,
+            code=code,
+            count=counted.times,
+            bytes=counted.nbytes,
+            via=via,
+            # a copy to the device made in data loading is listed as data loading's
+            phase=DATA_LOADING if row.phase == LOADING_TO_DEVICE else row.phase,
         )
         (loading if host_work else entries).append(entry)
     order = lambda e: (-e.bytes, -e.count, e.file, e.line, e.label, e.via)  # noqa: E731
     report.entries = sorted(entries, key=order)
     report.data_loading = sorted(loading, key=order)
-    report.dropped = recorder.dropped
+    report.dropped = recorder.tally.dropped
     report.other_threads = recorder.elsewhere
-    report.unpredicted = dict(recorder.unpredicted)
+    report.unpredicted = dict(recorder.tally.unpredicted)
     report.steps = recorder.steps
     report.recorded_steps = recorder.recorded_steps if recorder.steps else 0
 
@@ -380,17 +385,17 @@ def _fill_measured(report: AuditReport, crossings: Crossings) -> None:
     """Replace the prediction with what the device counted (the host work stays listed)."""
     report.entries = [
         AuditEntry(
-            row.kind,
-            row.label,
-            row.op,
-            row.device,
-            False,
-            row.file,
-            row.line,
-            row.function,
-            linecache.getline(row.file, row.line).strip() if row.line else "",
-            row.count,
-            row.nbytes,
+            kind=row.kind,
+            label=row.label,
+            op=row.op,
+            device=row.device,
+            would_sync=False,
+            file=row.file,
+            line=row.line,
+            function=row.function,
+            code=linecache.getline(row.file, row.line).strip() if row.line else "",
+            count=row.count,
+            bytes=row.nbytes,
         )
         for row in measured(crossings.seen)
     ]

@@ -1,6 +1,6 @@
 """What ``torch.save``, ``torch.load`` and state-dict loading copy in an accelerator run.
 
-A mixin of :class:`~torchport.diagnose._recorder.Recorder`: saving tensors the
+Held by the audit's recorder (:mod:`._recorder`), counting into its tally: saving tensors the
 accelerator run holds copies each to the host; ``torch.load(..., map_location=device)``
 copies each loaded tensor to the device (then loading them into a model copies
 nothing more); a state dict loaded into a model or optimizer on the device copies
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from types import CodeType, FrameType
+from types import FrameType
 from typing import Any
 
 import torch
@@ -25,37 +25,26 @@ from torchport.diagnose._events import (
     TO_DEVICE,
     TO_HOST,
     TRANSFER,
-    Key,
     Row,
-    Where,
 )
 from torchport.diagnose._predicted_placement import STATE_LOADERS, Placement, tensors_in
+from torchport.diagnose._tally import Tally
 
-__all__ = ["CheckpointCounting"]
+__all__ = ["CheckpointCounter", "in_state_loading"]
 
 _SAVE = torch.save  # the original (the audit's wrapper stands in for it under its name)
 _LOADED = "copy (loading a state dict onto the device)"
 
 
-class CheckpointCounting:
-    """Counts the copies of saving and loading; the recorder provides what it counts with."""
+class CheckpointCounter:
+    """Counts the copies of saving and loading into ``tally``, by where ``placement``
+    says the accelerator run holds each tensor."""
 
-    _placement: Placement
-    unpredicted: dict[str, int]
-    dropped: int
+    def __init__(self, tally: Tally, placement: Placement) -> None:
+        self._tally = tally
+        self._placement = placement
 
-    def _where(self, frame: FrameType | None) -> tuple[Where, Origin | None]:
-        raise NotImplementedError
-
-    def _count(self, key: Row, nbytes: int) -> None:
-        raise NotImplementedError
-
-    def _origin(self, code: CodeType) -> Origin:
-        raise NotImplementedError
-
-    def observe_checkpoint(
-        self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
-    ) -> None:
+    def observe(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any) -> None:
         """``torch.save`` or ``torch.load`` ran: count the copies it makes in an accelerator
         run (see :mod:`._predicted_placement`); never raises."""
         try:
@@ -70,16 +59,15 @@ class CheckpointCounting:
                 ]
                 direction, label = TO_HOST, "copy (torch.save of tensors on the device)"
             else:
-                named = target_of_call(sys._getframe(1), self._origin)
+                named = target_of_call(sys._getframe(1), self._tally.origin)
                 if named == UNKNOWN and tensors_in(out):
                     # no map_location (or a table): the tensors go where they were saved
                     # from, which this run cannot know; say so rather than guess
-                    where, _ = self._where(sys._getframe(1))
-                    note = (
-                        f"{where[0]}:{where[1]}: torch.load without a map_location naming "
+                    where, _ = self._tally.where(sys._getframe(1))
+                    self._tally.note_unpredicted(
+                        f"{where.file}:{where.line}: torch.load without a map_location naming "
                         "one device (tensors land where they were saved from)"
                     )
-                    self.unpredicted[note] = self.unpredicted.get(note, 0) + 1
                 if named != DEVICE:
                     return  # map_location="cpu": loaded on the host on every machine
                 held = [t for t in tensors_in(out) if t.device.type in HOST_TYPES]
@@ -89,15 +77,15 @@ class CheckpointCounting:
             held = [t for t in held if t.numel()]
             if not held:
                 return
-            where, _ = self._where(sys._getframe(1))
+            where, _ = self._tally.where(sys._getframe(1))
             phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-            key: Key = (TRANSFER, label, _ops.op_name(func), direction, True, phase)
+            row = Row(TRANSFER, label, _ops.op_name(func), direction, True, phase, where)
             for tensor in held:
-                self._count(key + where, tensor.numel() * tensor.element_size())
+                self._tally.count(row, tensor.numel() * tensor.element_size())
         except Exception:  # the audit must never break the program it watches
-            self.dropped += 1
+            self._tally.dropped += 1
 
-    def _count_loaded(
+    def count_loaded(
         self, value: torch.Tensor, frame: FrameType | None, *, checked: bool = False
     ) -> None:
         """A state dict's value loaded onto the device (see :mod:`._predicted_placement`), if
@@ -105,7 +93,7 @@ class CheckpointCounting:
         on the device; else it is the loader's ``param`` (an optimizer's)."""
         # torch's own frames between the op and the loader: dynamo's wrappers around it
         while frame is not None and frame.f_code not in STATE_LOADERS:
-            if self._origin(frame.f_code) in (Origin.USER, Origin.INSTALLED):
+            if self._tally.origin(frame.f_code) in (Origin.USER, Origin.INSTALLED):
                 return
             frame = frame.f_back
         if frame is None:
@@ -117,7 +105,18 @@ class CheckpointCounting:
         nbytes = value.numel() * value.element_size()
         if not nbytes:
             return
-        where, _ = self._where(frame)
+        where, _ = self._tally.where(frame)
         phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-        key: Key = (TRANSFER, _LOADED, "load_state_dict", TO_DEVICE, True, phase)
-        self._count(key + where, nbytes)
+        self._tally.count(
+            Row(TRANSFER, _LOADED, "load_state_dict", TO_DEVICE, True, phase, where), nbytes
+        )
+
+
+def in_state_loading(frame: FrameType | None) -> bool:
+    """Whether torch's state-dict loading made this copy: where its destination lives is
+    :mod:`._predicted_placement`'s to tell (:meth:`.CheckpointCounter.count_loaded`)."""
+    while frame is not None:
+        if frame.f_code in STATE_LOADERS:
+            return True
+        frame = frame.f_back
+    return False

@@ -1,6 +1,10 @@
-"""The words and shapes of one counted audit event, shared by the recorder and its parts."""
+"""The words and records of one counted audit event, shared by the recorder and its parts."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
 
 from torchport._device_types import HOST_TYPES
 from torchport.diagnose._ops import OpKind
@@ -12,9 +16,10 @@ __all__ = [
     "TO_DEVICE",
     "TO_HOST",
     "TRANSFER",
-    "Key",
+    "Counted",
     "Row",
     "Where",
+    "route",
 ]
 
 # Devices whose scalar reads cost no wait (the vocabulary's HOST_TYPES): the audit still
@@ -30,7 +35,62 @@ DATA_LOADING = "data loading"
 LOADING_TO_DEVICE = "data loading, to the device"
 TRANSFER = OpKind.TRANSFER.value
 
-# (kind, label, op, device, would_sync, phase) + where (file, line, function, via file, via line)
-Key = tuple[str, str, str, str, bool, str]
-Row = tuple[str, str, str, str, bool, str, str, int, str, str, int]
-Where = tuple[str, int, str, str, int]
+
+class Where(NamedTuple):
+    """The program's line an event is charged to, and the installed code it went through.
+
+    Attributes:
+        file: The user's source file (``"<backward/C++>"`` when no Python frame made it).
+        line: Its line number (0: unknown).
+        function: The function holding that line.
+        via_file: The innermost installed file passed on the way, or ``""``.
+        via_line: Its line, or 0.
+    """
+
+    file: str
+    line: int
+    function: str
+    via_file: str = ""
+    via_line: int = 0
+
+
+class Row(NamedTuple):
+    """What is counted together: one kind of event at one line (a dict key of the tally).
+
+    Attributes:
+        kind: ``OpKind`` value: ``"transfer"``, ``"sync"``, ``"shape sync"``.
+        label: What happened, e.g. ``"scalar read (.item())"``.
+        op: The aten op or tensor method.
+        device: A transfer's route (``"cpu→meta"``, ``"host→device"``) or a read's device.
+        would_sync: Free on this host device, a copy or a wait on an accelerator.
+        phase: ``""``, :data:`DATA_LOADING` or :data:`LOADING_TO_DEVICE`.
+        where: The line it is charged to.
+    """
+
+    kind: str
+    label: str
+    op: str
+    device: str
+    would_sync: bool
+    phase: str
+    where: Where
+
+
+class Counted(NamedTuple):
+    """A row with how often it happened and the bytes it moved or read."""
+
+    row: Row
+    times: int
+    nbytes: int
+
+
+_ROUTES: dict[tuple[torch.device, torch.device], str] = {}
+
+
+def route(src: torch.device, dst: torch.device) -> str:
+    """A copy's direction as the report writes it (``"cpu→meta"``); formatting a
+    ``torch.device`` costs microseconds, so each route is named once."""
+    named = _ROUTES.get((src, dst))
+    if named is None:
+        named = _ROUTES[(src, dst)] = f"{src}→{dst}"
+    return named

@@ -37,7 +37,7 @@ Function modes are per thread: copies and reads made in other threads are not se
 The audit counts the threads that ran beside it (:mod:`._other_threads`) so the report
 can say its counts leave them out. Apart from watching, each open audit block
 (:func:`open_block`) hears the copies torchport's own movers skip
-(``torchport._skipped``), for its whole length.
+(``torchport._skipped_copies``), for its whole length.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ import torch
 import torch.jit
 from torch.overrides import TorchFunctionMode
 
-from torchport import _origin, _skipped, hardware
-from torchport.diagnose import _ops
+from torchport import _origin, _skipped_copies, hardware
+from torchport.diagnose import _indexing, _ops
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._other_threads import OtherThreads
 
@@ -104,7 +104,7 @@ class Observer(Protocol):
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
 
-    def observe_host_index(self, func: Any, nbytes: int) -> None: ...
+    def observe_host_index(self, func: Any, args: tuple[Any, ...]) -> None: ...
 
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -139,7 +139,7 @@ def observers_here() -> list[Observer]:
     return list(getattr(_local, "blocks", []))
 
 
-_blocks_open = 0  # audit blocks open in any thread: torchport._skipped is listened to
+_blocks_open = 0  # audit blocks open in any thread: torchport._skipped_copies is listened to
 
 
 def open_block(observer: Observer) -> None:
@@ -157,7 +157,7 @@ def open_block(observer: Observer) -> None:
     with _lock:
         _blocks_open += 1
         if _blocks_open == 1:
-            _skipped.listen(_tell_skipped)
+            _skipped_copies.listen(_tell_skipped)
 
 
 def close_block(observer: Observer) -> None:
@@ -170,11 +170,11 @@ def close_block(observer: Observer) -> None:
     with _lock:
         _blocks_open -= 1
         if _blocks_open == 0:
-            _skipped.unlisten(_tell_skipped)
+            _skipped_copies.unlisten(_tell_skipped)
 
 
 def _tell_skipped(tensors: Iterable[Any], device: Any, *, by: str) -> None:
-    """The listener ``torchport._skipped`` calls: pass the news to this thread's audits."""
+    """The listener ``torchport._skipped_copies`` calls: pass the news to this thread's audits."""
     blocks = getattr(_local, "blocks", None)
     if not blocks:
         return  # another thread's mover: its audits (if any) are not this thread's
@@ -309,7 +309,7 @@ class FunctionWatcher(TorchFunctionMode):
             # F.one_hot(x, n)'s CPU checks, or x[list]: the ops inside are the call's
             out = self._quietly(func, args, kwargs, warns, lifts)
             if host_index and not self._local.quiet:
-                self._observer.observe_host_index(func, host_index)
+                self._observer.observe_host_index(func, tuple(args))
             return out
         depth = self._local.quiet
         out = self._quietly(func, args, kwargs, warns, lifts)
@@ -347,7 +347,7 @@ def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
     if func not in _INDEXING or len(args) < 2:
         return 0
     try:
-        return _ops.host_index_bytes(args[1])
+        return _indexing.host_index_bytes(args[1]) + _indexing.assigned_number_bytes(args)
     except Exception:  # odd indices: the call itself will say what is wrong with them
         return 0
 

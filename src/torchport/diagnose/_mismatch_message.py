@@ -283,7 +283,9 @@ def describe_mismatch(err: BaseException, tb: TracebackType | None) -> str:
     if user:
         frame, lineno = user[-1]
         where = "called at" if traced else "at"
-        line = f"{where} {frame.f_code.co_filename}:{lineno} in {frame.f_code.co_name}: `{code}`"
+        line = f"{where} {frame.f_code.co_filename}:{lineno} in {frame.f_code.co_name}"
+        if code:  # no source for `python -c`, exec'd strings, deleted files: no empty quote
+            line += f": `{code}`"
         if operands:
             outer = dict(through_helper(user, operands))
             line += " with " + ", ".join(

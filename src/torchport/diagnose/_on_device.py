@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 
-from torchport.diagnose._ops import _HOST, _MASK_DTYPES, OpEntry, aten_entry, masked_fill_dispatch
+from torchport.diagnose._indexing import HOST, MASK_DTYPES, masked_fill_dispatch
+from torchport.diagnose._ops import OpEntry, aten_entry
 
 __all__ = ["copies_on_device", "syncs_on_device"]
 
@@ -58,14 +59,14 @@ def syncs_on_device(func: Any, args: _Args, kwargs: _Kwargs) -> OpEntry | None:
             return None
         indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
         on_device = any(
-            isinstance(i, torch.Tensor) and i.dtype in _MASK_DTYPES and i.device.type != _HOST
+            isinstance(i, torch.Tensor) and i.dtype in MASK_DTYPES and i.device.type != HOST
             for i in indices or ()
         )
         return entry if on_device else None
     if entry.applies is not None and not entry.applies(args, kwargs):
         return None
     tensor = _first_tensor(args)
-    if tensor is None or tensor.device.type == _HOST:
+    if tensor is None or tensor.device.type == HOST:
         return None
     return entry
 
@@ -103,20 +104,20 @@ def copies_on_device(
     if name not in _INDEX_PUTS and name != "aten::index":
         return []
     self = args[0]
-    if not isinstance(self, torch.Tensor) or self.device.type == _HOST:
+    if not isinstance(self, torch.Tensor) or self.device.type == HOST:
         return []
     copies: list[tuple[torch.device, torch.device, int]] = []
     indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
     for index in indices or ():
-        if not isinstance(index, torch.Tensor) or index.device.type != _HOST:
+        if not isinstance(index, torch.Tensor) or index.device.type != HOST:
             continue
-        if index.dtype in _MASK_DTYPES:
+        if index.dtype in MASK_DTYPES:
             nbytes = int(index.count_nonzero()) * max(index.dim(), 1) * 8
         else:
             nbytes = index.numel() * index.element_size()
         copies.append((index.device, self.device, nbytes))
     if name in _INDEX_PUTS and not masked_fill_dispatch(args, kwargs):
         value = args[2] if len(args) > 2 else kwargs.get("values")
-        if isinstance(value, torch.Tensor) and value.device.type == _HOST:
+        if isinstance(value, torch.Tensor) and value.device.type == HOST:
             copies.append((value.device, self.device, value.numel() * value.element_size()))
     return copies

@@ -27,7 +27,6 @@ make; a real move (``cpu`` to ``meta``) goes on to the dispatch level as
 from __future__ import annotations
 
 import enum
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +34,15 @@ from typing import Any
 import torch
 
 from torchport import hardware
+from torchport.diagnose._host_held import HOST_FACTORIES, made_on_host
+from torchport.diagnose._indexing import (
+    HOST,
+    assigns_tensor_by_mask,
+    has_bool_index,
+    indexes_by_mask,
+    masked_fill_dispatch,
+    uint8_index,
+)
 from torchport.errors import DeviceError
 
 __all__ = [
@@ -46,15 +54,10 @@ __all__ = [
     "OpEntry",
     "OpKind",
     "aten_entry",
-    "host_index_bytes",
-    "masked_fill_dispatch",
     "method_entry",
-    "names_host",
-    "non_blocking",
     "op_name",
     "read_bytes",
     "stays_on_host",
-    "transfer_of",
     "watched_methods",
 ]
 
@@ -122,45 +125,8 @@ def _copy_from_crosses(args: _Args, kwargs: _Kwargs) -> bool:
     return isinstance(dst, torch.Tensor) and src.device != dst.device
 
 
-_MASK_DTYPES = (torch.bool, torch.uint8)
-
-
-def _has_bool_index(args: _Args, kwargs: _Kwargs) -> bool:
-    indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
-    for index in indices or ():
-        if isinstance(index, torch.Tensor) and index.dtype in _MASK_DTYPES:
-            return True
-    return False
-
-
-def masked_fill_dispatch(args: _Args, kwargs: _Kwargs) -> bool:
-    """Whether ``index_put_`` runs as ``masked_fill_`` on an accelerator, so never waits.
-
-    ATen's ``canDispatchToMaskedFill`` (TensorAdvancedIndexing): not accumulating, a
-    one-element value on the CPU (``x[mask] = 0.5`` wraps the Python number on the CPU
-    for a CUDA ``x``), and exactly one index, a bool or uint8 mask on ``x``'s device;
-    the other positions are ``None`` (ints and slices become views before).
-    """
-    self = args[0]
-    indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
-    value = args[2] if len(args) > 2 else kwargs.get("values")
-    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
-    if accumulate or not isinstance(value, torch.Tensor) or value.numel() != 1:
-        return False
-    if value.device.type != _HOST:
-        return False
-    mask = None
-    for index in indices or ():
-        if index is None:
-            continue
-        if index.dtype not in _MASK_DTYPES or index.device != self.device or mask is not None:
-            return False
-        mask = index
-    return mask is not None
-
-
 def _assign_waits(args: _Args, kwargs: _Kwargs) -> bool:
-    return _has_bool_index(args, kwargs) and not masked_fill_dispatch(args, kwargs)
+    return has_bool_index(args, kwargs) and not masked_fill_dispatch(args, kwargs)
 
 
 def _no_output_size(args: _Args, kwargs: _Kwargs) -> bool:
@@ -195,7 +161,7 @@ _ATEN: dict[str, OpEntry] = {
     "repeat_interleave.self_Tensor": OpEntry(
         OpKind.SHAPE_SYNC, f"{_SHAPE} (repeat_interleave, tensor repeats)", _no_output_size
     ),
-    "index.Tensor": OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, _has_bool_index),
+    "index.Tensor": OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, has_bool_index),
     "allclose": OpEntry(OpKind.SYNC, "torch.allclose (returns a Python bool)"),
     "index_put_": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assign_waits),
     "index_put": OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assign_waits),
@@ -241,8 +207,7 @@ def aten_entry(func: Any) -> OpEntry | None:
     return ATEN_TABLE.entry(func)
 
 
-# Where the audit predicts copies: a host device, on which a move to itself is free.
-_HOST = "cpu"
+_HOST = HOST  # where the audit predicts copies: a move to itself is free
 
 
 def _creates_with_device(args: _Args, kwargs: _Kwargs) -> bool:
@@ -262,6 +227,27 @@ def _creates_with_device(args: _Args, kwargs: _Kwargs) -> bool:
     except DeviceError:  # the call raises on it anyway; nothing to predict
         return False
     return True
+
+
+def _creates(func: Any) -> Callable[[_Args, _Kwargs], bool]:
+    """``torch.tensor(data, ...)`` and kin: watched when it names a device (a copy, see
+    :func:`_creates_with_device`) or makes its tensor on the host (followed there)."""
+
+    def applies(args: _Args, kwargs: _Kwargs) -> bool:
+        return _creates_with_device(args, kwargs) or made_on_host(func, args, kwargs)
+
+    return applies
+
+
+def _makes_on_host(func: Any) -> Callable[[_Args, _Kwargs], bool]:
+    # naming a device: the recorder asks the call site whether it names the host
+    def applies(args: _Args, kwargs: _Kwargs) -> bool:
+        return kwargs.get("device") is not None or made_on_host(func, args, kwargs)
+
+    return applies
+
+
+_MADE_ON_HOST = "made on the host (no device named)"
 
 
 def _new_tensor_copies(args: _Args, kwargs: _Kwargs) -> bool:
@@ -286,113 +272,12 @@ def stays_on_host(args: _Args, kwargs: _Kwargs) -> bool:
     return device is not None and device.type == _HOST
 
 
-# What may sit beside a mask in ``x[...]`` without an aten op of its own that the
-# audit would record: ints, slices, None and Ellipsis only make views.
-_PLAIN_INDEX = (int, slice, type(None), type(Ellipsis))
-
-
-def _assigns_tensor_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
-    """``x[mask] = v`` with ``v`` a tensor: on an accelerator ``v`` is the device's, so
-    ``index_put_`` expands the mask there (a wait). A Python number is wrapped on the
-    host and the assignment runs as ``masked_fill_`` (:func:`masked_fill_dispatch`)."""
-    return len(args) > 2 and isinstance(args[2], torch.Tensor) and _indexes_by_mask(args, kwargs)
-
-
-def host_index_bytes(index: Any) -> int:
-    """Bytes of the index tensors torch builds on the host from ``x[index]``'s lists and
-    NumPy arrays, which an accelerator then copies to ``x``'s device (0: none).
-
-    A list of ints (``v[:, [-1]]``) or an integer array becomes an ``int64`` tensor of
-    as many elements; a list or array of bools becomes, after ``nonzero`` on the host
-    (no wait for the device), one ``int64`` index per dimension and ``True``.
-    """
-    parts = index if type(index) is tuple else (index,)
-    numpy = sys.modules.get("numpy")  # an array index means NumPy is imported
-    total = 0
-    for part in parts:
-        if isinstance(part, list):
-            counts = _count_list(part)
-        elif numpy is not None and isinstance(part, numpy.ndarray):
-            if part.dtype == numpy.bool_:
-                counts = (0, int(numpy.count_nonzero(part)), part.ndim)
-            else:
-                counts = (part.size if part.dtype.kind in "iu" else 0, 0, part.ndim)
-        else:
-            continue
-        ints, trues, ndim = counts
-        total += (ints + trues * max(ndim, 1)) * 8
-    return total
-
-
-def _count_list(part: list[Any]) -> tuple[int, int, int]:
-    """(ints, Trues, depth) in a nested list index; anything else counts nothing."""
-    ints = trues = 0
-    depth = 1
-    for item in part:
-        if isinstance(item, bool):
-            trues += item
-        elif isinstance(item, int):
-            ints += 1
-        elif isinstance(item, list):
-            i, t, d = _count_list(item)
-            ints, trues, depth = ints + i, trues + t, max(depth, d + 1)
-    return ints, trues, depth
-
-
-def _indexes_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
-    """``x[mask]``, ``x[mask, 1:3]``, ``x[mask] = v``: a boolean mask and plain indices only.
-
-    Any other tensor in the index (an index tensor, a 0-dim tensor read as an int)
-    leaves the call to the dispatch level, which sees each of its ops.
-    """
-    index = args[1]
-    if isinstance(index, torch.Tensor):
-        return index.dtype in _MASK_DTYPES
-    if type(index) is not tuple:
-        return False
-    masked = False
-    for part in index:
-        if isinstance(part, torch.Tensor):
-            if part.dtype not in _MASK_DTYPES:
-                return False
-            masked = True
-        elif not isinstance(part, _PLAIN_INDEX):
-            return False
-    return masked
-
-
 # Taken at import, before the audit's wrappers stand in for them (a name looked up while
 # an audit watches finds the wrapper, never the callable it is handed)
-_CPU_METHOD, _TO_METHOD = torch.Tensor.cpu, torch.Tensor.to
-_NEW_TENSOR = torch.Tensor.new_tensor
+_CPU_METHOD = torch.Tensor.cpu
 
 
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
-
-
-def names_host(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
-    """Whether a move names the host as its target, judged from its arguments alone.
-
-    ``.cpu()`` always does. Otherwise a device written as a string that names the CPU
-    (``.to("cpu")``, ``torch.tensor(data, device="cpu")``) is taken for the host and a
-    ``torch.device`` for the program's device. The recorder asks the call site first
-    (:mod:`._callsite`), which tells a literal from a variable; this answers when the
-    source cannot be read.
-    """
-    if func is _CPU_METHOD:
-        return True
-    if func is _TO_METHOD:
-        target = kwargs.get("device", args[1] if len(args) > 1 else None)
-    elif func in _CREATES:
-        target = kwargs.get("device")
-    else:
-        return False
-    if not isinstance(target, str):
-        return False
-    try:
-        return hardware.device_spec(target).type == _HOST
-    except DeviceError:  # the call raised on it already; nothing was moved
-        return False
 
 
 def _cpu_stays(args: _Args, kwargs: _Kwargs) -> bool:
@@ -424,8 +309,8 @@ METHOD_TABLE: Mapping[Any, OpEntry] = {
     torch.Tensor.__repr__: OpEntry(OpKind.SYNC, "printing a tensor (repr/str/print)"),
     # the aten level sees these too (index.Tensor, index_put_); here the audit's mode
     # steps off the stack while they run, which is most of what they would cost it
-    torch.Tensor.__getitem__: OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, _indexes_by_mask),
-    torch.Tensor.__setitem__: OpEntry(OpKind.SYNC, _MASK_ASSIGN, _assigns_tensor_by_mask),
+    torch.Tensor.__getitem__: OpEntry(OpKind.SHAPE_SYNC, _MASK_INDEX, indexes_by_mask),
+    torch.Tensor.__setitem__: OpEntry(OpKind.SYNC, _MASK_ASSIGN, assigns_tensor_by_mask),
     # CPU kernels check the range with two scalar reads; CUDA's skips them and reads
     # the max only to find num_classes (torch/aten/src/ATen/native/Onehot.cpp)
     torch.nn.functional.one_hot: OpEntry(
@@ -441,25 +326,20 @@ METHOD_TABLE: Mapping[Any, OpEntry] = {
         OpKind.TRANSFER, "copy (tensor.new_tensor(data))", _new_tensor_copies
     ),
     torch.tensor: OpEntry(
-        OpKind.TRANSFER, "copy (torch.tensor(..., device=))", _creates_with_device
+        OpKind.TRANSFER, "copy (torch.tensor(..., device=))", _creates(torch.tensor)
     ),
     torch.as_tensor: OpEntry(
-        OpKind.TRANSFER, "copy (torch.as_tensor(..., device=))", _creates_with_device
+        OpKind.TRANSFER, "copy (torch.as_tensor(..., device=))", _creates(torch.as_tensor)
     ),
     torch.asarray: OpEntry(
-        OpKind.TRANSFER, "copy (torch.asarray(..., device=))", _creates_with_device
+        OpKind.TRANSFER, "copy (torch.asarray(..., device=))", _creates(torch.asarray)
     ),
+    # factories whose tensors the accelerator run keeps on the host (see ._host_held)
+    **{
+        factory: OpEntry(OpKind.NEITHER, _MADE_ON_HOST, _makes_on_host(factory))
+        for factory in HOST_FACTORIES
+    },
 }
-
-
-def _uint8_index(args: _Args) -> bool:
-    """An index holding a ``uint8`` mask, which torch warns is deprecated."""
-    index = args[1] if len(args) > 1 else None
-    if isinstance(index, torch.Tensor):
-        return index.dtype is torch.uint8
-    return type(index) is tuple and any(
-        isinstance(part, torch.Tensor) and part.dtype is torch.uint8 for part in index
-    )
 
 
 def _requires_grad(args: _Args) -> bool:
@@ -493,8 +373,8 @@ MAY_WARN: Mapping[Any, Callable[[_Args], bool]] = {
     torch.as_tensor: _always,
     torch.asarray: _always,
     torch.Tensor.new_tensor: _always,
-    torch.Tensor.__getitem__: _uint8_index,
-    torch.Tensor.__setitem__: _uint8_index,
+    torch.Tensor.__getitem__: uint8_index,
+    torch.Tensor.__setitem__: uint8_index,
     torch.Tensor.to: _complex_source,
     torch.Tensor.item: _requires_grad,
     torch.Tensor.__float__: _requires_grad,
@@ -515,15 +395,6 @@ def method_entry(func: Any) -> OpEntry | None:
         return METHOD_TABLE.get(func)
     except TypeError:  # an unhashable callable is never in the table
         return None
-
-
-def non_blocking(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
-    """Whether a transfer op was asked to run asynchronously (``non_blocking=True``)."""
-    if kwargs.get("non_blocking"):
-        return True
-    name = getattr(getattr(func, "_schema", None), "name", "")
-    # copy_(self, src, non_blocking) and _copy_from(self, dst, non_blocking) take it third
-    return name in ("aten::copy_", "aten::_copy_from") and len(args) > 2 and bool(args[2])
 
 
 NAMES: dict[int, tuple[Any, str]] = {}  # id -> (callable, name); see _OverloadTable
@@ -570,38 +441,3 @@ def read_bytes(func: Any, tensor: torch.Tensor) -> int:
 def watched_methods() -> list[Any]:
     """The Python-level callables that :func:`method_entry` knows."""
     return list(METHOD_TABLE)
-
-
-_MOVES = (torch.Tensor.to, torch.Tensor.cpu)
-
-
-def transfer_of(
-    func: Any, args: _Args, kwargs: _Kwargs, out: Any
-) -> tuple[torch.device, torch.device, int] | None:
-    """Source device, destination device and bytes moved by a transfer op that has run.
-
-    Args:
-        func: The aten overload or Python-level callable (a :data:`OpKind.TRANSFER` entry).
-        args: Its positional arguments.
-        kwargs: Its keyword arguments.
-        out: What it returned.
-
-    Returns:
-        ``(src, dst, nbytes)``, or ``None`` when the arguments hold no tensor to measure.
-    """
-    name = getattr(getattr(func, "_schema", None), "name", "")
-    if name in ("aten::_copy_from", "aten::_copy_from_and_resize"):
-        src, dst = args[0], args[1] if len(args) > 1 else kwargs["dst"]
-    elif name == "aten::copy_":
-        dst, src = args[0], args[1] if len(args) > 1 else kwargs["src"]
-    elif isinstance(out, torch.Tensor) and (name == "aten::_to_copy" or func in _MOVES):
-        src, dst = args[0], out
-    elif isinstance(out, torch.Tensor):  # torch.tensor / new_tensor / ...: data from the host
-        data = args[1] if func is _NEW_TENSOR else args[0] if args else None
-        source = data.device if isinstance(data, torch.Tensor) else torch.device(_HOST)
-        return source, out.device, out.numel() * out.element_size()
-    else:
-        return None
-    if not (isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor)):
-        return None
-    return src.device, dst.device, src.numel() * src.element_size()

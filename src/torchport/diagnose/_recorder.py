@@ -3,15 +3,11 @@
 A ``TorchDispatchMode`` (:class:`DispatchWatcher`) sees every aten op and asks
 :mod:`._ops` whether it copies or waits; the wrappers of :mod:`._methods` report the
 Python-level calls, and torchport's own movers report the copies they skip
-(``torchport._skipped``). All end in :class:`Recorder`, which finds the user's source
-line by walking ``sys._getframe`` with a per-code-object cache of whose each frame is
-(``traceback.extract_stack`` would read every frame's source), and counts small
-summaries only: op, device, bytes, line. No tensor outlives its op.
-
-The line an event is charged to is the user's: the first frame up the stack that is
-neither torch's, torchport's nor installed code's (the standard library, packages in
-``site-packages``); the innermost installed line it went through is kept beside it
-(``model.to(device)`` through transformers' ``PreTrainedModel.to``). Where host work
+(``torchport._skipped_copies``). All end in :class:`Recorder`, which finds the user's source
+line and counts each event in its :class:`._tally.Tally` (which holds how a line is
+found); saving and loading are counted by its :class:`._checkpoints.CheckpointCounter`,
+and what the accelerator run keeps on the host is followed by :mod:`._host_held`. The
+modes sit on the thread's stacks through :mod:`._mode_stacks`. Where host work
 inside a training loop is set apart or left out is decided in :mod:`._host_work`; which
 way a predicted copy goes, in :mod:`._callsite`; where the accelerator run holds the
 model's tensors and a line's copy to the host, in :mod:`._predicted_placement`.
@@ -24,16 +20,16 @@ import os
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from types import CodeType, FrameType
+from types import FrameType
 from typing import Any
 
 import torch
 
 from torchport._device_types import CPU
-from torchport._origin import Origin, code_origin
-from torchport.diagnose import _host_work, _methods, _ops
+from torchport._origin import Origin
+from torchport.diagnose import _host_work, _indexing, _methods, _moves, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
-from torchport.diagnose._checkpoints import CheckpointCounting
+from torchport.diagnose._checkpoints import CheckpointCounter, in_state_loading
 from torchport.diagnose._events import (
     DATA_LOADING,
     HOST_TYPES,
@@ -41,23 +37,35 @@ from torchport.diagnose._events import (
     TO_DEVICE,
     TO_HOST,
     TRANSFER,
-    Key,
     Row,
-    Where,
+    route,
 )
+from torchport.diagnose._host_held import HostHeld, made_on_host
 from torchport.diagnose._methods import FunctionWatcher
-from torchport.diagnose._ops import OpEntry
+from torchport.diagnose._mode_stacks import (
+    DISPATCH_STACK,
+    FUNCTION_STACK,
+    insert_bottom,
+    lifted,
+    pop_stack,
+    push_stack,
+    remove,
+    stack_at,
+    stack_depth,
+)
+from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._predicted_placement import (
     Placement,
     copied_to_host,
 )
+from torchport.diagnose._steps_aside import StepsAside
+from torchport.diagnose._tally import Tally
 from torchport.diagnose._watcher import DispatchWatcher
 from torchport.errors import ConfigError
 
 __all__ = ["DATA_LOADING", "HOST_TYPES", "LOADING_TO_DEVICE", "DispatchWatcher", "Recorder"]
 
 _HOST_TYPES = HOST_TYPES
-_NO_CALLER: Where = ("<backward/C++>", 0, "", "", 0)
 # Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
 # code moving to the program's device (a BatchEncoding's .to(device)) copies there too
 # Origin's members as module names: a member read off the class costs a lookup per frame
@@ -65,42 +73,37 @@ _USER, _INSTALLED, _TORCHPORT = Origin.USER, Origin.INSTALLED, Origin.TORCHPORT
 _HOST_SIDE, _MODULE_MOVE = Origin.HOST_SIDE, Origin.MODULE_MOVE
 _PREDICTS = frozenset({_USER, _MODULE_MOVE, _INSTALLED})
 
-# Formatting a torch.device costs microseconds; each device and route is named once
+# Formatting a torch.device costs microseconds; each device is named once
 _DEVICE_FACTS: dict[torch.device, tuple[str, bool]] = {}
-_ROUTES: dict[tuple[torch.device, torch.device], str] = {}
 
 
-def _route(src: torch.device, dst: torch.device) -> str:
-    route = _ROUTES.get((src, dst))
-    if route is None:
-        route = _ROUTES[(src, dst)] = f"{src}→{dst}"
-    return route
-
-
-class Recorder(CheckpointCounting):
+class Recorder:
     """Accumulates counts for one audit() block; shared by its two watchers."""
 
     def __init__(self, every: int) -> None:
         self.every = every
         self.steps = 0
         self.recorded_steps = 0
-        self.counts: dict[Row, list[int]] = {}
-        self._lock = threading.Lock()
+        self.tally = Tally()
         self.local = _methods.QuietCount()  # per thread: inside a watched call, last host copy
-        self._origins: dict[CodeType, Origin] = {}
+        # the tally's bound methods, looked up once: the per-event path calls them
+        self._where = self.tally.where
+        self._count = self.tally.count
+        self._origin = self.tally.origin
         self._mode: DispatchWatcher | None = None
         # Parameters and buffers a predicted module move has sent, and which way: tied
         # weights, and a model moved twice, are copied once on an accelerator
         self._placement = Placement()
+        self.checkpoints = CheckpointCounter(self.tally, self._placement)
         self.closed = False
         self.forked = False  # this is a child forked from the audited process
-        self.dropped = 0  # ops the audit failed to describe; see guarded_observe
         self._step_hooks: list[Any] = []
+        self.steps_aside = StepsAside()  # torch's optimizer steps run without the function mode
         self._fmode: FunctionWatcher | None = None
         self._threads_at_open: set[int] = set()
         self._started_at_open = 0
         self.elsewhere = 0  # other threads that ran meanwhile: not watched
-        self.unpredicted: dict[str, int] = {}  # what the audit could not predict, and how often
+        self.held = HostHeld()  # what the accelerator run keeps on the host
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
@@ -108,6 +111,7 @@ class Recorder(CheckpointCounting):
         which optimizer steps (see :func:`._host_work.is_host_state`)."""
         _methods.open_block(self)
         self._step_hooks = _host_work.watch_optimizer_steps()
+        self._step_hooks += self.steps_aside.hooks(self.local)
         _methods.OTHER_THREADS.open()
         self._threads_at_open = _methods.OTHER_THREADS.alive()
         self._started_at_open = _methods.OTHER_THREADS.started
@@ -130,19 +134,21 @@ class Recorder(CheckpointCounting):
         # At the bottom of the function-mode stack: the program's own modes (torchport's
         # redirect under `run --audit`) rewrite a call first, and the audit sees the call
         # that really runs (x.to("cuda") redirected to the target)
-        _insert_bottom(fmode, _FUNCTION_STACK)
+        insert_bottom(fmode, FUNCTION_STACK)
         self._fmode = fmode
         mode = DispatchWatcher(self)
         mode.__enter__()  # type: ignore[no-untyped-call]
         self._mode = mode
+        self.steps_aside.watch(fmode, mode)
 
     def stop(self) -> None:
+        self.steps_aside.watch(None, None)
         if self._mode is not None:
             mode, self._mode = self._mode, None
             mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
             fmode, self._fmode = self._fmode, None
             if fmode is not None:
-                _remove(fmode, _FUNCTION_STACK)
+                remove(fmode, FUNCTION_STACK)
             _methods.unwatch(self)
 
     @contextlib.contextmanager
@@ -151,21 +157,21 @@ class Recorder(CheckpointCounting):
 
         Modes entered above them stay, in their order; on exit the stacks are as before.
         """
-        with _lifted(self._fmode, _FUNCTION_STACK), _lifted(self._mode, _DISPATCH_STACK):
+        with lifted(self._fmode, FUNCTION_STACK), lifted(self._mode, DISPATCH_STACK):
             yield
 
     def lift(self) -> object | None:
         """Pop this audit's dispatch mode if it is on top of the stack; the token restores it."""
         mode = self._mode
-        depth = _stack_depth()
-        if mode is None or depth == 0 or _stack_at(depth - 1) is not mode:
+        depth = stack_depth()
+        if mode is None or depth == 0 or stack_at(depth - 1) is not mode:
             return None
-        _pop_stack(None)  # None: the user-mode stack, where audit's mode lives
+        pop_stack(None)  # None: the user-mode stack, where audit's mode lives
         return mode
 
     def restore(self, token: object) -> None:
         """Push back what :meth:`lift` popped."""
-        _push_stack(token)  # type: ignore[arg-type]  # the mode lift() popped
+        push_stack(token)  # type: ignore[arg-type]  # the mode lift() popped
 
     def leave_after_fork(self) -> None:
         """In a forked child (a DataLoader worker): stop watching, for good.
@@ -175,16 +181,20 @@ class Recorder(CheckpointCounting):
         wrappers go when no other audit needs them, so the child runs at full speed.
         """
         self.forked = True
-        self._lock = threading.Lock()  # another thread may have held it at the fork
+        self.tally.lock = threading.Lock()  # another thread may have held it at the fork
         _methods.close_block(self)
         mode, self._mode = self._mode, None
         fmode, self._fmode = self._fmode, None
         if mode is None:
             return
-        _remove(mode, _DISPATCH_STACK)
+        remove(mode, DISPATCH_STACK)
         if fmode is not None:
-            _remove(fmode, _FUNCTION_STACK)
+            remove(fmode, FUNCTION_STACK)
         _methods.unwatch(self)
+
+    def step_ended(self) -> None:
+        """The optimizer step the function mode was lifted for ended (see :mod:`._steps_aside`)."""
+        self.steps_aside.ended()
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -209,51 +219,6 @@ class Recorder(CheckpointCounting):
             self.stop()
 
     # -- recording -----------------------------------------------------------------
-    def _where(self, frame: FrameType | None) -> tuple[Where, Origin | None]:
-        """Where the event is charged, and the origin of the code that made the call
-        (the first frame that is not torchport's).
-
-        Where: the first user frame at or above ``frame``, with the innermost installed
-        frame passed on the way (file, line; empty when none). With no user frame above,
-        the innermost installed frame itself, else ``<backward/C++>``.
-        """
-        origins = self._origins
-        caller: Origin | None = None
-        via: FrameType | None = None
-        while frame is not None:
-            code = frame.f_code
-            origin = origins.get(code)
-            if origin is None:
-                origin = origins[code] = code_origin(code)
-            if caller is None and origin is not _TORCHPORT:
-                caller = origin
-            if origin is _USER:
-                if via is None:
-                    return (code.co_filename, frame.f_lineno or 0, code.co_name, "", 0), caller
-                return (
-                    code.co_filename,
-                    frame.f_lineno or 0,
-                    code.co_name,
-                    via.f_code.co_filename,
-                    via.f_lineno or 0,
-                ), caller
-            if origin is _INSTALLED and via is None:
-                via = frame
-            frame = frame.f_back
-        if via is not None:
-            code = via.f_code
-            return (code.co_filename, via.f_lineno or 0, code.co_name, "", 0), caller
-        return _NO_CALLER, caller
-
-    def _count(self, key: Row, nbytes: int) -> None:
-        with self._lock:
-            slot = self.counts.get(key)
-            if slot is None:
-                self.counts[key] = [1, nbytes]
-            else:
-                slot[0] += 1
-                slot[1] += nbytes
-
     def observe_python(
         self,
         func: Any,
@@ -264,9 +229,17 @@ class Recorder(CheckpointCounting):
     ) -> None:
         """Record a watched Python-level call that has run; never raises."""
         try:
+            if entry.kind is _MAKES:
+                # a factory that names no device, or names the host at its call site
+                if kwargs.get("device") is None or self._named(func, args, kwargs) == HOST:
+                    self.held.add(out)
+                return
             if entry.transfer:
+                if func in _CREATES and made_on_host(func, args, kwargs):
+                    self.held.add(out)
+                    return
                 where, caller = self._where(sys._getframe(1))
-                moved = _ops.transfer_of(func, args, kwargs, out)
+                moved = _moves.transfer_of(func, args, kwargs, out)
                 if moved is None:
                     return
                 src, dst, nbytes = moved
@@ -274,21 +247,15 @@ class Recorder(CheckpointCounting):
                 if src != dst:
                     # a real copy the dispatch level never sees: torch.tensor(data, device=)
                     copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
-                    key: Key = (
-                        TRANSFER,
-                        entry.label,
-                        _ops.op_name(func),
-                        _route(src, dst),
-                        False,
-                        phase,
-                    )
-                    self._count(key + where, nbytes)
+                    way = route(src, dst)
+                    row = Row(TRANSFER, entry.label, _ops.op_name(func), way, False, phase, where)
+                    self._count(row, nbytes)
                     return
                 if not nbytes:
                     return  # an empty tensor's move copies nothing
                 if caller is _HOST_SIDE and src.type in _HOST_TYPES:
                     # an optimizer's state loaded next to its parameter
-                    self._count_loaded(args[0], sys._getframe(1))
+                    self.checkpoints.count_loaded(args[0], sys._getframe(1))
                     return
                 if src.type not in _HOST_TYPES or caller not in _PREDICTS:
                     # a no-op on the accelerator itself, or torch's own bookkeeping moves
@@ -297,7 +264,16 @@ class Recorder(CheckpointCounting):
                 named = HOST if func is _CPU_METHOD else self._named(func, args, kwargs)
                 to_host = named == HOST
                 if func in _CREATES and to_host:
-                    return  # torch.tensor(data, device="cpu"): on the host on every machine
+                    self.held.add(out)  # torch.tensor(data, device="cpu"): the host's everywhere
+                    return
+                held = self.held
+                if to_host:
+                    if args[0] in held and not phase:  # (data loading's are listed apart)
+                        return  # .cpu() of what the accelerator run holds on the host
+                    if out is not args[0]:  # the same object is the device's tensor too
+                        held.add(out)
+                else:
+                    held.discard(args[0])  # on this host the call hands back the same tensor
                 if phase and named == DEVICE:
                     # a DataLoader's collate_fn sending the batch to the program's device:
                     # device work, though data loading made it
@@ -312,31 +288,43 @@ class Recorder(CheckpointCounting):
                         return  # a library moving what the program moved: already there
                 # a read of this copy on the same line is the copy's own (.cpu().numpy())
                 copied_to_host(self.local, where if to_host else None, out)
-                key = (
-                    TRANSFER,
-                    entry.label,
-                    _ops.op_name(func),
-                    TO_HOST if to_host else TO_DEVICE,
-                    True,
-                    phase,
-                )
-                self._count(key + where, nbytes)
+                direction = TO_HOST if to_host else TO_DEVICE
+                row = Row(TRANSFER, entry.label, _ops.op_name(func), direction, True, phase, where)
+                self._count(row, nbytes)
                 return
             tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            if func in _INDEXING and self.held.held:
+                self.held.follow(args, out)  # x[mask] of a host tensor: the host's too
+                if self.held.mask_on_host(func, args):
+                    return
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
-            self.dropped += 1
+            self.tally.dropped += 1
 
-    def observe_host_index(self, func: Any, nbytes: int) -> None:
-        """Count the copy of an index built on the host (``v[:, [-1]]``, ``x[array]``) to
-        the indexed tensor's device in an accelerator run; never raises."""
+    def observe_host_index(self, func: Any, args: tuple[Any, ...]) -> None:
+        """Count the copies of indexing with what was built on the host in an accelerator
+        run: an index from a list or an array (``v[:, [-1]]``, ``x[array]``), and the
+        number of ``x[index] = number`` (:func:`._indexing.assigned_number_bytes`), each to the
+        indexed tensor's device, unless that tensor is the host's too; never raises."""
         try:
+            if args[0] in self.held:
+                return  # indexing a tensor the accelerator run holds on the host
             where, _ = self._where(sys._getframe(1))
             phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-            key: Key = (TRANSFER, _HOST_INDEX, _ops.op_name(func), TO_DEVICE, True, phase)
-            self._count(key + where, nbytes)
+            name = _ops.op_name(func)
+            value = args[2] if len(args) > 2 else None
+            if isinstance(value, torch.Tensor):  # a one-element value made on the host
+                assigned = value.element_size() if value.numel() == 1 and value in self.held else 0
+            else:
+                assigned = _indexing.assigned_number_bytes(args)
+            for label, nbytes in (
+                (_HOST_INDEX, _indexing.host_index_bytes(args[1])),
+                (_ASSIGNED, assigned),
+            ):
+                if nbytes:
+                    self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
         except Exception:  # the audit must never break the program it watches
-            self.dropped += 1
+            self.tally.dropped += 1
 
     def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
         """Where a move that stays on this host goes in the accelerator run: what its call
@@ -345,13 +333,7 @@ class Recorder(CheckpointCounting):
         named = target_of_call(sys._getframe(2), self._origin)
         if named != UNKNOWN:
             return named
-        return HOST if _ops.names_host(func, args, kwargs) else UNKNOWN
-
-    def _origin(self, code: CodeType) -> Origin:
-        origin = self._origins.get(code)
-        if origin is None:
-            origin = self._origins[code] = code_origin(code)
-        return origin
+        return HOST if _moves.names_host(func, args, kwargs) else UNKNOWN
 
     def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
         """Count copies a torchport mover skipped (tensors already on ``device``); never raises.
@@ -369,21 +351,21 @@ class Recorder(CheckpointCounting):
                 # is recorded only if it is sampled
                 return
             where, _ = self._where(sys._getframe(1))
-            key: Key = (
+            row = Row(
                 TRANSFER,
                 f"copy (batch handed over by {by})",
                 by,
                 TO_DEVICE,
                 True,
                 DATA_LOADING if _host_work.loading(sys._getframe()) else "",
+                where,
             )
-            row = key + where
             copied_to_host(self.local, None, None)
             for tensor in tensors:
                 if isinstance(tensor, torch.Tensor) and tensor.device == device:
                     self._count(row, tensor.numel() * tensor.element_size())
         except Exception:  # the audit must never break the program it watches
-            self.dropped += 1
+            self.tally.dropped += 1
 
     def observe_aten(
         self,
@@ -397,31 +379,45 @@ class Recorder(CheckpointCounting):
         try:
             if entry.applies is not None and not entry.applies(args, kwargs):
                 if func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
-                    self._count_loaded(args[1], sys._getframe(1), checked=True)
+                    self.checkpoints.count_loaded(args[1], sys._getframe(1), checked=True)
+                elif self.held.held:
+                    self._count_from_host(func, args, kwargs)
                 return
             if entry.transfer:
-                moved = _ops.transfer_of(func, args, kwargs, out)
+                moved = _moves.transfer_of(func, args, kwargs, out)
                 if moved is None or moved[0] == moved[1] or not moved[2]:
                     return  # no move, or an empty tensor's: nothing is copied
                 src, dst, nbytes = moved
                 label = entry.label
-                if _ops.non_blocking(func, args, kwargs):
+                if _moves.non_blocking(func, args, kwargs):
                     label += ", non_blocking"
                 where, _ = self._where(sys._getframe(1))
                 copied_to_host(self.local, where if dst.type in _HOST_TYPES else None, out)
                 # A real copy is device work wherever it runs, data loading included
                 phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-                key: Key = (TRANSFER, label, _ops.op_name(func), _route(src, dst), False, phase)
-                self._count(key + where, nbytes)
+                way = route(src, dst)
+                self._count(
+                    Row(TRANSFER, label, _ops.op_name(func), way, False, phase, where), nbytes
+                )
                 return
             tensor = None
             for arg in args:
                 if isinstance(arg, torch.Tensor):
                     tensor = arg
                     break
-            self._count_read(func, entry, tensor, sys._getframe(1), host_side=False)
+            self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
-            self.dropped += 1
+            self.tally.dropped += 1
+
+    def _count_from_host(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        """A copy from a tensor the accelerator run holds on the host into one on the
+        device (:meth:`._host_held.HostHeld.copied_from_host`)."""
+        nbytes = self.held.copied_from_host(func, args, kwargs)
+        if nbytes and not in_state_loading(sys._getframe(2)):
+            where, _ = self._where(sys._getframe(2))
+            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
+            name = _ops.op_name(func)
+            self._count(Row(TRANSFER, _FROM_HOST, name, TO_DEVICE, True, phase, where), nbytes)
 
     def _count_read(
         self,
@@ -444,13 +440,16 @@ class Recorder(CheckpointCounting):
         facts = _DEVICE_FACTS.get(device)
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
+        phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
+        if facts[1] and not phase and tensor is not None and tensor in self.held:
+            return  # a tensor the accelerator run holds on the host: reading it waits for nothing
         where, caller = self._where(frame)
         if host_side and facts[1] and caller is _HOST_SIDE and _host_work.is_host_state(tensor):
             return
         local = self.local
         copied = local.host_copy
         if copied is not None:
-            if copied[1] == where[1] and copied[0] == where[0]:
+            if copied[1] == where.line and copied[0] == where.file:
                 if facts[1] and tensor is not None and id(tensor) in local.host_ids:  # type: ignore[operator]
                     return  # reading what this line just copied to the host: part of that copy
             else:
@@ -462,14 +461,14 @@ class Recorder(CheckpointCounting):
                 nbytes = tensor.element_size() * (tensor.numel() if whole else 1)
         named = _ops.NAMES.get(id(func))
         name = named[1] if named is not None else _ops.op_name(func)
-        phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-        self._count((entry.kind_name, entry.label, name, facts[0], facts[1], phase, *where), nbytes)
+        row = Row(entry.kind_name, entry.label, name, facts[0], facts[1], phase, where)
+        self._count(row, nbytes)
 
-    def rows(self) -> list[tuple[str, str, str, str, bool, str, str, int, str, str, int, int, int]]:
-        """What was counted: (kind, label, op, device, would_sync, phase, file, line,
-        function, via file, via line, count, bytes), one per key, in no particular order."""
-        with self._lock:
-            return [(*key, count, nbytes) for key, (count, nbytes) in self.counts.items()]
+    def observe_checkpoint(
+        self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
+    ) -> None:
+        """``torch.save`` or ``torch.load`` ran (see :mod:`._checkpoints`); never raises."""
+        self.checkpoints.observe(func, args, kwargs, out)
 
 
 def _leave_in_child() -> None:
@@ -485,74 +484,11 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 _CPU = torch.device(CPU)
 _HOST_INDEX = "copy (index built on the host from a list or NumPy array)"
+_ASSIGNED = "copy (the value of x[index] = v, made on the host)"
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
+_INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
+_FROM_HOST = "copy (a tensor made on the host, into one on the device)"
+_MAKES = OpKind.NEITHER  # the entries of factories that make their tensors on the host
 _COPY = torch.ops.aten.copy_.default
-# The dispatch-mode stack, read and changed directly: lift() runs per watched call
-_stack_depth = torch._C._len_torch_dispatch_stack
-_stack_at = torch._C._get_dispatch_stack_at
-_pop_stack = torch._C._pop_torch_dispatch_stack
-_push_stack = torch._C._push_on_torch_dispatch_stack
-
-
-class _Stack:
-    """One of the calling thread's mode stacks, read and changed through torch's C calls."""
-
-    def __init__(self, size: Any, at: Any, pop: Any, push: Any) -> None:
-        self.size, self.at, self.pop, self.push = size, at, pop, push
-
-    def modes(self) -> list[Any]:
-        return [self.at(i) for i in range(self.size())]
-
-
-_DISPATCH_STACK = _Stack(
-    _stack_depth, _stack_at, lambda: _pop_stack(None), _push_stack
-)  # None: the user-mode stack, where audit's mode lives
-_FUNCTION_STACK = _Stack(
-    torch._C._len_torch_function_stack,
-    torch._C._get_function_stack_at,
-    torch._C._pop_torch_function_stack,
-    torch._C._push_on_torch_function_stack,
-)
-
-
-def _remove(mode: Any, stack: _Stack) -> list[Any]:
-    """Take ``mode`` out of ``stack``, leaving the modes above it in order; returns them
-    (outermost first), or ``[]`` when ``mode`` is not there."""
-    if not any(m is mode for m in stack.modes()):
-        return []
-    above: list[Any] = []
-    while (top := stack.pop()) is not mode:
-        above.append(top)
-    above.reverse()
-    for other in above:
-        stack.push(other)
-    return above
-
-
-def _insert_bottom(mode: Any, stack: _Stack) -> None:
-    """Put ``mode`` under every mode on ``stack``, the others kept in their order."""
-    above: list[Any] = []
-    while stack.size():
-        above.append(stack.pop())
-    stack.push(mode)
-    for other in reversed(above):
-        stack.push(other)
-
-
-@contextlib.contextmanager
-def _lifted(mode: Any, stack: _Stack) -> Iterator[None]:
-    """``mode`` off ``stack`` for the block, back in its place after."""
-    if mode is None or not any(m is mode for m in stack.modes()):
-        yield
-        return
-    above = _remove(mode, stack)
-    try:
-        yield
-    finally:
-        for _ in above:
-            stack.pop()
-        stack.push(mode)
-        for other in above:
-            stack.push(other)

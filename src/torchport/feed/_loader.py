@@ -5,102 +5,38 @@ from __future__ import annotations
 import operator
 import threading
 import warnings
-from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 import torch
 
-from torchport import _skipped, hardware
+from torchport import _skipped_copies, hardware
 from torchport._device_types import CPU, CUDA
 from torchport.errors import ConfigError
 from torchport.feed._epochs import set_epoch, unreached
+from torchport.feed._prefetch import prefetched
+from torchport.feed._stats import FeedStats
 from torchport.hardware import StagingPool
 from torchport.place import (
     COPY_FAILURES,
     BatchLayout,
+    Inside,
     call_own_to,
     copy_failure,
     flatten_batch,
+    move_whole,
     pick_device,
     resolve_device,
     settled,
+    whole_tensors,
 )
 
-__all__ = ["DeviceLoader", "FeedStats"]
+__all__ = ["DeviceLoader"]
 
 _T = TypeVar("_T")
 _ONLY_TENSOR = frozenset({torch.Tensor})
 _IS_CPU = operator.attrgetter("is_cpu")
-_B = TypeVar("_B")
-_P = TypeVar("_P")
-
-
-def _prefetched(
-    source: Iterable[_B], depth: int, issue: Callable[[_B], _P], hand_over: Callable[[_P], _B]
-) -> Generator[_B, None, None]:
-    """Runs ``issue`` ``depth`` batches ahead of ``hand_over``, keeping order and errors.
-
-    Before each hand-over the queue is topped up to ``depth + 1`` issued batches, so
-    while the caller works on one batch the next ``depth`` are in flight. An
-    exception from ``source`` or from ``issue`` is raised, as the same object, once
-    the batches issued before it have been handed over. Closing the generator
-    early drops the queue; a new call starts from an empty one (``DeviceLoader``
-    keeps the generator of a one-shot source open instead, so nothing is lost).
-    """
-    it: Iterator[_B] | None = iter(source)
-    pending: deque[_P] = deque()
-    error: Exception | None = None
-    try:
-        while True:
-            while it is not None and error is None and len(pending) <= depth:
-                try:
-                    batch = next(it)
-                except StopIteration:
-                    it = None
-                    break
-                except Exception as exc:  # raised at its own position below
-                    error = exc
-                    break
-                try:
-                    pending.append(issue(batch))
-                except Exception as exc:
-                    error = exc
-            if not pending:
-                break
-            yield hand_over(pending.popleft())
-        if error is not None:
-            raise error
-    finally:
-        # Copies of dropped batches finish on the side stream by themselves; their
-        # staging slots are guarded by events, their device memory by stream order.
-        pending.clear()
-        error = None
-
-
-@dataclass(frozen=True)
-class FeedStats:
-    """What a :class:`DeviceLoader` has done so far, summed over every epoch.
-
-    Attributes:
-        batches: batches handed to the caller.
-        tensors: tensors in those batches (distinct ones; on the CPU pass-through a
-            tensor repeated in a flat tuple, list or dict counts each time).
-        bytes_moved: bytes copied from the host (or another device) to the device.
-        copies: copy calls issued; a packed batch costs one.
-        packed_batches: batches sent as one packed copy.
-        pinned_bytes: pinned host staging memory held now.
-        staging_buffers: staging buffers allocated so far (flat when they are reused).
-    """
-
-    batches: int = 0
-    tensors: int = 0
-    bytes_moved: int = 0
-    copies: int = 0
-    packed_batches: int = 0
-    pinned_bytes: int = 0
-    staging_buffers: int = 0
 
 
 @dataclass(slots=True)
@@ -114,6 +50,14 @@ class _InFlight:
     nbytes: int
     copies: int
     packed: bool
+
+
+@dataclass(slots=True)
+class _Whole:
+    """A batch that is one object with its own ``.to``, moved whole at hand-over."""
+
+    batch: Any
+    inside: Inside
 
 
 def _to(device: torch.device) -> Callable[[Any], Any]:
@@ -390,9 +334,9 @@ class DeviceLoader(Generic[_T]):
                 if found >= 0:
                     tally[0] += 1
                     tally[1] += found
-                    if _skipped.listeners:  # an audit counts the copies a GPU run makes
+                    if _skipped_copies.listeners:  # an audit counts the copies a GPU run makes
                         passed = flatten_batch(batch).tensors
-                        _skipped.tell(passed, self._device, by="torchport.DeviceLoader")
+                        _skipped_copies.tell(passed, self._device, by="torchport.DeviceLoader")
                     yield batch
                 else:
                     yield self._move_blocking(batch)
@@ -422,13 +366,17 @@ class DeviceLoader(Generic[_T]):
             raise failure from exc
 
     def _copy_blocking(self, batch: _T) -> _T:
+        inside = whole_tensors(batch)
+        if inside is not None:  # one object with its own .to (PyG, TensorDict): moved whole
+            self._count(len(inside.tensors), 0, 0, False)
+            return cast(_T, move_whole(batch, inside, self._device, False))
         layout = flatten_batch(batch)
         tensors = layout.to_copy()  # not those an object's own .to moves
         device = self._device
         layout.check_hidden(device)
         movers = list(map(_to(device), layout.movers)) if layout.movers else None
-        if _skipped.listeners:  # an audit counts the copies a GPU run makes
-            _skipped.tell(
+        if _skipped_copies.listeners:  # an audit counts the copies a GPU run makes
+            _skipped_copies.tell(
                 [t for t in tensors if t.device == device], device, by="torchport.DeviceLoader"
             )
         plan = hardware.plan_copy(tensors, device, pack=self._pack, distinct=True)
@@ -450,7 +398,7 @@ class DeviceLoader(Generic[_T]):
 
         def prefetch() -> Iterator[_T]:
             try:
-                yield from _prefetched(
+                yield from prefetched(
                     self._loader, self._depth, lambda b: self._issue(b, stream), self._hand_over
                 )
             finally:
@@ -460,8 +408,11 @@ class DeviceLoader(Generic[_T]):
 
         return prefetch()
 
-    def _issue(self, batch: _T, stream: torch.Stream) -> _InFlight:
+    def _issue(self, batch: _T, stream: torch.Stream) -> _InFlight | _Whole:
         """Queues one batch's host-to-device copies on the side stream; never waits for compute."""
+        inside = whole_tensors(batch)
+        if inside is not None:  # its own .to moves it at hand-over, on the caller's stream
+            return _Whole(batch, inside)
         layout = flatten_batch(batch)
         tensors = layout.tensors
         device = self._device
@@ -489,9 +440,12 @@ class DeviceLoader(Generic[_T]):
             event.record(stream)
         return _InFlight(layout, moved, fresh, event, nbytes, copies, packed and copies == 1)
 
-    def _hand_over(self, item: _InFlight) -> _T:
+    def _hand_over(self, item: _InFlight | _Whole) -> _T:
         """Makes the caller's stream wait for the batch's copies; the host does not wait."""
         device = self._device
+        if isinstance(item, _Whole):
+            self._count(len(item.inside.tensors), 0, 0, False)
+            return cast(_T, move_whole(item.batch, item.inside, device, False))
         consumer = hardware.current_stream(device)
         consumer.wait_event(item.event)
         for t in item.fresh:
@@ -514,4 +468,3 @@ class DeviceLoader(Generic[_T]):
 
 
 DeviceLoader.__module__ = "torchport"
-FeedStats.__module__ = "torchport"

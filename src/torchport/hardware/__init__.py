@@ -26,10 +26,10 @@ outside the :class:`Backend` and ``_torch_features.py``:
   :func:`driver_version`, :func:`accelerator_info`, :func:`gpu_properties`,
   :func:`cuda_contexts`, :func:`free_memory` (with its source) and
   :func:`allocator_stat`: the facts ``doctor`` and ``memory_report`` judge.
-* memory (``_pinned.py``, ``_staging.py``): :class:`PinnedBuffer` (page-locked
+* memory (``_pinned.py``, ``_staging_pool.py``): :class:`PinnedBuffer` (page-locked
   host memory at the size asked), :class:`StagingPool` (reused staging buffers
   guarded by events).
-* copies (``_copy.py``; staging in ``_staged.py``): :func:`plan_copy` decides
+* copies (``_copy.py``; packing in ``_packed_transfer.py``): :func:`plan_copy` decides
   once per call how each tensor reaches the target (stay, direct ``Tensor.to``,
   or staged and packed);
   :meth:`CopyPlan.run` executes it; :func:`copy_tensors` does both;
@@ -80,9 +80,9 @@ from torchport.hardware._inventory import (
     free_memory,
     gpu_properties,
 )
+from torchport.hardware._packed_transfer import ALIGN, PACK_MIN_COUNT
 from torchport.hardware._pinned import PinnedBuffer, pins_for
-from torchport.hardware._staged import ALIGN, PACK_MIN_COUNT
-from torchport.hardware._staging import StagingPool, default_pool, size_class
+from torchport.hardware._staging_pool import StagingPool, default_pool, size_class
 from torchport.hardware._sync import (
     current_stream,
     new_event,
@@ -97,6 +97,7 @@ from torchport.hardware._torch_features import (
     FLOOR,
     GRAD_SCALER,
     LR_SCHEDULER_BASES,
+    accelerator_function,
     below_floor,
     legacy_storage,
     python_device_backend,
@@ -117,6 +118,7 @@ __all__ = [
     "PinnedBuffer",
     "StagingPool",
     "Transfer",
+    "accelerator_function",
     "accelerator_info",
     "accelerator_present",
     "accelerator_type",

@@ -8,7 +8,7 @@ in one copy, or, unpacked, that turns a pageable source into a pinned one).
 ``to_device``, ``DeviceLoader`` and ``pack_to_device`` all go through here, so
 the device is normalised once and packability decided once per call.
 
-Staging and packing themselves live in :mod:`torchport.hardware._staged`.
+Staging and packing themselves live in :mod:`torchport.hardware._packed_transfer`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from operator import not_
 import torch
 
 from torchport._device_types import CPU, META, MPS
-from torchport.hardware._pinned import pins_for
-from torchport.hardware._staged import (
+from torchport.hardware._packed_transfer import (
     ALIGN,
     PACK_MIN_COUNT,
     cast_of,
@@ -33,7 +32,8 @@ from torchport.hardware._staged import (
     should_pack,
     stageable,
 )
-from torchport.hardware._staging import StagingPool
+from torchport.hardware._pinned import pins_for
+from torchport.hardware._staging_pool import StagingPool
 from torchport.hardware._sync import synchronize, wait_for_copies
 
 __all__ = [

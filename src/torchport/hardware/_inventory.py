@@ -30,7 +30,12 @@ __all__ = [
     "gpu_properties",
 ]
 
-ALLOCATOR_STATS = ("memory_allocated", "memory_reserved", "max_memory_allocated")
+ALLOCATOR_STATS = (
+    "memory_allocated",
+    "memory_reserved",
+    "max_memory_allocated",
+    "max_memory_reserved",
+)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 ``flatten_batch``, ``BatchLayout`` and ``settled`` are the one tree walker's face
 for ``feed`` (which moves the leaves itself, through staging buffers, and objects
-with their own ``.to`` through ``call_own_to``); users call ``to_device``.
+with their own ``.to`` through ``call_own_to``, or, for a batch that is one such
+object, ``whole_tensors`` and ``move_whole``); users call ``to_device``.
 ``resolve_device`` reads a device the user named, following a
 ``torchport.redirect`` in force, which ``run`` announces with ``push_redirect`` and
 ``pop_redirect``.
@@ -28,6 +29,7 @@ from torchport.place._redirected import (
 from torchport.place._settled import settled
 from torchport.place._tree import BatchLayout, flatten_batch
 from torchport.place._uncopyable import COPY_FAILURES, copy_failure
+from torchport.place._whole import Inside, move_whole, whole_tensors
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
 for _obj in (
@@ -45,12 +47,14 @@ __all__ = [
     "COPY_FAILURES",
     "BatchLayout",
     "DeviceInfo",
+    "Inside",
     "UnregisteredTensorWarning",
     "available_devices",
     "call_own_to",
     "copy_failure",
     "flatten_batch",
     "is_automatic",
+    "move_whole",
     "pick_device",
     "pick_device_with_reason",
     "pop_redirect",
@@ -59,4 +63,5 @@ __all__ = [
     "resolve_device",
     "settled",
     "to_device",
+    "whole_tensors",
 ]

@@ -16,12 +16,15 @@ import optree
 import torch
 
 from torchport.errors import UnsupportedBatchError
-from torchport.place._containers import RebuildRefused
 from torchport.place._locate import ROOT, find_path, rebuild_located
-from torchport.place._objects import Finish, moving, on_device
+from torchport.place._objects import on_device
+from torchport.place._rebuilding import Finish, moving
+from torchport.place._sharing import join_repeats
 from torchport.place._spec import Reorder, restore_order
 
 __all__ = ["BatchLayout"]
+
+_NO_JOINS: Any = object()
 
 
 class BatchLayout:
@@ -29,6 +32,7 @@ class BatchLayout:
 
     __slots__ = (
         "_hidden",
+        "_joins",
         "_leaves",
         "_mover_index",
         "_mover_pos",
@@ -63,6 +67,9 @@ class BatchLayout:
         # views), with the value and the batch: see check_hidden. Set after building.
         self._hidden: tuple[object, list[tuple[Any, list[torch.Tensor]]]] | None = None
         self._skip = skip
+        # The input, when it holds a container or object twice (place/_sharing.py): the
+        # rebuild then makes each one object again. Set by the walker after building.
+        self._joins: object = _NO_JOINS
         # Whether nodes the walker registered (objects, container subclasses) are in it.
         self._objects = objects
         self._spec = spec
@@ -180,7 +187,6 @@ class BatchLayout:
         else:
             finish = Finish(
                 call_to,
-                _checker(target) if target is not None else None,
                 target if call_to is not None else None,
                 self._skip,
                 dtype,
@@ -190,7 +196,13 @@ class BatchLayout:
                 result = self._unflatten(leaves)
         if self._reorder:
             restore_order(result, self._reorder)
+        if self._joins is not _NO_JOINS:
+            result = join_repeats(self._joins, result, self._skip)
         return result
+
+    def join_repeats_of(self, batch: object) -> None:
+        """Have the rebuild make each container or object ``batch`` holds twice one again."""
+        self._joins = batch
 
     def _unflatten(self, leaves: list[Any]) -> object:
         try:
@@ -202,28 +214,3 @@ class BatchLayout:
             raise UnsupportedBatchError(
                 f"could not rebuild the batch: {type(exc).__name__}: {exc}"
             ) from exc
-
-
-def _checker(target: torch.device) -> Callable[[Any, frozenset[int]], None]:
-    """The check a mover's result must pass: every tensor reachable from it is on ``target``.
-
-    Tensors whose ids are in the set the check is given (the object's own, which its
-    ``.to`` left where they were, as PyG's leaves ``_slice_dict`` on the CPU) pass too.
-    """
-
-    from torchport.place._tree import tensors_inside  # the walker builds layouts: no cycle
-
-    def check(result: Any, left: frozenset[int]) -> None:
-        found = tensors_inside([result])
-        for t in found:
-            if not on_device(t, target) and id(t) not in left:
-                where = (
-                    find_path(result, "result", functools.partial(operator.is_, t)) or "inside it"
-                )
-                raise RebuildRefused(
-                    f"its .to({str(target)!r}) returned an object that still holds a "
-                    f"tensor on {t.device} (at {where}); torchport moves every tensor the "
-                    "object holds before calling .to, so this one is made by .to itself"
-                )
-
-    return check

@@ -26,6 +26,7 @@ __all__ = [
     "flatten_failure_message",
     "rebuild_located",
     "recursion_message",
+    "refused_message",
 ]
 
 ROOT = "batch"
@@ -68,10 +69,15 @@ def rebuild_located(spec: optree.PyTreeSpec, leaves: Sequence[Any], path: str) -
             reason = str(exc)
         else:
             reason = f"{how_rebuilt(cls)} raised {type(exc).__name__}: {exc}"
-        raise UnsupportedBatchError(
-            f"cannot rebuild {path} of type {_type_name(cls)}: {reason}; "
-            f"{_advice(cls)}, or pass the key it is under in skip_keys"
-        ) from exc
+        raise UnsupportedBatchError(refused_message(path, cls, reason)) from exc
+
+
+def refused_message(path: str, cls: type | None, reason: str) -> str:
+    """The error for an object at ``path`` that cannot be rebuilt, for ``reason``."""
+    return (
+        f"cannot rebuild {path} of type {_type_name(cls)}: {reason}; "
+        f"{_advice(cls)}, or pass the key it is under in skip_keys"
+    )
 
 
 def _type_name(cls: type | None) -> str:

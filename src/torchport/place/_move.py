@@ -19,20 +19,22 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from torchport import _skipped, hardware
+from torchport import _skipped_copies, hardware
 from torchport._device_types import CPU, CUDA, META, MPS
 from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
 from torchport.place._lasting import lasting
-from torchport.place._objects import refusal
+from torchport.place._leaf_kinds import OBJECT_NODES
 from torchport.place._own_to import call_own_to
 from torchport.place._redirected import ACTIVE as _REDIRECTS
 from torchport.place._redirected import resolve_device
+from torchport.place._refusals import refusal
 from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
 from torchport.place._uncopyable import COPY_FAILURES, copy_failure
+from torchport.place._whole import move_whole, whole_tensors
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
 
@@ -52,6 +54,8 @@ _BATCH_TYPES: frozenset[type] = frozenset({dict, list, tuple})
 # Flat containers up to this size take the direct path; bigger ones the engine,
 # whose C-level planning wins once there are many leaves.
 _FLAT_MAX = 32
+# Whether a type is an object the walker moves with its own .to (place/_whole.py).
+_MOVED_WHOLE = OBJECT_NODES.get
 # The floor's cache of parsed device strings, read directly on the hot path.
 _PARSED_GET = hardware.parsed_cache().get
 
@@ -105,9 +109,13 @@ def to_device(
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
       ``torch.__future__.set_overwrite_module_params_on_conversion(True)``), so an
-      optimizer built before the move still holds the model's parameters.
-      Tensors held as plain attributes (not registered parameters or buffers)
-      that are not on ``device`` afterwards are named in one
+      optimizer built before the move still holds the model's parameters; where
+      that cannot be (torch refuses to swap a parameter something holds by weak
+      reference or a live graph uses, and cannot set its data in place either), or
+      a tensor cannot be copied to ``device``, :class:`~torchport.UnsupportedBatchError`
+      names it before anything moved. Tensors held as plain attributes (not
+      registered parameters or buffers) that are not on ``device`` afterwards are
+      named in one
       :class:`UnregisteredTensorWarning`.
     * ``torch.optim.Optimizer``: move the model first. Each parameter's state
       tensors (lists of them too, as LBFGS keeps) are moved to that parameter's
@@ -188,7 +196,7 @@ def to_device(
     target = _PARSED_GET(device) if type(device) is str and not _REDIRECTS else None
     if target is None:
         target = resolve_device(device, argument="device")
-    if _skipped.listeners:  # an audit counts the copies an accelerator run makes
+    if _skipped_copies.listeners:  # an audit counts the copies an accelerator run makes
         _tell_staying(obj, target)
     try:
         if dtype is None and pack is not True and not skip_keys:
@@ -215,6 +223,10 @@ def to_device(
                 moved = _move_user_dict(obj, cls, target, non_blocking, pack)
                 if moved is not _NOT_FLAT:
                     return moved  # type: ignore[no-any-return]
+            elif _MOVED_WHOLE(cls):  # PyG Data/Batch, TensorDict: its own .to on a shallow copy
+                inside = whole_tensors(obj)
+                if inside is not None:
+                    return move_whole(obj, inside, target, non_blocking)  # type: ignore[no-any-return]
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise ConfigError(
                 f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "
@@ -297,7 +309,7 @@ def _tell_staying(obj: Any, target: torch.device) -> None:
             tensors = flatten_batch(obj).tensors
     except Exception:
         return
-    _skipped.tell(tensors, target, by="torchport.to_device")
+    _skipped_copies.tell(tensors, target, by="torchport.to_device")
 
 
 def _move_flat(

@@ -31,7 +31,7 @@ import optree
 from torchport.place._containers import NAMESPACE
 from torchport.place._copying import has_state
 from torchport.place._lasting import lasting
-from torchport.place._objects import Opened
+from torchport.place._movers import Opened
 
 __all__ = ["PLAIN", "Notes", "Reorder", "notes_for", "reorders", "restore_order"]
 
@@ -48,6 +48,7 @@ _BUILTIN_NODES = frozenset(
         type(None),
     }
 )
+_NONE = type(None)
 _PLAIN_NAMEDTUPLES: dict[type, bool] = {}
 
 
@@ -59,14 +60,18 @@ class Notes(NamedTuple):
         ordered: the path (entries from the root) to each ``OrderedDict`` node.
         custom: whether the structure holds nodes the walker registered (objects
             rebuilt by the walker's own recipes); False: optree's nodes only.
-        movers: the node data (:class:`~torchport.place._objects.Opened`) of each
+        movers: the node data (:class:`~torchport.place._movers.Opened`) of each
             object with its own ``.to`` in the structure, one per occurrence.
+        leafless: whether a container in it holds no leaf (``[]``, ``{}``, ``[None]``):
+            one such container held twice shows in no leaf, so the walker looks
+            for repeated containers (``place/_sharing.py``).
     """
 
     register: tuple[type, ...]
     ordered: tuple[tuple[Any, ...], ...]
     custom: bool
     movers: tuple[Any, ...] = ()
+    leafless: bool = False
 
 
 class Reorder(NamedTuple):
@@ -104,7 +109,7 @@ def notes_for(spec: optree.PyTreeSpec) -> Notes:
     found, lasts = _scan(spec)
     # A structure holds its node types: one with a class made at run time (a namedtuple
     # made per batch) is scanned again each time rather than kept alive.
-    if lasts and (found is PLAIN or (not found.custom and not found.register)):
+    if lasts and (found is PLAIN or (not found.custom and not found.register and not found.movers)):
         if len(_REMEMBERED) >= _MAX_REMEMBERED:
             _REMEMBERED.clear()
         _REMEMBERED[spec] = found
@@ -116,10 +121,17 @@ def notes_for(spec: optree.PyTreeSpec) -> Notes:
 def _scan(spec: optree.PyTreeSpec) -> tuple[Notes, bool]:
     """The notes of a structure, and whether every node type in it lasts (may be remembered)."""
     register: list[type] = []
-    flags = {"ordered": False, "custom": False, "transient": False}
+    flags = {"ordered": False, "custom": False, "transient": False, "leafless": False}
     movers: list[Opened] = []
 
-    def node(kind: Any, data: Any, children: Any) -> None:
+    def node(kind: Any, data: Any, children: Any) -> int:
+        leaves: int = sum(children)
+        if not leaves and kind is not _NONE:
+            flags["leafless"] = True
+        _note(kind, data)
+        return leaves
+
+    def _note(kind: Any, data: Any) -> None:
         if kind not in _BUILTIN_NODES and not lasting(kind):
             flags["transient"] = True
         if kind in _BUILTIN_NODES:
@@ -135,12 +147,13 @@ def _scan(spec: optree.PyTreeSpec) -> tuple[Notes, bool]:
         elif not optree.is_structseq_class(kind):
             flags["custom"] = True
 
-    spec.walk([None] * spec.num_leaves, node, None)
+    spec.walk([1] * spec.num_leaves, node, None)
     ordered = tuple(_ordered_paths(spec, ())) if flags["ordered"] else ()
     lasts = not flags["transient"]
-    if not register and not ordered and not movers:
+    if not register and not ordered and not movers and not flags["leafless"]:
         return (_CUSTOM if flags["custom"] else PLAIN), lasts
-    return Notes(tuple(register), ordered, flags["custom"], tuple(movers)), lasts
+    notes = Notes(tuple(register), ordered, flags["custom"], tuple(movers), flags["leafless"])
+    return notes, lasts
 
 
 def _registered_here(kind: type) -> bool:

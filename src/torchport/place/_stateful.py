@@ -28,7 +28,9 @@ from torch.nn.parameter import is_lazy
 
 from torchport import hardware
 from torchport.errors import DeviceMismatchError, UnsupportedBatchError
+from torchport.place._swappable import swap_refusal
 from torchport.place._tree import flatten_tensors
+from torchport.place._uncopyable import COPY_FAILURES, uncopyable
 
 __all__ = ["UnregisteredTensorWarning", "move_module", "move_optimizer"]
 
@@ -73,11 +75,17 @@ def move_module(
     run) with ``torch.__future__``'s swap semantics switched on for the call: a
     parameter keeps its identity even to ``meta`` and under
     ``set_overwrite_module_params_on_conversion(True)``. The flag is process-wide
-    while the call runs; torchport's own calls take it one at a time. Where torch
-    refuses to swap a parameter (another object holds a weak reference to it), and
-    for lazy modules (whose uninitialized parameters a swap would break), the move
-    uses torch's default, which may replace a parameter; the replacement is
-    remembered so that ``to_device(optimizer)`` follows it.
+    while the call runs; torchport's own calls take it one at a time. A parameter
+    torch would refuse to swap (something holds a weak reference to it, or a
+    computation graph still uses it) is moved by torch's own conversion when that
+    sets every tensor's data in place (keeping every Parameter), else raises
+    ``UnsupportedBatchError`` naming it; so does a tensor torch cannot copy to
+    ``target``; both before anything moved: every copy is made before the first
+    swap (so a cast on one device holds the old and the new tensors at once, as
+    ``model.to(dtype)`` does). For lazy modules (whose uninitialized parameters a
+    swap would break), and where torch refuses a swap the check did not foresee,
+    the move uses torch's default, which may replace a parameter; the replacement
+    is remembered so that ``to_device(optimizer)`` follows it.
 
     Synchronization: as ``to_device`` documents (one wait after copies to the CPU
     from an accelerator or to MPS in the default mode; pageable results).
@@ -101,23 +109,99 @@ def move_module(
         return
     _release_reparametrized(module)
     try:
+        # Everything that can fail is asked first, so a failed move leaves the module as
+        # it was: whether torch can swap each parameter, then every copy, made before
+        # the first swap (each device ends with what it would hold anyway).
+        made = _copies(module, convert, target)
+        refused = swap_refusal(module, target)
+        if refused is not None and not _set_in_place(module, made):
+            raise UnsupportedBatchError(refused)
+    except BaseException:
+        _recompute_reparametrized(module)  # the weight the hook computes, as it was
+        hardware.wait_for_copies(pending, target)
+        raise
+
+    def install(t: torch.Tensor) -> torch.Tensor:
+        copy = made.pop(id(t), None)
+        return convert(t) if copy is None else copy
+
+    if refused is not None:
+        # torch cannot swap them, but its own conversion sets each one's data in place,
+        # which keeps every Parameter object: the move is whole either way.
+        try:
+            _apply_recording_replacements(module, install)
+        finally:
+            made.clear()
+            hardware.wait_for_copies(pending, target)
+        _recompute_reparametrized(module)
+        _warn_unregistered(module, target)
+        return
+    try:
         with _SWAP_LOCK:
             previous = torch.__future__.get_swap_module_params_on_conversion()
             torch.__future__.set_swap_module_params_on_conversion(True)
             try:
-                module._apply(convert)  # type: ignore[no-untyped-call]
+                module._apply(install)  # type: ignore[no-untyped-call]
             finally:
                 torch.__future__.set_swap_module_params_on_conversion(previous)
     except RuntimeError as exc:
         if "swap" not in str(exc):
             raise
-        # torch refused to swap one parameter; the ones before it are moved. Finish
-        # with torch's default and remember what it replaced.
-        _apply_recording_replacements(module, convert)
+        # torch refused a swap that swap_refusal did not foresee (its own check looks
+        # deeper); the ones before it are moved. Finish with torch's default and
+        # remember what it replaced, so that to_device(optimizer) follows.
+        _apply_recording_replacements(module, install)
     finally:
+        made.clear()
         hardware.wait_for_copies(pending, target)
     _recompute_reparametrized(module)
     _warn_unregistered(module, target)
+
+
+def _copies(
+    module: nn.Module, convert: Callable[[torch.Tensor], torch.Tensor], target: torch.device
+) -> dict[int, torch.Tensor]:
+    """The copy of every parameter, gradient and buffer (by id), or the error naming one.
+
+    Raises:
+        UnsupportedBatchError: torch cannot copy one of them to ``target`` (a quantized
+            or nested tensor to ``meta``, a meta tensor to a device with data).
+    """
+    made: dict[int, torch.Tensor] = {}
+    for name, t in _named_tensors(module):
+        if id(t) in made:
+            continue
+        try:
+            made[id(t)] = convert(t)
+        except COPY_FAILURES as exc:
+            where = f"{type(module).__name__} {name!r}"
+            last = "then move the module; nothing was moved"
+            raise uncopyable(where, t, target, exc, last) from exc
+    return made
+
+
+def _set_in_place(module: nn.Module, made: dict[int, torch.Tensor]) -> bool:
+    """Whether torch's own conversion would set every tensor's data in place (``set_data``).
+
+    It does, keeping each ``Parameter`` object, when the copy's tensor type is one the
+    original can take (a dtype cast; a copy between devices of the same kind of
+    tensor) and ``set_overwrite_module_params_on_conversion`` is off.
+    """
+    if torch.__future__.get_overwrite_module_params_on_conversion():
+        return False
+    return all(
+        id(t) not in made or torch._has_compatible_shallow_copy_type(t, made[id(t)])
+        for _, t in _named_tensors(module)
+    )
+
+
+def _named_tensors(module: nn.Module) -> Iterable[tuple[str, torch.Tensor]]:
+    """What ``Module._apply`` converts: each parameter, its gradient, each buffer."""
+    for name, p in module.named_parameters(remove_duplicate=True):
+        yield name, p
+        if p.grad is not None:
+            yield f"{name}.grad", p.grad
+    yield from module.named_buffers(remove_duplicate=True)
 
 
 def _reparametrized(module: nn.Module) -> Iterable[tuple[nn.Module, str, Any]]:
@@ -280,43 +364,56 @@ def move_optimizer(
                     "then the optimizer"
                 )
     pending: set[torch.device] = set()
+    # Every copy first, then the state is written: a copy torch cannot make raises
+    # before any state changed.
+    updates: list[tuple[dict[str, Any], str, Any]] = []
     try:
         for group in optimizer.param_groups:
             step_on_device = bool(group.get("capturable") or group.get("fused"))
             for param in group["params"]:
                 state = optimizer.state.get(param)
                 if state:
-                    _move_state(state, param, step_on_device, non_blocking, pending)
+                    updates += _moved_state(state, param, step_on_device, non_blocking, pending)
     finally:
         hardware.wait_for_copies(pending, target)
+    for state, key, value in updates:
+        state[key] = value
 
 
-def _move_state(
+def _moved_state(
     state: dict[str, Any],
     param: torch.Tensor,
     step_on_device: bool,
     non_blocking: bool | None,
     pending: set[torch.device],
-) -> None:
+) -> list[tuple[dict[str, Any], str, Any]]:
+    """The moved value of each entry of ``state`` that moves, as (state, key, value)."""
     device = param.device
     cast = param.dtype if param.is_floating_point() else None
 
     def move(value: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
-        return hardware.copy_one(
-            value, device, dtype=dtype, non_blocking=non_blocking, pending=pending
-        )
+        try:
+            return hardware.copy_one(
+                value, device, dtype=dtype, non_blocking=non_blocking, pending=pending
+            )
+        except COPY_FAILURES as exc:
+            where = f"the optimizer state {key!r} of a {tuple(param.shape)} parameter"
+            last = "then move the optimizer; no state was changed"
+            raise uncopyable(where, value, device, exc, last) from exc
 
+    found: list[tuple[dict[str, Any], str, Any]] = []
     for key, value in list(state.items()):
         if isinstance(value, torch.Tensor):
             if key == "step":
                 if step_on_device:
-                    state[key] = move(value, torch.float32)
+                    found.append((state, key, move(value, torch.float32)))
                 # else: a CPU scalar; reading it costs no device sync
             else:
-                state[key] = move(value, cast)
+                found.append((state, key, move(value, cast)))
         elif isinstance(value, list | tuple) and any(isinstance(v, torch.Tensor) for v in value):
             moved = [move(v, cast) if isinstance(v, torch.Tensor) else v for v in value]
-            state[key] = type(value)(moved) if isinstance(value, tuple) else moved
+            found.append((state, key, type(value)(moved) if isinstance(value, tuple) else moved))
+    return found
 
 
 def _follow_replaced(optimizer: torch.optim.Optimizer) -> None:

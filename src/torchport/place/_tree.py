@@ -19,19 +19,19 @@ The walk itself is optree's C++ flatten and unflatten. optree already knows
 namedtuples and structseqs; ``place/_spec.py`` corrects the two it rebuilds
 wrong (namedtuples with their own ``__new__`` or attributes, and the order of an
 ``OrderedDict`` after ``move_to_end``). The first time a batch holds another
-type as a leaf, the walker decides once what that type is and, for a container
-(``place/_containers.py``) or an object with state (``place/_objects.py``),
-registers it in the private ``"torchport"`` optree namespace (the global optree
-registry and torch's own pytree registry are left alone) and flattens again.
-After that a batch of builtin containers costs one C++ flatten, one lookup of
-its structure, a few C-level passes over the leaves (``map``, ``set``,
-``itertools.compress``: no Python bytecode per leaf) and one C++ unflatten.
+type as a leaf, the walker decides once what that type is (``place/_leaf_kinds.py``)
+and, for a container (``place/_containers.py``) or an object with state
+(``place/_objects.py``, ``place/_movers.py``), registers it in the private
+``"torchport"`` optree namespace (not optree's global one, not torch's pytree
+registry) and flattens again. After that a batch of builtin containers costs one
+C++ flatten, one lookup of its structure, a few C-level passes over the leaves
+(``map``, ``set``, ``itertools.compress``: no Python bytecode per leaf) and one C++
+unflatten; a container held twice is made one again by ``place/_sharing.py``.
 
-Leaves end up as tensors, values (returned as the very object), or objects
-with a ``.to`` but no state the walker can read, which the mover calls (for
-those torchport cannot see what ``.to`` does). Modules, optimizers, LR
-schedulers and ``GradScaler``s are refused. When optree fails (a cycle, too
-deep a batch, a container that cannot be read or rebuilt),
+Leaves end up as tensors, values (returned as the very object), or objects with
+a ``.to`` but no state the walker can read, which the mover calls. Modules,
+optimizers, LR schedulers and ``GradScaler``s are refused. When optree fails (a
+cycle, too deep a batch, a container that cannot be read or rebuilt),
 ``place/_locate.py`` walks the batch again to name the culprit's path.
 
 Mapping keys are not walked: a key is looked up by its hash, and a moved key
@@ -58,26 +58,33 @@ from torchport.place._containers import (
 from torchport.place._copying import has_state
 from torchport.place._lasting import lasting
 from torchport.place._layout import BatchLayout
+from torchport.place._leaf_kinds import (
+    INSPECT,
+    KIND,
+    LEAF_MOVER,
+    NEW_NODE,
+    OBJECT_NODES,
+    ONLY_TENSORS,
+    PLAIN,
+    PLAIN_TENSOR_TYPES,
+    REFUSED,
+    TENSOR,
+)
 from torchport.place._locate import (
     ROOT,
     find_path,
     flatten_failure_message,
     recursion_message,
 )
-from torchport.place._objects import (
-    MOVER,
-    SHALLOW_NESTING,
-    WALKED,
-    kind_of_object,
-    mover_recipe,
-    note_repeats,
-    object_recipe,
-    refusal,
-)
+from torchport.place._movers import mark_own, mover_recipe, note_repeats
+from torchport.place._objects import MOVER, WALKED, kind_of_object, object_recipe
+from torchport.place._refusals import refusal
 from torchport.place._registrations import close_walk, open_walk, register
 from torchport.place._settled import ARRAY_TYPES, VALUE_TYPES
-from torchport.place._skipping import flatten_skipping, skip_key_set
-from torchport.place._spec import PLAIN, Notes, notes_for, reorders
+from torchport.place._sharing import repeats_nodes
+from torchport.place._skip_keys import flatten_skipping, skip_key_set
+from torchport.place._spec import PLAIN as PLAIN_NOTES
+from torchport.place._spec import Notes, notes_for, reorders
 
 __all__ = [
     "BatchLayout",
@@ -91,28 +98,6 @@ __all__ = [
 
 _NAMESPACE = NAMESPACE
 
-# What a leaf of a given type is. Classified once per type, then a dict lookup.
-# _PLAIN must stay the only falsy kind: itertools.compress picks tensors by truth.
-_PLAIN = 0  # a value: returned as it is
-_TENSOR = 1  # a torch.Tensor (or subclass)
-_MOVER = 2  # has a .to method but no state the walker can read; the mover calls it
-_NEW_NODE = 3  # a type just registered: flatten again
-_REFUSED = 4  # a module, optimizer, scheduler or scaler: never part of a batch
-_INSPECT = 5  # a value that may hold objects (numpy object arrays, dict views): looked into
-
-_ONLY_TENSORS = {_TENSOR}
-# Leaf types that are tensors without asking _KIND: the common batch's fast check.
-_PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
-_KIND: dict[type, int] = {
-    torch.Tensor: _TENSOR,
-    torch.nn.Parameter: _TENSOR,
-    int: _PLAIN,
-    float: _PLAIN,
-    bool: _PLAIN,
-    str: _PLAIN,
-    bytes: _PLAIN,
-    type(None): _PLAIN,
-}
 _MISSING = object()
 _MAX_REFLATTEN = 64
 
@@ -193,9 +178,9 @@ def flatten_batch(obj: object, *, skip_keys: Hashable | Collection[Hashable] = (
         # structure optree rebuilds faithfully by itself.
         n = len(leaves)
         if (
-            _PLAIN_TENSOR_TYPES.issuperset(map(type, leaves))
+            PLAIN_TENSOR_TYPES.issuperset(map(type, leaves))
             and len(set(map(id, leaves))) == n
-            and notes_for(spec) is PLAIN
+            and notes_for(spec) is PLAIN_NOTES
         ):
             return BatchLayout(leaves, spec, leaves)
         return _classified(obj, None, (leaves, spec))
@@ -241,7 +226,7 @@ def _classify_leaves(
     first: tuple[list[Any], optree.PyTreeSpec] | None,
 ) -> BatchLayout:
     """See :func:`_classified`; flattens again each time a new node type is registered."""
-    kind_of = _KIND.get
+    kind_of = KIND.get
     for _ in range(_MAX_REFLATTEN):
         kept: set[int] = set()  # leaf positions under a skipped key
         if first is not None:
@@ -260,12 +245,12 @@ def _classify_leaves(
         # types seen for the first time and over repeated objects.
         kinds = list(map(kind_of, map(type, leaves)))
         for pos in kept:
-            kinds[pos] = _PLAIN
+            kinds[pos] = PLAIN
         present = set(kinds)
         if None in present:
             unknown = {type(leaf) for leaf, kind in zip(leaves, kinds, strict=True) if kind is None}
             found = dict(zip(unknown, map(_classify, unknown), strict=True))
-            if _NEW_NODE in found.values():
+            if NEW_NODE in found.values():
                 continue  # a node type was registered: flatten again
             # Kinds of classes that do not last are not cached: take them from `found`.
             kinds = [
@@ -274,12 +259,17 @@ def _classify_leaves(
             ]
             present = set(kinds)
         hidden = None
-        if _INSPECT in present:
+        if INSPECT in present:
             hidden = _inspect(leaves, kinds)
             present = set(kinds)
         layout = _layout(leaves, spec, kinds, present, obj, notes, skip)
+        # A container held twice holds its leaves twice, or holds none (place/_sharing.py).
+        if (notes.leafless or len(set(map(id, leaves))) != len(leaves)) and repeats_nodes(
+            obj, skip or frozenset()
+        ):
+            layout.join_repeats_of(obj)
         if notes.movers:
-            _mark_own(layout, leaves, kinds, notes.movers)
+            mark_own(layout, leaves, kinds, notes.movers)
         if hidden:
             layout._hidden = (obj, hidden)
         return layout
@@ -299,17 +289,17 @@ def _layout(
     skip: frozenset[Hashable] | None,
 ) -> BatchLayout:
     """The layout of classified leaves (no kind is unknown or to be inspected any more)."""
-    if _REFUSED in present:
+    if REFUSED in present:
         _refuse(obj, leaves, kinds)
     reorder = reorders(obj, notes) if notes.ordered else None
     n = len(leaves)
     skipped = skip or frozenset()
-    if present == _ONLY_TENSORS and len(set(map(id, leaves))) == n:
+    if present == ONLY_TENSORS and len(set(map(id, leaves))) == n:
         return BatchLayout(
             leaves, spec, leaves, reorder=reorder, skip=skipped, objects=notes.custom
         )
-    if _MOVER not in present:
-        # Only _TENSOR is truthy among the kinds left, so compress picks the tensors.
+    if LEAF_MOVER not in present:
+        # Only TENSOR is truthy among the kinds left, so compress picks the tensors.
         tensors, index = _distinct(list(itertools.compress(leaves, kinds)))
         positions = list(itertools.compress(range(n), kinds))
         return BatchLayout(
@@ -322,9 +312,9 @@ def _layout(
             skip=skipped,
             objects=notes.custom,
         )
-    positions = list(itertools.compress(range(n), map(_TENSOR.__eq__, kinds)))
+    positions = list(itertools.compress(range(n), map(TENSOR.__eq__, kinds)))
     tensors, index = _distinct(list(map(leaves.__getitem__, positions)))
-    mover_pos = list(itertools.compress(range(n), map(_MOVER.__eq__, kinds)))
+    mover_pos = list(itertools.compress(range(n), map(LEAF_MOVER.__eq__, kinds)))
     movers, mover_index = _distinct(list(map(leaves.__getitem__, mover_pos)))
     if mover_index is None:
         mover_index = list(range(len(movers)))
@@ -343,59 +333,9 @@ def _layout(
     )
 
 
-def _mark_own(layout: BatchLayout, leaves: list[Any], kinds: list[Any], movers: Any) -> None:
-    """Leave to each object with its own ``.to`` the tensors only it holds.
-
-    Such an object is moved by its own ``.to`` on a shallow copy (``place/_objects.py``),
-    so the copy engine must not copy its tensors too. That holds for an object
-    none of whose tensors sits anywhere else in the batch (outside it, or in
-    another such object); one that shares a tensor is rebuilt around the engine's
-    copies instead, so the tensor stays one tensor.
-    """
-    if len({id(opened.obj) for opened in movers}) == len(movers):
-        # The common case at C speed: each object met once, and every tensor leaf of the
-        # batch one of theirs, met once (the batch is the object, or holds only such).
-        inner = [id(t) for opened in movers for t in opened.tensors]
-        tensor_leaves = list(map(id, itertools.compress(leaves, map(_TENSOR.__eq__, kinds))))
-        if len(inner) == len(tensor_leaves) == len(set(inner)) and set(inner) == set(tensor_leaves):
-            owned = [opened for opened in movers if opened.nested <= SHALLOW_NESTING]
-            owned = [opened for opened in owned if not opened.repeats]
-            if len(owned) == len(movers):
-                layout.owners = frozenset(id(opened.obj) for opened in movers)
-                layout.own = frozenset(range(len(layout.tensors)))
-                return
-    total = collections.Counter(
-        id(leaf) for leaf, kind in zip(leaves, kinds, strict=True) if kind == _TENSOR
-    )
-    inside: collections.Counter[int] = collections.Counter()
-    owner: dict[int, int] = {}
-    for opened in movers:
-        holder = id(opened.obj)
-        for t in opened.tensors:
-            inside[id(t)] += 1
-            if owner.setdefault(id(t), holder) != holder:
-                owner[id(t)] = 0  # held by two objects
-    owners = {
-        id(opened.obj)
-        for opened in movers
-        if opened.nested <= SHALLOW_NESTING
-        and not opened.repeats
-        and all(
-            total[id(t)] == inside[id(t)] and owner[id(t)] == id(opened.obj) for t in opened.tensors
-        )
-    }
-    if not owners:
-        return
-    position = {id(t): i for i, t in enumerate(layout.tensors)}
-    layout.owners = frozenset(owners)
-    layout.own = frozenset(
-        position[id(t)] for opened in movers if id(opened.obj) in owners for t in opened.tensors
-    )
-
-
 def _refuse(obj: object, leaves: list[Any], kinds: list[int | None]) -> None:
     """Raise for the first module, optimizer, scheduler or scaler in the batch, naming its path."""
-    culprit = next(leaf for leaf, kind in zip(leaves, kinds, strict=True) if kind == _REFUSED)
+    culprit = next(leaf for leaf, kind in zip(leaves, kinds, strict=True) if kind == REFUSED)
     where = find_path(obj, ROOT, lambda node: node is culprit) or ROOT
     raise UnsupportedBatchError(refusal(type(culprit), where, None))
 
@@ -410,13 +350,13 @@ def _inspect(leaves: list[Any], kinds: list[int | None]) -> list[tuple[Any, list
     """
     found = []
     for pos, leaf in enumerate(leaves):
-        if kinds[pos] != _INSPECT:
+        if kinds[pos] != INSPECT:
             continue
         held = _held_objects(leaf)
         tensors = flatten_batch(held).tensors if held else []
         if tensors:
             found.append((leaf, tensors))
-        kinds[pos] = _PLAIN
+        kinds[pos] = PLAIN
     return found
 
 
@@ -469,12 +409,12 @@ def tensors_inside(values: list[Any]) -> list[torch.Tensor]:
         leaves: list[Any] = optree.tree_leaves(values, namespace=_NAMESPACE)  # type: ignore[arg-type]
     except Exception:  # the full walk names what failed
         return _found_by_walk(values)
-    kinds = list(map(_KIND.get, map(type, leaves)))
-    if None in kinds or _REFUSED in kinds:
+    kinds = list(map(KIND.get, map(type, leaves)))
+    if None in kinds or REFUSED in kinds:
         return _found_by_walk(values)
-    if _INSPECT in kinds and _inspect(leaves, kinds):
+    if INSPECT in kinds and _inspect(leaves, kinds):
         return _found_by_walk(values)  # tensors inside object arrays: see check_hidden
-    tensors, index = _distinct(list(itertools.compress(leaves, map(_TENSOR.__eq__, kinds))))
+    tensors, index = _distinct(list(itertools.compress(leaves, map(TENSOR.__eq__, kinds))))
     if index is not None:
         note_repeats()
     return tensors
@@ -504,50 +444,56 @@ def _classify(cls: type) -> int:
     """Decide what leaves of type ``cls`` are, registering node types on first sight.
 
     Called under no lock by many threads at once: the answer is remembered only
-    when it is final (never :data:`_NEW_NODE`), and only for a class that lasts.
+    when it is final (never :data:`NEW_NODE`), and only for a class that lasts.
     A class registered as a node meanwhile (by another thread, after this
     thread's flatten) is a node: flatten again, never "a value".
     """
     if issubclass(cls, torch.Tensor):
-        kind = _TENSOR
+        kind = TENSOR
     elif optree.register_pytree_node.get(cls, namespace=_NAMESPACE) is not None:
         # Registered by another walk since this one flattened (a leaf under a skipped
         # key never gets here): flatten again and it is a node.
-        return _NEW_NODE
+        return NEW_NODE
     elif refusal(cls, ROOT, None) is not None:
-        kind = _REFUSED
+        kind = REFUSED
     elif _hides_objects(cls):
-        kind = _INSPECT  # never a value type: settled() must walk batches holding one
+        kind = INSPECT  # never a value type: settled() must walk batches holding one
     else:
-        recipe = _node_recipe(cls)
+        recipe, opened = _node_recipe(cls)
         if recipe is not None:
             if register(cls, recipe):
-                return _NEW_NODE  # not cached: once registered, optree no longer yields it
-            kind = _PLAIN
+                if opened is not None and lasting(cls):
+                    OBJECT_NODES[cls] = opened
+                return NEW_NODE  # not cached: once registered, optree no longer yields it
+            kind = PLAIN
         elif callable(getattr(cls, "to", None)) and not issubclass(cls, type):
-            kind = _MOVER  # no state to read: its .to is all there is
+            kind = LEAF_MOVER  # no state to read: its .to is all there is
         else:
-            kind = _PLAIN
+            kind = PLAIN
             if lasting(cls):
                 VALUE_TYPES.add(cls)
     if lasting(cls):
-        _KIND[cls] = kind
+        KIND[cls] = kind
     return kind
 
 
-def _node_recipe(cls: type) -> Any:
-    """The recipe the walker registers ``cls`` with, or None for a leaf type."""
+def _node_recipe(cls: type) -> tuple[Any, bool | None]:
+    """The recipe the walker registers ``cls`` with (None for a leaf type), and what it is.
+
+    The second item is True for an object moved with its own ``.to``, False for one
+    walked through its state, None for a container (or a leaf type).
+    """
     kind = kind_of_object(cls)
     if issubclass(cls, collections.UserDict | collections.UserList):
         # Everything they hold is in their state (.data and attributes), so walking
         # them is exact, leaves the input unmodified (BatchEncoding.to moves in
         # place) and lets their tensors take the batch's fast paths.
-        return object_recipe(cls, _tensors_of_items)
+        return object_recipe(cls, _tensors_of_items), False
     if kind == MOVER:
-        return mover_recipe(cls, tensors_inside)
+        return mover_recipe(cls, tensors_inside), True
     recipe = container_recipe(cls)
     if recipe is not None:
-        return recipe
+        return recipe, None
     if kind == WALKED:
-        return object_recipe(cls, _tensors_of_items)
-    return None
+        return object_recipe(cls, _tensors_of_items), False
+    return None, None

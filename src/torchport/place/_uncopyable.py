@@ -18,7 +18,7 @@ import torch
 from torchport.errors import UnsupportedBatchError
 from torchport.place._locate import ROOT, find_path
 
-__all__ = ["COPY_FAILURES", "copy_failure"]
+__all__ = ["COPY_FAILURES", "copy_failure", "uncopyable"]
 
 # What torch raises when it has no kernel to copy a kind of tensor to a device.
 COPY_FAILURES = (NotImplementedError,)
@@ -56,14 +56,23 @@ def copy_failure(
         try:
             t.to(target)  # noqa: TP107 (only whether it raises matters)
         except type(exc) as again:
-            kind = _kind(t)
             where = find_path(batch, ROOT, functools.partial(operator.is_, t)) or ROOT
-            advice = _ADVICE.get(kind, "convert it to a dense strided tensor first (t.to_dense())")
-            return UnsupportedBatchError(
-                f"{where} is a {kind} tensor ({t.dtype}, on {t.device}) that torch cannot copy "
-                f"to {target} ({type(again).__name__}: {str(again).splitlines()[0]}); {advice}, "
-                "or pass the key it is under in skip_keys"
-            )
+            return uncopyable(where, t, target, again, "or pass the key it is under in skip_keys")
         except Exception:  # another failure: not the culprit of this one
             continue
     return None
+
+
+def uncopyable(
+    where: str, t: torch.Tensor, target: torch.device, exc: BaseException, last: str
+) -> UnsupportedBatchError:
+    """The error for ``t`` at ``where``, which torch could not copy to ``target`` (``exc``).
+
+    ``last`` ends the advice (what else the caller may do).
+    """
+    kind = _kind(t)
+    advice = _ADVICE.get(kind, "convert it to a dense strided tensor first (t.to_dense())")
+    return UnsupportedBatchError(
+        f"{where} is a {kind} tensor ({t.dtype}, on {t.device}) that torch cannot copy "
+        f"to {target} ({type(exc).__name__}: {str(exc).splitlines()[0]}); {advice}, {last}"
+    )

@@ -32,6 +32,7 @@ from torchport import _origin, hardware
 from torchport.errors import RedirectError
 from torchport.run._cuda_answers import answers, backend_answers, submodule_answers
 from torchport.run._notice import acting
+from torchport.sim import is_simulated
 
 __all__ = ["Patch", "cuda_patches", "stand_in_class", "stand_in_function"]
 
@@ -223,18 +224,67 @@ class _NullDeviceContext:
         return None
 
 
-def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callable[..., Any]:
-    """``torch.accelerator.<name>`` of ``target`` when it is this machine's accelerator.
+# What torch.cuda.memory_stats() answers where the target's allocator gives no stats
+# of its own: CUDA's keys for the counters torchport can read (0 on the CPU and meta,
+# where no device allocator exists, as memory_allocated() answers there).
+_STATS_KEYS = {
+    "allocated_bytes.all.current": "memory_allocated",
+    "allocated_bytes.all.peak": "max_memory_allocated",
+    "reserved_bytes.all.current": "memory_reserved",
+    "reserved_bytes.all.peak": "max_memory_reserved",
+}
 
-    Elsewhere (the CPU, meta) no device allocator exists: ``cpu_value`` (0 bytes, no
-    stats, nothing to free). ``empty_cache`` takes no device; the others take one.
+
+def _counter_stats(read: Callable[[str], int]) -> dict[str, int]:
+    return {key: read(name) for key, name in _STATS_KEYS.items()}
+
+
+def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callable[..., Any]:
+    """``name`` of ``target``'s allocator when it is this machine's accelerator.
+
+    Elsewhere (the CPU, meta) no device allocator exists: ``cpu_value`` (0 bytes,
+    nothing to free; ``memory_stats`` the counters' keys at 0). On the accelerator the
+    counters are read through :func:`torchport.hardware.allocator_stat` (the generic
+    API where this torch has it, else the backend's module: ``torch.accelerator``'s
+    memory functions are torch 2.8's); ``memory_stats`` falls back to those counters
+    where the backend's allocator keeps no stats (a Python-defined backend); the rest
+    raise :class:`~torchport.RedirectError` where this torch offers no way.
     """
+
+    def on_target(*args: Any, **kwargs: Any) -> Any:
+        if name in _STATS_KEYS.values():
+            return hardware.allocator_stat(target, name)
+        function = hardware.accelerator_function(name) or getattr(
+            getattr(torch, target.type, None), name, None
+        )
+        if name == "memory_stats":
+            try:
+                if function is None:
+                    raise LookupError(name)
+                return function(target)
+            except (RuntimeError, LookupError, NotImplementedError):
+                return _counter_stats(lambda n: hardware.allocator_stat(target, n))
+        if function is None:
+            raise RedirectError(
+                f"torch.cuda.{name}() has no answer on {target}: this torch has neither "
+                f"torch.accelerator.{name} nor torch.{target.type}.{name}. Run on a CUDA "
+                f"device, or make the call conditional on the device type."
+            )
+        return function() if name == "empty_cache" else function(target)
 
     def call(*args: Any, **kwargs: Any) -> Any:
         if target.type != hardware.accelerator_type():
-            return cpu_value
-        function = getattr(torch.accelerator, name)
-        return function() if name == "empty_cache" else function(target)
+            return _counter_stats(lambda n: 0) if name == "memory_stats" else cpu_value
+        try:
+            return on_target(*args, **kwargs)
+        except (LookupError, RuntimeError, NotImplementedError, AttributeError) as exc:
+            if isinstance(exc, RedirectError):
+                raise
+            raise RedirectError(
+                f"torch.cuda.{name}() has no answer on {target}: its allocator refused "
+                f"({type(exc).__name__}: {exc}). Run on a CUDA device, or make the call "
+                f"conditional on the device type."
+            ) from exc
 
     return call
 
@@ -262,27 +312,30 @@ def _seed(target: torch.device, name: str) -> Callable[..., None]:
 def _rng(devices: _Devices) -> dict[str, Callable[..., Any]]:
     """``torch.cuda`` random-state calls on the target's generator.
 
-    On the CPU the one generator is the script's own ``torch`` generator: reads
-    return its state, and writes are skipped for the reason seeding is (the
-    script restores it with ``torch.set_rng_state`` itself; a second restore
-    from a snapshot taken at another moment would shift the random stream).
+    The CPU and the simulated accelerator draw device randomness from the CPU's one
+    generator: reads return its state and writes set it, so a script that saves the
+    CUDA state, draws, and restores it to draw the same numbers again (dropout
+    replayed for a recomputed activation, an RNG tracker's fork) gets the same
+    numbers, as on CUDA. Seeding is not redirected there (the script's own
+    ``torch.manual_seed`` seeds the one generator already).
     """
     target = devices.target
     backend = getattr(torch, target.type, None)
+    cpu_generator = target.type == "cpu" or is_simulated(target)
 
     def backend_call(name: str) -> Callable[..., Any]:
         function = getattr(backend, name, None)
-        if target.type == "cpu" or function is None:
+        if function is None:
             return _unsupported(f"torch.cuda.{name}()", target)
         return function  # type: ignore[no-any-return]
 
-    if target.type == "cpu":
+    if cpu_generator:
 
         def get_rng_state(device: Any = "cuda") -> torch.Tensor:
             return torch.get_rng_state()
 
         def set_rng_state(new_state: torch.Tensor, device: Any = "cuda") -> None:
-            return None
+            torch.set_rng_state(new_state)
 
         initial_seed: Callable[[], int] = torch.initial_seed
     else:
@@ -304,7 +357,7 @@ def _rng(devices: _Devices) -> dict[str, Callable[..., Any]]:
         if states:  # every index is the one target: its state is the current index's
             set_rng_state(states[min(devices.current(), len(states) - 1)])
 
-    if target.type != "cpu" and getattr(backend, "get_rng_state", None) is None:
+    if not cpu_generator and getattr(backend, "get_rng_state", None) is None:
         get_rng_state_all = _unsupported("torch.cuda.get_rng_state_all()", target)
         set_rng_state_all = _unsupported("torch.cuda.set_rng_state_all()", target)
 

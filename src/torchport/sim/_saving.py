@@ -24,6 +24,9 @@ from typing import Any
 
 import torch
 
+from torchport._crossings import CrossingKind
+from torchport.sim._host import copied
+
 __all__ = ["install_serialization", "rebuild_sim_tensor", "reduce_sim_tensor"]
 
 _saving: weakref.WeakValueDictionary[int, torch.Tensor] = weakref.WeakValueDictionary()
@@ -35,7 +38,18 @@ def reduce_sim_tensor(tensor: Any) -> tuple[Any, tuple[Any, ...]]:
     """The pickle reduction of a simulated tensor: a tagged host copy and its Python state."""
     # The values themselves, not a copy: views of one storage stay one storage in the file.
     host = tensor._raw.detach()
-    _saving[host.untyped_storage().data_ptr()] = host
+    key = host.untyped_storage().data_ptr()
+    if key not in _saving:  # each storage once, as torch.save writes it
+        # CUDA's torch.save copies each storage to the host (storage.cpu()): one copy
+        copied(
+            CrossingKind.DEVICE_TO_HOST,
+            "torch.save",
+            tensor._raw,
+            pinned=False,
+            non_blocking=False,
+            label="copy (torch.save of tensors on the device)",
+        )
+    _saving[key] = host
     state = {name: value for name, value in tensor.__dict__.items() if name != "_raw"}
     return rebuild_sim_tensor, (host, tensor.requires_grad, state)
 

@@ -91,7 +91,7 @@ def test_cwd_when_no_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         ('select = "TP1"', r"select .* must be a list of strings"),
         ("ignore = [1]", r"ignore .* must be a list of strings"),
         ('per-file-ignores = ["x"]', r"per-file-ignores .* must be a table"),
-        ('per-file-ignores = { "a/*" = "TP1" }', r"per-file-ignores.'a/\*'.* list of strings"),
+        ('per-file-ignores = { "a/*" = "TP1" }', r'entry "a/\*".* list of strings'),
         ("exclude = [true]", r"exclude .* must be a list"),
     ],
 )

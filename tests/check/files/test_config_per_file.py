@@ -205,3 +205,34 @@ def test_a_requirement_gives_its_lower_bound(
     assert requirement_floor(["torchvision>=0.99", line]) == (major, minor)
     assert requirement_floor([f"torchaudio{op}{major}.{minor}"]) is None
     assert requirement_floor(["torch"]) is None
+
+
+@given(
+    detour=st.lists(st.sampled_from(["src", "pkg", "a.b"]), max_size=3),
+    dot=st.booleans(),
+    glob=st.sampled_from(["*.py", "t.py", "**/*.py"]),
+)
+def test_a_pattern_with_dot_dot_means_the_folder_it_names(
+    detour: list[str], dot: bool, glob: str
+) -> None:
+    """``src/../tests/*.py`` is ``tests/*.py``; ``../tests/*.py`` in sub/'s config (with
+    ``--config``) is the sibling folder's: gitignore syntax alone matched neither."""
+    pattern = "/".join([*(["."] if dot else []), *detour, *[".."] * len(detour), "tests", glob])
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        target = write(root / "tests" / "t.py", SOURCE)
+        table = f'[tool.torchport]\nper-file-ignores = {{"{pattern}" = ["TP101"]}}\n'
+        config = write(root / "pyproject.toml", table)
+        assert "TP101" not in _codes(check_paths([target]).findings), pattern
+        config.unlink()
+        up = write(
+            root / "sub" / "pyproject.toml",
+            f'[tool.torchport]\nper-file-ignores = {{"../{pattern}" = ["TP101"]}}\n',
+        )
+        assert "TP101" not in _codes(check_paths([target], config=up).findings), pattern
+        other = write(root / "elsewhere" / "t.py", SOURCE)
+        assert "TP101" in _codes(check_paths([other], config=up).findings)
+
+
+def _codes(findings: object) -> set[str]:
+    return {f.code for f in findings}  # type: ignore[attr-defined]

@@ -461,6 +461,40 @@ FRAGMENTS = [
         "args{k} = parser{k}.parse_args([])",
         "OUT.append(model(T.ones(1, 4)).detach())",
     ),
+    # a packed sequence (hunkim 13_4_pack_pad): an embedding of a host-built index tensor,
+    # lengths through `.cpu().numpy()`; the packed batch_sizes stay on the CPU by torch's rule
+    _lines(
+        "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence",
+        "T.manual_seed(1)",
+        "emb{k} = T.nn.Embedding(6, 4)",
+        "rnn{k} = T.nn.LSTM(4, 3)",
+        "lens{k} = T.LongTensor([3, 2])",
+        "seq{k} = T.zeros((2, 3)).long()",
+        "for row{k}, n{k} in enumerate(lens{k}):",
+        "    seq{k}[row{k}, :n{k}] = T.LongTensor([1, 2, 3][: int(n{k})])",
+        "packed{k} = pack_padded_sequence(emb{k}(seq{k}.transpose(0, 1)), lens{k}.cpu().numpy())",
+        "po{k}, (h{k}, c{k}) = rnn{k}(packed{k})",
+        "OUT.append(pad_packed_sequence(po{k})[0].detach())",
+        "OUT.append(h{k}[-1].detach())",
+    ),
+    # a name the flow knows as a device value, bound elsewhere to a CPU factory
+    # (PyTorch_Practice lesson1/autograd.py, machine-learning-book ch15's manual RNN)
+    _lines(
+        "a{k} = model(T.ones(1, 4))",
+        "OUT.append(a{k}.detach())",
+        "a{k} = T.ones(1, 2)",
+        "OUT.append((a{k} + model(T.zeros(1, 4))).detach())",
+    ),
+    _lines(
+        "outs{k} = []",
+        "for t{k} in range(3):",
+        "    if t{k} > 0:",
+        "        prev{k} = outs{k}[t{k} - 1]",
+        "    else:",
+        "        prev{k} = T.zeros((1, 2))",
+        "    outs{k}.append(T.tanh(model(T.ones(1, 4)) + prev{k}))",
+        "OUT.append(outs{k}[-1].detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

@@ -45,6 +45,24 @@ META = torch.device("meta")
 _DEVICE_WORDS = ("device", "meta", "cuda", "cpu")
 
 
+def device_leaves(tree: Any) -> list[Any]:
+    """The leaves of a forward's inputs that belong on the accelerator.
+
+    A ``PackedSequence``'s ``batch_sizes`` stay on the CPU by torch's own rule
+    (``pack_padded_sequence`` puts them there on every device), so they are no
+    leftover; its data and indices are.
+    """
+    from torch.nn.utils.rnn import PackedSequence
+
+    leaves: list[Any] = []
+    for leaf in tree_leaves(tree, is_leaf=lambda x: isinstance(x, PackedSequence)):
+        if isinstance(leaf, PackedSequence):
+            leaves += [leaf.data, leaf.sorted_indices, leaf.unsorted_indices]
+        else:
+            leaves.append(leaf)
+    return leaves
+
+
 def _zeros_like_host(t: torch.Tensor) -> torch.Tensor:
     return torch.zeros(t.shape, dtype=t.dtype)
 
@@ -124,7 +142,7 @@ def install_meta_accelerator(record: dict[str, Any]) -> None:
         for name, b in module.named_buffers():
             if b.device != META and len(off) < 20:
                 off.append(f"{mode} {where}: buffer {name} on {b.device}")
-        for i, leaf in enumerate(tree_leaves(args)):
+        for i, leaf in enumerate(device_leaves(args)):
             if isinstance(leaf, torch.Tensor) and leaf.device != META and len(off) < 20:
                 off.append(f"{mode} {where}: input {i} on {leaf.device}")
 
@@ -136,7 +154,7 @@ def install_meta_accelerator(record: dict[str, Any]) -> None:
     def call(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         off = record["off_device"]
         for name, leaf in kwargs.items():
-            for t in tree_leaves(leaf):
+            for t in device_leaves(leaf):
                 if isinstance(t, torch.Tensor) and t.device != META and len(off) < 20:
                     mode = "train" if self.training else "eval"
                     off.append(f"{mode} {type(self).__name__}: input {name}= on {t.device}")
@@ -171,7 +189,7 @@ def install_sim_watch(record: dict[str, Any]) -> None:
         record["forwards"][mode] += 1
         where, off = type(module).__name__, record["off_device"]
         tensors = [*module.named_parameters(), *module.named_buffers()]
-        tensors += [(f"input {i}", t) for i, t in enumerate(tree_leaves(args))]
+        tensors += [(f"input {i}", t) for i, t in enumerate(device_leaves(args))]
         for name, t in tensors:
             if isinstance(t, torch.Tensor) and t.device != sim and len(off) < 20:
                 off.append(f"{mode} {where}: {name} on {t.device}")

@@ -37,7 +37,6 @@ from typing import Any
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
-from torch.utils._pytree import tree_leaves
 
 from torchport.check import check_source
 from torchport.check.port import PORT_SELECT, port_text
@@ -54,6 +53,7 @@ def _load(name: str, path: Path) -> types.ModuleType:
 HERE = Path(__file__).parent
 port_programs = _load("port_programs", HERE / "port_programs.py")
 fix_fuzz = _load("fix_fuzz_checks", HERE.parent / "test_fix_fuzz.py")
+device_leaves = _load("port_runner", HERE / "port_runner.py").device_leaves
 
 LONG = int(os.environ.get("TORCHPORT_PORT_FUZZ_EXAMPLES", "0"))
 META = torch.device("meta")
@@ -120,13 +120,13 @@ def meta_accelerator(record: dict[str, list[str]]) -> Iterator[None]:
         for name, p in [*module.named_parameters(), *module.named_buffers()]:
             if p.device != META:
                 record["off"].append(f"{where}: {name} on {p.device}")
-        for i, leaf in enumerate(tree_leaves(args)):
+        for i, leaf in enumerate(device_leaves(args)):
             if isinstance(leaf, torch.Tensor) and leaf.device != META:
                 record["off"].append(f"{where}: input {i} on {leaf.device}")
 
     def call(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         for name, leaf in kwargs.items():
-            for t in tree_leaves(leaf):
+            for t in device_leaves(leaf):
                 if isinstance(t, torch.Tensor) and t.device != META:
                     record["off"].append(f"{type(self).__name__}: input {name}= on {t.device}")
         return module_call(self, *args, **kwargs)
@@ -284,3 +284,34 @@ def test_the_meta_check_sees_data_left_on_the_cpu() -> None:
     assert off  # the model and its input stayed on the CPU
     ported, off = run(port_text(source).source, meta=True)
     assert not isinstance(ported, BaseException) and off == []
+
+
+def test_a_packed_sequence_is_on_the_accelerator_but_its_batch_sizes() -> None:
+    """hunkim's 13_4_pack_pad, as a fragment: ported, the LSTM's packed input is on the
+    accelerator; its ``batch_sizes`` stay on the CPU, as torch requires (not a leftover)."""
+    fragment = next(f for f in port_programs.FRAGMENTS if "pack_padded_sequence" in f)
+    body = port_programs._T.sub("torch.", fragment.replace("{k}", "0"))
+    source = "import torch\n" + body
+    ported = port_text(source)
+    result, off = run(ported.source, meta=True)
+    assert not isinstance(result, BaseException), (result, ported.source)
+    assert off == [], (off, ported.source)
+    _, off = run(source, meta=True)
+    assert any("LSTM" in o for o in off)  # unported, the watch sees the CPU
+
+
+@pytest.mark.parametrize("marker", ["a{k} = T.ones(1, 2)", "prev{k} = T.zeros((1, 2))"])
+def test_a_device_name_bound_elsewhere_to_a_cpu_tensor_is_moved_there(marker: str) -> None:
+    """The flow is flow-insensitive: every binding of a name it knows on the device is moved
+    (the held-out autograd and manual-RNN scripts ran with one binding on the CPU, unsaid)."""
+    fragment = next(f for f in port_programs.FRAGMENTS if marker in f)
+    body = port_programs._T.sub("torch.", fragment.replace("{k}", "0"))
+    source = "import torch\n" + port_programs.MODELS[0].replace("T.", "torch.") + body
+    ported = port_text(source)
+    before, _ = run(source, meta=False)
+    after, _ = run(ported.source, meta=False)
+    assert fix_fuzz.same(before, after), ported.source
+    on_meta, off = run(ported.source, meta=True)
+    placed = not isinstance(on_meta, BaseException) and off == []
+    assert placed or ported.remaining, (on_meta, off, ported.source)
+    assert placed, ported.source  # this one the port can move: it is a torch factory

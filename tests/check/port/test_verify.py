@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from torchport.check.port._verify import find_entry
+from torchport.check.port._verify import find_entry, verify_entry
 from torchport.cli._main import main
 
 _MODEL = (
@@ -76,3 +76,94 @@ def test_the_entry_is_the_one_main_script(tmp_path: Path) -> None:
     (tmp_path / "train.py").rename(tmp_path / "other.py")
     entry, why = find_entry([str(tmp_path)])
     assert entry is None and "several scripts" in why
+
+
+_FLOAT64 = """\
+import numpy as np
+import torch
+
+device = torch.device("sim", 0)
+a = np.ones((3, 4))
+x = torch.from_numpy(a).to(device)  # f64
+y = (x * 2).sum()  # derived: float64 already on the device
+w = torch.tensor(np.zeros(2), device=device)  # f64
+h = torch.ones(2, dtype=torch.float64)  # on the CPU: no finding
+print(h.sum().item(), np.ones(3).sum())
+z = torch.zeros(2, device=device).double()  # f64
+f = torch.from_numpy(a).float().to(device)  # float32 first: no finding
+m = torch.nn.Linear(4, 2).to(device)
+m.double()  # f64
+print(y.item(), w.sum().item(), z.sum().item(), f.sum().item())
+"""
+
+
+@pytest.mark.needs_simulator  # runs the script on sim:0: needs torch 2.7+
+def test_float64_reaching_the_device_is_a_finding_at_each_place(tmp_path: Path) -> None:
+    """Every line that makes, moves or casts a float64 tensor onto the device, and no other.
+
+    The expected lines are the ones the script marks ``# f64`` (written apart from
+    the watch); values already float64 on the device and float64 on the CPU are not
+    places.
+    """
+    script = tmp_path / "doubles.py"
+    script.write_text(_FLOAT64)
+    expected = {i for i, text in enumerate(_FLOAT64.splitlines(), 1) if text.endswith("# f64")}
+    result = verify_entry([str(script)], [], timeout=120)
+    assert result.status == "verified", result.summary()  # it runs: CUDA's rules allow float64
+    assert not result.verified  # ... but not on every accelerator: said
+    found = {u.line for u in result.float64}
+    assert found == expected, result.summary()
+    assert all(Path(u.path).name == "doubles.py" for u in result.float64)
+    assert "doubles.py:6: verify: float64" in result.summary()
+
+
+@pytest.mark.needs_simulator  # runs the project on sim:0: needs torch 2.7+
+def test_a_ported_float64_input_fails_the_verification(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "from_numpy.py"
+    script.write_text(
+        "import numpy as np\nimport torch\n\nmodel = torch.nn.Linear(4, 2)\n"
+        "x = torch.from_numpy(np.ones((3, 4)))\nprint(model(x.float()).sum().item())\n"
+    )
+    assert main(["port", str(script), "--verify"]) == 1
+    out = capsys.readouterr().out
+    line = next(i for i, t in enumerate(script.read_text().splitlines(), 1) if "from_numpy" in t)
+    assert f"from_numpy.py:{line}: verify: float64" in out
+    assert "Verified on the simulated accelerator" not in out
+
+
+def test_without_torch_verify_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'torch'\")\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    script = tmp_path / "a.py"
+    script.write_text("import torch\n\nmodel = torch.nn.Linear(4, 2)\n")
+    result = verify_entry([str(script)], [], timeout=120)
+    assert result.status == "no-runtime", result
+    assert "torch does not import" in result.summary()
+    assert "raised on the simulated accelerator" not in result.summary()
+    assert main(["port", str(script), "--verify"]) == 1
+    out = capsys.readouterr().out
+    assert "torch does not import in this environment" in out and "Verified" not in out
+
+
+def test_where_the_simulator_cannot_install_verify_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(  # torch without the Python device-backend API
+        "import torch.utils.backend_registration as registration\n"
+        "del registration._setup_privateuseone_for_python_backend\n"
+    )
+    script = tmp_path / "a.py"
+    script.write_text("import torch\n\nprint(torch.ones(2).sum().item())\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    result = verify_entry([str(script)], [], timeout=120)
+    assert result.status == "no-simulator", result
+    assert "cannot install here" in result.summary() and "2.7" in result.summary()
+    assert "raised on the simulated accelerator" not in result.summary()

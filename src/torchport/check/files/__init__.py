@@ -11,20 +11,23 @@ how a fixed file is written back (:mod:`._write`), and how results are rendered
 
 from __future__ import annotations
 
-from torchport.check.files._add_noqa import NoqaResult, add_noqa_paths
-from torchport.check.files._config import Config, ConfigResolver, find_config, load_config
-from torchport.check.files._format import FORMATS, render, render_statistics, render_text
-from torchport.check.files._paths import (
-    CheckResult,
-    FileError,
-    FileFix,
-    FixResult,
-    Progress,
-    check_paths,
-    fix_paths,
-)
-from torchport.check.files._reading import SourceError, decode_source
-from torchport.check.files._show import run_files, settings_of
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchport.check.files._add_noqa import NoqaResult, add_noqa_paths
+    from torchport.check.files._config import Config, ConfigResolver, find_config, load_config
+    from torchport.check.files._format import FORMATS, render, render_statistics, render_text
+    from torchport.check.files._paths import (
+        CheckResult,
+        FileError,
+        FileFix,
+        FixResult,
+        Progress,
+        check_paths,
+        fix_paths,
+    )
+    from torchport.check.files._reading import SourceError, decode_source
+    from torchport.check.files._show import run_files, settings_of
 
 __all__ = [
     "FORMATS",
@@ -49,3 +52,44 @@ __all__ = [
     "run_files",
     "settings_of",
 ]
+
+# Where each name lives, imported on first use (PEP 562): `check` never loads the
+
+_LAZY: dict[str, str] = {
+    "NoqaResult": "torchport.check.files._add_noqa",
+    "add_noqa_paths": "torchport.check.files._add_noqa",
+    "Config": "torchport.check.files._config",
+    "ConfigResolver": "torchport.check.files._config",
+    "find_config": "torchport.check.files._config",
+    "load_config": "torchport.check.files._config",
+    "FORMATS": "torchport.check.files._format",
+    "render": "torchport.check.files._format",
+    "render_statistics": "torchport.check.files._format",
+    "render_text": "torchport.check.files._format",
+    "CheckResult": "torchport.check.files._paths",
+    "FileError": "torchport.check.files._paths",
+    "FileFix": "torchport.check.files._paths",
+    "FixResult": "torchport.check.files._paths",
+    "Progress": "torchport.check.files._paths",
+    "check_paths": "torchport.check.files._paths",
+    "fix_paths": "torchport.check.files._paths",
+    "SourceError": "torchport.check.files._reading",
+    "decode_source": "torchport.check.files._reading",
+    "run_files": "torchport.check.files._show",
+    "settings_of": "torchport.check.files._show",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'torchport.check.files' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

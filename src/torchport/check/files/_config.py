@@ -33,7 +33,6 @@ patterns are relative to the working folder, as Ruff reads them).
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
 from collections.abc import Sequence
@@ -110,14 +109,9 @@ class Config:
         globs = []
         patterns = (*self.exclude, *self.extend_exclude)
         if patterns:
-            root = normalised(self.root)
-            globs.append(
-                GlobSet(root, _anchored(patterns, root), origin=f"exclude of {self.origin}")
-            )
+            globs.extend(_globsets(patterns, normalised(self.root), f"exclude of {self.origin}"))
         for folder, cli in self.cli_excludes:
-            globs.append(
-                GlobSet(folder, _anchored(cli, folder), origin="--exclude/--extend-exclude")
-            )
+            globs.extend(_globsets(cli, folder, "--exclude/--extend-exclude"))
         return globs
 
     def with_excludes(
@@ -145,12 +139,47 @@ class Config:
         root = normalised(self.root)
         target = normalised(path)
         for pattern, ignored in self.per_file_ignores:
-            globs = GlobSet(
-                root, _anchored([pattern], root), origin=f"per-file-ignores of {self.origin}"
-            )
-            if globs.match(target, is_dir=False):
+            globs = _globsets([pattern], root, f"per-file-ignores of {self.origin}")
+            if any(glob.match(target, is_dir=False) for glob in globs):
                 codes.extend(ignored)
         return tuple(codes)
+
+
+def _globsets(patterns: Sequence[str], base: Path, origin: str) -> list[GlobSet]:
+    """``patterns`` written relative to ``base`` as glob sets, ``..`` resolved first.
+
+    ``../tests/*.py`` (a path up from the config's folder or the working folder, as
+    Ruff resolves it) is matched from the folder it names; ``src/../tests/*.py`` is
+    ``tests/*.py``. Gitignore syntax alone knows no ``..``: such a pattern matched
+    nothing before.
+    """
+    by_root: dict[Path, list[str]] = {}
+    for pattern in patterns:
+        root, written = _resolve_up(pattern, base)
+        by_root.setdefault(root, []).append(written)
+    return [GlobSet(root, _anchored(group, root), origin=origin) for root, group in by_root.items()]
+
+
+def _resolve_up(pattern: str, base: Path) -> tuple[Path, str]:
+    """The folder ``pattern`` is relative to and the pattern from there (``..`` resolved).
+
+    Only ``..`` segments before the first glob character are resolved (``**/..`` is
+    left as written); the pattern is then anchored (``/tests/*.py``) at the folder.
+    """
+    negate = "!" if pattern.startswith("!") else ""
+    body = pattern[len(negate) :]
+    parts = body.split("/")
+    literal = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
+    if ".." not in parts[:literal]:
+        return base, pattern
+    absolute = body.startswith("/")
+    head = os.path.normpath(("" if absolute else f"{base.as_posix()}/") + "/".join(parts[:literal]))
+    rest = parts[literal:]
+    root = Path(head) if rest else Path(head).parent
+    tail = "/".join(rest) if rest else Path(head).name
+    if not absolute and not tail:
+        return base, pattern
+    return root, f"{negate}/{tail}"
 
 
 def _anchored(patterns: Sequence[str], base: Path) -> list[str]:
@@ -177,11 +206,45 @@ def _anchored(patterns: Sequence[str], base: Path) -> list[str]:
     return out
 
 
-def _strings(value: object, key: str, source: Path) -> tuple[str, ...]:
+# What a list key holds, for the example a wrong value is told to write instead: rule
+# codes or prefixes for the rule keys, gitignore-style patterns for the excludes.
+_EXAMPLE_VALUE = {
+    "select": '["TP1", "TP201"]',
+    "extend-select": '["TP901"]',
+    "ignore": '["TP303"]',
+    "exclude": '["legacy/"]',
+    "extend-exclude": '["generated/**"]',
+}
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (quotes, backslashes and control characters escaped)."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _strings(
+    value: object, key: str, source: Path, *, pattern: str | None = None
+) -> tuple[str, ...]:
+    """A list of strings, or the error that says what to write: for ``key`` (or, with
+    ``pattern``, for that entry of ``per-file-ignores``) a line of valid TOML whose
+    values are of the kind the key holds (rule codes, or path patterns)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        if pattern is None:
+            where, example = key, f"{key} = {_EXAMPLE_VALUE[key]}"
+        else:
+            where = f"per-file-ignores entry {_toml_string(pattern)}"
+            example = f'per-file-ignores = {{ {_toml_string(pattern)} = ["TP101"] }}'
         raise ConfigError(
-            f"[tool.torchport] {key} in {source} must be a list of strings, "
-            f'got {value!r}; write e.g. {key} = ["TP101"]'
+            f"[tool.torchport] {where} in {source} must be a list of strings, "
+            f"got {value!r}; write e.g. {example}"
         )
     return tuple(value)
 
@@ -206,6 +269,8 @@ def _table(data: dict[str, object], source: Path) -> Config:
     unknown = sorted(set(data) - set(_KEYS))
     if unknown:
         key = unknown[0]
+        import difflib  # the error path alone
+
         close = difflib.get_close_matches(key, _KEYS, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(_KEYS)}"
         raise ConfigError(f"unknown key {key!r} in [tool.torchport] of {source}{hint}")
@@ -214,10 +279,11 @@ def _table(data: dict[str, object], source: Path) -> Config:
     if not isinstance(raw_per_file, dict):
         raise ConfigError(
             f"[tool.torchport] per-file-ignores in {source} must be a table of "
-            f"glob = [codes], got {raw_per_file!r}"
+            f"glob = [codes], got {raw_per_file!r}; write e.g. "
+            f'per-file-ignores = {{ "tests/**" = ["TP101"] }}'
         )
     for pattern, codes in raw_per_file.items():
-        per_file.append((pattern, _strings(codes, f"per-file-ignores.{pattern!r}", source)))
+        per_file.append((pattern, _strings(codes, "per-file-ignores", source, pattern=pattern)))
     foreign = data.get("respect-foreign-noqa", True)
     if not isinstance(foreign, bool):
         raise ConfigError(

@@ -23,7 +23,6 @@ from urllib.parse import quote
 from torchport import __version__
 from torchport.check._printable import is_plain, quoted
 from torchport.check._rule import Finding, FixSafety, Rule
-from torchport.check.files._ci_reports import render_gitlab, render_junit
 from torchport.check.files._text import file_of, fix_flags, render_grouped, render_text
 from torchport.check.files._work import FileError
 
@@ -31,10 +30,8 @@ __all__ = [
     "FORMATS",
     "render",
     "render_github",
-    "render_gitlab",
     "render_grouped",
     "render_json",
-    "render_junit",
     "render_sarif",
     "render_statistics",
     "render_text",
@@ -373,10 +370,11 @@ def render(
         return render_sarif(findings, rules, errors)
     if fmt == "github":
         return render_github(findings, errors)
-    if fmt == "gitlab":
-        return render_gitlab(findings, errors)
-    if fmt == "junit":
-        return render_junit(findings, errors)
+    if fmt in ("gitlab", "junit"):  # imported here: XML is for the CI formats alone
+        from torchport.check.files._ci_reports import render_gitlab, render_junit
+
+        render_ci = render_gitlab if fmt == "gitlab" else render_junit
+        return render_ci(findings, errors)
     if fmt == "grouped":
         return render_grouped(
             findings, len(errors), color=color, summary=summary, rules=rules, plain=plain

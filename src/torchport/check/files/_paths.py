@@ -27,17 +27,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import InvalidStateError, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from torchport.check._rule import Finding, Rule
 from torchport.check.files._cache import CheckCache, cache_folder
 from torchport.check.files._config import Config, ConfigResolver
 from torchport.check.files._plan import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, Plan, chunked, plan
 from torchport.check.files._work import Chunk, FileError, FileFix, Report, check_chunk, fix_chunk
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -89,7 +90,8 @@ class FixResult:
     ``remaining`` positions refer to the text the file now holds: the fixed text
     where it was written (or, for ``stdin``, printed), the file as it is on disk
     with ``diff=True``; there, ``unplaced`` counts the findings left on lines the
-    fixes would write, which have no place on disk (the diff shows those lines).
+    fixes would write, which have no place on disk (the diff shows those lines), and
+    ``unplaced_in`` names the files they are in.
     """
 
     changed: list[FileFix]
@@ -98,6 +100,9 @@ class FixResult:
     rules: tuple[type[Rule], ...]
     files: int = 0
     unplaced: int = 0
+    unplaced_in: tuple[str, ...] = ()
+    # As CheckResult.plain_fix (without --speed), for the hints; None: not known.
+    plain_fix: tuple[str, ...] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -143,6 +148,8 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     manager = getattr(pool, "_executor_manager_thread", None)
     previous = threading.excepthook
 
+    from concurrent.futures import InvalidStateError
+
     def quiet(args: threading.ExceptHookArgs) -> None:
         if args.thread is not manager or not isinstance(args.exc_value, InvalidStateError):
             previous(args)
@@ -183,6 +190,10 @@ def _map(
             progress(done, total)
 
     if jobs > 1 and len(chunks) > 1:
+        # Imported here: the pool costs a one-file run a tenth of its start-up.
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             pool = ProcessPoolExecutor(
                 max_workers=min(jobs, len(chunks)),
@@ -354,4 +365,8 @@ def fix_paths(
     errors = run.errors + [e for r in reports for e in r.errors]
     changed = sorted((r.fix for r in reports if r.fix is not None), key=lambda f: f.path)
     unplaced = sum(r.unplaced for r in reports)
-    return FixResult(changed, remaining, sorted(errors), run.rules, len(reports), unplaced)
+    unplaced_in = tuple(sorted(r.path for r in reports if r.unplaced))
+    return FixResult(
+        changed, remaining, sorted(errors), run.rules, len(reports), unplaced, unplaced_in,
+        run.plain_fix,
+    )  # fmt: skip

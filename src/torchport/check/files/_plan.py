@@ -218,6 +218,7 @@ def plan(
     errors += [FileError(str(p), message) for p, message in found.errors]
     known = tuple(sorted(r.code for r in available_rules()))
     groups: dict[int, Group] = {}
+    plain: set[str] = set()  # what a plain `fix` (no --speed) applies, for the hints
     for path in found.files:
         settings = resolver.for_file(path)
         group = groups.get(id(settings))
@@ -235,6 +236,8 @@ def plan(
                 settings=settings.file_settings,
             )
             group = groups[id(settings)] = Group(settings, chunk, [])
+            explicit = _explicit(select, extend_select or (), settings)
+            plain.update(r.code for r in fixable_rules(rules, explicit=explicit, speed=False))
         ignored = tuple(c.strip().upper() for c in settings.ignores_for(path))
         group.files.append((str(path), ("TP",) if "ALL" in ignored else ignored))
     if not groups:  # nothing to check: the selection is still judged (a typo is an error)
@@ -242,20 +245,13 @@ def plan(
         _rules_of(settings, select, ignore, extend_select)
     all_rules = {r.code: r for g in groups.values() for r in g.template.rules}
     rules = tuple(all_rules[c] for c in sorted(all_rules))
-    plain = sorted(
-        {
-            code
-            for g in groups.values()
-            for code in (g.template.fixable or tuple(r.code for r in g.template.rules))
-        }
-    )
     files = [f for g in groups.values() for f in g.files]
     # The cores this process may run on (a container's limit), not the host's count.
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if jobs is None:
         many = len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES
         jobs = (cpus or 1) if many else 1
-    return Plan(list(groups.values()), errors, rules, jobs, stdin, tuple(plain))
+    return Plan(list(groups.values()), errors, rules, jobs, stdin, tuple(sorted(plain)))
 
 
 def chunked(run: Plan, files: Sequence[tuple[str, tuple[str, ...]]] | None = None) -> list[Chunk]:

@@ -141,13 +141,16 @@ def _summary(
     applied: Collection[str],
     unplaced: int,
     flags: Sequence[tuple[str, ...] | None],
+    unplaced_in: Collection[str] = (),
 ) -> list[str]:
     unchecked = ""
     if errors:
         unchecked = f"{errors} error{'s' if errors != 1 else ''} (named above) to fix first"
     if not findings and not unplaced:
         return [f"No findings, but {unchecked}." if errors else "All checks passed."]
-    files = len({file_of(f.path) for f in findings})
+    # Every file holding a counted finding: placed ones, and unplaced ones (a dry-run
+    # fix's, on lines it would write), which name no line but do lie in a file.
+    files = len({file_of(f.path) for f in findings} | {file_of(p) for p in unplaced_in})
     total = len(findings) + unplaced
     noun = "finding" if total == 1 else "findings"
     summary = f"Found {total} {noun} in {files} file{'s' if files != 1 else ''}"
@@ -178,6 +181,7 @@ def render_text(
     show_fixes: bool = False,
     applied: Collection[str] = (),
     unplaced: int = 0,
+    unplaced_in: Collection[str] = (),
     summary: bool = True,
     rules: Sequence[type[Rule]] = (),
     plain: Collection[str] | None = None,
@@ -197,6 +201,8 @@ def render_text(
             ``"unsafe"``), whose commands the summary then does not suggest.
         unplaced: Findings not listed because they have no position on disk (a
             dry-run fix's, on lines it would write); the summary counts them.
+        unplaced_in: The files those unplaced findings are in, which the summary's
+            file count includes.
         summary: End with the summary line (``--quiet`` leaves it out).
         rules: The rules that ran, whose intent says which command applies their fixes
             (shipped rules are known without).
@@ -223,7 +229,7 @@ def render_text(
             lines += _fix_lines(f, joined, paint) if joined is not None else []
         lines.append("")
     if summary:
-        lines += _summary(findings, errors, applied, unplaced, flags)
+        lines += _summary(findings, errors, applied, unplaced, flags, unplaced_in)
     return "".join(line + "\n" for line in lines)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 
 from torchport.check._context import Context
 
@@ -121,9 +122,12 @@ def index_target(expr: ast.expr) -> bool:
     return False
 
 
-def own_placement(tree: ast.Module) -> ast.Call | None:
-    """The first move to an int device or a rank in the file (``model.to(rank)``), if any."""
-    for n in ast.walk(tree):
+def own_placement(calls: Iterable[ast.AST]) -> ast.Call | None:
+    """The first move to an int device or a rank among ``calls`` (``model.to(rank)``), if any.
+
+    ``calls``: the file's calls in ``ast.walk`` order (the scope map's node index).
+    """
+    for n in calls:
         if (
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)

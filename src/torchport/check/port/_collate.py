@@ -7,6 +7,7 @@ reported; objects of a class of the file that has ``.to`` are moved by it.
 from __future__ import annotations
 
 import ast
+import weakref
 
 from torchport.check._context import Context
 from torchport.check.port._facts import PortFacts, PortScope
@@ -73,12 +74,24 @@ def cpu_keys(batch: str, ctx: Context) -> list[str]:
 
     ``pack_padded_sequence(batch["x"], batch["lengths"])``: a collate function's
     ``lengths`` must stay on the CPU (the call raises for device lengths), so the
-    port's move of the batch leaves that key where it is.
+    port's move of the batch leaves that key where it is. Every batch's keys are
+    found in one pass over the file's calls (asked per batch move: a walk of the
+    module for each was quadratic in the moves).
     """
-    found: list[str] = []
-    for node in ast.walk(ctx.tree):
-        if not isinstance(node, ast.Call):
-            continue
+    every = _CPU_KEYS.get(ctx)
+    if every is None:
+        every = _CPU_KEYS[ctx] = _every_cpu_key(ctx)
+    return list(every.get(batch, ()))
+
+
+_CPU_KEYS: weakref.WeakKeyDictionary[Context, dict[str, list[str]]] = weakref.WeakKeyDictionary()
+
+
+def _every_cpu_key(ctx: Context) -> dict[str, list[str]]:
+    """Batch name -> its keys given to a CPU-wanting argument, in ``ast.walk`` order."""
+    found: dict[str, list[str]] = {}
+    for node in ctx.scopes.nodes_of(ast.Call):
+        assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
         for api, index, keyword in _CPU_ARGUMENTS:
             if name != api:
@@ -89,10 +102,10 @@ def cpu_keys(batch: str, ctx: Context) -> list[str]:
             if (
                 isinstance(given, ast.Subscript)
                 and isinstance(given.value, ast.Name)
-                and given.value.id == batch
                 and isinstance(given.slice, ast.Constant)
                 and isinstance(given.slice.value, str)
-                and given.slice.value not in found
             ):
-                found.append(given.slice.value)
+                keys = found.setdefault(given.value.id, [])
+                if given.slice.value not in keys:
+                    keys.append(given.slice.value)
     return found

@@ -1,11 +1,11 @@
 """Which values live on the device in one scope, and which expressions meet them.
 
-The flow half of :mod:`torchport.check.port._facts`: a :class:`PortScope` is one
-function (or the module body); :class:`DeviceFlow` finds its device values (what a
-forward returns and everything computed from it, up to a host read), the operands
-that meet them (the sinks), and the names whose values reach a sink through
-assignments. :class:`~torchport.check.port._facts.PortFacts` supplies what a model
-is (``forward``, ``holds_model``, ``builds_model``) and the scope's assignments.
+A :class:`PortScope` is one function (or the module body); :class:`DeviceFlow`
+finds its device values (what a forward returns and everything computed from it,
+up to a host read), the operands that meet them (the sinks), and the names whose
+values reach a sink through assignments. What a model is, it asks the object it
+is given (:class:`ModelQuestions`: the port's facts,
+:class:`~torchport.check.port._facts.PortFacts`, which holds one flow).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from torchport.check._context import Context
 from torchport.check.port._calls import (
@@ -25,7 +26,7 @@ from torchport.check.port._calls import (
 )
 from torchport.check.port._models import MODEL_METHODS
 
-__all__ = ["MOVES", "NOT_FORWARD", "DeviceFlow", "PortScope", "names_of"]
+__all__ = ["MOVES", "NOT_FORWARD", "DeviceFlow", "ModelQuestions", "PortScope", "names_of"]
 
 # Methods of a model that are not its forward.
 NOT_FORWARD = MODEL_METHODS | frozenset(
@@ -100,45 +101,39 @@ class PortScope:
         return self._values.get(name, [])
 
 
-class DeviceFlow:
-    """Device values, sinks and reach per scope; the model knowledge comes from the subclass."""
-
-    ctx: Context
-    # Expressions that meet the model or a device value directly, and their scope.
-    operands: list[tuple[ast.expr, PortScope]]
+class ModelQuestions(Protocol):
+    """What the flow asks about models (the port's facts answer)."""
 
     def forward(self, call: ast.Call, scope: PortScope) -> bool:
         """Whether ``call`` runs a model."""
-        raise NotImplementedError
-
-    def holds_model(self, expr: ast.expr, scope: PortScope) -> bool:
-        """Whether ``expr`` names a model in ``scope``."""
-        raise NotImplementedError
+        ...
 
     def builds_model(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a model (held or built)."""
-        raise NotImplementedError
+        ...
 
-    def assignments(self, scope: PortScope) -> list[tuple[list[ast.expr], ast.expr]]:
-        """``(targets, value)`` of every assignment ``scope`` sees."""
-        raise NotImplementedError
+
+class DeviceFlow:
+    """Device values, sinks and reach per scope of one file (see the module docstring)."""
+
+    def __init__(self, ctx: Context, models: ModelQuestions, module: PortScope) -> None:
+        self.ctx = ctx
+        self.models = models
+        self.module = module
+        # Expressions that meet the model or a device value directly, and their scope.
+        self.operands: list[tuple[ast.expr, PortScope]] = []
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
         if isinstance(expr, ast.Name):
             if expr.id in scope.values:
                 return True
-            module = self._module_scope()
+            module = self.module
             # A module-level device value read in a function (a hand-trained weight `w`).
-            return (
-                module is not None
-                and module is not scope
-                and expr.id not in scope.local
-                and expr.id in module.values
-            )
+            return module is not scope and expr.id not in scope.local and expr.id in module.values
         if isinstance(expr, ast.Call):
             func = expr.func
-            if self.forward(expr, scope):
+            if self.models.forward(expr, scope):
                 return True
             if isinstance(func, ast.Attribute) and (
                 func.attr in HOST_READS or self.to_cpu(expr, scope)
@@ -147,7 +142,7 @@ class DeviceFlow:
             if moves_to_program_device(expr):
                 return True
             if isinstance(func, ast.Attribute):
-                if func.attr in NOT_FORWARD and self.builds_model(func.value, scope):
+                if func.attr in NOT_FORWARD and self.models.builds_model(func.value, scope):
                     return False  # `model.train()`, `model.parameters()`: not a tensor
                 if self.on_device(func.value, scope):
                     return True
@@ -214,15 +209,11 @@ class DeviceFlow:
             for param, default in pairs:
                 if param.arg == expr.id:
                     return self.names_cpu(default, scope, depth + 1)
-        where = scope if expr.id in scope.local else self._module_scope()
-        if where is None or expr.id in where.loop_bound:
+        where = scope if expr.id in scope.local else self.module
+        if expr.id in where.loop_bound:
             return False
         values = where.values_of(expr.id)
         return bool(values) and all(self.names_cpu(v, where, depth + 1) for v in values)
-
-    def _module_scope(self) -> PortScope | None:
-        """The module body's scope (the subclass knows it)."""
-        return None
 
     def _follows_a_tensor(self, expr: ast.expr, scope: PortScope) -> bool:
         """``x.device``, or a name bound only to such (``device = output.device``)."""
@@ -237,7 +228,7 @@ class DeviceFlow:
         """The operands of ``node`` that meet the device, or [] when it combines none."""
         if isinstance(node, ast.Call):
             args = [a for a in node.args] + [k.value for k in node.keywords]
-            if self.forward(node, scope):
+            if self.models.forward(node, scope):
                 return args
             func = node.func
             if isinstance(func, ast.Attribute):
@@ -266,17 +257,20 @@ class DeviceFlow:
         # function takes meet each other; once one is on the device, the others must be.
         if isinstance(node, ast.Call) and (self.ctx.qualname(node.func) or "").startswith("torch."):
             operands = _items(operands)  # not `OUT.append((name, out))`: a tuple of records
-        devices = [o for o in operands if self.on_device(o, scope) or self.builds_model(o, scope)]
+        devices = [
+            o for o in operands if self.on_device(o, scope) or self.models.builds_model(o, scope)
+        ]
         if not devices:
             return []
         return [o for o in operands if o not in devices]
 
-    def _flow(self, scope: PortScope) -> None:
+    def run(self, scope: PortScope) -> None:
+        """Work out ``scope``'s device values, sinks and reach (its outer scopes' first)."""
         values = scope.values
         changed = True
         while changed:  # device values: a fixed point over the scope's bindings
             changed = False
-            for targets, value in self.assignments(scope):
+            for targets, value in scope.assigns:
                 if self.on_device(value, scope):
                     for target in targets:
                         for name in names_of(target):
@@ -302,6 +296,18 @@ class DeviceFlow:
                 ):
                     values.add(node.func.value.id)
                     changed = True
+        # The flow is flow-insensitive: a name is a device value wherever one binding
+        # makes it one. Its other bindings must then put it there too (`prev = outs[-1]`
+        # and `prev = torch.zeros(...)`; `a = w + x` and later `a = torch.ones(1)`): what
+        # they bind meets what the name meets, so it is moved where it is made, or reported.
+        # A name the code moves itself (`h = torch.zeros(..)` then `h = h.to(device)`) is not.
+        for targets, value in scope.assigns:
+            if any(
+                isinstance(t, ast.Name) and t.id in values and t.id not in scope.moved
+                for t in targets
+            ) and not self.on_device(value, scope):
+                self.operands.append((value, scope))
+                self.mark(value, scope.reach, scope.sink_nodes)
         lambda_params = {
             p.arg
             for node in scope.nodes
@@ -313,8 +319,8 @@ class DeviceFlow:
                 if isinstance(operand, ast.Name) and operand.id in lambda_params:
                     continue  # what a lambda is called with: its call sites answer (_captured)
                 self.operands.append((operand, scope))
-                self._mark(operand, scope.reach, scope.sink_nodes)
-        self._propagate(scope)
+                self.mark(operand, scope.reach, scope.sink_nodes)
+        self.propagate(scope)
 
     def _makes_object(self, func: ast.expr) -> bool:
         """Whether calling ``func`` builds an object (a class: ``Dataset(...)``), not a tensor."""
@@ -333,20 +339,21 @@ class DeviceFlow:
             return any(is_move(n) for n in ast.walk(value))
         return False
 
-    def _propagate(self, scope: PortScope) -> None:
+    def propagate(self, scope: PortScope) -> None:
+        """Spread ``scope``'s reach back through its assignments (a fixed point)."""
         reach = scope.reach
         changed = True
         while changed:
             changed = False
-            for targets, value in self.assignments(scope):
+            for targets, value in scope.assigns:
                 names = [n for t in targets for n in names_of(t)]
                 if any(n in reach and n not in scope.moved for n in names):
                     before = len(reach) + len(scope.reach_values)
-                    self._mark(value, reach, scope.reach_values)
+                    self.mark(value, reach, scope.reach_values)
                     if len(reach) + len(scope.reach_values) != before:
                         changed = True
 
-    def _mark(self, expr: ast.AST, names: set[str], ids: set[int]) -> None:
+    def mark(self, expr: ast.AST, names: set[str], ids: set[int]) -> None:
         """Record the names and nodes of ``expr`` whose values would meet the device."""
         stack = [expr]
         while stack:

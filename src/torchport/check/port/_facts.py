@@ -26,8 +26,11 @@ on the input's device). A file that imports no torch at all is no PyTorch
 program: it gets no facts, and nothing is ported there. The one ``device``
 name every fix of a port uses is chosen here too (:meth:`PortFacts.device_at`).
 
-The device values, sinks and reach are worked out by
-:class:`~torchport.check.port._device_flow.DeviceFlow`, which :class:`PortFacts` extends.
+One object, made of parts each in its own module: the device values, sinks and
+reach are its :class:`~torchport.check.port._device_flow.DeviceFlow` (which asks
+it what a model is), the device name its
+:class:`~torchport.check.port._device_name.DeviceName`, captured tensors
+:func:`~torchport.check.port._captures.mark_captured`.
 """
 
 from __future__ import annotations
@@ -35,22 +38,18 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+import weakref
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit
 from torchport.check.port._call_sites import callee, methods_by_name
 from torchport.check.port._calls import cpu_only_device, grad_leaf
+from torchport.check.port._captures import mark_captured
 from torchport.check.port._choices import deliberate_cpu, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope, names_of
-from torchport.check.port._models import ModelKnowledge
+from torchport.check.port._device_name import DeviceName
+from torchport.check.port._models import ModelKnowledge, library_driven
 from torchport.check.port._project import own_tensor_functions, project_imports
-from torchport.check.semantic import BindingKind
-from torchport.check.semantic._placement import (
-    DEVICE_NAMES,
-    device_at,
-    device_expr,
-    means_accelerator,
-)
 
 __all__ = ["PortFacts", "PortScope", "port_facts"]
 
@@ -71,7 +70,7 @@ def _with_targets(node: ast.AST) -> list[ast.expr]:
     return []
 
 
-class PortFacts(DeviceFlow):
+class PortFacts:
     """The port's facts about one file (see the module docstring)."""
 
     def __init__(self, ctx: Context) -> None:
@@ -86,11 +85,13 @@ class PortFacts(DeviceFlow):
         self.unresolved_calls: set[int] = set()
         self.module = PortScope(tree)
         self.scopes: list[PortScope] = [self.module]
+        # Device values, sinks and reach; it asks this object what a model is (through
+        # a weak reference: no cycle for the collector once the walk lets go of the facts).
+        self.flow = DeviceFlow(ctx, weakref.proxy(self), self.module)
         # Expressions that meet the model or a device value directly, and their scope.
-        self.operands: list[tuple[ast.expr, PortScope]] = []
+        self.operands = self.flow.operands
         self._function_scopes: dict[int, PortScope] = {}
-        self._device_name: str | None = None  # the one device name the port's fixes use
-        self._own_device = False  # that name is the program's own, bound on several paths
+        self.device_name = DeviceName(ctx)  # the one device name the port's fixes use
         self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
         self._names: dict[str, list[tuple[int, int]]] | None = None
         self.has_models = self.cpu_device_pending = False
@@ -107,7 +108,8 @@ class PortFacts(DeviceFlow):
         self.known = ModelKnowledge(self.classdefs, ctx.qualname, self.project.lookup)
         # Functions (the file's own, or a project module's) whose result is a CPU tensor.
         self.tensor_functions = own_tensor_functions(ctx)
-        extended = self._extended_classes()
+        imports = [*ctx.scopes.nodes_of(ast.Import), *ctx.scopes.nodes_of(ast.ImportFrom)]
+        extended = library_driven(imports, self.classdefs, ctx.qualname)
         for scope in self.scopes[1:]:  # outer scopes come first: their flag is known
             scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
             scope.internal = (
@@ -120,17 +122,17 @@ class PortFacts(DeviceFlow):
         for scope in self.scopes:
             if not scope.internal:
                 raw = self._raw_parameters(scope) or raw
-                self._flow(scope)
+                self.flow.run(scope)
         for scope in self.scopes:
             if not scope.internal:
-                self._captured(scope)
+                mark_captured(self, scope)
         for scope in self.scopes[1:]:  # what a lambda or closure captured reaches there too
             if not scope.internal:
-                self._propagate(scope)
+                self.flow.propagate(scope)
         # Module-level names that functions feed to the model reach it too.
         for scope in self.scopes[1:]:
             self.module.reach |= {n for n in scope.reach if n not in scope.local}
-        self._propagate(self.module)
+        self.flow.propagate(self.module)
         self.has_models = (
             raw
             or bool(self.class_models)
@@ -148,18 +150,24 @@ class PortFacts(DeviceFlow):
         )
         # `model.to(rank)`: the program places its model per process; a move the port
         # wrote to "the accelerator" would land elsewhere, so its moves are reported.
-        self.own_placement = own_placement(tree)
+        self.own_placement = own_placement(ctx.scopes.nodes_of(ast.Call))
 
     def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
         """The block (``body``, ``orelse``, ``finalbody``) holding ``stmt``, and its index there."""
         if self._blocks is None:
             self._blocks = {}
-            for node in ast.walk(self.ctx.tree):
-                for field_name in ("body", "orelse", "finalbody"):
+            # Statements only: no expression holds a block, so they need not be walked.
+            stack: list[ast.AST] = [self.ctx.tree]
+            while stack:
+                node = stack.pop()
+                for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
                     block = getattr(node, field_name, None)
-                    if isinstance(block, list):
-                        for i, s in enumerate(block):
+                    if not isinstance(block, list):
+                        continue
+                    for i, s in enumerate(block):
+                        if field_name in ("body", "orelse", "finalbody"):
                             self._blocks[id(s)] = (block, i)
+                        stack.append(s)
         return self._blocks.get(id(stmt))
 
     def mentions_between(self, name: str, first: ast.AST, last: ast.AST) -> bool:
@@ -169,124 +177,25 @@ class PortFacts(DeviceFlow):
         """
         if self._names is None:
             found: dict[str, list[tuple[int, int]]] = {}
-            for n in ast.walk(self.ctx.tree):
-                if isinstance(n, ast.Name):
-                    found.setdefault(n.id, []).append((n.lineno, n.col_offset))
+            for n in self.ctx.scopes.nodes_of(ast.Name):
+                assert isinstance(n, ast.Name)
+                found.setdefault(n.id, []).append((n.lineno, n.col_offset))
             self._names = {k: sorted(v) for k, v in found.items()}
         spots = self._names.get(name, [])
         after = (first.end_lineno or 0, first.end_col_offset or 0)  # type: ignore[attr-defined]
         before = (last.lineno, last.col_offset)  # type: ignore[attr-defined]
         return bisect.bisect_left(spots, before) > bisect.bisect_right(spots, after)
 
-    def _extended_classes(self) -> set[str]:
-        """Classes whose methods a library calls: those deriving from a class it gives.
-
-        ``nn.Module`` (its ``forward``), ``torch.optim.Optimizer`` (``step``),
-        ``Dataset``, a Lightning module, any imported base. The port moves data
-        in the scripts that drive them, not inside them.
-        """
-        found: set[str] = set()
-        # Names any import binds, relative ones too (`from .base import BaseLoss`: a
-        # package's own base class, which qualname cannot resolve without the package).
-        imported_names = {
-            (alias.asname or alias.name).partition(".")[0]
-            for node in ast.walk(self.ctx.tree)
-            if isinstance(node, (ast.Import, ast.ImportFrom))
-            for alias in node.names
-        }
-        changed = True
-        while changed:
-            changed = False
-            for cls in self.classdefs:
-                if cls.name in found:
-                    continue
-                for base in cls.bases:
-                    if isinstance(base, ast.Subscript):
-                        base = base.value  # `Base[T]`: the class it parametrises
-                    local = isinstance(base, ast.Name) and base.id in found
-                    imported = self.ctx.qualname(base) is not None or (
-                        isinstance(base, ast.Name) and base.id in imported_names
-                    )
-                    if local or imported or isinstance(base, ast.Attribute):
-                        found.add(cls.name)
-                        changed = True
-                        break
-        return found
-
     def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
-        """The device name usable at ``node`` and the edits defining it (None: no fix here).
+        """The file's one device name usable at ``node`` and the edits defining it.
 
-        One module-level binding for the whole file, whatever the node: a port
-        that moved the model to ``_device`` (the accelerator) and a tensor to the
-        user's ``device`` (a CUDA-or-CPU string, or a function's local) would split
-        them on any other accelerator. It is, in this order: a module-level
-        definition written with the port's own line; the module's own
-        ``device = <an accelerator choice>`` (what the code it has already uses);
-        a new definition under the first free name. A node where that binding is
-        not usable (code above the user's definition) gets no fix: its finding stays.
+        None (no fix here) while a CPU ``device`` waits to be rebound, where the
+        program places its model itself, or where the name is not usable
+        (:class:`~torchport.check.port._device_name.DeviceName`).
         """
         if self.cpu_device_pending or self.own_placement is not None:
             return None
-        if self._device_name is None:
-            self._device_name = self._chosen_device()
-            if self._device_name is None:
-                return None
-        scopes = self.ctx.scopes
-        if self._own_device:  # the program's own choice, bound on several paths
-            name = self._device_name
-            if scopes.resolve(name, node) is scopes.module and scopes.definitely_bound(name, node):
-                return name, ()
-            return None
-        found = device_at(self.ctx, node, (self._device_name,))
-        if found is None or scopes.resolve(self._device_name, node) is not scopes.module:
-            return None  # a function's own `device` may mean something else
-        return found
-
-    def _chosen_device(self) -> str | None:
-        """The one name the port's fixes use in this file (see :meth:`device_at`)."""
-        body = self.ctx.tree.body
-        ours = ast.dump(ast.parse(device_expr(self.ctx.torch_name())).body[0].value)  # type: ignore[attr-defined]
-        defined: dict[str, ast.expr] = {}
-        for stmt in body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                target = stmt.targets[0]
-                if isinstance(target, ast.Name) and target.id in DEVICE_NAMES:
-                    defined.setdefault(target.id, stmt.value)
-        for name in DEVICE_NAMES:
-            if name in defined and ast.dump(defined[name]) == ours:
-                return name
-        scopes = self.ctx.scopes
-        for name in DEVICE_NAMES:
-            if name in defined and means_accelerator(defined[name], self.ctx):
-                found = scopes.module.bindings.get(name, [])
-                if len(found) == 1:
-                    return name  # the user's own choice, bound once at module level
-        for name in DEVICE_NAMES:
-            # The program's own device, chosen on several paths (`device = cpu` then
-            # `if args.cuda: device = ...`, a gloo branch): the port's moves use it.
-            found = scopes.module.bindings.get(name, [])
-            if found and all(
-                b.kind is BindingKind.ASSIGN and b.value is not None and self._device_value(b.value)
-                for b in found
-            ):
-                self._own_device = True
-                return name
-        for name in DEVICE_NAMES:
-            if not scopes.module.bindings.get(name) and not scopes.module_reads(name):
-                return name  # free: a new module-level definition
-        return None
-
-    def _device_value(self, value: ast.expr) -> bool:
-        """A value a device name is bound to: ``torch.device(..)``, the accelerator, a choice."""
-        if isinstance(value, ast.IfExp):
-            return self._device_value(value.body) and self._device_value(value.orelse)
-        if isinstance(value, ast.Constant):
-            return isinstance(value.value, str)
-        return (
-            isinstance(value, ast.Call)
-            and self.ctx.qualname(value.func)
-            in ("torch.device", "torch.accelerator.current_accelerator")
-        ) or means_accelerator(value, self.ctx)
+        return self.device_name.at(node)
 
     # ------------------------------------------------------------ structure
 
@@ -372,9 +281,6 @@ class PortFacts(DeviceFlow):
             if p is not None:
                 inner.local.add(p.arg)
 
-    def _module_scope(self) -> PortScope | None:
-        return self.module
-
     def bindings(self, name: str, scope: PortScope) -> list[ast.expr] | None:
         """The values assigned to ``name`` where ``scope`` reads it (None: a parameter, a loop)."""
         where = scope
@@ -389,9 +295,17 @@ class PortFacts(DeviceFlow):
             return None
         return where.values_of(name)
 
-    def assignments(self, scope: PortScope) -> list[tuple[list[ast.expr], ast.expr]]:
-        """(targets, value) of every assignment in ``scope``."""
-        return scope.assigns
+    def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether ``expr`` is a device value in ``scope`` (:meth:`DeviceFlow.on_device`)."""
+        return self.flow.on_device(expr, scope)
+
+    def to_cpu(self, call: ast.expr, scope: PortScope) -> bool:
+        """Whether ``call`` is ``x.to(<the CPU>)`` (:meth:`DeviceFlow.to_cpu`)."""
+        return self.flow.to_cpu(call, scope)
+
+    def names_cpu(self, expr: ast.expr, scope: PortScope) -> bool:
+        """Whether a device expression is the CPU (:meth:`DeviceFlow.names_cpu`)."""
+        return self.flow.names_cpu(expr, scope)
 
     # ------------------------------------------------------------ models
 
@@ -447,66 +361,6 @@ class PortFacts(DeviceFlow):
         found = self.project.lookup(func)
         return found is not None and found[0] == "tensor_function"
 
-    def _captured(self, scope: PortScope) -> None:
-        """Tensors a lambda or a function captures, where it is given a device value.
-
-        ``f = lambda t: t * scale`` then ``f(model(x))``: ``scale`` meets the output
-        inside ``f``, where the flow of ``scope`` does not look. The names such a
-        callee reads and does not bind itself reach the device, in the scope that
-        binds them (they are moved where they are made, or reported).
-        """
-        for node in scope.nodes:
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-                continue
-            callee = self._callee_body(node.func, scope)
-            if callee is None:
-                continue
-            body, own, outer = callee
-            args = [*node.args, *(k.value for k in node.keywords)]
-            if not any(self.on_device(a, scope) for a in args):
-                if isinstance(body, ast.expr) and self._reads_device(body, own, outer):
-                    for arg in args:  # `f(x)` where `f = lambda t: t * w` and `w` is a weight
-                        self.operands.append((arg, scope))
-                        self._mark(arg, scope.reach, scope.sink_nodes)
-                continue
-            for n in ast.walk(body):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in own:
-                    holder = outer if n.id in outer.local else self.module
-                    if n.id not in holder.models and n.id not in self.functions:
-                        holder.reach.add(n.id)
-
-    def _reads_device(self, body: ast.AST, own: set[str], outer: PortScope) -> bool:
-        """Whether a lambda's body reads a device value or a model it does not bind."""
-        for n in ast.walk(body):
-            if isinstance(n, ast.Name) and n.id not in own:
-                holder = outer if n.id in outer.local else self.module
-                if n.id in holder.values or n.id in holder.models:
-                    return True
-        return False
-
-    def _callee_body(
-        self, func: ast.Name, scope: PortScope
-    ) -> tuple[ast.AST, set[str], PortScope] | None:
-        """What a called name runs: (its body, the names it binds, the scope it was made in)."""
-        where = scope if func.id in scope.local else self.module
-        values = where.values_of(func.id)
-        if len(values) == 1 and isinstance(values[0], ast.Lambda):
-            lam = values[0]
-            a = lam.args
-            own = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
-            return lam.body, own, where
-        for inner in self.scopes[1:]:
-            node = inner.node
-            if (
-                isinstance(node, _FUNCTIONS)
-                and node.name == func.id
-                and inner.outer is where
-                and inner.cls is None
-                and not inner.internal
-            ):
-                return node, set(inner.local), where
-        return None
-
     def _raw_parameters(self, scope: PortScope) -> bool:
         """Seed a hand-trained model: tensors made with ``requires_grad=True`` are the weights.
 
@@ -543,7 +397,7 @@ class PortFacts(DeviceFlow):
         changed = True
         while changed:
             changed = False
-            for targets, value in self.assignments(scope):
+            for targets, value in scope.assigns:
                 if not self.builds_model(value, scope):
                     continue
                 for target in targets:
@@ -618,7 +472,11 @@ def port_facts(ctx: Context) -> PortFacts:
 
 
 def _imports_torch(tree: ast.Module) -> bool:
-    """Whether the file imports torch (or anything from it) anywhere."""
+    """Whether the file imports torch (or anything from it) anywhere.
+
+    A walk that stops at the first torch import (near the top, where imports are),
+    not the scope map's node index: a file with no torch needs no index.
+    """
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             if any(a.name == "torch" or a.name.startswith("torch.") for a in node.names):

@@ -19,6 +19,7 @@ __all__ = [
     "WRAPPERS",
     "ModelKnowledge",
     "QualName",
+    "library_driven",
     "module_classes",
 ]
 
@@ -193,3 +194,42 @@ class ModelKnowledge:
                 # module's factory is not, and its model is moved where it is called.
                 return isinstance(func, ast.Name) and func.id in self.factories
         return False
+
+
+def library_driven(
+    imports: list[ast.AST], classdefs: list[ast.ClassDef], qualname: QualName
+) -> set[str]:
+    """Classes whose methods a library calls: those deriving from a class it gives.
+
+    ``nn.Module`` (its ``forward``), ``torch.optim.Optimizer`` (``step``),
+    ``Dataset``, a Lightning module, any imported base, and the file's classes
+    deriving from those. The port moves data in the scripts that drive them, not
+    inside them.
+    """
+    found: set[str] = set()
+    # Names any import binds, relative ones too (`from .base import BaseLoss`: a
+    # package's own base class, which qualname cannot resolve without the package).
+    imported_names = {
+        (alias.asname or alias.name).partition(".")[0]
+        for node in imports  # the file's imports, anywhere in it
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+    changed = True
+    while changed:
+        changed = False
+        for cls in classdefs:
+            if cls.name in found:
+                continue
+            for base in cls.bases:
+                if isinstance(base, ast.Subscript):
+                    base = base.value  # `Base[T]`: the class it parametrises
+                local = isinstance(base, ast.Name) and base.id in found
+                imported = qualname(base) is not None or (
+                    isinstance(base, ast.Name) and base.id in imported_names
+                )
+                if local or imported or isinstance(base, ast.Attribute):
+                    found.add(cls.name)
+                    changed = True
+                    break
+    return found

@@ -36,6 +36,7 @@ _FINE = frozenset({Kind.DEVICE, Kind.OTHER, Kind.MODEL, Kind.LOADER, Kind.NUMPY}
 # Kinds whose attributes and items are data they keep, not values on their own device.
 _HOLDERS = frozenset({Kind.LOADER, Kind.OTHER})
 _CONTAINERS = frozenset({"list", "tuple", "set", "sorted", "reversed"})
+_NAMEDTUPLES = frozenset({"collections.namedtuple", "typing.NamedTuple"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +347,11 @@ class Origins:
         returned = self._returned(call)
         if returned is not None:
             return returned
+        if self._record_class(func):
+            # `Pair(out, target)` of a namedtuple: it holds what it is given (its fields
+            # are read back as `p.target`, `p[1]` or unpacked), so it lives where they do
+            values = [*call.args, *(k.value for k in call.keywords)]
+            return [o for a in values for o in self.of(a)]
         if isinstance(func, ast.Name) and func.id in _CONTAINERS and not name:
             return [o for a in call.args for o in self.of(a)]  # `tuple(f(v) for v in h)`
         if isinstance(func, ast.Name) and func.id in ("zip", "enumerate", "iter") and not name:
@@ -372,6 +378,27 @@ class Origins:
         if not values:
             return None  # a generator, or returns nothing
         return [o for v in values for o in self.of(v)]
+
+    def _record_class(self, func: ast.expr) -> bool:
+        """Whether ``func`` names a namedtuple class of the file (one binding).
+
+        ``Pair = collections.namedtuple("Pair", "out target")`` (or
+        ``typing.NamedTuple``) and ``class Pair(NamedTuple)``: a tuple of what its
+        constructor is given, with no code of its own that could make a tensor.
+        """
+        if not isinstance(func, ast.Name):
+            return False
+        found = self.scopes.bindings(func.id, func)
+        if len(found) != 1:
+            return False
+        node, value = found[0].node, found[0].value
+        if isinstance(node, ast.ClassDef):
+            plain = all(
+                isinstance(s, ast.AnnAssign | ast.Pass | ast.Expr) for s in node.body
+            )  # fields and a docstring: no method of its own
+            bases = {self.ctx.qualname(b) for b in node.bases}
+            return plain and bool(bases) and bases <= _NAMEDTUPLES
+        return isinstance(value, ast.Call) and self.ctx.qualname(value.func) in _NAMEDTUPLES
 
     def _module(self, expr: ast.expr) -> bool:
         """``np.`` or ``json.`` in ``np.load(...)``: a module, not a value."""

@@ -27,7 +27,8 @@ no project.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -133,20 +134,45 @@ def _dotted(expr: ast.expr) -> str | None:
 # ------------------------------------------------------------------ finding modules
 
 
+_LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
+
+
+def _files_in(folder: Path) -> frozenset[str]:
+    """The names of the regular files in ``folder``, read again whenever the folder changes.
+
+    One ``stat`` of the folder per question instead of one per candidate file: every
+    import of every file of a tree asks about the same few folders.
+    """
+    key = str(folder)
+    try:
+        version = os.stat(key).st_mtime_ns
+    except OSError:
+        return frozenset()
+    cached = _LISTINGS.get(key)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    try:
+        with os.scandir(key) as entries:
+            names = frozenset(e.name for e in entries if e.is_file())
+    except OSError:
+        names = frozenset()
+    _LISTINGS[key] = (version, names)
+    return names
+
+
 def _root(folder: Path) -> Path:
     """The folder on ``sys.path`` when a script of ``folder`` runs: above its packages."""
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
+    while "__init__.py" in _files_in(folder) and folder.parent != folder:
         folder = folder.parent
     return folder
 
 
 def _module_file(base: Path, dotted: str) -> Path | None:
     target = base.joinpath(*dotted.split(".")) if dotted else base
-    for candidate in (target.with_suffix(".py"), target / "__init__.py"):
-        if dotted and candidate.is_file():
-            return candidate
-    if not dotted and (base / "__init__.py").is_file():
-        return base / "__init__.py"
+    if dotted and target.name + ".py" in _files_in(target.parent):
+        return target.with_suffix(".py")
+    if "__init__.py" in _files_in(target):
+        return target / "__init__.py"
     return None
 
 
@@ -253,24 +279,31 @@ def _facts_of(ctx: Context, seen: frozenset[str]) -> ModuleFacts:
 def _returns_all(
     func: ast.FunctionDef | ast.AsyncFunctionDef, test: Callable[[ast.expr], bool]
 ) -> bool:
-    """Whether ``func`` returns something on every ``return`` and each passes ``test``."""
-    returns = [n for n in _own_nodes(func) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))]
-    if not returns or any(not isinstance(r, ast.Return) or r.value is None for r in returns):
-        return False
-    return all(test(r.value) for r in returns if isinstance(r, ast.Return) and r.value)
+    """Whether ``func`` returns something on every ``return`` and each passes ``test``.
+
+    Stops at the first ``return`` that fails (most functions are no tensor
+    helpers: their first ``return`` says so), or a ``yield`` (a generator).
+    """
+    found = False
+    for node in _own_nodes(func):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, ast.Return):
+            if node.value is None or not test(node.value):
+                return False
+            found = True
+    return found
 
 
-def _own_nodes(func: ast.AST) -> list[ast.AST]:
+def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
     """The nodes of ``func``'s body, not those of functions or classes nested in it."""
-    out: list[ast.AST] = []
     stack = list(getattr(func, "body", []))
     while stack:
         node = stack.pop()
-        out.append(node)
+        yield node
         for child in ast.iter_child_nodes(node):
             if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
                 stack.append(child)
-    return out
 
 
 def _local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:

@@ -10,23 +10,31 @@ What the run shows becomes the port's last word:
 * it raised a device error (a mixed-device op, ``.numpy()`` of a device
   tensor, device lengths for ``pack_padded_sequence``): a finding at the
   user's ``file:line`` where it was raised (the run stops at the first one);
+* it made, moved or cast a float64 tensor on the device (CUDA runs it; MPS has
+  no float64): a finding at each such ``file:line``, whether or not it ran to
+  its end (the child watches torch's calls; see ``torchport.cli._port_child``);
 * it raised something else, or ran past the time bound: what could not be
-  verified, said as such; never "nothing left".
+  verified, said as such; never "nothing left";
+* it could not start: torch is not installed here, or the simulated
+  accelerator cannot install (torch older than 2.7): said exactly so.
 
 Nothing here imports torch (the child does).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["Verification", "find_entry", "verify", "verify_entry"]
+__all__ = ["Float64Use", "Verification", "find_entry", "verify", "verify_entry"]
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _DEVICE_WORDS = re.compile(
@@ -36,23 +44,51 @@ _DEVICE_WORDS = re.compile(
 
 
 @dataclass(frozen=True, slots=True)
+class Float64Use:
+    """A place in the user's code where a float64 tensor reached the device."""
+
+    path: str
+    line: int
+    call: str  # the torch call that made it: "to", "tensor", "double"
+
+    def finding(self) -> str:
+        return (
+            f"{self.path}:{self.line}: verify: float64 tensor on the device (made by "
+            f"`{self.call}`): MPS has no float64 and accelerators run it slowly; "
+            "make it float32 before it moves (`.float()` first, or `dtype=torch.float32`)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Verification:
     """What a run of the ported entry on the simulated accelerator showed."""
 
     entry: str
-    status: str  # "verified" | "device-error" | "error" | "timeout" | "not-run"
+    # "verified" | "device-error" | "error" | "timeout" | "not-run" | "no-runtime" | "no-simulator"
+    status: str
     seconds: float = 0.0
     path: str | None = None  # the user's file where the run stopped
     line: int | None = None
     message: str = ""
+    float64: tuple[Float64Use, ...] = ()
 
     @property
     def verified(self) -> bool:
-        return self.status == "verified"
+        return self.status == "verified" and not self.float64
 
     def summary(self) -> str:
-        """One sentence for the port's report."""
+        """What the run showed, for the port's report: findings first, then one sentence."""
+        uses = [u.finding() for u in self.float64]
+        return "\n".join([*uses, self._sentence()])
+
+    def _sentence(self) -> str:
         where = f"{self.path}:{self.line}: " if self.path else ""
+        if self.status == "verified" and self.float64:
+            return (
+                f"Not verified: {self.entry} ran to its end on the simulated accelerator "
+                f"({self.seconds:.0f} s), with {len(self.float64)} float64 use(s) on the "
+                "device (above)."
+            )
         if self.status == "verified":
             return (
                 f"Verified on the simulated accelerator: {self.entry} ran to its end "
@@ -72,6 +108,16 @@ class Verification:
             return (
                 f"{where}verify: {self.message}\nNot verified: {self.entry} raised on the "
                 "simulated accelerator; not a device error, so whether data is left is unknown."
+            )
+        if self.status == "no-runtime":
+            return (
+                "Not verified: --verify runs the program, and torch does not import in this "
+                f"environment ({self.message}); install it (`pip install 'torchport[torch]'`)."
+            )
+        if self.status == "no-simulator":
+            return (
+                "Not verified: the simulated accelerator --verify runs on cannot install here: "
+                f"{self.message}."
             )
         return f"Not verified by running: {self.message}"
 
@@ -116,29 +162,56 @@ def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) ->
     ``roots``: the ported files and folders; the frame where the run stopped is
     the last traceback frame inside them.
     """
-    command = [sys.executable, "-m", "torchport", "run", "--device", "sim", "--quiet"]
-    command += [str(entry.resolve()), *args]
-    env = {**os.environ, "TORCHPORT_DEVICE": "sim", "MPLBACKEND": "Agg"}
-    start = time.perf_counter()
-    try:
-        done = subprocess.run(
-            command,
-            cwd=entry.resolve().parent,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return Verification(str(entry), "timeout", time.perf_counter() - start)
-    seconds = time.perf_counter() - start
+    with tempfile.TemporaryDirectory(prefix="torchport-verify-") as tmp:
+        report_path = Path(tmp) / "report.json"
+        listed = os.pathsep.join(str(Path(r).resolve()) for r in roots)
+        command = [sys.executable, "-m", "torchport.cli._port_child", str(report_path), listed]
+        command += [str(entry.resolve()), *args]
+        env = {**os.environ, "TORCHPORT_DEVICE": "sim", "MPLBACKEND": "Agg"}
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(
+                command,
+                cwd=entry.resolve().parent,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Verification(str(entry), "timeout", time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        report = _read_report(report_path)
+    setup = report.get("setup")
+    if setup in ("no-runtime", "no-simulator"):
+        return Verification(str(entry), str(setup), message=str(report.get("message", "")))
+    float64 = tuple(
+        Float64Use(_shown(str(path)), int(line), str(call))
+        for path, line, call in report.get("float64", [])
+    )
     if done.returncode == 0:
-        return Verification(str(entry), "verified", seconds)
+        return Verification(str(entry), "verified", seconds, float64=float64)
     path, line = _user_frame(done.stderr, roots)
     message = _last_line(done.stderr) or f"exit status {done.returncode}"
     status = "device-error" if _DEVICE_WORDS.search(message) else "error"
-    return Verification(str(entry), status, seconds, path, line, message[:300])
+    return Verification(str(entry), status, seconds, path, line, message[:300], float64)
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    """The child's report; empty when it wrote none (it died before its end)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _shown(path: str) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
 
 
 def _user_frame(stderr: str, roots: list[str]) -> tuple[str | None, int | None]:
@@ -147,11 +220,7 @@ def _user_frame(stderr: str, roots: list[str]) -> tuple[str | None, int | None]:
     for text in stderr.splitlines():
         m = _FRAME.match(text)
         if m and any(m["path"].startswith(r) for r in resolved):
-            try:
-                shown = os.path.relpath(m["path"])
-            except ValueError:  # another drive (Windows)
-                shown = m["path"]
-            found = (shown, int(m["line"]))
+            found = (_shown(m["path"]), int(m["line"]))
     return found
 
 

@@ -7,9 +7,13 @@ optimizer subclass makes: both stay on the CPU when the model moves.
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
-from torchport.check.port._facts import PortFacts, PortScope
+from torchport.check.rules._port import PortFacts
+
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortScope
 
 __all__ = [
     "HELD_APART",

@@ -7,9 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._batches import BatchMove, batch_plan
-from torchport.check.port._collate import cpu_keys
-from torchport.check.port._facts import PortFacts, port_facts
+from torchport.check.rules._port import BatchMove, PortFacts, batch_plan, cpu_keys, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = (

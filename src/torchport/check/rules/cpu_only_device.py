@@ -7,8 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import cpu_only_device
-from torchport.check.port._choices import deliberate_cpu
 from torchport.check.rules._snippets import DEVICE_LINE
 
 
@@ -57,6 +55,9 @@ class CpuOnlyDevice(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._calls import cpu_only_device
+        from torchport.check.port._choices import deliberate_cpu
+
         if not cpu_only_device(node, ctx.qualname):
             return
         assert isinstance(node, ast.Assign)

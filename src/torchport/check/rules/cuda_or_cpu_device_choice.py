@@ -9,7 +9,6 @@ from dataclasses import replace
 from torchport.check._context import Context
 from torchport.check._match import is_cpu_target
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._models import ModelKnowledge
 from torchport.check.rules._cuda_choice import moves_to_cuda, tests_cuda
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._following import why_not_followed
@@ -138,6 +137,8 @@ def _chooses_cuda_or_the_cpu(node: ast.If | ast.IfExp, ctx: Context) -> bool:
 
 def _idiom(rule: Rule, node: ast.IfExp, ctx: Context) -> Finding:
     """The idiom itself, rewritten only where everything it places follows the new device."""
+    from torchport.check.port._models import ModelKnowledge  # on first use
+
     parent, idiom = ctx.parent, node  # type: ast.AST | None, ast.expr
     if _is_device_call(parent, node, ctx):
         assert isinstance(parent, ast.Call)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.port._facts import PortFacts, PortScope, port_facts
+from torchport.check.rules._port import PortFacts, port_facts
+
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortScope
 
 _HEAD = "import numpy as np\nimport torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import PortFacts, port_facts
+from torchport.check.rules._port import PortFacts, port_facts
 
 _HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 _NESTED = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import port_facts
+from torchport.check.rules._port import port_facts
 
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 _HEAD = "import torch\nfrom torch.utils.data import DataLoader\n\nmodel = torch.nn.Linear(4, 2)\n"

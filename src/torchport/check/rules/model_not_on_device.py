@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import PortFacts, PortScope, port_facts
-from torchport.check.port._models import MODEL_METHODS
+from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
+
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortScope
 
 
 class ModelNotOnDevice(Rule):
@@ -133,6 +136,8 @@ def _the_whole_model_expression(node: ast.Call, facts: PortFacts) -> ast.AST | N
 
     None when the climb meets a move (``.to``, ``.cuda``, ``.to_empty``).
     """
+    from torchport.check.port._models import MODEL_METHODS  # on first use
+
     parents, known = facts.parents, facts.known
     expr: ast.AST = node
     while True:

@@ -7,9 +7,8 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import is_move
-from torchport.check.port._facts import port_facts
 from torchport.check.rules._module_tensors import device_of_the_inputs, method_of_a_module
+from torchport.check.rules._port import is_move, port_facts
 
 _CLASS = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._match import in_no_grad, keyword
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import PortFacts, PortScope, port_facts
+from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
+
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortScope
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.Linear(4, 2).to(device)\n"
 

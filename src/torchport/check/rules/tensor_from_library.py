@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.port._origins import origins
 
 _HEAD = "import torch\nfrom PIL import Image\nfrom torchvision import transforms\n\n"
 _MODEL = "model = torch.nn.Linear(4, 2)\n"
@@ -57,6 +56,8 @@ class TensorFromLibrary(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._origins import origins
+
         for operand, found in origins(ctx).operands():
             library = [o for o in found if o.library]
             if library:

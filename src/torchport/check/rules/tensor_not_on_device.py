@@ -8,16 +8,14 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
-from torchport.check.port._chains import cast_end, initialized
-from torchport.check.port._facts import PortFacts, port_facts
+from torchport.check.rules._port import PortFacts, is_move, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
 # Made from host data or drawn from the CPU's generator: moved after creation, so the
 # values stay exactly those the CPU run sees. The typed constructors take no device; the
 # in-place initializers chained to them (`torch.Tensor(2, 3).uniform_()`) draw before the move.
-_MOVE_AFTER = RANDOM_FACTORIES | TYPED_CONSTRUCTORS | {"torch.from_numpy"}
+_MOVE_AFTER = RANDOM_FACTORIES | {"torch.from_numpy"}  # and the typed constructors
 
 
 class TensorNotOnDevice(Rule):
@@ -108,6 +106,9 @@ class TensorNotOnDevice(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._calls import TYPED_CONSTRUCTORS  # on first use
+        from torchport.check.port._chains import cast_end
+
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
         facts = port_facts(ctx)
@@ -130,6 +131,8 @@ def _makes_a_host_tensor(node: ast.Call, name: str | None, helper: bool) -> bool
     """A creator without ``device=``, or a project function that returns a CPU tensor."""
     if helper:
         return True
+    from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS  # on first use
+
     creates = name in CREATORS or name in TYPED_CONSTRUCTORS
     return creates and keyword(node, "device") is None
 
@@ -171,12 +174,15 @@ def _made_on(
     ctx: Context,
 ) -> tuple[Edit, ...]:
     """The edits that put the new tensor on ``device``."""
+    from torchport.check.port._calls import TYPED_CONSTRUCTORS  # on first use
+    from torchport.check.port._chains import initialized
+
     if cast is not None and keyword(node, "requires_grad") is None:
         # `torch.from_numpy(a).float()`: cast on the host, then move (half the bytes of
         # a float64 copy, and float64 does not exist on MPS)
         return ctx.append_call(cast, f".to({device})")
     if name in TYPED_CONSTRUCTORS:  # after the initializers chained to it: drawn on the CPU
         return ctx.append_call(initialized(node, facts.parents), f".to({device})")
-    if helper or name in _MOVE_AFTER:
+    if helper or name in _MOVE_AFTER or name in TYPED_CONSTRUCTORS:
         return move_after(node, device, ctx)
     return (add_keyword(node, f"device={device}", ctx),)

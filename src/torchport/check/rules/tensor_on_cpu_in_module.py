@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, is_move
-from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.rules._module_tensors import (
     HELD_APART,
     OPTIMIZER_STATE,
@@ -19,6 +18,10 @@ from torchport.check.rules._module_tensors import (
     subclasses_optimizer,
     zero_dim,
 )
+from torchport.check.rules._port import PortFacts, is_move, port_facts
+
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortScope
 
 _MOVE_AFTER = RANDOM_FACTORIES | {"torch.from_numpy"}  # drawn or made on the host: moved after
 _CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on the CPU
@@ -133,6 +136,8 @@ class TensorOnCpuInModule(Rule):
 
 def _creator_without_device(node: ast.Call, ctx: Context) -> str | None:
     """The creator's name (``torch.zeros``, ``torch.FloatTensor``) if it gets no ``device=``."""
+    from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS  # on first use
+
     name = ctx.qualname(node.func)
     if name not in CREATORS and name not in TYPED_CONSTRUCTORS:
         return None
@@ -157,6 +162,8 @@ def _moved_or_kept_on_the_cpu(
 
 def _placing(node: ast.Call, name: str, device: str, ctx: Context) -> tuple[Edit, ...]:
     """The edits that create the tensor on ``device``: ``device=``, or ``.to(device)`` after."""
+    from torchport.check.port._calls import TYPED_CONSTRUCTORS  # on first use
+
     if name in _MOVE_AFTER or name in TYPED_CONSTRUCTORS:  # typed ones take no device=
         return move_after(node, device, ctx)
     return (add_keyword(node, f"device={device}", ctx),)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.port._facts import port_facts
+from torchport.check.rules._port import port_facts
 
 # The CPU tensor types and the dtype each one holds.
 _DTYPES = {

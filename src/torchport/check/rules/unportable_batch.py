@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.port._batches import batch_plan
 
 _HEAD = (
     "import torch\nfrom torch.utils.data import DataLoader\n\n"
@@ -66,5 +65,7 @@ class UnportableBatch(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._batches import batch_plan
+
         for where, why in batch_plan(ctx).unportable.values():
             yield ctx.finding(self, where, message=why)

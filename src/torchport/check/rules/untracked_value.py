@@ -7,9 +7,6 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.port._escapes import cpu_placements, model_escapes, sparse_inputs
-from torchport.check.port._facts import port_facts
-from torchport.check.port._origins import origins
 
 _HEAD = "import torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 
@@ -70,6 +67,10 @@ class UntrackedValue(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        from torchport.check.port._escapes import cpu_placements, model_escapes, sparse_inputs
+        from torchport.check.port._facts import port_facts
+        from torchport.check.port._origins import origins
+
         for operand, found in origins(ctx).operands():
             untracked = [o for o in found if not o.library]
             if untracked:

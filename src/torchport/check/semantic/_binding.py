@@ -18,6 +18,7 @@ __all__ = [
     "TorchImport",
     "import_bindings",
     "import_tails",
+    "statement_names",
 ]
 
 
@@ -123,25 +124,49 @@ def import_tails(tree: ast.Module) -> dict[str, str | None]:
     """Every name an import binds anywhere in ``tree``, with the last part of what it imports.
 
     ``ld`` -> ``"load"`` after ``from torch import load as ld``; None when
-    imports give the name different last parts. Only statements are visited
-    (imports are statements), a tenth of the nodes: cheap enough to run on
-    every file before its walk. A name missing here is no import anywhere, so
-    nothing resolves it to one; what a name that is here means at a given
-    place is :class:`~torchport.check.semantic._scope.ScopeMap`'s answer.
+    imports give the name different last parts. See :func:`statement_names`.
+    """
+    return statement_names(tree)[0]
+
+
+def statement_names(tree: ast.Module) -> tuple[dict[str, str | None], frozenset[str]]:
+    """What the statements of ``tree`` bind: import tails, and the names assigned a value.
+
+    The tails: every name an import binds anywhere, with the last part of what
+    it imports (``ld`` -> ``"load"`` after ``from torch import load as ld``; None
+    when imports give the name different last parts). The assigned: every name
+    that is a whole target of an assignment with a value (``x = v``, ``x: T = v``)
+    anywhere; a :class:`Binding` has a ``value`` only there (and for ``:=``,
+    which is an expression, not looked for here). Only statements are visited
+    (imports and assignments are statements), a tenth of the nodes: cheap
+    enough to run on every file before its walk. A name missing from the tails
+    is no import anywhere, so nothing resolves it to one; what a name that is
+    there means at a given place is
+    :class:`~torchport.check.semantic._scope.ScopeMap`'s answer.
     """
     tails: dict[str, str | None] = {}
+    assigned: set[str] = set()
     todo: list[ast.AST] = list(tree.body)
     pop, extend = todo.pop, todo.extend
     imports = (ast.Import, ast.ImportFrom)
     while todo:
         stmt = pop()
+        kind = stmt.__class__
+        if kind is ast.Assign:
+            assigned.update(t.id for t in stmt.targets if t.__class__ is ast.Name)  # type: ignore[attr-defined]
+            continue
+        if kind is ast.AnnAssign:
+            target = stmt.target  # type: ignore[attr-defined]
+            if target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
+                assigned.add(target.id)
+            continue
         if isinstance(stmt, imports):
-            for local, target in import_bindings(stmt):
-                tail = (target or local).rpartition(".")[2]
+            for local, target_name in import_bindings(stmt):
+                tail = (target_name or local).rpartition(".")[2]
                 tails[local] = tail if tails.get(local, tail) == tail else None
             continue
         for field_name in _BLOCKS:
             block = getattr(stmt, field_name, None)
             if block:
                 extend(block)
-    return tails
+    return tails, frozenset(assigned)

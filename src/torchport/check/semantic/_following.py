@@ -38,11 +38,11 @@ choice without a fix.
 from __future__ import annotations
 
 import ast
-import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
+from torchport.check.semantic._cuda_mentions import cuda_mentions, snippet
 from torchport.check.semantic._residence import CPU_FACTORIES
 
 if TYPE_CHECKING:
@@ -64,11 +64,6 @@ _SPELLED = frozenset({"str", "repr", "format"})
 _SAME_MODULE = frozenset(
     {"to", "eval", "train", "float", "half", "double", "bfloat16", "requires_grad_"}
 )  # fmt: skip
-# torch.cuda names that place data or decide on CUDA by themselves.
-_CUDA_WAYS = frozenset(
-    {"is_available", "device_count", "set_device", "device", "current_device", "FloatTensor",
-     "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"}
-)  # fmt: skip
 _OBJECTS = frozenset({"self", "cls"})
 _DEPTH = 3
 _HOPS = 4
@@ -78,11 +73,6 @@ def _shown(call: ast.Call) -> bool:
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     return name in _SHOWN
-
-
-_CUDA_WAYS_FOUND: weakref.WeakKeyDictionary[Context, list[tuple[ast.AST, str]]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 class _Follow:
@@ -226,40 +216,10 @@ class _Follow:
     def other_ways_to_cuda(self) -> str | None:
         """A ``.cuda()``, a ``"cuda"`` device, a CUDA test or type that the fix does not change."""
         inside = {id(n) for n in ast.walk(self.choice)}
-        for node, why in self._cuda_ways():
+        for node, why in cuda_mentions(self.ctx):
             if id(node) not in inside:
                 return why
         return None
-
-    def _cuda_ways(self) -> list[tuple[ast.AST, str]]:
-        """Every node of the file that names CUDA, with why, in walk order (found once per file).
-
-        Asked for every device choice of a file: a walk of the whole module for
-        each made the rule quadratic in the choices.
-        """
-        found = _CUDA_WAYS_FOUND.get(self.ctx)
-        if found is not None:
-            return found
-        found = []
-        for node in ast.walk(self.ctx.tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if (node.value == "cuda" or node.value.startswith("cuda:")) and not isinstance(
-                    self.scopes.parent(node), ast.Compare
-                ):
-                    found.append((node, f'`"{node.value}"` names CUDA apart from the device'))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr == "cuda" and self.ctx.qualname(node.func) is None:
-                    found.append(
-                        (node, f"`{self._show(node)}` moves to CUDA apart from the device")
-                    )
-            elif isinstance(node, (ast.Attribute, ast.Name)):
-                name = self.ctx.qualname(node) or ""
-                if name.startswith("torch.cuda.") and name.rpartition(".")[2] in _CUDA_WAYS:
-                    found.append(
-                        (node, f"`{self._show(node)}` decides on CUDA apart from the device")
-                    )
-        _CUDA_WAYS_FOUND[self.ctx] = found
-        return found
 
     def models_follow(self) -> str | None:
         """Every module the file builds is moved through the device."""
@@ -459,13 +419,7 @@ class _Follow:
         return node, self.scopes.scopes[id(node)]
 
     def _show(self, node: ast.AST) -> str:
-        while not hasattr(node, "lineno"):  # `arguments`, `keyword` without a position
-            up = self.scopes.parent(node)
-            if up is None:
-                return ""
-            node = up
-        text = self.ctx.segment(node).split("\n")[0]
-        return text if len(text) <= 60 else text[:57] + "..."
+        return snippet(node, self.ctx)
 
 
 def _defaulted(arguments: ast.arguments, default: ast.expr) -> str | None:

@@ -302,8 +302,13 @@ def checks_cuda_values(ctx: Context) -> bool:
     """
     found = _CHECKS.get(ctx)
     if found is None:
-        found = _CHECKS[ctx] = any(_checks_cuda(node, ctx) for node in ast.walk(ctx.tree))
+        found = _CHECKS[ctx] = any(
+            _checks_cuda(node, ctx) for node in ast.walk(ctx.tree) if node.__class__ in _CHECKED
+        )
     return found
+
+
+_CHECKED = frozenset({ast.Assert, ast.Compare, ast.Call})  # what _checks_cuda looks at
 
 
 def _checks_cuda(node: ast.AST, ctx: Context) -> bool:

@@ -33,7 +33,6 @@ file before its walk (``Context.scopes``).
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from torchport.check.semantic._binding import (
     Binding,
@@ -41,9 +40,9 @@ from torchport.check.semantic._binding import (
     Scope,
     ScopeKind,
     TorchImport,
-    import_bindings,
 )
 from torchport.check.semantic._resolve import Resolver
+from torchport.check.semantic._scope_pass import COMPREHENSIONS, FUNCTIONS, ScopePass
 
 __all__ = [
     "Binding",
@@ -54,30 +53,12 @@ __all__ = [
     "TorchImport",
 ]
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody"})
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-# Node types the pass handles apart from plain recursion.
-_SPECIAL = frozenset(
-    {
-        *_FUNCTIONS,
-        ast.Lambda,
-        ast.ClassDef,
-        *_COMPREHENSIONS,
-        ast.Import,
-        ast.ImportFrom,
-        ast.Global,
-        ast.Nonlocal,
-        ast.ExceptHandler,
-        ast.MatchAs,
-        ast.MatchStar,
-        ast.MatchMapping,
-    }
-)
-
 
 class ScopeMap(Resolver):
-    """Scopes, bindings and parents of one parsed module; built by one pass over the tree."""
+    """Scopes, bindings and parents of one parsed module, and every question asked of them.
+
+    Built by one pass over the tree (:class:`~torchport.check.semantic._scope_pass.ScopePass`).
+    """
 
     # Answers worked out on first use (see _global_bindings, module_reads, nodes_of).
     _globals: dict[str, list[Binding]]
@@ -87,214 +68,14 @@ class ScopeMap(Resolver):
     _reads_by: dict[str, dict[int, list[ast.Name]]]
 
     def __init__(self, tree: ast.Module) -> None:
+        built = ScopePass(tree)
         self.tree = tree
-        self.module = Scope(ScopeKind.MODULE, tree, None)
-        self.scopes: dict[int, Scope] = {id(tree): self.module}
-        self._parent: dict[int, ast.AST] = {}
+        self.module = built.module
+        self.scopes: dict[int, Scope] = built.scopes
+        self._parent: dict[int, ast.AST] = built.parent
         # The scope of every name read: the question every rule asks, answered by the pass.
-        self._read_in: dict[int, Scope] = {}
-        self._build()
-
-    # ------------------------------------------------------------ the pass
-
-    def _build(self) -> None:
-        # Iterative, depth first: (node, scope its code runs in). A node's children are
-        # pushed in reverse, so that statements come off the stack in source order and
-        # each scope's bindings are recorded in that order. Names and constants (half
-        # of all nodes) are handled where they are found instead of pushed.
-        # Scope-opening nodes push their children with the scope each runs in
-        # (defaults and decorators: the enclosing one).
-        parent = self._parent
-        read_in = self._read_in
-        bind = self._bind_name
-        # id(statement) -> (its block, its index there, the field): the flow analysis asks
-        # it for every candidate finding; recorded here, it costs no second walk of the tree.
-        positions: dict[int, tuple[list[ast.stmt], int, str]] = {}
-        self._stmt_positions = positions
-        blocks = _BLOCK_FIELDS
-        stmt_cls = ast.stmt
-        fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
-        stack: list[tuple[ast.AST, Scope]] = [(self.tree, self.module)]
-        pop, push = stack.pop, stack.append
-        name_cls, load_cls, constant_cls, node_cls = ast.Name, ast.Load, ast.Constant, ast.AST
-        while stack:
-            node, scope = pop()
-            cls = node.__class__
-            if cls is name_cls:  # a name pushed by a scope-opening node
-                if node.ctx.__class__ is load_cls:  # type: ignore[attr-defined]
-                    scope.reads.add(node.id)  # type: ignore[attr-defined]
-                    read_in[id(node)] = scope
-                else:
-                    bind(node, scope)  # type: ignore[arg-type]
-                continue
-            fields = fields_of.get(cls)
-            if fields is None:
-                fields = fields_of[cls] = tuple(
-                    f for f in cls._fields if f not in ("ctx", "op", "ops")
-                )
-            if cls in _SPECIAL:
-                for field_name in fields:
-                    value = getattr(node, field_name, None)
-                    if value.__class__ is list:
-                        for item in value:
-                            if isinstance(item, node_cls):
-                                parent[id(item)] = node
-                        if field_name in blocks:
-                            for i, item in enumerate(value):
-                                positions[id(item)] = (value, i, field_name)
-                    elif isinstance(value, node_cls):
-                        parent[id(value)] = node
-                self._visit_special(node, scope, stack)
-                continue
-            start = len(stack)
-            for field_name in fields:
-                value = getattr(node, field_name, None)
-                if field_name in blocks and value.__class__ is list:
-                    for i, item in enumerate(value):
-                        if isinstance(item, stmt_cls):
-                            positions[id(item)] = (value, i, field_name)
-                items: list[Any] | tuple[Any] = value if value.__class__ is list else (value,)
-                for item in items:
-                    kind = item.__class__
-                    if kind is name_cls:
-                        parent[id(item)] = node
-                        if item.ctx.__class__ is load_cls:
-                            scope.reads.add(item.id)
-                            read_in[id(item)] = scope
-                        else:
-                            bind(item, scope)
-                    elif kind is constant_cls:
-                        parent[id(item)] = node
-                    elif isinstance(item, node_cls):
-                        parent[id(item)] = node
-                        push((item, scope))
-            if len(stack) - start > 1:
-                stack[start:] = stack[start:][::-1]
-
-    def _visit_special(
-        self, node: ast.AST, scope: Scope, stack: list[tuple[ast.AST, Scope]]
-    ) -> None:
-        """Nodes that open a scope, bind without a Name node, or declare names."""
-        kind = type(node)
-        if kind in _FUNCTIONS or kind is ast.Lambda:
-            self._open_function(node, scope, stack)
-            return
-        if kind is ast.ClassDef:
-            assert isinstance(node, ast.ClassDef)
-            inner = self._open(ScopeKind.CLASS, node, scope)
-            scope.add(Binding(node.name, BindingKind.CLASS, node, scope))
-            stack.extend((s, inner) for s in reversed(node.body))
-            outer = [*node.decorator_list, *node.bases, *node.keywords]
-            stack.extend((e, scope) for e in reversed(outer))
-            return
-        if kind in _COMPREHENSIONS:
-            assert isinstance(node, (*_COMPREHENSIONS,))
-            inner = self._open(ScopeKind.COMPREHENSION, node, scope)
-            elts = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
-            stack.extend((e, inner) for e in reversed(elts))
-            parent = self._parent
-            for i in range(len(node.generators) - 1, -1, -1):
-                gen = node.generators[i]
-                later = () if i == 0 else (gen.iter,)
-                for child in reversed((gen.target, *gen.ifs, *later)):
-                    parent[id(child)] = gen
-                    stack.append((child, inner))
-            first = node.generators[0]
-            parent[id(first.iter)] = first
-            stack.append((first.iter, scope))  # the first iterable runs outside
-            return
-        if kind is ast.Import or kind is ast.ImportFrom:
-            assert isinstance(node, (ast.Import, ast.ImportFrom))
-            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-                scope.star_imports.append(node)
-            for local, target in import_bindings(node):
-                scope.add(Binding(local, BindingKind.IMPORT, node, scope, None, target))
-            return
-        if kind is ast.Global or kind is ast.Nonlocal:
-            assert isinstance(node, (ast.Global, ast.Nonlocal))
-            names = scope.declared_global if kind is ast.Global else scope.declared_nonlocal
-            names.update(node.names)
-            return
-        if kind is ast.ExceptHandler:
-            assert isinstance(node, ast.ExceptHandler)
-            if node.name:
-                scope.add(Binding(node.name, BindingKind.EXCEPT, node, scope))
-        else:
-            captured = getattr(node, "name", None) or getattr(node, "rest", None)
-            if isinstance(captured, str):
-                scope.add(Binding(captured, BindingKind.MATCH, node, scope))
-        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
-        stack.extend((c, scope) for c in reversed(children))
-
-    def _open(self, kind: ScopeKind, node: ast.AST, scope: Scope) -> Scope:
-        inner = Scope(kind, node, scope)
-        self.scopes[id(node)] = inner
-        return inner
-
-    def _open_function(
-        self, node: ast.AST, scope: Scope, stack: list[tuple[ast.AST, Scope]]
-    ) -> None:
-        assert isinstance(node, (*_FUNCTIONS, ast.Lambda))
-        is_lambda = isinstance(node, ast.Lambda)
-        inner = self._open(ScopeKind.LAMBDA if is_lambda else ScopeKind.FUNCTION, node, scope)
-        a = node.args
-        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
-        parent = self._parent
-        for p in params:
-            if p is not None:
-                parent[id(p)] = a
-                inner.add(Binding(p.arg, BindingKind.PARAMETER, p, inner))
-                if p.annotation is not None:
-                    parent[id(p.annotation)] = p
-                    stack.append((p.annotation, scope))
-        outer: list[ast.expr] = [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
-        for d in outer:
-            parent[id(d)] = a
-        if isinstance(node, ast.Lambda):
-            stack.append((node.body, inner))
-        else:
-            scope.add(Binding(node.name, BindingKind.DEF, node, scope))
-            stack.extend((s, inner) for s in reversed(node.body))
-            outer += node.decorator_list
-            if node.returns is not None:
-                outer.append(node.returns)
-        stack.extend((e, scope) for e in reversed(outer))
-
-    def _bind_name(self, node: ast.Name, scope: Scope) -> None:
-        holder = self._parent.get(id(node))
-        kind, value = BindingKind.ASSIGN, None
-        if isinstance(node.ctx, ast.Del):
-            kind = BindingKind.DELETE
-        elif isinstance(holder, ast.Assign):
-            value = holder.value if any(t is node for t in holder.targets) else None
-        elif isinstance(holder, ast.AnnAssign):
-            if holder.value is None:
-                return  # `x: int` declares, binds nothing
-            value = holder.value
-        elif isinstance(holder, ast.AugAssign):
-            kind = BindingKind.AUGMENTED
-        elif isinstance(holder, ast.NamedExpr):
-            kind, value = BindingKind.WALRUS, holder.value
-            while scope.kind is ScopeKind.COMPREHENSION and scope.parent is not None:
-                scope = scope.parent  # PEP 572: binds in the enclosing function or module
-        elif isinstance(holder, (ast.For, ast.AsyncFor, ast.comprehension)):
-            kind = BindingKind.LOOP
-        elif isinstance(holder, ast.withitem):
-            kind = BindingKind.WITH
-        else:
-            kind = self._unpacked_kind(node)
-        scope.add(Binding(node.id, kind, node, scope, value))
-
-    def _unpacked_kind(self, node: ast.AST) -> BindingKind:
-        """The kind of a name inside a tuple/list/starred target."""
-        holder = self._parent.get(id(node))
-        while isinstance(holder, (ast.Tuple, ast.List, ast.Starred)):
-            holder = self._parent.get(id(holder))
-        if isinstance(holder, (ast.For, ast.AsyncFor, ast.comprehension)):
-            return BindingKind.LOOP
-        if isinstance(holder, ast.withitem):
-            return BindingKind.WITH
-        return BindingKind.ASSIGN
+        self._read_in: dict[int, Scope] = built.read_in
+        self._stmt_positions = built.positions  # for the flow analysis
 
     # ------------------------------------------------------------ the node index
 
@@ -376,7 +157,7 @@ class ScopeMap(Resolver):
     @staticmethod
     def _runs_inside(owner: ast.AST, child: ast.AST, grand: ast.AST | None) -> bool:
         """Whether ``child`` of the scope-opening ``owner`` runs in ``owner``'s own scope."""
-        if isinstance(owner, (*_FUNCTIONS, ast.ClassDef)):
+        if isinstance(owner, (*FUNCTIONS, ast.ClassDef)):
             if isinstance(child, ast.arguments):
                 return isinstance(grand, ast.arg)  # parameters bind inside; defaults outside
             # Statements are the body's; decorators, bases, keywords and annotations are
@@ -386,7 +167,7 @@ class ScopeMap(Resolver):
             return child is owner.body or (
                 isinstance(child, ast.arguments) and isinstance(grand, ast.arg)
             )
-        if isinstance(owner, _COMPREHENSIONS):
+        if isinstance(owner, COMPREHENSIONS):
             first = owner.generators[0]
             return not (child is first and grand is first.iter)
         return True

@@ -6,8 +6,8 @@ The audit (``torchport.diagnose``) counts the copies an accelerator run would ma
 so a mover that skips copies tells it here; nothing listens otherwise, and a mover
 checks :data:`listeners` before building anything to tell::
 
-    if _skipped.listeners:  # an audit is running
-        _skipped.tell(tensors, device, by="torchport.DeviceLoader")
+    if _skipped_copies.listeners:  # an audit is running
+        _skipped_copies.tell(tensors, device, by="torchport.DeviceLoader")
 
 This is the documented way for code below the audit (``feed``, ``place``) to report
 copies it skips, without importing the audit. Imports nothing (not even torch).

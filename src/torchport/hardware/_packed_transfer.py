@@ -27,7 +27,7 @@ import torch
 
 from torchport._device_types import CPU, META
 from torchport.hardware._pinned import pins_for
-from torchport.hardware._staging import StagingPool, default_pool
+from torchport.hardware._staging_pool import StagingPool, default_pool
 from torchport.hardware._sync import current_stream, new_event
 from torchport.hardware._torch_features import dtypes_named
 

@@ -1,0 +1,67 @@
+"""Where a file names CUDA other than through a device value: strings, ``.cuda()``, ``torch.cuda``.
+
+A fix that changes what a device choice picks leaves these behind: the proof
+in :mod:`torchport.check.semantic._following` fails on any outside the choice.
+Found once per file, in one walk, and kept for that file's ``Context``.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchport.check._context import Context
+
+__all__ = ["cuda_mentions", "snippet"]
+
+# torch.cuda names that place data or decide on CUDA by themselves.
+_CUDA_NAMES = frozenset(
+    {"is_available", "device_count", "set_device", "device", "current_device", "FloatTensor",
+     "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"}
+)  # fmt: skip
+
+_FOUND: weakref.WeakKeyDictionary[Context, list[tuple[ast.AST, str]]] = weakref.WeakKeyDictionary()
+
+
+def cuda_mentions(ctx: Context) -> list[tuple[ast.AST, str]]:
+    """Every node of the file that names CUDA, with why, in walk order (found once per file).
+
+    A ``"cuda"``/``"cuda:N"`` string not compared with, a ``.cuda()`` call whose
+    callee resolves to no import (a method of a value), a ``torch.cuda`` name that places data
+    or decides on CUDA. Asked for every device choice of a file: a walk of the
+    whole module for each made the rule quadratic in the choices.
+    """
+    found = _FOUND.get(ctx)
+    if found is not None:
+        return found
+    found = []
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if (node.value == "cuda" or node.value.startswith("cuda:")) and not isinstance(
+                ctx.scopes.parent(node), ast.Compare
+            ):
+                found.append((node, f'`"{node.value}"` names CUDA apart from the device'))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "cuda" and ctx.qualname(node.func) is None:
+                found.append((node, f"`{snippet(node, ctx)}` moves to CUDA apart from the device"))
+        elif isinstance(node, (ast.Attribute, ast.Name)):
+            name = ctx.qualname(node) or ""
+            if name.startswith("torch.cuda.") and name.rpartition(".")[2] in _CUDA_NAMES:
+                found.append(
+                    (node, f"`{snippet(node, ctx)}` decides on CUDA apart from the device")
+                )
+    _FOUND[ctx] = found
+    return found
+
+
+def snippet(node: ast.AST, ctx: Context) -> str:
+    """The first line of ``node``'s source (or its nearest positioned ancestor's), cut at 60."""
+    while not hasattr(node, "lineno"):  # `arguments`, `keyword` without a position
+        up = ctx.scopes.parent(node)
+        if up is None:
+            return ""
+        node = up
+    text = ctx.segment(node).split("\n")[0]
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,117 @@
+"""The child process of ``torchport port --verify``: the ported entry on the simulated accelerator.
+
+Run as ``python -m torchport.cli._port_child REPORT ROOTS ENTRY [ARGS...]`` by
+:func:`torchport.check.port.verify` (never by users). It runs ENTRY as
+``torchport run --device sim --quiet`` would, and writes what the run showed
+that an exit status cannot say to REPORT (a JSON object):
+
+* ``"setup"``: why the run could not start: ``"no-runtime"`` (torch does not
+  import here) or ``"no-simulator"`` (the simulated accelerator cannot install,
+  e.g. torch older than 2.7), with ``"message"``;
+* ``"float64"``: each place in the user's code (a file under ROOTS, a
+  ``os.pathsep``-separated list) where a float64 tensor was made on the device,
+  moved there or cast to float64 there (CUDA runs it; MPS has no float64), as
+  ``[path, line, what]`` once per place.
+
+The float64 watch is a :class:`torch.overrides.TorchFunctionMode`: it sees the
+torch calls of the user's code and of the libraries it calls, and names the
+innermost frame under ROOTS. A result made from float64 device inputs is not a
+new place (the float64 came from elsewhere, already named).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+__all__ = ["main"]
+
+_LIMIT = 50  # places named at most: the first ones say what to fix
+
+
+def main(argv: list[str]) -> int:
+    report_path, roots, *command = argv
+    report: dict[str, Any] = {"float64": []}
+    try:
+        code = _run(command, roots.split(os.pathsep), report)
+    finally:
+        Path(report_path).write_text(json.dumps(report), encoding="utf-8")
+    return code
+
+
+def _run(command: list[str], roots: list[str], report: dict[str, Any]) -> int:
+    try:
+        import torch  # noqa: F401  (asked first: the message names what is missing)
+    except ImportError as exc:
+        report.update(setup="no-runtime", message=f"{type(exc).__name__}: {exc}")
+        return 3
+    from torchport.errors import TorchportError
+    from torchport.sim import simulate_accelerator
+
+    try:
+        simulate_accelerator()
+    except TorchportError as exc:
+        report.update(setup="no-simulator", message=str(exc))
+        return 3
+    from torchport.run import RunOptions, run_command
+
+    with _float64_watch(roots, report["float64"]):
+        return run_command(RunOptions(command=tuple(command), device="sim", quiet=True))
+
+
+def _user_line(frame: FrameType | None, roots: tuple[str, ...]) -> tuple[str, int] | None:
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(roots):
+            return name, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _float64_on_device(value: Any, torch: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.dtype is torch.float64 and value.device.type == "sim"
+    if isinstance(value, (tuple, list)):
+        return any(_float64_on_device(v, torch) for v in value[:8])
+    return False
+
+
+def _float64_watch(roots: list[str], places: list[list[object]]) -> Any:
+    """The float64 watch (see the module docstring), a torch function mode."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    prefixes = tuple(str(Path(r).resolve()) + (os.sep if Path(r).is_dir() else "") for r in roots)
+    seen: set[tuple[str, int]] = set()
+
+    class Float64Watch(TorchFunctionMode):
+        def __torch_function__(
+            self,
+            func: Any,
+            types: Any,
+            args: tuple[Any, ...] = (),
+            kwargs: dict[str, Any] | None = None,
+        ) -> Any:
+            kwargs = kwargs or {}
+            result = func(*args, **kwargs)
+            if (
+                len(places) < _LIMIT
+                and _float64_on_device(result, torch)
+                and not any(_float64_on_device(a, torch) for a in (*args, *kwargs.values()))
+            ):
+                where = _user_line(sys._getframe(1), prefixes)
+                if where is not None and where not in seen:
+                    seen.add(where)
+                    name = getattr(func, "__name__", None) or repr(func)
+                    places.append([where[0], where[1], name])
+            return result
+
+    return Float64Watch()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

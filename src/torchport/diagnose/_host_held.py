@@ -1,0 +1,166 @@
+"""Which tensors an accelerator run keeps on the host, as far as a CPU run can tell.
+
+A CPU run holds every tensor on the host. An accelerator run holds there only what the
+program made there or brought back, and what it computes from those alone:
+
+* made by a factory that names no device, or names the host: ``torch.tensor(list)``,
+  ``torch.zeros(n)``, ``torch.from_numpy(a)``, ``torch.arange(n, device="cpu")``
+  (``torch.tensor(t)`` of a tensor goes where ``t`` is);
+* brought back by a copy to the host: ``.cpu()``, ``.to("cpu")``;
+* computed by ops whose tensor arguments are all such tensors (a view of one, its sum,
+  ``100 * rt.mean()``: Python numbers stay numbers at the dispatch level).
+
+A move of one to the device (``x.to(device)``) takes it out again: on this host the
+call hands back the very same object. Reads of these tensors are no wait on an
+accelerator; a one-element one assigned through a mask runs as ``masked_fill_`` there;
+a ``.cpu()`` of one copies nothing. What a CPU run cannot place (a factory given a
+``torch.device`` that holds ``"cpu"`` here, ``torch.set_default_device``) is left to be
+the device's, as before: the audit then predicts the wait.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from torchport._device_types import CPU
+from torchport.diagnose._indexing import masked_fill_dispatch
+
+__all__ = ["HOST_FACTORIES", "HostHeld", "made_on_host"]
+
+
+class HostHeld:
+    """The tensors of one audit that the accelerator run holds on the host."""
+
+    def __init__(self) -> None:
+        # id -> weak reference; an entry goes when its tensor does (ids are reused)
+        self.held: dict[int, weakref.ref[torch.Tensor]] = {}
+
+    def add(self, tensor: Any) -> None:
+        """``tensor`` is on the host in the accelerator run (a tensor or a tuple of them)."""
+        if isinstance(tensor, torch.Tensor):
+            key = id(tensor)
+            held = self.held
+
+            def gone(ref: weakref.ref[torch.Tensor], key: int = key) -> None:
+                if held.get(key) is ref:
+                    del held[key]
+
+            # a tensor type without weak references is not followed
+            with contextlib.suppress(TypeError):
+                held[key] = weakref.ref(tensor, gone)
+        elif isinstance(tensor, (list, tuple)):
+            for each in tensor:
+                if isinstance(each, torch.Tensor):
+                    self.add(each)
+
+    def discard(self, tensor: Any) -> None:
+        """``tensor`` was sent to the device (the same object on this host)."""
+        ref = self.held.get(id(tensor))
+        if ref is not None and ref() is tensor:
+            del self.held[id(tensor)]
+
+    def __contains__(self, tensor: object) -> bool:
+        ref = self.held.get(id(tensor))
+        return ref is not None and ref() is tensor
+
+    def mask_on_host(self, func: Any, args: Sequence[Any]) -> bool:
+        """Whether ``x[mask]`` or ``x[mask] = v`` runs without a wait in the accelerator
+        run: ``x`` is held on the host, or ``v`` is a one-element tensor held there
+        (``index_put_`` runs as ``masked_fill_``; see :func:`._indexing.masked_fill_dispatch`)."""
+        if args[0] in self:
+            return True
+        if func is _SETITEM and len(args) > 2:
+            value = args[2]
+            return isinstance(value, torch.Tensor) and value.numel() == 1 and value in self
+        return False
+
+    def copied_from_host(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
+        """Bytes an op copies in the accelerator run from a tensor held on the host into
+        one it does not hold there (0: none): ``dst.copy_(src)``, or the one-element value
+        ``index_put_`` copies (``x[idx] = torch.tensor(1.0)``; with a lone mask it runs as
+        ``masked_fill_`` instead)."""
+        if func is _COPY:
+            dst, src = args[0], args[1] if len(args) > 1 else kwargs.get("src")
+        elif func in _INDEX_PUTS and not masked_fill_dispatch(args, kwargs):
+            dst, src = args[0], args[2] if len(args) > 2 else kwargs.get("values")
+            if not isinstance(src, torch.Tensor) or src.numel() != 1:
+                return 0
+        else:
+            return 0
+        if not isinstance(src, torch.Tensor) or src not in self or dst in self:
+            return 0
+        return int(src.numel() * src.element_size())
+
+    def follow(self, args: Sequence[Any], out: Any) -> None:
+        """An op ran: its results are on the host if every tensor it took is.
+
+        The dispatch mode calls this per op while any tensor is held; in-place results
+        (``out`` is an argument) keep their place.
+        """
+        held = self.held
+        found = False
+        for arg in args:
+            if isinstance(arg, torch.Tensor):
+                ref = held.get(id(arg))
+                if ref is None or ref() is not arg:
+                    return
+                if arg is out:
+                    return
+                found = True
+            elif type(arg) in (list, tuple):
+                for each in arg:
+                    if isinstance(each, torch.Tensor):
+                        ref = held.get(id(each))
+                        if ref is None or ref() is not each:
+                            return
+                        found = True
+        if found:
+            self.add(out)
+
+
+def made_on_host(func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool:
+    """Whether a factory call that names no device made its tensor on the host in the
+    accelerator run too (one that names a device is the call site's to tell: a variable
+    may hold ``"cpu"`` here and the accelerator there; the recorder asks it)."""
+    if kwargs.get("device") is not None or torch.get_default_device().type != CPU:
+        return False
+    if func in _FROM_DATA:
+        data = args[0] if args else kwargs.get("data", kwargs.get("obj"))
+        return not isinstance(data, torch.Tensor)  # a tensor's copy goes where it is
+    return True
+
+
+_SETITEM = torch.Tensor.__setitem__
+_COPY = torch.ops.aten.copy_.default
+_INDEX_PUTS = frozenset(
+    {
+        torch.ops.aten.index_put_.default,
+        torch.ops.aten.index_put.default,
+        torch.ops.aten._index_put_impl_.default,
+    }
+)
+# Taken at import: while an audit watches, these names may be looked up through its mode
+_FROM_DATA = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
+HOST_FACTORIES = frozenset(
+    {
+        torch.from_numpy,
+        torch.zeros,
+        torch.ones,
+        torch.empty,
+        torch.full,
+        torch.arange,
+        torch.linspace,
+        torch.eye,
+        torch.rand,
+        torch.randn,
+        torch.randint,
+        torch.randperm,
+    }
+)
+"""Factories whose tensor is the host's when they name no device (see :func:`made_on_host`),
+or name the host at their call site (the recorder reads it)."""

@@ -1,0 +1,68 @@
+"""Whether torch can swap a module's parameters, asked before anything moves.
+
+A module keeps its ``Parameter`` objects when it moves because torch swaps each one
+with its moved copy (``torch.utils.swap_tensors``). torch refuses the swap of a tensor
+something else holds: a weak reference to it (``weakref.ref(p)``, a
+``WeakKeyDictionary`` keyed by it), or a computation graph (the output of a forward
+pass that has not run backward keeps the parameters it used), and it finds that
+only when it reaches that parameter, after the ones before it were swapped. Asked
+here first, for every parameter and gradient, such a move raises before anything
+moved, naming the parameter and what holds it. (A graph held on to through
+``retain_graph`` or a view of a parameter counts as a computation graph.)
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+from torch import nn
+
+__all__ = ["swap_refusal"]
+
+
+def swap_refusal(module: nn.Module, target: torch.device) -> str | None:
+    """Why torch would refuse to swap one of ``module``'s parameters or gradients; or None.
+
+    Mirrors the checks of ``torch.utils.swap_tensors`` without their side effects
+    (torch looks up a leaf's gradient accumulator, which creates one): a weak
+    reference (other than those an RNN keeps to its weights and drops before the
+    swap), or more holders than the tensor's own object and its gradient accumulator.
+    """
+    # An RNN keeps weak references to its own weights and drops them in its _apply.
+    own = {
+        id(ref)
+        for sub in module.modules()
+        if isinstance(sub, nn.RNNBase)
+        for ref in vars(sub).get("_flat_weight_refs", ())
+    }
+    for name, p in module.named_parameters(remove_duplicate=True):
+        if any(id(ref) not in own for ref in weakref.getweakrefs(p)):
+            return _message(module, name, target, "something holds a weak reference to it", _WEAK)
+        if p._use_count() > (2 if p.is_leaf else 1):  # type: ignore[attr-defined]
+            return _message(module, name, target, "a computation graph still holds it", _GRAPH)
+        grad = p.grad
+        if grad is not None and weakref.getweakrefcount(grad):
+            what = "something holds a weak reference to its .grad"
+            return _message(module, name, target, what, _WEAK)
+    return None
+
+
+_WEAK = (
+    "drop that reference before the move (or take it after), or move the model with "
+    "model.to(device), which gives it new Parameter objects (then build the optimizer "
+    "after the move)"
+)
+_GRAPH = (
+    "run backward on the outputs of the last forward pass, or let them go (del loss, "
+    "or .detach() what you keep), before moving the model; torch cannot swap a "
+    "parameter a graph still uses"
+)
+
+
+def _message(module: nn.Module, name: str, target: torch.device, why: str, advice: str) -> str:
+    return (
+        f"to_device({type(module).__name__}, {str(target)!r}): parameter {name!r} cannot "
+        f"keep its identity: {why}, so torch refuses to swap it with its moved copy; "
+        f"{advice}. Nothing was moved"
+    )

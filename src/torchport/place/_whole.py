@@ -1,0 +1,264 @@
+"""A batch that is one object with its own ``.to``, moved whole without the walker's rebuild.
+
+PyTorch Geometric's ``Data``/``Batch``/``HeteroData``, a ``TensorDict`` or a
+tensorclass handed to ``to_device`` (or yielded by a loader) is moved as the walker
+would move it (``place/_movers.py``): when every tensor it holds is where the
+move goes, it comes back as it is and ``.to`` is not called; otherwise the result
+is what its own ``.to`` gives on a shallow copy, every tensor reachable from that
+result is on the target or is one of the input's own tensors left where it was
+(PyG's ``_slice_dict``/``_inc_dict``), and the input holds the tensors it held.
+
+What this adds is speed: the object's tensors are found by a loop over its state
+(builtin containers and objects the walker has already classified; no optree
+flatten, no structure, no rebuild), so the move costs little more than that
+``.to``. Whenever the loop meets something the walker has not decided yet (a
+type seen for the first time, a container subclass, a value to look into), a
+container met twice (a cycle, or sharing ``.to`` would split), a tensor met twice,
+or objects with a ``.to`` nested deeper than a ``Data``'s storages, it gives up
+and the walker moves the batch (:func:`whole_tensors` is None): both ways give the same result.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import operator
+from typing import Any
+
+import torch
+
+from torchport._device_types import CPU, META
+from torchport.errors import UnsupportedBatchError
+from torchport.place._containers import RebuildRefused
+from torchport.place._copying import copy_object, defines_copy, read_state, slot_names
+from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
+from torchport.place._locate import ROOT, refused_message
+from torchport.place._movers import SHALLOW_NESTING, check_reached
+from torchport.place._objects import contents
+from torchport.place._own_to import call_own_to
+from torchport.place._tree import tensors_inside
+
+__all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
+
+_IS_CPU = operator.attrgetter("is_cpu")
+_IS_META = operator.attrgetter("is_meta")
+_DEVICE = operator.attrgetter("device")
+
+_dict_of = object.__getattribute__
+_BUILTINS = (dict, list, tuple, set, frozenset, collections.deque)
+# Per class of OBJECT_NODES (each lasts): whether its state is all in its __dict__.
+_PLAIN_STATE: dict[type, bool] = {}
+
+
+class Inside:
+    """What a batch that is one object with its own ``.to`` holds, read by :func:`whole_tensors`.
+
+    Attributes:
+        tensors: Its distinct tensors.
+        opened: The ids of the dicts, lists and objects read on the way (the object
+            included): those the result of its ``.to`` still shares are the input's.
+    """
+
+    __slots__ = ("opened", "tensors")
+
+    def __init__(self, tensors: list[torch.Tensor], opened: set[int]) -> None:
+        self.tensors = tensors
+        self.opened = opened
+
+
+def whole_tensors(obj: Any) -> Inside | None:
+    """What ``obj`` holds if it is one object with its own ``.to`` that can be moved whole.
+
+    None when the walker must move it (see the module): any other batch, a type the
+    walker has not registered yet, or a state the loop does not decide.
+    """
+    if not OBJECT_NODES.get(type(obj)):
+        return None
+    return _read(obj)
+
+
+def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: bool | None) -> Any:
+    """Move ``obj`` (``inside``: its :func:`whole_tensors`) as the walker would.
+
+    Synchronizes as the object's ``.to`` does (see ``call_own_to``); not at all when
+    every tensor is on ``target`` already (``obj`` itself is returned).
+
+    Raises:
+        UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` left a
+            tensor it made off ``target``, or it changed the input's tensors.
+    """
+    tensors = inside.tensors
+    if _here(tensors, target):
+        return obj  # nothing to move: no copy, no call
+    cls = type(obj)
+    try:
+        result = call_own_to(copy_object(obj), target, non_blocking, None)
+        if not defines_copy(cls) and not _same(state_tensors(obj), tensors):
+            raise RebuildRefused(
+                f"the {cls.__name__} object's .to, called on a shallow copy (copy.copy), "
+                "changed the input through an attribute the copy shares with it; give the "
+                "class a __copy__ that copies what its .to replaces (as PyTorch Geometric's "
+                "storages copy their mapping), or move it yourself and pass its key in "
+                "skip_keys"
+            )
+        found = _unshared_tensors(result, inside.opened)
+        if found is None or not _here(found, target):
+            left = frozenset(map(id, tensors))  # the input's own may stay where they were
+            if found is None or not _here(_not_in(found, left), target):
+                check_reached(result, target, left, tensors_inside)  # the walker names it
+    except RebuildRefused as exc:
+        raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
+    return result
+
+
+def state_tensors(obj: Any) -> list[torch.Tensor] | None:
+    """The distinct tensors an object with its own ``.to`` holds, or None (see the module).
+
+    Goes through the object's state (``contents``), builtin ``dict``/``list``/``tuple``
+    and the objects the walker registered (those with a ``.to`` by ``contents``, the
+    others by their state), exactly where the walker's ``tensors_inside`` goes.
+    """
+    read = _read(obj)
+    return None if read is None else read.tensors
+
+
+def _read(obj: Any) -> Inside | None:
+    if type(obj) not in OBJECT_NODES:
+        return None  # (a .to may return another type): the walker reads it
+    found: list[torch.Tensor] = []
+    opened = {id(obj)}
+    nested = _gather(_state(obj), found, opened, 1)
+    if nested is None or nested > SHALLOW_NESTING or len(set(map(id, found))) != len(found):
+        return None
+    return Inside(found, opened)
+
+
+def _unshared_tensors(result: Any, shared: set[int]) -> list[torch.Tensor] | None:
+    """The tensors reachable from ``result`` outside what it shares with the input; or None.
+
+    A dict, list or object the input held (``shared``: the shallow copy shares it)
+    holds the input's own, unchanged (the input is checked, or its class's
+    ``__copy__`` trusted, as the walker trusts it), so it is not read again. None
+    when the loop cannot decide (a type it does not know, a node met twice): the
+    caller then asks the walker.
+    """
+    kinds = KIND.get
+    nodes = OBJECT_NODES.get
+    only_tensors = PLAIN_TENSOR_TYPES.issuperset
+    stack: list[Any] = [result]
+    pop = stack.pop
+    push = stack.extend
+    seen: set[int] = set()
+    found: list[torch.Tensor] = []
+    while stack:
+        x = pop()
+        cls = type(x)
+        kind = kinds(cls)
+        if kind is not None:
+            if kind == TENSOR:
+                found.append(x)
+            elif kind != PLAIN:
+                return None
+            continue
+        key = id(x)
+        if key in shared:
+            continue
+        if cls is tuple or cls is dict or cls is list:
+            if cls is not tuple:
+                if key in seen:
+                    return None
+                seen.add(key)
+            items = x.values() if cls is dict else x
+            if only_tensors(map(type, items)):
+                found.extend(items)
+            else:
+                push(items)
+            continue
+        if nodes(cls) is None or key in seen:
+            return None
+        seen.add(key)
+        push(_state(x))
+    return found
+
+
+def _not_in(tensors: list[torch.Tensor], ids: frozenset[int]) -> list[torch.Tensor]:
+    """The tensors whose ids are not in ``ids``, picked at C speed."""
+    outside = map(operator.not_, map(ids.__contains__, map(id, tensors)))
+    return list(itertools.compress(tensors, outside))
+
+
+def _gather(values: Any, found: list[torch.Tensor], opened: set[int], depth: int) -> int | None:
+    """Append the tensors under ``values`` to ``found``; the deepest ``.to`` nesting, or None."""
+    kinds = KIND.get
+    only_tensors = PLAIN_TENSOR_TYPES.issuperset
+    nodes = OBJECT_NODES.get
+    stack = list(values)
+    pop = stack.pop
+    push = stack.extend
+    deepest = depth
+    while stack:
+        x = pop()
+        cls = type(x)
+        kind = kinds(cls)
+        if kind is not None:
+            if kind == TENSOR:
+                found.append(x)
+            elif kind != PLAIN:
+                return None  # a value to look into, a leaf .to, or something refused
+            continue
+        if cls is tuple or cls is dict or cls is list:
+            if cls is not tuple:  # a cycle through a tuple passes a list, dict or object
+                key = id(x)
+                if key in opened:
+                    return None  # met twice: the walker keeps it one object (or refuses a cycle)
+                opened.add(key)
+            items = x.values() if cls is dict else x
+            if only_tensors(map(type, items)):
+                found.extend(items)  # the common dict of tensors, at C speed
+            else:
+                push(items)
+            continue
+        moves = nodes(cls)
+        if moves is None or id(x) in opened:
+            return None
+        opened.add(id(x))
+        if moves:
+            inner = _gather(_state(x), found, opened, depth + 1)
+            if inner is None:
+                return None
+            deepest = max(deepest, inner)
+        else:
+            push(_state(x))
+    return deepest
+
+
+def _state(obj: Any) -> Any:
+    """What the walker finds ``obj``'s children in: its ``__dict__``'s values when that is all.
+
+    Otherwise (slots, or a builtin container's subclass) the walker's own reading: an
+    object with its own ``.to`` by ``contents``, any other by its state.
+    """
+    cls = type(obj)
+    plain = _PLAIN_STATE.get(cls)
+    if plain is None:
+        plain = _PLAIN_STATE[cls] = not slot_names(cls) and not issubclass(cls, _BUILTINS)
+    if plain:
+        return _dict_of(obj, "__dict__").values()
+    return contents(obj) if OBJECT_NODES[cls] else read_state(obj).values
+
+
+def _here(tensors: list[torch.Tensor], target: torch.device) -> bool:
+    """Whether every tensor is on ``target`` (as ``on_device`` decides), at C speed."""
+    kind = target.type
+    if kind == CPU:
+        return all(map(_IS_CPU, tensors))
+    if kind == META:
+        return all(map(_IS_META, tensors))
+    return all(map(target.__eq__, map(_DEVICE, tensors)))
+
+
+def _same(found: list[torch.Tensor] | None, tensors: list[torch.Tensor]) -> bool:
+    """Whether ``found`` holds exactly ``tensors``, in order, by identity."""
+    if found is None or len(found) != len(tensors):
+        return False
+    return all(map(operator.is_, found, tensors))

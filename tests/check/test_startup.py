@@ -1,0 +1,65 @@
+"""What `torchport check` of a small file imports: only the parts that run.
+
+Start-up is most of what a check of one small file costs (an editor or a pre-commit
+hook runs it per file), so the modules a plain check loads are held here, in fresh
+interpreters: never torch, never the port analysis unless a port rule runs, none of
+the other subcommands, no worker pool for one file, no CI report formats.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+# torchport's modules a default check of a 3-line file may import: the command line
+# (6), the engine and its semantic model (~30), the file runner (~13), every shipped
+# rule module (61: the registry lists them all), and a little room.
+MODULE_BUDGET = 120
+NEVER = ("torch", "numpy", "concurrent.futures.process", "multiprocessing", "xml")
+
+
+def imported_by(argv: list[str], cwd: Path) -> list[str]:
+    """``sys.modules`` after ``torchport <argv>`` in a fresh interpreter run in ``cwd``."""
+    probe = (
+        "import json, sys\n"
+        "from torchport.cli._main import main\n"
+        f"code = main({argv!r})\n"
+        "print(json.dumps([code, sorted(sys.modules)]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, cwd=cwd
+    )
+    assert out.returncode == 0, out.stderr
+    code, modules = json.loads(out.stdout.strip().splitlines()[-1])
+    assert code == 1, out.stdout  # the finding below was reported: the rules did run
+    return list(modules)
+
+
+def shipped_rule_modules() -> int:
+    folder = Path(__file__).parents[2] / "src" / "torchport" / "check" / "rules"
+    return sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")
+
+
+def test_check_of_a_small_file_imports_only_what_it_runs(tmp_path: Path) -> None:
+    (tmp_path / "tiny.py").write_text("import torch\nx = torch.zeros(3).cuda()\nprint(x)\n")
+    modules = imported_by(["check", "--no-cache", "tiny.py"], tmp_path)
+    ours = [m for m in modules if m == "torchport" or m.startswith("torchport.")]
+    assert len(ours) < MODULE_BUDGET, ours
+    assert len(ours) - shipped_rule_modules() < 55, ours  # what is not a rule stays small
+    assert not [m for m in ours if m.startswith("torchport.check.port")]
+    assert not [m for m in ours if m.startswith("torchport.cli.") and m != "torchport.cli.check"
+                and not m.startswith("torchport.cli._")]  # fmt: skip
+    for name in NEVER:
+        assert not [m for m in modules if m == name or m.startswith(name + ".")], name
+
+
+def test_a_port_rule_that_runs_imports_the_port(tmp_path: Path) -> None:
+    # the other side of the rule above: the port is loaded lazily, not lost
+    (tmp_path / "m.py").write_text(
+        "import torch\n\nmodel = torch.nn.Linear(2, 2)\nprint(model(torch.ones(1, 2)))\n"
+    )
+    modules = imported_by(["check", "--no-cache", "--select", "TP501", "m.py"], tmp_path)
+    assert "torchport.check.port._facts" in modules
+    assert "torch" not in modules

@@ -1,0 +1,165 @@
+"""A batch that is one object with its own ``.to``, moved whole (``place/_whole.py``).
+
+The first move of a class registers it with the walker; from then on a batch that is
+one such object is moved without the walker's flatten and rebuild. The oracle reads
+tensors apart from the code under test (``reachability.py``) and compares that move
+with the walker's (the same object inside a list) and with ``copy.copy(obj).to(...)``,
+on generated objects; a ``.to`` that makes a tensor on the host, writes into the
+input, or returns another type is handled as the walker handles it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import torchport as tp
+from tests.place.siblings import load
+
+_reach = load("reachability")
+Path = _reach.Path
+snapshot = _reach.snapshot
+tensors = _reach.tensors
+
+META = torch.device("meta")
+
+
+class Holder:
+    """An object with its own ``.to`` and ``__copy__``, as PyG's ``Data`` has them.
+
+    Its ``.to`` moves ``store`` (in place, on the object it is called on) and leaves
+    ``books`` where it is, as PyG leaves ``_slice_dict``; ``__copy__`` copies what
+    ``.to`` replaces. ``inner`` may hold another one (a storage inside a ``Data``).
+    """
+
+    def __init__(self, store: dict[str, Any], books: Any, inner: Any = None) -> None:
+        self.store = store
+        self.books = books
+        self.inner = inner
+
+    def __copy__(self) -> Holder:
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.store = dict(self.store)
+        if isinstance(self.inner, Holder):
+            new.inner = copy.copy(self.inner)
+        return new
+
+    def to(self, device: Any) -> Holder:
+        self.store = {k: v.to(device) for k, v in self.store.items()}
+        if isinstance(self.inner, Holder):
+            self.inner = self.inner.to(device)
+        return self
+
+
+def _tensor(seed: int) -> torch.Tensor:
+    return torch.arange(seed % 5 + 1, dtype=torch.float32) + seed
+
+
+_BOOKS = st.recursive(
+    st.one_of(st.integers(0, 50).map(_tensor), st.integers(), st.none(), st.text(max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _holders(draw: st.DrawFn, depth: int = 0) -> Holder:
+    store = {f"k{i}": _tensor(draw(st.integers(0, 50))) for i in range(draw(st.integers(0, 3)))}
+    inner = draw(_holders(depth + 1)) if depth < 2 and draw(st.booleans()) else draw(_BOOKS)
+    return Holder(store, draw(_BOOKS), inner)
+
+
+def _picture(root: Any, source: Any) -> list[tuple[Path, str, bool]]:
+    """Each reachable tensor's path, device, and whether it is the input's own object."""
+    own = {id(t) for _, t in tensors(source)}
+    return [(path, t.device.type, id(t) in own) for path, t in tensors(root)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(holder=_holders())
+def test_a_batch_that_is_one_object_moves_as_its_own_to_on_a_shallow_copy(holder: Holder) -> None:
+    # The first move of a class registers it with the walker; from then on a batch that
+    # is one such object is moved whole (place/_whole.py), one inside a list by the walker.
+    tp.to_device(Holder({"w": torch.ones(1)}, None), META)
+    taken = snapshot(holder)
+    alone = tp.to_device(holder, META)
+    listed = tp.to_device([holder], META)[0]
+    assert snapshot(holder) == taken, "to_device changed its input"
+    repeated = len({id(t) for _, t in tensors(holder)}) != len(tensors(holder))
+    nested = isinstance(holder.inner, Holder) and isinstance(holder.inner.inner, Holder)
+    picture = _picture(alone, holder)
+    assert picture == _picture(listed, holder)
+    if not repeated and not nested:
+        # The documented exceptions: one tensor held twice (the walker copies it once,
+        # the .to twice) and objects nested past a storage's depth (an in-place .to would
+        # change the input's), where the object is deep-copied and all of it moves.
+        assert picture == _picture(copy.copy(holder).to(META), holder)
+    if all(t.is_meta for _, t in tensors(holder)) or not tensors(holder):
+        assert alone is holder
+
+
+class HostMaker(Holder):
+    """A ``.to`` that makes a new tensor on the host: refused, whichever way it is moved."""
+
+    def to(self, device: Any) -> HostMaker:
+        super().to(device)
+        self.books = torch.zeros(2)
+        return self
+
+
+class SharedWriter:
+    """No ``__copy__``, and a ``.to`` that writes through the list a shallow copy shares."""
+
+    def __init__(self, items: list[torch.Tensor]) -> None:
+        self.items = items
+
+    def to(self, device: Any) -> SharedWriter:
+        self.items[:] = [t.to(device) for t in self.items]
+        return self
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: HostMaker({"w": torch.ones(2)}, None), lambda: SharedWriter([torch.ones(2)])]
+)
+def test_a_to_that_makes_host_tensors_or_writes_into_the_input_is_refused_both_ways(
+    make: Callable[[], Any],
+) -> None:
+    for _ in range(2):  # the first call registers the class; the second is moved whole
+        obj = make()
+        kept = list(tensors(obj))
+        with pytest.raises(tp.UnsupportedBatchError, match="cannot rebuild batch"):
+            tp.to_device(obj, META)
+        if isinstance(obj, SharedWriter):
+            continue  # its .to wrote into the input before the check could see it
+        assert [t for _, t in tensors(obj)] == [t for _, t in kept]
+
+
+class Other:
+    """What a ``.to`` may return: an object of another type, holding the moved tensor."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        self.weight = weight
+
+
+class Converts(Holder):
+    """A ``.to`` that returns an object of another class (a plain class made here)."""
+
+    def to(self, device: Any) -> Any:
+        return Other(self.store["w"].to(device))
+
+
+def test_a_to_that_returns_another_type_is_checked_by_the_walker() -> None:
+    for _ in range(2):  # the second move takes the whole-object path
+        out = tp.to_device(Converts({"w": torch.ones(2)}, None), META)
+        assert type(out) is Other and out.weight.is_meta
