@@ -115,10 +115,7 @@ _PLACED_BY_LOADER = (
 
 
 def _scope_of_a_whole_model_built(node: ast.Call, facts: PortFacts) -> PortScope | None:
-    """Where ``node`` builds a whole model (here, or by another module's factory).
-
-    None for code the port does not reach, a stateless module, or a part of a model.
-    """
+    """Where ``node`` builds a whole model (None: unreached code, stateless, or a part)."""
     known = facts.known
     if not (known.constructor(node) or known.project_factory(node)):
         return None
@@ -132,10 +129,7 @@ def _scope_of_a_whole_model_built(node: ast.Call, facts: PortFacts) -> PortScope
 
 
 def _the_whole_model_expression(node: ast.Call, facts: PortFacts) -> ast.AST | None:
-    """Climb through ``.train()``, wrappers and the like to the whole model expression.
-
-    None when the climb meets a move (``.to``, ``.cuda``, ``.to_empty``).
-    """
+    """Up through ``.train()``, wrappers and the like to the whole model; None past a move."""
     from torchport.check.port._models import MODEL_METHODS  # on first use
 
     parents, known = facts.parents, facts.known
