@@ -47,6 +47,7 @@ __all__ = [
     "is_library",
     "is_runner",
     "module_move_codes",
+    "of_project",
     "origin",
 ]
 
@@ -181,6 +182,13 @@ def is_runner(filename: str) -> bool:
     """Whether ``filename`` is code ``torchport run`` runs a script through (torchport's own,
     runpy, contextlib): frames the script's traceback leaves out, as ``python`` would."""
     return filename.startswith(_TORCHPORT_DIR) or filename in _RUNNER_FILES
+
+
+def of_project(filename: str, roots: tuple[str, ...]) -> bool:
+    """Whether ``filename`` is one of a project's own files: under one of ``roots``
+    (resolved folders ending in the path separator, or single files), as ``port --verify``
+    reads the lines of the program it ported."""
+    return filename.startswith(roots)
 
 
 def installed_path(filename: str) -> str | None:

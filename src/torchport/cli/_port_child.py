@@ -28,6 +28,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from torchport._origin import of_project
+
 __all__ = ["main"]
 
 _LIMIT = 50  # places named at most: the first ones say what to fix
@@ -66,7 +68,7 @@ def _run(command: list[str], roots: list[str], report: dict[str, Any]) -> int:
 def _user_line(frame: FrameType | None, roots: tuple[str, ...]) -> tuple[str, int] | None:
     while frame is not None:
         name = frame.f_code.co_filename
-        if name.startswith(roots):
+        if of_project(name, roots):
             return name, frame.f_lineno
         frame = frame.f_back
     return None
