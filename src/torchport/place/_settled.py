@@ -13,7 +13,7 @@ import torch
 
 from torchport._device_types import CPU, META
 
-__all__ = ["ARRAY_TYPES", "VALUE_TYPES", "settled"]
+__all__ = ["ARRAY_TYPES", "VALUE_TYPES", "all_on", "settled"]
 
 # Leaf types known to hold nothing (the walker adds each type it finds to be a
 # value). Containers met as leaves under a skipped key are not among them.
@@ -42,7 +42,7 @@ def settled(batch: object, target: torch.device) -> int:
     cls = type(batch)
     node: Any = batch
     if cls in _PLAIN_TENSOR_TYPES:
-        return 1 if _here([node], target) else -1
+        return 1 if all_on([node], target) else -1
     if cls is tuple or cls is list:
         top: Any = node
     elif cls is dict:
@@ -51,7 +51,7 @@ def settled(batch: object, target: torch.device) -> int:
         return -1
     kinds = set(map(type, top))
     if kinds <= _PLAIN_TENSOR_TYPES:  # the common batch, at C speed
-        return len(top) if _here(top, target) else -1
+        return len(top) if all_on(top, target) else -1
     values = VALUE_TYPES
     tensors: list[torch.Tensor] = []
     pending: list[Any] = []  # the items of nested builtin containers still to look at
@@ -78,10 +78,12 @@ def settled(batch: object, target: torch.device) -> int:
         if seen > _MAX_ITEMS:
             return -1
         kinds = set(map(type, items))
-    return len(tensors) if _here(tensors, target) else -1
+    return len(tensors) if all_on(tensors, target) else -1
 
 
-def _here(tensors: Any, target: torch.device) -> bool:
+def all_on(tensors: Any, target: torch.device) -> bool:
+    """Whether every tensor is on ``target`` (the CPU and meta by type; accelerators by
+    index), at C speed."""
     kind = target.type
     if kind == CPU:
         return all(map(_IS_CPU, tensors))

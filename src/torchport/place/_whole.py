@@ -27,7 +27,6 @@ from typing import Any
 
 import torch
 
-from torchport._device_types import CPU, META
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, defines_copy, read_state, slot_names
@@ -36,13 +35,11 @@ from torchport.place._locate import ROOT, refused_message
 from torchport.place._movers import SHALLOW_NESTING, check_reached
 from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
+from torchport.place._settled import all_on
 from torchport.place._tree import tensors_inside
 
 __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
-_IS_CPU = operator.attrgetter("is_cpu")
-_IS_META = operator.attrgetter("is_meta")
-_DEVICE = operator.attrgetter("device")
 
 _dict_of = object.__getattribute__
 _BUILTINS = (dict, list, tuple, set, frozenset, collections.deque)
@@ -88,7 +85,7 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             tensor it made off ``target``, or it changed the input's tensors.
     """
     tensors = inside.tensors
-    if _here(tensors, target):
+    if all_on(tensors, target):
         return obj  # nothing to move: no copy, no call
     cls = type(obj)
     try:
@@ -102,9 +99,9 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
                 "skip_keys"
             )
         found = _unshared_tensors(result, inside.opened)
-        if found is None or not _here(found, target):
+        if found is None or not all_on(found, target):
             left = frozenset(map(id, tensors))  # the input's own may stay where they were
-            if found is None or not _here(_not_in(found, left), target):
+            if found is None or not all_on(_not_in(found, left), target):
                 check_reached(result, target, left, tensors_inside)  # the walker names it
     except RebuildRefused as exc:
         raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
@@ -245,16 +242,6 @@ def _state(obj: Any) -> Any:
     if plain:
         return _dict_of(obj, "__dict__").values()
     return contents(obj) if OBJECT_NODES[cls] else read_state(obj).values
-
-
-def _here(tensors: list[torch.Tensor], target: torch.device) -> bool:
-    """Whether every tensor is on ``target`` (as ``on_device`` decides), at C speed."""
-    kind = target.type
-    if kind == CPU:
-        return all(map(_IS_CPU, tensors))
-    if kind == META:
-        return all(map(_IS_META, tensors))
-    return all(map(target.__eq__, map(_DEVICE, tensors)))
 
 
 def _same(found: list[torch.Tensor] | None, tensors: list[torch.Tensor]) -> bool:
