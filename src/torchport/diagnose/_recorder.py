@@ -70,7 +70,7 @@ _HOST_TYPES = HOST_TYPES
 # code moving to the program's device (a BatchEncoding's .to(device)) copies there too
 # Origin's members as module names: a member read off the class costs a lookup per frame
 _USER, _INSTALLED, _TORCHPORT = Origin.USER, Origin.INSTALLED, Origin.TORCHPORT
-_HOST_SIDE, _MODULE_MOVE = Origin.HOST_SIDE, Origin.MODULE_MOVE
+_HOST_SIDE, _MODULE_MOVE, _TORCH = Origin.HOST_SIDE, Origin.MODULE_MOVE, Origin.TORCH
 _PREDICTS = frozenset({_USER, _MODULE_MOVE, _INSTALLED})
 
 # Formatting a torch.device costs microseconds; each device is named once
@@ -444,7 +444,12 @@ class Recorder:
         if facts[1] and not phase and tensor is not None and tensor in self.held:
             return  # a tensor the accelerator run holds on the host: reading it waits for nothing
         where, caller = self._where(frame)
-        if host_side and facts[1] and caller is _HOST_SIDE and _host_work.is_host_state(tensor):
+        if (
+            host_side
+            and facts[1]
+            and (caller is _HOST_SIDE or (caller is _TORCH and self.tally.host_side_below(frame)))
+            and _host_work.is_host_state(tensor)
+        ):
             return
         local = self.local
         copied = local.host_copy

@@ -42,6 +42,19 @@ class Tally:
             origin = self.origins[code] = code_origin(code)
         return origin
 
+    def host_side_below(self, frame: FrameType | None) -> bool:
+        """Whether torch's host-side code made the call that reached ``frame`` through
+        other torch code only (a step counter read through torch's compile wrappers:
+        ``_get_value`` under ``torch._dynamo``'s disable decorator on torch 2.6)."""
+        while frame is not None:
+            seen = self.origin(frame.f_code)
+            if seen is Origin.HOST_SIDE:
+                return True
+            if seen is not Origin.TORCH and seen is not _TORCHPORT:
+                return False
+            frame = frame.f_back
+        return False
+
     def where(self, frame: FrameType | None) -> tuple[Where, Origin | None]:
         """Where the event is charged, and the origin of the code that made the call
         (the first frame that is not torchport's).
