@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from torchport import hardware
+
 __all__ = [
     "HOST",
     "MASK_DTYPES",
@@ -114,7 +116,9 @@ def assigned_number_bytes(args: _Args) -> int:
     CUDA wraps the number in a tensor on the host; an advanced index (a tensor, a list, a
     NumPy array) makes the assignment ``index_put_``, which copies a one-element value to
     the device (``_index_put_impl_``), unless it runs as ``masked_fill_`` (a lone mask,
-    :func:`masked_fill_dispatch`). Ints and slices alone make a view, filled in place.
+    :func:`masked_fill_dispatch`) or, on a torch that does so, as ``index_fill_`` (one
+    advanced index: :func:`torchport.hardware.setitem_number_fills_by_index`). Ints and
+    slices alone make a view, filled in place.
     """
     if len(args) < 3 or not isinstance(args[0], torch.Tensor):
         return 0
@@ -122,14 +126,16 @@ def assigned_number_bytes(args: _Args) -> int:
         return 0
     index = args[1]
     numpy = sys.modules.get("numpy")
-    advanced = False
+    advanced = 0
     for part in index if type(index) is tuple else (index,):
         if isinstance(part, (list, torch.Tensor)) or (
             numpy is not None and isinstance(part, numpy.ndarray)
         ):
-            advanced = True
+            advanced += 1
     if not advanced or indexes_by_mask(args, {}):
         return 0
+    if advanced == 1 and hardware.setitem_number_fills_by_index():
+        return 0  # index_fill_ takes the number as a kernel argument: nothing crosses
     return int(args[0].element_size())
 
 

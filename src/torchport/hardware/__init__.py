@@ -101,6 +101,7 @@ from torchport.hardware._torch_features import (
     below_floor,
     legacy_storage,
     python_device_backend,
+    setitem_number_fills_by_index,
 )
 
 __all__ = [
@@ -152,6 +153,7 @@ __all__ = [
     "plan_copy",
     "python_device_backend",
     "record_stream",
+    "setitem_number_fills_by_index",
     "should_pack",
     "size_class",
     "stageable",

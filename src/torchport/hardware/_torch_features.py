@@ -31,6 +31,7 @@ What changed, and where torchport meets it:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -48,6 +49,7 @@ __all__ = [
     "dtypes_named",
     "legacy_storage",
     "python_device_backend",
+    "setitem_number_fills_by_index",
 ]
 
 
@@ -126,6 +128,31 @@ def python_device_backend() -> bool:
         and hasattr(registration, "_setup_privateuseone_for_python_backend")
         and hasattr(torch.library.Library, "fallback")
     )
+
+
+@functools.cache
+def setitem_number_fills_by_index() -> bool:
+    """Whether ``x[index] = number`` with one advanced index runs as ``index_fill_``.
+
+    Newer torch (2.15 does, 2.13 does not) passes the number to the kernel, so nothing
+    crosses; older torch wraps it in a host tensor for ``index_put_``, which CUDA copies
+    to the device. Asked of this torch once, by watching one such assignment on the CPU.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: list[Any] = []
+
+    class _Watch(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            seen.append(func.overloadpacket)
+            return func(*args, **(kwargs or {}))
+
+    target = torch.zeros(3)
+    with _Watch():  # type: ignore[no-untyped-call]
+        target[[0, 1]] = 1.0
+    return torch.ops.aten.index_fill_ in seen and torch.ops.aten.index_put_ not in seen
 
 
 def legacy_storage(name: str) -> Any:
