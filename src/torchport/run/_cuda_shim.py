@@ -31,6 +31,7 @@ import torch
 from torchport import _origin, hardware
 from torchport.errors import RedirectError
 from torchport.run._cuda_answers import answers, backend_answers, submodule_answers
+from torchport.run._cuda_memory import memory_stand_ins
 from torchport.run._notice import acting
 from torchport.sim import is_simulated
 
@@ -54,20 +55,6 @@ _LEGACY_DTYPES: dict[str, torch.dtype] = {
     "ShortTensor": torch.int16,
 }
 
-_MEMORY_COUNTERS = (
-    "max_memory_allocated",
-    "max_memory_cached",
-    "max_memory_reserved",
-    "memory_allocated",
-    "memory_cached",
-    "memory_reserved",
-)
-_MEMORY_RESETS = (
-    "reset_accumulated_memory_stats",
-    "reset_max_memory_allocated",
-    "reset_max_memory_cached",
-    "reset_peak_memory_stats",
-)
 _SEEDING = ("manual_seed", "manual_seed_all", "seed", "seed_all")
 
 
@@ -224,71 +211,6 @@ class _NullDeviceContext:
         return None
 
 
-# What torch.cuda.memory_stats() answers where the target's allocator gives no stats
-# of its own: CUDA's keys for the counters torchport can read (0 on the CPU and meta,
-# where no device allocator exists, as memory_allocated() answers there).
-_STATS_KEYS = {
-    "allocated_bytes.all.current": "memory_allocated",
-    "allocated_bytes.all.peak": "max_memory_allocated",
-    "reserved_bytes.all.current": "memory_reserved",
-    "reserved_bytes.all.peak": "max_memory_reserved",
-}
-
-
-def _counter_stats(read: Callable[[str], int]) -> dict[str, int]:
-    return {key: read(name) for key, name in _STATS_KEYS.items()}
-
-
-def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callable[..., Any]:
-    """``name`` of ``target``'s allocator when it is this machine's accelerator.
-
-    Elsewhere (the CPU, meta) no device allocator exists: ``cpu_value`` (0 bytes,
-    nothing to free; ``memory_stats`` the counters' keys at 0). On the accelerator the
-    counters are read through :func:`torchport.hardware.allocator_stat` (the generic
-    API where this torch has it, else the backend's module: ``torch.accelerator``'s
-    memory functions are torch 2.8's); ``memory_stats`` falls back to those counters
-    where the backend's allocator keeps no stats (a Python-defined backend); the rest
-    raise :class:`~torchport.RedirectError` where this torch offers no way.
-    """
-
-    def on_target(*args: Any, **kwargs: Any) -> Any:
-        if name in _STATS_KEYS.values():
-            return hardware.allocator_stat(target, name)
-        function = hardware.accelerator_function(name) or getattr(
-            getattr(torch, target.type, None), name, None
-        )
-        if name == "memory_stats":
-            try:
-                if function is None:
-                    raise LookupError(name)
-                return function(target)
-            except (RuntimeError, LookupError, NotImplementedError):
-                return _counter_stats(lambda n: hardware.allocator_stat(target, n))
-        if function is None:
-            raise RedirectError(
-                f"torch.cuda.{name}() has no answer on {target}: this torch has neither "
-                f"torch.accelerator.{name} nor torch.{target.type}.{name}. Run on a CUDA "
-                f"device, or make the call conditional on the device type."
-            )
-        return function() if name == "empty_cache" else function(target)
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if target.type != hardware.accelerator_type():
-            return _counter_stats(lambda n: 0) if name == "memory_stats" else cpu_value
-        try:
-            return on_target(*args, **kwargs)
-        except (LookupError, RuntimeError, NotImplementedError, AttributeError) as exc:
-            if isinstance(exc, RedirectError):
-                raise
-            raise RedirectError(
-                f"torch.cuda.{name}() has no answer on {target}: its allocator refused "
-                f"({type(exc).__name__}: {exc}). Run on a CUDA device, or make the call "
-                f"conditional on the device type."
-            ) from exc
-
-    return call
-
-
 def _synchronize(target: torch.device) -> Callable[..., None]:
     def synchronize(device: Any = None) -> None:
         """Waits for all work queued on the target device (a no-op on the CPU)."""
@@ -370,21 +292,6 @@ def _rng(devices: _Devices) -> dict[str, Callable[..., Any]]:
     }
 
 
-def _mem_get_info(target: torch.device) -> Callable[..., tuple[int, int]]:
-    def mem_get_info(device: Any = None) -> tuple[int, int]:
-        free, total = hardware.memory_info(target, allow_context=True)
-        if free is None or total is None:
-            # A made-up figure would size the script's batches wrongly: say so instead.
-            raise RedirectError(
-                f"torch.cuda.mem_get_info() has no answer on {target}: torchport cannot read "
-                f"its free memory. Run on a device that reports it (cpu, cuda, mps), or make "
-                f"the call conditional on the device type."
-            )
-        return free, total
-
-    return mem_get_info
-
-
 def _sizes_only(args: tuple[Any, ...]) -> bool:
     """Legacy constructor arguments that give a shape, not data: ``(2, 3)``, ``(Size(...),)``."""
     if len(args) == 1 and isinstance(args[0], torch.Size):
@@ -427,27 +334,16 @@ def _replacements(devices: _Devices) -> dict[str, Callable[..., Any]]:
     table: dict[str, Callable[..., Any]] = {
         "current_device": devices.current,
         "device_count": lambda: devices.count,
-        "empty_cache": _accelerator_call(target, "empty_cache", None),
         "get_device_name": lambda device=None: f"{target} (redirected by torchport)",
         "init": lambda: None,
         "ipc_collect": lambda: None,
         "is_available": lambda: True,
         "is_bf16_supported": lambda including_emulation=True: True,
         "is_initialized": lambda: True,
-        "mem_get_info": _mem_get_info(target),
-        "memory_stats": _accelerator_call(target, "memory_stats", {}),
-        "memory_summary": lambda device=None, abbreviated=False: (
-            f"torchport: no CUDA memory summary, this run is redirected to {target}"
-        ),
         "set_device": devices.set_device,
         "synchronize": _synchronize(target),
     }
-    for name in _MEMORY_COUNTERS:
-        source = name.replace("cached", "reserved")
-        table[name] = _accelerator_call(target, source, 0)
-    for name in _MEMORY_RESETS:
-        source = "reset_peak_memory_stats" if "max" in name else name
-        table[name] = _accelerator_call(target, source, None)
+    table.update(memory_stand_ins(target))
     for name in _SEEDING:
         table[name] = _seed(target, name)
     table.update(_rng(devices))
