@@ -27,7 +27,6 @@ no project.
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,6 +35,7 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
+from torchport.check.port._module_files import find_module
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = [
@@ -132,64 +132,6 @@ def _dotted(expr: ast.expr) -> str | None:
 
 
 # ------------------------------------------------------------------ finding modules
-
-
-_LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
-
-
-def _files_in(folder: Path) -> frozenset[str]:
-    """The names of the regular files in ``folder``, read again whenever the folder changes.
-
-    One ``stat`` of the folder per question instead of one per candidate file: every
-    import of every file of a tree asks about the same few folders.
-    """
-    key = str(folder)
-    try:
-        version = os.stat(key).st_mtime_ns
-    except OSError:
-        return frozenset()
-    cached = _LISTINGS.get(key)
-    if cached is not None and cached[0] == version:
-        return cached[1]
-    try:
-        with os.scandir(key) as entries:
-            names = frozenset(e.name for e in entries if e.is_file())
-    except OSError:
-        names = frozenset()
-    _LISTINGS[key] = (version, names)
-    return names
-
-
-def _root(folder: Path) -> Path:
-    """The folder on ``sys.path`` when a script of ``folder`` runs: above its packages."""
-    while "__init__.py" in _files_in(folder) and folder.parent != folder:
-        folder = folder.parent
-    return folder
-
-
-def _module_file(base: Path, dotted: str) -> Path | None:
-    target = base.joinpath(*dotted.split(".")) if dotted else base
-    if dotted and target.name + ".py" in _files_in(target.parent):
-        return target.with_suffix(".py")
-    if "__init__.py" in _files_in(target):
-        return target / "__init__.py"
-    return None
-
-
-def _find(importer: Path, module: str | None, level: int) -> Path | None:
-    """The file ``from <level dots><module> import ...`` names, seen from ``importer``."""
-    folder = importer.parent
-    if level:
-        for _ in range(level - 1):
-            folder = folder.parent
-        return _module_file(folder, module or "")
-    if not module:
-        return None
-    for base in (folder, _root(folder)):
-        found = _module_file(base, module)
-        if found is not None:
-            return found
-    return None
 
 
 # ------------------------------------------------------------------ facts of a module
@@ -406,7 +348,7 @@ def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
     for stmt in ctx.tree.body:
         for node in _top_imports(stmt):
             if isinstance(node, ast.ImportFrom):
-                source = _find(importer, node.module, node.level)
+                source = find_module(importer, node.module, node.level)
                 source_facts = module_facts(source, seen) if source is not None else None
                 for alias in node.names:
                     local = alias.asname or alias.name
@@ -420,13 +362,13 @@ def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
                         continue
                     # `from pkg import model`: a submodule
                     dotted = f"{node.module}.{alias.name}" if node.module else alias.name
-                    sub = _find(importer, dotted, node.level)
+                    sub = find_module(importer, dotted, node.level)
                     sub_facts = module_facts(sub, seen) if sub is not None else None
                     if sub_facts is not None:
                         out.modules[local] = sub_facts
             else:
                 for alias in node.names:
-                    found = _find(importer, alias.name, 0)
+                    found = find_module(importer, alias.name, 0)
                     facts = module_facts(found, seen) if found is not None else None
                     if facts is None:
                         continue
