@@ -151,8 +151,10 @@ def enumerate_steps(items: list[Any], step: str) -> Iterator[tuple[str, Any]]:
 
 def _order_key(item: Any) -> tuple[str, str]:
     if isinstance(item, torch.Tensor):
-        # Shape and dtype only: the input and the result must sort alike.
-        return ("tensor", f"{item.dtype}{tuple(item.shape)}")
+        # Shape, and the dtype only where a cast keeps it (a dtype= cast changes every
+        # floating dtype alike): the input and the result must sort alike.
+        kind = "floating" if item.is_floating_point() else str(item.dtype)
+        return ("tensor", f"{tuple(item.shape)}{kind}")
     return (type(item).__name__, repr(item))
 
 
