@@ -16,9 +16,11 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "torchport"
 
 # Bottom to top. ``_origin``, ``_sizes`` and ``_skipped_copies`` are floor modules every
-# part may use; "" is the package root (``torchport/__init__.py``: ``__version__`` and lazy names).
+# part may use; ``_lazy`` (import on first use, every package's ``__getattr__``) stands on
+# ``errors``; "" is the package root (``torchport/__init__.py``: ``__version__`` and lazy names).
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "_origin", "_sizes", "_skipped_copies", "_crossings", "_device_types"}),
+    frozenset({"_lazy"}),
     frozenset({""}),
     frozenset({"check"}),
     frozenset({"hardware"}),
@@ -34,7 +36,7 @@ LAYERS: tuple[frozenset[str], ...] = (
 # "sim" as a device (pick_device, TORCHPORT_DEVICE=sim) installs the simulated accelerator.
 ON_DEMAND = {("place", "sim")}
 # The checker stands apart: it never imports torch, so it may use only the floor and the root.
-APART = {"check": LAYERS[0] | LAYERS[1]}
+APART = {"check": LAYERS[0] | LAYERS[1] | LAYERS[2]}
 
 
 def _part(module: str) -> str:

@@ -22,6 +22,7 @@ if _sys.argv[:1] == ["-m"] and _sys.path and not _sys.flags.safe_path:
 
 from typing import TYPE_CHECKING
 
+from torchport._lazy import lazy_exports
 from torchport.errors import (
     ConfigError,
     DeviceError,
@@ -148,23 +149,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    import importlib
-
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'torchport' has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(module), name)
-    except ModuleNotFoundError as exc:
-        missing = MissingDependencyError.of(exc, f"torchport.{name}")
-        if missing is None:
-            raise
-        raise missing from None  # the message says it all; the chain would bury it
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    # Only the public names: not the imports this module makes, nor its helpers.
-    return list(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

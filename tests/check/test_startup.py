@@ -47,7 +47,8 @@ def test_check_of_a_small_file_imports_only_what_it_runs(tmp_path: Path) -> None
     modules = imported_by(["check", "--no-cache", "tiny.py"], tmp_path)
     ours = [m for m in modules if m == "torchport" or m.startswith("torchport.")]
     assert len(ours) < MODULE_BUDGET, ours
-    assert len(ours) - shipped_rule_modules() < 55, ours  # what is not a rule stays small
+    # what is not a rule stays small (55 with `_lazy`, the packages' shared PEP 562 hook)
+    assert len(ours) - shipped_rule_modules() < 56, ours
     assert not [m for m in ours if m.startswith("torchport.check.port")]
     assert not [m for m in ours if m.startswith("torchport.cli.") and m != "torchport.cli.check"
                 and not m.startswith("torchport.cli._")]  # fmt: skip

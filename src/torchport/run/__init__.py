@@ -6,8 +6,9 @@ imports this package's torchrun hand-off and never needs torch itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from torchport._lazy import lazy_exports
 from torchport.errors import RedirectError
 from torchport.run._command import RunOptions, run_command
 from torchport.run._launch import Rendezvous
@@ -18,14 +19,4 @@ if TYPE_CHECKING:
 __all__ = ["RedirectError", "Rendezvous", "RunOptions", "redirect", "run_command"]
 
 
-def __getattr__(name: str) -> Any:
-    if name != "redirect":
-        raise AttributeError(f"module 'torchport.run' has no attribute {name!r}")
-    from torchport.run._redirect import redirect
-
-    globals()["redirect"] = redirect  # later lookups skip this function
-    return redirect
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), {"redirect": "torchport.run._redirect"})

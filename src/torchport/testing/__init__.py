@@ -11,8 +11,9 @@ it imports torch only when :func:`simulate_accelerator` is first asked for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from torchport._lazy import lazy_exports
 from torchport.testing._plugin import default_devices, missing_reason
 
 if TYPE_CHECKING:
@@ -21,9 +22,4 @@ if TYPE_CHECKING:
 __all__ = ["default_devices", "missing_reason", "simulate_accelerator"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "simulate_accelerator":
-        from torchport.sim import simulate_accelerator
-
-        return simulate_accelerator
-    raise AttributeError(f"module 'torchport.testing' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(globals(), {"simulate_accelerator": "torchport.sim"})

@@ -11,7 +11,9 @@ how a fixed file is written back (:mod:`._write`), and how results are rendered
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from torchport._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from torchport.check.files._add_noqa import NoqaResult, add_noqa_paths
@@ -53,8 +55,8 @@ __all__ = [
     "settings_of",
 ]
 
-# Where each name lives, imported on first use (PEP 562): `check` never loads the
-
+# Where each name lives, imported on first use (PEP 562): a caller loads only the
+# modules of the names it uses.
 _LAZY: dict[str, str] = {
     "NoqaResult": "torchport.check.files._add_noqa",
     "add_noqa_paths": "torchport.check.files._add_noqa",
@@ -80,16 +82,4 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'torchport.check.files' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
