@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 import torchport
@@ -287,3 +288,210 @@ def test_the_parse_scan_sees_a_parse(tmp_path: Path) -> None:
         "e = torch.device(args.device)\n"
     )
     assert _parses_a_device(module) == [5, 6]
+
+
+def test_the_scopes_come_from_one_pass() -> None:
+    """ "semantic/_scope_pass.py: the one pass that builds a module's scopes".
+
+    Only the ScopeMap runs the pass, and only the Context builds the ScopeMap (above).
+    """
+    runs = _where(_modules(), frozenset({"ScopePass"}))
+    assert [where.partition(":")[0] for where in runs] == ["check/semantic/_scope.py"], runs
+
+
+# -- the audit of every "the one" / "the only" ------------------------------------------
+#
+# Docstrings, comments and docs say "the one" or "the only" 80-odd times. Where it
+# claims a place in the code (the one exception tree, the one tree walker) a test holds
+# it; where it names one thing the sentence is about (the one path given, the one cause
+# chosen) it claims nothing about the code's layout. Every occurrence is one or the
+# other below, so a new claim of "one place" cannot appear without its test.
+
+ROOT = PACKAGE.parents[1]
+_PHRASE = re.compile(r"\b[Tt]he (one|only)(?![-\w])")
+
+# The test that holds each claim of one place -> (file, the phrase and the two words after it).
+HELD: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    (
+        "tests/test_release.py",
+        "test_the_version_is_written_once_and_read_everywhere",
+    ): (("src/torchport/__init__.py", "the one place the"),),
+    (
+        "tests/test_claims.py",
+        "test_every_public_exception_is_in_the_one_tree",
+    ): (
+        ("src/torchport/errors.py", "the one exception tree"),
+        ("docs/architecture.md", "the one exception tree"),
+    ),
+    (
+        "tests/test_claims.py",
+        "test_the_tree_walker_is_places",
+    ): (
+        ("src/torchport/place/__init__.py", "the one tree walker"),
+        ("src/torchport/place/_move.py", "the one walker place"),
+        ("docs/architecture.md", "the one tree walker"),
+    ),
+    (
+        "tests/test_claims.py",
+        "test_the_one_semantic_model_is_built_by_the_context",
+    ): (
+        ("src/torchport/check/_context.py", "the one semantic model"),
+        ("src/torchport/check/port/_kinds.py", "the one scope model"),
+    ),
+    (
+        "tests/test_claims.py",
+        "test_the_scopes_come_from_one_pass",
+    ): (("src/torchport/check/semantic/_scope_pass.py", "the one pass that"),),
+    (
+        "tests/test_claims.py",
+        "test_every_rule_asks_the_one_resolver",
+    ): (
+        ("src/torchport/check/semantic/_resolve.py", "the one resolver every"),
+        ("src/torchport/check/semantic/_receivers.py", "the one resolver class"),
+    ),
+    (
+        "tests/check/test_torch_api.py",
+        "test_every_api_a_shipped_fix_writes_is_in_the_table",
+    ): (("src/torchport/check/_torch_api.py", "the one table each"),),
+    (
+        "tests/check/port/test_rewrite.py",
+        "test_one_device_binding_for_the_whole_file",
+    ): (
+        ("src/torchport/check/port/_device_name.py", "the one device name"),
+        ("src/torchport/check/port/_facts.py", "the one device name"),
+    ),
+    (
+        "tests/check/test_context.py",
+        "test_fix_keeps_crlf_comments_and_one_definition",
+    ): (
+        ("src/torchport/check/semantic/__init__.py", "the one device Rules"),
+        ("src/torchport/check/semantic/_placement.py", "the one device definition"),
+        ("README.md", "the one every fix"),
+    ),
+    (
+        "tests/test_claims.py",
+        "test_device_arguments_are_parsed_by_hardware",
+    ): (
+        ("src/torchport/diagnose/_memory.py", "the one device parser"),
+        ("src/torchport/hardware/_device_facts.py", "the one reading of"),
+    ),
+    (
+        "tests/hardware/test_torch_features.py",
+        "test_only_the_torch_features_module_asks_what_this_torch_has",
+    ): (
+        ("src/torchport/hardware/_torch_features.py", "the one place in"),
+        ("src/torchport/hardware/_torch_features.py", "the one version comparison"),
+        ("docs/architecture.md", "the one place that"),
+    ),
+    (
+        "tests/place/test_device.py",
+        "test_no_environment_or_global_state_changes",
+    ): (("src/torchport/place/_device.py", "the one global change"),),
+    (
+        "tests/sim/test_simulator.py",
+        "test_save_and_load_keep_map_location",
+    ): (("src/torchport/sim/_saving.py", "the one rebuild function"),),
+}
+CLAIMS = {claim for claims in HELD.values() for claim in claims}
+
+# (file, phrase) of sentences about one thing they name, not about where code lives.
+ABOUT_ONE_THING: frozenset[tuple[str, str]] = frozenset({
+    ("src/torchport/check/_context.py", "the one being checked"),
+    ("src/torchport/check/_source.py", "the one before it"),
+    ("src/torchport/check/_syntax.py", "the one torchport runs"),
+    ("src/torchport/check/files/_cache.py", "the one recorded when"),
+    ("src/torchport/check/files/_paths.py", "the one path in"),
+    ("src/torchport/check/files/_plan.py", "the only path but"),
+    ("src/torchport/check/files/_reading.py", "the one line ending"),
+    ("src/torchport/check/files/_text.py", "the one command that"),
+    ("src/torchport/check/files/_work.py", "the one file s"),
+    ("src/torchport/check/port/_call_sites.py", "the one of the"),
+    ("src/torchport/check/port/_call_sites.py", "the only one of"),
+    ("src/torchport/check/port/_kinds.py", "the one that counts"),
+    ("src/torchport/check/port/_reaching.py", "the one binding every"),
+    ("src/torchport/check/port/_reaching.py", "the one a read"),
+    ("src/torchport/check/port/_verify.py", "the one file given"),
+    ("src/torchport/check/rules/_loops.py", "the one name it"),
+    ("src/torchport/check/rules/force_no_weights_only_env.py", "the one call that"),
+    ("src/torchport/check/rules/hard_coded_cuda_device_type.py", "the one device the"),
+    ("src/torchport/check/rules/unportable_batch.py", "the one line it"),
+    ("src/torchport/check/semantic/_flow.py", "the one binding of"),
+    ("src/torchport/check/semantic/_flow.py", "the one entry self"),
+    ("src/torchport/check/semantic/_following.py", "the one assignment that"),
+    ("src/torchport/check/semantic/_placement.py", "the one it chose"),
+    ("src/torchport/check/semantic/_resolve.py", "the only binding there"),
+    ("src/torchport/check/semantic/_resolve.py", "the only one None"),
+    ("src/torchport/cli/check.py", "the one PATH is"),
+    ("src/torchport/diagnose/_culprit.py", "the one that makes"),
+    ("src/torchport/diagnose/_culprit.py", "the one device its"),
+    ("src/torchport/diagnose/_oom_causes.py", "the one cause an"),
+    ("src/torchport/diagnose/_oom_causes.py", "the one cause and"),
+    ("src/torchport/diagnose/_suspects.py", "the only place it"),
+    ("src/torchport/diagnose/_suspects.py", "the one and never"),
+    ("src/torchport/feed/_loader.py", "the one being handed"),
+    ("src/torchport/feed/_pack.py", "the one target device"),
+    ("src/torchport/hardware/_inventory.py", "the one torch reports"),
+    ("src/torchport/place/_containers.py", "the one tensor a"),
+    ("src/torchport/place/_containers.py", "the one member if"),
+    ("src/torchport/place/_containers.py", "the one object did"),
+    ("src/torchport/place/_containers.py", "the one moved copy"),
+    ("src/torchport/place/_device.py", "the one with the"),
+    ("src/torchport/place/_device.py", "the only kind device"),
+    ("src/torchport/place/_leaf_kinds.py", "the only falsy kind"),
+    ("src/torchport/place/_move.py", "the one key ids"),
+    ("src/torchport/run/_cuda_shim.py", "the one device def"),
+    ("src/torchport/run/_cuda_shim.py", "the one generator reseeding"),
+    ("src/torchport/run/_cuda_shim.py", "the one generator already"),
+    ("src/torchport/run/_cuda_shim.py", "the one target its"),
+    ("src/torchport/run/_torch_shim.py", "the one it supports"),
+    ("src/torchport/sim/_factories.py", "the one device there"),
+    ("docs/cli.md", "the one the command"),
+    ("docs/cli.md", "the one PATH is"),
+    ("docs/how-to/feed.md", "the one wait this"),
+    ("docs/how-to/place.md", "the one with the"),
+    ("README.md", "the one path reads"),
+})  # fmt: skip
+
+
+def _phrases(path: Path) -> set[str]:
+    """Each "the one"/"the only" in ``path`` with the two words after it."""
+    text = path.read_text(encoding="utf-8")
+    found = set()
+    for match in _PHRASE.finditer(text):
+        words = re.findall(r"[A-Za-z_]+", text[match.end() : match.end() + 80])[:2]
+        found.add(" ".join([match.group(0).lower(), *words]))
+    return found
+
+
+def _documents() -> list[Path]:
+    return [
+        *sorted(PACKAGE.rglob("*.py")),
+        *sorted((ROOT / "docs").rglob("*.md")),
+        ROOT / "README.md",
+    ]
+
+
+def test_every_claim_of_one_place_is_held_or_is_about_one_thing() -> None:
+    seen = {
+        (p.relative_to(ROOT).as_posix(), phrase) for p in _documents() for phrase in _phrases(p)
+    }
+    unjudged = seen - CLAIMS - ABOUT_ONE_THING
+    assert not unjudged, (
+        f"{sorted(unjudged)}: a new 'the one'/'the only': if it claims one place in the code, "
+        "add the test that holds it to HELD; if it names one thing, add it to ABOUT_ONE_THING"
+    )
+    assert not (CLAIMS | ABOUT_ONE_THING) - seen, "stale entries: the text is gone"
+    assert not CLAIMS & ABOUT_ONE_THING
+
+
+def test_every_holder_is_a_test_that_exists() -> None:
+    for path, name in HELD:
+        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert name in defined, (path, name)
+
+
+def test_the_phrase_scan_reads_across_lines(tmp_path: Path) -> None:
+    doc = tmp_path / "d.md"
+    doc.write_text("The one\n``tree`` walker; the one-element list; not the only, and\n")
+    assert _phrases(doc) == {"the one tree walker", "the only and"}
