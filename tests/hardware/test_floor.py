@@ -16,9 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from torchport._device_types import ACCELERATOR_TYPES
+
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "torchport"
 
-HARDWARE_MODULES = ("cuda", "mps", "xpu", "accelerator")
+# torch's device modules: every accelerator of the vocabulary (`torch.npu` once an extension
+# registers it), and the generic one.
+HARDWARE_MODULES = frozenset({*ACCELERATOR_TYPES, "accelerator"})
 HARDWARE_BACKENDS = ("cuda", "cudnn", "mps")
 
 # Code that must name the hardware API itself, and why.
@@ -27,6 +31,8 @@ ALLOWED = {
     "run/_cuda_shim.py",
     "run/_torch_shim.py",
     "run/_redirect.py",
+    # The simulated accelerator makes torch.accelerator's C++-only functions answer for it.
+    "sim/_install.py",
     # A baseline written the way users write it, which DeviceLoader is measured against.
     "bench/_suite_loader.py",
 }
@@ -43,23 +49,42 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
+def _backend_lookup(node: ast.AST) -> str | None:
+    """``getattr(torch, kind)``: a device module looked up by a name the scan cannot read."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) >= 2
+        and _dotted(node.args[0]) == "torch"
+    ):
+        return None
+    name = node.args[1]
+    if isinstance(name, ast.Constant) and name.value not in HARDWARE_MODULES:
+        return None  # `getattr(torch, "float8_e4m3fn", None)`: no device module
+    return f"getattr(torch, {ast.unparse(name)})"
+
+
 def hardware_calls(source: str) -> list[tuple[int, str]]:
     tree = ast.parse(source)
     inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     found = []
     for node in ast.walk(tree):
+        lookup = _backend_lookup(node)
+        if lookup is not None:
+            found.append((node.lineno, lookup))
         if not isinstance(node, ast.Attribute) or id(node) in inner:
             continue
         name = _dotted(node)
         if name is None:
             continue
         parts = name.split(".")
-        if parts[0] != "torch" or len(parts) < 3:
+        if parts[0] != "torch" or len(parts) < 2:
             continue
         if (
-            parts[1] in HARDWARE_MODULES
-            or (parts[1] == "backends" and parts[2] in HARDWARE_BACKENDS)
-            or (parts[1] == "_C" and parts[2].startswith("_cuda"))
+            parts[1] in HARDWARE_MODULES  # `torch.cuda.x`, and `torch.cuda` handed on as a value
+            or (parts[1] == "backends" and parts[2:3] and parts[2] in HARDWARE_BACKENDS)
+            or (parts[1] == "_C" and parts[2:3] and parts[2].startswith("_cuda"))
         ):
             found.append((node.lineno, name))
     return sorted(set(found))
@@ -102,12 +127,20 @@ def test_the_scan_sees_calls_and_ignores_text() -> None:
         "f = torch.backends.mps.is_available\n"
         "g = torch._C._cuda_getDriverVersion\n"
         "ok = torch.nn.Linear\n"
+        "m = getattr(torch, device.type, None)\n"
+        "npu = torch.npu.synchronize\n"
+        "mod = torch.mtia\n"
+        "dtype = getattr(torch, 'float8_e4m3fn', None)\n"
+        "ok = torch.device\n"
     )
     names = [name for _, name in hardware_calls(source)]
     assert names == [
         "torch.cuda.device_count",
         "torch.backends.mps.is_available",
         "torch._C._cuda_getDriverVersion",
+        "getattr(torch, device.type)",
+        "torch.npu.synchronize",
+        "torch.mtia",
     ]
 
 

@@ -2,9 +2,10 @@
 
 Everything else in :mod:`torchport.hardware` (and through it the rest of the
 package) reaches torch's device APIs through the :class:`Backend` object held
-in :data:`ACTIVE`; ``tests/hardware/test_backend_only.py`` fails on a
-``torch.cuda``/``torch.mps``/``torch.xpu``/``torch.accelerator`` call anywhere
-else in the runtime (its allow-list says why ``run/`` and ``_torch_features`` may).
+in :data:`ACTIVE`; ``tests/hardware/test_floor.py`` fails on a ``torch.<type>``
+(any accelerator of the vocabulary) or ``torch.accelerator`` call, or a
+``getattr(torch, kind)``, anywhere else in the runtime (its allow-lists say why
+``run/``'s stand-ins, ``sim/_install.py`` and ``_torch_features`` may).
 A backend that answers as ``torch.accelerator`` and ``torch.<type>`` expect
 needs nothing here: the generic branches ask ``getattr(torch, kind)``. Only a
 backend with calls of its own (CUDA's NVML reads, MPS without streams) has a
@@ -171,6 +172,22 @@ class Backend:
     def arch_list(self) -> tuple[str, ...]:
         """GPU architectures this CUDA or ROCm build was compiled for (empty otherwise)."""
         return tuple(torch.cuda.get_arch_list())
+
+    def allocator_function(self, device: torch.device, name: str) -> Callable[..., Any] | None:
+        """The caching allocator's ``name`` for ``device``'s type, newest API first, else None.
+
+        ``torch.accelerator.<name>`` where this torch has it, else ``torch.<type>.<name>``
+        (``empty_cache``, ``memory_stats``, ``reset_peak_memory_stats``, ...).
+        """
+        generic = _torch_features.accelerator_function(name)
+        if generic is not None:
+            return generic
+        specific = getattr(getattr(torch, device.type, None), name, None)
+        return specific if callable(specific) else None
+
+    def cudart(self) -> Any:
+        """The CUDA runtime bindings torch loaded (unannotated in torch, hence the Any)."""
+        return cast(Any, torch.cuda).cudart()
 
     def allocator_stat(self, device: torch.device, name: str) -> int:
         """One caching-allocator counter of ``device`` (``memory_allocated``, ...), newest first.

@@ -10,7 +10,9 @@ is ``diagnose``'s work.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -22,6 +24,7 @@ __all__ = [
     "BuildFacts",
     "GpuProperties",
     "accelerator_info",
+    "allocator_function",
     "allocator_stat",
     "build_facts",
     "cuda_contexts",
@@ -205,6 +208,15 @@ def free_memory(kind: str, index: int) -> tuple[int | None, str]:
     if had_context:
         return free, "cudaMemGetInfo (context already existed)"
     return free, "cudaMemGetInfo (created a CUDA context: install nvidia-ml-py to avoid it)"
+
+
+def allocator_function(device: torch.device, name: str) -> Callable[..., Any] | None:
+    """The caching allocator's ``name`` for ``device`` (``empty_cache``, ``memory_stats``, ...).
+
+    ``torch.accelerator``'s where this torch has it, else the backend module's; None
+    where neither has it. Calling it may wait for the device as torch's own does.
+    """
+    return _backend.ACTIVE.allocator_function(device, name)
 
 
 def allocator_stat(device: torch.device, name: str) -> int:

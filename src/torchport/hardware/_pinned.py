@@ -28,7 +28,7 @@ from typing import Any, cast
 import torch
 
 from torchport._device_types import CUDA
-from torchport.hardware import _device_facts
+from torchport.hardware import _backend, _device_facts
 
 __all__ = ["PinnedBuffer", "pins_for"]
 
@@ -47,8 +47,8 @@ def pins_for(device: torch.device) -> bool:
 
 
 def _cudart() -> Any:
-    """The CUDA runtime bindings (unannotated in torch, hence the Any)."""
-    return cast(Any, torch.cuda).cudart()
+    """The CUDA runtime bindings, from the backend (unannotated in torch, hence the Any)."""
+    return _backend.ACTIVE.cudart()
 
 
 @functools.cache

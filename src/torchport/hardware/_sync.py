@@ -2,7 +2,7 @@
 
 The runtime blocks the host on a device, or creates a stream or an event,
 through the functions here, which ask the backend (``hardware/_backend.py``);
-``tests/hardware/test_backend_only.py`` fails on a ``torch.cuda``/``torch.accelerator``
+``tests/hardware/test_floor.py`` fails on a ``torch.cuda``/``torch.accelerator``
 call elsewhere. Each says when it waits. (A user's ``.item()`` or a blocking
 ``.to("cpu")`` waits too; the audit counts those.)
 """

@@ -63,9 +63,7 @@ def _accelerator_call(target: torch.device, name: str, cpu_value: Any) -> Callab
     def on_target(*args: Any, **kwargs: Any) -> Any:
         if name in _STATS_KEYS.values():
             return hardware.allocator_stat(target, name)
-        function = hardware.accelerator_function(name) or getattr(
-            getattr(torch, target.type, None), name, None
-        )
+        function = hardware.allocator_function(target, name)
         if name == "memory_stats":
             try:
                 if function is None:
