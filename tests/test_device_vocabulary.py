@@ -109,6 +109,62 @@ def test_no_device_type_literal_outside_the_vocabulary(path: Path) -> None:
     )
 
 
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def device_strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, string) of each string outside docstrings that is a device: ``"cpu"``, ``"cuda:0"``.
+
+    Any position: a return value, a default, a dict key, ``x.startswith("cpu")``,
+    ``backend == "cpu"``, the second argument of ``to_device``.
+    """
+    docs = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            kind, colon, index = node.value.partition(":")
+            if kind in _TYPES and (not colon or index.isdigit() or not index):
+                found.append((node.lineno, node.value))
+    return sorted(found)
+
+
+RUNTIME = [p for p in SOURCES if p.relative_to(PACKAGE).parts[0] != "check"]
+
+
+@pytest.mark.parametrize("path", RUNTIME, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_the_runtime_writes_no_device_string(path: Path) -> None:
+    """The runtime (everything but the checker, which reads users' strings) names no device type.
+
+    Stricter than the positions above, which miss ``backend == "cpu"``,
+    ``to_device(batch, "meta")``, ``x if y else "cpu"`` and ``HOST = "cpu"``.
+    """
+    found = device_strings(ast.parse(path.read_text(encoding="utf-8")))
+    assert found == [], (
+        f"{path.relative_to(PACKAGE)} writes device types as strings: {found}; "
+        "use the names of torchport._device_types (CPU, META, CUDA, ...)"
+    )
+
+
+def test_the_strict_scan_sees_every_position() -> None:
+    source = (
+        '"""A docstring naming "cpu" does not count."""\n'
+        'HOST = "cpu"\n'
+        'm = "RAM" if e.backend == "cpu" else "memory"\n'
+        'to_device(batch, "meta")\n'
+        'd = choice or "cuda:1"\n'
+        'ok = ("metadata", "cudagraphs", "cpu_count", "xpu device")\n'
+    )
+    assert [s for _, s in device_strings(ast.parse(source))] == ["cpu", "cpu", "meta", "cuda:1"]
+
+
 def test_every_allowed_path_exists() -> None:
     for allowed in ALLOWED:
         assert (PACKAGE / allowed).exists(), f"{allowed} is allowed but gone: drop it"

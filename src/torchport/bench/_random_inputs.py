@@ -56,7 +56,7 @@ def nested_batch(total_bytes: int, *, pin: bool = False) -> dict[str, Any]:
             "mask": random_tensor(tokens, dtype=torch.bool, pin=pin),
         },
         "aux": [random_tensor(4 * KIB, pin=pin) for _ in range(4)],
-        "meta": {"source": "bench", "epoch": 3},
+        "metadata": {"source": "bench", "epoch": 3},
     }
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
-from torchport._device_types import CPU
+from torchport._device_types import CPU, META
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._timing import rotating, time_interleaved
 from torchport.feed import DeviceLoader
@@ -52,7 +52,7 @@ def loader_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
         {
             "image": torch.randn(4, 8),
             "label": torch.randint(0, 4, (4,)),
-            "meta": {"index": i, "path": f"images/{i:05d}.jpg"},
+            "metadata": {"index": i, "path": f"images/{i:05d}.jpg"},
             "tags": ["train", "augmented"],
         }
         for i in range(BATCHES)
@@ -70,7 +70,7 @@ def loader_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
     for case, source in sources:
         strategies = {
             "bare loader": _epoch(source),
-            'DeviceLoader(loader, "cpu")': _epoch(DeviceLoader(source, "cpu")),
+            'DeviceLoader(loader, "cpu")': _epoch(DeviceLoader(source, CPU)),
         }
         stats = time_interleaved(
             strategies, torch.device(CPU), warmup=2, repeats=repeats, clock=time.process_time
@@ -87,7 +87,7 @@ def loader_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:
 
 
 def _mover(pack: bool | None) -> Callable[[object], object]:
-    return lambda batch: to_device(batch, "meta", pack=pack)
+    return lambda batch: to_device(batch, META, pack=pack)
 
 
 def pack_rows(*, quick: bool) -> tuple[list[Row], list[Check]]:

@@ -241,7 +241,7 @@ def _events() -> dict[str, tuple[Callable[[], object], bool]]:
         "mask": values > 4,
         "device": torch.device(CPU),
         "weight": torch.ones((), requires_grad=True) * 2,
-        "feed": DeviceLoader([(values, values)], "cpu"),
+        "feed": DeviceLoader([(values, values)], CPU),
     }
     # looked up at each call, as a program does (a bound method taken before the
     # audit began would bypass its Python-level watch)

@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from torchport._device_types import CPU
+from torchport._device_types import CPU, META
 from torchport.bench._competitors import (
     Strategy,
     accelerate_send,
@@ -51,14 +51,14 @@ from torchport.bench._timing import Stats, rotating, time_interleaved
 LEAVES = 1000
 
 # case label -> target device of the per-leaf `t.to(target)`
-OPS: dict[str, str] = {"no-op move t.to('cpu')": "cpu", "work t.to('meta')": "meta"}
+OPS: dict[str, str] = {"no-op move t.to('cpu')": CPU, "work t.to('meta')": META}
 
 NOTE = (
     f"traversal: {LEAVES}-leaf nested batch of 16-byte CPU tensors, and small batches "
     "(a tensor, an (x, y, mask) tuple, a dict of 10); process CPU time"
 )
 # to_device / accelerate, per op, for the 1000-leaf batch
-TO_DEVICE_VS_ACCELERATE = {"cpu": 0.5, "meta": 0.8}
+TO_DEVICE_VS_ACCELERATE = {CPU: 0.5, META: 0.8}
 TO_DEVICE_VS_OPTREE = 1.2
 SMALL_VS_ACCELERATE = 1.0
 SMALL_INNER = 200

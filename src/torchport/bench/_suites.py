@@ -168,7 +168,7 @@ def _now() -> str:
 
 def _describe(device: torch.device | None) -> str:
     if device is None:
-        return "cpu"
+        return CPU
     from torchport import hardware
 
     return f"{device} ({hardware.device_name(device)})"

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from torchport import hardware
+from torchport._device_types import CPU
 from torchport.diagnose._bandwidth import NOT_REQUESTED, CopyBandwidth, measure_bandwidth
 from torchport.diagnose._env import (
     DeviceChoice,
@@ -160,7 +161,7 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
                 or []
             )
             findings += _unexplained_missing_gpu(build, accel, findings)
-    host = _guard(findings, "host memory", lambda: memory_report("cpu"))
+    host = _guard(findings, "host memory", lambda: memory_report(CPU))
     software = _guard(findings, "the host and its software", probe_host)
     if software is not None:
         findings += host_findings(software)
@@ -170,7 +171,7 @@ def doctor(*, bandwidth: bool = False, free_memory: bool = True) -> DoctorReport
         choice = _choose(findings)
     measured = CopyBandwidth(device=None, reason=NOT_REQUESTED)
     if bandwidth:
-        target = hardware.device_spec(choice.device if choice and choice.device else "cpu")
+        target = hardware.device_spec(choice.device if choice and choice.device else CPU)
         measured = _guard(findings, "copy bandwidth", lambda: measure_bandwidth(target)) or (
             CopyBandwidth(device=None, reason="measurement failed; see findings")
         )

@@ -25,6 +25,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from torchport._device_types import CPU
 from torchport._origin import installed_path
 from torchport._sizes import format_bytes
 from torchport.diagnose._doctor_drawing import render_doctor
@@ -241,8 +242,8 @@ def oom_text(explanation: OomExplanation) -> str:
     facts = [f"{e.backend.upper()} out of memory on {e.device or e.backend}"]
     if e.requested is not None:
         facts.append(f"tried to allocate {format_bytes(e.requested)}")
-    memory = "RAM" if e.backend == "cpu" else "memory"
-    free_word = "available" if e.backend == "cpu" else "free"
+    memory = "RAM" if e.backend == CPU else "memory"
+    free_word = "available" if e.backend == CPU else "free"
     if e.total is not None and e.free is not None:
         facts.append(f"{format_bytes(e.free)} {free_word} of {format_bytes(e.total)} {memory}")
     elif e.total is not None:
@@ -279,7 +280,7 @@ def render_memory(report: MemoryReport) -> RenderableType:
     table = Table(title=f"memory on {report.device}", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("size", justify="right")
-    host = report.device.startswith("cpu")  # a device name (str), as memory_report writes it
+    host = report.device.startswith(CPU)  # a device name (str), as memory_report writes it
     rows = (
         ("allocated (live tensors)", report.allocated),
         ("reserved by the allocator", report.reserved),

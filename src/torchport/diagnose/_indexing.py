@@ -16,9 +16,9 @@ from typing import Any
 import torch
 
 from torchport import hardware
+from torchport._device_types import CPU
 
 __all__ = [
-    "HOST",
     "MASK_DTYPES",
     "assigned_number_bytes",
     "assigns_tensor_by_mask",
@@ -32,8 +32,6 @@ __all__ = [
 _Args = Sequence[Any]
 _Kwargs = Mapping[str, Any]
 
-HOST = "cpu"
-"""The host's device type: where a CPU run predicts, and where CUDA wraps numbers."""
 
 MASK_DTYPES = (torch.bool, torch.uint8)
 
@@ -60,7 +58,7 @@ def masked_fill_dispatch(args: _Args, kwargs: _Kwargs) -> bool:
     accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
     if accumulate or not isinstance(value, torch.Tensor) or value.numel() != 1:
         return False
-    if value.device.type != HOST:
+    if value.device.type != CPU:  # the host: where CUDA wraps numbers
         return False
     mask = None
     for index in indices or ():

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from torchport import hardware
-from torchport.diagnose._indexing import HOST
+from torchport._device_types import CPU
 from torchport.errors import DeviceError
 
 __all__ = ["names_host", "non_blocking", "transfer_of"]
@@ -50,7 +50,7 @@ def names_host(func: Any, args: _Args, kwargs: _Kwargs) -> bool:
     if not isinstance(target, str):
         return False
     try:
-        return hardware.device_spec(target).type == HOST
+        return hardware.device_spec(target).type == CPU
     except DeviceError:  # the call raised on it already; nothing was moved
         return False
 
@@ -90,7 +90,7 @@ def transfer_of(
         src, dst = args[0], out
     elif isinstance(out, torch.Tensor):  # torch.tensor / new_tensor / ...: data from the host
         data = args[1] if func is _NEW_TENSOR else args[0] if args else None
-        source = data.device if isinstance(data, torch.Tensor) else torch.device(HOST)
+        source = data.device if isinstance(data, torch.Tensor) else torch.device(CPU)
         return source, out.device, out.numel() * out.element_size()
     else:
         return None

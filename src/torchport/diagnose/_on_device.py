@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 
-from torchport.diagnose._indexing import HOST, MASK_DTYPES, masked_fill_dispatch
+from torchport._device_types import CPU
+from torchport.diagnose._indexing import MASK_DTYPES, masked_fill_dispatch
 from torchport.diagnose._ops import OpEntry, aten_entry
 
 __all__ = ["copies_on_device", "syncs_on_device"]
@@ -59,14 +60,14 @@ def syncs_on_device(func: Any, args: _Args, kwargs: _Kwargs) -> OpEntry | None:
             return None
         indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
         on_device = any(
-            isinstance(i, torch.Tensor) and i.dtype in MASK_DTYPES and i.device.type != HOST
+            isinstance(i, torch.Tensor) and i.dtype in MASK_DTYPES and i.device.type != CPU
             for i in indices or ()
         )
         return entry if on_device else None
     if entry.applies is not None and not entry.applies(args, kwargs):
         return None
     tensor = _first_tensor(args)
-    if tensor is None or tensor.device.type == HOST:
+    if tensor is None or tensor.device.type == CPU:
         return None
     return entry
 
@@ -104,12 +105,12 @@ def copies_on_device(
     if name not in _INDEX_PUTS and name != "aten::index":
         return []
     self = args[0]
-    if not isinstance(self, torch.Tensor) or self.device.type == HOST:
+    if not isinstance(self, torch.Tensor) or self.device.type == CPU:
         return []
     copies: list[tuple[torch.device, torch.device, int]] = []
     indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
     for index in indices or ():
-        if not isinstance(index, torch.Tensor) or index.device.type != HOST:
+        if not isinstance(index, torch.Tensor) or index.device.type != CPU:
             continue
         if index.dtype in MASK_DTYPES:
             nbytes = int(index.count_nonzero()) * max(index.dim(), 1) * 8
@@ -118,6 +119,6 @@ def copies_on_device(
         copies.append((index.device, self.device, nbytes))
     if name in _INDEX_PUTS and not masked_fill_dispatch(args, kwargs):
         value = args[2] if len(args) > 2 else kwargs.get("values")
-        if isinstance(value, torch.Tensor) and value.device.type == HOST:
+        if isinstance(value, torch.Tensor) and value.device.type == CPU:
             copies.append((value.device, self.device, value.numel() * value.element_size()))
     return copies

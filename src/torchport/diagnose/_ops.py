@@ -34,9 +34,9 @@ from typing import Any
 import torch
 
 from torchport import hardware
+from torchport._device_types import CPU
 from torchport.diagnose._host_held import HOST_FACTORIES, made_on_host
 from torchport.diagnose._indexing import (
-    HOST,
     assigns_tensor_by_mask,
     has_bool_index,
     indexes_by_mask,
@@ -207,7 +207,7 @@ def aten_entry(func: Any) -> OpEntry | None:
     return ATEN_TABLE.entry(func)
 
 
-_HOST = HOST  # where the audit predicts copies: a move to itself is free
+_HOST = CPU  # where the audit predicts copies: a move to itself is free
 
 
 def _creates_with_device(args: _Args, kwargs: _Kwargs) -> bool:

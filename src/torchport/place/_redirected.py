@@ -91,7 +91,7 @@ def names_cuda(value: object, argument: str = "device") -> bool:
         return True  # an accelerator ordinal, as .to(rank) and .cuda(rank) read it
     if isinstance(value, torch.device):
         return value.type == CUDA
-    if isinstance(value, str) and "cuda" in value:
+    if isinstance(value, str) and CUDA in value:
         return hardware.device_spec(value, argument=argument).type == CUDA
     return False
 

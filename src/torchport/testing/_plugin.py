@@ -111,9 +111,10 @@ def default_devices() -> list[str]:
     if configured:
         return [name.strip() for name in configured.split(",") if name.strip()]
     from torchport import hardware
+    from torchport._device_types import CPU
 
     accelerator = hardware.accelerator_type()
-    return ["cpu"] if accelerator is None else ["cpu", accelerator]
+    return [CPU] if accelerator is None else [CPU, accelerator]
 
 
 def missing_reason(name: str) -> str | None:
