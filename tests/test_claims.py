@@ -495,3 +495,159 @@ def test_the_phrase_scan_reads_across_lines(tmp_path: Path) -> None:
     doc = tmp_path / "d.md"
     doc.write_text("The one\n``tree`` walker; the one-element list; not the only, and\n")
     assert _phrases(doc) == {"the one tree walker", "the only and"}
+
+
+# -- objects whole: no two modules of a part need each other -----------------------------
+#
+# A circle of imports inside a part (a module importing another that imports it back, at
+# the top or inside a function) is one object or one concern spread over two files.
+# test_layers.py holds the circles between parts; this holds those inside one. Each
+# circle still here is listed with what it would take to undo it.
+KNOWN_CIRCLES: dict[frozenset[str], str] = {
+    frozenset({"run/_children.py", "run/_redirect.py", "run/_target.py"}): (
+        "a redirect installs the child-process patches (_children), whose child re-enters "
+        "the redirect (enter_in_child); _target holds both finding a runnable (which "
+        "_children needs) and running it under a redirect (run_target)"
+    ),
+    frozenset({"sim/_saving.py", "sim/_tensor.py"}): (
+        "SimTensor's pickling is split: __reduce_ex__ asks _saving.reduce_sim_tensor, whose "
+        "rebuild makes a SimTensor"
+    ),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _run_time_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node but those under ``if TYPE_CHECKING:`` (annotations, not dependencies)."""
+    found: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo.extend(node.orelse)
+            continue
+        found.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _imported(path: Path, names: dict[str, Path]) -> set[Path]:
+    """Modules of the package that ``path`` imports anywhere (top level or in a function)."""
+    own = _module_name(path)
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    found = set()
+    for node in _run_time_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package
+                for _ in range(node.level - 1):
+                    anchor = anchor.rpartition(".")[0]
+                base = f"{anchor}.{base}" if base else anchor
+            targets = [
+                f"{base}.{a.name}" if f"{base}.{a.name}" in names else base for a in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            while target and target not in names:
+                target = target.rpartition(".")[0]
+            if target:
+                found.add(names[target])
+    return found
+
+
+def import_circles(paths: list[Path]) -> list[frozenset[str]]:
+    """Circles of imports among ``paths`` that stay inside one part (package ``__init__`` aside)."""
+    names = {_module_name(p): p for p in paths}
+    modules = [p for p in paths if p.name != "__init__.py"]
+
+    def part(p: Path) -> tuple[str, ...]:
+        return p.relative_to(PACKAGE).parts[:-1]
+
+    edges = {
+        p: {q for q in _imported(p, names) if q.name != "__init__.py" and part(q) == part(p)}
+        for p in modules
+    }
+    circles = []
+    for start in modules:
+        # Every module reachable from `start` that reaches `start` back: its circle.
+        reach: set[Path] = set()
+        todo = [start]
+        while todo:
+            for q in edges[todo.pop()] - reach:
+                reach.add(q)
+                todo.append(q)
+        if start in reach:
+            back = {q for q in reach if start in _reaches(q, edges)}
+            circle = frozenset(q.relative_to(PACKAGE).as_posix() for q in back | {start})
+            if circle not in circles:
+                circles.append(circle)
+    return circles
+
+
+def _reaches(start: Path, edges: dict[Path, set[Path]]) -> set[Path]:
+    seen: set[Path] = set()
+    todo = [start]
+    while todo:
+        for q in edges[todo.pop()] - seen:
+            seen.add(q)
+            todo.append(q)
+    return seen
+
+
+def test_no_two_modules_of_a_part_import_each_other() -> None:
+    circles = import_circles(_modules())
+    assert set(circles) == set(KNOWN_CIRCLES), (
+        f"new circles: {set(circles) - set(KNOWN_CIRCLES)}; undone: "
+        f"{set(KNOWN_CIRCLES) - set(circles)} (drop them from KNOWN_CIRCLES)"
+    )
+
+
+def test_the_circle_scan_sees_a_circle_made_in_a_function(tmp_path: Path) -> None:
+    folder = tmp_path / "torchport" / "part"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("from torchport.part._a import f\n")
+    (folder / "_a.py").write_text("from torchport.part._b import g\n\ndef f(): return g\n")
+    (folder / "_b.py").write_text("def g():\n    from ._a import f\n    return f\n")
+    (folder / "_c.py").write_text("from torchport.part import _a\n")
+    (folder / "_d.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from torchport.part._e import E\n"
+    )
+    (folder / "_e.py").write_text("from torchport.part._d import D\n")
+    paths = sorted(folder.glob("*.py"))
+    import tests.test_claims as claims
+
+    original = claims.PACKAGE
+    claims.PACKAGE = tmp_path / "torchport"
+    try:
+        assert import_circles(paths) == [frozenset({"part/_a.py", "part/_b.py"})]
+    finally:
+        claims.PACKAGE = original
+
+
+# -- the tests the code and the docs name exist -------------------------------------------
+
+_TEST_PATH = re.compile(r"(?<![\w./])tests/[\w/]+\.py")
+
+
+def test_every_test_the_docs_name_exists() -> None:
+    """A docstring or page that says "``tests/x.py`` fails on ..." names a file that is there."""
+    missing = [
+        f"{path.relative_to(ROOT).as_posix()}: {named}"
+        for path in _documents()
+        for named in sorted(set(_TEST_PATH.findall(path.read_text(encoding="utf-8"))))
+        if not (ROOT / named).is_file()
+    ]
+    assert missing == []
+
+
+def test_the_test_path_scan_reads_names() -> None:
+    text = "``tests/hardware/test_floor.py`` fails; `fix ../tests/x.py` is an example"
+    assert _TEST_PATH.findall(text) == ["tests/hardware/test_floor.py"]
