@@ -290,6 +290,62 @@ def test_the_parse_scan_sees_a_parse(tmp_path: Path) -> None:
     assert _parses_a_device(module) == [5, 6]
 
 
+def _reads_a_type_by_hand(path: Path) -> list[int]:
+    """Lines of ``text.split(":")[0] == "sim"`` (or ``partition``): a device string's type
+    compared with a name, read by hand."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        by_hand = any(
+            isinstance(side, ast.Subscript)
+            and isinstance(side.value, ast.Call)
+            and isinstance(side.value.func, ast.Attribute)
+            and side.value.func.attr in ("split", "partition")
+            and [ast.unparse(a) for a in side.value.args] == ["':'"]
+            for side in sides
+        )
+        named = any(
+            isinstance(e, ast.Constant) and isinstance(e.value, str)
+            for side in sides
+            for e in (side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side])
+        )
+        if by_hand and named:
+            found.append(node.lineno)
+    return found
+
+
+def test_the_type_a_device_string_names_is_read_by_hardware() -> None:
+    """ "device_spec, the one reading of device strings": even before torch knows the type.
+
+    Naming ``"sim"`` installs the simulated accelerator before ``torch.device`` can
+    parse it; ``hardware.named_type`` reads that name, so every feature that offers
+    ``sim`` agrees on what names it (``" sim:0 "`` does, ``"SIM"`` does not, as torch).
+    """
+    runtime = [p for p in _modules() if p.relative_to(PACKAGE).parts[0] != "check"]
+    assert _where_by_hand(runtime) == []
+
+
+def _where_by_hand(paths: list[Path]) -> list[str]:
+    return [
+        f"{p.relative_to(PACKAGE).as_posix()}:{line}"
+        for p in paths
+        for line in _reads_a_type_by_hand(p)
+    ]
+
+
+def test_the_by_hand_scan_sees_a_reading(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "a = text.strip().lower().split(':')[0] == 'sim'\n"
+        "b = name.partition(':')[0] in ('sim', 'x')\n"
+        "c = arch.split(':')[0] == capability\n"
+        "d = line.partition(':')\n"
+    )
+    assert _reads_a_type_by_hand(module) == [1, 2]
+
+
 def test_the_scopes_come_from_one_pass() -> None:
     """ "semantic/_scope_pass.py: the one pass that builds a module's scopes".
 

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 import torchport as tp
 from torchport import hardware
+from torchport._device_types import DEVICE_TYPES
+from torchport.errors import DeviceError
 
 GIB = 1024**3
 Fake = Callable[..., Any]
@@ -157,3 +159,25 @@ def test_device_spec_reads_without_asking_presence(value: str, expected: str) ->
 def test_device_spec_refuses_what_is_not_a_device(value: str) -> None:
     with pytest.raises(tp.DeviceError, match="TORCHPORT_DEVICE="):
         hardware.device_spec(value, argument="TORCHPORT_DEVICE")
+
+
+@given(
+    kind=st.sampled_from(sorted(DEVICE_TYPES)) | st.text(min_size=1, max_size=6),
+    index=st.none() | st.integers(0, 9).map(str) | st.text(max_size=3),
+    pad=st.sampled_from(["", " ", "\t", "\n "]),
+)
+def test_named_type_is_the_type_device_spec_reads(kind: str, index: str | None, pad: str) -> None:
+    """Where torch parses a string, ``named_type`` names the type ``device_spec`` gives."""
+    text = pad + kind + ("" if index is None else ":" + index) + pad
+    try:
+        parsed = hardware.device_spec(text)
+    except DeviceError:
+        return  # refused: named_type reads it anyway, without a promise
+    assert hardware.named_type(text) == parsed.type
+    assert hardware.named_type(parsed) == parsed.type
+
+
+def test_named_type_reads_a_type_torch_does_not_know_yet() -> None:
+    assert hardware.named_type(" sim:0 ") == "sim"
+    assert hardware.named_type("SIM") == "SIM"  # torch's case: "SIM" installs nothing
+    assert hardware.named_type(3) is None

@@ -65,6 +65,7 @@ from torchport.hardware._device_facts import (
     device_spec,
     list_devices,
     memory_info,
+    named_type,
     parse_device,
     parsed_cache,
 )
@@ -147,6 +148,7 @@ __all__ = [
     "legacy_storage",
     "list_devices",
     "memory_info",
+    "named_type",
     "new_event",
     "new_stream",
     "parse_device",

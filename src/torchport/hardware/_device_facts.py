@@ -37,6 +37,7 @@ __all__ = [
     "device_spec",
     "list_devices",
     "memory_info",
+    "named_type",
     "parse_device",
     "parsed_cache",
 ]
@@ -272,6 +273,22 @@ def parse_device(
             _PARSED.update(_PARSED_PLAIN)
         _PARSED[value] = device
     return device
+
+
+def named_type(value: object) -> str | None:
+    """The device type ``value`` names, read before torch may know it; None for no name.
+
+    ``" sim:0 "`` -> ``"sim"``, ``torch.device("cuda", 1)`` -> ``"cuda"``: what a
+    backend installed on first use (the simulated accelerator) is asked for by, as
+    :func:`device_spec` will read it once the backend is there (white space around
+    it ignored, the case kept: torch knows ``"cuda"``, not ``"CUDA"``). Nothing is
+    checked: a name torch will refuse is still returned.
+    """
+    if isinstance(value, torch.device):
+        return value.type
+    if isinstance(value, str):
+        return value.strip().partition(":")[0]
+    return None
 
 
 def device_spec(value: str | torch.device, *, argument: str = "device") -> torch.device:

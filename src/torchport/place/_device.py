@@ -137,8 +137,7 @@ def _simulate_if_named(value: object) -> None:
     The one global change :func:`pick_device` makes, and only when asked for by name:
     ``TORCHPORT_DEVICE=sim`` runs an unchanged program on the simulated device.
     """
-    text = value.type if isinstance(value, torch.device) else value
-    if isinstance(text, str) and text.strip().lower().split(":")[0] == "sim":
+    if hardware.named_type(value) == "sim":
         # Imported here, on demand: the simulator sits above place (it reads the
         # audit's op table), and a program that never names it never loads it.
         from torchport import sim

@@ -163,14 +163,14 @@ def run_target(
         torchport.DeviceError: ``device`` is malformed or not present.
     """
     check_target(target)
-    from torchport.hardware import parse_device
+    from torchport.hardware import named_type, parse_device
     from torchport.place import pick_device
     from torchport.run._lines import whole_lines
     from torchport.run._notice import on_first_use
     from torchport.run._redirect import redirect
     from torchport.run._shutdown import ExitHandlers, join_threads
 
-    if device is not None and device.strip().lower().split(":")[0] == "sim":
+    if named_type(device) == "sim":
         from torchport.sim import simulate_accelerator
 
         simulate_accelerator()

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from torchport import hardware
 from torchport._crossings import CrossingKind
 from torchport.sim._host import copied
 
@@ -86,10 +87,8 @@ def _restore(storage: Any, location: str) -> Any:
 
 
 def _names_sim(map_location: Any) -> bool:
-    if isinstance(map_location, torch.device):
-        return map_location.type == "sim"
-    if isinstance(map_location, str):
-        return map_location.strip().lower().split(":")[0] == "sim"
+    if isinstance(map_location, (str, torch.device)):
+        return hardware.named_type(map_location) == "sim"
     if isinstance(map_location, dict) and map_location:
         return all(_names_sim(target) for target in map_location.values())
     return False

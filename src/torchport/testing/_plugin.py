@@ -126,7 +126,7 @@ def missing_reason(name: str) -> str | None:
     from torchport._device_types import HOST_TYPES
     from torchport.errors import DeviceError
 
-    if isinstance(name, str) and name.strip().lower().split(":")[0] == "sim":
+    if hardware.named_type(name) == "sim":
         from torchport.sim import simulate_accelerator
 
         simulate_accelerator()  # "sim" is always available: it is installed on first use
