@@ -721,8 +721,8 @@ KNOWN_SPLITS: dict[tuple[str, str], str] = {
         "analysis and the resolver objects that hold the ScopeMap they ask"
     ),
     ("check/semantic/_resolve.py", "Resolver"): "the middle of the ScopeMap chain (above)",
-    ("check/port/_callers.py", "CallerKinds"): (
-        "ValueKinds is CallerKinds + ElementKinds + ValueKinds over _callers, _elements and "
+    ("check/port/_parameters.py", "CallerKinds"): (
+        "ValueKinds is CallerKinds + ElementKinds + ValueKinds over _parameters, _elements and "
         "_kinds; CallerKinds declares facts/ctx/scopes/_memo that ValueKinds.__init__ sets, "
         "and 'the kind of an expression comes from the subclass'"
     ),

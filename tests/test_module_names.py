@@ -45,3 +45,41 @@ def test_the_check_finds_a_second_module_of_one_name(tmp_path: Path) -> None:
     assert _shared(tmp_path / "torchport") == {
         "_placement.py": ["torchport/check/semantic", "torchport/diagnose"]
     }
+
+
+def _stem(word: str) -> str:
+    """``movers`` -> ``mov``, ``staging``/``staged`` -> ``stag``, ``calls`` -> ``call``."""
+    for suffix in ("ings", "ers", "ing", "er", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: -len(suffix)]
+            return _stem(stem) if suffix in ("ings", "ers") else stem
+    return word
+
+
+def _near_twins(package: Path = _PACKAGE) -> list[list[str]]:
+    """Modules of one folder whose names differ only in inflection (``_move``/``_movers``)."""
+    twins = []
+    for folder in sorted({p.parent for p in package.rglob("*.py")}):
+        by_stem: dict[tuple[str, ...], list[str]] = defaultdict(list)
+        for path in folder.glob("*.py"):
+            if path.name != "__init__.py":
+                words = path.stem.strip("_").split("_")
+                by_stem[tuple(map(_stem, words))].append(path.name)
+        twins += [sorted(names) for names in by_stem.values() if len(names) > 1]
+    return twins
+
+
+def test_no_near_twins_side_by_side() -> None:
+    """``_staged.py`` beside ``_staging.py``: the name does not say which holds what."""
+    assert _near_twins() == []
+
+
+def test_the_check_finds_near_twins(tmp_path: Path) -> None:
+    folder = tmp_path / "torchport" / "place"
+    folder.mkdir(parents=True)
+    for name in ("__init__", "_move", "_movers", "_staged", "_staging", "_copy", "_own_to"):
+        (folder / f"{name}.py").write_text("")
+    assert sorted(_near_twins(tmp_path / "torchport")) == [
+        ["_move.py", "_movers.py"],
+        ["_staged.py", "_staging.py"],
+    ]

@@ -21,7 +21,7 @@ Every object a batch holds is one of these (decided once per type by
 * **moved with its own ``.to``** (:data:`MOVER`), an object with state and a
   ``.to`` (PyTorch Geometric's ``Data``/``Batch``/``HeteroData``, a
   ``TensorDict``, ...): moved by that ``.to`` on a shallow copy, its tensors found
-  by walking its state (``place/_movers.py``). An object with a ``.to`` but no
+  by walking its state (``place/_mover_recipe.py``). An object with a ``.to`` but no
   state the walker can read is a leaf whose ``.to`` is called as it is
   (``place/_leaf_kinds.py``'s ``LEAF_MOVER``);
 * **refused** (``place/_refusals.py``): modules, optimizers, LR schedulers and

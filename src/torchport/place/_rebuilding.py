@@ -2,7 +2,7 @@
 
 optree rebuilds a batch by calling each node's unflatten function with nothing but
 the node's data and its new children. The recipes of objects (``place/_objects.py``,
-``place/_movers.py``) need more: the move's device and options, how to call an
+``place/_mover_recipe.py``) need more: the move's device and options, how to call an
 object's own ``.to``, and the objects already rebuilt (so one met twice comes back as
 one). :class:`Finish` holds that; :class:`moving` makes it this thread's while a
 rebuild runs, and :func:`current` reads it.

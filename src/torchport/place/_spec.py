@@ -31,7 +31,7 @@ import optree
 from torchport.place._containers import NAMESPACE
 from torchport.place._copying import has_state
 from torchport.place._lasting import lasting
-from torchport.place._movers import Opened
+from torchport.place._mover_recipe import Opened
 
 __all__ = ["PLAIN", "Notes", "Reorder", "notes_for", "reorders", "restore_order"]
 
@@ -60,7 +60,7 @@ class Notes(NamedTuple):
         ordered: the path (entries from the root) to each ``OrderedDict`` node.
         custom: whether the structure holds nodes the walker registered (objects
             rebuilt by the walker's own recipes); False: optree's nodes only.
-        movers: the node data (:class:`~torchport.place._movers.Opened`) of each
+        movers: the node data (:class:`~torchport.place._mover_recipe.Opened`) of each
             object with its own ``.to`` in the structure, one per occurrence.
         leafless: whether a container in it holds no leaf (``[]``, ``{}``, ``[None]``):
             one such container held twice shows in no leaf, so the walker looks

@@ -21,7 +21,7 @@ wrong (namedtuples with their own ``__new__`` or attributes, and the order of an
 ``OrderedDict`` after ``move_to_end``). The first time a batch holds another
 type as a leaf, the walker decides once what that type is (``place/_leaf_kinds.py``)
 and, for a container (``place/_containers.py``) or an object with state
-(``place/_objects.py``, ``place/_movers.py``), registers it in the private
+(``place/_objects.py``, ``place/_mover_recipe.py``), registers it in the private
 ``"torchport"`` optree namespace (not optree's global one, not torch's pytree
 registry) and flattens again. After that a batch of builtin containers costs one
 C++ flatten, one lookup of its structure, a few C-level passes over the leaves
@@ -76,7 +76,7 @@ from torchport.place._locate import (
     flatten_failure_message,
     recursion_message,
 )
-from torchport.place._movers import mark_own, mover_recipe, note_repeats
+from torchport.place._mover_recipe import mark_own, mover_recipe, note_repeats
 from torchport.place._objects import MOVER, WALKED, kind_of_object, object_recipe
 from torchport.place._refusals import refusal
 from torchport.place._registrations import close_walk, open_walk, register

@@ -2,7 +2,7 @@
 
 PyTorch Geometric's ``Data``/``Batch``/``HeteroData``, a ``TensorDict`` or a
 tensorclass handed to ``to_device`` (or yielded by a loader) is moved as the walker
-would move it (``place/_movers.py``): when every tensor it holds is where the
+would move it (``place/_mover_recipe.py``): when every tensor it holds is where the
 move goes, it comes back as it is and ``.to`` is not called; otherwise the result
 is what its own ``.to`` gives on a shallow copy, every tensor reachable from that
 result is on the target or is one of the input's own tensors left where it was
@@ -32,7 +32,7 @@ from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, defines_copy, read_state, slot_names
 from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
 from torchport.place._locate import ROOT, refused_message
-from torchport.place._movers import SHALLOW_NESTING, check_reached
+from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached
 from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from torchport.check.port._callers import CallerKinds
+from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._value_kind import Elements, Kind, flat, join
 
 __all__ = ["ElementKinds"]
