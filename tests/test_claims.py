@@ -68,9 +68,19 @@ def test_every_public_exception_is_in_the_one_tree() -> None:
 
 
 def _calls_named(path: Path, names: frozenset[str]) -> list[int]:
-    """Lines of calls to a class or function of one of ``names`` (``X(...)``, ``m.X(...)``)."""
+    """Lines of calls to a class or function of one of ``names`` (``X(...)``, ``m.X(...)``,
+    and ``Y(...)`` after ``from m import X as Y``)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    aliases = {
+        a.asname
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+        if a.name in names and a.asname
+    }
+    names = names | aliases
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
@@ -163,6 +173,8 @@ def test_the_resolver_scans_see_a_rule_that_resolves_by_hand(tmp_path: Path) -> 
     assert _calls_named(rule, frozenset({"ScopeMap"})) == []
     rule.write_text("from torchport.check.semantic import ScopeMap\nm = ScopeMap(tree)\n")
     assert _calls_named(rule, frozenset({"ScopeMap"})) == [2]
+    rule.write_text("from torchport.check.semantic import ScopeMap as Model\nm = Model(tree)\n")
+    assert _calls_named(rule, frozenset({"ScopeMap"})) == [2]
 
 
 # -- diagnose: drawing in two modules, devices parsed by hardware ----------------------
@@ -249,11 +261,11 @@ def _parses_a_device(path: Path) -> list[int]:
             and node.func.attr == "device"
             and isinstance(node.func.value, ast.Name)
             and node.func.value.id == "torch"
-            and len(node.args) == 1
-            and not node.keywords
+            and len(node.args) + len(node.keywords) == 1
+            and all(k.arg == "type" for k in node.keywords)
         ):
             continue
-        arg = node.args[0]
+        arg = node.args[0] if node.args else node.keywords[0].value
         if isinstance(arg, ast.Constant) or (isinstance(arg, ast.Name) and arg.id.isupper()):
             continue
         found.append(node.lineno)
@@ -286,8 +298,10 @@ def test_the_parse_scan_sees_a_parse(tmp_path: Path) -> None:
         "c = torch.device(kind, 0)\n"
         "d = torch.device(user_text)\n"
         "e = torch.device(args.device)\n"
+        "f = torch.device(type=text)\n"
+        "g = torch.device(type=kind, index=0)\n"
     )
-    assert _parses_a_device(module) == [5, 6]
+    assert _parses_a_device(module) == [5, 6, 7]
 
 
 def _reads_a_type_by_hand(path: Path) -> list[int]:
