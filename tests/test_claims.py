@@ -574,11 +574,6 @@ def test_the_phrase_scan_reads_across_lines(tmp_path: Path) -> None:
 # test_layers.py holds the circles between parts; this holds those inside one. Each
 # circle still here is listed with what it would take to undo it.
 KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"run/_children.py", "run/_redirect.py", "run/_target.py"}): (
-        "a redirect installs the child-process patches (_children), whose child re-enters "
-        "the redirect (enter_in_child); _target holds both finding a runnable (which "
-        "_children needs) and running it under a redirect (run_target)"
-    ),
     frozenset({"sim/_saving.py", "sim/_tensor.py"}): (
         "SimTensor's pickling is split: __reduce_ex__ asks _saving.reduce_sim_tensor, whose "
         "rebuild makes a SimTensor"

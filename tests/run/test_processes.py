@@ -120,7 +120,7 @@ def test_a_redirected_child_writes_each_line_in_one_write() -> None:
     # newline apart, and siblings' lines would land between them.
     code = (
         "import sys\n"
-        "from torchport.run._children import enter_in_child\n"
+        "from torchport.run._redirect import enter_in_child\n"
         "enter_in_child('cpu', 1)\n"
         "print(type(sys.stdout).__name__, 'a', 'b', sep=' ')\n"
     )

@@ -24,7 +24,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing.spawn
 import os
 import shutil
@@ -35,9 +34,9 @@ from typing import Any
 
 from torchport._origin import Origin, caller_is_library, is_library, origin
 from torchport.run._cuda_shim import Patch
-from torchport.run._target import find_runnable
+from torchport.run._module_spec import find_runnable
 
-__all__ = ["child_patches", "enter_in_child", "through_torchport"]
+__all__ = ["child_patches", "through_torchport"]
 
 # Interpreter options that take no value, and those that take one (python --help).
 _FLAGS = frozenset(
@@ -64,38 +63,6 @@ _WITH_VALUE = frozenset(("-W", "-X", "--check-hash-based-pycs"))
 _PASSED_THROUGH = (os.path.dirname(os.path.abspath(__file__)) + os.sep, subprocess.__file__)
 
 _KEY = "torchport_redirect"  # spawn.prepare() ignores keys it does not know
-
-
-class _InChild:
-    """Pickles as the call that enters the redirect in the child that unpickles it."""
-
-    def __init__(self, device: str, count: int) -> None:
-        self.device = device
-        self.count = count
-
-    def __reduce__(self) -> tuple[Callable[..., None], tuple[str, int]]:
-        return enter_in_child, (self.device, self.count)
-
-
-def enter_in_child(device: str, count: int) -> None:
-    """Enter ``redirect(device, device_count=count)`` for the rest of this process.
-
-    Called while a spawned child unpickles its preparation data, before it
-    imports the parent's main module. The block is never exited: the process
-    ends inside it, as the parent's run does.
-    """
-    from torchport.run._lines import whole_lines
-    from torchport.run._redirect import redirect
-
-    redirect(device, device_count=count).__enter__()
-    # Siblings share the parent's stdout: one write per line, or a child started with
-    # `python -u` (as spawn passes the parent's flags on) splits each print in two.
-    lines = whole_lines()
-    lines.__enter__()
-    _ENTERED.append(lines)  # kept alive: a dropped generator would exit it at once
-
-
-_ENTERED: list[contextlib.AbstractContextManager[None]] = []
 
 
 def through_torchport(args: object, device: str, cwd: object = None) -> list[str] | None:
@@ -160,14 +127,19 @@ def _called_by_library() -> bool:
     return caller_is_library(past=_PASSED_THROUGH)
 
 
-def child_patches(device: str, count: int) -> list[Patch]:
-    """The patches that make children started with multiprocessing or subprocess redirected."""
+def child_patches(device: str, in_child: object) -> list[Patch]:
+    """The patches that make children started with multiprocessing or subprocess redirected.
+
+    ``in_child`` goes into a spawned child's preparation data: unpickling it there
+    enters the redirect (the redirect's own ``_InChild``, so that this module, which
+    the redirect installs, never imports the redirect back).
+    """
     original: Callable[[str], dict[str, Any]] = multiprocessing.spawn.get_preparation_data
     popen_init: Callable[..., None] = subprocess.Popen.__init__
 
     def get_preparation_data(name: str) -> dict[str, Any]:
         data = original(name)
-        data[_KEY] = _InChild(device, count)
+        data[_KEY] = in_child
         return data
 
     def __init__(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:

@@ -28,8 +28,10 @@ attribute patches are process-wide, so one thread at a time may hold a redirect.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -119,6 +121,37 @@ class _DeviceRewrite(TorchFunctionMode):
         return tensor.to(self.target, non_blocking=non_blocking, memory_format=memory_format)
 
 
+class _InChild:
+    """Pickles as the call that enters the redirect in the child that unpickles it."""
+
+    def __init__(self, device: str, count: int) -> None:
+        self.device = device
+        self.count = count
+
+    def __reduce__(self) -> tuple[Callable[..., None], tuple[str, int]]:
+        return enter_in_child, (self.device, self.count)
+
+
+def enter_in_child(device: str, count: int) -> None:
+    """Enter ``redirect(device, device_count=count)`` for the rest of this process.
+
+    Called while a spawned child unpickles its preparation data, before it
+    imports the parent's main module. The block is never exited: the process
+    ends inside it, as the parent's run does.
+    """
+    from torchport.run._lines import whole_lines
+
+    redirect(device, device_count=count).__enter__()
+    # Siblings share the parent's stdout: one write per line, or a child started with
+    # `python -u` (as spawn passes the parent's flags on) splits each print in two.
+    lines = whole_lines()
+    lines.__enter__()
+    _ENTERED.append(lines)  # kept alive: a dropped generator would exit it at once
+
+
+_ENTERED: list[contextlib.AbstractContextManager[None]] = []
+
+
 class _Redirect:
     """One ``with redirect(device):`` block; see :func:`redirect`."""
 
@@ -152,7 +185,7 @@ class _Redirect:
                         *cuda_patches(self.target, self.count),
                         *tensor_patches(self.target),
                         *torch_patches(self.target),
-                        *child_patches(str(self.target), self.count),
+                        *child_patches(str(self.target), _InChild(str(self.target), self.count)),
                         _thread_patch(self._mode),
                     ]
                 )
