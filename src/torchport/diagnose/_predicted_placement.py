@@ -36,6 +36,8 @@ from typing import Any
 import torch
 
 from torchport.diagnose._methods import QuietCount
+from torchport.errors import UnsupportedBatchError
+from torchport.place import flatten_batch
 
 __all__ = [
     "SPREAD",
@@ -136,7 +138,9 @@ class Placement:
 
 def tensors_in(obj: Any, *, depth: int = 6) -> list[torch.Tensor]:
     """The tensors a checkpoint holds, each storage once (as ``torch.save`` writes them):
-    a module's parameters and buffers, and what dicts, lists and tuples hold."""
+    a module's parameters and buffers, what dicts, lists and tuples hold, and what any
+    other object holds as the tree walker sees it (dataclasses, attrs classes, objects
+    with tensors in their ``__dict__``: :func:`torchport.place.flatten_batch`)."""
     found: dict[int, torch.Tensor] = {}
     stack: list[tuple[Any, int]] = [(obj, 0)]
     while stack:
@@ -151,7 +155,22 @@ def tensors_in(obj: Any, *, depth: int = 6) -> list[torch.Tensor]:
             stack += [(v, level + 1) for v in item.values()]
         elif isinstance(item, (list, tuple)):
             stack += [(v, level + 1) for v in item]
+        elif not isinstance(item, _ATOMS):
+            stack += [(t, level + 1) for t in _held_by(item)]
     return list(found.values())
+
+
+# What holds no tensor and needs no walk (most of a checkpoint: epochs, names, rates).
+_ATOMS = (str, bytes, int, float, complex, bool, type(None), torch.dtype, torch.device)
+
+
+def _held_by(item: object) -> list[Any]:
+    """The tensors inside ``item`` as the tree walker finds them; where it refuses the
+    object (a module held inside it), the values of its ``__dict__``, looked into again."""
+    try:
+        return flatten_batch(item).tensors
+    except UnsupportedBatchError:
+        return list(getattr(item, "__dict__", {}).values())
 
 
 # Where torch loads state dicts: Module copies each value into its tensor; Optimizer moves
