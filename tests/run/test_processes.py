@@ -15,7 +15,13 @@ import pytest
 from torchport.run._children import through_torchport
 
 SCRIPTS = Path(__file__).parent / "scripts"
-ENV = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
+# PYTHONFAULTHANDLER: a child that hangs prints every thread's stack on SIGABRT (finish()).
+ENV = {
+    **os.environ,
+    "PYTHONWARNINGS": "ignore",
+    "OMP_NUM_THREADS": "1",
+    "PYTHONFAULTHANDLER": "1",
+}
 for _name in ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"):
     ENV.pop(_name, None)
 
@@ -37,8 +43,18 @@ def torchport_run(*argv: str, **kwargs: object) -> subprocess.Popen[str]:
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 120) -> tuple[str, str]:
+    """The child's output once it ends; past ``timeout``, a failure showing where it hangs."""
     try:
         return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)  # faulthandler (ENV) dumps every thread's stack
+        try:
+            out, err = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            out, err = "", "(no stack: the child did not answer SIGABRT)"
+        raise AssertionError(
+            f"the child ran past {timeout} s; stdout:\n{out}\nstderr:\n{err}"
+        ) from None
     finally:
         if process.poll() is None:
             process.kill()
