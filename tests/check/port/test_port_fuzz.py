@@ -366,6 +366,7 @@ def test_the_sim_run_sees_data_left_on_the_cpu() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(0)  # opt-in, and as long as the examples asked for: no 300 s bound
 @pytest.mark.skipif(not LONG, reason="set TORCHPORT_PORT_FUZZ_EXAMPLES=N to run the long profile")
 def test_port_fuzz_long() -> None:
     cases: dict[str, tuple[str, list[str]]] = {}

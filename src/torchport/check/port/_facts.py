@@ -99,7 +99,8 @@ class PortFacts:
         # A file with no torch in it is no PyTorch program: nothing to port there.
         # The project's own modules this file imports (`from model import Net`).
         self.project = project_imports(ctx)
-        self.active = _imports_torch(tree) or bool(self.project)
+        # (An import of torch spells "torch": a text without it needs no walk.)
+        self.active = ("torch" in ctx.source and _imports_torch(tree)) or bool(self.project)
         self.known = ModelKnowledge([], ctx.qualname)
         self.tensor_functions: set[str] = set()
         if not self.active:
