@@ -81,6 +81,8 @@ class PortFacts:
         self.scope_of: dict[int, PortScope] = {}
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.class_models: dict[int, set[str]] = {}  # id(ClassDef) -> {"self.model", ...}
+        # id(ClassDef) -> the attributes it sets to modules it builds (rules/_module_tensors)
+        self.class_submodules: dict[int, frozenset[str]] = {}
         # Calls of a method several of the file's classes define, receiver unknown.
         self.unresolved_calls: set[int] = set()
         self.module = PortScope(tree)
