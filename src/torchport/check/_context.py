@@ -21,6 +21,7 @@ import ast
 
 from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._source import SourceText
+from torchport.check._syntax import adopt_scopes
 from torchport.check.semantic._binding import statement_names
 from torchport.check.semantic._placement import _Plan, device_at, device_expr, torch_at
 from torchport.check.semantic._resolve import Callee
@@ -50,7 +51,10 @@ class Context(SourceText):
         # Names some `x = value` binds somewhere (None: any, when the file has a `:=`). A
         # name outside it holds no known value anywhere: value_of needs no scope pass.
         self._assigned: frozenset[str] | None = None if ":=" in source else assigned
-        self._scope_map: ScopeMap | None = None
+        # A scope map another pass built on this very tree (the port's facts of a sibling
+        # module, see _syntax.keep_parsed): the same answers, not built twice.
+        adopted = adopt_scopes(tree)
+        self._scope_map: ScopeMap | None = adopted if isinstance(adopted, ScopeMap) else None
         self._placement: _Plan | None = None
         self._last_expr: ast.expr | None = None
         self._last_name: str | None = None
@@ -191,6 +195,11 @@ class Context(SourceText):
         """
         if self._scope_map is None:
             self._scope_map = ScopeMap(self.tree)
+        return self._scope_map
+
+    @property
+    def built_scopes(self) -> ScopeMap | None:
+        """The scope map if something asked for it already (None: not built)."""
         return self._scope_map
 
     @property

@@ -11,10 +11,12 @@ syntax of a newer Python, says which Python that is and what to do.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import sys
+from collections import OrderedDict
 
-__all__ = ["NewerSyntaxError", "parse_source", "syntax_needs"]
+__all__ = ["NewerSyntaxError", "adopt_scopes", "keep_parsed", "parse_source", "syntax_needs"]
 
 # (pattern on the line the error points at, the Python it needs, what it is)
 _NEWER: tuple[tuple[re.Pattern[str], tuple[int, int], str], ...] = (
@@ -76,14 +78,56 @@ def syntax_needs(source: str, error: SyntaxError) -> tuple[str, str] | None:
     return None
 
 
+# Files another pass parsed before their own turn came (the port reads a project's sibling
+# modules for their facts): real path -> (text, tree, its scope map or None). The file's own
+# parse takes the tree when the text is the same, and its walk the scope map, so a file is
+# parsed and scoped once per run, not once per role. Bounded: a tree nobody takes (another
+# worker's file, a file changed since) costs memory only until it is pushed out.
+_KEPT: OrderedDict[str, tuple[str, ast.Module, object | None]] = OrderedDict()
+_KEPT_MAX = 256
+# The scope map of the tree parse_source handed out last (kept alive with it, so the id
+# names that tree): the walk of that tree adopts it (adopt_scopes).
+_ADOPT: list[tuple[ast.Module, object]] = []
+
+
+def keep_parsed(path: str, source: str, tree: ast.Module, scopes: object | None) -> None:
+    """Offer ``tree`` (and the scope map built on it) to the file's own parse later.
+
+    ``tree`` must be ``ast.parse(source)`` unchanged, and ``scopes`` built on it
+    from the tree alone: whoever takes them gets what its own parse would have made.
+    """
+    key = os.path.realpath(path)
+    _KEPT[key] = (source, tree, scopes)
+    _KEPT.move_to_end(key)
+    while len(_KEPT) > _KEPT_MAX:
+        _KEPT.popitem(last=False)
+
+
+def adopt_scopes(tree: ast.Module) -> object | None:
+    """The scope map kept with ``tree`` when parse_source took it from :func:`keep_parsed`."""
+    if _ADOPT and _ADOPT[0][0] is tree:
+        return _ADOPT.pop()[1]
+    return None
+
+
 def parse_source(source: str, path: str = "<string>") -> ast.Module:
     """``ast.parse`` of ``source``, whose syntax error names the Python a newer file needs.
+
+    A tree :func:`keep_parsed` kept for the same file and text is returned
+    instead of parsing again (taken once).
 
     Raises:
         SyntaxError: ``source`` does not parse. A :class:`NewerSyntaxError`
             when the failing line uses syntax of a newer Python: its message says
             which feature, which Python, and what to do (run torchport under it).
     """
+    _ADOPT.clear()
+    if _KEPT and not path.startswith("<"):
+        kept = _KEPT.pop(os.path.realpath(path), None)
+        if kept is not None and kept[0] == source:
+            if kept[2] is not None:
+                _ADOPT.append((kept[1], kept[2]))
+            return kept[1]
     try:
         return ast.parse(source, filename=path)
     except SyntaxError as exc:

@@ -18,7 +18,12 @@ For every program from :func:`port_programs.programs`:
   ``tests/check/test_fix_fuzz.py`` on the same programs.
 
 The default run draws a few dozen programs. The long profile:
-``TORCHPORT_PORT_FUZZ_EXAMPLES=10000 pytest tests/check/port/test_port_fuzz.py -m slow``.
+``TORCHPORT_PORT_FUZZ_EXAMPLES=10000 pytest tests/check/port/test_port_fuzz.py -m slow``
+does all of the above and then runs every ported program that ran on the CPU to its
+end on the simulated accelerator (``sim``: real values, CUDA's device rules), in one
+child process (installing it changes a process for good): a program that raises
+there, or runs a forward with a parameter, buffer or tensor input off ``sim``, must
+be one the port reported something for.
 """
 
 from __future__ import annotations
@@ -26,8 +31,11 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib.util
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import types
 import warnings
 from collections.abc import Iterator
@@ -210,7 +218,8 @@ def _record(**facts: object) -> None:
             fh.write(json.dumps(facts) + "\n")
 
 
-def check_port(source: str) -> None:
+def check_port(source: str) -> tuple[str, list[str]] | None:
+    """The checks above; the ported program and what the port left, when it ran on the CPU."""
     outcome = port_text(source)
     assert outcome.failures == [], outcome.failures
     ported = outcome.source
@@ -220,11 +229,11 @@ def check_port(source: str) -> None:
     if "torch" not in source:
         assert ported == source and outcome.remaining == [], "a module without torch was ported"
         _record(torch=False, changed=False)
-        return
+        return None
     before, _ = run(source, meta=False)
     if isinstance(before, BaseException):
         _record(torch=True, runs=False, changed=ported != source)
-        return  # the original does not run: nothing to keep
+        return None  # the original does not run: nothing to keep
     after, _ = run(ported, meta=False)
     if isinstance(after, BaseException):
         raise AssertionError(f"original ran, port raised {after!r}\n--- port\n{ported}")
@@ -242,12 +251,14 @@ def check_port(source: str) -> None:
         left=len(left),
         all_on_device=not (isinstance(on_meta, BaseException) or off),
     )
+    return ported, left
 
 
-def check_program(source: str) -> None:
-    check_port(source)
+def check_program(source: str) -> tuple[str, list[str]] | None:
+    found = check_port(source)
     with fake_libraries():
         fix_fuzz.check_program(source)
+    return found
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -256,12 +267,120 @@ def test_port_and_fix_keep_programs_running_and_leave_nothing_unsaid(source: str
     check_program(source)
 
 
+_SIM_CHILD = """
+import importlib.util, json, random, signal, sys, warnings
+import torch
+from torchport.testing import simulate_accelerator
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+here, jobs, done = sys.argv[1:4]
+programs = load("port_programs", here + "/port_programs.py")
+device_leaves = load("port_runner", here + "/port_runner.py").device_leaves
+sim = simulate_accelerator()
+off = []
+
+def watch(module, args, kwargs):
+    for name, t in [*module.named_parameters(), *module.named_buffers()]:
+        if t.device != sim:
+            off.append(f"{type(module).__name__}: {name} on {t.device}")
+    for i, t in enumerate(device_leaves((args, kwargs))):
+        if isinstance(t, torch.Tensor) and t.device != sim:
+            off.append(f"{type(module).__name__}: input {i} on {t.device}")
+
+module_call = torch.nn.Module.__call__
+
+def call(self, *args, **kwargs):
+    watch(self, args, kwargs)
+    return module_call(self, *args, **kwargs)
+
+torch.nn.Module.__call__ = call
+sys.modules.update(programs.FAKE_MODULES)
+warnings.simplefilter("ignore")
+
+def too_long(signum, frame):
+    raise TimeoutError("ran past 60 s")
+
+signal.signal(signal.SIGALRM, too_long)
+results = []
+for source in json.load(open(jobs)):
+    off.clear()
+    random.seed(0)
+    torch.manual_seed(0)
+    signal.alarm(60)
+    try:
+        exec(compile(source, "<fuzz>", "exec"), {"__name__": "__fuzz__", "OUT": []})
+        error = None
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"[:400]
+    finally:
+        signal.alarm(0)
+    results.append({"error": error, "off": off[:3]})
+json.dump(results, open(done, "w"))
+"""
+
+
+def run_on_sim(ported: list[str]) -> list[dict[str, Any]]:
+    """Each program run to its end on the simulated accelerator, in one child process:
+    ``{"error": str | None, "off": [forwards with a tensor off the device]}`` per program."""
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs, done = Path(tmp) / "jobs.json", Path(tmp) / "done.json"
+        jobs.write_text(json.dumps(ported), encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
+        child = subprocess.run(
+            [sys.executable, "-c", _SIM_CHILD, str(HERE), str(jobs), str(done)],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        assert child.returncode == 0, child.stderr[-4000:]
+        results: list[dict[str, Any]] = json.loads(done.read_text(encoding="utf-8"))
+    return results
+
+
+def unreported_on_sim(cases: list[tuple[str, list[str]]]) -> list[str]:
+    """The ported programs that left data off ``sim`` (or stopped there) with nothing reported."""
+    results = run_on_sim([ported for ported, _ in cases])
+    silent = []
+    for (ported, left), got in zip(cases, results, strict=True):
+        _record(sim_error=got["error"], sim_off=len(got["off"]), left=len(left))
+        if (got["error"] or got["off"]) and not left:
+            silent.append(f"{got['error'] or got['off']}\n--- port\n{ported}")
+    return silent
+
+
+def test_the_sim_run_sees_data_left_on_the_cpu() -> None:
+    """The sim oracle is not blind: an unported model (and its input) on the CPU, and a
+    CPU batch meeting a model on the device, are both seen; a ported program is clean."""
+    source = "import torch\nmodel = torch.nn.Linear(4, 2)\nOUT.append(model(torch.ones(1, 4)))\n"
+    mixed = (
+        "import torch\nmodel = torch.nn.Linear(4, 2).to(torch.accelerator.current_accelerator())\n"
+        "OUT.append(model(torch.ones(1, 4)))\n"
+    )
+    unported, mismatch, ported = run_on_sim([source, mixed, port_text(source).source])
+    assert unported["error"] is None and unported["off"], unported
+    assert mismatch["error"] is not None or mismatch["off"], mismatch
+    assert ported == {"error": None, "off": []}, ported
+
+
 @pytest.mark.slow
+@pytest.mark.timeout(0)  # opt-in, and as long as the examples asked for: no 300 s bound
 @pytest.mark.skipif(not LONG, reason="set TORCHPORT_PORT_FUZZ_EXAMPLES=N to run the long profile")
-@settings(max_examples=max(LONG, 1), deadline=None, suppress_health_check=list(HealthCheck))
-@given(port_programs.programs())
-def test_port_fuzz_long(source: str) -> None:
-    check_program(source)
+def test_port_fuzz_long() -> None:
+    cases: dict[str, tuple[str, list[str]]] = {}
+
+    @settings(max_examples=max(LONG, 1), deadline=None, suppress_health_check=list(HealthCheck))
+    @given(port_programs.programs())
+    def every_program(source: str) -> None:
+        found = check_program(source)
+        if found is not None:
+            cases[found[0]] = found
+
+    every_program()
+    silent = unreported_on_sim(list(cases.values()))
+    assert not silent, f"{len(silent)} of {len(cases)} silent on sim; first:\n{silent[0]}"
 
 
 def test_every_fragment_runs_as_written() -> None:

@@ -81,6 +81,8 @@ class PortFacts:
         self.scope_of: dict[int, PortScope] = {}
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.class_models: dict[int, set[str]] = {}  # id(ClassDef) -> {"self.model", ...}
+        # id(ClassDef) -> the attributes it sets to modules it builds (rules/_module_tensors)
+        self.class_submodules: dict[int, frozenset[str]] = {}
         # Calls of a method several of the file's classes define, receiver unknown.
         self.unresolved_calls: set[int] = set()
         self.module = PortScope(tree)
@@ -94,12 +96,19 @@ class PortFacts:
         self.device_name = DeviceName(ctx)  # the one device name the port's fixes use
         self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
         self._names: dict[str, list[tuple[int, int]]] | None = None
+        # Gathered by the structure walk (_collect), so that the port needs no second walk
+        # of the file for them (the scope map's node index): every name's places, the
+        # imports, the moves that may name a device by number.
+        self._name_spots: dict[str, list[tuple[int, int]]] = {}
+        self._imports: list[ast.AST] = []
+        self._moves: list[ast.Call] = []
         self.has_models = self.cpu_device_pending = False
         self.own_placement: ast.Call | None = None
         # A file with no torch in it is no PyTorch program: nothing to port there.
         # The project's own modules this file imports (`from model import Net`).
         self.project = project_imports(ctx)
-        self.active = _imports_torch(tree) or bool(self.project)
+        # (An import of torch spells "torch": a text without it needs no walk.)
+        self.active = ("torch" in ctx.source and _imports_torch(tree)) or bool(self.project)
         self.known = ModelKnowledge([], ctx.qualname)
         self.tensor_functions: set[str] = set()
         if not self.active:
@@ -108,8 +117,7 @@ class PortFacts:
         self.known = ModelKnowledge(self.classdefs, ctx.qualname, self.project.lookup)
         # Functions (the file's own, or a project module's) whose result is a CPU tensor.
         self.tensor_functions = own_tensor_functions(ctx)
-        imports = [*ctx.scopes.nodes_of(ast.Import), *ctx.scopes.nodes_of(ast.ImportFrom)]
-        extended = library_driven(imports, self.classdefs, ctx.qualname)
+        extended = library_driven(self._imports, self.classdefs, ctx.qualname)
         for scope in self.scopes[1:]:  # outer scopes come first: their flag is known
             scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
             scope.internal = (
@@ -150,7 +158,10 @@ class PortFacts:
         )
         # `model.to(rank)`: the program places its model per process; a move the port
         # wrote to "the accelerator" would land elsewhere, so its moves are reported.
-        self.own_placement = own_placement(ctx.scopes.nodes_of(ast.Call))
+        placements = [c for c in self._moves if own_placement((c,)) is not None]
+        self.own_placement = placements[0] if len(placements) == 1 else None
+        if len(placements) > 1:  # the first in `ast.walk` order: the one messages name
+            self.own_placement = own_placement(ctx.scopes.nodes_of(ast.Call))
 
     def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
         """The block (``body``, ``orelse``, ``finalbody``) holding ``stmt``, and its index there."""
@@ -176,11 +187,7 @@ class PortFacts:
         Every name's places are indexed once per file (this is asked per loop).
         """
         if self._names is None:
-            found: dict[str, list[tuple[int, int]]] = {}
-            for n in self.ctx.scopes.nodes_of(ast.Name):
-                assert isinstance(n, ast.Name)
-                found.setdefault(n.id, []).append((n.lineno, n.col_offset))
-            self._names = {k: sorted(v) for k, v in found.items()}
+            self._names = {k: sorted(v) for k, v in self._name_spots.items()}
         spots = self._names.get(name, [])
         after = (first.end_lineno or 0, first.end_col_offset or 0)  # type: ignore[attr-defined]
         before = (last.lineno, last.col_offset)  # type: ignore[attr-defined]
@@ -210,6 +217,7 @@ class PortFacts:
         while stack:
             node, scope = stack.pop()
             cls = type(node)
+            self._note(node, cls)
             if scope is not None:
                 scope.nodes.append(node)
                 scope_of[id(node)] = scope
@@ -247,6 +255,18 @@ class PortFacts:
                     else:
                         stack.append((child, scope))
 
+    def _note(self, node: ast.AST, cls: type) -> None:
+        """Record a name's place, an import, or a move (see ``_name_spots``)."""
+        if cls is ast.Name:
+            spot = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+            self._name_spots.setdefault(node.id, []).append(spot)  # type: ignore[attr-defined]
+        elif cls is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
+            if func.__class__ is ast.Attribute and func.attr in ("to", "cuda"):
+                self._moves.append(node)  # type: ignore[arg-type]
+        elif cls is ast.Import or cls is ast.ImportFrom:
+            self._imports.append(node)
+
     def _enter_function(
         self,
         func: ast.FunctionDef | ast.AsyncFunctionDef,
@@ -280,6 +300,15 @@ class PortFacts:
         for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
             if p is not None:
                 inner.local.add(p.arg)
+        # Annotations and type parameters are in no scope of ours, but their names and
+        # calls are the file's: noted as the walk notes every other node.
+        notes = [p.annotation for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+                 if p is not None and p.annotation is not None]  # fmt: skip
+        notes += [func.returns] if func.returns is not None else []
+        notes += getattr(func, "type_params", [])
+        for note in notes:
+            for n in ast.walk(note):
+                self._note(n, type(n))
 
     def bindings(self, name: str, scope: PortScope) -> list[ast.expr] | None:
         """The values assigned to ``name`` where ``scope`` reads it (None: a parameter, a loop)."""

@@ -16,51 +16,59 @@ __all__ = ["find_module"]
 _LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
 
 
-def _files_in(folder: Path) -> frozenset[str]:
+def _files_in(folder: str) -> frozenset[str]:
     """The names of the regular files in ``folder``, read again whenever the folder changes.
 
     One ``stat`` of the folder per question instead of one per candidate file: every
     import of every file of a tree asks about the same few folders.
     """
-    key = str(folder)
     try:
-        version = os.stat(key).st_mtime_ns
+        version = os.stat(folder).st_mtime_ns
     except OSError:
         return frozenset()
-    cached = _LISTINGS.get(key)
+    cached = _LISTINGS.get(folder)
     if cached is not None and cached[0] == version:
         return cached[1]
     try:
-        with os.scandir(key) as entries:
+        with os.scandir(folder) as entries:
             names = frozenset(e.name for e in entries if e.is_file())
     except OSError:
         names = frozenset()
-    _LISTINGS[key] = (version, names)
+    _LISTINGS[folder] = (version, names)
     return names
 
 
-def _root(folder: Path) -> Path:
+# Folders are plain strings below (``pathlib`` cost more than the ``stat`` calls on a
+# large tree); ``_parent`` is ``Path.parent`` on them: "" is ".", and "." and "/" are
+# their own parents.
+
+
+def _parent(folder: str) -> str:
+    return os.path.dirname(folder) or "."
+
+
+def _root(folder: str) -> str:
     """The folder on ``sys.path`` when a script of ``folder`` runs: above its packages."""
-    while "__init__.py" in _files_in(folder) and folder.parent != folder:
-        folder = folder.parent
+    while "__init__.py" in _files_in(folder) and _parent(folder) != folder:
+        folder = _parent(folder)
     return folder
 
 
-def _module_file(base: Path, dotted: str) -> Path | None:
-    target = base.joinpath(*dotted.split(".")) if dotted else base
-    if dotted and target.name + ".py" in _files_in(target.parent):
-        return target.with_suffix(".py")
+def _module_file(base: str, dotted: str) -> Path | None:
+    target = os.path.join(base, *dotted.split(".")) if dotted else base
+    if dotted and os.path.basename(target) + ".py" in _files_in(_parent(target)):
+        return Path(target + ".py")
     if "__init__.py" in _files_in(target):
-        return target / "__init__.py"
+        return Path(target, "__init__.py")
     return None
 
 
 def find_module(importer: Path, module: str | None, level: int) -> Path | None:
     """The file ``from <level dots><module> import ...`` names, seen from ``importer``."""
-    folder = importer.parent
+    folder = str(importer.parent)
     if level:
         for _ in range(level - 1):
-            folder = folder.parent
+            folder = _parent(folder)
         return _module_file(folder, module or "")
     if not module:
         return None

@@ -33,6 +33,7 @@ from functools import partial
 from pathlib import Path
 
 from torchport.check._context import Context
+from torchport.check._syntax import keep_parsed
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_files import find_module
@@ -157,8 +158,12 @@ def module_facts(path: Path, _seen: frozenset[str] = frozenset()) -> ModuleFacts
         tree = ast.parse(source)
     except (OSError, SyntaxError, ValueError):
         return None
-    facts = _facts_of(Context(source, key, tree), _seen | {key})
+    ctx = Context(source, key, tree)
+    facts = _facts_of(ctx, _seen | {key})
     _CACHE[key] = (version, facts)
+    # The file's own port (later in the run) takes this parse and scope map instead of
+    # making its own: one parse and one semantic model per file, whichever role comes first.
+    keep_parsed(key, source, tree, ctx.built_scopes)
     return facts
 
 

@@ -126,8 +126,14 @@ def tensor_annotation(note: ast.expr) -> bool:
     return "Tensor" in text
 
 
-def submodules(cls: ast.ClassDef, facts: PortFacts) -> set[str]:
-    """The attributes a module class sets to modules it builds (``self.fc = nn.Linear(...)``)."""
+def submodules(cls: ast.ClassDef, facts: PortFacts) -> frozenset[str]:
+    """The attributes a module class sets to modules it builds (``self.fc = nn.Linear(...)``).
+
+    Worked out once per class and file (asked for every tensor a method makes).
+    """
+    known = facts.class_submodules.get(id(cls))
+    if known is not None:
+        return known
     found: set[str] = set()
     for node in ast.walk(cls):
         if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
@@ -140,7 +146,8 @@ def submodules(cls: ast.ClassDef, facts: PortFacts) -> set[str]:
                 and facts.known.builds(node.value, lambda _: False)
             ):
                 found.add(target.attr)
-    return found
+    facts.class_submodules[id(cls)] = frozen = frozenset(found)
+    return frozen
 
 
 # Uses of a parameter that show it is a tensor.
@@ -161,7 +168,7 @@ def device_of_the_inputs(
     a string as often as not), gives no device: ``.device`` of a string raises.
     """
     parents = facts.parents
-    built = submodules(cls, facts) if cls is not None else set()
+    built = submodules(cls, facts) if cls is not None else frozenset()
     params = [*method.args.posonlyargs, *method.args.args][1:]
     for param in params:
         note = param.annotation

@@ -1,0 +1,91 @@
+"""Which file an import names, as Python finds it when the importing script runs.
+
+The oracle is written apart from ``_module_files`` (no listing cache, no string
+paths): ``pathlib`` and ``is_file`` on each candidate, in the order the module
+docstring states (beside the importer, then the root above its packages; a
+relative import from the importer's package). Layouts, importers (absolute and
+relative to the working directory) and imports are generated.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from torchport.check.port._module_files import find_module
+
+NAMES = ("a", "b", "pkg", "model")
+
+
+def oracle(importer: Path, module: str | None, level: int) -> Path | None:
+    def named(base: Path, dotted: str) -> Path | None:
+        target = base.joinpath(*dotted.split(".")) if dotted else base
+        if dotted and (target.parent / (target.name + ".py")).is_file():
+            return target.parent / (target.name + ".py")
+        if (target / "__init__.py").is_file():
+            return target / "__init__.py"
+        return None
+
+    folder = importer.parent
+    if level:
+        for _ in range(level - 1):
+            folder = folder.parent
+        return named(folder, module or "")
+    if not module:
+        return None
+    root = folder
+    while (root / "__init__.py").is_file() and root.parent != root:
+        root = root.parent
+    return named(folder, module) or named(root, module)
+
+
+layouts = st.lists(
+    st.tuples(st.lists(st.sampled_from(NAMES), max_size=2), st.sampled_from((*NAMES, "__init__"))),
+    min_size=1,
+    max_size=12,
+)
+imports = st.tuples(
+    st.one_of(st.none(), st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map(".".join)),
+    st.integers(0, 3),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layouts, st.integers(0, 11), st.lists(imports, min_size=1, max_size=6), st.booleans())
+def test_find_module_agrees_with_the_oracle(
+    layout: list[tuple[list[str], str]],
+    which: int,
+    asked: list[tuple[str | None, int]],
+    relative: bool,
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        root = Path(tmp) / "project"
+        files: list[Path] = []
+        for folders, stem in layout:
+            path = root.joinpath(*folders, stem + ".py")
+            if any(p.is_file() for p in (path.parent, *path.parent.parents)):
+                continue  # a file where a folder would go
+            if path.with_suffix("").is_dir():
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("", encoding="utf-8")
+            files.append(path)
+        if not files:
+            return
+        importer = files[which % len(files)]
+        if relative:
+            mp.chdir(root)
+            importer = importer.relative_to(root)
+        for module, level in asked:
+            got = find_module(importer, module, level)
+            want = oracle(importer, module, level)
+            assert (got and os.path.realpath(got)) == (want and os.path.realpath(want)), (
+                importer,
+                module,
+                level,
+            )
