@@ -318,6 +318,7 @@ class DeviceLoader(Generic[_T]):
         cpu = self._device
         only_tensor = _ONLY_TENSOR.issuperset
         is_cpu = _IS_CPU
+        listeners = _skipped_copies.listeners  # changed in place, never rebound
         tally = [0, 0]  # batches, tensors
         with self._lock:
             self._tallies.append(tally)
@@ -334,7 +335,7 @@ class DeviceLoader(Generic[_T]):
                 if found >= 0:
                     tally[0] += 1
                     tally[1] += found
-                    if _skipped_copies.listeners:  # an audit counts the copies a GPU run makes
+                    if listeners:  # an audit counts the copies a GPU run makes
                         passed = flatten_batch(batch).tensors
                         _skipped_copies.tell(passed, self._device, by="torchport.DeviceLoader")
                     yield batch

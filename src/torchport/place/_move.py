@@ -215,7 +215,11 @@ def to_device(
                     return obj
                 elif target.type != MPS:
                     return t.to(target, None, non_blocking is not False)  # type: ignore[return-value]
-            elif cls is tuple or cls is list or cls is dict:
+            elif cls is tuple or cls is list:
+                moved = _move_few(obj, cls, target, non_blocking, pack)
+                if moved is not _NOT_FLAT:
+                    return moved  # type: ignore[no-any-return]
+            elif cls is dict:
                 moved = _move_flat(obj, cls, target, non_blocking, pack)
                 if moved is not _NOT_FLAT:
                     return moved  # type: ignore[return-value]
@@ -310,6 +314,65 @@ def _tell_staying(obj: Any, target: torch.device) -> None:
     except Exception:
         return
     _skipped_copies.tell(tensors, target, by="torchport.to_device")
+
+
+def _move_few(
+    obj: Any,
+    cls: type,
+    target: torch.device,
+    non_blocking: bool | None,
+    pack: bool | None,
+) -> Any:
+    """The ``(x, y)`` and ``(x, y, mask)`` batches: two or three distinct plain tensors.
+
+    What ``_move_flat`` does for them, item by item without its C-level passes
+    (which cost more than the items here); any other tuple or list goes to
+    ``_move_flat``. Never waits: copies to the CPU (which end with a wait) and to
+    MPS are left to the general path.
+    """
+    n = len(obj)
+    if n == 2:
+        a, b = obj
+        if type(a) is _TENSOR and type(b) is _TENSOR and a is not b:
+            if target is _META:
+                if a.is_meta and b.is_meta:
+                    return obj if cls is tuple else [a, b]
+            elif target is _CPU:
+                if a.is_cpu and b.is_cpu:
+                    return obj if cls is tuple else [a, b]
+                return _NOT_FLAT
+            elif a.device == target and b.device == target:
+                return obj if cls is tuple else [a, b]
+            elif target.type == MPS:
+                return _NOT_FLAT
+            nb = non_blocking is not False
+            pair = (a.to(target, None, nb), b.to(target, None, nb))
+            return pair if cls is tuple else list(pair)
+    elif n == 3:
+        a, b, c = obj
+        if (
+            type(a) is _TENSOR
+            and type(b) is _TENSOR
+            and type(c) is _TENSOR
+            and a is not b
+            and a is not c
+            and b is not c
+        ):
+            if target is _META:
+                if a.is_meta and b.is_meta and c.is_meta:
+                    return obj if cls is tuple else [a, b, c]
+            elif target is _CPU:
+                if a.is_cpu and b.is_cpu and c.is_cpu:
+                    return obj if cls is tuple else [a, b, c]
+                return _NOT_FLAT
+            elif a.device == target and b.device == target and c.device == target:
+                return obj if cls is tuple else [a, b, c]
+            elif target.type == MPS:
+                return _NOT_FLAT
+            nb = non_blocking is not False
+            three = (a.to(target, None, nb), b.to(target, None, nb), c.to(target, None, nb))
+            return three if cls is tuple else list(three)
+    return _move_flat(obj, cls, target, non_blocking, pack)
 
 
 def _move_flat(
