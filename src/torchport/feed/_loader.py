@@ -305,9 +305,10 @@ class DeviceLoader(Generic[_T]):
             c = self._counts
             c[0] += 1
             c[1] += tensors
-            c[2] += nbytes
-            c[3] += copies
-            c[4] += int(packed)
+            if copies:
+                c[2] += nbytes
+                c[3] += copies
+                c[4] += packed
 
     def _iter_cpu(self) -> Iterator[_T]:
         # The common batch (a tensor, or a tuple, list or dict of CPU tensors and
