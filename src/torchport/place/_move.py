@@ -1,7 +1,8 @@
 """Moving things to a device: ``to_device``.
 
 Small flat batches (a tensor; a tuple, list or dict of plain tensors) are moved
-directly, with C-level checks and one ``Tensor.to`` per tensor. Every other
+directly, with C-level checks and one ``Tensor.to`` per tensor (two or three
+tensors in a tuple or list: checked item by item, cheaper than those passes). Every other
 batch is flattened once by the one walker (``place/_tree.py``) and its distinct
 tensors go through the hardware floor's copy engine (``torchport.hardware``),
 which plans the copies once (which stay, which go one by one, which are packed)
