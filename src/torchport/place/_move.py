@@ -401,17 +401,16 @@ def _move_flat(
         if target is _META
         else all(map(target.__eq__, map(_DEVICE, items)))
     ):
-        kind = target.type
-        if (
-            kind == MPS
-            or (pack is None and n >= PACK_MIN_COUNT and kind == CUDA)
-            or _repeats(items, n)
-        ):
+        if target is not _META:  # (meta is neither MPS nor CUDA: no need to ask)
+            kind = target.type
+            if kind == MPS or (pack is None and n >= PACK_MIN_COUNT and kind == CUDA):
+                return _NOT_FLAT
+        if _repeats(items, n):
             return _NOT_FLAT
         nb = non_blocking is not False
-        moved = [t.to(target, None, nb) for t in items]
         if cls is dict:
-            return dict(zip(obj, moved, strict=True))
+            return {key: t.to(target, None, nb) for key, t in obj.items()}
+        moved = [t.to(target, None, nb) for t in items]
         return tuple(moved) if cls is tuple else moved
     # Nothing to move: tensors come back as they are, in a new container.
     if cls is tuple:
