@@ -263,7 +263,7 @@ def test_small_batches_move_as_the_general_path_moves_them(
     _compare(_build(kind, items), target)
 
 
-def test_the_three_tensor_batch_moves_directly() -> None:
+def test_direct_paths_on_chosen_batches() -> None:
     x, y, mask = torch.randn(4, 2), torch.arange(4), torch.ones(4, dtype=torch.bool)
     out = tp.to_device((x, y, mask), "meta")
     assert type(out) is tuple and all(t.is_meta for t in out)
@@ -275,6 +275,10 @@ def test_the_three_tensor_batch_moves_directly() -> None:
     assert again == pair and again is not pair and again[0] is x
     shared = tp.to_device([x, y, x], "meta")
     assert shared[0] is shared[2] and shared[0] is not shared[1]
+    # A tensor twice in the direct paths' sizes: copied once, as the general path does.
+    for batch in ((x, x), [x, x], (x, y, x), [y, x, x], {"a": x, "b": x}, {"a": x, "b": y}):
+        for target in (META, CPU):
+            _compare(batch, target)
 
 
 _CHILD = f"""

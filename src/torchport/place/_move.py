@@ -389,6 +389,20 @@ def _move_flat(
     non-tensors inside, repeated tensors, packing that may apply, and the targets
     whose copies end with a wait (CPU from an accelerator, MPS). Never waits.
     """
+    if cls is dict and len(obj) == 2 and target is not _CPU:
+        # Two tensors under two keys (a tokenizer's input_ids and attention_mask), as
+        # _move_few moves a pair.
+        (ka, a), (kb, b) = obj.items()
+        if type(a) is _TENSOR and type(b) is _TENSOR and a is not b:
+            if target is _META:
+                if a.is_meta and b.is_meta:
+                    return dict(obj)
+            elif a.device == target and b.device == target:
+                return dict(obj)
+            elif target.type == MPS:
+                return _NOT_FLAT
+            nb = non_blocking is not False
+            return {ka: a.to(target, None, nb), kb: b.to(target, None, nb)}
     items = obj.values() if cls is dict else obj
     n = len(items)
     if n > _FLAT_MAX or not _ONLY_TENSOR.issuperset(map(type, items)):
