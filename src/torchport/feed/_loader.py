@@ -305,9 +305,10 @@ class DeviceLoader(Generic[_T]):
             c = self._counts
             c[0] += 1
             c[1] += tensors
-            c[2] += nbytes
-            c[3] += copies
-            c[4] += int(packed)
+            if copies:
+                c[2] += nbytes
+                c[3] += copies
+                c[4] += packed
 
     def _iter_cpu(self) -> Iterator[_T]:
         # The common batch (a tensor, or a tuple, list or dict of CPU tensors and
@@ -318,6 +319,7 @@ class DeviceLoader(Generic[_T]):
         cpu = self._device
         only_tensor = _ONLY_TENSOR.issuperset
         is_cpu = _IS_CPU
+        listeners = _skipped_copies.listeners  # changed in place, never rebound
         tally = [0, 0]  # batches, tensors
         with self._lock:
             self._tallies.append(tally)
@@ -334,7 +336,7 @@ class DeviceLoader(Generic[_T]):
                 if found >= 0:
                     tally[0] += 1
                     tally[1] += found
-                    if _skipped_copies.listeners:  # an audit counts the copies a GPU run makes
+                    if listeners:  # an audit counts the copies a GPU run makes
                         passed = flatten_batch(batch).tensors
                         _skipped_copies.tell(passed, self._device, by="torchport.DeviceLoader")
                     yield batch

@@ -1,7 +1,8 @@
 """Moving things to a device: ``to_device``.
 
 Small flat batches (a tensor; a tuple, list or dict of plain tensors) are moved
-directly, with C-level checks and one ``Tensor.to`` per tensor. Every other
+directly, with C-level checks and one ``Tensor.to`` per tensor (two or three
+tensors in a tuple or list: checked item by item, cheaper than those passes). Every other
 batch is flattened once by the one walker (``place/_tree.py``) and its distinct
 tensors go through the hardware floor's copy engine (``torchport.hardware``),
 which plans the copies once (which stay, which go one by one, which are packed)
@@ -215,7 +216,11 @@ def to_device(
                     return obj
                 elif target.type != MPS:
                     return t.to(target, None, non_blocking is not False)  # type: ignore[return-value]
-            elif cls is tuple or cls is list or cls is dict:
+            elif cls is tuple or cls is list:
+                moved = _move_few(obj, cls, target, non_blocking, pack)
+                if moved is not _NOT_FLAT:
+                    return moved  # type: ignore[no-any-return]
+            elif cls is dict:
                 moved = _move_flat(obj, cls, target, non_blocking, pack)
                 if moved is not _NOT_FLAT:
                     return moved  # type: ignore[return-value]
@@ -312,6 +317,65 @@ def _tell_staying(obj: Any, target: torch.device) -> None:
     _skipped_copies.tell(tensors, target, by="torchport.to_device")
 
 
+def _move_few(
+    obj: Any,
+    cls: type,
+    target: torch.device,
+    non_blocking: bool | None,
+    pack: bool | None,
+) -> Any:
+    """The ``(x, y)`` and ``(x, y, mask)`` batches: two or three distinct plain tensors.
+
+    What ``_move_flat`` does for them, item by item without its C-level passes
+    (which cost more than the items here); any other tuple or list goes to
+    ``_move_flat``. Never waits: copies to the CPU (which end with a wait) and to
+    MPS are left to the general path.
+    """
+    n = len(obj)
+    if n == 2:
+        a, b = obj
+        if type(a) is _TENSOR and type(b) is _TENSOR and a is not b:
+            if target is _META:
+                if a.is_meta and b.is_meta:
+                    return obj if cls is tuple else [a, b]
+            elif target is _CPU:
+                if a.is_cpu and b.is_cpu:
+                    return obj if cls is tuple else [a, b]
+                return _NOT_FLAT
+            elif a.device == target and b.device == target:
+                return obj if cls is tuple else [a, b]
+            elif target.type == MPS:
+                return _NOT_FLAT
+            nb = non_blocking is not False
+            pair = (a.to(target, None, nb), b.to(target, None, nb))
+            return pair if cls is tuple else list(pair)
+    elif n == 3:
+        a, b, c = obj
+        if (
+            type(a) is _TENSOR
+            and type(b) is _TENSOR
+            and type(c) is _TENSOR
+            and a is not b
+            and a is not c
+            and b is not c
+        ):
+            if target is _META:
+                if a.is_meta and b.is_meta and c.is_meta:
+                    return obj if cls is tuple else [a, b, c]
+            elif target is _CPU:
+                if a.is_cpu and b.is_cpu and c.is_cpu:
+                    return obj if cls is tuple else [a, b, c]
+                return _NOT_FLAT
+            elif a.device == target and b.device == target and c.device == target:
+                return obj if cls is tuple else [a, b, c]
+            elif target.type == MPS:
+                return _NOT_FLAT
+            nb = non_blocking is not False
+            three = (a.to(target, None, nb), b.to(target, None, nb), c.to(target, None, nb))
+            return three if cls is tuple else list(three)
+    return _move_flat(obj, cls, target, non_blocking, pack)
+
+
 def _move_flat(
     obj: Any,
     cls: type,
@@ -325,6 +389,20 @@ def _move_flat(
     non-tensors inside, repeated tensors, packing that may apply, and the targets
     whose copies end with a wait (CPU from an accelerator, MPS). Never waits.
     """
+    if cls is dict and len(obj) == 2 and target is not _CPU:
+        # Two tensors under two keys (a tokenizer's input_ids and attention_mask), as
+        # _move_few moves a pair.
+        (ka, a), (kb, b) = obj.items()
+        if type(a) is _TENSOR and type(b) is _TENSOR and a is not b:
+            if target is _META:
+                if a.is_meta and b.is_meta:
+                    return dict(obj)
+            elif a.device == target and b.device == target:
+                return dict(obj)
+            elif target.type == MPS:
+                return _NOT_FLAT
+            nb = non_blocking is not False
+            return {ka: a.to(target, None, nb), kb: b.to(target, None, nb)}
     items = obj.values() if cls is dict else obj
     n = len(items)
     if n > _FLAT_MAX or not _ONLY_TENSOR.issuperset(map(type, items)):
@@ -337,17 +415,16 @@ def _move_flat(
         if target is _META
         else all(map(target.__eq__, map(_DEVICE, items)))
     ):
-        kind = target.type
-        if (
-            kind == MPS
-            or (pack is None and n >= PACK_MIN_COUNT and kind == CUDA)
-            or _repeats(items, n)
-        ):
+        if target is not _META:  # (meta is neither MPS nor CUDA: no need to ask)
+            kind = target.type
+            if kind == MPS or (pack is None and n >= PACK_MIN_COUNT and kind == CUDA):
+                return _NOT_FLAT
+        if _repeats(items, n):
             return _NOT_FLAT
         nb = non_blocking is not False
-        moved = [t.to(target, None, nb) for t in items]
         if cls is dict:
-            return dict(zip(obj, moved, strict=True))
+            return {key: t.to(target, None, nb) for key, t in obj.items()}
+        moved = [t.to(target, None, nb) for t in items]
         return tuple(moved) if cls is tuple else moved
     # Nothing to move: tensors come back as they are, in a new container.
     if cls is tuple:

@@ -7,6 +7,7 @@ asking the walker about each one would cost more than the loader itself.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -28,6 +29,14 @@ _DEVICE = operator.attrgetter("device")
 
 
 _MAX_ITEMS = 256  # past this many items, walking costs less than looking item by item
+_FEW = 16  # up to this many top items, one Python pass costs less than C passes first
+# Whether a tensor is on a CPU or meta target, by type (an accelerator is compared by index).
+_ON: dict[str, Callable[[torch.Tensor], bool]] = {CPU: _IS_CPU, META: _IS_META}
+# The same by device, which hashes at C speed where reading ``target.type`` builds a string.
+_ON_DEVICE: dict[torch.device, Callable[[torch.Tensor], bool]] = {
+    torch.device(CPU): _IS_CPU,
+    torch.device(META): _IS_META,
+}
 
 
 def settled(batch: object, target: torch.device) -> int:
@@ -41,44 +50,63 @@ def settled(batch: object, target: torch.device) -> int:
     """
     cls = type(batch)
     node: Any = batch
-    if cls in _PLAIN_TENSOR_TYPES:
+    if cls is dict:
+        items: Any = node.values()
+    elif cls is tuple or cls is list:
+        items = node
+    elif cls in _PLAIN_TENSOR_TYPES:
         return 1 if all_on([node], target) else -1
-    if cls is tuple or cls is list:
-        top: Any = node
-    elif cls is dict:
-        top = node.values()
     else:
         return -1
-    kinds = set(map(type, top))
-    if kinds <= _PLAIN_TENSOR_TYPES:  # the common batch, at C speed
-        return len(top) if all_on(top, target) else -1
+    seen = len(items)
+    if seen > _FEW:  # many items: their types at C speed first
+        if set(map(type, items)) <= _PLAIN_TENSOR_TYPES:
+            return seen if all_on(items, target) else -1
+        if seen > _MAX_ITEMS:
+            return -1
+    on = _ON_DEVICE.get(target) or _ON.get(target.type) or _on_device(target)
+    plain = _PLAIN_TENSOR_TYPES
     values = VALUE_TYPES
-    tensors: list[torch.Tensor] = []
-    pending: list[Any] = []  # the items of nested builtin containers still to look at
-    items: Any = top
-    seen = len(top)
+    found = 0
+    pending: list[Any] | None = None  # nested builtin containers still to look at
     while True:
-        if not kinds <= values:
-            for item in items:
-                kind = type(item)
-                if kind in values:
-                    continue
-                if kind in _PLAIN_TENSOR_TYPES:
-                    tensors.append(item)
-                elif kind is dict:
-                    pending.append(item.values())
-                elif kind is list or kind is tuple:
-                    pending.append(item)
-                elif kind not in ARRAY_TYPES or item.dtype.hasobject:
+        # One pass over the items, each decided by its type; a tensor off the
+        # target ends the look at once.
+        for item in items:
+            kind = type(item)
+            if kind in plain:
+                if not on(item):
                     return -1
+                found += 1
+            elif kind in values:
+                continue
+            elif kind is dict:
+                if pending is None:
+                    pending = [item.values()]
+                else:
+                    pending.append(item.values())
+            elif kind is list or kind is tuple:
+                if pending is None:
+                    pending = [item]
+                else:
+                    pending.append(item)
+            elif kind not in ARRAY_TYPES or item.dtype.hasobject:
+                return -1
         if not pending:
-            break
+            return found
         items = pending.pop()
         seen += len(items)
         if seen > _MAX_ITEMS:
             return -1
-        kinds = set(map(type, items))
-    return len(tensors) if all_on(tensors, target) else -1
+
+
+def _on_device(target: torch.device) -> Callable[[torch.Tensor], bool]:
+    """Whether a tensor is on ``target`` (an accelerator: by type and index)."""
+
+    def on(tensor: torch.Tensor) -> bool:
+        return bool(tensor.device == target)
+
+    return on
 
 
 def all_on(tensors: Any, target: torch.device) -> bool:

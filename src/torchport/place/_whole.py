@@ -141,40 +141,46 @@ def _unshared_tensors(result: Any, shared: set[int]) -> list[torch.Tensor] | Non
     """
     kinds = KIND.get
     nodes = OBJECT_NODES.get
+    plain_state = _PLAIN_STATE.get
     only_tensors = PLAIN_TENSOR_TYPES.issuperset
-    stack: list[Any] = [result]
-    pop = stack.pop
-    push = stack.extend
+    pending: list[Any] = [(result,)]  # what is still to read: runs of children
     seen: set[int] = set()
     found: list[torch.Tensor] = []
-    while stack:
-        x = pop()
-        cls = type(x)
-        kind = kinds(cls)
-        if kind is not None:
-            if kind == TENSOR:
-                found.append(x)
-            elif kind != PLAIN:
+    add = found.append
+    while pending:
+        for x in pending.pop():
+            cls = type(x)
+            kind = kinds(cls)
+            if kind is TENSOR:
+                add(x)
+                continue
+            if kind is PLAIN:
+                continue
+            if kind is not None:
                 return None
-            continue
-        key = id(x)
-        if key in shared:
-            continue
-        if cls is tuple or cls is dict or cls is list:
-            if cls is not tuple:
-                if key in seen:
+            key = id(x)
+            if key in shared:
+                continue
+            if key in seen:
+                return None
+            if cls is dict:
+                seen.add(key)
+                items = x.values()
+            elif cls is list:
+                seen.add(key)
+                items = x
+            elif cls is tuple:
+                items = x
+            else:
+                if nodes(cls) is None:
                     return None
                 seen.add(key)
-            items = x.values() if cls is dict else x
+                pending.append(_dict_of(x, "__dict__").values() if plain_state(cls) else _state(x))
+                continue
             if only_tensors(map(type, items)):
                 found.extend(items)
             else:
-                push(items)
-            continue
-        if nodes(cls) is None or key in seen:
-            return None
-        seen.add(key)
-        push(_state(x))
+                pending.append(items)
     return found
 
 
@@ -189,43 +195,53 @@ def _gather(values: Any, found: list[torch.Tensor], opened: set[int], depth: int
     kinds = KIND.get
     only_tensors = PLAIN_TENSOR_TYPES.issuperset
     nodes = OBJECT_NODES.get
-    stack = list(values)
-    pop = stack.pop
-    push = stack.extend
+    plain_state = _PLAIN_STATE.get
+    add = found.append
+    pending: list[Any] = [values]  # what is still to read at this depth: runs of children
     deepest = depth
-    while stack:
-        x = pop()
-        cls = type(x)
-        kind = kinds(cls)
-        if kind is not None:
-            if kind == TENSOR:
-                found.append(x)
-            elif kind != PLAIN:
+    while pending:
+        for x in pending.pop():
+            cls = type(x)
+            kind = kinds(cls)
+            if kind is TENSOR:
+                add(x)
+                continue
+            if kind is PLAIN:
+                continue
+            if kind is not None:
                 return None  # a value to look into, a leaf .to, or something refused
-            continue
-        if cls is tuple or cls is dict or cls is list:
-            if cls is not tuple:  # a cycle through a tuple passes a list, dict or object
-                key = id(x)
-                if key in opened:
-                    return None  # met twice: the walker keeps it one object (or refuses a cycle)
+            key = id(x)
+            if key in opened:
+                # Met twice: the walker keeps it one object (or refuses a cycle). A tuple
+                # is never recorded (a cycle through one passes a list, dict or object).
+                return None
+            if cls is dict:
                 opened.add(key)
-            items = x.values() if cls is dict else x
+                items = x.values()
+            elif cls is list:
+                opened.add(key)
+                items = x
+            elif cls is tuple:
+                items = x
+            else:
+                moves = nodes(cls)
+                if moves is None:
+                    return None
+                opened.add(key)
+                state = _dict_of(x, "__dict__").values() if plain_state(cls) else _state(x)
+                if moves:
+                    inner = _gather(state, found, opened, depth + 1)
+                    if inner is None:
+                        return None
+                    if inner > deepest:
+                        deepest = inner
+                else:
+                    pending.append(state)
+                continue
             if only_tensors(map(type, items)):
                 found.extend(items)  # the common dict of tensors, at C speed
             else:
-                push(items)
-            continue
-        moves = nodes(cls)
-        if moves is None or id(x) in opened:
-            return None
-        opened.add(id(x))
-        if moves:
-            inner = _gather(_state(x), found, opened, depth + 1)
-            if inner is None:
-                return None
-            deepest = max(deepest, inner)
-        else:
-            push(_state(x))
+                pending.append(items)
     return deepest
 
 
