@@ -44,6 +44,13 @@ class BlockingBatchCopy(Rule):
         "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
         "for x in xs:\n    x = x.to(device)\n",
         'for x, y in loader:\n    y = y.to("cpu")\n',
+        # Moved again after a move: already on the device (a no-op copy), not the batch.
+        "for x, y in loader:\n"
+        "    x = x.to(device, non_blocking=True)\n"
+        "    if use_cuda:\n"
+        "        x = x.to(device)\n",
+        # Rebuilt on the host first: a new tensor the loader never pinned.
+        "for x, y in loader:\n    x = augment(x)\n    out = model(x.to(device))\n",
     )
     invalid = (
         Example(
@@ -56,6 +63,12 @@ class BlockingBatchCopy(Rule):
             "for batch in loader:\n    out = model(batch['x'].to(device))\n",
             fixed="for batch in loader:\n"
             "    out = model(batch['x'].to(device, non_blocking=True))\n",
+        ),
+        # Rebound on one branch only: it may still be the loader's batch.
+        Example(
+            "for x, y in loader:\n    if aug:\n        x = augment(x)\n    x = x.to(device)\n",
+            fixed="for x, y in loader:\n    if aug:\n        x = augment(x)\n"
+            "    x = x.to(device, non_blocking=True)\n",
         ),
     )
 
@@ -107,7 +120,20 @@ def _a_batch_of_a_loader(root: ast.Name, node: ast.Call, ctx: Context) -> bool:
         return False
     if _placed_by_prepare(loop.iter, ctx):
         return False
-    return root.id in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    targets = [n for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
+    return root.id in {n.id for n in targets} and not _rebound_in_the_body(root, targets, ctx)
+
+
+def _rebound_in_the_body(root: ast.Name, targets: list[ast.Name], ctx: Context) -> bool:
+    """Whether the value ``root`` reads is known to be another than the one the loop bound.
+
+    ``x = x.to(device)`` (then ``x.to(device)`` again: a copy on the device, a no-op),
+    ``x = augment(x)`` (a new host tensor nobody pinned): neither is the loader's
+    batch, so ``non_blocking`` gains nothing there. Where the binding the read sees
+    is unknown (a rebinding on one branch only) the move stays reported.
+    """
+    seen = ctx.scopes.binding_at(root)
+    return seen is not None and not any(seen.node is name for name in targets)
 
 
 _RACE = (
