@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._rebinding import rebound_in_the_body
 
 _LOADER = re.compile(r"loader|batches", re.IGNORECASE)
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
@@ -120,20 +121,8 @@ def _a_batch_of_a_loader(root: ast.Name, node: ast.Call, ctx: Context) -> bool:
         return False
     if _placed_by_prepare(loop.iter, ctx):
         return False
-    targets = [n for n in ast.walk(loop.target) if isinstance(n, ast.Name)]
-    return root.id in {n.id for n in targets} and not _rebound_in_the_body(root, targets, ctx)
-
-
-def _rebound_in_the_body(root: ast.Name, targets: list[ast.Name], ctx: Context) -> bool:
-    """Whether the value ``root`` reads is known to be another than the one the loop bound.
-
-    ``x = x.to(device)`` (then ``x.to(device)`` again: a copy on the device, a no-op),
-    ``x = augment(x)`` (a new host tensor nobody pinned): neither is the loader's
-    batch, so ``non_blocking`` gains nothing there. Where the binding the read sees
-    is unknown (a rebinding on one branch only) the move stays reported.
-    """
-    seen = ctx.scopes.binding_at(root)
-    return seen is not None and not any(seen.node is name for name in targets)
+    bound = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return root.id in bound and not rebound_in_the_body(root, loop, ctx)
 
 
 _RACE = (
