@@ -21,14 +21,18 @@ from __future__ import annotations
 
 import ast
 import functools
+import weakref
 from pathlib import Path
 
 from torchport.check._context import Context
-from torchport.check.semantic import BindingKind
+from torchport.check.semantic import BindingKind, Scope
 
 __all__ = ["plain_instance", "stands_for_plain_object"]
 
 _DEPTH = 4
+# A name bound or read more often than this in its scope is not followed: the work
+# per load stays bounded (a scope rebinding one name per copy was quadratic).
+_FOLLOWED = 8
 
 
 def plain_instance(value: ast.expr, ctx: Context) -> bool:
@@ -39,7 +43,7 @@ def plain_instance(value: ast.expr, ctx: Context) -> bool:
     if binding is None:
         return False
     if binding.kind is BindingKind.CLASS and isinstance(binding.node, ast.ClassDef):
-        return _Module(ctx.tree).plain(binding.node.name)
+        return _module_of(ctx).plain(binding.node.name)
     if binding.kind is BindingKind.IMPORT and isinstance(binding.node, ast.ImportFrom):
         original = _imported_as(binding.node, value.func.id)
         module = _project_module(ctx.path, binding.node.module, binding.node.level)
@@ -67,21 +71,30 @@ def stands_for_plain_object(load: ast.Call, ctx: Context) -> bool:
     if not isinstance(target, ast.Name):
         return False
     scope = scopes.resolve(target.id, target)
+    reads = scopes.reads_of(target.id, scope)
+    if len(reads) > _FOLLOWED:
+        return False
     names = {target.id}
-    for read in scopes.reads_of(target.id, scope):
+    for read in reads:
         copy = scopes.parent(read)
         if isinstance(copy, ast.Assign) and copy.value is read and len(copy.targets) == 1:
             names.update(t.id for t in copy.targets if isinstance(t, ast.Name))
     for name in names:
-        for binding in scope.bindings.get(name, ()):
-            bound = binding.value
-            if isinstance(bound, ast.Name):
-                values = [b.value for b in scope.bindings.get(bound.id, ()) if b.value is not None]
-            else:
-                values = [bound] if bound is not None and bound is not value else []
+        for bound in _values(scope, name):
+            if bound is value:
+                continue
+            values = _values(scope, bound.id) if isinstance(bound, ast.Name) else [bound]
             if any(plain_instance(v, ctx) for v in values):
                 return True
     return False
+
+
+def _values(scope: Scope, name: str) -> list[ast.expr]:
+    """The values ``name`` is bound to in ``scope`` (none when it is bound too often)."""
+    bindings = scope.bindings.get(name, [])
+    if len(bindings) > _FOLLOWED:
+        return []
+    return [b.value for b in bindings if b.value is not None]
 
 
 def _imported_as(node: ast.ImportFrom, local: str) -> str | None:
@@ -96,6 +109,7 @@ class _Module:
     """One module's top-level classes and the names it binds to torch."""
 
     def __init__(self, tree: ast.Module) -> None:
+        self._plain: dict[str, bool] = {}
         self.classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
         self.torch_names: set[str] = set()
         for node in ast.walk(tree):
@@ -107,6 +121,12 @@ class _Module:
                 self.torch_names.update(a.asname or a.name for a in node.names)
 
     def plain(self, name: str, depth: int = 0) -> bool:
+        known = self._plain.get(name)
+        if known is None:
+            known = self._plain[name] = self._is_plain(name, depth)
+        return known
+
+    def _is_plain(self, name: str, depth: int) -> bool:
         cls = self.classes.get(name)
         if cls is None or depth > _DEPTH or cls.keywords:
             return False
@@ -137,6 +157,17 @@ class _Module:
 def _into_an_object(target: ast.expr) -> bool:
     """``self.x = ...``, ``self.d[k] = ...``, ``a, self.b = ...``: stored in an object."""
     return any(isinstance(n, ast.Attribute) for n in ast.walk(target))
+
+
+_MODULES: weakref.WeakKeyDictionary[Context, _Module] = weakref.WeakKeyDictionary()
+
+
+def _module_of(ctx: Context) -> _Module:
+    """The checked file's own classes, read once per file."""
+    found = _MODULES.get(ctx)
+    if found is None:
+        found = _MODULES[ctx] = _Module(ctx.tree)
+    return found
 
 
 def _project_module(path: str, module: str | None, level: int) -> _Module | None:
