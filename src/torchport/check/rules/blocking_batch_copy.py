@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._rebinding import rebound_in_the_body
+from torchport.check.rules._loops import rebound_in_the_body
 
 _LOADER = re.compile(r"loader|batches", re.IGNORECASE)
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})

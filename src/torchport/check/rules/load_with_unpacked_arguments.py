@@ -8,8 +8,13 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._load_kwargs import only_safe_dicts
-from torchport.check.rules._loading import LOAD_ATTRS, explicit_weights_only, is_load, unpacks
+from torchport.check.rules._loading import (
+    LOAD_ATTRS,
+    explicit_weights_only,
+    is_load,
+    only_safe_dicts,
+    unpacks,
+)
 
 
 class LoadWithUnpackedArguments(Rule):

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, in_tests, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules import _loading
 from torchport.check.rules._loading import LOADS, loaded_elsewhere, written_by_this_run
-from torchport.check.rules._plain_objects import stands_for_plain_object
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._residence import known_on_cpu
 
@@ -117,7 +117,7 @@ class LoadWithoutMapLocation(Rule):
             return
         if in_tests(ctx) or _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx):
             return  # tests load their own fixtures, or the file shows the load is fine
-        if written_by_this_run(node, ctx) or stands_for_plain_object(node, ctx):
+        if written_by_this_run(node, ctx) or _loading.stands_for_plain_object(node, ctx):
             return
         why = loaded_elsewhere(node, ctx)
         if why is not None:
