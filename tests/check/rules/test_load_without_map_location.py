@@ -93,3 +93,15 @@ def test_what_is_not_known_to_be_plain_is_still_reported() -> None:
         "if fresh:\n    b = make(words)\nelse:\n    b = torch.load(p)\n"  # a function's result
     )
     assert [f.line for f in check_source(source, select=["TP301"])] == [10, 14]
+
+
+def test_a_name_read_often_still_finds_its_other_arm() -> None:
+    # The copies (`use = loaded`) are followed only for names read a few times (the work
+    # per load stays bounded); the arms that bind the name itself always are.
+    reads = "".join(f"print(enc, {i})\n" for i in range(60))
+    plain = "class Vocab:\n    def __init__(self, words):\n        self.ids = dict(words)\n\n"
+    arms = "if fresh:\n    enc = Vocab(words)\nelse:\n    enc = torch.load(path)\n"
+    assert check_source("import torch\n\n" + plain + arms + reads, select=["TP301"]) == []
+    holds = plain.replace("dict(words)", "torch.tensor(words)")
+    found = check_source("import torch\n\n" + holds + arms + reads, select=["TP301"])
+    assert [f.line for f in found] == [10]

@@ -72,10 +72,8 @@ def stands_for_plain_object(load: ast.Call, ctx: Context) -> bool:
         return False
     scope = scopes.resolve(target.id, target)
     reads = scopes.reads_of(target.id, scope)
-    if len(reads) > _FOLLOWED:
-        return False
     names = {target.id}
-    for read in reads:
+    for read in reads if len(reads) <= 4 * _FOLLOWED else ():  # copies: where few reads
         copy = scopes.parent(read)
         if isinstance(copy, ast.Assign) and copy.value is read and len(copy.targets) == 1:
             names.update(t.id for t in copy.targets if isinstance(t, ast.Name))
