@@ -28,7 +28,10 @@ benchmarks/data/precision_sample_b.csv --draw 40 --seed 35``. The third (both se
 repositories, the rules as narrowed after both samples, nothing judged before):
 ``--repos benchmarks/data/precision_repos_round5c.json --sample
 benchmarks/data/precision_sample_c.csv --skip benchmarks/data/precision_sample.csv
-benchmarks/data/precision_sample_b.csv --draw 40 --seed 36``.
+benchmarks/data/precision_sample_b.csv --draw 40 --seed 36``. The fourth (TP301 and
+TP203 only, on 29 repositories new to it, after those two rules were narrowed):
+``--repos benchmarks/data/precision_repos_round5d.json --sample
+benchmarks/data/precision_sample_d.csv --codes TP301 TP203 --draw 60 --seed 37``.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ def default_findings(mirror: Path, repos: Path = REPOS) -> list[Key]:
     found: list[Key] = []
     for entry in json.loads(repos.read_text())["repos"]:
         gitdir = mirror / entry["repo"].replace("/", "+") / "repo"
+        if (gitdir / ".git").is_dir():  # some mirrors hold a work tree's git folder
+            gitdir = gitdir / ".git"
         with tempfile.TemporaryDirectory(prefix="precision-") as tmp:
             tree = Path(tmp)
             _extract(gitdir, entry["commit"], tree)
@@ -101,11 +106,17 @@ def _read(sample: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def draw(mirror: Path, n: int, seed: int, repos: Path, sample: Path, skip: list[Path]) -> None:
+def draw(
+    mirror: Path, n: int, seed: int, repos: Path, sample: Path, skip: list[Path], codes: list[str]
+) -> None:
     judged_before = {
         (r["repo"], r["path"], int(r["line"]), r["code"]) for p in skip for r in _read(p)
     }
-    found = [k for k in default_findings(mirror, repos) if k not in judged_before]
+    found = [
+        k
+        for k in default_findings(mirror, repos)
+        if k not in judged_before and (not codes or k[3] in codes)
+    ]
     judged = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in _read(sample)}
     picked = sorted(random.Random(seed).sample(found, min(n, len(found))))
     commits = _commits(repos)
@@ -151,6 +162,7 @@ def main() -> int:
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--draw", type=int, help="draw this many findings into the sample")
     parser.add_argument("--seed", type=int, default=34)
+    parser.add_argument("--codes", nargs="*", default=[], help="draw only these rules' findings")
     parser.add_argument("--score", action="store_true")
     parser.add_argument("--repos", type=Path, default=REPOS, help="the manifest of repositories")
     parser.add_argument("--sample", type=Path, default=SAMPLE, help="the judged sample (CSV)")
@@ -163,7 +175,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.draw:
-        draw(args.mirror, args.draw, args.seed, args.repos, args.sample, args.skip)
+        draw(args.mirror, args.draw, args.seed, args.repos, args.sample, args.skip, args.codes)
     if args.score:
         score(args.mirror, args.repos, args.sample)
     return 0

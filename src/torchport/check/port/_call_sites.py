@@ -26,12 +26,18 @@ _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def methods_by_name(scopes: list[PortScope]) -> dict[str, list[tuple[_Function, str]]]:
-    """Methods of the file's own classes (not a library's): name -> (method, class)."""
+    """Methods of the file's own classes (not a library's): name -> (method, class).
+
+    Each method is also under ``"<class>.<name>"`` (no method name has a dot):
+    ``Job(model)`` and ``job.run(model)`` look their class's up at once; a scan of
+    every method of that name for each call was quadratic in the file's classes.
+    """
     found: dict[str, list[tuple[_Function, str]]] = {}
     for scope in scopes[1:]:
         node = scope.node
         if scope.cls is not None and not scope.internal and isinstance(node, _FUNCTIONS):
             found.setdefault(node.name, []).append((node, scope.cls.name))
+            found.setdefault(f"{scope.cls.name}.{node.name}", []).append((node, scope.cls.name))
     return found
 
 
@@ -45,9 +51,11 @@ def callee(
     func = node.func
     if isinstance(func, ast.Name):
         found = facts.functions.get(func.id)
-        if found is not None and func.id not in scope.local - facts.functions.keys():
+        # Not shadowed by a local of another kind (`x not in local - functions`, without
+        # building that set for every call).
+        if found is not None and (func.id not in scope.local or func.id in facts.functions):
             return found, 0
-        inits = [m for m, cls in methods.get("__init__", ()) if cls == func.id]
+        inits = [m for m, _ in methods.get(f"{func.id}.__init__", ())]
         return (inits[0], 1) if len(inits) == 1 else None  # `Job(model)`
     if isinstance(func, ast.Attribute) and func.attr != "__init__":
         # `Job().run(model)`, `job.run(model)`: a method of one of the file's classes,
@@ -55,7 +63,7 @@ def callee(
         candidates = methods.get(func.attr, [])
         if len(candidates) > 1:
             owner = _class_of(facts, func.value, scope)
-            candidates = [c for c in candidates if c[1] == owner]
+            candidates = methods.get(f"{owner}.{func.attr}", []) if owner else []
             if len(candidates) != 1:
                 facts.unresolved_calls.add(id(node))  # a model handed here: reported
                 return None

@@ -10,6 +10,7 @@ reads a weight or a device value it does not bind: ``x`` meets the device there.
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import TYPE_CHECKING
 
 from torchport.check.port._device_flow import PortScope
@@ -67,14 +68,32 @@ def _callee_body(
         a = lam.args
         own = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
         return lam.body, own, where
-    for inner in facts.scopes[1:]:
+    for inner in _functions_named(facts).get(func.id, ()):
         node = inner.node
         if (
             isinstance(node, _FUNCTIONS)
-            and node.name == func.id
             and inner.outer is where
             and inner.cls is None
             and not inner.internal
         ):
             return node, set(inner.local), where
     return None
+
+
+_BY_NAME: weakref.WeakKeyDictionary[PortFacts, dict[str, list[PortScope]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _functions_named(facts: PortFacts) -> dict[str, list[PortScope]]:
+    """The file's function scopes by name, in ``facts.scopes`` order, built once per file.
+
+    Searched for every call of a name: a scan of every scope per call was quadratic.
+    """
+    found = _BY_NAME.get(facts)
+    if found is None:
+        found = _BY_NAME[facts] = {}
+        for inner in facts.scopes[1:]:
+            if isinstance(inner.node, _FUNCTIONS):
+                found.setdefault(inner.node.name, []).append(inner)
+    return found

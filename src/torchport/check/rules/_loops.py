@@ -4,6 +4,7 @@ Whether a read runs every iteration (not under ``if step % N``), whether the
 iteration queues device work before it, whether the loop itself depends on
 the value read (a stop test) or ends on what it computes (a decoding loop), and
 whether the code streams its results (where a read per step is the point).
+Also, for TP203, whether a loop's variable is rebound in the body before a read.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "every_iteration",
     "launches_device_work",
     "read_on_host",
+    "rebound_in_the_body",
     "stops_on_what_it_computes",
     "streams",
 ]
@@ -283,4 +285,44 @@ def not_a_device_value(receiver: ast.expr, ctx: Context) -> bool:
         isinstance(outer, ast.FunctionDef | ast.AsyncFunctionDef)
         and (outer.name.endswith("_cpu") or "_cpu_" in outer.name)
         for outer in ctx.ancestors
+    )
+
+
+def rebound_in_the_body(root: ast.Name, loop: ast.For | ast.AsyncFor, ctx: Context) -> bool:
+    """Whether, on every path from the loop's binding to ``root``, ``root``'s name is rebound.
+
+    ``x = x.to(device)`` (then ``x.to(device)`` again: a copy on the device, a no-op),
+    ``x = augment(x)`` (a new host tensor nobody pinned): neither is the loader's
+    batch, so ``non_blocking`` gains nothing there. A rebinding on one branch only
+    leaves the move reported: it may still be the batch.
+    """
+    node: ast.AST = root
+    parent = ctx.scopes.parent(node)
+    while parent is not None and node is not loop:
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and any(s is node for s in block):
+                before = block[: next(i for i, s in enumerate(block) if s is node)]
+                if any(_surely_binds(stmt, root.id) for stmt in before):
+                    return True
+        node, parent = parent, ctx.scopes.parent(parent)
+    return False
+
+
+def _surely_binds(stmt: ast.stmt, name: str) -> bool:
+    """Whether running ``stmt`` always binds ``name`` (an assignment, or both arms of an ``if``)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.If):
+        return all(any(_surely_binds(s, name) for s in arm) for arm in (stmt.body, stmt.orelse))
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return any(_surely_binds(s, name) for s in stmt.body)
+    else:
+        return False
+    return any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == name
+        for t in targets
+        for n in ast.walk(t)
     )

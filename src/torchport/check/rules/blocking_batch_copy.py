@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._loops import rebound_in_the_body
 
 _LOADER = re.compile(r"loader|batches", re.IGNORECASE)
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
@@ -44,6 +45,13 @@ class BlockingBatchCopy(Rule):
         "for x, y in loader:\n    x = x.to(device, non_blocking=True)\n",
         "for x in xs:\n    x = x.to(device)\n",
         'for x, y in loader:\n    y = y.to("cpu")\n',
+        # Moved again after a move: already on the device (a no-op copy), not the batch.
+        "for x, y in loader:\n"
+        "    x = x.to(device, non_blocking=True)\n"
+        "    if use_cuda:\n"
+        "        x = x.to(device)\n",
+        # Rebuilt on the host first: a new tensor the loader never pinned.
+        "for x, y in loader:\n    x = augment(x)\n    out = model(x.to(device))\n",
     )
     invalid = (
         Example(
@@ -56,6 +64,12 @@ class BlockingBatchCopy(Rule):
             "for batch in loader:\n    out = model(batch['x'].to(device))\n",
             fixed="for batch in loader:\n"
             "    out = model(batch['x'].to(device, non_blocking=True))\n",
+        ),
+        # Rebound on one branch only: it may still be the loader's batch.
+        Example(
+            "for x, y in loader:\n    if aug:\n        x = augment(x)\n    x = x.to(device)\n",
+            fixed="for x, y in loader:\n    if aug:\n        x = augment(x)\n"
+            "    x = x.to(device, non_blocking=True)\n",
         ),
     )
 
@@ -107,7 +121,8 @@ def _a_batch_of_a_loader(root: ast.Name, node: ast.Call, ctx: Context) -> bool:
         return False
     if _placed_by_prepare(loop.iter, ctx):
         return False
-    return root.id in {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    bound = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return root.id in bound and not rebound_in_the_body(root, loop, ctx)
 
 
 _RACE = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -90,8 +91,22 @@ def _numpy_array_compared_with_a_device_tensor(
     if not any(facts.on_device(o, scope) for o in operands):
         return None
     for operand in operands:
-        if isinstance(operand, ast.Name):
-            values = facts.bindings(operand.id, scope)
-            if values and all(_made_by_numpy(v, ctx) for v in values):
-                return operand.id
+        if isinstance(operand, ast.Name) and _a_numpy_name(operand.id, scope, facts, ctx):
+            return operand.id
     return None
+
+
+def _a_numpy_name(name: str, scope: PortScope, facts: PortFacts, ctx: Context) -> bool:
+    """Whether every binding of ``name`` in ``scope`` is a numpy call; once per name and scope
+    (asked per comparison, a loop over a name's every binding each time was quadratic)."""
+    known = _NUMPY_NAMES.setdefault(ctx, {})
+    key = (id(scope), name)
+    if key not in known:
+        values = facts.bindings(name, scope) or []
+        known[key] = bool(values) and all(_made_by_numpy(v, ctx) for v in values)
+    return known[key]
+
+
+_NUMPY_NAMES: weakref.WeakKeyDictionary[Context, dict[tuple[int, str], bool]] = (
+    weakref.WeakKeyDictionary()
+)

@@ -8,7 +8,13 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import LOAD_ATTRS, explicit_weights_only, is_load, unpacks
+from torchport.check.rules._loading import (
+    LOAD_ATTRS,
+    explicit_weights_only,
+    is_load,
+    only_safe_dicts,
+    unpacks,
+)
 
 
 class LoadWithUnpackedArguments(Rule):
@@ -90,8 +96,7 @@ def _only_safe_literals(call: ast.Call, ctx: Context) -> bool:
             continue
         if not isinstance(kw.value, ast.Name):
             return False
-        bindings = ctx.scopes.bindings(kw.value.id, kw.value)
-        if not bindings or any(b.value is None or not _safe_dict(b.value) for b in bindings):
+        if not only_safe_dicts(kw.value, ctx):
             return False
         if _written_into(kw.value.id, ctx.scopes.scope_of(kw.value).node):
             return False
@@ -144,23 +149,6 @@ def _safe_default(call: ast.Call, ctx: Context) -> bool:
 
 def _constant(expr: ast.expr) -> object:
     return expr.value if isinstance(expr, ast.Constant) else None
-
-
-def _safe_dict(expr: ast.expr) -> bool:
-    if isinstance(expr, ast.IfExp):
-        return _safe_dict(expr.body) and _safe_dict(expr.orelse)
-    if not isinstance(expr, ast.Dict):
-        return False
-    for key, value in zip(expr.keys, expr.values, strict=True):
-        if not isinstance(key, ast.Constant) or not isinstance(key.value, str):
-            return False  # `**other` inside the literal, or a computed key
-        if key.value == "pickle_module":
-            return False
-        if key.value == "weights_only" and not (
-            isinstance(value, ast.Constant) and value.value is True
-        ):
-            return False
-    return True
 
 
 def _written_into(name: str, scope: ast.AST) -> bool:

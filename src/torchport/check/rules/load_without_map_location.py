@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, in_tests, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules import _loading
 from torchport.check.rules._loading import LOADS, loaded_elsewhere, written_by_this_run
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._residence import known_on_cpu
@@ -31,8 +32,11 @@ class LoadWithoutMapLocation(Rule):
     split), the file saves the same file name from CPU tensors
     (`torch.save(feats.cpu(), join(d, "feats.pth"))`), or the same run wrote
     the file a moment before on the same machine (a temporary directory, or a
-    `torch.save` to the same path earlier in the function), and in tests,
-    which load their own fixtures.
+    `torch.save` to the same path earlier in the function), where what is
+    loaded takes the place of a plain Python object the program otherwise
+    builds (`enc = Vocab(data)` on one path, `enc = torch.load(path)` on the
+    other, with `Vocab` a class of the project that stores no tensors), and in
+    tests, which load their own fixtures.
 
     ## Fix safety
     The fix loads onto the module's `device`. Where the checkpoint used to be
@@ -62,6 +66,24 @@ class LoadWithoutMapLocation(Rule):
         "import os\nimport torch\n\n"
         'torch.save(feats.cpu(), os.path.join(out, "feats.pth"))\n'
         'feats = torch.load(os.path.join(src, "feats.pth"))\n',
+        # What is loaded stands in for a plain object (a vocabulary): nothing to map.
+        "import torch\n\n"
+        "class Vocab:\n"
+        "    def __init__(self, words):\n"
+        "        self.ids = {w: i for i, w in enumerate(words)}\n\n"
+        "if args.vocab is None:\n"
+        "    vocab = Vocab(words)\n"
+        "else:\n"
+        "    vocab = torch.load(args.vocab)\n",
+        # ... also through a name both are copied into.
+        "import torch\n\n"
+        "class Vocab:\n"
+        "    pass\n\n"
+        "built = Vocab()\n"
+        "loaded = torch.load(path)\n"
+        "use = built\n"
+        "if trust:\n"
+        "    use = loaded\n",
     )
     invalid = (
         Example(
@@ -77,6 +99,14 @@ class LoadWithoutMapLocation(Rule):
             'net.load_state_dict(torch.load(p, weights_only=True, map_location=device)["net"])\n',
         ),
         Example('import torch\n\nfeats = torch.load("f.pt", weights_only=True)\nsim = feats @ q\n'),
+        # The other path builds an object that stores a tensor: the load may restore it anywhere.
+        Example(
+            "import torch\n\n"
+            "class Table:\n"
+            "    def __init__(self, n):\n"
+            "        self.rows = torch.zeros(n)\n\n"
+            "table = Table(3) if fresh else torch.load(path)\n"
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -87,7 +117,7 @@ class LoadWithoutMapLocation(Rule):
             return
         if in_tests(ctx) or _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx):
             return  # tests load their own fixtures, or the file shows the load is fine
-        if written_by_this_run(node, ctx):
+        if written_by_this_run(node, ctx) or _loading.stands_for_plain_object(node, ctx):
             return
         why = loaded_elsewhere(node, ctx)
         if why is not None:

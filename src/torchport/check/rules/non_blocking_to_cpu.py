@@ -111,10 +111,11 @@ def _synchronized_before_read(copy: ast.Call, ctx: Context) -> bool:
         if not all(isinstance(p, ast.Name) for p in parts):
             return False  # `self.x = ...`, `d[k] = ...`: read where this block cannot see
         names |= {p.id for p in parts if isinstance(p, ast.Name)}
-    block = _block_of(stmt, ctx)
-    if block is None:
+    found = _block_of(stmt, ctx)
+    if found is None:
         return False
-    for later in block[block.index(stmt) + 1 :]:
+    block, index = found
+    for later in block[index + 1 :]:
         nodes = list(ast.walk(later))
         # `host.shape`, `host.size()`: what the copy was queued with, known at once.
         metadata = {
@@ -127,14 +128,12 @@ def _synchronized_before_read(copy: ast.Call, ctx: Context) -> bool:
     return False
 
 
-def _block_of(stmt: ast.stmt, ctx: Context) -> list[ast.stmt] | None:
-    """The statement list that holds ``stmt`` (a body, ``else``, ``finally`` or handler)."""
-    for outer in (*reversed(ctx.ancestors), ctx.tree):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(outer, field, None)
-            if isinstance(block, list) and any(s is stmt for s in block):
-                return block
-    return None
+def _block_of(stmt: ast.stmt, ctx: Context) -> tuple[list[ast.stmt], int] | None:
+    """The statement list that holds ``stmt`` (a body, ``else``, ``finally`` or handler), and
+    its place there: the scope map's index of every statement, not a search of each
+    enclosing block (a search of the module's body per finding was quadratic).
+    """
+    return ctx.scopes.statement_position(stmt)
 
 
 def _waits(call: ast.Call, copied: set[str], ctx: Context) -> bool:

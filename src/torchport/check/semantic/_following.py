@@ -38,6 +38,7 @@ choice without a fix.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,7 @@ from torchport.check.semantic._residence import CPU_FACTORIES
 
 if TYPE_CHECKING:
     from torchport.check._context import Context
+    from torchport.check.semantic._scope import ScopeMap
 
 __all__ = ["why_not_followed"]
 
@@ -206,7 +208,7 @@ class _Follow:
         assigned = [b for b in found if b.kind is not BindingKind.PARAMETER]
         if len(assigned) != 1 or assigned[0].kind is not BindingKind.ASSIGN:
             return None
-        if any(target.id in s.declared_global for s in self.scopes.scopes.values()):
+        if target.id in _declared_global_anywhere(self.scopes):
             return None
         kinds = (ScopeKind.MODULE, ScopeKind.FUNCTION)
         return assigned[0] if assigned[0].scope.kind in kinds else None
@@ -473,3 +475,20 @@ def why_not_followed(choice: ast.expr, ctx: Context, makes_model: ModelTest) -> 
         or follow.callees_follow()
         or follow.no_cpu_tensors()
     )
+
+
+def _declared_global_anywhere(scopes: ScopeMap) -> frozenset[str]:
+    """The names some function of the file declares ``global``, gathered once per file.
+
+    Asked for every device choice: a scan of every scope each time was quadratic in
+    the file's functions.
+    """
+    found = _GLOBALS.get(scopes)
+    if found is None:
+        found = _GLOBALS[scopes] = frozenset(
+            name for scope in scopes.scopes.values() for name in scope.declared_global
+        )
+    return found
+
+
+_GLOBALS: weakref.WeakKeyDictionary[ScopeMap, frozenset[str]] = weakref.WeakKeyDictionary()
