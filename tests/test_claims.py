@@ -489,6 +489,7 @@ ABOUT_ONE_THING: frozenset[tuple[str, str]] = frozenset({
     ("src/torchport/check/semantic/_flow.py", "the one binding of"),
     ("src/torchport/check/semantic/_flow.py", "the one entry self"),
     ("src/torchport/check/semantic/_following.py", "the one assignment that"),
+    ("src/torchport/check/semantic/_module_imports.py", "the one dotted target"),
     ("src/torchport/check/semantic/_placement.py", "the one it chose"),
     ("src/torchport/check/semantic/_resolve.py", "the only binding there"),
     ("src/torchport/check/semantic/_resolve.py", "the only one None"),

@@ -34,6 +34,12 @@ def test_a_name_is_imported_once_then_kept(monkeypatch: pytest.MonkeyPatch) -> N
     assert dir_() == ["value"]
 
 
+def test_a_name_may_come_from_an_attribute_of_another_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    namespace = _package(monkeypatch, "shipped = (1, 2)\n", ["RULES"])
+    getattr_, _ = lazy_exports(namespace, {"RULES": "_lazy_target:shipped"})
+    assert getattr_("RULES") == (1, 2)
+
+
 def test_an_unknown_name_is_an_attribute_error_naming_the_package() -> None:
     getattr_, _ = lazy_exports({"__name__": "pkg", "__all__": []}, {})
     with pytest.raises(AttributeError, match=r"module 'pkg' has no attribute 'nope'"):

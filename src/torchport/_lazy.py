@@ -30,7 +30,8 @@ def lazy_exports(
     Args:
         namespace: The package's ``globals()``; it must already hold ``__name__`` and
             ``__all__``. A value imported on first use is stored here.
-        where: Each lazily imported name and the module that defines it.
+        where: Each lazily imported name and the module that defines it, or
+            ``"module:attribute"`` where the package exports it under another name.
 
     Raises:
         ValueError: ``where`` names something ``__all__`` does not export (a
@@ -43,11 +44,12 @@ def lazy_exports(
         raise ValueError(f"{package} imports {unlisted} lazily but does not export them")
 
     def __getattr__(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
+        source = where.get(name)
+        if source is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, _, attribute = source.partition(":")
         try:
-            value = getattr(importlib.import_module(module), name)
+            value = getattr(importlib.import_module(module), attribute or name)
         except ModuleNotFoundError as exc:
             missing = MissingDependencyError.of(exc, f"{package}.{name}")
             if missing is None:

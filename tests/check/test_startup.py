@@ -14,9 +14,11 @@ import sys
 from pathlib import Path
 
 # torchport's modules a default check of a 3-line file may import: the command line
-# (6), the engine and its semantic model (~30), the file runner (~13), every shipped
-# rule module (61: the registry lists them all), and a little room.
-MODULE_BUDGET = 120
+# (6), the engine, its semantic model and the rule catalog (~32), the file runner (~13),
+# the rule modules the walk hands a node (20 of 61 here: rules are imported on first
+# use, see check/_catalog.py), and a little room. Measured 75 (round 5: 115).
+MODULE_BUDGET = 80
+RULE_MODULE_BUDGET = 25
 NEVER = ("torch", "numpy", "concurrent.futures.process", "multiprocessing", "xml")
 
 
@@ -47,8 +49,12 @@ def test_check_of_a_small_file_imports_only_what_it_runs(tmp_path: Path) -> None
     modules = imported_by(["check", "--no-cache", "tiny.py"], tmp_path)
     ours = [m for m in modules if m == "torchport" or m.startswith("torchport.")]
     assert len(ours) < MODULE_BUDGET, ours
-    # what is not a rule stays small (55 with `_lazy`, the packages' shared PEP 562 hook)
-    assert len(ours) - shipped_rule_modules() < 56, ours
+    rules = [m for m in ours if m.startswith("torchport.check.rules.")]
+    assert len(rules) < min(RULE_MODULE_BUDGET, shipped_rule_modules()), rules
+    # what is not a rule stays small: 55 measured, of them 3 new this round (the rule
+    # catalog, the text prefilter, the module-imports fast path) that replace imports
+    # of 41 rule modules and most scope passes
+    assert len(ours) - len(rules) < 57, ours
     assert not [m for m in ours if m.startswith("torchport.check.port")]
     assert not [m for m in ours if m.startswith("torchport.cli.") and m != "torchport.cli.check"
                 and not m.startswith("torchport.cli._")]  # fmt: skip

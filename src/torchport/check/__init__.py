@@ -13,10 +13,6 @@ from typing import TYPE_CHECKING
 
 from torchport._lazy import lazy_exports
 
-# Bound now, not on first use: `RULES` is the tuple torchport ships, whatever a test
-# later swaps into the registry (every check run needs the rules anyway).
-from torchport.check.rules import RULES
-
 if TYPE_CHECKING:
     from torchport.check._engine import check_source
     from torchport.check._explain import explain
@@ -48,6 +44,7 @@ if TYPE_CHECKING:
         settings_of,
     )
     from torchport.check.port import Verification, port_paths, port_source, verify_entry
+    from torchport.check.rules import SHIPPED as RULES
 
 __all__ = [
     "FORMATS",
@@ -92,9 +89,10 @@ __all__ = [
 
 # Where each public name lives. They are imported on first use (PEP 562), so
 # `import torchport.check` costs next to nothing and a run imports only the
-# parts it uses: a plain `check` never loads the port, the notebook reader, the
-
+# parts it uses: a plain `check` never loads the port (tests/check/test_startup.py).
 _LAZY: dict[str, str] = {
+    # the tuple torchport ships (the real classes), whatever a test swaps into rules.RULES
+    "RULES": "torchport.check.rules:SHIPPED",
     "check_source": "torchport.check._engine",
     "explain": "torchport.check._explain",
     "fix_source": "torchport.check._fix",

@@ -22,7 +22,8 @@ import ast
 from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._source import SourceText
 from torchport.check._syntax import adopt_scopes
-from torchport.check.semantic._binding import statement_names
+from torchport.check.semantic._binding import statement_facts
+from torchport.check.semantic._module_imports import ModuleImports
 from torchport.check.semantic._placement import _Plan, device_at, device_expr, torch_at
 from torchport.check.semantic._resolve import Callee
 from torchport.check.semantic._scope import ScopeMap
@@ -47,7 +48,8 @@ class Context(SourceText):
         self.ancestors: list[ast.AST] = []
         # Names some import binds somewhere (cheap: statements only). A name outside it
         # resolves to no import anywhere, so most questions need no scope pass at all.
-        self.import_tails, assigned = statement_names(tree)
+        facts = statement_facts(tree)
+        self.import_tails, assigned = facts.tails, facts.assigned
         # Names some `x = value` binds somewhere (None: any, when the file has a `:=`). A
         # name outside it holds no known value anywhere: value_of needs no scope pass.
         self._assigned: frozenset[str] | None = None if ":=" in source else assigned
@@ -55,6 +57,7 @@ class Context(SourceText):
         # module, see _syntax.keep_parsed): the same answers, not built twice.
         adopted = adopt_scopes(tree)
         self._scope_map: ScopeMap | None = adopted if isinstance(adopted, ScopeMap) else None
+        self._module_imports = ModuleImports(facts, source)  # see _fast_qualname
         self._placement: _Plan | None = None
         self._last_expr: ast.expr | None = None
         self._last_name: str | None = None
@@ -147,9 +150,24 @@ class Context(SourceText):
         if not isinstance(root, ast.Name) or root.id not in self.import_tails:
             name = None
         else:
-            name = self.scopes.qualname(expr)
+            name = self._fast_qualname(expr, root) or self.scopes.qualname(expr)
         self._last_expr, self._last_name = expr, name
         return name
+
+    def _fast_qualname(self, expr: ast.expr, root: ast.Name) -> str | None:
+        """``qualname`` without the scope pass where only module-level imports bind ``root``.
+
+        None when the scope pass must answer (see ``semantic/_module_imports.py``).
+        """
+        target = self._module_imports.target(root.id)
+        if target is None:
+            return None
+        parts: list[str] = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        parts.append(target)
+        return ".".join(reversed(parts))
 
     def callee(self, call: ast.Call) -> Callee | None:
         """What ``call`` calls through aliases, ``functools.partial`` and ``getattr``, or None.

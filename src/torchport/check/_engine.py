@@ -35,6 +35,7 @@ from torchport.check._context import Context
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._nodes import child_fields
 from torchport.check._noqa import NoqaMap, parse_noqa
+from torchport.check._prefilter import absent_rules
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
 from torchport.check._syntax import parse_source
@@ -134,6 +135,7 @@ class RuleSet:
         self.by_callee: dict[str, tuple[Rule, ...] | None] = {}
         self.by_attr: dict[str, tuple[Rule, ...] | None] = {}
         self.fields_of: dict[type[ast.AST], tuple[tuple[str, ...], bool]] = {}
+        self._lacking: dict[frozenset[str], RuleSet] = {}
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -142,6 +144,13 @@ class RuleSet:
         """This set minus the rules whose code starts with one of ``codes``."""
         prefixes = tuple(codes)
         return RuleSet(cls for cls in self.classes if not cls.code.startswith(prefixes))
+
+    def lacking(self, codes: frozenset[str]) -> RuleSet:
+        """This set minus the rules with exactly these codes (kept: files share them)."""
+        found = self._lacking.get(codes)
+        if found is None:
+            found = self._lacking[codes] = RuleSet(c for c in self.classes if c.code not in codes)
+        return found
 
 
 @dataclass(slots=True)
@@ -346,14 +355,23 @@ def check_tree(
     *,
     strict: bool = False,
     settings: FileSettings = UNLIMITED,
+    prefilter: bool = True,
 ) -> CheckOutcome:
     """Run ``ruleset`` over an already parsed ``tree`` of ``source``.
 
     ``settings``: the file's target torch (fixes that write an API it lacks are
     dropped, the finding kept) and whether other tools' file-wide noqa counts.
+    ``prefilter``: skip the rules the text shows cannot report here (``_prefilter.py``;
+    the findings are the same, False is for the tests that hold it so).
     """
     if not ruleset.rules:
         return CheckOutcome([])
+    if prefilter:
+        absent = absent_rules(source, ruleset.codes)
+        if absent:
+            ruleset = ruleset.lacking(absent)
+            if not ruleset.rules:
+                return CheckOutcome([])
     noqa = parse_noqa(source, foreign=settings.respect_foreign_noqa)
     if noqa.file_codes is None:
         return CheckOutcome([])
@@ -377,6 +395,7 @@ def check_text(
     *,
     strict: bool = False,
     settings: FileSettings = UNLIMITED,
+    prefilter: bool = True,
 ) -> CheckOutcome:
     """Parse ``source`` once and run ``ruleset`` over it.
 
@@ -384,7 +403,9 @@ def check_text(
         SyntaxError: ``source`` does not parse.
     """
     tree = parse_source(source, path)
-    return check_tree(source, path, tree, ruleset, strict=strict, settings=settings)
+    return check_tree(
+        source, path, tree, ruleset, strict=strict, settings=settings, prefilter=prefilter
+    )
 
 
 def check_source(

@@ -10,7 +10,8 @@ character offsets into the original source (Ruff's model: formatting and
 comments elsewhere are untouched, and no second parser is needed).
 
 Example of a complete rule, as a file ``check/rules/empty_cache_in_loop.py`` (then
-import it in ``check/rules/__init__.py`` and add it to ``RULES``; pick a free code).
+add its entry to ``check/_catalog.py``, which ``tests/check/test_catalog.py`` prints;
+pick a free code).
 ``tests/check/test_rule_doc_example.py`` runs this very text on its examples and
 holds it to the contract of ``tests/check/test_rule_contract.py``::
 

@@ -6,6 +6,7 @@ off). The most specific selector wins, and a tie goes to ``ignore``, as in Ruff.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 
 from torchport.check._rule import FixSafety, Intent, Rule
@@ -57,11 +58,19 @@ def normalise_selectors(
 
 
 def available_rules() -> tuple[type[Rule], ...]:
-    """The rules torchport ships (read at call time, so tests may substitute their own)."""
-    # Imported here: the rules import the engine's parts, which import this module.
-    from torchport.check import rules
+    """The rules torchport ships, as the catalog's stand-ins (no rule module imported).
 
-    return rules.RULES
+    A test that swaps ``torchport.check.rules.RULES`` for its own rules gets those
+    (read at call time); otherwise each stand-in imports its rule on first use.
+    """
+    loaded = vars(sys.modules.get("torchport.check.rules", sys))
+    swapped: tuple[type[Rule], ...] | None = loaded.get("RULES")
+    if swapped is not None and swapped is not loaded.get("SHIPPED"):
+        return tuple(swapped)
+    # Imported here: the catalog imports the engine's parts, which import this module.
+    from torchport.check._catalog import shipped_rules
+
+    return shipped_rules()
 
 
 def select_rules(

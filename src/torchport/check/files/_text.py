@@ -19,6 +19,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
+from torchport.check._catalog import shipped_rule
 from torchport.check._printable import quoted
 from torchport.check._rule import Finding, FixSafety, Intent, Rule
 
@@ -57,7 +58,7 @@ def fix_flags(
     safety = _safety(finding)
     if safety is None:
         return None
-    rule = (rules or {}).get(finding.code) or Rule.registry.get(finding.code)
+    rule = (rules or {}).get(finding.code) or shipped_rule(finding.code)
     speed = rule is not None and rule.intent is Intent.SPEED
     if plain is not None:
         speed = finding.code not in plain

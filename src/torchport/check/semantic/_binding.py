@@ -15,10 +15,13 @@ __all__ = [
     "BindingKind",
     "Scope",
     "ScopeKind",
+    "StatementFacts",
     "TorchImport",
     "import_bindings",
     "import_tails",
+    "statement_facts",
     "statement_names",
+    "written_names",
 ]
 
 
@@ -144,13 +147,38 @@ def statement_names(tree: ast.Module) -> tuple[dict[str, str | None], frozenset[
     there means at a given place is
     :class:`~torchport.check.semantic._scope.ScopeMap`'s answer.
     """
+    facts = statement_facts(tree)
+    return facts.tails, facts.assigned
+
+
+@dataclass(slots=True)
+class StatementFacts:
+    """What one walk over a module's statements finds (see :func:`statement_facts`)."""
+
+    tails: dict[str, str | None]
+    assigned: frozenset[str]
+    # names module-level imports bind, with their dotted targets (None: relative)
+    module_imports: dict[str, set[str | None]]
+    nested_imports: set[str]  # names an import in a function or class body binds
+    # how often the import statements write each name with no dot after it
+    written: dict[str, int]
+
+
+_SCOPE_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def statement_facts(tree: ast.Module) -> StatementFacts:
+    """:func:`statement_names`, and where each import binds its names, in the same walk."""
     tails: dict[str, str | None] = {}
     assigned: set[str] = set()
-    todo: list[ast.AST] = list(tree.body)
-    pop, extend = todo.pop, todo.extend
+    module_imports: dict[str, set[str | None]] = {}
+    nested: set[str] = set()
+    written: dict[str, int] = {}
+    todo: list[tuple[ast.AST, bool]] = [(stmt, True) for stmt in tree.body]
+    pop, append = todo.pop, todo.append
     imports = (ast.Import, ast.ImportFrom)
     while todo:
-        stmt = pop()
+        stmt, at_module = pop()
         kind = stmt.__class__
         if kind is ast.Assign:
             assigned.update(t.id for t in stmt.targets if t.__class__ is ast.Name)  # type: ignore[attr-defined]
@@ -161,12 +189,41 @@ def statement_names(tree: ast.Module) -> tuple[dict[str, str | None], frozenset[
                 assigned.add(target.id)
             continue
         if isinstance(stmt, imports):
+            for name in written_names(stmt):
+                written[name] = written.get(name, 0) + 1
             for local, target_name in import_bindings(stmt):
                 tail = (target_name or local).rpartition(".")[2]
                 tails[local] = tail if tails.get(local, tail) == tail else None
+                if at_module:
+                    module_imports.setdefault(local, set()).add(target_name)
+                else:
+                    nested.add(local)
             continue
+        inside = at_module and not isinstance(stmt, _SCOPE_STATEMENTS)
         for field_name in _BLOCKS:
             block = getattr(stmt, field_name, None)
             if block:
-                extend(block)
-    return tails, frozenset(assigned)
+                for item in block:
+                    append((item, inside))
+    return StatementFacts(tails, frozenset(assigned), module_imports, nested, written)
+
+
+def written_names(stmt: ast.Import | ast.ImportFrom) -> list[str]:
+    """The identifiers ``stmt`` writes with no dot after them (the text shows each once)."""
+    out: list[str] = []
+    if isinstance(stmt, ast.ImportFrom):
+        if stmt.module:
+            # the last part of a module name: `torch` of `from torch import nn`, `nn` of
+            # `from torch.nn import Linear` (the parts before it are followed by dots)
+            out.append(stmt.module.rpartition(".")[2])
+        for alias in stmt.names:
+            if alias.name != "*":
+                out.append(alias.name)  # `nn` of `from torch import nn [as tnn]`
+            if alias.asname:
+                out.append(alias.asname)
+        return out
+    for alias in stmt.names:
+        out.append(alias.name.rpartition(".")[2])  # `torch` / `nn` of `import torch[.nn] [as x]`
+        if alias.asname:
+            out.append(alias.asname)
+    return out

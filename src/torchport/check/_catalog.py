@@ -1,0 +1,966 @@
+"""What every shipped rule is, without importing its module: the rule catalog.
+
+A check needs each rule's metadata (code, name, default, intent, fix safety, the
+node types and names it is handed) before it runs anything; the rule's module
+(its ``check``, its documentation and examples) is needed only when the walk first
+hands the rule a node. :func:`shipped_rules` gives, for every entry here, a
+:class:`LazyRule` subclass that carries the metadata and imports the real rule
+class on its first ``check`` (then calls it directly). Anything else read from such
+a class (``__doc__``, ``message``, ``valid``, ``invalid``) comes from the real class.
+
+The entries are kept true by ``tests/check/test_catalog.py``, which imports every
+rule and compares; it prints the entries to paste here when a rule changes.
+Importing this module imports no rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
+
+if TYPE_CHECKING:
+    from torchport.check._context import Context
+
+__all__ = ["ENTRIES", "LazyRule", "RuleEntry", "real_rule", "shipped_rule", "shipped_rules"]
+
+_PACKAGE = "torchport.check.rules"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleEntry:
+    """One shipped rule's metadata; ``module`` is the file under ``check/rules/``."""
+
+    code: str
+    class_name: str
+    module: str
+    name: str
+    default: bool
+    intent: str  # an Intent value
+    fix_safety: str  # a FixSafety value
+    node_types: tuple[str, ...]  # names of ast classes
+    call_attrs: frozenset[str] | None
+    attr_names: frozenset[str] | None
+    constants: frozenset[object] | None
+
+
+class _LazyRuleMeta(type):
+    """The metaclass of the catalog's rules: what the catalog lacks comes from the real class."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__") or "_entry" not in cls.__dict__:
+            raise AttributeError(name)
+        return getattr(real_rule(cls), name)  # type: ignore[arg-type]
+
+    @property
+    def __doc__(cls) -> str | None:  # type: ignore[override]
+        if "_entry" not in cls.__dict__:
+            return None
+        return real_rule(cls).__doc__  # type: ignore[arg-type]
+
+    # `Rule` itself defines these (empty): data descriptors here come first.
+    @property
+    def valid(cls) -> tuple[str, ...]:
+        return real_rule(cls).valid if "_entry" in cls.__dict__ else ()  # type: ignore[arg-type]
+
+    @property
+    def invalid(cls) -> tuple[Example, ...]:
+        return real_rule(cls).invalid if "_entry" in cls.__dict__ else ()  # type: ignore[arg-type]
+
+
+class LazyRule(Rule, metaclass=_LazyRuleMeta):
+    """A shipped rule known from the catalog; its module is imported on the first ``check``."""
+
+    _entry: ClassVar[RuleEntry]
+    _real: ClassVar[type[Rule] | None] = None
+
+    def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+        real = real_rule(type(self))()
+        # later calls go straight to the real rule's method (an instance attribute)
+        self.check = real.check  # type: ignore[method-assign]
+        return real.check(node, ctx)
+
+
+def real_rule(cls: type[LazyRule]) -> type[Rule]:
+    """The rule class ``cls`` stands for, its module imported now (once)."""
+    found = cls.__dict__.get("_real")
+    if found is None:
+        entry = cls._entry
+        module = importlib.import_module(f"{_PACKAGE}.{entry.module}")
+        found = getattr(module, entry.class_name)
+        if found.code != entry.code:
+            raise TypeError(
+                f"the rule catalog says {entry.class_name} in {entry.module} is {entry.code}, "
+                f"but the class says {found.code}; update check/_catalog.py "
+                "(tests/check/test_catalog.py prints the entries)"
+            )
+        cls._real = found
+    return found  # type: ignore[no-any-return]
+
+
+def _stand_in(entry: RuleEntry) -> type[LazyRule]:
+    namespace: dict[str, object] = {
+        "_entry": entry,
+        "code": entry.code,
+        "name": entry.name,
+        "default": entry.default,
+        "intent": Intent(entry.intent),
+        "fix_safety": FixSafety(entry.fix_safety),
+        "node_types": tuple(getattr(ast, t) for t in entry.node_types),
+        "call_attrs": entry.call_attrs,
+        "attr_names": entry.attr_names,
+        "constants": entry.constants,
+        "__qualname__": entry.class_name,
+        "__module__": __name__,
+    }
+    return _LazyRuleMeta(entry.class_name, (LazyRule,), namespace)  # type: ignore[return-value]
+
+
+_SHIPPED: dict[str, type[LazyRule]] = {}
+
+
+def shipped_rules() -> tuple[type[LazyRule], ...]:
+    """A stand-in for every shipped rule, by code; no rule module is imported."""
+    if not _SHIPPED:
+        _SHIPPED.update((entry.class_name, _stand_in(entry)) for entry in ENTRIES)
+    return tuple(_SHIPPED.values())
+
+
+def shipped_rule(code: str) -> type[LazyRule] | None:
+    """The stand-in of the shipped rule ``code`` (None: no such rule)."""
+    return next((rule for rule in shipped_rules() if rule.code == code), None)
+
+
+def __getattr__(name: str) -> type[LazyRule]:
+    # The stand-ins are attributes of this module by class name, so that pickle (the
+    # worker pool) finds them again: `torchport.check._catalog.HardCodedCuda`.
+    shipped_rules()
+    try:
+        return _SHIPPED[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+# Sorted by code. Generated: see the module docstring.
+ENTRIES: tuple[RuleEntry, ...] = (
+    RuleEntry(
+        "TP101",
+        "HardCodedCuda",
+        "hard_coded_cuda",
+        "hard-coded-cuda",
+        True,
+        "device",
+        "unsafe",
+        (
+            "Call",
+            "Assign",
+            "AnnAssign",
+            "arguments",
+        ),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP102",
+        "CudaSetDevice",
+        "cuda_set_device",
+        "cuda-set-device",
+        True,
+        "device",
+        "unsafe",
+        ("Call",),
+        frozenset({"set_device"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP103",
+        "IsCudaCheck",
+        "is_cuda_check",
+        "is-cuda-check",
+        True,
+        "device",
+        "unsafe",
+        ("Attribute",),
+        None,
+        frozenset({"is_cuda"}),
+        None,
+    ),
+    RuleEntry(
+        "TP104",
+        "LegacyTensorConstructor",
+        "legacy_tensor_constructor",
+        "legacy-tensor-constructor",
+        True,
+        "device",
+        "safe",
+        ("Call",),
+        frozenset(
+            {
+                "BFloat16Tensor",
+                "BoolTensor",
+                "ByteTensor",
+                "CharTensor",
+                "DoubleTensor",
+                "FloatTensor",
+                "HalfTensor",
+                "IntTensor",
+                "LongTensor",
+                "ShortTensor",
+            }
+        ),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP105",
+        "VariableWrapper",
+        "variable_wrapper",
+        "variable-wrapper",
+        True,
+        "device",
+        "none",
+        ("Call",),
+        frozenset({"Variable"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP106",
+        "CreateThenMove",
+        "create_then_move",
+        "create-then-move",
+        True,
+        "speed",
+        "unsafe",
+        ("Call",),
+        frozenset({"cuda", "to"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP107",
+        "DiscardedMove",
+        "discarded_move",
+        "discarded-move",
+        True,
+        "device",
+        "unsafe",
+        ("Expr",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP108",
+        "Float64ToAccelerator",
+        "float64_to_accelerator",
+        "float64-to-accelerator",
+        True,
+        "device",
+        "none",
+        ("Call",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP109",
+        "CudaOrCpuDeviceChoice",
+        "cuda_or_cpu_device_choice",
+        "cuda-or-cpu-device-choice",
+        True,
+        "device",
+        "unsafe",
+        (
+            "If",
+            "IfExp",
+        ),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP110",
+        "IntegerDeviceIndex",
+        "integer_device_index",
+        "integer-device-index",
+        True,
+        "device",
+        "none",
+        ("Call",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP111",
+        "CudaTensorType",
+        "cuda_tensor_type",
+        "cuda-tensor-type",
+        True,
+        "device",
+        "none",
+        (
+            "Attribute",
+            "Constant",
+        ),
+        None,
+        frozenset(
+            {
+                "BFloat16Tensor",
+                "BoolTensor",
+                "ByteTensor",
+                "CharTensor",
+                "DoubleTensor",
+                "FloatTensor",
+                "HalfTensor",
+                "IntTensor",
+                "LongTensor",
+                "ShortTensor",
+            }
+        ),
+        frozenset(
+            {
+                "torch.cuda.BFloat16Tensor",
+                "torch.cuda.BoolTensor",
+                "torch.cuda.ByteTensor",
+                "torch.cuda.CharTensor",
+                "torch.cuda.DoubleTensor",
+                "torch.cuda.FloatTensor",
+                "torch.cuda.HalfTensor",
+                "torch.cuda.IntTensor",
+                "torch.cuda.LongTensor",
+                "torch.cuda.ShortTensor",
+            }
+        ),
+    ),
+    RuleEntry(
+        "TP112",
+        "HardCodedMpsOrXpu",
+        "hard_coded_mps_or_xpu",
+        "hard-coded-mps-or-xpu",
+        True,
+        "device",
+        "none",
+        (
+            "Call",
+            "Assign",
+        ),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP113",
+        "HardCodedCudaDeviceType",
+        "hard_coded_cuda_device_type",
+        "hard-coded-cuda-device-type",
+        True,
+        "device",
+        "none",
+        ("Call",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP114",
+        "DeviceComparedWithString",
+        "device_compared_with_string",
+        "device-compared-with-string",
+        True,
+        "device",
+        "none",
+        ("Compare",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP115",
+        "RuntimeCudaDeviceString",
+        "runtime_cuda_device_string",
+        "runtime-cuda-device-string",
+        True,
+        "device",
+        "none",
+        (
+            "JoinedStr",
+            "BinOp",
+            "Call",
+        ),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP116",
+        "CudaFlagParameter",
+        "cuda_flag_parameter",
+        "cuda-flag-parameter",
+        True,
+        "device",
+        "none",
+        ("arguments",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP201",
+        "NumpyWithoutCpu",
+        "numpy_without_cpu",
+        "numpy-without-cpu",
+        True,
+        "device",
+        "safe",
+        ("Call",),
+        frozenset({"numpy"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP202",
+        "SyncInLoop",
+        "sync_in_loop",
+        "sync-in-loop",
+        True,
+        "speed",
+        "none",
+        ("Call",),
+        frozenset({"cpu", "item", "print", "tolist"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP203",
+        "BlockingBatchCopy",
+        "blocking_batch_copy",
+        "blocking-batch-copy",
+        True,
+        "speed",
+        "unsafe",
+        ("Call",),
+        frozenset({"to"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP204",
+        "NonBlockingToCpu",
+        "non_blocking_to_cpu",
+        "non-blocking-to-cpu",
+        True,
+        "device",
+        "safe",
+        ("Call",),
+        frozenset({"to"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP301",
+        "LoadWithoutMapLocation",
+        "load_without_map_location",
+        "load-without-map-location",
+        True,
+        "device",
+        "unsafe",
+        ("Call",),
+        frozenset({"load"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP302",
+        "LoadWeightsOnlyFalse",
+        "load_weights_only_false",
+        "load-weights-only-false",
+        True,
+        "safety",
+        "none",
+        ("Call",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP303",
+        "DataloaderWithoutPinMemory",
+        "dataloader_without_pin_memory",
+        "dataloader-without-pin-memory",
+        True,
+        "speed",
+        "unsafe",
+        ("Call",),
+        frozenset({"DataLoader"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP304",
+        "LoadWithPickleModule",
+        "load_with_pickle_module",
+        "load-with-pickle-module",
+        True,
+        "safety",
+        "none",
+        ("Call",),
+        frozenset({"load", "load_state_dict_from_url", "load_url"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP305",
+        "LoadWithUnpackedArguments",
+        "load_with_unpacked_arguments",
+        "load-with-unpacked-arguments",
+        True,
+        "safety",
+        "none",
+        ("Call",),
+        frozenset({"load", "load_state_dict_from_url", "load_url"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP306",
+        "ForceNoWeightsOnlyEnv",
+        "force_no_weights_only_env",
+        "force-no-weights-only-env",
+        True,
+        "safety",
+        "none",
+        (
+            "Assign",
+            "Call",
+        ),
+        frozenset({"putenv", "setdefault", "update"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP307",
+        "HubLoadWithoutWeightsOnly",
+        "hub_load_without_weights_only",
+        "hub-load-without-weights-only",
+        True,
+        "safety",
+        "unsafe",
+        ("Call",),
+        frozenset({"load", "load_state_dict_from_url", "load_url"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP308",
+        "WholeModelLoad",
+        "whole_model_load",
+        "whole-model-load",
+        True,
+        "safety",
+        "none",
+        ("Call",),
+        frozenset({"load", "load_state_dict_from_url", "load_url"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP309",
+        "WholeModelSave",
+        "whole_model_save",
+        "whole-model-save",
+        True,
+        "safety",
+        "none",
+        ("Call",),
+        frozenset({"save"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP401",
+        "CudaOnlyApi",
+        "cuda_only_api",
+        "cuda-only-api",
+        True,
+        "device",
+        "unsafe",
+        ("Call",),
+        frozenset(
+            {
+                "current_device",
+                "device",
+                "device_count",
+                "empty_cache",
+                "get_device_capability",
+                "get_device_name",
+                "get_device_properties",
+                "is_available",
+                "max_memory_allocated",
+                "max_memory_reserved",
+                "mem_get_info",
+                "memory_allocated",
+                "memory_reserved",
+                "memory_stats",
+                "reset_accumulated_memory_stats",
+                "reset_peak_memory_stats",
+                "synchronize",
+            }
+        ),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP402",
+        "CudaManualSeed",
+        "cuda_manual_seed",
+        "cuda-manual-seed",
+        True,
+        "device",
+        "unsafe",
+        ("Call",),
+        frozenset({"manual_seed", "manual_seed_all"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP403",
+        "DeprecatedCudaAmp",
+        "deprecated_cuda_amp",
+        "deprecated-cuda-amp",
+        True,
+        "device",
+        "unsafe",
+        (
+            "Call",
+            "Import",
+            "ImportFrom",
+            "Attribute",
+        ),
+        frozenset({"GradScaler", "autocast"}),
+        frozenset({"GradScaler", "autocast"}),
+        None,
+    ),
+    RuleEntry(
+        "TP404",
+        "HardCodedNccl",
+        "hard_coded_nccl",
+        "hard-coded-nccl",
+        True,
+        "device",
+        "unsafe",
+        ("Call",),
+        frozenset({"init_process_group"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP405",
+        "DataParallel",
+        "data_parallel",
+        "data-parallel",
+        True,
+        "device",
+        "none",
+        ("Call",),
+        frozenset({"DataParallel"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP406",
+        "CudaStreamOrEvent",
+        "cuda_stream_or_event",
+        "cuda-stream-or-event",
+        True,
+        "device",
+        "none",
+        ("Call",),
+        frozenset(
+            {
+                "Event",
+                "Stream",
+                "StreamContext",
+                "current_stream",
+                "default_stream",
+                "set_stream",
+                "stream",
+            }
+        ),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP407",
+        "CudaMatmulPrecision",
+        "cuda_matmul_precision",
+        "cuda-matmul-precision",
+        True,
+        "device",
+        "unsafe",
+        ("Assign",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP501",
+        "ModelNotOnDevice",
+        "model_not_on_device",
+        "model-not-on-device",
+        False,
+        "port",
+        "safe",
+        ("Call",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP502",
+        "BatchNotOnDevice",
+        "batch_not_on_device",
+        "batch-not-on-device",
+        False,
+        "port",
+        "safe",
+        ("Module",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP503",
+        "TensorNotOnDevice",
+        "tensor_not_on_device",
+        "tensor-not-on-device",
+        False,
+        "port",
+        "safe",
+        ("Call",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP504",
+        "TensorOnCpuInModule",
+        "tensor_on_cpu_in_module",
+        "tensor-on-cpu-in-module",
+        False,
+        "port",
+        "safe",
+        ("Call",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP505",
+        "LoaderNotPinned",
+        "loader_not_pinned",
+        "loader-not-pinned",
+        False,
+        "port",
+        "safe",
+        ("Call",),
+        frozenset({"DataLoader"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP506",
+        "NumpyOfDeviceTensor",
+        "numpy_of_device_tensor",
+        "numpy-of-device-tensor",
+        False,
+        "port",
+        "safe",
+        ("Call",),
+        frozenset({"numpy"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP507",
+        "CpuOnlyDevice",
+        "cpu_only_device",
+        "cpu-only-device",
+        False,
+        "port",
+        "safe",
+        ("Assign",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP508",
+        "ItemCountPerBatch",
+        "item_count_per_batch",
+        "item-count-per-batch",
+        False,
+        "port",
+        "safe",
+        (
+            "For",
+            "AsyncFor",
+        ),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP509",
+        "TypeToCpuTensorType",
+        "type_to_cpu_tensor_type",
+        "type-to-cpu-tensor-type",
+        False,
+        "port",
+        "safe",
+        ("Call",),
+        frozenset({"type"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP510",
+        "ModuleBuiltInForward",
+        "module_built_in_forward",
+        "module-built-in-forward",
+        False,
+        "port",
+        "safe",
+        ("Call",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP520",
+        "UnportableBatch",
+        "unportable_batch",
+        "unportable-batch",
+        False,
+        "port",
+        "none",
+        ("Module",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP521",
+        "TensorFromLibrary",
+        "tensor_from_library",
+        "tensor-from-library",
+        False,
+        "port",
+        "none",
+        ("Module",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP522",
+        "DeviceTensorToNumpy",
+        "device_tensor_to_numpy",
+        "device-tensor-to-numpy",
+        False,
+        "port",
+        "none",
+        (
+            "Call",
+            "Compare",
+        ),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP523",
+        "UntrackedValue",
+        "untracked_value",
+        "untracked-value",
+        False,
+        "port",
+        "none",
+        ("Module",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP901",
+        "ToInLoop",
+        "to_in_loop",
+        "to-in-loop",
+        False,
+        "speed",
+        "none",
+        ("Call",),
+        frozenset({"cuda", "to"}),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP902",
+        "CudaTypeCompare",
+        "cuda_type_compare",
+        "cuda-type-compare",
+        False,
+        "device",
+        "none",
+        ("Compare",),
+        None,
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP903",
+        "LegacyCpuTensorConstructor",
+        "legacy_cpu_tensor_constructor",
+        "legacy-cpu-tensor-constructor",
+        False,
+        "device",
+        "safe",
+        ("Call",),
+        frozenset(
+            {
+                "BFloat16Tensor",
+                "BoolTensor",
+                "ByteTensor",
+                "CharTensor",
+                "DoubleTensor",
+                "FloatTensor",
+                "HalfTensor",
+                "IntTensor",
+                "LongTensor",
+                "ShortTensor",
+            }
+        ),
+        None,
+        None,
+    ),
+    RuleEntry(
+        "TP904",
+        "PlainVariableWrapper",
+        "plain_variable_wrapper",
+        "plain-variable-wrapper",
+        False,
+        "device",
+        "safe",
+        ("Call",),
+        frozenset({"Variable"}),
+        None,
+        None,
+    ),
+)

@@ -1,0 +1,70 @@
+"""Rules a file's text shows cannot report there, skipped before the walk: a sound prefilter.
+
+Some rules report only a string constant that starts with a word (``"cuda"``,
+``"cuda:0"``, ``"cuda:{}"``) or a name or attribute equal to it (``x.cuda()``).
+Such a rule is asked of every call of every file, yet most files never hold the
+word: the engine drops the rule for a file whose text cannot make it.
+
+The invariant: a rule is skipped only when no string constant of the parsed file
+can start with (or contain) the word and no identifier can equal (or contain) it.
+The text alone decides, so every way Python builds a constant or an identifier
+from other characters turns the prefilter off for that file:
+
+* an escape that makes a character (``"\\x63uda"``, ``"\\u0063"``, ``"\\N{...}"``,
+  octal ``"\\143"``) or a backslash-newline (inside a string it is dropped);
+* implicit concatenation that splits the word (``"cu" "da"``, also across lines,
+  comments and string prefixes): a piece ending in a proper prefix of the word
+  followed by another literal;
+* a file that is not ASCII (identifiers are NFKC-normalised: a fullwidth ``cuda`` is ``cuda``).
+
+Other escapes (``\\n``, ``\\t``, ``\\\\``, ``\\'`` ...) make no letter, so they cannot
+hide one. ``tests/check/test_prefilter.py`` holds the invariant against the parsed
+tree on generated sources, and the findings with and without the prefilter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+__all__ = ["NEEDS", "absent_rules", "may_hold"]
+
+# code -> the word without which the rule reports nothing (see the module docstring:
+# the rule reports only constants starting with it or identifiers equal to it).
+NEEDS: dict[str, str] = {
+    "TP101": "cuda",  # `.cuda()`, "cuda" / "cuda:N" device literals
+    "TP113": "cuda",  # device_type="cuda"
+    "TP115": "cuda",  # f"cuda:{i}", "cuda:%d" % i, "cuda:" + str(i)
+}
+
+_ESCAPES = re.compile(r"\\[xuUN0-7\r\n]")
+_SPLITS: dict[str, re.Pattern[str]] = {}
+
+
+def _split(word: str) -> re.Pattern[str]:
+    found = _SPLITS.get(word)
+    if found is None:
+        prefixes = "|".join(re.escape(word[:i]) for i in range(1, len(word)))
+        found = _SPLITS[word] = re.compile(
+            rf"(?:{prefixes})[\"'](?:\s|#[^\r\n]*|\\\r?\n)*[rRbBuUfF]{{0,2}}[\"']"
+        )
+    return found
+
+
+def may_hold(source: str, word: str) -> bool:
+    """Whether the parsed ``source`` may hold ``word`` in a string constant or an identifier.
+
+    False only when it certainly holds none (see the module docstring).
+    """
+    if word in source or not source.isascii() or _ESCAPES.search(source) is not None:
+        return True
+    return len(word) > 1 and _split(word).search(source) is not None
+
+
+def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
+    """The codes among ``codes`` whose rules cannot report anything in ``source``."""
+    words = {NEEDS[code] for code in codes if code in NEEDS}
+    if not words:
+        return frozenset()
+    missing = {word for word in words if not may_hold(source, word)}
+    return frozenset(code for code in codes if NEEDS.get(code) in missing)

@@ -1,0 +1,83 @@
+"""Names only module-level imports bind: their meaning needs no scope pass.
+
+:meth:`~torchport.check.semantic.ScopeMap.qualname` answers what ``th.cuda.x``
+means by building every scope of the file. For a name that module-level imports
+bind and nothing else binds anywhere in the file, the answer is the same at every
+read: the imports' one target (``import torch as th`` -> ``torch``). This module
+finds those names cheaply: the statements (imports only), and the text.
+
+Why the text suffices: every way to bind a name (assignment, parameter, ``def``,
+``class``, ``for``, ``with ... as``, ``except ... as``, ``:=``, ``global``, ``del``,
+``match`` captures, type parameters, an import with ``as``) writes the name followed
+by something other than a dot, except ``import a.b`` (which binds ``a``), and the
+statement walk sees every import. So a name whose occurrences not followed by a dot
+are exactly its module-level imports is bound by nothing else. Occurrences in
+strings and comments only make a name fail the test (the scope pass then answers).
+A file that is not ASCII is left to the scope pass (identifiers are NFKC-normalised,
+so the text may spell a name otherwise). ``tests/check/semantic/test_module_imports.py``
+holds the answers to the scope pass's on generated programs.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check.semantic._binding import StatementFacts, statement_facts
+
+__all__ = ["ModuleImports", "module_import_targets"]
+
+
+class ModuleImports:
+    """The names of one file that only module-level imports bind, asked name by name."""
+
+    def __init__(self, facts: StatementFacts, source: str) -> None:
+        self.source = source
+        self.facts = facts
+        self.ascii = source.isascii()  # else every answer is None: the scope pass decides
+        self._answers: dict[str, str | None] = {}
+
+    def target(self, name: str) -> str | None:
+        """The one dotted target of ``name``'s imports, or None: ask the scope pass."""
+        if name in self._answers:
+            return self._answers[name]
+        facts = self.facts
+        found = facts.module_imports.get(name)
+        answer: str | None = None
+        if (
+            self.ascii
+            and found is not None
+            and len(found) == 1
+            and name not in facts.nested_imports
+        ):
+            (only,) = found
+            if only is not None and _occurrences(self.source, name) == facts.written.get(name, 0):
+                answer = only  # relative imports (None) are left to the pass
+        self._answers[name] = answer
+        return answer
+
+
+def module_import_targets(tree: ast.Module, source: str) -> dict[str, str]:
+    """``{name: dotted target}`` for every name only module-level imports bind, one target each."""
+    facts = statement_facts(tree)
+    imports = ModuleImports(facts, source)
+    found = {name: imports.target(name) for name in facts.module_imports}
+    return {name: target for name, target in found.items() if target is not None}
+
+
+def _occurrences(source: str, name: str) -> int:
+    """How often ``source`` writes ``name`` as a whole word not followed by a dot."""
+    count = 0
+    size = len(name)
+    at = source.find(name)
+    while at >= 0:
+        end = at + size
+        before = source[at - 1] if at else " "
+        after = source[end] if end < len(source) else " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            rest = end
+            while rest < len(source) and source[rest] in " \t\f\r\n":
+                rest += 1
+            if rest == len(source) or source[rest] != ".":
+                count += 1
+        at = source.find(name, end)
+    return count

@@ -1,0 +1,181 @@
+"""The text prefilter never drops a finding: oracles apart from it, on generated sources.
+
+Two oracles. The parsed tree itself: when any string constant or identifier of the
+tree holds a word, :func:`may_hold` must say the text may hold it (it may say so
+needlessly, never the other way). And the findings: every rule's, with and without
+the prefilter, on sources that build the word every way Python allows without
+writing it (split literals, escapes, backslash-newlines, NFKC identifiers).
+"""
+
+from __future__ import annotations
+
+import ast
+import unicodedata
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check._engine import check_text, ruleset_for
+from torchport.check._prefilter import NEEDS, absent_rules, may_hold
+
+WORDS = sorted(set(NEEDS.values()))
+ALL = ruleset_for(["ALL"], None)
+
+
+def strings_in_tree(tree: ast.AST) -> list[str]:
+    """Every str the tree holds: constants (f-string parts too) and identifiers."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        for _, value in ast.iter_fields(node):
+            values = value if isinstance(value, list) else [value]
+            found += [v for v in values if isinstance(v, str)]
+    return found
+
+
+def _escape(char: str, how: int) -> str:
+    code = ord(char)
+    return [
+        f"\\x{code:02x}",
+        f"\\u{code:04x}",
+        f"\\U{code:08x}",
+        f"\\{code:o}",
+        f"\\N{{{unicodedata.name(char)}}}",
+    ][how]
+
+
+@st.composite
+def literals(draw: st.DrawFn) -> str:
+    """A string expression whose value holds ``cuda`` (or a near miss), written every way."""
+    word = draw(st.sampled_from(["cuda", "cuda:", "cuda:0", "cuda:{}", "cuda:%d", "cud", "cu"]))
+    quote = draw(st.sampled_from(['"', "'", '"""', "'''"]))
+    prefix = draw(st.sampled_from(["", "r", "u", "f", "R", "F"]))
+    how = draw(st.integers(0, 3))
+    if how == 0 and len(word) > 1:  # implicit concatenation, split anywhere
+        cut = draw(st.integers(1, len(word) - 1))
+        gap = draw(st.sampled_from([" ", "", "\n    ", " # c\n    ", " \\\n    "]))
+        second = draw(st.sampled_from(["", "r", "u", "f"]))
+        left, right = word[:cut], word[cut:]
+        if prefix in ("f", "F"):
+            left = left.replace("{", "{{").replace("}", "}}")
+        if second == "f":
+            right = right.replace("{", "{{").replace("}", "}}")
+        return f"({prefix}{quote}{left}{quote}{gap}{second}{quote}{right}{quote})"
+    if how == 1 and prefix not in ("r", "R"):  # one letter escaped
+        at = draw(st.integers(0, min(3, len(word) - 1)))
+        kind = draw(st.integers(0, 4))
+        body = word[:at] + _escape(word[at], kind) + word[at + 1 :]
+        if prefix in ("f", "F"):
+            prefix = ""  # braces and \N{...} mean other things in an f-string: keep it plain
+        return f"{prefix}{quote}{body}{quote}"
+    if how == 2 and prefix not in ("r", "R") and len(word) > 1:  # a backslash-newline inside
+        cut = draw(st.integers(1, len(word) - 1))
+        return f"{quote}{word[:cut]}\\\n{word[cut:]}{quote}"
+    if prefix in ("f", "F"):
+        return f"{prefix}{quote}{word.replace('{}', '{i}')}{quote}"
+    return f"{prefix}{quote}{word}{quote}"
+
+
+def _fullwidth(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if c.isalpha() else c for c in text)
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> str:
+    lit = draw(literals())
+    method = draw(st.sampled_from(["cuda", "cpu", _fullwidth("cuda"), "c" + _fullwidth("uda")]))
+    lines = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    f"x = x.to({lit})",
+                    f"d = torch.device({lit})",
+                    f"device = {lit}",
+                    f"dev: str = {lit}",
+                    f"def f(device={lit}):\n    pass",
+                    f"a = torch.autocast(device_type={lit})",
+                    f"b = {lit}.format(i)",
+                    f"c = {lit} % i",
+                    f"e = {lit} + str(i)",
+                    f"y = x.{method}()",
+                    f"m = model.to(device={lit})",
+                    "z = torch.ones(3)",
+                    'name = " ".join(parts)',
+                ]
+            ),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    return "import torch\n\n" + "\n".join(lines) + "\n"
+
+
+def _parses(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+@given(programs())
+def test_a_word_in_the_tree_is_never_ruled_out_by_the_text(source: str) -> None:
+    tree = _parses(source)
+    if tree is None:
+        return
+    held = strings_in_tree(tree)
+    for word in WORDS:
+        if any(word in s for s in held):
+            assert may_hold(source, word), source
+
+
+@given(programs())
+def test_the_prefilter_drops_no_finding(source: str) -> None:
+    if _parses(source) is None:
+        return
+    with_it = check_text(source, "x.py", ALL, strict=True).findings
+    without = check_text(source, "x.py", ALL, strict=True, prefilter=False).findings
+    assert with_it == without, source
+
+
+def test_hidden_spellings_keep_the_rules() -> None:
+    hidden = [
+        'x.to("cu" "da")',
+        'x.to("cu"\n      "da")',
+        'x.to("cu"  # note\n "da")',
+        'x.to("\\x63uda")',
+        'x.to("\\143uda")',
+        'x.to("\\N{LATIN SMALL LETTER C}uda")',
+        'x.to("cu\\\nda")',
+        "x.ｃｕｄａ()",  # noqa: RUF001  (NFKC: the name is `cuda`)
+        'x.to(f"cu" "da")',
+        "x.to('''cu''' '''da''')",
+    ]
+    for line in hidden:
+        source = f"import torch\n{line}\n"
+        assert "cuda" in "".join(strings_in_tree(ast.parse(source))), line
+        assert may_hold(source, "cuda"), line
+        assert not absent_rules(source, NEEDS), line
+
+
+def test_files_without_the_word_skip_its_rules() -> None:
+    # the prefilter does something: otherwise the tests above hold trivially
+    source = 'import torch\n\nname = " ".join(["a", "b"])\nx = torch.ones(3).to(dev)\n'
+    assert not may_hold(source, "cuda")
+    assert absent_rules(source, {"TP101", "TP113", "TP115", "TP102"}) == {
+        "TP101",
+        "TP113",
+        "TP115",
+    }
+
+
+def test_every_example_of_a_prefiltered_rule_holds_its_word() -> None:
+    # A rule taught to report without its word (a value followed across files, say)
+    # must leave NEEDS: its own examples would show it here.
+    from torchport.check._catalog import real_rule, shipped_rule
+
+    for code, word in NEEDS.items():
+        stand_in = shipped_rule(code)
+        assert stand_in is not None, code
+        for example in real_rule(stand_in).invalid:
+            assert may_hold(example.source, word), (code, example.source)
+            found = check_text(example.source, "x.py", ALL, strict=True).findings
+            assert any(f.code == code for f in found), (code, example.source)
