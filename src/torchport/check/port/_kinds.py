@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import builtins
 import sys
+import weakref
+from collections.abc import Callable
 
 from torchport.check._context import Context
 from torchport.check.port._calls import (
@@ -78,6 +80,22 @@ def _moves_tensors(item: ast.expr) -> bool:
     )
 
 
+def _asking(kinds: ValueKinds) -> Callable[[ast.expr], Kind]:
+    """``kinds.of`` through a weak reference: the parts ``kinds`` holds ask it back.
+
+    A strong one would make a reference cycle, and each file's facts would stay
+    alive until the garbage collector runs (a fifth more peak memory on timm).
+    """
+    ref = weakref.ref(kinds)
+
+    def of(expr: ast.expr) -> Kind:
+        found = ref()
+        assert found is not None, "a ValueKinds part outlived the ValueKinds that made it"
+        return found.of(expr)
+
+    return of
+
+
 class ValueKinds:
     """Answers "what is this value" for one file (see the module docstring).
 
@@ -93,8 +111,9 @@ class ValueKinds:
         self.scopes = facts.ctx.scopes
         self._memo: dict[int, object] = {}  # expression and binding kinds, by node id
         self.reaching = Reaching(self.scopes)
-        self.callers = CallerKinds(facts, self.of)
-        self.unpacking = ElementKinds(self.scopes, self.of, self.callers)
+        kind_of = _asking(self)
+        self.callers = CallerKinds(facts, kind_of)
+        self.unpacking = ElementKinds(self.scopes, kind_of, self.callers)
         self._stored_attrs: set[str] | None = None  # attributes the file assigns (`obj.x = ...`)
         dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
         self._loader_classes = self._subclasses(dataloaders, "DataLoader")
