@@ -732,12 +732,6 @@ KNOWN_SPLITS: dict[tuple[str, str], str] = {
         "analysis and the resolver objects that hold the ScopeMap they ask"
     ),
     ("check/semantic/_resolve.py", "Resolver"): "the middle of the ScopeMap chain (above)",
-    ("check/port/_parameters.py", "CallerKinds"): (
-        "ValueKinds is CallerKinds + ElementKinds + ValueKinds over _parameters, _elements and "
-        "_kinds; CallerKinds declares facts/ctx/scopes/_memo that ValueKinds.__init__ sets, "
-        "and 'the kind of an expression comes from the subclass'"
-    ),
-    ("check/port/_elements.py", "ElementKinds"): "the middle of the ValueKinds chain (above)",
     ("check/_source.py", "SourceText"): (
         "a whole object of its own (a file's text, positions and edits, its own __init__); "
         "Context adds the tree: kept, though no caller makes a SourceText alone"
