@@ -478,7 +478,6 @@ ABOUT_ONE_THING: frozenset[tuple[str, str]] = frozenset({
     ("src/torchport/check/port/_call_sites.py", "the one of the"),
     ("src/torchport/check/port/_call_sites.py", "the only one of"),
     ("src/torchport/check/port/_kinds.py", "the one that counts"),
-    ("src/torchport/check/port/_facts.py", "the one messages name"),
     ("src/torchport/check/port/_reaching.py", "the one binding every"),
     ("src/torchport/check/port/_reaching.py", "the one a read"),
     ("src/torchport/check/port/_verify.py", "the one file given"),
