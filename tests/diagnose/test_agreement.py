@@ -11,21 +11,17 @@ waits.
 The programs index and assign: masks, index tensors, lists, ints and slices, on a tensor
 of the device and on tensors the program made on the host (``torch.zeros(n)``,
 ``torch.tensor(0.5)``, what is computed from them alone), with Python numbers, host
-one-element tensors and device values, and they read values back. Left out, because the
-prediction cannot follow them (see the report of issue 32): a ``.cpu()`` copy, which on
-the CPU is the very tensor it copies, so the prediction cannot tell the host copy from the
-device tensor.
+one-element tensors and device values, and they read values back. Copies to the host and
+their later reads are generated in test_agreement_host_copies.py.
 """
 
 from __future__ import annotations
-
-import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.sim.isolated import run_isolated
+from tests.sim.isolated import audit_counts
 from torchport import hardware
 
 pytestmark = pytest.mark.needs_simulator
@@ -66,35 +62,6 @@ def statements(draw: st.DrawFn) -> str:
 
 programs = st.lists(statements(), min_size=1, max_size=6)
 
-_CHILD = """
-import collections, linecache, os, tempfile
-import torchport as tp
-sim = simulate_accelerator()
-sources = json.loads({sources!r})
-folder = tempfile.mkdtemp()
-results = []
-for number, source in enumerate(sources):
-    path = os.path.join(folder, f"prog_{{number}}.py")
-    with open(path, "w") as f:
-        f.write(source)
-    linecache.checkcache(path)
-    scope = {{}}
-    exec(compile(source, path, "exec"), scope)
-    counted = {{}}
-    for name, dev in (("predicted", torch.device("cpu")), ("measured", sim)):
-        with tp.audit() as report:
-            scope["prog"](dev)
-        assert report.measured == (name == "measured"), name
-        lines = collections.Counter()
-        for e in report.entries:
-            if e.file == path:
-                kind = "copy" if e.kind == "transfer" else "sync"
-                lines[f"{{e.line}} {{kind}}"] += e.count
-        counted[name] = dict(lines)
-    results.append(counted)
-print(json.dumps(results))
-"""
-
 
 def _program(body: list[str]) -> str:
     lines = ["import torch", "def prog(dev):"] + [f"    {line}" for line in SETUP + body]
@@ -107,7 +74,7 @@ def test_the_prediction_counts_what_the_simulated_device_counts(
     batch: list[list[str]],
 ) -> None:
     sources = [_program(body) for body in batch]
-    results = run_isolated(_CHILD.format(sources=json.dumps(sources)))
+    results = audit_counts(sources)
     for source, counted in zip(sources, results, strict=True):
         assert counted["predicted"] == counted["measured"], source
 
@@ -121,7 +88,7 @@ def test_a_mask_assignment_of_a_host_scalar_tensor_is_masked_fill_on_the_device(
         "x[[1, 2]] = 1.0",
         "_ = float(hv.sum())",
     ]
-    (counted,) = run_isolated(_CHILD.format(sources=json.dumps([_program(body)])))
+    (counted,) = audit_counts([_program(body)])
     first = len(SETUP) + 3  # the body's first line: after the import, def and setup lines
     assert counted["measured"] == {
         "7 copy": 1,  # idx = torch.tensor([1, 2], device=dev)

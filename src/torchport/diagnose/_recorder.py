@@ -40,6 +40,7 @@ from torchport.diagnose._events import (
     Row,
     route,
 )
+from torchport.diagnose._host_copy_alias import only_the_host_copy
 from torchport.diagnose._host_held import HostHeld, made_on_host
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._mode_stacks import (
@@ -270,7 +271,11 @@ class Recorder:
                 if to_host:
                     if args[0] in held and not phase:  # (data loading's are listed apart)
                         return  # .cpu() of what the accelerator run holds on the host
-                    if out is not args[0]:  # the same object is the device's tensor too
+                    if out is not args[0] or only_the_host_copy(
+                        sys._getframe(1), self._origin, out
+                    ):
+                        # the same object stands for the device tensor too, unless nothing
+                        # else reaches that after the statement (see ._host_copy_alias)
                         held.add(out)
                 else:
                     held.discard(args[0])  # on this host the call hands back the same tensor
