@@ -322,12 +322,17 @@ class Recorder:
                 assigned = value.element_size() if value.numel() == 1 and value in self.held else 0
             else:
                 assigned = _indexing.assigned_number_bytes(args)
-            for label, nbytes in (
-                (_HOST_INDEX, _indexing.host_index_bytes(args[1])),
-                (_ASSIGNED, assigned),
-            ):
+            parts = _indexing.host_index_parts(args[1])
+            for label, nbytes in [(_HOST_INDEX, n) for n, _ in parts] + [(_ASSIGNED, assigned)]:
                 if nbytes:
                     self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
+            if any(is_mask for _, is_mask in parts) and not (
+                func is _SETITEM and _fills_by_host_mask(args, parts, self.held)
+            ):
+                # a bool list or array is a mask on the device: expanding it waits there
+                self._count_read(
+                    func, _ops.METHOD_TABLE[func], args[0], sys._getframe(1), host_side=False
+                )
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 
@@ -500,5 +505,24 @@ _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
 _FROM_HOST = "copy (a tensor made on the host, into one on the device)"
+_SETITEM = torch.Tensor.__setitem__
+
+
+def _fills_by_host_mask(
+    args: tuple[Any, ...], parts: list[tuple[int, bool]], held: HostHeld
+) -> bool:
+    """``x[bool list] = number`` (or a one-element value held on the host): the list is the
+    lone advanced index, a mask on the device, so ``index_put_`` runs as ``masked_fill_``
+    (no wait; ints and slices beside it make a view first)."""
+    if len(args) < 3 or len(parts) != 1 or not parts[0][1]:
+        return False
+    index = args[1]
+    for part in index if type(index) is tuple else (index,):
+        if isinstance(part, (torch.Tensor, bool)):
+            return False  # a second advanced index
+    value = args[2]
+    return not isinstance(value, torch.Tensor) or (value.numel() == 1 and value in held)
+
+
 _MAKES = OpKind.NEITHER  # the entries of factories that make their tensors on the host
 _COPY = torch.ops.aten.copy_.default
