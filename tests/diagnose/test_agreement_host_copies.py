@@ -12,7 +12,7 @@ temporary; ``z = z.cpu()``; ``.tolist()`` and ``.numpy()`` results made into ten
 is computed from those alone; a move back with ``.to(dev)``), then read them
 (``int(c[i])`` in a loop, ``bool``, ``.item()``, ``.tolist()``, sums) and read the device
 tensor they came from. Left out, because one CPU object stands for two tensors there and
-the prediction does not claim to tell them apart (``_host_copy_alias``): ``y = x.cpu()`` of a
+the prediction does not claim to tell them apart (``_move_alias``): ``y = x.cpu()`` of a
 name that stays bound, whose reads are predicted as waits; ``torch.from_numpy``, which no
 mode of torch's sees.
 """
@@ -41,6 +41,9 @@ MOVES = [
     "c = torch.tensor((x > 0).cpu())",
     "c = (x > 0).cpu() + 1",
     "c = (x - 1).cpu()[1:5]",
+    "c = (x > 0).float().cpu()",
+    "c = x.argmax(0, keepdim=True).cpu()",
+    "c = x.detach().cpu()",
 ]
 DERIVED = ["c = c * 2", "c = c[1:]", "c = c.to(dev)", "c = c.cpu()", "c = c.sum(0, keepdim=True)"]
 READS = [
@@ -95,12 +98,31 @@ def test_the_adder_evaluation_reads_its_host_copy_without_a_wait() -> None:
 def test_a_name_still_bound_to_the_device_tensor_keeps_its_waits() -> None:
     # `y = x.cpu()` on the CPU hands back `x` itself; x is still the device's in the
     # accelerator run, so reading it waits there and the prediction must say so.
-    body = ["y = x.cpu()", "_ = x[0].item()", "_ = float(x.sum())"]
+    # The same where the receiver is kept elsewhere: an attribute, a no-op conversion of
+    # it, a function that returns it.
+    body = [
+        "y = x.cpu()",
+        "_ = x[0].item()",
+        "_ = float(x.sum())",
+        "h = type('Holder', (), {})(); h.t = x * 1",
+        "y = h.t.float().cpu()",
+        "_ = h.t[0].item()",
+        "y = (lambda: h.t)().cpu()",
+        "_ = h.t[1].item()",
+        "y = x.contiguous().cpu()",
+        "_ = x[2].item()",
+    ]
     (counted,) = audit_counts([_program(body)])
     first = len(SETUP) + 3
     assert counted["measured"] == {
         f"{first} copy": 1,
         f"{first + 1} sync": 1,
         f"{first + 2} sync": 1,
+        f"{first + 4} copy": 1,
+        f"{first + 5} sync": 1,
+        f"{first + 6} copy": 1,
+        f"{first + 7} sync": 1,
+        f"{first + 8} copy": 1,
+        f"{first + 9} sync": 1,
     }
     assert counted["predicted"] == counted["measured"]

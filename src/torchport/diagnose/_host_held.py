@@ -8,7 +8,7 @@ program made there or brought back, and what it computes from those alone:
   (``torch.tensor(t)`` of a tensor goes where ``t`` is);
 * brought back by a copy to the host: ``.cpu()``, ``.to("cpu")``; where the CPU run
   hands back the receiver itself, only when nothing else reaches it after the statement
-  (:mod:`._host_copy_alias`);
+  (:mod:`._move_alias`);
 * computed by ops whose tensor arguments are all such tensors (a view of one, its sum,
   ``100 * rt.mean()``: Python numbers stay numbers at the dispatch level).
 

@@ -40,7 +40,6 @@ from torchport.diagnose._events import (
     Row,
     route,
 )
-from torchport.diagnose._host_copy_alias import only_the_host_copy
 from torchport.diagnose._host_held import HostHeld, made_on_host
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._mode_stacks import (
@@ -54,6 +53,7 @@ from torchport.diagnose._mode_stacks import (
     stack_at,
     stack_depth,
 )
+from torchport.diagnose._move_alias import only_the_result_remains
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._predicted_placement import (
     Placement,
@@ -105,6 +105,8 @@ class Recorder:
         self._started_at_open = 0
         self.elsewhere = 0  # other threads that ran meanwhile: not watched
         self.held = HostHeld()  # what the accelerator run keeps on the host
+        # what a move to the device made that nothing else reaches as the host tensor
+        self.device_only = HostHeld()
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
@@ -271,14 +273,20 @@ class Recorder:
                 if to_host:
                     if args[0] in held and not phase:  # (data loading's are listed apart)
                         return  # .cpu() of what the accelerator run holds on the host
-                    if out is not args[0] or only_the_host_copy(
+                    self.device_only.discard(out)
+                    if out is not args[0] or only_the_result_remains(
                         sys._getframe(1), self._origin, out
                     ):
                         # the same object stands for the device tensor too, unless nothing
-                        # else reaches that after the statement (see ._host_copy_alias)
+                        # else reaches that after the statement (see ._move_alias)
                         held.add(out)
                 else:
                     held.discard(args[0])  # on this host the call hands back the same tensor
+                    if out is args[0] and func not in _CREATES:
+                        if out in self.device_only:
+                            return  # c = c.to(dev) again: on the device already, no copy
+                        if only_the_result_remains(sys._getframe(1), self._origin, out):
+                            self.device_only.add(out)
                 if phase and named == DEVICE:
                     # a DataLoader's collate_fn sending the batch to the program's device:
                     # device work, though data loading made it
