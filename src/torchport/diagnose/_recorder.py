@@ -331,6 +331,8 @@ class Recorder:
             else:
                 assigned = _indexing.assigned_number_bytes(args)
             parts = _indexing.host_index_parts(args[1])
+            if assigned and func is _SETITEM and _fills_by_host_mask(args, parts, self.held):
+                assigned = 0  # x[bool list] = host value: masked_fill_ reads it, copies nothing
             for label, nbytes in [(_HOST_INDEX, n) for n, _ in parts] + [(_ASSIGNED, assigned)]:
                 if nbytes:
                     self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
