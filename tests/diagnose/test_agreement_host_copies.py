@@ -19,10 +19,14 @@ mode of torch's sees.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import torchport as tp
 from tests.sim.isolated import audit_counts
 
 pytestmark = pytest.mark.needs_simulator
@@ -45,7 +49,13 @@ MOVES = [
     "c = x.argmax(0, keepdim=True).cpu()",
     "c = x.detach().cpu()",
 ]
-DERIVED = ["c = c * 2", "c = c[1:]", "c = c.to(dev)", "c = c.cpu()", "c = c.sum(0, keepdim=True)"]
+DERIVED = [
+    "c = c * 2",
+    "c = c[1:] if c.numel() > 1 else c",
+    "c = c.to(dev)",
+    "c = c.cpu()",
+    "c = c.sum(0, keepdim=True)",
+]
 READS = [
     "_ = int(c[0])",
     "_ = bool(c[0])",
@@ -126,3 +136,24 @@ def test_a_name_still_bound_to_the_device_tensor_keeps_its_waits() -> None:
         f"{first + 9} sync": 1,
     }
     assert counted["predicted"] == counted["measured"]
+
+
+def test_a_move_the_prediction_cannot_tell_apart_is_said_in_the_report(tmp_path: Path) -> None:
+    """``y = x.cpu()`` of a name that stays bound: counted as waits, and the report says so."""
+    script = tmp_path / "held.py"
+    script.write_text(
+        "def run(torch, tp, dev):\n"
+        "    with tp.audit() as report:\n"
+        "        x = torch.ones(3).to(dev) * 2\n"
+        "        y = x.cpu()\n"  # line 4: x is still the program's
+        "        z = (x == 2).cpu()\n"  # line 5: a temporary, followed
+        "        _ = [int(y[i]) + int(z[i]) for i in range(3)]\n"
+        "    return report\n"
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(script.read_text(), str(script), "exec"), namespace)
+    report = namespace["run"](torch, tp, torch.device("cpu"))  # type: ignore[operator]
+    notes = list(report.unpredicted)
+    assert [n.partition(": ")[0] for n in notes] == [f"{script}:4"]
+    assert "counted as waits" in notes[0] and "--device sim" in notes[0]
+    assert "not predicted (1×)" in str(report)  # noqa: RUF001

@@ -66,7 +66,7 @@ class CheckpointCounter:
                     where, _ = self._tally.where(sys._getframe(1))
                     self._tally.note_unpredicted(
                         f"{where.file}:{where.line}: torch.load without a map_location naming "
-                        "one device (tensors land where they were saved from)"
+                        "one device (tensors land where they were saved from), so not counted"
                     )
                 if named != DEVICE:
                     return  # map_location="cpu": loaded on the host on every machine

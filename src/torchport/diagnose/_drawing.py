@@ -153,7 +153,7 @@ def _audit_summary(report: AuditReport) -> str:
     if report.dropped:
         line += f"; {report.dropped} op(s) could not be described (please report this)"
     for note, times in report.unpredicted.items():
-        line += f"; not predicted, so not counted ({times}×): {note}"  # noqa: RUF001
+        line += f"; not predicted ({times}×): {note}"  # noqa: RUF001
     return line
 
 

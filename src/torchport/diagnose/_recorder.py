@@ -280,6 +280,12 @@ class Recorder:
                         # the same object stands for the device tensor too, unless nothing
                         # else reaches that after the statement (see ._move_alias)
                         held.add(out)
+                    else:  # one object for both: say which way it was counted
+                        self.tally.note_unpredicted(
+                            f"{where.file}:{where.line}: a move to the host of a tensor the "
+                            "program still holds is that tensor itself on the CPU, so reads of "
+                            "the host copy are counted as waits (--device sim measures them)"
+                        )
                 else:
                     held.discard(args[0])  # on this host the call hands back the same tensor
                     if out is args[0] and func not in _CREATES:
