@@ -484,7 +484,6 @@ ABOUT_ONE_THING: frozenset[tuple[str, str]] = frozenset({
     ("src/torchport/check/port/_call_sites.py", "the one of the"),
     ("src/torchport/check/port/_call_sites.py", "the only one of"),
     ("src/torchport/check/port/_kinds.py", "the one that counts"),
-    ("src/torchport/check/port/_facts.py", "the one messages name"),
     ("src/torchport/check/port/_reaching.py", "the one binding every"),
     ("src/torchport/check/port/_reaching.py", "the one a read"),
     ("src/torchport/check/port/_verify.py", "the one file given"),
@@ -732,12 +731,6 @@ def test_the_test_path_scan_reads_names() -> None:
 # one object split over two files (a mixin made for size): its methods read attributes
 # only the subclass sets. Those still here, and what undoing each takes:
 KNOWN_SPLITS: dict[tuple[str, str], str] = {
-    ("check/port/_parameters.py", "CallerKinds"): (
-        "ValueKinds is CallerKinds + ElementKinds + ValueKinds over _parameters, _elements and "
-        "_kinds; CallerKinds declares facts/ctx/scopes/_memo that ValueKinds.__init__ sets, "
-        "and 'the kind of an expression comes from the subclass'"
-    ),
-    ("check/port/_elements.py", "ElementKinds"): "the middle of the ValueKinds chain (above)",
     ("check/_source.py", "SourceText"): (
         "a whole object of its own (a file's text, positions and edits, its own __init__); "
         "Context adds the tree: kept, though no caller makes a SourceText alone"

@@ -41,7 +41,7 @@ _INDEXES: list[tuple[str, Callable[[torch.Tensor], Any], str | None]] = [
     ("int", lambda x: x[1], None),
     ("slice", lambda x: x[1:3], None),
     ("index tensor", lambda x: x[torch.tensor([0, 2])], None),
-    ("list of bools", lambda x: x[[True, False, True, False]], None),  # nonzero on the host: a copy
+    ("list of bools", lambda x: x[[True, False, True, False]], _MASK),  # made on x's device: a mask
     ("assign by slice", lambda x: x.clone().__setitem__(slice(0, 2), 0.0), None),
 ]  # fmt: skip
 

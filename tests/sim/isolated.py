@@ -35,3 +35,44 @@ def run_isolated(*parts: str, env: dict[str, str] | None = None, timeout: float 
     if done.returncode != 0:
         raise AssertionError(f"child failed ({done.returncode}):\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_AUDIT_CHILD = """
+import collections, linecache, os, tempfile
+import torchport as tp
+sim = simulate_accelerator()
+sources = json.loads({sources!r})
+folder = tempfile.mkdtemp()
+results = []
+for number, source in enumerate(sources):
+    path = os.path.join(folder, f"prog_{{number}}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    linecache.checkcache(path)
+    scope = {{}}
+    exec(compile(source, path, "exec"), scope)
+    counted = {{}}
+    for name, dev in (("predicted", torch.device("cpu")), ("measured", sim)):
+        with tp.audit() as report:
+            scope["prog"](dev)
+        assert report.measured == (name == "measured"), name
+        lines = collections.Counter()
+        for e in report.entries:
+            if e.file == path:
+                kind = "copy" if e.kind == "transfer" else "sync"
+                lines[f"{{e.line}} {{kind}}"] += e.count
+        counted[name] = dict(lines)
+    results.append(counted)
+print(json.dumps(results))
+"""
+
+
+def audit_counts(sources: list[str]) -> list[dict[str, dict[str, int]]]:
+    """Run each source's ``prog(dev)`` under ``tp.audit()`` twice in one child: on the CPU
+    (``"predicted"``) and on the simulated accelerator (``"measured"``).
+
+    Returns:
+        Per source, ``{"predicted": counts, "measured": counts}``, where counts maps
+        ``"LINE copy"`` / ``"LINE sync"`` to how many the audit counted at that line.
+    """
+    return run_isolated(_AUDIT_CHILD.format(sources=json.dumps(sources)))  # type: ignore[no-any-return]

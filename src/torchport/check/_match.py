@@ -11,8 +11,10 @@ import os
 import re
 from collections.abc import Callable, Iterator
 
+from torchport._device_types import CUDA
 from torchport.check._context import Context
 from torchport.check._rule import Edit
+from torchport.check.semantic._devices import device_type
 from torchport.check.semantic._guards import test_guard
 from torchport.check.semantic._receivers import may_rewrite, meant_to_fail
 
@@ -139,7 +141,7 @@ def string_value(expr: ast.expr | None) -> str | None:
 def cuda_string(expr: ast.expr | None) -> str | None:
     """``"cuda"`` or ``"cuda:N"`` when ``expr`` is such a literal, else None."""
     value = string_value(expr)
-    if value is not None and (value == "cuda" or value.startswith("cuda:")):
+    if value is not None and device_type(value) == CUDA:
         return value
     return None
 

@@ -33,6 +33,7 @@ __all__ = [
     "HOST",
     "TENSORS",
     "UNKNOWN",
+    "call_source_at",
     "program_moves",
     "target_named_at",
     "target_of_call",
@@ -111,15 +112,19 @@ def target_of_call(frame: FrameType | None, origin_of: Callable[[CodeType], Orig
     return UNKNOWN
 
 
-def _read(frame: FrameType) -> tuple[int, str]:
+def call_source_at(frame: FrameType) -> tuple[ast.Call, list[str], int] | None:
+    """The call ``frame`` is making, parsed from its source span (Python 3.11's
+    ``co_positions``), with the lines of its file and the span's first line number
+    (1-based); ``None`` where the source or the positions are missing or the
+    instruction is no call. Raises what parsing odd source raises."""
     code = frame.f_code
     position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
     if position is None or None in position:
-        return UNKNOWN, ""
+        return None
     first, last, start, end = position
     lines = linecache.getlines(code.co_filename, frame.f_globals)
     if not lines or last > len(lines):  # type: ignore[operator]
-        return UNKNOWN, ""
+        return None
     # positions count UTF-8 bytes
     chunk = [line.encode() for line in lines[first - 1 : last]]  # type: ignore[operator]
     if len(chunk) == 1:
@@ -128,7 +133,15 @@ def _read(frame: FrameType) -> tuple[int, str]:
         text = b"".join([chunk[0][start:], *chunk[1:-1], chunk[-1][:end]])
     node = ast.parse(b"(" + text + b")", mode="eval").body
     if not isinstance(node, ast.Call):
+        return None
+    return node, lines, first  # type: ignore[return-value]
+
+
+def _read(frame: FrameType) -> tuple[int, str]:
+    found = call_source_at(frame)
+    if found is None:
         return UNKNOWN, ""
+    node = found[0]
     func = node.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     return _named(node, frame), name

@@ -4,9 +4,11 @@ A CPU run holds every tensor on the host. An accelerator run holds there only wh
 program made there or brought back, and what it computes from those alone:
 
 * made by a factory that names no device, or names the host: ``torch.tensor(list)``,
-  ``torch.zeros(n)``, ``torch.from_numpy(a)``, ``torch.arange(n, device="cpu")``
+  ``torch.zeros(n)``, ``torch.as_tensor(a)``, ``torch.arange(n, device="cpu")``
   (``torch.tensor(t)`` of a tensor goes where ``t`` is);
-* brought back by a copy to the host: ``.cpu()``, ``.to("cpu")``;
+* brought back by a copy to the host: ``.cpu()``, ``.to("cpu")``; where the CPU run
+  hands back the receiver itself, only when nothing else reaches it after the statement
+  (:mod:`._move_alias`);
 * computed by ops whose tensor arguments are all such tensors (a view of one, its sum,
   ``100 * rt.mean()``: Python numbers stay numbers at the dispatch level).
 
@@ -15,7 +17,9 @@ call hands back the very same object. Reads of these tensors are no wait on an
 accelerator; a one-element one assigned through a mask runs as ``masked_fill_`` there;
 a ``.cpu()`` of one copies nothing. What a CPU run cannot place (a factory given a
 ``torch.device`` that holds ``"cpu"`` here, ``torch.set_default_device``) is left to be
-the device's, as before: the audit then predicts the wait.
+the device's, as before: the audit then predicts the wait. ``torch.from_numpy`` and
+``torch.frombuffer`` reach no mode of torch's (their bindings skip the function-mode
+check), so their tensors are not followed.
 """
 
 from __future__ import annotations

@@ -22,8 +22,10 @@ __all__ = [
     "MASK_DTYPES",
     "assigned_number_bytes",
     "assigns_tensor_by_mask",
+    "basic_view_dims",
     "has_bool_index",
     "host_index_bytes",
+    "host_index_parts",
     "indexes_by_mask",
     "masked_fill_dispatch",
     "uint8_index",
@@ -84,72 +86,151 @@ def assigns_tensor_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
 
 def host_index_bytes(index: Any) -> int:
     """Bytes of the index tensors torch builds on the host from ``x[index]``'s lists and
-    NumPy arrays, which an accelerator then copies to ``x``'s device (0: none).
+    NumPy arrays, which an accelerator then copies to ``x``'s device (0: none); see
+    :func:`host_index_parts`."""
+    return sum(nbytes for nbytes, _ in host_index_parts(index))
 
-    A list of ints (``v[:, [-1]]``) or an integer array becomes an ``int64`` tensor of
-    as many elements; a list or array of bools becomes, after ``nonzero`` on the host
-    (no wait for the device), one ``int64`` index per dimension and ``True``.
+
+def host_index_parts(index: Any) -> list[tuple[int, bool]]:
+    """``(bytes, is_mask)`` of each list or NumPy array in ``x[index]``: one copy each.
+
+    ``applySlicing`` turns each into a tensor with ``sequenceToVariable`` ->
+    ``indexing_tensor_from_data(self.options(), kLong, nullopt, seq)``, which builds it on
+    the host and puts it on ``self``'s device (``internal_new_from_data`` takes
+    ``options.device()`` when no device is given): a list of ints or an integer array as
+    ``int64``, a list or array of bools as ``bool``, which is then a mask on the device
+    (expanding it waits, unless ``index_put_`` runs as ``masked_fill_``).
     """
     parts = index if type(index) is tuple else (index,)
     numpy = sys.modules.get("numpy")  # an array index means NumPy is imported
-    total = 0
+    found: list[tuple[int, bool]] = []
     for part in parts:
         if isinstance(part, list):
-            counts = _count_list(part)
+            ints, bools, _ = _count_list(part)
+            if ints:
+                found.append((ints * 8, False))
+            elif bools:
+                found.append((bools, True))
         elif numpy is not None and isinstance(part, numpy.ndarray):
             if part.dtype == numpy.bool_:
-                counts = (0, int(numpy.count_nonzero(part)), part.ndim)
-            else:
-                counts = (part.size if part.dtype.kind in "iu" else 0, 0, part.ndim)
-        else:
-            continue
-        ints, trues, ndim = counts
-        total += (ints + trues * max(ndim, 1)) * 8
-    return total
+                found.append((int(part.size), True))
+            elif part.dtype.kind in "iu" and part.size:
+                found.append((int(part.size) * 8, False))
+    return found
 
 
 def assigned_number_bytes(args: _Args) -> int:
     """Bytes of the value of ``x[index] = number`` that CUDA copies to the device (0: none).
 
-    CUDA wraps the number in a tensor on the host; an advanced index (a tensor, a list, a
-    NumPy array) makes the assignment ``index_put_``, which copies a one-element value to
-    the device (``_index_put_impl_``), unless it runs as ``masked_fill_`` (a lone mask,
-    :func:`masked_fill_dispatch`) or, on a torch that does so, as ``index_fill_`` (one
-    advanced index: :func:`torchport.hardware.setitem_number_fills_by_index`). Ints and
-    slices alone make a view, filled in place.
+    CUDA's ``THPVariable_setitem`` wraps the number in a 0-dim tensor *on the host*
+    (``valueToTensor(..., at::Device(kCPU))`` for a CUDA ``self``; ATen/TensorIndexing.h,
+    ``scalarToTensor``: ``self_device == kCPU`` makes it with ``scalar_tensor_static`` on
+    the CPU; other devices get ``at::scalar_tensor`` on the device and copy nothing).
+    Then:
+
+    * basic indexing only (ints, slices, ``None``, ``...``, a lone ``True``, 0-dim integer
+      tensors, which ``handleDimInMultiDimIndexing`` reads with ``.item()`` and selects by):
+      TensorIndexing.h's ``copy_to(view, value)`` runs ``dst.copy_(src)`` when the sizes
+      are equal, which for a 0-dim value means a 0-dim view (``x[0]`` of a 1-D ``x``,
+      ``m[0, 1]``): one element copied to the device; any other view takes its
+      ``src.dim() == 0 && src.device().type() == at::kCPU`` branch, ``dst.fill_(src)``,
+      which reads the host value and fills on the device (no copy). A lone ``False``
+      assigns nothing.
+    * an advanced index (a tensor, a list, a NumPy array, a bool inside a tuple, which
+      ``boolToIndexingTensor`` turns into an index tensor) makes the assignment
+      ``index_put_``, which copies a one-element host value to the device
+      (``_index_put_impl_``), unless it runs as ``masked_fill_`` (a lone mask,
+      :func:`masked_fill_dispatch`) or, on a torch that does so, as ``index_fill_`` (one
+      advanced index: :func:`torchport.hardware.setitem_number_fills_by_index`).
+
+    Header lines are torch 2.13's (``copy_to`` and ``set_item`` at lines 420-446 and
+    717-775, ``scalarToTensor`` at 387-399); ``valueToTensor``'s choice of the CPU is in
+    ``torch/csrc/autograd/python_variable_indexing.cpp``, which the wheel does not ship
+    (only its declaration, python_variable_indexing.h); the simulated device, which
+    gets the number made on the device, marks it and counts the copy CUDA makes
+    (``torchport.sim._factories``).
     """
     if len(args) < 3 or not isinstance(args[0], torch.Tensor):
         return 0
     if not isinstance(args[2], (bool, int, float, complex)):
         return 0
     index = args[1]
+    dims = basic_view_dims(args[0], index)
+    if dims is not None:
+        return int(args[0].element_size()) if dims == 0 else 0
     numpy = sys.modules.get("numpy")
     advanced = 0
     for part in index if type(index) is tuple else (index,):
         if isinstance(part, (list, torch.Tensor)) or (
             numpy is not None and isinstance(part, numpy.ndarray)
         ):
-            advanced += 1
+            advanced += not _selects(part)
+        elif isinstance(part, bool):
+            advanced += 1  # a bool inside a tuple: an index tensor (boolToIndexingTensor)
     if not advanced or indexes_by_mask(args, {}):
         return 0
+    masks = [is_mask for _, is_mask in host_index_parts(index)]
+    if advanced == 1 and masks == [True]:
+        return 0  # a lone bool list or array: a mask on the device, so masked_fill_
     if advanced == 1 and hardware.setitem_number_fills_by_index():
         return 0  # index_fill_ takes the number as a kernel argument: nothing crosses
     return int(args[0].element_size())
 
 
+def basic_view_dims(tensor: torch.Tensor, index: Any) -> int | None:
+    """How many dimensions the view ``tensor[index]`` has where the index is basic only
+    (ints and objects with ``__index__``, slices, ``None``, ``...``, 0-dim integer tensors,
+    a lone bool); ``None`` where it holds an advanced part or anything else.
+
+    A lone ``False`` gives ``-1``: the assignment does nothing (``set_item``).
+    """
+    if index is False:
+        return -1
+    if index is True:  # set_item: copy_to(self.unsqueeze(0), value)
+        return tensor.dim() + 1
+    dims = tensor.dim()
+    for part in index if type(index) is tuple else (index,):
+        if part is None:
+            dims += 1
+        elif part is Ellipsis or isinstance(part, slice):
+            continue
+        elif isinstance(part, (bool, list)):
+            return None  # inside a tuple, a bool becomes an index tensor
+        elif isinstance(part, torch.Tensor):
+            if not _selects(part):
+                return None
+            dims -= 1
+        elif hasattr(type(part), "__index__") and not hasattr(part, "shape"):
+            dims -= 1  # an int, a NumPy integer scalar has a shape: left to the call
+        else:
+            return None
+    return dims
+
+
+def _selects(part: Any) -> bool:
+    """A 0-dim integer tensor: ATen reads it (``.item()``) and selects by its value."""
+    return (
+        isinstance(part, torch.Tensor)
+        and part.dim() == 0
+        and not part.dtype.is_floating_point
+        and not part.dtype.is_complex
+        and part.dtype not in MASK_DTYPES
+    )
+
+
 def _count_list(part: list[Any]) -> tuple[int, int, int]:
-    """(ints, Trues, depth) in a nested list index; anything else counts nothing."""
-    ints = trues = 0
+    """(ints, bools, depth) in a nested list index; anything else counts nothing."""
+    ints = bools = 0
     depth = 1
     for item in part:
         if isinstance(item, bool):
-            trues += item
+            bools += 1
         elif isinstance(item, int):
             ints += 1
         elif isinstance(item, list):
-            i, t, d = _count_list(item)
-            ints, trues, depth = ints + i, trues + t, max(depth, d + 1)
-    return ints, trues, depth
+            i, b, d = _count_list(item)
+            ints, bools, depth = ints + i, bools + b, max(depth, d + 1)
+    return ints, bools, depth
 
 
 def indexes_by_mask(args: _Args, kwargs: _Kwargs) -> bool:

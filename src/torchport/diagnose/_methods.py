@@ -306,8 +306,12 @@ class FunctionWatcher(TorchFunctionMode):
             host_index = _host_index_bytes(func, args)
             if not (host_index or entry.quiet_otherwise):
                 return _call(func, args, kwargs, warns)
-            # F.one_hot(x, n)'s CPU checks, or x[list]: the ops inside are the call's
-            out = self._quietly(func, args, kwargs, warns, lifts)
+            if host_index and _indexing.basic_view_dims(args[0], args[1]) is not None:
+                # x[0] = 1.0: its ops (a 0-dim index tensor's .item()) are the program's
+                out = _call(func, args, kwargs, warns)
+            else:
+                # F.one_hot(x, n)'s CPU checks, or x[list]: the ops inside are the call's
+                out = self._quietly(func, args, kwargs, warns, lifts)
             if host_index and not self._local.quiet:
                 self._observer.observe_host_index(func, tuple(args))
             return out

@@ -42,8 +42,9 @@ def syncs_on_device(func: Any, args: _Args, kwargs: _Kwargs) -> OpEntry | None:
     The entry's ``kind`` is :attr:`OpKind.SYNC` (a value read back) or
     :attr:`OpKind.SHAPE_SYNC` (the output's size depends on the data). An op on tensors
     that live on the host never waits (a read of ``.cpu()``'s result, of
-    ``torch.tensor(list)``); a mask that lives on the host is expanded there
-    (``x[[True, False]]``: a copy, see :func:`copies_on_device`, not a wait); and
+    ``torch.tensor(list)``); a mask tensor that lives on the host is expanded there
+    (``x[host_mask]``: a copy, see :func:`copies_on_device`, not a wait; a Python list of
+    bools is built on ``x``'s device by torch, so it is a device mask and waits); and
     ``x[mask] = number`` runs as ``masked_fill_`` (:func:`masked_fill_dispatch`).
 
     Args:

@@ -53,6 +53,7 @@ from torchport.diagnose._mode_stacks import (
     stack_at,
     stack_depth,
 )
+from torchport.diagnose._move_alias import only_the_result_remains
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._predicted_placement import (
     Placement,
@@ -104,6 +105,8 @@ class Recorder:
         self._started_at_open = 0
         self.elsewhere = 0  # other threads that ran meanwhile: not watched
         self.held = HostHeld()  # what the accelerator run keeps on the host
+        # what a move to the device made that nothing else reaches as the host tensor
+        self.device_only = HostHeld()
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
@@ -270,10 +273,20 @@ class Recorder:
                 if to_host:
                     if args[0] in held and not phase:  # (data loading's are listed apart)
                         return  # .cpu() of what the accelerator run holds on the host
-                    if out is not args[0]:  # the same object is the device's tensor too
+                    self.device_only.discard(out)
+                    if out is not args[0] or only_the_result_remains(
+                        sys._getframe(1), self._origin, out
+                    ):
+                        # the same object stands for the device tensor too, unless nothing
+                        # else reaches that after the statement (see ._move_alias)
                         held.add(out)
                 else:
                     held.discard(args[0])  # on this host the call hands back the same tensor
+                    if out is args[0] and func not in _CREATES:
+                        if out in self.device_only:
+                            return  # c = c.to(dev) again: on the device already, no copy
+                        if only_the_result_remains(sys._getframe(1), self._origin, out):
+                            self.device_only.add(out)
                 if phase and named == DEVICE:
                     # a DataLoader's collate_fn sending the batch to the program's device:
                     # device work, though data loading made it
@@ -317,12 +330,19 @@ class Recorder:
                 assigned = value.element_size() if value.numel() == 1 and value in self.held else 0
             else:
                 assigned = _indexing.assigned_number_bytes(args)
-            for label, nbytes in (
-                (_HOST_INDEX, _indexing.host_index_bytes(args[1])),
-                (_ASSIGNED, assigned),
-            ):
+            parts = _indexing.host_index_parts(args[1])
+            if assigned and func is _SETITEM and _fills_by_host_mask(args, parts, self.held):
+                assigned = 0  # x[bool list] = host value: masked_fill_ reads it, copies nothing
+            for label, nbytes in [(_HOST_INDEX, n) for n, _ in parts] + [(_ASSIGNED, assigned)]:
                 if nbytes:
                     self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
+            if any(is_mask for _, is_mask in parts) and not (
+                func is _SETITEM and _fills_by_host_mask(args, parts, self.held)
+            ):
+                # a bool list or array is a mask on the device: expanding it waits there
+                self._count_read(
+                    func, _ops.METHOD_TABLE[func], args[0], sys._getframe(1), host_side=False
+                )
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 
@@ -495,5 +515,24 @@ _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
 _FROM_HOST = "copy (a tensor made on the host, into one on the device)"
+_SETITEM = torch.Tensor.__setitem__
+
+
+def _fills_by_host_mask(
+    args: tuple[Any, ...], parts: list[tuple[int, bool]], held: HostHeld
+) -> bool:
+    """``x[bool list] = number`` (or a one-element value held on the host): the list is the
+    lone advanced index, a mask on the device, so ``index_put_`` runs as ``masked_fill_``
+    (no wait; ints and slices beside it make a view first)."""
+    if len(args) < 3 or len(parts) != 1 or not parts[0][1]:
+        return False
+    index = args[1]
+    for part in index if type(index) is tuple else (index,):
+        if isinstance(part, (torch.Tensor, bool)):
+            return False  # a second advanced index
+    value = args[2]
+    return not isinstance(value, torch.Tensor) or (value.numel() == 1 and value in held)
+
+
 _MAKES = OpKind.NEITHER  # the entries of factories that make their tensors on the host
 _COPY = torch.ops.aten.copy_.default

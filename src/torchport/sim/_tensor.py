@@ -399,6 +399,16 @@ def _copy_(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     non_blocking = bool(args[2] if len(args) > 2 else kwargs.get("non_blocking", False))
     if isinstance(dst, SimTensor):
         if isinstance(src, SimTensor):
+            if src.host_scalar and src.dim() == 0 and dst.dim() == 0:
+                # x[0] = 1.0: CUDA wraps the number on the host and TensorIndexing.h's
+                # copy_to copies it into the 0-dim view (diagnose._indexing.assigned_number_bytes)
+                _host.copied(
+                    CrossingKind.HOST_TO_DEVICE,
+                    str(func),
+                    src._raw,
+                    pinned=False,
+                    non_blocking=False,
+                )
             dst._raw.copy_(src._raw)
             return dst
         _host.copied(

@@ -108,7 +108,7 @@ class _Planner:
             name = param.arg
             if name not in scope.reach or name in scope.moved or name in scope.models:
                 continue
-            kind = self.kinds.parameter(param)
+            kind = self.kinds.callers.parameter(param)
             if kind in _LEFT:
                 continue
             self.plan.covered.add((id(func), name))
@@ -186,7 +186,7 @@ class _Planner:
         objects = collate_returning(self.facts, self.ctx, loop, scope, with_to=False)
         for node in wanted:
             name = node.id
-            known = self.kinds.target(node)
+            known = self.kinds.unpacking.target(node)
             if known in _LEFT:
                 continue
             self.plan.covered.add((id(loop), name))
@@ -199,7 +199,7 @@ class _Planner:
                 )
                 continue
             kind = "tensor" if known is Kind.TENSOR else self._kind(name, body)
-            if kind == "container" and self.kinds.unpacks_item(node):
+            if kind == "container" and self.kinds.unpacking.unpacks_item(node):
                 kind = "tensor"  # `for x, lengths in loader`: the fields of a batch are tensors
             if kind == "container":
                 containers.add(name)
@@ -243,7 +243,7 @@ class _Planner:
         move = BatchMove(node)
         for name_node in wanted:
             name = name_node.id
-            known = self.kinds.target(name_node)
+            known = self.kinds.unpacking.target(name_node)
             if known in _LEFT:
                 continue
             self.plan.covered.add((id(node), name))

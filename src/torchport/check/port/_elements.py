@@ -3,19 +3,21 @@
 ``for x, y in loader`` binds fields of a batch, ``for i, data in
 enumerate(loader)`` a position and a whole batch, ``zip`` one item of each;
 dict methods (``.items()``, ``.values()``) and literals give their items'
-kinds. :class:`~torchport.check.port._kinds.ValueKinds` asks these of every
-loop target and unpacking.
+kinds. :class:`~torchport.check.port._kinds.ValueKinds` makes one, gives it
+the kind of an expression, and asks it of every loop target and unpacking.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Callable
 
 from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._value_kind import Elements, Kind, flat, join
+from torchport.check.semantic import ScopeMap
 
-__all__ = ["ElementKinds"]
+__all__ = ["ElementKinds", "is_builtin"]
 
 _ITER_WRAPPERS = frozenset(
     {"iter", "tqdm", "islice", "cycle", "reversed", "sorted", "list", "tuple"}
@@ -25,8 +27,24 @@ _STRING_METHODS = frozenset({"split", "splitlines", "readlines", "keys"})
 _BUILTINS = frozenset(dir(builtins))
 
 
-class ElementKinds(CallerKinds):
-    """The kinds of what a value yields when iterated or unpacked (see the module docstring)."""
+def is_builtin(scopes: ScopeMap, name: ast.Name) -> bool:
+    """Whether ``name`` is a builtin the file never binds (``next``, not a local ``next``)."""
+    return name.id in _BUILTINS and not scopes.bindings(name.id, name)
+
+
+class ElementKinds:
+    """The kinds of what a value yields when iterated or unpacked (see the module docstring).
+
+    ``kind_of`` is what an expression evaluates to where it stands; ``callers``
+    tells what the file's functions return (``a, b = split(x)``).
+    """
+
+    def __init__(
+        self, scopes: ScopeMap, kind_of: Callable[[ast.expr], Kind], callers: CallerKinds
+    ) -> None:
+        self.scopes = scopes
+        self.kind_of = kind_of
+        self.callers = callers
 
     def target(self, node: ast.Name) -> Kind:
         """What a loop target or an unpacking binds to ``node`` (``for i, (x, y) in ...``)."""
@@ -54,7 +72,7 @@ class ElementKinds(CallerKinds):
             items: Elements = self.elements(holder.iter)
         elif isinstance(holder, ast.Assign):
             if not path:
-                return self.of(holder.value), False
+                return self.kind_of(holder.value), False
             items = self._unpacking(holder.value)
         else:
             return Kind.UNKNOWN, False
@@ -72,7 +90,7 @@ class ElementKinds(CallerKinds):
     def _unpacking(self, value: ast.expr) -> Elements:
         """What unpacking ``value`` gives per position (``a, b = next(it)``, ``x, y = data``)."""
         if isinstance(value, (ast.Tuple, ast.List)):
-            return tuple(self.of(e) for e in value.elts)
+            return tuple(self.kind_of(e) for e in value.elts)
         if (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Attribute)
@@ -81,16 +99,13 @@ class ElementKinds(CallerKinds):
         ):
             return self.elements(value.func.value)  # `x, y = dataiter.next()`
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            if value.func.id == "next" and value.args and self._builtin(value.func):
+            if value.func.id == "next" and value.args and is_builtin(self.scopes, value.func):
                 return self.elements(value.args[0])
-            returned = self._returned_items(value.func)
+            returned = self.callers.returned_items(value.func)
             if returned is not None:
                 return returned
-        kind = self.of(value)
+        kind = self.kind_of(value)
         return kind if kind in (Kind.BATCH, Kind.TENSOR, Kind.DEVICE, Kind.OTHER) else Kind.UNKNOWN
-
-    def _builtin(self, name: ast.Name) -> bool:
-        return name.id in _BUILTINS and not self.scopes.bindings(name.id, name)
 
     # ------------------------------------------------------------ iteration
 
@@ -99,7 +114,7 @@ class ElementKinds(CallerKinds):
         if isinstance(iterable, ast.Call):
             func = iterable.func
             tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            plain = isinstance(func, ast.Name) and self._builtin(func)
+            plain = isinstance(func, ast.Name) and is_builtin(self.scopes, func)
             if tail == "enumerate" and iterable.args:
                 return (Kind.OTHER, self.elements(iterable.args[0]))
             if tail == "zip" and plain:
@@ -111,16 +126,16 @@ class ElementKinds(CallerKinds):
             if tail in ("items", "values") and isinstance(func, ast.Attribute):
                 return self._dict_items(func.value, tail)
         if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
-            return join(self.of(e) for e in iterable.elts) if iterable.elts else Kind.OTHER
+            return join(self.kind_of(e) for e in iterable.elts) if iterable.elts else Kind.OTHER
         if isinstance(iterable, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            return self.of(iterable.elt)
-        kind = self.of(iterable)
+            return self.kind_of(iterable.elt)
+        kind = self.kind_of(iterable)
         if kind is Kind.LOADER:
             return Kind.BATCH
         if kind in (Kind.TENSOR, Kind.DEVICE, Kind.BATCH, Kind.MODEL, Kind.NUMPY, Kind.LIBRARY):
             return kind  # rows of a tensor, submodules of a model, ...
         if kind is Kind.OTHER:
-            items = self._literal_items(iterable)
+            items = self.literal_items(iterable)
             return join(items) if items is not None else Kind.OTHER
         return Kind.UNKNOWN
 
@@ -135,14 +150,14 @@ class ElementKinds(CallerKinds):
         if not values or not all(isinstance(v, ast.Dict) for v in values):
             return Kind.UNKNOWN
         keys = join(
-            Kind.UNKNOWN if k is None else self.of(k)
+            Kind.UNKNOWN if k is None else self.kind_of(k)
             for v in values
             for k in v.keys  # type: ignore[attr-defined]
         )
-        items = join(self.of(x) for v in values for x in v.values)  # type: ignore[attr-defined]
+        items = join(self.kind_of(x) for v in values for x in v.values)  # type: ignore[attr-defined]
         return (keys, items) if method == "items" else items
 
-    def _literal_items(self, expr: ast.expr) -> list[Kind] | None:
+    def literal_items(self, expr: ast.expr) -> list[Kind] | None:
         """Kinds of the items of a literal container ``expr`` names (None: not one)."""
         values: list[ast.expr] = [expr]
         if isinstance(expr, ast.Name):
@@ -153,11 +168,9 @@ class ElementKinds(CallerKinds):
         items: list[Kind] = []
         for v in values:
             if isinstance(v, (ast.List, ast.Tuple, ast.Set)):
-                items += [self.of(e) for e in v.elts]
+                items += [self.kind_of(e) for e in v.elts]
             elif isinstance(v, ast.Dict):
-                items += [self.of(e) for e in v.values]
+                items += [self.kind_of(e) for e in v.values]
             else:
                 return None
         return items
-
-    # ------------------------------------------------------------ calls

@@ -160,7 +160,7 @@ class PortFacts:
         # wrote to "the accelerator" would land elsewhere, so its moves are reported.
         placements = [c for c in self._moves if own_placement((c,)) is not None]
         self.own_placement = placements[0] if len(placements) == 1 else None
-        if len(placements) > 1:  # the first in `ast.walk` order: the one messages name
+        if len(placements) > 1:  # messages name the first in `ast.walk` order
             self.own_placement = own_placement(ctx.scopes.nodes_of(ast.Call))
 
     def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import ast
 import builtins
 import sys
+import weakref
+from collections.abc import Callable
 
 from torchport.check._context import Context
 from torchport.check.port._calls import (
@@ -41,9 +43,10 @@ from torchport.check.port._calls import (
     moves_to_program_device,
 )
 from torchport.check.port._device_flow import NOT_FORWARD
-from torchport.check.port._elements import ElementKinds
+from torchport.check.port._elements import ElementKinds, is_builtin
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._models import MODEL_METHODS
+from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._reaching import Reaching
 from torchport.check.port._value_kind import TENSORS, Elements, Kind, flat, join, memoized
 from torchport.check.semantic import BindingKind
@@ -77,17 +80,41 @@ def _moves_tensors(item: ast.expr) -> bool:
     )
 
 
-class ValueKinds(ElementKinds):
-    """Answers "what is this value" for one file (see the module docstring)."""
+def _asking(kinds: ValueKinds) -> Callable[[ast.expr], Kind]:
+    """``kinds.of`` through a weak reference: the parts ``kinds`` holds ask it back.
+
+    A strong one would make a reference cycle, and each file's facts would stay
+    alive until the garbage collector runs (a fifth more peak memory on timm).
+    """
+    ref = weakref.ref(kinds)
+
+    def of(expr: ast.expr) -> Kind:
+        found = ref()
+        assert found is not None, "a ValueKinds part outlived the ValueKinds that made it"
+        return found.of(expr)
+
+    return of
+
+
+class ValueKinds:
+    """Answers "what is this value" for one file (see the module docstring).
+
+    Across calls it asks its :attr:`callers` (what a parameter holds, what a
+    function of the file returns); for loop targets and unpackings its
+    :attr:`unpacking` (what iterating or unpacking a value yields). Both ask
+    back this object's :meth:`of`.
+    """
 
     def __init__(self, facts: PortFacts) -> None:
         self.facts = facts
         self.ctx: Context = facts.ctx
         self.scopes = facts.ctx.scopes
-        self._memo: dict[int, object] = {}
-        self._returns_of: dict[int, list[ast.expr] | None] = {}
+        self._memo: dict[int, object] = {}  # expression and binding kinds, by node id
         self.reaching = Reaching(self.scopes)
-        self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
+        kind_of = _asking(self)
+        self.callers = CallerKinds(facts, kind_of)
+        self.unpacking = ElementKinds(self.scopes, kind_of, self.callers)
+        self._stored_attrs: set[str] | None = None  # attributes the file assigns (`obj.x = ...`)
         dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
         self._loader_classes = self._subclasses(dataloaders, "DataLoader")
         self._dataset_classes = self._subclasses(set(), "Dataset")
@@ -113,7 +140,7 @@ class ValueKinds(ElementKinds):
         if isinstance(expr, ast.Subscript):
             inner = self.of(expr.value)
             if inner is Kind.OTHER:
-                items = self._literal_items(expr.value)
+                items = self.unpacking.literal_items(expr.value)
                 return join(items) if items is not None else Kind.OTHER
             if inner is Kind.LOADER:
                 return Kind.BATCH  # `train_ds[0]`: an item of a dataset
@@ -175,6 +202,40 @@ class ValueKinds(ElementKinds):
             return Kind.OTHER  # `np.pi`, `math.e`, `torch.float32`
         return Kind.UNKNOWN
 
+    def file_class(self, name: ast.expr) -> ast.ClassDef | None:
+        """The class of the file ``name`` is bound to (its one binding), if it is one."""
+        if not isinstance(name, ast.Name):
+            return None
+        found = self.scopes.bindings(name.id, name)
+        node = found[0].node if len(found) == 1 else None
+        return node if isinstance(node, ast.ClassDef) else None
+
+    def class_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
+        """What a class attribute read through the class holds (``Cfg.x``).
+
+        The values its body assigns; unknown when the file assigns it anywhere
+        else (``Cfg.x = ...``), or the body does not assign it (a method).
+        """
+        values: list[ast.expr] = []
+        for stmt in cls.body:
+            if isinstance(stmt, ast.Assign):
+                targets, value = stmt.targets, stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                targets, value = [stmt.target], stmt.value
+            else:
+                continue
+            if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                values.append(value)
+        if self._stored_attrs is None:
+            self._stored_attrs = {
+                n.attr
+                for n in ast.walk(self.ctx.tree)
+                if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+            }
+        if not values or attr in self._stored_attrs:
+            return Kind.UNKNOWN
+        return join(self.of(v) for v in values)
+
     def _module_name(self, expr: ast.expr) -> bool:
         root = expr
         while isinstance(root, ast.Attribute):
@@ -209,9 +270,9 @@ class ValueKinds(ElementKinds):
         if value is not None:
             return self.of(value)
         if kind is BindingKind.PARAMETER and isinstance(node, ast.arg):
-            return self.parameter(node)
+            return self.callers.parameter(node)
         if kind in (BindingKind.LOOP, BindingKind.ASSIGN) and isinstance(node, ast.Name):
-            return self.target(node)
+            return self.unpacking.target(node)
         if kind is BindingKind.WITH and isinstance(node, ast.Name):
             holder = self.scopes.parent(node)
             if isinstance(holder, ast.withitem) and holder.optional_vars is node:
@@ -247,7 +308,7 @@ class ValueKinds(ElementKinds):
         if name is not None:
             return self._qualified(call, name)
         if isinstance(func, ast.Name):
-            if self._builtin(func):
+            if is_builtin(self.scopes, func):
                 return self._builtin_call(call, func.id)
             return self._local_call(call, func)
         return Kind.UNKNOWN
@@ -342,9 +403,9 @@ class ValueKinds(ElementKinds):
         if name in _JOINING_BUILTINS:
             return self._combined(args) if args else Kind.UNKNOWN
         if name == "iter" and args:
-            return Kind.LOADER if self.elements(args[0]) is Kind.BATCH else Kind.UNKNOWN
+            return Kind.LOADER if self.unpacking.elements(args[0]) is Kind.BATCH else Kind.UNKNOWN
         if name == "next" and args:
-            return flat(self.elements(args[0]))
+            return flat(self.unpacking.elements(args[0]))
         return Kind.UNKNOWN
 
     def _local_call(self, call: ast.Call, func: ast.Name) -> Kind:
@@ -359,7 +420,7 @@ class ValueKinds(ElementKinds):
                 return Kind.LOADER
             return Kind.UNKNOWN  # an object: what it holds is not visible here
         if b.kind is BindingKind.DEF and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            return self.returns(node)
+            return self.callers.returns(node)
         made = self.binding(b)
         if made in (Kind.DEVICE, Kind.MODEL):
             return Kind.DEVICE  # `net = Net().to(device)` then `net(x)`: a forward, on the device

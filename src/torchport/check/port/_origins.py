@@ -300,12 +300,12 @@ class Origins:
 
     def _arguments(self, func: ast.FunctionDef, b: Binding, name: ast.Name) -> list[Origin]:
         """A parameter's origins: what each call site in the file passes for it."""
-        sites = self.kinds.call_sites(func)
+        sites = self.kinds.callers.call_sites(func)
         if not sites:
             return [Origin(name, f"the argument `{name.id}` of `{func.name}`", library=False)]
         args = func.args
         positional = [*args.posonlyargs, *args.args]
-        if self.kinds.method_of(func) is not None:
+        if self.kinds.callers.method_of(func) is not None:
             positional = positional[1:]
         index = next((i for i, p in enumerate(positional) if p is b.node), None)
         out: list[Origin] = []
@@ -374,7 +374,7 @@ class Origins:
         node = found[0].node if len(found) == 1 else None
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return None
-        values = self.kinds.return_values(node)
+        values = self.kinds.callers.return_values(node)
         if not values:
             return None  # a generator, or returns nothing
         return [o for v in values for o in self.of(v)]

@@ -4,13 +4,15 @@ The flow half of the port's value kinds that crosses function boundaries: a
 parameter holds what every call site in the file passes (a function called
 from nowhere, or used another way, has parameters of unknown kind), and a call
 of a function of the file gives what its ``return`` statements give.
-:class:`~torchport.check.port._kinds.ValueKinds` supplies the kind of an
-expression (:meth:`CallerKinds.of`).
+:class:`~torchport.check.port._kinds.ValueKinds` makes one and gives it the
+kind of an expression (``kind_of``: its
+:meth:`~torchport.check.port._kinds.ValueKinds.of`).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from torchport.check._context import Context
 from torchport.check.port._facts import PortFacts, PortScope
@@ -25,55 +27,22 @@ _NONE = ast.Constant(None)  # what a bare `return` gives
 
 
 class CallerKinds:
-    """Parameters, call sites and returns; the kind of an expression comes from the subclass."""
+    """Parameters, call sites and returns of one file's functions.
 
-    facts: PortFacts
-    ctx: Context
-    scopes: ScopeMap
-    _memo: dict[int, object]
-    _sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None
-    _returns_of: dict[int, list[ast.expr] | None]
-    _stored_attrs: set[str] | None = None  # attributes the file assigns (`obj.x = ...`)
+    ``kind_of`` is what an expression evaluates to where it stands (asked of
+    the arguments a call site passes and the values a function returns).
+    """
 
-    def of(self, expr: ast.expr) -> Kind:
-        """What ``expr`` evaluates to where it stands."""
-        raise NotImplementedError
+    def __init__(self, facts: PortFacts, kind_of: Callable[[ast.expr], Kind]) -> None:
+        self.facts = facts
+        self.ctx: Context = facts.ctx
+        self.scopes: ScopeMap = facts.ctx.scopes
+        self.kind_of = kind_of
+        self._memo: dict[int, object] = {}  # parameter and return kinds, by node id
+        self._returns_of: dict[int, list[ast.expr] | None] = {}
+        self._sites: dict[int, list[tuple[ast.Call, PortScope]] | None] | None = None
 
-    def file_class(self, name: ast.expr) -> ast.ClassDef | None:
-        """The class of the file ``name`` is bound to (its one binding), if it is one."""
-        if not isinstance(name, ast.Name):
-            return None
-        found = self.scopes.bindings(name.id, name)
-        node = found[0].node if len(found) == 1 else None
-        return node if isinstance(node, ast.ClassDef) else None
-
-    def class_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
-        """What a class attribute read through the class holds (``Cfg.x``).
-
-        The values its body assigns; unknown when the file assigns it anywhere
-        else (``Cfg.x = ...``), or the body does not assign it (a method).
-        """
-        values: list[ast.expr] = []
-        for stmt in cls.body:
-            if isinstance(stmt, ast.Assign):
-                targets, value = stmt.targets, stmt.value
-            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-                targets, value = [stmt.target], stmt.value
-            else:
-                continue
-            if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
-                values.append(value)
-        if self._stored_attrs is None:
-            self._stored_attrs = {
-                n.attr
-                for n in ast.walk(self.ctx.tree)
-                if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
-            }
-        if not values or attr in self._stored_attrs:
-            return Kind.UNKNOWN
-        return join(self.of(v) for v in values)
-
-    def _returned_items(self, func: ast.Name) -> Elements | None:
+    def returned_items(self, func: ast.Name) -> Elements | None:
         """Per position, what a function of the file returns when it returns tuples only."""
         found = self.scopes.bindings(func.id, func)
         node = found[0].node if len(found) == 1 else None
@@ -86,7 +55,7 @@ class CallerKinds:
         if len(sizes) != 1:
             return None
         tuples = [v for v in values if isinstance(v, ast.Tuple)]
-        return tuple(join(self.of(t.elts[i]) for t in tuples) for i in range(sizes.pop()))
+        return tuple(join(self.kind_of(t.elts[i]) for t in tuples) for i in range(sizes.pop()))
 
     def return_values(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr] | None:
         """The expressions a function returns (a bare ``return`` gives ``None``).
@@ -119,7 +88,7 @@ class CallerKinds:
         values = self.return_values(func)
         if values is None:
             return Kind.UNKNOWN  # a generator
-        return join(self.of(v) for v in values) if values else Kind.OTHER  # None
+        return join(self.kind_of(v) for v in values) if values else Kind.OTHER  # None
 
     def parameter(self, arg: ast.arg) -> Kind:
         """What a function's parameter holds: its annotation, or what every call site passes."""
@@ -160,9 +129,9 @@ class CallerKinds:
             if given is None and index is not None and index < len(call.args):
                 given = call.args[index]
             if given is not None:
-                kinds.append(self.of(given))
+                kinds.append(self.kind_of(given))
             elif default is not None:
-                kinds.append(self.of(default))
+                kinds.append(self.kind_of(default))
         return join(kinds)
 
     def _annotation(self, annotation: ast.expr | None) -> Kind | None:

@@ -36,7 +36,9 @@ import enum
 import weakref
 from typing import TYPE_CHECKING
 
+from torchport._device_types import CUDA
 from torchport.check.semantic._binding import BindingKind, ScopeKind
+from torchport.check.semantic._devices import device_type
 
 if TYPE_CHECKING:
     from torchport.check._context import Context
@@ -329,7 +331,7 @@ def _checks_cuda(node: ast.AST, ctx: Context) -> bool:
 def _names_cuda(expr: ast.expr, ctx: Context) -> bool:
     for sub in ast.walk(expr):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            if sub.value.partition(":")[0] == "cuda":
+            if device_type(sub.value) == CUDA:
                 return True
         elif isinstance(sub, ast.Attribute) and sub.attr == "is_cuda":
             return True

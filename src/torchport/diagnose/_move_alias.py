@@ -1,0 +1,136 @@
+"""Whether a move that hands back its own receiver on the CPU leaves the receiver reachable.
+
+On an accelerator ``t.cpu()`` (``t.to("cpu")``, ``t.to(torch.device("cpu"))``) makes a new
+host tensor and leaves ``t`` on the device, and ``h.to(device)`` of a host tensor makes a
+new device tensor. On the CPU run that predicts it, either call hands back its receiver:
+one object stands for two tensors of the accelerator run, and the audit cannot tell a
+read of the host copy (no wait) from a read of ``t`` (a wait), nor a second
+``.to(device)`` of the device tensor (no copy) from one of ``h`` (a copy).
+
+The object is the move's result alone when nothing but the result can reach the receiver
+after the statement, which the call site and the calling frame say:
+
+* the receiver is a temporary: an operator's result (``(pred == gt).cpu()``,
+  ``(x * 2).to("cpu")``), a torch method that always makes a new tensor
+  (``x.argmax(1).cpu()``, ``x.detach().cpu()``), or a method that may hand back its own
+  receiver called on a temporary (``(a == b).float().cpu()``), and no local name of the
+  calling frame holds it (``x.float().cpu()`` of a float ``x`` is ``x`` itself, still the
+  device's, and ``self.buf.float().cpu()`` is ``self.buf``: neither is a temporary);
+* the statement rebinds the receiver's only name: ``z = z.cpu()``, where no other local
+  name holds the same tensor.
+
+Anything else (``y = x.cpu()``, ``self.buf.cpu()``, ``batch[0].cpu()``, ``model(x).cpu()``
+of a function that may return a tensor it keeps, a receiver passed in as a parameter)
+stays unknown: the audit then keeps predicting the wait for reads of the object, as it
+did for every such move before.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from types import CodeType, FrameType
+
+from torchport._origin import Origin
+from torchport.diagnose._callsite import call_source_at
+
+__all__ = ["only_the_result_remains"]
+
+_USER, _INSTALLED = Origin.USER, Origin.INSTALLED
+# (code, instruction) -> the receiver's name when the statement rebinds it ("" when it is a
+# temporary), or None when it may be held elsewhere after the statement
+_SEEN: dict[tuple[CodeType, int], str | None] = {}
+# Operators on tensors always make a new tensor
+_OPERATORS = (ast.Compare, ast.BinOp, ast.UnaryOp)
+# Tensor methods and torch functions that always make a new tensor object
+_NEW = frozenset(
+    {
+        "abs", "all", "amax", "amin", "any", "argmax", "argmin", "cat", "clone", "cumsum",
+        "detach", "eq", "exp", "flatten", "ge", "gt", "le", "log", "log_softmax", "logical_and",
+        "logical_not", "logical_or", "lt", "mean", "ne", "norm", "permute", "prod", "round",
+        "sigmoid", "softmax", "sqrt", "squeeze", "stack", "sum", "t", "tanh", "transpose",
+        "unsqueeze", "view", "where",
+    }
+)  # fmt: skip
+# Methods that may hand back their receiver (a no-op conversion): a temporary on a temporary
+_SAME_OR_NEW = frozenset(
+    {
+        "bfloat16", "bool", "byte", "char", "contiguous", "cpu", "cuda", "double", "float",
+        "half", "int", "long", "short", "to", "type", "type_as",
+    }
+)  # fmt: skip
+
+
+def _temporary(node: ast.expr) -> bool:
+    """Whether ``node``'s value is a tensor no one else holds (see the module docstring)."""
+    if isinstance(node, _OPERATORS):
+        return True
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    name = node.func.attr
+    if name in _NEW:
+        return True  # x.argmax(1), torch.cat(...)
+    return name in _SAME_OR_NEW and _temporary(node.func.value)
+
+
+def only_the_result_remains(
+    frame: FrameType | None, origin_of: Callable[[CodeType], Origin], tensor: object
+) -> bool:
+    """Whether ``tensor``, which a move handed back as itself, is the move's result alone
+    in the accelerator run (see the module docstring).
+
+    Args:
+        frame: The frame that called the move, or one below it; the first frame of the
+            user's or installed code at or above it is read.
+        origin_of: Whose code a code object is (:func:`torchport._origin.code_origin`, cached).
+        tensor: The move's receiver (and result).
+    """
+    while frame is not None:
+        origin = origin_of(frame.f_code)
+        if origin is _USER or origin is _INSTALLED:
+            break
+        frame = frame.f_back
+    if frame is None:
+        return False
+    key = (frame.f_code, frame.f_lasti)
+    if key in _SEEN:
+        rebound = _SEEN[key]
+    else:
+        try:
+            rebound = _read(frame)
+        except Exception:  # odd source or positions: unknown, the wait is predicted
+            rebound = None
+        if len(_SEEN) > 4096:  # long-running programs: a bounded cache
+            _SEEN.clear()
+        _SEEN[key] = rebound
+    if rebound is None:
+        return False
+    holders = [name for name, value in frame.f_locals.items() if value is tensor]
+    return holders == ([rebound] if rebound else [])
+
+
+def _read(frame: FrameType) -> str | None:
+    found = call_source_at(frame)
+    if found is None:
+        return None
+    call, lines, first = found
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = func.value
+    if _temporary(receiver):
+        return ""
+    if not isinstance(receiver, ast.Name):
+        return None
+    # z = z.cpu(): the statement on the call's line whose value is this call
+    wanted = ast.dump(call)
+    for statement in ast.parse(lines[first - 1].strip()).body:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and statement.targets[0].id == receiver.id
+            and ast.dump(statement.value) == wanted
+        ):
+            return receiver.id
+    return None

@@ -1,0 +1,128 @@
+"""The CPU prediction against the simulated device, on programs that bring values to the host
+and read them later.
+
+Oracle: the simulated accelerator (``sim:0``) runs each program with CUDA's device rules and
+counts every copy and host wait it really makes; ``tp.audit()`` on the CPU predicts the same
+run (see test_agreement.py for how the two are kept apart). Per source line they must count
+the same.
+
+The programs move device values to the host in every way the prediction claims to follow
+(``.cpu()``, ``.to("cpu")``, ``.to(torch.device("cpu"))``, ``.to(device="cpu")`` of a
+temporary; ``z = z.cpu()``; ``.tolist()`` and ``.numpy()`` results made into tensors; what
+is computed from those alone; a move back with ``.to(dev)``), then read them
+(``int(c[i])`` in a loop, ``bool``, ``.item()``, ``.tolist()``, sums) and read the device
+tensor they came from. Left out, because one CPU object stands for two tensors there and
+the prediction does not claim to tell them apart (``_move_alias``): ``y = x.cpu()`` of a
+name that stays bound, whose reads are predicted as waits; ``torch.from_numpy``, which no
+mode of torch's sees.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.sim.isolated import audit_counts
+
+pytestmark = pytest.mark.needs_simulator
+
+SETUP = ["x = torch.randn(16, device=dev)"]
+
+MOVES = [
+    "c = (x > 0).cpu()",
+    "c = (x * 2).to('cpu')",
+    "c = (x + 1).to(torch.device('cpu'))",
+    "c = x.sum(0, keepdim=True).to(device='cpu')",
+    "c = x.abs(); c = c.cpu()",
+    "c = torch.tensor((x > 0).tolist())",
+    "c = torch.as_tensor((x * 2).cpu().numpy())",
+    "c = torch.tensor(x.tolist())",
+    "c = torch.tensor((x > 0).cpu())",
+    "c = (x > 0).cpu() + 1",
+    "c = (x - 1).cpu()[1:5]",
+    "c = (x > 0).float().cpu()",
+    "c = x.argmax(0, keepdim=True).cpu()",
+    "c = x.detach().cpu()",
+]
+DERIVED = ["c = c * 2", "c = c[1:]", "c = c.to(dev)", "c = c.cpu()", "c = c.sum(0, keepdim=True)"]
+READS = [
+    "_ = int(c[0])",
+    "_ = bool(c[0])",
+    "_ = float(c.sum())",
+    "_ = c.tolist()",
+    "_ = c.max().item()",
+    "for i in range(3): _ = int(c[i % c.numel()])",
+    "_ = x[0].item()",
+    "_ = float(x.sum())",
+]
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> list[str]:
+    body = [draw(st.sampled_from(MOVES))]
+    body += draw(st.lists(st.sampled_from(MOVES + DERIVED + READS), min_size=1, max_size=6))
+    return body
+
+
+def _program(body: list[str]) -> str:
+    lines = ["import torch", "def prog(dev):"] + [f"    {line}" for line in SETUP + body]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(programs(), min_size=8, max_size=8))
+def test_reads_of_what_was_moved_to_the_host_are_predicted_as_the_device_counts(
+    batch: list[list[str]],
+) -> None:
+    sources = [_program(body) for body in batch]
+    for source, counted in zip(sources, audit_counts(sources), strict=True):
+        assert counted["predicted"] == counted["measured"], source
+
+
+def test_the_adder_evaluation_reads_its_host_copy_without_a_wait() -> None:
+    # minGPT's projects/adder/adder.py: `correct = (d3i_pred == d3i_gt).cpu()`, then
+    # `int(correct[i])` per example. One copy to the host and no wait on the device.
+    body = [
+        "pred = x > 0",
+        "gt = x > 0.5",
+        "correct = (pred == gt).cpu()",
+        "for i in range(4): _ = int(correct[i]); _ = bool(correct[i])",
+    ]
+    (counted,) = audit_counts([_program(body)])
+    first = len(SETUP) + 3  # the body's first line: after the import, def and setup lines
+    assert counted["measured"] == {f"{first + 2} copy": 1}
+    assert counted["predicted"] == counted["measured"]
+
+
+def test_a_name_still_bound_to_the_device_tensor_keeps_its_waits() -> None:
+    # `y = x.cpu()` on the CPU hands back `x` itself; x is still the device's in the
+    # accelerator run, so reading it waits there and the prediction must say so.
+    # The same where the receiver is kept elsewhere: an attribute, a no-op conversion of
+    # it, a function that returns it.
+    body = [
+        "y = x.cpu()",
+        "_ = x[0].item()",
+        "_ = float(x.sum())",
+        "h = type('Holder', (), {})(); h.t = x * 1",
+        "y = h.t.float().cpu()",
+        "_ = h.t[0].item()",
+        "y = (lambda: h.t)().cpu()",
+        "_ = h.t[1].item()",
+        "y = x.contiguous().cpu()",
+        "_ = x[2].item()",
+    ]
+    (counted,) = audit_counts([_program(body)])
+    first = len(SETUP) + 3
+    assert counted["measured"] == {
+        f"{first} copy": 1,
+        f"{first + 1} sync": 1,
+        f"{first + 2} sync": 1,
+        f"{first + 4} copy": 1,
+        f"{first + 5} sync": 1,
+        f"{first + 6} copy": 1,
+        f"{first + 7} sync": 1,
+        f"{first + 8} copy": 1,
+        f"{first + 9} sync": 1,
+    }
+    assert counted["predicted"] == counted["measured"]
