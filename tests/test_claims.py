@@ -105,10 +105,16 @@ def test_the_one_semantic_model_is_built_by_the_context() -> None:
     """ "Context.scopes ... the one semantic model": only the Context builds a ScopeMap.
 
     Every rule and the port read the scopes the Context built once per file, so two
-    rules never answer "what is this name" from two models.
+    rules never answer "what is this name" from two models. The model builds its own
+    parts (the flow analysis and the resolver it holds), and nothing else builds them.
     """
-    builders = _where(_modules(), frozenset({"ScopeMap", "Resolver"}))
+    builders = _where(_modules(), frozenset({"ScopeMap"}))
     assert [where.partition(":")[0] for where in builders] == ["check/_context.py"], builders
+    parts = _where(_modules(), frozenset({"FlowAnalysis", "Resolver"}))
+    assert sorted(where.partition(":")[0] for where in parts) == [
+        "check/semantic/_scope.py",
+        "check/semantic/_scope.py",
+    ], parts
 
 
 def test_the_context_builds_its_model_once() -> None:
@@ -725,12 +731,6 @@ def test_the_test_path_scan_reads_names() -> None:
 # one object split over two files (a mixin made for size): its methods read attributes
 # only the subclass sets. Those still here, and what undoing each takes:
 KNOWN_SPLITS: dict[tuple[str, str], str] = {
-    ("check/semantic/_flow.py", "FlowAnalysis"): (
-        "ScopeMap is FlowAnalysis + Resolver + ScopeMap over _flow, _resolve and _scope; "
-        "FlowAnalysis's scope_of/resolve/bindings are stubs ScopeMap fills: make the flow "
-        "analysis and the resolver objects that hold the ScopeMap they ask"
-    ),
-    ("check/semantic/_resolve.py", "Resolver"): "the middle of the ScopeMap chain (above)",
     ("check/_source.py", "SourceText"): (
         "a whole object of its own (a file's text, positions and edits, its own __init__); "
         "Context adds the tree: kept, though no caller makes a SourceText alone"

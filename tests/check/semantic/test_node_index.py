@@ -45,5 +45,5 @@ def test_the_index_matches_plain_walks(path: Path) -> None:
                 for i, stmt in enumerate(block):
                     if isinstance(stmt, ast.stmt):
                         positions[id(stmt)] = (id(block), i, field)
-    recorded = {k: (id(v[0]), v[1], v[2]) for k, v in scopes._stmt_positions.items()}
+    recorded = {k: (id(v[0]), v[1], v[2]) for k, v in scopes.flow._positions.items()}
     assert recorded == positions

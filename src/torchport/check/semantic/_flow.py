@@ -15,10 +15,11 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Iterator
+from typing import Protocol
 
 from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
 
-__all__ = ["FlowAnalysis"]
+__all__ = ["FlowAnalysis", "ScopeQuestions"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -38,28 +39,45 @@ _UNBINDS = (BindingKind.DELETE, BindingKind.EXCEPT)  # `except E as x:` unbinds 
 _MAYBE = object()  # "may rebind": a binding that is one of several
 
 
-class FlowAnalysis:
-    """Definite-binding questions over a module whose scopes and parents are known.
+class ScopeQuestions(Protocol):
+    """The scope lookups the flow analysis and the resolver ask (a ScopeMap answers them)."""
 
-    :class:`~torchport.check.semantic._scope.ScopeMap` fills ``_parent`` and provides
-    the scope lookups; this base class only reads them.
+    def scope_of(self, node: ast.AST, /) -> Scope:
+        """The scope whose code evaluates ``node``."""
+
+    def resolve(self, name: str, node: ast.AST, /) -> Scope:
+        """The scope whose binding of ``name`` a read at ``node`` sees."""
+
+    def bindings(self, name: str, node: ast.AST, /) -> list[Binding]:
+        """Every binding of ``name`` in the scope a read at ``node`` resolves to."""
+
+
+class FlowAnalysis:
+    """Definite-binding questions over one module whose scopes, parents and blocks are known.
+
+    ``scopes`` answers where names resolve (the module's
+    :class:`~torchport.check.semantic._scope.ScopeMap`, which builds this
+    object); ``parents`` maps ``id(node)`` to the node directly enclosing it and
+    ``positions`` maps ``id(statement)`` to (its block, its index there, the
+    block's field), both built by the scope pass.
     """
 
-    _parent: dict[int, ast.AST]
-    tree: ast.Module
-    # Built on first use (see _positions, _starts, _spans).
-    _stmt_positions: dict[int, tuple[list[ast.stmt], int, str]]
-    _block_starts: dict[int, tuple[list[ast.stmt], list[tuple[int, int]]]]
-    _binding_spans: dict[tuple[int, str], tuple[list[Binding], list[tuple[int, int, int]]]]
-
-    def scope_of(self, node: ast.AST) -> Scope:  # pragma: no cover  (ScopeMap)
-        raise NotImplementedError
-
-    def resolve(self, name: str, node: ast.AST) -> Scope:  # pragma: no cover  (ScopeMap)
-        raise NotImplementedError
-
-    def bindings(self, name: str, node: ast.AST) -> list[Binding]:  # pragma: no cover
-        raise NotImplementedError
+    def __init__(
+        self,
+        scopes: ScopeQuestions,
+        parents: dict[int, ast.AST],
+        positions: dict[int, tuple[list[ast.stmt], int, str]],
+    ) -> None:
+        self._scopes = scopes
+        self._parent = parents
+        # A definite-binding question is asked for every candidate finding; searching
+        # the block for each made a check quadratic in the findings of a long module.
+        self._positions = positions
+        # Built on first use, per block and per (scope, name): see _starts and _spans.
+        self._block_starts: dict[int, tuple[list[ast.stmt], list[tuple[int, int]]]] = {}
+        self._binding_spans: dict[
+            tuple[int, str], tuple[list[Binding], list[tuple[int, int, int]]]
+        ] = {}
 
     def statement(self, node: ast.AST) -> ast.stmt | None:
         """The innermost statement holding ``node`` (``node`` itself if it is one)."""
@@ -75,8 +93,8 @@ class FlowAnalysis:
         time" means before the statement that creates the function runs there
         (the function cannot be called earlier). Star imports never count.
         """
-        scope = self.resolve(name, node)
-        own = self.scope_of(node)
+        scope = self._scopes.resolve(name, node)
+        own = self._scopes.scope_of(node)
         at: ast.AST = node
         if scope is not own:
             # Free name: find the statement of `scope` that creates the nested scope.
@@ -86,7 +104,7 @@ class FlowAnalysis:
             if s is None:
                 return False
             at = s.node
-            if any(b.kind is BindingKind.DELETE for b in self.bindings(name, at)):
+            if any(b.kind is BindingKind.DELETE for b in self._scopes.bindings(name, at)):
                 return False
         if scope.kind in (ScopeKind.COMPREHENSION, ScopeKind.LAMBDA):
             return name in scope.bindings  # targets/parameters bind before the body runs
@@ -101,8 +119,8 @@ class FlowAnalysis:
         ``node`` (a conditional rebinding, a loop that rebinds it), or when the
         name is free in ``node``'s scope (bound in another frame, at another time).
         """
-        scope = self.resolve(name, node)
-        if scope is not self.scope_of(node):
+        scope = self._scopes.resolve(name, node)
+        if scope is not self._scopes.scope_of(node):
             return None
         bound, binding = self._reach(name, node, scope)
         return binding if bound else None
@@ -242,36 +260,15 @@ class FlowAnalysis:
         }
 
     def _block_of(self, holder: ast.AST, stmt: ast.stmt) -> tuple[list[ast.stmt], int]:
-        where = self._positions().get(id(stmt))
+        where = self._positions.get(id(stmt))
         if where is not None and getattr(holder, where[2], None) is where[0]:
             return where[0], where[1]
         return [stmt], 0
 
     def statement_position(self, stmt: ast.stmt) -> tuple[list[ast.stmt], int] | None:
         """The block holding ``stmt`` and its index there, or None when it is in none."""
-        where = self._positions().get(id(stmt))
+        where = self._positions.get(id(stmt))
         return None if where is None else (where[0], where[1])
-
-    def _positions(self) -> dict[int, tuple[list[ast.stmt], int, str]]:
-        """id(statement) -> (its block, its index there, the block's field), built once.
-
-        A definite-binding question is asked for every candidate finding; searching
-        the block for each made a check quadratic in the findings of a long module.
-        """
-        found: dict[int, tuple[list[ast.stmt], int, str]] | None = getattr(
-            self, "_stmt_positions", None
-        )
-        if found is None:
-            found = {}
-            for node in ast.walk(self.tree):
-                for field_name in _BLOCKS:
-                    block = getattr(node, field_name, None)
-                    if isinstance(block, list):
-                        for i, s in enumerate(block):
-                            if isinstance(s, ast.stmt):
-                                found[id(s)] = (block, i, field_name)
-            self._stmt_positions = found
-        return found
 
     def _binders_before(
         self, block: list[ast.stmt], index: int, name: str, scope: Scope
@@ -301,12 +298,7 @@ class FlowAnalysis:
 
     def _starts(self, block: list[ast.stmt]) -> list[tuple[int, int]]:
         """Where each statement of ``block`` starts (cached per block)."""
-        cache: dict[int, tuple[list[ast.stmt], list[tuple[int, int]]]] | None = getattr(
-            self, "_block_starts", None
-        )
-        if cache is None:
-            cache = {}
-            self._block_starts = cache
+        cache = self._block_starts
         known = cache.get(id(block))
         if known is None or known[0] is not block:
             known = cache[id(block)] = (block, [(s.lineno, s.col_offset) for s in block])
@@ -317,12 +309,7 @@ class FlowAnalysis:
 
         Cached per scope and name: the questions of one file reuse it.
         """
-        cache: dict[tuple[int, str], tuple[list[Binding], list[tuple[int, int, int]]]] | None = (
-            getattr(self, "_binding_spans", None)
-        )
-        if cache is None:
-            cache = {}
-            self._binding_spans = cache
+        cache = self._binding_spans
         found = scope.bindings.get(name)
         if not found:
             return []

@@ -33,7 +33,7 @@ import ast
 from dataclasses import dataclass
 
 from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
-from torchport.check.semantic._flow import FlowAnalysis
+from torchport.check.semantic._flow import FlowAnalysis, ScopeQuestions
 
 __all__ = ["Callee", "Resolver"]
 
@@ -65,18 +65,17 @@ def _placeholder(binding: Binding) -> bool:
     return isinstance(value, ast.Constant) and value.value is None
 
 
-class Resolver(FlowAnalysis):
-    """Name questions over a module whose scopes, bindings and parents are known.
+class Resolver:
+    """Name questions over one module: what a name, a dotted name and a call mean where read.
 
-    :class:`~torchport.check.semantic._scope.ScopeMap` builds the facts and
-    provides the scope lookups; this class answers what names mean.
+    ``scopes`` answers where names resolve and what binds them there (the
+    module's :class:`~torchport.check.semantic._scope.ScopeMap`, which builds
+    this object); ``flow`` answers which binding reaches a read.
     """
 
-    module: Scope
-    scopes: dict[int, Scope]
-
-    def _global_bindings(self, name: str) -> list[Binding]:  # pragma: no cover  (ScopeMap)
-        raise NotImplementedError
+    def __init__(self, scopes: ScopeQuestions, flow: FlowAnalysis) -> None:
+        self._scopes = scopes
+        self._flow = flow
 
     # ------------------------------------------------------------ imports
 
@@ -89,11 +88,11 @@ class Resolver(FlowAnalysis):
         ``name = None`` or ``del name`` beside the import does not count: an
         attribute of either can only be the import's.
         """
-        scope = self.resolve(name.id, name)
-        found = self.bindings(name.id, name)
+        scope = self._scopes.resolve(name.id, name)
+        found = self._scopes.bindings(name.id, name)
         if not found:
             return None
-        if scope.kind is ScopeKind.CLASS and not self.definitely_bound(name.id, name):
+        if scope.kind is ScopeKind.CLASS and not self._flow.definitely_bound(name.id, name):
             return None  # a class body reads the global where its own name is not bound yet
         targets: set[str | None] = set()
         other = False
@@ -111,7 +110,7 @@ class Resolver(FlowAnalysis):
         # function may run after any of them.
         if any(b.scope is not scope for b in found):
             return None  # bound by `global` in a function, which may run at any time
-        reached = self.reaching(name.id, name)
+        reached = self._flow.reaching(name.id, name)
         if reached is not None and reached.kind is BindingKind.IMPORT:
             return reached.qualified
         return None
@@ -152,18 +151,18 @@ class Resolver(FlowAnalysis):
         statement creating the function, else the only one. None when
         different bindings may be seen.
         """
-        scope = self.resolve(name.id, name)
-        own = self.scope_of(name)
-        found = self.bindings(name.id, name)
+        scope = self._scopes.resolve(name.id, name)
+        own = self._scopes.scope_of(name)
+        found = self._scopes.bindings(name.id, name)
         if scope is own:
-            reached = self.reaching(name.id, name)
+            reached = self._flow.reaching(name.id, name)
         else:
             inner: Scope | None = own
             while inner is not None and inner.parent is not scope:
                 inner = inner.parent
             reached = None
             if inner is not None and inner.node is not scope.node:
-                reached = self.reaching(name.id, inner.node)
+                reached = self._flow.reaching(name.id, inner.node)
         if reached is not None:
             return reached
         return found[0] if len(found) == 1 else None
@@ -230,4 +229,6 @@ class Resolver(FlowAnalysis):
 
     def _builtin(self, func: ast.expr, name: str) -> bool:
         """Whether ``func`` is the builtin ``name`` (no binding in the module shadows it)."""
-        return isinstance(func, ast.Name) and func.id == name and not self.bindings(name, func)
+        return (
+            isinstance(func, ast.Name) and func.id == name and not self._scopes.bindings(name, func)
+        )

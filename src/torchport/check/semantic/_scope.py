@@ -14,8 +14,8 @@ TorchFix), so that fixes never guess:
   function, ``del``), and ``global``/``nonlocal`` declarations;
 * where a name read at a node resolves, whether it is *definitely* bound on
   every path before that node runs, and which single binding reaches it;
-* through :class:`~torchport.check.semantic._resolve.Resolver`, which it
-  extends: the dotted name an expression refers to through imports
+* through the :class:`~torchport.check.semantic._resolve.Resolver` it
+  holds: the dotted name an expression refers to through imports
   (``th.cuda.is_available`` -> ``"torch.cuda.is_available"``), and the value a
   name holds where it is read;
 * how the module imports torch: unconditionally at module level, only
@@ -33,6 +33,7 @@ file before its walk (``Context.scopes``).
 from __future__ import annotations
 
 import ast
+import weakref
 
 from torchport.check.semantic._binding import (
     Binding,
@@ -41,7 +42,8 @@ from torchport.check.semantic._binding import (
     ScopeKind,
     TorchImport,
 )
-from torchport.check.semantic._resolve import Resolver
+from torchport.check.semantic._flow import FlowAnalysis
+from torchport.check.semantic._resolve import Callee, Resolver
 from torchport.check.semantic._scope_pass import COMPREHENSIONS, FUNCTIONS, ScopePass
 
 __all__ = [
@@ -54,18 +56,16 @@ __all__ = [
 ]
 
 
-class ScopeMap(Resolver):
+class ScopeMap:
     """Scopes, bindings and parents of one parsed module, and every question asked of them.
 
     Built by one pass over the tree (:class:`~torchport.check.semantic._scope_pass.ScopePass`).
+    It answers the scope questions itself and holds the two parts that ask them:
+    ``flow`` (:class:`~torchport.check.semantic._flow.FlowAnalysis`: which binding
+    reaches a node) and ``resolver`` (:class:`~torchport.check.semantic._resolve.Resolver`:
+    what a name means where it is read); the methods below under "flow" and
+    "names through imports" hand their questions on.
     """
-
-    # Answers worked out on first use (see _global_bindings, module_reads, nodes_of).
-    _globals: dict[str, list[Binding]]
-    _module_reads: dict[str, bool]
-    _index: dict[type[ast.AST], list[ast.AST]]
-    _loads: dict[str, list[ast.Name]]
-    _reads_by: dict[str, dict[int, list[ast.Name]]]
 
     def __init__(self, tree: ast.Module) -> None:
         built = ScopePass(tree)
@@ -75,7 +75,20 @@ class ScopeMap(Resolver):
         self._parent: dict[int, ast.AST] = built.parent
         # The scope of every name read: the question every rule asks, answered by the pass.
         self._read_in: dict[int, Scope] = built.read_in
-        self._stmt_positions = built.positions  # for the flow analysis
+        # The parts ask this map through a weak proxy: a strong reference back made
+        # every file's model a reference cycle that only the cyclic collector frees,
+        # and its passes over those trees cost a check about 8% of its time.
+        asked = weakref.proxy(self)
+        self.flow = FlowAnalysis(asked, built.parent, built.positions)
+        self.resolver = Resolver(asked, self.flow)
+        # Answers worked out on first use (see nodes_of, loads_of, reads_of,
+        # _global_bindings, module_reads and _torch_names).
+        self._index: dict[type[ast.AST], list[ast.AST]] | None = None
+        self._loads: dict[str, list[ast.Name]] | None = None
+        self._reads_by: dict[str, dict[int, list[ast.Name]]] = {}
+        self._globals: dict[str, list[Binding]] | None = None
+        self._module_reads: dict[str, bool] = {}
+        self._torch_aliases: list[str] | None = None
 
     # ------------------------------------------------------------ the node index
 
@@ -85,7 +98,7 @@ class ScopeMap(Resolver):
         One walk of the tree the first time any rule asks, then a lookup: a rule
         that searched the module for every match was quadratic in its matches.
         """
-        index: dict[type[ast.AST], list[ast.AST]] | None = getattr(self, "_index", None)
+        index = self._index
         if index is None:
             index = {}
             for node in ast.walk(self.tree):
@@ -95,7 +108,7 @@ class ScopeMap(Resolver):
 
     def loads_of(self, name: str) -> list[ast.Name]:
         """Every read (``Load``) of the name ``name`` in the module, in ``ast.walk`` order."""
-        loads: dict[str, list[ast.Name]] | None = getattr(self, "_loads", None)
+        loads = self._loads
         if loads is None:
             loads = {}
             for node in self.nodes_of(ast.Name):
@@ -111,9 +124,7 @@ class ScopeMap(Resolver):
         Grouped once per name: asked per binding, a filter of all the name's
         reads each time was quadratic in the functions that bind the same name.
         """
-        grouped: dict[str, dict[int, list[ast.Name]]] | None = getattr(self, "_reads_by", None)
-        if grouped is None:
-            grouped = self._reads_by = {}
+        grouped = self._reads_by
         by_scope = grouped.get(name)
         if by_scope is None:
             by_scope = grouped[name] = {}
@@ -207,7 +218,7 @@ class ScopeMap(Resolver):
     def _global_bindings(self, name: str) -> list[Binding]:
         # Asked for every lookup of a module name: the `global` declarations are
         # gathered once per module, not searched for in every scope each time.
-        found: dict[str, list[Binding]] | None = getattr(self, "_globals", None)
+        found = self._globals
         if found is None:
             found = {}
             for s in self.scopes.values():
@@ -219,9 +230,7 @@ class ScopeMap(Resolver):
 
     def module_reads(self, name: str) -> bool:
         """Whether any read of ``name`` anywhere resolves to the module scope (or builtins)."""
-        known: dict[str, bool] | None = getattr(self, "_module_reads", None)
-        if known is None:
-            known = self._module_reads = {}
+        known = self._module_reads
         found = known.get(name)
         if found is None:  # asked per finding: once per name
             found = known[name] = any(
@@ -230,7 +239,51 @@ class ScopeMap(Resolver):
             )
         return found
 
-    # ------------------------------------------------------------ flow
+    # ------------------------------------------------------------ flow (FlowAnalysis)
+
+    def statement(self, node: ast.AST) -> ast.stmt | None:
+        """The innermost statement holding ``node`` (:meth:`FlowAnalysis.statement`)."""
+        return self.flow.statement(node)
+
+    def statement_position(self, stmt: ast.stmt) -> tuple[list[ast.stmt], int] | None:
+        """``stmt``'s block and index there (:meth:`FlowAnalysis.statement_position`)."""
+        return self.flow.statement_position(stmt)
+
+    def definitely_bound(self, name: str, node: ast.AST) -> bool:
+        """Whether ``name`` is bound on every path to ``node`` (``FlowAnalysis``)."""
+        return self.flow.definitely_bound(name, node)
+
+    def reaching(self, name: str, node: ast.AST) -> Binding | None:
+        """The binding of ``name`` every path to ``node`` passes last (``FlowAnalysis``)."""
+        return self.flow.reaching(name, node)
+
+    # ------------------------------------------------------------ names through imports (Resolver)
+
+    def qualname(self, expr: ast.expr) -> str | None:
+        """The dotted name ``expr`` means through its imports (:meth:`Resolver.qualname`)."""
+        return self.resolver.qualname(expr)
+
+    def is_torch_call(self, call: ast.Call) -> bool:
+        """Whether ``call`` calls something of torch (:meth:`Resolver.is_torch_call`)."""
+        return self.resolver.is_torch_call(call)
+
+    def binding_at(self, name: ast.Name) -> Binding | None:
+        """The binding a read of ``name`` sees, when one is known (:meth:`Resolver.binding_at`)."""
+        return self.resolver.binding_at(name)
+
+    def value_of(self, name: ast.Name) -> ast.expr | None:
+        """The expression ``name`` holds where it is read, if known (:meth:`Resolver.value_of`)."""
+        return self.resolver.value_of(name)
+
+    def callee(self, call: ast.Call) -> Callee | None:
+        """What ``call`` calls through aliases and partials (:meth:`Resolver.callee`)."""
+        return self.resolver.callee(call)
+
+    def function(self, expr: ast.expr) -> Callee | None:
+        """The function ``expr`` evaluates to (:meth:`Resolver.function`)."""
+        return self.resolver.function(expr)
+
+    # ------------------------------------------------------------ torch imports
 
     def torch_import(self) -> tuple[TorchImport, ast.stmt | None]:
         """How the module imports torch, and the first module-level statement that always does.
@@ -261,14 +314,14 @@ class ScopeMap(Resolver):
             if (
                 found
                 and all(b.kind is BindingKind.IMPORT and b.qualified == "torch" for b in found)
-                and self.definitely_bound(candidate, node)
+                and self.flow.definitely_bound(candidate, node)
             ):
                 return candidate
         return None
 
     def _torch_names(self) -> list[str]:
         # Asked for every fix that writes torch's name: collected once per module.
-        found: list[str] | None = getattr(self, "_torch_aliases", None)
+        found = self._torch_aliases
         if found is None:
             found = self._torch_aliases = sorted(
                 {
