@@ -32,12 +32,20 @@ def torch_file() -> str:
     return str(Path(torch.__file__).parent / "utils" / "collect_env.py")
 
 
+def _interruptible() -> None:
+    # A test run started in the background of a shell script (`pytest ... &`) inherits SIGINT
+    # ignored, and so would every child: Python then installs no KeyboardInterrupt handler
+    # and Ctrl-C does nothing, by design. The child gets SIGINT as a terminal's job has it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def torchport_run(*argv: str, **kwargs: object) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "torchport", "run", "-q", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_interruptible,  # the child runs no thread before exec
         **kwargs,  # type: ignore[call-overload]
     )
 

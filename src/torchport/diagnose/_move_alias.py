@@ -31,6 +31,7 @@ import ast
 from collections.abc import Callable
 from types import CodeType, FrameType
 
+from torchport._device_types import TENSOR_MOVE_METHODS
 from torchport._origin import Origin
 from torchport.diagnose._callsite import call_source_at
 
@@ -52,11 +53,12 @@ _NEW = frozenset(
         "unsqueeze", "view", "where",
     }
 )  # fmt: skip
-# Methods that may hand back their receiver (a no-op conversion): a temporary on a temporary
-_SAME_OR_NEW = frozenset(
+# Methods that may hand back their receiver (a no-op conversion or move): a temporary on a
+# temporary
+_SAME_OR_NEW = TENSOR_MOVE_METHODS | frozenset(
     {
-        "bfloat16", "bool", "byte", "char", "contiguous", "cpu", "cuda", "double", "float",
-        "half", "int", "long", "short", "to", "type", "type_as",
+        "bfloat16", "bool", "byte", "char", "contiguous", "double", "float", "half", "int",
+        "long", "short", "to", "type", "type_as",
     }
 )  # fmt: skip
 
