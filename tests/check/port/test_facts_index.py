@@ -11,28 +11,18 @@ decorators, class bases, lambdas, nested functions and classes), both agree; and
 from __future__ import annotations
 
 import ast
-import importlib.util
-import types
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from tests.check.port.siblings import load
 from torchport.check._context import Context
 from torchport.check.port._choices import own_placement
 from torchport.check.port._facts import PortFacts
 
-
-def _load(name: str, path: Path) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-port_programs = _load("port_programs_for_index", Path(__file__).parent / "port_programs.py")
+port_programs = load("port_programs_for_index", Path(__file__).parent / "port_programs.py")
 
 CORNERS = [
     "import torch\n\ndef f(x: torch.Tensor = torch.ones(1), *a: int, k: 'T' = 2, **kw: dict)"

@@ -11,27 +11,18 @@ own class, and a model put into a container or a ``functools.partial``.
 
 from __future__ import annotations
 
-import importlib.util
-import types
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.check.port.siblings import load
 from torchport.check.port import port_text
 
 HERE = Path(__file__).parent
 
 
-def _load(name: str, path: Path) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fuzz = _load("port_fuzz_oracle", HERE / "test_port_fuzz.py")
+fuzz = load("port_fuzz_oracle", HERE / "test_port_fuzz.py")
 
 HEAD = "import torch\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(4, 2)\n"
 MAKERS = ("torch.zeros(1, 2)", "torch.ones(1, 2) * 3", "torch.tensor([[1.0, 2.0]])")

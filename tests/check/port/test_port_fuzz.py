@@ -30,13 +30,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import types
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,22 +44,14 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
+from tests.check.port.siblings import load
 from torchport.check import check_source
 from torchport.check.port import PORT_SELECT, port_text
 
-
-def _load(name: str, path: Path) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 HERE = Path(__file__).parent
-port_programs = _load("port_programs", HERE / "port_programs.py")
-fix_fuzz = _load("fix_fuzz_checks", HERE.parent / "test_fix_fuzz.py")
-device_leaves = _load("port_runner", HERE / "port_runner.py").device_leaves
+port_programs = load("port_programs", HERE / "port_programs.py")
+fix_fuzz = load("fix_fuzz_checks", HERE.parent / "test_fix_fuzz.py")
+device_leaves = load("port_runner", HERE / "port_runner.py").device_leaves
 
 LONG = int(os.environ.get("TORCHPORT_PORT_FUZZ_EXAMPLES", "0"))
 META = torch.device("meta")

@@ -20,12 +20,10 @@ forwards.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import runpy
 import sys
 import tempfile
-import types
 import warnings
 from pathlib import Path
 from typing import Any
@@ -35,22 +33,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.check.port.siblings import load
 from torchport.check import port_paths
 
-
-def _load(name: str, path: Path) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 HERE = Path(__file__).parent
-port_fuzz = sys.modules.get("test_port_fuzz_stand_in") or _load(
-    "test_port_fuzz_stand_in", HERE / "test_port_fuzz.py"
-)
-sys.modules["test_port_fuzz_stand_in"] = port_fuzz
+port_fuzz = load("test_port_fuzz_stand_in", HERE / "test_port_fuzz.py")
 
 _NET = """
 class {name}({base}):

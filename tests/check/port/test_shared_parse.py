@@ -12,10 +12,7 @@ kept).
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 import tempfile
-import types
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,25 +20,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from tests.check.port.siblings import load
 from torchport.check import _syntax, port_paths
 from torchport.check._context import Context
 from torchport.check._syntax import keep_parsed, parse_source
 from torchport.check.port import _project
 
-
-def _load(name: str, path: Path) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 HERE = Path(__file__).parent
-project_fuzz = sys.modules.get("test_project_fuzz_for_sharing") or _load(
-    "test_project_fuzz_for_sharing", HERE / "test_project_fuzz.py"
-)
-sys.modules["test_project_fuzz_for_sharing"] = project_fuzz
+project_fuzz = load("test_project_fuzz_for_sharing", HERE / "test_project_fuzz.py")
 
 MODEL = (
     "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
