@@ -34,6 +34,7 @@ SETUP = [
     "idx = torch.tensor([1, 2], device=dev)",
     "h = torch.tensor(0.5)",
     "d0 = x.sum()",
+    "hidx = torch.tensor([0, 3])",
 ]
 
 _HOST_VALUES = ["0.5", "torch.tensor(0.5)", "h", "h * 2", "torch.full((), 2.0)"]
@@ -48,7 +49,8 @@ def statements(draw: st.DrawFn) -> str:
     index = draw(
         st.sampled_from(
             ["mask" if on_device else "hmask", "[1, 2]", "[True, False] * 8", "0", "slice(0, 2)"]
-            + (["idx"] if on_device else ["torch.tensor([1, 2])"])
+            + ["torch.tensor([1, 2])"]  # on the host: a device x gets it copied
+            + (["idx", "hidx"] if on_device else [])
         )
     )
     form = draw(st.sampled_from(["assign", "read_index", "read_value"]))
@@ -175,3 +177,32 @@ def test_a_number_is_copied_into_a_zero_dim_view_and_filled_into_any_other() -> 
         assert seen == copies, line
         assert f"{first + number} sync" not in counted["measured"], line
     assert counted["predicted"] == counted["measured"]
+
+
+def test_index_tensors_made_on_the_host_are_copied_to_the_indexed_device() -> None:
+    # CUDA copies each index tensor on the host to the indexed tensor's device (make_info
+    # in TensorAdvancedIndexing.cpp), one copy per tensor; a moved tensor whose dtype
+    # changes is the device's, and reading it waits.
+    body = [
+        "hi = torch.tensor([1, 2])",
+        "_ = x[hi]",
+        "_ = m[hi, hi]",
+        "x[hi] = 1.0",
+        "x.index_put_((hi,), torch.tensor(1.0))",
+        "h2 = torch.zeros(3).to(dev, dtype=torch.float64)",
+        "_ = h2.sum().item()",
+    ]
+    (counted,) = audit_counts([_program(["m = torch.randn(4, 4, device=dev)", *body])])
+    first = len(SETUP) + 4  # hi: after the import, def, setup lines and m
+    expected = {
+        "7 copy": 1,  # idx = torch.tensor([1, 2], device=dev)
+        f"{first + 1} copy": 1,  # hi
+        f"{first + 2} copy": 2,  # hi, twice
+        # hi, and the number unless index_fill_ takes it as a kernel argument
+        f"{first + 3} copy": 1 if hardware.setitem_number_fills_by_index() else 2,
+        f"{first + 4} copy": 2,  # hi and the one-element value
+        f"{first + 5} copy": 1,
+        f"{first + 6} sync": 1,
+    }
+    assert counted["measured"] == expected
+    assert counted["predicted"] == expected
