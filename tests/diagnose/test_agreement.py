@@ -206,3 +206,50 @@ def test_index_tensors_made_on_the_host_are_copied_to_the_indexed_device() -> No
     }
     assert counted["measured"] == expected
     assert counted["predicted"] == expected
+
+
+def test_a_mask_made_on_the_host_is_expanded_there_and_its_positions_copied() -> None:
+    # A host mask indexing a device tensor: nonzero runs on the host (no wait), its
+    # positions are copied; index_put_ cannot run as masked_fill_ with it, so the value
+    # made on the host is copied too. An empty copy is none (copy_impl returns early).
+    body = [
+        "hm = torch.arange(16) > 9",
+        "hm4 = torch.arange(4) > 1",
+        "_ = x[hm]",
+        "x[hm] = 1.0",
+        "x[hm] = torch.tensor(0.5)",
+        "_ = m[hm4, torch.tensor([1])]",
+        "_ = x[[]]",
+        "_ = torch.zeros(0).to(dev)",
+        "_ = x[torch.arange(16) > 99]",
+    ]
+    (counted,) = audit_counts([_program(["m = torch.randn(4, 4, device=dev)", *body])])
+    first = len(SETUP) + 4  # hm: after the import, def, setup lines and m
+    expected = {
+        "7 copy": 1,  # idx = torch.tensor([1, 2], device=dev)
+        f"{first + 2} copy": 1,  # the positions
+        f"{first + 3} copy": 2,  # the positions and the number
+        f"{first + 4} copy": 2,  # the positions and the value
+        f"{first + 5} copy": 2,  # the positions and the index tensor
+    }
+    assert counted["measured"] == expected
+    assert counted["predicted"] == expected
+
+
+def test_a_zero_dim_index_tensor_beside_a_list_or_advanced_index_is_read() -> None:
+    # handleDimInMultiDimIndexing selects by a 0-dim integer tensor's .item() (a wait
+    # when it is the device's) even where another part is advanced (found by the
+    # generator above: m[t1, idx] = 1.0)
+    body = [
+        "t1 = torch.tensor(1, device=dev)",
+        "m[t1, idx] = 1.0",
+        "_ = m[t1, [0, 1]]",
+        "m[t1, [0, 1]] = 2.0",
+        "m[torch.tensor(1), [0, 1]] = 2.0",
+    ]
+    (counted,) = audit_counts([_program(["m = torch.randn(4, 4, device=dev)", *body])])
+    first = len(SETUP) + 4  # t1: after the import, def, setup lines and m
+    for line in range(first + 1, first + 4):
+        assert counted["measured"].get(f"{line} sync") == 1, line
+    assert f"{first + 4} sync" not in counted["measured"]  # read on the host
+    assert counted["predicted"] == counted["measured"]

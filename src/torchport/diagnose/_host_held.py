@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from torchport._device_types import CPU
-from torchport.diagnose._indexing import MASK_DTYPES, masked_fill_dispatch
+from torchport.diagnose._indexing import MASK_DTYPES, masked_fill_dispatch, selects
 
 __all__ = ["HOST_FACTORIES", "HostHeld", "made_on_host"]
 
@@ -78,7 +78,7 @@ class HostHeld:
         (``index_put_`` runs as ``masked_fill_``; see :func:`._indexing.masked_fill_dispatch`)."""
         if args[0] in self:
             return True
-        if func is _SETITEM and len(args) > 2:
+        if func is _SETITEM and len(args) > 2 and not self.masks_on_host(args[1]):
             value = args[2]
             return isinstance(value, torch.Tensor) and value.numel() == 1 and value in self
         return False
@@ -118,8 +118,8 @@ class HostHeld:
         parts = index if isinstance(index, (tuple, list)) else (index,)
         found = []
         for part in parts:
-            if not isinstance(part, torch.Tensor) or part not in self:
-                continue
+            if not isinstance(part, torch.Tensor) or part not in self or selects(part):
+                continue  # a 0-dim integer tensor is read on the host and selected by
             if part.dtype in MASK_DTYPES:
                 with torch._C.DisableTorchFunction():  # .numpy() reaches no mode of torch's
                     positions = int(part.numpy().astype(bool).sum())

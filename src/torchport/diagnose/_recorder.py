@@ -342,6 +342,8 @@ class Recorder:
                 assigned = value.element_size() if value.numel() == 1 and value in self.held else 0
             else:
                 assigned = _indexing.assigned_number_bytes(args)
+                if _indexing.assigns_number_by_mask(args) and self.held.masks_on_host(args[1]):
+                    assigned = args[0].element_size()  # index_put_ with a host mask
             parts = _indexing.host_index_parts(args[1])
             parts += [(n, False) for n in self.held.index_bytes(args[1])]
             if assigned and func is _SETITEM and _fills_by_host_mask(args, parts, self.held):
@@ -349,6 +351,12 @@ class Recorder:
             for label, nbytes in [(_HOST_INDEX, n) for n, _ in parts] + [(_ASSIGNED, assigned)]:
                 if nbytes:
                     self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
+            index = args[1]
+            for part in index if type(index) is tuple else ():
+                if _ITEM_ENTRY and _indexing.selects(part) and part not in self.held:
+                    # m[t1, idx] = 1.0: ATen selects by a 0-dim integer tensor's .item(),
+                    # a wait on the device (this call's own ops are not recorded)
+                    self._count_read(_ITEM, _ITEM_ENTRY, part, sys._getframe(1), host_side=False)
             if any(is_mask for _, is_mask in parts) and not (
                 func is _SETITEM and _fills_by_host_mask(args, parts, self.held)
             ):
@@ -456,6 +464,16 @@ class Recorder:
                 if isinstance(arg, torch.Tensor):
                     tensor = arg
                     break
+            if (
+                func in _ATEN_INDEXING
+                and self.held.held
+                and len(args) > 1
+                and tensor is not None
+                and tensor not in self.held
+                and self.held.masks_on_host(args[1])
+            ):
+                self._count_from_host(func, args, kwargs)  # nonzero ran on the host
+                return
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
@@ -549,6 +567,16 @@ _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
 _FROM_HOST = "copy (a tensor made on the host, into one on the device)"
 _SETITEM = torch.Tensor.__setitem__
+_ITEM = torch.ops.aten._local_scalar_dense.default
+_ITEM_ENTRY = _ops.aten_entry(_ITEM)
+_ATEN_INDEXING = frozenset(
+    {
+        torch.ops.aten.index.Tensor,
+        torch.ops.aten.index_put_.default,
+        torch.ops.aten.index_put.default,
+        torch.ops.aten._index_put_impl_.default,
+    }
+)
 
 
 def _fills_by_host_mask(
