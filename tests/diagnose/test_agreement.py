@@ -253,3 +253,21 @@ def test_a_zero_dim_index_tensor_beside_a_list_or_advanced_index_is_read() -> No
         assert counted["measured"].get(f"{line} sync") == 1, line
     assert f"{first + 4} sync" not in counted["measured"]  # read on the host
     assert counted["predicted"] == counted["measured"]
+
+
+def test_a_move_of_a_tensor_made_on_the_device_copies_nothing() -> None:
+    # .to() of a tensor already on its target returns it (or converts it there): no copy
+    body = [
+        "y = torch.zeros(3, device=dev)",
+        "_ = y.to(dev)",
+        "_ = x.to(x.device)",
+        "_ = x.to(dev, torch.float64)",
+        "_ = x.to(device=dev, non_blocking=True)",
+        "_ = x.to(x)",
+        "_ = torch.zeros(3).to(dev)",  # the only copy of the body
+    ]
+    (counted,) = audit_counts([_program(body)])
+    first = len(SETUP) + 3  # y: after the import, def and setup lines
+    expected = {"7 copy": 1, f"{first + 6} copy": 1}
+    assert counted["measured"] == expected
+    assert counted["predicted"] == expected

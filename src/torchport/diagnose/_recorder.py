@@ -234,8 +234,13 @@ class Recorder:
         try:
             if entry.kind is _MAKES:
                 # a factory that names no device, or names the host at its call site
-                if kwargs.get("device") is None or self._named(func, args, kwargs) == HOST:
+                named = HOST if kwargs.get("device") is None else self._named(func, args, kwargs)
+                if named == HOST:
                     self.held.add(out)
+                elif named == DEVICE:
+                    self.device_only.add(
+                        out
+                    )  # made on the program's device: .to() it copies nothing
                 return
             if entry.transfer:
                 if func in _CREATES and made_on_host(func, args, kwargs):
@@ -290,6 +295,9 @@ class Recorder:
                     held.discard(args[0])  # on this host the call hands back the same tensor
                     # ... or a new one (a dtype change too), which followed its host input
                     held.discard(out)
+                    if args[0] in self.device_only and named == DEVICE:
+                        self.device_only.add(out)  # x.to(dev, dtype): converted on the device
+                        return
                     if out is args[0] and func not in _CREATES:
                         if out in self.device_only:
                             return  # c = c.to(dev) again: on the device already, no copy
