@@ -34,6 +34,7 @@ SETUP = [
     "idx = torch.tensor([1, 2], device=dev)",
     "h = torch.tensor(0.5)",
     "d0 = x.sum()",
+    "hidx = torch.tensor([0, 3])",
 ]
 
 _HOST_VALUES = ["0.5", "torch.tensor(0.5)", "h", "h * 2", "torch.full((), 2.0)"]
@@ -48,7 +49,8 @@ def statements(draw: st.DrawFn) -> str:
     index = draw(
         st.sampled_from(
             ["mask" if on_device else "hmask", "[1, 2]", "[True, False] * 8", "0", "slice(0, 2)"]
-            + (["idx"] if on_device else ["torch.tensor([1, 2])"])
+            + ["torch.tensor([1, 2])"]  # on the host: a device x gets it copied
+            + (["idx", "hidx"] if on_device else [])
         )
     )
     form = draw(st.sampled_from(["assign", "read_index", "read_value"]))
@@ -175,3 +177,97 @@ def test_a_number_is_copied_into_a_zero_dim_view_and_filled_into_any_other() -> 
         assert seen == copies, line
         assert f"{first + number} sync" not in counted["measured"], line
     assert counted["predicted"] == counted["measured"]
+
+
+def test_index_tensors_made_on_the_host_are_copied_to_the_indexed_device() -> None:
+    # CUDA copies each index tensor on the host to the indexed tensor's device (make_info
+    # in TensorAdvancedIndexing.cpp), one copy per tensor; a moved tensor whose dtype
+    # changes is the device's, and reading it waits.
+    body = [
+        "hi = torch.tensor([1, 2])",
+        "_ = x[hi]",
+        "_ = m[hi, hi]",
+        "x[hi] = 1.0",
+        "x.index_put_((hi,), torch.tensor(1.0))",
+        "h2 = torch.zeros(3).to(dev, dtype=torch.float64)",
+        "_ = h2.sum().item()",
+    ]
+    (counted,) = audit_counts([_program(["m = torch.randn(4, 4, device=dev)", *body])])
+    first = len(SETUP) + 4  # hi: after the import, def, setup lines and m
+    expected = {
+        "7 copy": 1,  # idx = torch.tensor([1, 2], device=dev)
+        f"{first + 1} copy": 1,  # hi
+        f"{first + 2} copy": 2,  # hi, twice
+        # hi, and the number unless index_fill_ takes it as a kernel argument
+        f"{first + 3} copy": 1 if hardware.setitem_number_fills_by_index() else 2,
+        f"{first + 4} copy": 2,  # hi and the one-element value
+        f"{first + 5} copy": 1,
+        f"{first + 6} sync": 1,
+    }
+    assert counted["measured"] == expected
+    assert counted["predicted"] == expected
+
+
+def test_a_mask_made_on_the_host_is_expanded_there_and_its_positions_copied() -> None:
+    # A host mask indexing a device tensor: nonzero runs on the host (no wait), its
+    # positions are copied; index_put_ cannot run as masked_fill_ with it, so the value
+    # made on the host is copied too. An empty copy is none (copy_impl returns early).
+    body = [
+        "hm = torch.arange(16) > 9",
+        "hm4 = torch.arange(4) > 1",
+        "_ = x[hm]",
+        "x[hm] = 1.0",
+        "x[hm] = torch.tensor(0.5)",
+        "_ = m[hm4, torch.tensor([1])]",
+        "_ = x[[]]",
+        "_ = torch.zeros(0).to(dev)",
+        "_ = x[torch.arange(16) > 99]",
+    ]
+    (counted,) = audit_counts([_program(["m = torch.randn(4, 4, device=dev)", *body])])
+    first = len(SETUP) + 4  # hm: after the import, def, setup lines and m
+    expected = {
+        "7 copy": 1,  # idx = torch.tensor([1, 2], device=dev)
+        f"{first + 2} copy": 1,  # the positions
+        f"{first + 3} copy": 2,  # the positions and the number
+        f"{first + 4} copy": 2,  # the positions and the value
+        f"{first + 5} copy": 2,  # the positions and the index tensor
+    }
+    assert counted["measured"] == expected
+    assert counted["predicted"] == expected
+
+
+def test_a_zero_dim_index_tensor_beside_a_list_or_advanced_index_is_read() -> None:
+    # handleDimInMultiDimIndexing selects by a 0-dim integer tensor's .item() (a wait
+    # when it is the device's) even where another part is advanced (found by the
+    # generator above: m[t1, idx] = 1.0)
+    body = [
+        "t1 = torch.tensor(1, device=dev)",
+        "m[t1, idx] = 1.0",
+        "_ = m[t1, [0, 1]]",
+        "m[t1, [0, 1]] = 2.0",
+        "m[torch.tensor(1), [0, 1]] = 2.0",
+    ]
+    (counted,) = audit_counts([_program(["m = torch.randn(4, 4, device=dev)", *body])])
+    first = len(SETUP) + 4  # t1: after the import, def, setup lines and m
+    for line in range(first + 1, first + 4):
+        assert counted["measured"].get(f"{line} sync") == 1, line
+    assert f"{first + 4} sync" not in counted["measured"]  # read on the host
+    assert counted["predicted"] == counted["measured"]
+
+
+def test_a_move_of_a_tensor_made_on_the_device_copies_nothing() -> None:
+    # .to() of a tensor already on its target returns it (or converts it there): no copy
+    body = [
+        "y = torch.zeros(3, device=dev)",
+        "_ = y.to(dev)",
+        "_ = x.to(x.device)",
+        "_ = x.to(dev, torch.float64)",
+        "_ = x.to(device=dev, non_blocking=True)",
+        "_ = x.to(x)",
+        "_ = torch.zeros(3).to(dev)",  # the only copy of the body
+    ]
+    (counted,) = audit_counts([_program(body)])
+    first = len(SETUP) + 3  # y: after the import, def and setup lines
+    expected = {"7 copy": 1, f"{first + 6} copy": 1}
+    assert counted["measured"] == expected
+    assert counted["predicted"] == expected

@@ -399,3 +399,25 @@ def test_scripts_print_the_same_under_each_tool_in_process(
         with _tool(tool):
             assert printed() == bare, tool
     assert printed() == bare
+
+
+_SEEDED_DRAWS = """
+import random, sys
+import numpy as np
+import torch
+import torchport as tp
+random.seed(7); np.random.seed(7); torch.manual_seed(7)
+if sys.argv[1] == "tool":
+    with tp.audit(), tp.strict():
+        pass
+print(random.random(), np.random.rand(), torch.rand(1).item())
+"""
+
+
+def test_the_first_use_of_the_tools_draws_nothing_from_the_programs_generators() -> None:
+    """Reaching ``tp.audit`` imports the diagnose package (and what it draws with); an
+    import that drew from Python's global ``random`` (``rich`` takes 24 bits at import)
+    shifted every later draw of a program that seeded before its first ``audit()``."""
+    bare = _stdout([sys.executable, "-c", _SEEDED_DRAWS, "bare"])
+    assert bare[0] == 0 and bare[1]
+    assert _stdout([sys.executable, "-c", _SEEDED_DRAWS, "tool"]) == bare

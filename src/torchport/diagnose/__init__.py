@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from torchport.diagnose import _rich_quietly  # noqa: F401  (first: rich draws at import)
 from torchport.diagnose._audit import AuditEntry, AuditReport, audit
 from torchport.diagnose._bandwidth import CopyBandwidth
 from torchport.diagnose._doctor import DoctorReport, doctor

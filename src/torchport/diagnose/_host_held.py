@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from torchport._device_types import CPU
-from torchport.diagnose._indexing import masked_fill_dispatch
+from torchport.diagnose._indexing import MASK_DTYPES, masked_fill_dispatch, selects
 
 __all__ = ["HOST_FACTORIES", "HostHeld", "made_on_host"]
 
@@ -78,27 +78,63 @@ class HostHeld:
         (``index_put_`` runs as ``masked_fill_``; see :func:`._indexing.masked_fill_dispatch`)."""
         if args[0] in self:
             return True
-        if func is _SETITEM and len(args) > 2:
+        if func is _SETITEM and len(args) > 2 and not self.masks_on_host(args[1]):
             value = args[2]
             return isinstance(value, torch.Tensor) and value.numel() == 1 and value in self
         return False
 
-    def copied_from_host(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
-        """Bytes an op copies in the accelerator run from a tensor held on the host into
-        one it does not hold there (0: none): ``dst.copy_(src)``, or the one-element value
-        ``index_put_`` copies (``x[idx] = torch.tensor(1.0)``; with a lone mask it runs as
-        ``masked_fill_`` instead)."""
+    def copied_from_host(
+        self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> list[int]:
+        """Bytes of each copy an op makes in the accelerator run from a tensor held on the
+        host into one it does not hold there (empty: none): ``dst.copy_(src)``; index
+        tensors held on the host that index a device tensor (:meth:`index_bytes`); and the
+        one-element value ``index_put_`` copies (``x[idx] = torch.tensor(1.0)``; with a
+        lone mask on the device it runs as ``masked_fill_`` instead)."""
+        copies: list[int] = []
+        if func in _INDEX_PUTS or func is _INDEX:
+            base = args[0]
+            if isinstance(base, torch.Tensor) and base not in self:
+                copies = self.index_bytes(args[1] if len(args) > 1 else kwargs["indices"])
         if func is _COPY:
             dst, src = args[0], args[1] if len(args) > 1 else kwargs.get("src")
         elif func in _INDEX_PUTS and not masked_fill_dispatch(args, kwargs):
             dst, src = args[0], args[2] if len(args) > 2 else kwargs.get("values")
             if not isinstance(src, torch.Tensor) or src.numel() != 1:
-                return 0
+                return copies
         else:
-            return 0
+            return copies
         if not isinstance(src, torch.Tensor) or src not in self or dst in self:
-            return 0
-        return int(src.numel() * src.element_size())
+            return copies
+        return [*copies, int(src.numel() * src.element_size())]
+
+    def index_bytes(self, index: Any) -> list[int]:
+        """Bytes of each index tensor held on the host that indexing a tensor the
+        accelerator run holds on the device copies there (``x[hi]``, ``m[:, hi]``,
+        ``x[host_mask]``), as :func:`._on_device.copies_on_device` counts them: an
+        integer index whole, a mask as the ``int64`` positions ``nonzero`` finds on the
+        host. The caller checks that the indexed tensor is not held here.
+        """
+        parts = index if isinstance(index, (tuple, list)) else (index,)
+        found = []
+        for part in parts:
+            if not isinstance(part, torch.Tensor) or part not in self or selects(part):
+                continue  # a 0-dim integer tensor is read on the host and selected by
+            if part.dtype in MASK_DTYPES:
+                with torch._C.DisableTorchFunction():  # .numpy() reaches no mode of torch's
+                    positions = int(part.numpy().astype(bool).sum())
+                found.append(positions * max(part.dim(), 1) * 8)
+            else:
+                found.append(part.numel() * part.element_size())
+        return found
+
+    def masks_on_host(self, index: Any) -> bool:
+        """Whether ``x[index]`` holds a mask and every mask in it is held on the host:
+        ``nonzero`` runs there, so expanding it waits for nothing (its positions are
+        copied, :meth:`index_bytes`)."""
+        parts = index if isinstance(index, (tuple, list)) else (index,)
+        masks = [p for p in parts if isinstance(p, torch.Tensor) and p.dtype in MASK_DTYPES]
+        return bool(masks) and all(mask in self for mask in masks)
 
     def follow(self, args: Sequence[Any], out: Any) -> None:
         """An op ran: its results are on the host if every tensor it took is.
@@ -141,6 +177,7 @@ def made_on_host(func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> b
 
 _SETITEM = torch.Tensor.__setitem__
 _COPY = torch.ops.aten.copy_.default
+_INDEX = torch.ops.aten.index.Tensor
 _INDEX_PUTS = frozenset(
     {
         torch.ops.aten.index_put_.default,

@@ -21,6 +21,7 @@ from torchport._device_types import CPU
 __all__ = [
     "MASK_DTYPES",
     "assigned_number_bytes",
+    "assigns_number_by_mask",
     "assigns_tensor_by_mask",
     "basic_view_dims",
     "has_bool_index",
@@ -28,6 +29,7 @@ __all__ = [
     "host_index_parts",
     "indexes_by_mask",
     "masked_fill_dispatch",
+    "selects",
     "uint8_index",
 ]
 
@@ -82,6 +84,17 @@ def assigns_tensor_by_mask(args: _Args, kwargs: _Kwargs) -> bool:
     ``index_put_`` expands the mask there (a wait). A Python number is wrapped on the
     host and the assignment runs as ``masked_fill_`` (:func:`masked_fill_dispatch`)."""
     return len(args) > 2 and isinstance(args[2], torch.Tensor) and indexes_by_mask(args, kwargs)
+
+
+def assigns_number_by_mask(args: _Args) -> bool:
+    """``x[mask] = number``: ``masked_fill_`` where the mask is on ``x``'s device; where it
+    is on the host, ``index_put_`` copies the mask's positions and the number (the caller
+    knows which: :mod:`._host_held`)."""
+    return (
+        len(args) > 2
+        and isinstance(args[2], (bool, int, float, complex))
+        and indexes_by_mask(args, {})
+    )
 
 
 def host_index_bytes(index: Any) -> int:
@@ -164,7 +177,7 @@ def assigned_number_bytes(args: _Args) -> int:
         if isinstance(part, (list, torch.Tensor)) or (
             numpy is not None and isinstance(part, numpy.ndarray)
         ):
-            advanced += not _selects(part)
+            advanced += not selects(part)
         elif isinstance(part, bool):
             advanced += 1  # a bool inside a tuple: an index tensor (boolToIndexingTensor)
     if not advanced or indexes_by_mask(args, {}):
@@ -197,7 +210,7 @@ def basic_view_dims(tensor: torch.Tensor, index: Any) -> int | None:
         elif isinstance(part, (bool, list)):
             return None  # inside a tuple, a bool becomes an index tensor
         elif isinstance(part, torch.Tensor):
-            if not _selects(part):
+            if not selects(part):
                 return None
             dims -= 1
         elif hasattr(type(part), "__index__") and not hasattr(part, "shape"):
@@ -207,7 +220,7 @@ def basic_view_dims(tensor: torch.Tensor, index: Any) -> int | None:
     return dims
 
 
-def _selects(part: Any) -> bool:
+def selects(part: Any) -> bool:
     """A 0-dim integer tensor: ATen reads it (``.item()``) and selects by its value."""
     return (
         isinstance(part, torch.Tensor)

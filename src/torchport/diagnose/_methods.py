@@ -344,6 +344,7 @@ class FunctionWatcher(TorchFunctionMode):
 
 
 _INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
+_SETITEM = torch.Tensor.__setitem__
 
 
 def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
@@ -351,7 +352,9 @@ def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
     if func not in _INDEXING or len(args) < 2:
         return 0
     try:
-        return _indexing.host_index_bytes(args[1]) + _indexing.assigned_number_bytes(args)
+        found = _indexing.host_index_bytes(args[1]) + _indexing.assigned_number_bytes(args)
+        # x[mask] = number: nothing crosses unless the mask is the host's (the observer's to tell)
+        return found or int(func is _SETITEM and _indexing.assigns_number_by_mask(args))
     except Exception:  # odd indices: the call itself will say what is wrong with them
         return 0
 

@@ -234,8 +234,13 @@ class Recorder:
         try:
             if entry.kind is _MAKES:
                 # a factory that names no device, or names the host at its call site
-                if kwargs.get("device") is None or self._named(func, args, kwargs) == HOST:
+                named = HOST if kwargs.get("device") is None else self._named(func, args, kwargs)
+                if named == HOST:
                     self.held.add(out)
+                elif named == DEVICE:
+                    self.device_only.add(
+                        out
+                    )  # made on the program's device: .to() it copies nothing
                 return
             if entry.transfer:
                 if func in _CREATES and made_on_host(func, args, kwargs):
@@ -288,6 +293,11 @@ class Recorder:
                         )
                 else:
                     held.discard(args[0])  # on this host the call hands back the same tensor
+                    # ... or a new one (a dtype change too), which followed its host input
+                    held.discard(out)
+                    if args[0] in self.device_only and named == DEVICE:
+                        self.device_only.add(out)  # x.to(dev, dtype): converted on the device
+                        return
                     if out is args[0] and func not in _CREATES:
                         if out in self.device_only:
                             return  # c = c.to(dev) again: on the device already, no copy
@@ -316,6 +326,10 @@ class Recorder:
                 self.held.follow(args, out)  # x[mask] of a host tensor: the host's too
                 if self.held.mask_on_host(func, args):
                     return
+                if args[0] not in self.held and self.held.masks_on_host(args[1]):
+                    # x[host_mask]: nonzero runs on the host, its positions are copied
+                    self._count_host_indexed(func, args)
+                    return
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
@@ -336,12 +350,21 @@ class Recorder:
                 assigned = value.element_size() if value.numel() == 1 and value in self.held else 0
             else:
                 assigned = _indexing.assigned_number_bytes(args)
+                if _indexing.assigns_number_by_mask(args) and self.held.masks_on_host(args[1]):
+                    assigned = args[0].element_size()  # index_put_ with a host mask
             parts = _indexing.host_index_parts(args[1])
+            parts += [(n, False) for n in self.held.index_bytes(args[1])]
             if assigned and func is _SETITEM and _fills_by_host_mask(args, parts, self.held):
                 assigned = 0  # x[bool list] = host value: masked_fill_ reads it, copies nothing
             for label, nbytes in [(_HOST_INDEX, n) for n, _ in parts] + [(_ASSIGNED, assigned)]:
                 if nbytes:
                     self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
+            index = args[1]
+            for part in index if type(index) is tuple else ():
+                if _ITEM_ENTRY and _indexing.selects(part) and part not in self.held:
+                    # m[t1, idx] = 1.0: ATen selects by a 0-dim integer tensor's .item(),
+                    # a wait on the device (this call's own ops are not recorded)
+                    self._count_read(_ITEM, _ITEM_ENTRY, part, sys._getframe(1), host_side=False)
             if any(is_mask for _, is_mask in parts) and not (
                 func is _SETITEM and _fills_by_host_mask(args, parts, self.held)
             ):
@@ -351,6 +374,24 @@ class Recorder:
                 )
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
+
+    def _count_host_indexed(self, func: Any, args: Sequence[Any]) -> None:
+        """``x[host_mask]`` (``= v``) of a tensor on the device: the mask's positions, and
+        a value made on the host (a number, a one-element tensor held there), are copied
+        to the device; ``index_put_`` cannot run as ``masked_fill_`` with a host mask."""
+        where, _ = self._where(sys._getframe(2))
+        phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
+        name = _ops.op_name(func)
+        sizes = [(_HOST_INDEX, n) for n in self.held.index_bytes(args[1])]
+        if func is _SETITEM and len(args) > 2:
+            value = args[2]
+            if isinstance(value, (bool, int, float, complex)):
+                sizes.append((_ASSIGNED, args[0].element_size()))
+            elif isinstance(value, torch.Tensor) and value.numel() == 1 and value in self.held:
+                sizes.append((_ASSIGNED, value.element_size()))
+        for label, nbytes in sizes:
+            if nbytes:
+                self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
 
     def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
         """Where a move that stays on this host goes in the accelerator run: what its call
@@ -431,6 +472,16 @@ class Recorder:
                 if isinstance(arg, torch.Tensor):
                     tensor = arg
                     break
+            if (
+                func in _ATEN_INDEXING
+                and self.held.held
+                and len(args) > 1
+                and tensor is not None
+                and tensor not in self.held
+                and self.held.masks_on_host(args[1])
+            ):
+                self._count_from_host(func, args, kwargs)  # nonzero ran on the host
+                return
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
@@ -438,12 +489,14 @@ class Recorder:
     def _count_from_host(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         """A copy from a tensor the accelerator run holds on the host into one on the
         device (:meth:`._host_held.HostHeld.copied_from_host`)."""
-        nbytes = self.held.copied_from_host(func, args, kwargs)
-        if nbytes and not in_state_loading(sys._getframe(2)):
+        copies = [n for n in self.held.copied_from_host(func, args, kwargs) if n]
+        if copies and not in_state_loading(sys._getframe(2)):
             where, _ = self._where(sys._getframe(2))
             phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
             name = _ops.op_name(func)
-            self._count(Row(TRANSFER, _FROM_HOST, name, TO_DEVICE, True, phase, where), nbytes)
+            for nbytes in copies:
+                row = Row(TRANSFER, _FROM_HOST, name, TO_DEVICE, True, phase, where)
+                self._count(row, nbytes)
 
     def _count_read(
         self,
@@ -522,6 +575,16 @@ _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
 _FROM_HOST = "copy (a tensor made on the host, into one on the device)"
 _SETITEM = torch.Tensor.__setitem__
+_ITEM = torch.ops.aten._local_scalar_dense.default
+_ITEM_ENTRY = _ops.aten_entry(_ITEM)
+_ATEN_INDEXING = frozenset(
+    {
+        torch.ops.aten.index.Tensor,
+        torch.ops.aten.index_put_.default,
+        torch.ops.aten.index_put.default,
+        torch.ops.aten._index_put_impl_.default,
+    }
+)
 
 
 def _fills_by_host_mask(

@@ -59,11 +59,13 @@ def copied(
     non_blocking: bool,
     label: str = "",
 ) -> None:
-    """Tell listeners that ``tensor``'s bytes crossed in direction ``kind``."""
-    if not _crossings.watched():
+    """Tell listeners that ``tensor``'s bytes crossed in direction ``kind``; an empty
+    tensor's copy is none (ATen's ``copy_impl`` returns before any transfer when the
+    iterator has no elements)."""
+    nbytes = tensor.numel() * tensor.element_size()
+    if not nbytes or not _crossings.watched():
         return
     filename, lineno, function = _user_line()
-    nbytes = tensor.numel() * tensor.element_size()
     label = label or ("copy (.to()/.cpu()/.cuda())" if "to_copy" in op else f"copy ({op})")
     _crossings.publish(
         Crossing(kind, op, nbytes, pinned, non_blocking, filename, lineno, function, _DEVICE, label)
@@ -71,8 +73,9 @@ def copied(
 
 
 def copied_bytes(kind: CrossingKind, op: str, nbytes: int) -> None:
-    """Tell listeners that ``nbytes`` crossed inside ``op`` (an index tensor CUDA copies)."""
-    if not _crossings.watched():
+    """Tell listeners that ``nbytes`` crossed inside ``op`` (an index tensor CUDA copies);
+    an empty index (``x[[]]``, a host mask with no ``True``) copies nothing."""
+    if not nbytes or not _crossings.watched():
         return
     filename, lineno, function = _user_line()
     _crossings.publish(
