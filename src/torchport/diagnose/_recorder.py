@@ -360,11 +360,15 @@ class Recorder:
                 if nbytes:
                     self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
             index = args[1]
-            for part in index if type(index) is tuple else ():
-                if _ITEM_ENTRY and _indexing.selects(part) and part not in self.held:
-                    # m[t1, idx] = 1.0: ATen selects by a 0-dim integer tensor's .item(),
-                    # a wait on the device (this call's own ops are not recorded)
-                    self._count_read(_ITEM, _ITEM_ENTRY, part, sys._getframe(1), host_side=False)
+            parts_of = index if type(index) is tuple else ()
+            if any(map(_advanced, parts_of)):  # else the select's .item() is recorded as it runs
+                for part in parts_of:
+                    if _ITEM_ENTRY and _indexing.selects(part) and part not in self.held:
+                        # m[t1, idx] = 1.0: ATen selects by a 0-dim integer tensor's .item(),
+                        # a wait on the device (this call's own ops are not recorded)
+                        self._count_read(
+                            _ITEM, _ITEM_ENTRY, part, sys._getframe(1), host_side=False
+                        )
             if any(is_mask for _, is_mask in parts) and not (
                 func is _SETITEM and _fills_by_host_mask(args, parts, self.held)
             ):
@@ -585,6 +589,14 @@ _ATEN_INDEXING = frozenset(
         torch.ops.aten._index_put_impl_.default,
     }
 )
+
+
+def _advanced(part: Any) -> bool:
+    """An index part that makes ``x[...]`` advanced indexing: a list, an array, a tensor that
+    is not a 0-dim integer one (which ATen selects by, as by an int)."""
+    if isinstance(part, torch.Tensor):
+        return not _indexing.selects(part)
+    return isinstance(part, list) or type(part).__module__ == "numpy"
 
 
 def _fills_by_host_mask(
