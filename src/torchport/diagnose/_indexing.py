@@ -148,7 +148,8 @@ def assigned_number_bytes(args: _Args) -> int:
       ``m[0, 1]``): one element copied to the device; any other view takes its
       ``src.dim() == 0 && src.device().type() == at::kCPU`` branch, ``dst.fill_(src)``,
       which reads the host value and fills on the device (no copy). A lone ``False``
-      assigns nothing.
+      assigns nothing. Newer torch (2.15) fills the 0-dim view with the number instead, and
+      nothing crosses (:func:`torchport.hardware.setitem_number_copies_into_a_zero_dim_view`).
     * an advanced index (a tensor, a list, a NumPy array, a bool inside a tuple, which
       ``boolToIndexingTensor`` turns into an index tensor) makes the assignment
       ``index_put_``, which copies a one-element host value to the device
@@ -170,7 +171,8 @@ def assigned_number_bytes(args: _Args) -> int:
     index = args[1]
     dims = basic_view_dims(args[0], index)
     if dims is not None:
-        return int(args[0].element_size()) if dims == 0 else 0
+        copies = dims == 0 and hardware.setitem_number_copies_into_a_zero_dim_view()
+        return int(args[0].element_size()) if copies else 0
     numpy = sys.modules.get("numpy")
     advanced = 0
     for part in index if type(index) is tuple else (index,):

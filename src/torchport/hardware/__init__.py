@@ -103,6 +103,7 @@ from torchport.hardware._torch_features import (
     below_floor,
     legacy_storage,
     python_device_backend,
+    setitem_number_copies_into_a_zero_dim_view,
     setitem_number_fills_by_index,
 )
 
@@ -157,6 +158,7 @@ __all__ = [
     "plan_copy",
     "python_device_backend",
     "record_stream",
+    "setitem_number_copies_into_a_zero_dim_view",
     "setitem_number_fills_by_index",
     "should_pack",
     "size_class",

@@ -49,6 +49,7 @@ __all__ = [
     "dtypes_named",
     "legacy_storage",
     "python_device_backend",
+    "setitem_number_copies_into_a_zero_dim_view",
     "setitem_number_fills_by_index",
 ]
 
@@ -153,6 +154,32 @@ def setitem_number_fills_by_index() -> bool:
     with _Watch():  # type: ignore[no-untyped-call]
         target[[0, 1]] = 1.0
     return torch.ops.aten.index_fill_ in seen and torch.ops.aten.index_put_ not in seen
+
+
+@functools.cache
+def setitem_number_copies_into_a_zero_dim_view() -> bool:
+    """Whether ``x[0] = number`` (a 0-dim view) copies the number in as a host tensor.
+
+    Torch 2.13 wraps the number in a 0-dim host tensor and ``copy_``s it into the view
+    (``copy_to`` in TensorIndexing.h), which CUDA copies to the device; 2.15 runs ``fill_``
+    with the number, and nothing crosses. Asked of this torch once, by watching one such
+    assignment on the CPU.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: list[Any] = []
+
+    class _Watch(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            seen.append(func.overloadpacket)
+            return func(*args, **(kwargs or {}))
+
+    target = torch.zeros(3)
+    with _Watch():  # type: ignore[no-untyped-call]
+        target[0] = 1.0
+    return torch.ops.aten.copy_ in seen
 
 
 def legacy_storage(name: str) -> Any:

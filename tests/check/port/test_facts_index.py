@@ -22,6 +22,7 @@ from torchport.check._context import Context
 from torchport.check.port._choices import own_placement
 from torchport.check.port._facts import PortFacts
 
+pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
 port_programs = load("port_programs_for_index", Path(__file__).parent / "port_programs.py")
 
 CORNERS = [
