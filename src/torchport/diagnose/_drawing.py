@@ -4,7 +4,8 @@ The reports (:class:`~torchport.AuditReport`, :class:`~torchport.DoctorReport`,
 :class:`~torchport.MemoryReport`, :class:`~torchport.OomExplanation`) are dataclasses of
 facts; this module draws them (the audit's, the memory report and the OOM explanation
 here, the doctor's tables in :mod:`._doctor_drawing`): no other module of diagnose
-imports rich, and every report's ``str()`` and ``__rich__`` come to one of the two
+draws with rich (:mod:`._rich_quietly` only imports it, keeping the program's random
+state), and every report's ``str()`` and ``__rich__`` come to one of the two
 (``tests/test_claims.py``). :func:`render` and :func:`render_text` draw any report. Both
 modules read the reports' attributes and import none of their modules at run time, so the
 reports can delegate ``str()`` and ``__rich__`` here without an import circle.
