@@ -139,20 +139,8 @@ def setitem_number_fills_by_index() -> bool:
     crosses; older torch wraps it in a host tensor for ``index_put_``, which CUDA copies
     to the device. Asked of this torch once, by watching one such assignment on the CPU.
     """
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    seen: list[Any] = []
-
-    class _Watch(TorchDispatchMode):  # type: ignore[no-untyped-call]
-        def __torch_dispatch__(
-            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
-        ) -> Any:
-            seen.append(func.overloadpacket)
-            return func(*args, **(kwargs or {}))
-
     target = torch.zeros(3)
-    with _Watch():  # type: ignore[no-untyped-call]
-        target[[0, 1]] = 1.0
+    seen = _dispatched(lambda: target.__setitem__([0, 1], 1.0))
     return torch.ops.aten.index_fill_ in seen and torch.ops.aten.index_put_ not in seen
 
 
@@ -165,6 +153,12 @@ def setitem_number_copies_into_a_zero_dim_view() -> bool:
     with the number, and nothing crosses. Asked of this torch once, by watching one such
     assignment on the CPU.
     """
+    target = torch.zeros(3)
+    return torch.ops.aten.copy_ in _dispatched(lambda: target.__setitem__(0, 1.0))
+
+
+def _dispatched(action: Callable[[], object]) -> list[Any]:
+    """The aten ops (overload packets) ``action`` dispatches, in order, on the CPU."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     seen: list[Any] = []
@@ -176,10 +170,9 @@ def setitem_number_copies_into_a_zero_dim_view() -> bool:
             seen.append(func.overloadpacket)
             return func(*args, **(kwargs or {}))
 
-    target = torch.zeros(3)
     with _Watch():  # type: ignore[no-untyped-call]
-        target[0] = 1.0
-    return torch.ops.aten.copy_ in seen
+        action()
+    return seen
 
 
 def legacy_storage(name: str) -> Any:
