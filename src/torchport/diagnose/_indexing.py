@@ -20,6 +20,7 @@ from torchport._device_types import CPU
 
 __all__ = [
     "MASK_DTYPES",
+    "advances",
     "assigned_number_bytes",
     "assigns_number_by_mask",
     "assigns_tensor_by_mask",
@@ -220,6 +221,14 @@ def basic_view_dims(tensor: torch.Tensor, index: Any) -> int | None:
         else:
             return None
     return dims
+
+
+def advances(part: Any) -> bool:
+    """Whether an index part makes ``x[...]`` advanced indexing: a list, a NumPy array, a
+    tensor other than a 0-dim integer one (which ATen selects by, as by an int)."""
+    if isinstance(part, torch.Tensor):
+        return not selects(part)
+    return isinstance(part, list) or type(part).__module__ == "numpy"
 
 
 def selects(part: Any) -> bool:

@@ -354,14 +354,15 @@ class Recorder:
                     assigned = args[0].element_size()  # index_put_ with a host mask
             parts = _indexing.host_index_parts(args[1])
             parts += [(n, False) for n in self.held.index_bytes(args[1])]
-            if assigned and func is _SETITEM and _fills_by_host_mask(args, parts, self.held):
+            fills = func is _SETITEM and _fills_by_host_mask(args, parts, self.held)
+            if fills:
                 assigned = 0  # x[bool list] = host value: masked_fill_ reads it, copies nothing
             for label, nbytes in [(_HOST_INDEX, n) for n, _ in parts] + [(_ASSIGNED, assigned)]:
                 if nbytes:
                     self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
             index = args[1]
             parts_of = index if type(index) is tuple else ()
-            if any(map(_advanced, parts_of)):  # else the select's .item() is recorded as it runs
+            if any(map(_indexing.advances, parts_of)):  # else the select's .item() is recorded
                 for part in parts_of:
                     if _ITEM_ENTRY and _indexing.selects(part) and part not in self.held:
                         # m[t1, idx] = 1.0: ATen selects by a 0-dim integer tensor's .item(),
@@ -369,9 +370,7 @@ class Recorder:
                         self._count_read(
                             _ITEM, _ITEM_ENTRY, part, sys._getframe(1), host_side=False
                         )
-            if any(is_mask for _, is_mask in parts) and not (
-                func is _SETITEM and _fills_by_host_mask(args, parts, self.held)
-            ):
+            if any(is_mask for _, is_mask in parts) and not fills:
                 # a bool list or array is a mask on the device: expanding it waits there
                 self._count_read(
                     func, _ops.METHOD_TABLE[func], args[0], sys._getframe(1), host_side=False
@@ -589,14 +588,6 @@ _ATEN_INDEXING = frozenset(
         torch.ops.aten._index_put_impl_.default,
     }
 )
-
-
-def _advanced(part: Any) -> bool:
-    """An index part that makes ``x[...]`` advanced indexing: a list, an array, a tensor that
-    is not a 0-dim integer one (which ATen selects by, as by an int)."""
-    if isinstance(part, torch.Tensor):
-        return not _indexing.selects(part)
-    return isinstance(part, list) or type(part).__module__ == "numpy"
 
 
 def _fills_by_host_mask(
