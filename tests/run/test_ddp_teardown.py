@@ -119,3 +119,55 @@ def test_ddp_steps_under_the_redirect_never_hang(tmp_path: Path) -> None:
         pytest.fail(f"DDP steps under the redirect hung:\n{hang.stderr!s}")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("finished")
+
+
+_MODEL_IN_A_CYCLE = """
+import gc, os, sys, weakref
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+def main():
+    dist.init_process_group("nccl", init_method=f"file://{sys.argv[1]}", rank=0, world_size=1)
+    ddp = DistributedDataParallel(torch.nn.Linear(4, 1).cuda(), device_ids=[0])
+    ddp(torch.ones(2, 4, device="cuda")).sum().backward()
+    # The callback holds no function of this script (those would keep its globals alive).
+    said = "import os, sys; os.write(1, b'freed while finalizing: %d\\\\n' % sys.is_finalizing())"
+    weakref.finalize(ddp, exec, said, {}).atexit = False
+    holder = {"model": ddp}
+    holder["itself"] = holder  # only the collector frees the model now
+    gc.collect()  # and it is old, as a trained one is: only a full collection frees it
+    dist.destroy_process_group()
+
+main()
+"""
+
+
+def test_a_model_in_a_reference_cycle_dies_before_the_interpreter_finalizes(tmp_path: Path) -> None:
+    # A model in a reference cycle (DDP is in one of its own on some torches) is freed by
+    # the collector only, and with it the gloo group its reducer holds. Freed while the
+    # interpreter finalizes, a gloo worker that must take the GIL to drop the redirect's
+    # mode would be ended mid-C++ frame ("terminate called without an active exception",
+    # SIGABRT). The run collects before it returns.
+    script = tmp_path / "model_in_a_cycle.py"
+    script.write_text(_MODEL_IN_A_CYCLE)
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchport",
+            "run",
+            "--quiet",
+            "--device",
+            "cpu",
+            str(script),
+            str(tmp_path / "store"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "freed while finalizing: 0\n", done.stdout

@@ -117,7 +117,7 @@ def run_target(
     from torchport.run._lines import whole_lines
     from torchport.run._notice import on_first_use
     from torchport.run._redirect import redirect
-    from torchport.run._shutdown import ExitHandlers, join_threads
+    from torchport.run._shutdown import ExitHandlers, free_cycles, join_threads
 
     if named_type(device) == "sim":
         from torchport.sim import simulate_accelerator
@@ -135,20 +135,16 @@ def run_target(
     # The redirect is outermost: it stays until the script's threads and atexit
     # handlers are done, as the script's own CUDA would.
     lines = whole_lines() if "LOCAL_RANK" in os.environ else contextlib.nullcontext()
-    with (
-        redirect(resolved, device_count=count),
-        announce,
-        lines,
-        _main_module(target),
-        handlers.collecting(),
-    ):
-        # On the simulated accelerator a mismatch is the finding: strict names its culprit.
-        code = _run_watched(target, audit=audit, strict=strict or resolved.type == "sim")
-        try:
-            join_threads(before)
-            handlers.run()
-        except KeyboardInterrupt:
-            code = -signal.SIGINT
+    with redirect(resolved, device_count=count), announce, lines:
+        with _main_module(target), handlers.collecting():
+            # On the simulated accelerator a mismatch is the finding: strict names its culprit.
+            code = _run_watched(target, audit=audit, strict=strict or resolved.type == "sim")
+            try:
+                join_threads(before)
+                handlers.run()
+            except KeyboardInterrupt:
+                code = -signal.SIGINT
+        free_cycles()  # the script's module is gone: what only the collector frees goes now
     return code
 
 
