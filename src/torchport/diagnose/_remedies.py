@@ -24,11 +24,13 @@ import inspect
 import linecache
 import re
 import textwrap
-from collections.abc import Sequence
-from types import FrameType
+from collections.abc import Mapping, Sequence
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
+
+from torchport._device_types import CPU, MOVE_METHODS
 
 __all__ = ["host_factory", "side_rule", "through_helper"]
 
@@ -65,27 +67,32 @@ def side_rule(said: str) -> tuple[str, str] | None:
 _FACTORIES = frozenset(
     {
         "arange",
-        "zeros",
-        "ones",
-        "full",
+        "as_tensor",
         "empty",
         "eye",
+        "full",
         "linspace",
         "logspace",
+        "ones",
         "rand",
-        "randn",
         "randint",
+        "randn",
         "randperm",
+        "tensor",
         "tril_indices",
         "triu_indices",
+        "zeros",
     }
 )
+# Calls that put their result somewhere on purpose: an expression holding one is not a
+# factory's forgotten device
+_PLACING = frozenset({"to", "type_as", "pin_memory", *MOVE_METHODS})
 
 
-def _function_tree(frame: FrameType) -> tuple[ast.AST, int] | None:
-    """The frame's function parsed, and the line its source starts at."""
+def _function_tree(code: CodeType) -> tuple[ast.AST, int] | None:
+    """The function of ``code`` parsed, and the line its source starts at."""
     try:
-        lines, start = inspect.getsourcelines(frame.f_code)
+        lines, start = inspect.getsourcelines(code)
     except (OSError, TypeError):
         return None
     try:
@@ -109,10 +116,80 @@ def _factory_without_device(node: ast.AST) -> str | None:
     return None
 
 
+def _host_factory_in(value: ast.expr, held: Mapping[str, Any]) -> str | None:
+    """The factory (``torch.arange``) a value is built from on the host, or ``None``.
+
+    The value is built from a factory without ``device=`` when one appears in it
+    (``torch.arange(n)``, ``torch.arange(n).unsqueeze(0)``, ``torch.tril(torch.ones(n,
+    n)) == 0``), nothing in it names a device or moves a tensor (``device=``, ``.to()``,
+    ``.cuda()``), and no other tensor on the host feeds it (``held``: the names the
+    frame binds; a batch the program keeps on the host is not a factory's doing).
+    """
+    found: str | None = None
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            if any(k.arg is None or k.arg == "device" for k in node.keywords):
+                return None
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _PLACING:
+                return None
+            found = found or _factory_without_device(node)
+        elif isinstance(node, ast.Name):
+            other = held.get(node.id)
+            if isinstance(other, torch.Tensor) and other.device.type == CPU and other.dim() > 0:
+                return None
+    return found
+
+
+def _helper_factory(call: ast.expr, frame: FrameType) -> tuple[str, str] | None:
+    """(the helper's name, its factory) when ``call`` calls a function of the program
+    (``make_mask(n)``, ``self._causal_mask(n)``) that returns a factory's tensor."""
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    target: Any = None
+    if isinstance(func, ast.Name):
+        target = frame.f_locals.get(func.id, frame.f_globals.get(func.id))
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        owner = frame.f_locals.get(func.value.id)
+        if owner is not None:
+            try:
+                target = inspect.getattr_static(type(owner), func.attr, None)
+            except Exception:  # an odd metaclass: no helper
+                return None
+    target = getattr(target, "__func__", target)  # staticmethod, classmethod
+    code = getattr(target, "__code__", None)
+    if not isinstance(code, CodeType):
+        return None
+    parsed = _function_tree(code)
+    if parsed is None:
+        return None
+    for node in ast.walk(parsed[0]):
+        if isinstance(node, ast.Return) and node.value is not None:
+            factory = _host_factory_in(node.value, {})
+            if factory is not None:
+                return ast.unparse(func), factory
+    return None
+
+
+def _device_input(frame: FrameType) -> str:
+    """The name of an argument of the frame's function that holds a tensor off the host."""
+    code = frame.f_code
+    for name in code.co_varnames[: code.co_argcount]:
+        value = frame.f_locals.get(name)
+        if isinstance(value, torch.Tensor) and value.device.type != CPU:
+            return name
+    return ""
+
+
 def host_factory(
     frames: Sequence[FrameType], on_host: Sequence[torch.Tensor], device: str | None
 ) -> str | None:
     """The sentence and fix for a CPU tensor made by a factory without ``device=``.
+
+    The tensor is found by identity among the locals of each model frame the error went
+    through (the child module that received it, the forward that made it), and its
+    assignment is read in that frame's function: a factory in the value, or a helper of
+    the program returning one.
 
     Args:
         frames: The program's frames the error unwound, outermost first.
@@ -128,27 +205,38 @@ def host_factory(
         names = {name for name, value in frame.f_locals.items() if id(value) in wanted}
         if not names:
             continue
-        parsed = _function_tree(frame)
+        parsed = _function_tree(frame.f_code)
         if parsed is None:
             continue
         tree, start = parsed
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            else:
                 continue
-            target = node.targets[0]
             if not (isinstance(target, ast.Name) and target.id in names):
                 continue
-            factory = _factory_without_device(node.value)
+            factory = _host_factory_in(value, frame.f_locals)
+            through = ""
             if factory is None:
-                continue
+                helper = _helper_factory(value, frame)
+                if helper is None:
+                    continue
+                through = f"{helper[0]}(), which returns a tensor of "
+                factory = helper[1]
             line = start + node.lineno - 1
             text = linecache.getline(frame.f_code.co_filename, line).strip()
             where = device or "the input's device"
+            given = _device_input(frame)
+            on = f"{given}.device" if given else "x.device"
+            whose = "" if given else " with x an input of that function"
             return (
-                f"'{target.id}' was made on the CPU by {factory}() without device= at "
-                f"{frame.f_code.co_filename}:{line} in {frame.f_code.co_name} (`{text}`), and "
-                f"met tensors on {where}; create it on the input's device: "
-                f"{factory}(..., device=x.device) with x an input of that function"
+                f"'{target.id}' was made on the CPU by {through}{factory}() without device= "
+                f"at {frame.f_code.co_filename}:{line} in {frame.f_code.co_name} (`{text}`), "
+                f"and met tensors on {where}; create it on the input's device: "
+                f"{factory}(..., device={on}){whose}"
             )
     return None
 
