@@ -79,7 +79,7 @@ _ROLE_WORD = {"index": "index", "data": "indexed tensor", "source": "source"}
 def _label(param: str, role: str) -> str:
     """``index``, ``input (the indexed tensor)``, ``weight (the indexed tensor)``."""
     word = _ROLE_WORD[role]
-    return param if param in (word, f"{word}ices") else f"{param} (the {word})"
+    return param if param in (word, "indices") else f"{param} (the {word})"
 
 
 def expression_at(frame: FrameType) -> ast.expr | None:
@@ -197,7 +197,10 @@ def index_culprit(
     ]
     if not calls:
         return None
-    call, name = next(((c, n) for c, n in calls if n in wanted), calls[0])
+    exact = [(c, n) for c, n in calls if n == op]  # the op named, before ops it stands for
+    call, name = next(iter(exact), None) or next(
+        ((c, n) for c, n in calls if n in wanted), calls[0]
+    )
     bound = _bind(call, name)
     devices = [_device_of(arg, values) for _, _, arg in bound]
     known = {str(d) for d in devices if d is not None}
