@@ -96,7 +96,10 @@ def _ctc_loss_reading_lengths(
     device) and continues with integer lists, so lengths on the host are accepted beside
     a device ``log_probs``. A tensor subclass takes another path there (the lengths stay
     tensors and meet the loss in ``res / target_lengths``), which refused host lengths;
-    this kernel takes CUDA's path instead.
+    this kernel takes CUDA's path instead. Not imitated: CUDA's cuDNN path, taken for
+    int32 lengths with 1-D int32 targets, blank 0 and float32 ``log_probs``
+    (``_use_cudnn_ctc_loss_tensor``), which keeps the lengths as tensors and hands their
+    pointers to ``cudnnCTCLoss_v8``; what it does with host lengths is unconfirmed here.
     """
     for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
         if (
