@@ -139,7 +139,7 @@ def _is_namespace(node: ast.expr) -> bool:
     return text in ("torch", "F", "nn.functional", "torch.nn.functional", "functional")
 
 
-def _device_of(expression: ast.expr, values: Mapping[str, Any]) -> torch.device | None:
+def _device_of(expression: ast.expr, values: Mapping[str, Any]) -> str | None:
     """The device of the tensor an argument holds, read as stored: the expression itself
     when the line names it (``idx``, ``batch["idx"]``), else the tensor a chain of views
     and methods starts from (``idx.view(-1)``, ``x[:2].clone()``), which stays on its
@@ -150,7 +150,7 @@ def _device_of(expression: ast.expr, values: Mapping[str, Any]) -> torch.device 
         if isinstance(value, (list, tuple)):  # index_put's indices
             value = next((v for v in value if isinstance(v, torch.Tensor)), None)
         if isinstance(value, torch.Tensor):
-            return value.device
+            return str(value.device)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in _MOVES or any(k.arg == "device" for k in node.keywords):
                 return None
@@ -207,13 +207,13 @@ def index_culprit(
     mentioned = list(dict.fromkeys(words))
     unknown = [i for i, d in enumerate(devices) if d is None]
     if len(mentioned) == 2 and len(known) == 1 and len(unknown) == 1:
-        # the one argument not read from the line holds the other device of the message
+        # a single argument not read from the line holds the other device of the message
         other = next(d for d in mentioned if d != next(iter(known)))
-        devices[unknown[0]] = torch.device(other)
+        devices[unknown[0]] = other
     placed = [(p, r, a, d) for (p, r, a), d in zip(bound, devices, strict=True) if d is not None]
     if len({str(d) for *_, d in placed}) < 2:
         return None
-    home = next((d for *_, d in placed if d.type != CPU), None)
+    home = next((d for *_, d in placed if d.partition(":")[0] != CPU), None)
     if home is None:
         return None
     strays = [(p, r, a, d) for p, r, a, d in placed if d != home]
