@@ -128,15 +128,52 @@ def test_a_factory_in_forward_is_told_to_create_on_the_inputs_device_wherever_it
         assert "model.to('cpu')" not in message and "move the model" not in message, key
 
 
+# Made on the failing line, never named: (the expression, the factory the message names)
+_INLINE = {
+    "factory": ("torch.arange(n)", "torch.arange"),
+    "chained": ("torch.ones(n).unsqueeze(0)", "torch.ones"),
+    "helper": ("make(n)", "make(), which returns a tensor of torch.ones"),
+    "method": ("self.make(n)", "self.make(), which returns a tensor of torch.full"),
+}
+
+
+def test_a_factory_made_on_the_failing_line_is_named_by_its_expression() -> None:
+    programs = {
+        key: _program("helper", "own_op")
+        .replace("made = make(n)", "pass")
+        .replace("self.lin(inp) * made", f"self.lin(inp) * {expression}")
+        for key, (expression, _) in _INLINE.items()
+    }
+    said = run_isolated(
+        _RUN.format(programs=json.dumps(programs), batch="torch.ones(4, 4, device=device)")
+    )
+    for key, (expression, factory) in _INLINE.items():
+        kind, message = said[key]
+        assert kind == "DeviceMismatchError", (key, message)
+        assert f"`{expression}` was made on the CPU by {factory}() without device=" in message, (
+            key,
+            message,
+        )
+        assert "create that tensor on the input's device (device=x.device)" in message, key
+        assert "device=inp.device" in message, key
+
+
 def test_a_batch_the_script_made_on_the_host_keeps_the_move_advice_on_the_device() -> None:
     """The control: a host tensor forward did not make is the script's batch to move."""
-    programs = {"batch": _program("direct", "own_op").replace("made = torch.arange(n)", "pass")}
-    programs["batch"] = programs["batch"].replace("self.lin(inp) * made", "self.lin(inp)")
+    plain = _program("direct", "own_op").replace("made = torch.arange(n)", "pass")
+    programs = {
+        "batch": plain.replace("self.lin(inp) * made", "self.lin(inp)"),
+        # a factory beside it on the failing line is not what failed: the batch is
+        "batch beside a factory": plain.replace(
+            "self.lin(inp) * made", "self.lin(inp) * torch.ones(n)"
+        ),
+    }
     said = run_isolated(_RUN.format(programs=json.dumps(programs), batch="torch.ones(4, 4)"))
-    kind, message = said["batch"]
-    assert kind == "DeviceMismatchError"
-    assert "without device=" not in message
-    assert "move the input with x.to('sim:0')" in message
+    for key in programs:
+        kind, message = said[key]
+        assert kind == "DeviceMismatchError", key
+        assert "without device=" not in message, (key, message)
+        assert "move the input with x.to('sim:0')" in message, (key, message)
 
 
 # Index ops: (call written with `data` and `index`, the parameter that holds the index)

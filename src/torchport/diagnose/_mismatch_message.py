@@ -26,11 +26,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchport._device_types import DEVICE_TYPES
+from torchport._device_types import CPU, DEVICE_TYPES
 from torchport._origin import is_library
 from torchport.diagnose._culprit import ModuleCall, describe_calls, significant, unwrap
 from torchport.diagnose._index_arguments import expression_at, index_culprit
-from torchport.diagnose._remedies import host_factory, side_rule, through_helper
+from torchport.diagnose._remedies import host_factory, inline_factory, side_rule, through_helper
 from torchport.diagnose._suspects import (
     HOOK_TYPES,
     autograd_function,
@@ -358,7 +358,15 @@ def _made_on_host(
             if significant(arg) and arg.device.type == "cpu":
                 on_host.append(arg)
     try:
-        return host_factory([f for f, _ in user], on_host, devices[0])
+        found = host_factory([f for f, _ in user], on_host, devices[0])
+        named_on_host = any(v.device.type == CPU for _, v in values if significant(v))
+        if found is None and user and not named_on_host:
+            # nothing on the line holds the host tensor: it was made there, unnamed, in the
+            # model's own code (not a child module's, whose input would be named)
+            frame = user[-1][0]
+            if not calls or frame.f_locals.get("self") is calls[-1].module:
+                found = inline_factory(frame, devices[0])
+        return found
     except Exception:  # a diagnosis that fails must not hide the real error
         return None
 

@@ -31,8 +31,9 @@ from typing import Any
 import torch
 
 from torchport._device_types import CPU, MOVE_METHODS
+from torchport.diagnose._index_arguments import expression_at
 
-__all__ = ["host_factory", "side_rule", "through_helper"]
+__all__ = ["host_factory", "inline_factory", "side_rule", "through_helper"]
 
 # (PyTorch's sentence, what it means, the fix)
 _SIDES: tuple[tuple[re.Pattern[str], str, str], ...] = (
@@ -238,6 +239,43 @@ def host_factory(
                 f"and met tensors on {where}; create it on the input's device: "
                 f"{factory}(..., device={on}){whose}"
             )
+    return None
+
+
+def inline_factory(frame: FrameType, device: str | None) -> str | None:
+    """The sentence and fix for a host tensor made on the failing line itself, never bound
+    to a name: ``x + torch.arange(n)``, ``scores + causal_mask(n)`` (a helper of the
+    program that returns a factory's tensor).
+
+    Args:
+        frame: The model frame (its ``self`` a module) whose line failed, at the failing
+            instruction.
+        device: The other device of the mismatch, when known.
+    """
+    if not isinstance(frame.f_locals.get("self"), torch.nn.Module):
+        return None
+    expression = expression_at(frame)
+    if expression is None:
+        return None
+    for node in ast.walk(expression):
+        if not isinstance(node, ast.Call):
+            continue
+        factory = _host_factory_in(node, frame.f_locals)
+        through = ""
+        if factory is None:
+            helper = _helper_factory(node, frame)
+            if helper is None:
+                continue
+            through = f"{helper[0]}(), which returns a tensor of "
+            factory = helper[1]
+        given = _device_input(frame)
+        on = f"{given}.device" if given else "x.device"
+        whose = "" if given else " with x an input of that function"
+        return (
+            f"`{ast.unparse(node)}` was made on the CPU by {through}{factory}() without "
+            f"device= on that line, and met tensors on {device or 'the input device'}; create "
+            f"it on the input's device: {factory}(..., device={on}){whose}"
+        )
     return None
 
 
