@@ -107,8 +107,12 @@ def _device_words(said: str) -> list[str]:
     """
     types = set(DEVICE_TYPES)
     types.add(torch._C._get_privateuse1_backend_name())
-    pattern = "|".join(sorted(map(re.escape, types), key=len, reverse=True))
-    return re.findall(rf"\b((?:{pattern})(?::\d+)?)\b", said)
+    # a two-letter type ("ve") counts only with its index: as a bare word it is prose
+    words = "|".join(
+        sorted(map(re.escape, (t for t in types if len(t) > 2)), key=len, reverse=True)
+    )
+    short = "|".join(map(re.escape, (t for t in types if len(t) <= 2)))
+    return re.findall(rf"\b((?:{words})(?::\d+)?|(?:{short}):\d+)\b", said)
 
 
 _backend = type_device  # "CUDA" (a backend) and "torch.cuda.FloatTensor" (a type) alike
