@@ -86,3 +86,17 @@ def test_check_devices_wording_is_a_mismatch() -> None:
         [ast.parse("torch.take_along_dim(x, idx, 1)")], values, said, ["cuda:0", "cpu"]
     )
     assert found is not None and "take_along_dim's indices `idx` is on cpu" in found[0]
+
+
+def test_the_newer_cuda_wording_that_names_the_argument_picks_the_op() -> None:
+    """As reported in gitmylo/ComfyUI-audio-nodes#2 (the index on the GPU, the weight not)."""
+    said = (
+        "Expected all tensors to be on the same device, but got index is on cuda:0, different "
+        "from other tensors on cpu (when checking argument in method wrapper_CUDA__index_select)"
+    )
+    assert is_device_mismatch(RuntimeError(said))
+    values = {"k": torch.zeros(2, dtype=torch.long, device="meta"), "w": torch.ones(4, 2)}
+    found = index_culprit([ast.parse("F.embedding(k, w)")], values, said, ["cuda:0", "cpu"])
+    assert found is not None
+    assert "embedding's weight (the indexed tensor) `w` is on cpu" in found[0]
+    assert found[1] == "move `w` to the device of the rest: w.to(k.device)"
