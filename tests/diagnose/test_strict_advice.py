@@ -26,6 +26,7 @@ _MAKERS = {
     "nested": ("made = torch.tril(torch.ones(n, n))", "torch.ones", ""),
     "annotated": ("made: torch.Tensor = torch.zeros(n)", "torch.zeros", ""),
     "from_list": ("made = torch.tensor(list(range(n)))", "torch.tensor", ""),
+    "from_numpy": ("made = torch.from_numpy(np.arange(n))", "torch.from_numpy", ""),
     "helper": (
         "made = make(n)",
         "make(), which returns a tensor of torch.ones",
@@ -45,12 +46,13 @@ _USES = {
     "mask": "return self.lin(inp).masked_fill(made == 0, 0.0)",
     "embedding": "return self.emb(made)",
 }
-_INTEGER = {"direct", "keywords", "from_list"}
+_INTEGER = {"direct", "keywords", "from_list", "from_numpy"}
 
 
 def _program(maker: str, use: str) -> str:
     statement, _, helper = _MAKERS[maker]
-    return f"""import torch
+    return f"""import numpy as np
+import torch
 from torch import nn
 
 {helper}
@@ -119,12 +121,15 @@ def test_a_factory_in_forward_is_told_to_create_on_the_inputs_device_wherever_it
         assert result is not None, key
         kind, message = result
         assert kind == "DeviceMismatchError", (key, message)
-        assert f"'made' was made on the CPU by {_MAKERS[maker][1]}() without device=" in message, (
+        numpy = maker == "from_numpy"  # no device= there: it always makes a CPU tensor
+        missing = "without .to(device)" if numpy else "without device="
+        assert f"'made' was made on the CPU by {_MAKERS[maker][1]}() {missing}" in message, (
             key,
             message,
         )
         assert "create that tensor on the input's device (device=x.device)" in message, key
-        assert "device=inp.device" in message, key  # forward's own input, by name
+        # forward's own input, by name
+        assert (".to(inp.device)" if numpy else "device=inp.device") in message, key
         assert "model.to('cpu')" not in message and "move the model" not in message, key
 
 

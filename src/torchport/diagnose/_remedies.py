@@ -71,6 +71,7 @@ _FACTORIES = frozenset(
         "as_tensor",
         "empty",
         "eye",
+        "from_numpy",
         "full",
         "linspace",
         "logspace",
@@ -172,6 +173,19 @@ def _helper_factory(call: ast.expr, frame: FrameType) -> tuple[str, str] | None:
     return None
 
 
+def _missing(factory: str) -> str:
+    """What the factory call lacks: ``device=``, or for ``from_numpy`` (which has no device
+    and always makes a CPU tensor) a move."""
+    return "without .to(device)" if factory.endswith("from_numpy") else "without device="
+
+
+def _made_there(factory: str, on: str) -> str:
+    """The factory call that makes the tensor on ``on`` (``inp.device``)."""
+    if factory.endswith("from_numpy"):
+        return f"{factory}(...).to({on})"
+    return f"{factory}(..., device={on})"
+
+
 def _device_input(frame: FrameType) -> str:
     """The name of an argument of the frame's function that holds a tensor off the host."""
     code = frame.f_code
@@ -234,10 +248,10 @@ def host_factory(
             on = f"{given}.device" if given else "x.device"
             whose = "" if given else " with x an input of that function"
             return (
-                f"'{target.id}' was made on the CPU by {through}{factory}() without device= "
+                f"'{target.id}' was made on the CPU by {through}{factory}() {_missing(factory)} "
                 f"at {frame.f_code.co_filename}:{line} in {frame.f_code.co_name} (`{text}`), "
                 f"and met tensors on {where}; create it on the input's device: "
-                f"{factory}(..., device={on}){whose}"
+                f"{_made_there(factory, on)}{whose}"
             )
     return None
 
@@ -272,9 +286,10 @@ def inline_factory(frame: FrameType, device: str | None) -> str | None:
         on = f"{given}.device" if given else "x.device"
         whose = "" if given else " with x an input of that function"
         return (
-            f"`{ast.unparse(node)}` was made on the CPU by {through}{factory}() without "
-            f"device= on that line, and met tensors on {device or 'the input device'}; create "
-            f"it on the input's device: {factory}(..., device={on}){whose}"
+            f"`{ast.unparse(node)}` was made on the CPU by {through}{factory}() "
+            f"{_missing(factory)} on that line, and met tensors on "
+            f"{device or 'the input device'}; create it on the input's device: "
+            f"{_made_there(factory, on)}{whose}"
         )
     return None
 
