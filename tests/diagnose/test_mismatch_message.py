@@ -58,3 +58,21 @@ def test_the_hook_wording_is_a_device_mismatch_only_when_the_device_changed(
 ) -> None:
     message = f"hook 'scale' has changed the type of value (was {was} got {got})"
     assert is_device_mismatch(RuntimeError(message)) is mismatch
+
+
+@pytest.mark.parametrize(
+    ("said", "words"),
+    [
+        ("found at least two devices, cuda:0 and cpu!", ["cuda:0", "cpu"]),
+        ("found at least two devices, xpu:1 and cpu!", ["xpu:1", "cpu"]),
+        ("Tensor on device cpu is not on the expected device meta!", ["cpu", "meta"]),
+        ("found at least two devices, npu:0 and cpu!", ["npu:0", "cpu"]),  # torch_npu's name
+        ("we've found two devices, hpu:0 and cpu", ["hpu:0", "cpu"]),  # "ve" is prose here
+    ],
+)
+def test_the_devices_a_message_names_come_from_the_vocabulary(said: str, words: list[str]) -> None:
+    """Every type of the vocabulary is a device word (the list was cuda/mps/xpu/hpu/meta, so
+    a simulated or Ascend device's message named no device and lost its culprit)."""
+    from torchport.diagnose._mismatch_message import _device_words
+
+    assert _device_words(said) == words

@@ -501,6 +501,13 @@ def test_a_device_pytorch_did_not_fill_is_held_elsewhere(
         assert result.case is not OomCase.HELD_ELSEWHERE
 
 
+def format_size_bytes(size: int | None) -> str:
+    """How the explanation writes a size (torchport._sizes.format_bytes), for a lookup."""
+    from torchport._sizes import format_bytes
+
+    return format_bytes(size)
+
+
 # -- real messages from public reports -------------------------------------------------------
 
 _REPORTED = json.loads((Path(__file__).parent / "data" / "oom_messages.json").read_text())
@@ -523,6 +530,10 @@ def test_real_messages_are_read_in_full_and_explained(report: dict[str, Any]) ->
         assert value == parse_size(text), key
     if found.backend == "cpu":
         assert (found.total, found.free, found.allowed) == (None, None, None)
+        # what the message says, and what it does not, never a figure it lacks
+        assert "does not state how much RAM" in found.next_step
+        assert format_size_bytes(found.requested) in found.next_step
+    assert "n/a" not in str(found)
     assert is_out_of_memory(RuntimeError(report["message"]))
     assert found.next_step
     if found.case is OomCase.PLATFORM_LIMIT:
@@ -531,7 +542,7 @@ def test_real_messages_are_read_in_full_and_explained(report: dict[str, Any]) ->
 
 def test_the_collection_covers_every_backend_and_wording() -> None:
     backends = {r["backend"] for r in _REPORTED}
-    assert backends == {"cuda", "hip", "xpu", "mps", "cpu"}
+    assert backends == {"cuda", "hip", "xpu", "mps", "npu", "cpu"}
     messages = [r["message"] for r in _REPORTED]
     for wording in (
         "GPU 0 has a total capacity",
@@ -542,6 +553,9 @@ def test_the_collection_covers_every_backend_and_wording() -> None:
         "not enough memory",  # Windows
         "can't allocate memory",  # Linux, macOS
         "other allocations",
+        "NPU out of memory",  # Ascend's torch_npu
+        "CUBLAS_STATUS_ALLOC_FAILED",
+        "Unable to find a valid cuDNN algorithm",  # Conv_v7.cpp's try_all
     ):
         assert any(wording in m for m in messages), wording
     assert len(_REPORTED) >= 20 and all(r["url"].startswith("https://") for r in _REPORTED)
@@ -571,3 +585,73 @@ def test_free_above_the_request_is_never_the_batch_or_fragmentation(
     assert found.case is not OomCase.FRAGMENTATION or (found.reserved_unallocated or 0) >= 0.1 * (
         (found.allocated or 0) + (found.reserved_unallocated or 0)
     )
+
+
+@pytest.mark.parametrize(
+    ("message", "library"),
+    [
+        # cuDNN's status names (cudnn.h) as torch's checks print them, and the workspace
+        # check of aten/src/ATen/native/cudnn/Conv_v7.cpp (allocate_workspace); no public
+        # report carrying these from PyTorch was found, so they are written from the sources
+        ("cuDNN error: CUDNN_STATUS_NOT_ENOUGH_WORKSPACE", "cuDNN could not allocate"),
+        ("cuDNN error: CUDNN_STATUS_ALLOC_FAILED", "cuDNN could not allocate"),
+        ("Not enough memory for workspace!", "cuDNN could not allocate"),
+        (
+            "CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+            "cuBLAS could not allocate",
+        ),
+        (
+            "Unable to find a valid cuDNN algorithm to run convolution",
+            "torch.backends.cudnn.enabled = False",
+        ),
+    ],
+)
+def test_a_gpu_librarys_own_allocation_is_its_own_cause(message: str, library: str) -> None:
+    """cuBLAS and cuDNN allocate beside PyTorch's tensors and state no figures: the cause
+    names the library and says that the figures are not in the message."""
+    from torchport.diagnose._oom import is_out_of_memory
+
+    found = torchport.explain_oom(RuntimeError(message))
+    assert found.case is OomCase.LIBRARY_WORKSPACE
+    assert library in found.next_step and "states no figures" in found.next_step
+    assert (found.requested, found.total, found.free) == (None, None, None)
+    assert is_out_of_memory(RuntimeError(message))
+    assert "n/a" not in str(found)
+
+
+@given(
+    requested=st.integers(1, 2**45),
+    windows=st.booleans(),
+    code=st.sampled_from([None, (12, "Cannot allocate memory")]),
+)
+def test_a_pasted_cpu_message_says_what_it_states_and_never_this_machines_figures(
+    requested: int, windows: bool, code: tuple[int, str] | None
+) -> None:
+    """A CPU allocator's message pasted from a log: the request and the failed call are
+    the message's; the RAM, what held it and any limit are not, and are not made up."""
+    wording = "not enough memory" if windows else "can't allocate memory"
+    tail = f" Error code {code[0]} ({code[1]})" if code else ""
+    message = (
+        f"[enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: {wording}: you tried "
+        f"to allocate {requested} bytes.{tail}"
+    )
+    found = torchport.explain_oom(message)
+    assert (found.requested, found.total, found.free, found.allowed) == (
+        requested,
+        None,
+        None,
+        None,
+    )
+    text = str(found)
+    assert "n/a" not in text
+    assert format_size_bytes(requested) in found.next_step
+    assert ("_aligned_malloc" in text) == windows and ("posix_memalign" in text) == (not windows)
+    assert ("error code 12 (Cannot allocate memory)" in text) == (code is not None)
+    assert "does not state how much RAM" in text
+
+
+def test_an_ascend_npu_message_is_read_with_its_own_tools() -> None:
+    message = next(r["message"] for r in _REPORTED if "TouchNet" in r["url"])
+    found = torchport.explain_oom(message)
+    assert (found.backend, found.device) == ("npu", "npu:3")
+    assert "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True" in found.next_step

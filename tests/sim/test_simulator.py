@@ -641,3 +641,95 @@ def test_the_device_fixture_runs_a_users_tests_on_sim(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 passed" in done.stdout
+
+
+def test_a_cpu_generator_for_a_device_random_op_is_refused_as_cuda_refuses_it() -> None:
+    """ATen's check_generator (ATen/core/Generator.h): the generator's device type must be
+    the kernel's, with CUDA's words ("Expected a 'cuda' device type for generator but found
+    'cpu'", pytorch/pytorch#62152) and the simulated device's name in place of cuda."""
+    got = run_isolated(
+        """
+        device = simulate_accelerator()
+        host = torch.Generator().manual_seed(0)
+        x = torch.empty(4, device=device)
+        half = torch.full((3,), 0.5, device=device)
+        calls = {
+            "randn": lambda: torch.randn(3, device=device, generator=host),
+            "randint": lambda: torch.randint(0, 5, (3,), device=device, generator=host),
+            "randperm": lambda: torch.randperm(5, device=device, generator=host),
+            "normal_": lambda: x.normal_(generator=host),
+            "uniform_": lambda: x.uniform_(generator=host),
+            "bernoulli": lambda: torch.bernoulli(half, generator=host),
+            "multinomial": lambda: torch.multinomial(half, 2, generator=host),
+        }
+        refused = {}
+        for name, call in calls.items():
+            try:
+                call()
+                refused[name] = None
+            except RuntimeError as caught:
+                refused[name] = str(caught)
+        on_host = torch.randn(3, generator=host)  # the host's own random ops still take it
+        no_generator = torch.randn(3, device=device)
+        print(json.dumps({"refused": refused, "host": str(on_host.device),
+                          "plain": str(no_generator.device)}))
+        """
+    )
+    for name, message in got["refused"].items():
+        assert message == "Expected a 'sim' device type for generator but found 'cpu'", name
+    assert (got["host"], got["plain"]) == ("cpu", "sim:0")
+
+
+def test_ctc_loss_takes_lengths_on_the_host_as_cuda_does() -> None:
+    """CUDA's ctc_loss reads tensor lengths on the host (LossCTC.cpp: input_lengths.to(kCPU,
+    kLong)) and moves host targets to log_probs' device, so every placement of targets and
+    lengths beside a device log_probs runs and gives the CPU's loss and gradient."""
+    got = run_isolated(
+        """
+        import itertools
+        import torch.nn.functional as F
+        device = simulate_accelerator()
+        T, N, C, S = 12, 3, 6, 4
+        torch.manual_seed(0)
+        raw = torch.randn(T, N, C)
+        targets = torch.randint(1, C, (N, S))
+        input_lengths = torch.tensor([12, 10, 9])
+        target_lengths = torch.tensor([4, 3, 2])
+        def run(where, reduction):
+            logits = (raw.to(device) if where[0] else raw.clone()).requires_grad_()
+            place = lambda t, on: t.to(device) if on else t
+            loss = F.ctc_loss(
+                logits.log_softmax(2), place(targets, where[1]),
+                place(input_lengths, where[2]), place(target_lengths, where[3]),
+                reduction=reduction,
+            )
+            loss.sum().backward()
+            return loss.detach().cpu(), logits.grad.cpu(), str(loss.device)
+        results = {}
+        for reduction in ("mean", "sum", "none"):
+            reference = run((False, False, False, False), reduction)
+            for where in itertools.product((True, False), repeat=4):
+                try:
+                    loss, grad, on = run(where, reduction)
+                except RuntimeError as caught:
+                    results[f"{reduction} {where}"] = str(caught)
+                    continue
+                same = torch.allclose(loss, reference[0]) and torch.allclose(grad, reference[1])
+                results[f"{reduction} {where}"] = [same, on]
+        try:
+            lengths = input_lengths.float()
+            F.ctc_loss(raw.to(device).log_softmax(2), targets, lengths, target_lengths)
+            results["float lengths"] = None
+        except RuntimeError as caught:
+            results["float lengths"] = str(caught)
+        print(json.dumps(results))
+        """
+    )
+    assert got.pop("float lengths") == "input_lengths must be integral"
+    assert len(got) == 3 * 16
+    for case, result in got.items():
+        assert isinstance(result, list), (case, result)
+        same, on = result
+        assert same, case
+        log_probs_on_device = case.split("(")[1].startswith("True")
+        assert on == ("sim:0" if log_probs_on_device else "cpu"), case

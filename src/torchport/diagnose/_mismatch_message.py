@@ -14,7 +14,9 @@ message's first line. Nothing keeps tensors alive afterwards.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
+import keyword
 import linecache
 import re
 import types
@@ -24,9 +26,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from torchport._device_types import CPU, DEVICE_TYPES
 from torchport._origin import is_library
 from torchport.diagnose._culprit import ModuleCall, describe_calls, significant, unwrap
-from torchport.diagnose._remedies import host_factory, side_rule, through_helper
+from torchport.diagnose._index_arguments import expression_at, index_culprit
+from torchport.diagnose._remedies import host_factory, inline_factory, side_rule, through_helper
 from torchport.diagnose._suspects import (
     HOOK_TYPES,
     autograd_function,
@@ -48,6 +52,9 @@ _MISMATCH = re.compile(
             # CUDA, ROCm, XPU, MPS (2.4+) and every backend that uses TensorIterator/checks
             r"expected all tensors to be on the same device",
             r"is not on the expected device",
+            # checkDevice (TensorUtils.cpp), take_along_dim: "Expected tensor to have cuda:0
+            # Device, but got tensor with cpu Device (while checking arguments for ...)"
+            r"expected tensor to have \S+ device, but got tensor with \S+ device",
             # autograd: "returned an invalid gradient at index 0 - expected device cuda:0 but
             # got cpu"; index_put and mode: "expected device 'x' but got 'y'"
             r"expected device \S+ but got",
@@ -90,7 +97,22 @@ _BACKEND_PAIR = re.compile(r"have (\w+) Backend, but got tensor with (\w+) Backe
 # conv: "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be
 # the same"; the same sentence also reports dtype-only mismatches, which are not ours
 _TYPE_PAIR = re.compile(r"Input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\) should be")
-_DEVICE_WORD = re.compile(r"\b(cpu|meta|cuda(?::\d+)?|mps(?::\d+)?|xpu(?::\d+)?|hpu(?::\d+)?)\b")
+
+
+def _device_words(said: str) -> list[str]:
+    """The devices PyTorch's sentence names, in order (``cuda:0``, ``cpu``, ``sim:0``).
+
+    Every type of the vocabulary counts, and the name this process gave PyTorch's
+    PrivateUse1 backend (``npu``, the simulated ``sim``), which no fixed list can know.
+    """
+    types = set(DEVICE_TYPES)
+    types.add(torch._C._get_privateuse1_backend_name())
+    # a two-letter type ("ve") counts only with its index: as a bare word it is prose
+    words = "|".join(
+        sorted(map(re.escape, (t for t in types if len(t) > 2)), key=len, reverse=True)
+    )
+    short = "|".join(map(re.escape, (t for t in types if len(t) <= 2)))
+    return re.findall(rf"\b((?:{words})(?::\d+)?|(?:{short}):\d+)\b", said)
 
 
 _backend = type_device  # "CUDA" (a backend) and "torch.cuda.FloatTensor" (a type) alike
@@ -209,7 +231,9 @@ def _line_values(frame: FrameType, lineno: int) -> tuple[str, list[tuple[str, An
     try:
         tree = ast.parse(code.rstrip(":"), mode="exec")
     except SyntaxError:  # one line of a longer statement: fall back to its dotted names
-        tree = ast.parse("\n".join(re.findall(r"[A-Za-z_][\w.]*", code)) or "pass")
+        dotted = re.findall(r"[A-Za-z_][\w.]*", code)
+        names = [n for n in dotted if not any(keyword.iskeyword(p) for p in n.split("."))]
+        tree = ast.parse("\n".join(names) or "pass")
     nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript))]
     found: list[tuple[str, Any]] = []
     seen: set[str] = set()
@@ -274,7 +298,11 @@ def describe_mismatch(err: BaseException, tb: TracebackType | None) -> str:
         head, culprit_fix = describe_calls(calls, names=names)
         parts.append(head)
         fix = culprit_fix or fix
-    if side is not None and suspect is None:  # the op needs that argument on one side
+    index = _index_argument(user, code, values, said) if suspect is None else None
+    if index is not None:  # an index op: which of its arguments, as the line writes it
+        parts.append(index[0])
+        fix = index[1]
+    elif side is not None and suspect is None:  # the op needs that argument on one side
         parts.append(side[0])
         fix = side[1]
     if made is not None and suspect is None:
@@ -298,6 +326,25 @@ def describe_mismatch(err: BaseException, tb: TracebackType | None) -> str:
     return "device mismatch: " + "; ".join(parts) + f". To fix: {fix}. (PyTorch said: {said})"
 
 
+def _index_argument(
+    user: list[tuple[FrameType, int]], code: str, values: list[tuple[str, Any]], said: str
+) -> tuple[str, str] | None:
+    """The index op's argument on the wrong device, read from the call the program's
+    innermost frame was making (its exact source span) and from the failing line, named
+    as a helper's caller wrote it too."""
+    sources: list[ast.AST] = []
+    try:
+        expression = expression_at(user[-1][0]) if user else None
+        if expression is not None:
+            sources.append(expression)
+        with contextlib.suppress(SyntaxError):
+            sources.append(ast.parse(code.rstrip(":"), mode="exec"))
+        callers = dict(through_helper(user, values))
+        return index_culprit(sources, dict(values), said, _device_words(said), callers=callers)
+    except Exception:  # a diagnosis that fails must not hide the real error
+        return None
+
+
 def _made_on_host(
     user: list[tuple[FrameType, int]],
     calls: list[ModuleCall],
@@ -305,8 +352,9 @@ def _made_on_host(
     said: str,
 ) -> str | None:
     """A CPU tensor of the mismatch made by a torch factory without device= in the program."""
-    devices = [d for d in dict.fromkeys(_DEVICE_WORD.findall(said)) if d != "cpu"]
-    if "cpu" not in _DEVICE_WORD.findall(said) or not devices:
+    words = _device_words(said)
+    devices = [d for d in dict.fromkeys(words) if d != "cpu"]
+    if "cpu" not in words or not devices:
         return None
     on_host = [v for _, v in values if significant(v) and v.device.type == "cpu"]
     for call in calls:
@@ -314,13 +362,21 @@ def _made_on_host(
             if significant(arg) and arg.device.type == "cpu":
                 on_host.append(arg)
     try:
-        return host_factory([f for f, _ in user], on_host, devices[0])
+        found = host_factory([f for f, _ in user], on_host, devices[0])
+        named_on_host = any(v.device.type == CPU for _, v in values if significant(v))
+        if found is None and user and not named_on_host:
+            # nothing on the line holds the host tensor: it was made there, unnamed, in the
+            # model's own code (not a child module's, whose input would be named)
+            frame = user[-1][0]
+            if not calls or frame.f_locals.get("self") is calls[-1].module:
+                found = inline_factory(frame, devices[0])
+        return found
     except Exception:  # a diagnosis that fails must not hide the real error
         return None
 
 
 def _op_devices(said: str) -> str:
-    devices = list(dict.fromkeys(_DEVICE_WORD.findall(said)))
+    devices = list(dict.fromkeys(_device_words(said)))
     devices.sort(key=lambda device: device != "cpu")  # torch's wording orders them by version
     if len(devices) > 1:
         return "the op mixed tensors on " + " and ".join(devices)

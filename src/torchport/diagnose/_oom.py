@@ -17,6 +17,11 @@ The XPU allocator writes the same sentences as CUDA's (``GPU 0 has a total capac
 of ... of which ... is free``; releases before 2.8 leave out the free memory), and
 Intel's extension the older parenthesised shape; all are read.
 
+cuBLAS and cuDNN allocate their handles and workspaces beside PyTorch's tensors and say
+so in their own words (``CUBLAS_STATUS_ALLOC_FAILED``, ``CUDNN_STATUS_NOT_ENOUGH_WORKSPACE``,
+"Unable to find a valid cuDNN algorithm to run convolution"), without figures; Ascend's
+``torch_npu`` writes the older CUDA shape as "NPU out of memory ... (NPU 0; ...)".
+
 The CPU allocator (``c10/core/impl/alloc_cpu.cpp``) raises a plain ``RuntimeError``:
 ``DefaultCPUAllocator: can't allocate memory: you tried to allocate 8589934592 bytes.
 Error code 12 (Cannot allocate memory)``; the RAM it is measured against is read from
@@ -51,7 +56,10 @@ __all__ = [
 _S = f"({SIZE_PATTERN})"
 _FLAGS = re.IGNORECASE | re.DOTALL
 
-_HEADER = re.compile(r"\b(CUDA|HIP|XPU) out of memory|\b(MPS) backend out of memory", _FLAGS)
+# Ascend's torch_npu writes CUDA's older shape with its own name: "NPU out of memory. Tried
+# to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB already allocated; 49.47
+# GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch)"
+_HEADER = re.compile(r"\b(CUDA|HIP|XPU|NPU) out of memory|\b(MPS) backend out of memory", _FLAGS)
 # torch 2.0-2.3's CUDA allocator, when an allocation passes the per-process limit's check:
 # "Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently
 # allocated : ...\nRequested : ...\nDevice limit : ...\nFree (according to CUDA): ...\n
@@ -66,6 +74,20 @@ _EXCEED = {
 }
 # Raised by cuBLAS/cuDNN/kernels rather than the caching allocator: an OOM without numbers.
 _BARE_HEADER = re.compile(r"\b(CUDA|HIP) error: out of memory", _FLAGS)
+# A GPU library's own allocation failed, beside PyTorch's tensors: cuBLAS creating its
+# handle or workspace ("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling
+# `cublasCreate(handle)`"), cuDNN's workspace ("CUDNN_STATUS_NOT_ENOUGH_WORKSPACE",
+# "CUDNN_STATUS_ALLOC_FAILED"; Conv_v7.cpp's "Not enough memory for workspace!"), and
+# Conv_v7.cpp's try_all, which says "Unable to find a valid cuDNN algorithm to run
+# convolution" once every algorithm failed, with an out-of-memory error (the workspace) or
+# a cuDNN error. No figures in any of them.
+_LIBRARY = re.compile(
+    r"\b(?P<cublas>CUBLAS_STATUS_ALLOC_FAILED)\b"
+    r"|\b(?P<cudnn>CUDNN_STATUS_NOT_ENOUGH_WORKSPACE|CUDNN_STATUS_ALLOC_FAILED"
+    r"|Not enough memory for workspace!)"
+    r"|(?P<algorithms>Unable to find a valid cuDNN algorithm to run convolution)",
+    _FLAGS,
+)
 _REQUESTED = re.compile(rf"Tried to allocate {_S}", _FLAGS)
 # "capacty" is how releases before 2.2 spelled it.
 _CAPACITY = re.compile(rf"GPU\s*(\d*)\s+has a total capac\w* of {_S}", _FLAGS)
@@ -75,7 +97,7 @@ _OTHER_PROCESS = re.compile(rf"Process (\d+) has {_S} memory in use", _FLAGS)
 _THIS_PROCESS = re.compile(rf"this process has {_S} memory in use", _FLAGS)
 _ALLOCATED = re.compile(rf"{_S} is allocated by PyTorch", _FLAGS)
 _UNALLOCATED = re.compile(rf"{_S} is reserved by PyTorch but unallocated", _FLAGS)
-_OLD_GPU = re.compile(r"\(GPU (\d+);", _FLAGS)
+_OLD_GPU = re.compile(r"\((?:GPU|NPU) (\d+);", _FLAGS)
 _OLD_TOTAL = re.compile(rf"{_S} total capacity", _FLAGS)
 _OLD_ALLOCATED = re.compile(rf"{_S} already allocated", _FLAGS)
 _OLD_FREE = re.compile(rf"{_S} free;", _FLAGS)
@@ -85,10 +107,12 @@ _OLD_CACHED = re.compile(rf"{_S} cached\)", _FLAGS)
 # Linux/macOS (posix_memalign failed): "can't allocate memory"; Windows (_aligned_malloc):
 # "not enough memory", which releases before 1.0 followed with "Buy new RAM!"
 _CPU_HEADER = re.compile(
-    r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): "
+    r"DefaultCPUAllocator: (can't allocate memory|not enough memory): "
     r"you tried to allocate (\d+) bytes",
     _FLAGS,
 )
+# posix_memalign's result, as alloc_cpu.cpp appends it: "Error code 12 (Cannot allocate memory)"
+_CPU_ERROR = re.compile(r"Error code (\d+) \(([^)]*)\)", _FLAGS)
 _MPS_ALLOCATED = re.compile(rf"MPS allocated: {_S}", _FLAGS)
 _MPS_OTHER = re.compile(rf"other allocations: {_S}", _FLAGS)
 _MPS_MAX = re.compile(rf"max allowed: {_S}", _FLAGS)
@@ -97,7 +121,8 @@ _MPS_MAX = re.compile(rf"max allowed: {_S}", _FLAGS)
 def explain_oom(
     err: BaseException | str, *, device: torch.device | str | None = None
 ) -> OomExplanation:
-    """Explain an out-of-memory error from a CUDA, ROCm, XPU, MPS or CPU allocator.
+    """Explain an out-of-memory error from a CUDA, ROCm, XPU, MPS, Ascend NPU or CPU allocator,
+    or from cuBLAS or cuDNN allocating beside PyTorch.
 
     Reads only the message; does not touch the device or synchronize. For the CPU
     allocator's error it also reads the host's RAM and container limit.
@@ -117,7 +142,17 @@ def explain_oom(
     cpu = _CPU_HEADER.search(message)
     if cpu is not None:
         # a pasted log came from another machine: this one's RAM says nothing of it
-        return _explain_cpu(message, int(cpu.group(1)), here=not isinstance(err, str))
+        return _explain_cpu(message, int(cpu.group(2)), here=not isinstance(err, str))
+    library = _LIBRARY.search(message)
+    if library is not None and _HEADER.search(message) is None:
+        return classify(
+            "cuda",
+            _device_name("cuda", None, device),
+            {},
+            (),
+            message,
+            library=next(k for k, v in library.groupdict().items() if v),
+        )
     exceed = _EXCEED_HEADER.search(message)
     if exceed is not None:
         return _explain_exceed(message, exceed.group(1), device)
@@ -168,7 +203,8 @@ def explain_oom(
 def recognises(message: str) -> bool:
     """Whether ``message`` is an allocator's out-of-memory message that this module reads."""
     return any(
-        p.search(message) is not None for p in (_CPU_HEADER, _EXCEED_HEADER, _HEADER, _BARE_HEADER)
+        p.search(message) is not None
+        for p in (_CPU_HEADER, _EXCEED_HEADER, _HEADER, _BARE_HEADER, _LIBRARY)
     )
 
 
@@ -238,7 +274,7 @@ def _explain_cpu(message: str, requested: int, *, here: bool) -> OomExplanation:
     # refused the allocation is the cause. Only for an error raised here.
     numbers = {"requested": requested}
     if not here:
-        return classify("cpu", "cpu", numbers, (), message)
+        return classify("cpu", "cpu", numbers, (), message, stated=_cpu_statement(message))
     free, total = host_memory(within_process_limit=False)
     if total is not None:
         numbers["total"] = total
@@ -249,8 +285,25 @@ def _explain_cpu(message: str, requested: int, *, here: bool) -> OomExplanation:
         numbers["allowed"] = cap.limit
         numbers["this_process"] = cap.used
     return classify(
-        "cpu", "cpu", numbers, (), message, allowed_by=cap.name if cap is not None else None
+        "cpu",
+        "cpu",
+        numbers,
+        (),
+        message,
+        allowed_by=cap.name if cap is not None else None,
+        stated=_cpu_statement(message),
     )
+
+
+def _cpu_statement(message: str) -> str:
+    """What a CPU allocator's message says beside the request: which allocator call failed
+    and the error it returned (``posix_memalign``'s code 12, Cannot allocate memory)."""
+    header = _CPU_HEADER.search(message)
+    windows = header is not None and header.group(1).lower() == "not enough memory"
+    call = "Windows' _aligned_malloc" if windows else "posix_memalign (Linux, macOS)"
+    error = _CPU_ERROR.search(message)
+    code = f", error code {error.group(1)} ({error.group(2)})" if error else ""
+    return f"the host's allocator call, {call}, failed{code}"
 
 
 # The CPU allocator's out-of-memory error is a plain RuntimeError (c10 alloc_cpu.cpp)

@@ -40,6 +40,7 @@ class OomCase(enum.Enum):
     PLATFORM_LIMIT = "a limit below the allocator refused it"
     FRAGMENTATION = "fragmentation"
     WORKING_SET_TOO_LARGE = "working set too large"
+    LIBRARY_WORKSPACE = "a GPU library could not allocate its own memory"
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class OomExplanation:
 
     Attributes:
         case: The cause.
-        backend: ``"cuda"``, ``"hip"``, ``"xpu"``, ``"mps"`` or ``"cpu"``.
+        backend: ``"cuda"``, ``"hip"``, ``"xpu"``, ``"mps"``, ``"npu"`` or ``"cpu"``.
         device: The device the allocation failed on, when known.
         requested: The allocation that failed.
         total: The device's capacity (for MPS: the allocator's maximum allowed; for the
@@ -104,10 +105,17 @@ def classify(
     message: str,
     *,
     allowed_by: str | None = None,
+    library: str | None = None,
+    stated: str | None = None,
 ) -> OomExplanation:
     """The explanation of an out-of-memory error: the numbers its message stated (by the
     names of :class:`OomExplanation`'s fields; ``other`` for MPS memory outside PyTorch's
-    tensors), the other processes' ``(pid, bytes)``, the one cause and the next step."""
+    tensors), the other processes' ``(pid, bytes)``, the one cause and the next step.
+
+    ``library`` names the GPU library whose own allocation failed (``cublas``, ``cudnn``,
+    ``algorithms`` for cuDNN's "Unable to find a valid cuDNN algorithm"); ``stated`` is
+    what a CPU allocator's message says beside the request (which call failed, its error).
+    """
     requested = numbers.get("requested")
     total = numbers.get("total")
     capacity = numbers.get("allowed", total)
@@ -117,7 +125,10 @@ def classify(
     held_by_others = sum(used for _, used in others)
     where = device or backend
 
-    if requested is not None and capacity is not None and requested > capacity:
+    if library is not None:
+        case = OomCase.LIBRARY_WORKSPACE
+        step = _library_step(library, device or "the GPU")
+    elif requested is not None and capacity is not None and requested > capacity:
         case = OomCase.REQUEST_TOO_LARGE
         limit = "the per-process limit" if "allowed" in numbers else f"all of {where}"
         if allowed_by:
@@ -144,7 +155,8 @@ def classify(
         )
     elif "allowed" in numbers and (free is None or requested is None or free >= requested):
         case = OomCase.PROCESS_LIMIT
-        api = f"torch.{'xpu' if backend == 'xpu' else 'cuda'}.set_per_process_memory_fraction"
+        module = backend if backend in ("xpu", "npu") else "cuda"
+        api = f"torch.{module}.set_per_process_memory_fraction"
         left = f" while {format_bytes(free)} of {where} is still free" if free is not None else ""
         step = (
             f"This process is capped at {format_bytes(numbers['allowed'])} by {api}{left}: raise "
@@ -180,10 +192,12 @@ def classify(
     ):
         case = OomCase.OTHER_PROCESSES
         pids = ", ".join(str(pid) for pid, _ in others)
+        lister = "nvidia-smi or rocm-smi" if backend == "cuda" else _SMI.get(backend, "nvidia-smi")
         step = (
             f"Other processes (pid {pids}) hold {format_bytes(held_by_others)} of {where}: "
-            "stop them (look for leftover jobs with nvidia-smi or rocm-smi), or run on a free "
-            "GPU by setting CUDA_VISIBLE_DEVICES or TORCHPORT_DEVICE."
+            f"stop them (look for leftover jobs with {lister}), "
+            "or run on a free device by setting CUDA_VISIBLE_DEVICES (ASCEND_RT_VISIBLE_DEVICES "
+            "on Ascend) or TORCHPORT_DEVICE."
         )
     elif backend == "mps" and _mps_other_dominates(numbers):
         case = OomCase.HELD_ELSEWHERE
@@ -199,7 +213,7 @@ def classify(
         case = OomCase.HELD_ELSEWHERE
         reserved = (allocated or 0) + (unallocated or 0)
         seen_free = f" and {format_bytes(free)} is free" if free is not None else ""
-        tool = "xpu-smi" if backend == "xpu" else "rocm-smi" if backend == "hip" else "nvidia-smi"
+        tool = _SMI.get(backend, "nvidia-smi")
         step = (
             f"PyTorch holds only {format_bytes(reserved)} of the {format_bytes(total)} of "
             f"{where}{seen_free}, so the rest is held outside PyTorch's allocator: other "
@@ -225,7 +239,7 @@ def classify(
         )
         if backend == "cpu":
             step = (
-                f"The host has {format_bytes(free)} of RAM available of {format_bytes(total)}: "
+                f"{_host_facts(requested, free, total, stated)}: "
                 "reduce the batch size, load the dataset lazily or memory-mapped "
                 "(torch.load(..., mmap=True), numpy.memmap) instead of into RAM, use fewer "
                 "DataLoader workers (each may hold a copy), and drop references to tensors "
@@ -251,6 +265,63 @@ def classify(
         next_step=step,
         message=message,
         allowed_by=allowed_by,
+    )
+
+
+_SMI = {"xpu": "xpu-smi", "hip": "rocm-smi", "npu": "npu-smi info", "cuda": "nvidia-smi"}
+
+
+def _host_facts(
+    requested: int | None, free: int | None, total: int | None, stated: str | None
+) -> str:
+    """The host's figures where this machine raised the error, else what the message says
+    and what it does not (a pasted log came from another machine: this one's RAM would
+    say nothing of it)."""
+    if free is not None and total is not None:
+        return f"The host has {format_bytes(free)} of RAM available of {format_bytes(total)}"
+    if total is not None:
+        return f"The host has {format_bytes(total)} of RAM"
+    asked = f"a request of {format_bytes(requested)}" if requested is not None else "a request"
+    said = f" and that {stated}" if stated else ""
+    return (
+        f"The message states {asked}{said}; it does not state how much RAM that machine had, "
+        "how much was free or held by other processes, or a limit (a container's memory "
+        "limit, ulimit -v) that refused it: compare the request with those on the machine "
+        "that raised it (free -h, cat /sys/fs/cgroup/memory.max, ulimit -v; Task Manager's "
+        "committed memory on Windows). Then"
+    )
+
+
+def _library_step(library: str, where: str) -> str:
+    """The next step when cuBLAS or cuDNN could not allocate its own memory on ``where``."""
+    unknown = (
+        "The message states no figures, so what filled the device is not known from it: "
+        "compare torch.cuda.memory_reserved() with torch.cuda.memory_allocated() (the "
+        "difference is PyTorch's cache, which these libraries cannot use; "
+        "torch.cuda.empty_cache() returns it) and list other processes with nvidia-smi."
+    )
+    if library == "cublas":
+        return (
+            f"cuBLAS could not allocate device memory for its handle or workspace on {where}; "
+            "it does so beside PyTorch's tensors, when the first matrix multiply runs on "
+            f"each device and thread, and {where} had no room left then. {unknown} Reduce "
+            "the batch, free the cache before the first matmul, or pick a device no other "
+            "job uses (CUDA_VISIBLE_DEVICES)."
+        )
+    if library == "cudnn":
+        return (
+            f"cuDNN could not allocate the workspace its convolution needs on {where}, beside "
+            f"the convolution's own tensors. {unknown} Reduce the batch or the input size; "
+            "torch.backends.cudnn.benchmark = False keeps cuDNN from trying algorithms with "
+            "large workspaces."
+        )
+    return (
+        "cuDNN tried every convolution algorithm and none ran: PyTorch gives up this way "
+        "when each algorithm's workspace failed to allocate (the device was full, the usual "
+        f"case) or cuDNN refused it for these shapes and this build. {unknown} To tell the "
+        "two apart, run the step once with torch.backends.cudnn.enabled = False: an "
+        "out-of-memory error with figures then names the memory (reduce the batch); a run "
+        "that passes points at cuDNN's support for these shapes (update torch and cuDNN)."
     )
 
 
@@ -308,7 +379,7 @@ def _defragment_hint(backend: str) -> str:
             "Call torch.xpu.empty_cache() between phases that allocate differently sized "
             "tensors, and keep tensor shapes steady across steps (pad to fixed buckets)."
         )
-    variable = "PYTORCH_HIP_ALLOC_CONF" if backend == "hip" else "PYTORCH_CUDA_ALLOC_CONF"
+    variable = f"PYTORCH_{backend.upper() if backend in ('hip', 'npu') else 'CUDA'}_ALLOC_CONF"
     return (
         f"Set {variable}=expandable_segments:True in the environment before the process "
         "starts, so the allocator grows segments instead of splitting them; keeping tensor "

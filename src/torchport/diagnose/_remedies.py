@@ -24,13 +24,16 @@ import inspect
 import linecache
 import re
 import textwrap
-from collections.abc import Sequence
-from types import FrameType
+from collections.abc import Mapping, Sequence
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
 
-__all__ = ["host_factory", "side_rule", "through_helper"]
+from torchport._device_types import CPU, MOVE_METHODS
+from torchport.diagnose._index_arguments import expression_at
+
+__all__ = ["host_factory", "inline_factory", "side_rule", "through_helper"]
 
 # (PyTorch's sentence, what it means, the fix)
 _SIDES: tuple[tuple[re.Pattern[str], str, str], ...] = (
@@ -65,27 +68,33 @@ def side_rule(said: str) -> tuple[str, str] | None:
 _FACTORIES = frozenset(
     {
         "arange",
-        "zeros",
-        "ones",
-        "full",
+        "as_tensor",
         "empty",
         "eye",
+        "from_numpy",
+        "full",
         "linspace",
         "logspace",
+        "ones",
         "rand",
-        "randn",
         "randint",
+        "randn",
         "randperm",
+        "tensor",
         "tril_indices",
         "triu_indices",
+        "zeros",
     }
 )
+# Calls that put their result somewhere on purpose: an expression holding one is not a
+# factory's forgotten device
+_PLACING = frozenset({"to", "type_as", "pin_memory", *MOVE_METHODS})
 
 
-def _function_tree(frame: FrameType) -> tuple[ast.AST, int] | None:
-    """The frame's function parsed, and the line its source starts at."""
+def _function_tree(code: CodeType) -> tuple[ast.AST, int] | None:
+    """The function of ``code`` parsed, and the line its source starts at."""
     try:
-        lines, start = inspect.getsourcelines(frame.f_code)
+        lines, start = inspect.getsourcelines(code)
     except (OSError, TypeError):
         return None
     try:
@@ -109,10 +118,93 @@ def _factory_without_device(node: ast.AST) -> str | None:
     return None
 
 
+def _host_factory_in(value: ast.expr, held: Mapping[str, Any]) -> str | None:
+    """The factory (``torch.arange``) a value is built from on the host, or ``None``.
+
+    The value is built from a factory without ``device=`` when one appears in it
+    (``torch.arange(n)``, ``torch.arange(n).unsqueeze(0)``, ``torch.tril(torch.ones(n,
+    n)) == 0``), nothing in it names a device or moves a tensor (``device=``, ``.to()``,
+    ``.cuda()``), and no other tensor on the host feeds it (``held``: the names the
+    frame binds; a batch the program keeps on the host is not a factory's doing).
+    """
+    found: str | None = None
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            if any(k.arg is None or k.arg == "device" for k in node.keywords):
+                return None
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _PLACING:
+                return None
+            found = found or _factory_without_device(node)
+        elif isinstance(node, ast.Name):
+            other = held.get(node.id)
+            if isinstance(other, torch.Tensor) and other.device.type == CPU and other.dim() > 0:
+                return None
+    return found
+
+
+def _helper_factory(call: ast.expr, frame: FrameType) -> tuple[str, str] | None:
+    """(the helper's name, its factory) when ``call`` calls a function of the program
+    (``make_mask(n)``, ``self._causal_mask(n)``) that returns a factory's tensor."""
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    target: Any = None
+    if isinstance(func, ast.Name):
+        target = frame.f_locals.get(func.id, frame.f_globals.get(func.id))
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        owner = frame.f_locals.get(func.value.id)
+        if owner is not None:
+            try:
+                target = inspect.getattr_static(type(owner), func.attr, None)
+            except Exception:  # an odd metaclass: no helper
+                return None
+    target = getattr(target, "__func__", target)  # staticmethod, classmethod
+    code = getattr(target, "__code__", None)
+    if not isinstance(code, CodeType):
+        return None
+    parsed = _function_tree(code)
+    if parsed is None:
+        return None
+    for node in ast.walk(parsed[0]):
+        if isinstance(node, ast.Return) and node.value is not None:
+            factory = _host_factory_in(node.value, {})
+            if factory is not None:
+                return ast.unparse(func), factory
+    return None
+
+
+def _missing(factory: str) -> str:
+    """What the factory call lacks: ``device=``, or for ``from_numpy`` (which has no device
+    and always makes a CPU tensor) a move."""
+    return "without .to(device)" if factory.endswith("from_numpy") else "without device="
+
+
+def _made_there(factory: str, on: str) -> str:
+    """The factory call that makes the tensor on ``on`` (``inp.device``)."""
+    if factory.endswith("from_numpy"):
+        return f"{factory}(...).to({on})"
+    return f"{factory}(..., device={on})"
+
+
+def _device_input(frame: FrameType) -> str:
+    """The name of an argument of the frame's function that holds a tensor off the host."""
+    code = frame.f_code
+    for name in code.co_varnames[: code.co_argcount]:
+        value = frame.f_locals.get(name)
+        if isinstance(value, torch.Tensor) and value.device.type != CPU:
+            return name
+    return ""
+
+
 def host_factory(
     frames: Sequence[FrameType], on_host: Sequence[torch.Tensor], device: str | None
 ) -> str | None:
     """The sentence and fix for a CPU tensor made by a factory without ``device=``.
+
+    The tensor is found by identity among the locals of each model frame the error went
+    through (the child module that received it, the forward that made it), and its
+    assignment is read in that frame's function: a factory in the value, or a helper of
+    the program returning one.
 
     Args:
         frames: The program's frames the error unwound, outermost first.
@@ -128,28 +220,77 @@ def host_factory(
         names = {name for name, value in frame.f_locals.items() if id(value) in wanted}
         if not names:
             continue
-        parsed = _function_tree(frame)
+        parsed = _function_tree(frame.f_code)
         if parsed is None:
             continue
         tree, start = parsed
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            else:
                 continue
-            target = node.targets[0]
             if not (isinstance(target, ast.Name) and target.id in names):
                 continue
-            factory = _factory_without_device(node.value)
+            factory = _host_factory_in(value, frame.f_locals)
+            through = ""
             if factory is None:
-                continue
+                helper = _helper_factory(value, frame)
+                if helper is None:
+                    continue
+                through = f"{helper[0]}(), which returns a tensor of "
+                factory = helper[1]
             line = start + node.lineno - 1
             text = linecache.getline(frame.f_code.co_filename, line).strip()
             where = device or "the input's device"
+            given = _device_input(frame)
+            on = f"{given}.device" if given else "x.device"
+            whose = "" if given else " with x an input of that function"
             return (
-                f"'{target.id}' was made on the CPU by {factory}() without device= at "
-                f"{frame.f_code.co_filename}:{line} in {frame.f_code.co_name} (`{text}`), and "
-                f"met tensors on {where}; create it on the input's device: "
-                f"{factory}(..., device=x.device) with x an input of that function"
+                f"'{target.id}' was made on the CPU by {through}{factory}() {_missing(factory)} "
+                f"at {frame.f_code.co_filename}:{line} in {frame.f_code.co_name} (`{text}`), "
+                f"and met tensors on {where}; create it on the input's device: "
+                f"{_made_there(factory, on)}{whose}"
             )
+    return None
+
+
+def inline_factory(frame: FrameType, device: str | None) -> str | None:
+    """The sentence and fix for a host tensor made on the failing line itself, never bound
+    to a name: ``x + torch.arange(n)``, ``scores + causal_mask(n)`` (a helper of the
+    program that returns a factory's tensor).
+
+    Args:
+        frame: The model frame (its ``self`` a module) whose line failed, at the failing
+            instruction.
+        device: The other device of the mismatch, when known.
+    """
+    if not isinstance(frame.f_locals.get("self"), torch.nn.Module):
+        return None
+    expression = expression_at(frame)
+    if expression is None:
+        return None
+    for node in ast.walk(expression):
+        if not isinstance(node, ast.Call):
+            continue
+        factory = _host_factory_in(node, frame.f_locals)
+        through = ""
+        if factory is None:
+            helper = _helper_factory(node, frame)
+            if helper is None:
+                continue
+            through = f"{helper[0]}(), which returns a tensor of "
+            factory = helper[1]
+        given = _device_input(frame)
+        on = f"{given}.device" if given else "x.device"
+        whose = "" if given else " with x an input of that function"
+        return (
+            f"`{ast.unparse(node)}` was made on the CPU by {through}{factory}() "
+            f"{_missing(factory)} on that line, and met tensors on "
+            f"{device or 'the input device'}; create it on the input's device: "
+            f"{_made_there(factory, on)}{whose}"
+        )
     return None
 
 

@@ -21,7 +21,9 @@ import torch.utils._pytree as pytree
 from torchport._crossings import CrossingKind
 from torchport.sim import _host
 from torchport.sim._pinning import is_pinned
+from torchport.sim._rules import check_generator
 from torchport.sim._tensor import SimTensor, wrap
+from torchport.sim._tensor import device as _device
 
 __all__ = ["install_kernels"]
 
@@ -42,6 +44,7 @@ def _on_host(value: Any) -> Any:
 
 
 def _fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
+    check_generator(op, args, kwargs, _device())  # torch.randn(..., device=sim, generator=...)
     out = op(*pytree.tree_map(_on_host, args), **pytree.tree_map(_on_host, kwargs))
     return pytree.tree_map(wrap, out)
 
@@ -77,6 +80,40 @@ def _to_copy_into_device(tensor: torch.Tensor, **kwargs: Any) -> Any:
     return copy_to_device(tensor, kwargs)
 
 
+def _ctc_loss_reading_lengths(
+    log_probs: torch.Tensor,
+    targets: torch.Tensor,
+    input_lengths: torch.Tensor,
+    target_lengths: torch.Tensor,
+    blank: int = 0,
+    reduction: int = 1,
+    zero_infinity: bool = False,
+) -> torch.Tensor:
+    """``ctc_loss`` with tensor lengths, as CUDA runs it for plain tensors.
+
+    ATen's ``ctc_loss`` (``LossCTC.cpp``, the overload taking tensor lengths) reads both
+    lengths on the host (``.to(kCPU, kLong)``, a copy and a wait when they are on the
+    device) and continues with integer lists, so lengths on the host are accepted beside
+    a device ``log_probs``. A tensor subclass takes another path there (the lengths stay
+    tensors and meet the loss in ``res / target_lengths``), which refused host lengths;
+    this kernel takes CUDA's path instead. Not imitated: CUDA's cuDNN path, taken for
+    int32 lengths with 1-D int32 targets, blank 0 and float32 ``log_probs``
+    (``_use_cudnn_ctc_loss_tensor``), which keeps the lengths as tensors and hands their
+    pointers to ``cudnnCTCLoss_v8``; what it does with host lengths is unconfirmed here.
+    """
+    for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+        if (
+            lengths.dtype.is_floating_point
+            or lengths.dtype.is_complex
+            or lengths.dtype == torch.bool
+        ):
+            raise RuntimeError(f"{name} must be integral")
+    on_host = [lengths.to(_CPU, torch.long).tolist() for lengths in (input_lengths, target_lengths)]
+    return torch.ops.aten.ctc_loss.IntList(  # type: ignore[no-any-return]
+        log_probs, targets, on_host[0], on_host[1], blank, reduction, zero_infinity
+    )
+
+
 def install_kernels() -> None:
     """Register the ``PrivateUse1`` kernels (once per process)."""
     fallback = torch.library.Library("_", "IMPL")  # type: ignore[no-untyped-call]
@@ -92,4 +129,6 @@ def install_kernels() -> None:
         # here as _to_copy, and the fallback cannot take it either.
         aten.impl("_to_copy", _to_copy_into_device, "PrivateUse1")  # type: ignore[no-untyped-call]
         aten.impl("scalar_tensor", _scalar_tensor, "PrivateUse1")  # type: ignore[no-untyped-call]
+        # Before autograd, where ctc_loss would decompose: CUDA reads the lengths first
+        aten.impl("ctc_loss.Tensor", _ctc_loss_reading_lengths, "AutogradPrivateUse1")  # type: ignore[no-untyped-call]
     _libraries.extend((fallback, aten))

@@ -11,6 +11,8 @@ worded as CUDA words them with ``sim:0`` in place of ``cuda:0``:
 * Indices of ``x[index]`` may stay on the host (CUDA copies them to the device);
   indices on the device for a host tensor are refused.
 * ``pack_padded_sequence``'s lengths must be a CPU tensor.
+* A random op that fills a device tensor draws from a generator of that device: a
+  ``torch.Generator()`` of the CPU passed to it is refused (ATen's ``check_generator``).
 * ``.numpy()`` of a device tensor is refused with CUDA's ``TypeError``.
 
 Which ops make the host wait is not decided here: :mod:`torchport.diagnose`'s op
@@ -19,12 +21,13 @@ table answers that for the simulated device and the audit alike.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-__all__ = ["HOST_OUTPUTS", "check_devices", "check_written", "numpy_refusal"]
+__all__ = ["HOST_OUTPUTS", "check_devices", "check_generator", "check_written", "numpy_refusal"]
 
 _aten = torch.ops.aten
 
@@ -117,6 +120,50 @@ def check_devices(func: Any, tensors: Sequence[torch.Tensor], device: torch.devi
             continue
         if tensor.dim() > 0 or not scalars:
             raise _mixed(device, tensor.device, func)
+
+
+@functools.cache
+def _generator_positions(func: Any) -> tuple[int, ...]:
+    """Positions of ``func``'s generator arguments passed by position (``rrelu_with_noise``);
+    most schemas take theirs by keyword only, which arrives in ``kwargs``."""
+    return tuple(
+        position
+        for position, argument in enumerate(func._schema.arguments)
+        if not argument.kwarg_only and "Generator" in str(argument.type)
+    )
+
+
+def check_generator(
+    func: Any, args: Sequence[Any], kwargs: dict[str, Any], device: torch.device
+) -> None:
+    """Raise as CUDA would when a random op on ``device`` is given another device's generator.
+
+    ATen's ``check_generator`` (``ATen/core/Generator.h``) compares the generator's device
+    type with the kernel's: ``torch.randn(3, device="cuda", generator=torch.Generator())``
+    raises ``RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'``.
+
+    Args:
+        func: The aten overload about to run on ``device``.
+        args: Its positional arguments.
+        kwargs: Its keyword arguments.
+        device: The simulated device.
+
+    Raises:
+        RuntimeError: The generator belongs to another device type.
+    """
+    generator = kwargs.get("generator")
+    if generator is None:
+        positions = _generator_positions(func)
+        if not positions:
+            return
+        generator = next(
+            (args[p] for p in positions if p < len(args) and args[p] is not None), None
+        )
+    if isinstance(generator, torch.Generator) and generator.device.type != device.type:
+        raise RuntimeError(
+            f"Expected a '{device.type}' device type for generator but found "
+            f"'{generator.device.type}'"
+        )
 
 
 def check_written(func: Any, written: torch.Tensor, device: torch.device) -> None:

@@ -25,7 +25,13 @@ from torchport.errors import DeviceError, TorchportError
 from torchport.sim import _host
 from torchport.sim._cells import CPU_STANDINS
 from torchport.sim._ledger import LEDGER
-from torchport.sim._rules import HOST_OUTPUTS, check_devices, check_written, numpy_refusal
+from torchport.sim._rules import (
+    HOST_OUTPUTS,
+    check_devices,
+    check_generator,
+    check_written,
+    numpy_refusal,
+)
 
 __all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]
 
@@ -163,6 +169,7 @@ class SimTensor(torch.Tensor):
         raw_args = _unwrap(args, tensors)
         raw_kwargs = {key: _unwrap_one(value, tensors) for key, value in kwargs.items()}
         check_devices(func, tensors, device())
+        check_generator(func, args, kwargs, device())
         # Which ops wait and which copy inside is the audit's op table, asked the way a
         # dispatch mode on a device asks it (diagnose's *_on_device).
         asked = _as_cuda_sees(args) if func in _INDEXING else args
