@@ -99,12 +99,23 @@ def every_iteration(node: ast.Call, ctx: Context) -> bool:
     loop = ctx.loop_of(node)
     if loop is None or (isinstance(loop, _LOOPS) and _runs_an_inner_loop(loop)):
         return False
+    counters = _counters(loop)
     for outer in reversed(ctx.ancestors):
         if outer is loop:
             return True
-        if isinstance(outer, ast.If) and any(_now_and_then(t) for t in _conjuncts(outer.test)):
+        if isinstance(outer, ast.If) and any(
+            _now_and_then(t, counters) for t in _conjuncts(outer.test)
+        ):
             return False
     return True
+
+
+def _counters(loop: ast.AST) -> frozenset[str]:
+    """The names a ``for`` loop binds each iteration (``i`` of ``for i, x in ...``)."""
+    target = getattr(loop, "target", None) if isinstance(loop, ast.For | ast.AsyncFor) else None
+    if target is None:
+        return frozenset()
+    return frozenset(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
 
 
 def _conjuncts(test: ast.expr) -> list[ast.expr]:
@@ -114,10 +125,19 @@ def _conjuncts(test: ast.expr) -> list[ast.expr]:
     return [test]
 
 
-def _now_and_then(test: ast.expr) -> bool:
-    """``step % N == 0`` (every N steps), ``i == 0`` or ``step is last`` (once)."""
+def _now_and_then(test: ast.expr, counters: frozenset[str]) -> bool:
+    """``step % N == 0`` (every N steps), ``i == 0`` or ``step is last`` (once), or the
+    loop's own counter among chosen steps (``if i in np.linspace(0, n, 10, dtype=int):``).
+    """
     if not isinstance(test, ast.Compare):
         return False
+    if (
+        isinstance(test.left, ast.Name)
+        and test.left.id in counters
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.In)
+    ):
+        return True
     sides = [test.left, *test.comparators]
     if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
         return True
