@@ -47,7 +47,8 @@ def run(source: str, trust: bool) -> list[tuple[Any, Any]]:
     sys.modules["torch"] = torch
     try:
         cfg = types.SimpleNamespace(trust=trust)
-        exec(compile(source, "<load>", "exec"), {"cfg": cfg, "pickle": pickle, "key": "weights_only"})
+        names = {"cfg": cfg, "pickle": pickle, "key": "weights_only"}
+        exec(compile(source, "<load>", "exec"), names)
     finally:
         if saved is None:
             sys.modules.pop("torch", None)

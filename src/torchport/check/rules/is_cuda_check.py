@@ -178,7 +178,7 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
 
 
 def _raises_only(branch: ast.AST) -> bool:
-    """``if not x.is_cuda: raise ...``, no ``else``: an assert spelled out, guarding what follows."""
+    """``if not x.is_cuda: raise ...``, no ``else``: an assert spelled out."""
     body = branch.body if isinstance(branch, ast.If) and not branch.orelse else []
     return len(body) == 1 and isinstance(body[0], ast.Raise)
 
