@@ -390,9 +390,7 @@ def _called_once(tree: ast.Module) -> frozenset[str]:
             visit(child, top and not isinstance(child, _SCOPES + _LOOPS + _COMPREHENSIONS))
 
     visit(tree, True)
-    elsewhere = {
-        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in at_top
-    }
+    elsewhere = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in at_top}
     found = frozenset((called & defs) - elsewhere)
     _ONCE[tree] = found
     return found
