@@ -71,3 +71,33 @@ def test_a_script_s_own_top_level_is_left_outside_loops(
         source += 'if __name__ == "__main__":\n    pass\n'
     found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
     assert bool(found) != (script and not looped), source
+
+
+GUARDS = {  # the guard, and the attribute of self it keeps (None: no memo of self)
+    'if not hasattr(self, "queue"):': "queue",
+    "if self.queue is None:": "queue",
+    "if queue is None:": None,  # a parameter the caller may leave out every call
+    'if not hasattr(other, "queue"):': None,
+    "if self.queue is not None:": None,
+    "if self.ready:": None,
+}
+TARGETS = ("self.queue", "self.other", "queue")
+
+
+@given(
+    guard=st.sampled_from(sorted(GUARDS)),
+    target=st.sampled_from(TARGETS),
+    looped=st.booleans(),
+    creation=st.sampled_from(CREATIONS),
+)
+def test_a_value_an_object_makes_once_and_keeps_is_left(
+    guard: str, target: str, looped: bool, creation: str
+) -> None:
+    body = [guard, f"    {target} = {creation}"]
+    if looped:
+        body = ["for x in batches:", *("    " + line for line in body)]
+    method = ["def add(self, batches, queue=None, other=None):", *("    " + ln for ln in body)]
+    source = "import torch\n\n\nclass Pool:\n" + "\n".join("    " + ln for ln in method) + "\n"
+    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
+    kept = GUARDS[guard]
+    assert bool(found) != (kept is not None and target == f"self.{kept}"), source

@@ -358,7 +358,11 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
     loops, and names nowhere else (a test script's ``check_zero_offset()``). A function
     called from another function, or never called in the file, is not known to run once;
     nor is anything in a module without that test (it may be imported and called per step).
+    Anywhere, a value an object makes once and keeps (``if not hasattr(self, "queue"):
+    self.queue = ...``, ``if self.buf is None: self.buf = ...``) runs once per object.
     """
+    if _memoised_on_self(ctx):
+        return True
     if not _is_script(ctx.tree) or ctx.loop_of(node) is not None:
         return False
     scopes = [a for a in ctx.ancestors if isinstance(a, _SCOPES)]
@@ -371,6 +375,60 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
         and any(s is function for s in ctx.tree.body)
         and function.name in _called_once(ctx.tree)
     )
+
+
+def _memoised_on_self(ctx: Context) -> bool:
+    """In the body of ``if not hasattr(self, "a"):`` or ``if self.a is None:`` that sets
+    ``self.a``: made on the object's first call and kept (a parameter tested for None
+    is not: the caller may leave it out on every call)."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, _SCOPES):
+            return False
+        if isinstance(outer, ast.If) and any(child is s for s in outer.body):
+            kept = _kept_on_self(outer.test)
+            if kept is not None and any(
+                isinstance(t, ast.Attribute)
+                and t.attr == kept
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+                for s in outer.body
+                if isinstance(s, ast.Assign)
+                for t in s.targets
+            ):
+                return True
+        child = outer
+    return False
+
+
+def _kept_on_self(test: ast.expr) -> str | None:
+    """``a`` of ``not hasattr(self, "a")`` or ``self.a is None``, else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        call = test.operand
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "hasattr"
+            and len(call.args) == 2
+            and isinstance(call.args[0], ast.Name)
+            and call.args[0].id == "self"
+            and isinstance(call.args[1], ast.Constant)
+            and isinstance(call.args[1].value, str)
+        ):
+            return call.args[1].value
+        return None
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, ast.Attribute)
+        and isinstance(test.left.value, ast.Name)
+        and test.left.value.id == "self"
+    ):
+        return test.left.attr
+    return None
 
 
 def _called_once(tree: ast.Module) -> frozenset[str]:

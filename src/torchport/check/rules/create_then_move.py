@@ -42,10 +42,11 @@ class CreateThenMove(Rule):
     are left alone too: their values are on the host, so they cross to the
     device either way, and passing `device=` saves no copy; so are tensors
     with a literal 0 among their sizes (`torch.empty((n, 0))`: nothing to copy),
-    and tensors a script makes once a run: at its top level outside loops, or in a
-    function it calls only from there (`if __name__ == "__main__": check()`): a
-    one-off copy saves nothing that matters (per step, in a loop or a function
-    called per batch, it does).
+    and tensors made once: at a script's top level outside loops, in a function
+    the script calls only from there (`if __name__ == "__main__": check()`), or
+    kept on the object that makes it (`if not hasattr(self, "queue"):
+    self.queue = ...`): a one-off copy saves nothing that matters (per step, in
+    a loop or a function called per batch, it does).
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,
@@ -73,6 +74,8 @@ class CreateThenMove(Rule):
         "import torch\n\nctx = torch.empty((n, 0)).to(z.device)\n",
         "import torch\n\n\ndef check():\n    w = torch.randn(3, 3).cuda()\n\n\n"
         'if __name__ == "__main__":\n    check()\n',
+        "import torch\n\n\nclass Pool:\n    def add(self, x):\n        if self.buf is None:\n"
+        "            self.buf = torch.zeros(64, 3).cuda()\n",
     )
     invalid = (
         Example(
