@@ -36,6 +36,10 @@ benchmarks/data/precision_sample_d.csv --codes TP301 TP203 --draw 60 --seed 37``
 the samples): ``--repos benchmarks/data/precision_repos_round5e.json --sample
 benchmarks/data/precision_sample_e.csv --seed 38 --draw 20 --codes TP106=20 TP202=20
 TP401=20 ...`` (the whole list in benchmarks/RESULTS.md, "check precision, sample E").
+The sixth (after the rules were narrowed on E, 11 more new repositories):
+``--repos benchmarks/data/precision_repos_round5f.json --sample
+benchmarks/data/precision_sample_f.csv --seed 39 --draw 20 --codes TP106=20 TP202=20
+TP401=20 TP103=20 TP406=20 TP303=20 TP402=20 TP305=20``.
 """
 
 from __future__ import annotations

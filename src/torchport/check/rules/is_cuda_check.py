@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import TypeGuard
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
@@ -60,8 +61,7 @@ class IsCudaCheck(Rule):
         "if x.is_cuda:\n    ext.roi_pool_forward_cuda(x, out)\n"
         "else:\n    ext.roi_pool_forward(x, out)\n",
         "assert grad.is_cuda\nroi_pool_forward_cuda(grad, out)\n",
-        "from ._ext import dcn as _backend\n\n\ndef forward(x, out):\n"
-        "    if not x.is_cuda:\n        raise NotImplementedError\n"
+        "def forward(x, out):\n    if not x.is_cuda:\n        raise NotImplementedError\n"
         "    _backend.dcn_cuda_forward(x, out)\n",
         "import torch\n\nif x.is_cuda:\n    dev = torch.cuda.current_device()\n",
         'if device.type == "cuda":\n    y = x if x.is_cuda else x.cuda()\n',
@@ -177,7 +177,7 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
     return False
 
 
-def _raises_only(branch: ast.AST) -> bool:
+def _raises_only(branch: ast.AST) -> TypeGuard[ast.If]:
     """``if not x.is_cuda: raise ...``, no ``else``: an assert spelled out."""
     body = branch.body if isinstance(branch, ast.If) and not branch.orelse else []
     return len(body) == 1 and isinstance(body[0], ast.Raise)
