@@ -1,11 +1,12 @@
-"""TP202 leaves a read taken only on chosen steps: the loop's counter tested for membership.
+"""TP202 leaves a read taken only on chosen steps: the loop's step counter tested for membership.
 
-Generated loops bind one or more names (``for i in ...``, ``for i, x in ...``,
-``for step, (x, y) in ...``), run a model each iteration and read a loss under
-``if <name> in <steps>:`` (alone or within an ``and``). The oracle is what was
-generated: a name the loop binds picks some iterations (``np.linspace(0, n, 10)``:
-ten reads, the advice already followed), so nothing is reported; any other name
-(a label, a token) says nothing about how often the read runs, so it is.
+Generated loops bind names (``for i in range(n)``, ``for i, x in enumerate(xs)``,
+``for x in xs``, ``for name, p in model.named_parameters()``), run a model each
+iteration and read a loss under ``if <name> in <steps>:`` (alone or within an
+``and``). The oracle is what was generated: the step counter of a ``range`` or
+``enumerate`` loop in a set of steps picks some iterations (``np.linspace(0, n, 10)``:
+ten reads, the advice already followed), so nothing is reported; any other name (an
+item of the loop, a label, a token) may hold on every iteration, so it is reported.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from hypothesis import strategies as st
 
 from torchport.check._engine import check_text, ruleset_for
 
-HEADERS = {
+HEADERS = {  # each loop, and the step counter it binds (not its items)
     "for i in range(n):": ("i",),
-    "for i, x in enumerate(xs):": ("i", "x"),
-    "for step, (x, y) in enumerate(loader):": ("step", "x", "y"),
-    "async for it in stream:": ("it",),
+    "for i, x in enumerate(xs):": ("i",),
+    "for step, (x, y) in enumerate(loader):": ("step",),
+    "for x in xs:": (),
+    "for name, p in model.named_parameters():": (),
+    "async for it in stream:": (),
 }
 STEPS = ("np.linspace(0, n, 10, dtype=int)", "checkpoints", "{0, n - 1}", "range(0, n, 50)")
 READS = ("print(loss.item())", "log.append(loss.cpu().numpy())", "vals.append(loss.tolist())")
@@ -27,7 +30,7 @@ READS = ("print(loss.item())", "log.append(loss.cpu().numpy())", "vals.append(lo
 
 @given(
     header=st.sampled_from(sorted(HEADERS)),
-    tested=st.sampled_from(["i", "x", "step", "y", "it", "label", "token"]),
+    tested=st.sampled_from(["i", "x", "step", "y", "it", "name", "label", "token"]),
     steps=st.sampled_from(STEPS),
     conjoined=st.booleans(),
     read=st.sampled_from(READS),

@@ -113,11 +113,18 @@ def every_iteration(node: ast.Call, ctx: Context) -> bool:
 
 
 def _counters(loop: ast.AST) -> frozenset[str]:
-    """The names a ``for`` loop binds each iteration (``i`` of ``for i, x in ...``)."""
-    target = getattr(loop, "target", None) if isinstance(loop, ast.For | ast.AsyncFor) else None
-    if target is None:
+    """The step counter a ``for`` loop binds: ``i`` of ``for i in range(...)`` or of
+    ``for i, x in enumerate(...)``. Not the items themselves (``for name, p in
+    model.named_parameters(): if name in decay:`` may hold on most iterations)."""
+    if not isinstance(loop, ast.For | ast.AsyncFor) or not isinstance(loop.iter, ast.Call):
         return frozenset()
-    return frozenset(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    called = getattr(loop.iter.func, "id", None)
+    target = loop.target
+    if called == "enumerate" and isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[0]
+    elif called != "range":
+        return frozenset()
+    return frozenset({target.id}) if isinstance(target, ast.Name) else frozenset()
 
 
 def _conjuncts(test: ast.expr) -> list[ast.expr]:
