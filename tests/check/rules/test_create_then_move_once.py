@@ -101,3 +101,29 @@ def test_a_value_an_object_makes_once_and_keeps_is_left(
     found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
     kept = GUARDS[guard]
     assert bool(found) != (kept is not None and target == f"self.{kept}"), source
+
+
+RESETS = {  # another method of the class, and whether it drops self.queue again
+    "def reset(self):\n    self.queue = None": True,
+    "def reset(self):\n    del self.queue": True,
+    'def reset(self):\n    delattr(self, "queue")': True,
+    "def reset(self):\n    self.other = None": False,
+    "def __init__(self):\n    self.queue = None": False,
+    "def size(self):\n    return len(self.queue)": False,
+}
+
+
+@given(
+    guard=st.sampled_from(['if not hasattr(self, "queue"):', "if self.queue is None:"]),
+    resets=st.lists(st.sampled_from(sorted(RESETS)), max_size=2),
+    creation=st.sampled_from(CREATIONS),
+)
+def test_a_kept_value_the_class_drops_again_is_reported(
+    guard: str, resets: list[str], creation: str
+) -> None:
+    add = f"def add(self, x):\n    {guard}\n        self.queue = {creation}"
+    methods = [add, *resets]
+    body = "\n".join("    " + ln for m in methods for ln in m.splitlines())
+    source = f"import torch\n\n\nclass Pool:\n{body}\n"
+    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
+    assert bool(found) == any(RESETS[r] for r in resets), source

@@ -4,8 +4,7 @@ Whether a read runs every iteration (not under ``if step % N``), whether the
 iteration queues device work before it, whether the loop itself depends on
 the value read (a stop test) or ends on what it computes (a decoding loop), and
 whether the code streams its results (where a read per step is the point).
-Also, for TP203, whether a loop's variable is rebound in the body before a read, and
-for TP106, whether code runs once a run.
+Also, for TP203, whether a loop's variable is rebound in the body before a read.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ __all__ = [
     "launches_device_work",
     "read_on_host",
     "rebound_in_the_body",
-    "runs_once",
     "stops_on_what_it_computes",
     "streams",
 ]
@@ -135,8 +133,8 @@ def _conjuncts(test: ast.expr) -> list[ast.expr]:
 
 
 def _now_and_then(test: ast.expr, counters: frozenset[str]) -> bool:
-    """``step % N == 0`` (every N steps), ``i == 0`` or ``step is last`` (once), or the
-    loop's own counter among chosen steps (``if i in np.linspace(0, n, 10, dtype=int):``).
+    """``step % N == 0`` (every N steps), ``i == 0`` or ``step is last`` (once), or a
+    ``range``/``enumerate`` step counter among chosen steps (``if i in np.linspace(...):``).
     """
     if not isinstance(test, ast.Compare):
         return False
@@ -355,122 +353,3 @@ def _surely_binds(stmt: ast.stmt, name: str) -> bool:
         for t in targets
         for n in ast.walk(t)
     )
-
-
-def runs_once(node: ast.AST, ctx: Context) -> bool:
-    """Whether ``node`` runs once a run of a script (TP106: a one-off copy saves nothing).
-
-    In a script (``if __name__ == "__main__":`` at module level): at module level outside
-    loops, or in a module-level function the script calls only at its top level, outside
-    loops, and names nowhere else (a test script's ``check_zero_offset()``). A function
-    called from another function, or never called in the file, is not known to run once;
-    nor is anything in a module without that test (it may be imported and called per step).
-    Anywhere, a value an object makes once and keeps (``if not hasattr(self, "queue"):
-    self.queue = ...``, ``if self.buf is None: self.buf = ...``) runs once per object.
-    """
-    if _memoised_on_self(ctx):
-        return True
-    if not _is_script(ctx.tree) or ctx.loop_of(node) is not None:
-        return False
-    scopes = [a for a in ctx.ancestors if isinstance(a, _SCOPES)]
-    if not scopes:
-        return True
-    function = scopes[0]
-    return (
-        len(scopes) == 1
-        and isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
-        and any(s is function for s in ctx.tree.body)
-        and function.name in _called_once(ctx.tree)
-    )
-
-
-def _memoised_on_self(ctx: Context) -> bool:
-    """In the body of ``if not hasattr(self, "a"):`` or ``if self.a is None:`` that sets
-    ``self.a``: made on the object's first call and kept (a parameter tested for None
-    is not: the caller may leave it out on every call)."""
-    child: ast.AST | None = None
-    for outer in reversed(ctx.ancestors):
-        if isinstance(outer, _SCOPES):
-            return False
-        if isinstance(outer, ast.If) and any(child is s for s in outer.body):
-            kept = _kept_on_self(outer.test)
-            if kept is not None and any(
-                isinstance(t, ast.Attribute)
-                and t.attr == kept
-                and isinstance(t.value, ast.Name)
-                and t.value.id == "self"
-                for s in outer.body
-                if isinstance(s, ast.Assign)
-                for t in s.targets
-            ):
-                return True
-        child = outer
-    return False
-
-
-def _kept_on_self(test: ast.expr) -> str | None:
-    """``a`` of ``not hasattr(self, "a")`` or ``self.a is None``, else None."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        call = test.operand
-        if (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Name)
-            and call.func.id == "hasattr"
-            and len(call.args) == 2
-            and isinstance(call.args[0], ast.Name)
-            and call.args[0].id == "self"
-            and isinstance(call.args[1], ast.Constant)
-            and isinstance(call.args[1].value, str)
-        ):
-            return call.args[1].value
-        return None
-    if (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Is)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value is None
-        and isinstance(test.left, ast.Attribute)
-        and isinstance(test.left.value, ast.Name)
-        and test.left.value.id == "self"
-    ):
-        return test.left.attr
-    return None
-
-
-def _called_once(tree: ast.Module) -> frozenset[str]:
-    """The module-level functions a script calls at its top level only, outside loops."""
-    known = _ONCE.get(tree)
-    if known is not None:
-        return known
-    defs = {s.name for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
-    called: set[str] = set()
-    at_top: set[int] = set()  # the Name nodes that are such calls' functions
-
-    def visit(node: ast.AST, top: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if top and isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
-                called.add(child.func.id)
-                at_top.add(id(child.func))
-            visit(child, top and not isinstance(child, _SCOPES + _LOOPS + _COMPREHENSIONS))
-
-    visit(tree, True)
-    elsewhere = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in at_top}
-    found = frozenset((called & defs) - elsewhere)
-    _ONCE[tree] = found
-    return found
-
-
-def _is_script(tree: ast.Module) -> bool:
-    """``if __name__ == "__main__":`` at module level: run, not imported."""
-    return any(
-        isinstance(s, ast.If)
-        and isinstance(s.test, ast.Compare)
-        and isinstance(s.test.left, ast.Name)
-        and s.test.left.id == "__name__"
-        for s in tree.body
-    )
-
-
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_ONCE: weakref.WeakKeyDictionary[ast.Module, frozenset[str]] = weakref.WeakKeyDictionary()

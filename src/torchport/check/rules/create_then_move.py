@@ -16,7 +16,7 @@ from torchport.check._match import (
     string_value,
 )
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._loops import runs_once
+from torchport.check.rules._once import runs_once
 
 # Factories whose values come from the host (their data argument), not computed by the factory.
 _DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})

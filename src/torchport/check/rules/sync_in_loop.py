@@ -43,10 +43,10 @@ class SyncInLoop(Rule):
     copies the value back. Inside a training loop that drains the GPU's queue
     every step, so the GPU idles while Python prepares the next step. Keep
     running sums on the device (`total += loss.detach()`) and read them once
-    after the loop, or every N steps (reads under `if step % N == 0:`,
-    `if i == 0:` or the step counter of a `range`/`enumerate` loop among
-    chosen steps, `if i in checkpoints:`, also within an `and`, are not reported). Nor are reads in an
-    outer loop that runs an inner loop (once per epoch) or in loops that queue
+    after the loop, or every N steps (reads under `if step % N == 0:`, `if i ==
+    0:` or a `range`/`enumerate` counter among chosen steps, `if i in ckpts:`,
+    also within an `and`, are not reported). Nor are reads in an outer loop
+    that runs an inner loop (once per epoch) or in loops that queue
     no device work (no model call, `backward()`, `step()` or torch function):
     only their first read waits. `.cpu()` counts when its result is read or is
     a tensor, not when a module is offloaded (`ae = ae.cpu()`). Not reported
