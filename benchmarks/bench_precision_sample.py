@@ -31,7 +31,15 @@ benchmarks/data/precision_sample_c.csv --skip benchmarks/data/precision_sample.c
 benchmarks/data/precision_sample_b.csv --draw 40 --seed 36``. The fourth (TP301 and
 TP203 only, on 29 repositories new to it, after those two rules were narrowed):
 ``--repos benchmarks/data/precision_repos_round5d.json --sample
-benchmarks/data/precision_sample_d.csv --codes TP301 TP203 --draw 60 --seed 37``.
+benchmarks/data/precision_sample_d.csv --codes TP301 TP203 --draw 60 --seed 37``. The fifth
+(rules with fewer than 20 judged findings, each drawn apart, on 34 repositories new to
+the samples): ``--repos benchmarks/data/precision_repos_round5e.json --sample
+benchmarks/data/precision_sample_e.csv --seed 38 --draw 20 --codes TP106=20 TP202=20
+TP401=20 ...`` (the whole list in benchmarks/RESULTS.md, "check precision, sample E").
+The sixth (after the rules were narrowed on E, 11 more new repositories):
+``--repos benchmarks/data/precision_repos_round5f.json --sample
+benchmarks/data/precision_sample_f.csv --seed 39 --draw 20 --codes TP106=20 TP202=20
+TP401=20 TP103=20 TP406=20 TP303=20 TP402=20 TP305=20``.
 """
 
 from __future__ import annotations
@@ -112,13 +120,22 @@ def draw(
     judged_before = {
         (r["repo"], r["path"], int(r["line"]), r["code"]) for p in skip for r in _read(p)
     }
+    caps = {c.partition("=")[0]: int(c.partition("=")[2] or n) for c in codes}
     found = [
         k
         for k in default_findings(mirror, repos)
-        if k not in judged_before and (not codes or k[3] in codes)
+        if k not in judged_before and (not caps or k[3] in caps)
     ]
     judged = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in _read(sample)}
-    picked = sorted(random.Random(seed).sample(found, min(n, len(found))))
+    rng = random.Random(seed)
+    if any("=" in c for c in codes):  # stratified: each rule's own draw, rules in code order
+        picked = []
+        for code in sorted(caps):
+            of_rule = [k for k in found if k[3] == code]
+            picked += rng.sample(of_rule, min(caps[code], len(of_rule)))
+        picked.sort()
+    else:
+        picked = sorted(rng.sample(found, min(n, len(found))))
     commits = _commits(repos)
     with sample.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, FIELDS)
@@ -162,7 +179,13 @@ def main() -> int:
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--draw", type=int, help="draw this many findings into the sample")
     parser.add_argument("--seed", type=int, default=34)
-    parser.add_argument("--codes", nargs="*", default=[], help="draw only these rules' findings")
+    parser.add_argument(
+        "--codes",
+        nargs="*",
+        default=[],
+        help="draw only these rules' findings; CODE=N draws up to N of that rule's findings "
+        "(each rule apart, in code order, from one seeded generator)",
+    )
     parser.add_argument("--score", action="store_true")
     parser.add_argument("--repos", type=Path, default=REPOS, help="the manifest of repositories")
     parser.add_argument("--sample", type=Path, default=SAMPLE, help="the judged sample (CSV)")

@@ -99,12 +99,30 @@ def every_iteration(node: ast.Call, ctx: Context) -> bool:
     loop = ctx.loop_of(node)
     if loop is None or (isinstance(loop, _LOOPS) and _runs_an_inner_loop(loop)):
         return False
+    counters = _counters(loop)
     for outer in reversed(ctx.ancestors):
         if outer is loop:
             return True
-        if isinstance(outer, ast.If) and any(_now_and_then(t) for t in _conjuncts(outer.test)):
+        if isinstance(outer, ast.If) and any(
+            _now_and_then(t, counters) for t in _conjuncts(outer.test)
+        ):
             return False
     return True
+
+
+def _counters(loop: ast.AST) -> frozenset[str]:
+    """The step counter a ``for`` loop binds: ``i`` of ``for i in range(...)`` or of
+    ``for i, x in enumerate(...)``. Not the items themselves (``for name, p in
+    model.named_parameters(): if name in decay:`` may hold on most iterations)."""
+    if not isinstance(loop, ast.For | ast.AsyncFor) or not isinstance(loop.iter, ast.Call):
+        return frozenset()
+    called = getattr(loop.iter.func, "id", None)
+    target = loop.target
+    if called == "enumerate" and isinstance(target, ast.Tuple) and target.elts:
+        target = target.elts[0]
+    elif called != "range":
+        return frozenset()
+    return frozenset({target.id}) if isinstance(target, ast.Name) else frozenset()
 
 
 def _conjuncts(test: ast.expr) -> list[ast.expr]:
@@ -114,10 +132,19 @@ def _conjuncts(test: ast.expr) -> list[ast.expr]:
     return [test]
 
 
-def _now_and_then(test: ast.expr) -> bool:
-    """``step % N == 0`` (every N steps), ``i == 0`` or ``step is last`` (once)."""
+def _now_and_then(test: ast.expr, counters: frozenset[str]) -> bool:
+    """``step % N == 0`` (every N steps), ``i == 0`` or ``step is last`` (once), or a
+    ``range``/``enumerate`` step counter among chosen steps (``if i in np.linspace(...):``).
+    """
     if not isinstance(test, ast.Compare):
         return False
+    if (
+        isinstance(test.left, ast.Name)
+        and test.left.id in counters
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.In)
+    ):
+        return True
     sides = [test.left, *test.comparators]
     if any(isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod) for s in sides):
         return True

@@ -16,6 +16,7 @@ from torchport.check._match import (
     string_value,
 )
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._once import runs_once
 
 # Factories whose values come from the host (their data argument), not computed by the factory.
 _DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
@@ -40,7 +41,12 @@ class CreateThenMove(Rule):
     factories (`torch.tensor(values).to(device)`, `torch.as_tensor(array)`)
     are left alone too: their values are on the host, so they cross to the
     device either way, and passing `device=` saves no copy; so are tensors
-    with a literal 0 among their sizes (`torch.empty((n, 0))`: nothing to copy).
+    with a literal 0 among their sizes (`torch.empty((n, 0))`: nothing to copy),
+    and tensors made once: at a script's top level outside loops, in a function
+    the script calls only from there (`if __name__ == "__main__": check()`), or
+    kept on the object that makes it (`if not hasattr(self, "queue"):
+    self.queue = ...`): a one-off copy saves nothing that matters (per step, in
+    a loop or a function called per batch, it does).
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,
@@ -66,6 +72,10 @@ class CreateThenMove(Rule):
         "import torch\n\nx = torch.tensor(values, dtype=torch.long).to(device)\n",
         "import torch\n\nx = torch.as_tensor(array).cuda()\n",
         "import torch\n\nctx = torch.empty((n, 0)).to(z.device)\n",
+        "import torch\n\n\ndef check():\n    w = torch.randn(3, 3).cuda()\n\n\n"
+        'if __name__ == "__main__":\n    check()\n',
+        "import torch\n\n\nclass Pool:\n    def add(self, x):\n        if self.buf is None:\n"
+        "            self.buf = torch.zeros(64, 3).cuda()\n",
     )
     invalid = (
         Example(
@@ -78,6 +88,12 @@ class CreateThenMove(Rule):
             'noise = torch.randn(8, device="cuda")\n'
             "idx = torch.arange(8, device=dev,)\n",
             count=2,
+        ),
+        Example(  # the script calls it in a loop: a copy per iteration
+            "import torch\n\n\ndef step():\n    return torch.zeros(3).to(device)\n\n\n"
+            'if __name__ == "__main__":\n    for _ in range(9):\n        step()\n',
+            fixed="import torch\n\n\ndef step():\n    return torch.zeros(3, device=device)\n\n\n"
+            'if __name__ == "__main__":\n    for _ in range(9):\n        step()\n',
         ),
     )
 
@@ -93,6 +109,8 @@ class CreateThenMove(Rule):
         factory = ctx.qualname(made.func)
         if factory is None or not _device_would_save_a_copy(made, factory):
             return
+        if runs_once(node, ctx):
+            return  # a one-off copy: nothing that matters to save
         target = _moved_to(node, method, ctx)
         if target is not None:
             yield ctx.finding(self, node, fix=_create_there(node, made, factory, target, ctx))

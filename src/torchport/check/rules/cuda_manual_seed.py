@@ -22,9 +22,10 @@ class CudaManualSeed(Rule):
     reproducible. `torch.manual_seed(seed)` seeds the CPU and every
     accelerator's generator.
 
-    Not reported right after `torch.manual_seed(...)` in the same block (within
-    a few statements): every device is seeded already, the CUDA call is a
-    leftover that does no harm.
+    Not reported right after `torch.manual_seed(...)` (within a few statements,
+    in the same block or before a statement that holds the call, such as
+    `if torch.cuda.is_available():`): every device is seeded already, the CUDA
+    call is a leftover that does no harm.
 
     ## Fix safety
     `torch.manual_seed` also reseeds the CPU generator at that point; if CPU
@@ -43,6 +44,8 @@ class CudaManualSeed(Rule):
         "import torch\n\ntorch.manual_seed(0)\n",
         "import torch\n\ndef seed(s):\n    torch.manual_seed(s)\n"
         "    torch.cuda.manual_seed_all(s)\n",
+        "import torch\n\ndef seed(s):\n    torch.manual_seed(s)\n    random.seed(s)\n"
+        "    if torch.cuda.is_available():\n        torch.cuda.manual_seed_all(s)\n",
     )
     invalid = (
         Example(
@@ -52,6 +55,12 @@ class CudaManualSeed(Rule):
         Example(
             "from torch.cuda import manual_seed\n\nmanual_seed(seed)\n",
             fixed="import torch\nfrom torch.cuda import manual_seed\n\ntorch.manual_seed(seed)\n",
+        ),
+        Example(  # seeded in another function: not before this call on every path
+            "import torch\n\ndef cpu(s):\n    torch.manual_seed(s)\n    def gpu(s):\n"
+            "        torch.cuda.manual_seed(s)\n",
+            fixed="import torch\n\ndef cpu(s):\n    torch.manual_seed(s)\n    def gpu(s):\n"
+            "        torch.manual_seed(s)\n",
         ),
     )
 
@@ -77,16 +86,24 @@ _NEAR = 4  # statements looked back at: a seeding helper's own lines
 
 
 def _seeded_just_before(ctx: Context) -> bool:
-    """Whether one of the few statements before this one in its block seeds every device."""
-    stmt = next((a for a in reversed(ctx.ancestors) if isinstance(a, ast.stmt)), None)
-    if stmt is None:
-        return False
-    where = ctx.scopes.statement_position(stmt)
-    if where is None:
-        return False
-    block, index = where
-    for before in block[max(0, index - _NEAR) : index]:
-        value = before.value if isinstance(before, ast.Expr) else None
-        if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.manual_seed":
-            return True
+    """Whether one of the few statements before this one, or before a statement that holds
+    it in the same function (``if torch.cuda.is_available():`` after the seeding), seeds
+    every device: that seeding runs first on every path to this call.
+    """
+    for stmt in reversed(ctx.ancestors):
+        if isinstance(stmt, _SCOPES):
+            return False  # what comes before a definition runs in another scope, at another time
+        if not isinstance(stmt, ast.stmt):
+            continue
+        where = ctx.scopes.statement_position(stmt)
+        if where is None:
+            continue
+        block, index = where
+        for before in block[max(0, index - _NEAR) : index]:
+            value = before.value if isinstance(before, ast.Expr) else None
+            if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.manual_seed":
+                return True
     return False
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

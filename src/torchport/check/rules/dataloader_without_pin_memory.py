@@ -27,7 +27,8 @@ class DataloaderWithoutPinMemory(Rule):
     Not reported where the batches are tiny: `batch_size=1` to `4` given as a
     number, or a dataset of text by its name (`text_ds`, `tokens`,
     `sentences`, `corpus`): a few token ids copy in microseconds, and pinning
-    them only locks host memory.
+    them only locks host memory. Nor is a loader a function binds to a name
+    nothing in the file reads: its batches go nowhere.
 
     ## Fix safety
     The fix passes `pin_memory=torch.accelerator.is_available()`, so nothing
@@ -52,6 +53,8 @@ class DataloaderWithoutPinMemory(Rule):
         "loader = DataLoader(train_tokens, batch_size=32)\nx = x.to(device)\n",
         "from torch.utils.data import DataLoader\n\n"
         "loader = DataLoader(ds, batch_size=1)\nx = x.to(device)\n",
+        "from torch.utils.data import DataLoader\n\n\ndef main(ds):\n"
+        "    unused = DataLoader(ds, batch_size=8)\n    model.to(device)\n",
     )
     invalid = (
         Example(
@@ -75,7 +78,7 @@ class DataloaderWithoutPinMemory(Rule):
             return
         if in_tests(ctx) or _tiny(node):
             return  # a test's loader, or batches too small for pinning to matter
-        if not _settled_loader_in_a_moving_file(node, ctx):
+        if not _settled_loader_in_a_moving_file(node, ctx) or _never_read(node, ctx):
             return
         torch = ctx.torch_at(node)
         if torch is None:
@@ -91,6 +94,16 @@ def _settled_loader_in_a_moving_file(call: ast.Call, ctx: Context) -> bool:
     if any(k.arg is None for k in call.keywords):
         return False
     return ctx.mentions(".to(") or ctx.mentions(".cuda(")
+
+
+def _never_read(call: ast.Call, ctx: Context) -> bool:
+    """``loader = DataLoader(...)`` in a function, and no read of that name in the file."""
+    parent = ctx.parent
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
+        return False
+    target = parent.targets[0]
+    in_function = any(isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef) for a in ctx.ancestors)
+    return in_function and isinstance(target, ast.Name) and not ctx.scopes.loads_of(target.id)
 
 
 _TEXT = re.compile(r"text|token|sentence|corpus|vocab|caption|word|char|lang|nlp", re.IGNORECASE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import TypeGuard
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
@@ -24,10 +25,10 @@ class IsCudaCheck(Rule):
     another device type (`elif x.is_xpu:`, `device.type`), or sit inside such a
     branch (ported code); branches whose CUDA arm calls a custom CUDA kernel
     (`roi_align_forward_cuda(...)`) or a `torch.cuda` function (TP401's), which
-    really exist only for CUDA, and so `assert x.is_cuda` before such a call
-    (the kernel's precondition). An `assert x.is_cuda` before portable code (a
-    Triton kernel, torch ops) is reported: it stops that code on every other
-    accelerator.
+    really exist only for CUDA, and so `assert x.is_cuda` (or `if not x.is_cuda:
+    raise ...`) before such a call (the kernel's precondition). Before portable
+    code (a Triton kernel, torch ops) either is reported: it stops that code on
+    every other accelerator.
 
     ## Why is this bad?
     `is_cuda` is False for tensors on MPS, XPU and other accelerators, so the
@@ -60,6 +61,8 @@ class IsCudaCheck(Rule):
         "if x.is_cuda:\n    ext.roi_pool_forward_cuda(x, out)\n"
         "else:\n    ext.roi_pool_forward(x, out)\n",
         "assert grad.is_cuda\nroi_pool_forward_cuda(grad, out)\n",
+        "def forward(x, out):\n    if not x.is_cuda:\n        raise NotImplementedError\n"
+        "    _backend.dcn_cuda_forward(x, out)\n",
         "import torch\n\nif x.is_cuda:\n    dev = torch.cuda.current_device()\n",
         'if device.type == "cuda":\n    y = x if x.is_cuda else x.cuda()\n',
     )
@@ -81,6 +84,10 @@ class IsCudaCheck(Rule):
             fixed='def mm(a, b):\n    assert a.device.type != "cpu" and b.device.type != "cpu"\n'
             "    return kernel[grid](a, b)\n",
             count=2,
+        ),
+        Example(
+            "if not a.is_cuda:\n    raise ValueError(a.device)\ny = a @ b\n",
+            fixed='if not a.device.type != "cpu":\n    raise ValueError(a.device)\ny = a @ b\n',
         ),
     )
 
@@ -146,7 +153,7 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
         return True
     tests: list[ast.AST] = [getattr(branch, "test", branch)]
     arms: list[ast.AST] = [branch]
-    if isinstance(branch, ast.Assert):
+    if isinstance(branch, ast.Assert) or _raises_only(branch):
         arms = _after(branch, ctx)
     if isinstance(branch, ast.If):
         tail: list[ast.stmt] = branch.orelse
@@ -168,6 +175,12 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
                 if name.startswith("torch.cuda.") and not name.endswith("Tensor"):
                     return True  # `torch.cuda.current_device()`: the arm is CUDA's (TP401)
     return False
+
+
+def _raises_only(branch: ast.AST) -> TypeGuard[ast.If]:
+    """``if not x.is_cuda: raise ...``, no ``else``: an assert spelled out."""
+    body = branch.body if isinstance(branch, ast.If) and not branch.orelse else []
+    return len(body) == 1 and isinstance(body[0], ast.Raise)
 
 
 def _after(stmt: ast.stmt, ctx: Context) -> list[ast.AST]:

@@ -52,6 +52,8 @@ class LoadWithUnpackedArguments(Rule):
         "import torch\n\n\ndef load(f, **kwargs):\n"
         '    kwargs.setdefault("weights_only", True)\n'
         "    return torch.load(f, **kwargs)\n",
+        'import torch\n\nkw = {}\nif not gpu:\n    kw["map_location"] = "cpu"\n'
+        "state = torch.load(fp, **kw)\n",
     )
     invalid = (
         Example("import torch\n\nstate = torch.load(path, **load_kwargs)\n"),
@@ -87,7 +89,8 @@ def _only_safe_literals(call: ast.Call, ctx: Context) -> bool:
 
     ``kw = {"weights_only": True} if new else {}`` then ``torch.load(p, **kw)`` is
     safe; a name that is also a parameter, rebound elsewhere, or written into
-    (``kw[...] = ...``, ``kw.update(...)``) is not known, so the call is reported.
+    (``kw[key] = ...``, ``kw.update(...)``) is not known, so the call is reported; a
+    store of a key that keeps loading safe (``kw["map_location"] = "cpu"``) is known.
     """
     if any(isinstance(a, ast.Starred) for a in call.args):
         return False
@@ -154,17 +157,25 @@ def _constant(expr: ast.expr) -> object:
 def _written_into(name: str, scope: ast.AST) -> bool:
     """Whether ``scope`` stores into ``name[...]`` or calls a method on ``name`` (``update``).
 
-    The names written into are gathered once per scope: a long module with many
-    loads would otherwise be walked once for each.
+    A store that keeps loading safe (``kw["map_location"] = "cpu"``) does not count. The
+    names are gathered once per scope, not walked again for each load.
     """
     written = _WRITTEN.get(scope)
     if written is None:
         written = set()
+        harmless = {
+            id(t)
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Subscript) and _safe_entry(_constant(t.slice), node.value)
+        }
         for node in ast.walk(scope):
             if (
                 isinstance(node, ast.Subscript)
                 and isinstance(node.ctx, (ast.Store, ast.Del))
                 and isinstance(node.value, ast.Name)
+                and id(node) not in harmless
             ):
                 written.add(node.value.id)
             elif (
@@ -175,6 +186,13 @@ def _written_into(name: str, scope: ast.AST) -> bool:
                 written.add(node.func.value.id)
         _WRITTEN[scope] = written
     return name in written
+
+
+def _safe_entry(key: object, value: ast.expr) -> bool:
+    """A constant key other than ``pickle_module``, and ``weights_only`` only if True."""
+    if not isinstance(key, str) or key == "pickle_module":
+        return False
+    return key != "weights_only" or _constant(value) is True
 
 
 _WRITTEN: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()

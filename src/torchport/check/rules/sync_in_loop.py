@@ -43,9 +43,10 @@ class SyncInLoop(Rule):
     copies the value back. Inside a training loop that drains the GPU's queue
     every step, so the GPU idles while Python prepares the next step. Keep
     running sums on the device (`total += loss.detach()`) and read them once
-    after the loop, or every N steps (reads under `if step % N == 0:` or
-    `if i == 0:`, also within an `and`, are not reported). Nor are reads in an
-    outer loop that runs an inner loop (once per epoch) or in loops that queue
+    after the loop, or every N steps (reads under `if step % N == 0:`, `if i ==
+    0:` or a `range`/`enumerate` counter among chosen steps, `if i in ckpts:`,
+    also within an `and`, are not reported). Nor are reads in an outer loop
+    that runs an inner loop (once per epoch) or in loops that queue
     no device work (no model call, `backward()`, `step()` or torch function):
     only their first read waits. `.cpu()` counts when its result is read or is
     a tensor, not when a module is offloaded (`ae = ae.cpu()`). Not reported
@@ -98,6 +99,8 @@ class SyncInLoop(Rule):
         "import torch\n\nfor epoch in range(n):\n    loss = model(x).sum()\n"
         "    if epoch % 20 == 0 and debug:\n        print(loss.item())\n",
         "import torch\n\nfor x in xs:\n    a = x.numpy()\n",
+        "import numpy as np\nimport torch\n\nfor i in range(n):\n    loss = model(x).sum()\n"
+        "    if i in np.linspace(0, n, 10, dtype=int):\n        print(loss.cpu().numpy())\n",
         "import torch\n\nvals = [t.tolist() for t in ts]\n",
         'import torch\n\nfor k, v in preds.items():\n    labels = v["labels"].tolist()\n',
         "import torch\n\nwhile opts:\n    y = model(x)\n    ae = ae.cpu()\n",
@@ -123,6 +126,10 @@ class SyncInLoop(Rule):
             "import torch\n\nwhile step < n:\n    preds.append(out.argmax(-1).cpu().numpy())\n"
         ),
         Example("import torch\n\nvals = [model(x).argmax(-1).tolist() for x in xs]\n"),
+        Example(  # a value tested for membership, not the loop's counter: every iteration
+            "import torch\n\nfor i in range(n):\n    loss = model(x).sum()\n"
+            "    if label in seen:\n        print(loss.item())\n"
+        ),
         Example(
             "import torch\n\nfor step, (x, y) in enumerate(loader):\n"
             "    total += crit(model(x), y).item()\n    global_step = epoch * n + step\n"

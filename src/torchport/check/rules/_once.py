@@ -1,0 +1,172 @@
+"""What runs once a run, for the rule on tensors made on the host and moved (TP106).
+
+A copy made once costs nothing that matters; the same copy per step does. Code at a
+script's top level outside loops, a function the script calls only from there, and a
+value an object makes on first use and keeps on ``self`` run once.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+
+from torchport.check._context import Context
+
+__all__ = ["runs_once"]
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def runs_once(node: ast.AST, ctx: Context) -> bool:
+    """Whether ``node`` runs once a run of a script (TP106: a one-off copy saves nothing).
+
+    In a script (``if __name__ == "__main__":`` at module level): at module level outside
+    loops, or in a module-level function the script calls only at its top level, outside
+    loops, and names nowhere else (a test script's ``check_zero_offset()``). A function
+    called from another function, or never called in the file, is not known to run once;
+    nor is anything in a module without that test (it may be imported and called per step).
+    Anywhere, a value an object makes once and keeps (``if not hasattr(self, "queue"):
+    self.queue = ...``, ``if self.buf is None: self.buf = ...``) runs once per object.
+    """
+    if _memoised_on_self(ctx):
+        return True
+    if not _is_script(ctx.tree) or ctx.loop_of(node) is not None:
+        return False
+    scopes = [a for a in ctx.ancestors if isinstance(a, _SCOPES)]
+    if not scopes:
+        return True
+    function = scopes[0]
+    return (
+        len(scopes) == 1
+        and isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any(s is function for s in ctx.tree.body)
+        and function.name in _called_once(ctx.tree)
+    )
+
+
+def _memoised_on_self(ctx: Context) -> bool:
+    """In the body of ``if not hasattr(self, "a"):`` or ``if self.a is None:`` that sets
+    ``self.a``, in a class that never drops ``self.a`` again: made on the object's first
+    call and kept (a parameter tested for None is not: the caller may leave it out on
+    every call)."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, _SCOPES):
+            return False
+        if isinstance(outer, ast.If) and any(child is s for s in outer.body):
+            kept = _kept_on_self(outer.test)
+            if kept is not None and any(
+                isinstance(t, ast.Attribute)
+                and t.attr == kept
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+                for s in outer.body
+                if isinstance(s, ast.Assign)
+                for t in s.targets
+            ):
+                return not _reset_elsewhere(kept, ctx)
+        child = outer
+    return False
+
+
+def _reset_elsewhere(attr: str, ctx: Context) -> bool:
+    """Whether the class may drop ``self.attr`` again outside ``__init__`` (``self.hidden =
+    None`` per episode, ``del self.attr``): then the guarded value is made again each time."""
+    owner = next((a for a in reversed(ctx.ancestors) if isinstance(a, ast.ClassDef)), None)
+    if owner is None:
+        return True
+    for method in owner.body:
+        if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "delattr":
+                return True
+            if isinstance(node, ast.Delete) and any(_on_self(t, attr) for t in node.targets):
+                return True
+            if (
+                method.name != "__init__"
+                and isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Constant)
+                and node.value.value is None
+                and any(_on_self(t, attr) for t in node.targets)
+            ):
+                return True
+    return False
+
+
+def _on_self(target: ast.expr, attr: str) -> bool:
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr == attr
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )
+
+
+def _kept_on_self(test: ast.expr) -> str | None:
+    """``a`` of ``not hasattr(self, "a")`` or ``self.a is None``, else None."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        call = test.operand
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "hasattr"
+            and len(call.args) == 2
+            and isinstance(call.args[0], ast.Name)
+            and call.args[0].id == "self"
+            and isinstance(call.args[1], ast.Constant)
+            and isinstance(call.args[1].value, str)
+        ):
+            return call.args[1].value
+        return None
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, ast.Attribute)
+        and isinstance(test.left.value, ast.Name)
+        and test.left.value.id == "self"
+    ):
+        return test.left.attr
+    return None
+
+
+def _called_once(tree: ast.Module) -> frozenset[str]:
+    """The module-level functions a script calls at its top level only, outside loops."""
+    known = _ONCE.get(tree)
+    if known is not None:
+        return known
+    defs = {s.name for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+    called: set[str] = set()
+    at_top: set[int] = set()  # the Name nodes that are such calls' functions
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if top and isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
+                called.add(child.func.id)
+                at_top.add(id(child.func))
+            visit(child, top and not isinstance(child, _SCOPES + _LOOPS + _COMPREHENSIONS))
+
+    visit(tree, True)
+    elsewhere = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in at_top}
+    found = frozenset((called & defs) - elsewhere)
+    _ONCE[tree] = found
+    return found
+
+
+def _is_script(tree: ast.Module) -> bool:
+    """``if __name__ == "__main__":`` at module level: run, not imported."""
+    return any(
+        isinstance(s, ast.If)
+        and isinstance(s.test, ast.Compare)
+        and isinstance(s.test.left, ast.Name)
+        and s.test.left.id == "__name__"
+        for s in tree.body
+    )
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_ONCE: weakref.WeakKeyDictionary[ast.Module, frozenset[str]] = weakref.WeakKeyDictionary()

@@ -1,0 +1,129 @@
+"""TP106 leaves a tensor a script makes once a run, and reports one made per step.
+
+Generated modules define ``make()``, which creates a tensor on the host and moves it,
+and refer to ``make`` from places drawn at random: a call at the top level or under
+``if __name__ == "__main__":``, a call in a loop or a comprehension, a call from
+another function, a reference that is not a call (a callback list). Some modules
+have no ``__main__`` test (they may be imported and ``make`` called from anywhere).
+The oracle is what was generated: the copy runs once a run only in a script whose
+every reference to ``make`` is a call at the top level outside loops (at least
+one); only then is it left, and every other module is reported. The same holds
+for the creation written at the module's own top level: left in a script outside
+a loop, reported in a loop or outside a script.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check._engine import check_text, ruleset_for
+
+ONCE = {"top": "make()", "main": "make()", "try": "try:\n    make()\nexcept OSError:\n    pass"}
+MANY = {
+    "loop": "for _ in range(3):\n    make()",
+    "while": "while busy():\n    make()",
+    "comprehension": "outs = [make() for _ in range(3)]",
+    "caller": "def train():\n    return make()",
+    "callback": "hooks = [make]",
+    "lambda": "later = lambda: make()",
+}
+CREATIONS = ("torch.zeros(4).to(device)", "torch.randn(2, 2).cuda()", "torch.ones(3).to(dev)")
+
+
+def indent(text: str, by: str) -> str:
+    return "\n".join(by + line for line in text.splitlines())
+
+
+@given(
+    places=st.lists(st.sampled_from(sorted(ONCE) + sorted(MANY)), max_size=4),
+    script=st.booleans(),
+    creation=st.sampled_from(CREATIONS),
+)
+def test_a_function_a_script_calls_once_is_left(
+    places: list[str], script: bool, creation: str
+) -> None:
+    top = [ONCE.get(p) or MANY[p] for p in places if p != "main"]
+    main = [ONCE["main"] for p in places if p == "main"]
+    lines = ["import torch", "", "", f"def make():\n    return {creation}", "", "", *top]
+    if script:
+        lines.append('if __name__ == "__main__":\n' + indent("\n".join([*main, "pass"]), "    "))
+    else:
+        lines += main
+    source = "\n".join(lines) + "\n"
+    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
+    once = script and bool(places) and all(p in ONCE for p in places)
+    assert bool(found) != once, source
+
+
+@given(
+    script=st.booleans(),
+    looped=st.sampled_from(["", "for _ in range(3):", "while busy():"]),
+    creation=st.sampled_from(CREATIONS),
+)
+def test_a_script_s_own_top_level_is_left_outside_loops(
+    script: bool, looped: str, creation: str
+) -> None:
+    made = f"x = {creation}"
+    body = f"{looped}\n    {made}" if looped else made
+    source = "import torch\n\n" + body + "\n"
+    if script:
+        source += 'if __name__ == "__main__":\n    pass\n'
+    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
+    assert bool(found) != (script and not looped), source
+
+
+GUARDS = {  # the guard, and the attribute of self it keeps (None: no memo of self)
+    'if not hasattr(self, "queue"):': "queue",
+    "if self.queue is None:": "queue",
+    "if queue is None:": None,  # a parameter the caller may leave out every call
+    'if not hasattr(other, "queue"):': None,
+    "if self.queue is not None:": None,
+    "if self.ready:": None,
+}
+TARGETS = ("self.queue", "self.other", "queue")
+
+
+@given(
+    guard=st.sampled_from(sorted(GUARDS)),
+    target=st.sampled_from(TARGETS),
+    looped=st.booleans(),
+    creation=st.sampled_from(CREATIONS),
+)
+def test_a_value_an_object_makes_once_and_keeps_is_left(
+    guard: str, target: str, looped: bool, creation: str
+) -> None:
+    body = [guard, f"    {target} = {creation}"]
+    if looped:
+        body = ["for x in batches:", *("    " + line for line in body)]
+    method = ["def add(self, batches, queue=None, other=None):", *("    " + ln for ln in body)]
+    source = "import torch\n\n\nclass Pool:\n" + "\n".join("    " + ln for ln in method) + "\n"
+    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
+    kept = GUARDS[guard]
+    assert bool(found) != (kept is not None and target == f"self.{kept}"), source
+
+
+RESETS = {  # another method of the class, and whether it drops self.queue again
+    "def reset(self):\n    self.queue = None": True,
+    "def reset(self):\n    del self.queue": True,
+    'def reset(self):\n    delattr(self, "queue")': True,
+    "def reset(self):\n    self.other = None": False,
+    "def __init__(self):\n    self.queue = None": False,
+    "def size(self):\n    return len(self.queue)": False,
+}
+
+
+@given(
+    guard=st.sampled_from(['if not hasattr(self, "queue"):', "if self.queue is None:"]),
+    resets=st.lists(st.sampled_from(sorted(RESETS)), max_size=2),
+    creation=st.sampled_from(CREATIONS),
+)
+def test_a_kept_value_the_class_drops_again_is_reported(
+    guard: str, resets: list[str], creation: str
+) -> None:
+    add = f"def add(self, x):\n    {guard}\n        self.queue = {creation}"
+    methods = [add, *resets]
+    body = "\n".join("    " + ln for m in methods for ln in m.splitlines())
+    source = f"import torch\n\n\nclass Pool:\n{body}\n"
+    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
+    assert bool(found) == any(RESETS[r] for r in resets), source

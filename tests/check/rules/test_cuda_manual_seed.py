@@ -1,0 +1,66 @@
+"""TP402 leaves a CUDA seed that ``torch.manual_seed`` has already covered on every path.
+
+Programs are generated: the CUDA seed sits under a few nested blocks (``if
+torch.cuda.is_available():``, a loop, a ``with``, a ``try``) of a function, and
+``torch.manual_seed`` is placed at one level of that nesting, either before the
+block that holds the call (so it runs first on every path), inside a sibling block
+that does not hold it, after the call, or in the enclosing function of a nested
+``def``. The oracle is that placement, known by construction: the rule stays
+quiet only for a seed placed before, within a few statements (its documented
+reach), and reports every other placement.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check._engine import check_text, ruleset_for
+
+WRAPPERS = ("if torch.cuda.is_available():", "for _ in range(2):", "with ctx:", "try:")
+NEAR = 4  # the rule's documented reach: the few statements before
+SEEDS = ("torch.cuda.manual_seed(s)", "torch.cuda.manual_seed_all(s)")
+
+
+def program(levels: list[str], seed_level: int, placement: str, gap: int, cuda: str) -> str:
+    """A function whose CUDA seed is nested in ``levels``; the CPU seed as placed."""
+
+    def block(depth: int, indent: str) -> list[str]:
+        here = depth == seed_level
+        lines = []
+        if here and placement == "before":
+            lines += [indent + "torch.manual_seed(s)"] + [indent + "random.seed(s)"] * gap
+        if here and placement == "sibling":
+            lines += [indent + "if s:", indent + "    torch.manual_seed(s)"]
+        if depth == len(levels):
+            lines.append(indent + cuda)
+        else:
+            lines += [indent + levels[depth], *block(depth + 1, indent + "    ")]
+            if levels[depth] == "try:":
+                lines += [indent + "except RuntimeError:", indent + "    pass"]
+        if here and placement == "after":
+            lines.append(indent + "torch.manual_seed(s)")
+        return lines
+
+    head = ["import random", "import torch", "", ""]
+    if placement == "outer function":
+        head += ["def outer(s):", "    torch.manual_seed(s)", "", "    def seed(s):"]
+        return "\n".join([*head, *block(0, "        ")]) + "\n"
+    return "\n".join([*head, "def seed(s):", *block(0, "    ")]) + "\n"
+
+
+@given(
+    levels=st.lists(st.sampled_from(WRAPPERS), max_size=3),
+    data=st.data(),
+    placement=st.sampled_from(["before", "sibling", "after", "outer function", "none"]),
+    gap=st.integers(0, 6),
+    cuda=st.sampled_from(SEEDS),
+)
+def test_reported_unless_seeded_before_on_every_path(
+    levels: list[str], data: st.DataObject, placement: str, gap: int, cuda: str
+) -> None:
+    seed_level = data.draw(st.integers(0, len(levels)))
+    source = program(levels, seed_level, placement, gap, cuda)
+    found = check_text(source, "m.py", ruleset_for(["TP402"], None)).findings
+    covered = placement == "before" and gap < NEAR
+    assert bool(found) != covered, source

@@ -1,0 +1,56 @@
+"""TP103 judges ``if not x.is_cuda: raise ...`` as the precondition it spells out.
+
+Generated functions start with a CUDA precondition on their input, written as
+``assert x.is_cuda`` or as ``if not x.is_cuda: raise <Error>(...)``, followed by a
+few statements: portable torch code, and possibly one call only CUDA has (a
+compiled extension's ``*_cuda_*`` kernel, a ``torch.cuda`` function). The oracle is
+what was generated: the precondition of a CUDA-only call is right and is left; one
+before portable code stops that code on every other accelerator and is reported,
+whichever way it is spelled.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check._engine import check_text, ruleset_for
+
+PORTABLE = ("y = x @ x.t()", "y = torch.relu(x)", "out = x.new(*x.size()).zero_()", "n = x.numel()")
+CUDA_ONLY = (
+    "_backend.roi_pool_cuda_forward(x, out)",
+    "_backend.dcn_v2_cuda_backward(x, out, grad)",
+    "stream = torch.cuda.current_stream()",
+)
+ERRORS = ("NotImplementedError", "ValueError('CUDA tensors only')", "RuntimeError")
+
+
+@given(
+    spelled=st.sampled_from(["assert", "if-raise"]),
+    error=st.sampled_from(ERRORS),
+    before=st.lists(st.sampled_from(PORTABLE), max_size=2),
+    kernel=st.none() | st.sampled_from(CUDA_ONLY),
+    after=st.lists(st.sampled_from(PORTABLE), max_size=2),
+)
+def test_a_precondition_is_judged_by_what_it_guards(
+    spelled: str, error: str, before: list[str], kernel: str | None, after: list[str]
+) -> None:
+    guard = (
+        ["    assert x.is_cuda"]
+        if spelled == "assert"
+        else ["    if not x.is_cuda:", f"    raise {error}".replace("    ", "        ", 1)]
+    )
+    body = [*before, *([kernel] if kernel else []), *after, "return x"]
+    source = "\n".join(
+        [
+            "import torch",
+            "from ._ext import ops as _backend",
+            "",
+            "",
+            "def forward(x, out, grad):",
+            *guard,
+            *("    " + line for line in body),
+        ]
+    )
+    found = check_text(source + "\n", "m.py", ruleset_for(["TP103"], None)).findings
+    assert bool(found) == (kernel is None), source
