@@ -14,15 +14,15 @@ way finding positions are, not as :meth:`str.splitlines` does.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from torchport.check._patterns import lazy_pattern
 from torchport.check._rule import Finding
 
 __all__ = ["to_original"]
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
+_LINE_END = lazy_pattern(r"\r\n|\r|\n")
 
 
 def _lines(text: str) -> list[str]:

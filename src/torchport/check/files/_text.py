@@ -14,19 +14,19 @@ of characters long.
 from __future__ import annotations
 
 import difflib
-import re
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 from torchport.check._catalog import shipped_rule
+from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import quoted
 from torchport.check._rule import Finding, FixSafety, Intent, Rule
 
 __all__ = ["file_of", "fix_flags", "render_grouped", "render_text"]
 
-_CELL = re.compile(r":cell \d+$")
-_LINE_END = re.compile(r"\r\n|\r|\n")
+_CELL = lazy_pattern(r":cell \d+$")
+_LINE_END = lazy_pattern(r"\r\n|\r|\n")
 _WIDTH = 160  # longest excerpt line shown; longer ones are windowed around the column
 
 _BOLD, _RED, _CYAN, _GREEN, _DIM, _RESET = (
