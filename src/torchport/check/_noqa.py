@@ -41,9 +41,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
 
 from torchport.check._patterns import lazy_pattern
+from torchport.check._records import field, record
 
 __all__ = ["NoqaMap", "add_noqa_comments", "parse_noqa", "unknown_codes"]
 
@@ -82,7 +82,7 @@ def _matches(codes: frozenset[str] | None, code: str) -> bool:
     return any(code.startswith(prefix) for prefix in codes)
 
 
-@dataclass(slots=True)
+@record()
 class NoqaMap:
     """The ``# noqa`` comments of one file: line number -> codes (``None``: all codes).
 

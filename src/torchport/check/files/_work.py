@@ -20,7 +20,7 @@ import functools
 import gc
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._noqa import unknown_codes
 from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import quoted
+from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
 from torchport.check._syntax import NewerSyntaxError, parse_source
 from torchport.check.files._discovery import inside_roots
@@ -76,7 +77,7 @@ class FileFix:
     encoding: str = "utf-8"  # the file's: write ``diff`` in it, so `git apply` matches bytes
 
 
-@dataclass(slots=True)
+@record()
 class Report:
     """What one file produced.
 
@@ -114,7 +115,7 @@ class Chunk:
     settings: FileSettings = UNLIMITED  # target torch and noqa policy of these files
 
 
-@dataclass(slots=True)
+@record()
 class _Doc:
     """A file as the engine sees it: Python text, plus how to turn fixed text back into bytes."""
 
