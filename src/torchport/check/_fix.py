@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import difflib
 import os
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
@@ -51,6 +50,8 @@ class FixOutcome:
         """
         if original == self.source:
             return ""
+        import difflib  # here: a check with no diff to show never loads it (start-up)
+
         absolute = os.path.isabs(path)
         lines = difflib.unified_diff(
             original.splitlines(keepends=True),

@@ -13,7 +13,6 @@ of characters long.
 
 from __future__ import annotations
 
-import difflib
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -125,6 +124,8 @@ def _fix_lines(f: Finding, source: str, paint: _Paint) -> list[str]:
         fixed = fixed[: edit.start] + edit.text + fixed[edit.end :]
     old, new = _LINE_END.split(source), _LINE_END.split(fixed)
     out = [f"  = fix ({f.fix.safety.value}):"]
+    import difflib  # here: only --show-fixes needs it (start-up)
+
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
