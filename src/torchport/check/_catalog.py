@@ -18,9 +18,9 @@ from __future__ import annotations
 import ast
 import importlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from torchport.check._records import record
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ __all__ = ["ENTRIES", "LazyRule", "RuleEntry", "real_rule", "shipped_rule", "shi
 _PACKAGE = "torchport.check.rules"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RuleEntry:
     """One shipped rule's metadata; ``module`` is the file under ``check/rules/``."""
 

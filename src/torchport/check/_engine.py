@@ -28,7 +28,6 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from torchport.check._context import Context
@@ -36,6 +35,7 @@ from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._nodes import child_fields
 from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._prefilter import absent_rules
+from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
 from torchport.check._syntax import parse_source
@@ -87,7 +87,7 @@ _LEAVES: tuple[type[ast.AST], ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RuleFailure:
     """A rule raised while checking a file: a bug in torchport, reported, never fatal."""
 
@@ -153,7 +153,7 @@ class RuleSet:
         return found
 
 
-@dataclass(slots=True)
+@record()
 class CheckOutcome:
     """What checking one source produced."""
 

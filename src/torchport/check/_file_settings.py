@@ -10,14 +10,13 @@ processes in each chunk.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from torchport.check._records import record
 from torchport.check._torch_api import TorchVersion
 
 __all__ = ["UNLIMITED", "FileSettings"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class FileSettings:
     """``target_torch``: fixes write only APIs this torch has (None: any torch)."""
 

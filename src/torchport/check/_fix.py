@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import ast
 import bisect
-import difflib
 import os
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
 
 from torchport.check._engine import RuleFailure, RuleSet, check_text, check_tree, ruleset_for
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._printable import quoted
+from torchport.check._records import field, record
 from torchport.check._rule import NO_FIX, Edit, Finding, FixSafety
 from torchport.check._syntax import parse_source
 from torchport.check._torch_api import parse_version
@@ -33,7 +32,7 @@ __all__ = ["MAX_FIX_ROUNDS", "FixOutcome", "fix_source", "fix_text"]
 MAX_FIX_ROUNDS = 10
 
 
-@dataclass(slots=True)
+@record()
 class FixOutcome:
     """What fixing one source produced: the new text, the fixes applied by code, what is left."""
 
@@ -51,6 +50,8 @@ class FixOutcome:
         """
         if original == self.source:
             return ""
+        import difflib  # here: a check with no diff to show never loads it (start-up)
+
         absolute = os.path.isabs(path)
         lines = difflib.unified_diff(
             original.splitlines(keepends=True),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 from torchport._device_types import CUDA
 from torchport.check._context import Context
+from torchport.check._patterns import lazy_pattern
 from torchport.check._rule import Edit
 from torchport.check.semantic._devices import device_type
 from torchport.check.semantic._guards import test_guard
@@ -69,12 +70,12 @@ _TENSOR_METHODS = frozenset(
     {"float", "double", "half", "long", "int", "detach", "clone", "contiguous", "sum", "mean",
      "view", "reshape", "squeeze", "unsqueeze", "softmax", "argmax", "abs", "sqrt", "pow"}
 )  # fmt: skip
-_MODULE_NAME = re.compile(
+_MODULE_NAME = lazy_pattern(
     r"(^|_)(model|net|network|module|encoder|decoder|backbone|layer|head|classifier|criterion"
     r"|loss_fn|ddp|policy|critic|actor|generator|discriminator|optimizer)s?($|_|\d)",
     re.IGNORECASE,
 )
-_TENSOR_NAME = re.compile(
+_TENSOR_NAME = lazy_pattern(
     r"^(x|y|t|z|tensor|tensors|image|images|img|imgs|label|labels|target|targets|mask|masks"
     r"|logits|loss|weights?|grad|preds?|probs)(_(\d+|train|test|val|gpu|cpu|batch|all|pred|true))?$"
 )

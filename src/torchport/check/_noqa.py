@@ -41,21 +41,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+
+from torchport.check._patterns import lazy_pattern
+from torchport.check._records import field, record
 
 __all__ = ["NoqaMap", "add_noqa_comments", "parse_noqa", "unknown_codes"]
 
-_NOQA = re.compile(
+_NOQA = lazy_pattern(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
-_FILE_NOQA = re.compile(
+_FILE_NOQA = lazy_pattern(
     r"^#\s*(?P<tool>torchport|ruff|flake8)\s*:\s*noqa"
     r"(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$",
     re.IGNORECASE,
 )
-_SPLIT = re.compile(r"[\s,]+")
-_TYPE_COMMENT = re.compile(r"#\s*type:")  # PEP 484: read only where a comment starts
-_ANY = re.compile("noqa", re.IGNORECASE)
+_SPLIT = lazy_pattern(r"[\s,]+")
+_TYPE_COMMENT = lazy_pattern(r"#\s*type:")  # PEP 484: read only where a comment starts
+_ANY = lazy_pattern("noqa", re.IGNORECASE)
 # Each literal as one "unrolled" loop (a run of plain characters, then one escape or
 # lone quote, and again), which the regex engine takes in long strides.
 _STRING = (
@@ -64,7 +66,7 @@ _STRING = (
     r"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"  # '...'
     r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'  # "..."
 )
-_STRINGS_OR_COMMENTS = re.compile(f"(?:{_STRING})|(?P<comment>#[^\\r\\n]*)", re.DOTALL)
+_STRINGS_OR_COMMENTS = lazy_pattern(f"(?:{_STRING})|(?P<comment>#[^\\r\\n]*)", re.DOTALL)
 
 
 def _codes(text: str | None) -> frozenset[str] | None:
@@ -80,7 +82,7 @@ def _matches(codes: frozenset[str] | None, code: str) -> bool:
     return any(code.startswith(prefix) for prefix in codes)
 
 
-@dataclass(slots=True)
+@record()
 class NoqaMap:
     """The ``# noqa`` comments of one file: line number -> codes (``None``: all codes).
 
@@ -180,7 +182,7 @@ def _line_ends(source: str, start: int, end: int) -> int:
     return newlines + returns - source.count("\r\n", start, end)
 
 
-_KEEP_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+_KEEP_ENDS = lazy_pattern(r"(?<=\n)|(?<=\r)(?!\n)")
 
 
 def _last_noqa(source: str) -> int:

@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from torchport.check._patterns import lazy_pattern
+
 __all__ = ["NEEDS", "absent_rules", "may_hold"]
 
 # code -> the word without which the rule reports nothing (see the module docstring:
@@ -37,7 +39,7 @@ NEEDS: dict[str, str] = {
     "TP115": "cuda",  # f"cuda:{i}", "cuda:%d" % i, "cuda:" + str(i)
 }
 
-_ESCAPES = re.compile(r"\\[xuUN0-7\r\n]")
+_ESCAPES = lazy_pattern(r"\\[xuUN0-7\r\n]")
 _SPLITS: dict[str, re.Pattern[str]] = {}
 
 

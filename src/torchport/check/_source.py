@@ -15,13 +15,13 @@ that appends a method call to an expression wraps the whole expression
 from __future__ import annotations
 
 import ast
-import re
 
+from torchport.check._patterns import lazy_pattern
 from torchport.check._rule import Edit
 
 __all__ = ["SourceText"]
 
-_NEWLINE = re.compile(r"\r\n?|\n")
+_NEWLINE = lazy_pattern(r"\r\n?|\n")
 # Expressions that bind tighter than an attribute access: `.m()` after one applies to all of it.
 _PRIMARY = (
     ast.Name,

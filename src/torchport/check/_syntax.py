@@ -16,37 +16,39 @@ import re
 import sys
 from collections import OrderedDict
 
+from torchport.check._patterns import lazy_pattern
+
 __all__ = ["NewerSyntaxError", "adopt_scopes", "keep_parsed", "parse_source", "syntax_needs"]
 
 # (pattern on the line the error points at, the Python it needs, what it is)
 _NEWER: tuple[tuple[re.Pattern[str], tuple[int, int], str], ...] = (
     (
-        re.compile(r"^\s*type\s+[A-Za-z_]\w*\s*(\[[^\]]*\])?\s*="),
+        lazy_pattern(r"^\s*type\s+[A-Za-z_]\w*\s*(\[[^\]]*\])?\s*="),
         (3, 12),
         "a `type` alias statement (PEP 695)",
     ),
     (
-        re.compile(r"^\s*(async\s+def|def|class)\s+[A-Za-z_]\w*\s*\["),
+        lazy_pattern(r"^\s*(async\s+def|def|class)\s+[A-Za-z_]\w*\s*\["),
         (3, 12),
         "type parameters on a `def` or `class` (PEP 695)",
     ),
     (
-        re.compile(r"""(?<![\w'"])[rRbB]?[fF][rR]?(?P<q>["'])[^"'\n]*\{[^}\n]*(?P=q)"""),
+        lazy_pattern(r"""(?<![\w'"])[rRbB]?[fF][rR]?(?P<q>["'])[^"'\n]*\{[^}\n]*(?P=q)"""),
         (3, 12),
         "an f-string that reuses its quotes inside `{}` (PEP 701)",
     ),
     (
-        re.compile(r"""(?<![\w'"])[rR]?[fF][rR]?["'][^"'\n]*\{[^}\n]*\\"""),
+        lazy_pattern(r"""(?<![\w'"])[rR]?[fF][rR]?["'][^"'\n]*\{[^}\n]*\\"""),
         (3, 12),
         "a backslash inside an f-string's `{}` (PEP 701)",
     ),
     (
-        re.compile(r"""(?<![\w'"])[rR]?[tT][rR]?["']"""),
+        lazy_pattern(r"""(?<![\w'"])[rR]?[tT][rR]?["']"""),
         (3, 14),
         'a template string `t"..."` (PEP 750)',
     ),
     (
-        re.compile(r"^\s*except\*?\s+[^():\n]+,[^:\n]*:"),
+        lazy_pattern(r"^\s*except\*?\s+[^():\n]+,[^:\n]*:"),
         (3, 14),
         "`except A, B:` without parentheses (PEP 758)",
     ),

@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+from torchport.check._patterns import lazy_pattern
 from torchport.check._rule import Finding
 
 __all__ = [
@@ -97,11 +98,11 @@ _NEWEST: TorchVersion = max(SINCE.values())
 # Any dotted name a fix writes (`torch.distributed.get_default_backend_for_device`): the
 # table is asked for each prefix of what follows the first name, so an API outside the
 # namespaces below is judged as soon as the table lists it.
-_CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*((?:\.[A-Za-z_]\w*)+)")
+_CHAIN = lazy_pattern(r"(?<![\w.])[A-Za-z_]\w*((?:\.[A-Za-z_]\w*)+)")
 # Names of these namespaces are gated even when the table lacks them (the newest torch).
 _NAMESPACES = ("accelerator", "amp")
 _CLASSES = ("get_device_module", "Stream", "Event")
-_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.\d+)?\s*$")
+_VERSION = lazy_pattern(r"^\s*(\d+)\.(\d+)(?:\.\d+)?\s*$")
 
 
 def parse_version(text: str) -> TorchVersion | None:
@@ -136,7 +137,7 @@ def written_apis(text: str) -> set[str]:
     return found
 
 
-_KEYWORD = re.compile(r"(?:^|[(,])\s*(?P<name>[A-Za-z_]\w*)\s*=(?!=)")
+_KEYWORD = lazy_pattern(r"(?:^|[(,])\s*(?P<name>[A-Za-z_]\w*)\s*=(?!=)")
 
 
 def _called_at(source: str, at: int) -> str | None:

@@ -12,16 +12,19 @@ them: the rest of the output goes nowhere (see :mod:`torchport.cli._pipe`).
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from torchport import __version__
 from torchport.cli._pipe import pipe_safe_stdout
+from torchport.cli._plain_check import plain_check
 from torchport.errors import MissingDependencyError, TorchportError
+
+if TYPE_CHECKING:
+    import argparse
 
 SUBCOMMANDS = ("doctor", "check", "fix", "port", "rule", "run", "bench")
 _CHECKER = frozenset({"check", "fix", "port", "rule"})  # exit 1 means findings there
@@ -35,6 +38,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     subcommand in ``argv`` (``--help``, a typo) every one is registered, so the help
     and the "invalid choice" message list them all.
     """
+    import argparse  # here: a plain `check PATH` never builds a parser (start-up)
+
     parser = argparse.ArgumentParser(
         prog="torchport",
         description="Run the same PyTorch code correctly and fast on any device.",
@@ -66,17 +71,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None, real_stdout: TextIO) -> int:
-    parser = build_parser(sys.argv[1:] if argv is None else argv)
-    args, unknown = parser.parse_known_args(argv)
-    if unknown[:1] == ["--"] and getattr(args, "verify", None) is not None:
-        args.verify, unknown = [*args.verify, *unknown[1:]], []  # `port --verify -- ARGS`
-    if unknown:  # the subcommand's usage, not the top-level one: `check --bogus`
-        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        owner = subparsers.choices.get(getattr(args, "subcommand", None) or "", parser)
-        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    words = sys.argv[1:] if argv is None else argv
+    plain = plain_check(words)  # argparse's reading of the commonest line, without argparse
+    args: Any = plain if plain is not None else _parsed(words)
     handler = getattr(args, "handler", None)
     if handler is None:
-        parser.print_help(sys.stderr)
+        build_parser(words).print_help(sys.stderr)
         return 2
     if args.subcommand == "run":  # the script owns its stdout: it gets the real one
         sys.stdout = real_stdout
@@ -109,6 +109,21 @@ def _main(argv: Sequence[str] | None, real_stdout: TextIO) -> int:
             file=sys.stderr,
         )
         return 2
+
+
+def _parsed(words: Sequence[str]) -> argparse.Namespace:
+    """argparse's reading of ``words``; a usage error exits 2 with the subcommand's usage."""
+    import argparse
+
+    parser = build_parser(words)
+    args, unknown = parser.parse_known_args(words)
+    if unknown[:1] == ["--"] and getattr(args, "verify", None) is not None:
+        args.verify, unknown = [*args.verify, *unknown[1:]], []  # `port --verify -- ARGS`
+    if unknown:  # the subcommand's usage, not the top-level one: `check --bogus`
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        owner = subparsers.choices.get(getattr(args, "subcommand", None) or "", parser)
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ would be (a coding cookie or BOM, else UTF-8), so stdin and files agree.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +15,8 @@ from typing import TYPE_CHECKING
 from torchport.errors import ConfigError
 
 if TYPE_CHECKING:
+    import argparse
+
     from torchport.check import Config
 
 
@@ -33,6 +34,8 @@ def _jobs(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
+        import argparse  # only argparse calls this: it is loaded
+
         raise argparse.ArgumentTypeError(
             f"expected a number of worker processes, 1 or more, got {text!r} "
             f"(leave --jobs out for one per core when there are many files)"

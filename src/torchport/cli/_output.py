@@ -8,15 +8,17 @@ run is not ``--quiet``: a pipe or a CI log gets none of it.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
 import time
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from torchport.errors import ConfigError
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def _colour(stream: IO[str]) -> bool:

@@ -7,12 +7,14 @@ the configuration or arguments are wrong.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchport.cli._options import add_output, add_paths, add_selection, run_paths, settings
 from torchport.cli._output import ProgressLine, report_stream
+
+if TYPE_CHECKING:
+    import argparse
 
 # == torchport.check.FORMATS (tested); a copy, so that `--help` imports no checker
 FORMATS = ("text", "concise", "grouped", "json", "sarif", "github", "gitlab", "junit")

@@ -40,7 +40,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -185,6 +184,8 @@ class CheckCache:
         """Write the cache atomically; skipped (silently) where the folder is not writable."""
         if not self._dirty:
             return
+        import tempfile  # here: a run that changes nothing never loads it (start-up)
+
         with contextlib.suppress(OSError):
             self.file.parent.mkdir(parents=True, exist_ok=True)
             for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", _TAG)):

@@ -34,7 +34,6 @@ patterns are relative to the working folder, as Ruff reads them).
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -309,6 +308,8 @@ def _table(data: dict[str, object], source: Path) -> Config:
 
 
 def _read(path: Path) -> dict[str, object]:
+    import tomllib  # here: a run with no configuration file never pays for the reader
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

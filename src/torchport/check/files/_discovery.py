@@ -37,9 +37,9 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from torchport.check._records import record
 from torchport.check.files._reading import special_file_message
 from torchport.errors import ConfigError
 
@@ -121,8 +121,10 @@ def _glob_regex(pattern: str) -> str:
     return "".join(out)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Pattern:
+    """One line of a pattern file: its regular expression and how it applies."""
+
     regex: re.Pattern[str]
     negate: bool
     dir_only: bool
@@ -258,7 +260,7 @@ def _parent_gitignores(folder: Path) -> list[GlobSet]:
 # ---------------------------------------------------------------- discovery
 
 
-@dataclass(slots=True)
+@record()
 class Discovery:
     """The files to check, in a stable order, and the given paths that could not be used."""
 

@@ -13,14 +13,13 @@ documented in ``docs/json-format.md``; a test holds that page to this code.
 from __future__ import annotations
 
 import inspect
-import json
-import re
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import PurePath
 from urllib.parse import quote
 
 from torchport import __version__
+from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import is_plain, quoted
 from torchport.check._rule import Finding, FixSafety, Rule
 from torchport.check.files._text import file_of, fix_flags, render_grouped, render_text
@@ -83,8 +82,8 @@ def _finding_json(f: Finding, fixable: bool) -> dict[str, object]:
 # a noqa comment names ...", "cell 3, line 1: ...", "cell 3 not checked: ... at line 1");
 # the parser's own MSG may name another line first ("(detected at line 9)"), so the
 # last "at line" wins.
-_AT_LINE = re.compile(r"\bat (?:cell (\d+), )?line (\d+)(?:, column (\d+))?")
-_LEADING = re.compile(r"^(?:cell (\d+), )?line (\d+):|^cell (\d+)\b")
+_AT_LINE = lazy_pattern(r"\bat (?:cell (\d+), )?line (\d+)(?:, column (\d+))?")
+_LEADING = lazy_pattern(r"^(?:cell (\d+), )?line (\d+):|^cell (\d+)\b")
 
 
 def _error_position(message: str) -> tuple[int | None, int | None, int | None]:
@@ -143,6 +142,8 @@ def render_json(
     and a SPEED rule's only where the selection named it: ``plain``, as for
     :func:`render_text`).
     """
+    import json  # here: a text report never loads it (start-up)
+
     by_code = {r.code: r for r in rules}
     items = [_finding_json(f, fix_flags(f, by_code, plain) == ()) for f in findings]
     items += [_error_json(e) for e in errors]
@@ -216,6 +217,8 @@ def render_statistics(
     ``properties.statistics``, so a SARIF consumer still gets a valid log; GitLab
     and JUnit: their full report, for the same reason. Text forms: the table.
     """
+    import json  # here: a text report never loads it (start-up)
+
     rows = _statistics(findings, rules, plain)
     if fmt == "json":
         return json.dumps(rows, indent=2) + "\n"
@@ -284,6 +287,8 @@ def render_sarif(
 
     ``statistics`` (counts per code), when given, go in the run's ``properties``.
     """
+    import json  # here: a text report never loads it (start-up)
+
     ordered = sorted({r.code: r for r in rules}.values(), key=lambda r: r.code)
     index = {r.code: i for i, r in enumerate(ordered)}
     results = []

@@ -46,11 +46,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchport.check._patterns import lazy_pattern
+
 __all__ = ["NotPython", "Notebook", "NotebookError", "read_notebook"]
 
 _LAYOUTS = tuple((indent, ascii_) for indent in (1, 2, 4) for ascii_ in (False, True))
-_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
-_ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
+_LINE = lazy_pattern(r"[^\n]*\n|[^\n]+$")
+_ASSIGN_MAGIC = lazy_pattern(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
 
 
 class NotPython(Exception):
@@ -77,7 +79,7 @@ def _cell_text(cell: dict[str, Any]) -> str:
 
 _ESCAPES = ("%", "!", "?", "/", ",", ";")
 # `obj?`, `obj.attr??`, `%magic?`, `np.*load*?`: IPython's help at the end of a line.
-_HELP_END = re.compile(r"^\s*%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*\?\??\s*$")
+_HELP_END = lazy_pattern(r"^\s*%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*\?\??\s*$")
 
 
 def _is_magic(stripped: str) -> bool:

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,13 +30,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from torchport.check._rule import Finding, Rule
-from torchport.check.files._cache import CheckCache, cache_folder
 from torchport.check.files._config import Config, ConfigResolver
 from torchport.check.files._plan import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, Plan, chunked, plan
 from torchport.check.files._work import Chunk, FileError, FileFix, Report, check_chunk, fix_chunk
 
 if TYPE_CHECKING:
+    import threading
     from concurrent.futures import ProcessPoolExecutor
+
+    from torchport.check.files._cache import CheckCache
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -125,6 +125,9 @@ def _die_with_parent(parent: int) -> None:
     Ctrl-C reaches every process of the terminal's group; the parent alone answers it
     (it ends the workers), so a worker ignores it rather than print its own traceback.
     """
+    import signal
+    import threading
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
@@ -144,6 +147,8 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     to mark the futures just cancelled as broken (``InvalidStateError``): that
     traceback would be all a user sees after Ctrl-C, so it is kept quiet here.
     """
+    import threading
+
     processes = list((pool._processes or {}).values())  # no public handle on the workers
     manager = getattr(pool, "_executor_manager_thread", None)
     previous = threading.excepthook
@@ -234,6 +239,9 @@ def _cached_check(
     """
     if not cache or run.stdin is not None:
         return _map(check_chunk, chunked(run), run.jobs, progress), 0
+    # here: a run with no cache (`--no-cache`, stdin) never loads it (start-up)
+    from torchport.check.files._cache import CheckCache, cache_folder
+
     stores: dict[int, CheckCache] = {}
     hits: list[Report] = []
     misses: list[tuple[str, tuple[str, ...]]] = []

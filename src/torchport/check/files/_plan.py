@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
+from torchport.check._records import record
 from torchport.check._rule import Rule
 from torchport.check._select import (
     available_rules,
@@ -43,7 +44,7 @@ _CHUNK_MAX = 64
 Paths = Sequence[str | os.PathLike[str]] | str | os.PathLike[str]
 
 
-@dataclass(slots=True)
+@record()
 class Group:
     """Files that share settings: (path, ignored codes) each, and the chunk they run in."""
 
@@ -52,7 +53,7 @@ class Group:
     files: list[tuple[str, tuple[str, ...]]]
 
 
-@dataclass(slots=True)
+@record()
 class Plan:
     """The files to run on, by settings, and everything decided about them.
 

@@ -18,7 +18,8 @@ import io
 import os
 import stat
 import tokenize
-from dataclasses import dataclass, field
+
+from torchport.check._records import field, record
 
 __all__ = [
     "MAX_SOURCE_BYTES",
@@ -40,7 +41,7 @@ class SourceError(Exception):
     """A file that cannot be read or decoded; the message says why and what to do."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Stamp:
     """What a file was when it was read, to tell before writing whether it changed since."""
 
@@ -58,7 +59,7 @@ class Stamp:
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, data, st.st_ctime_ns)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class SourceFile:
     """A decoded file and the encoding to write it back with (``utf-8-sig`` keeps a BOM).
 

@@ -13,16 +13,15 @@ way finding positions are, not as :meth:`str.splitlines` does.
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from torchport.check._patterns import lazy_pattern
 from torchport.check._rule import Finding
 
 __all__ = ["to_original"]
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
+_LINE_END = lazy_pattern(r"\r\n|\r|\n")
 
 
 def _lines(text: str) -> list[str]:
@@ -34,6 +33,8 @@ def _lines(text: str) -> list[str]:
 
 def _line_map(fixed: str, original: str) -> dict[int, int]:
     """1-based line of ``fixed`` -> 1-based line of ``original``, for lines the fix left alone."""
+    import difflib  # here: only a fix (a dry run) maps lines back: `check` never loads it
+
     new, old = _lines(fixed), _lines(original)
     matcher = difflib.SequenceMatcher(None, new, old, autojunk=False)
     mapping: dict[int, int] = {}

@@ -28,27 +28,26 @@ declare nothing (they are not ours to judge).
 from __future__ import annotations
 
 import ast
-import configparser
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from torchport.check._patterns import lazy_pattern
 from torchport.check._torch_api import TorchVersion, format_version
 
 __all__ = ["declared_target", "project_folder", "requirement_floor"]
 
 # PEP 508: a name (any case, `-`/`_`/`.` alike), extras, then specifiers (maybe in
 # parentheses), a marker after `;`; requirements.txt adds `# comments` and options.
-_PEP508 = re.compile(
+_PEP508 = lazy_pattern(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<rest>[^;#]*)"
     r"(?P<marker>;[^#]*)?(?:#.*)?$"
 )
 # conda: `[channel::]name[ ]spec[ build]`, spec `>=2.4,<3`, `2.4.*`, `=2.4`, `==2.4.1`.
-_CONDA = re.compile(r"^\s*(?:[\w.-]+::)?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<rest>.*)$")
-_PART = re.compile(r"^(?P<op>===|==|~=|>=|<=|!=|>|<|\^|~|=)?\s*(?P<version>v?\d[\w.*+!-]*)$")
+_CONDA = lazy_pattern(r"^\s*(?:[\w.-]+::)?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<rest>.*)$")
+_PART = lazy_pattern(r"^(?P<op>===|==|~=|>=|<=|!=|>|<|\^|~|=)?\s*(?P<version>v?\d[\w.*+!-]*)$")
 _LOWER_OPS = {"===", "==", "~=", ">=", ">", "^", "~", "=", None}
 _PYPI_NAMES = {"torch"}
 _CONDA_NAMES = {"pytorch", "torch", "pytorch-gpu", "pytorch-cpu"}
@@ -244,6 +243,8 @@ def _pyproject(data: dict[str, Any]) -> TorchVersion | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
+    import tomllib  # here: a project without the file never pays for the reader
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
@@ -252,6 +253,8 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
 
 
 def _setup_cfg(path: Path) -> TorchVersion | None:
+    import configparser  # here: a project without the file never pays for the reader
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read(path, encoding="utf-8")

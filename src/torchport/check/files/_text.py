@@ -13,20 +13,19 @@ of characters long.
 
 from __future__ import annotations
 
-import difflib
-import re
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 from torchport.check._catalog import shipped_rule
+from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import quoted
 from torchport.check._rule import Finding, FixSafety, Intent, Rule
 
 __all__ = ["file_of", "fix_flags", "render_grouped", "render_text"]
 
-_CELL = re.compile(r":cell \d+$")
-_LINE_END = re.compile(r"\r\n|\r|\n")
+_CELL = lazy_pattern(r":cell \d+$")
+_LINE_END = lazy_pattern(r"\r\n|\r|\n")
 _WIDTH = 160  # longest excerpt line shown; longer ones are windowed around the column
 
 _BOLD, _RED, _CYAN, _GREEN, _DIM, _RESET = (
@@ -125,6 +124,8 @@ def _fix_lines(f: Finding, source: str, paint: _Paint) -> list[str]:
         fixed = fixed[: edit.start] + edit.text + fixed[edit.end :]
     old, new = _LINE_END.split(source), _LINE_END.split(fixed)
     out = [f"  = fix ({f.fix.safety.value}):"]
+    import difflib  # here: only --show-fixes needs it (start-up)
+
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

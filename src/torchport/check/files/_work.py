@@ -19,20 +19,21 @@ import contextlib
 import functools
 import gc
 import os
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._fix import FixOutcome, fix_text
 from torchport.check._noqa import unknown_codes
+from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import quoted
+from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
 from torchport.check._syntax import NewerSyntaxError, parse_source
 from torchport.check.files._discovery import inside_roots
-from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
 from torchport.check.files._reading import (
     MAX_SOURCE_BYTES,
     SourceError,
@@ -43,7 +44,9 @@ from torchport.check.files._reading import (
     too_large_message,
 )
 from torchport.check.files._remap import to_original
-from torchport.check.files._write import WriteRefused, remove_stale_temps, write_back
+
+if TYPE_CHECKING:
+    from torchport.check.files._notebook import Notebook
 
 __all__ = ["UNUSED_NOQA", "Chunk", "FileError", "FileFix", "Report", "check_chunk", "fix_chunk"]
 
@@ -74,7 +77,7 @@ class FileFix:
     encoding: str = "utf-8"  # the file's: write ``diff`` in it, so `git apply` matches bytes
 
 
-@dataclass(slots=True)
+@record()
 class Report:
     """What one file produced.
 
@@ -112,7 +115,7 @@ class Chunk:
     settings: FileSettings = UNLIMITED  # target torch and noqa policy of these files
 
 
-@dataclass(slots=True)
+@record()
 class _Doc:
     """A file as the engine sees it: Python text, plus how to turn fixed text back into bytes."""
 
@@ -124,7 +127,7 @@ class _Doc:
     notebook: Notebook | None = None
 
 
-_LINE_END = re.compile(r"\r\n|\r|\n")  # the line ends Python counts
+_LINE_END = lazy_pattern(r"\r\n|\r|\n")  # the line ends Python counts
 
 
 @functools.lru_cache(maxsize=32)
@@ -155,6 +158,9 @@ def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | No
             st = source.stamp
             report.stamp = (st.dev, st.ino, st.size, st.mtime_ns, st.ctime_ns)
     if path.endswith(".ipynb"):
+        # here: a run of .py files never loads the notebook reader (start-up)
+        from torchport.check.files._notebook import NotebookError, NotPython, read_notebook
+
         try:
             doc.notebook = read_notebook(doc.raw)
         except NotebookError as exc:
@@ -380,6 +386,10 @@ def _encode(doc: _Doc, fixed: str) -> tuple[str, str]:
 
 
 def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: RuleSet) -> Report:
+    # imported here, as all that only a fix needs: `check` starts faster without them
+    from torchport.check.files._notebook import NotebookError
+    from torchport.check.files._write import WriteRefused, write_back
+
     if chunk.diff:  # nothing is written: say where what is left lies in the text on disk
         remaining, unplaced = to_original(outcome.remaining, outcome.source, doc.text)
         report = Report(path, findings=_place(doc, remaining, doc.text), unplaced=unplaced)
@@ -427,6 +437,8 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
     of the chunk's files that ``fix`` may write, never through a link leading out
     (see :func:`~torchport.check.files._write.remove_stale_temps`).
     """
+    from torchport.check.files._write import remove_stale_temps
+
     reports: list[Report] = []
     cleaned: set[str] = set()
     for path, ignored in chunk.files:

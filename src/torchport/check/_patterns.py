@@ -1,0 +1,61 @@
+"""Regular expressions compiled on first use, not at import.
+
+Compiling a pattern costs tens of microseconds, and the checker's modules hold
+dozens that a check of one small file never reaches (notebook magics, requirement
+specifiers, version strings): compiled at import they were a visible part of
+``torchport check``'s start-up. :func:`lazy_pattern` returns a stand-in that
+compiles on its first use and then holds the compiled pattern's methods and
+attributes as its own, so every later use costs what a module-level
+``re.compile`` costs (one attribute lookup). A pattern with an error still raises
+``re.error``, at its first use instead of at import; tests/check/test_patterns.py
+compiles every one of the package's patterns eagerly, so none waits for a user.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["lazy_pattern"]
+
+# What a compiled pattern offers (``re.Pattern``'s public methods and attributes).
+_ATTRIBUTES = (
+    "match", "search", "fullmatch", "finditer", "findall", "sub", "subn", "split",
+    "scanner", "pattern", "flags", "groups", "groupindex",
+)  # fmt: skip
+
+
+class _LazyPattern:
+    """A pattern compiled when one of ``re.Pattern``'s names is first read."""
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self._source = (pattern, flags)
+
+    def compiled(self) -> re.Pattern[str]:
+        """The pattern, compiled now if it was not yet (each name then read directly)."""
+        compiled = re.compile(*self._source)
+        for name in _ATTRIBUTES:
+            setattr(self, name, getattr(compiled, name))
+        self.compiled = lambda: compiled  # type: ignore[method-assign]
+        return compiled
+
+    def __getattr__(self, name: str) -> Any:
+        # reached only before the first compile, or for a name re.Pattern lacks
+        if name.startswith("__") or name not in _ATTRIBUTES:
+            raise AttributeError(name)
+        return getattr(self.compiled(), name)
+
+    def __repr__(self) -> str:
+        return f"lazy_pattern({self._source[0]!r}, {self._source[1]!r})"
+
+
+if TYPE_CHECKING:
+
+    def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
+        """``re.compile(pattern, flags)``, done on first use."""
+
+else:
+
+    def lazy_pattern(pattern, flags=0):
+        """``re.compile(pattern, flags)``, done on first use."""
+        return _LazyPattern(pattern, int(flags))

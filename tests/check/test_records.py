@@ -1,0 +1,210 @@
+"""Every record of the checker behaves as the ``@dataclass`` of the same class body.
+
+The oracle is :mod:`dataclasses` itself: for each ``@record(...)`` class in the
+package, the test takes the class's source, puts ``@dataclass(slots=True, frozen=...)``
+in place of the decorator (and ``dataclasses.field`` for ``field``), runs it in the
+module's namespace, and compares the two on generated arguments: construction
+(positional, keyword, defaults, fresh default factories, the errors), ``repr``,
+``==``, ``hash``, frozen assignment and deletion, ``__match_args__``, ``__slots__``,
+copying and pickling.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import functools
+import importlib
+import inspect
+import pickle
+import pkgutil
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import torchport.check
+from torchport.check._records import field, record
+
+
+def _records() -> list[tuple[ModuleType, ast.ClassDef, bool]]:
+    """(module, class source, frozen) for each ``@record(...)`` class of the package."""
+    found = []
+    for info in pkgutil.walk_packages(torchport.check.__path__, "torchport.check."):
+        module = importlib.import_module(info.name)
+        tree = ast.parse(inspect.getsource(module))
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and getattr(deco.func, "id", "") == "record":
+                    frozen = any(
+                        k.arg == "frozen" and ast.literal_eval(k.value) for k in deco.keywords
+                    )
+                    found.append((module, node, frozen))
+    return found
+
+
+RECORDS = _records()
+
+
+@functools.cache
+def _reference(module: ModuleType, node: ast.ClassDef, frozen: bool) -> type:
+    """The same class body under ``@dataclasses.dataclass(slots=True, frozen=frozen)``."""
+    body = copy.deepcopy(node)
+    body.decorator_list = [
+        ast.parse(f"__dc__.dataclass(slots=True, frozen={frozen})", mode="eval").body
+    ]
+    for sub in ast.walk(body):
+        if isinstance(sub, ast.Call) and getattr(sub.func, "id", "") == "field":
+            sub.func = ast.parse("__dc__.field", mode="eval").body
+    namespace = {**vars(module), "__dc__": dataclasses}
+    code = compile(ast.fix_missing_locations(ast.Module([body], [])), module.__file__ or "", "exec")
+    exec(code, namespace)
+    made: type = namespace[node.name]
+    return made
+
+
+def _outcome(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    try:
+        return "ok", fn(*args, **kwargs)
+    except Exception as exc:
+        return "raises", type(exc)
+
+
+VALUES = st.one_of(st.integers(-3, 3), st.text(max_size=3), st.none(), st.tuples(st.integers()))
+
+
+def _compare(ours: type, theirs: type, frozen: bool, data: st.DataObject) -> None:
+    names = [f.name for f in dataclasses.fields(theirs)]
+    assert ours.__slots__ == tuple(names)
+    assert ours.__match_args__ == theirs.__match_args__  # type: ignore[attr-defined]
+    assert ours.__qualname__ == theirs.__qualname__
+    assert ours.__doc__ == theirs.__doc__
+    for _ in range(2):
+        count = data.draw(st.integers(0, len(names) + 1))
+        args = data.draw(st.lists(VALUES, min_size=count, max_size=count))
+        keys = data.draw(st.lists(st.sampled_from([*names, "bogus"]), unique=True, max_size=3))
+        kwargs = {k: data.draw(VALUES) for k in keys}
+        _compare_made(ours, theirs, names, args, kwargs, data)
+
+
+def _compare_made(
+    ours: type,
+    theirs: type,
+    names: list[str],
+    args: list[Any],
+    kwargs: dict[str, Any],
+    data: st.DataObject,
+) -> None:
+    a, b = _outcome(ours, *args, **kwargs), _outcome(theirs, *args, **kwargs)
+    assert a[0] == b[0], (args, kwargs, a, b)
+    if a[0] == "raises":
+        assert a[1] is b[1] is TypeError
+        return
+    x, y = a[1], b[1]
+    assert [getattr(x, n) for n in names] == [getattr(y, n) for n in names]
+    assert repr(x) == repr(y)
+    x2, y2 = ours(*args, **kwargs), theirs(*args, **kwargs)
+    assert (x == x2) == (y == y2) and (x != x2) == (y != y2)
+    for n in names:  # a default factory gives each record its own value
+        assert (getattr(x, n) is getattr(x2, n)) == (getattr(y, n) is getattr(y2, n))
+    assert (x == object()) is (y == object()) is False
+    values = {n: getattr(x, n) for n in names}
+    for n in names:  # one field changed: equal only where the field is not compared
+        other = {**values, n: data.draw(VALUES)}
+        assert (ours(**values) == ours(**other)) == (theirs(**values) == theirs(**other))
+    assert _outcome(hash, x) == _outcome(hash, y)
+    assert copy.copy(x) == x and copy.deepcopy(x) == x
+    assert repr(pickle.loads(pickle.dumps(x))) == repr(x)
+    for n in names:
+        value = data.draw(VALUES)
+        assert _outcome(setattr, x, n, value) == _outcome(setattr, y, n, value)
+        assert _outcome(delattr, x2, n) == _outcome(delattr, y2, n)
+    # A name that is no field: both refuse (no __dict__). Python 3.11's frozen slotted
+    # dataclass says TypeError (its __setattr__ calls super() with the class it
+    # replaced), a record FrozenInstanceError, as the unslotted dataclass does.
+    for target in (x, y):
+        assert _outcome(setattr, target, "bogus", 1)[0] == "raises"
+        assert _outcome(delattr, target, "bogus")[0] == "raises"
+
+
+def test_the_package_has_records() -> None:
+    assert len(RECORDS) >= 14, [n.name for _, n, _ in RECORDS]
+
+
+@pytest.mark.parametrize(("module", "node", "frozen"), RECORDS, ids=[n.name for _, n, _ in RECORDS])
+@given(data=st.data())
+def test_a_record_behaves_as_its_dataclass(
+    module: ModuleType, node: ast.ClassDef, frozen: bool, data: st.DataObject
+) -> None:
+    ours = getattr(module, node.name)
+    _compare(ours, _reference(module, node, frozen), frozen, data)
+
+
+@record(frozen=True)
+class _Point:
+    """Frozen, with a default, a default factory and a field left out of comparisons."""
+
+    x: int
+    y: object = None
+    tags: list[int] = field(default_factory=list)
+    seen: int = field(default=0, compare=False)
+
+
+@record()
+class _Bag:
+    """Mutable, all defaulted."""
+
+    items: list[int] = field(default_factory=list)
+    name: str = ""
+
+
+@pytest.mark.parametrize("cls", [_Point, _Bag])
+@given(data=st.data())
+def test_records_of_every_shape_behave_as_dataclasses(cls: type, data: st.DataObject) -> None:
+    source = inspect.getsource(cls)
+    node = ast.parse(source).body[0]
+    assert isinstance(node, ast.ClassDef)
+    module = importlib.import_module(__name__)
+    _compare(cls, _reference(module, node, cls is _Point), cls is _Point, data)
+
+
+def test_what_a_record_cannot_be_is_refused_at_import() -> None:
+    with pytest.raises(ValueError, match="mutable default"):
+
+        @record()
+        class _Shared:
+            """A shared mutable default."""
+
+            items: list[int] = []  # noqa: RUF012
+
+    with pytest.raises(TypeError, match="non-default argument"):
+
+        @record()
+        class _Order:
+            """A field without default after one with."""
+
+            a: int = 0
+            b: int
+
+    with pytest.raises(TypeError, match="only a plain class"):
+
+        @record()
+        class _Undocumented:
+            a: int
+
+    with pytest.raises(TypeError, match="only a plain class"):
+
+        @record()
+        class _Posted:
+            """With a __post_init__."""
+
+            a: int
+
+            def __post_init__(self) -> None:
+                pass
