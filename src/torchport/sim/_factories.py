@@ -108,9 +108,10 @@ def _ctc_loss_reading_lengths(
             or lengths.dtype == torch.bool
         ):
             raise RuntimeError(f"{name} must be integral")
-    on_host = [lengths.to(_CPU, torch.long).tolist() for lengths in (input_lengths, target_lengths)]
+    inputs_on_host = input_lengths.to(_CPU, torch.long).tolist()
+    targets_on_host = target_lengths.to(_CPU, torch.long).tolist()
     return torch.ops.aten.ctc_loss.IntList(  # type: ignore[no-any-return]
-        log_probs, targets, on_host[0], on_host[1], blank, reduction, zero_infinity
+        log_probs, targets, inputs_on_host, targets_on_host, blank, reduction, zero_infinity
     )
 
 
