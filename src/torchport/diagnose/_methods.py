@@ -352,11 +352,17 @@ def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
     if func not in _INDEXING or len(args) < 2:
         return 0
     try:
-        found = _indexing.host_index_bytes(args[1]) + _indexing.assigned_number_bytes(args)
+        # an index tensor may be the host's in the accelerator run: the observer tells
+        number = _indexing.assigned_number_bytes(args, on_host=_maybe_on_host)
+        found = _indexing.host_index_bytes(args[1]) + number
         # x[mask] = number: nothing crosses unless the mask is the host's (the observer's to tell)
         return found or int(func is _SETITEM and _indexing.assigns_number_by_mask(args))
     except Exception:  # odd indices: the call itself will say what is wrong with them
         return 0
+
+
+def _maybe_on_host(tensor: torch.Tensor) -> bool:
+    return True
 
 
 @contextlib.contextmanager

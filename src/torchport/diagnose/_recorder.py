@@ -6,7 +6,8 @@ Python-level calls, and torchport's own movers report the copies they skip
 (``torchport._skipped_copies``). All end in :class:`Recorder`, which finds the user's source
 line and counts each event in its :class:`._tally.Tally` (which holds how a line is
 found); saving and loading are counted by its :class:`._checkpoints.CheckpointCounter`,
-and what the accelerator run keeps on the host is followed by :mod:`._host_held`. The
+what the accelerator run keeps on the host is followed by :mod:`._host_held`, and the
+copies of indexing with what the host built are counted by :mod:`._host_indexing`. The
 modes sit on the thread's stacks through :mod:`._mode_stacks`. Where host work
 inside a training loop is set apart or left out is decided in :mod:`._host_work`; which
 way a predicted copy goes, in :mod:`._callsite`; where the accelerator run holds the
@@ -27,7 +28,7 @@ import torch
 
 from torchport._device_types import CPU
 from torchport._origin import Origin
-from torchport.diagnose import _host_work, _indexing, _methods, _moves, _ops
+from torchport.diagnose import _host_work, _methods, _moves, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
 from torchport.diagnose._checkpoints import CheckpointCounter, in_state_loading
 from torchport.diagnose._events import (
@@ -41,6 +42,7 @@ from torchport.diagnose._events import (
     route,
 )
 from torchport.diagnose._host_held import HostHeld, made_on_host
+from torchport.diagnose._host_indexing import HostIndexing
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._mode_stacks import (
     DISPATCH_STACK,
@@ -107,6 +109,7 @@ class Recorder:
         self.held = HostHeld()  # what the accelerator run keeps on the host
         # what a move to the device made that nothing else reaches as the host tensor
         self.device_only = HostHeld()
+        self.host_indexing = HostIndexing(self.held, self._where, self._count, self._count_read)
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
@@ -328,73 +331,19 @@ class Recorder:
                     return
                 if args[0] not in self.held and self.held.masks_on_host(args[1]):
                     # x[host_mask]: nonzero runs on the host, its positions are copied
-                    self._count_host_indexed(func, args)
+                    self.host_indexing.observe_host_mask(func, args, sys._getframe(1))
                     return
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 
     def observe_host_index(self, func: Any, args: tuple[Any, ...]) -> None:
-        """Count the copies of indexing with what was built on the host in an accelerator
-        run: an index from a list or an array (``v[:, [-1]]``, ``x[array]``), and the
-        number of ``x[index] = number`` (:func:`._indexing.assigned_number_bytes`), each to the
-        indexed tensor's device, unless that tensor is the host's too; never raises."""
+        """Count the copies of indexing with what the host built (:mod:`._host_indexing`);
+        never raises."""
         try:
-            if args[0] in self.held:
-                return  # indexing a tensor the accelerator run holds on the host
-            where, _ = self._where(sys._getframe(1))
-            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-            name = _ops.op_name(func)
-            value = args[2] if len(args) > 2 else None
-            if isinstance(value, torch.Tensor):  # a one-element value made on the host
-                assigned = value.element_size() if value.numel() == 1 and value in self.held else 0
-            else:
-                assigned = _indexing.assigned_number_bytes(args)
-                if _indexing.assigns_number_by_mask(args) and self.held.masks_on_host(args[1]):
-                    assigned = args[0].element_size()  # index_put_ with a host mask
-            parts = _indexing.host_index_parts(args[1])
-            parts += [(n, False) for n in self.held.index_bytes(args[1])]
-            fills = func is _SETITEM and _fills_by_host_mask(args, parts, self.held)
-            if fills:
-                assigned = 0  # x[bool list] = host value: masked_fill_ reads it, copies nothing
-            for label, nbytes in [(_HOST_INDEX, n) for n, _ in parts] + [(_ASSIGNED, assigned)]:
-                if nbytes:
-                    self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
-            index = args[1]
-            parts_of = index if type(index) is tuple else ()
-            if any(map(_indexing.advances, parts_of)):  # else the select's .item() is recorded
-                for part in parts_of:
-                    if _ITEM_ENTRY and _indexing.selects(part) and part not in self.held:
-                        # m[t1, idx] = 1.0: ATen selects by a 0-dim integer tensor's .item(),
-                        # a wait on the device (this call's own ops are not recorded)
-                        self._count_read(
-                            _ITEM, _ITEM_ENTRY, part, sys._getframe(1), host_side=False
-                        )
-            if any(is_mask for _, is_mask in parts) and not fills:
-                # a bool list or array is a mask on the device: expanding it waits there
-                self._count_read(
-                    func, _ops.METHOD_TABLE[func], args[0], sys._getframe(1), host_side=False
-                )
+            self.host_indexing.observe(func, args, sys._getframe(1))
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
-
-    def _count_host_indexed(self, func: Any, args: Sequence[Any]) -> None:
-        """``x[host_mask]`` (``= v``) of a tensor on the device: the mask's positions, and
-        a value made on the host (a number, a one-element tensor held there), are copied
-        to the device; ``index_put_`` cannot run as ``masked_fill_`` with a host mask."""
-        where, _ = self._where(sys._getframe(2))
-        phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-        name = _ops.op_name(func)
-        sizes = [(_HOST_INDEX, n) for n in self.held.index_bytes(args[1])]
-        if func is _SETITEM and len(args) > 2:
-            value = args[2]
-            if isinstance(value, (bool, int, float, complex)):
-                sizes.append((_ASSIGNED, args[0].element_size()))
-            elif isinstance(value, torch.Tensor) and value.numel() == 1 and value in self.held:
-                sizes.append((_ASSIGNED, value.element_size()))
-        for label, nbytes in sizes:
-            if nbytes:
-                self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
 
     def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
         """Where a move that stays on this host goes in the accelerator run: what its call
@@ -570,16 +519,11 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 
 _CPU = torch.device(CPU)
-_HOST_INDEX = "copy (index built on the host from a list or NumPy array)"
-_ASSIGNED = "copy (the value of x[index] = v, made on the host)"
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
 _FROM_HOST = "copy (a tensor made on the host, into one on the device)"
-_SETITEM = torch.Tensor.__setitem__
-_ITEM = torch.ops.aten._local_scalar_dense.default
-_ITEM_ENTRY = _ops.aten_entry(_ITEM)
 _ATEN_INDEXING = frozenset(
     {
         torch.ops.aten.index.Tensor,
@@ -588,22 +532,6 @@ _ATEN_INDEXING = frozenset(
         torch.ops.aten._index_put_impl_.default,
     }
 )
-
-
-def _fills_by_host_mask(
-    args: tuple[Any, ...], parts: list[tuple[int, bool]], held: HostHeld
-) -> bool:
-    """``x[bool list] = number`` (or a one-element value held on the host): the list is the
-    lone advanced index, a mask on the device, so ``index_put_`` runs as ``masked_fill_``
-    (no wait; ints and slices beside it make a view first)."""
-    if len(args) < 3 or len(parts) != 1 or not parts[0][1]:
-        return False
-    index = args[1]
-    for part in index if type(index) is tuple else (index,):
-        if isinstance(part, (torch.Tensor, bool)):
-            return False  # a second advanced index
-    value = args[2]
-    return not isinstance(value, torch.Tensor) or (value.numel() == 1 and value in held)
 
 
 _MAKES = OpKind.NEITHER  # the entries of factories that make their tensors on the host
