@@ -11,8 +11,9 @@ waits.
 The programs index and assign: masks, index tensors, lists, ints and slices, on a tensor
 of the device and on tensors the program made on the host (``torch.zeros(n)``,
 ``torch.tensor(0.5)``, what is computed from them alone), with Python numbers, host
-one-element tensors and device values, and they read values back. Copies to the host and
-their later reads are generated in test_agreement_host_copies.py.
+one-element tensors and device values, and they read values back; they move what they
+computed from device or host tensors (``x.double().to(dev)``, ``hv.cpu()``). Copies to the
+host and their later reads are generated in test_agreement_host_copies.py.
 """
 
 from __future__ import annotations
@@ -41,6 +42,24 @@ _HOST_VALUES = ["0.5", "torch.tensor(0.5)", "h", "h * 2", "torch.full((), 2.0)"]
 _DEVICE_VALUES = ["torch.tensor(0.5, device=dev)", "d0", "x.mean()"]
 
 
+# Moves of what the program computed: on CUDA an op with a tensor on the device runs there
+# (a host tensor beside it is a 0-dim scalar), so its result's .to(dev) returns it (no
+# copy); what is computed from host tensors alone is the host's, and its .cpu() returns it.
+MOVES = [
+    "_ = x.double().to(dev)",
+    "_ = (x * h).to(dev)",
+    "_ = x[mask].to(dev)",
+    "_ = x[[1, 2]].to(dev)",
+    "_ = x.new_zeros(2).to(dev)",
+    "_ = torch.randn(2, device=dev).float().to(dev)",
+    "_ = hv.double().to(dev)",
+    "_ = (hv * 2).to(dev)",
+    "hc = hv.cpu(); hv = hc + hv",
+    "hc = torch.randn(16, device=dev).cpu(); hv = hv + hc.cpu()",
+    "hc = (x * 2).cpu(); hv = hv + hc",
+]
+
+
 @st.composite
 def statements(draw: st.DrawFn) -> str:
     target = draw(st.sampled_from(["x", "hv"]))
@@ -53,7 +72,9 @@ def statements(draw: st.DrawFn) -> str:
             + (["idx", "hidx"] if on_device else [])
         )
     )
-    form = draw(st.sampled_from(["assign", "read_index", "read_value"]))
+    form = draw(st.sampled_from(["assign", "read_index", "read_value", "move"]))
+    if form == "move":
+        return draw(st.sampled_from(MOVES))
     if form == "assign":
         value = draw(st.sampled_from(values))
         return f"{target}[{index}] = {value}"
@@ -80,6 +101,9 @@ def test_the_prediction_counts_what_the_simulated_device_counts(
     results = audit_counts(sources)
     for source, counted in zip(sources, results, strict=True):
         assert counted["predicted"] == counted["measured"], source
+        # every line here is one the prediction claims to know, and a measured run
+        # predicts nothing: neither leaves a line unpredicted
+        assert counted["notes"] == {"predicted": [], "measured": []}, source
 
 
 def test_a_mask_assignment_of_a_host_scalar_tensor_is_masked_fill_on_the_device() -> None:

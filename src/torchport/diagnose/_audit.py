@@ -403,6 +403,8 @@ def _fill_measured(report: AuditReport, crossings: Crossings) -> None:
         for row in measured(crossings.seen)
     ]
     report.measured = True
+    # counted where the copies and waits happen: nothing was left unpredicted
+    report.unpredicted = {}
 
 
 # Exported by both torchport and torchport.diagnose; AuditEntry only by the latter,

@@ -104,7 +104,7 @@ class Observer(Protocol):
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
 
-    def observe_host_index(self, func: Any, args: tuple[Any, ...]) -> None: ...
+    def observe_host_index(self, func: Any, args: tuple[Any, ...], out: Any) -> None: ...
 
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -313,7 +313,7 @@ class FunctionWatcher(TorchFunctionMode):
                 # F.one_hot(x, n)'s CPU checks, or x[list]: the ops inside are the call's
                 out = self._quietly(func, args, kwargs, warns, lifts)
             if host_index and not self._local.quiet:
-                self._observer.observe_host_index(func, tuple(args))
+                self._observer.observe_host_index(func, tuple(args), out)
             return out
         depth = self._local.quiet
         out = self._quietly(func, args, kwargs, warns, lifts)

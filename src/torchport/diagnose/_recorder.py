@@ -39,9 +39,10 @@ from torchport.diagnose._events import (
     TO_HOST,
     TRANSFER,
     Row,
+    Where,
     route,
 )
-from torchport.diagnose._host_held import HostHeld, made_on_host
+from torchport.diagnose._host_held import HostHeld, follow_device, made_on_host
 from torchport.diagnose._host_indexing import HostIndexing
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._mode_stacks import (
@@ -279,21 +280,11 @@ class Recorder:
                     return
                 held = self.held
                 if to_host:
-                    if args[0] in held and not phase:  # (data loading's are listed apart)
-                        return  # .cpu() of what the accelerator run holds on the host
-                    self.device_only.discard(out)
-                    if out is not args[0] or only_the_result_remains(
-                        sys._getframe(1), self._origin, out
-                    ):
-                        # the same object stands for the device tensor too, unless nothing
-                        # else reaches that after the statement (see ._move_alias)
+                    if args[0] in held:
+                        if not phase:  # (data loading's are listed apart)
+                            return  # .cpu() of what the accelerator run holds on the host
+                    elif self._moved_to_host(args[0], out, where):
                         held.add(out)
-                    else:  # one object for both: say which way it was counted
-                        self.tally.note_unpredicted(
-                            f"{where.file}:{where.line}: a move to the host of a tensor the "
-                            "program still holds is that tensor itself on the CPU, so reads of "
-                            "the host copy are counted as waits (--device sim measures them)"
-                        )
                 else:
                     held.discard(args[0])  # on this host the call hands back the same tensor
                     # ... or a new one (a dtype change too), which followed its host input
@@ -324,6 +315,8 @@ class Recorder:
                 row = Row(TRANSFER, entry.label, _ops.op_name(func), direction, True, phase, where)
                 self._count(row, nbytes)
                 return
+            if self.device_only.held:  # x[mask] of a device x: the device's (its ops were quiet)
+                follow_device(self.device_only, args, out)
             tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
             if func in _INDEXING and self.held.held:
                 self.held.follow(args, out)  # x[mask] of a host tensor: the host's too
@@ -337,13 +330,30 @@ class Recorder:
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 
-    def observe_host_index(self, func: Any, args: tuple[Any, ...]) -> None:
+    def observe_host_index(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
         """Count the copies of indexing with what the host built (:mod:`._host_indexing`);
         never raises."""
         try:
+            if self.device_only.held:  # x[[0, 1]] of a device x: the device's
+                follow_device(self.device_only, args, out)
             self.host_indexing.observe(func, args, sys._getframe(1))
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
+
+    def _moved_to_host(self, tensor: torch.Tensor, out: torch.Tensor, where: Where) -> bool:
+        """Whether ``out``, the result of moving ``tensor`` (not held on the host) to the
+        host, stands for the host copy alone; else say which way it is counted."""
+        self.device_only.discard(out)
+        if out is not tensor or only_the_result_remains(sys._getframe(2), self._origin, out):
+            # the same object stands for the device tensor too, unless nothing else
+            # reaches that after the statement (see ._move_alias)
+            return True
+        self.tally.note_unpredicted(
+            f"{where.file}:{where.line}: a move to the host of a tensor the program still "
+            "holds is that tensor itself on the CPU, so reads of the host copy are counted "
+            "as waits (--device sim measures them)"
+        )
+        return False
 
     def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
         """Where a move that stays on this host goes in the accelerator run: what its call
