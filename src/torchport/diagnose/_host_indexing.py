@@ -7,18 +7,21 @@ host mask's positions after ``nonzero`` runs there), and the number or one-eleme
 tensor assigned where ``index_put_`` takes it (:func:`._indexing.assigned_number_bytes`).
 :class:`HostIndexing` counts them for one audit, charged to the user's line; what is held
 on the host is :mod:`._host_held`'s to say, and each count goes to the audit's tally.
+A copy from a tensor held on the host into one on the device (``dev_x.copy_(host_t)``)
+is counted here too, the way ``index_put_`` copies its host value.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
 import torch
 
 from torchport.diagnose import _host_work, _indexing, _ops
+from torchport.diagnose._checkpoints import in_state_loading
 from torchport.diagnose._events import DATA_LOADING, TO_DEVICE, TRANSFER, Row, Where
 from torchport.diagnose._host_held import HostHeld
 from torchport.diagnose._ops import OpEntry
@@ -86,6 +89,63 @@ class HostIndexing:
             # a bool list or array is a mask on the device: expanding it waits there
             self._read(func, _ops.METHOD_TABLE[func], args[0], frame, host_side=False)
 
+    def indexed_on_host(
+        self, func: Any, args: Sequence[Any], out: Any, frame: FrameType | None
+    ) -> bool:
+        """Whether a watched call that has run is ``x[...]`` (``= v``) that waits for nothing
+        in the accelerator run, its copies counted: ``x`` held on the host (the result is
+        the host's too), a one-element value held there through a device mask
+        (``masked_fill_``), or a mask held there (:meth:`observe_host_mask`)."""
+        held = self._held
+        if func not in _INDEXING or not held.held:
+            return False
+        held.follow(args, out)  # x[mask] of a host tensor: the host's too
+        if held.mask_on_host(func, args):
+            return True
+        if args[0] not in held and held.masks_on_host(args[1]):
+            # x[host_mask]: nonzero runs on the host, its positions are copied
+            self.observe_host_mask(func, args, frame)
+            return True
+        return False
+
+    def expanded_on_host(
+        self,
+        func: Any,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        tensor: torch.Tensor | None,
+        frame: FrameType | None,
+    ) -> bool:
+        """Whether an aten ``index``/``index_put_`` that has run indexes a device ``tensor``
+        with masks held on the host: ``nonzero`` ran on the host (no wait), and the copies
+        are counted (:meth:`copied_from_host`)."""
+        held = self._held
+        if (
+            func in _ATEN_INDEXING
+            and held.held
+            and len(args) > 1
+            and tensor is not None
+            and tensor not in held
+            and held.masks_on_host(args[1])
+        ):
+            self.copied_from_host(func, args, kwargs, frame)
+            return True
+        return False
+
+    def copied_from_host(
+        self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], frame: FrameType | None
+    ) -> None:
+        """Count the copies an aten op makes from tensors the accelerator run holds on the
+        host into one on the device (:meth:`._host_held.HostHeld.copied_from_host`: index
+        tensors, a one-element value, ``copy_``), except a state dict's loading."""
+        copies = [n for n in self._held.copied_from_host(func, args, kwargs) if n]
+        if copies and not in_state_loading(frame):
+            where, _ = self._where(frame)
+            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
+            name = _ops.op_name(func)
+            for nbytes in copies:
+                self._count(Row(TRANSFER, _FROM_HOST, name, TO_DEVICE, True, phase, where), nbytes)
+
     def observe_host_mask(self, func: Any, args: Sequence[Any], frame: FrameType | None) -> None:
         """``x[host_mask]`` (``= v``) of a tensor on the device: the mask's positions, and
         a value made on the host (a number, a one-element tensor held there), are copied
@@ -129,6 +189,16 @@ def _fills_by_host_mask(
 
 _HOST_INDEX = "copy (index built on the host from a list or NumPy array)"
 _ASSIGNED = "copy (the value of x[index] = v, made on the host)"
+_FROM_HOST = "copy (a tensor made on the host, into one on the device)"
 _SETITEM = torch.Tensor.__setitem__
+_INDEXING = frozenset({torch.Tensor.__getitem__, _SETITEM})
+_ATEN_INDEXING = frozenset(
+    {
+        torch.ops.aten.index.Tensor,
+        torch.ops.aten.index_put_.default,
+        torch.ops.aten.index_put.default,
+        torch.ops.aten._index_put_impl_.default,
+    }
+)
 _ITEM = torch.ops.aten._local_scalar_dense.default
 _ITEM_ENTRY: OpEntry | None = _ops.aten_entry(_ITEM)

@@ -30,7 +30,7 @@ from torchport._device_types import CPU
 from torchport._origin import Origin
 from torchport.diagnose import _host_work, _methods, _moves, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
-from torchport.diagnose._checkpoints import CheckpointCounter, in_state_loading
+from torchport.diagnose._checkpoints import CheckpointCounter
 from torchport.diagnose._events import (
     DATA_LOADING,
     HOST_TYPES,
@@ -58,10 +58,7 @@ from torchport.diagnose._mode_stacks import (
 )
 from torchport.diagnose._move_alias import only_the_result_remains
 from torchport.diagnose._ops import OpEntry, OpKind
-from torchport.diagnose._predicted_placement import (
-    Placement,
-    copied_to_host,
-)
+from torchport.diagnose._predicted_placement import Placement, copied_to_host
 from torchport.diagnose._steps_aside import StepsAside
 from torchport.diagnose._tally import Tally
 from torchport.diagnose._watcher import DispatchWatcher
@@ -70,11 +67,11 @@ from torchport.errors import ConfigError
 __all__ = ["DATA_LOADING", "HOST_TYPES", "LOADING_TO_DEVICE", "DispatchWatcher", "Recorder"]
 
 _HOST_TYPES = HOST_TYPES
-# Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
-# code moving to the program's device (a BatchEncoding's .to(device)) copies there too
 # Origin's members as module names: a member read off the class costs a lookup per frame
 _USER, _INSTALLED, _TORCHPORT = Origin.USER, Origin.INSTALLED, Origin.TORCHPORT
 _HOST_SIDE, _MODULE_MOVE, _TORCH = Origin.HOST_SIDE, Origin.MODULE_MOVE, Origin.TORCH
+# Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
+# code moving to the program's device (a BatchEncoding's .to(device)) copies there too
 _PREDICTS = frozenset({_USER, _MODULE_MOVE, _INSTALLED})
 
 # Formatting a torch.device costs microseconds; each device is named once
@@ -241,10 +238,8 @@ class Recorder:
                 named = HOST if kwargs.get("device") is None else self._named(func, args, kwargs)
                 if named == HOST:
                     self.held.add(out)
-                elif named == DEVICE:
-                    self.device_only.add(
-                        out
-                    )  # made on the program's device: .to() it copies nothing
+                elif named == DEVICE:  # made on the program's device: .to() copies nothing
+                    self.device_only.add(out)
                 return
             if entry.transfer:
                 if func in _CREATES and made_on_host(func, args, kwargs):
@@ -318,14 +313,8 @@ class Recorder:
             if self.device_only.held:  # x[mask] of a device x: the device's (its ops were quiet)
                 follow_device(self.device_only, args, out)
             tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
-            if func in _INDEXING and self.held.held:
-                self.held.follow(args, out)  # x[mask] of a host tensor: the host's too
-                if self.held.mask_on_host(func, args):
-                    return
-                if args[0] not in self.held and self.held.masks_on_host(args[1]):
-                    # x[host_mask]: nonzero runs on the host, its positions are copied
-                    self.host_indexing.observe_host_mask(func, args, sys._getframe(1))
-                    return
+            if self.host_indexing.indexed_on_host(func, args, out, sys._getframe(1)):
+                return
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
@@ -348,11 +337,7 @@ class Recorder:
             # the same object stands for the device tensor too, unless nothing else
             # reaches that after the statement (see ._move_alias)
             return True
-        self.tally.note_unpredicted(
-            f"{where.file}:{where.line}: a move to the host of a tensor the program still "
-            "holds is that tensor itself on the CPU, so reads of the host copy are counted "
-            "as waits (--device sim measures them)"
-        )
+        self.tally.note_unpredicted(f"{where.file}:{where.line}: {_ONE_OBJECT}")
         return False
 
     def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
@@ -380,14 +365,9 @@ class Recorder:
                 # is recorded only if it is sampled
                 return
             where, _ = self._where(sys._getframe(1))
+            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
             row = Row(
-                TRANSFER,
-                f"copy (batch handed over by {by})",
-                by,
-                TO_DEVICE,
-                True,
-                DATA_LOADING if _host_work.loading(sys._getframe()) else "",
-                where,
+                TRANSFER, f"copy (batch handed over by {by})", by, TO_DEVICE, True, phase, where
             )
             copied_to_host(self.local, None, None)
             for tensor in tensors:
@@ -410,7 +390,7 @@ class Recorder:
                 if func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
                     self.checkpoints.count_loaded(args[1], sys._getframe(1), checked=True)
                 elif self.held.held:
-                    self._count_from_host(func, args, kwargs)
+                    self.host_indexing.copied_from_host(func, args, kwargs, sys._getframe(1))
                 return
             if entry.transfer:
                 moved = _moves.transfer_of(func, args, kwargs, out)
@@ -434,31 +414,11 @@ class Recorder:
                 if isinstance(arg, torch.Tensor):
                     tensor = arg
                     break
-            if (
-                func in _ATEN_INDEXING
-                and self.held.held
-                and len(args) > 1
-                and tensor is not None
-                and tensor not in self.held
-                and self.held.masks_on_host(args[1])
-            ):
-                self._count_from_host(func, args, kwargs)  # nonzero ran on the host
-                return
+            if self.host_indexing.expanded_on_host(func, args, kwargs, tensor, sys._getframe(1)):
+                return  # nonzero ran on the host
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
-
-    def _count_from_host(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-        """A copy from a tensor the accelerator run holds on the host into one on the
-        device (:meth:`._host_held.HostHeld.copied_from_host`)."""
-        copies = [n for n in self.held.copied_from_host(func, args, kwargs) if n]
-        if copies and not in_state_loading(sys._getframe(2)):
-            where, _ = self._where(sys._getframe(2))
-            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-            name = _ops.op_name(func)
-            for nbytes in copies:
-                row = Row(TRANSFER, _FROM_HOST, name, TO_DEVICE, True, phase, where)
-                self._count(row, nbytes)
 
     def _count_read(
         self,
@@ -529,20 +489,12 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 
 _CPU = torch.device(CPU)
+_ONE_OBJECT = (
+    "a move to the host of a tensor the program still holds is that tensor itself on the "
+    "CPU, so reads of the host copy are counted as waits (--device sim measures them)"
+)
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
-_INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
-_FROM_HOST = "copy (a tensor made on the host, into one on the device)"
-_ATEN_INDEXING = frozenset(
-    {
-        torch.ops.aten.index.Tensor,
-        torch.ops.aten.index_put_.default,
-        torch.ops.aten.index_put.default,
-        torch.ops.aten._index_put_impl_.default,
-    }
-)
-
-
 _MAKES = OpKind.NEITHER  # the entries of factories that make their tensors on the host
 _COPY = torch.ops.aten.copy_.default
