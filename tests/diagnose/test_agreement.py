@@ -57,6 +57,7 @@ MOVES = [
     "hc = hv.cpu(); hv = hc + hv",
     "hc = torch.randn(16, device=dev).cpu(); hv = hv + hc.cpu()",
     "hc = (x * 2).cpu(); hv = hv + hc",
+    "hc = torch.from_numpy(hv.numpy()); hv = hv + hc.cpu()",
 ]
 
 

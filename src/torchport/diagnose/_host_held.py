@@ -19,7 +19,9 @@ a ``.cpu()`` of one copies nothing. What a CPU run cannot place (a factory given
 ``torch.device`` that holds ``"cpu"`` here, ``torch.set_default_device``) is left to be
 the device's, as before: the audit then predicts the wait. ``torch.from_numpy`` and
 ``torch.frombuffer`` reach no mode of torch's (their bindings skip the function-mode
-check), so their tensors are not followed.
+check): the audit hears of them through its wrappers on the ``torch`` module
+(:mod:`._methods`), so a name bound before the audit started (``from torch import
+from_numpy``) makes tensors that are not followed.
 """
 
 from __future__ import annotations

@@ -23,7 +23,9 @@ a class) while an audit watches, and restored exactly:
   aside*: while they run, the audits of the calling thread lift their modes off the
   stacks (the tracer fails under any dispatch mode). What they compile or trace is
   not audited; the compiled code runs audited afterwards, op by op.
-* ``torch.save``/``torch.load`` report what they saved or loaded, after the call.
+* ``torch.save``/``torch.load`` report what they saved or loaded, after the call;
+  ``torch.from_numpy``/``torch.frombuffer`` report the host tensor they made (no mode
+  sees them).
 
 A warning that torch's C++ code raises is attributed to the innermost Python frame,
 which for a watched call is the function mode's. The calls that warn
@@ -105,6 +107,8 @@ class Observer(Protocol):
     ) -> None: ...
 
     def observe_host_index(self, func: Any, args: tuple[Any, ...], out: Any) -> None: ...
+
+    def observe_made_on_host(self, out: Any) -> None: ...
 
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -433,6 +437,21 @@ def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any
     return checkpoint
 
 
+def _sharing_host_memory(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.from_numpy``/``torch.frombuffer``: their tensor shares host memory in any
+    run, so an accelerator run holds it on the host too; their bindings skip the
+    function-mode check, so no mode of torch's sees them and the audit is told."""
+
+    @functools.wraps(original)
+    def made(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        for each in list(getattr(_local, "observers", None) or ()):
+            each.observe_made_on_host(out)
+        return out
+
+    return made
+
+
 # What is swapped on a module while an audit watches: (module, name, how to wrap it). The
 # value is read when the audit starts, not when torchport was imported: importing
 # torch._dynamo (torch.compile's first call) replaces torch.jit.trace and trace_module,
@@ -441,6 +460,7 @@ def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any
 _SWAPPED: tuple[tuple[types.ModuleType, str, Callable[[Any], Callable[..., Any]]], ...] = (
     *((torch.jit, name, _step_aside) for name in ("script", "trace", "trace_module")),
     *((torch, name, functools.partial(_checkpointing, name=name)) for name in ("save", "load")),
+    *((torch, name, _sharing_host_memory) for name in ("from_numpy", "frombuffer")),
 )
 
 

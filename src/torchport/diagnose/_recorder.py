@@ -29,7 +29,7 @@ import torch
 from torchport._device_types import CPU
 from torchport._origin import Origin
 from torchport.diagnose import _host_work, _methods, _moves, _ops
-from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
+from torchport.diagnose._callsite import DEVICE, HOST, move_target, program_moves
 from torchport.diagnose._checkpoints import CheckpointCounter
 from torchport.diagnose._events import (
     DATA_LOADING,
@@ -105,7 +105,7 @@ class Recorder:
         self._started_at_open = 0
         self.elsewhere = 0  # other threads that ran meanwhile: not watched
         self.held = HostHeld()  # what the accelerator run keeps on the host
-        # what a move to the device made that nothing else reaches as the host tensor
+        # what it holds on the device: made or moved there, computed from those
         self.device_only = HostHeld()
         self.host_indexing = HostIndexing(self.held, self._where, self._count, self._count_read)
 
@@ -235,7 +235,9 @@ class Recorder:
         try:
             if entry.kind is _MAKES:
                 # a factory that names no device, or names the host at its call site
-                named = HOST if kwargs.get("device") is None else self._named(func, args, kwargs)
+                named = HOST
+                if kwargs.get("device") is not None:
+                    named = move_target(sys._getframe(1), self._origin, func, args, kwargs)
                 if named == HOST:
                     self.held.add(out)
                 elif named == DEVICE:  # made on the program's device: .to() copies nothing
@@ -268,7 +270,9 @@ class Recorder:
                     # a no-op on the accelerator itself, or torch's own bookkeeping moves
                     # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
                     return
-                named = HOST if func is _CPU_METHOD else self._named(func, args, kwargs)
+                named = HOST
+                if func is not _CPU_METHOD:
+                    named = move_target(sys._getframe(1), self._origin, func, args, kwargs)
                 to_host = named == HOST
                 if func in _CREATES and to_host:
                     self.held.add(out)  # torch.tensor(data, device="cpu"): the host's everywhere
@@ -330,24 +334,14 @@ class Recorder:
             self.tally.dropped += 1
 
     def _moved_to_host(self, tensor: torch.Tensor, out: torch.Tensor, where: Where) -> bool:
-        """Whether ``out``, the result of moving ``tensor`` (not held on the host) to the
-        host, stands for the host copy alone; else say which way it is counted."""
+        """Whether ``out``, ``tensor`` moved to the host, is the host copy alone (the same
+        object stands for the device tensor too unless nothing else reaches that after the
+        statement: :mod:`._move_alias`); else say which way it is counted."""
         self.device_only.discard(out)
         if out is not tensor or only_the_result_remains(sys._getframe(2), self._origin, out):
-            # the same object stands for the device tensor too, unless nothing else
-            # reaches that after the statement (see ._move_alias)
             return True
         self.tally.note_unpredicted(f"{where.file}:{where.line}: {_ONE_OBJECT}")
         return False
-
-    def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
-        """Where a move that stays on this host goes in the accelerator run: what its call
-        site names (:func:`._callsite.target_of_call`), else what its values say
-        (:data:`._callsite.HOST` or :data:`._callsite.UNKNOWN`)."""
-        named = target_of_call(sys._getframe(2), self._origin)
-        if named != UNKNOWN:
-            return named
-        return HOST if _moves.names_host(func, args, kwargs) else UNKNOWN
 
     def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
         """Count copies a torchport mover skipped (tensors already on ``device``); never raises.
@@ -470,6 +464,13 @@ class Recorder:
         row = Row(entry.kind_name, entry.label, name, facts[0], facts[1], phase, where)
         self._count(row, nbytes)
 
+    def observe_made_on_host(self, out: Any) -> None:
+        """``torch.from_numpy`` made ``out``: the host's in the accelerator run too."""
+        try:
+            self.held.add(out)
+        except Exception:  # the audit must never break the program it watches
+            self.tally.dropped += 1
+
     def observe_checkpoint(
         self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
     ) -> None:
@@ -489,10 +490,8 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 
 _CPU = torch.device(CPU)
-_ONE_OBJECT = (
-    "a move to the host of a tensor the program still holds is that tensor itself on the "
-    "CPU, so reads of the host copy are counted as waits (--device sim measures them)"
-)
+_ONE_OBJECT = "a move to the host of a tensor the program still holds is that tensor itself on \
+the CPU, so reads of the host copy are counted as waits (--device sim measures them)"
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
