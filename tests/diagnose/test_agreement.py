@@ -310,7 +310,9 @@ def test_a_zero_dim_index_tensor_beside_a_list_or_advanced_index_is_read() -> No
 
 
 def test_a_move_of_a_tensor_made_on_the_device_copies_nothing() -> None:
-    # .to() of a tensor already on its target returns it (or converts it there): no copy
+    # .to() of a tensor already on its target returns it (or converts it there): no copy.
+    # On CUDA an op with a device tensor among its arguments runs on the device (a host
+    # tensor beside it must be a 0-dim scalar), so what it computes is there too.
     body = [
         "y = torch.zeros(3, device=dev)",
         "_ = y.to(dev)",
@@ -318,10 +320,19 @@ def test_a_move_of_a_tensor_made_on_the_device_copies_nothing() -> None:
         "_ = x.to(dev, torch.float64)",
         "_ = x.to(device=dev, non_blocking=True)",
         "_ = x.to(x)",
-        "_ = torch.zeros(3).to(dev)",  # the only copy of the body
+        "_ = x.double().to(dev)",
+        "_ = (y * h).to(dev)",
+        "_ = x[mask].to(dev)",
+        "_ = x[[0, 1]].to(dev)",  # (the list index is a copy of its own: line + 9)
+        "_ = torch.zeros(3).to(dev)",  # the only move that copies
     ]
     (counted,) = audit_counts([_program(body)])
     first = len(SETUP) + 3  # y: after the import, def and setup lines
-    expected = {"7 copy": 1, f"{first + 6} copy": 1}
+    expected = {
+        "7 copy": 1,
+        f"{first + 8} sync": 1,
+        f"{first + 9} copy": 1,
+        f"{first + 10} copy": 1,
+    }
     assert counted["measured"] == expected
     assert counted["predicted"] == expected
