@@ -366,6 +366,7 @@ def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
 
 
 def _maybe_on_host(tensor: torch.Tensor) -> bool:
+    """Any index tensor may be the host's in the accelerator run (the observer knows)."""
     return True
 
 
