@@ -11,8 +11,9 @@ waits.
 The programs index and assign: masks, index tensors, lists, ints and slices, on a tensor
 of the device and on tensors the program made on the host (``torch.zeros(n)``,
 ``torch.tensor(0.5)``, what is computed from them alone), with Python numbers, host
-one-element tensors and device values, and they read values back. Copies to the host and
-their later reads are generated in test_agreement_host_copies.py.
+one-element tensors and device values, and they read values back; they move what they
+computed from device or host tensors (``x.double().to(dev)``, ``hv.cpu()``). Copies to the
+host and their later reads are generated in test_agreement_host_copies.py.
 """
 
 from __future__ import annotations
@@ -41,12 +42,23 @@ _HOST_VALUES = ["0.5", "torch.tensor(0.5)", "h", "h * 2", "torch.full((), 2.0)"]
 _DEVICE_VALUES = ["torch.tensor(0.5, device=dev)", "d0", "x.mean()"]
 
 
-# Known wrong, issue 32: on a torch that runs `x[index] = number` as index_fill_ (2.15),
-# a device x indexed by an index tensor made on the host measures two copies on the
-# simulated device and the prediction counts none. Left out of the generated programs
-# there and held by a strict xfail below, so the day it is fixed the test says so.
-_HOST_INDEX_NUMBER_KNOWN_WRONG = hardware.setitem_number_fills_by_index()
-_HOST_INDEXES = frozenset({"hidx", "torch.tensor([1, 2])"})
+# Moves of what the program computed: on CUDA an op with a tensor on the device runs there
+# (a host tensor beside it is a 0-dim scalar), so its result's .to(dev) returns it (no
+# copy); what is computed from host tensors alone is the host's, and its .cpu() returns it.
+MOVES = [
+    "_ = x.double().to(dev)",
+    "_ = (x * h).to(dev)",
+    "_ = x[mask].to(dev)",
+    "_ = x[[1, 2]].to(dev)",
+    "_ = x.new_zeros(2).to(dev)",
+    "_ = torch.randn(2, device=dev).float().to(dev)",
+    "_ = hv.double().to(dev)",
+    "_ = (hv * 2).to(dev)",
+    "hc = hv.cpu(); hv = hc + hv",
+    "hc = torch.randn(16, device=dev).cpu(); hv = hv + hc.cpu()",
+    "hc = (x * 2).cpu(); hv = hv + hc",
+    "hc = torch.from_numpy(hv.numpy()); hv = hv + hc.cpu()",
+]
 
 
 @st.composite
@@ -61,11 +73,11 @@ def statements(draw: st.DrawFn) -> str:
             + (["idx", "hidx"] if on_device else [])
         )
     )
-    form = draw(st.sampled_from(["assign", "read_index", "read_value"]))
+    form = draw(st.sampled_from(["assign", "read_index", "read_value", "move"]))
+    if form == "move":
+        return draw(st.sampled_from(MOVES))
     if form == "assign":
         value = draw(st.sampled_from(values))
-        if _HOST_INDEX_NUMBER_KNOWN_WRONG and index in _HOST_INDEXES and value == "0.5":
-            value = "h"  # see _HOST_INDEX_NUMBER_KNOWN_WRONG
         return f"{target}[{index}] = {value}"
     if form == "read_index":
         return f"_ = {target}[{index}]"
@@ -90,6 +102,9 @@ def test_the_prediction_counts_what_the_simulated_device_counts(
     results = audit_counts(sources)
     for source, counted in zip(sources, results, strict=True):
         assert counted["predicted"] == counted["measured"], source
+        # every line here is one the prediction claims to know, and a measured run
+        # predicts nothing: neither leaves a line unpredicted
+        assert counted["notes"] == {"predicted": [], "measured": []}, source
 
 
 def test_a_mask_assignment_of_a_host_scalar_tensor_is_masked_fill_on_the_device() -> None:
@@ -192,11 +207,6 @@ def test_a_number_is_copied_into_a_zero_dim_view_and_filled_into_any_other() -> 
     assert counted["predicted"] == counted["measured"]
 
 
-@pytest.mark.xfail(
-    _HOST_INDEX_NUMBER_KNOWN_WRONG,
-    reason="issue 32: x[host index tensor] = number, predicted 0 copies, measured 2 on 2.15",
-    strict=True,
-)
 def test_index_tensors_made_on_the_host_are_copied_to_the_indexed_device() -> None:
     # CUDA copies each index tensor on the host to the indexed tensor's device (make_info
     # in TensorAdvancedIndexing.cpp), one copy per tensor; a moved tensor whose dtype
@@ -216,14 +226,40 @@ def test_index_tensors_made_on_the_host_are_copied_to_the_indexed_device() -> No
         "7 copy": 1,  # idx = torch.tensor([1, 2], device=dev)
         f"{first + 1} copy": 1,  # hi
         f"{first + 2} copy": 2,  # hi, twice
-        # hi, and the number unless index_fill_ takes it as a kernel argument
-        f"{first + 3} copy": 1 if hardware.setitem_number_fills_by_index() else 2,
+        # hi, and the number: index_put_ on every torch, for index_fill_ (2.15) takes
+        # only an index on the indexed tensor's device (see the test below)
+        f"{first + 3} copy": 2,
         f"{first + 4} copy": 2,  # hi and the one-element value
         f"{first + 5} copy": 1,
         f"{first + 6} sync": 1,
     }
     assert counted["measured"] == expected
     assert counted["predicted"] == expected
+
+
+def test_a_number_is_index_fill_s_only_for_an_int64_index_on_the_device() -> None:
+    # What CUDA does, from torch 2.15's ATen/TensorIndexing.h (set_item, lines 856-927;
+    # try_dispatch_index_fill_, 720-753): `x[index] = number` with one advanced index runs
+    # as index_fill_ (the number a kernel argument, nothing crosses) only for an int64
+    # index on x's device, 1-dim or contiguous; any other goes to index_put_, which copies
+    # the number THPVariable_setitem wrapped on the host. A list is built on x's device as
+    # int64 (sequenceToVariable). Older torch (2.13, 2.6) runs index_put_ for all of them.
+    fills = hardware.setitem_number_fills_by_index()
+    cases = {
+        "x[idx] = 1.0": 0 if fills else 1,  # the number
+        "x[idx.int()] = 1.0": 1,  # int32: index_put_
+        "x[[1, 2]] = 1.0": 1 if fills else 2,  # the list, and the number before 2.15
+        "m[idx.view(2, 1).expand(2, 2).t()] = 1.0": 1,  # non-contiguous 2-dim: index_put_
+        "m[:, idx] = 1.0": 0 if fills else 1,
+        "m[:, hi] = 1.0": 2,  # hi is the host's: index_put_, hi and the number cross
+        "x[hi.to(dev)] = 1.0": 1 if fills else 2,  # the move of hi
+    }
+    body = ["m = torch.randn(4, 4, device=dev)", "hi = torch.tensor([0, 3])", *cases]
+    (counted,) = audit_counts([_program(body)])
+    first = len(SETUP) + 5  # the first case: after the import, def, setup lines, m and hi
+    for number, (line, copies) in enumerate(cases.items()):
+        assert counted["measured"].get(f"{first + number} copy", 0) == copies, line
+    assert counted["predicted"] == counted["measured"]
 
 
 def test_a_mask_made_on_the_host_is_expanded_there_and_its_positions_copied() -> None:
@@ -274,7 +310,9 @@ def test_a_zero_dim_index_tensor_beside_a_list_or_advanced_index_is_read() -> No
 
 
 def test_a_move_of_a_tensor_made_on_the_device_copies_nothing() -> None:
-    # .to() of a tensor already on its target returns it (or converts it there): no copy
+    # .to() of a tensor already on its target returns it (or converts it there): no copy.
+    # On CUDA an op with a device tensor among its arguments runs on the device (a host
+    # tensor beside it must be a 0-dim scalar), so what it computes is there too.
     body = [
         "y = torch.zeros(3, device=dev)",
         "_ = y.to(dev)",
@@ -282,10 +320,19 @@ def test_a_move_of_a_tensor_made_on_the_device_copies_nothing() -> None:
         "_ = x.to(dev, torch.float64)",
         "_ = x.to(device=dev, non_blocking=True)",
         "_ = x.to(x)",
-        "_ = torch.zeros(3).to(dev)",  # the only copy of the body
+        "_ = x.double().to(dev)",
+        "_ = (y * h).to(dev)",
+        "_ = x[mask].to(dev)",
+        "_ = x[[0, 1]].to(dev)",  # (the list index is a copy of its own: line + 9)
+        "_ = torch.zeros(3).to(dev)",  # the only move that copies
     ]
     (counted,) = audit_counts([_program(body)])
     first = len(SETUP) + 3  # y: after the import, def and setup lines
-    expected = {"7 copy": 1, f"{first + 6} copy": 1}
+    expected = {
+        "7 copy": 1,
+        f"{first + 8} sync": 1,
+        f"{first + 9} copy": 1,
+        f"{first + 10} copy": 1,
+    }
     assert counted["measured"] == expected
     assert counted["predicted"] == expected

@@ -13,8 +13,8 @@ is computed from those alone; a move back with ``.to(dev)``), then read them
 (``int(c[i])`` in a loop, ``bool``, ``.item()``, ``.tolist()``, sums) and read the device
 tensor they came from. Left out, because one CPU object stands for two tensors there and
 the prediction does not claim to tell them apart (``_move_alias``): ``y = x.cpu()`` of a
-name that stays bound, whose reads are predicted as waits; ``torch.from_numpy``, which no
-mode of torch's sees.
+name that stays bound, whose reads are predicted as waits. ``torch.from_numpy``, which no
+mode of torch's sees, is heard through the audit's wrapper on the ``torch`` module.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ MOVES = [
     "c = (x > 0).float().cpu()",
     "c = x.argmax(0, keepdim=True).cpu()",
     "c = x.detach().cpu()",
+    "c = torch.from_numpy((x > 0).cpu().numpy())",
+    "c = torch.randn(16, device=dev).cpu()",
 ]
 DERIVED = [
     "c = c * 2",

@@ -149,6 +149,7 @@ def _exercise() -> None:
     x[x > 2] = 0.0
     x[[0, -1]]
     x[np.array([1, 2])]
+    torch.from_numpy(np.ones(2)) + torch.frombuffer(bytearray(8), dtype=torch.float32)
     torch.tensor([x[0], x[1]])
     x.tolist()
     float(x.sum())

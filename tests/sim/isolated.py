@@ -51,7 +51,7 @@ for number, source in enumerate(sources):
     linecache.checkcache(path)
     scope = {{}}
     exec(compile(source, path, "exec"), scope)
-    counted = {{}}
+    counted = {{"notes": {{}}}}
     for name, dev in (("predicted", torch.device("cpu")), ("measured", sim)):
         with tp.audit() as report:
             scope["prog"](dev)
@@ -62,6 +62,7 @@ for number, source in enumerate(sources):
                 kind = "copy" if e.kind == "transfer" else "sync"
                 lines[f"{{e.line}} {{kind}}"] += e.count
         counted[name] = dict(lines)
+        counted["notes"][name] = sorted(report.unpredicted)
     results.append(counted)
 print(json.dumps(results))
 """
@@ -72,7 +73,8 @@ def audit_counts(sources: list[str]) -> list[dict[str, dict[str, int]]]:
     (``"predicted"``) and on the simulated accelerator (``"measured"``).
 
     Returns:
-        Per source, ``{"predicted": counts, "measured": counts}``, where counts maps
-        ``"LINE copy"`` / ``"LINE sync"`` to how many the audit counted at that line.
+        Per source, ``{"predicted": counts, "measured": counts, "notes": notes}``, where
+        counts maps ``"LINE copy"`` / ``"LINE sync"`` to how many the audit counted at that
+        line, and notes holds each run's ``report.unpredicted`` (what it left unpredicted).
     """
     return run_isolated(_AUDIT_CHILD.format(sources=json.dumps(sources)))  # type: ignore[no-any-return]

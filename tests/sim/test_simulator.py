@@ -188,6 +188,43 @@ def test_mixed_devices_fail_as_on_cuda() -> None:
     assert got["print"] == "tensor([1., 1., 1.], device='sim:0')"
 
 
+def test_values_on_the_host_are_refused_by_index_put_unless_cuda_takes_them() -> None:
+    # What CUDA does (TensorAdvancedIndexing.cpp, _index_put_impl_): a one-element host
+    # value with a lone mask on the device runs as masked_fill_(mask, value.item()); a
+    # 0-dim host value is moved to the device; any other host value reaches
+    # make_index_put_iterator, whose TensorIterator takes host tensors only as 0-dim
+    # scalars and raises "Expected all tensors to be on the same device, ... cuda:0 and
+    # cpu!". Basic indexing (a slice) copies into the view instead: allowed.
+    got = run_isolated(
+        """
+        device = simulate_accelerator()
+        x = torch.zeros(4, device=device)
+        hi, mask = torch.tensor([1, 2]), x >= 0
+        def error(source):
+            try:
+                exec(source)
+            except RuntimeError as caught:
+                return str(caught)
+            return None
+        cases = [
+            "x[hi] = torch.tensor([1.0, 2.0])",
+            "x[hi.to(device)] = torch.tensor([1.0, 2.0])",
+            "x[[0, 1]] = torch.tensor([1.0, 2.0])",
+            "x.index_put_((hi,), torch.tensor([1.0]))",
+            "x[mask, None] = torch.zeros(4, 1)",
+            "x[hi] = torch.tensor(1.0)",
+            "x[mask] = torch.tensor([1.0])",
+            "x[0:2] = torch.tensor([1.0, 2.0])",
+            "x[hi] = torch.tensor([1.0, 2.0], device=device)",
+        ]
+        print(json.dumps([error(case) for case in cases]))
+        """
+    )
+    refused = "Expected all tensors to be on the same device, but found at least two devices, "
+    assert got[:5] == [refused + "sim:0 and cpu!"] * 5
+    assert got[5:] == [None] * 4
+
+
 def test_data_built_on_the_host_reaches_the_device_under_strict_and_audit() -> None:
     got = run_isolated(
         """

@@ -242,14 +242,15 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     itself never synchronizes; it only watches the program do so.
     Tensors the accelerator run keeps on the host are followed (made by a factory that
     names no device or names the host, ``torch.tensor(list)``, ``torch.zeros(n)``,
-    ``torch.as_tensor(array)``; copies to the host; what ops compute from those alone):
+    ``torch.as_tensor(array)``, ``torch.from_numpy(array)``; copies to the host; what ops
+    compute from those alone):
     reading one is no sync, ``x[mask] = v`` with a one-element such ``v`` is
     ``masked_fill_`` (no wait), and ``x[idx] = v`` or ``dst.copy_(v)`` copies it to the
     device. ``t.cpu()`` of a CPU tensor is ``t`` itself here: its result is followed as the
     host copy where nothing else reaches ``t`` after the statement (``(a == b).cpu()``,
     ``z = z.cpu()``); after ``y = x.cpu()`` reads of ``y`` and ``x`` both still count
-    as syncs. ``torch.from_numpy`` is seen by no mode of torch's, so its tensors are not
-    followed either.
+    as syncs. Tensors computed from one the accelerator run holds on the device are the
+    device's: their ``.to(device)`` copies nothing.
     The report is filled in when the block exits::
 
         with tp.audit() as report:
@@ -403,6 +404,8 @@ def _fill_measured(report: AuditReport, crossings: Crossings) -> None:
         for row in measured(crossings.seen)
     ]
     report.measured = True
+    # counted where the copies and waits happen: nothing was left unpredicted
+    report.unpredicted = {}
 
 
 # Exported by both torchport and torchport.diagnose; AuditEntry only by the latter,

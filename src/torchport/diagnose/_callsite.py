@@ -20,13 +20,15 @@ from __future__ import annotations
 import ast
 import itertools
 import linecache
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from types import CodeType, FrameType
+from typing import Any
 
 import torch
 
 from torchport._device_types import CPU, MOVE_METHODS
 from torchport._origin import Origin
+from torchport.diagnose._moves import names_host
 
 __all__ = [
     "DEVICE",
@@ -34,6 +36,7 @@ __all__ = [
     "TENSORS",
     "UNKNOWN",
     "call_source_at",
+    "move_target",
     "program_moves",
     "target_named_at",
     "target_of_call",
@@ -110,6 +113,22 @@ def target_of_call(frame: FrameType | None, origin_of: Callable[[CodeType], Orig
                 return named
         frame = frame.f_back
     return UNKNOWN
+
+
+def move_target(
+    frame: FrameType | None,
+    origin_of: Callable[[CodeType], Origin],
+    func: Any,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+) -> int:
+    """Where a move that stays on this host goes in the accelerator run: what its call
+    site names (:func:`target_of_call`, from ``frame``), else what its values say
+    (:data:`HOST` or :data:`UNKNOWN`: :func:`._moves.names_host`)."""
+    named = target_of_call(frame, origin_of)
+    if named != UNKNOWN:
+        return named
+    return HOST if names_host(func, args, kwargs) else UNKNOWN
 
 
 def call_source_at(frame: FrameType) -> tuple[ast.Call, list[str], int] | None:

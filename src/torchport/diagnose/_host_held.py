@@ -19,7 +19,9 @@ a ``.cpu()`` of one copies nothing. What a CPU run cannot place (a factory given
 ``torch.device`` that holds ``"cpu"`` here, ``torch.set_default_device``) is left to be
 the device's, as before: the audit then predicts the wait. ``torch.from_numpy`` and
 ``torch.frombuffer`` reach no mode of torch's (their bindings skip the function-mode
-check), so their tensors are not followed.
+check): the audit hears of them through its wrappers on the ``torch`` module
+(:mod:`._methods`), so a name bound before the audit started (``from torch import
+from_numpy``) makes tensors that are not followed.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import torch
 from torchport._device_types import CPU
 from torchport.diagnose._indexing import MASK_DTYPES, masked_fill_dispatch, selects
 
-__all__ = ["HOST_FACTORIES", "HostHeld", "made_on_host"]
+__all__ = ["HOST_FACTORIES", "HostHeld", "follow_device", "made_on_host"]
 
 
 class HostHeld:
@@ -161,6 +163,34 @@ class HostHeld:
                         found = True
         if found:
             self.add(out)
+
+
+def follow_device(device_only: HostHeld, args: Sequence[Any], out: Any) -> None:
+    """An op ran: its results are the device's if any tensor it took is in ``device_only``
+    (what the accelerator run holds on the device, as far as a CPU run can tell).
+
+    On an accelerator an op with a tensor on the device runs there (a host tensor beside it
+    is a 0-dim scalar, or the op raises), so ``x.double()``, ``x * h`` and ``x[mask]`` of a
+    device ``x`` are the device's, and their ``.to(device)`` copies nothing. In-place
+    results (``out`` is an argument) keep their place.
+    """
+    held = device_only.held
+    found = False
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            if arg is out:
+                return
+            if not found:
+                ref = held.get(id(arg))
+                found = ref is not None and ref() is arg
+        elif not found and type(arg) in (list, tuple):
+            for each in arg:
+                ref = held.get(id(each))
+                if ref is not None and ref() is each:
+                    found = True
+                    break
+    if found:
+        device_only.add(out)
 
 
 def made_on_host(func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool:

@@ -10,7 +10,7 @@ runs as ``masked_fill_`` (no wait).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -25,6 +25,7 @@ __all__ = [
     "assigns_number_by_mask",
     "assigns_tensor_by_mask",
     "basic_view_dims",
+    "fills_by_index",
     "has_bool_index",
     "host_index_bytes",
     "host_index_parts",
@@ -133,7 +134,7 @@ def host_index_parts(index: Any) -> list[tuple[int, bool]]:
     return found
 
 
-def assigned_number_bytes(args: _Args) -> int:
+def assigned_number_bytes(args: _Args, *, on_host: Callable[[torch.Tensor], bool]) -> int:
     """Bytes of the value of ``x[index] = number`` that CUDA copies to the device (0: none).
 
     CUDA's ``THPVariable_setitem`` wraps the number in a 0-dim tensor *on the host*
@@ -155,8 +156,8 @@ def assigned_number_bytes(args: _Args) -> int:
       ``boolToIndexingTensor`` turns into an index tensor) makes the assignment
       ``index_put_``, which copies a one-element host value to the device
       (``_index_put_impl_``), unless it runs as ``masked_fill_`` (a lone mask,
-      :func:`masked_fill_dispatch`) or, on a torch that does so, as ``index_fill_`` (one
-      advanced index: :func:`torchport.hardware.setitem_number_fills_by_index`).
+      :func:`masked_fill_dispatch`) or, on a torch that does so, as ``index_fill_``
+      (:func:`torchport.hardware.setitem_number_fills_by_index`, :func:`fills_by_index`).
 
     Header lines are torch 2.13's (``copy_to`` and ``set_item`` at lines 420-446 and
     717-775, ``scalarToTensor`` at 387-399); ``valueToTensor``'s choice of the CPU is in
@@ -164,6 +165,11 @@ def assigned_number_bytes(args: _Args) -> int:
     (only its declaration, python_variable_indexing.h); the simulated device, which
     gets the number made on the device, marks it and counts the copy CUDA makes
     (``torchport.sim._factories``).
+
+    Args:
+        args: ``Tensor.__setitem__``'s arguments.
+        on_host: Whether the accelerator run holds an index tensor on the host (the
+            audit's :class:`._host_held.HostHeld`): such an index is never ``index_fill_``'s.
     """
     if len(args) < 3 or not isinstance(args[0], torch.Tensor):
         return 0
@@ -188,9 +194,38 @@ def assigned_number_bytes(args: _Args) -> int:
     masks = [is_mask for _, is_mask in host_index_parts(index)]
     if advanced == 1 and masks == [True]:
         return 0  # a lone bool list or array: a mask on the device, so masked_fill_
-    if advanced == 1 and hardware.setitem_number_fills_by_index():
+    if advanced == 1 and fills_by_index(args[0], index, on_host=on_host):
         return 0  # index_fill_ takes the number as a kernel argument: nothing crosses
     return int(args[0].element_size())
+
+
+def fills_by_index(
+    tensor: torch.Tensor, index: Any, *, on_host: Callable[[torch.Tensor], bool]
+) -> bool:
+    """Whether ``tensor[index] = number`` with one advanced index part runs as
+    ``index_fill_`` on an accelerator (the number a kernel argument: nothing crosses).
+
+    On a torch that tries it (:func:`torchport.hardware.setitem_number_fills_by_index`),
+    TensorIndexing.h's ``try_dispatch_index_fill_`` (torch 2.15, lines 720-753) takes it
+    only for an ``int64`` index on ``tensor``'s device, one-dimensional or contiguous, of
+    a tensor neither quantized nor float8; else ``index_put_`` copies the number the host
+    wrapped. A list, a NumPy array or a bool inside a tuple becomes an ``int64`` index
+    tensor on ``tensor``'s device (``sequenceToVariable``, ``boolToIndexingTensor``); an
+    index tensor the accelerator run holds on the host (``on_host``) is not on it.
+    """
+    if not hardware.setitem_number_fills_by_index():
+        return False
+    dtype = tensor.dtype
+    if tensor.is_quantized or (dtype.is_floating_point and dtype.itemsize == 1):
+        return False  # qint and float8 (the one-byte floats) go to index_put_
+    for part in index if type(index) is tuple else (index,):
+        if isinstance(part, torch.Tensor) and not selects(part):
+            return (
+                part.dtype is torch.int64
+                and not on_host(part)
+                and (part.dim() <= 1 or part.is_contiguous())
+            )
+    return True  # built on the device as int64 (a list, an array, a bool in a tuple)
 
 
 def basic_view_dims(tensor: torch.Tensor, index: Any) -> int | None:

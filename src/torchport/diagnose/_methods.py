@@ -23,7 +23,9 @@ a class) while an audit watches, and restored exactly:
   aside*: while they run, the audits of the calling thread lift their modes off the
   stacks (the tracer fails under any dispatch mode). What they compile or trace is
   not audited; the compiled code runs audited afterwards, op by op.
-* ``torch.save``/``torch.load`` report what they saved or loaded, after the call.
+* ``torch.save``/``torch.load`` report what they saved or loaded, after the call;
+  ``torch.from_numpy``/``torch.frombuffer`` report the host tensor they made (no mode
+  sees them).
 
 A warning that torch's C++ code raises is attributed to the innermost Python frame,
 which for a watched call is the function mode's. The calls that warn
@@ -104,7 +106,9 @@ class Observer(Protocol):
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
 
-    def observe_host_index(self, func: Any, args: tuple[Any, ...]) -> None: ...
+    def observe_host_index(self, func: Any, args: tuple[Any, ...], out: Any) -> None: ...
+
+    def observe_made_on_host(self, out: Any) -> None: ...
 
     def aside(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -313,7 +317,7 @@ class FunctionWatcher(TorchFunctionMode):
                 # F.one_hot(x, n)'s CPU checks, or x[list]: the ops inside are the call's
                 out = self._quietly(func, args, kwargs, warns, lifts)
             if host_index and not self._local.quiet:
-                self._observer.observe_host_index(func, tuple(args))
+                self._observer.observe_host_index(func, tuple(args), out)
             return out
         depth = self._local.quiet
         out = self._quietly(func, args, kwargs, warns, lifts)
@@ -352,11 +356,18 @@ def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
     if func not in _INDEXING or len(args) < 2:
         return 0
     try:
-        found = _indexing.host_index_bytes(args[1]) + _indexing.assigned_number_bytes(args)
+        # an index tensor may be the host's in the accelerator run: the observer tells
+        number = _indexing.assigned_number_bytes(args, on_host=_maybe_on_host)
+        found = _indexing.host_index_bytes(args[1]) + number
         # x[mask] = number: nothing crosses unless the mask is the host's (the observer's to tell)
         return found or int(func is _SETITEM and _indexing.assigns_number_by_mask(args))
     except Exception:  # odd indices: the call itself will say what is wrong with them
         return 0
+
+
+def _maybe_on_host(tensor: torch.Tensor) -> bool:
+    """Any index tensor may be the host's in the accelerator run (the observer knows)."""
+    return True
 
 
 @contextlib.contextmanager
@@ -427,6 +438,21 @@ def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any
     return checkpoint
 
 
+def _sharing_host_memory(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.from_numpy``/``torch.frombuffer``: their tensor shares host memory in any
+    run, so an accelerator run holds it on the host too; their bindings skip the
+    function-mode check, so no mode of torch's sees them and the audit is told."""
+
+    @functools.wraps(original)
+    def made(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        for each in list(getattr(_local, "observers", None) or ()):
+            each.observe_made_on_host(out)
+        return out
+
+    return made
+
+
 # What is swapped on a module while an audit watches: (module, name, how to wrap it). The
 # value is read when the audit starts, not when torchport was imported: importing
 # torch._dynamo (torch.compile's first call) replaces torch.jit.trace and trace_module,
@@ -435,6 +461,7 @@ def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any
 _SWAPPED: tuple[tuple[types.ModuleType, str, Callable[[Any], Callable[..., Any]]], ...] = (
     *((torch.jit, name, _step_aside) for name in ("script", "trace", "trace_module")),
     *((torch, name, functools.partial(_checkpointing, name=name)) for name in ("save", "load")),
+    *((torch, name, _sharing_host_memory) for name in ("from_numpy", "frombuffer")),
 )
 
 

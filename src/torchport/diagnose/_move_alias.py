@@ -11,8 +11,9 @@ The object is the move's result alone when nothing but the result can reach the 
 after the statement, which the call site and the calling frame say:
 
 * the receiver is a temporary: an operator's result (``(pred == gt).cpu()``,
-  ``(x * 2).to("cpu")``), a torch method that always makes a new tensor
-  (``x.argmax(1).cpu()``, ``x.detach().cpu()``), or a method that may hand back its own
+  ``(x * 2).to("cpu")``), a torch method or factory that always makes a new tensor
+  (``x.argmax(1).cpu()``, ``x.detach().cpu()``, ``torch.randn(3, device=d).cpu()``,
+  ``x.new_zeros(3).cpu()``), or a method that may hand back its own
   receiver called on a temporary (``(a == b).float().cpu()``), and no local name of the
   calling frame holds it (``x.float().cpu()`` of a float ``x`` is ``x`` itself, still the
   device's, and ``self.buf.float().cpu()`` is ``self.buf``: neither is a temporary);
@@ -51,6 +52,11 @@ _NEW = frozenset(
         "logical_not", "logical_or", "lt", "mean", "ne", "norm", "permute", "prod", "round",
         "sigmoid", "softmax", "sqrt", "squeeze", "stack", "sum", "t", "tanh", "transpose",
         "unsqueeze", "view", "where",
+        # factories (torch.as_tensor and torch.asarray may hand back their argument)
+        "arange", "empty", "empty_like", "eye", "from_numpy", "full", "full_like", "linspace",
+        "new_empty", "new_full", "new_ones", "new_tensor", "new_zeros", "ones", "ones_like",
+        "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "tensor", "zeros",
+        "zeros_like",
     }
 )  # fmt: skip
 # Methods that may hand back their receiver (a no-op conversion or move): a temporary on a

@@ -6,7 +6,8 @@ Python-level calls, and torchport's own movers report the copies they skip
 (``torchport._skipped_copies``). All end in :class:`Recorder`, which finds the user's source
 line and counts each event in its :class:`._tally.Tally` (which holds how a line is
 found); saving and loading are counted by its :class:`._checkpoints.CheckpointCounter`,
-and what the accelerator run keeps on the host is followed by :mod:`._host_held`. The
+what the accelerator run keeps on the host is followed by :mod:`._host_held`, and the
+copies of indexing with what the host built are counted by :mod:`._host_indexing`. The
 modes sit on the thread's stacks through :mod:`._mode_stacks`. Where host work
 inside a training loop is set apart or left out is decided in :mod:`._host_work`; which
 way a predicted copy goes, in :mod:`._callsite`; where the accelerator run holds the
@@ -27,9 +28,9 @@ import torch
 
 from torchport._device_types import CPU
 from torchport._origin import Origin
-from torchport.diagnose import _host_work, _indexing, _methods, _moves, _ops
-from torchport.diagnose._callsite import DEVICE, HOST, UNKNOWN, program_moves, target_of_call
-from torchport.diagnose._checkpoints import CheckpointCounter, in_state_loading
+from torchport.diagnose import _host_work, _methods, _moves, _ops
+from torchport.diagnose._callsite import DEVICE, HOST, move_target, program_moves
+from torchport.diagnose._checkpoints import CheckpointCounter
 from torchport.diagnose._events import (
     DATA_LOADING,
     HOST_TYPES,
@@ -38,9 +39,11 @@ from torchport.diagnose._events import (
     TO_HOST,
     TRANSFER,
     Row,
+    Where,
     route,
 )
-from torchport.diagnose._host_held import HostHeld, made_on_host
+from torchport.diagnose._host_held import HostHeld, follow_device, made_on_host
+from torchport.diagnose._host_indexing import HostIndexing
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._mode_stacks import (
     DISPATCH_STACK,
@@ -55,10 +58,7 @@ from torchport.diagnose._mode_stacks import (
 )
 from torchport.diagnose._move_alias import only_the_result_remains
 from torchport.diagnose._ops import OpEntry, OpKind
-from torchport.diagnose._predicted_placement import (
-    Placement,
-    copied_to_host,
-)
+from torchport.diagnose._predicted_placement import Placement, copied_to_host
 from torchport.diagnose._steps_aside import StepsAside
 from torchport.diagnose._tally import Tally
 from torchport.diagnose._watcher import DispatchWatcher
@@ -67,11 +67,11 @@ from torchport.errors import ConfigError
 __all__ = ["DATA_LOADING", "HOST_TYPES", "LOADING_TO_DEVICE", "DispatchWatcher", "Recorder"]
 
 _HOST_TYPES = HOST_TYPES
-# Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
-# code moving to the program's device (a BatchEncoding's .to(device)) copies there too
 # Origin's members as module names: a member read off the class costs a lookup per frame
 _USER, _INSTALLED, _TORCHPORT = Origin.USER, Origin.INSTALLED, Origin.TORCHPORT
 _HOST_SIDE, _MODULE_MOVE, _TORCH = Origin.HOST_SIDE, Origin.MODULE_MOVE, Origin.TORCH
+# Callers whose no-op moves of host tensors predict a copy on an accelerator; installed
+# code moving to the program's device (a BatchEncoding's .to(device)) copies there too
 _PREDICTS = frozenset({_USER, _MODULE_MOVE, _INSTALLED})
 
 # Formatting a torch.device costs microseconds; each device is named once
@@ -105,8 +105,9 @@ class Recorder:
         self._started_at_open = 0
         self.elsewhere = 0  # other threads that ran meanwhile: not watched
         self.held = HostHeld()  # what the accelerator run keeps on the host
-        # what a move to the device made that nothing else reaches as the host tensor
+        # what it holds on the device: made or moved there, computed from those
         self.device_only = HostHeld()
+        self.host_indexing = HostIndexing(self.held, self._where, self._count, self._count_read)
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
@@ -234,13 +235,13 @@ class Recorder:
         try:
             if entry.kind is _MAKES:
                 # a factory that names no device, or names the host at its call site
-                named = HOST if kwargs.get("device") is None else self._named(func, args, kwargs)
+                named = HOST
+                if kwargs.get("device") is not None:
+                    named = move_target(sys._getframe(1), self._origin, func, args, kwargs)
                 if named == HOST:
                     self.held.add(out)
-                elif named == DEVICE:
-                    self.device_only.add(
-                        out
-                    )  # made on the program's device: .to() it copies nothing
+                elif named == DEVICE:  # made on the program's device: .to() copies nothing
+                    self.device_only.add(out)
                 return
             if entry.transfer:
                 if func in _CREATES and made_on_host(func, args, kwargs):
@@ -269,28 +270,20 @@ class Recorder:
                     # a no-op on the accelerator itself, or torch's own bookkeeping moves
                     # (clip_grad_norm_'s norms), which copy nothing on an accelerator either
                     return
-                named = HOST if func is _CPU_METHOD else self._named(func, args, kwargs)
+                named = HOST
+                if func is not _CPU_METHOD:
+                    named = move_target(sys._getframe(1), self._origin, func, args, kwargs)
                 to_host = named == HOST
                 if func in _CREATES and to_host:
                     self.held.add(out)  # torch.tensor(data, device="cpu"): the host's everywhere
                     return
                 held = self.held
                 if to_host:
-                    if args[0] in held and not phase:  # (data loading's are listed apart)
-                        return  # .cpu() of what the accelerator run holds on the host
-                    self.device_only.discard(out)
-                    if out is not args[0] or only_the_result_remains(
-                        sys._getframe(1), self._origin, out
-                    ):
-                        # the same object stands for the device tensor too, unless nothing
-                        # else reaches that after the statement (see ._move_alias)
+                    if args[0] in held:
+                        if not phase:  # (data loading's are listed apart)
+                            return  # .cpu() of what the accelerator run holds on the host
+                    elif self._moved_to_host(args[0], out, where):
                         held.add(out)
-                    else:  # one object for both: say which way it was counted
-                        self.tally.note_unpredicted(
-                            f"{where.file}:{where.line}: a move to the host of a tensor the "
-                            "program still holds is that tensor itself on the CPU, so reads of "
-                            "the host copy are counted as waits (--device sim measures them)"
-                        )
                 else:
                     held.discard(args[0])  # on this host the call hands back the same tensor
                     # ... or a new one (a dtype change too), which followed its host input
@@ -321,89 +314,34 @@ class Recorder:
                 row = Row(TRANSFER, entry.label, _ops.op_name(func), direction, True, phase, where)
                 self._count(row, nbytes)
                 return
+            if self.device_only.held:  # x[mask] of a device x: the device's (its ops were quiet)
+                follow_device(self.device_only, args, out)
             tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
-            if func in _INDEXING and self.held.held:
-                self.held.follow(args, out)  # x[mask] of a host tensor: the host's too
-                if self.held.mask_on_host(func, args):
-                    return
-                if args[0] not in self.held and self.held.masks_on_host(args[1]):
-                    # x[host_mask]: nonzero runs on the host, its positions are copied
-                    self._count_host_indexed(func, args)
-                    return
+            if self.host_indexing.indexed_on_host(func, args, out, sys._getframe(1)):
+                return
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 
-    def observe_host_index(self, func: Any, args: tuple[Any, ...]) -> None:
-        """Count the copies of indexing with what was built on the host in an accelerator
-        run: an index from a list or an array (``v[:, [-1]]``, ``x[array]``), and the
-        number of ``x[index] = number`` (:func:`._indexing.assigned_number_bytes`), each to the
-        indexed tensor's device, unless that tensor is the host's too; never raises."""
+    def observe_host_index(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
+        """Count the copies of indexing with what the host built (:mod:`._host_indexing`);
+        never raises."""
         try:
-            if args[0] in self.held:
-                return  # indexing a tensor the accelerator run holds on the host
-            where, _ = self._where(sys._getframe(1))
-            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-            name = _ops.op_name(func)
-            value = args[2] if len(args) > 2 else None
-            if isinstance(value, torch.Tensor):  # a one-element value made on the host
-                assigned = value.element_size() if value.numel() == 1 and value in self.held else 0
-            else:
-                assigned = _indexing.assigned_number_bytes(args)
-                if _indexing.assigns_number_by_mask(args) and self.held.masks_on_host(args[1]):
-                    assigned = args[0].element_size()  # index_put_ with a host mask
-            parts = _indexing.host_index_parts(args[1])
-            parts += [(n, False) for n in self.held.index_bytes(args[1])]
-            fills = func is _SETITEM and _fills_by_host_mask(args, parts, self.held)
-            if fills:
-                assigned = 0  # x[bool list] = host value: masked_fill_ reads it, copies nothing
-            for label, nbytes in [(_HOST_INDEX, n) for n, _ in parts] + [(_ASSIGNED, assigned)]:
-                if nbytes:
-                    self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
-            index = args[1]
-            parts_of = index if type(index) is tuple else ()
-            if any(map(_indexing.advances, parts_of)):  # else the select's .item() is recorded
-                for part in parts_of:
-                    if _ITEM_ENTRY and _indexing.selects(part) and part not in self.held:
-                        # m[t1, idx] = 1.0: ATen selects by a 0-dim integer tensor's .item(),
-                        # a wait on the device (this call's own ops are not recorded)
-                        self._count_read(
-                            _ITEM, _ITEM_ENTRY, part, sys._getframe(1), host_side=False
-                        )
-            if any(is_mask for _, is_mask in parts) and not fills:
-                # a bool list or array is a mask on the device: expanding it waits there
-                self._count_read(
-                    func, _ops.METHOD_TABLE[func], args[0], sys._getframe(1), host_side=False
-                )
+            if self.device_only.held:  # x[[0, 1]] of a device x: the device's
+                follow_device(self.device_only, args, out)
+            self.host_indexing.observe(func, args, sys._getframe(1))
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 
-    def _count_host_indexed(self, func: Any, args: Sequence[Any]) -> None:
-        """``x[host_mask]`` (``= v``) of a tensor on the device: the mask's positions, and
-        a value made on the host (a number, a one-element tensor held there), are copied
-        to the device; ``index_put_`` cannot run as ``masked_fill_`` with a host mask."""
-        where, _ = self._where(sys._getframe(2))
-        phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-        name = _ops.op_name(func)
-        sizes = [(_HOST_INDEX, n) for n in self.held.index_bytes(args[1])]
-        if func is _SETITEM and len(args) > 2:
-            value = args[2]
-            if isinstance(value, (bool, int, float, complex)):
-                sizes.append((_ASSIGNED, args[0].element_size()))
-            elif isinstance(value, torch.Tensor) and value.numel() == 1 and value in self.held:
-                sizes.append((_ASSIGNED, value.element_size()))
-        for label, nbytes in sizes:
-            if nbytes:
-                self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
-
-    def _named(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
-        """Where a move that stays on this host goes in the accelerator run: what its call
-        site names (:func:`._callsite.target_of_call`), else what its values say
-        (:data:`._callsite.HOST` or :data:`._callsite.UNKNOWN`)."""
-        named = target_of_call(sys._getframe(2), self._origin)
-        if named != UNKNOWN:
-            return named
-        return HOST if _moves.names_host(func, args, kwargs) else UNKNOWN
+    def _moved_to_host(self, tensor: torch.Tensor, out: torch.Tensor, where: Where) -> bool:
+        """Whether ``out``, ``tensor`` moved to the host, is the host copy alone (the same
+        object stands for the device tensor too unless nothing else reaches that after the
+        statement: :mod:`._move_alias`); else say which way it is counted."""
+        self.device_only.discard(out)
+        if out is not tensor or only_the_result_remains(sys._getframe(2), self._origin, out):
+            return True
+        self.tally.note_unpredicted(f"{where.file}:{where.line}: {_ONE_OBJECT}")
+        return False
 
     def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
         """Count copies a torchport mover skipped (tensors already on ``device``); never raises.
@@ -421,14 +359,9 @@ class Recorder:
                 # is recorded only if it is sampled
                 return
             where, _ = self._where(sys._getframe(1))
+            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
             row = Row(
-                TRANSFER,
-                f"copy (batch handed over by {by})",
-                by,
-                TO_DEVICE,
-                True,
-                DATA_LOADING if _host_work.loading(sys._getframe()) else "",
-                where,
+                TRANSFER, f"copy (batch handed over by {by})", by, TO_DEVICE, True, phase, where
             )
             copied_to_host(self.local, None, None)
             for tensor in tensors:
@@ -451,7 +384,7 @@ class Recorder:
                 if func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
                     self.checkpoints.count_loaded(args[1], sys._getframe(1), checked=True)
                 elif self.held.held:
-                    self._count_from_host(func, args, kwargs)
+                    self.host_indexing.copied_from_host(func, args, kwargs, sys._getframe(1))
                 return
             if entry.transfer:
                 moved = _moves.transfer_of(func, args, kwargs, out)
@@ -475,31 +408,11 @@ class Recorder:
                 if isinstance(arg, torch.Tensor):
                     tensor = arg
                     break
-            if (
-                func in _ATEN_INDEXING
-                and self.held.held
-                and len(args) > 1
-                and tensor is not None
-                and tensor not in self.held
-                and self.held.masks_on_host(args[1])
-            ):
-                self._count_from_host(func, args, kwargs)  # nonzero ran on the host
-                return
+            if self.host_indexing.expanded_on_host(func, args, kwargs, tensor, sys._getframe(1)):
+                return  # nonzero ran on the host
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
-
-    def _count_from_host(self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-        """A copy from a tensor the accelerator run holds on the host into one on the
-        device (:meth:`._host_held.HostHeld.copied_from_host`)."""
-        copies = [n for n in self.held.copied_from_host(func, args, kwargs) if n]
-        if copies and not in_state_loading(sys._getframe(2)):
-            where, _ = self._where(sys._getframe(2))
-            phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-            name = _ops.op_name(func)
-            for nbytes in copies:
-                row = Row(TRANSFER, _FROM_HOST, name, TO_DEVICE, True, phase, where)
-                self._count(row, nbytes)
 
     def _count_read(
         self,
@@ -551,6 +464,13 @@ class Recorder:
         row = Row(entry.kind_name, entry.label, name, facts[0], facts[1], phase, where)
         self._count(row, nbytes)
 
+    def observe_made_on_host(self, out: Any) -> None:
+        """``torch.from_numpy`` made ``out``: the host's in the accelerator run too."""
+        try:
+            self.held.add(out)
+        except Exception:  # the audit must never break the program it watches
+            self.tally.dropped += 1
+
     def observe_checkpoint(
         self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
     ) -> None:
@@ -570,41 +490,10 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 
 _CPU = torch.device(CPU)
-_HOST_INDEX = "copy (index built on the host from a list or NumPy array)"
-_ASSIGNED = "copy (the value of x[index] = v, made on the host)"
+_ONE_OBJECT = "a move to the host of a tensor the program still holds is that tensor itself on \
+the CPU, so reads of the host copy are counted as waits (--device sim measures them)"
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
-_INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
-_FROM_HOST = "copy (a tensor made on the host, into one on the device)"
-_SETITEM = torch.Tensor.__setitem__
-_ITEM = torch.ops.aten._local_scalar_dense.default
-_ITEM_ENTRY = _ops.aten_entry(_ITEM)
-_ATEN_INDEXING = frozenset(
-    {
-        torch.ops.aten.index.Tensor,
-        torch.ops.aten.index_put_.default,
-        torch.ops.aten.index_put.default,
-        torch.ops.aten._index_put_impl_.default,
-    }
-)
-
-
-def _fills_by_host_mask(
-    args: tuple[Any, ...], parts: list[tuple[int, bool]], held: HostHeld
-) -> bool:
-    """``x[bool list] = number`` (or a one-element value held on the host): the list is the
-    lone advanced index, a mask on the device, so ``index_put_`` runs as ``masked_fill_``
-    (no wait; ints and slices beside it make a view first)."""
-    if len(args) < 3 or len(parts) != 1 or not parts[0][1]:
-        return False
-    index = args[1]
-    for part in index if type(index) is tuple else (index,):
-        if isinstance(part, (torch.Tensor, bool)):
-            return False  # a second advanced index
-    value = args[2]
-    return not isinstance(value, torch.Tensor) or (value.numel() == 1 and value in held)
-
-
 _MAKES = OpKind.NEITHER  # the entries of factories that make their tensors on the host
 _COPY = torch.ops.aten.copy_.default

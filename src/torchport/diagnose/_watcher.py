@@ -1,7 +1,8 @@
 """The dispatch mode of an audit: sees every aten op and hands the known ones to the recorder.
 
 The per-op hot path: one call of the op, one dict lookup in the op table, and while the
-program holds tensors on the host (:mod:`._host_held`) one look at each argument.
+program holds tensors on the host, or on the device (:mod:`._host_held`), one look at
+each argument.
 
 Torch wraps every ``TorchDispatchMode``'s ``__torch_dispatch__`` in
 ``torch._dynamo.disable`` so that a compiled region never traces into the mode: two
@@ -20,7 +21,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchport.diagnose import _ops
-from torchport.diagnose._host_held import HostHeld
+from torchport.diagnose._host_held import HostHeld, follow_device
 from torchport.diagnose._methods import QuietCount
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._predicted_placement import spread
@@ -33,6 +34,7 @@ class AtenObserver(Protocol):
 
     local: QuietCount
     held: HostHeld
+    device_only: HostHeld
 
     def observe_aten(
         self, func: Any, entry: OpEntry, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
@@ -59,6 +61,7 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._recorder = recorder
         self._local = recorder.local
         self._held = recorder.held
+        self._device_only = recorder.device_only
         self.step_lifted = False  # the function mode is off for an optimizer's step
 
     def __torch_dispatch__(
@@ -86,6 +89,12 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 held.follow(args, out)
             except Exception:  # the audit must never break the program it watches
                 held.held.clear()
+        device_only = self._device_only
+        if device_only.held:
+            try:
+                follow_device(device_only, args, out)
+            except Exception:  # the audit must never break the program it watches
+                device_only.held.clear()
         if self.step_lifted and func is _STEP_RANGE_ENDS:
             self._recorder.step_ended()  # the step ended, raising or not
         found = _BY_ID.get(id(func))
