@@ -209,7 +209,7 @@ def parse_noqa(source: str, *, foreign: bool = True) -> NoqaMap:
             if file_match is not None and tool != "torchport" and not foreign:
                 continue  # another tool's file exemption, not honoured: not a line noqa either
             if file_match is not None and tool == "flake8" and file_match["codes"] is not None:
-                continue  # flake8 ignores its file exemption when it lists codes (it warns); so do we
+                continue  # flake8 ignores a file exemption listing codes (it warns); so do we
             if file_match is not None:
                 codes = _codes(file_match["codes"])
                 if codes is None:
