@@ -288,8 +288,8 @@ import tests.place.test_fast_paths as f
 from hypothesis import given, settings, strategies as st
 
 SIM = simulate_accelerator()
-# A tensor subclass cannot be moved to the simulator (its tensors are SimTensor objects;
-# torch raises a RuntimeError on either path), so the pool leaves it out here.
+# A tensor subclass cannot be moved to the simulator (its tensors are SimTensor objects:
+# both paths refuse it, tests/place/test_on_sim.py), so the pool leaves it out here.
 HELD = [t for t in f.POOL if type(t) is not f.Sub]
 TENSORS = st.sampled_from(HELD + [torch.ones(3, device=SIM), torch.arange(4, device=SIM)])
 seen = {{"settled": 0, "moved": 0}}

@@ -504,12 +504,18 @@ _UNCOPYABLE = {
 @pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
 @given(
     kind=st.sampled_from(sorted(_UNCOPYABLE)),
-    shape=st.sampled_from(["bare", "dict", "deep", "list"]),
+    shape=st.sampled_from(["bare", "dict", "deep", "list", "ordered"]),
 )
 def test_a_tensor_torch_cannot_copy_is_refused_by_its_path(kind: str, shape: str) -> None:
     bad = _UNCOPYABLE[kind]()
+    # An OrderedDict reordered by move_to_end (its order is no longer its dict's: the
+    # path was once read from one order zipped with the items in the other, naming the
+    # other key).
+    ordered = collections.OrderedDict([("z", torch.ones(1)), ("b", bad)])
+    ordered.move_to_end("z")
     batch, where = {
         "bare": (bad, "batch"),
+        "ordered": (ordered, "batch['b']"),
         "dict": ({"ok": torch.ones(1), "bad": bad}, "batch['bad']"),
         "deep": ({"a": {"b": [torch.ones(1), bad]}, "n": 3}, "batch['a']['b'][1]"),
         "list": ([torch.ones(2), bad, "tag"], "batch[1]"),

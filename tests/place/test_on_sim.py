@@ -83,3 +83,116 @@ print(json.dumps(count))
 def test_moves_and_loads_to_the_simulated_accelerator_keep_values_and_the_invariant() -> None:
     count = run_isolated(_CHILD, timeout=600)
     assert count["moved"] >= 40 and count["loaded"] >= 15
+
+
+# Tensor subclasses. Every tensor on the simulated accelerator is the simulator's own
+# wrapper class and torch gives a tensor one Python object, so a subclass whose .to
+# hands back its own class cannot live there (on a real accelerator it can). The
+# promise: to_device, DeviceLoader and module moves refuse it with an
+# UnsupportedBatchError naming a path where one is (paths found by the reachability
+# oracle, not by the code under test) and why, and leave the input as it was;
+# subclasses whose .to gives a plain tensor (nn.Parameter, torch functions disabled)
+# still move, values kept.
+_SUBCLASS_CHILD = f"""
+import sys, re
+sys.path.insert(0, {HERE!r})
+import graphs, reachability as reach
+import torchport as tp
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+SIM = simulate_accelerator()
+
+
+class Sub(torch.Tensor):
+    pass
+
+
+class Quiet(torch.Tensor):
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+
+POOL = [
+    torch.ones(2),
+    torch.arange(3.0).as_subclass(Sub),
+    torch.tensor([4.0, 5.0]).as_subclass(Sub),
+]
+count = {{"refused": 0, "loaded": 0, "kept": 0, "left": 0}}
+
+
+def _named(message, graph):
+    # The message starts with the path; it must lead to one of the input's Sub tensors
+    # (or, "path (tensor N inside it)", to an object holding one).
+    subs = [t for _, t in reach.tensors(graph) if type(t) is Sub]
+    where = message.split(" is a ", 1)[0]
+    inside = re.fullmatch(r"(.*) \\(tensor \\d+ inside it\\)", where)
+    try:
+        found = eval(inside[1] if inside else where, {{"batch": graph}})  # batch['a'].left
+    except Exception:
+        found = None
+    held = [t for _, t in reach.tensors(found)] if inside and found is not None else [found]
+    paths = ["batch" + "".join(path) for path, t in reach.tensors(graph) if type(t) is Sub]
+    named = any(h is t for h in held for t in subs) or where in paths
+    return named, (message, paths)
+
+
+@settings(max_examples=40, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(graphs.graphs(POOL, max_leaves=6))
+def refused(graph):
+    found = reach.tensors(graph)
+    assume(any(type(t) is Sub for _, t in found) and not any(t.is_meta for _, t in found))
+    taken = reach.snapshot(graph)
+    try:
+        out = tp.to_device(graph, SIM)
+    except tp.UnsupportedBatchError as exc:
+        message = str(exc)
+    else:
+        # Only where an object's own .to keeps it where it was (PyG's .to hands a value
+        # it cannot move back as it is): the invariant holds, no Sub reached the device.
+        reach.check_move(graph, taken, out, SIM)
+        assert all(t.is_cpu for _, t in reach.tensors(out) if type(t) is Sub)
+        count["left"] += 1
+        return
+    if "contains itself" in message or "cannot rebuild" in message:
+        return  # refused first for another reason, before any copy
+    named, why = _named(message, graph)
+    assert named, why
+    assert "Sub (torch.Tensor subclass)" in message and "plain tensor" in message, message
+    assert reach.snapshot(graph) == taken, "the input changed"
+    count["refused"] += 1
+    try:
+        next(iter(tp.DeviceLoader([graph], device=SIM)))
+    except tp.UnsupportedBatchError as exc:
+        named, why = _named(str(exc), graph)
+        assert named, why
+        count["loaded"] += 1
+    else:
+        raise AssertionError("DeviceLoader moved a Sub to the simulator")
+
+
+refused()
+
+# Subclasses whose .to gives a plain tensor move, and hold their values.
+batch = {{"q": torch.arange(3.0).as_subclass(Quiet), "p": torch.nn.Parameter(torch.ones(2))}}
+out = tp.to_device(batch, SIM)
+for key in batch:
+    assert out[key].device == SIM and out[key].cpu().tolist() == batch[key].tolist()
+    count["kept"] += 1
+
+# A module holding one: refused by its path, before anything moved.
+model = torch.nn.Linear(2, 2)
+model.register_buffer("codes", torch.ones(2).as_subclass(Sub))
+try:
+    tp.to_device(model, SIM)
+except tp.UnsupportedBatchError as exc:
+    assert "'codes'" in str(exc) and "subclass" in str(exc), str(exc)
+    assert model.weight.device.type == "cpu" and type(model.codes) is Sub
+    count["kept"] += 1
+print(json.dumps(count))
+"""
+
+
+def test_a_tensor_subclass_is_refused_by_its_path_on_the_simulated_accelerator() -> None:
+    count = run_isolated(_SUBCLASS_CHILD, timeout=600)
+    assert count["refused"] >= 20 and count["loaded"] == count["refused"]
+    assert count["kept"] == 3

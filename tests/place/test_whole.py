@@ -163,3 +163,40 @@ def test_a_to_that_returns_another_type_is_checked_by_the_walker() -> None:
     for _ in range(2):  # the second move takes the whole-object path
         out = tp.to_device(Converts({"w": torch.ones(2)}, None), META)
         assert type(out) is Other and out.weight.is_meta
+
+
+def _cycle(make: Callable[[list[Any]], Any]) -> Any:
+    looped: list[Any] = [torch.ones(1), 3]
+    looped.append(make(looped))
+    return looped
+
+
+@pytest.mark.parametrize(
+    "books",
+    [
+        lambda: _cycle(lambda x: x),  # a list that holds itself
+        lambda: {"a": _cycle(lambda x: x)},
+        lambda: (_cycle(lambda x: (x,)),),  # through a tuple
+        lambda: _cycle(lambda x: {"back": x}),  # through a dict
+    ],
+)
+def test_a_cycle_inside_the_object_is_refused_as_the_walker_refuses_it(
+    books: Callable[[], Any],
+) -> None:
+    # The whole-object loop must notice the container it has opened before (else it
+    # would loop for ever) and leave the batch to the walker, which names the cycle.
+    tp.to_device(Holder({"w": torch.ones(1)}, None), META)  # registers the class
+    holder = Holder({"w": torch.ones(2)}, books())
+    for move in (lambda: tp.to_device(holder, META), lambda: tp.to_device([holder], META)):
+        with pytest.raises(tp.UnsupportedBatchError, match="contains itself"):
+            move()
+
+
+def test_a_list_held_twice_inside_the_object_comes_back_as_the_walker_gives_it() -> None:
+    tp.to_device(Holder({"w": torch.ones(1)}, None), META)
+    twice = [1, torch.ones(1)]
+    holder = Holder({"w": torch.ones(2)}, {"a": twice, "b": twice})
+    alone = tp.to_device(holder, META)
+    listed = tp.to_device([holder], META)[0]
+    assert _picture(alone, holder) == _picture(listed, holder)
+    assert (alone.books["a"] is alone.books["b"]) == (listed.books["a"] is listed.books["b"])

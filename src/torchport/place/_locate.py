@@ -174,18 +174,19 @@ def _find_node(
 def _children(node: object, path: str) -> Iterator[tuple[object, str]]:
     """The node's children, each with its path written as Python (``batch['a'].x[0]``)."""
     try:
-        children: list[Any] = optree.tree_flatten_one_level(
-            node,  # type: ignore[arg-type]
-            namespace=NAMESPACE,
-        )[0]
-        # A one-level structure gives the accessors: every node but the root is a leaf.
+        # One flatten that stops below the node gives its children and their accessors
+        # in the same order (a one-level flatten keeps an OrderedDict's order while a
+        # structure sorts its keys: zipped, the two would name the wrong key).
         calls = itertools.count()
-        spec = optree.tree_structure(
+        children: list[Any]
+        children, spec = optree.tree_flatten(
             node,  # type: ignore[arg-type]
             lambda _: next(calls) > 0,
             namespace=NAMESPACE,
         )
-    except Exception:  # a leaf, or a container that fails to open (reported by its parent)
+    except Exception:  # a container that fails to open (reported by its parent)
+        return iter(())
+    if spec.is_leaf():
         return iter(())
     codes = [accessor.codify(path) for accessor in spec.accessors()]
     return zip(children, codes, strict=True)

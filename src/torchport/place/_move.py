@@ -224,14 +224,14 @@ def to_device(
                 moved = _move_flat(obj, cls, target, non_blocking, pack)
                 if moved is not _NOT_FLAT:
                     return moved  # type: ignore[return-value]
-            elif _plain_user_dict(cls):
-                moved = _move_user_dict(obj, cls, target, non_blocking, pack)
-                if moved is not _NOT_FLAT:
-                    return moved  # type: ignore[no-any-return]
             elif _MOVED_WHOLE(cls):  # PyG Data/Batch, TensorDict: its own .to on a shallow copy
                 inside = whole_tensors(obj)
                 if inside is not None:
                     return move_whole(obj, inside, target, non_blocking)  # type: ignore[no-any-return]
+            elif _plain_user_dict(cls):
+                moved = _move_user_dict(obj, cls, target, non_blocking, pack)
+                if moved is not _NOT_FLAT:
+                    return moved  # type: ignore[no-any-return]
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise ConfigError(
                 f"dtype={dtype!r} is not a floating-point dtype; to_device casts floating "

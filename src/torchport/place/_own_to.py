@@ -22,6 +22,9 @@ class _Takes(NamedTuple):
 
 
 _TAKES: dict[type, _Takes] = {}
+# Per target device: whether a move there without a say is asynchronous (an accelerator).
+_ASYNC: dict[torch.device, bool] = {}
+_ASYNC_MAX = 64
 
 
 def call_own_to(
@@ -34,18 +37,28 @@ def call_own_to(
     streams the object's copies use is unknown). Returns what ``.to`` returns, or
     ``obj`` itself when ``.to`` returns ``None`` (it moved ``obj`` in place).
     """
-    takes = _takes(type(obj))
-    kwargs: dict[str, Any] = {}
-    if takes.non_blocking:
-        nb = target.type not in HOST_TYPES if non_blocking is None else non_blocking
-        kwargs["non_blocking"] = nb
-    if takes.dtype and dtype is not None:
-        kwargs["dtype"] = dtype
-    if takes.device_by_name:  # to(self, *, device, ...): torch's storages
-        kwargs["device"] = target
-        moved = obj.to(**kwargs)
+    takes = _TAKES.get(type(obj)) or _takes(type(obj))
+    if takes.non_blocking and non_blocking is None:
+        non_blocking = _ASYNC.get(target)  # hashed in C; target.type builds a string
+        if non_blocking is None:
+            non_blocking = target.type not in HOST_TYPES
+            if len(_ASYNC) < _ASYNC_MAX:
+                _ASYNC[target] = non_blocking
+    if takes.device_by_name or (takes.dtype and dtype is not None):
+        kwargs: dict[str, Any] = {}
+        if takes.non_blocking:
+            kwargs["non_blocking"] = non_blocking
+        if takes.dtype and dtype is not None:
+            kwargs["dtype"] = dtype
+        if takes.device_by_name:  # to(self, *, device, ...): torch's storages
+            kwargs["device"] = target
+            moved = obj.to(**kwargs)
+        else:
+            moved = obj.to(target, **kwargs)
+    elif takes.non_blocking:
+        moved = obj.to(target, non_blocking=non_blocking)
     else:
-        moved = obj.to(target, **kwargs)
+        moved = obj.to(target)
     # A .to that works in place and returns nothing has moved the object itself (for an
     # object with state, the copy it was called on): that is the result, not None.
     return obj if moved is None else moved

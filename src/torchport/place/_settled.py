@@ -112,6 +112,9 @@ def _on_device(target: torch.device) -> Callable[[torch.Tensor], bool]:
 def all_on(tensors: Any, target: torch.device) -> bool:
     """Whether every tensor is on ``target`` (the CPU and meta by type; accelerators by
     index), at C speed."""
+    on = _ON_DEVICE.get(target)  # hashed in C; reading target.type builds a string
+    if on is not None:
+        return all(map(on, tensors))
     kind = target.type
     if kind == CPU:
         return all(map(_IS_CPU, tensors))

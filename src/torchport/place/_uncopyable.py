@@ -2,7 +2,8 @@
 
 ``Tensor.to`` raises ``NotImplementedError`` for a tensor whose kind the target's
 backend does not implement (a quantized or nested tensor to ``meta``, a meta tensor
-to anywhere with data). A move that meets one raises
+to anywhere with data; on the simulated accelerator, a tensor subclass whose ``.to``
+returns its own class). A move that meets one raises
 :class:`~torchport.UnsupportedBatchError` naming the path of the first such tensor,
 its kind and torch's reason, so the caller learns which leaf and what to do.
 """
@@ -22,6 +23,8 @@ __all__ = ["COPY_FAILURES", "copy_failure", "uncopyable"]
 
 # What torch raises when it has no kernel to copy a kind of tensor to a device.
 COPY_FAILURES = (NotImplementedError,)
+_PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})
+_SUBCLASS = " (torch.Tensor subclass)"
 
 
 def _kind(t: torch.Tensor) -> str:
@@ -33,6 +36,8 @@ def _kind(t: torch.Tensor) -> str:
         return str(t.layout).removeprefix("torch.")
     if t.is_meta:
         return "meta (shape-only)"
+    if type(t) not in _PLAIN:
+        return f"{type(t).__qualname__}{_SUBCLASS}"
     return "dense"
 
 
@@ -71,7 +76,12 @@ def uncopyable(
     ``last`` ends the advice (what else the caller may do).
     """
     kind = _kind(t)
-    advice = _ADVICE.get(kind, "convert it to a dense strided tensor first (t.to_dense())")
+    if kind in _ADVICE:
+        advice = _ADVICE[kind]
+    elif kind.endswith(_SUBCLASS):
+        advice = "make it a plain tensor first (t.as_subclass(torch.Tensor))"
+    else:
+        advice = "convert it to a dense strided tensor first (t.to_dense())"
     return UnsupportedBatchError(
         f"{where} is a {kind} tensor ({t.dtype}, on {t.device}) that torch cannot copy "
         f"to {target} ({type(exc).__name__}: {str(exc).splitlines()[0]}); {advice}, {last}"

@@ -43,8 +43,43 @@ __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
 _dict_of = object.__getattribute__
 _BUILTINS = (dict, list, tuple, set, frozenset, collections.deque)
-# Per class of OBJECT_NODES (each lasts): whether its state is all in its __dict__.
-_PLAIN_STATE: dict[type, bool] = {}
+# Per type, what the loops below do with a value of it (see _code_of).
+_VALUE = 0  # a value that holds nothing (KIND's PLAIN): skipped
+_TENSOR = 1  # a tensor
+_DICT = 2  # a builtin dict, list or tuple: its items are read
+_LIST = 3
+_TUPLE = 4
+_WALKED = 5  # a registered object walked through its state (all of it in its __dict__)
+_MOVES = 6  # a registered object with its own .to (all of its state in its __dict__)
+_WALKED_STATE = 7  # the same two, with slots or a builtin base: read as the walker reads them
+_MOVES_STATE = 8
+# Per type (each lasts: KIND and OBJECT_NODES hold only classes that do, and their
+# entries are final): its code above. A type without an entry is decided by _code_of.
+_CODES: dict[type, int] = {dict: _DICT, list: _LIST, tuple: _TUPLE}
+
+
+def _code_of(cls: type) -> int | None:
+    """What the loops do with a value of type ``cls``; None: the walker decides (see the module).
+
+    Read from the walker's own tables, and remembered once they have decided ``cls``.
+    """
+    kind = KIND.get(cls)
+    if kind is not None:
+        if kind == TENSOR:
+            code = _TENSOR
+        elif kind == PLAIN:
+            code = _VALUE
+        else:
+            return None  # a value to look into, a leaf .to, or something refused
+    else:
+        moves = OBJECT_NODES.get(cls)
+        if moves is None:
+            return None  # not decided yet, or not an object node
+        plain = not slot_names(cls) and not issubclass(cls, _BUILTINS)
+        moving = _MOVES if plain else _MOVES_STATE
+        code = moving if moves else _WALKED if plain else _WALKED_STATE
+    _CODES[cls] = code
+    return code
 
 
 class Inside:
@@ -69,8 +104,6 @@ def whole_tensors(obj: Any) -> Inside | None:
     None when the walker must move it (see the module): any other batch, a type the
     walker has not registered yet, or a state the loop does not decide.
     """
-    if not OBJECT_NODES.get(type(obj)):
-        return None
     return _read(obj)
 
 
@@ -120,13 +153,73 @@ def state_tensors(obj: Any) -> list[torch.Tensor] | None:
 
 
 def _read(obj: Any) -> Inside | None:
-    if type(obj) not in OBJECT_NODES:
+    """What ``obj`` holds (see :func:`whole_tensors`), read in one loop without recursion.
+
+    ``pending`` holds the runs of children still to read, each with how deep objects
+    with their own ``.to`` are nested there (``obj`` itself is 1); past
+    ``SHALLOW_NESTING`` the walker moves the batch.
+    """
+    codes = _CODES.get
+    cls = type(obj)
+    code = codes(cls)
+    if code is None:
+        code = _code_of(cls)
+    if code is not _MOVES and code is not _MOVES_STATE:
         return None  # (a .to may return another type): the walker reads it
+    only_tensors = PLAIN_TENSOR_TYPES.issuperset
     found: list[torch.Tensor] = []
+    add = found.append
     opened = {id(obj)}
-    nested = _gather(_state(obj), found, opened, 1)
-    if nested is None or nested > SHALLOW_NESTING or len(set(map(id, found))) != len(found):
-        return None
+    mark = opened.add
+    pending: list[tuple[Any, int]] = [(_values(obj, code), 1)]
+    push = pending.append
+    while pending:
+        items, depth = pending.pop()
+        for x in items:
+            cls = type(x)
+            code = codes(cls)
+            if code is _TENSOR:
+                add(x)
+                continue
+            if code is _VALUE:
+                continue
+            if code is None:
+                code = _code_of(cls)
+                if code is None:
+                    return None  # a type not decided yet, a value to look into, a leaf .to
+                if code is _TENSOR:
+                    add(x)
+                    continue
+                if code is _VALUE:
+                    continue
+            key = id(x)
+            if key in opened:
+                # Met twice: the walker keeps it one object (or refuses a cycle). A tuple
+                # is never recorded (a cycle through one passes a list, dict or object).
+                return None
+            if code is _DICT:
+                mark(key)
+                children = x.values()
+            elif code is _LIST:
+                mark(key)
+                children = x
+            elif code is _TUPLE:
+                children = x
+            else:
+                mark(key)
+                if code is _MOVES or code is _MOVES_STATE:
+                    if depth >= SHALLOW_NESTING:
+                        return None  # nested deeper than a Data's storages
+                    push((_values(x, code), depth + 1))
+                else:
+                    push((_values(x, code), depth))
+                continue
+            if only_tensors(map(type, children)):
+                found.extend(children)  # the common dict of tensors, at C speed
+            else:
+                push((children, depth))
+    if len(set(map(id, found))) != len(found):
+        return None  # a tensor held twice: the walker keeps it one tensor
     return Inside(found, opened)
 
 
@@ -139,48 +232,48 @@ def _unshared_tensors(result: Any, shared: set[int]) -> list[torch.Tensor] | Non
     when the loop cannot decide (a type it does not know, a node met twice): the
     caller then asks the walker.
     """
-    kinds = KIND.get
-    nodes = OBJECT_NODES.get
-    plain_state = _PLAIN_STATE.get
+    codes = _CODES.get
     only_tensors = PLAIN_TENSOR_TYPES.issuperset
     pending: list[Any] = [(result,)]  # what is still to read: runs of children
+    push = pending.append
     seen: set[int] = set()
+    mark = seen.add
     found: list[torch.Tensor] = []
     add = found.append
     while pending:
         for x in pending.pop():
             cls = type(x)
-            kind = kinds(cls)
-            if kind is TENSOR:
+            code = codes(cls)
+            if code is None:
+                code = _code_of(cls)
+                if code is None:
+                    return None
+            if code is _TENSOR:
                 add(x)
                 continue
-            if kind is PLAIN:
+            if code is _VALUE:
                 continue
-            if kind is not None:
-                return None
             key = id(x)
             if key in shared:
                 continue
             if key in seen:
                 return None
-            if cls is dict:
-                seen.add(key)
+            if code is _DICT:
+                mark(key)
                 items = x.values()
-            elif cls is list:
-                seen.add(key)
+            elif code is _LIST:
+                mark(key)
                 items = x
-            elif cls is tuple:
+            elif code is _TUPLE:
                 items = x
             else:
-                if nodes(cls) is None:
-                    return None
-                seen.add(key)
-                pending.append(_dict_of(x, "__dict__").values() if plain_state(cls) else _state(x))
+                mark(key)
+                push(_values(x, code))
                 continue
             if only_tensors(map(type, items)):
                 found.extend(items)
             else:
-                pending.append(items)
+                push(items)
     return found
 
 
@@ -190,74 +283,15 @@ def _not_in(tensors: list[torch.Tensor], ids: frozenset[int]) -> list[torch.Tens
     return list(itertools.compress(tensors, outside))
 
 
-def _gather(values: Any, found: list[torch.Tensor], opened: set[int], depth: int) -> int | None:
-    """Append the tensors under ``values`` to ``found``; the deepest ``.to`` nesting, or None."""
-    kinds = KIND.get
-    only_tensors = PLAIN_TENSOR_TYPES.issuperset
-    nodes = OBJECT_NODES.get
-    plain_state = _PLAIN_STATE.get
-    add = found.append
-    pending: list[Any] = [values]  # what is still to read at this depth: runs of children
-    deepest = depth
-    while pending:
-        for x in pending.pop():
-            cls = type(x)
-            kind = kinds(cls)
-            if kind is TENSOR:
-                add(x)
-                continue
-            if kind is PLAIN:
-                continue
-            if kind is not None:
-                return None  # a value to look into, a leaf .to, or something refused
-            key = id(x)
-            if key in opened:
-                # Met twice: the walker keeps it one object (or refuses a cycle). A tuple
-                # is never recorded (a cycle through one passes a list, dict or object).
-                return None
-            if cls is dict:
-                opened.add(key)
-                items = x.values()
-            elif cls is list:
-                opened.add(key)
-                items = x
-            elif cls is tuple:
-                items = x
-            else:
-                moves = nodes(cls)
-                if moves is None:
-                    return None
-                opened.add(key)
-                state = _dict_of(x, "__dict__").values() if plain_state(cls) else _state(x)
-                if moves:
-                    inner = _gather(state, found, opened, depth + 1)
-                    if inner is None:
-                        return None
-                    if inner > deepest:
-                        deepest = inner
-                else:
-                    pending.append(state)
-                continue
-            if only_tensors(map(type, items)):
-                found.extend(items)  # the common dict of tensors, at C speed
-            else:
-                pending.append(items)
-    return deepest
-
-
-def _state(obj: Any) -> Any:
+def _values(obj: Any, code: int) -> Any:
     """What the walker finds ``obj``'s children in: its ``__dict__``'s values when that is all.
 
     Otherwise (slots, or a builtin container's subclass) the walker's own reading: an
     object with its own ``.to`` by ``contents``, any other by its state.
     """
-    cls = type(obj)
-    plain = _PLAIN_STATE.get(cls)
-    if plain is None:
-        plain = _PLAIN_STATE[cls] = not slot_names(cls) and not issubclass(cls, _BUILTINS)
-    if plain:
+    if code is _MOVES or code is _WALKED:
         return _dict_of(obj, "__dict__").values()
-    return contents(obj) if OBJECT_NODES[cls] else read_state(obj).values
+    return contents(obj) if code is _MOVES_STATE else read_state(obj).values
 
 
 def _same(found: list[torch.Tensor] | None, tensors: list[torch.Tensor]) -> bool:

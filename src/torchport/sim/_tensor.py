@@ -36,6 +36,7 @@ from torchport.sim._rules import (
 __all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]
 
 _CPU = torch.device("cpu")
+_NO_TORCH_FUNCTION = torch._C._disabled_torch_function_impl
 _aten = torch.ops.aten
 
 
@@ -358,6 +359,7 @@ def copy_to_device(tensor: torch.Tensor, kwargs: dict[str, Any]) -> Any:
     Reached by ``x.to(device)``, and by data PyTorch builds on the host for the device
     (``torch.tensor(data, device=...)``, the index tensor of a list index).
     """
+    _refuse_subclass(tensor)
     _host.copied(
         CrossingKind.HOST_TO_DEVICE,
         "aten._to_copy.default",
@@ -368,6 +370,32 @@ def copy_to_device(tensor: torch.Tensor, kwargs: dict[str, Any]) -> Any:
     )
     rest = {key: value for key, value in kwargs.items() if key not in ("device", "non_blocking")}
     return SimTensor(_aten._to_copy.default(tensor, **rest, device=_CPU))
+
+
+def _refuse_subclass(tensor: torch.Tensor) -> None:
+    """Refuse to copy a tensor subclass whose ``.to`` would hand back its own class.
+
+    Every tensor on the simulated accelerator is a :class:`SimTensor`, and torch gives a
+    tensor one Python object: a subclass whose ``__torch_function__`` converts results
+    to itself (``torch.Tensor``'s default, torchvision's ``tv_tensors``) would fail in
+    torch after the copy with a bare ``RuntimeError`` ("Creating a new Tensor subclass
+    ... already associated to ... SimTensor"). Raised as ``NotImplementedError``, what
+    torch raises for a kind of tensor a backend cannot hold, so ``to_device``,
+    ``DeviceLoader`` and module moves name the tensor's path. Subclasses whose ``.to``
+    returns a plain tensor (``nn.Parameter``, any with torch functions disabled) pass.
+
+    Raises:
+        NotImplementedError: ``tensor`` is such a subclass.
+    """
+    cls = type(tensor)
+    if cls is torch.Tensor or getattr(cls, "__torch_function__", None) is _NO_TORCH_FUNCTION:
+        return
+    raise NotImplementedError(
+        f"the simulated accelerator holds plain tensors only, and {cls.__qualname__} is a "
+        "torch.Tensor subclass whose .to returns its own class (on a real accelerator this "
+        "copy works); test it on the CPU, or make it a plain tensor first "
+        "(t.as_subclass(torch.Tensor))"
+    )
 
 
 def _to_copy(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
