@@ -524,6 +524,7 @@ ABOUT_ONE_THING: frozenset[tuple[str, str]] = frozenset({
     ("src/torchport/run/_cuda_shim.py", "the one target its"),
     ("src/torchport/run/_torch_shim.py", "the one it supports"),
     ("src/torchport/sim/_factories.py", "the one device there"),
+    ("src/torchport/sim/_rules.py", "the one element of"),
     ("docs/cli.md", "the one the command"),
     ("docs/cli.md", "the one PATH is"),
     ("docs/how-to/feed.md", "the one wait this"),
