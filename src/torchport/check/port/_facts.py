@@ -30,7 +30,9 @@ One object, made of parts each in its own module: the device values, sinks and
 reach are its :class:`~torchport.check.port._device_flow.DeviceFlow` (which asks
 it what a model is), the device name its
 :class:`~torchport.check.port._device_name.DeviceName`, captured tensors
-:func:`~torchport.check.port._captures.mark_captured`.
+:func:`~torchport.check.port._captures.mark_captured`, the file's shape (parents,
+scopes, names' places) its one walk,
+:class:`~torchport.check.port._structure.FileStructure`.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ class ProjectImports:
                 if expr.id in names:
                     return kind, expr.id
             return None
-        if isinstance(expr, ast.Attribute):
+        if isinstance(expr, ast.Attribute) and self.modules:  # (asked of every call)
             owner = _dotted(expr.value)
             facts = self.modules.get(owner) if owner is not None else None
             if facts is None:
@@ -242,15 +242,36 @@ def _returns_all(
     return found
 
 
+_NESTED = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
+# Fields that hold no node, or only a context or an operator (``Load``, ``Add``): no
+# question asked of a function's nodes is about those.
+_NO_NODES = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind",
+     "type_comment", "conversion", "simple", "is_async"}
+)  # fmt: skip
+
+
 def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``func``'s body, not those of functions or classes nested in it."""
+    """The nodes of ``func``'s body, not those of functions or classes nested in it.
+
+    In ``ast.iter_child_nodes`` order, less the contexts and operators.
+    """
     stack = list(getattr(func, "body", []))
+    pop, push = stack.pop, stack.append
+    node_class = ast.AST
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
-                stack.append(child)
+        for field_name in node._fields:
+            if field_name in _NO_NODES:
+                continue
+            value = getattr(node, field_name, None)
+            if value.__class__ is list:
+                for child in value:
+                    if isinstance(child, node_class) and not isinstance(child, _NESTED):
+                        push(child)
+            elif isinstance(value, node_class) and not isinstance(value, _NESTED):
+                push(value)
 
 
 def _local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:
