@@ -171,9 +171,7 @@ def _same_walk(source: str) -> None:
     new = FileStructure(tree, PortScope(tree))
     ids = {id(c): i for i, c in enumerate(old.classdefs)}
     assert [id(c) for c in new.classdefs] == [id(c) for c in old.classdefs]
-    assert {k: id(v) for k, v in new.parents.items()} == {
-        k: id(v) for k, v in old.parents.items()
-    }
+    assert {k: id(v) for k, v in new.parents.items()} == {k: id(v) for k, v in old.parents.items()}
     position = {id(s): i for i, s in enumerate(old.scopes)}
     new_position = {id(s): i for i, s in enumerate(new.scopes)}
     assert [_scope_record(s, ids) for s in new.scopes] == [
