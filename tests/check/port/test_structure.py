@@ -6,9 +6,11 @@ generated programs and on the corners the walk reaches only through special case
 record the same parents, scopes (their nodes in order, assignments, locals, loop
 targets), classes, functions, names' places, imports and moves.
 
-``PortFacts._find_models`` stops at a round that adds nothing; the oracle is the three
-rounds it ran before (forced here by a round that never reports itself unchanged): the
-same models per scope, per class, the same factories and unresolved calls.
+``PortFacts._find_models`` gathers what its rounds read once (moves in place, calls of
+the file's functions, factories' returns) and stops at a round that adds nothing; the
+oracle is the search it replaced, kept here as it was (three rounds, each scanning every
+scope): the same models per scope, per class, the same moves, factories and unresolved
+calls.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.check.port.siblings import load
 from torchport.check._context import Context
-from torchport.check.port._device_flow import PortScope, names_of
-from torchport.check.port._facts import PortFacts
+from torchport.check.port._call_sites import callee, methods_by_name
+from torchport.check.port._device_flow import MOVES, PortScope, names_of
+from torchport.check.port._facts import _MODEL_PARAM, PortFacts
 from torchport.check.port._structure import FileStructure
 
 pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
@@ -202,11 +205,83 @@ def test_the_walk_records_what_the_old_walk_did_on_generated_programs(source: st
     _same_walk(source)
 
 
-class _ThreeRounds(PortFacts):
-    """``_find_models`` as before: every round runs (no round reports itself unchanged)."""
+class _OldModelSearch(PortFacts):
+    """``_find_models`` as it was: three full rounds, each scanning every scope's nodes."""
 
-    def _models_known(self) -> Any:
-        return object()
+    def _find_models(self) -> None:
+        for _ in range(3):
+            for scope in self.scopes:
+                if not scope.module_method:
+                    self._old_scope_models(scope)
+            self._old_params_from_calls()
+            for name, func in self.functions.items():
+                scope = self.scope_of_function(func)
+                if any(
+                    isinstance(n, ast.Return)
+                    and n.value is not None
+                    and self.builds_model(n.value, scope)
+                    for n in scope.nodes
+                ):
+                    self.known.factories.add(name)
+
+    def _old_scope_models(self, scope: PortScope) -> None:
+        node = scope.node
+        if isinstance(node, _FUNCTIONS):
+            a = node.args
+            for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+                if _MODEL_PARAM.search(p.arg):
+                    scope.models.add(p.arg)
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in scope.assigns:
+                if not self.builds_model(value, scope):
+                    continue
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id not in scope.models:
+                        scope.models.add(target.id)
+                        changed = True
+                    elif (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                        and scope.cls is not None
+                    ):
+                        found = self.class_models.setdefault(id(scope.cls), set())
+                        if target.attr not in found:
+                            found.add(target.attr)
+                            changed = True
+        for n in scope.nodes:
+            func = getattr(n, "func", None)
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(func, ast.Attribute)
+                and func.attr in MOVES
+                and isinstance(func.value, ast.Name)
+                and isinstance(self.parents.get(id(n)), ast.Expr)
+            ):
+                scope.moved.add(func.value.id)
+
+    def _old_params_from_calls(self) -> None:
+        methods = methods_by_name(self.scopes)
+        for scope in self.scopes:
+            if scope.module_method:
+                continue
+            for node in scope.nodes:
+                if not isinstance(node, ast.Call):
+                    continue
+                found = callee(self, node, scope, methods)
+                if found is None:
+                    continue
+                func, bound = found
+                params = [*func.args.posonlyargs, *func.args.args][bound:]
+                target = self.scope_of_function(func)
+                for i, arg in enumerate(node.args):
+                    if i < len(params) and self.builds_model(arg, scope):
+                        target.models.add(params[i].arg)
+                for kw in node.keywords:
+                    if kw.arg is not None and self.builds_model(kw.value, scope):
+                        target.models.add(kw.arg)
 
 
 def _models(facts: PortFacts) -> tuple[object, ...]:
@@ -222,9 +297,29 @@ def _models(facts: PortFacts) -> tuple[object, ...]:
 def _same_models(source: str) -> None:
     tree = ast.parse(source)
     fast = PortFacts(Context(source, "<models>", tree))
-    slow = _ThreeRounds(Context(source, "<models>", tree))
+    slow = _OldModelSearch(Context(source, "<models>", tree))
     assert _models(fast) == _models(slow)
     assert fast.has_models == slow.has_models
+
+
+MODEL_CORNERS = [
+    # moved in place, by name; handed on by keyword and by position, to a method
+    "import torch\n\ndevice = 'cpu'\nnet = torch.nn.Linear(2, 2)\nnet.to(device)\n"
+    "class Job:\n    def __init__(self, model):\n        self.model = model\n"
+    "    def run(self, x, thing=None):\n        return self.model(x)\n\n"
+    "job = Job(net)\njob.run(torch.ones(2), thing=net)\nother = net\nother.cuda()\n",
+    # a trainer holding its model; a nested function returning one; a static method
+    "import torch\n\ndef outer():\n    def inner():\n        return torch.nn.GRU(2, 2)\n"
+    "    m = inner()\n    m.to('cpu')\n    return m\n\nclass T:\n    @staticmethod\n"
+    "    def fit(model, data):\n        model.train()\n        return model(data)\n\n"
+    "T.fit(outer(), torch.zeros(1))\nclass A:\n    def go(self, net): pass\n"
+    "class B:\n    def go(self, net): pass\nthing.go(torch.nn.ReLU())\n",
+]
+
+
+@pytest.mark.parametrize("source", MODEL_CORNERS)
+def test_the_model_search_finds_what_it_found_before_on_corners(source: str) -> None:
+    _same_models(source)
 
 
 def test_a_chain_of_factories_needs_every_round() -> None:

@@ -215,23 +215,29 @@ class PortFacts:
         return self.known.builds(expr, lambda e: self.holds_model(e, scope))
 
     def _find_models(self) -> None:
+        # What the rounds read but never change, gathered once: the names a statement
+        # moves in place, the calls of the file's own functions, the factories' returns.
+        searched = [s for s in self.scopes if not s.module_method]
+        for scope in searched:
+            self._moved_in_place(scope)
+        calls = self._calls_of_own_functions()
+        returns = []
+        for name, func in self.functions.items():
+            scope = self.scope_of_function(func)
+            values = [
+                n.value for n in scope.nodes if isinstance(n, ast.Return) and n.value is not None
+            ]
+            returns.append((name, scope, values))
         # Factories, call sites and bindings feed each other: up to three rounds. Each
         # round is a function of what is known (every set here only grows), so a round
         # that adds nothing ends it: the next would see the same and add nothing too.
         for _ in range(3):
             known = self._models_known()
-            for scope in self.scopes:
-                if not scope.module_method:
-                    self._scope_models(scope)
-            self._params_from_calls()
-            for name, func in self.functions.items():
-                scope = self.scope_of_function(func)
-                if any(
-                    isinstance(n, ast.Return)
-                    and n.value is not None
-                    and self.builds_model(n.value, scope)
-                    for n in scope.nodes
-                ):
+            for scope in searched:
+                self._scope_models(scope)
+            self._params_from_calls(calls)
+            for name, scope, values in returns:
+                if any(self.builds_model(value, scope) for value in values):
                     self.known.factories.add(name)
             if self._models_known() == known:
                 return
@@ -309,6 +315,8 @@ class PortFacts:
                         if target.attr not in found:
                             found.add(target.attr)
                             changed = True
+
+    def _moved_in_place(self, scope: PortScope) -> None:
         for n in scope.nodes:
             func = getattr(n, "func", None)
             if (
@@ -322,26 +330,34 @@ class PortFacts:
                 # leaves `x` where it was (a tensor's move returns a new tensor).
                 scope.moved.add(func.value.id)
 
-    def _params_from_calls(self) -> None:
+    def _calls_of_own_functions(self) -> list[tuple[ast.Call, PortScope, list[str], PortScope]]:
+        """Each call of the file's own functions: (call, its scope, parameters, callee's scope)."""
         methods = methods_by_name(self.scopes)
+        found: list[tuple[ast.Call, PortScope, list[str], PortScope]] = []
         for scope in self.scopes:
             if scope.module_method:
                 continue
             for node in scope.nodes:
                 if not isinstance(node, ast.Call):
                     continue
-                found = callee(self, node, scope, methods)
-                if found is None:
+                called = callee(self, node, scope, methods)
+                if called is None:
                     continue
-                func, bound = found
-                params = [*func.args.posonlyargs, *func.args.args][bound:]
-                target = self.scope_of_function(func)
-                for i, arg in enumerate(node.args):
-                    if i < len(params) and self.builds_model(arg, scope):
-                        target.models.add(params[i].arg)
-                for kw in node.keywords:
-                    if kw.arg is not None and self.builds_model(kw.value, scope):
-                        target.models.add(kw.arg)
+                func, bound = called
+                params = [p.arg for p in [*func.args.posonlyargs, *func.args.args][bound:]]
+                found.append((node, scope, params, self.scope_of_function(func)))
+        return found
+
+    def _params_from_calls(
+        self, calls: list[tuple[ast.Call, PortScope, list[str], PortScope]]
+    ) -> None:
+        for node, scope, params, target in calls:
+            for i, arg in enumerate(node.args):
+                if i < len(params) and self.builds_model(arg, scope):
+                    target.models.add(params[i])
+            for kw in node.keywords:
+                if kw.arg is not None and self.builds_model(kw.value, scope):
+                    target.models.add(kw.arg)
 
     def forward(self, call: ast.Call, scope: PortScope) -> bool:
         """Whether ``call`` runs a model (``model(x)``, ``self.net(x)``, ``model.generate(x)``)."""
