@@ -37,6 +37,7 @@ from torchport.check._syntax import keep_parsed
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_files import find_module
+from torchport.check.port._structure import NO_CHILD_FIELDS
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = [
@@ -243,12 +244,6 @@ def _returns_all(
 
 
 _NESTED = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
-# Fields that hold no node, or only a context or an operator (``Load``, ``Add``): no
-# question asked of a function's nodes is about those.
-_NO_NODES = frozenset(
-    {"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind",
-     "type_comment", "conversion", "simple", "is_async"}
-)  # fmt: skip
 
 
 def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
@@ -263,7 +258,7 @@ def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
         node = pop()
         yield node
         for field_name in node._fields:
-            if field_name in _NO_NODES:
+            if field_name in NO_CHILD_FIELDS:
                 continue
             value = getattr(node, field_name, None)
             if value.__class__ is list:

@@ -25,11 +25,12 @@ import bisect
 
 from torchport.check.port._device_flow import PortScope, names_of
 
-__all__ = ["FileStructure"]
+__all__ = ["NO_CHILD_FIELDS", "FileStructure"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-# Fields that never hold a node: the walk does not look into them.
-_SKIP_FIELDS = frozenset(
+# Fields that hold no node, or only a context or an operator (``Load``, ``Add``, which
+# no question of the port's is about): the port's walks do not look into them.
+NO_CHILD_FIELDS = frozenset(
     {"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind",
      "type_comment", "conversion", "simple", "is_async"}
 )  # fmt: skip
@@ -147,7 +148,7 @@ class FileStructure:
                 continue
             fields = fields_of.get(cls)
             if fields is None:
-                fields = fields_of[cls] = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)
+                fields = fields_of[cls] = tuple(f for f in cls._fields if f not in NO_CHILD_FIELDS)
             for field_name in fields:
                 value = getattr(node, field_name, None)
                 if value.__class__ is not list:
