@@ -46,10 +46,10 @@ def _check(source: str) -> None:
     for n in ctx.scopes.nodes_of(ast.Name):
         assert isinstance(n, ast.Name)
         want[n.id].append((n.lineno, n.col_offset))
-    got = {k: sorted(v) for k, v in facts._name_spots.items()}
+    got = {k: sorted(v) for k, v in facts.structure.name_spots.items()}
     assert got == {k: sorted(v) for k, v in want.items()}
     imports = [*ctx.scopes.nodes_of(ast.Import), *ctx.scopes.nodes_of(ast.ImportFrom)]
-    assert {id(n) for n in facts._imports} == {id(n) for n in imports}
+    assert {id(n) for n in facts.structure.imports} == {id(n) for n in imports}
     assert facts.own_placement is own_placement(ctx.scopes.nodes_of(ast.Call))
 
 

@@ -30,13 +30,14 @@ One object, made of parts each in its own module: the device values, sinks and
 reach are its :class:`~torchport.check.port._device_flow.DeviceFlow` (which asks
 it what a model is), the device name its
 :class:`~torchport.check.port._device_name.DeviceName`, captured tensors
-:func:`~torchport.check.port._captures.mark_captured`.
+:func:`~torchport.check.port._captures.mark_captured`, the file's shape (parents,
+scopes, names' places) its one walk,
+:class:`~torchport.check.port._structure.FileStructure`.
 """
 
 from __future__ import annotations
 
 import ast
-import bisect
 import re
 import weakref
 
@@ -46,10 +47,11 @@ from torchport.check.port._call_sites import callee, methods_by_name
 from torchport.check.port._calls import cpu_only_device, grad_leaf
 from torchport.check.port._captures import mark_captured
 from torchport.check.port._choices import deliberate_cpu, own_placement
-from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope, names_of
+from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope
 from torchport.check.port._device_name import DeviceName
 from torchport.check.port._models import ModelKnowledge, library_driven
 from torchport.check.port._project import own_tensor_functions, project_imports
+from torchport.check.port._structure import FileStructure
 
 __all__ = ["PortFacts", "PortScope", "port_facts"]
 
@@ -59,15 +61,6 @@ _MODEL_PARAM = re.compile(
     re.IGNORECASE,
 )
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_SKIP_FIELDS = frozenset({"ctx", "op", "ops"})
-
-
-def _with_targets(node: ast.AST) -> list[ast.expr]:
-    if isinstance(node, (ast.For, ast.AsyncFor)):
-        return [node.target]
-    if isinstance(node, (ast.With, ast.AsyncWith)):
-        return [i.optional_vars for i in node.items if i.optional_vars is not None]
-    return []
 
 
 class PortFacts:
@@ -76,17 +69,12 @@ class PortFacts:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         tree = ctx.tree
-        self.parents: dict[int, ast.AST] = {}
-        self.classdefs: list[ast.ClassDef] = []
-        self.scope_of: dict[int, PortScope] = {}
-        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.class_models: dict[int, set[str]] = {}  # id(ClassDef) -> {"self.model", ...}
         # id(ClassDef) -> the attributes it sets to modules it builds (rules/_module_tensors)
         self.class_submodules: dict[int, frozenset[str]] = {}
         # Calls of a method several of the file's classes define, receiver unknown.
         self.unresolved_calls: set[int] = set()
         self.module = PortScope(tree)
-        self.scopes: list[PortScope] = [self.module]
         # Device values, sinks and reach; it asks this object what a model is (through
         # a weak reference: no cycle for the collector once the walk lets go of the facts).
         self.flow = DeviceFlow(ctx, weakref.proxy(self), self.module)
@@ -94,14 +82,6 @@ class PortFacts:
         self.operands = self.flow.operands
         self._function_scopes: dict[int, PortScope] = {}
         self.device_name = DeviceName(ctx)  # the one device name the port's fixes use
-        self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
-        self._names: dict[str, list[tuple[int, int]]] | None = None
-        # Gathered by the structure walk (_collect), so that the port needs no second walk
-        # of the file for them (the scope map's node index): every name's places, the
-        # imports, the moves that may name a device by number.
-        self._name_spots: dict[str, list[tuple[int, int]]] = {}
-        self._imports: list[ast.AST] = []
-        self._moves: list[ast.Call] = []
         self.has_models = self.cpu_device_pending = False
         self.own_placement: ast.Call | None = None
         # A file with no torch in it is no PyTorch program: nothing to port there.
@@ -111,13 +91,20 @@ class PortFacts:
         self.active = ("torch" in ctx.source and _imports_torch(tree)) or bool(self.project)
         self.known = ModelKnowledge([], ctx.qualname)
         self.tensor_functions: set[str] = set()
+        # Parents, scopes and their nodes, every name's places, the imports, the moves:
+        # one walk, only for a PyTorch program (no scopes: every port rule finds nothing).
+        self.structure = FileStructure(tree, self.module, walk=self.active)
+        self.parents = self.structure.parents
+        self.classdefs = self.structure.classdefs
+        self.scope_of = self.structure.scope_of
+        self.functions = self.structure.functions
+        self.scopes = self.structure.scopes
         if not self.active:
-            return  # no scopes, no models, no operands: every port rule finds nothing
-        self._collect(tree)
+            return
         self.known = ModelKnowledge(self.classdefs, ctx.qualname, self.project.lookup)
         # Functions (the file's own, or a project module's) whose result is a CPU tensor.
         self.tensor_functions = own_tensor_functions(ctx)
-        extended = library_driven(self._imports, self.classdefs, ctx.qualname)
+        extended = library_driven(self.structure.imports, self.classdefs, ctx.qualname)
         for scope in self.scopes[1:]:  # outer scopes come first: their flag is known
             scope.module_method = scope.cls is not None and scope.cls.name in self.known.classes
             scope.internal = (
@@ -158,40 +145,10 @@ class PortFacts:
         )
         # `model.to(rank)`: the program places its model per process; a move the port
         # wrote to "the accelerator" would land elsewhere, so its moves are reported.
-        placements = [c for c in self._moves if own_placement((c,)) is not None]
+        placements = [c for c in self.structure.moves if own_placement((c,)) is not None]
         self.own_placement = placements[0] if len(placements) == 1 else None
         if len(placements) > 1:  # messages name the first in `ast.walk` order
             self.own_placement = own_placement(ctx.scopes.nodes_of(ast.Call))
-
-    def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
-        """The block (``body``, ``orelse``, ``finalbody``) holding ``stmt``, and its index there."""
-        if self._blocks is None:
-            self._blocks = {}
-            # Statements only: no expression holds a block, so they need not be walked.
-            stack: list[ast.AST] = [self.ctx.tree]
-            while stack:
-                node = stack.pop()
-                for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
-                    block = getattr(node, field_name, None)
-                    if not isinstance(block, list):
-                        continue
-                    for i, s in enumerate(block):
-                        if field_name in ("body", "orelse", "finalbody"):
-                            self._blocks[id(s)] = (block, i)
-                        stack.append(s)
-        return self._blocks.get(id(stmt))
-
-    def mentions_between(self, name: str, first: ast.AST, last: ast.AST) -> bool:
-        """Whether ``name`` appears after ``first`` ends and before ``last`` starts.
-
-        Every name's places are indexed once per file (this is asked per loop).
-        """
-        if self._names is None:
-            self._names = {k: sorted(v) for k, v in self._name_spots.items()}
-        spots = self._names.get(name, [])
-        after = (first.end_lineno or 0, first.end_col_offset or 0)  # type: ignore[attr-defined]
-        before = (last.lineno, last.col_offset)  # type: ignore[attr-defined]
-        return bisect.bisect_left(spots, before) > bisect.bisect_right(spots, after)
 
     def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
         """The file's one device name usable at ``node`` and the edits defining it.
@@ -203,112 +160,6 @@ class PortFacts:
         if self.cpu_device_pending or self.own_placement is not None:
             return None
         return self.device_name.at(node)
-
-    # ------------------------------------------------------------ structure
-
-    def _collect(self, tree: ast.Module) -> None:
-        """One walk: parents, scopes, the nodes of each, assignments and local names."""
-        # (node, its scope or None inside a class body); a class body is no scope of
-        # ours, but the methods in it are.
-        stack: list[tuple[ast.AST, PortScope | None]] = [(tree, self.module)]
-        parents, scope_of = self.parents, self.scope_of
-        fields_of: dict[type, tuple[str, ...]] = {}
-        node_class = ast.AST
-        while stack:
-            node, scope = stack.pop()
-            cls = type(node)
-            self._note(node, cls)
-            if scope is not None:
-                scope.nodes.append(node)
-                scope_of[id(node)] = scope
-                if cls is ast.Name:
-                    if node.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
-                        scope.local.add(node.id)  # type: ignore[attr-defined]
-                    continue
-                if cls is ast.Assign:
-                    scope.assigns.append((node.targets, node.value))  # type: ignore[attr-defined]
-                elif cls is ast.AnnAssign or cls is ast.NamedExpr:
-                    if node.value is not None:  # type: ignore[attr-defined]
-                        scope.assigns.append(([node.target], node.value))  # type: ignore[attr-defined]
-                elif cls in (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith):
-                    for target in _with_targets(node):
-                        scope.loop_bound.update(names_of(target))
-                elif cls is ast.Import or cls is ast.ImportFrom:
-                    for alias in node.names:  # type: ignore[attr-defined]
-                        scope.local.add((alias.asname or alias.name).partition(".")[0])
-            fields = fields_of.get(cls)
-            if fields is None:
-                fields = fields_of[cls] = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)
-            for field_name in fields:
-                value = getattr(node, field_name, None)
-                for child in value if value.__class__ is list else (value,):
-                    if not isinstance(child, node_class):
-                        continue
-                    parents[id(child)] = node
-                    if isinstance(child, _FUNCTIONS):
-                        self._enter_function(child, node, scope, stack)
-                    elif isinstance(child, ast.ClassDef):
-                        self.classdefs.append(child)
-                        if scope is not None:
-                            scope.local.add(child.name)
-                        stack.append((child, None))
-                    else:
-                        stack.append((child, scope))
-
-    def _note(self, node: ast.AST, cls: type) -> None:
-        """Record a name's place, an import, or a move (see ``_name_spots``)."""
-        if cls is ast.Name:
-            spot = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-            self._name_spots.setdefault(node.id, []).append(spot)  # type: ignore[attr-defined]
-        elif cls is ast.Call:
-            func = node.func  # type: ignore[attr-defined]
-            if func.__class__ is ast.Attribute and func.attr in ("to", "cuda"):
-                self._moves.append(node)  # type: ignore[arg-type]
-        elif cls is ast.Import or cls is ast.ImportFrom:
-            self._imports.append(node)
-
-    def _enter_function(
-        self,
-        func: ast.FunctionDef | ast.AsyncFunctionDef,
-        node: ast.AST,
-        scope: PortScope | None,
-        stack: list[tuple[ast.AST, PortScope | None]],
-    ) -> None:
-        inner = PortScope(func, cls=node if isinstance(node, ast.ClassDef) else None, outer=scope)
-        if isinstance(node, ast.Module):
-            self.functions[func.name] = func
-        self.scopes.append(inner)
-        if scope is not None:
-            scope.nodes.append(func)
-            scope.local.add(func.name)
-            self.scope_of[id(func)] = scope
-        defaults = [d for d in func.args.kw_defaults if d is not None]
-        for part in (*func.decorator_list, *func.args.defaults, *defaults):
-            self.parents[id(part)] = func
-            stack.append((part, scope))
-        for stmt in func.body:
-            self.parents[id(stmt)] = func
-            if isinstance(stmt, _FUNCTIONS):
-                self._enter_function(stmt, func, inner, stack)  # a nested function: a scope
-            elif isinstance(stmt, ast.ClassDef):
-                self.classdefs.append(stmt)
-                inner.local.add(stmt.name)
-                stack.append((stmt, None))
-            else:
-                stack.append((stmt, inner))
-        a = func.args
-        for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
-            if p is not None:
-                inner.local.add(p.arg)
-        # Annotations and type parameters are in no scope of ours, but their names and
-        # calls are the file's: noted as the walk notes every other node.
-        notes = [p.annotation for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
-                 if p is not None and p.annotation is not None]  # fmt: skip
-        notes += [func.returns] if func.returns is not None else []
-        notes += getattr(func, "type_params", [])
-        for note in notes:
-            for n in ast.walk(note):
-                self._note(n, type(n))
 
     def bindings(self, name: str, scope: PortScope) -> list[ast.expr] | None:
         """The values assigned to ``name`` where ``scope`` reads it (None: a parameter, a loop)."""
@@ -364,20 +215,41 @@ class PortFacts:
         return self.known.builds(expr, lambda e: self.holds_model(e, scope))
 
     def _find_models(self) -> None:
-        for _ in range(3):  # factories, call sites and bindings feed each other
-            for scope in self.scopes:
-                if not scope.module_method:
-                    self._scope_models(scope)
-            self._params_from_calls()
-            for name, func in self.functions.items():
-                scope = self.scope_of_function(func)
-                if any(
-                    isinstance(n, ast.Return)
-                    and n.value is not None
-                    and self.builds_model(n.value, scope)
-                    for n in scope.nodes
-                ):
+        # What the rounds read but never change, gathered once: the names a statement
+        # moves in place, the calls of the file's own functions, the factories' returns.
+        searched = [s for s in self.scopes if not s.module_method]
+        for scope in searched:
+            self._moved_in_place(scope)
+        calls = self._calls_of_own_functions()
+        returns = []
+        for name, func in self.functions.items():
+            scope = self.scope_of_function(func)
+            values = [
+                n.value for n in scope.nodes if isinstance(n, ast.Return) and n.value is not None
+            ]
+            returns.append((name, scope, values))
+        # Factories, call sites and bindings feed each other: up to three rounds. Each
+        # round is a function of what is known (every set here only grows), so a round
+        # that adds nothing ends it: the next would see the same and add nothing too.
+        for _ in range(3):
+            known = self._models_known()
+            for scope in searched:
+                self._scope_models(scope)
+            self._params_from_calls(calls)
+            for name, scope, values in returns:
+                if any(self.builds_model(value, scope) for value in values):
                     self.known.factories.add(name)
+            if self._models_known() == known:
+                return
+
+    def _models_known(self) -> tuple[int, int, int, int]:
+        """How much :meth:`_find_models` knows (its sets only grow: equal sizes, equal sets)."""
+        return (
+            sum(len(s.models) + len(s.moved) for s in self.scopes),
+            sum(len(found) for found in self.class_models.values()),
+            len(self.class_models),
+            len(self.known.factories) + len(self.unresolved_calls),
+        )
 
     def cpu_tensor_call(self, call: ast.AST) -> bool:
         """``make_mask(n)``: a call of a function (this file's or a project module's)
@@ -443,6 +315,8 @@ class PortFacts:
                         if target.attr not in found:
                             found.add(target.attr)
                             changed = True
+
+    def _moved_in_place(self, scope: PortScope) -> None:
         for n in scope.nodes:
             func = getattr(n, "func", None)
             if (
@@ -456,26 +330,34 @@ class PortFacts:
                 # leaves `x` where it was (a tensor's move returns a new tensor).
                 scope.moved.add(func.value.id)
 
-    def _params_from_calls(self) -> None:
+    def _calls_of_own_functions(self) -> list[tuple[ast.Call, PortScope, list[str], PortScope]]:
+        """Each call of the file's own functions: (call, its scope, parameters, callee's scope)."""
         methods = methods_by_name(self.scopes)
+        found: list[tuple[ast.Call, PortScope, list[str], PortScope]] = []
         for scope in self.scopes:
             if scope.module_method:
                 continue
             for node in scope.nodes:
                 if not isinstance(node, ast.Call):
                     continue
-                found = callee(self, node, scope, methods)
-                if found is None:
+                called = callee(self, node, scope, methods)
+                if called is None:
                     continue
-                func, bound = found
-                params = [*func.args.posonlyargs, *func.args.args][bound:]
-                target = self.scope_of_function(func)
-                for i, arg in enumerate(node.args):
-                    if i < len(params) and self.builds_model(arg, scope):
-                        target.models.add(params[i].arg)
-                for kw in node.keywords:
-                    if kw.arg is not None and self.builds_model(kw.value, scope):
-                        target.models.add(kw.arg)
+                func, bound = called
+                params = [p.arg for p in [*func.args.posonlyargs, *func.args.args][bound:]]
+                found.append((node, scope, params, self.scope_of_function(func)))
+        return found
+
+    def _params_from_calls(
+        self, calls: list[tuple[ast.Call, PortScope, list[str], PortScope]]
+    ) -> None:
+        for node, scope, params, target in calls:
+            for i, arg in enumerate(node.args):
+                if i < len(params) and self.builds_model(arg, scope):
+                    target.models.add(params[i])
+            for kw in node.keywords:
+                if kw.arg is not None and self.builds_model(kw.value, scope):
+                    target.models.add(kw.arg)
 
     def forward(self, call: ast.Call, scope: PortScope) -> bool:
         """Whether ``call`` runs a model (``model(x)``, ``self.net(x)``, ``model.generate(x)``)."""

@@ -37,6 +37,7 @@ from torchport.check._syntax import keep_parsed
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_files import find_module
+from torchport.check.port._structure import NO_CHILD_FIELDS
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = [
@@ -91,7 +92,7 @@ class ProjectImports:
                 if expr.id in names:
                     return kind, expr.id
             return None
-        if isinstance(expr, ast.Attribute):
+        if isinstance(expr, ast.Attribute) and self.modules:  # (asked of every call)
             owner = _dotted(expr.value)
             facts = self.modules.get(owner) if owner is not None else None
             if facts is None:
@@ -242,15 +243,30 @@ def _returns_all(
     return found
 
 
+_NESTED = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
+
+
 def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``func``'s body, not those of functions or classes nested in it."""
+    """The nodes of ``func``'s body, not those of functions or classes nested in it.
+
+    In ``ast.iter_child_nodes`` order, less the contexts and operators.
+    """
     stack = list(getattr(func, "body", []))
+    pop, push = stack.pop, stack.append
+    node_class = ast.AST
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
-                stack.append(child)
+        for field_name in node._fields:
+            if field_name in NO_CHILD_FIELDS:
+                continue
+            value = getattr(node, field_name, None)
+            if value.__class__ is list:
+                for child in value:
+                    if isinstance(child, node_class) and not isinstance(child, _NESTED):
+                        push(child)
+            elif isinstance(value, node_class) and not isinstance(value, _NESTED):
+                push(value)
 
 
 def _local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:

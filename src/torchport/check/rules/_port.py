@@ -10,6 +10,8 @@ time, where ``from __future__ import annotations`` never evaluates them).
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
@@ -20,14 +22,51 @@ if TYPE_CHECKING:
 else:
     BatchMove = BatchPlan = PortFacts = object  # annotations only: never evaluated
 
-__all__ = ["BatchMove", "PortFacts", "batch_plan", "cpu_keys", "is_move", "port_facts"]
+__all__ = [
+    "BatchMove",
+    "PortFacts",
+    "batch_plan",
+    "cpu_keys",
+    "cpu_only_device",
+    "creators",
+    "is_move",
+    "port_facts",
+]
+
+
+# Each stand-in imports on its first call and keeps what it imported: rules ask at every
+# call node, where an import statement per call cost more than the answer it returns.
+
+
+@functools.cache
+def _port_facts() -> Callable[[Context], PortFacts]:
+    from torchport.check.port._facts import port_facts as found
+
+    return found
+
+
+@functools.cache
+def _is_move() -> Callable[[ast.AST], bool]:
+    from torchport.check.port._calls import is_move as found
+
+    return found
+
+
+@functools.cache
+def _cpu_only_device() -> Callable[[ast.AST, Callable[[ast.expr], str | None]], bool]:
+    from torchport.check.port._calls import cpu_only_device as found
+
+    return found
+
+
+def cpu_only_device(node: ast.AST, qualname: Callable[[ast.expr], str | None]) -> bool:
+    """:func:`torchport.check.port._calls.cpu_only_device`."""
+    return _cpu_only_device()(node, qualname)
 
 
 def port_facts(ctx: Context) -> PortFacts:
     """:func:`torchport.check.port._facts.port_facts`."""
-    from torchport.check.port._facts import port_facts as found
-
-    return found(ctx)
+    return _port_facts()(ctx)
 
 
 def batch_plan(ctx: Context) -> BatchPlan:
@@ -46,6 +85,12 @@ def cpu_keys(batch: str, ctx: Context) -> list[str]:
 
 def is_move(call: ast.AST) -> bool:
     """:func:`torchport.check.port._calls.is_move`."""
-    from torchport.check.port._calls import is_move as found
+    return _is_move()(call)
 
-    return found(call)
+
+@functools.cache
+def creators() -> tuple[frozenset[str], frozenset[str]]:
+    """The port's tensor creators and typed constructors (:mod:`torchport.check.port._calls`)."""
+    from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
+
+    return CREATORS, TYPED_CONSTRUCTORS

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._port import cpu_only_device
 from torchport.check.rules._snippets import DEVICE_LINE
 
 
@@ -55,11 +56,10 @@ class CpuOnlyDevice(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        from torchport.check.port._calls import cpu_only_device
-        from torchport.check.port._choices import deliberate_cpu
-
         if not cpu_only_device(node, ctx.qualname):
             return
+        from torchport.check.port._choices import deliberate_cpu  # on first use
+
         assert isinstance(node, ast.Assign)
         if deliberate_cpu(node, ctx):
             return  # the program's own choice: a constant, a branch, a flag

@@ -81,7 +81,7 @@ def _blocks_around(node: ast.AST, facts: PortFacts) -> list[ast.AST] | None:
     child: ast.AST = node
     while True:
         parent = facts.parents.get(id(child))
-        if parent is None or facts.block_of(child) is None:
+        if parent is None or facts.structure.block_of(child) is None:
             return None
         holders.append(parent)
         if not isinstance(parent, (ast.With, ast.AsyncWith)):
@@ -175,7 +175,7 @@ def _starts_at_int(name: str, loop: ast.AST, holders: list[ast.AST], ctx: Contex
     if not (isinstance(value, ast.Constant) and type(value.value) is int):
         return False
     # No other mention of the name between that statement and the loop.
-    return not port_facts(ctx).mentions_between(name, stmt, loop)
+    return not port_facts(ctx).structure.mentions_between(name, stmt, loop)
 
 
 def _bound(stmt: ast.stmt) -> list[tuple[ast.expr, ast.expr]]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._port import PortFacts, is_move, port_facts
+from torchport.check.rules._port import PortFacts, creators, is_move, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
@@ -106,16 +106,15 @@ class TensorNotOnDevice(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        from torchport.check.port._calls import TYPED_CONSTRUCTORS  # on first use
-        from torchport.check.port._chains import cast_end
-
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
         facts = port_facts(ctx)
         helper = facts.cpu_tensor_call(node)  # `make_mask(n)`: returns a CPU tensor
         if not _makes_a_host_tensor(node, name, helper) or not _reaches_the_device(node, facts):
             return
-        cast = cast_end(node, facts.parents) if name not in TYPED_CONSTRUCTORS else None
+        from torchport.check.port._chains import cast_end  # on first use
+
+        cast = cast_end(node, facts.parents) if name not in creators()[1] else None
         if _moved_at_once(cast or node, facts) or any(k.arg is None for k in node.keywords):
             return  # moved right away, or **kwargs may carry device=
         found = facts.device_at(node)
@@ -131,9 +130,8 @@ def _makes_a_host_tensor(node: ast.Call, name: str | None, helper: bool) -> bool
     """A creator without ``device=``, or a project function that returns a CPU tensor."""
     if helper:
         return True
-    from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS  # on first use
-
-    creates = name in CREATORS or name in TYPED_CONSTRUCTORS
+    made_by, typed = creators()
+    creates = name in made_by or name in typed
     return creates and keyword(node, "device") is None
 
 

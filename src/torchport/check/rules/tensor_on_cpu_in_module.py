@@ -18,7 +18,7 @@ from torchport.check.rules._module_tensors import (
     subclasses_optimizer,
     zero_dim,
 )
-from torchport.check.rules._port import PortFacts, is_move, port_facts
+from torchport.check.rules._port import PortFacts, creators, is_move, port_facts
 
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortScope
@@ -136,10 +136,9 @@ class TensorOnCpuInModule(Rule):
 
 def _creator_without_device(node: ast.Call, ctx: Context) -> str | None:
     """The creator's name (``torch.zeros``, ``torch.FloatTensor``) if it gets no ``device=``."""
-    from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS  # on first use
-
+    made_by, typed = creators()
     name = ctx.qualname(node.func)
-    if name not in CREATORS and name not in TYPED_CONSTRUCTORS:
+    if name not in made_by and name not in typed:
         return None
     return name if keyword(node, "device") is None else None
 

@@ -1,0 +1,226 @@
+"""The port's one walk of a file: parents, scopes and the places the port looks up.
+
+:class:`FileStructure` walks the syntax tree once and records what every later
+question of the port (:class:`~torchport.check.port._facts.PortFacts`) needs
+about the file's shape:
+
+* each node's parent, and the scope (:class:`~torchport.check.port._device_flow.PortScope`:
+  the module body or a function, nested ones too) each node runs in; a class body is
+  no scope of the port's, the methods in it are;
+* per scope: its nodes in walk order, its assignments, the names it binds and those
+  a ``for``/``with`` binds;
+* the file's classes and module-level functions;
+* every name's places, the imports and the ``.to``/``.cuda`` calls, so that the port
+  needs no second whole-tree walk (the scope map's node index) for them;
+* the block (``body``, ``orelse``, ``finalbody``) of each statement, on first ask.
+
+Nodes outside every scope (annotations, type parameters) are noted for their names
+and calls as every other node is.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+
+from torchport.check.port._device_flow import PortScope, names_of
+
+__all__ = ["NO_CHILD_FIELDS", "FileStructure"]
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Fields that hold no node, or only a context or an operator (``Load``, ``Add``, which
+# no question of the port's is about): the port's walks do not look into them.
+NO_CHILD_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "module", "level", "kind",
+     "type_comment", "conversion", "simple", "is_async"}
+)  # fmt: skip
+_LOOPS = frozenset({ast.For, ast.AsyncFor, ast.With, ast.AsyncWith})
+_IMPORTS = frozenset({ast.Import, ast.ImportFrom})
+
+
+def _with_targets(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return [node.target]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [i.optional_vars for i in node.items if i.optional_vars is not None]
+    return []
+
+
+class FileStructure:
+    """One file's shape as the port walks it (see the module docstring)."""
+
+    def __init__(self, tree: ast.Module, module: PortScope, *, walk: bool = True) -> None:
+        """Walk ``tree`` (``module`` is the scope of its body); ``walk=False``: record nothing."""
+        self.tree = tree
+        self.module = module
+        self.scopes: list[PortScope] = [module]
+        self.parents: dict[int, ast.AST] = {}
+        self.scope_of: dict[int, PortScope] = {}
+        self.classdefs: list[ast.ClassDef] = []
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.name_spots: dict[str, list[tuple[int, int]]] = {}  # name -> its (line, col)s
+        self.imports: list[ast.AST] = []
+        self.moves: list[ast.Call] = []  # `.to(...)`/`.cuda(...)` calls, in walk order
+        self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
+        self._names: dict[str, list[tuple[int, int]]] | None = None
+        if walk:
+            self._collect(tree)
+
+    def block_of(self, stmt: ast.AST) -> tuple[list[ast.stmt], int] | None:
+        """The block (``body``, ``orelse``, ``finalbody``) holding ``stmt``, and its index there."""
+        if self._blocks is None:
+            self._blocks = {}
+            # Statements only: no expression holds a block, so they need not be walked.
+            stack: list[ast.AST] = [self.tree]
+            while stack:
+                node = stack.pop()
+                for field_name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    block = getattr(node, field_name, None)
+                    if not isinstance(block, list):
+                        continue
+                    for i, s in enumerate(block):
+                        if field_name in ("body", "orelse", "finalbody"):
+                            self._blocks[id(s)] = (block, i)
+                        stack.append(s)
+        return self._blocks.get(id(stmt))
+
+    def mentions_between(self, name: str, first: ast.AST, last: ast.AST) -> bool:
+        """Whether ``name`` appears after ``first`` ends and before ``last`` starts.
+
+        Every name's places are sorted once per file (this is asked per loop).
+        """
+        if self._names is None:
+            self._names = {k: sorted(v) for k, v in self.name_spots.items()}
+        spots = self._names.get(name, [])
+        after = (first.end_lineno or 0, first.end_col_offset or 0)  # type: ignore[attr-defined]
+        before = (last.lineno, last.col_offset)  # type: ignore[attr-defined]
+        return bisect.bisect_left(spots, before) > bisect.bisect_right(spots, after)
+
+    def _collect(self, tree: ast.Module) -> None:
+        """One walk: parents, scopes, the nodes of each, assignments and local names."""
+        # (node, its scope or None inside a class body); a class body is no scope of
+        # ours, but the methods in it are.
+        stack: list[tuple[ast.AST, PortScope | None]] = [(tree, self.module)]
+        pop, push = stack.pop, stack.append
+        parents, scope_of, spots = self.parents, self.scope_of, self.name_spots
+        fields_of: dict[type, tuple[str, ...]] = {}
+        node_class, name_class, call_class, store_class = ast.AST, ast.Name, ast.Call, ast.Store
+        constant_class, attribute_class = ast.Constant, ast.Attribute
+        while stack:
+            node, scope = pop()
+            cls = node.__class__
+            if cls is name_class:  # a leaf: its place, and its scope's local names
+                found = spots.get(node.id)  # type: ignore[attr-defined]
+                spot = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+                if found is None:
+                    spots[node.id] = [spot]  # type: ignore[attr-defined]
+                else:
+                    found.append(spot)
+                if scope is not None:
+                    scope.nodes.append(node)
+                    scope_of[id(node)] = scope
+                    if node.ctx.__class__ is store_class:  # type: ignore[attr-defined]
+                        scope.local.add(node.id)  # type: ignore[attr-defined]
+                continue
+            if cls is call_class:
+                func = node.func  # type: ignore[attr-defined]
+                if func.__class__ is attribute_class and func.attr in ("to", "cuda"):
+                    self.moves.append(node)  # type: ignore[arg-type]
+            elif cls in _IMPORTS:
+                self.imports.append(node)
+            if scope is not None:
+                scope.nodes.append(node)
+                scope_of[id(node)] = scope
+                if cls is constant_class:
+                    continue  # a leaf
+                if cls is ast.Assign:
+                    scope.assigns.append((node.targets, node.value))  # type: ignore[attr-defined]
+                elif cls is ast.AnnAssign or cls is ast.NamedExpr:
+                    if node.value is not None:  # type: ignore[attr-defined]
+                        scope.assigns.append(([node.target], node.value))  # type: ignore[attr-defined]
+                elif cls in _LOOPS:
+                    for target in _with_targets(node):
+                        scope.loop_bound.update(names_of(target))
+                elif cls in _IMPORTS:
+                    for alias in node.names:  # type: ignore[attr-defined]
+                        scope.local.add((alias.asname or alias.name).partition(".")[0])
+            elif cls is constant_class:
+                continue
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = fields_of[cls] = tuple(f for f in cls._fields if f not in NO_CHILD_FIELDS)
+            for field_name in fields:
+                value = getattr(node, field_name, None)
+                if value.__class__ is not list:
+                    if not isinstance(value, node_class):
+                        continue
+                    value = (value,)
+                for child in value:
+                    if not isinstance(child, node_class):
+                        continue
+                    parents[id(child)] = node
+                    if isinstance(child, _FUNCTIONS):
+                        self._enter_function(child, node, scope, stack)
+                    elif child.__class__ is ast.ClassDef:
+                        self.classdefs.append(child)
+                        if scope is not None:
+                            scope.local.add(child.name)
+                        push((child, None))
+                    else:
+                        push((child, scope))
+
+    def _note(self, node: ast.AST) -> None:
+        """Record a name's place, an import, or a move, for a node in no scope of ours."""
+        cls = node.__class__
+        if cls is ast.Name:
+            spot = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+            self.name_spots.setdefault(node.id, []).append(spot)  # type: ignore[attr-defined]
+        elif cls is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
+            if func.__class__ is ast.Attribute and func.attr in ("to", "cuda"):
+                self.moves.append(node)  # type: ignore[arg-type]
+        elif cls in _IMPORTS:
+            self.imports.append(node)
+
+    def _enter_function(
+        self,
+        func: ast.FunctionDef | ast.AsyncFunctionDef,
+        node: ast.AST,
+        scope: PortScope | None,
+        stack: list[tuple[ast.AST, PortScope | None]],
+    ) -> None:
+        inner = PortScope(func, cls=node if isinstance(node, ast.ClassDef) else None, outer=scope)
+        if isinstance(node, ast.Module):
+            self.functions[func.name] = func
+        self.scopes.append(inner)
+        if scope is not None:
+            scope.nodes.append(func)
+            scope.local.add(func.name)
+            self.scope_of[id(func)] = scope
+        defaults = [d for d in func.args.kw_defaults if d is not None]
+        for part in (*func.decorator_list, *func.args.defaults, *defaults):
+            self.parents[id(part)] = func
+            stack.append((part, scope))
+        for stmt in func.body:
+            self.parents[id(stmt)] = func
+            if isinstance(stmt, _FUNCTIONS):
+                self._enter_function(stmt, func, inner, stack)  # a nested function: a scope
+            elif isinstance(stmt, ast.ClassDef):
+                self.classdefs.append(stmt)
+                inner.local.add(stmt.name)
+                stack.append((stmt, None))
+            else:
+                stack.append((stmt, inner))
+        a = func.args
+        for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+            if p is not None:
+                inner.local.add(p.arg)
+        # Annotations and type parameters are in no scope of ours, but their names and
+        # calls are the file's: noted as the walk notes every other node.
+        notes = [p.annotation for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+                 if p is not None and p.annotation is not None]  # fmt: skip
+        notes += [func.returns] if func.returns is not None else []
+        notes += getattr(func, "type_params", [])
+        for note in notes:
+            for n in ast.walk(note):
+                self._note(n)
