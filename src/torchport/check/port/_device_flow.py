@@ -228,12 +228,14 @@ class DeviceFlow:
         """The operands of ``node`` that meet the device, or [] when it combines none."""
         if isinstance(node, ast.Call):
             args = [a for a in node.args] + [k.value for k in node.keywords]
-            if self.models.forward(node, scope):
+            if self.models.forward(node, scope) or self._partial_of_a_model(node, scope):
                 return args
             func = node.func
             if isinstance(func, ast.Attribute):
                 if func.attr in HOST_READS or func.attr in MOVES or func.attr in NOT_FORWARD:
                     return []
+                if func.attr in _COLLECTS and self._only_collected(func.value):
+                    return []  # a list of records: what goes in never meets what is in it
                 operands = [func.value, *args]
             else:
                 if (
@@ -263,6 +265,52 @@ class DeviceFlow:
         if not devices:
             return []
         return [o for o in operands if o not in devices]
+
+    def _partial_of_a_model(self, call: ast.Call, scope: PortScope) -> bool:
+        """``f(x)`` where ``f = functools.partial(step, model)``: ``x`` goes to where the model
+        runs, so it meets the model as a forward's input does (the partial itself is
+        reported: what ``step`` does with them, the port does not follow)."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return False
+        found = self.ctx.scopes.bindings(func.id, func)
+        value = found[0].value if len(found) == 1 else None
+        return (
+            isinstance(value, ast.Call)
+            and self.ctx.qualname(value.func) == "functools.partial"
+            and any(
+                self.models.builds_model(a, scope)
+                for a in [*value.args[1:], *(k.value for k in value.keywords)]
+            )
+        )
+
+    def _only_collected(self, holder: ast.expr) -> bool:
+        """Whether ``holder`` is a name whose every read in the file appends to it (or asks
+        its ``len``, or tests it ``is None``): a list of records (``OUT.append((name, out))``), never read back, so
+        its items are never combined with each other. Once the list is read any other way
+        (``torch.cat(outs)``, ``outs[-1] + x``, returned), an item appended meets the rest."""
+        if not isinstance(holder, ast.Name):
+            return False
+        scopes = self.ctx.scopes
+        for read in scopes.loads_of(holder.id):
+            parent = scopes.parent(read)
+            if isinstance(parent, ast.Attribute) and parent.attr in _COLLECTS:
+                call = scopes.parent(parent)
+                if isinstance(call, ast.Call) and call.func is parent:
+                    continue
+            if (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Name)
+                and parent.func.id == "len"
+                and parent.args == [read]
+            ):
+                continue
+            if isinstance(parent, ast.Compare) and all(
+                isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops
+            ):
+                continue  # `if outs is not None`
+            return False
+        return True
 
     def run(self, scope: PortScope) -> None:
         """Work out ``scope``'s device values, sinks and reach (its outer scopes' first)."""
