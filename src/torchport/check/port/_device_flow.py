@@ -286,9 +286,9 @@ class DeviceFlow:
 
     def _only_collected(self, holder: ast.expr) -> bool:
         """Whether ``holder`` is a name whose every read in the file appends to it (or asks
-        its ``len``, or tests it ``is None``): a list of records (``OUT.append((name, out))``), never read back, so
-        its items are never combined with each other. Once the list is read any other way
-        (``torch.cat(outs)``, ``outs[-1] + x``, returned), an item appended meets the rest."""
+        its ``len``, or tests it ``is None``): a list of records (``OUT.append((name, out))``)
+        never read back, whose items never meet each other. Once the list is read any other
+        way (``torch.cat(outs)``, ``outs[-1] + x``, returned), an item appended meets the rest."""
         if not isinstance(holder, ast.Name):
             return False
         scopes = self.ctx.scopes

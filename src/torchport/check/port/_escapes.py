@@ -85,9 +85,7 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
                 assert isinstance(node.func, ast.Attribute)
                 where = f"`.{node.func.attr}()`, a method several classes of the file define"
                 items = [*node.args, *(k.value for k in node.keywords)]
-            elif (
-                isinstance(node, (ast.List, ast.Tuple)) and not isinstance(node.ctx, ast.Load)
-            ):
+            elif isinstance(node, (ast.List, ast.Tuple)) and not isinstance(node.ctx, ast.Load):
                 continue  # `for a, b in ...`, `a, b = ...`: names bound, no container made
             elif isinstance(node, (ast.List, ast.Set)) or (
                 isinstance(node, ast.Tuple) and not _unpacked(node, facts)
