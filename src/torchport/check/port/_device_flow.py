@@ -122,6 +122,7 @@ class DeviceFlow:
         self.module = module
         # Expressions that meet the model or a device value directly, and their scope.
         self.operands: list[tuple[ast.expr, PortScope]] = []
+        self._collected: dict[str, bool] = {}  # names of lists only ever appended to
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -291,8 +292,14 @@ class DeviceFlow:
         way (``torch.cat(outs)``, ``outs[-1] + x``, returned), an item appended meets the rest."""
         if not isinstance(holder, ast.Name):
             return False
+        known = self._collected.get(holder.id)
+        if known is None:  # once per name: asked per append, a scan each time was quadratic
+            known = self._collected[holder.id] = self._every_read_collects(holder.id)
+        return known
+
+    def _every_read_collects(self, name: str) -> bool:
         scopes = self.ctx.scopes
-        for read in scopes.loads_of(holder.id):
+        for read in scopes.loads_of(name):
             parent = scopes.parent(read)
             if isinstance(parent, ast.Attribute) and parent.attr in _COLLECTS:
                 call = scopes.parent(parent)
