@@ -230,3 +230,24 @@ def test_what_a_partial_of_the_model_is_called_with_is_moved(where: str) -> None
     left, clean = placed(source)
     assert clean, left
     assert len(left) == 1 and "functools.partial" in left[0], left
+
+
+@given(
+    WHERE,
+    st.sampled_from(
+        [
+            "for m in [model]:\n    y = m(torch.ones(1, 4))\n",
+            "models = {'a': model}\ny = models['a'](torch.ones(1, 4))\n",
+            "pair = (model, model)\ny = pair[0](torch.ones(1, 4))\n",
+        ]
+    ),
+)
+def test_what_a_model_taken_from_a_literal_is_called_with_is_moved(where: str, use: str) -> None:
+    """Class 9: a model taken back out of a list, tuple or dict literal (``for m in
+    [model]``, ``models["a"](x)``): its input was left on the CPU (moved before only when
+    the output went into ``OUT``, which class 2 no longer counts as meeting the model).
+    It is moved as a forward's input; the container is still reported (TP523)."""
+    body = use + "OUT.append(y.detach())\n"
+    left, clean = placed(MODEL + wrap(body, where))
+    assert clean, left
+    assert left and all("TP523" in f for f in left), left

@@ -229,7 +229,11 @@ class DeviceFlow:
         """The operands of ``node`` that meet the device, or [] when it combines none."""
         if isinstance(node, ast.Call):
             args = [a for a in node.args] + [k.value for k in node.keywords]
-            if self.models.forward(node, scope) or self._partial_of_a_model(node, scope):
+            if (
+                self.models.forward(node, scope)
+                or self._partial_of_a_model(node, scope)
+                or self._model_from_a_literal(node.func, scope)
+            ):
                 return args
             func = node.func
             if isinstance(func, ast.Attribute):
@@ -284,6 +288,28 @@ class DeviceFlow:
                 for a in [*value.args[1:], *(k.value for k in value.keywords)]
             )
         )
+
+    def _model_from_a_literal(self, func: ast.expr, scope: PortScope) -> bool:
+        """``m(x)`` with ``for m in [model]``, or ``models["a"](x)`` with ``models = {"a":
+        model}``: a model taken back out of a literal holding one. ``x`` meets it as a
+        forward's input does (the container is still reported: TP523)."""
+        scopes = self.ctx.scopes
+        holder: ast.expr | None = None
+        if isinstance(func, ast.Name):
+            found = scopes.bindings(func.id, func)
+            loop = scopes.parent(found[0].node) if len(found) == 1 else None
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.target is found[0].node:
+                holder = loop.iter
+        elif isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
+            found = scopes.bindings(func.value.id, func.value)
+            holder = found[0].value if len(found) == 1 else None
+        if isinstance(holder, (ast.List, ast.Tuple, ast.Set)):
+            items = list(holder.elts)
+        elif isinstance(holder, ast.Dict):
+            items = list(holder.values)
+        else:
+            return False
+        return any(self.models.builds_model(i, scope) for i in items)
 
     def _only_collected(self, holder: ast.expr) -> bool:
         """Whether ``holder`` is a name whose every read in the file appends to it (or asks
