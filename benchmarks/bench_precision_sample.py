@@ -69,9 +69,8 @@ def _extract(gitdir: Path, commit: str, into: Path) -> None:
             target.write_bytes(_git(gitdir, "show", f"{commit}:{name}"))
 
 
-def default_findings(mirror: Path, repos: Path = REPOS, select: str = "") -> list[Key]:
-    """Every default-on finding (or every one of the rules ``select`` names, as
-    ``check --select`` takes them), as (repo, path, line, code), in a stable order."""
+def default_findings(mirror: Path, repos: Path = REPOS) -> list[Key]:
+    """Every default-on finding, as (repo, path, line, code), in a stable order."""
     found: list[Key] = []
     for entry in json.loads(repos.read_text())["repos"]:
         gitdir = mirror / entry["repo"].replace("/", "+") / "repo"
@@ -82,8 +81,7 @@ def default_findings(mirror: Path, repos: Path = REPOS, select: str = "") -> lis
             _extract(gitdir, entry["commit"], tree)
             (tree / "_none.toml").write_text("[tool.torchport]\n")
             run = subprocess.run(
-                [*_CHECK, "--config", str(tree / "_none.toml"), tmp]
-                + (["--select", select] if select else []),
+                [*_CHECK, "--config", str(tree / "_none.toml"), tmp],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -109,21 +107,14 @@ def _read(sample: Path) -> list[dict[str, str]]:
 
 
 def draw(
-    mirror: Path,
-    n: int,
-    seed: int,
-    repos: Path,
-    sample: Path,
-    skip: list[Path],
-    codes: list[str],
-    select: str = "",
+    mirror: Path, n: int, seed: int, repos: Path, sample: Path, skip: list[Path], codes: list[str]
 ) -> None:
     judged_before = {
         (r["repo"], r["path"], int(r["line"]), r["code"]) for p in skip for r in _read(p)
     }
     found = [
         k
-        for k in default_findings(mirror, repos, select)
+        for k in default_findings(mirror, repos)
         if k not in judged_before and (not codes or k[3] in codes)
     ]
     judged = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in _read(sample)}
@@ -141,8 +132,8 @@ def draw(
     print(f"{len(found)} default-on findings; drew {len(picked)} (seed {seed}) into {sample}")
 
 
-def score(mirror: Path, repos: Path, sample: Path, select: str = "") -> None:
-    now = set(default_findings(mirror, repos, select))
+def score(mirror: Path, repos: Path, sample: Path) -> None:
+    now = set(default_findings(mirror, repos))
     rows = _read(sample)
     per_rule: dict[str, Counter[str]] = {}
     total: Counter[str] = Counter()
@@ -173,7 +164,6 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--codes", nargs="*", default=[], help="draw only these rules' findings")
     parser.add_argument("--score", action="store_true")
-    parser.add_argument("--select", default="", help="the rules to run (`check --select`)")
     parser.add_argument("--repos", type=Path, default=REPOS, help="the manifest of repositories")
     parser.add_argument("--sample", type=Path, default=SAMPLE, help="the judged sample (CSV)")
     parser.add_argument(
@@ -185,18 +175,9 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.draw:
-        draw(
-            args.mirror,
-            args.draw,
-            args.seed,
-            args.repos,
-            args.sample,
-            args.skip,
-            args.codes,
-            args.select,
-        )
+        draw(args.mirror, args.draw, args.seed, args.repos, args.sample, args.skip, args.codes)
     if args.score:
-        score(args.mirror, args.repos, args.sample, args.select)
+        score(args.mirror, args.repos, args.sample)
     return 0
 
 

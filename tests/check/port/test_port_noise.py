@@ -21,7 +21,7 @@ from tests.check.port.siblings import load
 from torchport.check.port import port_text
 
 HERE = Path(__file__).parent
-fuzz = load("test_port_fuzz", HERE / "test_port_fuzz.py")
+fuzz = load("port_fuzz_oracle", HERE / "test_port_fuzz.py")
 fix_fuzz = load("fix_fuzz_checks", HERE.parent / "test_fix_fuzz.py")
 
 MODEL = "import torch\n\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(4, 2)\n"
