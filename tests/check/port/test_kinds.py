@@ -125,10 +125,23 @@ def test_a_model_placed_by_its_loader_is_reported_never_moved(option: str, wrapp
     if wrapped:
         load = f"torch.compile({load}).eval()"
     source = "import torch\nfrom transformers import AutoModel\n\n" + f"model = {load}\n"
-    outcome = port_text(source)
+    outcome = port_text(source + "out = model(ids)\n")  # `ids`: TP523's (made elsewhere)
     assert ".to(" not in outcome.source
-    assert [f.code for f in outcome.remaining] == ["TP501"]
-    assert "placed by its loader" in outcome.remaining[0].message
+    placed = [f for f in outcome.remaining if f.code == "TP501"]
+    assert len(placed) == 1 and "placed by its loader" in placed[0].message
+    # never called nor handed on (only an attribute read): no inputs to move, nothing said
+    quiet = port_text(source + "OUT.append(model.config)\n")
+    assert ".to(" not in quiet.source and quiet.remaining == [], quiet.remaining
+
+
+@given(st.sampled_from(PLACEMENTS), st.sampled_from(["model(ids)", "model.generate(ids)",
+       "run(model)", "models = [model]"]))  # fmt: skip
+def test_a_placed_model_that_runs_or_is_handed_on_is_reported(option: str, use: str) -> None:
+    source = (
+        "import torch\nfrom transformers import AutoModel\n\n"
+        f'model = AutoModel.from_pretrained("gpt2", {option})\nsize = model.config\n{use}\n'
+    )
+    assert "TP501" in [f.code for f in port_text(source).remaining]
 
 
 @given(

@@ -31,6 +31,7 @@ from torchport.check.port._calls import HOST_READS, META_ATTRS, is_move
 from torchport.check.port._collate import collate_returning
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.port._tensor_attributes import handed_to_object, read_as_object
 
 __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
 
@@ -57,6 +58,8 @@ class BatchPlan:
     elements: list[ast.expr] = field(default_factory=list)  # `batch[0]`-like nodes to move
     # (id of the node, name) -> (where to report, why): one finding per name
     unportable: dict[tuple[int, str], tuple[ast.AST, str]] = field(default_factory=dict)
+    # ids of the parameters every read of which shows an object (see `_an_object`)
+    objects: set[int] = field(default_factory=set)
     # (id of the binding statement, loop or function, name): every name the plan moves
     # or reports, so that nothing else reports it again
     covered: set[tuple[int, str]] = field(default_factory=set)
@@ -68,6 +71,7 @@ class _Planner:
         self.ctx: Context = facts.ctx
         self.kinds: ValueKinds = value_kinds(facts)
         self.plan = BatchPlan()
+        self._methods: set[str] | None = None
 
     def run(self) -> BatchPlan:
         if not self.facts.active:
@@ -111,6 +115,9 @@ class _Planner:
             kind = self.kinds.callers.parameter(param)
             if kind in _LEFT:
                 continue
+            if kind is Kind.UNKNOWN and self._an_object(param, func):
+                self.plan.objects.add(id(param))
+                continue
             self.plan.covered.add((id(func), name))
             if kind in _MOVED:
                 usage = "tensor" if kind is Kind.TENSOR else self._kind(name, scope.nodes)
@@ -124,6 +131,41 @@ class _Planner:
                 )
         if move.tensors or move.dicts:
             self.plan.moves[id(func)] = move
+
+    def _an_object(self, param: ast.arg, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether every read of a parameter shows an object, not a tensor, or hands it to a
+        method no tensor has (``memory.sample(batch_size)``): a replay buffer, a config, an
+        optimizer, a size. What such a call returns is followed from where it meets the model
+        (:mod:`~torchport.check.port._origins` reports the call), so the parameter is not."""
+        scopes = self.ctx.scopes
+        inner = scopes.scopes.get(id(func))
+        reads = scopes.reads_of(param.arg, inner) if inner is not None else []
+        if not reads:
+            return False
+        return all(
+            read_as_object(r, scopes.parent) or handed_to_object(r, scopes.parent, self._followed)
+            for r in reads
+        )
+
+    def _followed(self, call: ast.Call) -> bool:
+        """A call the port follows its arguments into: torch's, a forward, a file's method."""
+        scope = self.facts.scope_of.get(id(call)) or self.facts.module
+        func = call.func
+        return (
+            (self.ctx.qualname(func) or "").startswith("torch.")
+            or self.facts.forward(call, scope)
+            or (isinstance(func, ast.Attribute) and func.attr in self._file_methods())
+        )
+
+    def _file_methods(self) -> set[str]:
+        if self._methods is None:
+            self._methods = {
+                s.name
+                for cls in self.facts.classdefs
+                for s in cls.body
+                if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
+            }
+        return self._methods
 
     def _unpacked_params(
         self, func: ast.FunctionDef | ast.AsyncFunctionDef, scope: PortScope

@@ -122,6 +122,7 @@ class DeviceFlow:
         self.module = module
         # Expressions that meet the model or a device value directly, and their scope.
         self.operands: list[tuple[ast.expr, PortScope]] = []
+        self._collected: dict[str, bool] = {}  # names of lists only ever appended to
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -228,12 +229,18 @@ class DeviceFlow:
         """The operands of ``node`` that meet the device, or [] when it combines none."""
         if isinstance(node, ast.Call):
             args = [a for a in node.args] + [k.value for k in node.keywords]
-            if self.models.forward(node, scope):
+            if (
+                self.models.forward(node, scope)
+                or self._partial_of_a_model(node, scope)
+                or self._model_from_a_literal(node.func, scope)
+            ):
                 return args
             func = node.func
             if isinstance(func, ast.Attribute):
                 if func.attr in HOST_READS or func.attr in MOVES or func.attr in NOT_FORWARD:
                     return []
+                if func.attr in _COLLECTS and self._only_collected(func.value):
+                    return []  # a list of records: what goes in never meets what is in it
                 operands = [func.value, *args]
             else:
                 if (
@@ -263,6 +270,80 @@ class DeviceFlow:
         if not devices:
             return []
         return [o for o in operands if o not in devices]
+
+    def _partial_of_a_model(self, call: ast.Call, scope: PortScope) -> bool:
+        """``f(x)`` where ``f = functools.partial(step, model)``: ``x`` goes to where the model
+        runs, so it meets the model as a forward's input does (the partial itself is
+        reported: what ``step`` does with them, the port does not follow)."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return False
+        found = self.ctx.scopes.bindings(func.id, func)
+        value = found[0].value if len(found) == 1 else None
+        return (
+            isinstance(value, ast.Call)
+            and self.ctx.qualname(value.func) == "functools.partial"
+            and any(
+                self.models.builds_model(a, scope)
+                for a in [*value.args[1:], *(k.value for k in value.keywords)]
+            )
+        )
+
+    def _model_from_a_literal(self, func: ast.expr, scope: PortScope) -> bool:
+        """``m(x)`` with ``for m in [model]``, or ``models["a"](x)`` with ``models = {"a":
+        model}``: a model taken back out of a literal holding one. ``x`` meets it as a
+        forward's input does (the container is still reported: TP523)."""
+        scopes = self.ctx.scopes
+        holder: ast.expr | None = None
+        if isinstance(func, ast.Name):
+            found = scopes.bindings(func.id, func)
+            loop = scopes.parent(found[0].node) if len(found) == 1 else None
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and loop.target is found[0].node:
+                holder = loop.iter
+        elif isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
+            found = scopes.bindings(func.value.id, func.value)
+            holder = found[0].value if len(found) == 1 else None
+        if isinstance(holder, (ast.List, ast.Tuple, ast.Set)):
+            items = list(holder.elts)
+        elif isinstance(holder, ast.Dict):
+            items = list(holder.values)
+        else:
+            return False
+        return any(self.models.builds_model(i, scope) for i in items)
+
+    def _only_collected(self, holder: ast.expr) -> bool:
+        """Whether ``holder`` is a name whose every read in the file appends to it (or asks
+        its ``len``, or tests it ``is None``): a list of records (``OUT.append((name, out))``)
+        never read back, whose items never meet each other. Once the list is read any other
+        way (``torch.cat(outs)``, ``outs[-1] + x``, returned), an item appended meets the rest."""
+        if not isinstance(holder, ast.Name):
+            return False
+        known = self._collected.get(holder.id)
+        if known is None:  # once per name: asked per append, a scan each time was quadratic
+            known = self._collected[holder.id] = self._every_read_collects(holder.id)
+        return known
+
+    def _every_read_collects(self, name: str) -> bool:
+        scopes = self.ctx.scopes
+        for read in scopes.loads_of(name):
+            parent = scopes.parent(read)
+            if isinstance(parent, ast.Attribute) and parent.attr in _COLLECTS:
+                call = scopes.parent(parent)
+                if isinstance(call, ast.Call) and call.func is parent:
+                    continue
+            if (
+                isinstance(parent, ast.Call)
+                and isinstance(parent.func, ast.Name)
+                and parent.func.id == "len"
+                and parent.args == [read]
+            ):
+                continue
+            if isinstance(parent, ast.Compare) and all(
+                isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops
+            ):
+                continue  # `if outs is not None`
+            return False
+        return True
 
     def run(self, scope: PortScope) -> None:
         """Work out ``scope``'s device values, sinks and reach (its outer scopes' first)."""

@@ -85,6 +85,8 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
                 assert isinstance(node.func, ast.Attribute)
                 where = f"`.{node.func.attr}()`, a method several classes of the file define"
                 items = [*node.args, *(k.value for k in node.keywords)]
+            elif isinstance(node, (ast.List, ast.Tuple)) and not isinstance(node.ctx, ast.Load):
+                continue  # `for a, b in ...`, `a, b = ...`: names bound, no container made
             elif isinstance(node, (ast.List, ast.Set)) or (
                 isinstance(node, ast.Tuple) and not _unpacked(node, facts)
             ):
@@ -95,12 +97,49 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
                 items = list(node.values)
             else:
                 continue
-            if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)) and _builds_model(
-                node, facts, scope
+            if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)) and (
+                _builds_model(node, facts, scope) or _only_called_back(node, facts)
             ):
                 continue
             found += [(item, where) for item in items if facts.builds_model(item, scope)]
     return found
+
+
+def _only_called_back(node: ast.expr, facts: PortFacts) -> bool:
+    """A literal whose models are only taken back out to be called: ``for m in [model]:``
+    with every read of ``m`` a call, or ``models = {"a": model}`` with every read of
+    ``models`` a call of an item (``models["a"](x)``). Those calls are forwards the flow
+    follows (their inputs are moved); anything else done with it is out of sight."""
+    scopes = facts.ctx.scopes
+    parent = scopes.parent(node)
+    if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is node:
+        target = parent.target
+        if not isinstance(target, ast.Name):
+            return False
+        name, item = target.id, False
+    elif (
+        isinstance(parent, ast.Assign)
+        and parent.value is node
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0], ast.Name)
+    ):
+        target, name, item = parent.targets[0], parent.targets[0].id, True
+    else:
+        return False
+    if len(scopes.bindings(name, target)) != 1:
+        return False
+    bound = scopes.resolve(name, target)
+    reads = [r for r in scopes.loads_of(name) if scopes.resolve(name, r) is bound]
+    for read in reads:
+        callee: ast.expr = read
+        called = scopes.parent(read)
+        if item:  # `models["a"](x)`
+            if not (isinstance(called, ast.Subscript) and called.value is read):
+                return False
+            callee, called = called, scopes.parent(called)
+        if not (isinstance(called, ast.Call) and called.func is callee):
+            return False
+    return bool(reads)
 
 
 def _unpacked(node: ast.Tuple, facts: PortFacts) -> bool:

@@ -114,6 +114,10 @@ class ValueKinds:
         kind_of = _asking(self)
         self.callers = CallerKinds(facts, kind_of)
         self.unpacking = ElementKinds(self.scopes, kind_of, self.callers)
+        self._own_attrs: dict[tuple[int, str], Kind] = {}  # `self.x` of a class, by (class, x)
+        self._class_stores: dict[int, dict[str, list[ast.expr | None]]] = {}
+        self._own_store_ids: dict[int, set[int]] = {}
+        self._attr_stores: dict[str, list[ast.Attribute]] | None = None
         self._stored_attrs: set[str] | None = None  # attributes the file assigns (`obj.x = ...`)
         dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
         self._loader_classes = self._subclasses(dataloaders, "DataLoader")
@@ -189,7 +193,10 @@ class ValueKinds:
         value = expr.value
         if isinstance(value, ast.Name) and value.id == "self":
             scope = self._scope(expr)
-            return Kind.MODEL if self.facts.holds_model(expr, scope) else Kind.UNKNOWN
+            if self.facts.holds_model(expr, scope):
+                return Kind.MODEL
+            cls = scope.cls
+            return self.own_attribute(cls, expr.attr) if cls is not None else Kind.UNKNOWN
         cls = self.file_class(value)
         if cls is not None:
             return self.class_attribute(cls, expr.attr)  # `Cfg.x`: what the class body holds
@@ -209,6 +216,80 @@ class ValueKinds:
         found = self.scopes.bindings(name.id, name)
         node = found[0].node if len(found) == 1 else None
         return node if isinstance(node, ast.ClassDef) else None
+
+    def own_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
+        """What ``self.<attr>`` holds in a method of ``cls``: OTHER when every store of it in
+        the class's methods is a number or string (``self.total_it = 0``, ``+= 1``,
+        ``self.discount = discount`` with ``discount=0.99``), else UNKNOWN.
+
+        Unknown as well when the file stores that attribute on anything but ``self``
+        (``agent.total_it = ...``), or the class body binds it too.
+        """
+        key = (id(cls), attr)
+        found = self._own_attrs.get(key)
+        if found is not None:
+            return found
+        self._own_attrs[key] = Kind.UNKNOWN  # asked again while worked out: a cycle
+        kind = self._own_attribute(cls, attr)
+        self._own_attrs[key] = kind
+        return kind
+
+    def _own_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
+        values = self._self_stores(cls).get(attr)
+        if not values or any(v is None for v in values) or self._stored_elsewhere(cls, attr):
+            return Kind.UNKNOWN  # unpacked into, or annotated only: not told
+        kind = join(self.of(v) for v in values if v is not None)
+        return Kind.OTHER if kind is Kind.OTHER else Kind.UNKNOWN
+
+    def _self_stores(self, cls: ast.ClassDef) -> dict[str, list[ast.expr | None]]:
+        """Per attribute, the values the class's code stores as ``self.<attr>`` (None: one
+        it cannot tell, as ``self.a, self.b = f()``); one walk of the class, kept."""
+        found = self._class_stores.get(id(cls))
+        if found is not None:
+            return found
+        found = {}
+        for node in ast.walk(cls):
+            targets: list[ast.expr]
+            value: ast.expr | None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if _is_self_attr(target, None):
+                    assert isinstance(target, ast.Attribute)
+                    found.setdefault(target.attr, []).append(value)
+                elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Attribute):
+                            found.setdefault(n.attr, []).append(None)
+        self._class_stores[id(cls)] = found
+        return found
+
+    def _stored_elsewhere(self, cls: ast.ClassDef, attr: str) -> bool:
+        """Whether the file stores ``attr`` other than as ``self.<attr>`` in ``cls``, or the
+        class body binds it too (``total_it = 0`` as a class attribute)."""
+        if self._attr_stores is None:
+            self._attr_stores = {}
+            for n in self.ctx.scopes.nodes_of(ast.Attribute):
+                assert isinstance(n, ast.Attribute)
+                if not isinstance(n.ctx, ast.Load):
+                    self._attr_stores.setdefault(n.attr, []).append(n)
+        own = self._own_store_ids.get(id(cls))
+        if own is None:
+            own = self._own_store_ids[id(cls)] = {
+                id(n) for n in ast.walk(cls) if _is_self_attr(n, None)
+            }
+        if any(id(n) not in own for n in self._attr_stores.get(attr, ())):
+            return True
+        return any(
+            isinstance(t, ast.Name) and t.id == attr
+            for stmt in cls.body
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+        )
 
     def class_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         """What a class attribute read through the class holds (``Cfg.x``).
@@ -454,3 +535,13 @@ def value_kinds(facts: PortFacts) -> ValueKinds:
     kinds = ValueKinds(facts)
     _CACHE[:] = [(facts, kinds)]
     return kinds
+
+
+def _is_self_attr(node: ast.AST, attr: str | None) -> bool:
+    """``self.<attr>`` (any attribute of ``self`` for None)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and (attr is None or node.attr == attr)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )

@@ -28,6 +28,7 @@ from torchport.check.port._batches import BatchPlan, batch_plan
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE, is_move
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.port._tensor_attributes import TENSOR_ATTRIBUTES
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = ["Origin", "Origins", "origins"]
@@ -86,8 +87,32 @@ class Origins:
                 self.facts.known.constructor(parent) or self.facts.known.wrapper(parent)
             ):
                 continue  # `nn.Sequential(norm, nn.Linear(...))`: parts of a model, not data
+            if isinstance(parent, ast.Call) and self._to_an_object(operand, parent):
+                continue  # `train(model, memory)` where `train` reads `memory.sample(n)`
             out.append((operand, self.of(operand)))
         return out
+
+    def _to_an_object(self, operand: ast.expr, call: ast.Call) -> bool:
+        """Whether ``operand`` is passed to a parameter of a function of the file that only
+        uses it as an object (the batch plan's ``objects``): what it meets there is what
+        its methods return, followed (and reported) where that meets the model."""
+        func = call.func
+        if not isinstance(func, ast.Name) or any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        found = self.scopes.bindings(func.id, func)
+        node = found[0].node if len(found) == 1 else None
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        args = node.args
+        param = None
+        if operand in call.args:
+            positional = [*args.posonlyargs, *args.args]
+            index = call.args.index(operand)
+            param = positional[index] if index < len(positional) else None
+        else:
+            word = next((k.arg for k in call.keywords if k.value is operand), None)
+            param = next((p for p in (*args.args, *args.kwonlyargs) if p.arg == word), None)
+        return param is not None and id(param) in self.plan.objects
 
     def of(self, expr: ast.expr) -> list[Origin]:
         key = id(expr)
@@ -361,8 +386,11 @@ class Origins:
             isinstance(func, ast.Attribute)
             and kinds.of(func.value) in (Kind.TENSOR, Kind.BATCH, Kind.UNKNOWN)
             and not self._module(func.value)
+            and (func.attr in TENSOR_ATTRIBUTES or kinds.of(func.value) is not Kind.UNKNOWN)
         ):
             return self.of(func.value)  # `x.float()`, `batch.view(...)`: where `x` lives
+        # `memory.sample(n)`: no tensor has `sample`; what it returns is made there, not
+        # where `memory` is (a replay buffer made by `ReplayBuffer()` is no tensor)
         return [self._origin(call)]
 
     def _returned(self, call: ast.Call) -> list[Origin] | None:

@@ -114,6 +114,13 @@ class CallerKinds:
             return Kind.OTHER  # self / cls
         sites = self.call_sites(func)
         if not sites:
+            default = self._default(args, arg)
+            if isinstance(default, ast.Constant) and isinstance(
+                default.value, int | float | str | bytes
+            ):
+                # `batch_size=256`, `gamma=0.99`, `mode="train"`: the author declared a
+                # number or a string; a caller elsewhere handing a tensor is not assumed
+                return Kind.OTHER
             return Kind.UNKNOWN  # called from elsewhere (or nowhere): cannot be told
         if method is not None:
             positional = positional[1:]
@@ -181,11 +188,17 @@ class CallerKinds:
     def _find_sites(self) -> dict[int, list[tuple[ast.Call, PortScope]] | None]:
         facts, scopes = self.facts, self.scopes
         sites: dict[int, list[tuple[ast.Call, PortScope]] | None] = {}
-        functions: dict[str, ast.AST] = {}
+        # (id of the scope that binds the name, name) -> the function: a module-level one,
+        # one defined under an `if` or `try`, or one nested in another function (a call
+        # resolves to the scope that binds it; a local of the same name is another one).
+        functions: dict[tuple[int, str], ast.AST] = {}
+        names: set[str] = set()
         methods: dict[str, list[tuple[ast.ClassDef, ast.AST]]] = {}
-        for name, func in facts.functions.items():
-            if len(scopes.module.bindings.get(name, ())) == 1 and self._plain_decorators(func):
-                functions[name] = func
+        for func in self._plain_functions():
+            bound = scopes.scope_of(func)
+            if len(bound.bindings.get(func.name, ())) == 1 and self._plain_decorators(func):
+                functions[(id(bound), func.name)] = func
+                names.add(func.name)
                 sites[id(func)] = []
             else:
                 sites[id(func)] = None
@@ -199,23 +212,34 @@ class CallerKinds:
                         sites[id(stmt)] = None
         for scope in facts.scopes:
             for node in scope.nodes:
-                self._site(node, scope, functions, methods, sites)
+                self._site(node, scope, functions, names, methods, sites)
         return sites
+
+    def _plain_functions(self) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """Every function of the file that is not a method (its scope is no class body)."""
+        found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for node in self.scopes.nodes_of(kind):
+                assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                if not isinstance(self.scopes.scope_of(node).node, ast.ClassDef):
+                    found.append(node)
+        return found
 
     def _site(
         self,
         node: ast.AST,
         scope: PortScope,
-        functions: dict[str, ast.AST],
+        functions: dict[tuple[int, str], ast.AST],
+        names: set[str],
         methods: dict[str, list[tuple[ast.ClassDef, ast.AST]]],
         sites: dict[int, list[tuple[ast.Call, PortScope]] | None],
     ) -> None:
         parent = self.facts.parents.get(id(node))
         called = isinstance(parent, ast.Call) and parent.func is node
-        if isinstance(node, ast.Name) and node.id in functions:
-            func = functions[node.id]
-            if self.scopes.resolve(node.id, node) is not self.scopes.module:
-                return  # a local of the same name
+        if isinstance(node, ast.Name) and node.id in names:
+            func = functions.get((id(self.scopes.resolve(node.id, node)), node.id))
+            if func is None:
+                return  # a local of the same name, of another kind
             if not isinstance(node.ctx, ast.Load):
                 return
             found = sites.get(id(func))

@@ -34,7 +34,8 @@ class ModelNotOnDevice(Rule):
     (`from_pretrained(..., device_map="auto")`, `load_in_8bit=True`,
     `quantization_config=...`, or `**kwargs` that may carry them) is reported,
     never moved: `.to()` raises for a quantized model and undoes a split over
-    several devices.
+    several devices; unless the file never calls it nor hands it on (only reads
+    attributes such as `model.config`): then there are no inputs to move.
     """
 
     code = "TP501"
@@ -55,6 +56,9 @@ class ModelNotOnDevice(Rule):
         "import torch.nn as nn\n\nloss_fn = nn.CrossEntropyLoss()\n",
         "from transformers import AutoModel\n\n"
         'model = AutoModel.from_pretrained("m", device_map="auto")\nout = model(x)\n',
+        # placed by its loader but never given inputs (only `.config` read): nothing to move
+        "import torch\nfrom transformers import AutoModel\n\n"
+        'model = AutoModel.from_pretrained("m", device_map="auto")\nsize = model.config.hidden\n',
     )
     invalid = (
         Example(
@@ -80,7 +84,8 @@ class ModelNotOnDevice(Rule):
         Example(
             "import torch\nfrom transformers import AutoModel\n\n"
             'model = AutoModel.from_pretrained("gpt2", device_map="auto")\n'
-            'small = AutoModel.from_pretrained("gpt2", **options)\n',
+            'small = AutoModel.from_pretrained("gpt2", **options)\n'
+            "out = model(ids), small.generate(ids)\n",
             count=2,
         ),
     )
@@ -96,7 +101,8 @@ class ModelNotOnDevice(Rule):
             return
         placed = _placed_by_loader(node)
         if placed is not None:
-            yield ctx.finding(self, node, message=_PLACED_BY_LOADER.format(placed=placed))
+            if not _never_given_inputs(expr, ctx):
+                yield ctx.finding(self, node, message=_PLACED_BY_LOADER.format(placed=placed))
             return
         found = facts.device_at(node)
         if found is None:
@@ -112,6 +118,31 @@ _PLACED_BY_LOADER = (
     "this model is placed by its loader (`{placed}`): do not move it; move its "
     "inputs to `model.device` (or leave `{placed}` out and move it to `device`)"
 )
+
+
+def _never_given_inputs(expr: ast.AST, ctx: Context) -> bool:
+    """Whether a model bound to a name is only read for attributes (``model.config``): never
+    called, never handed on, so there are no inputs to move to where its loader put it."""
+    from torchport.check.port._device_flow import NOT_FORWARD  # on first use
+
+    holder = ctx.scopes.parent(expr)
+    if not (
+        isinstance(holder, ast.Assign)
+        and len(holder.targets) == 1
+        and isinstance(holder.targets[0], ast.Name)
+    ):
+        return False
+    name = holder.targets[0].id
+    for read in ctx.scopes.loads_of(name):
+        if ctx.scopes.resolve(name, read) is not ctx.scopes.resolve(name, holder.targets[0]):
+            continue  # another variable of that name
+        up = ctx.scopes.parent(read)
+        if not isinstance(up, ast.Attribute) or up.value is not read:
+            return False  # called, passed on, stored: it may run
+        call = ctx.scopes.parent(up)
+        if isinstance(call, ast.Call) and call.func is up and up.attr not in NOT_FORWARD:
+            return False  # `model.generate(x)`
+    return True
 
 
 def _scope_of_a_whole_model_built(node: ast.Call, facts: PortFacts) -> PortScope | None:

@@ -19,8 +19,10 @@ class UntrackedValue(Rule):
     (`self.data`, `args.x`), a `with` target. Batches, arguments and loop
     variables of unknown kind are TP520's; values from other libraries are
     TP521's. It reports a model put into a container or a
-    `functools.partial` too (`for m in [model]:`): its forwards there are
-    out of the port's sight, and a value the code itself puts on the CPU
+    `functools.partial` too (`for m in [model]:` with `m` handed on): its
+    forwards there are out of the port's sight (a literal the code only takes
+    the model back out of to call it, `models["a"](x)`, is followed instead),
+    and a value the code itself puts on the CPU
     (`x.to("cpu")`, `device="cpu"` in a function's parameters) that meets
     the model: the port does not overrule the author's placement. A sparse
     tensor that meets the model is reported too: whether the accelerator runs
@@ -46,6 +48,8 @@ class UntrackedValue(Rule):
         _HEAD + "def scale(t):\n    return t * 2\n\nout = model(scale(torch.ones(2, 4))) * 0.5\n",
         _HEAD
         + "class Config:\n    lr = 0.1\n\ncfg = Config()\nout = model(torch.ones(2, 4)) * cfg.lr\n",
+        # taken back out only to be called: a forward the port follows, its input moved
+        _HEAD + "models = {'a': model}\nout = models['a'](torch.ones(2, 4))\n",
     )
     invalid = (
         Example(
@@ -57,7 +61,9 @@ class UntrackedValue(Rule):
             _HEAD + "class Data:\n    x = torch.load('x.pt')\n\nd = Data()\nout = model(d.x)\n"
         ),
         Example(_HEAD + "class Job:\n    def run(self):\n        return model(self.data)\n"),
-        Example(_HEAD + "models = {'a': model}\nout = models['a'](torch.ones(2, 4))\n"),
+        Example(
+            _HEAD + "models = {'a': model}\nouts = [m(torch.ones(2, 4)) for m in models.values()]\n"
+        ),
         Example(_HEAD + "def run(x, dev='cpu'):\n    return model(x.to(dev))\n"),
         Example(
             _HEAD + "i = torch.tensor([[0, 1], [1, 2]], device=device)\n"
@@ -71,9 +77,11 @@ class UntrackedValue(Rule):
         from torchport.check.port._facts import port_facts
         from torchport.check.port._origins import origins
 
-        for operand, found in origins(ctx).operands():
+        named: set[int] = set()  # one finding per origin: `s, a, r = memory.sample(n)` is one
+        for operand, found in sorted(origins(ctx).operands(), key=_position):
             untracked = [o for o in found if not o.library]
-            if untracked:
+            if untracked and not {id(o.node) for o in untracked} <= named:
+                named.update(id(o.node) for o in untracked)
                 message = (
                     f"move this value to `device` yourself: it is made by {untracked[0].what}, "
                     "which the port cannot follow, so it may be a tensor on the CPU"
@@ -97,3 +105,8 @@ class UntrackedValue(Rule):
                 "`device`, or move it there before the model sees it"
             )
             yield ctx.finding(self, call, message=message)
+
+
+def _position(item: tuple[ast.expr, object]) -> tuple[int, int]:
+    """Where an operand stands: the first of those sharing an origin is the one reported."""
+    return item[0].lineno, item[0].col_offset

@@ -1,0 +1,270 @@
+"""The port's leftover reports name what to move, or say nothing (issue 31, "noise down").
+
+One test per class of report that the long port fuzz (or a sampled real repository)
+found on programs that, ported, ran to their end with everything on the device, or
+that named a value no tensor is (a replay buffer, a number, a loop target) as the
+thing to move. The oracle is the run itself: every ported program here is run on the
+CPU (same values as the original) and with ``meta`` as the accelerator (every forward
+watched, ``test_port_fuzz.run``); a program the port says nothing about must run
+there with nothing off the device, and where the run shows a leftover, the port must
+report it and name where it is made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.check.port.siblings import load
+from torchport.check.port import port_text
+
+HERE = Path(__file__).parent
+fuzz = load("port_fuzz_oracle", HERE / "test_port_fuzz.py")
+fix_fuzz = load("fix_fuzz_checks", HERE.parent / "test_fix_fuzz.py")
+
+MODEL = "import torch\n\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(4, 2)\n"
+
+
+def _indent(text: str) -> str:
+    return "".join("    " + line if line.strip() else line for line in text.splitlines(True))
+
+
+def wrap(body: str, where: str) -> str:
+    """``body`` at module level, under an ``if``, in a function, or two functions deep."""
+    if where == "if":
+        return f"if OUT is not None:\n{_indent(body)}"
+    if where == "function":
+        return f"def main():\n{_indent(body)}main()\n"
+    if where == "nested":
+        return f"def outer():\n{_indent(f'def main():{chr(10)}{_indent(body)}main()')}\nouter()\n"
+    return body
+
+
+def placed(source: str) -> tuple[list[str], bool]:
+    """What the port left of ``source``, and whether the ported program ran on the
+    accelerator (meta) with every forward's parameters and inputs there; the ported
+    program gives what the original gives on the CPU."""
+    outcome = port_text(source)
+    assert outcome.failures == []
+    before, _ = fuzz.run(source, meta=False)
+    after, _ = fuzz.run(outcome.source, meta=False)
+    assert not isinstance(before, BaseException), before
+    assert fix_fuzz.same(before, after), outcome.source
+    on_meta, off = fuzz.run(outcome.source, meta=True)
+    clean = not isinstance(on_meta, BaseException) and off == []
+    return [str(f) for f in outcome.remaining], clean
+
+
+WHERE = st.sampled_from(["module", "if", "function", "nested"])
+
+
+@given(
+    WHERE,
+    st.sampled_from(["torch.randn(2, 4)", "torch.ones(1, 4) * 2", "x0"]),
+    st.sampled_from(["", ", mask=None", ", scale=0.5"]),
+)
+def test_a_function_defined_under_an_if_or_in_a_function_knows_its_callers(
+    where: str, arg: str, extra: str
+) -> None:
+    """Class 1: a function defined under an ``if`` or inside another function was taken
+    for one called from elsewhere, and every parameter of it reported (TP520), though
+    its only callers pass a tensor, ``None`` or a float. Its callers are those calls."""
+    body = (
+        "x0 = torch.zeros(1, 4)\n"
+        f"def given(net, x{extra}):\n"
+        "    out = net(x)\n"
+        "    return out\n"
+        f"OUT.append(given(model, {arg}).detach())\n"
+    )
+    left, clean = placed(MODEL + wrap(body, where))
+    assert clean, left
+    assert left == []
+
+
+@given(WHERE, st.sampled_from(["OUT", "records"]))
+def test_an_item_appended_to_a_list_never_read_back_meets_nothing(where: str, name: str) -> None:
+    """Class 2: a list that is only appended to (``OUT.append(...)``, records) holds
+    device outputs; an output moved back to the CPU, or a function's name, appended to
+    it was reported as meeting the model (TP523). Its items never meet each other."""
+    body = (
+        (f"{name} = []\n" if name != "OUT" else "")
+        + f"{name}.append(model(torch.ones(1, 4)).detach())\n"
+        + "CPU = torch.device('cpu')\n"
+        + f"{name}.append(model(torch.ones(1, 4)).to(CPU).detach())\n"
+        + f"{name}.append(wrap.__name__)\n"
+        + (f"if {name} is not None:\n    OUT.append(len({name}))\n" if name != "OUT" else "")
+    )
+    left, clean = placed(MODEL + "def wrap():\n    pass\n" + wrap(body, where))
+    assert clean, left
+    assert left == []
+
+
+def test_a_cpu_item_in_a_list_that_is_concatenated_is_still_reported() -> None:
+    """Class 2's limit: once the list is read back (``torch.cat``), an item the code put
+    on the CPU meets the device items: reported, and the run confirms it."""
+    source = MODEL + (
+        "outs = []\n"
+        "outs.append(model(torch.ones(1, 4)))\n"
+        "outs.append(model(torch.ones(1, 4)).to('cpu'))\n"
+        "OUT.append(torch.cat(outs).detach())\n"
+    )
+    left, clean = placed(source)
+    assert not clean and any("TP523" in f for f in left), left
+
+
+BUFFER = (
+    "class Buffer:\n"
+    "    def __init__(self):\n"
+    "        self.items = [[float(i)] * 4 for i in range(4)]\n"
+    "    def {method}(self, n):\n"
+    "        rows = self.items[:n]\n"
+    "        return torch.tensor(rows), torch.tensor([[1.0, 0.0]] * n)\n"
+)
+
+
+@given(
+    WHERE,
+    st.sampled_from(["sample", "get_batch", "draw"]),
+    st.sampled_from(["batch_size", "2"]),
+)
+def test_an_object_is_not_what_to_move_what_its_method_returns_is(
+    where: str, method: str, size: str
+) -> None:
+    """Class 3: a replay buffer handed to a training function (``memory.sample(n)``)
+    was reported as the value to move (TP520 on ``memory``, TP523 "made by
+    ``Buffer()``"); no tensor has ``.sample``. What meets the model is what the call
+    returns, on the CPU: that is reported, once, by the call's name."""
+    train = (
+        "def train(net, memory, batch_size):\n"
+        f"    s, target = memory.{method}({size})\n"
+        "    out = net(s)\n"
+        "    return ((out - target) ** 2).mean()\n"
+    )
+    body = "memory = Buffer()\nOUT.append(train(model, memory, 2).detach())\n"
+    source = MODEL + BUFFER.format(method=method) + train + wrap(body, where)
+    left, clean = placed(source)
+    assert not clean  # the batch is on the CPU: a real leftover, so it must be reported
+    assert len(left) == 1, left
+    assert f"`memory.{method}({size})`" in left[0], left
+    assert "`memory`" not in left[0] and "Buffer()" not in left[0], left
+
+
+@given(st.sampled_from(["64", "0.99", "'train'", "True"]))
+def test_a_parameter_with_a_number_default_is_no_tensor_to_move(default: str) -> None:
+    """Class 4: ``def train(self, buffer, batch_size=64)`` called from another file:
+    ``batch_size`` was reported (TP520) as maybe a tensor; its default says it is a
+    number (or a string), and it is used as one."""
+    source = MODEL + (
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        "        self.net = model\n"
+        f"    def act(self, k={default}):\n"
+        "        x = torch.ones(1, 4)\n"
+        "        return self.net(x) * (1 if k else 0)\n"
+    )
+    left = [str(f) for f in port_text(source).remaining]
+    assert not any("`k`" in f for f in left), left
+
+
+@given(st.sampled_from(["0", "0.99", "discount", "'DISCRETE'"]))
+def test_an_attribute_the_class_sets_to_a_number_is_no_tensor(value: str) -> None:
+    """Class 5: ``self.total_it`` (``= 0``, ``+= 1``) or ``self.discount`` (a number,
+    or a parameter whose default is one) was reported (TP523) as made where the port
+    cannot follow. A tensor attribute (``self.scale = torch.ones(2)``) still is."""
+    bump = "        self.value += 1\n" if value != "'DISCRETE'" else ""
+    use = "self.value" if value != "'DISCRETE'" else "(self.value == 'DISCRETE')"
+    source = MODEL + (
+        "class Agent:\n"
+        "    def __init__(self, discount=0.99):\n"
+        "        self.net = model\n"
+        f"        self.value = {value}\n"
+        "        self.scale = torch.ones(2)\n"
+        "    def step(self):\n"
+        f"{bump}"
+        "        out = self.net(torch.ones(1, 4))\n"
+        f"        return out * {use} * self.scale\n"
+        "agent = Agent()\n"
+        "OUT.append(agent.step().detach())\n"
+    )
+    left, clean = placed(source)
+    assert not clean  # `self.scale` is a CPU tensor meeting a device output
+    assert not any("`self.value`" in f for f in left), left
+    assert any("`self.scale`" in f for f in left), left
+
+
+def test_a_loop_over_two_models_parameters_puts_no_model_in_a_container() -> None:
+    """Class 6: ``for to_model, from_model in zip(to_model.parameters(), ...)`` (the
+    loop reusing the models' names, as DeepRL code does): the loop's target tuple was
+    taken for a container the models go into (TP523)."""
+    source = MODEL + (
+        "target = torch.nn.Linear(4, 2)\n"
+        "def soft_update(from_model, to_model, tau):\n"
+        "    for to_model, from_model in zip(to_model.parameters(), from_model.parameters()):\n"
+        "        to_model.data.copy_(tau * from_model.data + (1.0 - tau) * to_model.data)\n"
+        "soft_update(model, target, 0.5)\n"
+        "OUT.append(target(torch.ones(1, 4)).detach())\n"
+    )
+    left, clean = placed(source)
+    assert clean, left
+    assert not any("goes into a tuple" in f for f in left), left
+
+
+@given(WHERE)
+def test_what_a_partial_of_the_model_is_called_with_is_moved(where: str) -> None:
+    """Class 7: ``f = functools.partial(step, model)``: what ``f`` is called with goes
+    to the model, so it is moved as a forward's input is (it was left on the CPU); the
+    partial itself is still reported (the port does not follow ``step``)."""
+    body = "y = f(torch.ones(1, 4))\nOUT.append(y.detach())\n"
+    source = (
+        MODEL
+        + (
+            "import functools\n"
+            "def step(m, x):\n"
+            "    return m(x)\n"
+            "f = functools.partial(step, model)\n"
+        )
+        + wrap(body, where)
+    )
+    left, clean = placed(source)
+    assert clean, left
+    assert len(left) == 1 and "functools.partial" in left[0], left
+
+
+@given(
+    WHERE,
+    st.sampled_from(
+        [
+            "for m in [model]:\n    y = m(torch.ones(1, 4))\n",
+            "models = {'a': model}\ny = models['a'](torch.ones(1, 4))\n",
+            "pair = (model, model)\ny = pair[0](torch.ones(1, 4))\n",
+        ]
+    ),
+)
+def test_what_a_model_taken_from_a_literal_is_called_with_is_moved(where: str, use: str) -> None:
+    """Class 9: a model taken back out of a list, tuple or dict literal (``for m in
+    [model]``, ``models["a"](x)``): its input was left on the CPU (moved before only when
+    the output went into ``OUT``, which class 2 no longer counts as meeting the model),
+    and the container reported (TP523). The input is moved as a forward's input, and a
+    container whose models are only taken out to be called is no escape: nothing said."""
+    body = use + "OUT.append(y.detach())\n"
+    left, clean = placed(MODEL + wrap(body, where))
+    assert clean, left
+    assert left == []
+
+
+def test_a_container_of_models_handed_on_is_still_reported() -> None:
+    """Class 9's limit: a dict of models handed to a function (its forwards out of the
+    flow's sight, its input made on the CPU there) is still reported, and the run shows
+    why."""
+    source = MODEL + (
+        "models = {'a': model}\n"
+        "def run_all(ms):\n"
+        "    return [m(torch.ones(1, 4)) for m in ms.values()]\n"
+        "y = models['a'](torch.ones(1, 4))\n"
+        "OUT.append([t.detach() for t in run_all(models)])\n"
+    )
+    left, clean = placed(source)
+    assert not clean
+    assert any("goes into a dict" in f for f in left), left
