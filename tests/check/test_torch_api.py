@@ -235,4 +235,3 @@ def test_the_name_before_a_parenthesis_reads_back_like_the_anchored_search(text:
     for end in range(len(text) + 1):
         found = re.search(r"([A-Za-z_]\w*)\s*$", text[:end])
         assert _name_before(text, end) == (None if found is None else found[1])
-

@@ -112,9 +112,7 @@ def same_tree(a: object, b: object) -> bool:
     if isinstance(a, ast.AST):
         if type(a) is not type(b):
             return False
-        return all(
-            same_tree(getattr(a, name, None), getattr(b, name, None)) for name in a._fields
-        )
+        return all(same_tree(getattr(a, name, None), getattr(b, name, None)) for name in a._fields)
     if isinstance(a, list):
         return (
             isinstance(b, list)
