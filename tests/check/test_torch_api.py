@@ -224,3 +224,14 @@ def test_the_table_in_docs_cli_md_is_the_table() -> None:
     text = (ROOT / "docs" / "cli.md").read_text()
     rows = re.findall(r"^\| `torch\.([\w.]+)` \| (\d+)\.(\d+) \|$", text, re.MULTILINE)
     assert {api: (int(a), int(b)) for api, a, b in rows} == SINCE
+
+
+@given(st.text(alphabet="ab_1é٣ \t\n\u2003\u00a0(.,=", max_size=30))
+def test_the_name_before_a_parenthesis_reads_back_like_the_anchored_search(text: str) -> None:
+    # Oracle: the regular expression the reader replaced (it scanned the whole prefix,
+    # once per finding: a quadratic check of a long file with many findings).
+    from torchport.check._torch_api import _name_before
+
+    for end in range(len(text) + 1):
+        found = re.search(r"([A-Za-z_]\w*)\s*$", text[:end])
+        assert _name_before(text, end) == (None if found is None else found[1])

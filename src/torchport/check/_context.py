@@ -62,6 +62,9 @@ class Context(SourceText):
         self._last_expr: ast.expr | None = None
         self._last_name: str | None = None
         self._torch_name: str | None = None
+        # What other passes work out once per file (the port's facts, plans ...), by the
+        # name of what they hold; dropped by release(), never carried to the next file.
+        self.memo: dict[str, object] = {}
 
     # ------------------------------------------------------------ the walk
 
@@ -87,6 +90,7 @@ class Context(SourceText):
             self._scope_map = None
         self._placement = None
         self._last_expr = None
+        self.memo.clear()
         self.ancestors.clear()
 
     # ------------------------------------------------------------ where we are

@@ -149,10 +149,31 @@ def _called_at(source: str, at: int) -> str | None:
             depth += 1
         elif char in "([{":
             if depth == 0:
-                name = re.search(r"([A-Za-z_]\w*)\s*$", source[:i]) if char == "(" else None
-                return None if name is None else name[1]
+                return _name_before(source, i) if char == "(" else None
             depth -= 1
     return None
+
+
+def _name_before(source: str, end: int) -> str | None:
+    r"""``re.search(r"([A-Za-z_]\w*)\s*$", source[:end])[1]``, reading back from ``end`` only.
+
+    The search itself copies and scans the text from its start: once per finding,
+    that made a file's check quadratic in its length.
+    """
+    stop = end
+    while stop > 0 and _SPACE.fullmatch(source[stop - 1]):
+        stop -= 1
+    start = stop
+    while start > 0 and _WORD.fullmatch(source[start - 1]):
+        start -= 1
+    while start < stop and not _FIRST.fullmatch(source[start]):
+        start += 1
+    return source[start:stop] if start < stop else None
+
+
+_SPACE = re.compile(r"\s")
+_WORD = re.compile(r"\w")
+_FIRST = re.compile(r"[A-Za-z_]")
 
 
 def _added_keywords(edit_text: str, replaced: str, source: str, at: int) -> set[str]:

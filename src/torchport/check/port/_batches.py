@@ -487,14 +487,10 @@ def _short(expr: ast.expr) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-_CACHE: list[tuple[PortFacts, BatchPlan]] = []
-
-
 def batch_plan(ctx: Context) -> BatchPlan:
     """The batch plan of the file ``ctx`` walks (computed once per walk)."""
-    facts = port_facts(ctx)
-    if _CACHE and _CACHE[0][0] is facts:
-        return _CACHE[0][1]
-    plan = _Planner(facts).run()
-    _CACHE[:] = [(facts, plan)]
-    return plan
+    found = ctx.memo.get("port.batches")
+    if found is None:
+        found = ctx.memo["port.batches"] = _Planner(port_facts(ctx)).run()
+    assert isinstance(found, BatchPlan)
+    return found

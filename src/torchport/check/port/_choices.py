@@ -84,14 +84,11 @@ def _main_guard(node: ast.AST) -> bool:
     )
 
 
-_OPTION_CACHE: list[tuple[int, bool]] = []
-
-
 def device_option(ctx: Context) -> bool:
     """Whether the file defines a command-line flag that picks the device (``--cuda``)."""
-    key = id(ctx.tree)
-    if _OPTION_CACHE and _OPTION_CACHE[0][0] == key:
-        return _OPTION_CACHE[0][1]
+    known = ctx.memo.get("port.device_option")
+    if known is not None:
+        return bool(known)
     found = False
     for n in ast.walk(ctx.tree):
         if (
@@ -107,7 +104,7 @@ def device_option(ctx: Context) -> bool:
         ):
             found = True
             break
-    _OPTION_CACHE[:] = [(key, found)]
+    ctx.memo["port.device_option"] = found
     return found
 
 

@@ -23,7 +23,7 @@ from torchport.check.semantic._placement import (
     means_accelerator,
 )
 
-__all__ = ["DeviceName"]
+__all__ = ["DeviceName", "same_tree"]
 
 
 class DeviceName:
@@ -58,7 +58,7 @@ class DeviceName:
 
     def _choose(self) -> str | None:
         body = self.ctx.tree.body
-        ours = ast.dump(ast.parse(device_expr(self.ctx.torch_name())).body[0].value)  # type: ignore[attr-defined]
+        ours: ast.expr = ast.parse(device_expr(self.ctx.torch_name())).body[0].value  # type: ignore[attr-defined]
         defined: dict[str, ast.expr] = {}
         for stmt in body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
@@ -66,7 +66,7 @@ class DeviceName:
                 if isinstance(target, ast.Name) and target.id in DEVICE_NAMES:
                     defined.setdefault(target.id, stmt.value)
         for name in DEVICE_NAMES:
-            if name in defined and ast.dump(defined[name]) == ours:
+            if name in defined and same_tree(defined[name], ours):
                 return name
         scopes = self.ctx.scopes
         for name in DEVICE_NAMES:
@@ -100,3 +100,23 @@ class DeviceName:
             and self.ctx.qualname(value.func)
             in ("torch.device", "torch.accelerator.current_accelerator")
         ) or means_accelerator(value, self.ctx)
+
+
+def same_tree(a: object, b: object) -> bool:
+    """Whether two trees are the same code: ``ast.dump(a) == ast.dump(b)``, positions aside.
+
+    Written out because ``ast.dump`` formats through a closure that calls itself: each
+    call leaves a reference cycle for the collector, and a file's analysis leaves none.
+    Leaf values compare by type and ``repr`` as ``dump`` shows them (``1`` is not ``True``).
+    """
+    if isinstance(a, ast.AST):
+        if type(a) is not type(b):
+            return False
+        return all(same_tree(getattr(a, name, None), getattr(b, name, None)) for name in a._fields)
+    if isinstance(a, list):
+        return (
+            isinstance(b, list)
+            and len(a) == len(b)
+            and all(same_tree(x, y) for x, y in zip(a, b, strict=True))
+        )
+    return type(a) is type(b) and repr(a) == repr(b)

@@ -370,16 +370,13 @@ class PortFacts:
         return isinstance(root, (ast.Name, ast.Attribute)) and self.holds_model(root, scope)
 
 
-_CACHE: list[PortFacts] = []
-
-
 def port_facts(ctx: Context) -> PortFacts:
     """The facts of the file ``ctx`` walks, computed on the first call and reused after."""
-    if _CACHE and _CACHE[0].ctx is ctx:
-        return _CACHE[0]
-    facts = PortFacts(ctx)
-    _CACHE[:] = [facts]
-    return facts
+    found = ctx.memo.get("port.facts")
+    if found is None:
+        found = ctx.memo["port.facts"] = PortFacts(ctx)
+    assert isinstance(found, PortFacts)
+    return found
 
 
 def _imports_torch(tree: ast.Module) -> bool:

@@ -525,16 +525,14 @@ class ValueKinds:
         return found - bases
 
 
-_CACHE: list[tuple[PortFacts, ValueKinds]] = []
-
-
 def value_kinds(facts: PortFacts) -> ValueKinds:
     """The value kinds of the file ``facts`` describes (made once per walk)."""
-    if _CACHE and _CACHE[0][0] is facts:
-        return _CACHE[0][1]
-    kinds = ValueKinds(facts)
-    _CACHE[:] = [(facts, kinds)]
-    return kinds
+    memo = facts.ctx.memo
+    found = memo.get("port.kinds")
+    if found is None:
+        found = memo["port.kinds"] = ValueKinds(facts)
+    assert isinstance(found, ValueKinds)
+    return found
 
 
 def _is_self_attr(node: ast.AST, attr: str | None) -> bool:

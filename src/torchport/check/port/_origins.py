@@ -477,14 +477,11 @@ def _callee(call: ast.Call) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-_CACHE: list[tuple[PortFacts, Origins]] = []
-
-
 def origins(ctx: Context) -> Origins:
     """The origins of the file ``ctx`` walks (worked out once per walk)."""
-    facts = port_facts(ctx)
-    if _CACHE and _CACHE[0][0] is facts:
-        return _CACHE[0][1]
-    found = Origins(facts, value_kinds(facts), batch_plan(ctx))
-    _CACHE[:] = [(facts, found)]
+    found = ctx.memo.get("port.origins")
+    if found is None:
+        facts = port_facts(ctx)
+        found = ctx.memo["port.origins"] = Origins(facts, value_kinds(facts), batch_plan(ctx))
+    assert isinstance(found, Origins)
     return found

@@ -164,6 +164,7 @@ class _Plan:
         self.import_at = -1  # index of the statement `import torch` goes before (-1: header)
         self.after: int | None = None  # the definition goes after body[after] (-1: at the top)
         self._positions: dict[int, int] | None = None  # id(statement) -> index in body
+        self._definitions: dict[str, tuple[Edit, ...]] = {}  # name -> definition_edits(name)
         if self.alias is None:
             if status is TorchImport.OPTIONAL or not _only_torch(ctx, "torch"):
                 return  # torch must stay optional here, or `torch` means something else
@@ -199,12 +200,22 @@ class _Plan:
         return (self._after_edit(["import torch"]),)
 
     def definition_edits(self, name: str) -> tuple[Edit, ...]:
-        """``import torch`` if missing, then ``name = <the accelerator choice>``."""
+        """``import torch`` if missing, then ``name = <the accelerator choice>``.
+
+        The same edits for every finding of the file (the plan is fixed once made): made
+        once per name, not once per finding (a file of 40,000 findings held 40,000 copies).
+        """
+        found = self._definitions.get(name)
+        if found is not None:
+            return found
         assert self.alias is not None
         line = device_line(name, self.alias).rstrip("\n")
         if self.needs_import and self.import_at < 0:
-            return (self._after_edit(["import torch", line]),)
-        return (*self.torch_edits(), self._after_edit([line]))
+            found = (self._after_edit(["import torch", line]),)
+        else:
+            found = (*self.torch_edits(), self._after_edit([line]))
+        self._definitions[name] = found
+        return found
 
     def _after_edit(self, lines: list[str]) -> Edit:
         """Insert ``lines`` after the statement at ``self.after`` (at the top when -1)."""
