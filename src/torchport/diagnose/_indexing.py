@@ -30,6 +30,7 @@ __all__ = [
     "host_index_bytes",
     "host_index_parts",
     "indexes_by_mask",
+    "list_index_copy_bytes",
     "masked_fill_dispatch",
     "selects",
     "uint8_index",
@@ -40,6 +41,8 @@ _Kwargs = Mapping[str, Any]
 
 
 MASK_DTYPES = (torch.bool, torch.uint8)
+_SETITEM = torch.Tensor.__setitem__
+_INDEXING = frozenset({torch.Tensor.__getitem__, _SETITEM})
 
 
 def has_bool_index(args: _Args, kwargs: _Kwargs) -> bool:
@@ -97,6 +100,27 @@ def assigns_number_by_mask(args: _Args) -> bool:
         and isinstance(args[2], (bool, int, float, complex))
         and indexes_by_mask(args, {})
     )
+
+
+def list_index_copy_bytes(func: Any, args: _Args) -> int:
+    """Bytes a ``x[index]`` / ``x[index] = v`` call (``func``) would copy to an accelerator
+    for the index parts the host builds (lists, NumPy arrays) and a number it assigns
+    (0: none). Any index tensor is taken as the host's: the audit's observer knows better.
+    """
+    if func not in _INDEXING or len(args) < 2:
+        return 0
+    try:
+        number = assigned_number_bytes(args, on_host=_maybe_on_host)
+        found = host_index_bytes(args[1]) + number
+        # x[mask] = number: nothing crosses unless the mask is the host's (the observer's to tell)
+        return found or int(func is _SETITEM and assigns_number_by_mask(args))
+    except Exception:  # odd indices: the call itself will say what is wrong with them
+        return 0
+
+
+def _maybe_on_host(tensor: torch.Tensor) -> bool:
+    """Any index tensor may be the host's in the accelerator run (the observer knows)."""
+    return True
 
 
 def host_index_bytes(index: Any) -> int:

@@ -307,7 +307,7 @@ class FunctionWatcher(TorchFunctionMode):
             kwargs = {}
         applies = entry.applies
         if applies is not None and not _matches(applies, args, kwargs):
-            host_index = _host_index_bytes(func, args)
+            host_index = _indexing.list_index_copy_bytes(func, args)
             if not (host_index or entry.quiet_otherwise):
                 return _call(func, args, kwargs, warns)
             if host_index and _indexing.basic_view_dims(args[0], args[1]) is not None:
@@ -345,29 +345,6 @@ class FunctionWatcher(TorchFunctionMode):
             local.quiet = depth
             if token is not None:
                 observer.restore(token)
-
-
-_INDEXING = frozenset({torch.Tensor.__getitem__, torch.Tensor.__setitem__})
-_SETITEM = torch.Tensor.__setitem__
-
-
-def _host_index_bytes(func: Any, args: Sequence[Any]) -> int:
-    """Bytes of a list or NumPy index an accelerator would copy to the device (0: none)."""
-    if func not in _INDEXING or len(args) < 2:
-        return 0
-    try:
-        # an index tensor may be the host's in the accelerator run: the observer tells
-        number = _indexing.assigned_number_bytes(args, on_host=_maybe_on_host)
-        found = _indexing.host_index_bytes(args[1]) + number
-        # x[mask] = number: nothing crosses unless the mask is the host's (the observer's to tell)
-        return found or int(func is _SETITEM and _indexing.assigns_number_by_mask(args))
-    except Exception:  # odd indices: the call itself will say what is wrong with them
-        return 0
-
-
-def _maybe_on_host(tensor: torch.Tensor) -> bool:
-    """Any index tensor may be the host's in the accelerator run (the observer knows)."""
-    return True
 
 
 @contextlib.contextmanager

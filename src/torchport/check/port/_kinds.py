@@ -42,6 +42,7 @@ from torchport.check.port._calls import (
     is_move,
     moves_to_program_device,
 )
+from torchport.check.port._class_attributes import ClassAttributes
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._elements import ElementKinds, is_builtin
 from torchport.check.port._facts import PortFacts, PortScope
@@ -101,8 +102,9 @@ class ValueKinds:
 
     Across calls it asks its :attr:`callers` (what a parameter holds, what a
     function of the file returns); for loop targets and unpackings its
-    :attr:`unpacking` (what iterating or unpacking a value yields). Both ask
-    back this object's :meth:`of`.
+    :attr:`unpacking` (what iterating or unpacking a value yields); for
+    ``self.x`` and ``Cfg.x`` its :attr:`attributes` (what the file's own classes
+    store). Each asks back this object's :meth:`of`.
     """
 
     def __init__(self, facts: PortFacts) -> None:
@@ -114,11 +116,7 @@ class ValueKinds:
         kind_of = _asking(self)
         self.callers = CallerKinds(facts, kind_of)
         self.unpacking = ElementKinds(self.scopes, kind_of, self.callers)
-        self._own_attrs: dict[tuple[int, str], Kind] = {}  # `self.x` of a class, by (class, x)
-        self._class_stores: dict[int, dict[str, list[ast.expr | None]]] = {}
-        self._own_store_ids: dict[int, set[int]] = {}
-        self._attr_stores: dict[str, list[ast.Attribute]] | None = None
-        self._stored_attrs: set[str] | None = None  # attributes the file assigns (`obj.x = ...`)
+        self.attributes = ClassAttributes(self.ctx, kind_of)
         dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
         self._loader_classes = self._subclasses(dataloaders, "DataLoader")
         self._dataset_classes = self._subclasses(set(), "Dataset")
@@ -195,11 +193,13 @@ class ValueKinds:
             scope = self._scope(expr)
             if self.facts.holds_model(expr, scope):
                 return Kind.MODEL
-            cls = scope.cls
-            return self.own_attribute(cls, expr.attr) if cls is not None else Kind.UNKNOWN
-        cls = self.file_class(value)
+            if scope.cls is None:
+                return Kind.UNKNOWN
+            return self.attributes.own_attribute(scope.cls, expr.attr)
+        cls = self.attributes.file_class(value)
         if cls is not None:
-            return self.class_attribute(cls, expr.attr)  # `Cfg.x`: what the class body holds
+            # `Cfg.x`: what the class body holds
+            return self.attributes.class_attribute(cls, expr.attr)
         inner = self.of(value)
         if inner in (Kind.TENSOR, Kind.DEVICE):
             return inner if expr.attr in _SAME_KIND_ATTRS else Kind.UNKNOWN
@@ -208,114 +208,6 @@ class ValueKinds:
         if inner is Kind.OTHER and self._module_name(value):
             return Kind.OTHER  # `np.pi`, `math.e`, `torch.float32`
         return Kind.UNKNOWN
-
-    def file_class(self, name: ast.expr) -> ast.ClassDef | None:
-        """The class of the file ``name`` is bound to (its one binding), if it is one."""
-        if not isinstance(name, ast.Name):
-            return None
-        found = self.scopes.bindings(name.id, name)
-        node = found[0].node if len(found) == 1 else None
-        return node if isinstance(node, ast.ClassDef) else None
-
-    def own_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
-        """What ``self.<attr>`` holds in a method of ``cls``: OTHER when every store of it in
-        the class's methods is a number or string (``self.total_it = 0``, ``+= 1``,
-        ``self.discount = discount`` with ``discount=0.99``), else UNKNOWN.
-
-        Unknown as well when the file stores that attribute on anything but ``self``
-        (``agent.total_it = ...``), or the class body binds it too.
-        """
-        key = (id(cls), attr)
-        found = self._own_attrs.get(key)
-        if found is not None:
-            return found
-        self._own_attrs[key] = Kind.UNKNOWN  # asked again while worked out: a cycle
-        kind = self._own_attribute(cls, attr)
-        self._own_attrs[key] = kind
-        return kind
-
-    def _own_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
-        values = self._self_stores(cls).get(attr)
-        if not values or any(v is None for v in values) or self._stored_elsewhere(cls, attr):
-            return Kind.UNKNOWN  # unpacked into, or annotated only: not told
-        kind = join(self.of(v) for v in values if v is not None)
-        return Kind.OTHER if kind is Kind.OTHER else Kind.UNKNOWN
-
-    def _self_stores(self, cls: ast.ClassDef) -> dict[str, list[ast.expr | None]]:
-        """Per attribute, the values the class's code stores as ``self.<attr>`` (None: one
-        it cannot tell, as ``self.a, self.b = f()``); one walk of the class, kept."""
-        found = self._class_stores.get(id(cls))
-        if found is not None:
-            return found
-        found = {}
-        for node in ast.walk(cls):
-            targets: list[ast.expr]
-            value: ast.expr | None
-            if isinstance(node, ast.Assign):
-                targets, value = node.targets, node.value
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                targets, value = [node.target], node.value
-            else:
-                continue
-            for target in targets:
-                if _is_self_attr(target, None):
-                    assert isinstance(target, ast.Attribute)
-                    found.setdefault(target.attr, []).append(value)
-                elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
-                    for n in ast.walk(target):
-                        if isinstance(n, ast.Attribute):
-                            found.setdefault(n.attr, []).append(None)
-        self._class_stores[id(cls)] = found
-        return found
-
-    def _stored_elsewhere(self, cls: ast.ClassDef, attr: str) -> bool:
-        """Whether the file stores ``attr`` other than as ``self.<attr>`` in ``cls``, or the
-        class body binds it too (``total_it = 0`` as a class attribute)."""
-        if self._attr_stores is None:
-            self._attr_stores = {}
-            for n in self.ctx.scopes.nodes_of(ast.Attribute):
-                assert isinstance(n, ast.Attribute)
-                if not isinstance(n.ctx, ast.Load):
-                    self._attr_stores.setdefault(n.attr, []).append(n)
-        own = self._own_store_ids.get(id(cls))
-        if own is None:
-            own = self._own_store_ids[id(cls)] = {
-                id(n) for n in ast.walk(cls) if _is_self_attr(n, None)
-            }
-        if any(id(n) not in own for n in self._attr_stores.get(attr, ())):
-            return True
-        return any(
-            isinstance(t, ast.Name) and t.id == attr
-            for stmt in cls.body
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign))
-            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
-        )
-
-    def class_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
-        """What a class attribute read through the class holds (``Cfg.x``).
-
-        The values its body assigns; unknown when the file assigns it anywhere
-        else (``Cfg.x = ...``), or the body does not assign it (a method).
-        """
-        values: list[ast.expr] = []
-        for stmt in cls.body:
-            if isinstance(stmt, ast.Assign):
-                targets, value = stmt.targets, stmt.value
-            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-                targets, value = [stmt.target], stmt.value
-            else:
-                continue
-            if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
-                values.append(value)
-        if self._stored_attrs is None:
-            self._stored_attrs = {
-                n.attr
-                for n in ast.walk(self.ctx.tree)
-                if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
-            }
-        if not values or attr in self._stored_attrs:
-            return Kind.UNKNOWN
-        return join(self.of(v) for v in values)
 
     def _module_name(self, expr: ast.expr) -> bool:
         root = expr
@@ -533,13 +425,3 @@ def value_kinds(facts: PortFacts) -> ValueKinds:
         found = memo["port.kinds"] = ValueKinds(facts)
     assert isinstance(found, ValueKinds)
     return found
-
-
-def _is_self_attr(node: ast.AST, attr: str | None) -> bool:
-    """``self.<attr>`` (any attribute of ``self`` for None)."""
-    return (
-        isinstance(node, ast.Attribute)
-        and (attr is None or node.attr == attr)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )

@@ -145,7 +145,8 @@ class Origins:
             if setting is not None:
                 return setting  # `cfg.lr` of `cfg = Config()`: what the class holds
             own = isinstance(value, ast.Name) and value.id == "self"
-            if self.kinds.file_class(value) is not None or self.kinds.of(value) in _HOLDERS:
+            held_by_class = self.kinds.attributes.file_class(value) is not None
+            if held_by_class or self.kinds.of(value) in _HOLDERS:
                 # `Cfg.x`, `train_ds.tensors`, `Pairs(2).x`: data a class, a dataset or
                 # a loader keeps, on the CPU; not "where the holder lives"
                 return [self._origin(expr)]
@@ -183,10 +184,10 @@ class Origins:
         bound = found[0].value if len(found) == 1 else None
         if not isinstance(bound, ast.Call) or bound.args or bound.keywords:
             return None
-        cls = self.kinds.file_class(bound.func)
+        cls = self.kinds.attributes.file_class(bound.func)
         if cls is None or self.facts.known.classes.intersection({cls.name}):
             return None
-        if self.kinds.class_attribute(cls, expr.attr) in _FINE:
+        if self.kinds.attributes.class_attribute(cls, expr.attr) in _FINE:
             return []
         return [self._origin(expr)]
 

@@ -1,0 +1,148 @@
+"""What the attributes of the file's own classes hold, as far as the port can tell.
+
+``self.x`` in a method of a class of the file, and ``Cfg.x`` read through the
+class: OTHER when every value the file stores there is a number or string,
+the join of the class body's values for a class attribute, UNKNOWN whenever the
+file stores that attribute anywhere else. Asked by :class:`ValueKinds`, which
+it asks back for the kind of each stored value. Syntax only; imports no torch.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from torchport.check._context import Context
+from torchport.check.port._value_kind import Kind, join
+
+__all__ = ["ClassAttributes"]
+
+
+class ClassAttributes:
+    """The attributes of one file's classes; every walk of a class is made once and kept."""
+
+    def __init__(self, ctx: Context, kind_of: Callable[[ast.expr], Kind]) -> None:
+        self._ctx = ctx
+        self._kind_of = kind_of  # ValueKinds.of, through a weak reference
+        self._own_attrs: dict[tuple[int, str], Kind] = {}  # `self.x` of a class, by (class, x)
+        self._class_stores: dict[int, dict[str, list[ast.expr | None]]] = {}
+        self._own_store_ids: dict[int, set[int]] = {}
+        self._attr_stores: dict[str, list[ast.Attribute]] | None = None
+        self._stored_attrs: set[str] | None = None  # attributes the file assigns (`obj.x = ...`)
+
+    def file_class(self, name: ast.expr) -> ast.ClassDef | None:
+        """The class of the file ``name`` is bound to (its one binding), if it is one."""
+        if not isinstance(name, ast.Name):
+            return None
+        found = self._ctx.scopes.bindings(name.id, name)
+        node = found[0].node if len(found) == 1 else None
+        return node if isinstance(node, ast.ClassDef) else None
+
+    def own_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
+        """What ``self.<attr>`` holds in a method of ``cls``: OTHER when every store of it in
+        the class's methods is a number or string (``self.total_it = 0``, ``+= 1``,
+        ``self.discount = discount`` with ``discount=0.99``), else UNKNOWN.
+
+        Unknown as well when the file stores that attribute on anything but ``self``
+        (``agent.total_it = ...``), or the class body binds it too.
+        """
+        key = (id(cls), attr)
+        found = self._own_attrs.get(key)
+        if found is not None:
+            return found
+        self._own_attrs[key] = Kind.UNKNOWN  # asked again while worked out: a cycle
+        kind = self._own_attribute(cls, attr)
+        self._own_attrs[key] = kind
+        return kind
+
+    def _own_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
+        values = self._self_stores(cls).get(attr)
+        if not values or any(v is None for v in values) or self._stored_elsewhere(cls, attr):
+            return Kind.UNKNOWN  # unpacked into, or annotated only: not told
+        kind = join(self._kind_of(v) for v in values if v is not None)
+        return Kind.OTHER if kind is Kind.OTHER else Kind.UNKNOWN
+
+    def _self_stores(self, cls: ast.ClassDef) -> dict[str, list[ast.expr | None]]:
+        """Per attribute, the values the class's code stores as ``self.<attr>`` (None: one
+        it cannot tell, as ``self.a, self.b = f()``); one walk of the class, kept."""
+        found = self._class_stores.get(id(cls))
+        if found is not None:
+            return found
+        found = {}
+        for node in ast.walk(cls):
+            targets: list[ast.expr]
+            value: ast.expr | None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets, value = [node.target], node.value
+            else:
+                continue
+            for target in targets:
+                if _is_self_attribute(target):
+                    assert isinstance(target, ast.Attribute)
+                    found.setdefault(target.attr, []).append(value)
+                elif isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Attribute):
+                            found.setdefault(n.attr, []).append(None)
+        self._class_stores[id(cls)] = found
+        return found
+
+    def _stored_elsewhere(self, cls: ast.ClassDef, attr: str) -> bool:
+        """Whether the file stores ``attr`` other than as ``self.<attr>`` in ``cls``, or the
+        class body binds it too (``total_it = 0`` as a class attribute)."""
+        if self._attr_stores is None:
+            self._attr_stores = {}
+            for n in self._ctx.scopes.nodes_of(ast.Attribute):
+                assert isinstance(n, ast.Attribute)
+                if not isinstance(n.ctx, ast.Load):
+                    self._attr_stores.setdefault(n.attr, []).append(n)
+        own = self._own_store_ids.get(id(cls))
+        if own is None:
+            own = self._own_store_ids[id(cls)] = {
+                id(n) for n in ast.walk(cls) if _is_self_attribute(n)
+            }
+        if any(id(n) not in own for n in self._attr_stores.get(attr, ())):
+            return True
+        return any(
+            isinstance(t, ast.Name) and t.id == attr
+            for stmt in cls.body
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+        )
+
+    def class_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
+        """What a class attribute read through the class holds (``Cfg.x``).
+
+        The values its body assigns; unknown when the file assigns it anywhere
+        else (``Cfg.x = ...``), or the body does not assign it (a method).
+        """
+        values: list[ast.expr] = []
+        for stmt in cls.body:
+            if isinstance(stmt, ast.Assign):
+                targets, value = stmt.targets, stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                targets, value = [stmt.target], stmt.value
+            else:
+                continue
+            if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+                values.append(value)
+        if self._stored_attrs is None:
+            self._stored_attrs = {
+                n.attr
+                for n in ast.walk(self._ctx.tree)
+                if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+            }
+        if not values or attr in self._stored_attrs:
+            return Kind.UNKNOWN
+        return join(self._kind_of(v) for v in values)
+
+
+def _is_self_attribute(node: ast.AST) -> bool:
+    """``self.<anything>``."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
