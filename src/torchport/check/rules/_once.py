@@ -143,14 +143,16 @@ def _called_once(tree: ast.Module) -> frozenset[str]:
     called: set[str] = set()
     at_top: set[int] = set()  # the Name nodes that are such calls' functions
 
-    def visit(node: ast.AST, top: bool) -> None:
+    # A stack, not a recursive closure: that would be a cycle left for the collector.
+    stack: list[tuple[ast.AST, bool]] = [(tree, True)]
+    while stack:
+        node, top = stack.pop()
         for child in ast.iter_child_nodes(node):
             if top and isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
                 called.add(child.func.id)
                 at_top.add(id(child.func))
-            visit(child, top and not isinstance(child, _SCOPES + _LOOPS + _COMPREHENSIONS))
-
-    visit(tree, True)
+            inner = top and not isinstance(child, _SCOPES + _LOOPS + _COMPREHENSIONS)
+            stack.append((child, inner))
     elsewhere = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in at_top}
     found = frozenset((called & defs) - elsewhere)
     _ONCE[tree] = found
