@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._loader_placement import PLACED_BY_LOADER, placed_by_loader
 from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -99,10 +100,10 @@ class ModelNotOnDevice(Rule):
         expr = _the_whole_model_expression(node, facts)
         if expr is None or _dropped_or_moved_later(expr, scope, facts):
             return
-        placed = _placed_by_loader(node)
+        placed = placed_by_loader(node)
         if placed is not None:
             if not _never_given_inputs(expr, ctx):
-                yield ctx.finding(self, node, message=_PLACED_BY_LOADER.format(placed=placed))
+                yield ctx.finding(self, node, message=PLACED_BY_LOADER.format(placed=placed))
             return
         found = facts.device_at(node)
         if found is None:
@@ -111,13 +112,6 @@ class ModelNotOnDevice(Rule):
         name, edits = found
         fix = Fix((*ctx.append_call(node, f".to({name})"), *edits), FixSafety.SAFE)
         yield ctx.finding(self, node, fix=fix)
-
-
-# `.to()` raises for an 8-bit model and undoes a split over devices.
-_PLACED_BY_LOADER = (
-    "this model is placed by its loader (`{placed}`): do not move it; move its "
-    "inputs to `model.device` (or leave `{placed}` out and move it to `device`)"
-)
 
 
 def _never_given_inputs(expr: ast.AST, ctx: Context) -> bool:
@@ -189,41 +183,3 @@ def _dropped_or_moved_later(expr: ast.AST, scope: PortScope, facts: PortFacts) -
         targets = holder.targets if isinstance(holder, ast.Assign) else [holder.target]
         return any(isinstance(t, ast.Name) and t.id in scope.moved for t in targets)
     return False
-
-
-# Keywords of a loader (`from_pretrained`) that place or quantize the model themselves.
-_PLACEMENT = frozenset(
-    {"device_map", "load_in_8bit", "load_in_4bit", "quantization_config", "max_memory",
-     "offload_folder", "tp_plan"}
-)  # fmt: skip
-
-
-def _placed_by_loader(call: ast.AST) -> str | None:
-    """The option with which a loader places the model itself (``**kwargs`` may carry one)."""
-    if not isinstance(call, ast.Call):
-        return None
-    for k in call.keywords:
-        if k.arg is None:
-            keys = _literal_keys(k.value)
-            if keys is None:
-                return "**" + ast.unparse(k.value)  # unknown contents: may carry one
-            found = next((key for key in keys if key in _PLACEMENT), None)
-            if found is not None:
-                return f"{found}="
-            continue  # `**{"torch_dtype": ...}`: every key is known, none places
-        if k.arg in _PLACEMENT:
-            value = k.value
-            if isinstance(value, ast.Constant) and value.value in (None, False):
-                continue  # `device_map=None`, `load_in_8bit=False`: nothing placed
-            return f"{k.arg}="
-    return None
-
-
-def _literal_keys(value: ast.expr) -> list[str] | None:
-    """The keys of a ``**{...}`` dict literal with string keys, else None (unknown)."""
-    if not isinstance(value, ast.Dict):
-        return None
-    keys = [k.value for k in value.keys if isinstance(k, ast.Constant)]
-    if len(keys) != len(value.keys) or not all(isinstance(k, str) for k in keys):
-        return None
-    return [str(k) for k in keys]
