@@ -22,6 +22,8 @@ import attrs
 import pydantic
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 import torchport as tp
 from tests.place.siblings import load
@@ -607,3 +609,49 @@ def test_a_copy_handed_the_objects_own_dict_does_not_write_into_the_input() -> N
     out = tp.to_device([item], "meta")[0]
     assert out.image.is_meta and out.label == 3
     assert not item.image.is_meta and out.__dict__ is not item.__dict__
+
+
+# --- nothing to move: the very object, whatever containers it holds -------------------------
+
+_ON_META = st.integers(0, 3).map(lambda n: torch.zeros(n, device="meta"))
+_VALUES = st.integers(-2, 2) | st.sampled_from(["a", "b"]) | st.none()
+
+
+def _holders(leaf: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    hashable = leaf.filter(lambda v: not isinstance(v, list | dict))
+    return st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.lists(inner, max_size=3).map(tuple),
+            st.lists(inner, max_size=3).map(collections.deque),
+            st.dictionaries(st.sampled_from("xyz"), inner, max_size=3),
+            st.dictionaries(st.sampled_from("xyz"), inner, max_size=3).map(collections.OrderedDict),
+            st.sets(hashable, max_size=3),
+            st.frozensets(hashable, max_size=3),
+        ),
+        max_leaves=6,
+    )
+
+
+@dataclasses.dataclass
+class _Held:
+    first: Any
+    second: Any
+
+
+class _HeldModel(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+    first: Any
+    second: Any
+
+
+@given(first=_holders(_ON_META | _VALUES), second=_holders(_ON_META | _VALUES))
+def test_an_object_in_which_nothing_moves_is_the_very_object(first: Any, second: Any) -> None:
+    # The promise for objects without .to: nothing under it moves, so it comes back as
+    # itself (pydantic models always hold a set, their fields_set).
+    for obj in (_Held(first, second), _HeldModel(first=first, second=second)):
+        assert tp.to_device(obj, META) is obj
+        assert tp.to_device({"k": obj}, META)["k"] is obj
+        moved = tp.to_device(_Held(obj, torch.ones(1)), META)  # a tensor beside it moves
+        assert moved.first is obj and moved.second.is_meta
