@@ -655,3 +655,41 @@ def test_an_object_in_which_nothing_moves_is_the_very_object(first: Any, second:
         assert tp.to_device({"k": obj}, META)["k"] is obj
         moved = tp.to_device(_Held(obj, torch.ones(1)), META)  # a tensor beside it moves
         assert moved.first is obj and moved.second.is_meta
+
+
+# --- a tensor torch cannot copy, inside a class made at run time: named by its path ------
+
+
+def _made_at_run_time(kind: str, leaf: Any) -> Any:
+    if kind == "dataclass":
+        return dataclasses.make_dataclass("Made", [("a", Any), ("b", Any)])(1, leaf)
+    if kind == "namedtuple":
+        return collections.namedtuple("Made", "a b")(1, leaf)
+    if kind == "attrs":
+        return attrs.make_class("Made", ["a", "b"])(1, leaf)
+    made = type("Made", (), {})()
+    made.a, made.b = 1, [leaf]
+    return made
+
+
+@given(
+    kinds=st.lists(st.sampled_from(["dataclass", "namedtuple", "attrs", "plain"]), max_size=3),
+    where=st.sampled_from(["top", "dict", "list"]),
+)
+def test_an_uncopyable_tensor_in_run_time_classes_is_named_by_its_path(
+    kinds: list[str], where: str
+) -> None:
+    # The oracle: the message's path, evaluated on the input, is the very tensor.
+    leaf = torch.zeros(2, device="meta")  # torch cannot copy it to the CPU
+    batch: Any = leaf
+    for kind in kinds:
+        batch = _made_at_run_time(kind, batch)
+    batch = {"top": batch, "dict": {"k": batch}, "list": [0, batch]}[where]
+    for move in (
+        lambda: tp.to_device(batch, "cpu"),
+        lambda: next(iter(tp.DeviceLoader([batch], device="cpu"))),
+    ):
+        with pytest.raises(tp.UnsupportedBatchError) as caught:
+            move()
+        path = str(caught.value).split(" is a ", 1)[0]
+        assert eval(path, {"batch": batch}) is leaf, str(caught.value)
