@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import attrs
+import numpy
 import pydantic
 import pytest
 import torch
@@ -693,3 +694,28 @@ def test_an_uncopyable_tensor_in_run_time_classes_is_named_by_its_path(
             move()
         path = str(caught.value).split(" is a ", 1)[0]
         assert eval(path, {"batch": batch}) is leaf, str(caught.value)
+
+
+@given(
+    kinds=st.lists(st.sampled_from(["dataclass", "namedtuple", "attrs", "plain"]), max_size=3),
+    where=st.sampled_from(["top", "dict", "list"]),
+)
+def test_a_hidden_tensor_in_run_time_classes_is_named_by_its_path(
+    kinds: list[str], where: str
+) -> None:
+    # A numpy array of Python objects holding a CPU tensor cannot be rebuilt around
+    # the moved tensor: refused, and the message's path, evaluated on the input, is it.
+    hidden = numpy.empty(1, dtype=object)
+    hidden[0] = torch.ones(1)
+    batch: Any = hidden
+    for kind in kinds:
+        batch = _made_at_run_time(kind, batch)
+    batch = {"top": batch, "dict": {"k": batch}, "list": [0, batch]}[where]
+    for move in (
+        lambda: tp.to_device(batch, META),
+        lambda: next(iter(tp.DeviceLoader([batch], device=META))),
+    ):
+        with pytest.raises(tp.UnsupportedBatchError) as caught:
+            move()
+        path = str(caught.value).split(" is a ", 1)[0]
+        assert eval(path, {"batch": batch}) is hidden, str(caught.value)

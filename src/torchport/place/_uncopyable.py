@@ -22,7 +22,7 @@ from torchport.place._locate import ROOT, find_path
 from torchport.place._registrations import close_walk, open_walk
 from torchport.place._tree import flatten_batch
 
-__all__ = ["COPY_FAILURES", "copy_failure", "uncopyable"]
+__all__ = ["COPY_FAILURES", "copy_failure", "path_of", "uncopyable"]
 
 # What torch raises when it has no kernel to copy a kind of tensor to a device.
 COPY_FAILURES = (NotImplementedError,)
@@ -69,7 +69,7 @@ def copy_failure(
         try:
             t.to(target)  # noqa: TP107 (only whether it raises matters)
         except type(exc) as again:
-            return uncopyable(_path_of(batch, t), t, target, again, _LAST)
+            return uncopyable(path_of(batch, t), t, target, again, _LAST)
         except Exception:  # another failure: not the culprit of this one
             continue
     return None
@@ -78,13 +78,17 @@ def copy_failure(
 _LAST = "or pass the key it is under in skip_keys"
 
 
-def _path_of(batch: Any, t: torch.Tensor) -> str:
+def path_of(batch: Any, node: Any) -> str:
+    """The path of ``node`` (by identity) in ``batch``, found inside a walk of its own.
+
+    For error messages after a walk: see :func:`copy_failure`.
+    """
     held = open_walk()
     try:
         if held is not None:
             with contextlib.suppress(UnsupportedBatchError):
                 flatten_batch(batch)  # registers the run-time classes, held until the end
-        return find_path(batch, ROOT, functools.partial(operator.is_, t)) or ROOT
+        return find_path(batch, ROOT, functools.partial(operator.is_, node)) or ROOT
     finally:
         if held is not None:
             close_walk(held)
