@@ -476,3 +476,42 @@ def test_set_epoch_warns_once_when_persistent_workers_keep_their_own_dataset() -
         # Without persistent workers (or without workers) every iteration sees the epoch.
         plain = torch.utils.data.DataLoader(_EpochStream(), num_workers=0)
         tp.DeviceLoader(plain, device="cpu").set_epoch(3)
+
+
+class _EpochTable(torch.utils.data.Dataset[torch.Tensor]):
+    """A map-style dataset whose items are the epoch it was told."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor([self.epoch])
+
+
+@pytest.mark.parametrize("dataset_type", [_EpochStream, _EpochTable])
+def test_set_epoch_warns_exactly_when_the_workers_miss_the_epoch(dataset_type: type) -> None:
+    # The oracle is the workers themselves: each epoch's items say which epoch the
+    # worker's copy of the dataset was told. The loader warns when, and only when,
+    # an epoch told after the workers started does not reach them.
+    for persistent in (True, False):
+        loader = torch.utils.data.DataLoader(
+            dataset_type(), batch_size=None, num_workers=1, persistent_workers=persistent
+        )
+        wrapped = tp.DeviceLoader(loader, device="cpu")
+        seen = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for epoch in range(2):
+                wrapped.set_epoch(epoch)
+                seen.append([int(item) for item in wrapped])
+        missed = seen != [[0], [1]]
+        assert missed == persistent
+        assert len(caught) == int(missed), [str(w.message) for w in caught]
+        if missed:
+            assert dataset_type.__name__ in str(caught[0].message)

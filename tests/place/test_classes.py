@@ -19,9 +19,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import attrs
+import numpy
 import pydantic
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 import torchport as tp
 from tests.place.siblings import load
@@ -607,3 +610,112 @@ def test_a_copy_handed_the_objects_own_dict_does_not_write_into_the_input() -> N
     out = tp.to_device([item], "meta")[0]
     assert out.image.is_meta and out.label == 3
     assert not item.image.is_meta and out.__dict__ is not item.__dict__
+
+
+# --- nothing to move: the very object, whatever containers it holds -------------------------
+
+_ON_META = st.integers(0, 3).map(lambda n: torch.zeros(n, device="meta"))
+_VALUES = st.integers(-2, 2) | st.sampled_from(["a", "b"]) | st.none()
+
+
+def _holders(leaf: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    hashable = leaf.filter(lambda v: not isinstance(v, list | dict))
+    return st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.lists(inner, max_size=3).map(tuple),
+            st.lists(inner, max_size=3).map(collections.deque),
+            st.dictionaries(st.sampled_from("xyz"), inner, max_size=3),
+            st.dictionaries(st.sampled_from("xyz"), inner, max_size=3).map(collections.OrderedDict),
+            st.sets(hashable, max_size=3),
+            st.frozensets(hashable, max_size=3),
+        ),
+        max_leaves=6,
+    )
+
+
+@dataclasses.dataclass
+class _Held:
+    first: Any
+    second: Any
+
+
+class _HeldModel(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+    first: Any
+    second: Any
+
+
+@given(first=_holders(_ON_META | _VALUES), second=_holders(_ON_META | _VALUES))
+def test_an_object_in_which_nothing_moves_is_the_very_object(first: Any, second: Any) -> None:
+    # The promise for objects without .to: nothing under it moves, so it comes back as
+    # itself (pydantic models always hold a set, their fields_set).
+    for obj in (_Held(first, second), _HeldModel(first=first, second=second)):
+        assert tp.to_device(obj, META) is obj
+        assert tp.to_device({"k": obj}, META)["k"] is obj
+        moved = tp.to_device(_Held(obj, torch.ones(1)), META)  # a tensor beside it moves
+        assert moved.first is obj and moved.second.is_meta
+
+
+# --- a tensor torch cannot copy, inside a class made at run time: named by its path ------
+
+
+def _made_at_run_time(kind: str, leaf: Any) -> Any:
+    if kind == "dataclass":
+        return dataclasses.make_dataclass("Made", [("a", Any), ("b", Any)])(1, leaf)
+    if kind == "namedtuple":
+        return collections.namedtuple("Made", "a b")(1, leaf)
+    if kind == "attrs":
+        return attrs.make_class("Made", ["a", "b"])(1, leaf)
+    made = type("Made", (), {})()
+    made.a, made.b = 1, [leaf]
+    return made
+
+
+@given(
+    kinds=st.lists(st.sampled_from(["dataclass", "namedtuple", "attrs", "plain"]), max_size=3),
+    where=st.sampled_from(["top", "dict", "list"]),
+)
+def test_an_uncopyable_tensor_in_run_time_classes_is_named_by_its_path(
+    kinds: list[str], where: str
+) -> None:
+    # The oracle: the message's path, evaluated on the input, is the very tensor.
+    leaf = torch.zeros(2, device="meta")  # torch cannot copy it to the CPU
+    batch: Any = leaf
+    for kind in kinds:
+        batch = _made_at_run_time(kind, batch)
+    batch = {"top": batch, "dict": {"k": batch}, "list": [0, batch]}[where]
+    for move in (
+        lambda: tp.to_device(batch, "cpu"),
+        lambda: next(iter(tp.DeviceLoader([batch], device="cpu"))),
+    ):
+        with pytest.raises(tp.UnsupportedBatchError) as caught:
+            move()
+        path = str(caught.value).split(" is a ", 1)[0]
+        assert eval(path, {"batch": batch}) is leaf, str(caught.value)
+
+
+@given(
+    kinds=st.lists(st.sampled_from(["dataclass", "namedtuple", "attrs", "plain"]), max_size=3),
+    where=st.sampled_from(["top", "dict", "list"]),
+)
+def test_a_hidden_tensor_in_run_time_classes_is_named_by_its_path(
+    kinds: list[str], where: str
+) -> None:
+    # A numpy array of Python objects holding a CPU tensor cannot be rebuilt around
+    # the moved tensor: refused, and the message's path, evaluated on the input, is it.
+    hidden = numpy.empty(1, dtype=object)
+    hidden[0] = torch.ones(1)
+    batch: Any = hidden
+    for kind in kinds:
+        batch = _made_at_run_time(kind, batch)
+    batch = {"top": batch, "dict": {"k": batch}, "list": [0, batch]}[where]
+    for move in (
+        lambda: tp.to_device(batch, META),
+        lambda: next(iter(tp.DeviceLoader([batch], device=META))),
+    ):
+        with pytest.raises(tp.UnsupportedBatchError) as caught:
+            move()
+        path = str(caught.value).split(" is a ", 1)[0]
+        assert eval(path, {"batch": batch}) is hidden, str(caught.value)

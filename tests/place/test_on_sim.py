@@ -196,3 +196,42 @@ def test_a_tensor_subclass_is_refused_by_its_path_on_the_simulated_accelerator()
     count = run_isolated(_SUBCLASS_CHILD, timeout=600)
     assert count["refused"] >= 20 and count["loaded"] == count["refused"]
     assert count["kept"] == 3
+
+
+# Sparse and other non-strided layouts cannot live on the simulated accelerator (it
+# holds strided tensors only; on a real accelerator they can). The same promise as
+# for subclasses: each such leaf is refused with an UnsupportedBatchError that names
+# its path, by to_device, DeviceLoader and module moves alike, the input unchanged.
+_LAYOUT_CHILD = """
+import torchport as tp
+
+SIM = simulate_accelerator()
+found = []
+for make in (lambda: torch.eye(3).to_sparse(), lambda: torch.eye(3).to_sparse_csr()):
+    leaf = make()
+    batch = {"ok": torch.ones(2), "graph": [torch.zeros(1), leaf]}
+    for move in (
+        lambda: tp.to_device(batch, SIM),
+        lambda: next(iter(tp.DeviceLoader([batch], device=SIM))),
+    ):
+        try:
+            move()
+        except tp.UnsupportedBatchError as exc:
+            found.append(str(exc).startswith("batch['graph'][1] is a "))
+        else:
+            found.append("moved")
+        assert batch["graph"][1] is leaf and batch["ok"].is_cpu
+    model = torch.nn.Linear(2, 2)
+    model.register_buffer("adjacency", make())
+    try:
+        tp.to_device(model, SIM)
+    except tp.UnsupportedBatchError as exc:
+        found.append("'adjacency'" in str(exc) and model.weight.is_cpu)
+    else:
+        found.append("moved")
+print(json.dumps(found))
+"""
+
+
+def test_a_sparse_tensor_is_refused_by_its_path_on_the_simulated_accelerator() -> None:
+    assert run_isolated(_LAYOUT_CHILD) == [True] * 6

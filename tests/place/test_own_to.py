@@ -131,3 +131,63 @@ def test_the_loader_hands_over_pyg_batches_with_their_bookkeeping_on_the_host() 
     for batch, out in zip(batches, tp.DeviceLoader(batches, device="meta"), strict=True):
         assert out.x.is_meta and out.batch.is_meta and not batch.x.is_meta
         assert not out._slice_dict["x"].is_meta and out.get_example(0).x.is_meta
+
+
+# Breaks found by a break-it pass (branch b33) and left open: each test states what
+# the invariant asks and fails today (strict xfail), so a fix shows up as XPASS.
+
+
+class _Rebuilds:
+    """A ``.to`` that, as PyG's does, rebuilds the containers it holds."""
+
+    def __init__(self, table: dict[str, torch.Tensor]) -> None:
+        self.table = table
+
+    def to(self, device: Any) -> _Rebuilds:
+        out = copy.copy(self)
+        out.table = {key: value.to(device) for key, value in self.table.items()}
+        return out
+
+
+@pytest.mark.xfail(strict=True, reason="sharing across an own-.to object's edge is split")
+def test_a_container_shared_between_an_own_to_object_and_the_batch_comes_back_as_one() -> None:
+    table = {"w": torch.ones(2)}
+    out = tp.to_device({"obj": _Rebuilds(table), "table": table}, META)
+    assert out["obj"].table["w"] is out["table"]["w"]  # holds today: the tensor is one
+    assert out["obj"].table is out["table"]  # the dict held twice comes back as two
+
+
+class _WritesThrough:
+    """A ``.to`` that writes into a dict its shallow copy shares with the input."""
+
+    def __init__(self) -> None:
+        self.table = {"w": torch.ones(2)}
+
+    def to(self, device: Any) -> _WritesThrough:
+        self.table["w"] = self.table["w"].to(device)
+        return self
+
+
+@pytest.mark.xfail(strict=True, reason="refused, but the input is left changed")
+def test_an_own_to_that_writes_through_the_copy_is_refused_with_the_input_as_it_was() -> None:
+    obj = _WritesThrough()
+    before = obj.table["w"]
+    with pytest.raises(tp.UnsupportedBatchError, match="changed the input"):
+        tp.to_device(obj, META)
+    assert obj.table["w"] is before  # today it holds the moved (meta) tensor
+
+
+@pytest.mark.xfail(strict=True, reason="tensors in a tensorclass's non-tensor field are moved")
+def test_a_tensorclass_non_tensor_field_keeps_what_its_own_to_keeps() -> None:
+    tensordict = pytest.importorskip("tensordict")
+
+    @tensordict.tensorclass
+    class Clip:
+        pixels: torch.Tensor
+        extra: Any = None
+
+    clip = Clip(pixels=torch.ones(2, 3), extra={"k": torch.zeros(1)}, batch_size=[2])
+    own = copy.copy(clip).to(META)
+    out = tp.to_device(clip, META)
+    assert out.pixels.is_meta and own.pixels.is_meta
+    assert out.extra["k"].device == own.extra["k"].device  # own .to keeps it on the cpu

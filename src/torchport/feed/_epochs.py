@@ -15,27 +15,33 @@ __all__ = ["set_epoch", "unreached"]
 def unreached(loader: object) -> str | None:
     """Why ``set_epoch`` on ``loader``'s dataset cannot reach the copies its workers use; or None.
 
-    A ``DataLoader`` with ``persistent_workers=True`` over an ``IterableDataset`` keeps
-    the copy of the dataset each worker process received when it started: telling
-    the dataset here the epoch changes this process's copy only, and each epoch's
-    iteration in the workers still sees the first epoch.
+    A ``DataLoader`` with ``persistent_workers=True`` keeps the copy of the dataset
+    each worker process received when it started (an ``IterableDataset`` or a
+    map-style one alike: both are read in the workers): telling the dataset here the
+    epoch changes this process's copy only, and the workers still see the first
+    epoch. (The sampler runs in this process, so telling it is enough.)
     """
     dataset = getattr(loader, "dataset", None)
     if not (
         isinstance(loader, torch.utils.data.DataLoader)
-        and isinstance(dataset, torch.utils.data.IterableDataset)
+        and dataset is not None
         and loader.persistent_workers
         and loader.num_workers > 0
         and callable(getattr(dataset, "set_epoch", None))
     ):
         return None
+    kind = (
+        "an IterableDataset"
+        if isinstance(dataset, torch.utils.data.IterableDataset)
+        else "a map-style dataset"
+    )
     return (
         f"DeviceLoader.set_epoch: the wrapped DataLoader keeps {loader.num_workers} "
         f"persistent workers, each with its own copy of the {type(dataset).__name__} "
-        "(an IterableDataset), so set_epoch reaches this process's copy only and the "
-        "workers keep iterating in their first epoch's order; build the DataLoader with "
-        "persistent_workers=False, or have the dataset read the epoch in __iter__ from a "
-        "value shared with the workers (a torch.multiprocessing.Value it is given)"
+        f"({kind}), so set_epoch reaches this process's copy only and the "
+        "workers keep reading it as in their first epoch; build the DataLoader with "
+        "persistent_workers=False, or have the dataset read the epoch from a value "
+        "shared with the workers (a torch.multiprocessing.Value it is given)"
     )
 
 

@@ -251,8 +251,8 @@ class DeviceLoader(Generic[_T]):
         combines several (Lightning's ``CombinedLoader``, which has no ``set_epoch``)
         is looked into: each of its ``flattened`` loaders is told as above.
 
-        A ``DataLoader`` with ``persistent_workers=True`` over an ``IterableDataset``
-        that has a ``set_epoch`` keeps a copy of the dataset in each worker, which
+        A ``DataLoader`` with ``persistent_workers=True`` over a dataset (iterable or
+        map-style) that has a ``set_epoch`` keeps a copy of it in each worker, which
         this cannot reach: the first such call warns once (``UserWarning``) with
         what to do.
 

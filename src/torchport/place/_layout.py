@@ -7,8 +7,6 @@ movers (``to_device``, ``DeviceLoader``) replace its tensors and rebuild the bat
 from __future__ import annotations
 
 import collections
-import functools
-import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -16,7 +14,7 @@ import optree
 import torch
 
 from torchport.errors import UnsupportedBatchError
-from torchport.place._locate import ROOT, find_path, rebuild_located
+from torchport.place._locate import ROOT, rebuild_located
 from torchport.place._objects import on_device
 from torchport.place._rebuilding import Finish, moving
 from torchport.place._sharing import join_repeats
@@ -131,7 +129,11 @@ class BatchLayout:
                     dtype is None or not t.is_floating_point() or t.dtype == dtype
                 ):
                     continue
-                where = find_path(root, ROOT, functools.partial(operator.is_, leaf)) or ROOT
+                # Imported here: _uncopyable walks the batch again (through _tree, which
+                # imports this module) so that run-time classes are opened on the way.
+                from torchport.place._uncopyable import path_of
+
+                where = path_of(root, leaf)
                 raise UnsupportedBatchError(
                     f"{where} is a {type(leaf).__name__} of Python objects holding a tensor on "
                     f"{t.device} ({t.dtype}), which to_device cannot rebuild around a moved "

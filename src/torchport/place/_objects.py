@@ -131,10 +131,14 @@ def _same(a: Any, b: Any) -> bool:
     cls = type(a)
     if cls is not type(b):
         return False
-    if cls is list or cls is tuple:
+    if cls is list or cls is tuple or cls is collections.deque:
         return len(a) == len(b) and all(map(_same, a, b))
     if cls is dict:
         return len(a) == len(b) and all(_same(v, b.get(k, _same)) for k, v in a.items())
+    if cls is collections.OrderedDict:  # order too, as the rebuild keeps it
+        return list(a) == list(b) and all(_same(v, b[k]) for k, v in a.items())
+    if cls is set or cls is frozenset:  # hashable items: each the very object, or changed
+        return len(a) == len(b) and {id(x) for x in a} == {id(x) for x in b}
     return False
 
 

@@ -14,9 +14,10 @@ Both go where the walker goes: items of builtin containers and of their
 subclasses (with their attributes), and the state of objects the walker copies
 through their state. They stop at tensors, at values, at objects moved by their own
 ``.to`` (what ``.to`` returns is theirs to shape; one held twice is moved once by the
-walker already), at sets (whose items are hashable, so immutable) and at values
-under skipped keys. A batch that holds itself never gets here: the flatten refuses
-the cycle with an ``UnsupportedBatchError``.
+walker already) and at values under skipped keys. A set held twice comes back as one
+set, but its items (hashable, so immutable) are not paired with the rest of the
+batch. A batch that holds itself never gets here: the flatten refuses the cycle with
+an ``UnsupportedBatchError``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from torchport.place._objects import WALKED, kind_of_object
 __all__ = ["join_repeats", "repeats_nodes"]
 
 _UNSET = object()
-_SEQUENCES = (list, tuple, collections.deque)
+# Read by their items. A set held twice comes back as one; its items (hashable) are
+# never replaced by _join, which has no way to set them.
+_ITERABLES = (list, tuple, collections.deque, set, frozenset)
 
 
 def repeats_nodes(obj: Any, skip: frozenset[Hashable]) -> bool:
@@ -68,7 +71,7 @@ def _children(node: Any, skip: frozenset[Hashable]) -> list[Any] | None:
     if issubclass(cls, dict):
         items = [v for k, v in dict.items(node) if not _skipped(k, skip)]
         return items + read_state(node).values if has_state(cls) else items
-    if issubclass(cls, _SEQUENCES):
+    if issubclass(cls, _ITERABLES):
         items = list(node)
         return items + read_state(node).values if has_state(cls) else items
     if _walked(cls):

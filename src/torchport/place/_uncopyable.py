@@ -10,6 +10,7 @@ its kind and torch's reason, so the caller learns which leaf and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 from typing import Any
@@ -18,8 +19,10 @@ import torch
 
 from torchport.errors import UnsupportedBatchError
 from torchport.place._locate import ROOT, find_path
+from torchport.place._registrations import close_walk, open_walk
+from torchport.place._tree import flatten_batch
 
-__all__ = ["COPY_FAILURES", "copy_failure", "uncopyable"]
+__all__ = ["COPY_FAILURES", "copy_failure", "path_of", "uncopyable"]
 
 # What torch raises when it has no kernel to copy a kind of tensor to a device.
 COPY_FAILURES = (NotImplementedError,)
@@ -56,16 +59,39 @@ def copy_failure(
     Each tensor is tried alone (to the CPU-side cost of one more copy each, only on
     this failure path) until one raises the same kind of error; None when none does
     (the failure came from elsewhere, and ``exc`` should propagate as it is).
+
+    The path is found inside a walk of ``batch`` of its own: the walker's
+    registrations of classes made at run time last only for the walk that made
+    them (``place/_registrations.py``), and without them the path would stop at
+    the first such object.
     """
     for t in tensors:
         try:
             t.to(target)  # noqa: TP107 (only whether it raises matters)
         except type(exc) as again:
-            where = find_path(batch, ROOT, functools.partial(operator.is_, t)) or ROOT
-            return uncopyable(where, t, target, again, "or pass the key it is under in skip_keys")
+            return uncopyable(path_of(batch, t), t, target, again, _LAST)
         except Exception:  # another failure: not the culprit of this one
             continue
     return None
+
+
+_LAST = "or pass the key it is under in skip_keys"
+
+
+def path_of(batch: Any, node: Any) -> str:
+    """The path of ``node`` (by identity) in ``batch``, found inside a walk of its own.
+
+    For error messages after a walk: see :func:`copy_failure`.
+    """
+    held = open_walk()
+    try:
+        if held is not None:
+            with contextlib.suppress(UnsupportedBatchError):
+                flatten_batch(batch)  # registers the run-time classes, held until the end
+        return find_path(batch, ROOT, functools.partial(operator.is_, node)) or ROOT
+    finally:
+        if held is not None:
+            close_walk(held)
 
 
 def uncopyable(

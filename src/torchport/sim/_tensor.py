@@ -21,7 +21,7 @@ from torch.utils._mode_utils import no_dispatch
 
 from torchport._crossings import CrossingKind
 from torchport.diagnose import copies_on_device, syncs_on_device
-from torchport.errors import DeviceError, TorchportError
+from torchport.errors import DeviceError
 from torchport.sim import _host
 from torchport.sim._cells import CPU_STANDINS
 from torchport.sim._ledger import LEDGER
@@ -58,9 +58,12 @@ class SimTensor(torch.Tensor):
     @staticmethod
     def __new__(cls, raw: torch.Tensor, requires_grad: bool = False) -> SimTensor:
         if raw.layout != torch.strided:
-            raise TorchportError(
+            # NotImplementedError, what torch raises for a kind of tensor a backend cannot
+            # hold, so to_device, DeviceLoader and module moves name the tensor's path.
+            raise NotImplementedError(
                 f"a {raw.layout} tensor cannot live on the simulated accelerator (it holds "
-                "strided tensors only); keep it on the CPU, or call .to_dense() before moving it"
+                "strided tensors only; on a real accelerator this copy works); keep it on the "
+                "CPU, or call .to_dense() before moving it"
             )
         if raw.is_conj() or raw.is_neg():  # lazy conjugation bits live on the wrapper's side
             raw = raw.resolve_conj().resolve_neg()
