@@ -23,6 +23,7 @@ from torchport.place import (
     BatchLayout,
     Inside,
     call_own_to,
+    check_hidden,
     copy_failure,
     flatten_batch,
     move_whole,
@@ -375,7 +376,7 @@ class DeviceLoader(Generic[_T]):
         layout = flatten_batch(batch)
         tensors = layout.to_copy()  # not those an object's own .to moves
         device = self._device
-        layout.check_hidden(device)
+        check_hidden(layout, device)
         movers = list(map(_to(device), layout.movers)) if layout.movers else None
         if _skipped_copies.listeners:  # an audit counts the copies a GPU run makes
             _skipped_copies.tell(
@@ -418,7 +419,7 @@ class DeviceLoader(Generic[_T]):
         layout = flatten_batch(batch)
         tensors = layout.tensors
         device = self._device
-        layout.check_hidden(device)
+        check_hidden(layout, device)
         own = layout.own  # moved by their object's own .to, on the caller's stream
         side = [i for i, t in enumerate(tensors) if i not in own and _side_stream_safe(t)]
         moved: list[torch.Tensor | None] = [

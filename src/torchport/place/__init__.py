@@ -28,7 +28,7 @@ from torchport.place._redirected import (
 )
 from torchport.place._settled import settled
 from torchport.place._tree import BatchLayout, flatten_batch
-from torchport.place._uncopyable import COPY_FAILURES, copy_failure
+from torchport.place._uncopyable import COPY_FAILURES, check_hidden, copy_failure
 from torchport.place._whole import Inside, move_whole, whole_tensors
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
@@ -51,6 +51,7 @@ __all__ = [
     "UnregisteredTensorWarning",
     "available_devices",
     "call_own_to",
+    "check_hidden",
     "copy_failure",
     "flatten_batch",
     "is_automatic",

@@ -15,7 +15,6 @@ import torch
 
 from torchport.errors import UnsupportedBatchError
 from torchport.place._locate import ROOT, rebuild_located
-from torchport.place._objects import on_device
 from torchport.place._rebuilding import Finish, moving
 from torchport.place._sharing import join_repeats
 from torchport.place._spec import Reorder, restore_order
@@ -29,7 +28,6 @@ class BatchLayout:
     """A flattened batch: its distinct tensors, its ``.to`` objects and how to rebuild it."""
 
     __slots__ = (
-        "_hidden",
         "_joins",
         "_leaves",
         "_mover_index",
@@ -40,6 +38,7 @@ class BatchLayout:
         "_spec",
         "_tensor_index",
         "_tensor_pos",
+        "hidden",
         "movers",
         "own",
         "owners",
@@ -62,8 +61,9 @@ class BatchLayout:
     ) -> None:
         self._leaves = leaves
         # Tensors inside values the walker cannot rebuild (numpy object arrays, dict
-        # views), with the value and the batch: see check_hidden. Set after building.
-        self._hidden: tuple[object, list[tuple[Any, list[torch.Tensor]]]] | None = None
+        # views), with the value and the batch: see _uncopyable.check_hidden. Set after
+        # building.
+        self.hidden: tuple[object, list[tuple[Any, list[torch.Tensor]]]] | None = None
         self._skip = skip
         # The input, when it holds a container or object twice (place/_sharing.py): the
         # rebuild then makes each one object again. Set by the walker after building.
@@ -109,38 +109,6 @@ class BatchLayout:
             return copied if type(copied) is list else list(copied)
         it = iter(copied)
         return [t if i in own else next(it) for i, t in enumerate(self.tensors)]
-
-    def check_hidden(self, target: torch.device, dtype: torch.dtype | None = None) -> None:
-        """Raise if a tensor the rebuild cannot reach would stay off ``target`` (or uncast).
-
-        A numpy array of Python objects or a dict's values view holding tensors is
-        returned as it is: that keeps the promise only while each of those tensors
-        is already on ``target`` (and of ``dtype``, for a floating one).
-
-        Raises:
-            UnsupportedBatchError: One is not; the message names its path.
-        """
-        if self._hidden is None:
-            return
-        root, found = self._hidden
-        for leaf, tensors in found:
-            for t in tensors:
-                if on_device(t, target) and (
-                    dtype is None or not t.is_floating_point() or t.dtype == dtype
-                ):
-                    continue
-                # Imported here: _uncopyable walks the batch again (through _tree, which
-                # imports this module) so that run-time classes are opened on the way.
-                from torchport.place._uncopyable import path_of
-
-                where = path_of(root, leaf)
-                raise UnsupportedBatchError(
-                    f"{where} is a {type(leaf).__name__} of Python objects holding a tensor on "
-                    f"{t.device} ({t.dtype}), which to_device cannot rebuild around a moved "
-                    f"tensor (it would stay where it is); hold the tensors in a list, tuple "
-                    "or dict instead (list(values), arr.tolist()), or pass its key in "
-                    "skip_keys"
-                )
 
     def rebuild(
         self,

@@ -34,7 +34,7 @@ from torchport.place._refusals import refusal
 from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
-from torchport.place._uncopyable import COPY_FAILURES, copy_failure
+from torchport.place._uncopyable import COPY_FAILURES, check_hidden, copy_failure
 from torchport.place._whole import move_whole, whole_tensors
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
@@ -254,7 +254,7 @@ def to_device(
             if refused is not None:
                 raise UnsupportedBatchError(f"to_device: {refused}")
         layout = flatten_batch(obj, skip_keys=skip_keys)
-        layout.check_hidden(target, dtype)
+        check_hidden(layout, target, dtype)
         if dtype is not None:
             layout.keep_own()  # the engine casts: an object's own .to casts by its own rules
         tensors = layout.to_copy()  # not those an object's own .to moves

@@ -271,7 +271,7 @@ def _classify_leaves(
         if notes.movers:
             mark_own(layout, leaves, kinds, notes.movers)
         if hidden:
-            layout._hidden = (obj, hidden)
+            layout.hidden = (obj, hidden)
         return layout
     raise UnsupportedBatchError(  # pragma: no cover - needs 64 levels of new container types
         "the batch nests more new container types than torchport registers in one call; "
@@ -346,7 +346,7 @@ def _inspect(leaves: list[Any], kinds: list[int | None]) -> list[tuple[Any, list
     A numpy array of Python objects and a dict's values or items view hold their
     objects without an attribute the walker can rebuild, so they come back as they
     are; the tensors inside (listed here, with their value) must then already be
-    where the move goes (:meth:`BatchLayout.check_hidden`).
+    where the move goes (:func:`._uncopyable.check_hidden`).
     """
     found = []
     for pos, leaf in enumerate(leaves):

@@ -18,11 +18,13 @@ from typing import Any
 import torch
 
 from torchport.errors import UnsupportedBatchError
+from torchport.place._layout import BatchLayout
 from torchport.place._locate import ROOT, find_path
+from torchport.place._objects import on_device
 from torchport.place._registrations import close_walk, open_walk
 from torchport.place._tree import flatten_batch
 
-__all__ = ["COPY_FAILURES", "copy_failure", "path_of", "uncopyable"]
+__all__ = ["COPY_FAILURES", "check_hidden", "copy_failure", "path_of", "uncopyable"]
 
 # What torch raises when it has no kernel to copy a kind of tensor to a device.
 COPY_FAILURES = (NotImplementedError,)
@@ -92,6 +94,35 @@ def path_of(batch: Any, node: Any) -> str:
     finally:
         if held is not None:
             close_walk(held)
+
+
+def check_hidden(
+    layout: BatchLayout, target: torch.device, dtype: torch.dtype | None = None
+) -> None:
+    """Raise if a tensor the rebuild of ``layout`` cannot reach would stay off ``target``.
+
+    A numpy array of Python objects or a dict's values view holding tensors is
+    returned as it is: that keeps the promise only while each of those tensors
+    is already on ``target`` (and of ``dtype``, for a floating one).
+
+    Raises:
+        UnsupportedBatchError: One is not; the message names its path.
+    """
+    if layout.hidden is None:
+        return
+    root, found = layout.hidden
+    for leaf, tensors in found:
+        for t in tensors:
+            if on_device(t, target) and (
+                dtype is None or not t.is_floating_point() or t.dtype == dtype
+            ):
+                continue
+            raise UnsupportedBatchError(
+                f"{path_of(root, leaf)} is a {type(leaf).__name__} of Python objects holding "
+                f"a tensor on {t.device} ({t.dtype}), which to_device cannot rebuild around a "
+                "moved tensor (it would stay where it is); hold the tensors in a list, tuple "
+                "or dict instead (list(values), arr.tolist()), or pass its key in skip_keys"
+            )
 
 
 def uncopyable(
