@@ -38,6 +38,7 @@ __all__ = [
     "call_source_at",
     "move_target",
     "program_moves",
+    "source_at",
     "target_named_at",
     "target_of_call",
 ]
@@ -131,29 +132,38 @@ def move_target(
     return HOST if names_host(func, args, kwargs) else UNKNOWN
 
 
-def call_source_at(frame: FrameType) -> tuple[ast.Call, list[str], int] | None:
-    """The call ``frame`` is making, parsed from its source span (Python 3.11's
-    ``co_positions``), with the lines of its file and the span's first line number
-    (1-based); ``None`` where the source or the positions are missing or the
-    instruction is no call. Raises what parsing odd source raises."""
+def source_at(frame: FrameType) -> tuple[ast.expr, list[str], int] | None:
+    """The expression ``frame``'s current instruction evaluates (``torch.gather(x, 1, i)``,
+    ``x[i]``), parsed from its source span (Python 3.11's ``co_positions``), with the lines
+    of its file and the span's first line number (1-based); ``None`` where the source or
+    the positions are missing. Exact where the line is one piece of a longer statement (an
+    entry of a dict, an argument on its own line). Raises what parsing odd source raises."""
     code = frame.f_code
     position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
-    if position is None or None in position:
+    if position is None:
         return None
     first, last, start, end = position
-    lines = linecache.getlines(code.co_filename, frame.f_globals)
-    if not lines or last > len(lines):  # type: ignore[operator]
+    if first is None or last is None or start is None or end is None:
         return None
-    # positions count UTF-8 bytes
-    chunk = [line.encode() for line in lines[first - 1 : last]]  # type: ignore[operator]
+    lines = linecache.getlines(code.co_filename, frame.f_globals)
+    if not lines or last > len(lines):
+        return None
+    chunk = [line.encode() for line in lines[first - 1 : last]]  # positions count UTF-8 bytes
     if len(chunk) == 1:
         text = chunk[0][start:end]
     else:
         text = b"".join([chunk[0][start:], *chunk[1:-1], chunk[-1][:end]])
-    node = ast.parse(b"(" + text + b")", mode="eval").body
-    if not isinstance(node, ast.Call):
+    return ast.parse(b"(" + text + b")", mode="eval").body, lines, first
+
+
+def call_source_at(frame: FrameType) -> tuple[ast.Call, list[str], int] | None:
+    """The call ``frame`` is making (see :func:`source_at`); ``None`` where the source or
+    the positions are missing or the instruction is no call. Raises what parsing odd
+    source raises."""
+    found = source_at(frame)
+    if found is None or not isinstance(found[0], ast.Call):
         return None
-    return node, lines, first  # type: ignore[return-value]
+    return found[0], found[1], found[2]
 
 
 def _read(frame: FrameType) -> tuple[int, str]:

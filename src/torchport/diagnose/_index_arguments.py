@@ -16,8 +16,6 @@ program runs again).
 from __future__ import annotations
 
 import ast
-import itertools
-import linecache
 import re
 from collections.abc import Mapping
 from types import FrameType
@@ -26,6 +24,7 @@ from typing import Any
 import torch
 
 from torchport._device_types import CPU, MOVE_METHODS
+from torchport.diagnose._callsite import source_at
 
 __all__ = ["expression_at", "index_culprit"]
 
@@ -83,27 +82,13 @@ def _label(param: str, role: str) -> str:
 
 
 def expression_at(frame: FrameType) -> ast.expr | None:
-    """The expression the frame's current instruction evaluates (``torch.gather(x, 1, i)``,
-    ``x[i]``), parsed from its source span (Python 3.11's ``co_positions``); ``None`` where
-    the positions or the source are missing. Exact where the line is one piece of a longer
-    statement (an entry of a dict, an argument on its own line)."""
-    code = frame.f_code
-    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
-    if position is None or None in position:
-        return None
-    first, last, start, end = position
-    lines = linecache.getlines(code.co_filename, frame.f_globals)
-    if first is None or last is None or start is None or end is None or last > len(lines):
-        return None
-    chunk = [line.encode() for line in lines[first - 1 : last]]  # positions count UTF-8 bytes
-    if len(chunk) == 1:
-        text = chunk[0][start:end]
-    else:
-        text = b"".join([chunk[0][start:], *chunk[1:-1], chunk[-1][:end]])
+    """The expression the frame's current instruction evaluates (:func:`._callsite.source_at`);
+    ``None`` where the positions or the source are missing, or the span does not parse."""
     try:
-        return ast.parse(b"(" + text + b")", mode="eval").body
+        found = source_at(frame)
     except SyntaxError:
         return None
+    return None if found is None else found[0]
 
 
 def _called_name(call: ast.Call) -> str | None:
