@@ -525,8 +525,6 @@ ABOUT_ONE_THING: frozenset[tuple[str, str]] = frozenset({
     ("src/torchport/run/_torch_shim.py", "the one it supports"),
     ("src/torchport/sim/_factories.py", "the one device there"),
     ("src/torchport/sim/_rules.py", "the one element of"),
-    ("src/torchport/check/rules/tensor_from_library.py", "the one reported return"),
-    ("src/torchport/check/rules/untracked_value.py", "the one reported return"),
     ("docs/cli.md", "the one the command"),
     ("docs/cli.md", "the one PATH is"),
     ("docs/how-to/feed.md", "the one wait this"),

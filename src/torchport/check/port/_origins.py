@@ -63,7 +63,8 @@ class Origins:
         self._bound: dict[int, list[Origin] | None] = {}  # id(binding) -> its origins
 
     def operands(self) -> list[tuple[ast.expr, list[Origin]]]:
-        """Each operand that meets the model with the origins no rule moves (may be empty).
+        """Each operand that meets the model with the origins no rule moves (may be empty),
+        in source order (of operands sharing an origin, the rules report the first).
 
         The receiver of a method call is left out (``logger.log(out)``: the logger
         is no data to move; what meets it is the argument), and so are the parts
@@ -90,6 +91,7 @@ class Origins:
             if isinstance(parent, ast.Call) and self._to_an_object(operand, parent):
                 continue  # `train(model, memory)` where `train` reads `memory.sample(n)`
             out.append((operand, self.of(operand)))
+        out.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
         return out
 
     def _to_an_object(self, operand: ast.expr, call: ast.Call) -> bool:

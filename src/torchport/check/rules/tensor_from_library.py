@@ -59,7 +59,7 @@ class TensorFromLibrary(Rule):
         from torchport.check.port._origins import origins
 
         named: set[int] = set()  # one finding per origin: `x, y = lib.load()` is one
-        for operand, found in sorted(origins(ctx).operands(), key=_position):
+        for operand, found in origins(ctx).operands():
             library = [o for o in found if o.library]
             if library and not {id(o.node) for o in library} <= named:
                 named.update(id(o.node) for o in library)
@@ -68,8 +68,3 @@ class TensorFromLibrary(Rule):
                     "which the port cannot see into"
                 )
                 yield ctx.finding(self, operand, message=message)
-
-
-def _position(item: tuple[ast.expr, object]) -> tuple[int, int]:
-    """Where an operand stands: the first of those sharing an origin is the one reported."""
-    return item[0].lineno, item[0].col_offset

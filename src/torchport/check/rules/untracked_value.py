@@ -78,7 +78,7 @@ class UntrackedValue(Rule):
         from torchport.check.port._origins import origins
 
         named: set[int] = set()  # one finding per origin: `s, a, r = memory.sample(n)` is one
-        for operand, found in sorted(origins(ctx).operands(), key=_position):
+        for operand, found in origins(ctx).operands():
             untracked = [o for o in found if not o.library]
             if untracked and not {id(o.node) for o in untracked} <= named:
                 named.update(id(o.node) for o in untracked)
@@ -105,8 +105,3 @@ class UntrackedValue(Rule):
                 "`device`, or move it there before the model sees it"
             )
             yield ctx.finding(self, call, message=message)
-
-
-def _position(item: tuple[ast.expr, object]) -> tuple[int, int]:
-    """Where an operand stands: the first of those sharing an origin is the one reported."""
-    return item[0].lineno, item[0].col_offset
