@@ -233,20 +233,14 @@ def host_factory(
                 continue
             if not (isinstance(target, ast.Name) and target.id in names):
                 continue
-            factory = _host_factory_in(value, frame.f_locals)
-            through = ""
-            if factory is None:
-                helper = _helper_factory(value, frame)
-                if helper is None:
-                    continue
-                through = f"{helper[0]}(), which returns a tensor of "
-                factory = helper[1]
+            made = _made_by(value, frame)
+            if made is None:
+                continue
+            through, factory = made
             line = start + node.lineno - 1
             text = linecache.getline(frame.f_code.co_filename, line).strip()
             where = device or "the input's device"
-            given = _device_input(frame)
-            on = f"{given}.device" if given else "x.device"
-            whose = "" if given else " with x an input of that function"
+            on, whose = _fix_device(frame)
             return (
                 f"'{target.id}' was made on the CPU by {through}{factory}() {_missing(factory)} "
                 f"at {frame.f_code.co_filename}:{line} in {frame.f_code.co_name} (`{text}`), "
@@ -254,6 +248,28 @@ def host_factory(
                 f"{_made_there(factory, on)}{whose}"
             )
     return None
+
+
+def _made_by(value: ast.expr, frame: FrameType) -> tuple[str, str] | None:
+    """The host factory that makes ``value`` (``torch.arange(n)``), directly or through a
+    helper of the program that returns one: ``(through, factory)``, ``through`` being
+    the words naming the helper ("" when direct); None when neither is found."""
+    factory = _host_factory_in(value, frame.f_locals)
+    if factory is not None:
+        return "", factory
+    helper = _helper_factory(value, frame)
+    if helper is None:
+        return None
+    return f"{helper[0]}(), which returns a tensor of ", helper[1]
+
+
+def _fix_device(frame: FrameType) -> tuple[str, str]:
+    """The device the fix creates the tensor on (``idx.device``, from ``forward``'s input)
+    and, where no input is known, the words saying what ``x`` stands for."""
+    given = _device_input(frame)
+    if given:
+        return f"{given}.device", ""
+    return "x.device", " with x an input of that function"
 
 
 def inline_factory(frame: FrameType, device: str | None) -> str | None:
@@ -274,17 +290,11 @@ def inline_factory(frame: FrameType, device: str | None) -> str | None:
     for node in ast.walk(expression):
         if not isinstance(node, ast.Call):
             continue
-        factory = _host_factory_in(node, frame.f_locals)
-        through = ""
-        if factory is None:
-            helper = _helper_factory(node, frame)
-            if helper is None:
-                continue
-            through = f"{helper[0]}(), which returns a tensor of "
-            factory = helper[1]
-        given = _device_input(frame)
-        on = f"{given}.device" if given else "x.device"
-        whose = "" if given else " with x an input of that function"
+        made = _made_by(node, frame)
+        if made is None:
+            continue
+        through, factory = made
+        on, whose = _fix_device(frame)
         return (
             f"`{ast.unparse(node)}` was made on the CPU by {through}{factory}() "
             f"{_missing(factory)} on that line, and met tensors on "
