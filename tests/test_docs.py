@@ -34,10 +34,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow  # a Sphinx build of every page
 def test_the_docs_build_without_a_warning(built: Path) -> None:
     assert (built / "index.html").is_file()
 
 
+@pytest.mark.slow  # reads the Sphinx build
 def test_every_public_name_and_every_rule_has_its_page(built: Path) -> None:
     import torchport
     import torchport.check

@@ -1,8 +1,8 @@
-"""benchmarks/gpu_proof.sh cannot rot: its CPU rehearsal (--dry-run) runs in the default suite.
+"""benchmarks/gpu_proof.sh cannot rot: its CPU rehearsal (--dry-run) runs in CI (`-m slow`).
 
 The rehearsal checks every step up to the GPU calls: the machine facts, which wheels are
 missing, the install (a pip dry run), the gpu tests' collection (of one file here; the
-default run collects them all), and every benchmark command's arguments and imports.
+full run collects them all), and every benchmark command's arguments and imports.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PROOF = ROOT / "benchmarks" / "gpu_proof.sh"
@@ -33,6 +35,7 @@ def _listed() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
+@pytest.mark.slow  # the whole prepared script, dry
 def test_the_dry_run_checks_every_step_and_writes_its_record(tmp_path: Path) -> None:
     out, wheels = tmp_path / "out", tmp_path / "no-wheels"
     env = {

@@ -51,6 +51,7 @@ def _pre_commit(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProces
     )  # fmt: skip
 
 
+@pytest.mark.slow  # pip-installs the hook into a fresh environment
 def test_try_repo_runs_both_hooks_on_a_small_repository(tmp_path: Path) -> None:
     repo = _user_repo(tmp_path / "project")
     done = _pre_commit(repo, tmp_path / "home", "try-repo", str(ROOT), "--all-files")
@@ -82,6 +83,7 @@ def _size(folder: Path) -> int:
     return sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+@pytest.mark.slow  # pip-installs the hook into a fresh environment
 def test_a_pinned_hook_installs_no_torch_and_stays_small(tmp_path: Path) -> None:
     rev = _snapshot(tmp_path / "torchport")
     repo = _user_repo(tmp_path / "project")

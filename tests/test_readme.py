@@ -46,6 +46,7 @@ def _blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", readme, re.S)
 
 
+@pytest.mark.slow  # each block in a fresh interpreter importing torch
 @pytest.mark.parametrize("index", range(len(_blocks("python"))))
 def test_every_python_block_runs(index: int, tmp_path: Path) -> None:
     """Each block on its own, in a fresh interpreter, warnings as errors."""

@@ -13,6 +13,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SLEEPS = """
@@ -57,6 +59,7 @@ def test_the_default_run_has_a_per_test_limit() -> None:
     )
 
 
+@pytest.mark.slow  # waits out a shortened limit in a child pytest
 def test_a_hang_fails_that_test_with_its_stack_and_the_run_goes_on(tmp_path: Path) -> None:
     done = _pytest(tmp_path, SLEEPS, "-o", "timeout=1")
     out = done.stdout + done.stderr
@@ -65,6 +68,7 @@ def test_a_hang_fails_that_test_with_its_stack_and_the_run_goes_on(tmp_path: Pat
     assert "Timeout" in out and "the line the stack must name" in out, out
 
 
+@pytest.mark.slow  # waits out the watchdog in a child pytest
 def test_a_hang_holding_the_gil_ends_the_run_with_every_stack(tmp_path: Path) -> None:
     done = _pytest(tmp_path, HOLDS_THE_GIL, "-o", "timeout=1")
     out = done.stdout + done.stderr

@@ -84,6 +84,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow  # renders both pictures from real runs
 def test_the_audit_picture_is_fresh(fresh: Path) -> None:
     kept = svg_lines((IMAGES / "audit.svg").read_text(encoding="utf-8"))
     now = svg_lines((fresh / "audit.svg").read_text(encoding="utf-8"))
@@ -91,6 +92,7 @@ def test_the_audit_picture_is_fresh(fresh: Path) -> None:
     assert masked(kept) == masked(now), "run: python docs/_gen pictures"
 
 
+@pytest.mark.slow
 def test_the_doctor_picture_is_fresh(fresh: Path) -> None:
     now = svg_lines((fresh / "doctor.svg").read_text(encoding="utf-8"))
     if not any(re.match(r"│accelerator\s*│none", line) for line in now):
