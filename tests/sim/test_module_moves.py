@@ -139,7 +139,9 @@ def _stacks(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _close(a: list[float], b: list[float]) -> bool:
-    return len(a) == len(b) and all(abs(x - y) <= 1e-5 * (1 + abs(x)) for x, y in zip(a, b))
+    if len(a) != len(b):
+        return False
+    return all(abs(x - y) <= 1e-5 * (1 + abs(x)) for x, y in zip(a, b, strict=True))
 
 
 @settings(max_examples=2, deadline=None)
@@ -155,7 +157,7 @@ def test_every_parametrized_stack_moves_trains_and_keeps_its_parameters(
         print(json.dumps([[train(**s, device=d) for d in ("cpu", device)] for s in stacks]))
         """,
     )
-    for stack, (cpu, sim) in zip(stacks, got):
+    for stack, (cpu, sim) in zip(stacks, got, strict=True):
         assert "raised" not in sim, (stack, sim)
         assert sim["kept"] and cpu["kept"], stack
         assert sim["where"] == ["sim:0"], stack

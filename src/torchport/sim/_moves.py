@@ -38,7 +38,8 @@ _moving = threading.local()
 
 
 def _depth() -> int:
-    return getattr(_moving, "depth", 0)  # type: ignore[no-any-return]
+    depth: int = getattr(_moving, "depth", 0)
+    return depth
 
 
 def _poisoned(grad_outputs: Any) -> Any:
@@ -78,8 +79,8 @@ def _swap_onto_device(t1: torch.Tensor, t2: torch.Tensor) -> None:
 
 def install_module_moves() -> None:
     """Patch ``Module._apply`` (to know a move is under way) and ``torch.utils.swap_tensors``."""
-    apply = torch.nn.Module._apply
-    swap = torch.utils.swap_tensors
+    apply: Any = torch.nn.Module._apply
+    swap: Any = torch.utils.swap_tensors
 
     @functools.wraps(apply)
     def _apply(self: torch.nn.Module, fn: Any, recurse: bool = True) -> Any:
