@@ -23,10 +23,12 @@ table answers that for the simulated device and the audit alike.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
+from torchport.sim._wrapper_check import wrapper_refusal
 
 __all__ = ["HOST_OUTPUTS", "check_devices", "check_generator", "check_written", "numpy_refusal"]
 
@@ -85,13 +87,20 @@ def _mixed(first: torch.device, second: torch.device, func: Any) -> RuntimeError
     )
 
 
-def check_devices(func: Any, tensors: Sequence[torch.Tensor], device: torch.device) -> None:
+def check_devices(
+    func: Any,
+    tensors: Sequence[torch.Tensor],
+    device: torch.device,
+    names: Callable[[], Sequence[str]] | None = None,
+) -> None:
     """Raise as CUDA would when ``func``'s tensor arguments mix ``device`` with the host.
 
     Args:
         func: The aten overload about to run.
         tensors: Its tensor arguments, in schema order (``self`` first).
         device: The simulated device.
+        names: The schema name of each tensor, asked only to word a refusal as CUDA's
+            dispatcher wrapper words it (naming the argument) for the ops it checks.
 
     Raises:
         RuntimeError: The arguments mix devices in a way CUDA refuses.
@@ -121,7 +130,8 @@ def check_devices(func: Any, tensors: Sequence[torch.Tensor], device: torch.devi
         if tensor.device == device or position in on_host:
             continue
         if tensor.dim() > 0 or not scalars:
-            raise _mixed(device, tensor.device, func)
+            named = wrapper_refusal(func, tensors, names()) if names is not None else None
+            raise named or _mixed(device, tensor.device, func)
 
 
 @functools.cache

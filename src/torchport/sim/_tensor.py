@@ -33,6 +33,7 @@ from torchport.sim._rules import (
     check_written,
     numpy_refusal,
 )
+from torchport.sim._wrapper_check import argument_names
 
 __all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]
 
@@ -173,7 +174,7 @@ class SimTensor(torch.Tensor):
         tensors: list[torch.Tensor] = []
         raw_args = _unwrap(args, tensors)
         raw_kwargs = {key: _unwrap_one(value, tensors) for key, value in kwargs.items()}
-        check_devices(func, tensors, device())
+        check_devices(func, tensors, device(), lambda: argument_names(func, args, kwargs))
         check_generator(func, args, kwargs, device())
         check_index_put(func, args, kwargs)
         # Which ops wait and which copy inside is the audit's op table, asked the way a
