@@ -36,3 +36,15 @@ def test_a_copy_to_cuda_on_the_host_has_cudas_strides(case: dict[str, Any]) -> N
         assert y.stride() == cuda.stride(), (case, y.stride(), cuda.stride())
         assert torch.equal(y, x)
         assert _view_works(y) == _view_works(cuda)
+
+
+def test_the_audit_still_predicts_each_copy_the_redirect_makes_dense() -> None:
+    x = torch.arange(12.0).reshape(3, 4)
+    with tp.redirect("cpu"), tp.audit() as report:
+        x[:, :2].cuda()
+        x[:, ::2].to("cuda")
+        x.cuda()
+        x.t().to("cuda")
+    copies = [e for e in report.entries if e.kind == "transfer"]
+    assert sum(e.count for e in copies) == 4
+    assert sum(e.bytes for e in copies) == (6 + 6 + 12 + 12) * 4
