@@ -101,6 +101,7 @@ class _DeviceRewrite(TorchFunctionMode):
                 return args[0].to(self.target, dtype)
         if method is _TENSOR_TO and len(args) > 1 and names_device(args[1]):
             args = (args[0], self.target, *args[2:])
+            return _as_cuda_copies(func(*args, **kwargs), args[0], self.target)
         elif any(isinstance(arg, torch.device) and arg.type == "cuda" for arg in args):
             args = tuple(self.target if is_cuda(arg) else arg for arg in args)
         if names_device(kwargs.get("device")) or (self.unpin and kwargs.get("pin_memory")):
@@ -118,7 +119,46 @@ class _DeviceRewrite(TorchFunctionMode):
         non_blocking: bool = False,
         memory_format: torch.memory_format = torch.preserve_format,
     ) -> torch.Tensor:
-        return tensor.to(self.target, non_blocking=non_blocking, memory_format=memory_format)
+        moved = tensor.to(self.target, non_blocking=non_blocking, memory_format=memory_format)
+        copied: torch.Tensor = _as_cuda_copies(moved, tensor, self.target)
+        return copied
+
+
+def _as_cuda_copies(moved: Any, tensor: Any, target: torch.device) -> Any:
+    """``moved`` (``tensor.to(target)``), copied with dense strides where CUDA's copy has them.
+
+    The ``.to`` itself is left as the program wrote it, so what watches it (the audit's
+    prediction) sees the move; the copy after it is no crossing.
+    """
+    if moved is tensor and _needs_a_dense_copy(tensor, target):
+        return tensor.clone(memory_format=torch.preserve_format)  # infer_dense_strides too
+    return moved
+
+
+def _needs_a_dense_copy(tensor: Any, target: torch.device) -> bool:
+    """Whether ``tensor`` is a slice with gaps (``x[:, :2]``) already on ``target``, the host.
+
+    A copy to another device is made by ``_to_copy`` (TensorConversions.cpp): with the
+    default ``preserve_format`` it keeps the strides of a non-overlapping and dense tensor
+    (a transpose stays one) and gives any other strided tensor dense strides in the same
+    order (``infer_dense_strides``), so ``x[:, :2].cuda().view(-1)`` works on CUDA. Where the
+    redirect's target is the host a ``.to`` of a host tensor would return the slice itself,
+    whose ``.view`` raises: such a tensor is copied, as CUDA copies it.
+    """
+    if not isinstance(tensor, torch.Tensor) or tensor.layout != torch.strided:
+        return False
+    if tensor.device != target:
+        return False
+    required = 1  # ATen's compute_non_overlapping_and_dense
+    for stride, size in sorted(
+        (stride, size)
+        for stride, size in zip(tensor.stride(), tensor.shape, strict=True)
+        if size != 1
+    ):
+        if stride != required:
+            return True
+        required *= size
+    return False
 
 
 class _InChild:

@@ -18,6 +18,7 @@ from torchport import hardware
 from torchport.errors import DeviceError, RedirectError
 from torchport.run._cuda_shim import _LEGACY_DTYPES, Patch, stand_in_class, stand_in_function
 from torchport.run._notice import acting
+from torchport.sim import is_simulated
 
 __all__ = ["is_cuda", "names_device", "torch_patches"]
 
@@ -165,6 +166,17 @@ def _module_patches(target: torch.device) -> list[Patch]:
     return [(torch.nn.Module, "cuda", cuda), (torch.nn.Module, "to", to)]
 
 
+NO_SIM_GENERATOR = (
+    "torch.Generator(device={device!r}) cannot follow this run to the simulated accelerator: "
+    "PyTorch gives a device backend written in Python no generator of its own (a device "
+    "generator comes from PrivateUse1HooksInterface.getNewGenerator, a C++ hook), and a CPU "
+    "generator given to a random op on the device is refused, as CUDA refuses it. Seed the "
+    "global generator instead (torch.manual_seed(seed): random ops on sim draw from it, with "
+    "the CPU's values) and drop the generator argument for this run, or run the script with "
+    "--device cpu, where the generator is the CPU's."
+)
+
+
 def _default_device_patches(target: torch.device) -> list[Patch]:
     """``torch.Generator(device="cuda")``, ``set_default_device("cuda")`` and legacy CUDA types."""
     generator: Any = torch.Generator
@@ -178,6 +190,8 @@ def _default_device_patches(target: torch.device) -> list[Patch]:
         try:
             return generator(device=target)
         except RuntimeError as exc:  # e.g. meta has no generators
+            if is_simulated(target):
+                raise RedirectError(NO_SIM_GENERATOR.format(device=device)) from None
             raise RedirectError(
                 f"torch.Generator(device={device!r}) cannot follow this run to {target}: "
                 f"{exc}. Run on a device with its own generators (cpu, cuda, mps, xpu), "

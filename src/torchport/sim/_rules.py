@@ -9,9 +9,8 @@ worded as CUDA words them with ``sim:0`` in place of ``cuda:0``:
   that check devices (``index_select``, ``gather``, ``embedding``, losses, matmuls).
 * Lengths CUDA reads on the host may stay there (``ctc_loss``'s lengths).
 * Indices of ``x[index]`` may stay on the host (CUDA copies them to the device);
-  indices on the device for a host tensor are refused. The value ``index_put_`` writes
-  into a device tensor may be on the host only as a 0-dim tensor (copied to the device),
-  or as the one element of ``masked_fill_``'s case.
+  indices on the device for a host tensor are refused. Where the value ``index_put_``
+  writes may be is :mod:`torchport.sim._index_put`'s.
 * ``pack_padded_sequence``'s lengths must be a CPU tensor.
 * A random op that fills a device tensor draws from a generator of that device: a
   ``torch.Generator()`` of the CPU passed to it is refused (ATen's ``check_generator``).
@@ -24,18 +23,17 @@ table answers that for the simulated device and the audit alike.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
+from torchport.sim._wrapper_check import wrapper_refusal
 
 __all__ = ["HOST_OUTPUTS", "check_devices", "check_generator", "check_written", "numpy_refusal"]
 
 _aten = torch.ops.aten
 
-_INDEX_PUTS = frozenset(
-    {_aten.index_put_.default, _aten.index_put.default, _aten._index_put_impl_.default}
-)
 # Ops whose indices may live on the host while the indexed tensor is on the device.
 _HOST_INDICES = frozenset(
     {
@@ -89,13 +87,20 @@ def _mixed(first: torch.device, second: torch.device, func: Any) -> RuntimeError
     )
 
 
-def check_devices(func: Any, tensors: Sequence[torch.Tensor], device: torch.device) -> None:
+def check_devices(
+    func: Any,
+    tensors: Sequence[torch.Tensor],
+    device: torch.device,
+    names: Callable[[], Sequence[str]] | None = None,
+) -> None:
     """Raise as CUDA would when ``func``'s tensor arguments mix ``device`` with the host.
 
     Args:
         func: The aten overload about to run.
         tensors: Its tensor arguments, in schema order (``self`` first).
         device: The simulated device.
+        names: The schema name of each tensor, asked only to word a refusal as CUDA's
+            dispatcher wrapper words it (naming the argument) for the ops it checks.
 
     Raises:
         RuntimeError: The arguments mix devices in a way CUDA refuses.
@@ -110,10 +115,9 @@ def check_devices(func: Any, tensors: Sequence[torch.Tensor], device: torch.devi
         return
     if func in _HOST_INDICES:
         base = tensors[0]
-        if base.device == device and func in _INDEX_PUTS:
-            _check_put_values(tensors, device)
         if base.device.type == "cpu":
-            for index in tensors[1:]:
+            indices = tensors[1:] if func is _aten.index.Tensor else tensors[1:-1]  # not values
+            for index in indices:
                 if index.device != base.device and index.dim() > 0:
                     raise RuntimeError(
                         "indices should be either on cpu or on the same device as the indexed "
@@ -126,7 +130,8 @@ def check_devices(func: Any, tensors: Sequence[torch.Tensor], device: torch.devi
         if tensor.device == device or position in on_host:
             continue
         if tensor.dim() > 0 or not scalars:
-            raise _mixed(device, tensor.device, func)
+            named = wrapper_refusal(func, tensors, names()) if names is not None else None
+            raise named or _mixed(device, tensor.device, func)
 
 
 @functools.cache
@@ -171,31 +176,6 @@ def check_generator(
             f"Expected a '{device.type}' device type for generator but found "
             f"'{generator.device.type}'"
         )
-
-
-def _check_put_values(tensors: Sequence[torch.Tensor], device: torch.device) -> None:
-    """Raise as CUDA does for ``index_put_`` of a device tensor with values on the host
-    that are not one 0-dim tensor (``x[idx] = torch.tensor([1.0, 2.0])``).
-
-    ``_index_put_impl_`` (TensorAdvancedIndexing.cpp) runs as ``masked_fill_`` for a
-    one-element host value and a lone mask on the device, and moves a 0-dim host value to
-    the device; anything else on the host reaches ``make_index_put_iterator``, whose
-    TensorIterator accepts host tensors only as 0-dim scalars and raises this message.
-    """
-    values, indices = tensors[-1], tensors[1:-1]
-    if values.device.type != "cpu" or values.dim() == 0:
-        return
-    lone_mask = (
-        len(indices) == 1
-        and indices[0].dtype in (torch.bool, torch.uint8)
-        and indices[0].device == device
-    )
-    if values.numel() == 1 and lone_mask:
-        return  # masked_fill_(mask, value.item())
-    raise RuntimeError(
-        "Expected all tensors to be on the same device, but found at least two devices, "
-        f"{device} and {values.device}!"
-    )
 
 
 def check_written(func: Any, written: torch.Tensor, device: torch.device) -> None:

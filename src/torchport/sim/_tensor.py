@@ -24,6 +24,7 @@ from torchport.diagnose import copies_on_device, syncs_on_device
 from torchport.errors import DeviceError
 from torchport.sim import _host
 from torchport.sim._cells import CPU_STANDINS
+from torchport.sim._index_put import INDEX_PUTS, check_index_put
 from torchport.sim._ledger import LEDGER
 from torchport.sim._rules import (
     HOST_OUTPUTS,
@@ -32,6 +33,7 @@ from torchport.sim._rules import (
     check_written,
     numpy_refusal,
 )
+from torchport.sim._wrapper_check import argument_names
 
 __all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]
 
@@ -172,8 +174,9 @@ class SimTensor(torch.Tensor):
         tensors: list[torch.Tensor] = []
         raw_args = _unwrap(args, tensors)
         raw_kwargs = {key: _unwrap_one(value, tensors) for key, value in kwargs.items()}
-        check_devices(func, tensors, device())
+        check_devices(func, tensors, device(), lambda: argument_names(func, args, kwargs))
         check_generator(func, args, kwargs, device())
+        check_index_put(func, args, kwargs)
         # Which ops wait and which copy inside is the audit's op table, asked the way a
         # dispatch mode on a device asks it (diagnose's *_on_device).
         asked = _as_cuda_sees(args) if func in _INDEXING else args
@@ -184,7 +187,11 @@ class SimTensor(torch.Tensor):
             for source, _target_device, nbytes in copies_on_device(func, asked, kwargs):
                 if source.type == "cpu":
                     _host.copied_bytes(CrossingKind.HOST_TO_DEVICE, str(func), nbytes)
-        if _alias_kind(func) is _Alias.WRITES:
+        if func in INDEX_PUTS and not isinstance(args[0], SimTensor):
+            # A host tensor written with a 0-dim device value (check_index_put let it by):
+            # ATen moves the value to the host first, a copy that waits.
+            to_host(args[2] if len(args) > 2 else kwargs["values"], str(func))
+        elif _alias_kind(func) is _Alias.WRITES:
             for position, name in _written(func):
                 check_written(func, kwargs[name] if name in kwargs else args[position], device())
         standin = CPU_STANDINS.get(func)
