@@ -97,7 +97,15 @@ def to_device(
       the rest of the batch, holds one twice, nests such objects inside its
       storages, or is moved with ``dtype`` is instead deep-copied around the
       batch's moved tensors before its ``.to`` runs, so every tensor it holds
-      moves and sharing is kept.) An object whose state torchport cannot read is
+      moves and sharing is kept.) So a tensor its ``.to`` leaves off ``device``
+      stays there only when it is one of the input's own tensors and the object
+      was moved on a shallow copy (PyG's bookkeeping); otherwise it is moved
+      too: a tensorclass's or ``TensorDict``'s non-tensor field holding tensors
+      (``extra={"k": t}``, kept inside nested storages) comes back with ``t`` on
+      ``device``, although the object's own ``.to`` leaves ``t`` on the CPU. A
+      tensor that ``.to`` itself makes off ``device`` raises, and so does a
+      ``.to`` that changes the input through the shallow copy (after the input is
+      put back as it was). An object whose state torchport cannot read is
       moved by its ``.to`` as it is. Values
       (numbers, strings, classes, functions, modules, ``Enum`` members, weak
       references, objects without attributes) come back as they are, and so do

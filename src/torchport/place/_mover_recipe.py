@@ -26,8 +26,12 @@ the library that wrote that ``.to`` reads them on the host. The known ones:
   key per graph read back, and PyG's ``.to`` never moves them. ``Data`` and
   ``HeteroData`` keep nothing on the host: their ``.to`` moves every tensor
   attribute of every store.
-* ``TensorDict`` and tensorclasses: nothing; their ``.to`` moves every tensor,
-  nested ones included (non-tensor fields are values and come back as they are).
+* ``TensorDict`` and tensorclasses: nothing. Their ``.to`` moves every tensor
+  field, nested ones included, but leaves on the CPU a tensor held inside a
+  non-tensor field (``extra={"k": t}``); such a field is stored as a
+  ``NonTensorData`` inside the object's ``TensorDict``, deeper than a ``Data``'s
+  storages, so the object is deep-copied around moved tensors (below) and ``t``
+  is moved: every tensor reachable from the result is on the target.
 * ``PackedSequence.batch_sizes`` is kept on the CPU by the walker itself (not by a
   ``.to``), as ``PackedSequence.to`` does, because the RNN kernels read it there.
 
