@@ -47,7 +47,7 @@ class Slotted:
 
 
 def _mutable(root: Any) -> list[Any]:
-    """The mutable nodes reachable from ``root``'s attributes, in a fixed order (the oracle's walk)."""
+    """The mutable nodes reachable from ``root``'s attributes, in a fixed order."""
     found: list[Any] = []
     seen: set[int] = set()
 
@@ -203,7 +203,9 @@ _states = st.dictionaries(
 )
 _plans = st.one_of(
     st.none(),
-    st.tuples(st.integers(0, 20), st.sampled_from(["replace", "add", "remove", "set"]), st.booleans()),
+    st.tuples(
+        st.integers(0, 20), st.sampled_from(["replace", "add", "remove", "set"]), st.booleans()
+    ),
 )
 
 

@@ -14,7 +14,10 @@ Both go where the walker goes: items of builtin containers and of their
 subclasses (with their attributes), and the state of objects the walker copies
 through their state. They stop at tensors, at values, at objects moved by their own
 ``.to`` (what ``.to`` returns is theirs to shape; one held twice is moved once by the
-walker already) and at values under skipped keys. A set held twice comes back as one
+walker already) and at values under skipped keys. A ``MappingProxyType`` is a node
+whose one child is the very mapping it shows: a proxy held twice comes back as one
+proxy, and one whose mapping the batch also holds shows the rebuilt mapping
+(read-only, it is made again around it, as a tuple is). A set held twice comes back as one
 set, but its items (hashable, so immutable) are not paired with the rest of the
 batch. A batch that holds itself never gets here: the flatten refuses the cycle with
 an ``UnsupportedBatchError``.
@@ -23,12 +26,14 @@ an ``UnsupportedBatchError``.
 from __future__ import annotations
 
 import collections
+import types
 from collections.abc import Hashable
 from typing import Any
 
 import optree
 import torch
 
+from torchport.place._containers import viewed_mapping
 from torchport.place._copying import State, has_state, read_state, write_state
 from torchport.place._objects import WALKED, kind_of_object
 
@@ -66,6 +71,8 @@ def _children(node: Any, skip: frozenset[Hashable]) -> list[Any] | None:
         return [v for k, v in node.items() if not _skipped(k, skip)]
     if cls is list or cls is tuple:
         return list(node)
+    if cls is types.MappingProxyType:
+        return [viewed_mapping(node)]  # rebuilt around the one mapping it shows
     if issubclass(cls, torch.Tensor | torch.Size):
         return None  # a tensor (shared by the copy engine) or a value
     if issubclass(cls, dict):
@@ -131,6 +138,11 @@ def _join(old: Any, new: Any, made: dict[int, Any], skip: frozenset[Hashable]) -
                     list.__setitem__(new, i, joined)
                 else:
                     new[i] = joined
+    elif cls is types.MappingProxyType:
+        was = viewed_mapping(new)
+        joined = _join(viewed_mapping(old), was, made, skip)
+        if joined is not was:
+            new = types.MappingProxyType(joined)  # read-only: made again, as a tuple is
     elif issubclass(cls, tuple):
         items = [_join(value, was, made, skip) for value, was in zip(old, new, strict=True)]
         if any(a is not b for a, b in zip(items, new, strict=True)):
