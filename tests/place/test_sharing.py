@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import types
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -258,3 +259,172 @@ def test_a_mapping_proxy_held_twice_comes_back_as_one() -> None:
     view = types.MappingProxyType({"x": shown})
     moved = tp.to_device([view, view, shown], META)
     assert moved[0] is moved[1] and moved[0]["x"] is moved[2]
+
+
+class RebuildsAll:
+    """An own ``.to`` that rebuilds every container it holds, as PyG's ``apply`` does.
+
+    (One ``.to`` call keeps its own sharing: a container held twice inside is rebuilt once.)
+    """
+
+    def __init__(self, **state: Any) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(**{vars(self)!r})"
+
+    def to(self, device: Any) -> Any:
+        out = object.__new__(type(self))
+        memo: dict[int, Any] = {}
+        out.__dict__.update({k: self._rebuilt(v, device, memo) for k, v in vars(self).items()})
+        return out
+
+    def _rebuilt(self, value: Any, device: Any, memo: dict[int, Any]) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value.to(device)
+        if id(value) in memo:
+            return memo[id(value)]
+        again = functools.partial(self._rebuilt, device=device, memo=memo)
+        out: Any
+        if isinstance(value, dict):
+            out = type(value)((k, again(v)) for k, v in value.items())
+            self._mark(out)
+        elif isinstance(value, Pair):
+            out = Pair(*map(again, value))
+        elif isinstance(value, Box):
+            out = Box(again(value.first), again(value.second))
+        elif isinstance(value, list | tuple | collections.deque | set | frozenset):
+            out = type(value)(map(again, value))
+        else:
+            return value
+        memo[id(value)] = out
+        return out
+
+    def _mark(self, rebuilt: dict[Any, Any]) -> None:
+        pass
+
+
+class MarksDicts(RebuildsAll):
+    """An own ``.to`` that rebuilds its containers and adds a key to every dict it rebuilds."""
+
+    def _mark(self, rebuilt: dict[Any, Any]) -> None:
+        rebuilt["moved"] = True
+
+
+def _edge_pairs(old: Any, new: Any, path: str = "batch") -> Iterator[tuple[str, Any, Any]]:
+    """Every (path, input node, result node) at the same place, into own-``.to`` objects too.
+
+    Dicts are paired by the keys both hold (a ``.to`` may add keys).
+    """
+    yield path, old, new
+    if isinstance(old, torch.Tensor | int | str | type(None)):
+        return
+    assert type(new) is type(old), f"{path}: {type(new).__name__} for {type(old).__name__}"
+    if isinstance(old, dict):
+        for key in old:
+            if key in new:
+                yield from _edge_pairs(old[key], new[key], f"{path}[{key!r}]")
+    elif isinstance(old, list | tuple | collections.deque):
+        assert len(old) == len(new), path
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            yield from _edge_pairs(a, b, f"{path}[{i}]")
+    elif isinstance(old, Box):
+        yield from _edge_pairs(old.first, new.first, f"{path}.first")
+        yield from _edge_pairs(old.second, new.second, f"{path}.second")
+    elif isinstance(old, RebuildsAll):
+        for name, value in vars(old).items():
+            yield from _edge_pairs(value, vars(new)[name], f"{path}.{name}")
+
+
+def _inside_and_out(batch: dict[str, Any]) -> tuple[list[set[int]], set[int]]:
+    """The ids of the dicts inside each own-``.to`` object, and of every node outside them."""
+    outside: set[int] = set()
+    inside: list[set[int]] = []
+    for mover in batch["movers"]:
+        found = {id(node) for _, node, _ in _edge_pairs(mover, mover) if isinstance(node, dict)}
+        inside.append(found - {id(vars(mover))})
+    for node in batch["outer"]:
+        if not isinstance(node, RebuildsAll):
+            outside |= {id(n) for _, n, _ in _edge_pairs(node, node)}
+    return inside, outside
+
+
+@st.composite
+def _edge_batches(draw: st.DrawFn) -> dict[str, Any]:
+    """Containers from a pool held inside objects with their own ``.to`` and outside them."""
+    pool: list[Any] = []
+    for _ in range(draw(st.integers(1, 3))):
+        reuse = st.sampled_from(pool) if pool else _TENSORS
+        pool.append(draw(_node(_LEAVES | reuse | reuse)))
+    cls = draw(st.sampled_from([RebuildsAll, MarksDicts]))
+    held = st.sampled_from(pool) | st.sampled_from(pool) | _LEAVES
+    movers = [
+        cls(**{f"a{i}": draw(held) for i in range(draw(st.integers(1, 3)))})
+        for _ in range(draw(st.integers(1, 2)))
+    ]
+    outer = draw(st.lists(st.sampled_from(pool) | st.sampled_from(movers), min_size=1, max_size=4))
+    return {"movers": movers, "outer": outer}
+
+
+class TestContainersHeldAcrossAnOwnToEdge:
+    """A container inside an object moved by its own ``.to`` and elsewhere comes back as one.
+
+    The oracle pairs input and result side by side (into own-``.to`` objects by
+    their attributes) and asks that every input node held in several places comes
+    back as one object, every tensor on the target. A ``.to`` that rebuilds its
+    containers as they were (``RebuildsAll``) is always joined; one that adds a key
+    to each dict it rebuilds (``MarksDicts``) cannot be, where such a dict is also
+    held outside it (or in another such object) and its ``.to`` runs: the move
+    then raises, and only then.
+    """
+
+    @settings(deadline=None)
+    @given(batch=_edge_batches())
+    def test_one_object_or_a_clear_error(self, batch: dict[str, Any]) -> None:
+        inside, outside = _inside_and_out(batch)
+        moving = [bool(_tensors_in(m)) for m in batch["movers"]]
+        # Two such objects whose .to both run give the same rebuild: those are joined.
+        kept = set(outside).union(
+            *(f for f, moves in zip(inside, moving, strict=True) if not moves)
+        )
+        clash = isinstance(batch["movers"][0], MarksDicts) and any(
+            moves and not found.isdisjoint(kept)
+            for found, moves in zip(inside, moving, strict=True)
+        )
+        if clash:
+            with pytest.raises(tp.UnsupportedBatchError, match="held both inside"):
+                tp.to_device(batch, META)
+            return
+        moved = tp.to_device(batch, META)
+        to_new: dict[int, int] = {}
+        for path, a, b in _edge_pairs(batch, moved):
+            if isinstance(a, torch.Tensor):
+                assert b.is_meta, path
+            elif not isinstance(a, int | str | type(None)):
+                assert to_new.setdefault(id(a), id(b)) == id(b), f"{path}: came back as two"
+
+    @given(
+        shown=st.dictionaries(st.sampled_from("xyz"), _LEAVES, max_size=3),
+        wrap=st.sampled_from(["bare", "list", "tuple", "box"]),
+    )
+    def test_a_dict_its_to_changes_is_refused(self, shown: dict[str, Any], wrap: str) -> None:
+        outer: Any = {
+            "bare": shown,
+            "list": [shown],
+            "tuple": (shown, 1),
+            "box": Box(shown, None),
+        }[wrap]
+        obj = MarksDicts(table=outer, weight=torch.ones(1))
+        with pytest.raises(tp.UnsupportedBatchError, match="held both inside"):
+            tp.to_device({"obj": obj, "table": shown}, META)
+        assert obj.table is outer and "moved" not in shown  # the input as it was
+
+
+def _tensors_in(node: Any) -> list[torch.Tensor]:
+    return [a for _, a, _ in _edge_pairs(node, node) if isinstance(a, torch.Tensor)] + [
+        t
+        for _, a, _ in _edge_pairs(node, node)
+        if isinstance(a, set | frozenset)
+        for t in a
+        if isinstance(t, torch.Tensor)
+    ]

@@ -79,7 +79,12 @@ def to_device(
       on ``device``, except values under ``skip_keys`` and tensors an object's
       own ``.to`` keeps where they are (below); the input is unchanged;
       every value is unchanged; a tensor that appears twice is copied once and
-      stays shared. Otherwise :class:`~torchport.UnsupportedBatchError` names
+      stays shared, and so does a container or object held in two places (one
+      inside an object with its own ``.to`` and elsewhere too, and a
+      ``MappingProxyType``, which also keeps showing the mapping the batch
+      holds); where an object's own ``.to`` gives back, in place of such a
+      container, one that holds other objects than the batch's copy, the move
+      raises. Otherwise :class:`~torchport.UnsupportedBatchError` names
       the path of what could not be moved. Containers (dict, ``OrderedDict`` in
       its own order, ``defaultdict``, list, tuple, namedtuple, set, frozenset,
       ``deque``, ``MappingProxyType`` and their subclasses) are rebuilt without
