@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import operator
+import re
 from typing import Any
 
 import numpy
@@ -216,16 +217,19 @@ def _same_values(a: Any, b: Any) -> bool:
 
 
 _field_leaves = st.one_of(st.integers(1, 3).map(torch.ones), st.integers(), st.text(max_size=3))
+
+
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        _field_leaves,
+        st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
+        st.lists(inner, max_size=3),
+    )
+
+
 _fields = st.dictionaries(
     st.sampled_from("abc"),
-    st.recursive(
-        _field_leaves,
-        lambda inner: st.one_of(
-            st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
-            st.lists(inner, max_size=3),
-        ),
-        max_leaves=6,
-    ),
+    _nested(_nested(_field_leaves)),  # two levels of dicts and lists below the field's dict
     min_size=1,
     max_size=3,
 ).filter(lambda value: bool(_tensors_of(value)))  # a dict: tensordict stacks a bare list
@@ -266,3 +270,77 @@ class TestTensorsAnOwnToLeavesBehind:
         assert out["a"].is_meta and all(t.is_meta for t in _tensors_of(moved))
         assert _same_values(td.get_non_tensor("meta"), moved)
         assert all(map(operator.is_, _tensors_of(td.get_non_tensor("meta")), held))
+
+
+class _Holder:
+    """A plain object on the way to a tensor a ``.to`` makes."""
+
+    def __init__(self, **attrs: Any) -> None:
+        self.__dict__.update(attrs)
+
+
+_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("key"), st.sampled_from(["a", "b", 3])),
+        st.tuples(st.just("index"), st.integers(0, 2)),
+        st.tuples(st.just("tuple"), st.integers(0, 2)),
+        st.tuples(st.just("attr"), st.sampled_from(["p", "q"])),
+    ),
+    max_size=4,
+)
+
+
+def _build(steps: list[tuple[str, Any]], leaf: Any) -> Any:
+    value = leaf
+    for how, where in reversed(steps):
+        if how == "key":
+            value = {"other": 1, where: value}
+        elif how == "attr":
+            value = _Holder(**{where: value, "other": 1})
+        else:
+            items: list[Any] = [0] * (where + 1)
+            items[where] = value
+            value = items if how == "index" else tuple(items)
+    return value
+
+
+class MakesATensor:
+    """An own ``.to`` that returns a result holding a new CPU tensor where ``steps`` say."""
+
+    last: tuple[Any, torch.Tensor] | None = None
+
+    def __init__(self, steps: list[tuple[str, Any]]) -> None:
+        self.weight = torch.ones(2)
+        self.steps = steps
+
+    def to(self, device: Any) -> MakesATensor:
+        out = copy.copy(self)
+        out.weight = self.weight.to(device)
+        made = torch.zeros(1)
+        out.extra = _build(self.steps, made)
+        MakesATensor.last = (out, made)
+        return out
+
+
+class TestATensorItsToMakesIsNamed:
+    """A tensor an own ``.to`` makes off the target is refused, named by its real path.
+
+    The oracle evaluates the reported path on the very result ``.to`` returned and
+    checks that it reaches the very tensor ``.to`` made.
+    """
+
+    def _reaches(self, move: Any, obj: MakesATensor) -> None:
+        with pytest.raises(tp.UnsupportedBatchError) as raised:
+            move(obj)
+        found = re.search(r" at (result\S*?); torchport moves", str(raised.value))
+        assert found is not None, str(raised.value)
+        assert MakesATensor.last is not None
+        result, made = MakesATensor.last
+        assert eval(found.group(1), {"result": result}) is made  # the path the error named
+
+    @given(_steps)
+    def test_as_the_batch_inside_one_and_through_the_loader(self, steps: Any) -> None:
+        obj = MakesATensor(steps)
+        self._reaches(lambda o: tp.to_device(o, META), obj)
+        self._reaches(lambda o: tp.to_device({"obj": o, "n": 1}, META), obj)
+        self._reaches(lambda o: next(iter(tp.DeviceLoader([o], device="meta"))), obj)

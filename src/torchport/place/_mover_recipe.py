@@ -67,7 +67,7 @@ from torchport.place._copying import (
 from torchport.place._entries import TensorInsideEntry
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import TENSOR
-from torchport.place._locate import find_path
+from torchport.place._locate import find_path, find_state_path
 from torchport.place._objects import VALUE, contents, kind_of_object, on_device
 from torchport.place._rebuilding import current
 from torchport.place._untouched import snapshot
@@ -278,10 +278,15 @@ def check_reached(
     """
     for t in find([result]):
         if not on_device(t, target) and id(t) not in left:
-            where = find_path(result, "result", functools.partial(operator.is_, t)) or "inside it"
+            wanted = functools.partial(operator.is_, t)
+            where = (
+                find_state_path(result, "result", wanted)
+                or find_path(result, "result", wanted)
+                or "somewhere inside it"
+            )
             raise RebuildRefused(
-                f"its .to({str(target)!r}) returned an object that still holds a "
-                f"tensor on {t.device} (at {where}); torchport moves every tensor the "
+                f"its .to({str(target)!r}) returned an object (result) that still holds a "
+                f"tensor on {t.device} at {where}; torchport moves every tensor the "
                 "object holds before calling .to, so this one is made by .to itself"
             )
 

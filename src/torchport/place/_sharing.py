@@ -36,6 +36,7 @@ import torch
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import viewed_mapping
 from torchport.place._copying import State, has_state, read_state, write_state
+from torchport.place._leaf_kinds import KIND, PLAIN, TENSOR
 from torchport.place._objects import MOVER, WALKED, kind_of_object
 
 __all__ = ["join_repeats", "own_movers", "repeats_nodes"]
@@ -44,6 +45,7 @@ _UNSET = object()
 # Read by their items. A set held twice comes back as one; its items (hashable) are
 # never replaced by _join, which has no way to set them.
 _ITERABLES = (list, tuple, collections.deque, set, frozenset)
+_LEAF_KINDS = frozenset({TENSOR, PLAIN})
 _NOT_MOVERS = (*_ITERABLES, dict, torch.Tensor, types.MappingProxyType)
 
 
@@ -69,7 +71,9 @@ def repeats_nodes(obj: Any, skip: frozenset[Hashable]) -> bool:
             return True
         seen.add(key)
         stack.extend(children)
-    return bool(movers) and _shared_across(list(movers.values()), seen)
+    if not movers or (len(movers) == 1 and len(seen) <= 1):
+        return False  # one such object, and no container outside it but the batch itself
+    return _shared_across(list(movers.values()), seen)
 
 
 def own_movers(obj: Any, skip: frozenset[Hashable]) -> list[Any]:
@@ -106,8 +110,12 @@ def _inside(mover: Any) -> set[int]:
     """The ids of the containers and objects reachable through ``mover``'s state."""
     found: set[int] = set()
     stack = list(read_state(mover).values)
+    leaf = _LEAF_KINDS.__contains__
+    kind_of = KIND.get
     while stack:
         node = stack.pop()
+        if leaf(kind_of(type(node))):
+            continue  # a tensor or a value: no container
         children = _children(node, frozenset(), own=True)
         if children is None or id(node) in found:
             continue
