@@ -20,8 +20,8 @@ How each kind is rebuilt:
   the base type's own ``__new__`` and methods (never the subclass's), then the
   instance's attributes, moved;
 * ``set``, ``frozenset``: ``set(items)``, ``frozenset(items)``;
-* ``MappingProxyType``: a new proxy over a rebuilt copy of the mapping it shows
-  (the copy keeps that mapping's type);
+* ``MappingProxyType``: a new proxy over the rebuilt mapping it shows (that very
+  mapping is walked, so one the batch also holds elsewhere stays one);
 * a ``Mapping`` with no state of its own (one implemented in C): returned as it is
   when no value changed; otherwise ``type(m)(dict_of_items)``, checked to hold
   exactly the new values. A ``Mapping`` that keeps its items in attributes
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import gc
 import operator
 import types
 import warnings
@@ -69,6 +70,7 @@ __all__ = [
     "register_known",
     "register_recipe",
     "share_siblings",
+    "viewed_mapping",
 ]
 
 # torchport's private optree namespace: optree's global registry and torch's pytree
@@ -235,14 +237,23 @@ def _restore_state(obj: Any, new: Any, state: State, moved: list[Any]) -> None:
 
 
 def _flatten_view(obj: types.MappingProxyType[Any, Any]) -> tuple[list[Any], None, tuple[None]]:
+    return [viewed_mapping(obj)], None, (None,)
+
+
+def viewed_mapping(view: types.MappingProxyType[Any, Any]) -> Any:
+    """The very mapping a ``MappingProxyType`` shows (so that one held elsewhere stays one).
+
+    CPython's proxy refers to exactly that mapping (``gc.get_referents``); where that
+    is not so, a copy of it, which keeps its type (``OrderedDict``, ``defaultdict``).
+    """
+    referents = gc.get_referents(view)
+    if len(referents) == 1 and isinstance(referents[0], Mapping):
+        return referents[0]
     try:
-        # The viewed mapping's own copy keeps its type (OrderedDict, defaultdict, ...).
-        inner = obj.copy()
+        inner = view.copy()
     except Exception:
-        inner = dict(obj)
-    if not isinstance(inner, Mapping):
-        inner = dict(obj)
-    return [inner], None, (None,)
+        inner = dict(view)
+    return inner if isinstance(inner, Mapping) else dict(view)
 
 
 def _rebuild_view(_: None, children: Any) -> types.MappingProxyType[Any, Any]:

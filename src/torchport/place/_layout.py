@@ -152,6 +152,7 @@ class BatchLayout:
             if new_movers is not None and self._mover_pos and self._mover_index is not None:
                 moved = map(new_movers.__getitem__, self._mover_index)
                 collections.deque(map(leaves.__setitem__, self._mover_pos, moved), maxlen=0)
+        finish = None
         if not self._objects:
             result = self._unflatten(leaves)  # optree's own nodes only: nothing to finish
         else:
@@ -167,7 +168,8 @@ class BatchLayout:
         if self._reorder:
             restore_order(result, self._reorder)
         if self._joins is not _NO_JOINS:
-            result = join_repeats(self._joins, result, self._skip)
+            made = finish.made if finish is not None else None
+            result = join_repeats(self._joins, result, self._skip, made)
         return result
 
     def join_repeats_of(self, batch: object) -> None:

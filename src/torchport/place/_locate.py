@@ -16,13 +16,17 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import optree
+import torch
 
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import GENERIC_MAPPINGS, NAMESPACE, RebuildRefused
+from torchport.place._copying import has_state, read_state
+from torchport.place._objects import VALUE, kind_of_object
 
 __all__ = [
     "ROOT",
     "find_path",
+    "find_state_path",
     "flatten_failure_message",
     "rebuild_located",
     "recursion_message",
@@ -125,6 +129,38 @@ def find_path(root: object, root_path: str, wanted: Callable[[object], bool]) ->
     """The path (written as Python from ``root_path``) of the first node ``wanted`` accepts."""
     found = _find_node(root, root_path, wanted)
     return None if found is None else found[0]
+
+
+def find_state_path(root: object, root_path: str, wanted: Callable[[object], bool]) -> str | None:
+    """The path of the first node ``wanted`` accepts, read through attributes and items.
+
+    For what an object's own ``.to`` returned: its attributes (``__dict__`` and
+    slots), dict items by key, list, tuple and deque items by index, at any depth
+    (``result.meta['a'][0]``), each node entered once. A set's item is named as the
+    set's path. Reads state only (no ``__getattr__``, no properties).
+    """
+    stack: list[tuple[object, str]] = [(root, root_path)]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if wanted(node):
+            return path
+        if id(node) in seen or isinstance(node, torch.Tensor | str | bytes):
+            continue
+        seen.add(id(node))
+        children: list[tuple[object, str]] = []
+        if isinstance(node, dict):
+            children += [(v, f"{path}[{k!r}]") for k, v in dict.items(node)]
+        elif isinstance(node, list | tuple | collections.deque):
+            children += [(v, f"{path}[{i}]") for i, v in enumerate(node)]
+        elif isinstance(node, set | frozenset) and any(map(wanted, node)):
+            return f"{path} (an item of this set)"
+        if has_state(type(node)) and kind_of_object(type(node)) != VALUE:
+            state = read_state(node)
+            names = zip(state.names, state.values, strict=True)
+            children += [(v, f"{path}.{name}") for name, v in names]
+        stack.extend(reversed(children))
+    return None
 
 
 def _fails_to_open(node: object) -> bool:

@@ -79,7 +79,12 @@ def to_device(
       on ``device``, except values under ``skip_keys`` and tensors an object's
       own ``.to`` keeps where they are (below); the input is unchanged;
       every value is unchanged; a tensor that appears twice is copied once and
-      stays shared. Otherwise :class:`~torchport.UnsupportedBatchError` names
+      stays shared, and so does a container or object held in two places (one
+      inside an object with its own ``.to`` and elsewhere too, and a
+      ``MappingProxyType``, which also keeps showing the mapping the batch
+      holds); where an object's own ``.to`` gives back, in place of such a
+      container, one that holds other objects than the batch's copy, the move
+      raises. Otherwise :class:`~torchport.UnsupportedBatchError` names
       the path of what could not be moved. Containers (dict, ``OrderedDict`` in
       its own order, ``defaultdict``, list, tuple, namedtuple, set, frozenset,
       ``deque``, ``MappingProxyType`` and their subclasses) are rebuilt without
@@ -97,7 +102,15 @@ def to_device(
       the rest of the batch, holds one twice, nests such objects inside its
       storages, or is moved with ``dtype`` is instead deep-copied around the
       batch's moved tensors before its ``.to`` runs, so every tensor it holds
-      moves and sharing is kept.) An object whose state torchport cannot read is
+      moves and sharing is kept.) So a tensor its ``.to`` leaves off ``device``
+      stays there only when it is one of the input's own tensors and the object
+      was moved on a shallow copy (PyG's bookkeeping); otherwise it is moved
+      too: a tensorclass's or ``TensorDict``'s non-tensor field holding tensors
+      (``extra={"k": t}``, kept inside nested storages) comes back with ``t`` on
+      ``device``, although the object's own ``.to`` leaves ``t`` on the CPU. A
+      tensor that ``.to`` itself makes off ``device`` raises, and so does a
+      ``.to`` that changes the input through the shallow copy (after the input is
+      put back as it was). An object whose state torchport cannot read is
       moved by its ``.to`` as it is. Values
       (numbers, strings, classes, functions, modules, ``Enum`` members, weak
       references, objects without attributes) come back as they are, and so do

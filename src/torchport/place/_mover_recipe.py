@@ -26,8 +26,12 @@ the library that wrote that ``.to`` reads them on the host. The known ones:
   key per graph read back, and PyG's ``.to`` never moves them. ``Data`` and
   ``HeteroData`` keep nothing on the host: their ``.to`` moves every tensor
   attribute of every store.
-* ``TensorDict`` and tensorclasses: nothing; their ``.to`` moves every tensor,
-  nested ones included (non-tensor fields are values and come back as they are).
+* ``TensorDict`` and tensorclasses: nothing. Their ``.to`` moves every tensor
+  field, nested ones included, but leaves on the CPU a tensor held inside a
+  non-tensor field (``extra={"k": t}``); such a field is stored as a
+  ``NonTensorData`` inside the object's ``TensorDict``, deeper than a ``Data``'s
+  storages, so the object is deep-copied around moved tensors (below) and ``t``
+  is moved: every tensor reachable from the result is on the target.
 * ``PackedSequence.batch_sizes`` is kept on the CPU by the walker itself (not by a
   ``.to``), as ``PackedSequence.to`` does, because the RNN kernels read it there.
 
@@ -63,9 +67,10 @@ from torchport.place._copying import (
 from torchport.place._entries import TensorInsideEntry
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import TENSOR
-from torchport.place._locate import find_path
+from torchport.place._locate import find_path, find_state_path
 from torchport.place._objects import VALUE, contents, kind_of_object, on_device
 from torchport.place._rebuilding import current
+from torchport.place._untouched import snapshot
 
 if TYPE_CHECKING:
     from torchport.place._layout import BatchLayout
@@ -205,7 +210,7 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
         if result is not None:
             return result
         if call_to is not None and id(obj) in finish.own:
-            result = _own_to_on_copy(obj, tensors, call_to, find)
+            result = _own_to_on_copy(obj, call_to)
             if finish.target is not None:
                 check_reached(result, finish.target, frozenset(map(id, tensors)), find)
         else:
@@ -220,35 +225,41 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
     return Recipe(flatten, unflatten, TensorInsideEntry)
 
 
-def _own_to_on_copy(
-    obj: Any,
-    tensors: list[torch.Tensor],
-    call_to: Callable[[Any], Any],
-    find: Callable[[list[Any]], list[torch.Tensor]],
-) -> Any:
+def _own_to_on_copy(obj: Any, call_to: Callable[[Any], Any]) -> Any:
     """What ``obj``'s own ``.to`` gives on a shallow copy; the input must come out as it was.
 
     A class with a ``__copy__`` of its own (PyG's ``Data``, ``TensorDict``) says what a
     copy shares, and its ``.to`` is trusted to leave the input alone on it; for any
-    other class the input's tensors are read again after the call.
+    other class what the input holds is recorded before the call
+    (``place/_untouched.py``) and put back if the call changed it or raised.
 
     Raises:
-        RebuildRefused: The copy cannot be made, or the call changed which tensors
-            the input holds (its ``.to`` wrote through an attribute the shallow copy
-            shares with it).
+        RebuildRefused: The copy cannot be made, or the call changed what the input
+            holds (its ``.to`` wrote through a container the shallow copy shares
+            with it); the input is as it was.
     """
-    result = call_to(copy_object(obj))
     if defines_copy(type(obj)):
-        return result
-    after = find(contents(obj))
-    if len(after) != len(tensors) or not all(map(operator.is_, after, tensors)):
-        raise RebuildRefused(
-            f"the {type(obj).__name__} object's .to, called on a shallow copy (copy.copy), "
-            "changed the input through an attribute the copy shares with it; give the "
-            "class a __copy__ that copies what its .to replaces (as PyTorch Geometric's "
-            "storages copy their mapping), or move it yourself and pass its key in skip_keys"
-        )
+        return call_to(copy_object(obj))
+    before = snapshot(obj)
+    try:
+        result = call_to(copy_object(obj))
+        if before.changed():
+            raise RebuildRefused(wrote_through(type(obj)))
+    except BaseException:
+        before.restore()
+        raise
     return result
+
+
+def wrote_through(cls: type) -> str:
+    """Why an object's ``.to`` that changed the input through its shallow copy is refused."""
+    return (
+        f"the {cls.__name__} object's .to, called on a shallow copy (copy.copy), "
+        "changed the input through a container or object the copy shares with it (the "
+        "input is left as it was); give the class a __copy__ that copies what its .to "
+        "replaces (as PyTorch Geometric's storages copy their mapping), or move it "
+        "yourself and pass its key in skip_keys"
+    )
 
 
 def check_reached(
@@ -267,10 +278,15 @@ def check_reached(
     """
     for t in find([result]):
         if not on_device(t, target) and id(t) not in left:
-            where = find_path(result, "result", functools.partial(operator.is_, t)) or "inside it"
+            wanted = functools.partial(operator.is_, t)
+            where = (
+                find_state_path(result, "result", wanted)
+                or find_path(result, "result", wanted)
+                or "somewhere inside it"
+            )
             raise RebuildRefused(
-                f"its .to({str(target)!r}) returned an object that still holds a "
-                f"tensor on {t.device} (at {where}); torchport moves every tensor the "
+                f"its .to({str(target)!r}) returned an object (result) that still holds a "
+                f"tensor on {t.device} at {where}; torchport moves every tensor the "
                 "object holds before calling .to, so this one is made by .to itself"
             )
 

@@ -264,7 +264,13 @@ def _classify_leaves(
             present = set(kinds)
         layout = _layout(leaves, spec, kinds, present, obj, notes, skip)
         # A container held twice holds its leaves twice, or holds none (place/_sharing.py).
-        if (notes.leafless or len(set(map(id, leaves))) != len(leaves)) and repeats_nodes(
+        # Or one held both inside an object with its own .to and elsewhere (that object's
+        # flatten shows only its tensors): possible unless the batch is one such object in
+        # a container of leaves (two nodes, the container and the object).
+        across = bool(notes.movers) and (
+            len(notes.movers) > 1 or spec.num_nodes - spec.num_leaves > 2
+        )
+        if (across or notes.leafless or len(set(map(id, leaves))) != len(leaves)) and repeats_nodes(
             obj, skip or frozenset()
         ):
             layout.join_repeats_of(obj)

@@ -32,11 +32,12 @@ from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, defines_copy, read_state, slot_names
 from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
 from torchport.place._locate import ROOT, refused_message
-from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached
+from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
 from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
 from torchport.place._tree import tensors_inside
+from torchport.place._untouched import snapshot
 
 __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
@@ -121,23 +122,26 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
     if all_on(tensors, target):
         return obj  # nothing to move: no copy, no call
     cls = type(obj)
+    # A class without a __copy__ of its own: what the shallow copy shares is recorded,
+    # so that a .to writing through it is refused with the input put back.
+    before = None if defines_copy(cls) else snapshot(obj)
     try:
         result = call_own_to(copy_object(obj), target, non_blocking, None)
-        if not defines_copy(cls) and not _same(state_tensors(obj), tensors):
-            raise RebuildRefused(
-                f"the {cls.__name__} object's .to, called on a shallow copy (copy.copy), "
-                "changed the input through an attribute the copy shares with it; give the "
-                "class a __copy__ that copies what its .to replaces (as PyTorch Geometric's "
-                "storages copy their mapping), or move it yourself and pass its key in "
-                "skip_keys"
-            )
+        if before is not None and before.changed():
+            raise RebuildRefused(wrote_through(cls))
         found = _unshared_tensors(result, inside.opened)
         if found is None or not all_on(found, target):
             left = frozenset(map(id, tensors))  # the input's own may stay where they were
             if found is None or not all_on(_not_in(found, left), target):
                 check_reached(result, target, left, tensors_inside)  # the walker names it
     except RebuildRefused as exc:
+        if before is not None:
+            before.restore()
         raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
+    except BaseException:
+        if before is not None:
+            before.restore()
+        raise
     return result
 
 
@@ -292,10 +296,3 @@ def _values(obj: Any, code: int) -> Any:
     if code is _MOVES or code is _WALKED:
         return _dict_of(obj, "__dict__").values()
     return contents(obj) if code is _MOVES_STATE else read_state(obj).values
-
-
-def _same(found: list[torch.Tensor] | None, tensors: list[torch.Tensor]) -> bool:
-    """Whether ``found`` holds exactly ``tensors``, in order, by identity."""
-    if found is None or len(found) != len(tensors):
-        return False
-    return all(map(operator.is_, found, tensors))

@@ -1,0 +1,276 @@
+"""The input untouched on every error path: an own ``.to`` that writes through its shallow copy.
+
+An object with its own ``.to`` (and no ``__copy__`` of its own) is moved by that
+``.to`` on a shallow copy, which shares every container the input holds. The
+invariant: after ``to_device`` or ``DeviceLoader`` raises, every container and
+object reachable from the input holds exactly the objects it held before (by
+identity, in order); a ``.to`` that changed the input is refused, never let
+through. The oracle (:func:`_held`) records what each node reachable from the
+input holds by its own walk, apart from ``place/_untouched.py``. States are
+generated (dicts, lists, deques, sets, plain objects, objects with slots, at any
+depth, tensors and values as leaves), and so is what the ``.to`` does: which
+shared container it writes into, how (replace a tensor by its moved copy, add an
+item, remove one, set an attribute), and whether it then returns or raises.
+"""
+
+from __future__ import annotations
+
+import collections
+import operator
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import torchport as tp
+
+META = torch.device("meta")
+
+
+class Plain:
+    """A node walked through its ``__dict__``."""
+
+    def __init__(self, **attrs: Any) -> None:
+        self.__dict__.update(attrs)
+
+
+class Slotted:
+    """A node walked through its slots."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: Any, b: Any) -> None:
+        self.a = a
+        self.b = b
+
+
+def _mutable(root: Any) -> list[Any]:
+    """The mutable nodes reachable from ``root``'s attributes, in a fixed order."""
+    found: list[Any] = []
+    seen: set[int] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, torch.Tensor) or id(node) in seen:
+            return
+        if isinstance(node, dict | list | collections.deque | set | Plain | Slotted):
+            seen.add(id(node))
+            found.append(node)
+        if isinstance(node, dict):
+            children = list(node.values())
+        elif isinstance(node, list | tuple | collections.deque | set | frozenset):
+            children = list(node)
+        elif isinstance(node, Plain):
+            children = list(vars(node).values())
+        elif isinstance(node, Slotted):
+            children = [getattr(node, name) for name in Slotted.__slots__ if hasattr(node, name)]
+        else:
+            return
+        for child in children:
+            walk(child)
+
+    for value in list(vars(root).values()):
+        walk(value)
+    return found
+
+
+def _contents(node: Any) -> list[Any]:
+    """What ``node`` holds, in order: keys and values of dict items and attributes."""
+    if isinstance(node, dict):
+        return [x for item in node.items() for x in item]
+    if isinstance(node, set):
+        return sorted(node, key=id)
+    if isinstance(node, Slotted):
+        return [getattr(node, n, None) for n in Slotted.__slots__]
+    if isinstance(node, list | collections.deque):
+        return list(node)
+    return [x for item in vars(node).items() for x in item]
+
+
+def _held(root: Any) -> list[tuple[Any, list[Any]]]:
+    """What ``root`` and each node reachable from it hold (the nodes kept alive)."""
+    return [(node, _contents(node)) for node in [root, *_mutable(root)]]
+
+
+def _assert_untouched(before: list[tuple[Any, list[Any]]]) -> None:
+    for node, held in before:
+        now = _contents(node)
+        assert len(now) == len(held), f"a {type(node).__name__} changed size"
+        assert all(map(operator.is_, now, held)), f"a {type(node).__name__} holds other objects"
+
+
+class Broken(Exception):
+    """What a generated ``.to`` raises after writing through."""
+
+
+class WritesThrough:
+    """An own ``.to`` (no ``__copy__``) that writes into a node the shallow copy shares.
+
+    ``plan`` (a tuple: values only) says which shared node (index into the oracle's
+    order), what to do there, and whether to raise afterwards; ``None`` for a ``.to``
+    that rebuilds what it changes and leaves the input alone.
+    """
+
+    def __init__(self, plan: tuple[int, str, bool] | None, **state: Any) -> None:
+        self.plan = plan
+        self.__dict__.update(state)
+
+    def to(self, device: Any) -> WritesThrough:
+        if self.plan is None:
+            out = WritesThrough.__new__(WritesThrough)
+            out.__dict__.update({k: _moved(v, device) for k, v in vars(self).items()})
+            return out
+        nodes = _mutable(self)
+        index, how, fails = self.plan
+        _write(nodes[index % len(nodes)], how, device)
+        if fails:
+            raise Broken("after writing through")
+        return self
+
+
+def _moved(value: Any, device: Any) -> Any:
+    """A rebuilt copy of ``value`` with every tensor moved (never writes into it)."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: _moved(v, device) for k, v in value.items()}
+    if isinstance(value, list | tuple | collections.deque | set | frozenset):
+        return type(value)(_moved(v, device) for v in value)
+    if isinstance(value, Plain):
+        return Plain(**{k: _moved(v, device) for k, v in vars(value).items()})
+    if isinstance(value, Slotted):
+        return Slotted(_moved(value.a, device), _moved(value.b, device))
+    return value
+
+
+def _write(node: Any, how: str, device: Any) -> None:
+    """Change ``node`` in place (the generated write-through)."""
+    if isinstance(node, dict):
+        keys = [k for k, v in node.items() if isinstance(v, torch.Tensor)]
+        if how == "replace" and keys:
+            node[keys[0]] = node[keys[0]].to(device)
+        elif how == "remove" and node:
+            node.pop(next(iter(node)))
+        else:
+            node["added"] = torch.zeros(1, device=device)
+    elif isinstance(node, list | collections.deque):
+        spots = [i for i, v in enumerate(node) if isinstance(v, torch.Tensor)]
+        if how == "replace" and spots:
+            node[spots[0]] = node[spots[0]].to(device)
+        elif how == "remove" and node:
+            node.pop()
+        else:
+            node.append(torch.zeros(1, device=device))
+    elif isinstance(node, set):
+        spots = [v for v in node if isinstance(v, torch.Tensor)]
+        if how == "replace" and spots:
+            node.discard(spots[0])
+            node.add(spots[0].to(device))
+        elif how == "remove" and node:
+            node.pop()
+        else:
+            node.add(torch.zeros(1, device=device))
+    elif isinstance(node, Slotted):
+        node.a = torch.zeros(1, device=device) if how != "remove" else None
+    else:
+        vars(node)["written"] = torch.zeros(1, device=device)
+
+
+_leaves = st.one_of(
+    st.integers(1, 3).map(lambda n: torch.ones(n)),
+    st.integers(0, 9),
+)
+
+
+def _nodes(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.dictionaries(st.sampled_from("abcd"), children, max_size=3),
+        st.lists(children, max_size=3),
+        st.lists(children, max_size=3).map(collections.deque),
+        st.lists(children, max_size=3).map(tuple),
+        st.lists(_leaves, max_size=3).map(set),
+        st.fixed_dictionaries({"p": children, "q": children}).map(lambda d: Plain(**d)),
+        st.tuples(children, children).map(lambda ab: Slotted(*ab)),
+    )
+
+
+_states = st.dictionaries(
+    st.sampled_from(["x", "y", "z"]),
+    st.recursive(_leaves, _nodes, max_leaves=8),
+    min_size=1,
+    max_size=3,
+)
+_plans = st.one_of(
+    st.none(),
+    st.tuples(
+        st.integers(0, 20), st.sampled_from(["replace", "add", "remove", "set"]), st.booleans()
+    ),
+)
+
+
+def _reachable_tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _reachable_tensors(v)]
+    if isinstance(value, list | tuple | collections.deque | set | frozenset):
+        return [t for v in value for t in _reachable_tensors(v)]
+    if isinstance(value, Plain | WritesThrough):
+        return [t for v in vars(value).values() for t in _reachable_tensors(v)]
+    if isinstance(value, Slotted):
+        return _reachable_tensors([value.a, value.b])
+    return []
+
+
+def _case(state: dict[str, Any], plan: tuple[int, str, bool] | None) -> WritesThrough:
+    obj = WritesThrough(plan, **state)
+    if plan is not None and not _mutable(obj):
+        obj.plan = None  # nothing shared to write into
+    return obj
+
+
+class TestAnOwnToThatWritesThroughItsCopy:
+    """Refused with the input exactly as it was, or, when it writes nothing, moved."""
+
+    def _check(self, move: Any, obj: WritesThrough) -> None:
+        before = _held(obj)
+        if obj.plan is None:
+            out = move(obj)
+            assert all(t.is_meta for t in _reachable_tensors(out))
+        else:
+            # A .to that raises is reported as it is, or wrapped with the path.
+            raises = (Broken, tp.UnsupportedBatchError) if obj.plan[2] else tp.UnsupportedBatchError
+            with pytest.raises(raises):
+                move(obj)
+        _assert_untouched(before)
+
+    @given(_states, _plans)
+    def test_as_the_batch(self, state: dict[str, Any], plan: Any) -> None:
+        obj = _case(state, plan)
+        if not _reachable_tensors(obj):
+            return
+        self._check(lambda o: tp.to_device(o, META), obj)
+        # The second time the class is known: the direct path (place/_whole.py).
+        self._check(lambda o: tp.to_device(o, META), obj)
+
+    @given(_states, _plans)
+    def test_inside_a_batch(self, state: dict[str, Any], plan: Any) -> None:
+        obj = _case(state, plan)
+        if not _reachable_tensors(obj):
+            return
+        self._check(lambda o: tp.to_device({"obj": o, "n": 1}, META)["obj"], obj)
+
+    @given(_states, _plans)
+    def test_through_the_loader(self, state: dict[str, Any], plan: Any) -> None:
+        obj = _case(state, plan)
+        if not _reachable_tensors(obj):
+            return
+        self._check(lambda o: next(iter(tp.DeviceLoader([o], device="meta"))), obj)
+
+    def test_the_quoted_case(self) -> None:
+        obj = WritesThrough((0, "replace", False), table={"w": torch.ones(2)})
+        before = obj.table["w"]
+        with pytest.raises(tp.UnsupportedBatchError, match="changed the input"):
+            tp.to_device(obj, META)
+        assert obj.table["w"] is before
