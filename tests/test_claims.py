@@ -474,6 +474,10 @@ CLAIMS = {claim for claims in HELD.values() for claim in claims}
 
 # (file, phrase) of sentences about one thing they name, not about where code lives.
 ABOUT_ONE_THING: frozenset[tuple[str, str]] = frozenset({
+    ("src/torchport/place/_sharing.py", "the one made there"),
+    ("src/torchport/place/_sharing.py", "the one mapping it"),
+    ("src/torchport/place/_sharing.py", "the one the to"),
+    ("src/torchport/sim/_index_put.py", "the one index a"),
     ("src/torchport/check/_context.py", "the one being checked"),
     ("src/torchport/check/_source.py", "the one before it"),
     ("src/torchport/check/_syntax.py", "the one torchport runs"),
@@ -524,7 +528,6 @@ ABOUT_ONE_THING: frozenset[tuple[str, str]] = frozenset({
     ("src/torchport/run/_cuda_shim.py", "the one target its"),
     ("src/torchport/run/_torch_shim.py", "the one it supports"),
     ("src/torchport/sim/_factories.py", "the one device there"),
-    ("src/torchport/sim/_rules.py", "the one element of"),
     ("docs/cli.md", "the one the command"),
     ("docs/cli.md", "the one PATH is"),
     ("docs/how-to/feed.md", "the one wait this"),

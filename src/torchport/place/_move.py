@@ -1,8 +1,8 @@
 """Moving things to a device: ``to_device``.
 
 Small flat batches (a tensor; a tuple, list or dict of plain tensors) are moved
-directly, with C-level checks and one ``Tensor.to`` per tensor (two or three
-tensors in a tuple or list: checked item by item, cheaper than those passes). Every other
+directly, with C-level checks and one ``Tensor.to`` per tensor (two or three in a
+tuple or list: checked item by item, cheaper than those passes). Every other
 batch is flattened once by the one walker (``place/_tree.py``) and its distinct
 tensors go through the hardware floor's copy engine (``torchport.hardware``),
 which plans the copies once (which stay, which go one by one, which are packed)
@@ -48,12 +48,10 @@ _META = parse_device(META)
 _DEVICE = operator.attrgetter("device")
 _TENSOR = torch.Tensor
 _ONLY_TENSOR = frozenset({torch.Tensor})
-# Per UserDict type: whether the direct path may copy it (see _plain_user_dict).
-_USER_DICTS: dict[type, bool] = {}
+_USER_DICTS: dict[type, bool] = {}  # per UserDict type: may the direct path copy it
 # Types that are batches, never training state: no need to ask refusal() about them.
 _BATCH_TYPES: frozenset[type] = frozenset({dict, list, tuple})
-# Flat containers up to this size take the direct path; bigger ones the engine,
-# whose C-level planning wins once there are many leaves.
+# Flat containers up to this size take the direct path (the engine's C planning wins above).
 _FLAT_MAX = 32
 # Whether a type is an object the walker moves with its own .to (place/_whole.py).
 _MOVED_WHOLE = OBJECT_NODES.get
@@ -79,13 +77,12 @@ def to_device(
       on ``device``, except values under ``skip_keys`` and tensors an object's
       own ``.to`` keeps where they are (below); the input is unchanged;
       every value is unchanged; a tensor that appears twice is copied once and
-      stays shared, and so does a container or object held in two places (one
-      inside an object with its own ``.to`` and elsewhere too, and a
-      ``MappingProxyType``, which also keeps showing the mapping the batch
-      holds); where an object's own ``.to`` gives back, in place of such a
-      container, one that holds other objects than the batch's copy, the move
-      raises. Otherwise :class:`~torchport.UnsupportedBatchError` names
-      the path of what could not be moved. Containers (dict, ``OrderedDict`` in
+      stays shared, and so does a container or object held in two places (also
+      inside an object with its own ``.to``, or a ``MappingProxyType``, which keeps
+      showing the batch's mapping); where that ``.to`` gives back such a container
+      holding other objects, the move raises. Otherwise
+      :class:`~torchport.UnsupportedBatchError` names the path of what could not
+      be moved. Containers (dict, ``OrderedDict`` in
       its own order, ``defaultdict``, list, tuple, namedtuple, set, frozenset,
       ``deque``, ``MappingProxyType`` and their subclasses) are rebuilt without
       calling their constructors. Objects without a ``.to`` (dataclasses, attrs
@@ -103,23 +100,21 @@ def to_device(
       storages, or is moved with ``dtype`` is instead deep-copied around the
       batch's moved tensors before its ``.to`` runs, so every tensor it holds
       moves and sharing is kept.) So a tensor its ``.to`` leaves off ``device``
-      stays there only when it is one of the input's own tensors and the object
-      was moved on a shallow copy (PyG's bookkeeping); otherwise it is moved
-      too: a tensorclass's or ``TensorDict``'s non-tensor field holding tensors
-      (``extra={"k": t}``, kept inside nested storages) comes back with ``t`` on
-      ``device``, although the object's own ``.to`` leaves ``t`` on the CPU. A
-      tensor that ``.to`` itself makes off ``device`` raises, and so does a
-      ``.to`` that changes the input through the shallow copy (after the input is
-      put back as it was). An object whose state torchport cannot read is
-      moved by its ``.to`` as it is. Values
+      stays there only when it is the input's own and the object was moved on a
+      shallow copy (PyG's bookkeeping); otherwise it moves too (a tensorclass's
+      non-tensor field ``extra={"k": t}`` comes back with ``t`` on ``device``,
+      though its own ``.to`` leaves ``t``). A tensor ``.to`` itself makes off
+      ``device`` raises, and so does a ``.to`` that changes the input through the
+      shallow copy (the input put back first). An object whose state torchport
+      cannot read is moved by its ``.to`` as it is. Values
       (numbers, strings, classes, functions, modules, ``Enum`` members, weak
       references, objects without attributes) come back as they are, and so do
       mapping keys. Modules, optimizers, LR schedulers and ``GradScaler``s
       inside a batch are refused (move them on their own), and so are iterators
       (generators, ``map``, ``zip``: what they yield exists only once iterated).
       A numpy array of Python objects or a dict's values or items view holding a
-      tensor that is not already on ``device`` is refused too: it comes back as
-      it is. A tensor already on ``device`` with the right dtype is returned as is.
+      tensor not already on ``device`` is refused too. A tensor already on
+      ``device`` with the right dtype is returned as is.
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
       ``torch.__future__.set_overwrite_module_params_on_conversion(True)``), so an
@@ -129,8 +124,7 @@ def to_device(
       a tensor cannot be copied to ``device``, :class:`~torchport.UnsupportedBatchError`
       names it before anything moved. Tensors held as plain attributes (not
       registered parameters or buffers) that are not on ``device`` afterwards are
-      named in one
-      :class:`UnregisteredTensorWarning`.
+      named in one :class:`UnregisteredTensorWarning`.
     * ``torch.optim.Optimizer``: move the model first. Each parameter's state
       tensors (lists of them too, as LBFGS keeps) are moved to that parameter's
       device, and floating state is cast to its dtype, as

@@ -32,10 +32,8 @@ Leaves end up as tensors, values (returned as the very object), or objects with
 a ``.to`` but no state the walker can read, which the mover calls. Modules,
 optimizers, LR schedulers and ``GradScaler``s are refused. When optree fails (a
 cycle, too deep a batch, a container that cannot be read or rebuilt),
-``place/_locate.py`` walks the batch again to name the culprit's path.
-
-Mapping keys are not walked: a key is looked up by its hash, and a moved key
-would no longer find its value.
+``place/_locate.py`` walks the batch again to name the culprit's path. Mapping
+keys are not walked: a key is found by its hash, which a moved key would lose.
 """
 
 from __future__ import annotations
@@ -50,11 +48,7 @@ import optree
 import torch
 
 from torchport.errors import UnsupportedBatchError
-from torchport.place._containers import (
-    NAMESPACE,
-    container_recipe,
-    register_known,
-)
+from torchport.place._containers import NAMESPACE, container_recipe, register_known
 from torchport.place._copying import has_state
 from torchport.place._lasting import lasting
 from torchport.place._layout import BatchLayout

@@ -213,7 +213,7 @@ def _install(limit: int | None) -> None:
     setup(NAME, backend_module=_DEVICE_MODULE, hook=hook, device_guard=guard)
     # These name the device, which exists only from here on.
     from torchport.sim._factories import install_kernels
-    from torchport.sim._moves import install_module_moves
+    from torchport.sim._module_moves import install_module_moves
     from torchport.sim._pinning import install_pinning
     from torchport.sim._saving import install_serialization
 
