@@ -365,7 +365,15 @@ def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
     importer = Path(ctx.path)
     if not importer.is_file():
         return out
-    module_bindings = ctx.scopes.module.bindings
+    # The module's bindings (a scope map) only once an import names a project module:
+    # a file whose imports name none (most of a tree) needs no scope map for this.
+    bound: list[dict[str, list[Binding]]] = []
+
+    def bindings() -> dict[str, list[Binding]]:
+        if not bound:
+            bound.append(ctx.scopes.module.bindings)
+        return bound[0]
+
     for stmt in ctx.tree.body:
         for node in _top_imports(stmt):
             if isinstance(node, ast.ImportFrom):
@@ -375,15 +383,21 @@ def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
                     local = alias.asname or alias.name
                     if alias.name == "*":  # `from model import *`: its public names
                         if source_facts is not None:
-                            _record_all(out, source_facts, module_bindings)
+                            _record_all(out, source_facts, bindings())
                         continue
-                    if not _only_import(module_bindings.get(local, [])):
+                    recorded = source_facts is not None and _defines(source_facts, alias.name)
+                    sub = None
+                    if not recorded:
+                        # `from pkg import model`: a submodule
+                        dotted = f"{node.module}.{alias.name}" if node.module else alias.name
+                        sub = find_module(importer, dotted, node.level)
+                        if sub is None:
+                            continue  # nothing of the project's, whatever binds the name
+                    if not _only_import(bindings().get(local, [])):
                         continue
-                    if source_facts is not None and _record(out, local, alias.name, source_facts):
+                    if source_facts is not None and recorded:
+                        _record(out, local, alias.name, source_facts)
                         continue
-                    # `from pkg import model`: a submodule
-                    dotted = f"{node.module}.{alias.name}" if node.module else alias.name
-                    sub = find_module(importer, dotted, node.level)
                     sub_facts = module_facts(sub, seen) if sub is not None else None
                     if sub_facts is not None:
                         out.modules[local] = sub_facts
@@ -394,9 +408,9 @@ def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
                     if facts is None:
                         continue
                     if alias.asname:
-                        if _only_import(module_bindings.get(alias.asname, [])):
+                        if _only_import(bindings().get(alias.asname, [])):
                             out.modules[alias.asname] = facts
-                    elif _only_import(module_bindings.get(alias.name.partition(".")[0], [])):
+                    elif _only_import(bindings().get(alias.name.partition(".")[0], [])):
                         out.modules[alias.name] = facts
     return out
 
@@ -430,6 +444,20 @@ def _record_all(
         (facts.devices, out.devices),
     ):
         into.update(n for n in names if not n.startswith("_") and not bindings.get(n))
+
+
+def _defines(facts: ModuleFacts, name: str) -> bool:
+    """Whether the module ``facts`` describes defines ``name`` as anything the port knows."""
+    return any(
+        name in names
+        for names in (
+            facts.classes,
+            facts.factories,
+            facts.tensor_functions,
+            facts.tensors,
+            facts.devices,
+        )
+    )
 
 
 def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> bool:
