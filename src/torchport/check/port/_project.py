@@ -36,7 +36,7 @@ from torchport.check._context import Context
 from torchport.check._syntax import keep_parsed
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
-from torchport.check.port._module_files import find_module
+from torchport.check.port._module_files import Lookups, find_module
 from torchport.check.port._structure import NO_CHILD_FIELDS
 from torchport.check.semantic import Binding, BindingKind
 
@@ -141,14 +141,19 @@ def _dotted(expr: ast.expr) -> str | None:
 _CACHE: dict[str, tuple[tuple[int, int], ModuleFacts]] = {}
 
 
-def module_facts(path: Path, _seen: frozenset[str] = frozenset()) -> ModuleFacts | None:
-    """The facts of the project module at ``path`` (None: unreadable or does not parse)."""
-    key = str(path.resolve())
-    try:
-        stat = path.stat()
-    except OSError:
+def module_facts(
+    path: Path, _seen: frozenset[str] = frozenset(), lookups: Lookups | None = None
+) -> ModuleFacts | None:
+    """The facts of the project module at ``path`` (None: unreadable or does not parse).
+
+    ``lookups``: the question this is part of (its files' versions read once there).
+    """
+    if lookups is None:
+        lookups = Lookups()
+    found = lookups.version(path)
+    if found is None:
         return None
-    version = (stat.st_mtime_ns, stat.st_size)
+    key, version = found
     cached = _CACHE.get(key)
     if cached is not None and cached[0] == version:
         return cached[1]
@@ -160,7 +165,7 @@ def module_facts(path: Path, _seen: frozenset[str] = frozenset()) -> ModuleFacts
     except (OSError, SyntaxError, ValueError):
         return None
     ctx = Context(source, key, tree)
-    facts = _facts_of(ctx, _seen | {key})
+    facts = _facts_of(ctx, _seen | {key}, lookups)
     _CACHE[key] = (version, facts)
     # The file's own port (later in the run) takes this parse and scope map instead of
     # making its own: one parse and one semantic model per file, whichever role comes first.
@@ -168,9 +173,9 @@ def module_facts(path: Path, _seen: frozenset[str] = frozenset()) -> ModuleFacts
     return facts
 
 
-def _facts_of(ctx: Context, seen: frozenset[str]) -> ModuleFacts:
+def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFacts:
     tree = ctx.tree
-    imported = _imports_of(ctx, seen)
+    imported = _imports_of(ctx, seen, lookups)
     classdefs = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     knowledge = ModelKnowledge(classdefs, ctx.qualname)
     # Classes deriving from another project module's model class are models too.
@@ -358,7 +363,7 @@ def _takes_device(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 # ------------------------------------------------------------------ one file's imports
 
 
-def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
+def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ProjectImports:
     out = ProjectImports()
     if not ctx.path or ctx.path.startswith("<"):
         return out
@@ -377,8 +382,8 @@ def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
     for stmt in ctx.tree.body:
         for node in _top_imports(stmt):
             if isinstance(node, ast.ImportFrom):
-                source = find_module(importer, node.module, node.level)
-                source_facts = module_facts(source, seen) if source is not None else None
+                source = find_module(importer, node.module, node.level, lookups)
+                source_facts = module_facts(source, seen, lookups) if source is not None else None
                 for alias in node.names:
                     local = alias.asname or alias.name
                     if alias.name == "*":  # `from model import *`: its public names
@@ -390,7 +395,7 @@ def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
                     if not recorded:
                         # `from pkg import model`: a submodule
                         dotted = f"{node.module}.{alias.name}" if node.module else alias.name
-                        sub = find_module(importer, dotted, node.level)
+                        sub = find_module(importer, dotted, node.level, lookups)
                         if sub is None:
                             continue  # nothing of the project's, whatever binds the name
                     if not _only_import(bindings().get(local, [])):
@@ -398,13 +403,13 @@ def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
                     if source_facts is not None and recorded:
                         _record(out, local, alias.name, source_facts)
                         continue
-                    sub_facts = module_facts(sub, seen) if sub is not None else None
+                    sub_facts = module_facts(sub, seen, lookups) if sub is not None else None
                     if sub_facts is not None:
                         out.modules[local] = sub_facts
             else:
                 for alias in node.names:
-                    found = find_module(importer, alias.name, 0)
-                    facts = module_facts(found, seen) if found is not None else None
+                    found = find_module(importer, alias.name, 0, lookups)
+                    facts = module_facts(found, seen, lookups) if found is not None else None
                     if facts is None:
                         continue
                     if alias.asname:
@@ -480,7 +485,8 @@ def project_imports(ctx: Context) -> ProjectImports:
         key = str(Path(ctx.path).resolve())
     except (OSError, ValueError):
         return ProjectImports()
-    return _imports_of(ctx, frozenset({key}))
+    # One question: each folder and found file is read once for this file's imports.
+    return _imports_of(ctx, frozenset({key}), Lookups())
 
 
 def own_tensor_functions(ctx: Context) -> set[str]:
