@@ -15,7 +15,9 @@ from pathlib import Path
 
 __all__ = ["Lookups", "find_module"]
 
-_LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
+# folder -> (its mtime, the names of its regular files, the names of its folders)
+_LISTINGS: dict[str, tuple[int, frozenset[str], frozenset[str]]] = {}
+_EMPTY: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
 
 
 class Lookups:
@@ -29,7 +31,7 @@ class Lookups:
     __slots__ = ("files", "found", "listings")
 
     def __init__(self) -> None:
-        self.listings: dict[str, frozenset[str]] = {}
+        self.listings: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         self.found: dict[tuple[str, str | None, int], Path | None] = {}
         # A found file -> its real path and version (mtime, size); None: no stat.
         self.files: dict[Path, tuple[str, tuple[int, int]] | None] = {}
@@ -52,31 +54,41 @@ def _version(path: Path) -> tuple[str, tuple[int, int]] | None:
     return key, (stat.st_mtime_ns, stat.st_size)
 
 
-def _files_in(folder: str, lookups: Lookups | None = None) -> frozenset[str]:
-    """The names of the regular files in ``folder``, read again whenever the folder changes.
+def _entries(
+    folder: str, lookups: Lookups | None = None
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The names of ``folder``'s regular files and of its folders, read again when it changes.
 
     One ``stat`` of the folder per question instead of one per candidate file: every
-    import of every file of a tree asks about the same few folders.
+    import of every file of a tree asks about the same few folders. A folder a
+    listing does not name is not looked for (an import of ``os`` asks no ``stat`` of
+    a folder ``os`` beside the importer); adding one changes the listing's folder.
     """
     if lookups is not None:
         known = lookups.listings.get(folder)
         if known is None:
-            known = lookups.listings[folder] = _files_in(folder)
+            known = lookups.listings[folder] = _entries(folder)
         return known
     try:
         version = os.stat(folder).st_mtime_ns
     except OSError:
-        return frozenset()
+        return _EMPTY
     cached = _LISTINGS.get(folder)
     if cached is not None and cached[0] == version:
-        return cached[1]
+        return cached[1], cached[2]
+    files: set[str] = set()
+    folders: set[str] = set()
     try:
         with os.scandir(folder) as entries:
-            names = frozenset(e.name for e in entries if e.is_file())
+            for e in entries:
+                if e.is_file():
+                    files.add(e.name)
+                elif e.is_dir():
+                    folders.add(e.name)
     except OSError:
-        names = frozenset()
-    _LISTINGS[folder] = (version, names)
-    return names
+        pass
+    _LISTINGS[folder] = (version, frozenset(files), frozenset(folders))
+    return _LISTINGS[folder][1], _LISTINGS[folder][2]
 
 
 # Folders are plain strings below (``pathlib`` cost more than the ``stat`` calls on a
@@ -90,16 +102,21 @@ def _parent(folder: str) -> str:
 
 def _root(folder: str, lookups: Lookups | None) -> str:
     """The folder on ``sys.path`` when a script of ``folder`` runs: above its packages."""
-    while "__init__.py" in _files_in(folder, lookups) and _parent(folder) != folder:
+    while "__init__.py" in _entries(folder, lookups)[0] and _parent(folder) != folder:
         folder = _parent(folder)
     return folder
 
 
 def _module_file(base: str, dotted: str, lookups: Lookups | None) -> Path | None:
     target = os.path.join(base, *dotted.split(".")) if dotted else base
-    if dotted and os.path.basename(target) + ".py" in _files_in(_parent(target), lookups):
-        return Path(target + ".py")
-    if "__init__.py" in _files_in(target, lookups):
+    if dotted:
+        files, folders = _entries(_parent(target), lookups)
+        leaf = os.path.basename(target)
+        if leaf + ".py" in files:
+            return Path(target + ".py")
+        if leaf not in folders:
+            return None  # no package of that name there
+    if "__init__.py" in _entries(target, lookups)[0]:
         return Path(target, "__init__.py")
     return None
 
