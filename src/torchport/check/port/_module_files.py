@@ -54,9 +54,7 @@ def _version(path: Path) -> tuple[str, tuple[int, int]] | None:
     return key, (stat.st_mtime_ns, stat.st_size)
 
 
-def _entries(
-    folder: str, lookups: Lookups | None = None
-) -> tuple[frozenset[str], frozenset[str]]:
+def _entries(folder: str, lookups: Lookups | None = None) -> tuple[frozenset[str], frozenset[str]]:
     """The names of ``folder``'s regular files and of its folders, read again when it changes.
 
     One ``stat`` of the folder per question instead of one per candidate file: every
