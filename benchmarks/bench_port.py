@@ -22,8 +22,17 @@ Two questions, one file:
   script, ``MPLBACKEND=Agg``, ``plt.pause``/``show`` do nothing). Code fetched
   for this stays outside the repository.
 
+* ``--against-check TREE``: ``torchport port --diff TREE --jobs 1 -q`` against
+  ``torchport check TREE --no-cache --jobs 1 -q --exit-zero`` on the same tree
+  (issue 31: the port at most 1.5x check's CPU). Whole-process CPU (user+sys of the
+  child, interpreter start included), in interleaved rounds (one of each
+  per round, so the machine's load falls on both alike); ``--base SRC`` adds a third
+  command, the port of another checkout's ``src`` (``PYTHONPATH=SRC``), and
+  ``--same`` compares the two ports' output (stdout and the findings) byte for byte.
+
 Run: ``.venv/bin/python benchmarks/bench_port.py [--repeat 3]``
      ``.venv/bin/python benchmarks/bench_port.py --real /tmp/real/some-repo ...``
+     ``.venv/bin/python benchmarks/bench_port.py --against-check TREE [--rounds 3] [--base SRC]``
 """
 
 from __future__ import annotations
@@ -247,8 +256,67 @@ def _verdict(
     return f"OK ({same}; {modes} forwards on the accelerator{note})"
 
 
+def _child_cost(command: list[str], env: dict[str, str]) -> tuple[float, bytes, bytes]:
+    """(user+sys CPU seconds, stdout, stderr) of one child process.
+
+    (No peak RSS: a forked child's counts this process's pages before its exec;
+    ``/usr/bin/time -f %M`` measures that.)
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+        _, _, usage = os.wait4(proc.pid, 0)
+        proc.returncode = 0  # reaped by wait4
+        out.seek(0)
+        err.seek(0)
+        return usage.ru_utime + usage.ru_stime, out.read(), err.read()
+
+
+def against_check(tree: str, rounds: int, base: str | None, same: bool) -> None:
+    """The port's CPU against check's on ``tree``, interleaved rounds (see the docstring)."""
+    python = sys.executable
+    port = [python, "-m", "torchport", "port", "--diff", tree, "--jobs", "1", "-q"]
+    check = [python, "-m", "torchport", "check", tree, "--no-cache", "--jobs", "1", "-q"]
+    check.append("--exit-zero")
+    env = dict(os.environ)
+    commands: dict[str, tuple[list[str], dict[str, str]]] = {"port": (port, env)}
+    if base is not None:
+        commands["base"] = (port, {**env, "PYTHONPATH": base})
+    commands["check"] = (check, env)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores; python {platform.python_version()}"
+    )
+    print(f"tree: {tree}; commands: {' '.join(port)} | {' '.join(check)}")
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    for i in range(rounds):
+        load = os.getloadavg()[0]
+        row = []
+        outputs = {}
+        for name, (command, child_env) in commands.items():
+            seconds, out, err = _child_cost(command, child_env)
+            cpu[name].append(seconds)
+            outputs[name] = (out, err)
+            row.append(f"{name} {seconds:.2f} s")
+        ratio = cpu["port"][-1] / cpu["check"][-1]
+        extra = f", base/check {cpu['base'][-1] / cpu['check'][-1]:.2f}" if base else ""
+        if base and same:
+            extra += ", output " + ("same" if outputs["port"] == outputs["base"] else "DIFFERS")
+        print(f"round {i + 1}, load {load:.1f}: {'; '.join(row)}; port/check {ratio:.2f}{extra}")
+    median = {name: statistics.median(v) for name, v in cpu.items()}
+    ratios = [p / c for p, c in zip(cpu["port"], cpu["check"], strict=True)]
+    print(
+        f"median CPU: {', '.join(f'{n} {v:.2f} s' for n, v in median.items())}; "
+        f"port/check median of the rounds' ratios {statistics.median(ratios):.2f} (target 1.5)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against-check", metavar="TREE")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--base", metavar="SRC", help="with --against-check: another src")
+    parser.add_argument(
+        "--same", action="store_true", help="with --base: compare the two ports' output"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--real", nargs="+", metavar="DIR")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per script run")
@@ -256,7 +324,9 @@ def main() -> None:
         "--verify", action="store_true", help="with --real: also `port --verify` each port"
     )
     args = parser.parse_args()
-    if args.real:
+    if args.against_check:
+        against_check(args.against_check, args.rounds, args.base, args.same)
+    elif args.real:
         real(args.real, args.timeout, args.verify)
     else:
         speed(args.repeat)

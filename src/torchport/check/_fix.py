@@ -92,13 +92,17 @@ def _valid_edits(edits: Sequence[Edit], size: int) -> bool:
     return not any(_overlaps(a, b) for i, a in enumerate(edits) for b in edits[i + 1 :] if a != b)
 
 
-def _parses(source: str) -> bool:
+def _parsed(source: str) -> ast.Module | None:
+    """``ast.parse(source)``, or None when it does not parse (a broken fix)."""
     # Running out of memory is no broken fix: MemoryError goes up to the file's report.
     try:
-        ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):
-        return False
-    return True
+        return None
+
+
+def _parses(source: str) -> bool:
+    return _parsed(source) is not None
 
 
 class _Accepted:
@@ -135,8 +139,12 @@ def _one_round(
     findings: Sequence[Finding],
     allowed: frozenset[FixSafety],
     fixable: Collection[str] | None = None,
-) -> tuple[str, list[Finding], list[RuleFailure]]:
-    """Apply the non-conflicting fixes of one round; returns (source, applied, failures)."""
+) -> tuple[str, list[Finding], list[RuleFailure], ast.Module | None]:
+    """Apply the non-conflicting fixes of one round.
+
+    Returns (source, applied, failures, the new source's tree): the tree that showed
+    the fixed text parses, for the next round's check (None when nothing changed).
+    """
     candidates = [
         f
         for f in findings
@@ -166,8 +174,11 @@ def _one_round(
             accepted.add(edit)
         applied.append(finding)
     fixed = _apply(source, accepted.edits)
-    if fixed == source or _parses(fixed):
-        return fixed, applied, failures
+    if fixed == source:
+        return fixed, applied, failures, None
+    tree = _parsed(fixed)
+    if tree is not None:
+        return fixed, applied, failures, tree
     # Some fix breaks the syntax (a rule bug): keep the fixes that keep the file parseable.
     kept: dict[Edit, None] = {}
     good: list[Finding] = []
@@ -182,7 +193,8 @@ def _one_round(
                     finding.code, finding.name, path, finding.line, "its fix does not parse"
                 )
             )
-    return _apply(source, kept), good, failures
+    fixed = _apply(source, kept)
+    return fixed, good, failures, None if fixed == source else _parsed(fixed)
 
 
 def fix_text(
@@ -213,13 +225,20 @@ def fix_text(
     outcome = check_tree(current, path, tree, ruleset, settings=settings)
     for _ in range(MAX_FIX_ROUNDS):
         failures.update(dict.fromkeys(outcome.failures))
-        new, applied, broken = _one_round(current, path, outcome.findings, allowed, fixable)
+        new, applied, broken, new_tree = _one_round(
+            current, path, outcome.findings, allowed, fixable
+        )
         failures.update(dict.fromkeys(broken))
         if new == current:
             break
         fixed.update(f.code for f in applied)
         current = new
-        outcome = check_text(current, path, ruleset, settings=settings)
+        # The tree that showed the fixed text parses is the one to check (no second parse).
+        outcome = (
+            check_text(current, path, ruleset, settings=settings)
+            if new_tree is None
+            else check_tree(current, path, new_tree, ruleset, settings=settings)
+        )
     failures.update(dict.fromkeys(outcome.failures))
     return FixOutcome(current, fixed, outcome.findings, list(failures))
 

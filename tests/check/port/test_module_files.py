@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchport.check.port._module_files import find_module
+from torchport.check.port._module_files import Lookups, find_module
 
 NAMES = ("a", "b", "pkg", "model")
 
@@ -81,11 +81,23 @@ def test_find_module_agrees_with_the_oracle(
         if relative:
             mp.chdir(root)
             importer = importer.relative_to(root)
-        for module, level in asked:
-            got = find_module(importer, module, level)
+        # One question (a file's imports): folders read once, answers kept; asked twice
+        # over, every answer must still be the oracle's.
+        lookups = Lookups()
+        for module, level in [*asked, *asked]:
             want = oracle(importer, module, level)
-            assert (got and os.path.realpath(got)) == (want and os.path.realpath(want)), (
-                importer,
-                module,
-                level,
-            )
+            for got in (
+                find_module(importer, module, level),
+                find_module(importer, module, level, lookups),
+            ):
+                assert (got and os.path.realpath(got)) == (want and os.path.realpath(want)), (
+                    importer,
+                    module,
+                    level,
+                )
+            if want is not None:
+                stat = want.stat()
+                assert lookups.version(want) == (
+                    os.path.realpath(want),
+                    (stat.st_mtime_ns, stat.st_size),
+                )

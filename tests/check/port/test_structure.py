@@ -4,7 +4,8 @@
 no node are not read); the oracle is the walk it replaced, kept here as it was: on
 generated programs and on the corners the walk reaches only through special cases, both
 record the same parents, scopes (their nodes in order, assignments, locals, loop
-targets), classes, functions, names' places, imports and moves.
+targets), classes, functions, names' places, imports and moves; and each name's reads
+are the scope map's (its node index, a walk of its own).
 
 ``PortFacts._find_models`` gathers what its rounds read once (moves in place, calls of
 the file's functions, factories' returns) and stops at a round that adds nothing; the
@@ -192,6 +193,11 @@ def _same_walk(source: str) -> None:
     assert new.name_spots == old.name_spots
     assert [id(n) for n in new.imports] == [id(n) for n in old.imports]
     assert [id(n) for n in new.moves] == [id(n) for n in old.moves]
+    # Every name's reads: the scope map's node index (its own ast.walk) is the oracle.
+    scopes = Context(source, "<string>", tree).scopes
+    for name in [*(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)), "absent"]:
+        want = sorted(id(n) for n in scopes.loads_of(name))
+        assert sorted(id(n) for n in new.loads_of(name)) == want, name
 
 
 @pytest.mark.parametrize("source", CORNERS)

@@ -112,6 +112,10 @@ class ModelQuestions(Protocol):
         """Whether ``expr`` is a model (held or built)."""
         ...
 
+    def loads_of(self, name: str) -> list[ast.Name]:
+        """Every read of ``name`` in the file, in no promised order."""
+        ...
+
 
 class DeviceFlow:
     """Device values, sinks and reach per scope of one file (see the module docstring)."""
@@ -325,7 +329,7 @@ class DeviceFlow:
 
     def _every_read_collects(self, name: str) -> bool:
         scopes = self.ctx.scopes
-        for read in scopes.loads_of(name):
+        for read in self.models.loads_of(name):  # (any order: every read is asked)
             parent = scopes.parent(read)
             if isinstance(parent, ast.Attribute) and parent.attr in _COLLECTS:
                 call = scopes.parent(parent)

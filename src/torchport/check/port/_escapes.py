@@ -129,7 +129,8 @@ def _only_called_back(node: ast.expr, facts: PortFacts) -> bool:
     if len(scopes.bindings(name, target)) != 1:
         return False
     bound = scopes.resolve(name, target)
-    reads = [r for r in scopes.loads_of(name) if scopes.resolve(name, r) is bound]
+    # (any order: every read is asked)
+    reads = [r for r in facts.loads_of(name) if scopes.resolve(name, r) is bound]
     for read in reads:
         callee: ast.expr = read
         called = scopes.parent(read)

@@ -210,6 +210,16 @@ class PortFacts:
                     return True
         return False
 
+    def loads_of(self, name: str) -> list[ast.Name]:
+        """Every read of ``name`` in the file, in no promised order.
+
+        The structure's (its walk saw every name) when it walked the file; the scope
+        map's node index (a walk of its own) otherwise.
+        """
+        if self.structure.walked:
+            return self.structure.loads_of(name)
+        return self.ctx.scopes.loads_of(name)
+
     def builds_model(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` evaluates to a model in ``scope``."""
         return self.known.builds(expr, lambda e: self.holds_model(e, scope))

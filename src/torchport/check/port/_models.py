@@ -56,24 +56,33 @@ def module_classes(classes: list[ast.ClassDef], qualname: QualName) -> set[str]:
     ``torch.nn`` class, a base's name ends with ``Module`` (``LightningModule``),
     or a base is another module class of the file.
     """
+    # Each base is read once: a class is a module by a base of its own (torch.nn's, a
+    # `...Module`) or through a module class of the file it names. The classes found
+    # through those names are the closure of the first kind (order does not matter).
     found: set[str] = set()
+    through: list[tuple[str, set[str]]] = []  # (class, the file's names among its bases)
+    for cls in classes:
+        named: set[str] = set()
+        for base in cls.bases:
+            name = qualname(base) or ""
+            tail = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+            if (name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper()) or (
+                tail.endswith("Module")
+            ):
+                found.add(cls.name)
+                break
+            if isinstance(base, ast.Name):
+                named.add(base.id)
+        else:
+            if named:
+                through.append((cls.name, named))
     changed = True
     while changed:
         changed = False
-        for cls in classes:
-            if cls.name in found:
-                continue
-            for base in cls.bases:
-                name = qualname(base) or ""
-                tail = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
-                if (
-                    (name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper())
-                    or tail.endswith("Module")
-                    or (isinstance(base, ast.Name) and base.id in found)
-                ):
-                    found.add(cls.name)
-                    changed = True
-                    break
+        for name, named in through:
+            if name not in found and not named.isdisjoint(found):
+                found.add(name)
+                changed = True
     return found
 
 

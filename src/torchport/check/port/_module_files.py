@@ -3,7 +3,9 @@
 Beside the importing file, then at the root above its packages (the first folder up
 without an ``__init__.py``); relative imports from the importing file's package.
 Folder listings are cached per folder version, so a tree's imports cost one ``stat``
-per folder and question.
+per folder and question. A :class:`Lookups` spans one question made of many (the
+project view of one file: each of its imports, and theirs): there each folder is
+read once, and an import asked again from the same folder is answered from it.
 """
 
 from __future__ import annotations
@@ -11,31 +13,80 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["find_module"]
+__all__ = ["Lookups", "find_module"]
 
-_LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
+# folder -> (its mtime, the names of its regular files, the names of its folders)
+_LISTINGS: dict[str, tuple[int, frozenset[str], frozenset[str]]] = {}
+_EMPTY: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
 
 
-def _files_in(folder: str) -> frozenset[str]:
-    """The names of the regular files in ``folder``, read again whenever the folder changes.
+class Lookups:
+    """The folder listings and answers of one question (one file's project view).
+
+    The tree is taken not to change while one file's imports are resolved: each
+    folder is read (its ``stat``) once in it, and each ``(folder, module, level)``
+    answered once. The next file's question makes a new one and sees any change.
+    """
+
+    __slots__ = ("files", "found", "listings")
+
+    def __init__(self) -> None:
+        self.listings: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self.found: dict[tuple[str, str | None, int], Path | None] = {}
+        # A found file -> its real path and version (mtime, size); None: no stat.
+        self.files: dict[Path, tuple[str, tuple[int, int]] | None] = {}
+
+    def version(self, path: Path) -> tuple[str, tuple[int, int]] | None:
+        """``path``'s real path and (mtime in ns, size), once per question (None: no file)."""
+        try:
+            return self.files[path]
+        except KeyError:
+            known = self.files[path] = _version(path)
+            return known
+
+
+def _version(path: Path) -> tuple[str, tuple[int, int]] | None:
+    key = str(path.resolve())
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return key, (stat.st_mtime_ns, stat.st_size)
+
+
+def _entries(folder: str, lookups: Lookups | None = None) -> tuple[frozenset[str], frozenset[str]]:
+    """The names of ``folder``'s regular files and of its folders, read again when it changes.
 
     One ``stat`` of the folder per question instead of one per candidate file: every
-    import of every file of a tree asks about the same few folders.
+    import of every file of a tree asks about the same few folders. A folder a
+    listing does not name is not looked for (an import of ``os`` asks no ``stat`` of
+    a folder ``os`` beside the importer); adding one changes the listing's folder.
     """
+    if lookups is not None:
+        known = lookups.listings.get(folder)
+        if known is None:
+            known = lookups.listings[folder] = _entries(folder)
+        return known
     try:
         version = os.stat(folder).st_mtime_ns
     except OSError:
-        return frozenset()
+        return _EMPTY
     cached = _LISTINGS.get(folder)
     if cached is not None and cached[0] == version:
-        return cached[1]
+        return cached[1], cached[2]
+    files: set[str] = set()
+    folders: set[str] = set()
     try:
         with os.scandir(folder) as entries:
-            names = frozenset(e.name for e in entries if e.is_file())
+            for e in entries:
+                if e.is_file():
+                    files.add(e.name)
+                elif e.is_dir():
+                    folders.add(e.name)
     except OSError:
-        names = frozenset()
-    _LISTINGS[folder] = (version, names)
-    return names
+        pass
+    _LISTINGS[folder] = (version, frozenset(files), frozenset(folders))
+    return _LISTINGS[folder][1], _LISTINGS[folder][2]
 
 
 # Folders are plain strings below (``pathlib`` cost more than the ``stat`` calls on a
@@ -47,33 +98,55 @@ def _parent(folder: str) -> str:
     return os.path.dirname(folder) or "."
 
 
-def _root(folder: str) -> str:
+def _root(folder: str, lookups: Lookups | None) -> str:
     """The folder on ``sys.path`` when a script of ``folder`` runs: above its packages."""
-    while "__init__.py" in _files_in(folder) and _parent(folder) != folder:
+    while "__init__.py" in _entries(folder, lookups)[0] and _parent(folder) != folder:
         folder = _parent(folder)
     return folder
 
 
-def _module_file(base: str, dotted: str) -> Path | None:
+def _module_file(base: str, dotted: str, lookups: Lookups | None) -> Path | None:
     target = os.path.join(base, *dotted.split(".")) if dotted else base
-    if dotted and os.path.basename(target) + ".py" in _files_in(_parent(target)):
-        return Path(target + ".py")
-    if "__init__.py" in _files_in(target):
+    if dotted:
+        files, folders = _entries(_parent(target), lookups)
+        leaf = os.path.basename(target)
+        if leaf + ".py" in files:
+            return Path(target + ".py")
+        if leaf not in folders:
+            return None  # no package of that name there
+    if "__init__.py" in _entries(target, lookups)[0]:
         return Path(target, "__init__.py")
     return None
 
 
-def find_module(importer: Path, module: str | None, level: int) -> Path | None:
-    """The file ``from <level dots><module> import ...`` names, seen from ``importer``."""
+def find_module(
+    importer: Path, module: str | None, level: int, lookups: Lookups | None = None
+) -> Path | None:
+    """The file ``from <level dots><module> import ...`` names, seen from ``importer``.
+
+    ``lookups``: the question this is part of (see :class:`Lookups`); None reads
+    each folder's version again.
+    """
     folder = str(importer.parent)
+    if lookups is None:
+        return _find(folder, module, level, None)
+    key = (folder, module, level)
+    try:
+        return lookups.found[key]
+    except KeyError:
+        found = lookups.found[key] = _find(folder, module, level, lookups)
+        return found
+
+
+def _find(folder: str, module: str | None, level: int, lookups: Lookups | None) -> Path | None:
     if level:
         for _ in range(level - 1):
             folder = _parent(folder)
-        return _module_file(folder, module or "")
+        return _module_file(folder, module or "", lookups)
     if not module:
         return None
-    for base in (folder, _root(folder)):
-        found = _module_file(base, module)
+    for base in (folder, _root(folder, lookups)):
+        found = _module_file(base, module, lookups)
         if found is not None:
             return found
     return None

@@ -36,7 +36,7 @@ from torchport.check._context import Context
 from torchport.check._syntax import keep_parsed
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
-from torchport.check.port._module_files import find_module
+from torchport.check.port._module_files import Lookups, find_module
 from torchport.check.port._structure import NO_CHILD_FIELDS
 from torchport.check.semantic import Binding, BindingKind
 
@@ -141,14 +141,19 @@ def _dotted(expr: ast.expr) -> str | None:
 _CACHE: dict[str, tuple[tuple[int, int], ModuleFacts]] = {}
 
 
-def module_facts(path: Path, _seen: frozenset[str] = frozenset()) -> ModuleFacts | None:
-    """The facts of the project module at ``path`` (None: unreadable or does not parse)."""
-    key = str(path.resolve())
-    try:
-        stat = path.stat()
-    except OSError:
+def module_facts(
+    path: Path, _seen: frozenset[str] = frozenset(), lookups: Lookups | None = None
+) -> ModuleFacts | None:
+    """The facts of the project module at ``path`` (None: unreadable or does not parse).
+
+    ``lookups``: the question this is part of (its files' versions read once there).
+    """
+    if lookups is None:
+        lookups = Lookups()
+    found = lookups.version(path)
+    if found is None:
         return None
-    version = (stat.st_mtime_ns, stat.st_size)
+    key, version = found
     cached = _CACHE.get(key)
     if cached is not None and cached[0] == version:
         return cached[1]
@@ -160,7 +165,7 @@ def module_facts(path: Path, _seen: frozenset[str] = frozenset()) -> ModuleFacts
     except (OSError, SyntaxError, ValueError):
         return None
     ctx = Context(source, key, tree)
-    facts = _facts_of(ctx, _seen | {key})
+    facts = _facts_of(ctx, _seen | {key}, lookups)
     _CACHE[key] = (version, facts)
     # The file's own port (later in the run) takes this parse and scope map instead of
     # making its own: one parse and one semantic model per file, whichever role comes first.
@@ -168,9 +173,9 @@ def module_facts(path: Path, _seen: frozenset[str] = frozenset()) -> ModuleFacts
     return facts
 
 
-def _facts_of(ctx: Context, seen: frozenset[str]) -> ModuleFacts:
+def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFacts:
     tree = ctx.tree
-    imported = _imports_of(ctx, seen)
+    imported = _imports_of(ctx, seen, lookups)
     classdefs = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     knowledge = ModelKnowledge(classdefs, ctx.qualname)
     # Classes deriving from another project module's model class are models too.
@@ -358,45 +363,59 @@ def _takes_device(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 # ------------------------------------------------------------------ one file's imports
 
 
-def _imports_of(ctx: Context, seen: frozenset[str]) -> ProjectImports:
+def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ProjectImports:
     out = ProjectImports()
     if not ctx.path or ctx.path.startswith("<"):
         return out
     importer = Path(ctx.path)
     if not importer.is_file():
         return out
-    module_bindings = ctx.scopes.module.bindings
+    # The module's bindings (a scope map) only once an import names a project module:
+    # a file whose imports name none (most of a tree) needs no scope map for this.
+    bound: list[dict[str, list[Binding]]] = []
+
+    def bindings() -> dict[str, list[Binding]]:
+        if not bound:
+            bound.append(ctx.scopes.module.bindings)
+        return bound[0]
+
     for stmt in ctx.tree.body:
         for node in _top_imports(stmt):
             if isinstance(node, ast.ImportFrom):
-                source = find_module(importer, node.module, node.level)
-                source_facts = module_facts(source, seen) if source is not None else None
+                source = find_module(importer, node.module, node.level, lookups)
+                source_facts = module_facts(source, seen, lookups) if source is not None else None
                 for alias in node.names:
                     local = alias.asname or alias.name
                     if alias.name == "*":  # `from model import *`: its public names
                         if source_facts is not None:
-                            _record_all(out, source_facts, module_bindings)
+                            _record_all(out, source_facts, bindings())
                         continue
-                    if not _only_import(module_bindings.get(local, [])):
+                    recorded = source_facts is not None and _defines(source_facts, alias.name)
+                    sub = None
+                    if not recorded:
+                        # `from pkg import model`: a submodule
+                        dotted = f"{node.module}.{alias.name}" if node.module else alias.name
+                        sub = find_module(importer, dotted, node.level, lookups)
+                        if sub is None:
+                            continue  # nothing of the project's, whatever binds the name
+                    if not _only_import(bindings().get(local, [])):
                         continue
-                    if source_facts is not None and _record(out, local, alias.name, source_facts):
+                    if source_facts is not None and recorded:
+                        _record(out, local, alias.name, source_facts)
                         continue
-                    # `from pkg import model`: a submodule
-                    dotted = f"{node.module}.{alias.name}" if node.module else alias.name
-                    sub = find_module(importer, dotted, node.level)
-                    sub_facts = module_facts(sub, seen) if sub is not None else None
+                    sub_facts = module_facts(sub, seen, lookups) if sub is not None else None
                     if sub_facts is not None:
                         out.modules[local] = sub_facts
             else:
                 for alias in node.names:
-                    found = find_module(importer, alias.name, 0)
-                    facts = module_facts(found, seen) if found is not None else None
+                    found = find_module(importer, alias.name, 0, lookups)
+                    facts = module_facts(found, seen, lookups) if found is not None else None
                     if facts is None:
                         continue
                     if alias.asname:
-                        if _only_import(module_bindings.get(alias.asname, [])):
+                        if _only_import(bindings().get(alias.asname, [])):
                             out.modules[alias.asname] = facts
-                    elif _only_import(module_bindings.get(alias.name.partition(".")[0], [])):
+                    elif _only_import(bindings().get(alias.name.partition(".")[0], [])):
                         out.modules[alias.name] = facts
     return out
 
@@ -432,6 +451,20 @@ def _record_all(
         into.update(n for n in names if not n.startswith("_") and not bindings.get(n))
 
 
+def _defines(facts: ModuleFacts, name: str) -> bool:
+    """Whether the module ``facts`` describes defines ``name`` as anything the port knows."""
+    return any(
+        name in names
+        for names in (
+            facts.classes,
+            facts.factories,
+            facts.tensor_functions,
+            facts.tensors,
+            facts.devices,
+        )
+    )
+
+
 def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> bool:
     for names, into in (
         (facts.classes, out.classes),
@@ -452,7 +485,8 @@ def project_imports(ctx: Context) -> ProjectImports:
         key = str(Path(ctx.path).resolve())
     except (OSError, ValueError):
         return ProjectImports()
-    return _imports_of(ctx, frozenset({key}))
+    # One question: each folder and found file is read once for this file's imports.
+    return _imports_of(ctx, frozenset({key}), Lookups())
 
 
 def own_tensor_functions(ctx: Context) -> set[str]:

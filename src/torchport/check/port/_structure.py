@@ -58,11 +58,13 @@ class FileStructure:
         self.scope_of: dict[int, PortScope] = {}
         self.classdefs: list[ast.ClassDef] = []
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        self.name_spots: dict[str, list[tuple[int, int]]] = {}  # name -> its (line, col)s
+        self.names: dict[str, list[ast.Name]] = {}  # name -> its Name nodes, walk order
         self.imports: list[ast.AST] = []
         self.moves: list[ast.Call] = []  # `.to(...)`/`.cuda(...)` calls, in walk order
         self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
-        self._names: dict[str, list[tuple[int, int]]] | None = None
+        self._spots: dict[str, list[tuple[int, int]]] | None = None
+        self._loads: dict[str, list[ast.Name]] = {}
+        self.walked = walk
         if walk:
             self._collect(tree)
 
@@ -89,12 +91,32 @@ class FileStructure:
 
         Every name's places are sorted once per file (this is asked per loop).
         """
-        if self._names is None:
-            self._names = {k: sorted(v) for k, v in self.name_spots.items()}
-        spots = self._names.get(name, [])
+        if self._spots is None:
+            self._spots = {k: sorted(v) for k, v in self.name_spots.items()}
+        spots = self._spots.get(name, [])
         after = (first.end_lineno or 0, first.end_col_offset or 0)  # type: ignore[attr-defined]
         before = (last.lineno, last.col_offset)  # type: ignore[attr-defined]
         return bisect.bisect_left(spots, before) > bisect.bisect_right(spots, after)
+
+    @property
+    def name_spots(self) -> dict[str, list[tuple[int, int]]]:
+        """Every name's places ``(line, col)``, in walk order."""
+        return {k: [(n.lineno, n.col_offset) for n in nodes] for k, nodes in self.names.items()}
+
+    def loads_of(self, name: str) -> list[ast.Name]:
+        """Every read (``Load``) of ``name`` in the file, in no promised order.
+
+        The same nodes as the scope map's ``loads_of`` (which comes in ``ast.walk``
+        order), with no walk of its own: for questions whose answer no order changes
+        ("every read is ..."). Only for a walked structure (``walk=True``).
+        """
+        found = self._loads.get(name)
+        if found is None:
+            load = ast.Load
+            found = self._loads[name] = [
+                n for n in self.names.get(name, ()) if n.ctx.__class__ is load
+            ]
+        return found
 
     def _collect(self, tree: ast.Module) -> None:
         """One walk: parents, scopes, the nodes of each, assignments and local names."""
@@ -102,7 +124,7 @@ class FileStructure:
         # ours, but the methods in it are.
         stack: list[tuple[ast.AST, PortScope | None]] = [(tree, self.module)]
         pop, push = stack.pop, stack.append
-        parents, scope_of, spots = self.parents, self.scope_of, self.name_spots
+        parents, scope_of, names = self.parents, self.scope_of, self.names
         fields_of: dict[type, tuple[str, ...]] = {}
         node_class, name_class, call_class, store_class = ast.AST, ast.Name, ast.Call, ast.Store
         constant_class, attribute_class = ast.Constant, ast.Attribute
@@ -110,12 +132,11 @@ class FileStructure:
             node, scope = pop()
             cls = node.__class__
             if cls is name_class:  # a leaf: its place, and its scope's local names
-                found = spots.get(node.id)  # type: ignore[attr-defined]
-                spot = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+                found = names.get(node.id)  # type: ignore[attr-defined]
                 if found is None:
-                    spots[node.id] = [spot]  # type: ignore[attr-defined]
+                    names[node.id] = [node]  # type: ignore[attr-defined,list-item]
                 else:
-                    found.append(spot)
+                    found.append(node)  # type: ignore[arg-type]
                 if scope is not None:
                     scope.nodes.append(node)
                     scope_of[id(node)] = scope
@@ -173,8 +194,7 @@ class FileStructure:
         """Record a name's place, an import, or a move, for a node in no scope of ours."""
         cls = node.__class__
         if cls is ast.Name:
-            spot = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-            self.name_spots.setdefault(node.id, []).append(spot)  # type: ignore[attr-defined]
+            self.names.setdefault(node.id, []).append(node)  # type: ignore[attr-defined,arg-type]
         elif cls is ast.Call:
             func = node.func  # type: ignore[attr-defined]
             if func.__class__ is ast.Attribute and func.attr in ("to", "cuda"):

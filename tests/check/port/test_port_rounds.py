@@ -1,0 +1,202 @@
+"""The port's repeated work, done once, against the full recomputation it replaced.
+
+* The fix loop checks each next round on the tree that showed the fixed text
+  parses (``_fix._one_round``), not on a second parse of that text; the oracle is
+  the loop as it was (``check_text`` of each round's text), kept here: on generated
+  CPU programs the port gives the same text, fixes, findings and failures.
+* A file's project view (``_project._imports_of``) asks for the file's module
+  bindings (a scope map) only once an import names a project module; the oracle is
+  the view as it was, with the bindings read first, kept here: on generated
+  projects every file sees the same project, and nothing else asked builds a scope
+  map.
+"""
+
+from __future__ import annotations
+
+import ast
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests.check.port.siblings import load
+from torchport.check import _fix
+from torchport.check._context import Context
+from torchport.check._engine import check_text, check_tree, ruleset_for
+from torchport.check._fix import MAX_FIX_ROUNDS, FixOutcome, _one_round
+from torchport.check._rule import FixSafety
+from torchport.check.port import _project
+from torchport.check.port._module_files import Lookups, find_module
+from torchport.check.port._project import (
+    ProjectImports,
+    _imports_of,
+    _only_import,
+    _record,
+    _record_all,
+    _top_imports,
+    module_facts,
+)
+from torchport.check.port._rewrite import PORT_SELECT, port_text
+
+pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
+HERE = Path(__file__).parent
+port_programs = load("port_programs_for_rounds", HERE / "port_programs.py")
+project_fuzz = load("test_project_fuzz_for_rounds", HERE / "test_project_fuzz.py")
+
+
+def _old_port_text(source: str, path: str) -> FixOutcome:
+    """``fix_text`` as it was: each round's text parsed again for its check."""
+    ruleset = ruleset_for(PORT_SELECT, None)
+    allowed = frozenset({FixSafety.SAFE, FixSafety.UNSAFE})
+    fixed: Counter[str] = Counter()
+    failures: dict[object, None] = {}
+    current = source
+    outcome = check_tree(current, path, ast.parse(source), ruleset)
+    for _ in range(MAX_FIX_ROUNDS):
+        failures.update(dict.fromkeys(outcome.failures))
+        new, applied, broken, _tree = _one_round(current, path, outcome.findings, allowed)
+        failures.update(dict.fromkeys(broken))
+        if new == current:
+            break
+        fixed.update(f.code for f in applied)
+        current = new
+        outcome = check_text(current, path, ruleset)
+    failures.update(dict.fromkeys(outcome.failures))
+    return FixOutcome(current, fixed, outcome.findings, list(failures))  # type: ignore[arg-type]
+
+
+def _same_port(source: str) -> None:
+    new, old = port_text(source, "prog.py"), _old_port_text(source, "prog.py")
+    assert new.source == old.source
+    assert new.fixed == old.fixed
+    assert [(str(f), f.fix) for f in new.remaining] == [(str(f), f.fix) for f in old.remaining]
+    assert new.failures == old.failures
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(port_programs.programs())
+def test_the_fix_loop_ports_as_the_loop_that_parsed_each_round_again(source: str) -> None:
+    _same_port(source)
+
+
+def test_a_round_s_tree_is_the_parse_of_its_text() -> None:
+    source = "import torch\nmodel = torch.nn.Linear(2, 2)\nfor x in loader:\n    model(x)\n"
+    ruleset = ruleset_for(PORT_SELECT, None)
+    allowed = frozenset({FixSafety.SAFE, FixSafety.UNSAFE})
+    findings = check_text(source, "p.py", ruleset).findings
+    new, applied, _, tree = _one_round(source, "p.py", findings, allowed)
+    assert applied and new != source and tree is not None
+    assert ast.dump(tree) == ast.dump(ast.parse(new))
+    _same_port(source)
+    # Nothing changed: no tree to hand on.
+    assert _one_round(new, "p.py", [], allowed)[3] is None
+    assert _fix._parsed("def (") is None
+
+
+def _old_imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ProjectImports:
+    """``_imports_of`` as it was: the module's bindings (a scope map) read first."""
+    out = ProjectImports()
+    importer = Path(ctx.path)
+    if not importer.is_file():
+        return out
+    module_bindings = ctx.scopes.module.bindings
+    for stmt in ctx.tree.body:
+        for node in _top_imports(stmt):
+            if isinstance(node, ast.ImportFrom):
+                source = find_module(importer, node.module, node.level, lookups)
+                source_facts = module_facts(source, seen, lookups) if source else None
+                for alias in node.names:
+                    local = alias.asname or alias.name
+                    if alias.name == "*":
+                        if source_facts is not None:
+                            _record_all(out, source_facts, module_bindings)
+                        continue
+                    if not _only_import(module_bindings.get(local, [])):
+                        continue
+                    if source_facts is not None and _record(out, local, alias.name, source_facts):
+                        continue
+                    dotted = f"{node.module}.{alias.name}" if node.module else alias.name
+                    sub = find_module(importer, dotted, node.level, lookups)
+                    sub_facts = module_facts(sub, seen, lookups) if sub is not None else None
+                    if sub_facts is not None:
+                        out.modules[local] = sub_facts
+            else:
+                for alias in node.names:
+                    found = find_module(importer, alias.name, 0, lookups)
+                    facts = module_facts(found, seen, lookups) if found is not None else None
+                    if facts is None:
+                        continue
+                    if alias.asname:
+                        if _only_import(module_bindings.get(alias.asname, [])):
+                            out.modules[alias.asname] = facts
+                    elif _only_import(module_bindings.get(alias.name.partition(".")[0], [])):
+                        out.modules[alias.name] = facts
+    return out
+
+
+_SHADOWED = (
+    "import torch\nfrom model import Net\nimport helpers as h\nfrom pkg import sub\n"
+    "from model import *\nNet = None\nh = 3\ndef sub():\n    pass\n"
+)
+
+
+def _same_view(files: dict[str, str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        root = Path(tmp)
+        project_fuzz._write(root, files)
+        for rel in sorted(files):
+            path = str((root / rel).resolve())
+            source = files[rel]
+            seen = frozenset({path})
+            mp.setattr(_project, "_CACHE", {})
+            old = _old_imports_of(Context(source, path, ast.parse(source)), seen, Lookups())
+            mp.setattr(_project, "_CACHE", {})
+            ctx = Context(source, path, ast.parse(source))
+            new = _imports_of(ctx, seen, Lookups())
+            assert new == old, rel
+            if not (old.modules or old.classes or old.factories or old.tensor_functions):
+                # Nothing of the project's named (or nothing bound only by imports):
+                # the scope map was built only if some import named a project module.
+                names_one = any(
+                    find_module(Path(path), n.module, n.level) is not None
+                    for s in ctx.tree.body
+                    for n in _top_imports(s)
+                    if isinstance(n, ast.ImportFrom)
+                )
+                if not names_one and all(
+                    find_module(Path(path), a.name, 0) is None
+                    for s in ctx.tree.body
+                    for n in _top_imports(s)
+                    if isinstance(n, ast.Import)
+                    for a in n.names
+                ):
+                    assert ctx.built_scopes is None, rel
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(project_fuzz.projects())
+def test_a_file_sees_the_project_it_saw_with_its_bindings_read_first(
+    files: dict[str, str],
+) -> None:
+    _same_view(files)
+
+
+def test_names_rebound_after_their_import_are_not_the_project_s() -> None:
+    files = {
+        "model.py": "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    pass\n",
+        "helpers.py": "import torch\ndef make_mask(n):\n    return torch.ones(n)\n",
+        "pkg/__init__.py": "",
+        "pkg/sub.py": "import torch\nmask = torch.ones(2)\n",
+        "train.py": _SHADOWED,
+        "plain.py": "import os\nimport torch\nx = torch.ones(1)\n",
+    }
+    _same_view(files)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        project_fuzz._write(root, files)
+        path = str((root / "plain.py").resolve())
+        ctx = Context(files["plain.py"], path, ast.parse(files["plain.py"]))
+        assert not _imports_of(ctx, frozenset({path}), Lookups())
+        assert ctx.built_scopes is None  # no import names a project module: no scope map
