@@ -27,7 +27,7 @@ import ast
 
 from torchport.check.port._facts import PortFacts
 
-__all__ = ["cpu_placements", "model_escapes", "sparse_inputs"]
+__all__ = ["cpu_placements", "device_escapes", "model_escapes", "sparse_inputs"]
 
 # Calls that make a sparse (non-strided) tensor: the port moves what goes into them,
 # but whether the accelerator takes them (MPS has no sparse kernels; many ops are
@@ -102,6 +102,27 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
             ):
                 continue
             found += [(item, where) for item in items if facts.builds_model(item, scope)]
+    return found
+
+
+def device_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
+    """``(device value, method)`` for each device value handed to a method several of the
+    file's classes define, the receiver's class not told (``obj.apply(model(x))``): which
+    ``apply`` runs, and so what the value meets there, the port cannot follow."""
+    found: list[tuple[ast.expr, str]] = []
+    if not facts.unresolved_calls:
+        return found
+    for scope in facts.scopes:
+        if scope.internal:
+            continue
+        for node in scope.nodes:
+            if isinstance(node, ast.Call) and id(node) in facts.unresolved_calls:
+                assert isinstance(node.func, ast.Attribute)
+                found += [
+                    (arg, f"`.{node.func.attr}()`")
+                    for arg in [*node.args, *(k.value for k in node.keywords)]
+                    if facts.on_device(arg, scope) and not facts.builds_model(arg, scope)
+                ]
     return found
 
 

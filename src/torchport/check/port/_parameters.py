@@ -15,6 +15,7 @@ import ast
 from collections.abc import Callable
 
 from torchport.check._context import Context
+from torchport.check.port._call_sites import method_of_receiver, overrides
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._value_kind import Elements, Kind, join, memoized
 from torchport.check.semantic import ScopeMap
@@ -251,17 +252,25 @@ class CallerKinds:
             else:
                 sites[id(func)] = None  # passed around: its callers are not all here
         elif isinstance(node, ast.Attribute) and node.attr in methods:
-            owner = scope.cls
-            for cls, method in methods[node.attr]:
+            # `self.step(x)`, `agent.step(x)` with `agent = Agent()`, `self.agent.step(x)`,
+            # `buf.add(x)` with `buf: Buffer`: a call of the method the receiver's class runs.
+            # Where that class is not told, any method of the name may run here.
+            run = method_of_receiver(self.facts, node, scope)
+            runs = [] if run is None else [run, *overrides(self.facts, run, self._class(run))]
+            for _, method in methods[node.attr]:
                 found = sites.get(id(method))
-                if found is None:
+                if found is None or (run is not None and method not in runs):
                     continue
-                own = isinstance(node.value, ast.Name) and node.value.id == "self"
-                if called and own and owner is cls:
+                if called and method in runs:
                     assert isinstance(parent, ast.Call)
                     found.append((parent, scope))
                 else:
                     sites[id(method)] = None
+
+    def _class(self, method: ast.AST) -> ast.ClassDef:
+        holder = self.scopes.parent(method)
+        assert isinstance(holder, ast.ClassDef), "a method is defined in a class body"
+        return holder
 
     def _plain_decorators(self, func: ast.AST) -> bool:
         """No decorator, or only torch's (``@torch.no_grad()``): calls go straight to it."""

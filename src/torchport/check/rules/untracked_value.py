@@ -73,7 +73,12 @@ class UntrackedValue(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        from torchport.check.port._escapes import cpu_placements, model_escapes, sparse_inputs
+        from torchport.check.port._escapes import (
+            cpu_placements,
+            device_escapes,
+            model_escapes,
+            sparse_inputs,
+        )
         from torchport.check.port._facts import port_facts
         from torchport.check.port._origins import origins
 
@@ -93,6 +98,13 @@ class UntrackedValue(Rule):
                 "where the port cannot follow it to its forwards"
             )
             yield ctx.finding(self, model, message=message)
+        for value, method in device_escapes(port_facts(ctx)):
+            message = (
+                f"check what this value meets in {method} yourself: several classes of the "
+                "file define it and the port cannot tell which one runs here, so the "
+                "tensors it meets there may be on the CPU"
+            )
+            yield ctx.finding(self, value, message=message)
         for call in sparse_inputs(port_facts(ctx)):
             message = (
                 "check this sparse tensor on the accelerator: the port moves what it is made "
