@@ -27,6 +27,7 @@ __all__ = [
     "method_of_receiver",
     "methods_by_name",
     "overrides",
+    "partial_target",
     "receiver_class",
 ]
 
@@ -59,6 +60,9 @@ def callees(
     """Every function of the file a call may run: :func:`callee`'s, and for a method, the
     overrides of it in the file's subclasses of its class (``self.learn()`` in a base
     runs a subclass's ``learn`` on the subclass's instances)."""
+    partial = partial_target(facts, node)
+    if partial is not None:  # `functools.partial(step, model)`, or a call of one
+        return [partial]
     found = callee(facts, node, scope, methods)
     if found is None:
         return []
@@ -75,6 +79,45 @@ def callees(
         for m, c in methods.get(method.name, ())
         if m is not method and any(s.name == c for s in subclasses)
     ]
+
+
+_PARTIALS = frozenset({"functools.partial"})
+
+
+def partial_target(facts: PortFacts, node: ast.Call) -> tuple[_Function, int] | None:
+    """The file's function a partial of it runs, and how many leading parameters the call
+    does not fill: ``functools.partial(step, model)`` fills ``step``'s from its second
+    argument on (-1: the call's first argument is ``step`` itself); ``f(x)`` with ``f`` bound
+    once to that partial fills those after the partial's (``1``: ``model``'s). Keywords
+    the partial binds are matched by name, as a call's. None: no such call."""
+    made = _partial_of(facts, node)
+    if made is not None:
+        return made, -1
+    func = node.func
+    if not isinstance(func, ast.Name):
+        return None
+    found = facts.ctx.scopes.bindings(func.id, func)
+    value = found[0].value if len(found) == 1 else None
+    if not isinstance(value, ast.Call):
+        return None
+    made = _partial_of(facts, value)
+    if made is None or any(isinstance(a, ast.Starred) for a in value.args):
+        return None
+    return made, len(value.args) - 1
+
+
+def _partial_of(facts: PortFacts, node: ast.Call) -> _Function | None:
+    """``step`` of ``functools.partial(step, ...)`` when it is a plain function of the file."""
+    if facts.ctx.qualname(node.func) not in _PARTIALS or not node.args:
+        return None
+    first = node.args[0]
+    if not isinstance(first, ast.Name):
+        return None
+    found = facts.functions.get(first.id)
+    scopes = facts.ctx.scopes
+    if found is not None and scopes.resolve(first.id, first) is scopes.module:
+        return found
+    return _nested_function(facts, first)
 
 
 def _subclasses(facts: PortFacts, cls: ast.ClassDef) -> list[ast.ClassDef]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 
+from torchport.check.port._call_sites import partial_target
 from torchport.check.port._facts import PortFacts
 
 __all__ = ["cpu_placements", "device_escapes", "model_escapes", "sparse_inputs"]
@@ -79,6 +80,8 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
             continue
         for node in scope.nodes:
             if isinstance(node, ast.Call) and qualname(node.func) in _PARTIALS:
+                if _followed_partial(node, facts):
+                    continue  # `f = functools.partial(step, model)` only called: followed
                 where = "`functools.partial`"
                 items = [*node.args[1:], *(k.value for k in node.keywords)]
             elif isinstance(node, ast.Call) and id(node) in facts.unresolved_calls:
@@ -124,6 +127,32 @@ def device_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
                     if facts.on_device(arg, scope) and not facts.builds_model(arg, scope)
                 ]
     return found
+
+
+def _followed_partial(node: ast.Call, facts: PortFacts) -> bool:
+    """``f = functools.partial(step, model)`` of a function of the file, with every read of
+    ``f`` a call: the port follows ``step`` with ``model`` in its parameter, and what ``f``
+    is called with into the rest (``_call_sites.partial_target``)."""
+    if partial_target(facts, node) is None:
+        return False
+    scopes = facts.ctx.scopes
+    stmt = scopes.parent(node)
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ):
+        return False
+    name = stmt.targets[0]
+    if len(scopes.bindings(name.id, name)) != 1:
+        return False
+    bound = scopes.resolve(name.id, name)
+    reads = [r for r in scopes.loads_of(name.id) if scopes.resolve(name.id, r) is bound]
+    for read in reads:
+        call = scopes.parent(read)
+        if not (isinstance(call, ast.Call) and call.func is read):
+            return False
+    return bool(reads)
 
 
 def _only_called_back(node: ast.expr, facts: PortFacts) -> bool:

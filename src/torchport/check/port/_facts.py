@@ -344,7 +344,8 @@ class PortFacts:
                 if not isinstance(node, ast.Call):
                     continue
                 for func, bound in callees(self, node, scope, methods):
-                    params = [p.arg for p in [*func.args.posonlyargs, *func.args.args][bound:]]
+                    params = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
+                    params = ["", *params] if bound < 0 else params[bound:]  # a partial's
                     found.append((node, scope, params, self.scope_of_function(func)))
         return found
 
