@@ -24,7 +24,10 @@ class UntrackedValue(Rule):
     the model back out of to call it, `models["a"](x)`, is followed instead),
     and a value the code itself puts on the CPU
     (`x.to("cpu")`, `device="cpu"` in a function's parameters) that meets
-    the model: the port does not overrule the author's placement. A sparse
+    the model: the port does not overrule the author's placement. A device
+    value handed to a method several classes of the file define, on an object
+    whose class the code does not say (`obj.apply(model(x))`), is reported too:
+    which `apply` runs, and what the value meets there, the port cannot tell. A sparse
     tensor that meets the model is reported too: whether the accelerator runs
     sparse layouts (MPS does not) only a run can tell.
 
