@@ -13,6 +13,7 @@ reports; never silence with data on the CPU.
 from __future__ import annotations
 
 import ast
+import tempfile
 from pathlib import Path
 
 from hypothesis import given
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from tests.check.port.siblings import load
 from torchport.check._context import Context
+from torchport.check.port import port_paths
 from torchport.check.port._facts import PortFacts
 
 HERE = Path(__file__).parent
@@ -132,3 +134,25 @@ def test_the_other_call_sites_arguments_meet_the_device_in_one_round() -> None:
     facts = PortFacts(Context(source, "<calls>", ast.parse(source)))
     met = {ast.unparse(operand) for operand, _ in facts.operands}
     assert {"torch.zeros(1, 2)", "torch.ones(2)"} <= met, met
+
+
+@given(st.sampled_from(["agent = Agent()\nout = agent.step(y)\n", "out = Agent().step(y)\n"]))
+def test_a_device_value_handed_to_another_modules_class_is_reported(use: str) -> None:
+    """``Agent`` imported from ``agent.py`` (another module of the project, ported on its
+    own): what ``step`` does with the model's output there this file's port cannot see, so
+    the output handed to it is reported (TP523), not left unsaid."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "agent.py").write_text(
+            "import torch\n\nclass Agent:\n    def __init__(self):\n"
+            "        self.w = torch.ones(2)\n    def step(self, y):\n        return y * self.w\n",
+            encoding="utf-8",
+        )
+        (root / "train.py").write_text(
+            "import torch\nfrom agent import Agent\n\nmodel = torch.nn.Linear(4, 2)\n"
+            "y = model(torch.ones(1, 4))\n" + use,
+            encoding="utf-8",
+        )
+        result = port_paths([root / "train.py"], diff=True, jobs=1)
+    left = [f for f in result.remaining if f.code == "TP523"]
+    assert any("`Agent.step()`" in f.message for f in left), result.remaining

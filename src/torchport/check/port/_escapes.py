@@ -113,20 +113,48 @@ def device_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
     file's classes define, the receiver's class not told (``obj.apply(model(x))``): which
     ``apply`` runs, and so what the value meets there, the port cannot follow."""
     found: list[tuple[ast.expr, str]] = []
-    if not facts.unresolved_calls:
+    if not facts.unresolved_calls and not facts.project.plain_classes and not facts.project.modules:
         return found
     for scope in facts.scopes:
         if scope.internal:
             continue
         for node in scope.nodes:
-            if isinstance(node, ast.Call) and id(node) in facts.unresolved_calls:
-                assert isinstance(node.func, ast.Attribute)
-                found += [
-                    (arg, f"`.{node.func.attr}()`")
-                    for arg in [*node.args, *(k.value for k in node.keywords)]
-                    if facts.on_device(arg, scope) and not facts.builds_model(arg, scope)
-                ]
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            if id(node) in facts.unresolved_calls:
+                where = f"`.{node.func.attr}()`"
+            else:
+                owner = _project_class(facts, node.func.value)
+                if owner is None:
+                    continue
+                where = f"`{owner}.{node.func.attr}()`, a method of another module of the project"
+            found += [
+                (arg, where)
+                for arg in [*node.args, *(k.value for k in node.keywords)]
+                if facts.on_device(arg, scope) and not facts.builds_model(arg, scope)
+            ]
     return found
+
+
+def _project_class(facts: PortFacts, receiver: ast.expr) -> str | None:
+    """The class another module of the project defines (no model) that ``receiver`` is made
+    from: ``Agent()``, or a name every binding of which is ``Agent(...)``. Its methods are
+    that module's to port; what a device value meets there, this file's port cannot see."""
+    values: list[ast.expr] = [receiver]
+    if isinstance(receiver, ast.Name):
+        bindings = facts.ctx.scopes.bindings(receiver.id, receiver)
+        if not bindings or any(b.value is None for b in bindings):
+            return None
+        values = [b.value for b in bindings if b.value is not None]
+    names = set()
+    for value in values:
+        if not isinstance(value, ast.Call):
+            return None
+        found = facts.project.lookup(value.func)
+        if found is None or found[0] != "plain_class":
+            return None
+        names.add(found[1])
+    return names.pop() if len(names) == 1 else None
 
 
 def _followed_partial(node: ast.Call, facts: PortFacts) -> bool:
