@@ -22,6 +22,9 @@ working code or leave data on the CPU:
   helper that returns a numpy-built mask, tensors captured by a lambda or a
   closure, a cast chained to a new tensor, sparse inputs, a deliberate CPU
   constant and a device flag;
+* plain classes whose methods meet the model's output, called through instances
+  (bound here, an attribute of another object, an annotated parameter, a receiver
+  whose class cannot be known), and a function given the output that makes a tensor;
 * modules with no torch at all (which ``port`` must leave byte for byte).
 
 Programs use ``T`` for torch's name in the fragments; the header decides what
@@ -377,6 +380,59 @@ FRAGMENTS = [
         "        return m(T.zeros(1, 4))",
         "step{k} = Step{k}()",
         "OUT.append(step{k}.run(model).detach())",
+    ),
+    # plain classes whose methods meet the model's output, called through instances: one
+    # bound here, one held as another object's attribute, one a parameter annotated with
+    # its class, one whose class the port cannot know (two classes define the method)
+    _lines(
+        "class Agent{k}:",
+        "    def __init__(self):",
+        "        self.w = T.ones(2)",
+        "    def step(self, y):",
+        "        return y * self.w",
+        "agent{k} = Agent{k}()",
+        "OUT.append(agent{k}.step(model(T.ones(1, 4))).detach())",
+    ),
+    _lines(
+        "class Scorer{k}:",
+        "    def score(self, y):",
+        "        return y + T.zeros(2)",
+        "class Trainer{k}:",
+        "    def __init__(self):",
+        "        self.scorer = Scorer{k}()",
+        "    def run(self, x):",
+        "        return self.scorer.score(model(x))",
+        "OUT.append(Trainer{k}().run(T.ones(1, 4)).detach())",
+    ),
+    _lines(
+        "class Buf{k}:",
+        "    def __init__(self):",
+        "        self.base = T.ones(2)",
+        "    def add(self, y):",
+        "        return self.sub(y, self.base)",
+        "    def sub(self, y, b):",
+        "        return y - b",
+        "def use{k}(buf: Buf{k}, x):",
+        "    return buf.add(model(x))",
+        "OUT.append(use{k}(Buf{k}(), T.ones(1, 4)).detach())",
+    ),
+    _lines(
+        "class Left{k}:",
+        "    def apply(self, y):",
+        "        return y * T.ones(2)",
+        "class Right{k}:",
+        "    def apply(self, y):",
+        "        return y + T.ones(2)",
+        "def through{k}(obj, x):",
+        "    return obj.apply(model(x))",
+        "OUT.append(through{k}(Left{k}(), T.ones(1, 4)).detach())",
+        "OUT.append(through{k}(Right{k}(), T.zeros(1, 4)).detach())",
+    ),
+    # a function of the file given the model's output, making the tensor it meets
+    _lines(
+        "def shift{k}(y):",
+        "    return y + T.ones(2)",
+        "OUT.append(shift{k}(model(T.ones(1, 4))).detach())",
     ),
     # the model put where the port cannot follow it: a list, a dict, a partial
     "for m{k} in [model]:\n    OUT.append(m{k}(T.ones(1, 4)).detach())",

@@ -2,8 +2,9 @@
 
 The oracle is written apart from ``_module_files`` (no listing cache, no string
 paths): ``pathlib`` and ``is_file`` on each candidate, in the order the module
-docstring states (beside the importer, then the root above its packages; a
-relative import from the importer's package). Layouts, importers (absolute and
+docstring states (beside the importer, then the root above its packages, then for a
+dotted name the first folder up holding its first part as a package; a relative
+import from the importer's package). Layouts, importers (absolute and
 relative to the working directory) and imports are generated.
 """
 
@@ -41,7 +42,15 @@ def oracle(importer: Path, module: str | None, level: int) -> Path | None:
     root = folder
     while (root / "__init__.py").is_file() and root.parent != root:
         root = root.parent
-    return named(folder, module) or named(root, module)
+    found = named(folder, module) or named(root, module)
+    if found is not None or "." not in module:
+        return found
+    # a dotted name: the first folder up holding its first part as a package
+    head = module.split(".")[0]
+    for above in list(folder.parents)[:8]:
+        if (above / head / "__init__.py").is_file():
+            return named(above, module)
+    return None
 
 
 layouts = st.lists(
@@ -101,3 +110,17 @@ def test_find_module_agrees_with_the_oracle(
                     os.path.realpath(want),
                     (stat.st_mtime_ns, stat.st_size),
                 )
+
+
+def test_a_package_path_from_a_script_below_it_is_found(tmp_path: Path) -> None:
+    """``from TCN.char_cnn.model import TCN`` in ``TCN/char_cnn/train.py`` (locuslab/TCN's
+    layout: the script puts ``../../`` on ``sys.path``; only ``TCN/`` is a package)."""
+    (tmp_path / "TCN" / "char_cnn").mkdir(parents=True)
+    (tmp_path / "TCN" / "__init__.py").write_text("", encoding="utf-8")
+    model = tmp_path / "TCN" / "char_cnn" / "model.py"
+    model.write_text("", encoding="utf-8")
+    script = tmp_path / "TCN" / "char_cnn" / "train.py"
+    script.write_text("", encoding="utf-8")
+    assert find_module(script, "TCN.char_cnn.model", 0) == model
+    assert find_module(script, "model", 0) == model  # beside it, as before
+    assert find_module(script, "char_cnn.model", 0) is None  # `char_cnn` is no package

@@ -27,6 +27,7 @@ import ast
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
+from torchport.check.port._call_sites import method_of_receiver
 from torchport.check.port._calls import HOST_READS, META_ATTRS, is_move
 from torchport.check.port._collate import collate_returning
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
@@ -143,8 +144,23 @@ class _Planner:
         if not reads:
             return False
         return all(
-            read_as_object(r, scopes.parent) or handed_to_object(r, scopes.parent, self._followed)
+            read_as_object(r, scopes.parent)
+            or handed_to_object(r, scopes.parent, self._followed)
+            or self._receiver_of_own_method(r)
             for r in reads
+        )
+
+    def _receiver_of_own_method(self, read: ast.Name) -> bool:
+        """``buf.add(x)`` with ``buf: Buffer`` (or bound to ``Buffer()``): the receiver of a
+        method of the file's class it is an instance of, an object (what the method does
+        with the data is followed into the method)."""
+        above = self.ctx.scopes.parent(read)
+        call = self.ctx.scopes.parent(above) if above is not None else None
+        return (
+            isinstance(above, ast.Attribute)
+            and isinstance(call, ast.Call)
+            and call.func is above
+            and method_of_receiver(self.facts, above, self.facts.scope_of.get(id(read))) is not None
         )
 
     def _followed(self, call: ast.Call) -> bool:

@@ -39,6 +39,13 @@ _HOST_BUILTINS = frozenset(dir(builtins)) - {"map", "filter", "sum", "max", "min
 # Builtins whose result holds no tensor of their arguments (`len(x)`, `print(x)`).
 _HOST_CALLS = _HOST_BUILTINS - {"list", "tuple", "dict", "sum", "max", "min"}
 MOVES = frozenset({"to", "cuda"})
+# Tensor methods whose arguments are sizes, dimensions or offsets (numbers), never data
+# that meets the tensor: `x.view(batch_size, -1)`, `x.narrow(0, 0, n)`.
+SHAPE_METHODS = frozenset(
+    {"view", "reshape", "narrow", "expand", "repeat", "permute", "transpose", "unsqueeze",
+     "squeeze", "flatten", "unflatten", "movedim", "swapaxes", "unfold", "chunk", "select",
+     "roll", "t", "contiguous"}
+)  # fmt: skip
 _COLLECTS = frozenset({"append", "extend", "insert"})
 
 
@@ -243,6 +250,8 @@ class DeviceFlow:
             if isinstance(func, ast.Attribute):
                 if func.attr in HOST_READS or func.attr in MOVES or func.attr in NOT_FORWARD:
                     return []
+                if func.attr in SHAPE_METHODS:
+                    return []  # `data.narrow(0, 0, n * batch_size)`: sizes, no data
                 if func.attr in _COLLECTS and self._only_collected(func.value):
                     return []  # a list of records: what goes in never meets what is in it
                 operands = [func.value, *args]
@@ -452,6 +461,8 @@ class DeviceFlow:
                     if func.attr in HOST_READS or is_move(node):
                         continue
                     stack.append(func.value)
+                    if func.attr in SHAPE_METHODS:
+                        continue  # `data.view(batch_size, -1)`: where `data` is, no data
                 elif isinstance(func, ast.Name) and func.id in _HOST_CALLS:
                     continue
                 if self._makes_object(func):

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import ast
 
+from torchport.check.port._call_sites import partial_target
 from torchport.check.port._facts import PortFacts
 
-__all__ = ["cpu_placements", "model_escapes", "sparse_inputs"]
+__all__ = ["cpu_placements", "device_escapes", "model_escapes", "sparse_inputs"]
 
 # Calls that make a sparse (non-strided) tensor: the port moves what goes into them,
 # but whether the accelerator takes them (MPS has no sparse kernels; many ops are
@@ -79,6 +80,8 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
             continue
         for node in scope.nodes:
             if isinstance(node, ast.Call) and qualname(node.func) in _PARTIALS:
+                if _followed_partial(node, facts):
+                    continue  # `f = functools.partial(step, model)` only called: followed
                 where = "`functools.partial`"
                 items = [*node.args[1:], *(k.value for k in node.keywords)]
             elif isinstance(node, ast.Call) and id(node) in facts.unresolved_calls:
@@ -103,6 +106,81 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
                 continue
             found += [(item, where) for item in items if facts.builds_model(item, scope)]
     return found
+
+
+def device_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
+    """``(device value, method)`` for each device value handed to a method several of the
+    file's classes define, the receiver's class not told (``obj.apply(model(x))``): which
+    ``apply`` runs, and so what the value meets there, the port cannot follow."""
+    found: list[tuple[ast.expr, str]] = []
+    if not facts.unresolved_calls and not facts.project.plain_classes and not facts.project.modules:
+        return found
+    for scope in facts.scopes:
+        if scope.internal:
+            continue
+        for node in scope.nodes:
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            if id(node) in facts.unresolved_calls:
+                where = f"`.{node.func.attr}()`"
+            else:
+                owner = _project_class(facts, node.func.value)
+                if owner is None:
+                    continue
+                where = f"`{owner}.{node.func.attr}()`, a method of another module of the project"
+            found += [
+                (arg, where)
+                for arg in [*node.args, *(k.value for k in node.keywords)]
+                if facts.on_device(arg, scope) and not facts.builds_model(arg, scope)
+            ]
+    return found
+
+
+def _project_class(facts: PortFacts, receiver: ast.expr) -> str | None:
+    """The class another module of the project defines (no model) that ``receiver`` is made
+    from: ``Agent()``, or a name every binding of which is ``Agent(...)``. Its methods are
+    that module's to port; what a device value meets there, this file's port cannot see."""
+    values: list[ast.expr] = [receiver]
+    if isinstance(receiver, ast.Name):
+        bindings = facts.ctx.scopes.bindings(receiver.id, receiver)
+        if not bindings or any(b.value is None for b in bindings):
+            return None
+        values = [b.value for b in bindings if b.value is not None]
+    names = set()
+    for value in values:
+        if not isinstance(value, ast.Call):
+            return None
+        found = facts.project.lookup(value.func)
+        if found is None or found[0] != "plain_class":
+            return None
+        names.add(found[1])
+    return names.pop() if len(names) == 1 else None
+
+
+def _followed_partial(node: ast.Call, facts: PortFacts) -> bool:
+    """``f = functools.partial(step, model)`` of a function of the file, with every read of
+    ``f`` a call: the port follows ``step`` with ``model`` in its parameter, and what ``f``
+    is called with into the rest (``_call_sites.partial_target``)."""
+    if partial_target(facts, node) is None:
+        return False
+    scopes = facts.ctx.scopes
+    stmt = scopes.parent(node)
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ):
+        return False
+    name = stmt.targets[0]
+    if len(scopes.bindings(name.id, name)) != 1:
+        return False
+    bound = scopes.resolve(name.id, name)
+    reads = [r for r in scopes.loads_of(name.id) if scopes.resolve(name.id, r) is bound]
+    for read in reads:
+        call = scopes.parent(read)
+        if not (isinstance(call, ast.Call) and call.func is read):
+            return False
+    return bool(reads)
 
 
 def _only_called_back(node: ast.expr, facts: PortFacts) -> bool:

@@ -43,7 +43,8 @@ import weakref
 
 from torchport.check._context import Context
 from torchport.check._rule import Edit
-from torchport.check.port._call_sites import callee, methods_by_name
+from torchport.check.port._call_flow import OwnCall, seed_parameters
+from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._calls import cpu_only_device, grad_leaf
 from torchport.check.port._captures import mark_captured
 from torchport.check.port._choices import deliberate_cpu, own_placement
@@ -81,6 +82,7 @@ class PortFacts:
         # Expressions that meet the model or a device value directly, and their scope.
         self.operands = self.flow.operands
         self._function_scopes: dict[int, PortScope] = {}
+        self._own_calls: list[OwnCall] = []  # calls of the file's functions (_find_models)
         self.device_name = DeviceName(ctx)  # the one device name the port's fixes use
         self.has_models = self.cpu_device_pending = False
         self.own_placement: ast.Call | None = None
@@ -118,6 +120,7 @@ class PortFacts:
             if not scope.internal:
                 raw = self._raw_parameters(scope) or raw
                 self.flow.run(scope)
+        seed_parameters(self, self._own_calls)  # device values handed to own functions
         for scope in self.scopes:
             if not scope.internal:
                 mark_captured(self, scope)
@@ -230,7 +233,7 @@ class PortFacts:
         searched = [s for s in self.scopes if not s.module_method]
         for scope in searched:
             self._moved_in_place(scope)
-        calls = self._calls_of_own_functions()
+        calls = self._own_calls = self._calls_of_own_functions()
         returns = []
         for name, func in self.functions.items():
             scope = self.scope_of_function(func)
@@ -340,27 +343,23 @@ class PortFacts:
                 # leaves `x` where it was (a tensor's move returns a new tensor).
                 scope.moved.add(func.value.id)
 
-    def _calls_of_own_functions(self) -> list[tuple[ast.Call, PortScope, list[str], PortScope]]:
+    def _calls_of_own_functions(self) -> list[OwnCall]:
         """Each call of the file's own functions: (call, its scope, parameters, callee's scope)."""
         methods = methods_by_name(self.scopes)
-        found: list[tuple[ast.Call, PortScope, list[str], PortScope]] = []
+        found: list[OwnCall] = []
         for scope in self.scopes:
             if scope.module_method:
                 continue
             for node in scope.nodes:
                 if not isinstance(node, ast.Call):
                     continue
-                called = callee(self, node, scope, methods)
-                if called is None:
-                    continue
-                func, bound = called
-                params = [p.arg for p in [*func.args.posonlyargs, *func.args.args][bound:]]
-                found.append((node, scope, params, self.scope_of_function(func)))
+                for func, bound in callees(self, node, scope, methods):
+                    params = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
+                    params = ["", *params] if bound < 0 else params[bound:]  # a partial's
+                    found.append((node, scope, params, self.scope_of_function(func)))
         return found
 
-    def _params_from_calls(
-        self, calls: list[tuple[ast.Call, PortScope, list[str], PortScope]]
-    ) -> None:
+    def _params_from_calls(self, calls: list[OwnCall]) -> None:
         for node, scope, params, target in calls:
             for i, arg in enumerate(node.args):
                 if i < len(params) and self.builds_model(arg, scope):

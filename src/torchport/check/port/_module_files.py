@@ -1,7 +1,9 @@
 """Where a project's module lives: the file an import names, found as Python finds it.
 
 Beside the importing file, then at the root above its packages (the first folder up
-without an ``__init__.py``); relative imports from the importing file's package.
+without an ``__init__.py``), then, for a dotted name, the first folder up that holds its
+first part as a package (a script that adds that folder to ``sys.path`` itself);
+relative imports from the importing file's package.
 Folder listings are cached per folder version, so a tree's imports cost one ``stat``
 per folder and question. A :class:`Lookups` spans one question made of many (the
 project view of one file: each of its imports, and theirs): there each folder is
@@ -149,4 +151,26 @@ def _find(folder: str, module: str | None, level: int, lookups: Lookups | None) 
         found = _module_file(base, module, lookups)
         if found is not None:
             return found
+    if "." in module:
+        return _package_above(folder, module, lookups)
+    return None
+
+
+_ABOVE = 8  # how many folders up a package path is looked for
+
+
+def _package_above(folder: str, module: str, lookups: Lookups | None) -> Path | None:
+    """``TCN.char_cnn.model`` imported from ``TCN/char_cnn/`` by a script that puts the
+    folder above its packages on ``sys.path`` itself (``sys.path.append("../../")``), or
+    is run from there: the first folder up holding the package ``TCN`` (a folder with an
+    ``__init__.py``) and, in it, the module. Dotted names only: a plain ``import utils``
+    is not looked for far from the file."""
+    head = module.partition(".")[0]
+    for _ in range(_ABOVE):
+        up = _parent(folder)
+        if up == folder:
+            break
+        folder = up
+        if "__init__.py" in _entries(os.path.join(folder, head), lookups)[0]:
+            return _module_file(folder, module, lookups)
     return None

@@ -61,6 +61,7 @@ class Origins:
         self.elements = {id(e) for e in plan.elements}
         self._memo: dict[int, list[Origin] | None] = {}
         self._bound: dict[int, list[Origin] | None] = {}  # id(binding) -> its origins
+        self._placements: set[tuple[str, ...]] | None = None  # see _model_placements
 
     def operands(self) -> list[tuple[ast.expr, list[Origin]]]:
         """Each operand that meets the model with the origins no rule moves (may be empty),
@@ -209,12 +210,66 @@ class Origins:
         found = self.kinds.reaching.may_reach(name)
         if not found:
             return [Origin(name, f"`{name.id}`", library=False)]
+        if any(self._placed_with_the_model(b) for b in found):
+            return []  # `if args.cuda: model.cuda(); X = X.cuda()`: the script's placement
         out: list[Origin] = []
         for b in found:
             if self.kinds.binding(b) in _FINE or self._step_scalar(b):
                 continue
             out += self._binding(b, name)
         return out
+
+    def _placed_with_the_model(self, b: Binding) -> bool:
+        """``X = X.cuda()`` (or ``.to(...)``) under the same conditions as a statement that
+        places a model of the file in place (``if args.cuda: model.cuda()``): the script
+        puts this value where it puts its model, itself; the port moves neither, so
+        whatever else the name was bound to goes where the model goes."""
+        value = b.value
+        if not (
+            isinstance(value, ast.Call)
+            and is_move(value)
+            and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id == b.name
+        ):
+            return False
+        guard = self._guard(value)
+        return guard in self._model_placements()
+
+    def _model_placements(self) -> set[tuple[str, ...]]:
+        """The conditions of each statement that moves a model in place (``model.cuda()``)."""
+        found = self._placements
+        if found is None:
+            found = self._placements = set()
+            for call in self.facts.structure.moves:
+                func = call.func
+                stmt = self.facts.parents.get(id(call))
+                scope = self.facts.scope_of.get(id(call)) or self.facts.module
+                if (
+                    isinstance(stmt, ast.Expr)
+                    and isinstance(func, ast.Attribute)
+                    and self.facts.holds_model(func.value, scope)
+                ):
+                    found.add(self._guard(call))
+        return found
+
+    def _guard(self, node: ast.AST) -> tuple[str, ...]:
+        """The tests of the ``if`` statements ``node`` runs under (its body, not its
+        ``else``), innermost first, up to its function or the module."""
+        tests: list[str] = []
+        child, parent = node, self.facts.parents.get(id(node))
+        while parent is not None and not isinstance(
+            parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+        ):
+            if isinstance(parent, ast.If):
+                if child is parent.test:
+                    pass
+                elif child in parent.body:
+                    tests.append(ast.unparse(parent.test))
+                else:
+                    tests.append(f"not ({ast.unparse(parent.test)})")
+            child, parent = parent, self.facts.parents.get(id(parent))
+        return tuple(tests)
 
     def _step_scalar(self, b: Binding) -> bool:
         """``reward`` of ``obs, reward, done, info = env.step(a)``: an environment's numbers.

@@ -15,6 +15,7 @@ import ast
 from collections.abc import Callable
 
 from torchport.check._context import Context
+from torchport.check.port._call_sites import method_of_receiver, overrides, partial_target
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._value_kind import Elements, Kind, join, memoized
 from torchport.check.semantic import ScopeMap
@@ -245,23 +246,67 @@ class CallerKinds:
             found = sites.get(id(func))
             if found is None:
                 return
+            if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node:
+                partial = self._partial_sites(parent, func)
+                if partial is not None:  # `f = functools.partial(step, model)`, `f(x)`
+                    found.extend(partial)
+                    return
             if called:
                 assert isinstance(parent, ast.Call)
                 found.append((parent, scope))
             else:
                 sites[id(func)] = None  # passed around: its callers are not all here
         elif isinstance(node, ast.Attribute) and node.attr in methods:
-            owner = scope.cls
-            for cls, method in methods[node.attr]:
+            # `self.step(x)`, `agent.step(x)` with `agent = Agent()`, `self.agent.step(x)`,
+            # `buf.add(x)` with `buf: Buffer`: a call of the method the receiver's class runs.
+            # Where that class is not told, any method of the name may run here.
+            run = method_of_receiver(self.facts, node, scope)
+            runs = [] if run is None else [run, *overrides(self.facts, run, self._class(run))]
+            for _, method in methods[node.attr]:
                 found = sites.get(id(method))
-                if found is None:
+                if found is None or (run is not None and method not in runs):
                     continue
-                own = isinstance(node.value, ast.Name) and node.value.id == "self"
-                if called and own and owner is cls:
+                if called and method in runs:
                     assert isinstance(parent, ast.Call)
                     found.append((parent, scope))
                 else:
                     sites[id(method)] = None
+
+    def _partial_sites(
+        self, made: ast.Call, func: ast.AST
+    ) -> list[tuple[ast.Call, PortScope]] | None:
+        """The calls of ``f = functools.partial(func, ...)``, each as the call of ``func`` it
+        makes (the partial's arguments first); None when ``f`` is also used another way."""
+        if partial_target(self.facts, made) != (func, -1):
+            return None
+        stmt = self.scopes.parent(made)
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
+            return None
+        name = stmt.targets[0]
+        bound = self.scopes.resolve(name.id, name)
+        found: list[tuple[ast.Call, PortScope]] = []
+        for read in self.scopes.loads_of(name.id):
+            if self.scopes.resolve(name.id, read) is not bound:
+                continue
+            call = self.scopes.parent(read)
+            if not (isinstance(call, ast.Call) and call.func is read):
+                return None  # handed on: its callers are not all here
+            made_call = ast.Call(
+                func=read,
+                args=[*made.args[1:], *call.args],
+                keywords=[*made.keywords, *call.keywords],
+            )
+            found.append((made_call, self.facts.scope_of.get(id(call)) or self.facts.module))
+        return found
+
+    def _class(self, method: ast.AST) -> ast.ClassDef:
+        holder = self.scopes.parent(method)
+        assert isinstance(holder, ast.ClassDef), "a method is defined in a class body"
+        return holder
 
     def _plain_decorators(self, func: ast.AST) -> bool:
         """No decorator, or only torch's (``@torch.no_grad()``): calls go straight to it."""

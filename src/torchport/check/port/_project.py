@@ -68,6 +68,7 @@ class ModuleFacts:
     tensor_functions: frozenset[str] = frozenset()
     tensors: frozenset[str] = frozenset()
     devices: frozenset[str] = frozenset()
+    plain_classes: frozenset[str] = frozenset()  # module-level classes that are no models
 
 
 @dataclass(slots=True)
@@ -79,13 +80,14 @@ class ProjectImports:
     tensor_functions: set[str] = field(default_factory=set)
     tensors: set[str] = field(default_factory=set)
     devices: set[str] = field(default_factory=set)
+    plain_classes: set[str] = field(default_factory=set)
     modules: dict[str, ModuleFacts] = field(default_factory=dict)  # `import utils as u`
 
     def lookup(self, expr: ast.expr) -> tuple[str, str] | None:
         """``(kind, name)`` for a name or ``alias.name`` the project defines, else None.
 
         ``kind`` is one of ``"class"``, ``"factory"``, ``"tensor_function"``,
-        ``"tensor"``, ``"device"``.
+        ``"tensor"``, ``"device"``, ``"plain_class"`` (a class that is no model).
         """
         if isinstance(expr, ast.Name):
             for kind, names in self._kinds():
@@ -103,6 +105,7 @@ class ProjectImports:
                 ("tensor_function", facts.tensor_functions),
                 ("tensor", facts.tensors),
                 ("device", facts.devices),
+                ("plain_class", facts.plain_classes),
             )
             for kind, defined in pairs:
                 if expr.attr in defined:
@@ -116,10 +119,15 @@ class ProjectImports:
             ("tensor_function", self.tensor_functions),
             ("tensor", self.tensors),
             ("device", self.devices),
+            ("plain_class", self.plain_classes),
         )
 
     def __bool__(self) -> bool:
-        return any(names for _, names in self._kinds()) or bool(self.modules)
+        """Whether the project gives this file anything torch: a model, a tensor, a device
+        (a plain class alone does not make a file without torch a PyTorch program)."""
+        return any(names for kind, names in self._kinds() if kind != "plain_class") or bool(
+            self.modules
+        )
 
 
 def _dotted(expr: ast.expr) -> str | None:
@@ -219,13 +227,15 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
             ):
                 devices.add(target.id)
     names = {c.name for c in classdefs}
+    models = frozenset(c for c in knowledge.classes if c in names)
     return ModuleFacts(
         path=ctx.path,
-        classes=frozenset(c for c in knowledge.classes if c in names),
+        classes=models,
         factories=frozenset(knowledge.factories & {f.name for f in functions}),
         tensor_functions=frozenset(tensor_functions),
         tensors=frozenset(tensors),
         devices=frozenset(devices),
+        plain_classes=frozenset(names - models),
     )
 
 
@@ -447,6 +457,7 @@ def _record_all(
         (facts.tensor_functions, out.tensor_functions),
         (facts.tensors, out.tensors),
         (facts.devices, out.devices),
+        (facts.plain_classes, out.plain_classes),
     ):
         into.update(n for n in names if not n.startswith("_") and not bindings.get(n))
 
@@ -472,6 +483,7 @@ def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> b
         (facts.tensor_functions, out.tensor_functions),
         (facts.tensors, out.tensors),
         (facts.devices, out.devices),
+        (facts.plain_classes, out.plain_classes),
     ):
         if name in names:
             into.add(local)

@@ -24,7 +24,10 @@ class UntrackedValue(Rule):
     the model back out of to call it, `models["a"](x)`, is followed instead),
     and a value the code itself puts on the CPU
     (`x.to("cpu")`, `device="cpu"` in a function's parameters) that meets
-    the model: the port does not overrule the author's placement. A sparse
+    the model: the port does not overrule the author's placement. A device
+    value handed to a method several classes of the file define, on an object
+    whose class the code does not say (`obj.apply(model(x))`), is reported too:
+    which `apply` runs, and what the value meets there, the port cannot tell. A sparse
     tensor that meets the model is reported too: whether the accelerator runs
     sparse layouts (MPS does not) only a run can tell.
 
@@ -73,7 +76,12 @@ class UntrackedValue(Rule):
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-        from torchport.check.port._escapes import cpu_placements, model_escapes, sparse_inputs
+        from torchport.check.port._escapes import (
+            cpu_placements,
+            device_escapes,
+            model_escapes,
+            sparse_inputs,
+        )
         from torchport.check.port._facts import port_facts
         from torchport.check.port._origins import origins
 
@@ -93,6 +101,13 @@ class UntrackedValue(Rule):
                 "where the port cannot follow it to its forwards"
             )
             yield ctx.finding(self, model, message=message)
+        for value, method in device_escapes(port_facts(ctx)):
+            message = (
+                f"check what this value meets in {method} yourself: several classes of the "
+                "file define it and the port cannot tell which one runs here, so the "
+                "tensors it meets there may be on the CPU"
+            )
+            yield ctx.finding(self, value, message=message)
         for call in sparse_inputs(port_facts(ctx)):
             message = (
                 "check this sparse tensor on the accelerator: the port moves what it is made "
