@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.check.port.siblings import load
 from torchport.check._context import Context
-from torchport.check.port._call_sites import callee, methods_by_name
+from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._device_flow import MOVES, PortScope, names_of
 from torchport.check.port._facts import _MODEL_PARAM, PortFacts
 from torchport.check.port._structure import FileStructure
@@ -276,18 +276,18 @@ class _OldModelSearch(PortFacts):
             for node in scope.nodes:
                 if not isinstance(node, ast.Call):
                     continue
-                found = callee(self, node, scope, methods)
-                if found is None:
-                    continue
-                func, bound = found
-                params = [*func.args.posonlyargs, *func.args.args][bound:]
-                target = self.scope_of_function(func)
-                for i, arg in enumerate(node.args):
-                    if i < len(params) and self.builds_model(arg, scope):
-                        target.models.add(params[i].arg)
-                for kw in node.keywords:
-                    if kw.arg is not None and self.builds_model(kw.value, scope):
-                        target.models.add(kw.arg)
+                # (which functions a call runs is the call sites' answer, shared: a
+                # partial's call runs its function with the bound model first)
+                for func, bound in callees(self, node, scope, methods):
+                    params = [p.arg for p in [*func.args.posonlyargs, *func.args.args]]
+                    params = ["", *params] if bound < 0 else params[bound:]
+                    target = self.scope_of_function(func)
+                    for i, arg in enumerate(node.args):
+                        if i < len(params) and self.builds_model(arg, scope):
+                            target.models.add(params[i])
+                    for kw in node.keywords:
+                        if kw.arg is not None and self.builds_model(kw.value, scope):
+                            target.models.add(kw.arg)
 
 
 def _models(facts: PortFacts) -> tuple[object, ...]:

@@ -32,6 +32,7 @@ from torchport.check.port._calls import HOST_READS, META_ATTRS, is_move
 from torchport.check.port._collate import collate_returning
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.port._parameters import hands_back
 from torchport.check.port._tensor_attributes import handed_to_object, read_as_object
 
 __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
@@ -436,7 +437,7 @@ class _Planner:
             return None
         scope = self.facts.scope_of_function(func)
         kind = self._kind(param.arg, scope.nodes, seen | {id(func)})
-        if kind == "container" and (scope.internal or _hands_back(func, param.arg)):
+        if kind == "container" and (scope.internal or hands_back(func, param.arg)):
             # `def unpack(batch): return batch[0], batch[1]`: the function hands the
             # elements back rather than feeding them to the model, so nothing there
             # moves them: the caller's batch is one the port cannot place.
@@ -463,30 +464,6 @@ class _Planner:
             if isinstance(parent, ast.Attribute) and is_move(parents.get(id(parent), parent)):
                 continue
             self.plan.elements.append(node)
-
-
-def _hands_back(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
-    """Whether ``func`` returns ``param`` or what it unpacks from it (``return x, y``)."""
-    names = {param}
-    for node in ast.walk(func):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == param
-        ):
-            names |= {n.id for t in node.targets for n in _name_nodes(t)}
-
-    def handed(expr: ast.expr) -> bool:
-        if isinstance(expr, (ast.Tuple, ast.List)):
-            return any(handed(e) for e in expr.elts)
-        while isinstance(expr, (ast.Subscript, ast.Starred)):
-            expr = expr.value
-        return isinstance(expr, ast.Name) and expr.id in names
-
-    return any(
-        isinstance(node, ast.Return) and node.value is not None and handed(node.value)
-        for node in ast.walk(func)
-    )
 
 
 def _name_nodes(target: ast.expr) -> list[ast.Name]:

@@ -108,11 +108,12 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
     return found
 
 
-def device_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
-    """``(device value, method)`` for each device value handed to a method several of the
-    file's classes define, the receiver's class not told (``obj.apply(model(x))``): which
-    ``apply`` runs, and so what the value meets there, the port cannot follow."""
-    found: list[tuple[ast.expr, str]] = []
+def device_escapes(facts: PortFacts) -> list[tuple[ast.expr, str, str]]:
+    """``(device value, method, why)`` for each device value handed to a method the port
+    cannot follow: one several of the file's classes define, the receiver's class not told
+    (``obj.apply(model(x))``: which ``apply`` runs is unknown), or one of a class another
+    module of the project defines (that module's to port)."""
+    found: list[tuple[ast.expr, str, str]] = []
     if not facts.unresolved_calls and not facts.project.plain_classes and not facts.project.modules:
         return found
     for scope in facts.scopes:
@@ -123,13 +124,15 @@ def device_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
                 continue
             if id(node) in facts.unresolved_calls:
                 where = f"`.{node.func.attr}()`"
+                why = "several classes of the file define it; which one runs here is not told"
             else:
                 owner = _project_class(facts, node.func.value)
                 if owner is None:
                     continue
-                where = f"`{owner}.{node.func.attr}()`, a method of another module of the project"
+                where = f"`{owner}.{node.func.attr}()`"
+                why = "its class is another module's, which this file's port does not follow"
             found += [
-                (arg, where)
+                (arg, where, why)
                 for arg in [*node.args, *(k.value for k in node.keywords)]
                 if facts.on_device(arg, scope) and not facts.builds_model(arg, scope)
             ]

@@ -28,6 +28,7 @@ from torchport.check.port._batches import BatchPlan, batch_plan
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE, is_move
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.port._script_placement import ScriptPlacement, step_scalar
 from torchport.check.port._tensor_attributes import TENSOR_ATTRIBUTES
 from torchport.check.semantic import Binding, BindingKind
 
@@ -61,7 +62,7 @@ class Origins:
         self.elements = {id(e) for e in plan.elements}
         self._memo: dict[int, list[Origin] | None] = {}
         self._bound: dict[int, list[Origin] | None] = {}  # id(binding) -> its origins
-        self._placements: set[tuple[str, ...]] | None = None  # see _model_placements
+        self.placement = ScriptPlacement(facts)
 
     def operands(self) -> list[tuple[ast.expr, list[Origin]]]:
         """Each operand that meets the model with the origins no rule moves (may be empty),
@@ -210,85 +211,14 @@ class Origins:
         found = self.kinds.reaching.may_reach(name)
         if not found:
             return [Origin(name, f"`{name.id}`", library=False)]
-        if any(self._placed_with_the_model(b) for b in found):
+        if any(self.placement.with_the_model(b) for b in found):
             return []  # `if args.cuda: model.cuda(); X = X.cuda()`: the script's placement
         out: list[Origin] = []
         for b in found:
-            if self.kinds.binding(b) in _FINE or self._step_scalar(b):
+            if self.kinds.binding(b) in _FINE or step_scalar(self.ctx, b):
                 continue
             out += self._binding(b, name)
         return out
-
-    def _placed_with_the_model(self, b: Binding) -> bool:
-        """``X = X.cuda()`` (or ``.to(...)``) under the same conditions as a statement that
-        places a model of the file in place (``if args.cuda: model.cuda()``): the script
-        puts this value where it puts its model, itself; the port moves neither, so
-        whatever else the name was bound to goes where the model goes."""
-        value = b.value
-        if not (
-            isinstance(value, ast.Call)
-            and is_move(value)
-            and isinstance(value.func, ast.Attribute)
-            and isinstance(value.func.value, ast.Name)
-            and value.func.value.id == b.name
-        ):
-            return False
-        guard = self._guard(value)
-        return guard in self._model_placements()
-
-    def _model_placements(self) -> set[tuple[str, ...]]:
-        """The conditions of each statement that moves a model in place (``model.cuda()``)."""
-        found = self._placements
-        if found is None:
-            found = self._placements = set()
-            for call in self.facts.structure.moves:
-                func = call.func
-                stmt = self.facts.parents.get(id(call))
-                scope = self.facts.scope_of.get(id(call)) or self.facts.module
-                if (
-                    isinstance(stmt, ast.Expr)
-                    and isinstance(func, ast.Attribute)
-                    and self.facts.holds_model(func.value, scope)
-                ):
-                    found.add(self._guard(call))
-        return found
-
-    def _guard(self, node: ast.AST) -> tuple[str, ...]:
-        """The tests of the ``if`` statements ``node`` runs under (its body, not its
-        ``else``), innermost first, up to its function or the module."""
-        tests: list[str] = []
-        child, parent = node, self.facts.parents.get(id(node))
-        while parent is not None and not isinstance(
-            parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-        ):
-            if isinstance(parent, ast.If):
-                if child is parent.test:
-                    pass
-                elif child in parent.body:
-                    tests.append(ast.unparse(parent.test))
-                else:
-                    tests.append(f"not ({ast.unparse(parent.test)})")
-            child, parent = parent, self.facts.parents.get(id(parent))
-        return tuple(tests)
-
-    def _step_scalar(self, b: Binding) -> bool:
-        """``reward`` of ``obs, reward, done, info = env.step(a)``: an environment's numbers.
-
-        An environment's ``step`` returns the observation first and Python scalars
-        and dicts after it (gym, gymnasium, and the environments written like them);
-        a scalar mixes with a tensor on any device. The observation is followed.
-        """
-        holder = self.scopes.parent(b.node)
-        if not isinstance(holder, ast.Tuple) or not holder.elts or holder.elts[0] is b.node:
-            return False
-        stmt = self.scopes.parent(holder)
-        value = stmt.value if isinstance(stmt, ast.Assign) else None
-        return (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Attribute)
-            and value.func.attr == "step"
-            and not self.ctx.qualname(value.func)  # not torch's (an optimizer's step)
-        )
 
     def _moved_where_passed(self, name: ast.Name) -> bool:
         """Whether ``name`` is an argument of a function of the file that moves that parameter."""

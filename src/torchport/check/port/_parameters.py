@@ -16,11 +16,12 @@ from collections.abc import Callable
 
 from torchport.check._context import Context
 from torchport.check.port._call_sites import method_of_receiver, overrides, partial_target
+from torchport.check.port._device_flow import names_of
 from torchport.check.port._facts import PortFacts, PortScope
 from torchport.check.port._value_kind import Elements, Kind, join, memoized
 from torchport.check.semantic import ScopeMap
 
-__all__ = ["CallerKinds"]
+__all__ = ["CallerKinds", "hands_back"]
 
 _TENSOR_ANNOTATIONS = frozenset({"Tensor", "FloatTensor", "LongTensor"})
 _PLAIN_ANNOTATIONS = frozenset({"int", "float", "str", "bool", "bytes", "None"})
@@ -315,3 +316,27 @@ class CallerKinds:
             if not (self.ctx.qualname(target) or "").startswith("torch."):
                 return False
         return True
+
+
+def hands_back(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
+    """Whether ``func`` returns ``param`` or what it unpacks from it (``return x, y``)."""
+    names = {param}
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == param
+        ):
+            names.update(n for t in node.targets for n in names_of(t))
+
+    def handed(expr: ast.expr) -> bool:
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(handed(e) for e in expr.elts)
+        while isinstance(expr, (ast.Subscript, ast.Starred)):
+            expr = expr.value
+        return isinstance(expr, ast.Name) and expr.id in names
+
+    return any(
+        isinstance(node, ast.Return) and node.value is not None and handed(node.value)
+        for node in ast.walk(func)
+    )

@@ -70,6 +70,22 @@ class ModuleFacts:
     devices: frozenset[str] = frozenset()
     plain_classes: frozenset[str] = frozenset()  # module-level classes that are no models
 
+    def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
+        """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""
+        return tuple((kind, getattr(self, attr)) for kind, attr in KINDS)
+
+
+# Each kind of name a project module defines, and the field holding it in ModuleFacts and
+# ProjectImports alike: everything that copies or reads them goes through this list.
+KINDS = (
+    ("class", "classes"),
+    ("factory", "factories"),
+    ("tensor_function", "tensor_functions"),
+    ("tensor", "tensors"),
+    ("device", "devices"),
+    ("plain_class", "plain_classes"),
+)
+
 
 @dataclass(slots=True)
 class ProjectImports:
@@ -99,28 +115,13 @@ class ProjectImports:
             facts = self.modules.get(owner) if owner is not None else None
             if facts is None:
                 return None
-            pairs: tuple[tuple[str, frozenset[str]], ...] = (
-                ("class", facts.classes),
-                ("factory", facts.factories),
-                ("tensor_function", facts.tensor_functions),
-                ("tensor", facts.tensors),
-                ("device", facts.devices),
-                ("plain_class", facts.plain_classes),
-            )
-            for kind, defined in pairs:
+            for kind, defined in facts.kinds():
                 if expr.attr in defined:
                     return kind, expr.attr
         return None
 
     def _kinds(self) -> tuple[tuple[str, set[str]], ...]:
-        return (
-            ("class", self.classes),
-            ("factory", self.factories),
-            ("tensor_function", self.tensor_functions),
-            ("tensor", self.tensors),
-            ("device", self.devices),
-            ("plain_class", self.plain_classes),
-        )
+        return tuple((kind, getattr(self, attr)) for kind, attr in KINDS)
 
     def __bool__(self) -> bool:
         """Whether the project gives this file anything torch: a model, a tensor, a device
@@ -451,42 +452,20 @@ def _record_all(
     out: ProjectImports, facts: ModuleFacts, bindings: dict[str, list[Binding]]
 ) -> None:
     """What a star import brings: every public name the file does not bind itself."""
-    for names, into in (
-        (facts.classes, out.classes),
-        (facts.factories, out.factories),
-        (facts.tensor_functions, out.tensor_functions),
-        (facts.tensors, out.tensors),
-        (facts.devices, out.devices),
-        (facts.plain_classes, out.plain_classes),
-    ):
-        into.update(n for n in names if not n.startswith("_") and not bindings.get(n))
+    for _, attr in KINDS:
+        names: frozenset[str] = getattr(facts, attr)
+        getattr(out, attr).update(n for n in names if not n.startswith("_") and not bindings.get(n))
 
 
 def _defines(facts: ModuleFacts, name: str) -> bool:
     """Whether the module ``facts`` describes defines ``name`` as anything the port knows."""
-    return any(
-        name in names
-        for names in (
-            facts.classes,
-            facts.factories,
-            facts.tensor_functions,
-            facts.tensors,
-            facts.devices,
-        )
-    )
+    return any(name in names for _, names in facts.kinds())
 
 
 def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> bool:
-    for names, into in (
-        (facts.classes, out.classes),
-        (facts.factories, out.factories),
-        (facts.tensor_functions, out.tensor_functions),
-        (facts.tensors, out.tensors),
-        (facts.devices, out.devices),
-        (facts.plain_classes, out.plain_classes),
-    ):
-        if name in names:
-            into.add(local)
+    for _, attr in KINDS:
+        if name in getattr(facts, attr):
+            getattr(out, attr).add(local)
             return True
     return False
 

@@ -27,7 +27,9 @@ class UntrackedValue(Rule):
     the model: the port does not overrule the author's placement. A device
     value handed to a method several classes of the file define, on an object
     whose class the code does not say (`obj.apply(model(x))`), is reported too:
-    which `apply` runs, and what the value meets there, the port cannot tell. A sparse
+    which `apply` runs, and what the value meets there, the port cannot tell; so is
+    one handed to a method of a class another module of the project defines
+    (`Agent().step(model(x))` with `Agent` imported): that module is ported on its own. A sparse
     tensor that meets the model is reported too: whether the accelerator runs
     sparse layouts (MPS does not) only a run can tell.
 
@@ -101,10 +103,9 @@ class UntrackedValue(Rule):
                 "where the port cannot follow it to its forwards"
             )
             yield ctx.finding(self, model, message=message)
-        for value, method in device_escapes(port_facts(ctx)):
+        for value, method, why in device_escapes(port_facts(ctx)):
             message = (
-                f"check what this value meets in {method} yourself: several classes of the "
-                "file define it and the port cannot tell which one runs here, so the "
+                f"check what this value meets in {method} yourself: {why}, so the "
                 "tensors it meets there may be on the CPU"
             )
             yield ctx.finding(self, value, message=message)
