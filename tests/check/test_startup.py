@@ -23,11 +23,13 @@ NEVER = ("torch", "numpy", "concurrent.futures.process", "multiprocessing", "xml
 # What a plain check of a .py file with no configuration file and no cache has no use
 # for: argparse (cli/_plain_check.py reads the line), the TOML and INI readers, JSON
 # (reports and the cache), hashing and temp files (cache, writes), diffs, the notebook
-# reader, the signal and thread set-up of worker processes.
+# reader, the signal and thread set-up of worker processes; dataclasses and inspect
+# (the public types are records: check/_records.py).
 NOT_FOR_A_PLAIN_CHECK = (
-    "argparse", "tomllib", "configparser", "json", "hashlib", "tempfile", "shutil", "difflib",
-    "secrets", "signal", "threading", "torchport.check.files._notebook",
-    "torchport.check.files._write", "torchport.check.files._cache",
+    "argparse", "dataclasses", "inspect", "tomllib", "configparser", "json", "hashlib",
+    "tempfile", "shutil", "difflib", "secrets", "signal", "threading",
+    "torchport.check.files._notebook", "torchport.check.files._write",
+    "torchport.check.files._cache",
 )  # fmt: skip
 
 
