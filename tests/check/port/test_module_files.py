@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchport.check.port._module_files import find_module
+from torchport.check.port._module_files import find_module, listed_once
 
 NAMES = ("a", "b", "pkg", "model")
 
@@ -89,3 +89,20 @@ def test_find_module_agrees_with_the_oracle(
                 module,
                 level,
             )
+        with listed_once(), listed_once():  # one snapshot: the same answers, twice
+            for _ in range(2):
+                for module, level in asked:
+                    got = find_module(importer, module, level)
+                    want = oracle(importer, module, level)
+                    assert (got and os.path.realpath(got)) == (want and os.path.realpath(want))
+
+
+def test_a_snapshot_ends_with_its_block(tmp_path: Path) -> None:
+    importer = tmp_path / "main.py"
+    importer.write_text("", encoding="utf-8")
+    os.utime(tmp_path, ns=(0, 0))  # any later change gives the folder another time
+    with listed_once():
+        assert find_module(importer, "helper", 0) is None
+        (tmp_path / "helper.py").write_text("", encoding="utf-8")
+        assert find_module(importer, "helper", 0) is None  # the block's snapshot
+    assert find_module(importer, "helper", 0) == tmp_path / "helper.py"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._fix import FixOutcome, fix_text
+from torchport.check._listing import listed_once
 from torchport.check._noqa import unknown_codes
 from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import quoted
@@ -350,6 +351,7 @@ def _no_cycle_scans() -> Iterator[None]:
 
 
 @_no_cycle_scans()
+@listed_once()  # a check writes nothing: the tree's folders hold still for the chunk
 def check_chunk(chunk: Chunk) -> list[Report]:
     """Check every file of ``chunk``."""
     reports: list[Report] = []

@@ -2,8 +2,10 @@
 
 Beside the importing file, then at the root above its packages (the first folder up
 without an ``__init__.py``); relative imports from the importing file's package.
-Folder listings are cached per folder version, so a tree's imports cost one ``stat``
-per folder and question.
+Folder listings are cached per folder version (``check/_listing.py``), so a tree's
+imports cost one ``stat`` per folder and question; inside :func:`listed_once` (a chunk
+of checked files, which nothing writes meanwhile) one per folder, and each answer is
+worked out once.
 """
 
 from __future__ import annotations
@@ -11,32 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["find_module"]
+from torchport.check._listing import files_in as _files_in
+from torchport.check._listing import listed_once, snapshot_answers
 
-_LISTINGS: dict[str, tuple[int, frozenset[str]]] = {}
-
-
-def _files_in(folder: str) -> frozenset[str]:
-    """The names of the regular files in ``folder``, read again whenever the folder changes.
-
-    One ``stat`` of the folder per question instead of one per candidate file: every
-    import of every file of a tree asks about the same few folders.
-    """
-    try:
-        version = os.stat(folder).st_mtime_ns
-    except OSError:
-        return frozenset()
-    cached = _LISTINGS.get(folder)
-    if cached is not None and cached[0] == version:
-        return cached[1]
-    try:
-        with os.scandir(folder) as entries:
-            names = frozenset(e.name for e in entries if e.is_file())
-    except OSError:
-        names = frozenset()
-    _LISTINGS[folder] = (version, names)
-    return names
-
+__all__ = ["find_module", "listed_once"]
 
 # Folders are plain strings below (``pathlib`` cost more than the ``stat`` calls on a
 # large tree); ``_parent`` is ``Path.parent`` on them: "" is ".", and "." and "/" are
@@ -66,6 +46,17 @@ def _module_file(base: str, dotted: str) -> Path | None:
 def find_module(importer: Path, module: str | None, level: int) -> Path | None:
     """The file ``from <level dots><module> import ...`` names, seen from ``importer``."""
     folder = str(importer.parent)
+    answers = snapshot_answers()
+    if answers is None:
+        return _find(folder, module, level)
+    key = (folder, module, level)
+    if key not in answers:  # a function of the listings, which the snapshot holds still
+        answers[key] = _find(folder, module, level)
+    found: Path | None = answers[key]
+    return found
+
+
+def _find(folder: str, module: str | None, level: int) -> Path | None:
     if level:
         for _ in range(level - 1):
             folder = _parent(folder)

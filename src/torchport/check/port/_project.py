@@ -36,7 +36,7 @@ from torchport.check._context import Context
 from torchport.check._syntax import keep_parsed
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
-from torchport.check.port._module_files import find_module
+from torchport.check.port._module_files import find_module, listed_once
 from torchport.check.port._structure import NO_CHILD_FIELDS
 from torchport.check.semantic import Binding, BindingKind
 
@@ -452,7 +452,8 @@ def project_imports(ctx: Context) -> ProjectImports:
         key = str(Path(ctx.path).resolve())
     except (OSError, ValueError):
         return ProjectImports()
-    return _imports_of(ctx, frozenset({key}))
+    with listed_once():  # nothing writes the tree while one file's imports are read
+        return _imports_of(ctx, frozenset({key}))
 
 
 def own_tensor_functions(ctx: Context) -> set[str]:
