@@ -186,35 +186,35 @@ def _build(cls: Any, *, frozen: bool, order: bool, eq: bool, slots: bool) -> Any
     keys = tuple(compared)
     visible = tuple(shown)
     qualname = cls.__qualname__
+    built: list[type] = []  # the class, once made
+    calls = [0]
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if len(args) > len(fields):
-            raise TypeError(
-                f"{qualname}.__init__() takes {len(fields) + 1} positional arguments "
-                f"but {len(args) + 1} were given"
-            )
+        calls[0] += 1
+        if calls[0] > COMPILE_AFTER and built:  # a hot class: its own compiled __init__
+            fast = _compiled_init(qualname, fields, defaults, factories)
+            built[0].__init__ = fast  # type: ignore[misc]
+            fast(self, *args, **kwargs)
+            return
         values = dict(zip(fields, args, strict=False))
+        wrong = len(args) > len(fields)
         for key, value in kwargs.items():
-            if key not in fields:
-                raise TypeError(f"{qualname}.__init__() got an unexpected keyword argument {key!r}")
-            if key in values:
-                raise TypeError(f"{qualname}.__init__() got multiple values for argument {key!r}")
+            wrong = wrong or key not in fields or key in values
             values[key] = value
+        missing = [
+            n for n in fields if n not in values and n not in defaults and n not in factories
+        ]
+        if wrong or missing:
+            # Python's own words for the call's mistake: the compiled __init__ raises them
+            _compiled_init(qualname, fields, defaults, factories)(self, *args, **kwargs)
+            raise AssertionError("unreachable: the compiled __init__ refused the call")
         for name in fields:
             if name in values:
                 value = values[name]
             elif name in defaults:
                 value = defaults[name]
-            elif name in factories:
-                value = factories[name]()
             else:
-                given = {*values, *defaults, *factories}
-                missing = [n for n in fields if n not in given]
-                raise TypeError(
-                    f"{qualname}.__init__() missing {len(missing)} required positional "
-                    f"argument{'s' if len(missing) > 1 else ''}: "
-                    + " and ".join(repr(n) for n in missing)
-                )
+                value = factories[name]()
             object.__setattr__(self, name, value)
 
     guard: set[int] = set()
@@ -251,6 +251,7 @@ def _build(cls: Any, *, frozen: bool, order: bool, eq: bool, slots: bool) -> Any
         body[name] = _FromTwin(name, twin)
     if frozen:
         made = type(cls)(cls.__name__, cls.__bases__, body)
+        built.append(made)
 
         def __setattr__(self: Any, name: str, value: Any) -> None:
             if type(self) is made or name in fields:
@@ -290,7 +291,47 @@ def _build(cls: Any, *, frozen: bool, order: bool, eq: bool, slots: bool) -> Any
     if eq:
         body["__hash__"] = None  # eq without frozen: unhashable, as dataclasses make it
     made = type(cls)(cls.__name__, cls.__bases__, body)
+    built.append(made)
     _FIELD_NAMES[made] = fields
+    return made
+
+
+# Constructions of one class before it gets a compiled __init__: a check of a small
+# file builds most classes a few times (compiling is what start-up saves), a tree
+# builds some (bindings, findings, edits) hundreds of thousands of times.
+COMPILE_AFTER = 200
+
+
+def _compiled_init(
+    qualname: str,
+    fields: tuple[str, ...],
+    defaults: dict[str, Any],
+    factories: dict[str, Callable[[], Any]],
+) -> Callable[..., None]:
+    """The ``__init__`` dataclasses would write for these fields (its text, compiled)."""
+    space: dict[str, Any] = {"__set": object.__setattr__, "__FACTORY": _NO_DEFAULT}
+    params, lines = [], []
+    for name in fields:
+        if name in defaults:
+            space[f"__d_{name}"] = defaults[name]
+            params.append(f"{name}=__d_{name}")
+            lines.append(f"    __set(__record_self__, {name!r}, {name})")
+        elif name in factories:
+            space[f"__f_{name}"] = factories[name]
+            params.append(f"{name}=__FACTORY")
+            lines.append(
+                f"    __set(__record_self__, {name!r}, "
+                f"__f_{name}() if {name} is __FACTORY else {name})"
+            )
+        else:
+            params.append(name)
+            lines.append(f"    __set(__record_self__, {name!r}, {name})")
+    text = f"def __init__(__record_self__, {', '.join(params)}):\n" + (
+        "\n".join(lines) or "    pass"
+    )
+    exec(text, space)  # our own text, as dataclasses write theirs
+    made: Callable[..., None] = space["__init__"]
+    made.__qualname__ = f"{qualname}.__init__"
     return made
 
 
