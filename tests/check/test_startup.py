@@ -23,11 +23,13 @@ NEVER = ("torch", "numpy", "concurrent.futures.process", "multiprocessing", "xml
 # What a plain check of a .py file with no configuration file and no cache has no use
 # for: argparse (cli/_plain_check.py reads the line), the TOML and INI readers, JSON
 # (reports and the cache), hashing and temp files (cache, writes), diffs, the notebook
-# reader, the signal and thread set-up of worker processes.
+# reader, the signal and thread set-up of worker processes; dataclasses and inspect
+# (the public types are records: check/_records.py).
 NOT_FOR_A_PLAIN_CHECK = (
-    "argparse", "tomllib", "configparser", "json", "hashlib", "tempfile", "shutil", "difflib",
-    "secrets", "signal", "threading", "torchport.check.files._notebook",
-    "torchport.check.files._write", "torchport.check.files._cache",
+    "argparse", "dataclasses", "inspect", "tomllib", "configparser", "json", "hashlib",
+    "tempfile", "shutil", "difflib", "secrets", "signal", "threading",
+    "torchport.check.files._notebook", "torchport.check.files._write",
+    "torchport.check.files._cache",
 )  # fmt: skip
 
 
@@ -62,10 +64,10 @@ def test_check_of_a_small_file_imports_only_what_it_runs(tmp_path: Path) -> None
     assert len(ours) < MODULE_BUDGET, ours
     rules = [m for m in ours if m.startswith("torchport.check.rules.")]
     assert len(rules) < min(RULE_MODULE_BUDGET, shipped_rule_modules()), rules
-    # what is not a rule stays small: 56 measured (round 6: 55; since then the lazy
-    # patterns, the records and the plain command line came, and the notebook
-    # reader, the writer and the cache went)
-    assert len(ours) - len(rules) < 57, ours
+    # what is not a rule stays small: 57 measured (round 6: 55; since then the lazy
+    # patterns, the records, the plain command line and the chunk's folder listings
+    # (check/_listing.py) came, and the notebook reader, the writer and the cache went)
+    assert len(ours) - len(rules) < 58, ours
     assert not [m for m in ours if m.startswith("torchport.check.port")]
     assert not [m for m in ours if m.startswith("torchport.cli.") and m != "torchport.cli.check"
                 and not m.startswith("torchport.cli._")]  # fmt: skip

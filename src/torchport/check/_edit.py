@@ -1,17 +1,17 @@
 """A text edit: the record both the engine's fixes and the semantic model build.
 
-It imports nothing, so ``check/semantic/`` can build edits without importing the
+It imports only ``_records``, so ``check/semantic/`` can build edits without importing the
 engine (``tests/test_layers.py::test_semantic_imports_no_engine_module`` holds that).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from torchport.check._records import record
 
 __all__ = ["NO_FIX", "Edit"]
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@record(frozen=True, order=True)
 class Edit:
     """Replace ``source[start:end]`` (character offsets) with ``text``; ``start == end`` inserts."""
 

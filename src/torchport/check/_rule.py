@@ -57,10 +57,10 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from torchport.check._edit import NO_FIX, Edit
+from torchport.check._records import record
 
 if TYPE_CHECKING:
     from torchport.check._context import Context
@@ -94,7 +94,7 @@ class Intent(enum.Enum):
     PORT = "port"  # CPU-only code -> accelerator (TP5xx), run by `torchport port`
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Fix:
     """The edits that fix one finding; applied together or not at all.
 
@@ -108,7 +108,7 @@ class Fix:
     changes: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Finding:
     """One problem at one place. Lines are 1-based; columns are 1-based characters."""
 
@@ -126,7 +126,7 @@ class Finding:
         return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Example:
     """An invalid example: ``source`` must be reported by the rule.
 

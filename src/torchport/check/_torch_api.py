@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import replace
 
 from torchport.check._patterns import lazy_pattern
+from torchport.check._records import replace
 from torchport.check._rule import Finding
 
 __all__ = [

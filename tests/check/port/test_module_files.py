@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from torchport.check._listing import listed_once
 from torchport.check.port._module_files import Lookups, find_module
 
 NAMES = ("a", "b", "pkg", "model")
@@ -110,6 +111,24 @@ def test_find_module_agrees_with_the_oracle(
                     os.path.realpath(want),
                     (stat.st_mtime_ns, stat.st_size),
                 )
+        with listed_once(), listed_once():  # one span: each file's question shares it
+            for _ in range(2):
+                for module, level in asked:
+                    got = find_module(importer, module, level, Lookups())
+                    want = oracle(importer, module, level)
+                    assert (got and os.path.realpath(got)) == (want and os.path.realpath(want))
+
+
+def test_a_span_keeps_its_answers_until_it_ends(tmp_path: Path) -> None:
+    importer = tmp_path / "main.py"
+    importer.write_text("", encoding="utf-8")
+    os.utime(tmp_path, ns=(0, 0))  # any later change gives the folder another time
+    with listed_once():
+        assert find_module(importer, "helper", 0, Lookups()) is None
+        (tmp_path / "helper.py").write_text("", encoding="utf-8")
+        assert find_module(importer, "helper", 0, Lookups()) is None  # the span's answer
+    assert find_module(importer, "helper", 0, Lookups()) == tmp_path / "helper.py"
+    assert find_module(importer, "helper", 0) == tmp_path / "helper.py"
 
 
 def test_a_package_path_from_a_script_below_it_is_found(tmp_path: Path) -> None:

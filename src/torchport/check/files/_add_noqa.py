@@ -27,11 +27,11 @@ import ast
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from torchport.check._engine import RuleSet, check_text
 from torchport.check._file_settings import FileSettings
 from torchport.check._noqa import add_noqa_comments
+from torchport.check._records import field, record
 from torchport.check._rule import Finding
 from torchport.check.files._config import Config
 from torchport.check.files._notebook import Notebook, NotebookError, NotPython, read_notebook
@@ -44,7 +44,7 @@ from torchport.check.files._write import WriteRefused, write_back
 __all__ = ["NoqaResult", "add_noqa_paths"]
 
 
-@dataclass(slots=True)
+@record()
 class NoqaResult:
     """How many ``# noqa`` comments went into which files; the files that could not take them."""
 

@@ -42,11 +42,11 @@ import os
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import asdict
 from pathlib import Path
 
 from torchport import __version__
 from torchport.check._file_settings import UNLIMITED, FileSettings
+from torchport.check._records import fields_of
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 from torchport.check.files._work import FileError, Report
 
@@ -101,7 +101,8 @@ def _run_key(rules: Iterable[type[Rule]], known: Iterable[str], settings: FileSe
 
 
 def _finding_to_json(f: Finding) -> dict[str, object]:
-    data = asdict(f)
+    # dataclasses.asdict's answer (every field is a str, an int or the fix, set below)
+    data: dict[str, object] = {name: getattr(f, name) for name in fields_of(Finding)}
     if f.fix is not None:
         data["fix"] = {
             "edits": [[e.start, e.end, e.text] for e in f.fix.edits],

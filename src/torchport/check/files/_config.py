@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from torchport.check._file_settings import FileSettings
+from torchport.check._records import field, record, replace
 from torchport.check._torch_api import FLOOR, TorchVersion, format_version, parse_version
 from torchport.check.files._discovery import GlobSet, normalised
 from torchport.check.files._requirements import declared_target, project_folder
@@ -58,7 +58,7 @@ _KEYS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Config:
     """Validated settings; ``source`` is the file they came from (``None``: defaults).
 

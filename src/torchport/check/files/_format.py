@@ -12,7 +12,6 @@ documented in ``docs/json-format.md``; a test holds that page to this code.
 
 from __future__ import annotations
 
-import inspect
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import PurePath
@@ -255,6 +254,8 @@ def _uri(path: str) -> dict[str, str]:
 
 
 def _sarif_rule(rule: type[Rule]) -> dict[str, object]:
+    import inspect  # SARIF only: a text report does not load it
+
     doc = inspect.cleandoc(rule.__doc__ or rule.message)
     return {
         "id": rule.code,

@@ -43,10 +43,10 @@ import json
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from torchport.check._patterns import lazy_pattern
+from torchport.check._records import field, record
 
 __all__ = ["NotPython", "Notebook", "NotebookError", "read_notebook"]
 
@@ -137,7 +137,7 @@ class _PythonLines:
             self.quote = ""  # a one-line string left open: a syntax error Python will report
 
 
-@dataclass(slots=True)
+@record()
 class Notebook:
     """A parsed notebook, its virtual Python ``source``, and what is needed to write it back."""
 

@@ -25,10 +25,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
 from torchport.check.files._config import Config, ConfigResolver
 from torchport.check.files._plan import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, Plan, chunked, plan
@@ -56,7 +56,7 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 
-@dataclass(slots=True)
+@record()
 class CheckResult:
     """Findings of a run, the files that could not be checked, and the rules that ran.
 
@@ -83,7 +83,7 @@ class CheckResult:
         return 2 if self.errors else 1 if self.findings else 0
 
 
-@dataclass(slots=True)
+@record()
 class FixResult:
     """Changed files, the findings left after fixing, and the files that failed.
 

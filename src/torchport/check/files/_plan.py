@@ -17,10 +17,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
-from torchport.check._records import record
+from torchport.check._records import record, replace
 from torchport.check._rule import Rule
 from torchport.check._select import (
     available_rules,

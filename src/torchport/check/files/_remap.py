@@ -14,9 +14,9 @@ way finding positions are, not as :meth:`str.splitlines` does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from torchport.check._patterns import lazy_pattern
+from torchport.check._records import replace
 from torchport.check._rule import Finding
 
 __all__ = ["to_original"]

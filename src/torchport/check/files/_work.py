@@ -20,17 +20,17 @@ import functools
 import gc
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._fix import FixOutcome, fix_text
+from torchport.check._listing import listed_once
 from torchport.check._noqa import unknown_codes
 from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import quoted
-from torchport.check._records import field, record
+from torchport.check._records import field, record, replace
 from torchport.check._rule import Finding, Rule
 from torchport.check._syntax import NewerSyntaxError, parse_source
 from torchport.check.files._discovery import inside_roots
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["UNUSED_NOQA", "Chunk", "FileError", "FileFix", "Report", "check_chunk", "fix_chunk"]
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@record(frozen=True, order=True)
 class FileError:
     """A file that could not be checked or fixed, and why."""
 
@@ -62,7 +62,7 @@ class FileError:
         return f"{quoted(self.path)}: error: {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class FileFix:
     """One changed file: fixes applied per code, its diff (with ``diff=True``), whether written.
 
@@ -99,7 +99,7 @@ class Report:
     unused_noqa: list[Finding] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Chunk:
     """Files for one worker and everything the run decided about them."""
 
@@ -351,6 +351,7 @@ def _no_cycle_scans() -> Iterator[None]:
 
 
 @_no_cycle_scans()
+@listed_once()  # a check writes nothing: the tree's folders hold still for the chunk
 def check_chunk(chunk: Chunk) -> list[Report]:
     """Check every file of ``chunk``."""
     reports: list[Report] = []

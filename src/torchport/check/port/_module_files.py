@@ -7,13 +7,16 @@ relative imports from the importing file's package.
 Folder listings are cached per folder version, so a tree's imports cost one ``stat``
 per folder and question. A :class:`Lookups` spans one question made of many (the
 project view of one file: each of its imports, and theirs): there each folder is
-read once, and an import asked again from the same folder is answered from it.
+read once, and an import asked again from the same folder is answered from it; inside
+``check/_listing.listed_once`` (a chunk of checked files) once for the whole chunk.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from torchport.check._listing import held
 
 __all__ = ["Lookups", "find_module"]
 
@@ -33,8 +36,15 @@ class Lookups:
     __slots__ = ("files", "found", "listings")
 
     def __init__(self) -> None:
-        self.listings: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
-        self.found: dict[tuple[str, str | None, int], Path | None] = {}
+        # Inside check/_listing.listed_once (a chunk of checked files) the listings and
+        # answers are the span's, shared by every question in it; versions stay per question.
+        span = held()
+        if span is None:
+            self.listings: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+            self.found: dict[tuple[str, str | None, int], Path | None] = {}
+        else:
+            self.listings = span.setdefault("module_files.listings", {})
+            self.found = span.setdefault("module_files.found", {})
         # A found file -> its real path and version (mtime, size); None: no stat.
         self.files: dict[Path, tuple[str, tuple[int, int]] | None] = {}
 

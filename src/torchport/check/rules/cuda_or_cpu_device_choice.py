@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import replace
 
 from torchport.check._context import Context
 from torchport.check._match import is_cpu_target
+from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cuda_choice import moves_to_cuda, tests_cuda
 from torchport.check.rules._snippets import DEVICE_LINE

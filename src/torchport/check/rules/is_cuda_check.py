@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import TypeGuard
 
 from torchport.check._context import Context
+from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cuda_choice import moves_to_cuda
 from torchport.check.semantic._devices import IS_DEVICE_ATTRIBUTES

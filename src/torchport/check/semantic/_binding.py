@@ -8,7 +8,8 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+
+from torchport.check._records import field, record
 
 __all__ = [
     "Binding",
@@ -52,7 +53,7 @@ class BindingKind(enum.Enum):
     DELETE = "delete"  # `del x`: unbinds
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(frozen=True, eq=False)
 class Binding:
     """One place that binds ``name`` in ``scope``.
 
@@ -70,7 +71,7 @@ class Binding:
     qualified: str | None = None
 
 
-@dataclass(eq=False)
+@record(eq=False, slots=False)
 class Scope:
     """One scope: what opened it, what encloses it, and its bindings in source order."""
 
@@ -151,7 +152,7 @@ def statement_names(tree: ast.Module) -> tuple[dict[str, str | None], frozenset[
     return facts.tails, facts.assigned
 
 
-@dataclass(slots=True)
+@record()
 class StatementFacts:
     """What one walk over a module's statements finds (see :func:`statement_facts`)."""
 

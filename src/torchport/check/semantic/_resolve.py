@@ -30,8 +30,8 @@ name bound to a function (``ld = torch.load; ld(f)``), a
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
+from torchport.check._records import record
 from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
 from torchport.check.semantic._flow import FlowAnalysis, ScopeQuestions
 
@@ -40,7 +40,7 @@ __all__ = ["Callee", "Resolver"]
 _HOPS = 6
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Callee:
     """What a call calls, seen through aliases and ``functools.partial``.
 
