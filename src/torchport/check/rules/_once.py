@@ -1,8 +1,9 @@
-"""What runs once a run, for the rule on tensors made on the host and moved (TP106).
+"""What runs once a run, for the rules on tensors made on the host and moved (TP106, TP905).
 
-A copy made once costs nothing that matters; the same copy per step does. Code at a
-script's top level outside loops, a function the script calls only from there, and a
-value an object makes on first use and keeps on ``self`` run once.
+A copy made once costs nothing that matters; the same copy per step does. A module's
+own statements outside loops, a function a script calls only from its top level, and a
+value an object makes on first use and keeps on ``self`` run once: TP106 leaves them,
+and TP905 (off by default) reports only them.
 """
 
 from __future__ import annotations
@@ -15,27 +16,33 @@ from torchport.check._context import Context
 __all__ = ["runs_once"]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 def runs_once(node: ast.AST, ctx: Context) -> bool:
-    """Whether ``node`` runs once a run of a script (TP106: a one-off copy saves nothing).
+    """Whether ``node`` runs once a run (TP106: a one-off copy saves nothing; TP905 reports it).
 
-    In a script (``if __name__ == "__main__":`` at module level): at module level outside
-    loops, or in a module-level function the script calls only at its top level, outside
-    loops, and names nowhere else (a test script's ``check_zero_offset()``). A function
-    called from another function, or never called in the file, is not known to run once;
-    nor is anything in a module without that test (it may be imported and called per step).
+    Outside every function, loop and comprehension: a module's own statements (and its
+    classes' bodies) run once, when the module is imported or run. In a script (``if
+    __name__ == "__main__":`` at module level): a module-level function the script calls
+    only at its top level, outside loops, and names nowhere else (a test script's
+    ``check_zero_offset()``). A function called from another function, or never called in
+    the file, is not known to run once (it may be imported and called per step); nor is a
+    function of a module without that test.
     Anywhere, a value an object makes once and keeps (``if not hasattr(self, "queue"):
     self.queue = ...``, ``if self.buf is None: self.buf = ...``) runs once per object.
     """
     if _memoised_on_self(ctx):
         return True
+    functions = [a for a in ctx.ancestors if isinstance(a, _FUNCTIONS)]
+    if not functions:
+        # a module's (or a class body's) own statements run once, on import or as a script,
+        # unless a loop or a comprehension repeats them
+        return not any(isinstance(a, _LOOPS + _COMPREHENSIONS) for a in ctx.ancestors)
     if not _is_script(ctx.tree) or ctx.loop_of(node) is not None:
         return False
     scopes = [a for a in ctx.ancestors if isinstance(a, _SCOPES)]
-    if not scopes:
-        return True
     function = scopes[0]
     return (
         len(scopes) == 1
