@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._environments import returned_by_an_environment
+from torchport.check.rules._host_entries import on_the_host
 from torchport.check.rules._loops import (
     every_iteration,
     not_a_device_value,
@@ -18,7 +18,6 @@ from torchport.check.rules._loops import (
     the_wait_is_needed,
 )
 from torchport.check.rules._torch_code import binds_torch
-from torchport.check.semantic._residence import known_on_cpu
 
 _SYNCS = frozenset({"item", "tolist", "cpu"})
 # `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` never waits (TP201's business).
@@ -58,7 +57,8 @@ class SyncInLoop(Rule):
     a range (`vocab[i.item()]`). Nor are pandas reads (`row.values.tolist()`),
     reads in a function named for the CPU (`def fill_indices_cpu(...)`), and
     modules that import nothing from torch (a gym client's `obs.tolist()`), nor
-    NumPy that a gym or envpool environment's `step()`/`reset()` returns.
+    NumPy that a gym or envpool environment's `step()`/`reset()` returns, nor
+    entries a function's own dict holds only as CPU tensors (`d[s]["y"] = torch.tensor(y)`).
     """
 
     code = "TP202"
@@ -158,7 +158,7 @@ class SyncInLoop(Rule):
                 return
             if not binds_torch(ctx):  # late: it builds the scope analysis
                 return  # no torch in the module: its `.tolist()` reads another library's values
-            if known_on_cpu(value, ctx) or returned_by_an_environment(value, ctx):  # last: scopes
+            if on_the_host(value, ctx):  # last: it may build the scope analysis
                 return  # already on the CPU (NumPy from `envs.step()`): nothing to wait for
             yield ctx.finding(self, node, message=_read_message(func.attr))
         elif prints_a_tensor_every_iteration(node, func, ctx):
