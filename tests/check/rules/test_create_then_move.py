@@ -13,6 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from torchport.check._engine import check_text, ruleset_for
+from torchport.check._fix import fix_source
+
+MOVES = (".to(device)", ".cuda()")
 
 FACTORIES = ("zeros", "ones", "empty", "rand", "randn", "eye", "full", "arange", "linspace")
 SIZES = ("0", "3", "(2, 0)", "(0, 4)", "(2, 3)", "2, 0", "0, 5", "1, 2")
@@ -63,3 +66,29 @@ def test_data_factories_are_never_reported(data: str, move: str) -> None:
         source = f"import torch\n\n{body}\n"
         found = check_text(source, "m.py", ruleset_for(["TP106", "TP905"], None)).findings
         assert not found, source
+
+
+DRAWN = (  # random factories, with tensor or number arguments
+    "torch.normal(mean, std)",
+    "torch.normal(mean=mean, std=std)",
+    "torch.normal(0.0, 1.0, (2, 3))",
+    "torch.normal(0.0, 1.0, size=(2,))",
+    "torch.normal(mean, 1.0)",
+    "torch.bernoulli(p)",
+    "torch.randn(2, 3)",
+    "torch.randint(0, 5, (4,))",
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(call=st.sampled_from(DRAWN), looped=st.booleans(), move=st.sampled_from(MOVES))
+def test_a_fix_offered_runs(call: str, looped: bool, move: str) -> None:
+    # The oracle is torch: whatever TP106 or TP905 rewrites must still be a call torch
+    # takes (`torch.normal(mean, std)` has no `device=`: it draws where its tensors are).
+    made = f"x = {call}{move}"
+    body = f"for _ in range(1):\n    {made}" if looped else made
+    source = f"import torch\n\n{body}\n"
+    fixed = fix_source(source, select=["TP106", "TP905"], unsafe=True)
+    names = {"mean": torch.zeros(3), "std": torch.ones(3), "p": torch.full((3,), 0.5)}
+    runnable = fixed.replace('"cuda"', '"cpu"').replace(".cuda()", ".to(device)")  # no GPU here
+    exec(runnable, {"device": "cpu", **names})

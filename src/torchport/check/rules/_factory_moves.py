@@ -55,10 +55,26 @@ def _device_would_save_a_copy(made: ast.Call, factory: str) -> bool:
         return False
     if factory in _DATA_FACTORIES or _no_elements(made, factory):
         return False  # host values cross either way, or nothing crosses: no copy saved
+    if not _takes_a_device(made, factory):
+        return False  # drawn from tensors it is given: it takes no `device=`, follows theirs
     if any(kw.arg is None for kw in made.keywords):
         return False  # **kwargs may already hold a device
     # drawn from a CPU generator on purpose (same numbers on every device)
     return keyword(made, "generator") is None
+
+
+def _takes_a_device(made: ast.Call, factory: str) -> bool:
+    """Whether this call of ``factory`` has a ``device=`` to pass.
+
+    ``torch.bernoulli(p)`` never does, nor ``torch.normal(mean, std)`` given tensors: they
+    draw where their tensor arguments are. ``torch.normal(0.0, 1.0, size)`` (numbers and a
+    size) does.
+    """
+    if factory == "torch.bernoulli":
+        return False
+    if factory == "torch.normal":
+        return len(made.args) >= 3 or keyword(made, "size") is not None
+    return True
 
 
 def _moved_to(node: ast.Call, method: str, ctx: Context) -> str | None:
