@@ -149,3 +149,44 @@ def test_a_kept_value_the_class_drops_again_is_reported(
     source = f"import torch\n\n\nclass Pool:\n{body}\n"
     again = any(RESETS[r] for r in resets)
     assert codes(source) == ["TP106" if again else "TP905"], source
+
+
+BASES = {"nn.Module": True, "torch.nn.Module": True, "object": False}
+METHODS = {  # the method making the tensor, who calls it, and whether it runs once per module
+    "__init__": ("", True),
+    "_probe": ("__init__", True),
+    "_shared": ("__init__ forward", False),
+    "probe": ("__init__", False),  # public: may be called from anywhere
+    "forward": ("", False),
+}
+GUARDS_BAD = {  # a test around the creation, and whether it is a fallback for bad values
+    "if torch.isnan(k).any():": True,
+    "if k.isinf().any():": True,
+    "if k.sum() > 0:": False,
+}
+
+
+def module_source(base: str, method: str, made: list[str]) -> str:
+    callers, _ = METHODS[method]
+    methods: dict[str, list[str]] = {"__init__": [], "forward": []}
+    methods[method] = ["k = self.k", *made]
+    for caller in callers.split():
+        methods[caller].append(f"self.{method}()")
+    lines = ["import torch", "from torch import nn", "", "", f"class Net({base}):"]
+    for name, body in methods.items():
+        lines.append(f"    def {name}(self):")
+        lines += [f"        {line}" for line in body or ["pass"]]
+    return "\n".join(lines) + "\n"
+
+
+@given(base=st.sampled_from(sorted(BASES)), method=st.sampled_from(sorted(METHODS)))
+def test_what_builds_a_module_runs_once(base: str, method: str) -> None:
+    source = module_source(base, method, ["x = torch.zeros(3).to(device)"])
+    once = BASES[base] and METHODS[method][1]
+    assert codes(source) == ["TP905" if once else "TP106"], source
+
+
+@given(guard=st.sampled_from(sorted(GUARDS_BAD)), creation=st.sampled_from(CREATIONS))
+def test_a_fallback_for_bad_values_runs_once(guard: str, creation: str) -> None:
+    source = module_source("object", "forward", [guard, f"    x = {creation}"])
+    assert codes(source) == ["TP905" if GUARDS_BAD[guard] else "TP106"], source

@@ -33,8 +33,9 @@ class CreateThenMove(Rule):
     TP905's (selected by hand): a module's own statements outside loops, a
     function a script calls only from its top level (`if __name__ ==
     "__main__": check()`), a value kept on the object that makes it (`if not
-    hasattr(self, "queue"): self.queue = ...`): a one-off copy saves nothing
-    that matters.
+    hasattr(self, "queue"): self.queue = ...`), what builds an `nn.Module`
+    (its `__init__`), a fallback under `if torch.isnan(k).any():`: a one-off
+    copy saves nothing that matters.
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,

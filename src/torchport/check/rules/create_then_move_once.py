@@ -17,7 +17,8 @@ class CreateThenMoveOnce(Rule):
     where it runs once a run: a module's own statements outside loops, a
     function a script calls only from its top level (`if __name__ ==
     "__main__": check()`), a value an object makes on first use and keeps
-    (`if not hasattr(self, "queue"): self.queue = ...`). TP106 reports the
+    (`if not hasattr(self, "queue"): self.queue = ...`), an `nn.Module`'s
+    `__init__`, a fallback under `if torch.isnan(k).any():`. TP106 reports the
     same pattern where the copy repeats (in a loop, in a function).
 
     ## Why is this bad?
