@@ -63,3 +63,23 @@ def test_an_environment_s_numpy_results_are_left(
     found = check_text(source, "m.py", ruleset_for(["TP202"], None)).findings
     numpy = name != "out" and MAKERS[maker] and WRAPPERS[wrapper]
     assert bool(found) != numpy, source
+
+
+USES = {  # where the read goes, and whether an environment's step takes it as it is
+    "envs.step({r})": True,
+    "obs, rew, done, info = env.step({r})": True,
+    "log.append({r})": False,
+    "envs.step(scale({r}))": False,  # computes another value first: not known to be needed
+    "envs.render({r})": False,
+}
+ACTIONS = ("action.cpu().numpy()", "action.item()", "action.tolist()", "action.cpu().numpy()[0]")
+
+
+@given(use=st.sampled_from(sorted(USES)), read=st.sampled_from(ACTIONS))
+def test_an_action_handed_to_an_environment_s_step_is_needed_now(use: str, read: str) -> None:
+    source = (
+        "import torch\n\nfor _ in range(n):\n    action = model(state).sample()\n"
+        f"    {use.format(r=read)}\n"
+    )
+    found = check_text(source, "m.py", ruleset_for(["TP202"], None)).findings
+    assert bool(found) != USES[use], source

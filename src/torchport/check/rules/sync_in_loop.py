@@ -53,7 +53,8 @@ class SyncInLoop(Rule):
     where a read per step is the point: a value the loop tests (`if
     token.item() in stop_tokens: break`), a loop that ends on what it computes
     (beam search: `k -= len(done)`, `if k == 0: break`), a generator yielding
-    in the loop, tests, and an `.item()` that indexes a host container or sizes
+    in the loop, an action handed to `envs.step(a.cpu().numpy())`, tests, and
+    an `.item()` that indexes a host container or sizes
     a range (`vocab[i.item()]`). Nor are pandas reads (`row.values.tolist()`),
     reads in a function named for the CPU (`def fill_indices_cpu(...)`), and
     modules that import nothing from torch (a gym client's `obs.tolist()`), nor
