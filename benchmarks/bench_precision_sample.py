@@ -39,7 +39,10 @@ TP401=20 ...`` (the whole list in benchmarks/RESULTS.md, "check precision, sampl
 The sixth (after the rules were narrowed on E, 11 more new repositories):
 ``--repos benchmarks/data/precision_repos_round5f.json --sample
 benchmarks/data/precision_sample_f.csv --seed 39 --draw 20 --codes TP106=20 TP202=20
-TP401=20 TP103=20 TP406=20 TP303=20 TP402=20 TP305=20``.
+TP401=20 TP103=20 TP406=20 TP303=20 TP402=20 TP305=20``. The seventh (TP106 and TP202
+only, after TP106 was narrowed to copies that repeat, 14 more new repositories):
+``--repos benchmarks/data/precision_repos_round5g.json --sample
+benchmarks/data/precision_sample_g.csv --seed 40 --draw 40 --codes TP106=40 TP202=40``.
 """
 
 from __future__ import annotations

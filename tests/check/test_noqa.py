@@ -168,7 +168,7 @@ def test_unknown_noqa_code_is_an_error_naming_the_line(tmp_path: Path) -> None:
 # --- noqa codes that silence nothing ---------------------------------------------------
 
 
-def _unused(source: str, ran: tuple[str, ...] = ("TP101", "TP106", "TP201")) -> list[str]:
+def _unused(source: str, ran: tuple[str, ...] = ("TP101", "TP905", "TP201")) -> list[str]:
     from torchport.check._engine import RuleSet, check_text
     from torchport.check._select import available_rules
 
@@ -181,7 +181,7 @@ def _unused(source: str, ran: tuple[str, ...] = ("TP101", "TP106", "TP201")) -> 
 def test_a_noqa_code_that_silences_nothing_is_named() -> None:
     source = (
         "import torch\n"
-        "x = torch.zeros(3).cuda()  # noqa: TP101, TP106\n"  # both used
+        "x = torch.zeros(3).cuda()  # noqa: TP101, TP905\n"  # both used
         "y = 1  # noqa: TP101\n"  # nothing there
         "z = torch.ones(2).cuda()  # noqa: TP1, TP201, E501\n"  # TP1 used; TP201 not
         "w = 2  # noqa: TP999, TP3\n"  # no rule that ran matches: not judged
@@ -191,7 +191,7 @@ def test_a_noqa_code_that_silences_nothing_is_named() -> None:
 
 
 def test_a_noqa_on_a_statement_line_counts_for_its_findings() -> None:
-    source = "import torch\nx = torch.zeros(\n    3\n).cuda()  # noqa: TP101, TP106\n"
+    source = "import torch\nx = torch.zeros(\n    3\n).cuda()  # noqa: TP101, TP905\n"
     assert _unused(source) == []
 
 

@@ -168,7 +168,7 @@ def test_plain_fix_applies_no_shipped_speed_fix(
     assert set(speed) <= set(fixable_rules(RULES, speed=True))
     monkeypatch.setattr(rules_pkg, "RULES", RULES)
     path = tmp_path / "t.py"
-    path.write_text("import torch\n\nx = torch.zeros(3).cuda()\n")
+    path.write_text("import torch\n\nfor _ in range(2):\n    x = torch.zeros(3).cuda()\n")
     plain = fix_paths([path], stdin=path.read_text())  # remaining: in the fixed text
     assert "TP101" in plain.changed[0].fixed and "TP106" not in plain.changed[0].fixed
     assert "TP106" in {f.code for f in plain.remaining}  # reported, with its fix left unapplied

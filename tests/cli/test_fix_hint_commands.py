@@ -18,7 +18,10 @@ import pytest
 from torchport.cli._main import main
 
 HINT = re.compile(r"1 (?:more with|fixable with) `torchport fix((?: --[a-z]+)*)`")
-SOURCE = 'import torch\n\ndevice = torch.device("cpu")\nx = torch.randn(2).to(device)\n'
+SOURCE = (
+    'import torch\n\ndevice = torch.device("cpu")\nfor _ in range(2):\n'
+    "    x = torch.randn(2).to(device)\n"
+)
 
 
 def _left(folder: Path, flags: list[str], capsys: pytest.CaptureFixture[str]) -> bool:

@@ -963,4 +963,17 @@ ENTRIES: tuple[RuleEntry, ...] = (
         None,
         None,
     ),
+    RuleEntry(
+        "TP905",
+        "CreateThenMoveOnce",
+        "create_then_move_once",
+        "create-then-move-once",
+        False,
+        "speed",
+        "unsafe",
+        ("Call",),
+        frozenset({"cuda", "to"}),
+        None,
+        None,
+    ),
 )

@@ -16,6 +16,7 @@ import re
 import sys
 from collections import OrderedDict
 
+from torchport.check._chunked_parse import parse_in_pieces
 from torchport.check._patterns import lazy_pattern
 
 __all__ = ["NewerSyntaxError", "adopt_scopes", "keep_parsed", "parse_source", "syntax_needs"]
@@ -131,7 +132,7 @@ def parse_source(source: str, path: str = "<string>") -> ast.Module:
                 _ADOPT.append((kept[1], kept[2]))
             return kept[1]
     try:
-        return ast.parse(source, filename=path)
+        return parse_in_pieces(source, path)  # `ast.parse`'s tree and errors, in less memory
     except SyntaxError as exc:
         need = syntax_needs(source, exc)
         if need is None:

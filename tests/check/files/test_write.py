@@ -207,7 +207,8 @@ def test_diff_keeps_the_bom_so_git_apply_takes_it(
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     path = tmp_path / "bom.py"
-    path.write_bytes(b"\xef\xbb\xbf" + BEFORE.encode())
+    looped = BEFORE.replace("x =", "for _ in range(2):\n    x =")  # TP106: a copy per step
+    path.write_bytes(b"\xef\xbb\xbf" + looped.encode())
     monkeypatch.chdir(tmp_path)
     assert main(["fix", "--diff", "bom.py"]) == 1
     patch = capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""TP106 leaves a tensor a script makes once a run, and reports one made per step.
+"""TP106 leaves a tensor made once a run to TP905, and reports one made per step.
 
 Generated modules define ``make()``, which creates a tensor on the host and moves it,
 and refer to ``make`` from places drawn at random: a call at the top level or under
@@ -8,8 +8,9 @@ have no ``__main__`` test (they may be imported and ``make`` called from anywher
 The oracle is what was generated: the copy runs once a run only in a script whose
 every reference to ``make`` is a call at the top level outside loops (at least
 one); only then is it left, and every other module is reported. The same holds
-for the creation written at the module's own top level: left in a script outside
-a loop, reported in a loop or outside a script.
+for the creation written at the module's own top level, script or not: once
+outside loops, comprehensions and functions (a class body runs once too). Each
+finding is TP106's or TP905's, never both and never neither.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ MANY = {
     "lambda": "later = lambda: make()",
 }
 CREATIONS = ("torch.zeros(4).to(device)", "torch.randn(2, 2).cuda()", "torch.ones(3).to(dev)")
+
+
+def codes(source: str) -> list[str]:
+    """What TP106 (copies that repeat) and TP905 (copies made once) report in ``source``."""
+    return [
+        f.code for f in check_text(source, "m.py", ruleset_for(["TP106", "TP905"], None)).findings
+    ]
 
 
 def indent(text: str, by: str) -> str:
@@ -51,26 +59,40 @@ def test_a_function_a_script_calls_once_is_left(
     else:
         lines += main
     source = "\n".join(lines) + "\n"
-    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
     once = script and bool(places) and all(p in ONCE for p in places)
-    assert bool(found) != once, source
+    assert codes(source) == ["TP905" if once else "TP106"], source
+
+
+WRAPPERS = {  # a block around the creation, and whether it repeats what it holds
+    "for _ in range(3):": True,
+    "while busy():": True,
+    "if ready:": False,
+    "with lock:": False,
+    "try:": False,
+    "class Buffers:": False,
+    "def later():": True,  # a function nothing in the file calls: its callers are unknown
+}
 
 
 @given(
     script=st.booleans(),
-    looped=st.sampled_from(["", "for _ in range(3):", "while busy():"]),
+    wrappers=st.lists(st.sampled_from(sorted(WRAPPERS)), max_size=3),
+    comprehension=st.booleans(),
     creation=st.sampled_from(CREATIONS),
 )
-def test_a_script_s_own_top_level_is_left_outside_loops(
-    script: bool, looped: str, creation: str
+def test_a_module_s_own_statements_run_once_outside_loops(
+    script: bool, wrappers: list[str], comprehension: bool, creation: str
 ) -> None:
-    made = f"x = {creation}"
-    body = f"{looped}\n    {made}" if looped else made
-    source = "import torch\n\n" + body + "\n"
+    made = f"x = [{creation} for _ in range(3)]" if comprehension else f"x = {creation}"
+    lines = [made]
+    for wrapper in reversed(wrappers):
+        tail = ["except OSError:", "    pass"] if wrapper == "try:" else []
+        lines = [wrapper, *("    " + line for line in lines), *tail]
+    source = "import torch\n\n" + "\n".join(lines) + "\n"
     if script:
         source += 'if __name__ == "__main__":\n    pass\n'
-    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
-    assert bool(found) != (script and not looped), source
+    once = not comprehension and not any(WRAPPERS[w] for w in wrappers)
+    assert codes(source) == ["TP905" if once else "TP106"], source
 
 
 GUARDS = {  # the guard, and the attribute of self it keeps (None: no memo of self)
@@ -98,9 +120,9 @@ def test_a_value_an_object_makes_once_and_keeps_is_left(
         body = ["for x in batches:", *("    " + line for line in body)]
     method = ["def add(self, batches, queue=None, other=None):", *("    " + ln for ln in body)]
     source = "import torch\n\n\nclass Pool:\n" + "\n".join("    " + ln for ln in method) + "\n"
-    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
     kept = GUARDS[guard]
-    assert bool(found) != (kept is not None and target == f"self.{kept}"), source
+    once = kept is not None and target == f"self.{kept}"
+    assert codes(source) == ["TP905" if once else "TP106"], source
 
 
 RESETS = {  # another method of the class, and whether it drops self.queue again
@@ -125,5 +147,46 @@ def test_a_kept_value_the_class_drops_again_is_reported(
     methods = [add, *resets]
     body = "\n".join("    " + ln for m in methods for ln in m.splitlines())
     source = f"import torch\n\n\nclass Pool:\n{body}\n"
-    found = check_text(source, "m.py", ruleset_for(["TP106"], None)).findings
-    assert bool(found) == any(RESETS[r] for r in resets), source
+    again = any(RESETS[r] for r in resets)
+    assert codes(source) == ["TP106" if again else "TP905"], source
+
+
+BASES = {"nn.Module": True, "torch.nn.Module": True, "object": False}
+METHODS = {  # the method making the tensor, who calls it, and whether it runs once per module
+    "__init__": ("", True),
+    "_probe": ("__init__", True),
+    "_shared": ("__init__ forward", False),
+    "probe": ("__init__", False),  # public: may be called from anywhere
+    "forward": ("", False),
+}
+GUARDS_BAD = {  # a test around the creation, and whether it is a fallback for bad values
+    "if torch.isnan(k).any():": True,
+    "if k.isinf().any():": True,
+    "if k.sum() > 0:": False,
+}
+
+
+def module_source(base: str, method: str, made: list[str]) -> str:
+    callers, _ = METHODS[method]
+    methods: dict[str, list[str]] = {"__init__": [], "forward": []}
+    methods[method] = ["k = self.k", *made]
+    for caller in callers.split():
+        methods[caller].append(f"self.{method}()")
+    lines = ["import torch", "from torch import nn", "", "", f"class Net({base}):"]
+    for name, body in methods.items():
+        lines.append(f"    def {name}(self):")
+        lines += [f"        {line}" for line in body or ["pass"]]
+    return "\n".join(lines) + "\n"
+
+
+@given(base=st.sampled_from(sorted(BASES)), method=st.sampled_from(sorted(METHODS)))
+def test_what_builds_a_module_runs_once(base: str, method: str) -> None:
+    source = module_source(base, method, ["x = torch.zeros(3).to(device)"])
+    once = BASES[base] and METHODS[method][1]
+    assert codes(source) == ["TP905" if once else "TP106"], source
+
+
+@given(guard=st.sampled_from(sorted(GUARDS_BAD)), creation=st.sampled_from(CREATIONS))
+def test_a_fallback_for_bad_values_runs_once(guard: str, creation: str) -> None:
+    source = module_source("object", "forward", [guard, f"    x = {creation}"])
+    assert codes(source) == ["TP905" if GUARDS_BAD[guard] else "TP106"], source

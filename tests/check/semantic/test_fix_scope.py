@@ -48,7 +48,7 @@ def test_local_assigned_later_is_not_used() -> None:
 
 
 def test_one_line_import_defines_the_device_before_its_use() -> None:
-    fixed = fix_source("import torch; x = torch.ones(1).cuda()\n")
+    fixed = fix_source("import torch; x = [torch.ones(1).cuda() for _ in range(2)]\n")
     assert fixed.startswith("import torch; device = ")
     assert fixed.index("device = ") < fixed.index("device=device")
 
@@ -195,7 +195,12 @@ def test_a_stored_guard_is_not_rewritten_alone() -> None:
         ("import torch\n\ntorch.cuda.manual_seed_all(0)\n", "TP402", "CPU generator"),
         ('import torch\n\nx = torch.ones(1).to("cuda:1")\n', "TP101", "GPU index"),
         ("import torch\n\nx = torch.ones(1).cuda(1)\n", "TP101", "GPU index"),
-        ("import torch\n\nidx = torch.randperm(8).to(device)\n", "TP106", "generator"),
+        (
+            "import torch\n\nfor _ in s:\n    idx = torch.randperm(8).to(device)\n",
+            "TP106",
+            "generator",
+        ),
+        ("import torch\n\nidx = torch.randperm(8).to(device)\n", "TP905", "generator"),
     ],
 )
 def test_fixes_that_change_results_say_so(source: str, code: str, words: str) -> None:

@@ -287,9 +287,35 @@ def the_wait_is_needed(node: ast.Call, method: str, ctx: Context) -> bool:
     """The loop needs the value now, or reading each step is the point."""
     if decides_the_loop(node, ctx) or streams(ctx) or in_tests(ctx):
         return True
+    if handed_to_an_environment(node, ctx):
+        return True  # `envs.step(action.cpu().numpy())`: the environment needs it now
     if stops_on_what_it_computes(ctx.loop_of(node)):
         return True  # a decoding loop waits every iteration to decide whether to go on
     return method == "item" and indexes_on_host(node, ctx)  # `vocab[pred.item()]`
+
+
+def handed_to_an_environment(node: ast.Call, ctx: Context) -> bool:
+    """The value read is an argument of ``.step(...)`` (``envs.step(action.cpu().numpy())``).
+
+    An environment steps on host values: the read is its input, needed this iteration.
+    Only reads whose result goes straight in (through ``.numpy()``, ``.squeeze()``,
+    indexing), not one used to compute another argument.
+    """
+    child: ast.AST = node
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, ast.Call):
+            if outer.func is not child and any(a is child for a in outer.args):
+                func = outer.func
+                return isinstance(func, ast.Attribute) and func.attr == "step"
+            if outer.func is not child:
+                return False
+        elif not (
+            (isinstance(outer, ast.Attribute) and outer.value is child)
+            or (isinstance(outer, ast.Subscript) and outer.value is child)
+        ):
+            return False
+        child = outer
+    return False
 
 
 def prints_a_tensor_every_iteration(node: ast.Call, func: ast.expr, ctx: Context) -> bool:

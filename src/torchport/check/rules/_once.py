@@ -1,8 +1,9 @@
-"""What runs once a run, for the rule on tensors made on the host and moved (TP106).
+"""What runs once a run, for the rules on tensors made on the host and moved (TP106, TP905).
 
-A copy made once costs nothing that matters; the same copy per step does. Code at a
-script's top level outside loops, a function the script calls only from there, and a
-value an object makes on first use and keeps on ``self`` run once.
+A copy made once costs nothing that matters; the same copy per step does. A module's
+own statements outside loops, a function a script calls only from its top level, and a
+value an object makes on first use and keeps on ``self`` run once: TP106 leaves them,
+and TP905 (off by default) reports only them.
 """
 
 from __future__ import annotations
@@ -15,27 +16,36 @@ from torchport.check._context import Context
 __all__ = ["runs_once"]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
 def runs_once(node: ast.AST, ctx: Context) -> bool:
-    """Whether ``node`` runs once a run of a script (TP106: a one-off copy saves nothing).
+    """Whether ``node`` runs once a run (TP106: a one-off copy saves nothing; TP905 reports it).
 
-    In a script (``if __name__ == "__main__":`` at module level): at module level outside
-    loops, or in a module-level function the script calls only at its top level, outside
-    loops, and names nowhere else (a test script's ``check_zero_offset()``). A function
-    called from another function, or never called in the file, is not known to run once;
-    nor is anything in a module without that test (it may be imported and called per step).
+    Outside every function, loop and comprehension: a module's own statements (and its
+    classes' bodies) run once, when the module is imported or run. In a script (``if
+    __name__ == "__main__":`` at module level): a module-level function the script calls
+    only at its top level, outside loops, and names nowhere else (a test script's
+    ``check_zero_offset()``). A function called from another function, or never called in
+    the file, is not known to run once (it may be imported and called per step); nor is a
+    function of a module without that test.
     Anywhere, a value an object makes once and keeps (``if not hasattr(self, "queue"):
-    self.queue = ...``, ``if self.buf is None: self.buf = ...``) runs once per object.
+    self.queue = ...``, ``if self.buf is None: self.buf = ...``) runs once per object; so
+    does a module's ``__init__`` (a class deriving from ``Module``: built once, used per
+    step) and a private method only its ``__init__`` calls (a shape probe). A fallback
+    under ``if torch.isnan(x).any():`` runs when values go bad, not per step.
     """
-    if _memoised_on_self(ctx):
+    if _memoised_on_self(ctx) or _building_a_module(ctx) or _when_values_go_bad(ctx):
         return True
+    functions = [a for a in ctx.ancestors if isinstance(a, _FUNCTIONS)]
+    if not functions:
+        # a module's (or a class body's) own statements run once, on import or as a script,
+        # unless a loop or a comprehension repeats them
+        return not any(isinstance(a, _LOOPS + _COMPREHENSIONS) for a in ctx.ancestors)
     if not _is_script(ctx.tree) or ctx.loop_of(node) is not None:
         return False
     scopes = [a for a in ctx.ancestors if isinstance(a, _SCOPES)]
-    if not scopes:
-        return True
     function = scopes[0]
     return (
         len(scopes) == 1
@@ -43,6 +53,61 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
         and any(s is function for s in ctx.tree.body)
         and function.name in _called_once(ctx.tree)
     )
+
+
+def _building_a_module(ctx: Context) -> bool:
+    """In ``__init__`` of a ``Module`` subclass, or in a private method only that calls."""
+    functions = [a for a in ctx.ancestors if isinstance(a, _FUNCTIONS)]
+    if len(functions) != 1 or not isinstance(functions[0], ast.FunctionDef):
+        return False
+    method = functions[0]
+    owner = next((a for a in reversed(ctx.ancestors) if isinstance(a, ast.ClassDef)), None)
+    if owner is None or not any(s is method for s in owner.body):
+        return False
+    if not any(_base_name(b) == "Module" for b in owner.bases):
+        return False
+    if method.name == "__init__":
+        return True
+    if not method.name.startswith("_") or method.name.startswith("__"):
+        return False  # a public method may be called from anywhere, per step
+    uses = [
+        (m.name, n)
+        for m in owner.body
+        if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
+        for n in ast.walk(m)
+        if isinstance(n, ast.Attribute) and n.attr == method.name
+    ]
+    return bool(uses) and all(name == "__init__" for name, _ in uses)
+
+
+def _base_name(base: ast.expr) -> str | None:
+    """``Module`` of ``nn.Module``, ``torch.nn.Module`` or ``Module``."""
+    if isinstance(base, ast.Attribute):
+        return base.attr
+    return base.id if isinstance(base, ast.Name) else None
+
+
+def _when_values_go_bad(ctx: Context) -> bool:
+    """In the body of an ``if`` that tests ``isnan``/``isinf`` (a fallback for bad values)."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, _SCOPES):
+            return False
+        if (
+            isinstance(outer, ast.If)
+            and any(child is s for s in outer.body)
+            and any(_names_a_bad_value_test(n) for n in ast.walk(outer.test))
+        ):
+            return True
+        child = outer
+    return False
+
+
+def _names_a_bad_value_test(node: ast.AST) -> bool:
+    """``isnan`` / ``isinf`` (``torch.isnan``, ``x.isnan()``, ``math.isinf``)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr in ("isnan", "isinf")
+    return isinstance(node, ast.Name) and node.id in ("isnan", "isinf")
 
 
 def _memoised_on_self(ctx: Context) -> bool:

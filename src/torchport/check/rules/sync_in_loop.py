@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._host_entries import on_the_host
 from torchport.check.rules._loops import (
     every_iteration,
     not_a_device_value,
@@ -17,7 +18,6 @@ from torchport.check.rules._loops import (
     the_wait_is_needed,
 )
 from torchport.check.rules._torch_code import binds_torch
-from torchport.check.semantic._residence import known_on_cpu
 
 _SYNCS = frozenset({"item", "tolist", "cpu"})
 # `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` never waits (TP201's business).
@@ -53,10 +53,13 @@ class SyncInLoop(Rule):
     where a read per step is the point: a value the loop tests (`if
     token.item() in stop_tokens: break`), a loop that ends on what it computes
     (beam search: `k -= len(done)`, `if k == 0: break`), a generator yielding
-    in the loop, tests, and an `.item()` that indexes a host container or sizes
+    in the loop, an action handed to `envs.step(a.cpu().numpy())`, tests, and
+    an `.item()` that indexes a host container or sizes
     a range (`vocab[i.item()]`). Nor are pandas reads (`row.values.tolist()`),
     reads in a function named for the CPU (`def fill_indices_cpu(...)`), and
-    modules that import nothing from torch (a gym client's `obs.tolist()`).
+    modules that import nothing from torch (a gym client's `obs.tolist()`), nor
+    NumPy that a gym or envpool environment's `step()`/`reset()` returns, nor
+    entries a function's own dict holds only as CPU tensors (`d[s]["y"] = torch.tensor(y)`).
     """
 
     code = "TP202"
@@ -112,6 +115,8 @@ class SyncInLoop(Rule):
         "    if top < best:\n        best = top\n",
         "import numpy as np\n\n"
         "for _ in range(n):\n    obs = env.step(act)\n    out.append(obs.tolist())\n",
+        "import envpool\nimport torch\n\nenvs = envpool.make(name)\nfor _ in range(n):\n"
+        "    s, r, d, _ = envs.step(act)\n    obs += s[:, 3].tolist()\n",
     )
     invalid = (
         Example(
@@ -154,8 +159,8 @@ class SyncInLoop(Rule):
                 return
             if not binds_torch(ctx):  # late: it builds the scope analysis
                 return  # no torch in the module: its `.tolist()` reads another library's values
-            if known_on_cpu(value, ctx):  # last: it may build the scope analysis
-                return  # already on the CPU: nothing to wait for
+            if on_the_host(value, ctx):  # last: it may build the scope analysis
+                return  # already on the CPU (NumPy from `envs.step()`): nothing to wait for
             yield ctx.finding(self, node, message=_read_message(func.attr))
         elif prints_a_tensor_every_iteration(node, func, ctx):
             message = "`print(tensor)` in a loop waits for the device; print every N steps"
@@ -165,11 +170,8 @@ class SyncInLoop(Rule):
 def _value_read_every_iteration(
     node: ast.Call, func: ast.Attribute, ctx: Context
 ) -> ast.expr | None:
-    """The value a sync (``.item()``, ``.tolist()``, ``.cpu()``) reads in each iteration.
-
-    Views are looked through (``v.detach().item()`` reads ``v``); None when the call is
-    no such read.
-    """
+    """The value a sync (``.item()``, ``.tolist()``, ``.cpu()``) reads in each iteration, views
+    looked through (``v.detach().item()`` reads ``v``); None when the call is no such read."""
     method = func.attr
     if method not in _SYNCS or (method != "cpu" and (node.args or node.keywords)):
         return None
