@@ -13,7 +13,8 @@ after the statement, which the call site and the calling frame say:
 * the receiver is a temporary: an operator's result (``(pred == gt).cpu()``,
   ``(x * 2).to("cpu")``), a torch method or factory that always makes a new tensor
   (``x.argmax(1).cpu()``, ``x.detach().cpu()``, ``torch.randn(3, device=d).cpu()``,
-  ``x.new_zeros(3).cpu()``), or a method that may hand back its own
+  ``x.new_zeros(3).cpu()``), a wrapper that makes a new tensor object (``Variable(t).cuda()``,
+  ``x.data.cpu()``: detached aliases), or a method that may hand back its own
   receiver called on a temporary (``(a == b).float().cpu()``), and no local name of the
   calling frame holds it (``x.float().cpu()`` of a float ``x`` is ``x`` itself, still the
   device's, and ``self.buf.float().cpu()`` is ``self.buf``: neither is a temporary);
@@ -31,12 +32,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from types import CodeType, FrameType
+from typing import Any
 
 from torchport._device_types import TENSOR_MOVE_METHODS
 from torchport._origin import Origin
 from torchport.diagnose._callsite import call_source_at
 
-__all__ = ["only_the_result_remains"]
+__all__ = ["only_the_result_remains", "used_in_its_line"]
 
 _USER, _INSTALLED = Origin.USER, Origin.INSTALLED
 # (code, instruction) -> the receiver's name when the statement rebinds it ("" when it is a
@@ -59,6 +61,11 @@ _NEW = frozenset(
         "zeros_like",
     }
 )  # fmt: skip
+# Callables that wrap a tensor in a new tensor object: ``torch.autograd.Variable(t)`` is
+# ``t.detach()`` (a new object sharing ``t``'s memory, on ``t``'s device) since torch 0.4
+_WRAPPERS = frozenset({"Variable"})
+# Attributes whose every read makes a new tensor object: ``x.data`` (a detached alias)
+_NEW_ATTRIBUTES = frozenset({"data"})
 # Methods that may hand back their receiver (a no-op conversion or move): a temporary on a
 # temporary
 _SAME_OR_NEW = TENSOR_MOVE_METHODS | frozenset(
@@ -73,12 +80,19 @@ def _temporary(node: ast.expr) -> bool:
     """Whether ``node``'s value is a tensor no one else holds (see the module docstring)."""
     if isinstance(node, _OPERATORS):
         return True
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+    if isinstance(node, ast.Attribute):
+        return node.attr in _NEW_ATTRIBUTES  # x.data: a new tensor at every read
+    if not isinstance(node, ast.Call):
         return False
-    name = node.func.attr
-    if name in _NEW:
-        return True  # x.argmax(1), torch.cat(...)
-    return name in _SAME_OR_NEW and _temporary(node.func.value)
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in _NEW or func.id in _WRAPPERS  # Variable(t), zeros(3)
+    if not isinstance(func, ast.Attribute):
+        return False
+    name = func.attr
+    if name in _NEW or name in _WRAPPERS:
+        return True  # x.argmax(1), torch.cat(...), torch.autograd.Variable(t)
+    return name in _SAME_OR_NEW and _temporary(func.value)
 
 
 def only_the_result_remains(
@@ -142,3 +156,67 @@ def _read(frame: FrameType) -> str | None:
         ):
             return receiver.id
     return None
+
+
+# (code, instruction) -> whether the move's result is used up by its own line
+_USED: dict[tuple[CodeType, int], bool] = {}
+
+
+def used_in_its_line(
+    frame: FrameType | None, origin_of: Callable[[CodeType], Origin]
+) -> FrameType | None:
+    """The program's frame of a move to the device whose result its line uses and lets
+    go, or None: the move is inside an index (``x[hidx.to(dev)]``, ``m[:, hi.cuda()] = v``)
+    or its value is thrown away (``hidx.to(dev)`` as a statement, ``_ = hidx.to(dev)``).
+
+    On this host such a move of a tensor the program still holds hands back that tensor
+    itself: it is the device copy for the line and the host's tensor after it
+    (:meth:`._host_held.HostHeld.lend`). A result bound to a name, an attribute, a
+    list or returned is not used up by its line.
+
+    Args:
+        frame: The frame that called the move, or one below it.
+        origin_of: Whose code a code object is (:func:`torchport._origin.code_origin`, cached).
+    """
+    while frame is not None:
+        origin = origin_of(frame.f_code)
+        if origin is _USER or origin is _INSTALLED:
+            break
+        frame = frame.f_back
+    if frame is None:
+        return None
+    key = (frame.f_code, frame.f_lasti)
+    used = _USED.get(key)
+    if used is None:
+        try:
+            used = _used_up(frame)
+        except Exception:  # odd source or positions: not known to be used up
+            used = False
+        if len(_USED) > 4096:  # long-running programs: a bounded cache
+            _USED.clear()
+        _USED[key] = used
+    return frame if used else None
+
+
+def _used_up(frame: FrameType) -> bool:
+    found = call_source_at(frame)
+    if found is None:
+        return False
+    call, lines, first = found
+    wanted = ast.dump(call)
+    for statement in ast.parse(lines[first - 1].strip()).body:
+        value: Any = getattr(statement, "value", None)
+        thrown_away = isinstance(statement, ast.Expr) or (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and statement.targets[0].id == "_"
+        )
+        if thrown_away and value is not None and ast.dump(value) == wanted:
+            return True
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Subscript) and any(
+                ast.dump(inner) == wanted for inner in ast.walk(node.slice)
+            ):
+                return True  # an index, or part of one
+    return False
