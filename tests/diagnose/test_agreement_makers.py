@@ -116,3 +116,20 @@ def test_a_word_list_filled_into_a_legacy_long_tensor_copies_nothing() -> None:
         f"{first + 5} copy": 1,  # hv.long()'s copy; hv itself stays the host's
     }
     assert counted["predicted"] == counted["measured"]
+
+
+def test_a_move_whose_receiver_starts_on_an_earlier_line_is_read_whole() -> None:
+    # Python 3.11 gives `.to(dev)` of a receiver written across lines the span of
+    # `.to(dev)` alone; the receiver (`Variable(...)`, a new tensor) is read from the file.
+    # pytorch-beginner `language model.py:59-64` builds its LSTM state this way.
+    body = [
+        "s = (Variable(torch.zeros(1,",
+        "                          4)).to(dev), 1)",
+        "b = s[0].to(dev)",
+        "c = [Variable(t.data).to(dev) for t in (b,",
+        "                                        b)]",
+    ]
+    (counted,) = audit_counts([_program(body)])
+    first = len(SETUP) + 4
+    assert counted["measured"] == {f"{len(SETUP) + 2} copy": 1, f"{first + 1} copy": 1}
+    assert counted["predicted"] == counted["measured"]

@@ -30,6 +30,8 @@ did for every such move before.
 from __future__ import annotations
 
 import ast
+import itertools
+import linecache
 from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
@@ -132,10 +134,10 @@ def only_the_result_remains(
 
 
 def _read(frame: FrameType) -> str | None:
-    found = call_source_at(frame)
+    found = _move_call(frame)
     if found is None:
         return None
-    call, lines, first = found
+    call, statement = found
     func = call.func
     if not isinstance(func, ast.Attribute):
         return None
@@ -144,17 +146,67 @@ def _read(frame: FrameType) -> str | None:
         return ""
     if not isinstance(receiver, ast.Name):
         return None
-    # z = z.cpu(): the statement on the call's line whose value is this call
-    wanted = ast.dump(call)
-    for statement in ast.parse(lines[first - 1].strip()).body:
-        if (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-            and statement.targets[0].id == receiver.id
-            and ast.dump(statement.value) == wanted
-        ):
-            return receiver.id
+    # z = z.cpu(): the statement whose value is this call rebinds the receiver's name
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.targets[0].id == receiver.id
+        and statement.value is call
+    ):
+        return receiver.id
+    return None
+
+
+# file name -> (its lines, (last line, end column) of each call -> (the call, its statement))
+_FILES: dict[str, tuple[list[str], dict[tuple[int, int], tuple[ast.Call, ast.stmt]]]] = {}
+
+
+def _move_call(frame: FrameType) -> tuple[ast.Call, ast.stmt] | None:
+    """The method call ``frame`` is making and the statement holding it, read from the
+    parsed file: Python 3.11 gives a method call's instruction the span of
+    ``.to(dev)`` alone when the receiver starts on an earlier line, so the span is matched
+    by where it ends. Falls back on the span itself (:func:`call_source_at`) where the
+    file cannot be parsed as a whole."""
+    code = frame.f_code
+    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+    if position is None or position[1] is None or position[3] is None:
+        return None
+    lines = linecache.getlines(code.co_filename, frame.f_globals)
+    if not lines:
+        return None
+    known = _FILES.get(code.co_filename)
+    if known is None or known[0] is not lines:
+        calls: dict[tuple[int, int], tuple[ast.Call, ast.stmt]] = {}
+        try:
+            tree = ast.parse("".join(lines))
+        except (SyntaxError, ValueError):
+            tree = None
+        if tree is not None:
+            for statement in ast.walk(tree):
+                if not isinstance(statement, ast.stmt):
+                    continue
+                for node in ast.iter_child_nodes(statement):
+                    if isinstance(node, ast.stmt):
+                        continue  # a nested statement holds its own calls
+                    for inner in ast.walk(node):
+                        if isinstance(inner, ast.Call) and inner.end_lineno is not None:
+                            end = (inner.end_lineno, inner.end_col_offset or 0)
+                            calls.setdefault(end, (inner, statement))
+        if len(_FILES) > 256:
+            _FILES.clear()
+        known = _FILES[code.co_filename] = (lines, calls)
+    found = known[1].get((position[1], position[3]))  # both count UTF-8 bytes
+    if found is not None:
+        return found
+    at = call_source_at(frame)  # source not parsed as a whole: the span alone
+    if at is None:
+        return None
+    call, span_lines, first = at
+    for statement in ast.parse(span_lines[first - 1].strip()).body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and ast.dump(node) == ast.dump(call):
+                return node, statement
     return None
 
 
@@ -199,24 +251,20 @@ def used_in_its_line(
 
 
 def _used_up(frame: FrameType) -> bool:
-    found = call_source_at(frame)
+    found = _move_call(frame)
     if found is None:
         return False
-    call, lines, first = found
-    wanted = ast.dump(call)
-    for statement in ast.parse(lines[first - 1].strip()).body:
-        value: Any = getattr(statement, "value", None)
-        thrown_away = isinstance(statement, ast.Expr) or (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-            and statement.targets[0].id == "_"
-        )
-        if thrown_away and value is not None and ast.dump(value) == wanted:
-            return True
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Subscript) and any(
-                ast.dump(inner) == wanted for inner in ast.walk(node.slice)
-            ):
-                return True  # an index, or part of one
-    return False
+    call, statement = found
+    value: Any = getattr(statement, "value", None)
+    thrown_away = isinstance(statement, ast.Expr) or (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.targets[0].id == "_"
+    )
+    if thrown_away and value is call:
+        return True
+    return any(
+        isinstance(node, ast.Subscript) and any(inner is call for inner in ast.walk(node.slice))
+        for node in ast.walk(statement)
+    )
