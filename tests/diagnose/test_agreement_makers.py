@@ -133,3 +133,35 @@ def test_a_move_whose_receiver_starts_on_an_earlier_line_is_read_whole() -> None
     first = len(SETUP) + 4
     assert counted["measured"] == {f"{len(SETUP) + 2} copy": 1, f"{first + 1} copy": 1}
     assert counted["predicted"] == counted["measured"]
+
+
+# A module of the program's imported before the audit starts, binding torch's makers by
+# name (`from torch import from_numpy`): no mode of torch's sees those calls
+_HELPER = """
+import os, sys, tempfile
+_folder = tempfile.mkdtemp()
+with open(os.path.join(_folder, "host_makers.py"), "w") as _f:
+    _f.write("from torch import from_numpy, frombuffer\\n"
+             "make = from_numpy\\n")
+sys.path.insert(0, _folder)
+import host_makers
+import numpy as np
+"""
+
+
+def test_host_makers_bound_by_name_before_the_audit_are_followed() -> None:
+    body = [
+        "h = host_makers.from_numpy(np.zeros(4, dtype=np.float32))",
+        "h[0] = 1.0; _ = float(h.sum())",
+        "g = host_makers.make(np.zeros(4, dtype=np.float32)); _ = g.tolist()",
+        "b = host_makers.frombuffer(bytearray(16), dtype=torch.float32); _ = int(b[0])",
+        "_ = x[host_makers.from_numpy(np.array([1, 2]))]",
+        "_ = (h * 2).cpu()",
+    ]
+    source = _program(body).replace("import torch\n", "import torch\n" + _HELPER, 1)
+    (counted,) = audit_counts([source])
+    first = source.splitlines().index("    " + body[0]) + 1
+    setup = source.splitlines().index("    " + SETUP[0]) + 1
+    assert counted["measured"] == {f"{setup} copy": 1, f"{first + 4} copy": 1}, source
+    assert counted["predicted"] == counted["measured"]
+    assert counted["notes"] == {"predicted": [], "measured": []}

@@ -19,9 +19,10 @@ a ``.cpu()`` of one copies nothing. What a CPU run cannot place (a factory given
 ``torch.device`` that holds ``"cpu"`` here, ``torch.set_default_device``) is left to be
 the device's, as before: the audit then predicts the wait. ``torch.from_numpy`` and
 ``torch.frombuffer`` reach no mode of torch's (their bindings skip the function-mode
-check): the audit hears of them through its wrappers on the ``torch`` module
-(:mod:`._methods`), so a name bound before the audit started (``from torch import
-from_numpy``) makes tensors that are not followed.
+check): the audit hears of them through its wrappers on the ``torch`` module and on
+the program's own modules' names for them (``from torch import from_numpy`` run before
+the audit started; :mod:`._methods`); a name bound inside a function, or in a namespace
+that is no module, makes tensors that are not followed.
 """
 
 from __future__ import annotations
