@@ -64,8 +64,15 @@ _NEW = frozenset(
     }
 )  # fmt: skip
 # Callables that wrap a tensor in a new tensor object: ``torch.autograd.Variable(t)`` is
-# ``t.detach()`` (a new object sharing ``t``'s memory, on ``t``'s device) since torch 0.4
-_WRAPPERS = frozenset({"Variable"})
+# ``t.detach()`` (a new object sharing ``t``'s memory, on ``t``'s device) since torch 0.4;
+# the legacy typed classes make a new object from sizes, data or a tensor
+# (``torch.FloatTensor(state).to(device)``)
+_WRAPPERS = frozenset(
+    {
+        "Variable", "Tensor", "DoubleTensor", "FloatTensor", "HalfTensor", "BFloat16Tensor",
+        "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+    }
+)  # fmt: skip
 # Attributes whose every read makes a new tensor object: ``x.data`` (a detached alias)
 _NEW_ATTRIBUTES = frozenset({"data"})
 # Methods that may hand back their receiver (a no-op conversion or move): a temporary on a
