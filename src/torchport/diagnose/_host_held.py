@@ -19,16 +19,19 @@ a ``.cpu()`` of one copies nothing. What a CPU run cannot place (a factory given
 ``torch.device`` that holds ``"cpu"`` here, ``torch.set_default_device``) is left to be
 the device's, as before: the audit then predicts the wait. ``torch.from_numpy`` and
 ``torch.frombuffer`` reach no mode of torch's (their bindings skip the function-mode
-check): the audit hears of them through its wrappers on the ``torch`` module
-(:mod:`._methods`), so a name bound before the audit started (``from torch import
-from_numpy``) makes tensors that are not followed.
+check): the audit hears of them through its wrappers on the ``torch`` module and on
+the program's own modules' names for them (``from torch import from_numpy`` run before
+the audit started; :mod:`._methods`); a name bound inside a function, or in a namespace
+that is no module, makes tensors that are not followed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import weakref
 from collections.abc import Mapping, Sequence
+from types import CodeType, FrameType
 from typing import Any
 
 import torch
@@ -45,6 +48,9 @@ class HostHeld:
     def __init__(self) -> None:
         # id -> weak reference; an entry goes when its tensor does (ids are reused)
         self.held: dict[int, weakref.ref[torch.Tensor]] = {}
+        # a held tensor sent to the device for one line only (see lend): its id, and the
+        # id, code and line of the frame whose line it is
+        self._lent: tuple[int, int, CodeType, int] | None = None
 
     def add(self, tensor: Any) -> None:
         """``tensor`` is on the host in the accelerator run (a tensor or a tuple of them)."""
@@ -72,7 +78,33 @@ class HostHeld:
 
     def __contains__(self, tensor: object) -> bool:
         ref = self.held.get(id(tensor))
-        return ref is not None and ref() is tensor
+        if ref is None or ref() is not tensor:
+            return False
+        return self._lent is None or not self._lent_here(tensor)
+
+    def lend(self, tensor: torch.Tensor, frame: FrameType) -> None:
+        """``tensor``, held here, is sent to the device by a move whose result the line at
+        ``frame`` uses and lets go (``x[hidx.to(dev)]``): on this host the move hands back
+        ``tensor`` itself, which the program still holds as the host's. Until ``frame``
+        leaves that line it is not held here (the line indexes with the device copy);
+        afterwards it is again. One lent tensor at a time: a later lend ends this one."""
+        self._lent = (id(tensor), id(frame), frame.f_code, frame.f_lineno or 0)
+
+    def _lent_here(self, tensor: object) -> bool:
+        """Whether ``tensor`` is the lent one and its line is still running (the frame is
+        on this thread's stack at that line); a lend whose line ended is forgotten."""
+        lent = self._lent
+        if lent is None or lent[0] != id(tensor):
+            return False
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if id(frame) == lent[1] and frame.f_code is lent[2]:
+                if frame.f_lineno == lent[3]:
+                    return True
+                break
+            frame = frame.f_back
+        self._lent = None
+        return False
 
     def mask_on_host(self, func: Any, args: Sequence[Any]) -> bool:
         """Whether ``x[mask]`` or ``x[mask] = v`` runs without a wait in the accelerator
@@ -145,6 +177,7 @@ class HostHeld:
         (``out`` is an argument) keep their place.
         """
         held = self.held
+        lent = self._lent
         found = False
         for arg in args:
             if isinstance(arg, torch.Tensor):
@@ -153,6 +186,8 @@ class HostHeld:
                     return
                 if arg is out:
                     return
+                if lent is not None and lent[0] == id(arg) and self._lent_here(arg):
+                    return  # the device's on this line
                 found = True
             elif type(arg) in (list, tuple):
                 for each in arg:

@@ -25,7 +25,8 @@ a class) while an audit watches, and restored exactly:
   not audited; the compiled code runs audited afterwards, op by op.
 * ``torch.save``/``torch.load`` report what they saved or loaded, after the call;
   ``torch.from_numpy``/``torch.frombuffer`` report the host tensor they made (no mode
-  sees them).
+  sees them), and so do the program's own modules' names for them (a module attribute
+  ``from torch import from_numpy`` bound before the audit started), restored the same way.
 
 A warning that torch's C++ code raises is attributed to the innermost Python frame,
 which for a watched call is the function mode's. The calls that warn
@@ -453,6 +454,24 @@ def _install() -> None:
         wrapper = wrap(original)
         _installed.append((owner, name, original, name in vars(owner), wrapper))
         setattr(owner, name, wrapper)
+        if wrap is _sharing_host_memory:
+            _install_in_program(original, wrapper)
+
+
+def _install_in_program(original: Any, wrapper: Any) -> None:
+    """The program's own modules' names for ``original`` (``from torch import from_numpy``
+    run before the audit started) stand for ``wrapper`` too while the audit watches:
+    module attributes, restored exactly as ``torch``'s are. Names bound inside a function,
+    or in a namespace that is no module of ``sys.modules``, are not reached."""
+    for module in list(sys.modules.values()):
+        found = getattr(module, "__file__", None) if isinstance(module, types.ModuleType) else None
+        if not isinstance(found, str) or _origin.origin(found) is not _origin.Origin.USER:
+            continue
+        namespace = vars(module)
+        for name, value in list(namespace.items()):
+            if value is original:
+                _installed.append((module, name, original, True, wrapper))
+                namespace[name] = wrapper
 
 
 def _uninstall() -> None:

@@ -13,7 +13,8 @@ after the statement, which the call site and the calling frame say:
 * the receiver is a temporary: an operator's result (``(pred == gt).cpu()``,
   ``(x * 2).to("cpu")``), a torch method or factory that always makes a new tensor
   (``x.argmax(1).cpu()``, ``x.detach().cpu()``, ``torch.randn(3, device=d).cpu()``,
-  ``x.new_zeros(3).cpu()``), or a method that may hand back its own
+  ``x.new_zeros(3).cpu()``), a wrapper that makes a new tensor object (``Variable(t).cuda()``,
+  ``x.data.cpu()``: detached aliases), or a method that may hand back its own
   receiver called on a temporary (``(a == b).float().cpu()``), and no local name of the
   calling frame holds it (``x.float().cpu()`` of a float ``x`` is ``x`` itself, still the
   device's, and ``self.buf.float().cpu()`` is ``self.buf``: neither is a temporary);
@@ -29,14 +30,17 @@ did for every such move before.
 from __future__ import annotations
 
 import ast
+import itertools
+import linecache
 from collections.abc import Callable
 from types import CodeType, FrameType
+from typing import Any
 
 from torchport._device_types import TENSOR_MOVE_METHODS
 from torchport._origin import Origin
 from torchport.diagnose._callsite import call_source_at
 
-__all__ = ["only_the_result_remains"]
+__all__ = ["only_the_result_remains", "used_in_its_line"]
 
 _USER, _INSTALLED = Origin.USER, Origin.INSTALLED
 # (code, instruction) -> the receiver's name when the statement rebinds it ("" when it is a
@@ -59,6 +63,18 @@ _NEW = frozenset(
         "zeros_like",
     }
 )  # fmt: skip
+# Callables that wrap a tensor in a new tensor object: ``torch.autograd.Variable(t)`` is
+# ``t.detach()`` (a new object sharing ``t``'s memory, on ``t``'s device) since torch 0.4;
+# the legacy typed classes make a new object from sizes, data or a tensor
+# (``torch.FloatTensor(state).to(device)``)
+_WRAPPERS = frozenset(
+    {
+        "Variable", "Tensor", "DoubleTensor", "FloatTensor", "HalfTensor", "BFloat16Tensor",
+        "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+    }
+)  # fmt: skip
+# Attributes whose every read makes a new tensor object: ``x.data`` (a detached alias)
+_NEW_ATTRIBUTES = frozenset({"data"})
 # Methods that may hand back their receiver (a no-op conversion or move): a temporary on a
 # temporary
 _SAME_OR_NEW = TENSOR_MOVE_METHODS | frozenset(
@@ -73,12 +89,19 @@ def _temporary(node: ast.expr) -> bool:
     """Whether ``node``'s value is a tensor no one else holds (see the module docstring)."""
     if isinstance(node, _OPERATORS):
         return True
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+    if isinstance(node, ast.Attribute):
+        return node.attr in _NEW_ATTRIBUTES  # x.data: a new tensor at every read
+    if not isinstance(node, ast.Call):
         return False
-    name = node.func.attr
-    if name in _NEW:
-        return True  # x.argmax(1), torch.cat(...)
-    return name in _SAME_OR_NEW and _temporary(node.func.value)
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in _NEW or func.id in _WRAPPERS  # Variable(t), zeros(3)
+    if not isinstance(func, ast.Attribute):
+        return False
+    name = func.attr
+    if name in _NEW or name in _WRAPPERS:
+        return True  # x.argmax(1), torch.cat(...), torch.autograd.Variable(t)
+    return name in _SAME_OR_NEW and _temporary(func.value)
 
 
 def only_the_result_remains(
@@ -118,10 +141,10 @@ def only_the_result_remains(
 
 
 def _read(frame: FrameType) -> str | None:
-    found = call_source_at(frame)
+    found = _move_call(frame)
     if found is None:
         return None
-    call, lines, first = found
+    call, statement = found
     func = call.func
     if not isinstance(func, ast.Attribute):
         return None
@@ -130,15 +153,125 @@ def _read(frame: FrameType) -> str | None:
         return ""
     if not isinstance(receiver, ast.Name):
         return None
-    # z = z.cpu(): the statement on the call's line whose value is this call
-    wanted = ast.dump(call)
-    for statement in ast.parse(lines[first - 1].strip()).body:
-        if (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-            and statement.targets[0].id == receiver.id
-            and ast.dump(statement.value) == wanted
-        ):
-            return receiver.id
+    # z = z.cpu(): the statement whose value is this call rebinds the receiver's name
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.targets[0].id == receiver.id
+        and statement.value is call
+    ):
+        return receiver.id
     return None
+
+
+# file name -> (its lines, (last line, end column) of each call -> (the call, its statement))
+_FILES: dict[str, tuple[list[str], dict[tuple[int, int], tuple[ast.Call, ast.stmt]]]] = {}
+
+
+def _move_call(frame: FrameType) -> tuple[ast.Call, ast.stmt] | None:
+    """The method call ``frame`` is making and the statement holding it, read from the
+    parsed file: Python 3.11 gives a method call's instruction the span of
+    ``.to(dev)`` alone when the receiver starts on an earlier line, so the span is matched
+    by where it ends. Falls back on the span itself (:func:`call_source_at`) where the
+    file cannot be parsed as a whole."""
+    code = frame.f_code
+    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+    if position is None or position[1] is None or position[3] is None:
+        return None
+    lines = linecache.getlines(code.co_filename, frame.f_globals)
+    if not lines:
+        return None
+    known = _FILES.get(code.co_filename)
+    if known is None or known[0] is not lines:
+        calls: dict[tuple[int, int], tuple[ast.Call, ast.stmt]] = {}
+        try:
+            tree = ast.parse("".join(lines))
+        except (SyntaxError, ValueError):
+            tree = None
+        if tree is not None:
+            for statement in ast.walk(tree):
+                if not isinstance(statement, ast.stmt):
+                    continue
+                for node in ast.iter_child_nodes(statement):
+                    if isinstance(node, ast.stmt):
+                        continue  # a nested statement holds its own calls
+                    for inner in ast.walk(node):
+                        if isinstance(inner, ast.Call) and inner.end_lineno is not None:
+                            end = (inner.end_lineno, inner.end_col_offset or 0)
+                            calls.setdefault(end, (inner, statement))
+        if len(_FILES) > 256:
+            _FILES.clear()
+        known = _FILES[code.co_filename] = (lines, calls)
+    found = known[1].get((position[1], position[3]))  # both count UTF-8 bytes
+    if found is not None:
+        return found
+    at = call_source_at(frame)  # source not parsed as a whole: the span alone
+    if at is None:
+        return None
+    call, span_lines, first = at
+    for statement in ast.parse(span_lines[first - 1].strip()).body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and ast.dump(node) == ast.dump(call):
+                return node, statement
+    return None
+
+
+# (code, instruction) -> whether the move's result is used up by its own line
+_USED: dict[tuple[CodeType, int], bool] = {}
+
+
+def used_in_its_line(
+    frame: FrameType | None, origin_of: Callable[[CodeType], Origin]
+) -> FrameType | None:
+    """The program's frame of a move to the device whose result its line uses and lets
+    go, or None: the move is inside an index (``x[hidx.to(dev)]``, ``m[:, hi.cuda()] = v``)
+    or its value is thrown away (``hidx.to(dev)`` as a statement, ``_ = hidx.to(dev)``).
+
+    On this host such a move of a tensor the program still holds hands back that tensor
+    itself: it is the device copy for the line and the host's tensor after it
+    (:meth:`._host_held.HostHeld.lend`). A result bound to a name, an attribute, a
+    list or returned is not used up by its line.
+
+    Args:
+        frame: The frame that called the move, or one below it.
+        origin_of: Whose code a code object is (:func:`torchport._origin.code_origin`, cached).
+    """
+    while frame is not None:
+        origin = origin_of(frame.f_code)
+        if origin is _USER or origin is _INSTALLED:
+            break
+        frame = frame.f_back
+    if frame is None:
+        return None
+    key = (frame.f_code, frame.f_lasti)
+    used = _USED.get(key)
+    if used is None:
+        try:
+            used = _used_up(frame)
+        except Exception:  # odd source or positions: not known to be used up
+            used = False
+        if len(_USED) > 4096:  # long-running programs: a bounded cache
+            _USED.clear()
+        _USED[key] = used
+    return frame if used else None
+
+
+def _used_up(frame: FrameType) -> bool:
+    found = _move_call(frame)
+    if found is None:
+        return False
+    call, statement = found
+    value: Any = getattr(statement, "value", None)
+    thrown_away = isinstance(statement, ast.Expr) or (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.targets[0].id == "_"
+    )
+    if thrown_away and value is call:
+        return True
+    return any(
+        isinstance(node, ast.Subscript) and any(inner is call for inner in ast.walk(node.slice))
+        for node in ast.walk(statement)
+    )

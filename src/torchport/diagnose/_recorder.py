@@ -44,6 +44,8 @@ from torchport.diagnose._events import (
 )
 from torchport.diagnose._host_held import HostHeld, follow_device, made_on_host
 from torchport.diagnose._host_indexing import HostIndexing
+from torchport.diagnose._legacy_constructors import HOST as _LEGACY_HOST
+from torchport.diagnose._legacy_constructors import made_by
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._mode_stacks import (
     DISPATCH_STACK,
@@ -56,7 +58,7 @@ from torchport.diagnose._mode_stacks import (
     stack_at,
     stack_depth,
 )
-from torchport.diagnose._move_alias import only_the_result_remains
+from torchport.diagnose._move_alias import only_the_result_remains, used_in_its_line
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._predicted_placement import Placement, copied_to_host
 from torchport.diagnose._steps_aside import StepsAside
@@ -247,6 +249,8 @@ class Recorder:
                 if func in _CREATES and made_on_host(func, args, kwargs):
                     self.held.add(out)
                     return
+                if func is _NEW_TENSOR and self._new_tensor_placed(args, kwargs, out):
+                    return
                 where, caller = self._where(sys._getframe(1))
                 moved = _moves.transfer_of(func, args, kwargs, out)
                 if moved is None:
@@ -284,6 +288,15 @@ class Recorder:
                             return  # .cpu() of what the accelerator run holds on the host
                     elif self._moved_to_host(args[0], out, where):
                         held.add(out)
+                elif (
+                    out is args[0]
+                    and func not in _CREATES
+                    and args[0] in held
+                    and (lent_at := used_in_its_line(sys._getframe(1), self._origin))
+                ):
+                    # x[hidx.to(dev)] of a host tensor the program still holds: on this
+                    # host the same object, the device's for this line, the host's after
+                    held.lend(out, lent_at)
                 else:
                     held.discard(args[0])  # on this host the call hands back the same tensor
                     # ... or a new one (a dtype change too), which followed its host input
@@ -471,6 +484,48 @@ class Recorder:
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 
+    def observe_fresh(self, func: Any, out: Any) -> None:
+        """A fresh aten op (:data:`._legacy_constructors.FRESH_OPS`) that no watched call
+        owns made ``out``: a typed class of the host (``torch.LongTensor(n)``) makes it on
+        the host in the accelerator run too, ``x.new(...)`` on ``x``'s side, copying data
+        from the host to a device ``x`` (``x.new([1, 2])``, as ``x.new_tensor``); never
+        raises."""
+        try:
+            made, receiver = made_by(sys._getframe(1), self._origin)
+            if made == _LEGACY_HOST:
+                self.held.add(out)
+                return
+            if receiver is None or not isinstance(out, torch.Tensor):
+                return
+            if receiver in self.held:
+                self.held.add(out)
+                return
+            if receiver in self.device_only:
+                self.device_only.add(out)
+            if func is _LIFT_FRESH and out.numel():
+                where, _ = self._where(sys._getframe(1))
+                phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
+                row = Row(TRANSFER, _NEW_DATA, "Tensor.new", TO_DEVICE, True, phase, where)
+                self._count(row, out.numel() * out.element_size())
+        except Exception:  # the audit must never break the program it watches
+            self.tally.dropped += 1
+
+    def _new_tensor_placed(self, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any) -> bool:
+        """``x.new_tensor(data)`` naming no device makes its tensor on ``x``'s side: on the
+        host for an ``x`` held there (no copy: True); on the device for one held there
+        (followed; the copy of ``data`` is counted by the caller: False)."""
+        if kwargs.get("device") is not None or not args:
+            return False
+        data = args[1] if len(args) > 1 else kwargs.get("data")
+        if isinstance(data, torch.Tensor):
+            return False  # copied from wherever data is: the move's own rules
+        if args[0] in self.held:
+            self.held.add(out)
+            return True
+        if args[0] in self.device_only:
+            self.device_only.add(out)
+        return False
+
     def observe_checkpoint(
         self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
     ) -> None:
@@ -495,5 +550,8 @@ the CPU, so reads of the host copy are counted as waits (--device sim measures t
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
+_NEW_TENSOR = torch.Tensor.new_tensor
+_LIFT_FRESH = torch.ops.aten.lift_fresh.default
+_NEW_DATA = "copy (tensor.new(data))"
 _MAKES = OpKind.NEITHER  # the entries of factories that make their tensors on the host
 _COPY = torch.ops.aten.copy_.default

@@ -22,6 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchport.diagnose import _ops
 from torchport.diagnose._host_held import HostHeld, follow_device
+from torchport.diagnose._legacy_constructors import FRESH_OPS as _FRESH_OPS
 from torchport.diagnose._methods import QuietCount
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._predicted_placement import spread
@@ -39,6 +40,8 @@ class AtenObserver(Protocol):
     def observe_aten(
         self, func: Any, entry: OpEntry, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
     ) -> None: ...
+
+    def observe_fresh(self, func: Any, out: Any) -> None: ...
 
     def step_ended(self) -> None: ...
 
@@ -99,8 +102,11 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
             self._recorder.step_ended()  # the step ended, raising or not
         found = _BY_ID.get(id(func))
         entry = found[1] if found is not None else _ATEN_TABLE.entry(func)
-        if entry is not None and not local.quiet:
-            self._recorder.observe_aten(func, entry, args, kwargs, out)
+        if entry is not None:
+            if not local.quiet:
+                self._recorder.observe_aten(func, entry, args, kwargs, out)
+        elif id(func) in _FRESH_OPS and not local.quiet:
+            self._recorder.observe_fresh(func, out)  # torch.LongTensor(n): no mode saw the call
         return out
 
 
