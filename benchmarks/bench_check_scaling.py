@@ -62,7 +62,7 @@ print(json.dumps({"cpu": cpu, "extra_kb": peak - base, "findings": found, "error
 
 def one_line_file(findings: int) -> str:
     lines = ["import torch\n"]
-    lines += [f"x{i} = torch.ones(1).cuda()\n" for i in range(findings // 2)]  # TP101 + TP106
+    lines += [f"x{i} = torch.ones(1).cuda()\n" for i in range(findings // 2)]  # TP101 + TP905
     return "".join(lines)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchport.check._chunked_parse import _pieces, parse_in_pieces
+from torchport.check._chunked_parse import CHUNKED_FROM, _pieces, parse_in_pieces
 
 STATEMENTS = (
     "x = torch.ones(1).cuda()\n",
@@ -89,3 +89,9 @@ def test_this_repository_s_files_parse_the_same_in_small_pieces() -> None:
     largest = sorted(root.rglob("*.py"), key=lambda p: p.stat().st_size)[-4:]
     for path in largest:  # the most statements of every kind, at a cost the suite can take
         same(path.read_text(encoding="utf-8"), 2000)
+
+
+def test_the_syntax_reader_hands_large_files_to_it_at_its_threshold() -> None:
+    from torchport.check import _syntax
+
+    assert _syntax._PIECES_FROM == CHUNKED_FROM

@@ -16,10 +16,12 @@ import re
 import sys
 from collections import OrderedDict
 
-from torchport.check._chunked_parse import parse_in_pieces
 from torchport.check._patterns import lazy_pattern
 
 __all__ = ["NewerSyntaxError", "adopt_scopes", "keep_parsed", "parse_source", "syntax_needs"]
+# Sources this long or longer are parsed in pieces (check/_chunked_parse.py's CHUNKED_FROM,
+# held equal by tests/check/test_chunked_parse.py); shorter ones whole, its module unimported.
+_PIECES_FROM = 512 * 1024
 
 # (pattern on the line the error points at, the Python it needs, what it is)
 _NEWER: tuple[tuple[re.Pattern[str], tuple[int, int], str], ...] = (
@@ -132,6 +134,10 @@ def parse_source(source: str, path: str = "<string>") -> ast.Module:
                 _ADOPT.append((kept[1], kept[2]))
             return kept[1]
     try:
+        if len(source) < _PIECES_FROM:
+            return ast.parse(source, filename=path)
+        from torchport.check._chunked_parse import parse_in_pieces  # (large files only)
+
         return parse_in_pieces(source, path)  # `ast.parse`'s tree and errors, in less memory
     except SyntaxError as exc:
         need = syntax_needs(source, exc)

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._host_entries import on_the_host
 from torchport.check.rules._loops import (
     every_iteration,
     not_a_device_value,
@@ -159,6 +158,8 @@ class SyncInLoop(Rule):
                 return
             if not binds_torch(ctx):  # late: it builds the scope analysis
                 return  # no torch in the module: its `.tolist()` reads another library's values
+            from torchport.check.rules._host_entries import on_the_host  # (rarely reached)
+
             if on_the_host(value, ctx):  # last: it may build the scope analysis
                 return  # already on the CPU (NumPy from `envs.step()`): nothing to wait for
             yield ctx.finding(self, node, message=_read_message(func.attr))
