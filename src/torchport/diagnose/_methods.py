@@ -9,38 +9,31 @@ that runs). Only the callables in :data:`._ops.METHOD_TABLE`
 are looked at; every other torch function passes straight through (one dict miss).
 
 Invariant: watching never changes the program. No attribute of a torch class is set
-or deleted, ever: an earlier version replaced ``torch.Tensor.__getitem__`` and kin on
-the class and deleted them afterwards, and CPython then left a sequence slot on every
-tensor, so ``torch.tensor([t0, t1])`` of 0-dim tensors raised ``TypeError`` during the
-audit and for the rest of the process. ``tests/diagnose/test_invariant.py`` holds the
-rule (class dictionaries and slot behaviour before and after) and a differential
+or deleted, ever (replacing ``torch.Tensor.__getitem__`` on the class and deleting it
+after left a sequence slot on every tensor: ``torch.tensor([t0, t1])`` of 0-dim tensors
+raised ``TypeError`` for the rest of the process). ``tests/diagnose/test_invariant.py``
+holds the rule (class dictionaries and slots before and after) and a differential
 oracle (generated programs with and without the audit).
 
-What remains module-level is swapped on the ``torch`` and ``torch.jit`` *modules* (never
-a class) while an audit watches, and restored exactly:
+Swapped on the ``torch`` and ``torch.jit`` *modules* (no class) while it watches, restored exactly:
 
-* ``torch.jit.script``, ``torch.jit.trace`` and ``torch.jit.trace_module`` *step
-  aside*: while they run, the audits of the calling thread lift their modes off the
-  stacks (the tracer fails under any dispatch mode). What they compile or trace is
-  not audited; the compiled code runs audited afterwards, op by op.
+* ``torch.jit.script``, ``trace`` and ``trace_module`` *step aside*: while they run, the
+  calling thread's audits lift their modes (the tracer fails under any dispatch mode);
+  what they compile is not audited, and runs audited afterwards, op by op.
 * ``torch.save``/``torch.load`` report what they saved or loaded, after the call;
   ``torch.from_numpy``/``torch.frombuffer`` report the host tensor they made (no mode
-  sees them), and so do the program's own modules' names for them (a module attribute
-  ``from torch import from_numpy`` bound before the audit started), restored the same way.
+  sees them), and so do the program's modules' names for them (``from torch import
+  from_numpy`` run before the audit).
 
-A warning that torch's C++ code raises is attributed to the innermost Python frame,
-which for a watched call is the function mode's. The calls that warn
-(:data:`._ops.MAY_WARN`, when their arguments can), and every watched call while
-CUDA's sync debug mode is on, record the warnings and re-issue them at their caller's
-line, with the caller's filters and once-registry. (Warnings of torch functions the
-table does not watch keep their message and category; the line CPython names for them
-may be the mode's, as for every ``TorchFunctionMode``.)
+A warning torch's C++ code raises is attributed to the innermost Python frame (for a
+watched call, the function mode's): the calls that warn (:data:`._ops.MAY_WARN`, when
+their arguments can), and every watched call under CUDA's sync debug mode, re-issue
+theirs at the caller's line with its filters and once-registry (other torch functions'
+warnings may name the mode's line, as under every ``TorchFunctionMode``).
 
-Function modes are per thread: copies and reads made in other threads are not seen.
-The audit counts the threads that ran beside it (:mod:`._other_threads`) so the report
-can say its counts leave them out. Apart from watching, each open audit block
-(:func:`open_block`) hears the copies torchport's own movers skip
-(``torchport._skipped_copies``), for its whole length.
+Function modes are per thread: the audit counts the threads that ran beside it
+(:mod:`._other_threads`) so the report can say its counts leave them out. Each open
+audit block (:func:`open_block`) also hears the copies torchport's movers skip.
 """
 
 from __future__ import annotations
@@ -459,10 +452,9 @@ def _install() -> None:
 
 
 def _install_in_program(original: Any, wrapper: Any) -> None:
-    """The program's own modules' names for ``original`` (``from torch import from_numpy``
-    run before the audit started) stand for ``wrapper`` too while the audit watches:
-    module attributes, restored exactly as ``torch``'s are. Names bound inside a function,
-    or in a namespace that is no module of ``sys.modules``, are not reached."""
+    """The program's modules' names for ``original`` (``from torch import from_numpy``
+    run before the audit) stand for ``wrapper`` while it watches, restored as ``torch``'s
+    are. Names bound in a function, or in no module of ``sys.modules``, are not reached."""
     for module in list(sys.modules.values()):
         found = getattr(module, "__file__", None) if isinstance(module, types.ModuleType) else None
         if not isinstance(found, str) or _origin.origin(found) is not _origin.Origin.USER:

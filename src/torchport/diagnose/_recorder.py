@@ -11,7 +11,9 @@ copies of indexing with what the host built are counted by :mod:`._host_indexing
 modes sit on the thread's stacks through :mod:`._mode_stacks`. Where host work
 inside a training loop is set apart or left out is decided in :mod:`._host_work`; which
 way a predicted copy goes, in :mod:`._callsite`; where the accelerator run holds the
-model's tensors and a line's copy to the host, in :mod:`._predicted_placement`.
+model's tensors and a line's copy to the host, in :mod:`._predicted_placement`; which side
+a move's result is on, in :mod:`._move_sides`; what legacy constructors made, in
+:mod:`._legacy_makers`.
 """
 
 from __future__ import annotations
@@ -39,13 +41,11 @@ from torchport.diagnose._events import (
     TO_HOST,
     TRANSFER,
     Row,
-    Where,
     route,
 )
 from torchport.diagnose._host_held import HostHeld, follow_device, made_on_host
 from torchport.diagnose._host_indexing import HostIndexing
-from torchport.diagnose._legacy_constructors import HOST as _LEGACY_HOST
-from torchport.diagnose._legacy_constructors import made_by
+from torchport.diagnose._legacy_makers import new_tensor_placed, place_fresh
 from torchport.diagnose._methods import FunctionWatcher
 from torchport.diagnose._mode_stacks import (
     DISPATCH_STACK,
@@ -58,7 +58,7 @@ from torchport.diagnose._mode_stacks import (
     stack_at,
     stack_depth,
 )
-from torchport.diagnose._move_alias import only_the_result_remains, used_in_its_line
+from torchport.diagnose._move_sides import ONE_OBJECT, host_copy_alone, moved_on_device
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._predicted_placement import Placement, copied_to_host
 from torchport.diagnose._steps_aside import StepsAside
@@ -249,7 +249,9 @@ class Recorder:
                 if func in _CREATES and made_on_host(func, args, kwargs):
                     self.held.add(out)
                     return
-                if func is _NEW_TENSOR and self._new_tensor_placed(args, kwargs, out):
+                if func is _NEW_TENSOR and new_tensor_placed(
+                    args, kwargs, out, self.held, self.device_only
+                ):
                     return
                 where, caller = self._where(sys._getframe(1))
                 moved = _moves.transfer_of(func, args, kwargs, out)
@@ -281,34 +283,15 @@ class Recorder:
                 if func in _CREATES and to_host:
                     self.held.add(out)  # torch.tensor(data, device="cpu"): the host's everywhere
                     return
-                held = self.held
-                if to_host:
-                    if args[0] in held:
-                        if not phase:  # (data loading's are listed apart)
-                            return  # .cpu() of what the accelerator run holds on the host
-                    elif self._moved_to_host(args[0], out, where):
-                        held.add(out)
-                elif (
-                    out is args[0]
-                    and func not in _CREATES
-                    and args[0] in held
-                    and (lent_at := used_in_its_line(sys._getframe(1), self._origin))
-                ):
-                    # x[hidx.to(dev)] of a host tensor the program still holds: on this
-                    # host the same object, the device's for this line, the host's after
-                    held.lend(out, lent_at)
-                else:
-                    held.discard(args[0])  # on this host the call hands back the same tensor
-                    # ... or a new one (a dtype change too), which followed its host input
-                    held.discard(out)
-                    if args[0] in self.device_only and named == DEVICE:
-                        self.device_only.add(out)  # x.to(dev, dtype): converted on the device
-                        return
-                    if out is args[0] and func not in _CREATES:
-                        if out in self.device_only:
-                            return  # c = c.to(dev) again: on the device already, no copy
-                        if only_the_result_remains(sys._getframe(1), self._origin, out):
-                            self.device_only.add(out)
+                frame, sides = sys._getframe(1), (self.held, self.device_only, self._origin)
+                if to_host and args[0] in self.held:
+                    if not phase:  # (data loading's are listed apart)
+                        return  # .cpu() of what the accelerator run holds on the host
+                elif to_host:
+                    if not host_copy_alone(*sides, frame, args[0], out):
+                        self.tally.note_unpredicted(f"{where.file}:{where.line}: {ONE_OBJECT}")
+                elif moved_on_device(*sides, frame, func in _CREATES, args[0], out, named):
+                    return  # on the device already: no copy
                 if phase and named == DEVICE:
                     # a DataLoader's collate_fn sending the batch to the program's device:
                     # device work, though data loading made it
@@ -345,16 +328,6 @@ class Recorder:
             self.host_indexing.observe(func, args, sys._getframe(1))
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
-
-    def _moved_to_host(self, tensor: torch.Tensor, out: torch.Tensor, where: Where) -> bool:
-        """Whether ``out``, ``tensor`` moved to the host, is the host copy alone (the same
-        object stands for the device tensor too unless nothing else reaches that after the
-        statement: :mod:`._move_alias`); else say which way it is counted."""
-        self.device_only.discard(out)
-        if out is not tensor or only_the_result_remains(sys._getframe(2), self._origin, out):
-            return True
-        self.tally.note_unpredicted(f"{where.file}:{where.line}: {_ONE_OBJECT}")
-        return False
 
     def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
         """Count copies a torchport mover skipped (tensors already on ``device``); never raises.
@@ -485,46 +458,18 @@ class Recorder:
             self.tally.dropped += 1
 
     def observe_fresh(self, func: Any, out: Any) -> None:
-        """A fresh aten op (:data:`._legacy_constructors.FRESH_OPS`) that no watched call
-        owns made ``out``: a typed class of the host (``torch.LongTensor(n)``) makes it on
-        the host in the accelerator run too, ``x.new(...)`` on ``x``'s side, copying data
-        from the host to a device ``x`` (``x.new([1, 2])``, as ``x.new_tensor``); never
-        raises."""
+        """A fresh aten op (:data:`._legacy_makers.FRESH_OPS`) no watched call owns made
+        ``out``: placed as the accelerator run places it (:func:`._legacy_makers.place_fresh`),
+        and the copy of ``x.new([1, 2])``'s data to a device ``x`` counted; never raises."""
         try:
-            made, receiver = made_by(sys._getframe(1), self._origin)
-            if made == _LEGACY_HOST:
-                self.held.add(out)
-                return
-            if receiver is None or not isinstance(out, torch.Tensor):
-                return
-            if receiver in self.held:
-                self.held.add(out)
-                return
-            if receiver in self.device_only:
-                self.device_only.add(out)
-            if func is _LIFT_FRESH and out.numel():
-                where, _ = self._where(sys._getframe(1))
+            frame = sys._getframe(1)
+            if place_fresh(func, out, frame, self._origin, self.held, self.device_only):
+                where, _ = self._where(frame)
                 phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
                 row = Row(TRANSFER, _NEW_DATA, "Tensor.new", TO_DEVICE, True, phase, where)
                 self._count(row, out.numel() * out.element_size())
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
-
-    def _new_tensor_placed(self, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any) -> bool:
-        """``x.new_tensor(data)`` naming no device makes its tensor on ``x``'s side: on the
-        host for an ``x`` held there (no copy: True); on the device for one held there
-        (followed; the copy of ``data`` is counted by the caller: False)."""
-        if kwargs.get("device") is not None or not args:
-            return False
-        data = args[1] if len(args) > 1 else kwargs.get("data")
-        if isinstance(data, torch.Tensor):
-            return False  # copied from wherever data is: the move's own rules
-        if args[0] in self.held:
-            self.held.add(out)
-            return True
-        if args[0] in self.device_only:
-            self.device_only.add(out)
-        return False
 
     def observe_checkpoint(
         self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
@@ -545,13 +490,10 @@ if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default
 
 
 _CPU = torch.device(CPU)
-_ONE_OBJECT = "a move to the host of a tensor the program still holds is that tensor itself on \
-the CPU, so reads of the host copy are counted as waits (--device sim measures them)"
 # the originals (the audit's wrappers stand in for them under their names)
 _CPU_METHOD = torch.Tensor.cpu
 _CREATES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _NEW_TENSOR = torch.Tensor.new_tensor
-_LIFT_FRESH = torch.ops.aten.lift_fresh.default
 _NEW_DATA = "copy (tensor.new(data))"
 _MAKES = OpKind.NEITHER  # the entries of factories that make their tensors on the host
 _COPY = torch.ops.aten.copy_.default

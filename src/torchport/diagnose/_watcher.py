@@ -22,7 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchport.diagnose import _ops
 from torchport.diagnose._host_held import HostHeld, follow_device
-from torchport.diagnose._legacy_constructors import FRESH_OPS as _FRESH_OPS
+from torchport.diagnose._legacy_makers import FRESH_OPS as _FRESH_OPS
 from torchport.diagnose._methods import QuietCount
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._predicted_placement import spread

@@ -21,8 +21,7 @@ from torchport.check.rules._torch_code import binds_torch
 _SYNCS = frozenset({"item", "tolist", "cpu"})
 # `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` never waits (TP201's business).
 _CHAINED = _SYNCS | {"numpy"}
-# Methods that only look at a tensor another way (no kernel runs): `v.detach().cpu()`
-# reads a result computed before, as `v.cpu()` does.
+# Methods that only look at a tensor another way (no kernel runs): `v.detach().cpu()` too.
 _VIEWS = frozenset(
     {"detach", "view", "view_as", "flatten", "unflatten", "unsqueeze", "squeeze", "permute",
      "transpose", "t", "expand", "expand_as", "narrow", "select", "movedim"}

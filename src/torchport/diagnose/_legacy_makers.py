@@ -27,14 +27,16 @@ from __future__ import annotations
 import ast
 import builtins
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from types import CodeType, FrameType
+from typing import Any
 
 import torch
 
 from torchport._device_types import CPU
 from torchport._origin import Origin
 from torchport.diagnose._callsite import call_source_at
+from torchport.diagnose._host_held import HostHeld
 
 __all__ = ["FRESH_OPS", "HOST", "RECEIVER", "UNKNOWN", "made_by"]
 
@@ -51,14 +53,11 @@ FRESH_OPS = frozenset(
 """The aten ops (by ``id``) in which a legacy constructor hands over its new tensor."""
 
 _USER, _INSTALLED = Origin.USER, Origin.INSTALLED
-_HOST_TYPES: frozenset[object] = frozenset(
-    getattr(torch, name)
-    for name in (
-        "DoubleTensor", "FloatTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
-        "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
-    )
-    if hasattr(torch, name)
-)  # fmt: skip
+_HOST_TYPES: frozenset[object] = frozenset({
+    torch.DoubleTensor, torch.FloatTensor, torch.HalfTensor, torch.BFloat16Tensor,
+    torch.LongTensor, torch.IntTensor, torch.ShortTensor, torch.CharTensor, torch.ByteTensor,
+    torch.BoolTensor,
+})  # fmt: skip
 _NEW = "new"
 # (code, instruction) -> the callee expression of the call made there, or None
 _SEEN: dict[tuple[CodeType, int], ast.expr | None] = {}
@@ -137,3 +136,52 @@ def _looked_up(node: ast.expr, frame: FrameType) -> object:
     except TypeError:  # no instance dictionary (a tensor, a number)
         return _MISSING
     return own.get(name, _MISSING)
+
+
+_LIFT_FRESH = torch.ops.aten.lift_fresh.default
+
+
+def place_fresh(
+    func: Any,
+    out: Any,
+    frame: FrameType | None,
+    origin_of: Callable[[CodeType], Origin],
+    held: HostHeld,
+    device_only: HostHeld,
+) -> bool:
+    """Follow ``out``, made by a fresh aten op (:data:`FRESH_OPS`) no watched call owns, as
+    the accelerator run places it: a typed class of the host (``torch.LongTensor(n)``)
+    makes it on the host there too, ``x.new(...)`` on ``x``'s side. True when its data
+    was copied from the host to the device on the way (``x.new([1, 2])``, as
+    ``x.new_tensor``): the caller counts that copy."""
+    made, receiver = made_by(frame, origin_of)
+    if made == HOST:
+        held.add(out)
+        return False
+    if receiver is None or not isinstance(out, torch.Tensor):
+        return False
+    if receiver in held:
+        held.add(out)
+        return False
+    if receiver in device_only:
+        device_only.add(out)
+    return func is _LIFT_FRESH and out.numel() > 0
+
+
+def new_tensor_placed(
+    args: Sequence[Any], kwargs: Mapping[str, Any], out: Any, held: HostHeld, device_only: HostHeld
+) -> bool:
+    """``x.new_tensor(data)`` naming no device makes its tensor on ``x``'s side: on the
+    host for an ``x`` held there (no copy: True); on the device for one held there
+    (followed; the copy of ``data`` is counted by the caller: False)."""
+    if kwargs.get("device") is not None or not args:
+        return False
+    data = args[1] if len(args) > 1 else kwargs.get("data")
+    if isinstance(data, torch.Tensor):
+        return False  # copied from wherever data is: the move's own rules
+    if args[0] in held:
+        held.add(out)
+        return True
+    if args[0] in device_only:
+        device_only.add(out)
+    return False
