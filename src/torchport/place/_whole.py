@@ -115,8 +115,8 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
     every tensor is on ``target`` already (``obj`` itself is returned).
 
     Raises:
-        UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` left a
-            tensor it made off ``target``, or it changed the input's tensors.
+        UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
+            left a tensor it made off ``target``, or changed the input's tensors.
     """
     tensors = inside.tensors
     if all_on(tensors, target):
@@ -141,9 +141,13 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
         if before is not None:
             before.restore()
         raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
-    except BaseException:
+    except BaseException as exc:
         if before is not None:
             before.restore()
+        if isinstance(exc, Exception) and not isinstance(exc, UnsupportedBatchError):
+            # As the walker reports it (place/_locate.py): the same error on every move.
+            reason = f"calling its .to on a shallow copy raised {type(exc).__name__}: {exc}"
+            raise UnsupportedBatchError(refused_message(ROOT, cls, reason)) from exc
         raise
     return result
 
