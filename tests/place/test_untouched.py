@@ -329,3 +329,20 @@ class TestAClassWithItsOwnCopy:
         check = TestAnOwnToThatWritesThroughItsCopy()._check
         check(moves[how], obj)
         check(moves[how], obj)  # the class known now: refused again, or trusted and moved
+
+    @given(_states, _plans)
+    def test_one_with_other_attributes_is_checked_again(
+        self, state: dict[str, Any], plan: Any
+    ) -> None:
+        # A class trusted after a clean move of an object without the attribute its .to
+        # writes into (a PyG Data given a cache dict) is checked again for one with it.
+        cls = _lasting_class_with_copy()
+        clean = cls(None, w=torch.ones(1))  # other names than the generated states
+        tp.to_device(clean, META)
+        tp.to_device(clean, META)
+        obj = _case(state, plan)
+        if not _reachable_tensors(obj):
+            return
+        obj.__class__ = cls
+        check = TestAnOwnToThatWritesThroughItsCopy()._check
+        check(lambda o: tp.to_device(o, META), obj)
