@@ -344,3 +344,29 @@ class TestATensorItsToMakesIsNamed:
         self._reaches(lambda o: tp.to_device(o, META), obj)
         self._reaches(lambda o: tp.to_device({"obj": o, "n": 1}, META), obj)
         self._reaches(lambda o: next(iter(tp.DeviceLoader([o], device="meta"))), obj)
+
+
+@pytest.mark.parametrize("outside", ["dict", "list", "twice"])
+def test_a_tensordict_inside_another_and_elsewhere_is_never_split(outside: str) -> None:
+    # Found by the x33 break-it pass: the inner TensorDict came back as two, silently.
+    # The outer .to's inner copy differs from the inner's own .to (tensordict's
+    # _last_op), so the move may refuse; it must not split.
+    if _tensordict is None:
+        pytest.skip("tensordict is not installed")
+    inner = _tensordict.TensorDict({"a": torch.ones(2)}, batch_size=[2])
+    outer = _tensordict.TensorDict({"s": inner, "b": torch.zeros(2)}, batch_size=[2])
+    batch: Any = {
+        "dict": {"t": outer, "s": inner},
+        "list": [inner, [outer]],
+        "twice": {"t": outer, "s": inner, "t2": outer},
+    }[outside]
+    try:
+        out = tp.to_device(batch, META)
+    except tp.UnsupportedBatchError as exc:
+        assert "held both inside an object moved by its own .to" in str(exc)
+    else:
+        moved_outer, moved_inner = (
+            (out[1][0], out[0]) if outside == "list" else (out["t"], out["s"])
+        )
+        assert moved_outer["s"] is moved_inner and moved_inner["a"].is_meta
+    assert outer["s"] is inner and not inner["a"].is_meta  # the input as it was

@@ -428,3 +428,73 @@ def _tensors_in(node: Any) -> list[torch.Tensor]:
         for t in a
         if isinstance(t, torch.Tensor)
     ]
+
+
+class OwnInner:
+    """An object with its own ``.to`` (a copy with its tensor moved)."""
+
+    def __init__(self, t: torch.Tensor) -> None:
+        self.t = t
+
+    def to(self, device: Any) -> OwnInner:
+        out = object.__new__(OwnInner)
+        out.t = self.t.to(device)
+        return out
+
+
+class OwnOuter:
+    """An object with its own ``.to`` that holds an ``OwnInner`` and calls its ``.to``."""
+
+    def __init__(self, held: Any) -> None:
+        self.held = held
+        self.b = torch.ones(1)
+
+    def to(self, device: Any) -> OwnOuter:
+        out = object.__new__(OwnOuter)
+        out.held = _moved_inner(self.held, device)
+        out.b = self.b.to(device)
+        return out
+
+
+def _moved_inner(value: Any, device: Any) -> Any:
+    if isinstance(value, OwnInner):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: _moved_inner(v, device) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_moved_inner(v, device) for v in value]
+    return value
+
+
+_around = st.sampled_from(["bare", "dict", "list"])  # how OwnOuter holds the inner object
+_outside = st.sampled_from(["dict", "list", "tuple", "nested"])  # where the batch holds it too
+
+
+@given(_around, _outside, st.booleans(), st.booleans())
+def test_an_own_to_object_inside_another_and_elsewhere_comes_back_as_one(
+    around: str, outside: str, outer_twice: bool, inner_first: bool
+) -> None:
+    # Found by the x33 break-it pass: the inner object came back as two (no error).
+    inner = OwnInner(torch.ones(2))
+    held = {"bare": inner, "dict": {"k": inner}, "list": [inner]}[around]
+    outer = OwnOuter(held)
+    parts = [inner, outer, outer] if outer_twice else [inner, outer]
+    if not inner_first:
+        parts.reverse()
+    batch: Any = {
+        "dict": dict(enumerate(parts)),
+        "list": parts,
+        "tuple": tuple(parts),
+        "nested": {"a": [tuple(parts)]},
+    }[outside]
+    moved = tp.to_device(batch, META)
+    flat = list(
+        {"dict": lambda b: b.values(), "nested": lambda b: b["a"][0]}.get(outside, list)(moved)
+    )
+    inners = [x for x in flat if isinstance(x, OwnInner)]
+    outers = [x for x in flat if isinstance(x, OwnOuter)]
+    assert len({id(x) for x in outers}) == 1  # the outer object held twice: one
+    inside = {"bare": lambda h: h, "dict": lambda h: h["k"], "list": lambda h: h[0]}[around]
+    assert inside(outers[0].held) is inners[0]  # held twice: one
+    assert inners[0].t.is_meta and outers[0].b.is_meta
+    assert not inner.t.is_meta and outer.held is held  # the input as it was

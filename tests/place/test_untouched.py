@@ -25,6 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import torchport as tp
+from torchport.place._lasting import lasting
 
 META = torch.device("meta")
 
@@ -239,10 +240,12 @@ class TestAnOwnToThatWritesThroughItsCopy:
             out = move(obj)
             assert all(t.is_meta for t in _reachable_tensors(out))
         else:
-            # A .to that raises is reported as it is, or wrapped with the path.
-            raises = (Broken, tp.UnsupportedBatchError) if obj.plan[2] else tp.UnsupportedBatchError
-            with pytest.raises(raises):
+            # A .to that raises is wrapped with the path, on the first move of its class
+            # (the walker) as on later ones (the whole-object path): the same error type.
+            with pytest.raises(tp.UnsupportedBatchError) as caught:
                 move(obj)
+            if obj.plan[2]:
+                assert "Broken" in str(caught.value) or "changed the input" in str(caught.value)
         _assert_untouched(before)
 
     @given(_states, _plans)
@@ -274,3 +277,72 @@ class TestAnOwnToThatWritesThroughItsCopy:
         with pytest.raises(tp.UnsupportedBatchError, match="changed the input"):
             tp.to_device(obj, META)
         assert obj.table["w"] is before
+
+
+class SharesOnCopy(WritesThrough):
+    """The same ``.to``, on a class with a ``__copy__`` of its own that shares what it holds.
+
+    As PyTorch Geometric's ``Data.__copy__`` shares every ``__dict__`` entry but its
+    storage: a subclass whose ``.to`` writes into one (a cache dict) changes the input.
+    """
+
+    def __copy__(self) -> SharesOnCopy:
+        out = type(self).__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        return out
+
+
+class _Made:
+    """Holds the classes made per example, so that they last (``place/_lasting.py``)."""
+
+
+def _lasting_class_with_copy() -> type[SharesOnCopy]:
+    """A new class with its own ``__copy__`` that its module holds: movers may remember it."""
+    name = f"SharesOnCopy{len(vars(_Made))}"
+    cls = type(name, (SharesOnCopy,), {"__module__": __name__, "__qualname__": f"_Made.{name}"})
+    setattr(_Made, name, cls)
+    assert lasting(cls)
+    return cls
+
+
+class TestAClassWithItsOwnCopy:
+    """A ``__copy__`` of its own is trusted only after a checked move left the input alone.
+
+    Each example is a new class (one that lasts, so that the movers may remember it):
+    its first move, and every later one while it keeps writing through, is refused
+    with the input as it was; one that writes nothing is moved.
+    """
+
+    @given(_states, _plans, st.sampled_from(["batch", "inside", "loader"]))
+    def test_a_write_through_is_caught_on_the_first_move(
+        self, state: dict[str, Any], plan: Any, how: str
+    ) -> None:
+        obj = _case(state, plan)
+        if not _reachable_tensors(obj):
+            return
+        obj.__class__ = _lasting_class_with_copy()
+        moves = {
+            "batch": lambda o: tp.to_device(o, META),
+            "inside": lambda o: tp.to_device({"obj": o, "n": 1}, META)["obj"],
+            "loader": lambda o: next(iter(tp.DeviceLoader([o], device="meta"))),
+        }
+        check = TestAnOwnToThatWritesThroughItsCopy()._check
+        check(moves[how], obj)
+        check(moves[how], obj)  # the class known now: refused again, or trusted and moved
+
+    @given(_states, _plans)
+    def test_one_with_other_attributes_is_checked_again(
+        self, state: dict[str, Any], plan: Any
+    ) -> None:
+        # A class trusted after a clean move of an object without the attribute its .to
+        # writes into (a PyG Data given a cache dict) is checked again for one with it.
+        cls = _lasting_class_with_copy()
+        clean = cls(None, w=torch.ones(1))  # other names than the generated states
+        tp.to_device(clean, META)
+        tp.to_device(clean, META)
+        obj = _case(state, plan)
+        if not _reachable_tensors(obj):
+            return
+        obj.__class__ = cls
+        check = TestAnOwnToThatWritesThroughItsCopy()._check
+        check(lambda o: tp.to_device(o, META), obj)

@@ -62,7 +62,6 @@ from torchport.place._copying import (
     RebuildRefused,
     copy_object,
     deep_copy_sharing,
-    defines_copy,
 )
 from torchport.place._entries import TensorInsideEntry
 from torchport.place._lasting import lasting
@@ -70,7 +69,7 @@ from torchport.place._leaf_kinds import TENSOR
 from torchport.place._locate import find_path, find_state_path
 from torchport.place._objects import VALUE, contents, kind_of_object, on_device
 from torchport.place._rebuilding import current
-from torchport.place._untouched import snapshot
+from torchport.place._untouched import checked, watch
 
 if TYPE_CHECKING:
     from torchport.place._layout import BatchLayout
@@ -228,19 +227,19 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
 def _own_to_on_copy(obj: Any, call_to: Callable[[Any], Any]) -> Any:
     """What ``obj``'s own ``.to`` gives on a shallow copy; the input must come out as it was.
 
-    A class with a ``__copy__`` of its own (PyG's ``Data``, ``TensorDict``) says what a
-    copy shares, and its ``.to`` is trusted to leave the input alone on it; for any
-    other class what the input holds is recorded before the call
-    (``place/_untouched.py``) and put back if the call changed it or raised.
+    What the input holds is recorded before the call and put back if the call
+    changed it or raised (``place/_untouched.py``); a class with a ``__copy__`` of its
+    own (PyG's ``Data``, ``TensorDict``) says what a copy shares, and its ``.to`` is
+    trusted to leave the input alone once a first move of the class was checked.
 
     Raises:
         RebuildRefused: The copy cannot be made, or the call changed what the input
             holds (its ``.to`` wrote through a container the shallow copy shares
             with it); the input is as it was.
     """
-    if defines_copy(type(obj)):
+    before = watch(obj)
+    if before is None:
         return call_to(copy_object(obj))
-    before = snapshot(obj)
     try:
         result = call_to(copy_object(obj))
         if before.changed():
@@ -248,6 +247,7 @@ def _own_to_on_copy(obj: Any, call_to: Callable[[Any], Any]) -> Any:
     except BaseException:
         before.restore()
         raise
+    checked(obj)
     return result
 
 

@@ -96,8 +96,12 @@ def own_movers(obj: Any, skip: frozenset[Hashable]) -> list[Any]:
 
 
 def _shared_across(movers: list[Any], outside: set[int]) -> bool:
-    """Whether a node inside one of ``movers`` is also in ``outside`` or in another mover."""
-    claimed = set(outside)
+    """Whether a node inside one of ``movers`` is also in ``outside`` or in another mover.
+
+    The movers themselves are held outside too: one nested in another's state (a
+    ``TensorDict`` inside a ``TensorDict``) and held elsewhere as well is held twice.
+    """
+    claimed = outside | {id(mover) for mover in movers}
     for mover in movers:
         inside = _inside(mover)
         if not claimed.isdisjoint(inside):
@@ -253,8 +257,12 @@ def _find_kept(old: Any, new: Any, made: dict[int, Any], owned: set[int]) -> Non
             continue
         elif has_state(type(a)) and not isinstance(a, _ITERABLES):
             before, state = read_state(a), read_state(b)
-            if before.names == state.names:
-                pairs.extend(zip(before.values, state.values, strict=True))
+            now = dict(zip(state.names, state.values, strict=True))  # paired by name
+            pairs.extend(
+                (v, now[name])
+                for name, v in zip(before.names, before.values, strict=True)
+                if name in now
+            )
         elif len(children) == len(other):
             pairs.extend(zip(children, other, strict=True))
 
@@ -411,11 +419,15 @@ def _join_state(
     """Join the attributes of ``new`` (a copy the rebuild made) with those of ``old``."""
     before = read_state(old)
     state = read_state(new)
-    if state.names != before.names:
-        return  # not a copy of the same attributes: nothing to pair
-    values = [
-        step(a, b, made, skip, owned) for a, b in zip(before.values, state.values, strict=True)
-    ]
+    if state.names == before.names:
+        pairs = zip(before.values, state.values, strict=True)
+        values = [step(a, b, made, skip, owned) for a, b in pairs]
+    else:  # paired by name (a .to may order, add or drop attributes: TensorDict's _last_op)
+        had = dict(zip(before.names, before.values, strict=True))
+        values = [
+            step(had[name], b, made, skip, owned) if name in had else b
+            for name, b in zip(state.names, state.values, strict=True)
+        ]
     write_state(new, state, values)
 
 

@@ -5,12 +5,17 @@ An object with its own ``.to`` is moved by that ``.to`` called on a shallow copy
 the input holds (a dict attribute, a list inside it), so a ``.to`` that writes into
 one (``self.table["w"] = self.table["w"].to(device)``) changes the input. A class
 with its own ``__copy__`` (PyTorch Geometric's ``Data``, ``TensorDict``) says what
-its copy shares and is trusted not to; for any other class :func:`snapshot`
-records, before the call, what each mutable container and object the walker
-would go through holds (by identity), :meth:`Snapshot.changed` says whether any of
-them now holds anything else, and :meth:`Snapshot.restore` puts back what each
-held. The movers refuse such a ``.to`` and restore the input first, so that after
-any error the input holds exactly the objects it held.
+its copy shares; its ``.to`` is trusted to leave the input alone once a move of an
+object of the class with the same attribute names was checked and did (:func:`watch`:
+a ``Data`` subclass whose ``.to`` writes into a dict that ``Data.__copy__`` shares is
+caught on such a move). For any other class, and until such a move,
+:func:`snapshot` records, before the call, what each mutable container and object
+the walker would go through holds (by identity), :meth:`Snapshot.changed` says
+whether any of them now holds anything else, and :meth:`Snapshot.restore` puts back
+what each held. The movers refuse such a ``.to`` and restore the input first, so
+that after any error the input holds exactly the objects it held. An object whose
+attribute names match a checked one's but whose ``.to`` writes through only for
+some values is not caught once its class is trusted.
 
 What is recorded is what the walker reads: the items of dicts, lists, deques and
 sets (and their subclasses), the items of tuples (not recorded themselves: they
@@ -29,17 +34,52 @@ from typing import Any
 
 import torch
 
-from torchport.place._copying import State, read_state, slot_descriptors
+from torchport.place._copying import State, defines_copy, read_state, slot_descriptors
+from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import KIND, PLAIN, TENSOR
 from torchport.place._objects import VALUE, kind_of_object
 
-__all__ = ["Snapshot", "snapshot"]
+__all__ = ["Snapshot", "checked", "snapshot", "watch"]
 
 _DICT = 0
 _LIST = 1
 _DEQUE = 2
 _SET = 3
 _STATE = 4
+
+
+# Classes with a __copy__ of their own (and that last: ``place/_lasting.py``) whose .to
+# was checked on a move and left the input alone, each with the names of the attributes
+# that object had (its __dict__'s keys, in order; () for one without a __dict__): an
+# object of the class with the same names is not recorded again, one with other names
+# (a PyG ``Data`` given a ``_cache`` dict) is checked once more. Bounded: past
+# _CHECKED_MAX entries every move is recorded.
+_COPY_CHECKED: set[tuple[type, tuple[str, ...]]] = set()
+_CHECKED_MAX = 1024
+
+
+def watch(obj: Any) -> Snapshot | None:
+    """What to check a call of ``obj``'s own ``.to`` on its shallow copy against; None: trusted.
+
+    Every class without a ``__copy__`` of its own is recorded on every move; one with
+    its own ``__copy__`` until a move of an object with the same attribute names was
+    checked (:func:`checked`).
+    """
+    return None if (type(obj), _names(obj)) in _COPY_CHECKED else snapshot(obj)
+
+
+def checked(obj: Any) -> None:
+    """Note that a move of ``obj`` by its own ``.to`` left the input alone (see :func:`watch`)."""
+    cls = type(obj)
+    if defines_copy(cls) and lasting(cls) and len(_COPY_CHECKED) < _CHECKED_MAX:
+        _COPY_CHECKED.add((cls, _names(obj)))
+
+
+def _names(obj: Any) -> tuple[str, ...]:
+    try:
+        return tuple(object.__getattribute__(obj, "__dict__"))
+    except (AttributeError, TypeError):
+        return ()
 
 
 class Snapshot:

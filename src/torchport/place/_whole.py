@@ -29,7 +29,7 @@ import torch
 
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import RebuildRefused
-from torchport.place._copying import copy_object, defines_copy, read_state, slot_names
+from torchport.place._copying import copy_object, read_state, slot_names
 from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
 from torchport.place._locate import ROOT, refused_message
 from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
@@ -37,7 +37,7 @@ from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
 from torchport.place._tree import tensors_inside
-from torchport.place._untouched import snapshot
+from torchport.place._untouched import checked, watch
 
 __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
@@ -115,20 +115,23 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
     every tensor is on ``target`` already (``obj`` itself is returned).
 
     Raises:
-        UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` left a
-            tensor it made off ``target``, or it changed the input's tensors.
+        UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
+            left a tensor it made off ``target``, or changed the input's tensors.
     """
     tensors = inside.tensors
     if all_on(tensors, target):
         return obj  # nothing to move: no copy, no call
     cls = type(obj)
-    # A class without a __copy__ of its own: what the shallow copy shares is recorded,
-    # so that a .to writing through it is refused with the input put back.
-    before = None if defines_copy(cls) else snapshot(obj)
+    # What the shallow copy shares is recorded (for a class with a __copy__ of its own,
+    # on a first move only), so that a .to writing through it is refused with the
+    # input put back.
+    before = watch(obj)
     try:
         result = call_own_to(copy_object(obj), target, non_blocking, None)
-        if before is not None and before.changed():
-            raise RebuildRefused(wrote_through(cls))
+        if before is not None:
+            if before.changed():
+                raise RebuildRefused(wrote_through(cls))
+            checked(obj)
         found = _unshared_tensors(result, inside.opened)
         if found is None or not all_on(found, target):
             left = frozenset(map(id, tensors))  # the input's own may stay where they were
@@ -138,9 +141,13 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
         if before is not None:
             before.restore()
         raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
-    except BaseException:
+    except BaseException as exc:
         if before is not None:
             before.restore()
+        if isinstance(exc, Exception) and not isinstance(exc, UnsupportedBatchError):
+            # As the walker reports it (place/_locate.py): the same error on every move.
+            reason = f"calling its .to on a shallow copy raised {type(exc).__name__}: {exc}"
+            raise UnsupportedBatchError(refused_message(ROOT, cls, reason)) from exc
         raise
     return result
 
