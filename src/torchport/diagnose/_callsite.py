@@ -95,6 +95,18 @@ def program_moves(frame: FrameType | None, origin_of: Callable[[CodeType], Origi
     return False
 
 
+def program_frame(
+    frame: FrameType | None, origin_of: Callable[[CodeType], Origin]
+) -> FrameType | None:
+    """The first frame of the user's or installed code at or above ``frame`` (None: none)."""
+    while frame is not None:
+        origin = origin_of(frame.f_code)
+        if origin is _USER or origin is _INSTALLED:
+            return frame
+        frame = frame.f_back
+    return None
+
+
 def target_of_call(frame: FrameType | None, origin_of: Callable[[CodeType], Origin]) -> int:
     """What the call that led to a move names, read at the first frame of the user's or
     installed code at or above ``frame``.

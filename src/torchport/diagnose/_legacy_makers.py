@@ -35,7 +35,7 @@ import torch
 
 from torchport._device_types import CPU
 from torchport._origin import Origin
-from torchport.diagnose._callsite import call_source_at
+from torchport.diagnose._callsite import call_source_at, program_frame
 from torchport.diagnose._host_held import HostHeld
 
 __all__ = ["FRESH_OPS", "HOST", "RECEIVER", "UNKNOWN", "made_by"]
@@ -52,7 +52,6 @@ FRESH_OPS = frozenset(
 )
 """The aten ops (by ``id``) in which a legacy constructor hands over its new tensor."""
 
-_USER, _INSTALLED = Origin.USER, Origin.INSTALLED
 _HOST_TYPES: frozenset[object] = frozenset({
     torch.DoubleTensor, torch.FloatTensor, torch.HalfTensor, torch.BFloat16Tensor,
     torch.LongTensor, torch.IntTensor, torch.ShortTensor, torch.CharTensor, torch.ByteTensor,
@@ -75,11 +74,7 @@ def made_by(
         frame: The frame the op was seen in, or one below the program's call.
         origin_of: Whose code a code object is (:func:`torchport._origin.code_origin`, cached).
     """
-    while frame is not None:
-        origin = origin_of(frame.f_code)
-        if origin is _USER or origin is _INSTALLED:
-            break
-        frame = frame.f_back
+    frame = program_frame(frame, origin_of)
     if frame is None:
         return UNKNOWN, None
     key = (frame.f_code, frame.f_lasti)

@@ -38,11 +38,10 @@ from typing import Any
 
 from torchport._device_types import TENSOR_MOVE_METHODS
 from torchport._origin import Origin
-from torchport.diagnose._callsite import call_source_at
+from torchport.diagnose._callsite import call_source_at, program_frame
 
 __all__ = ["only_the_result_remains", "used_in_its_line"]
 
-_USER, _INSTALLED = Origin.USER, Origin.INSTALLED
 # (code, instruction) -> the receiver's name when the statement rebinds it ("" when it is a
 # temporary), or None when it may be held elsewhere after the statement
 _SEEN: dict[tuple[CodeType, int], str | None] = {}
@@ -116,11 +115,7 @@ def only_the_result_remains(
         origin_of: Whose code a code object is (:func:`torchport._origin.code_origin`, cached).
         tensor: The move's receiver (and result).
     """
-    while frame is not None:
-        origin = origin_of(frame.f_code)
-        if origin is _USER or origin is _INSTALLED:
-            break
-        frame = frame.f_back
+    frame = program_frame(frame, origin_of)
     if frame is None:
         return False
     key = (frame.f_code, frame.f_lasti)
@@ -237,11 +232,7 @@ def used_in_its_line(
         frame: The frame that called the move, or one below it.
         origin_of: Whose code a code object is (:func:`torchport._origin.code_origin`, cached).
     """
-    while frame is not None:
-        origin = origin_of(frame.f_code)
-        if origin is _USER or origin is _INSTALLED:
-            break
-        frame = frame.f_back
+    frame = program_frame(frame, origin_of)
     if frame is None:
         return None
     key = (frame.f_code, frame.f_lasti)
