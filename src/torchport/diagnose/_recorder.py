@@ -30,7 +30,7 @@ from torchport._device_types import CPU
 from torchport._origin import Origin
 from torchport.diagnose import _host_work, _methods, _moves, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, move_target, program_moves
-from torchport.diagnose._checkpoints import CheckpointCounter
+from torchport.diagnose._checkpoints import CheckpointCounter, in_state_loading
 from torchport.diagnose._events import (
     DATA_LOADING,
     HOST_TYPES,
@@ -282,6 +282,7 @@ class Recorder:
                     self.held.add(out)  # torch.tensor(data, device="cpu"): the host's everywhere
                     return
                 held = self.held
+                host_copy = args[0] in held  # (a lend below ends that for this line)
                 if to_host:
                     if args[0] in held:
                         if not phase:  # (data loading's are listed apart)
@@ -317,6 +318,10 @@ class Recorder:
                     if self._placement.moved_before(args[0], to_host):
                         return
                 elif not to_host and func not in _CREATES:
+                    if not host_copy and self._placement.on_device(args[0]):
+                        # Variable(m.buf).cuda(), p.detach().to(dev): the data of a
+                        # module's tensor a module move sent there; on the device already
+                        return
                     if caller is _USER or program_moves(sys._getframe(1), self._origin):
                         self._placement.sent_to_device(args[0])
                     elif self._placement.sent_before(args[0]):
@@ -394,7 +399,9 @@ class Recorder:
         """Record an aten op that has run, if its arguments give it that cost; never raises."""
         try:
             if entry.applies is not None and not entry.applies(args, kwargs):
-                if func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
+                if func is _COPY and self._copied_from_host(args, sys._getframe(1)):
+                    pass
+                elif func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
                     self.checkpoints.count_loaded(args[1], sys._getframe(1), checked=True)
                 elif self.held.held:
                     self.host_indexing.copied_from_host(func, args, kwargs, sys._getframe(1))
@@ -426,6 +433,22 @@ class Recorder:
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
+
+    def _copied_from_host(self, args: Sequence[Any], frame: FrameType) -> bool:
+        """Count ``dst.copy_(src)`` by the program of a tensor the accelerator run keeps on
+        the host into a module's tensor a module move sent to the device (NoisyLinear's
+        ``self.weight_epsilon.copy_(torch.randn(n).ger(...))``): a host-to-device copy
+        there. Whether it was counted so (state-dict loading counts its own)."""
+        dst, src = args[0], args[1]
+        if not (isinstance(src, torch.Tensor) and src in self.held):
+            return False
+        if not self._placement.on_device(dst) or in_state_loading(frame):
+            return False
+        nbytes = src.numel() * src.element_size()
+        where, _ = self._where(frame)
+        phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
+        self._count(Row(TRANSFER, "copy (copy_)", "copy_", TO_DEVICE, True, phase, where), nbytes)
+        return True
 
     def _count_read(
         self,
