@@ -218,3 +218,22 @@ def test_what_shares_a_moved_module_tensor_s_data_is_the_device_s(
     for source, counted in zip(sources, audit_counts(sources), strict=True):
         assert counted["predicted"] == counted["measured"], source
         assert counted["notes"] == {"predicted": [], "measured": []}, source
+
+
+def test_a_backward_pass_s_waits_are_the_backward_call_s_line() -> None:
+    # The device's backward runs on autograd's own thread for it (no frame of the
+    # program's there); the CPU run charges its waits to `loss.backward()`, and so must
+    # the measured run (pytorch-book Chapter11's `logit.flatten(0, 1)[mask.view(-1)]`,
+    # whose backward is a boolean-mask index_put: a wait on CUDA).
+    body = [
+        "w = torch.randn(16, device=dev, requires_grad=True)",
+        "loss = w[x > 0].sum() + w[x < 0].mean()",
+        "loss.backward()",
+        "torch.autograd.grad(w[x > 0].sum(), w)",
+    ]
+    (counted,) = audit_counts([_program(body)])
+    first = len(SETUP) + 4
+    assert counted["measured"].get(f"{first + 2} sync") == 2, counted
+    assert counted["measured"].get(f"{first + 3} sync") == 2, counted
+    assert counted["predicted"] == counted["measured"]
+    assert counted["notes"] == {"predicted": [], "measured": []}
