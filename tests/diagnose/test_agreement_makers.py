@@ -168,3 +168,72 @@ def test_host_makers_bound_by_name_before_the_audit_are_followed() -> None:
     assert counted["measured"] == {f"{setup} copy": 1, f"{first + 4} copy": 1}, source
     assert counted["predicted"] == counted["measured"]
     assert counted["notes"] == {"predicted": [], "measured": []}
+
+
+# A module's tensors a module move sent to the device, reached through what shares their
+# data (RL-Adventure's NoisyLinear: `Variable(self.weight_epsilon)` under a `Variable` that
+# ends in `.cuda()`): moving those again copies nothing on the device; copying a host
+# tensor into them (its `reset_noise`: `self.weight_epsilon.copy_(torch.randn(n)...)`)
+# copies it to the device, and a value computed from the device's tensors copies nothing
+MODULE_TENSORS = ["m.weight", "m.bias", "m.running_mean", "m.weight_epsilon"]
+SHARING = ["Variable({})", "{}.data", "{}.detach()", "Variable({}.data)", "{}.view(-1)"]
+MODULE_USES = [
+    "_ = {}.to(dev)",
+    "_ = {}.cpu().to(dev)",
+    "_ = float({}.sum())",
+    "_ = {}.to(dev).cpu()",
+    "with torch.no_grad(): {}.copy_(torch.randn(4).abs().sqrt())",
+    "with torch.no_grad(): {}.copy_(x[:4] * 2)",
+]
+_MODULE = [
+    "m = torch.nn.BatchNorm1d(4)",
+    "m.register_buffer('weight_epsilon', torch.zeros(4))",
+    "m = m.to(dev)",
+]
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from(MODULE_TENSORS),
+                st.sampled_from(SHARING),
+                st.sampled_from(MODULE_USES),
+            ),
+            min_size=1,
+            max_size=5,
+        ),
+        min_size=6,
+        max_size=6,
+    )
+)
+def test_what_shares_a_moved_module_tensor_s_data_is_the_device_s(
+    batch: list[list[tuple[str, str, str]]],
+) -> None:
+    sources = [
+        _program(_MODULE + [use.format(share.format(name)) for name, share, use in uses])
+        for uses in batch
+    ]
+    for source, counted in zip(sources, audit_counts(sources), strict=True):
+        assert counted["predicted"] == counted["measured"], source
+        assert counted["notes"] == {"predicted": [], "measured": []}, source
+
+
+def test_a_backward_pass_s_waits_are_the_backward_call_s_line() -> None:
+    # The device's backward runs on autograd's own thread for it (no frame of the
+    # program's there); the CPU run charges its waits to `loss.backward()`, and so must
+    # the measured run (pytorch-book Chapter11's `logit.flatten(0, 1)[mask.view(-1)]`,
+    # whose backward is a boolean-mask index_put: a wait on CUDA).
+    body = [
+        "w = torch.randn(16, device=dev, requires_grad=True)",
+        "loss = w[x > 0].sum() + w[x < 0].mean()",
+        "loss.backward()",
+        "torch.autograd.grad(w[x > 0].sum(), w)",
+    ]
+    (counted,) = audit_counts([_program(body)])
+    first = len(SETUP) + 4
+    assert counted["measured"].get(f"{first + 2} sync") == 2, counted
+    assert counted["measured"].get(f"{first + 3} sync") == 2, counted
+    assert counted["predicted"] == counted["measured"]
+    assert counted["notes"] == {"predicted": [], "measured": []}

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any
 
 import torch
@@ -118,6 +118,14 @@ class Placement:
             del self._module_storage[pointer]  # freed: its address may hold another tensor
             return False
         return True
+
+    def copied_in_from_host(self, args: Sequence[Any], held: Container[Any]) -> bool:
+        """Whether ``dst.copy_(src)`` copies a tensor the accelerator run keeps on the host
+        (``src`` in ``held``) into a module's tensor a module move sent to the device
+        (NoisyLinear's ``self.weight_epsilon.copy_(torch.randn(n).ger(...))``): a copy to
+        the device there."""
+        src = args[1]
+        return isinstance(src, torch.Tensor) and src in held and self.on_device(args[0])
 
     def loads_onto_device(self, dst: Any, src: Any) -> bool:
         """Whether loading ``src`` into ``dst`` (a state dict's value into a model's tensor,

@@ -11,9 +11,8 @@ copies of indexing with what the host built are counted by :mod:`._host_indexing
 modes sit on the thread's stacks through :mod:`._mode_stacks`. Where host work
 inside a training loop is set apart or left out is decided in :mod:`._host_work`; which
 way a predicted copy goes, in :mod:`._callsite`; where the accelerator run holds the
-model's tensors and a line's copy to the host, in :mod:`._predicted_placement`; which side
-a move's result is on, in :mod:`._move_sides`; what legacy constructors made, in
-:mod:`._legacy_makers`.
+model's tensors and a line's copy to the host, in :mod:`._predicted_placement`; a move's
+result, in :mod:`._move_sides`; what legacy constructors made, in :mod:`._legacy_makers`.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from torchport._device_types import CPU
 from torchport._origin import Origin
 from torchport.diagnose import _host_work, _methods, _moves, _ops
 from torchport.diagnose._callsite import DEVICE, HOST, move_target, program_moves
-from torchport.diagnose._checkpoints import CheckpointCounter
+from torchport.diagnose._checkpoints import CheckpointCounter, in_state_loading
 from torchport.diagnose._events import (
     DATA_LOADING,
     HOST_TYPES,
@@ -94,8 +93,7 @@ class Recorder:
         self._count = self.tally.count
         self._origin = self.tally.origin
         self._mode: DispatchWatcher | None = None
-        # Parameters and buffers a predicted module move has sent, and which way: tied
-        # weights, and a model moved twice, are copied once on an accelerator
+        # what a predicted module move sent, and which way (tied weights copy once)
         self._placement = Placement()
         self.checkpoints = CheckpointCounter(self.tally, self._placement)
         self.closed = False
@@ -113,8 +111,7 @@ class Recorder:
 
     # -- the block and its modes ---------------------------------------------------
     def open(self) -> None:
-        """The audit block starts: hear what torchport's movers skip, in this thread, and
-        which optimizer steps (see :func:`._host_work.is_host_state`)."""
+        """The block starts: hear what torchport's movers skip, and optimizer steps."""
         _methods.open_block(self)
         self._step_hooks = _host_work.watch_optimizer_steps()
         self._step_hooks += self.steps_aside.hooks(self.local)
@@ -123,7 +120,6 @@ class Recorder:
         self._started_at_open = _methods.OTHER_THREADS.started
 
     def close(self) -> None:
-        """The audit block ended."""
         _methods.close_block(self)
         threads = _methods.OTHER_THREADS
         started = threads.started - self._started_at_open
@@ -137,9 +133,8 @@ class Recorder:
     def start(self) -> None:
         _methods.watch(self)
         fmode = FunctionWatcher(self)
-        # At the bottom of the function-mode stack: the program's own modes (torchport's
-        # redirect under `run --audit`) rewrite a call first, and the audit sees the call
-        # that really runs (x.to("cuda") redirected to the target)
+        # At the bottom of the function-mode stack: the program's own modes (the redirect
+        # of `run --audit`) rewrite a call first, and the audit sees the call that runs
         insert_bottom(fmode, FUNCTION_STACK)
         self._fmode = fmode
         mode = DispatchWatcher(self)
@@ -159,10 +154,8 @@ class Recorder:
 
     @contextlib.contextmanager
     def aside(self) -> Iterator[None]:
-        """Lift this audit's modes off the calling thread's stacks for the block.
-
-        Modes entered above them stay, in their order; on exit the stacks are as before.
-        """
+        """Lift this audit's modes off the calling thread's stacks for the block (modes
+        entered above them stay, in order; on exit the stacks are as before)."""
         with lifted(self._fmode, FUNCTION_STACK), lifted(self._mode, DISPATCH_STACK):
             yield
 
@@ -180,12 +173,8 @@ class Recorder:
         push_stack(token)  # type: ignore[arg-type]  # the mode lift() popped
 
     def leave_after_fork(self) -> None:
-        """In a forked child (a DataLoader worker): stop watching, for good.
-
-        What the child does is not the audited process's work, and the child's copy of
-        this report is never read; the mode comes off this thread's stack and the
-        wrappers go when no other audit needs them, so the child runs at full speed.
-        """
+        """In a forked child (a DataLoader worker): stop watching, for good (its work is
+        not the audited process's and its report is never read), at full speed."""
         self.forked = True
         self.tally.lock = threading.Lock()  # another thread may have held it at the fork
         _methods.close_block(self)
@@ -198,8 +187,7 @@ class Recorder:
             remove(fmode, FUNCTION_STACK)
         _methods.unwatch(self)
 
-    def step_ended(self) -> None:
-        """The optimizer step the function mode was lifted for ended (see :mod:`._steps_aside`)."""
+    def step_ended(self) -> None:  # the optimizer step the function mode was lifted for
         self.steps_aside.ended()
 
     @contextlib.contextmanager
@@ -284,6 +272,7 @@ class Recorder:
                     self.held.add(out)  # torch.tensor(data, device="cpu"): the host's everywhere
                     return
                 frame, sides = sys._getframe(1), (self.held, self.device_only, self._origin)
+                host_copy = args[0] in self.held  # (a lend below ends that for this line)
                 if to_host and args[0] in self.held:
                     if not phase:  # (data loading's are listed apart)
                         return  # .cpu() of what the accelerator run holds on the host
@@ -300,6 +289,10 @@ class Recorder:
                     if self._placement.moved_before(args[0], to_host):
                         return
                 elif not to_host and func not in _CREATES:
+                    if not host_copy and self._placement.on_device(args[0]):
+                        # Variable(m.buf).cuda(), p.detach().to(dev): the data of a
+                        # module's tensor a module move sent there; on the device already
+                        return
                     if caller is _USER or program_moves(sys._getframe(1), self._origin):
                         self._placement.sent_to_device(args[0])
                     elif self._placement.sent_before(args[0]):
@@ -330,13 +323,9 @@ class Recorder:
             self.tally.dropped += 1
 
     def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
-        """Count copies a torchport mover skipped (tensors already on ``device``); never raises.
-
-        On a host device each is a copy an accelerator run makes; elsewhere a tensor
-        already on the device is not copied there either. Heard for the whole block:
-        with sampling, a batch handed over between steps is kept when the next step is
-        one that is recorded.
-        """
+        """Count copies a torchport mover skipped (tensors already on a host ``device``:
+        each a copy an accelerator run makes); never raises. Heard for the whole block:
+        with sampling, a batch handed over between steps counts if the next is recorded."""
         try:
             if device.type not in _HOST_TYPES or self.forked:
                 return
@@ -367,7 +356,14 @@ class Recorder:
         """Record an aten op that has run, if its arguments give it that cost; never raises."""
         try:
             if entry.applies is not None and not entry.applies(args, kwargs):
-                if func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
+                if (
+                    func is _COPY
+                    and self._placement.copied_in_from_host(args, self.held)
+                    and not in_state_loading(sys._getframe(1))  # (which counts its own)
+                ):
+                    nbytes = args[1].numel() * args[1].element_size()
+                    self._count_to_device("copy (copy_)", "copy_", sys._getframe(1), nbytes)
+                elif func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
                     self.checkpoints.count_loaded(args[1], sys._getframe(1), checked=True)
                 elif self.held.held:
                     self.host_indexing.copied_from_host(func, args, kwargs, sys._getframe(1))
@@ -399,6 +395,12 @@ class Recorder:
             self._count_read(func, entry, tensor, sys._getframe(1), host_side=True)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
+
+    def _count_to_device(self, label: str, name: str, frame: FrameType, nbytes: int) -> None:
+        """Count a copy to the device made at ``frame``'s line (data loading's set apart)."""
+        where, _ = self._where(frame)
+        phase = DATA_LOADING if _host_work.loading(sys._getframe(1)) else ""
+        self._count(Row(TRANSFER, label, name, TO_DEVICE, True, phase, where), nbytes)
 
     def _count_read(
         self,
@@ -464,10 +466,8 @@ class Recorder:
         try:
             frame = sys._getframe(1)
             if place_fresh(func, out, frame, self._origin, self.held, self.device_only):
-                where, _ = self._where(frame)
-                phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
-                row = Row(TRANSFER, _NEW_DATA, "Tensor.new", TO_DEVICE, True, phase, where)
-                self._count(row, out.numel() * out.element_size())
+                nbytes = out.numel() * out.element_size()
+                self._count_to_device(_NEW_DATA, "Tensor.new", frame, nbytes)
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from types import FrameType
 
 import torch
 
@@ -40,14 +41,37 @@ _lock = threading.Lock()
 _DEVICE = "sim:0"
 
 
-def _user_line() -> tuple[str, int, str]:
-    frame = sys._getframe(2)
+def _first_user_frame(frame: FrameType | None) -> tuple[str, int, str] | None:
     while frame is not None:
         filename = frame.f_code.co_filename
         if origin(filename) is Origin.USER:
             return filename, frame.f_lineno, frame.f_code.co_name
-        frame = frame.f_back  # type: ignore[assignment]
-    return "", 0, ""
+        frame = frame.f_back
+    return None
+
+
+def _backward_caller() -> tuple[str, int, str] | None:
+    """The user's line of a thread waiting in autograd's engine (``loss.backward()``):
+    the backward pass of a device runs on the engine's own thread for that device, with
+    no Python frame of the program's, as CUDA's does; its copies and waits are that
+    line's, where a CPU run (which runs it on the calling thread) charges them too."""
+    me = threading.get_ident()
+    for ident, frame in sys._current_frames().items():
+        if ident == me:
+            continue
+        walk: FrameType | None = frame
+        while walk is not None:
+            if walk.f_code.co_name == "_engine_run_backward":
+                return _first_user_frame(walk)
+            walk = walk.f_back
+    return None
+
+
+def _user_line() -> tuple[str, int, str]:
+    found = _first_user_frame(sys._getframe(2))
+    if found is None:
+        found = _backward_caller()
+    return found if found is not None else ("", 0, "")
 
 
 def copied(
