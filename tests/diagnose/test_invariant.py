@@ -368,6 +368,7 @@ def _stdout(argv: list[str]) -> tuple[int, str]:
     return done.returncode, done.stdout
 
 
+@pytest.mark.slow  # whole scripts, twice each (generated programs test the rule here)
 @pytest.mark.parametrize("name", ["actor_critic.py", "mnist_style.py"])
 def test_scripts_print_the_same_under_python_and_torchport_run_audit(
     name: str, tmp_path: Path

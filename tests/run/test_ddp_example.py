@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLE = Path(__file__).parents[2] / "examples" / "ddp_train.py"
 
 
@@ -38,6 +40,7 @@ def _aborted_at_exit(result: subprocess.CompletedProcess[str]) -> bool:
     return result.returncode != 0 and trained and _EXIT_ABORT in result.stderr
 
 
+@pytest.mark.slow  # a process tree: torchrun and two workers
 def test_two_process_ddp_example_trains_on_cpu() -> None:
     result = _run_example()
     for _ in range(2):
