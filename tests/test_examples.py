@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -23,6 +25,7 @@ def _run(script: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # the whole example under torchport run --audit
 def test_quickstart_trains_on_the_cpu_and_says_what_torchport_did() -> None:
     done = _run("quickstart.py", TORCHPORT_DEVICE="cpu")
     assert done.returncode == 0, done.stderr

@@ -31,6 +31,7 @@ def test_memory_stats_on_the_cpu_has_cudas_keys_at_the_counters_values() -> None
         assert x.device.type == "cpu"
 
 
+@pytest.mark.slow  # a child process per size
 @pytest.mark.needs_simulator
 @pytest.mark.parametrize("elements", [1024, 300_000])
 def test_memory_stats_on_the_simulator_agree_with_its_counters(elements: int) -> None:

@@ -54,6 +54,7 @@ def _simulated_counts(script: str) -> dict[str, int]:
     return counted
 
 
+@pytest.mark.slow  # the hand-counted scripts, whole, under run --device sim
 @pytest.mark.parametrize(
     ("script", "hand_count"),
     [

@@ -625,6 +625,7 @@ def _torchport_run(device: str, script: Path) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.slow  # whole scripts under torchport run --device sim
 def test_run_device_sim_runs_a_cuda_only_script_and_stops_a_planted_cpu_tensor(
     tmp_path: Path,
 ) -> None:

@@ -98,6 +98,7 @@ def expected_outcome(name: str) -> str:
     return f"skipped: {reason}" if reason else "passed"
 
 
+@pytest.mark.slow  # a user's test suite, run by pytest in a child process
 def test_marker_parametrizes_and_skips_missing_devices_with_reasons(tmp_path: Path) -> None:
     code, outcomes, output = run_pytest(
         tmp_path, {"test_user.py": USER_TESTS, "test_own.py": OWN_FIXTURE}
@@ -116,6 +117,7 @@ def test_marker_parametrizes_and_skips_missing_devices_with_reasons(tmp_path: Pa
     }
 
 
+@pytest.mark.slow  # pytest in child processes
 def test_environment_variable_and_misuse(tmp_path: Path) -> None:
     # One pytest run for both, to pay for one torch import: collection errors in
     # two modules must not stop the third from running.
