@@ -20,5 +20,11 @@ def load(name: str, path: Path) -> types.ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        # as importlib does: a module that failed to load is not left half-made for the
+        # next loader (without torch, every loader must see the ImportError, and skip)
+        del sys.modules[name]
+        raise
     return module
