@@ -44,3 +44,23 @@ def test_an_input_of_a_cuda_only_library_is_left(
     name = MADE[made]
     fed = any(name in (LATER[s] or ()) for s in later) and "torch2trt" in library
     assert bool(found) != (imported_in_block or fed), source
+
+
+@given(
+    imported_in_block=st.booleans(),
+    library=st.sampled_from([*IMPORTS, "from mylib import TRTModule"]),
+)
+def test_a_tensorrt_engine_s_state_needs_no_map_location(
+    imported_in_block: bool, library: str
+) -> None:
+    block = [library] if imported_in_block else []
+    block += ["model_trt = TRTModule()", "model_trt.load_state_dict(torch.load(trt_file))"]
+    top = "" if imported_in_block else library + "\n"
+    source = (
+        f"import torch\n{top}\n\ndef evaluate(model, trt_file):\n    if trt_file is not None:\n"
+        + "".join(f"        {s}\n" for s in block)
+        + "    return model\n"
+    )
+    found = check_text(source, "m.py", ruleset_for(["TP301"], None)).findings
+    # the oracle: only a block that imports a CUDA-only library itself is TensorRT's
+    assert bool(found) != (imported_in_block and "mylib" not in library), source

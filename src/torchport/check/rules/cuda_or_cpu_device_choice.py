@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._match import in_tests, is_cpu_target
+from torchport.check._match import is_cpu_target
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cuda_choice import moves_to_cuda, tests_cuda
@@ -27,8 +27,6 @@ class CudaOrCpuDeviceChoice(Rule):
     CUDA device or API (a dtype choice, building a CUDA extension) is no device
     choice and is left alone, as are `assert torch.cuda.is_available()` and
     chains that also test MPS or XPU (`elif torch.backends.mps.is_available():`).
-    Nor are tests (`test_*.py`, `*_test.py`, `test*` functions): a test that runs
-    on the CPU where MPS or XPU is available passes all the same.
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs
@@ -108,8 +106,8 @@ class CudaOrCpuDeviceChoice(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, (ast.If, ast.IfExp))
-        if in_tests(ctx) or not _chooses_cuda_or_the_cpu(node, ctx):
-            return  # a test on the CPU where MPS or XPU is: it passes all the same
+        if not _chooses_cuda_or_the_cpu(node, ctx):
+            return
         test = node.test
         if isinstance(node, ast.If):  # the test, spanning the CUDA branch it guards
             end = ctx.finding(self, node.body[-1])
