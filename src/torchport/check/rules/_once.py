@@ -91,12 +91,16 @@ def _owns_a_model(owner: ast.ClassDef, ctx: Context) -> bool:
     net.parameters())``, ``net.load_state_dict(...)``, ``torch.load(...)``), and the file
     makes no instance in a loop or a comprehension: an agent or a trainer, made once a run
     and used per step, not a batch or a sample made per step."""
-    init = next(
-        (m for m in owner.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None
-    )
-    if init is None or not any(_trains_or_loads(n) for n in ast.walk(init)):
-        return False
-    return not _made_in_a_loop(owner.name, ctx.tree)
+    known = _OWNERS.get(owner)  # once per class: every creation in its methods asks
+    if known is None:
+        init = next(
+            (m for m in owner.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"),
+            None,
+        )
+        known = init is not None and any(_trains_or_loads(n) for n in ast.walk(init))
+        known = known and not _made_in_a_loop(owner.name, ctx.tree)
+        _OWNERS[owner] = known
+    return known
 
 
 def _trains_or_loads(node: ast.AST) -> bool:
@@ -125,12 +129,15 @@ def _made_in_a_loop(name: str, tree: ast.Module) -> bool:
 
 def _checks_gradients(function: ast.AST) -> bool:
     """Whether ``function`` runs ``gradcheck``/``gradgradcheck`` (``torch.autograd.gradcheck``)."""
-    return any(
-        isinstance(n, ast.Call)
-        and (getattr(n.func, "id", None) or getattr(n.func, "attr", None))
-        in ("gradcheck", "gradgradcheck")
-        for n in ast.walk(function)
-    )
+    known = _GRADIENT_CHECKS.get(function)  # once per function
+    if known is None:
+        known = _GRADIENT_CHECKS[function] = any(
+            isinstance(n, ast.Call)
+            and (getattr(n.func, "id", None) or getattr(n.func, "attr", None))
+            in ("gradcheck", "gradgradcheck")
+            for n in ast.walk(function)
+        )
+    return known
 
 
 def _base_name(base: ast.expr) -> str | None:
@@ -290,3 +297,5 @@ def _is_script(tree: ast.Module) -> bool:
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _ONCE: weakref.WeakKeyDictionary[ast.Module, frozenset[str]] = weakref.WeakKeyDictionary()
+_OWNERS: weakref.WeakKeyDictionary[ast.ClassDef, bool] = weakref.WeakKeyDictionary()
+_GRADIENT_CHECKS: weakref.WeakKeyDictionary[ast.AST, bool] = weakref.WeakKeyDictionary()
