@@ -43,6 +43,10 @@ TP401=20 TP103=20 TP406=20 TP303=20 TP402=20 TP305=20``. The seventh (TP106 and 
 only, after TP106 was narrowed to copies that repeat, 14 more new repositories):
 ``--repos benchmarks/data/precision_repos_round5g.json --sample
 benchmarks/data/precision_sample_g.csv --seed 40 --draw 40 --codes TP106=40 TP202=40``.
+The eighth (a uniform draw over every default-on rule, drawn with main's rules before
+branch j34d changed any, 14 more new repositories): ``--repos
+benchmarks/data/precision_repos_round5h.json --sample benchmarks/data/precision_sample_h.csv
+--seed 41 --draw 100``.
 """
 
 from __future__ import annotations

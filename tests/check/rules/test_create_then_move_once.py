@@ -190,3 +190,66 @@ def test_what_builds_a_module_runs_once(base: str, method: str) -> None:
 def test_a_fallback_for_bad_values_runs_once(guard: str, creation: str) -> None:
     source = module_source("object", "forward", [guard, f"    x = {creation}"])
     assert codes(source) == ["TP905" if GUARDS_BAD[guard] else "TP106"], source
+
+
+OWNERS = {  # a statement of a plain class's __init__, and whether it makes the class own a model
+    "self.opt = optim.Adam(self.net.parameters(), lr=lr)": True,
+    "self.opt = torch.optim.SGD(params, lr=lr)": True,
+    "self.net.load_state_dict(state)": True,
+    "state = torch.load(path)": True,
+    "for p in self.target.parameters():\n    p.requires_grad = False": True,
+    "self.items = list(items)": False,
+    "self.opt = make_optimizer(cfg)": False,
+    "self.state = load(path)": False,
+}
+MADE = {  # where the file makes an instance, and whether that repeats
+    "agent = Agent(args)": False,
+    "for seed in seeds:\n    agent = Agent(args)": True,
+    "agents = [Agent(a) for a in configs]": True,
+    "": False,
+}
+
+
+@given(
+    owns=st.lists(st.sampled_from(sorted(OWNERS)), min_size=1, max_size=2),
+    made=st.sampled_from(sorted(MADE)),
+    method=st.sampled_from(["__init__", "_setup", "setup", "act"]),
+    creation=st.sampled_from(CREATIONS),
+)
+def test_what_builds_a_model_owner_runs_once(
+    owns: list[str], made: str, method: str, creation: str
+) -> None:
+    init = [*owns, "self._setup()" if method == "_setup" else "pass"]
+    methods = {"__init__": init, method: [f"x = {creation}"]} if method != "__init__" else {}
+    if method == "__init__":
+        methods = {"__init__": [*init, f"x = {creation}"]}
+    lines = ["import torch", "from torch import optim", "", "", "class Agent:"]
+    for name, body in methods.items():
+        lines.append(f"    def {name}(self, args=None):")
+        lines += [f"        {ln}" for stmt in body for ln in stmt.splitlines()]
+    source = "\n".join(lines) + "\n\n\n" + made + "\n"
+    # the oracle: an owner's __init__ and the private helper only it calls run once
+    once = any(OWNERS[o] for o in owns) and not MADE[made] and method in ("__init__", "_setup")
+    assert codes(source) == ["TP905" if once else "TP106"], source
+
+
+CHECKS = {  # a call in the function, and whether it makes the function a gradient check
+    "print(gradcheck(func, (x,), eps=1e-6))": True,
+    "assert torch.autograd.gradcheck(func, (x,))": True,
+    "ok = gradgradcheck(func, (x,))": True,
+    "out = func(x)": False,
+    "check(func, (x,))": False,
+}
+
+
+@given(
+    calls=st.lists(st.sampled_from(sorted(CHECKS)), max_size=2),
+    looped=st.booleans(),
+    creation=st.sampled_from(CREATIONS),
+)
+def test_a_gradient_check_runs_once(calls: list[str], looped: bool, creation: str) -> None:
+    made = [f"for _ in range(3):\n    x = {creation}"] if looped else [f"x = {creation}"]
+    body = [ln for stmt in [*made, *calls, "return x"] for ln in stmt.splitlines()]
+    source = "import torch\n\n\ndef check_gradient():\n" + "".join(f"    {ln}\n" for ln in body)
+    once = any(CHECKS[c] for c in calls) and not looped
+    assert codes(source) == ["TP905" if once else "TP106"], source

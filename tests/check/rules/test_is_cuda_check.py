@@ -54,3 +54,28 @@ def test_a_precondition_is_judged_by_what_it_guards(
     )
     found = check_text(source + "\n", "m.py", ruleset_for(["TP103"], None)).findings
     assert bool(found) == (kernel is None), source
+
+
+COMPILED = {  # a call after the guard, and whether it is a compiled module's (private name)
+    "_C.deform_conv_forward(x, out)": True,
+    "_ext.nms(x, 0.5)": True,
+    "ops.deform_conv_forward(x, out)": False,
+    "torch.relu(x)": False,
+}
+
+
+@given(
+    error=st.sampled_from(ERRORS),
+    call=st.sampled_from(sorted(COMPILED)),
+    in_else=st.booleans(),
+)
+def test_not_implemented_before_a_compiled_kernel_is_its_precondition(
+    error: str, call: str, in_else: bool
+) -> None:
+    guard = ["    if not x.is_cuda:", f"        raise {error}"]
+    body = (["    else:", f"        {call}"] if in_else else [f"    {call}"]) + ["    return x"]
+    source = "\n".join(["import torch", "", "", "def forward(x, out):", *guard, *body]) + "\n"
+    found = check_text(source, "m.py", ruleset_for(["TP103"], None)).findings
+    # the oracle: the code says only CUDA is implemented, and what follows is a compiled kernel
+    left = error == "NotImplementedError" and COMPILED[call]
+    assert bool(found) != left, source

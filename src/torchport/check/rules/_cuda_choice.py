@@ -15,7 +15,7 @@ from torchport.check.semantic._devices import cuda_flag
 from torchport.check.semantic._guards import Guard, device_guard
 from torchport.check.semantic._residence import bound_value
 
-__all__ = ["left_alone", "moves_to_cuda", "tests_cuda"]
+__all__ = ["left_alone", "moves_to_cuda", "not_implemented_elsewhere", "tests_cuda"]
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
@@ -131,3 +131,31 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def not_implemented_elsewhere(branch: ast.AST, ctx: Context) -> bool:
+    """``if not x.is_cuda: raise NotImplementedError`` before a compiled extension's call
+    (``_C.deform_conv_forward(...)``, in the ``else`` or after): the code says the kernel
+    exists only for CUDA, so the test is its precondition, right as written
+    (``device.type != "cpu"`` would hand it MPS tensors). Before portable code it is not."""
+    if not isinstance(branch, ast.If) or len(branch.body) != 1:
+        return False
+    raised = branch.body[0]
+    if not isinstance(raised, ast.Raise) or raised.exc is None:
+        return False
+    exc = raised.exc.func if isinstance(raised.exc, ast.Call) else raised.exc
+    if not (isinstance(exc, ast.Name) and exc.id == "NotImplementedError"):
+        return False
+    guarded: list[ast.AST] = list(branch.orelse)
+    holder = ctx.scopes.parent(branch)
+    block = getattr(holder, "body", None)
+    if isinstance(block, list) and any(s is branch for s in block):
+        guarded += block[next(i for i, s in enumerate(block) if s is branch) + 1 :]
+    return any(
+        isinstance(sub, ast.Call)
+        and isinstance(sub.func, ast.Attribute)
+        and isinstance(sub.func.value, ast.Name)
+        and sub.func.value.id.startswith("_")  # `_C`, `_ext`, `_backend`: a compiled module
+        for stmt in guarded
+        for sub in ast.walk(stmt)
+    )

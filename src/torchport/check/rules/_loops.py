@@ -14,6 +14,7 @@ import weakref
 
 from torchport.check._context import Context
 from torchport.check._match import in_tests, probably_module, probably_tensor
+from torchport.check.rules._sizing_reads import sizes_the_next_call
 from torchport.check.rules._torch_code import binds_torch
 
 __all__ = [
@@ -291,7 +292,10 @@ def the_wait_is_needed(node: ast.Call, method: str, ctx: Context) -> bool:
         return True  # `envs.step(action.cpu().numpy())`: the environment needs it now
     if stops_on_what_it_computes(ctx.loop_of(node)):
         return True  # a decoding loop waits every iteration to decide whether to go on
-    return method == "item" and indexes_on_host(node, ctx)  # `vocab[pred.item()]`
+    if method != "item":
+        return False
+    # `vocab[pred.item()]`; `n = quota - counts[i].item()` then `x = model.sample(n)`
+    return indexes_on_host(node, ctx) or sizes_the_next_call(node, ctx)
 
 
 def handed_to_an_environment(node: ast.Call, ctx: Context) -> bool:

@@ -33,12 +33,17 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
     Anywhere, a value an object makes once and keeps (``if not hasattr(self, "queue"):
     self.queue = ...``, ``if self.buf is None: self.buf = ...``) runs once per object; so
     does a module's ``__init__`` (a class deriving from ``Module``: built once, used per
-    step) and a private method only its ``__init__`` calls (a shape probe). A fallback
-    under ``if torch.isnan(x).any():`` runs when values go bad, not per step.
+    step) and a private method only its ``__init__`` calls (a shape probe); so do those
+    of a class that owns a model (its ``__init__`` builds an optimizer or loads weights:
+    an agent, a trainer) unless the file makes one in a loop. A fallback under ``if
+    torch.isnan(x).any():`` runs when values go bad, not per step. A function that runs
+    a gradient check (``gradcheck(...)``) is a test: its statements outside loops run once.
     """
     if _memoised_on_self(ctx) or _building_a_module(ctx) or _when_values_go_bad(ctx):
         return True
     functions = [a for a in ctx.ancestors if isinstance(a, _FUNCTIONS)]
+    if functions and ctx.loop_of(node) is None and _checks_gradients(functions[-1]):
+        return True  # a gradient check: a test, run by hand, never per step
     if not functions:
         # a module's (or a class body's) own statements run once, on import or as a script,
         # unless a loop or a comprehension repeats them
@@ -56,7 +61,8 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
 
 
 def _building_a_module(ctx: Context) -> bool:
-    """In ``__init__`` of a ``Module`` subclass, or in a private method only that calls."""
+    """In ``__init__`` of a ``Module`` subclass or of a class owning a model, or in a private
+    method only that calls."""
     functions = [a for a in ctx.ancestors if isinstance(a, _FUNCTIONS)]
     if len(functions) != 1 or not isinstance(functions[0], ast.FunctionDef):
         return False
@@ -64,7 +70,7 @@ def _building_a_module(ctx: Context) -> bool:
     owner = next((a for a in reversed(ctx.ancestors) if isinstance(a, ast.ClassDef)), None)
     if owner is None or not any(s is method for s in owner.body):
         return False
-    if not any(_base_name(b) == "Module" for b in owner.bases):
+    if not any(_base_name(b) == "Module" for b in owner.bases) and not _owns_a_model(owner, ctx):
         return False
     if method.name == "__init__":
         return True
@@ -78,6 +84,60 @@ def _building_a_module(ctx: Context) -> bool:
         if isinstance(n, ast.Attribute) and n.attr == method.name
     ]
     return bool(uses) and all(name == "__init__" for name, _ in uses)
+
+
+def _owns_a_model(owner: ast.ClassDef, ctx: Context) -> bool:
+    """Whether ``owner``'s ``__init__`` builds an optimizer or loads weights (``optim.Adam(
+    net.parameters())``, ``net.load_state_dict(...)``, ``torch.load(...)``), and the file
+    makes no instance in a loop or a comprehension: an agent or a trainer, made once a run
+    and used per step, not a batch or a sample made per step."""
+    known = _OWNERS.get(owner)  # once per class: every creation in its methods asks
+    if known is None:
+        init = next(
+            (m for m in owner.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"),
+            None,
+        )
+        known = init is not None and any(_trains_or_loads(n) for n in ast.walk(init))
+        known = known and not _made_in_a_loop(owner.name, ctx.tree)
+        _OWNERS[owner] = known
+    return known
+
+
+def _trains_or_loads(node: ast.AST) -> bool:
+    """``x.parameters()``, ``x.load_state_dict(...)``, ``torch.load(...)``, ``optim.X(...)``."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    func = node.func
+    if func.attr in ("parameters", "named_parameters", "load_state_dict"):
+        return True
+    owner = func.value
+    if isinstance(owner, ast.Name):
+        return owner.id == "optim" or (owner.id == "torch" and func.attr == "load")
+    return isinstance(owner, ast.Attribute) and owner.attr == "optim"  # torch.optim.Adam
+
+
+def _made_in_a_loop(name: str, tree: ast.Module) -> bool:
+    """Whether the file calls ``name(...)`` inside a loop or a comprehension."""
+    for node in ast.walk(tree):
+        if isinstance(node, _LOOPS + _COMPREHENSIONS) and any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+            for n in ast.walk(node)
+        ):
+            return True
+    return False
+
+
+def _checks_gradients(function: ast.AST) -> bool:
+    """Whether ``function`` runs ``gradcheck``/``gradgradcheck`` (``torch.autograd.gradcheck``)."""
+    known = _GRADIENT_CHECKS.get(function)  # once per function
+    if known is None:
+        known = _GRADIENT_CHECKS[function] = any(
+            isinstance(n, ast.Call)
+            and (getattr(n.func, "id", None) or getattr(n.func, "attr", None))
+            in ("gradcheck", "gradgradcheck")
+            for n in ast.walk(function)
+        )
+    return known
 
 
 def _base_name(base: ast.expr) -> str | None:
@@ -237,3 +297,5 @@ def _is_script(tree: ast.Module) -> bool:
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _ONCE: weakref.WeakKeyDictionary[ast.Module, frozenset[str]] = weakref.WeakKeyDictionary()
+_OWNERS: weakref.WeakKeyDictionary[ast.ClassDef, bool] = weakref.WeakKeyDictionary()
+_GRADIENT_CHECKS: weakref.WeakKeyDictionary[ast.AST, bool] = weakref.WeakKeyDictionary()

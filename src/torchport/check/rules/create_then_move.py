@@ -34,8 +34,11 @@ class CreateThenMove(Rule):
     function a script calls only from its top level (`if __name__ ==
     "__main__": check()`), a value kept on the object that makes it (`if not
     hasattr(self, "queue"): self.queue = ...`), what builds an `nn.Module`
-    (its `__init__`), a fallback under `if torch.isnan(k).any():`: a one-off
-    copy saves nothing that matters.
+    (its `__init__`) or a class that owns a model (an agent or a trainer whose
+    `__init__` builds an optimizer or loads weights, not made in a loop), a
+    fallback under `if torch.isnan(k).any():`, a gradient check (a function
+    calling `gradcheck`) outside its loops: a one-off copy saves nothing that
+    matters.
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,
@@ -66,6 +69,9 @@ class CreateThenMove(Rule):
         "import torch\n\n\nclass Pool:\n    def add(self, x):\n        if self.buf is None:\n"
         "            self.buf = torch.zeros(64, 3).cuda()\n",
         "import torch\n\nmask = torch.ones(4, 4).to(device)\n",  # made once: TP905's
+        "import torch\n\n\nclass Agent:\n    def __init__(self, net):\n"
+        "        self.support = torch.linspace(0, 1, 51).to(device)\n"
+        "        self.opt = torch.optim.Adam(net.parameters())\n",
     )
     invalid = (
         Example(

@@ -18,7 +18,9 @@ class CreateThenMoveOnce(Rule):
     function a script calls only from its top level (`if __name__ ==
     "__main__": check()`), a value an object makes on first use and keeps
     (`if not hasattr(self, "queue"): self.queue = ...`), an `nn.Module`'s
-    `__init__`, a fallback under `if torch.isnan(k).any():`. TP106 reports the
+    `__init__` or that of a class owning a model (an agent whose `__init__`
+    builds an optimizer), a fallback under `if torch.isnan(k).any():`, a
+    gradient check (`gradcheck(...)`) outside its loops. TP106 reports the
     same pattern where the copy repeats (in a loop, in a function).
 
     ## Why is this bad?

@@ -9,7 +9,7 @@ from typing import TypeGuard
 from torchport.check._context import Context
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._cuda_choice import moves_to_cuda
+from torchport.check.rules._cuda_choice import moves_to_cuda, not_implemented_elsewhere
 from torchport.check.semantic._devices import IS_DEVICE_ATTRIBUTES
 from torchport.check.semantic._guards import Guard, device_guard
 
@@ -26,9 +26,9 @@ class IsCudaCheck(Rule):
     branch (ported code); branches whose CUDA arm calls a custom CUDA kernel
     (`roi_align_forward_cuda(...)`) or a `torch.cuda` function (TP401's), which
     really exist only for CUDA, and so `assert x.is_cuda` (or `if not x.is_cuda:
-    raise ...`) before such a call (the kernel's precondition). Before portable
-    code (a Triton kernel, torch ops) either is reported: it stops that code on
-    every other accelerator.
+    raise ...`) before such a call, or raising `NotImplementedError` before a
+    compiled module's call (`_C.op(...)`): the kernel's precondition. Before
+    portable code (a Triton kernel, torch ops) either is reported.
 
     ## Why is this bad?
     `is_cuda` is False for tensors on MPS, XPU and other accelerators, so the
@@ -149,7 +149,7 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
     For ``assert x.is_cuda`` the "branch" is what the assert guards: the
     statements after it in its block (a CUDA kernel's precondition, or not).
     """
-    if device_guard(branch, ctx) is Guard.DEVICE_TYPE:
+    if device_guard(branch, ctx) is Guard.DEVICE_TYPE or not_implemented_elsewhere(branch, ctx):
         return True
     tests: list[ast.AST] = [getattr(branch, "test", branch)]
     arms: list[ast.AST] = [branch]

@@ -20,15 +20,15 @@ from torchport.check.rules._loading import (
 class LoadWithUnpackedArguments(Rule):
     """## What it does
     Finds `torch.load` calls that pass `*args` or `**kwargs` without an explicit
-    `weights_only=True`.
+    `weights_only=True` (one passing `pickle_module=` itself is TP304's).
 
     ## Why is this bad?
     Unpacked arguments can carry `weights_only=False` or a `pickle_module`
     (which turns `weights_only` off), so whether this load runs the code inside
     a checkpoint is decided somewhere else, often by a config file or a
-    caller. Reviewers and this checker cannot see it. Passing
-    `weights_only=True` at the call keeps the load safe whatever the unpacked
-    arguments say (a conflicting `pickle_module` then fails loudly).
+    caller. Reviewers and this checker cannot see it. Passing `weights_only=True`
+    at the call keeps the load safe whatever the unpacked arguments say (a
+    conflicting `pickle_module` then fails loudly).
     """
 
     code = "TP305"
@@ -76,6 +76,7 @@ class LoadWithUnpackedArguments(Rule):
         assert isinstance(node, ast.Call)
         if (
             unpacks(node)
+            and all(k.arg != "pickle_module" for k in node.keywords)  # TP304's: unsafe already
             and explicit_weights_only(node) is not True
             and is_load(node, ctx)
             and not _only_safe_literals(node, ctx)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import ast
-import weakref
 from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, in_tests, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules import _loading
+from torchport.check.rules._cpu_checkpoints import saved_from_cpu
 from torchport.check.rules._loading import LOADS, loaded_elsewhere, written_by_this_run
 from torchport.check.rules._snippets import DEVICE_LINE
-from torchport.check.semantic._residence import known_on_cpu
+from torchport.check.semantic._library_imports import uses_cuda_only_library
 
 _LOAD = frozenset({"load"})
 
@@ -30,7 +30,8 @@ class LoadWithoutMapLocation(Rule):
     The rule stays quiet where the file itself shows the load is fine: the
     other arm of the same `if` loads with `map_location` (an `if args.cuda:`
     split), the file saves the same file name from CPU tensors
-    (`torch.save(feats.cpu(), join(d, "feats.pth"))`), or the same run wrote
+    (`torch.save(feats.cpu(), join(d, "feats.pth"))`), a TensorRT engine's state
+    is loaded (`torch2trt` imported in the same block), or the same run wrote
     the file a moment before on the same machine (a temporary directory, or a
     `torch.save` to the same path earlier in the function), where what is
     loaded takes the place of a plain Python object the program otherwise
@@ -115,8 +116,10 @@ class LoadWithoutMapLocation(Rule):
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
-        if in_tests(ctx) or _other_arm_maps(node, ctx) or _saved_from_cpu(node, ctx):
+        if in_tests(ctx) or _other_arm_maps(node, ctx) or saved_from_cpu(node, ctx):
             return  # tests load their own fixtures, or the file shows the load is fine
+        if uses_cuda_only_library(node, ctx):
+            return  # a TensorRT engine's state (`if trt: from torch2trt import TRTModule`)
         if written_by_this_run(node, ctx) or _loading.stands_for_plain_object(node, ctx):
             return
         why = loaded_elsewhere(node, ctx)
@@ -162,38 +165,3 @@ def _other_arm_maps(node: ast.Call, ctx: Context) -> bool:
                 return True
         child, parent = parent, ctx.scopes.parent(parent)
     return False
-
-
-def _path_names(expr: ast.expr) -> set[str]:
-    return {
-        sub.value
-        for sub in ast.walk(expr)
-        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and "." in sub.value
-    }
-
-
-def _saved_from_cpu(node: ast.Call, ctx: Context) -> bool:
-    """Whether the file saves a file name this load reads from tensors known on the CPU."""
-    source = node.args[0] if node.args else keyword(node, "f")
-    if source is None:
-        return False
-    names = _path_names(source.value if isinstance(source, ast.keyword) else source)
-    if not names:
-        return False
-    saves = _SAVES.get(ctx)
-    if saves is None:  # the file's `torch.save` calls by the file names they write, once
-        saves = _SAVES[ctx] = {}
-        for sub in ast.walk(ctx.scopes.tree):
-            if (
-                isinstance(sub, ast.Call)
-                and len(sub.args) >= 2
-                and isinstance(sub.func, ast.Attribute)
-                and sub.func.attr == "save"
-                and ctx.qualname(sub.func) == "torch.save"
-            ):
-                for name in _path_names(sub.args[1]):
-                    saves.setdefault(name, []).append(sub)
-    return any(known_on_cpu(sub.args[0], ctx) for name in names for sub in saves.get(name, ()))
-
-
-_SAVES: weakref.WeakKeyDictionary[Context, dict[str, list[ast.Call]]] = weakref.WeakKeyDictionary()

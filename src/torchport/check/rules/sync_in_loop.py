@@ -37,27 +37,26 @@ class SyncInLoop(Rule):
     NumPy values) are left alone: reading them waits for nothing.
 
     ## Why is this bad?
-    Each of them waits until the device has finished all queued work and
-    copies the value back. Inside a training loop that drains the GPU's queue
-    every step, so the GPU idles while Python prepares the next step. Keep
-    running sums on the device (`total += loss.detach()`) and read them once
-    after the loop, or every N steps (reads under `if step % N == 0:`, `if i ==
-    0:` or a `range`/`enumerate` counter among chosen steps, `if i in ckpts:`,
-    also within an `and`, are not reported). Nor are reads in an outer loop
-    that runs an inner loop (once per epoch) or in loops that queue
-    no device work (no model call, `backward()`, `step()` or torch function):
-    only their first read waits. `.cpu()` counts when its result is read or is
-    a tensor, not when a module is offloaded (`ae = ae.cpu()`). Not reported
-    where a read per step is the point: a value the loop tests (`if
-    token.item() in stop_tokens: break`), a loop that ends on what it computes
-    (beam search: `k -= len(done)`, `if k == 0: break`), a generator yielding
-    in the loop, an action handed to `envs.step(a.cpu().numpy())`, tests, and
-    an `.item()` that indexes a host container or sizes
-    a range (`vocab[i.item()]`). Nor are pandas reads (`row.values.tolist()`),
-    reads in a function named for the CPU (`def fill_indices_cpu(...)`), and
-    modules that import nothing from torch (a gym client's `obs.tolist()`), nor
-    NumPy that a gym or envpool environment's `step()`/`reset()` returns, nor
-    entries a function's own dict holds only as CPU tensors (`d[s]["y"] = torch.tensor(y)`).
+    Each of them waits until the device has finished all queued work and copies the
+    value back. Inside a training loop that drains the GPU's queue every step, so the
+    GPU idles while Python prepares the next step. Keep running sums on the device
+    (`total += loss.detach()`) and read them once after the loop, or every N steps
+    (reads under `if step % N == 0:`, `if i == 0:` or a `range`/`enumerate` counter
+    among chosen steps, `if i in ckpts:`, also within an `and`, are not reported). Nor
+    are reads in an outer loop that runs an inner loop (once per epoch) or in loops that
+    queue no device work (no model call, `backward()`, `step()` or torch function): only
+    their first read waits. `.cpu()` counts when its result is read or is a tensor, not
+    when a module is offloaded (`ae = ae.cpu()`). Not reported where a read per step is
+    the point: a value the loop tests (`if token.item() in stop_tokens: break`), a loop
+    that ends on what it computes (beam search: `k -= len(done)`, `if k == 0: break`), a
+    generator yielding in the loop, an action handed to `envs.step(a.cpu().numpy())`,
+    tests, and an `.item()` that indexes a host container or sizes a range or the next
+    call (`vocab[i.item()]`, `n = m - c[i].item()` then `x = gen.sample(n)`). Nor are
+    pandas reads (`row.values.tolist()`), reads in a function named for the CPU (`def
+    fill_indices_cpu(...)`), modules that import nothing from torch (a gym client's
+    `obs.tolist()`), NumPy that a gym or envpool environment's `step()`/`reset()`
+    returns, entries a function's own dict holds only as CPU tensors (`d[s]["y"] =
+    torch.tensor(y)`).
     """
 
     code = "TP202"
@@ -115,6 +114,7 @@ class SyncInLoop(Rule):
         "for _ in range(n):\n    obs = env.step(act)\n    out.append(obs.tolist())\n",
         "import envpool\nimport torch\n\nenvs = envpool.make(name)\nfor _ in range(n):\n"
         "    s, r, d, _ = envs.step(act)\n    obs += s[:, 3].tolist()\n",
+        "import torch\n\nfor i in r:\n    n = m - c[i].item()\n    x, y = gen.sample(n, d)\n",
     )
     invalid = (
         Example(

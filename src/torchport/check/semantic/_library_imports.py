@@ -24,8 +24,9 @@ __all__ = ["cuda_only_names", "module_backend", "uses_cuda_only_library"]
 # Libraries that exist only for NVIDIA GPUs: a module importing one is CUDA code by
 # nature (a TensorRT engine, a CuPy kernel), and asking it to be portable is noise.
 _CUDA_ONLY_LIBRARIES = frozenset(
-    {"tensorrt", "torch_tensorrt", "pycuda", "cupy", "cuda", "transformer_engine", "msamp"}
-)
+    {"tensorrt", "torch_tensorrt", "torch2trt", "pycuda", "cupy", "cuda", "transformer_engine",
+     "msamp"}
+)  # fmt: skip
 _TOP_IMPORTS: weakref.WeakKeyDictionary[Context, tuple[frozenset[str], frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -79,9 +80,65 @@ def uses_cuda_only_library(node: ast.AST, ctx: Context) -> bool:
     ):
         parts = [getattr(stmt, f) for f in ("test", "iter", "target") if hasattr(stmt, f)]
         parts += [i.context_expr for i in getattr(stmt, "items", ())]
-    return any(
-        isinstance(sub, ast.Name) and sub.id in names for part in parts for sub in ast.walk(part)
-    )
+    if any(isinstance(n, ast.Name) and n.id in names for part in parts for n in ast.walk(part)):
+        return True
+    return _feeds_cuda_only_library(stmt, names, ctx)
+
+
+def _feeds_cuda_only_library(stmt: ast.AST, names: frozenset[str], ctx: Context) -> bool:
+    """Whether ``stmt`` makes an input of a CUDA-only library in its own block.
+
+    The block (an ``if``'s arm or a function's body, not the module) imports such a
+    library itself (``if trt_file: from torch2trt import TRTModule`` then ``x =
+    torch.ones(...).cuda()``), or ``stmt`` binds (or moves in place: ``model.cuda()``) a
+    name that a later simple statement of the same block hands to one (``x = ...cuda()``
+    then ``trt = torch2trt(model, [x])``).
+    """
+    parent = ctx.scopes.parent(stmt)
+    block: list[ast.stmt] | None = None
+    for field in ("body", "orelse", "finalbody"):
+        stmts = getattr(parent, field, None)
+        if isinstance(stmts, list) and any(s is stmt for s in stmts):
+            block = stmts
+    if block is None:
+        return False
+    if not isinstance(parent, ast.Module) and any(_imports_cuda_only(s) for s in block):
+        return True
+    bound = {
+        t.id
+        for t in (stmt.targets if isinstance(stmt, ast.Assign) else ())
+        if isinstance(t, ast.Name)
+    }
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func  # `model.cuda()` then `torch2trt(model, [x])`: moved in place
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            bound.add(func.value.id)
+    if not bound:
+        return False
+    after = block[next(i for i, s in enumerate(block) if s is stmt) + 1 :]
+    for later in after:
+        if isinstance(later, _COMPOUND):
+            continue
+        read = {
+            sub.id
+            for sub in ast.walk(later)
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
+        }
+        if read & bound and read & names:
+            return True
+    return False
+
+
+_COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try,
+             ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # fmt: skip
+
+
+def _imports_cuda_only(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Import):
+        return any(a.name.partition(".")[0] in _CUDA_ONLY_LIBRARIES for a in stmt.names)
+    if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module:
+        return stmt.module.partition(".")[0] in _CUDA_ONLY_LIBRARIES
+    return False
 
 
 def module_backend(ctx: Context) -> str | None:
