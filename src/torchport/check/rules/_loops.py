@@ -14,7 +14,6 @@ import weakref
 
 from torchport.check._context import Context
 from torchport.check._match import in_tests, probably_module, probably_tensor
-from torchport.check.rules._sizing_reads import sizes_the_next_call
 from torchport.check.rules._torch_code import binds_torch
 
 __all__ = [
@@ -295,6 +294,8 @@ def the_wait_is_needed(node: ast.Call, method: str, ctx: Context) -> bool:
     if method != "item":
         return False
     # `vocab[pred.item()]`; `n = quota - counts[i].item()` then `x = model.sample(n)`
+    from torchport.check.rules._sizing_reads import sizes_the_next_call  # on first use
+
     return indexes_on_host(node, ctx) or sizes_the_next_call(node, ctx)
 
 

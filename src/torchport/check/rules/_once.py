@@ -97,23 +97,20 @@ def _owns_a_model(owner: ast.ClassDef, ctx: Context) -> bool:
             (m for m in owner.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"),
             None,
         )
-        known = init is not None and any(_trains_or_loads(n) for n in ast.walk(init))
+        known = init is not None and any(_trains_or_loads(n, ctx) for n in ast.walk(init))
         known = known and not _made_in_a_loop(owner.name, ctx.tree)
         _OWNERS[owner] = known
     return known
 
 
-def _trains_or_loads(node: ast.AST) -> bool:
+def _trains_or_loads(node: ast.AST, ctx: Context) -> bool:
     """``x.parameters()``, ``x.load_state_dict(...)``, ``torch.load(...)``, ``optim.X(...)``."""
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return False
-    func = node.func
-    if func.attr in ("parameters", "named_parameters", "load_state_dict"):
+    if node.func.attr in ("parameters", "named_parameters", "load_state_dict"):
         return True
-    owner = func.value
-    if isinstance(owner, ast.Name):
-        return owner.id == "optim" or (owner.id == "torch" and func.attr == "load")
-    return isinstance(owner, ast.Attribute) and owner.attr == "optim"  # torch.optim.Adam
+    name = ctx.qualname(node.func) or ""
+    return name == "torch.load" or name.startswith("torch.optim.")
 
 
 def _made_in_a_loop(name: str, tree: ast.Module) -> bool:

@@ -9,7 +9,6 @@ from torchport.check._context import Context
 from torchport.check._match import add_keyword, called, in_tests, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules import _loading
-from torchport.check.rules._cpu_checkpoints import saved_from_cpu
 from torchport.check.rules._loading import LOADS, loaded_elsewhere, written_by_this_run
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._library_imports import uses_cuda_only_library
@@ -116,6 +115,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
+        from torchport.check.rules._cpu_checkpoints import saved_from_cpu  # on first use
+
         if in_tests(ctx) or _other_arm_maps(node, ctx) or saved_from_cpu(node, ctx):
             return  # tests load their own fixtures, or the file shows the load is fine
         if uses_cuda_only_library(node, ctx):
