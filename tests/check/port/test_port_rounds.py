@@ -12,6 +12,8 @@
 * A run of several chunks in one process pauses the cycle collector once for all of
   them (``files/_paths._map``): that is safe only while a port (and a check) leaves
   no cyclic garbage per file, held here by the collector's own count.
+* ``ProjectImports.lookup`` of a name reads the kinds in place (asked of every
+  call's function); the oracle is the lookup as it was, on generated views.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.check.port.siblings import load
 from torchport.check import _fix, check_paths
@@ -249,3 +252,25 @@ def test_a_port_leaves_no_cyclic_garbage_per_file(tmp_path: Path) -> None:
     one = _cyclic_garbage(tmp_path / "one", 1)  # first: it also holds first-use garbage
     three = _cyclic_garbage(tmp_path / "three", 3)
     assert three <= one, (one, three)  # a cycle left per file: 3x as many
+
+
+# ---------------------------------------------------------------- a name's kind in the view
+
+_NAMES = st.sampled_from(["Net", "build", "mask", "W", "device", "Config", "x"])
+
+
+def _old_lookup(view: ProjectImports, expr: ast.expr) -> tuple[str, str] | None:
+    """``ProjectImports.lookup`` as it was for a name: a tuple of the kinds built per ask."""
+    if isinstance(expr, ast.Name):
+        for kind, names in tuple((k, getattr(view, a)) for k, a in _project.KINDS):
+            if expr.id in names:
+                return kind, expr.id
+        return None
+    return view.lookup(expr)
+
+
+@given(st.lists(st.sets(_NAMES, max_size=3), min_size=6, max_size=6), _NAMES)
+def test_a_name_s_kind_is_the_first_kind_that_holds_it(sets: list[set[str]], name: str) -> None:
+    view = ProjectImports(*sets)
+    expr = ast.Name(id=name, ctx=ast.Load())
+    assert view.lookup(expr) == _old_lookup(view, expr)
