@@ -450,6 +450,14 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
     of the chunk's files that ``fix`` may write, never through a link leading out
     (see :func:`~torchport.check.files._write.remove_stale_temps`).
     """
+    if chunk.diff or chunk.stdin is not None:
+        # Nothing is written: the tree's folders hold still for the chunk, as a check's.
+        with listed_once():
+            return _fix_files(chunk)
+    return _fix_files(chunk)
+
+
+def _fix_files(chunk: Chunk) -> list[Report]:
     from torchport.check.files._write import remove_stale_temps
 
     reports: list[Report] = []
