@@ -117,6 +117,39 @@ def test_find_module_agrees_with_the_oracle(
                     got = find_module(importer, module, level, Lookups())
                     want = oracle(importer, module, level)
                     assert (got and os.path.realpath(got)) == (want and os.path.realpath(want))
+                    if want is not None:  # a version the span holds is the file's own
+                        stat = want.stat()
+                        assert Lookups().version(want) == (
+                            os.path.realpath(want),
+                            (stat.st_mtime_ns, stat.st_size),
+                        )
+
+
+def test_a_port_that_writes_nothing_reads_a_sibling_s_version_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``port --diff`` writes nothing: its chunk is one span, as a check's; ``port`` is not."""
+    from torchport.check.port import _module_files
+    from torchport.check.port._rewrite import port_paths
+
+    (tmp_path / "model.py").write_text("import torch\n\nclass Net(torch.nn.Module):\n    pass\n")
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("import torch\nfrom model import Net\n\nnet = Net()\n")
+    for name in ("c.py", "d.py", "e.py"):  # six files: chunks of two, a.py and b.py in one
+        (tmp_path / name).write_text("x = 1\n")
+    asked: list[str] = []
+    version = _module_files._version
+
+    def counted(path: Path) -> tuple[str, tuple[int, int]] | None:
+        asked.append(path.name)
+        return version(path)
+
+    monkeypatch.setattr(_module_files, "_version", counted)
+    port_paths([tmp_path], diff=True, jobs=1)
+    assert asked.count("model.py") == 1  # a.py's and b.py's questions share it
+    asked.clear()
+    port_paths([tmp_path], jobs=1)  # writes: each file's question reads the tree again
+    assert asked.count("model.py") >= 2
 
 
 def test_a_span_keeps_its_answers_until_it_ends(tmp_path: Path) -> None:

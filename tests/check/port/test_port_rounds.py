@@ -9,20 +9,28 @@
   the view as it was, with the bindings read first, kept here: on generated
   projects every file sees the same project, and nothing else asked builds a scope
   map.
+* A run of several chunks in one process pauses the cycle collector once for all of
+  them (``files/_paths._map``): that is safe only while a port (and a check) leaves
+  no cyclic garbage per file, held here by the collector's own count.
+* ``ProjectImports.lookup`` of a name reads the kinds in place (asked of every
+  call's function); the oracle is the lookup as it was, on generated views.
 """
 
 from __future__ import annotations
 
 import ast
+import gc
+import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.check.port.siblings import load
-from torchport.check import _fix
+from torchport.check import _fix, check_paths
 from torchport.check._context import Context
 from torchport.check._engine import check_text, check_tree, ruleset_for
 from torchport.check._fix import MAX_FIX_ROUNDS, FixOutcome, _one_round
@@ -38,7 +46,7 @@ from torchport.check.port._project import (
     _top_imports,
     module_facts,
 )
-from torchport.check.port._rewrite import PORT_SELECT, port_text
+from torchport.check.port._rewrite import PORT_SELECT, port_paths, port_text
 
 pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
 HERE = Path(__file__).parent
@@ -200,3 +208,69 @@ def test_names_rebound_after_their_import_are_not_the_project_s() -> None:
         ctx = Context(files["plain.py"], path, ast.parse(files["plain.py"]))
         assert not _imports_of(ctx, frozenset({path}), Lookups())
         assert ctx.built_scopes is None  # no import names a project module: no scope map
+
+
+# ---------------------------------------------------------------- the collector's pause
+
+_MODEL = """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+_TRAIN = "import torch\nfrom model import Net\n\nnet = Net()\nprint(net(torch.randn(3, 4)))\n"
+
+
+def _cyclic_garbage(folder: Path, copies: int) -> int:
+    """What the collector finds unreachable after a port and a check of ``copies`` projects."""
+    for i in range(copies):
+        project = folder / f"p{i}"
+        project.mkdir(parents=True)
+        shutil.copy(HERE / "scripts" / "rnn_lm.py", project / "rnn_lm.py")
+        (project / "model.py").write_text(_MODEL)  # a sibling: parsed ahead and kept
+        (project / "train.py").write_text(_TRAIN)
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        port_paths([folder], diff=True, jobs=1)
+        check_paths([folder], jobs=1)
+        return gc.collect()
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_a_port_leaves_no_cyclic_garbage_per_file(tmp_path: Path) -> None:
+    """The collector paused for a whole run: cycles per file would pile up until its end."""
+    one = _cyclic_garbage(tmp_path / "one", 1)  # first: it also holds first-use garbage
+    three = _cyclic_garbage(tmp_path / "three", 3)
+    assert three <= one, (one, three)  # a cycle left per file: 3x as many
+
+
+# ---------------------------------------------------------------- a name's kind in the view
+
+_NAMES = st.sampled_from(["Net", "build", "mask", "W", "device", "Config", "x"])
+
+
+def _old_lookup(view: ProjectImports, expr: ast.expr) -> tuple[str, str] | None:
+    """``ProjectImports.lookup`` as it was for a name: a tuple of the kinds built per ask."""
+    if isinstance(expr, ast.Name):
+        for kind, names in tuple((k, getattr(view, a)) for k, a in _project.KINDS):
+            if expr.id in names:
+                return kind, expr.id
+        return None
+    return view.lookup(expr)
+
+
+@given(st.lists(st.sets(_NAMES, max_size=3), min_size=6, max_size=6), _NAMES)
+def test_a_name_s_kind_is_the_first_kind_that_holds_it(sets: list[set[str]], name: str) -> None:
+    view = ProjectImports(*sets)
+    expr = ast.Name(id=name, ctx=ast.Load())
+    assert view.lookup(expr) == _old_lookup(view, expr)

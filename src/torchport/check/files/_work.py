@@ -48,7 +48,16 @@ from torchport.check.files._remap import to_original
 if TYPE_CHECKING:
     from torchport.check.files._notebook import Notebook
 
-__all__ = ["UNUSED_NOQA", "Chunk", "FileError", "FileFix", "Report", "check_chunk", "fix_chunk"]
+__all__ = [
+    "UNUSED_NOQA",
+    "Chunk",
+    "FileError",
+    "FileFix",
+    "Report",
+    "check_chunk",
+    "fix_chunk",
+    "no_cycle_scans",
+]
 
 
 @record(frozen=True, order=True)
@@ -331,7 +340,7 @@ def _skip_broken_cells(doc: _Doc, path: str, report: Report) -> None:
 
 
 @contextlib.contextmanager
-def _no_cycle_scans() -> Iterator[None]:
+def no_cycle_scans() -> Iterator[None]:
     """Pause the cyclic garbage collector for a chunk; it resumes, as it was, after.
 
     Each file builds and drops a syntax tree: hundreds of thousands of container
@@ -339,6 +348,9 @@ def _no_cycle_scans() -> Iterator[None]:
     them again and again (about a seventh of a check's time on real code, 1,800
     collections for 176,000 lines). Trees hold no cycles; the few a file leaves
     (a scope map's scopes) wait for the collector's next run after the chunk.
+    A run of several chunks in this process pauses it once for all of them
+    (``_paths._map``): what a port keeps from chunk to chunk (the siblings'
+    trees parsed ahead) is then not scanned again at every chunk's end.
     """
     if not gc.isenabled():
         yield
@@ -350,7 +362,7 @@ def _no_cycle_scans() -> Iterator[None]:
         gc.enable()
 
 
-@_no_cycle_scans()
+@no_cycle_scans()
 @listed_once()  # a check writes nothing: the tree's folders hold still for the chunk
 def check_chunk(chunk: Chunk) -> list[Report]:
     """Check every file of ``chunk``."""
@@ -430,7 +442,7 @@ def _fix_one(chunk: Chunk, path: str, doc: _Doc, outcome: FixOutcome, full: Rule
     return report
 
 
-@_no_cycle_scans()
+@no_cycle_scans()
 def fix_chunk(chunk: Chunk) -> list[Report]:
     """Fix every file of ``chunk``; SPEED-only fixes apply per ``chunk.fixable``.
 
@@ -438,6 +450,14 @@ def fix_chunk(chunk: Chunk) -> list[Report]:
     of the chunk's files that ``fix`` may write, never through a link leading out
     (see :func:`~torchport.check.files._write.remove_stale_temps`).
     """
+    if chunk.diff or chunk.stdin is not None:
+        # Nothing is written: the tree's folders hold still for the chunk, as a check's.
+        with listed_once():
+            return _fix_files(chunk)
+    return _fix_files(chunk)
+
+
+def _fix_files(chunk: Chunk) -> list[Report]:
     from torchport.check.files._write import remove_stale_temps
 
     reports: list[Report] = []

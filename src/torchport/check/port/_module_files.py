@@ -8,7 +8,8 @@ Folder listings are cached per folder version, so a tree's imports cost one ``st
 per folder and question. A :class:`Lookups` spans one question made of many (the
 project view of one file: each of its imports, and theirs): there each folder is
 read once, and an import asked again from the same folder is answered from it; inside
-``check/_listing.listed_once`` (a chunk of checked files) once for the whole chunk.
+``check/_listing.listed_once`` (a chunk of checked files, or of files ported with
+nothing written: ``port --diff``) once for the whole chunk, the files' versions too.
 """
 
 from __future__ import annotations
@@ -36,17 +37,19 @@ class Lookups:
     __slots__ = ("files", "found", "listings")
 
     def __init__(self) -> None:
-        # Inside check/_listing.listed_once (a chunk of checked files) the listings and
-        # answers are the span's, shared by every question in it; versions stay per question.
+        # Inside check/_listing.listed_once (a chunk of files checked, or ported with
+        # nothing written) the listings, answers and versions are the span's, shared by
+        # every question in it: nothing in the span changes the tree.
         span = held()
+        # A found file -> its real path and version (mtime, size); None: no stat.
         if span is None:
             self.listings: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
             self.found: dict[tuple[str, str | None, int], Path | None] = {}
+            self.files: dict[Path, tuple[str, tuple[int, int]] | None] = {}
         else:
             self.listings = span.setdefault("module_files.listings", {})
             self.found = span.setdefault("module_files.found", {})
-        # A found file -> its real path and version (mtime, size); None: no stat.
-        self.files: dict[Path, tuple[str, tuple[int, int]] | None] = {}
+            self.files = span.setdefault("module_files.files", {})
 
     def version(self, path: Path) -> tuple[str, tuple[int, int]] | None:
         """``path``'s real path and (mtime in ns, size), once per question (None: no file)."""

@@ -105,10 +105,11 @@ class ProjectImports:
         ``kind`` is one of ``"class"``, ``"factory"``, ``"tensor_function"``,
         ``"tensor"``, ``"device"``, ``"plain_class"`` (a class that is no model).
         """
-        if isinstance(expr, ast.Name):
-            for kind, names in self._kinds():
-                if expr.id in names:
-                    return kind, expr.id
+        if isinstance(expr, ast.Name):  # asked of every call's function: no tuple built
+            name = expr.id
+            for kind, attr in KINDS:
+                if name in getattr(self, attr):
+                    return kind, name
             return None
         if isinstance(expr, ast.Attribute) and self.modules:  # (asked of every call)
             owner = _dotted(expr.value)
