@@ -58,10 +58,8 @@ from torchport.place._leaf_kinds import KIND, PLAIN, TENSOR
 from torchport.place._objects import VALUE, kind_of_object
 
 __all__ = [
-    "END",
     "RESTORED",
     "Snapshot",
-    "add_run",
     "busy",
     "hold",
     "let_go",
@@ -72,7 +70,7 @@ __all__ = [
 
 _dict_of = object.__getattribute__
 _BUILTINS = (dict, list, tuple, set, frozenset, collections.deque)
-END = object()  # closes each node's run in the flat record
+_END = object()  # closes each node's run in the flat record
 _EMPTY = object()  # an empty slot
 _NO_DICT = object()  # a node without a __dict__
 _STATE = object()  # opens the state part of a node's run
@@ -106,35 +104,9 @@ class Snapshot:
             at = _put_back(node, held, at)
 
 
-def record(nodes: list[Any], flat: list[Any] | None = None) -> Snapshot:
-    """Record what each of ``nodes`` (dicts, lists, deques, sets, objects) holds.
-
-    ``flat``: their runs laid already, as :func:`_flatten` lays them (``place/_whole.py``
-    lays them while it reads the input: :func:`add_run` for an object).
-    """
-    return Snapshot(nodes, _flatten(nodes) if flat is None else flat)
-
-
-def add_run(x: Any, flat: list[Any]) -> None:
-    """Lay ``x``'s run (see :func:`_flatten`), its ``END`` included, at the end of ``flat``."""
-    cls = type(x)
-    plan = _PLANS.get(cls)
-    if plan is None:
-        plan = _plan(cls)
-    if plan == _OWN_DICT:
-        own = _dict_of(x, "__dict__")
-        flat.append(_STATE)
-        flat.append(own)
-        flat.extend(own)
-        flat.extend(own.values())
-    elif plan == _PLAIN_DICT:
-        flat.extend(x)
-        flat.extend(x.values())
-    elif plan == _PLAIN_LIST:
-        flat.extend(x)
-    else:
-        _flatten_any(x, cls, flat)
-    flat.append(END)
+def record(nodes: list[Any]) -> Snapshot:
+    """Record what each of ``nodes`` (dicts, lists, deques, sets, objects) holds."""
+    return Snapshot(nodes, _flatten(nodes))
 
 
 def snapshot(obj: Any) -> Snapshot:
@@ -189,7 +161,7 @@ def _items(node: Any) -> list[Any]:
 
 
 def _flatten(nodes: list[Any]) -> list[Any]:
-    """What ``nodes`` hold, end to end, each node's run closed by ``END``.
+    """What ``nodes`` hold, end to end, each node's run closed by ``_END``.
 
     A run: a dict's keys then its values; the items of a list, deque or set; then,
     for any node but a plain dict or list, ``_STATE``, its ``__dict__`` (the object
@@ -200,25 +172,26 @@ def _flatten(nodes: list[Any]) -> list[Any]:
     extend = flat.extend
     add = flat.append
     plans = _PLANS.get
+    end, state, dict_of = _END, _STATE, _dict_of
     for x in nodes:
         cls = type(x)
         plan = plans(cls)
         if plan is None:
             plan = _plan(cls)
-        if plan == _PLAIN_DICT:
+        if plan is _PLAIN_DICT:
             extend(x)
             extend(x.values())
-        elif plan == _PLAIN_LIST:
-            extend(x)
-        elif plan == _OWN_DICT:
-            own = _dict_of(x, "__dict__")
-            add(_STATE)
+        elif plan is _OWN_DICT:
+            own = dict_of(x, "__dict__")
+            add(state)
             add(own)
             extend(own)
             extend(own.values())
+        elif plan is _PLAIN_LIST:
+            extend(x)
         else:
             _flatten_any(x, cls, flat)
-        add(END)
+        add(end)
     return flat
 
 
@@ -262,9 +235,9 @@ def _plan(cls: type) -> int:
 
 
 def _run(held: list[Any], at: int) -> tuple[list[Any], int]:
-    """The run starting at ``at`` (without its ``END``) and where the next one starts."""
+    """The run starting at ``at`` (without its ``_END``) and where the next one starts."""
     end = at
-    while held[end] is not END:
+    while held[end] is not _END:
         end += 1
     return held[at:end], end + 1
 

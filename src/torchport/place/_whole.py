@@ -38,10 +38,8 @@ from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
 from torchport.place._tree import tensors_inside
 from torchport.place._untouched import (
-    END,
     RESTORED,
     Snapshot,
-    add_run,
     busy,
     hold,
     let_go,
@@ -101,19 +99,14 @@ class Inside:
         opened: The dicts, lists and objects read on the way (the object included), by
             id: those the result of its ``.to`` still shares are the input's, and what
             they hold is recorded around the call (``place/_untouched.py``).
-        held: What they held when read, laid as ``place/_untouched.py``'s ``record``
-            takes it.
         restored: ``RESTORED`` when it was read (see ``place/_untouched.py``).
     """
 
-    __slots__ = ("held", "opened", "restored", "tensors")
+    __slots__ = ("opened", "restored", "tensors")
 
-    def __init__(
-        self, tensors: list[torch.Tensor], opened: dict[int, Any], held: list[Any], restored: int
-    ) -> None:
+    def __init__(self, tensors: list[torch.Tensor], opened: dict[int, Any], restored: int) -> None:
         self.tensors = tensors
         self.opened = opened
-        self.held = held  # what the opened nodes held, laid as place/_untouched.py lays it
         self.restored = restored
 
 
@@ -151,7 +144,7 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             if all_on(inside.tensors, target) and inside.restored == RESTORED[0]:
                 return obj
         before: Snapshot = (
-            record(list(inside.opened.values()), inside.held)
+            record(list(inside.opened.values()))
             if inside.restored == RESTORED[0]
             else snapshot(obj)
         )
@@ -211,11 +204,6 @@ def _read(obj: Any) -> Inside | None:
     add = found.append
     opened: dict[int, Any] = {id(obj): obj}
     mark = opened.__setitem__
-    # What each opened node holds, as place/_untouched.py records it (in the order opened).
-    held: list[Any] = []
-    lay = held.extend
-    close = held.append
-    add_run(obj, held)
     pending: list[tuple[Any, int]] = [(_values(obj, code), 1)]
     push = pending.append
     while pending:
@@ -245,19 +233,13 @@ def _read(obj: Any) -> Inside | None:
             if code is _DICT:
                 mark(key, x)
                 children = x.values()
-                lay(x)
-                lay(children)
-                close(END)
             elif code is _LIST:
                 mark(key, x)
                 children = x
-                lay(x)
-                close(END)
             elif code is _TUPLE:
                 children = x
             else:
                 mark(key, x)
-                add_run(x, held)
                 if code is _MOVES or code is _MOVES_STATE:
                     if depth >= SHALLOW_NESTING:
                         return None  # nested deeper than a Data's storages
@@ -271,7 +253,7 @@ def _read(obj: Any) -> Inside | None:
                 push((children, depth))
     if len(set(map(id, found))) != len(found):
         return None  # a tensor held twice: the walker keeps it one tensor
-    return Inside(found, opened, held, restored)
+    return Inside(found, opened, restored)
 
 
 def _unshared_tensors(result: Any, shared: dict[int, Any]) -> list[torch.Tensor] | None:
