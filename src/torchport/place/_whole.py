@@ -125,11 +125,17 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
     Synchronizes as the object's ``.to`` does (see ``call_own_to``); not at all when
     every tensor is on ``target`` already (``obj`` itself is returned).
 
+    What the input holds is recorded before the call and compared after it on every
+    move (``place/_untouched.py``); a thread waits while another runs a checked move
+    of the same ``obj``, and reads it again when an input was put back meanwhile.
+
     Raises:
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
-            left a tensor it made off ``target``, or changed the input's tensors.
+            left a tensor it made off ``target``, or changed what the input holds
+            (the input is put back first).
     """
-    if all_on(inside.tensors, target) and inside.restored == RESTORED[0] and not busy(obj):
+    there = all_on(inside.tensors, target)
+    if there and inside.restored == RESTORED[0] and not busy(obj):
         return obj  # nothing to move: no copy, no call
     cls = type(obj)
     # What the input holds is recorded and compared around every call, so that a .to
@@ -141,8 +147,9 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             # Read before the guard, maybe while another thread's .to had changed the
             # input (it was put back since): read it again.
             inside = _read(obj) or inside
-            if all_on(inside.tensors, target) and inside.restored == RESTORED[0]:
-                return obj
+            there = all_on(inside.tensors, target)
+        if there and inside.restored == RESTORED[0]:
+            return obj  # nothing to move (read again under the guard): no call
         before: Snapshot = (
             record(list(inside.opened.values()))
             if inside.restored == RESTORED[0]
