@@ -267,8 +267,8 @@ def _unshared_tensors(result: Any, shared: dict[int, Any]) -> list[torch.Tensor]
     """The tensors reachable from ``result`` outside what it shares with the input; or None.
 
     A dict, list or object the input held (``shared``: the shallow copy shares it)
-    holds the input's own, unchanged (the input is checked, or its class's
-    ``__copy__`` trusted, as the walker trusts it), so it is not read again. None
+    holds the input's own, unchanged (checked on every move before this runs), so it
+    is not read again. None
     when the loop cannot decide (a type it does not know, a node met twice): the
     caller then asks the walker.
     """
