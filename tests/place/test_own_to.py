@@ -97,6 +97,18 @@ def test_tensordict_and_tensorclass_move_by_their_own_to() -> None:
     assert moved.pixels.is_meta and moved.name == "clip" and not frames.pixels.is_meta
 
 
+def test_a_tensordict_inside_another_and_elsewhere_is_refused_with_the_input_alone() -> None:
+    # Kept refusing (place/_sharing.py's _check_same): the outer .to gives the inner one
+    # without _last_op, the inner one's own .to records it; one object cannot be both.
+    tensordict = pytest.importorskip("tensordict")
+    inner = tensordict.TensorDict({"a": torch.ones(2)}, batch_size=[2])
+    outer = tensordict.TensorDict({"inner": inner, "c": torch.ones(2)}, batch_size=[2])
+    a = inner["a"]
+    with pytest.raises(tp.UnsupportedBatchError, match="held both inside an object"):
+        tp.to_device({"outer": outer, "inner": inner}, META)
+    assert outer["inner"] is inner and inner["a"] is a and not a.is_meta
+
+
 class Counting:
     """A ``.to`` that counts its calls (on the class: a copy's calls count too)."""
 

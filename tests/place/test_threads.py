@@ -12,6 +12,7 @@ unchanged, sharing is kept. The classes are made fresh for each example
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -91,3 +92,74 @@ def test_threads_met_a_class_first_under_a_skipped_key_and_elsewhere() -> None:
             for kept, out in pool.map(move, range(THREADS)):
                 assert out["ids"] is kept and not kept.x.is_meta
                 assert out["x"].x.is_meta and out["x"].z[0].is_meta
+
+
+class _WritesThrough:
+    """An own ``.to`` (no ``__copy__``) writing the moved tensors into the dict its copy shares."""
+
+    def __init__(self, table: dict[str, torch.Tensor]) -> None:
+        self.table = table
+
+    def to(self, device: Any) -> _WritesThrough:
+        for k in list(self.table):
+            self.table[k] = self.table[k].to(device)
+        time.sleep(0.001)  # lets the other threads run while the input is changed
+        return self
+
+
+class _WritesThroughCopied(_WritesThrough):
+    """The same with a ``__copy__`` of its own that shares the table (as PyG's ``Data``)."""
+
+    def __copy__(self) -> _WritesThroughCopied:
+        out = type(self).__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        return out
+
+
+class _Clean(_WritesThrough):
+    """An own ``.to`` that rebuilds its table: every move is right."""
+
+    def to(self, device: Any) -> _Clean:
+        return _Clean({k: v.to(device) for k, v in self.table.items()})
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.sampled_from([_WritesThrough, _WritesThroughCopied, _Clean]),
+    st.sampled_from(["batch", "inside", "loader"]),
+    st.integers(1, 3),
+)
+def test_threads_moving_the_same_object_give_what_one_thread_gives(
+    cls: type[_WritesThrough], how: str, size: int
+) -> None:
+    # Invariant: as one thread would: every move refused and the input intact at the end
+    # (a .to that writes through), or every move right (one that does not): as the batch
+    # (moved whole once its class is known: place/_whole.py), inside a dict (the walker),
+    # through the loader. The oracle: the test's own record of the table, by identity.
+    table = {"w": torch.ones(size), "b": torch.zeros(size)}
+    obj = cls(table)
+    held = list(table.items())
+    barrier = threading.Barrier(THREADS)
+
+    def move(_: int) -> Any:
+        barrier.wait()
+        try:
+            if how == "batch":
+                return tp.to_device(obj, META)
+            if how == "inside":  # the walker's path
+                return tp.to_device({"obj": obj, "n": 1}, META)["obj"]
+            return next(iter(tp.DeviceLoader([obj], device="meta")))
+        except tp.UnsupportedBatchError as exc:
+            return exc
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        results = list(pool.map(move, range(THREADS)))
+    now = list(table.items())
+    assert obj.table is table and len(now) == len(held)
+    assert all(k is j and v is u for (k, v), (j, u) in zip(now, held, strict=True))
+    for out in results:
+        if cls is _Clean:
+            assert isinstance(out, _Clean) and all(t.is_meta for t in out.table.values())
+        else:
+            assert isinstance(out, tp.UnsupportedBatchError), out
+            assert "changed the input" in str(out)

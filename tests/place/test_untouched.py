@@ -346,3 +346,108 @@ class TestAClassWithItsOwnCopy:
         obj.__class__ = cls
         check = TestAnOwnToThatWritesThroughItsCopy()._check
         check(lambda o: tp.to_device(o, META), obj)
+
+
+class SomeValues:
+    """An own ``.to`` that writes through its shallow copy only for some values.
+
+    ``when`` (values only) says when it writes into the ``table`` dict the copy shares
+    with the input: ``("bigger", n)``, for a tensor of more than ``n`` elements;
+    ``("call", k)``, on the ``k``-th call of the class's ``.to`` and later;
+    ``("key", name)``, when the table holds that key. Otherwise it rebuilds the table.
+    """
+
+    calls = 0
+
+    def __init__(self, when: tuple[str, Any], table: dict[str, Any]) -> None:
+        self.when = when
+        self.table = table
+
+    def writes(self) -> bool:
+        how, arg = self.when
+        if how == "bigger":
+            return any(v.numel() > arg for v in self.table.values())
+        if how == "call":
+            return type(self).calls >= arg
+        return arg in self.table
+
+    def to(self, device: Any) -> SomeValues:
+        type(self).calls += 1
+        if self.writes():
+            for k in list(self.table):
+                self.table[k] = self.table[k].to(device)  # into the input's dict
+            return self
+        out = type(self).__new__(type(self))
+        out.when = self.when
+        out.table = {k: v.to(device) for k, v in self.table.items()}
+        return out
+
+
+class SomeValuesCopied(SomeValues):
+    """The same, with a ``__copy__`` of its own that shares the table (as PyG's ``Data``)."""
+
+    def __copy__(self) -> SomeValuesCopied:
+        out = type(self).__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        return out
+
+
+def _lasting_some_values(base: type[SomeValues]) -> type[SomeValues]:
+    """A new class that lasts (so that movers may remember it), its call count at zero."""
+    name = f"{base.__name__}{len(vars(_Made))}"
+    cls = type(name, (base,), {"__module__": __name__, "__qualname__": f"_Made.{name}"})
+    setattr(_Made, name, cls)
+    return cls
+
+
+_whens = st.one_of(
+    st.tuples(st.just("bigger"), st.integers(1, 4)),
+    st.tuples(st.just("call"), st.integers(2, 4)),
+    st.tuples(st.just("key"), st.sampled_from("pq")),
+)
+
+
+class TestAWriteThroughForSomeValuesOnly:
+    """Every move is checked: clean moves first trust nothing, each writing move is refused.
+
+    The oracle is the test's own deep record of the input (``_held``): after each
+    refused move every node holds exactly what it held; each clean move gives a
+    moved table and leaves the input alone.
+    """
+
+    @given(
+        _whens,
+        st.sampled_from([SomeValues, SomeValuesCopied]),
+        st.sampled_from(["batch", "inside", "loader"]),
+    )
+    def test_each_writing_move_is_refused_with_the_input_put_back(
+        self, when: tuple[str, Any], base: type[SomeValues], how: str
+    ) -> None:
+        cls = _lasting_some_values(base)
+        moves = {
+            "batch": lambda o: tp.to_device(o, META),
+            "inside": lambda o: tp.to_device({"obj": o, "n": 1}, META)["obj"],
+            "loader": lambda o: next(iter(tp.DeviceLoader([o], device="meta"))),
+        }
+        path = "batch['obj']" if how == "inside" else "batch"
+        # Small tables without the keys first, then bigger ones and the keys: for each
+        # kind of `when`, clean moves come first and writing ones later.
+        tables = [{"a": torch.ones(1)}, {"a": torch.ones(1), "b": torch.ones(1)}]
+        tables += [{"a": torch.ones(5)}, {"p": torch.ones(1)}, {"q": torch.ones(2)}] * 2
+        clean = 0
+        for table in tables:
+            obj = cls(when, table)
+            will_write = obj.writes() if when[0] != "call" else cls.calls + 1 >= when[1]
+            before = _held(obj)
+            if will_write:
+                with pytest.raises(tp.UnsupportedBatchError) as caught:
+                    moves[how](obj)
+                assert path in str(caught.value)
+                assert "changed the input" in str(caught.value)
+            else:
+                out = moves[how](obj)
+                assert all(t.is_meta for t in out.table.values())
+                clean += 1
+            _assert_untouched(before)
+            assert all(not t.is_meta for t in obj.table.values())
+        assert clean >= 1  # trusted first by clean moves, as the hole needed

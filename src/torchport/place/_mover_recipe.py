@@ -69,7 +69,7 @@ from torchport.place._leaf_kinds import TENSOR
 from torchport.place._locate import find_path, find_state_path
 from torchport.place._objects import VALUE, contents, kind_of_object, on_device
 from torchport.place._rebuilding import current
-from torchport.place._untouched import checked, watch
+from torchport.place._untouched import RESTORED, busy, hold, let_go, snapshot, wait_for
 
 if TYPE_CHECKING:
     from torchport.place._layout import BatchLayout
@@ -187,9 +187,20 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
         _LOCAL.nested = len(active)
         _LOCAL.repeats = False
         try:
-            tensors = find(contents(obj))
-            nested = _LOCAL.nested - len(active) + 1
-            repeats = _LOCAL.repeats
+            while True:
+                # Read while no other thread's checked .to of it runs and none of them put
+                # an input back meanwhile: a refused .to changes the input until then.
+                restored = RESTORED[0]
+                if busy(obj):
+                    wait_for(obj)
+                    continue
+                _LOCAL.nested = len(active)
+                _LOCAL.repeats = False
+                tensors = find(contents(obj))
+                nested = _LOCAL.nested - len(active) + 1
+                repeats = _LOCAL.repeats
+                if restored == RESTORED[0] and not busy(obj):
+                    break
         finally:
             active.discard(key)
             _LOCAL.nested = max(outer, _LOCAL.nested)
@@ -227,27 +238,27 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
 def _own_to_on_copy(obj: Any, call_to: Callable[[Any], Any]) -> Any:
     """What ``obj``'s own ``.to`` gives on a shallow copy; the input must come out as it was.
 
-    What the input holds is recorded before the call and put back if the call
-    changed it or raised (``place/_untouched.py``); a class with a ``__copy__`` of its
-    own (PyG's ``Data``, ``TensorDict``) says what a copy shares, and its ``.to`` is
-    trusted to leave the input alone once a first move of the class was checked.
+    What the input holds is recorded before every call and put back if the call
+    changed it or raised (``place/_untouched.py``), one checked call of ``obj`` at a
+    time (another thread moving it waits).
 
     Raises:
         RebuildRefused: The copy cannot be made, or the call changed what the input
-            holds (its ``.to`` wrote through a container the shallow copy shares
-            with it); the input is as it was.
+            holds (its ``.to`` wrote through a container the shallow copy shares with
+            it, or otherwise); the input is as it was.
     """
-    before = watch(obj)
-    if before is None:
-        return call_to(copy_object(obj))
+    guard = hold(obj)
     try:
-        result = call_to(copy_object(obj))
-        if before.changed():
-            raise RebuildRefused(wrote_through(type(obj)))
-    except BaseException:
-        before.restore()
-        raise
-    checked(obj)
+        before = snapshot(obj)
+        try:
+            result = call_to(copy_object(obj))
+            if before.changed():
+                raise RebuildRefused(wrote_through(type(obj)))
+        except BaseException:
+            before.restore()
+            raise
+    finally:
+        let_go(obj, guard)
     return result
 
 

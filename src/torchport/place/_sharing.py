@@ -308,6 +308,13 @@ def _as_is(node: Any, made: dict[int, Any], owned: set[int]) -> None:
 def _check_same(first: Any, other: Any, old: Any) -> None:
     """Raise unless ``first`` and ``other`` (what ``old`` became in two places) hold the same.
 
+    Every attribute counts: a ``TensorDict`` held inside another and elsewhere is
+    refused, because the outer ``.to`` gives the inner one without ``_last_op`` while
+    the inner one's own ``.to`` records it (the operation and a weak reference to its
+    source, read by a ``with`` block to undo it). Which attributes are bookkeeping is
+    the class's to say; guessing (ignoring a name one side lacks) could make one
+    object of two that a later read tells apart, so the move is refused instead.
+
     Raises:
         UnsupportedBatchError: They do not: the two cannot be made one object.
     """

@@ -1,21 +1,28 @@
 """What an object's own ``.to`` could change in the input: recorded, compared, put back.
 
 An object with its own ``.to`` is moved by that ``.to`` called on a shallow copy
-(``place/_mover_recipe.py``, ``place/_whole.py``). The copy shares every container
-the input holds (a dict attribute, a list inside it), so a ``.to`` that writes into
-one (``self.table["w"] = self.table["w"].to(device)``) changes the input. A class
-with its own ``__copy__`` (PyTorch Geometric's ``Data``, ``TensorDict``) says what
-its copy shares; its ``.to`` is trusted to leave the input alone once a move of an
-object of the class with the same attribute names was checked and did (:func:`watch`:
-a ``Data`` subclass whose ``.to`` writes into a dict that ``Data.__copy__`` shares is
-caught on such a move). For any other class, and until such a move,
-:func:`snapshot` records, before the call, what each mutable container and object
-the walker would go through holds (by identity), :meth:`Snapshot.changed` says
-whether any of them now holds anything else, and :meth:`Snapshot.restore` puts back
-what each held. The movers refuse such a ``.to`` and restore the input first, so
-that after any error the input holds exactly the objects it held. An object whose
-attribute names match a checked one's but whose ``.to`` writes through only for
-some values is not caught once its class is trusted.
+(``place/_mover_recipe.py``, ``place/_whole.py``). The copy shares what the input
+holds (a dict attribute, a list inside it; a class's own ``__copy__``, such as
+PyTorch Geometric's ``Data``'s, shares what it chooses to), so a ``.to`` that writes
+into one (``self.table["w"] = self.table["w"].to(device)``) changes the input.
+
+The invariant, kept on every move: after a move by an object's own ``.to``, every
+container and object of the input that the walker reads holds exactly the objects
+it held before (the same keys, items and attributes, by identity, in order, the
+same ``__dict__``); a ``.to`` that changed any of them is refused and the input is
+put back first, so that after any error the input holds exactly what it held.
+This does not rest on how the change was made (through the shallow copy, a back
+reference, a global, only for some values or on some calls): what the input holds
+is recorded before each call and compared after it.
+
+How it is recorded: :func:`record` takes the input's nodes (the dicts, lists and
+objects the mover read on its way to the tensors: ``place/_whole.py``'s ``_read``,
+or :func:`snapshot`'s own walk for the walker) and lays what each holds end to end
+in one flat list, each node's run closed by a marker that nothing else holds;
+:meth:`Snapshot.changed` builds the same list again and compares the two by
+identity at C speed, and keeps the old objects alive, so that an id cannot be
+reused by an object made during the call. Equal lists mean every node holds the
+same objects: each run is read back the same way, and the marker closes it.
 
 What is recorded is what the walker reads: the items of dicts, lists, deques and
 sets (and their subclasses), the items of tuples (not recorded themselves: they
@@ -23,83 +30,83 @@ cannot change), and the ``__dict__`` and slots of objects the walker walks or
 moves with their own ``.to``. Tensors, values and the objects a batch only refers
 to (classes, modules, functions: ``place/_objects.py``'s values) are not looked
 into. What a tensor holds (its data) is not recorded: a ``.to`` that copies into an
-input tensor in place is not caught.
+input tensor in place (``t.copy_(...)``) is not caught.
+
+Threads: :func:`hold` serialises the checked moves of one input object, so that
+threads moving the same object one after another see it as it was (a ``.to`` that
+writes through is then refused in every thread, the input intact at the end; one
+thread's write can no longer enter another's record). Moves of different objects
+do not wait for each other; two objects that share a container, moved in two
+threads at once by ``.to`` methods that both write into it, are not serialised.
 """
 
 from __future__ import annotations
 
+import _thread
 import collections
 import contextlib
+import operator
+import threading
+from _thread import LockType
 from typing import Any
 
 import torch
 
-from torchport.place._copying import State, defines_copy, read_state, slot_descriptors
+from torchport.place._copying import has_state, read_state, slot_descriptors
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import KIND, PLAIN, TENSOR
 from torchport.place._objects import VALUE, kind_of_object
 
-__all__ = ["Snapshot", "checked", "snapshot", "watch"]
+__all__ = [
+    "RESTORED",
+    "Snapshot",
+    "busy",
+    "hold",
+    "let_go",
+    "record",
+    "snapshot",
+    "wait_for",
+]
 
-_DICT = 0
-_LIST = 1
-_DEQUE = 2
-_SET = 3
-_STATE = 4
-
-
-# Classes with a __copy__ of their own (and that last: ``place/_lasting.py``) whose .to
-# was checked on a move and left the input alone, each with the names of the attributes
-# that object had (its __dict__'s keys, in order; () for one without a __dict__): an
-# object of the class with the same names is not recorded again, one with other names
-# (a PyG ``Data`` given a ``_cache`` dict) is checked once more. Bounded: past
-# _CHECKED_MAX entries every move is recorded.
-_COPY_CHECKED: set[tuple[type, tuple[str, ...]]] = set()
-_CHECKED_MAX = 1024
-
-
-def watch(obj: Any) -> Snapshot | None:
-    """What to check a call of ``obj``'s own ``.to`` on its shallow copy against; None: trusted.
-
-    Every class without a ``__copy__`` of its own is recorded on every move; one with
-    its own ``__copy__`` until a move of an object with the same attribute names was
-    checked (:func:`checked`).
-    """
-    return None if (type(obj), _names(obj)) in _COPY_CHECKED else snapshot(obj)
-
-
-def checked(obj: Any) -> None:
-    """Note that a move of ``obj`` by its own ``.to`` left the input alone (see :func:`watch`)."""
-    cls = type(obj)
-    if defines_copy(cls) and lasting(cls) and len(_COPY_CHECKED) < _CHECKED_MAX:
-        _COPY_CHECKED.add((cls, _names(obj)))
-
-
-def _names(obj: Any) -> tuple[str, ...]:
-    try:
-        return tuple(object.__getattribute__(obj, "__dict__"))
-    except (AttributeError, TypeError):
-        return ()
+_dict_of = object.__getattribute__
+_BUILTINS = (dict, list, tuple, set, frozenset, collections.deque)
+_END = object()  # closes each node's run in the flat record
+_EMPTY = object()  # an empty slot
+_NO_DICT = object()  # a node without a __dict__
+_STATE = object()  # opens the state part of a node's run
+# How many times a snapshot put an input back (its one item; changes, never goes back):
+# a mover that read an input before taking its guard reads it again when this moved,
+# since it may have read it while another thread's refused .to had changed it.
+RESTORED = [0]
 
 
 class Snapshot:
-    """What each container and object reachable from one object held, by identity."""
+    """What each recorded node held, by identity (see the module)."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_flat", "_nodes")
 
-    def __init__(self, entries: list[tuple[Any, int, Any]]) -> None:
-        # (node, what it is, what it held): see _held.
-        self._entries = entries
+    def __init__(self, nodes: list[Any], flat: list[Any]) -> None:
+        self._nodes = nodes
+        self._flat = flat
 
     def changed(self) -> bool:
         """Whether any recorded node now holds anything else (or in another order)."""
-        return any(not _same_held(node, kind, held) for node, kind, held in self._entries)
+        now = _flatten(self._nodes)
+        held = self._flat
+        return len(now) != len(held) or not all(map(operator.is_, now, held))
 
     def restore(self) -> None:
-        """Make every recorded node that changed hold again exactly what it held."""
-        for node, kind, held in self._entries:
-            if not _same_held(node, kind, held):
-                _put_back(node, kind, held)
+        """Make every recorded node hold again exactly what it held."""
+        RESTORED[0] += 1
+        held = self._flat
+        at = 0
+        for node in self._nodes:
+            at = _put_back(node, held, at)
+
+
+def record(nodes: list[Any]) -> Snapshot:
+    """Record what each of ``nodes`` (dicts, lists, deques, sets, objects) holds."""
+    return Snapshot(nodes, _flatten(nodes))
 
 
 def snapshot(obj: Any) -> Snapshot:
@@ -107,7 +114,7 @@ def snapshot(obj: Any) -> Snapshot:
 
     Each node is recorded once (a cycle or a node held twice is fine).
     """
-    entries: list[tuple[Any, int, Any]] = []
+    nodes: list[Any] = []
     seen: set[int] = set()
     pending = [obj]
     while pending:
@@ -120,31 +127,21 @@ def snapshot(obj: Any) -> Snapshot:
         if key in seen:
             continue
         seen.add(key)
-        if isinstance(node, tuple):
+        recorded = False
+        if isinstance(node, tuple | frozenset):
             pending.extend(node)
         elif isinstance(node, dict):
-            items = list(dict.items(node))
-            entries.append((node, _DICT, items))
-            pending.extend(value for _, value in items)
-        elif isinstance(node, list):
-            items = list.copy(node)
-            entries.append((node, _LIST, items))
-            pending.extend(items)
-        elif isinstance(node, collections.deque):
-            items = list(node)
-            entries.append((node, _DEQUE, items))
-            pending.extend(items)
-        elif isinstance(node, set):
-            items = list(node)
-            entries.append((node, _SET, items))
-            pending.extend(items)
-        elif isinstance(node, frozenset):
-            pending.extend(node)
+            pending.extend(dict.values(node))
+            recorded = True
+        elif isinstance(node, list | collections.deque | set):
+            pending.extend(_items(node))
+            recorded = True
         if _walks_state(cls):
-            state = read_state(node)
-            entries.append((node, _STATE, state))
-            pending.extend(state.values)
-    return Snapshot(entries)
+            pending.extend(read_state(node).values)
+            recorded = True
+        if recorded:
+            nodes.append(node)
+    return record(nodes)
 
 
 def _walks_state(cls: type) -> bool:
@@ -154,54 +151,192 @@ def _walks_state(cls: type) -> bool:
     return kind_of_object(cls) != VALUE
 
 
-def _same_held(node: Any, kind: int, held: Any) -> bool:
-    if kind == _STATE:
-        now = read_state(node)
-        return now.names == held.names and _same_items(now.values, held.values)
-    if kind == _DICT:
-        items = list(dict.items(node))
-        return len(items) == len(held) and all(
-            a[0] is b[0] and a[1] is b[1] for a, b in zip(items, held, strict=True)
-        )
-    if kind == _SET:
-        return len(node) == len(held) and {id(x) for x in node} == {id(x) for x in held}
-    return _same_items(list(node), held)
+def _items(node: Any) -> list[Any]:
+    """The items of a list, deque or set (or a subclass), read with the base type's own methods."""
+    if isinstance(node, list):
+        return list.copy(node)
+    if isinstance(node, collections.deque):
+        return list(collections.deque.__iter__(node))
+    return list(set.__iter__(node))
 
 
-def _same_items(now: list[Any], held: list[Any]) -> bool:
-    return len(now) == len(held) and all(a is b for a, b in zip(now, held, strict=True))
+def _flatten(nodes: list[Any]) -> list[Any]:
+    """What ``nodes`` hold, end to end, each node's run closed by ``_END``.
 
-
-def _put_back(node: Any, kind: int, held: Any) -> None:
-    """Make ``node`` hold ``held`` again, with the base type's own methods."""
-    if kind == _DICT:
-        dict.clear(node)
-        dict.update(node, held)
-    elif kind == _LIST:
-        list.__setitem__(node, slice(None), held)
-    elif kind == _DEQUE:
-        collections.deque.clear(node)
-        collections.deque.extend(node, held)
-    elif kind == _SET:
-        set.clear(node)
-        set.update(node, held)
-    else:
-        _put_back_state(node, held)
-
-
-def _put_back_state(node: Any, held: State) -> None:
-    """Give ``node`` exactly the attributes ``held`` recorded, past ``__setattr__``."""
-    try:
-        own: dict[str, Any] | None = object.__getattribute__(node, "__dict__")
-    except (AttributeError, TypeError):
-        own = None
-    if own is not None:
-        own.clear()
-        own.update(zip(held.names[: held.in_dict], held.values[: held.in_dict], strict=True))
-    filled = dict(zip(held.names[held.in_dict :], held.values[held.in_dict :], strict=True))
-    for name, descriptor in slot_descriptors(type(node)):
-        if name in filled:
-            descriptor.__set__(node, filled[name])
+    A run: a dict's keys then its values; the items of a list, deque or set; then,
+    for any node but a plain dict or list, ``_STATE``, its ``__dict__`` (the object
+    itself, or ``_NO_DICT``), that dict's keys and values, and each slot's value
+    (``_EMPTY`` for an empty one).
+    """
+    flat: list[Any] = []
+    extend = flat.extend
+    add = flat.append
+    plans = _PLANS.get
+    end, state, dict_of = _END, _STATE, _dict_of
+    for x in nodes:
+        cls = type(x)
+        plan = plans(cls)
+        if plan is None:
+            plan = _plan(cls)
+        if plan is _PLAIN_DICT:
+            extend(x)
+            extend(x.values())
+        elif plan is _OWN_DICT:
+            own = dict_of(x, "__dict__")
+            add(state)
+            add(own)
+            extend(own)
+            extend(own.values())
+        elif plan is _PLAIN_LIST:
+            extend(x)
         else:
+            _flatten_any(x, cls, flat)
+        add(end)
+    return flat
+
+
+def _flatten_any(x: Any, cls: type, flat: list[Any]) -> None:
+    """A node's run (see :func:`_flatten`) for any node: items, ``__dict__``, slots."""
+    if isinstance(x, dict):
+        flat.extend(dict.keys(x))
+        flat.extend(dict.values(x))
+    elif isinstance(x, list | collections.deque | set):
+        flat.extend(_items(x))
+    flat.append(_STATE)
+    try:
+        own = _dict_of(x, "__dict__")
+    except (AttributeError, TypeError):
+        own = _NO_DICT
+    flat.append(own)
+    if own is not _NO_DICT:
+        flat.extend(own)
+        flat.extend(own.values())
+    for _, descriptor in slot_descriptors(cls):
+        try:
+            flat.append(descriptor.__get__(x, cls))
+        except AttributeError:
+            flat.append(_EMPTY)
+
+
+# How _flatten reads a node of each type (those that last: place/_lasting.py).
+_PLAIN_DICT = 0
+_PLAIN_LIST = 1
+_OWN_DICT = 2  # an object whose whole state is its __dict__
+_ANY = 3
+_PLANS: dict[type, int] = {dict: _PLAIN_DICT, list: _PLAIN_LIST}
+
+
+def _plan(cls: type) -> int:
+    plain = not issubclass(cls, _BUILTINS) and not slot_descriptors(cls)
+    plan = _OWN_DICT if plain and has_state(cls) else _ANY
+    if lasting(cls):
+        _PLANS[cls] = plan
+    return plan
+
+
+def _run(held: list[Any], at: int) -> tuple[list[Any], int]:
+    """The run starting at ``at`` (without its ``_END``) and where the next one starts."""
+    end = at
+    while held[end] is not _END:
+        end += 1
+    return held[at:end], end + 1
+
+
+def _put_back(node: Any, held: list[Any], at: int) -> int:
+    """Make ``node`` hold its run of ``held`` (from ``at``) again; returns where the next starts.
+
+    Each part is written with the base type's own methods, past ``__setattr__``.
+    """
+    run, after = _run(held, at)
+    cls = type(node)
+    if cls is dict or cls is list:
+        _put_items(node, run)
+        return after
+    state_at = next(i for i, x in enumerate(run) if x is _STATE)
+    _put_items(node, run[:state_at])
+    own = run[state_at + 1]
+    slots = slot_descriptors(cls)
+    rest = run[state_at + 2 : len(run) - len(slots)]
+    if own is not _NO_DICT:
+        with contextlib.suppress(AttributeError, TypeError):
+            if _dict_of(node, "__dict__") is not own:
+                object.__setattr__(node, "__dict__", own)
+        half = len(rest) // 2
+        dict.clear(own)
+        dict.update(own, zip(rest[:half], rest[half:], strict=True))
+    for (_, descriptor), value in zip(slots, run[len(run) - len(slots) :], strict=True):
+        if value is _EMPTY:
             with contextlib.suppress(AttributeError):  # empty before and after
                 descriptor.__delete__(node)
+        else:
+            descriptor.__set__(node, value)
+    return after
+
+
+def _put_items(node: Any, items: list[Any]) -> None:
+    """Make a dict, list, deque or set (``items``: its part of a run) hold ``items`` again."""
+    if isinstance(node, dict):
+        half = len(items) // 2
+        dict.clear(node)
+        dict.update(node, zip(items[:half], items[half:], strict=True))
+    elif isinstance(node, list):
+        list.__setitem__(node, slice(None), items)
+    elif isinstance(node, collections.deque):
+        collections.deque.clear(node)
+        collections.deque.extend(node, items)
+    elif isinstance(node, set):
+        set.clear(node)
+        set.update(node, items)
+
+
+# Per input object whose checked move runs (by id: the mover holds the object for the
+# whole call, so the id cannot be reused meanwhile): the lock that move holds, and the
+# thread running it. An entry exists exactly while its move runs: the thread that put it
+# there removes it before letting go of the lock, so a waiter that wakes up looks again.
+_GUARDS: dict[int, tuple[LockType, int]] = {}
+
+
+def hold(obj: Any) -> LockType | None:
+    """Wait until no other thread runs a checked move of ``obj``, then take it (see :func:`let_go`).
+
+    None when this thread runs one already (a ``.to`` that moves its own input
+    again): the nested move goes on under the outer one. Entries are put and looked
+    up with single dict operations (atomic), so taking costs no lock but ``obj``'s own.
+    """
+    key = id(obj)
+    me = threading.get_ident()
+    while True:
+        entry = _GUARDS.get(key)
+        if entry is None:
+            lock = _new_lock()
+            lock.acquire()
+            mine = (lock, me)
+            if _GUARDS.setdefault(key, mine) is mine:
+                return lock
+            continue  # another thread put its entry first
+        lock, owner = entry
+        if owner == me:
+            return None
+        lock.acquire()  # until that move ends; then look again
+        lock.release()
+
+
+def busy(obj: Any) -> bool:
+    """Whether a checked move of ``obj`` runs now in another thread."""
+    entry = _GUARDS.get(id(obj))
+    return entry is not None and entry[1] != threading.get_ident()
+
+
+def wait_for(obj: Any) -> None:
+    """Wait until no checked move of ``obj`` runs in another thread."""
+    let_go(obj, hold(obj))
+
+
+def let_go(obj: Any, guard: LockType | None) -> None:
+    """End the checked move of ``obj`` that :func:`hold` gave ``guard`` for."""
+    if guard is not None:
+        del _GUARDS[id(obj)]
+        guard.release()
+
+
+_new_lock = _thread.allocate_lock

@@ -37,7 +37,15 @@ from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
 from torchport.place._tree import tensors_inside
-from torchport.place._untouched import checked, watch
+from torchport.place._untouched import (
+    RESTORED,
+    Snapshot,
+    busy,
+    hold,
+    let_go,
+    record,
+    snapshot,
+)
 
 __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
@@ -88,15 +96,18 @@ class Inside:
 
     Attributes:
         tensors: Its distinct tensors.
-        opened: The ids of the dicts, lists and objects read on the way (the object
-            included): those the result of its ``.to`` still shares are the input's.
+        opened: The dicts, lists and objects read on the way (the object included), by
+            id: those the result of its ``.to`` still shares are the input's, and what
+            they hold is recorded around the call (``place/_untouched.py``).
+        restored: ``RESTORED`` when it was read (see ``place/_untouched.py``).
     """
 
-    __slots__ = ("opened", "tensors")
+    __slots__ = ("opened", "restored", "tensors")
 
-    def __init__(self, tensors: list[torch.Tensor], opened: set[int]) -> None:
+    def __init__(self, tensors: list[torch.Tensor], opened: dict[int, Any], restored: int) -> None:
         self.tensors = tensors
         self.opened = opened
+        self.restored = restored
 
 
 def whole_tensors(obj: Any) -> Inside | None:
@@ -114,41 +125,58 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
     Synchronizes as the object's ``.to`` does (see ``call_own_to``); not at all when
     every tensor is on ``target`` already (``obj`` itself is returned).
 
+    What the input holds is recorded before the call and compared after it on every
+    move (``place/_untouched.py``); a thread waits while another runs a checked move
+    of the same ``obj``, and reads it again when an input was put back meanwhile.
+
     Raises:
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
-            left a tensor it made off ``target``, or changed the input's tensors.
+            left a tensor it made off ``target``, or changed what the input holds
+            (the input is put back first).
     """
-    tensors = inside.tensors
-    if all_on(tensors, target):
+    there = all_on(inside.tensors, target)
+    if there and inside.restored == RESTORED[0] and not busy(obj):
         return obj  # nothing to move: no copy, no call
     cls = type(obj)
-    # What the shallow copy shares is recorded (for a class with a __copy__ of its own,
-    # on a first move only), so that a .to writing through it is refused with the
-    # input put back.
-    before = watch(obj)
+    # What the input holds is recorded and compared around every call, so that a .to
+    # writing into it (through what the shallow copy shares, on any move) is refused
+    # with the input put back; one checked move of an object at a time (threads wait).
+    guard = hold(obj)
     try:
-        result = call_own_to(copy_object(obj), target, non_blocking, None)
-        if before is not None:
+        if inside.restored != RESTORED[0] or guard is None:
+            # Read before the guard, maybe while another thread's .to had changed the
+            # input (it was put back since): read it again.
+            inside = _read(obj) or inside
+            there = all_on(inside.tensors, target)
+        if there and inside.restored == RESTORED[0]:
+            return obj  # nothing to move (read again under the guard): no call
+        before: Snapshot = (
+            record(list(inside.opened.values()))
+            if inside.restored == RESTORED[0]
+            else snapshot(obj)
+        )
+        tensors = inside.tensors
+        try:
+            result = call_own_to(copy_object(obj), target, non_blocking, None)
             if before.changed():
                 raise RebuildRefused(wrote_through(cls))
-            checked(obj)
-        found = _unshared_tensors(result, inside.opened)
-        if found is None or not all_on(found, target):
-            left = frozenset(map(id, tensors))  # the input's own may stay where they were
-            if found is None or not all_on(_not_in(found, left), target):
-                check_reached(result, target, left, tensors_inside)  # the walker names it
-    except RebuildRefused as exc:
-        if before is not None:
+            found = _unshared_tensors(result, inside.opened)
+            if found is None or not all_on(found, target):
+                left = frozenset(map(id, tensors))  # the input's own may stay where they were
+                if found is None or not all_on(_not_in(found, left), target):
+                    check_reached(result, target, left, tensors_inside)  # the walker names it
+        except RebuildRefused as exc:
             before.restore()
-        raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
-    except BaseException as exc:
-        if before is not None:
+            raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
+        except BaseException as exc:
             before.restore()
-        if isinstance(exc, Exception) and not isinstance(exc, UnsupportedBatchError):
-            # As the walker reports it (place/_locate.py): the same error on every move.
-            reason = f"calling its .to on a shallow copy raised {type(exc).__name__}: {exc}"
-            raise UnsupportedBatchError(refused_message(ROOT, cls, reason)) from exc
-        raise
+            if isinstance(exc, Exception) and not isinstance(exc, UnsupportedBatchError):
+                # As the walker reports it (place/_locate.py): the same error on every move.
+                reason = f"calling its .to on a shallow copy raised {type(exc).__name__}: {exc}"
+                raise UnsupportedBatchError(refused_message(ROOT, cls, reason)) from exc
+            raise
+    finally:
+        let_go(obj, guard)
     return result
 
 
@@ -178,10 +206,11 @@ def _read(obj: Any) -> Inside | None:
     if code is not _MOVES and code is not _MOVES_STATE:
         return None  # (a .to may return another type): the walker reads it
     only_tensors = PLAIN_TENSOR_TYPES.issuperset
+    restored = RESTORED[0]  # read first: a restore after it reads the input again
     found: list[torch.Tensor] = []
     add = found.append
-    opened = {id(obj)}
-    mark = opened.add
+    opened: dict[int, Any] = {id(obj): obj}
+    mark = opened.__setitem__
     pending: list[tuple[Any, int]] = [(_values(obj, code), 1)]
     push = pending.append
     while pending:
@@ -209,15 +238,15 @@ def _read(obj: Any) -> Inside | None:
                 # is never recorded (a cycle through one passes a list, dict or object).
                 return None
             if code is _DICT:
-                mark(key)
+                mark(key, x)
                 children = x.values()
             elif code is _LIST:
-                mark(key)
+                mark(key, x)
                 children = x
             elif code is _TUPLE:
                 children = x
             else:
-                mark(key)
+                mark(key, x)
                 if code is _MOVES or code is _MOVES_STATE:
                     if depth >= SHALLOW_NESTING:
                         return None  # nested deeper than a Data's storages
@@ -231,15 +260,15 @@ def _read(obj: Any) -> Inside | None:
                 push((children, depth))
     if len(set(map(id, found))) != len(found):
         return None  # a tensor held twice: the walker keeps it one tensor
-    return Inside(found, opened)
+    return Inside(found, opened, restored)
 
 
-def _unshared_tensors(result: Any, shared: set[int]) -> list[torch.Tensor] | None:
+def _unshared_tensors(result: Any, shared: dict[int, Any]) -> list[torch.Tensor] | None:
     """The tensors reachable from ``result`` outside what it shares with the input; or None.
 
     A dict, list or object the input held (``shared``: the shallow copy shares it)
-    holds the input's own, unchanged (the input is checked, or its class's
-    ``__copy__`` trusted, as the walker trusts it), so it is not read again. None
+    holds the input's own, unchanged (checked on every move before this runs), so it
+    is not read again. None
     when the loop cannot decide (a type it does not know, a node met twice): the
     caller then asks the walker.
     """
