@@ -16,15 +16,16 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
 
 from torchport import __version__
 from torchport.cli._pipe import pipe_safe_stdout
 from torchport.cli._plain_check import plain_check
 from torchport.errors import MissingDependencyError, TorchportError
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     import argparse
+    from typing import Any, TextIO
 
 SUBCOMMANDS = ("doctor", "check", "fix", "port", "rule", "run", "bench")
 _CHECKER = frozenset({"check", "fix", "port", "rule"})  # exit 1 means findings there

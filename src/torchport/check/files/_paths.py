@@ -26,7 +26,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
@@ -34,11 +33,16 @@ from torchport.check.files._config import Config, ConfigResolver
 from torchport.check.files._plan import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, Plan, chunked, plan
 from torchport.check.files._work import Chunk, FileError, FileFix, Report, check_chunk, fix_chunk
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     import threading
     from concurrent.futures import ProcessPoolExecutor
+    from typing import TypeVar
 
     from torchport.check.files._cache import CheckCache
+
+    _T = TypeVar("_T")
+    _R = TypeVar("_R")
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -51,9 +55,6 @@ __all__ = [
     "check_paths",
     "fix_paths",
 ]
-
-_T = TypeVar("_T")
-_R = TypeVar("_R")
 
 
 @record()
