@@ -60,7 +60,42 @@ def _named(argv: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand; returns its exit code (see the module docstring)."""
+    """Run one subcommand; returns its exit code (see the module docstring).
+
+    Called as the program (no ``argv``: the ``torchport`` command, ``python -m
+    torchport``), a plain ``check`` line ends the process itself (:func:`exit_now`).
+    """
+    code = _guarded(argv)
+    if argv is None and plain_check(sys.argv[1:]) is not None:
+        exit_now(code)
+    return code
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` now, skipping the interpreter's teardown when it is idle.
+
+    The teardown frees the objects of the ~190 modules a check loaded one by one (about
+    11 ms, a sixth of a small check's whole run), where the exit frees them at once.
+    Taken only when nothing else would run there: no ``atexit`` callback, no
+    ``threading`` loaded (a worker pool's shutdown joins its threads there), not in
+    development mode (its warnings about unclosed files come from the teardown), and the
+    standard streams flushed without an error. Otherwise returns, and the usual exit
+    runs. Every file a check writes (cache, ``--add-noqa``) is closed before it returns.
+    """
+    import atexit
+
+    if atexit._ncallbacks() or "threading" in sys.modules or sys.flags.dev_mode:
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
+
+
+def _guarded(argv: Sequence[str] | None) -> int:
     try:
         with pipe_safe_stdout() as real_stdout:
             return _main(argv, real_stdout)
