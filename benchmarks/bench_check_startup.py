@@ -13,7 +13,8 @@ where ``PYTHONDONTWRITEBYTECODE`` is set, or every run pays for compiling.
 ``--floor`` adds the floor under any Python checker of this design: a child that imports
 just the standard-library modules the check loads (those its process holds at the end
 that ``python -c pass`` does not, found by running it once), and the same without
-``pathlib`` and ``typing`` (with what only they bring in).
+``pathlib`` and ``typing`` (with what only they bring in); each ends as a plain check
+does, with ``os._exit`` (no teardown).
 
 Usage: python benchmarks/bench_check_startup.py [--rounds 31] [--torchport-path DIR] [--floor]
 """
@@ -63,7 +64,8 @@ def _floor(cwd: Path, env: dict[str, str]) -> dict[str, tuple[list[str], dict[st
     # with it: each child imports its modules' own imports)
     theirs = _modules(python, cwd, env, "import sys, pathlib, typing\nprint(sorted(sys.modules))")
     lean = [m for m in std if m not in theirs - bare]
-    loop = "import importlib\nfor m in {!r}:\n    importlib.import_module(m)"
+    # ended as a plain check ends (cli/_main.exit_now): without the interpreter's teardown
+    loop = "import importlib, os\nfor m in {!r}:\n    importlib.import_module(m)\nos._exit(0)"
     return {
         f"stdlib a check loads ({len(std)} modules)": ([*python, "-c", loop.format(std)], env),
         f"  less pathlib, typing ({len(lean)})": ([*python, "-c", loop.format(lean)], env),
