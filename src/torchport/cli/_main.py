@@ -63,10 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; returns its exit code (see the module docstring).
 
     Called as the program (no ``argv``: the ``torchport`` command, ``python -m
-    torchport``), a plain ``check`` line ends the process itself (:func:`exit_now`).
+    torchport``), a ``check`` ends the process itself (:func:`exit_now`).
     """
     code = _guarded(argv)
-    if argv is None and plain_check(sys.argv[1:]) is not None:
+    if argv is None and _named(sys.argv[1:]) == ("check",):
         exit_now(code)
     return code
 
