@@ -20,7 +20,6 @@ if _sys.argv[:1] == ["-m"] and _sys.path and not _sys.flags.safe_path:
     except OSError:
         pass
 
-from typing import TYPE_CHECKING
 
 from torchport._lazy import lazy_exports
 from torchport.errors import (
@@ -33,6 +32,7 @@ from torchport.errors import (
     UnsupportedBatchError,
 )
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.diagnose import (
         AcceleratorInfo,

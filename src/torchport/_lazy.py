@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
 
 from torchport.errors import MissingDependencyError
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def lazy_exports(

@@ -19,7 +19,10 @@ This module imports nothing heavy: ``torchport.check`` uses it without torch.
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "RUNTIME_INSTALL",

@@ -24,9 +24,10 @@ NEVER = ("torch", "numpy", "concurrent.futures.process", "multiprocessing", "xml
 # for: argparse (cli/_plain_check.py reads the line), the TOML and INI readers, JSON
 # (reports and the cache), hashing and temp files (cache, writes), diffs, the notebook
 # reader, the signal and thread set-up of worker processes; dataclasses and inspect
-# (the public types are records: check/_records.py).
+# (the public types are records: check/_records.py); typing (~5 ms: the modules on this
+# path import it only under `if TYPE_CHECKING:`, a module's own `TYPE_CHECKING = False`).
 NOT_FOR_A_PLAIN_CHECK = (
-    "argparse", "dataclasses", "inspect", "tomllib", "configparser", "json", "hashlib",
+    "argparse", "dataclasses", "inspect", "typing", "tomllib", "configparser", "json", "hashlib",
     "tempfile", "shutil", "difflib", "secrets", "signal", "threading",
     "torchport.check.files._notebook", "torchport.check.files._write",
     "torchport.check.files._cache",

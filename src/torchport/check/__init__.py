@@ -9,10 +9,9 @@ torch.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from torchport._lazy import lazy_exports
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._engine import check_source
     from torchport.check._explain import explain

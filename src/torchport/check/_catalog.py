@@ -18,12 +18,14 @@ from __future__ import annotations
 import ast
 import importlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
 
 from torchport.check._records import record
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from typing import Any, ClassVar
+
     from torchport.check._context import Context
 
 __all__ = ["ENTRIES", "LazyRule", "RuleEntry", "real_rule", "shipped_rule", "shipped_rules"]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any
 
 from torchport.check._context import Context
 from torchport.check._file_settings import UNLIMITED, FileSettings
@@ -40,6 +39,10 @@ from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, select_rules
 from torchport.check._syntax import parse_source
 from torchport.check._torch_api import within_target
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CheckOutcome",

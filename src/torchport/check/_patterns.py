@@ -14,7 +14,6 @@ compiles every one of the package's patterns eagerly, so none waits for a user.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
 
 __all__ = ["lazy_pattern"]
 
@@ -49,7 +48,9 @@ class _LazyPattern:
         return f"lazy_pattern({self._source[0]!r}, {self._source[1]!r})"
 
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from typing import Any
 
     def lazy_pattern(pattern: str, flags: int = 0) -> re.Pattern[str]:
         """``re.compile(pattern, flags)``, done on first use."""

@@ -32,11 +32,21 @@ with a ``TypeError`` at import.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, dataclass_transform
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar, dataclass_transform
+
+    _T = TypeVar("_T")
+else:
+
+    def dataclass_transform(**_: object) -> Callable[[Callable[..., object]], object]:
+        """typing's marker for type checkers, which at run time only tags the function."""
+        return lambda function: function
+
 
 __all__ = ["field", "fields_of", "record", "replace"]
 
-_T = TypeVar("_T")
 _NO_DEFAULT: Any = object()
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # record class -> its fields, in order
 

@@ -57,12 +57,14 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, ClassVar
 
 from torchport.check._edit import NO_FIX, Edit
 from torchport.check._records import record
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from torchport.check._context import Context
 
 __all__ = ["NO_FIX", "Edit", "Example", "Finding", "Fix", "FixSafety", "Intent", "Rule"]

@@ -16,15 +16,16 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
 
 from torchport import __version__
 from torchport.cli._pipe import pipe_safe_stdout
 from torchport.cli._plain_check import plain_check
 from torchport.errors import MissingDependencyError, TorchportError
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     import argparse
+    from typing import Any, TextIO
 
 SUBCOMMANDS = ("doctor", "check", "fix", "port", "rule", "run", "bench")
 _CHECKER = frozenset({"check", "fix", "port", "rule"})  # exit 1 means findings there
@@ -59,7 +60,42 @@ def _named(argv: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand; returns its exit code (see the module docstring)."""
+    """Run one subcommand; returns its exit code (see the module docstring).
+
+    Called as the program (no ``argv``: the ``torchport`` command, ``python -m
+    torchport``), a ``check`` ends the process itself (:func:`exit_now`).
+    """
+    code = _guarded(argv)
+    if argv is None and _named(sys.argv[1:]) == ("check",):
+        exit_now(code)
+    return code
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` now, skipping the interpreter's teardown when it is idle.
+
+    The teardown frees the objects of the ~190 modules a check loaded one by one (about
+    11 ms, a sixth of a small check's whole run), where the exit frees them at once.
+    Taken only when nothing else would run there: no ``atexit`` callback, no
+    ``threading`` loaded (a worker pool's shutdown joins its threads there), not in
+    development mode (its warnings about unclosed files come from the teardown), and the
+    standard streams flushed without an error. Otherwise returns, and the usual exit
+    runs. Every file a check writes (cache, ``--add-noqa``) is closed before it returns.
+    """
+    import atexit
+
+    if atexit._ncallbacks() or "threading" in sys.modules or sys.flags.dev_mode:
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
+
+
+def _guarded(argv: Sequence[str] | None) -> int:
     try:
         with pipe_safe_stdout() as real_stdout:
             return _main(argv, real_stdout)

@@ -9,11 +9,10 @@ would be (a coding cookie or BOM, else UTF-8), so stdin and files agree.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from torchport.errors import ConfigError
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     import argparse
 
@@ -94,6 +93,8 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
 
 def add_output(parser: argparse.ArgumentParser) -> None:
     """--quiet, --output-file, --no-progress."""
+    from pathlib import Path  # argparse's lines only: the plain check line needs no pathlib
+
     parser.add_argument(
         "-q", "--quiet", action="store_true",
         help="print the findings and nothing else: no summary, no progress",

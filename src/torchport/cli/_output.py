@@ -13,12 +13,13 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING
 
 from torchport.errors import ConfigError
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     import argparse
+    from typing import IO
 
 
 def _colour(stream: IO[str]) -> bool:

@@ -18,7 +18,10 @@ import io
 import os
 import sys
 from collections.abc import Iterator
-from typing import TextIO
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 __all__ = ["pipe_safe_stdout"]
 

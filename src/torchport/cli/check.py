@@ -8,13 +8,14 @@ the configuration or arguments are wrong.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
 from torchport.cli._options import add_output, add_paths, add_selection, run_paths, settings
 from torchport.cli._output import ProgressLine, report_stream
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 # == torchport.check.FORMATS (tested); a copy, so that `--help` imports no checker
 FORMATS = ("text", "concise", "grouped", "json", "sarif", "github", "gitlab", "junit")

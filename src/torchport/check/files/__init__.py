@@ -11,10 +11,9 @@ how a fixed file is written back (:mod:`._write`), and how results are rendered
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from torchport._lazy import lazy_exports
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
     from torchport.check.files._add_noqa import NoqaResult, add_noqa_paths
     from torchport.check.files._config import Config, ConfigResolver, find_config, load_config

@@ -26,7 +26,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
@@ -42,11 +41,16 @@ from torchport.check.files._work import (
     no_cycle_scans,
 )
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     import threading
     from concurrent.futures import ProcessPoolExecutor
+    from typing import TypeVar
 
     from torchport.check.files._cache import CheckCache
+
+    _T = TypeVar("_T")
+    _R = TypeVar("_R")
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -59,9 +63,6 @@ __all__ = [
     "check_paths",
     "fix_paths",
 ]
-
-_T = TypeVar("_T")
-_R = TypeVar("_R")
 
 
 @record()

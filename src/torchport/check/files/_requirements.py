@@ -32,10 +32,13 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from torchport.check._patterns import lazy_pattern
 from torchport.check._torch_api import TorchVersion, format_version
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["declared_target", "project_folder", "requirement_floor"]
 

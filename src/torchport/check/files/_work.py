@@ -21,7 +21,6 @@ import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
 from torchport.check._file_settings import UNLIMITED, FileSettings
@@ -45,6 +44,7 @@ from torchport.check.files._reading import (
 )
 from torchport.check.files._remap import to_original
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.files._notebook import Notebook
 

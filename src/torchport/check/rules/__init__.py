@@ -9,12 +9,12 @@ first use; ``SHIPPED`` is the same tuple, kept when a test swaps ``RULES``.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
 from torchport.check._rule import Rule
 
 __all__ = ["RULES", "SHIPPED"]
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
     RULES: tuple[type[Rule], ...]
     SHIPPED: tuple[type[Rule], ...]

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import ast
 import weakref
-from typing import TYPE_CHECKING
 
 from torchport.check.semantic._binding import BindingKind, ScopeKind
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
     from torchport.check._edit import Edit

@@ -15,9 +15,14 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Iterator
-from typing import Protocol
 
 from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object  # ScopeQuestions is only an annotation: nothing tests it at run time
 
 __all__ = ["FlowAnalysis", "ScopeQuestions"]
 

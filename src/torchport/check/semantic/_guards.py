@@ -23,7 +23,6 @@ import ast
 import enum
 import re
 import weakref
-from typing import TYPE_CHECKING
 
 from torchport.check.semantic._devices import (
     ACCELERATOR_TYPES,
@@ -36,6 +35,7 @@ from torchport.check.semantic._devices import (
 from torchport.check.semantic._library_imports import uses_cuda_only_library
 from torchport.check.semantic._residence import bound_value
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
 

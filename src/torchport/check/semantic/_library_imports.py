@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ast
 import weakref
-from typing import TYPE_CHECKING
 
 from torchport.check.semantic._binding import BindingKind
 from torchport.check.semantic._devices import BACKEND_LIBRARIES
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
 

@@ -25,11 +25,11 @@ The rules (each one a way a fix once broke working code):
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from torchport.check._edit import Edit
 from torchport.check.semantic._binding import Binding, BindingKind, ScopeKind, TorchImport
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
 

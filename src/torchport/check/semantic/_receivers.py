@@ -34,12 +34,12 @@ from __future__ import annotations
 import ast
 import enum
 import weakref
-from typing import TYPE_CHECKING
 
 from torchport._device_types import CUDA
 from torchport.check.semantic._binding import BindingKind, ScopeKind
 from torchport.check.semantic._devices import device_type
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
 

@@ -14,7 +14,6 @@ of what it builds.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from torchport.check.semantic._binding import (
     Binding,
@@ -23,6 +22,10 @@ from torchport.check.semantic._binding import (
     ScopeKind,
     import_bindings,
 )
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["COMPREHENSIONS", "FUNCTIONS", "ScopePass"]
 

@@ -1,0 +1,104 @@
+"""A `check` run as the program ends the process itself (cli/_main.exit_now), skipping
+the interpreter's teardown, only where that teardown has nothing to do: the report, the exit
+code and every exit-time callback stay as they are."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchport.cli import _main
+
+TINY = "import torch\nx = torch.zeros(3).cuda()\nprint(x)\n"
+
+
+class _Exited(Exception):
+    pass
+
+
+@pytest.fixture
+def exits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``os._exit`` recorded (and stopped), with an idle teardown: no callbacks, no threads."""
+    calls: list[int] = []
+
+    def fake_exit(code: int) -> None:
+        calls.append(code)
+        raise _Exited
+
+    monkeypatch.setattr(_main.os, "_exit", fake_exit)
+    monkeypatch.setattr("atexit._ncallbacks", lambda: 0)
+    monkeypatch.delitem(sys.modules, "threading")  # pytest's own; put back after the test
+    return calls
+
+
+def test_an_idle_teardown_is_skipped_after_the_streams_are_flushed(
+    exits: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    flushed: list[bool] = []
+    monkeypatch.setattr(out, "flush", lambda: flushed.append(True))
+    with pytest.raises(_Exited):
+        _main.exit_now(1)
+    assert exits == [1]
+    assert flushed
+
+
+@pytest.mark.parametrize("busy", ["atexit", "threading", "flush"])
+def test_a_teardown_with_work_left_is_run(
+    busy: str, exits: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if busy == "atexit":
+        monkeypatch.setattr("atexit._ncallbacks", lambda: 1)
+    elif busy == "threading":
+        monkeypatch.setitem(sys.modules, "threading", sys)  # any module under that name
+    else:
+        broken = io.StringIO()
+
+        def fail() -> None:
+            raise BrokenPipeError
+
+        monkeypatch.setattr(broken, "flush", fail)
+        monkeypatch.setattr(sys, "stdout", broken)
+    _main.exit_now(1)  # returns: the usual exit runs
+    assert exits == []
+
+
+# A module-level object whose __del__ speaks runs only in the teardown; an atexit
+# callback makes the teardown busy, so the usual exit must run it.
+_PROGRAM = """
+import atexit, os, sys
+class Speaks:
+    def __del__(self):
+        os.write(2, b"teardown ran\\n")
+speaks = Speaks()
+if {busy}:
+    atexit.register(os.write, 2, b"atexit ran\\n")
+sys.argv = ["torchport", "check", *{argv!r}, "tiny.py"]
+from torchport.cli import main
+raise SystemExit(main())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["--no-cache"], ["--no-cache", "--format", "json"]])
+def test_the_program_skips_only_an_idle_teardown(tmp_path: Path, argv: list[str]) -> None:
+    (tmp_path / "tiny.py").write_text(TINY)
+    idle, busy = (
+        subprocess.run(
+            [sys.executable, "-c", _PROGRAM.format(busy=work, argv=argv)],
+            cwd=tmp_path,
+            capture_output=True,
+            check=False,
+        )
+        for work in (False, True)
+    )
+    assert idle.returncode == busy.returncode == 1
+    assert idle.stdout == busy.stdout
+    assert b"TP101" in idle.stdout
+    assert b"teardown ran" not in idle.stderr and b"atexit ran" not in idle.stderr
+    assert b"atexit ran" in busy.stderr and b"teardown ran" in busy.stderr
