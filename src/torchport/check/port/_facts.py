@@ -61,6 +61,15 @@ _MODEL_PARAM = re.compile(
     r"|discriminator)s?($|_|\d)",
     re.IGNORECASE,
 )
+# Words that make a model word name a setting of one (`lr_actor`, `policy_noise`,
+# `model_path`, `n_critics`, `actor_hidden_dim`): no parameter so named is a model.
+_SETTING_WORDS = frozenset(
+    {"lr", "learning", "rate", "path", "dir", "file", "filename", "name", "type", "kind",
+     "dim", "dims", "size", "sizes", "hidden", "layers", "units", "width", "depth", "num",
+     "n", "noise", "freq", "frequency", "steps", "std", "clip", "coef", "decay", "eps",
+     "tau", "gamma", "config", "cfg", "kwargs", "args", "arch", "id", "idx", "index",
+     "count", "epochs", "iters", "mode", "url", "checkpoint", "ckpt", "update", "delay"}
+)  # fmt: skip
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -304,10 +313,8 @@ class PortFacts:
     def _scope_models(self, scope: PortScope) -> None:
         node = scope.node
         if isinstance(node, _FUNCTIONS):
-            a = node.args
-            for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):
-                if _MODEL_PARAM.search(p.arg):
-                    scope.models.add(p.arg)
+            for p in _model_parameters(node.args):
+                scope.models.add(p)
         changed = True
         while changed:
             changed = False
@@ -406,3 +413,28 @@ def _imports_torch(tree: ast.Module) -> bool:
         ):
             return True
     return False
+
+
+def _model_parameters(args: ast.arguments) -> list[str]:
+    """The parameters a function's names say are models (``net``, ``actor``, ``models``).
+
+    Not one whose name joins a model word with a setting's (``lr_actor``,
+    ``policy_noise``, ``model_path``), nor one whose default is a number, a string or
+    a bool (``actor=0.3``): a model is no literal.
+    """
+    positional = [*args.posonlyargs, *args.args]
+    defaults: dict[str, ast.expr | None] = dict.fromkeys(p.arg for p in positional)
+    for p, d in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True):
+        defaults[p.arg] = d
+    for p, kw in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        defaults[p.arg] = kw
+    found = []
+    for name, default in defaults.items():
+        if not _MODEL_PARAM.search(name):
+            continue
+        if _SETTING_WORDS.intersection(name.lower().split("_")):
+            continue
+        if isinstance(default, ast.Constant) and default.value is not None:
+            continue
+        found.append(name)
+    return found
