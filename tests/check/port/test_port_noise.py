@@ -479,3 +479,50 @@ def test_a_model_named_as_one_in_a_dict_is_still_reported() -> None:
     )
     left = [str(f) for f in port_text(source).remaining]
     assert any("goes into a dict" in f for f in left), left
+
+
+SIBLINGS = st.sampled_from(
+    [
+        # (what the imported module holds, whether it is torch the file gets through it)
+        ("import tensorflow as tf\n\ndef mlp(x):\n    return tf.layers.dense(x, 2)\n", False),
+        ("import numpy as np\n\nclass Buffer:\n    def __init__(self):\n"
+         "        self.obs = np.zeros(4)\n", False),
+        ("import torch\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+         "        super().__init__()\n        self.fc = torch.nn.Linear(4, 2)\n", True),
+        ("import torch\n\nSCALE = torch.ones(2)\n", True),
+    ]
+)  # fmt: skip
+
+
+@given(SIBLINGS, st.sampled_from(["from pkg import core", "import pkg.core as core"]))
+def test_a_file_without_torch_importing_no_torch_is_no_pytorch_program(
+    sibling: tuple[str, bool], spelled: str
+) -> None:
+    """Class 15 (openai/spinningup's ``algos/tf1``: 67 TP520-TP523 on TensorFlow files
+    when checked from the repository's root): a file with no torch in it that imports a
+    module of its project was a PyTorch program whatever the module held, so a parameter
+    named ``actor_critic`` was a model and everything it met reported. A project module
+    makes a file without torch one only when it gives it something torch (a model class,
+    a factory, a tensor, a device)."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    held, torch_given = sibling
+    user = (
+        f"{spelled}\n\n"
+        "def train(env_fn, actor_critic=core.mlp, gamma=0.99):\n"
+        "    pi = actor_critic(env_fn())\n"
+        "    return pi * gamma\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pkg").mkdir()
+        (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+        (root / "pkg" / "core.py").write_text(held, encoding="utf-8")
+        (root / "pkg" / "train.py").write_text(user, encoding="utf-8")
+        result = port_paths([root / "pkg" / "train.py"], diff=True, jobs=1)
+    if not torch_given:
+        assert result.remaining == [], [str(f) for f in result.remaining]
+    else:
+        assert result.remaining, "a torch module's user says nothing"
