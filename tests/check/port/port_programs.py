@@ -587,6 +587,25 @@ FRAGMENTS = [
         "opt{k}, noise{k} = make_opt{k}(model, 0.1)",
         "OUT.append((model(T.ones(1, 4)) * noise{k}).detach())",
     ),
+    # a closure over its function's own model, and a function returning the model's output
+    # whose caller meets it with a CPU tensor (spinningup's pg_math: both were silent)
+    _lines(
+        "def train{k}():",
+        "    net{k} = T.nn.Linear(4, 2)",
+        "    def policy{k}(obs):",
+        "        return net{k}(obs)",
+        "    def loss{k}(obs, w):",
+        "        return (policy{k}(obs) * w).sum()",
+        "    return loss{k}(T.ones(1, 4), T.ones(1, 2))",
+        "OUT.append(train{k}().detach())",
+    ),
+    _lines(
+        "def policy{k}(obs):",
+        "    return model(obs) * 2",
+        "def loss{k}(obs, w):",
+        "    return T.cat([policy{k}(obs), w], 1).sum()",
+        "OUT.append(loss{k}(T.ones(1, 4), T.zeros(1, 3)).detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

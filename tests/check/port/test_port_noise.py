@@ -526,3 +526,74 @@ def test_a_file_without_torch_importing_no_torch_is_no_pytorch_program(
         assert result.remaining == [], [str(f) for f in result.remaining]
     else:
         assert result.remaining, "a torch module's user says nothing"
+
+
+@given(
+    st.sampled_from(["torch.nn.Linear(4, 2)", "make()", "torch.nn.Sequential(*[make()])"]),
+    st.sampled_from(
+        [
+            "get_policy(torch.ones(1, 4))",
+            "get_policy(torch.as_tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float32))",
+            "get_policy(obs=x0)",
+            "get_action(x0)",
+        ]
+    ),
+    st.sampled_from(["function", "nested"]),
+)
+def test_a_closure_over_the_enclosing_functions_model_gets_its_input_moved(
+    built: str, call: str, where: str
+) -> None:
+    """A silent leftover (openai/spinningup's ``pg_math/1_simple_pg.py``, found running
+    the n31d sample ported on ``sim``): ``def train(): logits_net = mlp(...); def
+    get_policy(obs): return logits_net(obs)``, called with a CPU tensor. The closure's
+    free name was looked up in the module's models only, so ``logits_net(obs)`` was no
+    forward to the port: nothing moved, nothing reported ("0 left"), and the program
+    stopped on the device. A free name is the enclosing function's, up to the module."""
+    relay = "def get_action(obs):\n    return get_policy(obs) * 2\n" if "action" in call else ""
+    body = (
+        f"net = {built}\n"
+        "x0 = torch.ones(1, 4)\n"
+        "def get_policy(obs):\n"
+        "    return net(obs)\n"
+        f"{relay}"
+        f"OUT.append({call}.detach())\n"
+    )
+    source = MODEL + "def make():\n    return torch.nn.Linear(4, 2)\n" + wrap(body, where)
+    left, clean = placed(source)
+    assert clean or left, "data left off the device and nothing said"
+    assert clean, left
+
+
+@given(
+    st.sampled_from(
+        [
+            ("net(obs)", "(get_policy(obs) * act).sum()"),
+            ("net(obs) * 2", "torch.cat([get_policy(obs), act], 1).sum()"),
+            (
+                "torch.distributions.Categorical(logits=net(obs), validate_args=False)",
+                "get_policy(obs).log_prob(act.long().view(-1)).sum()",
+            ),
+        ]
+    ),
+    st.sampled_from(["module", "function", "nested"]),
+)
+def test_what_meets_a_forward_returned_by_a_function_is_moved(
+    returned: tuple[str, str], where: str
+) -> None:
+    """A silent leftover (openai/spinningup's ``pg_math``: ``-(get_policy(obs).log_prob(act)
+    * weights).mean()``, found running the n31d sample ported on ``sim``): a call of the
+    file's function that returns the model's output was no device value where it is
+    made, so what meets it there (``act``, a CPU tensor its caller passes) was neither
+    moved nor reported ("0 left"), and the program stopped on the device."""
+    made, use = returned
+    body = (
+        "net = model\n"
+        "def get_policy(obs):\n"
+        f"    return {made}\n"
+        "def compute_loss(obs, act):\n"
+        f"    return {use}\n"
+        "OUT.append(compute_loss(torch.ones(1, 4), torch.ones(1, 2)).detach())\n"
+    )
+    left, clean = placed(MODEL + wrap(body, where))
+    assert clean or left, "data left off the device and nothing said"
+    assert clean, left

@@ -204,9 +204,16 @@ class PortFacts:
     def holds_model(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether a name or ``self.attr`` holds a model in ``scope``."""
         if isinstance(expr, ast.Name):
-            if expr.id in scope.models:
-                return True
-            return expr.id not in scope.local and expr.id in self.module.models
+            # A free name is the enclosing function's (a closure's `net` of `def train():
+            # net = mlp(...); def get_policy(obs): return net(obs)`), up to the module.
+            inner: PortScope | None = scope
+            while inner is not None and inner is not self.module:
+                if expr.id in inner.models:
+                    return True
+                if expr.id in inner.local:
+                    return False
+                inner = inner.outer
+            return expr.id in self.module.models
         if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
             return False
         owner = expr.value.id
