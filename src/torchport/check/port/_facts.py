@@ -65,7 +65,7 @@ _MODEL_PARAM = re.compile(
 # `model_path`, `n_critics`, `actor_hidden_dim`): no parameter so named is a model.
 _SETTING_WORDS = frozenset(
     {"lr", "learning", "rate", "path", "dir", "file", "filename", "name", "type", "kind",
-     "dim", "dims", "size", "sizes", "hidden", "layers", "units", "width", "depth", "num",
+     "dim", "dims", "size", "sizes", "hidden", "units", "width", "depth", "num",
      "n", "noise", "freq", "frequency", "steps", "std", "clip", "coef", "decay", "eps",
      "tau", "gamma", "config", "cfg", "kwargs", "args", "arch", "id", "idx", "index",
      "count", "epochs", "iters", "mode", "url", "checkpoint", "ckpt", "update", "delay"}
