@@ -41,6 +41,9 @@ class CommandLine:
     def _scalar_names(self) -> frozenset[str]:
         if self._scalars is not None:
             return self._scalars
+        if "add_argument" not in self._ctx.source:
+            self._scalars = frozenset()  # no argparse here: no node index built for it
+            return self._scalars
         kinds: dict[str, bool] = {}  # dest -> every declaration of it a scalar
         stored: set[str] = set()
         for node in self._ctx.scopes.nodes_of(ast.Attribute):
