@@ -551,6 +551,61 @@ FRAGMENTS = [
         "    outs{k}.append(T.tanh(model(T.ones(1, 4)) + prev{k}))",
         "OUT.append(outs{k}[-1].detach())",
     ),
+    # settings argparse makes (numbers: no tensor), and one whose `type=` makes a CPU tensor
+    _lines(
+        "import argparse",
+        "parser{k} = argparse.ArgumentParser()",
+        "parser{k}.add_argument('--gamma', type=float, default=0.5)",
+        "parser{k}.add_argument('--n-step', type=int, default=2)",
+        "parser{k}.add_argument('--scale', type=lambda s: T.full((2,), float(s)), default='2')",
+        "args{k} = parser{k}.parse_args([])",
+        "OUT.append((model(T.ones(1, 4)) * args{k}.gamma ** args{k}.n_step).detach())",
+        "OUT.append((model(T.ones(1, 4)) * args{k}.scale).detach())",
+    ),
+    # an object that makes its tensors on the device it is given, and one it keeps on the CPU
+    _lines(
+        "class Holder{k}:",
+        "    def __init__(self, dev):",
+        "        self.net = model",
+        "        self.device = dev",
+        "        self.support = T.linspace(0, 1, 2).to(device=dev)",
+        "        self.steps = T.tensor([1.0, 0.5], device=self.device)",
+        "        self.scale = T.ones(2)",
+        "    def act(self, x):",
+        "        return self.net(x) * self.support * self.steps",
+        "    def scaled(self, x):",
+        "        return self.net(x) * self.scale",
+        "holder{k} = Holder{k}(next(model.parameters()).device)",
+        "OUT.append(holder{k}.act(T.ones(1, 4)).detach())",
+        "OUT.append(holder{k}.scaled(T.ones(1, 4)).detach())",
+    ),
+    # settings named after a model (`lr_actor`, `policy_noise`), a model parameter too
+    _lines(
+        "def make_opt{k}(actor, lr_actor, policy_noise=0.2):",
+        "    groups = [{'params': actor.parameters(), 'lr': lr_actor}]",
+        "    return T.optim.SGD(groups), policy_noise",
+        "opt{k}, noise{k} = make_opt{k}(model, 0.1)",
+        "OUT.append((model(T.ones(1, 4)) * noise{k}).detach())",
+    ),
+    # a closure over its function's own model, and a function returning the model's output
+    # whose caller meets it with a CPU tensor (spinningup's pg_math: both were silent)
+    _lines(
+        "def train{k}():",
+        "    net{k} = T.nn.Linear(4, 2)",
+        "    def policy{k}(obs):",
+        "        return net{k}(obs)",
+        "    def loss{k}(obs, w):",
+        "        return (policy{k}(obs) * w).sum()",
+        "    return loss{k}(T.ones(1, 4), T.ones(1, 2))",
+        "OUT.append(train{k}().detach())",
+    ),
+    _lines(
+        "def policy{k}(obs):",
+        "    return model(obs) * 2",
+        "def loss{k}(obs, w):",
+        "    return T.cat([policy{k}(obs), w], 1).sum()",
+        "OUT.append(loss{k}(T.ones(1, 4), T.zeros(1, 3)).detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

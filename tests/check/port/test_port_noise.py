@@ -344,3 +344,256 @@ def test_data_the_script_moves_where_it_moves_its_model_is_not_reported(
     left = port_text(source).remaining
     about_x = [f for f in left if f.line == last and f.code in ("TP521", "TP523")]
     assert (about_x == []) is same_guard, [str(f) for f in left]
+
+
+ARGUMENTS = st.sampled_from(
+    [
+        ("'--gamma', type=float, default=0.99", "args.gamma"),
+        ("'--n-step', type=int, default=3", "args.n_step"),
+        ("'--mode', type=str, default='train'", "(args.mode == 'train')"),
+        ("'-s', '--scale', default=2.0", "args.scale"),
+        ("'--no-norm', action='store_true'", "args.no_norm"),
+        ("'--clip', dest='max_clip', type=float, default=0.5", "args.max_clip"),
+    ]
+)
+
+
+@given(WHERE, ARGUMENTS, st.sampled_from(["parse_args([])", "parse_known_args([])[0]"]))
+def test_a_setting_argparse_makes_is_no_tensor(
+    where: str, argument: tuple[str, str], parse: str
+) -> None:
+    """Class 12 (ikostrikov/pytorch-trpo's ``args.gamma``, ``args.l2_reg``, ``args.max_kl``:
+    four TP523 in the n31c sample): an attribute of ``parser.parse_args()`` declared with
+    ``type=float``/``int``/``str``, a flag, or a literal default is a number, string or bool
+    argparse made from the command line; it was reported as "made by `args.gamma`, which
+    the port cannot follow"."""
+    declared, use = argument
+    body = (
+        "import argparse\n"
+        "parser = argparse.ArgumentParser()\n"
+        f"parser.add_argument({declared})\n"
+        f"args = parser.{parse}\n"
+        "out = model(torch.ones(1, 4))\n"
+        f"OUT.append((out * {use}).detach())\n"
+    )
+    left, clean = placed(MODEL + wrap(body, where))
+    assert clean, left
+    assert not any("`args." in f for f in left), left
+
+
+@given(st.booleans())
+def test_a_tensor_setting_of_argparse_is_still_reported(stored: bool) -> None:
+    """Class 12's other side: a ``type=`` that makes a tensor (argparse runs it on a string
+    default too), or a setting the file stores a tensor into, may be a CPU tensor meeting
+    the model: still reported."""
+    if stored:
+        declared = "type=float, default=2.0"
+        after = "args.scale = torch.full((2,), args.scale)\n"
+    else:
+        declared = "type=lambda s: torch.full((2,), float(s)), default='2.0'"
+        after = ""
+    source = MODEL + (
+        "import argparse\n"
+        "parser = argparse.ArgumentParser()\n"
+        f"parser.add_argument('--scale', {declared})\n"
+        "args = parser.parse_args([])\n"
+        f"{after}"
+        "OUT.append((model(torch.ones(1, 4)) * args.scale).detach())\n"
+    )
+    left, clean = placed(source)
+    assert not clean
+    assert any("`args.scale`" in f for f in left), left
+
+
+@given(
+    st.sampled_from(
+        [
+            "torch.linspace(0, 1, 2).to(device=dev)",
+            "torch.tensor([1.0, 2.0], device=self.device)",
+            "torch.ones(2, device=dev) * 0.5",
+            "torch.zeros(2).to(self.device) + 1",
+        ]
+    ),
+    st.booleans(),
+)
+def test_an_attribute_made_on_the_device_is_placed(made: str, cpu_store_too: bool) -> None:
+    """Class 13 (Kaixhin/Rainbow's ``self.support = torch.linspace(...).to(device=
+    args.device)`` and ``self.n_step_scaling = torch.tensor(..., device=self.device)``:
+    three TP523 in the n31c sample): an attribute every store of which makes its tensor on
+    the code's own device (or moves it there) is on the device; it was reported as "made
+    by `self.support`, which the port cannot follow". One store on the CPU and it is
+    still reported."""
+    reset = "    def reset(self):\n        self.support = torch.ones(2)\n" if cpu_store_too else ""
+    source = (
+        "import torch\n\ntorch.manual_seed(0)\ndevice = torch.device('cpu')\n"
+        "model = torch.nn.Linear(4, 2).to(device)\n"
+        "class Agent:\n"
+        "    def __init__(self, dev):\n"
+        "        self.device = dev\n"
+        "        self.net = model\n"
+        f"        self.support = {made}\n"
+        f"{reset}"
+        "    def act(self, x):\n"
+        "        return self.net(x) * self.support\n"
+        "agent = Agent(device)\n"
+        + ("agent.reset()\n" if cpu_store_too else "")
+        + "OUT.append(agent.act(torch.ones(1, 4).to(device)).detach())\n"
+    )
+    left, clean = placed(source)
+    assert clean is not cpu_store_too, left
+    assert any("`self.support`" in f for f in left) is cpu_store_too, left
+
+
+@given(
+    st.sampled_from(
+        ["lr_actor", "actor_lr", "lr_critic", "policy_noise", "model_path", "n_critics"]
+    ),
+    st.sampled_from(["", "=3e-4", "=None"]),
+)
+def test_a_setting_named_after_a_model_is_no_model(name: str, default: str) -> None:
+    """Class 14 (nikhilbarhate99/PPO-PyTorch's ``{'params': self.policy.actor.parameters(),
+    'lr': lr_actor}``: two TP523 in the n31c sample): a parameter whose name joins a model
+    word with a setting's (``lr_actor``, ``policy_noise``, ``model_path``) was taken for a
+    model, and the optimizer's parameter group for "a dict the model goes into". So was
+    one whose default is a number (``actor=3e-4``). A model so named still is one."""
+    source = MODEL + (
+        f"def make(net, {name}{default}, actor=0.1):\n"
+        f"    group = {{'params': net.parameters(), 'lr': {name} or 0.1, 'momentum': actor}}\n"
+        "    return torch.optim.SGD([group])\n"
+        f"opt = make(model, {name}=0.1)\n"
+        "OUT.append(model(torch.ones(1, 4)).detach())\n"
+    )
+    left, clean = placed(source)
+    assert clean, left
+    assert not any("goes into a dict" in f for f in left), left
+
+
+def test_a_model_named_as_one_in_a_dict_is_still_reported() -> None:
+    """Class 14's other side: ``{'actor': actor}`` with ``actor`` a model parameter."""
+    source = MODEL + (
+        "def make(actor):\n"
+        "    nets = {'actor': actor}\n"
+        "    return nets\n"
+        "nets = make(model)\n"
+        "OUT.append(nets['actor'](torch.ones(1, 4)).detach())\n"
+    )
+    left = [str(f) for f in port_text(source).remaining]
+    assert any("goes into a dict" in f for f in left), left
+
+
+SIBLINGS = st.sampled_from(
+    [
+        # (what the imported module holds, whether it is torch the file gets through it)
+        ("import tensorflow as tf\n\ndef mlp(x):\n    return tf.layers.dense(x, 2)\n", False),
+        ("import numpy as np\n\nclass Buffer:\n    def __init__(self):\n"
+         "        self.obs = np.zeros(4)\n", False),
+        ("import torch\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+         "        super().__init__()\n        self.fc = torch.nn.Linear(4, 2)\n", True),
+        ("import torch\n\nSCALE = torch.ones(2)\n", True),
+    ]
+)  # fmt: skip
+
+
+@given(SIBLINGS, st.sampled_from(["from pkg import core", "import pkg.core as core"]))
+def test_a_file_without_torch_importing_no_torch_is_no_pytorch_program(
+    sibling: tuple[str, bool], spelled: str
+) -> None:
+    """Class 15 (openai/spinningup's ``algos/tf1``: 67 TP520-TP523 on TensorFlow files
+    when checked from the repository's root): a file with no torch in it that imports a
+    module of its project was a PyTorch program whatever the module held, so a parameter
+    named ``actor_critic`` was a model and everything it met reported. A project module
+    makes a file without torch one only when it gives it something torch (a model class,
+    a factory, a tensor, a device)."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    held, torch_given = sibling
+    user = (
+        f"{spelled}\n\n"
+        "def train(env_fn, actor_critic=core.mlp, gamma=0.99):\n"
+        "    pi = actor_critic(env_fn())\n"
+        "    return pi * gamma\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pkg").mkdir()
+        (root / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+        (root / "pkg" / "core.py").write_text(held, encoding="utf-8")
+        (root / "pkg" / "train.py").write_text(user, encoding="utf-8")
+        result = port_paths([root / "pkg" / "train.py"], diff=True, jobs=1)
+    if not torch_given:
+        assert result.remaining == [], [str(f) for f in result.remaining]
+    else:
+        assert result.remaining, "a torch module's user says nothing"
+
+
+@given(
+    st.sampled_from(["torch.nn.Linear(4, 2)", "make()", "torch.nn.Sequential(*[make()])"]),
+    st.sampled_from(
+        [
+            "get_policy(torch.ones(1, 4))",
+            "get_policy(torch.as_tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float32))",
+            "get_policy(obs=x0)",
+            "get_action(x0)",
+        ]
+    ),
+    st.sampled_from(["function", "nested"]),
+)
+def test_a_closure_over_the_enclosing_functions_model_gets_its_input_moved(
+    built: str, call: str, where: str
+) -> None:
+    """A silent leftover (openai/spinningup's ``pg_math/1_simple_pg.py``, found running
+    the n31d sample ported on ``sim``): ``def train(): logits_net = mlp(...); def
+    get_policy(obs): return logits_net(obs)``, called with a CPU tensor. The closure's
+    free name was looked up in the module's models only, so ``logits_net(obs)`` was no
+    forward to the port: nothing moved, nothing reported ("0 left"), and the program
+    stopped on the device. A free name is the enclosing function's, up to the module."""
+    relay = "def get_action(obs):\n    return get_policy(obs) * 2\n" if "action" in call else ""
+    body = (
+        f"net = {built}\n"
+        "x0 = torch.ones(1, 4)\n"
+        "def get_policy(obs):\n"
+        "    return net(obs)\n"
+        f"{relay}"
+        f"OUT.append({call}.detach())\n"
+    )
+    source = MODEL + "def make():\n    return torch.nn.Linear(4, 2)\n" + wrap(body, where)
+    left, clean = placed(source)
+    assert clean or left, "data left off the device and nothing said"
+    assert clean, left
+
+
+@given(
+    st.sampled_from(
+        [
+            ("net(obs)", "(get_policy(obs) * act).sum()"),
+            ("net(obs) * 2", "torch.cat([get_policy(obs), act], 1).sum()"),
+            (
+                "torch.distributions.Categorical(logits=net(obs), validate_args=False)",
+                "get_policy(obs).log_prob(act.long().view(-1)).sum()",
+            ),
+        ]
+    ),
+    st.sampled_from(["module", "function", "nested"]),
+)
+def test_what_meets_a_forward_returned_by_a_function_is_moved(
+    returned: tuple[str, str], where: str
+) -> None:
+    """A silent leftover (openai/spinningup's ``pg_math``: ``-(get_policy(obs).log_prob(act)
+    * weights).mean()``, found running the n31d sample ported on ``sim``): a call of the
+    file's function that returns the model's output was no device value where it is
+    made, so what meets it there (``act``, a CPU tensor its caller passes) was neither
+    moved nor reported ("0 left"), and the program stopped on the device."""
+    made, use = returned
+    body = (
+        "net = model\n"
+        "def get_policy(obs):\n"
+        f"    return {made}\n"
+        "def compute_loss(obs, act):\n"
+        f"    return {use}\n"
+        "OUT.append(compute_loss(torch.ones(1, 4), torch.ones(1, 2)).detach())\n"
+    )
+    left, clean = placed(MODEL + wrap(body, where))
+    assert clean or left, "data left off the device and nothing said"
+    assert clean, left

@@ -6,7 +6,9 @@ the model's output inside ``step``, so what meets it there (``self.w``, a tensor
 The call sites are the port's (:func:`~torchport.check.port._call_sites.callee`:
 functions, nested ones too, and methods called through ``self`` or an instance
 whose class the code names); a parameter is a device value in its function once
-one call site hands it one (a fixed point: the callee may hand it on).
+one call site hands it one (a fixed point: the callee may hand it on). The other way,
+a call of a function that returns a device value (``return net(obs)``) is a device
+value where it is made (``get_policy(obs) * act``: ``act`` meets the device there).
 
 The flow is flow-insensitive (as for a name bound twice): once a parameter is a
 device value, what the other call sites hand it meets what it meets in the
@@ -21,7 +23,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from torchport.check.port._device_flow import PortScope
+from torchport.check.port._device_flow import DeviceFlow, PortScope
 
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
@@ -39,6 +41,7 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
     flow = facts.flow
     calls = [c for c in calls if not c[1].internal and not c[3].internal]
     seeded: set[tuple[int, str]] = set()
+    returning: set[int] = set()  # ids of callee scopes that return a device value
     for _ in range(_ROUNDS):
         dirty: dict[int, PortScope] = {}
         for call, scope, params, target in calls:
@@ -47,6 +50,11 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
                     target.values.add(param)
                     seeded.add((id(target), param))
                     dirty[id(target)] = target
+            if id(target) not in returning and _returns_device(flow, target):
+                returning.add(id(target))
+            if id(target) in returning and id(call) not in flow.device_calls:
+                flow.device_calls.add(id(call))  # what it returns meets what the call meets
+                dirty[id(scope)] = scope
         if not dirty:
             break
         for target in dirty.values():
@@ -56,6 +64,21 @@ def seed_parameters(facts: PortFacts, calls: list[OwnCall]) -> None:
             if (id(target), param) in seeded and not flow.on_device(arg, scope):
                 flow.operands.append((arg, scope))
                 flow.mark(arg, scope.reach, scope.sink_nodes)
+
+
+def _returns_device(flow: DeviceFlow, target: PortScope) -> bool:
+    """Whether a function returns a device value somewhere (``return net(obs)``).
+
+    Not one returned in a tuple or list (``return loss, rets, lens``): which item of
+    the unpacked result is the device value the flow does not tell, and every item
+    taken for one would have numpy reads of the others reported (TP522)."""
+    return any(
+        isinstance(n, ast.Return)
+        and n.value is not None
+        and not isinstance(n.value, (ast.Tuple, ast.List))
+        and flow.on_device(n.value, target)
+        for n in target.nodes
+    )
 
 
 def _handed(call: ast.Call, params: list[str], target: PortScope) -> list[tuple[str, ast.expr]]:

@@ -1,7 +1,8 @@
 """What the attributes of the file's own classes hold, as far as the port can tell.
 
 ``self.x`` in a method of a class of the file, and ``Cfg.x`` read through the
-class: OTHER when every value the file stores there is a number or string,
+class: OTHER when every value the file stores there is a number or string, DEVICE
+when every one is a tensor made on the device or moved there (for ``self.x``),
 the join of the class body's values for a class attribute, UNKNOWN whenever the
 file stores that attribute anywhere else. Asked by :class:`ValueKinds`, which
 it asks back for the kind of each stored value. Syntax only; imports no torch.
@@ -41,7 +42,8 @@ class ClassAttributes:
     def own_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         """What ``self.<attr>`` holds in a method of ``cls``: OTHER when every store of it in
         the class's methods is a number or string (``self.total_it = 0``, ``+= 1``,
-        ``self.discount = discount`` with ``discount=0.99``), else UNKNOWN.
+        ``self.discount = discount`` with ``discount=0.99``), DEVICE when every store is a
+        tensor made on the device or moved there, else UNKNOWN.
 
         Unknown as well when the file stores that attribute on anything but ``self``
         (``agent.total_it = ...``), or the class body binds it too.
@@ -60,7 +62,9 @@ class ClassAttributes:
         if not values or any(v is None for v in values) or self._stored_elsewhere(cls, attr):
             return Kind.UNKNOWN  # unpacked into, or annotated only: not told
         kind = join(self._kind_of(v) for v in values if v is not None)
-        return Kind.OTHER if kind is Kind.OTHER else Kind.UNKNOWN
+        # DEVICE: every store made on the device or moved there (`self.support =
+        # torch.linspace(...).to(device)`, `torch.tensor(v, device=self.device)`)
+        return kind if kind in (Kind.OTHER, Kind.DEVICE) else Kind.UNKNOWN
 
     def _self_stores(self, cls: ast.ClassDef) -> dict[str, list[ast.expr | None]]:
         """Per attribute, the values the class's code stores as ``self.<attr>`` (None: one

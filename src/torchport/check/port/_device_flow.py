@@ -134,6 +134,9 @@ class DeviceFlow:
         # Expressions that meet the model or a device value directly, and their scope.
         self.operands: list[tuple[ast.expr, PortScope]] = []
         self._collected: dict[str, bool] = {}  # names of lists only ever appended to
+        # Calls of the file's own functions that return a device value (`get_policy(obs)`
+        # with `def get_policy(obs): return net(obs)`): filled by _call_flow, by call id.
+        self.device_calls: set[int] = set()
 
     def on_device(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a device value in ``scope`` (a forward's output or made from one)."""
@@ -145,7 +148,7 @@ class DeviceFlow:
             return module is not scope and expr.id not in scope.local and expr.id in module.values
         if isinstance(expr, ast.Call):
             func = expr.func
-            if self.models.forward(expr, scope):
+            if self.models.forward(expr, scope) or id(expr) in self.device_calls:
                 return True
             if isinstance(func, ast.Attribute) and (
                 func.attr in HOST_READS or self.to_cpu(expr, scope)

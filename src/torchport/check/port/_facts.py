@@ -61,6 +61,15 @@ _MODEL_PARAM = re.compile(
     r"|discriminator)s?($|_|\d)",
     re.IGNORECASE,
 )
+# Words that make a model word name a setting of one (`lr_actor`, `policy_noise`,
+# `model_path`, `n_critics`, `actor_hidden_dim`): no parameter so named is a model.
+_SETTING_WORDS = frozenset(
+    {"lr", "learning", "rate", "path", "dir", "file", "filename", "name", "type", "kind",
+     "dim", "dims", "size", "sizes", "hidden", "units", "width", "depth", "num",
+     "n", "noise", "freq", "frequency", "steps", "std", "clip", "coef", "decay", "eps",
+     "tau", "gamma", "config", "cfg", "kwargs", "args", "arch", "id", "idx", "index",
+     "count", "epochs", "iters", "mode", "url", "checkpoint", "ckpt", "update", "delay"}
+)  # fmt: skip
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -195,9 +204,16 @@ class PortFacts:
     def holds_model(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether a name or ``self.attr`` holds a model in ``scope``."""
         if isinstance(expr, ast.Name):
-            if expr.id in scope.models:
-                return True
-            return expr.id not in scope.local and expr.id in self.module.models
+            # A free name is the enclosing function's (a closure's `net` of `def train():
+            # net = mlp(...); def get_policy(obs): return net(obs)`), up to the module.
+            inner: PortScope | None = scope
+            while inner is not None and inner is not self.module:
+                if expr.id in inner.models:
+                    return True
+                if expr.id in inner.local:
+                    return False
+                inner = inner.outer
+            return expr.id in self.module.models
         if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
             return False
         owner = expr.value.id
@@ -304,10 +320,8 @@ class PortFacts:
     def _scope_models(self, scope: PortScope) -> None:
         node = scope.node
         if isinstance(node, _FUNCTIONS):
-            a = node.args
-            for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):
-                if _MODEL_PARAM.search(p.arg):
-                    scope.models.add(p.arg)
+            for p in _model_parameters(node.args):
+                scope.models.add(p)
         changed = True
         while changed:
             changed = False
@@ -406,3 +420,28 @@ def _imports_torch(tree: ast.Module) -> bool:
         ):
             return True
     return False
+
+
+def _model_parameters(args: ast.arguments) -> list[str]:
+    """The parameters a function's names say are models (``net``, ``actor``, ``models``).
+
+    Not one whose name joins a model word with a setting's (``lr_actor``,
+    ``policy_noise``, ``model_path``), nor one whose default is a number, a string or
+    a bool (``actor=0.3``): a model is no literal.
+    """
+    positional = [*args.posonlyargs, *args.args]
+    defaults: dict[str, ast.expr | None] = dict.fromkeys(p.arg for p in positional)
+    for p, d in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True):
+        defaults[p.arg] = d
+    for p, kw in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        defaults[p.arg] = kw
+    found = []
+    for name, default in defaults.items():
+        if not _MODEL_PARAM.search(name):
+            continue
+        if _SETTING_WORDS.intersection(name.lower().split("_")):
+            continue
+        if isinstance(default, ast.Constant) and default.value is not None:
+            continue
+        found.append(name)
+    return found

@@ -43,6 +43,7 @@ from torchport.check.port._calls import (
     moves_to_program_device,
 )
 from torchport.check.port._class_attributes import ClassAttributes
+from torchport.check.port._command_line import CommandLine
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._elements import ElementKinds, is_builtin
 from torchport.check.port._facts import PortFacts, PortScope
@@ -117,6 +118,7 @@ class ValueKinds:
         self.callers = CallerKinds(facts, kind_of)
         self.unpacking = ElementKinds(self.scopes, kind_of, self.callers)
         self.attributes = ClassAttributes(self.ctx, kind_of)
+        self.command_line = CommandLine(self.ctx)
         dataloaders = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
         self._loader_classes = self._subclasses(dataloaders, "DataLoader")
         self._dataset_classes = self._subclasses(set(), "Dataset")
@@ -200,6 +202,8 @@ class ValueKinds:
         if cls is not None:
             # `Cfg.x`: what the class body holds
             return self.attributes.class_attribute(cls, expr.attr)
+        if self.command_line.scalar(expr):
+            return Kind.OTHER  # `args.gamma` of `add_argument("--gamma", type=float)`
         inner = self.of(value)
         if inner in (Kind.TENSOR, Kind.DEVICE):
             return inner if expr.attr in _SAME_KIND_ATTRS else Kind.UNKNOWN

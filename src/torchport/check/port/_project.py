@@ -125,10 +125,17 @@ class ProjectImports:
         return tuple((kind, getattr(self, attr)) for kind, attr in KINDS)
 
     def __bool__(self) -> bool:
-        """Whether the project gives this file anything torch: a model, a tensor, a device
-        (a plain class alone does not make a file without torch a PyTorch program)."""
-        return any(names for kind, names in self._kinds() if kind != "plain_class") or bool(
-            self.modules
+        """Whether the project gives this file anything torch: a model, a tensor, a device,
+        itself or through an imported module (a plain class alone, or a module defining
+        nothing torch, as a TensorFlow sibling, does not make a file without torch a
+        PyTorch program)."""
+        if any(names for kind, names in self._kinds() if kind != "plain_class"):
+            return True
+        return any(
+            names
+            for facts in self.modules.values()
+            for kind, names in facts.kinds()
+            if kind != "plain_class"
         )
 
 
