@@ -150,9 +150,6 @@ def _dotted(expr: ast.expr) -> str | None:
     return ".".join(reversed(parts))
 
 
-# ------------------------------------------------------------------ finding modules
-
-
 # ------------------------------------------------------------------ facts of a module
 
 _CACHE: dict[str, tuple[tuple[int, int], ModuleFacts]] = {}
