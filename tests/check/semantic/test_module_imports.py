@@ -64,6 +64,21 @@ def bindings(draw: st.DrawFn, n: str) -> str:
                 f"x = {n}\\\n    .cuda",
                 f"label = '{n} {n}.cuda'  # {n}",
                 f"class C:\n    {n} = {n}.x\n    y = {n}.cuda",
+                # bound with a call, subscript, float or Ellipsis written after the name
+                f"def {n}(x):\n    pass",
+                f"async  def  {n} (x):\n    pass",
+                f"class {n}(Base):\n    pass",
+                f"class \\\n    {n}(Base):\n    pass",
+                f"def f():\n    global {n}\n    (a)",
+                f"def f():\n    global {n}\n    [a]",
+                f"def f():\n    global {n}\n    .5",
+                f"def f():\n    global {n}\n    ...",
+                f"del {n}\n(a)",
+                f"del {n}\n[a, b]",
+                f"del {n}\n.5",
+                f"del x, {n}\n...",
+                f"{n}[0] = 1",
+                f"with ctx() as {n}[0]:\n    pass",
             ]
         )
     )
@@ -77,6 +92,9 @@ def programs(draw: st.DrawFn) -> str:
         f"a = {n}.cuda.is_available()",
         f"def g():\n    return {n}.ones(1)",
         f"class K:\n    w = {n}.float32",
+        f"c = {n}(1) + {n} (2)[0]",
+        f"@{n}(x)\ndef h():\n    return [{n}[1], {n}.\\\n    y]",
+        f"d = ({n}\n    .cuda())",
     ]
     imports = st.sampled_from(IMPORTS)
     placed = st.one_of(
@@ -149,6 +167,13 @@ def test_common_files_need_no_scope_pass_for_their_imports() -> None:
     )
     claimed = module_import_targets(ast.parse(source), source)
     assert claimed == {"torch": "torch", "nn": "torch.nn", "optim": "torch.optim"}
+    # calls and subscripts of an imported name are reads
+    source = (
+        "from torch.utils.data import DataLoader\nfrom typing import Dict\n\n"
+        "def f(ds) -> Dict[str, int]:\n    return DataLoader (ds)\n"
+    )
+    claimed = module_import_targets(ast.parse(source), source)
+    assert claimed == {"DataLoader": "torch.utils.data.DataLoader", "Dict": "typing.Dict"}
 
 
 def test_names_bound_otherwise_are_left_to_the_scope_pass() -> None:
@@ -164,6 +189,16 @@ def test_names_bound_otherwise_are_left_to_the_scope_pass() -> None:
         "from . import torch\n",
         "import torch\nlabel = 'torch'\n",  # text in a string: the pass answers
         "import torch\nx = ｔｏｒｃｈ\n",  # noqa: RUF001  (not ASCII: NFKC names)
+        "import torch\n\ndef torch(x):\n    pass\n",
+        "import torch\n\nclass \\\n    torch(Base):\n    pass\n",
+        "import torch\n\nclass torch[T]:\n    pass\n",  # (3.12 syntax: the text decides)
+        "import torch\n\ndef f():\n    global torch\n    (x)\n",
+        "import torch\ndel torch\n...\n",
+        "import torch\ndel torch\n.5\n",
     ]
     for source in cases:
-        assert "torch" not in module_import_targets(ast.parse(source), source), source
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:  # newer syntax than this Python's: the text alone is asked
+            tree = ast.parse("import torch\n")
+        assert "torch" not in module_import_targets(tree, source), source
