@@ -80,9 +80,9 @@ def _occurrences(source: str, name: str) -> int:
         end = at + size
         before = source[at - 1] if at else " "
         after = source[end] if end < len(source) else " "
-        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
-            if not (_attribute_follows(source, end) or _read_follows(source, at, end)):
-                count += 1
+        word = not (before.isalnum() or before == "_" or after.isalnum() or after == "_")
+        if word and not (_attribute_follows(source, end) or _read_follows(source, at, end)):
+            count += 1
         at = source.find(name, end)
     return count
 
