@@ -178,6 +178,10 @@ class Context(SourceText):
 
         See :meth:`~torchport.check.semantic.ScopeMap.callee`.
         """
+        name = self.qualname(call.func)
+        if name is not None:
+            # the scope map's first answer too (Resolver.function), without building it
+            return Callee(name)
         return self.scopes.callee(call)
 
     def value_of(self, name: ast.Name) -> ast.expr | None:

@@ -13,6 +13,7 @@ import ast
 from hypothesis import given
 from hypothesis import strategies as st
 
+from torchport.check._context import Context
 from torchport.check.semantic._module_imports import module_import_targets
 from torchport.check.semantic._scope import ScopeMap
 
@@ -157,6 +158,23 @@ def test_a_claimed_name_means_what_the_scope_pass_says(source: str) -> None:
                 source,
                 ast.dump(expr),
             )
+
+
+@given(programs())
+def test_the_context_answers_as_the_scope_pass_without_building_it(source: str) -> None:
+    # Context.qualname and Context.callee answer from the fast path where they can: the
+    # same answers as a scope map of their own (built apart, on the same tree).
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    scopes = ScopeMap(tree)
+    ctx = Context(source, "x.py", tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            assert ctx.callee(node) == scopes.callee(node), (source, ast.dump(node))
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            assert ctx.qualname(node) == scopes.qualname(node), (source, ast.dump(node))
 
 
 def test_common_files_need_no_scope_pass_for_their_imports() -> None:
