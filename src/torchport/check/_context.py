@@ -50,6 +50,9 @@ class Context(SourceText):
         # resolves to no import anywhere, so most questions need no scope pass at all.
         facts = statement_facts(tree)
         self.import_tails, assigned = facts.tails, facts.assigned
+        # (local name, dotted target) of every import anywhere (the scope pass's import
+        # bindings): questions about imports alone need no scope pass
+        self.imported = facts.imported
         # Names some `x = value` binds somewhere (None: any, when the file has a `:=`). A
         # name outside it holds no known value anywhere: value_of needs no scope pass.
         self._assigned: frozenset[str] | None = None if ":=" in source else assigned

@@ -96,6 +96,7 @@ def programs(draw: st.DrawFn) -> str:
         f"c = {n}(1) + {n} (2)[0]",
         f"@{n}(x)\ndef h():\n    return [{n}[1], {n}.\\\n    y]",
         f"d = ({n}\n    .cuda())",
+        f'def r() ->  {n}:\n    """A `{n}`."""\n    return {n}.x',
     ]
     imports = st.sampled_from(IMPORTS)
     placed = st.one_of(
@@ -188,7 +189,8 @@ def test_common_files_need_no_scope_pass_for_their_imports() -> None:
     # calls and subscripts of an imported name are reads
     source = (
         "from torch.utils.data import DataLoader\nfrom typing import Dict\n\n"
-        "def f(ds) -> Dict[str, int]:\n    return DataLoader (ds)\n"
+        "def f(ds) -> Dict[str, int]:\n    return DataLoader (ds)\n\n\n"
+        'def g() -> DataLoader:\n    """A `DataLoader`."""\n'
     )
     claimed = module_import_targets(ast.parse(source), source)
     assert claimed == {"DataLoader": "torch.utils.data.DataLoader", "Dict": "typing.Dict"}
@@ -213,6 +215,7 @@ def test_names_bound_otherwise_are_left_to_the_scope_pass() -> None:
         "import torch\n\ndef f():\n    global torch\n    (x)\n",
         "import torch\ndel torch\n...\n",
         "import torch\ndel torch\n.5\n",
+        "import torch\ntorch = 1  # `torch`\n",
     ]
     for source in cases:
         try:

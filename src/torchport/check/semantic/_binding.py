@@ -163,6 +163,9 @@ class StatementFacts:
     nested_imports: set[str]  # names an import in a function or class body binds
     # how often the import statements write each name with no dot after it
     written: dict[str, int]
+    # (local name, dotted target) of every import anywhere: what the scope pass's
+    # import bindings hold, in statement order (see import_bindings)
+    imported: list[tuple[str, str | None]]
 
 
 _SCOPE_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -175,6 +178,7 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
     module_imports: dict[str, set[str | None]] = {}
     nested: set[str] = set()
     written: dict[str, int] = {}
+    imported: list[tuple[str, str | None]] = []
     todo: list[tuple[ast.AST, bool]] = [(stmt, True) for stmt in tree.body]
     pop, append = todo.pop, todo.append
     imports = (ast.Import, ast.ImportFrom)
@@ -193,6 +197,7 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             for name in written_names(stmt):
                 written[name] = written.get(name, 0) + 1
             for local, target_name in import_bindings(stmt):
+                imported.append((local, target_name))
                 tail = (target_name or local).rpartition(".")[2]
                 tails[local] = tail if tails.get(local, tail) == tail else None
                 if at_module:
@@ -206,7 +211,7 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             if block:
                 for item in block:
                     append((item, inside))
-    return StatementFacts(tails, frozenset(assigned), module_imports, nested, written)
+    return StatementFacts(tails, frozenset(assigned), module_imports, nested, written, imported)
 
 
 def written_names(stmt: ast.Import | ast.ImportFrom) -> list[str]:

@@ -13,7 +13,8 @@ by something other than a dot, ``(`` or ``[``, except ``import a.b`` (which bind
 ``a``) and ``def name(``, ``class name(`` / ``class name[`` and ``type name[`` (a word
 before the name says so), and the statement walk sees every import. So a name whose
 other occurrences (``name.attr``, ``name(...)``, ``name[...]``) are left out, and whose
-remaining occurrences are exactly its module-level imports, is bound by nothing else. Occurrences in
+remaining occurrences are exactly its module-level imports, is bound by nothing else
+(nor does a binding come after ``->`` or before a backtick: those are left out too). Occurrences in
 strings and comments only make a name fail the test (the scope pass then answers).
 A file that is not ASCII is left to the scope pass (identifiers are NFKC-normalised,
 so the text may spell a name otherwise). ``tests/check/semantic/test_module_imports.py``
@@ -69,9 +70,11 @@ def module_import_targets(tree: ast.Module, source: str) -> dict[str, str]:
 def _occurrences(source: str, name: str) -> int:
     """How often ``source`` writes ``name`` as a whole word that may bind it.
 
-    Left out: a name followed by a dot (``name.attr``), and one followed by ``(`` or
+    Left out: a name followed by a dot (``name.attr``), one followed by ``(`` or
     ``[`` (a call or a subscript: a read) unless ``def``, ``class`` or ``type`` comes
-    before it (``def name(``, ``class name[T]``, ``type name[T] = ...`` bind it).
+    before it (``def name(``, ``class name[T]``, ``type name[T] = ...`` bind it), one
+    after ``->`` (a return annotation) and one followed by a backtick (no Python code
+    writes one: a docstring's or a comment's).
     """
     count = 0
     size = len(name)
@@ -81,7 +84,12 @@ def _occurrences(source: str, name: str) -> int:
         before = source[at - 1] if at else " "
         after = source[end] if end < len(source) else " "
         word = not (before.isalnum() or before == "_" or after.isalnum() or after == "_")
-        if word and not (_attribute_follows(source, end) or _read_follows(source, at, end)):
+        if word and not (
+            _attribute_follows(source, end)
+            or _read_follows(source, at, end)
+            or _annotates_a_return(source, at)
+            or source.startswith("`", end)  # `name` in a docstring: no code writes a backtick
+        ):
             count += 1
         at = source.find(name, end)
     return count
@@ -103,6 +111,14 @@ def _attribute_follows(source: str, end: int) -> bool:
     while rest < size and source[rest] in " \t\f\r\n\\":
         rest += 1
     return rest < size and (source[rest].isalpha() or source[rest] == "_")
+
+
+def _annotates_a_return(source: str, at: int) -> bool:
+    """Whether ``->`` comes before position ``at`` on its line: a return annotation reads."""
+    i = at
+    while i > 0 and source[i - 1] in " \t\f":
+        i -= 1
+    return source[i - 2 : i] == "->"
 
 
 def _read_follows(source: str, at: int, end: int) -> bool:
