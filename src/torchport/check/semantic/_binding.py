@@ -168,7 +168,8 @@ class StatementFacts:
     imported: list[tuple[str, str | None]]
 
 
-_SCOPE_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_SCOPE_STATEMENTS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_BLOCKS_OF: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
 def statement_facts(tree: ast.Module) -> StatementFacts:
@@ -180,8 +181,8 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
     written: dict[str, int] = {}
     imported: list[tuple[str, str | None]] = []
     todo: list[tuple[ast.AST, bool]] = [(stmt, True) for stmt in tree.body]
-    pop, append = todo.pop, todo.append
-    imports = (ast.Import, ast.ImportFrom)
+    pop, extend = todo.pop, todo.extend
+    blocks_of = _BLOCKS_OF
     while todo:
         stmt, at_module = pop()
         kind = stmt.__class__
@@ -193,7 +194,8 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             if target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
                 assigned.add(target.id)
             continue
-        if isinstance(stmt, imports):
+        if kind is ast.Import or kind is ast.ImportFrom:
+            assert isinstance(stmt, (ast.Import, ast.ImportFrom))
             for name in written_names(stmt):
                 written[name] = written.get(name, 0) + 1
             for local, target_name in import_bindings(stmt):
@@ -205,12 +207,16 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
                 else:
                     nested.add(local)
             continue
-        inside = at_module and not isinstance(stmt, _SCOPE_STATEMENTS)
-        for field_name in _BLOCKS:
-            block = getattr(stmt, field_name, None)
+        fields = blocks_of.get(kind)
+        if fields is None:  # the block fields this class has (most statements: none)
+            fields = blocks_of[kind] = tuple(f for f in _BLOCKS if f in kind._fields)
+        if not fields:
+            continue
+        inside = at_module and kind not in _SCOPE_STATEMENTS
+        for field_name in fields:
+            block = getattr(stmt, field_name)
             if block:
-                for item in block:
-                    append((item, inside))
+                extend([(item, inside) for item in block])
     return StatementFacts(tails, frozenset(assigned), module_imports, nested, written, imported)
 
 
