@@ -201,3 +201,10 @@ def test_every_example_of_a_prefiltered_rule_holds_its_word() -> None:
             assert may_hold(example.source, word), (code, example.source)
             found = check_text(example.source, "x.py", ALL, strict=True).findings
             assert any(f.code == code for f in found), (code, example.source)
+
+
+@given(programs())
+def test_absent_rules_are_those_whose_word_may_not_be_held(source: str) -> None:
+    # absent_rules scans the text once for all words: the answer of may_hold word by word
+    expected = {code for code, word in NEEDS.items() if not may_hold(source, word)}
+    assert absent_rules(source, NEEDS) == expected, source

@@ -70,7 +70,9 @@ def may_hold(source: str, word: str) -> bool:
 def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
     """The codes among ``codes`` whose rules cannot report anything in ``source``."""
     words = {NEEDS[code] for code in codes if code in NEEDS}
-    if not words:
+    # may_hold, word by word, with the whole-text scans done once for all the words
+    missing = {word for word in words if word not in source}
+    if not missing or not source.isascii() or _ESCAPES.search(source) is not None:
         return frozenset()
-    missing = {word for word in words if not may_hold(source, word)}
+    missing = {w for w in missing if not (len(w) > 1 and _split(w).search(source) is not None)}
     return frozenset(code for code in codes if NEEDS.get(code) in missing)
