@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import torchport.check.rules as rules_pkg
 from torchport.check import check_source, fix_source
 from torchport.check._context import Context
-from torchport.check._engine import RuleSet, check_text
+from torchport.check._engine import RuleSet, _finding_key, _unique, check_text
 from torchport.check._fix import _Accepted, _overlaps, fix_text
 from torchport.check._match import called
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
@@ -506,8 +506,6 @@ _FINDINGS = st.builds(
 
 @given(st.lists(_FINDINGS, max_size=30))
 def test_findings_made_unique_run_by_run_are_a_dicts(findings: list[Finding]) -> None:
-    from torchport.check._engine import _finding_key, _unique
-
     # duplicates on purpose: each finding once more, later
     findings = sorted(findings + findings[::2], key=_finding_key)
     assert _unique(findings) == list(dict.fromkeys(findings))
