@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import torchport.check.rules as rules_pkg
 from torchport.check import check_source, fix_source
 from torchport.check._context import Context
-from torchport.check._engine import RuleSet, check_text
+from torchport.check._engine import RuleSet, _finding_key, _unique, check_text
 from torchport.check._fix import _Accepted, _overlaps, fix_text
 from torchport.check._match import called
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
@@ -480,3 +480,32 @@ def test_constants_reach_a_rule_by_value_with_their_ancestors() -> None:
     both = check_text(_NAMED, "s.py", RuleSet([CudaStrings, EveryConstant])).findings
     assert [f.message for f in both if f.code == "TP9981"] == expected
     assert len([f for f in both if f.code == "TP9982"]) == 6
+
+
+_FIXES = st.one_of(
+    st.none(),
+    st.builds(
+        Fix,
+        st.tuples(st.builds(Edit, st.integers(0, 1), st.integers(1, 2), st.sampled_from("ab"))),
+        st.sampled_from([FixSafety.SAFE, FixSafety.UNSAFE]),
+    ),
+)
+_FINDINGS = st.builds(
+    Finding,
+    path=st.just("x.py"),
+    line=st.integers(1, 2),
+    col=st.integers(1, 2),
+    end_line=st.just(3),
+    end_col=st.integers(1, 2),
+    code=st.sampled_from(["TP101", "TP102"]),
+    name=st.just("n"),
+    message=st.sampled_from(["m", "n"]),
+    fix=_FIXES,
+)
+
+
+@given(st.lists(_FINDINGS, max_size=30))
+def test_findings_made_unique_run_by_run_are_a_dicts(findings: list[Finding]) -> None:
+    # duplicates on purpose: each finding once more, later
+    findings = sorted(findings + findings[::2], key=_finding_key)
+    assert _unique(findings) == list(dict.fromkeys(findings))

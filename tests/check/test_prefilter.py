@@ -46,7 +46,8 @@ def _escape(char: str, how: int) -> str:
 @st.composite
 def literals(draw: st.DrawFn) -> str:
     """A string expression whose value holds ``cuda`` (or a near miss), written every way."""
-    word = draw(st.sampled_from(["cuda", "cuda:", "cuda:0", "cuda:{}", "cuda:%d", "cud", "cu"]))
+    cuda = ["cuda", "cuda:", "cuda:0", "cuda:{}", "cuda:%d", "cud", "cu"]
+    word = draw(st.sampled_from([*cuda, "weights_only", "weights_", "weights_onl"]))
     quote = draw(st.sampled_from(['"', "'", '"""', "'''"]))
     prefix = draw(st.sampled_from(["", "r", "u", "f", "R", "F"]))
     how = draw(st.integers(0, 3))
@@ -98,6 +99,10 @@ def programs(draw: st.DrawFn) -> str:
                     f"e = {lit} + str(i)",
                     f"y = x.{method}()",
                     f"m = model.to(device={lit})",
+                    f"s = torch.load(f, **{{{lit}: False}})",
+                    f"kw = {{{lit}: 0}}\nt = torch.load(f, **kw)",
+                    "u = torch.load(f, weights_only=False)",
+                    "v = torch.load(f, weights_only=0)",
                     "z = torch.ones(3)",
                     'name = " ".join(parts)',
                 ]
@@ -153,18 +158,35 @@ def test_hidden_spellings_keep_the_rules() -> None:
         source = f"import torch\n{line}\n"
         assert "cuda" in "".join(strings_in_tree(ast.parse(source))), line
         assert may_hold(source, "cuda"), line
-        assert not absent_rules(source, NEEDS), line
+        assert not absent_rules(source, {c for c, w in NEEDS.items() if w == "cuda"}), line
 
 
 def test_files_without_the_word_skip_its_rules() -> None:
     # the prefilter does something: otherwise the tests above hold trivially
     source = 'import torch\n\nname = " ".join(["a", "b"])\nx = torch.ones(3).to(dev)\n'
     assert not may_hold(source, "cuda")
-    assert absent_rules(source, {"TP101", "TP113", "TP115", "TP102"}) == {
+    assert absent_rules(source, {"TP101", "TP113", "TP115", "TP102", "TP302"}) == {
         "TP101",
         "TP113",
         "TP115",
+        "TP302",
     }
+
+
+def test_hidden_weights_only_keeps_its_rule() -> None:
+    hidden = [
+        'torch.load(f, **{"weights" "_only": False})',
+        'torch.load(f, **{"weights_"\n    "only": False})',
+        'torch.load(f, **{"weights\\x5fonly": False})',
+        'torch.load(f, **{"weights_\\\nonly": False})',
+    ]
+    for line in hidden:
+        source = f"import torch\n{line}\n"
+        tree = ast.parse(source)
+        assert "weights_only" in "".join(strings_in_tree(tree)), line
+        assert "TP302" not in absent_rules(source, {"TP302"}), line
+        found = check_text(source, "x.py", ALL, strict=True).findings
+        assert [f.code for f in found if f.code == "TP302"] == ["TP302"], line
 
 
 def test_every_example_of_a_prefiltered_rule_holds_its_word() -> None:
@@ -179,3 +201,10 @@ def test_every_example_of_a_prefiltered_rule_holds_its_word() -> None:
             assert may_hold(example.source, word), (code, example.source)
             found = check_text(example.source, "x.py", ALL, strict=True).findings
             assert any(f.code == code for f in found), (code, example.source)
+
+
+@given(programs())
+def test_absent_rules_are_those_whose_word_may_not_be_held(source: str) -> None:
+    # absent_rules scans the text once for all words: the answer of may_hold word by word
+    expected = {code for code, word in NEEDS.items() if not may_hold(source, word)}
+    assert absent_rules(source, NEEDS) == expected, source

@@ -50,6 +50,9 @@ class Context(SourceText):
         # resolves to no import anywhere, so most questions need no scope pass at all.
         facts = statement_facts(tree)
         self.import_tails, assigned = facts.tails, facts.assigned
+        # (local name, dotted target) of every import anywhere (the scope pass's import
+        # bindings): questions about imports alone need no scope pass
+        self.imported = facts.imported
         # Names some `x = value` binds somewhere (None: any, when the file has a `:=`). A
         # name outside it holds no known value anywhere: value_of needs no scope pass.
         self._assigned: frozenset[str] | None = None if ":=" in source else assigned
@@ -178,6 +181,10 @@ class Context(SourceText):
 
         See :meth:`~torchport.check.semantic.ScopeMap.callee`.
         """
+        name = self.qualname(call.func)
+        if name is not None:
+            # the scope map's first answer too (Resolver.function), without building it
+            return Callee(name)
         return self.scopes.callee(call)
 
     def value_of(self, name: ast.Name) -> ast.expr | None:

@@ -301,7 +301,28 @@ def _walk(
         if len(stack) - start > 1:
             stack[start:] = stack[: start - 1 : -1]
     findings.sort(key=_finding_key)
-    return CheckOutcome(list(dict.fromkeys(findings)), failures)
+    return CheckOutcome(_unique(findings), failures)
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    """``list(dict.fromkeys(findings))`` of findings sorted by :func:`_finding_key`.
+
+    Equal findings have equal keys, so they sit in one run of equal keys: each run is
+    made unique on its own (first kept), with no dict of every finding of the file
+    (a file's last peak of memory: tree, scope map and findings all alive).
+    """
+    out: list[Finding] = []
+    run: list[Finding] = []
+    run_key: tuple[int, int, str, int, int, str] | None = None
+    for finding in findings:
+        key = _finding_key(finding)
+        if key != run_key:
+            run_key, run = key, [finding]
+            out.append(finding)
+        elif finding not in run:
+            run.append(finding)
+            out.append(finding)
+    return out
 
 
 _MISSING: Any = object()

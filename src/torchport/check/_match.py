@@ -353,7 +353,13 @@ def takes_a_device(call: ast.Call, ctx: Context) -> bool:
         # `x.to("cuda")`, `x.new_zeros(2, device="cuda")`: torch's unless the receiver is
         # another's (`Cfg().to("cuda")`, a batch class's own `.to`)
         return may_rewrite(call, ctx)
-    return ctx.scopes.is_torch_call(call) and not meant_to_fail(ctx)
+    # ScopeMap.is_torch_call's test, on ctx.qualname (the same answer, often no scope pass)
+    name = ctx.qualname(call.func)
+    return (
+        name is not None
+        and (name == "torch" or name.startswith("torch."))
+        and not meant_to_fail(ctx)
+    )
 
 
 def in_tests(ctx: Context) -> bool:

@@ -1,7 +1,8 @@
 """Rules a file's text shows cannot report there, skipped before the walk: a sound prefilter.
 
 Some rules report only a string constant that starts with a word (``"cuda"``,
-``"cuda:0"``, ``"cuda:{}"``) or a name or attribute equal to it (``x.cuda()``).
+``"cuda:0"``, ``"cuda:{}"``) or a name or attribute equal to it (``x.cuda()``,
+a keyword ``weights_only=``).
 Such a rule is asked of every call of every file, yet most files never hold the
 word: the engine drops the rule for a file whose text cannot make it.
 
@@ -37,6 +38,9 @@ NEEDS: dict[str, str] = {
     "TP101": "cuda",  # `.cuda()`, "cuda" / "cuda:N" device literals
     "TP113": "cuda",  # device_type="cuda"
     "TP115": "cuda",  # f"cuda:{i}", "cuda:%d" % i, "cuda:" + str(i)
+    # `weights_only=False`, or a key of a `**{...}` dict: what the rule judges, and
+    # without it the rule reports nothing (its `check` ends at once)
+    "TP302": "weights_only",
 }
 
 _ESCAPES = lazy_pattern(r"\\[xuUN0-7\r\n]")
@@ -66,7 +70,9 @@ def may_hold(source: str, word: str) -> bool:
 def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
     """The codes among ``codes`` whose rules cannot report anything in ``source``."""
     words = {NEEDS[code] for code in codes if code in NEEDS}
-    if not words:
+    # may_hold, word by word, with the whole-text scans done once for all the words
+    missing = {word for word in words if word not in source}
+    if not missing or not source.isascii() or _ESCAPES.search(source) is not None:
         return frozenset()
-    missing = {word for word in words if not may_hold(source, word)}
+    missing = {w for w in missing if not (len(w) > 1 and _split(w).search(source) is not None)}
     return frozenset(code for code in codes if NEEDS.get(code) in missing)

@@ -13,6 +13,7 @@ import ast
 from hypothesis import given
 from hypothesis import strategies as st
 
+from torchport.check._context import Context
 from torchport.check.semantic._module_imports import module_import_targets
 from torchport.check.semantic._scope import ScopeMap
 
@@ -64,6 +65,21 @@ def bindings(draw: st.DrawFn, n: str) -> str:
                 f"x = {n}\\\n    .cuda",
                 f"label = '{n} {n}.cuda'  # {n}",
                 f"class C:\n    {n} = {n}.x\n    y = {n}.cuda",
+                # bound with a call, subscript, float or Ellipsis written after the name
+                f"def {n}(x):\n    pass",
+                f"async  def  {n} (x):\n    pass",
+                f"class {n}(Base):\n    pass",
+                f"class \\\n    {n}(Base):\n    pass",
+                f"def f():\n    global {n}\n    (a)",
+                f"def f():\n    global {n}\n    [a]",
+                f"def f():\n    global {n}\n    .5",
+                f"def f():\n    global {n}\n    ...",
+                f"del {n}\n(a)",
+                f"del {n}\n[a, b]",
+                f"del {n}\n.5",
+                f"del x, {n}\n...",
+                f"{n}[0] = 1",
+                f"with ctx() as {n}[0]:\n    pass",
             ]
         )
     )
@@ -77,6 +93,10 @@ def programs(draw: st.DrawFn) -> str:
         f"a = {n}.cuda.is_available()",
         f"def g():\n    return {n}.ones(1)",
         f"class K:\n    w = {n}.float32",
+        f"c = {n}(1) + {n} (2)[0]",
+        f"@{n}(x)\ndef h():\n    return [{n}[1], {n}.\\\n    y]",
+        f"d = ({n}\n    .cuda())",
+        f'def r() ->  {n}:\n    """A `{n}`."""\n    return {n}.x',
     ]
     imports = st.sampled_from(IMPORTS)
     placed = st.one_of(
@@ -141,6 +161,23 @@ def test_a_claimed_name_means_what_the_scope_pass_says(source: str) -> None:
             )
 
 
+@given(programs())
+def test_the_context_answers_as_the_scope_pass_without_building_it(source: str) -> None:
+    # Context.qualname and Context.callee answer from the fast path where they can: the
+    # same answers as a scope map of their own (built apart, on the same tree).
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    scopes = ScopeMap(tree)
+    ctx = Context(source, "x.py", tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            assert ctx.callee(node) == scopes.callee(node), (source, ast.dump(node))
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            assert ctx.qualname(node) == scopes.qualname(node), (source, ast.dump(node))
+
+
 def test_common_files_need_no_scope_pass_for_their_imports() -> None:
     # the fast path answers something (otherwise the test above holds trivially)
     source = (
@@ -149,6 +186,14 @@ def test_common_files_need_no_scope_pass_for_their_imports() -> None:
     )
     claimed = module_import_targets(ast.parse(source), source)
     assert claimed == {"torch": "torch", "nn": "torch.nn", "optim": "torch.optim"}
+    # calls and subscripts of an imported name are reads
+    source = (
+        "from torch.utils.data import DataLoader\nfrom typing import Dict\n\n"
+        "def f(ds) -> Dict[str, int]:\n    return DataLoader (ds)\n\n\n"
+        'def g() -> DataLoader:\n    """A `DataLoader`."""\n'
+    )
+    claimed = module_import_targets(ast.parse(source), source)
+    assert claimed == {"DataLoader": "torch.utils.data.DataLoader", "Dict": "typing.Dict"}
 
 
 def test_names_bound_otherwise_are_left_to_the_scope_pass() -> None:
@@ -164,6 +209,17 @@ def test_names_bound_otherwise_are_left_to_the_scope_pass() -> None:
         "from . import torch\n",
         "import torch\nlabel = 'torch'\n",  # text in a string: the pass answers
         "import torch\nx = ｔｏｒｃｈ\n",  # noqa: RUF001  (not ASCII: NFKC names)
+        "import torch\n\ndef torch(x):\n    pass\n",
+        "import torch\n\nclass \\\n    torch(Base):\n    pass\n",
+        "import torch\n\nclass torch[T]:\n    pass\n",  # (3.12 syntax: the text decides)
+        "import torch\n\ndef f():\n    global torch\n    (x)\n",
+        "import torch\ndel torch\n...\n",
+        "import torch\ndel torch\n.5\n",
+        "import torch\ntorch = 1  # `torch`\n",
     ]
     for source in cases:
-        assert "torch" not in module_import_targets(ast.parse(source), source), source
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:  # newer syntax than this Python's: the text alone is asked
+            tree = ast.parse("import torch\n")
+        assert "torch" not in module_import_targets(tree, source), source

@@ -163,9 +163,13 @@ class StatementFacts:
     nested_imports: set[str]  # names an import in a function or class body binds
     # how often the import statements write each name with no dot after it
     written: dict[str, int]
+    # (local name, dotted target) of every import anywhere: what the scope pass's
+    # import bindings hold, in statement order (see import_bindings)
+    imported: list[tuple[str, str | None]]
 
 
-_SCOPE_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_SCOPE_STATEMENTS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_BLOCKS_OF: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
 def statement_facts(tree: ast.Module) -> StatementFacts:
@@ -175,9 +179,10 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
     module_imports: dict[str, set[str | None]] = {}
     nested: set[str] = set()
     written: dict[str, int] = {}
+    imported: list[tuple[str, str | None]] = []
     todo: list[tuple[ast.AST, bool]] = [(stmt, True) for stmt in tree.body]
-    pop, append = todo.pop, todo.append
-    imports = (ast.Import, ast.ImportFrom)
+    pop, extend = todo.pop, todo.extend
+    blocks_of = _BLOCKS_OF
     while todo:
         stmt, at_module = pop()
         kind = stmt.__class__
@@ -189,10 +194,12 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             if target.__class__ is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
                 assigned.add(target.id)
             continue
-        if isinstance(stmt, imports):
+        if kind is ast.Import or kind is ast.ImportFrom:
+            assert isinstance(stmt, (ast.Import, ast.ImportFrom))
             for name in written_names(stmt):
                 written[name] = written.get(name, 0) + 1
             for local, target_name in import_bindings(stmt):
+                imported.append((local, target_name))
                 tail = (target_name or local).rpartition(".")[2]
                 tails[local] = tail if tails.get(local, tail) == tail else None
                 if at_module:
@@ -200,13 +207,17 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
                 else:
                     nested.add(local)
             continue
-        inside = at_module and not isinstance(stmt, _SCOPE_STATEMENTS)
-        for field_name in _BLOCKS:
-            block = getattr(stmt, field_name, None)
+        fields = blocks_of.get(kind)
+        if fields is None:  # the block fields this class has (most statements: none)
+            fields = blocks_of[kind] = tuple(f for f in _BLOCKS if f in kind._fields)
+        if not fields:
+            continue
+        inside = at_module and kind not in _SCOPE_STATEMENTS
+        for field_name in fields:
+            block = getattr(stmt, field_name)
             if block:
-                for item in block:
-                    append((item, inside))
-    return StatementFacts(tails, frozenset(assigned), module_imports, nested, written)
+                extend([(item, inside) for item in block])
+    return StatementFacts(tails, frozenset(assigned), module_imports, nested, written, imported)
 
 
 def written_names(stmt: ast.Import | ast.ImportFrom) -> list[str]:

@@ -355,10 +355,12 @@ def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | N
     finding of a long module, a scan of the statements before each one made the
     check quadratic in the findings.
     """
-    found: Guard | None = None
+    if not isinstance(child, ast.stmt):
+        return None  # only a statement of a block has statements before it
     cache = _EXITS.get(ctx)
     if cache is None:
         cache = _EXITS[ctx] = {}
+    scopes = ctx.built_scopes
     for field in ("body", "orelse", "finalbody"):
         stmts = getattr(block, field, None)
         if not isinstance(stmts, list) or not stmts:
@@ -366,10 +368,17 @@ def _early_exit_guard(block: ast.AST, child: ast.AST, ctx: Context) -> Guard | N
         exits = cache.get(id(stmts))
         if exits is None or exits.stmts is not stmts:
             exits = cache[id(stmts)] = _ExitGuards(stmts, ctx)
-        index = exits.position.get(id(child))
+        if scopes is not None:
+            # the block and index the scope pass recorded: no index of the block of our own
+            where = scopes.flow.statement_position(child)
+            index = where[1] if where is not None and where[0] is stmts else None
+        else:  # (not built: not worth a scope pass)
+            if exits.position is None:
+                exits.position = {id(s): i for i, s in enumerate(stmts)}
+            index = exits.position.get(id(child))
         if index is not None:
-            found = _stronger(found, exits.before[index])
-    return found
+            return exits.before[index]
+    return None
 
 
 class _ExitGuards:
@@ -379,7 +388,7 @@ class _ExitGuards:
 
     def __init__(self, stmts: list[ast.stmt], ctx: Context) -> None:
         self.stmts = stmts  # kept alive, so that its id is not reused while cached
-        self.position = {id(s): i for i, s in enumerate(stmts)}
+        self.position: dict[int, int] | None = None  # id(statement) -> index, if asked
         self.before: list[Guard | None] = []
         found: Guard | None = None
         for stmt in stmts:

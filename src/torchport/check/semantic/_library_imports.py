@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import weakref
 
-from torchport.check.semantic._binding import BindingKind
 from torchport.check.semantic._devices import BACKEND_LIBRARIES
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -42,18 +41,14 @@ def cuda_only_names(ctx: Context) -> frozenset[str]:
     """
     found = _CUDA_ONLY_NAMES.get(ctx)
     if found is None:
-        names: set[str] = set()
-        if ctx.import_tails:  # no import at all: no scope pass needed
-            for scope in ctx.scopes.scopes.values():
-                for name, bound in scope.bindings.items():
-                    if any(
-                        b.kind is BindingKind.IMPORT
-                        and b.qualified is not None
-                        and b.qualified.partition(".")[0] in _CUDA_ONLY_LIBRARIES
-                        for b in bound
-                    ):
-                        names.add(name)
-        found = _CUDA_ONLY_NAMES[ctx] = frozenset(names)
+        # The import bindings of every scope are the statements' imports (the statement
+        # walk's `imported`): no scope pass (tests/check/semantic/test_library_imports.py
+        # holds the answer to the scope pass's).
+        found = _CUDA_ONLY_NAMES[ctx] = frozenset(
+            local
+            for local, target in ctx.imported
+            if target is not None and target.partition(".")[0] in _CUDA_ONLY_LIBRARIES
+        )
     return found
 
 

@@ -163,7 +163,6 @@ class _Plan:
         self.needs_import = False
         self.import_at = -1  # index of the statement `import torch` goes before (-1: header)
         self.after: int | None = None  # the definition goes after body[after] (-1: at the top)
-        self._positions: dict[int, int] | None = None  # id(statement) -> index in body
         self._definitions: dict[str, tuple[Edit, ...]] = {}  # name -> definition_edits(name)
         if self.alias is None:
             if status is TorchImport.OPTIONAL or not _only_torch(ctx, "torch"):
@@ -250,9 +249,9 @@ class _Plan:
         top = self.ctx.scopes.top_statement(node)
         if top is None:
             return False
-        if self._positions is None:  # asked once per finding: index the body once
-            self._positions = {id(s): i for i, s in enumerate(self.body)}
-        return self._positions.get(id(top), -1) > self.after
+        # where the scope pass saw it (no index of the body of our own: memory per finding)
+        where = self.ctx.scopes.flow.statement_position(top)
+        return where is not None and where[0] is self.body and where[1] > self.after
 
 
 def _only_torch(ctx: Context, name: str) -> bool:
