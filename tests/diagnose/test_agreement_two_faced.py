@@ -98,7 +98,17 @@ def test_a_host_copy_no_name_holds_leaves_the_device_tensor_the_device_s() -> No
     ]
     # a read through a list: no name tells which tensor it is, and the line is noted
     untold = ["y = x.cpu()", "held = [y]", "_ = float(held[0].sum())"]
-    counted, noted = audit_counts([_program(body), _program(untold)])
+    # a batch moved in a comprehension: the list holds the device's tensors
+    listed = [
+        "batch = [torch.arange(4), torch.ones(4)]",
+        "batch = [t.to(dev) for t in batch]",
+        "a, b = batch",
+        "_ = float(b.sum())",
+        "_ = x[a]",
+    ]
+    counted, noted, moved = audit_counts([_program(body), _program(untold), _program(listed)])
+    assert moved["predicted"] == moved["measured"]
+    assert moved["notes"] == {"predicted": [], "measured": []}
     first = len(SETUP) + 5  # the body's first line
     assert counted["measured"] == {
         f"{first - 2} copy": 1,  # x's copy to the device

@@ -95,6 +95,8 @@ class HostHeld:
         if ref is None or ref() is not tensor:
             faces = self.faces
             if faces is not None and faces.faces and tensor in faces:
+                if self.side != HOST_SIDE and not faces.placed(tensor):
+                    return False  # a device side of unknown place: not known to be there
                 return faces.side(tensor, sys._getframe(1)) == self.side
             return False
         return self._lent is None or not self._lent_here(tensor)
@@ -242,7 +244,7 @@ def follow_device(device_only: HostHeld, args: Sequence[Any], out: Any) -> None:
             if not found:
                 ref = held.get(id(arg))
                 found = ref is not None and ref() is arg
-                if not found and faces is not None and arg in faces:
+                if not found and faces is not None and arg in faces and faces.placed(arg):
                     found = faces.side(arg, sys._getframe(1)) == device_only.side
         elif not found and type(arg) in (list, tuple):
             for each in arg:

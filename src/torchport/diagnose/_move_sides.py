@@ -42,6 +42,7 @@ def host_copy_alone(
     statement binds and the device's by the receiver's (:mod:`._two_faced`).
     False: the call was not read; the caller notes that reads of it are counted as waits
     (:data:`ONE_OBJECT`)."""
+    placed = out in device_only
     device_only.discard(out)
     if out is not tensor or only_the_result_remains(frame, origin_of, out):
         held.add(out)
@@ -54,7 +55,7 @@ def host_copy_alone(
         held.faces.bind(out, at, target, HOST_SIDE)  # z = x.cpu() again: z is the host's too
     else:
         held.discard(out)
-        held.faces.add(out, at, target, receiver)
+        held.faces.add(out, at, target, receiver, HOST_SIDE, placed=placed)
     return True
 
 
@@ -103,5 +104,5 @@ def moved_on_device(
             # d = h.to(dev) of a host tensor the program still uses as the host's
             found = move_names(frame, origin_of)
             if found is not None:
-                faces.add(out, found[0], found[1], found[2])
+                faces.add(out, found[0], found[1], found[2], DEVICE_SIDE, placed=True)
     return False

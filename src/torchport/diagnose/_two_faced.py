@@ -14,6 +14,11 @@ running line reads:
   host's names alone make it the host's tensor for the op, the device's alone the device's;
 * any other frame (a helper's parameter, a frame of other code, a line that reads both or
   neither) hands the question to its caller's line, up the stack;
+* a move to the device made in a comprehension (``batch = [t.to(dev) for t in batch]``)
+  whose frame has ended: its names ended with it, and the list it built holds the
+  device's tensors, so the object is the device's (a source list the program still reads
+  as the host's is not told apart: its reads are predicted as waits, as before); a move
+  to the host there is left untold (noted);
 * nothing decides it: :meth:`Faces.side` gives None, and the audit predicts as it did
   before it told the two apart (reads wait, a move copies) and notes the line as not
   predicted (:data:`UNTOLD`).
@@ -48,13 +53,17 @@ _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
 
 class _Face:
-    __slots__ = ("code", "device", "host", "ref")
+    __slots__ = ("code", "device", "host", "placed", "ref", "result")
 
-    def __init__(self, ref: weakref.ref[torch.Tensor], code: CodeType) -> None:
+    def __init__(self, ref: weakref.ref[torch.Tensor], code: CodeType, result: str) -> None:
         self.ref = ref
         self.code = code
         self.host: set[str] = set()
         self.device: set[str] = set()
+        self.result = result  # the side the move that made it two-faced lands on
+        # whether its device side is known to be the device's (made or moved there in the
+        # block); one of unknown place is read as the device's but moved as the host's
+        self.placed = False
 
 
 class Faces:
@@ -73,9 +82,19 @@ class Faces:
         face = self.faces.get(id(tensor))
         return face is not None and face.ref() is tensor
 
-    def add(self, tensor: torch.Tensor, frame: FrameType, host: str, device: str) -> None:
+    def add(
+        self,
+        tensor: torch.Tensor,
+        frame: FrameType,
+        host: str,
+        device: str,
+        result: str = "",
+        *,
+        placed: bool = False,
+    ) -> None:
         """``tensor`` is the host's when read by the name ``host`` and the device's when
-        read by ``device`` in ``frame``'s code ("" names nothing)."""
+        read by ``device`` in ``frame``'s code ("" names nothing); ``result``: the side
+        the move lands on (:data:`HOST_SIDE` or :data:`DEVICE_SIDE`), "" for a later name."""
         face = self.faces.get(id(tensor))
         if face is None or face.ref() is not tensor or face.code is not frame.f_code:
             key = id(tensor)
@@ -87,10 +106,11 @@ class Faces:
                     del faces[key]
 
             try:
-                face = _Face(weakref.ref(tensor, gone), frame.f_code)
+                face = _Face(weakref.ref(tensor, gone), frame.f_code, result)
             except TypeError:  # a tensor type without weak references is not followed
                 return
             self.faces[key] = face
+        face.placed = face.placed or placed
         if host:
             face.device.discard(host)
             face.host.add(host)
@@ -98,6 +118,11 @@ class Faces:
             face.host.discard(device)
             face.device.add(device)
         self._last = None
+
+    def placed(self, tensor: object) -> bool:
+        """Whether ``tensor``'s device side is known to be on the device."""
+        face = self.faces.get(id(tensor))
+        return face is not None and face.ref() is tensor and face.placed
 
     def bind(self, tensor: torch.Tensor, frame: FrameType, name: str, side: str) -> None:
         """A move of the two-faced ``tensor`` bound ``name`` to its result, which is
@@ -133,8 +158,10 @@ class Faces:
         return found
 
     def _told(self, face: _Face, tensor: object, frame: FrameType | None) -> str | None:
+        seen = False
         while frame is not None:
             if frame.f_code is face.code:
+                seen = True
                 local = frame.f_locals
                 for name in _names_at(frame):  # the leftmost name holding it decides
                     if local.get(name) is tensor:
@@ -144,9 +171,15 @@ class Faces:
                             return DEVICE_SIDE
                         break
             frame = program_frame(frame.f_back, self._origin)
+        if not seen and face.result == DEVICE_SIDE and face.code.co_name in _COMPREHENSIONS:
+            # batch = [t.to(dev) for t in batch]: the comprehension's names ended with it,
+            # and the list it built holds the device's tensors (as predicted before these
+            # objects were told apart; a source list still read as the host's is not told)
+            return DEVICE_SIDE
         return None
 
 
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
 # (file, first line, last line, first column, end column) -> the identifiers its text
 # reads, left to right (not attribute names)
 _SPANS: dict[tuple[str, int, int, int, int], tuple[str, ...]] = {}
