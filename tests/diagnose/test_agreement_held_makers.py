@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tests.sim.isolated import audit_counts
 
-pytestmark = pytest.mark.needs_simulator
+pytestmark = [pytest.mark.needs_simulator, pytest.mark.slow]  # a child process per example
 
 # bound when the module runs, before the audit starts
 _HEAD = """import numpy as np

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from tests.sim.isolated import audit_counts
 from torchport.diagnose._two_faced import UNTOLD
 
-pytestmark = pytest.mark.needs_simulator
+pytestmark = [pytest.mark.needs_simulator, pytest.mark.slow]  # a child process per example
 
 SETUP = ["x = torch.randn(16).to(dev)", "h = torch.ones(16)"]
 
