@@ -120,3 +120,25 @@ def test_a_host_copy_no_name_holds_leaves_the_device_tensor_the_device_s() -> No
     assert counted["notes"] == {"predicted": [], "measured": []}
     (note,) = noted["notes"]["predicted"]
     assert note.endswith(f":{first + 2}: {UNTOLD}"), note
+
+
+def test_a_module_moved_back_to_the_host_holds_host_tensors() -> None:
+    # rasbt/machine-learning-book ch15_part3: train on the device, then `model.to("cpu")`
+    # and sample on the host: reading its weights or outputs waits for nothing
+    moved = [
+        "m = torch.nn.Linear(16, 16).to(dev)",
+        "_ = float(m(x).sum())",
+        "m.to('cpu')",
+        "y = m(torch.ones(16))",
+        "_ = float(y.sum())",
+        "_ = float(m.weight.sum())",
+    ]
+    rebound = [
+        "m = torch.nn.Linear(16, 16).to(dev)",
+        "m = m.cpu()",
+        "_ = float(m.weight.sum())",
+        "_ = m.weight.to(dev)",
+    ]
+    for counted in audit_counts([_program(moved), _program(rebound)]):
+        assert counted["predicted"] == counted["measured"]
+        assert counted["notes"] == {"predicted": [], "measured": []}

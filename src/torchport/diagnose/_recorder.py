@@ -282,6 +282,10 @@ class Recorder:
                 if to_host and args[0] in self.held:
                     if not phase:  # (data loading's are listed apart)
                         return  # .cpu() of what the accelerator run holds on the host
+                elif to_host and caller is _MODULE_MOVE and out is args[0]:
+                    # model.to("cpu"): the module's own tensors are the host's from now on
+                    self.device_only.discard(out)
+                    self.held.add(out)
                 elif to_host:
                     if not host_copy_alone(*sides, frame, args[0], out):
                         self.tally.note_unpredicted(f"{where.file}:{where.line}: {ONE_OBJECT}")
