@@ -105,6 +105,9 @@ def test_a_host_copy_no_name_holds_leaves_the_device_tensor_the_device_s() -> No
         "a, b = batch",
         "_ = float(b.sum())",
         "_ = x[a]",
+        "def pair(): h = torch.ones(4); return h.to(dev), h.to(dev)",  # a frame that ends
+        "p, q = pair()",
+        "_ = float(p.sum()) + float(q.sum())",
     ]
     counted, noted, moved = audit_counts([_program(body), _program(untold), _program(listed)])
     assert moved["predicted"] == moved["measured"]

@@ -14,11 +14,12 @@ running line reads:
   host's names alone make it the host's tensor for the op, the device's alone the device's;
 * any other frame (a helper's parameter, a frame of other code, a line that reads both or
   neither) hands the question to its caller's line, up the stack;
-* a move to the device made in a comprehension (``batch = [t.to(dev) for t in batch]``)
-  whose frame has ended: its names ended with it, and the list it built holds the
-  device's tensors, so the object is the device's (a source list the program still reads
-  as the host's is not told apart: its reads are predicted as waits, as before); a move
-  to the host there is left untold (noted);
+* a move to the device made in a frame that has ended (``batch = [t.to(dev) for t in
+  batch]``, ``return h.to(dev), c.to(dev)``): its names ended with it, and what it built
+  or returned holds the device's tensors, so the object is the device's (a host tensor
+  the program still reads elsewhere as the host's, ``self.h = h``, is not told apart: its
+  reads are predicted as waits, as before); a move to the host there is left untold
+  (noted);
 * nothing decides it: :meth:`Faces.side` gives None, and the audit predicts as it did
   before it told the two apart (reads wait, a move copies) and notes the line as not
   predicted (:data:`UNTOLD`).
@@ -171,15 +172,15 @@ class Faces:
                             return DEVICE_SIDE
                         break
             frame = program_frame(frame.f_back, self._origin)
-        if not seen and face.result == DEVICE_SIDE and face.code.co_name in _COMPREHENSIONS:
-            # batch = [t.to(dev) for t in batch]: the comprehension's names ended with it,
-            # and the list it built holds the device's tensors (as predicted before these
-            # objects were told apart; a source list still read as the host's is not told)
+        if not seen and face.result == DEVICE_SIDE:
+            # batch = [t.to(dev) for t in batch], `return h.to(dev)`: the frame whose names
+            # told the two apart has ended, and what it built or returned holds the
+            # device's tensors (as predicted before these objects were told apart; a host
+            # tensor it also stored elsewhere, `self.h = h`, is not told)
             return DEVICE_SIDE
         return None
 
 
-_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
 # (file, first line, last line, first column, end column) -> the identifiers its text
 # reads, left to right (not attribute names)
 _SPANS: dict[tuple[str, int, int, int, int], tuple[str, ...]] = {}
