@@ -271,12 +271,13 @@ def _used_up(frame: FrameType) -> bool:
 
 
 def move_names(
-    frame: FrameType | None, origin_of: Callable[[CodeType], Origin]
+    frame: FrameType | None, origin_of: Callable[[CodeType], Origin], tensor: object
 ) -> tuple[FrameType, str, str] | None:
     """The program's frame of a move, the name its receiver is read by (``x`` of
     ``x.cpu()``; "" for any other receiver) and the name the statement binds the result
     to (``y`` of ``y = x.cpu()``; "" when the result is not bound to a name by itself),
-    read from the parsed file; None where the call cannot be read."""
+    read from the parsed file; None where the call cannot be read. A receiver's name that
+    does not hold ``tensor`` in the frame (a module's move of its tensors) is ""."""
     frame = program_frame(frame, origin_of)
     if frame is None:
         return None
@@ -295,6 +296,8 @@ def move_names(
             receiver = call.args[0].id  # torch.as_tensor(x, device="cpu")
     elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
         receiver = func.value.id  # x.cpu(), h.to(dev)
+    if receiver and frame.f_locals.get(receiver) is not tensor:
+        receiver = ""  # m.to(dev) of a module: its tensors are no name's
     target = ""
     if (
         isinstance(statement, ast.Assign)

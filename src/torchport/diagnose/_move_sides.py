@@ -47,7 +47,7 @@ def host_copy_alone(
     if out is not tensor or only_the_result_remains(frame, origin_of, out):
         held.add(out)
         return True
-    named = move_names(frame, origin_of)
+    named = move_names(frame, origin_of, out)
     if named is None or held.faces is None:
         return False
     at, receiver, target = named
@@ -85,7 +85,7 @@ def moved_on_device(
     if out is tensor and not creates and faces is not None and held.two_faced(out):
         # d2 = y.to(dev) or d2 = d.to(dev) of an object standing for two tensors
         on_device = out in device_only
-        found = move_names(frame, origin_of)
+        found = move_names(frame, origin_of, out)
         if found is not None:
             faces.bind(out, found[0], found[2], DEVICE_SIDE)
         return on_device
@@ -102,7 +102,7 @@ def moved_on_device(
             device_only.add(out)
         elif was_held and faces is not None:
             # d = h.to(dev) of a host tensor the program still uses as the host's
-            found = move_names(frame, origin_of)
-            if found is not None:
+            found = move_names(frame, origin_of, out)
+            if found is not None and found[1]:  # h, still the host's (none: as before)
                 faces.add(out, found[0], found[1], found[2], DEVICE_SIDE, placed=True)
     return False
