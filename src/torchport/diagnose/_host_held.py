@@ -38,6 +38,7 @@ import torch
 
 from torchport._device_types import CPU
 from torchport.diagnose._indexing import MASK_DTYPES, masked_fill_dispatch, selects
+from torchport.diagnose._two_faced import HOST_SIDE, Faces
 
 __all__ = ["HOST_FACTORIES", "HostHeld", "follow_device", "made_on_host"]
 
@@ -45,9 +46,13 @@ __all__ = ["HOST_FACTORIES", "HostHeld", "follow_device", "made_on_host"]
 class HostHeld:
     """The tensors of one audit that the accelerator run holds on the host."""
 
-    def __init__(self) -> None:
+    def __init__(self, faces: Faces | None = None, side: str = HOST_SIDE) -> None:
         # id -> weak reference; an entry goes when its tensor does (ids are reused)
         self.held: dict[int, weakref.ref[torch.Tensor]] = {}
+        # objects that are the host's or the device's by the name a line reads them by
+        # (:mod:`._two_faced`), shared by the audit's two sets; ``side``: this set's
+        self.faces = faces
+        self.side = side
         # a held tensor sent to the device for one line only (see lend): its id, and the
         # id, code and line of the frame whose line it is
         self._lent: tuple[int, int, CodeType, int] | None = None
@@ -70,6 +75,15 @@ class HostHeld:
                 if isinstance(each, torch.Tensor):
                     self.add(each)
 
+    def watched(self) -> bool:
+        """Whether any tensor is held here, or stands for two (:mod:`._two_faced`)."""
+        return bool(self.held) or (self.faces is not None and bool(self.faces.faces))
+
+    def two_faced(self, tensor: object) -> bool:
+        """Whether ``tensor`` is the host's or the device's by the name it is read by."""
+        faces = self.faces
+        return faces is not None and bool(faces.faces) and tensor in faces
+
     def discard(self, tensor: Any) -> None:
         """``tensor`` was sent to the device (the same object on this host)."""
         ref = self.held.get(id(tensor))
@@ -79,6 +93,11 @@ class HostHeld:
     def __contains__(self, tensor: object) -> bool:
         ref = self.held.get(id(tensor))
         if ref is None or ref() is not tensor:
+            faces = self.faces
+            if faces is not None and faces.faces and tensor in faces:
+                if self.side != HOST_SIDE and not faces.placed(tensor):
+                    return False  # a device side of unknown place: not known to be there
+                return faces.side(tensor, sys._getframe(1)) == self.side
             return False
         return self._lent is None or not self._lent_here(tensor)
 
@@ -178,12 +197,18 @@ class HostHeld:
         """
         held = self.held
         lent = self._lent
+        faces = self.faces if self.faces is not None and self.faces.faces else None
         found = False
         for arg in args:
             if isinstance(arg, torch.Tensor):
                 ref = held.get(id(arg))
                 if ref is None or ref() is not arg:
-                    return
+                    if faces is None or arg is out or arg not in faces:
+                        return
+                    if faces.side(arg, sys._getframe(1)) != self.side:
+                        return
+                    found = True
+                    continue
                 if arg is out:
                     return
                 if lent is not None and lent[0] == id(arg) and self._lent_here(arg):
@@ -210,6 +235,7 @@ def follow_device(device_only: HostHeld, args: Sequence[Any], out: Any) -> None:
     results (``out`` is an argument) keep their place.
     """
     held = device_only.held
+    faces = device_only.faces if device_only.faces is not None and device_only.faces.faces else None
     found = False
     for arg in args:
         if isinstance(arg, torch.Tensor):
@@ -218,6 +244,8 @@ def follow_device(device_only: HostHeld, args: Sequence[Any], out: Any) -> None:
             if not found:
                 ref = held.get(id(arg))
                 found = ref is not None and ref() is arg
+                if not found and faces is not None and arg in faces and faces.placed(arg):
+                    found = faces.side(arg, sys._getframe(1)) == device_only.side
         elif not found and type(arg) in (list, tuple):
             for each in arg:
                 ref = held.get(id(each))

@@ -97,7 +97,7 @@ class HostIndexing:
         the host's too), a one-element value held there through a device mask
         (``masked_fill_``), or a mask held there (:meth:`observe_host_mask`)."""
         held = self._held
-        if func not in _INDEXING or not held.held:
+        if func not in _INDEXING or not held.watched():
             return False
         held.follow(args, out)  # x[mask] of a host tensor: the host's too
         if held.mask_on_host(func, args):
@@ -122,7 +122,7 @@ class HostIndexing:
         held = self._held
         if (
             func in _ATEN_INDEXING
-            and held.held
+            and held.watched()
             and len(args) > 1
             and tensor is not None
             and tensor not in held

@@ -56,6 +56,7 @@ from torch.overrides import TorchFunctionMode
 
 from torchport import _origin, _skipped_copies, hardware
 from torchport.diagnose import _indexing, _ops
+from torchport.diagnose._held_names import swap_held_names
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._other_threads import OtherThreads
 
@@ -118,6 +119,8 @@ _users = 0
 _suspended = 0  # step-aside blocks running (in any thread): wrappers stay down
 # (owner, name, original, whether the owner defined it itself, our wrapper)
 _installed: list[tuple[types.ModuleType, str, Any, bool, Any]] = []
+# what restores the program's objects' names swapped while it watches (._held_names)
+_restores: list[Callable[[], None]] = []
 _THIS_FILE = (__file__,)  # the wrappers' frames, stepped over to find the program's call
 # The tensor methods the audit wraps run between the program's call and the watcher
 _origin.count_as_torchport(
@@ -156,6 +159,12 @@ def open_block(observer: Observer) -> None:
         _blocks_open += 1
         if _blocks_open == 1:
             _skipped_copies.listen(_tell_skipped)
+            # the program's own objects' names for the host makers, bound before the block
+            # (once per block: a scan of the heap), each bound to a wrapper until it ends
+            makers = (getattr(torch, name, None) for name in ("from_numpy", "frombuffer"))
+            swaps = {made: _sharing_host_memory(made) for made in makers if made is not None}
+            with contextlib.suppress(Exception):  # odd objects: those names not reached
+                _restores.extend(swap_held_names(swaps))
 
 
 def close_block(observer: Observer) -> None:
@@ -169,6 +178,8 @@ def close_block(observer: Observer) -> None:
         _blocks_open -= 1
         if _blocks_open == 0:
             _skipped_copies.unlisten(_tell_skipped)
+            while _restores:
+                _restores.pop()()
 
 
 def _tell_skipped(tensors: Iterable[Any], device: Any, *, by: str) -> None:

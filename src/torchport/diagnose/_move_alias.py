@@ -160,6 +160,8 @@ def _read(frame: FrameType) -> str | None:
     return None
 
 
+# torch's makers from data that may hand back their argument (a move of it)
+_FROM_DATA = frozenset({"as_tensor", "asarray", "tensor"})
 # file name -> (its lines, (last line, end column) of each call -> (the call, its statement))
 _FILES: dict[str, tuple[list[str], dict[tuple[int, int], tuple[ast.Call, ast.stmt]]]] = {}
 
@@ -266,3 +268,42 @@ def _used_up(frame: FrameType) -> bool:
         isinstance(node, ast.Subscript) and any(inner is call for inner in ast.walk(node.slice))
         for node in ast.walk(statement)
     )
+
+
+def move_names(
+    frame: FrameType | None, origin_of: Callable[[CodeType], Origin], tensor: object
+) -> tuple[FrameType, str, str] | None:
+    """The program's frame of a move, the name its receiver is read by (``x`` of
+    ``x.cpu()``; "" for any other receiver) and the name the statement binds the result
+    to (``y`` of ``y = x.cpu()``; "" when the result is not bound to a name by itself),
+    read from the parsed file; None where the call cannot be read. A receiver's name that
+    does not hold ``tensor`` in the frame (a module's move of its tensors) is ""."""
+    frame = program_frame(frame, origin_of)
+    if frame is None:
+        return None
+    try:
+        found = _move_call(frame)
+    except Exception:  # odd source or positions: not read
+        return None
+    if found is None:
+        return None
+    call, statement = found
+    func = call.func
+    receiver = ""
+    maker = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if maker in _FROM_DATA:
+        if call.args and isinstance(call.args[0], ast.Name):
+            receiver = call.args[0].id  # torch.as_tensor(x, device="cpu")
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        receiver = func.value.id  # x.cpu(), h.to(dev)
+    if receiver and frame.f_locals.get(receiver) is not tensor:
+        receiver = ""  # m.to(dev) of a module: its tensors are no name's
+    target = ""
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and statement.value is call
+    ):
+        target = statement.targets[0].id
+    return frame, receiver, target

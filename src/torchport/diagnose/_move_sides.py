@@ -19,7 +19,8 @@ import torch
 from torchport._origin import Origin
 from torchport.diagnose._callsite import DEVICE
 from torchport.diagnose._host_held import HostHeld
-from torchport.diagnose._move_alias import only_the_result_remains, used_in_its_line
+from torchport.diagnose._move_alias import move_names, only_the_result_remains, used_in_its_line
+from torchport.diagnose._two_faced import DEVICE_SIDE, HOST_SIDE
 
 __all__ = ["ONE_OBJECT", "host_copy_alone", "moved_on_device"]
 
@@ -35,15 +36,27 @@ def host_copy_alone(
     tensor: torch.Tensor,
     out: torch.Tensor,
 ) -> bool:
-    """Whether ``out``, ``tensor`` moved to the host at ``frame``'s line, is the host copy
-    alone (then followed as the host's): the same object stands for the device tensor
-    too unless nothing else reaches that after the statement (:mod:`._move_alias`).
-    False: the caller notes that reads of it are counted as waits (:data:`ONE_OBJECT`)."""
+    """Whether ``out``, ``tensor`` moved to the host at ``frame``'s line, is followed: as
+    the host copy alone, or (the same object standing for the device tensor too, which the
+    program still reaches: :mod:`._move_alias`) as the host's when read by the name the
+    statement binds and the device's by the receiver's (:mod:`._two_faced`).
+    False: the call was not read; the caller notes that reads of it are counted as waits
+    (:data:`ONE_OBJECT`)."""
+    placed = out in device_only
     device_only.discard(out)
     if out is not tensor or only_the_result_remains(frame, origin_of, out):
         held.add(out)
         return True
-    return False
+    named = move_names(frame, origin_of, out)
+    if named is None or held.faces is None:
+        return False
+    at, receiver, target = named
+    if held.two_faced(out):
+        held.faces.bind(out, at, target, HOST_SIDE)  # z = x.cpu() again: z is the host's too
+    else:
+        held.discard(out)
+        held.faces.add(out, at, target, receiver, HOST_SIDE, placed=placed)
+    return True
 
 
 def moved_on_device(
@@ -68,6 +81,15 @@ def moved_on_device(
         # object, the device's for this line, the host's after
         held.lend(out, lent_at)
         return False
+    faces = held.faces
+    if out is tensor and not creates and faces is not None and held.two_faced(out):
+        # d2 = y.to(dev) or d2 = d.to(dev) of an object standing for two tensors
+        on_device = out in device_only
+        found = move_names(frame, origin_of, out)
+        if found is not None:
+            faces.bind(out, found[0], found[2], DEVICE_SIDE)
+        return on_device
+    was_held = out is tensor and tensor in held
     held.discard(tensor)  # on this host the call hands back the same tensor
     held.discard(out)  # ... or a new one (a dtype change too), which followed its host input
     if tensor in device_only and named == DEVICE:
@@ -78,4 +100,9 @@ def moved_on_device(
             return True  # c = c.to(dev) again: on the device already, no copy
         if only_the_result_remains(frame, origin_of, out):
             device_only.add(out)
+        elif was_held and faces is not None:
+            # d = h.to(dev) of a host tensor the program still uses as the host's
+            found = move_names(frame, origin_of, out)
+            if found is not None and found[1]:  # h, still the host's (none: as before)
+                faces.add(out, found[0], found[1], found[2], DEVICE_SIDE, placed=True)
     return False

@@ -62,6 +62,7 @@ from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._predicted_placement import Placement, copied_to_host
 from torchport.diagnose._steps_aside import StepsAside
 from torchport.diagnose._tally import Tally
+from torchport.diagnose._two_faced import DEVICE_SIDE, HOST_SIDE, Faces
 from torchport.diagnose._watcher import DispatchWatcher
 from torchport.errors import ConfigError
 
@@ -104,9 +105,11 @@ class Recorder:
         self._threads_at_open: set[int] = set()
         self._started_at_open = 0
         self.elsewhere = 0  # other threads that ran meanwhile: not watched
-        self.held = HostHeld()  # what the accelerator run keeps on the host
+        # objects standing for a host and a device tensor, told apart by name
+        self.faces = Faces(self._origin, self.tally.note_unpredicted)
+        self.held = HostHeld(self.faces, HOST_SIDE)  # what the accelerator run keeps on the host
         # what it holds on the device: made or moved there, computed from those
-        self.device_only = HostHeld()
+        self.device_only = HostHeld(self.faces, DEVICE_SIDE)
         self.host_indexing = HostIndexing(self.held, self._where, self._count, self._count_read)
 
     # -- the block and its modes ---------------------------------------------------
@@ -269,13 +272,20 @@ class Recorder:
                     named = move_target(sys._getframe(1), self._origin, func, args, kwargs)
                 to_host = named == HOST
                 if func in _CREATES and to_host:
-                    self.held.add(out)  # torch.tensor(data, device="cpu"): the host's everywhere
-                    return
+                    data = args[0] if args else None
+                    if not isinstance(data, torch.Tensor) or data in self.held:
+                        self.held.add(out)  # torch.tensor(data, device="cpu"): the host's
+                        return
+                    # torch.as_tensor(x, device="cpu") of a device x: a move to the host
                 frame, sides = sys._getframe(1), (self.held, self.device_only, self._origin)
                 host_copy = args[0] in self.held  # (a lend below ends that for this line)
                 if to_host and args[0] in self.held:
                     if not phase:  # (data loading's are listed apart)
                         return  # .cpu() of what the accelerator run holds on the host
+                elif to_host and caller is _MODULE_MOVE and out is args[0]:
+                    # model.to("cpu"): the module's own tensors are the host's from now on
+                    self.device_only.discard(out)
+                    self.held.add(out)
                 elif to_host:
                     if not host_copy_alone(*sides, frame, args[0], out):
                         self.tally.note_unpredicted(f"{where.file}:{where.line}: {ONE_OBJECT}")
@@ -303,7 +313,7 @@ class Recorder:
                 row = Row(TRANSFER, entry.label, _ops.op_name(func), direction, True, phase, where)
                 self._count(row, nbytes)
                 return
-            if self.device_only.held:  # x[mask] of a device x: the device's (its ops were quiet)
+            if self.device_only.watched():  # x[mask] of a device x: the device's (quiet ops)
                 follow_device(self.device_only, args, out)
             tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
             if self.host_indexing.indexed_on_host(func, args, out, sys._getframe(1)):
@@ -316,7 +326,7 @@ class Recorder:
         """Count the copies of indexing with what the host built (:mod:`._host_indexing`);
         never raises."""
         try:
-            if self.device_only.held:  # x[[0, 1]] of a device x: the device's
+            if self.device_only.watched():  # x[[0, 1]] of a device x: the device's
                 follow_device(self.device_only, args, out)
             self.host_indexing.observe(func, args, sys._getframe(1))
         except Exception:  # the audit must never break the program it watches
@@ -365,7 +375,7 @@ class Recorder:
                     self._count_to_device("copy (copy_)", "copy_", sys._getframe(1), nbytes)
                 elif func is _COPY and self._placement.loads_onto_device(args[0], args[1]):
                     self.checkpoints.count_loaded(args[1], sys._getframe(1), checked=True)
-                elif self.held.held:
+                elif self.held.watched():
                     self.host_indexing.copied_from_host(func, args, kwargs, sys._getframe(1))
                 return
             if entry.transfer:

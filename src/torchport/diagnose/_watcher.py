@@ -65,6 +65,9 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._local = recorder.local
         self._held = recorder.held
         self._device_only = recorder.device_only
+        # the objects standing for a host and a device tensor (the same dict throughout)
+        faces = recorder.held.faces
+        self._faces = faces.faces if faces is not None else {}
         self.step_lifted = False  # the function mode is off for an optimizer's step
 
     def __torch_dispatch__(
@@ -87,13 +90,14 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
             except Exception:  # the audit must never break the program it watches
                 local.spread = 0
         held = self._held
-        if held.held:
+        faces = self._faces
+        if held.held or faces:
             try:
                 held.follow(args, out)
             except Exception:  # the audit must never break the program it watches
                 held.held.clear()
         device_only = self._device_only
-        if device_only.held:
+        if device_only.held or faces:
             try:
                 follow_device(device_only, args, out)
             except Exception:  # the audit must never break the program it watches

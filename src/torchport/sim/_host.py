@@ -54,17 +54,32 @@ def _backward_caller() -> tuple[str, int, str] | None:
     """The user's line of a thread waiting in autograd's engine (``loss.backward()``):
     the backward pass of a device runs on the engine's own thread for that device, with
     no Python frame of the program's, as CUDA's does; its copies and waits are that
-    line's, where a CPU run (which runs it on the calling thread) charges them too."""
+    line's, where a CPU run (which runs it on the calling thread) charges them too.
+
+    The engine's thread serves every thread's backward and does not say whose graph a
+    node is: when threads waiting there stand at different lines, the work is charged to
+    :data:`SEVERAL_BACKWARDS` (a line of none of them), never to one picked at random."""
     me = threading.get_ident()
+    found: set[tuple[str, int, str]] = set()
     for ident, frame in sys._current_frames().items():
         if ident == me:
             continue
         walk: FrameType | None = frame
         while walk is not None:
             if walk.f_code.co_name == "_engine_run_backward":
-                return _first_user_frame(walk)
+                line = _first_user_frame(walk)
+                if line is not None:
+                    found.add(line)
+                break
             walk = walk.f_back
-    return None
+    if len(found) > 1:
+        return SEVERAL_BACKWARDS
+    return next(iter(found), None)
+
+
+SEVERAL_BACKWARDS = ("<backward of several threads>", 0, "")
+"""Where the engine thread's copies and waits are charged while threads at different lines
+wait in backward at once (see :func:`_backward_caller`)."""
 
 
 def _user_line() -> tuple[str, int, str]:

@@ -1,0 +1,143 @@
+"""The program's other names for a torch function, bound before the audit started.
+
+``torch.from_numpy``/``torch.frombuffer`` reach no mode of torch's, so while an audit
+watches they are swapped for wrappers that report their tensor (:mod:`._methods`). A
+name bound while it watches (``from torch import from_numpy`` run in a function, a method
+or an ``__init__``) gets the wrapper by itself; one bound before it started still holds
+torch's own function. Those the program's code holds are found through the garbage
+collector's referrers of that function, once when the audit starts watching:
+
+* an attribute of an instance of a class of the program's (``self.fn = torch.from_numpy``),
+  or of such a class itself (``make = torch.from_numpy`` in a class body): set with
+  ``setattr`` (never written into a class's dictionary behind its back);
+* a default argument of a function of the program's (``def f(a, make=torch.from_numpy)``,
+  keyword-only ones too).
+
+Each is restored exactly when the audit stops, unless the program bound it anew meanwhile.
+Names in closures, containers (a list or a dict of makers) and other libraries' objects
+are not reached: tensors made through them are the device's in the prediction (a wait
+predicted for each host read).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from torchport._origin import Origin, code_origin
+
+__all__ = ["swap_held_names"]
+
+
+def _programs(value: Any) -> bool:
+    """Whether a function (or the first function of a class) is the program's code."""
+    code = getattr(value, "__code__", None)
+    if isinstance(code, types.CodeType):
+        return code_origin(code) is Origin.USER
+    if isinstance(value, type):
+        for each in vars(value).values():
+            code = getattr(each, "__code__", None)
+            if isinstance(code, types.CodeType):
+                return code_origin(code) is Origin.USER
+    return False
+
+
+def swap_held_names(swaps: dict[Any, Any]) -> list[Callable[[], None]]:
+    """Bind each wrapper where the program's objects hold its original (``swaps``:
+    original -> wrapper; see the module docstring); returns what restores each. Two
+    passes of the garbage collector's referrers, whatever the number of functions."""
+    restores: list[Callable[[], None]] = []
+    modules = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
+    originals = list(swaps)
+    holders = gc.get_referrers(*originals)
+    dicts = [h for h in holders if type(h) is dict and id(h) not in modules]
+    tuples = {id(h): h for h in holders if type(h) is tuple}
+    for each in holders:
+        if type(each) not in (dict, tuple) and not isinstance(each, (type, types.ModuleType)):
+            # an instance whose attributes live in the object itself (Python 3.11+)
+            attributes = getattr(each, "__dict__", None)
+            if type(attributes) is dict and _programs(type(each)):
+                _swap_items(attributes, swaps, restores)
+    if not dicts and not tuples:
+        return restores
+    owners: dict[int, Any] = {}
+    for owner in gc.get_referrers(*dicts, *tuples.values()):
+        if isinstance(owner, types.FunctionType):
+            if id(owner.__defaults__) in tuples:
+                _swap_defaults(owner, swaps, restores)
+            if owner.__kwdefaults__ is not None:
+                owners[id(owner.__kwdefaults__)] = owner
+            continue
+        for found in gc.get_referents(owner):
+            if type(found) is dict:
+                owners.setdefault(id(found), owner)
+    for held in dicts:
+        owner = owners.get(id(held))
+        if owner is None:
+            continue
+        if isinstance(owner, types.FunctionType):
+            if owner.__kwdefaults__ is held and _programs(owner):
+                _swap_items(held, swaps, restores)
+        elif isinstance(owner, type):
+            if _programs(owner):
+                _swap_attributes(owner, held, swaps, restores)
+        elif isinstance(owner, (types.ModuleType, types.FrameType)):
+            continue
+        elif _programs(type(owner)) and getattr(owner, "__dict__", None) is held:
+            _swap_items(held, swaps, restores)
+    return restores
+
+
+def _swap_defaults(
+    function: types.FunctionType, swaps: dict[Any, Any], restores: list[Callable[[], None]]
+) -> None:
+    if not _programs(function) or function.__defaults__ is None:
+        return
+    before = function.__defaults__
+    after = tuple(swaps.get(value, value) if _known(value, swaps) else value for value in before)
+    function.__defaults__ = after
+
+    def restore() -> None:
+        if function.__defaults__ is after:
+            function.__defaults__ = before
+
+    restores.append(restore)
+
+
+def _known(value: Any, swaps: dict[Any, Any]) -> bool:
+    """Whether ``value`` is one of the originals (by identity: a hash may be anything)."""
+    return any(value is original for original in swaps)
+
+
+def _swap_items(
+    held: dict[Any, Any], swaps: dict[Any, Any], restores: list[Callable[[], None]]
+) -> None:
+    for name, value in list(held.items()):
+        if _known(value, swaps):
+            original, wrapper = value, swaps[value]
+            held[name] = wrapper
+
+            def restore(name: Any = name, original: Any = original, wrapper: Any = wrapper) -> None:
+                if held.get(name) is wrapper:
+                    held[name] = original
+
+            restores.append(restore)
+
+
+def _swap_attributes(
+    owner: type, held: dict[Any, Any], swaps: dict[Any, Any], restores: list[Callable[[], None]]
+) -> None:
+    for name, value in list(held.items()):
+        if _known(value, swaps) and isinstance(name, str):
+            original = value
+            static = staticmethod(swaps[value])  # a function in a class body would bind `self`
+            setattr(owner, name, static)
+
+            def restore(name: str = name, static: Any = static, original: Any = original) -> None:
+                if vars(owner).get(name) is static:
+                    setattr(owner, name, original)
+
+            restores.append(restore)
