@@ -55,11 +55,11 @@ def _mutable(root: Any) -> list[Any]:
     def walk(node: Any) -> None:
         if isinstance(node, torch.Tensor) or id(node) in seen:
             return
-        if isinstance(node, dict | list | collections.deque | set | Plain | Slotted):
+        if isinstance(node, dict | list | collections.deque | set | Plain | Slotted | _Keyed):
             seen.add(id(node))
             found.append(node)
         if isinstance(node, dict):
-            children = list(node.values())
+            children = [*node.values(), *getattr(node, "__dict__", {}).values()]
         elif isinstance(node, list | tuple | collections.deque | set | frozenset):
             children = list(node)
         elif isinstance(node, Plain):
@@ -79,7 +79,8 @@ def _mutable(root: Any) -> list[Any]:
 def _contents(node: Any) -> list[Any]:
     """What ``node`` holds, in order: keys and values of dict items and attributes."""
     if isinstance(node, dict):
-        return [x for item in node.items() for x in item]
+        state = [x for item in getattr(node, "__dict__", {}).items() for x in item]
+        return [x for item in node.items() for x in item] + state
     if isinstance(node, set):
         return sorted(node, key=id)
     if isinstance(node, Slotted):
@@ -451,3 +452,120 @@ class TestAWriteThroughForSomeValuesOnly:
             _assert_untouched(before)
             assert all(not t.is_meta for t in obj.table.values())
         assert clean >= 1  # trusted first by clean moves, as the hole needed
+
+
+class _Keyed(dict):  # type: ignore[type-arg]
+    """A dict subclass with attributes of its own: recorded node by node (items and state)."""
+
+
+def _record_nodes(root: Any) -> list[Any]:
+    """The nodes of ``root`` (the oracle's order), with the ``_Keyed`` ones, for ``record``."""
+    return [n for n in _mutable(root) if not isinstance(n, frozenset)]
+
+
+_edits = st.lists(
+    st.tuples(
+        st.integers(0, 30),
+        st.integers(0, 30),
+        st.sampled_from(["same", "replace", "add", "remove", "move", "swap", "state", "rekey"]),
+    ),
+    max_size=3,
+)
+
+
+def _edit(nodes: list[Any], first: int, second: int, how: str) -> None:
+    """Change ``nodes[first]`` in place (or write back what it holds: ``same``)."""
+    node = nodes[first % len(nodes)]
+    other = nodes[second % len(nodes)]
+    fresh = torch.zeros(1)
+    if how == "same":  # writes that leave it holding the very same objects
+        if isinstance(node, dict):
+            for k in list(node):
+                node[k] = node[k]
+        elif isinstance(node, list):
+            node[:] = list(node)
+        elif isinstance(node, Plain):
+            vars(node).update(dict(vars(node)))
+        return
+    if how == "move" and node is not other and type(node) is type(other):
+        # One item from the end of one node to the front of another: the items laid end
+        # to end are the same, only where one node stops and the next starts moved.
+        if isinstance(node, list) and node:
+            other.insert(0, node.pop())
+        elif isinstance(node, collections.deque) and node:
+            other.appendleft(node.pop())
+        elif isinstance(node, dict) and node:
+            key = next(reversed(node))
+            value = node.pop(key)
+            rest = dict(other)
+            other.clear()
+            other[key] = value
+            other.update(rest)
+        else:
+            _write(node, "add", "cpu")
+        return
+    if how == "swap" and isinstance(node, list | collections.deque) and len(node) > 1:
+        node[0], node[1] = node[1], node[0]
+    elif how == "swap" and isinstance(node, dict) and len(node) > 1:
+        items = list(node.items())
+        node.clear()
+        node.update(reversed(items))
+    elif how == "state" and isinstance(node, _Keyed):
+        node.extra = fresh
+    elif how == "rekey" and isinstance(node, dict) and node:
+        key = next(iter(node))
+        node[f"{key}'"] = node.pop(key)
+    else:
+        _write(node, how if how in ("replace", "add", "remove") else "set", "cpu")
+
+
+def _with_keyed(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    def keyed(items: dict[str, Any]) -> _Keyed:
+        out = _Keyed(items)
+        out.tag = torch.ones(1)
+        return out
+
+    return st.one_of(
+        _nodes(children), st.dictionaries(st.sampled_from("ab"), children, max_size=2).map(keyed)
+    )
+
+
+_record_states = st.dictionaries(
+    st.sampled_from(["x", "y", "z"]),
+    st.recursive(_leaves, _with_keyed, max_leaves=8),
+    min_size=1,
+    max_size=3,
+)
+
+
+class TestTheRecord:
+    """``record``'s own check, against the test's oracle (``_held``) on generated edits.
+
+    The invariant under every mover's check: ``changed()`` is true exactly when some
+    recorded node holds other objects, or the same in another order or split
+    differently between nodes (an item moved from the end of one node to the front
+    of the next); and ``restore()`` makes each node hold exactly what it held.
+    """
+
+    @given(_record_states, _edits)
+    def test_changed_exactly_when_a_node_holds_other_objects(
+        self, state: dict[str, Any], edits: list[tuple[int, int, str]]
+    ) -> None:
+        from torchport.place._untouched import record
+
+        root = Plain(**state)
+        nodes = [root, *_record_nodes(root)]
+        before = _held(root)
+        snap = record(nodes)
+        for first, second, how in edits:
+            _edit(nodes, first, second, how)
+        now = _held(root)
+        moved = len(now) != len(before) or any(
+            node is not was or len(a) != len(b) or not all(map(operator.is_, a, b))
+            for (node, a), (was, b) in zip(now, before, strict=False)
+        )
+        assert snap.changed() == moved
+        snap.restore()
+        _assert_untouched(before)
+        if not any(isinstance(n, set) for n in nodes):  # (a set rebuilt may iterate otherwise)
+            assert not snap.changed()
