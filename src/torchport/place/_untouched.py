@@ -17,12 +17,10 @@ is recorded before each call and compared after it.
 
 How it is recorded: :func:`record` takes the input's nodes (the dicts, lists and
 objects the mover read on its way to the tensors: ``place/_whole.py``'s ``_read``,
-or :func:`snapshot`'s own walk for the walker), sorts them once into plain dicts,
-plain lists, objects whose whole state is their ``__dict__``, and the rest, and lays
-what each holds end to end in one flat list (each such object's ``__dict__`` itself
-first, then a run per node, closed by a marker that nothing else holds);
-:meth:`Snapshot.changed` lays the same again, without sorting, and compares the two
-by identity at C speed, and keeps the old objects alive, so that an id cannot be
+or :func:`snapshot`'s own walk for the walker) and lays what each holds end to end
+in one flat list, each node's run closed by a marker that nothing else holds;
+:meth:`Snapshot.changed` builds the same list again and compares the two by
+identity at C speed, and keeps the old objects alive, so that an id cannot be
 reused by an object made during the call. Equal lists mean every node holds the
 same objects: each run is read back the same way, and the marker closes it.
 
@@ -46,7 +44,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import itertools
 import operator
 import threading
 from typing import Any
@@ -75,7 +72,6 @@ _END = object()  # closes each node's run in the flat record
 _EMPTY = object()  # an empty slot
 _NO_DICT = object()  # a node without a __dict__
 _STATE = object()  # opens the state part of a node's run
-_DICT_NAMES = itertools.repeat("__dict__")  # map(_dict_of, objects, _DICT_NAMES): each __dict__
 # How many times a snapshot put an input back (its one item; changes, never goes back):
 # a mover that read an input before taking its guard reads it again when this moved,
 # since it may have read it while another thread's refused .to had changed it.
@@ -85,34 +81,15 @@ RESTORED = [0]
 class Snapshot:
     """What each recorded node held, by identity (see the module)."""
 
-    __slots__ = ("_flat", "_lists", "_maps", "_objects", "_others")
+    __slots__ = ("_flat", "_nodes")
 
-    def __init__(self, nodes: list[Any]) -> None:
-        maps: list[dict[Any, Any]] = []
-        lists: list[list[Any]] = []
-        objects: list[Any] = []
-        others: list[Any] = []
-        plans = _PLANS.get
-        for x in nodes:
-            cls = type(x)
-            if cls is dict:
-                maps.append(x)
-            elif cls is list:
-                lists.append(x)
-            else:
-                plan = plans(cls)
-                if plan is None:
-                    plan = _plan(cls)
-                (objects if plan is _OWN_DICT else others).append(x)
-        self._maps = maps
-        self._lists = lists
-        self._objects = objects
-        self._others = others
-        self._flat = _lay(maps, lists, objects, others)
+    def __init__(self, nodes: list[Any], flat: list[Any]) -> None:
+        self._nodes = nodes
+        self._flat = flat
 
     def changed(self) -> bool:
         """Whether any recorded node now holds anything else (or in another order)."""
-        now = _lay(self._maps, self._lists, self._objects, self._others)
+        now = _flatten(self._nodes)
         held = self._flat
         return len(now) != len(held) or not all(map(operator.is_, now, held))
 
@@ -120,26 +97,14 @@ class Snapshot:
         """Make every recorded node hold again exactly what it held."""
         RESTORED[0] += 1
         held = self._flat
-        objects = self._objects
-        owns = held[: len(objects)]  # each object's __dict__ as it was
-        at = len(objects)
-        for node in [*self._maps, *owns]:
-            run, at = _run(held, at)
-            _put_items(node, run)
-        for node, own in zip(objects, owns, strict=True):
-            with contextlib.suppress(AttributeError, TypeError):
-                if _dict_of(node, "__dict__") is not own:
-                    object.__setattr__(node, "__dict__", own)
-        for node in self._lists:
-            run, at = _run(held, at)
-            _put_items(node, run)
-        for node in self._others:
+        at = 0
+        for node in self._nodes:
             at = _put_back(node, held, at)
 
 
 def record(nodes: list[Any]) -> Snapshot:
     """Record what each of ``nodes`` (dicts, lists, deques, sets, objects) holds."""
-    return Snapshot(nodes)
+    return Snapshot(nodes, _flatten(nodes))
 
 
 def snapshot(obj: Any) -> Snapshot:
@@ -193,37 +158,43 @@ def _items(node: Any) -> list[Any]:
     return list(set.__iter__(node))
 
 
-def _lay(
-    maps: list[dict[Any, Any]], lists: list[list[Any]], objects: list[Any], others: list[Any]
-) -> list[Any]:
-    """What the nodes hold, laid end to end in one flat list.
+def _flatten(nodes: list[Any]) -> list[Any]:
+    """What ``nodes`` hold, end to end, each node's run closed by ``_END``.
 
-    First each object's ``__dict__`` (the dict itself: one replaced shows); then a run
-    per plain dict and per such ``__dict__`` (its keys, then its values), per plain
-    list (its items), and per other node (:func:`_flatten_any`), each closed by
-    ``_END``.
+    A run: a dict's keys then its values; the items of a list, deque or set; then,
+    for any node but a plain dict or list, ``_STATE``, its ``__dict__`` (the object
+    itself, or ``_NO_DICT``), that dict's keys and values, and each slot's value
+    (``_EMPTY`` for an empty one).
     """
-    flat = list(map(_dict_of, objects, _DICT_NAMES))
+    flat: list[Any] = []
     extend = flat.extend
     add = flat.append
-    values = dict.values
-    end = _END
-    for x in [*maps, *flat] if flat else maps:
-        extend(x)
-        extend(values(x))
-        add(end)
-    for x in lists:
-        extend(x)
-        add(end)
-    for x in others:
-        _flatten_any(x, type(x), flat)
+    plans = _PLANS.get
+    end, state, dict_of = _END, _STATE, _dict_of
+    for x in nodes:
+        cls = type(x)
+        plan = plans(cls)
+        if plan is None:
+            plan = _plan(cls)
+        if plan is _PLAIN_DICT:
+            extend(x)
+            extend(x.values())
+        elif plan is _OWN_DICT:
+            own = dict_of(x, "__dict__")
+            add(state)
+            add(own)
+            extend(own)
+            extend(own.values())
+        elif plan is _PLAIN_LIST:
+            extend(x)
+        else:
+            _flatten_any(x, cls, flat)
         add(end)
     return flat
 
 
 def _flatten_any(x: Any, cls: type, flat: list[Any]) -> None:
-    """A node's run for any node: its items, ``_STATE``, its ``__dict__`` (or ``_NO_DICT``),
-    that dict's keys and values, each slot's value (``_EMPTY`` for an empty one)."""
+    """A node's run (see :func:`_flatten`) for any node: items, ``__dict__``, slots."""
     if isinstance(x, dict):
         flat.extend(dict.keys(x))
         flat.extend(dict.values(x))
@@ -245,7 +216,7 @@ def _flatten_any(x: Any, cls: type, flat: list[Any]) -> None:
             flat.append(_EMPTY)
 
 
-# How a Snapshot sorts a node of each type (those that last: place/_lasting.py).
+# How _flatten reads a node of each type (those that last: place/_lasting.py).
 _PLAIN_DICT = 0
 _PLAIN_LIST = 1
 _OWN_DICT = 2  # an object whose whole state is its __dict__
