@@ -280,6 +280,26 @@ class TestAnOwnToThatWritesThroughItsCopy:
         assert obj.table["w"] is before
 
 
+class TestAfterAMoveWithNothingToMove:
+    """A class whose last move found every tensor there is recorded apart, checked the same.
+
+    (``place/_whole.py`` lays the record while it reads the input only when the
+    class's last move called its ``.to``; otherwise it records before the call.)
+    """
+
+    @given(_states, _plans)
+    def test_a_write_through_is_refused_with_the_input_put_back(
+        self, state: dict[str, Any], plan: Any
+    ) -> None:
+        obj = _case(state, plan)
+        if not _reachable_tensors(obj):
+            return
+        there = WritesThrough(None, t=torch.ones(1, device=META))
+        for _ in range(3):  # its class known, then moved whole with nothing to move
+            assert tp.to_device(there, META) is there
+        TestAnOwnToThatWritesThroughItsCopy()._check(lambda o: tp.to_device(o, META), obj)
+
+
 class SharesOnCopy(WritesThrough):
     """The same ``.to``, on a class with a ``__copy__`` of its own that shares what it holds.
 
@@ -569,3 +589,35 @@ class TestTheRecord:
         _assert_untouched(before)
         if not any(isinstance(n, set) for n in nodes):  # (a set rebuilt may iterate otherwise)
             assert not snap.changed()
+
+    @given(_states, _edits)
+    def test_the_record_laid_while_reading_is_the_record(
+        self, state: dict[str, Any], edits: list[tuple[int, int, str]]
+    ) -> None:
+        # The whole-object mover lays its record while it reads the input
+        # (place/_whole.py's _read): that record, checked after generated edits, says
+        # what the oracle says, exactly as one laid apart would.
+        from torchport.place._untouched import Snapshot
+        from torchport.place._whole import whole_tensors
+
+        obj = WritesThrough(None, **state)
+        if not _reachable_tensors(obj):
+            return
+        tp.to_device(obj, META)  # the walker registers the types it meets
+        tp.to_device(obj, META)  # (moved whole now, if it can be: its .to called)
+        inside = whole_tensors(obj)
+        if inside is None:
+            return  # the walker moves it (a deque, a set, a tensor held twice, ...)
+        assert inside.laid is not None  # its class's last move called its .to
+        nodes = list(inside.opened.values())
+        snap = Snapshot(nodes, inside.laid)
+        before = _held(obj)
+        assert not snap.changed()
+        for first, second, how in edits:
+            _edit(nodes, first, second, how)
+        now = _held(obj)
+        moved = len(now) != len(before) or any(
+            node is not was or len(a) != len(b) or not all(map(operator.is_, a, b))
+            for (node, a), (was, b) in zip(now, before, strict=False)
+        )
+        assert snap.changed() == moved

@@ -56,10 +56,13 @@ from torchport.place._leaf_kinds import KIND, PLAIN, TENSOR
 from torchport.place._objects import VALUE, kind_of_object
 
 __all__ = [
+    "END",
     "RESTORED",
+    "STATE",
     "Snapshot",
     "busy",
     "hold",
+    "lay_any",
     "let_go",
     "record",
     "snapshot",
@@ -72,6 +75,8 @@ _END = object()  # closes each node's run in the flat record
 _EMPTY = object()  # an empty slot
 _NO_DICT = object()  # a node without a __dict__
 _STATE = object()  # opens the state part of a node's run
+END = _END  # (what ``place/_whole.py`` lays the record with while it reads the input)
+STATE = _STATE
 # How many times a snapshot put an input back (its one item; changes, never goes back):
 # a mover that read an input before taking its guard reads it again when this moved,
 # since it may have read it while another thread's refused .to had changed it.
@@ -214,6 +219,11 @@ def _flatten_any(x: Any, cls: type, flat: list[Any]) -> None:
             flat.append(descriptor.__get__(x, cls))
         except AttributeError:
             flat.append(_EMPTY)
+
+
+def lay_any(x: Any, cls: type, flat: list[Any]) -> None:
+    """Lay the run of any node (not closed: the caller adds ``END``), as :func:`_flatten` does."""
+    _flatten_any(x, cls, flat)
 
 
 # How _flatten reads a node of each type (those that last: place/_lasting.py).
