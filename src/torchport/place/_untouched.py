@@ -23,6 +23,9 @@ in one flat list, each node's run closed by a marker that nothing else holds;
 identity at C speed, and keeps the old objects alive, so that an id cannot be
 reused by an object made during the call. Equal lists mean every node holds the
 same objects: each run is read back the same way, and the marker closes it.
+``place/_whole.py``'s ``_read`` lays the same runs while it reads the input (when
+the class's last move called its ``.to``), so that its move records nothing more
+before the call (:class:`Snapshot` takes the nodes and that list as they are).
 
 What is recorded is what the walker reads: the items of dicts, lists, deques and
 sets (and their subclasses), the items of tuples (not recorded themselves: they

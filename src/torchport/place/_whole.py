@@ -145,9 +145,10 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
     Synchronizes as the object's ``.to`` does (see ``call_own_to``); not at all when
     every tensor is on ``target`` already (``obj`` itself is returned).
 
-    What the input holds is recorded before the call and compared after it on every
-    move (``place/_untouched.py``); a thread waits while another runs a checked move
-    of the same ``obj``, and reads it again when an input was put back meanwhile.
+    What the input holds is recorded before the call (laid while ``inside`` was read,
+    or here when that read laid nothing) and compared after it on every move
+    (``place/_untouched.py``); a thread waits while another runs a checked move of
+    the same ``obj``, and reads it again when an input was put back meanwhile.
 
     Raises:
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
