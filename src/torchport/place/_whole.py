@@ -224,7 +224,8 @@ def _read(obj: Any) -> Inside | None:
     with their own ``.to`` are nested there (``obj`` itself is 1); past
     ``SHALLOW_NESTING`` the walker moves the batch. Each dict, list and object opened
     is laid into the record as it is read, exactly as ``place/_untouched.py`` lays it
-    again after a call (its ``Snapshot``): no second pass before the call.
+    again after a call (its ``Snapshot``): no second pass before the call; unless the
+    class's last move found every tensor there (``_LAYS``: a no-op is likely again).
     """
     codes = _CODES.get
     cls = type(obj)
