@@ -300,6 +300,31 @@ class TestAfterAMoveWithNothingToMove:
         TestAnOwnToThatWritesThroughItsCopy()._check(lambda o: tp.to_device(o, META), obj)
 
 
+class TestAMoveThatComesLater:
+    """Read now, moved later (a prefetching loader's hand-over): the record is taken then.
+
+    A change made to the input between the read and the move (by the program, not by
+    the ``.to``) is kept: the move takes it as the input, never puts it back.
+    """
+
+    @given(_states)
+    def test_a_change_made_meanwhile_is_kept(self, added: dict[str, Any]) -> None:
+        from torchport.place._whole import move_whole, whole_tensors
+
+        table = {"w": torch.ones(2)}
+        obj = WritesThrough(None, table=table)
+        tp.to_device(obj, META)
+        tp.to_device(obj, META)  # moved whole from now on
+        inside = whole_tensors(obj, lay=False)
+        assert inside is not None
+        table.update(added)  # the program changes the input before the hand-over
+        held = dict(table)
+        out = move_whole(obj, inside, META, None)
+        assert obj.table is table and table.keys() == held.keys()
+        assert all(table[k] is v for k, v in held.items())
+        assert all(t.is_meta for t in _reachable_tensors(out))
+
+
 class SharesOnCopy(WritesThrough):
     """The same ``.to``, on a class with a ``__copy__`` of its own that shares what it holds.
 

@@ -130,13 +130,17 @@ class Inside:
         self.laid = laid
 
 
-def whole_tensors(obj: Any) -> Inside | None:
+def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
     """What ``obj`` holds if it is one object with its own ``.to`` that can be moved whole.
 
     None when the walker must move it (see the module): any other batch, a type the
-    walker has not registered yet, or a state the loop does not decide.
+    walker has not registered yet, or a state the loop does not decide. ``lay``: lay
+    the move's record while reading (the move follows at once); False where the move
+    comes later (a prefetching loader's hand-over), so that the record is taken just
+    before the call and a change made to the input meanwhile is not taken for the
+    ``.to``'s (and put back).
     """
-    return _read(obj)
+    return _read(obj, lay)
 
 
 def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: bool | None) -> Any:
@@ -213,11 +217,11 @@ def state_tensors(obj: Any) -> list[torch.Tensor] | None:
     and the objects the walker registered (those with a ``.to`` by ``contents``, the
     others by their state), exactly where the walker's ``tensors_inside`` goes.
     """
-    read = _read(obj)
+    read = _read(obj, False)
     return None if read is None else read.tensors
 
 
-def _read(obj: Any) -> Inside | None:
+def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     """What ``obj`` holds (see :func:`whole_tensors`), read in one loop without recursion.
 
     ``pending`` holds the runs of children still to read, each with how deep objects
@@ -243,7 +247,7 @@ def _read(obj: Any) -> Inside | None:
     flat: list[Any] | None = None
     lay: Callable[[Any], object]
     lay_one: Callable[[Any], object]
-    if _LAYS.get(cls, True):
+    if lay_record and _LAYS.get(cls, True):
         flat = []
         lay = flat.extend
         lay_one = flat.append
