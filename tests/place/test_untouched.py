@@ -324,6 +324,27 @@ class TestAMoveThatComesLater:
         assert all(table[k] is v for k, v in held.items())
         assert all(t.is_meta for t in _reachable_tensors(out))
 
+    @given(_states, _plans)
+    def test_what_was_added_meanwhile_is_checked_and_moved(
+        self, added: dict[str, Any], plan: Any
+    ) -> None:
+        # A node added between the read and the move is recorded (a .to writing into it
+        # is refused, the input put back), and a tensor added to an input whose tensors
+        # were all there at the read is moved (the object is not handed back as it is).
+        from torchport.place._whole import move_whole, whole_tensors
+
+        # (on the target already, unless the .to writes through: then what it replaces
+        # is the input's own CPU tensor)
+        obj = WritesThrough(None, table={"w": torch.ones(2, device="cpu" if plan else META)})
+        tp.to_device(obj, META)
+        tp.to_device(obj, META)  # moved whole from now on
+        inside = whole_tensors(obj, lay=False)
+        assert inside is not None
+        obj.__dict__.update(added)  # the program adds to the input before the hand-over
+        obj.plan = plan if _mutable(obj) else None
+        check = TestAnOwnToThatWritesThroughItsCopy()._check
+        check(lambda o: move_whole(o, inside, META, None), obj)
+
 
 class SharesOnCopy(WritesThrough):
     """The same ``.to``, on a class with a ``__copy__`` of its own that shares what it holds.

@@ -113,9 +113,11 @@ class Inside:
         laid: What the nodes of ``opened`` held when it was read, laid in their order as
             ``place/_untouched.py``'s record lays it (the record of a move, ready); None
             when the class's last move found every tensor there (see ``_LAYS``).
+        late: Read for a move that comes later (``whole_tensors(lay=False)``): the move
+            reads the input again under its guard before it decides anything.
     """
 
-    __slots__ = ("laid", "opened", "restored", "tensors")
+    __slots__ = ("laid", "late", "opened", "restored", "tensors")
 
     def __init__(
         self,
@@ -128,6 +130,7 @@ class Inside:
         self.opened = opened
         self.restored = restored
         self.laid = laid
+        self.late = False
 
 
 def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
@@ -138,9 +141,12 @@ def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
     the move's record while reading (the move follows at once); False where the move
     comes later (a prefetching loader's hand-over), so that the record is taken just
     before the call and a change made to the input meanwhile is not taken for the
-    ``.to``'s (and put back).
+    ``.to``'s (and put back): :func:`move_whole` then reads the input again first.
     """
-    return _read(obj, lay)
+    inside = _read(obj, lay)
+    if inside is not None and not lay:
+        inside.late = True
+    return inside
 
 
 def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: bool | None) -> Any:
@@ -161,7 +167,7 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
     """
     there = all_on(inside.tensors, target)
     cls = type(obj)
-    if there and inside.restored == RESTORED[0] and not busy(obj):
+    if there and inside.restored == RESTORED[0] and not inside.late and not busy(obj):
         if inside.laid is not None and lasting(cls):
             _LAYS[cls] = False
         return obj  # nothing to move: no copy, no call
@@ -170,15 +176,20 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
     # with the input put back; one checked move of an object at a time (threads wait).
     guard = hold(obj)
     try:
-        if inside.restored != RESTORED[0] or guard is None:
+        if inside.restored != RESTORED[0] or guard is None or inside.late:
             # Read before the guard, maybe while another thread's .to had changed the
-            # input (it was put back since): read it again.
-            inside = _read(obj) or inside
-            there = all_on(inside.tensors, target)
+            # input (it was put back since), or well before the move (a prefetching
+            # loader's: the program may have changed the input since): read it again.
+            fresh = _read(obj)
+            if fresh is not None:
+                inside = fresh
+                there = all_on(inside.tensors, target)
+            elif inside.late:
+                there = False  # what it holds now is the walker's to read: no early return
         if there and inside.restored == RESTORED[0]:
             return obj  # nothing to move (read again under the guard): no call
-        if inside.restored != RESTORED[0]:
-            before = snapshot(obj)
+        if inside.restored != RESTORED[0] or inside.late:
+            before = snapshot(obj)  # (an input the loop could not read again)
         elif inside.laid is not None:
             before = Snapshot(list(inside.opened.values()), inside.laid)
         else:
