@@ -55,11 +55,11 @@ def _mutable(root: Any) -> list[Any]:
     def walk(node: Any) -> None:
         if isinstance(node, torch.Tensor) or id(node) in seen:
             return
-        if isinstance(node, dict | list | collections.deque | set | Plain | Slotted):
+        if isinstance(node, dict | list | collections.deque | set | Plain | Slotted | _Keyed):
             seen.add(id(node))
             found.append(node)
         if isinstance(node, dict):
-            children = list(node.values())
+            children = [*node.values(), *getattr(node, "__dict__", {}).values()]
         elif isinstance(node, list | tuple | collections.deque | set | frozenset):
             children = list(node)
         elif isinstance(node, Plain):
@@ -79,7 +79,8 @@ def _mutable(root: Any) -> list[Any]:
 def _contents(node: Any) -> list[Any]:
     """What ``node`` holds, in order: keys and values of dict items and attributes."""
     if isinstance(node, dict):
-        return [x for item in node.items() for x in item]
+        state = [x for item in getattr(node, "__dict__", {}).items() for x in item]
+        return [x for item in node.items() for x in item] + state
     if isinstance(node, set):
         return sorted(node, key=id)
     if isinstance(node, Slotted):
@@ -279,6 +280,72 @@ class TestAnOwnToThatWritesThroughItsCopy:
         assert obj.table["w"] is before
 
 
+class TestAfterAMoveWithNothingToMove:
+    """A class whose last move found every tensor there is recorded apart, checked the same.
+
+    (``place/_whole.py`` lays the record while it reads the input only when the
+    class's last move called its ``.to``; otherwise it records before the call.)
+    """
+
+    @given(_states, _plans)
+    def test_a_write_through_is_refused_with_the_input_put_back(
+        self, state: dict[str, Any], plan: Any
+    ) -> None:
+        obj = _case(state, plan)
+        if not _reachable_tensors(obj):
+            return
+        there = WritesThrough(None, t=torch.ones(1, device=META))
+        for _ in range(3):  # its class known, then moved whole with nothing to move
+            assert tp.to_device(there, META) is there
+        TestAnOwnToThatWritesThroughItsCopy()._check(lambda o: tp.to_device(o, META), obj)
+
+
+class TestAMoveThatComesLater:
+    """Read now, moved later (a prefetching loader's hand-over): the record is taken then.
+
+    A change made to the input between the read and the move (by the program, not by
+    the ``.to``) is kept: the move takes it as the input, never puts it back.
+    """
+
+    @given(_states)
+    def test_a_change_made_meanwhile_is_kept(self, added: dict[str, Any]) -> None:
+        from torchport.place._whole import move_whole, whole_tensors
+
+        table = {"w": torch.ones(2)}
+        obj = WritesThrough(None, table=table)
+        tp.to_device(obj, META)
+        tp.to_device(obj, META)  # moved whole from now on
+        inside = whole_tensors(obj, lay=False)
+        assert inside is not None
+        table.update(added)  # the program changes the input before the hand-over
+        held = dict(table)
+        out = move_whole(obj, inside, META, None)
+        assert obj.table is table and table.keys() == held.keys()
+        assert all(table[k] is v for k, v in held.items())
+        assert all(t.is_meta for t in _reachable_tensors(out))
+
+    @given(_states, _plans)
+    def test_what_was_added_meanwhile_is_checked_and_moved(
+        self, added: dict[str, Any], plan: Any
+    ) -> None:
+        # A node added between the read and the move is recorded (a .to writing into it
+        # is refused, the input put back), and a tensor added to an input whose tensors
+        # were all there at the read is moved (the object is not handed back as it is).
+        from torchport.place._whole import move_whole, whole_tensors
+
+        # (on the target already, unless the .to writes through: then what it replaces
+        # is the input's own CPU tensor)
+        obj = WritesThrough(None, table={"w": torch.ones(2, device="cpu" if plan else META)})
+        tp.to_device(obj, META)
+        tp.to_device(obj, META)  # moved whole from now on
+        inside = whole_tensors(obj, lay=False)
+        assert inside is not None
+        obj.__dict__.update(added)  # the program adds to the input before the hand-over
+        obj.plan = plan if _mutable(obj) else None
+        check = TestAnOwnToThatWritesThroughItsCopy()._check
+        check(lambda o: move_whole(o, inside, META, None), obj)
+
+
 class SharesOnCopy(WritesThrough):
     """The same ``.to``, on a class with a ``__copy__`` of its own that shares what it holds.
 
@@ -451,3 +518,152 @@ class TestAWriteThroughForSomeValuesOnly:
             _assert_untouched(before)
             assert all(not t.is_meta for t in obj.table.values())
         assert clean >= 1  # trusted first by clean moves, as the hole needed
+
+
+class _Keyed(dict):  # type: ignore[type-arg]
+    """A dict subclass with attributes of its own: recorded node by node (items and state)."""
+
+
+def _record_nodes(root: Any) -> list[Any]:
+    """The nodes of ``root`` (the oracle's order), with the ``_Keyed`` ones, for ``record``."""
+    return [n for n in _mutable(root) if not isinstance(n, frozenset)]
+
+
+_edits = st.lists(
+    st.tuples(
+        st.integers(0, 30),
+        st.integers(0, 30),
+        st.sampled_from(["same", "replace", "add", "remove", "move", "swap", "state", "rekey"]),
+    ),
+    max_size=3,
+)
+
+
+def _edit(nodes: list[Any], first: int, second: int, how: str) -> None:
+    """Change ``nodes[first]`` in place (or write back what it holds: ``same``)."""
+    node = nodes[first % len(nodes)]
+    other = nodes[second % len(nodes)]
+    fresh = torch.zeros(1)
+    if how == "same":  # writes that leave it holding the very same objects
+        if isinstance(node, dict):
+            for k in list(node):
+                node[k] = node[k]
+        elif isinstance(node, list):
+            node[:] = list(node)
+        elif isinstance(node, Plain):
+            vars(node).update(dict(vars(node)))
+        return
+    if how == "move" and node is not other and type(node) is type(other):
+        # One item from the end of one node to the front of another: the items laid end
+        # to end are the same, only where one node stops and the next starts moved.
+        if isinstance(node, list) and node:
+            other.insert(0, node.pop())
+        elif isinstance(node, collections.deque) and node:
+            other.appendleft(node.pop())
+        elif isinstance(node, dict) and node:
+            key = next(reversed(node))
+            value = node.pop(key)
+            rest = dict(other)
+            other.clear()
+            other[key] = value
+            other.update(rest)
+        else:
+            _write(node, "add", "cpu")
+        return
+    if how == "swap" and isinstance(node, list | collections.deque) and len(node) > 1:
+        node[0], node[1] = node[1], node[0]
+    elif how == "swap" and isinstance(node, dict) and len(node) > 1:
+        items = list(node.items())
+        node.clear()
+        node.update(reversed(items))
+    elif how == "state" and isinstance(node, _Keyed):
+        node.extra = fresh
+    elif how == "rekey" and isinstance(node, dict) and node:
+        key = next(iter(node))
+        node[f"{key}'"] = node.pop(key)
+    else:
+        _write(node, how if how in ("replace", "add", "remove") else "set", "cpu")
+
+
+def _with_keyed(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    def keyed(items: dict[str, Any]) -> _Keyed:
+        out = _Keyed(items)
+        out.tag = torch.ones(1)
+        return out
+
+    return st.one_of(
+        _nodes(children), st.dictionaries(st.sampled_from("ab"), children, max_size=2).map(keyed)
+    )
+
+
+_record_states = st.dictionaries(
+    st.sampled_from(["x", "y", "z"]),
+    st.recursive(_leaves, _with_keyed, max_leaves=8),
+    min_size=1,
+    max_size=3,
+)
+
+
+class TestTheRecord:
+    """``record``'s own check, against the test's oracle (``_held``) on generated edits.
+
+    The invariant under every mover's check: ``changed()`` is true exactly when some
+    recorded node holds other objects, or the same in another order or split
+    differently between nodes (an item moved from the end of one node to the front
+    of the next); and ``restore()`` makes each node hold exactly what it held.
+    """
+
+    @given(_record_states, _edits)
+    def test_changed_exactly_when_a_node_holds_other_objects(
+        self, state: dict[str, Any], edits: list[tuple[int, int, str]]
+    ) -> None:
+        from torchport.place._untouched import record
+
+        root = Plain(**state)
+        nodes = [root, *_record_nodes(root)]
+        before = _held(root)
+        snap = record(nodes)
+        for first, second, how in edits:
+            _edit(nodes, first, second, how)
+        now = _held(root)
+        moved = len(now) != len(before) or any(
+            node is not was or len(a) != len(b) or not all(map(operator.is_, a, b))
+            for (node, a), (was, b) in zip(now, before, strict=False)
+        )
+        assert snap.changed() == moved
+        snap.restore()
+        _assert_untouched(before)
+        if not any(isinstance(n, set) for n in nodes):  # (a set rebuilt may iterate otherwise)
+            assert not snap.changed()
+
+    @given(_states, _edits)
+    def test_the_record_laid_while_reading_is_the_record(
+        self, state: dict[str, Any], edits: list[tuple[int, int, str]]
+    ) -> None:
+        # The whole-object mover lays its record while it reads the input
+        # (place/_whole.py's _read): that record, checked after generated edits, says
+        # what the oracle says, exactly as one laid apart would.
+        from torchport.place._untouched import Snapshot
+        from torchport.place._whole import whole_tensors
+
+        obj = WritesThrough(None, **state)
+        if not _reachable_tensors(obj):
+            return
+        tp.to_device(obj, META)  # the walker registers the types it meets
+        tp.to_device(obj, META)  # (moved whole now, if it can be: its .to called)
+        inside = whole_tensors(obj)
+        if inside is None:
+            return  # the walker moves it (a deque, a set, a tensor held twice, ...)
+        assert inside.laid is not None  # its class's last move called its .to
+        nodes = list(inside.opened.values())
+        snap = Snapshot(nodes, inside.laid)
+        before = _held(obj)
+        assert not snap.changed()
+        for first, second, how in edits:
+            _edit(nodes, first, second, how)
+        now = _held(obj)
+        moved = len(now) != len(before) or any(
+            node is not was or len(a) != len(b) or not all(map(operator.is_, a, b))
+            for (node, a), (was, b) in zip(now, before, strict=False)
+        )
+        assert snap.changed() == moved

@@ -413,7 +413,7 @@ class DeviceLoader(Generic[_T]):
 
     def _issue(self, batch: _T, stream: torch.Stream) -> _InFlight | _Whole:
         """Queues one batch's host-to-device copies on the side stream; never waits for compute."""
-        inside = whole_tensors(batch)
+        inside = whole_tensors(batch, lay=False)  # (its record taken at hand-over)
         if inside is not None:  # its own .to moves it at hand-over, on the caller's stream
             return _Whole(batch, inside)
         layout = flatten_batch(batch)

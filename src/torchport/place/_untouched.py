@@ -23,6 +23,9 @@ in one flat list, each node's run closed by a marker that nothing else holds;
 identity at C speed, and keeps the old objects alive, so that an id cannot be
 reused by an object made during the call. Equal lists mean every node holds the
 same objects: each run is read back the same way, and the marker closes it.
+``place/_whole.py``'s ``_read`` lays the same runs while it reads the input (when
+the class's last move called its ``.to``), so that its move records nothing more
+before the call (:class:`Snapshot` takes the nodes and that list as they are).
 
 What is recorded is what the walker reads: the items of dicts, lists, deques and
 sets (and their subclasses), the items of tuples (not recorded themselves: they
@@ -42,12 +45,10 @@ threads at once by ``.to`` methods that both write into it, are not serialised.
 
 from __future__ import annotations
 
-import _thread
 import collections
 import contextlib
 import operator
 import threading
-from _thread import LockType
 from typing import Any
 
 import torch
@@ -58,10 +59,13 @@ from torchport.place._leaf_kinds import KIND, PLAIN, TENSOR
 from torchport.place._objects import VALUE, kind_of_object
 
 __all__ = [
+    "END",
     "RESTORED",
+    "STATE",
     "Snapshot",
     "busy",
     "hold",
+    "lay_any",
     "let_go",
     "record",
     "snapshot",
@@ -74,6 +78,8 @@ _END = object()  # closes each node's run in the flat record
 _EMPTY = object()  # an empty slot
 _NO_DICT = object()  # a node without a __dict__
 _STATE = object()  # opens the state part of a node's run
+END = _END  # (what ``place/_whole.py`` lays the record with while it reads the input)
+STATE = _STATE
 # How many times a snapshot put an input back (its one item; changes, never goes back):
 # a mover that read an input before taking its guard reads it again when this moved,
 # since it may have read it while another thread's refused .to had changed it.
@@ -218,6 +224,11 @@ def _flatten_any(x: Any, cls: type, flat: list[Any]) -> None:
             flat.append(_EMPTY)
 
 
+def lay_any(x: Any, cls: type, flat: list[Any]) -> None:
+    """Lay the run of any node (not closed: the caller adds ``END``), as :func:`_flatten` does."""
+    _flatten_any(x, cls, flat)
+
+
 # How _flatten reads a node of each type (those that last: place/_lasting.py).
 _PLAIN_DICT = 0
 _PLAIN_LIST = 1
@@ -290,41 +301,50 @@ def _put_items(node: Any, items: list[Any]) -> None:
 
 
 # Per input object whose checked move runs (by id: the mover holds the object for the
-# whole call, so the id cannot be reused meanwhile): the lock that move holds, and the
-# thread running it. An entry exists exactly while its move runs: the thread that put it
-# there removes it before letting go of the lock, so a waiter that wakes up looks again.
-_GUARDS: dict[int, tuple[LockType, int]] = {}
+# whole call, so the id cannot be reused meanwhile): the thread running it. An entry
+# exists exactly while its move runs; entries are put and looked up with single dict
+# operations (atomic under the GIL), so a move that no other thread waits for takes no
+# lock. A thread that finds another's entry waits on _WAKE, counted in _WAITING while
+# it does (under _WAKE's lock); a move ending removes its entry first and then, if
+# anyone waits, wakes them all (each looks again). No wake-up is lost: a waiter counts
+# itself and looks at the entry under _WAKE's lock before it waits, and the ending
+# move takes that lock to wake it, so it either sees the entry gone or is waiting.
+_GUARDS: dict[int, int] = {}
+_WAKE = threading.Condition(threading.Lock())
+_WAITING = [0]
+_get_ident = threading.get_ident
 
 
-def hold(obj: Any) -> LockType | None:
+def hold(obj: Any) -> bool | None:
     """Wait until no other thread runs a checked move of ``obj``, then take it (see :func:`let_go`).
 
     None when this thread runs one already (a ``.to`` that moves its own input
-    again): the nested move goes on under the outer one. Entries are put and looked
-    up with single dict operations (atomic), so taking costs no lock but ``obj``'s own.
+    again): the nested move goes on under the outer one. Taking a move no other
+    thread runs costs two dict operations, no lock.
     """
     key = id(obj)
-    me = threading.get_ident()
-    while True:
-        entry = _GUARDS.get(key)
-        if entry is None:
-            lock = _new_lock()
-            lock.acquire()
-            mine = (lock, me)
-            if _GUARDS.setdefault(key, mine) is mine:
-                return lock
-            continue  # another thread put its entry first
-        lock, owner = entry
-        if owner == me:
-            return None
-        lock.acquire()  # until that move ends; then look again
-        lock.release()
+    me = _get_ident()
+    owner = _GUARDS.get(key)
+    if owner is None:
+        # Only this thread puts its own id: the entry is ours exactly when it holds it.
+        if _GUARDS.setdefault(key, me) == me:
+            return True
+    elif owner == me:
+        return None
+    with _WAKE:
+        _WAITING[0] += 1
+        try:
+            while _GUARDS.get(key) is not None or _GUARDS.setdefault(key, me) != me:
+                _WAKE.wait()
+        finally:
+            _WAITING[0] -= 1
+    return True
 
 
 def busy(obj: Any) -> bool:
     """Whether a checked move of ``obj`` runs now in another thread."""
-    entry = _GUARDS.get(id(obj))
-    return entry is not None and entry[1] != threading.get_ident()
+    owner = _GUARDS.get(id(obj))
+    return owner is not None and owner != _get_ident()
 
 
 def wait_for(obj: Any) -> None:
@@ -332,11 +352,10 @@ def wait_for(obj: Any) -> None:
     let_go(obj, hold(obj))
 
 
-def let_go(obj: Any, guard: LockType | None) -> None:
+def let_go(obj: Any, guard: bool | None) -> None:
     """End the checked move of ``obj`` that :func:`hold` gave ``guard`` for."""
     if guard is not None:
         del _GUARDS[id(obj)]
-        guard.release()
-
-
-_new_lock = _thread.allocate_lock
+        if _WAITING[0]:
+            with _WAKE:
+                _WAKE.notify_all()

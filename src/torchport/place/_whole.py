@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import itertools
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,6 +31,7 @@ import torch
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, read_state, slot_names
+from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
 from torchport.place._locate import ROOT, refused_message
 from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
@@ -38,10 +40,13 @@ from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
 from torchport.place._tree import tensors_inside
 from torchport.place._untouched import (
+    END,
     RESTORED,
+    STATE,
     Snapshot,
     busy,
     hold,
+    lay_any,
     let_go,
     record,
     snapshot,
@@ -65,6 +70,11 @@ _MOVES_STATE = 8
 # Per type (each lasts: KIND and OBJECT_NODES hold only classes that do, and their
 # entries are final): its code above. A type without an entry is decided by _code_of.
 _CODES: dict[type, int] = {dict: _DICT, list: _LIST, tuple: _TUPLE}
+# Per class with its own .to (those that last): False when its last move by move_whole
+# found every tensor on the target (no call), True when it called the .to. _read lays
+# the record while it reads only when a call is likely (a class without an entry, or
+# True); otherwise move_whole records what the input holds before the call itself.
+_LAYS: dict[type, bool] = {}
 
 
 def _code_of(cls: type) -> int | None:
@@ -100,23 +110,43 @@ class Inside:
             id: those the result of its ``.to`` still shares are the input's, and what
             they hold is recorded around the call (``place/_untouched.py``).
         restored: ``RESTORED`` when it was read (see ``place/_untouched.py``).
+        laid: What the nodes of ``opened`` held when it was read, laid in their order as
+            ``place/_untouched.py``'s record lays it (the record of a move, ready); None
+            when the class's last move found every tensor there (see ``_LAYS``).
+        late: Read for a move that comes later (``whole_tensors(lay=False)``): the move
+            reads the input again under its guard before it decides anything.
     """
 
-    __slots__ = ("opened", "restored", "tensors")
+    __slots__ = ("laid", "late", "opened", "restored", "tensors")
 
-    def __init__(self, tensors: list[torch.Tensor], opened: dict[int, Any], restored: int) -> None:
+    def __init__(
+        self,
+        tensors: list[torch.Tensor],
+        opened: dict[int, Any],
+        restored: int,
+        laid: list[Any] | None,
+    ) -> None:
         self.tensors = tensors
         self.opened = opened
         self.restored = restored
+        self.laid = laid
+        self.late = False
 
 
-def whole_tensors(obj: Any) -> Inside | None:
+def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
     """What ``obj`` holds if it is one object with its own ``.to`` that can be moved whole.
 
     None when the walker must move it (see the module): any other batch, a type the
-    walker has not registered yet, or a state the loop does not decide.
+    walker has not registered yet, or a state the loop does not decide. ``lay``: lay
+    the move's record while reading (the move follows at once); False where the move
+    comes later (a prefetching loader's hand-over), so that the record is taken just
+    before the call and a change made to the input meanwhile is not taken for the
+    ``.to``'s (and put back): :func:`move_whole` then reads the input again first.
     """
-    return _read(obj)
+    inside = _read(obj, lay)
+    if inside is not None and not lay:
+        inside.late = True
+    return inside
 
 
 def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: bool | None) -> Any:
@@ -125,9 +155,10 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
     Synchronizes as the object's ``.to`` does (see ``call_own_to``); not at all when
     every tensor is on ``target`` already (``obj`` itself is returned).
 
-    What the input holds is recorded before the call and compared after it on every
-    move (``place/_untouched.py``); a thread waits while another runs a checked move
-    of the same ``obj``, and reads it again when an input was put back meanwhile.
+    What the input holds is recorded before the call (laid while ``inside`` was read,
+    or here when that read laid nothing) and compared after it on every move
+    (``place/_untouched.py``); a thread waits while another runs a checked move of
+    the same ``obj``, and reads it again when an input was put back meanwhile.
 
     Raises:
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
@@ -135,26 +166,36 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             (the input is put back first).
     """
     there = all_on(inside.tensors, target)
-    if there and inside.restored == RESTORED[0] and not busy(obj):
-        return obj  # nothing to move: no copy, no call
     cls = type(obj)
+    if there and inside.restored == RESTORED[0] and not inside.late and not busy(obj):
+        if inside.laid is not None and lasting(cls):
+            _LAYS[cls] = False
+        return obj  # nothing to move: no copy, no call
     # What the input holds is recorded and compared around every call, so that a .to
     # writing into it (through what the shallow copy shares, on any move) is refused
     # with the input put back; one checked move of an object at a time (threads wait).
     guard = hold(obj)
     try:
-        if inside.restored != RESTORED[0] or guard is None:
+        if inside.restored != RESTORED[0] or guard is None or inside.late:
             # Read before the guard, maybe while another thread's .to had changed the
-            # input (it was put back since): read it again.
-            inside = _read(obj) or inside
-            there = all_on(inside.tensors, target)
+            # input (it was put back since), or well before the move (a prefetching
+            # loader's: the program may have changed the input since): read it again.
+            fresh = _read(obj)
+            if fresh is not None:
+                inside = fresh
+                there = all_on(inside.tensors, target)
+            elif inside.late:
+                there = False  # what it holds now is the walker's to read: no early return
         if there and inside.restored == RESTORED[0]:
             return obj  # nothing to move (read again under the guard): no call
-        before: Snapshot = (
-            record(list(inside.opened.values()))
-            if inside.restored == RESTORED[0]
-            else snapshot(obj)
-        )
+        if inside.restored != RESTORED[0] or inside.late:
+            before = snapshot(obj)  # (an input the loop could not read again)
+        elif inside.laid is not None:
+            before = Snapshot(list(inside.opened.values()), inside.laid)
+        else:
+            before = record(list(inside.opened.values()))
+            if lasting(cls):
+                _LAYS[cls] = True
         tensors = inside.tensors
         try:
             result = call_own_to(copy_object(obj), target, non_blocking, None)
@@ -187,16 +228,19 @@ def state_tensors(obj: Any) -> list[torch.Tensor] | None:
     and the objects the walker registered (those with a ``.to`` by ``contents``, the
     others by their state), exactly where the walker's ``tensors_inside`` goes.
     """
-    read = _read(obj)
+    read = _read(obj, False)
     return None if read is None else read.tensors
 
 
-def _read(obj: Any) -> Inside | None:
+def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     """What ``obj`` holds (see :func:`whole_tensors`), read in one loop without recursion.
 
     ``pending`` holds the runs of children still to read, each with how deep objects
     with their own ``.to`` are nested there (``obj`` itself is 1); past
-    ``SHALLOW_NESTING`` the walker moves the batch.
+    ``SHALLOW_NESTING`` the walker moves the batch. Each dict, list and object opened
+    is laid into the record as it is read, exactly as ``place/_untouched.py`` lays it
+    again after a call (its ``Snapshot``): no second pass before the call; unless the
+    class's last move found every tensor there (``_LAYS``: a no-op is likely again).
     """
     codes = _CODES.get
     cls = type(obj)
@@ -211,7 +255,19 @@ def _read(obj: Any) -> Inside | None:
     add = found.append
     opened: dict[int, Any] = {id(obj): obj}
     mark = opened.__setitem__
-    pending: list[tuple[Any, int]] = [(_values(obj, code), 1)]
+    flat: list[Any] | None = None
+    lay: Callable[[Any], object]
+    lay_one: Callable[[Any], object]
+    if lay_record and _LAYS.get(cls, True):
+        flat = []
+        lay = flat.extend
+        lay_one = flat.append
+        first = _laid_values(obj, code, flat)
+    else:  # its last move found every tensor there: most likely none is needed now
+        lay = lay_one = id  # (a C builtin that does nothing with its argument)
+        first = _values(obj, code)
+    end = END
+    pending: list[tuple[Any, int]] = [(first, 1)]
     push = pending.append
     while pending:
         items, depth = pending.pop()
@@ -240,9 +296,14 @@ def _read(obj: Any) -> Inside | None:
             if code is _DICT:
                 mark(key, x)
                 children = x.values()
+                lay(x)
+                lay(children)
+                lay_one(end)
             elif code is _LIST:
                 mark(key, x)
                 children = x
+                lay(x)
+                lay_one(end)
             elif code is _TUPLE:
                 children = x
             else:
@@ -250,9 +311,9 @@ def _read(obj: Any) -> Inside | None:
                 if code is _MOVES or code is _MOVES_STATE:
                     if depth >= SHALLOW_NESTING:
                         return None  # nested deeper than a Data's storages
-                    push((_values(x, code), depth + 1))
+                    push((_laid_values(x, code, flat), depth + 1))
                 else:
-                    push((_values(x, code), depth))
+                    push((_laid_values(x, code, flat), depth))
                 continue
             if only_tensors(map(type, children)):
                 found.extend(children)  # the common dict of tensors, at C speed
@@ -260,7 +321,7 @@ def _read(obj: Any) -> Inside | None:
                 push((children, depth))
     if len(set(map(id, found))) != len(found):
         return None  # a tensor held twice: the walker keeps it one tensor
-    return Inside(found, opened, restored)
+    return Inside(found, opened, restored, flat)
 
 
 def _unshared_tensors(result: Any, shared: dict[int, Any]) -> list[torch.Tensor] | None:
@@ -321,6 +382,24 @@ def _not_in(tensors: list[torch.Tensor], ids: frozenset[int]) -> list[torch.Tens
     """The tensors whose ids are not in ``ids``, picked at C speed."""
     outside = map(operator.not_, map(ids.__contains__, map(id, tensors)))
     return list(itertools.compress(tensors, outside))
+
+
+def _laid_values(obj: Any, code: int, flat: list[Any] | None) -> Any:
+    """:func:`_values`, with ``obj``'s run laid into ``flat`` as ``place/_untouched.py`` lays it."""
+    if flat is None:
+        return _values(obj, code)
+    if code is _MOVES or code is _WALKED:
+        own = _dict_of(obj, "__dict__")
+        values = own.values()
+        flat.append(STATE)
+        flat.append(own)
+        flat.extend(own)
+        flat.extend(values)
+        flat.append(END)
+        return values
+    lay_any(obj, type(obj), flat)
+    flat.append(END)
+    return contents(obj) if code is _MOVES_STATE else read_state(obj).values
 
 
 def _values(obj: Any, code: int) -> Any:
