@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import linecache
+import os
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,12 +21,24 @@ from typing import Any
 
 from torchport._crossings import listening
 from torchport.diagnose._measured import Crossings, measured
+from torchport.diagnose._methods import observers_here
 from torchport.diagnose._oom import is_out_of_memory, note_oom
 from torchport.diagnose._ops import OpKind
 from torchport.diagnose._recorder import DATA_LOADING, LOADING_TO_DEVICE, Recorder
 from torchport.errors import ConfigError
 
 __all__ = ["AuditEntry", "AuditReport", "audit"]
+
+
+def _leave_in_child() -> None:
+    """After a fork, in the child: the audits of the forking thread stop there."""
+    for observer in observers_here():
+        if isinstance(observer, Recorder):
+            observer.leave_after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default on Linux
+    os.register_at_fork(after_in_child=_leave_in_child)
 
 
 @dataclass

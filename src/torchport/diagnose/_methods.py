@@ -56,7 +56,7 @@ from torch.overrides import TorchFunctionMode
 
 from torchport import _origin, _skipped_copies, hardware
 from torchport.diagnose import _indexing, _ops
-from torchport.diagnose._held_names import swap_held_names
+from torchport.diagnose._held_names import bind_in_program_modules, swap_held_names
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._other_threads import OtherThreads
 
@@ -159,10 +159,10 @@ def open_block(observer: Observer) -> None:
         _blocks_open += 1
         if _blocks_open == 1:
             _skipped_copies.listen(_tell_skipped)
-            # the program's own objects' names for the host makers, bound before the block
-            # (once per block: a scan of the heap), each bound to a wrapper until it ends
-            makers = (getattr(torch, name, None) for name in ("from_numpy", "frombuffer"))
-            swaps = {made: _sharing_host_memory(made) for made in makers if made is not None}
+            # the program's objects' names for the host makers, bound before the block (a
+            # heap scan, skipped while nothing new refers to them): wrappers until it ends
+            makers = (torch.from_numpy, torch.frombuffer)
+            swaps = {made: _sharing_host_memory(made) for made in makers}
             with contextlib.suppress(Exception):  # odd objects: those names not reached
                 _restores.extend(swap_held_names(swaps))
 
@@ -458,23 +458,8 @@ def _install() -> None:
         wrapper = wrap(original)
         _installed.append((owner, name, original, name in vars(owner), wrapper))
         setattr(owner, name, wrapper)
-        if wrap is _sharing_host_memory:
-            _install_in_program(original, wrapper)
-
-
-def _install_in_program(original: Any, wrapper: Any) -> None:
-    """The program's modules' names for ``original`` (``from torch import from_numpy``
-    run before the audit) stand for ``wrapper`` while it watches, restored as ``torch``'s
-    are. Names bound in a function, or in no module of ``sys.modules``, are not reached."""
-    for module in list(sys.modules.values()):
-        found = getattr(module, "__file__", None) if isinstance(module, types.ModuleType) else None
-        if not isinstance(found, str) or _origin.origin(found) is not _origin.Origin.USER:
-            continue
-        namespace = vars(module)
-        for name, value in list(namespace.items()):
-            if value is original:
-                _installed.append((module, name, original, True, wrapper))
-                namespace[name] = wrapper
+        if wrap is _sharing_host_memory:  # `from torch import from_numpy` run before
+            _installed.extend(bind_in_program_modules(original, wrapper))
 
 
 def _uninstall() -> None:

@@ -18,7 +18,6 @@ result, in :mod:`._move_sides`; what legacy constructors made, in :mod:`._legacy
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -486,17 +485,6 @@ class Recorder:
     ) -> None:
         """``torch.save`` or ``torch.load`` ran (see :mod:`._checkpoints`); never raises."""
         self.checkpoints.observe(func, args, kwargs, out)
-
-
-def _leave_in_child() -> None:
-    """After a fork, in the child: the audits of the forking thread stop there."""
-    for observer in _methods.observers_here():
-        if isinstance(observer, Recorder):
-            observer.leave_after_fork()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX; DataLoader workers fork by default on Linux
-    os.register_at_fork(after_in_child=_leave_in_child)
 
 
 _CPU = torch.device(CPU)
