@@ -19,8 +19,29 @@ def unreached(loader: object) -> str | None:
     each worker process received when it started (an ``IterableDataset`` or a
     map-style one alike: both are read in the workers): telling the dataset here the
     epoch changes this process's copy only, and the workers still see the first
-    epoch. (The sampler runs in this process, so telling it is enough.)
+    epoch. (The sampler runs in this process, so telling it is enough.) A loader
+    that combines several (``flattened``, as :func:`set_epoch` follows) is looked
+    into: the first of its parts that cannot be reached is named.
     """
+    own = _unreached_here(loader)
+    if own is not None:
+        return own
+    parts = (
+        getattr(loader, "flattened", None)
+        if not callable(getattr(loader, "set_epoch", None))
+        else None
+    )
+    if isinstance(parts, list | tuple):
+        for part in parts:
+            if part is not loader:
+                why = unreached(part)
+                if why is not None:
+                    return why
+    return None
+
+
+def _unreached_here(loader: object) -> str | None:
+    """:func:`unreached` for ``loader`` itself, its parts left out."""
     dataset = getattr(loader, "dataset", None)
     if not (
         isinstance(loader, torch.utils.data.DataLoader)
