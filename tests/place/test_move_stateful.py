@@ -164,6 +164,30 @@ def test_a_move_that_would_fail_raises_before_anything_moved(
     del kept
 
 
+@given(layers=st.integers(1, 4), data=st.data())
+@settings(deadline=None)
+def test_a_lazy_modules_failed_move_raises_before_anything_moved(
+    layers: int, data: st.DataObject
+) -> None:
+    # A module holding a lazy layer is moved by torch's own conversion (a swap would
+    # break its UninitializedParameter); a tensor torch cannot copy, wherever it sits,
+    # is still named before any tensor moved. (On the simulated accelerator the
+    # UninitializedParameter itself is such a tensor.)
+    lazy_at = data.draw(st.integers(0, layers - 1))
+    model = nn.Sequential(
+        *(nn.LazyLinear(3) if i == lazy_at else nn.Linear(3, 3) for i in range(layers))
+    )
+    model[data.draw(st.integers(0, layers - 1))].register_buffer("codes", _quantized())
+    before = [(n, id(t), t.device.type) for n, t in _named(model)]
+    with pytest.raises(tp.UnsupportedBatchError, match=r"'\d+\.codes'.*quantized"):
+        tp.to_device(model, "meta")
+    assert [(n, id(t), t.device.type) for n, t in _named(model)] == before
+
+
+def _named(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    return [*model.named_parameters(), *model.named_buffers()]
+
+
 def test_optimizer_state_torch_cannot_copy_is_named_before_any_state_changed() -> None:
     model, opt = _trained()
     tp.to_device(model, "meta")

@@ -15,6 +15,7 @@ again at once from the moved parameters, so it is never seen on the old device
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
 import warnings
@@ -82,10 +83,11 @@ def move_module(
     ``UnsupportedBatchError`` naming it; so does a tensor torch cannot copy to
     ``target``; both before anything moved: every copy is made before the first
     swap (so a cast on one device holds the old and the new tensors at once, as
-    ``model.to(dtype)`` does). For lazy modules (whose uninitialized parameters a
-    swap would break), and where torch refuses a swap the check did not foresee,
-    the move uses torch's default, which may replace a parameter; the replacement
-    is remembered so that ``to_device(optimizer)`` follows it.
+    ``model.to(dtype)`` does; for lazy modules too). For lazy modules (whose
+    uninitialized parameters a swap would break), and where torch refuses a swap
+    the check did not foresee, the move uses torch's default, which may replace a
+    parameter; the replacement is remembered so that ``to_device(optimizer)``
+    follows it.
 
     Synchronization: as ``to_device`` documents (one wait after copies to the CPU
     from an accelerator or to MPS in the default mode; pageable results).
@@ -101,9 +103,18 @@ def move_module(
 
     if any(map(is_lazy, module.parameters())):
         # Swapping would turn an UninitializedParameter into a plain empty Parameter
-        # and break the lazy module; torch's own conversion keeps it (set_data).
-        _apply_recording_replacements(module, convert)
-        hardware.wait_for_copies(pending, target)
+        # and break the lazy module; torch's own conversion keeps it (set_data). Every
+        # copy is still made first, so one torch refuses is named before anything moved.
+        try:
+            premade = _copies(module, convert, target)
+        except BaseException:
+            hardware.wait_for_copies(pending, target)
+            raise
+        try:
+            _apply_recording_replacements(module, functools.partial(_premade, premade, convert))
+        finally:
+            premade.clear()
+            hardware.wait_for_copies(pending, target)
         _recompute_reparametrized(module)
         _warn_unregistered(module, target)
         return
@@ -178,6 +189,14 @@ def _copies(
             last = "then move the module; nothing was moved"
             raise uncopyable(where, t, target, exc, last) from exc
     return made
+
+
+def _premade(
+    made: dict[int, torch.Tensor], convert: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor
+) -> torch.Tensor:
+    """The copy of ``t`` made beforehand (taken out of ``made``), or a new one."""
+    copy = made.pop(id(t), None)
+    return convert(t) if copy is None else copy
 
 
 def _set_in_place(module: nn.Module, made: dict[int, torch.Tensor]) -> bool:
