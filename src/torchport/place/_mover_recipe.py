@@ -69,7 +69,16 @@ from torchport.place._leaf_kinds import TENSOR
 from torchport.place._locate import find_path, find_state_path
 from torchport.place._objects import VALUE, contents, kind_of_object, on_device
 from torchport.place._rebuilding import current
-from torchport.place._untouched import RESTORED, busy, hold, let_go, snapshot, wait_for
+from torchport.place._untouched import (
+    RESTORED,
+    busy,
+    changed_tensor,
+    hold,
+    let_go,
+    snapshot,
+    versions,
+    wait_for,
+)
 
 if TYPE_CHECKING:
     from torchport.place._layout import BatchLayout
@@ -219,23 +228,30 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
         result = finish.made.get(id(obj))
         if result is not None:
             return result
-        if call_to is not None and id(obj) in finish.own:
-            result = _own_to_on_copy(obj, call_to)
-            if finish.target is not None:
-                check_reached(result, finish.target, frozenset(map(id, tensors)), find)
-        else:
-            result = _copy_sharing(obj, tensors, moved, find)
-            if call_to is not None:
-                result = call_to(result)
+        failed = finish.failed.get(id(obj))
+        if failed is not None:
+            raise failed  # the rebuild run again to find the path: no second call
+        try:
+            if call_to is not None and id(obj) in finish.own:
+                result = _own_to_on_copy(obj, tensors, call_to)
                 if finish.target is not None:
-                    check_reached(result, finish.target, frozenset(), find)
+                    check_reached(result, finish.target, frozenset(map(id, tensors)), find)
+            else:
+                result = _copy_sharing(obj, tensors, moved, find)
+                if call_to is not None:
+                    result = call_to(result)
+                    if finish.target is not None:
+                        check_reached(result, finish.target, frozenset(), find)
+        except Exception as exc:
+            finish.failed[id(obj)] = exc
+            raise
         finish.made[id(obj)] = result
         return result
 
     return Recipe(flatten, unflatten, TensorInsideEntry)
 
 
-def _own_to_on_copy(obj: Any, call_to: Callable[[Any], Any]) -> Any:
+def _own_to_on_copy(obj: Any, tensors: list[torch.Tensor], call_to: Callable[[Any], Any]) -> Any:
     """What ``obj``'s own ``.to`` gives on a shallow copy; the input must come out as it was.
 
     What the input holds is recorded before every call and put back if the call
@@ -245,15 +261,19 @@ def _own_to_on_copy(obj: Any, call_to: Callable[[Any], Any]) -> Any:
     Raises:
         RebuildRefused: The copy cannot be made, or the call changed what the input
             holds (its ``.to`` wrote through a container the shallow copy shares with
-            it, or otherwise); the input is as it was.
+            it, or otherwise); the input is as it was. Or the call changed one of
+            ``tensors`` (the input's) in place (``versions``), which cannot be undone.
     """
     guard = hold(obj)
     try:
         before = snapshot(obj)
+        counted = versions(tensors)
         try:
             result = call_to(copy_object(obj))
             if before.changed():
                 raise RebuildRefused(wrote_through(type(obj)))
+            if versions(tensors) != counted:
+                raise RebuildRefused(changed_tensor(type(obj)))
         except BaseException:
             before.restore()
             raise

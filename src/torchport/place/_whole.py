@@ -41,10 +41,12 @@ from torchport.place._untouched import (
     RESTORED,
     Snapshot,
     busy,
+    changed_tensor,
     hold,
     let_go,
     record,
     snapshot,
+    versions,
 )
 
 __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
@@ -156,10 +158,13 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             else snapshot(obj)
         )
         tensors = inside.tensors
+        counted = versions(tensors)
         try:
             result = call_own_to(copy_object(obj), target, non_blocking, None)
             if before.changed():
                 raise RebuildRefused(wrote_through(cls))
+            if versions(tensors) != counted:
+                raise RebuildRefused(changed_tensor(cls))
             found = _unshared_tensors(result, inside.opened)
             if found is None or not all_on(found, target):
                 left = frozenset(map(id, tensors))  # the input's own may stay where they were
