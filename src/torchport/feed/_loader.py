@@ -13,7 +13,7 @@ import torch
 
 from torchport import _skipped_copies, hardware
 from torchport._device_types import CPU, CUDA
-from torchport.errors import ConfigError
+from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.feed._epochs import set_epoch, unreached
 from torchport.feed._prefetch import prefetched
 from torchport.feed._stats import FeedStats
@@ -362,11 +362,19 @@ class DeviceLoader(Generic[_T]):
         """
         try:
             return self._copy_blocking(batch)
-        except COPY_FAILURES as exc:
-            failure = copy_failure(batch, flatten_batch(batch).tensors, self._device, exc)
+        except (*COPY_FAILURES, UnsupportedBatchError) as exc:
+            # Also where an object's .to met it and the rebuild named only that object.
+            cause = exc if isinstance(exc, COPY_FAILURES) else exc.__cause__
+            if not isinstance(cause, COPY_FAILURES):
+                raise
+            try:
+                found = flatten_batch(batch).tensors
+            except UnsupportedBatchError:
+                raise exc from None
+            failure = copy_failure(batch, found, self._device, cause)
             if failure is None:
                 raise
-            raise failure from exc
+            raise failure from cause
 
     def _copy_blocking(self, batch: _T) -> _T:
         inside = whole_tensors(batch)

@@ -277,9 +277,13 @@ def to_device(
         return layout.rebuild(  # type: ignore[return-value]
             layout.merge(tensors), new_movers, call_to=call_to, target=target, dtype=dtype
         )
-    except COPY_FAILURES as exc:
-        # torch has no kernel to copy some tensor there: name it by its path.
-        if isinstance(obj, nn.Module | torch.optim.Optimizer):
+    except (*COPY_FAILURES, UnsupportedBatchError) as exc:
+        # torch has no kernel to copy some tensor there: name it by its path (also where
+        # an object's .to met it and the rebuild named only that object).
+        cause = exc if isinstance(exc, COPY_FAILURES) else exc.__cause__
+        if not isinstance(cause, COPY_FAILURES) or isinstance(
+            obj, nn.Module | torch.optim.Optimizer
+        ):
             raise
         try:
             found: list[torch.Tensor] = (
@@ -287,10 +291,10 @@ def to_device(
             )
         except UnsupportedBatchError:
             raise exc from None
-        failure = copy_failure(obj, found, target, exc)
+        failure = copy_failure(obj, found, target, cause)
         if failure is None:
             raise
-        raise failure from exc
+        raise failure from cause
 
 
 _NOT_FLAT: Any = object()

@@ -19,7 +19,7 @@ import torch
 
 from torchport.errors import UnsupportedBatchError
 from torchport.place._layout import BatchLayout
-from torchport.place._locate import ROOT, find_path
+from torchport.place._locate import ROOT, find_path, find_state_path
 from torchport.place._objects import on_device
 from torchport.place._registrations import close_walk, open_walk
 from torchport.place._tree import flatten_batch
@@ -78,6 +78,7 @@ def copy_failure(
 
 
 _LAST = "or pass the key it is under in skip_keys"
+_INSIDE = " inside it)"  # how the walker's path of a tensor inside an own-.to object ends
 
 
 def path_of(batch: Any, node: Any) -> str:
@@ -90,7 +91,13 @@ def path_of(batch: Any, node: Any) -> str:
         if held is not None:
             with contextlib.suppress(UnsupportedBatchError):
                 flatten_batch(batch)  # registers the run-time classes, held until the end
-        return find_path(batch, ROOT, functools.partial(operator.is_, node)) or ROOT
+        wanted = functools.partial(operator.is_, node)
+        path = find_path(batch, ROOT, wanted) or ROOT
+        if path.endswith(_INSIDE):
+            # In an object that moves with its own .to, whose tensors the walker does
+            # not name: read on through its attributes and items (batch['g'].x).
+            path = find_state_path(batch, ROOT, wanted) or path
+        return path
     finally:
         if held is not None:
             close_walk(held)

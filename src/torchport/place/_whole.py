@@ -37,6 +37,7 @@ from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
 from torchport.place._tree import tensors_inside
+from torchport.place._uncopyable import COPY_FAILURES, copy_failure
 from torchport.place._untouched import (
     RESTORED,
     Snapshot,
@@ -175,6 +176,11 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
         except BaseException as exc:
             before.restore()
+            if isinstance(exc, COPY_FAILURES):
+                # A tensor torch cannot copy to target: named by its path, as the walker does.
+                failure = copy_failure(obj, tensors, target, exc)
+                if failure is not None:
+                    raise failure from exc
             if isinstance(exc, Exception) and not isinstance(exc, UnsupportedBatchError):
                 # As the walker reports it (place/_locate.py): the same error on every move.
                 reason = f"calling its .to on a shallow copy raised {type(exc).__name__}: {exc}"
