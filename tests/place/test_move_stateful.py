@@ -371,3 +371,28 @@ def test_legacy_reparametrized_modules_keep_their_parameter_objects(reparametriz
             assert all(p.dtype == dtype for p in captured)
             with torch.no_grad():
                 assert torch.allclose(model(x.double()), expected, atol=1e-6)
+
+
+@given(
+    hooked=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["grad", "post"])), max_size=6),
+    dtype=st.sampled_from([None, torch.float64]),
+)
+def test_a_moved_parameter_keeps_its_hooks(hooked: list[tuple[int, str]], dtype: Any) -> None:
+    # A Parameter keeps its identity through the move (torch's swap), and with it the
+    # hooks registered on it (register_hook, register_post_accumulate_grad_hook: an
+    # optimizer stepping in backward, a gradient compressor): each fires as before.
+    model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 2))
+    params = list(model.parameters())
+    fired: list[tuple[int, str]] = []
+    for at, kind in hooked:
+        p = params[at]
+        if kind == "grad":
+            p.register_hook(lambda g, at=at: fired.append((at, "grad")))  # type: ignore[misc]
+        else:
+            p.register_post_accumulate_grad_hook(lambda q, at=at: fired.append((at, "post")))
+    tp.to_device(model, "cpu", dtype=dtype)
+    assert list(model.parameters()) == params and all(
+        a is b for a, b in zip(model.parameters(), params, strict=True)
+    )
+    model(torch.randn(2, 3, dtype=params[0].dtype)).sum().backward()
+    assert sorted(fired) == sorted(hooked)  # each hook once, as without the move

@@ -87,7 +87,9 @@ def move_module(
     uninitialized parameters a swap would break), and where torch refuses a swap
     the check did not foresee, the move uses torch's default, which may replace a
     parameter; the replacement is remembered so that ``to_device(optimizer)``
-    follows it.
+    follows it. A swapped Parameter keeps the autograd hooks registered on it
+    (``register_hook``, ``register_post_accumulate_grad_hook``), which the swap
+    alone would leave unregistered (they would never fire again).
 
     Synchronization: as ``to_device`` documents (one wait after copies to the CPU
     from an accelerator or to MPS in the default mode; pageable results).
@@ -165,8 +167,27 @@ def move_module(
     finally:
         made.clear()
         hardware.wait_for_copies(pending, target)
+        _rehook(module)
     _recompute_reparametrized(module)
     _warn_unregistered(module, target)
+
+
+def _rehook(module: nn.Module) -> None:
+    """Give each swapped Parameter back the autograd hooks registered on it.
+
+    ``torch.utils.swap_tensors`` keeps the Python object and its hook dicts
+    (``register_hook``'s, ``register_post_accumulate_grad_hook``'s) but not their
+    registration with autograd, which belongs to the tensor it swapped out: the hooks
+    would never fire again. Setting a dict again registers it (torch clears what was
+    registered first, so a hook that survived is not doubled).
+    """
+    for p in module.parameters():
+        hooks = p._backward_hooks
+        if hooks is not None:
+            p._backward_hooks = hooks
+        after = p._post_accumulate_grad_hooks
+        if after is not None:
+            p._post_accumulate_grad_hooks = after
 
 
 def _copies(
