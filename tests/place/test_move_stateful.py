@@ -375,14 +375,21 @@ def test_legacy_reparametrized_modules_keep_their_parameter_objects(reparametriz
 
 @given(
     hooked=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["grad", "post"])), max_size=6),
+    tagged=st.sets(st.integers(0, 3)),
     dtype=st.sampled_from([None, torch.float64]),
+    target=st.sampled_from(["cpu", "meta"]),
 )
-def test_a_moved_parameter_keeps_its_hooks(hooked: list[tuple[int, str]], dtype: Any) -> None:
+def test_a_moved_parameter_keeps_its_hooks_and_attributes(
+    hooked: list[tuple[int, str]], tagged: set[int], dtype: Any, target: str
+) -> None:
     # A Parameter keeps its identity through the move (torch's swap), and with it the
     # hooks registered on it (register_hook, register_post_accumulate_grad_hook: an
-    # optimizer stepping in backward, a gradient compressor): each fires as before.
+    # optimizer stepping in backward, a gradient compressor), each firing as before,
+    # and its attributes (Megatron's tensor_model_parallel, a no-weight-decay flag).
     model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 2))
     params = list(model.parameters())
+    for at in tagged:
+        params[at].tag = ("tag", at)  # type: ignore[attr-defined]
     fired: list[tuple[int, str]] = []
     for at, kind in hooked:
         p = params[at]
@@ -390,9 +397,10 @@ def test_a_moved_parameter_keeps_its_hooks(hooked: list[tuple[int, str]], dtype:
             p.register_hook(lambda g, at=at: fired.append((at, "grad")))  # type: ignore[misc]
         else:
             p.register_post_accumulate_grad_hook(lambda q, at=at: fired.append((at, "post")))
-    tp.to_device(model, "cpu", dtype=dtype)
-    assert list(model.parameters()) == params and all(
-        a is b for a, b in zip(model.parameters(), params, strict=True)
-    )
-    model(torch.randn(2, 3, dtype=params[0].dtype)).sum().backward()
+    tp.to_device(model, target, dtype=dtype)
+    assert all(a is b for a, b in zip(model.parameters(), params, strict=True))
+    assert {at for at, p in enumerate(params) if vars(p)} == tagged
+    assert all(vars(params[at]) == {"tag": ("tag", at)} for at in tagged)
+    x = torch.randn(2, 3, dtype=params[0].dtype, device=params[0].device)
+    model(x).sum().backward()
     assert sorted(fired) == sorted(hooked)  # each hook once, as without the move

@@ -87,9 +87,9 @@ def move_module(
     uninitialized parameters a swap would break), and where torch refuses a swap
     the check did not foresee, the move uses torch's default, which may replace a
     parameter; the replacement is remembered so that ``to_device(optimizer)``
-    follows it. A swapped Parameter keeps the autograd hooks registered on it
-    (``register_hook``, ``register_post_accumulate_grad_hook``), which the swap
-    alone would leave unregistered (they would never fire again).
+    follows it. A swapped Parameter keeps its attributes and the autograd hooks
+    registered on it (``register_hook``, ``register_post_accumulate_grad_hook``),
+    which the swap alone would drop (the hooks would never fire again).
 
     Synchronization: as ``to_device`` documents (one wait after copies to the CPU
     from an accelerator or to MPS in the default mode; pageable results).
@@ -149,6 +149,9 @@ def move_module(
         _recompute_reparametrized(module)
         _warn_unregistered(module, target)
         return
+    # What each Parameter holds as attributes (Megatron's tensor_model_parallel, a
+    # no-weight-decay flag): the swap exchanges __dict__ with the new tensor's.
+    attributes = [(p, _attributes(p)) for p in module.parameters() if vars(p)]
     try:
         with _SWAP_LOCK:
             previous = torch.__future__.get_swap_module_params_on_conversion()
@@ -167,20 +170,36 @@ def move_module(
     finally:
         made.clear()
         hardware.wait_for_copies(pending, target)
-        _rehook(module)
+        _rehook(module, attributes)
     _recompute_reparametrized(module)
     _warn_unregistered(module, target)
 
 
-def _rehook(module: nn.Module) -> None:
-    """Give each swapped Parameter back the autograd hooks registered on it.
+def _attributes(p: nn.Parameter) -> dict[str, Any]:
+    """The attributes a user set on ``p``, to set back after a swap.
+
+    Left out: tensors (the data of a tensor subclass, such as the simulated
+    accelerator's ``_raw``, belongs to the tensor swapped out) and torch's own
+    ``_is_param`` mark.
+    """
+    return {
+        k: v for k, v in vars(p).items() if k != "_is_param" and not isinstance(v, torch.Tensor)
+    }
+
+
+def _rehook(module: nn.Module, attributes: list[tuple[nn.Parameter, dict[str, Any]]]) -> None:
+    """Give each swapped Parameter back its attributes and the autograd hooks registered on it.
 
     ``torch.utils.swap_tensors`` keeps the Python object and its hook dicts
     (``register_hook``'s, ``register_post_accumulate_grad_hook``'s) but not their
     registration with autograd, which belongs to the tensor it swapped out: the hooks
     would never fire again. Setting a dict again registers it (torch clears what was
-    registered first, so a hook that survived is not doubled).
+    registered first, so a hook that survived is not doubled). The swap also gives
+    the object the new tensor's ``__dict__``: ``attributes`` (what each held before)
+    are set back.
     """
+    for p, held in attributes:
+        vars(p).update(held)
     for p in module.parameters():
         hooks = p._backward_hooks
         if hooks is not None:
