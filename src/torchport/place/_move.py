@@ -105,8 +105,9 @@ def to_device(
       non-tensor field ``extra={"k": t}`` comes back with ``t`` on ``device``,
       though its own ``.to`` leaves ``t``). A tensor ``.to`` itself makes off
       ``device`` raises, and so does a ``.to`` that changes the input through the
-      shallow copy (the input put back first). An object whose state torchport
-      cannot read is moved by its ``.to`` as it is. Values
+      shallow copy (the input put back first) or changes one of the input's
+      tensors in place (``copy_``, ``add_``, ``resize_``: not undone). An object
+      whose state torchport cannot read is moved by its ``.to`` as it is. Values
       (numbers, strings, classes, functions, modules, ``Enum`` members, weak
       references, objects without attributes) come back as they are, and so do
       mapping keys. Modules, optimizers, LR schedulers and ``GradScaler``s
@@ -118,7 +119,8 @@ def to_device(
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
       ``torch.__future__.set_overwrite_module_params_on_conversion(True)``), so an
-      optimizer built before the move still holds the model's parameters; where
+      optimizer built before the move still holds the model's parameters, and
+      each keeps its attributes and the autograd hooks registered on it; where
       that cannot be (torch refuses to swap a parameter something holds by weak
       reference or a live graph uses, and cannot set its data in place either), or
       a tensor cannot be copied to ``device``, :class:`~torchport.UnsupportedBatchError`
