@@ -24,9 +24,9 @@ from torchport.place import (
     Inside,
     call_own_to,
     check_hidden,
-    copy_failure,
     flatten_batch,
     move_whole,
+    named_copy_failure,
     pick_device,
     resolve_device,
     settled,
@@ -364,17 +364,13 @@ class DeviceLoader(Generic[_T]):
             return self._copy_blocking(batch)
         except (*COPY_FAILURES, UnsupportedBatchError) as exc:
             # Also where an object's .to met it and the rebuild named only that object.
-            cause = exc if isinstance(exc, COPY_FAILURES) else exc.__cause__
-            if not isinstance(cause, COPY_FAILURES):
-                raise
-            try:
-                found = flatten_batch(batch).tensors
-            except UnsupportedBatchError:
-                raise exc from None
-            failure = copy_failure(batch, found, self._device, cause)
+            failure = named_copy_failure(batch, self._device, exc)
             if failure is None:
                 raise
-            raise failure from cause
+            try:
+                raise failure from failure.__cause__
+            finally:
+                del failure  # no cycle between this frame and the error it raises
 
     def _copy_blocking(self, batch: _T) -> _T:
         inside = whole_tensors(batch)

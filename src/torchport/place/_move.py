@@ -34,7 +34,7 @@ from torchport.place._refusals import refusal
 from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
-from torchport.place._uncopyable import COPY_FAILURES, check_hidden, copy_failure
+from torchport.place._uncopyable import COPY_FAILURES, check_hidden, named_copy_failure
 from torchport.place._whole import move_whole, whole_tensors
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
@@ -282,21 +282,15 @@ def to_device(
     except (*COPY_FAILURES, UnsupportedBatchError) as exc:
         # torch has no kernel to copy some tensor there: name it by its path (also where
         # an object's .to met it and the rebuild named only that object).
-        cause = exc if isinstance(exc, COPY_FAILURES) else exc.__cause__
-        if not isinstance(cause, COPY_FAILURES) or isinstance(
-            obj, nn.Module | torch.optim.Optimizer
-        ):
+        if isinstance(obj, nn.Module | torch.optim.Optimizer):
             raise
-        try:
-            found: list[torch.Tensor] = (
-                [obj] if isinstance(obj, torch.Tensor) else flatten_batch(obj).tensors
-            )
-        except UnsupportedBatchError:
-            raise exc from None
-        failure = copy_failure(obj, found, target, cause)
+        failure = named_copy_failure(obj, target, exc)
         if failure is None:
             raise
-        raise failure from cause
+        try:
+            raise failure from failure.__cause__
+        finally:
+            del failure  # no cycle between this frame and the error it raises
 
 
 _NOT_FLAT: Any = object()

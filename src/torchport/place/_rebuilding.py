@@ -33,13 +33,14 @@ class Finish:
             engine left them as they were): they are moved on a shallow copy.
         made: The object rebuilt for each object met so far (by id), so that an
             object met twice comes back as one object, as it went in.
-        failed: What rebuilding an object raised (by id): a rebuild that fails is
-            run again to find the failure's path (``place/_locate.py``), which
-            raises this again rather than call that object's ``.to`` a second time
-            (a ``.to`` with side effects may not fail twice the same way).
+        failing: The objects (by id) whose rebuild started and did not return: a
+            rebuild that fails is run again to find the failure's path
+            (``place/_locate.py``), which says why it failed rather than call that
+            object's ``.to`` a second time (a ``.to`` with side effects may not
+            fail twice the same way).
     """
 
-    __slots__ = ("call_to", "dtype", "failed", "made", "own", "skip", "target")
+    __slots__ = ("call_to", "dtype", "failing", "made", "own", "skip", "target")
 
     def __init__(
         self,
@@ -55,7 +56,7 @@ class Finish:
         self.dtype = dtype
         self.own = own
         self.made: dict[int, Any] = {}
-        self.failed: dict[int, Exception] = {}
+        self.failing: set[int] = set()
 
 
 _LOCAL = threading.local()  # .finish: the rebuild running in this thread

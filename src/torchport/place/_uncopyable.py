@@ -24,7 +24,14 @@ from torchport.place._objects import on_device
 from torchport.place._registrations import close_walk, open_walk
 from torchport.place._tree import flatten_batch
 
-__all__ = ["COPY_FAILURES", "check_hidden", "copy_failure", "path_of", "uncopyable"]
+__all__ = [
+    "COPY_FAILURES",
+    "check_hidden",
+    "copy_failure",
+    "named_copy_failure",
+    "path_of",
+    "uncopyable",
+]
 
 # What torch raises when it has no kernel to copy a kind of tensor to a device.
 COPY_FAILURES = (NotImplementedError,)
@@ -75,6 +82,36 @@ def copy_failure(
         except Exception:  # another failure: not the culprit of this one
             continue
     return None
+
+
+def named_copy_failure(
+    batch: Any, target: torch.device, exc: BaseException
+) -> UnsupportedBatchError | None:
+    """The error naming the tensor of ``batch`` torch could not copy, if that is what ``exc`` is.
+
+    ``exc`` is torch's own (one of ``COPY_FAILURES``), or an ``UnsupportedBatchError``
+    raised from one (an object's ``.to`` met it and the rebuild named only that
+    object; torch's error is down its chain of causes and contexts); None
+    otherwise. The result's ``__cause__`` is torch's error. A helper rather than
+    code in the caller's ``except`` block, so that no frame of the move is kept in
+    a cycle with the exception (which held the batch's tensors past one garbage
+    collection).
+    """
+    cause: BaseException | None = exc
+    for _ in range(8):  # down the chain: the rebuild's error, what raised it, torch's
+        if cause is None or isinstance(cause, COPY_FAILURES):
+            break
+        cause = cause.__cause__ or cause.__context__
+    if not isinstance(cause, COPY_FAILURES):
+        return None
+    try:
+        found = [batch] if isinstance(batch, torch.Tensor) else flatten_batch(batch).tensors
+    except UnsupportedBatchError:
+        return None
+    failure = copy_failure(batch, found, target, cause)
+    if failure is not None:
+        failure.__cause__ = cause
+    return failure
 
 
 _LAST = "or pass the key it is under in skip_keys"

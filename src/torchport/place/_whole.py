@@ -180,7 +180,10 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
                 # A tensor torch cannot copy to target: named by its path, as the walker does.
                 failure = copy_failure(obj, tensors, target, exc)
                 if failure is not None:
-                    raise failure from exc
+                    try:
+                        raise failure from exc
+                    finally:
+                        del failure  # no cycle between this frame and the error
             if isinstance(exc, Exception) and not isinstance(exc, UnsupportedBatchError):
                 # As the walker reports it (place/_locate.py): the same error on every move.
                 reason = f"calling its .to on a shallow copy raised {type(exc).__name__}: {exc}"
