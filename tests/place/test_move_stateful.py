@@ -373,6 +373,7 @@ def test_legacy_reparametrized_modules_keep_their_parameter_objects(reparametriz
                 assert torch.allclose(model(x.double()), expected, atol=1e-6)
 
 
+@settings(max_examples=30, deadline=None)  # a model, a move and a backward each
 @given(
     hooked=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["grad", "post"])), max_size=6),
     tagged=st.sets(st.integers(0, 3)),
