@@ -255,7 +255,7 @@ class DeviceLoader(Generic[_T]):
         A ``DataLoader`` with ``persistent_workers=True`` over a dataset (iterable or
         map-style) that has a ``set_epoch`` keeps a copy of it in each worker, which
         this cannot reach: the first such call warns once (``UserWarning``) with
-        what to do.
+        what to do, also where that loader is one of a combined loader's parts.
 
         Raises:
             TypeError: ``epoch`` is not an int.
