@@ -40,9 +40,39 @@ def unreached(loader: object) -> str | None:
     return None
 
 
+def _datasets(dataset: object) -> list[object]:
+    """``dataset`` and, where it has no ``set_epoch``, the datasets it wraps.
+
+    torch's ``Subset`` (``.dataset``) and ``ConcatDataset``/``ChainDataset``
+    (``.datasets``) have no ``set_epoch`` of their own; the epoch-aware dataset is
+    inside (at any depth).
+    """
+    found: list[object] = []
+    pending = [dataset]
+    while pending and len(found) < 1024:
+        node = pending.pop()
+        if node is None or any(node is seen for seen in found):
+            continue
+        found.append(node)
+        if callable(getattr(node, "set_epoch", None)):
+            continue
+        if isinstance(node, torch.utils.data.Subset):
+            pending.append(node.dataset)
+        elif isinstance(node, torch.utils.data.ConcatDataset | torch.utils.data.ChainDataset):
+            pending.extend(reversed(list(node.datasets)))
+    return found
+
+
 def _unreached_here(loader: object) -> str | None:
     """:func:`unreached` for ``loader`` itself, its parts left out."""
-    dataset = getattr(loader, "dataset", None)
+    dataset = next(
+        (
+            d
+            for d in _datasets(getattr(loader, "dataset", None))
+            if callable(getattr(d, "set_epoch", None))
+        ),
+        None,
+    )
     if not (
         isinstance(loader, torch.utils.data.DataLoader)
         and dataset is not None
@@ -79,7 +109,7 @@ def set_epoch(loader: object, epoch: int, called: set[int]) -> None:
         getattr(loader, "sampler", None),
         batch_sampler,
         getattr(batch_sampler, "sampler", None),
-        getattr(loader, "dataset", None),
+        *_datasets(getattr(loader, "dataset", None)),
     ):
         method = getattr(owner, "set_epoch", None) if owner is not None else None
         if callable(method) and id(owner) not in called:
