@@ -247,9 +247,10 @@ class DeviceLoader(Generic[_T]):
         (found in ``sampler``, or in ``batch_sampler.sampler`` when a batch sampler
         wraps it), a batch sampler of your own, or an ``IterableDataset`` that
         shuffles by epoch (also inside torch's ``Subset``, ``ConcatDataset`` or
-        ``ChainDataset``, which have no ``set_epoch`` of their own). Where none has one (a plain ``DataLoader``, whose
-        ``RandomSampler`` draws a new order every epoch by itself; a list; a
-        generator) this does nothing, as nothing depends on the epoch. A loader that
+        ``ChainDataset``, which have no ``set_epoch`` of their own). Where none has
+        one (a plain ``DataLoader``, whose ``RandomSampler`` draws a new order every
+        epoch by itself; a list; a generator) this does nothing, as nothing depends
+        on the epoch. A loader that
         combines several (Lightning's ``CombinedLoader``, which has no ``set_epoch``)
         is looked into: each of its ``flattened`` loaders is told as above.
 
