@@ -515,3 +515,56 @@ def test_set_epoch_warns_exactly_when_the_workers_miss_the_epoch(dataset_type: t
         assert len(caught) == int(missed), [str(w.message) for w in caught]
         if missed:
             assert dataset_type.__name__ in str(caught[0].message)
+
+
+@pytest.mark.parametrize("stuck_at", [0, 1, 2])
+def test_set_epoch_warns_when_a_combined_loaders_part_keeps_persistent_workers(
+    stuck_at: int,
+) -> None:
+    # set_epoch reaches each of a CombinedLoader's parts (``flattened``), so the warning
+    # looks there too: the part with persistent workers over a dataset with set_epoch
+    # (wherever it sits) misses every epoch after the first. Building the DataLoaders
+    # starts no worker; none is iterated here.
+    def part(persistent: bool) -> DataLoader[Any]:
+        return DataLoader(
+            _EpochStream(), batch_size=None, num_workers=1, persistent_workers=persistent
+        )
+
+    parts = {f"p{i}": part(i == stuck_at) for i in range(3)}
+    wrapped = tp.DeviceLoader(Combined(parts), device="cpu")
+    with pytest.warns(UserWarning, match="persistent_workers=False") as caught:
+        wrapped.set_epoch(1)
+    assert len(caught) == 1
+    assert [p.dataset.epoch for p in parts.values()] == [1, 1, 1]  # each told here
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wrapped.set_epoch(2)  # once per loader
+        none_stuck = {f"p{i}": part(False) for i in range(2)}
+        tp.DeviceLoader(Combined(none_stuck), device="cpu").set_epoch(3)
+
+
+def _wrapped(dataset: Any, how: str) -> Any:
+    """``dataset`` inside torch's wrappers that have no ``set_epoch`` of their own."""
+    if how == "subset":
+        return torch.utils.data.Subset(dataset, [0])
+    if how == "concat":
+        return torch.utils.data.ConcatDataset(
+            [[torch.tensor([-1])], dataset]  # a list dataset first, no set_epoch
+        )
+    return torch.utils.data.Subset(torch.utils.data.ConcatDataset([dataset]), [0])  # nested
+
+
+@pytest.mark.parametrize("how", ["subset", "concat", "nested"])
+def test_set_epoch_reaches_a_dataset_inside_a_subset_or_concat(how: str) -> None:
+    # The oracle is the items themselves: each says the epoch its dataset was told.
+    table = _EpochTable()
+    loader = tp.DeviceLoader(DataLoader(_wrapped(table, how), batch_size=None), "cpu")
+    loader.set_epoch(3)
+    assert table.epoch == 3
+    assert [int(x) for x in loader][-1:] == [3]
+    # Behind persistent workers that copy of it misses the epoch: warned once.
+    stuck = DataLoader(
+        _wrapped(_EpochTable(), how), batch_size=None, num_workers=1, persistent_workers=True
+    )
+    with pytest.warns(UserWarning, match="_EpochTable"):
+        tp.DeviceLoader(stuck, "cpu").set_epoch(1)

@@ -527,6 +527,54 @@ def test_a_tensor_torch_cannot_copy_is_refused_by_its_path(kind: str, shape: str
         next(iter(tp.DeviceLoader([batch], device="meta")))
 
 
+class _OwnTo:
+    """An object with its own ``.to`` holding tensors in attributes and a dict."""
+
+    def __init__(self, **state: Any) -> None:
+        self.__dict__.update(state)
+
+    def to(self, device: Any) -> _OwnTo:
+        return _OwnTo(**{k: _to(v, device) for k, v in vars(self).items()})
+
+
+def _to(value: Any, device: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    return {k: _to(v, device) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
+@given(
+    kind=st.sampled_from(sorted(_UNCOPYABLE)),
+    inner=st.sampled_from(["attr", "dict"]),
+    outer=st.sampled_from(["bare", "dict", "list"]),
+    before=st.integers(0, 2),
+)
+def test_a_tensor_torch_cannot_copy_inside_an_own_to_object_is_named_by_its_path(
+    kind: str, inner: str, outer: str, before: int
+) -> None:
+    # The walker finds an own-.to object's tensors by walking its state, without
+    # paths: the error reads on through its attributes and items to name the tensor.
+    bad = _UNCOPYABLE[kind]()
+    good = {f"g{i}": torch.ones(i + 1) for i in range(before)}
+    obj = _OwnTo(**good, bad=bad) if inner == "attr" else _OwnTo(**good, d={"k": bad})
+    tail = ".bad" if inner == "attr" else ".d['k']"
+    batch, where = {
+        "bare": (obj, "batch"),
+        "dict": ({"n": 1, "o": obj}, "batch['o']"),
+        "list": ([torch.ones(1), obj], "batch[1]"),
+    }[outer]
+    for move in (
+        lambda b: tp.to_device(b, "meta"),
+        lambda b: next(iter(tp.DeviceLoader([b], "meta"))),
+    ):
+        with pytest.raises(tp.UnsupportedBatchError) as info:
+            move(batch)
+        message = str(info.value)
+        assert message.startswith(f"{where}{tail} is a {kind} tensor"), message
+
+
 def test_a_meta_tensor_cannot_come_back_and_says_where_it_is() -> None:
     with pytest.raises(tp.UnsupportedBatchError, match=r"batch\['w'\] is a meta"):
         tp.to_device({"w": torch.ones(2, device="meta"), "b": torch.ones(1)}, "cpu")

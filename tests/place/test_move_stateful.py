@@ -164,6 +164,30 @@ def test_a_move_that_would_fail_raises_before_anything_moved(
     del kept
 
 
+@given(layers=st.integers(1, 4), data=st.data())
+@settings(deadline=None)
+def test_a_lazy_modules_failed_move_raises_before_anything_moved(
+    layers: int, data: st.DataObject
+) -> None:
+    # A module holding a lazy layer is moved by torch's own conversion (a swap would
+    # break its UninitializedParameter); a tensor torch cannot copy, wherever it sits,
+    # is still named before any tensor moved. (On the simulated accelerator the
+    # UninitializedParameter itself is such a tensor.)
+    lazy_at = data.draw(st.integers(0, layers - 1))
+    model = nn.Sequential(
+        *(nn.LazyLinear(3) if i == lazy_at else nn.Linear(3, 3) for i in range(layers))
+    )
+    model[data.draw(st.integers(0, layers - 1))].register_buffer("codes", _quantized())
+    before = [(n, id(t), t.device.type) for n, t in _named(model)]
+    with pytest.raises(tp.UnsupportedBatchError, match=r"'\d+\.codes'.*quantized"):
+        tp.to_device(model, "meta")
+    assert [(n, id(t), t.device.type) for n, t in _named(model)] == before
+
+
+def _named(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    return [*model.named_parameters(), *model.named_buffers()]
+
+
 def test_optimizer_state_torch_cannot_copy_is_named_before_any_state_changed() -> None:
     model, opt = _trained()
     tp.to_device(model, "meta")
@@ -347,3 +371,37 @@ def test_legacy_reparametrized_modules_keep_their_parameter_objects(reparametriz
             assert all(p.dtype == dtype for p in captured)
             with torch.no_grad():
                 assert torch.allclose(model(x.double()), expected, atol=1e-6)
+
+
+@settings(max_examples=30, deadline=None)  # a model, a move and a backward each
+@given(
+    hooked=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["grad", "post"])), max_size=6),
+    tagged=st.sets(st.integers(0, 3)),
+    dtype=st.sampled_from([None, torch.float64]),
+    target=st.sampled_from(["cpu", "meta"]),
+)
+def test_a_moved_parameter_keeps_its_hooks_and_attributes(
+    hooked: list[tuple[int, str]], tagged: set[int], dtype: Any, target: str
+) -> None:
+    # A Parameter keeps its identity through the move (torch's swap), and with it the
+    # hooks registered on it (register_hook, register_post_accumulate_grad_hook: an
+    # optimizer stepping in backward, a gradient compressor), each firing as before,
+    # and its attributes (Megatron's tensor_model_parallel, a no-weight-decay flag).
+    model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 2))
+    params = list(model.parameters())
+    for at in tagged:
+        params[at].tag = ("tag", at)  # type: ignore[attr-defined]
+    fired: list[tuple[int, str]] = []
+    for at, kind in hooked:
+        p = params[at]
+        if kind == "grad":
+            p.register_hook(lambda g, at=at: fired.append((at, "grad")))  # type: ignore[misc]
+        else:
+            p.register_post_accumulate_grad_hook(lambda q, at=at: fired.append((at, "post")))
+    tp.to_device(model, target, dtype=dtype)
+    assert all(a is b for a, b in zip(model.parameters(), params, strict=True))
+    assert {at for at, p in enumerate(params) if vars(p)} == tagged
+    assert all(vars(params[at]) == {"tag": ("tag", at)} for at in tagged)
+    x = torch.randn(2, 3, dtype=params[0].dtype, device=params[0].device)
+    model(x).sum().backward()
+    assert sorted(fired) == sorted(hooked)  # each hook once, as without the move

@@ -14,6 +14,7 @@ import gc
 import weakref
 from typing import Any
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
@@ -66,3 +67,50 @@ def test_a_collate_functions_namedtuple_per_batch_is_not_kept() -> None:
         del made, out
     gc.collect()
     assert sum(ref() is not None for ref in refs) == 0
+
+
+def _refused_class(how: str) -> type:
+    """A class made per batch whose objects' ``.to`` the move refuses, ``how``."""
+
+    def init(self: Any) -> None:
+        self.t = torch.ones(2)
+        self.table = {"w": torch.zeros(1)}
+        if how == "uncopyable":
+            self.q = torch.nested.nested_tensor([torch.ones(1), torch.ones(2)])
+
+    def to(self: Any, device: Any) -> Any:
+        if how == "raises":
+            raise ValueError("refused")
+        if how == "writes":
+            self.table["w"] = self.table["w"].to(device)  # into the input's dict
+        if how == "in_place":
+            self.t.add_(1)
+        out = type(self).__new__(type(self))
+        out.__dict__.update({k: v.to(device) for k, v in vars(self).items() if k != "table"})
+        out.table = {k: v.to(device) for k, v in self.table.items()}
+        return out
+
+    return type(f"Refused_{how}", (), {"__init__": init, "to": to})
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")
+def test_a_refused_move_keeps_nothing_once_its_error_is_dropped() -> None:
+    # Every refusal x every way in (all 12 pairs, twice each), then one collection:
+    # after the errors are dropped it frees every class, object and tensor. No cycle
+    # of the move's keeps them (nor the batch's tensors) for a later one.
+    refs: list[weakref.ref[Any]] = []
+    for how in ("raises", "writes", "in_place", "uncopyable"):
+        for where in ("batch", "inside", "loader"):
+            for _ in range(2):
+                cls = _refused_class(how)
+                obj = cls()
+                refs += [weakref.ref(cls), weakref.ref(obj), weakref.ref(obj.t)]
+                batch = obj if where != "inside" else {"o": obj, "n": 1}
+                with pytest.raises(tp.UnsupportedBatchError):
+                    if where == "loader":
+                        next(iter(tp.DeviceLoader([batch], device="meta")))
+                    else:
+                        tp.to_device(batch, "meta")
+                del cls, obj, batch
+    gc.collect()
+    assert [r() for r in refs if r() is not None] == []

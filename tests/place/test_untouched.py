@@ -667,3 +667,127 @@ class TestTheRecord:
             for (node, a), (was, b) in zip(now, before, strict=False)
         )
         assert snap.changed() == moved
+
+
+_IN_PLACE = {
+    "copy_": lambda t: t.copy_(t + 1),
+    "add_": lambda t: t.add_(1),
+    "resize_": lambda t: t.resize_(t.numel() + 1),
+    "unsqueeze_": lambda t: t.unsqueeze_(0),
+    "set_": lambda t: t.set_(torch.zeros(3)),
+    "view_add_": lambda t: t.view(-1)[:1].add_(1),  # through a view of it
+}
+
+
+class ChangesATensor:
+    """An own ``.to`` that changes one of the input's tensors in place from its ``k``-th call on.
+
+    ``how`` names the in-place operation (``_IN_PLACE``) and ``at`` the attribute
+    (``t0``..``t2``) it runs on; the shallow copy shares those tensors with the input.
+    Otherwise, and besides, it returns a moved copy.
+    """
+
+    calls = 0
+
+    def __init__(self, how: str, at: int, k: int) -> None:
+        self.how, self.at, self.k = how, at, k
+        self.t0, self.t1, self.t2 = torch.ones(2), torch.arange(3.0), torch.zeros(2, 2)
+
+    def to(self, device: Any) -> ChangesATensor:
+        cls = type(self)
+        cls.calls += 1
+        if cls.calls >= self.k:
+            _IN_PLACE[self.how](getattr(self, f"t{self.at}"))
+        out = cls.__new__(cls)
+        out.__dict__.update(
+            {n: v.to(device) if isinstance(v, torch.Tensor) else v for n, v in vars(self).items()}
+        )
+        return out
+
+
+def _tensor_state(obj: Any) -> list[tuple[int, tuple[int, ...], list[float]]]:
+    """The oracle's record of the input's tensors: identity, shape and values."""
+    return [(id(t), tuple(t.shape), t.flatten().tolist()) for t in (obj.t0, obj.t1, obj.t2)]
+
+
+class TestAnOwnToThatChangesAnInputTensorInPlace:
+    """No move lets through a ``.to`` that changed one of the input's tensors in place.
+
+    The oracle is the test's own record of the input's tensors (shape and values)
+    and containers (``_held``): after each move either nothing changed and the
+    result is on the target, or the move raised ``UnsupportedBatchError`` naming the
+    path (the tensor change itself cannot be undone; the containers are as they were).
+    """
+
+    @given(
+        st.sampled_from(sorted(_IN_PLACE)),
+        st.integers(0, 2),
+        st.integers(1, 3),
+        st.sampled_from(["batch", "inside", "loader"]),
+    )
+    def test_each_changing_move_is_refused(self, how: str, at: int, k: int, where: str) -> None:
+        cls = _lasting_changes_a_tensor()
+        moves = {
+            "batch": lambda o: tp.to_device(o, META),
+            "inside": lambda o: tp.to_device({"obj": o, "n": 1}, META)["obj"],
+            "loader": lambda o: next(iter(tp.DeviceLoader([o], device="meta"))),
+        }
+        path = "batch['obj']" if where == "inside" else "batch"
+        for _ in range(3):  # clean moves before the k-th call, changing ones from it
+            obj = cls(how, at, k)
+            tensors, held = _tensor_state(obj), _held(obj)
+            try:
+                out = moves[where](obj)
+            except tp.UnsupportedBatchError as exc:
+                assert f"{path} of type" in str(exc)
+                assert "changed one of the input's tensors in place" in str(exc)
+                assert _tensor_state(obj) != tensors  # refused for a change that happened
+            else:
+                assert _tensor_state(obj) == tensors, "the input's tensor changed silently"
+                assert all(t.is_meta for t in (out.t0, out.t1, out.t2))
+            _assert_untouched(held)
+
+
+def _lasting_changes_a_tensor() -> type[ChangesATensor]:
+    """A new class that lasts (movers may remember it), its call count at zero."""
+    name = f"ChangesATensor{len(vars(_Made))}"
+    cls = type(name, (ChangesATensor,), {"__module__": __name__, "__qualname__": f"_Made.{name}"})
+    setattr(_Made, name, cls)
+    return cls
+
+
+class FailsOnce:
+    """An own ``.to`` that raises on its first call only, counting its calls."""
+
+    calls = 0
+
+    def __init__(self) -> None:
+        self.t = torch.ones(2)
+
+    def to(self, device: Any) -> FailsOnce:
+        type(self).calls += 1
+        if type(self).calls == 1:
+            raise Broken("first call")
+        out = type(self).__new__(type(self))
+        out.t = self.t.to(device)
+        return out
+
+
+@given(st.integers(0, 3), st.sampled_from(["dict", "list", "tuple"]))
+def test_a_failing_move_calls_each_objects_to_once_and_names_its_path(
+    depth: int, container: str
+) -> None:
+    # The walker rebuilds a failed batch again to find the path; the object's .to is
+    # not called a second time (it could succeed then, or repeat a side effect).
+    cls = type("FailsOnceMade", (FailsOnce,), {"calls": 0})
+    obj = cls()
+    batch: Any = obj
+    path = ""
+    for _ in range(depth):
+        batch = {"k": batch} if container == "dict" else [batch]
+        batch = tuple(batch) if container == "tuple" else batch
+        path = ("['k']" if container == "dict" else "[0]") + path
+    with pytest.raises(tp.UnsupportedBatchError, match="first call") as caught:
+        tp.to_device({"n": 1, "b": batch}, META)
+    assert f"batch['b']{path} of type" in str(caught.value)
+    assert cls.calls == 1

@@ -19,9 +19,60 @@ def unreached(loader: object) -> str | None:
     each worker process received when it started (an ``IterableDataset`` or a
     map-style one alike: both are read in the workers): telling the dataset here the
     epoch changes this process's copy only, and the workers still see the first
-    epoch. (The sampler runs in this process, so telling it is enough.)
+    epoch. (The sampler runs in this process, so telling it is enough.) A loader
+    that combines several (``flattened``, as :func:`set_epoch` follows) is looked
+    into: the first of its parts that cannot be reached is named.
     """
-    dataset = getattr(loader, "dataset", None)
+    own = _unreached_here(loader)
+    if own is not None:
+        return own
+    parts = (
+        getattr(loader, "flattened", None)
+        if not callable(getattr(loader, "set_epoch", None))
+        else None
+    )
+    if isinstance(parts, list | tuple):
+        for part in parts:
+            if part is not loader:
+                why = unreached(part)
+                if why is not None:
+                    return why
+    return None
+
+
+def _datasets(dataset: object) -> list[object]:
+    """``dataset`` and, where it has no ``set_epoch``, the datasets it wraps.
+
+    torch's ``Subset`` (``.dataset``) and ``ConcatDataset``/``ChainDataset``
+    (``.datasets``) have no ``set_epoch`` of their own; the epoch-aware dataset is
+    inside (at any depth).
+    """
+    found: list[object] = []
+    pending = [dataset]
+    while pending and len(found) < 1024:
+        node = pending.pop()
+        if node is None or any(node is seen for seen in found):
+            continue
+        found.append(node)
+        if callable(getattr(node, "set_epoch", None)):
+            continue
+        if isinstance(node, torch.utils.data.Subset):
+            pending.append(node.dataset)
+        elif isinstance(node, torch.utils.data.ConcatDataset | torch.utils.data.ChainDataset):
+            pending.extend(reversed(list(node.datasets)))
+    return found
+
+
+def _unreached_here(loader: object) -> str | None:
+    """:func:`unreached` for ``loader`` itself, its parts left out."""
+    dataset = next(
+        (
+            d
+            for d in _datasets(getattr(loader, "dataset", None))
+            if callable(getattr(d, "set_epoch", None))
+        ),
+        None,
+    )
     if not (
         isinstance(loader, torch.utils.data.DataLoader)
         and dataset is not None
@@ -58,7 +109,7 @@ def set_epoch(loader: object, epoch: int, called: set[int]) -> None:
         getattr(loader, "sampler", None),
         batch_sampler,
         getattr(batch_sampler, "sampler", None),
-        getattr(loader, "dataset", None),
+        *_datasets(getattr(loader, "dataset", None)),
     ):
         method = getattr(owner, "set_epoch", None) if owner is not None else None
         if callable(method) and id(owner) not in called:

@@ -13,7 +13,7 @@ import torch
 
 from torchport import _skipped_copies, hardware
 from torchport._device_types import CPU, CUDA
-from torchport.errors import ConfigError
+from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.feed._epochs import set_epoch, unreached
 from torchport.feed._prefetch import prefetched
 from torchport.feed._stats import FeedStats
@@ -24,9 +24,9 @@ from torchport.place import (
     Inside,
     call_own_to,
     check_hidden,
-    copy_failure,
     flatten_batch,
     move_whole,
+    named_copy_failure,
     pick_device,
     resolve_device,
     settled,
@@ -246,16 +246,18 @@ class DeviceLoader(Generic[_T]):
         sampler's ``sampler`` and ``dataset`` that has one: a ``DistributedSampler``
         (found in ``sampler``, or in ``batch_sampler.sampler`` when a batch sampler
         wraps it), a batch sampler of your own, or an ``IterableDataset`` that
-        shuffles by epoch. Where none has one (a plain ``DataLoader``, whose
-        ``RandomSampler`` draws a new order every epoch by itself; a list; a
-        generator) this does nothing, as nothing depends on the epoch. A loader that
+        shuffles by epoch (also inside torch's ``Subset``, ``ConcatDataset`` or
+        ``ChainDataset``, which have no ``set_epoch`` of their own). Where none has
+        one (a plain ``DataLoader``, whose ``RandomSampler`` draws a new order every
+        epoch by itself; a list; a generator) this does nothing, as nothing depends
+        on the epoch. A loader that
         combines several (Lightning's ``CombinedLoader``, which has no ``set_epoch``)
         is looked into: each of its ``flattened`` loaders is told as above.
 
         A ``DataLoader`` with ``persistent_workers=True`` over a dataset (iterable or
         map-style) that has a ``set_epoch`` keeps a copy of it in each worker, which
         this cannot reach: the first such call warns once (``UserWarning``) with
-        what to do.
+        what to do, also where that loader is one of a combined loader's parts.
 
         Raises:
             TypeError: ``epoch`` is not an int.
@@ -362,11 +364,15 @@ class DeviceLoader(Generic[_T]):
         """
         try:
             return self._copy_blocking(batch)
-        except COPY_FAILURES as exc:
-            failure = copy_failure(batch, flatten_batch(batch).tensors, self._device, exc)
+        except (*COPY_FAILURES, UnsupportedBatchError) as exc:
+            # Also where an object's .to met it and the rebuild named only that object.
+            failure = named_copy_failure(batch, self._device, exc)
             if failure is None:
                 raise
-            raise failure from exc
+            try:
+                raise failure from failure.__cause__
+            finally:
+                del failure  # no cycle between this frame and the error it raises
 
     def _copy_blocking(self, batch: _T) -> _T:
         inside = whole_tensors(batch)

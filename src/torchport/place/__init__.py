@@ -28,7 +28,12 @@ from torchport.place._redirected import (
 )
 from torchport.place._settled import settled
 from torchport.place._tree import BatchLayout, flatten_batch
-from torchport.place._uncopyable import COPY_FAILURES, check_hidden, copy_failure
+from torchport.place._uncopyable import (
+    COPY_FAILURES,
+    check_hidden,
+    copy_failure,
+    named_copy_failure,
+)
 from torchport.place._whole import Inside, move_whole, whole_tensors
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
@@ -56,6 +61,7 @@ __all__ = [
     "flatten_batch",
     "is_automatic",
     "move_whole",
+    "named_copy_failure",
     "pick_device",
     "pick_device_with_reason",
     "pop_redirect",

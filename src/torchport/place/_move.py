@@ -34,7 +34,7 @@ from torchport.place._refusals import refusal
 from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
-from torchport.place._uncopyable import COPY_FAILURES, check_hidden, copy_failure
+from torchport.place._uncopyable import COPY_FAILURES, check_hidden, named_copy_failure
 from torchport.place._whole import move_whole, whole_tensors
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
@@ -105,8 +105,9 @@ def to_device(
       non-tensor field ``extra={"k": t}`` comes back with ``t`` on ``device``,
       though its own ``.to`` leaves ``t``). A tensor ``.to`` itself makes off
       ``device`` raises, and so does a ``.to`` that changes the input through the
-      shallow copy (the input put back first). An object whose state torchport
-      cannot read is moved by its ``.to`` as it is. Values
+      shallow copy (the input put back first) or changes one of the input's
+      tensors in place (``copy_``, ``add_``, ``resize_``: not undone). An object
+      whose state torchport cannot read is moved by its ``.to`` as it is. Values
       (numbers, strings, classes, functions, modules, ``Enum`` members, weak
       references, objects without attributes) come back as they are, and so do
       mapping keys. Modules, optimizers, LR schedulers and ``GradScaler``s
@@ -118,7 +119,8 @@ def to_device(
     * ``nn.Module``: moved in place and returned. Every ``Parameter`` keeps its
       identity (swap semantics, also to ``meta`` and under
       ``torch.__future__.set_overwrite_module_params_on_conversion(True)``), so an
-      optimizer built before the move still holds the model's parameters; where
+      optimizer built before the move still holds the model's parameters, and
+      each keeps its attributes and the autograd hooks registered on it; where
       that cannot be (torch refuses to swap a parameter something holds by weak
       reference or a live graph uses, and cannot set its data in place either), or
       a tensor cannot be copied to ``device``, :class:`~torchport.UnsupportedBatchError`
@@ -277,20 +279,18 @@ def to_device(
         return layout.rebuild(  # type: ignore[return-value]
             layout.merge(tensors), new_movers, call_to=call_to, target=target, dtype=dtype
         )
-    except COPY_FAILURES as exc:
-        # torch has no kernel to copy some tensor there: name it by its path.
+    except (*COPY_FAILURES, UnsupportedBatchError) as exc:
+        # torch has no kernel to copy some tensor there: name it by its path (also where
+        # an object's .to met it and the rebuild named only that object).
         if isinstance(obj, nn.Module | torch.optim.Optimizer):
             raise
-        try:
-            found: list[torch.Tensor] = (
-                [obj] if isinstance(obj, torch.Tensor) else flatten_batch(obj).tensors
-            )
-        except UnsupportedBatchError:
-            raise exc from None
-        failure = copy_failure(obj, found, target, exc)
+        failure = named_copy_failure(obj, target, exc)
         if failure is None:
             raise
-        raise failure from exc
+        try:
+            raise failure from failure.__cause__
+        finally:
+            del failure  # no cycle between this frame and the error it raises
 
 
 _NOT_FLAT: Any = object()

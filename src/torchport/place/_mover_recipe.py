@@ -51,6 +51,7 @@ import collections
 import functools
 import itertools
 import operator
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -66,10 +67,19 @@ from torchport.place._copying import (
 from torchport.place._entries import TensorInsideEntry
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import TENSOR
-from torchport.place._locate import find_path, find_state_path
+from torchport.place._locate import find_path, find_state_path, how_rebuilt
 from torchport.place._objects import VALUE, contents, kind_of_object, on_device
 from torchport.place._rebuilding import current
-from torchport.place._untouched import RESTORED, busy, hold, let_go, snapshot, wait_for
+from torchport.place._untouched import (
+    RESTORED,
+    busy,
+    changed_tensor,
+    hold,
+    let_go,
+    snapshot,
+    versions,
+    wait_for,
+)
 
 if TYPE_CHECKING:
     from torchport.place._layout import BatchLayout
@@ -219,8 +229,14 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
         result = finish.made.get(id(obj))
         if result is not None:
             return result
+        failing = finish.failing
+        if id(obj) in failing:
+            # The rebuild runs again to find the failure's path (place/_locate.py): say
+            # what this object's rebuild raised rather than call its .to a second time.
+            raise RebuildRefused(_failed_again(type(obj)))
+        failing.add(id(obj))  # until the rebuild below returns
         if call_to is not None and id(obj) in finish.own:
-            result = _own_to_on_copy(obj, call_to)
+            result = _own_to_on_copy(obj, tensors, call_to)
             if finish.target is not None:
                 check_reached(result, finish.target, frozenset(map(id, tensors)), find)
         else:
@@ -229,13 +245,27 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
                 result = call_to(result)
                 if finish.target is not None:
                     check_reached(result, finish.target, frozenset(), find)
+        failing.discard(id(obj))
         finish.made[id(obj)] = result
         return result
 
     return Recipe(flatten, unflatten, TensorInsideEntry)
 
 
-def _own_to_on_copy(obj: Any, call_to: Callable[[Any], Any]) -> Any:
+def _failed_again(cls: type) -> str:
+    """Why the rebuild of a ``cls`` object failed, from the exception being handled.
+
+    Said as the relocation says it of any failure (``place/_locate.py``); a new
+    exception, so that no cycle holds the first one's frames (and the batch's
+    tensors) past one garbage collection.
+    """
+    exc = sys.exception()
+    if exc is None or isinstance(exc, RebuildRefused):
+        return str(exc) if exc is not None else f"rebuilding the {cls.__name__} object failed"
+    return f"{how_rebuilt(cls)} raised {type(exc).__name__}: {exc}"
+
+
+def _own_to_on_copy(obj: Any, tensors: list[torch.Tensor], call_to: Callable[[Any], Any]) -> Any:
     """What ``obj``'s own ``.to`` gives on a shallow copy; the input must come out as it was.
 
     What the input holds is recorded before every call and put back if the call
@@ -245,15 +275,19 @@ def _own_to_on_copy(obj: Any, call_to: Callable[[Any], Any]) -> Any:
     Raises:
         RebuildRefused: The copy cannot be made, or the call changed what the input
             holds (its ``.to`` wrote through a container the shallow copy shares with
-            it, or otherwise); the input is as it was.
+            it, or otherwise); the input is as it was. Or the call changed one of
+            ``tensors`` (the input's) in place (``versions``), which cannot be undone.
     """
     guard = hold(obj)
     try:
         before = snapshot(obj)
+        counted = versions(tensors)
         try:
             result = call_to(copy_object(obj))
             if before.changed():
                 raise RebuildRefused(wrote_through(type(obj)))
+            if versions(tensors) != counted:
+                raise RebuildRefused(changed_tensor(type(obj)))
         except BaseException:
             before.restore()
             raise

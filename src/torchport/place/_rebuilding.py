@@ -33,9 +33,14 @@ class Finish:
             engine left them as they were): they are moved on a shallow copy.
         made: The object rebuilt for each object met so far (by id), so that an
             object met twice comes back as one object, as it went in.
+        failing: The objects (by id) whose rebuild started and did not return: a
+            rebuild that fails is run again to find the failure's path
+            (``place/_locate.py``), which says why it failed rather than call that
+            object's ``.to`` a second time (a ``.to`` with side effects may not
+            fail twice the same way).
     """
 
-    __slots__ = ("call_to", "dtype", "made", "own", "skip", "target")
+    __slots__ = ("call_to", "dtype", "failing", "made", "own", "skip", "target")
 
     def __init__(
         self,
@@ -51,6 +56,7 @@ class Finish:
         self.dtype = dtype
         self.own = own
         self.made: dict[int, Any] = {}
+        self.failing: set[int] = set()
 
 
 _LOCAL = threading.local()  # .finish: the rebuild running in this thread

@@ -15,6 +15,7 @@ again at once from the moved parameters, so it is never seen on the old device
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
 import warnings
@@ -82,10 +83,13 @@ def move_module(
     ``UnsupportedBatchError`` naming it; so does a tensor torch cannot copy to
     ``target``; both before anything moved: every copy is made before the first
     swap (so a cast on one device holds the old and the new tensors at once, as
-    ``model.to(dtype)`` does). For lazy modules (whose uninitialized parameters a
-    swap would break), and where torch refuses a swap the check did not foresee,
-    the move uses torch's default, which may replace a parameter; the replacement
-    is remembered so that ``to_device(optimizer)`` follows it.
+    ``model.to(dtype)`` does; for lazy modules too). For lazy modules (whose
+    uninitialized parameters a swap would break), and where torch refuses a swap
+    the check did not foresee, the move uses torch's default, which may replace a
+    parameter; the replacement is remembered so that ``to_device(optimizer)``
+    follows it. A swapped Parameter keeps its attributes and the autograd hooks
+    registered on it (``register_hook``, ``register_post_accumulate_grad_hook``),
+    which the swap alone would drop (the hooks would never fire again).
 
     Synchronization: as ``to_device`` documents (one wait after copies to the CPU
     from an accelerator or to MPS in the default mode; pageable results).
@@ -101,9 +105,18 @@ def move_module(
 
     if any(map(is_lazy, module.parameters())):
         # Swapping would turn an UninitializedParameter into a plain empty Parameter
-        # and break the lazy module; torch's own conversion keeps it (set_data).
-        _apply_recording_replacements(module, convert)
-        hardware.wait_for_copies(pending, target)
+        # and break the lazy module; torch's own conversion keeps it (set_data). Every
+        # copy is still made first, so one torch refuses is named before anything moved.
+        try:
+            premade = _copies(module, convert, target)
+        except BaseException:
+            hardware.wait_for_copies(pending, target)
+            raise
+        try:
+            _apply_recording_replacements(module, functools.partial(_premade, premade, convert))
+        finally:
+            premade.clear()
+            hardware.wait_for_copies(pending, target)
         _recompute_reparametrized(module)
         _warn_unregistered(module, target)
         return
@@ -136,6 +149,9 @@ def move_module(
         _recompute_reparametrized(module)
         _warn_unregistered(module, target)
         return
+    # What each Parameter holds as attributes (Megatron's tensor_model_parallel, a
+    # no-weight-decay flag): the swap exchanges __dict__ with the new tensor's.
+    attributes = [(p, _attributes(p)) for p in module.parameters() if vars(p)]
     try:
         with _SWAP_LOCK:
             previous = torch.__future__.get_swap_module_params_on_conversion()
@@ -154,8 +170,43 @@ def move_module(
     finally:
         made.clear()
         hardware.wait_for_copies(pending, target)
+        _rehook(module, attributes)
     _recompute_reparametrized(module)
     _warn_unregistered(module, target)
+
+
+def _attributes(p: nn.Parameter) -> dict[str, Any]:
+    """The attributes a user set on ``p``, to set back after a swap.
+
+    Left out: tensors (the data of a tensor subclass, such as the simulated
+    accelerator's ``_raw``, belongs to the tensor swapped out) and torch's own
+    ``_is_param`` mark.
+    """
+    return {
+        k: v for k, v in vars(p).items() if k != "_is_param" and not isinstance(v, torch.Tensor)
+    }
+
+
+def _rehook(module: nn.Module, attributes: list[tuple[nn.Parameter, dict[str, Any]]]) -> None:
+    """Give each swapped Parameter back its attributes and the autograd hooks registered on it.
+
+    ``torch.utils.swap_tensors`` keeps the Python object and its hook dicts
+    (``register_hook``'s, ``register_post_accumulate_grad_hook``'s) but not their
+    registration with autograd, which belongs to the tensor it swapped out: the hooks
+    would never fire again. Setting a dict again registers it (torch clears what was
+    registered first, so a hook that survived is not doubled). The swap also gives
+    the object the new tensor's ``__dict__``: ``attributes`` (what each held before)
+    are set back.
+    """
+    for p, held in attributes:
+        vars(p).update(held)
+    for p in module.parameters():
+        hooks = p._backward_hooks
+        if hooks is not None:
+            p._backward_hooks = hooks
+        after = p._post_accumulate_grad_hooks
+        if after is not None:
+            p._post_accumulate_grad_hooks = after
 
 
 def _copies(
@@ -178,6 +229,14 @@ def _copies(
             last = "then move the module; nothing was moved"
             raise uncopyable(where, t, target, exc, last) from exc
     return made
+
+
+def _premade(
+    made: dict[int, torch.Tensor], convert: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor
+) -> torch.Tensor:
+    """The copy of ``t`` made beforehand (taken out of ``made``), or a new one."""
+    copy = made.pop(id(t), None)
+    return convert(t) if copy is None else copy
 
 
 def _set_in_place(module: nn.Module, made: dict[int, torch.Tensor]) -> bool:

@@ -19,12 +19,19 @@ import torch
 
 from torchport.errors import UnsupportedBatchError
 from torchport.place._layout import BatchLayout
-from torchport.place._locate import ROOT, find_path
+from torchport.place._locate import ROOT, find_path, find_state_path
 from torchport.place._objects import on_device
 from torchport.place._registrations import close_walk, open_walk
 from torchport.place._tree import flatten_batch
 
-__all__ = ["COPY_FAILURES", "check_hidden", "copy_failure", "path_of", "uncopyable"]
+__all__ = [
+    "COPY_FAILURES",
+    "check_hidden",
+    "copy_failure",
+    "named_copy_failure",
+    "path_of",
+    "uncopyable",
+]
 
 # What torch raises when it has no kernel to copy a kind of tensor to a device.
 COPY_FAILURES = (NotImplementedError,)
@@ -77,7 +84,38 @@ def copy_failure(
     return None
 
 
+def named_copy_failure(
+    batch: Any, target: torch.device, exc: BaseException
+) -> UnsupportedBatchError | None:
+    """The error naming the tensor of ``batch`` torch could not copy, if that is what ``exc`` is.
+
+    ``exc`` is torch's own (one of ``COPY_FAILURES``), or an ``UnsupportedBatchError``
+    raised from one (an object's ``.to`` met it and the rebuild named only that
+    object; torch's error is down its chain of causes and contexts); None
+    otherwise. The result's ``__cause__`` is torch's error. A helper rather than
+    code in the caller's ``except`` block, so that no frame of the move is kept in
+    a cycle with the exception (which held the batch's tensors past one garbage
+    collection).
+    """
+    cause: BaseException | None = exc
+    for _ in range(8):  # down the chain: the rebuild's error, what raised it, torch's
+        if cause is None or isinstance(cause, COPY_FAILURES):
+            break
+        cause = cause.__cause__ or cause.__context__
+    if not isinstance(cause, COPY_FAILURES):
+        return None
+    try:
+        found = [batch] if isinstance(batch, torch.Tensor) else flatten_batch(batch).tensors
+    except UnsupportedBatchError:
+        return None
+    failure = copy_failure(batch, found, target, cause)
+    if failure is not None:
+        failure.__cause__ = cause
+    return failure
+
+
 _LAST = "or pass the key it is under in skip_keys"
+_INSIDE = " inside it)"  # how the walker's path of a tensor inside an own-.to object ends
 
 
 def path_of(batch: Any, node: Any) -> str:
@@ -90,7 +128,13 @@ def path_of(batch: Any, node: Any) -> str:
         if held is not None:
             with contextlib.suppress(UnsupportedBatchError):
                 flatten_batch(batch)  # registers the run-time classes, held until the end
-        return find_path(batch, ROOT, functools.partial(operator.is_, node)) or ROOT
+        wanted = functools.partial(operator.is_, node)
+        path = find_path(batch, ROOT, wanted) or ROOT
+        if path.endswith(_INSIDE):
+            # In an object that moves with its own .to, whose tensors the walker does
+            # not name: read on through its attributes and items (batch['g'].x).
+            path = find_state_path(batch, ROOT, wanted) or path
+        return path
     finally:
         if held is not None:
             close_walk(held)

@@ -32,8 +32,13 @@ sets (and their subclasses), the items of tuples (not recorded themselves: they
 cannot change), and the ``__dict__`` and slots of objects the walker walks or
 moves with their own ``.to``. Tensors, values and the objects a batch only refers
 to (classes, modules, functions: ``place/_objects.py``'s values) are not looked
-into. What a tensor holds (its data) is not recorded: a ``.to`` that copies into an
-input tensor in place (``t.copy_(...)``) is not caught.
+into. A tensor's data is not recorded, but each input tensor's version counter is
+(:func:`versions`: what every in-place operation of autograd's bumps, ``copy_``,
+``add_``, ``resize_``, ``set_``, ``unsqueeze_``): a ``.to`` that changed one of the
+input's tensors in place is refused too, though that change cannot be put back. Not
+caught: what bumps no counter (``t.data = ...``, ``t.requires_grad_()``, ``t.grad =
+...``, a write through ``t.data``, ``t.numpy()`` or an inference tensor, which has no
+counter).
 
 Threads: :func:`hold` serialises the checked moves of one input object, so that
 threads moving the same object one after another see it as it was (a ``.to`` that
@@ -69,6 +74,7 @@ __all__ = [
     "let_go",
     "record",
     "snapshot",
+    "versions",
     "wait_for",
 ]
 
@@ -108,6 +114,33 @@ class Snapshot:
         at = 0
         for node in self._nodes:
             at = _put_back(node, held, at)
+
+
+_VERSION = operator.attrgetter("_version")
+
+
+def versions(tensors: list[torch.Tensor]) -> list[int]:
+    """Each tensor's version counter (-1 for an inference tensor, which has none).
+
+    Two reads that differ tell that an in-place operation ran on one of ``tensors``
+    (or on a view sharing its data) in between.
+    """
+    try:
+        return list(map(_VERSION, tensors))
+    except RuntimeError:  # an inference tensor does not track its version
+        return [-1 if t.is_inference() else t._version for t in tensors]
+
+
+def changed_tensor(cls: type) -> str:
+    """Why an object's ``.to`` that changed one of the input's tensors in place is refused."""
+    return (
+        f"the {cls.__name__} object's .to, called on a shallow copy (copy.copy), "
+        "changed one of the input's tensors in place (an in-place operation such as "
+        "copy_, add_, resize_ or set_ on a tensor the copy shares with the input; that "
+        "change cannot be undone, the input's containers are as they were); make the "
+        ".to return new tensors (t.to(device)) instead of writing into the ones it "
+        "holds, or move it yourself and pass its key in skip_keys"
+    )
 
 
 def record(nodes: list[Any]) -> Snapshot:

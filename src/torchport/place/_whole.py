@@ -39,17 +39,20 @@ from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
 from torchport.place._tree import tensors_inside
+from torchport.place._uncopyable import COPY_FAILURES, copy_failure
 from torchport.place._untouched import (
     END,
     RESTORED,
     STATE,
     Snapshot,
     busy,
+    changed_tensor,
     hold,
     lay_any,
     let_go,
     record,
     snapshot,
+    versions,
 )
 
 __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
@@ -197,10 +200,13 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             if lasting(cls):
                 _LAYS[cls] = True
         tensors = inside.tensors
+        counted = versions(tensors)
         try:
             result = call_own_to(copy_object(obj), target, non_blocking, None)
             if before.changed():
                 raise RebuildRefused(wrote_through(cls))
+            if versions(tensors) != counted:
+                raise RebuildRefused(changed_tensor(cls))
             found = _unshared_tensors(result, inside.opened)
             if found is None or not all_on(found, target):
                 left = frozenset(map(id, tensors))  # the input's own may stay where they were
@@ -211,6 +217,14 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
         except BaseException as exc:
             before.restore()
+            if isinstance(exc, COPY_FAILURES):
+                # A tensor torch cannot copy to target: named by its path, as the walker does.
+                failure = copy_failure(obj, tensors, target, exc)
+                if failure is not None:
+                    try:
+                        raise failure from exc
+                    finally:
+                        del failure  # no cycle between this frame and the error
             if isinstance(exc, Exception) and not isinstance(exc, UnsupportedBatchError):
                 # As the walker reports it (place/_locate.py): the same error on every move.
                 reason = f"calling its .to on a shallow copy raised {type(exc).__name__}: {exc}"
