@@ -106,6 +106,7 @@ def copies_of(tensor: Any, nbytes: int) -> list[int]:
     layout = getattr(tensor, "layout", torch.strided)
     if layout is torch.strided or not isinstance(tensor, torch.Tensor):
         return [nbytes]
+    parts: tuple[torch.Tensor, ...]
     if layout is torch.sparse_coo:
         parts = (tensor._indices(), tensor._values())
     elif layout in (torch.sparse_csr, torch.sparse_bsr):
