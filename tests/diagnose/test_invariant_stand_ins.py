@@ -134,3 +134,13 @@ def test_a_pickle_made_inside_the_block_loads_torchs_own_function_after_it() -> 
     load, make = pickle.loads(data)
     assert load.func is torch.load and make is torch.from_numpy
     assert make(np.ones(2)).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("name", ["from_numpy", "frombuffer"])
+def test_a_table_keyed_by_a_builtin_before_the_block_finds_it_inside(name: str) -> None:
+    table = {getattr(torch, name): name}  # a library's dispatch dict, built at import
+    with tp.audit():
+        fn = getattr(torch, name)
+        assert (table.get(fn), fn in {getattr(torch, name)}) == (name, True)
+        assert fn == fn and fn != torch.save
+    assert table.get(getattr(torch, name)) == name

@@ -18,9 +18,14 @@ breaking the audit on purpose (``tests/diagnose/test_invariant_stand_ins.py``):
   stand-in is pickled by the name it stands at (``torch.load``, ``torch.jit.script``),
   which reaches it while the audit watches and torch's own function after.
 
+* *Keys.* A builtin's stand-in is equal to the builtin and hashes as it, so a table keyed
+  by ``torch.from_numpy`` before the block finds it.
+
 Not kept: ``type(torch.from_numpy)`` and ``isinstance(fn, types.BuiltinFunctionType)``
-answer for the stand-in while the audit watches, and a pickle names ``torch.save``
-where the original pickles as ``torch.serialization.save`` (the same function).
+answer for the stand-in while the audit watches; ``torch.save``'s and ``torch.load``'s
+stand-ins are functions of their own (``is`` and a dict keyed by the original tell them
+apart); a pickle names ``torch.save`` where the original pickles as
+``torch.serialization.save`` (the same function).
 """
 
 from __future__ import annotations
@@ -56,6 +61,14 @@ class _Unbound:
 
     def __repr__(self) -> str:
         return repr(self.__wrapped__)
+
+    # equal to the builtin and hashed as it: a table keyed by torch.from_numpy before the
+    # block (a library's dispatch dict) still finds it when looked up with the stand-in
+    def __eq__(self, other: object) -> bool:
+        return other is self or other is self.__wrapped__
+
+    def __hash__(self) -> int:
+        return hash(self.__wrapped__)
 
 
 def stand_in(original: Any, wrapper: Callable[..., Any], owner: types.ModuleType, name: str) -> Any:
