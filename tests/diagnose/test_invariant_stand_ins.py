@@ -82,10 +82,12 @@ def _outcome(run: Callable[[], Any]) -> tuple[str, Any]:
         return (type(err).__name__, str(err).split(" at 0x")[0])
 
 
-def _program() -> list[Any]:
+def _program(made_before: dict[str, dict[str, Callable[..., Any]]] | None = None) -> list[Any]:
+    """Each holder (made now, or ``made_before`` the block) crossed with each use."""
     seen: list[Any] = []
     for name, call in _CALLS.items():
-        for way, held in _holders(name).items():
+        holders = made_before[name] if made_before is not None else _holders(name)
+        for way, held in holders.items():
             seen.append((name, way, "call", _outcome(lambda held=held, call=call: call(held))))
             seen.append(
                 (
@@ -126,6 +128,17 @@ def test_swapped_functions_bind_pickle_and_copy_as_torchs_own(tools: str) -> Non
             assert _program() == bare
     assert inside == bare
     assert _program() == bare  # after the block
+
+
+def test_holders_made_before_the_block_bind_pickle_and_copy_the_same_inside() -> None:
+    # the audit rebinds the program's own names for from_numpy/frombuffer made before it
+    # (instance attributes, class attributes, defaults: diagnose/_held_names.py)
+    made_before = {name: _holders(name) for name in _CALLS}
+    bare = _program(made_before)
+    with tp.audit():
+        inside = _program(made_before)
+    assert inside == bare
+    assert _program(made_before) == bare
 
 
 def test_a_pickle_made_inside_the_block_loads_torchs_own_function_after_it() -> None:

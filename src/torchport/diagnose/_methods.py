@@ -164,8 +164,13 @@ def open_block(observer: Observer) -> None:
             _skipped_copies.listen(_tell_skipped)
             # the program's own objects' names for the host makers, bound before the block
             # (once per block: a scan of the heap), each bound to a wrapper until it ends
-            makers = (getattr(torch, name, None) for name in ("from_numpy", "frombuffer"))
-            swaps = {made: _sharing_host_memory(made) for made in makers if made is not None}
+            # (stand-ins: they bind, pickle and compare as torch's own, :mod:`._stand_ins`)
+            makers = ((getattr(torch, name, None), name) for name in ("from_numpy", "frombuffer"))
+            swaps = {
+                made: stand_in(made, _sharing_host_memory(made), torch, name)
+                for made, name in makers
+                if made is not None
+            }
             with contextlib.suppress(Exception):  # odd objects: those names not reached
                 _restores.extend(swap_held_names(swaps))
 

@@ -74,9 +74,20 @@ class _Unbound:
 def stand_in(original: Any, wrapper: Callable[..., Any], owner: types.ModuleType, name: str) -> Any:
     """What to bind at ``owner.name`` for ``original`` while the audit watches, calling
     ``wrapper`` (see the module docstring). A Python function's wrapper is renamed to the
-    place it stands at; anything else (a builtin) gets an :class:`_Unbound`."""
+    place it stands at; anything else (a builtin) gets an :class:`_Unbound`, the same one
+    each time for the same builtin and place (``wrapper`` must then do the same)."""
     if isinstance(original, types.FunctionType) and isinstance(wrapper, types.FunctionType):
         wrapper.__module__ = owner.__name__
         wrapper.__qualname__ = name
         return wrapper
-    return _Unbound(wrapper, original, owner.__name__, name)
+    # one stand-in per builtin and place, whoever asks (torch's module attribute and the
+    # program's names rebound by ._held_names): pickle finds the very object at torch.name
+    key = (id(original), owner.__name__, name)
+    made = _UNBOUND.get(key)
+    if made is None or made.__wrapped__ is not original:
+        made = _UNBOUND[key] = _Unbound(wrapper, original, owner.__name__, name)
+    return made
+
+
+# builtins live as long as the process: their stand-ins too (the first wrapper is kept)
+_UNBOUND: dict[tuple[int, str, str], _Unbound] = {}
