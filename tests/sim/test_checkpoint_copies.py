@@ -19,6 +19,8 @@ import pytest
 
 from tests.sim.isolated import run_isolated
 
+pytestmark = pytest.mark.slow  # one child process with the simulator installed
+
 # Each layout: the sizes of the base tensors saved, and whether views of them are saved too.
 _LAYOUTS = [
     (list(sizes), views)
