@@ -50,7 +50,13 @@ for sizes, views in layouts:
             loaded = torch.load(buffer, map_location=location)
         same = all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(loaded["bases"], bases))
         where = sorted({{str(t.device) for t in loaded["bases"]}})
-        row.append([sum(e.count for e in report.transfers) - 1, report.measured, same, where])
+        # a saved view loads as a view of its loaded base, as on CUDA (in place shows through)
+        pairs = [(b, w) for b, w in zip(loaded["bases"], loaded["views"]) if w.numel()]
+        for b, w in pairs:
+            b.add_(100)
+        aliased = all(bool((w.cpu() >= 100).all()) for _, w in pairs)
+        copies = sum(e.count for e in report.transfers) - 1
+        row.append([copies, report.measured, same, where, aliased])
     counted.append(row)
 print(json.dumps(counted))
 """
@@ -79,21 +85,22 @@ def _expected(sizes: list[int], location: str) -> tuple[int, list[str]]:
 def test_loading_a_device_checkpoint_copies_each_storage_kept_on_the_device_once(
     loaded: list[tuple[list[int], bool, str, list[Any]]],
 ) -> None:
-    for sizes, views, location, (copies, measured, same, where) in loaded:
+    for sizes, views, location, (copies, measured, same, where, aliased) in loaded:
         if location == "'sim:0'" and views:
             continue  # below: the sim's own map_location path
-        assert measured and same, (sizes, location)
+        assert measured and same and aliased, (sizes, location)
         assert (copies, where) == _expected(sizes, location), (sizes, views, location)
 
 
 @pytest.mark.xfail(
     strict=True,
     reason="map_location='sim' loads to the host and moves each tensor: a saved view of a "
-    "saved base counts a second copy where CUDA's storage.cuda() makes one (not fixed)",
+    "saved base counts a second copy where CUDA's storage.cuda() makes one, and loads as a "
+    "tensor of its own, no longer a view of the base (not fixed)",
 )
 def test_map_location_sim_copies_a_shared_storage_once(
     loaded: list[tuple[list[int], bool, str, list[Any]]],
 ) -> None:
-    for sizes, views, location, (copies, _measured, _same, where) in loaded:
+    for sizes, views, location, (copies, _measured, _same, where, aliased) in loaded:
         if location == "'sim:0'" and views:
-            assert (copies, where) == _expected(sizes, location), (sizes, location)
+            assert (copies, where, aliased) == (*_expected(sizes, location), True), sizes
