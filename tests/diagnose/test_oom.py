@@ -542,7 +542,7 @@ def test_real_messages_are_read_in_full_and_explained(report: dict[str, Any]) ->
 
 def test_the_collection_covers_every_backend_and_wording() -> None:
     backends = {r["backend"] for r in _REPORTED}
-    assert backends == {"cuda", "hip", "xpu", "mps", "npu", "cpu"}
+    assert backends == {"cuda", "hip", "xpu", "mps", "npu", "dml", "cpu"}
     messages = [r["message"] for r in _REPORTED]
     for wording in (
         "GPU 0 has a total capacity",
@@ -554,6 +554,7 @@ def test_the_collection_covers_every_backend_and_wording() -> None:
         "can't allocate memory",  # Linux, macOS
         "other allocations",
         "NPU out of memory",  # Ascend's torch_npu
+        "There is not enough GPU video memory",  # torch-directml
         "CUBLAS_STATUS_ALLOC_FAILED",
         "Unable to find a valid cuDNN algorithm",  # Conv_v7.cpp's try_all
     ):

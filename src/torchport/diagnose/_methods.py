@@ -25,6 +25,8 @@ Swapped on the ``torch`` and ``torch.jit`` *modules* (no class) while it watches
   sees them), and so do the program's modules' names for them (``from torch import
   from_numpy`` run before the audit).
 
+Each stand-in binds and pickles as the original does (:mod:`._stand_ins`).
+
 A warning torch's C++ code raises is attributed to the innermost Python frame (for a
 watched call, the function mode's): the calls that warn (:data:`._ops.MAY_WARN`, when
 their arguments can), and every watched call under CUDA's sync debug mode, re-issue
@@ -59,6 +61,7 @@ from torchport.diagnose import _indexing, _ops
 from torchport.diagnose._held_names import bind_in_program_modules, swap_held_names
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._other_threads import OtherThreads
+from torchport.diagnose._stand_ins import stand_in
 
 __all__ = [
     "OTHER_THREADS",
@@ -161,8 +164,12 @@ def open_block(observer: Observer) -> None:
             _skipped_copies.listen(_tell_skipped)
             # the program's objects' names for the host makers, bound before the block (a
             # heap scan, skipped while nothing new refers to them): wrappers until it ends
-            makers = (torch.from_numpy, torch.frombuffer)
-            swaps = {made: _sharing_host_memory(made) for made in makers}
+            # (stand-ins: they bind, pickle and compare as torch's own, :mod:`._stand_ins`)
+            makers = ((torch.from_numpy, "from_numpy"), (torch.frombuffer, "frombuffer"))
+            swaps = {
+                made: stand_in(made, _sharing_host_memory(made), torch, name)
+                for made, name in makers
+            }
             with contextlib.suppress(Exception):  # odd objects: those names not reached
                 _restores.extend(swap_held_names(swaps))
 
@@ -455,7 +462,7 @@ def _install() -> None:
         original = getattr(owner, name, None)
         if original is None:
             continue
-        wrapper = wrap(original)
+        wrapper = stand_in(original, wrap(original), owner, name)
         _installed.append((owner, name, original, name in vars(owner), wrapper))
         setattr(owner, name, wrapper)
         if wrap is _sharing_host_memory:  # `from torch import from_numpy` run before

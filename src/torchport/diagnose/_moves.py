@@ -18,7 +18,7 @@ from torchport import hardware
 from torchport._device_types import CPU
 from torchport.errors import DeviceError
 
-__all__ = ["names_host", "non_blocking", "transfer_of"]
+__all__ = ["copies_of", "names_host", "non_blocking", "transfer_of"]
 
 _Args = Sequence[Any]
 _Kwargs = Mapping[str, Any]
@@ -97,3 +97,22 @@ def transfer_of(
     if not (isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor)):
         return None
     return src.device, dst.device, src.numel() * src.element_size()
+
+
+def copies_of(tensor: Any, nbytes: int) -> list[int]:
+    """The bytes of each copy a move of ``tensor`` makes on an accelerator: ``[nbytes]`` for
+    a strided tensor; for a sparse one, one per non-empty component tensor, as ATen's
+    ``_to_copy`` moves its indices and values apart (COO: 2; CSR/CSC/BSR/BSC: 3)."""
+    layout = getattr(tensor, "layout", torch.strided)
+    if layout is torch.strided or not isinstance(tensor, torch.Tensor):
+        return [nbytes]
+    parts: tuple[torch.Tensor, ...]
+    if layout is torch.sparse_coo:
+        parts = (tensor._indices(), tensor._values())
+    elif layout in (torch.sparse_csr, torch.sparse_bsr):
+        parts = (tensor.crow_indices(), tensor.col_indices(), tensor.values())
+    elif layout in (torch.sparse_csc, torch.sparse_bsc):
+        parts = (tensor.ccol_indices(), tensor.row_indices(), tensor.values())
+    else:
+        return [nbytes]
+    return [part.numel() * part.element_size() for part in parts if part.numel()]

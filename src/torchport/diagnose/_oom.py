@@ -113,6 +113,10 @@ _CPU_HEADER = re.compile(
 )
 # posix_memalign's result, as alloc_cpu.cpp appends it: "Error code 12 (Cannot allocate memory)"
 _CPU_ERROR = re.compile(r"Error code (\d+) \(([^)]*)\)", _FLAGS)
+# torch-directml (Windows, any DirectX 12 GPU): the request alone, in bytes
+_DML_HEADER = re.compile(
+    r"Could not allocate tensor with (\d+) bytes\. There is not enough GPU video memory", _FLAGS
+)
 _MPS_ALLOCATED = re.compile(rf"MPS allocated: {_S}", _FLAGS)
 _MPS_OTHER = re.compile(rf"other allocations: {_S}", _FLAGS)
 _MPS_MAX = re.compile(rf"max allowed: {_S}", _FLAGS)
@@ -121,8 +125,8 @@ _MPS_MAX = re.compile(rf"max allowed: {_S}", _FLAGS)
 def explain_oom(
     err: BaseException | str, *, device: torch.device | str | None = None
 ) -> OomExplanation:
-    """Explain an out-of-memory error from a CUDA, ROCm, XPU, MPS, Ascend NPU or CPU allocator,
-    or from cuBLAS or cuDNN allocating beside PyTorch.
+    """Explain an out-of-memory error from a CUDA, ROCm, XPU, MPS, Ascend NPU, DirectML or
+    CPU allocator, or from cuBLAS or cuDNN allocating beside PyTorch.
 
     Reads only the message; does not touch the device or synchronize. For the CPU
     allocator's error it also reads the host's RAM and container limit.
@@ -143,6 +147,10 @@ def explain_oom(
     if cpu is not None:
         # a pasted log came from another machine: this one's RAM says nothing of it
         return _explain_cpu(message, int(cpu.group(2)), here=not isinstance(err, str))
+    dml = _DML_HEADER.search(message)
+    if dml is not None:
+        asked = {"requested": int(dml.group(1))}
+        return classify("dml", str(device) if device is not None else None, asked, (), message)
     library = _LIBRARY.search(message)
     if library is not None and _HEADER.search(message) is None:
         return classify(
@@ -164,7 +172,8 @@ def explain_oom(
         kind = type(err).__name__ if not isinstance(err, str) else "text"
         raise ConfigError(
             f"explain_oom() got a {kind} that is not an out-of-memory error: {message[:120]!r}; "
-            "expected a torch.OutOfMemoryError, a CUDA/HIP/XPU/MPS 'out of memory' message or "
+            "expected a torch.OutOfMemoryError, a CUDA/HIP/XPU/MPS 'out of memory' message, "
+            "DirectML's 'not enough GPU video memory' or "
             "the CPU allocator's \"can't allocate memory\"; "
             "pass the exception caught around the failing call"
         )
@@ -204,7 +213,7 @@ def recognises(message: str) -> bool:
     """Whether ``message`` is an allocator's out-of-memory message that this module reads."""
     return any(
         p.search(message) is not None
-        for p in (_CPU_HEADER, _EXCEED_HEADER, _HEADER, _BARE_HEADER, _LIBRARY)
+        for p in (_CPU_HEADER, _DML_HEADER, _EXCEED_HEADER, _HEADER, _BARE_HEADER, _LIBRARY)
     )
 
 

@@ -51,7 +51,8 @@ class OomExplanation:
 
     Attributes:
         case: The cause.
-        backend: ``"cuda"``, ``"hip"``, ``"xpu"``, ``"mps"``, ``"npu"`` or ``"cpu"``.
+        backend: ``"cuda"``, ``"hip"``, ``"xpu"``, ``"mps"``, ``"npu"``, ``"dml"``
+            (torch-directml) or ``"cpu"``.
         device: The device the allocation failed on, when known.
         requested: The allocation that failed.
         total: The device's capacity (for MPS: the allocator's maximum allowed; for the
@@ -249,6 +250,11 @@ def classify(
             step += (
                 " The cap is PYTORCH_MPS_HIGH_WATERMARK_RATIO of system memory; raising it "
                 "trades this error for system-wide swapping."
+            )
+        if backend == "dml":
+            step += (
+                " DirectML's message states only the request: the device's total and what "
+                "other programs hold are in Task Manager (Performance, GPU, dedicated memory)."
             )
     return OomExplanation(
         case=case,

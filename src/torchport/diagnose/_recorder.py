@@ -310,7 +310,8 @@ class Recorder:
                 copied_to_host(self.local, where if to_host else None, out)
                 direction = TO_HOST if to_host else TO_DEVICE
                 row = Row(TRANSFER, entry.label, _ops.op_name(func), direction, True, phase, where)
-                self._count(row, nbytes)
+                for part in _moves.copies_of(args[0], nbytes):  # a sparse tensor's parts
+                    self._count(row, part)
                 return
             if self.device_only.watched():  # x[mask] of a device x: the device's (quiet ops)
                 follow_device(self.device_only, args, out)

@@ -111,15 +111,25 @@ def copied(
     )
 
 
-def copied_bytes(kind: CrossingKind, op: str, nbytes: int) -> None:
-    """Tell listeners that ``nbytes`` crossed inside ``op`` (an index tensor CUDA copies);
-    an empty index (``x[[]]``, a host mask with no ``True``) copies nothing."""
+def copied_bytes(kind: CrossingKind, op: str, nbytes: int, label: str = "") -> None:
+    """Tell listeners that ``nbytes`` crossed inside ``op`` (an index tensor CUDA copies,
+    a storage ``torch.load`` puts on the device); an empty index (``x[[]]``, a host mask
+    with no ``True``) copies nothing."""
     if not nbytes or not _crossings.watched():
         return
     filename, lineno, function = _user_line()
     _crossings.publish(
         Crossing(
-            kind, op, nbytes, False, False, filename, lineno, function, _DEVICE, f"copy inside {op}"
+            kind,
+            op,
+            nbytes,
+            False,
+            False,
+            filename,
+            lineno,
+            function,
+            _DEVICE,
+            label or f"copy inside {op}",
         )
     )
 

@@ -5,7 +5,8 @@ a checkpoint says where its tensors lived, as a CUDA checkpoint does. Loading
 asks torch's own ``map_location`` machinery where each storage goes: a storage
 left at ``sim:0`` comes back as a simulated tensor, one mapped elsewhere
 (``map_location="cpu"``, ``{"sim:0": "cpu"}``, ``lambda storage, loc: storage``)
-as a plain CPU tensor, exactly as a CUDA checkpoint loads; ``map_location="sim"``
+as a plain CPU tensor, exactly as a CUDA checkpoint loads (each storage that comes back
+on the device is one copy to it, as CUDA's ``storage.cuda()`` makes); ``map_location="sim"``
 puts a checkpoint saved anywhere on the device. ``weights_only=True`` loads accept
 the one rebuild function here.
 
@@ -26,7 +27,7 @@ import torch
 
 from torchport import hardware
 from torchport._crossings import CrossingKind
-from torchport.sim._host import copied
+from torchport.sim._host import copied, copied_bytes
 
 __all__ = ["install_serialization", "rebuild_sim_tensor", "reduce_sim_tensor"]
 
@@ -81,6 +82,14 @@ def _tag(storage: Any) -> str | None:
 def _restore(storage: Any, location: str) -> Any:
     if not location.startswith("sim"):
         return None
+    # CUDA's torch.load restores a storage saved from the device with storage.cuda():
+    # one copy to the device per storage, at the line that called torch.load
+    copied_bytes(
+        CrossingKind.HOST_TO_DEVICE,
+        "torch.load",
+        storage.nbytes(),
+        label="copy (torch.load of tensors saved on the device)",
+    )
     with _lock:
         _loaded.add(storage.data_ptr())
     return storage
