@@ -122,8 +122,7 @@ _users = 0
 _suspended = 0  # step-aside blocks running (in any thread): wrappers stay down
 # (owner, name, original, whether the owner defined it itself, our wrapper)
 _installed: list[tuple[types.ModuleType, str, Any, bool, Any]] = []
-# what restores the program's objects' names swapped while it watches (._held_names)
-_restores: list[Callable[[], None]] = []
+_restores: list[Callable[[], None]] = []  # puts back the program's names (._held_names)
 _THIS_FILE = (__file__,)  # the wrappers' frames, stepped over to find the program's call
 # The tensor methods the audit wraps run between the program's call and the watcher
 _origin.count_as_torchport(
@@ -162,9 +161,8 @@ def open_block(observer: Observer) -> None:
         _blocks_open += 1
         if _blocks_open == 1:
             _skipped_copies.listen(_tell_skipped)
-            # the program's objects' names for the host makers, bound before the block (a
-            # heap scan, skipped while nothing new refers to them): wrappers until it ends
-            # (stand-ins: they bind, pickle and compare as torch's own, :mod:`._stand_ins`)
+            # the program's objects' names for the host makers bound before the block (a heap
+            # scan): stand-ins until it ends, as torch's own (:mod:`._stand_ins`)
             makers = ((torch.from_numpy, "from_numpy"), (torch.frombuffer, "frombuffer"))
             swaps = {
                 made: stand_in(made, _sharing_host_memory(made), torch, name)
@@ -428,9 +426,8 @@ def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any
 
 
 def _sharing_host_memory(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``torch.from_numpy``/``torch.frombuffer``: their tensor shares host memory in any
-    run, so an accelerator run holds it on the host too; their bindings skip the
-    function-mode check, so no mode of torch's sees them and the audit is told."""
+    """``torch.from_numpy``/``frombuffer``: their tensor shares host memory in any run (so
+    the host's in an accelerator run too), and no mode of torch's sees them: told here."""
 
     @functools.wraps(original)
     def made(*args: Any, **kwargs: Any) -> Any:
