@@ -128,3 +128,31 @@ def test_a_module_buffer_sliced_under_inference_mode_masks_as_on_the_cpu() -> No
         """
     )
     assert got[1] == got[0]
+
+
+def test_a_value_read_waits_in_inference_mode_as_outside_it() -> None:
+    # An inference tensor's .item() reached the simulator as aten.item, not
+    # _local_scalar_dense, and its wait went uncounted. The oracle is the same read under
+    # no_grad, where the tensor is a normal one.
+    got = run_isolated(
+        """
+        from torchport import _crossings
+        device = simulate_accelerator()
+        x = torch.ones(3, device=device)
+        reads = ["t.sum().item()", "float(t.sum())", "int(t[0])", "bool(t[0])", "t.tolist()",
+                 "t[0] > 0 and 1", "f'{t.sum():.1f}'"]
+        out = {}
+        for mode in ("inference_mode", "no_grad"):
+            for read in reads:
+                got = []
+                with _crossings.listening(got.append), getattr(torch, mode)():
+                    t = x * 2
+                    value = eval(read, {"t": t})
+                out[f"{mode} {read}"] = [str(value), sum(c.kind.value == "sync" for c in got)]
+        print(json.dumps([out, reads]))
+        """
+    )
+    out, reads = got
+    for read in reads:
+        assert out[f"inference_mode {read}"] == out[f"no_grad {read}"], read
+        assert out[f"no_grad {read}"][1] >= 1, read  # the oracle waited at all

@@ -518,4 +518,8 @@ _SPECIAL = {
     _aten._to_copy.default: _to_copy,
     _aten.copy_.default: _copy_,
     _aten._local_scalar_dense.default: _local_scalar_dense,
+    # An inference tensor has no autograd key, so aten::item and aten::is_nonzero (bool())
+    # reach this subclass whole instead of as _local_scalar_dense: the same read and wait.
+    _aten.item.default: _local_scalar_dense,
+    _aten.is_nonzero.default: _local_scalar_dense,
 }
