@@ -20,11 +20,12 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["Listener", "listen", "listeners", "tell", "unlisten"]
+__all__ = ["Listener", "listen", "listeners", "tell", "tell_wait", "unlisten"]
 
 Listener = Callable[..., None]
 """Called as ``listener(tensors, device, by=mover)``: the tensors left where they were, the
-device they were asked to go to, and who skipped the copies."""
+device they were asked to go to, and who skipped the copies; ``tensors`` is None for a
+wait skipped (:func:`tell_wait`)."""
 
 listeners: list[Listener] = []
 """Who listens now; empty (false) when nobody does. Read it, never change it directly."""
@@ -65,3 +66,17 @@ def tell(tensors: Iterable[Any], device: Any, *, by: str) -> None:
     """
     for listener in tuple(listeners):
         listener(tensors, device, by=by)
+
+
+def tell_wait(device: Any, *, by: str) -> None:
+    """Report that the host did not wait for ``device`` where an accelerator run waits.
+
+    ``torch.cuda.synchronize()`` redirected to the CPU returns at once; on an
+    accelerator it is a host wait, which the audit counts.
+
+    Args:
+        device: The host ``torch.device`` the wait was redirected to.
+        by: The call, as users know it: ``"torch.cuda.synchronize"``.
+    """
+    for listener in tuple(listeners):
+        listener(None, device, by=by)

@@ -98,7 +98,7 @@ class Observer(Protocol):
         self, func: Any, entry: OpEntry, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
 
-    def observe_skipped(self, tensors: Iterable[Any], device: Any, by: str) -> None: ...
+    def observe_skipped(self, tensors: Iterable[Any] | None, device: Any, by: str) -> None: ...
 
     def observe_checkpoint(
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
@@ -187,12 +187,13 @@ def close_block(observer: Observer) -> None:
                 _restores.pop()()
 
 
-def _tell_skipped(tensors: Iterable[Any], device: Any, *, by: str) -> None:
-    """The listener ``torchport._skipped_copies`` calls: pass the news to this thread's audits."""
+def _tell_skipped(tensors: Iterable[Any] | None, device: Any, *, by: str) -> None:
+    """The listener ``torchport._skipped_copies`` calls: pass the news to this thread's audits
+    (``tensors`` None: a wait skipped)."""
     blocks = getattr(_local, "blocks", None)
     if not blocks:
         return  # another thread's mover: its audits (if any) are not this thread's
-    tensors = tuple(tensors)
+    tensors = None if tensors is None else tuple(tensors)
     for observer in blocks:
         if not observer.local.quiet:
             observer.observe_skipped(tensors, device, by)

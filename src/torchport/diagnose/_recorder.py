@@ -332,12 +332,28 @@ class Recorder:
         except Exception:  # the audit must never break the program it watches
             self.tally.dropped += 1
 
-    def observe_skipped(self, tensors: Iterable[Any], device: torch.device, by: str) -> None:
+    def observe_skipped(self, tensors: Iterable[Any] | None, device: torch.device, by: str) -> None:
         """Count copies a torchport mover skipped (tensors already on a host ``device``:
         each a copy an accelerator run makes); never raises. Heard for the whole block:
         with sampling, a batch handed over between steps counts if the next is recorded."""
         try:
             if device.type not in _HOST_TYPES or self.forked:
+                return
+            if tensors is None:  # a wait skipped (torch.cuda.synchronize): one while recorded
+                if self._mode is not None:
+                    where, _ = self._where(sys._getframe(1))
+                    self._count(
+                        Row(
+                            OpKind.SYNC.value,
+                            "host wait (synchronize)",
+                            by,
+                            str(device),
+                            True,
+                            "",
+                            where,
+                        ),
+                        0,
+                    )
                 return
             if self._mode is None and not (self.every > 1 and self.steps % self.every == 0):
                 # between steps of a sampled audit: the batch goes to the next step, which

@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 
-from torchport import _origin, hardware
+from torchport import _origin, _skipped_copies, hardware
+from torchport._device_types import HOST_TYPES
 from torchport.errors import RedirectError
 from torchport.run._cuda_answers import answers, backend_answers, submodule_answers
 from torchport.run._cuda_memory import memory_stand_ins
@@ -213,8 +214,11 @@ class _NullDeviceContext:
 
 def _synchronize(target: torch.device) -> Callable[..., None]:
     def synchronize(device: Any = None) -> None:
-        """Waits for all work queued on the target device (a no-op on the CPU)."""
+        """Waits for all work queued on the target device (a no-op on the CPU, where
+        an audit hears of the wait an accelerator run makes)."""
         hardware.synchronize(target)
+        if _skipped_copies.listeners and target.type in HOST_TYPES:
+            _skipped_copies.tell_wait(target, by="torch.cuda.synchronize")
 
     return synchronize
 

@@ -242,7 +242,39 @@ def _rewrap(func: Any, args: Any, kwargs: Any, out: Any) -> Any:
     host = HOST_OUTPUTS.get(func)
     if host is not None and isinstance(out, tuple):
         return tuple(item if i in host else wrap(item) for i, item in enumerate(out))
+    if torch.is_inference_mode_enabled():
+        return _wrap_in_inference_mode(out, _normal_bases(args))
     return wrap(out)
+
+
+def _normal_bases(args: tuple[Any, ...]) -> set[int]:
+    """The storages holding each normal (not inference) device tensor among ``args``."""
+    return {
+        item._raw.untyped_storage()._cdata
+        for arg in args
+        for item in (arg if isinstance(arg, list | tuple) else (arg,))
+        if isinstance(item, SimTensor) and not item.is_inference()
+    }
+
+
+def _wrap_in_inference_mode(out: Any, bases: set[int]) -> Any:
+    """``wrap(out)`` in inference mode, where a view of a normal tensor is a normal tensor.
+
+    Autograd's view kernel gives such a view the base's version counter after this
+    returns, and refuses an inference tensor ("Cannot set version_counter for inference
+    tensor"); a wrapper made in inference mode is one, so the wrapper of a result whose
+    values share a normal argument's storage is made outside it. Every other
+    result is an inference tensor, as on CUDA.
+    """
+    if isinstance(out, list | tuple):
+        wrapped = [_wrap_in_inference_mode(item, bases) for item in out]
+        return wrapped if isinstance(out, list) else tuple(wrapped)
+    if not isinstance(out, torch.Tensor) or isinstance(out, SimTensor):
+        return out
+    if out.untyped_storage()._cdata in bases:
+        with torch.inference_mode(False):
+            return SimTensor(out)
+    return SimTensor(out)
 
 
 def _match_raw(tensor: SimTensor) -> None:
@@ -486,4 +518,8 @@ _SPECIAL = {
     _aten._to_copy.default: _to_copy,
     _aten.copy_.default: _copy_,
     _aten._local_scalar_dense.default: _local_scalar_dense,
+    # An inference tensor has no autograd key, so aten::item and aten::is_nonzero (bool())
+    # reach this subclass whole instead of as _local_scalar_dense: the same read and wait.
+    _aten.item.default: _local_scalar_dense,
+    _aten.is_nonzero.default: _local_scalar_dense,
 }
