@@ -76,6 +76,12 @@ class Row(NamedTuple):
     where: Where
 
 
+def skipped_wait(by: str, device: str, where: Where) -> Row:
+    """The row of a host wait a stand-in skipped on the CPU (``torch.cuda.synchronize``
+    under ``torchport run``): a wait on an accelerator."""
+    return Row(OpKind.SYNC.value, "host wait (synchronize)", by, device, True, "", where)
+
+
 class Counted(NamedTuple):
     """A row with how often it happened and the bytes it moved or read."""
 

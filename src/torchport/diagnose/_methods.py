@@ -188,8 +188,7 @@ def close_block(observer: Observer) -> None:
 
 
 def _tell_skipped(tensors: Iterable[Any] | None, device: Any, *, by: str) -> None:
-    """The listener ``torchport._skipped_copies`` calls: pass the news to this thread's audits
-    (``tensors`` None: a wait skipped)."""
+    """``torchport._skipped_copies``'s listener (``tensors`` None: a wait), for this thread."""
     blocks = getattr(_local, "blocks", None)
     if not blocks:
         return  # another thread's mover: its audits (if any) are not this thread's

@@ -40,6 +40,7 @@ from torchport.diagnose._events import (
     TRANSFER,
     Row,
     route,
+    skipped_wait,
 )
 from torchport.diagnose._host_held import HostHeld, follow_device, made_on_host
 from torchport.diagnose._host_indexing import HostIndexing
@@ -323,8 +324,7 @@ class Recorder:
             self.tally.dropped += 1
 
     def observe_host_index(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
-        """Count the copies of indexing with what the host built (:mod:`._host_indexing`);
-        never raises."""
+        """Count copies of indexing with what the host built (._host_indexing); never raises."""
         try:
             if self.device_only.watched():  # x[[0, 1]] of a device x: the device's
                 follow_device(self.device_only, args, out)
@@ -333,32 +333,18 @@ class Recorder:
             self.tally.dropped += 1
 
     def observe_skipped(self, tensors: Iterable[Any] | None, device: torch.device, by: str) -> None:
-        """Count copies a torchport mover skipped (tensors already on a host ``device``:
-        each a copy an accelerator run makes); never raises. Heard for the whole block:
-        with sampling, a batch handed over between steps counts if the next is recorded."""
+        """Count copies a torchport mover skipped (tensors already on a host ``device``), or a
+        wait a stand-in skipped (``tensors`` None); never raises. Copies count for the whole
+        block: sampled, a batch handed over between steps counts if the next is recorded."""
         try:
             if device.type not in _HOST_TYPES or self.forked:
                 return
             if tensors is None:  # a wait skipped (torch.cuda.synchronize): one while recorded
                 if self._mode is not None:
-                    where, _ = self._where(sys._getframe(1))
-                    self._count(
-                        Row(
-                            OpKind.SYNC.value,
-                            "host wait (synchronize)",
-                            by,
-                            str(device),
-                            True,
-                            "",
-                            where,
-                        ),
-                        0,
-                    )
+                    self._count(skipped_wait(by, str(device), self._where(sys._getframe(1))[0]), 0)
                 return
             if self._mode is None and not (self.every > 1 and self.steps % self.every == 0):
-                # between steps of a sampled audit: the batch goes to the next step, which
-                # is recorded only if it is sampled
-                return
+                return  # between a sampled audit's steps: the batch is the next step's
             where, _ = self._where(sys._getframe(1))
             phase = DATA_LOADING if _host_work.loading(sys._getframe()) else ""
             row = Row(
@@ -500,7 +486,7 @@ class Recorder:
     def observe_checkpoint(
         self, func: Any, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any
     ) -> None:
-        """``torch.save`` or ``torch.load`` ran (see :mod:`._checkpoints`); never raises."""
+        """``torch.save`` or ``torch.load`` ran (:mod:`._checkpoints`); never raises."""
         self.checkpoints.observe(func, args, kwargs, out)
 
 

@@ -25,6 +25,7 @@ from torchport.errors import DeviceError
 from torchport.sim import _host
 from torchport.sim._cells import CPU_STANDINS
 from torchport.sim._index_put import INDEX_PUTS, check_index_put
+from torchport.sim._inference_views import normal_bases, wrap_in_inference_mode
 from torchport.sim._ledger import LEDGER
 from torchport.sim._rules import (
     HOST_OUTPUTS,
@@ -243,38 +244,8 @@ def _rewrap(func: Any, args: Any, kwargs: Any, out: Any) -> Any:
     if host is not None and isinstance(out, tuple):
         return tuple(item if i in host else wrap(item) for i, item in enumerate(out))
     if torch.is_inference_mode_enabled():
-        return _wrap_in_inference_mode(out, _normal_bases(args))
+        return wrap_in_inference_mode(out, normal_bases(args, SimTensor), SimTensor)
     return wrap(out)
-
-
-def _normal_bases(args: tuple[Any, ...]) -> set[int]:
-    """The storages holding each normal (not inference) device tensor among ``args``."""
-    return {
-        item._raw.untyped_storage()._cdata
-        for arg in args
-        for item in (arg if isinstance(arg, list | tuple) else (arg,))
-        if isinstance(item, SimTensor) and not item.is_inference()
-    }
-
-
-def _wrap_in_inference_mode(out: Any, bases: set[int]) -> Any:
-    """``wrap(out)`` in inference mode, where a view of a normal tensor is a normal tensor.
-
-    Autograd's view kernel gives such a view the base's version counter after this
-    returns, and refuses an inference tensor ("Cannot set version_counter for inference
-    tensor"); a wrapper made in inference mode is one, so the wrapper of a result whose
-    values share a normal argument's storage is made outside it. Every other
-    result is an inference tensor, as on CUDA.
-    """
-    if isinstance(out, list | tuple):
-        wrapped = [_wrap_in_inference_mode(item, bases) for item in out]
-        return wrapped if isinstance(out, list) else tuple(wrapped)
-    if not isinstance(out, torch.Tensor) or isinstance(out, SimTensor):
-        return out
-    if out.untyped_storage()._cdata in bases:
-        with torch.inference_mode(False):
-            return SimTensor(out)
-    return SimTensor(out)
 
 
 def _match_raw(tensor: SimTensor) -> None:
