@@ -95,9 +95,12 @@ for where, source in BLOCKS:
 
 
 def shows(expected: str, printed: str) -> bool:
-    """Whether ``printed`` is the output line ``expected`` shows (``...`` in it: any text)."""
+    """Whether ``printed`` is the output line ``expected`` shows (``...`` in it: any text).
+
+    Trailing blanks do not count, on either side: a printed line is matched as printed
+    and without them (``" ..."`` shows a printed ``" "``, whose stripped form is empty)."""
     pattern = ".*".join(re.escape(piece) for piece in expected.rstrip().split("..."))
-    return re.fullmatch(pattern, printed.rstrip(), re.S) is not None
+    return any(re.fullmatch(pattern, line, re.S) for line in (printed.rstrip(), printed))
 
 
 def run_python(group: list[Block], folder: Path) -> None:
