@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.sim.isolated import audit_counts
+from tests.sim.isolated import assert_predicted_as_measured
 
 pytestmark = [pytest.mark.needs_simulator, pytest.mark.slow]  # a child process per example
 
@@ -83,9 +83,7 @@ def programs(draw: st.DrawFn) -> str:
 def test_host_makers_bound_by_the_program_anywhere_are_predicted_as_measured(
     sources: list[str],
 ) -> None:
-    for source, counted in zip(sources, audit_counts(sources), strict=True):
-        assert counted["predicted"] == counted["measured"], source
-        assert counted["notes"] == {"predicted": [], "measured": []}, source
+    assert_predicted_as_measured(sources)
 
 
 def test_the_program_s_names_are_its_own_again_after_the_audit() -> None:

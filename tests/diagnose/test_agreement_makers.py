@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.sim.isolated import audit_counts
+from tests.sim.isolated import assert_predicted_as_measured, audit_counts
 
 pytestmark = pytest.mark.needs_simulator
 
@@ -93,9 +93,7 @@ def test_tensors_made_by_legacy_constructors_and_wrappers_are_predicted_as_measu
     batch: list[list[str]],
 ) -> None:
     sources = [_program(body) for body in batch]
-    for source, counted in zip(sources, audit_counts(sources), strict=True):
-        assert counted["predicted"] == counted["measured"], source
-        assert counted["notes"] == {"predicted": [], "measured": []}, source
+    assert_predicted_as_measured(sources)
 
 
 def test_a_word_list_filled_into_a_legacy_long_tensor_copies_nothing() -> None:
@@ -215,9 +213,7 @@ def test_what_shares_a_moved_module_tensor_s_data_is_the_device_s(
         _program(_MODULE + [use.format(share.format(name)) for name, share, use in uses])
         for uses in batch
     ]
-    for source, counted in zip(sources, audit_counts(sources), strict=True):
-        assert counted["predicted"] == counted["measured"], source
-        assert counted["notes"] == {"predicted": [], "measured": []}, source
+    assert_predicted_as_measured(sources)
 
 
 def test_a_backward_pass_s_waits_are_the_backward_call_s_line() -> None:

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.sim.isolated import audit_counts
+from tests.sim.isolated import assert_predicted_as_measured, audit_counts
 from torchport.diagnose._two_faced import UNTOLD
 
 pytestmark = [pytest.mark.needs_simulator, pytest.mark.slow]  # a child process per example
@@ -81,9 +81,7 @@ def test_one_object_for_a_host_and_a_device_tensor_is_told_apart_by_name(
     batch: list[list[str]],
 ) -> None:
     sources = [_program(body) for body in batch]
-    for source, counted in zip(sources, audit_counts(sources), strict=True):
-        assert counted["predicted"] == counted["measured"], source
-        assert counted["notes"] == {"predicted": [], "measured": []}, source
+    assert_predicted_as_measured(sources)
 
 
 def test_a_host_copy_no_name_holds_leaves_the_device_tensor_the_device_s() -> None:

@@ -78,3 +78,12 @@ def audit_counts(sources: list[str]) -> list[dict[str, dict[str, int]]]:
         line, and notes holds each run's ``report.unpredicted`` (what it left unpredicted).
     """
     return run_isolated(_AUDIT_CHILD.format(sources=json.dumps(sources)))  # type: ignore[no-any-return]
+
+
+def assert_predicted_as_measured(sources: list[str], *, notes_allowed: bool = False) -> None:
+    """Each source's per-line counts on the CPU (predicted) equal those on the simulated
+    accelerator (measured); unless ``notes_allowed``, neither run left anything unpredicted."""
+    for source, counted in zip(sources, audit_counts(sources), strict=True):
+        assert counted["predicted"] == counted["measured"], source
+        if not notes_allowed:
+            assert counted["notes"] == {"predicted": [], "measured": []}, source

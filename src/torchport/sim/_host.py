@@ -89,6 +89,22 @@ def _user_line() -> tuple[str, int, str]:
     return found if found is not None else ("", 0, "")
 
 
+def _publish(
+    kind: CrossingKind,
+    op: str,
+    nbytes: int,
+    label: str,
+    *,
+    pinned: bool = False,
+    non_blocking: bool = False,
+) -> None:
+    """Publish one crossing, charged to the program's line that led to it."""
+    filename, lineno, function = _user_line()
+    _crossings.publish(
+        Crossing(kind, op, nbytes, pinned, non_blocking, filename, lineno, function, _DEVICE, label)
+    )
+
+
 def copied(
     kind: CrossingKind,
     op: str,
@@ -104,11 +120,8 @@ def copied(
     nbytes = tensor.numel() * tensor.element_size()
     if not nbytes or not _crossings.watched():
         return
-    filename, lineno, function = _user_line()
     label = label or ("copy (.to()/.cpu()/.cuda())" if "to_copy" in op else f"copy ({op})")
-    _crossings.publish(
-        Crossing(kind, op, nbytes, pinned, non_blocking, filename, lineno, function, _DEVICE, label)
-    )
+    _publish(kind, op, nbytes, label, pinned=pinned, non_blocking=non_blocking)
 
 
 def copied_bytes(kind: CrossingKind, op: str, nbytes: int, label: str = "") -> None:
@@ -117,21 +130,7 @@ def copied_bytes(kind: CrossingKind, op: str, nbytes: int, label: str = "") -> N
     with no ``True``) copies nothing."""
     if not nbytes or not _crossings.watched():
         return
-    filename, lineno, function = _user_line()
-    _crossings.publish(
-        Crossing(
-            kind,
-            op,
-            nbytes,
-            False,
-            False,
-            filename,
-            lineno,
-            function,
-            _DEVICE,
-            label or f"copy inside {op}",
-        )
-    )
+    _publish(kind, op, nbytes, label or f"copy inside {op}")
 
 
 def waited(op: str, label: str = "", nbytes: int = 0) -> None:
@@ -143,21 +142,7 @@ def waited(op: str, label: str = "", nbytes: int = 0) -> None:
     synchronize()
     if not _crossings.watched():
         return
-    filename, lineno, function = _user_line()
-    _crossings.publish(
-        Crossing(
-            CrossingKind.SYNC,
-            op,
-            nbytes,
-            False,
-            False,
-            filename,
-            lineno,
-            function,
-            _DEVICE,
-            label or f"host wait ({op})",
-        )
-    )
+    _publish(CrossingKind.SYNC, op, nbytes, label or f"host wait ({op})")
 
 
 def _garbage_like(real: torch.Tensor) -> torch.Tensor:
