@@ -27,7 +27,7 @@ from tests.check.port.siblings import load
 from torchport.check._context import Context
 from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._device_flow import MOVES, PortScope, names_of
-from torchport.check.port._facts import _MODEL_PARAM, PortFacts
+from torchport.check.port._facts import PortFacts, _model_parameters
 from torchport.check.port._structure import FileStructure
 
 pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
@@ -233,10 +233,9 @@ class _OldModelSearch(PortFacts):
     def _old_scope_models(self, scope: PortScope) -> None:
         node = scope.node
         if isinstance(node, _FUNCTIONS):
-            a = node.args
-            for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):
-                if _MODEL_PARAM.search(p.arg):
-                    scope.models.add(p.arg)
+            # which parameters are models by their names and defaults is a rule of its own
+            # (the port's, n31d's setting words): the rounds are what this reference holds
+            scope.models.update(_model_parameters(node.args))
         changed = True
         while changed:
             changed = False
