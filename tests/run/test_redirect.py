@@ -114,6 +114,25 @@ def test_the_script_sees_one_cuda_device(untouched: Callable[[], None]) -> None:
     untouched()
 
 
+@pytest.mark.skipif(
+    tp.hardware.accelerator_type() is not None, reason="torch.accelerator answers for a real one"
+)
+@pytest.mark.parametrize("target", ["cpu", "meta"])
+def test_torch_accelerator_synchronize_waits_for_a_host_target(target: str) -> None:
+    # A script whose CUDA work went to the host waits with the generic API (what fix writes).
+    original = torch.accelerator.synchronize
+    with pytest.raises(RuntimeError, match="none is available"):
+        original()
+    with tp.redirect(target), tp.audit() as report:
+        x = torch.ones(3, device="cuda") * 2
+        torch.accelerator.synchronize()
+        line = sys._getframe().f_lineno - 1
+    assert x.device.type == target
+    waits = [e for e in report.entries if e.op == "torch.accelerator.synchronize"]
+    assert [e.line for e in waits] == [line]
+    assert torch.accelerator.synchronize is original
+
+
 def test_legacy_cuda_tensor_types_build_on_the_target() -> None:
     with tp.redirect("cpu"):
         filled = torch.cuda.FloatTensor(2, 3).fill_(1.5)

@@ -212,13 +212,13 @@ class _NullDeviceContext:
         return None
 
 
-def _synchronize(target: torch.device) -> Callable[..., None]:
+def _synchronize(target: torch.device, by: str = "torch.cuda.synchronize") -> Callable[..., None]:
     def synchronize(device: Any = None) -> None:
         """Waits for all work queued on the target device (a no-op on the CPU, where
         an audit hears of the wait an accelerator run makes)."""
         hardware.synchronize(target)
         if _skipped_copies.listeners and target.type in HOST_TYPES:
-            _skipped_copies.tell_wait(target, by="torch.cuda.synchronize")
+            _skipped_copies.tell_wait(target, by=by)
 
     return synchronize
 

@@ -15,8 +15,15 @@ import torch
 from torch import serialization
 
 from torchport import hardware
+from torchport._device_types import HOST_TYPES
 from torchport.errors import DeviceError, RedirectError
-from torchport.run._cuda_shim import _LEGACY_DTYPES, Patch, stand_in_class, stand_in_function
+from torchport.run._cuda_shim import (
+    _LEGACY_DTYPES,
+    Patch,
+    _synchronize,
+    stand_in_class,
+    stand_in_function,
+)
 from torchport.run._notice import acting
 from torchport.sim import is_simulated
 
@@ -304,4 +311,21 @@ def torch_patches(target: torch.device) -> list[Patch]:
         *_module_patches(target),
         *_default_device_patches(target),
         *_distributed_patches(target),
+        *_accelerator_patches(target),
     ]
+
+
+def _accelerator_patches(target: torch.device) -> list[Patch]:
+    """``torch.accelerator.synchronize()`` on a host target, on a machine without an accelerator.
+
+    A script whose CUDA work the redirect sent to the host and that waits for it with
+    ``torch.accelerator.synchronize()`` (what ``torchport fix`` writes) would raise "none is
+    available": the wait is for the target, as ``torch.cuda.synchronize()``'s is. The other
+    ``torch.accelerator`` answers stay torch's: the program asked what the machine has.
+    """
+    if target.type not in HOST_TYPES or hardware.accelerator_type() is not None:
+        return []
+    if not hasattr(torch, "accelerator") or not hasattr(torch.accelerator, "synchronize"):
+        return []
+    wait = _synchronize(target, by="torch.accelerator.synchronize")
+    return [(torch.accelerator, "synchronize", wait)]
