@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 # What torch raises when it cannot copy a tensor to a device (see leaf_failure: not all of it).
-COPY_FAILURES: tuple[type[Exception], ...] = (NotImplementedError, TypeError, RuntimeError)
+COPY_FAILURES = (NotImplementedError, TypeError, RuntimeError)
 # Of those, the failures that are not the tensor's own: memory, a broken device, torchport's.
 _NOT_THE_LEAF: tuple[type[Exception], ...] = (
     TorchportError,
