@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch.utils.data import (
     BatchSampler,
@@ -312,6 +312,58 @@ def test_cuda_path_copies_on_one_side_stream_and_guards_each_hand_over(
         assert len(backend.consumer.waited) == 5 * (epoch + 1)
     assert len(backend.streams) == 1  # one side stream for the loader's life
     assert loader.stats.packed_batches == 10
+
+
+class _Moves:
+    """An object with its own ``.to`` (held whole as the batch, or inside a dict)."""
+
+    def __init__(self, x: torch.Tensor) -> None:
+        self.x = x
+
+    def to(self, device: Any) -> _Moves:
+        return _Moves(self.x.to(device))
+
+
+def _reused(how: str, n: int) -> Iterator[Any]:
+    """A source that yields one object again and again, changing it (or, "fresh", new ones)."""
+    obj = _Moves(torch.zeros(1, 2))
+    for i in range(n):
+        if how == "fresh":
+            obj = _Moves(torch.zeros(i + 1, 2))
+        elif how in ("assigned", "assigned_inside"):
+            obj.x = torch.zeros(i + 1, 2)
+        else:  # "in_place": same tensor, new values (the shape says which batch it is)
+            obj.x.resize_(i + 1, 2)
+        yield {"o": obj, "i": i} if how == "assigned_inside" else obj
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    how=st.sampled_from(["fresh", "assigned", "assigned_inside", "in_place"]),
+    depth=st.integers(1, 3),
+    n=st.integers(2, 5),
+)
+def test_cuda_path_never_hands_over_a_later_batchs_values(
+    fake_accelerator: Callable[..., Any], how: str, depth: int, n: int
+) -> None:
+    # Objects with their own .to are moved at hand-over, batches read ahead: a source
+    # that changes one object per batch must not get batch i+depth's values handed
+    # over as batch i. The oracle: the source's own count (each batch's x has i+1
+    # rows); each hand-over is that batch or a refusal, and a fresh source is never refused.
+    fake_accelerator([GIB])
+    loader = tp.DeviceLoader(_reused(how, n), "meta", depth=depth, pack=True)
+    got: list[int] = []
+    try:
+        for batch in loader._iter_async():
+            moved = batch["o"] if isinstance(batch, dict) else batch
+            assert moved.x.is_meta
+            got.append(moved.x.shape[0])
+    except tp.UnsupportedBatchError as exc:
+        assert how != "fresh", exc
+        assert "changed after DeviceLoader read it" in str(exc)
+    assert got == list(range(1, len(got) + 1))
+    assert how != "fresh" or len(got) == n
 
 
 def test_cuda_path_moves_sparse_nested_and_subclass_tensors_on_the_consumer_stream(
