@@ -13,6 +13,7 @@ import collections
 import dataclasses
 import enum
 import gc
+import itertools
 import weakref
 from typing import Any
 
@@ -136,6 +137,7 @@ def _fresh_key(kind: str) -> tuple[Any, Any]:
     return ("k", cls), cls  # a tuple holding a class
 
 
+_CALLS = (f"call {i}" for i in itertools.count())
 _key_kinds = st.sampled_from(["tensor", "enum", "instance", "class", "tuple"])
 
 
@@ -155,7 +157,8 @@ def test_a_batchs_mapping_keys_and_a_defaultdicts_factory_are_not_kept(
     for _ in range(2):  # the second batch of the same shape meets what the first left
         keys = [_fresh_key(kind) for kind in kinds]
         refs += [weakref.ref(watched) for _, watched in keys]
-        items = [(key, torch.ones(2)) for key, _ in keys] + [("n", [torch.zeros(1)])]
+        # A key of its own per call: a structure never met before, so each call's is kept.
+        items = [(key, torch.ones(2)) for key, _ in keys] + [(next(_CALLS), [torch.zeros(1)])]
         factory = fresh.make_class("plain")
         refs.append(weakref.ref(factory))
         inner: Any = (
@@ -171,7 +174,7 @@ def test_a_batchs_mapping_keys_and_a_defaultdicts_factory_are_not_kept(
             out = next(iter(tp.DeviceLoader([batch], device="meta")))
         else:
             out = tp.to_device(batch, "meta", skip_keys=skip)
-        assert out["l"][0].is_meta and out["m"]["n"][0].is_meta
+        assert out["l"][0].is_meta and all(t.is_meta for t in out["m"][items[-1][0]])
         del keys, items, factory, inner, batch, out, skip
     gc.collect()
     alive = [ref() for ref in refs if ref() is not None]
