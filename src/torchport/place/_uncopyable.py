@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from torchport.errors import TorchportError, UnsupportedBatchError
+from torchport.hardware import DEVICE_FAILURES
 from torchport.place._layout import BatchLayout
 from torchport.place._locate import ROOT, find_path, find_state_path
 from torchport.place._objects import on_device
@@ -41,11 +42,7 @@ __all__ = [
 # What torch raises when it cannot copy a tensor to a device (see leaf_failure: not all of it).
 COPY_FAILURES = (NotImplementedError, TypeError, RuntimeError)
 # Of those, the failures that are not the tensor's own: memory, a broken device, torchport's.
-_NOT_THE_LEAF: tuple[type[Exception], ...] = (
-    TorchportError,
-    torch.OutOfMemoryError,
-    *((torch.AcceleratorError,) if hasattr(torch, "AcceleratorError") else ()),
-)
+_NOT_THE_LEAF: tuple[type, ...] = (TorchportError, *DEVICE_FAILURES)
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})
 _SUBCLASS = " (torch.Tensor subclass)"
 
