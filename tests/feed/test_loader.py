@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch.utils.data import (
     BatchSampler,
@@ -138,6 +138,32 @@ class EpochBatches(BatchSampler):
         self.epoch = epoch
 
 
+class _Around(torch.utils.data.Sampler[int]):
+    """A sampler of one's own around another, without a ``set_epoch``."""
+
+    def __init__(self, sampler: Any) -> None:
+        self.sampler = sampler
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.sampler)
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+
+class _Shard:
+    """A batch sampler that hands on another's batches (held as ``.batch_sampler``)."""
+
+    def __init__(self, batch_sampler: Any) -> None:
+        self.batch_sampler = batch_sampler
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.batch_sampler)
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+
 def test_set_epoch_reaches_every_part_that_orders_batches() -> None:
     ds = TensorDataset(torch.arange(12.0))
     # A plain DataLoader: its RandomSampler reorders by itself, so set_epoch is a no-op.
@@ -154,6 +180,14 @@ def test_set_epoch_reaches_every_part_that_orders_batches() -> None:
     own = EpochBatches(inner, batch_size=3, drop_last=False)
     tp.DeviceLoader(DataLoader(ds, batch_sampler=own), "meta").set_epoch(4)
     assert (own.epoch, inner.epoch) == (4, 4)
+    # Deeper: a batch sampler sharding another (accelerate's BatchSamplerShard holds it as
+    # .batch_sampler), and a sampler of one's own wrapping a distributed one (.sampler).
+    deep: DistributedSampler[Any] = DistributedSampler(ds, num_replicas=2, rank=1)
+    shard = _Shard(BatchSampler(_Around(deep), batch_size=2, drop_last=False))
+    deep_loader = tp.DeviceLoader(DataLoader(ds, batch_sampler=shard), "cpu")
+    deep_loader.set_epoch(5)
+    assert deep.epoch == 5
+    assert sorted(int(x) for b in deep_loader for x in b[0]) == sorted(deep)
     with pytest.raises(TypeError, match="int"):
         plain.set_epoch("1")  # type: ignore[arg-type]
 
@@ -278,6 +312,58 @@ def test_cuda_path_copies_on_one_side_stream_and_guards_each_hand_over(
         assert len(backend.consumer.waited) == 5 * (epoch + 1)
     assert len(backend.streams) == 1  # one side stream for the loader's life
     assert loader.stats.packed_batches == 10
+
+
+class _Moves:
+    """An object with its own ``.to`` (held whole as the batch, or inside a dict)."""
+
+    def __init__(self, x: torch.Tensor) -> None:
+        self.x = x
+
+    def to(self, device: Any) -> _Moves:
+        return _Moves(self.x.to(device))
+
+
+def _reused(how: str, n: int) -> Iterator[Any]:
+    """A source that yields one object again and again, changing it (or, "fresh", new ones)."""
+    obj = _Moves(torch.zeros(1, 2))
+    for i in range(n):
+        if how == "fresh":
+            obj = _Moves(torch.zeros(i + 1, 2))
+        elif how in ("assigned", "assigned_inside"):
+            obj.x = torch.zeros(i + 1, 2)
+        else:  # "in_place": same tensor, new values (the shape says which batch it is)
+            obj.x.resize_(i + 1, 2)
+        yield {"o": obj, "i": i} if how == "assigned_inside" else obj
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    how=st.sampled_from(["fresh", "assigned", "assigned_inside", "in_place"]),
+    depth=st.integers(1, 3),
+    n=st.integers(2, 5),
+)
+def test_cuda_path_never_hands_over_a_later_batchs_values(
+    fake_accelerator: Callable[..., Any], how: str, depth: int, n: int
+) -> None:
+    # Objects with their own .to are moved at hand-over, batches read ahead: a source
+    # that changes one object per batch must not get batch i+depth's values handed
+    # over as batch i. The oracle: the source's own count (each batch's x has i+1
+    # rows); each hand-over is that batch or a refusal, and a fresh source is never refused.
+    fake_accelerator([GIB])
+    loader = tp.DeviceLoader(_reused(how, n), "meta", depth=depth, pack=True)
+    got: list[int] = []
+    try:
+        for batch in loader._iter_async():
+            moved = batch["o"] if isinstance(batch, dict) else batch
+            assert moved.x.is_meta
+            got.append(moved.x.shape[0])
+    except tp.UnsupportedBatchError as exc:
+        assert how != "fresh", exc
+        assert "changed after DeviceLoader read it" in str(exc)
+    assert got == list(range(1, len(got) + 1))
+    assert how != "fresh" or len(got) == n
 
 
 def test_cuda_path_moves_sparse_nested_and_subclass_tensors_on_the_consumer_stream(
@@ -543,8 +629,27 @@ def test_set_epoch_warns_when_a_combined_loaders_part_keeps_persistent_workers(
         tp.DeviceLoader(Combined(none_stuck), device="cpu").set_epoch(3)
 
 
+class _Holding(torch.utils.data.Dataset[Any]):
+    """A wrapper of one's own, without ``set_epoch``: it holds its dataset as ``.dataset``."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.dataset[i]
+
+
 def _wrapped(dataset: Any, how: str) -> Any:
-    """``dataset`` inside torch's wrappers that have no ``set_epoch`` of their own."""
+    """``dataset`` inside wrappers that have no ``set_epoch`` of their own."""
+    if how == "stack":  # torch's StackDataset of a tuple: items are tuples
+        return torch.utils.data.StackDataset(dataset, dataset)
+    if how == "stack_dict":
+        return torch.utils.data.StackDataset(a=torch.utils.data.Subset(dataset, [0]), b=dataset)
+    if how == "own":
+        return _Holding(torch.utils.data.Subset(_Holding(dataset), [0]))
     if how == "subset":
         return torch.utils.data.Subset(dataset, [0])
     if how == "concat":
@@ -554,14 +659,16 @@ def _wrapped(dataset: Any, how: str) -> Any:
     return torch.utils.data.Subset(torch.utils.data.ConcatDataset([dataset]), [0])  # nested
 
 
-@pytest.mark.parametrize("how", ["subset", "concat", "nested"])
+@pytest.mark.parametrize("how", ["subset", "concat", "nested", "stack", "stack_dict", "own"])
 def test_set_epoch_reaches_a_dataset_inside_a_subset_or_concat(how: str) -> None:
     # The oracle is the items themselves: each says the epoch its dataset was told.
     table = _EpochTable()
     loader = tp.DeviceLoader(DataLoader(_wrapped(table, how), batch_size=None), "cpu")
     loader.set_epoch(3)
     assert table.epoch == 3
-    assert [int(x) for x in loader][-1:] == [3]
+    last = [x for x in loader][-1]
+    values = last.values() if isinstance(last, dict) else last if isinstance(last, list) else [last]
+    assert {int(v) for v in values} == {3}
     # Behind persistent workers that copy of it misses the epoch: warned once.
     stuck = DataLoader(
         _wrapped(_EpochTable(), how), batch_size=None, num_workers=1, persistent_workers=True

@@ -201,6 +201,44 @@ def test_dtype_casts_floating_tensors_only() -> None:
         assert torch.equal(got, want)
 
 
+_FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+
+
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    source=st.sampled_from(_FLOATS),
+    cast=st.sampled_from([*_FLOATS, torch.float8_e4m3fn, None]),
+    how=st.sampled_from(["neg_view", "conj_imag", "neg_transposed"]),
+    packed=st.booleans(),
+)
+def test_a_negative_view_keeps_its_sign_through_a_cast(
+    seed: int, source: torch.dtype, cast: torch.dtype | None, how: str, packed: bool
+) -> None:
+    # A negative view (z.conj().imag, torch._neg_view) is bytes plus a sign bit. The
+    # oracle: negation commutes with rounding, so the value is -(the plain bytes cast).
+    g = torch.Generator().manual_seed(seed)
+    plain = torch.randn(3, 4, generator=g, dtype=torch.float64).to(source)
+    if how == "conj_imag":
+        if source not in (torch.float32, torch.float64):
+            return  # a complex tensor's parts are float32 or float64
+        src = torch.complex(torch.zeros_like(plain), plain).conj().imag
+    elif how == "neg_transposed":
+        plain = plain.t()
+        src = torch._neg_view(plain)
+    else:
+        src = torch._neg_view(plain)
+    assert src.is_neg()
+    want = plain.to(cast or source).to(torch.float64).neg()
+    sources = [src, *(torch.ones(2) for _ in range(4))]
+    if packed:
+        got = pack_to_device(sources, "cpu", non_blocking=False, dtype=cast)[0]
+    else:
+        done = transfer(sources, "cpu", non_blocking=False, dtype=cast, packed=False)
+        got = done.tensors[0]
+    assert got.dtype == (cast or source)
+    assert torch.equal(got.to(torch.float64), want), (got, want)
+
+
 def test_duplicates_stay_shared_and_unstageable_tensors_are_moved_one_by_one() -> None:
     t = torch.ones(4)
     grad = torch.ones(3, requires_grad=True)

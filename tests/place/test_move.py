@@ -98,7 +98,9 @@ def test_objects_with_to_get_the_keywords_they_accept() -> None:
     assert out["r"] is out["again"] and out["r"] is not rec and rec.calls == []
     device, kwargs = out["r"].calls[0]
     assert len(out["r"].calls) == 1 and device == META
-    assert kwargs == {"non_blocking": False, "dtype": torch.float16}
+    # Not dtype: its tensors reach its .to cast already (floating ones only); a dtype
+    # handed on would let the .to cast its integer tensors too.
+    assert kwargs == {"non_blocking": False}
     (back,) = tp.to_device([rec], "meta", non_blocking=True)
     assert back.calls == [(META, {"non_blocking": True})] and rec.calls == []
     # Nothing to move: no copy, no call.
@@ -573,6 +575,78 @@ def test_a_tensor_torch_cannot_copy_inside_an_own_to_object_is_named_by_its_path
             move(batch)
         message = str(info.value)
         assert message.startswith(f"{where}{tail} is a {kind} tensor"), message
+
+
+class _Refusing(torch.Tensor):
+    """A tensor whose copies raise ``error``: a subclass or a backend refusing the copy itself
+    (MPS raises ``TypeError`` for float64; a subclass may raise ``RuntimeError``)."""
+
+    error: type[Exception] = RuntimeError
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func is torch.Tensor.to:
+            raise cls.error("refuses the copy")
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+class _RefusingType(_Refusing):
+    error = TypeError
+
+
+class _OutOfMemory(_Refusing):
+    error = torch.OutOfMemoryError
+
+
+_REFUSING = {RuntimeError: _Refusing, TypeError: _RefusingType}
+
+
+@given(
+    error=st.sampled_from([RuntimeError, TypeError]),
+    shape=st.sampled_from(["bare", "dict", "deep", "own_to", "own_to_dict", "module"]),
+    way=st.sampled_from(["to_device", "loader"]),
+)
+def test_a_tensor_whose_copy_raises_is_refused_by_its_path_and_reason(
+    error: type[Exception], shape: str, way: str
+) -> None:
+    # Every failure to copy a leaf, not only torch's NotImplementedError: named by its
+    # path (read by the test from where it put the tensor) with torch's reason.
+    cls = _REFUSING[error]
+    bad = torch.ones(2).as_subclass(cls)
+    module = torch.nn.Linear(1, 1)
+    module.register_buffer("bad", bad)
+    batch, where = {
+        "bare": (bad, "batch"),
+        "dict": ({"ok": torch.ones(1), "bad": bad}, "batch['bad']"),
+        "deep": ({"a": ({"b": [torch.ones(1), bad]},), "n": 3}, "batch['a'][0]['b'][1]"),
+        "own_to": ([torch.ones(1), _OwnTo(g=torch.ones(1), bad=bad)], "batch[1].bad"),
+        "own_to_dict": ({"o": _OwnTo(d={"k": bad})}, "batch['o'].d['k']"),
+        "module": (module, "Linear 'bad'"),
+    }[shape]
+    if shape == "module" and way == "loader":
+        return  # modules are moved by to_device only
+    with pytest.raises(tp.UnsupportedBatchError) as info:
+        if way == "loader":
+            next(iter(tp.DeviceLoader([batch], device="meta")))
+        else:
+            tp.to_device(batch, "meta")
+    message = str(info.value)
+    assert message.startswith(f"{where} is a {cls.__qualname__} (torch.Tensor subclass)"), message
+    assert f"({error.__name__}: refuses the copy)" in message
+    assert module.weight.device.type == "cpu"  # nothing moved
+
+
+def test_running_out_of_memory_is_not_the_leafs_fault_and_stays_torchs_error() -> None:
+    bad = torch.ones(2).as_subclass(_OutOfMemory)
+    module = torch.nn.Linear(1, 1)
+    module.register_buffer("bad", bad)
+    for move in (
+        lambda: tp.to_device({"a": [torch.ones(1), bad]}, "meta"),
+        lambda: next(iter(tp.DeviceLoader([{"a": bad}], device="meta"))),
+        lambda: tp.to_device(module, "meta"),
+    ):
+        with pytest.raises(torch.OutOfMemoryError):
+            move()
 
 
 def test_a_meta_tensor_cannot_come_back_and_says_where_it_is() -> None:

@@ -36,10 +36,15 @@ POOL = [
     torch.zeros(1, 2, 2, 2).contiguous(memory_format=torch.channels_last),
     torch.tensor(3),
     torch.linspace(0, 1, 5, dtype=torch.float64),
+    # Negative views (a sign bit torch keeps apart from the bytes): casts must keep it.
+    torch._neg_view(torch.linspace(-2, 3, 4)),
+    torch._neg_view(torch.linspace(-1, 2, 3, dtype=torch.float16)),
+    torch.tensor([1 + 2j, -3 - 1j]).conj().imag,
 ]
 OPTIONS = st.sampled_from(
     [{{}}, {{"pack": True}}, {{"pack": False}}, {{"skip_keys": ("ids",)}},
-     {{"dtype": torch.float64}}]
+     {{"dtype": torch.float64}}, {{"pack": True, "dtype": torch.float16}},
+     {{"pack": True, "dtype": torch.float32}}]
 )
 count = {{"moved": 0, "loaded": 0}}
 
@@ -74,15 +79,30 @@ def loads(batches):
         count["loaded"] += 1
 
 
+def negative_views():
+    # The packed gather casts on the host: a negative view's sign must survive it (torch's
+    # CPU copy_ between float16 and float32 drops it). Oracle: negation commutes with rounding.
+    count["negative"] = 0
+    for source in (torch.float16, torch.float32, torch.float64):
+        plain = torch.linspace(-2, 3, 6, dtype=source)
+        for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+            batch = {{"n": torch._neg_view(plain), "rest": [torch.ones(2)] * 3 + [torch.zeros(1)]}}
+            out = tp.to_device(batch, SIM, pack=True, dtype=dtype)
+            want = plain.to(dtype).neg()
+            assert out["n"].device == SIM and torch.equal(out["n"].cpu(), want), (source, dtype)
+            count["negative"] += 1
+
+
 moves()
 loads()
+negative_views()
 print(json.dumps(count))
 """
 
 
 def test_moves_and_loads_to_the_simulated_accelerator_keep_values_and_the_invariant() -> None:
     count = run_isolated(_CHILD, timeout=600)
-    assert count["moved"] >= 40 and count["loaded"] >= 15
+    assert count["moved"] >= 40 and count["loaded"] >= 15 and count["negative"] == 12
 
 
 # Tensor subclasses. Every tensor on the simulated accelerator is the simulator's own

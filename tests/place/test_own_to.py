@@ -22,7 +22,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import torchport as tp
+from tests.place.siblings import load
 
+reachability = load("reachability")
 META = torch.device("meta")
 
 
@@ -382,3 +384,63 @@ def test_a_tensordict_inside_another_and_elsewhere_is_never_split(outside: str) 
         )
         assert moved_outer["s"] is moved_inner and moved_inner["a"].is_meta
     assert outer["s"] is inner and not inner["a"].is_meta  # the input as it was
+
+
+class _Forwards:
+    """An own ``.to`` that hands every argument on to each tensor (as TensorDict's casts all)."""
+
+    def __init__(self, **state: Any) -> None:
+        self.__dict__.update(state)
+
+    def to(self, *args: Any, **kwargs: Any) -> _Forwards:
+        return _Forwards(**{k: v.to(*args, **kwargs) for k, v in vars(self).items()})
+
+
+class _TakesDtype(_Forwards):
+    """The same, with the device, ``dtype`` and ``non_blocking`` named."""
+
+    def to(  # type: ignore[override]
+        self, device: Any, dtype: torch.dtype | None = None, non_blocking: bool = False
+    ) -> _TakesDtype:
+        moved = {
+            k: v.to(device, dtype=dtype, non_blocking=non_blocking) for k, v in vars(self).items()
+        }
+        return _TakesDtype(**moved)
+
+
+_KINDS_OF_DTYPE = [torch.int64, torch.int32, torch.uint8, torch.bool, torch.float32, torch.float64]
+
+
+@given(
+    cls=st.sampled_from([_Forwards, _TakesDtype]),
+    held=st.lists(st.sampled_from(_KINDS_OF_DTYPE), min_size=1, max_size=4),
+    where=st.sampled_from(["root", "dict", "list"]),
+    dtype=st.sampled_from([torch.float16, torch.bfloat16, torch.float64]),
+)
+def test_dtype_casts_only_the_floating_tensors_of_an_own_to_object(
+    cls: type, held: list[torch.dtype], where: str, dtype: torch.dtype
+) -> None:
+    # The promise: with dtype, floating tensors are cast and integer and bool ones are
+    # untouched, also inside an object whose .to would cast whatever it is given
+    # (token ids cast to float16 lose their values above 2048). Oracle: the reachability
+    # walk with each input tensor's own expected dtype.
+    obj = cls(**{f"t{i}": torch.arange(3).to(d) for i, d in enumerate(held)})
+    batch = obj if where == "root" else {"o": obj} if where == "dict" else [torch.ones(1), obj]
+    taken = reachability.snapshot(batch)
+    out = tp.to_device(batch, "meta", dtype=dtype)
+
+    def cast(t: torch.Tensor) -> torch.dtype:
+        return dtype if t.is_floating_point() else t.dtype
+
+    reachability.check_move(batch, taken, out, torch.device("meta"), cast=cast)
+
+
+def test_a_tensordicts_token_ids_stay_integers_when_moved_with_a_dtype() -> None:
+    tensordict = pytest.importorskip("tensordict")
+    ids = torch.arange(2040, 2060)  # float16 rounds 2049 to 2048
+    td = tensordict.TensorDict({"ids": ids, "x": torch.ones(20)}, batch_size=[20])
+    for batch in (td, {"td": td, "t": torch.ones(1)}):
+        out = tp.to_device(batch, "cpu", dtype=torch.float16)
+        moved = out if batch is td else out["td"]
+        assert moved["ids"].dtype == torch.int64 and torch.equal(moved["ids"], ids)
+        assert moved["x"].dtype == torch.float16

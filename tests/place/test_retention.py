@@ -10,13 +10,17 @@ the call returns and ``gc.collect()`` runs.
 from __future__ import annotations
 
 import collections
+import dataclasses
+import enum
 import gc
+import itertools
 import weakref
 from typing import Any
 
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import torchport as tp
 from tests.place.siblings import load
@@ -114,3 +118,64 @@ def test_a_refused_move_keeps_nothing_once_its_error_is_dropped() -> None:
                 del cls, obj, batch
     gc.collect()
     assert [r() for r in refs if r() is not None] == []
+
+
+def _fresh_key(kind: str) -> tuple[Any, Any]:
+    """A mapping key of ``kind`` made for one batch, and an object to watch die with it."""
+    cls = fresh.make_class("plain")
+    if kind == "tensor":
+        key = torch.ones(1)
+        return key, key
+    if kind == "enum":
+        members = enum.Enum(cls.__name__, ["x", "y"])  # type: ignore[misc]
+        return members.x, members
+    if kind == "instance":
+        made = dataclasses.make_dataclass(cls.__name__, [("n", int)], frozen=True)
+        return made(1), made
+    if kind == "class":
+        return cls, cls
+    return ("k", cls), cls  # a tuple holding a class
+
+
+_CALLS = (f"call {i}" for i in itertools.count())
+_key_kinds = st.sampled_from(["tensor", "enum", "instance", "class", "tuple"])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kinds=st.lists(_key_kinds, min_size=1, max_size=3),
+    mapping=st.sampled_from(["dict", "OrderedDict", "defaultdict"]),
+    way=st.sampled_from(["to_device", "loader", "skip_keys"]),
+)
+def test_a_batchs_mapping_keys_and_a_defaultdicts_factory_are_not_kept(
+    kinds: list[str], mapping: str, way: str
+) -> None:
+    # A remembered structure holds its mapping keys: a tensor, an object or a class made
+    # per batch used as a key (or a defaultdict's factory made per batch) must not
+    # outlive the batch. The oracle: weak references to them die after one collection.
+    refs: list[weakref.ref[Any]] = []
+    for _ in range(2):  # the second batch of the same shape meets what the first left
+        keys = [_fresh_key(kind) for kind in kinds]
+        refs += [weakref.ref(watched) for _, watched in keys]
+        # A key of its own per call: a structure never met before, so each call's is kept.
+        items = [(key, torch.ones(2)) for key, _ in keys] + [(next(_CALLS), [torch.zeros(1)])]
+        factory = fresh.make_class("plain")
+        refs.append(weakref.ref(factory))
+        inner: Any = (
+            dict(items)
+            if mapping == "dict"
+            else collections.OrderedDict(items)
+            if mapping == "OrderedDict"
+            else collections.defaultdict(factory, items)
+        )
+        batch = {"m": inner, "l": [torch.ones(1)]}  # nested: the walker, not the flat path
+        skip = [keys[0][0]] if way == "skip_keys" else []
+        if way == "loader":
+            out = next(iter(tp.DeviceLoader([batch], device="meta")))
+        else:
+            out = tp.to_device(batch, "meta", skip_keys=skip)
+        assert out["l"][0].is_meta and all(t.is_meta for t in out["m"][items[-1][0]])
+        del keys, items, factory, inner, batch, out, skip
+    gc.collect()
+    alive = [ref() for ref in refs if ref() is not None]
+    assert not alive, f"kept alive after the move: {alive!r}"

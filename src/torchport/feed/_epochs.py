@@ -2,7 +2,12 @@
 
 A ``DistributedSampler`` shuffles by epoch only when told; a plain ``DataLoader``
 has no ``set_epoch``, so the call goes to what it holds (its sampler, batch sampler,
-the batch sampler's sampler, its dataset), each told once.
+the samplers those wrap, its dataset and the datasets it wraps), each told once.
+A wrapper without a ``set_epoch`` of its own is looked into: a sampler through its
+``sampler`` and ``batch_sampler`` (a batch sampler that shards another, as
+accelerate's ``BatchSamplerShard`` does), a dataset through its ``dataset`` and
+``datasets`` (torch's ``Subset``, ``ConcatDataset``, ``ChainDataset``,
+``StackDataset``, and wrappers of one's own).
 """
 
 from __future__ import annotations
@@ -43,23 +48,52 @@ def unreached(loader: object) -> str | None:
 def _datasets(dataset: object) -> list[object]:
     """``dataset`` and, where it has no ``set_epoch``, the datasets it wraps.
 
-    torch's ``Subset`` (``.dataset``) and ``ConcatDataset``/``ChainDataset``
-    (``.datasets``) have no ``set_epoch`` of their own; the epoch-aware dataset is
-    inside (at any depth).
+    torch's ``Subset`` (``.dataset``), ``ConcatDataset``/``ChainDataset``
+    (``.datasets``, a list) and ``StackDataset`` (``.datasets``, a tuple or a dict)
+    have no ``set_epoch`` of their own, nor has a wrapper of one's own holding its
+    dataset as ``.dataset``; the epoch-aware dataset is inside (at any depth).
     """
+    return _wrapped(dataset, ("dataset",), ("datasets",), through=False)
+
+
+def _samplers(loader: object) -> list[object]:
+    """The loader's sampler and batch sampler and every sampler they wrap.
+
+    A batch sampler with a ``set_epoch`` of its own may still wrap a sampler that
+    shuffles by epoch (``DistributedSampler``): both are told.
+    """
+    names = ("sampler", "batch_sampler")
+    found = _wrapped(getattr(loader, "sampler", None), names, (), through=True)
+    for more in _wrapped(getattr(loader, "batch_sampler", None), names, (), through=True):
+        if not any(more is seen for seen in found):
+            found.append(more)
+    return found
+
+
+def _wrapped(
+    root: object, single: tuple[str, ...], several: tuple[str, ...], *, through: bool
+) -> list[object]:
+    """``root`` and what it holds under ``single`` (one) and ``several`` (a list, tuple or
+    dict of them) names, followed through every node without a ``set_epoch`` of its own
+    (``through``: through those with one too)."""
     found: list[object] = []
-    pending = [dataset]
+    pending = [root]
     while pending and len(found) < 1024:
         node = pending.pop()
         if node is None or any(node is seen for seen in found):
             continue
         found.append(node)
-        if callable(getattr(node, "set_epoch", None)):
+        if not through and callable(getattr(node, "set_epoch", None)):
             continue
-        if isinstance(node, torch.utils.data.Subset):
-            pending.append(node.dataset)
-        elif isinstance(node, torch.utils.data.ConcatDataset | torch.utils.data.ChainDataset):
-            pending.extend(reversed(list(node.datasets)))
+        inner: list[object] = []
+        for name in several:
+            held = getattr(node, name, None)
+            if isinstance(held, dict):
+                held = list(held.values())
+            if isinstance(held, list | tuple):
+                inner.extend(held)
+        inner.extend(getattr(node, name, None) for name in single)
+        pending.extend(reversed(inner))
     return found
 
 
@@ -104,13 +138,7 @@ def set_epoch(loader: object, epoch: int, called: set[int]) -> None:
             called.add(id(loader))
             own(epoch)
         return
-    batch_sampler = getattr(loader, "batch_sampler", None)
-    for owner in (
-        getattr(loader, "sampler", None),
-        batch_sampler,
-        getattr(batch_sampler, "sampler", None),
-        *_datasets(getattr(loader, "dataset", None)),
-    ):
+    for owner in (*_samplers(loader), *_datasets(getattr(loader, "dataset", None))):
         method = getattr(owner, "set_epoch", None) if owner is not None else None
         if callable(method) and id(owner) not in called:
             called.add(id(owner))

@@ -22,6 +22,7 @@ from torchport.place import (
     COPY_FAILURES,
     BatchLayout,
     Inside,
+    Snapshot,
     call_own_to,
     check_hidden,
     flatten_batch,
@@ -30,6 +31,8 @@ from torchport.place import (
     pick_device,
     resolve_device,
     settled,
+    snapshot,
+    versions,
     whole_tensors,
 )
 
@@ -51,6 +54,7 @@ class _InFlight:
     nbytes: int
     copies: int
     packed: bool
+    later: _Later | None  # what the hand-over reads again: objects with their own .to
 
 
 @dataclass(slots=True)
@@ -59,6 +63,47 @@ class _Whole:
 
     batch: Any
     inside: Inside
+    later: _Later
+
+
+@dataclass(slots=True)
+class _Later:
+    """What a batch read ahead of its hand-over held then, where the hand-over reads it again.
+
+    Objects with their own ``.to`` (and tensors the side stream does not take) are
+    moved at hand-over from what they hold then; the hand-over refuses the batch if
+    that is no longer what the source yielded (see :func:`_check_unchanged`).
+    """
+
+    seen: Snapshot  # every container and object reachable from them, by identity
+    tensors: list[torch.Tensor]
+    versions: list[int]
+
+
+def _later(roots: Any, tensors: list[torch.Tensor]) -> _Later:
+    return _Later(snapshot(roots), tensors, versions(tensors))
+
+
+def _check_unchanged(later: _Later, depth: int) -> None:
+    """Refuse a batch changed between the loader reading it and handing it over.
+
+    A source that yields one object again and again, changing it (``data.x = ...``,
+    ``buffer.copy_(...)``), changes the batches read ahead before they are handed
+    over: moving them then would hand over a later batch's values in their place.
+
+    Raises:
+        UnsupportedBatchError: What it holds, or a tensor's values, changed.
+    """
+    if later.seen.changed() or versions(later.tensors) != later.versions:
+        raise UnsupportedBatchError(
+            "a batch changed after DeviceLoader read it and before it was handed over: "
+            f"the loader reads up to {depth + 1} batches ahead on CUDA, and an object "
+            "with its own .to in it (or a tensor moved at hand-over) now holds other "
+            "tensors or values, so the hand-over would give a later batch's values; "
+            "the source yields one object again and again, changing it (or the program "
+            "changed a batch it was not handed yet): have the source yield a new object "
+            "per batch (copy.copy it before yielding)"
+        )
 
 
 def _to(device: torch.device) -> Callable[[Any], Any]:
@@ -110,7 +155,10 @@ class DeviceLoader(Generic[_T]):
     caching allocator does not reuse its memory while work on it is queued.
     Sparse and nested tensors, tensor subclasses, tensors on other devices and
     objects with their own ``.to`` are moved at hand-over on the caller's stream
-    (stream order protects them). Batches of many small tensors are packed into
+    (stream order protects them); a batch whose such parts changed since it was
+    read ahead (a source that yields one object again and again, changing it) is
+    refused with ``UnsupportedBatchError`` rather than handed over with a later
+    batch's values. Batches of many small tensors are packed into
     one copy (``pack=None`` decides per batch by count and size, for CUDA only,
     see ``torchport.hardware.should_pack``; ``True``/``False`` force it). On the
     CPU the loader is a thin pass-through: batches already there are yielded as
@@ -421,7 +469,7 @@ class DeviceLoader(Generic[_T]):
         """Queues one batch's host-to-device copies on the side stream; never waits for compute."""
         inside = whole_tensors(batch, lay=False)  # (its record taken at hand-over)
         if inside is not None:  # its own .to moves it at hand-over, on the caller's stream
-            return _Whole(batch, inside)
+            return _Whole(batch, inside, _later(batch, inside.tensors))
         layout = flatten_batch(batch)
         tensors = layout.tensors
         device = self._device
@@ -447,11 +495,21 @@ class DeviceLoader(Generic[_T]):
                 nbytes, copies, packed = done.nbytes, done.copies, done.packed
             event = hardware.new_event()
             event.record(stream)
-        return _InFlight(layout, moved, fresh, event, nbytes, copies, packed and copies == 1)
+        # Read again at hand-over: objects with their own .to (moved then) and what they
+        # hold, tensors the side stream did not take. The batch is recorded whole then.
+        late = [
+            t
+            for i, (t, done) in enumerate(zip(tensors, moved, strict=True))
+            if done is None or i in own
+        ]
+        later = _later(batch, late) if layout.movers or late else None
+        return _InFlight(layout, moved, fresh, event, nbytes, copies, packed and copies == 1, later)
 
     def _hand_over(self, item: _InFlight | _Whole) -> _T:
         """Makes the caller's stream wait for the batch's copies; the host does not wait."""
         device = self._device
+        if item.later is not None:
+            _check_unchanged(item.later, self._depth)
         if isinstance(item, _Whole):
             self._count(len(item.inside.tensors), 0, 0, False)
             return cast(_T, move_whole(item.batch, item.inside, device, False))

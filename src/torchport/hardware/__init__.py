@@ -21,7 +21,7 @@ outside the :class:`Backend` and ``_torch_features.py``:
 * what this torch offers (``_torch_features.py``): the module that knows torch's
   version (``tests/hardware/test_torch_features.py`` pins that): :data:`FLOOR` and
   :func:`below_floor`, and the feature tests the floor's own modules use;
-  :data:`LR_SCHEDULER_BASES` and :data:`GRAD_SCALER` for ``place``.
+  :data:`LR_SCHEDULER_BASES`, :data:`GRAD_SCALER` and :data:`DEVICE_FAILURES` for ``place``.
 * the build and its devices (``_inventory.py``): :func:`build_facts`,
   :func:`driver_version`, :func:`accelerator_info`, :func:`gpu_properties`,
   :func:`cuda_contexts`, :func:`free_memory` (with its source) and
@@ -96,6 +96,7 @@ from torchport.hardware._sync import (
     wait_for_copies,
 )
 from torchport.hardware._torch_features import (
+    DEVICE_FAILURES,
     FLOOR,
     GRAD_SCALER,
     LR_SCHEDULER_BASES,
@@ -109,6 +110,7 @@ from torchport.hardware._torch_features import (
 
 __all__ = [
     "ALIGN",
+    "DEVICE_FAILURES",
     "FLOOR",
     "GRAD_SCALER",
     "LR_SCHEDULER_BASES",

@@ -195,7 +195,7 @@ def run_staged(
         # Nothing to cross: each tensor is copied into a fresh tensor of its own.
         for entry in entries:
             result = entry.alone(target)
-            result.copy_(tensors[entry.index])
+            result.copy_(_readable(tensors[entry.index], entry.dtype))
             out[entry.index] = result
         return 0, 0, None
     pinned = pins_for(target)
@@ -299,4 +299,14 @@ def _gather(tensors: Sequence[torch.Tensor], entries: list[_Entry], host: torch.
     """Writes each source into its place; one pass casts, makes contiguous, resolves conj/neg."""
     for entry in entries:
         if entry.nbytes:
-            entry.view(host).copy_(tensors[entry.index])
+            entry.view(host).copy_(_readable(tensors[entry.index], entry.dtype))
+
+
+def _readable(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``t`` as a ``copy_`` into ``dtype`` reads it right: a negative view resolved for a cast.
+
+    torch's CPU ``copy_`` between float16 and float32 drops the sign bit of a
+    negative view (``torch._neg_view``, ``z.conj().imag``: the values come out
+    negated), and into a float8 dtype it raises; ``Tensor.to`` resolves it first.
+    """
+    return t.resolve_neg() if dtype != t.dtype and t.is_neg() else t

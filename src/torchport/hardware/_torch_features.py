@@ -201,3 +201,9 @@ LR_SCHEDULER_BASES: tuple[type, ...] = _first_class(
 
 GRAD_SCALER: tuple[type, ...] = _first_class(torch.amp, "GradScaler")
 """``torch.amp.GradScaler`` as a one-class tuple, empty where this torch lacks it."""
+
+DEVICE_FAILURES: tuple[type, ...] = _first_class(torch, "OutOfMemoryError") + _first_class(
+    torch, "AcceleratorError"
+)
+"""torch's errors for a device out of memory or failed (where this torch has them): not a
+tensor's own failure to copy."""

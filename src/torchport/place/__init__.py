@@ -34,6 +34,7 @@ from torchport.place._uncopyable import (
     copy_failure,
     named_copy_failure,
 )
+from torchport.place._untouched import Snapshot, snapshot, versions
 from torchport.place._whole import Inside, move_whole, whole_tensors
 
 # Re-exported at top level: reprs and docs say torchport.<name>.
@@ -53,6 +54,7 @@ __all__ = [
     "BatchLayout",
     "DeviceInfo",
     "Inside",
+    "Snapshot",
     "UnregisteredTensorWarning",
     "available_devices",
     "call_own_to",
@@ -69,6 +71,8 @@ __all__ = [
     "redirect_target",
     "resolve_device",
     "settled",
+    "snapshot",
     "to_device",
+    "versions",
     "whole_tensors",
 ]

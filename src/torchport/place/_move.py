@@ -265,13 +265,15 @@ def to_device(
         layout = flatten_batch(obj, skip_keys=skip_keys)
         check_hidden(layout, target, dtype)
         if dtype is not None:
-            layout.keep_own()  # the engine casts: an object's own .to casts by its own rules
+            layout.keep_own()  # the engine casts (floating tensors only), not the object's .to
         tensors = layout.to_copy()  # not those an object's own .to moves
         # Movers first: their own .to synchronizes as it does, before the engine's one wait.
         new_movers = [call_own_to(m, target, non_blocking, dtype) for m in layout.movers] or None
 
         def call_to(m: Any) -> Any:
-            return call_own_to(m, target, non_blocking, dtype)
+            # Its tensors are the engine's copies, floating ones cast already: a dtype
+            # passed on would cast its integer and bool tensors too (TensorDict's does).
+            return call_own_to(m, target, non_blocking, None)
 
         plan = hardware.plan_copy(tensors, target, dtype=dtype, pack=pack, distinct=True)
         if not plan.noop:

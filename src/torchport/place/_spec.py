@@ -17,12 +17,16 @@ them, and gets two things wrong for a batch:
 A structure made only of optree's own nodes is scanned once and remembered (the
 next batch of the same shape costs one dictionary lookup); one that holds nodes
 the walker registered is scanned on every call, as their node data are objects
-of that call.
+of that call. So is one whose mapping keys (or a ``defaultdict``'s factory) are
+anything but plain values (``str``, numbers, ``bytes``, ``None``, tuples of them,
+members of an ``Enum`` that lasts): a remembered structure holds its keys, and a
+key may be a tensor, an object of the batch or a class made per batch.
 """
 
 from __future__ import annotations
 
 import collections
+import enum
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -49,6 +53,9 @@ _BUILTIN_NODES = frozenset(
     }
 )
 _NONE = type(None)
+# Key types a remembered structure may hold: values that hold nothing else.
+_VALUE_KEYS = frozenset({str, int, float, bool, bytes, complex, _NONE})
+_KEYED = frozenset({dict, collections.OrderedDict, collections.defaultdict})
 _PLAIN_NAMEDTUPLES: dict[type, bool] = {}
 
 
@@ -132,7 +139,9 @@ def _scan(spec: optree.PyTreeSpec) -> tuple[Notes, bool]:
         return leaves
 
     def _note(kind: Any, data: Any) -> None:
-        if kind not in _BUILTIN_NODES and not lasting(kind):
+        # A class made at run time, or keys that are not plain values: not remembered.
+        transient = kind not in _BUILTIN_NODES and not lasting(kind)
+        if transient or (kind in _KEYED and not _keys_last(kind, data)):
             flags["transient"] = True
         if kind in _BUILTIN_NODES:
             if kind is collections.OrderedDict:
@@ -154,6 +163,30 @@ def _scan(spec: optree.PyTreeSpec) -> tuple[Notes, bool]:
         return (_CUSTOM if flags["custom"] else PLAIN), lasts
     notes = Notes(tuple(register), ordered, flags["custom"], tuple(movers), flags["leafless"])
     return notes, lasts
+
+
+def _keys_last(kind: type, data: Any) -> bool:
+    """Whether a mapping node's data (its keys; a ``defaultdict``'s factory and keys) may be kept.
+
+    Only values that hold nothing else and outlive the batch: keeping a tensor key,
+    an object of the batch or a class made per batch would keep them alive.
+    """
+    if kind is collections.defaultdict:
+        factory, keys = data
+        if factory is not None and not (isinstance(factory, type) and lasting(factory)):
+            return False
+    else:
+        keys = data
+    return all(map(_key_lasts, keys))
+
+
+def _key_lasts(key: Any) -> bool:
+    cls = type(key)
+    if cls in _VALUE_KEYS:
+        return True
+    if cls is tuple:
+        return all(map(_key_lasts, key))
+    return isinstance(key, enum.Enum) and lasting(cls)
 
 
 def _registered_here(kind: type) -> bool:

@@ -31,7 +31,7 @@ from torchport import hardware
 from torchport.errors import DeviceMismatchError, UnsupportedBatchError
 from torchport.place._swappable import swap_refusal
 from torchport.place._tree import flatten_tensors
-from torchport.place._uncopyable import COPY_FAILURES, uncopyable
+from torchport.place._uncopyable import COPY_FAILURES, leaf_failure, uncopyable
 
 __all__ = ["UnregisteredTensorWarning", "move_module", "move_optimizer"]
 
@@ -225,6 +225,8 @@ def _copies(
         try:
             made[id(t)] = convert(t)
         except COPY_FAILURES as exc:
+            if not leaf_failure(exc):  # out of memory, a failed device: as torch raised it
+                raise
             where = f"{type(module).__name__} {name!r}"
             last = "then move the module; nothing was moved"
             raise uncopyable(where, t, target, exc, last) from exc
@@ -456,6 +458,8 @@ def _moved_state(
                 value, device, dtype=dtype, non_blocking=non_blocking, pending=pending
             )
         except COPY_FAILURES as exc:
+            if not leaf_failure(exc):
+                raise
             where = f"the optimizer state {key!r} of a {tuple(param.shape)} parameter"
             last = "then move the optimizer; no state was changed"
             raise uncopyable(where, value, device, exc, last) from exc

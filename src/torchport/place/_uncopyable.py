@@ -3,7 +3,11 @@
 ``Tensor.to`` raises ``NotImplementedError`` for a tensor whose kind the target's
 backend does not implement (a quantized or nested tensor to ``meta``, a meta tensor
 to anywhere with data; on the simulated accelerator, a tensor subclass whose ``.to``
-returns its own class). A move that meets one raises
+returns its own class), ``TypeError`` for a dtype the backend lacks (``float64`` to
+MPS) and ``RuntimeError`` where a tensor subclass or a backend refuses the copy
+itself. Running out of memory and a failed device (``torch.OutOfMemoryError``,
+``torch.AcceleratorError``) are not the leaf's doing and propagate as torch raised
+them, as do torchport's own errors. A move that meets a leaf failure raises
 :class:`~torchport.UnsupportedBatchError` naming the path of the first such tensor,
 its kind and torch's reason, so the caller learns which leaf and what to do.
 """
@@ -17,7 +21,8 @@ from typing import Any
 
 import torch
 
-from torchport.errors import UnsupportedBatchError
+from torchport.errors import TorchportError, UnsupportedBatchError
+from torchport.hardware import DEVICE_FAILURES
 from torchport.place._layout import BatchLayout
 from torchport.place._locate import ROOT, find_path, find_state_path
 from torchport.place._objects import on_device
@@ -28,13 +33,16 @@ __all__ = [
     "COPY_FAILURES",
     "check_hidden",
     "copy_failure",
+    "leaf_failure",
     "named_copy_failure",
     "path_of",
     "uncopyable",
 ]
 
-# What torch raises when it has no kernel to copy a kind of tensor to a device.
-COPY_FAILURES = (NotImplementedError,)
+# What torch raises when it cannot copy a tensor to a device (see leaf_failure: not all of it).
+COPY_FAILURES = (NotImplementedError, TypeError, RuntimeError)
+# Of those, the failures that are not the tensor's own: memory, a broken device, torchport's.
+_NOT_THE_LEAF: tuple[type, ...] = (TorchportError, *DEVICE_FAILURES)
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})
 _SUBCLASS = " (torch.Tensor subclass)"
 
@@ -60,6 +68,14 @@ _ADVICE = {
 }
 
 
+def leaf_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is torch failing to copy one tensor (its kind, dtype or class).
+
+    Not out of memory, not a failed device, not one of torchport's own errors.
+    """
+    return isinstance(exc, COPY_FAILURES) and not isinstance(exc, _NOT_THE_LEAF)
+
+
 def copy_failure(
     batch: Any, tensors: list[torch.Tensor], target: torch.device, exc: BaseException
 ) -> UnsupportedBatchError | None:
@@ -74,11 +90,14 @@ def copy_failure(
     them (``place/_registrations.py``), and without them the path would stop at
     the first such object.
     """
+    if not leaf_failure(exc):
+        return None
     for t in tensors:
         try:
             t.to(target)  # noqa: TP107 (only whether it raises matters)
         except type(exc) as again:
-            return uncopyable(path_of(batch, t), t, target, again, _LAST)
+            if leaf_failure(again):
+                return uncopyable(path_of(batch, t), t, target, again, _LAST)
         except Exception:  # another failure: not the culprit of this one
             continue
     return None
@@ -99,10 +118,10 @@ def named_copy_failure(
     """
     cause: BaseException | None = exc
     for _ in range(8):  # down the chain: the rebuild's error, what raised it, torch's
-        if cause is None or isinstance(cause, COPY_FAILURES):
+        if cause is None or leaf_failure(cause):
             break
         cause = cause.__cause__ or cause.__context__
-    if not isinstance(cause, COPY_FAILURES):
+    if cause is None or not leaf_failure(cause):
         return None
     try:
         found = [batch] if isinstance(batch, torch.Tensor) else flatten_batch(batch).tensors
