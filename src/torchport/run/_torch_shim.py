@@ -325,7 +325,7 @@ def _accelerator_patches(target: torch.device) -> list[Patch]:
     """
     if target.type not in HOST_TYPES or hardware.accelerator_type() is not None:
         return []
-    if not hasattr(torch, "accelerator") or not hasattr(torch.accelerator, "synchronize"):
+    if hardware.accelerator_function("synchronize") is None:
         return []
     wait = _synchronize(target, by="torch.accelerator.synchronize")
     return [(torch.accelerator, "synchronize", wait)]
