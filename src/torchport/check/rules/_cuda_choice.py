@@ -123,8 +123,13 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     Inside ``with pytest.warns(...)`` (``assertWarns``, ``assertLogs``,
     ``deprecated_call``) the CUDA is the test's set-up on purpose (``model.device =
     torch.device("cuda")`` to trigger a GPU warning): another device fails the test.
+    So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``).
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx):
+        return True
+    from torchport.check.rules._test_code import cuda_is_the_subject  # on first use
+
+    if cuda_is_the_subject(node, ctx):
         return True
     guard = device_guard(node, ctx)
     if guard is None:
