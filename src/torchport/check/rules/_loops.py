@@ -289,6 +289,11 @@ def the_wait_is_needed(node: ast.Call, method: str, ctx: Context) -> bool:
         return True
     if handed_to_an_environment(node, ctx):
         return True  # `envs.step(action.cpu().numpy())`: the environment needs it now
+    if method != "item":
+        from torchport.check.rules._host_drawing import drawn_on_the_host  # on first use
+
+        if drawn_on_the_host(node, ctx):
+            return True  # `img = x.cpu().numpy()` then `cv2.rectangle(img, ...)`: drawn now
     if stops_on_what_it_computes(ctx.loop_of(node)):
         return True  # a decoding loop waits every iteration to decide whether to go on
     if method != "item":
