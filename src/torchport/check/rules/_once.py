@@ -20,6 +20,15 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
+def _a_test_body(function: ast.AST, ctx: Context) -> bool:
+    """A ``test*`` function in code a test runner collects (``rules/_test_code.py``)."""
+    if not getattr(function, "name", "").startswith("test"):
+        return False
+    from torchport.check.rules._test_code import collected_by_a_test_runner  # on first use
+
+    return collected_by_a_test_runner(ctx)
+
+
 def _fixed_count(comprehension: ast.AST) -> bool:
     """Whether every ``for`` of a comprehension runs over ``range`` of numbers written out."""
     generators = getattr(comprehension, "generators", ())
@@ -51,13 +60,17 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
     of a class that owns a model (its ``__init__`` builds an optimizer or loads weights:
     an agent, a trainer) unless the file makes one in a loop. A fallback under ``if
     torch.isnan(x).any():`` runs when values go bad, not per step. A function that runs
-    a gradient check (``gradcheck(...)``) is a test: its statements outside loops run once.
+    a gradient check (``gradcheck(...)``) is a test: its statements outside loops run once;
+    so do those of a ``test*`` function in test code (a ``tests`` folder, or a file that
+    imports ``pytest``/``unittest``: TP109's standard).
     """
     if _memoised_on_self(ctx) or _building_a_module(ctx) or _when_values_go_bad(ctx):
         return True
     functions = [a for a in ctx.ancestors if isinstance(a, _FUNCTIONS)]
     if functions and ctx.loop_of(node) is None and _checks_gradients(functions[-1]):
         return True  # a gradient check: a test, run by hand, never per step
+    if functions and ctx.loop_of(node) is None and _a_test_body(functions[-1], ctx):
+        return True  # a test's own body runs once per test run: its inputs are set-up
     if not functions:
         # a module's (or a class body's) own statements run once, on import or as a script,
         # unless a loop or a comprehension repeats them; a comprehension over a fixed

@@ -28,6 +28,11 @@ class BlockingBatchCopy(Rule):
     asynchronously on the device's queue and the next batch's preparation
     proceeds meanwhile.
 
+    Not reported for a graph's features (`batch_graphs.ndata["feat"].to(device)`,
+    `.edata`, `.srcdata`, `.dstdata`: DGL): a loader's `pin_memory` pins the
+    tensors of a batch, not those a `DGLGraph` holds, so `non_blocking=True`
+    overlaps nothing there.
+
     ## Fix safety
     The fix adds `non_blocking=True`. The copy is then ordered on the device's
     stream, which is safe for the device-side code that follows; it is unsafe
@@ -78,11 +83,26 @@ class BlockingBatchCopy(Rule):
         if not _a_blocking_move_kept(node, ctx):
             return
         assert isinstance(node.func, ast.Attribute)
+        if _graph_features(node.func.value):
+            return  # a DGL graph's features: a loader cannot pin them, nothing overlaps
         root = _root_name(node.func.value)
         if root is None or not _a_batch_of_a_loader(root, node, ctx):
             return
         fix = Fix((add_keyword(node, "non_blocking=True", ctx),), FixSafety.UNSAFE, _RACE)
         yield ctx.finding(self, node, fix=fix)
+
+
+# A DGL graph's feature stores: `g.ndata["feat"]`, `g.edata["w"]`.
+_GRAPH_STORES = frozenset({"ndata", "edata", "srcdata", "dstdata"})
+
+
+def _graph_features(expr: ast.expr) -> bool:
+    """Whether ``expr`` reads a graph's feature store (``batch_graphs.ndata['feat']``)."""
+    while isinstance(expr, (ast.Subscript, ast.Attribute, ast.Call)):
+        if isinstance(expr, ast.Attribute) and expr.attr in _GRAPH_STORES:
+            return True
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return False
 
 
 def _a_blocking_move_kept(node: ast.Call, ctx: Context) -> bool:
