@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from torchport.check._engine import check_text, ruleset_for
 
 STORES = {"ndata": True, "edata": True, "srcdata": True, "dstdata": True, "data": False}
-TAILS = ('["feat"]', "['pos_enc'][:, :8]", '[key]')
+TAILS = ('["feat"]', "['pos_enc'][:, :8]", "[key]")
 
 
 @given(

@@ -45,5 +45,7 @@ def test_a_fixed_count_of_dummy_inputs_at_module_level_is_made_once(
         lines += [f"data = {value}"]
     source = "\n".join(lines) + "\n"
     once = WRAPPERS[wrapper] and all(ITERABLES[it] for it in iterables)
-    found = {f.code for f in check_text(source, "m.py", ruleset_for(["TP106", "TP905"], None)).findings}
+    found = {
+        f.code for f in check_text(source, "m.py", ruleset_for(["TP106", "TP905"], None)).findings
+    }
     assert found == ({"TP905"} if once else {"TP106"}), source

@@ -33,5 +33,7 @@ def test_a_test_s_inputs_are_made_once(folder: str, imports: str, name: str, in_
     test_code = folder in ("test", "tests") or IMPORTS[imports]
     once = name.startswith("test") and test_code and not in_loop
     path = f"{folder}/test_model.py"
-    codes = {f.code for f in check_text(source, path, ruleset_for(["TP106", "TP905"], None)).findings}
+    codes = {
+        f.code for f in check_text(source, path, ruleset_for(["TP106", "TP905"], None)).findings
+    }
     assert codes == ({"TP905"} if once else {"TP106"}), (path, source)

@@ -44,7 +44,8 @@ def program(first: str, second: str | None, dataset: str, through_name: bool) ->
     else:
         lines += [f"    loader = DataLoader({dataset}, batch_size=64)"]
     lines += ["    for x, y in loader:", "        x = x.to(device)", "    return loader"]
-    head = "import numpy as np\nimport torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n"
+    head = "import numpy as np\nimport torch\n"
+    head += "from torch.utils.data import DataLoader, TensorDataset\n\n"
     return head + "\n".join(lines) + "\n"
 
 

@@ -39,7 +39,7 @@ def drawn_on_the_host(node: ast.Call, ctx: Context) -> bool:
                 return False
             target = outer.targets[0]
             return isinstance(target, ast.Name) and _later_drawn(target.id, outer, ctx)
-        if not (isinstance(outer, _THROUGH) or isinstance(outer, ast.Call)):
+        if not isinstance(outer, (*_THROUGH, ast.Call)):
             return False
         child = outer
     return False

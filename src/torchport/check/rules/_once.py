@@ -47,8 +47,9 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
 
     Outside every function, loop and comprehension: a module's own statements (and its
     classes' bodies) run once, when the module is imported or run; so does a module-level
-    comprehension over ``range`` of numbers written out (a fixed set of dummy inputs). In a script (``if
-    __name__ == "__main__":`` at module level): a module-level function the script calls
+    comprehension over ``range`` of numbers written out (a fixed set of dummy inputs). In
+    a script (``if __name__ == "__main__":`` at module level): a module-level function the
+    script calls
     only at its top level, outside loops, and names nowhere else (a test script's
     ``check_zero_offset()``). A function called from another function, or never called in
     the file, is not known to run once (it may be imported and called per step); nor is a

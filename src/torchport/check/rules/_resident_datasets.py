@@ -63,9 +63,12 @@ def _assignments(scope: ast.AST) -> dict[str, list[ast.expr]]:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(node.value)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-            if isinstance(node.target, ast.Name):
-                bound.setdefault(node.target.id, []).append(node.value)
+        elif (
+            isinstance(node, (ast.AnnAssign, ast.AugAssign))
+            and node.value is not None
+            and isinstance(node.target, ast.Name)
+        ):
+            bound.setdefault(node.target.id, []).append(node.value)
     return bound
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 
-
 from torchport.check._context import Context
 
 __all__ = ["collected_by_a_test_runner", "cuda_is_the_subject"]
@@ -37,15 +36,15 @@ def collected_by_a_test_runner(ctx: Context) -> bool:
     if parts[-1] == "conftest.py" or any(p in _TEST_FOLDERS for p in parts[:-1]):
         return True
     if not any(
-        (isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) and outer.name.startswith("test"))
+        (
+            isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and outer.name.startswith("test")
+        )
         or (isinstance(outer, ast.ClassDef) and outer.name.startswith("Test"))
         for outer in ctx.ancestors
     ):
         return False
-    return any(
-        (target or "").partition(".")[0] in _FRAMEWORKS for _local, target in ctx.imported
-    )
-
+    return any((target or "").partition(".")[0] in _FRAMEWORKS for _local, target in ctx.imported)
 
 
 _SUBJECT_WORDS = ("cuda", "gpu")
