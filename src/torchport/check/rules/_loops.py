@@ -19,6 +19,7 @@ from torchport.check.rules._torch_code import binds_torch
 __all__ = [
     "decides_the_loop",
     "every_iteration",
+    "graph_features",
     "launches_device_work",
     "read_on_host",
     "rebound_in_the_body",
@@ -389,3 +390,20 @@ def _surely_binds(stmt: ast.stmt, name: str) -> bool:
         for t in targets
         for n in ast.walk(t)
     )
+
+
+# A DGL graph's feature stores: `g.ndata["feat"]`, `g.edata["w"]` (TP203).
+_GRAPH_STORES = frozenset({"ndata", "edata", "srcdata", "dstdata"})
+
+
+def graph_features(expr: ast.expr) -> bool:
+    """Whether ``expr`` reads a graph's feature store (``batch_graphs.ndata['feat']``).
+
+    A loader's ``pin_memory`` pins the tensors of a batch, not those a ``DGLGraph``
+    holds: ``non_blocking=True`` overlaps nothing for them.
+    """
+    while isinstance(expr, (ast.Subscript, ast.Attribute, ast.Call)):
+        if isinstance(expr, ast.Attribute) and expr.attr in _GRAPH_STORES:
+            return True
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return False

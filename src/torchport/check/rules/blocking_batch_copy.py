@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._loops import rebound_in_the_body
+from torchport.check.rules._loops import graph_features, rebound_in_the_body
 
 _LOADER = re.compile(r"loader|batches", re.IGNORECASE)
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
@@ -27,11 +27,9 @@ class BlockingBatchCopy(Rule):
     `pin_memory=True` in the loader and `non_blocking=True` here, the copy runs
     asynchronously on the device's queue and the next batch's preparation
     proceeds meanwhile.
-
-    Not reported for a graph's features (`batch_graphs.ndata["feat"].to(device)`,
-    `.edata`, `.srcdata`, `.dstdata`: DGL): a loader's `pin_memory` pins the
-    tensors of a batch, not those a `DGLGraph` holds, so `non_blocking=True`
-    overlaps nothing there.
+    Not reported for a graph's features (DGL's `g.ndata["feat"].to(device)`,
+    `.edata`): a loader pins a batch's tensors, not a `DGLGraph`'s, so
+    `non_blocking=True` overlaps nothing there.
 
     ## Fix safety
     The fix adds `non_blocking=True`. The copy is then ordered on the device's
@@ -83,26 +81,13 @@ class BlockingBatchCopy(Rule):
         if not _a_blocking_move_kept(node, ctx):
             return
         assert isinstance(node.func, ast.Attribute)
-        if _graph_features(node.func.value):
+        if graph_features(node.func.value):
             return  # a DGL graph's features: a loader cannot pin them, nothing overlaps
         root = _root_name(node.func.value)
         if root is None or not _a_batch_of_a_loader(root, node, ctx):
             return
         fix = Fix((add_keyword(node, "non_blocking=True", ctx),), FixSafety.UNSAFE, _RACE)
         yield ctx.finding(self, node, fix=fix)
-
-
-# A DGL graph's feature stores: `g.ndata["feat"]`, `g.edata["w"]`.
-_GRAPH_STORES = frozenset({"ndata", "edata", "srcdata", "dstdata"})
-
-
-def _graph_features(expr: ast.expr) -> bool:
-    """Whether ``expr`` reads a graph's feature store (``batch_graphs.ndata['feat']``)."""
-    while isinstance(expr, (ast.Subscript, ast.Attribute, ast.Call)):
-        if isinstance(expr, ast.Attribute) and expr.attr in _GRAPH_STORES:
-            return True
-        expr = expr.func if isinstance(expr, ast.Call) else expr.value
-    return False
 
 
 def _a_blocking_move_kept(node: ast.Call, ctx: Context) -> bool:
