@@ -46,7 +46,9 @@ benchmarks/data/precision_sample_g.csv --seed 40 --draw 40 --codes TP106=40 TP20
 The eighth (a uniform draw over every default-on rule, drawn with main's rules before
 branch j34d changed any, 14 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5h.json --sample benchmarks/data/precision_sample_h.csv
---seed 41 --draw 100``.
+--seed 41 --draw 100``. The ninth (the same uniform draw, with branch j34e's sample-H
+fixes, 14 more new repositories): ``--repos benchmarks/data/precision_repos_round5i.json
+--sample benchmarks/data/precision_sample_i.csv --seed 42 --draw 100``.
 """
 
 from __future__ import annotations
