@@ -4,7 +4,8 @@
 the batches are device tensors, which cannot be pinned (``pin_memory=True`` raises for
 them), so the advice would break that path. Generated functions make ``data`` one or two
 ways (the second under ``if gpu:``), build the dataset from it directly or through a
-name, and move the batches to the device in a loop. The oracle is a table written
+name, and move the batches to the device in a loop that reuses the name ``data`` (a
+batch moved below the loader is not the data it holds). The oracle is a table written
 apart: a way moves to or makes on a device, or it does not (the CPU, a dtype, NumPy).
 """
 
@@ -21,6 +22,7 @@ WAYS = {  # how `data` is made, and whether it is then on a device
     "torch.tensor(values).to(torch.float32)": False,
     'torch.tensor(values).to("cpu")': False,
     "torch.from_numpy(values).float()": False,
+    "torch.tensor(values).to(weight_dtype)": False,
     'torch.empty(n, 2, device="cpu")': False,
     'torch.tensor(values).to(f"cuda:{gpu}")': True,
     "torch.tensor(values).to(device).float()": True,
@@ -43,7 +45,8 @@ def program(first: str, second: str | None, dataset: str, through_name: bool) ->
         lines += [f"    ds = {dataset}", "    loader = DataLoader(ds, batch_size=64)"]
     else:
         lines += [f"    loader = DataLoader({dataset}, batch_size=64)"]
-    lines += ["    for x, y in loader:", "        x = x.to(device)", "    return loader"]
+    # the batches reuse the data's name below the loader: a batch moved, not the data
+    lines += ["    for data, y in loader:", "        data = data.to(device)", "    return loader"]
     head = "import numpy as np\nimport torch\n"
     head += "from torch.utils.data import DataLoader, TensorDataset\n\n"
     return head + "\n".join(lines) + "\n"

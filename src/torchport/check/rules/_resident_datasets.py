@@ -6,7 +6,7 @@ device tensors. Pinning them raises ("cannot pin 'torch.cuda.FloatTensor'"), and
 there is no host copy to speed up, so ``pin_memory=`` advice would break that path.
 A dataset counts as possibly resident when it is built, in the loader's own function
 (or module), from a value that some assignment there moves to a device (``.cuda()``,
-``.to(x)`` with ``x`` not the CPU nor a dtype) or makes there (a factory's
+``.to(x)`` with ``x`` not the CPU nor a dtype) or makes there, above the loader (a factory's
 ``device=`` that is not the CPU), directly (``TensorDataset(x.cuda(), y)``) or through
 a name (``ds = MyDataset(data)``, ``data = ...cuda()``).
 """
@@ -27,7 +27,7 @@ def dataset_may_be_on_a_device(loader: ast.Call, ctx: Context) -> bool:
     if data is None:
         return False
     scope = _enclosing_scope(ctx)
-    bound = _assignments(scope)
+    bound = _assignments(scope, before=loader.lineno)
     seen: set[str] = set()
     todo: list[ast.expr] = [data]
     while todo:
@@ -55,10 +55,16 @@ def _enclosing_scope(ctx: Context) -> ast.AST:
     return ctx.tree
 
 
-def _assignments(scope: ast.AST) -> dict[str, list[ast.expr]]:
-    """Every value each plain name is assigned in ``scope`` (nested functions included)."""
+def _assignments(scope: ast.AST, before: int) -> dict[str, list[ast.expr]]:
+    """Every value each plain name is assigned in ``scope`` above line ``before``.
+
+    Not below: ``for x, y in loader: x = x.to(device)`` moves a batch, not the data the
+    loader was built from, even where the names are the same.
+    """
     bound: dict[str, list[ast.expr]] = {}
     for node in ast.walk(scope):
+        if getattr(node, "lineno", before) >= before:
+            continue
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -82,7 +88,7 @@ def _on_a_device(expr: ast.expr, ctx: Context) -> bool:
             return True
         if isinstance(func, ast.Attribute) and func.attr == "to" and expr.args:
             target = expr.args[0]
-            if not is_cpu_target(target, ctx) and not _dtype(target, ctx):
+            if not (is_cpu_target(target, ctx) or _dtype(target, ctx)):
                 return True
         device = keyword(expr, "device")
         if device is not None and not is_cpu_target(device.value, ctx):
@@ -94,6 +100,9 @@ def _on_a_device(expr: ast.expr, ctx: Context) -> bool:
 
 
 def _dtype(expr: ast.expr, ctx: Context) -> bool:
+    """``torch.float32``, or a name that says it is a dtype (``.to(weight_dtype)``)."""
+    if "dtype" in ctx.segment(expr).lower():
+        return True
     name = ctx.qualname(expr) if isinstance(expr, (ast.Attribute, ast.Name)) else None
     if name is None or not name.startswith("torch."):
         return False
