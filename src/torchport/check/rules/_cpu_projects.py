@@ -35,6 +35,15 @@ _SKIPPED = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "b
 
 def cpu_only_project(ctx: Context) -> bool:
     """Whether the file saves checkpoints itself in a project that never names a device."""
+    known = ctx.memo.get("cpu_only_project")  # once per file, however many loads it has
+    if isinstance(known, bool):
+        return known
+    answer = _cpu_only_project(ctx)
+    ctx.memo["cpu_only_project"] = answer
+    return answer
+
+
+def _cpu_only_project(ctx: Context) -> bool:
     if not ctx.mentions("torch.save") or _DEVICE.search(ctx.source.encode("utf-8", "replace")):
         return False
     folder = os.path.dirname(os.path.abspath(ctx.path))
