@@ -96,6 +96,7 @@ def default_findings(mirror: Path, repos: Path = REPOS) -> list[Key]:
         with tempfile.TemporaryDirectory(prefix="precision-") as tmp:
             tree = Path(tmp)
             _extract(gitdir, entry["commit"], tree)
+            (tree / ".git").mkdir()  # the root of a checkout, as a clone has it (TP301 looks)
             (tree / "_none.toml").write_text("[tool.torchport]\n")
             run = subprocess.run(
                 [*_CHECK, "--config", str(tree / "_none.toml"), tmp],

@@ -11,10 +11,11 @@ anywhere in its text, comments included). A project that uses a device elsewhere
 finding.
 
 The project is the folder tree under the nearest folder above the file that holds a
-project marker (``.git``, ``pyproject.toml``, ``setup.py``, ``setup.cfg``), or else the
-file's own folder tree; more than ``_MOST_FILES`` Python files, or any unreadable one,
-and the project is not known to be CPU-only. Each file's answer is kept per (path,
-modification time, size), so a project is read once per run.
+project marker (``.git``, ``pyproject.toml``, ``setup.py``, ``setup.cfg``). No marker
+(the file's folder may be one corner of a project that uses devices elsewhere), more
+than ``_MOST_FILES`` Python files, or an unreadable one: not known to be CPU-only.
+Each file's answer is kept per (path, modification time, size): a project is read
+once per run.
 """
 
 from __future__ import annotations
@@ -46,19 +47,19 @@ def cpu_only_project(ctx: Context) -> bool:
 def _cpu_only_project(ctx: Context) -> bool:
     if not ctx.mentions("torch.save") or _DEVICE.search(ctx.source.encode("utf-8", "replace")):
         return False
-    folder = os.path.dirname(os.path.abspath(ctx.path))
-    files = _python_files(_project_root(folder))
+    root = _project_root(os.path.dirname(os.path.abspath(ctx.path)))
+    files = None if root is None else _python_files(root)
     return files is not None and not any(_names_a_device(*f) for f in files)
 
 
-def _project_root(folder: str) -> str:
+def _project_root(folder: str) -> str | None:
     here = folder
     while True:
         if any(os.path.exists(os.path.join(here, m)) for m in _MARKERS):
             return here
         parent = os.path.dirname(here)
         if parent == here:
-            return folder  # no marker above: the file's own folder tree
+            return None  # no marker above: where the project ends is unknown
         here = parent
 
 
