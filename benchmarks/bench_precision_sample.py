@@ -46,7 +46,9 @@ benchmarks/data/precision_sample_g.csv --seed 40 --draw 40 --codes TP106=40 TP20
 The eighth (a uniform draw over every default-on rule, drawn with main's rules before
 branch j34d changed any, 14 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5h.json --sample benchmarks/data/precision_sample_h.csv
---seed 41 --draw 100``.
+--seed 41 --draw 100``. The ninth (the same uniform draw, with branch j34e's sample-H
+fixes, 14 more new repositories): ``--repos benchmarks/data/precision_repos_round5i.json
+--sample benchmarks/data/precision_sample_i.csv --seed 42 --draw 100``.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ def default_findings(mirror: Path, repos: Path = REPOS) -> list[Key]:
         with tempfile.TemporaryDirectory(prefix="precision-") as tmp:
             tree = Path(tmp)
             _extract(gitdir, entry["commit"], tree)
+            (tree / ".git").mkdir()  # the root of a checkout, as a clone has it (TP301 looks)
             (tree / "_none.toml").write_text("[tool.torchport]\n")
             run = subprocess.run(
                 [*_CHECK, "--config", str(tree / "_none.toml"), tmp],

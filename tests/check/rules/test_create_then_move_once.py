@@ -83,7 +83,9 @@ WRAPPERS = {  # a block around the creation, and whether it repeats what it hold
 def test_a_module_s_own_statements_run_once_outside_loops(
     script: bool, wrappers: list[str], comprehension: bool, creation: str
 ) -> None:
-    made = f"x = [{creation} for _ in range(3)]" if comprehension else f"x = {creation}"
+    # over a count the file does not write out (a fixed `range(3)` is made once: see
+    # test_create_then_move_once_comprehensions.py)
+    made = f"x = [{creation} for _ in range(n)]" if comprehension else f"x = {creation}"
     lines = [made]
     for wrapper in reversed(wrappers):
         tail = ["except OSError:", "    pass"] if wrapper == "try:" else []

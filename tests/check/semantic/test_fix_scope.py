@@ -48,7 +48,8 @@ def test_local_assigned_later_is_not_used() -> None:
 
 
 def test_one_line_import_defines_the_device_before_its_use() -> None:
-    fixed = fix_source("import torch; x = [torch.ones(1).cuda() for _ in range(2)]\n")
+    # over `xs`, repeated per item (a comprehension over a written-out `range` is TP905's)
+    fixed = fix_source("import torch; x = [torch.ones(1).cuda() for _ in xs]\n")
     assert fixed.startswith("import torch; device = ")
     assert fixed.index("device = ") < fixed.index("device=device")
 

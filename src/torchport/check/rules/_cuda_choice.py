@@ -120,8 +120,16 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     around ``node`` makes its CUDA ported code; a CUDA-or-CPU test makes it TP109's
     choice, except around a move (``.cuda()``, ``.to(...)``) in code that carries
     its device: that move must follow the carried device, whatever the test says.
+    Inside ``with pytest.warns(...)`` (``assertWarns``, ``assertLogs``,
+    ``deprecated_call``) the CUDA is the test's set-up on purpose (``model.device =
+    torch.device("cuda")`` to trigger a GPU warning): another device fails the test.
+    So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``).
     """
-    if isinstance(ctx.parent, ast.Compare):
+    if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx):
+        return True
+    from torchport.check.rules._test_code import cuda_is_the_subject  # on first use
+
+    if cuda_is_the_subject(node, ctx):
         return True
     guard = device_guard(node, ctx)
     if guard is None:
@@ -131,6 +139,27 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+_EXPECTS_WARNING = frozenset(
+    {"warns", "assertWarns", "assertWarnsRegex", "assertLogs", "deprecated_call"}
+)
+
+
+def expects_a_warning(ctx: Context) -> bool:
+    """Whether the walk is inside ``with pytest.warns(...)`` or its kin, in this function."""
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(outer, (ast.With, ast.AsyncWith)):
+            for item in outer.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call):
+                    func = call.func
+                    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                    if name in _EXPECTS_WARNING:
+                        return True
+    return False
 
 
 def not_implemented_elsewhere(branch: ast.AST, ctx: Context) -> bool:

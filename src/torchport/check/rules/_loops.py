@@ -19,6 +19,7 @@ from torchport.check.rules._torch_code import binds_torch
 __all__ = [
     "decides_the_loop",
     "every_iteration",
+    "graph_features",
     "launches_device_work",
     "read_on_host",
     "rebound_in_the_body",
@@ -289,6 +290,11 @@ def the_wait_is_needed(node: ast.Call, method: str, ctx: Context) -> bool:
         return True
     if handed_to_an_environment(node, ctx):
         return True  # `envs.step(action.cpu().numpy())`: the environment needs it now
+    if method != "item":
+        from torchport.check.rules._host_drawing import drawn_on_the_host  # on first use
+
+        if drawn_on_the_host(node, ctx):
+            return True  # `img = x.cpu().numpy()` then `cv2.rectangle(img, ...)`: drawn now
     if stops_on_what_it_computes(ctx.loop_of(node)):
         return True  # a decoding loop waits every iteration to decide whether to go on
     if method != "item":
@@ -384,3 +390,20 @@ def _surely_binds(stmt: ast.stmt, name: str) -> bool:
         for t in targets
         for n in ast.walk(t)
     )
+
+
+# A DGL graph's feature stores: `g.ndata["feat"]`, `g.edata["w"]` (TP203).
+_GRAPH_STORES = frozenset({"ndata", "edata", "srcdata", "dstdata"})
+
+
+def graph_features(expr: ast.expr) -> bool:
+    """Whether ``expr`` reads a graph's feature store (``batch_graphs.ndata['feat']``).
+
+    A loader's ``pin_memory`` pins the tensors of a batch, not those a ``DGLGraph``
+    holds: ``non_blocking=True`` overlaps nothing for them.
+    """
+    while isinstance(expr, (ast.Subscript, ast.Attribute, ast.Call)):
+        if isinstance(expr, ast.Attribute) and expr.attr in _GRAPH_STORES:
+            return True
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return False

@@ -20,12 +20,36 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
+def _a_test_body(function: ast.AST, ctx: Context) -> bool:
+    """A ``test*`` function in code a test runner collects (``rules/_test_code.py``)."""
+    if not getattr(function, "name", "").startswith("test"):
+        return False
+    from torchport.check.rules._test_code import collected_by_a_test_runner  # on first use
+
+    return collected_by_a_test_runner(ctx)
+
+
+def _fixed_count(comprehension: ast.AST) -> bool:
+    """Whether every ``for`` of a comprehension runs over ``range`` of numbers written out."""
+    generators = getattr(comprehension, "generators", ())
+    return bool(generators) and all(
+        isinstance(g.iter, ast.Call)
+        and isinstance(g.iter.func, ast.Name)
+        and g.iter.func.id == "range"
+        and not g.iter.keywords
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in g.iter.args)
+        for g in generators
+    )
+
+
 def runs_once(node: ast.AST, ctx: Context) -> bool:
     """Whether ``node`` runs once a run (TP106: a one-off copy saves nothing; TP905 reports it).
 
     Outside every function, loop and comprehension: a module's own statements (and its
-    classes' bodies) run once, when the module is imported or run. In a script (``if
-    __name__ == "__main__":`` at module level): a module-level function the script calls
+    classes' bodies) run once, when the module is imported or run; so does a module-level
+    comprehension over ``range`` of numbers written out (a fixed set of dummy inputs). In
+    a script (``if __name__ == "__main__":`` at module level): a module-level function the
+    script calls
     only at its top level, outside loops, and names nowhere else (a test script's
     ``check_zero_offset()``). A function called from another function, or never called in
     the file, is not known to run once (it may be imported and called per step); nor is a
@@ -37,17 +61,26 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
     of a class that owns a model (its ``__init__`` builds an optimizer or loads weights:
     an agent, a trainer) unless the file makes one in a loop. A fallback under ``if
     torch.isnan(x).any():`` runs when values go bad, not per step. A function that runs
-    a gradient check (``gradcheck(...)``) is a test: its statements outside loops run once.
+    a gradient check (``gradcheck(...)``) is a test: its statements outside loops run once;
+    so do those of a ``test*`` function in test code (a ``tests`` folder, or a file that
+    imports ``pytest``/``unittest``: TP109's standard).
     """
     if _memoised_on_self(ctx) or _building_a_module(ctx) or _when_values_go_bad(ctx):
         return True
     functions = [a for a in ctx.ancestors if isinstance(a, _FUNCTIONS)]
     if functions and ctx.loop_of(node) is None and _checks_gradients(functions[-1]):
         return True  # a gradient check: a test, run by hand, never per step
+    if functions and ctx.loop_of(node) is None and _a_test_body(functions[-1], ctx):
+        return True  # a test's own body runs once per test run: its inputs are set-up
     if not functions:
         # a module's (or a class body's) own statements run once, on import or as a script,
-        # unless a loop or a comprehension repeats them
-        return not any(isinstance(a, _LOOPS + _COMPREHENSIONS) for a in ctx.ancestors)
+        # unless a loop or a comprehension repeats them; a comprehension over a fixed
+        # count (`[torch.randn(1, 3).to(device) for _ in range(100)]`: dummy inputs) is
+        # set-up made once, not work repeated per step
+        return not any(
+            isinstance(a, _LOOPS) or (isinstance(a, _COMPREHENSIONS) and not _fixed_count(a))
+            for a in ctx.ancestors
+        )
     if not _is_script(ctx.tree) or ctx.loop_of(node) is not None:
         return False
     scopes = [a for a in ctx.ancestors if isinstance(a, _SCOPES)]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import add_keyword, is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._loops import rebound_in_the_body
+from torchport.check.rules._loops import graph_features, rebound_in_the_body
 
 _LOADER = re.compile(r"loader|batches", re.IGNORECASE)
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
@@ -27,6 +27,9 @@ class BlockingBatchCopy(Rule):
     `pin_memory=True` in the loader and `non_blocking=True` here, the copy runs
     asynchronously on the device's queue and the next batch's preparation
     proceeds meanwhile.
+    Not reported for a graph's features (DGL's `g.ndata["feat"].to(device)`,
+    `.edata`): a loader pins a batch's tensors, not a `DGLGraph`'s, so
+    `non_blocking=True` overlaps nothing there.
 
     ## Fix safety
     The fix adds `non_blocking=True`. The copy is then ordered on the device's
@@ -78,6 +81,8 @@ class BlockingBatchCopy(Rule):
         if not _a_blocking_move_kept(node, ctx):
             return
         assert isinstance(node.func, ast.Attribute)
+        if graph_features(node.func.value):
+            return  # a DGL graph's features: a loader cannot pin them, nothing overlaps
         root = _root_name(node.func.value)
         if root is None or not _a_batch_of_a_loader(root, node, ctx):
             return

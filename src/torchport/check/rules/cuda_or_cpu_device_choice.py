@@ -11,6 +11,7 @@ from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cuda_choice import moves_to_cuda, tests_cuda
 from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.rules._test_code import collected_by_a_test_runner
 from torchport.check.semantic._following import why_not_followed
 from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
 
@@ -27,6 +28,13 @@ class CudaOrCpuDeviceChoice(Rule):
     CUDA device or API (a dtype choice, building a CUDA extension) is no device
     choice and is left alone, as are `assert torch.cuda.is_available()` and
     chains that also test MPS or XPU (`elif torch.backends.mps.is_available():`).
+
+    Test code is left alone: a file in a `test` or `tests` folder, a `conftest.py`,
+    or a `test*` function or `Test*` class in a file that imports `pytest` or
+    `unittest`. There the choice decides where the test runs, and on MPS or XPU
+    the test still runs on the CPU and passes. A program named like a test (an
+    experiment driver `run_test.py` whose `test_*` functions its `__main__` calls,
+    no test framework imported) is a program, and stays reported.
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs
@@ -106,7 +114,7 @@ class CudaOrCpuDeviceChoice(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, (ast.If, ast.IfExp))
-        if not _chooses_cuda_or_the_cpu(node, ctx):
+        if not _chooses_cuda_or_the_cpu(node, ctx) or collected_by_a_test_runner(ctx):
             return
         test = node.test
         if isinstance(node, ast.If):  # the test, spanning the CUDA branch it guards

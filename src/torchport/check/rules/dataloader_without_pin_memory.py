@@ -28,7 +28,11 @@ class DataloaderWithoutPinMemory(Rule):
     number, or a dataset of text by its name (`text_ds`, `tokens`,
     `sentences`, `corpus`): a few token ids copy in microseconds, and pinning
     them only locks host memory. Nor is a loader a function binds to a name
-    nothing in the file reads: its batches go nowhere.
+    nothing in the file reads: its batches go nowhere. Nor is a loader whose
+    dataset is built, in the same function, from data moved to or made on a
+    device (`data = torch.tensor(v).to(f"cuda:{gpu}")`, then
+    `DataLoader(IndexDataset(idx, data))`): its batches may be device tensors,
+    which cannot be pinned (`pin_memory=True` raises for them).
 
     ## Fix safety
     The fix passes `pin_memory=torch.accelerator.is_available()`, so nothing
@@ -80,6 +84,10 @@ class DataloaderWithoutPinMemory(Rule):
             return  # a test's loader, or batches too small for pinning to matter
         if not _settled_loader_in_a_moving_file(node, ctx) or _never_read(node, ctx):
             return
+        from torchport.check.rules._resident_datasets import dataset_may_be_on_a_device
+
+        if dataset_may_be_on_a_device(node, ctx):
+            return  # batches of device tensors: pinning them raises
         torch = ctx.torch_at(node)
         if torch is None:
             yield ctx.finding(self, node)  # torch is optional here: no `import torch` to add

@@ -34,7 +34,11 @@ class HardCodedCuda(Rule):
     `torch.device("cuda")`, and `device = "cuda"`, `device: str = "cuda"` and
     `def f(device="cuda")` settings, also as one arm of a conditional
     (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's). Left alone: a
-    CUDA device compared (`dev == torch.device("cuda")`, a test), and code under
+    CUDA device compared (`dev == torch.device("cuda")`, a test), CUDA a test sets
+    up on purpose inside `with pytest.warns(...)` (or `assertWarns`, `assertLogs`:
+    `model.device = torch.device("cuda")` to trigger a GPU warning), test code
+    whose subject is CUDA (a test function or helper named for CUDA or the GPU,
+    or one that returns or skips first where CUDA is missing), and code under
     a device check (`if device.type == "cuda":`, `if torch.cuda.is_available():`):
     ported, or TP109's choice, except a move there in code that carries its
     device (`self.device`), which must follow it.

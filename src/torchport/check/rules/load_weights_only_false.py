@@ -23,7 +23,11 @@ class LoadWeightsOnlyFalse(Rule):
     reported too, saying so. Not reported: a file the same program saves (a
     load-or-build cache, `if exists(path): torch.load(path, weights_only=False)`
     with `torch.save(..., path)` in the `else`, or a save to the same path
-    earlier in the function): its pickles are the program's own.
+    earlier in the function): its pickles are the program's own; nor test code
+    (a file in a `test`/`tests` folder, a `conftest.py`, a `test*` function or
+    `Test*` class in a file importing `pytest`/`unittest`), which loads the
+    fixtures it made itself (`trainer.save(d)` then `torch.load(d + "/m.pt",
+    weights_only=False)` to compare).
 
     ## Why is this bad?
     With `weights_only=False`, loading runs the pickle machinery in full: a
@@ -82,6 +86,10 @@ class LoadWeightsOnlyFalse(Rule):
             if _computed_torch_attribute(node, ctx):
                 yield ctx.finding(self, node, message=_computed_callee(node, ctx))
             return
+        from torchport.check.rules._test_code import collected_by_a_test_runner  # first use
+
+        if collected_by_a_test_runner(ctx):
+            return  # a test loads the files it made itself, its own fixtures
         truth = _truth(given, ctx)
         if truth is None:
             message = (

@@ -35,8 +35,10 @@ class LoadWithoutMapLocation(Rule):
     `torch.save` to the same path earlier in the function), where what is
     loaded takes the place of a plain Python object the program otherwise
     builds (`enc = Vocab(data)` on one path, `enc = torch.load(path)` on the
-    other, with `Vocab` a class of the project that stores no tensors), and in
-    tests, which load their own fixtures.
+    other, with `Vocab` a class of the project that stores no tensors), a file
+    that saves checkpoints itself in a project whose `.py` files never name a
+    device (all it writes are CPU tensors), and in tests, which load their own
+    fixtures.
 
     ## Fix safety
     The fix loads onto the module's `device`. Where the checkpoint used to be
@@ -123,6 +125,10 @@ class LoadWithoutMapLocation(Rule):
             return  # a TensorRT engine's state (`if trt: from torch2trt import TRTModule`)
         if written_by_this_run(node, ctx) or _loading.stands_for_plain_object(node, ctx):
             return
+        from torchport.check.rules._cpu_projects import cpu_only_project  # on first use
+
+        if cpu_only_project(ctx):
+            return  # its own checkpoints, in a project that never names a device: CPU ones
         why = loaded_elsewhere(node, ctx)
         if why is not None:
             message = f"{self.message} (no automatic fix: {why})"

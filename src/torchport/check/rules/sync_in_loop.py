@@ -50,13 +50,13 @@ class SyncInLoop(Rule):
     the point: a value the loop tests (`if token.item() in stop_tokens: break`), a loop
     that ends on what it computes (beam search: `k -= len(done)`, `if k == 0: break`), a
     generator yielding in the loop, an action handed to `envs.step(a.cpu().numpy())`,
-    tests, and an `.item()` that indexes a host container or sizes a range or the next
-    call (`vocab[i.item()]`, `n = m - c[i].item()` then `x = gen.sample(n)`). Nor are
-    pandas reads (`row.values.tolist()`), reads in a function named for the CPU (`def
-    fill_indices_cpu(...)`), modules that import nothing from torch (a gym client's
-    `obs.tolist()`), NumPy that a gym or envpool environment's `step()`/`reset()`
-    returns, entries a function's own dict holds only as CPU tensors (`d[s]["y"] =
-    torch.tensor(y)`).
+    a copy drawn in the same iteration (`cv2.rectangle(img, ...)`, `visualize(img)`),
+    tests, an `.item()` that indexes a host container or sizes a range or the next call
+    (`vocab[i.item()]`, `n = m - c[i].item()` then `x = gen.sample(n)`). Nor are pandas
+    reads (`row.values.tolist()`), reads in a function named for the CPU (`def
+    fill_indices_cpu(...)`), modules importing nothing from torch (a gym client's
+    `obs.tolist()`), NumPy a gym or envpool environment's `step()`/`reset()` returns,
+    entries a function's own dict holds only as CPU tensors (`d[s]["y"] = tensor(y)`).
     """
 
     code = "TP202"
