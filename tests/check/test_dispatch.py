@@ -19,12 +19,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.check.fix_programs import programs
 from torchport.check._catalog import shipped_rules
 from torchport.check._engine import RuleSet, check_text
 from torchport.check._rule import Rule
 from torchport.check.rules import RULES
-
-from .fix_programs import programs
 
 
 def _everywhere(rule: type[Rule]) -> type[Rule]:
@@ -207,6 +206,7 @@ _SHAPES = (
 )
 
 
+@functools.cache
 def _every_name_and_keyword() -> list[str]:
     """Programs where every name is called every way and every keyword gets every value.
 
@@ -217,8 +217,9 @@ def _every_name_and_keyword() -> list[str]:
     names, keywords = _example_names()
     calls = []
     for name in sorted({*_API, *names}):
-        for func in (name, f"torch.{name}", f"x.{name}", f'"cuda:{{}}".{name}'):
+        for func in (name, f"torch.{name}", f"x.{name}"):
             calls += [f"{func}{shape}" for shape in _SHAPES]
+        calls += [f'"cuda:{{}}".{name}(0)', f'"cuda:%d".{name}()']
     for keyword in sorted({*_KEYWORDS, *keywords}):
         for func in ("f", "torch.zeros", "torch.load", "x.f", "DDP"):
             calls += [f"{func}(m, {keyword}={value})" for value in _DEVICE_VALUES]
@@ -235,10 +236,12 @@ def _every_name_and_keyword() -> list[str]:
 
 
 _PER_PROGRAM = 8
+_PARTS = 4  # spread over the workers
 
 
-def test_every_name_and_keyword_finds_the_same_declared_or_handed_everything() -> None:
-    for source in _every_name_and_keyword():
+@pytest.mark.parametrize("part", range(_PARTS))
+def test_every_name_and_keyword_finds_the_same_declared_or_handed_everything(part: int) -> None:
+    for source in _every_name_and_keyword()[part::_PARTS]:
         _assert_same(source)
 
 
