@@ -36,6 +36,7 @@ def _metadata(rule: type[Rule]) -> tuple[object, ...]:
         rule.call_attrs,
         rule.attr_names,
         rule.constants,
+        rule.call_keywords,
         rule.message,
     )
 
@@ -97,6 +98,8 @@ def render_entries() -> str:
     def names(values: frozenset[object] | None) -> str:
         if values is None:
             return "None"
+        if not values:
+            return "frozenset()"
         return "frozenset({" + ", ".join(repr(v) for v in sorted(values, key=repr)) + "})"
 
     lines = []
@@ -111,6 +114,7 @@ def render_entries() -> str:
             f"        {names(rule.call_attrs)},",  # type: ignore[arg-type]
             f"        {names(rule.attr_names)},",  # type: ignore[arg-type]
             f"        {names(rule.constants)},",
+            *([f"        {names(rule.call_keywords)},"] if rule.call_keywords else []),  # type: ignore[arg-type]
             "    ),",
         ]
     return "\n".join(lines)

@@ -402,6 +402,29 @@ def test_calls_reach_a_rule_by_method_name_import_or_callee_shape() -> None:
     ]
 
 
+class DeviceKeywordCalls(LoadCalls):
+    """What it does: test rule: reports the calls handed to it by name or by keyword."""
+
+    code = "TP9996"
+    call_keywords: ClassVar[frozenset[str | None]] = frozenset({"device", None})
+
+
+def test_calls_reach_a_rule_by_a_keywords_name_or_an_unpacking() -> None:
+    source = (
+        "from mylib import thing as load\n"
+        "f(x, device=d)\ng(x, dtype=t)\nh(**kw)\nx.load(1)\nload(2)\nthing(3)\n"
+        "k(devices=d)\nx.m(1, non_blocking=True, device=d)\n"
+    )
+    found = check_text(source, "s.py", RuleSet([DeviceKeywordCalls, TorchLoads])).findings
+    assert [f.message for f in found if f.code == "TP9996"] == [
+        "f(x, device=d)",
+        "h(**kw)",
+        "x.load(1)",
+        "load(2)",
+        "x.m(1, non_blocking=True, device=d)",
+    ]
+
+
 _IMPORTS = st.sampled_from(
     [
         "import torch",

@@ -47,7 +47,8 @@ def _escape(char: str, how: int) -> str:
 def literals(draw: st.DrawFn) -> str:
     """A string expression whose value holds ``cuda`` (or a near miss), written every way."""
     cuda = ["cuda", "cuda:", "cuda:0", "cuda:{}", "cuda:%d", "cud", "cu"]
-    word = draw(st.sampled_from([*cuda, "weights_only", "weights_", "weights_onl"]))
+    env = ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOA", "TORCH_"]
+    word = draw(st.sampled_from([*cuda, "weights_only", "weights_", "weights_onl", *env]))
     quote = draw(st.sampled_from(['"', "'", '"""', "'''"]))
     prefix = draw(st.sampled_from(["", "r", "u", "f", "R", "F"]))
     how = draw(st.integers(0, 3))
@@ -84,6 +85,7 @@ def _fullwidth(text: str) -> str:
 def programs(draw: st.DrawFn) -> str:
     lit = draw(literals())
     method = draw(st.sampled_from(["cuda", "cpu", _fullwidth("cuda"), "c" + _fullwidth("uda")]))
+    tf32 = draw(st.sampled_from(["allow_tf32", "allow_tf3", _fullwidth("allow") + "_tf32"]))
     lines = draw(
         st.lists(
             st.sampled_from(
@@ -103,6 +105,10 @@ def programs(draw: st.DrawFn) -> str:
                     f"kw = {{{lit}: 0}}\nt = torch.load(f, **kw)",
                     "u = torch.load(f, weights_only=False)",
                     "v = torch.load(f, weights_only=0)",
+                    f'os.environ[{lit}] = "1"',
+                    f'os.environ.setdefault({lit}, "yes")',
+                    f'os.environ.update({{{lit}: "1"}})',
+                    f"torch.backends.cuda.matmul.{tf32} = True",
                     "z = torch.ones(3)",
                     'name = " ".join(parts)',
                 ]
@@ -111,7 +117,7 @@ def programs(draw: st.DrawFn) -> str:
             max_size=4,
         )
     )
-    return "import torch\n\n" + "\n".join(lines) + "\n"
+    return "import os\nimport torch\n\n" + "\n".join(lines) + "\n"
 
 
 def _parses(source: str) -> ast.Module | None:
@@ -165,12 +171,8 @@ def test_files_without_the_word_skip_its_rules() -> None:
     # the prefilter does something: otherwise the tests above hold trivially
     source = 'import torch\n\nname = " ".join(["a", "b"])\nx = torch.ones(3).to(dev)\n'
     assert not may_hold(source, "cuda")
-    assert absent_rules(source, {"TP101", "TP113", "TP115", "TP102", "TP302"}) == {
-        "TP101",
-        "TP113",
-        "TP115",
-        "TP302",
-    }
+    codes = {"TP101", "TP113", "TP115", "TP102", "TP302", "TP306", "TP407"}
+    assert absent_rules(source, codes) == codes - {"TP102"}
 
 
 def test_hidden_weights_only_keeps_its_rule() -> None:
@@ -187,6 +189,19 @@ def test_hidden_weights_only_keeps_its_rule() -> None:
         assert "TP302" not in absent_rules(source, {"TP302"}), line
         found = check_text(source, "x.py", ALL, strict=True).findings
         assert [f.code for f in found if f.code == "TP302"] == ["TP302"], line
+
+
+def test_a_hidden_environment_variable_keeps_its_rule() -> None:
+    hidden = [
+        'os.environ["TORCH_FORCE_NO_" "WEIGHTS_ONLY_LOAD"] = "1"',
+        'os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_\\x4cOAD"] = "1"',
+        'os.environ.update({"TORCH_FORCE_NO_WEIGHTS_"\n    "ONLY_LOAD": "1"})',
+    ]
+    for line in hidden:
+        source = f"import os\n{line}\n"
+        assert "TP306" not in absent_rules(source, {"TP306"}), line
+        found = check_text(source, "x.py", ALL, strict=True).findings
+        assert [f.code for f in found] == ["TP306"], line
 
 
 def test_every_example_of_a_prefiltered_rule_holds_its_word() -> None:

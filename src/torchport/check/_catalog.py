@@ -48,6 +48,7 @@ class RuleEntry:
     call_attrs: frozenset[str] | None
     attr_names: frozenset[str] | None
     constants: frozenset[object] | None
+    call_keywords: frozenset[str | None] = frozenset()
 
 
 class _LazyRuleMeta(type):
@@ -116,6 +117,7 @@ def _stand_in(entry: RuleEntry) -> type[LazyRule]:
         "call_attrs": entry.call_attrs,
         "attr_names": entry.attr_names,
         "constants": entry.constants,
+        "call_keywords": entry.call_keywords,
         "__qualname__": entry.class_name,
         "__module__": __name__,
     }
@@ -163,9 +165,10 @@ ENTRIES: tuple[RuleEntry, ...] = (
             "AnnAssign",
             "arguments",
         ),
+        frozenset({"add_argument", "cuda", "device", "to"}),
         None,
         None,
-        None,
+        frozenset({"accelerator", "device", "map_location"}),
     ),
     RuleEntry(
         "TP102",
@@ -267,9 +270,10 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "device",
         "none",
         ("Call",),
+        frozenset({"cuda", "double", "to"}),
         None,
         None,
-        None,
+        frozenset({"device"}),
     ),
     RuleEntry(
         "TP109",
@@ -296,9 +300,10 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "device",
         "none",
         ("Call",),
+        frozenset({"DDP", "DataParallel", "DistributedDataParallel", "device", "to"}),
         None,
         None,
-        None,
+        frozenset({"device"}),
     ),
     RuleEntry(
         "TP111",
@@ -354,9 +359,10 @@ ENTRIES: tuple[RuleEntry, ...] = (
             "Call",
             "Assign",
         ),
+        frozenset({"device", "ipu", "mlu", "mtia", "musa", "npu", "to", "xpu"}),
         None,
         None,
-        None,
+        frozenset({"device", "map_location"}),
     ),
     RuleEntry(
         "TP113",
@@ -367,9 +373,20 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "device",
         "none",
         ("Call",),
+        frozenset(
+            {
+                "Generator",
+                "GradScaler",
+                "autocast",
+                "get_autocast_dtype",
+                "init_device_mesh",
+                "is_autocast_enabled",
+                "set_autocast_dtype",
+            }
+        ),
         None,
         None,
-        None,
+        frozenset({"device_type"}),
     ),
     RuleEntry(
         "TP114",
@@ -397,7 +414,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
             "BinOp",
             "Call",
         ),
-        None,
+        frozenset({"format"}),
         None,
         None,
     ),
@@ -488,9 +505,10 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "safety",
         "none",
         ("Call",),
+        frozenset(),
         None,
         None,
-        None,
+        frozenset({"weights_only", None}),
     ),
     RuleEntry(
         "TP303",

@@ -12,7 +12,8 @@ wants (``Name``, most often) are not pushed either: a third of what is left.
 
 Nodes go only to the rules that can care about them: a call ``recv.attr(...)`` by
 ``attr`` and a bare ``name(...)`` by what ``name`` imports (its last part, ``load``
-for ``from torch import load as ld``) or by ``name`` itself (``Rule.call_attrs``),
+for ``from torch import load as ld``) and by ``name`` itself (``Rule.call_attrs``),
+or by its keywords' names (``Rule.call_keywords``),
 an attribute ``x.attr`` by ``attr`` (``Rule.attr_names``), a constant by its value
 (``Rule.constants``); when every rule for constants lists its values, the walk skips
 the other constants like the leaves above.
@@ -27,7 +28,8 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Collection, Iterable, Sequence
+import operator
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from torchport.check._context import Context
 from torchport.check._file_settings import UNLIMITED, FileSettings
@@ -75,7 +77,7 @@ _COMPOUND: tuple[type[ast.AST], ...] = (
     ast.Match,
     *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
 )
-_LEAVE = object()  # stack marker: the node below it is finished
+_LEAVE = object()  # stack marker: the innermost node on ctx.ancestors is finished
 # Node classes with no child nodes: the walk need not push one unless a rule
 # wants its type (no position is lost: nothing below them to be an ancestor of).
 _LEAVES: tuple[type[ast.AST], ...] = (
@@ -134,10 +136,14 @@ class RuleSet:
             () if self.visit_unpositioned else (t for t in _LEAVES if t not in wanted)
         )
         self.codes = frozenset(cls.code for cls in self.classes)
+        # keyword names that send a call to a rule whatever it calls (Rule.call_keywords)
+        self.call_keywords: frozenset[str | None] = frozenset().union(
+            *(r.call_keywords for r in self.dispatch.get(ast.Call, ()) if r.call_attrs is not None)
+        )
         # filled by the walks, shared by every file this set checks
-        self.by_callee: dict[str, tuple[Rule, ...] | None] = {}
+        self.by_callee: dict[object, tuple[Rule, ...] | None] = {}
         self.by_attr: dict[str, tuple[Rule, ...] | None] = {}
-        self.fields_of: dict[type[ast.AST], tuple[tuple[str, ...], bool]] = {}
+        self.fields_of: dict[type[ast.AST], tuple[Callable[[ast.AST], Any], bool, bool]] = {}
         self._lacking: dict[frozenset[str], RuleSet] = {}
 
     def __len__(self) -> int:
@@ -204,7 +210,8 @@ def _walk(
     dispatch = ruleset.dispatch
     skip = not ruleset.visit_unpositioned
     fields_of = ruleset.fields_of
-    by_name: dict[str, Any] = ruleset.by_callee  # callee name -> the call rules that want it
+    by_name: dict[Any, Any] = ruleset.by_callee  # callee (and keywords) -> the call rules
+    keyword_names = ruleset.call_keywords
     tails = ctx.import_tails  # imported name -> the last part of what it imports
     by_attr: dict[str, Any] = ruleset.by_attr  # attribute name -> the rules that want it
     leaves = ruleset.unvisited_leaves
@@ -214,30 +221,40 @@ def _walk(
     ancestors = ctx.ancestors
     append_ancestor, pop_ancestor = ancestors.append, ancestors.pop
     node_class = ast.AST
-    stack: list[Any] = [tree]  # nodes, each finished node followed by _LEAVE
+    stack: list[Any] = [tree]  # nodes to visit, and a _LEAVE under the children of each
     pop, push = stack.pop, stack.append
     while stack:
         node = pop()
         if node is _LEAVE:
-            pop()
             pop_ancestor()
             continue
         cls = type(node)
         if cls is ast.Call:
             func = node.func
-            callee: str | None
+            callee: Any  # a name, (name, import tail), or None: every call rule
             if func.__class__ is ast.Attribute:
                 callee = func.attr
             elif func.__class__ is ast.Name:
-                callee = tails.get(func.id, func.id)  # None: imported as different things
+                callee = func.id
+                tail = tails.get(callee, callee)  # None: imported as different things
+                if tail != callee:
+                    callee = None if tail is None else (callee, tail)
             else:
                 callee = None
             if callee is None:
                 rules = dispatch.get(cls)
             else:
+                if keyword_names:  # the call's keywords some rule lists, if any
+                    for kw in node.keywords:
+                        if kw.arg in keyword_names:
+                            callee = (
+                                callee,
+                                tuple(k.arg for k in node.keywords if k.arg in keyword_names),
+                            )
+                            break
                 rules = by_name.get(callee, _MISSING)
                 if rules is _MISSING:
-                    rules = by_name[callee] = _named_rules(dispatch, ast.Call, callee)
+                    rules = by_name[callee] = _call_rules(dispatch, callee)
         elif cls is ast.Attribute:
             rules = by_attr.get(node.attr, _MISSING)
             if rules is _MISSING:
@@ -269,16 +286,17 @@ def _walk(
                         t: tuple(r for r in rs if r is not rule) for t, rs in dispatch.items()
                     }
                     by_name, by_attr = {}, {}
-        append_ancestor(node)
-        push(node)
-        push(_LEAVE)
+        push(_LEAVE)  # below the children: the node is finished when it comes back
         found = fields_of.get(cls)
         if found is None:
-            found = fields_of[cls] = child_fields(cls, unpositioned=not skip)
-        fields, exact = found
+            found = fields_of[cls] = _children_getter(cls, unpositioned=not skip)
+        get_children, single, exact = found
         start = len(stack)
-        for name in fields:
-            value = getattr(node, name, None)
+        try:  # the child fields' values, got at once
+            children = (get_children(node),) if single else get_children(node)
+        except AttributeError:  # a node built without some field: none there
+            children = _children_of(node, cls, unpositioned=not skip)
+        for value in children:
             if value is None:
                 continue
             if value.__class__ is list:
@@ -298,10 +316,37 @@ def _walk(
                         push(value)
                 elif kind is wanted_class and value.value in wanted:
                     push(value)
-        if len(stack) - start > 1:
-            stack[start:] = stack[: start - 1 : -1]
+        pushed = len(stack) - start
+        if pushed:
+            append_ancestor(node)  # for the rules at its children, popped at its _LEAVE
+            if pushed > 1:
+                stack[start:] = stack[: start - 1 : -1]
+        else:
+            pop()  # nothing below it to visit: finished already
     findings.sort(key=_finding_key)
     return CheckOutcome(_unique(findings), failures)
+
+
+def _no_children(node: ast.AST) -> tuple[()]:
+    return ()
+
+
+def _children_getter(
+    cls: type[ast.AST], *, unpositioned: bool
+) -> tuple[Callable[[ast.AST], Any], bool, bool]:
+    """A function giving the values of ``cls``'s child fields, whether it gives one value
+    (not a tuple), and whether they are known to hold nodes only (see ``child_fields``).
+    """
+    fields, exact = child_fields(cls, unpositioned=unpositioned)
+    if not fields:
+        return _no_children, False, exact
+    return operator.attrgetter(*fields), len(fields) == 1, exact
+
+
+def _children_of(node: ast.AST, cls: type[ast.AST], *, unpositioned: bool) -> list[Any]:
+    """The values of ``node``'s child fields, None for a field it lacks."""
+    fields, _ = child_fields(cls, unpositioned=unpositioned)
+    return [getattr(node, name, None) for name in fields]
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
@@ -331,16 +376,37 @@ _MISSING: Any = object()
 def _named_rules(
     dispatch: dict[type[ast.AST], tuple[Rule, ...]], kind: type[ast.AST], name: str
 ) -> tuple[Rule, ...] | None:
-    """The rules a call of ``name`` (or an attribute ``x.name``) goes to.
-
-    Those that want every node of ``kind``, and those that list ``name`` in their
-    ``call_attrs`` (calls) or ``attr_names`` (attributes).
-    """
+    """The rules an attribute ``x.name`` goes to: those that want every one or list ``name``."""
     wanted = tuple(
         rule
         for rule in dispatch.get(kind, ())
-        if (names := rule.call_attrs if kind is ast.Call else rule.attr_names) is None
-        or name in names
+        if rule.attr_names is None or name in rule.attr_names
+    )
+    return wanted or None
+
+
+def _call_rules(
+    dispatch: dict[type[ast.AST], tuple[Rule, ...]], callee: Any
+) -> tuple[Rule, ...] | None:
+    """The rules a call goes to, by what ``_walk`` keys it on.
+
+    ``callee`` is the name called (``recv.name(...)``, a bare ``name(...)``), or
+    ``(name, import tail)`` for a bare name whose import ends in another name, either
+    of them possibly paired with the call's keywords that some rule lists:
+    ``(callee, (keyword, ...))``. A rule takes the call when it wants every call, lists
+    one of the names in ``call_attrs`` or one of the keywords in ``call_keywords``.
+    """
+    keywords: tuple[str | None, ...] = ()
+    if type(callee) is tuple and type(callee[1]) is tuple:
+        callee, keywords = callee
+    name, tail = callee if type(callee) is tuple else (callee, callee)
+    wanted = tuple(
+        rule
+        for rule in dispatch.get(ast.Call, ())
+        if (attrs := rule.call_attrs) is None
+        or name in attrs
+        or tail in attrs
+        or (keywords and not rule.call_keywords.isdisjoint(keywords))
     )
     return wanted or None
 

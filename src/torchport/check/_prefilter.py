@@ -41,6 +41,10 @@ NEEDS: dict[str, str] = {
     # `weights_only=False`, or a key of a `**{...}` dict: what the rule judges, and
     # without it the rule reports nothing (its `check` ends at once)
     "TP302": "weights_only",
+    # the variable's name as a string (a subscript, a setter's argument or dict key) or
+    # as a keyword of `os.environ.update(...)`
+    "TP306": "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",
+    "TP407": "allow_tf32",  # the attribute `....matmul.allow_tf32 = ...` assigned
 }
 
 _ESCAPES = lazy_pattern(r"\\[xuUN0-7\r\n]")

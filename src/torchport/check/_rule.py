@@ -162,9 +162,13 @@ class Rule:
     # and a bare ``NAME(...)`` when ``NAME`` is listed, and a bare ``alias(...)``
     # when the last part of what ``alias`` imports is (``load`` for
     # ``from torch import load as ld``): one dict lookup per call instead of one
-    # generator per rule. Calls of anything else (``f()(x)``, ``fs[0](x)``) and other
-    # node types always reach the rule.
+    # generator per rule. A bare ``name(...)`` whose import ends in another name reaches
+    # the rule when either is listed (a rule may test ``name`` itself: ``DDP``). Calls
+    # of anything else (``f()(x)``, ``fs[0](x)``) and other node types always reach it.
     call_attrs: ClassVar[frozenset[str] | None] = None
+    # With ``call_attrs`` set: the keyword names (None for a ``**`` unpacking) whose
+    # calls reach the rule too, whatever they call (``f(x, device="cuda")``).
+    call_keywords: ClassVar[frozenset[str | None]] = frozenset()
     # The same for rules that look at ``ast.Attribute`` (``x.NAME``, by ``NAME``) and
     # at ``ast.Constant`` (by value): None for every one. When every rule for
     # constants lists its values, the walk skips all other constants.

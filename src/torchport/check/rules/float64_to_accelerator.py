@@ -30,6 +30,9 @@ class Float64ToAccelerator(Rule):
     intent = Intent.DEVICE
     message = "use float32 on the device (MPS has no float64) or keep the float64 work on the CPU"
     node_types = (ast.Call,)
+    # `.to(...)`, `.double()`, `.cuda()`; any other call only with `device=`
+    call_attrs = frozenset({"to", "double", "cuda"})
+    call_keywords = frozenset({"device"})
     valid = (
         "x = torch.zeros(3, dtype=torch.float64)\n",
         'x = y.double().to("cpu")\n',

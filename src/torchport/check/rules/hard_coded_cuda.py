@@ -64,6 +64,10 @@ class HardCodedCuda(Rule):
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call, ast.Assign, ast.AnnAssign, ast.arguments)
+    # `.cuda()`, `torch.device(...)`, `.to(...)`, `add_argument("--device", default=...)`,
+    # and any call given a device by keyword (see `device_keywords`)
+    call_attrs = frozenset({"cuda", "device", "to", "add_argument"})
+    call_keywords = frozenset({"device", "map_location", "accelerator"})
     valid = (
         "x = x.to(device)\n",
         'x = torch.zeros(3, device="cpu")\n',

@@ -52,6 +52,8 @@ class HardCodedCudaDeviceType(Rule):
     intent = Intent.DEVICE
     message = 'pass `device.type` of your one `device` instead of the device type "cuda"'
     node_types = (ast.Call,)
+    call_attrs = _TAILS  # `torch.autocast("cuda")` ...; any other call only by keyword
+    call_keywords = frozenset({"device_type"})
     valid = (
         "import torch\n\nwith torch.autocast(device.type):\n    y = model(x)\n",
         'import torch\n\nwith torch.autocast("cpu", dtype=torch.bfloat16):\n    y = model(x)\n',

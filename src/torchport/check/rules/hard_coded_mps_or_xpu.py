@@ -55,6 +55,9 @@ class HardCodedMpsOrXpu(Rule):
         "accelerator (MPS, XPU, MTIA, ...)"
     )
     node_types = (ast.Call, ast.Assign)
+    # `.xpu()`, `.to("mps")`, `torch.device("xpu")`; any other call only by keyword
+    call_attrs = frozenset({"to", "device", *_METHODS})
+    call_keywords = frozenset(_DEVICE_ARGS)
     valid = (
         "x = x.to(device)\n",
         'import torch\n\nif torch.backends.mps.is_available():\n    x = x.to("mps")\n',

@@ -59,6 +59,9 @@ class IntegerDeviceIndex(Rule):
         "bare integer, which always means a CUDA device"
     )
     node_types = (ast.Call,)
+    # `.to(0)`, `torch.device(rank)`, the DDP wrappers; any other call only with `device=`
+    call_attrs = frozenset({"to", "device", "DDP", *_WRAPPERS})
+    call_keywords = frozenset({"device"})
     valid = (
         "x = x.to(device)\n",
         "x = x.to(torch.float16)\n",

@@ -49,6 +49,9 @@ class LoadWeightsOnlyFalse(Rule):
         "`torch.serialization.add_safe_globals`; keep `False` only for files you trust"
     )
     node_types = (ast.Call,)
+    # only calls given `weights_only=` or a `**` unpacking (which may hold it)
+    call_attrs = frozenset[str]()
+    call_keywords = frozenset({"weights_only", None})
     valid = (
         'import torch\n\nstate = torch.load("ckpt.pt", map_location="cpu")\n',
         'import torch\n\nstate = torch.load("ckpt.pt", weights_only=True)\n',

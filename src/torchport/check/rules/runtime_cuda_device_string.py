@@ -33,6 +33,7 @@ class RuntimeCudaDeviceString(Rule):
         "instead of building a CUDA device string"
     )
     node_types = (ast.JoinedStr, ast.BinOp, ast.Call)
+    call_attrs = frozenset({"format"})  # `"cuda:{}".format(i)`
     valid = (
         'name = f"cuda_{i}"\n',
         'log = f"device {rank}"\n',
