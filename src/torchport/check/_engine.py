@@ -32,6 +32,7 @@ import operator
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from torchport.check._context import Context
+from torchport.check._dispatch import call_rules, constant_rules, named_rules
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._nodes import child_fields
 from torchport.check._noqa import NoqaMap, parse_noqa
@@ -254,13 +255,13 @@ def _walk(
                             break
                 rules = by_name.get(callee, _MISSING)
                 if rules is _MISSING:
-                    rules = by_name[callee] = _call_rules(dispatch, callee)
+                    rules = by_name[callee] = call_rules(dispatch, callee)
         elif cls is ast.Attribute:
             rules = by_attr.get(node.attr, _MISSING)
             if rules is _MISSING:
-                rules = by_attr[node.attr] = _named_rules(dispatch, cls, node.attr)
+                rules = by_attr[node.attr] = named_rules(dispatch, cls, node.attr)
         elif cls is ast.Constant:
-            rules = _constant_rules(dispatch, node.value)
+            rules = constant_rules(dispatch, node.value)
         else:
             rules = dispatch.get(cls)
         if rules is not None:
@@ -371,59 +372,6 @@ def _unique(findings: list[Finding]) -> list[Finding]:
 
 
 _MISSING: Any = object()
-
-
-def _named_rules(
-    dispatch: dict[type[ast.AST], tuple[Rule, ...]], kind: type[ast.AST], name: str
-) -> tuple[Rule, ...] | None:
-    """The rules an attribute ``x.name`` goes to: those that want every one or list ``name``."""
-    wanted = tuple(
-        rule
-        for rule in dispatch.get(kind, ())
-        if rule.attr_names is None or name in rule.attr_names
-    )
-    return wanted or None
-
-
-def _call_rules(
-    dispatch: dict[type[ast.AST], tuple[Rule, ...]], callee: Any
-) -> tuple[Rule, ...] | None:
-    """The rules a call goes to, by what ``_walk`` keys it on.
-
-    ``callee`` is the name called (``recv.name(...)``, a bare ``name(...)``), or
-    ``(name, import tail)`` for a bare name whose import ends in another name, either
-    of them possibly paired with the call's keywords that some rule lists:
-    ``(callee, (keyword, ...))``. A rule takes the call when it wants every call, lists
-    one of the names in ``call_attrs`` or one of the keywords in ``call_keywords``.
-    """
-    keywords: tuple[str | None, ...] = ()
-    if type(callee) is tuple and type(callee[1]) is tuple:
-        callee, keywords = callee
-    name, tail = callee if type(callee) is tuple else (callee, callee)
-    wanted = tuple(
-        rule
-        for rule in dispatch.get(ast.Call, ())
-        if (attrs := rule.call_attrs) is None
-        or name in attrs
-        or tail in attrs
-        or (keywords and not rule.call_keywords.isdisjoint(keywords))
-    )
-    return wanted or None
-
-
-def _constant_rules(
-    dispatch: dict[type[ast.AST], tuple[Rule, ...]], value: object
-) -> tuple[Rule, ...] | None:
-    """The rules a constant goes to: those that want every constant or ``value``."""
-    try:
-        wanted = tuple(
-            rule
-            for rule in dispatch.get(ast.Constant, ())
-            if rule.constants is None or value in rule.constants
-        )
-    except TypeError:  # an unhashable value, which no rule can list
-        wanted = tuple(r for r in dispatch.get(ast.Constant, ()) if r.constants is None)
-    return wanted or None
 
 
 def _finding_key(finding: Finding) -> tuple[int, int, str, int, int, str]:
