@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.check.port.siblings import load
 from torchport.check._context import Context
+from torchport.check.port._batches import _Planner
 from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._device_flow import MOVES, PortScope, names_of
 from torchport.check.port._facts import PortFacts, _model_parameters
@@ -394,3 +395,47 @@ def test_plain_functions_are_the_defs_outside_class_bodies_on_generated_programs
     source: str,
 ) -> None:
     _same_plain_functions(source)
+
+
+# ------------------------------------------ a parameter's reads (the batch plan's objects)
+
+
+def _same_parameter_reads(source: str) -> None:
+    tree = ast.parse(source)
+    ctx = Context(source, "<reads>", tree)
+    facts = PortFacts(ctx)
+    planner = _Planner(facts)
+    scopes = ctx.scopes
+    for func in ast.walk(tree):
+        if not isinstance(func, _FUNCTIONS):
+            continue
+        a = func.args
+        for param in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+            if param is None:
+                continue
+            # The oracle: the scope map's reads of the name that resolve to the function.
+            want = sorted(id(r) for r in scopes.reads_of(param.arg, scopes.scopes[id(func)]))
+            found = [id(r) for r in planner.parameter_reads(param, func)]
+            assert len(found) == len(set(found))
+            assert sorted(found) == want, param.arg
+
+
+READ_CORNERS = [
+    # read in a nested function, a lambda, a comprehension; shadowed by a nested
+    # function's own parameter and by a class body; a global of the same name
+    "import torch\n\nx = 1\n\ndef f(x, y, *rest, z=2, **kw):\n    def g():\n        return x\n"
+    "    def h(x):\n        return x\n    class C:\n        x = 3\n        w = x\n"
+    "    k = lambda: x + y\n    return [x for _ in rest] + [g(), h(z), kw, k()]\n\n"
+    "def unused(x):\n    return torch.ones(1)\n",
+]
+
+
+@pytest.mark.parametrize("source", READ_CORNERS)
+def test_a_parameter_s_reads_are_the_scope_map_s_on_corners(source: str) -> None:
+    _same_parameter_reads(source)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(port_programs.programs())
+def test_a_parameter_s_reads_are_the_scope_map_s_on_generated_programs(source: str) -> None:
+    _same_parameter_reads(source)
