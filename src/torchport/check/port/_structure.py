@@ -197,9 +197,9 @@ class FileStructure:
                         parents[id(child)] = node
                         if child.__class__ in opens:
                             if child.__class__ is classdef_class:
-                                classdefs.append(child)  # type: ignore[arg-type]
+                                classdefs.append(child)
                                 if scope is not None:
-                                    scope.local.add(child.name)  # type: ignore[attr-defined]
+                                    scope.local.add(child.name)
                                 push((child, None))
                             else:
                                 enter_function(child, node, scope, stack)  # type: ignore[arg-type]
