@@ -111,11 +111,15 @@ def test_find_module_agrees_with_the_oracle(
                     os.path.realpath(want),
                     (stat.st_mtime_ns, stat.st_size),
                 )
-        with listed_once(), listed_once():  # one span: each file's question shares it
+        # One span: each file's question shares it (the listings, and the answers read
+        # from them: each folder's root, the package found above a folder), asked from
+        # every file of the layout in turn.
+        others = [f.relative_to(root) if relative else f for f in files if f != importer]
+        with listed_once(), listed_once():
             for _ in range(2):
-                for module, level in asked:
-                    got = find_module(importer, module, level, Lookups())
-                    want = oracle(importer, module, level)
+                for source, (module, level) in [(f, a) for f in (importer, *others) for a in asked]:
+                    got = find_module(source, module, level, Lookups())
+                    want = oracle(source, module, level)
                     assert (got and os.path.realpath(got)) == (want and os.path.realpath(want))
                     if want is not None:  # a version the span holds is the file's own
                         stat = want.stat()
@@ -140,9 +144,9 @@ def test_a_port_that_writes_nothing_reads_a_sibling_s_version_once(
     asked: list[str] = []
     version = _module_files._version
 
-    def counted(path: Path) -> tuple[str, tuple[int, int]] | None:
+    def counted(path: Path, lookups: _module_files.Lookups) -> tuple[str, tuple[int, int]] | None:
         asked.append(path.name)
-        return version(path)
+        return version(path, lookups)
 
     monkeypatch.setattr(_module_files, "_version", counted)
     port_paths([tmp_path], diff=True, jobs=1)
@@ -176,3 +180,26 @@ def test_a_package_path_from_a_script_below_it_is_found(tmp_path: Path) -> None:
     assert find_module(script, "TCN.char_cnn.model", 0) == model
     assert find_module(script, "model", 0) == model  # beside it, as before
     assert find_module(script, "char_cnn.model", 0) is None  # `char_cnn` is no package
+
+
+def test_a_span_s_roots_and_packages_above_are_each_folder_s_own(tmp_path: Path) -> None:
+    """One span, importers in folders with other roots and other packages above them."""
+    layout = [
+        "pkg/__init__.py", "pkg/mod.py", "helper.py", "scripts/run.py",
+        "x/TCN/__init__.py", "x/TCN/model.py", "x/TCN/char/run.py", "y/run.py",
+    ]  # fmt: skip
+    for name in layout:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("", encoding="utf-8")
+    asked = [
+        ("pkg/mod.py", "helper"),  # the root above the package: helper.py
+        ("scripts/run.py", "helper"),  # a script's own folder is its root: none
+        ("x/TCN/char/run.py", "TCN.model"),  # the package two folders up
+        ("y/run.py", "TCN.model"),  # no TCN above y/: none
+    ]
+    for order in (asked, asked[::-1]):
+        with listed_once():
+            for importer, module in order:
+                got = find_module(tmp_path / importer, module, 0, Lookups())
+                want = oracle(tmp_path / importer, module, 0)
+                assert got == want, (importer, module)

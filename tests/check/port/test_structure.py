@@ -25,10 +25,13 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.check.port.siblings import load
 from torchport.check._context import Context
+from torchport.check.port._batches import _Planner
 from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._device_flow import MOVES, PortScope, names_of
 from torchport.check.port._facts import PortFacts, _model_parameters
+from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._structure import FileStructure
+from torchport.check.port._value_kind import Kind
 
 pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
 port_programs = load("port_programs_for_structure", Path(__file__).parent / "port_programs.py")
@@ -344,3 +347,95 @@ def test_a_chain_of_factories_needs_every_round() -> None:
 @given(port_programs.programs())
 def test_the_model_search_stops_where_three_rounds_find_nothing_more(source: str) -> None:
     _same_models(source)
+
+
+# ------------------------------------------------ the file's plain functions (call sites)
+
+
+def _plain_functions_by_ancestry(tree: ast.Module) -> list[int]:
+    """Every ``def`` whose nearest enclosing ``def``/``class``/module is no class (the oracle)."""
+    found: list[int] = []
+    stack: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
+    while stack:
+        node, holder = stack.pop()
+        if isinstance(node, _FUNCTIONS) and not isinstance(holder, ast.ClassDef):
+            found.append(id(node))
+        inner = node if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) else holder
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return sorted(found)
+
+
+def _same_plain_functions(source: str) -> None:
+    tree = ast.parse(source)
+    kinds = CallerKinds(PortFacts(Context(source, "<plain>", tree)), lambda e: Kind.UNKNOWN)
+    found = [id(f) for f in kinds._plain_functions()]
+    assert len(found) == len(set(found))
+    assert sorted(found) == _plain_functions_by_ancestry(tree)
+
+
+PLAIN_FUNCTION_CORNERS = [
+    # methods under an `if`/`try` of the class body; a class in a function; nested and
+    # async functions; a lambda (no def); a def in a method
+    "import torch\n\nclass A:\n    if True:\n        def f(self): pass\n    try:\n"
+    "        async def g(self): pass\n    except Exception:\n        pass\n"
+    "    def h(self):\n        def inner(x): return x\n        return inner\n\n"
+    "def outer():\n    class B:\n        def m(self): pass\n    async def k(): pass\n"
+    "    return lambda y: y\n\nif torch:\n    def top(): pass\n",
+]
+
+
+@pytest.mark.parametrize("source", PLAIN_FUNCTION_CORNERS)
+def test_plain_functions_are_the_defs_outside_class_bodies_on_corners(source: str) -> None:
+    _same_plain_functions(source)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(port_programs.programs())
+def test_plain_functions_are_the_defs_outside_class_bodies_on_generated_programs(
+    source: str,
+) -> None:
+    _same_plain_functions(source)
+
+
+# ------------------------------------------ a parameter's reads (the batch plan's objects)
+
+
+def _same_parameter_reads(source: str) -> None:
+    tree = ast.parse(source)
+    ctx = Context(source, "<reads>", tree)
+    facts = PortFacts(ctx)
+    planner = _Planner(facts)
+    scopes = ctx.scopes
+    for func in ast.walk(tree):
+        if not isinstance(func, _FUNCTIONS):
+            continue
+        a = func.args
+        for param in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+            if param is None:
+                continue
+            # The oracle: the scope map's reads of the name that resolve to the function.
+            want = sorted(id(r) for r in scopes.reads_of(param.arg, scopes.scopes[id(func)]))
+            found = [id(r) for r in planner.parameter_reads(param, func)]
+            assert len(found) == len(set(found))
+            assert sorted(found) == want, param.arg
+
+
+READ_CORNERS = [
+    # read in a nested function, a lambda, a comprehension; shadowed by a nested
+    # function's own parameter and by a class body; a global of the same name
+    "import torch\n\nx = 1\n\ndef f(x, y, *rest, z=2, **kw):\n    def g():\n        return x\n"
+    "    def h(x):\n        return x\n    class C:\n        x = 3\n        w = x\n"
+    "    k = lambda: x + y\n    return [x for _ in rest] + [g(), h(z), kw, k()]\n\n"
+    "def unused(x):\n    return torch.ones(1)\n",
+]
+
+
+@pytest.mark.parametrize("source", READ_CORNERS)
+def test_a_parameter_s_reads_are_the_scope_map_s_on_corners(source: str) -> None:
+    _same_parameter_reads(source)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(port_programs.programs())
+def test_a_parameter_s_reads_are_the_scope_map_s_on_generated_programs(source: str) -> None:
+    _same_parameter_reads(source)

@@ -140,8 +140,7 @@ class _Planner:
         optimizer, a size. What such a call returns is followed from where it meets the model
         (:mod:`~torchport.check.port._origins` reports the call), so the parameter is not."""
         scopes = self.ctx.scopes
-        inner = scopes.scopes.get(id(func))
-        reads = scopes.reads_of(param.arg, inner) if inner is not None else []
+        reads = self.parameter_reads(param, func)
         if not reads:
             return False
         return all(
@@ -150,6 +149,21 @@ class _Planner:
             or self._receiver_of_own_method(r)
             for r in reads
         )
+
+    def parameter_reads(
+        self, param: ast.arg, func: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> list[ast.Name]:
+        """Every read of a parameter in its function (nested functions' reads of it too).
+
+        The scope map's ``reads_of``, in no promised order: taken from the structure
+        walk's names, not from the scope map's node index (a whole-tree walk of its own).
+        """
+        scopes = self.ctx.scopes
+        inner = scopes.scopes.get(id(func))
+        if inner is None:
+            return []
+        name = param.arg
+        return [r for r in self.facts.loads_of(name) if scopes.resolve(name, r) is inner]
 
     def _receiver_of_own_method(self, read: ast.Name) -> bool:
         """``buf.add(x)`` with ``buf: Buffer`` (or bound to ``Buffer()``): the receiver of a

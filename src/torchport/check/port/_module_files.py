@@ -34,7 +34,7 @@ class Lookups:
     answered once. The next file's question makes a new one and sees any change.
     """
 
-    __slots__ = ("files", "found", "listings")
+    __slots__ = ("above", "files", "found", "listings", "real", "roots")
 
     def __init__(self) -> None:
         # Inside check/_listing.listed_once (a chunk of files checked, or ported with
@@ -42,26 +42,47 @@ class Lookups:
         # every question in it: nothing in the span changes the tree.
         span = held()
         # A found file -> its real path and version (mtime, size); None: no stat.
+        # `roots` (a folder -> the folder above its packages) and `above` ((a folder, a
+        # package name) -> the first folder up holding that package) are answers read
+        # from the listings alone; `real`: a path -> its resolved form.
         if span is None:
             self.listings: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
             self.found: dict[tuple[str, str | None, int], Path | None] = {}
             self.files: dict[Path, tuple[str, tuple[int, int]] | None] = {}
+            self.roots: dict[str, str] = {}
+            self.above: dict[tuple[str, str], str | None] = {}
+            self.real: dict[str, str] = {}
         else:
             self.listings = span.setdefault("module_files.listings", {})
             self.found = span.setdefault("module_files.found", {})
             self.files = span.setdefault("module_files.files", {})
+            self.roots = span.setdefault("module_files.roots", {})
+            self.above = span.setdefault("module_files.above", {})
+            self.real = span.setdefault("module_files.real", {})
+
+    def resolved(self, path: str) -> str:
+        """``str(Path(path).resolve())``, once per question.
+
+        Raises:
+            OSError, ValueError: as ``Path.resolve`` (not kept: asked again, raised again).
+        """
+        try:
+            return self.real[path]
+        except KeyError:
+            found = self.real[path] = str(Path(path).resolve())
+            return found
 
     def version(self, path: Path) -> tuple[str, tuple[int, int]] | None:
         """``path``'s real path and (mtime in ns, size), once per question (None: no file)."""
         try:
             return self.files[path]
         except KeyError:
-            known = self.files[path] = _version(path)
+            known = self.files[path] = _version(path, self)
             return known
 
 
-def _version(path: Path) -> tuple[str, tuple[int, int]] | None:
-    key = str(path.resolve())
+def _version(path: Path, lookups: Lookups) -> tuple[str, tuple[int, int]] | None:
+    key = lookups.resolved(str(path))
     try:
         stat = path.stat()
     except OSError:
@@ -115,6 +136,16 @@ def _parent(folder: str) -> str:
 
 def _root(folder: str, lookups: Lookups | None) -> str:
     """The folder on ``sys.path`` when a script of ``folder`` runs: above its packages."""
+    if lookups is None:
+        return _root_of(folder, None)
+    try:
+        return lookups.roots[folder]
+    except KeyError:
+        found = lookups.roots[folder] = _root_of(folder, lookups)
+        return found
+
+
+def _root_of(folder: str, lookups: Lookups | None) -> str:
     while "__init__.py" in _entries(folder, lookups)[0] and _parent(folder) != folder:
         folder = _parent(folder)
     return folder
@@ -179,11 +210,23 @@ def _package_above(folder: str, module: str, lookups: Lookups | None) -> Path | 
     ``__init__.py``) and, in it, the module. Dotted names only: a plain ``import utils``
     is not looked for far from the file."""
     head = module.partition(".")[0]
+    if lookups is None:
+        found = _package_folder(folder, head, None)
+    else:
+        try:
+            found = lookups.above[(folder, head)]
+        except KeyError:
+            found = lookups.above[(folder, head)] = _package_folder(folder, head, lookups)
+    return None if found is None else _module_file(found, module, lookups)
+
+
+def _package_folder(folder: str, head: str, lookups: Lookups | None) -> str | None:
+    """The first folder up from ``folder`` (not itself) holding the package ``head``."""
     for _ in range(_ABOVE):
         up = _parent(folder)
         if up == folder:
             break
         folder = up
         if "__init__.py" in _entries(os.path.join(folder, head), lookups)[0]:
-            return _module_file(folder, module, lookups)
+            return folder
     return None

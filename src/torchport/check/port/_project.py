@@ -477,12 +477,13 @@ def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> b
 
 def project_imports(ctx: Context) -> ProjectImports:
     """What the project modules that ``ctx``'s file imports at module level give it."""
+    # One question: each folder and found file is read once for this file's imports.
+    lookups = Lookups()
     try:
-        key = str(Path(ctx.path).resolve())
+        key = lookups.resolved(ctx.path)
     except (OSError, ValueError):
         return ProjectImports()
-    # One question: each folder and found file is read once for this file's imports.
-    return _imports_of(ctx, frozenset({key}), Lookups())
+    return _imports_of(ctx, frozenset({key}), lookups)
 
 
 def own_tensor_functions(ctx: Context) -> set[str]:

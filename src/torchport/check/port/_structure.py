@@ -36,6 +36,17 @@ NO_CHILD_FIELDS = frozenset(
 )  # fmt: skip
 _LOOPS = frozenset({ast.For, ast.AsyncFor, ast.With, ast.AsyncWith})
 _IMPORTS = frozenset({ast.Import, ast.ImportFrom})
+# What the walk records of a node of each class in a scope (one lookup per node).
+_ASSIGN, _ANNOTATED, _LOOP, _IMPORT = "assign", "annotated", "loop", "import"
+_STATEMENT_KIND: dict[type, str] = {
+    ast.Assign: _ASSIGN,
+    ast.AnnAssign: _ANNOTATED,
+    ast.NamedExpr: _ANNOTATED,
+    **dict.fromkeys(_LOOPS, _LOOP),
+    **dict.fromkeys(_IMPORTS, _IMPORT),
+}
+# Children that open a scope of their own (functions) or none (a class body).
+_OPENS = frozenset({*_FUNCTIONS, ast.ClassDef})
 
 
 def _with_targets(node: ast.AST) -> list[ast.expr]:
@@ -125,9 +136,12 @@ class FileStructure:
         stack: list[tuple[ast.AST, PortScope | None]] = [(tree, self.module)]
         pop, push = stack.pop, stack.append
         parents, scope_of, names = self.parents, self.scope_of, self.names
+        moves, imports, classdefs = self.moves, self.imports, self.classdefs
+        enter_function = self._enter_function
         fields_of: dict[type, tuple[str, ...]] = {}
         node_class, name_class, call_class, store_class = ast.AST, ast.Name, ast.Call, ast.Store
-        constant_class, attribute_class = ast.Constant, ast.Attribute
+        constant_class, attribute_class, classdef_class = ast.Constant, ast.Attribute, ast.ClassDef
+        statement_kind, opens = _STATEMENT_KIND, _OPENS
         while stack:
             node, scope = pop()
             cls = node.__class__
@@ -143,52 +157,58 @@ class FileStructure:
                     if node.ctx.__class__ is store_class:  # type: ignore[attr-defined]
                         scope.local.add(node.id)  # type: ignore[attr-defined]
                 continue
+            if cls is constant_class:  # a leaf
+                if scope is not None:
+                    scope.nodes.append(node)
+                    scope_of[id(node)] = scope
+                continue
+            kind = statement_kind.get(cls)
             if cls is call_class:
                 func = node.func  # type: ignore[attr-defined]
                 if func.__class__ is attribute_class and func.attr in ("to", "cuda"):
-                    self.moves.append(node)  # type: ignore[arg-type]
-            elif cls in _IMPORTS:
-                self.imports.append(node)
+                    moves.append(node)  # type: ignore[arg-type]
+            elif kind is _IMPORT:
+                imports.append(node)
             if scope is not None:
                 scope.nodes.append(node)
                 scope_of[id(node)] = scope
-                if cls is constant_class:
-                    continue  # a leaf
-                if cls is ast.Assign:
+                if kind is None:
+                    pass
+                elif kind is _ASSIGN:
                     scope.assigns.append((node.targets, node.value))  # type: ignore[attr-defined]
-                elif cls is ast.AnnAssign or cls is ast.NamedExpr:
+                elif kind is _ANNOTATED:
                     if node.value is not None:  # type: ignore[attr-defined]
                         scope.assigns.append(([node.target], node.value))  # type: ignore[attr-defined]
-                elif cls in _LOOPS:
+                elif kind is _LOOP:
                     for target in _with_targets(node):
                         scope.loop_bound.update(names_of(target))
-                elif cls in _IMPORTS:
+                else:  # an import
                     for alias in node.names:  # type: ignore[attr-defined]
                         scope.local.add((alias.asname or alias.name).partition(".")[0])
-            elif cls is constant_class:
-                continue
             fields = fields_of.get(cls)
             if fields is None:
                 fields = fields_of[cls] = tuple(f for f in cls._fields if f not in NO_CHILD_FIELDS)
             for field_name in fields:
                 value = getattr(node, field_name, None)
-                if value.__class__ is not list:
-                    if not isinstance(value, node_class):
-                        continue
-                    value = (value,)
-                for child in value:
-                    if not isinstance(child, node_class):
-                        continue
-                    parents[id(child)] = node
-                    if isinstance(child, _FUNCTIONS):
-                        self._enter_function(child, node, scope, stack)
-                    elif child.__class__ is ast.ClassDef:
-                        self.classdefs.append(child)
-                        if scope is not None:
-                            scope.local.add(child.name)
-                        push((child, None))
-                    else:
-                        push((child, scope))
+                if value.__class__ is list:
+                    for child in value:
+                        if not isinstance(child, node_class):
+                            continue
+                        parents[id(child)] = node
+                        if child.__class__ in opens:
+                            if child.__class__ is classdef_class:
+                                classdefs.append(child)
+                                if scope is not None:
+                                    scope.local.add(child.name)
+                                push((child, None))
+                            else:
+                                enter_function(child, node, scope, stack)  # type: ignore[arg-type]
+                        else:
+                            push((child, scope))
+                elif isinstance(value, node_class):
+                    # (a single child: no function or class, those are statements in lists)
+                    parents[id(value)] = node
+                    push((value, scope))
 
     def _note(self, node: ast.AST) -> None:
         """Record a name's place, an import, or a move, for a node in no scope of ours."""

@@ -56,6 +56,39 @@ __all__ = [
 ]
 
 
+def _index_of(tree: ast.AST) -> dict[type[ast.AST], list[ast.AST]]:
+    """Every node of ``tree`` by class, each class's in ``ast.walk`` order.
+
+    ``ast.walk``'s order (breadth first, children as ``ast.iter_child_nodes`` gives
+    them: field by field, list items in order) without its generators: one list read
+    from its start while it grows.
+    """
+    index: dict[type[ast.AST], list[ast.AST]] = {}
+    fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
+    node_class = ast.AST
+    order: list[ast.AST] = [tree]
+    append = order.append
+    for node in order:  # (the list grows while it is read: breadth first)
+        cls = node.__class__
+        found = index.get(cls)
+        if found is None:
+            index[cls] = [node]
+        else:
+            found.append(node)
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = fields_of[cls] = cls._fields
+        for field_name in fields:
+            value = getattr(node, field_name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, node_class):
+                        append(item)
+            elif isinstance(value, node_class):
+                append(value)
+    return index
+
+
 class ScopeMap:
     """Scopes, bindings and parents of one parsed module, and every question asked of them.
 
@@ -100,10 +133,7 @@ class ScopeMap:
         """
         index = self._index
         if index is None:
-            index = {}
-            for node in ast.walk(self.tree):
-                index.setdefault(node.__class__, []).append(node)
-            self._index = index
+            index = self._index = _index_of(self.tree)
         return index.get(kind, [])
 
     def loads_of(self, name: str) -> list[ast.Name]:
