@@ -13,7 +13,11 @@ module-level imports bind to the project's own modules, and what those are:
   torch factory made on the CPU (``torch.from_numpy(mask)``, ``torch.ones(n)``),
   with no ``device`` parameter: their result is on the CPU wherever it is used;
 * **tensors** and **devices**: module-level names bound to such a tensor, or to
-  a ``torch.device(...)``.
+  a ``torch.device(...)``;
+* **CPU functions**: module-level functions that make a tensor on the CPU (a torch
+  factory with no ``device``) or read one into numpy anywhere in their body: a
+  device value handed to one meets the CPU there, in a file the importing file's
+  port does not change (``utils.shift(model(x))``): reported where it is handed.
 
 A module is found the way Python finds it when the script runs from its own
 folder: beside the importing file, then at the root above its packages
@@ -69,6 +73,7 @@ class ModuleFacts:
     tensors: frozenset[str] = frozenset()
     devices: frozenset[str] = frozenset()
     plain_classes: frozenset[str] = frozenset()  # module-level classes that are no models
+    cpu_functions: frozenset[str] = frozenset()  # functions making CPU tensors (or numpy reads)
 
     def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
         """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""
@@ -84,7 +89,10 @@ KINDS = (
     ("tensor", "tensors"),
     ("device", "devices"),
     ("plain_class", "plain_classes"),
+    ("cpu_function", "cpu_functions"),
 )
+# Kinds that are no torch the importing file gets: a plain class, a function it only calls.
+_NOT_GIVEN = frozenset({"plain_class", "cpu_function"})
 
 
 @dataclass(slots=True)
@@ -97,13 +105,16 @@ class ProjectImports:
     tensors: set[str] = field(default_factory=set)
     devices: set[str] = field(default_factory=set)
     plain_classes: set[str] = field(default_factory=set)
+    cpu_functions: set[str] = field(default_factory=set)
     modules: dict[str, ModuleFacts] = field(default_factory=dict)  # `import utils as u`
 
     def lookup(self, expr: ast.expr) -> tuple[str, str] | None:
         """``(kind, name)`` for a name or ``alias.name`` the project defines, else None.
 
         ``kind`` is one of ``"class"``, ``"factory"``, ``"tensor_function"``,
-        ``"tensor"``, ``"device"``, ``"plain_class"`` (a class that is no model).
+        ``"tensor"``, ``"device"``, ``"plain_class"`` (a class that is no model),
+        ``"cpu_function"`` (a plain function making CPU tensors; a tensor function or
+        a factory is told as that first).
         """
         if isinstance(expr, ast.Name):  # asked of every call's function: no tuple built
             name = expr.id
@@ -129,13 +140,13 @@ class ProjectImports:
         itself or through an imported module (a plain class alone, or a module defining
         nothing torch, as a TensorFlow sibling, does not make a file without torch a
         PyTorch program)."""
-        if any(names for kind, names in self._kinds() if kind != "plain_class"):
+        if any(names for kind, names in self._kinds() if kind not in _NOT_GIVEN):
             return True
         return any(
             names
             for facts in self.modules.values()
             for kind, names in facts.kinds()
-            if kind != "plain_class"
+            if kind not in _NOT_GIVEN
         )
 
 
@@ -242,6 +253,7 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
         tensors=frozenset(tensors),
         devices=frozenset(devices),
         plain_classes=frozenset(names - models),
+        cpu_functions=frozenset(f.name for f in functions if _makes_cpu_tensor(ctx, f)),
     )
 
 
@@ -363,6 +375,22 @@ def _cpu_tensor(ctx: Context, expr: ast.expr, *, func: ast.AST | None, depth: in
         k.arg is None or k.arg == "device" or (k.arg == "requires_grad" and _truthy(k.value))
         for k in expr.keywords
     )
+
+
+def _makes_cpu_tensor(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``func``'s own body makes a tensor on the CPU (a torch factory or typed
+    constructor with no ``device``) or reads a tensor into numpy (``.numpy()``)."""
+    for node in _own_nodes(func):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" and not node.args:
+            return True
+        name = ctx.qualname(node.func)
+        if (name in CREATORS or name in TYPED_CONSTRUCTORS) and not any(
+            k.arg is None or k.arg == "device" for k in node.keywords
+        ):
+            return True
+    return False
 
 
 def _truthy(expr: ast.expr) -> bool:
