@@ -68,6 +68,16 @@ _TAKES = {
     "numpy": "def shift(y):\n    return y * float(np.abs(y.detach().numpy()).max() > -1)\n",
 }
 
+# TCN's `get_batch`: a function of the model's module returning slices of what it is given.
+# The batch lives where the data handed to it does: the script's own tensor (moved by the
+# port: nothing to report) or one the module makes on the CPU (a leftover: reported).
+_GET_BATCH = (
+    "def get_batch(source, i):\n"
+    "    inp = source[i:i + 2].contiguous()\n"
+    "    return inp, source[i + 1:i + 3, :2]\n"
+)
+BATCHES = (None, "here", "module")
+
 LAYOUTS = ("flat", "package", "alias")
 HELPERS = (None, *_HELPERS)
 TAKES = (None, *_TAKES)
@@ -83,6 +93,7 @@ def projects(draw: st.DrawFn) -> dict[str, str]:
         helper=draw(st.sampled_from(HELPERS)),
         module_tensor=draw(st.booleans()),
         takes=draw(st.sampled_from(TAKES)),
+        batch=draw(st.sampled_from(BATCHES)),
     )
 
 
@@ -94,6 +105,7 @@ def project_files(
     helper: str | None,
     module_tensor: bool,
     takes: str | None = None,
+    batch: str | None = None,
 ) -> dict[str, str]:
     """One project: the model's module (its base class apart when ``based``), ``train.py``."""
     files: dict[str, str] = {}
@@ -116,10 +128,16 @@ def project_files(
         model_lines.append("SCALE = torch.full((2,), 0.5)\n")
     if takes is not None:
         model_lines.append(_TAKES[takes])
+    if batch is not None:
+        model_lines.append(_GET_BATCH)
+    if batch == "module":
+        model_lines.append("DATA = torch.arange(40.0).view(10, 4) / 10\n")
     model_text = "\n".join(model_lines) + "\n"
     names = ["Net"] + (["build"] if factory else []) + (["make_mask"] if helper else [])
     names += ["SCALE"] if module_tensor else []
     names += ["shift"] if takes is not None else []
+    names += ["get_batch"] if batch is not None else []
+    names += ["DATA"] if batch == "module" else []
     if layout == "package":
         files["pkg/__init__.py"] = ""
         files["pkg/nets.py"] = model_text
@@ -154,6 +172,14 @@ def project_files(
         "    opt.step()",
         "    OUT.append(loss.item())",
     ]
+    if batch is not None:
+        made = "torch.arange(40.0).view(10, 4) / 10" if batch == "here" else f"{q}DATA"
+        body += [
+            f"data = {made}",
+            "for i in range(0, 6, 2):",
+            f"    inp, tgt = {q}get_batch(data, i)",
+            "    OUT.append((net(inp) - tgt).sum().item())",
+        ]
     files["train.py"] = "\n".join(body) + "\n"
     return files
 
@@ -361,3 +387,33 @@ def test_a_device_value_handed_to_another_modules_function_is_reported_or_placed
             else:
                 assert got["out"] == pytest.approx(before), root
         assert stopped  # the oracle sees these leftovers: the test cannot pass blind
+
+
+def test_a_slice_of_the_scripts_own_data_by_another_module_is_not_reported() -> None:
+    """TCN's ``get_batch(source, i)`` in ``utils.py``, returning slices of ``source``:
+    the batch lives where the data the script hands it does. The script's own tensor is
+    moved by the port, so the batch is on the device and nothing is reported (on main:
+    TP521 "it comes from `get_batch`, which the port cannot see into", noise); data the
+    module makes on the CPU is a leftover, and stays reported. The oracle is the run on
+    ``sim`` with the CPU's values."""
+    import itertools
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cases: dict[str, tuple[str, list[Any], list[str]]] = {}
+        for i, (layout, batch) in enumerate(itertools.product(LAYOUTS, ("here", "module"))):
+            root = Path(tmp) / f"b{i}"
+            _write(root, project_files(
+                layout, based=False, factory=False, helper=None, module_tensor=False, batch=batch
+            ))  # fmt: skip
+            before, _ = _run(root, meta=False)
+            assert not isinstance(before, BaseException), before
+            result = port_paths([root], jobs=1)
+            cases[str(root)] = (batch, before, [str(f) for f in result.remaining])
+        ran = _sim_runs(list(cases))
+        for root, (batch, before, left) in cases.items():
+            got = ran[root]
+            if batch == "here":
+                assert got.get("out") == pytest.approx(before), (root, got)
+                assert left == [], left
+            else:
+                assert "error" in got and left, (root, got, left)

@@ -17,7 +17,11 @@ module-level imports bind to the project's own modules, and what those are:
 * **CPU functions**: module-level functions that make a tensor on the CPU (a torch
   factory with no ``device``) or read one into numpy anywhere in their body: a
   device value handed to one meets the CPU there, in a file the importing file's
-  port does not change (``utils.shift(model(x))``): reported where it is handed.
+  port does not change (``utils.shift(model(x))``): reported where it is handed;
+* **view functions**: module-level functions whose every return is a slice or view
+  of their own parameters (TCN's ``get_batch(source, i)`` returning
+  ``source[:, i:j].contiguous()``): what a call gives lives where the tensors
+  handed to those parameters live, so the importing file follows the arguments.
 
 A module is found the way Python finds it when the script runs from its own
 folder: beside the importing file, then at the root above its packages
@@ -74,6 +78,9 @@ class ModuleFacts:
     devices: frozenset[str] = frozenset()
     plain_classes: frozenset[str] = frozenset()  # module-level classes that are no models
     cpu_functions: frozenset[str] = frozenset()  # functions making CPU tensors (or numpy reads)
+    view_functions: frozenset[str] = frozenset()  # returns only views of their parameters
+    # each view function's viewed parameters: (function, ((position or -1, name), ...))
+    views: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()
 
     def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
         """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""
@@ -90,9 +97,10 @@ KINDS = (
     ("device", "devices"),
     ("plain_class", "plain_classes"),
     ("cpu_function", "cpu_functions"),
+    ("view_function", "view_functions"),
 )
 # Kinds that are no torch the importing file gets: a plain class, a function it only calls.
-_NOT_GIVEN = frozenset({"plain_class", "cpu_function"})
+_NOT_GIVEN = frozenset({"plain_class", "cpu_function", "view_function"})
 
 
 @dataclass(slots=True)
@@ -106,7 +114,21 @@ class ProjectImports:
     devices: set[str] = field(default_factory=set)
     plain_classes: set[str] = field(default_factory=set)
     cpu_functions: set[str] = field(default_factory=set)
+    view_functions: set[str] = field(default_factory=set)
     modules: dict[str, ModuleFacts] = field(default_factory=dict)  # `import utils as u`
+    viewed: dict[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+
+    def viewed_parameters(self, func: ast.expr) -> tuple[tuple[int, str], ...] | None:
+        """For a view function (``get_batch``, ``utils.get_batch``): the ``(position,
+        name)`` of each parameter its returns are views of (position -1: keyword-only)."""
+        if isinstance(func, ast.Name):
+            return self.viewed.get(func.id) if func.id in self.view_functions else None
+        if isinstance(func, ast.Attribute) and self.modules:
+            owner = _dotted(func.value)
+            facts = self.modules.get(owner) if owner is not None else None
+            if facts is not None and func.attr in facts.view_functions:
+                return dict(facts.views).get(func.attr)
+        return None
 
     def lookup(self, expr: ast.expr) -> tuple[str, str] | None:
         """``(kind, name)`` for a name or ``alias.name`` the project defines, else None.
@@ -245,6 +267,7 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
                 devices.add(target.id)
     names = {c.name for c in classdefs}
     models = frozenset(c for c in knowledge.classes if c in names)
+    views = [(f.name, v) for f in functions if (v := _viewed_parameters(f))]
     return ModuleFacts(
         path=ctx.path,
         classes=models,
@@ -254,6 +277,8 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
         devices=frozenset(devices),
         plain_classes=frozenset(names - models),
         cpu_functions=frozenset(f.name for f in functions if _makes_cpu_tensor(ctx, f)),
+        view_functions=frozenset(name for name, _ in views),
+        views=tuple(views),
     )
 
 
@@ -377,6 +402,48 @@ def _cpu_tensor(ctx: Context, expr: ast.expr, *, func: ast.AST | None, depth: in
     )
 
 
+def _viewed_parameters(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> tuple[tuple[int, str], ...]:
+    """The parameters every return of ``func`` is a view of (each item of a returned
+    tuple too), with their positions; empty when some return is anything else."""
+    a = func.args
+    positions = {p.arg: i for i, p in enumerate((*a.posonlyargs, *a.args))}
+    positions |= {p.arg: -1 for p in a.kwonlyargs}
+    viewed: set[str] = set()
+
+    def views(expr: ast.expr, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        while True:
+            if isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif (
+                isinstance(expr, ast.Call)
+                and isinstance(expr.func, ast.Attribute)
+                and expr.func.attr in _KEEPS_TENSOR
+                and expr.func.attr != "type"
+            ):
+                expr = expr.func.value
+            else:
+                break
+        if not isinstance(expr, ast.Name):
+            return False
+        if expr.id in positions:
+            viewed.add(expr.id)
+            return True
+        values = _local_values(func, expr.id)
+        return bool(values) and all(views(v, depth + 1) for v in values or ())
+
+    def test(expr: ast.expr) -> bool:
+        items = expr.elts if isinstance(expr, ast.Tuple) else [expr]
+        return bool(items) and all(views(e) for e in items)
+
+    if not _returns_all(func, test):
+        return ()
+    return tuple(sorted((positions[name], name) for name in viewed))
+
+
 def _makes_cpu_tensor(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether ``func``'s own body makes a tensor on the CPU (a torch factory or typed
     constructor with no ``device``) or reads a tensor into numpy (``.numpy()``)."""
@@ -488,6 +555,7 @@ def _record_all(
     for _, attr in KINDS:
         names: frozenset[str] = getattr(facts, attr)
         getattr(out, attr).update(n for n in names if not n.startswith("_") and not bindings.get(n))
+    out.viewed.update((n, v) for n, v in facts.views if n in out.view_functions)
 
 
 def _defines(facts: ModuleFacts, name: str) -> bool:
@@ -499,6 +567,8 @@ def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> b
     for _, attr in KINDS:
         if name in getattr(facts, attr):
             getattr(out, attr).add(local)
+            if attr == "view_functions":
+                out.viewed[local] = dict(facts.views)[name]
             return True
     return False
 
