@@ -417,3 +417,71 @@ def test_a_slice_of_the_scripts_own_data_by_another_module_is_not_reported() -> 
                 assert left == [], left
             else:
                 assert "error" in got and left, (root, got, left)
+
+
+_DECLARED = {
+    "float": "'--gamma', type=float, default=0.5",
+    "int": "'--gamma', type=int, default=2",
+    "default": "'--gamma', default=0.25",
+    "tensor_type": "'--gamma', type=lambda s: torch.full((2,), float(s)), default='2'",
+    "stored_tensor": "'--gamma', type=float, default=0.5",
+}
+
+
+def settings_project(declared: str, style: str, stored: bool) -> dict[str, str]:
+    """``train.py`` parses its settings and hands them to ``Agent(args)`` of ``agent.py``,
+    which keeps ``args.gamma`` on ``self`` (as it is, or in arithmetic)."""
+    use = "self.gamma" if stored else "self.discount"
+    keep = (
+        "        self.gamma = args.gamma\n"
+        if stored
+        else "        self.discount = args.gamma * 2 + 1\n"
+    )
+    agent = (
+        "import torch\n\n\nclass Agent:\n    def __init__(self, args):\n"
+        "        torch.manual_seed(0)\n        self.net = torch.nn.Linear(4, 2)\n"
+        + keep
+        + "    def learn(self):\n        out = self.net(torch.ones(3, 4))\n"
+        + f"        return (out * {use}).sum().item()\n"
+    )
+    head = "from agent import Agent" if style == "from" else "import agent"
+    make = "Agent(args)" if style == "from" else "agent.Agent(args)"
+    train = (
+        f"import argparse\n\nimport torch\n{head}\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        f"parser.add_argument({_DECLARED[declared]})\n"
+        "args = parser.parse_args([])\n"
+        + ("args.gamma = torch.full((2,), 0.5)\n" if declared == "stored_tensor" else "")
+        + f"OUT.append({make}.learn())\n"
+    )
+    return {"agent.py": agent, "train.py": train}
+
+
+def test_settings_another_module_parses_are_numbers_where_they_are_handed() -> None:
+    """``self.gamma = args.gamma`` in ``agent.py``, ``args`` handed by ``Agent(args)`` in a
+    module beside it that parses them: a setting declared there as a number, string or
+    flag is no tensor, and nothing is reported about it (on main: TP523 "made by
+    `self.gamma`", noise, 11 of a held-out sample's rows). A setting whose ``type=`` makes
+    a tensor, or one the parsing module overwrites with one, stays reported, and the run
+    on ``sim`` confirms each: clean with the CPU's values, or stopped and reported."""
+    import itertools
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cases: dict[str, tuple[str, list[Any], list[str]]] = {}
+        for i, (declared, style, stored) in enumerate(
+            itertools.product(_DECLARED, ("from", "import"), (True, False))
+        ):
+            root = Path(tmp) / f"s{i}"
+            _write(root, settings_project(declared, style, stored))
+            before, _ = _run(root, meta=False)
+            assert not isinstance(before, BaseException), before
+            result = port_paths([root], jobs=1)
+            cases[str(root)] = (declared, before, [str(f) for f in result.remaining])
+        ran = _sim_runs(list(cases))
+        for root, (declared, before, left) in cases.items():
+            got = ran[root]
+            if "tensor" in declared:
+                assert "error" in got and left, (root, got, left)
+            else:
+                assert got.get("out") == pytest.approx(before), (root, got)
+                assert left == [], (root, left)
