@@ -257,6 +257,7 @@ class PortFacts:
                 n.value for n in scope.nodes if isinstance(n, ast.Return) and n.value is not None
             ]
             returns.append((name, scope, values))
+        returns += self._inner_factory_returns()
         # Factories, call sites and bindings feed each other: up to three rounds. Each
         # round is a function of what is known (every set here only grows), so a round
         # that adds nothing ends it: the next would see the same and add nothing too.
@@ -270,6 +271,35 @@ class PortFacts:
                     self.known.factories.add(name)
             if self._models_known() == known:
                 return
+
+    def _inner_factory_returns(self) -> list[tuple[str, PortScope, list[ast.expr]]]:
+        """``(name, scope, returned values)`` of the file's other plain functions that may
+        be model factories: one defined in a function, or under a module-level ``if`` or
+        ``try`` (``def main(): def build(): return nn.Linear(4, 2)``; ``net = build()``
+        was moved inside ``build`` and its input left on the CPU, "0 left"). Only a name
+        no other function or class of the file defines: the factories are known by name."""
+        defined: dict[str, int] = {}
+        for scope in self.scopes:
+            node = scope.node
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                defined[node.name] = defined.get(node.name, 0) + 1
+        found = []
+        for scope in self.scopes:
+            node = scope.node
+            if (
+                not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                or scope.cls is not None
+                or scope.internal
+                or self.functions.get(node.name) is node
+                or defined.get(node.name, 0) != 1
+                or node.name in self.functions
+            ):
+                continue
+            values = [
+                n.value for n in scope.nodes if isinstance(n, ast.Return) and n.value is not None
+            ]
+            found.append((node.name, scope, values))
+        return found
 
     def _models_known(self) -> tuple[int, int, int, int]:
         """How much :meth:`_find_models` knows (its sets only grow: equal sizes, equal sets)."""
