@@ -278,22 +278,27 @@ class PortFacts:
         ``try`` (``def main(): def build(): return nn.Linear(4, 2)``; ``net = build()``
         was moved inside ``build`` and its input left on the CPU, "0 left"). Only a name
         no other function or class of the file defines: the factories are known by name."""
+        inner = [
+            s
+            for s in self.scopes
+            if isinstance(s.node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and s.cls is None
+            and not s.internal
+            and self.functions.get(s.node.name) is not s.node
+        ]
+        found: list[tuple[str, PortScope, list[ast.expr]]] = []
+        if not inner:
+            return found
         defined: dict[str, int] = {}
-        for scope in self.scopes:
+        index = self.ctx.scopes
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            for node in index.nodes_of(kind):
+                name = node.name  # type: ignore[attr-defined]
+                defined[name] = defined.get(name, 0) + 1
+        for scope in inner:
             node = scope.node
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                defined[node.name] = defined.get(node.name, 0) + 1
-        found = []
-        for scope in self.scopes:
-            node = scope.node
-            if (
-                not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                or scope.cls is not None
-                or scope.internal
-                or self.functions.get(node.name) is node
-                or defined.get(node.name, 0) != 1
-                or node.name in self.functions
-            ):
+            assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            if defined.get(node.name, 0) != 1 or node.name in self.functions:
                 continue
             values = [
                 n.value for n in scope.nodes if isinstance(n, ast.Return) and n.value is not None
