@@ -446,15 +446,28 @@ def _viewed_parameters(
 
 def _makes_cpu_tensor(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether ``func``'s own body makes a tensor on the CPU (a torch factory or typed
-    constructor with no ``device``) or reads a tensor into numpy (``.numpy()``)."""
-    for node in _own_nodes(func):
-        if not isinstance(node, ast.Call):
-            continue
+    constructor with no ``device``, not moved where it is made) or reads a tensor into
+    numpy (``.numpy()``)."""
+    calls = [n for n in _own_nodes(func) if isinstance(n, ast.Call)]
+    moved: set[int] = set()  # `torch.arange(n).to(lens.device)`: made, then moved at once
+    for node in calls:
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
+            inner = node.func.value
+            while (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr in _KEEPS_TENSOR
+            ):
+                inner = inner.func.value
+            moved.add(id(inner))
+    for node in calls:
         if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" and not node.args:
             return True
         name = ctx.qualname(node.func)
-        if (name in CREATORS or name in TYPED_CONSTRUCTORS) and not any(
-            k.arg is None or k.arg == "device" for k in node.keywords
+        if (
+            (name in CREATORS or name in TYPED_CONSTRUCTORS)
+            and id(node) not in moved
+            and not any(k.arg is None or k.arg == "device" for k in node.keywords)
         ):
             return True
     return False
