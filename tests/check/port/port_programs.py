@@ -606,6 +606,29 @@ FRAGMENTS = [
         "    return T.cat([policy{k}(obs), w], 1).sum()",
         "OUT.append(loss{k}(T.ones(1, 4), T.zeros(1, 3)).detach())",
     ),
+    # a model factory of the program (in a function or under an `if` when wrapped): its
+    # model is moved where it is built, its input where the model meets it
+    _lines(
+        "def build{k}():",
+        "    T.manual_seed(1)",
+        "    return T.nn.Linear(4, 2)",
+        "net{k} = build{k}()",
+        "OUT.append(net{k}(T.ones(1, 4)).detach())",
+    ),
+    # a number kept on an object, reset from outside with a number (A2C's `agent.I = 1`)
+    _lines(
+        "class Disc{k}:",
+        "    def __init__(self):",
+        "        self.I = 1",
+        "    def learn(self, x):",
+        "        out = model(x) * self.I",
+        "        self.I *= 0.5",
+        "        return out",
+        "disc{k} = Disc{k}()",
+        "OUT.append(disc{k}.learn(T.ones(1, 4)).detach())",
+        "disc{k}.I = 1",
+        "OUT.append(disc{k}.learn(T.ones(1, 4)).detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

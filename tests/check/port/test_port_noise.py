@@ -597,3 +597,40 @@ def test_what_meets_a_forward_returned_by_a_function_is_moved(
     left, clean = placed(MODEL + wrap(body, where))
     assert clean or left, "data left off the device and nothing said"
     assert clean, left
+
+
+@given(
+    WHERE,
+    st.sampled_from(["1", "0.5", "-1", "2.0"]),
+    st.sampled_from(["=", "*="]),
+    st.booleans(),
+)
+def test_a_number_stored_on_an_object_from_outside_keeps_its_attribute_a_number(
+    where: str, literal: str, op: str, tensor: bool
+) -> None:
+    """A2C's ``self.I = 1`` (``self.I *= self.GAMMA`` in ``learn``), reset from the main
+    loop by ``agent.I = 1``: a store outside the class made the attribute unknown, and
+    ``-self.I * adv`` was reported (TP523, noise). A number stored from outside is no
+    tensor; a tensor stored from outside (``agent.I = torch.ones(2)``) stays reported,
+    and the run confirms it."""
+    value = "torch.ones(2)" if tensor else literal
+    body = (
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        "        self.I = 1\n"
+        "        self.gamma = 0.5\n"
+        "    def learn(self, x):\n"
+        "        out = model(x) * self.I\n"
+        "        self.I *= self.gamma\n"
+        "        return out\n"
+        "agent = Agent()\n"
+        "OUT.append(agent.learn(torch.ones(1, 4)).detach())\n"
+        f"agent.I {op} {value}\n"
+        "OUT.append(agent.learn(torch.ones(1, 4)).detach())\n"
+    )
+    left, clean = placed(MODEL + wrap(body, where))
+    if tensor:
+        assert not clean and left, left
+    else:
+        assert clean, left
+        assert left == [], left

@@ -232,6 +232,29 @@ class _OldModelSearch(PortFacts):
                     for n in scope.nodes
                 ):
                     self.known.factories.add(name)
+            # (n31e) plain functions defined in a function or under an `if`, their name
+            # defined once in the file (counted here over the whole tree)
+            names = [
+                n.name
+                for n in ast.walk(self.ctx.tree)
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            ]
+            for scope in self.scopes:
+                node = scope.node
+                if (
+                    isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and scope.cls is None
+                    and not scope.internal
+                    and names.count(node.name) == 1
+                    and node.name not in self.functions
+                    and any(
+                        isinstance(n, ast.Return)
+                        and n.value is not None
+                        and self.builds_model(n.value, scope)
+                        for n in scope.nodes
+                    )
+                ):
+                    self.known.factories.add(node.name)
 
     def _old_scope_models(self, scope: PortScope) -> None:
         node = scope.node

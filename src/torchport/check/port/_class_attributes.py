@@ -46,7 +46,8 @@ class ClassAttributes:
         tensor made on the device or moved there, else UNKNOWN.
 
         Unknown as well when the file stores that attribute on anything but ``self``
-        (``agent.total_it = ...``), or the class body binds it too.
+        (``agent.total_it = ...``) other than a number or string literal (``agent.I = 1``),
+        or the class body binds it too.
         """
         key = (id(cls), attr)
         found = self._own_attrs.get(key)
@@ -107,7 +108,9 @@ class ClassAttributes:
             own = self._own_store_ids[id(cls)] = {
                 id(n) for n in ast.walk(cls) if _is_self_attribute(n)
             }
-        if any(id(n) not in own for n in self._attr_stores.get(attr, ())):
+        if any(
+            id(n) not in own and not self._literal_store(n) for n in self._attr_stores.get(attr, ())
+        ):
             return True
         return any(
             isinstance(t, ast.Name) and t.id == attr
@@ -115,6 +118,20 @@ class ClassAttributes:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign))
             for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
         )
+
+    def _literal_store(self, target: ast.Attribute) -> bool:
+        """``agent.I = 1`` (or ``+= 1``): a number, string or bool stored from outside,
+        no tensor (what the class's own stores hold still decides the kind)."""
+        holder = self._ctx.scopes.parent(target)
+        if not isinstance(holder, (ast.Assign, ast.AugAssign)):
+            return False
+        targets = holder.targets if isinstance(holder, ast.Assign) else [holder.target]
+        if len(targets) != 1 or targets[0] is not target:
+            return False
+        value = holder.value
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+            value = value.operand
+        return isinstance(value, ast.Constant) and isinstance(value.value, (int, float, str))
 
     def class_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         """What a class attribute read through the class holds (``Cfg.x``).

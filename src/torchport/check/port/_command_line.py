@@ -7,14 +7,24 @@ one with neither a type nor an action (a string, or its literal default) is a
 Python number, string or bool, never a tensor to move. An argument with any
 other ``type=`` (a function of the file, ``torch.tensor``) or action, one the
 file declares twice in ways that disagree, or an attribute the file also stores
-(``args.device = torch.device(...)``) is not told here. Syntax only.
+(``args.device = torch.device(...)``) is not told here.
+
+The settings often reach the file through a parameter: ``PPO(args)`` in
+``main.py`` beside it, ``self.gamma = args.gamma`` here. A parameter's attribute
+is a setting when a module of the same folder that imports this one declares it
+with argparse as above (every declaration of it in those modules a scalar, none
+of them or this file storing it): what the parameter is given is then, by name,
+that module's settings. Syntax only; those modules are read, never imported.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+from pathlib import Path
 
 from torchport.check._context import Context
+from torchport.check.semantic import BindingKind
 
 __all__ = ["CommandLine"]
 
@@ -28,15 +38,38 @@ class CommandLine:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._scalars: frozenset[str] | None = None
+        self._given: frozenset[str] | None = None
 
     def scalar(self, expr: ast.Attribute) -> bool:
         """Whether ``expr`` reads a number, string or bool argparse made (see the module)."""
         if not isinstance(expr.value, ast.Name):
             return False
-        if expr.attr not in self._scalar_names():
-            return False
         found = self._ctx.scopes.bindings(expr.value.id, expr.value)
-        return bool(found) and all(_parsed(b.value) for b in found)
+        if not found:
+            return False
+        if all(_parsed(b.value) for b in found):
+            return expr.attr in self._scalar_names()
+        return (
+            len(found) == 1
+            and found[0].kind is BindingKind.PARAMETER
+            and expr.attr in self._given_names()
+        )
+
+    def _given_names(self) -> frozenset[str]:
+        """The scalar settings the folder's modules that import this file declare."""
+        if self._given is None:
+            self._given = _importer_scalars(self._ctx.path) - self._stored()
+        return self._given
+
+    def _stored(self) -> set[str]:
+        """Attributes this file stores on anything but ``self`` (``args.x = ...``)."""
+        return {
+            node.attr
+            for node in self._ctx.scopes.nodes_of(ast.Attribute)
+            if isinstance(node, ast.Attribute)
+            and not isinstance(node.ctx, ast.Load)
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+        }
 
     def _scalar_names(self) -> frozenset[str]:
         if self._scalars is not None:
@@ -113,3 +146,73 @@ def _scalar(call: ast.Call) -> bool:
         return False
     default = words.get("default")
     return default is None or isinstance(default, ast.Constant)
+
+
+_FOLDERS: dict[str, dict[str, tuple[float, frozenset[str], frozenset[str], frozenset[str]]]] = {}
+
+
+def _importer_scalars(path: str) -> frozenset[str]:
+    """The scalar settings the modules beside ``path`` that import it declare (see the
+    module docstring): each sibling read once per process and version."""
+    if not path or path.startswith("<"):
+        return frozenset()
+    file = Path(path)
+    folder, stem = file.parent, file.stem
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return frozenset()
+    seen = _FOLDERS.setdefault(str(folder), {})
+    kinds: dict[str, bool] = {}
+    stored: set[str] = set()
+    for name in names:
+        if not name.endswith(".py") or name == file.name:
+            continue
+        sibling = folder / name
+        try:
+            mtime = sibling.stat().st_mtime
+        except OSError:
+            continue
+        facts = seen.get(name)
+        if facts is None or facts[0] != mtime:
+            facts = seen[name] = (mtime, *_declared(sibling))
+        _, imported, scalars, others = facts
+        if stem not in imported:
+            continue
+        for dest in scalars:
+            kinds[dest] = kinds.get(dest, True)
+        for dest in others:
+            kinds[dest] = False
+        stored |= others
+    return frozenset(d for d, ok in kinds.items() if ok and d not in stored)
+
+
+def _declared(path: Path) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(the modules ``path`` imports at its top, the settings it declares scalar, those it
+    declares otherwise or stores on an object)."""
+    try:
+        source = path.read_text(encoding="utf-8", errors="surrogateescape")
+        if "add_argument" not in source:
+            return frozenset(), frozenset(), frozenset()
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError):
+        return frozenset(), frozenset(), frozenset()
+    imported: set[str] = set()
+    scalars: set[str] = set()
+    others: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported.add(node.module.partition(".")[0])
+        elif isinstance(node, ast.Import):
+            imported.update(a.name.partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            others.add(node.attr)  # `args.max_action = float(...)`: not only argparse's
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
+            dest = _dest(node)
+            if dest is not None:
+                (scalars if _scalar(node) else others).add(dest)
+    return frozenset(imported), frozenset(scalars - others), frozenset(others)

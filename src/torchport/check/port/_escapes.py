@@ -108,35 +108,65 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
     return found
 
 
+_OTHER_MODULE = "another module of the project defines it, which this file's port does not follow"
+
+
 def device_escapes(facts: PortFacts) -> list[tuple[ast.expr, str, str]]:
     """``(device value, method, why)`` for each device value handed to a method the port
     cannot follow: one several of the file's classes define, the receiver's class not told
-    (``obj.apply(model(x))``: which ``apply`` runs is unknown), or one of a class another
-    module of the project defines (that module's to port)."""
+    (``obj.apply(model(x))``: which ``apply`` runs is unknown), one of a class another
+    module of the project defines (that module's to port), or a function of another
+    project module that makes CPU tensors or numpy reads (``utils.shift(model(x))`` with
+    ``def shift(y): return y + torch.ones(2)``: that module is ported on its own, its
+    parameters not known to hold device values)."""
     found: list[tuple[ast.expr, str, str]] = []
-    if not facts.unresolved_calls and not facts.project.plain_classes and not facts.project.modules:
+    project = facts.project
+    if not (facts.unresolved_calls or project.plain_classes or project.cpu_functions) and not (
+        project.modules
+    ):
         return found
     for scope in facts.scopes:
         if scope.internal:
             continue
         for node in scope.nodes:
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            if not isinstance(node, ast.Call):
                 continue
-            if id(node) in facts.unresolved_calls:
-                where = f"`.{node.func.attr}()`"
+            func = node.func
+            if isinstance(func, ast.Name):
+                if (
+                    func.id not in project.cpu_functions and func.id not in project.tensor_functions
+                ) or facts.ctx.scopes.resolve(func.id, func) is not facts.ctx.scopes.module:
+                    continue  # (a name bound in a function is not the import)
+                where = f"`{func.id}()`"
+                why = _OTHER_MODULE
+            elif not isinstance(func, ast.Attribute):
+                continue
+            elif id(node) in facts.unresolved_calls:
+                where = f"`.{func.attr}()`"
                 why = "several classes of the file define it; which one runs here is not told"
-            else:
-                owner = _project_class(facts, node.func.value)
-                if owner is None:
-                    continue
-                where = f"`{owner}.{node.func.attr}()`"
+            elif (owner := _project_class(facts, func.value)) is not None:
+                where = f"`{owner}.{func.attr}()`"
                 why = "its class is another module's, which this file's port does not follow"
+            elif _project_cpu_function(facts, func):
+                where = f"`{ast.unparse(func)}()`"
+                why = _OTHER_MODULE
+            else:
+                continue
             found += [
                 (arg, where, why)
                 for arg in [*node.args, *(k.value for k in node.keywords)]
                 if facts.on_device(arg, scope) and not facts.builds_model(arg, scope)
             ]
     return found
+
+
+def _project_cpu_function(facts: PortFacts, func: ast.Attribute) -> bool:
+    """``utils.shift`` after ``import utils``: a function of another project module that
+    makes CPU tensors (or reads one into numpy) in its body."""
+    if not facts.project.modules:
+        return False
+    found = facts.project.lookup(func)
+    return found is not None and found[0] in ("cpu_function", "tensor_function")
 
 
 def _project_class(facts: PortFacts, receiver: ast.expr) -> str | None:

@@ -257,6 +257,7 @@ class PortFacts:
                 n.value for n in scope.nodes if isinstance(n, ast.Return) and n.value is not None
             ]
             returns.append((name, scope, values))
+        returns += self._inner_factory_returns()
         # Factories, call sites and bindings feed each other: up to three rounds. Each
         # round is a function of what is known (every set here only grows), so a round
         # that adds nothing ends it: the next would see the same and add nothing too.
@@ -270,6 +271,40 @@ class PortFacts:
                     self.known.factories.add(name)
             if self._models_known() == known:
                 return
+
+    def _inner_factory_returns(self) -> list[tuple[str, PortScope, list[ast.expr]]]:
+        """``(name, scope, returned values)`` of the file's other plain functions that may
+        be model factories: one defined in a function, or under a module-level ``if`` or
+        ``try`` (``def main(): def build(): return nn.Linear(4, 2)``; ``net = build()``
+        was moved inside ``build`` and its input left on the CPU, "0 left"). Only a name
+        no other function or class of the file defines: the factories are known by name."""
+        inner = [
+            s
+            for s in self.scopes
+            if isinstance(s.node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and s.cls is None
+            and not s.internal
+            and self.functions.get(s.node.name) is not s.node
+        ]
+        found: list[tuple[str, PortScope, list[ast.expr]]] = []
+        if not inner:
+            return found
+        defined: dict[str, int] = {}
+        index = self.ctx.scopes
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            for node in index.nodes_of(kind):
+                name = node.name  # type: ignore[attr-defined]
+                defined[name] = defined.get(name, 0) + 1
+        for scope in inner:
+            node = scope.node
+            assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            if defined.get(node.name, 0) != 1 or node.name in self.functions:
+                continue
+            values = [
+                n.value for n in scope.nodes if isinstance(n, ast.Return) and n.value is not None
+            ]
+            found.append((node.name, scope, values))
+        return found
 
     def _models_known(self) -> tuple[int, int, int, int]:
         """How much :meth:`_find_models` knows (its sets only grow: equal sizes, equal sets)."""

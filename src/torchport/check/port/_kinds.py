@@ -210,6 +210,11 @@ class ValueKinds:
         if inner in (Kind.BATCH, Kind.MODEL, Kind.NUMPY, Kind.LIBRARY):
             return inner  # `batch.text`, `model.fc`, `arr.T`, `lib_object.field`
         if inner is Kind.OTHER and self._module_name(value):
+            if self.facts.project.modules and self.facts.project.lookup(expr) == (
+                "tensor",
+                expr.attr,
+            ):
+                return Kind.TENSOR  # `m.DATA`: a module-level CPU tensor of the project
             return Kind.OTHER  # `np.pi`, `math.e`, `torch.float32`
         return Kind.UNKNOWN
 
@@ -242,6 +247,10 @@ class ValueKinds:
         kind = getattr(b, "kind", None)
         node = getattr(b, "node", None)
         value = getattr(b, "value", None)
+        if kind is BindingKind.IMPORT and getattr(b, "name", None) in self.facts.project.tensors:
+            # `from model import DATA`: a module-level CPU tensor of the project (the
+            # name bound to it, `data = DATA`, holds it too); any other import is no value
+            return Kind.TENSOR
         if kind in (BindingKind.IMPORT, BindingKind.DEF, BindingKind.CLASS):
             return Kind.OTHER
         if value is not None:

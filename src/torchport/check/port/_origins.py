@@ -350,6 +350,10 @@ class Origins:
             return [] if self._moved_by_rule(call) else [self._origin(call)]
         if name in VARIABLE:
             return self.of(call.args[0]) if call.args else [self._origin(call)]
+        viewed = self.facts.project.viewed_parameters(call.func)
+        handed = _handed(call, viewed) if viewed is not None else None
+        if handed is not None:  # a project module's slice of what it is given: where that is
+            return [o for a in handed for o in self.of(a)]
         kind = kinds.of(call)
         if kind is Kind.LIBRARY:
             return [Origin(call, f"`{_callee(call)}`", library=True)]
@@ -473,3 +477,20 @@ def origins(ctx: Context) -> Origins:
         found = ctx.memo["port.origins"] = Origins(facts, value_kinds(facts), batch_plan(ctx))
     assert isinstance(found, Origins)
     return found
+
+
+def _handed(call: ast.Call, params: tuple[tuple[int, str], ...]) -> list[ast.expr] | None:
+    """The arguments ``call`` hands the parameters ``(position or -1, name)`` (None: one
+    is not told, a default or after a ``*args``)."""
+    given: list[ast.expr] = []
+    for position, name in params:
+        keyword = next((k.value for k in call.keywords if k.arg == name), None)
+        if keyword is not None:
+            given.append(keyword)
+        elif 0 <= position < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[: position + 1]
+        ):
+            given.append(call.args[position])
+        else:
+            return None
+    return given

@@ -13,7 +13,15 @@ module-level imports bind to the project's own modules, and what those are:
   torch factory made on the CPU (``torch.from_numpy(mask)``, ``torch.ones(n)``),
   with no ``device`` parameter: their result is on the CPU wherever it is used;
 * **tensors** and **devices**: module-level names bound to such a tensor, or to
-  a ``torch.device(...)``.
+  a ``torch.device(...)``;
+* **CPU functions**: module-level functions that make a tensor on the CPU (a torch
+  factory with no ``device``) or read one into numpy anywhere in their body: a
+  device value handed to one meets the CPU there, in a file the importing file's
+  port does not change (``utils.shift(model(x))``): reported where it is handed;
+* **view functions**: module-level functions whose every return is a slice or view
+  of their own parameters (TCN's ``get_batch(source, i)`` returning
+  ``source[:, i:j].contiguous()``): what a call gives lives where the tensors
+  handed to those parameters live, so the importing file follows the arguments.
 
 A module is found the way Python finds it when the script runs from its own
 folder: beside the importing file, then at the root above its packages
@@ -69,6 +77,10 @@ class ModuleFacts:
     tensors: frozenset[str] = frozenset()
     devices: frozenset[str] = frozenset()
     plain_classes: frozenset[str] = frozenset()  # module-level classes that are no models
+    cpu_functions: frozenset[str] = frozenset()  # functions making CPU tensors (or numpy reads)
+    view_functions: frozenset[str] = frozenset()  # returns only views of their parameters
+    # each view function's viewed parameters: (function, ((position or -1, name), ...))
+    views: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()
 
     def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
         """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""
@@ -84,7 +96,11 @@ KINDS = (
     ("tensor", "tensors"),
     ("device", "devices"),
     ("plain_class", "plain_classes"),
+    ("cpu_function", "cpu_functions"),
+    ("view_function", "view_functions"),
 )
+# Kinds that are no torch the importing file gets: a plain class, a function it only calls.
+_NOT_GIVEN = frozenset({"plain_class", "cpu_function", "view_function"})
 
 
 @dataclass(slots=True)
@@ -97,13 +113,30 @@ class ProjectImports:
     tensors: set[str] = field(default_factory=set)
     devices: set[str] = field(default_factory=set)
     plain_classes: set[str] = field(default_factory=set)
+    cpu_functions: set[str] = field(default_factory=set)
+    view_functions: set[str] = field(default_factory=set)
     modules: dict[str, ModuleFacts] = field(default_factory=dict)  # `import utils as u`
+    viewed: dict[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+
+    def viewed_parameters(self, func: ast.expr) -> tuple[tuple[int, str], ...] | None:
+        """For a view function (``get_batch``, ``utils.get_batch``): the ``(position,
+        name)`` of each parameter its returns are views of (position -1: keyword-only)."""
+        if isinstance(func, ast.Name):
+            return self.viewed.get(func.id) if func.id in self.view_functions else None
+        if isinstance(func, ast.Attribute) and self.modules:
+            owner = _dotted(func.value)
+            facts = self.modules.get(owner) if owner is not None else None
+            if facts is not None and func.attr in facts.view_functions:
+                return dict(facts.views).get(func.attr)
+        return None
 
     def lookup(self, expr: ast.expr) -> tuple[str, str] | None:
         """``(kind, name)`` for a name or ``alias.name`` the project defines, else None.
 
         ``kind`` is one of ``"class"``, ``"factory"``, ``"tensor_function"``,
-        ``"tensor"``, ``"device"``, ``"plain_class"`` (a class that is no model).
+        ``"tensor"``, ``"device"``, ``"plain_class"`` (a class that is no model),
+        ``"cpu_function"`` (a plain function making CPU tensors; a tensor function or
+        a factory is told as that first).
         """
         if isinstance(expr, ast.Name):  # asked of every call's function: no tuple built
             name = expr.id
@@ -129,13 +162,13 @@ class ProjectImports:
         itself or through an imported module (a plain class alone, or a module defining
         nothing torch, as a TensorFlow sibling, does not make a file without torch a
         PyTorch program)."""
-        if any(names for kind, names in self._kinds() if kind != "plain_class"):
+        if any(names for kind, names in self._kinds() if kind not in _NOT_GIVEN):
             return True
         return any(
             names
             for facts in self.modules.values()
             for kind, names in facts.kinds()
-            if kind != "plain_class"
+            if kind not in _NOT_GIVEN
         )
 
 
@@ -234,6 +267,7 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
                 devices.add(target.id)
     names = {c.name for c in classdefs}
     models = frozenset(c for c in knowledge.classes if c in names)
+    views = [(f.name, v) for f in functions if (v := _viewed_parameters(f))]
     return ModuleFacts(
         path=ctx.path,
         classes=models,
@@ -242,6 +276,9 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
         tensors=frozenset(tensors),
         devices=frozenset(devices),
         plain_classes=frozenset(names - models),
+        cpu_functions=frozenset(f.name for f in functions if _makes_cpu_tensor(ctx, f)),
+        view_functions=frozenset(name for name, _ in views),
+        views=tuple(views),
     )
 
 
@@ -365,6 +402,77 @@ def _cpu_tensor(ctx: Context, expr: ast.expr, *, func: ast.AST | None, depth: in
     )
 
 
+def _viewed_parameters(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> tuple[tuple[int, str], ...]:
+    """The parameters every return of ``func`` is a view of (each item of a returned
+    tuple too), with their positions; empty when some return is anything else."""
+    a = func.args
+    positions = {p.arg: i for i, p in enumerate((*a.posonlyargs, *a.args))}
+    positions |= {p.arg: -1 for p in a.kwonlyargs}
+    viewed: set[str] = set()
+
+    def views(expr: ast.expr, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        while True:
+            if isinstance(expr, ast.Subscript):
+                expr = expr.value
+            elif (
+                isinstance(expr, ast.Call)
+                and isinstance(expr.func, ast.Attribute)
+                and expr.func.attr in _KEEPS_TENSOR
+                and expr.func.attr != "type"
+            ):
+                expr = expr.func.value
+            else:
+                break
+        if not isinstance(expr, ast.Name):
+            return False
+        if expr.id in positions:
+            viewed.add(expr.id)
+            return True
+        values = _local_values(func, expr.id)
+        return bool(values) and all(views(v, depth + 1) for v in values or ())
+
+    def test(expr: ast.expr) -> bool:
+        items = expr.elts if isinstance(expr, ast.Tuple) else [expr]
+        return bool(items) and all(views(e) for e in items)
+
+    if not _returns_all(func, test):
+        return ()
+    return tuple(sorted((positions[name], name) for name in viewed))
+
+
+def _makes_cpu_tensor(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``func``'s own body makes a tensor on the CPU (a torch factory or typed
+    constructor with no ``device``, not moved where it is made) or reads a tensor into
+    numpy (``.numpy()``)."""
+    calls = [n for n in _own_nodes(func) if isinstance(n, ast.Call)]
+    moved: set[int] = set()  # `torch.arange(n).to(lens.device)`: made, then moved at once
+    for node in calls:
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
+            inner = node.func.value
+            while (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr in _KEEPS_TENSOR
+            ):
+                inner = inner.func.value
+            moved.add(id(inner))
+    for node in calls:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" and not node.args:
+            return True
+        name = ctx.qualname(node.func)
+        if (
+            (name in CREATORS or name in TYPED_CONSTRUCTORS)
+            and id(node) not in moved
+            and not any(k.arg is None or k.arg == "device" for k in node.keywords)
+        ):
+            return True
+    return False
+
+
 def _truthy(expr: ast.expr) -> bool:
     return not (isinstance(expr, ast.Constant) and not expr.value)
 
@@ -460,6 +568,7 @@ def _record_all(
     for _, attr in KINDS:
         names: frozenset[str] = getattr(facts, attr)
         getattr(out, attr).update(n for n in names if not n.startswith("_") and not bindings.get(n))
+    out.viewed.update((n, v) for n, v in facts.views if n in out.view_functions)
 
 
 def _defines(facts: ModuleFacts, name: str) -> bool:
@@ -471,6 +580,8 @@ def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> b
     for _, attr in KINDS:
         if name in getattr(facts, attr):
             getattr(out, attr).add(local)
+            if attr == "view_functions":
+                out.viewed[local] = dict(facts.views)[name]
             return True
     return False
 
