@@ -86,12 +86,24 @@ def _picture(root: Any, source: Any) -> list[tuple[Path, str, bool]]:
     return [(path, t.device.type, id(t) in own) for path, t in tensors(root)]
 
 
+def _every_place() -> list[Holder]:
+    """Holders with a tensor in every place their ``.to`` leaves one, each moved whole."""
+    inner = Holder({"w": torch.ones(1)}, torch.ones(1), torch.ones(1))
+    return [
+        Holder({"w": torch.ones(1)}, torch.ones(1), inner),
+        Holder({"w": torch.ones(1)}, torch.ones(1), torch.ones(1)),
+    ]
+
+
 @settings(max_examples=60, deadline=None)
 @given(holder=_holders())
 def test_a_batch_that_is_one_object_moves_as_its_own_to_on_a_shallow_copy(holder: Holder) -> None:
     # The first move of a class registers it with the walker; from then on a batch that
     # is one such object is moved whole (place/_whole.py), one inside a list by the walker.
-    tp.to_device(Holder({"w": torch.ones(1)}, None), META)
+    # It also shows where the class's .to leaves tensors (books, an inner that is not a
+    # Holder): a later .to that moves nothing while only those are on the host is right.
+    for warm in _every_place():
+        tp.to_device(warm, META)
     taken = snapshot(holder)
     alone = tp.to_device(holder, META)
     listed = tp.to_device([holder], META)[0]

@@ -1,0 +1,207 @@
+"""An object's own ``.to`` must move what has to move: one that ignores the device is refused.
+
+The invariant: after an own ``.to(target)`` every tensor reachable from the result is
+on ``target`` or is one of the input's own tensors the ``.to`` left where it was, and,
+when some input tensor off ``target`` is not where the class keeps its bookkeeping
+(what its earlier ``.to`` calls that moved something left behind, as PyG leaves
+``_slice_dict``), the result holds at least one tensor the ``.to`` moved. Otherwise
+``UnsupportedBatchError`` names the class and the input is as it was; nothing to move
+means no call. Generated classes (a ``.to`` that returns ``self``, an unmoved copy,
+moves a subset, makes tensors off the target, or is right) and inputs are checked
+against the spec of each class by the test's own reachability walk
+(``reachability.py``), as the batch, inside a dict (the walker) and through the loader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import torchport as tp
+from tests.place.siblings import load
+
+_reach = load("reachability")
+
+META = torch.device("meta")
+
+
+class _Own:
+    """``d``: tensors its ``.to`` is meant to move; ``books``: what it always leaves (bookkeeping).
+
+    ``moves`` (the subset class only): the keys of ``d`` its ``.to`` moves.
+    """
+
+    calls = 0
+
+    def __init__(self, d: dict[str, torch.Tensor], books: Any, moves: frozenset[str]) -> None:
+        self.d = d
+        self.books = books
+        self.moves = moves
+
+    def __copy__(self) -> _Own:
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.d = dict(self.d)
+        return new
+
+    def to(self, device: Any) -> Any:
+        type(self).calls += 1
+        return self._to(device)
+
+    def _to(self, device: Any) -> Any:
+        raise NotImplementedError
+
+
+class ReturnsSelf(_Own):
+    def _to(self, device: Any) -> Any:
+        return self
+
+
+class UnmovedCopy(_Own):
+    def _to(self, device: Any) -> Any:
+        return copy.copy(self)
+
+
+class MovesSome(_Own):
+    def _to(self, device: Any) -> Any:
+        self.d = {k: v.to(device) if k in self.moves else v for k, v in self.d.items()}
+        return self
+
+
+class MakesElsewhere(_Own):
+    def _to(self, device: Any) -> Any:
+        self.d = {k: torch.zeros(v.shape) for k, v in self.d.items()}  # on the CPU, new
+        return self
+
+
+class Right(_Own):
+    def _to(self, device: Any) -> Any:
+        self.d = {k: v.to(device) for k, v in self.d.items()}
+        return self
+
+
+_CLASSES = (ReturnsSelf, UnmovedCopy, MovesSome, MakesElsewhere, Right)
+
+
+def _warm() -> None:
+    """A first move of each class with every place filled (shows where its .to leaves tensors)."""
+    for cls in _CLASSES:
+        with contextlib.suppress(tp.UnsupportedBatchError):
+            tp.to_device(cls({"a": torch.ones(1)}, torch.ones(1), frozenset({"a"})), META)
+
+
+def _expect_refused(obj: _Own) -> bool:
+    """The spec of each class against the invariant (apart from torchport)."""
+    off = [k for k, v in obj.d.items() if not v.is_meta]
+    books_off = isinstance(obj.books, torch.Tensor) and not obj.books.is_meta
+    cls = type(obj)
+    if cls is Right:
+        return False
+    if cls is MakesElsewhere:
+        return bool(obj.d) or books_off  # a tensor off the target it made, or moved nothing
+    if cls is MovesSome:
+        # moved one that had to move, or only its bookkeeping was off the target
+        return bool(off) and not set(off) & obj.moves
+    return True  # returns self or an unmoved copy: it never moves (its books never taught)
+
+
+def _inputs() -> st.SearchStrategy[_Own]:
+    keys = st.sampled_from(["a", "b", "c"])
+    tensor = st.booleans().map(lambda meta: torch.ones(2, device=META if meta else "cpu"))
+    return st.builds(
+        lambda cls, d, books, moves: cls(d, books, moves),
+        st.sampled_from(_CLASSES),
+        st.dictionaries(keys, tensor, max_size=3),
+        st.one_of(st.none(), tensor),
+        st.frozensets(keys),
+    )
+
+
+_MOVES: dict[str, Callable[[Any], Any]] = {
+    "whole": lambda o: tp.to_device(o, META),
+    "in a dict": lambda o: tp.to_device({"o": o, "y": 1}, META)["o"],
+    "loader": lambda o: next(iter(tp.DeviceLoader([o], device=META))),
+}
+
+
+@pytest.mark.parametrize("way", list(_MOVES))
+@given(obj=_inputs())
+def test_an_own_to_that_does_not_move_what_it_must_is_refused(way: str, obj: _Own) -> None:
+    _warm()
+    move = _MOVES[way]
+    own = {id(t) for _, t in _reach.tensors(obj)}
+    taken = _reach.snapshot(obj)
+    nothing_to_move = all(t.is_meta for _, t in _reach.tensors(obj))
+    calls = type(obj).calls
+    if nothing_to_move:
+        assert move(obj) is obj and type(obj).calls == calls  # no call at all
+        return
+    if _expect_refused(obj):
+        with pytest.raises(tp.UnsupportedBatchError, match=type(obj).__name__):
+            move(obj)
+        assert _reach.snapshot(obj) == taken, "the input changed"
+        return
+    out = move(obj)
+    assert _reach.snapshot(obj) == taken, "the input changed"
+    found = _reach.tensors(out)
+    # Every tensor on the target, or one of the input's own left where it was ...
+    assert all(t.is_meta or id(t) in own for _, t in found)
+    # ... and what had to move (off the target, not its books) moved, as far as its .to moves.
+    for key, t in obj.d.items():
+        if not t.is_meta and (type(obj) is Right or key in obj.moves):
+            assert out.d[key].is_meta
+
+
+def test_threads_moving_one_object_whose_to_ignores_the_device_are_each_refused() -> None:
+    obj = ReturnsSelf({"a": torch.ones(2)}, None, frozenset())
+    taken = _reach.snapshot(obj)
+    barrier = threading.Barrier(4)
+    outcomes: list[str] = []
+
+    def run() -> None:
+        barrier.wait()
+        for move in _MOVES.values():
+            try:
+                move(obj)
+                outcomes.append("moved")
+            except tp.UnsupportedBatchError:
+                outcomes.append("refused")
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes == ["refused"] * 12
+    assert _reach.snapshot(obj) == taken
+
+
+def test_real_pyg_moved_again_and_collated_elsewhere_keeps_its_books_on_the_host() -> None:
+    pyg = pytest.importorskip("torch_geometric.data")
+    from torchport.place import _mover_recipe
+
+    graphs = [pyg.Data(x=torch.randn(3, 2), edge_index=torch.zeros(2, 2).long()) for _ in "ab"]
+    on_meta = pyg.Batch.from_data_list([tp.to_device(g, META) for g in graphs])
+    assert tp.to_device(on_meta, META).x.is_meta  # collated there: its books on the CPU
+    moved = tp.to_device(pyg.Batch.from_data_list(graphs), META)
+    # Moved again: only its _slice_dict/_inc_dict are off the target, and PyG's
+    # bookkeeping is known before any move of the class has shown where it leaves tensors.
+    _mover_recipe.LEAVES.pop(type(moved), None)
+    _mover_recipe._LEARNING.pop(type(moved), None)
+    again = tp.to_device(moved, META)
+    assert again.x.is_meta and again._slice_dict["x"] is moved._slice_dict["x"]
+
+    class Ignores(pyg.Data):  # type: ignore[misc,name-defined]
+        def to(self, *args: Any, **kwargs: Any) -> Any:
+            return self
+
+    with pytest.raises(tp.UnsupportedBatchError, match="moved none"):
+        tp.to_device(Ignores(x=torch.ones(2)), META)
