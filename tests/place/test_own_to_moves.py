@@ -189,7 +189,7 @@ def test_threads_moving_one_object_whose_to_ignores_the_device_are_each_refused(
 
 def test_real_pyg_moved_again_and_collated_elsewhere_keeps_its_books_on_the_host() -> None:
     pyg = pytest.importorskip("torch_geometric.data")
-    from torchport.place import _mover_recipe
+    from torchport.place import _bookkeeping
 
     graphs = [pyg.Data(x=torch.randn(3, 2), edge_index=torch.zeros(2, 2).long()) for _ in "ab"]
     on_meta = pyg.Batch.from_data_list([tp.to_device(g, META) for g in graphs])
@@ -197,8 +197,8 @@ def test_real_pyg_moved_again_and_collated_elsewhere_keeps_its_books_on_the_host
     moved = tp.to_device(pyg.Batch.from_data_list(graphs), META)
     # Moved again: only its _slice_dict/_inc_dict are off the target, and PyG's
     # bookkeeping is known before any move of the class has shown where it leaves tensors.
-    _mover_recipe.LEAVES.pop(type(moved), None)
-    _mover_recipe._LEARNING.pop(type(moved), None)
+    _bookkeeping.LEAVES.pop(type(moved), None)
+    _bookkeeping._LEARNING.pop(type(moved), None)
     again = tp.to_device(moved, META)
     assert again.x.is_meta and again._slice_dict["x"] is moved._slice_dict["x"]
 

@@ -53,7 +53,6 @@ with the rest of the batch, holds one twice, nests such objects deeper than a
 from __future__ import annotations
 
 import collections
-import functools
 import itertools
 import operator
 import sys
@@ -63,18 +62,17 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from torchport.place._bookkeeping import check_moved, where_in
 from torchport.place._containers import Recipe
 from torchport.place._copying import (
     RebuildRefused,
     copy_object,
     deep_copy_sharing,
-    has_state,
-    read_state,
 )
 from torchport.place._entries import TensorInsideEntry
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import TENSOR
-from torchport.place._locate import find_path, find_state_path, how_rebuilt
+from torchport.place._locate import how_rebuilt
 from torchport.place._objects import VALUE, contents, kind_of_object, on_device
 from torchport.place._rebuilding import current
 from torchport.place._untouched import (
@@ -92,10 +90,8 @@ if TYPE_CHECKING:
     from torchport.place._layout import BatchLayout
 
 __all__ = [
-    "LEAVES",
     "SHALLOW_NESTING",
     "Opened",
-    "check_moved",
     "check_reached",
     "mark_own",
     "mover_recipe",
@@ -337,130 +333,13 @@ def check_reached(
     reached = find([result])
     for t in reached:
         if not on_device(t, target) and id(t) not in left:
-            where = _where(result, "result", t)
+            where = where_in(result, "result", t)
             raise RebuildRefused(
                 f"its .to({str(target)!r}) returned an object (result) that still holds a "
                 f"tensor on {t.device} at {where}; torchport moves every tensor the "
                 "object holds before calling .to, so this one is made by .to itself"
             )
     return reached
-
-
-def _where(root: Any, name: str, t: torch.Tensor) -> str:
-    """Where ``t`` sits inside ``root`` (a path from ``name``), for a message."""
-    wanted = functools.partial(operator.is_, t)
-    return find_state_path(root, name, wanted) or find_path(root, name, wanted) or "inside it"
-
-
-# Per class with its own .to (those that last): where its first _TRIES .to calls that
-# moved something left tensors off the target and moved none there (its bookkeeping,
-# as PyG's _slice_dict), each place as the attribute names on the way to it (dict keys
-# and indices left out: they differ from batch to batch); read when a later .to moves
-# nothing. A class enters LEAVES after those calls (each costs a walk of the input);
-# until then _LEARNING holds what they found and how many there were.
-LEAVES: dict[type, frozenset[tuple[str, ...]]] = {}
-_LEARNING: dict[type, tuple[int, frozenset[tuple[str, ...]]]] = {}
-_TRIES = 8
-# Known before any move: PyTorch Geometric's bookkeeping (see the module), by the last name.
-_PYG_LEAVES = frozenset({"_slice_dict", "_inc_dict"})
-
-
-def check_moved(
-    obj: Any,
-    result: Any,
-    tensors: list[torch.Tensor],
-    target: torch.device,
-    find: Callable[[list[Any]], list[torch.Tensor]],
-    moved: bool,
-    reached: list[torch.Tensor] | None = None,
-) -> None:
-    """Raise if ``obj``'s ``.to`` (which gave ``result``) moved none of those that had to move.
-
-    ``moved``: ``result`` holds a tensor that is not one of ``tensors`` (the input's):
-    the ``.to`` moved something (that each such tensor is on ``target`` is
-    :func:`check_reached`'s). Otherwise every input tensor off ``target`` must sit
-    where the class's ``.to`` leaves its bookkeeping (``LEAVES``): a ``.to`` that
-    ignores its device (returns ``self``, an unmoved copy) is refused rather than its
-    host tensors handed back as moved. The first ``.to`` calls of a class that move
-    something teach ``LEAVES`` (``reached``: what ``result`` holds, found when None).
-
-    Raises:
-        RebuildRefused: It moved none of them; the message names one.
-    """
-    cls = type(obj)
-    if moved:
-        if cls not in LEAVES and lasting(cls):
-            found = find([result]) if reached is None else reached
-            tried, learned = _LEARNING.get(cls, (0, frozenset()))
-            learned |= _left_places(obj, tensors, found, target)
-            if tried + 1 >= _TRIES:
-                LEAVES[cls] = learned
-            else:
-                _LEARNING[cls] = (tried + 1, learned)
-        return
-    off = [t for t in tensors if not on_device(t, target)]
-    known = LEAVES.get(cls) or _LEARNING.get(cls, (0, frozenset()))[1]
-    pyg = any(base.__module__.startswith("torch_geometric.") for base in cls.__mro__)
-    if off and (known or pyg):
-        places = _places(obj)
-        off = [
-            t
-            for t in off
-            if places.get(id(t)) not in known
-            and not (pyg and places.get(id(t), ("",))[-1:][0] in _PYG_LEAVES)
-        ]
-    if not off:
-        return  # only its bookkeeping was off the target: nothing had to move
-    t = off[0]
-    raise RebuildRefused(
-        f"its .to({str(target)!r}) moved none of the {len(off)} tensor(s) of the input "
-        f"that are not on {target} (one on {t.device} at {_where(obj, 'input', t)}): "
-        "it returned them where they were (a .to that ignores its device, returns "
-        "self or an unmoved copy), and torchport refuses rather than hand them back "
-        "as moved (the input is as it was)"
-    )
-
-
-def _places(obj: Any) -> dict[int, tuple[str, ...]]:
-    """Per tensor inside ``obj`` (by id), the attribute names on the way to it (first found).
-
-    Read through attributes (``__dict__`` and slots), dict items, list, tuple, deque
-    and set items, each node entered once; state only, as ``find_state_path`` reads.
-    """
-    places: dict[int, tuple[str, ...]] = {}
-    stack: list[tuple[Any, tuple[str, ...]]] = [(obj, ())]
-    seen: set[int] = set()
-    while stack:
-        node, names = stack.pop()
-        if isinstance(node, torch.Tensor):
-            places.setdefault(id(node), names)
-            continue
-        if id(node) in seen or isinstance(node, str | bytes):
-            continue
-        seen.add(id(node))
-        if isinstance(node, dict):
-            stack.extend((v, names) for v in dict.values(node))
-        elif isinstance(node, list | tuple | collections.deque | set | frozenset):
-            stack.extend((v, names) for v in node)
-        if has_state(type(node)) and kind_of_object(type(node)) != VALUE:
-            state = read_state(node)
-            pairs = zip(state.names, state.values, strict=True)
-            stack.extend((v, (*names, name)) for name, v in pairs)
-    return places
-
-
-def _left_places(
-    obj: Any, tensors: list[torch.Tensor], reached: list[torch.Tensor], target: torch.device
-) -> frozenset[tuple[str, ...]]:
-    """The places in ``obj`` whose ``tensors`` off ``target`` are all still in ``reached``."""
-    still = set(map(id, reached))
-    places = _places(obj)
-    off: dict[tuple[str, ...], bool] = {}
-    for t in tensors:
-        place = places.get(id(t))
-        if place is not None and not on_device(t, target):
-            off[place] = off.get(place, True) and id(t) in still
-    return frozenset(place for place, left in off.items() if left)
 
 
 def mark_own(layout: BatchLayout, leaves: list[Any], kinds: list[Any], movers: Any) -> None:

@@ -29,18 +29,13 @@ from typing import Any
 import torch
 
 from torchport.errors import UnsupportedBatchError
+from torchport.place._bookkeeping import LEAVES, check_moved
 from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, read_state, slot_names
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
 from torchport.place._locate import ROOT, refused_message
-from torchport.place._mover_recipe import (
-    LEAVES,
-    SHALLOW_NESTING,
-    check_moved,
-    check_reached,
-    wrote_through,
-)
+from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
 from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
