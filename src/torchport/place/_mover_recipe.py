@@ -39,10 +39,8 @@ A tensor left on the host is always one of the input's own tensors, shared with
 the input (never copied), and only one the object's ``.to`` left: a tensor that
 ``.to`` made on the host is refused (:func:`check_reached`). And a ``.to`` that
 moved none of the tensors that had to move (it ignores its device: returns ``self``
-or an unmoved copy) is refused (:func:`check_moved`), unless every input tensor
-off the target sits where the class keeps its bookkeeping: where its first
-``.to`` calls that moved something left tensors (by attribute names), or, for PyG,
-``_slice_dict``/``_inc_dict`` (a ``Batch`` moved again, or collated on the target).
+or an unmoved copy) is refused (:func:`check_moved`) when none of the object's
+tensors was on the target (``place/_moved_none.py`` says why only then).
 The exception to the exception: an object moved by deep copy (it shares a tensor
 with the rest of the batch, holds one twice, nests such objects deeper than a
 ``Data``'s storages, or is moved with ``dtype``) has every tensor moved before its
@@ -62,7 +60,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from torchport.place._bookkeeping import check_moved, where_in
 from torchport.place._containers import Recipe
 from torchport.place._copying import (
     RebuildRefused,
@@ -73,6 +70,7 @@ from torchport.place._entries import TensorInsideEntry
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import TENSOR
 from torchport.place._locate import how_rebuilt
+from torchport.place._moved_none import check_moved, where_in
 from torchport.place._objects import VALUE, contents, kind_of_object, on_device
 from torchport.place._rebuilding import current
 from torchport.place._untouched import (
@@ -246,7 +244,7 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
                 own = frozenset(map(id, tensors))
                 reached = check_reached(result, finish.target, own, find)
                 moved = not own.issuperset(map(id, reached))
-                check_moved(obj, result, tensors, finish.target, find, moved, reached)
+                check_moved(obj, tensors, finish.target, moved)
         else:
             result = _copy_sharing(obj, tensors, moved, find)
             if call_to is not None:

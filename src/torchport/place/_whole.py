@@ -29,12 +29,12 @@ from typing import Any
 import torch
 
 from torchport.errors import UnsupportedBatchError
-from torchport.place._bookkeeping import LEAVES, check_moved
 from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, read_state, slot_names
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
 from torchport.place._locate import ROOT, refused_message
+from torchport.place._moved_none import check_moved
 from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
 from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
@@ -169,8 +169,9 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
 
     Raises:
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
-            left a tensor it made off ``target``, or changed what the input holds
-            (the input is put back first).
+            left a tensor it made off ``target``, moved none of the input's tensors
+            while none was on ``target`` (``place/_moved_none.py``), or changed what
+            the input holds (the input is put back first).
     """
     there = all_on(inside.tensors, target)
     cls = type(obj)
@@ -218,15 +219,13 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             moved = found is not None and bool(found)
             if moved and id(found[0]) in ids:  # type: ignore[index]
                 moved = not ids.issuperset(map(id, found))  # type: ignore[arg-type]
-            if not moved or found is None or not all_on(found, target):
+            if found is None or not all_on(found, target):
                 left = frozenset(ids)  # the input's own may stay where they were
-                reached = None
                 if found is None or not all_on(_not_in(found, left), target):
                     reached = check_reached(result, target, left, tensors_inside)  # names it
                     moved = not left.issuperset(map(id, reached))
-                check_moved(obj, result, tensors, target, tensors_inside, moved, reached)
-            elif cls not in LEAVES:  # (until it has learned what the class leaves)
-                check_moved(obj, result, tensors, target, tensors_inside, moved)
+            if not moved:
+                check_moved(obj, tensors, target, moved)
         except RebuildRefused as exc:
             before.restore()
             raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
