@@ -37,18 +37,20 @@ the library that wrote that ``.to`` reads them on the host. The known ones:
 
 A tensor left on the host is always one of the input's own tensors, shared with
 the input (never copied), and only one the object's ``.to`` left: a tensor that
-``.to`` made on the host is refused (:func:`check_reached`). The exception to the
-exception: an object moved by deep copy (it shares a tensor with the rest of the
-batch, holds one twice, nests such objects deeper than a ``Data``'s storages, or
-is moved with ``dtype``) has every tensor moved before its ``.to`` runs, so nothing
-of it stays on the host, its bookkeeping included (``get_example`` on such a
-``Batch`` then reads its slices from the device).
+``.to`` made on the host is refused (:func:`check_reached`). And a ``.to`` that
+moved none of the tensors that had to move (it ignores its device: returns ``self``
+or an unmoved copy) is refused (:func:`check_moved`) when none of the object's
+tensors was on the target (``place/_moved_none.py`` says why only then).
+The exception to the exception: an object moved by deep copy (it shares a tensor
+with the rest of the batch, holds one twice, nests such objects deeper than a
+``Data``'s storages, or is moved with ``dtype``) has every tensor moved before its
+``.to`` runs, so nothing of it stays on the host, its bookkeeping included
+(``get_example`` on such a ``Batch`` then reads its slices from the device).
 """
 
 from __future__ import annotations
 
 import collections
-import functools
 import itertools
 import operator
 import sys
@@ -67,7 +69,8 @@ from torchport.place._copying import (
 from torchport.place._entries import TensorInsideEntry
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import TENSOR
-from torchport.place._locate import find_path, find_state_path, how_rebuilt
+from torchport.place._locate import how_rebuilt
+from torchport.place._moved_none import check_moved, where_in
 from torchport.place._objects import VALUE, contents, kind_of_object, on_device
 from torchport.place._rebuilding import current
 from torchport.place._untouched import (
@@ -238,7 +241,10 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
         if call_to is not None and id(obj) in finish.own:
             result = _own_to_on_copy(obj, tensors, call_to)
             if finish.target is not None:
-                check_reached(result, finish.target, frozenset(map(id, tensors)), find)
+                own = frozenset(map(id, tensors))
+                reached = check_reached(result, finish.target, own, find)
+                moved = not own.issuperset(map(id, reached))
+                check_moved(obj, tensors, finish.target, moved)
         else:
             result = _copy_sharing(obj, tensors, moved, find)
             if call_to is not None:
@@ -312,28 +318,26 @@ def check_reached(
     target: torch.device,
     left: frozenset[int],
     find: Callable[[list[Any]], list[torch.Tensor]],
-) -> None:
+) -> list[torch.Tensor]:
     """Raise unless every tensor reachable from ``result`` (found by ``find``) is on ``target``.
 
     Tensors whose ids are in ``left`` (the object's own, which its ``.to`` left where
-    they were, as PyG leaves ``_slice_dict`` on the CPU) pass too.
+    they were, as PyG leaves ``_slice_dict`` on the CPU) pass too. Returns the
+    tensors reachable from ``result``.
 
     Raises:
         RebuildRefused: One is not; the message says where it is in ``result``.
     """
-    for t in find([result]):
+    reached = find([result])
+    for t in reached:
         if not on_device(t, target) and id(t) not in left:
-            wanted = functools.partial(operator.is_, t)
-            where = (
-                find_state_path(result, "result", wanted)
-                or find_path(result, "result", wanted)
-                or "somewhere inside it"
-            )
+            where = where_in(result, "result", t)
             raise RebuildRefused(
                 f"its .to({str(target)!r}) returned an object (result) that still holds a "
                 f"tensor on {t.device} at {where}; torchport moves every tensor the "
                 "object holds before calling .to, so this one is made by .to itself"
             )
+    return reached
 
 
 def mark_own(layout: BatchLayout, leaves: list[Any], kinds: list[Any], movers: Any) -> None:

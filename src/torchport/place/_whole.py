@@ -34,6 +34,7 @@ from torchport.place._copying import copy_object, read_state, slot_names
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
 from torchport.place._locate import ROOT, refused_message
+from torchport.place._moved_none import check_moved
 from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
 from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
@@ -109,6 +110,7 @@ class Inside:
 
     Attributes:
         tensors: Its distinct tensors.
+        ids: Their ids.
         opened: The dicts, lists and objects read on the way (the object included), by
             id: those the result of its ``.to`` still shares are the input's, and what
             they hold is recorded around the call (``place/_untouched.py``).
@@ -120,7 +122,7 @@ class Inside:
             reads the input again under its guard before it decides anything.
     """
 
-    __slots__ = ("laid", "late", "opened", "restored", "tensors")
+    __slots__ = ("ids", "laid", "late", "opened", "restored", "tensors")
 
     def __init__(
         self,
@@ -128,8 +130,10 @@ class Inside:
         opened: dict[int, Any],
         restored: int,
         laid: list[Any] | None,
+        ids: set[int],
     ) -> None:
         self.tensors = tensors
+        self.ids = ids
         self.opened = opened
         self.restored = restored
         self.laid = laid
@@ -165,8 +169,9 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
 
     Raises:
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
-            left a tensor it made off ``target``, or changed what the input holds
-            (the input is put back first).
+            left a tensor it made off ``target``, moved none of the input's tensors
+            while none was on ``target`` (``place/_moved_none.py``), or changed what
+            the input holds (the input is put back first).
     """
     there = all_on(inside.tensors, target)
     cls = type(obj)
@@ -208,10 +213,19 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             if versions(tensors) != counted:
                 raise RebuildRefused(changed_tensor(cls))
             found = _unshared_tensors(result, inside.opened)
+            ids = inside.ids
+            # It moved something: a tensor reachable from result that is not the input's
+            # (only outside what it shares with the input: that is checked unchanged).
+            moved = found is not None and bool(found)
+            if moved and id(found[0]) in ids:  # type: ignore[index]
+                moved = not ids.issuperset(map(id, found))  # type: ignore[arg-type]
             if found is None or not all_on(found, target):
-                left = frozenset(map(id, tensors))  # the input's own may stay where they were
+                left = frozenset(ids)  # the input's own may stay where they were
                 if found is None or not all_on(_not_in(found, left), target):
-                    check_reached(result, target, left, tensors_inside)  # the walker names it
+                    reached = check_reached(result, target, left, tensors_inside)  # names it
+                    moved = not left.issuperset(map(id, reached))
+            if not moved:
+                check_moved(obj, tensors, target, moved)
         except RebuildRefused as exc:
             before.restore()
             raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
@@ -333,9 +347,10 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
                 found.extend(children)  # the common dict of tensors, at C speed
             else:
                 push((children, depth))
-    if len(set(map(id, found))) != len(found):
+    ids = set(map(id, found))
+    if len(ids) != len(found):
         return None  # a tensor held twice: the walker keeps it one tensor
-    return Inside(found, opened, restored, flat)
+    return Inside(found, opened, restored, flat, ids)
 
 
 def _unshared_tensors(result: Any, shared: dict[int, Any]) -> list[torch.Tensor] | None:
