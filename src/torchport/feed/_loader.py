@@ -6,7 +6,6 @@ import operator
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 import torch
@@ -15,14 +14,18 @@ from torchport import _skipped_copies, hardware
 from torchport._device_types import CPU, CUDA
 from torchport.errors import ConfigError, UnsupportedBatchError
 from torchport.feed._epochs import set_epoch, unreached
+from torchport.feed._in_flight import (
+    InFlight,
+    Whole,
+    check_unchanged,
+    read_later,
+    side_stream_safe,
+)
 from torchport.feed._prefetch import prefetched
 from torchport.feed._stats import FeedStats
 from torchport.hardware import StagingPool
 from torchport.place import (
     COPY_FAILURES,
-    BatchLayout,
-    Inside,
-    Snapshot,
     call_own_to,
     check_hidden,
     flatten_batch,
@@ -31,8 +34,6 @@ from torchport.place import (
     pick_device,
     resolve_device,
     settled,
-    snapshot,
-    versions,
     whole_tensors,
 )
 
@@ -41,69 +42,6 @@ __all__ = ["DeviceLoader"]
 _T = TypeVar("_T")
 _ONLY_TENSOR = frozenset({torch.Tensor})
 _IS_CPU = operator.attrgetter("is_cpu")
-
-
-@dataclass(slots=True)
-class _InFlight:
-    """A batch whose copies are issued on the side stream but not yet handed over."""
-
-    layout: BatchLayout
-    moved: list[torch.Tensor | None]  # None: moved on the consumer stream at hand-over
-    fresh: list[torch.Tensor]  # allocated on the side stream; need record_stream
-    event: torch.Event
-    nbytes: int
-    copies: int
-    packed: bool
-    later: _Later | None  # what the hand-over reads again: objects with their own .to
-
-
-@dataclass(slots=True)
-class _Whole:
-    """A batch that is one object with its own ``.to``, moved whole at hand-over."""
-
-    batch: Any
-    inside: Inside
-    later: _Later
-
-
-@dataclass(slots=True)
-class _Later:
-    """What a batch read ahead of its hand-over held then, where the hand-over reads it again.
-
-    Objects with their own ``.to`` (and tensors the side stream does not take) are
-    moved at hand-over from what they hold then; the hand-over refuses the batch if
-    that is no longer what the source yielded (see :func:`_check_unchanged`).
-    """
-
-    seen: Snapshot  # every container and object reachable from them, by identity
-    tensors: list[torch.Tensor]
-    versions: list[int]
-
-
-def _later(roots: Any, tensors: list[torch.Tensor]) -> _Later:
-    return _Later(snapshot(roots), tensors, versions(tensors))
-
-
-def _check_unchanged(later: _Later, depth: int) -> None:
-    """Refuse a batch changed between the loader reading it and handing it over.
-
-    A source that yields one object again and again, changing it (``data.x = ...``,
-    ``buffer.copy_(...)``), changes the batches read ahead before they are handed
-    over: moving them then would hand over a later batch's values in their place.
-
-    Raises:
-        UnsupportedBatchError: What it holds, or a tensor's values, changed.
-    """
-    if later.seen.changed() or versions(later.tensors) != later.versions:
-        raise UnsupportedBatchError(
-            "a batch changed after DeviceLoader read it and before it was handed over: "
-            f"the loader reads up to {depth + 1} batches ahead on CUDA, and an object "
-            "with its own .to in it (or a tensor moved at hand-over) now holds other "
-            "tensors or values, so the hand-over would give a later batch's values; "
-            "the source yields one object again and again, changing it (or the program "
-            "changed a batch it was not handed yet): have the source yield a new object "
-            "per batch (copy.copy it before yielding)"
-        )
 
 
 def _to(device: torch.device) -> Callable[[Any], Any]:
@@ -116,17 +54,6 @@ def _to(device: torch.device) -> Callable[[Any], Any]:
         return call_own_to(obj, device, False, None)
 
     return call
-
-
-def _side_stream_safe(t: torch.Tensor) -> bool:
-    """Whether ``t`` may be copied on the side stream: a plain dense host tensor.
-
-    Its copy is then guarded by ``record_stream`` at hand-over. Sparse and nested
-    tensors and subclasses (whose storage ``record_stream`` cannot always reach)
-    are moved at hand-over on the caller's stream instead, where stream order
-    protects them.
-    """
-    return type(t) is torch.Tensor and t.is_cpu and t.layout == torch.strided and not t.is_nested
 
 
 class DeviceLoader(Generic[_T]):
@@ -465,17 +392,17 @@ class DeviceLoader(Generic[_T]):
 
         return prefetch()
 
-    def _issue(self, batch: _T, stream: torch.Stream) -> _InFlight | _Whole:
+    def _issue(self, batch: _T, stream: torch.Stream) -> InFlight | Whole:
         """Queues one batch's host-to-device copies on the side stream; never waits for compute."""
         inside = whole_tensors(batch, lay=False)  # (its record taken at hand-over)
         if inside is not None:  # its own .to moves it at hand-over, on the caller's stream
-            return _Whole(batch, inside, _later(batch, inside.tensors))
+            return Whole(batch, inside, read_later(batch, inside.tensors))
         layout = flatten_batch(batch)
         tensors = layout.tensors
         device = self._device
         check_hidden(layout, device)
         own = layout.own  # moved by their object's own .to, on the caller's stream
-        side = [i for i, t in enumerate(tensors) if i not in own and _side_stream_safe(t)]
+        side = [i for i, t in enumerate(tensors) if i not in own and side_stream_safe(t)]
         moved: list[torch.Tensor | None] = [
             t if i in own or t.device == device else None for i, t in enumerate(tensors)
         ]
@@ -502,15 +429,15 @@ class DeviceLoader(Generic[_T]):
             for i, (t, done) in enumerate(zip(tensors, moved, strict=True))
             if done is None or i in own
         ]
-        later = _later(batch, late) if layout.movers or late else None
-        return _InFlight(layout, moved, fresh, event, nbytes, copies, packed and copies == 1, later)
+        later = read_later(batch, late) if layout.movers or late else None
+        return InFlight(layout, moved, fresh, event, nbytes, copies, packed and copies == 1, later)
 
-    def _hand_over(self, item: _InFlight | _Whole) -> _T:
+    def _hand_over(self, item: InFlight | Whole) -> _T:
         """Makes the caller's stream wait for the batch's copies; the host does not wait."""
         device = self._device
         if item.later is not None:
-            _check_unchanged(item.later, self._depth)
-        if isinstance(item, _Whole):
+            check_unchanged(item.later, self._depth)
+        if isinstance(item, Whole):
             self._count(len(item.inside.tensors), 0, 0, False)
             return cast(_T, move_whole(item.batch, item.inside, device, False))
         consumer = hardware.current_stream(device)

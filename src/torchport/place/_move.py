@@ -1,8 +1,8 @@
 """Moving things to a device: ``to_device``.
 
 Small flat batches (a tensor; a tuple, list or dict of plain tensors) are moved
-directly, with C-level checks and one ``Tensor.to`` per tensor (two or three in a
-tuple or list: checked item by item, cheaper than those passes). Every other
+directly (a tensor here, the containers by ``place/_direct.py``), with C-level checks
+and one ``Tensor.to`` per tensor. Every other
 batch is flattened once by the one walker (``place/_tree.py``) and its distinct
 tensors go through the hardware floor's copy engine (``torchport.hardware``),
 which plans the copies once (which stay, which go one by one, which are packed)
@@ -12,8 +12,6 @@ are moved in place (``place/_stateful.py``). Nothing here imports ``feed``.
 
 from __future__ import annotations
 
-import collections
-import operator
 from collections.abc import Collection, Hashable
 from typing import Any, TypeVar
 
@@ -21,17 +19,15 @@ import torch
 from torch import nn
 
 from torchport import _skipped_copies, hardware
-from torchport._device_types import CPU, CUDA, META, MPS
+from torchport._device_types import CPU, META, MPS
 from torchport.errors import ConfigError, UnsupportedBatchError
-from torchport.hardware import PACK_MIN_COUNT, parse_device
-from torchport.place._copying import copies_plainly, slot_names
-from torchport.place._lasting import lasting
+from torchport.hardware import parse_device
+from torchport.place._direct import NOT_FLAT, move_few, move_flat, move_user_dict, plain_user_dict
 from torchport.place._leaf_kinds import OBJECT_NODES
 from torchport.place._own_to import call_own_to
 from torchport.place._redirected import ACTIVE as _REDIRECTS
 from torchport.place._redirected import resolve_device
 from torchport.place._refusals import refusal
-from torchport.place._settled import VALUE_TYPES
 from torchport.place._stateful import UnregisteredTensorWarning, move_module, move_optimizer
 from torchport.place._tree import flatten_batch, skip_key_set
 from torchport.place._uncopyable import COPY_FAILURES, check_hidden, named_copy_failure
@@ -41,18 +37,11 @@ __all__ = ["UnregisteredTensorWarning", "to_device"]
 
 T = TypeVar("T")
 
-_IS_CPU = operator.attrgetter("is_cpu")
-_IS_META = operator.attrgetter("is_meta")
 _CPU = parse_device(CPU)
 _META = parse_device(META)
-_DEVICE = operator.attrgetter("device")
 _TENSOR = torch.Tensor
-_ONLY_TENSOR = frozenset({torch.Tensor})
-_USER_DICTS: dict[type, bool] = {}  # per UserDict type: may the direct path copy it
 # Types that are batches, never training state: no need to ask refusal() about them.
 _BATCH_TYPES: frozenset[type] = frozenset({dict, list, tuple})
-# Flat containers up to this size take the direct path (the engine's C planning wins above).
-_FLAT_MAX = 32
 # Whether a type is an object the walker moves with its own .to (place/_whole.py).
 _MOVED_WHOLE = OBJECT_NODES.get
 # The floor's cache of parsed device strings, read directly on the hot path.
@@ -226,20 +215,20 @@ def to_device(
                 elif target.type != MPS:
                     return t.to(target, None, non_blocking is not False)  # type: ignore[return-value]
             elif cls is tuple or cls is list:
-                moved = _move_few(obj, cls, target, non_blocking, pack)
-                if moved is not _NOT_FLAT:
+                moved = move_few(obj, cls, target, non_blocking, pack)
+                if moved is not NOT_FLAT:
                     return moved  # type: ignore[no-any-return]
             elif cls is dict:
-                moved = _move_flat(obj, cls, target, non_blocking, pack)
-                if moved is not _NOT_FLAT:
+                moved = move_flat(obj, cls, target, non_blocking, pack)
+                if moved is not NOT_FLAT:
                     return moved  # type: ignore[return-value]
             elif _MOVED_WHOLE(cls):  # PyG Data/Batch, TensorDict: its own .to on a shallow copy
                 inside = whole_tensors(obj)
                 if inside is not None:
                     return move_whole(obj, inside, target, non_blocking)  # type: ignore[no-any-return]
-            elif _plain_user_dict(cls):
-                moved = _move_user_dict(obj, cls, target, non_blocking, pack)
-                if moved is not _NOT_FLAT:
+            elif plain_user_dict(cls):
+                moved = move_user_dict(obj, cls, target, non_blocking, pack)
+                if moved is not NOT_FLAT:
                     return moved  # type: ignore[no-any-return]
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise ConfigError(
@@ -295,9 +284,6 @@ def to_device(
             del failure  # no cycle between this frame and the error it raises
 
 
-_NOT_FLAT: Any = object()
-
-
 def _tell_staying(obj: Any, target: torch.device) -> None:
     """Tell an audit which tensors of ``obj`` are already on ``target`` (no copy here).
 
@@ -324,179 +310,3 @@ def _tell_staying(obj: Any, target: torch.device) -> None:
     except Exception:
         return
     _skipped_copies.tell(tensors, target, by="torchport.to_device")
-
-
-def _move_few(
-    obj: Any,
-    cls: type,
-    target: torch.device,
-    non_blocking: bool | None,
-    pack: bool | None,
-) -> Any:
-    """The ``(x, y)`` and ``(x, y, mask)`` batches: two or three distinct plain tensors.
-
-    What ``_move_flat`` does for them, item by item without its C-level passes
-    (which cost more than the items here); any other tuple or list goes to
-    ``_move_flat``. Never waits: copies to the CPU (which end with a wait) and to
-    MPS are left to the general path.
-    """
-    n = len(obj)
-    if n == 2:
-        a, b = obj
-        if type(a) is _TENSOR and type(b) is _TENSOR and a is not b:
-            if target is _META:
-                if a.is_meta and b.is_meta:
-                    return obj if cls is tuple else [a, b]
-            elif target is _CPU:
-                if a.is_cpu and b.is_cpu:
-                    return obj if cls is tuple else [a, b]
-                return _NOT_FLAT
-            elif a.device == target and b.device == target:
-                return obj if cls is tuple else [a, b]
-            elif target.type == MPS:
-                return _NOT_FLAT
-            nb = non_blocking is not False
-            pair = (a.to(target, None, nb), b.to(target, None, nb))
-            return pair if cls is tuple else list(pair)
-    elif n == 3:
-        a, b, c = obj
-        if (
-            type(a) is _TENSOR
-            and type(b) is _TENSOR
-            and type(c) is _TENSOR
-            and a is not b
-            and a is not c
-            and b is not c
-        ):
-            if target is _META:
-                if a.is_meta and b.is_meta and c.is_meta:
-                    return obj if cls is tuple else [a, b, c]
-            elif target is _CPU:
-                if a.is_cpu and b.is_cpu and c.is_cpu:
-                    return obj if cls is tuple else [a, b, c]
-                return _NOT_FLAT
-            elif a.device == target and b.device == target and c.device == target:
-                return obj if cls is tuple else [a, b, c]
-            elif target.type == MPS:
-                return _NOT_FLAT
-            nb = non_blocking is not False
-            three = (a.to(target, None, nb), b.to(target, None, nb), c.to(target, None, nb))
-            return three if cls is tuple else list(three)
-    return _move_flat(obj, cls, target, non_blocking, pack)
-
-
-def _move_flat(
-    obj: Any,
-    cls: type,
-    target: torch.device,
-    non_blocking: bool | None,
-    pack: bool | None,
-) -> object:
-    """The direct path for small flat tuples, lists and dicts of plain tensors.
-
-    Returns ``_NOT_FLAT`` where the general path must decide: tensor subclasses or
-    non-tensors inside, repeated tensors, packing that may apply, and the targets
-    whose copies end with a wait (CPU from an accelerator, MPS). Never waits.
-    """
-    if cls is dict and len(obj) == 2 and target is not _CPU:
-        # Two tensors under two keys (a tokenizer's input_ids and attention_mask), as
-        # _move_few moves a pair.
-        (ka, a), (kb, b) = obj.items()
-        if type(a) is _TENSOR and type(b) is _TENSOR and a is not b:
-            if target is _META:
-                if a.is_meta and b.is_meta:
-                    return dict(obj)
-            elif a.device == target and b.device == target:
-                return dict(obj)
-            elif target.type == MPS:
-                return _NOT_FLAT
-            nb = non_blocking is not False
-            return {ka: a.to(target, None, nb), kb: b.to(target, None, nb)}
-    items = obj.values() if cls is dict else obj
-    n = len(items)
-    if n > _FLAT_MAX or not _ONLY_TENSOR.issuperset(map(type, items)):
-        return _NOT_FLAT
-    if target is _CPU:
-        if not all(map(_IS_CPU, items)):
-            return _NOT_FLAT
-    elif not (
-        all(map(_IS_META, items))
-        if target is _META
-        else all(map(target.__eq__, map(_DEVICE, items)))
-    ):
-        if target is not _META:  # (meta is neither MPS nor CUDA: no need to ask)
-            kind = target.type
-            if kind == MPS or (pack is None and n >= PACK_MIN_COUNT and kind == CUDA):
-                return _NOT_FLAT
-        if _repeats(items, n):
-            return _NOT_FLAT
-        nb = non_blocking is not False
-        if cls is dict:
-            return {key: t.to(target, None, nb) for key, t in obj.items()}
-        moved = [t.to(target, None, nb) for t in items]
-        return tuple(moved) if cls is tuple else moved
-    # Nothing to move: tensors come back as they are, in a new container.
-    if cls is tuple:
-        return obj
-    return list(items) if cls is list else dict(obj)
-
-
-def _plain_user_dict(cls: type) -> bool:
-    """Whether ``cls`` is a ``UserDict`` (``BatchEncoding``...) that the walker copies plainly.
-
-    Such an object is walked through its ``__dict__`` (``data`` and a few
-    attributes) and copied as ``object.__new__`` plus that ``__dict__``; the direct
-    path below does exactly that, without the walker, when the rest is plain.
-    """
-    plain = _USER_DICTS.get(cls)
-    if plain is None:
-        plain = (
-            issubclass(cls, collections.UserDict) and copies_plainly(cls) and not slot_names(cls)
-        )
-        if lasting(cls):
-            _USER_DICTS[cls] = plain
-    return plain
-
-
-def _move_user_dict(
-    obj: Any, cls: type, target: torch.device, non_blocking: bool | None, pack: bool | None
-) -> Any:
-    """The direct path for a ``UserDict`` whose ``data`` is a dict of plain tensors.
-
-    Its other attributes must hold nothing (numbers, strings, ``None``, or lists of
-    values the walker already knows to be values, such as a tokenizer's
-    ``Encoding`` objects); else ``_NOT_FLAT``, and the walker decides. The result is
-    a new object of the same type with a new ``data``: the input is left as it is.
-    """
-    state = obj.__dict__
-    values = VALUE_TYPES
-    for name, value in state.items():
-        if name == "data":
-            continue
-        kind = type(value)
-        if kind in values:
-            continue
-        if (kind is list or kind is tuple) and values.issuperset(map(type, value)):
-            continue
-        return _NOT_FLAT
-    data = state.get("data")
-    if type(data) is not dict:
-        return _NOT_FLAT
-    moved = _move_flat(data, dict, target, non_blocking, pack)
-    if moved is _NOT_FLAT:
-        return _NOT_FLAT
-    new: Any = object.__new__(cls)
-    own = new.__dict__
-    own.update(state)
-    own["data"] = moved
-    return new
-
-
-def _repeats(items: Any, n: int) -> bool:
-    """Whether a tensor object appears twice (it must then be copied once, so not here)."""
-    if n <= 1:
-        return False
-    if n <= 3 and type(items) is not type({}.values()):
-        a, b = items[0], items[1]
-        return a is b or (n == 3 and (items[2] is a or items[2] is b))
-    return len(set(map(id, items))) != n

@@ -1,4 +1,4 @@
-"""A project module's function is read node by node (``_project._own_nodes``).
+"""A project module's function is read node by node (``_module_functions.own_nodes``).
 
 The walk reads a node's fields itself, skipping those that hold no node or only a
 context or an operator; the oracle is the walk it replaced, on ``ast.iter_child_nodes``:
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.check.port.siblings import load
-from torchport.check.port._project import _own_nodes
+from torchport.check.port._module_functions import own_nodes as _own_nodes
 
 pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
 port_programs = load("port_programs_for_own_nodes", Path(__file__).parent / "port_programs.py")

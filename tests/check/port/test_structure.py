@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.check.port.siblings import load
 from torchport.check._context import Context
-from torchport.check.port._batches import _Planner
 from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._device_flow import MOVES, PortScope, names_of
 from torchport.check.port._facts import PortFacts, _model_parameters
+from torchport.check.port._object_parameters import ObjectParameters
 from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._structure import FileStructure
 from torchport.check.port._value_kind import Kind
@@ -427,7 +427,7 @@ def _same_parameter_reads(source: str) -> None:
     tree = ast.parse(source)
     ctx = Context(source, "<reads>", tree)
     facts = PortFacts(ctx)
-    planner = _Planner(facts)
+    objects = ObjectParameters(facts)
     scopes = ctx.scopes
     for func in ast.walk(tree):
         if not isinstance(func, _FUNCTIONS):
@@ -438,7 +438,7 @@ def _same_parameter_reads(source: str) -> None:
                 continue
             # The oracle: the scope map's reads of the name that resolve to the function.
             want = sorted(id(r) for r in scopes.reads_of(param.arg, scopes.scopes[id(func)]))
-            found = [id(r) for r in planner.parameter_reads(param, func)]
+            found = [id(r) for r in objects.parameter_reads(param, func)]
             assert len(found) == len(set(found))
             assert sorted(found) == want, param.arg
 

@@ -27,13 +27,12 @@ import ast
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
-from torchport.check.port._call_sites import method_of_receiver
 from torchport.check.port._calls import HOST_READS, META_ATTRS, is_move
 from torchport.check.port._collate import collate_returning
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.port._object_parameters import ObjectParameters
 from torchport.check.port._parameters import hands_back
-from torchport.check.port._tensor_attributes import handed_to_object, read_as_object
 
 __all__ = ["BatchMove", "BatchPlan", "batch_plan"]
 
@@ -60,7 +59,7 @@ class BatchPlan:
     elements: list[ast.expr] = field(default_factory=list)  # `batch[0]`-like nodes to move
     # (id of the node, name) -> (where to report, why): one finding per name
     unportable: dict[tuple[int, str], tuple[ast.AST, str]] = field(default_factory=dict)
-    # ids of the parameters every read of which shows an object (see `_an_object`)
+    # ids of the parameters every read of which shows an object (`ObjectParameters`)
     objects: set[int] = field(default_factory=set)
     # (id of the binding statement, loop or function, name): every name the plan moves
     # or reports, so that nothing else reports it again
@@ -73,7 +72,7 @@ class _Planner:
         self.ctx: Context = facts.ctx
         self.kinds: ValueKinds = value_kinds(facts)
         self.plan = BatchPlan()
-        self._methods: set[str] | None = None
+        self.objects = ObjectParameters(facts)
 
     def run(self) -> BatchPlan:
         if not self.facts.active:
@@ -117,7 +116,7 @@ class _Planner:
             kind = self.kinds.callers.parameter(param)
             if kind in _LEFT:
                 continue
-            if kind is Kind.UNKNOWN and self._an_object(param, func):
+            if kind is Kind.UNKNOWN and self.objects.holds_object(param, func):
                 self.plan.objects.add(id(param))
                 continue
             self.plan.covered.add((id(func), name))
@@ -133,70 +132,6 @@ class _Planner:
                 )
         if move.tensors or move.dicts:
             self.plan.moves[id(func)] = move
-
-    def _an_object(self, param: ast.arg, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        """Whether every read of a parameter shows an object, not a tensor, or hands it to a
-        method no tensor has (``memory.sample(batch_size)``): a replay buffer, a config, an
-        optimizer, a size. What such a call returns is followed from where it meets the model
-        (:mod:`~torchport.check.port._origins` reports the call), so the parameter is not."""
-        scopes = self.ctx.scopes
-        reads = self.parameter_reads(param, func)
-        if not reads:
-            return False
-        return all(
-            read_as_object(r, scopes.parent)
-            or handed_to_object(r, scopes.parent, self._followed)
-            or self._receiver_of_own_method(r)
-            for r in reads
-        )
-
-    def parameter_reads(
-        self, param: ast.arg, func: ast.FunctionDef | ast.AsyncFunctionDef
-    ) -> list[ast.Name]:
-        """Every read of a parameter in its function (nested functions' reads of it too).
-
-        The scope map's ``reads_of``, in no promised order: taken from the structure
-        walk's names, not from the scope map's node index (a whole-tree walk of its own).
-        """
-        scopes = self.ctx.scopes
-        inner = scopes.scopes.get(id(func))
-        if inner is None:
-            return []
-        name = param.arg
-        return [r for r in self.facts.loads_of(name) if scopes.resolve(name, r) is inner]
-
-    def _receiver_of_own_method(self, read: ast.Name) -> bool:
-        """``buf.add(x)`` with ``buf: Buffer`` (or bound to ``Buffer()``): the receiver of a
-        method of the file's class it is an instance of, an object (what the method does
-        with the data is followed into the method)."""
-        above = self.ctx.scopes.parent(read)
-        call = self.ctx.scopes.parent(above) if above is not None else None
-        return (
-            isinstance(above, ast.Attribute)
-            and isinstance(call, ast.Call)
-            and call.func is above
-            and method_of_receiver(self.facts, above, self.facts.scope_of.get(id(read))) is not None
-        )
-
-    def _followed(self, call: ast.Call) -> bool:
-        """A call the port follows its arguments into: torch's, a forward, a file's method."""
-        scope = self.facts.scope_of.get(id(call)) or self.facts.module
-        func = call.func
-        return (
-            (self.ctx.qualname(func) or "").startswith("torch.")
-            or self.facts.forward(call, scope)
-            or (isinstance(func, ast.Attribute) and func.attr in self._file_methods())
-        )
-
-    def _file_methods(self) -> set[str]:
-        if self._methods is None:
-            self._methods = {
-                s.name
-                for cls in self.facts.classdefs
-                for s in cls.body
-                if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
-            }
-        return self._methods
 
     def _unpacked_params(
         self, func: ast.FunctionDef | ast.AsyncFunctionDef, scope: PortScope

@@ -51,7 +51,8 @@ from torchport.check.port._choices import deliberate_cpu, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope
 from torchport.check.port._device_name import DeviceName
 from torchport.check.port._models import ModelKnowledge, library_driven
-from torchport.check.port._project import own_tensor_functions, project_imports
+from torchport.check.port._module_functions import own_tensor_functions
+from torchport.check.port._project import project_imports
 from torchport.check.port._structure import FileStructure
 
 __all__ = ["PortFacts", "PortScope", "port_facts"]

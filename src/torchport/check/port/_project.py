@@ -35,35 +35,33 @@ no project.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._syntax import keep_parsed
-from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_files import Lookups, find_module
-from torchport.check.port._structure import NO_CHILD_FIELDS
+from torchport.check.port._module_functions import (
+    builds,
+    cpu_tensor,
+    makes_cpu_tensor,
+    returns_all,
+    takes_device,
+    viewed_parameters,
+)
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = [
     "ModuleFacts",
     "ProjectImports",
     "module_facts",
-    "own_tensor_functions",
     "project_imports",
 ]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-# Tensor methods that keep a tensor a tensor (and where it is).
-_KEEPS_TENSOR = frozenset(
-    {"float", "double", "half", "long", "int", "bool", "byte", "unsqueeze", "squeeze",
-     "view", "reshape", "t", "transpose", "permute", "contiguous", "clone", "detach",
-     "expand", "repeat", "flatten", "type", "masked_fill", "fill_", "zero_", "uniform_",
-     "normal_"}
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,12 +243,12 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
     functions = [n for n in tree.body if isinstance(n, _FUNCTIONS)]
     for _ in range(2):  # a factory calling another factory of the module
         for func in functions:
-            if _returns_all(func, partial(_builds, knowledge, func=func)):
+            if returns_all(func, partial(builds, knowledge, func=func)):
                 knowledge.factories.add(func.name)
     tensor_functions = {
         f.name
         for f in functions
-        if not _takes_device(f) and _returns_all(f, partial(_cpu_tensor, ctx, func=f))
+        if not takes_device(f) and returns_all(f, partial(cpu_tensor, ctx, func=f))
     }
     tensors: set[str] = set()
     devices: set[str] = set()
@@ -259,7 +257,7 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
             target = stmt.targets[0]
             if not isinstance(target, ast.Name):
                 continue
-            if _cpu_tensor(ctx, stmt.value, func=None):
+            if cpu_tensor(ctx, stmt.value, func=None):
                 tensors.add(target.id)
             elif (
                 isinstance(stmt.value, ast.Call) and ctx.qualname(stmt.value.func) == "torch.device"
@@ -267,7 +265,7 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
                 devices.add(target.id)
     names = {c.name for c in classdefs}
     models = frozenset(c for c in knowledge.classes if c in names)
-    views = [(f.name, v) for f in functions if (v := _viewed_parameters(f))]
+    views = [(f.name, v) for f in functions if (v := viewed_parameters(f))]
     return ModuleFacts(
         path=ctx.path,
         classes=models,
@@ -276,215 +274,10 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
         tensors=frozenset(tensors),
         devices=frozenset(devices),
         plain_classes=frozenset(names - models),
-        cpu_functions=frozenset(f.name for f in functions if _makes_cpu_tensor(ctx, f)),
+        cpu_functions=frozenset(f.name for f in functions if makes_cpu_tensor(ctx, f)),
         view_functions=frozenset(name for name, _ in views),
         views=tuple(views),
     )
-
-
-def _returns_all(
-    func: ast.FunctionDef | ast.AsyncFunctionDef, test: Callable[[ast.expr], bool]
-) -> bool:
-    """Whether ``func`` returns something on every ``return`` and each passes ``test``.
-
-    Stops at the first ``return`` that fails (most functions are no tensor
-    helpers: their first ``return`` says so), or a ``yield`` (a generator).
-    """
-    found = False
-    for node in _own_nodes(func):
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return False
-        if isinstance(node, ast.Return):
-            if node.value is None or not test(node.value):
-                return False
-            found = True
-    return found
-
-
-_NESTED = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
-
-
-def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``func``'s body, not those of functions or classes nested in it.
-
-    In ``ast.iter_child_nodes`` order, less the contexts and operators.
-    """
-    stack = list(getattr(func, "body", []))
-    pop, push = stack.pop, stack.append
-    node_class = ast.AST
-    while stack:
-        node = pop()
-        yield node
-        for field_name in node._fields:
-            if field_name in NO_CHILD_FIELDS:
-                continue
-            value = getattr(node, field_name, None)
-            if value.__class__ is list:
-                for child in value:
-                    if isinstance(child, node_class) and not isinstance(child, _NESTED):
-                        push(child)
-            elif isinstance(value, node_class) and not isinstance(value, _NESTED):
-                push(value)
-
-
-def _local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:
-    """Every value assigned to ``name`` in ``func`` (None: also bound otherwise)."""
-    if func is None:
-        return None
-    values: list[ast.expr] = []
-    for node in _own_nodes(func):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name) and target.id == name:
-                    if len(node.targets) != 1:
-                        return None
-                    values.append(node.value)
-                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
-                    return None
-        elif isinstance(
-            node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)
-        ) and any(
-            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-            for n in ast.walk(node)
-        ):
-            return None
-    args = getattr(func, "args", None)
-    if args is not None and any(
-        a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
-    ):
-        return None
-    return values or None
-
-
-def _builds(knowledge: ModelKnowledge, expr: ast.expr, *, func: ast.AST) -> bool:
-    def holds(e: ast.expr) -> bool:
-        if not isinstance(e, ast.Name):
-            return False
-        values = _local_values(func, e.id)
-        return bool(values) and all(knowledge.builds(v, lambda _: False) for v in values or ())
-
-    return knowledge.builds(expr, holds)
-
-
-def _cpu_tensor(ctx: Context, expr: ast.expr, *, func: ast.AST | None, depth: int = 0) -> bool:
-    """Whether ``expr`` is a tensor a torch factory made with no device (on the CPU)."""
-    if depth > 8:
-        return False
-    while (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Attribute)
-        and expr.func.attr in _KEEPS_TENSOR
-        and not (expr.func.attr == "type" and not expr.args)
-    ):
-        expr = expr.func.value
-    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
-        # `torch.arange(n).float() / 10`: a tensor and a number
-        sides = (expr.left, expr.right)
-        numbers = [
-            s for s in sides if isinstance(s, ast.Constant) and type(s.value) in (int, float)
-        ]
-        return len(numbers) == 1 and all(
-            _cpu_tensor(ctx, s, func=func, depth=depth + 1) for s in sides if s not in numbers
-        )
-    if isinstance(expr, ast.Name):
-        values = _local_values(func, expr.id)
-        return bool(values) and all(
-            _cpu_tensor(ctx, v, func=func, depth=depth + 1) for v in values or ()
-        )
-    if not isinstance(expr, ast.Call):
-        return False
-    name = ctx.qualname(expr.func)
-    if name not in CREATORS and name not in TYPED_CONSTRUCTORS:
-        return False
-    return not any(
-        k.arg is None or k.arg == "device" or (k.arg == "requires_grad" and _truthy(k.value))
-        for k in expr.keywords
-    )
-
-
-def _viewed_parameters(
-    func: ast.FunctionDef | ast.AsyncFunctionDef,
-) -> tuple[tuple[int, str], ...]:
-    """The parameters every return of ``func`` is a view of (each item of a returned
-    tuple too), with their positions; empty when some return is anything else."""
-    a = func.args
-    positions = {p.arg: i for i, p in enumerate((*a.posonlyargs, *a.args))}
-    positions |= {p.arg: -1 for p in a.kwonlyargs}
-    viewed: set[str] = set()
-
-    def views(expr: ast.expr, depth: int = 0) -> bool:
-        if depth > 8:
-            return False
-        while True:
-            if isinstance(expr, ast.Subscript):
-                expr = expr.value
-            elif (
-                isinstance(expr, ast.Call)
-                and isinstance(expr.func, ast.Attribute)
-                and expr.func.attr in _KEEPS_TENSOR
-                and expr.func.attr != "type"
-            ):
-                expr = expr.func.value
-            else:
-                break
-        if not isinstance(expr, ast.Name):
-            return False
-        if expr.id in positions:
-            viewed.add(expr.id)
-            return True
-        values = _local_values(func, expr.id)
-        return bool(values) and all(views(v, depth + 1) for v in values or ())
-
-    def test(expr: ast.expr) -> bool:
-        items = expr.elts if isinstance(expr, ast.Tuple) else [expr]
-        return bool(items) and all(views(e) for e in items)
-
-    if not _returns_all(func, test):
-        return ()
-    return tuple(sorted((positions[name], name) for name in viewed))
-
-
-def _makes_cpu_tensor(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether ``func``'s own body makes a tensor on the CPU (a torch factory or typed
-    constructor with no ``device``, not moved where it is made) or reads a tensor into
-    numpy (``.numpy()``)."""
-    calls = [n for n in _own_nodes(func) if isinstance(n, ast.Call)]
-    moved: set[int] = set()  # `torch.arange(n).to(lens.device)`: made, then moved at once
-    for node in calls:
-        if isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
-            inner = node.func.value
-            while (
-                isinstance(inner, ast.Call)
-                and isinstance(inner.func, ast.Attribute)
-                and inner.func.attr in _KEEPS_TENSOR
-            ):
-                inner = inner.func.value
-            moved.add(id(inner))
-    for node in calls:
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" and not node.args:
-            return True
-        name = ctx.qualname(node.func)
-        if (
-            (name in CREATORS or name in TYPED_CONSTRUCTORS)
-            and id(node) not in moved
-            and not any(k.arg is None or k.arg == "device" for k in node.keywords)
-        ):
-            return True
-    return False
-
-
-def _truthy(expr: ast.expr) -> bool:
-    return not (isinstance(expr, ast.Constant) and not expr.value)
-
-
-def _takes_device(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    a = func.args
-    return any("device" in p.arg.lower() for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)) or (
-        a.kwarg is not None
-    )
-
-
-# ------------------------------------------------------------------ one file's imports
 
 
 def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ProjectImports:
@@ -595,18 +388,3 @@ def project_imports(ctx: Context) -> ProjectImports:
     except (OSError, ValueError):
         return ProjectImports()
     return _imports_of(ctx, frozenset({key}), lookups)
-
-
-def own_tensor_functions(ctx: Context) -> set[str]:
-    """The file's own module-level functions whose every return is a CPU tensor.
-
-    ``def make_mask(n): return torch.from_numpy(np.tril(...))``: what a call of it
-    gives is on the CPU wherever it is used, so the port moves it at the call.
-    """
-    return {
-        f.name
-        for f in ctx.tree.body
-        if isinstance(f, _FUNCTIONS)
-        and not _takes_device(f)
-        and _returns_all(f, partial(_cpu_tensor, ctx, func=f))
-    }
