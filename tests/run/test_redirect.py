@@ -121,7 +121,7 @@ def test_the_script_sees_one_cuda_device(untouched: Callable[[], None]) -> None:
 def test_torch_accelerator_synchronize_waits_for_a_host_target(target: str) -> None:
     # A script whose CUDA work went to the host waits with the generic API (what fix writes).
     original = torch.accelerator.synchronize
-    with pytest.raises(RuntimeError, match="none is available"):
+    with pytest.raises(RuntimeError):  # "none is available"; a CUDA build: "no NVIDIA driver"
         original()
     with tp.redirect(target), tp.audit() as report:
         x = torch.ones(3, device="cuda") * 2
