@@ -29,11 +29,7 @@ class CudaFlagParameter(Rule):
     reported: its flag is another framework's (`fluid.CUDAPlace(0) if use_cuda`).
 
     ## Why is it off by default?
-    Judged one by one on random samples of real repositories, it was right
-    less than 90% of the time (5 of 6 real over samples A-I, 1 low;
-    `benchmarks/RESULTS.md`, "sample J"), so it left the default set. It
-    still runs, and reports the same, when selected: `--extend-select TP116`
-    (or `extend-select = ["TP116"]`).
+    Under 90% real on the judged samples (5 of 6); `--extend-select TP116` runs it as before.
     """
 
     code = "TP116"
