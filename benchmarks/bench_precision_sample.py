@@ -48,7 +48,11 @@ branch j34d changed any, 14 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5h.json --sample benchmarks/data/precision_sample_h.csv
 --seed 41 --draw 100``. The ninth (the same uniform draw, with branch j34e's sample-H
 fixes, 14 more new repositories): ``--repos benchmarks/data/precision_repos_round5i.json
---sample benchmarks/data/precision_sample_i.csv --seed 42 --draw 100``.
+--sample benchmarks/data/precision_sample_i.csv --seed 42 --draw 100``. The tenth (the
+same uniform draw, with the 29-rule default set after seven rules judged under 90% over
+A-I left it, 16 more new repositories): ``--repos
+benchmarks/data/precision_repos_round5j.json --sample benchmarks/data/precision_sample_j.csv
+--seed 43 --draw 100``.
 """
 
 from __future__ import annotations

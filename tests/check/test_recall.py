@@ -9,13 +9,19 @@ from __future__ import annotations
 import pytest
 
 from torchport.check import check_source
+from torchport.check._rule import Rule
 from torchport.check.rules import RULES
 
 H = "import torch\nimport torch.distributed as dist\n\n\ndef main(x, model, rank, i, loader):\n"
 
 
-def _codes(body: str) -> list[str]:
-    return [f.code for f in check_source(H + body)]
+DEFAULT = [rule.code for rule in RULES if rule.default]
+
+
+def _codes(body: str, also: str | None = None) -> list[str]:
+    """The codes found in ``body`` by the default rules (and ``also``, a rule off by default)."""
+    select = None if also is None else [*DEFAULT, also]
+    return [f.code for f in check_source(H + body, select=select)]
 
 
 FOUND = [
@@ -78,7 +84,7 @@ FOUND = [
 
 @pytest.mark.parametrize(("body", "code"), FOUND)
 def test_real_repository_patterns_are_found(body: str, code: str) -> None:
-    assert code in _codes(body)
+    assert code in _codes(body, also=code)
 
 
 QUIET = [
@@ -208,7 +214,7 @@ def test_triton_files_are_checked_like_any_other() -> None:
 
 @pytest.mark.parametrize(("body", "code"), QUIET)
 def test_guarded_or_cpu_code_is_not_reported(body: str, code: str) -> None:
-    assert code not in _codes(body)
+    assert code not in _codes(body, also=code)
 
 
 def test_idiom_message_says_the_code_works() -> None:
@@ -243,5 +249,20 @@ def test_cuda_or_cpu_choice_after_an_mps_branch_is_not_reported() -> None:
 )
 def test_tests_are_left_to_test(source: str, code: str) -> None:
     """Speed and multi-GPU advice is for programs, not for a test that exercises the API."""
-    assert code in [f.code for f in check_source(source, "train.py")]
-    assert code not in [f.code for f in check_source(source, "tests/test_loader.py")]
+    assert code in [f.code for f in check_source(source, "train.py", select=[code])]
+    assert code not in [f.code for f in check_source(source, "tests/test_loader.py", select=[code])]
+
+
+LEFT = [r for r in RULES if not r.default and r.code[:3] in {"TP1", "TP2", "TP3", "TP4"}]
+
+
+@pytest.mark.parametrize("rule", LEFT)
+def test_a_rule_off_by_default_reports_the_same_when_selected(rule: type[Rule]) -> None:
+    """Off by default it is silent; `--extend-select CODE` reports what `--select CODE` does."""
+    for example in rule.invalid:
+        source = example.source
+        alone = [(f.line, f.col, f.message) for f in check_source(source, select=[rule.code])]
+        assert alone, rule.code
+        assert rule.code not in [f.code for f in check_source(source)]
+        extended = check_source(source, select=[*DEFAULT, rule.code])
+        assert [(f.line, f.col, f.message) for f in extended if f.code == rule.code] == alone

@@ -154,7 +154,7 @@ class Rule:
     name: ClassVar[str]  # kebab-case name of the bad pattern, e.g. "hard-coded-cuda"
     message: ClassVar[str]  # what to do instead, not only what is wrong
     fix_safety: ClassVar[FixSafety] = FixSafety.NONE
-    default: ClassVar[bool] = True  # False for noisy rules (all TP9xx): run only when selected
+    default: ClassVar[bool] = True  # False: run only when selected (TP9xx, TP5xx, low precision)
     intent: ClassVar[Intent] = Intent.DEVICE  # which `fix` applies it; see Intent
     node_types: ClassVar[tuple[type[ast.AST], ...]]
     # For rules that look at ``ast.Call``: the callee names whose calls can concern

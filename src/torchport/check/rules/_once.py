@@ -20,10 +20,9 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def _a_test_body(function: ast.AST, ctx: Context) -> bool:
-    """A ``test*`` function in code a test runner collects (``rules/_test_code.py``)."""
-    if not getattr(function, "name", "").startswith("test"):
-        return False
+def _in_test_code(ctx: Context) -> bool:
+    """Code a test runner collects (``rules/_test_code.py``): any function of a file in a
+    ``tests`` folder, a ``test*`` function (or one nested in it) of a pytest/unittest file."""
     from torchport.check.rules._test_code import collected_by_a_test_runner  # on first use
 
     return collected_by_a_test_runner(ctx)
@@ -62,16 +61,16 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
     an agent, a trainer) unless the file makes one in a loop. A fallback under ``if
     torch.isnan(x).any():`` runs when values go bad, not per step. A function that runs
     a gradient check (``gradcheck(...)``) is a test: its statements outside loops run once;
-    so do those of a ``test*`` function in test code (a ``tests`` folder, or a file that
-    imports ``pytest``/``unittest``: TP109's standard).
+    so do those of any function in test code (TP109's standard: a file in a ``tests``
+    folder, helpers included; a ``test*`` function of a file importing ``pytest``).
     """
     if _memoised_on_self(ctx) or _building_a_module(ctx) or _when_values_go_bad(ctx):
         return True
     functions = [a for a in ctx.ancestors if isinstance(a, _FUNCTIONS)]
     if functions and ctx.loop_of(node) is None and _checks_gradients(functions[-1]):
         return True  # a gradient check: a test, run by hand, never per step
-    if functions and ctx.loop_of(node) is None and _a_test_body(functions[-1], ctx):
-        return True  # a test's own body runs once per test run: its inputs are set-up
+    if functions and ctx.loop_of(node) is None and _in_test_code(ctx):
+        return True  # test code runs once per test run: its inputs are set-up
     if not functions:
         # a module's (or a class body's) own statements run once, on import or as a script,
         # unless a loop or a comprehension repeats them; a comprehension over a fixed

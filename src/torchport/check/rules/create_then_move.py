@@ -37,8 +37,9 @@ class CreateThenMove(Rule):
     (its `__init__`) or a class that owns a model (an agent or a trainer whose
     `__init__` builds an optimizer or loads weights, not made in a loop), a
     fallback under `if torch.isnan(k).any():`, a gradient check (a function
-    calling `gradcheck`) outside its loops: a one-off copy saves nothing that
-    matters.
+    calling `gradcheck`) outside its loops, test code outside its loops (any
+    function in a `tests` folder, a `test*` one in a pytest file: inputs made
+    once per test run): a one-off copy saves nothing that matters.
 
     ## Fix safety
     Safe for deterministic factories (`zeros`, `ones`, `full`, `arange`,
