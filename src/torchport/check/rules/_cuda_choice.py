@@ -13,6 +13,7 @@ from torchport.check._match import called, cuda_string, method_name, names
 from torchport.check.semantic._carried import carried_device
 from torchport.check.semantic._devices import cuda_flag
 from torchport.check.semantic._guards import Guard, device_guard
+from torchport.check.semantic._receivers import enters_call_named
 from torchport.check.semantic._residence import bound_value
 
 __all__ = ["left_alone", "moves_to_cuda", "not_implemented_elsewhere", "tests_cuda"]
@@ -151,14 +152,10 @@ def expects_a_warning(ctx: Context) -> bool:
     for outer in reversed(ctx.ancestors):
         if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return False
-        if isinstance(outer, (ast.With, ast.AsyncWith)):
-            for item in outer.items:
-                call = item.context_expr
-                if isinstance(call, ast.Call):
-                    func = call.func
-                    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                    if name in _EXPECTS_WARNING:
-                        return True
+        if isinstance(outer, (ast.With, ast.AsyncWith)) and enters_call_named(
+            outer, _EXPECTS_WARNING
+        ):
+            return True
     return False
 
 

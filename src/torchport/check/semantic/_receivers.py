@@ -47,6 +47,7 @@ __all__ = [
     "LOOKALIKE_LIBRARIES",
     "Owner",
     "device_as_data",
+    "enters_call_named",
     "may_rewrite",
     "meant_to_fail",
     "receiver_owner",
@@ -230,6 +231,19 @@ _EXPECTS_FAILURE = frozenset({"raises", "assertRaises", "assertRaisesRegex", "as
 _NO_CUDA_ERRORS = frozenset({"RuntimeError", "AssertionError", "AttributeError"})
 
 
+def enters_call_named(block: ast.With | ast.AsyncWith, names: frozenset[str]) -> bool:
+    """Whether ``block`` enters a call of one of ``names`` (``with pytest.raises(E):``,
+    ``with self.assertWarns(W):``): the name called, or the attribute called on something."""
+    for item in block.items:
+        call = item.context_expr
+        if isinstance(call, ast.Call):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in names:
+                return True
+    return False
+
+
 def meant_to_fail(ctx: Context) -> bool:
     """Whether the walk is where CUDA is used to fail on purpose: a negative test.
 
@@ -241,14 +255,10 @@ def meant_to_fail(ctx: Context) -> bool:
     """
     child: ast.AST | None = None
     for outer in reversed(ctx.ancestors):
-        if isinstance(outer, (ast.With, ast.AsyncWith)):
-            for item in outer.items:
-                call = item.context_expr
-                if isinstance(call, ast.Call):
-                    func = call.func
-                    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                    if name in _EXPECTS_FAILURE:
-                        return True
+        if isinstance(outer, (ast.With, ast.AsyncWith)) and enters_call_named(
+            outer, _EXPECTS_FAILURE
+        ):
+            return True
         if isinstance(outer, (ast.Try, ast.TryStar)) and any(s is child for s in outer.body):
             for handler in outer.handlers:
                 caught = handler.type
