@@ -210,3 +210,43 @@ def test_a_list_held_twice_inside_the_object_comes_back_as_the_walker_gives_it()
     listed = tp.to_device([holder], META)[0]
     assert _picture(alone, holder) == _picture(listed, holder)
     assert (alone.books["a"] is alone.books["b"]) == (listed.books["a"] is listed.books["b"])
+
+
+def _sharing(root: Any) -> list[tuple[int, int]]:
+    """Which of the tensors reachable from ``root`` (by path order) are one object."""
+    found = [t for _, t in tensors(root)]
+    return [(i, j) for i in range(len(found)) for j in range(i) if found[i] is found[j]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.integers(1, 3),
+    twice=st.sampled_from(["nothing", "a tensor", "the store"]),
+    nested=st.booleans(),
+)
+def test_a_later_move_shaped_as_an_earlier_one_is_read_again_where_it_shares(
+    size: int, twice: str, nested: bool
+) -> None:
+    # The loop remembers where the last input of a class held its nodes and tensors
+    # (place/_whole.py's plans); an input of the same shape that holds a tensor or a
+    # dict twice must still come back as the walker gives it (one tensor, one dict).
+    def make(shared: str) -> Holder:
+        store = {f"k{i}": _tensor(i) for i in range(size)}
+        books: Any = {f"b{i}": _tensor(10 + i) for i in range(size)}
+        if shared == "a tensor":
+            books["b0"] = store["k0"]
+        elif shared == "the store":
+            books = store
+        inner = Holder({"w": _tensor(20)}, None) if nested else None
+        return Holder(store, books, inner)
+
+    tp.to_device(make("nothing"), META)  # the first: read in full, its plan kept
+    tp.to_device(make("nothing"), META)
+    holder = make(twice)
+    taken = snapshot(holder)
+    alone = tp.to_device(holder, META)
+    listed = tp.to_device([holder], META)[0]
+    assert snapshot(holder) == taken, "to_device changed its input"
+    assert _picture(alone, holder) == _picture(listed, holder)
+    assert _sharing(alone) == _sharing(listed)
+    assert (alone.books is alone.store) == (listed.books is listed.store)

@@ -79,6 +79,7 @@ _CODES: dict[type, int] = {dict: _DICT, list: _LIST, tuple: _TUPLE}
 # the record while it reads only when a call is likely (a class without an entry, or
 # True); otherwise move_whole records what the input holds before the call itself.
 _LAYS: dict[type, bool] = {}
+_END_TYPE = type(END)
 
 
 def _code_of(cls: type) -> int | None:
@@ -277,8 +278,16 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
         code = _code_of(cls)
     if code is not _MOVES and code is not _MOVES_STATE:
         return None  # (a .to may return another type): the walker reads it
-    only_tensors = PLAIN_TENSOR_TYPES.issuperset
     restored = RESTORED[0]  # read first: a restore after it reads the input again
+    if code is _MOVES:
+        plan = _PLANS.get(cls)
+        if plan is not None:
+            inside = _read_planned(obj, plan, restored, lay_record)
+            if inside is not None:
+                return inside
+    root = cls
+    plannable = code is _MOVES and lay_record
+    only_tensors = PLAIN_TENSOR_TYPES.issuperset
     found: list[torch.Tensor] = []
     add = found.append
     opened: dict[int, Any] = {id(obj): obj}
@@ -334,8 +343,11 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
                 lay_one(end)
             elif code is _TUPLE:
                 children = x
+                plannable = False  # (a tuple is not laid: no plan picks from it)
             else:
                 mark(key, x)
+                if code is _MOVES_STATE or code is _WALKED_STATE:
+                    plannable = False  # (slots or a builtin base: read as the walker does)
                 if code is _MOVES or code is _MOVES_STATE:
                     if depth >= SHALLOW_NESTING:
                         return None  # nested deeper than a Data's storages
@@ -350,7 +362,143 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     ids = set(map(id, found))
     if len(ids) != len(found):
         return None  # a tensor held twice: the walker keeps it one tensor
+    if plannable and flat is not None and lasting(root):
+        plan = _plan_of(flat, list(opened.values()))
+        if plan is not None:
+            _PLANS[root] = plan
     return Inside(found, opened, restored, flat, ids)
+
+
+class _Plan:
+    """Where an input's nodes and tensors sat in the record its last full read laid.
+
+    Attributes:
+        steps: For each node after the object itself, in the order they were laid:
+            where it sat in the record, its type and its code.
+        types: The type of each item of that record (its markers have types of their own).
+        pick: Gives the record's tensors (those the read found), in the read's order.
+    """
+
+    __slots__ = ("pick", "steps", "types")
+
+    def __init__(
+        self,
+        steps: tuple[tuple[int, type, int], ...],
+        types: list[type],
+        pick: Callable[[list[Any]], Any],
+    ) -> None:
+        self.steps = steps
+        self.types = types
+        self.pick = pick
+
+
+# Per class with its own .to (those that last; the object's whole state in its
+# __dict__): the plan of the last full read (_read's loop) that met only builtin dicts
+# and lists and objects whose whole state is their __dict__ (no tuple, no slots).
+_PLANS: dict[type, _Plan] = {}
+
+
+def _no_tensors(flat: list[Any]) -> tuple[()]:
+    return ()
+
+
+def _plan_of(flat: list[Any], nodes: list[Any]) -> _Plan | None:
+    """The plan of a read that laid ``flat`` from ``nodes`` (in that order), or None.
+
+    Each node's run is read from ``flat`` itself (its end marker closes it): a dict's
+    keys then values; a list's items; an object's state marker, ``__dict__``, keys and
+    values. Only values are looked at, exactly as the loop does.
+    """
+    types = tuple(map(type, flat))
+    where: dict[int, int] = {}  # a node held as a value (by id): where it sat
+    tensors: list[int] = []
+    at = 0
+    for node in nodes:
+        try:
+            end = types.index(_END_TYPE, at)
+        except ValueError:
+            return None
+        cls = type(node)
+        if cls is dict:
+            first = at + (end - at) // 2
+        elif cls is list:
+            first = at
+        else:
+            first = at + 2 + (end - at - 2) // 2
+        for i in range(first, end):
+            kind = types[i]
+            code = _CODES.get(kind)
+            if code is None:
+                code = _code_of(kind)
+            if code is _TENSOR:
+                tensors.append(i)
+            elif code is not _VALUE:
+                where[id(flat[i])] = i
+        at = end + 1
+    if at != len(flat):
+        return None
+    steps = []
+    for node in nodes[1:]:
+        cls = type(node)
+        place = where.get(id(node))
+        if place is None or flat[place] is not node:
+            return None
+        steps.append((place, cls, _CODES[cls]))
+    pick: Callable[[list[Any]], Any]
+    if not tensors:
+        pick = _no_tensors
+    elif len(tensors) == 1:
+        pick = operator.itemgetter(slice(tensors[0], tensors[0] + 1))
+    else:
+        pick = operator.itemgetter(*tensors)
+    return _Plan(tuple(steps), list(types), pick)
+
+
+def _read_planned(obj: Any, plan: _Plan, restored: int, lay_record: bool) -> Inside | None:
+    """:func:`_read` by ``plan``: what ``obj`` holds, when it holds it as its last full read found.
+
+    The record is laid as the loop lays it, each node taken from where the plan says
+    (only if of the plan's type); then the types of the whole record must be the
+    plan's: the markers close each run where it closed, so every node, tensor and
+    value sits where it sat, and the loop would have made the same decisions (each
+    decided by type; codes are final). Nodes or tensors met twice, or anything else:
+    None, and the loop reads it.
+    """
+    own = _dict_of(obj, "__dict__")
+    state, end = STATE, END
+    flat = [state, own, *own, *own.values(), end]
+    extend = flat.extend
+    lay_one = flat.append
+    nodes = [obj]
+    add = nodes.append
+    try:
+        for at, cls, code in plan.steps:
+            x = flat[at]
+            if type(x) is not cls:
+                return None
+            add(x)
+            if code is _DICT:
+                extend(x)
+                extend(x.values())
+            elif code is _LIST:
+                extend(x)
+            else:
+                own = _dict_of(x, "__dict__")
+                lay_one(state)
+                lay_one(own)
+                extend(own)
+                extend(own.values())
+            lay_one(end)
+    except IndexError:
+        return None
+    if list(map(type, flat)) != plan.types:  # (types compare by identity)
+        return None
+    found = list(plan.pick(flat))
+    ids = set(map(id, found))
+    opened = dict(zip(map(id, nodes), nodes))
+    if len(ids) != len(found) or len(opened) != len(nodes):
+        return None  # met twice: the loop decides
+    return Inside(found, opened, restored, flat if lay_record else None, ids)
 
 
 def _unshared_tensors(result: Any, shared: dict[int, Any]) -> list[torch.Tensor] | None:
