@@ -24,6 +24,7 @@ import collections
 import itertools
 import operator
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import torch
@@ -112,29 +113,33 @@ class Inside:
     Attributes:
         tensors: Its distinct tensors.
         ids: Their ids.
-        opened: The dicts, lists and objects read on the way (the object included), by
-            id: those the result of its ``.to`` still shares are the input's, and what
-            they hold is recorded around the call (``place/_untouched.py``).
+        nodes: The dicts, lists and objects read on the way (the object included), in
+            the order read: those the result of its ``.to`` still shares are the
+            input's, and what they hold is recorded around the call
+            (``place/_untouched.py``).
+        opened: Their ids.
         restored: ``RESTORED`` when it was read (see ``place/_untouched.py``).
-        laid: What the nodes of ``opened`` held when it was read, laid in their order as
+        laid: What ``nodes`` held when it was read, laid in their order as
             ``place/_untouched.py``'s record lays it (the record of a move, ready); None
             when the class's last move found every tensor there (see ``_LAYS``).
         late: Read for a move that comes later (``whole_tensors(lay=False)``): the move
             reads the input again under its guard before it decides anything.
     """
 
-    __slots__ = ("ids", "laid", "late", "opened", "restored", "tensors")
+    __slots__ = ("ids", "laid", "late", "nodes", "opened", "restored", "tensors")
 
     def __init__(
         self,
         tensors: list[torch.Tensor],
-        opened: dict[int, Any],
+        nodes: list[Any],
+        opened: AbstractSet[int],
         restored: int,
         laid: list[Any] | None,
         ids: set[int],
     ) -> None:
         self.tensors = tensors
         self.ids = ids
+        self.nodes = nodes
         self.opened = opened
         self.restored = restored
         self.laid = laid
@@ -200,9 +205,9 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
         if inside.restored != RESTORED[0] or inside.late:
             before = snapshot(obj)  # (an input the loop could not read again)
         elif inside.laid is not None:
-            before = Snapshot(list(inside.opened.values()), inside.laid)
+            before = Snapshot(inside.nodes, inside.laid)
         else:
-            before = record(list(inside.opened.values()))
+            before = record(inside.nodes)
             if lasting(cls):
                 _LAYS[cls] = True
         tensors = inside.tensors
@@ -366,7 +371,7 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
         plan = _plan_of(flat, list(opened.values()))
         if plan is not None:
             _PLANS[root] = plan
-    return Inside(found, opened, restored, flat, ids)
+    return Inside(found, list(opened.values()), opened.keys(), restored, flat, ids)
 
 
 class _Plan:
@@ -466,7 +471,7 @@ def _read_planned(obj: Any, plan: _Plan, restored: int, lay_record: bool) -> Ins
     """
     own = _dict_of(obj, "__dict__")
     state, end = STATE, END
-    flat = [state, own, *own, *own.values(), end]
+    flat: list[Any] = [state, own, *own, *own.values(), end]
     extend = flat.extend
     lay_one = flat.append
     nodes = [obj]
@@ -474,7 +479,8 @@ def _read_planned(obj: Any, plan: _Plan, restored: int, lay_record: bool) -> Ins
     try:
         for at, cls, code in plan.steps:
             x = flat[at]
-            if type(x) is not cls:
+            kind = type(x)  # (compared apart: mypy would narrow x to cls's type)
+            if kind is not cls:
                 return None
             add(x)
             if code is _DICT:
@@ -495,13 +501,13 @@ def _read_planned(obj: Any, plan: _Plan, restored: int, lay_record: bool) -> Ins
         return None
     found = list(plan.pick(flat))
     ids = set(map(id, found))
-    opened = dict(zip(map(id, nodes), nodes))
+    opened = set(map(id, nodes))
     if len(ids) != len(found) or len(opened) != len(nodes):
         return None  # met twice: the loop decides
-    return Inside(found, opened, restored, flat if lay_record else None, ids)
+    return Inside(found, nodes, opened, restored, flat if lay_record else None, ids)
 
 
-def _unshared_tensors(result: Any, shared: dict[int, Any]) -> list[torch.Tensor] | None:
+def _unshared_tensors(result: Any, shared: AbstractSet[int]) -> list[torch.Tensor] | None:
     """The tensors reachable from ``result`` outside what it shares with the input; or None.
 
     A dict, list or object the input held (``shared``: the shallow copy shares it)
