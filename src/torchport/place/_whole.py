@@ -275,6 +275,12 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     is laid into the record as it is read, exactly as ``place/_untouched.py`` lays it
     again after a call (its ``Snapshot``): no second pass before the call; unless the
     class's last move found every tensor there (``_LAYS``: a no-op is likely again).
+
+    A class whose last full read laid its record and met only builtin dicts and lists
+    and objects whose state is their ``__dict__`` keeps where that read found its
+    nodes and tensors (``_PLANS``); an input held the same way is read by that plan
+    (:func:`_read_planned`, which always lays the record: it costs less than this loop
+    without it), any other by this loop, which then keeps its plan instead.
     """
     codes = _CODES.get
     cls = type(obj)
