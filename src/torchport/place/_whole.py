@@ -20,7 +20,6 @@ and the walker moves the batch (:func:`whole_tensors` is None): both ways give t
 
 from __future__ import annotations
 
-import collections
 import itertools
 import operator
 from collections.abc import Callable
@@ -31,12 +30,24 @@ import torch
 
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import RebuildRefused
-from torchport.place._copying import copy_object, read_state, slot_names
+from torchport.place._copying import copy_object, read_state
 from torchport.place._lasting import lasting
-from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
+from torchport.place._leaf_kinds import PLAIN_TENSOR_TYPES
 from torchport.place._locate import ROOT, refused_message
 from torchport.place._moved_none import check_moved
 from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
+from torchport.place._node_codes import CODES as _CODES
+from torchport.place._node_codes import DICT_CODE as _DICT
+from torchport.place._node_codes import LIST_CODE as _LIST
+from torchport.place._node_codes import MOVES_CODE as _MOVES
+from torchport.place._node_codes import MOVES_STATE_CODE as _MOVES_STATE
+from torchport.place._node_codes import TENSOR_CODE as _TENSOR
+from torchport.place._node_codes import TUPLE_CODE as _TUPLE
+from torchport.place._node_codes import VALUE_CODE as _VALUE
+from torchport.place._node_codes import WALKED_CODE as _WALKED
+from torchport.place._node_codes import WALKED_STATE_CODE as _WALKED_STATE
+from torchport.place._node_codes import code_of as _code_of
+from torchport.place._node_codes import node_values as _values
 from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
@@ -56,55 +67,24 @@ from torchport.place._untouched import (
     snapshot,
     versions,
 )
+from torchport.place._whole_plans import (
+    PLANS,
+    RESULT_PLANS,
+    plan_of,
+    read_planned,
+    result_plan_of,
+    unshared_planned,
+)
 
 __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
 
 _dict_of = object.__getattribute__
-_BUILTINS = (dict, list, tuple, set, frozenset, collections.deque)
-# Per type, what the loops below do with a value of it (see _code_of).
-_VALUE = 0  # a value that holds nothing (KIND's PLAIN): skipped
-_TENSOR = 1  # a tensor
-_DICT = 2  # a builtin dict, list or tuple: its items are read
-_LIST = 3
-_TUPLE = 4
-_WALKED = 5  # a registered object walked through its state (all of it in its __dict__)
-_MOVES = 6  # a registered object with its own .to (all of its state in its __dict__)
-_WALKED_STATE = 7  # the same two, with slots or a builtin base: read as the walker reads them
-_MOVES_STATE = 8
-# Per type (each lasts: KIND and OBJECT_NODES hold only classes that do, and their
-# entries are final): its code above. A type without an entry is decided by _code_of.
-_CODES: dict[type, int] = {dict: _DICT, list: _LIST, tuple: _TUPLE}
 # Per class with its own .to (those that last): False when its last move by move_whole
 # found every tensor on the target (no call), True when it called the .to. _read lays
 # the record while it reads only when a call is likely (a class without an entry, or
 # True); otherwise move_whole records what the input holds before the call itself.
 _LAYS: dict[type, bool] = {}
-_END_TYPE = type(END)
-
-
-def _code_of(cls: type) -> int | None:
-    """What the loops do with a value of type ``cls``; None: the walker decides (see the module).
-
-    Read from the walker's own tables, and remembered once they have decided ``cls``.
-    """
-    kind = KIND.get(cls)
-    if kind is not None:
-        if kind == TENSOR:
-            code = _TENSOR
-        elif kind == PLAIN:
-            code = _VALUE
-        else:
-            return None  # a value to look into, a leaf .to, or something refused
-    else:
-        moves = OBJECT_NODES.get(cls)
-        if moves is None:
-            return None  # not decided yet, or not an object node
-        plain = not slot_names(cls) and not issubclass(cls, _BUILTINS)
-        moving = _MOVES if plain else _MOVES_STATE
-        code = moving if moves else _WALKED if plain else _WALKED_STATE
-    _CODES[cls] = code
-    return code
 
 
 class Inside:
@@ -279,7 +259,7 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     A class whose last full read laid its record and met only builtin dicts and lists
     and objects whose state is their ``__dict__`` keeps where that read found its
     nodes and tensors (``_PLANS``); an input held the same way is read by that plan
-    (:func:`_read_planned`, which always lays the record: it costs less than this loop
+    (``place/_whole_plans.py``, which always lays the record: it costs less than this loop
     without it), any other by this loop, which then keeps its plan instead.
     """
     codes = _CODES.get
@@ -291,11 +271,14 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
         return None  # (a .to may return another type): the walker reads it
     restored = RESTORED[0]  # read first: a restore after it reads the input again
     if code is _MOVES:
-        plan = _PLANS.get(cls)
+        plan = PLANS.get(cls)
         if plan is not None:
-            inside = _read_planned(obj, plan, restored, lay_record)
-            if inside is not None:
-                return inside
+            read = read_planned(obj, plan)
+            if read is not None:
+                tensors, nodes, ids_of_nodes, ids, laid = read
+                return Inside(
+                    tensors, nodes, ids_of_nodes, restored, laid if lay_record else None, ids
+                )
     root = cls
     plannable = code is _MOVES and lay_record
     only_tensors = PLAIN_TENSOR_TYPES.issuperset
@@ -374,143 +357,10 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     if len(ids) != len(found):
         return None  # a tensor held twice: the walker keeps it one tensor
     if plannable and flat is not None and lasting(root):
-        plan = _plan_of(flat, list(opened.values()))
+        plan = plan_of(flat, list(opened.values()))
         if plan is not None:
-            _PLANS[root] = plan
+            PLANS[root] = plan
     return Inside(found, list(opened.values()), opened.keys(), restored, flat, ids)
-
-
-class _Plan:
-    """Where an input's nodes and tensors sat in the record its last full read laid.
-
-    Attributes:
-        steps: For each node after the object itself, in the order they were laid:
-            where it sat in the record, its type and its code.
-        types: The type of each item of that record (its markers have types of their own).
-        pick: Gives the record's tensors (those the read found), in the read's order.
-    """
-
-    __slots__ = ("pick", "steps", "types")
-
-    def __init__(
-        self,
-        steps: tuple[tuple[int, type, int], ...],
-        types: list[type],
-        pick: Callable[[list[Any]], Any],
-    ) -> None:
-        self.steps = steps
-        self.types = types
-        self.pick = pick
-
-
-# Per class with its own .to (those that last; the object's whole state in its
-# __dict__): the plan of the last full read (_read's loop) that met only builtin dicts
-# and lists and objects whose whole state is their __dict__ (no tuple, no slots).
-_PLANS: dict[type, _Plan] = {}
-
-
-def _no_tensors(flat: list[Any]) -> tuple[()]:
-    return ()
-
-
-def _plan_of(flat: list[Any], nodes: list[Any]) -> _Plan | None:
-    """The plan of a read that laid ``flat`` from ``nodes`` (in that order), or None.
-
-    Each node's run is read from ``flat`` itself (its end marker closes it): a dict's
-    keys then values; a list's items; an object's state marker, ``__dict__``, keys and
-    values. Only values are looked at, exactly as the loop does.
-    """
-    types = tuple(map(type, flat))
-    where: dict[int, int] = {}  # a node held as a value (by id): where it sat
-    tensors: list[int] = []
-    at = 0
-    for node in nodes:
-        try:
-            end = types.index(_END_TYPE, at)
-        except ValueError:
-            return None
-        cls = type(node)
-        if cls is dict:
-            first = at + (end - at) // 2
-        elif cls is list:
-            first = at
-        else:
-            first = at + 2 + (end - at - 2) // 2
-        for i in range(first, end):
-            kind = types[i]
-            code = _CODES.get(kind)
-            if code is None:
-                code = _code_of(kind)
-            if code is _TENSOR:
-                tensors.append(i)
-            elif code is not _VALUE:
-                where[id(flat[i])] = i
-        at = end + 1
-    if at != len(flat):
-        return None
-    steps = []
-    for node in nodes[1:]:
-        cls = type(node)
-        place = where.get(id(node))
-        if place is None or flat[place] is not node:
-            return None
-        steps.append((place, cls, _CODES[cls]))
-    pick: Callable[[list[Any]], Any]
-    if not tensors:
-        pick = _no_tensors
-    elif len(tensors) == 1:
-        pick = operator.itemgetter(slice(tensors[0], tensors[0] + 1))
-    else:
-        pick = operator.itemgetter(*tensors)
-    return _Plan(tuple(steps), list(types), pick)
-
-
-def _read_planned(obj: Any, plan: _Plan, restored: int, lay_record: bool) -> Inside | None:
-    """:func:`_read` by ``plan``: what ``obj`` holds, when it holds it as its last full read found.
-
-    The record is laid as the loop lays it, each node taken from where the plan says
-    (only if of the plan's type); then the types of the whole record must be the
-    plan's: the markers close each run where it closed, so every node, tensor and
-    value sits where it sat, and the loop would have made the same decisions (each
-    decided by type; codes are final). Nodes or tensors met twice, or anything else:
-    None, and the loop reads it.
-    """
-    own = _dict_of(obj, "__dict__")
-    state, end = STATE, END
-    flat: list[Any] = [state, own, *own, *own.values(), end]
-    extend = flat.extend
-    lay_one = flat.append
-    nodes = [obj]
-    add = nodes.append
-    try:
-        for at, cls, code in plan.steps:
-            x = flat[at]
-            kind = type(x)  # (compared apart: mypy would narrow x to cls's type)
-            if kind is not cls:
-                return None
-            add(x)
-            if code is _DICT:
-                extend(x)
-                extend(x.values())
-            elif code is _LIST:
-                extend(x)
-            else:
-                own = _dict_of(x, "__dict__")
-                lay_one(state)
-                lay_one(own)
-                extend(own)
-                extend(own.values())
-            lay_one(end)
-    except IndexError:
-        return None
-    if list(map(type, flat)) != plan.types:  # (types compare by identity)
-        return None
-    found = list(plan.pick(flat))
-    ids = set(map(id, found))
-    opened = set(map(id, nodes))
-    if len(ids) != len(found) or len(opened) != len(nodes):
-        return None  # met twice: the loop decides
-    return Inside(found, nodes, opened, restored, flat if lay_record else None, ids)
 
 
 def _unshared_tensors(result: Any, shared: AbstractSet[int]) -> list[torch.Tensor] | None:
@@ -522,6 +372,21 @@ def _unshared_tensors(result: Any, shared: AbstractSet[int]) -> list[torch.Tenso
     when the loop cannot decide (a type it does not know, a node met twice): the
     caller then asks the walker.
     """
+    plan = RESULT_PLANS.get(type(result))
+    if plan is not None:
+        planned = unshared_planned(result, shared, plan)
+        if planned is not None:
+            return planned
+    found = _unshared_loop(result, shared)
+    if found is not None and lasting(type(result)):
+        made = result_plan_of(result, shared)
+        if made is not None:
+            RESULT_PLANS[type(result)] = made
+    return found
+
+
+def _unshared_loop(result: Any, shared: AbstractSet[int]) -> list[torch.Tensor] | None:
+    """:func:`_unshared_tensors` by a loop over whatever ``result`` holds."""
     codes = _CODES.get
     only_tensors = PLAIN_TENSOR_TYPES.issuperset
     pending: list[Any] = [(result,)]  # what is still to read: runs of children
@@ -588,15 +453,4 @@ def _laid_values(obj: Any, code: int, flat: list[Any] | None) -> Any:
         return values
     lay_any(obj, type(obj), flat)
     flat.append(END)
-    return contents(obj) if code is _MOVES_STATE else read_state(obj).values
-
-
-def _values(obj: Any, code: int) -> Any:
-    """What the walker finds ``obj``'s children in: its ``__dict__``'s values when that is all.
-
-    Otherwise (slots, or a builtin container's subclass) the walker's own reading: an
-    object with its own ``.to`` by ``contents``, any other by its state.
-    """
-    if code is _MOVES or code is _WALKED:
-        return _dict_of(obj, "__dict__").values()
     return contents(obj) if code is _MOVES_STATE else read_state(obj).values
