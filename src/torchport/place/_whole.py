@@ -12,11 +12,12 @@ What this adds is speed: the object's tensors are found by a loop over its state
 (builtin containers and objects the walker has already classified; no optree
 flatten, no structure, no rebuild), so the move costs little more than that
 ``.to``; an input (and a result) held as the last one of its class was is read by
-that one's plan (``place/_whole_plans.py``), checked by types at C speed. Whenever the loop meets something the walker has not decided yet (a
-type seen for the first time, a container subclass, a value to look into), a
-container met twice (a cycle, or sharing ``.to`` would split), a tensor met twice,
-or objects with a ``.to`` nested deeper than a ``Data``'s storages, it gives up
-and the walker moves the batch (:func:`whole_tensors` is None): both ways give the same result.
+that one's plan (``place/_whole_plans.py``), checked by types at C speed.
+Whenever the loop meets something the walker has not decided yet (a type seen for
+the first time, a container subclass, a value to look into), a container met twice
+(a cycle, or sharing ``.to`` would split), a tensor met twice, or objects with a
+``.to`` nested deeper than a ``Data``'s storages, it gives up and the walker moves
+the batch (:func:`whole_tensors` is None): both ways give the same result.
 """
 
 from __future__ import annotations
