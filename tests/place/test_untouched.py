@@ -655,7 +655,7 @@ class TestTheRecord:
         if inside is None:
             return  # the walker moves it (a deque, a set, a tensor held twice, ...)
         assert inside.laid is not None  # its class's last move called its .to
-        nodes = list(inside.opened.values())
+        nodes = list(inside.nodes)
         snap = Snapshot(nodes, inside.laid)
         before = _held(obj)
         assert not snap.changed()

@@ -11,6 +11,8 @@ input, or returns another type is handled as the walker handles it.
 from __future__ import annotations
 
 import copy
+import gc
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -210,3 +212,97 @@ def test_a_list_held_twice_inside_the_object_comes_back_as_the_walker_gives_it()
     listed = tp.to_device([holder], META)[0]
     assert _picture(alone, holder) == _picture(listed, holder)
     assert (alone.books["a"] is alone.books["b"]) == (listed.books["a"] is listed.books["b"])
+
+
+def _sharing(root: Any) -> list[tuple[int, int]]:
+    """Which of the tensors reachable from ``root`` (by path order) are one object."""
+    found = [t for _, t in tensors(root)]
+    return [(i, j) for i in range(len(found)) for j in range(i) if found[i] is found[j]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.integers(1, 3),
+    twice=st.sampled_from(["nothing", "a tensor", "the store"]),
+    nested=st.booleans(),
+)
+def test_a_later_move_shaped_as_an_earlier_one_is_read_again_where_it_shares(
+    size: int, twice: str, nested: bool
+) -> None:
+    # The loop remembers where the last input of a class held its nodes and tensors
+    # (place/_whole.py's plans); an input of the same shape that holds a tensor or a
+    # dict twice must still come back as the walker gives it (one tensor, one dict).
+    def make(shared: str) -> Holder:
+        store = {f"k{i}": _tensor(i) for i in range(size)}
+        books: Any = {f"b{i}": _tensor(10 + i) for i in range(size)}
+        if shared == "a tensor":
+            books["b0"] = store["k0"]
+        elif shared == "the store":
+            books = store
+        inner = Holder({"w": _tensor(20)}, None) if nested else None
+        return Holder(store, books, inner)
+
+    tp.to_device(make("nothing"), META)  # the first: read in full, its plan kept
+    tp.to_device(make("nothing"), META)
+    holder = make(twice)
+    taken = snapshot(holder)
+    alone = tp.to_device(holder, META)
+    listed = tp.to_device([holder], META)[0]
+    assert snapshot(holder) == taken, "to_device changed its input"
+    assert _picture(alone, holder) == _picture(listed, holder)
+    assert _sharing(alone) == _sharing(listed)
+    assert (alone.books is alone.store) == (listed.books is listed.store)
+
+
+class LateHostMaker(Holder):
+    """From its ``late``-th call on, a ``.to`` that gives the copy new ``books`` on the host.
+
+    Before, the result shares the input's ``books``; after, the same place holds a new
+    dict of the same shape, whose tensors it made on the host.
+    """
+
+    calls = 0
+    late = 0
+
+    def to(self, device: Any) -> LateHostMaker:
+        super().to(device)
+        LateHostMaker.calls += 1
+        if LateHostMaker.calls >= LateHostMaker.late and isinstance(self.books, dict):
+            self.books = {key: torch.zeros(1) for key in self.books}
+        return self
+
+
+@settings(max_examples=20, deadline=None)
+@given(late=st.integers(2, 4), size=st.integers(1, 3))
+def test_a_result_shaped_as_an_earlier_one_is_read_where_it_no_longer_shares(
+    late: int, size: int
+) -> None:
+    # What the results of a class held is remembered (place/_whole.py's result plans),
+    # the input's nodes they shared skipped; a later result holding a new node where
+    # an earlier one shared the input's must be read there: its host tensors refused.
+    LateHostMaker.calls, LateHostMaker.late = 0, late
+    for call in range(1, late + 2):
+        holder = LateHostMaker({"w": torch.ones(2)}, {f"b{i}": torch.ones(1) for i in range(size)})
+        if call < late:
+            assert tp.to_device(holder, META).store["w"].is_meta
+            continue
+        with pytest.raises(tp.UnsupportedBatchError, match="cannot rebuild batch"):
+            tp.to_device(holder, META)
+        assert all(not t.is_meta for _, t in tensors(holder)), "a refused move changed its input"
+
+
+def test_a_key_of_a_class_made_at_run_time_is_not_kept_by_what_the_read_remembers() -> None:
+    # The read remembers where the last input of a class held its nodes (its plan, the
+    # types of its keys among them); a key of a class made per batch must not be kept.
+    tp.to_device(Holder({"w": torch.ones(1)}, None), META)
+
+    def batch() -> tuple[Holder, weakref.ref[type]]:
+        key = type("Key", (), {})  # a class made at run time, as a per-batch Enum is
+        return Holder({"w": torch.ones(2)}, {key(): torch.ones(1)}), weakref.ref(key)
+
+    holder, alive = batch()
+    for _ in range(2):
+        assert tp.to_device(holder, META).store["w"].is_meta
+    del holder
+    gc.collect()
+    assert alive() is None, "a class made at run time was kept after its batch was dropped"

@@ -80,10 +80,26 @@ __all__ = [
 
 _dict_of = object.__getattribute__
 _BUILTINS = (dict, list, tuple, set, frozenset, collections.deque)
-_END = object()  # closes each node's run in the flat record
+
+
+class _End:
+    """The type of the marker closing each node's run (no input holds one)."""
+
+    __slots__ = ()
+
+
+class _State:
+    """The type of the marker opening a node's state part (no input holds one)."""
+
+    __slots__ = ()
+
+
+# The markers have types of their own, so that the types of a laid record tell where
+# each run starts and ends (``place/_whole.py``'s plans compare those types).
+_END = _End()  # closes each node's run in the flat record
 _EMPTY = object()  # an empty slot
 _NO_DICT = object()  # a node without a __dict__
-_STATE = object()  # opens the state part of a node's run
+_STATE = _State()  # opens the state part of a node's run
 END = _END  # (what ``place/_whole.py`` lays the record with while it reads the input)
 STATE = _STATE
 # How many times a snapshot put an input back (its one item; changes, never goes back):

@@ -11,31 +11,45 @@ result is on the target or is one of the input's own tensors left where it was
 What this adds is speed: the object's tensors are found by a loop over its state
 (builtin containers and objects the walker has already classified; no optree
 flatten, no structure, no rebuild), so the move costs little more than that
-``.to``. Whenever the loop meets something the walker has not decided yet (a
-type seen for the first time, a container subclass, a value to look into), a
-container met twice (a cycle, or sharing ``.to`` would split), a tensor met twice,
-or objects with a ``.to`` nested deeper than a ``Data``'s storages, it gives up
-and the walker moves the batch (:func:`whole_tensors` is None): both ways give the same result.
+``.to``; an input (and a result) held as the last one of its class was is read by
+that one's plan (``place/_whole_plans.py``), checked by types at C speed.
+Whenever the loop meets something the walker has not decided yet (a type seen for
+the first time, a container subclass, a value to look into), a container met twice
+(a cycle, or sharing ``.to`` would split), a tensor met twice, or objects with a
+``.to`` nested deeper than a ``Data``'s storages, it gives up and the walker moves
+the batch (:func:`whole_tensors` is None): both ways give the same result.
 """
 
 from __future__ import annotations
 
-import collections
 import itertools
 import operator
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import torch
 
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import RebuildRefused
-from torchport.place._copying import copy_object, read_state, slot_names
+from torchport.place._copying import copy_object, read_state
 from torchport.place._lasting import lasting
-from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, PLAIN_TENSOR_TYPES, TENSOR
+from torchport.place._leaf_kinds import PLAIN_TENSOR_TYPES
 from torchport.place._locate import ROOT, refused_message
 from torchport.place._moved_none import check_moved
 from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
+from torchport.place._node_codes import CODES as _CODES
+from torchport.place._node_codes import DICT_CODE as _DICT
+from torchport.place._node_codes import LIST_CODE as _LIST
+from torchport.place._node_codes import MOVES_CODE as _MOVES
+from torchport.place._node_codes import MOVES_STATE_CODE as _MOVES_STATE
+from torchport.place._node_codes import TENSOR_CODE as _TENSOR
+from torchport.place._node_codes import TUPLE_CODE as _TUPLE
+from torchport.place._node_codes import VALUE_CODE as _VALUE
+from torchport.place._node_codes import WALKED_CODE as _WALKED
+from torchport.place._node_codes import WALKED_STATE_CODE as _WALKED_STATE
+from torchport.place._node_codes import code_of as _code_of
+from torchport.place._node_codes import node_values as _values
 from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on
@@ -55,54 +69,24 @@ from torchport.place._untouched import (
     snapshot,
     versions,
 )
+from torchport.place._whole_plans import (
+    PLANS,
+    RESULT_PLANS,
+    plan_of,
+    read_planned,
+    result_plan_of,
+    unshared_planned,
+)
 
 __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
 
 _dict_of = object.__getattribute__
-_BUILTINS = (dict, list, tuple, set, frozenset, collections.deque)
-# Per type, what the loops below do with a value of it (see _code_of).
-_VALUE = 0  # a value that holds nothing (KIND's PLAIN): skipped
-_TENSOR = 1  # a tensor
-_DICT = 2  # a builtin dict, list or tuple: its items are read
-_LIST = 3
-_TUPLE = 4
-_WALKED = 5  # a registered object walked through its state (all of it in its __dict__)
-_MOVES = 6  # a registered object with its own .to (all of its state in its __dict__)
-_WALKED_STATE = 7  # the same two, with slots or a builtin base: read as the walker reads them
-_MOVES_STATE = 8
-# Per type (each lasts: KIND and OBJECT_NODES hold only classes that do, and their
-# entries are final): its code above. A type without an entry is decided by _code_of.
-_CODES: dict[type, int] = {dict: _DICT, list: _LIST, tuple: _TUPLE}
 # Per class with its own .to (those that last): False when its last move by move_whole
 # found every tensor on the target (no call), True when it called the .to. _read lays
 # the record while it reads only when a call is likely (a class without an entry, or
 # True); otherwise move_whole records what the input holds before the call itself.
 _LAYS: dict[type, bool] = {}
-
-
-def _code_of(cls: type) -> int | None:
-    """What the loops do with a value of type ``cls``; None: the walker decides (see the module).
-
-    Read from the walker's own tables, and remembered once they have decided ``cls``.
-    """
-    kind = KIND.get(cls)
-    if kind is not None:
-        if kind == TENSOR:
-            code = _TENSOR
-        elif kind == PLAIN:
-            code = _VALUE
-        else:
-            return None  # a value to look into, a leaf .to, or something refused
-    else:
-        moves = OBJECT_NODES.get(cls)
-        if moves is None:
-            return None  # not decided yet, or not an object node
-        plain = not slot_names(cls) and not issubclass(cls, _BUILTINS)
-        moving = _MOVES if plain else _MOVES_STATE
-        code = moving if moves else _WALKED if plain else _WALKED_STATE
-    _CODES[cls] = code
-    return code
 
 
 class Inside:
@@ -111,29 +95,33 @@ class Inside:
     Attributes:
         tensors: Its distinct tensors.
         ids: Their ids.
-        opened: The dicts, lists and objects read on the way (the object included), by
-            id: those the result of its ``.to`` still shares are the input's, and what
-            they hold is recorded around the call (``place/_untouched.py``).
+        nodes: The dicts, lists and objects read on the way (the object included), in
+            the order read: those the result of its ``.to`` still shares are the
+            input's, and what they hold is recorded around the call
+            (``place/_untouched.py``).
+        opened: Their ids.
         restored: ``RESTORED`` when it was read (see ``place/_untouched.py``).
-        laid: What the nodes of ``opened`` held when it was read, laid in their order as
+        laid: What ``nodes`` held when it was read, laid in their order as
             ``place/_untouched.py``'s record lays it (the record of a move, ready); None
             when the class's last move found every tensor there (see ``_LAYS``).
         late: Read for a move that comes later (``whole_tensors(lay=False)``): the move
             reads the input again under its guard before it decides anything.
     """
 
-    __slots__ = ("ids", "laid", "late", "opened", "restored", "tensors")
+    __slots__ = ("ids", "laid", "late", "nodes", "opened", "restored", "tensors")
 
     def __init__(
         self,
         tensors: list[torch.Tensor],
-        opened: dict[int, Any],
+        nodes: list[Any],
+        opened: AbstractSet[int],
         restored: int,
         laid: list[Any] | None,
         ids: set[int],
     ) -> None:
         self.tensors = tensors
         self.ids = ids
+        self.nodes = nodes
         self.opened = opened
         self.restored = restored
         self.laid = laid
@@ -199,9 +187,9 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
         if inside.restored != RESTORED[0] or inside.late:
             before = snapshot(obj)  # (an input the loop could not read again)
         elif inside.laid is not None:
-            before = Snapshot(list(inside.opened.values()), inside.laid)
+            before = Snapshot(inside.nodes, inside.laid)
         else:
-            before = record(list(inside.opened.values()))
+            before = record(inside.nodes)
             if lasting(cls):
                 _LAYS[cls] = True
         tensors = inside.tensors
@@ -269,6 +257,12 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     is laid into the record as it is read, exactly as ``place/_untouched.py`` lays it
     again after a call (its ``Snapshot``): no second pass before the call; unless the
     class's last move found every tensor there (``_LAYS``: a no-op is likely again).
+
+    A class whose last full read laid its record and met only builtin dicts and lists
+    and objects whose state is their ``__dict__`` keeps where that read found its
+    nodes and tensors (``_PLANS``); an input held the same way is read by that plan
+    (``place/_whole_plans.py``, which always lays the record: it costs less than this loop
+    without it), any other by this loop, which then keeps its plan instead.
     """
     codes = _CODES.get
     cls = type(obj)
@@ -277,8 +271,19 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
         code = _code_of(cls)
     if code is not _MOVES and code is not _MOVES_STATE:
         return None  # (a .to may return another type): the walker reads it
-    only_tensors = PLAIN_TENSOR_TYPES.issuperset
     restored = RESTORED[0]  # read first: a restore after it reads the input again
+    if code is _MOVES:
+        plan = PLANS.get(cls)
+        if plan is not None:
+            read = read_planned(obj, plan)
+            if read is not None:
+                tensors, nodes, ids_of_nodes, ids, laid = read
+                return Inside(
+                    tensors, nodes, ids_of_nodes, restored, laid if lay_record else None, ids
+                )
+    root = cls
+    plannable = code is _MOVES and lay_record
+    only_tensors = PLAIN_TENSOR_TYPES.issuperset
     found: list[torch.Tensor] = []
     add = found.append
     opened: dict[int, Any] = {id(obj): obj}
@@ -334,8 +339,11 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
                 lay_one(end)
             elif code is _TUPLE:
                 children = x
+                plannable = False  # (a tuple is not laid: no plan picks from it)
             else:
                 mark(key, x)
+                if code is _MOVES_STATE or code is _WALKED_STATE:
+                    plannable = False  # (slots or a builtin base: read as the walker does)
                 if code is _MOVES or code is _MOVES_STATE:
                     if depth >= SHALLOW_NESTING:
                         return None  # nested deeper than a Data's storages
@@ -350,10 +358,14 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     ids = set(map(id, found))
     if len(ids) != len(found):
         return None  # a tensor held twice: the walker keeps it one tensor
-    return Inside(found, opened, restored, flat, ids)
+    if plannable and flat is not None and lasting(root):
+        plan = plan_of(flat, list(opened.values()))
+        if plan is not None:
+            PLANS[root] = plan
+    return Inside(found, list(opened.values()), opened.keys(), restored, flat, ids)
 
 
-def _unshared_tensors(result: Any, shared: dict[int, Any]) -> list[torch.Tensor] | None:
+def _unshared_tensors(result: Any, shared: AbstractSet[int]) -> list[torch.Tensor] | None:
     """The tensors reachable from ``result`` outside what it shares with the input; or None.
 
     A dict, list or object the input held (``shared``: the shallow copy shares it)
@@ -362,6 +374,21 @@ def _unshared_tensors(result: Any, shared: dict[int, Any]) -> list[torch.Tensor]
     when the loop cannot decide (a type it does not know, a node met twice): the
     caller then asks the walker.
     """
+    plan = RESULT_PLANS.get(type(result))
+    if plan is not None:
+        planned = unshared_planned(result, shared, plan)
+        if planned is not None:
+            return planned
+    found = _unshared_loop(result, shared)
+    if found is not None and lasting(type(result)):
+        made = result_plan_of(result, shared)
+        if made is not None:
+            RESULT_PLANS[type(result)] = made
+    return found
+
+
+def _unshared_loop(result: Any, shared: AbstractSet[int]) -> list[torch.Tensor] | None:
+    """:func:`_unshared_tensors` by a loop over whatever ``result`` holds."""
     codes = _CODES.get
     only_tensors = PLAIN_TENSOR_TYPES.issuperset
     pending: list[Any] = [(result,)]  # what is still to read: runs of children
@@ -428,15 +455,4 @@ def _laid_values(obj: Any, code: int, flat: list[Any] | None) -> Any:
         return values
     lay_any(obj, type(obj), flat)
     flat.append(END)
-    return contents(obj) if code is _MOVES_STATE else read_state(obj).values
-
-
-def _values(obj: Any, code: int) -> Any:
-    """What the walker finds ``obj``'s children in: its ``__dict__``'s values when that is all.
-
-    Otherwise (slots, or a builtin container's subclass) the walker's own reading: an
-    object with its own ``.to`` by ``contents``, any other by its state.
-    """
-    if code is _MOVES or code is _WALKED:
-        return _dict_of(obj, "__dict__").values()
     return contents(obj) if code is _MOVES_STATE else read_state(obj).values
