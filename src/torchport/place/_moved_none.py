@@ -5,9 +5,11 @@ An object with its own ``.to`` is moved by that ``.to`` on a shallow copy
 leaves where they are stay there (PyG's ``_slice_dict``/``_inc_dict``, and whatever its
 ``apply`` does not reach), so "every tensor on the target" cannot be asked of the
 result. What is asked (:func:`check_moved`): when none of the input's tensors was on
-the target, the result holds at least one tensor the ``.to`` made (moved). A ``.to``
-that ignores its device (returns ``self``, an unmoved copy) is so refused instead of
-its host tensors handed back as moved.
+the target, the result holds at least one tensor the ``.to`` made (moved), and at
+least one of the input's tensors is no longer reachable from it (replaced by its
+copy). A ``.to`` that ignores its device (returns ``self``, an unmoved copy, or such
+a copy with a new tensor made on the device, a mask or a cache) is so refused
+instead of its host tensors handed back as moved.
 
 Not caught, on purpose: such a ``.to`` on an object some of whose tensors are on the
 target already. That result cannot be told from a right ``.to`` on an object whose
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -38,23 +41,38 @@ def where_in(root: Any, name: str, t: torch.Tensor) -> str:
     return find_state_path(root, name, wanted) or find_path(root, name, wanted) or "inside it"
 
 
-def check_moved(obj: Any, tensors: list[torch.Tensor], target: torch.device, moved: bool) -> None:
-    """Raise if ``obj``'s ``.to`` moved nothing while none of its ``tensors`` was on ``target``.
+def check_moved(
+    obj: Any,
+    tensors: list[torch.Tensor],
+    target: torch.device,
+    moved: bool,
+    kept: Callable[[], bool],
+) -> None:
+    """Raise if ``obj``'s ``.to`` moved none of its ``tensors`` while none was on ``target``.
 
     ``moved``: the result holds a tensor that is not one of ``tensors`` (the input's):
-    the ``.to`` moved something (that each such tensor is on ``target`` is checked
-    apart). See the module for what this does not catch.
+    the ``.to`` made something (that each such tensor is on ``target`` is checked
+    apart). ``kept()``: every one of ``tensors`` is still reachable from the result
+    (none was replaced by a moved copy); asked only when ``moved`` and none of
+    ``tensors`` is on ``target``. See the module for what this does not catch.
 
     Raises:
         RebuildRefused: It moved none of them; the message names one.
     """
-    if moved or not tensors or any(on_device(t, target) for t in tensors):
+    if not tensors or any(on_device(t, target) for t in tensors):
+        return
+    if moved and not kept():
         return
     t = tensors[0]
+    made = (
+        "it made new tensor(s) but returned every one of the input's where it was"
+        if moved
+        else "it returned them where they were"
+    )
     raise RebuildRefused(
         f"its .to({str(target)!r}) moved none of the input's {len(tensors)} tensor(s), "
         f"none of which is on {target} (one on {t.device} at {where_in(obj, 'input', t)}): "
-        "it returned them where they were (a .to that ignores its device, returns self "
+        f"{made} (a .to that ignores its device, returns self "
         "or an unmoved copy), and torchport refuses rather than hand them back as "
         "moved (the input is as it was)"
     )

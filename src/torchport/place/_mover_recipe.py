@@ -244,7 +244,9 @@ def mover_recipe(cls: type, find: Callable[[list[Any]], list[torch.Tensor]]) -> 
                 own = frozenset(map(id, tensors))
                 reached = check_reached(result, finish.target, own, find)
                 moved = not own.issuperset(map(id, reached))
-                check_moved(obj, tensors, finish.target, moved)
+                check_moved(
+                    obj, tensors, finish.target, moved, lambda: own.issubset(map(id, reached))
+                )
         else:
             result = _copy_sharing(obj, tensors, moved, find)
             if call_to is not None:

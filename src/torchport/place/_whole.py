@@ -52,7 +52,7 @@ from torchport.place._node_codes import code_of as _code_of
 from torchport.place._node_codes import node_values as _values
 from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
-from torchport.place._settled import all_on
+from torchport.place._settled import all_on, any_on
 from torchport.place._tree import tensors_inside
 from torchport.place._uncopyable import COPY_FAILURES, copy_failure
 from torchport.place._untouched import (
@@ -200,8 +200,10 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
                 raise RebuildRefused(wrote_through(cls))
             if versions(tensors) != counted:
                 raise RebuildRefused(changed_tensor(cls))
-            found = _unshared_tensors(result, inside.opened)
+            skipped: list[Any] = []  # the input's nodes the result holds (not read)
+            found = _unshared_tensors(result, inside.opened, skipped)
             ids = inside.ids
+            reached: list[torch.Tensor] | None = None
             # It moved something: a tensor reachable from result that is not the input's
             # (only outside what it shares with the input: that is checked unchanged).
             moved = found is not None and bool(found)
@@ -212,8 +214,12 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
                 if found is None or not all_on(_not_in(found, left), target):
                     reached = check_reached(result, target, left, tensors_inside)  # names it
                     moved = not left.issuperset(map(id, reached))
-            if not moved:
-                check_moved(obj, tensors, target, moved)
+            if not moved or (
+                not any_on(tensors, target)
+                and (_held_by if reached is None else _held_in)(ids, found, skipped, reached)
+            ):
+                # None was there and none was replaced by its copy (all still reachable).
+                check_moved(obj, tensors, target, moved, _ALL_HELD)
         except RebuildRefused as exc:
             before.restore()
             raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
@@ -365,21 +371,24 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     return Inside(found, list(opened.values()), opened.keys(), restored, flat, ids)
 
 
-def _unshared_tensors(result: Any, shared: AbstractSet[int]) -> list[torch.Tensor] | None:
+def _unshared_tensors(
+    result: Any, shared: AbstractSet[int], skipped: list[Any]
+) -> list[torch.Tensor] | None:
     """The tensors reachable from ``result`` outside what it shares with the input; or None.
 
     A dict, list or object the input held (``shared``: the shallow copy shares it)
     holds the input's own, unchanged (checked on every move before this runs), so it
-    is not read again. None
+    is not read again (each met is added to ``skipped``). None
     when the loop cannot decide (a type it does not know, a node met twice): the
     caller then asks the walker.
     """
     plan = RESULT_PLANS.get(type(result))
     if plan is not None:
-        planned = unshared_planned(result, shared, plan)
+        planned = unshared_planned(result, shared, plan, skipped)
         if planned is not None:
             return planned
-    found = _unshared_loop(result, shared)
+        skipped.clear()
+    found = _unshared_loop(result, shared, skipped)
     if found is not None and lasting(type(result)):
         made = result_plan_of(result, shared)
         if made is not None:
@@ -387,7 +396,9 @@ def _unshared_tensors(result: Any, shared: AbstractSet[int]) -> list[torch.Tenso
     return found
 
 
-def _unshared_loop(result: Any, shared: AbstractSet[int]) -> list[torch.Tensor] | None:
+def _unshared_loop(
+    result: Any, shared: AbstractSet[int], skipped: list[Any] | None = None
+) -> list[torch.Tensor] | None:
     """:func:`_unshared_tensors` by a loop over whatever ``result`` holds."""
     codes = _CODES.get
     only_tensors = PLAIN_TENSOR_TYPES.issuperset
@@ -412,6 +423,8 @@ def _unshared_loop(result: Any, shared: AbstractSet[int]) -> list[torch.Tensor] 
                 continue
             key = id(x)
             if key in shared:
+                if skipped is not None:
+                    skipped.append(x)
                 continue
             if key in seen:
                 return None
@@ -432,6 +445,33 @@ def _unshared_loop(result: Any, shared: AbstractSet[int]) -> list[torch.Tensor] 
             else:
                 push(items)
     return found
+
+
+def _ALL_HELD() -> bool:
+    """(``check_moved``'s ``kept`` where the caller found every input tensor still held.)"""
+    return True
+
+
+def _held_by(
+    ids: set[int], found: Any, skipped: list[Any], reached: list[torch.Tensor] | None
+) -> bool:
+    """Whether every input tensor (``ids``) is still reachable from a result whose tensors
+    outside the input's nodes are ``found`` and which holds the input's nodes ``skipped``."""
+    held = set(map(id, found))
+    if not skipped:
+        return ids.issubset(held)
+    inner = _unshared_loop(skipped, frozenset())
+    if inner is None:
+        inner = tensors_inside(list(skipped))  # (the walker: a node met twice)
+    held.update(map(id, inner))
+    return ids.issubset(held)
+
+
+def _held_in(
+    ids: set[int], found: Any, skipped: list[Any], reached: list[torch.Tensor] | None
+) -> bool:
+    """:func:`_held_by` where the walker read the whole result (``reached``)."""
+    return ids.issubset(map(id, reached or ()))
 
 
 def _not_in(tensors: list[torch.Tensor], ids: frozenset[int]) -> list[torch.Tensor]:

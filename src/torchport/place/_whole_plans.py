@@ -276,7 +276,7 @@ def _values_of(x: Any, code: int) -> Any:
 
 
 def unshared_planned(
-    result: Any, shared: AbstractSet[int], plan: ResultPlan
+    result: Any, shared: AbstractSet[int], plan: ResultPlan, skipped: list[Any]
 ) -> list[torch.Tensor] | None:
     """:func:`_unshared_loop` by ``plan``; None when ``result`` is not held as the plan's was.
 
@@ -286,7 +286,7 @@ def unshared_planned(
     its decisions is by type and sharing). A node met twice (which the loop leaves to
     the walker, for a cycle's sake) is read twice here (the steps are finite): its
     tensors come twice, which changes nothing the caller asks of them (all on the
-    target; any not the input's).
+    target; any not the input's). The nodes it skipped are added to ``skipped``.
     """
     end = END
     flat: list[Any] = [result, end]
@@ -312,6 +312,9 @@ def unshared_planned(
     if list(map(type, flat)) != plan.types:
         return None
     pick_shared = plan.pick_shared
-    if pick_shared is not None and not all(map(shared.__contains__, map(id, pick_shared(flat)))):
-        return None
+    if pick_shared is not None:
+        held = pick_shared(flat)
+        if not all(map(shared.__contains__, map(id, held))):
+            return None
+        skipped.extend(held)
     return list(plan.pick(flat))
