@@ -458,12 +458,19 @@ def _held_by(
     """Whether every input tensor (``ids``) is still reachable from a result whose tensors
     outside the input's nodes are ``found`` and which holds the input's nodes ``skipped``."""
     held = set(map(id, found))
-    if not skipped:
-        return ids.issubset(held)
-    inner = _unshared_loop(skipped, frozenset())
-    if inner is None:
-        inner = tensors_inside(list(skipped))  # (the walker: a node met twice)
-    held.update(map(id, inner))
+    rest = []
+    for node in skipped:
+        if type(node) is dict:
+            values = node.values()
+            if PLAIN_TENSOR_TYPES.issuperset(map(type, values)):
+                held.update(map(id, values))  # a dict of tensors (PyG's _slice_dict)
+                continue
+        rest.append(node)
+    if rest:
+        inner = _unshared_loop(rest, frozenset())
+        if inner is None:
+            inner = tensors_inside(rest)  # (the walker: a node met twice)
+        held.update(map(id, inner))
     return ids.issubset(held)
 
 
