@@ -22,8 +22,6 @@ the batch (:func:`whole_tensors` is None): both ways give the same result.
 
 from __future__ import annotations
 
-import itertools
-import operator
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -71,11 +69,15 @@ from torchport.place._untouched import (
 )
 from torchport.place._whole_plans import (
     PLANS,
-    RESULT_PLANS,
     plan_of,
     read_planned,
-    result_plan_of,
-    unshared_planned,
+)
+from torchport.place._whole_result import (
+    ALL_HELD,
+    held_by,
+    held_in,
+    not_in,
+    unshared_tensors,
 )
 
 __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
@@ -201,7 +203,7 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             if versions(tensors) != counted:
                 raise RebuildRefused(changed_tensor(cls))
             skipped: list[Any] = []  # the input's nodes the result holds (not read)
-            found = _unshared_tensors(result, inside.opened, skipped)
+            found = unshared_tensors(result, inside.opened, skipped)
             ids = inside.ids
             reached: list[torch.Tensor] | None = None
             # It moved something: a tensor reachable from result that is not the input's
@@ -211,15 +213,15 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
                 moved = not ids.issuperset(map(id, found))  # type: ignore[arg-type]
             if found is None or not all_on(found, target):
                 left = frozenset(ids)  # the input's own may stay where they were
-                if found is None or not all_on(_not_in(found, left), target):
+                if found is None or not all_on(not_in(found, left), target):
                     reached = check_reached(result, target, left, tensors_inside)  # names it
                     moved = not left.issuperset(map(id, reached))
             if not moved or (
                 not any_on(tensors, target)
-                and (_held_by if reached is None else _held_in)(ids, found, skipped, reached)
+                and (held_by if reached is None else held_in)(ids, found, skipped, reached)
             ):
                 # None was there and none was replaced by its copy (all still reachable).
-                check_moved(obj, tensors, target, moved, _ALL_HELD)
+                check_moved(obj, tensors, target, moved, ALL_HELD)
         except RebuildRefused as exc:
             before.restore()
             raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
@@ -369,122 +371,6 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
         if plan is not None:
             PLANS[root] = plan
     return Inside(found, list(opened.values()), opened.keys(), restored, flat, ids)
-
-
-def _unshared_tensors(
-    result: Any, shared: AbstractSet[int], skipped: list[Any]
-) -> list[torch.Tensor] | None:
-    """The tensors reachable from ``result`` outside what it shares with the input; or None.
-
-    A dict, list or object the input held (``shared``: the shallow copy shares it)
-    holds the input's own, unchanged (checked on every move before this runs), so it
-    is not read again (each met is added to ``skipped``). None
-    when the loop cannot decide (a type it does not know, a node met twice): the
-    caller then asks the walker.
-    """
-    plan = RESULT_PLANS.get(type(result))
-    if plan is not None:
-        planned = unshared_planned(result, shared, plan, skipped)
-        if planned is not None:
-            return planned
-        skipped.clear()
-    found = _unshared_loop(result, shared, skipped)
-    if found is not None and lasting(type(result)):
-        made = result_plan_of(result, shared)
-        if made is not None:
-            RESULT_PLANS[type(result)] = made
-    return found
-
-
-def _unshared_loop(
-    result: Any, shared: AbstractSet[int], skipped: list[Any] | None = None
-) -> list[torch.Tensor] | None:
-    """:func:`_unshared_tensors` by a loop over whatever ``result`` holds."""
-    codes = _CODES.get
-    only_tensors = PLAIN_TENSOR_TYPES.issuperset
-    pending: list[Any] = [(result,)]  # what is still to read: runs of children
-    push = pending.append
-    seen: set[int] = set()
-    mark = seen.add
-    found: list[torch.Tensor] = []
-    add = found.append
-    while pending:
-        for x in pending.pop():
-            cls = type(x)
-            code = codes(cls)
-            if code is None:
-                code = _code_of(cls)
-                if code is None:
-                    return None
-            if code is _TENSOR:
-                add(x)
-                continue
-            if code is _VALUE:
-                continue
-            key = id(x)
-            if key in shared:
-                if skipped is not None:
-                    skipped.append(x)
-                continue
-            if key in seen:
-                return None
-            if code is _DICT:
-                mark(key)
-                items = x.values()
-            elif code is _LIST:
-                mark(key)
-                items = x
-            elif code is _TUPLE:
-                items = x
-            else:
-                mark(key)
-                push(_values(x, code))
-                continue
-            if only_tensors(map(type, items)):
-                found.extend(items)
-            else:
-                push(items)
-    return found
-
-
-def _ALL_HELD() -> bool:
-    """(``check_moved``'s ``kept`` where the caller found every input tensor still held.)"""
-    return True
-
-
-def _held_by(
-    ids: set[int], found: Any, skipped: list[Any], reached: list[torch.Tensor] | None
-) -> bool:
-    """Whether every input tensor (``ids``) is still reachable from a result whose tensors
-    outside the input's nodes are ``found`` and which holds the input's nodes ``skipped``."""
-    held = set(map(id, found))
-    rest = []
-    for node in skipped:
-        if type(node) is dict:
-            values = node.values()
-            if PLAIN_TENSOR_TYPES.issuperset(map(type, values)):
-                held.update(map(id, values))  # a dict of tensors (PyG's _slice_dict)
-                continue
-        rest.append(node)
-    if rest:
-        inner = _unshared_loop(rest, frozenset())
-        if inner is None:
-            inner = tensors_inside(rest)  # (the walker: a node met twice)
-        held.update(map(id, inner))
-    return ids.issubset(held)
-
-
-def _held_in(
-    ids: set[int], found: Any, skipped: list[Any], reached: list[torch.Tensor] | None
-) -> bool:
-    """:func:`_held_by` where the walker read the whole result (``reached``)."""
-    return ids.issubset(map(id, reached or ()))
-
-
-def _not_in(tensors: list[torch.Tensor], ids: frozenset[int]) -> list[torch.Tensor]:
-    """The tensors whose ids are not in ``ids``, picked at C speed."""
-    outside = map(operator.not_, map(ids.__contains__, map(id, tensors)))
-    return list(itertools.compress(tensors, outside))
 
 
 def _laid_values(obj: Any, code: int, flat: list[Any] | None) -> Any:
