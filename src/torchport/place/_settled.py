@@ -7,7 +7,7 @@ asking the walker about each one would cost more than the loader itself.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -109,28 +109,25 @@ def _on_device(target: torch.device) -> Callable[[torch.Tensor], bool]:
     return on
 
 
-def all_on(tensors: Any, target: torch.device) -> bool:
-    """Whether every tensor is on ``target`` (the CPU and meta by type; accelerators by
-    index), at C speed."""
+def _each_on(tensors: Any, target: torch.device) -> Iterator[bool]:
+    """Per tensor, whether it is on ``target`` (the CPU and meta by type; accelerators by
+    index), lazily and at C speed."""
     on = _ON_DEVICE.get(target)  # hashed in C; reading target.type builds a string
     if on is not None:
-        return all(map(on, tensors))
+        return map(on, tensors)
     kind = target.type
     if kind == CPU:
-        return all(map(_IS_CPU, tensors))
+        return map(_IS_CPU, tensors)
     if kind == META:
-        return all(map(_IS_META, tensors))
-    return all(map(target.__eq__, map(_DEVICE, tensors)))
+        return map(_IS_META, tensors)
+    return map(target.__eq__, map(_DEVICE, tensors))
+
+
+def all_on(tensors: Any, target: torch.device) -> bool:
+    """Whether every tensor is on ``target``, at C speed."""
+    return all(_each_on(tensors, target))
 
 
 def any_on(tensors: Any, target: torch.device) -> bool:
-    """Whether any of the tensors is on ``target``, at C speed (as :func:`all_on` reads it)."""
-    on = _ON_DEVICE.get(target)
-    if on is not None:
-        return any(map(on, tensors))
-    kind = target.type
-    if kind == CPU:
-        return any(map(_IS_CPU, tensors))
-    if kind == META:
-        return any(map(_IS_META, tensors))
-    return any(map(target.__eq__, map(_DEVICE, tensors)))
+    """Whether any of the tensors is on ``target``, at C speed."""
+    return any(_each_on(tensors, target))
