@@ -113,6 +113,20 @@ def test_a_container_held_twice_comes_back_as_one(batch: Any, target: str) -> No
             assert b.device.type == target
 
 
+@pytest.mark.parametrize("held", [[], {}, [1, "a"], ("t",), collections.deque()])
+@pytest.mark.parametrize("where", ["first", "last", "deep"])
+def test_a_container_an_unmoved_object_holds_is_the_input_s_everywhere(
+    held: Any, where: str
+) -> None:
+    # An object in which nothing moves comes back as the very object, holding the
+    # input's own container: every other place the batch holds that container takes
+    # it too (hypothesis found `[[], Box(None, [])]` coming back as two lists).
+    box = Box(None, held) if where != "deep" else Box(None, [Pair(held, 1)])
+    batch = [held, box, torch.ones(1)] if where != "last" else [box, torch.ones(1), held]
+    moved = tp.to_device(batch, META)
+    _assert_sharing_kept(batch, moved)
+
+
 def test_shared_containers_seen_by_hand() -> None:
     ids: list[Any] = [1, 2]
     empty: dict[str, Any] = {}

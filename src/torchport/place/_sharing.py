@@ -204,6 +204,7 @@ def join_repeats(
     # those cannot be changed, so every other place takes them.
     for mover, result in movers:
         _find_kept(mover, result, made, owned)
+    _find_unchanged(before, after, made, skip)
     after = _join(before, after, made, skip, owned)
     # Then what their .to rebuilt: a container the batch holds elsewhere too is replaced
     # by the one made there (when it holds the same objects).
@@ -211,6 +212,35 @@ def join_repeats(
         if result is not mover and type(result) is type(mover):
             _join_items(mover, result, made, frozenset(), owned, _own_step)
     return after
+
+
+def _find_unchanged(
+    before: Any, after: Any, made: dict[int, Any], skip: frozenset[Hashable]
+) -> None:
+    """Record every node the rebuild kept as it is, and all under it (an object in which
+    nothing moved comes back as the very object): the input's own, which cannot be
+    changed, so every other place the batch holds one of them takes it too."""
+    visited: set[int] = set()
+
+    def step(
+        old: Any, new: Any, made: dict[int, Any], skip: frozenset[Hashable], owned: Any
+    ) -> Any:
+        if id(old) in visited or _children(old, skip) is None:
+            return new
+        visited.add(id(old))
+        if new is old:
+            stack = [old]
+            while stack:
+                x = stack.pop()
+                children = _children(x, skip)
+                if children is not None and id(x) not in made:
+                    made[id(x)] = x
+                    stack.extend(children)
+        elif type(new) is type(old):
+            _join_items(old, new, made, skip, owned, step)  # pairs only: step gives `new`
+        return new
+
+    step(before, after, made, skip, None)
 
 
 def _join(
