@@ -219,28 +219,31 @@ def _find_unchanged(
 ) -> None:
     """Record every node the rebuild kept as it is, and all under it (an object in which
     nothing moved comes back as the very object): the input's own, which cannot be
-    changed, so every other place the batch holds one of them takes it too."""
-    visited: set[int] = set()
+    changed, so every other place the batch holds one of them takes it too.
 
-    def step(
-        old: Any, new: Any, made: dict[int, Any], skip: frozenset[Hashable], owned: Any
-    ) -> Any:
-        if id(old) in visited or _children(old, skip) is None:
-            return new
+    Reads ``before`` and ``after`` side by side, child by child (a rebuild keeps the
+    order and number of what it rebuilds around); writes nothing but ``made``.
+    """
+    visited: set[int] = set()
+    pairs = [(before, after)]
+    while pairs:
+        old, new = pairs.pop()
+        children = _children(old, skip)
+        if children is None or id(old) in visited:
+            continue
         visited.add(id(old))
         if new is old:
             stack = [old]
             while stack:
                 x = stack.pop()
-                children = _children(x, skip)
-                if children is not None and id(x) not in made:
+                inner = _children(x, skip)
+                if inner is not None and id(x) not in made:
                     made[id(x)] = x
-                    stack.extend(children)
+                    stack.extend(inner)
         elif type(new) is type(old):
-            _join_items(old, new, made, skip, owned, step)  # pairs only: step gives `new`
-        return new
-
-    step(before, after, made, skip, None)
+            other = _children(new, skip)
+            if other is not None and len(other) == len(children):
+                pairs.extend(zip(children, other, strict=True))
 
 
 def _join(
