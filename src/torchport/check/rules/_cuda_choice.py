@@ -16,7 +16,13 @@ from torchport.check.semantic._guards import Guard, device_guard
 from torchport.check.semantic._receivers import enters_call_named
 from torchport.check.semantic._residence import bound_value
 
-__all__ = ["left_alone", "moves_to_cuda", "not_implemented_elsewhere", "tests_cuda"]
+__all__ = [
+    "left_alone",
+    "moves_to_cuda",
+    "not_implemented_elsewhere",
+    "serves_horovod",
+    "tests_cuda",
+]
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
@@ -185,3 +191,13 @@ def not_implemented_elsewhere(branch: ast.AST, ctx: Context) -> bool:
         for stmt in guarded
         for sub in ast.walk(stmt)
     )
+
+
+def serves_horovod(ctx: Context) -> bool:
+    """A module that imports Horovod (``import horovod.torch as hvd``, even under ``try``).
+
+    Horovod's collectives (``hvd.allreduce``, ``broadcast_parameters``) take CPU or
+    CUDA tensors only (ROCm through CUDA's API); a CUDA-or-CPU choice in code written
+    for it picks between the only devices it can use, and MPS or XPU would break it.
+    """
+    return any((target or "").partition(".")[0] == "horovod" for _local, target in ctx.imported)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import called, guard_statement
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._test_code import cuda_is_the_subject
 from torchport.check.semantic._guards import device_guard
 from torchport.check.semantic._residence import known_device_object
 
@@ -80,6 +81,8 @@ class CudaSetDevice(Rule):
             return
         if device_guard(node, ctx) is not None:
             return  # `if device.type == "cuda":` (ported) or a CUDA-or-CPU branch (TP109)
+        if cuda_is_the_subject(node, ctx):
+            return  # a test of CUDA's device index itself (`_test_code.py`)
         index = _index_argument(node, ctx)
         if index is None:
             yield ctx.finding(self, node)  # a device, not an index: which one is by hand
