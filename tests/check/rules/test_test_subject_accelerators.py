@@ -43,6 +43,10 @@ DECORATORS = {
     "@pytest.mark.tpu": (("xla",), False),
     "@pytest.mark.skipif(not idist.has_xla_support, reason='no xla')": (("xla",), False),
     "@pytest.mark.slow": ((), False),
+    "@skipifnocuda": (("cuda",), False),
+    "@requires_tpu": (("xla",), False),
+    "@only_once": ((), False),
+    "@profile_gpu_memory": ((), False),  # named for the GPU, but no gate
     "@pytest.mark.parametrize('device', ['cpu', 'xla', 'cuda', 'mps'])": ((), False),
 }
 # A statement before (or after) the line, and the accelerators it makes the subject when

@@ -79,7 +79,7 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
 
     * named for the accelerator or its hardware (``train_picklable_cuda_net``,
       ``TestCuda``, ``test_create_supervised_trainer_on_tpu``);
-    * marked for it or skipped without it (``@pytest.mark.tpu``,
+    * marked for it or skipped without it (``@pytest.mark.tpu``, ``@skipifnocuda``,
       ``@pytest.mark.skipif(not idist.has_xla_support, ...)``,
       ``@pytest.mark.skipif(torch.cuda.device_count() < 1, ...)``): a
       ``parametrize`` naming it beside other devices is not this;
@@ -149,14 +149,20 @@ def _mentions(expr: ast.AST, words: tuple[str, ...]) -> bool:
     )
 
 
+_GATES = ("skip", "require", "only")
+
+
 def _marks(decorator: ast.expr, words: tuple[str, ...]) -> bool:
-    """``@pytest.mark.tpu``, ``@skipif(<names it>)``, ``@skipUnless(<names it>)``."""
+    """``@pytest.mark.tpu``, ``@skipif(<names it>)``, ``@skipUnless(<names it>)``, and a
+    project's own gate named for it (``@skipifnocuda``, ``@requires_gpu``, ``@cuda_only``)."""
     func = decorator.func if isinstance(decorator, ast.Call) else decorator
     tail = _callee_tail(func)
     if tail is None:
         return False
     if tail in _SKIPS and isinstance(decorator, ast.Call):
         return any(_mentions(arg, words) for arg in decorator.args[:1])
+    if _names(tail, words) and _names(tail, _GATES):
+        return True
     return (
         isinstance(func, ast.Attribute)
         and isinstance(func.value, ast.Attribute)

@@ -51,7 +51,8 @@ class CudaOnlyApi(Rule):
     `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice), but
     in an `assert` it demands CUDA and is reported here;
     calls under a device check (`if device.type == "cuda":`,
-    `if torch.cuda.is_available():`) are left alone.
+    `if torch.cuda.is_available():`) are left alone, as are those in a test's
+    skip condition and in test code whose subject is CUDA (`rules/_test_code.py`).
 
     ## Why is this bad?
     They only see CUDA: on an Apple, Intel or AMD-without-ROCm machine they

@@ -20,7 +20,9 @@ _INDEX_NAME = re.compile(r"(id|idx|index|rank|num|no)$", re.IGNORECASE)
 class CudaSetDevice(Rule):
     """## What it does
     Finds calls to `torch.cuda.set_device`, outside branches that already test
-    the device (`if device.type == "cuda":`, `if torch.cuda.is_available():`).
+    the device (`if device.type == "cuda":`, `if torch.cuda.is_available():`)
+    and test code whose subject is CUDA (`rules/_test_code.py`: a test that
+    asserts CUDA is there and sets the wrong index on purpose).
 
     ## Why is this bad?
     It raises on every machine without CUDA, so a script that picks its GPU
