@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from torchport.check._context import Context
@@ -77,9 +78,16 @@ def _test_never_on_mps(ctx: Context) -> bool:
     A test's device is the suite's choice (``rules/_test_code.py``); a suite that
     never names MPS runs its float64 on the CPU or CUDA, where float64 works, and
     float64 is often what such a test checks (gradients, tolerances). A file that
-    names MPS (``"mps"``, ``torch.backends.mps``) may run the test there: reported.
+    names MPS (``"mps"``, ``torch.backends.mps``; not ``json.dumps``) may run the
+    test there: reported.
     """
-    return not ctx.mentions("mps") and not ctx.mentions("MPS") and collected_by_a_test_runner(ctx)
+    if (ctx.mentions("mps") or ctx.mentions("MPS")) and _NAMES_MPS.search(ctx.source):
+        return False
+    return collected_by_a_test_runner(ctx)
+
+
+# `"mps"`, `torch.backends.mps`, `has_mps`, `# MPS`: not `json.dumps`, `timestamps`
+_NAMES_MPS = re.compile(r"(?<![A-Za-z])(mps|MPS)(?![a-z])")
 
 
 def _moves(call: ast.Call, ctx: Context) -> bool:
