@@ -6,7 +6,8 @@ the test still runs (on the CPU) and passes, so nothing that matters changes. Te
 
 * a file in a folder named ``test`` or ``tests`` (any folder of the path as given), or a
   ``conftest.py``;
-* a ``test*`` function or a ``Test*`` class in a file that imports ``pytest`` or
+* a ``test*`` function, a ``Test*`` class or a fixture (``@pytest.fixture``,
+  parametrized or not: a test's inputs) in a file that imports ``pytest`` or
   ``unittest``.
 
 A program is not a test because of its name: an experiment driver named
@@ -44,13 +45,19 @@ def collected_by_a_test_runner(ctx: Context) -> bool:
     if not any(
         (
             isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and outer.name.startswith("test")
+            and (outer.name.startswith("test") or any(map(_fixture, outer.decorator_list)))
         )
         or (isinstance(outer, ast.ClassDef) and outer.name.startswith("Test"))
         for outer in ctx.ancestors
     ):
         return False
     return any((target or "").partition(".")[0] in _FRAMEWORKS for _local, target in ctx.imported)
+
+
+def _fixture(decorator: ast.expr) -> bool:
+    """``@pytest.fixture``, ``@pytest.fixture(params=[...])``, ``@fixture``: a test's set-up."""
+    func = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return _callee_tail(func) == "fixture"
 
 
 # The words that name an accelerator, or the hardware it drives, in a test's name, a
