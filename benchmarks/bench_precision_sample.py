@@ -52,7 +52,12 @@ fixes, 14 more new repositories): ``--repos benchmarks/data/precision_repos_roun
 same uniform draw, with the 29-rule default set after seven rules judged under 90% over
 A-I left it, 16 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5j.json --sample benchmarks/data/precision_sample_j.csv
---seed 43 --draw 100``.
+--seed 43 --draw 100``. The eleventh (the same uniform draw, with branch j34g's test-code
+classes from J, 14 more new repositories): ``--repos
+benchmarks/data/precision_repos_round5k.json --sample benchmarks/data/precision_sample_k.csv
+--seed 44 --draw 100``. The twelfth (the same, after K's classes, 12 more new repositories):
+``--repos benchmarks/data/precision_repos_round5l.json --sample
+benchmarks/data/precision_sample_l.csv --seed 45 --draw 100``.
 """
 
 from __future__ import annotations

@@ -47,3 +47,39 @@ def test_a_test_s_inputs_are_made_once(
         f.code for f in check_text(source, path, ruleset_for(["TP106", "TP905"], None)).findings
     }
     assert codes == ({"TP905"} if once else {"TP106"}), (path, source)
+
+
+# A loop around the copy, and whether it only makes a test's inputs (sample J: ignite's
+# `for metric_device in metric_devices:` and `[... for _ in range(n_epochs - 2)]`).
+LOOPS = {
+    "for metric_device in metric_devices:\n    {copy}": True,
+    "for dev in devices:\n    {copy}": False,
+    "for _ in range(steps):\n    {copy}": False,
+    "while steps:\n    {copy}": False,
+    "xs = [{move} for _ in range(steps - 2)]": True,
+    "xs = [{move} for _ in range(steps) for _ in range(2)]": True,
+    "xs = [{move} for batch in loader]": False,
+    "xs = [{move} for _ in range(steps) for batch in loader]": False,
+    "xs = [torch.ones(3).to(device) for _ in range({move}.numel())]": True,
+    "for metric_device in metric_devices:\n    for _ in range(steps):\n        {copy}": False,
+    "for _ in range(steps):\n    xs = [{move} for _ in range(2)]": False,
+}
+
+
+@given(
+    folder=st.sampled_from(FOLDERS),
+    imports=st.sampled_from(sorted(IMPORTS)),
+    name=st.sampled_from(NAMES),
+    loop=st.sampled_from(sorted(LOOPS)),
+)
+def test_a_test_s_input_loops_are_set_up(folder: str, imports: str, name: str, loop: str) -> None:
+    move = "torch.zeros(4, 3).to(device)"
+    body = loop.format(copy=f"x = {move}", move=move).splitlines()
+    function = [f"def {name}(device, steps, metric_devices, devices, loader):"]
+    function += ["    " + line for line in body]
+    source = "\n".join(["import torch", imports, "", "", *function]) + "\n"
+    test_code = folder in ("test", "tests") or (IMPORTS[imports] and name.startswith("test"))
+    path = f"{folder}/test_model.py"
+    found = check_text(source, path, ruleset_for(["TP106", "TP905"], None)).findings
+    codes = {f.code for f in found}
+    assert codes == ({"TP905"} if test_code and LOOPS[loop] else {"TP106"}), (path, source)

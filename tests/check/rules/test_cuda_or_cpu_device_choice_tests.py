@@ -11,7 +11,7 @@ drawn at random; the oracle below is the standard written out on the drawn parts
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from torchport.check._engine import check_text, ruleset_for
@@ -43,6 +43,14 @@ PLACES = {
     "class Tester: def run(self):": (("class Tester:", "    def run(self):"), True),
     "class Runner: def run(self):": (("class Runner:", "    def run(self):"), False),
     "def tester():": (("def tester():",), True),  # `test*`, as pytest's default
+    # a fixture makes a test's inputs: test code in a file importing a test framework
+    "@pytest.fixture def dev():": (("@pytest.fixture", "def dev():"), True),
+    "@pytest.fixture(params=[0, 1]) def inputs(request):": (
+        ("@pytest.fixture(params=[0, 1])", "def inputs(request):"),
+        True,
+    ),
+    "@fixture(scope='module') def dev():": (("@fixture(scope='module')", "def dev():"), True),
+    "@functools.cache def dev():": (("@functools.cache", "def dev():"), False),
 }
 
 
@@ -60,6 +68,8 @@ def program(imports: str, place: str, choice: str) -> str:
     place=st.sampled_from(sorted(PLACES)),
     choice=st.sampled_from(CHOICES),
 )
+@example([], "run.py", "import pytest", "@functools.cache def dev():", CHOICES[0])
+@example([], "run.py", "import pytest", "@pytest.fixture def dev():", CHOICES[0])
 def test_a_device_choice_is_reported_outside_test_code_only(
     folders: list[str], file: str, imports: str, place: str, choice: str
 ) -> None:

@@ -16,7 +16,13 @@ from torchport.check.semantic._guards import Guard, device_guard
 from torchport.check.semantic._receivers import enters_call_named
 from torchport.check.semantic._residence import bound_value
 
-__all__ = ["left_alone", "moves_to_cuda", "not_implemented_elsewhere", "tests_cuda"]
+__all__ = [
+    "left_alone",
+    "moves_to_cuda",
+    "not_implemented_elsewhere",
+    "serves_horovod",
+    "tests_cuda",
+]
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})
@@ -124,9 +130,10 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     Inside ``with pytest.warns(...)`` (``assertWarns``, ``assertLogs``,
     ``deprecated_call``) the CUDA is the test's set-up on purpose (``model.device =
     torch.device("cuda")`` to trigger a GPU warning): another device fails the test.
-    So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``).
+    So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``), and
+    a class's own ``cuda()`` method (:func:`_own_cuda_method`).
     """
-    if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx):
+    if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
     from torchport.check.rules._test_code import cuda_is_the_subject  # on first use
 
@@ -140,6 +147,20 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def _own_cuda_method(ctx: Context) -> bool:
+    """Inside a class's own ``def cuda(self, device=None):`` (an override of ``Module.cuda``).
+
+    There ``t.cuda(device)`` is what the method means: it runs only when a caller
+    asks for CUDA by name (``prior.cuda()``), and the caller's line is the finding.
+    """
+    chain = ctx.ancestors
+    for i in range(len(chain) - 1, 0, -1):
+        function = chain[i]
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return function.name == "cuda" and isinstance(chain[i - 1], ast.ClassDef)
+    return False
 
 
 _EXPECTS_WARNING = frozenset(
@@ -185,3 +206,13 @@ def not_implemented_elsewhere(branch: ast.AST, ctx: Context) -> bool:
         for stmt in guarded
         for sub in ast.walk(stmt)
     )
+
+
+def serves_horovod(ctx: Context) -> bool:
+    """A module that imports Horovod (``import horovod.torch as hvd``, even under ``try``).
+
+    Horovod's collectives (``hvd.allreduce``, ``broadcast_parameters``) take CPU or
+    CUDA tensors only (ROCm through CUDA's API); a CUDA-or-CPU choice in code written
+    for it picks between the only devices it can use, and MPS or XPU would break it.
+    """
+    return any((target or "").partition(".")[0] == "horovod" for _local, target in ctx.imported)

@@ -41,6 +41,47 @@ def _fixed_count(comprehension: ast.AST) -> bool:
     )
 
 
+def _repeated_as_set_up(node: ast.AST, ctx: Context) -> bool:
+    """Whether, in test code, only a test's set-up repeats ``node`` within its function.
+
+    No loop at all; or only loops that make the test's inputs: a comprehension over
+    ``range(...)`` (``[torch.ones(n).to(device) for _ in range(n_epochs - 2)]``: a list
+    of inputs, made once) and a ``for`` over the devices the test runs on (``for
+    metric_device in metric_devices:``: once per device). A ``while``, or a ``for`` over
+    anything else (steps, batches), repeats work: not set-up.
+    """
+    child = node
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, _SCOPES):
+            return True
+        if isinstance(outer, ast.While):
+            if not any(s is child for s in outer.orelse):
+                return False
+        elif isinstance(outer, (ast.For, ast.AsyncFor)):
+            repeated = child is not outer.iter and child is not outer.target
+            if repeated and not any(s is child for s in outer.orelse):
+                target = outer.target
+                if not (isinstance(target, ast.Name) and "device" in target.id.lower()):
+                    return False
+        elif isinstance(outer, _COMPREHENSIONS) and not _over_range(outer):
+            first = outer.generators[0]
+            if child is not first:  # (the first iterable runs once)
+                return False
+        child = outer
+    return True
+
+
+def _over_range(comprehension: ast.AST) -> bool:
+    """Whether every ``for`` of a comprehension runs over ``range(...)``: a count of inputs."""
+    generators = getattr(comprehension, "generators", ())
+    return bool(generators) and all(
+        isinstance(g.iter, ast.Call)
+        and isinstance(g.iter.func, ast.Name)
+        and g.iter.func.id == "range"
+        for g in generators
+    )
+
+
 def runs_once(node: ast.AST, ctx: Context) -> bool:
     """Whether ``node`` runs once a run (TP106: a one-off copy saves nothing; TP905 reports it).
 
@@ -69,7 +110,7 @@ def runs_once(node: ast.AST, ctx: Context) -> bool:
     functions = [a for a in ctx.ancestors if isinstance(a, _FUNCTIONS)]
     if functions and ctx.loop_of(node) is None and _checks_gradients(functions[-1]):
         return True  # a gradient check: a test, run by hand, never per step
-    if functions and ctx.loop_of(node) is None and _in_test_code(ctx):
+    if functions and _in_test_code(ctx) and _repeated_as_set_up(node, ctx):
         return True  # test code runs once per test run: its inputs are set-up
     if not functions:
         # a module's (or a class body's) own statements run once, on import or as a script,

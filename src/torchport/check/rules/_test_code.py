@@ -6,7 +6,8 @@ the test still runs (on the CPU) and passes, so nothing that matters changes. Te
 
 * a file in a folder named ``test`` or ``tests`` (any folder of the path as given), or a
   ``conftest.py``;
-* a ``test*`` function or a ``Test*`` class in a file that imports ``pytest`` or
+* a ``test*`` function, a ``Test*`` class or a fixture (``@pytest.fixture``,
+  parametrized or not: a test's inputs) in a file that imports ``pytest`` or
   ``unittest``.
 
 A program is not a test because of its name: an experiment driver named
@@ -24,7 +25,13 @@ import ast
 
 from torchport.check._context import Context
 
-__all__ = ["collected_by_a_test_runner", "cuda_is_the_subject"]
+__all__ = [
+    "SUBJECT_WORDS",
+    "accelerator_is_the_subject",
+    "collected_by_a_test_runner",
+    "cuda_is_the_subject",
+    "decides_where_a_test_runs",
+]
 
 _TEST_FOLDERS = frozenset({"test", "tests"})
 _FRAMEWORKS = frozenset({"pytest", "unittest"})
@@ -38,7 +45,7 @@ def collected_by_a_test_runner(ctx: Context) -> bool:
     if not any(
         (
             isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and outer.name.startswith("test")
+            and (outer.name.startswith("test") or any(map(_fixture, outer.decorator_list)))
         )
         or (isinstance(outer, ast.ClassDef) and outer.name.startswith("Test"))
         for outer in ctx.ancestors
@@ -47,45 +54,127 @@ def collected_by_a_test_runner(ctx: Context) -> bool:
     return any((target or "").partition(".")[0] in _FRAMEWORKS for _local, target in ctx.imported)
 
 
-_SUBJECT_WORDS = ("cuda", "gpu")
+def _fixture(decorator: ast.expr) -> bool:
+    """``@pytest.fixture``, ``@pytest.fixture(params=[...])``, ``@fixture``: a test's set-up."""
+    func = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return _callee_tail(func) == "fixture"
+
+
+# The words that name an accelerator, or the hardware it drives, in a test's name, a
+# marker (``@pytest.mark.tpu``) or a skip condition (``skipif(not has_xla_support)``).
+SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
+    "cuda": ("cuda", "gpu", "nccl"),
+    "xla": ("xla", "tpu"),
+    "mps": ("mps",),
+    "xpu": ("xpu",),
+    "npu": ("npu",),
+    "hpu": ("hpu", "habana"),
+    "mtia": ("mtia",),
+}
 _SKIPS = frozenset({"skip", "skipif", "skipIf", "skipUnless", "SkipTest", "importorskip"})
 
 
 def cuda_is_the_subject(node: ast.AST, ctx: Context) -> bool:
-    """Whether test code is about CUDA itself, where ``node`` sits.
+    """Whether test code is about CUDA itself, where ``node`` sits (see below)."""
+    return accelerator_is_the_subject(node, ctx, "cuda")
 
-    Test code (:func:`collected_by_a_test_runner`) inside a function or class that
-    is named for CUDA or the GPU (``train_picklable_cuda_net``, ``TestCuda``), or
-    whose body returns, skips or raises under a test of CUDA before the node (``if
-    not torch.cuda.is_available(): return``). (A decorator that skips where CUDA is
-    missing is a device guard already: the guard analysis leaves what it guards.)
+
+def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) -> bool:
+    """Whether test code is about ``accelerator`` itself (``"cuda"``, ``"xla"``, ...).
+
+    Test code (:func:`collected_by_a_test_runner`) inside a function or class
+
+    * named for the accelerator or its hardware (``train_picklable_cuda_net``,
+      ``TestCuda``, ``test_create_supervised_trainer_on_tpu``);
+    * marked for it or skipped without it (``@pytest.mark.tpu``, ``@skipifnocuda``,
+      ``@pytest.mark.skipif(not idist.has_xla_support, ...)``,
+      ``@pytest.mark.skipif(torch.cuda.device_count() < 1, ...)``): a
+      ``parametrize`` naming it beside other devices is not this;
+    * whose body, before the node, returns, skips or raises when the accelerator is
+      missing (``if not torch.cuda.is_available(): return``) or asserts it is there
+      (``assert torch.cuda.is_available()``, that assert included): the test runs
+      only where it is.
+
+    Such a test uses the accelerator on purpose: another device changes what it
+    tests. Words per accelerator: :data:`SUBJECT_WORDS` (another: its own name).
     """
     if not collected_by_a_test_runner(ctx):
         return False
+    words = SUBJECT_WORDS.get(accelerator, (accelerator,))
     line = getattr(node, "lineno", 0)
     for outer in ctx.ancestors:
         if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        if any(word in outer.name.lower() for word in _SUBJECT_WORDS):
+        if _names(outer.name, words) or any(_marks(d, words) for d in outer.decorator_list):
             return True
         if isinstance(outer, ast.ClassDef):
             continue
         for stmt in outer.body:
-            if getattr(stmt, "lineno", line) >= line:
+            if getattr(stmt, "lineno", line) > line:
                 break
-            if isinstance(stmt, ast.If) and _tests_cuda(stmt.test) and _leaves(stmt.body):
+            if isinstance(stmt, ast.Assert) and _mentions(stmt.test, words):
+                return True  # (the assert itself too: the test's demand, not a program's)
+            if stmt.lineno == line:
+                break
+            if isinstance(stmt, ast.If) and _mentions(stmt.test, words) and _leaves(stmt.body):
                 return True
     return False
 
 
-def _tests_cuda(expr: ast.AST) -> bool:
-    """Whether ``expr`` asks about CUDA (``torch.cuda.is_available()``, ``device_count()``)."""
+def decides_where_a_test_runs(ctx: Context) -> bool:
+    """Whether the node is in a skip's arguments (``skipif(...)``, ``skipUnless``) in test code.
+
+    ``@pytest.mark.skipif(torch.cuda.device_count() < 1, ...)``: the query decides
+    where a test runs (skipped elsewhere), not where a program does; by the standard
+    above, low value (TP401 leaves it).
+    """
+    if not collected_by_a_test_runner(ctx):
+        return False
     return any(
-        isinstance(n, ast.Attribute)
-        and n.attr in ("is_available", "device_count")
-        and isinstance(n.value, ast.Attribute)
-        and n.value.attr == "cuda"
+        isinstance(outer, ast.Call) and _callee_tail(outer.func) in _SKIPS
+        for outer in ctx.ancestors
+    )
+
+
+def _names(name: str, words: tuple[str, ...]) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in words)
+
+
+def _callee_tail(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _mentions(expr: ast.AST, words: tuple[str, ...]) -> bool:
+    """Whether ``expr`` names the accelerator (``torch.cuda.is_available()``, ``has_xla``)."""
+    return any(
+        (isinstance(n, ast.Attribute) and _names(n.attr, words))
+        or (isinstance(n, ast.Name) and _names(n.id, words))
         for n in ast.walk(expr)
+    )
+
+
+_GATES = ("skip", "require", "only")
+
+
+def _marks(decorator: ast.expr, words: tuple[str, ...]) -> bool:
+    """``@pytest.mark.tpu``, ``@skipif(<names it>)``, ``@skipUnless(<names it>)``, and a
+    project's own gate named for it (``@skipifnocuda``, ``@requires_gpu``, ``@cuda_only``)."""
+    func = decorator.func if isinstance(decorator, ast.Call) else decorator
+    tail = _callee_tail(func)
+    if tail is None:
+        return False
+    if tail in _SKIPS and isinstance(decorator, ast.Call):
+        return any(_mentions(arg, words) for arg in decorator.args[:1])
+    if _names(tail, words) and _names(tail, _GATES):
+        return True
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "mark"
+        and _names(tail, words)
     )
 
 

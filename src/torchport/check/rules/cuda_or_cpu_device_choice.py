@@ -9,7 +9,7 @@ from torchport.check._context import Context
 from torchport.check._match import is_cpu_target
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._cuda_choice import moves_to_cuda, tests_cuda
+from torchport.check.rules._cuda_choice import moves_to_cuda, serves_horovod, tests_cuda
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.rules._test_code import collected_by_a_test_runner
 from torchport.check.semantic._following import why_not_followed
@@ -30,11 +30,14 @@ class CudaOrCpuDeviceChoice(Rule):
     chains that also test MPS or XPU (`elif torch.backends.mps.is_available():`).
 
     Test code is left alone: a file in a `test` or `tests` folder, a `conftest.py`,
-    or a `test*` function or `Test*` class in a file that imports `pytest` or
-    `unittest`. There the choice decides where the test runs, and on MPS or XPU
-    the test still runs on the CPU and passes. A program named like a test (an
-    experiment driver `run_test.py` whose `test_*` functions its `__main__` calls,
-    no test framework imported) is a program, and stays reported.
+    or a `test*` function, `Test*` class or fixture (`@pytest.fixture`) in a file
+    that imports `pytest` or `unittest`. There the choice decides where the test
+    runs, and on MPS or XPU the test still runs on the CPU and passes. A program
+    named like a test (an experiment driver `run_test.py` whose `test_*` functions
+    its `__main__` calls, no test framework imported) is a program, and stays
+    reported. Left too: a module
+    that imports Horovod (`import horovod.torch as hvd`): Horovod's collectives take
+    CPU or CUDA tensors only, so CUDA-or-CPU is the right choice there.
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs
@@ -116,6 +119,8 @@ class CudaOrCpuDeviceChoice(Rule):
         assert isinstance(node, (ast.If, ast.IfExp))
         if not _chooses_cuda_or_the_cpu(node, ctx) or collected_by_a_test_runner(ctx):
             return
+        if serves_horovod(ctx):
+            return  # Horovod reduces CPU or CUDA tensors only: the choice is Horovod's
         test = node.test
         if isinstance(node, ast.If):  # the test, spanning the CUDA branch it guards
             end = ctx.finding(self, node.body[-1])

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._test_code import collected_by_a_test_runner
 
 _FLOAT64 = ("torch.float64", "torch.double")
 _TAILS = frozenset(name.rpartition(".")[2] for name in _FLOAT64)
@@ -23,6 +25,11 @@ class Float64ToAccelerator(Rule):
     Apple's MPS backend has no float64 and raises, and most GPUs run float64
     many times slower than float32. Keep float64 work on the CPU, or use
     float32 on the device.
+
+    Left alone: test code (`rules/_test_code.py`) in a file that never names
+    MPS. A test's device is the suite's choice; one that never names MPS runs
+    its float64 on the CPU or CUDA, where it works, and float64 is often what
+    the test checks. A test file that names MPS is reported as any code.
     """
 
     code = "TP108"
@@ -50,18 +57,37 @@ class Float64ToAccelerator(Rule):
         if method not in ("to", "double", "cuda") and not node.keywords:
             return  # the common case: no dtype= can be here
         if _float64_device_call(node, ctx):
+            found = True
+        elif method not in ("double", "cuda") or not isinstance(node.func, ast.Attribute):
+            return
+        else:
+            receiver = node.func.value
+            if not isinstance(receiver, ast.Call):
+                return
+            # `.to(device).double()`: converted after the move; `.double().cuda()`
+            found = (method == "double" and _moves(receiver, ctx)) or (
+                method == "cuda" and method_name(receiver) == "double"
+            )
+        if found and not _test_never_on_mps(ctx):
             yield ctx.finding(self, node)
-            return
-        if method not in ("double", "cuda"):
-            return
-        assert isinstance(node.func, ast.Attribute)
-        receiver = node.func.value
-        if not isinstance(receiver, ast.Call):
-            return
-        if method == "double" and _moves(receiver, ctx):
-            yield ctx.finding(self, node)  # `.to(device).double()`: converted after the move
-        elif method == "cuda" and method_name(receiver) == "double":
-            yield ctx.finding(self, node)
+
+
+def _test_never_on_mps(ctx: Context) -> bool:
+    """Test code in a file that never names MPS: its tests do not run there.
+
+    A test's device is the suite's choice (``rules/_test_code.py``); a suite that
+    never names MPS runs its float64 on the CPU or CUDA, where float64 works, and
+    float64 is often what such a test checks (gradients, tolerances). A file that
+    names MPS (``"mps"``, ``torch.backends.mps``; not ``json.dumps``) may run the
+    test there: reported.
+    """
+    if (ctx.mentions("mps") or ctx.mentions("MPS")) and _NAMES_MPS.search(ctx.source):
+        return False
+    return collected_by_a_test_runner(ctx)
+
+
+# `"mps"`, `torch.backends.mps`, `has_mps`, `# MPS`: not `json.dumps`, `timestamps`
+_NAMES_MPS = re.compile(r"(?<![A-Za-z])(mps|MPS)(?![a-z])")
 
 
 def _moves(call: ast.Call, ctx: Context) -> bool:

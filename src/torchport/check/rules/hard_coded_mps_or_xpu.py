@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._test_code import accelerator_is_the_subject
 from torchport.check.semantic._devices import MOVE_METHODS, OTHER_ACCELERATORS
 from torchport.check.semantic._guards import device_guard
 from torchport.check.semantic._library_imports import module_backend
@@ -39,7 +40,10 @@ class HardCodedMpsOrXpu(Rule):
     a probe (`try: torch.zeros(1, device="mps")` with an `except` that
     copes when the device is not there), and the device of a module that
     imports its backend's extension unconditionally (`import torch_npu`,
-    `import intel_extension_for_pytorch`): it runs nowhere else.
+    `import intel_extension_for_pytorch`): it runs nowhere else. Also left:
+    test code whose subject is that accelerator (a test named, marked or
+    skipped for it, `test_trainer_on_tpu` with `"xla"`, `@pytest.mark.tpu`):
+    another device would change what it tests (`rules/_test_code.py`).
 
     ## Why is this bad?
     It is the same mistake as hard-coding CUDA, made on another machine: the
@@ -79,9 +83,12 @@ class HardCodedMpsOrXpu(Rule):
         spot = _spot(node, ctx)
         if spot is None or device_guard(node, ctx) is not None or _probe(ctx):
             return
+        named = _named(spot)
         backend = module_backend(ctx)
-        if backend is not None and backend == _named(spot):
+        if backend is not None and backend == named:
             return  # `import torch_npu` at the top: this module runs only on NPUs
+        if named is not None and accelerator_is_the_subject(node, ctx, named):
+            return  # a test of XLA itself (`test_..._on_tpu`, `@pytest.mark.tpu`)
         yield ctx.finding(self, spot)
 
 

@@ -24,9 +24,9 @@ class LoadWeightsOnlyFalse(Rule):
     load-or-build cache, `if exists(path): torch.load(path, weights_only=False)`
     with `torch.save(..., path)` in the `else`, or a save to the same path
     earlier in the function): its pickles are the program's own; nor test code
-    (a file in a `test`/`tests` folder, a `conftest.py`, a `test*` function or
-    `Test*` class in a file importing `pytest`/`unittest`), which loads the
-    fixtures it made itself (`trainer.save(d)` then `torch.load(d + "/m.pt",
+    (a file in a `test`/`tests` folder, a `conftest.py`, a `test*` function,
+    `Test*` class or fixture in a file importing `pytest`/`unittest`), which
+    loads the fixtures it made itself (`trainer.save(d)` then `torch.load(d + "/m.pt",
     weights_only=False)` to compare).
 
     ## Why is this bad?
