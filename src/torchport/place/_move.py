@@ -32,6 +32,7 @@ from torchport.place._stateful import UnregisteredTensorWarning, move_module, mo
 from torchport.place._tree import flatten_batch, skip_key_set
 from torchport.place._uncopyable import COPY_FAILURES, check_hidden, named_copy_failure
 from torchport.place._whole import move_whole, whole_tensors
+from torchport.place._whole_held import move_held
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
 
@@ -216,12 +217,16 @@ def to_device(
                     return t.to(target, None, non_blocking is not False)  # type: ignore[return-value]
             elif cls is tuple or cls is list:
                 moved = move_few(obj, cls, target, non_blocking, pack)
+                if moved is NOT_FLAT:  # objects with their own .to inside: each moved whole
+                    moved = move_held(obj, target, non_blocking, pack)
                 if moved is not NOT_FLAT:
                     return moved  # type: ignore[no-any-return]
             elif cls is dict:
                 moved = move_flat(obj, cls, target, non_blocking, pack)
+                if moved is NOT_FLAT:
+                    moved = move_held(obj, target, non_blocking, pack)
                 if moved is not NOT_FLAT:
-                    return moved  # type: ignore[return-value]
+                    return moved  # type: ignore[no-any-return]
             elif _MOVED_WHOLE(cls):  # PyG Data/Batch, TensorDict: its own .to on a shallow copy
                 inside = whole_tensors(obj)
                 if inside is not None:
