@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from torchport import hardware
-from torchport.place._direct import NOT_FLAT
+from torchport.place._direct import NOT_FLAT, move_flat
 from torchport.place._node_codes import CODES as _CODES
 from torchport.place._node_codes import DICT_CODE as _DICT
 from torchport.place._node_codes import LIST_CODE as _LIST
@@ -47,17 +47,6 @@ __all__ = ["move_held"]
 _MAX_DEPTH = 32
 
 
-class _Found:
-    """What the read of a batch found: its tensors, its objects with a ``.to``, its containers."""
-
-    __slots__ = ("containers", "movers", "tensors")
-
-    def __init__(self) -> None:
-        self.tensors: list[torch.Tensor] = []
-        self.movers: dict[int, Any] = {}  # by id: each object once
-        self.containers: set[int] = set()
-
-
 def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: bool | None) -> Any:
     """Move ``obj`` (a builtin dict, list or tuple) as the walker would; or ``NOT_FLAT``.
 
@@ -70,18 +59,18 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
         UnsupportedBatchError: An object's move was refused (``place/_whole.py``); the
             message names its path in ``obj``.
     """
-    found = _Found()
-    if not _read(obj, found, 0) or not found.movers:
+    tensors: list[torch.Tensor] = []
+    movers: dict[int, Any] = {}  # by id: each object once
+    containers: set[int] = set()
+    nested = _read(obj, tensors, movers, containers, 0)
+    if nested is None or not movers:
         return NOT_FLAT
-    tensors = found.tensors
     ids = set(map(id, tensors))
     if len(ids) != len(tensors):
         return NOT_FLAT  # a tensor held twice: the walker copies it once
-    containers = found.containers
-    movers = list(found.movers.values())
     late = len(movers) > 1  # one object's .to runs before another moves: read again then
-    insides: list[Inside] = []
-    for mover in movers:
+    insides: list[tuple[Any, Inside]] = []
+    for mover in movers.values():
         inside = whole_tensors(mover, lay=not late)
         if inside is None:
             return NOT_FLAT
@@ -90,49 +79,70 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
         # the walker keeps each one object.
         if not ids.isdisjoint(inside.ids) or not containers.isdisjoint(opened):
             return NOT_FLAT
-        ids.update(inside.ids)  # (so the next object is checked against this one too)
-        containers.update(opened)
-        insides.append(inside)
+        if late:  # (so the next object is checked against this one too)
+            ids.update(inside.ids)
+            containers.update(opened)
+        insides.append((mover, inside))
     new: dict[int, Any] = {}
     if tensors:
-        plan = hardware.plan_copy(tensors, target, pack=pack, distinct=True)
-        if not plan.noop:
+        # A few plain tensors by Tensor.to, as to_device moves a flat list of them; else
+        # (packing, a wait to end with, subclasses) the copy engine, as the walker does.
+        moved = move_flat(tensors, list, target, non_blocking, pack)
+        if moved is NOT_FLAT:
+            plan = hardware.plan_copy(tensors, target, pack=pack, distinct=True)
             moved = plan.run(non_blocking=non_blocking, measure=False).tensors
-            new.update(zip(map(id, tensors), moved, strict=True))
-    for mover, inside in zip(movers, insides, strict=True):
+        new.update(zip(map(id, tensors), moved, strict=True))
+    for mover, inside in insides:
         new[id(mover)] = move_whole(mover, inside, target, non_blocking, obj)
-    return _rebuilt(obj, new)
+    if nested:
+        return _rebuilt(obj, new)
+    get = new.get  # (a value's id is no tensor's or object's: all are alive)
+    cls = type(obj)
+    if cls is dict:
+        return {k: get(id(v), v) for k, v in obj.items()}
+    items = [get(id(v), v) for v in obj]
+    if cls is list:
+        return items
+    return obj if all(map(operator.is_, items, obj)) else tuple(items)
 
 
-def _read(x: Any, found: _Found, depth: int) -> bool:
-    """Read the container ``x`` into ``found``; False when the walker must move the batch."""
+def _read(
+    x: Any, tensors: list[torch.Tensor], movers: dict[int, Any], containers: set[int], depth: int
+) -> bool | None:
+    """Read the container ``x``; None when the walker must move the batch.
+
+    Its tensors go to ``tensors``, its objects with a ``.to`` to ``movers``, the ids of
+    it and the containers in it to ``containers``. True when it holds a container.
+    """
     if depth > _MAX_DEPTH:
-        return False
+        return None
     key = id(x)
-    if key in found.containers:
-        return False  # held twice (or a cycle): the walker keeps it one
-    found.containers.add(key)
+    if key in containers:
+        return None  # held twice (or a cycle): the walker keeps it one
+    containers.add(key)
     codes = _CODES.get
-    add = found.tensors.append
+    add = tensors.append
+    nested = False
     for item in x.values() if type(x) is dict else x:
         cls = type(item)
         code = codes(cls)
         if code is None:
             code = _code_of(cls)
             if code is None:
-                return False  # not classified yet, a value to look into, a leaf .to
+                return None  # not classified yet, a value to look into, a leaf .to
         if code is _TENSOR:
             add(item)
         elif code is _VALUE:
             continue
         elif code is _MOVES or code is _MOVES_STATE:
-            found.movers[id(item)] = item
+            movers[id(item)] = item
         elif code is _DICT or code is _LIST or code is _TUPLE:
-            if not _read(item, found, depth + 1):
-                return False
+            if _read(item, tensors, movers, containers, depth + 1) is None:
+                return None
+            nested = True
         else:
-            return False  # an object the walker walks (a dataclass...): the walker
-    return True
+            return None  # an object the walker walks (a dataclass...): the walker
+    return nested
 
 
 def _rebuilt(x: Any, new: dict[int, Any]) -> Any:
