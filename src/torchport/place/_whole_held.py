@@ -87,7 +87,7 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     if tensors:
         # A few plain tensors by Tensor.to, as to_device moves a flat list of them; else
         # (packing, a wait to end with, subclasses) the copy engine, as the walker does.
-        moved = move_flat(tensors, list, target, non_blocking, pack)
+        moved: Any = move_flat(tensors, list, target, non_blocking, pack)
         if moved is NOT_FLAT:
             plan = hardware.plan_copy(tensors, target, pack=pack, distinct=True)
             moved = plan.run(non_blocking=non_blocking, measure=False).tensors
