@@ -171,3 +171,36 @@ def test_real_pyg_and_tensordict_in_a_dict_move_as_they_move_alone() -> None:
             out = tp.to_device(batch, META)
             assert _reach.snapshot(batch) == taken and out["y"].is_meta
             assert _shape(obj, out["g"]) == _shape(obj, tp.to_device(obj, META))
+
+
+def test_threads_moving_one_container_of_two_objects_each_get_what_one_thread_gets() -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    _register()
+    a = Right({"a": torch.ones(2), "b": torch.ones(1, device=META)}, None, frozenset())
+    b = Right({"c": torch.ones(3)}, torch.ones(1), frozenset())
+    bad = _CLASSES[0]({"d": torch.ones(2)}, None, frozenset())  # returns self: refused
+    batches = [{"a": a, "rest": [b, torch.ones(2)]}, [a, (b, bad)]]
+    taken = [_reach.snapshot(batch) for batch in batches]
+    barrier = threading.Barrier(4)
+
+    def move(i: int) -> Any:
+        barrier.wait()
+        try:
+            return tp.to_device(batches[i % 2], META)
+        except tp.UnsupportedBatchError as exc:
+            return exc
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(move, range(8)))
+    for i, out in enumerate(results):
+        if i % 2:
+            assert isinstance(out, tp.UnsupportedBatchError)
+            assert str(out).startswith("cannot rebuild batch[1][1] of type")
+            continue
+        assert not isinstance(out, Exception)
+        assert _shape(a, out["a"]) == _shape(a, tp.to_device(a, META))
+        assert _shape(b, out["rest"][0]) == _shape(b, tp.to_device(b, META))
+        assert out["rest"][1].is_meta
+    assert [_reach.snapshot(batch) for batch in batches] == taken
