@@ -154,6 +154,8 @@ def test_builtin_containers_of_objects_take_the_whole_object_path(
     seen.clear()
     tp.to_device({"obj": a, "x": a.d["a"]}, META)  # overlap: the walker keeps it one tensor
     assert seen == []
+    big = tp.to_device([a, *[torch.ones(1) for _ in range(70)]], META)  # past 64 items
+    assert seen == [] and big[0].d["a"].is_meta and all(t.is_meta for t in big[1:])
 
 
 def test_real_pyg_and_tensordict_in_a_dict_move_as_they_move_alone() -> None:

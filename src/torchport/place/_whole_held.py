@@ -1,13 +1,15 @@
 """A batch of builtin containers holding objects with their own ``.to``, moved without the walker.
 
 ``{"graph": batch, "y": labels}``, ``[data, mask]``: dicts, lists and tuples (of
-exactly those types, at any depth) whose leaves are tensors, values and objects
-with their own ``.to`` (PyG ``Data``/``Batch``, ``TensorDict``...). Each such object
-is one leaf of the container's walk and moves by the whole-object path
+exactly those types, at any depth, holding at most 64 items in all) whose leaves are
+tensors, values and objects with their own ``.to`` (PyG ``Data``/``Batch``,
+``TensorDict``...). Each such object is one leaf of the container's walk and moves by
+the whole-object path
 (``place/_whole.py``: its class's plan, every check of a top-level move, one checked
-move of an object at a time), the container's tensors by the copy engine, and the
-containers are rebuilt around both. So an object costs in a container what it costs
-alone, and gives the same result.
+move of an object at a time), the container's tensors as ``to_device`` moves a flat
+list of them (``Tensor.to``, or the copy engine where it packs or waits), and the
+containers are rebuilt around both. So an object costs in a container about what it
+costs alone (plus the container's read and rebuild), and gives the same result.
 
 The walker's guarantees hold because this path is taken only when nothing is held
 twice across the parts: an object met twice is moved once and comes back as one
@@ -43,8 +45,10 @@ from torchport.place._whole import Inside, move_whole, whole_tensors
 
 __all__ = ["move_held"]
 
-# Containers nested deeper than this go to the walker (which names a cycle or a depth).
-_MAX_DEPTH = 32
+# Batches whose containers hold more items than this go to the walker: its C-speed
+# flatten wins there, and a large batch without any object is not read twice (this also
+# bounds how deep the read recurses).
+_MAX_ITEMS = 64
 
 
 def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: bool | None) -> Any:
@@ -62,7 +66,7 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     tensors: list[torch.Tensor] = []
     movers: dict[int, Any] = {}  # by id: each object once
     containers: set[int] = set()
-    nested = _read(obj, tensors, movers, containers, 0)
+    nested = _read(obj, tensors, movers, containers, [_MAX_ITEMS])
     if nested is None or not movers:
         return NOT_FLAT
     ids = set(map(id, tensors))
@@ -107,14 +111,20 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
 
 
 def _read(
-    x: Any, tensors: list[torch.Tensor], movers: dict[int, Any], containers: set[int], depth: int
+    x: Any,
+    tensors: list[torch.Tensor],
+    movers: dict[int, Any],
+    containers: set[int],
+    left: list[int],
 ) -> bool | None:
     """Read the container ``x``; None when the walker must move the batch.
 
     Its tensors go to ``tensors``, its objects with a ``.to`` to ``movers``, the ids of
     it and the containers in it to ``containers``. True when it holds a container.
+    ``left``: how many more items may be read (the batch goes to the walker past it).
     """
-    if depth > _MAX_DEPTH:
+    left[0] -= len(x)
+    if left[0] < 0:
         return None
     key = id(x)
     if key in containers:
@@ -137,7 +147,7 @@ def _read(
         elif code is _MOVES or code is _MOVES_STATE:
             movers[id(item)] = item
         elif code is _DICT or code is _LIST or code is _TUPLE:
-            if _read(item, tensors, movers, containers, depth + 1) is None:
+            if _read(item, tensors, movers, containers, left) is None:
                 return None
             nested = True
         else:
