@@ -66,7 +66,10 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     tensors: list[torch.Tensor] = []
     movers: dict[int, Any] = {}  # by id: each object once
     containers: set[int] = set()
-    nested = _read(obj, tensors, movers, containers, [_MAX_ITEMS])
+    try:
+        nested = _read(obj, tensors, movers, containers, [_MAX_ITEMS])
+    except RuntimeError:  # changed while read (another thread): the walker reports it
+        return NOT_FLAT
     if nested is None or not movers:
         return NOT_FLAT
     ids = set(map(id, tensors))
