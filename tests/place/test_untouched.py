@@ -791,3 +791,67 @@ def test_a_failing_move_calls_each_objects_to_once_and_names_its_path(
         tp.to_device({"n": 1, "b": batch}, META)
     assert f"batch['b']{path} of type" in str(caught.value)
     assert cls.calls == 1
+
+
+class _PeekKey:
+    """A table key whose hash runs ``hook`` once the input is being put back (see below)."""
+
+    hook: Any = None
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __hash__(self) -> int:
+        hook = type(self).hook
+        if hook is not None:
+            hook()
+        return hash(self.name)
+
+
+class _WritesThroughKeyed:
+    """An own ``.to`` writing the moved tensors into the table its shallow copy shares."""
+
+    def __init__(self, table: dict[Any, torch.Tensor]) -> None:
+        self.table = table
+
+    def __copy__(self) -> _WritesThroughKeyed:
+        out = type(self).__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        return out
+
+    def to(self, device: Any) -> _WritesThroughKeyed:
+        for k in list(self.table):
+            self.table[k] = self.table[k].to(device)
+        return self
+
+
+def test_an_input_read_while_it_is_being_put_back_is_read_again() -> None:
+    # Invariant: a move that read its input while another move was putting that input
+    # back (a refused .to) reads it again before it decides anything; else it may take
+    # the half-restored input (here: emptied) for "every tensor there" and hand back
+    # the input, host tensors and all, as moved. Another thread's read is made here, at
+    # the worst moment, by the hash of a key being put back.
+    from torchport.place import move_whole, whole_tensors
+    from torchport.place._untouched import RESTORED
+
+    obj = _WritesThroughKeyed({_PeekKey("w"): torch.ones(2), _PeekKey("b"): torch.ones(3)})
+    for _ in range(2):  # the class registered, then its plan made
+        with pytest.raises(tp.UnsupportedBatchError, match="changed the input"):
+            tp.to_device(obj, META)
+    start = RESTORED[0]
+    read: list[Any] = []
+
+    def peek() -> None:
+        if RESTORED[0] != start and not read:
+            read.append(whole_tensors(obj))
+
+    _PeekKey.hook = peek
+    try:
+        with pytest.raises(tp.UnsupportedBatchError, match="changed the input"):
+            tp.to_device(obj, META)
+    finally:
+        _PeekKey.hook = None
+    assert read and read[0] is not None
+    assert all(not t.is_meta for t in obj.table.values())  # put back
+    with pytest.raises(tp.UnsupportedBatchError, match="changed the input"):
+        move_whole(obj, read[0], META, None)  # the late reader: refused too, not "there"

@@ -13,7 +13,8 @@ interleaved run:
   when installed, else the row says so): ``to_device`` and ``DeviceLoader`` (one
   batch per pass) against the object's own ``.to`` on a shallow copy
   (``copy.copy(obj).to(device)``, what to_device promises to give). Target: ≤ 1.5x
-  that ``.to``.
+  that ``.to``; and the same object inside a dict with a tensor against its own
+  ``.to`` plus that tensor's ``.to``, also ≤ 1.5x.
 
 Each has two per-leaf ops: to ``meta`` ("another device": a new tensor per leaf)
 and to ``cpu`` where everything already is (a no-op move: the walk is all).
@@ -72,6 +73,14 @@ def bare_loop(target: str) -> Strategy:
 def own_to(target: str) -> Strategy:
     """The object's own ``.to`` on a shallow copy: what to_device promises to give."""
     return Strategy("own .to on copy.copy", lambda obj: copy.copy(obj).to(target))
+
+
+def own_to_in_dict(target: str) -> Strategy:
+    """The object's own ``.to`` on a shallow copy, inside ``{"obj": obj, "y": tensor}``."""
+    return Strategy(
+        "own .to on copy.copy",
+        lambda batch: {"obj": copy.copy(batch["obj"]).to(target), "y": batch["y"].to(target)},
+    )
 
 
 def device_loader(target: str) -> Strategy:
@@ -225,6 +234,17 @@ def own_to_overhead(
             if loaded is not None and loaded.metrics:
                 name = f"DeviceLoader / own .to, {case}"
                 checks.append(Check(name, loaded.metrics["vs_own .to on copy.copy"], VS_OWN_TO))
+            # The same object inside a dict with a tensor: to_device against the object's
+            # own .to on a shallow copy plus the tensor's .to, the dict made anew.
+            held = f"{kind} in a dict with a tensor, {op_name}"
+            if on_case is not None:
+                on_case(held)
+            dicts = [{"obj": obj, "y": torch.ones(3)} for obj in objects]
+            strategies = [torchport_to_device(target), own_to_in_dict(target)]
+            found, ratio = _rows(held, strategies, dicts, repeats, "own .to on copy.copy")
+            rows += found
+            if ratio is not None:
+                checks.append(Check(f"to_device / own .to, {held}", ratio, VS_OWN_TO))
     return SuiteResult(
         "own-to",
         tuple(rows),

@@ -2,7 +2,11 @@
 
 Small flat batches (a tensor; a tuple, list or dict of plain tensors) are moved
 directly (a tensor here, the containers by ``place/_direct.py``), with C-level checks
-and one ``Tensor.to`` per tensor. Every other
+and one ``Tensor.to`` per tensor. A batch that is one object with its own ``.to``
+(PyG's ``Batch``, a ``TensorDict``), or small builtin dicts, lists and tuples holding
+such objects, tensors and values at any depth, moves each object by the whole-object
+path (``place/_whole.py``, ``place/_whole_held.py``), deferring to the walker wherever
+anything is held twice or not decided yet. Every other
 batch is flattened once by the one walker (``place/_tree.py``) and its distinct
 tensors go through the hardware floor's copy engine (``torchport.hardware``),
 which plans the copies once (which stay, which go one by one, which are packed)
@@ -32,6 +36,7 @@ from torchport.place._stateful import UnregisteredTensorWarning, move_module, mo
 from torchport.place._tree import flatten_batch, skip_key_set
 from torchport.place._uncopyable import COPY_FAILURES, check_hidden, named_copy_failure
 from torchport.place._whole import move_whole, whole_tensors
+from torchport.place._whole_held import move_held
 
 __all__ = ["UnregisteredTensorWarning", "to_device"]
 
@@ -216,12 +221,16 @@ def to_device(
                     return t.to(target, None, non_blocking is not False)  # type: ignore[return-value]
             elif cls is tuple or cls is list:
                 moved = move_few(obj, cls, target, non_blocking, pack)
+                if moved is NOT_FLAT:  # objects with their own .to inside: each moved whole
+                    moved = move_held(obj, target, non_blocking, pack)
                 if moved is not NOT_FLAT:
                     return moved  # type: ignore[no-any-return]
             elif cls is dict:
                 moved = move_flat(obj, cls, target, non_blocking, pack)
+                if moved is NOT_FLAT:
+                    moved = move_held(obj, target, non_blocking, pack)
                 if moved is not NOT_FLAT:
-                    return moved  # type: ignore[return-value]
+                    return moved  # type: ignore[no-any-return]
             elif _MOVED_WHOLE(cls):  # PyG Data/Batch, TensorDict: its own .to on a shallow copy
                 inside = whole_tensors(obj)
                 if inside is not None:

@@ -102,7 +102,7 @@ _NO_DICT = object()  # a node without a __dict__
 _STATE = _State()  # opens the state part of a node's run
 END = _END  # (what ``place/_whole.py`` lays the record with while it reads the input)
 STATE = _STATE
-# How many times a snapshot put an input back (its one item; changes, never goes back):
+# Counts puts-back, twice each (before and after; its one item; never goes back):
 # a mover that read an input before taking its guard reads it again when this moved,
 # since it may have read it while another thread's refused .to had changed it.
 RESTORED = [0]
@@ -125,11 +125,16 @@ class Snapshot:
 
     def restore(self) -> None:
         """Make every recorded node hold again exactly what it held."""
+        # Counted before and after: a read that overlaps the put-back (it read the count
+        # before, or between, the two) sees the count moved and reads the input again.
         RESTORED[0] += 1
-        held = self._flat
-        at = 0
-        for node in self._nodes:
-            at = _put_back(node, held, at)
+        try:
+            held = self._flat
+            at = 0
+            for node in self._nodes:
+                at = _put_back(node, held, at)
+        finally:
+            RESTORED[0] += 1
 
 
 _VERSION = operator.attrgetter("_version")

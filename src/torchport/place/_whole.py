@@ -22,6 +22,8 @@ the batch (:func:`whole_tensors` is None): both ways give the same result.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -33,7 +35,7 @@ from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, read_state
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import PLAIN_TENSOR_TYPES
-from torchport.place._locate import ROOT, refused_message
+from torchport.place._locate import ROOT, find_path, refused_message
 from torchport.place._moved_none import check_moved
 from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
 from torchport.place._node_codes import CODES as _CODES
@@ -146,8 +148,17 @@ def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
     return inside
 
 
-def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: bool | None) -> Any:
+def move_whole(
+    obj: Any,
+    inside: Inside,
+    target: torch.device,
+    non_blocking: bool | None,
+    batch: Any = None,
+) -> Any:
     """Move ``obj`` (``inside``: its :func:`whole_tensors`) as the walker would.
+
+    ``batch``: the batch that holds ``obj`` (``place/_whole_held.py``), whose paths the
+    errors name (``batch['obj'].x``); None when ``obj`` is the batch.
 
     Synchronizes as the object's ``.to`` does (see ``call_own_to``); not at all when
     every tensor is on ``target`` already (``obj`` itself is returned).
@@ -224,12 +235,12 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
                 check_moved(obj, tensors, target, moved, ALL_HELD)
         except RebuildRefused as exc:
             before.restore()
-            raise UnsupportedBatchError(refused_message(ROOT, cls, str(exc))) from exc
+            raise UnsupportedBatchError(refused_message(_path(batch, obj), cls, str(exc))) from exc
         except BaseException as exc:
             before.restore()
             if isinstance(exc, COPY_FAILURES):
                 # A tensor torch cannot copy to target: named by its path, as the walker does.
-                failure = copy_failure(obj, tensors, target, exc)
+                failure = copy_failure(obj if batch is None else batch, tensors, target, exc)
                 if failure is not None:
                     try:
                         raise failure from exc
@@ -238,11 +249,19 @@ def move_whole(obj: Any, inside: Inside, target: torch.device, non_blocking: boo
             if isinstance(exc, Exception) and not isinstance(exc, UnsupportedBatchError):
                 # As the walker reports it (place/_locate.py): the same error on every move.
                 reason = f"calling its .to on a shallow copy raised {type(exc).__name__}: {exc}"
-                raise UnsupportedBatchError(refused_message(ROOT, cls, reason)) from exc
+                where = _path(batch, obj)
+                raise UnsupportedBatchError(refused_message(where, cls, reason)) from exc
             raise
     finally:
         let_go(obj, guard)
     return result
+
+
+def _path(batch: Any, obj: Any) -> str:
+    """The path of ``obj`` in ``batch`` (None: ``obj`` is the batch), for a message."""
+    if batch is None:
+        return ROOT
+    return find_path(batch, ROOT, functools.partial(operator.is_, obj)) or ROOT
 
 
 def state_tensors(obj: Any) -> list[torch.Tensor] | None:
