@@ -528,9 +528,7 @@ class ConfigResolver:
         folder = os.path.dirname(os.path.abspath(path))
         config = self._by_folder_text.get(folder)
         if config is None:
-            config = self._by_folder_text[folder] = self.for_folder(
-                normalised(Path(path)).parent
-            )
+            config = self._by_folder_text[folder] = self.for_folder(normalised(Path(path)).parent)
         return config
 
     def excludes_for(self, folder: Path) -> list[GlobSet]:
