@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 
-from torchport.check._nodes import child_fields
 from torchport.check.semantic._binding import (
     Binding,
     BindingKind,
@@ -79,7 +78,7 @@ class ScopePass:
         positions = self.positions
         blocks = _BLOCK_FIELDS
         stmt_cls = ast.stmt
-        fields_of: dict[type[ast.AST], tuple[tuple[str, bool], ...]] = {}
+        fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
         stack: list[tuple[ast.AST, Scope]] = [(self.tree, self.module)]
         pop, push = stack.pop, stack.append
         name_cls, load_cls, constant_cls, node_cls = ast.Name, ast.Load, ast.Constant, ast.AST
@@ -95,19 +94,17 @@ class ScopePass:
                 continue
             fields = fields_of.get(cls)
             if fields is None:
-                # the fields that may hold nodes (child_fields: not `Name.id`, `ctx` ...),
-                # each with whether it is a block of statements
                 fields = fields_of[cls] = tuple(
-                    (f, f in blocks) for f in child_fields(cls, unpositioned=False)[0]
+                    f for f in cls._fields if f not in ("ctx", "op", "ops")
                 )
             if cls in _SPECIAL:
-                for field_name, is_block in fields:
+                for field_name in fields:
                     value = getattr(node, field_name, None)
                     if value.__class__ is list:
                         for item in value:
                             if isinstance(item, node_cls):
                                 parent[id(item)] = node
-                        if is_block:
+                        if field_name in blocks:
                             for i, item in enumerate(value):
                                 positions[id(item)] = (value, i, field_name)
                     elif isinstance(value, node_cls):
@@ -115,9 +112,9 @@ class ScopePass:
                 self._visit_special(node, scope, stack)
                 continue
             start = len(stack)
-            for field_name, is_block in fields:
+            for field_name in fields:
                 value = getattr(node, field_name, None)
-                if is_block and value.__class__ is list:
+                if field_name in blocks and value.__class__ is list:
                     for i, item in enumerate(value):
                         if isinstance(item, stmt_cls):
                             positions[id(item)] = (value, i, field_name)
