@@ -18,6 +18,7 @@ from it also come where a ``device`` definition or ``import torch`` may go
 from __future__ import annotations
 
 import ast
+import re
 
 from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._source import SourceText
@@ -56,6 +57,7 @@ class Context(SourceText):
         # Names some `x = value` binds somewhere (None: any, when the file has a `:=`). A
         # name outside it holds no known value anywhere: value_of needs no scope pass.
         self._assigned: frozenset[str] | None = None if ":=" in source else assigned
+        self._loop_targets: dict[str, bool] = {}  # may_hold_a_value's text searches
         # A scope map another pass built on this very tree (the port's facts of a sibling
         # module, see _syntax.keep_parsed): the same answers, not built twice.
         adopted = adopt_scopes(tree)
@@ -195,6 +197,28 @@ class Context(SourceText):
         if self._assigned is not None and name.id not in self._assigned:
             return None  # no binding of it anywhere has a value (the scope map's answer too)
         return self.scopes.value_of(name)
+
+    def may_hold_a_value(self, name: str) -> bool:
+        """Whether some binding of ``name`` anywhere in the file may give it a value to follow.
+
+        False only when none can: no ``name = value`` or ``name: T = value`` (the
+        statements' assigned names), no ``:=`` in the text, and no ``for`` loop or
+        comprehension with ``name`` itself as its target (the text shows none: the
+        keyword ``for``, then only spaces, brackets, line joins or comments, then the
+        name). Such a name's :func:`~torchport.check.semantic._residence.bound_value`
+        is None wherever it is read, and no scope pass need say so.
+        """
+        if self._assigned is None or name in self._assigned:
+            return True
+        found = self._loop_targets.get(name)
+        if found is None:
+            # A non-ASCII file may spell the name otherwise (NFKC): the scope pass decides.
+            found = not self.source.isascii() or (
+                re.search(rf"\bfor\b(?:[\s(\\]|#[^\r\n]*)*{re.escape(name)}\b", self.source)
+                is not None
+            )
+            self._loop_targets[name] = found
+        return found
 
     def torch_name(self) -> str:
         """The name the module imported torch as at top level (``"torch"`` when it did not).

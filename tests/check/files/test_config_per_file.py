@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from torchport.check import check_paths, fix_paths
-from torchport.check.files._config import ConfigResolver
-from torchport.check.files._requirements import requirement_floor
+from torchport.check.files._config import ConfigResolver, _nearest_source
+from torchport.check.files._discovery import normalised
+from torchport.check.files._requirements import project_folder, requirement_floor
 
 SOURCE = (
     "import torch\n"
@@ -236,3 +237,44 @@ def test_a_pattern_with_dot_dot_means_the_folder_it_names(
 
 def _codes(findings: object) -> set[str]:
     return {f.code for f in findings}  # type: ignore[attr-defined]
+
+
+# What a folder may hold for the upward searches: a table, a pyproject.toml without one,
+# or one of the other files that declare torch (each of project_folder's names).
+HOLDINGS = {
+    "table": ("pyproject.toml", '[tool.torchport]\nselect = ["TP1"]\n'),
+    "no table": ("pyproject.toml", '[project]\nname = "p"\ndependencies = ["torch>=2.7"]\n'),
+    "requirements": ("requirements.txt", "torch>=2.8\n"),
+    "setup.cfg": ("setup.cfg", "[options]\ninstall_requires =\n    torch>=2.6\n"),
+    "pixi": ("pixi.toml", '[dependencies]\ntorch = ">=2.6"\n'),
+}
+NESTED = ("a", "a/b", "a/b/c", "a/d", "e", "e/f/g")
+
+
+@settings(deadline=None)
+@given(
+    held=st.dictionaries(st.sampled_from((".", *NESTED)), st.sampled_from(sorted(HOLDINGS))),
+    order=st.permutations((".", *NESTED, "a/b/c/new", "x/y")),
+)
+def test_the_resolvers_per_folder_answers_are_the_upward_searches(
+    held: dict[str, str], order: list[str]
+) -> None:
+    """Each folder's nearest table and project, kept per folder for a run, are what the
+    plain upward searches find from that folder, whatever order the folders are asked in
+    (a folder's kept answer is its own or its parent's); ``for_file`` keyed by the folder's
+    text gives the very settings ``for_folder`` gives its folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for folder in NESTED:
+            (root / folder).mkdir(parents=True, exist_ok=True)
+        for folder, what in held.items():
+            name, text = HOLDINGS[what]
+            write(root / folder / name, text)
+        resolver = ConfigResolver()
+        for folder in order:
+            path = normalised(root / folder)
+            assert resolver._nearest_source(path) == _nearest_source(path), folder
+            assert resolver._project_folder(path) == project_folder(path), folder
+            assert resolver.for_file(root / folder / "m.py") is resolver.for_folder(path)
+            dotted = str(path / ".." / path.name / "n.py")  # the same folder, written otherwise
+            assert resolver.for_file(dotted) is resolver.for_folder(path)

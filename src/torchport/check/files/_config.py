@@ -34,15 +34,25 @@ patterns are relative to the working folder, as Ruff reads them).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from torchport.check._file_settings import FileSettings
 from torchport.check._records import field, record, replace
 from torchport.check._torch_api import FLOOR, TorchVersion, format_version, parse_version
 from torchport.check.files._discovery import GlobSet, normalised
-from torchport.check.files._requirements import declared_target, project_folder
+from torchport.check.files._requirements import (
+    declared_target,
+    holds_requirements,
+    project_folder,
+)
 from torchport.errors import ConfigError
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 
 __all__ = ["Config", "ConfigResolver", "find_config", "load_config"]
 
@@ -134,6 +144,8 @@ class Config:
 
     def ignores_for(self, path: Path) -> tuple[str, ...]:
         """Codes ``per-file-ignores`` switches off for ``path`` (``..`` resolved first)."""
+        if not self.per_file_ignores:
+            return ()  # most runs: no per-file path made absolute for nothing
         codes: list[str] = []
         root = normalised(self.root)
         target = normalised(path)
@@ -385,6 +397,49 @@ def _nearest_source(start: Path) -> tuple[Path, dict[str, object]] | None:
     return None
 
 
+def _own_table(folder: Path) -> tuple[Path, dict[str, object]] | None:
+    """``folder``'s own ``pyproject.toml`` and its table, if it has both."""
+    candidate = folder / "pyproject.toml"
+    if candidate.is_file():
+        table = _tool_table(_read(candidate), candidate)
+        if table is not None:
+            return candidate, table
+    return None
+
+
+def _own_project(folder: Path) -> Path | None:
+    """``folder`` if it holds one of the files that declare torch (``project_folder``'s test)."""
+    return folder if holds_requirements(folder) else None
+
+
+def _upwards(
+    known: dict[Path, _T | None], start: Path, own: Callable[[Path], _T | None]
+) -> _T | None:
+    """The first answer ``own`` gives at ``start`` or above, as its upward search finds it.
+
+    ``known`` holds the answers found so far, per folder: a folder whose own answer is
+    None has its parent's. The folders asked are the search's own, in its order, up to
+    the first one already known: each folder of a run is looked at once.
+    """
+    asked: list[Path] = []
+    folder = start
+    while True:
+        if folder in known:
+            found = known[folder]
+            break
+        asked.append(folder)
+        found = own(folder)
+        if found is not None:
+            break
+        parent = folder.parent
+        if parent == folder:
+            break
+        folder = parent
+    for each in asked:
+        known[each] = found
+    return found
+
+
 def _nearest(start: Path) -> Config | None:
     found = _nearest_source(start)
     return None if found is None else _table(found[1], found[0])
@@ -425,8 +480,13 @@ class ConfigResolver:
         self._target = target_torch
         self._fixed = None if request.nearest else self._finish(request, normalised(Path.cwd()))
         self._by_folder: dict[Path, Config] = {}
+        self._by_folder_text: dict[str, Config] = {}  # for_file's, by os.path's folder text
         self._by_source: dict[Path | None, Config] = {}
         self._globs: dict[int, list[GlobSet]] = {}
+        # per folder: _nearest_source's and project_folder's answers, each folder's files
+        # looked at once per run (a folder's answer is its own files' or its parent's)
+        self._tables: dict[Path, tuple[Path, dict[str, object]] | None] = {}
+        self._projects: dict[Path, Path | None] = {}
 
     def _finish(self, config: Config, folder: Path) -> Config:
         if self._target is not None:
@@ -440,10 +500,10 @@ class ConfigResolver:
         key = normalised(Path(folder))
         config = self._by_folder.get(key)
         if config is None:
-            found = _nearest_source(key)
+            found = self._nearest_source(key)
             # Without a table, the settings differ only by the project whose requirements
             # give the target torch: one Config per such project.
-            source = found[0] if found is not None else project_folder(key)
+            source = found[0] if found is not None else self._project_folder(key)
             config = self._by_source.get(source)
             if config is None:
                 base = _table(found[1], found[0]) if found is not None else Config(root=key)
@@ -454,9 +514,22 @@ class ConfigResolver:
             self._by_folder[key] = config
         return config
 
+    def _nearest_source(self, folder: Path) -> tuple[Path, dict[str, object]] | None:
+        """:func:`_nearest_source` of ``folder``, every folder's ``pyproject.toml`` read once."""
+        return _upwards(self._tables, folder, _own_table)
+
+    def _project_folder(self, folder: Path) -> Path | None:
+        """:func:`project_folder` of ``folder``, every folder's files looked for once."""
+        return _upwards(self._projects, folder, _own_project)
+
     def for_file(self, path: str | os.PathLike[str]) -> Config:
         """The settings of the file ``path`` (its folder's)."""
-        return self.for_folder(normalised(Path(path)).parent)
+        # Keyed by the folder's absolute text: the files of a folder make one Path, not each
+        folder = os.path.dirname(os.path.abspath(path))
+        config = self._by_folder_text.get(folder)
+        if config is None:
+            config = self._by_folder_text[folder] = self.for_folder(normalised(Path(path)).parent)
+        return config
 
     def excludes_for(self, folder: Path) -> list[GlobSet]:
         """The exclude patterns that judge the entries of ``folder`` (its settings')."""

@@ -40,7 +40,7 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["declared_target", "project_folder", "requirement_floor"]
+__all__ = ["declared_target", "holds_requirements", "project_folder", "requirement_floor"]
 
 # PEP 508: a name (any case, `-`/`_`/`.` alike), extras, then specifiers (maybe in
 # parentheses), a marker after `;`; requirements.txt adds `# comments` and options.
@@ -394,6 +394,11 @@ def declared_target(folder: Path) -> tuple[TorchVersion, str] | None:
 def project_folder(folder: Path) -> Path | None:
     """The nearest folder at or above ``folder`` holding one of the files that declare torch."""
     for parent in (folder, *folder.parents):
-        if any((parent / name).is_file() for name, _, _ in _SOURCES):
+        if holds_requirements(parent):
             return parent
     return None
+
+
+def holds_requirements(folder: Path) -> bool:
+    """Whether ``folder`` itself holds one of the files that declare torch."""
+    return any((folder / name).is_file() for name, _, _ in _SOURCES)

@@ -174,6 +174,8 @@ def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:
     (iterating over a tensor yields rows that live where the tensor does).
     None when the name may hold different values there.
     """
+    if not ctx.may_hold_a_value(name.id):
+        return None  # no binding anywhere gives it one: the scope pass's answer too
     scopes = ctx.scopes
     binding = scopes.binding_at(name)
     if binding is None:
