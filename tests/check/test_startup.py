@@ -68,8 +68,9 @@ def test_check_of_a_small_file_imports_only_what_it_runs(tmp_path: Path) -> None
     # what is not a rule stays small: 57 measured (round 6: 55; since then the lazy
     # patterns, the records, the plain command line and the chunk's folder listings
     # (check/_listing.py) came, and the notebook reader, the writer and the cache went;
-    # 58 since the engine's dispatch by name left _engine.py at its line budget)
-    assert len(ours) - len(rules) < 59, ours
+    # 58 since the engine's dispatch by name left _engine.py at its line budget; 59 since
+    # finding the table (files/_config_search.py) left _config.py at its line budget)
+    assert len(ours) - len(rules) < 60, ours
     assert not [m for m in ours if m.startswith("torchport.check.port")]
     assert not [m for m in ours if m.startswith("torchport.cli.") and m != "torchport.cli.check"
                 and not m.startswith("torchport.cli._")]  # fmt: skip

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchport.check.files._config import Config, find_config, load_config
+from torchport.check.files._config import Config, load_config
+from torchport.check.files._config_search import find_config
 from torchport.errors import ConfigError
 
 FULL = """

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from torchport.check import check_paths, fix_paths
-from torchport.check.files._config import ConfigResolver, _nearest_source
+from torchport.check.files._config_search import ConfigResolver, _nearest_source
 from torchport.check.files._discovery import normalised
 from torchport.check.files._requirements import project_folder, requirement_floor
 

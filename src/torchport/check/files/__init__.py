@@ -16,7 +16,8 @@ from torchport._lazy import lazy_exports
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
     from torchport.check.files._add_noqa import NoqaResult, add_noqa_paths
-    from torchport.check.files._config import Config, ConfigResolver, find_config, load_config
+    from torchport.check.files._config import Config, load_config
+    from torchport.check.files._config_search import ConfigResolver, find_config
     from torchport.check.files._format import FORMATS, render, render_statistics, render_text
     from torchport.check.files._paths import (
         CheckResult,
@@ -60,8 +61,8 @@ _LAZY: dict[str, str] = {
     "NoqaResult": "torchport.check.files._add_noqa",
     "add_noqa_paths": "torchport.check.files._add_noqa",
     "Config": "torchport.check.files._config",
-    "ConfigResolver": "torchport.check.files._config",
-    "find_config": "torchport.check.files._config",
+    "ConfigResolver": "torchport.check.files._config_search",
+    "find_config": "torchport.check.files._config_search",
     "load_config": "torchport.check.files._config",
     "FORMATS": "torchport.check.files._format",
     "render": "torchport.check.files._format",

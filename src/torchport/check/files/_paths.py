@@ -29,7 +29,8 @@ from pathlib import Path
 
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
-from torchport.check.files._config import Config, ConfigResolver
+from torchport.check.files._config import Config
+from torchport.check.files._config_search import ConfigResolver
 from torchport.check.files._plan import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES, Plan, chunked, plan
 from torchport.check.files._work import (
     Chunk,

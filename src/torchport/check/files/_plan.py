@@ -1,7 +1,7 @@
 """What a run will do, decided before any file is read: settings, rules, files, workers.
 
 Each file runs with its own settings (the nearest ``[tool.torchport]`` above it,
-see :class:`~torchport.check.files._config.ConfigResolver`, or ``--config``'s
+see :class:`~torchport.check.files._config_search.ConfigResolver`, or ``--config``'s
 for all): files that share settings form one :class:`Group`, with its own rules,
 fix policy and target torch; chunks never mix groups.
 
@@ -27,7 +27,8 @@ from torchport.check._select import (
     normalise_selectors,
     select_rules,
 )
-from torchport.check.files._config import Config, ConfigResolver, check_target, load_config
+from torchport.check.files._config import Config, check_target, load_config
+from torchport.check.files._config_search import ConfigResolver
 from torchport.check.files._discovery import SUFFIXES, Discovery, discover, excluded, normalised
 from torchport.check.files._work import Chunk, FileError
 from torchport.errors import ConfigError

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from torchport.check._torch_api import format_version
 from torchport.check.files._cache import cache_folder
-from torchport.check.files._config import Config, ConfigResolver
+from torchport.check.files._config import Config
+from torchport.check.files._config_search import ConfigResolver
 from torchport.check.files._plan import plan
 from torchport.check.files._work import Chunk
 from torchport.errors import ConfigError

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 from torchport.check._engine import ruleset_for
 from torchport.check._fix import FixOutcome, fix_text
-from torchport.check.files._config import Config, ConfigResolver
+from torchport.check.files._config import Config
+from torchport.check.files._config_search import ConfigResolver
 from torchport.check.files._paths import FixResult, Progress, fix_paths
 
 __all__ = ["PORT_SELECT", "port_paths", "port_source", "port_text"]
