@@ -11,7 +11,6 @@ with a holder that is not its parent, on corners (``try``/``except*``/``else``/`
 from __future__ import annotations
 
 import ast
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -75,12 +74,9 @@ CORNERS = [
     "        y = v\n    case _:\n        y = None\n",
     "with open(p) as f, open(q) as g:\n    if f:\n        x = 1\n    elif g:\n        x = 2\n"
     "    else:\n        x = 3\n",
+    "try:\n    x = 1\nexcept* ValueError:\n    x = 2\nexcept* TypeError as e:\n"
+    "    x = e\nelse:\n    x = 3\nfinally:\n    x = 4\n",
 ]
-if sys.version_info >= (3, 11):
-    CORNERS.append(
-        "try:\n    x = 1\nexcept* ValueError:\n    x = 2\nexcept* TypeError as e:\n"
-        "    x = e\nelse:\n    x = 3\nfinally:\n    x = 4\n"
-    )
 
 
 @pytest.mark.parametrize("source", CORNERS)
