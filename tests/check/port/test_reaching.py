@@ -11,13 +11,17 @@ with a holder that is not its parent, on corners (``try``/``except*``/``else``/`
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.check.port import port_programs
+from tests.check.port.siblings import load
 from torchport.check.port._reaching import Reaching
 from torchport.check.semantic import ScopeMap
+
+pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
+port_programs = load("port_programs_for_reaching", Path(__file__).parent / "port_programs.py")
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers")
 
