@@ -260,9 +260,12 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
     knowledge.factories |= imported.factories
     functions = [n for n in tree.body if isinstance(n, _FUNCTIONS)]
     for _ in range(2):  # a factory calling another factory of the module
+        before = len(knowledge.factories)
         for func in functions:
             if returns_all(func, partial(builds, knowledge, func=func)):
                 knowledge.factories.add(func.name)
+        if len(knowledge.factories) == before:
+            break  # nothing new: a second round asks the same of the same knowledge
     tensor_functions = {
         f.name
         for f in functions
