@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections.abc import Sequence
 
 from torchport.check.port._device_flow import PortScope, names_of
 
@@ -264,13 +265,13 @@ class FileStructure:
         if notes:
             self._note_all(notes)
 
-    def _note_all(self, notes: list[ast.AST]) -> None:
+    def _note_all(self, notes: Sequence[ast.AST]) -> None:
         """Note every node under each of ``notes``, each in ``ast.walk``'s order (breadth
         first), less the contexts and operators (``_note`` records none of them)."""
         note, names, node_class = self._note, self.names, ast.AST
         name_class, constant_class = ast.Name, ast.Constant
         for top in notes:
-            queue = [top]
+            queue: list[ast.AST] = [top]
             for node in queue:  # (the list grows as it is read: breadth first)
                 cls = node.__class__
                 if cls is name_class:  # a leaf: its place
