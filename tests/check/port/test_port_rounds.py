@@ -269,8 +269,21 @@ def _old_lookup(view: ProjectImports, expr: ast.expr) -> tuple[str, str] | None:
     return view.lookup(expr)
 
 
-@given(st.lists(st.sets(_NAMES, max_size=3), min_size=6, max_size=6), _NAMES)
-def test_a_name_s_kind_is_the_first_kind_that_holds_it(sets: list[set[str]], name: str) -> None:
+@given(st.lists(st.sets(_NAMES, max_size=3), min_size=6, max_size=8), st.lists(_NAMES))
+def test_a_name_s_kind_is_the_first_kind_that_holds_it(
+    sets: list[set[str]], names: list[str]
+) -> None:
     view = ProjectImports(*sets)
-    expr = ast.Name(id=name, ctx=ast.Load())
-    assert view.lookup(expr) == _old_lookup(view, expr)
+    exprs = [ast.Name(id=name, ctx=ast.Load()) for name in names]
+    want = [_old_lookup(view, e) for e in exprs]  # asked before the index is built
+    assert [view.lookup(e) for e in exprs] == want
+    assert [view.lookup(e) for e in exprs] == want  # and again, from the index
+
+
+def test_a_view_asked_once_takes_no_more_names() -> None:
+    """The index is built at the first lookup: adding to the view after it raises."""
+    view = ProjectImports(classes={"Net"})
+    view.classes.add("Other")  # type: ignore[attr-defined]  # still being built: fine
+    assert view.lookup(ast.Name(id="Other", ctx=ast.Load())) == ("class", "Other")
+    with pytest.raises(AttributeError):
+        view.classes.add("Late")  # type: ignore[attr-defined]

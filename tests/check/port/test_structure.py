@@ -145,6 +145,9 @@ class _OldWalk:
 
 
 CORNERS = [
+    # annotations noted breadth first, as ast.walk: the inner `torch` and `x` last
+    "import torch\n\ndef f(a: Dict[torch.Tensor, torch] = None) -> Union[x, x.y, y]:\n"
+    "    return a\n",
     "import torch\n\ndef f(x: torch.Tensor = torch.ones(1), *a: int, k: 'T' = 2, **kw: dict)"
     " -> torch.Tensor:\n    return x.to(0)\n",
     "import torch\n\n@decorate(torch.zeros(2))\nclass A(Base, metaclass=M):\n"

@@ -89,7 +89,14 @@ def partial_target(facts: PortFacts, node: ast.Call) -> tuple[_Function, int] | 
     does not fill: ``functools.partial(step, model)`` fills ``step``'s from its second
     argument on (-1: the call's first argument is ``step`` itself); ``f(x)`` with ``f`` bound
     once to that partial fills those after the partial's (``1``: ``model``'s). Keywords
-    the partial binds are matched by name, as a call's. None: no such call."""
+    the partial binds are matched by name, as a call's. None: no such call.
+
+    Either call is one whose function the imports make ``functools.partial``, so the
+    file's text names ``partial``: a file that does not (most) has no such call, and
+    is told so without a scope question per call (its text searched once).
+    """
+    if not _names_partial(facts):
+        return None
     made = _partial_of(facts, node)
     if made is not None:
         return made, -1
@@ -104,6 +111,15 @@ def partial_target(facts: PortFacts, node: ast.Call) -> tuple[_Function, int] | 
     if made is None or any(isinstance(a, ast.Starred) for a in value.args):
         return None
     return made, len(value.args) - 1
+
+
+def _names_partial(facts: PortFacts) -> bool:
+    """Whether the file's text has ``partial`` anywhere (searched once per file)."""
+    memo = facts.ctx.memo
+    found = memo.get("port.names_partial")
+    if found is None:
+        found = memo["port.names_partial"] = "partial" in facts.ctx.source
+    return found is True
 
 
 def _partial_of(facts: PortFacts, node: ast.Call) -> _Function | None:

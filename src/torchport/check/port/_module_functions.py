@@ -12,6 +12,7 @@ anywhere. :mod:`torchport.check.port._project` builds a module's facts from thes
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Iterator
 from functools import partial
 
@@ -87,33 +88,56 @@ def own_nodes(func: ast.AST) -> Iterator[ast.AST]:
                 push(value)
 
 
-def local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:
-    """Every value assigned to ``name`` in ``func`` (None: also bound otherwise)."""
-    if func is None:
-        return None
-    values: list[ast.expr] = []
+# Per function: each name's values in ``own_nodes`` order, and the names bound otherwise
+# (held while the function's tree lives: asked per name, worked out once per function).
+_LocalTable = tuple[dict[str, list[ast.expr]], frozenset[str]]
+_LOCALS: weakref.WeakKeyDictionary[ast.AST, _LocalTable] = weakref.WeakKeyDictionary()
+_BINDS_INSIDE = (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)
+
+
+def _local_table(func: ast.AST) -> _LocalTable:
+    found = _LOCALS.get(func)
+    if found is not None:
+        return found
+    values: dict[str, list[ast.expr]] = {}
+    other: set[str] = set()
     for node in own_nodes(func):
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Name) and target.id == name:
+                if isinstance(target, ast.Name):
                     if len(node.targets) != 1:
-                        return None
-                    values.append(node.value)
-                elif any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
-                    return None
-        elif isinstance(
-            node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)
-        ) and any(
-            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-            for n in ast.walk(node)
-        ):
-            return None
+                        other.add(target.id)
+                    else:
+                        values.setdefault(target.id, []).append(node.value)
+                else:  # unpacked or stored into: every name in it (`a[i] = v`: `a`, `i`)
+                    other.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, _BINDS_INSIDE):  # every name it stores (a loop's body too)
+            other.update(
+                n.id
+                for n in ast.walk(node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
     args = getattr(func, "args", None)
-    if args is not None and any(
-        a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
-    ):
+    if args is not None:
+        other.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+    found = _LOCALS[func] = (values, frozenset(other))
+    return found
+
+
+def local_values(func: ast.AST | None, name: str) -> list[ast.expr] | None:
+    """Every value assigned to ``name`` in ``func`` (None: also bound otherwise).
+
+    ``name = value`` with one target, in ``own_nodes`` order; None when ``name`` is
+    also a parameter, one of several targets, in an unpacked or subscripted target, or
+    stored by an augmented or annotated assignment, a ``for``, a ``with`` or ``:=``.
+    """
+    if func is None:
         return None
-    return values or None
+    values, other = _local_table(func)
+    if name in other:
+        return None
+    found = values.get(name)
+    return list(found) if found else None
 
 
 def builds(knowledge: ModelKnowledge, expr: ast.expr, *, func: ast.AST) -> bool:

@@ -212,9 +212,15 @@ class CallerKinds:
                         sites[id(stmt)] = []
                     else:
                         sites[id(stmt)] = None
+        # Only a name of one of those functions, or an attribute of a method's name, is a
+        # site (``_site`` does nothing with any other node): the rest are passed over here.
+        name_class, attribute_class = ast.Name, ast.Attribute
         for scope in facts.scopes:
             for node in scope.nodes:
-                self._site(node, scope, functions, names, methods, sites)
+                if (isinstance(node, name_class) and node.id in names) or (
+                    isinstance(node, attribute_class) and node.attr in methods
+                ):
+                    self._site(node, scope, functions, names, methods, sites)
         return sites
 
     def _plain_functions(self) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:

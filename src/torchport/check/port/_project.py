@@ -35,7 +35,7 @@ no project.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -103,18 +103,25 @@ _NOT_GIVEN = frozenset({"plain_class", "cpu_function", "view_function"})
 
 @dataclass(slots=True)
 class ProjectImports:
-    """One file's view of its project: local name -> what the imported thing is."""
+    """One file's view of its project: local name -> what the imported thing is.
 
-    classes: set[str] = field(default_factory=set)
-    factories: set[str] = field(default_factory=set)
-    tensor_functions: set[str] = field(default_factory=set)
-    tensors: set[str] = field(default_factory=set)
-    devices: set[str] = field(default_factory=set)
-    plain_classes: set[str] = field(default_factory=set)
-    cpu_functions: set[str] = field(default_factory=set)
-    view_functions: set[str] = field(default_factory=set)
+    Built by adding to the kinds' sets; the first :meth:`lookup` of a name indexes every
+    name by its kind and freezes those sets (the view is complete once asked: a later
+    ``add`` raises instead of going unseen by the index).
+    """
+
+    classes: Set[str] = field(default_factory=set)
+    factories: Set[str] = field(default_factory=set)
+    tensor_functions: Set[str] = field(default_factory=set)
+    tensors: Set[str] = field(default_factory=set)
+    devices: Set[str] = field(default_factory=set)
+    plain_classes: Set[str] = field(default_factory=set)
+    cpu_functions: Set[str] = field(default_factory=set)
+    view_functions: Set[str] = field(default_factory=set)
     modules: dict[str, ModuleFacts] = field(default_factory=dict)  # `import utils as u`
     viewed: dict[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+    # name -> the first kind (in KINDS's order) holding it; built by the first lookup
+    _index: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def viewed_parameters(self, func: ast.expr) -> tuple[tuple[int, str], ...] | None:
         """For a view function (``get_batch``, ``utils.get_batch``): the ``(position,
@@ -136,12 +143,12 @@ class ProjectImports:
         ``"cpu_function"`` (a plain function making CPU tensors; a tensor function or
         a factory is told as that first).
         """
-        if isinstance(expr, ast.Name):  # asked of every call's function: no tuple built
-            name = expr.id
-            for kind, attr in KINDS:
-                if name in getattr(self, attr):
-                    return kind, name
-            return None
+        if isinstance(expr, ast.Name):  # asked of every call's function: one dict read
+            index = self._index
+            if index is None:
+                index = self._sealed()
+            kind = index.get(expr.id)
+            return None if kind is None else (kind, expr.id)
         if isinstance(expr, ast.Attribute) and self.modules:  # (asked of every call)
             owner = _dotted(expr.value)
             facts = self.modules.get(owner) if owner is not None else None
@@ -152,7 +159,18 @@ class ProjectImports:
                     return kind, expr.attr
         return None
 
-    def _kinds(self) -> tuple[tuple[str, set[str]], ...]:
+    def _sealed(self) -> dict[str, str]:
+        """Index every name by the first kind holding it; freeze the kinds' sets."""
+        index: dict[str, str] = {}
+        for kind, attr in KINDS:
+            names = frozenset(getattr(self, attr))
+            for name in names:
+                index.setdefault(name, kind)
+            setattr(self, attr, names)
+        self._index = index
+        return index
+
+    def _kinds(self) -> tuple[tuple[str, Set[str]], ...]:
         return tuple((kind, getattr(self, attr)) for kind, attr in KINDS)
 
     def __bool__(self) -> bool:
@@ -242,9 +260,12 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
     knowledge.factories |= imported.factories
     functions = [n for n in tree.body if isinstance(n, _FUNCTIONS)]
     for _ in range(2):  # a factory calling another factory of the module
+        before = len(knowledge.factories)
         for func in functions:
             if returns_all(func, partial(builds, knowledge, func=func)):
                 knowledge.factories.add(func.name)
+        if len(knowledge.factories) == before:
+            break  # nothing new: a second round asks the same of the same knowledge
     tensor_functions = {
         f.name
         for f in functions

@@ -51,7 +51,6 @@ class Reaching:
         # (id of the binding list, name) -> (the list, sorted positions, bindings in that order)
         self._sorted: dict[tuple[int, str], tuple[list[Binding], list[_Key], list[Binding]]] = {}
         self._starts: dict[int, tuple[list[ast.stmt], list[_Key]]] = {}
-        self._where: dict[int, tuple[list[ast.stmt], int]] | None = None
         self._nonlocals: dict[str, list[Binding]] | None = None
 
     def may_reach(self, name: ast.Name) -> list[Binding]:
@@ -158,21 +157,26 @@ class Reaching:
         return bisect.bisect_left(keys, _start(node)), bisect.bisect_right(keys, _end(node))
 
     def _block(self, holder: ast.AST, child: ast.AST) -> tuple[list[ast.stmt], int] | None:
-        """The block of ``holder`` that holds ``child``, and where (indexed once per file)."""
-        if self._where is None:
-            where: dict[int, tuple[list[ast.stmt], int]] = {}
-            for node in ast.walk(self.scopes.tree):
-                for field in _BLOCKS:
-                    block = getattr(node, field, None)
-                    if isinstance(block, list):
-                        for i, s in enumerate(block):
-                            where[id(s)] = (block, i)
-            self._where = where
-        found = self._where.get(id(child))
-        if found is None:
+        """The block of ``holder`` that holds ``child``, and where.
+
+        A statement's block and index come from the scope pass (it records every
+        ``body``/``orelse``/``finalbody`` position as it walks); an ``except``
+        handler is looked for in ``holder``'s handlers (a few). No walk of its own.
+        """
+        if isinstance(child, ast.stmt):
+            found = self.scopes.statement_position(child)
+            if found is None:
+                return None
+            block = found[0]
+            if any(getattr(holder, f, None) is block for f in _BLOCKS):
+                return found
             return None
-        block, i = found
-        return (block, i) if any(getattr(holder, f, None) is block for f in _BLOCKS) else None
+        handlers = getattr(holder, "handlers", None)
+        if isinstance(handlers, list):
+            for i, handler in enumerate(handlers):
+                if handler is child:
+                    return handlers, i
+        return None
 
 
 def _sure(stmt: ast.stmt, inside: list[Binding]) -> bool:

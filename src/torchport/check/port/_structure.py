@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections.abc import Sequence
 
 from torchport.check.port._device_flow import PortScope, names_of
 
@@ -261,6 +262,35 @@ class FileStructure:
                  if p is not None and p.annotation is not None]  # fmt: skip
         notes += [func.returns] if func.returns is not None else []
         notes += getattr(func, "type_params", [])
-        for note in notes:
-            for n in ast.walk(note):
-                self._note(n)
+        if notes:
+            self._note_all(notes)
+
+    def _note_all(self, notes: Sequence[ast.AST]) -> None:
+        """Note every node under each of ``notes``, each in ``ast.walk``'s order (breadth
+        first), less the contexts and operators (``_note`` records none of them)."""
+        note, names, node_class = self._note, self.names, ast.AST
+        name_class, constant_class = ast.Name, ast.Constant
+        for top in notes:
+            queue: list[ast.AST] = [top]
+            for node in queue:  # (the list grows as it is read: breadth first)
+                cls = node.__class__
+                if cls is name_class:  # a leaf: its place
+                    found = names.get(node.id)  # type: ignore[attr-defined]
+                    if found is None:
+                        names[node.id] = [node]  # type: ignore[attr-defined,list-item]
+                    else:
+                        found.append(node)  # type: ignore[arg-type]
+                    continue
+                if cls is constant_class:
+                    continue
+                note(node)
+                for field_name in cls._fields:
+                    if field_name in NO_CHILD_FIELDS:
+                        continue
+                    value = getattr(node, field_name, None)
+                    if value.__class__ is list:
+                        for child in value:
+                            if isinstance(child, node_class):
+                                queue.append(child)
+                    elif isinstance(value, node_class):
+                        queue.append(value)
