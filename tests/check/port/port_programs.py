@@ -629,6 +629,26 @@ FRAGMENTS = [
         "disc{k}.I = 1",
         "OUT.append(disc{k}.learn(T.ones(1, 4)).detach())",
     ),
+    # a settings object of the program's own class (Pytorch-DPPO's `params = Params()`):
+    # numbers only, nothing to move; the second one carries a CPU tensor, a real leftover
+    _lines(
+        "class Params{k}:",
+        "    def __init__(self):",
+        "        self.gamma = 0.5",
+        "        self.num = 4",
+        "        self.update = self.num - 1",
+        "params{k} = Params{k}()",
+        "out{k} = model(T.ones(1, 4)) * params{k}.gamma",
+        "OUT.append((out{k}.clamp(1 - params{k}.gamma, params{k}.update)).detach())",
+    ),
+    _lines(
+        "class Hold{k}:",
+        "    def __init__(self):",
+        "        self.gamma = 0.5",
+        "        self.scale = T.full((1,), 2.0)",
+        "hold{k} = Hold{k}()",
+        "OUT.append((model(T.ones(1, 4)) * hold{k}.gamma * hold{k}.scale).detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

@@ -634,3 +634,96 @@ def test_a_number_stored_on_an_object_from_outside_keeps_its_attribute_a_number(
     else:
         assert clean, left
         assert left == [], left
+
+
+SETTINGS_CLASS = (
+    "class Params({base}):\n"
+    "    def __init__(self):\n"
+    "        self.gamma = 0.99\n"
+    "        self.clip = 0.2\n"
+    "        self.num = 4\n"
+    "        self.update = self.num - 1\n"
+    "        self.name = 'run'\n"
+    "        self.scale = {scale}\n"
+)
+
+
+@given(
+    WHERE,
+    st.sampled_from(["", "object"]),
+    st.sampled_from(["0.5", "torch.full((1,), 0.5)"]),
+    st.sampled_from(["", "params.gamma = 0.9\n", "params.gamma = torch.ones(1) * 0.9\n"]),
+)
+def test_an_attribute_of_a_settings_object_the_file_makes_is_a_number(
+    where: str, base: str, scale: str, outside: str
+) -> None:
+    """Class 7 (n31f, Pytorch-DPPO's ``params = Params()`` then ``params.gamma``): the
+    attribute of an object of the file's own base-less class, every store of which in
+    the class is a number or string, was reported (TP523 "made by ``params.gamma``").
+    What the class's methods (and the file, from outside) store there decides: a tensor
+    stored in the class (``self.scale = torch.full(...)``) or from outside
+    (``params.gamma = torch.ones(1) * 0.9``) is still reported, and the run confirms it."""
+    body = (
+        "params = Params()\n"
+        f"{outside}"
+        "def train(x):\n"
+        "    out = model(x) * params.gamma\n"
+        "    out = out.clamp(1 - params.clip, 1 + params.clip) * params.update\n"
+        "    OUT.append((out * params.scale).detach())\n"
+        "train(torch.ones(1, 4))\n"
+    )
+    source = MODEL + SETTINGS_CLASS.format(base=base, scale=scale) + wrap(body, where)
+    left, clean = placed(source)
+    tensor_gamma = "torch" in outside
+    tensor_scale = "torch" in scale
+    assert clean == (not tensor_gamma and not tensor_scale), (left, clean)
+    assert any("`params.scale`" in f for f in left) == tensor_scale, left
+    if not tensor_gamma:
+        assert not any("`params.gamma`" in f for f in left), left
+    else:
+        assert any("params.gamma" in f for f in left), left
+    assert not any("params.clip" in f or "params.update" in f for f in left), left
+
+
+@given(
+    st.sampled_from(["", "        self.scale = torch.ones(2)\n", "    def scaled(self, x):\n"
+                     "        return x * torch.ones(2)\n"]),
+    st.sampled_from(["Params()", "Params(0.99)"]),
+)  # fmt: skip
+def test_a_settings_object_handed_with_the_model_is_no_tensor(extra: str, made: str) -> None:
+    """Class 7's object (Pytorch-DPPO's ``main.py``): ``params = Params()`` handed with the
+    model to another module's function (``mp.Process(target=test, args=(params.n, params,
+    model, n))``) was reported (TP523 "made by ``Params()``", and ``params.n``). An object
+    of a base-less class with no method but ``__init__``, storing only numbers and strings,
+    holds nothing to move; one that stores a tensor, or has a method that could give one,
+    is reported as before."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    init = "    def __init__(self, gamma=0.5):\n" if "0.99" in made else "    def __init__(self):\n"
+    main = (
+        "import torch\nimport torch.multiprocessing as mp\n\nfrom worker import work\n\n\n"
+        f"class Params:\n{init}"
+        "        self.seed = 1\n        self.n = 4\n" + ("        self.gamma = gamma\n" if
+        "0.99" in made else "") + extra + "\n\n"
+        "if __name__ == '__main__':\n"
+        f"    params = {made}\n"
+        "    model = torch.nn.Linear(4, 2)\n"
+        "    n = torch.zeros(1)\n"
+        "    p = mp.Process(target=work, args=(params.n, params, model, n))\n"
+    )  # fmt: skip
+    worker = (
+        "import torch\n\n\ndef work(rank, params, model, n):\n"
+        "    torch.manual_seed(params.seed + rank)\n"
+        "    return model(torch.ones(1, 4)) + n\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "main.py").write_text(main, encoding="utf-8")
+        (root / "worker.py").write_text(worker, encoding="utf-8")
+        result = port_paths([root / "main.py"], diff=True, jobs=1)
+    left = [str(f) for f in result.remaining if "main.py" in str(f.path)]
+    about_params = [f for f in left if "Params(" in f or "params.n" in f]
+    assert about_params == [] if not extra else about_params, left
+    assert any("goes into a tuple" in f for f in left), left  # the model: as before

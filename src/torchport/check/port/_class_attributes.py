@@ -67,6 +67,23 @@ class ClassAttributes:
         # torch.linspace(...).to(device)`, `torch.tensor(v, device=self.device)`)
         return kind if kind in (Kind.OTHER, Kind.DEVICE) else Kind.UNKNOWN
 
+    def holds_settings_only(self, cls: ast.ClassDef) -> bool:
+        """Whether an object of ``cls`` is a record of settings: no base but ``object``,
+        no method but ``__init__`` (nothing to call on it that could give a tensor), and
+        every attribute ``__init__`` stores on ``self`` a number or string
+        (:meth:`own_attribute` OTHER: ``class Params: def __init__(self): self.gamma =
+        0.99``). Nothing to move, handed anywhere."""
+        if cls.keywords or any(getattr(b, "id", None) != "object" for b in cls.bases):
+            return False
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if stmt.name != "__init__" or stmt.decorator_list:
+                    return False
+            elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                return False  # a class attribute, a nested class: not told here
+        stores = self._self_stores(cls)
+        return bool(stores) and all(self.own_attribute(cls, a) is Kind.OTHER for a in stores)
+
     def _self_stores(self, cls: ast.ClassDef) -> dict[str, list[ast.expr | None]]:
         """Per attribute, the values the class's code stores as ``self.<attr>`` (None: one
         it cannot tell, as ``self.a, self.b = f()``); one walk of the class, kept."""

@@ -202,6 +202,9 @@ class ValueKinds:
         if cls is not None:
             # `Cfg.x`: what the class body holds
             return self.attributes.class_attribute(cls, expr.attr)
+        record = self._record_of(value)
+        if record is not None and self.attributes.own_attribute(record, expr.attr) is Kind.OTHER:
+            return Kind.OTHER  # `params.gamma` of `params = Params()`, `self.gamma = 0.99`
         if self.command_line.scalar(expr):
             return Kind.OTHER  # `args.gamma` of `add_argument("--gamma", type=float)`
         inner = self.of(value)
@@ -217,6 +220,32 @@ class ValueKinds:
                 return Kind.TENSOR  # `m.DATA`: a module-level CPU tensor of the project
             return Kind.OTHER  # `np.pi`, `math.e`, `torch.float32`
         return Kind.UNKNOWN
+
+    def _record_of(self, value: ast.expr) -> ast.ClassDef | None:
+        """The class of the file whose instance ``value`` is, when every binding of the
+        name that may reach it is ``Cls(...)`` of that one class and the class has no base
+        but ``object`` (``params = Params()``): what its methods store on ``self`` is what
+        the object holds (:meth:`ClassAttributes.own_attribute`, which also counts the
+        file's stores into the attribute from outside). A base class could store there
+        too, unseen: no answer then."""
+        if not isinstance(value, ast.Name):
+            return None
+        found = self.reaching.may_reach(value)
+        classes: set[ast.ClassDef] = set()
+        for b in found:
+            bound = getattr(b, "value", None)
+            if b.kind is not BindingKind.ASSIGN or not isinstance(bound, ast.Call):
+                return None
+            cls = self.attributes.file_class(bound.func)
+            if cls is None:
+                return None
+            classes.add(cls)
+        if len(classes) != 1:
+            return None
+        (cls,) = classes
+        if any(getattr(base, "id", None) != "object" for base in cls.bases) or cls.keywords:
+            return None
+        return cls
 
     def _module_name(self, expr: ast.expr) -> bool:
         root = expr
@@ -404,6 +433,8 @@ class ValueKinds:
         if b.kind is BindingKind.CLASS and isinstance(node, ast.ClassDef):
             if node.name in self._loader_classes or node.name in self._dataset_classes:
                 return Kind.LOADER
+            if self.attributes.holds_settings_only(node):
+                return Kind.OTHER  # `params = Params()`: numbers and strings, nothing to call
             return Kind.UNKNOWN  # an object: what it holds is not visible here
         if b.kind is BindingKind.DEF and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return self.callers.returns(node)
