@@ -727,3 +727,65 @@ def test_a_settings_object_handed_with_the_model_is_no_tensor(extra: str, made: 
     about_params = [f for f in left if "Params(" in f or "params.n" in f]
     assert about_params == [] if not extra else about_params, left
     assert any("goes into a tuple" in f for f in left), left  # the model: as before
+
+
+NUMPY_BUFFER = (
+    "import numpy as np\n"
+    "import torch\n\n"
+    "torch.manual_seed(0)\n"
+    "model = torch.nn.Linear(4, 2)\n"
+    "class AC(torch.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.v = torch.nn.Linear(4, 1)\n"
+    "    def step(self, obs):\n"
+    "        with torch.no_grad():\n"
+    "            return {returned}\n"
+    "class Buffer:\n"
+    "    def __init__(self, n=3, gamma=0.5):\n"
+    "        self.rew_buf = np.zeros(n, dtype=np.float32)\n"
+    "        self.val_buf = np.zeros(n, dtype=np.float32)\n"
+    "        self.gamma = gamma\n"
+    "    def store(self, i, r, v):\n"
+    "        self.rew_buf[i] = r\n"
+    "        self.val_buf[i] = v\n"
+    "    def finish_path(self, last_val=0):\n"
+    "        rews = np.append(self.rew_buf[0:3], last_val)\n"
+    "        vals = np.append(self.val_buf[0:3], last_val)\n"
+    "        return rews[:-1] + self.gamma * vals[1:] - vals[:-1]\n"
+)
+
+
+@given(
+    WHERE,
+    st.sampled_from(["self.v(obs).numpy()[0, 0]", "self.v(obs).item()", "self.v(obs)[0, 0]"]),
+)
+def test_numpy_buffers_on_self_and_a_model_method_returning_numpy_are_no_device_values(
+    where: str, returned: str
+) -> None:
+    """Class 8 (spinningup's PPOBuffer, n31d's sample): ``self.rew_buf = np.zeros(n)``
+    read by ``np.append(self.rew_buf[...], last_val)``, ``last_val`` from ``ac.step(obs)``
+    of the file's own model class returning ``.numpy()``: the buffer was "made where the
+    port cannot follow" (TP523) and ``last_val`` a model output numpy reads (TP522). A
+    method of the file's model class whose every return is ``.numpy()`` / ``.item()`` /
+    ``.tolist()`` gives host values; an attribute every store of which is numpy is numpy.
+    A method that returns the tensor itself (``self.v(obs)[0, 0]``) is still a device
+    value numpy reads: reported (TP522), and the run confirms it; the numpy buffer it
+    meets is not named as a tensor to move."""
+    body = (
+        "ac = AC()\n"
+        "buf = Buffer()\n"
+        "for i in range(3):\n"
+        "    buf.store(i, 0.5 * i, ac.step(torch.ones(1, 4) * i))\n"
+        "OUT.append(buf.finish_path(ac.step(torch.ones(1, 4))).tolist())\n"
+        "adv = torch.as_tensor(buf.finish_path()).sum()\n"
+        "OUT.append((model(torch.ones(1, 4)) * adv).detach())\n"
+    )
+    left, clean = placed(NUMPY_BUFFER.format(returned=returned) + wrap(body, where))
+    if "numpy()" in returned or "item()" in returned:
+        assert clean, left
+        assert left == [], left
+    else:
+        assert not clean, left
+        assert any("TP522" in f for f in left), left  # the output numpy reads: `.cpu()` it
+        assert not any("_buf`" in f for f in left), left  # not "move the numpy buffer"

@@ -123,6 +123,11 @@ class ModelQuestions(Protocol):
         """Every read of ``name`` in the file, in no promised order."""
         ...
 
+    def gives_host_values(self, func: ast.Attribute) -> bool:
+        """Whether calling ``func`` (``ac.step``) runs a method of the file's own class
+        that returns only numpy values or numbers."""
+        ...
+
 
 class DeviceFlow:
     """Device values, sinks and reach per scope of one file (see the module docstring)."""
@@ -159,6 +164,8 @@ class DeviceFlow:
             if isinstance(func, ast.Attribute):
                 if func.attr in NOT_FORWARD and self.models.builds_model(func.value, scope):
                     return False  # `model.train()`, `model.parameters()`: not a tensor
+                if self.models.gives_host_values(func):
+                    return False  # `ac.step(obs)` of a method returning `.numpy()`
                 if self.on_device(func.value, scope):
                     return True
             elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS:
