@@ -789,3 +789,37 @@ def test_numpy_buffers_on_self_and_a_model_method_returning_numpy_are_no_device_
         assert not clean, left
         assert any("TP522" in f for f in left), left  # the output numpy reads: `.cpu()` it
         assert not any("_buf`" in f for f in left), left  # not "move the numpy buffer"
+
+
+@given(
+    WHERE,
+    st.sampled_from(
+        ["torch.from_numpy(state).float()", "torch.FloatTensor(state)",
+         "torch.tensor(state, dtype=torch.float32)", "torch.as_tensor(state).float()"]
+    ),
+    st.sampled_from(["state", "s"]),
+)  # fmt: skip
+def test_a_forward_converting_its_numpy_input_makes_the_tensor_where_the_model_is(
+    where: str, made: str, name: str
+) -> None:
+    """Class 9 (nikhilbarhate99/Actor-Critic-PyTorch, n31f's sample): ``def forward(self,
+    state): state = torch.from_numpy(state).float(); state = F.relu(self.affine(state))``
+    was ported to ``torch.from_numpy(state).to(state.device)``: the rebound name's use
+    (``self.affine(state)``) was taken for the parameter's, and a numpy array's device is
+    the CPU, so the ported program stopped at its first forward. A parameter tells the
+    device of the inputs only where the read sees the parameter itself; else the tensor is
+    made where the model's parameters are."""
+    source = MODEL.replace("model = torch.nn.Linear(4, 2)\n", "") + (
+        "import numpy as np\n"
+        "class Policy(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.affine = torch.nn.Linear(4, 2)\n"
+        "    def forward(self, state):\n"
+        f"        {name} = {made}\n"
+        f"        return torch.relu(self.affine({name})).sum().item()\n"
+        "model = Policy()\n"
+    )
+    body = "for i in range(2):\n    OUT.append(model(np.full(4, 0.5 * i, dtype=np.float32)))\n"
+    _, clean = placed(source + wrap(body, where))
+    assert clean
