@@ -681,6 +681,21 @@ FRAGMENTS = [
         "OUT.append(nb{k}.finish(ac{k}.step(T.ones(1, 4))).tolist())",
         "OUT.append((model(T.ones(1, 4)) * T.as_tensor(nb{k}.finish()).sum()).detach())",
     ),
+    # a tensor made from a method's argument whose callers are not all in the file (the
+    # bound method handed on), shaped by `torch.unsqueeze(data, 0)` (DRL-code's
+    # `choose_action`): moved where it is made
+    _lines(
+        "import numpy as np",
+        "class Agent{k}:",
+        "    def __init__(self):",
+        "        self.policy = model",
+        "    def choose(self, s):",
+        "        s = T.unsqueeze(T.tensor(s, dtype=T.float), 0)",
+        "        return self.policy(s).detach()",
+        "agent{k} = Agent{k}()",
+        "act{k} = agent{k}.choose",
+        "OUT.append(act{k}(np.ones(4, dtype=np.float32)))",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

@@ -823,3 +823,42 @@ def test_a_forward_converting_its_numpy_input_makes_the_tensor_where_the_model_i
     body = "for i in range(2):\n    OUT.append(model(np.full(4, 0.5 * i, dtype=np.float32)))\n"
     _, clean = placed(source + wrap(body, where))
     assert clean
+
+
+@given(
+    WHERE,
+    st.sampled_from(
+        ["torch.tensor(s, dtype=torch.float)", "torch.FloatTensor(s)",
+         "torch.from_numpy(s).float()", "torch.as_tensor(s, dtype=torch.float32)"]
+    ),
+    st.sampled_from(["torch.unsqueeze({}, 0)", "{}.unsqueeze(0)", "{}.view(1, -1)"]),
+    st.sampled_from(["s", "x"]),
+)  # fmt: skip
+def test_a_tensor_made_from_an_argument_of_unknown_callers_is_moved_where_it_is_made(
+    where: str, made: str, shaped: str, name: str
+) -> None:
+    """Class 10 (Lizhi-sjtu/DRL-code-pytorch's ``choose_action(self, s)``, n31e's sample:
+    50 real rows, reported, not moved): ``s = torch.unsqueeze(torch.tensor(s, dtype=...),
+    0)`` then ``self.policy(s)``, the method's callers elsewhere. ``torch.unsqueeze(data,
+    0)`` was taken for the method ``data.unsqueeze(0)`` (whose arguments are sizes), so the
+    tensor was not known to reach the model and was left on the CPU, and the argument was
+    reported (TP520) though what meets the model is the tensor made of it. The tensor is
+    moved where it is made; the argument, read only as a creator's data, is not reported."""
+    source = MODEL + (
+        "import numpy as np\n"
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        "        self.policy = model\n"
+        "    def choose_action(self, s):\n"
+        f"        {name} = {shaped.format(made)}\n"
+        f"        return self.policy({name}).detach()\n"
+    )
+    body = (
+        "agent = Agent()\n"
+        "act = agent.choose_action\n"  # handed on: its callers are not all in the file
+        "for i in range(2):\n"
+        "    OUT.append(act(np.full(4, 0.5 * i, dtype=np.float32)))\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    assert clean, left
+    assert left == [], left

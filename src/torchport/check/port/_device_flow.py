@@ -472,6 +472,8 @@ class DeviceFlow:
                         continue
                     stack.append(func.value)
                     if func.attr in SHAPE_METHODS:
+                        if node.args and self.ctx.qualname(func) == f"torch.{func.attr}":
+                            stack.append(node.args[0])  # `torch.unsqueeze(data, 0)`: the data
                         continue  # `data.view(batch_size, -1)`: where `data` is, no data
                 elif isinstance(func, ast.Name) and func.id in _HOST_CALLS:
                     continue
