@@ -696,6 +696,21 @@ FRAGMENTS = [
         "act{k} = agent{k}.choose",
         "OUT.append(act{k}(np.ones(4, dtype=np.float32)))",
     ),
+    # a model whose forward makes its own tensor of a numpy input, rebinding the name
+    # (Actor-Critic-PyTorch): made where the model's parameters are
+    _lines(
+        "import numpy as np",
+        "class Conv{k}(T.nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+        "        self.fc = T.nn.Linear(4, 2)",
+        "    def forward(self, state):",
+        "        state = T.from_numpy(state).float()",
+        "        return self.fc(state)",
+        "T.manual_seed(3)",
+        "conv{k} = Conv{k}()",
+        "OUT.append(conv{k}(np.ones((1, 4), dtype=np.float32) * 0.5).detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

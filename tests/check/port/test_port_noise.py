@@ -862,3 +862,82 @@ def test_a_tensor_made_from_an_argument_of_unknown_callers_is_moved_where_it_is_
     left, clean = placed(source + wrap(body, where))
     assert clean, left
     assert left == [], left
+
+
+@given(
+    WHERE,
+    st.sampled_from(
+        ["torch.from_numpy(state).float()", "torch.tensor(state, dtype=torch.float)",
+         "state.float()"]
+    ),
+)  # fmt: skip
+def test_what_a_forward_converts_itself_is_no_value_to_move(where: str, made: str) -> None:
+    """Class 11 (Actor-Critic-PyTorch's ``policy(state)``, ``state`` from the environment,
+    the forward doing ``state = torch.from_numpy(state).float()``): the state handed in was
+    reported (TP521 "comes from ``env.step``, move it yourself"): a numpy array, which the
+    forward makes its own tensor of, on the model's device once ported. A forward input read
+    only as a torch creator's data is no value to move. A forward that uses its input as it
+    is (``state.float()``) is handed a tensor: moved or reported, never left silent."""
+    converts = "torch." in made
+    source = MODEL.replace("model = torch.nn.Linear(4, 2)\n", "") + (
+        "import numpy as np\n"
+        "import fakelib\n"
+        "class Policy(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.affine = torch.nn.Linear(4, 2)\n"
+        "    def forward(self, state):\n"
+        f"        x = {made}\n"
+        "        return self.affine(x).sum().detach()\n"
+        "model = Policy()\n"
+        "scaler = fakelib.StandardScaler()\n"
+    )
+    given = "scaler.fit_transform(np.full((1, 4), 0.5 * i))"
+    body = (
+        "for i in range(2):\n"
+        f"    state = {given if converts else f'torch.as_tensor({given})'}\n"
+        "    OUT.append(model(state))\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    if converts:
+        assert clean, left
+        assert left == [], left
+    else:
+        assert clean or left, "a CPU tensor handed to the model, and nothing said"
+
+
+@given(st.sampled_from(["from model import Policy", "import model"]))
+def test_what_a_project_models_forward_converts_itself_is_no_value_to_move(spelled: str) -> None:
+    """Class 11 across files (``from model import ActorCritic`` in ``train.py``): the
+    project view records, per model class, the forward inputs it makes its own tensor of."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    made = "Policy()" if spelled.startswith("from") else "model.Policy()"
+    user = (
+        f"import fakelib\nimport numpy as np\n{spelled}\n\n"
+        f"policy = {made}\n"
+        "scaler = fakelib.StandardScaler()\n"
+        "for i in range(2):\n"
+        "    state = scaler.fit_transform(np.full((1, 4), 0.5 * i))\n"
+        "    print(policy(state))\n"
+    )
+    held = (
+        "import torch\n\n\nclass Policy(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.affine = torch.nn.Linear(4, 2)\n\n"
+        "    def forward(self, state):\n"
+        "        state = torch.from_numpy(state).float()\n"
+        "        return self.affine(state).sum().item()\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "model.py").write_text(held, encoding="utf-8")
+        (root / "train.py").write_text(user, encoding="utf-8")
+        result = port_paths([root / "train.py"], diff=True, jobs=1)
+    left = [str(f) for f in result.remaining]
+    if spelled.startswith("from"):
+        assert left == [], left
+    else:  # `model.Policy()` through the module: not told here, reported as before
+        assert any("fit_transform" in f for f in left), left

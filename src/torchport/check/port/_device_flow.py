@@ -128,6 +128,10 @@ class ModelQuestions(Protocol):
         that returns only numpy values or numbers."""
         ...
 
+    def converted_inputs(self, call: ast.Call) -> tuple[int, ...]:
+        """The positions of ``call``'s arguments its model makes its own tensor of."""
+        ...
+
 
 class DeviceFlow:
     """Device values, sinks and reach per scope of one file (see the module docstring)."""
@@ -250,10 +254,15 @@ class DeviceFlow:
         """The operands of ``node`` that meet the device, or [] when it combines none."""
         if isinstance(node, ast.Call):
             args = [a for a in node.args] + [k.value for k in node.keywords]
-            if (
-                self.models.forward(node, scope)
-                or self._partial_of_a_model(node, scope)
-                or self._model_from_a_literal(node.func, scope)
+            if self.models.forward(node, scope):
+                converted = self.models.converted_inputs(node)
+                if converted:  # `policy(state)`: the forward makes its own tensor of `state`
+                    return [a for i, a in enumerate(node.args) if i not in converted] + [
+                        k.value for k in node.keywords
+                    ]
+                return args
+            if self._partial_of_a_model(node, scope) or self._model_from_a_literal(
+                node.func, scope
             ):
                 return args
             func = node.func

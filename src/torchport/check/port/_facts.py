@@ -51,9 +51,10 @@ from torchport.check.port._choices import deliberate_cpu, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope
 from torchport.check.port._device_name import DeviceName
 from torchport.check.port._models import ModelKnowledge, library_driven
-from torchport.check.port._module_functions import own_tensor_functions
+from torchport.check.port._module_functions import converted_inputs, own_tensor_functions
 from torchport.check.port._project import project_imports
 from torchport.check.port._structure import FileStructure
+from torchport.check.semantic import BindingKind
 
 __all__ = ["PortFacts", "PortScope", "port_facts"]
 
@@ -431,6 +432,38 @@ class PortFacts:
         while isinstance(root, ast.Attribute) and not self.holds_model(root, scope):
             root = root.value
         return isinstance(root, (ast.Name, ast.Attribute)) and self.holds_model(root, scope)
+
+    def converted_inputs(self, call: ast.Call) -> tuple[int, ...]:
+        """The positions of ``call``'s arguments the model it runs makes its own tensor of
+        (:func:`converted_inputs`): ``policy(state)`` with ``policy = ActorCritic()`` of the
+        file or of a project module whose forward does ``torch.from_numpy(state)``."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return ()
+        found = self.ctx.scopes.bindings(func.id, func)
+        answers: set[tuple[int, ...]] = set()
+        for b in found:
+            bound = getattr(b, "value", None)
+            while (
+                isinstance(bound, ast.Call)
+                and isinstance(bound.func, ast.Attribute)
+                and bound.func.attr == "to"
+            ):
+                bound = bound.func.value
+            if not isinstance(bound, ast.Call) or not isinstance(bound.func, ast.Name):
+                return ()
+            made = bound.func
+            classes = self.ctx.scopes.bindings(made.id, made)
+            if len(classes) != 1:
+                return ()
+            node = classes[0].node
+            if isinstance(node, ast.ClassDef):
+                answers.add(converted_inputs(self.ctx, node))
+            elif classes[0].kind is BindingKind.IMPORT and made.id in self.project.converted:
+                answers.add(self.project.converted[made.id])
+            else:
+                return ()
+        return answers.pop() if len(answers) == 1 else ()
 
     def gives_host_values(self, func: ast.Attribute) -> bool:
         """``ac.step(obs)`` where every binding of ``ac`` is ``Cls(...)`` (or
