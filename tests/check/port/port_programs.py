@@ -629,6 +629,88 @@ FRAGMENTS = [
         "disc{k}.I = 1",
         "OUT.append(disc{k}.learn(T.ones(1, 4)).detach())",
     ),
+    # a settings object of the program's own class (Pytorch-DPPO's `params = Params()`):
+    # numbers only, nothing to move; the second one carries a CPU tensor, a real leftover
+    _lines(
+        "class Params{k}:",
+        "    def __init__(self):",
+        "        self.gamma = 0.5",
+        "        self.num = 4",
+        "        self.update = self.num - 1",
+        "params{k} = Params{k}()",
+        "out{k} = model(T.ones(1, 4)) * params{k}.gamma",
+        "OUT.append((out{k}.clamp(1 - params{k}.gamma, params{k}.update)).detach())",
+    ),
+    _lines(
+        "class Hold{k}:",
+        "    def __init__(self):",
+        "        self.gamma = 0.5",
+        "        self.scale = T.full((1,), 2.0)",
+        "hold{k} = Hold{k}()",
+        "OUT.append((model(T.ones(1, 4)) * hold{k}.gamma * hold{k}.scale).detach())",
+    ),
+    # numpy buffers kept on `self` (spinningup's PPOBuffer: `self.rew_buf = np.zeros(n)`,
+    # `np.append(self.rew_buf[...], last_val)`): numpy, no tensor; what the buffer hands
+    # back through `torch.as_tensor` is a CPU tensor, a real leftover where it meets the model
+    _lines(
+        "import numpy as np",
+        "class NBuf{k}:",
+        "    def __init__(self, n=3, gamma=0.5):",
+        "        self.rew = np.zeros(n, dtype=np.float32)",
+        "        self.val = np.zeros(n, dtype=np.float32)",
+        "        self.gamma = gamma",
+        "    def store(self, i, r, v):",
+        "        self.rew[i] = r",
+        "        self.val[i] = v",
+        "    def finish(self, last=0.0):",
+        "        rews = np.append(self.rew[0:3], last)",
+        "        vals = np.append(self.val[0:3], last)",
+        "        return rews[:-1] + self.gamma * vals[1:] - vals[:-1]",
+        "class AC{k}(T.nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+        "        self.v = T.nn.Linear(4, 1)",
+        "    def step(self, obs):",
+        "        with T.no_grad():",
+        "            return self.v(obs).numpy()[0, 0]",
+        "T.manual_seed(2)",
+        "ac{k} = AC{k}()",
+        "nb{k} = NBuf{k}()",
+        "for i{k} in range(3):",
+        "    nb{k}.store(i{k}, 0.5 * i{k}, ac{k}.step(T.ones(1, 4) * i{k}))",
+        "OUT.append(nb{k}.finish(ac{k}.step(T.ones(1, 4))).tolist())",
+        "OUT.append((model(T.ones(1, 4)) * T.as_tensor(nb{k}.finish()).sum()).detach())",
+    ),
+    # a tensor made from a method's argument whose callers are not all in the file (the
+    # bound method handed on), shaped by `torch.unsqueeze(data, 0)` (DRL-code's
+    # `choose_action`): moved where it is made
+    _lines(
+        "import numpy as np",
+        "class Agent{k}:",
+        "    def __init__(self):",
+        "        self.policy = model",
+        "    def choose(self, s):",
+        "        s = T.unsqueeze(T.tensor(s, dtype=T.float), 0)",
+        "        return self.policy(s).detach()",
+        "agent{k} = Agent{k}()",
+        "act{k} = agent{k}.choose",
+        "OUT.append(act{k}(np.ones(4, dtype=np.float32)))",
+    ),
+    # a model whose forward makes its own tensor of a numpy input, rebinding the name
+    # (Actor-Critic-PyTorch): made where the model's parameters are
+    _lines(
+        "import numpy as np",
+        "class Conv{k}(T.nn.Module):",
+        "    def __init__(self):",
+        "        super().__init__()",
+        "        self.fc = T.nn.Linear(4, 2)",
+        "    def forward(self, state):",
+        "        state = T.from_numpy(state).float()",
+        "        return self.fc(state)",
+        "T.manual_seed(3)",
+        "conv{k} = Conv{k}()",
+        "OUT.append(conv{k}(np.ones((1, 4), dtype=np.float32) * 0.5).detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

@@ -634,3 +634,310 @@ def test_a_number_stored_on_an_object_from_outside_keeps_its_attribute_a_number(
     else:
         assert clean, left
         assert left == [], left
+
+
+SETTINGS_CLASS = (
+    "class Params({base}):\n"
+    "    def __init__(self):\n"
+    "        self.gamma = 0.99\n"
+    "        self.clip = 0.2\n"
+    "        self.num = 4\n"
+    "        self.update = self.num - 1\n"
+    "        self.name = 'run'\n"
+    "        self.scale = {scale}\n"
+)
+
+
+@given(
+    WHERE,
+    st.sampled_from(["", "object"]),
+    st.sampled_from(["0.5", "torch.full((1,), 0.5)"]),
+    st.sampled_from(["", "params.gamma = 0.9\n", "params.gamma = torch.ones(1) * 0.9\n"]),
+)
+def test_an_attribute_of_a_settings_object_the_file_makes_is_a_number(
+    where: str, base: str, scale: str, outside: str
+) -> None:
+    """Class 7 (n31f, Pytorch-DPPO's ``params = Params()`` then ``params.gamma``): the
+    attribute of an object of the file's own base-less class, every store of which in
+    the class is a number or string, was reported (TP523 "made by ``params.gamma``").
+    What the class's methods (and the file, from outside) store there decides: a tensor
+    stored in the class (``self.scale = torch.full(...)``) or from outside
+    (``params.gamma = torch.ones(1) * 0.9``) is still reported, and the run confirms it."""
+    body = (
+        "params = Params()\n"
+        f"{outside}"
+        "def train(x):\n"
+        "    out = model(x) * params.gamma\n"
+        "    out = out.clamp(1 - params.clip, 1 + params.clip) * params.update\n"
+        "    OUT.append((out * params.scale).detach())\n"
+        "train(torch.ones(1, 4))\n"
+    )
+    source = MODEL + SETTINGS_CLASS.format(base=base, scale=scale) + wrap(body, where)
+    left, clean = placed(source)
+    tensor_gamma = "torch" in outside
+    tensor_scale = "torch" in scale
+    assert clean == (not tensor_gamma and not tensor_scale), (left, clean)
+    assert any("`params.scale`" in f for f in left) == tensor_scale, left
+    if not tensor_gamma:
+        assert not any("`params.gamma`" in f for f in left), left
+    else:
+        assert any("params.gamma" in f for f in left), left
+    assert not any("params.clip" in f or "params.update" in f for f in left), left
+
+
+@given(
+    st.sampled_from(["", "        self.scale = torch.ones(2)\n", "    def scaled(self, x):\n"
+                     "        return x * torch.ones(2)\n"]),
+    st.sampled_from(["Params()", "Params(0.99)"]),
+)  # fmt: skip
+def test_a_settings_object_handed_with_the_model_is_no_tensor(extra: str, made: str) -> None:
+    """Class 7's object (Pytorch-DPPO's ``main.py``): ``params = Params()`` handed with the
+    model to another module's function (``mp.Process(target=test, args=(params.n, params,
+    model, n))``) was reported (TP523 "made by ``Params()``", and ``params.n``). An object
+    of a base-less class with no method but ``__init__``, storing only numbers and strings,
+    holds nothing to move; one that stores a tensor, or has a method that could give one,
+    is reported as before."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    init = "    def __init__(self, gamma=0.5):\n" if "0.99" in made else "    def __init__(self):\n"
+    main = (
+        "import torch\nimport torch.multiprocessing as mp\n\nfrom worker import work\n\n\n"
+        f"class Params:\n{init}"
+        "        self.seed = 1\n        self.n = 4\n" + ("        self.gamma = gamma\n" if
+        "0.99" in made else "") + extra + "\n\n"
+        "if __name__ == '__main__':\n"
+        f"    params = {made}\n"
+        "    model = torch.nn.Linear(4, 2)\n"
+        "    n = torch.zeros(1)\n"
+        "    p = mp.Process(target=work, args=(params.n, params, model, n))\n"
+    )  # fmt: skip
+    worker = (
+        "import torch\n\n\ndef work(rank, params, model, n):\n"
+        "    torch.manual_seed(params.seed + rank)\n"
+        "    return model(torch.ones(1, 4)) + n\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "main.py").write_text(main, encoding="utf-8")
+        (root / "worker.py").write_text(worker, encoding="utf-8")
+        result = port_paths([root / "main.py"], diff=True, jobs=1)
+    left = [str(f) for f in result.remaining if "main.py" in str(f.path)]
+    about_params = [f for f in left if "Params(" in f or "params.n" in f]
+    assert about_params == [] if not extra else about_params, left
+    assert any("goes into a tuple" in f for f in left), left  # the model: as before
+
+
+NUMPY_BUFFER = (
+    "import numpy as np\n"
+    "import torch\n\n"
+    "torch.manual_seed(0)\n"
+    "model = torch.nn.Linear(4, 2)\n"
+    "class AC(torch.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.v = torch.nn.Linear(4, 1)\n"
+    "    def step(self, obs):\n"
+    "        with torch.no_grad():\n"
+    "            return {returned}\n"
+    "class Buffer:\n"
+    "    def __init__(self, n=3, gamma=0.5):\n"
+    "        self.rew_buf = np.zeros(n, dtype=np.float32)\n"
+    "        self.val_buf = np.zeros(n, dtype=np.float32)\n"
+    "        self.gamma = gamma\n"
+    "    def store(self, i, r, v):\n"
+    "        self.rew_buf[i] = r\n"
+    "        self.val_buf[i] = v\n"
+    "    def finish_path(self, last_val=0):\n"
+    "        rews = np.append(self.rew_buf[0:3], last_val)\n"
+    "        vals = np.append(self.val_buf[0:3], last_val)\n"
+    "        return rews[:-1] + self.gamma * vals[1:] - vals[:-1]\n"
+)
+
+
+@given(
+    WHERE,
+    st.sampled_from(["self.v(obs).numpy()[0, 0]", "self.v(obs).item()", "self.v(obs)[0, 0]"]),
+)
+def test_numpy_buffers_on_self_and_a_model_method_returning_numpy_are_no_device_values(
+    where: str, returned: str
+) -> None:
+    """Class 8 (spinningup's PPOBuffer, n31d's sample): ``self.rew_buf = np.zeros(n)``
+    read by ``np.append(self.rew_buf[...], last_val)``, ``last_val`` from ``ac.step(obs)``
+    of the file's own model class returning ``.numpy()``: the buffer was "made where the
+    port cannot follow" (TP523) and ``last_val`` a model output numpy reads (TP522). A
+    method of the file's model class whose every return is ``.numpy()`` / ``.item()`` /
+    ``.tolist()`` gives host values; an attribute every store of which is numpy is numpy.
+    A method that returns the tensor itself (``self.v(obs)[0, 0]``) is still a device
+    value numpy reads: reported (TP522), and the run confirms it; the numpy buffer it
+    meets is not named as a tensor to move."""
+    body = (
+        "ac = AC()\n"
+        "buf = Buffer()\n"
+        "for i in range(3):\n"
+        "    buf.store(i, 0.5 * i, ac.step(torch.ones(1, 4) * i))\n"
+        "OUT.append(buf.finish_path(ac.step(torch.ones(1, 4))).tolist())\n"
+        "adv = torch.as_tensor(buf.finish_path()).sum()\n"
+        "OUT.append((model(torch.ones(1, 4)) * adv).detach())\n"
+    )
+    left, clean = placed(NUMPY_BUFFER.format(returned=returned) + wrap(body, where))
+    if "numpy()" in returned or "item()" in returned:
+        assert clean, left
+        assert left == [], left
+    else:
+        assert not clean, left
+        assert any("TP522" in f for f in left), left  # the output numpy reads: `.cpu()` it
+        assert not any("_buf`" in f for f in left), left  # not "move the numpy buffer"
+
+
+@given(
+    WHERE,
+    st.sampled_from(
+        ["torch.from_numpy(state).float()", "torch.FloatTensor(state)",
+         "torch.tensor(state, dtype=torch.float32)", "torch.as_tensor(state).float()"]
+    ),
+    st.sampled_from(["state", "s"]),
+)  # fmt: skip
+def test_a_forward_converting_its_numpy_input_makes_the_tensor_where_the_model_is(
+    where: str, made: str, name: str
+) -> None:
+    """Class 9 (nikhilbarhate99/Actor-Critic-PyTorch, n31f's sample): ``def forward(self,
+    state): state = torch.from_numpy(state).float(); state = F.relu(self.affine(state))``
+    was ported to ``torch.from_numpy(state).to(state.device)``: the rebound name's use
+    (``self.affine(state)``) was taken for the parameter's, and a numpy array's device is
+    the CPU, so the ported program stopped at its first forward. A parameter tells the
+    device of the inputs only where the read sees the parameter itself; else the tensor is
+    made where the model's parameters are."""
+    source = MODEL.replace("model = torch.nn.Linear(4, 2)\n", "") + (
+        "import numpy as np\n"
+        "class Policy(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.affine = torch.nn.Linear(4, 2)\n"
+        "    def forward(self, state):\n"
+        f"        {name} = {made}\n"
+        f"        return torch.relu(self.affine({name})).sum().item()\n"
+        "model = Policy()\n"
+    )
+    body = "for i in range(2):\n    OUT.append(model(np.full(4, 0.5 * i, dtype=np.float32)))\n"
+    _, clean = placed(source + wrap(body, where))
+    assert clean
+
+
+@given(
+    WHERE,
+    st.sampled_from(
+        ["torch.tensor(s, dtype=torch.float)", "torch.FloatTensor(s)",
+         "torch.from_numpy(s).float()", "torch.as_tensor(s, dtype=torch.float32)"]
+    ),
+    st.sampled_from(["torch.unsqueeze({}, 0)", "{}.unsqueeze(0)", "{}.view(1, -1)"]),
+    st.sampled_from(["s", "x"]),
+)  # fmt: skip
+def test_a_tensor_made_from_an_argument_of_unknown_callers_is_moved_where_it_is_made(
+    where: str, made: str, shaped: str, name: str
+) -> None:
+    """Class 10 (Lizhi-sjtu/DRL-code-pytorch's ``choose_action(self, s)``, n31e's sample:
+    50 real rows, reported, not moved): ``s = torch.unsqueeze(torch.tensor(s, dtype=...),
+    0)`` then ``self.policy(s)``, the method's callers elsewhere. ``torch.unsqueeze(data,
+    0)`` was taken for the method ``data.unsqueeze(0)`` (whose arguments are sizes), so the
+    tensor was not known to reach the model and was left on the CPU, and the argument was
+    reported (TP520) though what meets the model is the tensor made of it. The tensor is
+    moved where it is made; the argument, read only as a creator's data, is not reported."""
+    source = MODEL + (
+        "import numpy as np\n"
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        "        self.policy = model\n"
+        "    def choose_action(self, s):\n"
+        f"        {name} = {shaped.format(made)}\n"
+        f"        return self.policy({name}).detach()\n"
+    )
+    body = (
+        "agent = Agent()\n"
+        "act = agent.choose_action\n"  # handed on: its callers are not all in the file
+        "for i in range(2):\n"
+        "    OUT.append(act(np.full(4, 0.5 * i, dtype=np.float32)))\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    assert clean, left
+    assert left == [], left
+
+
+@given(
+    WHERE,
+    st.sampled_from(
+        ["torch.from_numpy(state).float()", "torch.tensor(state, dtype=torch.float)",
+         "state.float()"]
+    ),
+)  # fmt: skip
+def test_what_a_forward_converts_itself_is_no_value_to_move(where: str, made: str) -> None:
+    """Class 11 (Actor-Critic-PyTorch's ``policy(state)``, ``state`` from the environment,
+    the forward doing ``state = torch.from_numpy(state).float()``): the state handed in was
+    reported (TP521 "comes from ``env.step``, move it yourself"): a numpy array, which the
+    forward makes its own tensor of, on the model's device once ported. A forward input read
+    only as a torch creator's data is no value to move. A forward that uses its input as it
+    is (``state.float()``) is handed a tensor: moved or reported, never left silent."""
+    converts = "torch." in made
+    source = MODEL.replace("model = torch.nn.Linear(4, 2)\n", "") + (
+        "import numpy as np\n"
+        "import fakelib\n"
+        "class Policy(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.affine = torch.nn.Linear(4, 2)\n"
+        "    def forward(self, state):\n"
+        f"        x = {made}\n"
+        "        return self.affine(x).sum().detach()\n"
+        "model = Policy()\n"
+        "scaler = fakelib.StandardScaler()\n"
+    )
+    given = "scaler.fit_transform(np.full((1, 4), 0.5 * i))"
+    body = (
+        "for i in range(2):\n"
+        f"    state = {given if converts else f'torch.as_tensor({given})'}\n"
+        "    OUT.append(model(state))\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    if converts:
+        assert clean, left
+        assert left == [], left
+    else:
+        assert clean or left, "a CPU tensor handed to the model, and nothing said"
+
+
+@given(st.sampled_from(["from model import Policy", "import model"]))
+def test_what_a_project_models_forward_converts_itself_is_no_value_to_move(spelled: str) -> None:
+    """Class 11 across files (``from model import ActorCritic`` in ``train.py``): the
+    project view records, per model class, the forward inputs it makes its own tensor of."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    made = "Policy()" if spelled.startswith("from") else "model.Policy()"
+    user = (
+        f"import fakelib\nimport numpy as np\n{spelled}\n\n"
+        f"policy = {made}\n"
+        "scaler = fakelib.StandardScaler()\n"
+        "for i in range(2):\n"
+        "    state = scaler.fit_transform(np.full((1, 4), 0.5 * i))\n"
+        "    print(policy(state))\n"
+    )
+    held = (
+        "import torch\n\n\nclass Policy(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.affine = torch.nn.Linear(4, 2)\n\n"
+        "    def forward(self, state):\n"
+        "        state = torch.from_numpy(state).float()\n"
+        "        return self.affine(state).sum().item()\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "model.py").write_text(held, encoding="utf-8")
+        (root / "train.py").write_text(user, encoding="utf-8")
+        result = port_paths([root / "train.py"], diff=True, jobs=1)
+    left = [str(f) for f in result.remaining]
+    if spelled.startswith("from"):
+        assert left == [], left
+    else:  # `model.Policy()` through the module: not told here, reported as before
+        assert any("fit_transform" in f for f in left), left

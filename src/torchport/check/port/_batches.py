@@ -27,7 +27,13 @@ import ast
 from dataclasses import dataclass, field
 
 from torchport.check._context import Context
-from torchport.check.port._calls import HOST_READS, META_ATTRS, is_move
+from torchport.check.port._calls import (
+    CREATORS,
+    HOST_READS,
+    META_ATTRS,
+    TYPED_CONSTRUCTORS,
+    is_move,
+)
 from torchport.check.port._collate import collate_returning
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
@@ -119,6 +125,8 @@ class _Planner:
             if kind is Kind.UNKNOWN and self.objects.holds_object(param, func):
                 self.plan.objects.add(id(param))
                 continue
+            if kind is Kind.UNKNOWN and self._only_made_into_tensors(param, scope):
+                continue  # `torch.tensor(s, dtype=...)`: that tensor is moved (or reported)
             self.plan.covered.add((id(func), name))
             if kind in _MOVED:
                 usage = "tensor" if kind is Kind.TENSOR else self._kind(name, scope.nodes)
@@ -132,6 +140,39 @@ class _Planner:
                 )
         if move.tensors or move.dicts:
             self.plan.moves[id(func)] = move
+
+    def _only_made_into_tensors(self, param: ast.arg, scope: PortScope) -> bool:
+        """Whether every read of ``param`` that sees the parameter itself is the data a torch
+        creator makes a new tensor of (``s = torch.unsqueeze(torch.tensor(s, dtype=...), 0)``
+        before ``self.policy(s)``): what meets the model is that tensor, which TP503 moves
+        where it is made (or reports); the argument is never the value to move."""
+        scopes = self.ctx.scopes
+        seen = False
+        for node in scope.nodes:
+            if not (
+                isinstance(node, ast.Name)
+                and node.id == param.arg
+                and isinstance(node.ctx, ast.Load)
+            ):
+                continue
+            found = scopes.reaching(node.id, node)
+            if found is None:
+                bound = scopes.bindings(node.id, node)
+                found = bound[0] if len(bound) == 1 else None
+            if found is None:
+                return False  # which binding it sees is not told
+            if found.node is not param:
+                continue  # a later binding's read (`s` after `s = torch.tensor(s)`)
+            holder = self.facts.parents.get(id(node))
+            if not (
+                isinstance(holder, ast.Call)
+                and holder.args
+                and holder.args[0] is node
+                and (self.ctx.qualname(holder.func) or "") in CREATORS | TYPED_CONSTRUCTORS
+            ):
+                return False
+            seen = True
+        return seen
 
     def _unpacked_params(
         self, func: ast.FunctionDef | ast.AsyncFunctionDef, scope: PortScope

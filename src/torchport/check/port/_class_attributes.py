@@ -2,7 +2,8 @@
 
 ``self.x`` in a method of a class of the file, and ``Cfg.x`` read through the
 class: OTHER when every value the file stores there is a number or string, DEVICE
-when every one is a tensor made on the device or moved there (for ``self.x``),
+when every one is a tensor made on the device or moved there, NUMPY when every one
+is a numpy array (for ``self.x``),
 the join of the class body's values for a class attribute, UNKNOWN whenever the
 file stores that attribute anywhere else. Asked by :class:`ValueKinds`, which
 it asks back for the kind of each stored value. Syntax only; imports no torch.
@@ -43,7 +44,8 @@ class ClassAttributes:
         """What ``self.<attr>`` holds in a method of ``cls``: OTHER when every store of it in
         the class's methods is a number or string (``self.total_it = 0``, ``+= 1``,
         ``self.discount = discount`` with ``discount=0.99``), DEVICE when every store is a
-        tensor made on the device or moved there, else UNKNOWN.
+        tensor made on the device or moved there, NUMPY when every one is a numpy array
+        (``self.rew_buf = np.zeros(size)``), else UNKNOWN.
 
         Unknown as well when the file stores that attribute on anything but ``self``
         (``agent.total_it = ...``) other than a number or string literal (``agent.I = 1``),
@@ -64,8 +66,26 @@ class ClassAttributes:
             return Kind.UNKNOWN  # unpacked into, or annotated only: not told
         kind = join(self._kind_of(v) for v in values if v is not None)
         # DEVICE: every store made on the device or moved there (`self.support =
-        # torch.linspace(...).to(device)`, `torch.tensor(v, device=self.device)`)
-        return kind if kind in (Kind.OTHER, Kind.DEVICE) else Kind.UNKNOWN
+        # torch.linspace(...).to(device)`, `torch.tensor(v, device=self.device)`);
+        # NUMPY: every one a numpy array (`self.rew_buf = np.zeros(size)`)
+        return kind if kind in (Kind.OTHER, Kind.DEVICE, Kind.NUMPY) else Kind.UNKNOWN
+
+    def holds_settings_only(self, cls: ast.ClassDef) -> bool:
+        """Whether an object of ``cls`` is a record of settings: no base but ``object``,
+        no method but ``__init__`` (nothing to call on it that could give a tensor), and
+        every attribute ``__init__`` stores on ``self`` a number or string
+        (:meth:`own_attribute` OTHER: ``class Params: def __init__(self): self.gamma =
+        0.99``). Nothing to move, handed anywhere."""
+        if cls.keywords or any(getattr(b, "id", None) != "object" for b in cls.bases):
+            return False
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if stmt.name != "__init__" or stmt.decorator_list:
+                    return False
+            elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                return False  # a class attribute, a nested class: not told here
+        stores = self._self_stores(cls)
+        return bool(stores) and all(self.own_attribute(cls, a) is Kind.OTHER for a in stores)
 
     def _self_stores(self, cls: ast.ClassDef) -> dict[str, list[ast.expr | None]]:
         """Per attribute, the values the class's code stores as ``self.<attr>`` (None: one

@@ -123,6 +123,15 @@ class ModelQuestions(Protocol):
         """Every read of ``name`` in the file, in no promised order."""
         ...
 
+    def gives_host_values(self, func: ast.Attribute) -> bool:
+        """Whether calling ``func`` (``ac.step``) runs a method of the file's own class
+        that returns only numpy values or numbers."""
+        ...
+
+    def converted_inputs(self, call: ast.Call) -> tuple[int, ...]:
+        """The positions of ``call``'s arguments its model makes its own tensor of."""
+        ...
+
 
 class DeviceFlow:
     """Device values, sinks and reach per scope of one file (see the module docstring)."""
@@ -159,6 +168,8 @@ class DeviceFlow:
             if isinstance(func, ast.Attribute):
                 if func.attr in NOT_FORWARD and self.models.builds_model(func.value, scope):
                     return False  # `model.train()`, `model.parameters()`: not a tensor
+                if self.models.gives_host_values(func):
+                    return False  # `ac.step(obs)` of a method returning `.numpy()`
                 if self.on_device(func.value, scope):
                     return True
             elif isinstance(func, ast.Name) and func.id in _HOST_BUILTINS:
@@ -243,10 +254,15 @@ class DeviceFlow:
         """The operands of ``node`` that meet the device, or [] when it combines none."""
         if isinstance(node, ast.Call):
             args = [a for a in node.args] + [k.value for k in node.keywords]
-            if (
-                self.models.forward(node, scope)
-                or self._partial_of_a_model(node, scope)
-                or self._model_from_a_literal(node.func, scope)
+            if self.models.forward(node, scope):
+                converted = self.models.converted_inputs(node)
+                if converted:  # `policy(state)`: the forward makes its own tensor of `state`
+                    return [a for i, a in enumerate(node.args) if i not in converted] + [
+                        k.value for k in node.keywords
+                    ]
+                return args
+            if self._partial_of_a_model(node, scope) or self._model_from_a_literal(
+                node.func, scope
             ):
                 return args
             func = node.func
@@ -465,6 +481,8 @@ class DeviceFlow:
                         continue
                     stack.append(func.value)
                     if func.attr in SHAPE_METHODS:
+                        if node.args and self.ctx.qualname(func) == f"torch.{func.attr}":
+                            stack.append(node.args[0])  # `torch.unsqueeze(data, 0)`: the data
                         continue  # `data.view(batch_size, -1)`: where `data` is, no data
                 elif isinstance(func, ast.Name) and func.id in _HOST_CALLS:
                     continue

@@ -202,6 +202,9 @@ class ValueKinds:
         if cls is not None:
             # `Cfg.x`: what the class body holds
             return self.attributes.class_attribute(cls, expr.attr)
+        record = self._record_of(value)
+        if record is not None and self.attributes.own_attribute(record, expr.attr) is Kind.OTHER:
+            return Kind.OTHER  # `params.gamma` of `params = Params()`, `self.gamma = 0.99`
         if self.command_line.scalar(expr):
             return Kind.OTHER  # `args.gamma` of `add_argument("--gamma", type=float)`
         inner = self.of(value)
@@ -217,6 +220,59 @@ class ValueKinds:
                 return Kind.TENSOR  # `m.DATA`: a module-level CPU tensor of the project
             return Kind.OTHER  # `np.pi`, `math.e`, `torch.float32`
         return Kind.UNKNOWN
+
+    def _model_method_gives(self, func: ast.Attribute) -> Kind | None:
+        """``ac.step(obs)`` where ``ac`` is an object of the file's own model class and
+        ``step`` a plain method of its body every ``return`` of which is numpy or no
+        tensor (``return self.v(obs).numpy()``): that kind, not a forward's output."""
+        cls = self._instance_class(func.value)
+        if cls is None:
+            return None
+        for stmt in cls.body:
+            if (
+                isinstance(stmt, ast.FunctionDef)
+                and stmt.name == func.attr
+                and not stmt.decorator_list
+            ):
+                kind = self.callers.returns(stmt)
+                return kind if kind in (Kind.NUMPY, Kind.OTHER) else None
+        return None
+
+    def _instance_class(self, value: ast.expr) -> ast.ClassDef | None:
+        """The class of the file whose instance ``value`` is, when every binding of the
+        name that may reach it is ``Cls(...)`` of that one class (or ``Cls(...).to(...)``,
+        as the port writes it)."""
+        if not isinstance(value, ast.Name):
+            return None
+        classes: set[ast.ClassDef] = set()
+        for b in self.reaching.may_reach(value):
+            bound = getattr(b, "value", None)
+            while (
+                isinstance(bound, ast.Call)
+                and isinstance(bound.func, ast.Attribute)
+                and bound.func.attr == "to"
+            ):
+                bound = bound.func.value
+            if b.kind is not BindingKind.ASSIGN or not isinstance(bound, ast.Call):
+                return None
+            cls = self.attributes.file_class(bound.func)
+            if cls is None:
+                return None
+            classes.add(cls)
+        return classes.pop() if len(classes) == 1 else None
+
+    def _record_of(self, value: ast.expr) -> ast.ClassDef | None:
+        """:meth:`_instance_class`, when the class has no base but ``object``
+        (``params = Params()``): what its methods store on ``self`` is what the object
+        holds (:meth:`ClassAttributes.own_attribute`, which also counts the file's stores
+        into the attribute from outside). A base class could store there too, unseen: no
+        answer then."""
+        cls = self._instance_class(value)
+        if cls is None or cls.keywords:
+            return None
+        if any(getattr(base, "id", None) != "object" for base in cls.bases):
+            return None
+        return cls
 
     def _module_name(self, expr: ast.expr) -> bool:
         root = expr
@@ -369,7 +425,10 @@ class ValueKinds:
         if inner is Kind.MODEL:
             if attr in MODEL_METHODS:
                 return Kind.MODEL
-            return Kind.OTHER if attr in NOT_FORWARD else Kind.DEVICE
+            if attr in NOT_FORWARD:
+                return Kind.OTHER
+            gives = self._model_method_gives(func)
+            return gives if gives is not None else Kind.DEVICE
         if inner is Kind.NUMPY:
             return Kind.OTHER if attr in ("tolist", "item") else Kind.NUMPY
         if inner is Kind.LOADER and attr in ("next", "__next__") and not call.args:
@@ -404,6 +463,8 @@ class ValueKinds:
         if b.kind is BindingKind.CLASS and isinstance(node, ast.ClassDef):
             if node.name in self._loader_classes or node.name in self._dataset_classes:
                 return Kind.LOADER
+            if self.attributes.holds_settings_only(node):
+                return Kind.OTHER  # `params = Params()`: numbers and strings, nothing to call
             return Kind.UNKNOWN  # an object: what it holds is not visible here
         if b.kind is BindingKind.DEF and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return self.callers.returns(node)

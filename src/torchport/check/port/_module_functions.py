@@ -23,6 +23,7 @@ from torchport.check.port._structure import NO_CHILD_FIELDS
 
 __all__ = [
     "builds",
+    "converted_inputs",
     "cpu_tensor",
     "local_values",
     "makes_cpu_tensor",
@@ -63,6 +64,65 @@ def returns_all(
 
 
 _NESTED = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
+
+
+def converted_inputs(ctx: Context, cls: ast.ClassDef) -> tuple[int, ...]:
+    """The positions (0: the first after ``self``) of the parameters of ``cls``'s own
+    ``forward`` that it reads only as the data a torch creator makes a new tensor of
+    (``def forward(self, state): state = torch.from_numpy(state).float()``): the model
+    takes host data and makes the tensor itself, where the port of its file puts it (on
+    the model's device). What a call hands it there is no value to move.
+
+    A read sees the parameter when it is the one binding reaching it, or the name's only
+    binding; a read that may see either is no answer (the position is left out)."""
+    forward = next(
+        (
+            n
+            for n in cls.body
+            if isinstance(n, ast.FunctionDef) and n.name == "forward" and not n.decorator_list
+        ),
+        None,
+    )
+    if forward is None:
+        return ()
+    params = [*forward.args.posonlyargs, *forward.args.args][1:]
+    creators = CREATORS | TYPED_CONSTRUCTORS
+    scopes = ctx.scopes
+    found: list[int] = []
+    for position, param in enumerate(params):
+        seen = False
+        for node in own_nodes(forward):
+            if not (
+                isinstance(node, ast.Name)
+                and node.id == param.arg
+                and isinstance(node.ctx, ast.Load)
+            ):
+                continue
+            bound = scopes.reaching(node.id, node)
+            if bound is None:
+                every = scopes.bindings(node.id, node)
+                bound = every[0] if len(every) == 1 else None
+            if bound is None:
+                seen = False
+                break
+            if bound.node is not param:
+                continue
+            holder = _parent_call(forward, node)
+            if holder is None or (ctx.qualname(holder.func) or "") not in creators:
+                seen = False
+                break
+            seen = True
+        if seen:
+            found.append(position)
+    return tuple(found)
+
+
+def _parent_call(func: ast.AST, arg: ast.Name) -> ast.Call | None:
+    """The call in ``func`` whose first argument is ``arg``, if there is one."""
+    for node in own_nodes(func):
+        if isinstance(node, ast.Call) and node.args and node.args[0] is arg:
+            return node
+    return None
 
 
 def own_nodes(func: ast.AST) -> Iterator[ast.AST]:

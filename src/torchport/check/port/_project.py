@@ -46,6 +46,7 @@ from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_files import Lookups, find_module
 from torchport.check.port._module_functions import (
     builds,
+    converted_inputs,
     cpu_tensor,
     makes_cpu_tensor,
     returns_all,
@@ -79,6 +80,8 @@ class ModuleFacts:
     view_functions: frozenset[str] = frozenset()  # returns only views of their parameters
     # each view function's viewed parameters: (function, ((position or -1, name), ...))
     views: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()
+    # model classes whose forward makes its own tensor of an input: (class, (position, ...))
+    converted: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
         """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""
@@ -120,6 +123,8 @@ class ProjectImports:
     view_functions: Set[str] = field(default_factory=set)
     modules: dict[str, ModuleFacts] = field(default_factory=dict)  # `import utils as u`
     viewed: dict[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+    # model class (local name) -> the forward's inputs it makes its own tensor of
+    converted: dict[str, tuple[int, ...]] = field(default_factory=dict)
     # name -> the first kind (in KINDS's order) holding it; built by the first lookup
     _index: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -287,6 +292,11 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
     names = {c.name for c in classdefs}
     models = frozenset(c for c in knowledge.classes if c in names)
     views = [(f.name, v) for f in functions if (v := viewed_parameters(f))]
+    converted = [
+        (c.name, positions)
+        for c in classdefs
+        if c.name in models and (positions := converted_inputs(ctx, c))
+    ]
     return ModuleFacts(
         path=ctx.path,
         classes=models,
@@ -298,6 +308,7 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
         cpu_functions=frozenset(f.name for f in functions if makes_cpu_tensor(ctx, f)),
         view_functions=frozenset(name for name, _ in views),
         views=tuple(views),
+        converted=tuple(converted),
     )
 
 
@@ -396,6 +407,8 @@ def _record(out: ProjectImports, local: str, name: str, facts: ModuleFacts) -> b
             getattr(out, attr).add(local)
             if attr == "view_functions":
                 out.viewed[local] = dict(facts.views)[name]
+            if attr == "classes" and name in dict(facts.converted):
+                out.converted[local] = dict(facts.converted)[name]
             return True
     return False
 

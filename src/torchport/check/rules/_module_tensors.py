@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check.rules._port import PortFacts
+from torchport.check.semantic import BindingKind
 
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortScope
@@ -177,6 +178,8 @@ def device_of_the_inputs(
         for n in nodes:
             if not (isinstance(n, ast.Name) and n.id == param.arg):
                 continue
+            if not _sees_the_parameter(n, facts):
+                continue  # `state = torch.from_numpy(state)` then `self.fc(state)`: not it
             parent = parents.get(id(n))
             if isinstance(parent, ast.Attribute) and parent.attr in _TENSOR_USES:
                 return f"{param.arg}.device"
@@ -190,6 +193,19 @@ def device_of_the_inputs(
             ):
                 return f"{param.arg}.device"  # given to a submodule: a tensor
     return "next(self.parameters()).device"
+
+
+def _sees_the_parameter(name: ast.Name, facts: PortFacts) -> bool:
+    """Whether the read ``name`` sees the method's parameter itself: the one binding that
+    reaches it, or the only binding of the name there is. A parameter rebound before the
+    read (``state = torch.from_numpy(state).float()``: the parameter was numpy) does not
+    show what the parameter holds."""
+    scopes = facts.ctx.scopes
+    found = scopes.reaching(name.id, name)
+    if found is not None:
+        return found.kind is BindingKind.PARAMETER
+    bound = scopes.bindings(name.id, name)
+    return len(bound) == 1 and bound[0].kind is BindingKind.PARAMETER
 
 
 def method_of_a_module(scope: PortScope | None) -> ast.FunctionDef | None:
