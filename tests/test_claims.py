@@ -475,6 +475,9 @@ CLAIMS = {claim for claims in HELD.values() for claim in claims}
 # (file, phrase) of sentences about one thing they name, not about where code lives.
 ABOUT_ONE_THING: frozenset[tuple[str, str]] = frozenset({
     ("src/torchport/check/_chunked_parse.py", "the one ast parse"),
+    ("src/torchport/check/port/_module_functions.py", "the one binding reaching"),
+    ("src/torchport/check/rules/_module_tensors.py", "the one binding that"),
+    ("src/torchport/check/rules/_module_tensors.py", "the only binding of"),
     ("src/torchport/check/rules/_cuda_choice.py", "the only devices it"),
     ("src/torchport/check/_fix.py", "the one to check"),
     ("src/torchport/place/_sharing.py", "the one made there"),

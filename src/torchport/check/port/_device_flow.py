@@ -255,12 +255,9 @@ class DeviceFlow:
         if isinstance(node, ast.Call):
             args = [a for a in node.args] + [k.value for k in node.keywords]
             if self.models.forward(node, scope):
+                # `policy(state)`: not the positions the forward makes its own tensor of
                 converted = self.models.converted_inputs(node)
-                if converted:  # `policy(state)`: the forward makes its own tensor of `state`
-                    return [a for i, a in enumerate(node.args) if i not in converted] + [
-                        k.value for k in node.keywords
-                    ]
-                return args
+                return [a for i, a in enumerate(args) if i not in converted] if converted else args
             if self._partial_of_a_model(node, scope) or self._model_from_a_literal(
                 node.func, scope
             ):

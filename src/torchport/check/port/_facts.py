@@ -50,11 +50,11 @@ from torchport.check.port._captures import mark_captured
 from torchport.check.port._choices import deliberate_cpu, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope
 from torchport.check.port._device_name import DeviceName
+from torchport.check.port._instances import HostMethods, converted_inputs
 from torchport.check.port._models import ModelKnowledge, library_driven
-from torchport.check.port._module_functions import converted_inputs, own_tensor_functions
+from torchport.check.port._module_functions import own_tensor_functions
 from torchport.check.port._project import project_imports
 from torchport.check.port._structure import FileStructure
-from torchport.check.semantic import BindingKind
 
 __all__ = ["PortFacts", "PortScope", "port_facts"]
 
@@ -95,7 +95,7 @@ class PortFacts:
         self._function_scopes: dict[int, PortScope] = {}
         self._own_calls: list[OwnCall] = []  # calls of the file's functions (_find_models)
         # Method names of the file's classes that return only numpy or numbers, by class.
-        self._host_methods: dict[str, set[int]] | None = None
+        self._host_methods: HostMethods | None = None
         self.device_name = DeviceName(ctx)  # the one device name the port's fixes use
         self.has_models = self.cpu_device_pending = False
         self.own_placement: ast.Call | None = None
@@ -435,105 +435,15 @@ class PortFacts:
 
     def converted_inputs(self, call: ast.Call) -> tuple[int, ...]:
         """The positions of ``call``'s arguments the model it runs makes its own tensor of
-        (:func:`converted_inputs`): ``policy(state)`` with ``policy = ActorCritic()`` of the
-        file or of a project module whose forward does ``torch.from_numpy(state)``."""
-        func = call.func
-        if not isinstance(func, ast.Name):
-            return ()
-        found = self.ctx.scopes.bindings(func.id, func)
-        answers: set[tuple[int, ...]] = set()
-        for b in found:
-            bound = getattr(b, "value", None)
-            while (
-                isinstance(bound, ast.Call)
-                and isinstance(bound.func, ast.Attribute)
-                and bound.func.attr == "to"
-            ):
-                bound = bound.func.value
-            if not isinstance(bound, ast.Call) or not isinstance(bound.func, ast.Name):
-                return ()
-            made = bound.func
-            classes = self.ctx.scopes.bindings(made.id, made)
-            if len(classes) != 1:
-                return ()
-            node = classes[0].node
-            if isinstance(node, ast.ClassDef):
-                answers.add(converted_inputs(self.ctx, node))
-            elif classes[0].kind is BindingKind.IMPORT and made.id in self.project.converted:
-                answers.add(self.project.converted[made.id])
-            else:
-                return ()
-        return answers.pop() if len(answers) == 1 else ()
+        (:func:`~torchport.check.port._instances.converted_inputs`)."""
+        return converted_inputs(self.ctx, self.project, call)
 
     def gives_host_values(self, func: ast.Attribute) -> bool:
-        """``ac.step(obs)`` where every binding of ``ac`` is ``Cls(...)`` (or
-        ``Cls(...).to(...)``) of one class of the file whose body defines ``step`` as a
-        plain method returning only host values (``return self.v(obs).numpy()``, ``.item()``,
-        ``.tolist()``, a number, a tuple of such): numpy or numbers, no forward's output."""
-        host = self._host_methods
-        if host is None:
-            host = self._host_methods = {}
-            for cls in self.classdefs:
-                for stmt in cls.body:
-                    if (
-                        isinstance(stmt, ast.FunctionDef)
-                        and not stmt.decorator_list
-                        and _returns_host_values(stmt)
-                    ):
-                        host.setdefault(stmt.name, set()).add(id(cls))
-        owners = host.get(func.attr)
-        if not owners or not isinstance(func.value, ast.Name):
-            return False
-        found = self.ctx.scopes.bindings(func.value.id, func.value)
-        if not found:
-            return False
-        for b in found:
-            bound = getattr(b, "value", None)
-            while (
-                isinstance(bound, ast.Call)
-                and isinstance(bound.func, ast.Attribute)
-                and bound.func.attr == "to"
-            ):
-                bound = bound.func.value
-            if not isinstance(bound, ast.Call) or not isinstance(bound.func, ast.Name):
-                return False
-            classes = self.ctx.scopes.bindings(bound.func.id, bound.func)
-            if len(classes) != 1 or id(classes[0].node) not in owners:
-                return False
-        return True
-
-
-def _returns_host_values(func: ast.FunctionDef) -> bool:
-    """Whether ``func`` returns, and every value it returns is a host value (see
-    :meth:`PortFacts.gives_host_values`); a generator's yields are not looked at: none."""
-    values: list[ast.expr | None] = []
-    stack: list[ast.AST] = list(func.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return False
-        if isinstance(node, ast.Return):
-            values.append(node.value)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-    return bool(values) and all(v is not None and _host_value(v) for v in values)
-
-
-def _host_value(expr: ast.expr) -> bool:
-    """``t.numpy()``, ``t.item()``, ``t.tolist()`` (indexed or not), a constant, or a
-    tuple of those."""
-    while isinstance(expr, ast.Subscript):
-        expr = expr.value
-    if isinstance(expr, ast.Tuple):
-        return bool(expr.elts) and all(_host_value(e) for e in expr.elts)
-    if isinstance(expr, ast.Constant):
-        return True
-    return (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Attribute)
-        and expr.func.attr in ("numpy", "item", "tolist")
-        and not expr.args
-    )
+        """Whether ``func`` (``ac.step``) is a plain method of the file's own class that
+        returns only host values (:class:`~torchport.check.port._instances.HostMethods`)."""
+        if self._host_methods is None:
+            self._host_methods = HostMethods(self.ctx, self.classdefs)
+        return self._host_methods.gives_host_values(func)
 
 
 def port_facts(ctx: Context) -> PortFacts:

@@ -47,6 +47,7 @@ from torchport.check.port._command_line import CommandLine
 from torchport.check.port._device_flow import NOT_FORWARD
 from torchport.check.port._elements import ElementKinds, is_builtin
 from torchport.check.port._facts import PortFacts, PortScope
+from torchport.check.port._instances import made_by
 from torchport.check.port._models import MODEL_METHODS
 from torchport.check.port._parameters import CallerKinds
 from torchport.check.port._reaching import Reaching
@@ -246,13 +247,7 @@ class ValueKinds:
             return None
         classes: set[ast.ClassDef] = set()
         for b in self.reaching.may_reach(value):
-            bound = getattr(b, "value", None)
-            while (
-                isinstance(bound, ast.Call)
-                and isinstance(bound.func, ast.Attribute)
-                and bound.func.attr == "to"
-            ):
-                bound = bound.func.value
+            bound = made_by(getattr(b, "value", None))
             if b.kind is not BindingKind.ASSIGN or not isinstance(bound, ast.Call):
                 return None
             cls = self.attributes.file_class(bound.func)

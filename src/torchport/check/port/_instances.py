@@ -1,0 +1,142 @@
+"""What a name made by calling one of the program's classes gives when it is called.
+
+``policy = ActorCritic()`` then ``policy(state)``: the forward of ``ActorCritic``
+may make its own tensor of ``state`` (``torch.from_numpy(state)``:
+:func:`converted_inputs`); ``ac = MLPActorCritic(...)`` then ``ac.step(obs)``: a
+plain method returning only ``.numpy()``/``.item()``/``.tolist()`` values gives host
+values, not a forward's output (:class:`HostMethods`). Both follow every binding
+of the name to ``Cls(...)`` (or ``Cls(...).to(...)``) of one class, and answer
+nothing as soon as one binding is anything else.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from torchport.check._context import Context
+from torchport.check.port._module_functions import converted_inputs as class_converted_inputs
+from torchport.check.port._project import ProjectImports
+from torchport.check.semantic import Binding, BindingKind
+
+__all__ = ["HostMethods", "converted_inputs", "made_by"]
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def made_by(bound: ast.expr | None) -> ast.expr | None:
+    """``Cls(...)`` of ``Cls(...).to(...)`` (as the port writes it): the call that made the
+    object, under any ``.to`` calls."""
+    while (
+        isinstance(bound, ast.Call)
+        and isinstance(bound.func, ast.Attribute)
+        and bound.func.attr == "to"
+    ):
+        bound = bound.func.value
+    return bound
+
+
+def _class_bindings(ctx: Context, name: ast.Name) -> list[Binding] | None:
+    """The binding of the class each binding of ``name`` calls (bound once), or None.
+
+    None when ``name`` has no binding, or one of its bindings is not a call of a name
+    (through ``.to(...)`` chains) bound once.
+    """
+    found = ctx.scopes.bindings(name.id, name)
+    if not found:
+        return None
+    out = []
+    for b in found:
+        bound = made_by(getattr(b, "value", None))
+        if not isinstance(bound, ast.Call) or not isinstance(bound.func, ast.Name):
+            return None
+        classes = ctx.scopes.bindings(bound.func.id, bound.func)
+        if len(classes) != 1:
+            return None
+        out.append(classes[0])
+    return out
+
+
+def converted_inputs(ctx: Context, project: ProjectImports, call: ast.Call) -> tuple[int, ...]:
+    """The positions of ``call``'s arguments the model it runs makes its own tensor of.
+
+    ``policy(state)`` with ``policy = ActorCritic()`` of the file, or of a project
+    module (``project.converted``), whose forward does ``torch.from_numpy(state)``;
+    ``()`` when the bindings disagree or are not known.
+    """
+    func = call.func
+    if not isinstance(func, ast.Name):
+        return ()
+    classes = _class_bindings(ctx, func)
+    if classes is None:
+        return ()
+    answers: set[tuple[int, ...]] = set()
+    for binding in classes:
+        node = binding.node
+        if isinstance(node, ast.ClassDef):
+            answers.add(class_converted_inputs(ctx, node))
+        elif binding.kind is BindingKind.IMPORT and binding.name in project.converted:
+            answers.add(project.converted[binding.name])
+        else:
+            return ()
+    return answers.pop() if len(answers) == 1 else ()
+
+
+class HostMethods:
+    """The plain methods of a file's classes that return only host values, by name."""
+
+    def __init__(self, ctx: Context, classdefs: Iterable[ast.ClassDef]) -> None:
+        self.ctx = ctx
+        self._owners: dict[str, set[int]] = {}
+        for cls in classdefs:
+            for stmt in cls.body:
+                if (
+                    isinstance(stmt, ast.FunctionDef)
+                    and not stmt.decorator_list
+                    and _returns_host_values(stmt)
+                ):
+                    self._owners.setdefault(stmt.name, set()).add(id(cls))
+
+    def gives_host_values(self, func: ast.Attribute) -> bool:
+        """``ac.step(obs)`` where every binding of ``ac`` is ``Cls(...)`` of one class of
+        the file whose body defines ``step`` as a plain method returning only host
+        values (``return self.v(obs).numpy()``, ``.item()``, ``.tolist()``, a number, a
+        tuple of such): numpy or numbers, no forward's output."""
+        owners = self._owners.get(func.attr)
+        if not owners or not isinstance(func.value, ast.Name):
+            return False
+        classes = _class_bindings(self.ctx, func.value)
+        return classes is not None and all(id(c.node) in owners for c in classes)
+
+
+def _returns_host_values(func: ast.FunctionDef) -> bool:
+    """Whether ``func`` returns, and every value it returns is a host value (see
+    :meth:`HostMethods.gives_host_values`); a generator's yields are not looked at: none."""
+    values: list[ast.expr | None] = []
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, ast.Return):
+            values.append(node.value)
+        if not isinstance(node, _NESTED):
+            stack.extend(ast.iter_child_nodes(node))
+    return bool(values) and all(v is not None and _host_value(v) for v in values)
+
+
+def _host_value(expr: ast.expr) -> bool:
+    """``t.numpy()``, ``t.item()``, ``t.tolist()`` (indexed or not), a constant, or a
+    tuple of those."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Tuple):
+        return bool(expr.elts) and all(_host_value(e) for e in expr.elts)
+    if isinstance(expr, ast.Constant):
+        return True
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in ("numpy", "item", "tolist")
+        and not expr.args
+    )
