@@ -41,6 +41,7 @@ from torchport.place._node_codes import TENSOR_CODE as _TENSOR
 from torchport.place._node_codes import TUPLE_CODE as _TUPLE
 from torchport.place._node_codes import VALUE_CODE as _VALUE
 from torchport.place._node_codes import code_of as _code_of
+from torchport.place._node_codes import node_values as _values
 from torchport.place._whole import Inside, move_whole, whole_tensors
 
 __all__ = ["move_held"]
@@ -66,8 +67,9 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     tensors: list[torch.Tensor] = []
     movers: dict[int, Any] = {}  # by id: each object once
     containers: set[int] = set()
+    counts = [_MAX_ITEMS, 0]  # items left to read; tuples met under the top
     try:
-        nested = _read(obj, tensors, movers, containers, [_MAX_ITEMS])
+        nested = _read(obj, tensors, movers, containers, counts)
     except RuntimeError:  # changed while read (another thread): the walker reports it
         return NOT_FLAT
     if nested is None or not movers:
@@ -86,6 +88,14 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
         # the walker keeps each one object.
         if not ids.isdisjoint(inside.ids) or not containers.isdisjoint(opened):
             return NOT_FLAT
+        if late or counts[1]:
+            # A tuple of values held inside it and elsewhere: no tensor or node of it
+            # tells (a .to rebuilding it would split it in two): the walker keeps it one.
+            tuples = _tuples_in(inside.nodes)
+            if not containers.isdisjoint(tuples):
+                return NOT_FLAT
+            if late:
+                containers.update(tuples)
         if late:  # (so the next object is checked against this one too)
             ids.update(inside.ids)
             containers.update(opened)
@@ -124,7 +134,8 @@ def _read(
 
     Its tensors go to ``tensors``, its objects with a ``.to`` to ``movers``, the ids of
     it and the containers in it to ``containers``. True when it holds a container.
-    ``left``: how many more items may be read (the batch goes to the walker past it).
+    ``left``: how many more items may be read (the batch goes to the walker past it),
+    then how many tuples were met (counted up).
     """
     left[0] -= len(x)
     if left[0] < 0:
@@ -150,12 +161,46 @@ def _read(
         elif code is _MOVES or code is _MOVES_STATE:
             movers[id(item)] = item
         elif code is _DICT or code is _LIST or code is _TUPLE:
+            if code is _TUPLE:
+                left[1] += 1
             if _read(item, tensors, movers, containers, left) is None:
                 return None
             nested = True
         else:
             return None  # an object the walker walks (a dataclass...): the walker
     return nested
+
+
+def _tuples_in(nodes: list[Any]) -> set[int]:
+    """The ids of the non-empty tuples the ``nodes`` of an object's read hold, at any depth.
+
+    The whole-object read opens no tuple (``place/_whole.py``): a tuple holding a
+    tensor or a node is told by those, a tuple of values only by its own id.
+    """
+    codes = _CODES.get
+    pending: list[tuple[Any, ...]] = []
+    push = pending.append
+    for node in nodes:
+        cls = type(node)
+        if cls is dict:
+            values: Any = node.values()
+        elif cls is list:
+            values = node
+        else:
+            code = codes(cls)
+            if code is None:
+                code = _code_of(cls)
+            values = _values(node, code) if code is not None else ()
+        for value in values:
+            if type(value) is tuple and value:
+                push(value)
+    found: set[int] = set()
+    while pending:
+        held = pending.pop()
+        if id(held) not in found:
+            found.add(id(held))
+            pending.extend(v for v in held if type(v) is tuple and v)
+    return found
 
 
 def _rebuilt(x: Any, new: dict[int, Any]) -> Any:
