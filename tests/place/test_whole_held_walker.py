@@ -224,6 +224,9 @@ def test_a_container_of_objects_gives_the_walkers_answer(
         lambda tup: {"obj": Rebuilds(x=torch.ones(2), t=tup), "t": tup},  # inside and outside
         lambda tup: [Rebuilds(x=torch.ones(2), d={"t": (tup, 1)}), [tup]],  # deeper, nested
         lambda tup: [Rebuilds(x=torch.ones(2), t=tup), Copies(y=torch.ones(1), t=tup)],  # two
+        # The empty tuple (one object) in both: the walker keeps the batch's sharing by
+        # deep-copying the object around it, which keeps the object's own tuple one too.
+        lambda tup: [Rebuilds(x=torch.ones(2), t=[tup, ()], u=tup), ()],
     ],
 )
 def test_a_tuple_of_values_held_inside_an_object_and_elsewhere_stays_one(make: Any) -> None:

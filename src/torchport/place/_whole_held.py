@@ -172,10 +172,11 @@ def _read(
 
 
 def _tuples_in(nodes: list[Any]) -> set[int]:
-    """The ids of the non-empty tuples the ``nodes`` of an object's read hold, at any depth.
+    """The ids of the tuples the ``nodes`` of an object's read hold, at any depth.
 
     The whole-object read opens no tuple (``place/_whole.py``): a tuple holding a
-    tensor or a node is told by those, a tuple of values only by its own id.
+    tensor or a node is told by those, a tuple of values only by its own id (the
+    empty tuple too, one object in CPython: the walker keeps it one as it keeps any).
     """
     codes = _CODES.get
     pending: list[tuple[Any, ...]] = []
@@ -192,14 +193,14 @@ def _tuples_in(nodes: list[Any]) -> set[int]:
                 code = _code_of(cls)
             values = _values(node, code) if code is not None else ()
         for value in values:
-            if type(value) is tuple and value:
+            if type(value) is tuple:
                 push(value)
     found: set[int] = set()
     while pending:
         held = pending.pop()
         if id(held) not in found:
             found.add(id(held))
-            pending.extend(v for v in held if type(v) is tuple and v)
+            pending.extend(v for v in held if type(v) is tuple)
     return found
 
 
