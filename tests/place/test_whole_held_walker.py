@@ -224,9 +224,6 @@ def test_a_container_of_objects_gives_the_walkers_answer(
         lambda tup: {"obj": Rebuilds(x=torch.ones(2), t=tup), "t": tup},  # inside and outside
         lambda tup: [Rebuilds(x=torch.ones(2), d={"t": (tup, 1)}), [tup]],  # deeper, nested
         lambda tup: [Rebuilds(x=torch.ones(2), t=tup), Copies(y=torch.ones(1), t=tup)],  # two
-        # The empty tuple (one object) in both: the walker keeps the batch's sharing by
-        # deep-copying the object around it, which keeps the object's own tuple one too.
-        lambda tup: [Rebuilds(x=torch.ones(2), t=[tup, ()], u=tup), ()],
     ],
 )
 def test_a_tuple_of_values_held_inside_an_object_and_elsewhere_stays_one(make: Any) -> None:
@@ -238,3 +235,70 @@ def test_a_tuple_of_values_held_inside_an_object_and_elsewhere_stays_one(make: A
     held = [node for _, node, _ in _reach.walk(out) if type(node) is tuple and node == tup]
     assert len(held) == 2 and held[0] is held[1]
     assert _described(out, batch) == _described(_walker(batch), batch)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda tup: [Rebuilds(x=torch.ones(2), t=[tup, ()], u=tup), ()],
+        lambda tup: [Rebuilds(x=torch.ones(2), t=[tup, ()], u=tup), Copies(y=torch.ones(1), e=())],
+        lambda tup: {"a": Rebuilds(x=torch.ones(2), t=[tup, ()], u=tup), "b": [(), ((),)]},
+    ],
+)
+def test_the_empty_tuple_is_a_value_on_both_paths(make: Any) -> None:
+    # One object in CPython that holds nothing: held by an object and elsewhere it
+    # shares nothing, as the same small int does not. So the object's result is what
+    # its .to makes of it on either path: a tuple held twice inside it comes back as
+    # two, as the class rebuilds it (the walker deep-copied the object around the
+    # "shared" () and kept it one; this path split it: the answer hung on a ()).
+    _register()
+    tup = (1, ("two",))
+    batch = make(tup)
+    out = tp.to_device(batch, META)
+    moved = out[0] if isinstance(out, list) else out["a"]
+    assert moved.t[0] == moved.u == tup and moved.t[0] is not moved.u  # (Rebuilds' own rule)
+    assert _described(out, batch) == _described(_walker(batch), batch)
+
+
+class ChangesTheBatch(Copies):
+    """``.to`` changes the batch it is in (reached through the class, not its state)."""
+
+    batch: Any = None
+
+    def to(self, device: Any, non_blocking: bool = False) -> Any:
+        batch = type(self).batch
+        if isinstance(batch, dict):
+            batch["added"] = torch.ones(3)
+            batch["y"] = torch.ones(4)
+        elif isinstance(batch, list):
+            batch.append(torch.ones(3))
+            batch[-2] = torch.ones(4)
+        return super().to(device)
+
+
+@pytest.mark.parametrize("top", [dict, list])
+def test_a_container_changed_during_the_move_gives_the_batch_as_read(top: type) -> None:
+    # What another thread may do at any moment, done here deterministically from inside
+    # the .to: the result is rebuilt from the containers as read (as the walker's one
+    # flatten is), never with an item put there since (a host tensor handed back).
+    with contextlib.suppress(tp.UnsupportedBatchError):
+        for _ in range(2):
+            tp.to_device([ChangesTheBatch(x=torch.ones(1))], META)
+
+    def make() -> Any:
+        items = [ChangesTheBatch(x=torch.ones(2)), torch.ones(1), torch.zeros(2)]
+        return dict(zip(["o", "z", "y"], items, strict=True)) if top is dict else items
+
+    answers = []
+    for move in (lambda b: tp.to_device(b, META), _walker):
+        batch = ChangesTheBatch.batch = make()
+        try:
+            as_read = _described(batch, batch)
+            out = move(batch)
+        finally:
+            ChangesTheBatch.batch = None
+        assert all(t.is_meta for _, t in _reach.tensors(out)), "a host tensor in the result"
+        assert len(out) == 3
+        answers.append([row[:2] for row in _described(out, batch)])
+        assert [row[0] for row in _described(out, batch)] == [row[0] for row in as_read]
+    assert answers[0] == answers[1]

@@ -50,6 +50,7 @@ __all__ = ["move_held"]
 # flatten wins there, and a large batch without any object is not read twice (this also
 # bounds how deep the read recurses).
 _MAX_ITEMS = 64
+_second = operator.itemgetter(1)
 
 
 def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: bool | None) -> Any:
@@ -67,9 +68,10 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     tensors: list[torch.Tensor] = []
     movers: dict[int, Any] = {}  # by id: each object once
     containers: set[int] = set()
+    read: dict[int, Any] = {}  # by container id: its items as read (rebuilt from these)
     counts = [_MAX_ITEMS, 0]  # items left to read; tuples met under the top
     try:
-        nested = _read(obj, tensors, movers, containers, counts)
+        nested = _read(obj, tensors, movers, containers, counts, read)
     except RuntimeError:  # changed while read (another thread): the walker reports it
         return NOT_FLAT
     if nested is None or not movers:
@@ -112,12 +114,12 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     for mover, inside in insides:
         new[id(mover)] = move_whole(mover, inside, target, non_blocking, obj)
     if nested:
-        return _rebuilt(obj, new)
-    get = new.get  # (a value's id is no tensor's or object's: all are alive)
+        return _rebuilt(obj, new, read)
+    get = new.get  # (a value's id is no tensor's or object's: all are alive, held by read)
     cls = type(obj)
     if cls is dict:
-        return {k: get(id(v), v) for k, v in obj.items()}
-    items = [get(id(v), v) for v in obj]
+        return {k: get(id(v), v) for k, v in read[id(obj)]}
+    items = [get(id(v), v) for v in read[id(obj)]]
     if cls is list:
         return items
     return obj if all(map(operator.is_, items, obj)) else tuple(items)
@@ -129,13 +131,18 @@ def _read(
     movers: dict[int, Any],
     containers: set[int],
     left: list[int],
+    read: dict[int, Any],
 ) -> bool | None:
     """Read the container ``x``; None when the walker must move the batch.
 
     Its tensors go to ``tensors``, its objects with a ``.to`` to ``movers``, the ids of
     it and the containers in it to ``containers``. True when it holds a container.
     ``left``: how many more items may be read (the batch goes to the walker past it),
-    then how many tuples were met (counted up).
+    then how many tuples were met (counted up). ``read``: each container's items as
+    read, by its id (a dict's as ``(key, value)`` pairs), taken in one C-level copy:
+    the result is rebuilt from these, so a container another thread changes
+    meanwhile gives the batch as read here (as the walker's one flatten does), never
+    an item added since (a host tensor in the result) or one whose id was reused.
     """
     left[0] -= len(x)
     if left[0] < 0:
@@ -144,10 +151,15 @@ def _read(
     if key in containers:
         return None  # held twice (or a cycle): the walker keeps it one
     containers.add(key)
+    if type(x) is dict:
+        pairs = read[key] = list(x.items())
+        items: Any = map(_second, pairs)
+    else:
+        items = read[key] = x if type(x) is tuple else list(x)
     codes = _CODES.get
     add = tensors.append
     nested = False
-    for item in x.values() if type(x) is dict else x:
+    for item in items:
         cls = type(item)
         code = codes(cls)
         if code is None:
@@ -162,8 +174,10 @@ def _read(
             movers[id(item)] = item
         elif code is _DICT or code is _LIST or code is _TUPLE:
             if code is _TUPLE:
+                if not item:
+                    continue  # the empty tuple: a value (place/_sharing.py)
                 left[1] += 1
-            if _read(item, tensors, movers, containers, left) is None:
+            if _read(item, tensors, movers, containers, left, read) is None:
                 return None
             nested = True
         else:
@@ -172,11 +186,12 @@ def _read(
 
 
 def _tuples_in(nodes: list[Any]) -> set[int]:
-    """The ids of the tuples the ``nodes`` of an object's read hold, at any depth.
+    """The ids of the non-empty tuples the ``nodes`` of an object's read hold, at any depth.
 
     The whole-object read opens no tuple (``place/_whole.py``): a tuple holding a
-    tensor or a node is told by those, a tuple of values only by its own id (the
-    empty tuple too, one object in CPython: the walker keeps it one as it keeps any).
+    tensor or a node is told by those, a tuple of values only by its own id. The
+    empty tuple is a value (one object in CPython, holding nothing), here as in the
+    walker (``place/_sharing.py``).
     """
     codes = _CODES.get
     pending: list[tuple[Any, ...]] = []
@@ -193,29 +208,29 @@ def _tuples_in(nodes: list[Any]) -> set[int]:
                 code = _code_of(cls)
             values = _values(node, code) if code is not None else ()
         for value in values:
-            if type(value) is tuple:
+            if type(value) is tuple and value:
                 push(value)
     found: set[int] = set()
     while pending:
         held = pending.pop()
         if id(held) not in found:
             found.add(id(held))
-            pending.extend(v for v in held if type(v) is tuple)
+            pending.extend(v for v in held if type(v) is tuple and v)
     return found
 
 
-def _rebuilt(x: Any, new: dict[int, Any]) -> Any:
-    """``x`` with each tensor and object replaced by ``new[id]``; containers made anew.
+def _rebuilt(x: Any, new: dict[int, Any], read: dict[int, Any]) -> Any:
+    """``x`` as read (``read``), each tensor and object replaced by ``new[id]``; containers anew.
 
     A tuple in which nothing changed is the very tuple (immutable; the walker's
     sharing promise then holds of it trivially).
     """
     cls = type(x)
     if cls is dict:
-        return {k: _rebuilt(v, new) for k, v in x.items()}
+        return {k: _rebuilt(v, new, read) for k, v in read[id(x)]}
     if cls is list:
-        return [_rebuilt(v, new) for v in x]
+        return [_rebuilt(v, new, read) for v in read[id(x)]]
     if cls is tuple:
-        items = tuple(_rebuilt(v, new) for v in x)
+        items = tuple(_rebuilt(v, new, read) for v in x)
         return x if all(map(operator.is_, items, x)) else items
     return new.get(id(x), x)  # (a value's id is no tensor's: both are alive)
