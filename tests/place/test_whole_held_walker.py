@@ -302,3 +302,20 @@ def test_a_container_changed_during_the_move_gives_the_batch_as_read(top: type) 
         answers.append([row[:2] for row in _described(out, batch)])
         assert [row[0] for row in _described(out, batch)] == [row[0] for row in as_read]
     assert answers[0] == answers[1]
+
+
+def test_real_pyg_data_with_a_tuple_held_elsewhere_gives_the_walkers_answer() -> None:
+    pyg = pytest.importorskip("torch_geometric.data")
+    for _ in range(2):  # the first meets the class (the walker), the second its plan
+        data = pyg.Data(x=torch.randn(3, 2), edge_index=torch.zeros(2, 2).long())
+        data.shape = (3, 4)
+        batch = {"g": data, "shape": data.shape, "y": torch.ones(2)}
+        taken = _reach.snapshot(batch)
+        kind, out = _outcome(lambda b=batch: tp.to_device(b, META))
+        assert _reach.snapshot(batch) == taken
+        walker_kind, walker_out = _outcome(lambda b=batch: _walker(b))
+        assert kind == walker_kind  # (PyG's .to rebuilds the tuple: the walker refuses)
+        if kind == "refused":
+            assert out == walker_out
+        else:
+            assert out["g"].shape is out["shape"]

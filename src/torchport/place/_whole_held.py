@@ -18,9 +18,13 @@ in the batch (``{"obj": data, "x": data.x}``), in two objects, or a container or
 tensor held twice by the containers, sends the batch to the walker (``NOT_FLAT``),
 which keeps each one object (it deep-copies such an object around the batch's moved
 tensors). Whether anything overlaps is decided by ids the whole-object read gives
-(its tensors and the nodes it opened). Any other type in the containers (a
-dataclass, a namedtuple, an ``OrderedDict``, a type not classified yet) also goes
-to the walker.
+(its tensors and the nodes it opened), and, where the container holds a tuple or
+there are two objects, by the ids of the tuples the object's nodes hold (a tuple of
+values shows in nothing else; the empty tuple is a value, as in the walker). Any
+other type in the containers (a dataclass, a namedtuple, an ``OrderedDict``, a type
+not classified yet) also goes to the walker. The containers are rebuilt from their
+items as read (one C-level copy of each), so a container changed meanwhile (another
+thread, an object's ``.to``) gives the batch as read, as the walker's flatten does.
 """
 
 from __future__ import annotations
