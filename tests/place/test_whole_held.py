@@ -206,3 +206,33 @@ def test_threads_moving_one_container_of_two_objects_each_get_what_one_thread_ge
         assert _shape(b, out["rest"][0]) == _shape(b, tp.to_device(b, META))
         assert out["rest"][1].is_meta
     assert [_reach.snapshot(batch) for batch in batches] == taken
+
+
+_LEAVES = st.one_of(
+    st.builds(lambda meta: torch.ones(2, device=META if meta else "cpu"), st.booleans()),
+    st.integers(),
+    st.none(),
+    st.text(max_size=2),
+)
+_NESTED = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.text(max_size=2), inner, max_size=4),
+    ),
+    max_leaves=24,
+)
+
+
+@given(batch=_NESTED, with_object=st.booleans())
+def test_small_nested_builtin_batches_keep_the_promise(batch: Any, with_object: bool) -> None:
+    # Such batches (with or without an own-.to object) take place/_whole_held.py's path;
+    # the oracle: the suite's check_move (every tensor on the target, input unchanged,
+    # values unchanged, sharing kept) on what they give.
+    _register()
+    if with_object:
+        batch = [batch, Right({"a": torch.ones(2)}, None, frozenset())]
+    taken = _reach.snapshot(batch)
+    out = tp.to_device(batch, META)
+    _reach.check_move(batch, taken, out, META)

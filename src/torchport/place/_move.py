@@ -3,9 +3,9 @@
 Small flat batches (a tensor; a tuple, list or dict of plain tensors) are moved
 directly (a tensor here, the containers by ``place/_direct.py``), with C-level checks
 and one ``Tensor.to`` per tensor. A batch that is one object with its own ``.to``
-(PyG's ``Batch``, a ``TensorDict``), or builtin dicts, lists and tuples holding such
-objects, tensors and values, moves each object by the whole-object path
-(``place/_whole.py``, ``place/_whole_held.py``), deferring to the walker wherever
+(PyG's ``Batch``, a ``TensorDict``), or small builtin dicts, lists and tuples holding
+such objects, tensors and values at any depth, moves each object by the whole-object
+path (``place/_whole.py``, ``place/_whole_held.py``), deferring to the walker wherever
 anything is held twice or not decided yet. Every other
 batch is flattened once by the one walker (``place/_tree.py``) and its distinct
 tensors go through the hardware floor's copy engine (``torchport.hardware``),

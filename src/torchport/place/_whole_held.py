@@ -1,15 +1,16 @@
-"""A batch of builtin containers holding objects with their own ``.to``, moved without the walker.
+"""Small batches of builtin containers (own-``.to`` objects inside too), moved without the walker.
 
-``{"graph": batch, "y": labels}``, ``[data, mask]``: dicts, lists and tuples (of
-exactly those types, at any depth, holding at most 64 items in all) whose leaves are
-tensors, values and objects with their own ``.to`` (PyG ``Data``/``Batch``,
-``TensorDict``...). Each such object is one leaf of the container's walk and moves by
-the whole-object path
-(``place/_whole.py``: its class's plan, every check of a top-level move, one checked
-move of an object at a time), the container's tensors as ``to_device`` moves a flat
-list of them (``Tensor.to``, or the copy engine where it packs or waits), and the
-containers are rebuilt around both. So an object costs in a container about what it
-costs alone (plus the container's read and rebuild), and gives the same result.
+``{"graph": batch, "y": labels}``, ``[data, mask]``, ``{"input": {"ids": t}, "y": t}``:
+dicts, lists and tuples (of exactly those types, at any depth, holding at most 64 items
+in all) whose leaves are tensors, values and objects with their own ``.to`` (PyG
+``Data``/``Batch``, ``TensorDict``...). Each such object is one leaf of the container's
+walk and moves by the whole-object path (``place/_whole.py``: its class's plan, every
+check of a top-level move, one checked move of an object at a time), the container's
+tensors as ``to_device`` moves a flat list of them (``Tensor.to``, or the copy engine
+where it packs or waits), and the containers are rebuilt around both. So an object
+costs in a container about what it costs alone (plus the container's read and
+rebuild), and gives the same result; a small nested batch of tensors skips the walker's
+flatten, structure and rebuild.
 
 The walker's guarantees hold because this path is taken only when nothing is held
 twice across the parts: an object met twice is moved once and comes back as one
@@ -36,6 +37,7 @@ import torch
 
 from torchport import hardware
 from torchport.place._direct import NOT_FLAT, move_flat
+from torchport.place._leaf_kinds import PLAIN_TENSOR_TYPES
 from torchport.place._node_codes import CODES as _CODES
 from torchport.place._node_codes import DICT_CODE as _DICT
 from torchport.place._node_codes import LIST_CODE as _LIST
@@ -50,20 +52,23 @@ from torchport.place._whole import Inside, move_whole, whole_tensors
 
 __all__ = ["move_held"]
 
+_ONLY_TENSORS = PLAIN_TENSOR_TYPES.issuperset
+_CONTAINERS = (dict, list, tuple)  # (exact types: subclasses never reach the rebuild)
+
 # Batches whose containers hold more items than this go to the walker: its C-speed
 # flatten wins there, and a large batch without any object is not read twice (this also
 # bounds how deep the read recurses).
 _MAX_ITEMS = 64
+_first = operator.itemgetter(0)
 _second = operator.itemgetter(1)
 
 
 def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: bool | None) -> Any:
     """Move ``obj`` (a builtin dict, list or tuple) as the walker would; or ``NOT_FLAT``.
 
-    ``NOT_FLAT`` when it holds no object with its own ``.to``, or anything this path
-    leaves to the walker (see the module). Synchronizes as the copy engine does for
-    the container's tensors (to the CPU or MPS: one wait before returning) and as
-    each object's ``.to`` does.
+    ``NOT_FLAT`` when it holds anything this path leaves to the walker (see the module).
+    Synchronizes as the copy engine does for the container's tensors (to the CPU or
+    MPS: one wait before returning) and as each object's ``.to`` does.
 
     Raises:
         UnsupportedBatchError: An object's move was refused (``place/_whole.py``); the
@@ -72,13 +77,14 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     tensors: list[torch.Tensor] = []
     movers: dict[int, Any] = {}  # by id: each object once
     containers: set[int] = set()
-    read: dict[int, Any] = {}  # by container id: its items as read (rebuilt from these)
+    parents: set[int] = set()  # the containers that hold a container
+    read: dict[int, Any] = {}  # by list/dict id: its items as read (rebuilt from these)
     counts = [_MAX_ITEMS, 0]  # items left to read; tuples met under the top
     try:
-        nested = _read(obj, tensors, movers, containers, counts, read)
+        nested = _read(obj, tensors, movers, containers, parents, counts, read)
     except RuntimeError:  # changed while read (another thread): the walker reports it
         return NOT_FLAT
-    if nested is None or not movers:
+    if nested is None:
         return NOT_FLAT
     ids = set(map(id, tensors))
     if len(ids) != len(tensors):
@@ -117,16 +123,7 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
         new.update(zip(map(id, tensors), moved, strict=True))
     for mover, inside in insides:
         new[id(mover)] = move_whole(mover, inside, target, non_blocking, obj)
-    if nested:
-        return _rebuilt(obj, new, read)
-    get = new.get  # (a value's id is no tensor's or object's: all are alive, held by read)
-    cls = type(obj)
-    if cls is dict:
-        return {k: get(id(v), v) for k, v in read[id(obj)]}
-    items = [get(id(v), v) for v in read[id(obj)]]
-    if cls is list:
-        return items
-    return obj if all(map(operator.is_, items, obj)) else tuple(items)
+    return _rebuilt(obj, new, parents, read)
 
 
 def _read(
@@ -134,19 +131,21 @@ def _read(
     tensors: list[torch.Tensor],
     movers: dict[int, Any],
     containers: set[int],
+    parents: set[int],
     left: list[int],
     read: dict[int, Any],
 ) -> bool | None:
     """Read the container ``x``; None when the walker must move the batch.
 
     Its tensors go to ``tensors``, its objects with a ``.to`` to ``movers``, the ids of
-    it and the containers in it to ``containers``. True when it holds a container.
+    it and the containers in it to ``containers``, those that hold a container to
+    ``parents``. True when it holds a container.
     ``left``: how many more items may be read (the batch goes to the walker past it),
-    then how many tuples were met (counted up). ``read``: each container's items as
-    read, by its id (a dict's as ``(key, value)`` pairs), taken in one C-level copy:
-    the result is rebuilt from these, so a container another thread changes
-    meanwhile gives the batch as read here (as the walker's one flatten does), never
-    an item added since (a host tensor in the result) or one whose id was reused.
+    then how many tuples were met (counted up). ``read``: each list's and dict's items
+    as read, by its id (a dict's as keys and values), taken in one C-level copy: the
+    result is rebuilt from these, so a container another thread changes meanwhile
+    gives the batch as read here (as the walker's one flatten does), never an item
+    added since (a host tensor in the result) or one whose id was reused.
     """
     left[0] -= len(x)
     if left[0] < 0:
@@ -155,15 +154,23 @@ def _read(
     if key in containers:
         return None  # held twice (or a cycle): the walker keeps it one
     containers.add(key)
-    if type(x) is dict:
-        pairs = read[key] = list(x.items())
-        items: Any = map(_second, pairs)
+    cls = type(x)
+    values: Any
+    if cls is dict:
+        pairs = list(x.items())
+        values = list(map(_second, pairs))
+        read[key] = pairs
+    elif cls is list:
+        values = read[key] = list(x)
     else:
-        items = read[key] = x if type(x) is tuple else list(x)
+        values = x  # (a tuple cannot change)
+    if _ONLY_TENSORS(map(type, values)):
+        tensors.extend(values)  # the common run of plain tensors, at C speed
+        return False
     codes = _CODES.get
     add = tensors.append
     nested = False
-    for item in items:
+    for item in values:
         cls = type(item)
         code = codes(cls)
         if code is None:
@@ -181,11 +188,13 @@ def _read(
                 if not item:
                     continue  # the empty tuple: a value (place/_sharing.py)
                 left[1] += 1
-            if _read(item, tensors, movers, containers, left, read) is None:
+            if _read(item, tensors, movers, containers, parents, left, read) is None:
                 return None
             nested = True
         else:
             return None  # an object the walker walks (a dataclass...): the walker
+    if nested:
+        parents.add(key)
     return nested
 
 
@@ -223,18 +232,26 @@ def _tuples_in(nodes: list[Any]) -> set[int]:
     return found
 
 
-def _rebuilt(x: Any, new: dict[int, Any], read: dict[int, Any]) -> Any:
+def _rebuilt(x: Any, new: dict[int, Any], parents: set[int], read: dict[int, Any]) -> Any:
     """``x`` as read (``read``), each tensor and object replaced by ``new[id]``; containers anew.
 
-    A tuple in which nothing changed is the very tuple (immutable; the walker's
-    sharing promise then holds of it trivially).
+    A container that holds no container (not in ``parents``) is mapped at C speed. A
+    tuple in which nothing changed is the very tuple (immutable; the walker's sharing
+    promise then holds of it trivially).
     """
+    get = new.get  # (a value's id is no tensor's or object's: all are alive, held by read)
     cls = type(x)
+    pairs = read.get(id(x), x)  # (a tuple, the empty one unread too, is as it was)
+    values = list(map(_second, pairs)) if cls is dict else pairs
+    if id(x) in parents:
+        items = [
+            _rebuilt(v, new, parents, read) if type(v) in _CONTAINERS else get(id(v), v)
+            for v in values
+        ]
+    else:
+        items = list(map(get, map(id, values), values))
     if cls is dict:
-        return {k: _rebuilt(v, new, read) for k, v in read[id(x)]}
+        return dict(zip(map(_first, pairs), items, strict=True))
     if cls is list:
-        return [_rebuilt(v, new, read) for v in read[id(x)]]
-    if cls is tuple:
-        items = tuple(_rebuilt(v, new, read) for v in x)
-        return x if all(map(operator.is_, items, x)) else items
-    return new.get(id(x), x)  # (a value's id is no tensor's: both are alive)
+        return items
+    return x if all(map(operator.is_, items, x)) else tuple(items)
