@@ -157,9 +157,9 @@ def _read(
     cls = type(x)
     values: Any
     if cls is dict:
-        pairs = list(x.items())
+        pairs = list(x.items())  # (keys and values in one C-level copy)
         values = list(map(_second, pairs))
-        read[key] = pairs
+        read[key] = (pairs, values)
     elif cls is list:
         values = read[key] = list(x)
     else:
@@ -241,8 +241,9 @@ def _rebuilt(x: Any, new: dict[int, Any], parents: set[int], read: dict[int, Any
     """
     get = new.get  # (a value's id is no tensor's or object's: all are alive, held by read)
     cls = type(x)
-    pairs = read.get(id(x), x)  # (a tuple, the empty one unread too, is as it was)
-    values = list(map(_second, pairs)) if cls is dict else pairs
+    values = read.get(id(x), x)  # (a tuple, the empty one unread too, is as it was)
+    if cls is dict:
+        pairs, values = values
     if id(x) in parents:
         items = [
             _rebuilt(v, new, parents, read) if type(v) in _CONTAINERS else get(id(v), v)
