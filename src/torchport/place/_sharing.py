@@ -145,7 +145,9 @@ def _children(node: Any, skip: frozenset[Hashable], own: bool = False) -> list[A
             return list(node.values())
         return [v for k, v in node.items() if not _skipped(k, skip)]
     if cls is list or cls is tuple:
-        return list(node)
+        # The empty tuple is a value: one object in CPython, which holds nothing, so
+        # held "twice" it shares nothing (as the same small int or string does not).
+        return list(node) if node or cls is list else None
     if cls is types.MappingProxyType:
         return [viewed_mapping(node)]  # rebuilt around the one mapping it shows
     if issubclass(cls, torch.Tensor | torch.Size):

@@ -19,9 +19,13 @@ in the batch (``{"obj": data, "x": data.x}``), in two objects, or a container or
 tensor held twice by the containers, sends the batch to the walker (``NOT_FLAT``),
 which keeps each one object (it deep-copies such an object around the batch's moved
 tensors). Whether anything overlaps is decided by ids the whole-object read gives
-(its tensors and the nodes it opened). Any other type in the containers (a
-dataclass, a namedtuple, an ``OrderedDict``, a type not classified yet) also goes
-to the walker.
+(its tensors and the nodes it opened), and, where the container holds a tuple or
+there are two objects, by the ids of the tuples the object's nodes hold (a tuple of
+values shows in nothing else; the empty tuple is a value, as in the walker). Any
+other type in the containers (a dataclass, a namedtuple, an ``OrderedDict``, a type
+not classified yet) also goes to the walker. The containers are rebuilt from their
+items as read (one C-level copy of each), so a container changed meanwhile (another
+thread, an object's ``.to``) gives the batch as read, as the walker's flatten does.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from torchport.place._node_codes import TENSOR_CODE as _TENSOR
 from torchport.place._node_codes import TUPLE_CODE as _TUPLE
 from torchport.place._node_codes import VALUE_CODE as _VALUE
 from torchport.place._node_codes import code_of as _code_of
+from torchport.place._node_codes import node_values as _values
 from torchport.place._whole import Inside, move_whole, whole_tensors
 
 __all__ = ["move_held"]
@@ -54,6 +59,8 @@ _CONTAINERS = (dict, list, tuple)  # (exact types: subclasses never reach the re
 # flatten wins there, and a large batch without any object is not read twice (this also
 # bounds how deep the read recurses).
 _MAX_ITEMS = 64
+_first = operator.itemgetter(0)
+_second = operator.itemgetter(1)
 
 
 def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: bool | None) -> Any:
@@ -71,8 +78,10 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     movers: dict[int, Any] = {}  # by id: each object once
     containers: set[int] = set()
     parents: set[int] = set()  # the containers that hold a container
+    read: dict[int, Any] = {}  # by list/dict id: its items as read (rebuilt from these)
+    counts = [_MAX_ITEMS, 0]  # items left to read; tuples met under the top
     try:
-        nested = _read(obj, tensors, movers, containers, parents, [_MAX_ITEMS])
+        nested = _read(obj, tensors, movers, containers, parents, counts, read)
     except RuntimeError:  # changed while read (another thread): the walker reports it
         return NOT_FLAT
     if nested is None:
@@ -91,6 +100,14 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
         # the walker keeps each one object.
         if not ids.isdisjoint(inside.ids) or not containers.isdisjoint(opened):
             return NOT_FLAT
+        if late or counts[1]:
+            # A tuple of values held inside it and elsewhere: no tensor or node of it
+            # tells (a .to rebuilding it would split it in two): the walker keeps it one.
+            tuples = _tuples_in(inside.nodes)
+            if not containers.isdisjoint(tuples):
+                return NOT_FLAT
+            if late:
+                containers.update(tuples)
         if late:  # (so the next object is checked against this one too)
             ids.update(inside.ids)
             containers.update(opened)
@@ -106,16 +123,7 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
         new.update(zip(map(id, tensors), moved, strict=True))
     for mover, inside in insides:
         new[id(mover)] = move_whole(mover, inside, target, non_blocking, obj)
-    if nested:
-        return _rebuilt(obj, new, parents)
-    get = new.get  # (a value's id is no tensor's or object's: all are alive)
-    cls = type(obj)
-    if cls is dict:
-        return {k: get(id(v), v) for k, v in obj.items()}
-    items = [get(id(v), v) for v in obj]
-    if cls is list:
-        return items
-    return obj if all(map(operator.is_, items, obj)) else tuple(items)
+    return _rebuilt(obj, new, parents, read)
 
 
 def _read(
@@ -125,13 +133,19 @@ def _read(
     containers: set[int],
     parents: set[int],
     left: list[int],
+    read: dict[int, Any],
 ) -> bool | None:
     """Read the container ``x``; None when the walker must move the batch.
 
     Its tensors go to ``tensors``, its objects with a ``.to`` to ``movers``, the ids of
     it and the containers in it to ``containers``, those that hold a container to
     ``parents``. True when it holds a container.
-    ``left``: how many more items may be read (the batch goes to the walker past it).
+    ``left``: how many more items may be read (the batch goes to the walker past it),
+    then how many tuples were met (counted up). ``read``: each list's and dict's items
+    as read, by its id (a dict's as keys and values), taken in one C-level copy: the
+    result is rebuilt from these, so a container another thread changes meanwhile
+    gives the batch as read here (as the walker's one flatten does), never an item
+    added since (a host tensor in the result) or one whose id was reused.
     """
     left[0] -= len(x)
     if left[0] < 0:
@@ -140,7 +154,16 @@ def _read(
     if key in containers:
         return None  # held twice (or a cycle): the walker keeps it one
     containers.add(key)
-    values = x.values() if type(x) is dict else x
+    cls = type(x)
+    values: Any
+    if cls is dict:
+        pairs = list(x.items())  # (keys and values in one C-level copy)
+        values = list(map(_second, pairs))
+        read[key] = (pairs, values)
+    elif cls is list:
+        values = read[key] = list(x)
+    else:
+        values = x  # (a tuple cannot change)
     if _ONLY_TENSORS(map(type, values)):
         tensors.extend(values)  # the common run of plain tensors, at C speed
         return False
@@ -161,7 +184,11 @@ def _read(
         elif code is _MOVES or code is _MOVES_STATE:
             movers[id(item)] = item
         elif code is _DICT or code is _LIST or code is _TUPLE:
-            if _read(item, tensors, movers, containers, parents, left) is None:
+            if code is _TUPLE:
+                if not item:
+                    continue  # the empty tuple: a value (place/_sharing.py)
+                left[1] += 1
+            if _read(item, tensors, movers, containers, parents, left, read) is None:
                 return None
             nested = True
         else:
@@ -171,25 +198,61 @@ def _read(
     return nested
 
 
-def _rebuilt(x: Any, new: dict[int, Any], parents: set[int]) -> Any:
-    """``x`` with each tensor and object replaced by ``new[id]``; containers made anew.
+def _tuples_in(nodes: list[Any]) -> set[int]:
+    """The ids of the non-empty tuples the ``nodes`` of an object's read hold, at any depth.
+
+    The whole-object read opens no tuple (``place/_whole.py``): a tuple holding a
+    tensor or a node is told by those, a tuple of values only by its own id. The
+    empty tuple is a value (one object in CPython, holding nothing), here as in the
+    walker (``place/_sharing.py``).
+    """
+    codes = _CODES.get
+    pending: list[tuple[Any, ...]] = []
+    push = pending.append
+    for node in nodes:
+        cls = type(node)
+        if cls is dict:
+            values: Any = node.values()
+        elif cls is list:
+            values = node
+        else:
+            code = codes(cls)
+            if code is None:
+                code = _code_of(cls)
+            values = _values(node, code) if code is not None else ()
+        for value in values:
+            if type(value) is tuple and value:
+                push(value)
+    found: set[int] = set()
+    while pending:
+        held = pending.pop()
+        if id(held) not in found:
+            found.add(id(held))
+            pending.extend(v for v in held if type(v) is tuple and v)
+    return found
+
+
+def _rebuilt(x: Any, new: dict[int, Any], parents: set[int], read: dict[int, Any]) -> Any:
+    """``x`` as read (``read``), each tensor and object replaced by ``new[id]``; containers anew.
 
     A container that holds no container (not in ``parents``) is mapped at C speed. A
     tuple in which nothing changed is the very tuple (immutable; the walker's sharing
     promise then holds of it trivially).
     """
-    get = new.get  # (a value's id is no tensor's or object's: all are alive)
+    get = new.get  # (a value's id is no tensor's or object's: all are alive, held by read)
     cls = type(x)
+    values = read.get(id(x), x)  # (a tuple, the empty one unread too, is as it was)
+    if cls is dict:
+        pairs, values = values
     if id(x) in parents:
-        values = x.values() if cls is dict else x
         items = [
-            _rebuilt(v, new, parents) if type(v) in _CONTAINERS else get(id(v), v) for v in values
+            _rebuilt(v, new, parents, read) if type(v) in _CONTAINERS else get(id(v), v)
+            for v in values
         ]
     else:
-        values = x.values() if cls is dict else x
         items = list(map(get, map(id, values), values))
     if cls is dict:
-        return dict(zip(x, items, strict=True))
+        return dict(zip(map(_first, pairs), items, strict=True))
     if cls is list:
         return items
     return x if all(map(operator.is_, items, x)) else tuple(items)
