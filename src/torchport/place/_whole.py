@@ -273,9 +273,11 @@ def move_whole(
                 if found is None or not all_on(not_in(found, left), target):
                     reached = check_reached(result, target, left, tensors_inside)  # names it
                     moved = not left.issuperset(map(id, reached))
+            # (Whether all are still held first: a right .to replaced some, so the input's
+            # devices need no second pass; both only read.)
             if not moved or (
-                not (any(map(on, tensors)) if on is not None else any_on(tensors, target))
-                and (held_by if reached is None else held_in)(ids, found, skipped, reached)
+                (held_by if reached is None else held_in)(ids, found, skipped, reached)
+                and not (any(map(on, tensors)) if on is not None else any_on(tensors, target))
             ):
                 # None was there and none was replaced by its copy (all still reachable).
                 check_moved(obj, tensors, target, moved, ALL_HELD)
