@@ -338,6 +338,10 @@ class DeviceLoader(Generic[_T]):
                 loader's device; the message names its path.
         """
         try:
+            inside = whole_tensors(batch)
+            if inside is not None:  # one object with its own .to (PyG, TensorDict): moved whole
+                self._count(len(inside.tensors), 0, 0, False)
+                return cast(_T, move_whole(batch, inside, self._device, False))
             return self._copy_blocking(batch)
         except (*COPY_FAILURES, UnsupportedBatchError) as exc:
             # Also where an object's .to met it and the rebuild named only that object.
@@ -350,10 +354,7 @@ class DeviceLoader(Generic[_T]):
                 del failure  # no cycle between this frame and the error it raises
 
     def _copy_blocking(self, batch: _T) -> _T:
-        inside = whole_tensors(batch)
-        if inside is not None:  # one object with its own .to (PyG, TensorDict): moved whole
-            self._count(len(inside.tensors), 0, 0, False)
-            return cast(_T, move_whole(batch, inside, self._device, False))
+        # (An object with its own .to is moved whole by _move_blocking, one frame less.)
         layout = flatten_batch(batch)
         tensors = layout.to_copy()  # not those an object's own .to moves
         device = self._device

@@ -67,8 +67,10 @@ __all__ = [
     "END",
     "RESTORED",
     "STATE",
+    "VERSION",
     "Snapshot",
     "busy",
+    "flatten",
     "hold",
     "lay_any",
     "let_go",
@@ -138,6 +140,7 @@ class Snapshot:
 
 
 _VERSION = operator.attrgetter("_version")
+VERSION = _VERSION  # (read inline by ``place/_whole.py``; :func:`versions` where it raises)
 
 
 def versions(tensors: list[torch.Tensor]) -> list[int]:
@@ -253,6 +256,9 @@ def _flatten(nodes: list[Any]) -> list[Any]:
             _flatten_any(x, cls, flat)
         add(end)
     return flat
+
+
+flatten = _flatten  # (``place/_whole.py`` compares a record it laid itself, inline)
 
 
 def _flatten_any(x: Any, cls: type, flat: list[Any]) -> None:

@@ -59,9 +59,11 @@ from torchport.place._untouched import (
     END,
     RESTORED,
     STATE,
+    VERSION,
     Snapshot,
     busy,
     changed_tensor,
+    flatten,
     hold,
     lay_any,
     let_go,
@@ -71,8 +73,10 @@ from torchport.place._untouched import (
 )
 from torchport.place._whole_plans import (
     PLANS,
+    RESULT_PLANS,
     plan_of,
     read_planned,
+    unshared_planned,
 )
 from torchport.place._whole_result import (
     ALL_HELD,
@@ -86,6 +90,13 @@ __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
 
 _dict_of = object.__getattribute__
+_VERSION = VERSION
+_flatten = flatten
+# Whether a tensor is on a CPU or meta target (an accelerator: ``all_on``, by index).
+_ON: dict[torch.device, Callable[[torch.Tensor], bool]] = {
+    torch.device("cpu"): operator.attrgetter("is_cpu"),
+    torch.device("meta"): operator.attrgetter("is_meta"),
+}
 # Per class with its own .to (those that last): False when its last move by move_whole
 # found every tensor on the target (no call), True when it called the .to. _read lays
 # the record while it reads only when a call is likely (a class without an entry, or
@@ -142,6 +153,18 @@ def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
     before the call and a change made to the input meanwhile is not taken for the
     ``.to``'s (and put back): :func:`move_whole` then reads the input again first.
     """
+    cls = type(obj)
+    if _CODES.get(cls) is _MOVES:
+        plan = PLANS.get(cls)
+        if plan is not None:  # _read's plan path, one frame less (the common case)
+            restored = RESTORED[0]  # read first: a restore after it reads the input again
+            read = read_planned(obj, plan)
+            if read is not None:
+                tensors, nodes, opened, ids, laid = read
+                planned = Inside(tensors, nodes, opened, restored, laid if lay else None, ids)
+                if not lay:
+                    planned.late = True
+                return planned
     inside = _read(obj, lay)
     if inside is not None and not lay:
         inside.late = True
@@ -174,7 +197,10 @@ def move_whole(
             while none was on ``target`` (``place/_moved_none.py``), or changed what
             the input holds (the input is put back first).
     """
-    there = all_on(inside.tensors, target)
+    # (The checks below are written out here, not called: every frame between to_device
+    # and the .to costs as much as a check of a few tensors.)
+    on = _ON.get(target)  # hashed in C; None: an accelerator, compared by all_on
+    there = all(map(on, inside.tensors)) if on is not None else all_on(inside.tensors, target)
     cls = type(obj)
     if there and inside.restored == RESTORED[0] and not inside.late and not busy(obj):
         if inside.laid is not None and lasting(cls):
@@ -197,24 +223,42 @@ def move_whole(
                 there = False  # what it holds now is the walker's to read: no early return
         if there and inside.restored == RESTORED[0]:
             return obj  # nothing to move (read again under the guard): no call
+        nodes = inside.nodes
+        laid = inside.laid
+        before: Snapshot | None = None  # None: the record is nodes/laid, compared inline
         if inside.restored != RESTORED[0] or inside.late:
             before = snapshot(obj)  # (an input the loop could not read again)
-        elif inside.laid is not None:
-            before = Snapshot(inside.nodes, inside.laid)
-        else:
-            before = record(inside.nodes)
+        elif laid is None:
+            before = record(nodes)
             if lasting(cls):
                 _LAYS[cls] = True
         tensors = inside.tensors
-        counted = versions(tensors)
+        try:
+            counted = list(map(_VERSION, tensors))
+        except RuntimeError:  # an inference tensor: versions() reads it as -1
+            counted = versions(tensors)
         try:
             result = call_own_to(copy_object(obj), target, non_blocking, None)
-            if before.changed():
-                raise RebuildRefused(wrote_through(cls))
-            if versions(tensors) != counted:
+            if before is not None:
+                if before.changed():
+                    raise RebuildRefused(wrote_through(cls))
+            else:
+                now = _flatten(nodes)  # (Snapshot.changed, written out)
+                if len(now) != len(laid) or not all(map(operator.is_, now, laid)):  # type: ignore[arg-type]
+                    raise RebuildRefused(wrote_through(cls))
+            try:
+                same = list(map(_VERSION, tensors)) == counted
+            except RuntimeError:
+                same = versions(tensors) == counted
+            if not same:
                 raise RebuildRefused(changed_tensor(cls))
             skipped: list[Any] = []  # the input's nodes the result holds (not read)
-            found = unshared_tensors(result, inside.opened, skipped)
+            shared = inside.opened
+            rplan = RESULT_PLANS.get(type(result))
+            found = None if rplan is None else unshared_planned(result, shared, rplan, skipped)
+            if found is None:  # (unshared_tensors: its plan again, then the loop)
+                skipped.clear()
+                found = unshared_tensors(result, shared, skipped)
             ids = inside.ids
             reached: list[torch.Tensor] | None = None
             # It moved something: a tensor reachable from result that is not the input's
@@ -222,22 +266,26 @@ def move_whole(
             moved = found is not None and bool(found)
             if moved and id(found[0]) in ids:  # type: ignore[index]
                 moved = not ids.issuperset(map(id, found))  # type: ignore[arg-type]
-            if found is None or not all_on(found, target):
+            if found is None or not (
+                all(map(on, found)) if on is not None else all_on(found, target)
+            ):
                 left = frozenset(ids)  # the input's own may stay where they were
                 if found is None or not all_on(not_in(found, left), target):
                     reached = check_reached(result, target, left, tensors_inside)  # names it
                     moved = not left.issuperset(map(id, reached))
+            # (Whether all are still held first: a right .to replaced some, so the input's
+            # devices need no second pass; both only read.)
             if not moved or (
-                not any_on(tensors, target)
-                and (held_by if reached is None else held_in)(ids, found, skipped, reached)
+                (held_by if reached is None else held_in)(ids, found, skipped, reached)
+                and not (any(map(on, tensors)) if on is not None else any_on(tensors, target))
             ):
                 # None was there and none was replaced by its copy (all still reachable).
                 check_moved(obj, tensors, target, moved, ALL_HELD)
         except RebuildRefused as exc:
-            before.restore()
+            (Snapshot(nodes, laid) if before is None else before).restore()  # type: ignore[arg-type]
             raise UnsupportedBatchError(refused_message(_path(batch, obj), cls, str(exc))) from exc
         except BaseException as exc:
-            before.restore()
+            (Snapshot(nodes, laid) if before is None else before).restore()  # type: ignore[arg-type]
             if isinstance(exc, COPY_FAILURES):
                 # A tensor torch cannot copy to target: named by its path, as the walker does.
                 failure = copy_failure(obj if batch is None else batch, tensors, target, exc)
