@@ -27,7 +27,10 @@ class LoadWeightsOnlyFalse(Rule):
     (a file in a `test`/`tests` folder, a `conftest.py`, a `test*` function,
     `Test*` class or fixture in a file importing `pytest`/`unittest`), which
     loads the fixtures it made itself (`trainer.save(d)` then `torch.load(d + "/m.pt",
-    weights_only=False)` to compare).
+    weights_only=False)` to compare); nor a load whose `weights_only` is a parameter
+    of the function around it that defaults to `True` and is never rebound
+    (`def load(path, weights_only=True): ...`): called as written it is safe, and a
+    caller that passes `False` does so at a call that is not `torch.load`.
 
     ## Why is this bad?
     With `weights_only=False`, loading runs the pickle machinery in full: a
@@ -94,6 +97,8 @@ class LoadWeightsOnlyFalse(Rule):
         if collected_by_a_test_runner(ctx):
             return  # a test loads the files it made itself, its own fixtures
         truth = _truth(given, ctx)
+        if truth is None and _parameter_defaulting_to_true(given, ctx):
+            return  # the function follows the advice; a caller passing False is its own call
         if truth is None:
             message = (
                 f"cannot tell whether `weights_only` is False here (`{ctx.segment(given)}`): "
@@ -156,6 +161,41 @@ def _truth(expr: ast.expr, ctx: Context) -> bool | None:
             continue
         return None
     return None
+
+
+def _parameter_defaulting_to_true(expr: ast.expr, ctx: Context) -> bool:
+    """``def load(path, weights_only=True): torch.load(path, weights_only=weights_only)``.
+
+    The name is a parameter of the innermost function around the load, its default is a
+    true constant, and the function never rebinds it: called as written, the load is
+    safe. A caller that passes ``False`` chooses so at its own call, which names no
+    ``torch.load`` (not reported there either: TP302 reads one call at a time).
+    """
+    if not isinstance(expr, ast.Name):
+        return False
+    function = next(
+        (
+            outer
+            for outer in reversed(ctx.ancestors)
+            if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        ),
+        None,
+    )
+    if function is None:
+        return False
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[tuple[ast.arg, ast.expr | None]] = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    default = next((d for a, d in defaults if a.arg == expr.id), None)
+    if not (isinstance(default, ast.Constant) and default.value is True):
+        return False
+    return not any(
+        isinstance(n, ast.Name) and n.id == expr.id and not isinstance(n.ctx, ast.Load)
+        for n in ast.walk(function)
+    )
 
 
 def _computed_torch_attribute(call: ast.Call, ctx: Context) -> bool:
