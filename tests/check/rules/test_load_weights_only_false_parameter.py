@@ -19,7 +19,11 @@ from torchport.check import check_source
 DEFAULTS = {"True": True, "False": False, "None": False, "cfg.safe": False, "1": False}
 
 
-REBINDINGS = ("", "    weights_only = cfg.trust\n", "    for weights_only in flags:\n        pass\n")
+REBINDINGS = (
+    "",
+    "    weights_only = cfg.trust\n",
+    "    for weights_only in flags:\n        pass\n",
+)
 
 
 @given(keyword_only=st.booleans(), name=st.sampled_from(["weights_only", "safe", "trusted_only"]))
