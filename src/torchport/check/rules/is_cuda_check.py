@@ -16,6 +16,17 @@ from torchport.check.semantic._guards import Guard, device_guard
 _TESTED = (ast.If, ast.While, ast.IfExp, ast.Assert)
 # Tests of another device type (`x.is_xpu`, `x.device.type`): the branch is ported.
 _OTHER_TYPES = (IS_DEVICE_ATTRIBUTES - {"is_cuda"}) | {"type"}
+# A branch that spreads the work over several GPUs in one process: what it does is
+# CUDA's (DataParallel's device ids; TP405 speaks of it), not where a tensor is.
+_SPREADS_OVER_GPUS = frozenset(
+    {
+        "torch.nn.parallel.data_parallel",
+        "torch.nn.parallel.data_parallel.data_parallel",
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+    }
+)
 
 
 class IsCudaCheck(Rule):
@@ -24,10 +35,12 @@ class IsCudaCheck(Rule):
     expression or a comprehension filter). Left alone: branches that also test
     another device type (`elif x.is_xpu:`, `device.type`), or sit inside such a
     branch (ported code); branches whose CUDA arm calls a custom CUDA kernel
-    (`roi_align_forward_cuda(...)`) or a `torch.cuda` function (TP401's), which
-    really exist only for CUDA, and so `assert x.is_cuda` (or `if not x.is_cuda:
-    raise ...`) before such a call, or raising `NotImplementedError` before a
-    compiled module's call (`_C.op(...)`): the kernel's precondition. Before
+    (`roi_align_forward_cuda(...)`), a `torch.cuda` function (TP401's) or spreads
+    the work over several GPUs (`nn.parallel.data_parallel(m, x, range(ngpu))`,
+    `nn.DataParallel`: TP405's), which really exist only for CUDA, and so
+    `assert x.is_cuda` (or `if not x.is_cuda: raise ...`) before such a call,
+    or raising `NotImplementedError` before a compiled module's call
+    (`_C.op(...)`): the kernel's precondition. Before
     portable code (a Triton kernel, torch ops) either is reported.
 
     ## Why is this bad?
@@ -174,6 +187,8 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
                 name = ctx.qualname(func) or ""
                 if name.startswith("torch.cuda.") and not name.endswith("Tensor"):
                     return True  # `torch.cuda.current_device()`: the arm is CUDA's (TP401)
+                if name in _SPREADS_OVER_GPUS:
+                    return True  # `data_parallel(m, x, range(ngpu))`: several GPUs (TP405's)
     return False
 
 
