@@ -6,6 +6,9 @@ the test still runs (on the CPU) and passes, so nothing that matters changes. Te
 
 * a file in a folder named ``test`` or ``tests`` (any folder of the path as given), or a
   ``conftest.py``;
+* a file in a folder named ``testing`` that imports ``pytest`` or ``unittest``: a
+  project's test helpers (``captum/testing/helpers/``); a ``testing`` package that
+  imports no test framework is a library's public API (``torch.testing``), not test code;
 * a ``test*`` function, a ``Test*`` class or a fixture (``@pytest.fixture``,
   parametrized or not: a test's inputs) in a file that imports ``pytest`` or
   ``unittest``.
@@ -42,6 +45,8 @@ def collected_by_a_test_runner(ctx: Context) -> bool:
     parts = ctx.path.replace("\\", "/").split("/")
     if parts[-1] == "conftest.py" or any(p in _TEST_FOLDERS for p in parts[:-1]):
         return True
+    if "testing" in parts[:-1] and _imports_a_framework(ctx):
+        return True  # a project's test helpers (`captum/testing/`), not `torch.testing`'s API
     if not any(
         (
             isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -51,6 +56,10 @@ def collected_by_a_test_runner(ctx: Context) -> bool:
         for outer in ctx.ancestors
     ):
         return False
+    return _imports_a_framework(ctx)
+
+
+def _imports_a_framework(ctx: Context) -> bool:
     return any((target or "").partition(".")[0] in _FRAMEWORKS for _local, target in ctx.imported)
 
 
