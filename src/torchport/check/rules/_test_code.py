@@ -6,6 +6,9 @@ the test still runs (on the CPU) and passes, so nothing that matters changes. Te
 
 * a file in a folder named ``test`` or ``tests`` (any folder of the path as given), or a
   ``conftest.py``;
+* a file named as pytest collects it (``test_*.py``, ``*_test.py``) that imports
+  ``pytest`` or ``unittest``: its module-level set-up (``device = ...`` above the
+  tests) decides where its tests run;
 * a file in a folder named ``testing`` that imports ``pytest`` or ``unittest``: a
   project's test helpers (``captum/testing/helpers/``); a ``testing`` package that
   imports no test framework is a library's public API (``torch.testing``), not test code;
@@ -25,6 +28,7 @@ another device would change what it tests (TP101 leaves it).
 from __future__ import annotations
 
 import ast
+import re
 
 from torchport.check._context import Context
 
@@ -38,6 +42,7 @@ __all__ = [
 
 _TEST_FOLDERS = frozenset({"test", "tests"})
 _FRAMEWORKS = frozenset({"pytest", "unittest"})
+_TEST_MODULE = re.compile(r"test_\w*\.py|\w+_test\.py")  # pytest's default `python_files`
 
 
 def collected_by_a_test_runner(ctx: Context) -> bool:
@@ -45,6 +50,8 @@ def collected_by_a_test_runner(ctx: Context) -> bool:
     parts = ctx.path.replace("\\", "/").split("/")
     if parts[-1] == "conftest.py" or any(p in _TEST_FOLDERS for p in parts[:-1]):
         return True
+    if _TEST_MODULE.fullmatch(parts[-1]) and _imports_a_framework(ctx):
+        return True  # a module pytest collects: its set-up at module level is its tests'
     if "testing" in parts[:-1] and _imports_a_framework(ctx):
         return True  # a project's test helpers (`captum/testing/`), not `torch.testing`'s API
     if not any(
