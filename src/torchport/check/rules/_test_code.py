@@ -38,6 +38,7 @@ __all__ = [
     "collected_by_a_test_runner",
     "cuda_is_the_subject",
     "decides_where_a_test_runs",
+    "leaves",
 ]
 
 _TEST_FOLDERS = frozenset({"test", "tests"})
@@ -132,7 +133,7 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
                 return True  # (the assert itself too: the test's demand, not a program's)
             if stmt.lineno == line:
                 break
-            if isinstance(stmt, ast.If) and _mentions(stmt.test, words) and _leaves(stmt.body):
+            if isinstance(stmt, ast.If) and _mentions(stmt.test, words) and leaves(stmt.body):
                 return True
     return False
 
@@ -202,7 +203,7 @@ def _skips(expr: ast.AST) -> bool:
     )
 
 
-def _leaves(body: list[ast.stmt]) -> bool:
+def leaves(body: list[ast.stmt]) -> bool:
     """A block that ends the test: ``return``, ``raise``, or a skip call."""
     last = body[-1]
     if isinstance(last, (ast.Return, ast.Raise)):
