@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import LOADS, saved_by_this_run
+from torchport.check.rules._loading import LOADS, parameter_defaulting_to_true, saved_by_this_run
 
 _HOPS = 4
 
@@ -24,8 +24,9 @@ class LoadWeightsOnlyFalse(Rule):
     load-or-build cache, `if exists(path): torch.load(path, weights_only=False)`
     with `torch.save(..., path)` in the `else`, or a save to the same path
     earlier in the function): its pickles are the program's own; nor test code
-    (a file in a `test`/`tests` folder, a `conftest.py`, a `test*` function,
-    `Test*` class or fixture in a file importing `pytest`/`unittest`), which
+    (a file in a `test`/`tests` folder, a `conftest.py`, a `test_*.py` module or
+    a file in a `testing` folder importing `pytest`/`unittest`, a `test*`
+    function, `Test*` class or fixture in a file importing them), which
     loads the fixtures it made itself (`trainer.save(d)` then `torch.load(d + "/m.pt",
     weights_only=False)` to compare); nor a load whose `weights_only` is a parameter
     of the function around it that defaults to `True` and is never rebound
@@ -97,7 +98,7 @@ class LoadWeightsOnlyFalse(Rule):
         if collected_by_a_test_runner(ctx):
             return  # a test loads the files it made itself, its own fixtures
         truth = _truth(given, ctx)
-        if truth is None and _parameter_defaulting_to_true(given, ctx):
+        if truth is None and parameter_defaulting_to_true(given, ctx):
             return  # the function follows the advice; a caller passing False is its own call
         if truth is None:
             message = (
@@ -161,41 +162,6 @@ def _truth(expr: ast.expr, ctx: Context) -> bool | None:
             continue
         return None
     return None
-
-
-def _parameter_defaulting_to_true(expr: ast.expr, ctx: Context) -> bool:
-    """``def load(path, weights_only=True): torch.load(path, weights_only=weights_only)``.
-
-    The name is a parameter of the innermost function around the load, its default is a
-    true constant, and the function never rebinds it: called as written, the load is
-    safe. A caller that passes ``False`` chooses so at its own call, which names no
-    ``torch.load`` (not reported there either: TP302 reads one call at a time).
-    """
-    if not isinstance(expr, ast.Name):
-        return False
-    function = next(
-        (
-            outer
-            for outer in reversed(ctx.ancestors)
-            if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        ),
-        None,
-    )
-    if function is None:
-        return False
-    args = function.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults: list[tuple[ast.arg, ast.expr | None]] = [
-        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
-        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
-    ]
-    default = next((d for a, d in defaults if a.arg == expr.id), None)
-    if not (isinstance(default, ast.Constant) and default.value is True):
-        return False
-    return not any(
-        isinstance(n, ast.Name) and n.id == expr.id and not isinstance(n.ctx, ast.Load)
-        for n in ast.walk(function)
-    )
 
 
 def _computed_torch_attribute(call: ast.Call, ctx: Context) -> bool:
