@@ -112,10 +112,6 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
       (``assert torch.cuda.is_available()``, that assert included): the test runs
       only where it is.
 
-    Also a value bound to the accelerator's copy of another value the test holds
-    (``points_cuda = points.cuda()``, ``cuda_model = copy.deepcopy(model).cuda()``): the
-    test compares the accelerator's result with the CPU's.
-
     Such a test uses the accelerator on purpose: another device changes what it
     tests. Words per accelerator: :data:`SUBJECT_WORDS` (another: its own name).
     """
@@ -123,8 +119,6 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
         return False
     words = SUBJECT_WORDS.get(accelerator, (accelerator,))
     line = getattr(node, "lineno", 0)
-    if any(_copy_named_for(outer, words) for outer in ctx.ancestors):
-        return True
     for outer in ctx.ancestors:
         if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
@@ -142,26 +136,6 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
             if isinstance(stmt, ast.If) and _mentions(stmt.test, words) and leaves(stmt.body):
                 return True
     return False
-
-
-def _copy_named_for(stmt: ast.AST, words: tuple[str, ...]) -> bool:
-    """``x_cuda = x.cuda()``: one name bound, named ``<other>_<word>`` or ``<word>_<other>``,
-    whose value reads ``<other>`` (the CPU value it is a copy of)."""
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-        return False
-    target = stmt.targets[0]
-    name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", None)
-    if not isinstance(name, str):
-        return False
-    parts = name.lower().split("_")
-    others = {"_".join(parts[:i] + parts[i + 1 :]) for i, part in enumerate(parts) if part in words}
-    read: set[str] = set()
-    for n in ast.walk(stmt.value):
-        if isinstance(n, ast.Name):
-            read.add(n.id.lower())
-        elif isinstance(n, ast.Attribute) and getattr(n.value, "id", None) == "self":
-            read.add(n.attr.lower())  # `self.x_cuda = self.x.cuda()`
-    return bool((others - {""}) & read)
 
 
 def decides_where_a_test_runs(ctx: Context) -> bool:
