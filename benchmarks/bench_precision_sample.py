@@ -57,7 +57,10 @@ classes from J, 14 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5k.json --sample benchmarks/data/precision_sample_k.csv
 --seed 44 --draw 100``. The twelfth (the same, after K's classes, 12 more new repositories):
 ``--repos benchmarks/data/precision_repos_round5l.json --sample
-benchmarks/data/precision_sample_l.csv --seed 45 --draw 100``.
+benchmarks/data/precision_sample_l.csv --seed 45 --draw 100``. The thirteenth (the same,
+after K's and L's classes of branch j34h, 12 more new repositories): ``--repos
+benchmarks/data/precision_repos_round5m.json --sample benchmarks/data/precision_sample_m.csv
+--seed 46 --draw 100``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ metric_device)`` helpers, sample J). The test-code standard is TP109's
 (``rules/_test_code.py``). Generated files draw the folder, the imports, the function's
 name, whether it is nested in another function and whether the copy sits in a loop of
 it; the oracle: TP905 exactly when no loop of the function repeats the copy and the
-function is test code (any function in a ``test``/``tests`` folder, a ``test*`` one or
-one nested in it in a file importing ``pytest``/``unittest``), else TP106 (a program's
+function is test code (any function in a ``test``/``tests`` folder or in a module pytest
+collects, ``test_*.py``/``*_test.py``, importing ``pytest``/``unittest``; a ``test*`` one
+or one nested in it in any file importing them), else TP106 (a program's
 helper's callers are unknown; a loop repeats).
 """
 
@@ -21,6 +22,8 @@ from torchport.check._engine import check_text, ruleset_for
 FOLDERS = ("src", "tests", "test", "examples")
 IMPORTS = {"": False, "import pytest": True, "import unittest": True, "import numpy": False}
 NAMES = ("test_attention", "testForward", "make_inputs", "run")
+# A module pytest collects (importing a test framework) is test code throughout.
+FILES = {"test_model.py": True, "model_test.py": True, "model.py": False, "tests.py": False}
 
 
 @given(
@@ -29,9 +32,10 @@ NAMES = ("test_attention", "testForward", "make_inputs", "run")
     name=st.sampled_from(NAMES),
     in_loop=st.booleans(),
     outer=st.sampled_from(("", "_test_distrib_integration", "test_integration")),
+    file=st.sampled_from(sorted(FILES)),
 )
 def test_a_test_s_inputs_are_made_once(
-    folder: str, imports: str, name: str, in_loop: bool, outer: str
+    folder: str, imports: str, name: str, in_loop: bool, outer: str, file: str
 ) -> None:
     copy = "x = torch.zeros(4, 3).to(device)"
     body = ["for _ in range(steps):", f"    {copy}"] if in_loop else [copy]
@@ -40,9 +44,9 @@ def test_a_test_s_inputs_are_made_once(
         function = [f"def {outer}(device):", *("    " + line for line in function)]
     source = "\n".join(["import torch", imports, "", "", *function]) + "\n"
     in_a_test = any(n.startswith("test") for n in (name, outer))
-    test_code = folder in ("test", "tests") or (IMPORTS[imports] and in_a_test)
+    test_code = folder in ("test", "tests") or (IMPORTS[imports] and (in_a_test or FILES[file]))
     once = test_code and not in_loop
-    path = f"{folder}/test_model.py"
+    path = f"{folder}/{file}"
     codes = {
         f.code for f in check_text(source, path, ruleset_for(["TP106", "TP905"], None)).findings
     }
@@ -71,15 +75,20 @@ LOOPS = {
     imports=st.sampled_from(sorted(IMPORTS)),
     name=st.sampled_from(NAMES),
     loop=st.sampled_from(sorted(LOOPS)),
+    file=st.sampled_from(sorted(FILES)),
 )
-def test_a_test_s_input_loops_are_set_up(folder: str, imports: str, name: str, loop: str) -> None:
+def test_a_test_s_input_loops_are_set_up(
+    folder: str, imports: str, name: str, loop: str, file: str
+) -> None:
     move = "torch.zeros(4, 3).to(device)"
     body = loop.format(copy=f"x = {move}", move=move).splitlines()
     function = [f"def {name}(device, steps, metric_devices, devices, loader):"]
     function += ["    " + line for line in body]
     source = "\n".join(["import torch", imports, "", "", *function]) + "\n"
-    test_code = folder in ("test", "tests") or (IMPORTS[imports] and name.startswith("test"))
-    path = f"{folder}/test_model.py"
+    test_code = folder in ("test", "tests") or (
+        IMPORTS[imports] and (name.startswith("test") or FILES[file])
+    )
+    path = f"{folder}/{file}"
     found = check_text(source, path, ruleset_for(["TP106", "TP905"], None)).findings
     codes = {f.code for f in found}
     assert codes == ({"TP905"} if test_code and LOOPS[loop] else {"TP106"}), (path, source)

@@ -1,8 +1,11 @@
 """TP109 leaves the CUDA-or-CPU device choices of code a test runner collects.
 
 The standard (one, for every sample): a file in a folder named ``test`` or ``tests``, a
-``conftest.py``, or a ``test*`` function or ``Test*`` class in a file that imports
-``pytest`` or ``unittest`` is test code; there the choice is low value and not reported.
+``conftest.py``, a file in a ``testing`` folder that imports ``pytest`` or ``unittest``
+(a project's test helpers; ``torch.testing``, importing neither, is an API), a module
+pytest collects (``test_*.py``, ``*_test.py``) importing one of them, or a
+``test*`` function or ``Test*`` class in a file that imports ``pytest`` or ``unittest``
+is test code; there the choice is low value and not reported.
 A program named like a test (``attack_defense_test.py`` whose ``test_*`` functions no
 test framework's import marks) is a program and stays reported, as does every
 choice outside test code. Paths, imports, the enclosing definition and the idiom are
@@ -70,6 +73,11 @@ def program(imports: str, place: str, choice: str) -> str:
 )
 @example([], "run.py", "import pytest", "@functools.cache def dev():", CHOICES[0])
 @example([], "run.py", "import pytest", "@pytest.fixture def dev():", CHOICES[0])
+@example(["pkg", "testing"], "model.py", "import unittest", "module", CHOICES[0])
+@example(["pkg", "testing"], "model.py", "import numpy as np", "module", CHOICES[0])
+# sample L: botorch's test_community/models/test_np_regression.py, a module-level device
+@example(["test_community"], "test_agent.py", "import unittest", "module", CHOICES[0])
+@example(["test_community"], "agent_test.py", "", "module", CHOICES[0])
 def test_a_device_choice_is_reported_outside_test_code_only(
     folders: list[str], file: str, imports: str, place: str, choice: str
 ) -> None:
@@ -79,6 +87,8 @@ def test_a_device_choice_is_reported_outside_test_code_only(
         file == "conftest.py"
         or "test" in folders
         or "tests" in folders
+        or ("testing" in folders and IMPORTS[imports])  # a project's test helpers
+        or (file in ("test_agent.py", "agent_test.py") and IMPORTS[imports])  # pytest's modules
         or (PLACES[place][1] and IMPORTS[imports])
     )
     found = check_text(source, path, ruleset_for(["TP109"], None)).findings

@@ -60,6 +60,8 @@ GUARDS = {
     "assert x is not None": (),
 }
 IMPORTS = {"": False, "import pytest": True, "import unittest": True}
+# A module pytest collects (``test_*.py``) importing a test framework is test code throughout.
+FILES = ("test_trainer.py", "trainer.py")
 
 
 @given(
@@ -70,12 +72,24 @@ IMPORTS = {"": False, "import pytest": True, "import unittest": True}
     guard=st.sampled_from(sorted(GUARDS)),
     guard_after=st.booleans(),
     statement=st.sampled_from(sorted(STATEMENTS)),
+    file=st.sampled_from(FILES),
 )
 # sample J's two: ignite's Horovod test of the wrong CUDA index, its TPU trainer test
-@example("tests", "", "helper", "", "assert torch.cuda.is_available()", False, STATEMENTS_J[0])
-@example("tests", "", "test_trainer_on_tpu", "@pytest.mark.tpu", "", False, STATEMENTS_J[1])
 @example(
-    "src", "import pytest", "helper", "", "assert idist.has_xla_support", False, STATEMENTS_J[1]
+    "tests", "", "helper", "", "assert torch.cuda.is_available()", False, STATEMENTS_J[0], FILES[0]
+)
+@example(
+    "tests", "", "test_trainer_on_tpu", "@pytest.mark.tpu", "", False, STATEMENTS_J[1], FILES[0]
+)
+@example(
+    "src",
+    "import pytest",
+    "helper",
+    "",
+    "assert idist.has_xla_support",
+    False,
+    STATEMENTS_J[1],
+    FILES[1],
 )
 def test_a_test_whose_subject_is_the_accelerator_is_left(
     folder: str,
@@ -85,6 +99,7 @@ def test_a_test_whose_subject_is_the_accelerator_is_left(
     guard: str,
     guard_after: bool,
     statement: str,
+    file: str,
 ) -> None:
     guard_lines = guard.splitlines()
     body = [statement, *guard_lines] if guard_after else [*guard_lines, statement]
@@ -92,13 +107,15 @@ def test_a_test_whose_subject_is_the_accelerator_is_left(
     function += ["    " + line for line in body]
     source = "\n".join(["import torch", imports, "", "", *function]) + "\n"
     code, accelerator = STATEMENTS[statement]
-    test_code = folder == "tests" or (IMPORTS[imports] and name.startswith("test"))
+    test_code = folder == "tests" or (
+        IMPORTS[imports] and (name.startswith("test") or file.startswith("test_"))
+    )
     subject = (
         accelerator in NAMES[name]
         or accelerator in DECORATORS[decorator][0]
         or (accelerator in GUARDS[guard] and not guard_after)
     )
-    path = f"{folder}/test_trainer.py"
+    path = f"{folder}/{file}"
     line = source.splitlines().index("    " + statement) + 1
     found = check_text(source, path, ruleset_for([code], None)).findings
     # (the guard's own `assert torch.cuda.is_available()` is TP401's, on its own line)
@@ -110,9 +127,10 @@ def test_a_test_whose_subject_is_the_accelerator_is_left(
     imports=st.sampled_from(sorted(IMPORTS)),
     name=st.sampled_from(("test_launch", "launch")),
     query=st.sampled_from(("torch.cuda.device_count() < 1", "not torch.cuda.is_available()")),
+    file=st.sampled_from(("test_launcher.py", "launcher.py")),
 )
 def test_a_cuda_query_in_a_test_s_skip_condition_is_left(
-    folder: str, imports: str, name: str, query: str
+    folder: str, imports: str, name: str, query: str, file: str
 ) -> None:
     decorator = (
         "@pytest.mark.parametrize('backend', ['gloo', pytest.param('nccl', "
@@ -121,8 +139,10 @@ def test_a_cuda_query_in_a_test_s_skip_condition_is_left(
     source = "\n".join(
         ["import torch", imports, "", "", decorator, f"def {name}(backend):", "    run(backend)"]
     )
-    test_code = folder == "tests" or (IMPORTS[imports] and name.startswith("test"))
-    path = f"{folder}/test_launcher.py"
+    test_code = folder == "tests" or (
+        IMPORTS[imports] and (name.startswith("test") or file.startswith("test_"))
+    )
+    path = f"{folder}/{file}"
     found = check_text(source + "\n", path, ruleset_for(["TP401"], None)).findings
     # `is_available()` outside an assert is a CUDA-or-CPU choice (TP109's): never TP401's.
     reported = "device_count" in query and not test_code
@@ -149,14 +169,17 @@ def test_a_cuda_query_in_a_test_s_skip_condition_is_left(
             "y = x.to(device).double()",
         )
     ),
+    file=st.sampled_from(("test_solver.py", "solver.py")),
 )
 def test_float64_in_a_test_that_never_runs_on_mps_is_left(
-    folder: str, imports: str, name: str, names_mps: str, statement: str
+    folder: str, imports: str, name: str, names_mps: str, statement: str, file: str
 ) -> None:
     function = [f"def {name}(x, device):", f"    {statement}", "    return t"]
     source = "\n".join(["import torch", imports, names_mps, "", "", *function]) + "\n"
-    test_code = folder == "tests" or (IMPORTS[imports] and name.startswith("test"))
-    path = f"{folder}/test_solver.py"
+    test_code = folder == "tests" or (
+        IMPORTS[imports] and (name.startswith("test") or file.startswith("test_"))
+    )
+    path = f"{folder}/{file}"
     found = check_text(source, path, ruleset_for(["TP108"], None)).findings
     mps = names_mps and "dumps" not in names_mps
     assert bool(found) != (test_code and not mps), (path, source)

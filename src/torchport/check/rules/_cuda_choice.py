@@ -17,12 +17,32 @@ from torchport.check.semantic._receivers import enters_call_named
 from torchport.check.semantic._residence import bound_value
 
 __all__ = [
+    "cuda_api",
     "left_alone",
     "moves_to_cuda",
     "not_implemented_elsewhere",
     "serves_horovod",
     "tests_cuda",
 ]
+
+# A branch that spreads the work over several GPUs in one process: what it does is
+# CUDA's (DataParallel's device ids; TP405 speaks of it), not where a tensor is.
+MULTI_GPU = frozenset(
+    {
+        "torch.nn.parallel.data_parallel",
+        "torch.nn.parallel.data_parallel.data_parallel",
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+    }
+)
+
+
+def cuda_api(name: str) -> bool:
+    """Whether the qualified name is CUDA's own API: a ``torch.cuda`` function (not a
+    legacy tensor type, TP104's) or DataParallel over several GPUs (:data:`MULTI_GPU`)."""
+    return name in MULTI_GPU or (name.startswith("torch.cuda.") and not name.endswith("Tensor"))
+
 
 _AVAILABLE = "torch.cuda.is_available"
 _TAILS = frozenset({"is_available"})

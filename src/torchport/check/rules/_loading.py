@@ -22,6 +22,7 @@ __all__ = [
     "is_load",
     "loaded_elsewhere",
     "only_safe_dicts",
+    "parameter_defaulting_to_true",
     "saved_by_this_run",
     "stands_for_plain_object",
     "unpacks",
@@ -321,3 +322,38 @@ def stands_for_plain_object(load: ast.Call, ctx: Context) -> bool:
     from torchport.check.rules._plain_objects import stands_for_plain_object as found
 
     return found(load, ctx)
+
+
+def parameter_defaulting_to_true(expr: ast.expr, ctx: Context) -> bool:
+    """``def load(path, weights_only=True): torch.load(path, weights_only=weights_only)``.
+
+    The name is a parameter of the innermost function around the load, its default is a
+    true constant, and the function never rebinds it: called as written, the load is
+    safe. A caller that passes ``False`` chooses so at its own call, which names no
+    ``torch.load`` (not reported there either: TP302 reads one call at a time).
+    """
+    if not isinstance(expr, ast.Name):
+        return False
+    function = next(
+        (
+            outer
+            for outer in reversed(ctx.ancestors)
+            if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        ),
+        None,
+    )
+    if function is None:
+        return False
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[tuple[ast.arg, ast.expr | None]] = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    default = next((d for a, d in defaults if a.arg == expr.id), None)
+    if not (isinstance(default, ast.Constant) and default.value is True):
+        return False
+    return not any(
+        isinstance(n, ast.Name) and n.id == expr.id and not isinstance(n.ctx, ast.Load)
+        for n in ast.walk(function)
+    )

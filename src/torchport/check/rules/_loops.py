@@ -104,9 +104,7 @@ def every_iteration(node: ast.Call, ctx: Context) -> bool:
     for outer in reversed(ctx.ancestors):
         if outer is loop:
             return True
-        if isinstance(outer, ast.If) and any(
-            _now_and_then(t, counters) for t in _conjuncts(outer.test)
-        ):
+        if isinstance(outer, ast.If) and _rarely(outer.test, counters, ctx):
             return False
     return True
 
@@ -126,11 +124,22 @@ def _counters(loop: ast.AST) -> frozenset[str]:
     return frozenset({target.id}) if isinstance(target, ast.Name) else frozenset()
 
 
-def _conjuncts(test: ast.expr) -> list[ast.expr]:
-    """The tests that must all hold: ``a and b`` gives both (``if step % 20 == 0 and debug:``)."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [part for value in test.values for part in _conjuncts(value)]
-    return [test]
+def _rarely(test: ast.expr, counters: frozenset[str], ctx: Context) -> bool:
+    """Whether ``test`` holds only now and then: a conjunct does (``step % 20 == 0 and
+    debug``), every disjunct does (``last_batch or batch_idx % log_interval == 0``), or
+    it is a name bound to a test of the loop's counter that does (``last_batch =
+    batch_idx == last_idx``; not ``hit = pred == y``, which may hold every step)."""
+    if isinstance(test, ast.BoolOp):
+        parts = (_rarely(value, counters, ctx) for value in test.values)
+        return any(parts) if isinstance(test.op, ast.And) else all(parts)
+    if isinstance(test, ast.Name):
+        bound = ctx.value_of(test)
+        return (
+            isinstance(bound, ast.Compare)
+            and _now_and_then(bound, counters)
+            and any(isinstance(n, ast.Name) and n.id in counters for n in ast.walk(bound))
+        )
+    return _now_and_then(test, counters)
 
 
 def _now_and_then(test: ast.expr, counters: frozenset[str]) -> bool:

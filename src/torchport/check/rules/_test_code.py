@@ -6,6 +6,12 @@ the test still runs (on the CPU) and passes, so nothing that matters changes. Te
 
 * a file in a folder named ``test`` or ``tests`` (any folder of the path as given), or a
   ``conftest.py``;
+* a file named as pytest collects it (``test_*.py``, ``*_test.py``) that imports
+  ``pytest`` or ``unittest``: its module-level set-up (``device = ...`` above the
+  tests) decides where its tests run;
+* a file in a folder named ``testing`` that imports ``pytest`` or ``unittest``: a
+  project's test helpers (``captum/testing/helpers/``); a ``testing`` package that
+  imports no test framework is a library's public API (``torch.testing``), not test code;
 * a ``test*`` function, a ``Test*`` class or a fixture (``@pytest.fixture``,
   parametrized or not: a test's inputs) in a file that imports ``pytest`` or
   ``unittest``.
@@ -22,6 +28,7 @@ another device would change what it tests (TP101 leaves it).
 from __future__ import annotations
 
 import ast
+import re
 
 from torchport.check._context import Context
 
@@ -31,10 +38,12 @@ __all__ = [
     "collected_by_a_test_runner",
     "cuda_is_the_subject",
     "decides_where_a_test_runs",
+    "leaves",
 ]
 
 _TEST_FOLDERS = frozenset({"test", "tests"})
 _FRAMEWORKS = frozenset({"pytest", "unittest"})
+_TEST_MODULE = re.compile(r"test_\w*\.py|\w+_test\.py")  # pytest's default `python_files`
 
 
 def collected_by_a_test_runner(ctx: Context) -> bool:
@@ -42,6 +51,10 @@ def collected_by_a_test_runner(ctx: Context) -> bool:
     parts = ctx.path.replace("\\", "/").split("/")
     if parts[-1] == "conftest.py" or any(p in _TEST_FOLDERS for p in parts[:-1]):
         return True
+    if _TEST_MODULE.fullmatch(parts[-1]) and _imports_a_framework(ctx):
+        return True  # a module pytest collects: its set-up at module level is its tests'
+    if "testing" in parts[:-1] and _imports_a_framework(ctx):
+        return True  # a project's test helpers (`captum/testing/`), not `torch.testing`'s API
     if not any(
         (
             isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -51,6 +64,10 @@ def collected_by_a_test_runner(ctx: Context) -> bool:
         for outer in ctx.ancestors
     ):
         return False
+    return _imports_a_framework(ctx)
+
+
+def _imports_a_framework(ctx: Context) -> bool:
     return any((target or "").partition(".")[0] in _FRAMEWORKS for _local, target in ctx.imported)
 
 
@@ -116,7 +133,7 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
                 return True  # (the assert itself too: the test's demand, not a program's)
             if stmt.lineno == line:
                 break
-            if isinstance(stmt, ast.If) and _mentions(stmt.test, words) and _leaves(stmt.body):
+            if isinstance(stmt, ast.If) and _mentions(stmt.test, words) and leaves(stmt.body):
                 return True
     return False
 
@@ -186,7 +203,7 @@ def _skips(expr: ast.AST) -> bool:
     )
 
 
-def _leaves(body: list[ast.stmt]) -> bool:
+def leaves(body: list[ast.stmt]) -> bool:
     """A block that ends the test: ``return``, ``raise``, or a skip call."""
     last = body[-1]
     if isinstance(last, (ast.Return, ast.Raise)):

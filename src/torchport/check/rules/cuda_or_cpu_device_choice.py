@@ -30,12 +30,13 @@ class CudaOrCpuDeviceChoice(Rule):
     chains that also test MPS or XPU (`elif torch.backends.mps.is_available():`).
 
     Test code is left alone: a file in a `test` or `tests` folder, a `conftest.py`,
-    or a `test*` function, `Test*` class or fixture (`@pytest.fixture`) in a file
-    that imports `pytest` or `unittest`. There the choice decides where the test
-    runs, and on MPS or XPU the test still runs on the CPU and passes. A program
-    named like a test (an experiment driver `run_test.py` whose `test_*` functions
-    its `__main__` calls, no test framework imported) is a program, and stays
-    reported. Left too: a module
+    a module pytest collects (`test_*.py`, `*_test.py`) or a file in a `testing`
+    folder that imports `pytest` or `unittest`, or a `test*` function, `Test*`
+    class or fixture (`@pytest.fixture`) in a file that imports them. There the
+    choice decides where the test runs, and on MPS or XPU the test still runs
+    on the CPU and passes. A program named like a test (an experiment driver
+    `run_test.py` whose `test_*` functions its `__main__` calls, no test
+    framework imported) is a program, and stays reported. Left too: a module
     that imports Horovod (`import horovod.torch as hvd`): Horovod's collectives take
     CPU or CUDA tensors only, so CUDA-or-CPU is the right choice there.
 

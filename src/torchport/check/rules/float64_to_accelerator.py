@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._test_code import collected_by_a_test_runner
+from torchport.check.rules._test_code import collected_by_a_test_runner, leaves
 
 _FLOAT64 = ("torch.float64", "torch.double")
 _TAILS = frozenset(name.rpartition(".")[2] for name in _FLOAT64)
@@ -27,9 +27,12 @@ class Float64ToAccelerator(Rule):
     float32 on the device.
 
     Left alone: test code (`rules/_test_code.py`) in a file that never names
-    MPS. A test's device is the suite's choice; one that never names MPS runs
-    its float64 on the CPU or CUDA, where it works, and float64 is often what
-    the test checks. A test file that names MPS is reported as any code.
+    MPS, and a test that skips, before the float64 work, where float64 is
+    missing (`_skip_if_dtype_unavailable(device, torch.float64)`, or `if
+    device.type == "mps": pytest.skip(...)`). A test's device is the suite's
+    choice; one that never names MPS runs its float64 on the CPU or CUDA,
+    where it works, and float64 is often what the test checks. A test file
+    that names MPS is reported as any code.
     """
 
     code = "TP108"
@@ -68,7 +71,7 @@ class Float64ToAccelerator(Rule):
             found = (method == "double" and _moves(receiver, ctx)) or (
                 method == "cuda" and method_name(receiver) == "double"
             )
-        if found and not _test_never_on_mps(ctx):
+        if found and not _test_never_on_mps(ctx) and not _skipped_without_float64(node, ctx):
             yield ctx.finding(self, node)
 
 
@@ -84,6 +87,47 @@ def _test_never_on_mps(ctx: Context) -> bool:
     if (ctx.mentions("mps") or ctx.mentions("MPS")) and _NAMES_MPS.search(ctx.source):
         return False
     return collected_by_a_test_runner(ctx)
+
+
+def _skipped_without_float64(node: ast.Call, ctx: Context) -> bool:
+    """Test code whose test, before ``node``, skips where float64 is missing.
+
+    ``_skip_if_dtype_unavailable(device, torch.float64)`` (a call named for a skip
+    that names float64) or ``if device.type == "mps": pytest.skip(...)`` (a test that
+    names MPS and leaves): the float64 work never reaches MPS (kornia, sample M).
+    """
+    if not collected_by_a_test_runner(ctx):
+        return False
+    function = next(
+        (
+            a
+            for a in reversed(ctx.ancestors)
+            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ),
+        None,
+    )
+    if function is None:
+        return False
+    for stmt in function.body:
+        if stmt.lineno >= node.lineno:
+            return False
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            tail = _tail(stmt.value.func) or ""
+            if "skip" in tail.lower() and any(map(_names_float64, stmt.value.args)):
+                return True
+        if (
+            isinstance(stmt, ast.If)
+            and _NAMES_MPS.search(ctx.segment(stmt.test))
+            and leaves(stmt.body)
+        ):
+            return True
+    return False
+
+
+def _names_float64(expr: ast.expr) -> bool:
+    return any(
+        isinstance(n, ast.Attribute) and n.attr in ("float64", "double") for n in ast.walk(expr)
+    )
 
 
 # `"mps"`, `torch.backends.mps`, `has_mps`, `# MPS`: not `json.dumps`, `timestamps`

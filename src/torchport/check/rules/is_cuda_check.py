@@ -9,7 +9,7 @@ from typing import TypeGuard
 from torchport.check._context import Context
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._cuda_choice import moves_to_cuda, not_implemented_elsewhere
+from torchport.check.rules._cuda_choice import cuda_api, moves_to_cuda, not_implemented_elsewhere
 from torchport.check.semantic._devices import IS_DEVICE_ATTRIBUTES
 from torchport.check.semantic._guards import Guard, device_guard
 
@@ -20,15 +20,15 @@ _OTHER_TYPES = (IS_DEVICE_ATTRIBUTES - {"is_cuda"}) | {"type"}
 
 class IsCudaCheck(Rule):
     """## What it does
-    Finds `tensor.is_cuda` used as a condition (`if`, `while`, a conditional
-    expression or a comprehension filter). Left alone: branches that also test
-    another device type (`elif x.is_xpu:`, `device.type`), or sit inside such a
-    branch (ported code); branches whose CUDA arm calls a custom CUDA kernel
-    (`roi_align_forward_cuda(...)`) or a `torch.cuda` function (TP401's), which
-    really exist only for CUDA, and so `assert x.is_cuda` (or `if not x.is_cuda:
-    raise ...`) before such a call, or raising `NotImplementedError` before a
-    compiled module's call (`_C.op(...)`): the kernel's precondition. Before
-    portable code (a Triton kernel, torch ops) either is reported.
+    Finds `tensor.is_cuda` used as a condition (`if`, `while`, a conditional or a
+    comprehension filter). Left alone: branches that also test another device type (`elif
+    x.is_xpu:`, `device.type`), or sit inside such a branch (ported code); branches whose CUDA
+    arm calls a custom CUDA kernel (`roi_align_forward_cuda(...)`), a `torch.cuda` function
+    (TP401's) or spreads the work over several GPUs (DataParallel, TP405's), which really
+    exist only for CUDA, and so `assert x.is_cuda` (or `if not x.is_cuda: raise ...`) before
+    such a call, or raising `NotImplementedError` before a compiled module's call
+    (`_C.op(...)`): the kernel's precondition. Before portable code (a Triton kernel, torch
+    ops) either is reported.
 
     ## Why is this bad?
     `is_cuda` is False for tensors on MPS, XPU and other accelerators, so the
@@ -171,9 +171,8 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
                 called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
                 if "cuda" in called.lower() and called != "cuda" and ctx.qualname(func) is None:
                     return True  # `roi_pool_forward_cuda(...)`: a kernel only CUDA has
-                name = ctx.qualname(func) or ""
-                if name.startswith("torch.cuda.") and not name.endswith("Tensor"):
-                    return True  # `torch.cuda.current_device()`: the arm is CUDA's (TP401)
+                if cuda_api(ctx.qualname(func) or ""):
+                    return True  # `torch.cuda.*` (TP401's), `data_parallel` over GPUs (TP405's)
     return False
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._loading import LOADS, saved_by_this_run
+from torchport.check.rules._loading import LOADS, parameter_defaulting_to_true, saved_by_this_run
 
 _HOPS = 4
 
@@ -24,10 +24,14 @@ class LoadWeightsOnlyFalse(Rule):
     load-or-build cache, `if exists(path): torch.load(path, weights_only=False)`
     with `torch.save(..., path)` in the `else`, or a save to the same path
     earlier in the function): its pickles are the program's own; nor test code
-    (a file in a `test`/`tests` folder, a `conftest.py`, a `test*` function,
-    `Test*` class or fixture in a file importing `pytest`/`unittest`), which
+    (a file in a `test`/`tests` folder, a `conftest.py`, a `test_*.py` module or
+    a file in a `testing` folder importing `pytest`/`unittest`, a `test*`
+    function, `Test*` class or fixture in a file importing them), which
     loads the fixtures it made itself (`trainer.save(d)` then `torch.load(d + "/m.pt",
-    weights_only=False)` to compare).
+    weights_only=False)` to compare); nor a load whose `weights_only` is a parameter
+    of the function around it that defaults to `True` and is never rebound
+    (`def load(path, weights_only=True): ...`): called as written it is safe, and a
+    caller that passes `False` does so at a call that is not `torch.load`.
 
     ## Why is this bad?
     With `weights_only=False`, loading runs the pickle machinery in full: a
@@ -94,6 +98,8 @@ class LoadWeightsOnlyFalse(Rule):
         if collected_by_a_test_runner(ctx):
             return  # a test loads the files it made itself, its own fixtures
         truth = _truth(given, ctx)
+        if truth is None and parameter_defaulting_to_true(given, ctx):
+            return  # the function follows the advice; a caller passing False is its own call
         if truth is None:
             message = (
                 f"cannot tell whether `weights_only` is False here (`{ctx.segment(given)}`): "
