@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from torchport._device_types import CPU, META
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, read_state
@@ -94,8 +95,8 @@ _VERSION = VERSION
 _flatten = flatten
 # Whether a tensor is on a CPU or meta target (an accelerator: ``all_on``, by index).
 _ON: dict[torch.device, Callable[[torch.Tensor], bool]] = {
-    torch.device("cpu"): operator.attrgetter("is_cpu"),
-    torch.device("meta"): operator.attrgetter("is_meta"),
+    torch.device(CPU): operator.attrgetter("is_cpu"),
+    torch.device(META): operator.attrgetter("is_meta"),
 }
 # Per class with its own .to (those that last): False when its last move by move_whole
 # found every tensor on the target (no call), True when it called the .to. _read lays

@@ -14,7 +14,7 @@ Keys (all optional)::
 
 Which table a file uses is Ruff's rule: **each file uses the nearest**
 ``pyproject.toml`` **holding a** ``[tool.torchport]`` **table in its own folder or
-above** (``_config_search.ConfigResolver``), so a file's findings never depend on which other
+above** (:class:`ConfigResolver`), so a file's findings never depend on which other
 paths are on the command line, nor on the working folder. ``--config FILE`` names
 one table for every file instead. Paths are made absolute and ``..`` is resolved
 (lexically, as Ruff does) before any pattern matches them.
