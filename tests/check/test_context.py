@@ -312,8 +312,9 @@ def test_value_of_agrees_on_generated_modules(lines: list[str]) -> None:
 
 # Pieces of text around `for`: runs of spaces, brackets, line joins and comments (cut
 # anywhere), names that are and are not whole words, other code, text ends.
-_PIECES = ["for", "for ", " ", "\t", "\n", "\r\n", "(", "[", "\\", "\\\n", "#", "# ", "# x",
-           "#for x", "x", "xy", "y_", "torch", "_t", "in", ",", ":", "1", "f", "or", ".", "="]  # fmt: skip
+_PIECES = ["for", "for ", " ", "\t", "\n", "\r\n", "(", "[", "\\", "\\\n", "#", "# ",
+           "# x", "#for x", "x", "xy", "y_", "torch", "_t", "in", ",", ":", "1", "f", "or",
+           ".", "="]  # fmt: skip
 _NAMES = ["x", "xy", "y", "y_", "torch", "t", "_t", "in", "f", "or", "for"]
 
 

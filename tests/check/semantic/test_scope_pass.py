@@ -1,9 +1,10 @@
 """The scope pass records what plain walks of the tree find.
 
 Oracle: ``ast.iter_child_nodes`` (each node's parent) and ``ast.walk`` (which
-nodes open a scope, which names are read, each block statement's position), written here apart from the pass, over the sources of
-torch's ``nn`` modules and this project's semantic package, and over a module
-holding every construct that opens a scope or binds without a ``Name``.
+nodes open a scope, which names are read, each block statement's position),
+written here apart from the pass, over the sources of torch's ``nn`` modules and
+this project's semantic package, and over a module holding every construct that
+opens a scope or binds without a ``Name``.
 """
 
 from __future__ import annotations

@@ -24,10 +24,6 @@ from torchport.check.semantic._binding import (
     import_bindings,
 )
 
-TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
-if TYPE_CHECKING:
-    from typing import Any
-
 __all__ = ["COMPREHENSIONS", "FUNCTIONS", "ScopePass"]
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
