@@ -139,6 +139,7 @@ SEMANTIC_MAY_IMPORT = (
     "torchport.check.semantic",
     "torchport.check._edit",
     "torchport.check._records",  # dataclasses' methods without exec; imports no torchport module
+    "torchport.check._nodes",  # which fields of a node class hold nodes; imports only ast
     "torchport._device_types",
 )
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from typing import cast
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from torchport.check import fix_source
-from torchport.check._context import Context
+from torchport.check._context import Context, loop_heads, written_as_loop_target
 from torchport.check._rule import Edit
 
 
@@ -307,3 +308,25 @@ def test_value_of_agrees_on_generated_modules(lines: list[str]) -> None:
     for name in ast.walk(tree):
         if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Load):
             assert fast.value_of(name) is full.scopes.value_of(name)
+
+
+# Pieces of text around `for`: runs of spaces, brackets, line joins and comments (cut
+# anywhere), names that are and are not whole words, other code, text ends.
+_PIECES = ["for", "for ", " ", "\t", "\n", "\r\n", "(", "[", "\\", "\\\n", "#", "# ",
+           "# x", "#for x", "x", "xy", "y_", "torch", "_t", "in", ",", ":", "1", "f", "or",
+           ".", "="]  # fmt: skip
+_NAMES = ["x", "xy", "y", "y_", "torch", "t", "_t", "in", "f", "or", "for"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=14), st.sampled_from(_NAMES))
+@example(["for", "# ", "\n", "xy"], "x")  # a run's comment, then a longer head word
+@example(["for", " ", "#for x", "\n", "y_"], "x")  # a `for` inside the run's comment
+def test_loop_targets_from_one_scan_match_the_search_name_by_name(
+    pieces: list[str], name: str
+) -> None:
+    """``may_hold_a_value``'s text test, answered from one scan of the file, is the search
+    of ``for``, then spaces, brackets, line joins or comments, then the name (a word end).
+    """
+    text = "".join(pieces)
+    expected = re.search(rf"\bfor\b(?:[\s(\\]|#[^\r\n]*)*{re.escape(name)}\b", text)
+    assert written_as_loop_target(loop_heads(text), name) is (expected is not None)

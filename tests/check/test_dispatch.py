@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from tests.check.fix_programs import programs
 from torchport.check._catalog import shipped_rules
+from torchport.check._dispatch import call_rules, named_rules
 from torchport.check._engine import RuleSet, check_text
 from torchport.check._rule import Rule
 from torchport.check.rules import RULES
@@ -261,3 +262,40 @@ def test_the_oracle_is_handed_every_node() -> None:
         for r in EVERYWHERE.rules
     )
     assert {r.code for r in EVERYWHERE.rules} == {r.code for r in DECLARED.rules}
+
+
+# ------------------------------------------------------------ sets the prefilter cuts
+
+
+def _callee_key(name: str, tail: str, keywords: list[str]) -> object:
+    """A call's key as ``_walk`` makes it (name, import tail, the listed keywords)."""
+    key: object = name if tail == name else (name, tail)
+    return (key, tuple(keywords)) if keywords else key
+
+
+@given(
+    st.sets(st.sampled_from(sorted(DECLARED.codes)), max_size=12),
+    st.lists(st.sampled_from(sorted({*_HOT, *_API, *_example_names()[0]})), min_size=1),
+    st.sampled_from(sorted({*_HOT, *_example_names()[0]})),
+    st.lists(st.sampled_from(sorted({*_HOT_KEYWORDS, *_KEYWORDS})), max_size=2, unique=True),
+)
+def test_a_cut_set_hands_each_node_to_its_own_rules_as_the_plain_dispatch(
+    codes: set[str], names: list[str], tail: str, keywords: list[str]
+) -> None:
+    """A set cut from another (``lacking``/``without``: the prefilter's, a file's noqa)
+    learns each name from the set it was cut from: the same rules, its own instances,
+    in the same order, as ``_dispatch``'s functions over its own table.
+    """
+    cut = DECLARED.lacking(frozenset(codes))
+    cuts = [cut, cut.without(sorted(codes)[:1] or ["TP1"])]
+    for ruleset in cuts:
+        for name in names:
+            for key in (name, _callee_key(name, tail, keywords)):
+                expected = call_rules(ruleset.dispatch, key)
+                found = ruleset.call_rules(key)
+                assert [id(r) for r in found or ()] == [id(r) for r in expected or ()]
+                assert (found is None) is (expected is None)
+            expected = named_rules(ruleset.dispatch, ast.Attribute, name)
+            found = ruleset.named_rules(name)
+            assert [id(r) for r in found or ()] == [id(r) for r in expected or ()]
+            assert (found is None) is (expected is None)

@@ -163,3 +163,22 @@ def test_every_rule_that_rewrites_a_receiver_keeps_it_whole(expr: str) -> None:
     assert moved.func.attr == "to"
     original = ast.parse(f"({expr})", mode="eval").body
     assert ast.dump(moved.func.value) == ast.dump(original)
+
+
+@given(st.lists(st.sampled_from(["x", "ab", "\n", "\r\n", "\r", "\n\n", " ", "é"]), max_size=20))
+def test_line_starts_are_the_offsets_after_each_line_end(pieces: list[str]) -> None:
+    """Line ``n`` starts after the ``n - 1``-th line end (``\\r\\n``, ``\\r`` or ``\\n``),
+    counted here by hand, with or without ``\\r`` in the text.
+    """
+    text = "".join(pieces)
+    expected = [0, 0]
+    i = 0
+    while i < len(text):
+        if text[i] == "\r" and text[i + 1 : i + 2] == "\n":
+            i += 2
+            expected.append(i)
+            continue
+        i += 1
+        if text[i - 1] in "\r\n":
+            expected.append(i)
+    assert SourceText(text)._line_starts() == expected

@@ -34,6 +34,9 @@ __all__ = ["Context"]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# The word `for`, then spaces, brackets, line joins and comments (may_hold_a_value).
+_FOR_RUN = re.compile(r"\bfor\b((?:[\s(\\]|#[^\r\n]*)*)")
+_WORD = re.compile(r"\w+")
 
 
 class Context(SourceText):
@@ -57,7 +60,8 @@ class Context(SourceText):
         # Names some `x = value` binds somewhere (None: any, when the file has a `:=`). A
         # name outside it holds no known value anywhere: value_of needs no scope pass.
         self._assigned: frozenset[str] | None = None if ":=" in source else assigned
-        self._loop_targets: dict[str, bool] = {}  # may_hold_a_value's text searches
+        self._loop_targets: dict[str, bool] = {}  # may_hold_a_value's answers
+        self._for_heads: tuple[frozenset[str], tuple[str, ...]] | None = None  # _loop_heads
         # A scope map another pass built on this very tree (the port's facts of a sibling
         # module, see _syntax.keep_parsed): the same answers, not built twice.
         adopted = adopt_scopes(tree)
@@ -213,12 +217,17 @@ class Context(SourceText):
         found = self._loop_targets.get(name)
         if found is None:
             # A non-ASCII file may spell the name otherwise (NFKC): the scope pass decides.
-            found = not self.source.isascii() or (
-                re.search(rf"\bfor\b(?:[\s(\\]|#[^\r\n]*)*{re.escape(name)}\b", self.source)
-                is not None
-            )
+            if not self.source.isascii():
+                found = True
+            else:
+                found = written_as_loop_target(self._loop_heads(), name)
             self._loop_targets[name] = found
         return found
+
+    def _loop_heads(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        if self._for_heads is None:
+            self._for_heads = loop_heads(self.source)
+        return self._for_heads
 
     def torch_name(self) -> str:
         """The name the module imported torch as at top level (``"torch"`` when it did not).
@@ -313,3 +322,41 @@ class Context(SourceText):
             message=message or rule.message,
             fix=fix,
         )
+
+
+def loop_heads(source: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """What may follow a ``for`` as its target in ``source``, found with one scan.
+
+    After each word ``for`` comes a run of spaces, ``(``, ``\\`` and comments (each to
+    its line's end), then the word that may be the target: a head. Returned: the
+    heads, and the text of each run that holds a comment (a comment may be cut
+    anywhere, so a name anywhere in one may be what the run leads to).
+    """
+    heads: set[str] = set()
+    comments: list[str] = []
+    for match in _FOR_RUN.finditer(source):
+        end = match.end()
+        word = _WORD.match(source, end)
+        if word is not None:
+            heads.add(word.group())
+        if "#" in match.group(1):
+            # the run ends after a line end or at the text's end, never inside a comment:
+            # a name ending at its last character ends before a word boundary in the text
+            comments.append(source[match.start(1) : end])
+    return frozenset(heads), tuple(comments)
+
+
+def written_as_loop_target(found: tuple[frozenset[str], tuple[str, ...]], name: str) -> bool:
+    """Whether ``for``, a run of spaces, brackets, line joins or comments, then ``name``
+    followed by a word boundary occurs in the text :func:`loop_heads` scanned (``found``).
+
+    The same answer as searching the whole text for that pattern name by name
+    (``tests/check/test_context.py`` holds them equal), from one scan per file.
+    """
+    heads, comments = found
+    if name in heads:
+        return True
+    if not comments:
+        return False
+    ends = re.compile(rf"{re.escape(name)}\b")
+    return any(ends.search(text) is not None for text in comments)

@@ -146,6 +146,10 @@ class RuleSet:
         self.by_attr: dict[str, tuple[Rule, ...] | None] = {}
         self.fields_of: dict[type[ast.AST], tuple[Callable[[ast.AST], Any], bool, bool]] = {}
         self._lacking: dict[frozenset[str], RuleSet] = {}
+        # The set this one was cut from (lacking/without), whose answers it filters: the
+        # sets the prefilter cuts learn each name from one walk of its rules, not their own.
+        self._root: RuleSet | None = None
+        self._instances: dict[str, Rule] = {rule.code: rule for rule in self.rules}
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -153,14 +157,48 @@ class RuleSet:
     def without(self, codes: Collection[str]) -> RuleSet:
         """This set minus the rules whose code starts with one of ``codes``."""
         prefixes = tuple(codes)
-        return RuleSet(cls for cls in self.classes if not cls.code.startswith(prefixes))
+        return self._cut(cls for cls in self.classes if not cls.code.startswith(prefixes))
 
     def lacking(self, codes: frozenset[str]) -> RuleSet:
         """This set minus the rules with exactly these codes (kept: files share them)."""
         found = self._lacking.get(codes)
         if found is None:
-            found = self._lacking[codes] = RuleSet(c for c in self.classes if c.code not in codes)
+            found = self._lacking[codes] = self._cut(c for c in self.classes if c.code not in codes)
         return found
+
+    def _cut(self, rules: Iterable[type[Rule]]) -> RuleSet:
+        cut = RuleSet(rules)
+        cut._root = self._root or self
+        return cut
+
+    def call_rules(self, callee: object) -> tuple[Rule, ...] | None:
+        """``_dispatch.call_rules`` over this set's dispatch: for a set cut from another,
+        the other's (kept) answer less the rules this set lacks, each this set's own.
+        """
+        root = self._root
+        if root is None:
+            return call_rules(self.dispatch, callee)
+        found = root.by_callee.get(callee, _MISSING)
+        if found is _MISSING:
+            found = root.by_callee[callee] = call_rules(root.dispatch, callee)
+        return self._mine(found)
+
+    def named_rules(self, name: str) -> tuple[Rule, ...] | None:
+        """``_dispatch.named_rules`` for attributes, as :meth:`call_rules` does it."""
+        root = self._root
+        if root is None:
+            return named_rules(self.dispatch, ast.Attribute, name)
+        found = root.by_attr.get(name, _MISSING)
+        if found is _MISSING:
+            found = root.by_attr[name] = named_rules(root.dispatch, ast.Attribute, name)
+        return self._mine(found)
+
+    def _mine(self, found: tuple[Rule, ...] | None) -> tuple[Rule, ...] | None:
+        if found is None:
+            return None
+        mine = self._instances
+        wanted = tuple(mine[rule.code] for rule in found if rule.code in mine)
+        return wanted or None
 
 
 @record()
@@ -216,6 +254,7 @@ def _walk(
     tails = ctx.import_tails  # imported name -> the last part of what it imports
     by_attr: dict[str, Any] = ruleset.by_attr  # attribute name -> the rules that want it
     leaves = ruleset.unvisited_leaves
+    learn_call, learn_attr = ruleset.call_rules, ruleset.named_rules
     # the constants rules want, when they all say (the others are leaves to skip)
     wanted_class, wanted = (ast.Constant, ruleset.constants) if ruleset.constants else (None, ())
     # Context.enter/leave inlined (two calls per node are a tenth of the walk).
@@ -255,11 +294,11 @@ def _walk(
                             break
                 rules = by_name.get(callee, _MISSING)
                 if rules is _MISSING:
-                    rules = by_name[callee] = call_rules(dispatch, callee)
+                    rules = by_name[callee] = learn_call(callee)
         elif cls is ast.Attribute:
             rules = by_attr.get(node.attr, _MISSING)
             if rules is _MISSING:
-                rules = by_attr[node.attr] = named_rules(dispatch, cls, node.attr)
+                rules = by_attr[node.attr] = learn_attr(node.attr)
         elif cls is ast.Constant:
             rules = constant_rules(dispatch, node.value)
         else:
@@ -287,6 +326,8 @@ def _walk(
                         t: tuple(r for r in rs if r is not rule) for t, rs in dispatch.items()
                     }
                     by_name, by_attr = {}, {}
+                    learn_call = functools.partial(call_rules, dispatch)
+                    learn_attr = functools.partial(named_rules, dispatch, ast.Attribute)
         push(_LEAVE)  # below the children: the node is finished when it comes back
         found = fields_of.get(cls)
         if found is None:

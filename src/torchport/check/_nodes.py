@@ -6,14 +6,16 @@ nodes a second, so it asks once per class instead: for the node classes of
 Python 3.11 this table names the fields that never hold a node (``Name.id``,
 ``Constant.value``, ``Global.names``, ...), and every other field holds a node,
 ``None`` or a list of nodes and ``None``. Classes the table does not know (added
-by a later Python) are walked the careful way, value by value.
+by a later Python) are walked the careful way, value by value. :func:`nodes_among`
+is ``ast.walk`` by this table, for the questions asked of a whole file.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 
-__all__ = ["UNPOSITIONED_FIELDS", "child_fields"]
+__all__ = ["UNPOSITIONED_FIELDS", "child_fields", "nodes_among"]
 
 # Fields holding expression contexts and operators: nodes without a position.
 UNPOSITIONED_FIELDS = frozenset({"ctx", "op", "ops"})
@@ -91,3 +93,36 @@ def child_fields(cls: type[ast.AST], *, unpositioned: bool) -> tuple[tuple[str, 
 
 
 _CACHE: dict[tuple[type[ast.AST], bool], tuple[tuple[str, ...], bool]] = {}
+
+
+def nodes_among(tree: ast.AST, classes: Collection[type[ast.AST]]) -> list[ast.AST]:
+    """The nodes of ``tree`` (itself included) whose exact class is in ``classes``, in
+    ``ast.walk`` order (breadth first, children field by field, list items in order).
+
+    Without ``ast.walk``'s two generators per node (``iter_child_nodes`` over
+    ``iter_fields``): only the fields that may hold nodes are read. Contexts and
+    operators are not looked into (never kept).
+    """
+    found: list[ast.AST] = []
+    keep = found.append
+    node_class = ast.AST
+    fields_of: dict[type[ast.AST], tuple[tuple[str, ...], bool]] = {}
+    order: list[ast.AST] = [tree]
+    append = order.append
+    for node in order:  # (the list grows while it is read: breadth first)
+        cls = node.__class__
+        if cls in classes:
+            keep(node)
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = fields_of[cls] = child_fields(cls, unpositioned=False)
+        names, exact = fields
+        for field_name in names:
+            value = getattr(node, field_name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if (exact and item is not None) or isinstance(item, node_class):
+                        append(item)
+            elif (exact and value is not None) or isinstance(value, node_class):
+                append(value)
+    return found

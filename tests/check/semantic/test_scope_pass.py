@@ -1,9 +1,10 @@
 """The scope pass records what plain walks of the tree find.
 
 Oracle: ``ast.iter_child_nodes`` (each node's parent) and ``ast.walk`` (which
-nodes open a scope), written here apart from the pass, over the sources of
-torch's ``nn`` modules and this project's semantic package, and over a module
-holding every construct that opens a scope or binds without a ``Name``.
+nodes open a scope, which names are read, each block statement's position),
+written here apart from the pass, over the sources of torch's ``nn`` modules and
+this project's semantic package, and over a module holding every construct that
+opens a scope or binds without a ``Name``.
 """
 
 from __future__ import annotations
@@ -83,6 +84,14 @@ def test_parents_and_scopes_match_plain_walks(name: str, source: str) -> None:
         id(n) for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     }
     assert set(built.read_in) == loads
+    blocks = {  # every statement of a body, else or finally block: its block, index, field
+        id(stmt): (id(block), i, field)
+        for node in ast.walk(tree)
+        for field in ("body", "orelse", "finalbody")
+        if isinstance(block := getattr(node, field, None), list)
+        for i, stmt in enumerate(block)
+    }
+    assert {k: (id(b), i, f) for k, (b, i, f) in built.positions.items()} == blocks
 
 
 def test_every_construct_binds_its_names() -> None:

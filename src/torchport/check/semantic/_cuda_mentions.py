@@ -11,6 +11,8 @@ import ast
 import weakref
 from typing import TYPE_CHECKING
 
+from torchport.check._nodes import nodes_among
+
 if TYPE_CHECKING:
     from torchport.check._context import Context
 
@@ -25,6 +27,10 @@ _CUDA_NAMES = frozenset(
 _FOUND: weakref.WeakKeyDictionary[Context, list[tuple[ast.AST, str]]] = weakref.WeakKeyDictionary()
 
 
+# the classes the walk below looks at (the others name nothing)
+_MENTIONING = frozenset({ast.Constant, ast.Call, ast.Attribute, ast.Name})
+
+
 def cuda_mentions(ctx: Context) -> list[tuple[ast.AST, str]]:
     """Every node of the file that names CUDA, with why, in walk order (found once per file).
 
@@ -37,7 +43,7 @@ def cuda_mentions(ctx: Context) -> list[tuple[ast.AST, str]]:
     if found is not None:
         return found
     found = []
-    for node in ast.walk(ctx.tree):
+    for node in nodes_among(ctx.tree, _MENTIONING):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if (node.value == "cuda" or node.value.startswith("cuda:")) and not isinstance(
                 ctx.scopes.parent(node), ast.Compare

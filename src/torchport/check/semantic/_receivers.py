@@ -36,6 +36,7 @@ import enum
 import weakref
 
 from torchport._device_types import CUDA
+from torchport.check._nodes import nodes_among
 from torchport.check.semantic._binding import BindingKind, ScopeKind
 from torchport.check.semantic._devices import device_type
 
@@ -315,7 +316,7 @@ def checks_cuda_values(ctx: Context) -> bool:
     found = _CHECKS.get(ctx)
     if found is None:
         found = _CHECKS[ctx] = any(
-            _checks_cuda(node, ctx) for node in ast.walk(ctx.tree) if node.__class__ in _CHECKED
+            _checks_cuda(node, ctx) for node in nodes_among(ctx.tree, _CHECKED)
         )
     return found
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 
+from torchport.check._nodes import child_fields
 from torchport.check.semantic._binding import (
     Binding,
     BindingKind,
@@ -22,10 +23,6 @@ from torchport.check.semantic._binding import (
     ScopeKind,
     import_bindings,
 )
-
-TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["COMPREHENSIONS", "FUNCTIONS", "ScopePass"]
 
@@ -49,6 +46,20 @@ _SPECIAL = frozenset(
         ast.MatchMapping,
     }
 )
+
+
+# node class -> ((field, whether it is a statement block), ...), and whether every one of
+# those fields holds a node, None, or a list of nodes and None (see _fields_of)
+_FIELDS: dict[type[ast.AST], tuple[tuple[tuple[str, bool], ...], bool]] = {}
+
+
+def _fields_of(cls: type[ast.AST]) -> tuple[tuple[tuple[str, bool], ...], bool]:
+    """The fields of ``cls`` the pass looks into (not contexts, operators, or names and
+    other values that are never nodes: ``check._nodes``'s table), each with whether it is
+    a block of statements, and whether they are known to hold nodes only.
+    """
+    fields, exact = child_fields(cls, unpositioned=False)
+    return tuple((name, name in _BLOCK_FIELDS) for name in fields), exact
 
 
 class ScopePass:
@@ -76,9 +87,9 @@ class ScopePass:
         read_in = self.read_in
         bind = self._bind_name
         positions = self.positions
-        blocks = _BLOCK_FIELDS
         stmt_cls = ast.stmt
-        fields_of: dict[type[ast.AST], tuple[str, ...]] = {}
+        fields_of = _FIELDS
+        special = _SPECIAL
         stack: list[tuple[ast.AST, Scope]] = [(self.tree, self.module)]
         pop, push = stack.pop, stack.append
         name_cls, load_cls, constant_cls, node_cls = ast.Name, ast.Load, ast.Constant, ast.AST
@@ -92,19 +103,18 @@ class ScopePass:
                 else:
                     bind(node, scope)  # type: ignore[arg-type]
                 continue
-            fields = fields_of.get(cls)
-            if fields is None:
-                fields = fields_of[cls] = tuple(
-                    f for f in cls._fields if f not in ("ctx", "op", "ops")
-                )
-            if cls in _SPECIAL:
-                for field_name in fields:
+            found = fields_of.get(cls)
+            if found is None:
+                found = fields_of[cls] = _fields_of(cls)
+            fields, exact = found
+            if cls in special:
+                for field_name, block in fields:
                     value = getattr(node, field_name, None)
                     if value.__class__ is list:
                         for item in value:
                             if isinstance(item, node_cls):
                                 parent[id(item)] = node
-                        if field_name in blocks:
+                        if block:
                             for i, item in enumerate(value):
                                 positions[id(item)] = (value, i, field_name)
                     elif isinstance(value, node_cls):
@@ -112,27 +122,43 @@ class ScopePass:
                 self._visit_special(node, scope, stack)
                 continue
             start = len(stack)
-            for field_name in fields:
+            for field_name, block in fields:
                 value = getattr(node, field_name, None)
-                if field_name in blocks and value.__class__ is list:
-                    for i, item in enumerate(value):
-                        if isinstance(item, stmt_cls):
-                            positions[id(item)] = (value, i, field_name)
-                items: list[Any] | tuple[Any] = value if value.__class__ is list else (value,)
-                for item in items:
-                    kind = item.__class__
-                    if kind is name_cls:
-                        parent[id(item)] = node
-                        if item.ctx.__class__ is load_cls:
-                            scope.reads.add(item.id)
-                            read_in[id(item)] = scope
-                        else:
-                            bind(item, scope)
-                    elif kind is constant_cls:
-                        parent[id(item)] = node
-                    elif isinstance(item, node_cls):
-                        parent[id(item)] = node
-                        push((item, scope))
+                if value.__class__ is list:
+                    if block:
+                        for i, item in enumerate(value):
+                            if isinstance(item, stmt_cls):
+                                positions[id(item)] = (value, i, field_name)
+                    for item in value:
+                        kind = item.__class__
+                        if kind is name_cls:
+                            parent[id(item)] = node
+                            if item.ctx.__class__ is load_cls:
+                                scope.reads.add(item.id)
+                                read_in[id(item)] = scope
+                            else:
+                                bind(item, scope)
+                        elif kind is constant_cls:
+                            parent[id(item)] = node
+                        elif (exact and item is not None) or isinstance(item, node_cls):
+                            parent[id(item)] = node
+                            push((item, scope))
+                    continue
+                if value is None:
+                    continue
+                kind = value.__class__
+                if kind is name_cls:
+                    parent[id(value)] = node
+                    if value.ctx.__class__ is load_cls:
+                        scope.reads.add(value.id)
+                        read_in[id(value)] = scope
+                    else:
+                        bind(value, scope)
+                elif kind is constant_cls:
+                    parent[id(value)] = node
+                elif exact or isinstance(value, node_cls):
+                    parent[id(value)] = node
+                    push((value, scope))
             if len(stack) - start > 1:
                 stack[start:] = stack[start:][::-1]
 
