@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import operator
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from torchport.check._context import Context
 from torchport.check._dispatch import call_rules, constant_rules, named_rules
 from torchport.check._file_settings import UNLIMITED, FileSettings
-from torchport.check._nodes import child_fields
+from torchport.check._nodes import children_getter, children_of
 from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._prefilter import absent_rules
 from torchport.check._records import field, record
@@ -331,13 +330,13 @@ def _walk(
         push(_LEAVE)  # below the children: the node is finished when it comes back
         found = fields_of.get(cls)
         if found is None:
-            found = fields_of[cls] = _children_getter(cls, unpositioned=not skip)
+            found = fields_of[cls] = children_getter(cls, unpositioned=not skip)
         get_children, single, exact = found
         start = len(stack)
         try:  # the child fields' values, got at once
             children = (get_children(node),) if single else get_children(node)
         except AttributeError:  # a node built without some field: none there
-            children = _children_of(node, cls, unpositioned=not skip)
+            children = children_of(node, cls, unpositioned=not skip)
         for value in children:
             if value is None:
                 continue
@@ -367,28 +366,6 @@ def _walk(
             pop()  # nothing below it to visit: finished already
     findings.sort(key=_finding_key)
     return CheckOutcome(_unique(findings), failures)
-
-
-def _no_children(node: ast.AST) -> tuple[()]:
-    return ()
-
-
-def _children_getter(
-    cls: type[ast.AST], *, unpositioned: bool
-) -> tuple[Callable[[ast.AST], Any], bool, bool]:
-    """A function giving the values of ``cls``'s child fields, whether it gives one value
-    (not a tuple), and whether they are known to hold nodes only (see ``child_fields``).
-    """
-    fields, exact = child_fields(cls, unpositioned=unpositioned)
-    if not fields:
-        return _no_children, False, exact
-    return operator.attrgetter(*fields), len(fields) == 1, exact
-
-
-def _children_of(node: ast.AST, cls: type[ast.AST], *, unpositioned: bool) -> list[Any]:
-    """The values of ``node``'s child fields, None for a field it lacks."""
-    fields, _ = child_fields(cls, unpositioned=unpositioned)
-    return [getattr(node, name, None) for name in fields]
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

@@ -7,15 +7,27 @@ Python 3.11 this table names the fields that never hold a node (``Name.id``,
 ``Constant.value``, ``Global.names``, ...), and every other field holds a node,
 ``None`` or a list of nodes and ``None``. Classes the table does not know (added
 by a later Python) are walked the careful way, value by value. :func:`nodes_among`
-is ``ast.walk`` by this table, for the questions asked of a whole file.
+is ``ast.walk`` by this table, for the questions asked of a whole file;
+:func:`children_getter` gives the engine's walk one getter per class.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection
+import operator
+from collections.abc import Callable, Collection
 
-__all__ = ["UNPOSITIONED_FIELDS", "child_fields", "nodes_among"]
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "UNPOSITIONED_FIELDS",
+    "child_fields",
+    "children_getter",
+    "children_of",
+    "nodes_among",
+]
 
 # Fields holding expression contexts and operators: nodes without a position.
 UNPOSITIONED_FIELDS = frozenset({"ctx", "op", "ops"})
@@ -126,3 +138,25 @@ def nodes_among(tree: ast.AST, classes: Collection[type[ast.AST]]) -> list[ast.A
             elif (exact and value is not None) or isinstance(value, node_class):
                 append(value)
     return found
+
+
+def _no_children(node: ast.AST) -> tuple[()]:
+    return ()
+
+
+def children_getter(
+    cls: type[ast.AST], *, unpositioned: bool
+) -> tuple[Callable[[ast.AST], Any], bool, bool]:
+    """A function giving the values of ``cls``'s child fields, whether it gives one value
+    (not a tuple), and whether they are known to hold nodes only (see ``child_fields``).
+    """
+    fields, exact = child_fields(cls, unpositioned=unpositioned)
+    if not fields:
+        return _no_children, False, exact
+    return operator.attrgetter(*fields), len(fields) == 1, exact
+
+
+def children_of(node: ast.AST, cls: type[ast.AST], *, unpositioned: bool) -> list[Any]:
+    """The values of ``node``'s child fields, None for a field it lacks."""
+    fields, _ = child_fields(cls, unpositioned=unpositioned)
+    return [getattr(node, name, None) for name in fields]
