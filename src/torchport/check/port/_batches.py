@@ -28,15 +28,14 @@ from dataclasses import dataclass, field
 
 from torchport.check._context import Context
 from torchport.check.port._calls import (
-    CREATORS,
     HOST_READS,
     META_ATTRS,
-    TYPED_CONSTRUCTORS,
     is_move,
 )
 from torchport.check.port._collate import collate_returning
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
+from torchport.check.port._module_functions import only_made_into_tensors
 from torchport.check.port._object_parameters import ObjectParameters
 from torchport.check.port._parameters import hands_back
 
@@ -146,33 +145,8 @@ class _Planner:
         creator makes a new tensor of (``s = torch.unsqueeze(torch.tensor(s, dtype=...), 0)``
         before ``self.policy(s)``): what meets the model is that tensor, which TP503 moves
         where it is made (or reports); the argument is never the value to move."""
-        scopes = self.ctx.scopes
-        seen = False
-        for node in scope.nodes:
-            if not (
-                isinstance(node, ast.Name)
-                and node.id == param.arg
-                and isinstance(node.ctx, ast.Load)
-            ):
-                continue
-            found = scopes.reaching(node.id, node)
-            if found is None:
-                bound = scopes.bindings(node.id, node)
-                found = bound[0] if len(bound) == 1 else None
-            if found is None:
-                return False  # which binding it sees is not told
-            if found.node is not param:
-                continue  # a later binding's read (`s` after `s = torch.tensor(s)`)
-            holder = self.facts.parents.get(id(node))
-            if not (
-                isinstance(holder, ast.Call)
-                and holder.args
-                and holder.args[0] is node
-                and (self.ctx.qualname(holder.func) or "") in CREATORS | TYPED_CONSTRUCTORS
-            ):
-                return False
-            seen = True
-        return seen
+        parents = self.facts.parents
+        return only_made_into_tensors(self.ctx, param, scope.nodes, lambda n: parents.get(id(n)))
 
     def _unpacked_params(
         self, func: ast.FunctionDef | ast.AsyncFunctionDef, scope: PortScope

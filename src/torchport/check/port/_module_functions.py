@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
 from torchport.check._context import Context
@@ -27,6 +27,7 @@ __all__ = [
     "cpu_tensor",
     "local_values",
     "makes_cpu_tensor",
+    "only_made_into_tensors",
     "own_nodes",
     "own_tensor_functions",
     "returns_all",
@@ -86,35 +87,53 @@ def converted_inputs(ctx: Context, cls: ast.ClassDef) -> tuple[int, ...]:
     if forward is None:
         return ()
     params = [*forward.args.posonlyargs, *forward.args.args][1:]
-    creators = CREATORS | TYPED_CONSTRUCTORS
+    nodes = list(own_nodes(forward))
+    return tuple(
+        position
+        for position, param in enumerate(params)
+        if only_made_into_tensors(ctx, param, nodes, partial(_parent_call, forward))
+    )
+
+
+def only_made_into_tensors(
+    ctx: Context,
+    param: ast.arg,
+    nodes: Iterable[ast.AST],
+    parent_of: Callable[[ast.Name], ast.AST | None],
+) -> bool:
+    """Whether ``param`` is read among ``nodes``, and every read that sees the parameter
+    itself is the data a torch creator makes a new tensor of (``torch.from_numpy(state)``,
+    ``torch.tensor(s, dtype=...)``; ``parent_of``: the node holding a read).
+
+    A read sees the parameter when it is the binding every path passes last, or the
+    name's sole binding; a read that may see either makes the answer False.
+    """
     scopes = ctx.scopes
-    found: list[int] = []
-    for position, param in enumerate(params):
-        seen = False
-        for node in own_nodes(forward):
-            if not (
-                isinstance(node, ast.Name)
-                and node.id == param.arg
-                and isinstance(node.ctx, ast.Load)
-            ):
-                continue
-            bound = scopes.reaching(node.id, node)
-            if bound is None:
-                every = scopes.bindings(node.id, node)
-                bound = every[0] if len(every) == 1 else None
-            if bound is None:
-                seen = False
-                break
-            if bound.node is not param:
-                continue
-            holder = _parent_call(forward, node)
-            if holder is None or (ctx.qualname(holder.func) or "") not in creators:
-                seen = False
-                break
-            seen = True
-        if seen:
-            found.append(position)
-    return tuple(found)
+    creators = CREATORS | TYPED_CONSTRUCTORS
+    seen = False
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Name) and node.id == param.arg and isinstance(node.ctx, ast.Load)
+        ):
+            continue
+        found = scopes.reaching(node.id, node)
+        if found is None:
+            every = scopes.bindings(node.id, node)
+            found = every[0] if len(every) == 1 else None
+        if found is None:
+            return False  # which binding it sees is not told
+        if found.node is not param:
+            continue  # a later binding's read (`s` after `s = torch.tensor(s)`)
+        holder = parent_of(node)
+        if not (
+            isinstance(holder, ast.Call)
+            and holder.args
+            and holder.args[0] is node
+            and (ctx.qualname(holder.func) or "") in creators
+        ):
+            return False
+        seen = True
+    return seen
 
 
 def _parent_call(func: ast.AST, arg: ast.Name) -> ast.Call | None:
