@@ -35,11 +35,9 @@ __all__ = ["ConfigResolver", "find_config"]
 def _nearest_source(start: Path) -> tuple[Path, dict[str, object]] | None:
     """The nearest ``pyproject.toml`` at or above ``start`` with a table, and the table."""
     for folder in (start, *start.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            table = tool_table(read_toml(candidate), candidate)
-            if table is not None:
-                return candidate, table
+        found = _own_table(folder)
+        if found is not None:
+            return found
     return None
 
 
