@@ -119,3 +119,16 @@ def test_an_unmoving_to_with_a_new_device_tensor_is_refused_on_every_path(path: 
         with pytest.raises(tp.UnsupportedBatchError, match="returned every one of the input's"):
             _PATHS[path](obj)
         assert _reach.snapshot(obj) == taken
+
+
+@pytest.mark.parametrize("path", sorted(_PATHS))
+def test_an_unmoving_to_whose_tensors_all_sit_in_a_shared_dict_is_refused(path: str) -> None:
+    # Every input tensor sits in a dict the shallow copy shares (as PyG's _slice_dict),
+    # and the one tensor found outside it is on the target: the shared dict holds exactly
+    # as many tensors as the input, so counting them must not answer "not all held".
+    obj = Masked(False, (), store={"a": torch.zeros(1), "b": torch.zeros(2)})
+    taken = _reach.snapshot(obj)
+    for _ in range(3):  # the later moves go by the class's plans
+        with pytest.raises(tp.UnsupportedBatchError, match="returned every one of the input's"):
+            _PATHS[path](obj)
+        assert _reach.snapshot(obj) == taken

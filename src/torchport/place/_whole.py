@@ -91,6 +91,7 @@ __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
 
 _dict_of = object.__getattribute__
+_ONLY_TENSORS = PLAIN_TENSOR_TYPES.issuperset
 _VERSION = VERSION
 _flatten = flatten
 # Whether a tensor is on a CPU or meta target (an accelerator: ``all_on``, by index).
@@ -267,17 +268,20 @@ def move_whole(
             moved = found is not None and bool(found)
             if moved and id(found[0]) in ids:  # type: ignore[index]
                 moved = not ids.issuperset(map(id, found))  # type: ignore[arg-type]
-            if found is None or not (
+            found_there = found is not None and (
                 all(map(on, found)) if on is not None else all_on(found, target)
-            ):
+            )
+            if not found_there:
                 left = frozenset(ids)  # the input's own may stay where they were
                 if found is None or not all_on(not_in(found, left), target):
                     reached = check_reached(result, target, left, tensors_inside)  # names it
                     moved = not left.issuperset(map(id, reached))
             # (Whether all are still held first: a right .to replaced some, so the input's
-            # devices need no second pass; both only read.)
+            # devices need no second pass; both only read. Where every tensor found is on
+            # the target, counting what the shared nodes hold may answer it: _held_fewer.)
             if not moved or (
-                (held_by if reached is None else held_in)(ids, found, skipped, reached)
+                not (found_there and _held_fewer(skipped, len(ids)))
+                and (held_by if reached is None else held_in)(ids, found, skipped, reached)
                 and not (any(map(on, tensors)) if on is not None else any_on(tensors, target))
             ):
                 # None was there and none was replaced by its copy (all still reachable).
@@ -304,6 +308,28 @@ def move_whole(
     finally:
         let_go(obj, guard)
     return result
+
+
+def _held_fewer(skipped: list[Any], count: int) -> bool:
+    """Whether the input's nodes a result holds (``skipped``) are dicts of plain tensors
+    holding fewer than ``count`` values in all (``count``: the input's distinct tensors).
+
+    :func:`move_whole` asks it where every tensor found outside those nodes is on the
+    target: then "every input tensor is still held, and none is on the target" (when
+    the moved-none check raises) is false. Were none on the target, none would be one
+    found (those all are), so all ``count`` would sit in those nodes' values: at least
+    ``count`` of them. True spares that check's two passes; False decides nothing.
+    """
+    only = _ONLY_TENSORS
+    held = 0
+    for node in skipped:
+        if type(node) is not dict:
+            return False
+        values = node.values()
+        if not only(map(type, values)):
+            return False
+        held += len(values)
+    return held < count
 
 
 def _path(batch: Any, obj: Any) -> str:
