@@ -49,12 +49,30 @@ def move_few(
     """The ``(x, y)`` and ``(x, y, mask)`` batches: two or three distinct plain tensors.
 
     What ``move_flat`` does for them, item by item without its C-level passes
-    (which cost more than the items here); any other tuple or list goes to
-    ``move_flat``. Never waits: copies to the CPU (which end with a wait) and to
-    MPS are left to the general path.
+    (which cost more than the items here); also for one plain tensor (``[x]``, and
+    the one tensor beside an object with its own ``.to`` in ``{"obj": o, "y": y}``:
+    ``place/_whole_held.py``); any other tuple or list goes to ``move_flat``. Never
+    waits: copies to the CPU (which end with a wait) and to MPS are left to the
+    general path.
     """
     n = len(obj)
-    if n == 2:
+    if n == 1:
+        (a,) = obj
+        if type(a) is _TENSOR:
+            if target is _META:
+                if a.is_meta:
+                    return obj if cls is tuple else [a]
+            elif target is _CPU:
+                if a.is_cpu:
+                    return obj if cls is tuple else [a]
+                return NOT_FLAT
+            elif a.device == target:
+                return obj if cls is tuple else [a]
+            elif target.type == MPS:
+                return NOT_FLAT
+            one = a.to(target, None, non_blocking is not False)
+            return (one,) if cls is tuple else [one]
+    elif n == 2:
         a, b = obj
         if type(a) is _TENSOR and type(b) is _TENSOR and a is not b:
             if target is _META:

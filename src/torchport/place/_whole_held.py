@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from torchport import hardware
-from torchport.place._direct import NOT_FLAT, move_flat
+from torchport.place._direct import NOT_FLAT, move_few
 from torchport.place._leaf_kinds import PLAIN_TENSOR_TYPES
 from torchport.place._node_codes import CODES as _CODES
 from torchport.place._node_codes import DICT_CODE as _DICT
@@ -116,7 +116,7 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     if tensors:
         # A few plain tensors by Tensor.to, as to_device moves a flat list of them; else
         # (packing, a wait to end with, subclasses) the copy engine, as the walker does.
-        moved: Any = move_flat(tensors, list, target, non_blocking, pack)
+        moved: Any = move_few(tensors, list, target, non_blocking, pack)
         if moved is NOT_FLAT:
             plan = hardware.plan_copy(tensors, target, pack=pack, distinct=True)
             moved = plan.run(non_blocking=non_blocking, measure=False).tensors
