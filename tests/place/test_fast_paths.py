@@ -275,6 +275,10 @@ def test_direct_paths_on_chosen_batches() -> None:
     assert again == pair and again is not pair and again[0] is x
     shared = tp.to_device([x, y, x], "meta")
     assert shared[0] is shared[2] and shared[0] is not shared[1]
+    # One tensor (move_few moves it item by item): as the general path moves it.
+    for batch in ((x,), [x], [torch.ones(2, device="meta")], (torch.ones(2, device="meta"),)):
+        for target in (META, CPU):
+            _compare(batch, target)
     # A tensor twice in the direct paths' sizes: copied once, as the general path does.
     for batch in ((x, x), [x, x], (x, y, x), [y, x, x], {"a": x, "b": x}, {"a": x, "b": y}):
         for target in (META, CPU):
