@@ -50,7 +50,7 @@ def move_few(
 
     What ``move_flat`` does for them, item by item without its C-level passes
     (which cost more than the items here); also for one plain tensor (``[x]``, and
-    the one tensor beside an object with its own ``.to`` in ``{"obj": o, "y": y}``:
+    a tensor beside an object with its own ``.to`` in ``{"obj": o, "y": y}``:
     ``place/_whole_held.py``); any other tuple or list goes to ``move_flat``. Never
     waits: copies to the CPU (which end with a wait) and to MPS are left to the
     general path.
