@@ -272,6 +272,48 @@ def test_lazy_modules_stay_lazy() -> None:
     assert out.shape == (2, 3) and model.weight.dtype == torch.float64
 
 
+def _lazy_state(model: nn.Module) -> list[tuple[str, int, type, str, torch.dtype]]:
+    return [(n, id(t), type(t), t.device.type, t.dtype) for n, t in _named(model)]
+
+
+@pytest.mark.filterwarnings("ignore:Lazy modules are a new feature")
+@given(
+    layers=st.integers(1, 3),
+    data=st.data(),
+    way=st.sampled_from([("meta", None), ("cpu", torch.float64), ("meta", torch.float64)]),
+    flag=st.booleans(),
+)
+@settings(deadline=None, max_examples=30)
+def test_a_lazy_module_stays_lazy_or_the_move_raises_before_anything_moved(
+    layers: int, data: st.DataObject, way: tuple[str, torch.dtype | None], flag: bool
+) -> None:
+    # torch's own conversion replaces an UninitializedParameter by a plain empty Parameter
+    # wherever it cannot set its data in place (to meta; under the overwrite flag): the
+    # layer is no longer lazy (it would compute with a 0-element weight) and the captured
+    # parameters are stale. Oracle: after a move that returns, every lazy layer is still
+    # lazy and a forward pass initializes it; a move that raises names the lazy parameter
+    # and leaves the model exactly as it was.
+    lazy_at = data.draw(st.integers(0, layers - 1))
+    model = nn.Sequential(
+        *(nn.LazyLinear(4) if i == lazy_at else nn.Linear(4, 4) for i in range(layers))
+    )
+    target, dtype = way
+    before = _lazy_state(model)
+    previous = torch.__future__.get_overwrite_module_params_on_conversion()
+    torch.__future__.set_overwrite_module_params_on_conversion(flag)
+    try:
+        tp.to_device(model, target, dtype=dtype)
+    except tp.UnsupportedBatchError as exc:
+        assert f"'{lazy_at}.weight'" in str(exc) and "lazy" in str(exc)
+        assert _lazy_state(model) == before, "the refused move changed the module"
+        return
+    finally:
+        torch.__future__.set_overwrite_module_params_on_conversion(previous)
+    assert model[lazy_at].has_uninitialized_params(), "the lazy layer was left broken"
+    out = model(torch.ones(2, 4, device=target, dtype=dtype or torch.float32))
+    assert out.shape == (2, 4) and model[lazy_at].weight.shape == (4, 4)
+
+
 def test_an_optimizer_left_behind_by_a_plain_module_to_is_reported() -> None:
     model, opt = _trained()
     model.to("meta")  # torch replaces the parameters: the optimizer holds the old ones

@@ -29,7 +29,7 @@ from torch.nn.parameter import is_lazy
 
 from torchport import hardware
 from torchport.errors import DeviceMismatchError, UnsupportedBatchError
-from torchport.place._swappable import swap_refusal
+from torchport.place._swappable import lazy_refusal, swap_refusal
 from torchport.place._tree import flatten_tensors
 from torchport.place._uncopyable import COPY_FAILURES, leaf_failure, uncopyable
 
@@ -87,7 +87,8 @@ def move_module(
     uninitialized parameters a swap would break), and where torch refuses a swap
     the check did not foresee, the move uses torch's default, which may replace a
     parameter; the replacement is remembered so that ``to_device(optimizer)``
-    follows it. A swapped Parameter keeps its attributes and the autograd hooks
+    follows it (an uninitialized lazy parameter it would replace, to ``meta`` or under
+    the overwrite flag, raises before anything moved: the layer would stop being lazy). A swapped Parameter keeps its attributes and the autograd hooks
     registered on it (``register_hook``, ``register_post_accumulate_grad_hook``),
     which the swap alone would drop (the hooks would never fire again).
 
@@ -109,6 +110,9 @@ def move_module(
         # copy is still made first, so one torch refuses is named before anything moved.
         try:
             premade = _copies(module, convert, target)
+            broken = lazy_refusal(module, premade, target)  # (torch would replace one)
+            if broken is not None:
+                raise UnsupportedBatchError(broken)
         except BaseException:
             hardware.wait_for_copies(pending, target)
             raise
