@@ -196,7 +196,7 @@ def move_user_dict(
     data = state.get("data")
     if type(data) is not dict:
         return NOT_FLAT
-    moved = move_flat(data, dict, target, non_blocking, pack)
+    moved: Any = move_flat(data, dict, target, non_blocking, pack)
     if moved is NOT_FLAT:
         return NOT_FLAT
     if all(map(operator.is_, moved.values(), data.values())):

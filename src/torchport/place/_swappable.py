@@ -19,12 +19,36 @@ there it puts a plain empty ``Parameter`` instead, and the layer is no longer la
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
+from collections.abc import Iterator
 
 import torch
 from torch import nn
 
-__all__ = ["lazy_refusal", "swap_refusal"]
+__all__ = ["lazy_refusal", "swap_refusal", "swapping"]
+
+
+# torch.__future__'s swap flag is process-wide: torchport's conversions set it one at a time.
+_SWAP_LOCK = threading.RLock()  # (a conversion that moves a module again nests)
+
+
+@contextlib.contextmanager
+def swapping(on: bool) -> Iterator[None]:
+    """Run a module conversion with torch's swap flag ``on``, then set it back.
+
+    One such conversion at a time in the process: a swap (the move that keeps each
+    Parameter) and torch's set_data conversion (lazy layers, parameters torch cannot
+    swap) each need the flag their way, whatever another thread's move or the user set.
+    """
+    with _SWAP_LOCK:
+        previous = torch.__future__.get_swap_module_params_on_conversion()
+        torch.__future__.set_swap_module_params_on_conversion(on)
+        try:
+            yield
+        finally:
+            torch.__future__.set_swap_module_params_on_conversion(previous)
 
 
 def swap_refusal(module: nn.Module, target: torch.device) -> str | None:
