@@ -719,3 +719,28 @@ def test_a_hidden_tensor_in_run_time_classes_is_named_by_its_path(
             move()
         path = str(caught.value).split(" is a ", 1)[0]
         assert eval(path, {"batch": batch}) is hidden, str(caught.value)
+
+
+class _Encoded(collections.UserDict):  # type: ignore[type-arg]
+    """A ``UserDict`` with a value attribute, as HuggingFace's ``BatchEncoding`` is."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(data)
+        self.n_sequences = 2
+
+
+@given(n=st.integers(0, 4), extra=st.booleans())
+def test_a_user_dict_in_which_nothing_moves_is_the_very_object_at_the_top_too(
+    n: int, extra: bool
+) -> None:
+    # The promise holds wherever the object sits: a UserDict (BatchEncoding) whose tensors
+    # are all on the target comes back as itself, alone as inside a list or a dataclass.
+    data = {f"k{i}": torch.zeros(i, device="meta") for i in range(n)}
+    if extra:
+        data["label"] = 3  # type: ignore[assignment]
+    for obj in (_Encoded(data), collections.UserDict(data)):
+        assert tp.to_device(obj, META) is obj
+        assert tp.to_device([obj, torch.ones(1)], META)[0] is obj
+        assert tp.to_device(_Held(obj, 1), META).first is obj
+    moved = tp.to_device(_Encoded({**data, "x": torch.ones(1)}), META)  # one tensor to move
+    assert moved["x"].is_meta and all(moved[k] is v for k, v in data.items())

@@ -10,6 +10,7 @@ has to move. The oracle reads tensors by plain attribute access, apart from the 
 
 from __future__ import annotations
 
+import collections
 import copy
 import operator
 import re
@@ -444,3 +445,50 @@ def test_a_tensordicts_token_ids_stay_integers_when_moved_with_a_dtype() -> None
         moved = out if batch is td else out["td"]
         assert moved["ids"].dtype == torch.int64 and torch.equal(moved["ids"], ids)
         assert moved["x"].dtype == torch.float16
+
+
+class _KeysView:
+    """A view of its owner, as tensordict's ``_TensorDictKeysView`` is."""
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+
+
+class _Memoizing:
+    """A stand-in for a locked ``TensorDict``: it memoizes views of itself in ``_cache``."""
+
+    def __init__(self, x: torch.Tensor) -> None:
+        self.x = x
+        self._cache: dict[str, Any] = collections.defaultdict(dict)
+
+    def keys(self) -> _KeysView:
+        return self._cache["keys"].setdefault((), _KeysView(self))  # type: ignore[no-any-return]
+
+    def to(self, device: Any, non_blocking: bool = False) -> _Memoizing:
+        return _Memoizing(self.x.to(device))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=tp.UnsupportedBatchError,
+    reason=(
+        "issue 33, own .to objects (break-it pass 4, x33j): an object with its own .to whose "
+        "state reaches the object itself (a locked TensorDict after td.keys(True, True) "
+        "memoizes a keys view holding the TensorDict) is read by the walker, which refuses "
+        "the cycle ('contains itself through its attributes'), though its .to on a shallow "
+        "copy moves it; to_device and DeviceLoader both refuse it"
+    ),
+)
+@pytest.mark.parametrize("way", ["alone", "in_a_dict", "loader"])
+def test_an_object_whose_state_refers_back_to_it_moves_as_its_own_to_gives(way: str) -> None:
+    obj = _Memoizing(torch.ones(2))
+    obj.keys()  # (filled by any read of a locked TensorDict's nested keys)
+    expected = copy.copy(obj).to(META)
+    assert expected.x.is_meta
+    if way == "loader":
+        out = next(iter(tp.DeviceLoader([obj], device=META)))
+    else:
+        out = tp.to_device(obj if way == "alone" else {"o": obj}, META)
+        out = out if way == "alone" else out["o"]
+    assert type(out) is _Memoizing and out.x.is_meta
+    assert not obj.x.is_meta and obj.keys().owner is obj

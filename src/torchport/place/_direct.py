@@ -197,7 +197,8 @@ def move_user_dict(
     Its other attributes must hold nothing (numbers, strings, ``None``, or lists of
     values the walker already knows to be values, such as a tokenizer's
     ``Encoding`` objects); else ``NOT_FLAT``, and the walker decides. The result is
-    a new object of the same type with a new ``data``: the input is left as it is.
+    a new object of the same type with a new ``data``: the input is left as it is
+    (``obj`` itself when every tensor is on ``target`` already).
     """
     state = obj.__dict__
     values = VALUE_TYPES
@@ -213,9 +214,11 @@ def move_user_dict(
     data = state.get("data")
     if type(data) is not dict:
         return NOT_FLAT
-    moved = move_flat(data, dict, target, non_blocking, pack)
+    moved: Any = move_flat(data, dict, target, non_blocking, pack)
     if moved is NOT_FLAT:
         return NOT_FLAT
+    if all(map(operator.is_, moved.values(), data.values())):
+        return obj  # nothing moved: the very object, as the walker gives it anywhere else
     new: Any = object.__new__(cls)
     own = new.__dict__
     own.update(state)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -29,7 +28,7 @@ from torch.nn.parameter import is_lazy
 
 from torchport import hardware
 from torchport.errors import DeviceMismatchError, UnsupportedBatchError
-from torchport.place._swappable import swap_refusal
+from torchport.place._swappable import lazy_refusal, swap_refusal, swapping
 from torchport.place._tree import flatten_tensors
 from torchport.place._uncopyable import COPY_FAILURES, leaf_failure, uncopyable
 
@@ -42,8 +41,6 @@ _SPECTRAL_NORM: Any = importlib.import_module("torch.nn.utils.spectral_norm").Sp
 
 # Attributes every nn.Module has; never user tensors.
 _MODULE_INTERNALS = frozenset(vars(nn.Module()))
-# torch.__future__'s swap flag is process-wide; our own calls flip it one at a time.
-_SWAP_LOCK = threading.Lock()
 # Parameters a move had to replace (swap refused, e.g. a weakref to the parameter):
 # id(old) -> (weak old, weak new), so that to_device(optimizer) can follow them.
 # Keyed by id because tensors compare elementwise (no WeakKeyDictionary); an entry
@@ -87,9 +84,11 @@ def move_module(
     uninitialized parameters a swap would break), and where torch refuses a swap
     the check did not foresee, the move uses torch's default, which may replace a
     parameter; the replacement is remembered so that ``to_device(optimizer)``
-    follows it. A swapped Parameter keeps its attributes and the autograd hooks
-    registered on it (``register_hook``, ``register_post_accumulate_grad_hook``),
-    which the swap alone would drop (the hooks would never fire again).
+    follows it (an uninitialized lazy parameter it would replace, to ``meta`` or under
+    the overwrite flag, raises before anything moved: the layer would stop being
+    lazy). A swapped Parameter keeps its attributes and the autograd hooks registered
+    on it (``register_hook``, ``register_post_accumulate_grad_hook``), which the swap
+    alone would drop (the hooks would never fire again).
 
     Synchronization: as ``to_device`` documents (one wait after copies to the CPU
     from an accelerator or to MPS in the default mode; pageable results).
@@ -109,6 +108,9 @@ def move_module(
         # copy is still made first, so one torch refuses is named before anything moved.
         try:
             premade = _copies(module, convert, target)
+            broken = lazy_refusal(module, premade, target)  # (torch would replace one)
+            if broken is not None:
+                raise UnsupportedBatchError(broken)
         except BaseException:
             hardware.wait_for_copies(pending, target)
             raise
@@ -153,13 +155,8 @@ def move_module(
     # no-weight-decay flag): the swap exchanges __dict__ with the new tensor's.
     attributes = [(p, _attributes(p)) for p in module.parameters() if vars(p)]
     try:
-        with _SWAP_LOCK:
-            previous = torch.__future__.get_swap_module_params_on_conversion()
-            torch.__future__.set_swap_module_params_on_conversion(True)
-            try:
-                module._apply(install)  # type: ignore[no-untyped-call]
-            finally:
-                torch.__future__.set_swap_module_params_on_conversion(previous)
+        with swapping(True):
+            module._apply(install)  # type: ignore[no-untyped-call]
     except RuntimeError as exc:
         if "swap" not in str(exc):
             raise
@@ -307,9 +304,11 @@ def _recompute_reparametrized(module: nn.Module) -> None:
 def _apply_recording_replacements(
     module: nn.Module, convert: Callable[[torch.Tensor], torch.Tensor]
 ) -> None:
-    """``module._apply(convert)`` with torch's own rules; remember replaced parameters."""
+    """``module._apply(convert)`` with torch's own rules (set_data, never a swap: the flag
+    another thread's move or the user set is off for the call); remember replaced parameters."""
     named_before = dict(module.named_parameters(remove_duplicate=False))
-    module._apply(convert)  # type: ignore[no-untyped-call]
+    with swapping(False):
+        module._apply(convert)  # type: ignore[no-untyped-call]
     for name, p in module.named_parameters(remove_duplicate=False):
         old = named_before.get(name)
         if old is not None and old is not p:

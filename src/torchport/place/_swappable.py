@@ -9,16 +9,46 @@ only when it reaches that parameter, after the ones before it were swapped. Aske
 here first, for every parameter and gradient, such a move raises before anything
 moved, naming the parameter and what holds it. (A graph held on to through
 ``retain_graph`` or a view of a parameter counts as a computation graph.)
+
+A lazy module's uninitialized parameter is not swapped (a swap would make it a plain
+tensor); torch's conversion keeps it by setting its data in place, which it cannot do
+across some moves (to ``meta``; under ``set_overwrite_module_params_on_conversion``):
+there it puts a plain empty ``Parameter`` instead, and the layer is no longer lazy.
+:func:`lazy_refusal` tells such a move before anything moved.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
+from collections.abc import Iterator
 
 import torch
 from torch import nn
 
-__all__ = ["swap_refusal"]
+__all__ = ["lazy_refusal", "swap_refusal", "swapping"]
+
+
+# torch.__future__'s swap flag is process-wide: torchport's conversions set it one at a time.
+_SWAP_LOCK = threading.RLock()  # (a conversion that moves a module again nests)
+
+
+@contextlib.contextmanager
+def swapping(on: bool) -> Iterator[None]:
+    """Run a module conversion with torch's swap flag ``on``, then set it back.
+
+    One such conversion at a time in the process: a swap (the move that keeps each
+    Parameter) and torch's set_data conversion (lazy layers, parameters torch cannot
+    swap) each need the flag their way, whatever another thread's move or the user set.
+    """
+    with _SWAP_LOCK:
+        previous = torch.__future__.get_swap_module_params_on_conversion()
+        torch.__future__.set_swap_module_params_on_conversion(on)
+        try:
+            yield
+        finally:
+            torch.__future__.set_swap_module_params_on_conversion(previous)
 
 
 def swap_refusal(module: nn.Module, target: torch.device) -> str | None:
@@ -45,6 +75,36 @@ def swap_refusal(module: nn.Module, target: torch.device) -> str | None:
         if grad is not None and weakref.getweakrefcount(grad):
             what = "something holds a weak reference to its .grad"
             return _message(module, name, target, what, _WEAK)
+    return None
+
+
+def lazy_refusal(
+    module: nn.Module, made: dict[int, torch.Tensor], target: torch.device
+) -> str | None:
+    """Why torch's conversion would break one of ``module``'s lazy layers; or None.
+
+    ``made``: the copy of each tensor about to move, by id. An uninitialized parameter
+    keeps its class only where torch sets its data in place (the copy's tensor type is
+    one it can take, and the overwrite flag is off).
+    """
+    overwrite = torch.__future__.get_overwrite_module_params_on_conversion()
+    for name, p in module.named_parameters(remove_duplicate=True):
+        copy = made.get(id(p))
+        if not isinstance(p, nn.UninitializedParameter) or copy is None:
+            continue
+        if overwrite:
+            why = "torch.__future__.set_overwrite_module_params_on_conversion(True) is in force"
+        elif not torch._has_compatible_shallow_copy_type(p, copy):
+            why = f"torch cannot set its data in place from {p.device.type} to {target.type}"
+        else:
+            continue
+        return (
+            f"to_device({type(module).__name__}, {str(target)!r}): parameter {name!r} belongs "
+            f"to a lazy layer and is not initialized yet; {why}, so torch's conversion would "
+            "put a plain empty Parameter in its place and the layer would no longer be lazy; "
+            "run one forward pass on a sample batch first (it initializes the lazy layers), "
+            "or build the model where it will run. Nothing was moved"
+        )
     return None
 
 
