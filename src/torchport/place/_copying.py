@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from torchport.place._lasting import lasting
+from torchport.place._lasting import forget_with, lasting
 
 __all__ = [
     "RebuildRefused",
@@ -45,6 +45,7 @@ __all__ = [
 _SLOTS: dict[type, tuple[tuple[str, Any], ...]] = {}
 # Per class: whether copy.copy(obj) would be object.__new__ plus the instance state.
 _PLAIN_COPY: dict[type, bool] = {}
+forget_with(_SLOTS, _PLAIN_COPY)
 # __copy__ methods of the standard library that only copy the state (UserDict's and
 # UserList's also copy .data, ChainMap's calls the constructor): the walker copies
 # the state itself instead, which means the same and costs less.

@@ -20,7 +20,7 @@ import torch
 from torchport._device_types import CPU, CUDA, META, MPS
 from torchport.hardware import PACK_MIN_COUNT, parse_device
 from torchport.place._copying import copies_plainly, slot_names
-from torchport.place._lasting import lasting
+from torchport.place._lasting import forget_with, lasting
 from torchport.place._settled import VALUE_TYPES
 
 __all__ = ["FLAT_MAX", "NOT_FLAT", "move_few", "move_flat", "move_user_dict", "plain_user_dict"]
@@ -37,6 +37,7 @@ _DEVICE = operator.attrgetter("device")
 _TENSOR = torch.Tensor
 _ONLY_TENSOR = frozenset({torch.Tensor})
 _USER_DICTS: dict[type, bool] = {}  # per UserDict type: may the direct path copy it
+forget_with(_USER_DICTS)
 
 
 def move_few(

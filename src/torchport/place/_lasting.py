@@ -12,19 +12,54 @@ again on each call, and the walker's optree registration of one lasts only as
 long as the call that needed it (``place/_registrations.py``).
 
 Every class-keyed cache of ``place/`` and ``feed/`` asks :func:`lasting` before
-it stores a class; ``tests/place/test_retention.py`` holds them to it.
+it stores a class, and registers itself with :func:`forget_with`;
+``tests/place/test_retention.py`` holds them to it.
+
+A module may also rebind a name to a new class batch after batch (``global Batch;
+Batch = namedtuple(...)`` in a collate module): the first class looked lasting while
+its module held it. When a second class turns up at the same home, the name is one
+that a module rebinds: the first is forgotten (taken out of every registered cache,
+its optree registration dropped) and no class of that home is remembered again.
 """
 
 from __future__ import annotations
 
-import itertools
 import sys
+import threading
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["lasting"]
+__all__ = ["forget_with", "lasting"]
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (in Python, or from a spec)
-# Classes found lasting (a positive answer never changes: the module holds the class).
+# Classes found lasting, until their home is found rebound (see the module).
 _LASTING: set[type] = set()
+# The home (module, dotted name) each lasting class made at run time was found at.
+_HOMES: dict[tuple[str, str], type] = {}
+# Homes a module rebinds to new classes: none of their classes is remembered.
+_REBOUND: set[tuple[str, str]] = set()
+# What forgets a class: registered caches (class-keyed: the key; others: emptied) and calls.
+_KEYED: list[dict[Any, Any] | set[Any]] = []
+_WHOLE: list[dict[Any, Any]] = []
+_CALLS: list[Callable[[type], None]] = []
+_LOCK = threading.Lock()
+
+
+def forget_with(
+    *keyed: dict[Any, Any] | set[Any],
+    whole: tuple[dict[Any, Any], ...] = (),
+    call: Callable[[type], None] | None = None,
+) -> None:
+    """Register what must forget a class that turns out not to last.
+
+    ``keyed``: caches keyed by class (its entry goes); ``whole``: caches whose
+    entries may hold a class anywhere inside (plans, structures: emptied); ``call``:
+    called with the class (an optree registration to drop).
+    """
+    _KEYED.extend(keyed)
+    _WHOLE.extend(whole)
+    if call is not None:
+        _CALLS.append(call)
 
 
 def lasting(cls: type) -> bool:
@@ -45,10 +80,33 @@ def lasting(cls: type) -> bool:
     if not cls.__flags__ & _HEAPTYPE:
         _LASTING.add(cls)
         return True
-    if not any(map(_held_by, _homes(cls), itertools.repeat(cls))):
+    home = next((home for home in _homes(cls) if _held_by(home, cls)), None)
+    if home is None or home in _REBOUND:
         return False
-    _LASTING.add(cls)
-    return True
+    with _LOCK:
+        before = _HOMES.setdefault(home, cls)
+        if before is cls:
+            _LASTING.add(cls)
+            return True
+        # A second class at one home: the module rebinds the name (see the module).
+        _REBOUND.add(home)
+        del _HOMES[home]
+        _LASTING.discard(before)
+    _forget(before)
+    return False
+
+
+def _forget(cls: type) -> None:
+    """Take ``cls`` out of every registered cache (it was remembered as lasting)."""
+    for cache in _KEYED:
+        if isinstance(cache, dict):
+            cache.pop(cls, None)
+        else:
+            cache.discard(cls)
+    for whole in _WHOLE:
+        whole.clear()
+    for call in _CALLS:
+        call(cls)
 
 
 def _homes(cls: type) -> list[tuple[str, str]]:

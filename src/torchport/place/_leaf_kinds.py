@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from torchport.place._lasting import forget_with
+
 __all__ = [
     "INSPECT",
     "KIND",
@@ -48,3 +50,4 @@ KIND: dict[type, int] = {
 # Object node types that last, by whether they move with their own ``.to`` (True) or are
 # walked through their state (False).
 OBJECT_NODES: dict[type, bool] = {}
+forget_with(KIND, OBJECT_NODES)

@@ -67,7 +67,7 @@ from torchport.place._copying import (
     deep_copy_sharing,
 )
 from torchport.place._entries import TensorInsideEntry
-from torchport.place._lasting import lasting
+from torchport.place._lasting import forget_with, lasting
 from torchport.place._leaf_kinds import TENSOR
 from torchport.place._locate import how_rebuilt
 from torchport.place._moved_none import check_moved, where_in
@@ -103,6 +103,7 @@ _BUILTIN_CONTAINERS = (dict, list, tuple, set, frozenset, collections.deque)
 # Classes with a .to whose own deep copy does not give back the tensors it is handed
 # in the memo (it clones them, or shares attributes with the original): copied by state.
 _COPIED_BY_STATE: set[type] = set()
+forget_with(_COPIED_BY_STATE)
 
 
 def _copy_sharing(

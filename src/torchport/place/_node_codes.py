@@ -11,6 +11,7 @@ import collections
 from typing import Any
 
 from torchport.place._copying import read_state, slot_names
+from torchport.place._lasting import forget_with
 from torchport.place._leaf_kinds import KIND, OBJECT_NODES, PLAIN, TENSOR
 from torchport.place._objects import contents
 
@@ -44,6 +45,7 @@ MOVES_STATE_CODE = 8
 # Per type (each lasts: KIND and OBJECT_NODES hold only classes that do, and their
 # entries are final): its code above. A type without an entry is decided by code_of.
 CODES: dict[type, int] = {dict: DICT_CODE, list: LIST_CODE, tuple: TUPLE_CODE}
+forget_with(CODES)
 
 
 def code_of(cls: type) -> int | None:

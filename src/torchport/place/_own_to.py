@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import torch
 
 from torchport._device_types import HOST_TYPES
-from torchport.place._lasting import lasting
+from torchport.place._lasting import forget_with, lasting
 
 __all__ = ["call_own_to"]
 
@@ -22,6 +22,7 @@ class _Takes(NamedTuple):
 
 
 _TAKES: dict[type, _Takes] = {}
+forget_with(_TAKES)
 # Per target device: whether a move there without a say is asynchronous (an accelerator).
 _ASYNC: dict[torch.device, bool] = {}
 _ASYNC_MAX = 64

@@ -18,7 +18,7 @@ from typing import Any
 import optree
 
 from torchport.place._containers import NAMESPACE, register_recipe
-from torchport.place._lasting import lasting
+from torchport.place._lasting import forget_with, lasting
 
 __all__ = ["close_walk", "open_walk", "register"]
 
@@ -52,6 +52,17 @@ def close_walk(held: list[type]) -> None:
             _HELD.pop(cls, None)
             with contextlib.suppress(ValueError):  # not registered (any more)
                 optree.unregister_pytree_node(cls, namespace=NAMESPACE)
+
+
+def _unregister(cls: type) -> None:
+    """Drop the lasting registration of ``cls``, which turned out not to last (``_lasting``)."""
+    with _LOCK:
+        if cls not in _HELD:  # (a walk holding it drops it at its end)
+            with contextlib.suppress(ValueError):  # not registered
+                optree.unregister_pytree_node(cls, namespace=NAMESPACE)
+
+
+forget_with(call=_unregister)
 
 
 def register(cls: type, recipe: Any) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from torchport._device_types import CPU, META
+from torchport.place._lasting import forget_with
 
 __all__ = ["ARRAY_TYPES", "VALUE_TYPES", "all_on", "any_on", "settled"]
 
@@ -22,6 +23,7 @@ VALUE_TYPES: set[type] = {int, float, bool, str, bytes, type(None)}
 # Types whose instances are values unless they hold Python objects (numpy arrays: the
 # walker looks into those of an object dtype); the walker adds them when it meets them.
 ARRAY_TYPES: set[type] = set()
+forget_with(VALUE_TYPES, ARRAY_TYPES)
 _PLAIN_TENSOR_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _IS_CPU = operator.attrgetter("is_cpu")
 _IS_META = operator.attrgetter("is_meta")

@@ -34,7 +34,7 @@ import optree
 
 from torchport.place._containers import NAMESPACE
 from torchport.place._copying import has_state
-from torchport.place._lasting import lasting
+from torchport.place._lasting import forget_with, lasting
 from torchport.place._mover_recipe import Opened
 
 __all__ = ["PLAIN", "Notes", "Reorder", "notes_for", "reorders", "restore_order"]
@@ -95,6 +95,7 @@ _CUSTOM = Notes((), (), custom=True)
 _REMEMBERED: dict[Any, Notes] = {}
 # The last structure found PLAIN (a one-entry cache in front of _REMEMBERED).
 _LAST: list[Any] = [None]
+forget_with(_PLAIN_NAMEDTUPLES, whole=(_REMEMBERED,), call=lambda cls: _LAST.__setitem__(0, None))
 
 
 def notes_for(spec: optree.PyTreeSpec) -> Notes:

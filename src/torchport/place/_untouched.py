@@ -59,7 +59,7 @@ from typing import Any
 import torch
 
 from torchport.place._copying import has_state, read_state, slot_descriptors
-from torchport.place._lasting import lasting
+from torchport.place._lasting import forget_with, lasting
 from torchport.place._leaf_kinds import KIND, PLAIN, TENSOR
 from torchport.place._objects import VALUE, kind_of_object
 
@@ -295,6 +295,7 @@ _PLAIN_LIST = 1
 _OWN_DICT = 2  # an object whose whole state is its __dict__
 _ANY = 3
 _PLANS: dict[type, int] = {dict: _PLAIN_DICT, list: _PLAIN_LIST}
+forget_with(_PLANS)
 
 
 def _plan(cls: type) -> int:

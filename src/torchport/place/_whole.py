@@ -34,7 +34,7 @@ from torchport._device_types import CPU, META
 from torchport.errors import UnsupportedBatchError
 from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, read_state
-from torchport.place._lasting import lasting
+from torchport.place._lasting import forget_with, lasting
 from torchport.place._leaf_kinds import PLAIN_TENSOR_TYPES
 from torchport.place._locate import ROOT, find_path, refused_message
 from torchport.place._moved_none import check_moved
@@ -104,6 +104,7 @@ _ON: dict[torch.device, Callable[[torch.Tensor], bool]] = {
 # the record while it reads only when a call is likely (a class without an entry, or
 # True); otherwise move_whole records what the input holds before the call itself.
 _LAYS: dict[type, bool] = {}
+forget_with(_LAYS)
 
 
 class Inside:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from torchport.place._lasting import lasting
+from torchport.place._lasting import forget_with, lasting
 from torchport.place._node_codes import (
     CODES,
     DICT_CODE,
@@ -219,6 +219,8 @@ class ResultPlan:
 
 # Per class of a result (those that last): the plan of the last one read by the loop.
 RESULT_PLANS: dict[type, ResultPlan] = {}
+# A plan holds the classes it met inside the root's: emptied when one stops lasting.
+forget_with(whole=(PLANS, RESULT_PLANS))
 
 
 def _picker(places: list[int]) -> Callable[[list[Any]], Any]:
