@@ -25,6 +25,10 @@ _PROGRAMS = {
     "        self.inner = None\n\n    def build(self):\n        self.inner = nn.Linear(2, 2)\n"
     "        return self\n\n    def forward(self, x):\n        return self.inner(x)\n",
     # pykeen's `Combination`: a module without weights runs itself on empty tensors
+    "no weights, abstract, a mixin": "import abc\n\n\nclass ReprMixin:\n    pass\n\n\n"
+    + _HEAD.replace("(nn.Module)", "(nn.Module, ReprMixin, abc.ABC)")
+    + "    def forward(self, x):\n        return torch.cat([x, x], -1)\n\n"
+    "    def output_shape(self, shape):\n        return self(torch.empty(size=shape)).shape\n",
     "no weights at all": _HEAD
     + "    def forward(self, x):\n        return torch.cat([x, x], -1)\n\n"
     "    def output_shape(self, shape):\n        return self(torch.empty(size=shape)).shape\n",

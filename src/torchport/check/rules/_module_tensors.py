@@ -200,6 +200,13 @@ def device_of_the_inputs(
 
 
 PARAMETERS_DEVICE = "next(self.parameters()).device"
+_NO_WEIGHTS = frozenset({"torch.nn.Module", "abc.ABC", "typing.Generic", "object"})
+
+
+def _may_hold_weights(base: ast.expr, name: str | None) -> bool:
+    """Whether an ``__init__`` inherited from ``base`` may build weights."""
+    tail = str(getattr(base, "id", None) or getattr(base, "attr", ""))
+    return name not in _NO_WEIGHTS and tail not in ("object", "ABC") and not tail.endswith("Mixin")
 
 
 def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
@@ -209,8 +216,8 @@ def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
     file) ``next(self.parameters())`` may raise ``StopIteration``."""
     known = facts.known
     if not any(isinstance(s, ast.FunctionDef) and s.name == "__init__" for s in cls.body):
-        # inherited: from `nn.Module` itself, no weights; from a base of the program, maybe
-        return any(known.qualname(b) != "torch.nn.Module" for b in cls.bases)
+        # inherited: from `nn.Module`, `ABC` or a mixin, no weights; from another base, maybe
+        return any(_may_hold_weights(b, known.qualname(b)) for b in cls.bases)
     for stmt in cls.body:
         if not isinstance(stmt, ast.FunctionDef) or stmt.name != "__init__":
             continue
