@@ -200,6 +200,10 @@ LOOKALIKES = [
 
 # The CUDA-or-CPU idiom and what meets the device it picks.
 DEVICE_CHOICES = [
+    # a name `device` that holds no device: never the one a fix moves to
+    "def run{k}(x, device=['cpu']):\n    return x.cuda(), device[0]\nOUT.append(run{k}(T.ones(1)))",
+    "class Agent{k}:\n    def __init__(self):\n        self.device = None\n"
+    "    def act(self, x):\n        return x.cuda()\nOUT.append(Agent{k}().act(T.ones(1)))",
     # everything follows the device
     'dev{k} = T.device("cuda" if T.cuda.is_available() else "cpu")\n'
     "T.manual_seed(0)\nm{k} = T.nn.Linear(2, 2).to(dev{k})\n"
@@ -292,6 +296,21 @@ NOT_TORCH = [
     "OUT.append(T.device('cuda') in (T.device('cuda'), T.device('cpu')))",
     # torch bound through a compatibility module
     "from fuzzcompat import torch as ct{k}\nOUT.append(ct{k}.ones(1).cuda())",
+    # a torch device given to the program's own `.to()`: made by a factory, or a module's override
+    "class Box{k}:\n    def to(self, where=None, device=None):\n"
+    "        OUT.append(('own to', str(where), str(device)))\n"
+    "        return self\ndef make{k}():\n    return Box{k}()\n"
+    "make{k}().to(T.device('cuda'))\nb{k} = make{k}()\nb{k} = b{k}.to(device=T.device('cuda'))",
+    "class Net{k}(T.nn.Module):\n    def to(self, *a, **kw):\n"
+    "        OUT.append(('own module to', [str(v) for v in a]))\n        return self\n"
+    "n{k} = Net{k}()\nn{k} = n{k}.to(T.device('cuda'))",
+    # device values as data: keys, a lookup, the kinds a test tries
+    "names{k} = {T.device('cuda'): 'gpu', T.device('cpu'): 'host'}\n"
+    "OUT.append(names{k}[T.device('cuda')])\nOUT.append(len(names{k}))",
+    "kinds{k} = [T.device('cpu'), T.device('cuda')]\nOUT.append(sorted(str(d) for d in kinds{k}))",
+    "import pytest\n@pytest.mark.parametrize('dev', [T.device('cpu'), T.device('cuda')])\n"
+    "def test_kind{k}(dev):\n    return dev\n"
+    "OUT.append([str(d) for d in test_kind{k}.pytestmark[0].args[1]])",
 ]
 
 WRAPPERS = ("module", "function", "if")

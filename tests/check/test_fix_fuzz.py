@@ -22,6 +22,9 @@ For every program from :func:`fix_programs.programs`:
     machine with another accelerator (a Mac's MPS). A fix that moves the device
     (the CUDA-or-CPU choice becomes the accelerator) changes where data lives
     here, and must not leave a model or tensor behind on the CPU.
+  - ``cpu``: no accelerator at all (CI): the fixed device is the CPU, so a fix
+    that rewrites a device kept apart from the CPU (a key of a dict beside
+    ``torch.device("cpu")``, one of the kinds a test tries) merges the two.
 
   The look-alike libraries (numba, CuPy, JAX, TensorFlow) are recording
   stand-ins whose calls land in ``OUT`` (``fix_programs.lookalike_modules``).
@@ -143,7 +146,7 @@ def accelerator_reports(kind: str) -> Iterator[None]:
         yield
 
 
-MACHINES = ("cuda-cpu", "cuda-meta", "other")
+MACHINES = ("cuda-cpu", "cuda-meta", "other", "cpu")
 
 
 @contextmanager
@@ -157,6 +160,14 @@ def machine(name: str) -> Iterator[None]:
             yield
     elif name == "sim":
         yield  # the simulated accelerator, installed in its own process: torch's own answers
+    elif name == "cpu":
+        no_cuda = {"is_available": lambda: False, "device_count": lambda: 0}
+        with (
+            patched(torch.accelerator, {"is_available": lambda: False}),
+            patched(torch.accelerator, {"current_accelerator": lambda check_available=False: None}),
+            patched(torch.cuda, no_cuda),
+        ):
+            yield
     else:
         with accelerator_reports("meta"):
             yield

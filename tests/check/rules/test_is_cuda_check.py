@@ -11,6 +11,7 @@ whichever way it is spelled.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -79,3 +80,22 @@ def test_not_implemented_before_a_compiled_kernel_is_its_precondition(
     # the oracle: the code says only CUDA is implemented, and what follows is a compiled kernel
     left = error == "NotImplementedError" and COMPILED[call]
     assert bool(found) != left, source
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason='cuda')\ndef test_moves():\n",
+        "def test_moves():\n    if not torch.cuda.is_available():\n        pytest.skip('no gpu')\n",
+        "def test_on_cuda():\n",
+    ],
+)
+def test_a_tests_expectation_about_cuda_is_not_rewritten(guard: str) -> None:
+    """`assert y.is_cuda` in a test about CUDA is what it checks, not a branch (issue 34):
+    `!= "cpu"` would pass on MPS, where the test is about CUDA."""
+    source = (
+        "import pytest\nimport torch\n\n\n" + guard + "    y = torch.zeros(2, device='cuda')\n"
+        "    assert y.is_cuda\n"
+    )
+    found = check_text(source, "test_x.py", ruleset_for(["TP103"], None)).findings
+    assert found and all(f.fix is None for f in found)

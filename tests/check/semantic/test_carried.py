@@ -64,3 +64,48 @@ def test_a_carried_cpu_literal_is_not_reused() -> None:
     )
     fixed = fix_source(source, select=["TP101"], unsafe=True)
     assert "x.to(device)" not in fixed
+
+
+# A name `device` that holds no device: `.to(None)` leaves the tensor on the CPU,
+# `.to(True)` turns it into a bool tensor, `.to([...])` raises. Reusing it is a broken
+# fix; the fix must write the file's own accelerator device instead (issue 34).
+_NO_DEVICES = {
+    "default None": ("def run(x, device=None):\n    return {move}\n", "run(torch.ones(2))"),
+    "flag": (
+        "def run(x, device):\n    return {move} if device else x\n",
+        "run(torch.ones(2), True)",
+    ),
+    "default flag": ("def run(x, device=False):\n    return {move}\n", "run(torch.ones(2))"),
+    "list": ("def run(x, device=['cpu']):\n    return {move}\n", "run(torch.ones(2))"),
+    "indexed": (
+        "def run(x, device):\n    return {move}, device[0]\n",
+        "run(torch.ones(2), [0])[0]",
+    ),
+    "annotated": ("def run(x, device: bool):\n    return {move}\n", "run(torch.ones(2), True)"),
+    "index arithmetic": (
+        "def run(x, device):\n    return {move}, 'cuda:%d' % device\n",
+        "run(torch.ones(2), 0)[0]",
+    ),
+    "self None": (
+        "class Agent:\n    def __init__(self):\n        self.device = None\n"
+        "    def act(self, x):\n        return {move}\n",
+        "Agent().act(torch.ones(2))",
+    ),
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(sorted(_NO_DEVICES)), st.sampled_from(_MOVES))
+def test_a_name_that_holds_no_device_is_not_reused(kind: str, move: str) -> None:
+    body, call = _NO_DEVICES[kind]
+    source = "import torch\n\n" + body.format(move=move) + f"OUT = {call}\n"
+    fixed = fix_source(source, select=["TP101"], unsafe=True)
+    moved = [line for line in fixed.splitlines() if "x.to(" in line or "x.cuda(" in line]
+    reused = "self.device" if kind.startswith("self") else "to(device"  # the global is `_device`
+    assert all(reused not in line for line in moved), fixed
+    if fixed != source:  # the file's own device instead: here the CPU (no accelerator)
+        namespace: dict[str, object] = {}
+        exec(compile(fixed, "<fixed>", "exec"), namespace)
+        out = namespace["OUT"]
+        assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
+        assert out.device == torch.device("cpu")

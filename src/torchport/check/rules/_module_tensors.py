@@ -160,8 +160,10 @@ _TENSOR_USES = frozenset(
 
 def device_of_the_inputs(
     method: ast.FunctionDef, nodes: list[ast.AST], facts: PortFacts, cls: ast.ClassDef | None
-) -> str:
-    """``x.device`` for the first parameter known to be a tensor, else the parameters' device.
+) -> str | None:
+    """``x.device`` for the first parameter known to be a tensor, else the parameters' device,
+    else None: in a method ``__init__`` calls (``self._load_model(...)``), the module may
+    have no parameters yet, and ``next(self.parameters())`` raises ``StopIteration``.
 
     Known: used as one (``x.size(0)``, ``x.view(...)``, ``x.device``) or given
     to a submodule the class builds (``self.fc(x)``). A parameter annotated
@@ -192,7 +194,64 @@ def device_of_the_inputs(
                 and n in parent.args
             ):
                 return f"{param.arg}.device"  # given to a submodule: a tensor
-    return "next(self.parameters()).device"
+    if cls is None or _called_by_init(method.name, cls) or not _init_holds_weights(cls, facts):
+        return None
+    return PARAMETERS_DEVICE
+
+
+PARAMETERS_DEVICE = "next(self.parameters()).device"
+_NO_WEIGHTS = frozenset({"torch.nn.Module", "abc.ABC", "typing.Generic", "object"})
+
+
+def _may_hold_weights(base: ast.expr, name: str | None) -> bool:
+    """Whether an ``__init__`` inherited from ``base`` may build weights."""
+    tail = str(getattr(base, "id", None) or getattr(base, "attr", ""))
+    return name not in _NO_WEIGHTS and tail not in ("object", "ABC") and not tail.endswith("Mixin")
+
+
+def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
+    """Whether ``__init__`` of ``cls`` gives the module weights: ``self.fc = nn.Linear(...)``,
+    ``self.w = nn.Parameter(...)``, ``self.register_parameter(...)``. Without them (a module
+    of options, ``Combination`` subclasses, weights built by a base class of another
+    file) ``next(self.parameters())`` may raise ``StopIteration``."""
+    known = facts.known
+    if not any(isinstance(s, ast.FunctionDef) and s.name == "__init__" for s in cls.body):
+        # inherited: from `nn.Module`, `ABC` or a mixin, no weights; from another base, maybe
+        return any(_may_hold_weights(b, known.qualname(b)) for b in cls.bases)
+    for stmt in cls.body:
+        if not isinstance(stmt, ast.FunctionDef) or stmt.name != "__init__":
+            continue
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            name = known.qualname(node.func) or ""
+            func = node.func
+            if (known.constructor(node) and not known.stateless(node)) or name.endswith(
+                ".Parameter"
+            ):
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in (
+                "register_parameter",
+                "register_module",
+                "add_module",
+            ):
+                return True
+    return False
+
+
+def _called_by_init(name: str, cls: ast.ClassDef) -> bool:
+    """Whether ``__init__`` of ``cls`` calls ``self.<name>(...)``."""
+    for stmt in cls.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+            return any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == name
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self"
+                for n in ast.walk(stmt)
+            )
+    return False
 
 
 def _sees_the_parameter(name: ast.Name, facts: PortFacts) -> bool:

@@ -10,6 +10,7 @@ from torchport.check._context import Context
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cuda_choice import cuda_api, moves_to_cuda, not_implemented_elsewhere
+from torchport.check.rules._test_code import cuda_is_the_subject
 from torchport.check.semantic._devices import IS_DEVICE_ATTRIBUTES
 from torchport.check.semantic._guards import Guard, device_guard
 
@@ -40,8 +41,8 @@ class IsCudaCheck(Rule):
     tensors and for every accelerator, not only CUDA. So a branch that names
     CUDA itself (`device = "cuda"`, `.cuda()`, `torch.cuda.*`), which would then
     run on those accelerators too, is reported without a fix, as are
-    `self.is_cuda` and an `is_cuda` attribute the module assigns itself: a
-    class's own flags, not a tensor's property.
+    `self.is_cuda` and an `is_cuda` attribute the module assigns itself (a class's own
+    flags), and a test about CUDA (`rules/_test_code.py`): its expectation, not a branch.
 
     The fix says so in `Fix.changes`: on MPS or XPU, the branch that was skipped
     now runs, and what it computes there changes.
@@ -116,7 +117,7 @@ def _fix_would_mislead(node: ast.Attribute, branch: ast.AST, ctx: Context) -> bo
     A class's own flag may have no ``.device``; a branch that names CUDA
     (``device = "cuda"``) would then run where CUDA is not.
     """
-    if _own_flag(node, ctx):
+    if _own_flag(node, ctx) or cuda_is_the_subject(node, ctx):
         return True
     return isinstance(branch, (ast.If, ast.IfExp)) and moves_to_cuda(branch, ctx)
 

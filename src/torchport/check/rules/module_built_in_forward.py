@@ -7,7 +7,11 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._module_tensors import device_of_the_inputs, method_of_a_module
+from torchport.check.rules._module_tensors import (
+    PARAMETERS_DEVICE,
+    device_of_the_inputs,
+    method_of_a_module,
+)
 from torchport.check.rules._port import is_move, port_facts
 
 _CLASS = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
@@ -68,5 +72,18 @@ class ModuleBuiltInForward(Rule):
         if isinstance(parent, ast.Attribute) and parent.attr == "to":
             return  # `.to(x.device)`, `.to(dtype)`: placed or cast by the code
         device = device_of_the_inputs(method, scope.nodes, facts, scope.cls)
+        if device is None or (device == PARAMETERS_DEVICE and _registered(parent)):
+            # a method `__init__` calls, or `self.encoder = AutoModel.from_pretrained(...)`:
+            # maybe the module's first parameters, so `next(self.parameters())` would raise
+            yield ctx.finding(self, node)
+            return
         edits = ctx.append_call(node, f".to({device})")
         yield ctx.finding(self, node, fix=Fix(edits, FixSafety.SAFE))
+
+
+def _registered(parent: ast.AST | None) -> bool:
+    """Whether the built module is assigned to an attribute of ``self`` (a submodule)."""
+    return isinstance(parent, ast.Assign) and any(
+        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+        for t in parent.targets
+    )

@@ -38,7 +38,9 @@ class TensorOnCpuInModule(Rule):
     tensors its methods create on each call: those stay on the CPU and the
     forward fails on an accelerator. The fix creates them on the device of
     the method's input (`device=x.device`), or of the module's parameters
-    when no input tensor is at hand, so the module works wherever it is.
+    when no input tensor is at hand, so the module works wherever it is. Not
+    the parameters' device where the module may have none yet: in a method
+    `__init__` calls, or when `__init__` builds no weights (reported, no fix).
 
     A tensor that `__init__` keeps in a plain attribute (`self.scale =
     torch.tensor([2.0])`, not a parameter or buffer) and another method reads
@@ -78,7 +80,8 @@ class TensorOnCpuInModule(Rule):
         ),
         Example(
             "import torch\nfrom torch import nn\n\n"
-            "class Net(nn.Module):\n"
+            "class Net(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.rnn = nn.RNN(8, 8)\n\n"
             "    def forward(self, x):\n"
             "        h0 = torch.zeros(1, x.size(0), 8)\n"
             "        return self.rnn(x, h0)\n"
@@ -86,7 +89,8 @@ class TensorOnCpuInModule(Rule):
             "    def init_hidden(self, n):\n"
             "        return torch.randn(1, n, 8)\n",
             fixed="import torch\nfrom torch import nn\n\n"
-            "class Net(nn.Module):\n"
+            "class Net(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.rnn = nn.RNN(8, 8)\n\n"
             "    def forward(self, x):\n"
             "        h0 = torch.zeros(1, x.size(0), 8, device=x.device)\n"
             "        return self.rnn(x, h0)\n"
@@ -98,11 +102,15 @@ class TensorOnCpuInModule(Rule):
         Example(  # a name handed to a method is no tensor: the parameters' device
             "import torch\nfrom torch import nn\n\n"
             "class Adapter(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.ones(4))\n\n"
             "    def add(self, name):\n"
             "        self.reset(name)\n"
             "        return torch.ones(4)\n",
             fixed="import torch\nfrom torch import nn\n\n"
             "class Adapter(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.ones(4))\n\n"
             "    def add(self, name):\n"
             "        self.reset(name)\n"
             "        return torch.ones(4, device=next(self.parameters()).device)\n",
@@ -131,6 +139,9 @@ class TensorOnCpuInModule(Rule):
         if _moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
             return
         device = device_of_the_inputs(method, scope.nodes, facts, scope.cls)
+        if device is None:  # a method `__init__` calls: no parameters to take the device of
+            yield ctx.finding(self, node)
+            return
         yield ctx.finding(self, node, fix=Fix(_placing(node, name, device, ctx), FixSafety.SAFE))
 
 

@@ -279,6 +279,9 @@ _ASSERTS = frozenset(
      "assertNotIn", "assert_equal", "assert_close", "assert_allclose", "assertTrue",
      "assertFalse"}
 )  # fmt: skip
+# Calls whose arguments are test cases, not where code computes: `pytest.mark.parametrize`,
+# `pytest.param(...)`, `pytest.fixture(params=[...])`.
+_CASES = frozenset({"parametrize", "param", "fixture"})
 _DATA_THROUGH = (ast.Tuple, ast.List, ast.Set, ast.keyword, ast.Starred)
 
 
@@ -286,19 +289,44 @@ def device_as_data(node: ast.AST, ctx: Context) -> bool:
     """Whether the device value ``node`` is data: compared, asserted, a test's expectation.
 
     ``assert get_local_device() == torch.device("cuda:3")``,
-    ``self.assertEqual(x.device, torch.device("cuda"))``, ``dev in ("cuda", ...)``:
-    rewriting it changes what the program checks, not where it computes.
+    ``self.assertEqual(x.device, torch.device("cuda"))``, ``dev in ("cuda", ...)``,
+    a key (``{torch.device("cuda"): ...}``, ``table[torch.device("cuda")]``), one
+    of a list of device kinds (``[torch.device("cpu"), torch.device("cuda")]``,
+    a ``parametrize`` list): rewriting it changes what the program checks, not
+    where it computes (on a machine whose accelerator is the CPU, the two kinds
+    of the list, or the two keys, become one).
     """
+    child = node
     for outer in reversed(ctx.ancestors):
         if isinstance(outer, (ast.Compare, ast.Assert)):
             return True
+        if isinstance(outer, ast.Dict):
+            return any(key is child for key in outer.keys)
+        if isinstance(outer, ast.Subscript):
+            return outer.slice is child  # a lookup by device
         if isinstance(outer, ast.Call):
             func = outer.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            return name in _ASSERTS  # any other call computes with the device it is given
+            # any other call computes with the device it is given
+            return name in _ASSERTS or name in _CASES
         if not isinstance(outer, _DATA_THROUGH):
             return False
+        if isinstance(outer, (ast.Tuple, ast.List, ast.Set)) and any(
+            _other_device(e, ctx) for e in outer.elts if e is not child
+        ):
+            return True  # `[torch.device("cpu"), torch.device("cuda")]`: the kinds tried
+        child = outer
     return False
+
+
+def _other_device(expr: ast.expr, ctx: Context) -> bool:
+    """Whether ``expr`` is a device literal of another type than CUDA (``"cpu"``, ``"mps:0"``)."""
+    if isinstance(expr, ast.Call) and expr.args and ctx.qualname(expr.func) == "torch.device":
+        expr = expr.args[0]
+    if not isinstance(expr, ast.Constant) or not isinstance(expr.value, str):
+        return False
+    kind = device_type(expr.value)
+    return kind is not None and kind != CUDA
 
 
 _CHECKS: weakref.WeakKeyDictionary[Context, bool] = weakref.WeakKeyDictionary()
@@ -356,6 +384,35 @@ _PICKS_INDEX = frozenset(
 )  # fmt: skip
 
 
+# Methods that take a device to move to (`recv.to(torch.device("cuda"))`).
+_MOVES = frozenset(
+    {"to", "cuda", "to_empty", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+)
+
+
+def _given_to_anothers_move(node: ast.expr, ctx: Context) -> bool:
+    """Whether ``node`` is an argument of a move that is not known to be torch's.
+
+    ``Batch(x).to(torch.device("cuda"))`` with the file's ``Batch`` defining ``to``,
+    or a config's ``.to()``: the device goes to the program's own method, which
+    may print, compare or keep it; as its ``.to("cuda")`` is left alone, so is this.
+    """
+    ancestors = ctx.ancestors
+    outer = ancestors[-1] if ancestors else None
+    if isinstance(outer, ast.keyword) and len(ancestors) > 1:
+        if outer.value is not node:
+            return False
+        outer, node = ancestors[-2], outer  # type: ignore[assignment]
+    return (
+        isinstance(outer, ast.Call)
+        and isinstance(outer.func, ast.Attribute)
+        and outer.func.attr in _MOVES
+        and any(a is node for a in (*outer.args, *outer.keywords))
+        and ctx.qualname(outer.func) is None
+        and not may_rewrite(outer, ctx)
+    )
+
+
 def value_fixable(node: ast.expr, ctx: Context) -> bool:
     """Whether a fix may replace the CUDA device or move ``node`` (a ``.cuda()`` call or a value).
 
@@ -369,6 +426,8 @@ def value_fixable(node: ast.expr, ctx: Context) -> bool:
         return False
     parent = ctx.parent
     if isinstance(parent, ast.Call) and (ctx.qualname(parent.func) or "") in _PICKS_INDEX:
+        return False
+    if _given_to_anothers_move(node, ctx):
         return False
     func = node.func if isinstance(node, ast.Call) else None
     if isinstance(func, ast.Attribute) and func.attr in ("cuda", "to") and not ctx.qualname(func):
