@@ -35,6 +35,7 @@ from torchport.check._context import Context
 __all__ = [
     "SUBJECT_WORDS",
     "accelerator_is_the_subject",
+    "benchmark_code",
     "collected_by_a_test_runner",
     "cuda_is_the_subject",
     "decides_where_a_test_runs",
@@ -150,6 +151,46 @@ def decides_where_a_test_runs(ctx: Context) -> bool:
     return any(
         isinstance(outer, ast.Call) and _callee_tail(outer.func) in _SKIPS
         for outer in ctx.ancestors
+    )
+
+
+_BENCH_FOLDERS = frozenset({"benchmark", "benchmarks"})
+_BENCH_NAME = re.compile(r"(bm|bench|benchmark)(_\w*)?", re.IGNORECASE)
+_BENCH_FILE = re.compile(r"(bm|bench|benchmark)_\w*\.py|benchmarks?\.py", re.IGNORECASE)
+
+
+def benchmark_code(ctx: Context) -> bool:
+    """Whether the node is benchmark code: where it runs is the benchmark's choice.
+
+    * a file in a folder named ``benchmark`` or ``benchmarks``, or named ``bm_*.py``,
+      ``bench_*.py``, ``benchmark_*.py``, ``benchmark(s).py``;
+    * code in a function named ``bm``/``bench``/``benchmark`` or starting with one of
+      them and ``_`` (``bm_bilinear_sampling``, ``benchmark_forward``);
+    * in test code (:func:`collected_by_a_test_runner`), a timing closure: a function
+      whose last statement returns a function defined directly in it
+      (``def compute_packed_with_init(): ...; def compute_packed(): ...; return
+      compute_packed``: the workload handed to a timer), both functions included.
+
+    A benchmark measures one device on purpose (benchmarks/RESULTS.md, sample M: low
+    value); TP101, TP102, TP109 and TP401 leave it.
+    """
+    parts = ctx.path.replace("\\", "/").split("/")
+    if any(p in _BENCH_FOLDERS for p in parts[:-1]) or _BENCH_FILE.fullmatch(parts[-1]):
+        return True
+    functions = [f for f in ctx.ancestors if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if any(_BENCH_NAME.fullmatch(f.name) for f in functions):
+        return True
+    return any(map(_returns_a_closure, functions)) and collected_by_a_test_runner(ctx)
+
+
+def _returns_a_closure(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    last = function.body[-1]
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)):
+        return False
+    name = last.value.id
+    return any(
+        isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
+        for stmt in function.body
     )
 
 
