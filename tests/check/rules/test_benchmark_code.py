@@ -1,14 +1,13 @@
 """TP101, TP102, TP109 and TP401 leave benchmark code: it times one device on purpose.
 
 Sample M (pytorch3d's ``tests/benchmarks/bm_*.py``, its test files' ``bm_*`` helpers and
-timing closures, kornia's ``benchmarks/``, pytorch_scatter's ``benchmark/``): a
-benchmark's device and its timing syncs are where the benchmark runs, its choice (low
-value). Generated files draw the folder, the file name, a test framework import, the
-function's name, whether it returns a function defined in it (a timing closure) and
-where the statement sits. The oracle, written here: left exactly when the folder is
-``benchmark``/``benchmarks``, the file is named ``bm_*``/``bench_*``/``benchmark_*``/
-``benchmark(s).py``, the function is named ``bm``/``bench``/``benchmark`` (alone or with
-``_...``), or the code is test code in a function that returns its inner function
+timing closures): a benchmark's device and its timing syncs are where the benchmark
+runs, its choice (low value). A folder or file named ``benchmark`` is not enough: PARL's
+``benchmark/`` holds its training programs (samples A-I judged their rows real).
+Generated files draw the folder, the file name, a test framework import, the function's
+name, whether it returns a function defined in it (a timing closure) and where the
+statement sits. The oracle, written here: left exactly when the file or the function is
+named ``bm_*``, or the code is test code in a function that returns its inner function
 (TP109 also leaves all test code, as before).
 """
 
@@ -28,25 +27,23 @@ STATEMENTS = {
 FOLDERS = {
     "src": False,
     "tests": False,
-    "benchmarks": True,
-    "benchmark": True,
-    "bench_utils": False,
+    "benchmarks": False,  # PARL's `benchmark/` holds training programs
+    "benchmark": False,
 }
 FILES = {
     "render.py": False,
     "bm_render.py": True,
-    "bench_render.py": True,
-    "benchmark.py": True,
-    "benchmarks.py": True,
+    "bench_render.py": False,
+    "benchmark.py": False,
     "benchmarking.py": False,
     "test_render.py": False,
     "bmx.py": False,
 }
 NAMES = {
     "bm_render": True,
-    "benchmark_forward": True,
-    "bench": True,
-    "Bench_step": True,
+    "bm_": True,
+    "benchmark_forward": False,
+    "bm": False,
     "benchmarking_suite": False,
     "bmx": False,
     "make_inputs": False,
