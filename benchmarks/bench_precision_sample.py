@@ -218,7 +218,7 @@ def _wilson_low(real: int, n: int, z: float = 1.96) -> float:
 
 
 def _manifest(sample: Path) -> Path:
-    """The manifest a sample was drawn from: precision_sample_X.csv <- precision_repos_round5X.json."""
+    """The manifest of a sample: precision_sample_X.csv <- precision_repos_round5X.json."""
     letter = sample.stem.removeprefix("precision_sample").lstrip("_").partition("_")[0]
     return sample.parent / f"precision_repos_round5{letter}.json"
 
@@ -245,7 +245,7 @@ def pool(mirror: Path, samples: list[Path], now: bool) -> None:
                 per_rule.setdefault(row["code"], Counter())[verdict] += 1
                 label = sample.stem.removeprefix("precision_sample").lstrip("_") or "a"
                 where.setdefault(row["code"], set()).add(label)
-    print("| rule | default | real / judged | share | low | noise | gone | Wilson 95% low | samples |")
+    print("| rule | default | real / judged | share | low | noise | gone | Wilson low | samples |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for code in sorted(per_rule):
         c = per_rule[code]
