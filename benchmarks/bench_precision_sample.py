@@ -60,7 +60,11 @@ benchmarks/data/precision_repos_round5k.json --sample benchmarks/data/precision_
 benchmarks/data/precision_sample_l.csv --seed 45 --draw 100``. The thirteenth (the same,
 after K's and L's classes of branch j34h, 12 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5m.json --sample benchmarks/data/precision_sample_m.csv
---seed 46 --draw 100``.
+--seed 46 --draw 100``. The fourteenth (the same, after branch j34i's benchmark and
+device-case classes, 29 default rules, 14 more new repositories): ``--repos
+benchmarks/data/precision_repos_round5n.json --sample benchmarks/data/precision_sample_n.csv
+--seed 47 --draw 100``. ``--pool SAMPLE...`` pools judged samples per rule (``--now``: only
+the rows the current rules still report).
 """
 
 from __future__ import annotations
