@@ -60,7 +60,11 @@ benchmarks/data/precision_repos_round5k.json --sample benchmarks/data/precision_
 benchmarks/data/precision_sample_l.csv --seed 45 --draw 100``. The thirteenth (the same,
 after K's and L's classes of branch j34h, 12 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5m.json --sample benchmarks/data/precision_sample_m.csv
---seed 46 --draw 100``.
+--seed 46 --draw 100``. The fourteenth (the same, after branch j34i's benchmark and
+device-case classes, 29 default rules, 14 more new repositories): ``--repos
+benchmarks/data/precision_repos_round5n.json --sample benchmarks/data/precision_sample_n.csv
+--seed 47 --draw 100``. ``--pool SAMPLE...`` pools judged samples per rule (``--now``: only
+the rows the current rules still report).
 """
 
 from __future__ import annotations
@@ -98,8 +102,14 @@ def _extract(gitdir: Path, commit: str, into: Path) -> None:
             target.write_bytes(_git(gitdir, "show", f"{commit}:{name}"))
 
 
-def default_findings(mirror: Path, repos: Path = REPOS) -> list[Key]:
-    """Every default-on finding, as (repo, path, line, code), in a stable order."""
+def default_findings(
+    mirror: Path, repos: Path = REPOS, missing: set[str] | None = None
+) -> list[Key]:
+    """Every default-on finding, as (repo, path, line, code), in a stable order.
+
+    With ``missing``, a repository whose mirror lacks the commit is added to it and
+    skipped; without, that raises.
+    """
     found: list[Key] = []
     for entry in json.loads(repos.read_text())["repos"]:
         gitdir = mirror / entry["repo"].replace("/", "+") / "repo"
@@ -107,7 +117,13 @@ def default_findings(mirror: Path, repos: Path = REPOS) -> list[Key]:
             gitdir = gitdir / ".git"
         with tempfile.TemporaryDirectory(prefix="precision-") as tmp:
             tree = Path(tmp)
-            _extract(gitdir, entry["commit"], tree)
+            try:
+                _extract(gitdir, entry["commit"], tree)
+            except subprocess.CalledProcessError:
+                if missing is None:
+                    raise
+                missing.add(entry["repo"])
+                continue
             (tree / ".git").mkdir()  # the root of a checkout, as a clone has it (TP301 looks)
             (tree / "_none.toml").write_text("[tool.torchport]\n")
             run = subprocess.run(
@@ -196,6 +212,58 @@ def score(mirror: Path, repos: Path, sample: Path) -> None:
     )
 
 
+def _wilson_low(real: int, n: int, z: float = 1.96) -> float:
+    if not n:
+        return 0.0
+    p = real / n
+    centre = p + z * z / (2 * n)
+    spread = z * ((p * (1 - p) + z * z / (4 * n)) / n) ** 0.5
+    return (centre - spread) / (1 + z * z / n)
+
+
+def _manifest(sample: Path) -> Path:
+    """The manifest of a sample: precision_sample_X.csv <- precision_repos_round5X.json."""
+    letter = sample.stem.removeprefix("precision_sample").lstrip("_").partition("_")[0]
+    return sample.parent / f"precision_repos_round5{letter}.json"
+
+
+def pool(mirror: Path, samples: list[Path], now: bool) -> None:
+    """Every judged row of the samples pooled per rule; with ``now``, only rows still reported.
+
+    A row of a repository no longer in the mirror cannot be re-scored: it counts as
+    judged, and those repositories are listed.
+    """
+    from torchport.check._catalog import ENTRIES
+
+    default = {e.code: e.default for e in ENTRIES}
+    per_rule: dict[str, Counter[str]] = {}
+    where: dict[str, set[str]] = {}
+    missing: set[str] = set()
+    for sample in samples:
+        reported = set(default_findings(mirror, _manifest(sample), missing)) if now else None
+        for row in _read(sample):
+            key = (row["repo"], row["path"], int(row["line"]), row["code"])
+            kept = reported is None or key in reported or row["repo"] in missing
+            verdict = row["verdict"] if kept else "gone"
+            if row["verdict"]:
+                per_rule.setdefault(row["code"], Counter())[verdict] += 1
+                label = sample.stem.removeprefix("precision_sample").lstrip("_") or "a"
+                where.setdefault(row["code"], set()).add(label)
+    print("| rule | default | real / judged | share | low | noise | gone | Wilson low | samples |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for code in sorted(per_rule):
+        c = per_rule[code]
+        n = c["real"] + c["low"] + c["noise"]
+        share = f"{c['real'] / n:.0%}" if n else "-"
+        print(
+            f"| {code} | {'on' if default.get(code) else 'off'} | {c['real']}/{n} | {share} | "
+            f"{c['low']} | {c['noise']} | {c['gone']} | {_wilson_low(c['real'], n):.2f} | "
+            f"{' '.join(sorted(where[code]))} |"
+        )
+    if missing:
+        print(f"not re-scored (no mirror of the commit; rows counted as judged): {sorted(missing)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
@@ -209,6 +277,12 @@ def main() -> int:
         "(each rule apart, in code order, from one seeded generator)",
     )
     parser.add_argument("--score", action="store_true")
+    parser.add_argument(
+        "--pool", type=Path, nargs="*", help="pool these judged samples per rule, as judged"
+    )
+    parser.add_argument(
+        "--now", action="store_true", help="with --pool: count only rows the rules still report"
+    )
     parser.add_argument("--repos", type=Path, default=REPOS, help="the manifest of repositories")
     parser.add_argument("--sample", type=Path, default=SAMPLE, help="the judged sample (CSV)")
     parser.add_argument(
@@ -221,6 +295,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.draw:
         draw(args.mirror, args.draw, args.seed, args.repos, args.sample, args.skip, args.codes)
+    if args.pool:
+        pool(args.mirror, args.pool, args.now)
     if args.score:
         score(args.mirror, args.repos, args.sample)
     return 0

@@ -150,14 +150,15 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     Inside ``with pytest.warns(...)`` (``assertWarns``, ``assertLogs``,
     ``deprecated_call``) the CUDA is the test's set-up on purpose (``model.device =
     torch.device("cuda")`` to trigger a GPU warning): another device fails the test.
-    So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``), and
-    a class's own ``cuda()`` method (:func:`_own_cuda_method`).
+    So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``),
+    benchmark code (``_test_code.benchmark_code``: a benchmark measures one device on
+    purpose), and a class's own ``cuda()`` method (:func:`_own_cuda_method`).
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
-    from torchport.check.rules._test_code import cuda_is_the_subject  # on first use
+    from torchport.check.rules._test_code import benchmark_code, cuda_is_the_subject  # first use
 
-    if cuda_is_the_subject(node, ctx):
+    if cuda_is_the_subject(node, ctx) or benchmark_code(ctx):
         return True
     guard = device_guard(node, ctx)
     if guard is None:

@@ -35,6 +35,7 @@ from torchport.check._context import Context
 __all__ = [
     "SUBJECT_WORDS",
     "accelerator_is_the_subject",
+    "benchmark_code",
     "collected_by_a_test_runner",
     "cuda_is_the_subject",
     "decides_where_a_test_runs",
@@ -150,6 +151,43 @@ def decides_where_a_test_runs(ctx: Context) -> bool:
     return any(
         isinstance(outer, ast.Call) and _callee_tail(outer.func) in _SKIPS
         for outer in ctx.ancestors
+    )
+
+
+_BENCH = re.compile(r"bm_\w*")  # fvcore's `benchmark()` convention (pytorch3d's tests)
+
+
+def benchmark_code(ctx: Context) -> bool:
+    """Whether the node is benchmark code by its shape: where it runs is its choice.
+
+    * a file named ``bm_*.py`` or code in a function named ``bm_*`` (fvcore's
+      benchmark convention: ``bm_rasterize_points``);
+    * in test code (:func:`collected_by_a_test_runner`), a timing closure: a function
+      whose last statement returns a function defined directly in it
+      (``def compute_packed_with_init(): ...; def compute_packed(): ...; return
+      compute_packed``: the workload handed to a timer), both functions included.
+
+    A benchmark measures one device on purpose (benchmarks/RESULTS.md, sample M: low
+    value); TP101, TP102, TP109 and TP401 leave it. A folder or file named
+    ``benchmark`` is not this: PARL keeps its training programs in ``benchmark/``,
+    and a project's ``benchmark.py`` is often a program's timing mode (judged real).
+    """
+    if _BENCH.fullmatch(ctx.path.replace("\\", "/").rpartition("/")[2].removesuffix(".py")):
+        return True
+    functions = [f for f in ctx.ancestors if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if any(_BENCH.fullmatch(f.name) for f in functions):
+        return True
+    return any(map(_returns_a_closure, functions)) and collected_by_a_test_runner(ctx)
+
+
+def _returns_a_closure(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    last = function.body[-1]
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)):
+        return False
+    name = last.value.id
+    return any(
+        isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
+        for stmt in function.body
     )
 
 

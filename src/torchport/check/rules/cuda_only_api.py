@@ -8,7 +8,11 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import cuda_function, guard_statement, in_device_probe, only_shown
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._test_code import cuda_is_the_subject, decides_where_a_test_runs
+from torchport.check.rules._test_code import (
+    benchmark_code,
+    cuda_is_the_subject,
+    decides_where_a_test_runs,
+)
 from torchport.check.semantic._guards import device_guard
 
 # How each call is rewritten: "statement" calls raise without an accelerator and are
@@ -52,7 +56,8 @@ class CudaOnlyApi(Rule):
     in an `assert` it demands CUDA and is reported here;
     calls under a device check (`if device.type == "cuda":`,
     `if torch.cuda.is_available():`) are left alone, as are those in a test's
-    skip condition and in test code whose subject is CUDA (`rules/_test_code.py`).
+    skip condition, in test code whose subject is CUDA and in benchmark code
+    (`rules/_test_code.py`: a benchmark times one device on purpose).
 
     ## Why is this bad?
     They only see CUDA: on an Apple, Intel or AMD-without-ROCm machine they
@@ -130,8 +135,8 @@ class CudaOnlyApi(Rule):
         function = cuda_function(node, ctx, _TAILS)
         if function is None:
             return
-        if decides_where_a_test_runs(ctx) or cuda_is_the_subject(node, ctx):
-            return  # a test's skip condition, or a test of CUDA itself (`_test_code.py`)
+        if decides_where_a_test_runs(ctx) or cuda_is_the_subject(node, ctx) or benchmark_code(ctx):
+            return  # a test's skip condition, a test of CUDA itself, a benchmark (`_test_code.py`)
         function = function.removeprefix("memory.")  # `torch.cuda.memory.memory_allocated()`
         if function == "is_available":
             if _asserted(ctx) and device_guard(node, ctx) is None:

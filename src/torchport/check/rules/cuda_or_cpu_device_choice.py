@@ -11,7 +11,7 @@ from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cuda_choice import moves_to_cuda, serves_horovod, tests_cuda
 from torchport.check.rules._snippets import DEVICE_LINE
-from torchport.check.rules._test_code import collected_by_a_test_runner
+from torchport.check.rules._test_code import benchmark_code, collected_by_a_test_runner
 from torchport.check.semantic._following import why_not_followed
 from torchport.check.semantic._guards import Guard, device_guard, tests_other_accelerators
 
@@ -36,9 +36,9 @@ class CudaOrCpuDeviceChoice(Rule):
     choice decides where the test runs, and on MPS or XPU the test still runs
     on the CPU and passes. A program named like a test (an experiment driver
     `run_test.py` whose `test_*` functions its `__main__` calls, no test
-    framework imported) is a program, and stays reported. Left too: a module
-    that imports Horovod (`import horovod.torch as hvd`): Horovod's collectives take
-    CPU or CUDA tensors only, so CUDA-or-CPU is the right choice there.
+    framework imported) is a program, and stays reported. Left too: benchmark code
+    (`_test_code.benchmark_code`) and a module importing Horovod (`import horovod.torch`):
+    its collectives take CPU or CUDA tensors only, so CUDA-or-CPU is right there.
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs
@@ -119,6 +119,8 @@ class CudaOrCpuDeviceChoice(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, (ast.If, ast.IfExp))
         if not _chooses_cuda_or_the_cpu(node, ctx) or collected_by_a_test_runner(ctx):
+            return
+        if benchmark_code(ctx):  # a benchmark's own device choice (`_test_code.py`)
             return
         if serves_horovod(ctx):
             return  # Horovod reduces CPU or CUDA tensors only: the choice is Horovod's

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import called, guard_statement
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._test_code import cuda_is_the_subject
+from torchport.check.rules._test_code import benchmark_code, cuda_is_the_subject
 from torchport.check.semantic._guards import device_guard
 from torchport.check.semantic._residence import known_device_object
 
@@ -21,8 +21,8 @@ class CudaSetDevice(Rule):
     """## What it does
     Finds calls to `torch.cuda.set_device`, outside branches that already test
     the device (`if device.type == "cuda":`, `if torch.cuda.is_available():`)
-    and test code whose subject is CUDA (`rules/_test_code.py`: a test that
-    asserts CUDA is there and sets the wrong index on purpose).
+    test code whose subject is CUDA (`rules/_test_code.py`: a test that
+    asserts CUDA is there and sets the wrong index on purpose) and benchmark code.
 
     ## Why is this bad?
     It raises on every machine without CUDA, so a script that picks its GPU
@@ -83,8 +83,8 @@ class CudaSetDevice(Rule):
             return
         if device_guard(node, ctx) is not None:
             return  # `if device.type == "cuda":` (ported) or a CUDA-or-CPU branch (TP109)
-        if cuda_is_the_subject(node, ctx):
-            return  # a test of CUDA's device index itself (`_test_code.py`)
+        if cuda_is_the_subject(node, ctx) or benchmark_code(ctx):
+            return  # a test of CUDA's device index itself, a benchmark (`_test_code.py`)
         index = _index_argument(node, ctx)
         if index is None:
             yield ctx.finding(self, node)  # a device, not an index: which one is by hand

@@ -22,46 +22,46 @@ _SYNCS = frozenset({"item", "tolist", "cpu"})
 # `x.cpu().numpy()` is reported at `.cpu()`; a bare `.numpy()` never waits (TP201's business).
 _CHAINED = _SYNCS | {"numpy"}
 # Methods that only look at a tensor another way (no kernel runs): `v.detach().cpu()` too.
-_VIEWS = frozenset(
-    {"detach", "view", "view_as", "flatten", "unflatten", "unsqueeze", "squeeze", "permute",
-     "transpose", "t", "expand", "expand_as", "narrow", "select", "movedim"}
-)  # fmt: skip
+_VIEWS = frozenset({"detach", "view", "view_as", "flatten", "unflatten", "unsqueeze", "squeeze",
+    "permute", "transpose", "t", "expand", "expand_as", "narrow", "select", "movedim"})  # fmt: skip
 
 
 class SyncInLoop(Rule):
     """## What it does
-    Finds host reads of device tensors inside `for`/`while` loops and
-    comprehensions: `.item()`, `.tolist()`, `.cpu()` (also before `.numpy()`)
-    and `print(tensor)`. Tensors known to be on the CPU already (`.cpu()`
-    results, `torch.tensor(...)` or `torch.linspace(...)` without `device=`,
-    NumPy values) are left alone: reading them waits for nothing.
+    Finds host reads of device tensors inside `for`/`while` loops and comprehensions: `.item()`,
+    `.tolist()`, `.cpu()` (also before `.numpy()`) and `print(tensor)`. Tensors known to be on
+    the CPU already (`.cpu()` results, `torch.tensor(...)` or `torch.linspace(...)` without
+    `device=`, NumPy values) are left alone: reading them waits for nothing.
 
     ## Why is this bad?
-    Each of them waits until the device has finished all queued work and copies the
-    value back. Inside a training loop that drains the GPU's queue every step, so the
-    GPU idles while Python prepares the next step. Keep running sums on the device
-    (`total += loss.detach()`) and read them once after the loop, or every N steps
-    (reads under `if step % N == 0:`, `if i == 0:` or a `range`/`enumerate` counter
-    among chosen steps, `if i in ckpts:`, also within an `and`, are not reported). Nor
-    are reads in an outer loop that runs an inner loop (once per epoch) or in loops that
-    queue no device work (no model call, `backward()`, `step()` or torch function): only
-    their first read waits. `.cpu()` counts when its result is read or is a tensor, not
-    when a module is offloaded (`ae = ae.cpu()`). Not reported where a read per step is
-    the point: a value the loop tests (`if token.item() in stop_tokens: break`), a loop
-    that ends on what it computes (beam search: `k -= len(done)`, `if k == 0: break`), a
-    generator yielding in the loop, an action handed to `envs.step(a.cpu().numpy())`,
-    a copy drawn in the same iteration (`cv2.rectangle(img, ...)`, `visualize(img)`),
-    tests, an `.item()` that indexes a host container or sizes a range or the next call
-    (`vocab[i.item()]`, `n = m - c[i].item()` then `x = gen.sample(n)`). Nor are pandas
-    reads (`row.values.tolist()`), reads in a function named for the CPU (`def
-    fill_indices_cpu(...)`), modules importing nothing from torch (a gym client's
-    `obs.tolist()`), NumPy a gym or envpool environment's `step()`/`reset()` returns,
-    entries a function's own dict holds only as CPU tensors (`d[s]["y"] = tensor(y)`).
+    Each of them waits until the device has finished all queued work and copies the value back.
+    Inside a training loop that drains the GPU's queue every step, so the GPU idles while Python
+    prepares the next step. Keep running sums on the device (`total += loss.detach()`) and read
+    them once after the loop, or every N steps (reads under `if step % N == 0:`, `if i == 0:` or
+    a `range`/`enumerate` counter among chosen steps, `if i in ckpts:`, also within an `and`,
+    are not reported). Nor are reads in an outer loop that runs an inner loop (once per epoch)
+    or in loops that queue no device work (no model call, `backward()`, `step()` or torch
+    function): only their first read waits. `.cpu()` counts when its result is read or is a
+    tensor, not when a module is offloaded (`ae = ae.cpu()`). Not reported where a read per step
+    is the point: a value the loop tests (`if token.item() in stop_tokens: break`), a loop that
+    ends on what it computes (beam search: `k -= len(done)`, `if k == 0: break`), a generator
+    yielding in the loop, an action handed to `envs.step(a.cpu().numpy())`, a copy drawn in the
+    same iteration (`cv2.rectangle(img, ...)`, `visualize(img)`), tests, an `.item()` that
+    indexes a host container or sizes a range or the next call (`vocab[i.item()]`, `n = m -
+    c[i].item()` then `x = gen.sample(n)`). Nor are pandas reads (`row.values.tolist()`), reads
+    in a function named for the CPU (`def fill_indices_cpu(...)`), modules importing nothing
+    from torch (a gym client's `obs.tolist()`), NumPy a gym or envpool environment's
+    `step()`/`reset()` returns, entries a function's own dict holds only as CPU tensors
+    (`d[s]["y"] = tensor(y)`).
+
+    ## Why is it off by default?
+    Under 90% real over samples A-M (131 of 153); `--extend-select TP202` runs it.
     """
 
     code = "TP202"
     name = "sync-in-loop"
     intent = Intent.SPEED
+    default = False
     message = (
         "accumulate on the device (`total += loss.detach()`) and read once after the loop "
         "instead of syncing every iteration"

@@ -97,8 +97,13 @@ def _device_type_test(expr: ast.expr) -> bool:
 
 
 def _names_device_type(expr: ast.expr) -> bool:
+    """``"cuda"``, ``"cuda:1"``, ``("cpu", "mps")``, ``torch.device("cuda")``; any case.
+
+    A project's own spelling (``if device == "CUDA":``, torchdrug's tests) names the
+    same device type: the arm is a branch for it all the same.
+    """
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value.partition(":")[0] in DEVICE_TYPES
+        return expr.value.partition(":")[0].lower() in DEVICE_TYPES
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
         return any(_names_device_type(e) for e in expr.elts)
     if isinstance(expr, ast.Call) and expr.args:  # `dev == torch.device("cuda")`
