@@ -35,16 +35,11 @@ class CudaMatmulPrecision(Rule):
     reported without a fix. A file that calls
     `torch.set_float32_matmul_precision(...)` itself already uses the
     generic switch: nothing is reported there, and no fix overwrites its choice.
-
-    ## Why is it off by default?
-    Under 90% real: 8 of 9 over samples A-M; the miss correct but low value (a test's
-    stop-gap against TF32); `--extend-select TP407` runs it as before.
     """
 
     code = "TP407"
     name = "cuda-matmul-precision"
     intent = Intent.DEVICE
-    default = False
     message = (
         'call `torch.set_float32_matmul_precision("high")` (or `"highest"`) instead of setting '
         "`torch.backends.cuda.matmul.allow_tf32`, so every accelerator follows it"

@@ -27,16 +27,11 @@ class HardCodedNccl(Rule):
     ## Fix safety
     Needs torch >= 2.6. On machines where NCCL was wrongly forced, the backend
     now differs (Gloo on the CPU), which is the point, but changes behaviour.
-
-    ## Why is it off by default?
-    Under 90% real: 8 of 9 over samples A-M; the miss correct but low value (NCCL in a
-    multi-GPU test file); `--extend-select TP404` runs it as before.
     """
 
     code = "TP404"
     name = "hard-coded-nccl"
     intent = Intent.DEVICE
-    default = False
     message = (
         "pass `backend=torch.distributed.get_default_backend_for_device(device)` "
         "instead of hard-coding NCCL"

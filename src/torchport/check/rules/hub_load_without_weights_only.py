@@ -30,16 +30,11 @@ class HubLoadWithoutWeightsOnly(Rule):
     containers and primitive types (a whole pickled model, custom classes) then
     fails to load until those classes are allowed with
     `torch.serialization.add_safe_globals`.
-
-    ## Why is it off by default?
-    Under 90% real: 8 of 9 over samples A-M; the miss correct but low value (a test's
-    own data); `--extend-select TP307` runs it as before.
     """
 
     code = "TP307"
     name = "hub-load-without-weights-only"
     intent = Intent.SAFETY
-    default = False
     message = (
         "pass `weights_only=True`: `load_state_dict_from_url` defaults to `False`, which "
         "runs any code in the downloaded file"

@@ -48,16 +48,11 @@ class LoadWithoutMapLocation(Rule):
     key, or through a name used for nothing else), which copies it to wherever
     the model or optimizer lives; a checkpoint used any other way could meet
     tensors on the CPU, and is reported without a fix.
-
-    ## Why is it off by default?
-    Under 90% real: 70 of 78 (89.7%) over samples A-M; 7 of the 8 misses correct but low
-    value (files the project saved itself); `--extend-select TP301` runs it as before.
     """
 
     code = "TP301"
     name = "load-without-map-location"
     intent = Intent.DEVICE
-    default = False
     message = 'pass `map_location=device` (or `"cpu"`) so checkpoints load on any machine'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
