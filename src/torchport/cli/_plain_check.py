@@ -33,7 +33,7 @@ FLAGS = {
     "--add-noqa": "add_noqa", "--unused-noqa": "unused_noqa", "--no-cache": "no_cache",
     "--diff": "diff", "--show-settings": "show_settings", "--show-files": "show_files",
 }  # fmt: skip
-JOBS = ("-j", "--jobs")  # the one option with a value read here: a number of processes
+JOBS = ("-j", "--jobs")  # an option with a value read here too: a number of processes
 # what argparse leaves in the namespace for an option not given (lists are made anew)
 _NONE = (
     "config", "stdin_filename", "jobs", "exclude", "target_torch", "select", "output_file",
