@@ -88,3 +88,28 @@ def test_a_port_rule_that_runs_imports_the_port(tmp_path: Path) -> None:
     modules = imported_by(["check", "--no-cache", "--select", "TP501", "m.py"], tmp_path)
     assert "torchport.check.port._facts" in modules
     assert "torch" not in modules
+
+
+def test_no_checker_module_imports_typing() -> None:
+    # typing costs ~5 ms of every run that imports it (a tree run imports most rules,
+    # the semantic model's following and the notebook reader; the argparse line imports
+    # every subcommand's module): each of them says `TYPE_CHECKING = False` instead.
+    src = Path(__file__).parents[2] / "src"
+    names = sorted(
+        ".".join(p.relative_to(src).with_suffix("").parts).removesuffix(".__init__")
+        for p in (src / "torchport" / "check").rglob("*.py")
+    )
+    probe = (
+        "import importlib, json, sys\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "    if 'typing' in sys.modules:\n"
+        "        print(name)\n"
+        "        break\n"
+        "from torchport.cli._main import build_parser\n"
+        "build_parser()\n"  # every subcommand's module registered
+        "print('typing' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False"], out.stdout

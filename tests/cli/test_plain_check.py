@@ -23,6 +23,7 @@ OTHER_WORDS = [
     "json", "-j", "2", "--jobs=2", "-o", "out.txt", "--ignore", "--extend-select", "--exclude",
     "--config", "--target-torch", "2.4", "--explain", "--cache-dir", "--help", "-h", "--version",
     "--unsafe", "--speed", "--bogus", "-", "--", "", "-1", "-x", "check", "fix", "port", "rule",
+    "--jobs", "-j", "1", "0", "03", "12", "\u0663", "1_0", " 2", "-j3", "--jobs=1", "--job",
 ]  # fmt: skip
 PATHS = ["a.py", "dir/", ".", "x y.py", "sub/nb.ipynb", "check", "fix", "ä.py", "a=b.py", "@args"]
 WORD = st.sampled_from([*FLAGS, *OTHER_WORDS, *PATHS])
@@ -84,9 +85,15 @@ def test_the_plain_reader_takes_the_lines_it_is_for() -> None:
         ["check", "--no-cache", "tiny.py"],
         ["check", "-q", "--statistics", "--exit-zero", "src", "tests"],
         [*["check"], *FLAGS],
+        ["check", "--no-cache", "--exit-zero", "-q", "-j", "1", "tree"],  # the benchmarks'
+        ["check", "--jobs", "4", "-q", "-j", "02", "a.py"],
     ):
         assert _agree(argv), argv
-    for argv in (["check", "a.py", "--no-cache"], ["check", "-"], ["check", "--select", "ALL"]):
+    for argv in (
+        ["check", "a.py", "--no-cache"], ["check", "-"], ["check", "--select", "ALL"],
+        ["check", "-j", "0", "a.py"], ["check", "-j2", "a.py"], ["check", "-j"],
+        ["check", "--jobs=2"], ["check", "-j", "\u0663"], ["check", "a.py", "-j", "2"],
+    ):  # fmt: skip
         assert plain_check(argv) is None, argv
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Collection
-from typing import IO, TYPE_CHECKING
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from typing import IO
+
     from torchport.check import FixResult
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Duplicated from torchport.bench.SUITE_NAMES because importing that package
 # imports torch, and building the parser must not; a test keeps them equal.

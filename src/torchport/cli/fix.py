@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from torchport.cli._change_report import report_changes
 from torchport.cli._options import add_output, add_paths, add_selection, run_paths, settings
 from torchport.cli._output import ProgressLine, report_stream
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def register(sub: Any) -> None:

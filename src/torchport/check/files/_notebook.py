@@ -43,10 +43,13 @@ import json
 import re
 import secrets
 from collections.abc import Callable
-from typing import Any
 
 from torchport.check._patterns import lazy_pattern
 from torchport.check._records import field, record
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["NotPython", "Notebook", "NotebookError", "read_notebook"]
 

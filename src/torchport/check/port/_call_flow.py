@@ -21,10 +21,10 @@ define, the receiver's class unknown, is out of the port's sight: reported
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from torchport.check.port._device_flow import DeviceFlow, PortScope
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ast
 import weakref
-from typing import TYPE_CHECKING
 
 from torchport.check.port._device_flow import PortScope
 from torchport.check.semantic import Binding, BindingKind
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import ast
 import weakref
-from typing import TYPE_CHECKING
 
 from torchport.check.port._device_flow import PortScope
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 

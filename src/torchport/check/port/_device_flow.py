@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import builtins
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from torchport.check._context import Context
 from torchport.check.port._calls import (
@@ -25,6 +24,12 @@ from torchport.check.port._calls import (
     moves_to_program_device,
 )
 from torchport.check.port._models import MODEL_METHODS
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object  # ModelQuestions is only an annotation: nothing tests it at run time
 
 __all__ = ["MOVES", "NOT_FORWARD", "DeviceFlow", "ModelQuestions", "PortScope", "names_of"]
 
@@ -113,20 +118,16 @@ class ModelQuestions(Protocol):
 
     def forward(self, call: ast.Call, scope: PortScope) -> bool:
         """Whether ``call`` runs a model."""
-        ...
 
     def builds_model(self, expr: ast.expr, scope: PortScope) -> bool:
         """Whether ``expr`` is a model (held or built)."""
-        ...
 
     def loads_of(self, name: str) -> list[ast.Name]:
         """Every read of ``name`` in the file, in no promised order."""
-        ...
 
     def gives_host_values(self, func: ast.Attribute) -> bool:
         """Whether calling ``func`` (``ac.step``) runs a method of the file's own class
         that returns only numpy values or numbers."""
-        ...
 
     def converted_inputs(self, call: ast.Call) -> tuple[int, ...]:
         """The positions of ``call``'s arguments its model makes its own tensor of."""

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 __all__ = ["TENSORS", "Elements", "Kind", "flat", "join", "memoized"]
 
@@ -30,7 +35,6 @@ class Kind(enum.Enum):
 Elements = Kind | tuple["Elements", ...]
 
 TENSORS = frozenset({Kind.DEVICE, Kind.TENSOR, Kind.BATCH})
-T = TypeVar("T")
 WORKING = object()  # a memo's mark for "being worked out": a cycle meets it, and gets UNKNOWN
 
 

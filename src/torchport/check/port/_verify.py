@@ -32,7 +32,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Float64Use", "Verification", "find_entry", "verify", "verify_entry"]
 

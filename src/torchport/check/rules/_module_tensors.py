@@ -7,12 +7,12 @@ optimizer subclass makes: both stay on the CPU when the model moves.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check.rules._port import PortFacts
 from torchport.check.semantic import BindingKind
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortScope
 

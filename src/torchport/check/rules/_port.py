@@ -12,10 +12,10 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._batches import BatchMove, BatchPlan
     from torchport.check.port._facts import PortFacts

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import ClassVar
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.semantic._guards import Guard, device_guard
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 _TYPES = frozenset(
     f"{kind}Tensor"

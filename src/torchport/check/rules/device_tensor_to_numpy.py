@@ -5,12 +5,12 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._port import PortFacts, port_facts
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortScope
 

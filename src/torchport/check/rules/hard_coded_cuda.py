@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 
 from torchport.check._context import Context
 from torchport.check._match import (
@@ -125,22 +126,22 @@ class HardCodedCuda(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         guarded: bool | None = None
-        for finding in self._check(node, ctx):
+        for make in self._check(node, ctx):  # a finding's fix is worked out after its guard
             if guarded is None:  # asked only when there is something to say
                 guarded = left_alone(node, ctx)
             if not guarded:
-                yield finding
+                yield make()
 
-    def _check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
+    def _check(self, node: ast.AST, ctx: Context) -> Iterator[Callable[[], Finding]]:
         if not isinstance(node, ast.Call):
-            yield from _cuda_settings(self, node, ctx)
+            yield from ((lambda found=found: found) for found in _cuda_settings(self, node, ctx))
             return
         if _tensordot_cuda_to_device(node, ctx):
-            yield dot_cuda_to_device(self, node, ctx)
+            yield partial(dot_cuda_to_device, self, node, ctx)
             return
         made = _torch_device_of_cuda(node, ctx)
         if made is not None:
-            yield _torch_device(self, node, ctx, *made)
+            yield partial(_torch_device, self, node, ctx, *made)
             return
         yield from _cuda_device_arguments(self, node, ctx)
 
@@ -186,14 +187,14 @@ def _torch_device(
     return replace_device(rule, node, ctx, FixSafety.SAFE if exact else FixSafety.UNSAFE)
 
 
-def _cuda_device_arguments(rule: Rule, node: ast.Call, ctx: Context) -> Iterator[Finding]:
-    """``.to("cuda")`` and ``device="cuda"`` given to a call."""
+def _cuda_device_arguments(rule: Rule, node: ast.Call, ctx: Context) -> Iterator[partial[Finding]]:
+    """``.to("cuda")`` and ``device="cuda"`` given to a call (each finding made when called)."""
     targets = [node.args[0]] if method_name(node) == "to" and node.args else []
     targets += device_keywords(node)
     for target in targets:
         if (value := cuda_choice(target, ctx)) is not None:
             if isinstance(target, ast.IfExp) or not takes_a_device(node, ctx):
-                yield ctx.finding(rule, target)  # `dict(device="cuda")`, a user helper
+                yield partial(ctx.finding, rule, target)  # `dict(device="cuda")`, a user helper
                 continue
             safety = FixSafety.SAFE if value == "cuda" else FixSafety.UNSAFE
-            yield replace_device(rule, target, ctx, safety, whole=False)
+            yield partial(replace_device, rule, target, ctx, safety, whole=False)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import TypeGuard
 
 from torchport.check._context import Context
 from torchport.check._records import replace
@@ -154,7 +153,7 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
         return True
     tests: list[ast.AST] = [getattr(branch, "test", branch)]
     arms: list[ast.AST] = [branch]
-    if isinstance(branch, ast.Assert) or _raises_only(branch):
+    if isinstance(branch, ast.Assert) or (isinstance(branch, ast.If) and _raises_only(branch)):
         arms = _after(branch, ctx)
     if isinstance(branch, ast.If):
         tail: list[ast.stmt] = branch.orelse
@@ -177,9 +176,9 @@ def _specific_to_cuda(branch: ast.AST, node: ast.Attribute, ctx: Context) -> boo
     return False
 
 
-def _raises_only(branch: ast.AST) -> TypeGuard[ast.If]:
+def _raises_only(branch: ast.If) -> bool:
     """``if not x.is_cuda: raise ...``, no ``else``: an assert spelled out."""
-    body = branch.body if isinstance(branch, ast.If) and not branch.orelse else []
+    body = branch.body if not branch.orelse else []
     return len(body) == 1 and isinstance(body[0], ast.Raise)
 
 

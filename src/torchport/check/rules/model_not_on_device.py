@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
@@ -12,6 +11,7 @@ from torchport.check.rules._loader_placement import PLACED_BY_LOADER, placed_by_
 from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortScope
 

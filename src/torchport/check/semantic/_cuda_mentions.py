@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import ast
 import weakref
-from typing import TYPE_CHECKING
 
 from torchport.check._nodes import nodes_among
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
 

@@ -40,12 +40,12 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from torchport.check.semantic._binding import Binding, BindingKind, Scope, ScopeKind
 from torchport.check.semantic._cuda_mentions import cuda_mentions, snippet
 from torchport.check.semantic._residence import CPU_FACTORIES
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
     from torchport.check.semantic._scope import ScopeMap
