@@ -100,3 +100,52 @@ def test_a_per_process_placement_gets_no_second_move(target: str, method: str) -
     assert ".to(device)." not in outcome.source and "device =" not in outcome.source
     left = [f for f in outcome.remaining if f.code == "TP503"]
     assert left and "put its model on" in left[0].message  # `y` is said, not moved elsewhere
+
+
+# A model placed under the program's own CUDA-or-CPU test (mazzamani/LSTM_pytorch:
+# `USE_CUDA = torch.cuda.is_available()` ... `if USE_CUDA: model.cuda()`).
+FLAG_PLACEMENTS = {
+    "statement": "if USE_CUDA:\n    model.cuda()\n",
+    "rebound": "if USE_CUDA:\n    model = model.cuda()\n",
+    "availability": "if torch.cuda.is_available():\n    model.to('cuda')\n",
+    "conditional": "model = model.cuda() if USE_CUDA else model\n",
+}
+FLAG_DATA = {
+    "loader": "for x in torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4):\n",
+    "loader-moved": (
+        "for x in torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4):\n"
+        "    if USE_CUDA:\n        x = x.cuda()\n"
+    ),
+}
+
+
+@given(st.sampled_from(sorted(FLAG_PLACEMENTS)), st.sampled_from(sorted(FLAG_DATA)))
+def test_a_model_placed_under_the_programs_own_cuda_flag_gets_no_second_device(
+    placement: str, data: str
+) -> None:
+    """On an accelerator that is not CUDA (MPS, XPU: the simulated one with no CUDA
+    redirect), the program's flag keeps its model on the CPU; the port's batch moves to
+    "the accelerator" met it there: "Expected all tensors to be on the same device", where
+    the original ran. The port reuses the program's choice: it writes no second device and
+    reports what it would have moved."""
+    from torchport.testing import simulate_accelerator
+
+    source = (
+        "import torch\n\nUSE_CUDA = torch.cuda.is_available()\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        + FLAG_PLACEMENTS[placement]
+        + FLAG_DATA[data]
+        + "    OUT.append(model(x).detach())\n"
+    )
+    outcome = port_text(source)
+    assert "device =" not in outcome.source, outcome.source
+    simulate_accelerator()  # torch.cuda.is_available() stays False: USE_CUDA is False
+    original: list[object] = []
+    ported: list[object] = []
+    torch = __import__("torch")
+    torch.manual_seed(0)
+    exec(compile(source, "<original>", "exec"), {"OUT": original})
+    torch.manual_seed(0)
+    exec(compile(outcome.source, "<ported>", "exec"), {"OUT": ported})
+    assert len(original) == len(ported) == 2
+    assert all(torch.equal(a, b) for a, b in zip(original, ported, strict=True))
