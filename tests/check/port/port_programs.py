@@ -721,6 +721,15 @@ FRAGMENTS = [
         "for xb{k}, yb{k} in loader{k}:",
         "    OUT.append(model(xb{k}).detach())",
     ),
+    # each arm builds the model, one moves it to CUDA (cs230-stanford/cs230-code-examples):
+    # the CPU arm is the program's, not the port's
+    _LOADER
+    + _lines(
+        "T.manual_seed(1)",
+        "net{k} = T.nn.Linear(4, 2).cuda() if T.cuda.is_available() else T.nn.Linear(4, 2)",
+        "for xb{k}, yb{k} in loader{k}:",
+        "    OUT.append(net{k}(xb{k}).detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

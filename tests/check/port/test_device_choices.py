@@ -104,11 +104,16 @@ def test_a_per_process_placement_gets_no_second_move(target: str, method: str) -
 
 # A model placed under the program's own CUDA-or-CPU test (mazzamani/LSTM_pytorch:
 # `USE_CUDA = torch.cuda.is_available()` ... `if USE_CUDA: model.cuda()`).
+_NET = "model = torch.nn.Linear(4, 2)\n"
 FLAG_PLACEMENTS = {
-    "statement": "if USE_CUDA:\n    model.cuda()\n",
-    "rebound": "if USE_CUDA:\n    model = model.cuda()\n",
-    "availability": "if torch.cuda.is_available():\n    model.to('cuda')\n",
-    "conditional": "model = model.cuda() if USE_CUDA else model\n",
+    "statement": _NET + "if USE_CUDA:\n    model.cuda()\n",
+    "rebound": _NET + "if USE_CUDA:\n    model = model.cuda()\n",
+    "availability": _NET + "if torch.cuda.is_available():\n    model.to('cuda')\n",
+    "conditional": _NET + "model = model.cuda() if USE_CUDA else model\n",
+    # cs230-stanford/cs230-code-examples: the CPU arm was given `.to(device)`
+    "built-in-each-arm": (
+        "model = torch.nn.Linear(4, 2).cuda() if USE_CUDA else torch.nn.Linear(4, 2)\n"
+    ),
 }
 FLAG_DATA = {
     "loader": "for x in torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4):\n",
@@ -132,13 +137,12 @@ def test_a_model_placed_under_the_programs_own_cuda_flag_gets_no_second_device(
 
     source = (
         "import torch\n\nUSE_CUDA = torch.cuda.is_available()\n"
-        "model = torch.nn.Linear(4, 2)\n"
         + FLAG_PLACEMENTS[placement]
         + FLAG_DATA[data]
         + "    OUT.append(model(x).detach())\n"
     )
     outcome = port_text(source)
-    assert "device =" not in outcome.source, outcome.source
+    assert "device" not in outcome.source, outcome.source
     simulate_accelerator()  # torch.cuda.is_available() stays False: USE_CUDA is False
     original: list[object] = []
     ported: list[object] = []

@@ -166,7 +166,15 @@ def flag_placement(facts: PortFacts, ctx: Context) -> ast.Call | None:
     for call in facts.structure.moves:
         func = call.func
         scope = facts.scope_of.get(id(call)) or facts.module
-        if not isinstance(func, ast.Attribute) or not facts.holds_model(func.value, scope):
+        stmt = facts.parents.get(id(call))
+        while isinstance(stmt, (ast.IfExp, ast.Call, ast.Attribute)):
+            stmt = facts.parents.get(id(stmt))  # `model = Net().cuda() if use_cuda else Net()`
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else None
+        if not isinstance(func, ast.Attribute) or not (
+            facts.holds_model(func.value, scope)
+            or (isinstance(func.value, ast.Call) and facts.known.constructor(func.value))
+            or (target is not None and facts.holds_model(target, scope))
+        ):
             continue
         child: ast.AST = call
         parent = parents.get(id(call))
