@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.check.port.no_cuda_sim import original_on_cpu_port_on_sim
 from torchport.check.port import port_text
 
 CALLS = {
@@ -70,16 +71,7 @@ def test_lengths_handed_to_a_function_of_the_file_stay_on_the_cpu() -> None:
 
 
 def ported_runs_like_the_original(source: str) -> None:
-    import torch
-
-    from torchport.testing import simulate_accelerator
-
     ported = port_text(source)
     assert ported.source != source  # the model and the ids are moved
-    original: list[torch.Tensor] = []
-    exec(compile(source, "<original>", "exec"), {"OUT": original})
-    sim = simulate_accelerator()
-    on_sim: list[torch.Tensor] = []
-    exec(compile(ported.source, "<ported>", "exec"), {"OUT": on_sim})
-    assert [t.device for t in on_sim] == [sim, sim]
-    assert all(torch.equal(a, b.cpu()) for a, b in zip(original, on_sim, strict=True))
+    got = original_on_cpu_port_on_sim(source, ported.source)
+    assert got["same"] and got["devices"] == ["sim:0", "sim:0"], got
