@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,3 +147,24 @@ def test_a_model_placed_under_the_programs_own_cuda_flag_gets_no_second_device(
     # On the simulated accelerator with no CUDA redirect, torch.cuda.is_available() is False.
     got = original_on_cpu_port_on_sim(source, outcome.source)
     assert got["same"] and len(got["devices"]) == 2, got
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a class's own `self.device` (the CPU) places its model; the port moves a tensor "
+    "that meets `agent.net` to a second, module-level `device` (issue 31, x31 report)",
+)
+def test_a_model_placed_on_its_classs_own_device_gets_no_input_on_a_second_device() -> None:
+    source = (
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        '        self.device = torch.device("cpu")\n'
+        "        self.net = nn.Linear(4, 2).to(self.device)\n\n"
+        "agent = Agent()\n"
+        "x = torch.randn(3, 4)\n"
+        "OUT.append(agent.net(x).detach())\n"
+    )
+    outcome = port_text(source)
+    got = original_on_cpu_port_on_sim(source, outcome.source)
+    assert got["same"] or outcome.remaining, (got, outcome.source)
