@@ -730,27 +730,6 @@ FRAGMENTS = [
         "for xb{k}, yb{k} in loader{k}:",
         "    OUT.append(net{k}(xb{k}).detach())",
     ),
-    # a collate function's dict batch whose lengths reach pack_padded_sequence through
-    # the model's forward: they stay on the CPU
-    _lines(
-        "from torch.nn.utils.rnn import pack_padded_sequence, pad_sequence",
-        "from torch.utils.data import DataLoader",
-        "def collate{k}(items):",
-        "    lengths = T.tensor([len(s) for s in items])",
-        "    return {'ids': pad_sequence(items, batch_first=True), 'lengths': lengths}",
-        "class Packer{k}(T.nn.Module):",
-        "    def __init__(self):",
-        "        super().__init__()",
-        "        self.emb = T.nn.Embedding(8, 4)",
-        "    def forward(self, ids, lengths):",
-        "        packed = pack_padded_sequence(self.emb(ids), lengths, batch_first=True,"
-        " enforce_sorted=False)",
-        "        return packed.data.sum(0)",
-        "packer{k} = Packer{k}()",
-        "seqs{k} = [T.arange(1, n + 1) for n in (3, 2, 4)]",
-        "for b{k} in DataLoader(seqs{k}, batch_size=3, collate_fn=collate{k}):",
-        "    OUT.append(packer{k}(b{k}['ids'], b{k}['lengths']).detach())",
-    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",
