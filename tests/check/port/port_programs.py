@@ -711,6 +711,25 @@ FRAGMENTS = [
         "conv{k} = Conv{k}()",
         "OUT.append(conv{k}(np.ones((1, 4), dtype=np.float32) * 0.5).detach())",
     ),
+    # the model placed under the program's own CUDA-or-CPU flag (mazzamani/LSTM_pytorch):
+    # on an accelerator that is not CUDA it stays on the CPU; no second device for batches
+    _LOADER
+    + _lines(
+        "use_cuda{k} = T.cuda.is_available()",
+        "if use_cuda{k}:",
+        "    model.cuda()",
+        "for xb{k}, yb{k} in loader{k}:",
+        "    OUT.append(model(xb{k}).detach())",
+    ),
+    # each arm builds the model, one moves it to CUDA (cs230-stanford/cs230-code-examples):
+    # the CPU arm is the program's, not the port's
+    _LOADER
+    + _lines(
+        "T.manual_seed(1)",
+        "net{k} = T.nn.Linear(4, 2).cuda() if T.cuda.is_available() else T.nn.Linear(4, 2)",
+        "for xb{k}, yb{k} in loader{k}:",
+        "    OUT.append(net{k}(xb{k}).detach())",
+    ),
     # torch.cuda.amp with a string device
     'device = "cuda" if T.cuda.is_available() else "cpu"\n'
     "with T.cuda.amp.autocast(False):\n    OUT.append(model(T.ones(1, 4)).detach())",

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.check.port.no_cuda_sim import original_on_cpu_port_on_sim
 from torchport.check import check_source, fix_source
 from torchport.check.port import port_text
 
@@ -100,3 +102,69 @@ def test_a_per_process_placement_gets_no_second_move(target: str, method: str) -
     assert ".to(device)." not in outcome.source and "device =" not in outcome.source
     left = [f for f in outcome.remaining if f.code == "TP503"]
     assert left and "put its model on" in left[0].message  # `y` is said, not moved elsewhere
+
+
+# A model placed under the program's own CUDA-or-CPU test (mazzamani/LSTM_pytorch:
+# `USE_CUDA = torch.cuda.is_available()` ... `if USE_CUDA: model.cuda()`).
+_NET = "model = torch.nn.Linear(4, 2)\n"
+FLAG_PLACEMENTS = {
+    "statement": _NET + "if USE_CUDA:\n    model.cuda()\n",
+    "rebound": _NET + "if USE_CUDA:\n    model = model.cuda()\n",
+    "availability": _NET + "if torch.cuda.is_available():\n    model.to('cuda')\n",
+    "conditional": _NET + "model = model.cuda() if USE_CUDA else model\n",
+    # cs230-stanford/cs230-code-examples: the CPU arm was given `.to(device)`
+    "built-in-each-arm": (
+        "model = torch.nn.Linear(4, 2).cuda() if USE_CUDA else torch.nn.Linear(4, 2)\n"
+    ),
+}
+FLAG_DATA = {
+    "loader": "for x in torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4):\n",
+    "loader-moved": (
+        "for x in torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4):\n"
+        "    if USE_CUDA:\n        x = x.cuda()\n"
+    ),
+}
+
+
+@settings(max_examples=len(FLAG_PLACEMENTS) * len(FLAG_DATA), deadline=None)
+@given(st.sampled_from(sorted(FLAG_PLACEMENTS)), st.sampled_from(sorted(FLAG_DATA)))
+def test_a_model_placed_under_the_programs_own_cuda_flag_gets_no_second_device(
+    placement: str, data: str
+) -> None:
+    """On an accelerator that is not CUDA (MPS, XPU: the simulated one with no CUDA
+    redirect), the program's flag keeps its model on the CPU; the port's batch moves to
+    "the accelerator" met it there: "Expected all tensors to be on the same device", where
+    the original ran. The port reuses the program's choice: it writes no second device and
+    reports what it would have moved."""
+    source = (
+        "import torch\n\nUSE_CUDA = torch.cuda.is_available()\n"
+        + FLAG_PLACEMENTS[placement]
+        + FLAG_DATA[data]
+        + "    OUT.append(model(x).detach())\n"
+    )
+    outcome = port_text(source)
+    assert "device" not in outcome.source, outcome.source
+    # On the simulated accelerator with no CUDA redirect, torch.cuda.is_available() is False.
+    got = original_on_cpu_port_on_sim(source, outcome.source)
+    assert got["same"] and len(got["devices"]) == 2, got
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a class's own `self.device` (the CPU) places its model; the port moves a tensor "
+    "that meets `agent.net` to a second, module-level `device` (issue 31, x31 report)",
+)
+def test_a_model_placed_on_its_classs_own_device_gets_no_input_on_a_second_device() -> None:
+    source = (
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        '        self.device = torch.device("cpu")\n'
+        "        self.net = nn.Linear(4, 2).to(self.device)\n\n"
+        "agent = Agent()\n"
+        "x = torch.randn(3, 4)\n"
+        "OUT.append(agent.net(x).detach())\n"
+    )
+    outcome = port_text(source)
+    got = original_on_cpu_port_on_sim(source, outcome.source)
+    assert got["same"] or outcome.remaining, (got, outcome.source)

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.check.port.siblings import load
 from torchport.check._context import Context
-from torchport.check.port._choices import own_placement
+from torchport.check.port._choices import flag_placement, own_placement
 from torchport.check.port._facts import PortFacts
 
 pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
@@ -50,7 +50,9 @@ def _check(source: str) -> None:
     assert got == {k: sorted(v) for k, v in want.items()}
     imports = [*ctx.scopes.nodes_of(ast.Import), *ctx.scopes.nodes_of(ast.ImportFrom)]
     assert {id(n) for n in facts.structure.imports} == {id(n) for n in imports}
-    assert facts.own_placement is own_placement(ctx.scopes.nodes_of(ast.Call))
+    placed = own_placement(ctx.scopes.nodes_of(ast.Call))
+    # no per-process placement: a model placed under a CUDA flag, if any (x31)
+    assert facts.own_placement is (placed if placed is not None else flag_placement(facts, ctx))
 
 
 @pytest.mark.parametrize("source", CORNERS)

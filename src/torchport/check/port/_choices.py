@@ -13,11 +13,16 @@ of its own is not that code, and overruling it breaks what worked:
   change, not the port's;
 * an **int device or rank**: ``model.to(rank)``, ``x.cuda(local_rank)``,
   ``.to(0)``. The program places its model per process; a tensor the port
-  would move to "the accelerator" lands on another GPU than the model's.
+  would move to "the accelerator" lands on another GPU than the model's;
+* a **CUDA-or-CPU placement**: ``if use_cuda: model.cuda()`` (a flag, an
+  availability test): on an accelerator that is not CUDA (MPS, XPU) the model
+  stays on the CPU, and a tensor the port would move to "the accelerator" meets
+  it there.
 
 :func:`deliberate_cpu` answers for a ``torch.device("cpu")`` assignment (TP507
 leaves it), :func:`own_placement` for a file (the port's moves are reported, not
-written, where the model's device is the program's per-process choice).
+written, where the model's device is the program's per-process choice),
+:func:`flag_placement` for a model placed under a CUDA-or-CPU test.
 Syntax only; nothing here imports torch.
 """
 
@@ -28,12 +33,19 @@ import re
 from collections.abc import Iterable
 
 from torchport.check._context import Context
+from torchport.check.semantic import Guard
+from torchport.check.semantic._guards import test_guard
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from torchport.check.port._facts import PortFacts
 
 __all__ = [
     "DEVICE_FLAG",
     "INDEX_NAME",
     "deliberate_cpu",
     "device_option",
+    "flag_placement",
     "index_target",
     "own_placement",
 ]
@@ -140,4 +152,38 @@ def own_placement(calls: Iterable[ast.AST]) -> ast.Call | None:
             and any(k.arg == "device" and index_target(k.value) for k in n.keywords)
         ):
             return n
+    return None
+
+
+def flag_placement(facts: PortFacts, ctx: Context) -> ast.Call | None:
+    """The first move of a model under the program's own CUDA-or-CPU test, if any.
+
+    ``if use_cuda: model.cuda()``, ``model = model.cuda() if args.cuda else model``:
+    the model's device is CUDA or the CPU, by the program's choice; "the accelerator"
+    the port would name differs from both on MPS and XPU.
+    """
+    parents = facts.parents
+    for call in facts.structure.moves:
+        func = call.func
+        scope = facts.scope_of.get(id(call)) or facts.module
+        stmt = facts.parents.get(id(call))
+        while isinstance(stmt, (ast.IfExp, ast.Call, ast.Attribute)):
+            stmt = facts.parents.get(id(stmt))  # `model = Net().cuda() if use_cuda else Net()`
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else None
+        if not isinstance(func, ast.Attribute) or not (
+            facts.holds_model(func.value, scope)
+            or (isinstance(func.value, ast.Call) and facts.known.constructor(func.value))
+            or (target is not None and facts.holds_model(target, scope))
+        ):
+            continue
+        child: ast.AST = call
+        parent = parents.get(id(call))
+        while parent is not None and not isinstance(parent, (*_FUNCTIONS, ast.Module)):
+            if (
+                isinstance(parent, (ast.If, ast.IfExp))
+                and child is not parent.test
+                and test_guard(parent.test, ctx) is Guard.AVAILABILITY
+            ):
+                return call
+            child, parent = parent, parents.get(id(parent))
     return None

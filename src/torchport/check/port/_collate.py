@@ -88,8 +88,14 @@ _CPU_KEYS: weakref.WeakKeyDictionary[Context, dict[str, list[str]]] = weakref.We
 
 
 def _every_cpu_key(ctx: Context) -> dict[str, list[str]]:
-    """Batch name -> its keys given to a CPU-wanting argument, in ``ast.walk`` order."""
+    """Batch name -> its keys given to a CPU-wanting argument, in ``ast.walk`` order.
+
+    Also through one call of the file's own function or model: ``model(batch["ids"],
+    batch["lengths"])`` (or ``model(**batch)``) where ``forward(self, ids, lengths)``
+    hands ``lengths`` to ``pack_padded_sequence``.
+    """
     found: dict[str, list[str]] = {}
+    params: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, int, str]] = []
     for node in ctx.scopes.nodes_of(ast.Call):
         assert isinstance(node, ast.Call)
         name = ctx.qualname(node.func)
@@ -105,7 +111,71 @@ def _every_cpu_key(ctx: Context) -> dict[str, list[str]]:
                 and isinstance(given.slice, ast.Constant)
                 and isinstance(given.slice.value, str)
             ):
-                keys = found.setdefault(given.value.id, [])
-                if given.slice.value not in keys:
-                    keys.append(given.slice.value)
+                _add(found, given.value.id, given.slice.value)
+            elif isinstance(given, ast.Name):
+                param = _parameter(given, ctx)
+                if param is not None:
+                    params.append(param)
+    if params:
+        _through_calls(params, found, ctx)
     return found
+
+
+def _add(found: dict[str, list[str]], batch: str, key: str) -> None:
+    keys = found.setdefault(batch, [])
+    if key not in keys:
+        keys.append(key)
+
+
+def _parameter(
+    name: ast.Name, ctx: Context
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int, str] | None:
+    """``(function, position among the caller's arguments, name)`` when ``name`` is a
+    parameter of its function (``self`` of a method not counted), else None."""
+    func = ctx.scopes.parent(name)
+    while func is not None and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        func = ctx.scopes.parent(func)
+    if func is None:
+        return None
+    args = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    if isinstance(ctx.scopes.parent(func), ast.ClassDef) and args:
+        args = args[1:]
+    if name.id in args:
+        return func, args.index(name.id), name.id
+    if name.id in (a.arg for a in func.args.kwonlyargs):
+        return func, -1, name.id
+    return None
+
+
+def _through_calls(
+    params: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, int, str]],
+    found: dict[str, list[str]],
+    ctx: Context,
+) -> None:
+    """Keys handed, at a CPU parameter's place, to a call of its function or model."""
+    from torchport.check.port._facts import port_facts  # on first use
+
+    facts = port_facts(ctx)
+    for node in ctx.scopes.nodes_of(ast.Call):
+        assert isinstance(node, ast.Call)
+        name = call_name(node)
+        for func, index, param in params:
+            if func.name == "forward":
+                scope = facts.scope_of.get(id(node)) or facts.module
+                if not facts.forward(node, scope):
+                    continue
+            elif name != func.name:
+                continue
+            given = next((k.value for k in node.keywords if k.arg == param), None)
+            if given is None and 0 <= index < len(node.args):
+                given = node.args[index]
+            if (
+                isinstance(given, ast.Subscript)
+                and isinstance(given.value, ast.Name)
+                and isinstance(given.slice, ast.Constant)
+                and isinstance(given.slice.value, str)
+            ):
+                _add(found, given.value.id, given.slice.value)
+            for k in node.keywords:
+                if k.arg is None and isinstance(k.value, ast.Name):  # `model(**batch)`
+                    _add(found, k.value.id, param)

@@ -47,7 +47,7 @@ from torchport.check.port._call_flow import OwnCall, seed_parameters
 from torchport.check.port._call_sites import callees, methods_by_name
 from torchport.check.port._calls import cpu_only_device, grad_leaf
 from torchport.check.port._captures import mark_captured
-from torchport.check.port._choices import deliberate_cpu, own_placement
+from torchport.check.port._choices import deliberate_cpu, flag_placement, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope
 from torchport.check.port._device_name import DeviceName
 from torchport.check.port._instances import HostMethods, converted_inputs
@@ -149,8 +149,7 @@ class PortFacts:
             or bool(self.class_models)
             or any(s.models for s in self.scopes if not s.module_method)
         )
-        # A `device = torch.device("cpu")` is rebound first (TP507); the moves wait a round,
-        # so that they use that name instead of defining a second device.
+        # A CPU `device` is rebound first (TP507); the moves wait a round to use that name.
         self.cpu_device_pending = any(
             isinstance(value, ast.Call)
             and isinstance(stmt := self.parents.get(id(value), value), ast.Assign)
@@ -159,12 +158,13 @@ class PortFacts:
             for s in self.scopes
             for _, value in s.assigns
         )
-        # `model.to(rank)`: the program places its model per process; a move the port
-        # wrote to "the accelerator" would land elsewhere, so its moves are reported.
+        # `model.to(rank)`: the program's placement; the port's moves are reported.
         placements = [c for c in self.structure.moves if own_placement((c,)) is not None]
         self.own_placement = placements[0] if len(placements) == 1 else None
         if len(placements) > 1:  # messages name the first in `ast.walk` order
             self.own_placement = own_placement(ctx.scopes.nodes_of(ast.Call))
+        if self.own_placement is None:  # `if use_cuda: model.cuda()`: CUDA or the CPU
+            self.own_placement = flag_placement(self, ctx)
 
     def device_at(self, node: ast.AST) -> tuple[str, tuple[Edit, ...]] | None:
         """The file's one device name usable at ``node`` and the edits defining it.

@@ -168,6 +168,8 @@ class ModelKnowledge:
         for _ in range(16):
             if isinstance(expr, (ast.Name, ast.Attribute)) and holds(expr):
                 return True
+            if isinstance(expr, ast.IfExp):  # `Net().cuda() if use_cuda else Net()`
+                return self.builds(expr.body, holds) and self.builds(expr.orelse, holds)
             if not isinstance(expr, ast.Call):
                 return False
             func = expr.func

@@ -10,6 +10,7 @@ from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._loader_placement import PLACED_BY_LOADER, placed_by_loader
 from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.semantic._guards import Guard, device_guard
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -105,6 +106,8 @@ class ModelNotOnDevice(Rule):
             if not _never_given_inputs(expr, ctx):
                 yield ctx.finding(self, node, message=PLACED_BY_LOADER.format(placed=placed))
             return
+        if device_guard(node, ctx) is Guard.AVAILABILITY:
+            return  # `Net().cuda() if use_cuda else Net()`: the program's CUDA-or-CPU arm
         found = facts.device_at(node)
         if found is None:
             yield ctx.finding(self, node)

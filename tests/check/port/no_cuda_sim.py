@@ -1,0 +1,54 @@
+"""Run an original program on the CPU and its port on the simulated accelerator, in a child.
+
+The simulated accelerator is installed once per process and then stays: a test that
+installed it in the pytest process would put every later in-process run of a ported
+program on it. Here the child runs the original first (on the CPU), installs the
+simulated accelerator (no CUDA redirect: ``torch.cuda.is_available()`` stays False, as on
+MPS or XPU), then runs the port; each program appends tensors to ``OUT``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+_CHILD = """
+import json, sys
+import torch
+
+original, ported = json.loads(open(sys.argv[1]).read())
+
+def run(source):
+    out = []
+    torch.manual_seed(0)
+    exec(compile(source, "<program>", "exec"), {"OUT": out, "__name__": "__main__"})
+    return out
+
+cpu = run(original)
+from torchport.testing import simulate_accelerator
+simulate_accelerator()
+sim = run(ported)
+same = len(cpu) == len(sim) and all(torch.equal(a, b.cpu()) for a, b in zip(cpu, sim))
+print(json.dumps({"same": same, "devices": [str(t.device) for t in sim]}))
+"""
+
+
+def original_on_cpu_port_on_sim(original: str, ported: str) -> dict[str, Any]:
+    """``{"same": values equal, "devices": each ported output's device}``; a program that
+    raises fails the assertion with the child's traceback."""
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Path(tmp) / "job.json"
+        job.write_text(json.dumps([original, ported]), encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
+        child = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(job)],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+    assert child.returncode == 0, child.stderr[-3000:]
+    result: dict[str, Any] = json.loads(child.stdout.splitlines()[-1])
+    return result
