@@ -1,9 +1,12 @@
 """The child process of ``torchport port --verify``: the ported entry on the simulated accelerator.
 
-Run as ``python -m torchport.cli._port_child REPORT ROOTS ENTRY [ARGS...]`` by
+Run as ``python -m torchport.cli._port_child REPORT ROOTS AS ENTRY [ARGS...]`` by
 :func:`torchport.check.port.verify` (never by users). It runs ENTRY as
-``torchport run --device sim --quiet`` would, and writes what the run showed
-that an exit status cannot say to REPORT (a JSON object):
+``torchport run --device sim --quiet`` would: with ``AS`` = ``cuda``, CUDA redirected
+to ``sim`` (the program sees a CUDA machine); with ``AS`` = ``accelerator``, without
+the redirect (``torch.cuda.is_available()`` is False: an accelerator that is not CUDA,
+as MPS and XPU are). It writes what the run showed that an exit status cannot say to
+REPORT (a JSON object):
 
 * ``"setup"``: why the run could not start: ``"no-runtime"`` (torch does not
   import here) or ``"no-simulator"`` (the simulated accelerator cannot install,
@@ -36,16 +39,16 @@ _LIMIT = 50  # places named at most: the first ones say what to fix
 
 
 def main(argv: list[str]) -> int:
-    report_path, roots, *command = argv
+    report_path, roots, seen_as, *command = argv
     report: dict[str, Any] = {"float64": []}
     try:
-        code = _run(command, roots.split(os.pathsep), report)
+        code = _run(command, roots.split(os.pathsep), seen_as == "cuda", report)
     finally:
         Path(report_path).write_text(json.dumps(report), encoding="utf-8")
     return code
 
 
-def _run(command: list[str], roots: list[str], report: dict[str, Any]) -> int:
+def _run(command: list[str], roots: list[str], cuda: bool, report: dict[str, Any]) -> int:
     try:
         import torch  # noqa: F401  (asked first: the message names what is missing)
     except ImportError as exc:
@@ -59,10 +62,13 @@ def _run(command: list[str], roots: list[str], report: dict[str, Any]) -> int:
     except TorchportError as exc:
         report.update(setup="no-simulator", message=str(exc))
         return 3
-    from torchport.run import RunOptions, run_command
+    from torchport.run._shutdown import die_by_signal
+    from torchport.run._target import Target, run_target
 
+    target = Target(command[0], tuple(command[1:]))
     with _float64_watch(roots, report["float64"]):
-        return run_command(RunOptions(command=tuple(command), device="sim", quiet=True))
+        code = run_target(target, "sim", quiet=True, redirect_cuda=cuda)
+    return die_by_signal(-code) if code < 0 else code  # (as torchport run ends)
 
 
 def _user_line(frame: FrameType | None, roots: tuple[str, ...]) -> tuple[str, int] | None:

@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--verify-timeout", type=float, default=120.0, metavar="S",
-        help="with --verify: stop the run after S seconds (default 120)",
+        help="with --verify: stop each of its two runs after S seconds (default 120)",
     )  # fmt: skip
     parser.add_argument(
         "--verify", nargs=argparse.REMAINDER, default=None, metavar="-- ARGS",

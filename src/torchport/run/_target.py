@@ -86,6 +86,7 @@ def run_target(
     audit: bool = False,
     strict: bool = False,
     quiet: bool = False,
+    redirect_cuda: bool = True,
 ) -> int:
     """Run ``target`` on ``device`` (CUDA redirected there unless it is CUDA); return its exit code.
 
@@ -101,6 +102,9 @@ def run_target(
         strict: Wrap the run in :func:`torchport.strict`.
         quiet: Do not say on stderr that CUDA is redirected (said once, by rank 0,
             when the redirect first changes a CUDA request of the script).
+        redirect_cuda: False runs the script without the redirect: on ``sim`` it
+            then sees an accelerator that is not CUDA (``torch.cuda.is_available()``
+            is False, as on MPS or XPU); ``port --verify`` runs a port so too.
 
     Returns:
         The exit status ``python`` would give, or ``-signal.SIGINT`` when Ctrl-C
@@ -127,7 +131,12 @@ def run_target(
     resolved = pick_device() if device is None else parse_device(device, argument="--device")
     count = _local_world_size()
     announce: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-    if not quiet and resolved.type != "cuda" and os.environ.get("RANK", "0") == "0":
+    if (
+        not quiet
+        and redirect_cuda
+        and resolved.type != "cuda"
+        and os.environ.get("RANK", "0") == "0"
+    ):
         # Said when the redirect first acts: a script that never names CUDA is not redirected.
         announce = on_first_use(functools.partial(_announce, resolved, count))
     before = set(threading.enumerate())
@@ -135,7 +144,10 @@ def run_target(
     # The redirect is outermost: it stays until the script's threads and atexit
     # handlers are done, as the script's own CUDA would.
     lines = whole_lines() if "LOCAL_RANK" in os.environ else contextlib.nullcontext()
-    with redirect(resolved, device_count=count), announce, lines:
+    redirected = (
+        redirect(resolved, device_count=count) if redirect_cuda else contextlib.nullcontext()
+    )
+    with redirected, announce, lines:
         with _main_module(target), handlers.collecting():
             # On the simulated accelerator a mismatch is the finding: strict names its culprit.
             code = _run_watched(target, audit=audit, strict=strict or resolved.type == "sim")

@@ -167,3 +167,45 @@ def test_where_the_simulator_cannot_install_verify_says_so(
     assert result.status == "no-simulator", result
     assert "cannot install here" in result.summary() and "2.7" in result.summary()
     assert "raised on the simulated accelerator" not in result.summary()
+
+
+# A port's device beside the program's own CUDA test: right on a CUDA machine, and on an
+# accelerator that is not CUDA the model stays on the CPU while the batch moves.
+_OWN_CUDA_TEST = """\
+import torch
+
+device = torch.accelerator.current_accelerator() or torch.device("cpu")
+model = torch.nn.Linear(4, 2)
+if {test}:
+    model.cuda()
+x = torch.ones(3, 4).to(device)
+print(model(x).sum().item())
+"""
+
+
+@pytest.mark.needs_simulator  # runs the script on sim:0: needs torch 2.7+
+@pytest.mark.parametrize(
+    "test", ["torch.cuda.is_available()", "torch.cuda.device_count() > 0", "USE_CUDA"]
+)
+def test_a_program_that_runs_only_as_cuda_is_not_verified(tmp_path: Path, test: str) -> None:
+    """Seen as a CUDA machine the run ends; seen as MPS or XPU it meets a device error."""
+    script = tmp_path / "own_test.py"
+    prelude = "USE_CUDA = torch.cuda.is_available()\n" if test == "USE_CUDA" else ""
+    text = _OWN_CUDA_TEST.format(test=test).replace("\ndevice", f"\n{prelude}device", 1)
+    script.write_text(text)
+    result = verify_entry([str(script)], [], timeout=120)
+    assert (result.status, result.seen_as) == ("device-error", "accelerator"), result.summary()
+    assert not result.verified
+    line = text.splitlines().index("print(model(x).sum().item())") + 1
+    assert (Path(result.path or "").name, result.line) == ("own_test.py", line)
+    assert "accelerator that is not CUDA" in result.summary()
+
+
+@pytest.mark.needs_simulator  # runs the script on sim:0: needs torch 2.7+
+def test_a_device_generic_program_is_verified_both_ways(tmp_path: Path) -> None:
+    script = tmp_path / "generic.py"
+    text = _OWN_CUDA_TEST.format(test="False").replace("model.cuda()", "pass")
+    script.write_text(text.replace("torch.nn.Linear(4, 2)", "torch.nn.Linear(4, 2).to(device)"))
+    result = verify_entry([str(script)], [], timeout=120)
+    assert result.verified, result.summary()
+    assert "as a CUDA machine and as an accelerator that is not CUDA" in result.summary()

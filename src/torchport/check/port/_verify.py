@@ -3,8 +3,13 @@
 The port's static analysis says what it moved and what it could not; it cannot
 promise that nothing is left on the CPU. A run can: the ported entry runs in a
 child process as ``torchport run --device sim ENTRY ARGS`` (the simulated
-accelerator: real values, CUDA's device rules), for at most ``timeout`` seconds.
-What the run shows becomes the port's last word:
+accelerator: real values, CUDA's device rules), for at most ``timeout`` seconds,
+twice: seen as a CUDA machine (CUDA redirected to ``sim``), then, when that run
+verified, seen as an accelerator that is not CUDA (no redirect:
+``torch.cuda.is_available()`` is False, as on MPS or XPU). A program that keeps
+its own CUDA test (``if use_cuda: model.cuda()``) beside the port's ``device``
+runs the first way and breaks the second. What the runs show becomes the port's
+last word:
 
 * it ran to its end: "verified on the simulated accelerator";
 * it raised a device error (a mixed-device op, ``.numpy()`` of a device
@@ -23,6 +28,7 @@ Nothing here imports torch (the child does).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -74,6 +80,9 @@ class Verification:
     line: int | None = None
     message: str = ""
     float64: tuple[Float64Use, ...] = ()
+    # How the run saw the simulated accelerator: "cuda" (CUDA redirected to it) or
+    # "accelerator" (no redirect: an accelerator that is not CUDA).
+    seen_as: str = "cuda"
 
     @property
     def verified(self) -> bool:
@@ -94,23 +103,28 @@ class Verification:
             )
         if self.status == "verified":
             return (
-                f"Verified on the simulated accelerator: {self.entry} ran to its end "
-                f"({self.seconds:.0f} s)."
+                f"Verified on the simulated accelerator: {self.entry} ran to its end, seen as "
+                "a CUDA machine and as an accelerator that is not CUDA "
+                f"({self.seconds:.0f} s in all)."
             )
+        seen = "" if self.seen_as == "cuda" else f" {_NOT_CUDA}"
         if self.status == "device-error":
             return (
                 f"{where}verify: {self.message}\nNot verified: {self.entry} stopped on the "
-                "simulated accelerator at a device error (above); move that value to `device`."
+                f"simulated accelerator{seen} at a device error (above); move that value to "
+                "`device`."
             )
         if self.status == "timeout":
             return (
                 f"Not verified to the end: {self.entry} ran {self.seconds:.0f} s on the simulated "
-                "accelerator without a device error and was stopped (raise --verify-timeout)."
+                f"accelerator{seen} without a device error and was stopped (raise "
+                "--verify-timeout)."
             )
         if self.status == "error":
             return (
                 f"{where}verify: {self.message}\nNot verified: {self.entry} raised on the "
-                "simulated accelerator; not a device error, so whether data is left is unknown."
+                f"simulated accelerator{seen}; not a device error, so whether data is left is "
+                "unknown."
             )
         if self.status == "no-runtime":
             return (
@@ -159,17 +173,38 @@ def find_entry(paths: list[str]) -> tuple[Path | None, str]:
     return None, f"several scripts could be the entry ({listed}); pass one file"
 
 
-def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) -> Verification:
-    """Run ``entry`` on the simulated accelerator in a child process (see the module docstring).
+_NOT_CUDA = (
+    "seen as an accelerator that is not CUDA (as MPS and XPU are: "
+    "`torch.cuda.is_available()` False; as a CUDA machine it ran to its end)"
+)
 
-    ``roots``: the ported files and folders; the frame where the run stopped is
-    the last traceback frame inside them.
+
+def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) -> Verification:
+    """Run ``entry`` on the simulated accelerator in child processes (see the module docstring).
+
+    ``roots``: the ported files and folders; the frame where a run stopped is
+    the last traceback frame inside them. ``timeout``: seconds for each run.
     """
+    first = _run_once(entry, args, timeout=timeout, roots=roots, seen_as="cuda")
+    if first.status != "verified":
+        return first
+    second = _run_once(entry, args, timeout=timeout, roots=roots, seen_as="accelerator")
+    found = {(u.path, u.line): u for u in (*first.float64, *second.float64)}
+    if second.status != "verified":
+        return dataclasses.replace(second, float64=tuple(found.values()))
+    seconds = first.seconds + second.seconds
+    return dataclasses.replace(first, seconds=seconds, float64=tuple(found.values()))
+
+
+def _run_once(
+    entry: Path, args: list[str], *, timeout: float, roots: list[str], seen_as: str
+) -> Verification:
+    """One run of ``entry`` on ``sim``, seen as ``seen_as`` ("cuda" or "accelerator")."""
     with tempfile.TemporaryDirectory(prefix="torchport-verify-") as tmp:
         report_path = Path(tmp) / "report.json"
         listed = os.pathsep.join(str(Path(r).resolve()) for r in roots)
         command = [sys.executable, "-m", "torchport.cli._port_child", str(report_path), listed]
-        command += [str(entry.resolve()), *args]
+        command += [seen_as, str(entry.resolve()), *args]
         env = {**os.environ, "TORCHPORT_DEVICE": "sim", "MPLBACKEND": "Agg"}
         start = time.perf_counter()
         try:
@@ -183,7 +218,7 @@ def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) ->
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return Verification(str(entry), "timeout", time.perf_counter() - start)
+            return Verification(str(entry), "timeout", time.perf_counter() - start, seen_as=seen_as)
         seconds = time.perf_counter() - start
         report = _read_report(report_path)
     setup = report.get("setup")
@@ -194,11 +229,11 @@ def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) ->
         for path, line, call in report.get("float64", [])
     )
     if done.returncode == 0:
-        return Verification(str(entry), "verified", seconds, float64=float64)
+        return Verification(str(entry), "verified", seconds, float64=float64, seen_as=seen_as)
     path, line = _user_frame(done.stderr, roots)
     message = _last_line(done.stderr) or f"exit status {done.returncode}"
     status = "device-error" if _DEVICE_WORDS.search(message) else "error"
-    return Verification(str(entry), status, seconds, path, line, message[:300], float64)
+    return Verification(str(entry), status, seconds, path, line, message[:300], float64, seen_as)
 
 
 def _read_report(path: Path) -> dict[str, Any]:
