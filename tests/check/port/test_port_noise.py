@@ -23,6 +23,7 @@ from torchport.check.port import port_text
 HERE = Path(__file__).parent
 fuzz = load("port_fuzz_oracle", HERE / "test_port_fuzz.py")
 fix_fuzz = load("fix_fuzz_checks", HERE.parent / "test_fix_fuzz.py")
+project_fuzz = load("project_fuzz_checks", HERE / "test_project_fuzz.py")
 
 MODEL = "import torch\n\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(4, 2)\n"
 
@@ -941,3 +942,89 @@ def test_what_a_project_models_forward_converts_itself_is_no_value_to_move(spell
         assert left == [], left
     else:  # `model.Policy()` through the module: not told here, reported as before
         assert any("fit_transform" in f for f in left), left
+
+
+WORKER = (
+    "import torch\n\n\n"
+    "def _update(args, counter, loss, opt):\n"
+    "    opt.zero_grad()\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    counter.increment()\n"
+    "    return args.lr * counter.value(){uses}\n\n\n"
+    "def work(rank, args, counter, model, opt):\n"
+    "    torch.manual_seed(args.seed + rank)\n"
+    "    tag = str(args.{meta})\n"
+    "    h = torch.zeros(1, args.hidden)\n"
+    "    out = model({input})\n"
+    "    return [tag, {handed}]\n"
+)
+HANDED = {
+    "positional": "_update(args, counter, out.sum(), opt)",
+    "keyword": "_update(args=args, counter=counter, loss=out.sum(), opt=opt)",
+}
+
+
+@given(
+    st.sampled_from(sorted(HANDED)),
+    st.sampled_from(["name", "shape", "seed"]),
+    st.sampled_from(["object", "tensor here", "tensor there"]),
+)
+def test_settings_and_helpers_handed_on_to_the_files_functions_are_no_tensors(
+    handed: str, meta: str, args_is: str
+) -> None:
+    """Class 12 (ACER's ``train.py``/``test.py``, n31f's sample: 3 rows): a worker's
+    ``args`` (an argparse namespace), ``T`` (a multiprocessing counter) and ``optimiser``,
+    called from another module, were reported (TP520 "cannot tell whether the argument
+    `args` is a tensor") because a read of them handed them on to another function of the
+    file (``_update_networks(args, T, ..., optimiser)``), or read ``args.name`` (a tensor
+    attribute too). A parameter handed to a function of the file whose parameter there
+    holds an object by the same test holds one; ``args.name``-like metadata counts when
+    another read shows an object. Where ``args`` is a tensor (it meets the model here, or
+    the helper adds it to the loss) it stays reported, and the run confirms it."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    worker = WORKER.format(
+        uses=" + args.sum()" if args_is == "tensor there" else "",
+        meta=meta,
+        input="args" if args_is == "tensor here" else "torch.ones(1, 4) + h.sum()",
+        handed=HANDED[handed],
+    )
+    made = (
+        "types.SimpleNamespace(seed=1, name='run', shape=(2,), hidden=4, lr=0.5)"
+        if args_is == "object"
+        else "torch.ones(1, 4)"
+    )
+    train = (
+        "import types\n\nimport torch\n\nfrom utils import Counter\nfrom worker import work\n\n"
+        f"args = {made}\n"
+        "if isinstance(args, torch.Tensor):  # a tensor takes attributes too\n"
+        "    args.seed, args.hidden, args.lr = 1, 4, 0.5\n"
+    )
+    train += (
+        "model = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "tag, got = work(0, args, Counter(), model, opt)\n"
+        "OUT.append((tag, float(got.sum()) if hasattr(got, 'sum') else got))\n"
+        "OUT.append(model.weight.detach().sum().item())\n"
+    )
+    utils = (
+        "class Counter:\n    def __init__(self):\n        self.n = 0\n\n"
+        "    def increment(self):\n        self.n += 1\n\n"
+        "    def value(self):\n        return self.n\n"
+    )
+    files = {"train.py": train, "worker.py": worker, "utils.py": utils}
+    project_fuzz.check_project(files)  # no silent leftover, the CPU's values, idempotent
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            (root / rel).write_text(text, encoding="utf-8")
+        result = port_paths([root / "worker.py"], diff=True, jobs=1)
+    left = [str(f) for f in result.remaining]
+    about = [f for f in left if any(f"`{n}`" in f for n in ("args", "counter", "opt"))]
+    if args_is == "object":
+        assert about == [], left
+    else:
+        assert any("`args`" in f for f in about), left
