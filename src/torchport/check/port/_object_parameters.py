@@ -7,7 +7,8 @@ handed to a call the port follows into, the receiver of a method of the file's o
 class, or handed on to a function of the file whose parameter holds an object by the same
 test (ACER's ``_train(args, T, ..., optimiser)`` calling ``_update_networks(args, T, ...)``).
 A read of a tensor attribute that tells only metadata (``args.name``: a tensor's is a
-string) carries nothing to a model: it counts when another read shows an object. What such a call returns is followed from where it meets the model
+string) carries nothing to a model: it counts when another read shows an object. What
+such a call returns is followed from where it meets the model
 (:mod:`~torchport.check.port._origins` reports the call), so the parameter is not.
 """
 
@@ -25,7 +26,18 @@ __all__ = ["ObjectParameters"]
 # Tensor attributes whose value is never a tensor: a settings object's `args.name` read
 # this way shows nothing about its kind, but carries nothing to a model either.
 _METADATA = frozenset(
-    "name names ndim shape dtype layout is_leaf is_sparse is_quantized requires_grad".split()
+    {
+        "name",
+        "names",
+        "ndim",
+        "shape",
+        "dtype",
+        "layout",
+        "is_leaf",
+        "is_sparse",
+        "is_quantized",
+        "requires_grad",
+    }
 )
 
 
