@@ -1028,3 +1028,43 @@ def test_settings_and_helpers_handed_on_to_the_files_functions_are_no_tensors(
         assert about == [], left
     else:
         assert any("`args`" in f for f in about), left
+
+
+@given(
+    WHERE,
+    st.sampled_from(["torch.tensor(s).reshape(-1, len(s)).float()",
+                     "torch.FloatTensor(s).view(1, len(s))"]),
+    st.booleans(),
+)  # fmt: skip
+def test_an_argument_made_into_a_tensor_and_sized_with_len_is_no_value_to_move(
+    where: str, made: str, also_raw: bool
+) -> None:
+    """Class 13 (Gregory-Eales/ml-implementations's ``act(self, s)``, n31g's sample: 5
+    rows): ``s = torch.tensor(s).reshape(-1, len(s)).float()`` before the model, the
+    callers elsewhere: ``len(s)`` was a read of the argument that is no creator's data, so
+    the argument was reported (TP520) though what meets the model is the tensor made of
+    it. ``len(s)`` is an int: allowed beside the creator's reads. Where the argument
+    itself meets the model too, it stays reported and the run confirms it."""
+    source = MODEL + (
+        "import numpy as np\n"
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        "        self.policy = model\n"
+        "    def act(self, s):\n"
+        + ("        raw = self.policy(torch.as_tensor(s) if len(s) < 0 else s)\n" if also_raw
+           else "")
+        + f"        s = {made}\n"
+        "        return self.policy(s).detach()\n"
+    )  # fmt: skip
+    body = (
+        "agent = Agent()\n"
+        "act = agent.act\n"  # handed on: its callers are not all in the file
+        "for i in range(2):\n"
+        "    OUT.append(act(torch.full((4,), 0.5 * i)))\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    if also_raw:
+        assert not clean and any("`s`" in f for f in left), left
+    else:
+        assert clean, left
+        assert left == [], left
