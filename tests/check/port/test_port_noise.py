@@ -1068,3 +1068,62 @@ def test_an_argument_made_into_a_tensor_and_sized_with_len_is_no_value_to_move(
     else:
         assert clean, left
         assert left == [], left
+
+
+@given(
+    st.sampled_from(["from .net import Net", "from pkg.net import Net"]),
+    st.sampled_from(["self.net(s)", "self.net.forward(s)"]),
+    st.sampled_from(["converts", "raw", "also stored"]),
+)
+def test_what_a_models_forward_held_on_self_converts_is_no_value_to_move(
+    spelled: str, call: str, forward: str
+) -> None:
+    """Class 11 on ``self`` (Gregory-Eales/ml-implementations, n31g's sample: 8 rows):
+    ``self.policy_network = PolicyNetwork(...)`` in ``__init__``, then
+    ``self.policy_network.forward(observation)`` in a method whose callers are elsewhere,
+    the network's forward doing ``torch.Tensor(x)`` itself: the argument was reported
+    (TP520). A ``self.`` attribute every store of which in the class is ``Cls(...)`` of one
+    class is followed as a name is (and ``m.forward(x)`` as ``m(x)``). A forward that takes
+    the tensor as it is, or a second store of something else, stays reported; the run of
+    the whole project confirms each."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    converts = forward != "raw"
+    net = (
+        "import torch\n\n\nclass Net(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.l1 = torch.nn.Linear(4, 2)\n\n"
+        "    def forward(self, x):\n"
+        + ("        x = torch.Tensor(x)\n" if converts else "")
+        + "        return self.l1(x)\n"
+    )
+    agent = (
+        f"import torch\n{spelled}\n\n\nclass Agent:\n"
+        "    def __init__(self, other=None):\n"
+        "        self.net = Net()\n"
+        + ("        if other is not None:\n            self.net = other\n"
+           if forward == "also stored" else "")
+        + f"    def act(self, s):\n        return {call}.detach()\n"
+    )  # fmt: skip
+    train = (
+        "import numpy as np\nimport torch\n\nfrom pkg.agent import Agent\n\n"
+        "torch.manual_seed(0)\nagent = Agent()\n"
+        "for i in range(2):\n"
+        "    s = np.full((1, 4), 0.5 * i, dtype=np.float32)\n"
+        f"    OUT.append(agent.act({'s' if converts else 'torch.from_numpy(s)'}).sum().item())\n"
+    )
+    files = {"train.py": train, "pkg/__init__.py": "", "pkg/net.py": net, "pkg/agent.py": agent}
+    project_fuzz.check_project(files)  # no silent leftover, the CPU's values, idempotent
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pkg").mkdir()
+        for rel, text in files.items():
+            (root / rel).write_text(text, encoding="utf-8")
+        result = port_paths([root], diff=True, jobs=1)
+    left = [str(f) for f in result.remaining if "agent.py" in str(f.path)]
+    if forward == "converts":
+        assert left == [], left
+    else:
+        assert any("`s`" in f for f in left), left

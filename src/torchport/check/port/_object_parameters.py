@@ -98,7 +98,7 @@ class ObjectParameters:
         scopes = self.ctx.scopes
         above = scopes.parent(read)
         keyword = above if isinstance(above, ast.keyword) else None
-        call = scopes.parent(above) if keyword is not None else above
+        call = scopes.parent(keyword) if keyword is not None else above
         if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
             return False
         callee = self.facts.functions.get(call.func.id)
