@@ -108,8 +108,7 @@ class Origins:
         node = found[0].node if len(found) == 1 else None
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return False
-        args = node.args
-        param = None
+        args, param, test = node.args, None, self.plan.object_test
         if operand in call.args:
             positional = [*args.posonlyargs, *args.args]
             index = call.args.index(operand)
@@ -119,10 +118,7 @@ class Origins:
             param = next((p for p in (*args.args, *args.kwonlyargs) if p.arg == word), None)
         if param is None:
             return False
-        test = self.plan.object_test
-        return id(param) in self.plan.objects or (
-            test is not None and test.holds_object(param, node)
-        )
+        return id(param) in self.plan.objects or bool(test and test.holds_object(param, node))
 
     def of(self, expr: ast.expr) -> list[Origin]:
         key = id(expr)
