@@ -1127,3 +1127,40 @@ def test_what_a_models_forward_held_on_self_converts_is_no_value_to_move(
         assert left == [], left
     else:
         assert any("`s`" in f for f in left), left
+
+
+@given(
+    WHERE,
+    st.sampled_from(["self.build()", "self.setup()"]),
+    st.sampled_from(["torch.nn.Linear(4, 2)", "torch.nn.Sequential(torch.nn.Linear(4, 2))"]),
+    st.booleans(),
+)
+def test_layers_a_method_only_init_calls_builds_are_not_placed_by_the_parameters(
+    where: str, entry: str, layer: str, hidden_too: bool
+) -> None:
+    """Found running Gregory-Eales/ml-implementations's ``ppo/main.py`` ported (n31g): a
+    method ``__init__`` calls to build the layers (``self.define_network()``) was taken for
+    a forward-time method, its ``nn.Linear(...)`` ported to ``.to(next(self.parameters())
+    .device)``: ``StopIteration`` when the model is made, on the CPU (the original runs). A
+    method only ``__init__`` calls (directly or through another) builds the module like
+    ``__init__``; one the file also calls elsewhere (``self.reset()`` from ``forward``)
+    keeps its tensors placed on the parameters' device, and the run confirms both."""
+    source = (
+        "import torch\n\ntorch.manual_seed(0)\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        f"        {entry}\n"
+        + ("    def setup(self):\n        self.build()\n" if "setup" in entry else "")
+        + "    def build(self):\n"
+        f"        self.fc = {layer}\n"
+        "    def reset(self):\n"
+        "        return torch.zeros(1, 2)\n"
+        "    def forward(self, x):\n"
+        + ("        return self.fc(x) + self.reset()\n" if hidden_too
+           else "        return self.fc(x)\n")
+    )  # fmt: skip
+    body = "net = Net()\nOUT.append(net(torch.ones(1, 4)).detach())\n"
+    left, clean = placed(source + wrap(body, where))
+    assert clean, left
+    assert left == [], left
