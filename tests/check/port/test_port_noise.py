@@ -23,6 +23,7 @@ from torchport.check.port import port_text
 HERE = Path(__file__).parent
 fuzz = load("port_fuzz_oracle", HERE / "test_port_fuzz.py")
 fix_fuzz = load("fix_fuzz_checks", HERE.parent / "test_fix_fuzz.py")
+project_fuzz = load("project_fuzz_checks", HERE / "test_project_fuzz.py")
 
 MODEL = "import torch\n\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(4, 2)\n"
 
@@ -941,3 +942,225 @@ def test_what_a_project_models_forward_converts_itself_is_no_value_to_move(spell
         assert left == [], left
     else:  # `model.Policy()` through the module: not told here, reported as before
         assert any("fit_transform" in f for f in left), left
+
+
+WORKER = (
+    "import torch\n\n\n"
+    "def _update(args, counter, loss, opt):\n"
+    "    opt.zero_grad()\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    counter.increment()\n"
+    "    return args.lr * counter.value(){uses}\n\n\n"
+    "def work(rank, args, counter, model, opt):\n"
+    "    torch.manual_seed(args.seed + rank)\n"
+    "    tag = str(args.{meta})\n"
+    "    h = torch.zeros(1, args.hidden)\n"
+    "    out = model({input})\n"
+    "    return [tag, {handed}]\n"
+)
+HANDED = {
+    "positional": "_update(args, counter, out.sum(), opt)",
+    "keyword": "_update(args=args, counter=counter, loss=out.sum(), opt=opt)",
+}
+
+
+@given(
+    st.sampled_from(sorted(HANDED)),
+    st.sampled_from(["name", "shape", "seed"]),
+    st.sampled_from(["object", "tensor here", "tensor there"]),
+)
+def test_settings_and_helpers_handed_on_to_the_files_functions_are_no_tensors(
+    handed: str, meta: str, args_is: str
+) -> None:
+    """Class 12 (ACER's ``train.py``/``test.py``, n31f's sample: 3 rows): a worker's
+    ``args`` (an argparse namespace), ``T`` (a multiprocessing counter) and ``optimiser``,
+    called from another module, were reported (TP520 "cannot tell whether the argument
+    `args` is a tensor") because a read of them handed them on to another function of the
+    file (``_update_networks(args, T, ..., optimiser)``), or read ``args.name`` (a tensor
+    attribute too). A parameter handed to a function of the file whose parameter there
+    holds an object by the same test holds one; ``args.name``-like metadata counts when
+    another read shows an object. Where ``args`` is a tensor (it meets the model here, or
+    the helper adds it to the loss) it stays reported, and the run confirms it."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    worker = WORKER.format(
+        uses=" + args.sum()" if args_is == "tensor there" else "",
+        meta=meta,
+        input="args" if args_is == "tensor here" else "torch.ones(1, 4) + h.sum()",
+        handed=HANDED[handed],
+    )
+    made = (
+        "types.SimpleNamespace(seed=1, name='run', shape=(2,), hidden=4, lr=0.5)"
+        if args_is == "object"
+        else "torch.ones(1, 4)"
+    )
+    train = (
+        "import types\n\nimport torch\n\nfrom utils import Counter\nfrom worker import work\n\n"
+        f"args = {made}\n"
+        "if isinstance(args, torch.Tensor):  # a tensor takes attributes too\n"
+        "    args.seed, args.hidden, args.lr = 1, 4, 0.5\n"
+    )
+    train += (
+        "model = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "tag, got = work(0, args, Counter(), model, opt)\n"
+        "OUT.append((tag, float(got.sum()) if hasattr(got, 'sum') else got))\n"
+        "OUT.append(model.weight.detach().sum().item())\n"
+    )
+    utils = (
+        "class Counter:\n    def __init__(self):\n        self.n = 0\n\n"
+        "    def increment(self):\n        self.n += 1\n\n"
+        "    def value(self):\n        return self.n\n"
+    )
+    files = {"train.py": train, "worker.py": worker, "utils.py": utils}
+    project_fuzz.check_project(files)  # no silent leftover, the CPU's values, idempotent
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            (root / rel).write_text(text, encoding="utf-8")
+        result = port_paths([root / "worker.py"], diff=True, jobs=1)
+    left = [str(f) for f in result.remaining]
+    about = [f for f in left if any(f"`{n}`" in f for n in ("args", "counter", "opt"))]
+    if args_is == "object":
+        assert about == [], left
+    else:
+        assert any("`args`" in f for f in about), left
+
+
+@given(
+    WHERE,
+    st.sampled_from(["torch.tensor(s).reshape(-1, len(s)).float()",
+                     "torch.FloatTensor(s).view(1, len(s))"]),
+    st.booleans(),
+)  # fmt: skip
+def test_an_argument_made_into_a_tensor_and_sized_with_len_is_no_value_to_move(
+    where: str, made: str, also_raw: bool
+) -> None:
+    """Class 13 (Gregory-Eales/ml-implementations's ``act(self, s)``, n31g's sample: 5
+    rows): ``s = torch.tensor(s).reshape(-1, len(s)).float()`` before the model, the
+    callers elsewhere: ``len(s)`` was a read of the argument that is no creator's data, so
+    the argument was reported (TP520) though what meets the model is the tensor made of
+    it. ``len(s)`` is an int: allowed beside the creator's reads. Where the argument
+    itself meets the model too, it stays reported and the run confirms it."""
+    source = MODEL + (
+        "import numpy as np\n"
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        "        self.policy = model\n"
+        "    def act(self, s):\n"
+        + ("        raw = self.policy(torch.as_tensor(s) if len(s) < 0 else s)\n" if also_raw
+           else "")
+        + f"        s = {made}\n"
+        "        return self.policy(s).detach()\n"
+    )  # fmt: skip
+    body = (
+        "agent = Agent()\n"
+        "act = agent.act\n"  # handed on: its callers are not all in the file
+        "for i in range(2):\n"
+        "    OUT.append(act(torch.full((4,), 0.5 * i)))\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    if also_raw:
+        assert not clean and any("`s`" in f for f in left), left
+    else:
+        assert clean, left
+        assert left == [], left
+
+
+@given(
+    st.sampled_from(["from .net import Net", "from pkg.net import Net"]),
+    st.sampled_from(["self.net(s)", "self.net.forward(s)"]),
+    st.sampled_from(["converts", "raw", "also stored"]),
+)
+def test_what_a_models_forward_held_on_self_converts_is_no_value_to_move(
+    spelled: str, call: str, forward: str
+) -> None:
+    """Class 11 on ``self`` (Gregory-Eales/ml-implementations, n31g's sample: 8 rows):
+    ``self.policy_network = PolicyNetwork(...)`` in ``__init__``, then
+    ``self.policy_network.forward(observation)`` in a method whose callers are elsewhere,
+    the network's forward doing ``torch.Tensor(x)`` itself: the argument was reported
+    (TP520). A ``self.`` attribute every store of which in the class is ``Cls(...)`` of one
+    class is followed as a name is (and ``m.forward(x)`` as ``m(x)``). A forward that takes
+    the tensor as it is, or a second store of something else, stays reported; the run of
+    the whole project confirms each."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    converts = forward != "raw"
+    net = (
+        "import torch\n\n\nclass Net(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.l1 = torch.nn.Linear(4, 2)\n\n"
+        "    def forward(self, x):\n"
+        + ("        x = torch.Tensor(x)\n" if converts else "")
+        + "        return self.l1(x)\n"
+    )
+    agent = (
+        f"import torch\n{spelled}\n\n\nclass Agent:\n"
+        "    def __init__(self, other=None):\n"
+        "        self.net = Net()\n"
+        + ("        if other is not None:\n            self.net = other\n"
+           if forward == "also stored" else "")
+        + f"    def act(self, s):\n        return {call}.detach()\n"
+    )  # fmt: skip
+    train = (
+        "import numpy as np\nimport torch\n\nfrom pkg.agent import Agent\n\n"
+        "torch.manual_seed(0)\nagent = Agent()\n"
+        "for i in range(2):\n"
+        "    s = np.full((1, 4), 0.5 * i, dtype=np.float32)\n"
+        f"    OUT.append(agent.act({'s' if converts else 'torch.from_numpy(s)'}).sum().item())\n"
+    )
+    files = {"train.py": train, "pkg/__init__.py": "", "pkg/net.py": net, "pkg/agent.py": agent}
+    project_fuzz.check_project(files)  # no silent leftover, the CPU's values, idempotent
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "pkg").mkdir()
+        for rel, text in files.items():
+            (root / rel).write_text(text, encoding="utf-8")
+        result = port_paths([root], diff=True, jobs=1)
+    left = [str(f) for f in result.remaining if "agent.py" in str(f.path)]
+    if forward == "converts":
+        assert left == [], left
+    else:
+        assert any("`s`" in f for f in left), left
+
+
+@given(
+    WHERE,
+    st.sampled_from(["self.build()", "self.setup()"]),
+    st.sampled_from(["torch.nn.Linear(4, 2)", "torch.nn.Sequential(torch.nn.Linear(4, 2))"]),
+    st.booleans(),
+)
+def test_layers_a_method_only_init_calls_builds_are_not_placed_by_the_parameters(
+    where: str, entry: str, layer: str, hidden_too: bool
+) -> None:
+    """Found running Gregory-Eales/ml-implementations's ``ppo/main.py`` ported (n31g): a
+    method ``__init__`` calls to build the layers (``self.define_network()``) was taken for
+    a forward-time method, its ``nn.Linear(...)`` ported to ``.to(next(self.parameters())
+    .device)``: ``StopIteration`` when the model is made, on the CPU (the original runs). A
+    method only ``__init__`` calls (directly or through another) builds the module like
+    ``__init__``; one the file also calls elsewhere (``self.reset()`` from ``forward``)
+    keeps its tensors placed on the parameters' device, and the run confirms both."""
+    source = (
+        "import torch\n\ntorch.manual_seed(0)\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        f"        {entry}\n"
+        + ("    def setup(self):\n        self.build()\n" if "setup" in entry else "")
+        + "    def build(self):\n"
+        f"        self.fc = {layer}\n"
+        "    def reset(self):\n"
+        "        return torch.zeros(1, 2)\n"
+        "    def forward(self, x):\n"
+        + ("        return self.fc(x) + self.reset()\n" if hidden_too
+           else "        return self.fc(x)\n")
+    )  # fmt: skip
+    body = "net = Net()\nOUT.append(net(torch.ones(1, 4)).detach())\n"
+    left, clean = placed(source + wrap(body, where))
+    assert clean, left
+    assert left == [], left

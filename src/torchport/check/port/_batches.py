@@ -66,6 +66,9 @@ class BatchPlan:
     unportable: dict[tuple[int, str], tuple[ast.AST, str]] = field(default_factory=dict)
     # ids of the parameters every read of which shows an object (`ObjectParameters`)
     objects: set[int] = field(default_factory=set)
+    # the test behind `objects`, for a parameter of the file's function anywhere
+    # (`_update_networks(args, ...)` whose `args` reaches no model): set by the planner
+    object_test: ObjectParameters | None = None
     # (id of the binding statement, loop or function, name): every name the plan moves
     # or reports, so that nothing else reports it again
     covered: set[tuple[int, str]] = field(default_factory=set)
@@ -78,6 +81,7 @@ class _Planner:
         self.kinds: ValueKinds = value_kinds(facts)
         self.plan = BatchPlan()
         self.objects = ObjectParameters(facts)
+        self.plan.object_test = self.objects
 
     def run(self) -> BatchPlan:
         if not self.facts.active:

@@ -36,6 +36,76 @@ def made_by(bound: ast.expr | None) -> ast.expr | None:
     return bound
 
 
+def _self_class_bindings(ctx: Context, attr: ast.Attribute) -> list[Binding] | None:
+    """``self.net``: the class each store of ``self.net`` in the enclosing class calls
+    (``self.net = Net(...)``, bound once), or None when one store is anything else, there
+    is none, or ``self`` is not the method's first parameter."""
+    if not isinstance(attr.value, ast.Name):
+        return None
+    method: ast.AST | None = None
+    node: ast.AST | None = attr
+    while node is not None and not isinstance(node, ast.ClassDef):
+        if isinstance(node, _NESTED) and not isinstance(node, ast.ClassDef):
+            method = node if method is None else method
+        node = ctx.scopes.parent(node)
+    if not isinstance(node, ast.ClassDef) or not isinstance(
+        method, ast.FunctionDef | ast.AsyncFunctionDef
+    ):
+        return None
+    if ctx.scopes.parent(method) is not node or not _first_parameter(method, attr.value.id):
+        return None
+    out: list[Binding] = []
+    for stmt in node.body:
+        if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        own = stmt.args.posonlyargs + stmt.args.args
+        if not own:
+            continue
+        me = own[0].arg
+        for inner in ast.walk(stmt):
+            targets = (
+                inner.targets
+                if isinstance(inner, ast.Assign)
+                else [inner.target]
+                if isinstance(inner, ast.AnnAssign | ast.AugAssign)
+                else []
+            )
+            for target in targets:
+                if not _self_store(target, me, attr.attr):
+                    continue
+                value = inner.value if isinstance(inner, ast.Assign | ast.AnnAssign) else None
+                bound = made_by(value if len(targets) == 1 else None)
+                if not isinstance(bound, ast.Call) or not isinstance(bound.func, ast.Name):
+                    return None
+                classes = ctx.scopes.bindings(bound.func.id, bound.func)
+                if len(classes) != 1:
+                    return None
+                out.append(classes[0])
+    return out or None
+
+
+def _first_parameter(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    own = func.args.posonlyargs + func.args.args
+    return bool(own) and own[0].arg == name and not func.decorator_list
+
+
+def _self_store(target: ast.AST, me: str, attr: str) -> bool:
+    """``self.net`` stored whole, or anything stored into it (``self.net[0] = ...``,
+    ``self.net.x = ...``: then it is not known to hold only what ``Net(...)`` made)."""
+    while isinstance(target, ast.Subscript | ast.Attribute):
+        if (
+            isinstance(target, ast.Attribute)
+            and target.attr == attr
+            and isinstance(target.value, ast.Name)
+            and target.value.id == me
+        ):
+            return True
+        target = target.value
+    if isinstance(target, ast.Tuple | ast.List | ast.Starred):
+        return any(_self_store(t, me, attr) for t in ast.walk(target) if t is not target)
+    return False
+
+
 def _class_bindings(ctx: Context, name: ast.Name) -> list[Binding] | None:
     """The binding of the class each binding of ``name`` calls (bound once), or None.
 
@@ -62,12 +132,19 @@ def converted_inputs(ctx: Context, project: ProjectImports, call: ast.Call) -> t
 
     ``policy(state)`` with ``policy = ActorCritic()`` of the file, or of a project
     module (``project.converted``), whose forward does ``torch.from_numpy(state)``;
-    ``()`` when the bindings disagree or are not known.
+    ``self.policy(state)`` with every store of ``self.policy`` in the class such a call;
+    ``policy.forward(state)`` as ``policy(state)``. ``()`` when the bindings disagree or
+    are not known.
     """
     func = call.func
-    if not isinstance(func, ast.Name):
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        func = func.value  # `policy.forward(state)`: the same forward, called by name
+    if isinstance(func, ast.Name):
+        classes = _class_bindings(ctx, func)
+    elif isinstance(func, ast.Attribute):
+        classes = _self_class_bindings(ctx, func)
+    else:
         return ()
-    classes = _class_bindings(ctx, func)
     if classes is None:
         return ()
     answers: set[tuple[int, ...]] = set()

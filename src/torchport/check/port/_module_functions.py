@@ -106,7 +106,8 @@ def only_made_into_tensors(
     ``torch.tensor(s, dtype=...)``; ``parent_of``: the node holding a read).
 
     A read sees the parameter when it is the binding every path passes last, or the
-    name's sole binding; a read that may see either makes the answer False.
+    name's sole binding; a read that may see either makes the answer False. ``len(s)``
+    is allowed beside them (an int), but is not itself such a read.
     """
     scopes = ctx.scopes
     creators = CREATORS | TYPED_CONSTRUCTORS
@@ -125,6 +126,8 @@ def only_made_into_tensors(
         if found.node is not param:
             continue  # a later binding's read (`s` after `s = torch.tensor(s)`)
         holder = parent_of(node)
+        if _a_size(ctx, holder, node):
+            continue  # `len(s)` beside `torch.tensor(s).reshape(-1, len(s))`: an int
         if not (
             isinstance(holder, ast.Call)
             and holder.args
@@ -134,6 +137,19 @@ def only_made_into_tensors(
             return False
         seen = True
     return seen
+
+
+def _a_size(ctx: Context, holder: ast.AST | None, read: ast.Name) -> bool:
+    """``len(s)``: the builtin's int, which carries none of the argument's data (a
+    ``len`` the file binds is a name like any other)."""
+    return (
+        isinstance(holder, ast.Call)
+        and isinstance(holder.func, ast.Name)
+        and holder.func.id == "len"
+        and holder.args == [read]
+        and not holder.keywords
+        and not ctx.scopes.bindings("len", holder.func)
+    )
 
 
 def _parent_call(func: ast.AST, arg: ast.Name) -> ast.Call | None:

@@ -3,8 +3,12 @@
 A function's parameter of unknown kind that reaches its model is reported by the batch
 plan (:mod:`torchport.check.port._batches`), unless every read of it shows an object:
 an attribute no tensor has, a method no tensor has (``memory.sample(batch_size)``),
-handed to a call the port follows into, or the receiver of a method of the file's own
-class. What such a call returns is followed from where it meets the model
+handed to a call the port follows into, the receiver of a method of the file's own
+class, or handed on to a function of the file whose parameter holds an object by the same
+test (ACER's ``_train(args, T, ..., optimiser)`` calling ``_update_networks(args, T, ...)``).
+A read of a tensor attribute that tells only metadata (``args.name``: a tensor's is a
+string) carries nothing to a model: it counts when another read shows an object. What
+such a call returns is followed from where it meets the model
 (:mod:`~torchport.check.port._origins` reports the call), so the parameter is not.
 """
 
@@ -19,6 +23,23 @@ from torchport.check.port._tensor_attributes import handed_to_object, read_as_ob
 
 __all__ = ["ObjectParameters"]
 
+# Tensor attributes whose value is never a tensor: a settings object's `args.name` read
+# this way shows nothing about its kind, but carries nothing to a model either.
+_METADATA = frozenset(
+    {
+        "name",
+        "names",
+        "ndim",
+        "shape",
+        "dtype",
+        "layout",
+        "is_leaf",
+        "is_sparse",
+        "is_quantized",
+        "requires_grad",
+    }
+)
+
 
 class ObjectParameters:
     """Which parameters of one file's functions hold objects (see the module's text)."""
@@ -27,21 +48,76 @@ class ObjectParameters:
         self.facts = facts
         self.ctx: Context = facts.ctx
         self._methods: set[str] | None = None
+        self._answers: dict[int, bool] = {}  # id(parameter) -> holds an object
 
     def holds_object(self, param: ast.arg, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Whether every read of a parameter shows an object, not a tensor, or hands it to a
         method no tensor has (``memory.sample(batch_size)``): a replay buffer, a config, an
         optimizer, a size. What such a call returns is followed from where it meets the model
         (:mod:`~torchport.check.port._origins` reports the call), so the parameter is not."""
+        return self._holds_object(param, func, set())
+
+    def _holds_object(
+        self, param: ast.arg, func: ast.FunctionDef | ast.AsyncFunctionDef, seen: set[int]
+    ) -> bool:
+        known = self._answers.get(id(param))
+        if known is not None:
+            return known
+        seen.add(id(param))  # a cycle of calls answers "not known": the read is not one
+        answer = self._every_read_shows_object(param, func, seen)
+        seen.discard(id(param))
+        self._answers[id(param)] = answer
+        return answer
+
+    def _every_read_shows_object(
+        self, param: ast.arg, func: ast.FunctionDef | ast.AsyncFunctionDef, seen: set[int]
+    ) -> bool:
         scopes = self.ctx.scopes
         reads = self.parameter_reads(param, func)
-        if not reads:
+        shown = False
+        for r in reads:
+            if (
+                read_as_object(r, scopes.parent)
+                or handed_to_object(r, scopes.parent, self._followed)
+                or self._receiver_of_own_method(r)
+                or self._handed_to_own_function(r, seen)
+            ):
+                shown = True
+            elif not self._metadata(r):
+                return False
+        return shown
+
+    def _metadata(self, read: ast.Name) -> bool:
+        """``args.name``: a tensor attribute whose value is never a tensor."""
+        above = self.ctx.scopes.parent(read)
+        return isinstance(above, ast.Attribute) and above.attr in _METADATA
+
+    def _handed_to_own_function(self, read: ast.Name, seen: set[int]) -> bool:
+        """``_update_networks(args, T, ...)``: an argument of a module-level function of the
+        file whose parameter in that place holds an object by :meth:`holds_object`'s test."""
+        scopes = self.ctx.scopes
+        above = scopes.parent(read)
+        keyword = above if isinstance(above, ast.keyword) else None
+        call = scopes.parent(keyword) if keyword is not None else above
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
             return False
-        return all(
-            read_as_object(r, scopes.parent)
-            or handed_to_object(r, scopes.parent, self._followed)
-            or self._receiver_of_own_method(r)
-            for r in reads
+        callee = self.facts.functions.get(call.func.id)
+        if callee is None or scopes.resolve(call.func.id, call) is not scopes.module:
+            return False
+        a = callee.args
+        if keyword is not None:
+            named = [p for p in (*a.args, *a.kwonlyargs) if p.arg == keyword.arg]
+            target = named[0] if keyword.arg is not None and named else None
+        else:
+            place = next((i for i, x in enumerate(call.args) if x is read), None)
+            if place is None or any(isinstance(x, ast.Starred) for x in call.args[:place]):
+                return False
+            positional = (*a.posonlyargs, *a.args)
+            target = positional[place] if place < len(positional) else None
+        return (
+            target is not None
+            and id(target) not in seen
+            and self._holds_object(target, callee, seen)
         )
 
     def parameter_reads(

@@ -99,7 +99,8 @@ class Origins:
     def _to_an_object(self, operand: ast.expr, call: ast.Call) -> bool:
         """Whether ``operand`` is passed to a parameter of a function of the file that only
         uses it as an object (the batch plan's ``objects``): what it meets there is what
-        its methods return, followed (and reported) where that meets the model."""
+        its methods return, followed (and reported) where that meets the model. A parameter
+        that reaches no model there is asked the same test (``_update_networks(args, ...)``)."""
         func = call.func
         if not isinstance(func, ast.Name) or any(isinstance(a, ast.Starred) for a in call.args):
             return False
@@ -107,8 +108,7 @@ class Origins:
         node = found[0].node if len(found) == 1 else None
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return False
-        args = node.args
-        param = None
+        args, param, test = node.args, None, self.plan.object_test
         if operand in call.args:
             positional = [*args.posonlyargs, *args.args]
             index = call.args.index(operand)
@@ -116,7 +116,9 @@ class Origins:
         else:
             word = next((k.arg for k in call.keywords if k.value is operand), None)
             param = next((p for p in (*args.args, *args.kwonlyargs) if p.arg == word), None)
-        return param is not None and id(param) in self.plan.objects
+        if param is None:
+            return False
+        return id(param) in self.plan.objects or bool(test and test.holds_object(param, node))
 
     def of(self, expr: ast.expr) -> list[Origin]:
         key = id(expr)

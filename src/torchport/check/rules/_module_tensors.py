@@ -218,9 +218,7 @@ def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
     if not any(isinstance(s, ast.FunctionDef) and s.name == "__init__" for s in cls.body):
         # inherited: from `nn.Module`, `ABC` or a mixin, no weights; from another base, maybe
         return any(_may_hold_weights(b, known.qualname(b)) for b in cls.bases)
-    for stmt in cls.body:
-        if not isinstance(stmt, ast.FunctionDef) or stmt.name != "__init__":
-            continue
+    for stmt in _run_by_init(cls):
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
@@ -237,6 +235,28 @@ def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
             ):
                 return True
     return False
+
+
+def _run_by_init(cls: ast.ClassDef) -> list[ast.FunctionDef]:
+    """``__init__`` of ``cls`` and the methods it calls on ``self``, through one another
+    (``self.define_network()``: the weights it builds are the module's from the start)."""
+    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
+    found: dict[str, ast.FunctionDef] = {}
+    todo = ["__init__"]
+    while todo:
+        name = todo.pop()
+        if name in found or name not in methods:
+            continue
+        found[name] = methods[name]
+        todo += [
+            c.func.attr
+            for c in ast.walk(methods[name])
+            if isinstance(c, ast.Call)
+            and isinstance(c.func, ast.Attribute)
+            and isinstance(c.func.value, ast.Name)
+            and c.func.value.id == "self"
+        ]
+    return list(found.values())
 
 
 def _called_by_init(name: str, cls: ast.ClassDef) -> bool:
@@ -274,3 +294,36 @@ def method_of_a_module(scope: PortScope | None) -> ast.FunctionDef | None:
     method = scope.node
     params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
     return method if params and params[0] == "self" else None
+
+
+def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, tree: ast.AST) -> bool:
+    """``__init__``, or a method only ``__init__`` calls (``self.define_network()``, through
+    other such methods): the module is being made there, before it has a parameter to tell a
+    device (``next(self.parameters())`` raises), and what it keeps is moved with the model.
+    A method the file names anywhere else is not one (``self.reset()`` in ``forward`` too)."""
+    if method.name == "__init__":
+        return True
+    if cls is None:
+        return False
+    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
+    chain: set[str] = set()
+    inside: set[int] = set()  # the `self.name` of each call made on the way
+    todo = ["__init__"]
+    while todo:
+        name = todo.pop()
+        if name in chain or name not in methods:
+            continue
+        chain.add(name)
+        for c in ast.walk(methods[name]):
+            if (
+                isinstance(c, ast.Call)
+                and isinstance(c.func, ast.Attribute)
+                and isinstance(c.func.value, ast.Name)
+                and c.func.value.id == "self"
+            ):
+                inside.add(id(c.func))
+                todo.append(c.func.attr)
+    return method.name in chain and not any(
+        isinstance(n, ast.Attribute) and n.attr == method.name and id(n) not in inside
+        for n in ast.walk(tree)
+    )

@@ -158,11 +158,8 @@ def _cuda_settings(rule: Rule, node: ast.AST, ctx: Context) -> Iterator[Finding]
 
 def _tensordot_cuda_to_device(node: ast.Call, ctx: Context) -> bool:
     """``x.cuda(...)`` on a value (not ``torch.cuda``, not ``super().cuda()`` passing it on)."""
-    return (
-        method_name(node) == "cuda"
-        and ctx.qualname(node.func) is None
-        and not forwards_to_super(node)
-    )
+    cuda = method_name(node) == "cuda"
+    return cuda and ctx.qualname(node.func) is None and not forwards_to_super(node)
 
 
 def _torch_device_of_cuda(node: ast.Call, ctx: Context) -> tuple[ast.expr | None, str] | None:

@@ -9,6 +9,7 @@ from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._module_tensors import (
     PARAMETERS_DEVICE,
+    builds_the_module,
     device_of_the_inputs,
     method_of_a_module,
 )
@@ -45,6 +46,8 @@ class ModuleBuiltInForward(Rule):
         "        self.norm = nn.LayerNorm(4)\n",
         _CLASS + "    def forward(self, x):\n        return nn.ReLU()(x)\n",
         _CLASS + "    def forward(self, x):\n        return nn.LayerNorm(4).to(x.device)(x)\n",
+        _CLASS + "    def __init__(self):\n        super().__init__()\n        self.build()\n"
+        "    def build(self):\n        self.fc = nn.Linear(4, 2)\n",
     )
     invalid = (
         Example(
@@ -62,8 +65,8 @@ class ModuleBuiltInForward(Rule):
         method = method_of_a_module(scope)
         if scope is None or method is None:
             return
-        if method.name == "__init__" or not facts.known.constructor(node):
-            return
+        if not facts.known.constructor(node) or builds_the_module(method, scope.cls, ctx.tree):
+            return  # `__init__` or a method only it calls: registered, moved with the model
         if facts.known.stateless(node):
             return  # `nn.ReLU()`: no tensors to be anywhere
         parent = facts.parents.get(id(node))

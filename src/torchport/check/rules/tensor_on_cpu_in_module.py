@@ -11,6 +11,7 @@ from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent
 from torchport.check.rules._module_tensors import (
     HELD_APART,
     OPTIMIZER_STATE,
+    builds_the_module,
     device_of_the_inputs,
     held_apart,
     method_of_a_module,
@@ -131,7 +132,7 @@ class TensorOnCpuInModule(Rule):
         method = method_of_a_module(scope)
         if scope is None or method is None:
             return
-        if method.name == "__init__":
+        if builds_the_module(method, scope.cls, ctx.tree):  # `__init__`, or only it calls it
             held = held_apart(node, name, method, facts.parents)
             if held is not None:
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
