@@ -122,3 +122,25 @@ def test_an_event_on_the_device_synchronizes() -> None:
         """
     )
     assert got is True
+
+
+_FROM_SCALARS = (
+    "import torch\ndef prog(dev):\n"
+    "    x = torch.randn(6).to(dev)\n"
+    "    _ = torch.tensor([x[0], x[1], x[2]])\n"
+)
+
+
+@pytest.mark.slow  # a child process running the audit twice
+@pytest.mark.xfail(
+    strict=True,
+    reason="the audit's CPU prediction counts no wait for torch.tensor([x[0], x[1]]) of "
+    "device tensors (the reads run below the Python key, where no mode sees them); "
+    "CUDA and the simulated device read each element",
+)
+def test_the_audit_predicts_the_reads_of_torch_tensor_of_device_scalars() -> None:
+    from tests.sim.isolated import audit_counts
+
+    (counted,) = audit_counts([_FROM_SCALARS])
+    assert counted["measured"] == {"4 sync": 3}  # one wait per element, as on CUDA
+    assert counted["predicted"] == counted["measured"]
