@@ -74,6 +74,15 @@ def _copy_into_device(dst: Any, src: torch.Tensor, non_blocking: bool = False) -
     return dst
 
 
+def _read_scalar(tensor: torch.Tensor) -> Any:
+    # torch.tensor([x0, x1]) of 0-dim device tensors reads each value with the Python key
+    # excluded (tensor_new.cpp), so the read arrives here, where PyTorch's Python fallback
+    # fails an internal assert; CUDA reads each value on the host (a wait per element).
+    from torchport.sim._tensor import _local_scalar_dense
+
+    return _local_scalar_dense(torch.ops.aten._local_scalar_dense.default, (tensor,), {})
+
+
 def _to_copy_into_device(tensor: torch.Tensor, **kwargs: Any) -> Any:
     from torchport.sim._tensor import copy_to_device
 
@@ -130,6 +139,7 @@ def install_kernels() -> None:
         # here as _to_copy, and the fallback cannot take it either.
         aten.impl("_to_copy", _to_copy_into_device, "PrivateUse1")  # type: ignore[no-untyped-call]
         aten.impl("scalar_tensor", _scalar_tensor, "PrivateUse1")  # type: ignore[no-untyped-call]
+        aten.impl("_local_scalar_dense", _read_scalar, "PrivateUse1")  # type: ignore[no-untyped-call]
         # Before autograd, where ctc_loss would decompose: CUDA reads the lengths first
         aten.impl("ctc_loss.Tensor", _ctc_loss_reading_lengths, "AutogradPrivateUse1")  # type: ignore[no-untyped-call]
     _libraries.extend((fallback, aten))

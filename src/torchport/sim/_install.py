@@ -67,6 +67,19 @@ class _DeviceModule:
     def manual_seed_all(self, seed: int) -> None:
         """See :meth:`manual_seed`."""
 
+    def get_rng_state(self, device: Any = None) -> torch.Tensor:
+        """The CPU generator's state, which random ops on the device draw from.
+
+        Asked by ``torch.random.fork_rng(device_type="sim")`` (and by a CUDA script's
+        ``fork_rng()`` under ``torchport run --device sim``) and by activation
+        checkpointing, which restore it after the CPU's own state: the same state.
+        """
+        return torch.get_rng_state()
+
+    def set_rng_state(self, new_state: torch.Tensor, device: Any = None) -> None:
+        """Set the CPU generator's state (see :meth:`get_rng_state`)."""
+        torch.set_rng_state(new_state)
+
     def synchronize(self, device: Any = None) -> None:
         """Wait for the device: every asynchronous copy to the host lands."""
         _host.waited("synchronize")
