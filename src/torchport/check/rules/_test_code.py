@@ -39,6 +39,7 @@ __all__ = [
     "benchmark_code",
     "collected_by_a_test_runner",
     "cuda_is_the_subject",
+    "cuda_quirk",
     "decides_where_a_test_runs",
     "leaves",
     "timing_program",
@@ -327,3 +328,19 @@ def leaves(body: list[ast.stmt]) -> bool:
     if isinstance(last, (ast.Return, ast.Raise)):
         return True
     return isinstance(last, ast.Expr) and _skips(last.value)
+
+
+def cuda_quirk(branch: ast.AST, ctx: Context) -> bool:
+    """An ``if`` in test code whose arm does nothing but ``pass``, with an ``elif``/``else``.
+
+    ``if resample == "nearest" and degrees.is_cuda: pass  # grid_sample returns NaN on
+    CUDA`` ``elif ...: <check>`` (kornia's tests, sample M): the test exempts CUDA from a
+    check because of a CUDA kernel's quirk. Another device does not share the quirk, so
+    testing ``device.type != "cpu"`` instead would exempt it wrongly (TP103 leaves it).
+    """
+    return (
+        isinstance(branch, ast.If)
+        and bool(branch.orelse)
+        and all(isinstance(s, ast.Pass) for s in branch.body)
+        and collected_by_a_test_runner(ctx)
+    )
