@@ -54,7 +54,8 @@ def test_a_test_s_inputs_are_made_once(
 
 
 # A loop around the copy, and whether it only makes a test's inputs (sample J: ignite's
-# `for metric_device in metric_devices:` and `[... for _ in range(n_epochs - 2)]`).
+# `for metric_device in metric_devices:` and `[... for _ in range(n_epochs - 2)]`;
+# sample N: torchcde's `for _ in range(5):` random trials).
 LOOPS = {
     "for metric_device in metric_devices:\n    {copy}": True,
     "for dev in devices:\n    {copy}": False,
@@ -67,6 +68,14 @@ LOOPS = {
     "xs = [torch.ones(3).to(device) for _ in range({move}.numel())]": True,
     "for metric_device in metric_devices:\n    for _ in range(steps):\n        {copy}": False,
     "for _ in range(steps):\n    xs = [{move} for _ in range(2)]": False,
+    # a few random trials, each making its inputs (sample N: torchcde's `for _ in range(5):`)
+    "for _ in range(5):\n    {copy}": True,
+    "for i in range(2, 8):\n    {copy}": True,
+    "for _ in range(5):\n    for metric_device in metric_devices:\n        {copy}": True,
+    "for _ in range(5, steps):\n    {copy}": False,
+    "for _ in range(5):\n    for batch in loader:\n        {copy}": False,
+    "for _ in range(5):\n    while steps:\n        {copy}": False,
+    "for batch in loader:\n    for _ in range(5):\n        {copy}": False,
 }
 
 

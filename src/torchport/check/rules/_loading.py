@@ -216,7 +216,9 @@ _TEMPORARY = re.compile(r"tmp|temp|cache", re.IGNORECASE)
 def written_by_this_run(node: ast.Call, ctx: Context) -> bool:
     """Whether this program wrote the file itself: a temporary or cache path, or a save to it.
 
-    ``with open(f"{tmpdir}/a.pt", "rb") as f: torch.load(f)`` in a test, or
+    ``with open(f"{tmpdir}/a.pt", "rb") as f: torch.load(f)`` in a test, a file
+    object opened as a temporary file (``with tempfile.TemporaryFile("r+b") as f:``,
+    ClassyVision's broadcast of a pickled object: sample N), or
     ``torch.save(sd, path)`` then ``torch.load(path)`` in one function, or a
     cache (``if exists(path): torch.load(path)`` with ``torch.save(..., path)``
     in the ``else``): the file comes from this machine, and loads where it
@@ -232,6 +234,8 @@ def written_by_this_run(node: ast.Call, ctx: Context) -> bool:
                 target = item.optional_vars
                 if isinstance(target, ast.Name) and target.id == name:
                     opened = item.context_expr
+                    if isinstance(opened, ast.Call) and _TEMPORARY.search(ctx.segment(opened.func)):
+                        return True  # `with tempfile.TemporaryFile() as f:`: no one else's
                     source = (
                         opened.args[0] if isinstance(opened, ast.Call) and opened.args else source
                     )

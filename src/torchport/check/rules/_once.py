@@ -29,8 +29,9 @@ def _in_test_code(ctx: Context) -> bool:
 
 
 def _fixed_count(comprehension: ast.AST) -> bool:
-    """Whether every ``for`` of a comprehension runs over ``range`` of numbers written out."""
-    generators = getattr(comprehension, "generators", ())
+    """Whether every ``for`` of a comprehension (or a ``for`` statement) runs over ``range``
+    of numbers written out."""
+    generators = getattr(comprehension, "generators", None) or [comprehension]
     return bool(generators) and all(
         isinstance(g.iter, ast.Call)
         and isinstance(g.iter.func, ast.Name)
@@ -46,9 +47,11 @@ def _repeated_as_set_up(node: ast.AST, ctx: Context) -> bool:
 
     No loop at all; or only loops that make the test's inputs: a comprehension over
     ``range(...)`` (``[torch.ones(n).to(device) for _ in range(n_epochs - 2)]``: a list
-    of inputs, made once) and a ``for`` over the devices the test runs on (``for
-    metric_device in metric_devices:``: once per device). A ``while``, or a ``for`` over
-    anything else (steps, batches), repeats work: not set-up.
+    of inputs, made once), a ``for`` over the devices the test runs on (``for
+    metric_device in metric_devices:``: once per device) and a ``for`` over ``range`` of
+    numbers written out (``for _ in range(5):``: a few random trials, each its inputs;
+    sample N, torchcde). A ``while``, or a ``for`` over anything else (steps, batches,
+    ``range(n_steps)``), repeats work: not set-up.
     """
     child = node
     for outer in reversed(ctx.ancestors):
@@ -61,7 +64,10 @@ def _repeated_as_set_up(node: ast.AST, ctx: Context) -> bool:
             repeated = child is not outer.iter and child is not outer.target
             if repeated and not any(s is child for s in outer.orelse):
                 target = outer.target
-                if not (isinstance(target, ast.Name) and "device" in target.id.lower()):
+                if not (
+                    (isinstance(target, ast.Name) and "device" in target.id.lower())
+                    or _fixed_count(outer)  # `for _ in range(5):` random trials' inputs
+                ):
                     return False
         elif isinstance(outer, _COMPREHENSIONS) and not _over_range(outer):
             first = outer.generators[0]

@@ -28,6 +28,7 @@ another device would change what it tests (TP101 leaves it).
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 
 from torchport.check._context import Context
@@ -38,8 +39,10 @@ __all__ = [
     "benchmark_code",
     "collected_by_a_test_runner",
     "cuda_is_the_subject",
+    "cuda_quirk",
     "decides_where_a_test_runs",
     "leaves",
+    "timing_program",
 ]
 
 _TEST_FOLDERS = frozenset({"test", "tests"})
@@ -165,7 +168,8 @@ def benchmark_code(ctx: Context) -> bool:
     * in test code (:func:`collected_by_a_test_runner`), a timing closure: a function
       whose last statement returns a function defined directly in it
       (``def compute_packed_with_init(): ...; def compute_packed(): ...; return
-      compute_packed``: the workload handed to a timer), both functions included.
+      compute_packed``: the workload handed to a timer), both functions included;
+    * a module that is a timing program (:func:`timing_program`: its structure).
 
     A benchmark measures one device on purpose (benchmarks/RESULTS.md, sample M: low
     value); TP101, TP102, TP109 and TP401 leave it. A folder or file named
@@ -177,7 +181,84 @@ def benchmark_code(ctx: Context) -> bool:
     functions = [f for f in ctx.ancestors if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     if any(_BENCH.fullmatch(f.name) for f in functions):
         return True
-    return any(map(_returns_a_closure, functions)) and collected_by_a_test_runner(ctx)
+    if any(map(_returns_a_closure, functions)) and collected_by_a_test_runner(ctx):
+        return True
+    found = ctx.memo.get("timing_program")
+    if found is None:
+        found = ctx.memo["timing_program"] = timing_program(ctx.tree)
+    return bool(found)
+
+
+# Clock reads (``time.perf_counter()``, ``timeit.default_timer()``, ``perf_counter()``
+# after ``from time import perf_counter``); ``time()`` only as ``time.time()``.
+_CLOCKS = frozenset(
+    {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "default_timer"}
+)
+
+
+def timing_program(tree: ast.Module) -> bool:
+    """Whether the module is a program that times repeated, synchronized work: a benchmark.
+
+    By its structure, not its name: it runs as a program (``if __name__ ==
+    "__main__":`` at module level) and, in one block, reads a clock right after a
+    synchronization, repeats some work in a ``for ... in range(...)`` loop, and reads
+    the clock right after a synchronization again (``torch.cuda.synchronize(); start =
+    time.perf_counter(); for _ in range(iters): fn(); torch.cuda.synchronize();
+    elapsed = time.perf_counter() - start``). Such a program measures one device on
+    purpose, and its device queries and reports are its figures (benchmarks/RESULTS.md,
+    samples M and N: low value). A program that times the work it does (an evaluation
+    timing each batch of its data: ``for batch in loader:``, judged real) is not this,
+    nor a training program in a ``benchmark/`` folder (PARL's), nor library code.
+    """
+    if not any(map(_main_guard, tree.body)):
+        return False
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and _times_repeated_work(block):
+                return True
+    return False
+
+
+def _times_repeated_work(block: list[ast.stmt]) -> bool:
+    reads = [i for i in range(len(block) - 1) if _synced_clock(block[i], block[i + 1])]
+    return any(
+        isinstance(stmt, ast.For)
+        and isinstance(stmt.iter, ast.Call)
+        and isinstance(stmt.iter.func, ast.Name)
+        and stmt.iter.func.id == "range"
+        for before, after in itertools.pairwise(reads)
+        for stmt in block[before + 2 : after]
+    )
+
+
+def _main_guard(stmt: ast.stmt) -> bool:
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
+
+
+def _synced_clock(first: ast.stmt, then: ast.stmt) -> bool:
+    """``<a sync call>`` followed by a statement that reads a clock."""
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Call)):
+        return False
+    tail = _callee_tail(first.value.func) or ""
+    if "sync" not in tail.lower() or "async" in tail.lower():
+        return False
+    return any(isinstance(n, ast.Call) and _clock(n.func) for n in ast.walk(then))
+
+
+def _clock(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id in _CLOCKS
+    return isinstance(func, ast.Attribute) and (
+        func.attr in _CLOCKS
+        or (func.attr == "time" and isinstance(func.value, ast.Name) and func.value.id == "time")
+    )
 
 
 def _returns_a_closure(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -247,3 +328,19 @@ def leaves(body: list[ast.stmt]) -> bool:
     if isinstance(last, (ast.Return, ast.Raise)):
         return True
     return isinstance(last, ast.Expr) and _skips(last.value)
+
+
+def cuda_quirk(branch: ast.AST, ctx: Context) -> bool:
+    """An ``if`` in test code whose arm does nothing but ``pass``, with an ``elif``/``else``.
+
+    ``if resample == "nearest" and degrees.is_cuda: pass  # grid_sample returns NaN on
+    CUDA`` ``elif ...: <check>`` (kornia's tests, sample M): the test exempts CUDA from a
+    check because of a CUDA kernel's quirk. Another device does not share the quirk, so
+    testing ``device.type != "cpu"`` instead would exempt it wrongly (TP103 leaves it).
+    """
+    return (
+        isinstance(branch, ast.If)
+        and bool(branch.orelse)
+        and all(isinstance(s, ast.Pass) for s in branch.body)
+        and collected_by_a_test_runner(ctx)
+    )

@@ -28,7 +28,9 @@ class CudaStreamOrEvent(Rule):
     Finds the CUDA-only stream and event API: `torch.cuda.Stream()`,
     `torch.cuda.Event(...)`, `with torch.cuda.stream(s):`,
     `torch.cuda.current_stream()`, `torch.cuda.default_stream()`,
-    `torch.cuda.set_stream(s)`. Calls under a device check are left alone.
+    `torch.cuda.set_stream(s)`. Calls under a device check are left alone, and so
+    are those in the arm of a CUDA option (`if self.use_cuda_events():`, `if
+    cfg.cuda_streams:`): the program's CUDA-only option, its other path elsewhere.
 
     ## Why is this bad?
     They raise on every machine without CUDA, so a data prefetcher or a
@@ -71,7 +73,31 @@ class CudaStreamOrEvent(Rule):
         if function is None:
             return
         twin = _TWINS.get(function)
-        if twin is None or device_guard(node, ctx) is not None:
+        if twin is None or device_guard(node, ctx) is not None or _cuda_option(ctx):
             return
         message = f"use {twin} instead of `torch.cuda.{function}`, which exists only for CUDA"
         yield ctx.finding(self, node, message=message)
+
+
+def _cuda_option(ctx: Context) -> bool:
+    """In the ``if`` arm of a test that reads an option named for CUDA, within the function."""
+    child: ast.AST | None = None
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(outer, ast.If) and any(s is child for s in outer.body):
+            tests = outer.test.values if isinstance(outer.test, ast.BoolOp) else [outer.test]
+            if isinstance(outer.test, ast.BoolOp) and isinstance(outer.test.op, ast.Or):
+                tests = []  # `if use_cuda_events() or profile:` runs without CUDA too
+            if any(_named_for_cuda(t) for t in tests):
+                return True
+        child = outer
+    return False
+
+
+def _named_for_cuda(test: ast.expr) -> bool:
+    """``use_cuda_events()``, ``self.cuda_streams``, ``cfg.use_cuda_graph`` (not negated)."""
+    if isinstance(test, ast.Call) and not test.args and not test.keywords:
+        test = test.func
+    name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", "")
+    return "cuda" in name.lower()

@@ -94,7 +94,8 @@ def _skipped_without_float64(node: ast.Call, ctx: Context) -> bool:
 
     ``_skip_if_dtype_unavailable(device, torch.float64)`` (a call named for a skip
     that names float64) or ``if device.type == "mps": pytest.skip(...)`` (a test that
-    names MPS and leaves): the float64 work never reaches MPS (kornia, sample M).
+    names MPS and leaves), or a test a ``conftest.py`` above skips on MPS by its name
+    (``rules/_conftest.py``): the float64 work never reaches MPS (kornia, sample M).
     """
     if not collected_by_a_test_runner(ctx):
         return False
@@ -108,6 +109,10 @@ def _skipped_without_float64(node: ast.Call, ctx: Context) -> bool:
     )
     if function is None:
         return False
+    from torchport.check.rules._conftest import words_skipped_on_mps  # test code only
+
+    if any(word in function.name.lower() for word in words_skipped_on_mps(ctx.path)):
+        return True  # kornia's conftest skips every `*gradcheck*` test on MPS
     for stmt in function.body:
         if stmt.lineno >= node.lineno:
             return False

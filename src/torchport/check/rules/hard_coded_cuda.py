@@ -40,7 +40,7 @@ class HardCodedCuda(Rule):
     `model.device = torch.device("cuda")` to trigger a GPU warning), test code
     whose subject is CUDA (named, marked or skipped for it, or asserting it
     first: `rules/_test_code.py`), benchmark code (a `bm_*` file or function, a
-    test's timing closure: it times one device on purpose), a class's own `cuda()`
+    test's timing closure, a timing program: it times one device on purpose), a class's own `cuda()`
     method, and code under a device check (`if device.type == "cuda":`, in any
     case, `if torch.cuda.is_available():`): ported, or TP109's choice, except a
     move there in code that carries its device (`self.device`), which must follow it.

@@ -9,7 +9,7 @@ from torchport.check._context import Context
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cuda_choice import cuda_api, moves_to_cuda, not_implemented_elsewhere
-from torchport.check.rules._test_code import cuda_is_the_subject
+from torchport.check.rules._test_code import cuda_is_the_subject, cuda_quirk
 from torchport.check.semantic._devices import IS_DEVICE_ATTRIBUTES
 from torchport.check.semantic._guards import Guard, device_guard
 
@@ -27,8 +27,8 @@ class IsCudaCheck(Rule):
     (TP401's) or spreads the work over several GPUs (DataParallel, TP405's), which really
     exist only for CUDA, and so `assert x.is_cuda` (or `if not x.is_cuda: raise ...`) before
     such a call, or raising `NotImplementedError` before a compiled module's call
-    (`_C.op(...)`): the kernel's precondition. Before portable code (a Triton kernel, torch
-    ops) either is reported.
+    (`_C.op(...)`): the kernel's precondition; and a test's CUDA quirk (`if x.is_cuda: pass`
+    before an `elif` of what it checks elsewhere). Before portable code either is reported.
 
     ## Why is this bad?
     `is_cuda` is False for tensors on MPS, XPU and other accelerators, so the
@@ -96,7 +96,7 @@ class IsCudaCheck(Rule):
         if node.attr != "is_cuda" or not isinstance(node.ctx, ast.Load):
             return
         branch = _in_condition(node, ctx)
-        if branch is None or _specific_to_cuda(branch, node, ctx):
+        if branch is None or _specific_to_cuda(branch, node, ctx) or cuda_quirk(branch, ctx):
             return
         found = ctx.finding(self, node)
         if isinstance(branch, ast.If):  # the test, spanning the branch it guards
