@@ -2,8 +2,8 @@
 
 Run as ``python -m torchport.cli._port_child REPORT ROOTS AS ENTRY [ARGS...]`` by
 :func:`torchport.check.port.verify` (never by users). It runs ENTRY as
-``torchport run --device sim --quiet`` would: with ``AS`` = ``cuda``, CUDA redirected
-to ``sim`` (the program sees a CUDA machine); with ``AS`` = ``accelerator``, without
+``torchport run --device sim --quiet`` would: with ``AS`` = ``redirected``, CUDA
+redirected to ``sim`` (the program sees a CUDA machine); with ``AS`` = ``plain``, without
 the redirect (``torch.cuda.is_available()`` is False: an accelerator that is not CUDA,
 as MPS and XPU are). It writes what the run showed that an exit status cannot say to
 REPORT (a JSON object):
@@ -42,13 +42,13 @@ def main(argv: list[str]) -> int:
     report_path, roots, seen_as, *command = argv
     report: dict[str, Any] = {"float64": []}
     try:
-        code = _run(command, roots.split(os.pathsep), seen_as == "cuda", report)
+        code = _run(command, roots.split(os.pathsep), seen_as == "redirected", report)
     finally:
         Path(report_path).write_text(json.dumps(report), encoding="utf-8")
     return code
 
 
-def _run(command: list[str], roots: list[str], cuda: bool, report: dict[str, Any]) -> int:
+def _run(command: list[str], roots: list[str], redirect: bool, report: dict[str, Any]) -> int:
     try:
         import torch  # noqa: F401  (asked first: the message names what is missing)
     except ImportError as exc:
@@ -62,13 +62,11 @@ def _run(command: list[str], roots: list[str], cuda: bool, report: dict[str, Any
     except TorchportError as exc:
         report.update(setup="no-simulator", message=str(exc))
         return 3
-    from torchport.run._shutdown import die_by_signal
-    from torchport.run._target import Target, run_target
+    from torchport.run import RunOptions, run_command
 
-    target = Target(command[0], tuple(command[1:]))
+    options = RunOptions(command=tuple(command), device="sim", quiet=True, redirect_cuda=redirect)
     with _float64_watch(roots, report["float64"]):
-        code = run_target(target, "sim", quiet=True, redirect_cuda=cuda)
-    return die_by_signal(-code) if code < 0 else code  # (as torchport run ends)
+        return run_command(options)
 
 
 def _user_line(frame: FrameType | None, roots: tuple[str, ...]) -> tuple[str, int] | None:

@@ -29,6 +29,8 @@ class RunOptions:
         audit: Print an audit report to stderr at exit.
         strict: Raise on device mismatches.
         quiet: Do not say on stderr that CUDA is redirected.
+        redirect_cuda: False runs without the redirect: on ``sim`` the script sees an
+            accelerator that is not CUDA (``port --verify``'s second run).
         nproc: Workers per node; set, the run is handed to torchrun.
         rendezvous: torchrun's options for finding the other workers.
     """
@@ -39,6 +41,7 @@ class RunOptions:
     audit: bool = False
     strict: bool = False
     quiet: bool = False
+    redirect_cuda: bool = True
     nproc: int | None = None
     rendezvous: Rendezvous = field(default_factory=Rendezvous)
 
@@ -64,6 +67,7 @@ def run_command(options: RunOptions) -> int:
                 audit=options.audit,
                 strict=options.strict,
                 quiet=options.quiet,
+                redirect_cuda=options.redirect_cuda,
             )
         else:
             argv = torchrun_argv(

@@ -204,7 +204,7 @@ def _run_once(
         report_path = Path(tmp) / "report.json"
         listed = os.pathsep.join(str(Path(r).resolve()) for r in roots)
         command = [sys.executable, "-m", "torchport.cli._port_child", str(report_path), listed]
-        command += [seen_as, str(entry.resolve()), *args]
+        command += ["redirected" if seen_as == "cuda" else "plain", str(entry.resolve()), *args]
         env = {**os.environ, "TORCHPORT_DEVICE": "sim", "MPLBACKEND": "Agg"}
         start = time.perf_counter()
         try:
