@@ -57,10 +57,6 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 34: receivers of classes from another module of the project are not resolved",
-)
 def test_a_class_of_a_sibling_module_keeps_its_own_cuda(tmp_path: Path) -> None:
     for name, text in _FILES.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
