@@ -138,9 +138,9 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 def _runs(tmp: Path) -> list[str]:
     (tmp / "driver.py").write_text(_DRIVER, encoding="utf-8")
+    command = ["-m", "torchport", "run", "--quiet", "--device", "sim", "driver.py"]
     done = subprocess.run(
-        [sys.executable, "-m", "torchport", "run", "--quiet", "--device", "sim", "driver.py"]
-        + ["before", "after"],
+        [sys.executable, *command, "before", "after"],
         cwd=tmp,
         capture_output=True,
         text=True,
