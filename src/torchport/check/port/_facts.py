@@ -53,7 +53,7 @@ from torchport.check.port._device_name import DeviceName
 from torchport.check.port._instances import HostMethods, converted_inputs
 from torchport.check.port._models import ModelKnowledge, library_driven
 from torchport.check.port._module_functions import own_tensor_functions
-from torchport.check.port._project_owners import project_of
+from torchport.check.port._project_view import project_of
 from torchport.check.port._structure import FileStructure
 
 __all__ = ["PortFacts", "PortScope", "port_facts"]

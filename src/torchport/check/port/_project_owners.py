@@ -27,7 +27,7 @@ import ast
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
-    from torchport.check.port._project import ProjectImports
+    from torchport.check.port._project import ProjectImports  # (annotations only)
 
 __all__ = [
     "DEVICE_METHODS",
@@ -36,9 +36,6 @@ __all__ = [
     "bound_names",
     "decide",
     "owners_of",
-    "project_answer",
-    "project_methods",
-    "project_of",
 ]
 
 # The methods a fix rewrites or whose receiver it follows (a class of its own defining
@@ -53,17 +50,6 @@ Owned = tuple[bool, frozenset[str], str]
 UNRESOLVED: Owned = (False, frozenset(), "unresolved")
 _PLAIN_BASES = frozenset({"typing.Generic", "typing.Protocol", "abc.ABC", "builtins.object"})
 _LOOKALIKES = frozenset({"numba", "cupy", "cupyx", "jax", "tensorflow", "keras", "numpy"})
-_MEMO = "project.imports"  # Context.memo's key: one project view per file, port's and fix's
-
-
-def project_of(ctx: Context) -> ProjectImports:
-    """The file's project view (:func:`~torchport.check.port._project.project_imports`), once."""
-    found = ctx.memo.get(_MEMO)
-    if found is None:
-        from torchport.check.port._project import project_imports
-
-        found = ctx.memo[_MEMO] = project_imports(ctx)
-    return found  # type: ignore[return-value]
 
 
 def decide(owned: Owned, method: str, instance: bool) -> str:
@@ -190,27 +176,3 @@ class _Classes:
             return (False, frozenset(), "torch")
         plain = name in _PLAIN_BASES or root in _LOOKALIKES  # another library's: not torch's
         return (False, frozenset(), "object" if plain else "unknown")
-
-
-def project_answer(expr: ast.expr, method: str, ctx: Context, *, instance: bool) -> str | None:
-    """``"torch"``, ``"other"``, ``"unknown"`` (:func:`decide`) for a name or ``alias.name``
-    bound by an import of the project's own modules, or a name bound by nothing in a file
-    with a star import of one (an unreadable one: ``"other"``); None: no project's name."""
-    project = project_of(ctx)
-    owned = project.owner_of(expr)
-    if owned is None and isinstance(expr, ast.Name) and project.star_unresolved:
-        owned = UNRESOLVED
-    return None if owned is None else decide(owned, method, instance)
-
-
-def project_methods(ctx: Context) -> frozenset[str]:
-    """Device methods of their own that the project's classes and instances the file imports
-    have, torch's subclasses aside (once per file): an unknown receiver's may be theirs."""
-    found = ctx.memo.get("project.methods")
-    if found is None:
-        names: set[str] = set()
-        for _, methods, lineage in project_of(ctx).owners.values():
-            if lineage != "torch":
-                names |= methods
-        found = ctx.memo["project.methods"] = frozenset(names)
-    return found  # type: ignore[return-value]

@@ -172,9 +172,7 @@ def _project_owner(
         return owner
     if star and "*" not in ctx.source:
         return owner  # a builtin
-    from torchport.check.port._project_owners import project_answer
-
-    answer = project_answer(expr, method, ctx, instance=instance)
+    answer = ctx.project_answer(expr, method, instance=instance)
     return owner if answer is None else _DECIDED[answer]
 
 
@@ -253,9 +251,7 @@ def _project_methods(ctx: Context) -> frozenset[str]:
     """Device methods of their own of the project's non-torch classes the file imports."""
     if not ctx.import_tails:
         return frozenset()
-    from torchport.check.port._project_owners import project_methods
-
-    return project_methods(ctx)
+    return ctx.project_methods()
 
 
 def may_rewrite(call: ast.Call, ctx: Context) -> bool:
