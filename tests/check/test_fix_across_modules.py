@@ -1,12 +1,10 @@
 """A class of another module of the project, with its own ``.cuda()``/``.to()``: left alone.
 
-The checker sees one file at a time: ``from .batch import Batch`` binds a name
-whose class it cannot read, so ``Batch(x).cuda()`` counts as torch's (an
-unknown receiver in a file that defines no ``cuda``) and becomes
-``.to(device)``: it calls the batch's own ``to`` instead of its ``cuda``, and
-raises ``AttributeError`` for a class (``Sub`` of a base in another file) that
-has no ``to``. Issue 34 asks for one semantic model across the project's files
-(shared with the port's project view); until then this stays an expected failure.
+``from .batch import Batch`` binds a name whose class lives in a sibling module:
+``Batch(x).cuda()`` must not become ``.to(device)`` (it would call the batch's own
+``to`` instead of its ``cuda``, and raise ``AttributeError`` for a class, ``Sub`` of a
+base in another file, that has no ``to``). The fix reads the sibling's classes through
+the port's project view (issue 34; ``check/port/_project_owners.py``).
 
 Oracle: the package runs on this CPU-only machine before ``fix --unsafe --select
 ALL`` and must print the same after it.
@@ -17,8 +15,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 _FILES = {
     "pkg/__init__.py": "",
@@ -57,10 +53,6 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 34: receivers of classes from another module of the project are not resolved",
-)
 def test_a_class_of_a_sibling_module_keeps_its_own_cuda(tmp_path: Path) -> None:
     for name, text in _FILES.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

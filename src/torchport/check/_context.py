@@ -85,6 +85,19 @@ class Context(SourceText):
         """Called by the engine after ``node``'s children."""
         self.ancestors.pop()
 
+    def project_answer(self, expr: ast.expr, method: str, *, instance: bool) -> str | None:
+        """Whose ``method`` a name the project's own modules bind has (``"torch"``, ``"other"``,
+        ``"unknown"``; None: no project's name): ``port/_project_view.py``, on first use."""
+        from torchport.check.port._project_view import project_answer
+
+        return project_answer(expr, method, self, instance=instance)
+
+    def project_methods(self) -> frozenset[str]:
+        """Device methods of their own of the project's non-torch classes this file imports."""
+        from torchport.check.port._project_view import project_methods
+
+        return project_methods(self)
+
     def release(self) -> None:
         """Break the file's reference cycles once its walk is done.
 

@@ -53,7 +53,7 @@ from torchport.check.port._device_name import DeviceName
 from torchport.check.port._instances import HostMethods, converted_inputs
 from torchport.check.port._models import ModelKnowledge, library_driven
 from torchport.check.port._module_functions import own_tensor_functions
-from torchport.check.port._project import project_imports
+from torchport.check.port._project_view import project_of
 from torchport.check.port._structure import FileStructure
 
 __all__ = ["PortFacts", "PortScope", "port_facts"]
@@ -101,7 +101,7 @@ class PortFacts:
         self.own_placement: ast.Call | None = None
         # A file with no torch in it is no PyTorch program: nothing to port there.
         # The project's own modules this file imports (`from model import Net`).
-        self.project = project_imports(ctx)
+        self.project = project_of(ctx)  # the fix's project view too
         # (An import of torch spells "torch": a text without it needs no walk.)
         self.active = ("torch" in ctx.source and _imports_torch(tree)) or bool(self.project)
         self.known = ModelKnowledge([], ctx.qualname)

@@ -53,6 +53,7 @@ from torchport.check.port._module_functions import (
     takes_device,
     viewed_parameters,
 )
+from torchport.check.port._project_owners import UNRESOLVED, Owned, bound_names, owners_of
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = [
@@ -82,6 +83,14 @@ class ModuleFacts:
     views: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()
     # model classes whose forward makes its own tensor of an input: (class, (position, ...))
     converted: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # whose device methods its classes, instances and re-exports have (_project_owners.py)
+    owners: tuple[tuple[str, Owned], ...] = ()
+    defined: frozenset[str] = frozenset()  # the names it binds itself (no star imports)
+
+    @property
+    def owned(self) -> dict[str, Owned]:
+        """:attr:`owners` as a mapping."""
+        return dict(self.owners)
 
     def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
         """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""
@@ -125,6 +134,12 @@ class ProjectImports:
     viewed: dict[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
     # model class (local name) -> the forward's inputs it makes its own tensor of
     converted: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # local name -> whose device methods it has (_project_owners.py); names bound to a
+    # project module's name that cannot be read; a star import of a module that cannot be
+    # (apart from equality: the port's views compare without them)
+    owners: dict[str, Owned] = field(default_factory=dict, compare=False)
+    unresolved: set[str] = field(default_factory=set, compare=False)
+    star_unresolved: bool = field(default=False, compare=False)
     # name -> the first kind (in KINDS's order) holding it; built by the first lookup
     _index: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -139,6 +154,31 @@ class ProjectImports:
             if facts is not None and func.attr in facts.view_functions:
                 return dict(facts.views).get(func.attr)
         return None
+
+    def owner_of(self, expr: ast.expr) -> Owned | None:
+        """Whose device methods the name or ``alias.name`` has, if a project module binds it.
+
+        :data:`~torchport.check.port._project_owners.UNRESOLVED` where the project's module
+        cannot be read; None where the name is no project module's.
+        """
+        if isinstance(expr, ast.Name):
+            if expr.id in self.owners:
+                return self.owners[expr.id]
+            return UNRESOLVED if expr.id in self.unresolved else None
+        if not isinstance(expr, ast.Attribute):
+            return None
+        owner = _dotted(expr.value)
+        if owner is None:
+            return None
+        if owner.partition(".")[0] in self.unresolved:
+            return UNRESOLVED  # `batch.Batch` after `from . import batch`, unreadable
+        facts = self.modules.get(owner)
+        if facts is None:
+            return None
+        found = facts.owned.get(expr.attr)
+        if found is None and expr.attr not in facts.defined:
+            return UNRESOLVED  # bound there by a star or dynamic import
+        return found
 
     def lookup(self, expr: ast.expr) -> tuple[str, str] | None:
         """``(kind, name)`` for a name or ``alias.name`` the project defines, else None.
@@ -309,6 +349,8 @@ def _facts_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> ModuleFac
         view_functions=frozenset(name for name, _ in views),
         views=tuple(views),
         converted=tuple(converted),
+        owners=owners_of(ctx, imported, models),
+        defined=bound_names(tree),
     )
 
 
@@ -338,28 +380,40 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                     if alias.name == "*":  # `from model import *`: its public names
                         if source_facts is not None:
                             _record_all(out, source_facts, bindings())
+                        elif source is not None:
+                            out.star_unresolved = True
                         continue
-                    recorded = source_facts is not None and _defines(source_facts, alias.name)
+                    recorded = source_facts is not None and (
+                        _defines(source_facts, alias.name) or alias.name in source_facts.owned
+                    )
                     sub = None
                     if not recorded:
                         # `from pkg import model`: a submodule
                         dotted = f"{node.module}.{alias.name}" if node.module else alias.name
                         sub = find_module(importer, dotted, node.level, lookups)
                         if sub is None:
+                            if source is not None and _unread(source_facts, alias.name):
+                                out.unresolved.add(local)  # the project's, unreadable
                             continue  # nothing of the project's, whatever binds the name
                     if not _only_import(bindings().get(local, [])):
                         continue
+                    if source_facts is not None and alias.name in source_facts.owned:
+                        out.owners[local] = source_facts.owned[alias.name]
                     if source_facts is not None and recorded:
                         _record(out, local, alias.name, source_facts)
                         continue
                     sub_facts = module_facts(sub, seen, lookups) if sub is not None else None
                     if sub_facts is not None:
                         out.modules[local] = sub_facts
+                    elif sub is not None:
+                        out.unresolved.add(local)
             else:
                 for alias in node.names:
                     found = find_module(importer, alias.name, 0, lookups)
                     facts = module_facts(found, seen, lookups) if found is not None else None
                     if facts is None:
+                        if found is not None:  # `import pkg.broken as b`: unreadable
+                            out.unresolved.add(alias.asname or alias.name.partition(".")[0])
                         continue
                     if alias.asname:
                         if _only_import(bindings().get(alias.asname, [])):
@@ -394,6 +448,15 @@ def _record_all(
         names: frozenset[str] = getattr(facts, attr)
         getattr(out, attr).update(n for n in names if not n.startswith("_") and not bindings.get(n))
     out.viewed.update((n, v) for n, v in facts.views if n in out.view_functions)
+    out.owners.update(
+        (n, owned) for n, owned in facts.owners if not n.startswith("_") and not bindings.get(n)
+    )
+
+
+def _unread(facts: ModuleFacts | None, name: str) -> bool:
+    """Whether ``name`` of a found project module cannot be told: the module does not parse,
+    or it does not bind the name itself (a star or dynamic import)."""
+    return facts is None or (name not in facts.defined and name not in facts.owned)
 
 
 def _defines(facts: ModuleFacts, name: str) -> bool:

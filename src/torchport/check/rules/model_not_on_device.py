@@ -11,6 +11,7 @@ from torchport.check.rules._loader_placement import PLACED_BY_LOADER, placed_by_
 from torchport.check.rules._port import PortFacts, port_facts
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._guards import Guard, device_guard
+from torchport.check.semantic._receivers import Owner, receiver_owner
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class ModelNotOnDevice(Rule):
     never moved: `.to()` raises for a quantized model and undoes a split over
     several devices; unless the file never calls it nor hands it on (only reads
     attributes such as `model.config`): then there are no inputs to move.
+    A model whose class (of the file or of the project's own modules) defines
+    its own `to` is reported, never moved: `.to(device)` would call that method.
     """
 
     code = "TP501"
@@ -109,8 +112,8 @@ class ModelNotOnDevice(Rule):
         if device_guard(node, ctx) is Guard.AVAILABILITY:
             return  # `Net().cuda() if use_cuda else Net()`: the program's CUDA-or-CPU arm
         found = facts.device_at(node)
-        if found is None:
-            yield ctx.finding(self, node)
+        if found is None or receiver_owner(node, "to", ctx) is Owner.OTHER:
+            yield ctx.finding(self, node)  # (a class with a `to` of its own: reported)
             return
         name, edits = found
         fix = Fix((*ctx.append_call(node, f".to({name})"), *edits), FixSafety.SAFE)

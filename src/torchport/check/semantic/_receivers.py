@@ -25,8 +25,12 @@ method call, following names through the one resolver
 
 :func:`may_rewrite` is the decision: TORCH, or UNKNOWN in a file where no
 class defines a method of that name (the call cannot be the program's own
-method of this file). Classes of other modules of the project are the
-project view's (``port``); here a call of one is UNKNOWN.
+method of this file, nor of a project class the file imports). Names bound by
+imports of the project's own modules are read there, through the port's project
+view (``port/_project_owners.py``): a class of a sibling module (or a base of a
+class of the file) answers as one of the file would; a name of the project that
+cannot be read (a module that does not parse, a star or dynamic import) is OTHER:
+reported, never rewritten.
 """
 
 from __future__ import annotations
@@ -93,16 +97,19 @@ def receiver_owner(expr: ast.expr, method: str, ctx: Context) -> Owner:
     for _ in range(_HOPS):
         if isinstance(expr, ast.Name):
             if expr.id not in ctx.import_tails and not scopes.bindings(expr.id, expr):
-                return Owner.UNKNOWN  # a builtin or a name from a star import
+                return _project_owner(
+                    expr, method, ctx, instance=False, owner=Owner.UNKNOWN
+                )  # a builtin, a star's
             binding = scopes.binding_at(expr)
             if binding is None:
                 return Owner.UNKNOWN
             if binding.kind is BindingKind.IMPORT:
-                return (
+                owner = (
                     Owner.UNKNOWN
                     if binding.qualified is None
                     else _library_owner(binding.qualified)
                 )
+                return _project_owner(expr, method, ctx, instance=False, owner=owner)
             if binding.kind in (BindingKind.DEF, BindingKind.CLASS):
                 return Owner.OTHER  # a function or class object has no `.cuda()`
             if binding.value is None:
@@ -115,16 +122,18 @@ def receiver_owner(expr: ast.expr, method: str, ctx: Context) -> Owner:
             return Owner.OTHER
         if isinstance(expr, ast.Attribute):
             name = ctx.qualname(expr)
-            return Owner.UNKNOWN if name is None else _library_owner(name)
+            owner = Owner.UNKNOWN if name is None else _library_owner(name)
+            return _project_owner(expr, method, ctx, instance=False, owner=owner)
         if not isinstance(expr, ast.Call):
             return Owner.UNKNOWN
         name = ctx.qualname(expr.func)
         if name is not None:
-            return _library_owner(name)
+            owner = _library_owner(name)
+            return _project_owner(expr.func, method, ctx, instance=True, owner=owner)
         func = expr.func
         if isinstance(func, ast.Attribute):
-            if func.attr not in _TORCH_CHAIN:
-                return Owner.UNKNOWN
+            if func.attr not in _TORCH_CHAIN:  # `batch.Batch(x)` after `from . import batch`
+                return _project_owner(func, method, ctx, instance=True, owner=Owner.UNKNOWN)
             if method in ("cuda", "to") and func.attr in ("cuda", "to", "cpu"):
                 # `Batch(x).cuda().to(...)`: whoever made the receiver answers
                 expr = func.value
@@ -136,14 +145,41 @@ def receiver_owner(expr: ast.expr, method: str, ctx: Context) -> Owner:
             if binding is not None and binding.kind is BindingKind.CLASS:
                 assert isinstance(binding.node, ast.ClassDef)
                 return _class_owner(binding.node, method, ctx, 0)
+            if binding is not None and binding.kind is BindingKind.IMPORT:
+                return _project_owner(func, method, ctx, instance=True, owner=Owner.UNKNOWN)
+            if binding is None and func.id not in ctx.import_tails:
+                return _project_owner(func, method, ctx, instance=True, owner=Owner.UNKNOWN)
         return Owner.UNKNOWN
     return Owner.UNKNOWN
 
 
+_DECIDED = {"torch": Owner.TORCH, "other": Owner.OTHER, "unknown": Owner.UNKNOWN}
+
+
+def _project_owner(
+    expr: ast.expr, method: str, ctx: Context, *, instance: bool, owner: Owner
+) -> Owner:
+    """``owner``, or where it is UNKNOWN and ``expr`` (a name, ``alias.name``) is bound by an
+    import of the project's own modules, what the project view says of it (a star import's
+    name where ``expr`` is bound by nothing): see ``port/_project_owners.py``."""
+    if owner is not Owner.UNKNOWN:
+        return owner
+    root = expr
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    star = isinstance(expr, ast.Name) and expr.id not in ctx.import_tails
+    if not isinstance(root, ast.Name) or (root.id not in ctx.import_tails and not star):
+        return owner
+    if star and "*" not in ctx.source:
+        return owner  # a builtin
+    answer = ctx.project_answer(expr, method, instance=instance)
+    return owner if answer is None else _DECIDED[answer]
+
+
 def _class_owner(cls: ast.ClassDef, method: str, ctx: Context, depth: int) -> Owner:
     """Whose ``method`` an instance of ``cls`` (a class of this file) has."""
-    if _defines(cls, method):
-        return Owner.OTHER  # the program's own `.cuda()` / `.to()`
+    if _defines(cls, method) or (method == "cuda" and _defines(cls, "to")):
+        return Owner.OTHER  # the program's own `.cuda()` / `.to()` (which `.cuda()` becomes)
     if depth > 4:
         return Owner.UNKNOWN
     if not cls.bases:
@@ -158,6 +194,7 @@ def _class_owner(cls: ast.ClassDef, method: str, ctx: Context, depth: int) -> Ow
             owner = (
                 _library_owner(name) if name not in ("typing.Generic", "abc.ABC") else Owner.OTHER
             )
+            owner = _project_owner(base, method, ctx, instance=True, owner=owner)
         elif (
             isinstance(base, ast.Name)
             and base.id == "object"
@@ -169,6 +206,8 @@ def _class_owner(cls: ast.ClassDef, method: str, ctx: Context, depth: int) -> Ow
             if binding is not None and binding.kind is BindingKind.CLASS:
                 assert isinstance(binding.node, ast.ClassDef)
                 owner = _class_owner(binding.node, method, ctx, depth + 1)
+            elif (binding is not None and binding.kind is BindingKind.IMPORT) or binding is None:
+                owner = _project_owner(base, method, ctx, instance=True, owner=Owner.UNKNOWN)
             else:
                 owner = Owner.UNKNOWN
         else:
@@ -208,6 +247,13 @@ def own_methods(ctx: Context) -> frozenset[str]:
     return found
 
 
+def _project_methods(ctx: Context) -> frozenset[str]:
+    """Device methods of their own of the project's non-torch classes the file imports."""
+    if not ctx.import_tails:
+        return frozenset()
+    return ctx.project_methods()
+
+
 def may_rewrite(call: ast.Call, ctx: Context) -> bool:
     """Whether a fix may rewrite the method call ``call`` (``recv.cuda()``, ``recv.to(...)``).
 
@@ -221,7 +267,9 @@ def may_rewrite(call: ast.Call, ctx: Context) -> bool:
     owner = receiver_owner(func.value, func.attr, ctx)
     if owner is Owner.OTHER:
         return False
-    if owner is Owner.UNKNOWN and func.attr in own_methods(ctx):
+    if owner is Owner.UNKNOWN and (
+        func.attr in own_methods(ctx) or func.attr in _project_methods(ctx)
+    ):
         return False
     return not meant_to_fail(ctx)
 

@@ -1,0 +1,178 @@
+"""Whose device methods the classes of the project's own modules have: a fix's view across files.
+
+A fix rewrites ``recv.cuda()`` or ``recv.to("cuda")`` only where the receiver is
+torch's (see ``semantic/_receivers.py``). Its class is often another module's:
+``from .batch import Batch`` then ``Batch(x).cuda()``, or ``class Sub(Base)``
+with ``Base`` from a sibling. The project view (:mod:`torchport.check.port._project`,
+the port's, one per file and cached per module version) records here, for each
+module-level class and each module-level instance of one (``config = Cfg()``):
+
+* the device methods (:data:`DEVICE_METHODS`) the class or a base the project
+  defines has of its own (a batch class's ``cuda``, a config's ``to``);
+* its lineage: ``"torch"`` (a base is torch's, an ``nn.Module`` subclass, through
+  the project's modules too), ``"object"`` (its bases lead nowhere but to the
+  project's plain classes and ``object``), or ``"unknown"`` (another library's
+  base, a builtin, a base that cannot be read).
+
+Names a package's ``__init__`` imports from its own modules are its names too
+(re-exports). A name of a project module that cannot be read (a module that does
+not parse, a name it does not bind itself: a star or dynamic import) is
+:data:`UNRESOLVED`: a fix leaves a receiver bound to it alone.
+"""
+
+from __future__ import annotations
+
+import ast
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check._context import Context
+    from torchport.check.port._project import ProjectImports  # (annotations only)
+
+__all__ = [
+    "DEVICE_METHODS",
+    "UNRESOLVED",
+    "Owned",
+    "bound_names",
+    "decide",
+    "owners_of",
+]
+
+# The methods a fix rewrites or whose receiver it follows (a class of its own defining
+# one is no tensor or module of torch's for that method).
+DEVICE_METHODS = frozenset(
+    {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type", "to_empty", "xpu",
+     "mps", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "pin_memory",
+     "share_memory_", "long", "int", "bool", "detach", "clone", "contiguous"}
+)  # fmt: skip
+# (is it an instance, its own device methods, its lineage: "torch" | "object" | "unknown")
+Owned = tuple[bool, frozenset[str], str]
+UNRESOLVED: Owned = (False, frozenset(), "unresolved")
+_PLAIN_BASES = frozenset({"typing.Generic", "typing.Protocol", "abc.ABC", "builtins.object"})
+_LOOKALIKES = frozenset({"numba", "cupy", "cupyx", "jax", "tensorflow", "keras", "numpy"})
+
+
+def decide(owned: Owned, method: str, instance: bool) -> str:
+    """``"torch"``, ``"other"`` or ``"unknown"``: whose ``method`` a value of ``owned`` has.
+
+    ``instance``: the value is an instance of the class ``owned`` describes (``Batch(x)``),
+    not the name itself (``Batch``: a class object; ``config``: an instance already).
+    """
+    is_instance, methods, lineage = owned
+    if lineage == "unresolved":
+        return "other"  # reported, never rewritten
+    if not instance and not is_instance:
+        return "other"  # a class object has no `.cuda()` of torch's
+    if method in methods or (method == "cuda" and "to" in methods):
+        return "other"  # the program's own `.cuda()` / `.to()` (which `.cuda()` becomes)
+    return {"torch": "torch", "object": "other"}.get(lineage, "unknown")
+
+
+def bound_names(tree: ast.Module) -> frozenset[str]:
+    """Names the module binds at its top level (also in ``if``/``try``), star imports aside."""
+    names: set[str] = set()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(stmt, ast.Import):
+            names.update((a.asname or a.name).partition(".")[0] for a in stmt.names)
+        elif isinstance(stmt, ast.ImportFrom):
+            names.update(a.asname or a.name for a in stmt.names if a.name != "*")
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody"):
+                stack.extend(getattr(stmt, block, []))
+            for handler in getattr(stmt, "handlers", []):
+                stack.extend(handler.body)
+    return frozenset(names)
+
+
+def _own(cls: ast.ClassDef) -> set[str]:
+    found: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    return found & DEVICE_METHODS
+
+
+def owners_of(
+    ctx: Context, imported: ProjectImports, models: frozenset[str]
+) -> tuple[tuple[str, Owned], ...]:
+    """The owners of the module's classes, instances and re-exported names (module docstring).
+
+    ``imported``: the module's own project view; ``models``: its ``nn.Module`` classes.
+    """
+    classes = _Classes(ctx, imported, models)
+    owners: dict[str, Owned] = dict(imported.owners)  # re-exports (`from .batch import Batch`)
+    owners.update((name, UNRESOLVED) for name in imported.unresolved)
+    for name in classes.defs:
+        owners[name] = classes.of_class(name)
+    for stmt in ctx.tree.body:  # `config = Cfg()`: an instance of a class the project knows
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Call)
+        ):
+            func = stmt.value.func
+            if isinstance(func, ast.Name) and func.id in classes.defs:
+                cls: Owned | None = classes.of_class(func.id)
+            else:
+                cls = imported.owner_of(func)
+            if cls is not None and not cls[0] and cls[2] != "unresolved":
+                owners[stmt.targets[0].id] = (True, cls[1], cls[2])
+    return tuple(owners.items())
+
+
+class _Classes:
+    """The owners of one module's classes, through their bases (no cycles left behind)."""
+
+    __slots__ = ("ctx", "defs", "done", "imported", "models")
+
+    def __init__(self, ctx: Context, imported: ProjectImports, models: frozenset[str]) -> None:
+        self.ctx, self.imported, self.models = ctx, imported, models
+        self.defs = {c.name: c for c in ctx.tree.body if isinstance(c, ast.ClassDef)}
+        self.done: dict[str, Owned] = {}
+
+    def of_class(self, name: str) -> Owned:
+        done = self.done
+        if name in done:
+            return done[name]
+        done[name] = (False, frozenset(), "unknown")  # a cycle of bases: unknown
+        methods = _own(self.defs[name])
+        lineages = {"torch"} if name in self.models else set()
+        for base in self.defs[name].bases:
+            _, inherited, lineage = self.base_owner(
+                base.value if isinstance(base, ast.Subscript) else base
+            )
+            methods |= inherited
+            lineages.add(lineage)
+        if "unknown" in lineages or "unresolved" in lineages:
+            lineage = "unknown"
+        else:
+            lineage = "torch" if "torch" in lineages else "object"
+        done[name] = (False, frozenset(methods), lineage)
+        return done[name]
+
+    def base_owner(self, base: ast.expr) -> Owned:
+        if isinstance(base, ast.Name) and base.id in self.defs:
+            return self.of_class(base.id)
+        found = self.imported.owner_of(base)
+        if found is not None:
+            return found
+        name = self.ctx.qualname(base)
+        if name is None:
+            plain = isinstance(base, ast.Name) and base.id == "object"
+            return (False, frozenset(), "object" if plain else "unknown")
+        root = name.partition(".")[0]
+        if root == "torch":
+            return (False, frozenset(), "torch")
+        plain = name in _PLAIN_BASES or root in _LOOKALIKES  # another library's: not torch's
+        return (False, frozenset(), "object" if plain else "unknown")

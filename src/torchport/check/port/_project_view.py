@@ -1,0 +1,50 @@
+"""One file's project view, shared by the port and the fix (once per file, on first use).
+
+:func:`project_of` is :func:`~torchport.check.port._project.project_imports` kept in the
+file's ``Context.memo``; :func:`project_answer` and :func:`project_methods` are what a fix
+asks of it about a receiver (``semantic/_receivers.py``; see ``_project_owners.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+from torchport.check.port._project import ProjectImports, project_imports
+from torchport.check.port._project_owners import UNRESOLVED, decide
+
+__all__ = ["project_answer", "project_methods", "project_of"]
+
+_MEMO = "project.imports"  # Context.memo's key: one project view per file, port's and fix's
+
+
+def project_of(ctx: Context) -> ProjectImports:
+    """The file's project view (:func:`~torchport.check.port._project.project_imports`), once."""
+    found = ctx.memo.get(_MEMO)
+    if found is None:
+        found = ctx.memo[_MEMO] = project_imports(ctx)
+    return found  # type: ignore[return-value]
+
+
+def project_answer(expr: ast.expr, method: str, ctx: Context, *, instance: bool) -> str | None:
+    """``"torch"``, ``"other"``, ``"unknown"`` (:func:`decide`) for a name or ``alias.name``
+    bound by an import of the project's own modules, or a name bound by nothing in a file
+    with a star import of one (an unreadable one: ``"other"``); None: no project's name."""
+    project = project_of(ctx)
+    owned = project.owner_of(expr)
+    if owned is None and isinstance(expr, ast.Name) and project.star_unresolved:
+        owned = UNRESOLVED
+    return None if owned is None else decide(owned, method, instance)
+
+
+def project_methods(ctx: Context) -> frozenset[str]:
+    """Device methods of their own that the project's classes and instances the file imports
+    have, torch's subclasses aside (once per file): an unknown receiver's may be theirs."""
+    found = ctx.memo.get("project.methods")
+    if found is None:
+        names: set[str] = set()
+        for _, methods, lineage in project_of(ctx).owners.values():
+            if lineage != "torch":
+                names |= methods
+        found = ctx.memo["project.methods"] = frozenset(names)
+    return found  # type: ignore[return-value]
