@@ -102,16 +102,9 @@ def _every_cpu_key(ctx: Context) -> dict[str, list[str]]:
         for api, index, keyword in _CPU_ARGUMENTS:
             if name != api:
                 continue
-            given = next((k.value for k in node.keywords if k.arg == keyword), None)
-            if given is None and len(node.args) > index:
-                given = node.args[index]
-            if (
-                isinstance(given, ast.Subscript)
-                and isinstance(given.value, ast.Name)
-                and isinstance(given.slice, ast.Constant)
-                and isinstance(given.slice.value, str)
-            ):
-                _add(found, given.value.id, given.slice.value)
+            given = _argument(node, index, keyword)
+            if (key := _batch_key(given)) is not None:
+                _add(found, *key)
             elif isinstance(given, ast.Name):
                 param = _parameter(given, ctx)
                 if param is not None:
@@ -166,16 +159,29 @@ def _through_calls(
                     continue
             elif name != func.name:
                 continue
-            given = next((k.value for k in node.keywords if k.arg == param), None)
-            if given is None and 0 <= index < len(node.args):
-                given = node.args[index]
-            if (
-                isinstance(given, ast.Subscript)
-                and isinstance(given.value, ast.Name)
-                and isinstance(given.slice, ast.Constant)
-                and isinstance(given.slice.value, str)
-            ):
-                _add(found, given.value.id, given.slice.value)
+            given = _argument(node, index, param)
+            if (key := _batch_key(given)) is not None:
+                _add(found, *key)
             for k in node.keywords:
                 if k.arg is None and isinstance(k.value, ast.Name):  # `model(**batch)`
                     _add(found, k.value.id, param)
+
+
+def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    """What ``call`` passes as its parameter ``keyword``, by name or at ``index``."""
+    given = next((k.value for k in call.keywords if k.arg == keyword), None)
+    if given is None and 0 <= index < len(call.args):
+        given = call.args[index]
+    return given
+
+
+def _batch_key(given: ast.expr | None) -> tuple[str, str] | None:
+    """``(batch, key)`` for ``batch["key"]``; None for anything else."""
+    if (
+        isinstance(given, ast.Subscript)
+        and isinstance(given.value, ast.Name)
+        and isinstance(given.slice, ast.Constant)
+        and isinstance(given.slice.value, str)
+    ):
+        return given.value.id, given.slice.value
+    return None

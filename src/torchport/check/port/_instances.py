@@ -74,13 +74,10 @@ def _self_class_bindings(ctx: Context, attr: ast.Attribute) -> list[Binding] | N
                 if not _self_store(target, me, attr.attr):
                     continue
                 value = inner.value if isinstance(inner, ast.Assign | ast.AnnAssign) else None
-                bound = made_by(value if len(targets) == 1 else None)
-                if not isinstance(bound, ast.Call) or not isinstance(bound.func, ast.Name):
+                made = _class_made(ctx, value if len(targets) == 1 else None)
+                if made is None:
                     return None
-                classes = ctx.scopes.bindings(bound.func.id, bound.func)
-                if len(classes) != 1:
-                    return None
-                out.append(classes[0])
+                out.append(made)
     return out or None
 
 
@@ -117,14 +114,20 @@ def _class_bindings(ctx: Context, name: ast.Name) -> list[Binding] | None:
         return None
     out = []
     for b in found:
-        bound = made_by(getattr(b, "value", None))
-        if not isinstance(bound, ast.Call) or not isinstance(bound.func, ast.Name):
+        made = _class_made(ctx, getattr(b, "value", None))
+        if made is None:
             return None
-        classes = ctx.scopes.bindings(bound.func.id, bound.func)
-        if len(classes) != 1:
-            return None
-        out.append(classes[0])
+        out.append(made)
     return out
+
+
+def _class_made(ctx: Context, value: ast.expr | None) -> Binding | None:
+    """The one binding of the name ``value`` calls (through ``.to(...)`` chains), or None."""
+    bound = made_by(value)
+    if not isinstance(bound, ast.Call) or not isinstance(bound.func, ast.Name):
+        return None
+    classes = ctx.scopes.bindings(bound.func.id, bound.func)
+    return classes[0] if len(classes) == 1 else None
 
 
 def converted_inputs(ctx: Context, project: ProjectImports, call: ast.Call) -> tuple[int, ...]:
