@@ -122,7 +122,8 @@ def _class_bindings(ctx: Context, name: ast.Name) -> list[Binding] | None:
 
 
 def _class_made(ctx: Context, value: ast.expr | None) -> Binding | None:
-    """The one binding of the name ``value`` calls (through ``.to(...)`` chains), or None."""
+    """The binding of the name ``value`` calls (through ``.to(...)`` chains) when that name
+    is bound once; else None."""
     bound = made_by(value)
     if not isinstance(bound, ast.Call) or not isinstance(bound.func, ast.Name):
         return None
