@@ -218,7 +218,7 @@ def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
     if not any(isinstance(s, ast.FunctionDef) and s.name == "__init__" for s in cls.body):
         # inherited: from `nn.Module`, `ABC` or a mixin, no weights; from another base, maybe
         return any(_may_hold_weights(b, known.qualname(b)) for b in cls.bases)
-    for stmt in _run_by_init(cls):
+    for stmt in _run_by_init(cls)[0].values():
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
@@ -237,26 +237,29 @@ def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
     return False
 
 
-def _run_by_init(cls: ast.ClassDef) -> list[ast.FunctionDef]:
+def _run_by_init(cls: ast.ClassDef) -> tuple[dict[str, ast.FunctionDef], set[int]]:
     """``__init__`` of ``cls`` and the methods it calls on ``self``, through one another
-    (``self.define_network()``: the weights it builds are the module's from the start)."""
+    (``self.define_network()``: the weights it builds are the module's from the start), by
+    name; and the ids of the ``self.<name>`` of each call made on the way."""
     methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
     found: dict[str, ast.FunctionDef] = {}
+    inside: set[int] = set()
     todo = ["__init__"]
     while todo:
         name = todo.pop()
         if name in found or name not in methods:
             continue
         found[name] = methods[name]
-        todo += [
-            c.func.attr
-            for c in ast.walk(methods[name])
-            if isinstance(c, ast.Call)
-            and isinstance(c.func, ast.Attribute)
-            and isinstance(c.func.value, ast.Name)
-            and c.func.value.id == "self"
-        ]
-    return list(found.values())
+        for c in ast.walk(methods[name]):
+            if (
+                isinstance(c, ast.Call)
+                and isinstance(c.func, ast.Attribute)
+                and isinstance(c.func.value, ast.Name)
+                and c.func.value.id == "self"
+            ):
+                inside.add(id(c.func))
+                todo.append(c.func.attr)
+    return found, inside
 
 
 def _called_by_init(name: str, cls: ast.ClassDef) -> bool:
@@ -305,24 +308,7 @@ def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, tree: a
         return True
     if cls is None:
         return False
-    methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
-    chain: set[str] = set()
-    inside: set[int] = set()  # the `self.name` of each call made on the way
-    todo = ["__init__"]
-    while todo:
-        name = todo.pop()
-        if name in chain or name not in methods:
-            continue
-        chain.add(name)
-        for c in ast.walk(methods[name]):
-            if (
-                isinstance(c, ast.Call)
-                and isinstance(c.func, ast.Attribute)
-                and isinstance(c.func.value, ast.Name)
-                and c.func.value.id == "self"
-            ):
-                inside.add(id(c.func))
-                todo.append(c.func.attr)
+    chain, inside = _run_by_init(cls)
     return method.name in chain and not any(
         isinstance(n, ast.Attribute) and n.attr == method.name and id(n) not in inside
         for n in ast.walk(tree)
