@@ -156,3 +156,61 @@ def test_a_value_read_waits_in_inference_mode_as_outside_it() -> None:
     for read in reads:
         assert out[f"inference_mode {read}"] == out[f"no_grad {read}"], read
         assert out[f"no_grad {read}"][1] >= 1, read  # the oracle waited at all
+
+
+# ``to`` in every form: an inference tensor's reached the simulator whole as aten.to.*
+# (no autograd key decomposes it) and ran on the values inside, so ``x.cpu()`` came back
+# as a device tensor that shared the device's memory.
+MOVES = [
+    "t.cpu()",
+    "t.to('cpu')",
+    "t.to(device='cpu', dtype=torch.float64)",
+    "t.to(torch.ones(1, dtype=torch.float64))",
+    "t.to(t)",
+    "t.to(dev)",
+    "t.to(dev, copy=True)",
+    "t.to(torch.float64)",
+    "t.to(torch.float32)",
+    "t.double()",
+    "t.to(memory_format=torch.contiguous_format)",
+    "t.cpu().to(dev)",
+    "t.to('cpu', non_blocking=True)",
+]
+
+_MOVES_CHILD = """
+dev = simulate_accelerator()
+out = []
+for moves in CASES:
+    got = []
+    for mode in (torch.inference_mode, torch.no_grad):
+        with mode():
+            source = torch.linspace(-1.0, 1.0, 6).view(2, 3).to(dev)
+            t = source
+            for move in moves:
+                t = eval(move, {"torch": torch, "dev": dev, "t": t})
+            torch.accelerator.synchronize()  # a non_blocking copy's values land here
+            values = t.tolist()
+            same = t is source
+            t.add_(1)  # a host copy never writes back into the device tensor
+            got.append([str(t.device), type(t).__name__, str(t.dtype), values, same,
+                        source.tolist()])
+    out.append(got)
+print(json.dumps(out))
+"""
+
+
+@settings(max_examples=2, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.integers(0, len(MOVES) - 1), min_size=1, max_size=3),
+        min_size=40,
+        max_size=40,
+    )
+)
+def test_an_inference_tensor_moves_as_a_normal_one(cases: list[list[int]]) -> None:
+    # The oracle: the same moves of a normal tensor under no_grad, where torch's own
+    # composite ``to`` decides (and copies through _to_copy, tested against the CPU).
+    chains = [[MOVES[i] for i in case] for case in cases]
+    got = run_isolated(_MOVES_CHILD.replace("CASES", repr(chains)))
+    for chain, (inference, normal) in zip(chains, got, strict=True):
+        assert inference == normal, chain

@@ -78,15 +78,30 @@ def _read_scalar(tensor: torch.Tensor) -> Any:
     # torch.tensor([x0, x1]) of 0-dim device tensors reads each value with the Python key
     # excluded (tensor_new.cpp), so the read arrives here, where PyTorch's Python fallback
     # fails an internal assert; CUDA reads each value on the host (a wait per element).
-    from torchport.sim._tensor import _local_scalar_dense
+    from torchport.sim._whole_ops import read_scalar
 
-    return _local_scalar_dense(torch.ops.aten._local_scalar_dense.default, (tensor,), {})
+    return read_scalar(torch.ops.aten._local_scalar_dense.default, (tensor,), {})
 
 
 def _to_copy_into_device(tensor: torch.Tensor, **kwargs: Any) -> Any:
-    from torchport.sim._tensor import copy_to_device
+    from torchport.sim._tensor import SimTensor, copy_to_device, to_copy
 
+    if isinstance(tensor, SimTensor):
+        # A device tensor reaches this kernel, not its own __torch_dispatch__, when
+        # another subclass's dispatch runs the copy (a jagged nested tensor's .cpu()
+        # copies its offsets here): the copy may be to the host.
+        return to_copy(torch.ops.aten._to_copy.default, (tensor,), kwargs)
     return copy_to_device(tensor, kwargs)
+
+
+def _refuse_strided_nested(op: Any, *args: Any, **kwargs: Any) -> Any:
+    # NotImplementedError, what torch raises for a kind of tensor a backend cannot hold,
+    # so to_device, DeviceLoader and module moves name the tensor's path.
+    raise NotImplementedError(
+        f"{op}: a nested tensor of the torch.strided layout cannot live on the simulated "
+        "accelerator (a jagged one can; on a real accelerator both work); build it with "
+        "layout=torch.jagged, or keep it on the CPU"
+    )
 
 
 def _ctc_loss_reading_lengths(
@@ -131,6 +146,7 @@ def install_kernels() -> None:
     # torch.autocast("sim") is accepted and computes in the tensors' own dtypes: torch
     # registers no autocast kernels for a Python backend, so its key passes ops through.
     fallback.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")  # type: ignore[no-untyped-call]
+    fallback.fallback(_refuse_strided_nested, "NestedTensorPrivateUse1")  # type: ignore[no-untyped-call]
     aten = torch.library.Library("aten", "IMPL")  # type: ignore[no-untyped-call]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

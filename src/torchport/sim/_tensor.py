@@ -34,6 +34,7 @@ from torchport.sim._rules import (
     check_written,
     numpy_refusal,
 )
+from torchport.sim._whole_ops import PASSED_ON, TO_OVERLOADS, passed_on, read_scalar, to_overload
 from torchport.sim._wrapper_check import argument_names
 
 __all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]
@@ -176,6 +177,9 @@ class SimTensor(torch.Tensor):
         raw_args = _unwrap(args, tensors)
         raw_kwargs = {key: _unwrap_one(value, tensors) for key, value in kwargs.items()}
         check_devices(func, tensors, device(), lambda: argument_names(func, args, kwargs))
+        named = kwargs.get("device")  # zeros_like(x, device="cpu"): made there, from sizes only
+        if named is not None and torch.device(named).type != "sim":
+            return func(*raw_args, **raw_kwargs)
         check_generator(func, args, kwargs, device())
         check_index_put(func, args, kwargs)
         # Which ops wait and which copy inside is the audit's op table, asked the way a
@@ -411,7 +415,8 @@ def _refuse_subclass(tensor: torch.Tensor) -> None:
     )
 
 
-def _to_copy(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def to_copy(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``_to_copy`` to or from the device: host copies counted, another device refused."""
     source = args[0]
     target = _target(kwargs)
     rest = {key: value for key, value in kwargs.items() if key not in ("device", "non_blocking")}
@@ -479,18 +484,14 @@ def _copy_(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return dst
 
 
-def _local_scalar_dense(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    raw = args[0]._raw
-    _host.waited(str(func), "scalar read (.item())", raw.element_size())
-    return func(args[0]._raw)
-
-
 _SPECIAL = {
-    _aten._to_copy.default: _to_copy,
+    _aten._to_copy.default: to_copy,
     _aten.copy_.default: _copy_,
-    _aten._local_scalar_dense.default: _local_scalar_dense,
+    _aten._local_scalar_dense.default: read_scalar,
     # An inference tensor has no autograd key, so aten::item and aten::is_nonzero (bool())
     # reach this subclass whole instead of as _local_scalar_dense: the same read and wait.
-    _aten.item.default: _local_scalar_dense,
-    _aten.is_nonzero.default: _local_scalar_dense,
+    _aten.item.default: read_scalar,
+    _aten.is_nonzero.default: read_scalar,
+    **dict.fromkeys(TO_OVERLOADS, to_overload),  # the same tensors, whole: ``to`` itself
+    **dict.fromkeys(PASSED_ON, passed_on),  # a jagged nested tensor's view: its own dispatch's
 }
