@@ -1164,3 +1164,86 @@ def test_layers_a_method_only_init_calls_builds_are_not_placed_by_the_parameters
     left, clean = placed(source + wrap(body, where))
     assert clean, left
     assert left == [], left
+
+
+WORKER_BODY = (
+    "def work(shared, optimizer, info, out):\n"
+    "    local = torch.nn.Linear(4, 2)\n"
+    "    local.load_state_dict(shared.state_dict())\n"
+    "    y = local(torch.ones(1, 4) * 2){extra}\n"
+    "    y.sum().backward()\n"
+    "    for p, sp in zip(local.parameters(), shared.parameters()):\n"
+    "        sp.grad = p.grad\n"
+    "    optimizer.step()\n"
+    "    info += 1\n"
+    "    out.append(round(float(y.sum()), 4))\n"
+)
+SHARED_USE = {
+    "weights": "",
+    "forward": " + shared(torch.ones(1, 4)).sum()",
+    "handed on": " + peek(shared).sum()",
+}
+PROCESSES = {
+    "torch": ("import torch.multiprocessing as mp\n", "mp.Process"),
+    "stdlib": ("import multiprocessing\n", "multiprocessing.Process"),
+    "context": ("import torch.multiprocessing as _mp\n", "_mp.get_context('spawn').Process"),
+}
+
+
+@given(
+    st.sampled_from(sorted(SHARED_USE)),
+    st.sampled_from(sorted(PROCESSES)),
+    st.sampled_from(["this file", "another module"]),
+)
+def test_a_worker_process_using_the_shared_model_only_for_weights_takes_nothing_to_move(
+    use: str, process: str, where: str
+) -> None:
+    """Class 14 (n31h's sample: 10 rows; n31f's ``SharedRMSprop``/``Counter()``): the A3C
+    pattern ``mp.Process(target=train, args=(shared_model, optimizer, ...))``, where the
+    worker builds its own model and reads the shared one only through
+    ``state_dict()``/``parameters()``, was reported at the ``Process`` line (TP523 "goes
+    into a tuple", and TP521/TP523 on the optimizer and settings beside the model). No
+    tensor meets the shared model in such a worker: nothing to report there. A worker that
+    runs the shared model (``shared(x)``) or hands it on still gets the tuple reported,
+    and the run (``p.run()``: the worker in this process, the meta accelerator watching)
+    confirms the port is never silent about a leftover."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    imported, made = PROCESSES[process]
+    if process == "context":
+        imported += "mp = _mp.get_context('spawn')\n"
+        made = "mp.Process"
+    worker = WORKER_BODY.format(extra=SHARED_USE[use])
+    if use == "handed on":
+        worker = "def peek(m):\n    return m(torch.ones(1, 4))\n\n\n" + worker
+    train = "import torch\n" + imported + "\n"
+    files: dict[str, str] = {}
+    if where == "this file":
+        train += worker + "\n\n"
+    else:
+        train += "from worker import work\n\n"
+        files["worker.py"] = "import torch\n\n\n" + worker
+    train += (
+        "torch.manual_seed(0)\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "info = torch.zeros(1)\n"
+        f"p = {made}(target=work, args=(model, opt, info, OUT))\n"
+        "p.run()  # the worker, in this process\n"
+        "OUT.append(round(model.weight.detach().sum().item(), 4))\n"
+    )
+    files["train.py"] = train
+    project_fuzz.check_project(files)  # no silent leftover, the CPU's values, idempotent
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            (root / rel).write_text(text, encoding="utf-8")
+        result = port_paths([root / "train.py"], diff=True, jobs=1)
+    line = train.splitlines().index(next(t for t in train.splitlines() if "(target=work" in t)) + 1
+    at_process = [str(f) for f in result.remaining if f.line == line]
+    if use == "weights":
+        assert at_process == [], at_process
+    else:
+        assert any("goes into a tuple" in f for f in at_process), at_process
