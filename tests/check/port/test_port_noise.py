@@ -1247,3 +1247,65 @@ def test_a_worker_process_using_the_shared_model_only_for_weights_takes_nothing_
         assert at_process == [], at_process
     else:
         assert any("goes into a tuple" in f for f in at_process), at_process
+
+
+STAND_IN_GYM = (
+    "import numpy as np\n\n\nclass Env:\n    def reset(self):\n"
+    "        return np.ones(4, dtype=np.float32)\n\n\ndef make(name):\n    return Env()\n"
+)
+DRIVER = (  # a library the port cannot read (not beside the script): places what it feeds
+    "import torch\n\n\ndef drive(envs, model):\n"
+    "    device, out = next(model.parameters()).device, []\n"
+    "    for env in envs if isinstance(envs, list) else [envs]:\n"
+    "        x = torch.as_tensor(env.reset(), device=device)\n"
+    "        out.append(round(float(model(x).sum()), 4))\n"
+    "    return out\n"
+)
+ENVIRONMENTS = {
+    "gym.make": ("", "gym.make('CartPole-v1')"),
+    "a function": ("def make_env():\n    return gym.make('CartPole-v1')\n", "make_env()"),
+    "a lambda": ("make_env = lambda: gym.make('CartPole-v1')\n", "make_env()"),
+    "a list": ("def make_env():\n    return gym.make('CartPole-v1')\n",
+               "[make_env() for _ in range(2)]"),
+    "a wrapper": ("class Monitor:\n    def __init__(self, env):\n        self.env = env\n"
+                  "    def reset(self):\n        return self.env.reset()\n",
+                  "Monitor(gym.make('CartPole-v1'))"),
+    "no environment": ("class Simulator:\n    def reset(self):\n"
+                       "        return np.ones(4, dtype=np.float32)\n", "Simulator()"),
+}  # fmt: skip
+
+
+@given(st.sampled_from(sorted(ENVIRONMENTS)), st.sampled_from(["module", "function"]))
+def test_an_environment_object_handed_with_the_model_is_no_value_to_move(
+    made: str, where: str
+) -> None:
+    """Class 15 (n31h's sample: 4 rows, colinskow/move37's ``ExperienceSourceFirstLast(envs,
+    agent)``): an environment made by ``gym.make`` (directly, by a function or lambda of the
+    file, a list of them, a wrapper given it alone) handed to a library with the model was
+    reported as a value to move (TP521 "it comes from ``gym.make``", TP523 "made by
+    ``make_env()``"). An environment object is no tensor; what it returns is followed as
+    before. An object made any other way (``Simulator()``) is still reported; the run
+    confirms nothing is left off the device unsaid."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    defs, value = ENVIRONMENTS[made]
+    body = f"envs = {value}\ngot = runner.drive(envs, model)\nOUT.extend(got)\n"
+    train = (
+        "import os\nimport sys\n\n"
+        "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'lib'))\n"
+        "import gym\nimport numpy as np\nimport runner\nimport torch\n\n"
+        f"{defs}\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(4, 2)\n" + wrap(body, where)
+    )
+    files = {"train.py": train, "gym.py": STAND_IN_GYM, "lib/runner.py": DRIVER}
+    project_fuzz.check_project(files)  # no silent leftover, the CPU's values, idempotent
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+        result = port_paths([root / "train.py"], diff=True, jobs=1)
+    line = next(i for i, t in enumerate(train.splitlines(), 1) if "runner.drive(" in t)
+    at_drive = [str(f) for f in result.remaining if f.line == line]
+    assert (at_drive != []) == (made == "no environment"), at_drive

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from torchport.check._context import Context
 from torchport.check.port._batches import BatchPlan, batch_plan
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE, is_move
+from torchport.check.port._environment_objects import an_environment
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 from torchport.check.port._script_placement import ScriptPlacement, step_scalar
@@ -126,13 +127,10 @@ class Origins:
             return self._memo[key] or []  # None: being followed (a cycle adds nothing)
         self._memo[key] = None
         if self._project_tensor(expr):
-            found = [
-                Origin(
-                    expr,
-                    f"`{ast.unparse(expr)}` (a CPU tensor another module of the project makes)",
-                    library=False,
-                )
-            ]
+            what = f"`{ast.unparse(expr)}` (a CPU tensor another module of the project makes)"
+            found = [Origin(expr, what, library=False)]
+        elif an_environment(expr, self.ctx):
+            found = []  # `gym.make(...)`, `make_env()`: an environment object, no tensor
         else:
             found = self._of(expr) if self.kinds.of(expr) not in _FINE else []
         self._memo[key] = found
