@@ -1309,3 +1309,31 @@ def test_an_environment_object_handed_with_the_model_is_no_value_to_move(
     line = next(i for i, t in enumerate(train.splitlines(), 1) if "runner.drive(" in t)
     at_drive = [str(f) for f in result.remaining if f.line == line]
     assert (at_drive != []) == (made == "no environment"), at_drive
+
+
+@given(st.booleans(), st.sampled_from(["2.0", "0.5 * 3"]), WHERE)
+def test_a_conditional_value_is_named_by_its_branches_never_by_its_test(
+    ready: bool, otherwise: str, where: str
+) -> None:
+    """The issue's "TP523 names the wrong origin" (Khrylx/PyTorch-RL's ``device = ... if
+    torch.cuda.is_available() else ...``, n31h's sample): a conditional value's origins were
+    its test's too, and the test came first, so the report named ``cfg.ready()`` (a bool)
+    as the value to move. A conditional is one of its branches: the report names the
+    branch the port cannot follow (``cfg.weights()``), and the run confirms it where that
+    branch is taken."""
+    source = MODEL + (
+        "class Cfg:\n"
+        "    def ready(self):\n"
+        f"        return {ready}\n"
+        "    def weights(self):\n"
+        "        return torch.ones(1, 2) * 3\n"
+    )
+    body = (
+        "cfg = Cfg()\n"
+        f"w = cfg.weights() if cfg.ready() else {otherwise}\n"
+        "OUT.append((model(torch.ones(1, 4)) * w).detach())\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    assert clean or left, left
+    assert any("`cfg.weights()`" in f for f in left), left
+    assert not any("`cfg.ready()`" in f for f in left), left

@@ -164,6 +164,8 @@ class Origins:
         if isinstance(expr, ast.NamedExpr):
             return self.of(expr.value)
         children = [c for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)]
+        if isinstance(expr, ast.IfExp):  # `a if cuda.is_available() else b`: a or b, never the test
+            children = [expr.body, expr.orelse]
         if isinstance(expr, (ast.BinOp, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.IfExp)):
             return [o for c in children for o in self.of(c)]
         if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
