@@ -1337,3 +1337,46 @@ def test_a_conditional_value_is_named_by_its_branches_never_by_its_test(
     assert clean or left, left
     assert any("`cfg.weights()`" in f for f in left), left
     assert not any("`cfg.ready()`" in f for f in left), left
+
+
+DEFAULTS = {
+    "a literal": ("", "19.5"),
+    "a negated literal": ("", "-1.5"),
+    "a constant": ("GOAL = 0.5\n", "GOAL"),
+    "a tensor": ("GOAL = torch.full((1, 2), 0.5)\n", "GOAL"),
+    "a constant rebound": ("GOAL = 0.5\nif OUT is not None:\n    GOAL = torch.full((1, 2), 0.5)\n",
+                           "GOAL"),
+}  # fmt: skip
+
+
+@given(st.sampled_from(sorted(DEFAULTS)), st.sampled_from(["float", "str"]), WHERE)
+def test_a_command_line_setting_whose_default_is_a_module_constant_is_a_number(
+    default: str, kind: str, where: str
+) -> None:
+    """colinskow/move37's ``add_argument("--reward", type=float, default=MEAN_REWARD_GOAL)``
+    (n31h's sample): the default is a module-level name bound to ``19.5``, and ``args.reward``
+    was reported (TP523 "made by ``args.reward``"). argparse hands a default over as it is,
+    so a name bound only to a literal at module level is a number like the literal; a name
+    bound to a tensor, or rebound to one anywhere, is not told, and the run confirms the
+    port never goes silent on it."""
+    defs, value = DEFAULTS[default]
+    source = (
+        MODEL
+        + "import argparse\n"
+        + defs
+        + (
+            "parser = argparse.ArgumentParser()\n"
+            f"parser.add_argument('--goal', type={kind}, default={value})\n"
+        )
+    )
+    body = (
+        "args = parser.parse_args([])\n"
+        "goal = args.goal if isinstance(args.goal, torch.Tensor) else float(args.goal)\n"
+        "OUT.append((model(torch.ones(1, 4)) * args.goal).detach() if goal is args.goal\n"
+        "           else (model(torch.ones(1, 4)) * goal).detach())\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    assert clean or left, left
+    about = [f for f in left if "args.goal" in f or "`args`" in f]
+    if default in ("a literal", "a negated literal", "a constant"):
+        assert about == [], left
