@@ -1380,3 +1380,37 @@ def test_a_command_line_setting_whose_default_is_a_module_constant_is_a_number(
     about = [f for f in left if "args.goal" in f or "`args`" in f]
     if default in ("a literal", "a negated literal", "a constant"):
         assert about == [], left
+
+
+@given(
+    st.sampled_from(["0.2", "'clip'", "torch.full((1, 2), 0.2)"]),
+    st.sampled_from(["", "sub", "outside"]),
+    WHERE,
+)
+def test_a_number_the_class_body_binds_read_through_self_is_no_value_to_move(
+    value: str, other: str, where: str
+) -> None:
+    """xtma/pytorch_car_caring's ``class Agent: clip_param = 0.1`` read as
+    ``torch.clamp(ratio, 1.0 - self.clip_param, ...)`` (n31h's sample): no method stores
+    ``self.clip_param``, and it was reported (TP523 "made by ``self.clip_param``"). A number
+    or string the class body binds, stored nowhere else and bound by no other class of the
+    file, is no tensor. A tensor there, a subclass binding a tensor, or a tensor stored from
+    outside is not told: reported or moved, and the run confirms it."""
+    use = "len(self.clip_param)" if "clip'" in value else "self.clip_param"
+    source = MODEL + (
+        "class Agent:\n"
+        f"    clip_param = {value}\n"
+        "    def step(self, x):\n"
+        f"        return (model(x) * {use}).detach()\n"
+    )
+    if other == "sub":
+        source += "class Big(Agent):\n    clip_param = torch.full((1, 2), 3.0)\n"
+    made = "Big()" if other == "sub" else "Agent()"
+    body = f"agent = {made}\n"
+    if other == "outside":
+        body += "agent.clip_param = torch.full((1, 2), 2.0)\n"
+    body += "OUT.append(agent.step(torch.ones(1, 4)))\n"
+    left, clean = placed(source + wrap(body, where))
+    assert clean or left, left
+    if "torch" not in value and not other:
+        assert not any("clip_param" in f for f in left), left
