@@ -24,7 +24,6 @@ from torchport.check.port._calls import (
     moves_to_program_device,
 )
 from torchport.check.port._models import MODEL_METHODS
-from torchport.check.port._workers import idle_worker
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -202,8 +201,12 @@ class DeviceFlow:
 
     def to_cpu(self, call: ast.expr, scope: PortScope) -> bool:
         """Whether ``call`` is ``x.to(<the CPU>)``: a move to the host, not to the device."""
-        if not isinstance(call, ast.Call) or getattr(call.func, "attr", None) != "to":
-            return False  # (only an attribute node has `attr`: `x.to`, not a name)
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "to"
+        ):
+            return False
         target = call.args[0] if call.args else None
         target = target or next((k.value for k in call.keywords if k.arg == "device"), None)
         return target is not None and self.names_cpu(target, scope)
@@ -290,8 +293,6 @@ class DeviceFlow:
         # `torch.cat([out, torch.zeros(1, 2)])`: the items of a list or tuple a torch
         # function takes meet each other; once one is on the device, the others must be.
         if isinstance(node, ast.Call) and (self.ctx.qualname(node.func) or "").startswith("torch."):
-            if idle_worker(self.ctx, node, lambda e: self.models.builds_model(e, scope)):
-                return []  # `mp.Process(target=work, args=(model, ...))`: _workers.py
             operands = _items(operands)  # not `OUT.append((name, out))`: a tuple of records
         devices = [
             o for o in operands if self.on_device(o, scope) or self.models.builds_model(o, scope)

@@ -10,9 +10,12 @@ project module imported by name, ``from train import train``) and every paramete
 model lands in is used there only through its weights (``shared.state_dict()``,
 ``shared.parameters()``, ``shared.share_memory()``: the A3C pattern, where each
 worker builds and places its own model), no tensor meets that model in the worker:
-the call's arguments meet nothing, and the model leaves nothing unseen. A forward of
-the parameter, the parameter handed on or rebound, a ``*args``, ``kwargs=`` or an
-unreadable target keep the reports.
+the model leaves nothing unseen, and the tuple is not reported. A forward of the
+parameter, the parameter handed on or rebound, a ``*args``, ``kwargs=`` or an
+unreadable target keep the report. The other arguments are still taken to meet the
+model (and moved or reported as before): they may meet the worker's own model
+(Pytorch-DPPO's CPU ``Shared_obs_stats`` handed beside the shared model, a real
+leftover).
 """
 
 from __future__ import annotations
