@@ -1164,3 +1164,250 @@ def test_layers_a_method_only_init_calls_builds_are_not_placed_by_the_parameters
     left, clean = placed(source + wrap(body, where))
     assert clean, left
     assert left == [], left
+
+
+WORKER_BODY = (
+    "def work(shared, optimizer, info, out):\n"
+    "    local = torch.nn.Linear(4, 2)\n"
+    "    local.load_state_dict(shared.state_dict())\n"
+    "    y = local(torch.ones(1, 4) * 2){extra}\n"
+    "    y.sum().backward()\n"
+    "    for p, sp in zip(local.parameters(), shared.parameters()):\n"
+    "        sp.grad = p.grad\n"
+    "    optimizer.step()\n"
+    "    info += 1\n"
+    "    out.append(round(float(y.sum()), 4))\n"
+)
+SHARED_USE = {
+    "weights": "",
+    "forward": " + shared(torch.ones(1, 4)).sum()",
+    "handed on": " + peek(shared).sum()",
+}
+PROCESSES = {
+    "torch": ("import torch.multiprocessing as mp\n", "mp.Process"),
+    "stdlib": ("import multiprocessing\n", "multiprocessing.Process"),
+    "context": ("import torch.multiprocessing as _mp\n", "_mp.get_context('spawn').Process"),
+}
+
+
+@given(
+    st.sampled_from(sorted(SHARED_USE)),
+    st.sampled_from(sorted(PROCESSES)),
+    st.sampled_from(["this file", "another module"]),
+)
+def test_a_worker_process_using_the_shared_model_only_for_weights_takes_nothing_to_move(
+    use: str, process: str, where: str
+) -> None:
+    """Class 14 (n31h's sample: 6 rows): the A3C pattern ``mp.Process(target=train,
+    args=(shared_model, optimizer, ...))``, where the worker builds its own model and reads
+    the shared one only through ``state_dict()``/``parameters()``, was reported at the
+    ``Process`` line (TP523 "goes into a tuple"). No tensor meets the shared model in such
+    a worker: the tuple is not reported (the other arguments still are, as before: they may
+    meet the worker's own model, Pytorch-DPPO's real row). A worker that runs the shared
+    model (``shared(x)``) or hands it on still gets the tuple reported, and the run
+    (``p.run()``: the worker in this process, the meta accelerator watching) confirms the
+    port is never silent about a leftover."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    imported, made = PROCESSES[process]
+    if process == "context":
+        imported += "mp = _mp.get_context('spawn')\n"
+        made = "mp.Process"
+    worker = WORKER_BODY.format(extra=SHARED_USE[use])
+    if use == "handed on":
+        worker = "def peek(m):\n    return m(torch.ones(1, 4))\n\n\n" + worker
+    train = "import torch\n" + imported + "\n"
+    files: dict[str, str] = {}
+    if where == "this file":
+        train += worker + "\n\n"
+    else:
+        train += "from worker import work\n\n"
+        files["worker.py"] = "import torch\n\n\n" + worker
+    train += (
+        "torch.manual_seed(0)\n"
+        "model = torch.nn.Linear(4, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "info = torch.zeros(1)\n"
+        f"p = {made}(target=work, args=(model, opt, info, OUT))\n"
+        "p.run()  # the worker, in this process\n"
+        "OUT.append(round(model.weight.detach().sum().item(), 4))\n"
+    )
+    files["train.py"] = train
+    project_fuzz.check_project(files)  # no silent leftover, the CPU's values, idempotent
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            (root / rel).write_text(text, encoding="utf-8")
+        result = port_paths([root / "train.py"], diff=True, jobs=1)
+    line = train.splitlines().index(next(t for t in train.splitlines() if "(target=work" in t)) + 1
+    at_process = [str(f) for f in result.remaining if f.line == line]
+    assert any("goes into a tuple" in f for f in at_process) == (use != "weights"), at_process
+
+
+STAND_IN_GYM = (
+    "import numpy as np\n\n\nclass Env:\n    def reset(self):\n"
+    "        return np.ones(4, dtype=np.float32)\n\n\ndef make(name):\n    return Env()\n"
+)
+DRIVER = (  # a library the port cannot read (not beside the script): places what it feeds
+    "import torch\n\n\ndef drive(envs, model):\n"
+    "    device, out = next(model.parameters()).device, []\n"
+    "    for env in envs if isinstance(envs, list) else [envs]:\n"
+    "        x = torch.as_tensor(env.reset(), device=device)\n"
+    "        out.append(round(float(model(x).sum()), 4))\n"
+    "    return out\n"
+)
+ENVIRONMENTS = {
+    "gym.make": ("", "gym.make('CartPole-v1')"),
+    "a function": ("def make_env():\n    return gym.make('CartPole-v1')\n", "make_env()"),
+    "a lambda": ("make_env = lambda: gym.make('CartPole-v1')\n", "make_env()"),
+    "a list": ("def make_env():\n    return gym.make('CartPole-v1')\n",
+               "[make_env() for _ in range(2)]"),
+    "a wrapper": ("class Monitor:\n    def __init__(self, env):\n        self.env = env\n"
+                  "    def reset(self):\n        return self.env.reset()\n",
+                  "Monitor(gym.make('CartPole-v1'))"),
+    "no environment": ("class Simulator:\n    def reset(self):\n"
+                       "        return np.ones(4, dtype=np.float32)\n", "Simulator()"),
+}  # fmt: skip
+
+
+@given(st.sampled_from(sorted(ENVIRONMENTS)), st.sampled_from(["module", "function"]))
+def test_an_environment_object_handed_with_the_model_is_no_value_to_move(
+    made: str, where: str
+) -> None:
+    """Class 15 (n31h's sample: 4 rows, colinskow/move37's ``ExperienceSourceFirstLast(envs,
+    agent)``): an environment made by ``gym.make`` (directly, by a function or lambda of the
+    file, a list of them, a wrapper given it alone) handed to a library with the model was
+    reported as a value to move (TP521 "it comes from ``gym.make``", TP523 "made by
+    ``make_env()``"). An environment object is no tensor; what it returns is followed as
+    before. An object made any other way (``Simulator()``) is still reported; the run
+    confirms nothing is left off the device unsaid."""
+    import tempfile
+
+    from torchport.check.port import port_paths
+
+    defs, value = ENVIRONMENTS[made]
+    body = f"envs = {value}\ngot = runner.drive(envs, model)\nOUT.extend(got)\n"
+    train = (
+        "import os\nimport sys\n\n"
+        "sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'lib'))\n"
+        "import gym\nimport numpy as np\nimport runner\nimport torch\n\n"
+        f"{defs}\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(4, 2)\n" + wrap(body, where)
+    )
+    files = {"train.py": train, "gym.py": STAND_IN_GYM, "lib/runner.py": DRIVER}
+    project_fuzz.check_project(files)  # no silent leftover, the CPU's values, idempotent
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+        result = port_paths([root / "train.py"], diff=True, jobs=1)
+    line = next(i for i, t in enumerate(train.splitlines(), 1) if "runner.drive(" in t)
+    at_drive = [str(f) for f in result.remaining if f.line == line]
+    assert (at_drive != []) == (made == "no environment"), at_drive
+
+
+@given(st.booleans(), st.sampled_from(["2.0", "0.5 * 3"]), WHERE)
+def test_a_conditional_value_is_named_by_its_branches_never_by_its_test(
+    ready: bool, otherwise: str, where: str
+) -> None:
+    """The issue's "TP523 names the wrong origin" (Khrylx/PyTorch-RL's ``device = ... if
+    torch.cuda.is_available() else ...``, n31h's sample): a conditional value's origins were
+    its test's too, and the test came first, so the report named ``cfg.ready()`` (a bool)
+    as the value to move. A conditional is one of its branches: the report names the
+    branch the port cannot follow (``cfg.weights()``), and the run confirms it where that
+    branch is taken."""
+    source = MODEL + (
+        "class Cfg:\n"
+        "    def ready(self):\n"
+        f"        return {ready}\n"
+        "    def weights(self):\n"
+        "        return torch.ones(1, 2) * 3\n"
+    )
+    body = (
+        "cfg = Cfg()\n"
+        f"w = cfg.weights() if cfg.ready() else {otherwise}\n"
+        "OUT.append((model(torch.ones(1, 4)) * w).detach())\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    assert clean or left, left
+    assert any("`cfg.weights()`" in f for f in left), left
+    assert not any("`cfg.ready()`" in f for f in left), left
+
+
+DEFAULTS = {
+    "a literal": ("", "19.5"),
+    "a negated literal": ("", "-1.5"),
+    "a constant": ("GOAL = 0.5\n", "GOAL"),
+    "a tensor": ("GOAL = torch.full((1, 2), 0.5)\n", "GOAL"),
+    "a constant rebound": ("GOAL = 0.5\nif OUT is not None:\n    GOAL = torch.full((1, 2), 0.5)\n",
+                           "GOAL"),
+}  # fmt: skip
+
+
+@given(st.sampled_from(sorted(DEFAULTS)), st.sampled_from(["float", "str"]), WHERE)
+def test_a_command_line_setting_whose_default_is_a_module_constant_is_a_number(
+    default: str, kind: str, where: str
+) -> None:
+    """colinskow/move37's ``add_argument("--reward", type=float, default=MEAN_REWARD_GOAL)``
+    (n31h's sample): the default is a module-level name bound to ``19.5``, and ``args.reward``
+    was reported (TP523 "made by ``args.reward``"). argparse hands a default over as it is,
+    so a name bound only to a literal at module level is a number like the literal; a name
+    bound to a tensor, or rebound to one anywhere, is not told, and the run confirms the
+    port never goes silent on it."""
+    defs, value = DEFAULTS[default]
+    source = (
+        MODEL
+        + "import argparse\n"
+        + defs
+        + (
+            "parser = argparse.ArgumentParser()\n"
+            f"parser.add_argument('--goal', type={kind}, default={value})\n"
+        )
+    )
+    body = (
+        "args = parser.parse_args([])\n"
+        "goal = args.goal if isinstance(args.goal, torch.Tensor) else float(args.goal)\n"
+        "OUT.append((model(torch.ones(1, 4)) * args.goal).detach() if goal is args.goal\n"
+        "           else (model(torch.ones(1, 4)) * goal).detach())\n"
+    )
+    left, clean = placed(source + wrap(body, where))
+    assert clean or left, left
+    about = [f for f in left if "args.goal" in f or "`args`" in f]
+    if default in ("a literal", "a negated literal", "a constant"):
+        assert about == [], left
+
+
+@given(
+    st.sampled_from(["0.2", "'clip'", "torch.full((1, 2), 0.2)"]),
+    st.sampled_from(["", "sub", "outside"]),
+    WHERE,
+)
+def test_a_number_the_class_body_binds_read_through_self_is_no_value_to_move(
+    value: str, other: str, where: str
+) -> None:
+    """xtma/pytorch_car_caring's ``class Agent: clip_param = 0.1`` read as
+    ``torch.clamp(ratio, 1.0 - self.clip_param, ...)`` (n31h's sample): no method stores
+    ``self.clip_param``, and it was reported (TP523 "made by ``self.clip_param``"). A number
+    or string the class body binds, stored nowhere else and bound by no other class of the
+    file, is no tensor. A tensor there, a subclass binding a tensor, or a tensor stored from
+    outside is not told: reported or moved, and the run confirms it."""
+    use = "len(self.clip_param)" if "clip'" in value else "self.clip_param"
+    source = MODEL + (
+        "class Agent:\n"
+        f"    clip_param = {value}\n"
+        "    def step(self, x):\n"
+        f"        return (model(x) * {use}).detach()\n"
+    )
+    if other == "sub":
+        source += "class Big(Agent):\n    clip_param = torch.full((1, 2), 3.0)\n"
+    made = "Big()" if other == "sub" else "Agent()"
+    body = f"agent = {made}\n"
+    if other == "outside":
+        body += "agent.clip_param = torch.full((1, 2), 2.0)\n"
+    body += "OUT.append(agent.step(torch.ones(1, 4)))\n"
+    left, clean = placed(source + wrap(body, where))
+    assert clean or left, left
+    if "torch" not in value and not other:
+        assert not any("clip_param" in f for f in left), left

@@ -49,7 +49,9 @@ class ClassAttributes:
 
         Unknown as well when the file stores that attribute on anything but ``self``
         (``agent.total_it = ...``) other than a number or string literal (``agent.I = 1``),
-        or the class body binds it too.
+        or the class body binds it too. Stored nowhere but the class body (``clip_param =
+        0.1``), it is what the body binds when that is a number or string, no other class
+        of the file binds it, and nothing stores it as an attribute.
         """
         key = (id(cls), attr)
         found = self._own_attrs.get(key)
@@ -62,6 +64,11 @@ class ClassAttributes:
 
     def _own_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         values = self._self_stores(cls).get(attr)
+        if not values and not self._bound_by_another_class(cls, attr):
+            # `clip_param = 0.1` in the class body, read as `self.clip_param`: stored
+            # nowhere else in the file (class_attribute asks), no other class binds it
+            kind = self.class_attribute(cls, attr)
+            return Kind.OTHER if kind is Kind.OTHER else Kind.UNKNOWN
         if not values or any(v is None for v in values) or self._stored_elsewhere(cls, attr):
             return Kind.UNKNOWN  # unpacked into, or annotated only: not told
         kind = join(self._kind_of(v) for v in values if v is not None)
@@ -152,6 +159,21 @@ class ClassAttributes:
         if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
             value = value.operand
         return isinstance(value, ast.Constant) and isinstance(value.value, (int, float, str))
+
+    def _bound_by_another_class(self, cls: ast.ClassDef, attr: str) -> bool:
+        """Whether a class of the file other than ``cls`` binds ``attr`` in its body (a
+        subclass's ``clip_param = torch.ones(1)`` would be what ``self`` reads there)."""
+        return any(
+            isinstance(other, ast.ClassDef)
+            and other is not cls
+            and any(
+                isinstance(t, ast.Name) and t.id == attr
+                for stmt in other.body
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+            )
+            for other in ast.walk(self._ctx.tree)
+        )
 
     def class_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         """What a class attribute read through the class holds (``Cfg.x``).

@@ -4,7 +4,9 @@ argparse builds every value of its namespace from the command-line strings,
 through the ``type=`` it is given: an argument declared with ``type=float``
 (``int``, ``str``, ``bool``), a flag (``action="store_true"``, ``"count"``) or
 one with neither a type nor an action (a string, or its literal default) is a
-Python number, string or bool, never a tensor to move. An argument with any
+Python number, string or bool, never a tensor to move. argparse hands a default over
+as it is: the default must be a literal, or a module-level name bound only to one
+(``default=MEAN_REWARD``). An argument with any
 other ``type=`` (a function of the file, ``torch.tensor``) or action, one the
 file declares twice in ways that disagree, or an attribute the file also stores
 (``args.device = torch.device(...)``) is not told here.
@@ -79,6 +81,7 @@ class CommandLine:
             return self._scalars
         kinds: dict[str, bool] = {}  # dest -> every declaration of it a scalar
         stored: set[str] = set()
+        constants = _constants(self._ctx.tree)
         for node in self._ctx.scopes.nodes_of(ast.Attribute):
             assert isinstance(node, ast.Attribute)
             if not isinstance(node.ctx, ast.Load):
@@ -90,7 +93,7 @@ class CommandLine:
                 continue
             dest = _dest(node)
             if dest is not None:
-                kinds[dest] = kinds.get(dest, True) and _scalar(node)
+                kinds[dest] = kinds.get(dest, True) and _scalar(node, constants)
         self._scalars = frozenset(d for d, ok in kinds.items() if ok and d not in stored)
         return self._scalars
 
@@ -131,8 +134,9 @@ def _dest(call: ast.Call) -> str | None:
     return name.lstrip("-").replace("-", "_") or None
 
 
-def _scalar(call: ast.Call) -> bool:
-    """Whether what an ``add_argument`` call declares is a number, string or bool."""
+def _scalar(call: ast.Call, constants: frozenset[str] = frozenset()) -> bool:
+    """Whether what an ``add_argument`` call declares is a number, string or bool
+    (``constants``: the module's names bound only to literals, see :func:`_constants`)."""
     words = {k.arg: k.value for k in call.keywords}
     if None in words:
         return False  # `**options`: the type is not told
@@ -145,7 +149,38 @@ def _scalar(call: ast.Call) -> bool:
     ):
         return False
     default = words.get("default")
-    return default is None or isinstance(default, ast.Constant)
+    return (
+        default is None
+        or _literal(default)
+        or (isinstance(default, ast.Name) and default.id in constants)
+    )
+
+
+def _literal(expr: ast.expr) -> bool:
+    """A constant, or a negated one (``-1.0``)."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        expr = expr.operand
+    return isinstance(expr, ast.Constant)
+
+
+def _constants(tree: ast.Module) -> frozenset[str]:
+    """Module-level names every store of which is ``NAME = <literal>`` at module level
+    (``MEAN_REWARD = 19.5``, a default argparse hands over as it is, not through its
+    ``type=``)."""
+    literal: set[str] = set()
+    plain: set[int] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _literal(stmt.value):
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                literal.add(target.id)
+                plain.add(id(target))
+    others = {
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and id(n) not in plain
+    }
+    return frozenset(literal - others)
 
 
 _FOLDERS: dict[str, dict[str, tuple[float, frozenset[str], frozenset[str], frozenset[str]]]] = {}
@@ -200,6 +235,7 @@ def _declared(path: Path) -> tuple[frozenset[str], frozenset[str], frozenset[str
     imported: set[str] = set()
     scalars: set[str] = set()
     others: set[str] = set()
+    constants = _constants(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             imported.add(node.module.partition(".")[0])
@@ -214,5 +250,5 @@ def _declared(path: Path) -> tuple[frozenset[str], frozenset[str], frozenset[str
         ):
             dest = _dest(node)
             if dest is not None:
-                (scalars if _scalar(node) else others).add(dest)
+                (scalars if _scalar(node, constants) else others).add(dest)
     return frozenset(imported), frozenset(scalars - others), frozenset(others)

@@ -26,7 +26,9 @@ from __future__ import annotations
 import ast
 
 from torchport.check.port._call_sites import partial_target
+from torchport.check.port._device_flow import PortScope
 from torchport.check.port._facts import PortFacts
+from torchport.check.port._workers import idle_worker
 
 __all__ = ["cpu_placements", "device_escapes", "model_escapes", "sparse_inputs"]
 
@@ -101,7 +103,9 @@ def model_escapes(facts: PortFacts) -> list[tuple[ast.expr, str]]:
             else:
                 continue
             if isinstance(node, (ast.List, ast.Set, ast.Tuple, ast.Dict)) and (
-                _builds_model(node, facts, scope) or _only_called_back(node, facts)
+                _builds_model(node, facts, scope)
+                or _only_called_back(node, facts)
+                or _worker_arguments(node, facts, scope)
             ):
                 continue
             found += [(item, where) for item in items if facts.builds_model(item, scope)]
@@ -252,6 +256,18 @@ def _only_called_back(node: ast.expr, facts: PortFacts) -> bool:
         if not (isinstance(called, ast.Call) and called.func is callee):
             return False
     return bool(reads)
+
+
+def _worker_arguments(node: ast.expr, facts: PortFacts, scope: PortScope) -> bool:
+    """``args=(shared_model, ...)`` of a ``Process`` whose target uses each model it is
+    handed only for its weights (:func:`~torchport.check.port._workers.idle_worker`)."""
+    keyword = facts.parents.get(id(node))
+    if not isinstance(keyword, ast.keyword) or keyword.arg != "args":
+        return False
+    call = facts.parents.get(id(keyword))
+    return isinstance(call, ast.Call) and idle_worker(
+        facts.ctx, call, lambda e: facts.builds_model(e, scope)
+    )
 
 
 def _unpacked(node: ast.Tuple, facts: PortFacts) -> bool:

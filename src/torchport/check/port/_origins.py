@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from torchport.check._context import Context
 from torchport.check.port._batches import BatchPlan, batch_plan
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS, VARIABLE, is_move
+from torchport.check.port._environment_objects import an_environment
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 from torchport.check.port._script_placement import ScriptPlacement, step_scalar
@@ -126,13 +127,10 @@ class Origins:
             return self._memo[key] or []  # None: being followed (a cycle adds nothing)
         self._memo[key] = None
         if self._project_tensor(expr):
-            found = [
-                Origin(
-                    expr,
-                    f"`{ast.unparse(expr)}` (a CPU tensor another module of the project makes)",
-                    library=False,
-                )
-            ]
+            what = f"`{ast.unparse(expr)}` (a CPU tensor another module of the project makes)"
+            found = [Origin(expr, what, library=False)]
+        elif an_environment(expr, self.ctx):
+            found = []  # `gym.make(...)`, `make_env()`: an environment object, no tensor
         else:
             found = self._of(expr) if self.kinds.of(expr) not in _FINE else []
         self._memo[key] = found
@@ -166,6 +164,8 @@ class Origins:
         if isinstance(expr, ast.NamedExpr):
             return self.of(expr.value)
         children = [c for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)]
+        if isinstance(expr, ast.IfExp):  # `a if cuda.is_available() else b`: a or b, never the test
+            children = [expr.body, expr.orelse]
         if isinstance(expr, (ast.BinOp, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.IfExp)):
             return [o for c in children for o in self.of(c)]
         if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.Dict)):

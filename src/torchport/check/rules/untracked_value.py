@@ -21,7 +21,9 @@ class UntrackedValue(Rule):
     TP521's. It reports a model put into a container or a
     `functools.partial` too (`for m in [model]:` with `m` handed on): its
     forwards there are out of the port's sight (a literal the code only takes
-    the model back out of to call it, `models["a"](x)`, is followed instead),
+    the model back out of to call it, `models["a"](x)`, is followed instead; a
+    worker process's `args=(model, ...)` whose function only reads or writes the
+    model's weights, `shared.state_dict()`, meets nothing there),
     and a value the code itself puts on the CPU
     (`x.to("cpu")`, `device="cpu"` in a function's parameters) that meets
     the model: the port does not overrule the author's placement. A device
