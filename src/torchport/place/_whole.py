@@ -136,6 +136,7 @@ class Inside:
         restored: int,
         laid: list[Any] | None,
         ids: set[int],
+        relay: Callable[[list[Any]], list[Any]] = _flatten,
     ) -> None:
         self.tensors = tensors
         self.ids = ids
@@ -144,7 +145,7 @@ class Inside:
         self.restored = restored
         self.laid = laid
         self.late = False
-        self.relay: Callable[[list[Any]], list[Any]] = _flatten
+        self.relay = relay
 
 
 def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
@@ -165,9 +166,9 @@ def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
             read = plan.read(obj)  # (read_planned, written out for the plan)
             if read is not None:
                 tensors, nodes, opened, ids, laid = read
-                planned = Inside(tensors, nodes, opened, restored, laid if lay else None, ids)
-                if plan.relay is not None:
-                    planned.relay = plan.relay
+                planned = Inside(
+                    tensors, nodes, opened, restored, laid if lay else None, ids, plan.relay
+                )
                 if not lay:
                     planned.late = True
                 return planned
@@ -384,12 +385,15 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
             read = plan.read(obj)
             if read is not None:
                 tensors, nodes, ids_of_nodes, ids, laid = read
-                inside = Inside(
-                    tensors, nodes, ids_of_nodes, restored, laid if lay_record else None, ids
+                return Inside(
+                    tensors,
+                    nodes,
+                    ids_of_nodes,
+                    restored,
+                    laid if lay_record else None,
+                    ids,
+                    plan.relay,
                 )
-                if plan.relay is not None:
-                    inside.relay = plan.relay
-                return inside
     root = cls
     plannable = code is _MOVES and lay_record
     only_tensors = PLAIN_TENSOR_TYPES.issuperset

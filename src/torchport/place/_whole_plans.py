@@ -33,7 +33,7 @@ from torchport.place._node_codes import (
     code_of,
     node_values,
 )
-from torchport.place._untouched import END, STATE
+from torchport.place._untouched import END, STATE, flatten
 from torchport.place._whole_code import read_code, relay_code, result_code
 
 __all__ = [
@@ -64,8 +64,8 @@ class Plan:
         types: The type of each item of that record (its markers have types of their own).
         pick: Gives the record's tensors (those the read found), in the read's order.
         read: :func:`read_planned` for this plan, written out (``place/_whole_code.py``).
-        relay: ``_untouched.flatten`` for the nodes it reads, written out; None where
-            that function lays one of their classes another way.
+        relay: ``_untouched.flatten`` for the nodes it reads, written out; that
+            function itself where it lays one of their classes another way.
     """
 
     __slots__ = ("pick", "read", "relay", "steps", "types")
@@ -76,7 +76,7 @@ class Plan:
         types: list[type],
         pick: Callable[[list[Any]], Any],
         read: Callable[[Any], Read | None],
-        relay: Callable[[list[Any]], list[Any]] | None,
+        relay: Callable[[list[Any]], list[Any]],
     ) -> None:
         self.steps = steps
         self.types = types
@@ -152,7 +152,7 @@ def plan_of(flat: list[Any], nodes: list[Any]) -> Plan | None:
         list(types),
         pick,
         read_code(planned, list(types), tensors),
-        relay_code(planned, type(nodes[0])),
+        relay_code(planned, type(nodes[0])) or flatten,
     )
 
 
