@@ -217,3 +217,45 @@ class WritesBooks(Box):
         super().to(device)
         self.books["a"] = self.books["a"].to(device)
         return self
+
+
+class HostBox:
+    """A ``.to`` that, when ``host`` is set, gives ``store["a"]`` back as a new host tensor."""
+
+    def __init__(self, store: dict[str, torch.Tensor], host: bool) -> None:
+        self.store = store
+        self.host = host
+        self.tag = ("t",)  # (a tuple: no plan of the input, which would decide the codes)
+
+    def __copy__(self) -> HostBox:
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.store = dict(self.store)
+        return new
+
+    def to(self, device: Any) -> HostBox:
+        moved = {
+            k: v.clone() if self.host and k == "a" else v.to(device) for k, v in self.store.items()
+        }
+        self.store = moved
+        return self
+
+
+def test_a_result_plan_made_where_the_tensor_type_is_first_decided_keeps_every_tensor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The loop reads a dict of tensors without deciding torch.Tensor's code; the result
+    # plan made after it decided it there for the first time and (on main) then dropped
+    # that first tensor from its picks: a later .to leaving that tensor on the host gave
+    # a result with a host tensor, silently. Every tensor is picked; the move is refused.
+    from torchport.place import _node_codes
+
+    tp.to_device([HostBox({}, False), torch.ones(1)], META)  # registers the class
+    monkeypatch.delitem(_node_codes.CODES, torch.Tensor, raising=False)  # (not decided yet)
+    _whole_plans.RESULT_PLANS.pop(HostBox, None)
+    made = tp.to_device(HostBox({"a": _tensor(), "b": _tensor()}, False), META)
+    assert made.store["a"].is_meta and made.store["b"].is_meta
+    plan = _whole_plans.RESULT_PLANS[HostBox]
+    assert len(plan.walk(made, frozenset(), [])) == 2
+    with pytest.raises(tp.UnsupportedBatchError, match="HostBox"):
+        tp.to_device(HostBox({"a": _tensor(), "b": _tensor()}, True), META)

@@ -264,24 +264,27 @@ def result_plan_of(result: Any, shared: AbstractSet[int]) -> ResultPlan | None:
     while at < len(flat):
         x = flat[at]
         cls = type(x)
-        code = None if cls is _END_TYPE else CODES.get(cls)
+        at += 1
+        if cls is _END_TYPE:
+            continue
+        code = CODES.get(cls)
         if code is None:
-            if cls is not _END_TYPE:
-                code = code_of(cls)
-                if code is None:
-                    return None
-        elif code is TENSOR_CODE:
-            tensors.append(at)
+            # (Decided here the first time: then taken as any other value of its code.
+            # The loop reads a dict of tensors without deciding them one by one.)
+            code = code_of(cls)
+            if code is None:
+                return None
+        if code is TENSOR_CODE:
+            tensors.append(at - 1)
         elif code is not VALUE_CODE:
             if id(x) in shared:
-                skipped.append(at)
+                skipped.append(at - 1)
             else:
-                steps.append((at, cls, code))
+                steps.append((at - 1, cls, code))
                 if code is not TUPLE_CODE:
                     nodes.append(x)
                 flat.extend(_values_of(x, code))
                 flat.append(end)
-        at += 1
     if len(set(map(id, nodes))) != len(nodes):
         return None
     shares = _picker(skipped) if skipped else None
