@@ -39,6 +39,9 @@ class _Holder:
 # Each placement: (wrap the object, get its result back, the path of the object).
 _PLACES: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any], str]] = {
     "dict": (lambda o: {"o": o, "y": torch.ones(1), "n": 1}, lambda b: b["o"], "batch['o']"),
+    # (One object and one plain tensor: _whole_held's pair lane, either order.)
+    "pair": (lambda o: {"y": torch.ones(1), "o": o}, lambda b: b["o"], "batch['o']"),
+    "pair, object first": (lambda o: {"o": o, "y": torch.ones(1)}, lambda b: b["o"], "batch['o']"),
     "list": (lambda o: [torch.ones(1), o, "s"], lambda b: b[1], "batch[1]"),
     "tuple": (lambda o: (o, torch.ones(1)), lambda b: b[0], "batch[0]"),
     "nested": (
@@ -121,6 +124,26 @@ def test_a_tensor_held_inside_the_object_and_elsewhere_stays_one_tensor(
     if nested:
         assert top["obj"].d["b"] is out[1][0] and out[1][0].is_meta
     assert all(t.is_meta for _, t in _reach.tensors(out))
+
+
+@given(tensor_first=st.booleans(), there=st.booleans(), overlap=st.booleans())
+def test_one_object_beside_one_tensor_moves_as_each_moves_alone(
+    tensor_first: bool, there: bool, overlap: bool
+) -> None:
+    # The pair lane (place/_whole_held.py): keys in their order, the tensor as to_device
+    # moves it alone, the object as alone, a tensor held inside it too kept one tensor.
+    _register()
+    obj = Right({"a": torch.ones(2), "b": torch.zeros(2)}, None, frozenset("ab"))
+    y = obj.d["a"] if overlap else torch.ones(3, device=META) if there else torch.ones(3)
+    batch = {"y": y, "obj": obj} if tensor_first else {"obj": obj, "y": y}
+    taken = _reach.snapshot(batch)
+    out = tp.to_device(batch, META)
+    assert _reach.snapshot(batch) == taken, "the input changed"
+    assert list(out) == list(batch) and out is not batch
+    assert out["y"].is_meta and (out["y"] is y) == (there and not overlap)
+    assert _shape(obj, out["obj"]) == _shape(obj, tp.to_device(obj, META))
+    if overlap:
+        assert out["obj"].d["a"] is out["y"]
 
 
 def test_a_container_held_inside_the_object_and_elsewhere_stays_one() -> None:

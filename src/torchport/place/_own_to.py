@@ -38,25 +38,26 @@ def call_own_to(
     streams the object's copies use is unknown). Returns what ``.to`` returns, or
     ``obj`` itself when ``.to`` returns ``None`` (it moved ``obj`` in place).
     """
-    takes = _TAKES.get(type(obj)) or _takes(type(obj))
-    if takes.non_blocking and non_blocking is None:
+    # (One unpack: each field of a NamedTuple read by name is a descriptor call.)
+    takes_non_blocking, takes_dtype, by_name = _TAKES.get(type(obj)) or _takes(type(obj))
+    if takes_non_blocking and non_blocking is None:
         non_blocking = _ASYNC.get(target)  # hashed in C; target.type builds a string
         if non_blocking is None:
             non_blocking = target.type not in HOST_TYPES
             if len(_ASYNC) < _ASYNC_MAX:
                 _ASYNC[target] = non_blocking
-    if takes.device_by_name or (takes.dtype and dtype is not None):
+    if by_name or (takes_dtype and dtype is not None):
         kwargs: dict[str, Any] = {}
-        if takes.non_blocking:
+        if takes_non_blocking:
             kwargs["non_blocking"] = non_blocking
-        if takes.dtype and dtype is not None:
+        if takes_dtype and dtype is not None:
             kwargs["dtype"] = dtype
-        if takes.device_by_name:  # to(self, *, device, ...): torch's storages
+        if by_name:  # to(self, *, device, ...): torch's storages
             kwargs["device"] = target
             moved = obj.to(**kwargs)
         else:
             moved = obj.to(target, **kwargs)
-    elif takes.non_blocking:
+    elif takes_non_blocking:
         moved = obj.to(target, non_blocking=non_blocking)
     else:
         moved = obj.to(target)

@@ -73,6 +73,7 @@ __all__ = [
     "flatten",
     "hold",
     "lay_any",
+    "lays_own_dict",
     "let_go",
     "record",
     "snapshot",
@@ -304,6 +305,15 @@ def _plan(cls: type) -> int:
     if lasting(cls):
         _PLANS[cls] = plan
     return plan
+
+
+def lays_own_dict(cls: type) -> bool:
+    """Whether :func:`_flatten` lays an object of ``cls`` as ``_STATE``, its ``__dict__``,
+    that dict's keys and values (no slots, no builtin base)."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _plan(cls)
+    return plan is _OWN_DICT
 
 
 def _run(held: list[Any], at: int) -> tuple[list[Any], int]:

@@ -76,8 +76,6 @@ from torchport.place._whole_plans import (
     PLANS,
     RESULT_PLANS,
     plan_of,
-    read_planned,
-    unshared_planned,
 )
 from torchport.place._whole_result import (
     ALL_HELD,
@@ -124,9 +122,11 @@ class Inside:
             when the class's last move found every tensor there (see ``_LAYS``).
         late: Read for a move that comes later (``whole_tensors(lay=False)``): the move
             reads the input again under its guard before it decides anything.
+        relay: Lays ``nodes`` again as ``laid`` was laid (``_untouched.flatten``, or
+            the plan's own, written out: ``place/_whole_code.py``).
     """
 
-    __slots__ = ("ids", "laid", "late", "nodes", "opened", "restored", "tensors")
+    __slots__ = ("ids", "laid", "late", "nodes", "opened", "relay", "restored", "tensors")
 
     def __init__(
         self,
@@ -136,6 +136,7 @@ class Inside:
         restored: int,
         laid: list[Any] | None,
         ids: set[int],
+        relay: Callable[[list[Any]], list[Any]] = _flatten,
     ) -> None:
         self.tensors = tensors
         self.ids = ids
@@ -144,6 +145,7 @@ class Inside:
         self.restored = restored
         self.laid = laid
         self.late = False
+        self.relay = relay
 
 
 def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
@@ -161,10 +163,12 @@ def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
         plan = PLANS.get(cls)
         if plan is not None:  # _read's plan path, one frame less (the common case)
             restored = RESTORED[0]  # read first: a restore after it reads the input again
-            read = read_planned(obj, plan)
+            read = plan.read(obj)  # (read_planned, written out for the plan)
             if read is not None:
                 tensors, nodes, opened, ids, laid = read
-                planned = Inside(tensors, nodes, opened, restored, laid if lay else None, ids)
+                planned = Inside(
+                    tensors, nodes, opened, restored, laid if lay else None, ids, plan.relay
+                )
                 if not lay:
                     planned.late = True
                 return planned
@@ -246,7 +250,7 @@ def move_whole(
                 if before.changed():
                     raise RebuildRefused(wrote_through(cls))
             else:
-                now = _flatten(nodes)  # (Snapshot.changed, written out)
+                now = inside.relay(nodes)  # (Snapshot.changed, written out)
                 if len(now) != len(laid) or not all(map(operator.is_, now, laid)):  # type: ignore[arg-type]
                     raise RebuildRefused(wrote_through(cls))
             try:
@@ -258,7 +262,7 @@ def move_whole(
             skipped: list[Any] = []  # the input's nodes the result holds (not read)
             shared = inside.opened
             rplan = RESULT_PLANS.get(type(result))
-            found = None if rplan is None else unshared_planned(result, shared, rplan, skipped)
+            found = None if rplan is None else rplan.walk(result, shared, skipped)
             if found is None:  # (unshared_tensors: its plan again, then the loop)
                 skipped.clear()
                 found = unshared_tensors(result, shared, skipped)
@@ -378,11 +382,17 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
     if code is _MOVES:
         plan = PLANS.get(cls)
         if plan is not None:
-            read = read_planned(obj, plan)
+            read = plan.read(obj)
             if read is not None:
                 tensors, nodes, ids_of_nodes, ids, laid = read
                 return Inside(
-                    tensors, nodes, ids_of_nodes, restored, laid if lay_record else None, ids
+                    tensors,
+                    nodes,
+                    ids_of_nodes,
+                    restored,
+                    laid if lay_record else None,
+                    ids,
+                    plan.relay,
                 )
     root = cls
     plannable = code is _MOVES and lay_record

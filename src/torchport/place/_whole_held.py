@@ -53,6 +53,7 @@ from torchport.place._whole import Inside, move_whole, whole_tensors
 __all__ = ["move_held"]
 
 _ONLY_TENSORS = PLAIN_TENSOR_TYPES.issuperset
+_PLAIN = torch.Tensor
 _CONTAINERS = (dict, list, tuple)  # (exact types: subclasses never reach the rebuild)
 
 # Batches whose containers hold more items than this go to the walker: its C-speed
@@ -74,6 +75,10 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
         UnsupportedBatchError: An object's move was refused (``place/_whole.py``); the
             message names its path in ``obj``.
     """
+    if type(obj) is dict and len(obj) == 2:
+        paired = _pair(obj, target, non_blocking, pack)
+        if paired is not NOT_FLAT:
+            return paired
     tensors: list[torch.Tensor] = []
     movers: dict[int, Any] = {}  # by id: each object once
     containers: set[int] = set()
@@ -124,6 +129,35 @@ def move_held(obj: Any, target: torch.device, non_blocking: bool | None, pack: b
     for mover, inside in insides:
         new[id(mover)] = move_whole(mover, inside, target, non_blocking, obj)
     return _rebuilt(obj, new, parents, read)
+
+
+def _pair(obj: Any, target: torch.device, non_blocking: bool | None, pack: bool | None) -> Any:
+    """``{"graph": batch, "y": labels}``: one object and one plain tensor; else ``NOT_FLAT``.
+
+    What :func:`move_held` does for this dict, without its general read: the same
+    overlap tests (the tensor one of the object's, the dict one of its nodes), the
+    tensor moved first by ``move_few``, then the object by ``move_whole``, the dict
+    rebuilt from its items as read. Anything else (or ``move_few`` declining) goes
+    to :func:`move_held`'s general read, nothing moved yet.
+    """
+    (ka, a), (kb, b) = obj.items()  # (keys and values as read, in one C-level copy)
+    if type(a) is _PLAIN:
+        tensor, mover = a, b
+    elif type(b) is _PLAIN:
+        tensor, mover = b, a
+    else:
+        return NOT_FLAT
+    code = _CODES.get(type(mover))
+    if code is not _MOVES and code is not _MOVES_STATE:
+        return NOT_FLAT  # (a value, another tensor, a type not classified yet: the read)
+    inside = whole_tensors(mover)
+    if inside is None or id(tensor) in inside.ids or id(obj) in inside.opened:
+        return NOT_FLAT  # (held both inside it and beside it: the walker keeps it one)
+    moved = move_few([tensor], list, target, non_blocking, pack)
+    if moved is NOT_FLAT:
+        return NOT_FLAT
+    made = move_whole(mover, inside, target, non_blocking, obj)
+    return {ka: moved[0], kb: made} if tensor is a else {ka: made, kb: moved[0]}
 
 
 def _read(

@@ -33,7 +33,8 @@ from torchport.place._node_codes import (
     code_of,
     node_values,
 )
-from torchport.place._untouched import END, STATE
+from torchport.place._untouched import END, STATE, flatten
+from torchport.place._whole_code import read_code, relay_code, result_code
 
 __all__ = [
     "PLANS",
@@ -62,19 +63,26 @@ class Plan:
             where it sat in the record, its type and its code.
         types: The type of each item of that record (its markers have types of their own).
         pick: Gives the record's tensors (those the read found), in the read's order.
+        read: :func:`read_planned` for this plan, written out (``place/_whole_code.py``).
+        relay: ``_untouched.flatten`` for the nodes it reads, written out; that
+            function itself where it lays one of their classes another way.
     """
 
-    __slots__ = ("pick", "steps", "types")
+    __slots__ = ("pick", "read", "relay", "steps", "types")
 
     def __init__(
         self,
         steps: tuple[tuple[int, type, int], ...],
         types: list[type],
         pick: Callable[[list[Any]], Any],
+        read: Callable[[Any], Read | None],
+        relay: Callable[[list[Any]], list[Any]],
     ) -> None:
         self.steps = steps
         self.types = types
         self.pick = pick
+        self.read = read
+        self.relay = relay
 
 
 # Per class with its own .to (those that last; the object's whole state in its
@@ -138,11 +146,20 @@ def plan_of(flat: list[Any], nodes: list[Any]) -> Plan | None:
         pick = operator.itemgetter(slice(tensors[0], tensors[0] + 1))
     else:
         pick = operator.itemgetter(*tensors)
-    return Plan(tuple(steps), list(types), pick)
+    planned = tuple(steps)
+    return Plan(
+        planned,
+        list(types),
+        pick,
+        read_code(planned, list(types), tensors),
+        relay_code(planned, type(nodes[0])) or flatten,
+    )
 
 
 def read_planned(obj: Any, plan: Plan) -> Read | None:
-    """:func:`_read` by ``plan``: what ``obj`` holds, when it holds it as its last full read found.
+    """:func:`_read` by ``plan``: what ``obj`` holds, when held as its last full read found it.
+
+    (``plan.read`` is this, written out for the plan; moves call that one.)
 
     The record is laid as the loop lays it, each node taken from where the plan says
     (only if of the plan's type); then the types of the whole record must be the
@@ -200,9 +217,10 @@ class ResultPlan:
         types: The type of each item of that list (``END`` has a type of its own).
         pick: Gives its tensors.
         pick_shared: Gives the nodes it skipped (the input's: shared), or None if none.
+        walk: :func:`unshared_planned` for this plan, written out (``place/_whole_code.py``).
     """
 
-    __slots__ = ("pick", "pick_shared", "steps", "types")
+    __slots__ = ("pick", "pick_shared", "steps", "types", "walk")
 
     def __init__(
         self,
@@ -210,11 +228,13 @@ class ResultPlan:
         types: list[type],
         pick: Callable[[list[Any]], Any],
         pick_shared: Callable[[list[Any]], Any] | None,
+        walk: Callable[[Any, AbstractSet[int], list[Any]], list[torch.Tensor] | None],
     ) -> None:
         self.steps = steps
         self.types = types
         self.pick = pick
         self.pick_shared = pick_shared
+        self.walk = walk
 
 
 # Per class of a result (those that last): the plan of the last one read by the loop.
@@ -244,28 +264,33 @@ def result_plan_of(result: Any, shared: AbstractSet[int]) -> ResultPlan | None:
     while at < len(flat):
         x = flat[at]
         cls = type(x)
-        code = None if cls is _END_TYPE else CODES.get(cls)
+        at += 1
+        if cls is _END_TYPE:
+            continue
+        code = CODES.get(cls)
         if code is None:
-            if cls is not _END_TYPE:
-                code = code_of(cls)
-                if code is None:
-                    return None
-        elif code is TENSOR_CODE:
-            tensors.append(at)
+            # (Decided here the first time: then taken as any other value of its code.
+            # The loop reads a dict of tensors without deciding them one by one.)
+            code = code_of(cls)
+            if code is None:
+                return None
+        if code is TENSOR_CODE:
+            tensors.append(at - 1)
         elif code is not VALUE_CODE:
             if id(x) in shared:
-                skipped.append(at)
+                skipped.append(at - 1)
             else:
-                steps.append((at, cls, code))
+                steps.append((at - 1, cls, code))
                 if code is not TUPLE_CODE:
                     nodes.append(x)
                 flat.extend(_values_of(x, code))
                 flat.append(end)
-        at += 1
     if len(set(map(id, nodes))) != len(nodes):
         return None
     shares = _picker(skipped) if skipped else None
-    return ResultPlan(tuple(steps), list(map(type, flat)), _picker(tensors), shares)
+    planned, types = tuple(steps), list(map(type, flat))
+    walk = result_code(planned, types, tensors, skipped)
+    return ResultPlan(planned, types, _picker(tensors), shares, walk)
 
 
 def _values_of(x: Any, code: int) -> Any:

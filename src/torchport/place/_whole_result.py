@@ -29,7 +29,7 @@ from torchport.place._node_codes import (
     node_values,
 )
 from torchport.place._tree import tensors_inside
-from torchport.place._whole_plans import RESULT_PLANS, result_plan_of, unshared_planned
+from torchport.place._whole_plans import RESULT_PLANS, result_plan_of
 
 __all__ = ["ALL_HELD", "held_by", "held_in", "not_in", "unshared_tensors"]
 
@@ -47,7 +47,7 @@ def unshared_tensors(
     """
     plan = RESULT_PLANS.get(type(result))
     if plan is not None:
-        planned = unshared_planned(result, shared, plan, skipped)
+        planned = plan.walk(result, shared, skipped)
         if planned is not None:
             return planned
         skipped.clear()
