@@ -606,9 +606,9 @@ ENTRIES: tuple[RuleEntry, ...] = (
     ),
     RuleEntry(
         "TP310",
-        "LoaderWithoutMapLocation",
-        "loader_without_map_location",
-        "loader-without-map-location",
+        "ProjectLoaderWithoutMapLocation",
+        "project_loader_without_map_location",
+        "project-loader-without-map-location",
         True,
         "device",
         "none",

@@ -1,4 +1,4 @@
-"""TP310 loader-without-map-location: the project's own loader called without ``map_location``."""
+"""TP310 project-loader-without-map-location: a project loader called without ``map_location``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ _LOADER = (
 )
 
 
-class LoaderWithoutMapLocation(Rule):
+class ProjectLoaderWithoutMapLocation(Rule):
     """## What it does
     Finds a call of one of the project's own loaders without `map_location`: a
     `classmethod` or `staticmethod` named for loading (`load` in its name), called on
@@ -39,7 +39,7 @@ class LoaderWithoutMapLocation(Rule):
     """
 
     code = "TP310"
-    name = "loader-without-map-location"
+    name = "project-loader-without-map-location"
     intent = Intent.DEVICE
     message = (
         'pass `map_location=` (the device, or `"cpu"`): this loader hands its default '
