@@ -7,7 +7,9 @@ benchmarks/data/recall_sites_round5.csv (repo, port commit, its parent, path, th
 site's lines in the parent, the class of the site, whether a static tool can reach
 it and why), one row per site a person judged. The repositories were used by no
 earlier round (see the CSV's header comment); which commits came before and after
-this round's rule changes is in benchmarks/RESULTS.md.
+this round's rule changes is in benchmarks/RESULTS.md. A second set,
+benchmarks/data/recall_sites_round5b.csv (``--sites``; 13 commits of 7 more
+repositories), was written and committed before any run on it (branch r34k).
 
 A site is found when the command line (``torchport check --select ALL``, and the
 defaults, each over the whole parent tree so the project view sees every module)
