@@ -23,12 +23,11 @@ _LOADER = (
 class ProjectLoaderWithoutMapLocation(Rule):
     """## What it does
     Finds a call of one of the project's own loaders without `map_location`: a
-    `classmethod` or `staticmethod` named for loading (`load` in its name), called on
-    its class by the class's capitalised name, whose
-    `map_location` parameter defaults to None and goes straight to
-    `torch.load(..., map_location=map_location)` (`MPNN.load_from_file(path)`),
-    defined in the file or in a project module it imports the class from, of the
-    class's own or through a base.
+    `classmethod` or `staticmethod` named for loading (`load` in its name), called
+    on its class by the class's capitalised name, whose `map_location` parameter
+    defaults to None and goes straight to `torch.load(..., map_location=map_location)`
+    (`MPNN.load_from_file(path)`), defined in the file or in a project module it
+    imports the class from, of the class's own or through a base.
 
     ## Why is this bad?
     `torch.load` does not report such a load: it is given `map_location`, which is
