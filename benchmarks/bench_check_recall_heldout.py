@@ -7,14 +7,17 @@ benchmarks/data/recall_sites_round5.csv (repo, port commit, its parent, path, th
 site's lines in the parent, the class of the site, whether a static tool can reach
 it and why), one row per site a person judged. The repositories were used by no
 earlier round (see the CSV's header comment); which commits came before and after
-this round's rule changes is in benchmarks/RESULTS.md.
+this round's rule changes is in benchmarks/RESULTS.md. A second set,
+benchmarks/data/recall_sites_round5b.csv (``--sites``; 13 commits of 7 more
+repositories), was written and committed before any run on it (branch r34k).
 
 A site is found when the command line (``torchport check --select ALL``, and the
 defaults, each over the whole parent tree so the project view sees every module)
 reports any finding on that line. Recall = found / reachable.
 
 The repositories are read from bare git mirrors (``--mirror``, default /work/.mirror,
-as the search tool's ``fetch`` leaves them: ``<owner>+<name>/repo``). Only the ``*.py``
+as the search tool's ``fetch`` leaves them: ``<owner>+<name>/repo``, or ``repo/.git`` where
+the snapshot has a work tree). Only the ``*.py``
 files of each parent commit are extracted into a temporary folder that is removed
 afterwards; nothing fetched is written into this repository.
 
@@ -89,6 +92,8 @@ def main() -> int:
     unreachable = 0
     for (repo, parent), sites in by_parent.items():
         gitdir = args.mirror / repo.replace("/", "+") / "repo"
+        if (gitdir / ".git").is_dir():  # a snapshot with a work tree: ``repo/.git``
+            gitdir = gitdir / ".git"
         with tempfile.TemporaryDirectory(prefix="recall-") as tmp:
             tree = Path(tmp)
             extract(gitdir, parent, tree)
@@ -107,8 +112,8 @@ def main() -> int:
                     for code in found.get((site["path"], line_no), [])
                 ]
                 hit += bool(codes)
-                if name == "ALL" and args.misses and not codes:
-                    print(f"  MISS {repo} {site['path']}:{site['line']} {site['class']}")
+                if args.misses and not codes:
+                    print(f"  MISS ({name}) {repo} {site['path']}:{site['line']} {site['class']}")
             reach = sum(site["reachable"] == "yes" for site in sites)
             totals[name][0] += hit
             totals[name][1] += reach

@@ -44,6 +44,7 @@ NEEDS: dict[str, str] = {
     # the variable's name as a string (a subscript, a setter's argument or dict key) or
     # as a keyword of `os.environ.update(...)`
     "TP306": "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",
+    "TP310": "load",  # a call of a method whose name holds it (`Net.load_from_file(...)`)
     "TP407": "allow_tf32",  # the attribute `....matmul.allow_tf32 = ...` assigned
 }
 

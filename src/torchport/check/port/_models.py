@@ -45,6 +45,18 @@ _NOT_MODULE_NAMES = frozenset({"Parameter", "UninitializedParameter", "Buffer"})
 _CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList"})
 _MOVES = frozenset({"to", "cuda", "to_empty"})
 _LOSS_TENSORS = frozenset({"weight", "pos_weight", None})  # None: **kwargs
+# torchmetrics' public classes are ``nn.Module`` subclasses (``Metric`` and every metric: a
+# metric's ``update`` runs on the device the metric was moved to, as a module's ``forward``
+# does): those of the package and of its metric packages, as their ``__all__`` lists them
+# (torchmetrics 1.9: 321 classes, every one a module). Not ``utilities``' or ``functional``'s
+# (enums, exceptions, datasets), nor a name a metric's own file imports.
+_METRIC_PACKAGES = frozenset(
+    {"audio", "classification", "clustering", "detection", "image", "multimodal", "nominal",
+     "regression", "retrieval", "segmentation", "shape", "text", "video", "wrappers"}
+)  # fmt: skip
+_METRIC_BASES = frozenset(
+    {"torchmetrics.metric.Metric", "torchmetrics.collections.MetricCollection"}
+)
 
 QualName = Callable[[ast.expr], "str | None"]
 
@@ -53,7 +65,8 @@ def module_classes(classes: list[ast.ClassDef], qualname: QualName) -> set[str]:
     """Names of the classes (of one file) that are ``nn.Module`` subclasses.
 
     A class is a module when a base is ``torch.nn.Module`` or any capitalised
-    ``torch.nn`` class, a base's name ends with ``Module`` (``LightningModule``),
+    ``torch.nn`` or ``torchmetrics`` class (``torchmetrics.Metric``), a base's name
+    ends with ``Module`` (``LightningModule``),
     or a base is another module class of the file.
     """
     # Each base is read once: a class is a module by a base of its own (torch.nn's, a
@@ -66,9 +79,7 @@ def module_classes(classes: list[ast.ClassDef], qualname: QualName) -> set[str]:
         for base in cls.bases:
             name = qualname(base) or ""
             tail = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
-            if (name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper()) or (
-                tail.endswith("Module")
-            ):
+            if _library_module(name) or tail.endswith("Module"):
                 found.add(cls.name)
                 break
             if isinstance(base, ast.Name):
@@ -84,6 +95,23 @@ def module_classes(classes: list[ast.ClassDef], qualname: QualName) -> set[str]:
                 found.add(name)
                 changed = True
     return found
+
+
+def _library_module(name: str) -> bool:
+    """Whether the qualified name is a library's ``nn.Module`` class: any capitalised
+    ``torch.nn`` class, or a public torchmetrics class (see ``_METRIC_PACKAGES``)."""
+    parts = name.split(".")
+    if not parts[-1][:1].isupper() or len(parts) < 2:
+        return False
+    if parts[:2] == ["torch", "nn"]:
+        return len(parts) > 2
+    if parts[0] != "torchmetrics":
+        return False
+    return (
+        len(parts) == 2
+        or (len(parts) == 3 and parts[1] in _METRIC_PACKAGES)
+        or (name in _METRIC_BASES)
+    )
 
 
 class ModelKnowledge:

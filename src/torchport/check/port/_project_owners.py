@@ -14,6 +14,13 @@ module-level class and each module-level instance of one (``config = Cfg()``):
   project's plain classes and ``object``), or ``"unknown"`` (another library's
   base, a builtin, a base that cannot be read).
 
+The methods recorded also name each **loader** a class has (of its own or through a base
+the project defines): a ``classmethod``/``staticmethod`` with a ``map_location``
+parameter that defaults to None and goes straight to ``torch.load`` (chemprop's
+``MPNN.load_from_file(path, map_location=None)``). It is recorded as
+``"<name>(map_location=<i>)"``, ``i`` the parameter's place among the arguments a call
+passes (-1: keyword-only), a spelling no device method has (:func:`loader_place`).
+
 Names a package's ``__init__`` imports from its own modules are its names too
 (re-exports). A name of a project module that cannot be read (a module that does
 not parse, a name it does not bind itself: a star or dynamic import) is
@@ -35,6 +42,7 @@ __all__ = [
     "Owned",
     "bound_names",
     "decide",
+    "loader_place",
     "owners_of",
 ]
 
@@ -92,14 +100,63 @@ def bound_names(tree: ast.Module) -> frozenset[str]:
     return frozenset(names)
 
 
-def _own(cls: ast.ClassDef) -> set[str]:
+def _own(cls: ast.ClassDef, ctx: Context) -> set[str]:
     found: set[str] = set()
+    loaders: set[str] = set()
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.add(stmt.name)
+            place = _loader(stmt, ctx)
+            if place is not None:
+                loaders.add(f"{stmt.name}(map_location={place})")
         elif isinstance(stmt, ast.Assign):
             found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
-    return found & DEVICE_METHODS
+    return (found & DEVICE_METHODS) | loaders
+
+
+def loader_place(methods: frozenset[str], name: str) -> int | None:
+    """Where a call of the loader ``name`` passes ``map_location`` (-1: by keyword only),
+    if ``methods`` (an :data:`Owned`'s) records ``name`` as a loader."""
+    prefix = f"{name}(map_location="
+    for method in methods:
+        if method.startswith(prefix):
+            return int(method[len(prefix) : -1])
+    return None
+
+
+def _loader(func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context) -> int | None:
+    """The place of ``map_location`` among a call's arguments, for a class or static method
+    whose ``map_location=None`` goes straight to ``torch.load`` (by keyword or second)."""
+    kinds = {d.id for d in func.decorator_list if isinstance(d, ast.Name)}
+    if not kinds & {"classmethod", "staticmethod"}:
+        return None
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults))
+    defaults += a.defaults
+    params = [
+        *zip(positional, defaults, strict=True),
+        *zip(a.kwonlyargs, a.kw_defaults, strict=True),
+    ]
+    found = [(i, d) for i, (p, d) in enumerate(params) if p.arg == "map_location"]
+    if not found:
+        return None
+    index, default = found[0]
+    if not (isinstance(default, ast.Constant) and default.value is None):
+        return None
+    if not any(_loads_with(n, ctx) for n in ast.walk(func)):
+        return None
+    if index >= len(positional):
+        return -1
+    return index - ("classmethod" in kinds)
+
+
+def _loads_with(node: ast.AST, ctx: Context) -> bool:
+    """``torch.load(f, map_location=map_location)`` (or the name second): the parameter as is."""
+    if not isinstance(node, ast.Call) or ctx.qualname(node.func) != "torch.load":
+        return False
+    given = [k.value for k in node.keywords if k.arg == "map_location"] + node.args[1:2]
+    return any(isinstance(v, ast.Name) and v.id == "map_location" for v in given)
 
 
 def owners_of(
@@ -146,7 +203,7 @@ class _Classes:
         if name in done:
             return done[name]
         done[name] = (False, frozenset(), "unknown")  # a cycle of bases: unknown
-        methods = _own(self.defs[name])
+        methods = _own(self.defs[name], self.ctx)
         lineages = {"torch"} if name in self.models else set()
         for base in self.defs[name].bases:
             _, inherited, lineage = self.base_owner(
