@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from torchport.check.rules._module_tensors import held_apart, zero_dim
@@ -66,3 +66,73 @@ def test_held_apart_follows_the_tensor_to_its_attribute(
     )
     name = ast.unparse(call.func)
     assert held_apart(call, name, init, parents) == (None if wrapped_in_call else "kept")
+
+
+# ``builds_the_module`` is answered once per method (kept in the walk's Context); the
+# oracle is the answer as it was computed at every ask, kept here: every method of every
+# class (nested ones too) of generated modules, asked twice in either order, answers alike.
+
+_BODIES = (
+    "        self.{callee}()\n",
+    "        x = self.{callee}\n",
+    "        return nn.Linear(2, 2)\n",
+    "        pass\n",
+    "        def inner():\n            self.{callee}()\n        inner()\n",
+)
+
+
+_OTHER_CLASS = "class N:\n    def build(self):\n        self.helper()\n"
+
+
+def _old_builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef, tree: ast.AST) -> bool:
+    from torchport.check.rules._module_tensors import _run_by_init
+
+    if method.name == "__init__":
+        return True
+    chain, inside = _run_by_init(cls)
+    return method.name in chain and not any(
+        isinstance(n, ast.Attribute) and n.attr == method.name and id(n) not in inside
+        for n in ast.walk(tree)
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.sampled_from(["__init__", "build", "reset", "forward", "helper"]),
+            st.sampled_from(range(len(_BODIES))),
+            st.sampled_from(["build", "reset", "helper", "forward", "other"]),
+        ),
+        min_size=1,
+        max_size=7,
+    ),
+    outside=st.sampled_from(["", "m = M()\nm.reset()\n", _OTHER_CLASS]),
+    reverse=st.booleans(),
+)
+# `M.build` is built by `__init__`, `N.build` (same name, another class) is not
+@example(calls=[("__init__", 0, "build"), ("build", 3, "")], outside=_OTHER_CLASS, reverse=False)
+@example(calls=[("__init__", 0, "build"), ("build", 3, "")], outside=_OTHER_CLASS, reverse=True)
+def test_builds_the_module_answers_as_when_asked_each_time(
+    calls: list[tuple[str, int, str]], outside: str, reverse: bool
+) -> None:
+    from torchport.check._context import Context
+    from torchport.check.rules._module_tensors import builds_the_module
+
+    methods = "".join(
+        f"    def {name}(self):\n" + _BODIES[body].format(callee=callee)
+        for name, body, callee in calls
+    )
+    source = f"class M(nn.Module):\n{methods}{outside}"
+    tree = ast.parse(source)
+    ctx = Context(source, "<test>", tree)
+    asked = [
+        (method, cls)
+        for cls in ast.walk(tree)
+        if isinstance(cls, ast.ClassDef)
+        for method in cls.body
+        if isinstance(method, ast.FunctionDef)
+    ]
+    for method, cls in (asked[::-1] if reverse else asked) * 2:
+        want = _old_builds_the_module(method, cls, tree)
+        assert builds_the_module(method, cls, ctx) == want, (source, method.name)

@@ -164,27 +164,39 @@ def converted_inputs(ctx: Context, project: ProjectImports, call: ast.Call) -> t
 
 
 class HostMethods:
-    """The plain methods of a file's classes that return only host values, by name."""
+    """The plain methods of a file's classes that return only host values, by name.
+
+    A method's body is searched only when a call names it (``ac.step``: the ``step``
+    methods), once per name: most methods of a file are never asked about.
+    """
 
     def __init__(self, ctx: Context, classdefs: Iterable[ast.ClassDef]) -> None:
         self.ctx = ctx
-        self._owners: dict[str, set[int]] = {}
+        # name -> (id(class), method) of every plain method so named, in class order
+        self._methods: dict[str, list[tuple[int, ast.FunctionDef]]] = {}
         for cls in classdefs:
             for stmt in cls.body:
-                if (
-                    isinstance(stmt, ast.FunctionDef)
-                    and not stmt.decorator_list
-                    and _returns_host_values(stmt)
-                ):
-                    self._owners.setdefault(stmt.name, set()).add(id(cls))
+                if isinstance(stmt, ast.FunctionDef) and not stmt.decorator_list:
+                    self._methods.setdefault(stmt.name, []).append((id(cls), stmt))
+        self._owners: dict[str, set[int]] = {}  # name -> the classes whose one returns host values
+
+    def owners(self, name: str) -> set[int]:
+        """The classes (by ``id``) with a plain method ``name`` that returns only host values."""
+        found = self._owners.get(name)
+        if found is None:
+            methods = self._methods.get(name, ())
+            found = self._owners[name] = {c for c, m in methods if _returns_host_values(m)}
+        return found
 
     def gives_host_values(self, func: ast.Attribute) -> bool:
         """``ac.step(obs)`` where every binding of ``ac`` is ``Cls(...)`` of one class of
         the file whose body defines ``step`` as a plain method returning only host
         values (``return self.v(obs).numpy()``, ``.item()``, ``.tolist()``, a number, a
         tuple of such): numpy or numbers, no forward's output."""
-        owners = self._owners.get(func.attr)
-        if not owners or not isinstance(func.value, ast.Name):
+        if func.attr not in self._methods or not isinstance(func.value, ast.Name):
+            return False
+        owners = self.owners(func.attr)
+        if not owners:
             return False
         classes = _class_bindings(self.ctx, func.value)
         return classes is not None and all(id(c.node) in owners for c in classes)

@@ -299,17 +299,26 @@ def method_of_a_module(scope: PortScope | None) -> ast.FunctionDef | None:
     return method if params and params[0] == "self" else None
 
 
-def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, tree: ast.AST) -> bool:
+def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, ctx: Context) -> bool:
     """``__init__``, or a method only ``__init__`` calls (``self.define_network()``, through
     other such methods): the module is being made there, before it has a parameter to tell a
     device (``next(self.parameters())`` raises), and what it keeps is moved with the model.
-    A method the file names anywhere else is not one (``self.reset()`` in ``forward`` too)."""
+    A method the file names anywhere else is not one (``self.reset()`` in ``forward`` too).
+
+    Answered once per method of the file ``ctx`` walks (rules ask at every call in it).
+    """
     if method.name == "__init__":
         return True
     if cls is None:
         return False
-    chain, inside = _run_by_init(cls)
-    return method.name in chain and not any(
-        isinstance(n, ast.Attribute) and n.attr == method.name and id(n) not in inside
-        for n in ast.walk(tree)
-    )
+    memo = ctx.memo.get("module.built_by_init")
+    if not isinstance(memo, dict):
+        memo = ctx.memo["module.built_by_init"] = {}
+    found = memo.get(id(method))
+    if found is None:
+        chain, inside = _run_by_init(cls)
+        found = memo[id(method)] = method.name in chain and not any(
+            isinstance(n, ast.Attribute) and n.attr == method.name and id(n) not in inside
+            for n in ast.walk(ctx.tree)
+        )
+    return bool(found)

@@ -148,10 +148,10 @@ def _never_given_inputs(expr: ast.AST, ctx: Context) -> bool:
 def _scope_of_a_whole_model_built(node: ast.Call, facts: PortFacts) -> PortScope | None:
     """Where ``node`` builds a whole model (None: unreached code, stateless, or a part)."""
     known = facts.known
-    if not (known.constructor(node) or known.project_factory(node)):
+    scope = facts.scope_of.get(id(node))  # (first: most calls are in a library's methods)
+    if scope is None or scope.internal:
         return None
-    scope = facts.scope_of.get(id(node))
-    if scope is None or scope.internal or known.stateless(node):
+    if not (known.constructor(node) or known.project_factory(node)) or known.stateless(node):
         return None
     parent = facts.parents.get(id(node))
     if isinstance(parent, ast.Call) and known.constructor(parent):

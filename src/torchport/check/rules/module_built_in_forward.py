@@ -65,7 +65,7 @@ class ModuleBuiltInForward(Rule):
         method = method_of_a_module(scope)
         if scope is None or method is None:
             return
-        if not facts.known.constructor(node) or builds_the_module(method, scope.cls, ctx.tree):
+        if not facts.known.constructor(node) or builds_the_module(method, scope.cls, ctx):
             return  # `__init__` or a method only it calls: registered, moved with the model
         if facts.known.stateless(node):
             return  # `nn.ReLU()`: no tensors to be anywhere

@@ -107,10 +107,12 @@ class TensorNotOnDevice(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        name = ctx.qualname(node.func)
         facts = port_facts(ctx)
+        if not _reaches_the_device(node, facts):  # (first: it reads two sets)
+            return
+        name = ctx.qualname(node.func)
         helper = facts.cpu_tensor_call(node)  # `make_mask(n)`: returns a CPU tensor
-        if not _makes_a_host_tensor(node, name, helper) or not _reaches_the_device(node, facts):
+        if not _makes_a_host_tensor(node, name, helper):
             return
         from torchport.check.port._chains import cast_end  # on first use
 

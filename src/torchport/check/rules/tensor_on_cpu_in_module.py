@@ -132,7 +132,7 @@ class TensorOnCpuInModule(Rule):
         method = method_of_a_module(scope)
         if scope is None or method is None:
             return
-        if builds_the_module(method, scope.cls, ctx.tree):  # `__init__`, or only it calls it
+        if builds_the_module(method, scope.cls, ctx):  # `__init__`, or only it calls it
             held = held_apart(node, name, method, facts.parents)
             if held is not None:
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
