@@ -104,8 +104,8 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
     """Whether test code is about ``accelerator`` itself (``"cuda"``, ``"xla"``, ...).
 
     Test code (:func:`collected_by_a_test_runner`) in a module named for the
-    accelerator or its hardware (``tests/utils/test_timer_gpu.py``,
-    ``tests/test_cuda_vs_torch_model.py``: every test there is about it), or inside a
+    accelerator or its hardware (tnt's ``test_timer_gpu.py``, BigVGAN's
+    ``test_cuda_vs_torch_model.py``: every test there is about it), or inside a
     function or class
 
     * named for the accelerator or its hardware (``train_picklable_cuda_net``,
