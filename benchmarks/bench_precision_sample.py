@@ -63,7 +63,10 @@ benchmarks/data/precision_repos_round5m.json --sample benchmarks/data/precision_
 --seed 46 --draw 100``. The fourteenth (the same, after branch j34i's benchmark and
 device-case classes, 29 default rules, 14 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5n.json --sample benchmarks/data/precision_sample_n.csv
---seed 47 --draw 100``. ``--pool SAMPLE...`` pools judged samples per rule (``--now``: only
+--seed 47 --draw 100``. The fifteenth (the same uniform draw, with main's rules after
+branch j34j's classes, 16 more new repositories): ``--repos
+benchmarks/data/precision_repos_round5o.json --sample benchmarks/data/precision_sample_o.csv
+--seed 48 --draw 100``. ``--pool SAMPLE...`` pools judged samples per rule (``--now``: only
 the rows the current rules still report).
 """
 

@@ -103,7 +103,10 @@ def cuda_is_the_subject(node: ast.AST, ctx: Context) -> bool:
 def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) -> bool:
     """Whether test code is about ``accelerator`` itself (``"cuda"``, ``"xla"``, ...).
 
-    Test code (:func:`collected_by_a_test_runner`) inside a function or class
+    Test code (:func:`collected_by_a_test_runner`) in a module named for the
+    accelerator or its hardware (tnt's ``test_timer_gpu.py``, BigVGAN's
+    ``test_cuda_vs_torch_model.py``: every test there is about it), or inside a
+    function or class
 
     * named for the accelerator or its hardware (``train_picklable_cuda_net``,
       ``TestCuda``, ``test_create_supervised_trainer_on_tpu``);
@@ -111,6 +114,9 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
       ``@pytest.mark.skipif(not idist.has_xla_support, ...)``,
       ``@pytest.mark.skipif(torch.cuda.device_count() < 1, ...)``): a
       ``parametrize`` naming it beside other devices is not this;
+    * decorated with a mock patch of its API (``@patch("torch.cuda.is_available",
+      lambda: True)``, ``@mock.patch.object(torch.cuda, "synchronize")``): the test
+      fakes the accelerator to test the code's path for it (texar's, sample O);
     * whose body, before the node, returns, skips or raises when the accelerator is
       missing (``if not torch.cuda.is_available(): return``) or asserts it is there
       (``assert torch.cuda.is_available()``, that assert included): the test runs
@@ -122,6 +128,8 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
     if not collected_by_a_test_runner(ctx):
         return False
     words = SUBJECT_WORDS.get(accelerator, (accelerator,))
+    if _names(ctx.path.replace("\\", "/").rpartition("/")[2].removesuffix(".py"), words):
+        return True  # the module's name: `test_device_gpu.py` (tnt), sample O
     line = getattr(node, "lineno", 0)
     for outer in ctx.ancestors:
         if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -304,6 +312,11 @@ def _marks(decorator: ast.expr, words: tuple[str, ...]) -> bool:
         return False
     if tail in _SKIPS and isinstance(decorator, ast.Call):
         return any(_mentions(arg, words) for arg in decorator.args[:1])
+    if _patch(func) and isinstance(decorator, ast.Call) and decorator.args:
+        target = decorator.args[0]  # `patch("torch.cuda.is_available")`, `patch.object(torch.cuda,`
+        if isinstance(target, ast.Constant) and isinstance(target.value, str):
+            return any(_names(part, words) for part in target.value.split("."))
+        return _mentions(target, words)
     if _names(tail, words) and _names(tail, _GATES):
         return True
     return (
@@ -312,6 +325,13 @@ def _marks(decorator: ast.expr, words: tuple[str, ...]) -> bool:
         and func.value.attr == "mark"
         and _names(tail, words)
     )
+
+
+def _patch(func: ast.expr) -> bool:
+    """``patch``, ``mock.patch``, ``patch.object``, ``mock.patch.object``: a mock patch."""
+    if _callee_tail(func) == "object" and isinstance(func, ast.Attribute):
+        func = func.value
+    return _callee_tail(func) == "patch"
 
 
 def _skips(expr: ast.AST) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import cuda_function
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._test_code import cuda_is_the_subject
 from torchport.check.semantic._guards import device_guard
 
 # The CUDA call and its device-generic twin (torch >= 2.7 for the accelerator functions).
@@ -31,6 +32,8 @@ class CudaStreamOrEvent(Rule):
     `torch.cuda.set_stream(s)`. Calls under a device check are left alone, and so
     are those in the arm of a CUDA option (`if self.use_cuda_events():`, `if
     cfg.cuda_streams:`): the program's CUDA-only option, its other path elsewhere.
+    So is test code whose subject is CUDA (a GPU-only test, a test class or module
+    named for the GPU: `_test_code.cuda_is_the_subject`), as for TP101 and TP401.
 
     ## Why is this bad?
     They raise on every machine without CUDA, so a data prefetcher or a
@@ -75,6 +78,8 @@ class CudaStreamOrEvent(Rule):
         twin = _TWINS.get(function)
         if twin is None or device_guard(node, ctx) is not None or _cuda_option(ctx):
             return
+        if cuda_is_the_subject(node, ctx):
+            return  # a test of CUDA itself (`_test_code.py`)
         message = f"use {twin} instead of `torch.cuda.{function}`, which exists only for CUDA"
         yield ctx.finding(self, node, message=message)
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import keyword, string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._test_code import collected_by_a_test_runner
 from torchport.check.semantic._guards import Guard, device_guard
 
 # torch functions whose first positional argument is a device *type*.
@@ -37,7 +38,11 @@ class HardCodedCudaDeviceType(Rule):
     `init_device_mesh("cuda", ...)`, `torch.amp.custom_fwd(device_type="cuda")`
     and any other `device_type="cuda"` argument, except to another library's call
     or a stand-in (`Mock(device_type="cuda")`, `SimpleNamespace(...)`, `dict(...)`:
-    test doubles and records, not a device setup). (`device="cuda"` is TP101's.)
+    test doubles and records, not a device setup), or in test code (a `test`/`tests`
+    folder, a module pytest collects: `_test_code.collected_by_a_test_runner`), as
+    TP109 leaves it: there the device type decides what the test exercises, and on
+    MPS or XPU the test still runs and passes (autocast and the scaler are off), or
+    CUDA is what it tests. (`device="cuda"` is TP101's.)
 
     ## Why is this bad?
     Mixed precision, gradient scaling and device meshes are then set up for
@@ -93,7 +98,9 @@ class HardCodedCudaDeviceType(Rule):
             tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if tail in _TAILS and ctx.qualname(func) in _FIRST_IS_TYPE:
                 spot = node.args[0]
-        if spot is not None and device_guard(node, ctx) is not Guard.DEVICE_TYPE:
+        if spot is None or device_guard(node, ctx) is Guard.DEVICE_TYPE:
+            return
+        if not collected_by_a_test_runner(ctx):  # a test's choice (`_test_code.py`)
             yield ctx.finding(self, spot)
 
 

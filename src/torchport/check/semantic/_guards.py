@@ -7,7 +7,9 @@ expression around the node, or an early ``return`` before it (an ``assert`` or
 ``if device.type == "cuda":``, ``if x.is_cuda:``,
 ``elif x.is_xpu:``, ``if torch.cuda.is_available():`` (or a flag bound to it),
 ``if not torch.cuda.is_available(): return``; a test of another accelerator
-(``elif is_xpu_available(): ... else: <CUDA>``: a branch per device); also a
+(``elif is_xpu_available(): ... else: <CUDA>``: a branch per device); a test of the
+process group's backend against NCCL (``if backend == dist.Backend.NCCL:``, CUDA's own
+backend: its arm is CUDA's branch, :func:`_nccl_backend_test`); also a
 test decorated to run only with CUDA, and a whole module that imports a
 CUDA-only library (TensorRT, CuPy). CUDA code there is either already ported
 (a branch per device type) or a CUDA-or-CPU choice that works on every machine
@@ -96,6 +98,35 @@ def _device_type_test(expr: ast.expr) -> bool:
     return named and about
 
 
+def _nccl_backend_test(expr: ast.expr) -> bool:
+    """``backend == dist.Backend.NCCL``, ``dist.get_backend(pg) == "nccl"``, ``"nccl" in backend``.
+
+    A comparison of a backend (a name, attribute or call naming ``backend``) with NCCL
+    (the string in any case, or an attribute ``NCCL``): NCCL runs only on CUDA, so the
+    arm is CUDA's branch and its CUDA device index is right (``dist.barrier(device_ids=
+    [torch.cuda.current_device()])``, tnt's, sample O); another backend takes the other arm.
+    """
+    if not isinstance(expr, ast.Compare):
+        return False
+    sides = [expr.left, *expr.comparators]
+    return any(map(_names_nccl, sides)) and any(map(_describes_backend, sides))
+
+
+def _names_nccl(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value.lower() == "nccl"
+    return isinstance(expr, ast.Attribute) and expr.attr == "NCCL"
+
+
+def _describes_backend(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Call):
+        if isinstance(expr.func, ast.Name) and expr.func.id in ("str", "repr") and expr.args:
+            return _describes_backend(expr.args[0])
+        expr = expr.func  # `dist.get_backend(pg)`
+    name = expr.attr if isinstance(expr, ast.Attribute) else getattr(expr, "id", "")
+    return "backend" in name.lower()
+
+
 def _names_device_type(expr: ast.expr) -> bool:
     """``"cuda"``, ``"cuda:1"``, ``("cpu", "mps")``, ``torch.device("cuda")``; any case.
 
@@ -135,7 +166,7 @@ def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
     todo: list[tuple[ast.expr, int]] = [(test, 0)]
     while todo:
         expr, hops = todo.pop()
-        if _device_type_test(expr):
+        if _device_type_test(expr) or _nccl_backend_test(expr):
             return Guard.DEVICE_TYPE
         if isinstance(expr, ast.Call) and (
             ctx.qualname(expr.func) in _AVAILABILITY or _availability_helper(expr)
