@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import enum
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -484,7 +485,7 @@ def _copy_(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return dst
 
 
-_SPECIAL = {
+_SPECIAL: dict[Any, Callable[..., Any]] = {
     _aten._to_copy.default: to_copy,
     _aten.copy_.default: _copy_,
     _aten._local_scalar_dense.default: read_scalar,
@@ -492,6 +493,7 @@ _SPECIAL = {
     # reach this subclass whole instead of as _local_scalar_dense: the same read and wait.
     _aten.item.default: read_scalar,
     _aten.is_nonzero.default: read_scalar,
-    **dict.fromkeys(TO_OVERLOADS, to_overload),  # the same tensors, whole: ``to`` itself
+    # ...and aten.to whole, as ``to`` itself rather than its _to_copy
+    **dict.fromkeys(TO_OVERLOADS, functools.partial(to_overload, copy=to_copy)),
     **dict.fromkeys(PASSED_ON, passed_on),  # a jagged nested tensor's view: its own dispatch's
 }

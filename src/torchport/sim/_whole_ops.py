@@ -24,6 +24,7 @@ inference tensor.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -67,21 +68,19 @@ def _bound(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str
     return named
 
 
-def _same_device(asked: Any, held: torch.device) -> bool:
-    if asked is None:
-        return True
-    wanted = torch.device(asked)
-    return wanted.type == held.type and wanted.index in (None, held.index)
+def _same_device(asked: torch.device | None, held: torch.device) -> bool:
+    # aten hands a Device argument over as a torch.device: parsed already
+    return asked is None or (asked.type == held.type and asked.index in (None, held.index))
 
 
-def to_overload(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def to_overload(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, copy: Callable[..., Any]
+) -> Any:
     """One of :data:`TO_OVERLOADS` on a simulated tensor, as torch's composite ``to`` runs it.
 
-    A copy between devices is :func:`~torchport.sim._tensor.to_copy`'s: counted, and a
-    blocking copy to the host waits for the device (a host sync).
+    ``copy`` is the simulated tensor's ``_to_copy`` (:func:`~torchport.sim._tensor.to_copy`):
+    counted, and a blocking copy to the host waits for the device (a host sync).
     """
-    from torchport.sim._tensor import to_copy
-
     named = _bound(func, args, kwargs)
     source: torch.Tensor = named["self"]
     other = named.get("other")
@@ -104,4 +103,4 @@ def to_overload(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
         for key in ("dtype", "layout", "device", "pin_memory", "non_blocking", "memory_format")
         if named.get(key) is not None
     }
-    return to_copy(_aten._to_copy.default, (source,), options)
+    return copy(_aten._to_copy.default, (source,), options)
