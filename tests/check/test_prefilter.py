@@ -223,3 +223,21 @@ def test_absent_rules_are_those_whose_word_may_not_be_held(source: str) -> None:
     # absent_rules scans the text once for all words: the answer of may_hold word by word
     expected = {code for code, word in NEEDS.items() if not may_hold(source, word)}
     assert absent_rules(source, NEEDS) == expected, source
+
+
+class _Codes(frozenset[str]):
+    """A rule set's codes that refuse to be walked: membership only."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("absent_rules walked every selected code")
+
+
+def test_absent_rules_asks_only_the_codes_it_knows() -> None:
+    # once per file over a rule set of ~60 codes: the prefilter asks its few codes
+    # (NEEDS) of the set, the same answer as walking the set
+    source = 'import torch\n\nx = torch.ones(3).to(dev)\nos.environ["A"] = "1"\n'
+    codes = {"TP101", "TP113", "TP115", "TP102", "TP302", "TP306", "TP407", "TP999"}
+    expected = frozenset(c for c in codes if c in NEEDS)
+    assert absent_rules(source, _Codes(codes)) == expected
+    assert absent_rules(source, codes) == expected
+    assert absent_rules('x = "cuda"\n', _Codes(codes)) == expected - {"TP101", "TP113", "TP115"}

@@ -90,6 +90,22 @@ def test_a_port_rule_that_runs_imports_the_port(tmp_path: Path) -> None:
     assert "torch" not in modules
 
 
+def test_a_fix_that_asks_the_project_view_leaves_the_port_command_out(tmp_path: Path) -> None:
+    # `x.cuda()` on a value of a sibling module's: the fix asks the project view
+    # (port/_project_view.py), a module of the port package, whose __init__ names the
+    # port command lazily: its rewriter and verifier (subprocess, tempfile, json: ~20 ms
+    # of a tree run) stay out of a check, and with them `threading`, whose presence
+    # turns off cli/_main.exit_now (the teardown then freed every tree and fact the
+    # project view kept: 0.3-0.4 s of a detectron2 run)
+    (tmp_path / "helpers.py").write_text("def make():\n    return 1\n")
+    (tmp_path / "m.py").write_text("from helpers import make\n\nx = make()\nx.cuda()\n")
+    modules = imported_by(["check", "--no-cache", "m.py"], tmp_path)
+    assert "torchport.check.port._project_view" in modules  # the view was asked
+    left_out = ("torchport.check.port._rewrite", "torchport.check.port._verify", "subprocess")
+    for name in (*left_out, "tempfile", "json", "threading"):
+        assert name not in modules, name
+
+
 def test_no_checker_module_imports_typing() -> None:
     # typing costs ~5 ms of every run that imports it (a tree run imports most rules,
     # the semantic model's following and the notebook reader; the argparse line imports

@@ -35,8 +35,12 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # The word `for`, then spaces, brackets, line joins and comments (may_hold_a_value).
-_FOR_RUN = re.compile(r"\bfor\b((?:[\s(\\]|#[^\r\n]*)*)")
+# `for`, then its run (see loop_heads). The word start before it is tested apart: a
+# pattern that starts with `\b` is tried at every character of the text; one that starts
+# with the literal `for` jumps from one `for` to the next (15x less over three trees).
+_FOR_RUN = re.compile(r"for\b((?:[\s(\\]|#[^\r\n]*)*)")
 _WORD = re.compile(r"\w+")
+_WORD_CHAR = re.compile(r"\w")
 
 
 class Context(SourceText):
@@ -347,8 +351,14 @@ def loop_heads(source: str) -> tuple[frozenset[str], tuple[str, ...]]:
     """
     heads: set[str] = set()
     comments: list[str] = []
-    for match in _FOR_RUN.finditer(source):
-        end = match.end()
+    search, word_char = _FOR_RUN.search, _WORD_CHAR.match
+    at = 0
+    while (match := search(source, at)) is not None:
+        start = match.start()
+        if start and word_char(source, start - 1) is not None:  # `xfor`: no word `for`
+            at = start + 1  # (its run may hold one: `xfor # for y`)
+            continue
+        end = at = match.end()
         word = _WORD.match(source, end)
         if word is not None:
             heads.add(word.group())

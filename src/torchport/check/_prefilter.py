@@ -74,10 +74,12 @@ def may_hold(source: str, word: str) -> bool:
 
 def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
     """The codes among ``codes`` whose rules cannot report anything in ``source``."""
-    words = {NEEDS[code] for code in codes if code in NEEDS}
+    # NEEDS's few codes asked of ``codes`` (a rule set's frozenset), not each selected
+    # code of NEEDS: once per file, over every rule of the set, that was the larger part
+    words = {word for code, word in NEEDS.items() if code in codes}
     # may_hold, word by word, with the whole-text scans done once for all the words
     missing = {word for word in words if word not in source}
     if not missing or not source.isascii() or _ESCAPES.search(source) is not None:
         return frozenset()
     missing = {w for w in missing if not (len(w) > 1 and _split(w).search(source) is not None)}
-    return frozenset(code for code in codes if NEEDS.get(code) in missing)
+    return frozenset(code for code, word in NEEDS.items() if word in missing and code in codes)

@@ -15,10 +15,14 @@ clock reads are sync calls, both reads are clocks, and the loop is over ``range(
 
 from __future__ import annotations
 
-from hypothesis import given
+import ast
+
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from torchport.check._engine import check_text, ruleset_for
+from torchport.check.rules._test_code import timing_program
 
 STATEMENTS = {
     "TP101": "x = x.cuda()",
@@ -99,3 +103,85 @@ def test_a_timing_program_is_left(code: str, broken: str, data: st.DataObject) -
     found = check_text(source, "tools/run.py", ruleset_for([code], None)).findings
     at_line = [f for f in found if f.line == line]
     assert bool(at_line) != left, (source, found)
+
+
+# Statements that hold blocks, each with the block the timed code goes in ("{}" and the
+# indent of what follows): the timed block is nested in a few of them at random.
+WRAPPERS = [
+    "if n:\n{}",
+    "if n:\n    pass\nelse:\n{}",
+    "for i in items:\n{}",
+    "for i in items:\n    pass\nelse:\n{}",
+    "while n:\n{}",
+    "with ctx:\n{}",
+    "try:\n{}\nexcept ValueError:\n    pass",
+    "try:\n    pass\nexcept ValueError:\n{}",
+    "try:\n    pass\nexcept ValueError:\n    pass\nelse:\n{}",
+    "try:\n    pass\nfinally:\n{}",
+    "def f():\n{}",
+    "async def f():\n{}",
+    "class C:\n{}",
+    "match n:\n    case 1:\n    {}",  # (the case's block: indented twice)
+]
+TIMED = (
+    "torch.cuda.synchronize()\nstart = time.time()\nfor _ in range(n):\n    x = x * 2\n"
+    "torch.cuda.synchronize()\nstop = time.time()"
+)
+
+
+def _timing_program_by_walk(tree: ast.Module) -> bool:
+    """The oracle: every node's body/orelse/finalbody list (``ast.walk``), a synced clock,
+    a ``range`` loop, a synced clock again, in one block, in a module run as a program."""
+    guard = any(
+        isinstance(s, ast.If) and "__name__" in ast.unparse(s.test) and "__main__" in ast.unparse(s)
+        for s in tree.body
+    )
+    for node in ast.walk(tree) if guard else ():
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            text = [ast.unparse(s) for s in block]
+            for i in range(len(text) - 4):
+                window = "\n".join(text[i : i + 5])
+                if window == TIMED:  # (ast.unparse writes it as TIMED does)
+                    return True
+    return False
+
+
+def _nest(wrapper: str, body: str) -> str:
+    indent = "        " if wrapper.endswith("    {}") else "    "
+    return wrapper.replace("    {}", "{}").format("\n".join(indent + x for x in body.splitlines()))
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    wrappers=st.lists(st.sampled_from(WRAPPERS), max_size=4),
+    program=st.booleans(),
+    lambda_body=st.booleans(),
+)
+def test_a_timed_block_is_found_in_every_kind_of_block(
+    wrappers: list[str], program: bool, lambda_body: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At any depth of statements, handlers and match cases (and never in an expression),
+    with ``ast.walk`` out of use: the timing test walks statements only."""
+    body = TIMED
+    for wrapper in reversed(wrappers):
+        body = _nest(wrapper, body)
+    lines = ["import time", "import torch", "", body]
+    if lambda_body:
+        lines.append("g = lambda: (torch.cuda.synchronize(), time.time())")
+    if program:
+        lines.append('if __name__ == "__main__":\n    pass')
+    tree = ast.parse("\n".join(lines) + "\n")
+    expected = _timing_program_by_walk(tree)
+    assert expected == program  # the oracle sees it wherever it is nested
+    walk = ast.walk
+
+    def no_walk_of_the_module(node: ast.AST) -> object:
+        assert not isinstance(node, ast.Module), "timing_program walked every node"
+        return walk(node)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ast, "walk", no_walk_of_the_module)
+        assert timing_program(tree) == expected, "\n".join(lines)

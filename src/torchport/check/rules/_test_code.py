@@ -220,12 +220,22 @@ def timing_program(tree: ast.Module) -> bool:
     """
     if not any(map(_main_guard, tree.body)):
         return False
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
+    # Blocks are statements' (and except handlers' and match cases'): only those are
+    # walked, not the expressions, nine nodes in ten (a lambda's body is no block).
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        for field in _BLOCK_FIELDS:
             block = getattr(node, field, None)
-            if isinstance(block, list) and _times_repeated_work(block):
-                return True
+            if block.__class__ is list:
+                if field in _TIMED_BLOCKS and _times_repeated_work(block):
+                    return True
+                todo.extend(block)
     return False
+
+
+_TIMED_BLOCKS = ("body", "orelse", "finalbody")
+_BLOCK_FIELDS = (*_TIMED_BLOCKS, "handlers", "cases")  # every field holding a statement
 
 
 def _times_repeated_work(block: list[ast.stmt]) -> bool:
