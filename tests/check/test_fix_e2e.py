@@ -45,8 +45,9 @@ print(json.dumps(results))
 
 # The scripts also call `.numpy()` on device tensors (which fails on CUDA too): TP201's
 # fix, off by default since branch j34f (working code rarely has it; benchmarks/RESULTS.md,
-# "sample J"), is selected beside the default rules, as `--extend-select TP201` would.
-SELECT = [*(rule.code for rule in RULES if rule.default), "TP201"]
+# "sample J"), is selected beside the default rules, as `--extend-select TP201` would; so are
+# TP401 and TP406, off by default for their precision on real code (sample O) since branch j34k.
+SELECT = [*(rule.code for rule in RULES if rule.default), "TP201", "TP401", "TP406"]
 
 
 def fixed_source(name: str) -> str:
