@@ -395,7 +395,11 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                             if source is not None and _unread(source_facts, alias.name):
                                 out.unresolved.add(local)  # the project's, unreadable
                             continue  # nothing of the project's, whatever binds the name
-                    if not _only_import(bindings().get(local, [])):
+                    if not _only_import(bindings().get(local, [])) and not (
+                        source_facts is not None
+                        and alias.name in source_facts.classes
+                        and _rebound_by_own_call(bindings().get(local, []), local)
+                    ):
                         continue
                     if source_facts is not None and alias.name in source_facts.owned:
                         out.owners[local] = source_facts.owned[alias.name]
@@ -438,6 +442,26 @@ def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
 def _only_import(bindings: Sequence[Binding]) -> bool:
     """A module-level name that nothing but imports binds."""
     return bool(bindings) and all(b.kind is BindingKind.IMPORT for b in bindings)
+
+
+def _rebound_by_own_call(bindings: Sequence[Binding], name: str) -> bool:
+    """An imported model class whose name is rebound only to its own instance.
+
+    ``from model import GRUmodel`` then ``GRUmodel = GRUmodel(...)``: the name holds
+    the class up to that line and the model after it, as a class defined in the file
+    and rebound the same way does. Anything else binding the name (another call, a
+    second import) leaves it unknown.
+    """
+    if not bindings or bindings[0].kind is not BindingKind.IMPORT:
+        return False
+    rest = bindings[1:]
+    return bool(rest) and all(
+        b.kind is BindingKind.ASSIGN
+        and isinstance(b.value, ast.Call)
+        and isinstance(b.value.func, ast.Name)
+        and b.value.func.id == name
+        for b in rest
+    )
 
 
 def _record_all(
