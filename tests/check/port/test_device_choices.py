@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -180,6 +179,6 @@ def test_a_model_placed_on_its_classs_own_device_gets_no_input_on_a_second_devic
     assert outcome.remaining, outcome.source
     if use == "agent.net(x)":
         line = source.splitlines().index("x = torch.randn(3, 4)") + 1
-        assert any(
-            f.line == line and f"self.{attr}" in f.message for f in outcome.remaining
-        ), outcome.remaining
+        assert any(f.line == line and f"self.{attr}" in f.message for f in outcome.remaining), (
+            outcome.remaining
+        )
