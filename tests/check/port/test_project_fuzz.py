@@ -262,13 +262,25 @@ def test_a_project_is_ported_whole_or_what_is_left_is_said(files: dict[str, str]
     check_project(files)
 
 
+@pytest.mark.parametrize("returns", ["tensor", "tuple"])
 @pytest.mark.parametrize("layout", ["flat", "package"])
-def test_a_model_bound_to_its_imported_class_s_own_name_is_placed(layout: str) -> None:
-    """``from model import Net`` then ``Net = Net()``: once "0 left" with the model on the CPU."""
+def test_a_model_bound_to_its_imported_class_s_own_name_is_placed(
+    layout: str, returns: str
+) -> None:
+    """``from model import Net`` then ``Net = Net()``: once "0 left" with the model on the CPU.
+
+    A later ``Net(x)`` is a forward, not a build: no ``.to(device)`` on what it returns
+    (a tuple, in GRU code: ``yhat, _ = GRUmodel(x)``).
+    """
     files = project_files(
         layout, based=False, factory=False, helper=None, module_tensor=False, rebound=True
     )
     assert "Net = Net()" in files["train.py"]
+    if returns == "tuple":
+        model = "pkg/nets.py" if layout == "package" else "model.py"
+        files[model] = files[model].replace("return self.fc(x)", "return self.fc(x), x")
+        files["train.py"] = files["train.py"].replace("out = Net(x)", "out, _ = Net(x)")
+        assert "out, _ = Net(x)" in files["train.py"]
     check_project(files)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "project"
