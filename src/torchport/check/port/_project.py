@@ -53,7 +53,13 @@ from torchport.check.port._module_functions import (
     takes_device,
     viewed_parameters,
 )
-from torchport.check.port._project_owners import UNRESOLVED, Owned, bound_names, owners_of
+from torchport.check.port._project_owners import (
+    UNRESOLVED,
+    Owned,
+    bound_names,
+    owners_of,
+    rebound_by_own_call,
+)
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = [
@@ -398,7 +404,7 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                     if not _only_import(bindings().get(local, [])) and not (
                         source_facts is not None
                         and alias.name in source_facts.classes
-                        and _rebound_by_own_call(bindings().get(local, []), local)
+                        and rebound_by_own_call(bindings().get(local, []), local)
                     ):
                         continue
                     if source_facts is not None and alias.name in source_facts.owned:
@@ -442,26 +448,6 @@ def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
 def _only_import(bindings: Sequence[Binding]) -> bool:
     """A module-level name that nothing but imports binds."""
     return bool(bindings) and all(b.kind is BindingKind.IMPORT for b in bindings)
-
-
-def _rebound_by_own_call(bindings: Sequence[Binding], name: str) -> bool:
-    """An imported model class whose name is rebound only to its own instance.
-
-    ``from model import GRUmodel`` then ``GRUmodel = GRUmodel(...)``: the name holds
-    the class up to that line and the model after it, as a class defined in the file
-    and rebound the same way does. Anything else binding the name (another call, a
-    second import) leaves it unknown.
-    """
-    if not bindings or bindings[0].kind is not BindingKind.IMPORT:
-        return False
-    rest = bindings[1:]
-    return bool(rest) and all(
-        b.kind is BindingKind.ASSIGN
-        and isinstance(b.value, ast.Call)
-        and isinstance(b.value.func, ast.Name)
-        and b.value.func.id == name
-        for b in rest
-    )
 
 
 def _record_all(
