@@ -46,6 +46,7 @@ from torchport.check.port._project import (
     _top_imports,
     module_facts,
 )
+from torchport.check.port._project_owners import rebound_by_own_call
 from torchport.check.port._rewrite import PORT_SELECT, port_paths, port_text
 
 pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
@@ -121,7 +122,12 @@ def _old_imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Pro
                         if source_facts is not None:
                             _record_all(out, source_facts, module_bindings)
                         continue
-                    if not _only_import(module_bindings.get(local, [])):
+                    if not _only_import(module_bindings.get(local, [])) and not (
+                        # a model class rebound to its own instance (x31b): kept
+                        source_facts is not None
+                        and alias.name in source_facts.classes
+                        and rebound_by_own_call(module_bindings.get(local, []), local)
+                    ):
                         continue
                     if source_facts is not None and _record(out, local, alias.name, source_facts):
                         continue

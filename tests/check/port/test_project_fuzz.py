@@ -96,6 +96,7 @@ def projects(draw: st.DrawFn) -> dict[str, str]:
         module_tensor=draw(st.booleans()),
         takes=draw(st.sampled_from(TAKES)),
         batch=draw(st.sampled_from(BATCHES)),
+        rebound=draw(st.booleans()),
     )
 
 
@@ -108,8 +109,13 @@ def project_files(
     module_tensor: bool,
     takes: str | None = None,
     batch: str | None = None,
+    rebound: bool = False,
 ) -> dict[str, str]:
-    """One project: the model's module (its base class apart when ``based``), ``train.py``."""
+    """One project: the model's module (its base class apart when ``based``), ``train.py``.
+
+    ``rebound``: the script binds its model to the imported class's own name
+    (``GRUmodel = GRUmodel(...)``), where the layout imports the class by name.
+    """
     files: dict[str, str] = {}
     base_text = ""
     model_lines = ["import numpy as np", "import torch", "from torch import nn"]
@@ -154,8 +160,9 @@ def project_files(
         head = f"from model import {', '.join(names)}" if layout == "flat" else "import model as m"
         q = "m." if layout == "alias" else ""
     body = ["import torch", head, ""]
-    body.append(f"net = {q}build()" if factory else f"net = {q}Net()")
-    body.append("opt = torch.optim.SGD(net.parameters(), lr=0.1)")
+    net = "Net" if rebound and layout != "alias" and not factory else "net"
+    body.append(f"{net} = {q}build()" if factory else f"{net} = {q}Net()")
+    body.append(f"opt = torch.optim.SGD({net}.parameters(), lr=0.1)")
     body.append("x = torch.randn(6, 4)")
     body.append("y = torch.randn(6, 2)")
     extra = ""
@@ -166,7 +173,7 @@ def project_files(
         extra += f" * {q}SCALE"
     body += [
         "for step in range(2):",
-        f"    out = net(x){extra}",
+        f"    out = {net}(x){extra}",
         *([f"    out = {q}shift(out)"] if takes is not None else []),
         "    loss = ((out - y) ** 2).mean()",
         "    opt.zero_grad()",
@@ -180,7 +187,7 @@ def project_files(
             f"data = {made}",
             "for i in range(0, 6, 2):",
             f"    inp, tgt = {q}get_batch(data, i)",
-            "    OUT.append((net(inp) - tgt).sum().item())",
+            f"    OUT.append(({net}(inp) - tgt).sum().item())",
         ]
     files["train.py"] = "\n".join(body) + "\n"
     return files
@@ -253,6 +260,34 @@ def check_project(files: dict[str, str]) -> None:
 @given(projects())
 def test_a_project_is_ported_whole_or_what_is_left_is_said(files: dict[str, str]) -> None:
     check_project(files)
+
+
+@pytest.mark.parametrize("returns", ["tensor", "tuple"])
+@pytest.mark.parametrize("layout", ["flat", "package"])
+def test_a_model_bound_to_its_imported_class_s_own_name_is_placed(
+    layout: str, returns: str
+) -> None:
+    """``from model import Net`` then ``Net = Net()``: once "0 left" with the model on the CPU.
+
+    A later ``Net(x)`` is a forward, not a build: no ``.to(device)`` on what it returns
+    (a tuple, in GRU code: ``yhat, _ = GRUmodel(x)``).
+    """
+    files = project_files(
+        layout, based=False, factory=False, helper=None, module_tensor=False, rebound=True
+    )
+    assert "Net = Net()" in files["train.py"]
+    if returns == "tuple":
+        model = "pkg/nets.py" if layout == "package" else "model.py"
+        files[model] = files[model].replace("return self.fc(x)", "return self.fc(x), x")
+        files["train.py"] = files["train.py"].replace("out = Net(x)", "out, _ = Net(x)")
+        assert "out, _ = Net(x)" in files["train.py"]
+    check_project(files)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "project"
+        _write(root, files)
+        assert not port_paths([root], jobs=1).remaining
+        _, off = _run(root, meta=True)
+        assert not off, off
 
 
 def test_the_project_check_sees_a_model_imported_from_a_sibling() -> None:

@@ -302,6 +302,8 @@ class _Planner:
                 isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
             ):
                 continue
+            if self._element_rebound(node):
+                continue  # after `batch = batch[0]`: the element's use, not the batch's
             parent = parents.get(id(node))
             passed = self._passed_as(node, parent, seen)
             if passed is not None:
@@ -411,6 +413,16 @@ class _Planner:
             # moves them: the caller's batch is one the port cannot place.
             return "unknown"
         return kind
+
+    def _element_rebound(self, use: ast.Name) -> bool:
+        """Whether ``use`` reads the name rebound to its own element (``batch = batch[0]``)."""
+        found = self.ctx.scopes.reaching(use.id, use)
+        value = found.value if found is not None else None
+        return (
+            isinstance(value, ast.Subscript)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == use.id
+        )
 
     def _elements(self, scope: PortScope, containers: set[str]) -> None:
         parents = self.facts.parents

@@ -160,7 +160,10 @@ def flag_placement(facts: PortFacts, ctx: Context) -> ast.Call | None:
 
     ``if use_cuda: model.cuda()``, ``model = model.cuda() if args.cuda else model``:
     the model's device is CUDA or the CPU, by the program's choice; "the accelerator"
-    the port would name differs from both on MPS and XPU.
+    the port would name differs from both on MPS and XPU. Also a model moved to a
+    device its class chose (``self.device = torch.device("cpu")`` then
+    ``nn.Linear(4, 2).to(self.device)``): a tensor the port moved to "the
+    accelerator" would meet it on that device.
     """
     parents = facts.parents
     for call in facts.structure.moves:
@@ -176,6 +179,8 @@ def flag_placement(facts: PortFacts, ctx: Context) -> ast.Call | None:
             or (target is not None and facts.holds_model(target, scope))
         ):
             continue
+        if _to_own_class_device(call, facts, ctx):
+            return call
         child: ast.AST = call
         parent = parents.get(id(call))
         while parent is not None and not isinstance(parent, (*_FUNCTIONS, ast.Module)):
@@ -187,3 +192,35 @@ def flag_placement(facts: PortFacts, ctx: Context) -> ast.Call | None:
                 return call
             child, parent = parent, parents.get(id(parent))
     return None
+
+
+def _to_own_class_device(call: ast.Call, facts: PortFacts, ctx: Context) -> bool:
+    """``.to(self.device)`` where the enclosing class binds ``self.device = torch.device(...)``."""
+    if not isinstance(call.func, ast.Attribute) or call.func.attr != "to":
+        return False
+    args = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "device")]
+    attrs = {
+        a.attr
+        for a in args
+        if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "self"
+    }
+    if not attrs:
+        return False
+    cls: ast.AST | None = facts.parents.get(id(call))
+    while cls is not None and not isinstance(cls, (ast.ClassDef, ast.Module)):
+        cls = facts.parents.get(id(cls))
+    if not isinstance(cls, ast.ClassDef):
+        return False
+    return any(
+        isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and ctx.qualname(n.value.func) == "torch.device"
+        and any(
+            isinstance(t, ast.Attribute)
+            and isinstance(t.value, ast.Name)
+            and t.value.id == "self"
+            and t.attr in attrs
+            for t in n.targets
+        )
+        for n in ast.walk(cls)
+    )

@@ -116,7 +116,7 @@ class PortFacts:
         self.scopes = self.structure.scopes
         if not self.active:
             return
-        self.known = ModelKnowledge(self.classdefs, ctx.qualname, self.project.lookup)
+        self.known = ModelKnowledge(self.classdefs, ctx.qualname, self.project.lookup, ctx.tree)
         # Functions (the file's own, or a project module's) whose result is a CPU tensor.
         self.tensor_functions = own_tensor_functions(ctx)
         extended = library_driven(self.structure.imports, self.classdefs, ctx.qualname)

@@ -122,6 +122,7 @@ class ModelKnowledge:
         classdefs: list[ast.ClassDef],
         qualname: QualName,
         project: Callable[[ast.expr], tuple[str, str] | None] | None = None,
+        tree: ast.AST | None = None,
     ) -> None:
         self.qualname = qualname
         self.classdefs = {c.name: c for c in classdefs}
@@ -140,6 +141,22 @@ class ModelKnowledge:
                     ):
                         self.classes.add(cls.name)
                         changed = True
+        # `GRUmodel = GRUmodel(...)`: the class's name holds the model after that line,
+        # so a call of it elsewhere is a forward (it returns a tuple, maybe), not a build.
+        self.rebound: set[str] = set()
+        self.rebinding: set[int] = set()  # the `GRUmodel(...)` calls that build it
+        for node in ast.walk(tree) if tree is not None else ():
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(name := node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == name.id
+                and (name.id in self.classes or self._project_kind(node.value.func) == "class")
+            ):
+                self.rebound.add(name.id)
+                self.rebinding.add(id(node.value))
 
     def _project_kind(self, expr: ast.expr) -> str | None:
         found = self.project(expr) if self.project is not None else None
@@ -148,6 +165,8 @@ class ModelKnowledge:
     def constructor(self, call: ast.Call) -> bool:
         """Whether ``call`` builds a new module (``Net()``, ``nn.Linear(3, 4)``, ...)."""
         func = call.func
+        if isinstance(func, ast.Name) and func.id in self.rebound:
+            return id(call) in self.rebinding
         if isinstance(func, ast.Name) and func.id in self.classes:
             return True
         if self._project_kind(func) == "class":

@@ -53,7 +53,13 @@ from torchport.check.port._module_functions import (
     takes_device,
     viewed_parameters,
 )
-from torchport.check.port._project_owners import UNRESOLVED, Owned, bound_names, owners_of
+from torchport.check.port._project_owners import (
+    UNRESOLVED,
+    Owned,
+    bound_names,
+    owners_of,
+    rebound_by_own_call,
+)
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = [
@@ -395,7 +401,11 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                             if source is not None and _unread(source_facts, alias.name):
                                 out.unresolved.add(local)  # the project's, unreadable
                             continue  # nothing of the project's, whatever binds the name
-                    if not _only_import(bindings().get(local, [])):
+                    if not _only_import(bindings().get(local, [])) and not (
+                        source_facts is not None
+                        and alias.name in source_facts.classes
+                        and rebound_by_own_call(bindings().get(local, []), local)
+                    ):
                         continue
                     if source_facts is not None and alias.name in source_facts.owned:
                         out.owners[local] = source_facts.owned[alias.name]

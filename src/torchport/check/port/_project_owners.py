@@ -31,10 +31,15 @@ from __future__ import annotations
 
 import ast
 
+from torchport.check.semantic import BindingKind
+
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from torchport.check._context import Context
     from torchport.check.port._project import ProjectImports  # (annotations only)
+    from torchport.check.semantic import Binding
 
 __all__ = [
     "DEVICE_METHODS",
@@ -44,6 +49,7 @@ __all__ = [
     "decide",
     "loader_place",
     "owners_of",
+    "rebound_by_own_call",
 ]
 
 # The methods a fix rewrites or whose receiver it follows (a class of its own defining
@@ -233,3 +239,23 @@ class _Classes:
             return (False, frozenset(), "torch")
         plain = name in _PLAIN_BASES or root in _LOOKALIKES  # another library's: not torch's
         return (False, frozenset(), "object" if plain else "unknown")
+
+
+def rebound_by_own_call(bindings: Sequence[Binding], name: str) -> bool:
+    """An imported model class whose name is rebound only to its own instance.
+
+    ``from model import GRUmodel`` then ``GRUmodel = GRUmodel(...)``: the name holds
+    the class up to that line and the model after it, as a class defined in the file
+    and rebound the same way does. Anything else binding the name (another call, a
+    second import) leaves it unknown.
+    """
+    if not bindings or bindings[0].kind is not BindingKind.IMPORT:
+        return False
+    rest = bindings[1:]
+    return bool(rest) and all(
+        b.kind is BindingKind.ASSIGN
+        and isinstance(b.value, ast.Call)
+        and isinstance(b.value.func, ast.Name)
+        and b.value.func.id == name
+        for b in rest
+    )

@@ -160,7 +160,7 @@ def _placed_by_the_program(facts: PortFacts) -> str | None:
     return (
         "make the tensor on the device the program put its model on "
         f"(`{ast.unparse(placed)[:60]}`, line {placed.lineno}); the port does not "
-        "overrule a per-process placement"
+        "overrule the program's own placement"
     )
 
 
