@@ -170,7 +170,7 @@ def test_every_api_a_shipped_fix_writes_is_in_the_table() -> None:
 def test_fix_source_writes_the_memory_api_only_for_a_torch_that_has_it(
     target: str | None, writes: bool
 ) -> None:
-    fixed = fix_source(MEMORY, unsafe=True, target_torch=target)
+    fixed = fix_source(MEMORY, unsafe=True, target_torch=target, select=["TP401"])
     assert ("accelerator.memory_allocated" in fixed) is writes
     assert ("accelerator.empty_cache" in fixed) is writes
     assert ("torch.cuda.memory_allocated" in fixed) is not writes
@@ -196,7 +196,9 @@ def test_no_api_newer_than_the_target_is_ever_written(minor: int) -> None:
 
 
 def test_a_finding_left_by_the_target_says_why(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.torchport]\ntarget-torch = "2.7"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.torchport]\ntarget-torch = "2.7"\nextend-select = ["TP401"]\n'
+    )
     script = tmp_path / "m.py"
     script.write_text(MEMORY)
     result = check_paths([script])

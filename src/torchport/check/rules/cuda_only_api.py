@@ -77,7 +77,8 @@ class CudaOnlyApi(Rule):
     queries whose answers differ in shape between devices are only reported.
 
     ## Why is it off by default?
-    82% real over samples A-O (72 of 88; held-out O 11 of 21: timing and test code).
+    82% real over samples A-O (72 of 88; held-out O 11 of 21: timing and test code);
+    `--extend-select TP401` runs it.
     """
 
     code = "TP401"
