@@ -60,7 +60,12 @@ def _own_device(cls: ast.ClassDef, me: str, expr: ast.expr) -> bool:
 def _names(stmt: ast.stmt, name: str) -> bool:
     if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
         return stmt.name == name
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore[attr-defined]
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign):
+        targets = [stmt.target]
+    else:
+        return False
     return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t))
 
 
