@@ -19,6 +19,7 @@ from functools import partial
 from torchport.check._context import Context
 from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
 from torchport.check.port._models import ModelKnowledge
+from torchport.check.port._own_device import moves_to_own_device
 from torchport.check.port._structure import NO_CHILD_FIELDS
 
 __all__ = [
@@ -72,7 +73,9 @@ def converted_inputs(ctx: Context, cls: ast.ClassDef) -> tuple[int, ...]:
     ``forward`` that it reads only as the data a torch creator makes a new tensor of
     (``def forward(self, state): state = torch.from_numpy(state).float()``): the model
     takes host data and makes the tensor itself, where the port of its file puts it (on
-    the model's device). What a call hands it there is no value to move.
+    the model's device). What a call hands it there is no value to move; nor what it
+    moves to its own parameters' device (``x.to(next(self.parameters()).device)``:
+    :mod:`torchport.check.port._own_device`).
 
     A read sees the parameter when it is the one binding reaching it, or the name's only
     binding; a read that may see either is no answer (the position is left out)."""
@@ -86,12 +89,15 @@ def converted_inputs(ctx: Context, cls: ast.ClassDef) -> tuple[int, ...]:
     )
     if forward is None:
         return ()
-    params = [*forward.args.posonlyargs, *forward.args.args][1:]
+    own = [*forward.args.posonlyargs, *forward.args.args]
+    if not own:
+        return ()
     nodes = list(own_nodes(forward))
+    moved = partial(moves_to_own_device, cls, own[0].arg)
     return tuple(
         position
-        for position, param in enumerate(params)
-        if only_made_into_tensors(ctx, param, nodes, partial(_parent_call, forward))
+        for position, param in enumerate(own[1:])
+        if only_made_into_tensors(ctx, param, nodes, partial(_holder, forward), moved)
     )
 
 
@@ -100,10 +106,12 @@ def only_made_into_tensors(
     param: ast.arg,
     nodes: Iterable[ast.AST],
     parent_of: Callable[[ast.Name], ast.AST | None],
+    moved: Callable[[ast.AST | None, ast.Name], bool] | None = None,
 ) -> bool:
     """Whether ``param`` is read among ``nodes``, and every read that sees the parameter
     itself is the data a torch creator makes a new tensor of (``torch.from_numpy(state)``,
-    ``torch.tensor(s, dtype=...)``; ``parent_of``: the node holding a read).
+    ``torch.tensor(s, dtype=...)``; ``parent_of``: the node holding a read), or a read
+    ``moved`` accepts (given its holder and the read).
 
     A read sees the parameter when it is the binding every path passes last, or the
     name's sole binding; a read that may see either makes the answer False. ``len(s)``
@@ -128,6 +136,9 @@ def only_made_into_tensors(
         holder = parent_of(node)
         if _a_size(ctx, holder, node):
             continue  # `len(s)` beside `torch.tensor(s).reshape(-1, len(s))`: an int
+        if moved is not None and moved(holder, node):
+            seen = True
+            continue
         if not (
             isinstance(holder, ast.Call)
             and holder.args
@@ -152,10 +163,14 @@ def _a_size(ctx: Context, holder: ast.AST | None, read: ast.Name) -> bool:
     )
 
 
-def _parent_call(func: ast.AST, arg: ast.Name) -> ast.Call | None:
-    """The call in ``func`` whose first argument is ``arg``, if there is one."""
+def _holder(func: ast.AST, arg: ast.Name) -> ast.Call | None:
+    """The call in ``func`` whose first argument is ``arg``, or whose method ``arg``'s is
+    (``arg.to(...)``), if there is one."""
     for node in own_nodes(func):
-        if isinstance(node, ast.Call) and node.args and node.args[0] is arg:
+        if isinstance(node, ast.Call) and (
+            (node.args and node.args[0] is arg)
+            or (isinstance(node.func, ast.Attribute) and node.func.value is arg)
+        ):
             return node
     return None
 

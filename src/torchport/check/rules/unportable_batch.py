@@ -43,6 +43,13 @@ class UnportableBatch(Rule):
     valid = (
         _HEAD + "for x, y in loader:\n    out = model(x)\n",
         _HEAD + "def scale(net, gamma):\n    return net(gamma)\n\nscale(model, 0.5)\n",
+        # a forward that moves its input to its own parameters' device takes it as it is
+        "import torch\n\nclass Net(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.l1 = torch.nn.Linear(4, 2)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.l1(x.to(next(self.parameters()).device))\n\n"
+        "policy = Net()\n\ndef act(s):\n    return policy(s)\n",
     )
     invalid = (
         Example(
