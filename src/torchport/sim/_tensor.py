@@ -25,6 +25,7 @@ from torchport.diagnose import copies_on_device, syncs_on_device
 from torchport.errors import DeviceError
 from torchport.sim import _host
 from torchport.sim._cells import CPU_STANDINS
+from torchport.sim._composites import composite
 from torchport.sim._index_put import INDEX_PUTS, check_index_put
 from torchport.sim._inference_views import normal_bases, wrap_in_inference_mode
 from torchport.sim._ledger import LEDGER
@@ -171,7 +172,7 @@ class SimTensor(torch.Tensor):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        special = _SPECIAL.get(func)
+        special = _SPECIAL.get(func) or composite(func)  # an op arriving whole: its parts
         if special is not None:
             return special(func, args, kwargs)
         tensors: list[torch.Tensor] = []
