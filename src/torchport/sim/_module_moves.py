@@ -56,8 +56,12 @@ def _swap_onto_device(t1: torch.Tensor, t2: torch.Tensor) -> None:
     slots = set(copyreg._slotnames(t1.__class__))  # type: ignore[attr-defined]
     if slots != set(copyreg._slotnames(t2.__class__)):  # type: ignore[attr-defined]
         raise RuntimeError("Cannot swap t1 and t2 if they have different slots")
-    if t1.is_leaf and t1.requires_grad:
-        torch.autograd.graph.get_gradient_edge(t1).node.register_prehook(_poisoned)
+    if t1.is_leaf and t1.requires_grad and not t1.is_inference():
+        # Its gradient node is found through a view (``view_as``), which inference mode
+        # makes without one: a move under ``torch.inference_mode()`` raised here. (An
+        # inference tensor, a parameter made in inference mode, has no node to poison.)
+        with torch.inference_mode(False):
+            torch.autograd.graph.get_gradient_edge(t1).node.register_prehook(_poisoned)
     for name in ("__class__", "__dict__"):
         held = getattr(t1, name)
         setattr(t1, name, getattr(t2, name))

@@ -25,8 +25,9 @@ from torchport.diagnose import copies_on_device, syncs_on_device
 from torchport.errors import DeviceError
 from torchport.sim import _host
 from torchport.sim._cells import CPU_STANDINS
+from torchport.sim._composites import composite
 from torchport.sim._index_put import INDEX_PUTS, check_index_put
-from torchport.sim._inference_views import normal_bases, wrap_in_inference_mode
+from torchport.sim._inference_views import wrap_result
 from torchport.sim._ledger import LEDGER
 from torchport.sim._rules import (
     HOST_OUTPUTS,
@@ -171,7 +172,7 @@ class SimTensor(torch.Tensor):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        special = _SPECIAL.get(func)
+        special = _SPECIAL.get(func) or composite(func)  # an op arriving whole: its parts
         if special is not None:
             return special(func, args, kwargs)
         tensors: list[torch.Tensor] = []
@@ -248,9 +249,7 @@ def _rewrap(func: Any, args: Any, kwargs: Any, out: Any) -> Any:
     host = HOST_OUTPUTS.get(func)
     if host is not None and isinstance(out, tuple):
         return tuple(item if i in host else wrap(item) for i, item in enumerate(out))
-    if torch.is_inference_mode_enabled():
-        return wrap_in_inference_mode(out, normal_bases(args, SimTensor), SimTensor)
-    return wrap(out)
+    return wrap_result(out, args, SimTensor)  # inference tensors as torch makes them
 
 
 def _match_raw(tensor: SimTensor) -> None:

@@ -1,0 +1,42 @@
+"""Composite ops that reach the simulated tensor whole, run as CUDA runs them: by their parts.
+
+An op with a ``CompositeImplicitAutograd`` kernel (``narrow``, ``where``, ``one_hot``,
+``tensor_split``, ``reshape``, ...) is decomposed by the autograd key before it reaches a
+backend, so its parts arrive at ``SimTensor.__torch_dispatch__`` one by one. A tensor
+without that key (an inference tensor, made under ``torch.inference_mode()``; a tensor
+inside another subclass's dispatch) brings the op whole. Run as one op on the values
+inside, it skipped what its parts do on CUDA: the host waits of ``F.one_hot(i)``,
+``x.narrow(0, t, n)`` with a tensor start and ``torch.where(mask)``; the 0-dim host
+condition that ``torch.where(cond, x, 0.0)`` takes as a scalar; ``tensor_split``'s refusal
+of indices on the device. Here such an op runs its composite kernel, whose parts reach
+the simulated tensor (and its rules and counts) again.
+
+``aten.to``, ``aten.item`` and ``aten.is_nonzero`` are answered before this, in
+:mod:`torchport.sim._whole_ops`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+__all__ = ["composite"]
+
+_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
+
+
+@functools.cache
+def composite(func: Any) -> Callable[..., Any] | None:
+    """How to answer ``func`` arriving whole: by its composite kernel; ``None`` if it has none."""
+    if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE.name):
+        return _decompose
+    return None
+
+
+def _decompose(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    # The C++ composite kernel, what the dispatcher runs for CUDA; not ``func.decompose``,
+    # which prefers a Python one where torch registered it (tensor_split's words differ).
+    return func._op_dk(_COMPOSITE, *args, **kwargs)
