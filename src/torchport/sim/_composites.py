@@ -23,9 +23,14 @@ from typing import Any
 
 import torch
 
+from torchport.sim._rules import layout_refusal
+
 __all__ = ["composite"]
 
 _COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
+_SPARSE = frozenset(
+    {torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc}
+)
 
 
 @functools.cache
@@ -39,4 +44,11 @@ def composite(func: Any) -> Callable[..., Any] | None:
 def _decompose(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     # The C++ composite kernel, what the dispatcher runs for CUDA; not ``func.decompose``,
     # which prefers a Python one where torch registered it (tensor_split's words differ).
-    return func._op_dk(_COMPOSITE, *args, **kwargs)
+    out = func._op_dk(_COMPOSITE, *args, **kwargs)
+    for tensor in out if isinstance(out, list | tuple) else (out,):
+        # A sparse tensor built from device parts (a CSR tensor's .to(sim) arrives as
+        # _sparse_csr_tensor_unsafe): refused as a sparse tensor's copy is.
+        held = isinstance(tensor, torch.Tensor) and tensor.device.type == "sim"
+        if held and tensor.layout in _SPARSE:
+            raise layout_refusal(tensor.layout)
+    return out

@@ -72,6 +72,19 @@ def _takes_host_scalars(func: Any) -> bool:
     return func in _SCALAR_TAKERS or torch.Tag.pointwise in func.tags
 
 
+def layout_refusal(layout: torch.layout) -> NotImplementedError:
+    """What the simulated device raises for a tensor it cannot hold (sparse layouts).
+
+    ``NotImplementedError``, what torch raises for a kind of tensor a backend cannot hold,
+    so ``to_device``, ``DeviceLoader`` and module moves name the tensor's path.
+    """
+    return NotImplementedError(
+        f"a {layout} tensor cannot live on the simulated accelerator (it holds strided "
+        "tensors only; on a real accelerator this copy works); keep it on the CPU, or call "
+        ".to_dense() before moving it"
+    )
+
+
 def numpy_refusal(device: torch.device) -> TypeError:
     """The ``TypeError`` CUDA raises for ``.numpy()`` of a device tensor."""
     return TypeError(

@@ -34,6 +34,7 @@ from torchport.sim._rules import (
     check_devices,
     check_generator,
     check_written,
+    layout_refusal,
     numpy_refusal,
 )
 from torchport.sim._whole_ops import PASSED_ON, TO_OVERLOADS, passed_on, read_scalar, to_overload
@@ -64,13 +65,7 @@ class SimTensor(torch.Tensor):
     @staticmethod
     def __new__(cls, raw: torch.Tensor, requires_grad: bool = False) -> SimTensor:
         if raw.layout != torch.strided:
-            # NotImplementedError, what torch raises for a kind of tensor a backend cannot
-            # hold, so to_device, DeviceLoader and module moves name the tensor's path.
-            raise NotImplementedError(
-                f"a {raw.layout} tensor cannot live on the simulated accelerator (it holds "
-                "strided tensors only; on a real accelerator this copy works); keep it on the "
-                "CPU, or call .to_dense() before moving it"
-            )
+            raise layout_refusal(raw.layout)
         if raw.is_conj() or raw.is_neg():  # lazy conjugation bits live on the wrapper's side
             raw = raw.resolve_conj().resolve_neg()
         wrapper = torch.Tensor._make_wrapper_subclass(
