@@ -290,6 +290,29 @@ def test_a_model_bound_to_its_imported_class_s_own_name_is_placed(
         assert not off, off
 
 
+@pytest.mark.parametrize("batch", ["here", "module"])
+@pytest.mark.parametrize("layout", ["flat", "package"])
+def test_a_rebound_model_s_leftover_input_is_still_said_after_the_port(
+    layout: str, batch: str
+) -> None:
+    """``Net = Net()`` with batches from another module's CPU tensor (the project fuzzer's
+    draw): the port's second round reads ``Net = Net().to(device)``, which no longer looked
+    like the name rebound to its instance, so ``Net(inp)`` was a build and the CPU input
+    that meets it went unsaid ("0 left", a mixed-device error on the accelerator)."""
+    files = project_files(
+        layout, based=False, factory=False, helper=None, module_tensor=False, batch=batch,
+        rebound=True,
+    )  # fmt: skip
+    check_project(files)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "project"
+        _write(root, files)
+        result = port_paths([root], jobs=1)
+        _, off = _run(root, meta=True)
+        assert not off or result.remaining, off  # placed, or what is left is said
+        assert not port_paths([root], jobs=1).changed  # idempotent
+
+
 def test_the_project_check_sees_a_model_imported_from_a_sibling() -> None:
     """The oracle is not blind: the unported project leaves the model on the CPU."""
     model = "import torch\nfrom torch import nn\n" + _NET.format(name="Net", base="nn.Module")

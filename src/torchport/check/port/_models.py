@@ -61,6 +61,20 @@ _METRIC_BASES = frozenset(
 QualName = Callable[[ast.expr], "str | None"]
 
 
+def own_build(value: ast.expr | None, name: str) -> ast.Call | None:
+    """The ``name(...)`` call ``value`` builds, moved or not: ``GRUmodel(...)``, and
+    ``GRUmodel(...).to(device)`` as the port writes it (a port's second round reads it so)."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _MOVES
+    ):
+        value = value.func.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == name:
+        return value
+    return None
+
+
 def module_classes(classes: list[ast.ClassDef], qualname: QualName) -> set[str]:
     """Names of the classes (of one file) that are ``nn.Module`` subclasses.
 
@@ -150,13 +164,11 @@ class ModelKnowledge:
                 isinstance(node, ast.Assign)
                 and len(node.targets) == 1
                 and isinstance(name := node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Call)
-                and isinstance(node.value.func, ast.Name)
-                and node.value.func.id == name.id
-                and (name.id in self.classes or self._project_kind(node.value.func) == "class")
+                and (build := own_build(node.value, name.id)) is not None
+                and (name.id in self.classes or self._project_kind(build.func) == "class")
             ):
                 self.rebound.add(name.id)
-                self.rebinding.add(id(node.value))
+                self.rebinding.add(id(build))
 
     def _project_kind(self, expr: ast.expr) -> str | None:
         found = self.project(expr) if self.project is not None else None

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 
+from torchport.check.port._models import own_build
 from torchport.check.semantic import BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -253,9 +254,5 @@ def rebound_by_own_call(bindings: Sequence[Binding], name: str) -> bool:
         return False
     rest = bindings[1:]
     return bool(rest) and all(
-        b.kind is BindingKind.ASSIGN
-        and isinstance(b.value, ast.Call)
-        and isinstance(b.value.func, ast.Name)
-        and b.value.func.id == name
-        for b in rest
+        b.kind is BindingKind.ASSIGN and own_build(b.value, name) is not None for b in rest
     )
