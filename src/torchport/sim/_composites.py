@@ -11,8 +11,10 @@ condition that ``torch.where(cond, x, 0.0)`` takes as a scalar; ``tensor_split``
 of indices on the device. Here such an op runs its composite kernel, whose parts reach
 the simulated tensor (and its rules and counts) again.
 
-``aten.to``, ``aten.item`` and ``aten.is_nonzero`` are answered before this, in
-:mod:`torchport.sim._whole_ops`.
+``aten.to`` among them: its composite kernel returns the tensor itself or calls ``_to_copy``,
+which :func:`~torchport.sim._tensor.to_copy` answers (``x.cpu()`` of an inference tensor
+stayed on ``sim`` when the op ran whole on the values inside). ``aten.item`` and
+``aten.is_nonzero`` are answered before this, in :mod:`torchport.sim._whole_ops`.
 """
 
 from __future__ import annotations

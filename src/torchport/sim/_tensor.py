@@ -37,7 +37,7 @@ from torchport.sim._rules import (
     layout_refusal,
     numpy_refusal,
 )
-from torchport.sim._whole_ops import PASSED_ON, TO_OVERLOADS, passed_on, read_scalar, to_overload
+from torchport.sim._whole_ops import PASSED_ON, passed_on, read_scalar
 from torchport.sim._wrapper_check import argument_names
 
 __all__ = ["SimTensor", "copy_to_device", "device", "to_host", "wrap"]
@@ -487,7 +487,5 @@ _SPECIAL: dict[Any, Callable[..., Any]] = {
     # reach this subclass whole instead of as _local_scalar_dense: the same read and wait.
     _aten.item.default: read_scalar,
     _aten.is_nonzero.default: read_scalar,
-    # ...and aten.to whole, as ``to`` itself rather than its _to_copy
-    **dict.fromkeys(TO_OVERLOADS, functools.partial(to_overload, copy=to_copy)),
     **dict.fromkeys(PASSED_ON, passed_on),  # a jagged nested tensor's view: its own dispatch's
 }
