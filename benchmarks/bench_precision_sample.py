@@ -66,7 +66,10 @@ benchmarks/data/precision_repos_round5n.json --sample benchmarks/data/precision_
 --seed 47 --draw 100``. The fifteenth (the same uniform draw, with main's rules after
 branch j34j's classes, 16 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5o.json --sample benchmarks/data/precision_sample_o.csv
---seed 48 --draw 100``. ``--pool SAMPLE...`` pools judged samples per rule (``--now``: only
+--seed 48 --draw 100``. The sixteenth (the same uniform draw, with main's rules after TP401
+and TP406 left the defaults, 18 more new repositories): ``--repos
+benchmarks/data/precision_repos_round5p.json --sample benchmarks/data/precision_sample_p.csv
+--seed 49 --draw 100``. ``--pool SAMPLE...`` pools judged samples per rule (``--now``: only
 the rows the current rules still report).
 """
 
