@@ -19,6 +19,7 @@ __all__ = [
     "WRAPPERS",
     "ModelKnowledge",
     "QualName",
+    "assignments",
     "library_driven",
     "module_classes",
 ]
@@ -128,6 +129,29 @@ def _library_module(name: str) -> bool:
     )
 
 
+# The fields holding statements (of a statement, an ``except`` handler, a ``match`` case):
+# an assignment is found only there, never inside an expression.
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def assignments(tree: ast.AST) -> list[ast.Assign]:
+    """Every ``ast.Assign`` in ``tree`` (as ``ast.walk`` finds them, in another order), by a
+    walk of its statements only: the expressions around them (most of a file) are not met."""
+    found: list[ast.Assign] = []
+    stack = [tree]
+    assign = ast.Assign
+    while stack:
+        node = stack.pop()
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
+            if block.__class__ is list:  # (an `IfExp`'s or a lambda's `body` is no list)
+                for child in block:
+                    if child.__class__ is assign:
+                        found.append(child)
+                    stack.append(child)
+    return found
+
+
 class ModelKnowledge:
     """Answers "does this expression build or hold a model" for one file."""
 
@@ -159,10 +183,9 @@ class ModelKnowledge:
         # so a call of it elsewhere is a forward (it returns a tuple, maybe), not a build.
         self.rebound: set[str] = set()
         self.rebinding: set[int] = set()  # the `GRUmodel(...)` calls that build it
-        for node in ast.walk(tree) if tree is not None else ():
+        for node in assignments(tree) if tree is not None else ():
             if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
+                len(node.targets) == 1
                 and isinstance(name := node.targets[0], ast.Name)
                 and (build := own_build(node.value, name.id)) is not None
                 and (name.id in self.classes or self._project_kind(build.func) == "class")
