@@ -55,6 +55,12 @@ PATHS = {"tests/test_render.py": True, "src/render.py": False, "test_render.py":
     line='x = x.to("cuda:0")',
     mentions=['a = torch.device("cuda:1")'],
 )
+@example(  # `torch.device("cuda", 2)` is a second device
+    path="test_render.py",
+    framework=True,
+    line='x = x.to("cuda:0")',
+    mentions=['b = torch.device("cuda", 2)'],
+)
 @example(  # one device, written twice: a test that runs on any one device
     path="tests/test_render.py",
     framework=True,
@@ -131,6 +137,56 @@ def test_a_test_module_starting_nccl_is_left(path: str, framework: bool, backend
     reported_line = source.splitlines().index('        self.obj = {"a": torch.rand(5).cuda()}') + 1
     test_code = PATHS.get(path, "tests/" in path) or (PATHS.get(path) is None and framework)
     left = bool(test_code) and BACKENDS[backend]
+    found = check_text(source, path, ruleset_for(["TP101"], None)).findings
+    at_line = [f for f in found if f.line == reported_line]
+    assert bool(at_line) != left, (path, source, found)
+
+
+# How the object is moved (and whether by its own `cuda()` method), and the statement
+# after it (and whether it asserts the moved object is on CUDA).
+MOVES = {"y = x.cuda()": True, "y = x.cuda(0)": True, 'y = x.to("cuda:0")': False}
+NEXT = {
+    'self.assertEqual(y.device.type, "cuda")': True,
+    "assert y.is_cuda": True,
+    "self.assertEqual(cuda_device, y.device)": False,  # pytorch3d's `to` tests, judged real
+    'self.assertEqual(z.device.type, "cuda")': False,  # another object
+    "print(y)": False,
+    'z = y.device.type == "cuda"': False,  # no assertion
+}
+
+
+@given(
+    path=st.sampled_from(sorted(PATHS)),
+    framework=st.booleans(),
+    move=st.sampled_from(sorted(MOVES)),
+    then=st.sampled_from(sorted(NEXT)),
+    gap=st.booleans(),
+)
+@example(  # pytorch3d's `test_rendering_utils.py`
+    path="tests/test_render.py",
+    framework=True,
+    move="y = x.cuda()",
+    then='self.assertEqual(y.device.type, "cuda")',
+    gap=False,
+)
+@example(
+    path="tests/test_render.py",
+    framework=True,
+    move="y = x.cuda()",
+    then='self.assertEqual(y.device.type, "cuda")',
+    gap=True,
+)
+def test_a_test_of_the_cuda_method_is_left(
+    path: str, framework: bool, move: str, then: str, gap: bool
+) -> None:
+    """``gap``: a statement between the move and the assertion (then it is not next)."""
+    imports = ["import torch", *(["import unittest"] if framework else [])]
+    body = ["class Render:", "    def check_move(self, x, z, cuda_device):", f"        {move}"]
+    body += ["        w = 1"] * gap + [f"        {then}", "        return y"]
+    source = "\n".join([*imports, "", "", *body]) + "\n"
+    reported_line = source.splitlines().index(f"        {move}") + 1
+    test_code = PATHS[path] or (PATHS[path] is None and framework)
+    left = bool(test_code) and MOVES[move] and NEXT[then] and not gap
     found = check_text(source, path, ruleset_for(["TP101"], None)).findings
     at_line = [f for f in found if f.line == reported_line]
     assert bool(at_line) != left, (path, source, found)

@@ -126,7 +126,11 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
     * naming two or more of its devices by index (:func:`several_devices`: a
       multi-GPU test, ``torch.device("cuda:0")`` beside ``torch.device("cuda:1")``,
       ``device_ids=[0, 1]``), or, for CUDA, in a module that starts an NCCL process
-      group (``init_process_group("nccl")``: a multi-process GPU test, sample M).
+      group (``init_process_group("nccl")``: a multi-process GPU test, sample M);
+    * for CUDA, a test of an object's own ``cuda()`` method: ``y = x.cuda()`` whose
+      next statement asserts ``y`` is on CUDA (``assertEqual(y.device.type,
+      "cuda")``, ``assert y.is_cuda``; pytorch3d's, sample M). ``y = x.to("cuda:0")``
+      asserted equal to a device is not this: any accelerator's device tests ``to``.
 
     Such a test uses the accelerator on purpose: another device changes what it
     tests. Words per accelerator: :data:`SUBJECT_WORDS` (another: its own name).
@@ -136,7 +140,7 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
     words = SUBJECT_WORDS.get(accelerator, (accelerator,))
     if _names(ctx.path.replace("\\", "/").rpartition("/")[2].removesuffix(".py"), words):
         return True  # the module's name: `test_device_gpu.py` (tnt), sample O
-    if accelerator == "cuda" and _starts_nccl(ctx):
+    if accelerator == "cuda" and (_starts_nccl(ctx) or _tests_the_cuda_method(node, ctx)):
         return True
     line = getattr(node, "lineno", 0)
     for outer in ctx.ancestors:
@@ -218,6 +222,34 @@ def _starts_nccl(ctx: Context) -> bool:
             for n in ast.walk(ctx.tree)
         )
     return bool(found)
+
+
+def _tests_the_cuda_method(node: ast.AST, ctx: Context) -> bool:
+    call, assign = node, ctx.parent
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return False
+    if call.func.attr != "cuda" or not isinstance(assign, ast.Assign) or assign.value is not call:
+        return False
+    name = assign.targets[0]
+    holder = ctx.ancestors[-2] if len(ctx.ancestors) > 1 else None
+    block = next((b for b in _blocks(holder) if any(s is assign for s in b)), [])
+    then = [b for a, b in itertools.pairwise(block) if a is assign]
+    return (
+        isinstance(name, ast.Name)
+        and bool(then)
+        and isinstance(then[0], (ast.Expr, ast.Assert))
+        and any(isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(then[0]))
+        and any(
+            (isinstance(n, ast.Constant) and n.value == "cuda")
+            or (isinstance(n, ast.Attribute) and n.attr == "is_cuda")
+            for n in ast.walk(then[0])
+        )
+    )
+
+
+def _blocks(holder: ast.AST | None) -> list[list[ast.stmt]]:
+    found = [getattr(holder, f, None) for f in _TIMED_BLOCKS]
+    return [b for b in found if isinstance(b, list)]
 
 
 def decides_where_a_test_runs(ctx: Context) -> bool:
