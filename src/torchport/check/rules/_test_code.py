@@ -231,25 +231,31 @@ def _tests_the_cuda_method(node: ast.AST, ctx: Context) -> bool:
     if call.func.attr != "cuda" or not isinstance(assign, ast.Assign) or assign.value is not call:
         return False
     name = assign.targets[0]
-    holder = ctx.ancestors[-2] if len(ctx.ancestors) > 1 else None
-    block = next((b for b in _blocks(holder) if any(s is assign for s in b)), [])
-    then = [b for a, b in itertools.pairwise(block) if a is assign]
+    then = _next_statements(ctx).get(id(assign))
     return (
         isinstance(name, ast.Name)
-        and bool(then)
-        and isinstance(then[0], (ast.Expr, ast.Assert))
-        and any(isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(then[0]))
+        and isinstance(then, (ast.Expr, ast.Assert))
+        and any(isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(then))
         and any(
             (isinstance(n, ast.Constant) and n.value == "cuda")
             or (isinstance(n, ast.Attribute) and n.attr == "is_cuda")
-            for n in ast.walk(then[0])
+            for n in ast.walk(then)
         )
     )
 
 
-def _blocks(holder: ast.AST | None) -> list[list[ast.stmt]]:
-    found = [getattr(holder, f, None) for f in _TIMED_BLOCKS]
-    return [b for b in found if isinstance(b, list)]
+def _next_statements(ctx: Context) -> dict[int, ast.stmt]:
+    """Each statement's next one in its block, for the whole file: built once (linear)."""
+    found = ctx.memo.get("next_statements")
+    if not isinstance(found, dict):
+        found = ctx.memo["next_statements"] = {
+            id(first): then
+            for node in ast.walk(ctx.tree)
+            for field in _TIMED_BLOCKS
+            if isinstance(block := getattr(node, field, None), list)
+            for first, then in itertools.pairwise(block)
+        }
+    return found
 
 
 def decides_where_a_test_runs(ctx: Context) -> bool:
