@@ -1,16 +1,18 @@
-"""TP101, TP102, TP109 and TP401 leave a timing program, known by its structure.
+"""TP101, TP102, TP109, TP115 and TP401 leave a timing program, known by its structure.
 
 Sample N (torchani's ``tools/scaling-aev-benchmark.py``, rl_games'
 ``benchmarks/bench_triton_gae.py``): a program that reads a clock after a
 synchronization, repeats some work in a ``range`` loop and reads the clock after a
 synchronization again is a benchmark; its device, timing syncs and device reports are
-its figures (low value). Names are not used: CSAILVision's ``eval.py`` times each batch
-of its data the same way and was judged real (sample K); PARL keeps training programs
-in ``benchmark/``. Generated programs draw each synchronization (a sync call or not),
-each clock read (a clock or not), the loop between them, and whether the module runs as
-a program. The oracle, written here: the reported statement (in another function) is
-left exactly when the module has the ``__main__`` guard, both statements before the
-clock reads are sync calls, both reads are clocks, and the loop is over ``range(...)``.
+its figures (low value; TP115's runtime CUDA strings too, torchani's
+``training-aev-benchmark.py`` naming each GPU, sample N). Names are not used:
+CSAILVision's ``eval.py`` times each batch of its data the same way and was judged real
+(sample K); PARL keeps training programs in ``benchmark/``. Generated programs draw each
+synchronization (a sync call or not), each clock read (a clock or not), the loop between
+them, and whether the module runs as a program. The oracle, written here: the reported
+statement (in another function) is left exactly when the module has the ``__main__``
+guard, both statements before the clock reads are sync calls, both reads are clocks, and
+the loop is over ``range(...)``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import ast
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from torchport.check._engine import check_text, ruleset_for
@@ -28,6 +30,7 @@ STATEMENTS = {
     "TP101": "x = x.cuda()",
     "TP102": "torch.cuda.set_device(0)",
     "TP109": 'device = "cuda" if torch.cuda.is_available() else "cpu"',
+    "TP115": 'print(torch.cuda.get_device_name(f"cuda:{i}"))',
     "TP401": "print(torch.cuda.memory_allocated())",
 }
 SYNCS = {
@@ -54,8 +57,9 @@ LOOPS = {
 }
 
 
-def _spelled(data: st.DataObject, table: dict[str, bool], kept: bool) -> str:
-    return data.draw(st.sampled_from(sorted(k for k, v in table.items() if v == kept)))
+def _spelled(data: st.DataObject | None, table: dict[str, bool], kept: bool) -> str:
+    spellings = sorted(k for k, v in table.items() if v == kept)
+    return spellings[0] if data is None else data.draw(st.sampled_from(spellings))
 
 
 @given(
@@ -63,7 +67,9 @@ def _spelled(data: st.DataObject, table: dict[str, bool], kept: bool) -> str:
     broken=st.sampled_from(("", "sync1", "sync2", "clock1", "clock2", "loop", "program")),
     data=st.data(),
 )
-def test_a_timing_program_is_left(code: str, broken: str, data: st.DataObject) -> None:
+@example(code="TP115", broken="", data=None)  # sample N's device names, whole structure
+@example(code="TP115", broken="loop", data=None)
+def test_a_timing_program_is_left(code: str, broken: str, data: st.DataObject | None) -> None:
     """One part of the structure at a time is drawn absent (or none), each spelled at random."""
     sync1 = _spelled(data, SYNCS, broken != "sync1")
     sync2 = _spelled(data, SYNCS, broken != "sync2")

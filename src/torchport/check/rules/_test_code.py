@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import itertools
 import re
+from collections.abc import Sequence
 
 from torchport.check._context import Context
 
@@ -42,6 +43,7 @@ __all__ = [
     "cuda_quirk",
     "decides_where_a_test_runs",
     "leaves",
+    "several_devices",
     "timing_program",
 ]
 
@@ -120,7 +122,15 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
     * whose body, before the node, returns, skips or raises when the accelerator is
       missing (``if not torch.cuda.is_available(): return``) or asserts it is there
       (``assert torch.cuda.is_available()``, that assert included): the test runs
-      only where it is.
+      only where it is;
+    * naming two or more of its devices by index (:func:`several_devices`: a
+      multi-GPU test, ``torch.device("cuda:0")`` beside ``torch.device("cuda:1")``,
+      ``device_ids=[0, 1]``), or, for CUDA, in a module that starts an NCCL process
+      group (``init_process_group("nccl")``: a multi-process GPU test, sample M);
+    * for CUDA, a test of an object's own ``cuda()`` method: ``y = x.cuda()`` whose
+      next statement asserts ``y`` is on CUDA (``assertEqual(y.device.type,
+      "cuda")``, ``assert y.is_cuda``; pytorch3d's, sample M). ``y = x.to("cuda:0")``
+      asserted equal to a device is not this: any accelerator's device tests ``to``.
 
     Such a test uses the accelerator on purpose: another device changes what it
     tests. Words per accelerator: :data:`SUBJECT_WORDS` (another: its own name).
@@ -130,6 +140,8 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
     words = SUBJECT_WORDS.get(accelerator, (accelerator,))
     if _names(ctx.path.replace("\\", "/").rpartition("/")[2].removesuffix(".py"), words):
         return True  # the module's name: `test_device_gpu.py` (tnt), sample O
+    if accelerator == "cuda" and (_starts_nccl(ctx) or _tests_the_cuda_method(node, ctx)):
+        return True
     line = getattr(node, "lineno", 0)
     for outer in ctx.ancestors:
         if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -138,6 +150,8 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
             return True
         if isinstance(outer, ast.ClassDef):
             continue
+        if several_devices(outer, accelerator, ctx):
+            return True
         for stmt in outer.body:
             if getattr(stmt, "lineno", line) > line:
                 break
@@ -148,6 +162,100 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
             if isinstance(stmt, ast.If) and _mentions(stmt.test, words) and leaves(stmt.body):
                 return True
     return False
+
+
+def several_devices(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, accelerator: str, ctx: Context
+) -> bool:
+    """Whether ``function`` names two or more of the accelerator's devices by index.
+
+    ``"cuda:0"`` and ``"cuda:1"`` (alone or in ``torch.device(...)``),
+    ``torch.device("cuda", 1)``, and for CUDA ``device_ids=[0, 1]`` (DataParallel's):
+    pytorch3d's EGL context per CUDA device, captum's sort of CUDA devices by index,
+    a synchronized BatchNorm over two GPUs (samples K and M). One device, however
+    written (``"cuda:0"`` throughout), is not this: that test runs on any one device.
+    Memoized per function (a file's findings share it).
+    """
+    memo = ctx.memo.setdefault(f"several_devices:{accelerator}", {})
+    assert isinstance(memo, dict)
+    found = memo.get(id(function))
+    if found is None:
+        found = memo[id(function)] = len(_device_indices(function, accelerator)) > 1
+    return bool(found)
+
+
+def _device_indices(function: ast.AST, accelerator: str) -> set[int]:
+    prefix, seen = f"{accelerator}:", set[int]()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            index = node.value.removeprefix(prefix)
+            if index != node.value and index.isdigit():
+                seen.add(int(index))
+        elif isinstance(node, ast.Call) and _callee_tail(node.func) == "device":
+            kind, *rest = [*node.args, None]  # `torch.device("cuda", 1)`
+            if isinstance(kind, ast.Constant) and kind.value == accelerator:
+                seen.update(_ints(rest[:1]))
+        if isinstance(node, ast.Call) and accelerator == "cuda":
+            for kw in node.keywords:  # `DataParallel(m, device_ids=[0, 1])`
+                if kw.arg == "device_ids" and isinstance(kw.value, (ast.List, ast.Tuple)):
+                    seen.update(_ints(kw.value.elts))
+    return seen
+
+
+def _ints(exprs: Sequence[ast.expr | None]) -> list[int]:
+    return [e.value for e in exprs if isinstance(e, ast.Constant) and type(e.value) is int]
+
+
+def _starts_nccl(ctx: Context) -> bool:
+    """A module calling something with the ``"nccl"`` backend: first argument or
+    ``backend=`` (``dist.init_process_group("nccl", ...)``). Once per file."""
+    found = ctx.memo.get("starts_nccl")
+    if found is None:
+        found = ctx.memo["starts_nccl"] = any(
+            isinstance(n, ast.Call)
+            and any(
+                isinstance(v, ast.Constant)
+                and isinstance(v.value, str)
+                and v.value.lower() == "nccl"
+                for v in [*n.args[:1], *(k.value for k in n.keywords if k.arg == "backend")]
+            )
+            for n in ast.walk(ctx.tree)
+        )
+    return bool(found)
+
+
+def _tests_the_cuda_method(node: ast.AST, ctx: Context) -> bool:
+    call, assign = node, ctx.parent
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return False
+    if call.func.attr != "cuda" or not isinstance(assign, ast.Assign) or assign.value is not call:
+        return False
+    name = assign.targets[0]
+    then = _next_statements(ctx).get(id(assign))
+    return (
+        isinstance(name, ast.Name)
+        and isinstance(then, (ast.Expr, ast.Assert))
+        and any(isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(then))
+        and any(
+            (isinstance(n, ast.Constant) and n.value == "cuda")
+            or (isinstance(n, ast.Attribute) and n.attr == "is_cuda")
+            for n in ast.walk(then)
+        )
+    )
+
+
+def _next_statements(ctx: Context) -> dict[int, ast.stmt]:
+    """Each statement's next one in its block, for the whole file: built once (linear)."""
+    found = ctx.memo.get("next_statements")
+    if not isinstance(found, dict):
+        found = ctx.memo["next_statements"] = {
+            id(first): then
+            for node in ast.walk(ctx.tree)
+            for field in _TIMED_BLOCKS
+            if isinstance(block := getattr(node, field, None), list)
+            for first, then in itertools.pairwise(block)
+        }
+    return found
 
 
 def decides_where_a_test_runs(ctx: Context) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._test_code import collected_by_a_test_runner
 from torchport.check.semantic._guards import Guard, device_guard
 
 _SETTING = "torch.backends.cuda.matmul.allow_tf32"
@@ -35,6 +36,10 @@ class CudaMatmulPrecision(Rule):
     reported without a fix. A file that calls
     `torch.set_float32_matmul_precision(...)` itself already uses the
     generic switch: nothing is reported there, and no fix overwrites its choice.
+    Test code (`_test_code.collected_by_a_test_runner`, as for TP109 and TP113)
+    is left alone too: a test's TF32 switch (`allow_tf32 = False` against
+    Ampere's TF32, a `tearDown` restoring it) decides how the test runs on CUDA,
+    not how a program does (samples L and N: low value).
     """
 
     code = "TP407"
@@ -74,6 +79,8 @@ class CudaMatmulPrecision(Rule):
             and ctx.qualname(target) == _SETTING
         ):
             return
+        if collected_by_a_test_runner(ctx):
+            return  # a test's stop-gap against TF32: where the test runs, nothing else
         if device_guard(node, ctx) is Guard.DEVICE_TYPE:
             return  # `if device.type == "cuda":` the setting is for CUDA alone, on purpose
         if _sets_precision(ctx):

@@ -38,10 +38,11 @@ class HardCodedCuda(Rule):
     CUDA device compared (`dev == torch.device("cuda")`, a test), CUDA a test sets
     up on purpose inside `with pytest.warns(...)` (or `assertWarns`, `assertLogs`:
     `model.device = torch.device("cuda")` to trigger a GPU warning), test code
-    whose subject is CUDA (named, marked or skipped for it, or asserting it
-    first: `rules/_test_code.py`), benchmark code (a `bm_*` file or function, a
-    test's timing closure, a timing program: it times one device on purpose), a class's own `cuda()`
-    method, and code under a device check (`if device.type == "cuda":`, in any
+    whose subject is CUDA (named, marked or skipped for it, asserting it first,
+    naming two GPUs or starting NCCL: `rules/_test_code.py`), benchmark code (a
+    `bm_*` file or function, a test's timing closure, a timing program: it times
+    one device on purpose), a class's own `cuda()` method, and code under a
+    device check (`if device.type == "cuda":`, in any
     case, `if torch.cuda.is_available():`): ported, or TP109's choice, except a
     move there in code that carries its device (`self.device`), which must follow it.
 

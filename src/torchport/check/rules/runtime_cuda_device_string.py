@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._test_code import benchmark_code
 from torchport.check.semantic._guards import device_guard
 
 
@@ -15,7 +16,10 @@ class RuntimeCudaDeviceString(Rule):
     Finds CUDA device strings built at run time: `f"cuda:{rank}"`,
     `"cuda:{}".format(i)`, `"cuda:" + str(i)`, `"cuda:%d" % i`, wherever they
     are used (`.to(...)`, `map_location=...`, `device = ...`). Code under a
-    device check (`if device.type == "cuda":`) is left alone.
+    device check (`if device.type == "cuda":`) is left alone, and so is benchmark
+    code (`_test_code.benchmark_code`, as for TP101: a timing program measures
+    one device on purpose, and its loop over `torch.cuda.device_count()` naming
+    each GPU is its report, sample N).
 
     ## Why is this bad?
     The string names CUDA, so the program fails on a machine without an NVIDIA
@@ -55,7 +59,9 @@ class RuntimeCudaDeviceString(Rule):
             isinstance(node.func, ast.Attribute) and node.func.attr == "format"
         ):
             return
-        if _built_cuda_string(node) and device_guard(node, ctx) is None:
+        if not _built_cuda_string(node) or device_guard(node, ctx) is not None:
+            return
+        if not benchmark_code(ctx):  # asked only of a device string (a file's memo)
             yield ctx.finding(self, node)
 
 
