@@ -1,4 +1,4 @@
-"""Storages and random generators in a batch: refused naming their path, never handed back where they are.
+"""Storages and random generators in a batch: refused naming their path, never kept on the host.
 
 A storage holds its bytes outside any tensor (its own ``.to`` makes a storage no tensor
 of the batch views) and a generator's state belongs to its device, so neither can be
