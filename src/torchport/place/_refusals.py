@@ -21,7 +21,7 @@ from torchport.place._copying import has_state
 
 __all__ = ["refusal"]
 
-_STORAGES = (torch.UntypedStorage, torch.TypedStorage)
+_HOST_STATE = (torch.UntypedStorage, torch.TypedStorage, torch.Generator)
 
 
 def refusal(cls: type, where: str, device: str | None) -> str | None:
@@ -66,25 +66,25 @@ def _refusal(cls: type, name: str, where: str, device: str, kind: str) -> str | 
             f"optimizer (tp.to_device(optimizer, {device}), after the model) and keep "
             "using the same scheduler"
         )
-    if issubclass(cls, _STORAGES):
-        return (
-            f"{where} is a storage ({name}): to_device moves tensors, and a storage "
-            "holds its bytes outside any tensor, so it would be handed back where it "
-            "is; hold a tensor over it instead (torch.empty(0).set_(storage)) and move "
-            "that, or keep it out of the batch (or pass its key in skip_keys)"
-        )
-    if issubclass(cls, torch.Generator):
-        return (
-            f"{where} is a random generator ({name}): its state belongs to the device "
-            "it was made for and cannot be copied to another, so to_device would hand "
-            f"it back where it is; make one for the target (torch.Generator({kind}) "
-            "and seed it), or keep it out of the batch (or pass its key in skip_keys)"
-        )
     if issubclass(cls, GRAD_SCALER):
         return (
             f"{where} is a GradScaler ({name}): its device is fixed when it is built and "
             "its scale lives on the device of the first outputs it scales, so it cannot "
             f"be moved; build it for the device, torch.amp.GradScaler({kind}), "
             "and to carry its state over call new.load_state_dict(old.state_dict())"
+        )
+    if issubclass(cls, _HOST_STATE):  # one test on the common path (an own-.to object)
+        if issubclass(cls, torch.Generator):
+            return (
+                f"{where} is a random generator ({name}): its state belongs to the device "
+                "it was made for and cannot be copied to another, so to_device would hand "
+                f"it back where it is; make one for the target (torch.Generator({kind}) "
+                "and seed it), or keep it out of the batch (or pass its key in skip_keys)"
+            )
+        return (
+            f"{where} is a storage ({name}): to_device moves tensors, and a storage "
+            "holds its bytes outside any tensor, so it would be handed back where it "
+            "is; hold a tensor over it instead (torch.empty(0).set_(storage)) and move "
+            "that, or keep it out of the batch (or pass its key in skip_keys)"
         )
     return None
