@@ -1,8 +1,11 @@
 """What a batch may not hold, and what to do instead: ``to_device``'s refusals.
 
 Modules, optimizers, LR schedulers and ``GradScaler``s hold training state that has
-its own rules, and iterators without state of their own (generators, ``map``,
-``zip``, a list's iterator) yield items that exist only once iterated; the walker
+its own rules, iterators without state of their own (generators, ``map``,
+``zip``, a list's iterator) yield items that exist only once iterated, and storages
+and random generators hold bytes or state outside any tensor that cannot be copied
+to another device as a tensor is (a storage's ``.to`` makes a storage no tensor of
+the batch views; a generator's state belongs to its device); the walker
 (``place/_tree.py``) and ``to_device`` refuse them with a message saying what to do.
 """
 
@@ -17,6 +20,8 @@ from torchport.hardware import GRAD_SCALER, LR_SCHEDULER_BASES
 from torchport.place._copying import has_state
 
 __all__ = ["refusal"]
+
+_HOST_STATE = (torch.UntypedStorage, torch.TypedStorage, torch.Generator)
 
 
 def refusal(cls: type, where: str, device: str | None) -> str | None:
@@ -67,5 +72,19 @@ def _refusal(cls: type, name: str, where: str, device: str, kind: str) -> str | 
             "its scale lives on the device of the first outputs it scales, so it cannot "
             f"be moved; build it for the device, torch.amp.GradScaler({kind}), "
             "and to carry its state over call new.load_state_dict(old.state_dict())"
+        )
+    if issubclass(cls, _HOST_STATE):  # one test on the common path (an own-.to object)
+        if issubclass(cls, torch.Generator):
+            return (
+                f"{where} is a random generator ({name}): its state belongs to the device "
+                "it was made for and cannot be copied to another, so to_device would hand "
+                f"it back where it is; make one for the target (torch.Generator({kind}) "
+                "and seed it), or keep it out of the batch (or pass its key in skip_keys)"
+            )
+        return (
+            f"{where} is a storage ({name}): to_device moves tensors, and a storage "
+            "holds its bytes outside any tensor, so it would be handed back where it "
+            "is; hold a tensor over it instead (torch.empty(0).set_(storage)) and move "
+            "that, or keep it out of the batch (or pass its key in skip_keys)"
         )
     return None

@@ -8,7 +8,9 @@ pass that has not run backward keeps the parameters it used), and it finds that
 only when it reaches that parameter, after the ones before it were swapped. Asked
 here first, for every parameter and gradient, such a move raises before anything
 moved, naming the parameter and what holds it. (A graph held on to through
-``retain_graph`` or a view of a parameter counts as a computation graph.)
+``retain_graph`` or a view of a parameter counts as a computation graph; a view of a
+parameter's ``.grad`` makes torch fail on the ``.grad`` after it swapped the parameter
+and let go of the ``.grad``, which would be lost.)
 
 A lazy module's uninitialized parameter is not swapped (a swap would make it a plain
 tensor); torch's conversion keeps it by setting its data in place, which it cannot do
@@ -75,6 +77,16 @@ def swap_refusal(module: nn.Module, target: torch.device) -> str | None:
         if grad is not None and weakref.getweakrefcount(grad):
             what = "something holds a weak reference to its .grad"
             return _message(module, name, target, what, _WEAK)
+        # Its parameter and this local hold it (and its gradient accumulator, for a
+        # .grad that requires grad); a view of it (another parameter's .grad set to a
+        # slice of it, a slice kept by the caller) is one more holder, and torch, which
+        # swaps a .grad after it swapped the parameter and let go of the .grad, would
+        # fail half-way and drop it.
+        if grad is not None and grad._use_count() > (  # type: ignore[attr-defined]
+            3 if grad.is_leaf and grad.requires_grad else 2
+        ):
+            what = "something else holds its .grad (a view of it)"
+            return _message(module, name, target, what, _GRAD_HELD)
     return None
 
 
@@ -112,6 +124,11 @@ _WEAK = (
     "drop that reference before the move (or take it after), or move the model with "
     "model.to(device), which gives it new Parameter objects (then build the optimizer "
     "after the move)"
+)
+_GRAD_HELD = (
+    "let go of what views the .grad (another parameter's .grad set to a slice of it, a "
+    "slice kept elsewhere), or clear the gradients first (model.zero_grad(), which sets "
+    "them to None)"
 )
 _GRAPH = (
     "run backward on the outputs of the last forward pass, or let them go (del loss, "
