@@ -431,6 +431,25 @@ def test_a_mapping_whose_items_live_elsewhere_is_refused_not_passed_by() -> None
     assert tp.to_device({"view": RegistryView("r")}, "cpu")["view"].name == "r"  # nothing moves
 
 
+def test_a_custom_mapping_holding_what_an_own_to_leaves_on_the_host_moves() -> None:
+    """Its items' host tensors are among its moved attributes: left there by the item's .to.
+
+    (b33's draw, seed 1 of test_to_meta_keeps_the_invariant: the item check counted PyG's
+    ``_slice_dict`` as a tensor the mapping computes from elsewhere and refused the batch.)
+    """
+    slices = torch.tensor([0, 2])
+    graph = pyg.batch(torch.arange(4.0), torch.ones(2), slices)
+    store = pyg.Store("s", graph=graph, w=torch.full((2,), 3.0))
+    out = tp.to_device(store, "meta")
+    moved = out["graph"]
+    assert moved.x.is_meta and out["w"].is_meta
+    assert moved._slice_dict["x"] is slices  # on the host, as the Batch's own .to leaves it
+    assert graph.x.is_cpu and store["w"].is_cpu  # input untouched
+    # A mapping whose items live elsewhere is still refused, inside the same kind of batch.
+    with pytest.raises(tp.UnsupportedBatchError, match="not among its attributes"):
+        tp.to_device(pyg.Store("s", graph=graph, view=RegistryView("r")), "meta")
+
+
 class Track:
     """An object that holds a tensor, handed out by the containers below."""
 

@@ -178,7 +178,7 @@ def object_recipe(
                     # the state the object has, with the moved values.
                     restore_state(obj, new, state, values)
         if checks_items and finish.target is not None:
-            _check_items(new, finish.target, finish.skip, find)
+            _check_items(new, children, finish.target, finish.skip, find)
         return new
 
     return Recipe(flatten, unflatten, StateEntry)
@@ -186,6 +186,7 @@ def object_recipe(
 
 def _check_items(
     container: Any,
+    moved: Sequence[Any],
     target: torch.device,
     skip: frozenset[Any],
     find: Callable[[list[Any], frozenset[Any]], list[torch.Tensor]],
@@ -195,7 +196,9 @@ def _check_items(
     Its items were moved through its attributes; one that computes its items from
     somewhere else, or holds them by weak reference (``WeakSet``,
     ``WeakValueDictionary``), would hand out tensors the walk never saw, directly
-    or inside the objects it hands out.
+    or inside the objects it hands out. A tensor off ``target`` that the moved
+    attributes (``moved``) hold is no such tensor: it was left on the host on
+    purpose (an own ``.to``'s bookkeeping, PyG's ``_slice_dict``).
     """
     try:
         if isinstance(container, Mapping):
@@ -210,8 +213,13 @@ def _check_items(
         ) from exc
     if not items:
         return
+    kept: set[int] | None = None
     for item in find(items, skip):
         if not on_device(item, target):
+            if kept is None:
+                kept = {id(t) for t in find(list(moved), skip)}
+            if id(item) in kept:
+                continue
             raise RebuildRefused(
                 f"it hands out an item holding a tensor on {item.device} that is not "
                 f"among its attributes (those were moved to {target}); a container that "
