@@ -122,6 +122,11 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
       (``assert torch.cuda.is_available()``, that assert included): the test runs
       only where it is.
 
+    So is test code whose gate is one step away (:mod:`._cuda_gates`): a module-level
+    ``pytestmark`` skipping without it, a unittest class whose ``setUp`` (or its base's,
+    imported from the project too) skips without it, a test spawned once per CUDA device
+    count, and a helper, worker or model class that only such tests name.
+
     Such a test uses the accelerator on purpose: another device changes what it
     tests. Words per accelerator: :data:`SUBJECT_WORDS` (another: its own name).
     """
@@ -147,7 +152,10 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
                 break
             if isinstance(stmt, ast.If) and _mentions(stmt.test, words) and leaves(stmt.body):
                 return True
-    return False
+    from torchport.check.rules._cuda_gates import gated_definitions  # on first use
+
+    gated = gated_definitions(ctx, accelerator, words)  # a gate one step away
+    return id(ctx.tree) in gated or any(id(outer) in gated for outer in ctx.ancestors)
 
 
 def decides_where_a_test_runs(ctx: Context) -> bool:

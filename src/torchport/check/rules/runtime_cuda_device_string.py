@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._test_code import cuda_is_the_subject
 from torchport.check.semantic._guards import device_guard
 
 
@@ -55,7 +56,9 @@ class RuntimeCudaDeviceString(Rule):
             isinstance(node.func, ast.Attribute) and node.func.attr == "format"
         ):
             return
-        if _built_cuda_string(node) and device_guard(node, ctx) is None:
+        if not _built_cuda_string(node) or device_guard(node, ctx) is not None:
+            return
+        if not cuda_is_the_subject(node, ctx):  # a CUDA-gated test's (`_test_code`)
             yield ctx.finding(self, node)
 
 
