@@ -37,8 +37,9 @@ _SETUPS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class", "setu
 _COUNT = ("device_count",)
 
 
-def gated_definitions(ctx: Context, accelerator: str, words: tuple[str, ...]) -> frozenset[int]:
-    """The ``id`` of every function and class of the file gated on the accelerator; with a
+def gated_definitions(ctx: Context, accelerator: str, words: tuple[str, ...]) -> dict[int, int]:
+    """The ``id`` of every function and class of the file gated on the accelerator, with
+    the line after which it is (0: all of it; a body's gate: its last line); with a
     module-level ``pytestmark`` naming it, the module's own ``id`` (all of it is)."""
     key = f"cuda_gates.{accelerator}"
     found = ctx.memo.get(key)
@@ -47,24 +48,26 @@ def gated_definitions(ctx: Context, accelerator: str, words: tuple[str, ...]) ->
     return found  # type: ignore[return-value]
 
 
-def _gated(ctx: Context, words: tuple[str, ...]) -> frozenset[int]:
+def _gated(ctx: Context, words: tuple[str, ...]) -> dict[int, int]:
     tree = ctx.tree
     if any(_pytestmark(stmt, words) for stmt in tree.body):
-        return frozenset({id(tree)})
+        return {id(tree): 0}
     defs: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = []
     named: list[tuple[str, int]] = []  # what a name may refer to: a definition, module data
     refs: list[tuple[str, tuple[int, ...]]] = []  # (name, the definitions around it)
     _collect(tree, (), defs, named, refs)
     resolver = _Resolver(ctx)
-    gated: set[int] = set()
+    gated: dict[int, int] = {}
     for d in defs:
         if _names(d.name, words) or any(_marks(dec, words) for dec in d.decorator_list):
-            gated.add(id(d))
+            gated[id(d)] = 0
         elif isinstance(d, ast.ClassDef):
             if _class_gated(d, tree, resolver, words, 0):
-                gated.add(id(d))
-        elif _body_gated(d.body, words) or _spawns_per_device(d, tree, resolver):
-            gated.add(id(d))
+                gated[id(d)] = 0
+        elif _spawns_per_device(d, tree, resolver):
+            gated[id(d)] = 0
+        elif (after := _gate_line(d.body, words)) is not None:
+            gated[id(d)] = after  # the lines after the gate: what it names, it runs gated
     by_name: dict[str, list[int]] = {}
     for name, ident in named:
         by_name.setdefault(name, []).append(ident)
@@ -75,10 +78,10 @@ def _gated(ctx: Context, words: tuple[str, ...]) -> frozenset[int]:
             if all(i in gated for i in ids):
                 continue
             around = [chain for ref, chain in refs if ref == name and not set(ids) & set(chain)]
-            if around and all(gated & set(chain) for chain in around):
-                gated.update(ids)
+            if around and all(gated.keys() & set(chain) for chain in around):
+                gated.update(dict.fromkeys(ids, 0))
                 changed = True
-    return frozenset(gated)
+    return gated
 
 
 def _collect(
@@ -133,13 +136,15 @@ def _leaves(body: list[ast.stmt]) -> bool:
     return _skips(call) or (skip_test and call.func.attr == "skipTest")  # type: ignore[attr-defined]
 
 
-def _body_gated(body: list[ast.stmt], words: tuple[str, ...]) -> bool:
-    """A top-level ``if <names it>: <leave>`` or ``assert <names it>`` in the block."""
-    return any(
-        (isinstance(s, ast.If) and _mentions(s.test, words) and _leaves(s.body))
-        or (isinstance(s, ast.Assert) and _mentions(s.test, words))
-        for s in body
-    )
+def _gate_line(body: list[ast.stmt], words: tuple[str, ...]) -> int | None:
+    """The last line of the block's first top-level ``if <names it>: <leave>`` or
+    ``assert <names it>`` (None: no such gate)."""
+    for s in body:
+        if (isinstance(s, ast.If) and _mentions(s.test, words) and _leaves(s.body)) or (
+            isinstance(s, ast.Assert) and _mentions(s.test, words)
+        ):
+            return s.end_lineno or s.lineno
+    return None
 
 
 def _class_gated(
@@ -148,7 +153,7 @@ def _class_gated(
     """Its set-up leaves without the accelerator, or a base's does (the file's, or imported)."""
     for stmt in cls.body:
         setup = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in _SETUPS
-        if setup and _body_gated(stmt.body, words):  # type: ignore[attr-defined]
+        if setup and _gate_line(stmt.body, words) is not None:  # type: ignore[attr-defined]
             return True
     if depth > 3:
         return False

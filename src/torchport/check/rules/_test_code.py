@@ -155,7 +155,9 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
     from torchport.check.rules._cuda_gates import gated_definitions  # on first use
 
     gated = gated_definitions(ctx, accelerator, words)  # a gate one step away
-    return id(ctx.tree) in gated or any(id(outer) in gated for outer in ctx.ancestors)
+    return id(ctx.tree) in gated or any(
+        gated.get(id(outer), line) < line for outer in ctx.ancestors
+    )
 
 
 def decides_where_a_test_runs(ctx: Context) -> bool:
