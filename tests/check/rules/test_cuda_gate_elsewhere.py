@@ -186,3 +186,18 @@ def test_a_gate_on_the_module_a_base_or_a_spawner_makes_cuda_the_subject(
     (root / "test_parallel.py").write_text("\n".join([*head, *here, *_tests(kind, line)]) + "\n")
     found = check_paths([root], select=[LINES[line]], jobs=1).findings
     assert bool(found) != gated, (kind, line, found)
+
+
+@given(first=st.sampled_from(sorted(GATES)), second=st.sampled_from([None, *sorted(GATES)]))
+@example(first="@pytest.mark.gpu", second=None)  # composer's `get_base_trainer(device='cuda')`
+def test_a_helpers_cuda_default_is_about_cuda_when_only_gated_tests_call_it(
+    first: str, second: str | None
+) -> None:
+    defn = ["def get_trainer(size=4, device='cuda'):", "    return Trainer(device=device)", ""]
+    callers = _caller("test_first", first, "call", "get_trainer")
+    callers += _caller("test_second", second, "call", "get_trainer") if second is not None else []
+    head = ["import os", "import pytest", "import torch", "from project import Trainer", ""]
+    source = "\n".join([*head, *defn, *callers])
+    gated = GATES[first] and (second is None or GATES[second])
+    found = check_text(source, "tests/test_tp.py", ruleset_for(["TP101"], None)).findings
+    assert bool(found) != gated, (source, found)

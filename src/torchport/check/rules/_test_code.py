@@ -156,7 +156,8 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
 
     gated = gated_definitions(ctx, accelerator, words)  # a gate one step away
     return id(ctx.tree) in gated or any(
-        gated.get(id(outer), line) < line for outer in ctx.ancestors
+        (after := gated.get(id(outer))) is not None and (not after or after < line)
+        for outer in ctx.ancestors
     )
 
 
