@@ -28,7 +28,7 @@ import ast
 from pathlib import Path
 
 from torchport.check._context import Context
-from torchport.check.rules._test_code import _marks, _mentions, _names, _skips
+from torchport.check.rules._test_words import _marks, _mentions, _names, _skips
 
 __all__ = ["gated_definitions"]
 
@@ -208,7 +208,7 @@ def _per_device(func: ast.FunctionDef | ast.AsyncFunctionDef, tree: ast.Module) 
 
 
 class _Resolver:
-    """A name's definition: the file's own top-level one, or the one a ``from <project
+    """A name's definition: the file's own top-level one, or what a ``from <project
     module> import name`` binds (read once per file, lazily: most files never ask)."""
 
     def __init__(self, ctx: Context) -> None:
