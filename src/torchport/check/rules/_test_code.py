@@ -33,6 +33,15 @@ import re
 from collections.abc import Sequence
 
 from torchport.check._context import Context
+from torchport.check.rules._test_words import (
+    _SKIPS,
+    SUBJECT_WORDS,
+    _callee_tail,
+    _marks,
+    _mentions,
+    _names,
+    _skips,
+)
 
 __all__ = [
     "SUBJECT_WORDS",
@@ -83,20 +92,6 @@ def _fixture(decorator: ast.expr) -> bool:
     return _callee_tail(func) == "fixture"
 
 
-# The words that name an accelerator, or the hardware it drives, in a test's name, a
-# marker (``@pytest.mark.tpu``) or a skip condition (``skipif(not has_xla_support)``).
-SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
-    "cuda": ("cuda", "gpu", "nccl"),
-    "xla": ("xla", "tpu"),
-    "mps": ("mps",),
-    "xpu": ("xpu",),
-    "npu": ("npu",),
-    "hpu": ("hpu", "habana"),
-    "mtia": ("mtia",),
-}
-_SKIPS = frozenset({"skip", "skipif", "skipIf", "skipUnless", "SkipTest", "importorskip"})
-
-
 def cuda_is_the_subject(node: ast.AST, ctx: Context) -> bool:
     """Whether test code is about CUDA itself, where ``node`` sits (see below)."""
     return accelerator_is_the_subject(node, ctx, "cuda")
@@ -132,6 +127,11 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
       "cuda")``, ``assert y.is_cuda``; pytorch3d's, sample M). ``y = x.to("cuda:0")``
       asserted equal to a device is not this: any accelerator's device tests ``to``.
 
+    So is test code whose gate is one step away (:mod:`._cuda_gates`): a module-level
+    ``pytestmark`` skipping without it, a unittest class whose ``setUp`` (or its base's,
+    imported from the project too) skips without it, a test spawned once per CUDA device
+    count, and a helper, worker or model class that only such tests name.
+
     Such a test uses the accelerator on purpose: another device changes what it
     tests. Words per accelerator: :data:`SUBJECT_WORDS` (another: its own name).
     """
@@ -161,7 +161,13 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
                 break
             if isinstance(stmt, ast.If) and _mentions(stmt.test, words) and leaves(stmt.body):
                 return True
-    return False
+    from torchport.check.rules._cuda_gates import gated_definitions  # on first use
+
+    gated = gated_definitions(ctx, accelerator, words)  # a gate one step away
+    return id(ctx.tree) in gated or any(
+        (after := gated.get(id(outer))) is not None and (not after or after < line)
+        for outer in ctx.ancestors
+    )
 
 
 def several_devices(
@@ -395,68 +401,6 @@ def _returns_a_closure(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
     return any(
         isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name
         for stmt in function.body
-    )
-
-
-def _names(name: str, words: tuple[str, ...]) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in words)
-
-
-def _callee_tail(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else None
-
-
-def _mentions(expr: ast.AST, words: tuple[str, ...]) -> bool:
-    """Whether ``expr`` names the accelerator (``torch.cuda.is_available()``, ``has_xla``)."""
-    return any(
-        (isinstance(n, ast.Attribute) and _names(n.attr, words))
-        or (isinstance(n, ast.Name) and _names(n.id, words))
-        for n in ast.walk(expr)
-    )
-
-
-_GATES = ("skip", "require", "only")
-
-
-def _marks(decorator: ast.expr, words: tuple[str, ...]) -> bool:
-    """``@pytest.mark.tpu``, ``@skipif(<names it>)``, ``@skipUnless(<names it>)``, and a
-    project's own gate named for it (``@skipifnocuda``, ``@requires_gpu``, ``@cuda_only``)."""
-    func = decorator.func if isinstance(decorator, ast.Call) else decorator
-    tail = _callee_tail(func)
-    if tail is None:
-        return False
-    if tail in _SKIPS and isinstance(decorator, ast.Call):
-        return any(_mentions(arg, words) for arg in decorator.args[:1])
-    if _patch(func) and isinstance(decorator, ast.Call) and decorator.args:
-        target = decorator.args[0]  # `patch("torch.cuda.is_available")`, `patch.object(torch.cuda,`
-        if isinstance(target, ast.Constant) and isinstance(target.value, str):
-            return any(_names(part, words) for part in target.value.split("."))
-        return _mentions(target, words)
-    if _names(tail, words) and _names(tail, _GATES):
-        return True
-    return (
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Attribute)
-        and func.value.attr == "mark"
-        and _names(tail, words)
-    )
-
-
-def _patch(func: ast.expr) -> bool:
-    """``patch``, ``mock.patch``, ``patch.object``, ``mock.patch.object``: a mock patch."""
-    if _callee_tail(func) == "object" and isinstance(func, ast.Attribute):
-        func = func.value
-    return _callee_tail(func) == "patch"
-
-
-def _skips(expr: ast.AST) -> bool:
-    return any(
-        (isinstance(n, ast.Attribute) and n.attr in _SKIPS)
-        or (isinstance(n, ast.Name) and n.id in _SKIPS)
-        for n in ast.walk(expr)
     )
 
 

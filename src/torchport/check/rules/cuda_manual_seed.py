@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import called
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._test_code import cuda_is_the_subject
 
 _SEEDS = ("torch.cuda.manual_seed", "torch.cuda.manual_seed_all")
 _TAILS = frozenset(s.rsplit(".", 1)[1] for s in _SEEDS)
@@ -68,6 +69,8 @@ class CudaManualSeed(Rule):
         assert isinstance(node, ast.Call)
         if called(node, ctx, _TAILS) not in _SEEDS or _seeded_just_before(ctx):
             return  # `torch.manual_seed(s)` right before already seeds every device
+        if cuda_is_the_subject(node, ctx):
+            return  # a test of the CUDA generator, or gated on CUDA (`_test_code`)
         torch = ctx.torch_at(node)
         if torch is None:
             yield ctx.finding(self, node)  # torch is optional here: no `import torch` to add

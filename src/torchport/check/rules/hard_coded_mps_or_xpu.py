@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import string_value
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._test_code import accelerator_is_the_subject
+from torchport.check.rules._test_code import SUBJECT_WORDS, accelerator_is_the_subject
 from torchport.check.semantic._devices import MOVE_METHODS, OTHER_ACCELERATORS
 from torchport.check.semantic._guards import device_guard
 from torchport.check.semantic._library_imports import module_backend
@@ -43,7 +43,8 @@ class HardCodedMpsOrXpu(Rule):
     `import intel_extension_for_pytorch`): it runs nowhere else. Also left:
     test code whose subject is that accelerator (a test named, marked or
     skipped for it, `test_trainer_on_tpu` with `"xla"`, `@pytest.mark.tpu`):
-    another device would change what it tests (`rules/_test_code.py`).
+    another device would change what it tests (`rules/_test_code.py`); and a class
+    named for that accelerator (composer's `DeviceHPU` with `torch.device("hpu")`).
 
     ## Why is this bad?
     It is the same mistake as hard-coding CUDA, made on another machine: the
@@ -70,6 +71,7 @@ class HardCodedMpsOrXpu(Rule):
         'def has_mps():\n    try:\n        torch.zeros(1, device="mps")\n    except RuntimeError:\n'
         "        return False\n    return True\n",
         'import torch_npu\n\nx = x.to("npu")\n',
+        'class DeviceHPU(Device):\n    _device = torch.device("hpu")\n',
     )
     invalid = (
         Example('import torch\n\ndev = torch.device("mps")\n'),
@@ -89,7 +91,17 @@ class HardCodedMpsOrXpu(Rule):
             return  # `import torch_npu` at the top: this module runs only on NPUs
         if named is not None and accelerator_is_the_subject(node, ctx, named):
             return  # a test of XLA itself (`test_..._on_tpu`, `@pytest.mark.tpu`)
+        if named is not None and _its_class(ctx, named):
+            return  # the accelerator's own class (composer's `DeviceHPU`): its subject
         yield ctx.finding(self, spot)
+
+
+def _its_class(ctx: Context, named: str) -> bool:
+    words = SUBJECT_WORDS.get(named, (named,))
+    return any(
+        isinstance(outer, ast.ClassDef) and any(w in outer.name.lower() for w in words)
+        for outer in ctx.ancestors
+    )
 
 
 def _spot(node: ast.AST, ctx: Context) -> ast.expr | None:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import keyword, method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._test_code import cuda_is_the_subject
 from torchport.check.semantic._guards import Guard, device_guard
 
 # Names that hold a process's or a GPU's index (never a device object or a dtype).
@@ -88,7 +89,9 @@ class IntegerDeviceIndex(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         spot = _integer_device_argument(node, ctx)
-        if spot is not None and device_guard(node, ctx) is not Guard.DEVICE_TYPE:
+        if spot is None or device_guard(node, ctx) is Guard.DEVICE_TYPE:
+            return
+        if not cuda_is_the_subject(node, ctx):  # a CUDA-gated test's devices (`_test_code`)
             message = _DDP if isinstance(spot, (ast.List, ast.Tuple)) else None
             yield ctx.finding(self, spot, message=message)
 

@@ -96,7 +96,8 @@ class IsCudaCheck(Rule):
         if node.attr != "is_cuda" or not isinstance(node.ctx, ast.Load):
             return
         branch = _in_condition(node, ctx)
-        if branch is None or _specific_to_cuda(branch, node, ctx) or cuda_quirk(branch, ctx):
+        own = ctx.segment(node) == "self.is_cuda" and ctx.mentions("self.is_cuda =")  # a flag
+        if branch is None or own or _specific_to_cuda(branch, node, ctx) or cuda_quirk(branch, ctx):
             return
         found = ctx.finding(self, node)
         if isinstance(branch, ast.If):  # the test, spanning the branch it guards

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._test_code import benchmark_code
+from torchport.check.rules._test_code import benchmark_code, cuda_is_the_subject
 from torchport.check.semantic._guards import device_guard
 
 
@@ -61,7 +61,8 @@ class RuntimeCudaDeviceString(Rule):
             return
         if not _built_cuda_string(node) or device_guard(node, ctx) is not None:
             return
-        if not benchmark_code(ctx):  # asked only of a device string (a file's memo)
+        # Asked only of a device string: benchmark code (a file's memo), a CUDA-gated test's.
+        if not benchmark_code(ctx) and not cuda_is_the_subject(node, ctx):
             yield ctx.finding(self, node)
 
 
