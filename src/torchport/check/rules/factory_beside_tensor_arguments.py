@@ -24,7 +24,7 @@ class FactoryBesideTensorArguments(Rule):
     through a local name, or through values computed from them.
 
     ## Why is this bad?
-    The function takes its tensors from its callers, wherever they live; the one
+    The function takes its tensors from its callers, wherever they live; the tensor
     it makes lives on the CPU. Once a caller passes accelerator tensors, the first
     operation mixing the two fails. Making the tensor on the argument's device
     (`device=hessian.device`, or `torch.eye(n).to(hessian)`) keeps the function
