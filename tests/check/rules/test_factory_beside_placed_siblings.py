@@ -22,6 +22,7 @@ FACTORIES = (
     ("torch.ones(3, dtype=torch.bool)", True),
     ("torch.arange(n)", True),
     ("torch.zeros(len(losses), device=self.current_device)", False),
+    ("torch.zeros(len(losses), out=self.buffer)", False),  # made into a tensor it holds
     ("torch.tensor(0.0)", False),
 )
 SIBLING = "        t{i} = torch.ones({i} + 1, device=self.{attr}, requires_grad=True)\n"

@@ -32,6 +32,7 @@ FACTORIES = (
     ("torch.arange(3)", True),
     ("torch.ones(3, dtype=torch.float64)", True),
     ("torch.eye(3, device=x.device)", False),
+    ("torch.eye(3, out=torch.empty_like(x))", False),  # made into x's device
     ("torch.tensor(2.0)", False),
 )
 # how the factory's tensor meets x: (lines, whether they meet)

@@ -96,9 +96,9 @@ _FROM_INPUT = frozenset({"torch.bernoulli", "torch.normal", "torch.tensor", "tor
 
 def _follows_its_input(call: ast.Call, name: str) -> bool:
     """``torch.bernoulli(p)``, ``torch.as_tensor(x)``: made where a tensor argument is
-    (or from a name that may hold one); ``**kwargs`` may hold a device."""
+    (or from a name that may hold one); ``**kwargs`` may hold a device, ``out=`` places it."""
     first = call.args[0] if call.args else None
-    if any(k.arg is None for k in call.keywords):
+    if any(k.arg is None or k.arg == "out" for k in call.keywords):
         return True
     return name in _FROM_INPUT and not isinstance(first, ast.List | ast.Tuple | ast.Constant)
 

@@ -32,8 +32,8 @@ class FactoryBesideTensorArguments(Rule):
     author's choice.
 
     A method of an `nn.Module` is left to TP504 (its inputs and parameters decide
-    there), a 0-dim tensor (`torch.tensor(2.0)`) mixes with any device, and a
-    tensor that meets no argument (`print(torch.arange(3))`) is left alone.
+    there), a 0-dim tensor (`torch.tensor(2.0)`) mixes with any device, one made
+    into `out=` lives where that tensor does: left alone, as is one meeting no argument.
 
     ## Why is it off by default?
     New (recall round 5c), and not yet judged on the precision samples: a helper
@@ -181,7 +181,8 @@ def _made(
             isinstance(node, ast.Call)
             and (name := ctx.qualname(node.func) or "") in made_by | typed
         ):
-            if keyword(node, "device") is None and not zero_dim(node, name):
+            placed = keyword(node, "device") or keyword(node, "out")  # `out=`: where it is
+            if placed is None and not zero_dim(node, name):
                 first = node.args[0] if node.args else None
                 if not (isinstance(first, ast.Name) and first.id in follows):  # a copy keeps it
                     found.append(node)
