@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from torchport.check.port._facts import PortScope
 
 __all__ = [
+    "CPU_DEFAULT",
     "HELD_APART",
     "OPTIMIZER_STATE",
+    "cpu_default_of_a_method",
     "held_apart",
     "subclasses_optimizer",
     "submodules",
@@ -39,6 +41,36 @@ OPTIMIZER_STATE = (
     "`torch.zeros_like(p)`): once the model is on the accelerator, a CPU state meets device "
     "parameters and gradients (no automatic fix: the port leaves optimizers to their authors)"
 )
+
+
+CPU_DEFAULT = (
+    "this default tensor is made once, on the CPU, when the class is defined: "
+    "`model.to(device)` never moves it; default to `None` and make it on the input's device "
+    "in the body (no automatic fix: the signature is the callers')"
+)
+
+
+def cpu_default_of_a_method(node: ast.Call, name: str, facts: PortFacts, ctx: Context) -> bool:
+    """Whether ``node`` (a call of ``name``, no ``device=``) makes a parameter's default
+    of an ``nn.Module`` method other than ``__init__``, a tensor of one dimension or more.
+
+    A default is evaluated when the ``def`` runs (for a method: when its class is
+    defined), not when the method is called; an annotation is not a default.
+    ``__init__``'s defaults are consumed while the module is built.
+    """
+    chain = ctx.ancestors
+    for i in range(len(chain) - 1, 0, -1):
+        outer = chain[i]
+        if isinstance(outer, ast.arg | ast.Lambda | ast.stmt):
+            return False  # an annotation, a lambda's own default, or a statement in a body
+        if isinstance(outer, ast.arguments):
+            func = chain[i - 1]
+            if not isinstance(func, ast.FunctionDef) or func.name == "__init__":
+                return False
+            if zero_dim(node, name):  # a 0-dim tensor mixes with any device
+                return False
+            return method_of_a_module(facts.scope_of_function(func)) is not None
+    return False
 
 
 # Makers whose one number argument is the tensor's value (a 0-dim tensor), not a size.

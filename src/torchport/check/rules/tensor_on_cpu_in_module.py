@@ -9,9 +9,11 @@ from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._module_tensors import (
+    CPU_DEFAULT,
     HELD_APART,
     OPTIMIZER_STATE,
     builds_the_module,
+    cpu_default_of_a_method,
     device_of_the_inputs,
     held_apart,
     method_of_a_module,
@@ -36,10 +38,11 @@ class TensorOnCpuInModule(Rule):
 
     ## Why is this bad?
     `model.to(device)` moves the module's parameters and buffers, not the
-    tensors its methods create on each call: those stay on the CPU and the
-    forward fails on an accelerator. The fix creates them on the device of
-    the method's input (`device=x.device`), or of the module's parameters
-    when no input tensor is at hand, so the module works wherever it is. Not
+    tensors its methods create on each call, nor a method's parameter default
+    (`def forward(self, x, w=torch.empty(0))`, reported without a fix): those
+    stay on the CPU and the forward fails on an accelerator. The fix creates them
+    on the device of the method's input (`device=x.device`), or of the module's
+    parameters when no input tensor is at hand, so it works wherever it is. Not
     the parameters' device where the module may have none yet: in a method
     `__init__` calls, or when `__init__` builds no weights (reported, no fix).
 
@@ -131,6 +134,8 @@ class TensorOnCpuInModule(Rule):
             return
         method = method_of_a_module(scope)
         if scope is None or method is None:
+            if cpu_default_of_a_method(node, name, facts, ctx):  # `def f(self, w=torch.ones(2))`
+                yield ctx.finding(self, node, message=CPU_DEFAULT)
             return
         if builds_the_module(method, scope.cls, ctx):  # `__init__`, or only it calls it
             held = held_apart(node, name, method, facts.parents)

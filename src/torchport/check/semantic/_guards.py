@@ -441,9 +441,21 @@ class _ExitGuards:
                 continue
             if not demands and every_accelerator_arm(stmt.test, False):
                 continue  # `if device.type == "cpu": return`: the rest runs on every accelerator
+            if demands and _refuses_a_request(stmt.test, ctx):
+                continue  # `if device == "cuda" and not <CUDA>: raise`: any device may follow
             guard = test_guard(stmt.test, ctx)
             if not demands or guard is Guard.DEVICE_TYPE:
                 found = _stronger(found, guard)
+
+
+def _refuses_a_request(test: ast.expr, ctx: Context) -> bool:
+    """``A and not torch.cuda.is_available()``: an exit that refuses a request CUDA cannot
+    serve; past it the test's negation (``not A or <CUDA>``) pins no device type."""
+    return (
+        isinstance(test, ast.BoolOp)
+        and isinstance(test.op, ast.And)
+        and any(test_guard(value, ctx) is Guard.AVAILABILITY for value in test.values)
+    )
 
 
 _EXITS: weakref.WeakKeyDictionary[Context, dict[int, _ExitGuards]] = weakref.WeakKeyDictionary()
