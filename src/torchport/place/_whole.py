@@ -22,7 +22,6 @@ the batch (:func:`whole_tensors` is None): both ways give the same result.
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
@@ -36,7 +35,7 @@ from torchport.place._containers import RebuildRefused
 from torchport.place._copying import copy_object, read_state
 from torchport.place._lasting import forget_with, lasting
 from torchport.place._leaf_kinds import PLAIN_TENSOR_TYPES
-from torchport.place._locate import ROOT, find_path, refused_message
+from torchport.place._locate import refused_message
 from torchport.place._moved_none import check_moved
 from torchport.place._mover_recipe import SHALLOW_NESTING, check_reached, wrote_through
 from torchport.place._node_codes import CODES as _CODES
@@ -55,6 +54,7 @@ from torchport.place._objects import contents
 from torchport.place._own_to import call_own_to
 from torchport.place._settled import all_on, any_on
 from torchport.place._tree import tensors_inside
+from torchport.place._trust import EVERY, FAILED, FIRST, FULL_CHECKS, failed, passed
 from torchport.place._uncopyable import COPY_FAILURES, copy_failure
 from torchport.place._untouched import (
     END,
@@ -72,16 +72,14 @@ from torchport.place._untouched import (
     snapshot,
     versions,
 )
-from torchport.place._whole_plans import (
-    PLANS,
-    RESULT_PLANS,
-    plan_of,
-)
+from torchport.place._whole_plans import PLANS, RESULT_PLANS, Plan, plan_of
 from torchport.place._whole_result import (
     ALL_HELD,
     held_by,
+    held_fewer,
     held_in,
     not_in,
+    path_in,
     unshared_tensors,
 )
 
@@ -89,7 +87,6 @@ __all__ = ["Inside", "move_whole", "state_tensors", "whole_tensors"]
 
 
 _dict_of = object.__getattribute__
-_ONLY_TENSORS = PLAIN_TENSOR_TYPES.issuperset
 _VERSION = VERSION
 _flatten = flatten
 # Whether a tensor is on a CPU or meta target (an accelerator: ``all_on``, by index).
@@ -124,9 +121,10 @@ class Inside:
             reads the input again under its guard before it decides anything.
         relay: Lays ``nodes`` again as ``laid`` was laid (``_untouched.flatten``, or
             the plan's own, written out: ``place/_whole_code.py``).
+        plan: The plan it was read by (its layout: ``place/_trust.py``), or None.
     """
 
-    __slots__ = ("ids", "laid", "late", "nodes", "opened", "relay", "restored", "tensors")
+    __slots__ = ("ids", "laid", "late", "nodes", "opened", "plan", "relay", "restored", "tensors")
 
     def __init__(
         self,
@@ -136,7 +134,7 @@ class Inside:
         restored: int,
         laid: list[Any] | None,
         ids: set[int],
-        relay: Callable[[list[Any]], list[Any]] = _flatten,
+        plan: Plan | None = None,
     ) -> None:
         self.tensors = tensors
         self.ids = ids
@@ -145,7 +143,8 @@ class Inside:
         self.restored = restored
         self.laid = laid
         self.late = False
-        self.relay = relay
+        self.plan = plan
+        self.relay = _flatten if plan is None else plan.relay
 
 
 def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
@@ -166,9 +165,7 @@ def whole_tensors(obj: Any, *, lay: bool = True) -> Inside | None:
             read = plan.read(obj)  # (read_planned, written out for the plan)
             if read is not None:
                 tensors, nodes, opened, ids, laid = read
-                planned = Inside(
-                    tensors, nodes, opened, restored, laid if lay else None, ids, plan.relay
-                )
+                planned = Inside(tensors, nodes, opened, restored, laid if lay else None, ids, plan)
                 if not lay:
                     planned.late = True
                 return planned
@@ -194,9 +191,13 @@ def move_whole(
     every tensor is on ``target`` already (``obj`` itself is returned).
 
     What the input holds is recorded before the call (laid while ``inside`` was read,
-    or here when that read laid nothing) and compared after it on every move
-    (``place/_untouched.py``); a thread waits while another runs a checked move of
-    the same ``obj``, and reads it again when an input was put back meanwhile.
+    or here when that read laid nothing) and compared after it (``place/_untouched.py``);
+    a thread waits while another runs a checked move of the same ``obj``, and reads it
+    again when an input was put back meanwhile. The checks of the call (the input
+    unchanged, its tensors' versions, the result walked, "moved none") run on every
+    call of a layout's first ``FIRST`` and then on every ``EVERY``-th only
+    (``place/_trust.py``, which says what a ``.to`` misbehaving for some values only
+    may then do unseen; ``TORCHPORT_FULL_CHECKS=1``: on every call).
 
     Raises:
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
@@ -240,12 +241,21 @@ def move_whole(
             if lasting(cls):
                 _LAYS[cls] = True
         tensors = inside.tensors
-        try:
+        plan = inside.plan
+        quick = False  # only what a layout leaves open is checked (place/_trust.py)
+        if plan is not None and before is None:
+            seen = plan.seen + 1
+            plan.seen = seen
+            quick = plan.passed >= FIRST and seen % EVERY != 0 and not FULL_CHECKS[0]
+            quick = quick and cls not in FAILED
+        try:  # (read on quick calls too: a result of another type is then checked in full)
             counted = list(map(_VERSION, tensors))
         except RuntimeError:  # an inference tensor: versions() reads it as -1
             counted = versions(tensors)
         try:
             result = call_own_to(copy_object(obj), target, non_blocking, None)
+            if quick and type(result) is plan.result:  # type: ignore[union-attr]
+                return result  # (the finally below lets the guard go)
             if before is not None:
                 if before.changed():
                     raise RebuildRefused(wrote_through(cls))
@@ -285,17 +295,23 @@ def move_whole(
             # devices need no second pass; both only read. Where every tensor found is on
             # the target, counting what the shared nodes hold may answer it: _held_fewer.)
             if not moved or (
-                not (found_there and _held_fewer(skipped, len(ids)))
+                not (found_there and held_fewer(skipped, len(ids)))
                 and (held_by if reached is None else held_in)(ids, found, skipped, reached)
                 and not (any(map(on, tensors)) if on is not None else any_on(tensors, target))
             ):
                 # None was there and none was replaced by its copy (all still reachable).
                 check_moved(obj, tensors, target, moved, ALL_HELD)
+            if plan is not None:
+                passed(plan, result)
         except RebuildRefused as exc:
             (Snapshot(nodes, laid) if before is None else before).restore()  # type: ignore[arg-type]
-            raise UnsupportedBatchError(refused_message(_path(batch, obj), cls, str(exc))) from exc
+            failed(plan, cls)
+            message = refused_message(path_in(batch, obj), cls, str(exc))
+            raise UnsupportedBatchError(message) from exc
         except BaseException as exc:
             (Snapshot(nodes, laid) if before is None else before).restore()  # type: ignore[arg-type]
+            if isinstance(exc, UnsupportedBatchError):  # (a check's: off the target, moved none)
+                failed(plan, cls)
             if isinstance(exc, COPY_FAILURES):
                 # A tensor torch cannot copy to target: named by its path, as the walker does.
                 failure = copy_failure(obj if batch is None else batch, tensors, target, exc)
@@ -307,41 +323,12 @@ def move_whole(
             if isinstance(exc, Exception) and not isinstance(exc, UnsupportedBatchError):
                 # As the walker reports it (place/_locate.py): the same error on every move.
                 reason = f"calling its .to on a shallow copy raised {type(exc).__name__}: {exc}"
-                where = _path(batch, obj)
+                where = path_in(batch, obj)
                 raise UnsupportedBatchError(refused_message(where, cls, reason)) from exc
             raise
     finally:
         let_go(obj, guard)
     return result
-
-
-def _held_fewer(skipped: list[Any], count: int) -> bool:
-    """Whether the input's nodes a result holds (``skipped``) are dicts of plain tensors
-    holding fewer than ``count`` values in all (``count``: the input's distinct tensors).
-
-    :func:`move_whole` asks it where every tensor found outside those nodes is on the
-    target: then "every input tensor is still held, and none is on the target" (when
-    the moved-none check raises) is false. Were none on the target, none would be one
-    found (those all are), so all ``count`` would sit in those nodes' values: at least
-    ``count`` of them. True spares that check's two passes; False decides nothing.
-    """
-    only = _ONLY_TENSORS
-    held = 0
-    for node in skipped:
-        if type(node) is not dict:
-            return False
-        values = node.values()
-        if not only(map(type, values)):
-            return False
-        held += len(values)
-    return held < count
-
-
-def _path(batch: Any, obj: Any) -> str:
-    """The path of ``obj`` in ``batch`` (None: ``obj`` is the batch), for a message."""
-    if batch is None:
-        return ROOT
-    return find_path(batch, ROOT, functools.partial(operator.is_, obj)) or ROOT
 
 
 def state_tensors(obj: Any) -> list[torch.Tensor] | None:
@@ -392,7 +379,7 @@ def _read(obj: Any, lay_record: bool = True) -> Inside | None:
                     restored,
                     laid if lay_record else None,
                     ids,
-                    plan.relay,
+                    plan,
                 )
     root = cls
     plannable = code is _MOVES and lay_record

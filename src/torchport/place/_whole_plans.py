@@ -66,9 +66,12 @@ class Plan:
         read: :func:`read_planned` for this plan, written out (``place/_whole_code.py``).
         relay: ``_untouched.flatten`` for the nodes it reads, written out; that
             function itself where it lays one of their classes another way.
+        seen: Moves of objects read by it that called the ``.to``.
+        passed: Of those, the ones checked in full that passed (``place/_trust.py``).
+        result: The type of their results (None: none yet; another object: mixed).
     """
 
-    __slots__ = ("pick", "read", "relay", "steps", "types")
+    __slots__ = ("passed", "pick", "read", "relay", "result", "seen", "steps", "types")
 
     def __init__(
         self,
@@ -83,6 +86,9 @@ class Plan:
         self.pick = pick
         self.read = read
         self.relay = relay
+        self.seen = 0
+        self.passed = 0
+        self.result: object = None
 
 
 # Per class with its own .to (those that last; the object's whole state in its

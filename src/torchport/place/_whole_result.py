@@ -9,6 +9,7 @@ tensor of the input is still held by the result (a ``.to`` that ignored its devi
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 from collections.abc import Set as AbstractSet
@@ -18,6 +19,7 @@ import torch
 
 from torchport.place._lasting import lasting
 from torchport.place._leaf_kinds import PLAIN_TENSOR_TYPES
+from torchport.place._locate import ROOT, find_path
 from torchport.place._node_codes import (
     CODES,
     DICT_CODE,
@@ -31,7 +33,15 @@ from torchport.place._node_codes import (
 from torchport.place._tree import tensors_inside
 from torchport.place._whole_plans import RESULT_PLANS, result_plan_of
 
-__all__ = ["ALL_HELD", "held_by", "held_in", "not_in", "unshared_tensors"]
+__all__ = [
+    "ALL_HELD",
+    "held_by",
+    "held_fewer",
+    "held_in",
+    "not_in",
+    "path_in",
+    "unshared_tensors",
+]
 
 
 def unshared_tensors(
@@ -148,3 +158,32 @@ def not_in(tensors: list[torch.Tensor], ids: frozenset[int]) -> list[torch.Tenso
     """The tensors whose ids are not in ``ids``, picked at C speed."""
     outside = map(operator.not_, map(ids.__contains__, map(id, tensors)))
     return list(itertools.compress(tensors, outside))
+
+
+def held_fewer(skipped: list[Any], count: int) -> bool:
+    """Whether the input's nodes a result holds (``skipped``) are dicts of plain tensors
+    holding fewer than ``count`` values in all (``count``: the input's distinct tensors).
+
+    ``move_whole`` (``place/_whole.py``) asks it where every tensor found outside those
+    nodes is on the target: then "every input tensor is still held, and none is on the target" (when
+    the moved-none check raises) is false. Were none on the target, none would be one
+    found (those all are), so all ``count`` would sit in those nodes' values: at least
+    ``count`` of them. True spares that check's two passes; False decides nothing.
+    """
+    only = PLAIN_TENSOR_TYPES.issuperset
+    held = 0
+    for node in skipped:
+        if type(node) is not dict:
+            return False
+        values = node.values()
+        if not only(map(type, values)):
+            return False
+        held += len(values)
+    return held < count
+
+
+def path_in(batch: Any, obj: Any) -> str:
+    """The path of ``obj`` in ``batch`` (None: ``obj`` is the batch), for a message."""
+    if batch is None:
+        return ROOT
+    return find_path(batch, ROOT, functools.partial(operator.is_, obj)) or ROOT
