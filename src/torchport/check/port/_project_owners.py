@@ -30,6 +30,7 @@ not parse, a name it does not bind itself: a star or dynamic import) is
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from torchport.check.port._models import own_build
 from torchport.check.semantic import BindingKind
@@ -49,6 +50,7 @@ __all__ = [
     "bound_names",
     "decide",
     "loader_place",
+    "may_own",
     "owners_of",
     "rebound_by_own_call",
 ]
@@ -164,6 +166,49 @@ def _loads_with(node: ast.AST, ctx: Context) -> bool:
         return False
     given = [k.value for k in node.keywords if k.arg == "map_location"] + node.args[1:2]
     return any(isinstance(v, ast.Name) and v.id == "map_location" for v in given)
+
+
+def may_own(ctx: Context, name: str) -> bool:
+    """Whether :func:`owners_of` the file's project view can hold ``name`` at all, read from
+    the file alone (False: it holds no owner by that name, and no view need be built).
+
+    The owners are the module's own classes and ``x = Cls(...)`` instances at module level,
+    and the names its module-level imports (also in ``try``/``if``) bind from a module
+    found in the project (a star import of one: any name). So True where the file binds
+    ``name`` so, or has a star import, from a module ``find_module`` finds; a file not on
+    disk: True (asked as before).
+    """
+    if not ctx.path or ctx.path.startswith("<"):
+        return True
+    from torchport.check.port._module_files import Lookups, find_module  # (as _project's)
+
+    importer, lookups = Path(ctx.path), Lookups()
+    todo = list(ctx.tree.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, ast.ClassDef) and stmt.name == name:
+            return True
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+        ):
+            return True
+        if isinstance(stmt, (ast.Try, ast.If)):
+            todo.extend(stmt.body + stmt.orelse + getattr(stmt, "finalbody", []))
+        elif isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                if alias.name == "*" or (alias.asname or alias.name) == name:
+                    dotted = f"{stmt.module}.{alias.name}" if stmt.module else alias.name
+                    if find_module(importer, stmt.module, stmt.level, lookups) or (
+                        alias.name != "*" and find_module(importer, dotted, stmt.level, lookups)
+                    ):
+                        return True
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if (alias.asname or alias.name.partition(".")[0]) == name and find_module(
+                    importer, alias.name, 0, lookups
+                ):
+                    return True
+    return False
 
 
 def owners_of(

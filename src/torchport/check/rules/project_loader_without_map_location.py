@@ -69,11 +69,13 @@ class ProjectLoaderWithoutMapLocation(Rule):
             return
         if keyword(node, "map_location") is not None or any(k.arg is None for k in node.keywords):
             return
+        if in_tests(ctx):
+            return  # a test loading its own fixture (asked first: it needs no project view)
         place = _place(func.value, func.attr, ctx)
         if place is None or any(isinstance(a, ast.Starred) for a in node.args):
             return
-        if 0 <= place < len(node.args) or in_tests(ctx):
-            return  # passed by position; or a test loading its own fixture
+        if 0 <= place < len(node.args):
+            return  # passed by position
         from torchport.check.rules._cpu_projects import cpu_only_project  # on first use
 
         if not cpu_only_project(ctx):
@@ -82,11 +84,13 @@ class ProjectLoaderWithoutMapLocation(Rule):
 
 def _place(name: ast.Name, method: str, ctx: Context) -> int | None:
     """Where ``name.method(...)`` takes ``map_location``, if it is a loader of the project's."""
-    from torchport.check.port._project_owners import loader_place  # on first use
+    from torchport.check.port._project_owners import loader_place, may_own  # on first use
 
     binding = ctx.scopes.binding_at(name)  # the class itself, not a name that shadows it
     if binding is None or binding.kind not in (BindingKind.CLASS, BindingKind.IMPORT):
         return None
+    if not may_own(ctx, name.id):
+        return None  # no loader of the project's by that name: no project view built
     methods = _loaders(ctx).get(name.id)
     return None if methods is None else loader_place(methods, method)
 
