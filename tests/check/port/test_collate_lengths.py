@@ -11,7 +11,6 @@ accelerator, in this process, and compares the values.
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,11 +60,6 @@ def test_lengths_handed_to_the_model_stay_on_the_cpu(form: str) -> None:
     ported_runs_like_the_original(program(CALLS[form]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collate lengths through a plain function's parameter: the function's "
-    "parameter move sends `lengths` to the device (issue 31, x31 report)",
-)
 def test_lengths_handed_to_a_function_of_the_file_stay_on_the_cpu() -> None:
     ported_runs_like_the_original(program(FUNCTION))
 
