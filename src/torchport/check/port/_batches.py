@@ -30,9 +30,10 @@ from torchport.check._context import Context
 from torchport.check.port._calls import (
     HOST_READS,
     META_ATTRS,
+    cpu_parameters,
     is_move,
 )
-from torchport.check.port._collate import collate_returning, cpu_parameters
+from torchport.check.port._collate import collate_returning
 from torchport.check.port._facts import PortFacts, PortScope, port_facts
 from torchport.check.port._kinds import Kind, ValueKinds, value_kinds
 from torchport.check.port._module_functions import only_made_into_tensors
@@ -118,7 +119,7 @@ class _Planner:
         """
         a = func.args
         move = BatchMove(func, loader=False)
-        kept: set[str] | None = None  # handed to `pack_padded_sequence`'s lengths: stay
+        kept: tuple[str, ...] | None = None  # handed to `pack_padded_sequence`'s lengths: stay
         for param in (*a.posonlyargs, *a.args, *a.kwonlyargs):
             name = param.arg
             if name not in scope.reach or name in scope.moved or name in scope.models:

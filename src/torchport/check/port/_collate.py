@@ -10,12 +10,11 @@ import ast
 import weakref
 
 from torchport.check._context import Context
+from torchport.check.port._calls import CPU_ARGUMENTS as _CPU_ARGUMENTS
 from torchport.check.port._facts import PortFacts, PortScope
 
-__all__ = ["call_name", "collate_returning", "cpu_keys", "cpu_parameters"]
+__all__ = ["call_name", "collate_returning", "cpu_keys"]
 
-# APIs that want an argument on the CPU: (qualified name, its position, its keyword).
-_CPU_ARGUMENTS = (("torch.nn.utils.rnn.pack_padded_sequence", 1, "lengths"),)
 
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 
@@ -111,28 +110,6 @@ def _every_cpu_key(ctx: Context) -> dict[str, list[str]]:
                     params.append(param)
     if params:
         _through_calls(params, found, ctx)
-    return found
-
-
-def cpu_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context) -> set[str]:
-    """Parameters ``func`` hands as they are to an argument wanting them on the CPU.
-
-    ``def encode(net, ids, lengths): pack_padded_sequence(net.emb(ids), lengths, ...)``:
-    the port's move of the function's tensor parameters leaves ``lengths`` where its
-    caller put it (the call raises for device lengths; a caller's dict batch keeps that
-    key on the CPU: :func:`cpu_keys`).
-    """
-    found: set[str] = set()
-    for node in ast.walk(func):
-        if not isinstance(node, ast.Call):
-            continue
-        name = ctx.qualname(node.func)
-        for api, index, keyword in _CPU_ARGUMENTS:
-            given = _argument(node, index, keyword) if name == api else None
-            if isinstance(given, ast.Name):
-                param = _parameter(given, ctx)
-                if param is not None and param[0] is func:
-                    found.add(param[2])
     return found
 
 
