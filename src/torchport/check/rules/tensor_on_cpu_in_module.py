@@ -50,6 +50,11 @@ class TensorOnCpuInModule(Rule):
     So is a tensor an optimizer's method makes on the CPU (`state["v"] =
     torch.zeros(p.shape)`): the parameters it meets are on the device once the
     model is; the port does not rewrite optimizers, it names them.
+    Also reported: a function of the file that makes a CPU tensor a method
+    uses (moved at the call, `f(n).to(x.device)`, when its every return is
+    one), modules kept in a plain list or dict attribute (not children:
+    `nn.ModuleList` would change the state_dict's keys), and a module's own
+    CUDA-or-CPU `self.device` read in the class (the CPU on MPS or XPU).
     """
 
     code = "TP504"
