@@ -154,7 +154,7 @@ def test_a_model_placed_under_the_programs_own_cuda_flag_gets_no_second_device(
     st.sampled_from(["agent.net(x)", "agent.act(x)"]),
     st.sampled_from(['"cpu"', '"cuda" if torch.cuda.is_available() else "cpu"']),
 )
-@settings(max_examples=24, deadline=None)
+@settings(max_examples=12, deadline=None)
 def test_a_model_placed_on_its_classs_own_device_gets_no_input_on_a_second_device(
     attr: str, move: str, use: str, choice: str
 ) -> None:

@@ -12,6 +12,7 @@ the same values; one that cannot place everything must say so, naming the thing 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -129,20 +130,21 @@ def test_registered_containers_are_not_said() -> None:
     assert got["same"] and got["devices"] == ["sim:0"], got
 
 
-@settings(max_examples=len(CHOICES) * len(OWN_USES) * 2, deadline=None)
-@given(
-    st.sampled_from(sorted(CHOICES)),
-    st.sampled_from(sorted(OWN_USES)),
-    st.sampled_from(["device", "_device"]),
-)
-def test_a_module_s_own_cuda_or_cpu_device_is_said(choice: str, use: str, attr: str) -> None:
-    init = f"        self.{attr} = {CHOICES[choice]}\n        self.fc = nn.Linear(4, 4)\n"
-    source = _program(init, OWN_USES[use].format(attr=attr))
-    outcome = port_text(source)
-    said = [f for f in outcome.remaining if f"`self.{attr}` is the CPU" in f.message]
-    assert said, (outcome.remaining, outcome.source)
-    assert not _runs_on_sim(source, outcome.source)  # the oracle sees the leftover
-    assert port_text(outcome.source).source == outcome.source
+def test_a_module_s_own_cuda_or_cpu_device_is_said() -> None:
+    """Every choice, use and name (few: enumerated; one child runs them all)."""
+    ported = []
+    for choice, use, attr in itertools.product(sorted(CHOICES), sorted(OWN_USES), _ATTRS):
+        init = f"        self.{attr} = {CHOICES[choice]}\n        self.fc = nn.Linear(4, 4)\n"
+        source = _program(init, OWN_USES[use].format(attr=attr))
+        outcome = port_text(source)
+        said = [f for f in outcome.remaining if f"`self.{attr}` is the CPU" in f.message]
+        assert said, (outcome.remaining, outcome.source)
+        assert port_text(outcome.source).source == outcome.source
+        ported.append(outcome.source)
+    assert not any(_run_on_sim(ported))  # the oracle sees each leftover
+
+
+_ATTRS = ("device", "_device")
 
 
 def test_a_module_s_own_device_never_read_is_not_said() -> None:
@@ -157,26 +159,35 @@ def test_a_module_s_own_device_never_read_is_not_said() -> None:
 _CHILD = """
 import json, sys
 from torchport.testing import simulate_accelerator
-original, ported = json.loads(open(sys.argv[1]).read())
+programs = json.loads(open(sys.argv[1]).read())
 simulate_accelerator()
-try:
-    exec(compile(ported, "<program>", "exec"), {"OUT": [], "__name__": "__main__"})
-except Exception as e:
-    print(json.dumps({"ran": False, "error": repr(e)[:300]}))
-else:
-    print(json.dumps({"ran": True}))
+ran = []
+for ported in programs:
+    try:
+        exec(compile(ported, "<program>", "exec"), {"OUT": [], "__name__": "__main__"})
+    except Exception:
+        ran.append(False)
+    else:
+        ran.append(True)
+print(json.dumps(ran))
 """
 
 
 def _runs_on_sim(original: str, ported: str) -> bool:
     """Whether the port runs to its end on the simulated accelerator (no CUDA redirect)."""
+    return _run_on_sim([ported])[0]
+
+
+def _run_on_sim(programs: list[str]) -> list[bool]:
+    """Whether each ported program runs to its end on ``sim``, all in one child."""
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.json"
-        job.write_text(json.dumps([original, ported]), encoding="utf-8")
+        job.write_text(json.dumps(programs), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
         child = subprocess.run(
             [sys.executable, "-c", _CHILD, str(job)],
             capture_output=True, text=True, env=env, check=False,
         )  # fmt: skip
     assert child.returncode == 0, child.stderr[-3000:]
-    return bool(json.loads(child.stdout.splitlines()[-1])["ran"])
+    ran: list[bool] = json.loads(child.stdout.splitlines()[-1])
+    return ran
