@@ -152,18 +152,20 @@ def test_a_model_placed_under_the_programs_own_cuda_flag_gets_no_second_device(
     st.sampled_from(["device", "dev", "_device"]),
     st.sampled_from(["({})", "(device={})"]),
     st.sampled_from(["agent.net(x)", "agent.act(x)"]),
+    st.sampled_from(['"cpu"', '"cuda" if torch.cuda.is_available() else "cpu"']),
 )
 @settings(max_examples=12, deadline=None)
 def test_a_model_placed_on_its_classs_own_device_gets_no_input_on_a_second_device(
-    attr: str, move: str, use: str
+    attr: str, move: str, use: str, choice: str
 ) -> None:
-    """A class's own ``self.device`` (the CPU) places its model: the tensor meeting it is
-    reported, not moved to a second, module-level ``device`` (issue 31, x31 report)."""
+    """A class's own ``self.device`` (the CPU, or CUDA-or-CPU: the CPU on MPS or XPU, issue
+    31's item 2) places its model: the tensor meeting it is reported, not moved to a second,
+    module-level ``device`` (issue 31, x31 report)."""
     source = (
         "import torch\nimport torch.nn as nn\n\n"
         "class Agent:\n"
         "    def __init__(self):\n"
-        f'        self.{attr} = torch.device("cpu")\n'
+        f"        self.{attr} = torch.device({choice})\n"
         f"        self.net = nn.Linear(4, 2).to{move.format('self.' + attr)}\n\n"
         "    def act(self, obs):\n"
         "        return self.net(obs)\n\n"

@@ -1,10 +1,12 @@
-"""Silent classes the held-out port sets of branches x31b and h31 found and no branch has fixed yet.
+"""Silent classes the held-out port sets of branches x31b and h31 found.
 
-Each is a strict xfail: the port places the model, leaves a tensor on the CPU that meets
-it, and says "0 left". The oracle: the ported program run with ``meta`` standing in for
+Each is (or was) a strict xfail: the port placed the model, left a tensor on the CPU that
+met it, and said "0 left". The oracle: the ported program run with ``meta`` standing in for
 the accelerator (a forward whose inputs, parameters or buffers are off the device is
-recorded, or the program raises), and what the port said was left. When a class is
-fixed, its test passes and the strict mark fails the run: remove the mark then.
+recorded, or the program raises), and what the port said was left. x31b's two are fixed
+(branch x31c: TP504 reports both; ``tests/check/port/test_module_leftovers.py`` has their
+variants); h31's four are strict xfails still: when one is fixed, its test passes and the
+strict mark fails the run: remove the mark then.
 """
 
 from __future__ import annotations
@@ -58,22 +60,10 @@ OUT.append(net(torch.ones(2, 4)).sum().item())
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 (x31b's held-out set, External-Attention's CrissCrossAttention): a "
-    "module-level helper of the model's file makes a CPU tensor that forward uses; the "
-    "port places the model and says nothing",
-)
 def test_a_helper_s_cpu_tensor_used_in_forward_is_placed_or_said() -> None:
     _placed_or_said({"model.py": _NET_WITH_HELPER, "train.py": _TRAIN})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 (x31b's held-out set, mlp_mixer): layers kept in a plain list "
-    "attribute are not the module's children, so .to(device) leaves them on the CPU; "
-    "the port says nothing",
-)
 def test_layers_in_a_plain_list_are_placed_or_said() -> None:
     _placed_or_said({"model.py": _NET_WITH_LIST, "train.py": _TRAIN})
 

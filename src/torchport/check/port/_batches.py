@@ -30,6 +30,7 @@ from torchport.check._context import Context
 from torchport.check.port._calls import (
     HOST_READS,
     META_ATTRS,
+    cpu_parameters,
     is_move,
 )
 from torchport.check.port._collate import collate_returning
@@ -118,9 +119,14 @@ class _Planner:
         """
         a = func.args
         move = BatchMove(func, loader=False)
+        kept: tuple[str, ...] | None = None  # handed to `pack_padded_sequence`'s lengths: stay
         for param in (*a.posonlyargs, *a.args, *a.kwonlyargs):
             name = param.arg
             if name not in scope.reach or name in scope.moved or name in scope.models:
+                continue
+            if kept is None:
+                kept = cpu_parameters(func, self.ctx)
+            if name in kept:
                 continue
             kind = self.kinds.callers.parameter(param)
             if kind in _LEFT:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 
+from torchport.check._context import Context
 from torchport.check.port._models import QualName
 
 __all__ = [
@@ -137,6 +138,85 @@ def moves_to_program_device(call: ast.AST) -> bool:
     target = call.args[0] if call.args else None
     target = target or next((k.value for k in call.keywords if k.arg == "device"), None)
     return target is None or not follows_a_tensor(target)
+
+
+# APIs that want an argument on the CPU: (qualified name, its position, its keyword).
+CPU_ARGUMENTS = (("torch.nn.utils.rnn.pack_padded_sequence", 1, "lengths"),)
+
+
+def cpu_arguments(call: ast.Call, name: str, ctx: Context) -> list[ast.expr]:
+    """What ``call`` (of ``name``) passes where it must stay on the CPU: the lengths of
+    ``pack_padded_sequence`` (it raises for device lengths), or what a function of the file
+    hands there as it is (:func:`cpu_parameters`): no operand that meets the device."""
+    found = []
+    for api, index, keyword in CPU_ARGUMENTS:
+        if name == api and (given := _argument(call, index, keyword)) is not None:
+            found.append(given)
+    func = call.func
+    if found or not isinstance(func, ast.Name) or not (call.args or call.keywords):
+        return found
+    bound = ctx.scopes.bindings(func.id, call)
+    own = bound[0].node if len(bound) == 1 else None
+    if not isinstance(own, ast.FunctionDef | ast.AsyncFunctionDef):
+        return found
+    a = own.args
+    positions = [p.arg for p in (*a.posonlyargs, *a.args)]
+    for param in cpu_parameters(own, ctx):
+        index = positions.index(param) if param in positions else -1
+        if (given := _argument(call, index, param)) is not None:
+            found.append(given)
+    return found
+
+
+def cpu_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context) -> tuple[str, ...]:
+    """Parameters ``func`` hands as they are to an argument wanting them on the CPU.
+
+    ``def encode(net, ids, lengths): pack_padded_sequence(net.emb(ids), lengths, ...)``:
+    the port leaves ``lengths`` where its caller put it (the call raises for device
+    lengths). Worked out once per function and file.
+    """
+    memo = ctx.memo.setdefault("port.cpu_parameters", {})
+    assert isinstance(memo, dict)
+    known = memo.get(id(func))
+    if known is not None:
+        return tuple(known)
+    a = func.args
+    params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    found: list[str] = []
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call):
+            continue
+        name = ctx.qualname(node.func)
+        for api, index, keyword in CPU_ARGUMENTS:
+            given = _argument(node, index, keyword) if name == api else None
+            if (
+                isinstance(given, ast.Name)
+                and given.id in params
+                and given.id not in found
+                and _function_of(given, ctx) is func
+            ):
+                found.append(given.id)
+    memo[id(func)] = kept = tuple(found)
+    return kept
+
+
+def _function_of(node: ast.AST, ctx: Context) -> ast.AST | None:
+    """The function (or lambda) ``node`` is read in."""
+    parent = ctx.scopes.parent(node)
+    while parent is not None and not isinstance(parent, _SCOPES):
+        parent = ctx.scopes.parent(parent)
+    return parent
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    """What ``call`` passes as its parameter ``keyword``, by name or at ``index``."""
+    given = next((k.value for k in call.keywords if k.arg == keyword), None)
+    if given is None and 0 <= index < len(call.args):
+        given = call.args[index]
+    return given
 
 
 def cpu_only_device(node: ast.AST, qualname: QualName) -> bool:

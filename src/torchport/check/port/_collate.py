@@ -10,12 +10,11 @@ import ast
 import weakref
 
 from torchport.check._context import Context
+from torchport.check.port._calls import CPU_ARGUMENTS as _CPU_ARGUMENTS
 from torchport.check.port._facts import PortFacts, PortScope
 
 __all__ = ["call_name", "collate_returning", "cpu_keys"]
 
-# APIs that want an argument on the CPU: (qualified name, its position, its keyword).
-_CPU_ARGUMENTS = (("torch.nn.utils.rnn.pack_padded_sequence", 1, "lengths"),)
 
 _DATALOADER = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 

@@ -18,6 +18,7 @@ from torchport.check._context import Context
 from torchport.check.port._calls import (
     HOST_READS,
     META_ATTRS,
+    cpu_arguments,
     device_target,
     follows_a_tensor,
     is_move,
@@ -279,9 +280,9 @@ class DeviceFlow:
                     and func.id not in scope.local
                 ):
                     return []
-                if (self.ctx.qualname(func) or "").startswith("numpy."):
+                if (name := self.ctx.qualname(func) or "").startswith("numpy."):
                     return []
-                operands = args
+                operands = [a for a in args if a not in cpu_arguments(node, name, self.ctx)]
         elif isinstance(node, ast.BinOp):
             operands = [node.left, node.right]
         elif isinstance(node, ast.Compare):

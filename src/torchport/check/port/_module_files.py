@@ -19,7 +19,7 @@ from pathlib import Path
 
 from torchport.check._listing import held
 
-__all__ = ["Lookups", "find_module"]
+__all__ = ["Lookups", "find_module", "module_in"]
 
 # folder -> (its mtime, the names of its regular files, the names of its folders)
 _LISTINGS: dict[str, tuple[int, frozenset[str], frozenset[str]]] = {}
@@ -149,6 +149,11 @@ def _root_of(folder: str, lookups: Lookups | None) -> str:
     while "__init__.py" in _entries(folder, lookups)[0] and _parent(folder) != folder:
         folder = _parent(folder)
     return folder
+
+
+def module_in(folder: str, dotted: str, lookups: Lookups | None) -> Path | None:
+    """The file of the module ``dotted`` (a ``.py`` or a package) under ``folder``."""
+    return _module_file(folder, dotted, lookups)
 
 
 def _module_file(base: str, dotted: str, lookups: Lookups | None) -> Path | None:

@@ -43,7 +43,7 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check._syntax import keep_parsed
 from torchport.check.port._models import ModelKnowledge
-from torchport.check.port._module_files import Lookups, find_module
+from torchport.check.port._module_files import Lookups
 from torchport.check.port._module_functions import (
     builds,
     converted_inputs,
@@ -60,6 +60,7 @@ from torchport.check.port._project_owners import (
     owners_of,
     rebound_by_own_call,
 )
+from torchport.check.port._script_path import find_on_script_path
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = [
@@ -370,6 +371,7 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
     # The module's bindings (a scope map) only once an import names a project module:
     # a file whose imports name none (most of a tree) needs no scope map for this.
     bound: list[dict[str, list[Binding]]] = []
+    find = partial(find_on_script_path, ctx, importer, lookups)  # and its own sys.path
 
     def bindings() -> dict[str, list[Binding]]:
         if not bound:
@@ -379,7 +381,7 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
     for stmt in ctx.tree.body:
         for node in _top_imports(stmt):
             if isinstance(node, ast.ImportFrom):
-                source = find_module(importer, node.module, node.level, lookups)
+                source = find(node.module, node.level)
                 source_facts = module_facts(source, seen, lookups) if source is not None else None
                 for alias in node.names:
                     local = alias.asname or alias.name
@@ -396,7 +398,7 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                     if not recorded:
                         # `from pkg import model`: a submodule
                         dotted = f"{node.module}.{alias.name}" if node.module else alias.name
-                        sub = find_module(importer, dotted, node.level, lookups)
+                        sub = find(dotted, node.level)
                         if sub is None:
                             if source is not None and _unread(source_facts, alias.name):
                                 out.unresolved.add(local)  # the project's, unreadable
@@ -419,7 +421,7 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                         out.unresolved.add(local)
             else:
                 for alias in node.names:
-                    found = find_module(importer, alias.name, 0, lookups)
+                    found = find(alias.name, 0)
                     facts = module_facts(found, seen, lookups) if found is not None else None
                     if facts is None:
                         if found is not None:  # `import pkg.broken as b`: unreadable

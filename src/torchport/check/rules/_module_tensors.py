@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
-from torchport.check.rules._port import PortFacts
+from torchport.check.rules._port import PortFacts, is_move
 from torchport.check.semantic import BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -22,6 +22,7 @@ __all__ = [
     "OPTIMIZER_STATE",
     "cpu_default_of_a_method",
     "held_apart",
+    "moved_or_kept_on_the_cpu",
     "subclasses_optimizer",
     "submodules",
     "tensor_annotation",
@@ -354,3 +355,31 @@ def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, ctx: Co
             for n in ast.walk(ctx.tree)
         )
     return bool(found)
+
+
+_CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on the CPU
+
+
+def moved_or_kept_on_the_cpu(
+    node: ast.Call, nodes: list[ast.AST], facts: PortFacts, ctx: Context
+) -> bool:
+    """Moved at once (``torch.zeros(3).to(x)``), given ``**kwargs``, or fed to a CPU-only API."""
+    parents = facts.parents
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Attribute) and is_move(parents.get(id(parent), parent)):
+        return True
+    return any(k.arg is None for k in node.keywords) or _cpu_only(node, nodes, ctx)
+
+
+def _cpu_only(node: ast.Call, nodes: list[ast.AST], ctx: Context) -> bool:
+    """Whether the tensor feeds an API that wants it on the CPU (packed sequence lengths)."""
+    parents_names: set[str] = set()
+    for n in nodes:
+        if isinstance(n, ast.Assign) and n.value is node:
+            parents_names.update(t.id for t in n.targets if isinstance(t, ast.Name))
+    for n in nodes:
+        if isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith(_CPU_ONLY):
+            for arg in (*n.args, *(k.value for k in n.keywords)):
+                if arg is node or (isinstance(arg, ast.Name) and arg.id in parents_names):
+                    return True
+    return False

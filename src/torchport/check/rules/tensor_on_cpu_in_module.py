@@ -17,17 +17,17 @@ from torchport.check.rules._module_tensors import (
     device_of_the_inputs,
     held_apart,
     method_of_a_module,
+    moved_or_kept_on_the_cpu,
     subclasses_optimizer,
     zero_dim,
 )
-from torchport.check.rules._port import PortFacts, creators, is_move, port_facts
+from torchport.check.rules._port import creators, port_facts
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortScope
 
 _MOVE_AFTER = RANDOM_FACTORIES | {"torch.from_numpy"}  # drawn or made on the host: moved after
-_CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on the CPU
 
 
 class TensorOnCpuInModule(Rule):
@@ -53,6 +53,11 @@ class TensorOnCpuInModule(Rule):
     So is a tensor an optimizer's method makes on the CPU (`state["v"] =
     torch.zeros(p.shape)`): the parameters it meets are on the device once the
     model is; the port does not rewrite optimizers, it names them.
+    Also reported: a function of the file that makes a CPU tensor a method
+    uses (moved at the call, `f(n).to(x.device)`, when its every return is
+    one), modules kept in a plain list or dict attribute (not children:
+    `nn.ModuleList` would change the state_dict's keys), and a module's own
+    CUDA-or-CPU `self.device` read in the class (the CPU on MPS or XPU).
     """
 
     code = "TP504"
@@ -124,7 +129,12 @@ class TensorOnCpuInModule(Rule):
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
         name = _creator_without_device(node, ctx)
-        if name is None:
+        if name is None:  # what a method uses that `model.to` leaves, made elsewhere
+            from torchport.check.rules._module_leftovers import module_leftovers
+
+            for at, message, edits in module_leftovers(node, ctx):
+                fix = None if edits is None else Fix(edits, FixSafety.SAFE)
+                yield ctx.finding(self, at, message=message, fix=fix)
             return
         facts = port_facts(ctx)
         scope = facts.scope_of.get(id(node))
@@ -142,7 +152,7 @@ class TensorOnCpuInModule(Rule):
             if held is not None:
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
             return
-        if _moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
+        if moved_or_kept_on_the_cpu(node, scope.nodes, facts, ctx):
             return
         device = device_of_the_inputs(method, scope.nodes, facts, scope.cls)
         if device is None:  # a method `__init__` calls: no parameters to take the device of
@@ -165,17 +175,6 @@ def _in_an_optimizer(scope: PortScope | None, ctx: Context) -> bool:
     return scope is not None and scope.cls is not None and subclasses_optimizer(scope.cls, ctx)
 
 
-def _moved_or_kept_on_the_cpu(
-    node: ast.Call, nodes: list[ast.AST], facts: PortFacts, ctx: Context
-) -> bool:
-    """Moved at once (``torch.zeros(3).to(x)``), given ``**kwargs``, or fed to a CPU-only API."""
-    parents = facts.parents
-    parent = parents.get(id(node))
-    if isinstance(parent, ast.Attribute) and is_move(parents.get(id(parent), parent)):
-        return True
-    return any(k.arg is None for k in node.keywords) or _cpu_only(node, nodes, ctx)
-
-
 def _placing(node: ast.Call, name: str, device: str, ctx: Context) -> tuple[Edit, ...]:
     """The edits that create the tensor on ``device``: ``device=``, or ``.to(device)`` after."""
     from torchport.check.port._calls import TYPED_CONSTRUCTORS  # on first use
@@ -183,17 +182,3 @@ def _placing(node: ast.Call, name: str, device: str, ctx: Context) -> tuple[Edit
     if name in _MOVE_AFTER or name in TYPED_CONSTRUCTORS:  # typed ones take no device=
         return move_after(node, device, ctx)
     return (add_keyword(node, f"device={device}", ctx),)
-
-
-def _cpu_only(node: ast.Call, nodes: list[ast.AST], ctx: Context) -> bool:
-    """Whether the tensor feeds an API that wants it on the CPU (packed sequence lengths)."""
-    parents_names: set[str] = set()
-    for n in nodes:
-        if isinstance(n, ast.Assign) and n.value is node:
-            parents_names.update(t.id for t in n.targets if isinstance(t, ast.Name))
-    for n in nodes:
-        if isinstance(n, ast.Call) and (ctx.qualname(n.func) or "").startswith(_CPU_ONLY):
-            for arg in (*n.args, *(k.value for k in n.keywords)):
-                if arg is node or (isinstance(arg, ast.Name) and arg.id in parents_names):
-                    return True
-    return False

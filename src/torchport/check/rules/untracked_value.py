@@ -33,7 +33,9 @@ class UntrackedValue(Rule):
     one handed to a method of a class another module of the project defines
     (`Agent().step(model(x))` with `Agent` imported): that module is ported on its own. A sparse
     tensor that meets the model is reported too: whether the accelerator runs
-    sparse layouts (MPS does not) only a run can tell.
+    sparse layouts (MPS does not) only a run can tell. So is a `sys.path` entry
+    the port cannot read from the code (`sys.path.append(os.environ["LIB"])`)
+    when the file imports modules it cannot find: they may be the project's.
 
     ## Why is this bad?
     `torchport port` moves only what it knows is a tensor: a guess would put
@@ -115,6 +117,15 @@ class UntrackedValue(Rule):
             message = (
                 "check this sparse tensor on the accelerator: the port moves what it is made "
                 "from, but sparse layouts are not supported everywhere (MPS has none)"
+            )
+            yield ctx.finding(self, call, message=message)
+        from torchport.check.port._script_path import unread_path_entries
+
+        for call, modules in unread_path_entries(ctx) if port_facts(ctx).active else ():
+            names = ", ".join(f"`{m}`" for m in modules)
+            message = (
+                f"check where {names} come from: this `sys.path` entry is not read from the "
+                "code alone, so the port cannot find the modules it adds nor place their models"
             )
             yield ctx.finding(self, call, message=message)
         for call in cpu_placements(port_facts(ctx)):
