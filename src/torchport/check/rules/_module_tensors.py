@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
-from torchport.check.rules._port import PortFacts, is_move
+from torchport.check.rules._port import PortFacts, is_move, port_facts
 from torchport.check.semantic import BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -330,6 +330,15 @@ def method_of_a_module(scope: PortScope | None) -> ast.FunctionDef | None:
     method = scope.node
     params = [p.arg for p in (*method.args.posonlyargs, *method.args.args)]
     return method if params and params[0] == "self" else None
+
+
+def in_a_module_method(func: ast.AST, ctx: Context) -> bool:
+    """Whether the function ``func`` is an ``nn.Module`` method (:func:`method_of_a_module`)."""
+    try:
+        scope = port_facts(ctx).scope_of_function(func)
+    except KeyError:  # a function the port's scopes leave out (a file without torch)
+        return False
+    return method_of_a_module(scope) is not None
 
 
 def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, ctx: Context) -> bool:

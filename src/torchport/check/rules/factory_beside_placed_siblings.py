@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import keyword
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
-from torchport.check.rules._module_tensors import method_of_a_module, zero_dim
+from torchport.check.rules._module_tensors import in_a_module_method, zero_dim
 from torchport.check.rules._port import creators, port_facts
 
 _CLASS = (
@@ -63,7 +63,7 @@ class FactoryBesidePlacedSiblings(Rule):
         for method in node.body:
             if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
-            if _module_method(method, ctx):
+            if in_a_module_method(method, ctx):
                 return  # TP504's: the module's inputs and parameters decide its device
             for call in ast.walk(method):
                 if not isinstance(call, ast.Call):
@@ -107,11 +107,3 @@ def _moved(call: ast.Call, ctx: Context) -> bool:
     """``torch.zeros(n).to(x)``: placed right after it is made."""
     parent = port_facts(ctx).parents.get(id(call))
     return isinstance(parent, ast.Attribute) and parent.attr in ("to", "cuda", "type_as")
-
-
-def _module_method(func: ast.AST, ctx: Context) -> bool:
-    try:
-        scope = port_facts(ctx).scope_of_function(func)
-    except KeyError:  # a function the port's scopes leave out (a file without torch)
-        return False
-    return method_of_a_module(scope) is not None

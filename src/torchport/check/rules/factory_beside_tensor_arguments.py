@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import keyword
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
-from torchport.check.rules._module_tensors import method_of_a_module, tensor_annotation, zero_dim
-from torchport.check.rules._port import creators, port_facts
+from torchport.check.rules._module_tensors import in_a_module_method, tensor_annotation, zero_dim
+from torchport.check.rules._port import creators
 
 _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor"})
 _HEAD = "import torch\n\n\ndef step(hessian: torch.Tensor, damping: float):\n"
@@ -70,7 +70,7 @@ class FactoryBesideTensorArguments(Rule):
         }
         if not follows:
             return
-        if _module_method(node, ctx):
+        if in_a_module_method(node, ctx):
             return  # TP504's: the module's inputs and parameters decide its device
         host: dict[str, list[ast.Call]] = {}  # local names bound to CPU tensors made here
         reported: set[int] = set()
@@ -189,11 +189,3 @@ def _made(
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") in _MOVES:
             return []  # moved (or made) where something else lives
     return found
-
-
-def _module_method(func: ast.AST, ctx: Context) -> bool:
-    try:
-        scope = port_facts(ctx).scope_of_function(func)
-    except KeyError:  # a function the port's scopes leave out (a file without torch)
-        return False
-    return method_of_a_module(scope) is not None
