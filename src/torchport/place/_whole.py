@@ -243,10 +243,11 @@ def move_whole(
         tensors = inside.tensors
         plan = inside.plan
         quick = False  # only what a layout leaves open is checked (place/_trust.py)
+        call = (target, non_blocking)  # (trusted per target and non_blocking)
         if plan is not None and before is None:
             seen = plan.seen + 1
             plan.seen = seen
-            quick = plan.passed >= FIRST and seen % EVERY != 0 and not FULL_CHECKS[0]
+            quick = plan.passed.get(call, 0) >= FIRST and seen % EVERY != 0 and not FULL_CHECKS[0]
             quick = quick and cls not in FAILED
         try:  # (read on quick calls too: a result of another type is then checked in full)
             counted = list(map(_VERSION, tensors))
@@ -302,7 +303,7 @@ def move_whole(
                 # None was there and none was replaced by its copy (all still reachable).
                 check_moved(obj, tensors, target, moved, ALL_HELD)
             if plan is not None:
-                passed(plan, result)
+                passed(plan, result, call)
         except RebuildRefused as exc:
             (Snapshot(nodes, laid) if before is None else before).restore()  # type: ignore[arg-type]
             failed(plan, cls)

@@ -67,7 +67,8 @@ class Plan:
         relay: ``_untouched.flatten`` for the nodes it reads, written out; that
             function itself where it lays one of their classes another way.
         seen: Moves of objects read by it that called the ``.to``.
-        passed: Of those, the ones checked in full that passed (``place/_trust.py``).
+        passed: Of those, the ones checked in full that passed, per ``(target,
+            non_blocking)`` of the call (``place/_trust.py``).
         result: The type of their results (None: none yet; another object: mixed).
     """
 
@@ -87,7 +88,7 @@ class Plan:
         self.read = read
         self.relay = relay
         self.seen = 0
-        self.passed = 0
+        self.passed: dict[tuple[Any, Any], int] = {}
         self.result: object = None
 
 
