@@ -195,9 +195,9 @@ def move_whole(
     a thread waits while another runs a checked move of the same ``obj``, and reads it
     again when an input was put back meanwhile. The checks of the call (the input
     unchanged, its tensors' versions, the result walked, "moved none") run on every
-    call of a layout's first ``FIRST`` and then on every ``EVERY``-th only
-    (``place/_trust.py``, which says what a ``.to`` misbehaving for some values only
-    may then do unseen; ``TORCHPORT_FULL_CHECKS=1``: on every call).
+    call of a layout's first ``FIRST`` (per target and ``non_blocking``) and then on
+    every ``EVERY``-th only (``place/_trust.py``, which says what a ``.to`` misbehaving
+    for some values only may then do unseen; ``TORCHPORT_FULL_CHECKS=1``: every call).
 
     Raises:
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
