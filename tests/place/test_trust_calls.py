@@ -199,3 +199,54 @@ print(json.dumps(count))
 def test_a_to_bad_on_another_target_is_refused_and_a_right_one_keeps_values() -> None:
     count = run_isolated(_CHILD, timeout=600)
     assert count["refused"] == 12 and count["right"] >= 12 * 20
+
+
+class TurnsBlocking(ByBlocking):
+    """Right on every call until its ``bad_from``-th; from then on a call with
+    ``non_blocking=True`` clones its tensors on the host (the other kind stays right)."""
+
+    calls = 0
+    bad_from = 10**9
+
+    def to(self, device: Any, non_blocking: Any = False) -> Any:
+        cls = type(self)
+        cls.calls += 1
+        bad = cls.calls >= cls.bad_from and non_blocking is True
+        out = object.__new__(cls)
+        out.x = self.x.clone() if bad else self.x.to(device)
+        out.parts = {k: v.clone() if bad else v.to(device) for k, v in self.parts.items()}
+        return out
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    way=st.sampled_from(_WAYS),
+    blocking_first=st.booleans(),
+    later=st.integers(2 * _trust.FIRST, 2 * _trust.FIRST + 140),
+)
+def test_calls_of_two_kinds_in_turn_each_reach_their_sentinel(
+    way: str, blocking_first: bool, later: int
+) -> None:
+    # Calls alternate non_blocking False/True (as to_device's default and a loader's, or
+    # two targets, may); the .to turns bad for good on its True calls only. The bound
+    # stated (place/_trust.py): refused at the latest on the EVERY-th bad call, whichever
+    # kind comes first (a33: one count for both put every sentinel on the same kind).
+    name = f"TurnsBlocking{len(vars(_Made))}"
+    cls = type(name, (TurnsBlocking,), {"__module__": __name__, "__qualname__": f"_Made.{name}"})
+    setattr(_Made, name, cls)
+    kinds = [False, True] if blocking_first else [True, False]
+    for i in range(later):
+        assert _on_meta(_move(way, cls(2), kinds[i % 2]))
+    cls.bad_from = cls.calls + 1
+    bad = 0
+    for i in range(later, later + 4 * _trust.EVERY):
+        try:
+            out = _move(way, cls(2), kinds[i % 2])
+        except tp.UnsupportedBatchError:
+            assert kinds[i % 2] is True  # (only the bad kind is refused)
+            return
+        if kinds[i % 2] is True:
+            assert not _on_meta(out)  # (the oracle: its True calls are bad now)
+            bad += 1
+            assert bad < 64, "the bad kind's calls never reached a full check"
+    raise AssertionError("not refused")

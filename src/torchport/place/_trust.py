@@ -22,9 +22,10 @@ between calls of one layout:
   checked in full after all (the input's record and its tensors' version counters are
   taken before every call; on a quick call only that of another type compares them).
 
-Every :data:`EVERY`-th call of a plan runs the full checks again (a sentinel). A
-full check that fails marks the class (:data:`FAILED`): it is checked in full on
-every call from then on, whatever its layout; a layout that changes makes a new
+Every :data:`EVERY`-th call of a plan with one target and ``non_blocking`` runs the
+full checks again (a sentinel). A full check that fails marks the class
+(:data:`FAILED`): it is checked in full on every call from then on, whatever its
+layout; a layout that changes makes a new
 plan, whose first :data:`FIRST` calls are checked in full again, and so are a plan's
 first :data:`FIRST` calls to another target or with another ``non_blocking``. Only
 classes that last have plans (``place/_lasting.py``), so nothing here keeps a class alive.
@@ -66,14 +67,16 @@ _MIXED = object()
 def passed(plan: Any, result: Any, call: tuple[Any, Any]) -> None:
     """Count a call of ``plan`` whose full checks passed, giving ``result``.
 
-    ``call``: its ``(target, non_blocking)``; the passes are counted per such pair.
+    ``call``: its ``(target, non_blocking)``; calls and passes are counted per such
+    pair, so each has its own first :data:`FIRST` calls and its own sentinels (calls
+    of two pairs taken in turn would otherwise leave every sentinel to one of them).
     """
     kind = type(result)
     if plan.result is None and lasting(kind):
         plan.result = kind
     if plan.result is kind:
-        counts = plan.passed
-        counts[call] = counts.get(call, 0) + 1
+        counts = plan.calls.get(call) or plan.calls.setdefault(call, [0, 0])
+        counts[1] += 1
     else:  # results of more than one type, or of a class made at run time: in full for good
         plan.result = _MIXED
 

@@ -243,11 +243,12 @@ def move_whole(
         tensors = inside.tensors
         plan = inside.plan
         quick = False  # only what a layout leaves open is checked (place/_trust.py)
-        call = (target, non_blocking)  # (trusted per target and non_blocking)
+        call = (target, non_blocking)  # (counted per target and non_blocking)
         if plan is not None and before is None:
-            seen = plan.seen + 1
-            plan.seen = seen
-            quick = plan.passed.get(call, 0) >= FIRST and seen % EVERY != 0 and not FULL_CHECKS[0]
+            counts = plan.calls.get(call) or plan.calls.setdefault(call, [0, 0])
+            seen = counts[0] + 1
+            counts[0] = seen
+            quick = counts[1] >= FIRST and seen % EVERY != 0 and not FULL_CHECKS[0]
             quick = quick and cls not in FAILED
         try:  # (read on quick calls too: a result of another type is then checked in full)
             counted = list(map(_VERSION, tensors))
