@@ -55,7 +55,11 @@ ENV_VAR = "TORCHPORT_FULL_CHECKS"
 # [0]: run every check on every call (the environment's say, read once; tests set it).
 FULL_CHECKS = [os.environ.get(ENV_VAR, "").strip().lower() not in ("", "0", "false", "no")]
 FIRST = 8  # calls of a plan checked in full before any is not
-EVERY = 64  # then every EVERY-th call of the plan is checked in full
+# Then every EVERY-th call of the plan is checked in full. A prime: a batch holding k
+# objects of one layout moves them in turn, and an even EVERY (64) left every sentinel
+# to the same ones of them (k = 2: the first), so a .to bad for good on the second only
+# was never checked again; with a prime, every one of k < EVERY objects meets one.
+EVERY = 61
 # Classes (those that last) whose full check failed once: checked in full for good.
 FAILED: set[type] = set()
 forget_with(FAILED)
