@@ -71,7 +71,8 @@ ENVIRONMENT: dict[str, str] = {
     "`.torchport_cache/` beside the configuration, else in the working folder.",
     "TORCHPORT_FULL_CHECKS": "Set to `1`: every move of an object with its own `.to` (a PyG "
     "`Data`/`Batch`, a `TensorDict`) by `to_device`/`DeviceLoader` runs all its checks of "
-    "that call. Unset, a layout's first 8 calls and then every 64th run them all, the "
+    "that call. Unset, a layout's first 8 calls (per target and `non_blocking`) and then "
+    "every 61st run them all, the "
     "others only what can differ between calls of one layout (the object already on the "
     "device, another thread, the `.to`'s own errors, the result's type): a `.to` that "
     "misbehaves for some values only, after behaving on 8 calls, may pass between those "

@@ -45,8 +45,8 @@ from torchport.place import _trust
 META = torch.device("meta")
 _MODES = ("writes", "writes_list", "in_place", "host", "unmoved", "raises", "other", "batch")
 # The bound stated (place/_trust.py's EVERY): a .to that turns bad for good is refused
-# at the latest on its 64th bad call, the next sentinel's.
-_SENTINEL = 64
+# at the latest on its 61st bad call, the next sentinel's.
+_SENTINEL = 61
 # Modes whose bad call is answered on that call whatever the layout's trust.
 _AT_ONCE = {"raises", "other", "batch"}
 

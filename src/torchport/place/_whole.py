@@ -195,9 +195,9 @@ def move_whole(
     a thread waits while another runs a checked move of the same ``obj``, and reads it
     again when an input was put back meanwhile. The checks of the call (the input
     unchanged, its tensors' versions, the result walked, "moved none") run on every
-    call of a layout's first ``FIRST`` and then on every ``EVERY``-th only
-    (``place/_trust.py``, which says what a ``.to`` misbehaving for some values only
-    may then do unseen; ``TORCHPORT_FULL_CHECKS=1``: on every call).
+    call of a layout's first ``FIRST`` (per target and ``non_blocking``) and then on
+    every ``EVERY``-th only (``place/_trust.py``, which says what a ``.to`` misbehaving
+    for some values only may then do unseen; ``TORCHPORT_FULL_CHECKS=1``: every call).
 
     Raises:
         UnsupportedBatchError: The shallow copy cannot be made, the ``.to`` raised,
@@ -243,10 +243,12 @@ def move_whole(
         tensors = inside.tensors
         plan = inside.plan
         quick = False  # only what a layout leaves open is checked (place/_trust.py)
+        call = (target, non_blocking)  # (counted per target and non_blocking)
         if plan is not None and before is None:
-            seen = plan.seen + 1
-            plan.seen = seen
-            quick = plan.passed >= FIRST and seen % EVERY != 0 and not FULL_CHECKS[0]
+            counts = plan.calls.get(call) or plan.calls.setdefault(call, [0, 0])
+            seen = counts[0] + 1
+            counts[0] = seen
+            quick = counts[1] >= FIRST and seen % EVERY != 0 and not FULL_CHECKS[0]
             quick = quick and cls not in FAILED
         try:  # (read on quick calls too: a result of another type is then checked in full)
             counted = list(map(_VERSION, tensors))
@@ -302,7 +304,7 @@ def move_whole(
                 # None was there and none was replaced by its copy (all still reachable).
                 check_moved(obj, tensors, target, moved, ALL_HELD)
             if plan is not None:
-                passed(plan, result)
+                passed(plan, result, call)
         except RebuildRefused as exc:
             (Snapshot(nodes, laid) if before is None else before).restore()  # type: ignore[arg-type]
             failed(plan, cls)

@@ -66,12 +66,13 @@ class Plan:
         read: :func:`read_planned` for this plan, written out (``place/_whole_code.py``).
         relay: ``_untouched.flatten`` for the nodes it reads, written out; that
             function itself where it lays one of their classes another way.
-        seen: Moves of objects read by it that called the ``.to``.
-        passed: Of those, the ones checked in full that passed (``place/_trust.py``).
+        calls: Per ``(target, non_blocking)`` of a call: how many moves of objects
+            read by it called the ``.to``, and how many of them were checked in full
+            and passed (``place/_trust.py``).
         result: The type of their results (None: none yet; another object: mixed).
     """
 
-    __slots__ = ("passed", "pick", "read", "relay", "result", "seen", "steps", "types")
+    __slots__ = ("calls", "pick", "read", "relay", "result", "steps", "types")
 
     def __init__(
         self,
@@ -86,8 +87,7 @@ class Plan:
         self.pick = pick
         self.read = read
         self.relay = relay
-        self.seen = 0
-        self.passed = 0
+        self.calls: dict[tuple[Any, Any], list[int]] = {}
         self.result: object = None
 
 
