@@ -235,3 +235,29 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+_SIM_FOUND = False
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Fail the test that installs the simulated accelerator in the suite's own process.
+
+    Installing it changes a process for good (torch reports an accelerator to every later
+    test there: ``pick_device`` picks it, device lists name it), so tests run it in a
+    child (``tests/sim/isolated.run_isolated``, or a pytest child with
+    ``TORCHPORT_TEST_SIM_PROCESS=1``, where this check is off). Said once, at the test
+    that did it.
+    """
+    global _SIM_FOUND
+    install = sys.modules.get("torchport.sim._install")
+    if _SIM_FOUND or os.environ.get("TORCHPORT_TEST_SIM_PROCESS") or install is None:
+        return
+    if not install.installed():
+        return
+    _SIM_FOUND = True
+    pytest.fail(
+        f"{item.nodeid} installed the simulated accelerator in the test process, which "
+        "changes it for every later test: run it in a child (tests/sim/isolated.py)",
+        pytrace=False,
+    )

@@ -4,10 +4,18 @@ torch swaps a ``.grad`` after it swapped its parameter and let go of the ``.grad
 view of that ``.grad`` (another parameter's ``.grad`` set to a slice of it, a slice the
 caller keeps) makes that swap fail half-way, and the ``.grad`` was lost with no word
 (and, to ``meta``, a later parameter replaced). The oracle below reads only the module.
+
+Installing the simulated accelerator changes a process for good (torch then reports an
+accelerator), so the suite's process runs these on ``meta`` and one test runs this file
+again in a child, on ``sim`` (:data:`_ON_SIM`).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +25,9 @@ from hypothesis import strategies as st
 from torch import nn
 
 import torchport as tp
+
+_ON_SIM = "TORCHPORT_TEST_SIM_PROCESS"  # set in a child meant to hold the simulator (conftest)
+_TARGETS = ["sim"] if os.environ.get(_ON_SIM) else ["meta"]
 
 
 def _state(model: nn.Module) -> list[tuple[int, str, torch.Tensor | None, int | None]]:
@@ -41,7 +52,7 @@ def _state(model: nn.Module) -> list[tuple[int, str, torch.Tensor | None, int | 
     layers=st.integers(1, 3),
     holder=st.sampled_from(["another grad", "a kept slice", "nothing", "a flat buffer"]),
     which=st.integers(0, 5),
-    target=st.sampled_from(["meta", "sim"]),
+    target=st.sampled_from(_TARGETS),
 )
 def test_a_held_grad_is_never_lost(layers: int, holder: str, which: int, target: str) -> None:
     from torchport.testing import simulate_accelerator
@@ -82,7 +93,7 @@ def test_a_held_grad_is_never_lost(layers: int, holder: str, which: int, target:
     del kept
 
 
-@pytest.mark.parametrize("target", ["meta", "sim"])
+@pytest.mark.parametrize("target", _TARGETS)
 def test_the_refusal_names_the_parameter_whose_grad_is_viewed(target: str) -> None:
     from torchport.testing import simulate_accelerator
 
@@ -98,7 +109,7 @@ def test_the_refusal_names_the_parameter_whose_grad_is_viewed(target: str) -> No
     assert model.weight.grad is not None and model.weight.grad.device.type == device.type
 
 
-@pytest.mark.parametrize("target", ["meta", "sim"])
+@pytest.mark.parametrize("target", _TARGETS)
 def test_a_grad_that_requires_grad_and_is_not_viewed_still_moves(target: str) -> None:
     from torchport.testing import simulate_accelerator
 
@@ -109,3 +120,19 @@ def test_a_grad_that_requires_grad_and_is_not_viewed_still_moves(target: str) ->
     tp.to_device(model, device)
     assert all(p is q for p, q in zip(model.parameters(), params, strict=True))
     assert model.weight.grad is not None and model.weight.grad.device.type == device.type
+
+
+@pytest.mark.needs_simulator
+@pytest.mark.skipif(bool(os.environ.get(_ON_SIM)), reason="this is the child")
+def test_every_case_holds_on_the_simulated_accelerator_in_a_child() -> None:
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(__file__))],
+        cwd=root,
+        env={**os.environ, _ON_SIM: "1"},
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "3 passed, 1 skipped" in done.stdout  # each case ran, on sim (this one skipped)
