@@ -27,6 +27,9 @@ else:
 # torch older than the simulated accelerator's API (2.6, the floor): tests that run on it skip.
 NO_SIMULATOR = TORCH_MISSING or not __import__("torchport.sim", fromlist=["supported"]).supported()
 _SIMULATOR_REFUSED = "lacks the Python device-backend API the simulated accelerator is built on"
+# What a child says when it fails for want of torch: Python's own error, or torchport's
+# (a runtime name asked for without the `torch` extra names the packages it needs).
+_WANTS_TORCH = ("No module named 'torch'", "needs the Python packages 'torch'")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -49,7 +52,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
     said = f"{report.longrepr}\n{report.capstdout}\n{report.capstderr}"
-    if TORCH_MISSING and report.failed and "No module named 'torch'" in said:
+    if TORCH_MISSING and report.failed and any(map(said.__contains__, _WANTS_TORCH)):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), 0, "Skipped: runs code that needs torch")
     elif NO_SIMULATOR and report.failed and _SIMULATOR_REFUSED in said:
