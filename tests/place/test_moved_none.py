@@ -24,6 +24,7 @@ import torchport as tp
 from tests.place.siblings import load
 
 _reach = load("reachability")
+_graphs = load("graphs")
 
 META = torch.device("meta")
 
@@ -44,19 +45,9 @@ class Masked:
         if self.moves:
             for name, value in list(self.__dict__.items()):
                 if name not in self.kept:
-                    new.__dict__[name] = _moved(value, device)
+                    new.__dict__[name] = _graphs.moved_by_hand(value, device)
         new.mask = torch.ones(1, device=device)
         return new
-
-
-def _moved(value: Any, device: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, dict):
-        return {k: _moved(v, device) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_moved(v, device) for v in value]
-    return value
 
 
 _VALUES = st.one_of(

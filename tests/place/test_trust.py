@@ -40,7 +40,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import torchport as tp
+from tests.place.siblings import load
 from torchport.place import _trust
+
+_graphs = load("graphs")
 
 META = torch.device("meta")
 _MODES = ("writes", "writes_list", "in_place", "host", "unmoved", "raises", "other", "batch")
@@ -103,20 +106,10 @@ class Turns:
         elif mode == "batch" and isinstance(cls.batch, dict):
             cls.batch["added"] = torch.ones(3)
         out = cls.__new__(cls)
-        out.__dict__.update({k: _moved(v, device) for k, v in vars(self).items()})
+        out.__dict__.update({k: _graphs.moved_by_hand(v, device) for k, v in vars(self).items()})
         if mode == "host":
             out.made = torch.zeros(1)  # a tensor it made, on the host
         return out
-
-
-def _moved(value: Any, device: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, dict):
-        return {k: _moved(v, device) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_moved(v, device) for v in value]
-    return value
 
 
 class _Made:

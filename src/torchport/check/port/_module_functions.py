@@ -26,6 +26,7 @@ __all__ = [
     "builds",
     "converted_inputs",
     "cpu_tensor",
+    "host_factory",
     "local_values",
     "makes_cpu_tensor",
     "only_made_into_tensors",
@@ -357,14 +358,20 @@ def makes_cpu_tensor(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef)
     for node in calls:
         if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy" and not node.args:
             return True
-        name = ctx.qualname(node.func)
-        if (
-            (name in CREATORS or name in TYPED_CONSTRUCTORS)
-            and id(node) not in moved
-            and not any(k.arg is None or k.arg == "device" for k in node.keywords)
-        ):
+        if host_factory(ctx, node, moved):
             return True
     return False
+
+
+def host_factory(ctx: Context, call: ast.Call, moved: set[int]) -> bool:
+    """Whether ``call`` is a torch factory or typed constructor with no ``device`` (nor
+    ``**kwargs`` that may hold one) and not in ``moved`` (ids of calls moved where made)."""
+    name = ctx.qualname(call.func)
+    return (
+        (name in CREATORS or name in TYPED_CONSTRUCTORS)
+        and id(call) not in moved
+        and not any(k.arg is None or k.arg == "device" for k in call.keywords)
+    )
 
 
 def _truthy(expr: ast.expr) -> bool:

@@ -123,23 +123,14 @@ def _helper(
 def _cpu_tensor_made(func: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context) -> ast.Call | None:
     """The first torch creator in ``func``'s own body with no ``device`` and not moved where
     it is made (``torch.arange(n).to(d)``)."""
-    from torchport.check.port._calls import CREATORS, TYPED_CONSTRUCTORS
-    from torchport.check.port._module_functions import own_nodes
+    from torchport.check.port._module_functions import host_factory, own_nodes
 
     calls = [n for n in own_nodes(func) if isinstance(n, ast.Call)]
     moved = set()
     for call in calls:
         if isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cuda"):
             moved.add(id(call.func.value))
-    for call in calls:
-        name = ctx.qualname(call.func)
-        if (
-            (name in CREATORS or name in TYPED_CONSTRUCTORS)
-            and id(call) not in moved
-            and not any(k.arg is None or k.arg == "device" for k in call.keywords)
-        ):
-            return call
-    return None
+    return next((call for call in calls if host_factory(ctx, call, moved)), None)
 
 
 def _plain_container(node: ast.Call, scope: PortScope, facts: PortFacts) -> tuple[str, bool] | None:
