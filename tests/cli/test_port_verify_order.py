@@ -57,6 +57,7 @@ def test_an_argument_that_is_no_path_is_left_to_the_script(
         (["."], ["data.csv"], None),  # paths given first: the rest is the script's
         ([], None, None),
         ([], ["data.csv"], "data.csv"),
+        ([], ["--no-progress", "data.csv"], "data.csv"),  # behind an option (a real trial)
     ]:
         args = argparse.Namespace(paths=paths, verify=verify)
         assert _path_after_verify(args) == expected, (paths, verify)

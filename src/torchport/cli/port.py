@@ -122,12 +122,12 @@ def _path_after_verify(args: argparse.Namespace) -> str | None:
 
     With no PATH before it, ``port --verify train.py`` would port the working folder
     and hand ``train.py`` to the script as an argument: never what was meant when
-    ``train.py`` exists. An explicit ``--`` first says the arguments are the script's.
+    ``train.py`` exists, also behind an option (``port --verify --no-progress
+    train.py``). An explicit ``--`` first says the arguments are the script's.
     """
     if args.paths or not args.verify or args.verify[0] == "--":
         return None
-    first = str(args.verify[0])
-    return first if os.path.exists(first) else None
+    return next((str(a) for a in args.verify if os.path.exists(str(a))), None)
 
 
 def _verify(paths: list[str], args: argparse.Namespace) -> Any:
