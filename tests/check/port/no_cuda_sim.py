@@ -4,7 +4,8 @@ The simulated accelerator is installed once per process and then stays: a test t
 installed it in the pytest process would put every later in-process run of a ported
 program on it. Here the child runs the original first (on the CPU), installs the
 simulated accelerator (no CUDA redirect: ``torch.cuda.is_available()`` stays False, as on
-MPS or XPU), then runs the port; each program appends tensors to ``OUT``.
+MPS or XPU), then runs the port; each program appends tensors to ``OUT``. A table of
+cases runs in one child (:func:`originals_on_cpu_ports_on_sim`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ _CHILD = """
 import json, sys
 import torch
 
-original, ported = json.loads(open(sys.argv[1]).read())
+pairs = json.loads(open(sys.argv[1]).read())
 
 def run(source):
     out = []
@@ -29,26 +30,38 @@ def run(source):
     exec(compile(source, "<program>", "exec"), {"OUT": out, "__name__": "__main__"})
     return out
 
-cpu = run(original)
+cpus = [run(original) for original, _ in pairs]
 from torchport.testing import simulate_accelerator
 simulate_accelerator()
-sim = run(ported)
-same = len(cpu) == len(sim) and all(torch.equal(a, b.cpu()) for a, b in zip(cpu, sim))
-print(json.dumps({"same": same, "devices": [str(t.device) for t in sim]}))
+results = []
+for cpu, (_, ported) in zip(cpus, pairs):
+    sim = run(ported)
+    same = len(cpu) == len(sim) and all(torch.equal(a, b.cpu()) for a, b in zip(cpu, sim))
+    results.append({"same": same, "devices": [str(t.device) for t in sim]})
+print(json.dumps(results))
 """
 
 
 def original_on_cpu_port_on_sim(original: str, ported: str) -> dict[str, Any]:
     """``{"same": values equal, "devices": each ported output's device}``; a program that
     raises fails the assertion with the child's traceback."""
+    (result,) = originals_on_cpu_ports_on_sim([(original, ported)])
+    return result
+
+
+def originals_on_cpu_ports_on_sim(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """:func:`original_on_cpu_port_on_sim` for many (original, ported) pairs in one child:
+    every original on the CPU first, then every port on the simulated accelerator (one
+    child start for a whole table of cases, not one per case)."""
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.json"
-        job.write_text(json.dumps([original, ported]), encoding="utf-8")
+        job.write_text(json.dumps(pairs), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
         child = subprocess.run(
             [sys.executable, "-c", _CHILD, str(job)],
             capture_output=True, text=True, env=env, check=False,
         )  # fmt: skip
     assert child.returncode == 0, child.stderr[-3000:]
-    result: dict[str, Any] = json.loads(child.stdout.splitlines()[-1])
-    return result
+    results: list[dict[str, Any]] = json.loads(child.stdout.splitlines()[-1])
+    assert len(results) == len(pairs), results
+    return results

@@ -9,12 +9,13 @@ that meet it are reported, not moved to another device.
 
 from __future__ import annotations
 
+import itertools
 import re
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import original_on_cpu_port_on_sim
+from tests.check.port.no_cuda_sim import originals_on_cpu_ports_on_sim
 from torchport.check import check_source, fix_source
 from torchport.check.port import port_text
 
@@ -125,62 +126,65 @@ FLAG_DATA = {
 }
 
 
-@settings(max_examples=len(FLAG_PLACEMENTS) * len(FLAG_DATA), deadline=None)
-@given(st.sampled_from(sorted(FLAG_PLACEMENTS)), st.sampled_from(sorted(FLAG_DATA)))
-def test_a_model_placed_under_the_programs_own_cuda_flag_gets_no_second_device(
-    placement: str, data: str
-) -> None:
+def test_a_model_placed_under_the_programs_own_cuda_flag_gets_no_second_device() -> None:
     """On an accelerator that is not CUDA (MPS, XPU: the simulated one with no CUDA
     redirect), the program's flag keeps its model on the CPU; the port's batch moves to
     "the accelerator" met it there: "Expected all tensors to be on the same device", where
     the original ran. The port reuses the program's choice: it writes no second device and
-    reports what it would have moved."""
-    source = (
+    reports what it would have moved. Every placement with every data form, in one child."""
+    sources = [
         "import torch\n\nUSE_CUDA = torch.cuda.is_available()\n"
         + FLAG_PLACEMENTS[placement]
         + FLAG_DATA[data]
         + "    OUT.append(model(x).detach())\n"
-    )
-    outcome = port_text(source)
-    assert "device" not in outcome.source, outcome.source
+        for placement, data in itertools.product(sorted(FLAG_PLACEMENTS), sorted(FLAG_DATA))
+    ]
+    ported = [port_text(source).source for source in sources]
+    for source in ported:
+        assert "device" not in source, source
     # On the simulated accelerator with no CUDA redirect, torch.cuda.is_available() is False.
-    got = original_on_cpu_port_on_sim(source, outcome.source)
-    assert got["same"] and len(got["devices"]) == 2, got
+    got = originals_on_cpu_ports_on_sim(list(zip(sources, ported, strict=True)))
+    for source, result in zip(sources, got, strict=True):
+        assert result["same"] and len(result["devices"]) == 2, (result, source)
 
 
-@given(
-    st.sampled_from(["device", "dev", "_device"]),
-    st.sampled_from(["({})", "(device={})"]),
-    st.sampled_from(["agent.net(x)", "agent.act(x)"]),
-    st.sampled_from(['"cpu"', '"cuda" if torch.cuda.is_available() else "cpu"']),
+OWN_DEVICE_FORMS = list(
+    itertools.product(
+        ["device", "dev", "_device"],
+        ["({})", "(device={})"],
+        ["agent.net(x)", "agent.act(x)"],
+        ['"cpu"', '"cuda" if torch.cuda.is_available() else "cpu"'],
+    )
 )
-@settings(max_examples=12, deadline=None)
-def test_a_model_placed_on_its_classs_own_device_gets_no_input_on_a_second_device(
-    attr: str, move: str, use: str, choice: str
-) -> None:
+
+
+def test_a_model_placed_on_its_classs_own_device_gets_no_input_on_a_second_device() -> None:
     """A class's own ``self.device`` (the CPU, or CUDA-or-CPU: the CPU on MPS or XPU, issue
     31's item 2) places its model: the tensor meeting it is reported, not moved to a second,
-    module-level ``device`` (issue 31, x31 report)."""
-    source = (
-        "import torch\nimport torch.nn as nn\n\n"
-        "class Agent:\n"
-        "    def __init__(self):\n"
-        f"        self.{attr} = torch.device({choice})\n"
-        f"        self.net = nn.Linear(4, 2).to{move.format('self.' + attr)}\n\n"
-        "    def act(self, obs):\n"
-        "        return self.net(obs)\n\n"
-        "agent = Agent()\n"
-        "x = torch.randn(3, 4)\n"
-        f"OUT.append({use}.detach())\n"
-    )
-    outcome = port_text(source)
-    got = original_on_cpu_port_on_sim(source, outcome.source)
-    assert got["same"], (got, outcome.source)
-    # nothing moved to a second device; the CPU tensor that meets the model is named
-    # with the program's own placement
-    assert outcome.remaining, outcome.source
-    if use == "agent.net(x)":
-        line = source.splitlines().index("x = torch.randn(3, 4)") + 1
-        assert any(f.line == line and f"self.{attr}" in f.message for f in outcome.remaining), (
-            outcome.remaining
+    module-level ``device`` (issue 31, x31 report). Every form, in one child."""
+    cases = []
+    for attr, move, use, choice in OWN_DEVICE_FORMS:
+        source = (
+            "import torch\nimport torch.nn as nn\n\n"
+            "class Agent:\n"
+            "    def __init__(self):\n"
+            f"        self.{attr} = torch.device({choice})\n"
+            f"        self.net = nn.Linear(4, 2).to{move.format('self.' + attr)}\n\n"
+            "    def act(self, obs):\n"
+            "        return self.net(obs)\n\n"
+            "agent = Agent()\n"
+            "x = torch.randn(3, 4)\n"
+            f"OUT.append({use}.detach())\n"
         )
+        cases.append((attr, use, source, port_text(source)))
+    got = originals_on_cpu_ports_on_sim([(source, out.source) for _, _, source, out in cases])
+    for (attr, use, source, outcome), result in zip(cases, got, strict=True):
+        assert result["same"], (result, outcome.source)
+        # nothing moved to a second device; the CPU tensor that meets the model is named
+        # with the program's own placement
+        assert outcome.remaining, outcome.source
+        if use == "agent.net(x)":
+            line = source.splitlines().index("x = torch.randn(3, 4)") + 1
+            assert any(f.line == line and f"self.{attr}" in f.message for f in outcome.remaining), (
+                outcome.remaining
+            )
