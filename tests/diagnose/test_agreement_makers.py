@@ -89,10 +89,10 @@ def _program(body: list[str]) -> str:
 
 # A one-line move of ``t`` (on this host it hands back ``t`` itself) followed later by
 # ``t = t.cpu()`` of a device tensor: the prediction then counts a wait (or a copy) at the
-# next read (or write) of the host copy that the device does not make. Left out of the draw, and kept as the
+# next read (or write) of the host copy that the device does not make. One object of the
+# CPU run stands for two tensors of the device run (``_`` the device's, ``t`` the host
+# copy), and the audit follows objects, not names. Left out of the draw, and kept as the
 # strict xfail below, so its fix announces itself (found by a clean-clone run's draw).
-# One object of the CPU run stands for two tensors of the device run (``_`` the device's,
-# ``t`` the host copy), and the audit follows objects, not names.
 _ONE_LINE_MOVES = ("_ = t.to(dev)", "t.to(dev)", "_ = Variable(t).to(dev)", "_ = t.data.to(dev)")
 
 
