@@ -69,8 +69,12 @@ benchmarks/data/precision_repos_round5o.json --sample benchmarks/data/precision_
 --seed 48 --draw 100``. The sixteenth (the same uniform draw, with main's rules after TP401
 and TP406 left the defaults, 18 more new repositories): ``--repos
 benchmarks/data/precision_repos_round5p.json --sample benchmarks/data/precision_sample_p.csv
---seed 49 --draw 100``. ``--pool SAMPLE...`` pools judged samples per rule (``--now``: only
-the rows the current rules still report).
+--seed 49 --draw 100``. The seventeenth (the same uniform draw, 160 findings, main's rules at
+e7ca971, 17 more new repositories; the CSV is sorted as ``--draw`` writes it, and
+``precision_sample_q_order.txt`` lists its rows in the order the seeded draw returned them, the
+order they were judged in): ``--repos benchmarks/data/precision_repos_round5q.json --sample
+benchmarks/data/precision_sample_q.csv --seed 50 --draw 160``. ``--pool SAMPLE...`` pools judged
+samples per rule (``--now``: only the rows the current rules still report).
 """
 
 from __future__ import annotations
