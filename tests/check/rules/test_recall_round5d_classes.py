@@ -11,7 +11,7 @@ after ``torch.manual_seed``, TP402), or reported on another line (``from torch.c
 import GradScaler``: TP403 reports the call).
 
 - torch reached only through a project module's star import (jinyeying/night-enhancement:
-  ``from networks import *`` then ``torch.load(...)``): every rule is silent in the file;
+  ``from networks import *`` then ``torch.load(...)``): the name is not read as torch;
 - the call sites of a project helper whose body calls ``.cuda()`` (MIC-DKFZ/nnUNet:
   ``data = to_cuda(data)``): only the helper's body is reported;
 - a factory that meets a tensor argument's rows (ludwig-ai/ludwig:
