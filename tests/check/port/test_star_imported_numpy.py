@@ -1,0 +1,76 @@
+"""The silent class the fourth held-out port set (branch h31d) found: numpy by a star import.
+
+mingen-pan/Reinforcement-Learning-Q-learning-Gridworld-Pytorch's ``main.py`` never imports
+numpy itself: ``np`` comes with ``from gridworld import *`` (the sibling module imports it).
+The port places the model and its input, but ``np.argmax(qval.data)`` of the model's output
+is not reported (TP522 is when ``np`` is imported by the file itself): "0 left", and the
+ported program stops on the accelerator at that line (``.numpy()`` of a device tensor).
+``torchport port --verify`` reports the line; the static report does not.
+
+The oracle: the ported project run with ``meta`` standing in for the accelerator (numpy
+refuses a meta tensor, as it refuses a device one), and what the port said was left.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.check.port.siblings import load
+from torchport.check import port_paths
+
+project_fuzz = load("project_fuzz_for_star_numpy", Path(__file__).parent / "test_project_fuzz.py")
+
+_WORLD = """import numpy as np
+
+def start():
+    return np.ones(4, dtype=np.float32)
+"""
+
+_TRAIN = """NUMPY
+import torch
+
+model = torch.nn.Linear(4, 3)
+state = torch.from_numpy(start()).view(1, -1)
+qval = model(state)
+OUT.append(int(np.argmax(qval.data)))
+"""
+
+
+def _placed_or_said(numpy_import: str) -> bool:
+    files = {"world.py": _WORLD, "train.py": _TRAIN.replace("NUMPY", numpy_import)}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "project"
+        project_fuzz._write(root, files)
+        on_cpu, _ = project_fuzz._run(root, meta=False)
+        assert not isinstance(on_cpu, BaseException), on_cpu  # the original runs on the CPU
+        result = port_paths([root], jobs=1)
+        ran, off = project_fuzz._run(root, meta=True)
+        return (not off and not isinstance(ran, BaseException)) or bool(result.remaining)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 31 (h31d's held-out set, mingen-pan Gridworld main.py): `np` known only "
+    "through `from sibling import *`; numpy of the model's output is not reported",
+)
+def test_numpy_of_the_output_is_said_when_np_comes_by_a_star_import() -> None:
+    assert _placed_or_said("from world import *")
+
+
+def test_numpy_of_the_output_is_said_when_the_file_imports_numpy() -> None:
+    """Not blind: the same program with its own `import numpy as np` is reported (TP522)."""
+    assert _placed_or_said("from world import *\nimport numpy as np")
+
+
+def test_the_oracle_sees_the_leftover() -> None:
+    """Not blind: ported, the star-import program fails with `meta` standing in."""
+    files = {"world.py": _WORLD, "train.py": _TRAIN.replace("NUMPY", "from world import *")}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "project"
+        project_fuzz._write(root, files)
+        port_paths([root], jobs=1)
+        ran, off = project_fuzz._run(root, meta=True)
+        assert off or isinstance(ran, BaseException)
