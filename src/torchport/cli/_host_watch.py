@@ -36,8 +36,9 @@ device, or they do not require grad), ``.item()``, ``.numpy()``,
 ``torch.tensor(list)`` (no tensor input), indexing a CPU lengths tensor, loading,
 small elementwise ops on host results.
 
-Each place is reported once, with the number of calls made there and the first
-call's name (a heavy op's, when one is made there), at most :data:`LIMIT` places.
+Each place is reported once, with the number of host-work calls made there, named
+by its weightiest call (a heavy op, then a backward, a step, an op on a leaf), at
+most :data:`LIMIT` places.
 A place is *chosen* (the program may mean it) when one of its host inputs was put
 on the host by the program itself: the result of ``.cpu()``, of ``.to()`` with a
 host device, of a call with ``device=`` the host (``model.cpu()`` and
@@ -89,6 +90,7 @@ _BOOKKEEPING = frozenset(
         "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "backward",
     }
 )  # fmt: skip
+_RANK = {"grad": 0, "step": 1, "backward": 2, "heavy": 3}
 _GRAPH_NODES = 20_000  # nodes of a backward's graph read at most for a host leaf
 
 
@@ -238,8 +240,8 @@ class HostWatch(TorchFunctionMode):
         entry = self.index.get(where)
         if entry is not None:
             entry[3] += 1
-            if kind == "heavy" and entry[4] != "heavy":
-                entry[2], entry[4] = _shown(func), kind
+            if _RANK[kind] > _RANK[entry[4]]:  # the line is named by its weightiest call
+                entry[2], entry[4] = func if isinstance(func, str) else _shown(func), kind
             return
         if where in self._left or len(self.places) >= LIMIT:
             return
