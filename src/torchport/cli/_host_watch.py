@@ -20,8 +20,8 @@ a :class:`torch.overrides.TorchFunctionMode` beside the float64 watch of
    * **training on the host**: grad mode is on, an input is a host *leaf* that
      requires grad (a parameter, or a raw ``w.requires_grad_()`` tensor), and the
      call is not bookkeeping (:data:`_BOOKKEEPING`: attribute reads, moves,
-     ``detach``, ``item``/``numpy``/``tolist``, sizes, hooks; and torch's private
-     helpers, ``_name`` but not ``__name__``);
+     ``detach``, ``item``/``numpy``/``tolist``, sizes, hooks; predicates, ``is_*``;
+     and torch's private helpers, ``_name`` but not ``__name__``);
    * **a backward on the host**: ``Tensor.backward`` of a host tensor whose graph
      reaches a host leaf that requires grad;
    * **an optimizer step on the host**: ``step()`` of an optimizer with a host
@@ -222,8 +222,8 @@ class HostWatch(TorchFunctionMode):
             return ""
         if name == "backward":
             return "backward" if _host_leaf_in_graph(inputs[0]) else ""
-        if name in _BOOKKEEPING or (name[:1] == "_" and name[:2] != "__"):
-            return ""  # torch's private helpers (`_has_compatible_shallow_copy_type`) too
+        if name in _BOOKKEEPING or name[:3] == "is_" or (name[:1] == "_" and name[:2] != "__"):
+            return ""  # predicates, torch's private helpers (`_has_compatible_shallow_copy_type`)
         return "grad" if any(t.requires_grad and t.grad_fn is None for t in inputs) else ""
 
     def _step(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:

@@ -54,7 +54,8 @@ __all__ = ["Float64Use", "HostWork", "Verification", "find_entry", "verify", "ve
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _DEVICE_WORDS = re.compile(
     r"same device|found at least two devices|device type|convert .* to numpy|"
-    r"lengths.*(cpu|CPU)|Expected .* device|on device",
+    r"lengths.*(cpu|CPU)|Expected .* device|on device|"
+    r"set_data.*incompatible tensor type",  # `param.data = t` across devices
 )
 
 
