@@ -9,10 +9,12 @@ a :class:`torch.overrides.TorchFunctionMode` beside the float64 watch of
 **The rule (the invariant the tests hold).** A torch call is *host work* when all of:
 
 1. it is made from the user's code: the innermost frame in a file under ROOTS
-   names the place (``file:line``); a call made while a ``DataLoader`` fetches
-   (``torchport.diagnose.data_loading``: sampler, dataset, ``collate_fn``, in
-   the main process; workers are other processes) or while an ``nn.Module``'s
-   ``__init__`` runs (a model is built on the host, then placed) is not;
+   names the place (``file:line``), with no torchport frame between (the
+   simulated accelerator's kernels compute on host tensors); a call made while
+   a ``DataLoader`` fetches (``torchport.diagnose.data_loading``: sampler,
+   dataset, ``collate_fn``, in the main process; workers are other processes)
+   or while an ``nn.Module``'s ``__init__`` runs (a model is built on the host,
+   then placed) is not;
 2. it has a tensor input and every tensor input (arguments, and tensors in a
    list or tuple argument, the first 8) is on the host;
 3. it is real compute, one of:
@@ -43,19 +45,23 @@ A place is *chosen* (the program may mean it) when one of its host inputs was pu
 on the host by the program itself: the result of ``.cpu()``, of ``.to()`` with a
 host device, of a call with ``device=`` the host (``model.cpu()`` and
 ``model.to("cpu")`` move each parameter that way, then set its ``.data``), or
-computed from such a tensor.
+computed from such a tensor. Marks are kept by ``id`` with the tensor's shape and
+dtype, never a reference or a weakref (a weakref makes ``torch.utils.swap_tensors``
+refuse, and module moves use it): a reused ``id`` can change a finding's wording,
+never whether a place is reported.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.overrides import TorchFunctionMode
-from torch.utils.weak import WeakIdKeyDictionary
 
 from torchport._device_types import CPU
 from torchport._origin import of_project
@@ -90,16 +96,28 @@ _BOOKKEEPING = frozenset(
         "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "backward",
     }
 )  # fmt: skip
+_CHOSEN_KEPT = 200_000  # marks kept at most
 _RANK = {"grad": 0, "step": 1, "backward": 2, "heavy": 3}
 _GRAPH_NODES = 20_000  # nodes of a backward's graph read at most for a host leaf
 
 
-def user_line(frame: FrameType | None, roots: tuple[str, ...]) -> tuple[str, int] | None:
-    """The innermost frame from ``frame`` up in a file under ``roots``: (path, line)."""
+_OWN = str(Path(__file__).resolve().parents[1]) + os.sep  # torchport's own files
+
+
+def user_line(
+    frame: FrameType | None, roots: tuple[str, ...], *, direct: bool = False
+) -> tuple[str, int] | None:
+    """The innermost frame from ``frame`` up in a file under ``roots``: (path, line).
+
+    ``direct``: None when torchport's own code (the simulated accelerator's kernels,
+    which compute on host tensors for the device) lies between ``frame`` and it.
+    """
     while frame is not None:
         name = frame.f_code.co_filename
         if of_project(name, roots):
             return name, frame.f_lineno
+        if direct and name.startswith(_OWN):
+            return None
         frame = frame.f_back
     return None
 
@@ -170,17 +188,20 @@ class HostWatch(TorchFunctionMode):
         self.prefixes = prefixes
         self.places = places
         self.index: dict[tuple[str, int], list[Any]] = {}
-        self.chosen: WeakIdKeyDictionary = WeakIdKeyDictionary()  # put on the host by the program
+        # put on the host by the program: id -> (shape, dtype). No reference and no weakref
+        # (a weakref makes `torch.utils.swap_tensors`, which module moves use, refuse);
+        # a reused id whose shape and dtype match can change a finding's wording only.
+        self._chosen: dict[int, tuple[Any, Any]] = {}
         self._hook: Any = None
         self._left: set[tuple[str, int]] = set()  # places in loading or a module's __init__
 
     def __enter__(self) -> HostWatch:
         self._hook = register_optimizer_step_pre_hook(self._step)
-        super().__enter__()
+        super().__enter__()  # type: ignore[no-untyped-call]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        super().__exit__(*exc)
+        super().__exit__(*exc)  # type: ignore[no-untyped-call]
         self._hook.remove()
 
     def before(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool | None:
@@ -193,7 +214,7 @@ class HostWatch(TorchFunctionMode):
         for t in inputs:
             if t.device.type != CPU:
                 return None
-        chosen = any(t in self.chosen for t in inputs)
+        chosen = any(map(self._is_chosen, inputs))
         kind = self._kind(getattr(func, "__name__", ""), inputs)
         if kind:
             self._record(sys._getframe(2), func, kind, chosen)
@@ -203,8 +224,8 @@ class HostWatch(TorchFunctionMode):
         """Mark ``result`` as put on the host by the program (``host``: what
         :meth:`before` returned)."""
         name = getattr(func, "__name__", "")
-        if name == "__set__" and len(args) == 2 and args[1] in self.chosen:
-            self.chosen[args[0]] = True  # `param.data = moved`, as `model.cpu()` does
+        if name == "__set__" and len(args) == 2 and self._is_chosen(args[1]):
+            self._choose(args[0])  # `param.data = moved`, as `model.cpu()` does
         if not isinstance(result, torch.Tensor):
             return
         if (
@@ -213,7 +234,7 @@ class HostWatch(TorchFunctionMode):
             or (name == "to" and any(map(_names_host, (*args[1:], *kwargs.values()))))
             or (kwargs and _names_host(kwargs.get("device")))  # made there on purpose
         ):
-            self.chosen[result] = True
+            self._choose(result)
 
     def _kind(self, name: str, inputs: list[torch.Tensor]) -> str:
         if name in HEAVY:
@@ -230,11 +251,23 @@ class HostWatch(TorchFunctionMode):
         params = [p for group in opt.param_groups for p in group["params"]]
         host = [p for p in params if isinstance(p, torch.Tensor) and p.device.type == CPU]
         if host:
-            chosen = any(p in self.chosen for p in host)
+            chosen = any(map(self._is_chosen, host))
             self._record(sys._getframe(1), f"{type(opt).__name__}.step", "step", chosen)
 
+    def _is_chosen(self, tensor: Any) -> bool:
+        known = self._chosen.get(id(tensor))
+        if known is None or not isinstance(tensor, torch.Tensor):
+            return False
+        return known == (tensor.shape, tensor.dtype)
+
+    def _choose(self, tensor: Any) -> None:
+        if isinstance(tensor, torch.Tensor):
+            if len(self._chosen) > _CHOSEN_KEPT:
+                self._chosen.clear()  # bounded: only wording is lost
+            self._chosen[id(tensor)] = (tensor.shape, tensor.dtype)
+
     def _record(self, frame: FrameType | None, func: Any, kind: str, chosen: bool) -> None:
-        where = user_line(frame, self.prefixes)
+        where = user_line(frame, self.prefixes, direct=True)
         if where is None:
             return
         entry = self.index.get(where)

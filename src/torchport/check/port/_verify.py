@@ -133,7 +133,7 @@ class Verification:
 
     def summary(self) -> str:
         """What the run showed, for the port's report: findings first, then one sentence."""
-        uses = [u.finding() for u in (*self.float64, *self.host_work)]
+        uses = [u.finding() for u in self.float64] + [w.finding() for w in self.host_work]
         return "\n".join([*uses, self._sentence()])
 
     def _sentence(self) -> str:
@@ -240,10 +240,11 @@ def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) ->
     for w in (*first.host_work, *second.host_work):  # the same program twice: the most calls
         known = host.get((w.path, w.line))
         host[(w.path, w.line)] = w if known is None or w.calls > known.calls else known
-    both = {"float64": tuple(found.values()), "host_work": tuple(host.values())}
+    float64, host_work = tuple(found.values()), tuple(host.values())
     if second.status != "verified":
-        return dataclasses.replace(second, **both)
-    return dataclasses.replace(first, seconds=first.seconds + second.seconds, **both)
+        return dataclasses.replace(second, float64=float64, host_work=host_work)
+    seconds = first.seconds + second.seconds
+    return dataclasses.replace(first, seconds=seconds, float64=float64, host_work=host_work)
 
 
 def _run_once(
