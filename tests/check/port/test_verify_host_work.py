@@ -103,6 +103,23 @@ print(seen, correct, np.mean(losses), confusion.numpy().tolist(), torch.tensor(l
 """
 
 
+# Put on the CPU to save, then back on the device: nothing left there, no finding, no refusal
+# (a mark kept with a weakref made the simulator's module move refuse the swap).
+_THERE_AND_BACK = """\
+import torch
+from torch import nn
+
+device = torch.accelerator.current_accelerator() or torch.device("cpu")
+model = nn.Linear(4, 2).to(device)
+model.cpu()
+torch.save(model.state_dict(), "weights.pt")
+model.to(device)
+loss = model(torch.ones(3, 4, device=device)).sum()
+loss.backward()
+print(loss.item())
+"""
+
+
 def _host_lines(text: str) -> set[int]:
     return {i for i, line in enumerate(text.splitlines(), 1) if line.endswith("# host")}
 
@@ -174,3 +191,11 @@ def test_a_placed_program_with_host_bookkeeping_is_verified(tmp_path: Path) -> N
 
 def _findings(out: str, name: str) -> list[str]:
     return re.findall(rf"{re.escape(name)}:(\d+): verify: host work", out)
+
+
+@pytest.mark.needs_simulator  # runs the script on sim:0: needs torch 2.7+
+def test_a_model_moved_to_the_cpu_and_back_is_verified(tmp_path: Path) -> None:
+    script = tmp_path / "back.py"
+    script.write_text(_THERE_AND_BACK)
+    result = verify_entry([str(script)], [], timeout=240)
+    assert result.verified, result.summary()
