@@ -63,7 +63,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.overrides import TorchFunctionMode
 
-from torchport._device_types import CPU
+from torchport._device_types import CPU, MOVE_METHODS
 from torchport._origin import of_project
 from torchport.diagnose import data_loading
 
@@ -90,12 +90,12 @@ _BOOKKEEPING = frozenset(
         "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "stride",
         "storage_offset", "data_ptr", "is_contiguous", "is_floating_point", "is_complex",
         "is_pinned", "is_shared", "get_device", "untyped_storage", "storage", "_typed_storage",
-        "to", "cpu", "cuda", "type", "pin_memory", "share_memory_", "__repr__", "__str__",
+        "to", "type", "pin_memory", "share_memory_", "__repr__", "__str__",
         "__format__", "__len__", "__hash__", "__deepcopy__", "__reduce_ex__", "__setstate__",
         "__getstate__", "__dlpack__", "__dlpack_device__", "__array__", "_is_view",
         "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "backward",
     }
-)  # fmt: skip
+) | MOVE_METHODS  # fmt: skip
 _CHOSEN_KEPT = 200_000  # marks kept at most
 _RANK = {"grad": 0, "step": 1, "backward": 2, "heavy": 3}
 _GRAPH_NODES = 20_000  # nodes of a backward's graph read at most for a host leaf
@@ -181,12 +181,16 @@ def _shown(func: Any) -> str:
 class HostWatch(TorchFunctionMode):
     """The watch (see the module docstring). ``places`` gets one entry per place,
     ``[path, line, call, calls, kind, chosen]``, kind one of "grad", "backward",
-    "step", "heavy"; the mode calls :meth:`before` and :meth:`after` around each call."""
+    "step", "heavy". ``also(func, args, kwargs, result)``, when given, hears each
+    call too, after it ran (the float64 watch: one mode for both)."""
 
-    def __init__(self, prefixes: tuple[str, ...], places: list[list[Any]]) -> None:
+    def __init__(
+        self, prefixes: tuple[str, ...], places: list[list[Any]], also: Any = None
+    ) -> None:
         super().__init__()
         self.prefixes = prefixes
         self.places = places
+        self.also = also
         self.index: dict[tuple[str, int], list[Any]] = {}
         # put on the host by the program: id -> (shape, dtype). No reference and no weakref
         # (a weakref makes `torch.utils.swap_tensors`, which module moves use, refuse);
@@ -204,6 +208,21 @@ class HostWatch(TorchFunctionMode):
         super().__exit__(*exc)  # type: ignore[no-untyped-call]
         self._hook.remove()
 
+    def __torch_function__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        host = self.before(func, args, kwargs)
+        result = func(*args, **kwargs)
+        self.after(func, args, kwargs, host, result)
+        if self.also is not None:
+            self.also(func, args, kwargs, result)
+        return result
+
     def before(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool | None:
         """Hear one torch call of the program before it runs (a backward's graph is
         read before the backward frees it). Returns None when an input is not on the
@@ -216,7 +235,7 @@ class HostWatch(TorchFunctionMode):
                 return None
         chosen = any(map(self._is_chosen, inputs))
         kind = self._kind(getattr(func, "__name__", ""), inputs)
-        if kind:
+        if kind:  # frames: before, __torch_function__, the caller
             self._record(sys._getframe(2), func, kind, chosen)
         return chosen
 
@@ -230,7 +249,7 @@ class HostWatch(TorchFunctionMode):
             return
         if (
             host  # computed from a tensor the program put on the host
-            or name == "cpu"
+            or name == CPU  # `x.cpu()`
             or (name == "to" and any(map(_names_host, (*args[1:], *kwargs.values()))))
             or (kwargs and _names_host(kwargs.get("device")))  # made there on purpose
         ):

@@ -87,31 +87,19 @@ def _watch(roots: list[str], places: list[list[object]], host: list[list[Any]]) 
     prefixes = tuple(str(Path(r).resolve()) + (os.sep if Path(r).is_dir() else "") for r in roots)
     seen: set[tuple[str, int]] = set()
 
-    class Watch(HostWatch):
-        def __torch_function__(
-            self,
-            func: Any,
-            types: Any,
-            args: tuple[Any, ...] = (),
-            kwargs: dict[str, Any] | None = None,
-        ) -> Any:
-            kwargs = kwargs or {}
-            host = self.before(func, args, kwargs)
-            result = func(*args, **kwargs)
-            self.after(func, args, kwargs, host, result)
-            if (
-                len(places) < _LIMIT
-                and _float64_on_device(result, torch)
-                and not any(_float64_on_device(a, torch) for a in (*args, *kwargs.values()))
-            ):
-                where = user_line(sys._getframe(1), prefixes)
-                if where is not None and where not in seen:
-                    seen.add(where)
-                    name = getattr(func, "__name__", None) or repr(func)
-                    places.append([where[0], where[1], name])
-            return result
+    def float64(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        if (
+            len(places) < _LIMIT
+            and _float64_on_device(result, torch)
+            and not any(_float64_on_device(a, torch) for a in (*args, *kwargs.values()))
+        ):  # frames: float64, the mode's __torch_function__, the caller
+            where = user_line(sys._getframe(2), prefixes)
+            if where is not None and where not in seen:
+                seen.add(where)
+                name = getattr(func, "__name__", None) or repr(func)
+                places.append([where[0], where[1], name])
 
-    return Watch(prefixes, host)
+    return HostWatch(prefixes, host, also=float64)
 
 
 if __name__ == "__main__":
