@@ -76,6 +76,7 @@ _BOOKKEEPING = [
     "v = (A_host * 2 + 1).mean()",
     "v = NONLEAF_host.max()",
     "v = W_host.detach().numpy()",
+    "v = W_host.clone().detach().numpy()",  # a snapshot for a history
     "v = W_host.shape[0] + W_host.numel()",
     "with torch.no_grad(): v = W_host * 2",
     "v = next(iter(LOADER))",

@@ -22,7 +22,8 @@ a :class:`torch.overrides.TorchFunctionMode` beside the float64 watch of
    * **training on the host**: grad mode is on, an input is a host *leaf* that
      requires grad (a parameter, or a raw ``w.requires_grad_()`` tensor), and the
      call is not bookkeeping (:data:`_BOOKKEEPING`: attribute reads, moves,
-     ``detach``, ``item``/``numpy``/``tolist``, sizes, hooks; predicates, ``is_*``;
+     ``detach``, copies (``clone``: a snapshot for a history), ``item``/``numpy``/
+     ``tolist``, sizes, hooks; predicates, ``is_*``;
      and torch's private helpers, ``_name`` but not ``__name__``);
    * **a backward on the host**: ``Tensor.backward`` of a host tensor whose graph
      reaches a host leaf that requires grad;
@@ -93,7 +94,8 @@ _BOOKKEEPING = frozenset(
         "to", "type", "pin_memory", "share_memory_", "__repr__", "__str__",
         "__format__", "__len__", "__hash__", "__deepcopy__", "__reduce_ex__", "__setstate__",
         "__getstate__", "__dlpack__", "__dlpack_device__", "__array__", "_is_view",
-        "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "backward",
+        "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "backward", "clone",
+        "contiguous",
     }
 ) | MOVE_METHODS  # fmt: skip
 _CHOSEN_KEPT = 200_000  # marks kept at most
