@@ -240,7 +240,8 @@ def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) ->
     for w in (*first.host_work, *second.host_work):  # the same program twice: the most calls
         known = host.get((w.path, w.line))
         host[(w.path, w.line)] = w if known is None or w.calls > known.calls else known
-    float64, host_work = tuple(found.values()), tuple(host.values())
+    float64 = tuple(found.values())
+    host_work = tuple(sorted(host.values(), key=lambda w: (w.path, w.line)))
     if second.status != "verified":
         return dataclasses.replace(second, float64=float64, host_work=host_work)
     seconds = first.seconds + second.seconds
@@ -280,8 +281,13 @@ def _run_once(
         for path, line, call in report.get("float64", [])
     )
     host = tuple(
-        HostWork(_shown(str(path)), int(line), str(call), int(calls), str(kind), bool(chosen))
-        for path, line, call, calls, kind, chosen in report.get("host_work", [])
+        sorted(
+            (
+                HostWork(_shown(str(p)), int(n), str(call), int(calls), str(kind), bool(chosen))
+                for p, n, call, calls, kind, chosen in report.get("host_work", [])
+            ),
+            key=lambda w: (w.path, w.line),
+        )
     )
     if done.returncode == 0:
         return Verification(
