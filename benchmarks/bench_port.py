@@ -161,6 +161,12 @@ def _verified(script: Path, timeout: int) -> str:
     found = verify_entry([str(script)], [], timeout=timeout)
     uses = f", {len(found.float64)} float64 line(s) reported" if found.float64 else ""
     where = f" at {Path(found.path).name}:{found.line}" if found.path else ""
+    host = ", ".join(
+        f"{Path(w.path).name}:{w.line} {w.call}{' (chosen)' if w.chosen else ''}"
+        for w in found.host_work[:4]
+    )
+    if found.host_work:
+        uses += f", host work at {len(found.host_work)} place(s) ({host})"
     return f"--verify: {found.status}{where}{uses}"
 
 
@@ -207,7 +213,9 @@ def real(dirs: list[str], timeout: int, verify: bool = False) -> None:
                 left,
                 unchanged,
             )
-            if verify and not unchanged and not results[f"cpu:orig:{name}"].get("error"):
+            # a program the port did not change is verified too: "nothing to port" may
+            # be a whole program left on the CPU
+            if verify and not results[f"cpu:orig:{name}"].get("error"):
                 rows[name] += "; " + _verified(Path(tmp) / "ported" / name, timeout)
     width = max(len(n) for n in rows)
     for name in sorted(rows):

@@ -14,12 +14,16 @@ REPORT (a JSON object):
 * ``"float64"``: each place in the user's code (a file under ROOTS, a
   ``os.pathsep``-separated list) where a float64 tensor was made on the device,
   moved there or cast to float64 there (CUDA runs it; MPS has no float64), as
-  ``[path, line, what]`` once per place.
+  ``[path, line, what]`` once per place;
+* ``"host_work"``: each place in the user's code where the run computed on the
+  host (a model, a raw ``requires_grad`` tensor or a layer's weight left on the
+  CPU: the rule is :mod:`torchport.cli._host_watch`'s), as
+  ``[path, line, call, calls, kind, chosen]`` once per place.
 
-The float64 watch is a :class:`torch.overrides.TorchFunctionMode`: it sees the
+Both watches are one :class:`torch.overrides.TorchFunctionMode`: it sees the
 torch calls of the user's code and of the libraries it calls, and names the
 innermost frame under ROOTS. A result made from float64 device inputs is not a
-new place (the float64 came from elsewhere, already named).
+new float64 place (the float64 came from elsewhere, already named).
 """
 
 from __future__ import annotations
@@ -28,19 +32,16 @@ import json
 import os
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import Any
-
-from torchport._origin import of_project
 
 __all__ = ["main"]
 
-_LIMIT = 50  # places named at most: the first ones say what to fix
+_LIMIT = 50  # places named at most: the first ones say what to fix (as the host watch's)
 
 
 def main(argv: list[str]) -> int:
     report_path, roots, seen_as, *command = argv
-    report: dict[str, Any] = {"float64": []}
+    report: dict[str, Any] = {"float64": [], "host_work": []}
     try:
         code = _run(command, roots.split(os.pathsep), seen_as == "redirected", report)
     finally:
@@ -65,17 +66,8 @@ def _run(command: list[str], roots: list[str], redirect: bool, report: dict[str,
     from torchport.run import RunOptions, run_command
 
     options = RunOptions(command=tuple(command), device="sim", quiet=True, redirect_cuda=redirect)
-    with _float64_watch(roots, report["float64"]):
+    with _watch(roots, report["float64"], report["host_work"]):
         return run_command(options)
-
-
-def _user_line(frame: FrameType | None, roots: tuple[str, ...]) -> tuple[str, int] | None:
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if of_project(name, roots):
-            return name, frame.f_lineno
-        frame = frame.f_back
-    return None
 
 
 def _float64_on_device(value: Any, torch: Any) -> bool:
@@ -86,37 +78,28 @@ def _float64_on_device(value: Any, torch: Any) -> bool:
     return False
 
 
-def _float64_watch(roots: list[str], places: list[list[object]]) -> Any:
-    """The float64 watch (see the module docstring), a torch function mode."""
+def _watch(roots: list[str], places: list[list[object]], host: list[list[Any]]) -> Any:
+    """The float64 and host-work watches (see the module docstring), one torch function mode."""
     import torch
-    from torch.overrides import TorchFunctionMode
+
+    from torchport.cli._host_watch import HostWatch, user_line
 
     prefixes = tuple(str(Path(r).resolve()) + (os.sep if Path(r).is_dir() else "") for r in roots)
     seen: set[tuple[str, int]] = set()
 
-    class Float64Watch(TorchFunctionMode):
-        def __torch_function__(
-            self,
-            func: Any,
-            types: Any,
-            args: tuple[Any, ...] = (),
-            kwargs: dict[str, Any] | None = None,
-        ) -> Any:
-            kwargs = kwargs or {}
-            result = func(*args, **kwargs)
-            if (
-                len(places) < _LIMIT
-                and _float64_on_device(result, torch)
-                and not any(_float64_on_device(a, torch) for a in (*args, *kwargs.values()))
-            ):
-                where = _user_line(sys._getframe(1), prefixes)
-                if where is not None and where not in seen:
-                    seen.add(where)
-                    name = getattr(func, "__name__", None) or repr(func)
-                    places.append([where[0], where[1], name])
-            return result
+    def float64(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        if (
+            len(places) < _LIMIT
+            and _float64_on_device(result, torch)
+            and not any(_float64_on_device(a, torch) for a in (*args, *kwargs.values()))
+        ):  # frames: float64, the mode's __torch_function__, the caller
+            where = user_line(sys._getframe(2), prefixes)
+            if where is not None and where not in seen:
+                seen.add(where)
+                name = getattr(func, "__name__", None) or repr(func)
+                places.append([where[0], where[1], name])
 
-    return Float64Watch()
+    return HostWatch(prefixes, host, also=float64)
 
 
 if __name__ == "__main__":

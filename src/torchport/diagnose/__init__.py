@@ -9,6 +9,7 @@ from torchport.diagnose._doctor import DoctorReport, doctor
 from torchport.diagnose._doctor_drawing import render_doctor
 from torchport.diagnose._env import DeviceChoice
 from torchport.diagnose._findings import DoctorFinding, Severity
+from torchport.diagnose._host_work import loading as data_loading
 from torchport.diagnose._memory import MemoryReport, memory_report
 from torchport.diagnose._on_device import copies_on_device, syncs_on_device
 from torchport.diagnose._oom import explain_oom
@@ -44,6 +45,7 @@ __all__ = [
     "aten_entry",
     "audit",
     "copies_on_device",
+    "data_loading",
     "doctor",
     "explain_oom",
     "memory_report",

@@ -18,6 +18,12 @@ last word:
 * it made, moved or cast a float64 tensor on the device (CUDA runs it; MPS has
   no float64): a finding at each such ``file:line``, whether or not it ran to
   its end (the child watches torch's calls; see ``torchport.cli._port_child``);
+* it computed on the host in the user's code (host work: a model, a raw
+  ``requires_grad`` tensor or a layer's weight left on the CPU, trained or run
+  there; the rule is ``torchport.cli._host_watch``'s): a finding at each such
+  ``file:line`` with its number of calls, worded as possibly deliberate where the
+  program put those tensors on the CPU itself (``.cpu()``, ``.to("cpu")``), whether
+  or not it ran to its end; the run is then never "verified";
 * it raised something else, or ran past the time bound: what could not be
   verified, said as such; never "nothing left";
 * it could not start: torch is not installed here, or the simulated
@@ -43,12 +49,13 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Float64Use", "Verification", "find_entry", "verify", "verify_entry"]
+__all__ = ["Float64Use", "HostWork", "Verification", "find_entry", "verify", "verify_entry"]
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _DEVICE_WORDS = re.compile(
     r"same device|found at least two devices|device type|convert .* to numpy|"
-    r"lengths.*(cpu|CPU)|Expected .* device|on device",
+    r"lengths.*(cpu|CPU)|Expected .* device|on device|"
+    r"set_data.*incompatible tensor type",  # `param.data = t` across devices
 )
 
 
@@ -68,6 +75,41 @@ class Float64Use:
         )
 
 
+_KINDS = {
+    "grad": " that require grad (training on the host)",
+    "backward": " (a backward whose graph is on the host)",
+    "step": " (an optimizer step over host parameters)",
+    "heavy": "",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HostWork:
+    """A place in the user's code where the run computed on the host (CPU)."""
+
+    path: str
+    line: int
+    call: str  # the torch call named there: "torch.mm", "torch.nn.functional.linear"
+    calls: int  # how many host-work calls the run made there
+    kind: str  # "grad" | "backward" | "step" | "heavy"
+    chosen: bool = False  # the program put these tensors on the host itself
+
+    def finding(self) -> str:
+        head = (
+            f"{self.path}:{self.line}: verify: host work: `{self.call}` on host tensors"
+            f"{_KINDS.get(self.kind, '')} ({self.calls} call{'s' if self.calls != 1 else ''}): "
+        )
+        if self.chosen:
+            return head + (
+                "this runs on the CPU, where the program put these tensors itself (`.cpu()`, "
+                '`.to("cpu")`, `device="cpu"`): it may be deliberate; if not, move them to the '
+                "device, or say why with a comment"
+            )
+        return (
+            head + "this runs on the CPU; move its inputs to the device, or say why with a comment"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Verification:
     """What a run of the ported entry on the simulated accelerator showed."""
@@ -83,23 +125,27 @@ class Verification:
     # How the run saw the simulated accelerator: "cuda" (CUDA redirected to it) or
     # "accelerator" (no redirect: an accelerator that is not CUDA).
     seen_as: str = "cuda"
+    host_work: tuple[HostWork, ...] = ()
 
     @property
     def verified(self) -> bool:
-        return self.status == "verified" and not self.float64
+        return self.status == "verified" and not self.float64 and not self.host_work
 
     def summary(self) -> str:
         """What the run showed, for the port's report: findings first, then one sentence."""
-        uses = [u.finding() for u in self.float64]
+        uses = [u.finding() for u in self.float64] + [w.finding() for w in self.host_work]
         return "\n".join([*uses, self._sentence()])
 
     def _sentence(self) -> str:
         where = f"{self.path}:{self.line}: " if self.path else ""
-        if self.status == "verified" and self.float64:
+        if self.status == "verified" and (self.float64 or self.host_work):
+            found = [
+                f"{len(self.float64)} float64 use(s) on the device" if self.float64 else "",
+                f"{len(self.host_work)} place(s) of host work" if self.host_work else "",
+            ]
             return (
                 f"Not verified: {self.entry} ran to its end on the simulated accelerator "
-                f"({self.seconds:.0f} s), with {len(self.float64)} float64 use(s) on the "
-                "device (above)."
+                f"({self.seconds:.0f} s), with {' and '.join(f for f in found if f)} (above)."
             )
         if self.status == "verified":
             return (
@@ -190,10 +236,16 @@ def verify(entry: Path, args: list[str], *, timeout: float, roots: list[str]) ->
         return first
     second = _run_once(entry, args, timeout=timeout, roots=roots, seen_as="accelerator")
     found = {(u.path, u.line): u for u in (*first.float64, *second.float64)}
+    host: dict[tuple[str, int], HostWork] = {}
+    for w in (*first.host_work, *second.host_work):  # the same program twice: the most calls
+        known = host.get((w.path, w.line))
+        host[(w.path, w.line)] = w if known is None or w.calls > known.calls else known
+    float64 = tuple(found.values())
+    host_work = tuple(sorted(host.values(), key=lambda w: (w.path, w.line)))
     if second.status != "verified":
-        return dataclasses.replace(second, float64=tuple(found.values()))
+        return dataclasses.replace(second, float64=float64, host_work=host_work)
     seconds = first.seconds + second.seconds
-    return dataclasses.replace(first, seconds=seconds, float64=tuple(found.values()))
+    return dataclasses.replace(first, seconds=seconds, float64=float64, host_work=host_work)
 
 
 def _run_once(
@@ -228,12 +280,25 @@ def _run_once(
         Float64Use(_shown(str(path)), int(line), str(call))
         for path, line, call in report.get("float64", [])
     )
+    host = tuple(
+        sorted(
+            (
+                HostWork(_shown(str(p)), int(n), str(call), int(calls), str(kind), bool(chosen))
+                for p, n, call, calls, kind, chosen in report.get("host_work", [])
+            ),
+            key=lambda w: (w.path, w.line),
+        )
+    )
     if done.returncode == 0:
-        return Verification(str(entry), "verified", seconds, float64=float64, seen_as=seen_as)
+        return Verification(
+            str(entry), "verified", seconds, float64=float64, seen_as=seen_as, host_work=host
+        )
     path, line = _user_frame(done.stderr, roots)
     message = _last_line(done.stderr) or f"exit status {done.returncode}"
     status = "device-error" if _DEVICE_WORDS.search(message) else "error"
-    return Verification(str(entry), status, seconds, path, line, message[:300], float64, seen_as)
+    return Verification(
+        str(entry), status, seconds, path, line, message[:300], float64, seen_as, host
+    )
 
 
 def _read_report(path: Path) -> dict[str, Any]:
