@@ -5,16 +5,17 @@ met it, and said "0 left". The oracle: the ported program run with ``meta`` stan
 the accelerator (a forward whose inputs, parameters or buffers are off the device is
 recorded, or the program raises), and what the port said was left. x31b's two are fixed
 (branch x31c: TP504 reports both; ``tests/check/port/test_module_leftovers.py`` has their
-variants); h31's four are strict xfails still: when one is fixed, its test passes and the
-strict mark fails the run: remove the mark then.
+variants); h31's four were strict xfails until branch s31 fixed them (a weight's ``.data`` set
+to a host tensor is moved where it is made; a torch function of a host factory kept in
+``__init__`` is reported, TP504; a model the program puts on the CPU is left there and said,
+its inputs not moved; a raw weight cloned from a tensor moves that tensor):
+``tests/check/port/test_static_silent_classes.py`` draws each class's other forms.
 """
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-
-import pytest
 
 from tests.check.port.siblings import load
 from torchport.check import port_paths
@@ -112,43 +113,18 @@ for name in ["SGD", "Adam"]:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 (h31's held-out set, tiketiskte/MyCode SelfAttention.py): a plain "
-    "tensor attribute made in `__init__` by a torch function of a new tensor "
-    "(`torch.sqrt(torch.FloatTensor([d]))`) is not seen, where `torch.FloatTensor([d])` "
-    "alone is reported (TP504); `.to(device)` leaves it on the CPU and the port says nothing",
-)
 def test_a_tensor_attribute_computed_in_init_is_placed_or_said() -> None:
     _placed_or_said({"model.py": _NET_WITH_A_COMPUTED_SCALE, "train.py": _TRAIN})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 (h31's held-out set, tiketiskte/MyCode Conv2d.py): a layer's "
-    "`weight.data` set to a tensor made on the CPU after the layer was placed puts the "
-    "weight back on the CPU; the port says nothing",
-)
 def test_a_weight_s_data_set_to_a_cpu_tensor_is_placed_or_said() -> None:
     _placed_or_said({"train.py": _WEIGHT_DATA})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 (h31's held-out set, sambarba99 neural_net_regressor_visualisation): "
-    "a model the program puts on the CPU with `.cpu()` gets `.to(device).cpu()` and its "
-    "input is moved to the device; the port says nothing",
-)
 def test_a_model_the_program_puts_on_the_cpu_is_respected_or_said() -> None:
     _placed_or_said({"train.py": _MODEL_MADE_ON_THE_CPU})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 (h31's held-out set, sambarba99 neural_net_optimiser_visualisation): "
-    "a raw parameter made as `start.clone().requires_grad_()` is not ported and not "
-    "reported: the whole optimisation stays on the CPU",
-)
 def test_a_raw_parameter_cloned_from_a_tensor_is_placed_or_said() -> None:
     assert _on_meta(_RAW_PARAMETER.replace("PARAMETER", "start.clone().requires_grad_()"))
 
@@ -174,7 +150,7 @@ def _on_meta(program: str) -> bool:
 
 
 def test_the_oracle_sees_the_leftover_of_each_class() -> None:
-    """Not blind: ported, each program runs with something off the device."""
+    """Not blind: each program, unported, runs with something off the device."""
     projects = [
         {"model.py": model, "train.py": _TRAIN}
         for model in (_NET_WITH_HELPER, _NET_WITH_LIST, _NET_WITH_A_COMPUTED_SCALE)
@@ -184,7 +160,6 @@ def test_the_oracle_sees_the_leftover_of_each_class() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp) / "project"
             project_fuzz._write(root, files)
-            port_paths([root], jobs=1)
             result, off = project_fuzz._run(root, meta=True)
             assert off or isinstance(result, BaseException)
 

@@ -26,6 +26,8 @@ __all__ = [
     "device_target",
     "follows_a_tensor",
     "grad_leaf",
+    "grad_maker",
+    "grad_source",
     "is_move",
     "moves_to_program_device",
 ]
@@ -236,18 +238,18 @@ def cpu_only_device(node: ast.AST, qualname: QualName) -> bool:
     )
 
 
-def grad_leaf(value: ast.expr, qualname: QualName) -> ast.Call | None:
-    """The factory call of a weight made by hand, or None.
+def grad_leaf(value: ast.expr, qualname: QualName) -> ast.expr | None:
+    """The factory call of a weight made by hand, or what it is copied from, or None.
 
     ``torch.randn(4, 2, requires_grad=True)``, ``torch.zeros(2).requires_grad_()``,
     ``nn.Parameter(torch.randn(3))``, ``Variable(torch.randn(3), requires_grad=True)``:
     a tensor the program trains. Not one made with ``device=`` (already placed).
+    Made from another tensor (``start.clone().requires_grad_()``, ``nn.Parameter(w)``):
+    that expression, whose tensors meet the weight (:func:`grad_source`).
     """
 
-    def creator(expr: ast.expr) -> ast.Call | None:
-        if not isinstance(expr, ast.Call) or qualname(expr.func) not in CREATORS:
-            return None
-        return None if any(k.arg in ("device", None) for k in expr.keywords) else expr
+    def creator(expr: ast.expr) -> ast.expr | None:
+        return grad_maker(expr, qualname)
 
     if not isinstance(value, ast.Call):
         return None
@@ -264,9 +266,45 @@ def grad_leaf(value: ast.expr, qualname: QualName) -> ast.Call | None:
             return None
         return creator(value.args[0])
     made = creator(value)
-    if made is not None and any(k.arg == "requires_grad" and _true(k.value) for k in made.keywords):
+    if isinstance(made, ast.Call) and any(
+        k.arg == "requires_grad" and _true(k.value) for k in made.keywords
+    ):
         return made
     return None
+
+
+def grad_maker(expr: ast.expr, qualname: QualName) -> ast.expr | None:
+    """What makes the tensor ``expr`` that becomes a raw weight: a torch factory with no
+    ``device`` (through copies: ``torch.zeros(2).float()``), or ``expr`` when it is a
+    copy of another tensor (:func:`grad_source`); None otherwise."""
+    base = expr
+    while (
+        isinstance(base, ast.Call)
+        and isinstance(base.func, ast.Attribute)
+        and base.func.attr in _COPIES
+    ):
+        base = base.func.value  # `start.clone().detach()`, `torch.zeros(2).float()`
+    if not isinstance(base, ast.Call) or qualname(base.func) not in CREATORS:
+        return expr if grad_source(expr, qualname) else None
+    return None if any(k.arg in ("device", None) for k in base.keywords) else base
+
+
+# Tensor methods that give a copy or a view of the same values (a raw weight made from them).
+_COPIES = frozenset(
+    {"clone", "detach", "float", "double", "half", "contiguous", "view", "reshape", "flatten"}
+)
+
+
+def grad_source(expr: ast.expr, qualname: QualName) -> bool:
+    """Whether ``expr`` (a raw weight's maker, :func:`grad_leaf`) is another tensor, a name
+    or its copy, rather than a torch factory: what it reads must meet the device."""
+    while (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in _COPIES
+    ):
+        expr = expr.func.value
+    return isinstance(expr, ast.Name)
 
 
 def _true(expr: ast.expr) -> bool:

@@ -5,26 +5,39 @@ inside ``f``, where the flow of the calling scope does not look. The names such 
 callee reads and does not bind itself reach the device, in the scope that binds
 them (they are moved where they are made, or reported). And ``f(x)`` where ``f``
 reads a weight or a device value it does not bind: ``x`` meets the device there.
+
+And what the code puts into a model the port places (:func:`mark_model_state`):
+``conv.weight.data = torch.arange(9.0).view(1, 1, 3, 3)``, ``net.fc.bias =
+nn.Parameter(b)``, ``net.mask = m``, ``net.register_buffer("m", m)``: set after
+``.to(device)``, a tensor made on the CPU puts the weight back on the CPU (or is
+refused), so it meets the device: moved where it is made, or reported. So does
+what a weight trained by hand is copied from (``x = start.clone().requires_grad_()``,
+``nn.Parameter(w)`` outside a module): ``start`` is moved where it is made.
 """
 
 from __future__ import annotations
 
 import ast
 import weakref
+from collections.abc import Iterator
 
+from torchport.check.port._calls import grad_leaf, grad_maker, grad_source
 from torchport.check.port._device_flow import PortScope
+from torchport.check.port._models import QualName
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortFacts
 
-__all__ = ["mark_captured"]
+__all__ = ["grad_leaves", "mark_captured", "mark_model_state"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_REGISTERS = frozenset({"register_buffer", "register_parameter"})
 
 
 def mark_captured(facts: PortFacts, scope: PortScope) -> None:
     """Add what the callees ``scope`` calls capture to the reach (see the module docstring)."""
+    mark_model_state(facts, scope)
     flow = facts.flow
     for node in scope.nodes:
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
@@ -45,6 +58,87 @@ def mark_captured(facts: PortFacts, scope: PortScope) -> None:
                 holder = outer if n.id in outer.local else facts.module
                 if n.id not in holder.models and n.id not in facts.functions:
                     holder.reach.add(n.id)
+
+
+def mark_model_state(facts: PortFacts, scope: PortScope) -> None:
+    """Mark what ``scope`` puts into a model's attributes (see the module docstring)."""
+    flow = facts.flow
+    put: list[ast.expr] = []
+    for targets, value in scope.assigns:
+        if any(_into_a_model(facts, t, scope) for t in targets):
+            put.append(value)
+    for node in scope.nodes:
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _REGISTERS:
+            if _into_a_model(facts, func.value, scope, root=True):
+                put.extend(node.args[1:2])  # `net.register_buffer("m", m)`
+        elif (  # `setattr(net, "m", m)`
+            isinstance(func, ast.Name)
+            and func.id == "setattr"
+            and len(node.args) == 3
+            and _into_a_model(facts, node.args[0], scope, root=True)
+        ):
+            put.append(node.args[2])
+    for _, made in grad_leaves(scope, facts.ctx.qualname):
+        if grad_source(made, facts.ctx.qualname):  # `x = start.clone().requires_grad_()`
+            put.append(made)
+    for value in put:
+        if flow.on_device(value, scope) or facts.builds_model(value, scope):
+            continue  # `net.fc = nn.Linear(4, 4)`: a model, placed by TP501
+        flow.operands.append((value, scope))
+        flow.mark(value, scope.reach, scope.sink_nodes)
+
+
+def grad_leaves(scope: PortScope, qualname: QualName) -> Iterator[tuple[list[str], ast.expr]]:
+    """``(names, maker)`` of each weight ``scope`` trains by hand (:func:`grad_leaf`): bound
+    to one (``w = torch.zeros(2).requires_grad_()``), or made one by a statement
+    (``w.requires_grad_()``, ``w.requires_grad = True``) of a name bound in ``scope``."""
+    for targets, value in scope.assigns:
+        made = grad_leaf(value, qualname)
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if made is not None and names:
+            yield names, made
+    for node in scope.nodes:
+        name = _made_a_weight(node)
+        for value in scope.values_of(name) if name in scope.local else ():
+            made = grad_maker(value, qualname)
+            if made is not None:
+                yield [name], made
+
+
+def _made_a_weight(node: ast.AST) -> str:
+    """``w`` for ``w.requires_grad_()`` or ``w.requires_grad = True`` (a statement), else ""."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        func, args = node.value.func, node.value.args
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "requires_grad_"
+            and isinstance(func.value, ast.Name)
+            and all(_true(a) for a in args)
+        ):
+            return func.value.id
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and _true(node.value):
+        target = node.targets[0]
+        if isinstance(target, ast.Attribute) and target.attr == "requires_grad":
+            return target.value.id if isinstance(target.value, ast.Name) else ""
+    return ""
+
+
+def _true(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True
+
+
+def _into_a_model(
+    facts: PortFacts, target: ast.expr, scope: PortScope, *, root: bool = False
+) -> bool:
+    """Whether ``target`` is an attribute of a model ``scope`` holds (``net.fc.weight.data``),
+    or with ``root`` the model itself."""
+    depth = 0
+    while isinstance(target, ast.Attribute | ast.Subscript) and depth < 8:
+        target, depth = target.value, depth + 1
+    return (root or depth > 0) and isinstance(target, ast.Name) and facts.holds_model(target, scope)
 
 
 def _reads_device(facts: PortFacts, body: ast.AST, own: set[str], outer: PortScope) -> bool:

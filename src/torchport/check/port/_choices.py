@@ -32,6 +32,7 @@ import ast
 import re
 from collections.abc import Iterable
 
+from torchport._device_types import CPU
 from torchport.check._context import Context
 from torchport.check.semantic import Guard
 from torchport.check.semantic._guards import test_guard
@@ -191,7 +192,55 @@ def flag_placement(facts: PortFacts, ctx: Context) -> ast.Call | None:
             ):
                 return call
             child, parent = parent, parents.get(id(parent))
+    return _model_on_the_cpu(facts, ctx)
+
+
+def _model_on_the_cpu(facts: PortFacts, ctx: Context) -> ast.Call | None:
+    """The first model the program puts on the CPU itself and runs there, if any.
+
+    ``nn.Sequential(...).cpu()``, ``Net().to("cpu")`` where it is built, or
+    ``model = model.cpu()`` (``model.to("cpu")``) followed by a forward of ``model``
+    in the same scope: a choice of the program's, which a ``.to(device)`` before it
+    does not undo and which the inputs the port would move meet on the CPU. A
+    ``model.cpu()`` no forward follows (before saving its weights) is no such choice.
+    """
+    for call in ctx.scopes.nodes_of(ast.Call):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            continue
+        func = call.func
+        if not (func.attr == "cpu" and not call.args) and not _to_the_cpu(call, ctx):
+            continue
+        scope = facts.scope_of.get(id(call))
+        if scope is None or scope.internal:
+            continue
+        if facts.known.builds(func.value, lambda _: False):
+            return call
+        if isinstance(func.value, ast.Name) and facts.holds_model(func.value, scope):
+            name, stmt = func.value.id, facts.parents.get(id(call))
+            if isinstance(stmt, ast.Expr | ast.Assign) and any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id == name
+                and n.lineno > call.lineno
+                for n in scope.nodes
+            ):
+                return call
     return None
+
+
+def _to_the_cpu(call: ast.Call, ctx: Context) -> bool:
+    """``x.to("cpu")``, ``x.to(torch.device("cpu"))``, ``x.to(device="cpu")``: written out."""
+    if not isinstance(call.func, ast.Attribute) or call.func.attr != "to":
+        return False
+    target = call.args[0] if call.args else None
+    target = target or next((k.value for k in call.keywords if k.arg == "device"), None)
+    if isinstance(target, ast.Call) and ctx.qualname(target.func) == "torch.device":
+        target = target.args[0] if len(target.args) == 1 else None
+    return (
+        isinstance(target, ast.Constant)
+        and isinstance(target.value, str)
+        and target.value.partition(":")[0] == CPU
+    )
 
 
 def _to_own_class_device(call: ast.Call, facts: PortFacts, ctx: Context) -> bool:

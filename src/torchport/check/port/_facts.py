@@ -45,8 +45,8 @@ from torchport.check._context import Context
 from torchport.check._rule import Edit
 from torchport.check.port._call_flow import OwnCall, seed_parameters
 from torchport.check.port._call_sites import callees, methods_by_name
-from torchport.check.port._calls import cpu_only_device, grad_leaf
-from torchport.check.port._captures import mark_captured
+from torchport.check.port._calls import cpu_only_device
+from torchport.check.port._captures import grad_leaves, mark_captured
 from torchport.check.port._choices import deliberate_cpu, flag_placement, own_placement
 from torchport.check.port._device_flow import MOVES, NOT_FORWARD, DeviceFlow, PortScope
 from torchport.check.port._device_name import DeviceName
@@ -338,11 +338,7 @@ class PortFacts:
         is moved), and its factory is moved (TP503 keeps it a leaf).
         """
         found = False
-        for targets, value in scope.assigns:
-            made = grad_leaf(value, self.ctx.qualname)
-            names = [t.id for t in targets if isinstance(t, ast.Name)]
-            if made is None or not names:
-                continue
+        for names, made in grad_leaves(scope, self.ctx.qualname):
             scope.values.update(names)
             scope.sink_nodes.add(id(made))
             found = True

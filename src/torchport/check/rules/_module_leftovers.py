@@ -72,8 +72,9 @@ def module_leftovers(
     method = method_of_a_module(scope)
     if scope is None or method is None:
         return
-    if isinstance(node.func, ast.Name):
-        found = _helper(node, node.func.id, method, scope, facts, ctx)
+    called = node.func if isinstance(node.func, ast.Name) else _held_function(node, scope)
+    if called is not None:
+        found = _helper(node, called, method, scope, facts, ctx)
         if found is not None:
             yield found
             return
@@ -90,18 +91,41 @@ def module_leftovers(
             yield node, message, None
 
 
+def _held_function(node: ast.Call, scope: PortScope) -> ast.Name | None:
+    """``self.X(...)`` where the class binds ``self.X`` once, to a plain name
+    (``self.INF = INF`` in ``__init__``): that name, where the class reads it."""
+    attr = _self_attribute(node.func)
+    if attr is None or scope.cls is None:
+        return None
+    values = [
+        n.value
+        for n in ast.walk(scope.cls)
+        if isinstance(n, ast.Assign | ast.AnnAssign)
+        and any(_self_attribute(t) == attr for t in _targets(n))
+    ]
+    if len(values) == 1 and isinstance(values[0], ast.Name):
+        return values[0]
+    return None
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return node.targets if isinstance(node, ast.Assign) else [node.target]
+
+
 def _helper(
     node: ast.Call,
-    name: str,
+    called: ast.Name,
     method: ast.FunctionDef,
     scope: PortScope,
     facts: PortFacts,
     ctx: Context,
 ) -> tuple[ast.AST, str, tuple[Edit, ...] | None] | None:
-    """A call of a module-level function of the file that makes a CPU tensor."""
+    """A call of a module-level function of the file that makes a CPU tensor, by its
+    name or through an attribute the class bound to it (``self.INF = INF``)."""
     from torchport.check.port._module_functions import own_tensor_functions, takes_device
 
-    bound = ctx.scopes.bindings(name, node)
+    name = called.id
+    bound = ctx.scopes.bindings(name, called)
     func = bound[0].node if len(bound) == 1 else None
     if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) or takes_device(func):
         return None

@@ -14,6 +14,8 @@ from torchport.check.semantic import BindingKind
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from torchport.check.port._facts import PortScope
 
 __all__ = [
@@ -94,13 +96,19 @@ def zero_dim(node: ast.Call, name: str) -> bool:
     return isinstance(first, ast.Tuple) and not first.elts and len(node.args) == 1  # zeros(())
 
 
-def _kept_value(node: ast.Call, parents: dict[int, ast.AST]) -> ast.AST:
-    """The expression holding what ``node`` makes: through arithmetic and the tensor's
-    own methods (``torch.ones(2) * 2``, ``torch.arange(4).float()``), not into another call."""
+def _kept_value(
+    node: ast.Call, parents: dict[int, ast.AST], qualname: Callable[[ast.expr], str | None]
+) -> ast.AST:
+    """The expression holding what ``node`` makes: through arithmetic, the tensor's own
+    methods (``torch.ones(2) * 2``, ``torch.arange(4).float()``) and torch functions of it
+    (``torch.sqrt(torch.FloatTensor([d]))``, ``Variable(...)``), not into another call."""
     expr: ast.AST = node
     while True:
         up = parents.get(id(expr))
         if isinstance(up, ast.BinOp | ast.UnaryOp):
+            expr = up
+            continue
+        if isinstance(up, ast.Call) and expr in up.args and _of_a_tensor(qualname(up.func)):
             expr = up
             continue
         call = parents.get(id(up)) if isinstance(up, ast.Attribute) else None
@@ -110,14 +118,27 @@ def _kept_value(node: ast.Call, parents: dict[int, ast.AST]) -> ast.AST:
         return expr
 
 
+def _of_a_tensor(name: str | None) -> bool:
+    """Whether a call of ``name`` gives a tensor made from its argument where the argument
+    is (``torch.sqrt``, ``torch.as_tensor``, ``F.normalize``, ``Variable``): not a module,
+    a ``Parameter`` or a buffer, which ``model.to`` moves."""
+    if name is None or not name.startswith("torch."):
+        return False
+    return not name.startswith("torch.nn.") or name.startswith("torch.nn.functional.")
+
+
 def held_apart(
-    node: ast.Call, name: str, init: ast.FunctionDef, parents: dict[int, ast.AST]
+    node: ast.Call,
+    name: str,
+    init: ast.FunctionDef,
+    parents: dict[int, ast.AST],
+    qualname: Callable[[ast.expr], str | None],
 ) -> str | None:
     """The attribute ``__init__`` keeps ``node`` in (``self.scale = torch.tensor([2.0])``),
     if another method of the class reads it; None for scalars, which mix with any device."""
     if zero_dim(node, name):
         return None  # `torch.tensor(2.0)`: a 0-dim tensor, usable with tensors anywhere
-    value = _kept_value(node, parents)
+    value = _kept_value(node, parents, qualname)
     holder = parents.get(id(value))
     if not (isinstance(holder, ast.Assign) and holder.value is value and len(holder.targets) == 1):
         return None

@@ -9,13 +9,16 @@ from torchport.check._context import Context
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._loader_placement import PLACED_BY_LOADER, placed_by_loader
 from torchport.check.rules._port import PortFacts, port_facts
-from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.rules._snippets import DEVICE_LINE, short_call
 from torchport.check.semantic._guards import Guard, device_guard
 from torchport.check.semantic._receivers import Owner, receiver_owner
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check.port._facts import PortScope
+
+
+_OWN = "the program places its model itself (`{call}`, line {line}): left as it is, not moved"
 
 
 class ModelNotOnDevice(Rule):
@@ -41,6 +44,8 @@ class ModelNotOnDevice(Rule):
     attributes such as `model.config`): then there are no inputs to move.
     A model whose class (of the file or of the project's own modules) defines
     its own `to` is reported, never moved: `.to(device)` would call that method.
+    A model the program puts on the CPU itself (`Net().cpu()`, `.to("cpu")`) is left
+    there, and the port's moves in the file are reported, not written (TP503 names it).
     """
 
     code = "TP501"
@@ -113,7 +118,9 @@ class ModelNotOnDevice(Rule):
             return  # `Net().cuda() if use_cuda else Net()`: the program's CUDA-or-CPU arm
         found = facts.device_at(node)
         if found is None or receiver_owner(node, "to", ctx) is Owner.OTHER:
-            yield ctx.finding(self, node)  # (a class with a `to` of its own: reported)
+            own = facts.own_placement  # (or a class with a `to` of its own: reported)
+            said = own and _OWN.format(call=short_call(own), line=own.lineno)
+            yield ctx.finding(self, node, message=said or None)
             return
         name, edits = found
         fix = Fix((*ctx.append_call(node, f".to({name})"), *edits), FixSafety.SAFE)
@@ -171,8 +178,8 @@ def _the_whole_model_expression(node: ast.Call, facts: PortFacts) -> ast.AST | N
             call = parents.get(id(up))
             if not isinstance(call, ast.Call) or call.func is not up:
                 return expr
-            if up.attr in ("to", "cuda", "to_empty"):
-                return None  # already moved
+            if up.attr in ("to", "cuda", "to_empty", "cpu"):
+                return None  # already moved (`.cpu()`: the program's own choice, kept)
             expr = call
         elif isinstance(up, ast.Call) and known.wrapper(up) and up.args[0] is expr:
             expr = up

@@ -9,7 +9,7 @@ from torchport.check._context import Context
 from torchport.check._match import RANDOM_FACTORIES, add_keyword, keyword, move_after
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._port import PortFacts, creators, is_move, port_facts
-from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.rules._snippets import DEVICE_LINE, short_call
 
 _HEAD = "import torch\n\n" + DEVICE_LINE + "\nmodel = torch.nn.RNN(4, 8).to(device)\n"
 # Made from host data or drawn from the CPU's generator: moved after creation, so the
@@ -147,9 +147,14 @@ def _reaches_the_device(node: ast.Call, facts: PortFacts) -> bool:
 
 
 def _moved_at_once(made: ast.AST, facts: PortFacts) -> bool:
-    """``torch.zeros(3).to(x)``: the tensor (after its cast) is moved where it is made."""
+    """``torch.zeros(3).to(x)``: the tensor (after its cast) is moved where it is made (to
+    the CPU too: ``.to("cpu")``, the program's own choice, which TP523 names)."""
     parent = facts.parents.get(id(made))
-    return isinstance(parent, ast.Attribute) and is_move(facts.parents.get(id(parent), parent))
+    up = facts.parents.get(id(parent), parent)
+    scope = facts.scope_of.get(id(made)) or facts.module
+    if not isinstance(parent, ast.Attribute) or not isinstance(up, ast.Call):
+        return False
+    return is_move(up) or facts.to_cpu(up, scope)
 
 
 def _placed_by_the_program(facts: PortFacts) -> str | None:
@@ -159,7 +164,7 @@ def _placed_by_the_program(facts: PortFacts) -> str | None:
         return None
     return (
         "make the tensor on the device the program put its model on "
-        f"(`{ast.unparse(placed)[:60]}`, line {placed.lineno}); the port does not "
+        f"(`{short_call(placed)}`, line {placed.lineno}); the port does not "
         "overrule the program's own placement"
     )
 

@@ -47,15 +47,16 @@ class TensorOnCpuInModule(Rule):
     `__init__` calls, or when `__init__` builds no weights (reported, no fix).
 
     A tensor that `__init__` keeps in a plain attribute (`self.scale =
-    torch.tensor([2.0])`, not a parameter or buffer) and another method reads
+    torch.tensor([2.0])`, or a torch function of one: `torch.sqrt(torch.FloatTensor([d]))`,
+    not a parameter or buffer) and another method reads
     is not moved by `model.to(device)` either: it is reported without a fix
     (registering it as a buffer changes what the module holds and saves).
     So is a tensor an optimizer's method makes on the CPU (`state["v"] =
     torch.zeros(p.shape)`): the parameters it meets are on the device once the
     model is; the port does not rewrite optimizers, it names them.
     Also reported: a function of the file that makes a CPU tensor a method
-    uses (moved at the call, `f(n).to(x.device)`, when its every return is
-    one), modules kept in a plain list or dict attribute (not children:
+    uses, by name or as `self.f = f` (moved at the call, `f(n).to(x.device)`,
+    when its every return is one), modules kept in a plain list or dict attribute (not children:
     `nn.ModuleList` would change the state_dict's keys), and a module's own
     CUDA-or-CPU `self.device` read in the class (the CPU on MPS or XPU).
     """
@@ -148,7 +149,7 @@ class TensorOnCpuInModule(Rule):
                 yield ctx.finding(self, node, message=CPU_DEFAULT)
             return
         if builds_the_module(method, scope.cls, ctx):  # `__init__`, or only it calls it
-            held = held_apart(node, name, method, facts.parents)
+            held = held_apart(node, name, method, facts.parents, ctx.qualname)
             if held is not None:
                 yield ctx.finding(self, node, message=HELD_APART.format(name=held))
             return
