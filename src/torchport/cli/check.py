@@ -98,7 +98,10 @@ def _run(args: argparse.Namespace) -> int:
 
         args.unsafe = args.speed = False
         return fix.run(args)
-    from torchport.check import check_paths, render, render_statistics
+    from torchport.cli._main import imports_kept
+
+    with imports_kept():
+        from torchport.check import check_paths, render, render_statistics
 
     paths, stdin, _ = run_paths(args)
     with report_stream(args, sys.stdout) as (out, colour):
