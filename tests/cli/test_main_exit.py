@@ -105,7 +105,7 @@ def test_the_program_skips_only_an_idle_teardown(tmp_path: Path, argv: list[str]
 
 
 def test_the_checker_loads_frozen_only_in_the_program(tmp_path: Path) -> None:
-    # cli/_main.imports_kept: run as the program, the checker's modules load with the
+    # cli/check._imports_kept: run as the program, the checker's modules load with the
     # collector paused and are frozen after; called in-process (`main([...])`) nothing is
     # frozen, as a freeze would keep the caller's garbage for the process's life
     (tmp_path / "tiny.py").write_text(TINY)

@@ -12,12 +12,10 @@ them: the rest of the output goes nowhere (see :mod:`torchport.cli._pipe`).
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import importlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from torchport import __version__
 from torchport.cli._pipe import pipe_safe_stdout
@@ -67,38 +65,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     Called as the program (no ``argv``: the ``torchport`` command, ``python -m
     torchport``), a ``check`` ends the process itself (:func:`exit_now`).
     """
-    global _program
-    _program = argv is None
+    program_check = argv is None and _named(sys.argv[1:]) == ("check",)
+    if program_check:
+        from torchport.cli import check
+
+        check.AS_PROGRAM = True  # its start-up keeps what it loads (check._imports_kept)
     code = _guarded(argv)
-    if argv is None and _named(sys.argv[1:]) == ("check",):
+    if program_check:
         exit_now(code)
     return code
-
-
-_program = False  # main was called as the program (no argv): see imports_kept
-
-
-@contextlib.contextmanager
-def imports_kept() -> Iterator[None]:
-    """``with imports_kept(): import ...``: modules that live as long as the process.
-
-    The checker's ~100 modules are a small check's start-up, and while they load the
-    cyclic collector runs ~17 times, scanning every object they made so far (2-3 ms of
-    a ~45 ms run); each later collection scanned them again. Run as the program, the
-    collector is paused while they load and what they made is then frozen (``gc.freeze``:
-    held for the process's life, as module objects are anyway, and never scanned).
-    Called in-process (``main([...])``, the tests) it does nothing: a freeze would keep
-    the caller's own garbage too.
-    """
-    if not (_program and gc.isenabled()):
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
 
 
 def exit_now(code: int) -> None:
