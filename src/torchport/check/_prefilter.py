@@ -55,9 +55,14 @@ _SPLITS: dict[str, re.Pattern[str]] = {}
 def _split(word: str) -> re.Pattern[str]:
     found = _SPLITS.get(word)
     if found is None:
-        prefixes = "|".join(re.escape(word[:i]) for i in range(1, len(word)))
+        # a proper prefix of the word, nested ("w(?:e(?:i)?)?" for "weig"): the same
+        # language as the alternation of the prefixes, which took sre 0.1-3 ms to
+        # compile a word (most of a small file's check); this 0.1-0.3 ms
+        prefixes = ""
+        for letter in reversed(word[1:-1]):
+            prefixes = f"(?:{re.escape(letter)}{prefixes})?"
         found = _SPLITS[word] = re.compile(
-            rf"(?:{prefixes})[\"'](?:\s|#[^\r\n]*|\\\r?\n)*[rRbBuUfF]{{0,2}}[\"']"
+            rf"{re.escape(word[0])}{prefixes}[\"'](?:\s|#[^\r\n]*|\\\r?\n)*[rRbBuUfF]{{0,2}}[\"']"
         )
     return found
 

@@ -14,8 +14,6 @@ own escaping already makes it safe.
 
 from __future__ import annotations
 
-import unicodedata
-
 __all__ = ["is_plain", "quoted"]
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f", "\v": "\\v",
@@ -26,6 +24,8 @@ def _special(char: str) -> bool:
     # Cc: C0/C1 controls (newline, escape ...); Cf: format characters (bidi overrides,
     # zero-width joiners); Zl/Zp: Unicode's own line and paragraph separators; Cs: the
     # surrogates an undecodable file name's bytes become (no encoder writes them).
+    import unicodedata  # here: plain text (the common case) never asks it (start-up)
+
     return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")
 
 

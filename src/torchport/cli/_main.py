@@ -65,8 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     Called as the program (no ``argv``: the ``torchport`` command, ``python -m
     torchport``), a ``check`` ends the process itself (:func:`exit_now`).
     """
+    program_check = argv is None and _named(sys.argv[1:]) == ("check",)
+    if program_check:
+        from torchport.cli import check
+
+        check.AS_PROGRAM = True  # its start-up keeps what it loads (check._imports_kept)
     code = _guarded(argv)
-    if argv is None and _named(sys.argv[1:]) == ("check",):
+    if program_check:
         exit_now(code)
     return code
 

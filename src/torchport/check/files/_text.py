@@ -13,7 +13,6 @@ of characters long.
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
@@ -74,6 +73,10 @@ class _Paint:
 
 def _width(char: str) -> int:
     """Terminal columns of ``char``: 0 for a combining mark or a format character (joiners)."""
+    if char.isascii():  # never a mark, a format character or wide: unicodedata not loaded
+        return 1
+    import unicodedata
+
     if unicodedata.category(char) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(char) in "WF" else 1
@@ -83,6 +86,8 @@ def _printable(line: str) -> str:
     """``line`` with control characters shown as U+FFFD: never sent raw to a terminal."""
     if line.isprintable():
         return line
+    import unicodedata
+
     return "".join("\ufffd" if c != "\t" and unicodedata.category(c) == "Cc" else c for c in line)
 
 
