@@ -128,18 +128,20 @@ def _host_lines(text: str) -> set[int]:
 def test_a_raw_parameter_trained_on_the_cpu_is_said_by_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """h31's optimiser visualisation: "nothing to port", the whole optimisation on the CPU."""
+    """h31's optimiser visualisation: the whole optimisation on the CPU. The run says it of
+    the program as written (the static port once left it: "nothing to port"); the port now
+    places it, and the run of the port verifies."""
     script = tmp_path / "opt.py"
     script.write_text(_RAW_PARAMETER)
-    assert main(["port", "--no-progress", str(script), "--verify"]) == 1
-    out = capsys.readouterr().out
-    assert "Verified on the simulated accelerator" not in out
-    assert "place(s) of host work" in out
-    lines = {int(n) for n in _findings(out, "opt.py")}
-    assert lines == _host_lines(script.read_text()), out
-    assert "opt.py:10: verify: host work: `Tensor.backward`" in out
-    assert "(6 calls)" in out  # two optimisers, three steps each
-    assert "move its inputs to the device" in out and "may be deliberate" not in out
+    result = verify_entry([str(script)], [], timeout=240)
+    assert result.status == "verified" and not result.verified, result.summary()
+    assert {w.line for w in result.host_work} == _host_lines(_RAW_PARAMETER), result.summary()
+    summary = result.summary()
+    assert "opt.py:10: verify: host work: `Tensor.backward`" in summary
+    assert "(6 calls)" in summary  # two optimisers, three steps each
+    assert "move its inputs to the device" in summary and "may be deliberate" not in summary
+    assert main(["port", "--no-progress", str(script), "--verify"]) == 0
+    assert "Verified on the simulated accelerator" in capsys.readouterr().out
 
 
 @pytest.mark.needs_simulator  # runs the script on sim:0: needs torch 2.7+
@@ -167,16 +169,25 @@ def test_a_weight_set_to_a_cpu_tensor_after_placement_is_said_by_the_run(
         "conv.weight.data = torch.arange(9.0).view(1, 1, 3, 3)\n"
         "print(conv(x).sum().item())\n"
     )
-    assert main(["port", "--no-progress", str(script), "--verify"]) == 1
-    out = capsys.readouterr().out
-    assert "Verified on the simulated accelerator" not in out
     lines = script.read_text().splitlines()
     data = next(i for i, t in enumerate(lines, 1) if "weight.data" in t)
     forward = next(i for i, t in enumerate(lines, 1) if "conv(x)" in t)
-    # sim refuses the CPU `.data` of a placed weight (CUDA takes it, then runs on the CPU)
-    found = re.findall(r"conv\.py:(\d+): verify: ", out)
-    assert found and {int(n) for n in found} <= {data, forward}, out
-    assert "device error" in out or "host work" in out, out
+    # The program as written, placed by hand the way the static port once left it: the layer
+    # on the device, the new weight made on the host. sim refuses the CPU `.data` of a
+    # placed weight (CUDA takes it, then runs the convolution on the CPU).
+    placed = tmp_path / "placed.py"
+    placed.write_text(
+        script.read_text()
+        .replace("torch.ones(1, 1, 5, 5)", "torch.ones(1, 1, 5, 5).to('cuda')")
+        .replace("bias=False)", "bias=False).to('cuda')")
+    )
+    result = verify_entry([str(placed)], [], timeout=240)
+    assert not result.verified, result.summary()
+    said = {w.line for w in result.host_work} | ({result.line} if result.line else set())
+    assert said and said <= {data, forward}, result.summary()
+    # The port now moves the new weight where it is made: the run of the port verifies.
+    assert main(["port", "--no-progress", str(script), "--verify"]) == 0
+    assert "Verified on the simulated accelerator" in capsys.readouterr().out
 
 
 @pytest.mark.needs_simulator  # runs the script on sim:0: needs torch 2.7+
