@@ -18,9 +18,8 @@ an attribute ``x.attr`` by ``attr`` (``Rule.attr_names``), a constant by its val
 (``Rule.constants``); when every rule for constants lists its values, the walk skips
 the other constants like the leaves above.
 
-A rule on by default only in some contexts (``Rule.default_contexts``: test code or
-the rest) and not named by the run (``RuleSet.scoped``) is not handed the nodes of
-the other context (``_default_scope.context_of``).
+A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``)
+is not handed the nodes of the others (``_default_scope.context_of``).
 
 A rule that raises is a bug in torchport, not in the checked code: the engine
 records a :class:`RuleFailure` naming the rule and the file, turns that rule off
@@ -47,6 +46,7 @@ from torchport.check._select import available_rules, select_rules
 from torchport.check._syntax import parse_source
 from torchport.check._torch_api import within_target
 
+_Codes = tuple[str, ...]
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from typing import Any
@@ -221,17 +221,18 @@ class CheckOutcome:
 
 @functools.lru_cache(maxsize=64)
 def _cached_ruleset(
-    select: tuple[str, ...] | None, ignore: tuple[str, ...], pool: tuple[type[Rule], ...]
+    select: _Codes | None, ignore: _Codes, pool: tuple[type[Rule], ...], extend: _Codes
 ) -> RuleSet:
-    rules = select_rules(select, ignore, available=pool)
-    return RuleSet(rules, scoped_codes(rules, select))
+    rules = select_rules(select, ignore, extend, available=pool)
+    return RuleSet(rules, scoped_codes(rules, select, extend))
 
 
-def ruleset_for(select: Collection[str] | None, ignore: Collection[str] | None) -> RuleSet:
+def ruleset_for(
+    select: Collection[str] | None, ignore: Collection[str] | None, extend: Collection[str] = ()
+) -> RuleSet:
     """The (cached) rule set for these selectors over :func:`available_rules`."""
-    return _cached_ruleset(
-        None if select is None else tuple(select), tuple(ignore or ()), available_rules()
-    )
+    chosen = None if select is None else tuple(select)
+    return _cached_ruleset(chosen, tuple(ignore or ()), available_rules(), tuple(extend))
 
 
 # ---------------------------------------------------------------- the walk
@@ -481,8 +482,11 @@ def check_source(
     *,
     select: Collection[str] | None = None,
     ignore: Collection[str] | None = None,
+    extend_select: Collection[str] = (),
 ) -> list[Finding]:
     """Check one source text with the selected rules (default: every default rule).
+
+    ``extend_select`` adds rules to the selection, as ``--extend-select`` does.
 
     Findings come sorted by (line, col, code); ``# noqa`` comments are honoured.
 
@@ -491,4 +495,5 @@ def check_source(
         ConfigError: a selector matches no rule.
         RuntimeError: a rule raised (a torchport bug; the message names the rule).
     """
-    return check_text(source, path, ruleset_for(select, ignore), strict=True).findings
+    rules = ruleset_for(select, ignore, extend_select)
+    return check_text(source, path, rules, strict=True).findings
