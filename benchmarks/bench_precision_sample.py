@@ -74,17 +74,25 @@ e7ca971, 17 more new repositories; the CSV is sorted as ``--draw`` writes it, an
 ``precision_sample_q_order.txt`` lists its rows in the order the seeded draw returned them, the
 order they were judged in): ``--repos benchmarks/data/precision_repos_round5q.json --sample
 benchmarks/data/precision_sample_q.csv --seed 50 --draw 160``. ``--pool SAMPLE...`` pools judged
-samples per rule (``--now``: only the rows the current rules still report).
+samples per rule (``--now``: only the rows the current rules still report). ``--scope SAMPLE...`` writes
+benchmarks/data/precision_scope.csv: each judged row's context (test code or the rest,
+as the checker tells them) and whether its rule, selected by code, still reports it;
+``tests/check/test_default_scope.py`` reads it with the samples to hold the default scope
+of every rule (check/_default_scope.py) to the 90% bar:
+``--scope benchmarks/data/precision_sample.csv
+benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p}.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import random
 import subprocess
 import sys
+import tarfile
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -274,6 +282,108 @@ def pool(mirror: Path, samples: list[Path], now: bool) -> None:
         print(f"not re-scored (no mirror of the commit; rows counted as judged): {sorted(missing)}")
 
 
+SCOPE = HERE / "data" / "precision_scope.csv"
+SCOPE_FIELDS = ("sample", "repo", "path", "line", "code", "context", "reported")
+
+
+def _context_at(source: str, path: str, line: int) -> str:
+    """The checker's context (``check/_scope.context_of``) of the nodes on ``line``.
+
+    The walk's ancestors are rebuilt as the statements and definitions holding the
+    line (a definition holds its decorators' lines too), outermost first.
+    """
+    import ast
+
+    from torchport.check._context import Context
+    from torchport.check._default_scope import context_of
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return "unparsed"
+    chain: list[ast.AST] = [tree]
+    while True:
+        for child in ast.iter_child_nodes(chain[-1]):
+            first = getattr(child, "lineno", None)
+            if first is None:
+                continue
+            first = min([first, *(d.lineno for d in getattr(child, "decorator_list", ()))])
+            if first <= line <= (getattr(child, "end_lineno", None) or first):
+                chain.append(child)
+                break
+        else:
+            break
+    ctx = Context(source, path, tree)
+    ctx.ancestors = chain[:-1]
+    return context_of(ctx)
+
+
+def scope(mirror: Path, samples: list[Path], out: Path) -> None:
+    """Each judged row's context and whether the rules, selected by code, still report it.
+
+    Each repository is extracted at its manifest's commit (the ``*.py`` files, a
+    ``.git`` folder, an empty config, as :func:`default_findings` does); ``check
+    --select`` of every judged rule's code runs on the files holding judged rows, the
+    rest of the tree beside them (the project view reads it). Selected by code, a rule
+    runs in every context, so the figures do not depend on the default scope.
+    """
+    judged = []  # (sample, row, the commit its manifest names)
+    for sample in samples:
+        commits = _commits(_manifest(sample))
+        rows = [row for row in _read(sample) if row["verdict"]]
+        judged += [(sample, row, commits.get(row["repo"], row["commit"])) for row in rows]
+    codes = sorted({row["code"] for _sample, row, _commit in judged})
+    jobs: dict[tuple[str, str], set[str]] = {}
+    for _sample, row, commit in judged:
+        jobs.setdefault((row["repo"], commit), set()).add(row["path"])
+    reported: dict[tuple[str, str], set[tuple[str, int, str]]] = {}
+    contexts: dict[tuple[str, str, str, int], str] = {}
+    for (repo, commit), paths in sorted(jobs.items()):
+        gitdir = mirror / repo.replace("/", "+") / "repo"
+        if (gitdir / ".git").is_dir():
+            gitdir = gitdir / ".git"
+        with tempfile.TemporaryDirectory(prefix="precision-") as tmp:
+            tree = Path(tmp)
+            archive = _git(gitdir, "archive", commit, "--", "*.py")
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(tree, filter="data")
+            (tree / ".git").mkdir()
+            (tree / "_none.toml").write_text("[tool.torchport]\n")
+            files = [str(tree / p) for p in sorted(paths) if (tree / p).exists()]
+            config = ("--config", str(tree / "_none.toml"), "--select", ",".join(codes))
+            run = subprocess.run(
+                [*_CHECK, "--jobs", "1", *config, *files],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if run.returncode not in (0, 2) or not run.stdout.strip():
+                raise RuntimeError(f"check failed on {repo}: {run.stderr[-2000:]}")
+            found = reported.setdefault((repo, commit), set())
+            for item in json.loads(run.stdout):
+                if item.get("kind") == "finding":
+                    path = Path(item["path"]).resolve().relative_to(tree.resolve()).as_posix()
+                    found.add((path, int(item["line"]), item["code"]))
+            for _sample, row, of in judged:
+                if (row["repo"], of) == (repo, commit) and row["path"] in paths:
+                    source = (tree / row["path"]).read_bytes().decode("utf-8-sig", "replace")
+                    where = _context_at(source, row["path"], int(row["line"]))
+                    contexts[(repo, commit, row["path"], int(row["line"]))] = where
+    with out.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, SCOPE_FIELDS)
+        writer.writeheader()
+        for sample, row, commit in judged:
+            line = int(row["line"])
+            key = (row["path"], line, row["code"])
+            writer.writerow(
+                {"sample": sample.name, "repo": row["repo"], "path": row["path"], "line": line}
+                | {"code": row["code"]}
+                | {"context": contexts[(row["repo"], commit, row["path"], line)]}
+                | {"reported": "yes" if key in reported[(row["repo"], commit)] else "no"}
+            )
+    print(f"{len(judged)} judged rows of {len(samples)} samples, contexts written to {out}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
@@ -293,6 +403,13 @@ def main() -> int:
     parser.add_argument(
         "--now", action="store_true", help="with --pool: count only rows the rules still report"
     )
+    parser.add_argument(
+        "--scope",
+        type=Path,
+        nargs="*",
+        help="write each judged row of these samples with its context and whether the rules "
+        f"still report it into {SCOPE.relative_to(HERE.parent)} (the default scope's data)",
+    )
     parser.add_argument("--repos", type=Path, default=REPOS, help="the manifest of repositories")
     parser.add_argument("--sample", type=Path, default=SAMPLE, help="the judged sample (CSV)")
     parser.add_argument(
@@ -307,6 +424,8 @@ def main() -> int:
         draw(args.mirror, args.draw, args.seed, args.repos, args.sample, args.skip, args.codes)
     if args.pool:
         pool(args.mirror, args.pool, args.now)
+    if args.scope:
+        scope(args.mirror, args.scope, SCOPE)
     if args.score:
         score(args.mirror, args.repos, args.sample)
     return 0

@@ -58,9 +58,11 @@ def _where(predicate: Callable[[type[Rule]], bool]) -> list[type[Rule]]:
 def rule_counts() -> str:
     """The ``rule-counts`` block: totals, then one table row per code range."""
     on = _where(lambda r: r.default)
+    scoped = [r for r in on if r.default_contexts != frozenset({"code", "test"})]
     lines = [
         f"The checker has {len(RULES)} rules, {len(on)} on by default "
-        "(`torchport rule --all` lists them):",
+        f"({len(scoped)} of them outside test code only: {codes(scoped)}; "
+        "`torchport rule --all` lists them):",
         "",
         "| codes | what | rules | on by default |",
         "| --- | --- | --- | --- |",

@@ -37,6 +37,7 @@ def _metadata(rule: type[Rule]) -> tuple[object, ...]:
         rule.attr_names,
         rule.constants,
         rule.call_keywords,
+        rule.default_contexts,
         rule.message,
     )
 
@@ -115,6 +116,11 @@ def render_entries() -> str:
             f"        {names(rule.attr_names)},",  # type: ignore[arg-type]
             f"        {names(rule.constants)},",
             *([f"        {names(rule.call_keywords)},"] if rule.call_keywords else []),  # type: ignore[arg-type]
+            *(
+                [f"        default_contexts={names(rule.default_contexts)},"]  # type: ignore[arg-type]
+                if rule.default_contexts != frozenset({"code", "test"})
+                else []
+            ),
             "    ),",
         ]
     return "\n".join(lines)

@@ -74,7 +74,9 @@ def test_a_file_name_never_reaches_a_report_raw(
     (folder / "plain.py").write_text(SCRIPT)
     (real,) = [p for p in os.listdir(folder) if p != "plain.py"]
     for fmt in FORMATS:
-        code, out, err = _run(capsys, "check", "--no-cache", "--format", fmt, str(folder))
+        code, out, err = _run(
+            capsys, "check", "--extend-select", "TP101", "--no-cache", "--format", fmt, str(folder)
+        )
         assert code == 1, err
         assert not _hostile(out) and not _hostile(err), (fmt, out)
         if fmt in MACHINE:  # their own escaping keeps the exact path
@@ -94,7 +96,16 @@ def test_grouped_lists_each_file_once_with_its_findings(
 ) -> None:
     (tmp_path / "a.py").write_text(SCRIPT * 2)
     (tmp_path / "b.py").write_text(SCRIPT)
-    code, out, _ = _run(capsys, "check", "--no-cache", "--format", "grouped", str(tmp_path))
+    code, out, _ = _run(
+        capsys,
+        "check",
+        "--extend-select",
+        "TP101",
+        "--no-cache",
+        "--format",
+        "grouped",
+        str(tmp_path),
+    )
     assert code == 1
     blocks = [b for b in out.split("\n\n") if b.strip()]
     assert blocks[0].splitlines()[0].endswith("a.py:")
@@ -108,13 +119,17 @@ def test_gitlab_fingerprints_are_stable_and_distinct(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.py").write_text(SCRIPT * 2)
-    _, out, _ = _run(capsys, "check", "--no-cache", "--format", "gitlab", "a.py")
+    _, out, _ = _run(
+        capsys, "check", "--extend-select", "TP101", "--no-cache", "--format", "gitlab", "a.py"
+    )
     issues = json.loads(out)
     assert {i["location"]["path"] for i in issues} == {"a.py"}
     prints = [i["fingerprint"] for i in issues]
     assert len(set(prints)) == len(prints)
     (tmp_path / "a.py").write_text("\n\n" + SCRIPT * 2)  # lines move: identities stay
-    _, moved, _ = _run(capsys, "check", "--no-cache", "--format", "gitlab", "a.py")
+    _, moved, _ = _run(
+        capsys, "check", "--extend-select", "TP101", "--no-cache", "--format", "gitlab", "a.py"
+    )
     assert [i["fingerprint"] for i in json.loads(moved)] == prints
     assert [i["location"]["lines"]["begin"] for i in json.loads(moved)] != [
         i["location"]["lines"]["begin"] for i in issues
@@ -126,16 +141,27 @@ def test_junit_counts_findings_and_errors(
 ) -> None:
     (tmp_path / "a.py").write_text(SCRIPT)
     (tmp_path / "bad.py").write_text("def (:\n")
-    code, out, _ = _run(capsys, "check", "--no-cache", "--format", "junit", str(tmp_path))
+    code, out, _ = _run(
+        capsys,
+        "check",
+        "--extend-select",
+        "TP101",
+        "--no-cache",
+        "--format",
+        "junit",
+        str(tmp_path),
+    )
     assert code == 2
     root = ET.fromstring(out.encode())
-    result = check_paths([tmp_path])
+    result = check_paths([tmp_path], extend_select=["TP101"])
     assert root.get("failures") == str(len(result.findings))
     assert root.get("errors") == "1"
     assert len(root.findall(".//failure")) == len(result.findings)
     (clean := tmp_path / "clean").mkdir()
     (clean / "c.py").write_text("x = 1\n")
-    code, out, _ = _run(capsys, "check", "--no-cache", "--format", "junit", str(clean))
+    code, out, _ = _run(
+        capsys, "check", "--extend-select", "TP101", "--no-cache", "--format", "junit", str(clean)
+    )
     assert code == 0 and ET.fromstring(out.encode()).find(".//testcase") is not None
 
 
@@ -159,7 +185,9 @@ def test_show_settings_names_the_table_and_the_target(
     assert "TP106" not in facts["rules"] and not any(c.startswith("TP3") for c in facts["rules"])
     code, out, _ = _run(capsys, *argv, "--target-torch", "2.9")
     assert json.loads(out)["target-torch"] == "2.9"
-    code, _, err = _run(capsys, "check", "--show-settings", str(tmp_path), str(tmp_path))
+    code, _, err = _run(
+        capsys, "check", "--extend-select", "TP101", "--show-settings", str(tmp_path), str(tmp_path)
+    )
     assert code == 2 and "one file" in err
 
 
@@ -170,18 +198,26 @@ def test_show_files_is_what_a_check_covers(
     for name in ("a.py", "gen/b.py", "sub/c.pyi", "notes.txt"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(SCRIPT)
-    code, out, _ = _run(capsys, "check", "--show-files", str(tmp_path))
+    code, out, _ = _run(capsys, "check", "--extend-select", "TP101", "--show-files", str(tmp_path))
     listed = out.splitlines()
     assert code == 0
     assert listed == sorted(str(tmp_path / n) for n in ("a.py", "sub/c.pyi"))
-    assert check_paths([tmp_path]).files == len(listed)
+    assert check_paths([tmp_path], extend_select=["TP101"]).files == len(listed)
 
 
 def test_cache_dir_puts_the_cache_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "a.py").write_text(SCRIPT)
     os.utime(tmp_path / "a.py", (1e9, 1e9))  # not "just modified", which is never cached
     cache = tmp_path / "elsewhere"
-    _run(capsys, "check", "--cache-dir", str(cache), str(tmp_path / "a.py"))
+    _run(
+        capsys,
+        "check",
+        "--extend-select",
+        "TP101",
+        "--cache-dir",
+        str(cache),
+        str(tmp_path / "a.py"),
+    )
     assert list(cache.rglob("*.json"))
     assert not (tmp_path / ".torchport_cache").exists()
 
@@ -190,6 +226,8 @@ def test_check_diff_shows_the_fix_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "a.py").write_text(SCRIPT)
-    code, out, _ = _run(capsys, "check", "--diff", str(tmp_path / "a.py"))
+    code, out, _ = _run(
+        capsys, "check", "--extend-select", "TP101", "--diff", str(tmp_path / "a.py")
+    )
     assert code == 1 and out.startswith("--- ") and "+x = torch.zeros(3).to(device)" in out
     assert (tmp_path / "a.py").read_text() == SCRIPT

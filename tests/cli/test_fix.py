@@ -169,10 +169,11 @@ def test_plain_fix_applies_no_shipped_speed_fix(
     monkeypatch.setattr(rules_pkg, "RULES", RULES)
     path = tmp_path / "t.py"
     path.write_text("import torch\n\nfor _ in range(2):\n    x = torch.zeros(3).cuda()\n")
-    plain = fix_paths([path], stdin=path.read_text())  # remaining: in the fixed text
+    on = ["TP101"]  # off by default (check/_default_scope.py): named
+    plain = fix_paths([path], stdin=path.read_text(), extend_select=on)  # remaining: fixed text
     assert "TP101" in plain.changed[0].fixed and "TP106" not in plain.changed[0].fixed
     assert "TP106" in {f.code for f in plain.remaining}  # reported, with its fix left unapplied
-    fast = fix_paths([path], diff=True, speed=True, unsafe=True)
+    fast = fix_paths([path], diff=True, speed=True, unsafe=True, extend_select=on)
     assert "TP106" in fast.changed[0].fixed
 
 

@@ -107,7 +107,7 @@ def test_stdin_is_decoded_as_a_file_and_written_back_in_its_encoding(
 ) -> None:
     text = "import torch\nname = 'caf\u00e9'\nx = torch.ones(1).cuda()\n"
     _stdin(monkeypatch, head + text.encode(encoding.replace("-sig", "")))
-    assert main(["fix", "--speed", "-"]) == 0
+    assert main(["fix", "--speed", "--extend-select", "TP101", "-"]) == 0  # TP101: named
     out = capsysbinary.readouterr().out
     assert out.startswith(head)
     fixed = out.decode(encoding)

@@ -13,6 +13,7 @@ from torchport._lazy import lazy_exports
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
+    from torchport.check._default_scope import scoped_codes
     from torchport.check._engine import check_source
     from torchport.check._explain import explain
     from torchport.check._fix import fix_source
@@ -81,6 +82,7 @@ __all__ = [
     "render_statistics",
     "render_text",
     "run_files",
+    "scoped_codes",
     "select_rules",
     "settings_of",
     "verify_entry",
@@ -104,6 +106,7 @@ _LAZY: dict[str, str] = {
     "Intent": "torchport.check._rule",
     "Rule": "torchport.check._rule",
     "select_rules": "torchport.check._select",
+    "scoped_codes": "torchport.check._default_scope",
     "FORMATS": "torchport.check.files",
     "CheckResult": "torchport.check.files",
     "Config": "torchport.check.files",

@@ -49,6 +49,7 @@ class RuleEntry:
     attr_names: frozenset[str] | None
     constants: frozenset[object] | None
     call_keywords: frozenset[str | None] = frozenset()
+    default_contexts: frozenset[str] = frozenset({"code", "test"})  # see check/_default_scope.py
 
 
 class _LazyRuleMeta(type):
@@ -118,6 +119,7 @@ def _stand_in(entry: RuleEntry) -> type[LazyRule]:
         "attr_names": entry.attr_names,
         "constants": entry.constants,
         "call_keywords": entry.call_keywords,
+        "default_contexts": entry.default_contexts,
         "__qualname__": entry.class_name,
         "__module__": __name__,
     }
@@ -156,7 +158,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "HardCodedCuda",
         "hard_coded_cuda",
         "hard-coded-cuda",
-        True,
+        False,
         "device",
         "unsafe",
         (
@@ -175,7 +177,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "CudaSetDevice",
         "cuda_set_device",
         "cuda-set-device",
-        True,
+        False,
         "device",
         "unsafe",
         ("Call",),
@@ -188,7 +190,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "IsCudaCheck",
         "is_cuda_check",
         "is-cuda-check",
-        True,
+        False,
         "device",
         "unsafe",
         ("Attribute",),
@@ -247,6 +249,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"cuda", "to"}),
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP107",
@@ -400,6 +403,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         None,
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP115",
@@ -439,7 +443,10 @@ ENTRIES: tuple[RuleEntry, ...] = (
         False,
         "device",
         "none",
-        ("FunctionDef", "AsyncFunctionDef"),
+        (
+            "FunctionDef",
+            "AsyncFunctionDef",
+        ),
         None,
         None,
         None,
@@ -495,6 +502,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"to"}),
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP204",
@@ -514,7 +522,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "LoadWithoutMapLocation",
         "load_without_map_location",
         "load-without-map-location",
-        True,
+        False,
         "device",
         "unsafe",
         ("Call",),
@@ -527,7 +535,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "LoadWeightsOnlyFalse",
         "load_weights_only_false",
         "load-weights-only-false",
-        True,
+        False,
         "safety",
         "none",
         ("Call",),
@@ -603,6 +611,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"load", "load_state_dict_from_url", "load_url"}),
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP308",
@@ -706,6 +715,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"GradScaler", "autocast"}),
         frozenset({"GradScaler", "autocast"}),
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP404",
@@ -719,6 +729,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"init_process_group"}),
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP405",
@@ -761,7 +772,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "CudaMatmulPrecision",
         "cuda_matmul_precision",
         "cuda-matmul-precision",
-        True,
+        False,
         "device",
         "unsafe",
         ("Assign",),

@@ -18,6 +18,9 @@ an attribute ``x.attr`` by ``attr`` (``Rule.attr_names``), a constant by its val
 (``Rule.constants``); when every rule for constants lists its values, the walk skips
 the other constants like the leaves above.
 
+A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``)
+is not handed the nodes of the others (``_default_scope.context_of``).
+
 A rule that raises is a bug in torchport, not in the checked code: the engine
 records a :class:`RuleFailure` naming the rule and the file, turns that rule off
 for the rest of the file, and goes on (:func:`check_source` raises instead, so
@@ -31,6 +34,7 @@ import functools
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from torchport.check._context import Context
+from torchport.check._default_scope import context_of, scoped_codes
 from torchport.check._dispatch import call_rules, constant_rules, named_rules
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._nodes import children_getter, children_of
@@ -42,6 +46,7 @@ from torchport.check._select import available_rules, select_rules
 from torchport.check._syntax import parse_source
 from torchport.check._torch_api import within_target
 
+_Codes = tuple[str, ...]
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from typing import Any
@@ -113,8 +118,10 @@ class RuleFailure:
 class RuleSet:
     """Instances of the selected rules and the table that maps a node type to its rules."""
 
-    def __init__(self, rules: Iterable[type[Rule]]) -> None:
+    def __init__(self, rules: Iterable[type[Rule]], scoped: Collection[str] = ()) -> None:
         self.classes: tuple[type[Rule], ...] = tuple(sorted(set(rules), key=lambda r: r.code))
+        # codes reported only in their default contexts (on by default alone: _default_scope.py)
+        self.scoped = frozenset(scoped)
         self.rules: tuple[Rule, ...] = tuple(cls() for cls in self.classes)
         dispatch: dict[type[ast.AST], list[Rule]] = {}
         for rule in self.rules:
@@ -166,7 +173,7 @@ class RuleSet:
         return found
 
     def _cut(self, rules: Iterable[type[Rule]]) -> RuleSet:
-        cut = RuleSet(rules)
+        cut = RuleSet(rules, self.scoped)
         cut._root = self._root or self
         return cut
 
@@ -214,16 +221,18 @@ class CheckOutcome:
 
 @functools.lru_cache(maxsize=64)
 def _cached_ruleset(
-    select: tuple[str, ...] | None, ignore: tuple[str, ...], pool: tuple[type[Rule], ...]
+    select: _Codes | None, ignore: _Codes, pool: tuple[type[Rule], ...], extend: _Codes
 ) -> RuleSet:
-    return RuleSet(select_rules(select, ignore, available=pool))
+    rules = select_rules(select, ignore, extend, available=pool)
+    return RuleSet(rules, scoped_codes(rules, select, extend))
 
 
-def ruleset_for(select: Collection[str] | None, ignore: Collection[str] | None) -> RuleSet:
+def ruleset_for(
+    select: Collection[str] | None, ignore: Collection[str] | None, extend: Collection[str] = ()
+) -> RuleSet:
     """The (cached) rule set for these selectors over :func:`available_rules`."""
-    return _cached_ruleset(
-        None if select is None else tuple(select), tuple(ignore or ()), available_rules()
-    )
+    chosen = None if select is None else tuple(select)
+    return _cached_ruleset(chosen, tuple(ignore or ()), available_rules(), tuple(extend))
 
 
 # ---------------------------------------------------------------- the walk
@@ -253,6 +262,7 @@ def _walk(
     tails = ctx.import_tails  # imported name -> the last part of what it imports
     by_attr: dict[str, Any] = ruleset.by_attr  # attribute name -> the rules that want it
     leaves = ruleset.unvisited_leaves
+    scoped = ruleset.scoped
     learn_call, learn_attr = ruleset.call_rules, ruleset.named_rules
     # the constants rules want, when they all say (the others are leaves to skip)
     wanted_class, wanted = (ast.Constant, ruleset.constants) if ruleset.constants else (None, ())
@@ -304,6 +314,8 @@ def _walk(
             rules = dispatch.get(cls)
         if rules is not None:
             for rule in rules:
+                if scoped and rule.code in scoped and context_of(ctx) not in rule.default_contexts:
+                    continue  # a default run leaves this context to explicit selection
                 try:
                     for finding in rule.check(node, ctx):
                         if noqa:
@@ -470,8 +482,11 @@ def check_source(
     *,
     select: Collection[str] | None = None,
     ignore: Collection[str] | None = None,
+    extend_select: Collection[str] = (),
 ) -> list[Finding]:
     """Check one source text with the selected rules (default: every default rule).
+
+    ``extend_select`` adds rules to the selection, as ``--extend-select`` does.
 
     Findings come sorted by (line, col, code); ``# noqa`` comments are honoured.
 
@@ -480,4 +495,5 @@ def check_source(
         ConfigError: a selector matches no rule.
         RuntimeError: a rule raised (a torchport bug; the message names the rule).
     """
-    return check_text(source, path, ruleset_for(select, ignore), strict=True).findings
+    rules = ruleset_for(select, ignore, extend_select)
+    return check_text(source, path, rules, strict=True).findings

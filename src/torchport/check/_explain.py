@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import inspect
 
+from torchport.check._default_scope import BAR, CODE, CONTEXTS, judged_sentence
 from torchport.check._engine import check_source
 from torchport.check._rule import FixSafety, Intent, Rule
 from torchport.check._select import available_rules, fix_command
@@ -49,8 +50,28 @@ def explain(code: str) -> str:
     )
 
 
+def _default(rule: type[Rule]) -> str:
+    """Where the rule is on by default, and the judged figures that decide it (_default_scope)."""
+    figures = judged_sentence(rule.code)
+    why = f" ({figures})" if figures else ""
+    if not rule.default and figures:
+        return (
+            f"off by default: under {BAR:.0%} real outside test code{why}; "
+            f"`--extend-select {rule.code}` (or `--select`) runs it everywhere"
+        )
+    if not rule.default:
+        return f"off by default (`--select {rule.code}`)"
+    if rule.default_contexts == CONTEXTS:
+        return f"on by default{why}"
+    where = "outside test code" if CODE in rule.default_contexts else "in test code only"
+    return (
+        f"on by default {where}{why}, where its judged findings are at least "
+        f"{BAR:.0%} real; `--extend-select {rule.code}` (or `--select`) runs it everywhere"
+    )
+
+
 def _render(rule: type[Rule]) -> str:
-    default = "on by default" if rule.default else f"off by default (`--select {rule.code}`)"
+    default = _default(rule)
     see = " (see Fix safety)" if rule.fix_safety is FixSafety.UNSAFE else ""
     findings = [
         f
@@ -72,6 +93,9 @@ def _render(rule: type[Rule]) -> str:
         "",
         inspect.cleandoc(rule.__doc__ or ""),
     ]
+    doc = rule.__doc__ or ""
+    if not rule.default and judged_sentence(rule.code) and "## Why is it off" not in doc:
+        lines += ["", "## Why is it off by default?", f"This rule is {default}."]
     for i, example in enumerate(rule.invalid):
         title = "## Example" if len(rule.invalid) == 1 else f"## Example {i + 1}"
         lines += ["", title, "", *_block(example.source)]

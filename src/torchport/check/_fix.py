@@ -250,6 +250,7 @@ def fix_source(
     select: Collection[str] | None = None,
     ignore: Collection[str] | None = None,
     target_torch: str | None = None,
+    extend_select: Collection[str] = (),
 ) -> str:
     """Return ``source`` with every allowed fix applied, repeated until nothing changes.
 
@@ -272,7 +273,7 @@ def fix_source(
                 f"such as '2.7'"
             )
         settings = FileSettings(target_torch=version)
-    rules = ruleset_for(select, ignore)
+    rules = ruleset_for(select, ignore, extend_select)  # extend_select: --extend-select's
     outcome = fix_text(source, "<string>", rules, unsafe=unsafe, settings=settings)
     if outcome.failures:
         raise RuntimeError("; ".join(str(f) for f in outcome.failures))

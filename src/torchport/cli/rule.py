@@ -40,16 +40,20 @@ def _run(args: argparse.Namespace) -> int:
 
 def _rows() -> list[dict[str, object]]:
     import torchport.check.rules as shipped  # read now: tests may substitute the rules
-    from torchport.check import find_config, select_rules
+    from torchport.check import find_config, scoped_codes, select_rules
 
     config = find_config()
-    on = {r.code for r in select_rules(config.select, config.ignore, config.extend_select)}
+    chosen = select_rules(config.select, config.ignore, config.extend_select)
+    on = {r.code for r in chosen}
+    scoped = set(scoped_codes(chosen, config.select, config.extend_select))
     return [
         {
             "code": r.code,
             "name": r.name,
             "on": r.code in on,
+            "in_tests": r.code in on and r.code not in scoped,  # scoped: outside test code
             "default": r.default,
+            "default_contexts": sorted(r.default_contexts),
             "fix": r.fix_safety.value,
             "intent": r.intent.value,
             "message": r.message,
@@ -70,16 +74,17 @@ def describe(code: str, fmt: str = "text") -> int:
         print(json.dumps(rows, indent=2))
         return 0
     width = max(len(str(r["name"])) for r in rows)
-    print(f"{'code':<7} {'on':<3} {'fix':<6} {'intent':<6} {'name':<{width}}  message")
+    print(f"{'code':<7} {'on':<4} {'fix':<6} {'intent':<6} {'name':<{width}}  message")
     for r in rows:
-        on = "yes" if r["on"] else "-"
+        on = ("yes" if r["in_tests"] else "code") if r["on"] else "-"
         print(
-            f"{r['code']:<7} {on:<3} {r['fix']:<6} {r['intent']:<6} "
+            f"{r['code']:<7} {on:<4} {r['fix']:<6} {r['intent']:<6} "
             f"{r['name']:<{width}}  {r['message']}"
         )
     on_count = sum(bool(r["on"]) for r in rows)
     print(
-        f"{len(rows)} rules, {on_count} on here; `torchport rule CODE` describes one. "
+        f"{len(rows)} rules, {on_count} on here (code: outside test code only, as judged); "
+        "`torchport rule CODE` describes one and says where it is on by default. "
         "fix: safe (`torchport fix`), unsafe (`fix --unsafe`), none; intent: device and "
         "safety fixes apply with a plain `fix`, speed with `fix --speed`, port in `torchport port`."
     )

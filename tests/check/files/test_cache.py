@@ -33,7 +33,7 @@ def _date_back(path: Path) -> None:
 
 
 def _seen(folder: Path, cache: Path | None) -> tuple[object, ...]:
-    result = check_paths(["a.py"], select=["TP101"], cache=cache or False)
+    result = check_paths(["a.py"], extend_select=["TP101"], select=["TP101"], cache=cache or False)
     return tuple(result.findings), tuple(result.errors), result.sources
 
 
@@ -74,7 +74,7 @@ def test_an_unchanged_file_is_replayed(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.py").write_text(VARIANTS[0])
     _date_back(tmp_path / "a.py")
-    first = check_paths(["a.py"], cache=tmp_path / "c")
-    second = check_paths(["a.py"], cache=tmp_path / "c")
+    first = check_paths(["a.py"], extend_select=["TP101"], cache=tmp_path / "c")
+    second = check_paths(["a.py"], extend_select=["TP101"], cache=tmp_path / "c")
     assert (first.cached, second.cached) == (0, 1)
     assert second.findings == first.findings and [f.code for f in first.findings] == ["TP101"]

@@ -47,7 +47,7 @@ NB = notebook(
 
 def test_findings_name_cell_and_line_and_folders_include_notebooks(tmp_path: Path) -> None:
     save(tmp_path / "nb.ipynb", NB)
-    result = check_paths([tmp_path])
+    result = check_paths([tmp_path], extend_select=["TP101"])
     assert result.errors == [] and result.files == 1
     where = sorted({(Path(f.path).name, f.line, f.col, f.code) for f in result.findings})
     assert ("nb.ipynb:cell 2", 4, 5, "TP101") in where
@@ -59,14 +59,14 @@ def test_cli_text_output_reads_like_ruff(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = save(tmp_path / "nb.ipynb", NB)
-    assert main(["check", "--select", "TP101", str(path)]) == 1
+    assert main(["check", "--extend-select", "TP101", "--select", "TP101", str(path)]) == 1
     out = capsys.readouterr().out
     assert f"{path}:cell 2:4:5: TP101" in out and "in 1 file" in out
 
 
 def test_fix_changes_only_code_cell_sources(tmp_path: Path) -> None:
     path = save(tmp_path / "nb.ipynb", NB)
-    result = fix_paths([path])
+    result = fix_paths([path], extend_select=["TP101"])
     assert result.errors == [] and result.changed[0].fixed.get("TP101") == 2
     after = json.loads(path.read_text(encoding="utf-8"))
     before = json.loads(json.dumps(NB))
@@ -80,23 +80,23 @@ def test_fix_changes_only_code_cell_sources(tmp_path: Path) -> None:
     assert any(line.startswith("device = ") for line in sources[1])
     assert "    !echo {i}\n" in sources[3] and ".to(device)" in sources[3]
     assert path.read_text(encoding="utf-8").endswith("}\n") and "é" in path.read_text("utf-8")
-    assert fix_paths([path]).changed == []  # idempotent
+    assert fix_paths([path], extend_select=["TP101"]).changed == []  # idempotent
 
 
 def test_layout_that_cannot_be_reproduced_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "odd.ipynb"
     text = json.dumps(NB, indent=3)  # not a layout Jupyter writes
     path.write_text(text)
-    result = fix_paths([path])
+    result = fix_paths([path], extend_select=["TP101"])
     assert result.exit_code == 2 and "JSON layout" in result.errors[0].message
     assert path.read_text() == text
-    assert check_paths([path]).findings  # checking still works
+    assert check_paths([path], extend_select=["TP101"]).findings  # checking still works
 
 
 def test_indent_2_and_ascii_layouts_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "two.ipynb"
     path.write_text(json.dumps(NB, indent=2, ensure_ascii=True))
-    assert fix_paths([path]).errors == []
+    assert fix_paths([path], extend_select=["TP101"]).errors == []
     text = path.read_text()
     assert not text.endswith("\n") and "\\u00e9" in text and '\n  "cells"' in text
 
@@ -105,7 +105,7 @@ def test_bad_notebooks_are_clear_errors_and_other_languages_are_skipped(tmp_path
     (tmp_path / "broken.ipynb").write_text("{not json")
     (tmp_path / "old.ipynb").write_text(json.dumps({"worksheets": [], "nbformat": 3}))
     save(tmp_path / "r.ipynb", notebook(code("x <- 1"), language="R"))
-    result = check_paths([tmp_path])
+    result = check_paths([tmp_path], extend_select=["TP101"])
     messages = {Path(e.path).name: e.message for e in result.errors}
     assert set(messages) == {"broken.ipynb", "old.ipynb"} and result.exit_code == 2
     assert "does not parse" in messages["broken.ipynb"] and "nbformat 4" in messages["old.ipynb"]
@@ -117,17 +117,19 @@ def test_bad_notebooks_are_clear_errors_and_other_languages_are_skipped(tmp_path
 
 def test_syntax_error_is_placed_in_its_cell(tmp_path: Path) -> None:
     path = save(tmp_path / "bad.ipynb", notebook(code("x = 1\n"), code("def (:\n")))
-    result = check_paths([path])
+    result = check_paths([path], extend_select=["TP101"])
     assert result.exit_code == 2 and result.errors[0].message.startswith("cell 2 not checked")
     assert "at line 1, column" in result.errors[0].message
-    assert "at cell 2, line 1" in fix_paths([path]).errors[0].message  # fix: the whole file
+    assert (
+        "at cell 2, line 1" in fix_paths([path], extend_select=["TP101"]).errors[0].message
+    )  # fix: the whole file
 
 
 def test_magics_survive_and_noqa_works_in_cells(tmp_path: Path) -> None:
     nb = notebook(code("import torch\n%time x = torch.ones(1).cuda()  # noqa: TP101\n"),
                   code("y = torch.ones(1).cuda()  # noqa: TP101\n"))  # fmt: skip
     path = save(tmp_path / "m.ipynb", nb)
-    assert check_paths([path], select=["TP101"]).findings == []
+    assert check_paths([path], extend_select=["TP101"], select=["TP101"]).findings == []
 
 
 _LINES = st.sampled_from(
@@ -169,13 +171,13 @@ def test_a_cell_that_does_not_parse_is_reported_and_the_others_are_checked(tmp_p
         code("def (:\n"),
     )
     path = save(tmp_path / "ex.ipynb", nb)
-    result = check_paths([path], select=["TP101"])
+    result = check_paths([path], extend_select=["TP101"], select=["TP101"])
     messages = [e.message for e in result.errors]
     assert result.exit_code == 2 and len(messages) == 2
     assert messages[0].startswith("cell 2 not checked: cannot parse") and "cell 4" in messages[1]
     assert [(Path(f.path).name, f.line) for f in result.findings] == [("ex.ipynb:cell 3", 1)]
     before = path.read_text()
-    fixed = fix_paths([path])
+    fixed = fix_paths([path], extend_select=["TP101"])
     assert fixed.exit_code == 2 and path.read_text() == before  # fix refuses the notebook
 
 
@@ -257,9 +259,9 @@ def test_notebooks_with_ipython_lines_are_checked_and_fixed(
     text, magic = cell
     path = save(tmp_path_factory.mktemp("nb") / "n.ipynb", notebook(code(text)))
     expected = text.count(".cuda()")
-    checked = check_paths([path], select=["TP101"])
+    checked = check_paths([path], extend_select=["TP101"], select=["TP101"])
     assert checked.errors == [] and len(checked.findings) == expected
-    fixed = fix_paths([path], select=["TP101"])
+    fixed = fix_paths([path], extend_select=["TP101"], select=["TP101"])
     assert fixed.errors == []
     after = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
     assert ".cuda()" not in after
@@ -290,9 +292,9 @@ def test_cell_magics_that_run_python_have_their_body_checked_and_fixed(
     text, _ = cell
     path = save(tmp_path_factory.mktemp("nb") / "n.ipynb", notebook(code(first + text)))
     expected = text.count(".cuda()") if python else 0
-    checked = check_paths([path], select=["TP101"])
+    checked = check_paths([path], extend_select=["TP101"], select=["TP101"])
     assert checked.errors == [] and len(checked.findings) == expected
-    assert fix_paths([path], select=["TP101"]).errors == []
+    assert fix_paths([path], extend_select=["TP101"], select=["TP101"]).errors == []
     after = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
     assert after.startswith(first)
     assert (".cuda()" in after) == (not python and ".cuda()" in text)

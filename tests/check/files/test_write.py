@@ -42,7 +42,7 @@ def test_read_only_file_is_refused_with_exit_2(
 ) -> None:
     # Root passes permission checks, so the refusal is decided by the mode bits.
     path = write(tmp_path / "ro.py", mode=0o444)
-    assert main(["fix", str(path)]) == 2
+    assert main(["fix", "--extend-select", "TP101", str(path)]) == 2
     out, err = capsys.readouterr()
     assert path.read_text() == BEFORE and stat.S_IMODE(path.stat().st_mode) == 0o444
     assert "read-only" in err and "chmod u+w" in err
@@ -54,7 +54,7 @@ def test_read_only_file_is_refused_with_exit_2(
 def test_refused_file_beside_a_fixed_one(tmp_path: Path) -> None:
     write(tmp_path / "ro.py", mode=0o444)
     ok = write(tmp_path / "ok.py")
-    result = fix_paths([tmp_path])
+    result = fix_paths([tmp_path], extend_select=["TP101"])
     assert result.exit_code == 2 and [Path(e.path).name for e in result.errors] == ["ro.py"]
     assert "device" in ok.read_text() and [Path(c.path).name for c in result.changed] == ["ok.py"]
     assert {Path(f.path).name for f in result.remaining} >= {"ro.py"}
@@ -64,7 +64,7 @@ def test_refused_file_beside_a_fixed_one(tmp_path: Path) -> None:
 def test_mode_and_setuid_setgid_bits_are_kept(tmp_path: Path) -> None:
     path = write(tmp_path / "s.py", mode=0o6755)
     before = path.stat()
-    assert fix_paths([path]).errors == []
+    assert fix_paths([path], extend_select=["TP101"]).errors == []
     after = path.stat()
     assert "device" in path.read_text()
     assert stat.S_IMODE(after.st_mode) == 0o6755 == stat.S_IMODE(before.st_mode)
@@ -77,7 +77,7 @@ def test_hard_links_are_kept_by_editing_in_place(tmp_path: Path) -> None:
     link = tmp_path / "b.py"
     os.link(path, link)
     inode = path.stat().st_ino
-    assert fix_paths([path]).errors == []
+    assert fix_paths([path], extend_select=["TP101"]).errors == []
     assert path.stat().st_ino == inode and path.stat().st_nlink == 2
     assert link.read_text() == path.read_text() != BEFORE
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
@@ -90,7 +90,7 @@ def test_extended_attributes_are_kept(tmp_path: Path) -> None:
         os.setxattr(path, "user.torchport", b"kept")
     except OSError:
         pytest.skip("this file system has no user extended attributes")
-    assert fix_paths([path]).errors == []
+    assert fix_paths([path], extend_select=["TP101"]).errors == []
     assert "device" in path.read_text() and os.getxattr(path, "user.torchport") == b"kept"
 
 
@@ -101,7 +101,7 @@ def test_root_fixing_another_users_file_keeps_its_owner(tmp_path: Path) -> None:
     nobody = pwd.getpwnam("nobody")
     path = write(tmp_path / "n.py", mode=0o644)
     os.chown(path, nobody.pw_uid, nobody.pw_gid)
-    assert fix_paths([path]).errors == []
+    assert fix_paths([path], extend_select=["TP101"]).errors == []
     st = path.stat()
     assert "device" in path.read_text()
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (
@@ -133,7 +133,7 @@ def fix_as_nobody(path: Path) -> tuple[int, str]:
             os.setgroups([])
             os.setgid(nobody.pw_gid)
             os.setuid(nobody.pw_uid)
-            result = fix_paths([path], jobs=1)
+            result = fix_paths([path], extend_select=["TP101"], jobs=1)
             code, text = result.exit_code, "\n".join(str(e) for e in result.errors)
         except BaseException as exc:
             text = repr(exc)
@@ -186,7 +186,7 @@ def test_edit_made_while_fix_runs_is_kept_and_reported(
         return outcome
 
     monkeypatch.setattr(work_module, "fix_text", fix_while_someone_saves)
-    result = fix_paths([path], jobs=1)
+    result = fix_paths([path], extend_select=["TP101"], jobs=1)
     assert result.exit_code == 2 and "changed on disk" in result.errors[0].message
     assert path.read_text() == BEFORE + "y = 1\n"
 
@@ -210,7 +210,7 @@ def test_diff_keeps_the_bom_so_git_apply_takes_it(
     looped = BEFORE.replace("x =", "for _ in range(2):\n    x =")  # TP106: a copy per step
     path.write_bytes(b"\xef\xbb\xbf" + looped.encode())
     monkeypatch.chdir(tmp_path)
-    assert main(["fix", "--diff", "bom.py"]) == 1
+    assert main(["fix", "--extend-select", "TP101", "--diff", "bom.py"]) == 1
     patch = capsys.readouterr().out
     assert "\ufeffimport torch" in patch
     (tmp_path / "p.diff").write_text(patch, encoding="utf-8")
@@ -219,7 +219,9 @@ def test_diff_keeps_the_bom_so_git_apply_takes_it(
     assert path.read_bytes().startswith(b"\xef\xbb\xbfimport torch\n") and b"device" in (
         path.read_bytes()
     )
-    assert main(["fix", "--diff", "bom.py"]) == 1  # TP106 (a SPEED fix) is still reported
+    assert (
+        main(["fix", "--extend-select", "TP101", "--diff", "bom.py"]) == 1
+    )  # TP106 (a SPEED fix) is still reported
     assert capsys.readouterr().out == ""  # ...but nothing would change: the patch was whole
 
 
@@ -227,19 +229,19 @@ def test_diff_keeps_the_bom_so_git_apply_takes_it(
 def test_line_endings_are_kept(tmp_path: Path, newline: str) -> None:
     path = tmp_path / "eol.py"
     path.write_bytes(BEFORE.replace("\n", newline).encode())
-    assert fix_paths([path]).errors == []
+    assert fix_paths([path], extend_select=["TP101"]).errors == []
     data = path.read_bytes().decode()
     assert "device" in data
     other = {"\r": "\n", "\r\n": "\r"}[newline]
     assert other not in data.replace("\r\n", "") if newline == "\r\n" else other not in data
     assert data.count("\r") == data.count("\n") if newline == "\r\n" else True
-    assert fix_paths([path]).changed == []  # idempotent
+    assert fix_paths([path], extend_select=["TP101"]).changed == []  # idempotent
 
 
 def test_mixed_line_endings_are_left_as_they_are(tmp_path: Path) -> None:
     path = tmp_path / "mixed.py"
     path.write_bytes(b"import torch\r\n\r\nx = torch.zeros(2).cuda()\n")
-    assert fix_paths([path]).errors == []
+    assert fix_paths([path], extend_select=["TP101"]).errors == []
     assert path.read_bytes().startswith(b"import torch\r\n")
 
 
@@ -251,7 +253,7 @@ def test_diff_of_a_latin1_file_is_in_latin1_so_git_apply_takes_it(
     path = tmp_path / "latin.py"
     path.write_bytes(("# -*- coding: latin-1 -*-\ns = 'é'\n" + BEFORE).encode("latin-1"))
     monkeypatch.chdir(tmp_path)
-    assert main(["fix", "--diff", "latin.py"]) == 1
+    assert main(["fix", "--extend-select", "TP101", "--diff", "latin.py"]) == 1
     patch = capsysbinary.readouterr().out
     assert "s = 'é'".encode("latin-1") in patch
     (tmp_path / "p.diff").write_bytes(patch)
@@ -280,7 +282,7 @@ def test_fixed_file_keeps_one_kind_of_line_ending_and_its_bom(
     text = "import torch\n" + "\n".join(body) + "\n"
     path = tmp_path / "eol.py"
     path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + text.replace("\n", newline).encode())
-    assert fix_paths([path], unsafe=True).errors == []
+    assert fix_paths([path], extend_select=["TP101"], unsafe=True).errors == []
     data = path.read_bytes()
     assert data.startswith(b"\xef\xbb\xbf") is bom
     crlf = data.count(b"\r\n")
@@ -296,7 +298,7 @@ def test_hard_link_planted_to_another_owners_file_is_refused(shared_folder: Path
     try:
         link = shared_folder / "innocent.py"
         os.link(target, link)
-        result = fix_paths([link])
+        result = fix_paths([link], extend_select=["TP101"])
         assert result.exit_code == 2 and "hard link" in result.errors[0].message
         assert target.read_text() == BEFORE
     finally:
@@ -408,10 +410,14 @@ def test_fix_never_cleans_through_a_symlinked_folder(tmp_path: Path) -> None:
     tree.mkdir()
     (tree / "linked").symlink_to(outside, target_is_directory=True)
     (outside / "b.py").write_text(BEFORE)
-    fix_paths([tree])  # the walk does not follow the link
-    fix_paths([tree / "linked" / "b.py"])  # given through it: refused, and not cleaned
+    fix_paths([tree], extend_select=["TP101"])  # the walk does not follow the link
+    fix_paths(
+        [tree / "linked" / "b.py"], extend_select=["TP101"]
+    )  # given through it: refused, and not cleaned
     assert left.exists() and user.exists()
-    fix_paths([outside / "b.py"])  # the folder's own path: ours is removed, theirs kept
+    fix_paths(
+        [outside / "b.py"], extend_select=["TP101"]
+    )  # the folder's own path: ours is removed, theirs kept
     assert not left.exists() and user.exists()
 
 
@@ -419,6 +425,6 @@ def test_the_next_fix_removes_what_a_killed_fix_left(tmp_path: Path) -> None:
     left = _killed_fix_leaves(tmp_path)
     other = tmp_path / ".b.py.q9r8s7.torchport"  # a user's file with a temp-like name
     other.write_text("")
-    fix_paths([tmp_path / "a.py"])
+    fix_paths([tmp_path / "a.py"], extend_select=["TP101"])
     assert not left.exists() and other.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".b.py.q9r8s7.torchport", "a.py"]

@@ -35,7 +35,7 @@ def test_sibling_branch_local_is_not_used() -> None:
         "    else:\n"
         "        model.cuda()\n"
     )
-    fixed = fix_source(source)
+    fixed = fix_source(source, extend_select=["TP101"])
     assert "model.to(_device)" in fixed
     assert fixed.count("_device = torch.accelerator") == 1
 
@@ -44,12 +44,14 @@ def test_local_assigned_later_is_not_used() -> None:
     source = (
         "import torch\n\ndef f(x):\n    y = x.cuda()\n    device = 'cpu'\n    return y, device\n"
     )
-    assert "x.to(_device)" in fix_source(source)
+    assert "x.to(_device)" in fix_source(source, extend_select=["TP101"])
 
 
 def test_one_line_import_defines_the_device_before_its_use() -> None:
     # over `xs`, repeated per item (a comprehension over a written-out `range` is TP905's)
-    fixed = fix_source("import torch; x = [torch.ones(1).cuda() for _ in xs]\n")
+    fixed = fix_source(
+        "import torch; x = [torch.ones(1).cuda() for _ in xs]\n", extend_select=["TP101"]
+    )
     assert fixed.startswith("import torch; device = ")
     assert fixed.index("device = ") < fixed.index("device=device")
 
@@ -60,7 +62,7 @@ def test_default_and_decorator_use_a_module_level_device() -> None:
         'def f(x, device=torch.device("cuda")):\n    return x.to(device)\n\n'
         "@register(torch.zeros(1).cuda())\ndef g(device):\n    return device\n"
     )
-    fixed = fix_source(source)
+    fixed = fix_source(source, extend_select=["TP101"])
     assert fixed.startswith("import torch\n\n" + DEF)
     assert "def f(x, device=device):" in fixed
     assert "@register(torch.zeros(1, device=device))" in fixed
@@ -73,7 +75,7 @@ def test_function_called_before_a_later_module_device() -> None:
         "import torch\n\ndef f(x):\n    return x.cuda()\n\nf(torch.ones(1))\n"
         'device = torch.device("cuda")\n'
     )
-    fixed = fix_source(source)
+    fixed = fix_source(source, extend_select=["TP101"])
     assert "return x.to(_device)" in fixed
 
 
@@ -83,7 +85,7 @@ def test_device_is_not_placed_above_the_real_import_torch() -> None:
         "if TYPE_CHECKING:\n    import torch\n"
         "import sys\nsys.path.insert(0, '.')\nimport torch\n\nx = torch.ones(1).cuda()\n"
     )
-    fixed = fix_source(source)
+    fixed = fix_source(source, extend_select=["TP101"])
     assert fixed.index("\nimport torch\n") < fixed.index("device = ")
 
 
@@ -92,7 +94,7 @@ def test_device_is_not_placed_above_the_real_import_torch() -> None:
 )
 def test_module_device_with_another_meaning_is_not_reused(value: str) -> None:
     source = f"import torch\n\ndevice = {value}\n\ndef f(model):\n    model.cuda()\n"
-    fixed = fix_source(source)
+    fixed = fix_source(source, extend_select=["TP101"])
     assert "model.to(_device)" in fixed
     assert f"device = {value}\n" in fixed
 
@@ -102,12 +104,12 @@ def test_enclosing_local_seen_by_a_lambda_is_not_reused() -> None:
         "import torch\n\ndef g():\n    device = 'cpu'\n"
         "    move = lambda t: t.cuda()\n    return move, device\n"
     )
-    assert "t.to(_device)" in fix_source(source)
+    assert "t.to(_device)" in fix_source(source, extend_select=["TP101"])
 
 
 def test_star_import_device_is_not_shadowed() -> None:
     source = "from config import *\nimport torch\n\ndef f(x):\n    return x.to(device), x.cuda()\n"
-    fixed = fix_source(source)
+    fixed = fix_source(source, extend_select=["TP101"])
     assert "x.to(device), x.to(_device)" in fixed
     assert "\ndevice = " not in fixed
 
@@ -123,13 +125,15 @@ def test_star_import_device_is_not_shadowed() -> None:
 )
 def test_device_keyword_of_a_call_that_is_not_torchs_is_left_alone(call: str) -> None:
     source = f"import torch\n\n{call}\n"
-    assert fix_source(source, unsafe=True) == source
-    assert [f.code for f in check_source(source) if f.fix is not None] == []
+    assert fix_source(source, unsafe=True, extend_select=["TP101"]) == source
+    assert [
+        f.code for f in check_source(source, extend_select=["TP101"]) if f.fix is not None
+    ] == []
 
 
 def test_device_keyword_of_torch_calls_is_fixed() -> None:
     source = 'import torch\n\nx = torch.zeros(1, device="cuda")\ny = x.new_ones(2, device="cuda")\n'
-    fixed = fix_source(source)
+    fixed = fix_source(source, extend_select=["TP101"])
     assert "torch.zeros(1, device=device)" in fixed
     assert "x.new_ones(2, device=device)" in fixed
 
@@ -145,9 +149,11 @@ def test_device_keyword_of_torch_calls_is_fixed() -> None:
     ],
 )
 def test_optional_torch_gets_no_import_and_no_fix(source: str) -> None:
-    fixed = fix_source(source, unsafe=True)
+    fixed = fix_source(source, unsafe=True, extend_select=["TP101"])
     assert fixed == source
-    assert any(f.code == "TP101" and f.fix is None for f in check_source(source))
+    assert any(
+        f.code == "TP101" and f.fix is None for f in check_source(source, extend_select=["TP101"])
+    )
 
 
 def test_torch_imported_inside_the_function_is_used_there() -> None:
@@ -159,7 +165,7 @@ def test_torch_imported_inside_the_function_is_used_there() -> None:
 
 def test_unsafe_discarded_move_never_makes_a_global_local() -> None:
     source = "import torch\n\nbuf = torch.zeros(3)\n\ndef save():\n    buf.cpu()\n    return buf\n"
-    fixed = fix_source(source, unsafe=True)
+    fixed = fix_source(source, unsafe=True, extend_select=["TP101"])
     assert "buf = buf.cpu()" not in fixed
     assert runs(fixed)["save"]() is not None  # type: ignore[operator]  (no UnboundLocalError)
 
@@ -185,7 +191,7 @@ def test_a_stored_guard_is_not_rewritten_alone() -> None:
         "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
         "n = torch.cuda.device_count()\n"
     )
-    fixed = fix_source(source, unsafe=True)
+    fixed = fix_source(source, unsafe=True, extend_select=["TP101"])
     assert "torch.cuda.is_available()" in fixed
     assert "torch.cuda.device_count()" in fixed
 
@@ -214,6 +220,6 @@ def test_safe_fixes_do_not_claim_changes() -> None:
     source = "import torch\n\nx = torch.zeros(3).cuda()\ntorch.cuda.synchronize()\n"
     assert all(
         not f.fix.changes
-        for f in check_source(source)
+        for f in check_source(source, extend_select=["TP101"])
         if f.fix is not None and f.fix.safety.value == "safe"
     )

@@ -225,7 +225,9 @@ def _mark(path: str, rules: RuleSet, settings: FileSettings) -> tuple[int, list[
 def _mark_chunk(chunk: Chunk) -> list[tuple[str, int, list[FileError]]]:
     out = []
     for path, ignored in chunk.files:
-        rules = RuleSet(r for r in chunk.rules if not r.code.startswith(ignored or ("\0",)))
+        rules = RuleSet(
+            (r for r in chunk.rules if not r.code.startswith(ignored or ("\0",))), chunk.scoped
+        )
         out.append((path, *_mark(path, rules, chunk.settings)))
     return out
 

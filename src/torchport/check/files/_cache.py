@@ -88,8 +88,14 @@ def _checker_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _run_key(rules: Iterable[type[Rule]], known: Iterable[str], settings: FileSettings) -> str:
+def _run_key(
+    rules: Iterable[type[Rule]],
+    known: Iterable[str],
+    settings: FileSettings,
+    scoped: Iterable[str] = (),
+) -> str:
     parts = [
+        ",".join(scoped),  # rules run only in their default contexts
         repr(settings),
         __version__,
         _checker_fingerprint(),
@@ -130,9 +136,10 @@ class CheckCache:
         rules: Iterable[type[Rule]],
         known: Iterable[str],
         settings: FileSettings = UNLIMITED,
+        scoped: Iterable[str] = (),
     ) -> None:
         self.folder = folder
-        self.file = folder / __version__ / f"{_run_key(rules, known, settings)}.json"
+        self.file = folder / __version__ / f"{_run_key(rules, known, settings, scoped)}.json"
         self._entries: dict[str, dict[str, object]] = {}
         self._dirty = False
         with contextlib.suppress(OSError, ValueError):

@@ -266,7 +266,7 @@ def _cached_check(
         store = stores.get(id(group))
         if store is None:
             t = group.template
-            store = stores[id(group)] = CheckCache(folder, t.rules, t.known, t.settings)
+            store = stores[id(group)] = CheckCache(folder, t.rules, t.known, t.settings, t.scoped)
         for path, ignored in group.files:
             store_of[path] = store
             report = store.lookup(path, ignored)

@@ -19,6 +19,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from torchport.check._default_scope import scoped_codes
 from torchport.check._records import record, replace
 from torchport.check._rule import Rule
 from torchport.check._select import (
@@ -228,9 +229,12 @@ def plan(
             fixable = fixable_rules(
                 rules, explicit=_explicit(select, extend_select or (), settings), speed=speed
             )
+            chosen = select if select is not None else settings.select
+            extended = (*settings.extend_select, *(extend_select or ()))
             chunk = replace(
                 template,
                 rules=rules,
+                scoped=scoped_codes(rules, chosen, extended),
                 known=known,
                 roots=tuple(str(p) for p in paths),
                 fixable=None if len(fixable) == len(rules) else tuple(r.code for r in fixable),

@@ -119,6 +119,9 @@ class Chunk:
     unsafe: bool = False
     diff: bool = False
     fixable: tuple[str, ...] | None = None  # codes whose fixes apply (None: all)
+    scoped: tuple[
+        str, ...
+    ] = ()  # codes run only in their default contexts (check/_default_scope.py)
     # The one file's text (or its bytes, decoded as a file's), given instead of read; never written.
     stdin: str | bytes | None = None
     settings: FileSettings = UNLIMITED  # target torch and noqa policy of these files
@@ -140,10 +143,11 @@ _LINE_END = lazy_pattern(r"\r\n|\r|\n")  # the line ends Python counts
 
 
 @functools.lru_cache(maxsize=32)
-def _ruleset(rules: tuple[type[Rule], ...], ignored: tuple[str, ...]) -> RuleSet:
-    return (
-        RuleSet(r for r in rules if not r.code.startswith(ignored)) if ignored else RuleSet(rules)
-    )
+def _ruleset(
+    rules: tuple[type[Rule], ...], ignored: tuple[str, ...], scoped: tuple[str, ...] = ()
+) -> RuleSet:
+    kept = [r for r in rules if not r.code.startswith(ignored)] if ignored else rules
+    return RuleSet(kept, scoped)
 
 
 def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | None:
@@ -377,7 +381,7 @@ def check_chunk(chunk: Chunk) -> list[Report]:
         if doc is None or tree is None:
             continue
         try:
-            rules = _ruleset(chunk.rules, ignored)
+            rules = _ruleset(chunk.rules, ignored, chunk.scoped)
             outcome = check_tree(doc.text, path, tree, rules, settings=chunk.settings)
         except Exception as exc:
             report.errors.append(_internal(path, exc, doc.text))
@@ -475,7 +479,7 @@ def _fix_files(chunk: Chunk) -> list[Report]:
         doc = _load(path, report, chunk, fixing=True)
         tree = None if doc is None else _parse(path, doc, report)
         if doc is not None and tree is not None:
-            full = _ruleset(chunk.rules, ignored)
+            full = _ruleset(chunk.rules, ignored, chunk.scoped)
             try:
                 outcome = fix_text(
                     doc.text,

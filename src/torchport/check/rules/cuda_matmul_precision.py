@@ -45,6 +45,7 @@ class CudaMatmulPrecision(Rule):
     code = "TP407"
     name = "cuda-matmul-precision"
     intent = Intent.DEVICE
+    default = False
     message = (
         'call `torch.set_float32_matmul_precision("high")` (or `"highest"`) instead of setting '
         "`torch.backends.cuda.matmul.allow_tf32`, so every accelerator follows it"

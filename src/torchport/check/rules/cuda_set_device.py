@@ -42,6 +42,7 @@ class CudaSetDevice(Rule):
     code = "TP102"
     name = "cuda-set-device"
     intent = Intent.DEVICE
+    default = False
     message = (
         "call `torch.accelerator.set_device_index(...)` when `torch.accelerator.is_available()` "
         "instead of `torch.cuda.set_device(...)`"

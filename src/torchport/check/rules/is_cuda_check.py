@@ -43,13 +43,13 @@ class IsCudaCheck(Rule):
     `self.is_cuda` and an `is_cuda` attribute the module assigns itself (a class's own
     flags), and a test about CUDA (`rules/_test_code.py`): its expectation, not a branch.
 
-    The fix says so in `Fix.changes`: on MPS or XPU, the branch that was skipped
-    now runs, and what it computes there changes.
+    The fix says so in `Fix.changes`: on MPS or XPU the skipped branch runs, results change.
     """
 
     code = "TP103"
     name = "is-cuda-check"
     intent = Intent.DEVICE
+    default = False
     message = 'test `x.device.type != "cpu"` (or compare with your `device`) instead of `x.is_cuda`'
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Attribute,)

@@ -48,6 +48,7 @@ class LoadWeightsOnlyFalse(Rule):
     code = "TP302"
     name = "load-weights-only-false"
     intent = Intent.SAFETY
+    default = False
     message = (
         "load with the default `weights_only=True` and allow needed classes with "
         "`torch.serialization.add_safe_globals`; keep `False` only for files you trust"

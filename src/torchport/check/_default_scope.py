@@ -1,0 +1,124 @@
+"""Where a rule runs when nobody selected it: its default contexts, and the policy behind them.
+
+A finding is in one of two contexts: ``test`` (test code, as the checker tells it everywhere,
+``rules/_test_code.collected_by_a_test_runner``: a test folder or module, a test
+function, class or fixture) or ``code`` (everything else). Each rule says in
+which of them a default run reports it (``Rule.default_contexts``, mirrored in
+the catalog). The policy, held by ``tests/check/test_default_scope.py`` against the
+judged samples (``benchmarks/data/precision_sample*.csv`` and the contexts of their
+rows, ``benchmarks/data/precision_scope.csv``): a rule is on by default in a
+context only where at least 90% of its judged findings there are real problems;
+with fewer than 8 judged there, only if every one is; and never in test code
+alone. The figures are :data:`JUDGED` (``benchmarks/bench_precision_sample.py
+--scope`` writes the rows; the test recomputes these from them).
+
+A rule a run names (``--select TP101``, a prefix, ``ALL``, ``--extend-select``,
+the config's ``select``) runs in every context: the scope is the default's, not
+the rule's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from torchport.check._context import Context
+from torchport.check._rule import Rule
+
+__all__ = [
+    "BAR",
+    "CODE",
+    "CONTEXTS",
+    "FEW",
+    "JUDGED",
+    "SAMPLES",
+    "TEST",
+    "context_of",
+    "judged_sentence",
+    "scoped_codes",
+]
+
+CODE, TEST = "code", "test"
+CONTEXTS = frozenset({CODE, TEST})
+SAMPLES = "A-P"  # the judged samples pooled (benchmarks/RESULTS.md)
+BAR, FEW = 0.9, 8  # the share of real findings a default context needs; "too few judged"
+
+# Judged findings per rule and context over the pooled samples, counting only what the
+# rules still report: (real, judged). Written from benchmarks/data/precision_scope.csv;
+# tests/check/test_default_scope.py recomputes it and fails when it differs.
+JUDGED: dict[str, dict[str, tuple[int, int]]] = {
+    "TP101": {"code": (151, 175), "test": (35, 48)},
+    "TP102": {"code": (14, 16)},
+    "TP103": {"code": (14, 17)},
+    "TP104": {"code": (8, 8), "test": (1, 1)},
+    "TP105": {"code": (7, 7)},
+    "TP106": {"code": (105, 112), "test": (0, 2)},
+    "TP107": {"code": (3, 3), "test": (1, 1)},
+    "TP108": {"code": (11, 12)},
+    "TP109": {"code": (133, 141)},
+    "TP110": {"code": (11, 11)},
+    "TP111": {"code": (8, 8)},
+    "TP113": {"code": (16, 17)},
+    "TP114": {"test": (0, 1)},
+    "TP115": {"code": (12, 13)},
+    "TP116": {"code": (5, 6)},
+    "TP201": {"code": (0, 2)},
+    "TP202": {"code": (141, 174), "test": (0, 1)},
+    "TP203": {"code": (51, 52), "test": (0, 1)},
+    "TP301": {"code": (78, 87)},
+    "TP302": {"code": (6, 7)},
+    "TP303": {"code": (13, 18)},
+    "TP304": {"code": (0, 1)},
+    "TP305": {"code": (0, 1)},
+    "TP307": {"code": (9, 9), "test": (0, 1)},
+    "TP308": {"code": (8, 9)},
+    "TP309": {"code": (6, 6), "test": (0, 1)},
+    "TP401": {"code": (72, 85), "test": (0, 1)},
+    "TP403": {"code": (24, 25), "test": (0, 2)},
+    "TP404": {"code": (10, 10), "test": (0, 1)},
+    "TP405": {"code": (18, 19)},
+    "TP406": {"code": (16, 20)},
+    "TP407": {"code": (8, 9)},
+}
+
+
+def context_of(ctx: Context) -> str:
+    """The context of the node being checked: ``"test"`` or ``"code"``."""
+    from torchport.check.rules._test_code import collected_by_a_test_runner  # on first use
+
+    return TEST if collected_by_a_test_runner(ctx) else CODE
+
+
+def scoped_codes(
+    rules: Iterable[type[Rule]],
+    select: Collection[str] | None,
+    extend_select: Collection[str] = (),
+) -> tuple[str, ...]:
+    """The codes of ``rules`` a run reports only in their default contexts.
+
+    Those on by the default selection alone (``select`` is None and no
+    ``extend_select`` selector names them) whose default contexts are not all.
+    """
+    if select is not None:
+        return ()
+    named = [s.strip().upper() for s in extend_select]
+    return tuple(
+        sorted(
+            rule.code
+            for rule in rules
+            if rule.default_contexts != CONTEXTS
+            and not any(s == "ALL" or (s and rule.code.startswith(s)) for s in named)
+        )
+    )
+
+
+def judged_sentence(code: str) -> str:
+    """Where the rule is on by default and why, in the judged figures; "" when none are kept."""
+    figures = JUDGED.get(code)
+    if not figures:
+        return ""
+    parts = [
+        f"{'test code' if where == TEST else 'other code'} {real} of {n} real"
+        for where, (real, n) in sorted(figures.items())
+        if n
+    ]
+    return f"judged over samples {SAMPLES}: {', '.join(parts)}" if parts else ""

@@ -1,0 +1,113 @@
+"""The default set is a policy: every rule's default contexts hold the judged 90% bar.
+
+The oracle is apart from the checker: it recomputes, from the committed judgments
+(``benchmarks/data/precision_sample*.csv``: one verdict per sampled finding, judged
+one by one) and the rows' contexts (``benchmarks/data/precision_scope.csv``, written by
+``benchmarks/bench_precision_sample.py --scope``: test code or the rest, and whether the
+rule, selected by code, still reports the row), each rule's real / judged per context,
+and holds every rule's metadata to it: a rule is on by default in a context only where
+at least 90% of its judged findings still reported there are real; with fewer than 8
+judged there, only if every one is; never in test code alone (test code is the lower
+context: the rule must earn the rest first). The figures the rule pages print
+(``check/_scope.JUDGED``) must be these.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from torchport.check import explain
+from torchport.check._default_scope import JUDGED, SAMPLES
+from torchport.check._rule import Rule
+from torchport.check.rules import RULES
+
+DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+POOLED = ["precision_sample.csv"] + [f"precision_sample_{x}.csv" for x in "bcdefghijklmnop"]
+PARAMS = [pytest.param(rule, id=rule.code) for rule in RULES]
+
+
+def _read(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _key(sample: str, row: dict[str, str]) -> tuple[str, str, str, int, str]:
+    return (sample, row["repo"], row["path"], int(row["line"]), row["code"])
+
+
+def _pooled() -> dict[str, dict[str, Counter[str]]]:
+    """Verdicts of the rows still reported, per rule and context: {code: {context: Counter}}."""
+    verdicts = {
+        _key(sample, row): row["verdict"]
+        for sample in POOLED
+        for row in _read(sample)
+        if row["verdict"]
+    }
+    scope = _read("precision_scope.csv")
+    keys = [_key(row["sample"], row) for row in scope]
+    assert sorted(keys) == sorted(verdicts), (
+        "precision_scope.csv is not the judged rows: rerun --scope"
+    )
+    out: dict[str, dict[str, Counter[str]]] = {}
+    for key, row in zip(keys, scope, strict=True):
+        assert row["context"] in ("code", "test", "unparsed"), row
+        assert row["reported"] in ("yes", "no"), row
+        if row["reported"] == "yes":
+            out.setdefault(row["code"], {}).setdefault(row["context"], Counter())[
+                verdicts[key]
+            ] += 1
+    return out
+
+
+POOL = _pooled()
+
+
+def _earns(counts: Counter[str]) -> bool:
+    real, judged = counts["real"], counts["real"] + counts["low"] + counts["noise"]
+    return real == judged if judged < 8 else real >= 0.9 * judged
+
+
+@pytest.mark.parametrize("rule", PARAMS)
+def test_a_rule_is_on_by_default_only_where_its_judged_findings_are_90_percent_real(
+    rule: type[Rule],
+) -> None:
+    if not rule.default:
+        return
+    for context in rule.default_contexts:
+        counts = POOL.get(rule.code, {}).get(context, Counter())
+        assert _earns(counts), f"{rule.code} is on by default in {context}: {dict(counts)}"
+
+
+@pytest.mark.parametrize("rule", PARAMS)
+def test_no_rule_is_on_in_test_code_alone(rule: type[Rule]) -> None:
+    assert rule.default_contexts <= {"code", "test"}
+    assert not rule.default or "code" in rule.default_contexts
+
+
+def test_the_pages_print_the_judged_figures() -> None:
+    expected = {
+        code: {
+            context: (c["real"], c["real"] + c["low"] + c["noise"])
+            for context, c in per.items()
+            if context != "unparsed" and c["real"] + c["low"] + c["noise"]
+        }
+        for code, per in POOL.items()
+    }
+    assert {code: per for code, per in expected.items() if per} == JUDGED
+    assert SAMPLES == "A-P" and len(POOLED) == 16  # one file per letter, A's has none
+
+
+@pytest.mark.parametrize("rule", PARAMS)
+def test_a_scoped_or_judged_rule_says_where_it_is_on_and_why(rule: type[Rule]) -> None:
+    page = explain(rule.code)
+    if rule.code in JUDGED:
+        real, judged = next(iter(JUDGED[rule.code].values()))
+        assert f"{real} of {judged} real" in page, rule.code
+        assert f"samples {SAMPLES}" in page, rule.code
+    if rule.default and rule.default_contexts != {"code", "test"}:
+        assert "on by default outside test code" in page, rule.code
+        assert f"--extend-select {rule.code}" in page, rule.code
