@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from torchport.check import explain
-from torchport.check._default_scope import JUDGED, SAMPLES
+from torchport.check._default_scope import JUDGED, KEPT_ON, SAMPLES
 from torchport.check._rule import Rule
 from torchport.check.rules import RULES
 
@@ -76,10 +76,23 @@ def test_a_rule_is_on_by_default_only_where_its_judged_findings_are_90_percent_r
     rule: type[Rule],
 ) -> None:
     if not rule.default:
+        assert rule.code not in KEPT_ON, rule.code
         return
     for context in rule.default_contexts:
         counts = POOL.get(rule.code, {}).get(context, Counter())
+        if rule.code in KEPT_ON and context == "code":
+            # kept on by decision below the bar: the entry must still be needed
+            assert not _earns(counts), f"{rule.code} earns its default now: drop its KEPT_ON"
+            continue
         assert _earns(counts), f"{rule.code} is on by default in {context}: {dict(counts)}"
+
+
+def test_rules_kept_on_below_the_bar_are_on_outside_test_code_only() -> None:
+    by_code = {rule.code: rule for rule in RULES}
+    for code, reason in KEPT_ON.items():
+        rule = by_code[code]
+        assert rule.default and rule.default_contexts == {"code"}, code
+        assert reason and f"kept on: {reason}" in explain(code), code
 
 
 @pytest.mark.parametrize("rule", PARAMS)

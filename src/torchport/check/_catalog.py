@@ -158,7 +158,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "HardCodedCuda",
         "hard_coded_cuda",
         "hard-coded-cuda",
-        False,
+        True,
         "device",
         "unsafe",
         (
@@ -171,6 +171,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         None,
         None,
         frozenset({"accelerator", "device", "map_location"}),
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP102",
@@ -522,13 +523,14 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "LoadWithoutMapLocation",
         "load_without_map_location",
         "load-without-map-location",
-        False,
+        True,
         "device",
         "unsafe",
         ("Call",),
         frozenset({"load"}),
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP302",

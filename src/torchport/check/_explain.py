@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import inspect
 
-from torchport.check._default_scope import BAR, CODE, CONTEXTS, judged_sentence
+from torchport.check._default_scope import BAR, CODE, CONTEXTS, KEPT_ON, judged_sentence
 from torchport.check._engine import check_source
 from torchport.check._rule import FixSafety, Intent, Rule
 from torchport.check._select import available_rules, fix_command
@@ -63,6 +63,12 @@ def _default(rule: type[Rule]) -> str:
         return f"off by default (`--select {rule.code}`)"
     if rule.default_contexts == CONTEXTS:
         return f"on by default{why}"
+    if rule.code in KEPT_ON:
+        return (
+            f"on by default outside test code{why}, under the {BAR:.0%} bar and kept on: "
+            f"{KEPT_ON[rule.code]}; `--extend-select {rule.code}` (or `--select`) runs it "
+            "in test code too"
+        )
     where = "outside test code" if CODE in rule.default_contexts else "in test code only"
     return (
         f"on by default {where}{why}, where its judged findings are at least "
