@@ -153,10 +153,12 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``),
     benchmark code (``_test_code.benchmark_code``: a benchmark measures one device on
     purpose), a class's own ``cuda()`` method (:func:`_own_cuda_method`), and CUDA
-    made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`).
+    made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
+    code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``).
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
+    from torchport.check.rules._cuda_kernels import tests_a_kernel
     from torchport.check.rules._test_code import (  # on first use
         benchmark_code,
         collected_by_a_test_runner,
@@ -165,7 +167,7 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
 
     if cuda_is_the_subject(node, ctx) or benchmark_code(ctx):
         return True
-    if _fakes_tensors(ctx) and collected_by_a_test_runner(ctx):
+    if collected_by_a_test_runner(ctx) and (_fakes_tensors(ctx) or tests_a_kernel(ctx)):
         return True
     guard = device_guard(node, ctx)
     if guard is None:
