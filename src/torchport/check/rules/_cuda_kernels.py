@@ -1,4 +1,4 @@
-"""Test code of a CUDA kernel: its hard-coded CUDA is the kernel's, not a porting bug (TP101).
+"""Code of a CUDA kernel: its tests' hard-coded CUDA (TP101), its ``x.is_cuda`` (TP103).
 
 Sample Q (benchmarks/RESULTS.md): flash-attention's CuTe, Triton and compiled-extension
 tests put their inputs on ``"cuda"`` with no gate; the kernel under test exists only for
@@ -7,14 +7,16 @@ the GPU, so another device cannot run the test at all (judged low, 40 rows).
 The invariant: in test code (``_test_code.collected_by_a_test_runner``), TP101 leaves
 CUDA alone when the test module, or a project module it imports at its top level (the
 module a package's ``__init__`` re-exports the name from counts as that module; nothing
-further), **cannot be imported without a CUDA-only kernel**. That is, one of its top-level
+further), **is written around a GPU-only kernel**: it cannot be imported without one, or
+its kernels run only on a GPU (Triton and CUTLASS import anywhere, but compile for a GPU
+only). That is, one of its top-level
 statements (not inside ``try``, a function or a class) is
 
 * an import of Triton (``triton``, or a dotted name with a ``triton`` part:
   ``aiter.ops.triton...``), of CUTLASS's Python DSL (``cutlass``, ``cutlass.cute``), of a
   CUDA-only library (``semantic/_library_imports``: CuPy, PyCUDA, TensorRT, ...), or of a
-  compiled extension named for CUDA (a last part ending in ``_cuda``: ``flash_attn_2_cuda``,
-  the name ``CUDAExtension`` builds by convention);
+  compiled extension named for CUDA (a last part, or the ``as`` name, ending in ``_cuda``:
+  ``flash_attn_2_cuda``, ``import fused_dense_lib as fused_dense_cuda``);
 * an ``if``/``else`` whose every arm imports one (flash-attention picks its ROCm Triton or
   its CUDA extension: either way a GPU kernel);
 * or, anywhere in the module, ``load_inline(..., cuda_sources=...)`` or a ``load``/
@@ -25,8 +27,10 @@ own modules (``torch.utils._triton``, ``torch._C``), a ``_C`` extension (pytorch
 torchvision's have CPU kernels too: their tests' ``.cuda()`` was judged real), a custom op
 namespace (``torch.ops.<ns>`` may have a CPU kernel), and a kernel two imports away
 (openfold's tests reach its ``attn_core_inplace_cuda`` through ``model.primitives``, and
-they test plain torch code: judged real). Computed once per file; a project module's
-answer is kept per path and modification time for the process.
+they test plain torch code: judged real). In such a module itself (test or not),
+``x.is_cuda`` guards the kernel: TP103's ``device.type != "cpu"`` would send MPS tensors to
+it (flash-attention's ``fused_mlp_func``, sample Q: noise). Computed once per file; a
+project module's answer is kept per path and modification time for the process.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check.semantic._library_imports import CUDA_ONLY_LIBRARIES
 
-__all__ = ["imports_a_kernel", "kernel_import", "tests_a_kernel"]
+__all__ = ["imports_a_kernel", "kernel_import", "kernel_module", "tests_a_kernel"]
 
 _KERNEL_LIBRARIES = frozenset({"triton", "cutlass"}) | CUDA_ONLY_LIBRARIES
 _LOADS = frozenset({"load", "load_inline"})
@@ -48,16 +52,19 @@ _ANSWERS = {}  # a project module's (kernel?, its `from ... import` statements),
 def kernel_import(dotted: str) -> bool:
     """Whether importing the dotted name needs a CUDA-only kernel (the list above)."""
     parts = dotted.split(".")
-    if parts[0] == "torch":
+    if parts[0] in ("torch", ""):
         return False
     return parts[0] in _KERNEL_LIBRARIES or "triton" in parts or parts[-1].endswith("_cuda")
 
 
 def _imported(stmt: ast.stmt) -> list[str]:
+    """The dotted names an import reads, and the names it binds with ``as`` (``import
+    fused_dense_lib as fused_dense_cuda``: the author's word that it is CUDA's)."""
     if isinstance(stmt, ast.Import):
-        return [alias.name for alias in stmt.names]
+        return [name for a in stmt.names for name in (a.name, a.asname or "")]
     if isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
-        return [stmt.module, *(f"{stmt.module}.{alias.name}" for alias in stmt.names)]
+        names = [(f"{stmt.module}.{a.name}", a.asname or "") for a in stmt.names]
+        return [stmt.module, *(name for pair in names for name in pair)]
     return []
 
 
@@ -90,17 +97,26 @@ def _compiles_cuda(call: ast.Call) -> bool:
 
 
 def imports_a_kernel(tree: ast.Module) -> bool:
-    """Whether the module cannot be imported without a CUDA-only kernel (the invariant)."""
+    """Whether the module is written around a GPU-only kernel (the invariant)."""
     if any(map(_kernel_statement, tree.body)):
         return True
     return any(isinstance(n, ast.Call) and _compiles_cuda(n) for n in ast.walk(tree))
+
+
+def kernel_module(ctx: Context) -> bool:
+    """Whether the file itself is written around a CUDA-only kernel (the list above), once:
+    there ``x.is_cuda`` is the kernel's precondition (TP103 leaves it)."""
+    found = ctx.memo.get("cuda_kernels.module")
+    if found is None:
+        found = ctx.memo["cuda_kernels.module"] = imports_a_kernel(ctx.tree)
+    return bool(found)
 
 
 def tests_a_kernel(ctx: Context) -> bool:
     """Whether the file (test code, the caller's question) tests a CUDA kernel. Once per file."""
     found = ctx.memo.get("cuda_kernels.tests")
     if found is None:
-        found = ctx.memo["cuda_kernels.tests"] = imports_a_kernel(ctx.tree) or _reaches(ctx)
+        found = ctx.memo["cuda_kernels.tests"] = kernel_module(ctx) or _reaches(ctx)
     return bool(found)
 
 
