@@ -6,6 +6,9 @@ per file and accelerator (``Context.memo``):
 
 * a module-level ``pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)``
   (or a list of marks holding one): every test of the module runs only where CUDA is;
+* a mark bound to a name at module level and used as a decorator (``requires_sp24 =
+  pytest.mark.skipif(compute_capability < (8, 0))`` then ``@requires_sp24``), in the file or
+  imported from the project's own modules (xformers' ``from .utils import rocm_only``);
 * a unittest class whose ``setUp``/``setUpClass`` skips, returns or raises without it
   (``if not torch.cuda.is_available(): raise unittest.SkipTest(...)``), or whose base does
   (in the file, or a class the file imports from the project's own modules:
@@ -20,6 +23,9 @@ per file and accelerator (``Context.memo``):
   test, the model class of a ``@pytest.mark.gpu`` test, the workers a gated test is
   parametrized over (``SETTINGS = [{"test_function": run_test_slowmo, ...}]``). A helper
   named by one ungated test too is not this: it runs where that test runs.
+
+A gate names CUDA by its words (``_test_words``), its GPU architecture included (sample Q:
+``COMPUTE_CAPABILITY != 9``, ``not IS_SM100``, ``torch.version.hip``, ``@sm80_or_better_only``).
 """
 
 from __future__ import annotations
