@@ -154,7 +154,7 @@ def cuda_choice(expr: ast.expr | None, ctx: Context) -> str | None:
     else "cpu"``, ``... if use_cuda ...``): that CUDA-or-CPU choice is TP109's.
     """
     if isinstance(expr, ast.IfExp):
-        if test_guard(expr.test, ctx) is not None or _accelerator_fallback(expr):
+        if test_guard(expr.test, ctx) is not None or _accelerator_fallback(expr, ctx):
             return None
         return cuda_string(expr.body) or cuda_string(expr.orelse)
     return cuda_string(expr)
@@ -163,7 +163,7 @@ def cuda_choice(expr: ast.expr | None, ctx: Context) -> str | None:
 _NEW_TORCH = frozenset({"accelerator", "__version__", "version", "TORCH_VERSION"})
 
 
-def _accelerator_fallback(expr: ast.IfExp) -> bool:
+def _accelerator_fallback(expr: ast.IfExp, ctx: Context) -> bool:
     """``torch.accelerator.current_accelerator().type if hasattr(torch, "accelerator") else
     "cuda"`` (either order): the other arm asks ``torch.accelerator`` and the test asks
     whether this torch has it (the attribute, or torch's version), so CUDA is only an old
@@ -174,8 +174,7 @@ def _accelerator_fallback(expr: ast.IfExp) -> bool:
     asks = any(
         isinstance(n, ast.Attribute)
         and n.attr == "accelerator"
-        and isinstance(n.value, ast.Name)
-        and n.value.id == "torch"
+        and ctx.qualname(n) == "torch.accelerator"
         for n in ast.walk(other)
     )
     return asks and any(
