@@ -125,6 +125,7 @@ def _reaches(ctx: Context) -> bool:
         return False
     here = Path(ctx.path)
     for stmt in ctx.tree.body:
+        targets: list[tuple[str | None, int, tuple[str, ...]]]
         if isinstance(stmt, ast.Import):
             targets = [(a.name, 0, ()) for a in stmt.names]
         elif isinstance(stmt, ast.ImportFrom):
