@@ -40,6 +40,7 @@ FORMS = {
     "from pytorch3d import _C": False,
     "import vision_C": False,
     "import numpy": False,
+    "import pycuda.gl": False,  # CUDA interop, no kernel under test (pytorch3d's, sample M)
     "from torch.utils.cpp_extension import load\nk = load(name='k', sources=['k.cpp'])": False,
 }
 # Where the module with the form is, and whether the test's reach includes it.

@@ -13,8 +13,7 @@ only). That is, one of its top-level
 statements (not inside ``try``, a function or a class) is
 
 * an import of Triton (``triton``, or a dotted name with a ``triton`` part:
-  ``aiter.ops.triton...``), of CUTLASS's Python DSL (``cutlass``, ``cutlass.cute``), of a
-  CUDA-only library (``semantic/_library_imports``: CuPy, PyCUDA, TensorRT, ...), or of a
+  ``aiter.ops.triton...``), of CUTLASS's Python DSL (``cutlass``, ``cutlass.cute``), or of a
   compiled extension named for CUDA (a last part, or the ``as`` name, ending in ``_cuda``:
   ``flash_attn_2_cuda``, ``import fused_dense_lib as fused_dense_cuda``);
 * an ``if``/``else`` whose every arm imports one (flash-attention picks its ROCm Triton or
@@ -22,7 +21,9 @@ statements (not inside ``try``, a function or a class) is
 * or, anywhere in the module, ``load_inline(..., cuda_sources=...)`` or a ``load``/
   ``load_inline`` given a ``.cu`` source file (compiled with nvcc on first use).
 
-Not signals: an optional import (under ``try``, or an ``if`` without an ``else``), torch's
+Not signals: a CUDA interop library (``semantic/_library_imports``: PyCUDA, CuPy; pytorch3d's
+camera tests import its ``pycuda.gl`` rasterizer and test plain torch code: judged real,
+sample M), an optional import (under ``try``, or an ``if`` without an ``else``), torch's
 own modules (``torch.utils._triton``, ``torch._C``), a ``_C`` extension (pytorch3d's and
 torchvision's have CPU kernels too: their tests' ``.cuda()`` was judged real), a custom op
 namespace (``torch.ops.<ns>`` may have a CPU kernel), and a kernel two imports away
@@ -39,11 +40,10 @@ import ast
 from pathlib import Path
 
 from torchport.check._context import Context
-from torchport.check.semantic._library_imports import CUDA_ONLY_LIBRARIES
 
 __all__ = ["imports_a_kernel", "kernel_import", "kernel_module", "tests_a_kernel"]
 
-_KERNEL_LIBRARIES = frozenset({"triton", "cutlass"}) | CUDA_ONLY_LIBRARIES
+_KERNEL_LIBRARIES = frozenset({"triton", "cutlass"})
 _LOADS = frozenset({"load", "load_inline"})
 _ANSWERS: dict[tuple[str, int], tuple[bool, tuple[tuple[str | None, int, tuple[str, ...]], ...]]]
 _ANSWERS = {}  # a project module's (kernel?, its `from ... import` statements), by path

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from torchport.check._context import Context
 
-__all__ = ["CUDA_ONLY_LIBRARIES", "cuda_only_names", "module_backend", "uses_cuda_only_library"]
+__all__ = ["cuda_only_names", "module_backend", "uses_cuda_only_library"]
 
 # Libraries that exist only for NVIDIA GPUs: a module importing one is CUDA code by
 # nature (a TensorRT engine, a CuPy kernel), and asking it to be portable is noise.
@@ -26,7 +26,6 @@ _CUDA_ONLY_LIBRARIES = frozenset(
     {"tensorrt", "torch_tensorrt", "torch2trt", "pycuda", "cupy", "cuda", "transformer_engine",
      "msamp"}
 )  # fmt: skip
-CUDA_ONLY_LIBRARIES = _CUDA_ONLY_LIBRARIES  # also `rules/_cuda_kernels.py`'s
 _TOP_IMPORTS: weakref.WeakKeyDictionary[Context, tuple[frozenset[str], frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
