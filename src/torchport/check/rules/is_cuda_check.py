@@ -43,8 +43,7 @@ class IsCudaCheck(Rule):
     without a fix, as are `self.is_cuda` and an `is_cuda` attribute the module assigns
     itself (a class's flags), and a test about CUDA (`rules/_test_code.py`): its expectation.
 
-    The fix says so in `Fix.changes`: on MPS or XPU, the branch that was skipped now runs,
-    and what it computes there changes.
+    The fix says so in `Fix.changes`: on MPS or XPU the skipped branch runs, results change.
     """
 
     code = "TP103"
