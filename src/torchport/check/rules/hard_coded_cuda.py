@@ -40,12 +40,11 @@ class HardCodedCuda(Rule):
     torch.device("cuda")` to trigger a GPU warning) or `with FakeTensorMode()`, test code
     whose subject is CUDA (named, marked or skipped for it or its GPU architecture, asserting
     it first, naming two GPUs, starting NCCL, testing a GPU-only kernel: `rules/_test_code.py`,
-    `rules/_cuda_kernels.py`), benchmark code (a
-    `bm_*` file or function, a test's timing closure, a timing program: it times
-    one device on purpose), a class's own `cuda()` method, and code under a
-    device check (`if device.type == "cuda":`, in any
-    case, `if torch.cuda.is_available():`): ported, or TP109's choice, except a
-    move there in code that carries its device (`self.device`), which must follow it.
+    `rules/_cuda_kernels.py`), benchmark code (a `bm_*` file or function, a test's timing
+    closure, a timing program: it times one device on purpose), a class's own `cuda()`
+    method, and code under a device check (`if device.type == "cuda":`, in any case, `if
+    torch.cuda.is_available():`): ported, or TP109's choice, except a move there in code
+    that carries its device (`self.device`), which must follow it.
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an
