@@ -152,13 +152,22 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     torch.device("cuda")`` to trigger a GPU warning): another device fails the test.
     So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``),
     benchmark code (``_test_code.benchmark_code``: a benchmark measures one device on
-    purpose), and a class's own ``cuda()`` method (:func:`_own_cuda_method`).
+    purpose), a class's own ``cuda()`` method (:func:`_own_cuda_method`), and CUDA
+    made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
+    code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``).
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
-    from torchport.check.rules._test_code import benchmark_code, cuda_is_the_subject  # first use
+    from torchport.check.rules._cuda_kernels import tests_a_kernel
+    from torchport.check.rules._test_code import (  # on first use
+        benchmark_code,
+        collected_by_a_test_runner,
+        cuda_is_the_subject,
+    )
 
     if cuda_is_the_subject(node, ctx) or benchmark_code(ctx):
+        return True
+    if collected_by_a_test_runner(ctx) and (_fakes_tensors(ctx) or tests_a_kernel(ctx)):
         return True
     guard = device_guard(node, ctx)
     if guard is None:
@@ -201,11 +210,32 @@ def expects_a_warning(ctx: Context) -> bool:
     return False
 
 
+def _fakes_tensors(ctx: Context) -> bool:
+    """Inside ``with FakeTensorMode():`` in this function: fake tensors hold no memory, so
+    ``torch.empty(..., device="cuda")`` there tests the CUDA path (flash-attention forwards
+    a CUDA architecture to its kernel compile, sample Q) on any machine, no GPU needed;
+    another device would test another path."""
+    for outer in reversed(ctx.ancestors):
+        if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(outer, (ast.With, ast.AsyncWith)) and enters_call_named(outer, _FAKE_MODES):
+            return True
+    return False
+
+
+_FAKE_MODES = frozenset({"FakeTensorMode"})
+
+
 def not_implemented_elsewhere(branch: ast.AST, ctx: Context) -> bool:
     """``if not x.is_cuda: raise NotImplementedError`` before a compiled extension's call
     (``_C.deform_conv_forward(...)``, in the ``else`` or after): the code says the kernel
     exists only for CUDA, so the test is its precondition, right as written
-    (``device.type != "cpu"`` would hand it MPS tensors). Before portable code it is not."""
+    (``device.type != "cpu"`` would hand it MPS tensors). Before portable code it is not.
+    So is any such test in a module written around a GPU-only kernel (``_cuda_kernels``)."""
+    from torchport.check.rules._cuda_kernels import kernel_module  # on first use
+
+    if kernel_module(ctx):
+        return True
     if not isinstance(branch, ast.If) or len(branch.body) != 1:
         return False
     raised = branch.body[0]

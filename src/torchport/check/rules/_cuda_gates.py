@@ -6,6 +6,9 @@ per file and accelerator (``Context.memo``):
 
 * a module-level ``pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)``
   (or a list of marks holding one): every test of the module runs only where CUDA is;
+* a mark bound to a name at module level and used as a decorator (``requires_sp24 =
+  pytest.mark.skipif(compute_capability < (8, 0))`` then ``@requires_sp24``), in the file or
+  imported from the project's own modules (xformers' ``from .utils import rocm_only``);
 * a unittest class whose ``setUp``/``setUpClass`` skips, returns or raises without it
   (``if not torch.cuda.is_available(): raise unittest.SkipTest(...)``), or whose base does
   (in the file, or a class the file imports from the project's own modules:
@@ -20,6 +23,9 @@ per file and accelerator (``Context.memo``):
   test, the model class of a ``@pytest.mark.gpu`` test, the workers a gated test is
   parametrized over (``SETTINGS = [{"test_function": run_test_slowmo, ...}]``). A helper
   named by one ungated test too is not this: it runs where that test runs.
+
+A gate names CUDA by its words (``_test_words``), its GPU architecture included (sample Q:
+``COMPUTE_CAPABILITY != 9``, ``not IS_SM100``, ``torch.version.hip``, ``@sm80_or_better_only``).
 """
 
 from __future__ import annotations
@@ -59,7 +65,10 @@ def _gated(ctx: Context, words: tuple[str, ...]) -> dict[int, int]:
     resolver = _Resolver(ctx)
     gated: dict[int, int] = {}
     for d in defs:
-        if _names(d.name, words) or any(_marks(dec, words) for dec in d.decorator_list):
+        if _names(d.name, words) or any(
+            _marks(dec, words) or _named_mark(dec, tree, resolver, words)
+            for dec in d.decorator_list
+        ):
             gated[id(d)] = 0
         elif isinstance(d, ast.ClassDef):
             if _class_gated(d, tree, resolver, words, 0):
@@ -122,6 +131,17 @@ def _pytestmark(stmt: ast.stmt, words: tuple[str, ...]) -> bool:
     value = stmt.value
     marks = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
     return any(_marks(mark, words) for mark in marks)
+
+
+def _named_mark(
+    decorator: ast.expr, tree: ast.Module, resolver: _Resolver, words: tuple[str, ...]
+) -> bool:
+    """``@requires_sp24`` where ``requires_sp24 = pytest.mark.skipif(<names it>)`` at module
+    level, in the file or imported from the project's own modules (xformers' ``tests/utils``)."""
+    if not isinstance(decorator, ast.Name):
+        return False
+    value = resolver.value(decorator.id, tree)
+    return value is not None and _marks(value, words)
 
 
 def _leaves(body: list[ast.stmt]) -> bool:
@@ -235,6 +255,23 @@ class _Resolver:
                 for d in other.body:
                     if isinstance(d, _DEFS) and d.name == alias.name:
                         return d, other
+        return None
+
+    def value(self, name: str, tree: ast.Module) -> ast.expr | None:
+        """What a module-level ``name = <value>`` binds, in the file or (one step) in the
+        project module a ``from ... import name`` reads it from; None: not such a name."""
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+            ):
+                return stmt.value
+        for stmt in tree.body:
+            if not isinstance(stmt, ast.ImportFrom):
+                continue
+            for alias in stmt.names:
+                if (alias.asname or alias.name) == name:
+                    other = self._module(stmt.module, stmt.level)
+                    return None if other is None else self.value(alias.name, other)
         return None
 
     def _own(self) -> ast.Module | None:

@@ -107,7 +107,9 @@ def accelerator_is_the_subject(node: ast.AST, ctx: Context, accelerator: str) ->
 
     * named for the accelerator or its hardware (``train_picklable_cuda_net``,
       ``TestCuda``, ``test_create_supervised_trainer_on_tpu``);
-    * marked for it or skipped without it (``@pytest.mark.tpu``, ``@skipifnocuda``,
+    * marked for it or skipped without it, for CUDA also by its GPU architecture
+      (``@skipif(COMPUTE_CAPABILITY != 9)``, ``@sm80_or_better_only``, ``@rocm_only``;
+      ``_test_words``), (``@pytest.mark.tpu``, ``@skipifnocuda``,
       ``@pytest.mark.skipif(not idist.has_xla_support, ...)``,
       ``@pytest.mark.skipif(torch.cuda.device_count() < 1, ...)``): a
       ``parametrize`` naming it beside other devices is not this;

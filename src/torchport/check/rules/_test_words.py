@@ -5,6 +5,7 @@ patch of its API, a block that leaves the test without it."""
 from __future__ import annotations
 
 import ast
+import re
 
 __all__ = ["SUBJECT_WORDS"]
 
@@ -19,12 +20,18 @@ SUBJECT_WORDS: dict[str, tuple[str, ...]] = {
     "hpu": ("hpu", "habana"),
     "mtia": ("mtia",),
 }
+# CUDA's hardware named by its architecture (sample Q: xformers, flash-attention gate their
+# kernel tests on it): ``compute_capability``, ``IS_SM100``, ``sm80_or_better_only``,
+# ``torch.version.hip`` and ``rocm_only`` (ROCm runs as "cuda"). Whole words only: "ship".
+_CUDA_ARCH = re.compile(r"capability|(?:^|_)(?:sm_?\d{2,3}[a-z]?|rocm|hip)(?:_|$)")
 _SKIPS = frozenset({"skip", "skipif", "skipIf", "skipUnless", "SkipTest", "importorskip"})
 
 
 def _names(name: str, words: tuple[str, ...]) -> bool:
     lowered = name.lower()
-    return any(word in lowered for word in words)
+    if any(word in lowered for word in words):
+        return True
+    return "cuda" in words and _CUDA_ARCH.search(lowered) is not None
 
 
 def _callee_tail(func: ast.expr) -> str | None:

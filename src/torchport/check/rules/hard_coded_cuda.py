@@ -30,21 +30,21 @@ _GUARDED = (
 
 class HardCodedCuda(Rule):
     """## What it does
-    Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`,
-    `device="cuda"`, `map_location="cuda:0"` and `accelerator="cuda"` arguments,
-    `torch.device("cuda")`, and `device = "cuda"`, `device: str = "cuda"` and
-    `def f(device="cuda")` settings, also as one arm of a conditional
-    (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's). Left alone: a
-    CUDA device compared (`dev == torch.device("cuda")`, a test), CUDA a test sets
-    up on purpose inside `with pytest.warns(...)` (or `assertWarns`, `assertLogs`:
-    `model.device = torch.device("cuda")` to trigger a GPU warning), test code
-    whose subject is CUDA (named, marked or skipped for it, asserting it first,
-    naming two GPUs or starting NCCL: `rules/_test_code.py`), benchmark code (a
-    `bm_*` file or function, a test's timing closure, a timing program: it times
-    one device on purpose), a class's own `cuda()` method, and code under a
-    device check (`if device.type == "cuda":`, in any
-    case, `if torch.cuda.is_available():`): ported, or TP109's choice, except a
-    move there in code that carries its device (`self.device`), which must follow it.
+    Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`, `device="cuda"`,
+    `map_location="cuda:0"` and `accelerator="cuda"` arguments, `torch.device("cuda")`, and
+    `device = "cuda"`, `device: str = "cuda"` and `def f(device="cuda")` settings, also as
+    one arm of a conditional (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's; not
+    the old-torch fallback of `torch.accelerator`'s answer). Left alone: a CUDA device
+    compared (`dev == torch.device("cuda")`, a test), CUDA a test sets up on purpose inside
+    `with pytest.warns(...)` (or `assertWarns`, `assertLogs`: `model.device =
+    torch.device("cuda")` to trigger a GPU warning) or `with FakeTensorMode()`, test code
+    whose subject is CUDA (named, marked or skipped for it or its GPU architecture, asserting
+    it first, naming two GPUs, starting NCCL, testing a GPU-only kernel: `rules/_test_code.py`,
+    `rules/_cuda_kernels.py`), benchmark code (a `bm_*` file or function, a test's timing
+    closure, a timing program: it times one device on purpose), a class's own `cuda()`
+    method, and code under a device check (`if device.type == "cuda":`, in any case, `if
+    torch.cuda.is_available():`): ported, or TP109's choice, except a move there in code
+    that carries its device (`self.device`), which must follow it.
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an

@@ -20,28 +20,28 @@ _OTHER_TYPES = (IS_DEVICE_ATTRIBUTES - {"is_cuda"}) | {"type"}
 
 class IsCudaCheck(Rule):
     """## What it does
-    Finds `tensor.is_cuda` used as a condition (`if`, `while`, a conditional or a
-    comprehension filter). Left alone: branches that also test another device type (`elif
-    x.is_xpu:`, `device.type`), or sit inside such a branch (ported code); branches whose CUDA
-    arm calls a custom CUDA kernel (`roi_align_forward_cuda(...)`), a `torch.cuda` function
-    (TP401's) or spreads the work over several GPUs (DataParallel, TP405's), which really
-    exist only for CUDA, and so `assert x.is_cuda` (or `if not x.is_cuda: raise ...`) before
-    such a call, or raising `NotImplementedError` before a compiled module's call
-    (`_C.op(...)`): the kernel's precondition; and a test's CUDA quirk (`if x.is_cuda: pass`
-    before an `elif` of what it checks elsewhere). Before portable code either is reported.
+    Finds `tensor.is_cuda` used as a condition (`if`, `while`, a conditional or a comprehension
+    filter). Left alone: branches that also test another device type (`elif x.is_xpu:`,
+    `device.type`), or sit inside such a branch (ported code); branches whose CUDA arm calls
+    a custom CUDA kernel (`roi_align_forward_cuda(...)`), a `torch.cuda` function (TP401's)
+    or spreads the work over several GPUs (DataParallel, TP405's), which really exist only
+    for CUDA, and so `assert x.is_cuda` (or `if not x.is_cuda: raise ...`) before such a
+    call, raising `NotImplementedError` before a compiled module's call (`_C.op(...)`), or
+    any such test in a module written around a GPU-only kernel (`rules/_cuda_kernels.py`):
+    the kernel's precondition; and a test's CUDA quirk (`if x.is_cuda: pass` before an
+    `elif` of what it checks elsewhere). Before portable code either is reported.
 
     ## Why is this bad?
-    `is_cuda` is False for tensors on MPS, XPU and other accelerators, so the
-    accelerator branch is silently skipped there: the code takes the CPU path
-    with accelerator tensors, or pins and copies what is already on the device.
+    `is_cuda` is False for tensors on MPS, XPU and other accelerators, so the accelerator
+    branch is silently skipped there: the code takes the CPU path with accelerator
+    tensors, or pins and copies what is already on the device.
 
     ## Fix safety
-    The fix tests `x.device.type != "cpu"`, which is also true for `meta`
-    tensors and for every accelerator, not only CUDA. So a branch that names
-    CUDA itself (`device = "cuda"`, `.cuda()`, `torch.cuda.*`), which would then
-    run on those accelerators too, is reported without a fix, as are
-    `self.is_cuda` and an `is_cuda` attribute the module assigns itself (a class's own
-    flags), and a test about CUDA (`rules/_test_code.py`): its expectation, not a branch.
+    The fix tests `x.device.type != "cpu"`, which is also true for `meta` tensors and for
+    every accelerator, not only CUDA. So a branch that names CUDA itself (`device = "cuda"`,
+    `.cuda()`, `torch.cuda.*`), which would then run on those accelerators too, is reported
+    without a fix, as are `self.is_cuda` and an `is_cuda` attribute the module assigns
+    itself (a class's flags), and a test about CUDA (`rules/_test_code.py`): its expectation.
 
     The fix says so in `Fix.changes`: on MPS or XPU the skipped branch runs, results change.
     """
