@@ -73,10 +73,10 @@ benchmarks/data/precision_repos_round5p.json --sample benchmarks/data/precision_
 e7ca971, 17 more new repositories; the CSV is sorted as ``--draw`` writes it, and
 ``precision_sample_q_order.txt`` lists its rows in the order the seeded draw returned them, the
 order they were judged in): ``--repos benchmarks/data/precision_repos_round5q.json --sample
-benchmarks/data/precision_sample_q.csv --seed 50 --draw 160``. ``--pool SAMPLE...`` pools judged
-samples per rule (``--now``: only the rows the current rules still report). ``--scope SAMPLE...`` writes
-benchmarks/data/precision_scope.csv: each judged row's context (test code or the rest,
-as the checker tells them) and whether its rule, selected by code, still reports it;
+benchmarks/data/precision_sample_q.csv --seed 50 --draw 160``. ``--pool SAMPLE...`` pools
+judged samples per rule (``--now``: only the rows the current rules still report).
+``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
+(test code or the rest, as the checker tells them) and whether its rule, selected by code, still reports it;
 ``tests/check/test_default_scope.py`` reads it with the samples to hold the default scope
 of every rule (check/_default_scope.py) to the 90% bar:
 ``--scope benchmarks/data/precision_sample.csv
@@ -295,7 +295,7 @@ def _context_at(source: str, path: str, line: int) -> str:
     import ast
 
     from torchport.check._context import Context
-    from torchport.check._default_scope import context_of
+    from torchport.check._select import context_of
 
     try:
         tree = ast.parse(source)

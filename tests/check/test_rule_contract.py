@@ -30,7 +30,7 @@ LEFT_THE_DEFAULTS = frozenset(
     | {"TP202"}
     | {"TP401", "TP406"}
     | {"TP117", "TP118"}
-    | {"TP101", "TP102", "TP103", "TP301", "TP302", "TP407"}
+    | {"TP102", "TP103", "TP302", "TP407"}
 )
 
 

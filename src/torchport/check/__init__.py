@@ -13,13 +13,12 @@ from torchport._lazy import lazy_exports
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
-    from torchport.check._default_scope import scoped_codes
     from torchport.check._engine import check_source
     from torchport.check._explain import explain
     from torchport.check._fix import fix_source
     from torchport.check._printable import quoted
     from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-    from torchport.check._select import select_rules
+    from torchport.check._select import scoped_codes, select_rules
     from torchport.check.files import (
         FORMATS,
         CheckResult,

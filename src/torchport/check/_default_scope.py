@@ -24,27 +24,17 @@ the rule's.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-
-from torchport.check._context import Context
-from torchport.check._rule import Rule
+from torchport.check._select import TEST
 
 __all__ = [
     "BAR",
-    "CODE",
-    "CONTEXTS",
     "FEW",
     "JUDGED",
     "KEPT_ON",
     "SAMPLES",
-    "TEST",
-    "context_of",
     "judged_sentence",
-    "scoped_codes",
 ]
 
-CODE, TEST = "code", "test"
-CONTEXTS = frozenset({CODE, TEST})
 SAMPLES = "A-P"  # the judged samples pooled (benchmarks/RESULTS.md)
 BAR, FEW = 0.9, 8  # the share of real findings a default context needs; "too few judged"
 
@@ -101,36 +91,6 @@ KEPT_ON: dict[str, str] = {
         "recall loses every `torch.load` site the held-out port commits changed"
     ),
 }
-
-
-def context_of(ctx: Context) -> str:
-    """The context of the node being checked: ``"test"`` or ``"code"``."""
-    from torchport.check.rules._test_code import collected_by_a_test_runner  # on first use
-
-    return TEST if collected_by_a_test_runner(ctx) else CODE
-
-
-def scoped_codes(
-    rules: Iterable[type[Rule]],
-    select: Collection[str] | None,
-    extend_select: Collection[str] = (),
-) -> tuple[str, ...]:
-    """The codes of ``rules`` a run reports only in their default contexts.
-
-    Those on by the default selection alone (``select`` is None and no
-    ``extend_select`` selector names them) whose default contexts are not all.
-    """
-    if select is not None:
-        return ()
-    named = [s.strip().upper() for s in extend_select]
-    return tuple(
-        sorted(
-            rule.code
-            for rule in rules
-            if rule.default_contexts != CONTEXTS
-            and not any(s == "ALL" or (s and rule.code.startswith(s)) for s in named)
-        )
-    )
 
 
 def judged_sentence(code: str) -> str:

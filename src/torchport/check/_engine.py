@@ -34,7 +34,6 @@ import functools
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from torchport.check._context import Context
-from torchport.check._default_scope import context_of, scoped_codes
 from torchport.check._dispatch import call_rules, constant_rules, named_rules
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._nodes import children_getter, children_of
@@ -42,7 +41,7 @@ from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._prefilter import absent_rules
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
-from torchport.check._select import available_rules, select_rules
+from torchport.check._select import available_rules, context_of, scoped_codes, select_rules
 from torchport.check._syntax import parse_source
 from torchport.check._torch_api import within_target
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import difflib
 import inspect
 
-from torchport.check._default_scope import BAR, CODE, CONTEXTS, KEPT_ON, judged_sentence
+from torchport.check._default_scope import BAR, KEPT_ON, judged_sentence
 from torchport.check._engine import check_source
 from torchport.check._rule import FixSafety, Intent, Rule
-from torchport.check._select import available_rules, fix_command
+from torchport.check._select import CODE, CONTEXTS, available_rules, fix_command
 from torchport.errors import ConfigError
 
 __all__ = ["explain"]

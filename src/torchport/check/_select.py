@@ -7,18 +7,29 @@ off). The most specific selector wins, and a tie goes to ``ignore``, as in Ruff.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
+from torchport.check._context import Context
 from torchport.check._rule import FixSafety, Intent, Rule
 from torchport.errors import ConfigError
 
 __all__ = [
+    "CODE",
+    "CONTEXTS",
+    "TEST",
     "available_rules",
+    "context_of",
     "fix_command",
     "fixable_rules",
     "normalise_selectors",
+    "scoped_codes",
     "select_rules",
 ]
+
+# The contexts a finding is in, for the default scope (check/_default_scope.py holds the
+# policy and its judged figures; what a run needs of it lives here, loaded by every check)
+CODE, TEST = "code", "test"
+CONTEXTS = frozenset({CODE, TEST})
 
 
 def _matches(selector: str, code: str) -> bool:
@@ -159,3 +170,33 @@ def fix_command(rule: type[Rule], *, some_safe: bool = False) -> str:
         plain = " or ".join(f"`{c}`" for c in commands)
         return f"{plain} applies its safe fixes, {forced} the others too"
     return f"{forced} applies it"
+
+
+def context_of(ctx: Context) -> str:
+    """The context of the node being checked: ``"test"`` or ``"code"``."""
+    from torchport.check.rules._test_code import collected_by_a_test_runner  # on first use
+
+    return TEST if collected_by_a_test_runner(ctx) else CODE
+
+
+def scoped_codes(
+    rules: Iterable[type[Rule]],
+    select: Collection[str] | None,
+    extend_select: Collection[str] = (),
+) -> tuple[str, ...]:
+    """The codes of ``rules`` a run reports only in their default contexts.
+
+    Those on by the default selection alone (``select`` is None and no
+    ``extend_select`` selector names them) whose default contexts are not all.
+    """
+    if select is not None:
+        return ()
+    named = [s.strip().upper() for s in extend_select]
+    return tuple(
+        sorted(
+            rule.code
+            for rule in rules
+            if rule.default_contexts != CONTEXTS
+            and not any(s == "ALL" or (s and rule.code.startswith(s)) for s in named)
+        )
+    )

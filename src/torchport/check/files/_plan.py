@@ -19,13 +19,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from torchport.check._default_scope import scoped_codes
 from torchport.check._records import record, replace
 from torchport.check._rule import Rule
 from torchport.check._select import (
     available_rules,
     fixable_rules,
     normalise_selectors,
+    scoped_codes,
     select_rules,
 )
 from torchport.check.files._config import Config, check_target, load_config
