@@ -73,7 +73,11 @@ benchmarks/data/precision_repos_round5p.json --sample benchmarks/data/precision_
 e7ca971, 17 more new repositories; the CSV is sorted as ``--draw`` writes it, and
 ``precision_sample_q_order.txt`` lists its rows in the order the seeded draw returned them, the
 order they were judged in): ``--repos benchmarks/data/precision_repos_round5q.json --sample
-benchmarks/data/precision_sample_q.csv --seed 50 --draw 160``. ``--pool SAMPLE...`` pools
+benchmarks/data/precision_sample_q.csv --seed 50 --draw 160``. The eighteenth (the same uniform
+draw, 200 findings, main's rules at 895704b, 19 more new repositories;
+``precision_sample_r_order.txt`` is its drawn order, written beside the draw as for Q): ``--repos
+benchmarks/data/precision_repos_round5r.json --sample benchmarks/data/precision_sample_r.csv
+--seed 51 --draw 200``. ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
 (test code or the rest, as the checker tells them) and whether its rule, selected by code,
