@@ -196,9 +196,7 @@ def _spawns_per_device(
     """A call in ``func`` of a spawner that runs its argument once per device count."""
     for node in ast.walk(func):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            found = resolver.definition(node.func.id, tree)
-            spawner = found is not None and not isinstance(found[0], ast.ClassDef)
-            if spawner and _per_device(found[0], found[1]):  # type: ignore[index,arg-type]
+            if resolver.spawner(node.func.id, tree):
                 return True
     return False
 
@@ -234,6 +232,21 @@ class _Resolver:
     def __init__(self, ctx: Context) -> None:
         self.path = ctx.path
         self.trees: dict[str, ast.Module | None] = {"": ctx.tree}
+        # (name, the tree's id) -> whether it names a per-device spawner: asked once per
+        # name, not once per call (a file's every call site asks; Lightning's tests)
+        self._spawners: dict[tuple[str, int], bool] = {}
+
+    def spawner(self, name: str, tree: ast.Module) -> bool:
+        """Whether ``name`` in ``tree`` is a function that runs its argument once per
+        device count (:func:`_per_device`)."""
+        key = (name, id(tree))
+        known = self._spawners.get(key)
+        if known is None:
+            found = self.definition(name, tree)
+            known = found is not None and not isinstance(found[0], ast.ClassDef)
+            known = known and _per_device(found[0], found[1])  # type: ignore[index,arg-type]
+            self._spawners[key] = known
+        return known
 
     def definition(
         self, name: str, tree: ast.Module
