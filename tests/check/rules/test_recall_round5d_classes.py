@@ -82,9 +82,6 @@ def test_control_the_cuda_call_itself_is_reported(tmp_path: Path) -> None:
     assert 6 in _lines(tmp_path, files, "train.py")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="round 5d: a project helper's .cuda() is reported at its body only"
-)
 def test_a_call_of_a_project_helper_that_calls_cuda_is_reported(tmp_path: Path) -> None:
     files = {"to_torch.py": _HELPER, "train.py": _TRAIN.format(move="to_cuda(batch)")}
     assert 6 in _lines(tmp_path, files, "train.py")
