@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import called, in_old_torch_fallback
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._amp_imports import old_amp_imports
+from torchport.check.rules._amp_imports import old_torch_arm as _old_torch_arm
 from torchport.check.rules._snippets import DEVICE_LINE
-from torchport.check.rules._unused_imports import unused_imports
 from torchport.check.semantic._placement import device_type_at
 
 _AMP = {
@@ -37,9 +38,11 @@ class DeprecatedCudaAmp(Rule):
     """## What it does
     Finds `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)`,
     references to them that are not calls (`isinstance(s, torch.cuda.amp.GradScaler)`,
-    reported without a fix), imports from `torch.cuda.amp`'s submodules, and
-    imports from `torch.cuda.amp` that nothing uses (what is left once the calls
-    are rewritten; removing them is safe).
+    reported without a fix), imports from `torch.cuda.amp`'s submodules, the
+    line importing `GradScaler` / `autocast` from `torch.cuda.amp` (once, without a
+    fix of its own: the calls' fixes leave it unused), and imports from
+    `torch.cuda.amp` that nothing uses (what is left once the calls are rewritten;
+    removing them is safe).
 
     ## Why is this bad?
     Both are deprecated (they warn on every call) and tie mixed precision to
@@ -99,6 +102,11 @@ class DeprecatedCudaAmp(Rule):
         ),
         Example("import torch\n\nok = isinstance(s, torch.cuda.amp.GradScaler)\n"),
         Example("from torch.cuda.amp.grad_scaler import OptState\n"),
+        Example(
+            "from torch.cuda.amp import GradScaler\n\nscaler = GradScaler()\n",
+            fixed=f"import torch\n\n{DEVICE_LINE}\nscaler = torch.amp.GradScaler(device.type)\n",
+            count=2,  # the call, and the import line (which the call's fix leaves unused)
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -110,7 +118,7 @@ class DeprecatedCudaAmp(Rule):
             if not _old_torch_arm(ctx):  # `from torch.cuda.amp.grad_scaler import ...`
                 yield ctx.finding(self, node, message=_REFERENCED)
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            yield from unused_imports(self, node, ctx, _MODULES, _UNUSED)
+            yield from old_amp_imports(self, node, ctx, _MODULES, _UNUSED)
         else:
             assert isinstance(node, ast.Call)
             found = _old_amp_call(self, node, ctx)
@@ -182,15 +190,3 @@ _ON_ELSEWHERE = (
     "mixed precision now runs on MPS/XPU/CPU too, where the old call was a no-op: "
     "numerics change there"
 )
-
-
-def _old_torch_arm(ctx: Context) -> bool:
-    """The ``else`` of a torch version test: the fallback for torches without ``torch.amp``."""
-    child: ast.AST | None = None
-    for outer in reversed(ctx.ancestors):
-        if isinstance(outer, (ast.If, ast.IfExp)) and child is not outer.test:
-            orelse = outer.orelse if isinstance(outer.orelse, list) else [outer.orelse]
-            if any(s is child for s in orelse) and "version" in ctx.segment(outer.test):
-                return True
-        child = outer
-    return False
