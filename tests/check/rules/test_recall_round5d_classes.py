@@ -96,11 +96,9 @@ _PAD = (
 # The factory is always on line 8; ``target`` is a tensor of the argument ``targets``.
 _DIRECT = "    target = targets[name]\n    padding = torch.full((3,), -100)\n    return {meet}\n"
 _ROWS = (
-    "    out = []\n"
     "    for target in targets[name]:\n"
     "        padding = torch.full((3,), -100)\n"
-    "        out.append(padding + target)\n"
-    "    return out\n"
+    "        yield padding + target\n"
 )
 
 
@@ -112,15 +110,9 @@ def test_control_a_factory_added_to_a_tensor_of_the_argument_is_reported() -> No
     assert 8 in _tp117(_DIRECT.format(meet="padding + target"))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="round 5d: TP117 does not read the sequence given to torch.cat"
-)
 def test_a_factory_concatenated_with_a_tensor_of_the_argument_is_reported() -> None:
     assert 8 in _tp117(_DIRECT.format(meet="torch.cat((padding, target))"))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="round 5d: TP117 does not follow a loop over the argument's rows"
-)
 def test_a_factory_added_to_the_rows_of_the_argument_is_reported() -> None:
     assert 8 in _tp117(_ROWS)
