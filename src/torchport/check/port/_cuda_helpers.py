@@ -133,10 +133,10 @@ def _module_helpers(path: Path, lookups: Lookups) -> dict[str, tuple[int, bool]]
 
 def helper_called(call: ast.Call, ctx: Context) -> Helper | None:
     """The CUDA helper ``call`` calls (module docstring), if it is one, else None."""
-    func = call.func
+    func: ast.expr = call.func
     attr = None
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        func, attr = func.value, func.attr
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+        func, attr = call.func.value, call.func.attr
     if not isinstance(func, ast.Name):
         return None
     binding = ctx.scopes.binding_at(func)
