@@ -2,10 +2,11 @@
 
 Recall round 5d (MIC-DKFZ/nnUNet: ``data = to_cuda(data)`` in each trainer, the helper in
 ``utilities/to_torch.py`` calling ``.cuda(gpu_id)``): the maintainers changed the calls.
-The oracle is written from what the program does, apart from the rule: a helper moves its
-argument to CUDA when its body calls ``.cuda(...)`` or ``.to("cuda...")`` unconditionally
-on a device question (a branch on a GPU flag or on ``torch.cuda.is_available()`` is a
-choice); a call moves data to CUDA unless a CUDA check guards it; the helper may live in
+The oracle is written from what the program does, apart from the rule: a call of a helper
+moves its argument to CUDA when every path of the helper hands back the argument moved by
+``.cuda(...)`` or ``.to("cuda...")`` (a branch on a GPU flag or on
+``torch.cuda.is_available()`` is a choice; a step that moves something and returns another
+value is TP101's, not a mover); a call moves data to CUDA unless a CUDA check guards it; the helper may live in
 the file or in a sibling module, imported by name or through its module.
 """
 
@@ -30,13 +31,18 @@ MOVES = (
     ("data.cpu()", False),
     ('data.to("cpu")', False),
 )
-# (how the helper's body wraps its return, whether it then chooses the device)
+# (how the helper's body wraps its move, whether a call of it then moves its argument to
+# CUDA on every path: a branch on a device question chooses; a path handing the argument
+# back unmoved makes it no mover; a step that moves and hands back something else neither)
 BODIES = (
-    ("    return {move}\n", False),
+    ("    return {move}\n", True),
+    ("    data = {move}\n    return data\n", True),
     ("    if isinstance(data, list):\n        return data\n    return {move}\n", False),
-    ("    if torch.cuda.is_available():\n        return {move}\n    return data\n", True),
-    ("    if use_gpu:\n        return {move}\n    return data\n", True),
-    ("    return {move} if gpu_id is not None else data\n", True),
+    ("    if torch.cuda.is_available():\n        return {move}\n    return data\n", False),
+    ("    if use_gpu:\n        return {move}\n    return data\n", False),
+    ("    return {move} if gpu_id is not None else data\n", False),
+    ("    out = {move}\n    print(out)\n    return len(data)\n", False),
+    ("    {move}\n", False),
 )
 # (how the caller reaches the helper: its import (None: defined in the file), the callee)
 REACHES = (
@@ -88,7 +94,7 @@ def test_a_call_is_reported_when_it_moves_data_to_cuda_unguarded(
     guard: tuple[str, bool],
 ) -> None:
     files = _project(body[0].format(move=move[0]), reach[0], reach[1], guard[0])
-    moves_to_cuda = move[1] and not body[1]
+    moves_to_cuda = move[1] and body[1]
     assert _reported(files) == (moves_to_cuda and not guard[1]), files
 
 

@@ -4,8 +4,10 @@
 ``utilities/to_torch.py``: TP101 reports the ``.cuda()`` in its body, but every caller
 (``data = to_cuda(data)`` in each trainer) is what puts data on CUDA, and the callers are
 what a port changes (nnUNet guarded each call). A **CUDA helper** is a module-level function
-whose own body (nested functions and classes aside) calls ``.cuda(...)`` on a value, or
-``.to("cuda...")``, and asks nothing about the device first: no test of its body (``if``,
+whose own body (nested functions and classes aside) calls ``.cuda(...)`` on one of its
+parameters, or ``.to("cuda...")``, hands back what it moved at every ``return`` (``return
+data`` after ``data = data.cuda()``, ``return [d.cuda() for d in data]``), and asks
+nothing about the device first: no test of its body (``if``,
 a conditional, ``while``, ``assert``) reads a name or attribute naming CUDA, a GPU or a
 device, nor ``is_available``/``is_cuda``/``device_count`` anywhere (a helper that chooses is
 not hard-coded).
@@ -20,6 +22,7 @@ per process and file version, from syntax only; nothing is imported, nothing imp
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 from torchport.check._context import Context
@@ -94,7 +97,46 @@ def cuda_line(func: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
             return None
         if _cuda_call(node):
             lines.append(node.lineno)  # type: ignore[attr-defined]
-    return min(lines) if lines else None
+    return min(lines) if lines and _hands_back(func) else None
+
+
+def _params(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    a = func.args
+    return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+
+
+def _moved(expr: ast.expr | None, names: set[str]) -> bool:
+    """A CUDA move of one of ``names`` (``x.cuda()``), or a sequence or comprehension of them."""
+    if isinstance(expr, ast.ListComp | ast.GeneratorExp | ast.SetComp):
+        rows = {
+            n.id for g in expr.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)
+        }
+        return _moved(expr.elt, names | rows)
+    if isinstance(expr, ast.Tuple | ast.List):
+        return bool(expr.elts) and all(_moved(e, names) for e in expr.elts)
+    if not _cuda_call(expr) or not isinstance(expr, ast.Call):
+        return False
+    root = expr.func.value  # type: ignore[attr-defined]
+    while isinstance(root, ast.Attribute | ast.Subscript):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in names
+
+
+def _hands_back(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every ``return`` hands back its parameters moved to CUDA (``return x.cuda()``,
+    or a name bound to such a move): a helper that moves what it is given, not a whole step
+    (``train(...)``, ``main()``) that happens to move something inside (TP101's)."""
+    params = _params(func)
+    moved: set[str] = set()
+    returns: list[ast.expr | None] = []
+    for node in _own_nodes(func):
+        if isinstance(node, ast.Assign) and _moved(node.value, params):
+            moved.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Return):
+            returns.append(node.value)
+    return bool(returns) and all(
+        _moved(r, params) or (isinstance(r, ast.Name) and r.id in moved) for r in returns
+    )
 
 
 def _takes_device(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -169,7 +211,10 @@ def helper_called(call: ast.Call, ctx: Context) -> Helper | None:
     if lookups is None:
         lookups = ctx.memo["cuda_helpers.lookups"] = Lookups()
     found = _module_helpers(where, lookups).get(name)  # type: ignore[arg-type]
-    return None if found is None else (name, str(where), *found)
+    if found is None:
+        return None
+    shown = os.path.relpath(where, os.path.dirname(ctx.path))  # as the reader finds it
+    return (name, Path(shown).as_posix(), *found)
 
 
 def _find(ctx: Context, module: str | None, level: int) -> Path | None:
