@@ -39,7 +39,7 @@ MORE: dict[str, str] = {
     "`ALL`) also has its safe fixes applied by a plain `torchport fix`, as with `--speed`.",
     "extend-select": "Codes or prefixes added to the selection (the default set, or "
     "`select`): the way to turn on a rule that is off by default (TP9xx; TP116, "
-    "TP117-TP119, TP201, TP202, TP303-TP305, TP308, TP309) and keep the rest.",
+    "TP117-TP119, TP201, TP202, TP303-TP305, TP308, TP309, TP408) and keep the rest.",
     "ignore": "Codes or prefixes switched off everywhere; `ignore` wins over `select`, and "
     "ignoring every selected rule is an error.",
     "per-file-ignores": "Codes switched off for the files a pattern matches. Keys are "

@@ -6,8 +6,9 @@ The oracle is written from what the program does, apart from the rule: a call of
 moves its argument to CUDA when every path of the helper hands back the argument moved by
 ``.cuda(...)`` or ``.to("cuda...")`` (a branch on a GPU flag or on
 ``torch.cuda.is_available()`` is a choice; a step that moves something and returns another
-value is TP101's, not a mover); a call moves data to CUDA unless a CUDA check guards it; the helper may live in
-the file or in a sibling module, imported by name or through its module.
+value is TP101's, not a mover); a call moves data to CUDA unless a CUDA check guards it;
+the helper may live in the file or in a sibling module, imported by name or through its
+module.
 """
 
 from __future__ import annotations

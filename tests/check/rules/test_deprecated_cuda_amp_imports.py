@@ -1,7 +1,8 @@
-"""TP403 reports the line importing from ``torch.cuda.amp``, once, used or not.
+"""TP403 and TP408 report the line importing from ``torch.cuda.amp``, once, used or not.
 
 Recall round 5d (MIC-DKFZ/nnUNet PR #2684): the maintainers changed
-``from torch.cuda.amp import GradScaler``; TP403 reported only the call. The oracle,
+``from torch.cuda.amp import GradScaler``; TP403 reported only the call. Now TP408 (off by
+default) reports the used import's line, TP403 the unused one's. The oracle,
 written apart from the rule: an import line that binds ``GradScaler`` or ``autocast``
 from ``torch.cuda.amp`` (or ``torch.cuda.amp`` under an alias) is reported exactly once
 (whether its names are used or not), unless it is used as the fallback of a torch
@@ -40,7 +41,9 @@ def test_the_import_line_is_reported_once(
     head = "import torch\n" + place[0].format(imp=imp[0])
     line = head.splitlines().index(next(s for s in head.splitlines() if imp[0] in s)) + 1
     source = head + ("\nscaler = " + imp[1] + "()\n" if used else "")
-    found = [f.line for f in check_source(source, "a.py", select=["TP403"])]
-    # unused, it is reported as such wherever it is; used, the fallback arm is left alone
-    expected = 1 if imp[2] and (not used or not place[1]) else 0
+    found = [f.line for f in check_source(source, "a.py", select=["TP403", "TP408"])]
+    # a name unused (`autocast` below is never read), it is reported as such wherever it
+    # is; all used, the fallback arm is left alone
+    unused = not used or "autocast," in imp[0]
+    expected = 1 if imp[2] and (unused or not place[1]) else 0
     assert found.count(line) == expected, (source, found)

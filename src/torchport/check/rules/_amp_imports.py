@@ -1,53 +1,47 @@
-"""TP403's imports: the line that imports ``GradScaler``/``autocast`` from ``torch.cuda.amp``.
+"""The line that imports ``GradScaler``/``autocast`` from ``torch.cuda.amp`` (TP408, TP403).
 
-``from torch.cuda.amp import GradScaler`` then ``GradScaler("cuda")``: the call is
-reported (and fixed to ``torch.amp.GradScaler(device.type)``), yet the import line is
-what maintainers change when they port (nnUNet's PR #2684 changed it alone). It is
-reported once, on its own line, without a fix of its own: the calls' fixes refer to
+``from torch.cuda.amp import GradScaler`` then ``GradScaler("cuda")``: TP403 reports the
+call (and fixes it to ``torch.amp.GradScaler(device.type)``), yet the import line is what
+maintainers change when they port (nnUNet's PR #2684 changed it alone). TP408 reports that
+line once when its names are used, without a fix of its own: the calls' fixes refer to
 ``torch.amp`` by the torch name, after which nothing reads the import and TP403's
-unused-import fix removes it (so a fix here would edit the line twice). An import
-that is already unused is reported once, as before, by that finding. Left alone: the
-fallback of a torch without ``torch.amp`` (an ``except`` arm, the ``else`` of a version
-test).
+unused-import fix removes it (so a fix here would edit the line twice). An unused import
+is TP403's finding alone. Left alone: the fallback of a torch without ``torch.amp`` (an
+``except`` arm, the ``else`` of a version test). :func:`old_torch_arm` is TP403's too.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
 from torchport.check._context import Context
-from torchport.check._rule import Finding, Rule
-from torchport.check.rules._unused_imports import unused_imports
+from torchport.check.rules._unused_imports import read
 
-__all__ = ["old_amp_imports", "old_torch_arm"]
+__all__ = ["IMPORTED", "old_torch_arm", "used_old_amp_import"]
 
 _OLD = "torch.cuda.amp"
 _NAMES = frozenset({"GradScaler", "autocast"})
-_IMPORTED = (
-    "import `GradScaler` / `autocast` from `torch.amp` and pass them the device type: "
+IMPORTED = (
+    "use `torch.amp`'s `GradScaler` / `autocast` (with the device type) in this import: "
     "`torch.cuda.amp` is deprecated and CUDA-only"
 )
 
 
-def old_amp_imports(
-    rule: Rule,
-    node: ast.Import | ast.ImportFrom,
-    ctx: Context,
-    modules: frozenset[str],
-    unused: str,
-) -> Iterator[Finding]:
-    """The unused-import finding of ``node``, else one finding for a used old-amp import."""
-    found = list(unused_imports(rule, node, ctx, modules, unused))
-    if found:
-        yield from found
-        return
+def used_old_amp_import(node: ast.Import | ast.ImportFrom, ctx: Context) -> bool:
+    """Whether ``node`` imports ``GradScaler``/``autocast`` from ``torch.cuda.amp`` (or the
+    module under an alias), something reads them, and it is no old torch's fallback."""
     if isinstance(node, ast.ImportFrom):
-        old = not node.level and node.module == _OLD and any(a.name in _NAMES for a in node.names)
+        names = [a for a in node.names if a.name in _NAMES]
+        if node.level or node.module != _OLD or not names:
+            return False
     else:
-        old = any(a.name == _OLD and a.asname for a in node.names)  # `import torch.cuda.amp as amp`
-    if old and not old_torch_arm(ctx, node) and not _in_except_arm(ctx):
-        yield ctx.finding(rule, node, message=_IMPORTED)
+        names = [a for a in node.names if a.name == _OLD and a.asname]  # `import ... as amp`
+        if not names:
+            return False
+    bound = node.names if isinstance(node, ast.ImportFrom) else names
+    if not all(read(a.asname or a.name, ctx) for a in bound):
+        return False  # a name unused: TP403's unused-import finding is this line's
+    return not old_torch_arm(ctx, node) and not _in_except_arm(ctx)
 
 
 def _in_except_arm(ctx: Context) -> bool:

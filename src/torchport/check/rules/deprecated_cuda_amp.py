@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import called, in_old_torch_fallback
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
-from torchport.check.rules._amp_imports import old_amp_imports
 from torchport.check.rules._amp_imports import old_torch_arm as _old_torch_arm
 from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check.rules._unused_imports import unused_imports
 from torchport.check.semantic._placement import device_type_at
 
 _AMP = {
@@ -38,11 +38,9 @@ class DeprecatedCudaAmp(Rule):
     """## What it does
     Finds `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)`,
     references to them that are not calls (`isinstance(s, torch.cuda.amp.GradScaler)`,
-    reported without a fix), imports from `torch.cuda.amp`'s submodules, the
-    line importing `GradScaler` / `autocast` from `torch.cuda.amp` (once, without a
-    fix of its own: the calls' fixes leave it unused), and imports from
-    `torch.cuda.amp` that nothing uses (what is left once the calls are rewritten;
-    removing them is safe).
+    reported without a fix), imports from `torch.cuda.amp`'s submodules, and
+    imports from `torch.cuda.amp` that nothing uses (what is left once the calls
+    are rewritten; removing them is safe). A used import line is TP408's.
 
     ## Why is this bad?
     Both are deprecated (they warn on every call) and tie mixed precision to
@@ -102,11 +100,6 @@ class DeprecatedCudaAmp(Rule):
         ),
         Example("import torch\n\nok = isinstance(s, torch.cuda.amp.GradScaler)\n"),
         Example("from torch.cuda.amp.grad_scaler import OptState\n"),
-        Example(
-            "from torch.cuda.amp import GradScaler\n\nscaler = GradScaler()\n",
-            fixed=f"import torch\n\n{DEVICE_LINE}\nscaler = torch.amp.GradScaler(device.type)\n",
-            count=2,  # the call, and the import line (which the call's fix leaves unused)
-        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -118,7 +111,7 @@ class DeprecatedCudaAmp(Rule):
             if not _old_torch_arm(ctx):  # `from torch.cuda.amp.grad_scaler import ...`
                 yield ctx.finding(self, node, message=_REFERENCED)
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            yield from old_amp_imports(self, node, ctx, _MODULES, _UNUSED)
+            yield from unused_imports(self, node, ctx, _MODULES, _UNUSED)
         else:
             assert isinstance(node, ast.Call)
             found = _old_amp_call(self, node, ctx)
