@@ -98,3 +98,14 @@ def test_a_cpu_factory_meeting_a_tensor_argument_is_reported(
     found = [f for f in check_source(source, select=["TP117"]) if f.line == line]
     assert bool(found) == expected, source
     assert len(check_source(source, select=["TP117"])) == int(expected), source
+
+
+def test_a_count_zipped_beside_an_argument_s_rows_is_no_row() -> None:
+    # round 5c's smee site, lost for a while on branch f34: `zip(...)` gives counts too
+    source = (
+        "import torch\n\n\ndef offsets(x: torch.Tensor, counts: list[int]):\n"
+        "    for row, n in zip(x, counts):\n"
+        "        y = x + torch.arange(n) * 2\n"
+        "    return y\n"
+    )
+    assert [f.line for f in check_source(source, select=["TP117"])] == [6]

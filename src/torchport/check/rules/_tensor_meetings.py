@@ -84,14 +84,16 @@ def loop_rows(stmt: ast.stmt, refers: Callable[[ast.AST], bool]) -> list[str]:
     if not isinstance(stmt, ast.For | ast.AsyncFor) or not refers(stmt.iter):
         return []
     target, source = stmt.target, stmt.iter
-    pair = isinstance(target, ast.Tuple) and len(target.elts) == 2
-    if pair and isinstance(source, ast.Call):
+    if isinstance(source, ast.Call):  # only `enumerate(ts)`, `ts.items()`, `ts.values()`
         func = source.func
-        if (isinstance(func, ast.Name) and func.id == "enumerate") or (
-            isinstance(func, ast.Attribute) and func.attr == "items"
-        ):
-            target = target.elts[1]  # type: ignore[attr-defined]
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+        counted = isinstance(func, ast.Name) and func.id == "enumerate" and len(source.args) == 1
+        keyed = isinstance(func, ast.Attribute) and func.attr == "items" and not source.args
+        if counted or keyed:
+            pair = isinstance(target, ast.Tuple) and len(target.elts) == 2
+            return [target.elts[1].id] if pair and isinstance(target.elts[1], ast.Name) else []  # type: ignore[attr-defined]
+        if not (isinstance(func, ast.Attribute) and func.attr == "values" and not source.args):
+            return []  # `zip(system.topologies, system.n_copies)`: counts, not rows
+    return [target.id] if isinstance(target, ast.Name) else []
 
 
 def appended(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
