@@ -177,32 +177,12 @@ class Context(SourceText):
         root = expr
         while isinstance(root, ast.Attribute):
             root = root.value
-        if not isinstance(root, ast.Name):
+        if not isinstance(root, ast.Name) or root.id not in self.import_tails:
             name = None
-        elif root.id not in self.import_tails:
-            name = self._star_torch(expr, root) if root.id == "torch" else None
         else:
             name = self._fast_qualname(expr, root) or self.scopes.qualname(expr)
         self._last_expr, self._last_name = expr, name
         return name
-
-    def _star_torch(self, expr: ast.expr, root: ast.Name) -> str | None:
-        """``qualname`` of ``torch.x`` where no import of the file binds ``torch`` and nothing
-        else does, but a star import of a project module that imports torch may
-        (``port/_star_torch.py``, on first use: files with a star import only)."""
-        if "*" not in self.source or not self.scopes.module.star_imports:
-            return None
-        if self.scopes.bindings("torch", root):
-            return None
-        from torchport.check.port._star_torch import star_binds_torch
-
-        if not star_binds_torch(self):
-            return None
-        parts: list[str] = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        return ".".join(["torch", *reversed(parts)])
 
     def _fast_qualname(self, expr: ast.expr, root: ast.Name) -> str | None:
         """``qualname`` without the scope pass where only module-level imports bind ``root``.
