@@ -114,7 +114,7 @@ def _moved(expr: ast.expr | None, names: set[str]) -> bool:
         return _moved(expr.elt, names | rows)
     if isinstance(expr, ast.Tuple | ast.List):
         return bool(expr.elts) and all(_moved(e, names) for e in expr.elts)
-    if not _cuda_call(expr) or not isinstance(expr, ast.Call):
+    if not isinstance(expr, ast.Call) or not _cuda_call(expr):
         return False
     root = expr.func.value  # type: ignore[attr-defined]
     while isinstance(root, ast.Attribute | ast.Subscript):
