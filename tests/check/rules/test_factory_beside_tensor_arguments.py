@@ -1,5 +1,10 @@
 """TP117: a tensor made on the CPU in a function meets the function's tensor arguments.
 
+Round 5d (ludwig-ai/ludwig: ``torch.cat((torch.full((n,), -100), target))`` for each
+``target`` of ``targets[name]``, collected into one list and stacked) adds the meetings
+inside a sequence given to a torch function, the rows of a loop over an argument, and a
+list that collects both.
+
 Recall round 5c (openforcefield/smee: ``hessian + d * torch.eye(len(hessian))``,
 ``torch.pow(r, torch.tensor([-9, ...]))``, ``sig ** 6 * torch.tensor([...])``): a
 library function takes its tensors from the caller, wherever they live, and mixes
@@ -46,6 +51,17 @@ MEETINGS = (
     ("y = x\n    if n > 0:\n        y = x * {f}", True),
     ("c = {f}\n    y = c * 2", False),
     ("print({f})\n    y = x", False),
+    # round 5d (f34): a sequence given to a torch function, the rows of a loop, a list
+    ("y = torch.cat(({f}, x))", True),
+    ("c = {f}\n    y = torch.stack([x, c], dim=0)", True),
+    ("y = torch.cat((x, x))\n    print(torch.stack([{f}]))", False),
+    ("y = x\n    for row in x:\n        y = row * {f}", True),
+    ("y = x\n    for i, row in enumerate(x):\n        y = torch.cat((row, {f}))", True),
+    ("y = x\n    for i in range(n):\n        y = x + i\n        print(i * {f})", False),
+    ("out = [{f}]\n    out.append(x)\n    y = out", False),
+    ("out = []\n    out.append({f})\n    out.append(x)\n    y = torch.stack(out)", True),
+    ("out = []\n    out.append(x)\n    out.append({f})\n    y = torch.stack(out)", True),
+    ("out = []\n    out.append({f})\n    y = x\n    print(torch.stack(out))", False),
 )
 HOLDERS = ("function", "plain class", "module")
 
@@ -82,3 +98,14 @@ def test_a_cpu_factory_meeting_a_tensor_argument_is_reported(
     found = [f for f in check_source(source, select=["TP117"]) if f.line == line]
     assert bool(found) == expected, source
     assert len(check_source(source, select=["TP117"])) == int(expected), source
+
+
+def test_a_count_zipped_beside_an_argument_s_rows_is_no_row() -> None:
+    # round 5c's smee site, lost for a while on branch f34: `zip(...)` gives counts too
+    source = (
+        "import torch\n\n\ndef offsets(x: torch.Tensor, counts: list[int]):\n"
+        "    for row, n in zip(x, counts):\n"
+        "        y = x + torch.arange(n) * 2\n"
+        "    return y\n"
+    )
+    assert [f.line for f in check_source(source, select=["TP117"])] == [6]

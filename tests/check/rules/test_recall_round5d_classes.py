@@ -82,9 +82,6 @@ def test_control_the_cuda_call_itself_is_reported(tmp_path: Path) -> None:
     assert 6 in _lines(tmp_path, files, "train.py")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="round 5d: a project helper's .cuda() is reported at its body only"
-)
 def test_a_call_of_a_project_helper_that_calls_cuda_is_reported(tmp_path: Path) -> None:
     files = {"to_torch.py": _HELPER, "train.py": _TRAIN.format(move="to_cuda(batch)")}
     assert 6 in _lines(tmp_path, files, "train.py")
@@ -99,11 +96,9 @@ _PAD = (
 # The factory is always on line 8; ``target`` is a tensor of the argument ``targets``.
 _DIRECT = "    target = targets[name]\n    padding = torch.full((3,), -100)\n    return {meet}\n"
 _ROWS = (
-    "    out = []\n"
     "    for target in targets[name]:\n"
     "        padding = torch.full((3,), -100)\n"
-    "        out.append(padding + target)\n"
-    "    return out\n"
+    "        yield padding + target\n"
 )
 
 
@@ -115,15 +110,9 @@ def test_control_a_factory_added_to_a_tensor_of_the_argument_is_reported() -> No
     assert 8 in _tp117(_DIRECT.format(meet="padding + target"))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="round 5d: TP117 does not read the sequence given to torch.cat"
-)
 def test_a_factory_concatenated_with_a_tensor_of_the_argument_is_reported() -> None:
     assert 8 in _tp117(_DIRECT.format(meet="torch.cat((padding, target))"))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="round 5d: TP117 does not follow a loop over the argument's rows"
-)
 def test_a_factory_added_to_the_rows_of_the_argument_is_reported() -> None:
     assert 8 in _tp117(_ROWS)

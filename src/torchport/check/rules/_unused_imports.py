@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 
-__all__ = ["unused_imports"]
+__all__ = ["read", "unused_imports"]
 
 
 def unused_imports(
@@ -32,7 +32,7 @@ def unused_imports(
         a
         for a in aliases
         if (isinstance(node, ast.ImportFrom) or (a.name in modules and a.asname))
-        and not _read(a.asname or a.name, ctx)
+        and not read(a.asname or a.name, ctx)
     ]
     if not unused:
         return
@@ -48,7 +48,7 @@ def unused_imports(
     yield ctx.finding(rule, node, message=message, fix=fix)
 
 
-def _read(name: str, ctx: Context) -> bool:
+def read(name: str, ctx: Context) -> bool:
     """Whether any scope reads ``name``, or a string names it (``__all__``): then it stays."""
     scopes = ctx.scopes
     if any(name in scope.reads for scope in scopes.scopes.values()):

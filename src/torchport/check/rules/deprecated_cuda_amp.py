@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import called, in_old_torch_fallback
 from torchport.check._rule import Edit, Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._amp_imports import old_torch_arm as _old_torch_arm
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.rules._unused_imports import unused_imports
 from torchport.check.semantic._placement import device_type_at
@@ -39,7 +40,7 @@ class DeprecatedCudaAmp(Rule):
     references to them that are not calls (`isinstance(s, torch.cuda.amp.GradScaler)`,
     reported without a fix), imports from `torch.cuda.amp`'s submodules, and
     imports from `torch.cuda.amp` that nothing uses (what is left once the calls
-    are rewritten; removing them is safe).
+    are rewritten; removing them is safe). A used import line is TP408's.
 
     ## Why is this bad?
     Both are deprecated (they warn on every call) and tie mixed precision to
@@ -183,15 +184,3 @@ _ON_ELSEWHERE = (
     "mixed precision now runs on MPS/XPU/CPU too, where the old call was a no-op: "
     "numerics change there"
 )
-
-
-def _old_torch_arm(ctx: Context) -> bool:
-    """The ``else`` of a torch version test: the fallback for torches without ``torch.amp``."""
-    child: ast.AST | None = None
-    for outer in reversed(ctx.ancestors):
-        if isinstance(outer, (ast.If, ast.IfExp)) and child is not outer.test:
-            orelse = outer.orelse if isinstance(outer.orelse, list) else [outer.orelse]
-            if any(s is child for s in orelse) and "version" in ctx.segment(outer.test):
-                return True
-        child = outer
-    return False

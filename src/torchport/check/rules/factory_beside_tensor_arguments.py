@@ -10,6 +10,13 @@ from torchport.check._match import keyword
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
 from torchport.check.rules._module_tensors import in_a_module_method, tensor_annotation, zero_dim
 from torchport.check.rules._port import creators
+from torchport.check.rules._tensor_meetings import (
+    appended,
+    binding,
+    loop_rows,
+    meetings,
+    own_statements,
+)
 
 _MOVES = frozenset({"to", "cuda", "type_as", "new_tensor"})
 _HEAD = "import torch\n\n\ndef step(hessian: torch.Tensor, damping: float):\n"
@@ -20,8 +27,11 @@ class FactoryBesideTensorArguments(Rule):
     Finds a tensor made without `device=` (`torch.eye(n)`, `torch.tensor([...])`,
     `torch.arange(n)`) in a function whose parameters are annotated as tensors,
     where it meets one of them: in arithmetic (`hessian + d * torch.eye(n)`), in a
-    torch function's arguments (`torch.pow(r, torch.tensor([...]))`), directly or
-    through a local name, or through values computed from them.
+    torch function's arguments (`torch.pow(r, torch.tensor([...]))`) or in one
+    sequence given to one (`torch.cat((padding, target))`), in one list that collects
+    both (`out.append(...)`), directly or through a local name, through values
+    computed from them, or through the rows of a loop over them (`for target in
+    targets[name]`, `enumerate(...)`, `.items()`).
 
     ## Why is this bad?
     The function takes its tensors from its callers, wherever they live; the tensor
@@ -74,15 +84,30 @@ class FactoryBesideTensorArguments(Rule):
             return  # TP504's: the module's inputs and parameters decide its device
         host: dict[str, list[ast.Call]] = {}  # local names bound to CPU tensors made here
         reported: set[int] = set()
-        for stmt in _own_statements(node.body):
-            for a, b in _meetings(stmt, ctx):
-                for one, other in ((a, b), (b, a)):
-                    if _refers(one, follows, ctx) and not _refers(other, follows, ctx):
-                        for call in _made(other, host, follows, ctx):
-                            if id(call) not in reported:
-                                reported.add(id(call))
-                                yield ctx.finding(self, call)
-            target, value = _binding(stmt)
+        # lists collecting the arguments' tensors, and the CPU factories others collect
+        collects: set[str] = set()
+        collected: dict[str, list[ast.Call]] = {}
+        for stmt in own_statements(node.body):
+            found = [
+                call
+                for a, b in meetings(stmt, ctx)
+                for one, other in ((a, b), (b, a))
+                if _refers(one, follows, ctx) and not _refers(other, follows, ctx)
+                for call in _made(other, host, follows, ctx)
+            ]
+            follows.update(loop_rows(stmt, lambda e: _refers(e, follows, ctx)))
+            if (item := appended(stmt)) is not None:
+                if _refers(item[1], follows, ctx):
+                    collects.add(item[0])
+                else:
+                    collected.setdefault(item[0], []).extend(_made(item[1], host, follows, ctx))
+                if item[0] in collects:
+                    found += collected.pop(item[0], [])
+            for call in found:
+                if id(call) not in reported:
+                    reported.add(id(call))
+                    yield ctx.finding(self, call)
+            target, value = binding(stmt)
             if target is None or value is None:
                 continue
             if _refers(value, follows, ctx):
@@ -93,56 +118,6 @@ class FactoryBesideTensorArguments(Rule):
             else:
                 host.pop(target, None)
                 follows.discard(target)
-
-
-def _own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The function's statements in order, into blocks, not into nested functions or classes."""
-    for stmt in body:
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            continue
-        yield stmt
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list):
-                yield from _own_statements(inner)
-        for handler in getattr(stmt, "handlers", ()):
-            yield from _own_statements(handler.body)
-
-
-def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
-    """The nodes of ``stmt``'s own expressions (not of the blocks it holds)."""
-    for field, value in ast.iter_fields(stmt):
-        if field in ("body", "orelse", "finalbody", "handlers"):
-            continue
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, ast.AST):
-                yield from ast.walk(item)
-
-
-def _meetings(stmt: ast.stmt, ctx: Context) -> Iterator[tuple[ast.expr, ast.expr]]:
-    """Pairs of operands that meet in ``stmt``: arithmetic, ``x += ...``, a torch call's args."""
-    if isinstance(stmt, ast.AugAssign):
-        yield stmt.target, stmt.value
-    made_by, typed = creators()
-    for node in _expressions(stmt):
-        if isinstance(node, ast.BinOp):
-            yield node.left, node.right
-        elif isinstance(node, ast.Call) and len(node.args) > 1:
-            name = ctx.qualname(node.func) or ""
-            if name.startswith("torch.") and name not in made_by and name not in typed:
-                for i, a in enumerate(node.args):
-                    for b in node.args[i + 1 :]:
-                        yield a, b
-
-
-def _binding(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        target = stmt.targets[0]
-        if isinstance(target, ast.Name):
-            return target.id, stmt.value
-    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-        return stmt.target.id, stmt.value
-    return None, None
 
 
 def _refers(expr: ast.AST, names: set[str], ctx: Context) -> bool:
