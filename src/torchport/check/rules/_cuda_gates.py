@@ -195,9 +195,12 @@ def _spawns_per_device(
 ) -> bool:
     """A call in ``func`` of a spawner that runs its argument once per device count."""
     for node in ast.walk(func):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if resolver.spawner(node.func.id, tree):
-                return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and resolver.spawner(node.func.id, tree)
+        ):
+            return True
     return False
 
 
