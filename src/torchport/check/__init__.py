@@ -105,7 +105,7 @@ _LAZY: dict[str, str] = {
     "Intent": "torchport.check._rule",
     "Rule": "torchport.check._rule",
     "select_rules": "torchport.check._select",
-    "scoped_codes": "torchport.check._default_scope",
+    "scoped_codes": "torchport.check._select",
     "FORMATS": "torchport.check.files",
     "CheckResult": "torchport.check.files",
     "Config": "torchport.check.files",

@@ -54,9 +54,7 @@ never whether a place is reported.
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -65,7 +63,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.overrides import TorchFunctionMode
 
 from torchport._device_types import CPU, MOVE_METHODS
-from torchport._origin import of_project
+from torchport._origin import Origin, of_project, origin
 from torchport.diagnose import data_loading
 
 __all__ = ["HEAVY", "LIMIT", "HostWatch", "user_line"]
@@ -103,9 +101,6 @@ _RANK = {"grad": 0, "step": 1, "backward": 2, "heavy": 3}
 _GRAPH_NODES = 20_000  # nodes of a backward's graph read at most for a host leaf
 
 
-_OWN = str(Path(__file__).resolve().parents[1]) + os.sep  # torchport's own files
-
-
 def user_line(
     frame: FrameType | None, roots: tuple[str, ...], *, direct: bool = False
 ) -> tuple[str, int] | None:
@@ -115,10 +110,10 @@ def user_line(
     which compute on host tensors for the device) lies between ``frame`` and it.
     """
     while frame is not None:
-        name = frame.f_code.co_filename
-        if of_project(name, roots):
-            return name, frame.f_lineno
-        if direct and name.startswith(_OWN):
+        filename = frame.f_code.co_filename
+        if of_project(filename, roots):
+            return filename, frame.f_lineno
+        if direct and origin(filename) is Origin.TORCHPORT:
             return None
         frame = frame.f_back
     return None

@@ -231,10 +231,11 @@ def not_implemented_elsewhere(branch: ast.AST, ctx: Context) -> bool:
     (``_C.deform_conv_forward(...)``, in the ``else`` or after): the code says the kernel
     exists only for CUDA, so the test is its precondition, right as written
     (``device.type != "cpu"`` would hand it MPS tensors). Before portable code it is not.
-    So is any such test in a module written around a GPU-only kernel (``_cuda_kernels``)."""
+    So is any such test in a module written around a GPU-only kernel that is not Triton's
+    (``_cuda_kernels``)."""
     from torchport.check.rules._cuda_kernels import kernel_module  # on first use
 
-    if kernel_module(ctx):
+    if kernel_module(ctx, triton=False):
         return True
     if not isinstance(branch, ast.If) or len(branch.body) != 1:
         return False

@@ -28,9 +28,10 @@ own modules (``torch.utils._triton``, ``torch._C``), a ``_C`` extension (pytorch
 torchvision's have CPU kernels too: their tests' ``.cuda()`` was judged real), a custom op
 namespace (``torch.ops.<ns>`` may have a CPU kernel), and a kernel two imports away
 (openfold's tests reach its ``attn_core_inplace_cuda`` through ``model.primitives``, and
-they test plain torch code: judged real). In such a module itself (test or not),
-``x.is_cuda`` guards the kernel: TP103's ``device.type != "cpu"`` would send MPS tensors to
-it (flash-attention's ``fused_mlp_func``, sample Q: noise). Computed once per file; a
+they test plain torch code: judged real). In such a module itself (test or not), unless
+its kernel is Triton's (which compiles for ROCm and XPU too), ``x.is_cuda`` guards the
+kernel: TP103's ``device.type != "cpu"`` would send MPS tensors to it (flash-attention's
+``fused_mlp_func``, sample Q: noise). Computed once per file; a
 project module's answer is kept per path and modification time for the process.
 """
 
@@ -49,12 +50,15 @@ _ANSWERS: dict[tuple[str, int], tuple[bool, tuple[tuple[str | None, int, tuple[s
 _ANSWERS = {}  # a project module's (kernel?, its `from ... import` statements), by path
 
 
-def kernel_import(dotted: str) -> bool:
-    """Whether importing the dotted name needs a CUDA-only kernel (the list above)."""
+def kernel_import(dotted: str, *, triton: bool = True) -> bool:
+    """Whether importing the dotted name needs a CUDA-only kernel (the list above); with
+    ``triton`` False, Triton is not counted (it compiles for ROCm and XPU too)."""
     parts = dotted.split(".")
     if parts[0] in ("torch", ""):
         return False
-    return parts[0] in _KERNEL_LIBRARIES or "triton" in parts or parts[-1].endswith("_cuda")
+    if triton and (parts[0] == "triton" or "triton" in parts):
+        return True
+    return parts[0] in _KERNEL_LIBRARIES - {"triton"} or parts[-1].endswith("_cuda")
 
 
 def _imported(stmt: ast.stmt) -> list[str]:
@@ -68,15 +72,20 @@ def _imported(stmt: ast.stmt) -> list[str]:
     return []
 
 
-def _arm(block: list[ast.stmt]) -> bool:
+def _arm(block: list[ast.stmt], triton: bool = True) -> bool:
     """A block that imports a kernel at its own top level, or an ``if``/``else`` that does."""
-    return any(map(_kernel_statement, block))
+    return any(_kernel_statement(stmt, triton) for stmt in block)
 
 
-def _kernel_statement(stmt: ast.stmt) -> bool:
-    if any(map(kernel_import, _imported(stmt))):
+def _kernel_statement(stmt: ast.stmt, triton: bool = True) -> bool:
+    if any(kernel_import(name, triton=triton) for name in _imported(stmt)):
         return True
-    return isinstance(stmt, ast.If) and bool(stmt.orelse) and _arm(stmt.body) and _arm(stmt.orelse)
+    if not (isinstance(stmt, ast.If) and stmt.orelse):
+        return False
+    # every arm a GPU kernel (flash-attention: ROCm's Triton or its CUDA extension); without
+    # Triton, one arm at least is not Triton's (no arm then reaches XPU)
+    either = _arm(stmt.body) and _arm(stmt.orelse)
+    return either and (triton or _arm(stmt.body, False) or _arm(stmt.orelse, False))
 
 
 def _compiles_cuda(call: ast.Call) -> bool:
@@ -96,19 +105,23 @@ def _compiles_cuda(call: ast.Call) -> bool:
     )
 
 
-def imports_a_kernel(tree: ast.Module) -> bool:
-    """Whether the module is written around a GPU-only kernel (the invariant)."""
-    if any(map(_kernel_statement, tree.body)):
+def imports_a_kernel(tree: ast.Module, *, triton: bool = True) -> bool:
+    """Whether the module is written around a GPU-only kernel (the invariant); with
+    ``triton`` False, one that is not Triton's (a CUDA extension, CUTLASS, nvcc sources)."""
+    if any(_kernel_statement(stmt, triton) for stmt in tree.body):
         return True
     return any(isinstance(n, ast.Call) and _compiles_cuda(n) for n in ast.walk(tree))
 
 
-def kernel_module(ctx: Context) -> bool:
-    """Whether the file itself is written around a CUDA-only kernel (the list above), once:
-    there ``x.is_cuda`` is the kernel's precondition (TP103 leaves it)."""
-    found = ctx.memo.get("cuda_kernels.module")
+def kernel_module(ctx: Context, *, triton: bool = True) -> bool:
+    """Whether the file itself is written around a CUDA-only kernel (the list above), once;
+    with ``triton`` False, a kernel that is not Triton's: there ``x.is_cuda`` is the
+    kernel's precondition (TP103 leaves it; a Triton kernel also runs on ROCm and XPU, where
+    ``x.is_cuda`` wrongly turns XPU away, so TP103 reports it)."""
+    key = "cuda_kernels.module" if triton else "cuda_kernels.module_not_triton"
+    found = ctx.memo.get(key)
     if found is None:
-        found = ctx.memo["cuda_kernels.module"] = imports_a_kernel(ctx.tree)
+        found = ctx.memo[key] = imports_a_kernel(ctx.tree, triton=triton)
     return bool(found)
 
 

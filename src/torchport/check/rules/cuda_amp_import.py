@@ -44,7 +44,10 @@ class CudaAmpImport(Rule):
         "except ImportError:\n    from torch.cuda.amp import GradScaler\n\ns = GradScaler()\n",
     )
     invalid = (
-        Example("from torch.cuda.amp import GradScaler, autocast\n\nscaler = GradScaler()\n"),
+        Example(
+            "from torch.cuda.amp import GradScaler, autocast\n\nscaler = GradScaler()\n"
+            "with autocast():\n    pass\n"
+        ),
         Example("import torch.cuda.amp as amp\n\nwith amp.autocast():\n    pass\n"),
     )
 
