@@ -20,6 +20,11 @@ import pytest
 from torchport.check.port._verify import verify_entry
 from torchport.cli._main import main
 
+# Whole programs, each run twice on the simulated accelerator in a child (~10 s apiece): with
+# the slow tests (`-m slow`, run by .ci/run); tests/cli/test_host_watch.py holds the watch's
+# rule in the default run.
+pytestmark = pytest.mark.slow
+
 _RAW_PARAMETER = """\
 import torch
 
