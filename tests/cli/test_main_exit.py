@@ -107,20 +107,26 @@ def test_the_program_skips_only_an_idle_teardown(tmp_path: Path, argv: list[str]
 def test_the_checker_loads_frozen_only_in_the_program(tmp_path: Path) -> None:
     # cli/check._imports_kept: run as the program, the checker's modules load with the
     # collector paused and are frozen after; called in-process (`main([...])`) nothing is
-    # frozen, as a freeze would keep the caller's garbage for the process's life
+    # frozen, as a freeze would keep the caller's garbage for the process's life. A program
+    # whose teardown has work (main returns) hands the frozen objects back to the collector
+    # first: frozen, the teardown would neither free nor finalize them.
     (tmp_path / "tiny.py").write_text(TINY)
     probe = (
         "import atexit, gc, sys\n"
         "from torchport.cli._main import main\n"
         "atexit.register(lambda: None)  # a teardown with work: main returns\n"
+        "seen = []\n"
+        "unfreeze = gc.unfreeze\n"
+        "gc.unfreeze = lambda: (seen.append(gc.get_freeze_count()), unfreeze())[1]\n"
         "before = gc.get_freeze_count()\n"
         "code = main(['check', '--no-cache', 'tiny.py'])\n"
-        "inside = (gc.get_freeze_count(), gc.isenabled(), code)\n"
+        "inside = (gc.get_freeze_count(), gc.isenabled(), code, len(seen))\n"
         "sys.argv = ['torchport', 'check', '--no-cache', 'tiny.py']\n"
         "code = main()\n"
-        "print(before, *inside, gc.get_freeze_count() > inside[0], gc.isenabled(), code)\n"
+        "print(before, *inside, seen[0] > 0, gc.get_freeze_count(), gc.isenabled(), code)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    assert out.stdout.split()[-7:] == ["0", "0", "True", "1", "True", "True", "1"], out.stdout
+    expected = ["0", "0", "True", "1", "0", "True", "0", "True", "1"]
+    assert out.stdout.split()[-9:] == expected, out.stdout

@@ -73,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = _guarded(argv)
     if program_check:
         exit_now(code)
+        # The usual exit runs after all: hand it back what the start-up froze
+        # (check._imports_kept), or the teardown would neither free nor finalize it.
+        import gc
+
+        gc.unfreeze()
     return code
 
 
