@@ -53,15 +53,22 @@ def originals_on_cpu_ports_on_sim(pairs: list[tuple[str, str]]) -> list[dict[str
     """:func:`original_on_cpu_port_on_sim` for many (original, ported) pairs in one child:
     every original on the CPU first, then every port on the simulated accelerator (one
     child start for a whole table of cases, not one per case)."""
+    results: list[dict[str, Any]] = in_a_child(_CHILD, pairs)
+    assert len(results) == len(pairs), results
+    return results
+
+
+def in_a_child(child_source: str, job: Any) -> Any:
+    """Run ``child_source`` in a fresh interpreter (``TORCHPORT_DEVICE`` unset) with ``job``
+    as a JSON file named by ``sys.argv[1]``; return the JSON of its last printed line. A
+    child that fails fails the assertion with its traceback."""
     with tempfile.TemporaryDirectory() as tmp:
-        job = Path(tmp) / "job.json"
-        job.write_text(json.dumps(pairs), encoding="utf-8")
+        path = Path(tmp) / "job.json"
+        path.write_text(json.dumps(job), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
         child = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(job)],
+            [sys.executable, "-c", child_source, str(path)],
             capture_output=True, text=True, env=env, check=False,
         )  # fmt: skip
     assert child.returncode == 0, child.stderr[-3000:]
-    results: list[dict[str, Any]] = json.loads(child.stdout.splitlines()[-1])
-    assert len(results) == len(pairs), results
-    return results
+    return json.loads(child.stdout.splitlines()[-1])

@@ -13,17 +13,11 @@ the same values; one that cannot place everything must say so, naming the thing 
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.check.port.no_cuda_sim import original_on_cpu_port_on_sim
+from tests.check.port.no_cuda_sim import in_a_child, original_on_cpu_port_on_sim
 from torchport.check.port import port_text
 
 _HEAD = "import torch\nfrom torch import nn\n\n"
@@ -180,14 +174,5 @@ def _runs_on_sim(original: str, ported: str) -> bool:
 
 def _run_on_sim(programs: list[str]) -> list[bool]:
     """Whether each ported program runs to its end on ``sim``, all in one child."""
-    with tempfile.TemporaryDirectory() as tmp:
-        job = Path(tmp) / "job.json"
-        job.write_text(json.dumps(programs), encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k != "TORCHPORT_DEVICE"}
-        child = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(job)],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
-    assert child.returncode == 0, child.stderr[-3000:]
-    ran: list[bool] = json.loads(child.stdout.splitlines()[-1])
+    ran: list[bool] = in_a_child(_CHILD, programs)
     return ran
