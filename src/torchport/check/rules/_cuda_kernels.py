@@ -44,7 +44,7 @@ from torchport.check._context import Context
 
 __all__ = ["imports_a_kernel", "kernel_import", "kernel_module", "tests_a_kernel"]
 
-_KERNEL_LIBRARIES = frozenset({"triton", "cutlass"})
+_KERNEL_LIBRARIES = frozenset({"cutlass"})  # beside Triton, asked apart (``triton=``)
 _LOADS = frozenset({"load", "load_inline"})
 _ANSWERS: dict[tuple[str, int], tuple[bool, tuple[tuple[str | None, int, tuple[str, ...]], ...]]]
 _ANSWERS = {}  # a project module's (kernel?, its `from ... import` statements), by path
@@ -56,9 +56,9 @@ def kernel_import(dotted: str, *, triton: bool = True) -> bool:
     parts = dotted.split(".")
     if parts[0] in ("torch", ""):
         return False
-    if triton and (parts[0] == "triton" or "triton" in parts):
+    if triton and "triton" in parts:
         return True
-    return parts[0] in _KERNEL_LIBRARIES - {"triton"} or parts[-1].endswith("_cuda")
+    return parts[0] in _KERNEL_LIBRARIES or parts[-1].endswith("_cuda")
 
 
 def _imported(stmt: ast.stmt) -> list[str]:
