@@ -77,7 +77,10 @@ benchmarks/data/precision_sample_q.csv --seed 50 --draw 160``. The eighteenth (t
 draw, 200 findings, main's rules at 895704b, 19 more new repositories;
 ``precision_sample_r_order.txt`` is its drawn order, written beside the draw as for Q): ``--repos
 benchmarks/data/precision_repos_round5r.json --sample benchmarks/data/precision_sample_r.csv
---seed 51 --draw 200``. ``--pool SAMPLE...`` pools
+--seed 51 --draw 200``. The nineteenth (the same uniform draw, 240 findings, main's rules at
+2e72354, 18 more new repositories; ``precision_sample_s_order.txt`` is its drawn order): ``--repos
+benchmarks/data/precision_repos_round5s.json --sample benchmarks/data/precision_sample_s.csv
+--seed 52 --draw 240``. ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
 (test code or the rest, as the checker tells them) and whether its rule, selected by code,
