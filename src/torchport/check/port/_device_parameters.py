@@ -3,9 +3,11 @@
 ``def train_gnn(device, args): model = GCN(...).to(device)`` in ``baselines/gnn_link_pred.py``:
 what ``train_gnn(device="cpu", args=args)`` runs stays on the CPU, in a file the caller's port
 does not change. A **placing parameter** of a module-level function is one its own body
-(nested functions and classes aside) uses as a device: the target of ``.to(p)`` or
-``.to(device=p)``, a ``device=p`` or ``map_location=p`` keyword of any call, or the argument
-of ``torch.device(p)`` (any ``*.device(p)``: the callee's file is read from syntax alone).
+(nested functions and classes aside) places work on: the target of ``.to(p)`` or
+``.to(device=p)`` or a ``device=p`` keyword of any call, directly or through a name bound
+to ``torch.device(p)`` (any ``*.device(p)``: the callee's file is read from syntax alone).
+Not ``map_location=p`` (loading onto the CPU to save device memory is a common choice) nor
+a device only made and handed back (``return torch.device(p)``: a fallback's value).
 
 :func:`placing_parameters` answers, for a call, the callee's parameters (name and position)
 that place: a function of the file itself, one a ``from module import name`` of the
@@ -28,7 +30,6 @@ __all__ = ["placing_parameters", "placing_parameters_of"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_KEYWORDS = frozenset({"device", "map_location"})
 # A function's placing parameters: ((position, or -1 for keyword-only), name), ...
 Placing = tuple[tuple[int, str], ...]
 _CACHE: dict[str, tuple[tuple[int, int], dict[str, Placing]]] = {}
@@ -38,26 +39,38 @@ def placing_parameters_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Placi
     """``func``'s parameters its own body uses as a device (module docstring)."""
     a = func.args
     positional = [p.arg for p in (*a.posonlyargs, *a.args)]
-    names = {*positional, *(p.arg for p in a.kwonlyargs)}
-    used: set[str] = set()
+    params = {*positional, *(p.arg for p in a.kwonlyargs)}
+    aliases: dict[str, str] = {}  # `d = torch.device(dev)`: `d` places on `dev`
+    targets: list[ast.expr] = []  # every `.to(t)` and `device=t` of the body
     todo = list(ast.iter_child_nodes(func))
     while todo:
         node = todo.pop()
         if isinstance(node, _SCOPES):
             continue
         todo.extend(ast.iter_child_nodes(node))
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr == "device"
+            and node.value.args
+            and isinstance(node.value.args[0], ast.Name)
+            and node.value.args[0].id in params
+        ):
+            aliases[node.targets[0].id] = node.value.args[0].id
         if not isinstance(node, ast.Call):
             continue
-        f = node.func
-        if isinstance(f, ast.Attribute) and f.attr in ("to", "device") and node.args:
-            used.add(_name(node.args[0], names))
-        used.update(_name(k.value, names) for k in node.keywords if k.arg in _KEYWORDS)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "to" and node.args:
+            targets.append(node.args[0])
+        targets.extend(k.value for k in node.keywords if k.arg == "device")
+    used = set()
+    for t in targets:
+        if isinstance(t, ast.Name):
+            used.add(t.id if t.id in params else aliases.get(t.id, ""))
     used.discard("")
     return tuple((positional.index(n) if n in positional else -1, n) for n in sorted(used))
-
-
-def _name(expr: ast.expr, names: set[str]) -> str:
-    return expr.id if isinstance(expr, ast.Name) and expr.id in names else ""
 
 
 def _functions_of(tree: ast.Module) -> dict[str, Placing]:

@@ -20,7 +20,7 @@ class CpuDeviceArgument(Rule):
     """## What it does
     Finds the CPU handed as a device to one of the project's own functions whose body
     places its work on the device it is handed (`.to(device)`, `device=device`,
-    `map_location=device`, `torch.device(device)`): `train_gnn(device="cpu",
+    also through `d = torch.device(device)`; not `map_location=`): `train_gnn(device="cpu",
     args=args)`, or `run(model, "cpu")` at that parameter's position, for a function
     of the file itself, one imported from the project's own modules, or
     `module.run(...)` after `import module` (the project view's modules). Left alone:
