@@ -1,4 +1,4 @@
-"""TP511: the CPU handed as a device to a project function that places its work there.
+"""TP121: the CPU handed as a device to a project function that places its work there.
 
 Held-out recall round 5e (venomouscyanide/S3GRL: ``train_gnn(device='cpu', args=args)`` in
 ``baselines/run_helpers/run_mpgnns.py``, ``train_gnn`` in ``baselines/gnn_link_pred.py``
@@ -76,8 +76,8 @@ def _reported(files: dict[str, str]) -> bool:
         folder = Path(name)
         for file, text in files.items():
             (folder / file).write_text(text)
-        result = check_paths([folder / "run.py"], select=["TP511"], jobs=1)
-    return any(f.code == "TP511" for f in result.findings)
+        result = check_paths([folder / "run.py"], select=["TP121"], jobs=1)
+    return any(f.code == "TP121" for f in result.findings)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,9 +105,9 @@ def test_a_device_flag_in_the_file_makes_the_cpu_a_choice(tmp_path: Path) -> Non
         "p = argparse.ArgumentParser()\n{flag}train(dev='cpu')\n"
     )
     (tmp_path / "run.py").write_text(source.format(flag=""))
-    assert len(check_paths([tmp_path / "run.py"], select=["TP511"], jobs=1).findings) == 1
+    assert len(check_paths([tmp_path / "run.py"], select=["TP121"], jobs=1).findings) == 1
     (tmp_path / "run.py").write_text(source.format(flag="p.add_argument('--device')\n"))
-    assert check_paths([tmp_path / "run.py"], select=["TP511"], jobs=1).findings == []
+    assert check_paths([tmp_path / "run.py"], select=["TP121"], jobs=1).findings == []
 
 
 def test_it_is_off_by_default_and_has_no_fix(tmp_path: Path) -> None:
@@ -115,5 +115,5 @@ def test_it_is_off_by_default_and_has_no_fix(tmp_path: Path) -> None:
         "import torch\n\n\ndef train(dev):\n    return net.to(dev)\n\n\ntrain(dev='cpu')\n"
     )
     assert check_paths([tmp_path / "run.py"], jobs=1).findings == []
-    (found,) = check_paths([tmp_path / "run.py"], select=["TP511"], jobs=1).findings
+    (found,) = check_paths([tmp_path / "run.py"], select=["TP121"], jobs=1).findings
     assert found.fix is None and "`train`" in found.message and found.line == 8

@@ -1,4 +1,4 @@
-"""TP511 cpu-device-argument: ``train(device="cpu")`` where ``train`` moves its work there."""
+"""TP121 cpu-device-argument: ``train(device="cpu")`` where ``train`` moves its work there."""
 
 from __future__ import annotations
 
@@ -36,12 +36,12 @@ class CpuDeviceArgument(Rule):
     ## Why is it off by default?
     New (held-out recall round 5e), and not yet judged on a precision sample: a CPU
     chosen on purpose (a small model, a debugging entry) reads the same.
-    `--extend-select TP511` runs it.
+    `--extend-select TP121` runs it.
     """
 
-    code = "TP511"
+    code = "TP121"
     name = "cpu-device-argument"
-    intent = Intent.PORT
+    intent = Intent.DEVICE
     default = False
     message = (
         "pick the accelerator when there is one: this call pins a device-placing function "
