@@ -483,7 +483,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "CpuFallbackWithoutCuda",
         "cpu_fallback_without_cuda",
         "cpu-fallback-without-cuda",
-        True,
+        False,
         "device",
         "none",
         ("If",),

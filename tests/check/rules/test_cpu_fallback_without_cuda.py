@@ -95,6 +95,7 @@ def test_test_code_and_benchmarks_choose_their_own_device() -> None:
     assert len(check_source(source, "serve.py", select=["TP120"])) == 1
 
 
-def test_the_fallback_is_on_in_a_default_run() -> None:
+def test_the_fallback_is_off_in_a_default_run() -> None:
     source = "import torch\n\nif not torch.cuda.is_available():\n    device = 'cpu'\n"
-    assert [f.code for f in check_source(source, "serve.py")] == ["TP120"]
+    assert check_source(source, "serve.py") == []
+    assert [f.code for f in check_source(source, "serve.py", extend_select=["TP120"])] == ["TP120"]
