@@ -98,3 +98,13 @@ def test_a_named_device_stays_the_factory_case() -> None:
         "y = torch.rand_like(x, dtype=torch.float64, device='cpu')\n"
     )
     assert check_source(source, "run.py", select=["TP108"]) == []
+
+
+def test_a_module_running_gradient_checks_keeps_its_float64() -> None:
+    source = (
+        "import torch\nfrom torch.autograd import gradcheck\n\n"
+        "x = torch.rand(3).cuda()\nok = gradcheck(f, (x.double(),))\n"
+    )
+    assert check_source(source, "ops/test.py", select=["TP108"]) == []
+    plain = source.replace("from torch.autograd import gradcheck\n", "")
+    assert len(check_source(plain, "ops/test.py", select=["TP108"])) == 1
