@@ -104,8 +104,8 @@ def placing_parameters(call: ast.Call, ctx: Context) -> Placing:
     """The placing parameters of the project function ``call`` calls; () when it is none."""
     func: ast.expr = call.func
     attr = None
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        func, attr = func.value, func.attr
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+        func, attr = call.func.value, call.func.attr
     if not isinstance(func, ast.Name):
         return ()
     binding = ctx.scopes.binding_at(func)
