@@ -41,7 +41,7 @@ MORE: dict[str, str] = {
     "fixes applied by a plain `torchport fix`, as with `--speed`.",
     "extend-select": "Codes or prefixes added to the selection (the default set, or "
     "`select`): the way to turn on a rule that is off by default (TP9xx; TP102, TP103, "
-    "TP116-TP119, TP201, TP202, TP302-TP305, TP308, TP309, TP401, TP406, TP407, TP408), "
+    "TP116-TP121, TP201, TP202, TP302-TP305, TP308, TP309, TP401, TP406, TP407, TP408), "
     "or in test code too (TP101, TP106, TP114, TP203, TP301, TP307, TP403, TP404), and keep "
     "the rest.",
     "ignore": "Codes or prefixes switched off everywhere; `ignore` wins over `select`, and "

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import is_cpu_target, keyword, method_name
 from torchport.check._rule import Example, Finding, Intent, Rule
+from torchport.check.rules._float64_conversions import float64_of_device_tensor
 from torchport.check.rules._test_code import collected_by_a_test_runner, leaves
 
 _FLOAT64 = ("torch.float64", "torch.double")
@@ -19,7 +20,10 @@ class Float64ToAccelerator(Rule):
     """## What it does
     Finds float64 data headed for a device: `dtype=torch.float64` together with
     `device=`, `.to(device, torch.float64)`, `.double().to(device)`,
-    `.to(device).double()` and `.double().cuda()`.
+    `.to(device).double()` and `.double().cuda()`; and float64 made of a tensor
+    already on a device (`logits.to(torch.float64)`, `.double()`,
+    `torch.rand_like(x, dtype=torch.float64)`), also in a helper whose callers in
+    its module all hand it device tensors (`rules/_float64_conversions.py`).
 
     ## Why is this bad?
     Apple's MPS backend has no float64 and raises, and most GPUs run float64
@@ -42,16 +46,22 @@ class Float64ToAccelerator(Rule):
     node_types = (ast.Call,)
     # `.to(...)`, `.double()`, `.cuda()`; any other call only with `device=`
     call_attrs = frozenset({"to", "double", "cuda"})
-    call_keywords = frozenset({"device"})
+    call_keywords = frozenset({"device", "dtype"})
     valid = (
         "x = torch.zeros(3, dtype=torch.float64)\n",
         'x = y.double().to("cpu")\n',
         "x = y.float().to(device)\n",
+        "import torch\n\nx = torch.ones(3)\np = x.to(torch.float64)\n",
     )
     invalid = (
         Example("import torch\n\nx = torch.zeros(3, dtype=torch.float64, device=device)\n"),
         Example("import torch\n\nx = y.to(device, torch.double)\nz = w.double().cuda()\n", count=2),
         Example("x = y.to(device).double()\n"),
+        Example(
+            "import torch\n\ndef noise(t):\n    return torch.rand_like(t, dtype=torch.float64)\n\n"
+            "x = torch.ones(3, device=device)\np = noise(x.to(torch.float64))\n",
+            count=2,
+        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
@@ -59,7 +69,7 @@ class Float64ToAccelerator(Rule):
         method = method_name(node)
         if method not in ("to", "double", "cuda") and not node.keywords:
             return  # the common case: no dtype= can be here
-        if _float64_device_call(node, ctx):
+        if _float64_device_call(node, ctx) or float64_of_device_tensor(node, ctx):
             found = True
         elif method not in ("double", "cuda") or not isinstance(node.func, ast.Attribute):
             return

@@ -1,0 +1,159 @@
+"""The project's own functions that place their work on a device they are handed.
+
+``def train_gnn(device, args): model = GCN(...).to(device)`` in ``baselines/gnn_link_pred.py``:
+what ``train_gnn(device="cpu", args=args)`` runs stays on the CPU, in a file the caller's port
+does not change. A **placing parameter** of a module-level function is one its own body
+(nested functions and classes aside) places work on: the target of ``.to(p)`` or
+``.to(device=p)`` or a ``device=p`` keyword of any call, directly or through a name bound
+to ``torch.device(p)`` (any ``*.device(p)``: the callee's file is read from syntax alone).
+Not ``map_location=p`` (loading onto the CPU to save device memory is a common choice) nor
+a device only made and handed back (``return torch.device(p)``: a fallback's value).
+
+:func:`placing_parameters` answers, for a call, the callee's parameters (name and position)
+that place: a function of the file itself, one a ``from module import name`` of the
+project's own modules binds, or ``module.name`` after ``import module`` (found as the project
+view finds modules: ``_module_files.py``, ``_script_path.py``). Each module is read once per
+process and file version; nothing is imported, nothing imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from torchport.check._context import Context
+from torchport.check.port._module_files import Lookups
+from torchport.check.port._script_path import find_on_script_path
+from torchport.check.semantic import BindingKind
+
+__all__ = ["placing_parameters", "placing_parameters_of"]
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# A function's placing parameters: ((position, or -1 for keyword-only), name), ...
+Placing = tuple[tuple[int, str], ...]
+_CACHE: dict[str, tuple[tuple[int, int], dict[str, Placing]]] = {}
+
+
+def placing_parameters_of(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Placing:
+    """``func``'s parameters its own body uses as a device (module docstring)."""
+    a = func.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    params = {*positional, *(p.arg for p in a.kwonlyargs)}
+    aliases: dict[str, str] = {}  # `d = torch.device(dev)`: `d` places on `dev`
+    targets: list[ast.expr] = []  # every `.to(t)` and `device=t` of the body
+    todo = list(ast.iter_child_nodes(func))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr == "device"
+            and node.value.args
+            and isinstance(node.value.args[0], ast.Name)
+            and node.value.args[0].id in params
+        ):
+            aliases[node.targets[0].id] = node.value.args[0].id
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "to" and node.args:
+            targets.append(node.args[0])
+        targets.extend(k.value for k in node.keywords if k.arg == "device")
+    used = set()
+    for t in targets:
+        if isinstance(t, ast.Name):
+            used.add(t.id if t.id in params else aliases.get(t.id, ""))
+    used.discard("")
+    return tuple((positional.index(n) if n in positional else -1, n) for n in sorted(used))
+
+
+def _functions_of(tree: ast.Module) -> dict[str, Placing]:
+    found: dict[str, Placing] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, _FUNCTIONS):
+            found[stmt.name] = placing_parameters_of(stmt)  # the last definition counts
+        elif isinstance(stmt, ast.ClassDef):
+            found.pop(stmt.name, None)
+    return found
+
+
+def _module_functions(path: Path, lookups: Lookups) -> dict[str, Placing]:
+    version = lookups.version(path)
+    if version is None:
+        return {}
+    key, stamp = version
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="surrogateescape"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    found = _functions_of(tree)
+    _CACHE[key] = (stamp, found)
+    return found
+
+
+def placing_parameters(call: ast.Call, ctx: Context) -> Placing:
+    """The placing parameters of the project function ``call`` calls; () when it is none."""
+    func: ast.expr = call.func
+    attr = None
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+        func, attr = call.func.value, call.func.attr
+    if not isinstance(func, ast.Name):
+        return ()
+    binding = ctx.scopes.binding_at(func)
+    if binding is None or binding.scope is not ctx.scopes.module:
+        return ()
+    if attr is None and binding.kind is BindingKind.DEF:
+        own = ctx.memo.get("device_parameters.own")
+        if own is None:
+            own = ctx.memo["device_parameters.own"] = _functions_of(ctx.tree)
+        return own.get(func.id, ())  # type: ignore[attr-defined,no-any-return]
+    if binding.kind is not BindingKind.IMPORT:
+        return ()
+    node = binding.node
+    if attr is None and isinstance(node, ast.ImportFrom):
+        name = next((a.name for a in node.names if (a.asname or a.name) == func.id), None)
+        where = _find(ctx, node.module, node.level)
+    elif attr is not None and isinstance(node, ast.Import):
+        alias = next((a for a in node.names if (a.asname or a.name) == func.id), None)
+        if alias is None:
+            return ()
+        name, where = attr, _find(ctx, alias.name, 0)
+    else:
+        return ()
+    if name is None or where is None:
+        return ()
+    return _module_functions(where, _lookups(ctx)).get(name, ())
+
+
+def _lookups(ctx: Context) -> Lookups:
+    found = ctx.memo.get("device_parameters.lookups")
+    if found is None:
+        found = ctx.memo["device_parameters.lookups"] = Lookups()
+    return found  # type: ignore[return-value]
+
+
+def _find(ctx: Context, module: str | None, level: int) -> Path | None:
+    """The project's file ``module`` names from this file, once per file and module."""
+    if not ctx.path or ctx.path.startswith("<"):
+        return None
+    memo: dict[tuple[str | None, int], Path | None] | None = ctx.memo.get("device_parameters.find")  # type: ignore[assignment]
+    if memo is None:
+        memo = ctx.memo["device_parameters.find"] = {}
+    key = (module, level)
+    if key not in memo:
+        importer = Path(ctx.path)
+        memo[key] = (
+            find_on_script_path(ctx, importer, _lookups(ctx), module, level)
+            if importer.is_file()
+            else None
+        )
+    return memo[key]
