@@ -7,7 +7,7 @@ off). The most specific selector wins, and a tie goes to ``ignore``, as in Ruff.
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from torchport.check._context import Context
 from torchport.check._rule import FixSafety, Intent, Rule
@@ -174,9 +174,14 @@ def fix_command(rule: type[Rule], *, some_safe: bool = False) -> str:
 
 def context_of(ctx: Context) -> str:
     """The context of the node being checked: ``"test"`` or ``"code"``."""
-    from torchport.check.rules._test_code import collected_by_a_test_runner  # on first use
+    if not _RUNNER:  # imported on first use, then kept (asked per node and scoped rule)
+        from torchport.check.rules._test_code import collected_by_a_test_runner
 
-    return TEST if collected_by_a_test_runner(ctx) else CODE
+        _RUNNER.append(collected_by_a_test_runner)
+    return TEST if _RUNNER[0](ctx) else CODE
+
+
+_RUNNER: list[Callable[[Context], bool]] = []
 
 
 def scoped_codes(

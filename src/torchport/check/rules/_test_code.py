@@ -59,27 +59,43 @@ __all__ = [
 _TEST_FOLDERS = frozenset({"test", "tests"})
 _FRAMEWORKS = frozenset({"pytest", "unittest"})
 _TEST_MODULE = re.compile(r"test_\w*\.py|\w+_test\.py")  # pytest's default `python_files`
+_TEST_FILE = "test_code.file"  # Context.memo's key: the file's answer where it is one
 
 
 def collected_by_a_test_runner(ctx: Context) -> bool:
     """Whether the node being checked is test code by the standard above."""
-    parts = ctx.path.replace("\\", "/").split("/")
-    if parts[-1] == "conftest.py" or any(p in _TEST_FOLDERS for p in parts[:-1]):
-        return True
-    if _TEST_MODULE.fullmatch(parts[-1]) and _imports_a_framework(ctx):
-        return True  # a module pytest collects: its set-up at module level is its tests'
-    if "testing" in parts[:-1] and _imports_a_framework(ctx):
-        return True  # a project's test helpers (`captum/testing/`), not `torch.testing`'s API
-    if not any(
+    whole = _test_file(ctx)
+    if whole is not None:
+        return whole
+    return any(
         (
             isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef))
             and (outer.name.startswith("test") or any(map(_fixture, outer.decorator_list)))
         )
         or (isinstance(outer, ast.ClassDef) and outer.name.startswith("Test"))
         for outer in ctx.ancestors
-    ):
-        return False
-    return _imports_a_framework(ctx)
+    )
+
+
+def _test_file(ctx: Context) -> bool | None:
+    """True: every node of the file is test code; False: none is (it imports no test
+    framework); None: a node is where it sits (once per file: asked per node and rule)."""
+    known = ctx.memo.get(_TEST_FILE, _TEST_FILE)
+    if known is not _TEST_FILE:
+        return known  # type: ignore[return-value]
+    parts = ctx.path.replace("\\", "/").split("/")
+    framework = _imports_a_framework(ctx)
+    found: bool | None = None
+    if parts[-1] == "conftest.py" or any(p in _TEST_FOLDERS for p in parts[:-1]):
+        found = True
+    elif _TEST_MODULE.fullmatch(parts[-1]) and framework:
+        found = True  # a module pytest collects: its set-up at module level is its tests'
+    elif "testing" in parts[:-1] and framework:
+        found = True  # a project's test helpers (`captum/testing/`), not `torch.testing`'s API
+    elif not framework:
+        found = False  # a test function's name or a fixture counts only beside a framework
+    ctx.memo[_TEST_FILE] = found
+    return found
 
 
 def _imports_a_framework(ctx: Context) -> bool:
