@@ -80,7 +80,10 @@ benchmarks/data/precision_repos_round5r.json --sample benchmarks/data/precision_
 --seed 51 --draw 200``. The nineteenth (the same uniform draw, 240 findings, main's rules at
 2e72354, 18 more new repositories; ``precision_sample_s_order.txt`` is its drawn order): ``--repos
 benchmarks/data/precision_repos_round5s.json --sample benchmarks/data/precision_sample_s.csv
---seed 52 --draw 240``. ``--pool SAMPLE...`` pools
+--seed 52 --draw 240``. The twentieth (the same uniform draw, 240 findings, main's rules at
+3d72a8a, 19 more new repositories; ``precision_sample_t_order.txt`` is its drawn order): ``--repos
+benchmarks/data/precision_repos_round5t.json --sample benchmarks/data/precision_sample_t.csv
+--seed 53 --draw 240``. ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
 (test code or the rest, as the checker tells them) and whether its rule, selected by code,
