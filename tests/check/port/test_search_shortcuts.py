@@ -91,10 +91,38 @@ def _statement(draw: st.DrawFn) -> str:
     return form.format(a=draw(_ATTRS), b=draw(_ATTRS), f=draw(_FUNCS))
 
 
+# Blocks a binding may sit in (`{}`: the statement, indented to the block's body).
+_OPENERS = (
+    "if x:\n    {}",
+    "if x:\n    pass\nelse:\n    {}",
+    "for i in x:\n    pass\nelse:\n    {}",
+    "while x:\n    {}",
+    "with x:\n    {}",
+    "try:\n    {}\nexcept ValueError:\n    pass",
+    "try:\n    pass\nexcept ValueError:\n    {}",
+    "try:\n    pass\nexcept* ValueError:\n    {}",
+    "try:\n    pass\nfinally:\n    {}",
+    "match x:\n    case 1:\n        {}",
+    "y = (lambda: 1) if x else 2\n{}",
+)
+
+
+@st.composite
+def _placed(draw: st.DrawFn) -> list[str]:
+    """A statement, alone or in a block (a block in a block at most), as lines."""
+    text = draw(_statement())
+    for _ in range(draw(st.integers(0, 2))):
+        opener = draw(st.sampled_from(_OPENERS))
+        at = next(line for line in opener.splitlines() if "{}" in line)
+        text = opener.format(text.replace("\n", "\n" + " " * at.index("{}")))
+    return text.splitlines()
+
+
 @st.composite
 def _method(draw: st.DrawFn, name: str) -> str:
     lines = [f"    def {name}(self, x):"]
-    lines += [f"        {draw(_statement())}" for _ in range(draw(st.integers(1, 4)))]
+    for _ in range(draw(st.integers(1, 4))):
+        lines += [f"        {line}" for line in draw(_placed())]
     if draw(st.booleans()):  # a nested function and a nested class bind and call too
         lines += ["        def inner():", f"            {draw(_statement())}"]
     if draw(st.booleans()):
