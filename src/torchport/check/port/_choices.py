@@ -34,6 +34,7 @@ from collections.abc import Iterable
 
 from torchport._device_types import CPU
 from torchport.check._context import Context
+from torchport.check._prefilter import may_hold
 from torchport.check.semantic import Guard
 from torchport.check.semantic._guards import test_guard
 
@@ -203,7 +204,13 @@ def _model_on_the_cpu(facts: PortFacts, ctx: Context) -> ast.Call | None:
     in the same scope: a choice of the program's, which a ``.to(device)`` before it
     does not undo and which the inputs the port would move meet on the CPU. A
     ``model.cpu()`` no forward follows (before saving its weights) is no such choice.
+
+    Each such call holds the word (the method ``cpu``, a constant ``"cpu"`` or
+    ``"cpu:N"``): a text that cannot hold it (:func:`~torchport.check._prefilter.may_hold`,
+    most of a project's files) needs no index of the file's calls.
     """
+    if not may_hold(ctx.source, CPU):
+        return None
     for call in ctx.scopes.nodes_of(ast.Call):
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
             continue

@@ -44,7 +44,10 @@ __all__ = ["module_leftovers"]
 
 _CONTAINERS = (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp, ast.Starred)
 _ADDS = frozenset({"append", "extend", "insert"})
+# The fields of a node that hold statements (an `except` handler, a `match` case: a body).
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _CHOICE = "torch.cuda.is_available"
+_SELF_BINDINGS = "port.self_bindings"  # Context.memo's key: id(ClassDef) -> _self_bindings
 
 HELPER = (
     "`{name}` (a function of this file) makes a tensor on the CPU (`{made}`, line {line}) "
@@ -72,7 +75,7 @@ def module_leftovers(
     method = method_of_a_module(scope)
     if scope is None or method is None:
         return
-    called = node.func if isinstance(node.func, ast.Name) else _held_function(node, scope)
+    called = node.func if isinstance(node.func, ast.Name) else _held_function(node, scope, ctx)
     if called is not None:
         found = _helper(node, called, method, scope, facts, ctx)
         if found is not None:
@@ -91,21 +94,52 @@ def module_leftovers(
             yield node, message, None
 
 
-def _held_function(node: ast.Call, scope: PortScope) -> ast.Name | None:
+def _held_function(node: ast.Call, scope: PortScope, ctx: Context) -> ast.Name | None:
     """``self.X(...)`` where the class binds ``self.X`` once, to a plain name
     (``self.INF = INF`` in ``__init__``): that name, where the class reads it."""
     attr = _self_attribute(node.func)
     if attr is None or scope.cls is None:
         return None
-    values = [
-        n.value
-        for n in ast.walk(scope.cls)
-        if isinstance(n, ast.Assign | ast.AnnAssign)
-        and any(_self_attribute(t) == attr for t in _targets(n))
-    ]
+    values = _self_bindings(scope.cls, ctx).get(attr, ())
     if len(values) == 1 and isinstance(values[0], ast.Name):
         return values[0]
     return None
+
+
+def _self_bindings(cls: ast.ClassDef, ctx: Context) -> dict[str, list[ast.expr | None]]:
+    """The values the class binds to each ``self.X`` (an assignment anywhere in it, once per
+    statement), by ``X``: one walk of the class per file, not one per ``self.X(...)`` call
+    of its methods (that was the largest part of a port's rule time)."""
+    memo = ctx.memo.get(_SELF_BINDINGS)
+    if memo is None:
+        memo = ctx.memo[_SELF_BINDINGS] = {}
+    assert isinstance(memo, dict)
+    found: dict[str, list[ast.expr | None]] | None = memo.get(id(cls))
+    if found is None:
+        found = memo[id(cls)] = {}
+        for n in _assignments(cls):
+            for attr in dict.fromkeys(_self_attribute(t) for t in _targets(n)):
+                if attr is not None:
+                    found.setdefault(attr, []).append(n.value)
+    return found
+
+
+def _assignments(cls: ast.ClassDef) -> list[ast.Assign | ast.AnnAssign]:
+    """Every ``Assign`` and ``AnnAssign`` in the class (as ``ast.walk`` finds them, in
+    another order): statements, so a walk of the blocks of statements alone meets them
+    all, not the expressions around them (most of a class)."""
+    found: list[ast.Assign | ast.AnnAssign] = []
+    stack: list[ast.AST] = [cls]
+    while stack:
+        node = stack.pop()
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
+            if block.__class__ is list:  # (an `IfExp`'s or a lambda's `body` is no list)
+                for child in block:
+                    if isinstance(child, ast.Assign | ast.AnnAssign):
+                        found.append(child)
+                    stack.append(child)
+    return found
 
 
 def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
