@@ -62,6 +62,7 @@ from torchport.check.port._project_owners import (
 )
 from torchport.check.port._script_path import find_on_script_path
 from torchport.check.semantic import Binding, BindingKind
+from torchport.check.semantic._star_names import is_star
 
 __all__ = [
     "ModuleFacts",
@@ -456,13 +457,15 @@ def _record_all(
     out: ProjectImports, facts: ModuleFacts, bindings: dict[str, list[Binding]]
 ) -> None:
     """What a star import brings: every public name the file does not bind itself."""
+
+    def free(name: str) -> bool:  # public, and bound by no statement but a star import
+        return not name.startswith("_") and all(is_star(b.node) for b in bindings.get(name, ()))
+
     for _, attr in KINDS:
         names: frozenset[str] = getattr(facts, attr)
-        getattr(out, attr).update(n for n in names if not n.startswith("_") and not bindings.get(n))
+        getattr(out, attr).update(n for n in names if free(n))
     out.viewed.update((n, v) for n, v in facts.views if n in out.view_functions)
-    out.owners.update(
-        (n, owned) for n, owned in facts.owners if not n.startswith("_") and not bindings.get(n)
-    )
+    out.owners.update((n, owned) for n, owned in facts.owners if free(n))
 
 
 def _unread(facts: ModuleFacts | None, name: str) -> bool:
