@@ -456,16 +456,12 @@ def _only_import(bindings: Sequence[Binding]) -> bool:
 def _record_all(
     out: ProjectImports, facts: ModuleFacts, bindings: dict[str, list[Binding]]
 ) -> None:
-    """What a star import brings: every public name the file does not bind itself."""
-
-    def free(name: str) -> bool:  # public, and bound by no statement but a star import
-        return not name.startswith("_") and all(is_star(b.node) for b in bindings.get(name, ()))
-
+    """What a star import brings: every public name no statement but a star import binds."""
+    own = {n for n, found in bindings.items() if not all(is_star(b.node) for b in found)}
     for _, attr in KINDS:
-        names: frozenset[str] = getattr(facts, attr)
-        getattr(out, attr).update(n for n in names if free(n))
+        getattr(out, attr).update(n for n in getattr(facts, attr) if n[0] != "_" and n not in own)
     out.viewed.update((n, v) for n, v in facts.views if n in out.view_functions)
-    out.owners.update((n, owned) for n, owned in facts.owners if free(n))
+    out.owners.update((n, o) for n, o in facts.owners if n[0] != "_" and n not in own)
 
 
 def _unread(facts: ModuleFacts | None, name: str) -> bool:
