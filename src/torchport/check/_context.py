@@ -112,6 +112,11 @@ class Context(SourceText):
                 facts.imported.append((local, target))
                 facts.module_imports.setdefault(local, set()).add(target)
 
+    def star_names(self, stmt: ast.ImportFrom) -> frozenset[str] | None:
+        """The names the file's star import ``stmt`` binds (None: not known, or torch's)."""
+        found = (self._stars or {}).get(id(stmt))
+        return None if found is None or found[1] else frozenset(found[0])
+
     # ------------------------------------------------------------ the walk
 
     def enter(self, node: ast.AST) -> None:

@@ -39,7 +39,12 @@ OUT.append(int(np.argmax(qval.data)))
 
 
 def _placed_or_said(numpy_import: str) -> bool:
-    files = {"world.py": _WORLD, "train.py": _TRAIN.replace("NUMPY", numpy_import)}
+    return _project_placed_or_said(
+        {"world.py": _WORLD, "train.py": _TRAIN.replace("NUMPY", numpy_import)}
+    )
+
+
+def _project_placed_or_said(files: dict[str, str]) -> bool:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "project"
         project_fuzz._write(root, files)
@@ -52,6 +57,30 @@ def _placed_or_said(numpy_import: str) -> bool:
 
 def test_numpy_of_the_output_is_said_when_np_comes_by_a_star_import() -> None:
     assert _placed_or_said("from world import *")
+
+
+def test_numpy_and_a_tensor_helper_through_a_chain_of_star_imports_are_said() -> None:
+    """``train.py`` star-imports ``grid.py``, which star-imports ``world.py``: ``np`` and
+    ``start`` (a function making a CPU tensor) come two steps away."""
+    helper = _WORLD.replace(
+        "np.ones(4, dtype=np.float32)", "torch.from_numpy(np.ones(4, dtype=np.float32))"
+    )
+    train = _TRAIN.replace("NUMPY", "from grid import *").replace(
+        "torch.from_numpy(start())", "start()"
+    )
+    files = {
+        "world.py": "import torch\n" + helper,
+        "grid.py": "from world import *\n",
+        "train.py": train,
+    }
+    assert _project_placed_or_said(files)
+    with tempfile.TemporaryDirectory() as tmp:  # and the numpy line itself is said
+        root = Path(tmp) / "project"
+        project_fuzz._write(root, files)
+        result = port_paths([root], jobs=1)
+        lines = {f.line for f in result.remaining if Path(f.path).name == "train.py"}
+        ported = (root / "train.py").read_text().splitlines()
+    assert 1 + ported.index("OUT.append(int(np.argmax(qval.data)))") in lines  # told where
 
 
 def test_numpy_of_the_output_is_said_when_the_file_imports_numpy() -> None:
