@@ -34,8 +34,8 @@ __all__ = ["BUILTINS", "Exports", "is_star", "star_exports", "wildcard_of", "wil
 # (the names a star import binds -> their dotted targets, the wildcards it carries)
 Exports = tuple[dict[str, str | None], tuple[str, ...]]
 BUILTINS = frozenset(dir(builtins))
-# torch's public submodules that its `__all__` leaves out (torch 2.13): `from torch import *`
-# binds none of them (tests/check/semantic/test_star_imports.py holds it to torch's).
+# torch's public submodules that its `__all__` leaves out (torch 2.13, its lazy ones too):
+# `from torch import *` binds none of them (test_star_imports.py holds it to torch's).
 TORCH_UNSTARRED = frozenset(
     {"accelerator", "amp", "ao", "autograd", "backends", "builtins", "classes", "compiler",
      "cpu", "ctypes", "cuda", "distributed", "distributions", "fft", "func", "functional",
@@ -44,7 +44,8 @@ TORCH_UNSTARRED = frozenset(
      "ops", "optim", "os", "overrides", "package", "platform", "profiler", "quantization",
      "quasirandom", "random", "return_types", "serialization", "signal", "sparse", "special",
      "storage", "sys", "testing", "textwrap", "threading", "torch", "torch_version", "types",
-     "utils", "version", "warnings", "windows", "xpu"}
+     "utils", "version", "warnings", "windows", "xpu",
+     "onnx", "_dynamo", "_inductor", "_export"}  # (the last: imported on first use)
 )  # fmt: skip
 _BLOCKS = ("body", "handlers", "orelse", "finalbody")  # in the order they run
 _NESTED = (ast.If, ast.Try, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)
