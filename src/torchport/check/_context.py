@@ -23,11 +23,15 @@ import re
 from torchport.check._rule import NO_FIX, Edit, Finding, Fix, Rule
 from torchport.check._source import SourceText
 from torchport.check._syntax import adopt_scopes
-from torchport.check.semantic._binding import statement_facts
+from torchport.check.semantic._binding import StatementFacts, statement_facts
 from torchport.check.semantic._module_imports import ModuleImports
 from torchport.check.semantic._placement import _Plan, device_at, device_expr, torch_at
 from torchport.check.semantic._resolve import Callee
 from torchport.check.semantic._scope import ScopeMap
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.semantic._star_names import Exports
 
 __all__ = ["Context"]
 
@@ -58,6 +62,11 @@ class Context(SourceText):
         # resolves to no import anywhere, so most questions need no scope pass at all.
         facts = statement_facts(tree)
         self.import_tails, assigned = facts.tails, facts.assigned
+        # What each module-level star import binds (None: no star import; see _read_stars)
+        self._stars: dict[int, Exports | None] | None = None
+        self._wildcard = False  # a star import of torch's names: any free name may be torch's
+        if facts.stars:
+            self._read_stars(facts)
         # (local name, dotted target) of every import anywhere (the scope pass's import
         # bindings): questions about imports alone need no scope pass
         self.imported = facts.imported
@@ -78,6 +87,35 @@ class Context(SourceText):
         # What other passes work out once per file (the port's facts, plans ...), by the
         # name of what they hold; dropped by release(), never carried to the next file.
         self.memo: dict[str, object] = {}
+
+    def _read_stars(self, facts: StatementFacts) -> None:
+        """Bind what the file's star imports bind, as imports of their targets.
+
+        ``from helpers import *`` binds ``helpers``'s public names here (read from its file,
+        transitively: ``port/_star_imports.py``, on first use: only files with a star
+        import pay for it); the names join the statements' imports, so every question
+        about them (the engine's dispatch, ``qualname``, the scope pass) sees them.
+        """
+        from torchport.check.port._star_imports import star_bindings
+
+        stars = sorted(facts.stars, key=lambda s: (s.lineno, s.col_offset))
+        answers = self._stars = star_bindings(self.path, stars)
+        tails = self.import_tails
+        for stmt in stars:
+            found = answers[id(stmt)]
+            if found is None:
+                continue
+            self._wildcard = self._wildcard or bool(found[1])
+            for local, target in found[0].items():
+                tail = (target or local).rpartition(".")[2]
+                tails[local] = tail if tails.get(local, tail) == tail else None
+                facts.imported.append((local, target))
+                facts.module_imports.setdefault(local, set()).add(target)
+
+    def star_names(self, stmt: ast.ImportFrom) -> frozenset[str] | None:
+        """The names the file's star import ``stmt`` binds (None: not known, or torch's)."""
+        found = (self._stars or {}).get(id(stmt))
+        return None if found is None or found[1] else frozenset(found[0])
 
     # ------------------------------------------------------------ the walk
 
@@ -177,7 +215,9 @@ class Context(SourceText):
         root = expr
         while isinstance(root, ast.Attribute):
             root = root.value
-        if not isinstance(root, ast.Name) or root.id not in self.import_tails:
+        if not isinstance(root, ast.Name) or (
+            root.id not in self.import_tails and not self._wildcard
+        ):
             name = None
         else:
             name = self._fast_qualname(expr, root) or self.scopes.qualname(expr)
@@ -273,7 +313,7 @@ class Context(SourceText):
         Only the Context builds a ``ScopeMap`` (held by ``tests/test_claims.py``).
         """
         if self._scope_map is None:
-            self._scope_map = ScopeMap(self.tree)
+            self._scope_map = ScopeMap(self.tree, self._stars)
         return self._scope_map
 
     @property

@@ -38,16 +38,17 @@ from torchport.check._rule import FixSafety
 from torchport.check.port import _project
 from torchport.check.port._module_files import Lookups, find_module
 from torchport.check.port._project import (
+    KINDS,
     ProjectImports,
     _imports_of,
     _only_import,
     _record,
-    _record_all,
     _top_imports,
     module_facts,
 )
 from torchport.check.port._project_owners import rebound_by_own_call
 from torchport.check.port._rewrite import PORT_SELECT, port_paths, port_text
+from torchport.check.port._star_imports import record_star, star_chain
 
 pytest.importorskip("torch", reason="the port fuzzer's programs need torch (and numpy)")
 HERE = Path(__file__).parent
@@ -119,8 +120,11 @@ def _old_imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Pro
                 for alias in node.names:
                     local = alias.asname or alias.name
                     if alias.name == "*":
-                        if source_facts is not None:
-                            _record_all(out, source_facts, module_bindings)
+                        if source is not None and source_facts is not None:
+                            given = ctx.star_names(node)
+                            chain = star_chain(source, lookups)[: 1 if given is None else None]
+                            read = [module_facts(p, seen, lookups) for p in chain]
+                            record_star(out, [f for f in read if f], given, module_bindings, KINDS)
                         continue
                     if not _only_import(module_bindings.get(local, [])) and not (
                         # a model class rebound to its own instance (x31b): kept

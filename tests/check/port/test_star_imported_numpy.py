@@ -2,10 +2,11 @@
 
 mingen-pan/Reinforcement-Learning-Q-learning-Gridworld-Pytorch's ``main.py`` never imports
 numpy itself: ``np`` comes with ``from gridworld import *`` (the sibling module imports it).
-The port places the model and its input, but ``np.argmax(qval.data)`` of the model's output
-is not reported (TP522 is when ``np`` is imported by the file itself): "0 left", and the
-ported program stops on the accelerator at that line (``.numpy()`` of a device tensor).
-``torchport port --verify`` reports the line; the static report does not.
+The port placed the model and its input, but ``np.argmax(qval.data)`` of the model's output
+was not reported (TP522 was only when ``np`` is imported by the file itself): "0 left", and
+the ported program stopped on the accelerator at that line (``.numpy()`` of a device
+tensor). Since branch x34 the resolver binds what a star import of a project module binds
+(``np`` is ``helpers``'s ``import numpy as np``), and TP522 reports the line.
 
 The oracle: the ported project run with ``meta`` standing in for the accelerator (numpy
 refuses a meta tensor, as it refuses a device one), and what the port said was left.
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-
-import pytest
 
 from tests.check.port.siblings import load
 from torchport.check import port_paths
@@ -40,7 +39,12 @@ OUT.append(int(np.argmax(qval.data)))
 
 
 def _placed_or_said(numpy_import: str) -> bool:
-    files = {"world.py": _WORLD, "train.py": _TRAIN.replace("NUMPY", numpy_import)}
+    return _project_placed_or_said(
+        {"world.py": _WORLD, "train.py": _TRAIN.replace("NUMPY", numpy_import)}
+    )
+
+
+def _project_placed_or_said(files: dict[str, str]) -> bool:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "project"
         project_fuzz._write(root, files)
@@ -51,13 +55,32 @@ def _placed_or_said(numpy_import: str) -> bool:
         return (not off and not isinstance(ran, BaseException)) or bool(result.remaining)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 (h31d's held-out set, mingen-pan Gridworld main.py): `np` known only "
-    "through `from sibling import *`; numpy of the model's output is not reported",
-)
 def test_numpy_of_the_output_is_said_when_np_comes_by_a_star_import() -> None:
     assert _placed_or_said("from world import *")
+
+
+def test_numpy_and_a_tensor_helper_through_a_chain_of_star_imports_are_said() -> None:
+    """``train.py`` star-imports ``grid.py``, which star-imports ``world.py``: ``np`` and
+    ``start`` (a function making a CPU tensor) come two steps away."""
+    helper = _WORLD.replace(
+        "np.ones(4, dtype=np.float32)", "torch.from_numpy(np.ones(4, dtype=np.float32))"
+    )
+    train = _TRAIN.replace("NUMPY", "from grid import *").replace(
+        "torch.from_numpy(start())", "start()"
+    )
+    files = {
+        "world.py": "import torch\n" + helper,
+        "grid.py": "from world import *\n",
+        "train.py": train,
+    }
+    assert _project_placed_or_said(files)
+    with tempfile.TemporaryDirectory() as tmp:  # and the numpy line itself is said
+        root = Path(tmp) / "project"
+        project_fuzz._write(root, files)
+        result = port_paths([root], jobs=1)
+        lines = {f.line for f in result.remaining if Path(f.path).name == "train.py"}
+        ported = (root / "train.py").read_text().splitlines()
+    assert 1 + ported.index("OUT.append(int(np.argmax(qval.data)))") in lines  # told where
 
 
 def test_numpy_of_the_output_is_said_when_the_file_imports_numpy() -> None:

@@ -11,7 +11,8 @@ after ``torch.manual_seed``, TP402), or reported on another line (``from torch.c
 import GradScaler``: TP403 reports the call).
 
 - torch reached only through a project module's star import (jinyeying/night-enhancement:
-  ``from networks import *`` then ``torch.load(...)``): the name is not read as torch;
+  ``from networks import *`` then ``torch.load(...)``): read as torch since branch x34
+  (the resolver binds what a star import of a project module binds; no longer an xfail);
 - the call sites of a project helper whose body calls ``.cuda()`` (MIC-DKFZ/nnUNet:
   ``data = to_cuda(data)``): only the helper's body is reported;
 - a factory that meets a tensor argument's rows (ludwig-ai/ludwig:
@@ -24,8 +25,6 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-
-import pytest
 
 from torchport.check import check_paths, check_source
 
@@ -55,9 +54,6 @@ def test_control_a_load_in_a_file_that_imports_torch_is_reported(tmp_path: Path)
     assert 8 in _lines(tmp_path, files, "runner.py")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="round 5d: torch bound by a project star import is not followed"
-)
 def test_a_load_through_a_star_imported_torch_is_reported(tmp_path: Path) -> None:
     files = {"networks.py": _NETWORKS, "runner.py": "from networks import *\n\n" + _LOADER}
     assert 8 in _lines(tmp_path, files, "runner.py")

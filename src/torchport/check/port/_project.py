@@ -61,6 +61,7 @@ from torchport.check.port._project_owners import (
     rebound_by_own_call,
 )
 from torchport.check.port._script_path import find_on_script_path
+from torchport.check.port._star_imports import record_star, star_chain
 from torchport.check.semantic import Binding, BindingKind
 
 __all__ = [
@@ -385,9 +386,12 @@ def _imports_of(ctx: Context, seen: frozenset[str], lookups: Lookups) -> Project
                 source_facts = module_facts(source, seen, lookups) if source is not None else None
                 for alias in node.names:
                     local = alias.asname or alias.name
-                    if alias.name == "*":  # `from model import *`: its public names
-                        if source_facts is not None:
-                            _record_all(out, source_facts, bindings())
+                    if alias.name == "*":  # `from model import *`: its public names, theirs
+                        if source is not None and source_facts is not None:
+                            given = ctx.star_names(node)  # None: the resolver cannot say
+                            chain = star_chain(source, lookups)[: 1 if given is None else None]
+                            read = [module_facts(p, seen, lookups) for p in chain]
+                            record_star(out, [f for f in read if f], given, bindings(), KINDS)
                         elif source is not None:
                             out.star_unresolved = True
                         continue
@@ -450,19 +454,6 @@ def _top_imports(stmt: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
 def _only_import(bindings: Sequence[Binding]) -> bool:
     """A module-level name that nothing but imports binds."""
     return bool(bindings) and all(b.kind is BindingKind.IMPORT for b in bindings)
-
-
-def _record_all(
-    out: ProjectImports, facts: ModuleFacts, bindings: dict[str, list[Binding]]
-) -> None:
-    """What a star import brings: every public name the file does not bind itself."""
-    for _, attr in KINDS:
-        names: frozenset[str] = getattr(facts, attr)
-        getattr(out, attr).update(n for n in names if not n.startswith("_") and not bindings.get(n))
-    out.viewed.update((n, v) for n, v in facts.views if n in out.view_functions)
-    out.owners.update(
-        (n, owned) for n, owned in facts.owners if not n.startswith("_") and not bindings.get(n)
-    )
 
 
 def _unread(facts: ModuleFacts | None, name: str) -> bool:

@@ -166,6 +166,8 @@ class StatementFacts:
     # (local name, dotted target) of every import anywhere: what the scope pass's
     # import bindings hold, in statement order (see import_bindings)
     imported: list[tuple[str, str | None]]
+    # the module-level star imports (`from m import *`, also under `if`/`try` there)
+    stars: list[ast.ImportFrom]
 
 
 _SCOPE_STATEMENTS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
@@ -180,6 +182,7 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
     nested: set[str] = set()
     written: dict[str, int] = {}
     imported: list[tuple[str, str | None]] = []
+    stars: list[ast.ImportFrom] = []
     todo: list[tuple[ast.AST, bool]] = [(stmt, True) for stmt in tree.body]
     pop, extend = todo.pop, todo.extend
     blocks_of = _BLOCKS_OF
@@ -198,6 +201,8 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             assert isinstance(stmt, (ast.Import, ast.ImportFrom))
             for name in written_names(stmt):
                 written[name] = written.get(name, 0) + 1
+            if at_module and kind is ast.ImportFrom and stmt.names[0].name == "*":
+                stars.append(stmt)  # type: ignore[arg-type]
             for local, target_name in import_bindings(stmt):
                 imported.append((local, target_name))
                 tail = (target_name or local).rpartition(".")[2]
@@ -217,7 +222,9 @@ def statement_facts(tree: ast.Module) -> StatementFacts:
             block = getattr(stmt, field_name)
             if block:
                 extend([(item, inside) for item in block])
-    return StatementFacts(tails, frozenset(assigned), module_imports, nested, written, imported)
+    return StatementFacts(
+        tails, frozenset(assigned), module_imports, nested, written, imported, stars
+    )
 
 
 def written_names(stmt: ast.Import | ast.ImportFrom) -> list[str]:

@@ -47,6 +47,10 @@ _MAYBE = object()  # "may rebind": a binding that is one of several
 class ScopeQuestions(Protocol):
     """The scope lookups the flow analysis and the resolver ask (a ScopeMap answers them)."""
 
+    # the module's one star import of torch's names that nothing else may have bound
+    # names of (``"torch"``, ``"torch.nn"``), else None (semantic/_star_names.py)
+    wildcard: str | None
+
     def scope_of(self, node: ast.AST, /) -> Scope:
         """The scope whose code evaluates ``node``."""
 
@@ -347,7 +351,8 @@ class FlowAnalysis:
         is the last binding if all are of one kind, else None.
         """
         if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
-            return None
+            star = self._bound_in(stmt, name, scope)  # a star import read from its module
+            return star[-1] if star else None
         if isinstance(stmt, _SIMPLE):
             found = [
                 b for b in self._bound_in(stmt, name, scope) if b.kind is not BindingKind.WALRUS

@@ -91,7 +91,12 @@ class Resolver:
         scope = self._scopes.resolve(name.id, name)
         found = self._scopes.bindings(name.id, name)
         if not found:
-            return None
+            wildcard = self._scopes.wildcard
+            if wildcard is None or scope.kind is not ScopeKind.MODULE:
+                return None
+            from torchport.check.semantic._star_names import wildcard_target
+
+            return wildcard_target(wildcard, name.id)  # only `from torch import *` binds it
         if scope.kind is ScopeKind.CLASS and not self._flow.definitely_bound(name.id, name):
             return None  # a class body reads the global where its own name is not bound yet
         targets: set[str | None] = set()

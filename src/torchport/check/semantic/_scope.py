@@ -46,6 +46,10 @@ from torchport.check.semantic._flow import FlowAnalysis
 from torchport.check.semantic._resolve import Callee, Resolver
 from torchport.check.semantic._scope_pass import COMPREHENSIONS, FUNCTIONS, ScopePass
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.semantic._star_names import Exports
+
 __all__ = [
     "Binding",
     "BindingKind",
@@ -100,9 +104,15 @@ class ScopeMap:
     "names through imports" hand their questions on.
     """
 
-    def __init__(self, tree: ast.Module) -> None:
-        built = ScopePass(tree)
+    def __init__(self, tree: ast.Module, stars: dict[int, Exports | None] | None = None) -> None:
+        built = ScopePass(tree, stars)
         self.tree = tree
+        # What a name nothing binds may mean: torch's, where one star import of torch's
+        # names is the module's only star import that is not read from its module.
+        self.wildcard: str | None = None
+        if stars and all(found is not None for found in stars.values()):
+            wild = {w for found in stars.values() if found is not None for w in found[1]}
+            self.wildcard = wild.pop() if len(wild) == 1 else None
         self.module = built.module
         self.scopes: dict[int, Scope] = built.scopes
         self._parent: dict[int, ast.AST] = built.parent

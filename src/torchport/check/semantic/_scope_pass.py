@@ -24,6 +24,10 @@ from torchport.check.semantic._binding import (
     import_bindings,
 )
 
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.semantic._star_names import Exports
+
 __all__ = ["COMPREHENSIONS", "FUNCTIONS", "ScopePass"]
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -65,8 +69,11 @@ def _fields_of(cls: type[ast.AST]) -> tuple[tuple[tuple[str, bool], ...], bool]:
 class ScopePass:
     """What one walk of ``tree`` records (read the attributes; the walk runs on creation)."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, stars: dict[int, Exports | None] | None = None) -> None:
         self.tree = tree
+        # id(star import) -> the names it binds and their targets (None: not known): a
+        # resolved one binds each name as an import of its target (semantic/_star_names.py)
+        self.stars = stars or {}
         self.module = Scope(ScopeKind.MODULE, tree, None)
         self.scopes: dict[int, Scope] = {id(tree): self.module}
         self.parent: dict[int, ast.AST] = {}
@@ -198,6 +205,10 @@ class ScopePass:
             assert isinstance(node, (ast.Import, ast.ImportFrom))
             if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
                 scope.star_imports.append(node)
+                given = self.stars.get(id(node))
+                for local, target in given[0].items() if given is not None else ():
+                    scope.add(Binding(local, BindingKind.IMPORT, node, scope, None, target))
+                return
             for local, target in import_bindings(node):
                 scope.add(Binding(local, BindingKind.IMPORT, node, scope, None, target))
             return

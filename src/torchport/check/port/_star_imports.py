@@ -1,0 +1,154 @@
+"""The files behind a module's star imports: what each ``from m import *`` of a file binds.
+
+``semantic/_star_names.py`` reads one module's syntax; this part finds the files, the
+way the project view finds a module (``_module_files.find_module``: beside the
+importing file, the root above its packages, relative imports from its package), and
+follows the chain: a star import inside the star-imported module is answered the same
+way, transitively. A cycle is cut (the star import that closes it is unknown), and so
+is a chain deeper than :data:`_DEPTH`. Each module's answer is kept per process and
+file version. :func:`star_bindings` is asked by ``Context`` once per file that has a
+module-level star import (no other file pays for it).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from torchport.check.port._module_files import Lookups, find_module
+from torchport.check.semantic import Binding
+from torchport.check.semantic._star_names import Exports, is_star, star_exports, wildcard_of
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check.port._project import ModuleFacts, ProjectImports
+
+__all__ = ["record_star", "star_bindings", "star_chain"]
+
+_DEPTH = 16
+# (real path, the dotted name it was imported by) -> (version, its star import's answer)
+_CACHE: dict[tuple[str, str | None], tuple[tuple[int, int], Exports | None]] = {}
+
+
+def star_bindings(path: str, stars: list[ast.ImportFrom]) -> dict[int, Exports | None]:
+    """``id(statement)`` -> what each star import of the file at ``path`` binds (None: unknown).
+
+    A file with no path on disk (a string, stdin) knows only torch's star imports.
+    """
+    lookups = Lookups()
+    importer: Path | None = None
+    seen: frozenset[str] = frozenset()
+    if path and not path.startswith("<"):
+        candidate = Path(path)
+        try:
+            if candidate.is_file():
+                importer = candidate
+                seen = frozenset({lookups.resolved(path)})
+        except (OSError, ValueError):
+            importer = None
+    return {id(s): _answer(s, importer, lookups, seen) for s in stars}
+
+
+def _answer(
+    stmt: ast.ImportFrom, importer: Path | None, lookups: Lookups, seen: frozenset[str]
+) -> Exports | None:
+    wildcard = wildcard_of(stmt)
+    if wildcard is not None:
+        return {}, (wildcard,)
+    if importer is None or len(seen) > _DEPTH:
+        return None
+    found = find_module(importer, stmt.module, stmt.level, lookups)
+    if found is None:
+        return None  # not the project's: its names are not known
+    return _exports(found, None if stmt.level else stmt.module, lookups, seen)
+
+
+def _exports(
+    path: Path, module: str | None, lookups: Lookups, seen: frozenset[str]
+) -> Exports | None:
+    version = lookups.version(path)
+    if version is None:
+        return None
+    key, stamp = version
+    if key in seen:
+        return None  # a cycle: cut here
+    cached = _CACHE.get((key, module))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="surrogateescape"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    inside = seen | {key}
+    answer = star_exports(tree, module, lambda s: _answer(s, path, lookups, inside))
+    # (a module in a cycle is cut below itself wherever it is asked from: its answer is
+    # the same unknown from any start)
+    _CACHE[(key, module)] = (stamp, answer)
+    return answer
+
+
+# real path -> (version, the (module, level) of its module-level star imports)
+_STARS: dict[str, tuple[tuple[int, int], tuple[tuple[str | None, int], ...]]] = {}
+
+
+def star_chain(path: Path, lookups: Lookups) -> list[Path]:
+    """The module at ``path``, then the project modules its star imports reach, transitively
+    (nearest first; each once: a cycle is cut)."""
+    chain, todo = [path], [path]
+    seen = {lookups.resolved(str(path))}
+    while todo:
+        current = todo.pop(0)
+        for module, level in _stars_of(current, lookups):
+            found = find_module(current, module, level, lookups)
+            key = None if found is None else lookups.resolved(str(found))
+            if found is not None and key not in seen:
+                seen.add(key)  # type: ignore[arg-type]
+                chain.append(found)
+                todo.append(found)
+    return chain
+
+
+def _stars_of(path: Path, lookups: Lookups) -> tuple[tuple[str | None, int], ...]:
+    version = lookups.version(path)
+    if version is None:
+        return ()
+    key, stamp = version
+    cached = _STARS.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="surrogateescape"))
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    found: list[tuple[str | None, int]] = []
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        stmt = todo.pop(0)
+        if is_star(stmt) and wildcard_of(stmt) is None:  # type: ignore[arg-type]
+            found.append((stmt.module, stmt.level))  # type: ignore[attr-defined]
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            todo.extend([*stmt.body, *stmt.orelse, *getattr(stmt, "finalbody", [])])
+    _STARS[key] = (stamp, tuple(found))
+    return tuple(found)
+
+
+def record_star(
+    out: ProjectImports,
+    chain: list[ModuleFacts],
+    given: frozenset[str] | None,
+    bindings: dict[str, list[Binding]],
+    kinds: tuple[tuple[str, str], ...],
+) -> None:
+    """What one star import brings into the project view ``out``: of the modules of its
+    ``chain`` (:func:`star_chain`), each public name the star import binds (``given``, the
+    resolver's answer; None: every public name) that no other statement of the file binds,
+    from the nearest module that binds it itself."""
+    own = {n for n, found in bindings.items() if not all(is_star(b.node) for b in found)}
+    for facts in chain:
+        names = {n for _, attr in kinds for n in getattr(facts, attr)} | dict(facts.owners).keys()
+        free = {n for n in names if n[0] != "_" and n not in own and (given is None or n in given)}
+        for _, attr in kinds:
+            getattr(out, attr).update(free.intersection(getattr(facts, attr)))
+        out.viewed.update((n, v) for n, v in facts.views if n in free)
+        out.owners.update((n, o) for n, o in facts.owners if n in free)
+        own |= facts.defined | free
