@@ -1,0 +1,162 @@
+"""Code that needs CUDA anyway: it reaches a CUDA-only engine of its own or a CUDA-only package.
+
+Sample R (benchmarks/RESULTS.md): 61 of TP101's 82 rows are correct but of low value, in
+code that cannot run without CUDA whatever device it names: llm-awq's ``tinychat``
+(its ``awq_inference_engine`` extension), MambaVision (``mamba_ssm``'s selective scan),
+nvdiffrast's samples (its own rasterizer). Naming another accelerator there helps no
+one; a default run leaves such code to the rules a user names (``_select.CUDA_NAMING``).
+
+The invariant: a file **needs CUDA anyway** when one of its top-level statements (not
+inside ``try``, a function or a class; an ``if``/``else`` only when every arm does)
+imports
+
+* a CUDA-only package (:data:`CUDA_PACKAGES`), or a kernel that is not Triton's as
+  ``_cuda_kernels.kernel_import`` counts one (an extension named ``*_cuda``, CUTLASS);
+* or an extension its checkout builds for CUDA alone: a name given to ``CUDAExtension(...)``
+  by that name in a ``setup.py`` of the checkout (the folder holding ``.git``, else the
+  highest one up holding a ``setup.py`` or ``pyproject.toml``), and to no
+  ``CppExtension(...)`` there (pytorch3d and detectron2 pick ``CppExtension`` without CUDA,
+  through a variable: their kernels run on the CPU too, and their CUDA code was judged
+  real);
+
+or the module compiles CUDA sources itself (``load``/``load_inline`` called, and
+``cuda_sources=`` or a ``.cu``/``.cuh`` name in it: nvdiffrast's ``ops.py``).
+
+The file itself, not the modules it imports: following one project import further
+(MambaVision's ``train.py`` -> ``models.mamba_vision`` -> ``mamba_ssm``) would take 3 more
+low rows of R, and 2 judged real (KAIR's ``network_rvrt.py`` imports a module that
+compiles a ``.cu`` kernel, its ``.cuda()`` was judged real; llm-awq's ``auto_scale.py``);
+two imports, 3 more real. Not signals: Triton (fla runs its Triton kernels on XPU too),
+CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C`` or other extension
+built through a variable, an optional import (under ``try``: AutoGPTQ's kernels, which
+fall back), the ``.cu`` files themselves (only Python sources are read: a checkout's
+``setup.py`` says what it builds). Computed once per file (``Context.memo``); a
+checkout's extensions once per folder for the process.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+from torchport.check._context import Context
+from torchport.check.rules._cuda_kernels import kernel_import
+
+__all__ = ["CUDA_PACKAGES", "cuda_extensions", "needs_cuda_anyway"]
+
+# Packages that run only on an NVIDIA GPU (their own CUDA kernels, no other backend)
+CUDA_PACKAGES = frozenset({"mamba_ssm", "causal_conv1d", "selective_scan_cuda", "nvdiffrast"})
+_ABOVE = 8  # folders looked up for the checkout's root
+_FOLDERS = 5000  # folders read for setup.py files, at most, per checkout
+_SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist"})
+_LOADS = frozenset({"load", "load_inline"})
+_CHECKOUTS: dict[str, frozenset[str]] = {}
+
+
+def needs_cuda_anyway(ctx: Context) -> bool:
+    """Whether the file needs CUDA anyway (the invariant above). Once per file."""
+    found = ctx.memo.get("cuda_projects.needs")
+    if found is None:
+        found = ctx.memo["cuda_projects.needs"] = _needs(ctx)
+    return bool(found)
+
+
+def _needs(ctx: Context) -> bool:
+    names = [name for stmt in ctx.tree.body for name in _sure_imports(stmt)]
+    if any(_package(name) for name in names) or (".cu" in ctx.source and _compiles(ctx.tree)):
+        return True
+    if not names:
+        return False
+    if not ctx.path or ctx.path.startswith("<") or not Path(ctx.path).is_file():
+        return False
+    built = cuda_extensions(Path(ctx.path).resolve().parent)
+    return any(name == ext or name.startswith(ext + ".") for name in names for ext in built)
+
+
+def _package(name: str) -> bool:
+    return name.split(".")[0] in CUDA_PACKAGES or kernel_import(name, triton=False)
+
+
+def _sure_imports(stmt: ast.stmt) -> list[str]:
+    """What ``stmt`` imports whatever path the program takes (every arm of an ``if``)."""
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom):
+        if stmt.level or not stmt.module:
+            return []
+        return [stmt.module, *(f"{stmt.module}.{a.name}" for a in stmt.names)]
+    if isinstance(stmt, ast.If) and stmt.orelse:
+        body = [n for s in stmt.body for n in _sure_imports(s)]
+        orelse = [n for s in stmt.orelse for n in _sure_imports(s)]
+        marked = [n for n in body if _package(n)], [n for n in orelse if _package(n)]
+        return marked[0] + marked[1] if all(marked) else []
+    return []
+
+
+def _compiles(tree: ast.Module) -> bool:
+    calls, sources = False, False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if tail in _LOADS:
+                calls = True
+                sources = sources or any(kw.arg == "cuda_sources" for kw in node.keywords)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            sources = sources or node.value.endswith((".cu", ".cuh"))
+    return calls and sources
+
+
+def cuda_extensions(folder: Path) -> frozenset[str]:
+    """The extension names the checkout holding ``folder`` builds for CUDA alone (above)."""
+    root = _root(folder)
+    if root is None:
+        return frozenset()
+    found = _CHECKOUTS.get(str(root))
+    if found is None:
+        found = _CHECKOUTS[str(root)] = _extensions(root)
+    return found
+
+
+def _root(folder: Path) -> Path | None:
+    top: Path | None = None
+    for up in [folder, *folder.parents][:_ABOVE]:
+        if (up / ".git").exists():
+            return up
+        if (up / "setup.py").is_file() or (up / "pyproject.toml").is_file():
+            top = up
+    return top
+
+
+def _extensions(root: Path) -> frozenset[str]:
+    cuda: set[str] = set()
+    cpu: set[str] = set()
+    for count, (folder, dirs, files) in enumerate(os.walk(root)):
+        if count >= _FOLDERS:
+            break
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED]
+        if "setup.py" not in files:
+            continue
+        try:
+            source = Path(folder, "setup.py").read_text(encoding="utf-8", errors="replace")
+            tree = ast.parse(source)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if tail in ("CUDAExtension", "CppExtension"):
+                    name = _extension_name(node)
+                    if name:
+                        (cuda if tail == "CUDAExtension" else cpu).add(name)
+    return frozenset(cuda - cpu)
+
+
+def _extension_name(call: ast.Call) -> str | None:
+    values = [*call.args[:1], *(kw.value for kw in call.keywords if kw.arg == "name")]
+    for value in values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
+            return value.value
+    return None
