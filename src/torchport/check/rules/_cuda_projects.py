@@ -51,6 +51,7 @@ _ABOVE = 8  # folders looked up for the checkout's root
 _FOLDERS = 5000  # folders read for setup.py files, at most, per checkout
 _SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist"})
 _LOADS = frozenset({"load", "load_inline"})
+_EXTENSIONS = "torch.utils.cpp_extension"
 _CHECKOUTS: dict[str, frozenset[str]] = {}
 
 
@@ -64,7 +65,7 @@ def needs_cuda_anyway(ctx: Context) -> bool:
 
 def _needs(ctx: Context) -> bool:
     names = [name for stmt in ctx.tree.body for name in _sure_imports(stmt)]
-    if any(_package(name) for name in names) or (".cu" in ctx.source and _compiles(ctx.tree)):
+    if any(_package(name) for name in names) or (".cu" in ctx.source and _compiles(ctx)):
         return True
     if not names:
         return False
@@ -94,13 +95,16 @@ def _sure_imports(stmt: ast.stmt) -> list[str]:
     return []
 
 
-def _compiles(tree: ast.Module) -> bool:
+def _compiles(ctx: Context) -> bool:
+    """``torch.utils.cpp_extension.load``/``load_inline`` called, with CUDA sources in the
+    module (nvdiffrast's ``ops.py`` lists its ``.cu`` files apart from the call); not
+    ``torch.load``, nor another ``load``."""
     calls, sources = False, False
-    for node in ast.walk(tree):
+    for node in ast.walk(ctx.tree):
         if isinstance(node, ast.Call):
             func = node.func
             tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if tail in _LOADS:
+            if tail in _LOADS and ctx.qualname(func) == f"{_EXTENSIONS}.{tail}":
                 calls = True
                 sources = sources or any(kw.arg == "cuda_sources" for kw in node.keywords)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
