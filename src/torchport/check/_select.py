@@ -195,7 +195,7 @@ def default_reports(rule: type[Rule], ctx: Context) -> bool:
     """Whether a default run hands ``rule`` the node being checked: the node is in one of
     the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, its file does not
     need CUDA anyway (``rules/_cuda_projects.needs_cuda_anyway``)."""
-    if context_of(ctx) not in rule.default_contexts:
+    if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return False
     if rule.code not in CUDA_NAMING:
         return True

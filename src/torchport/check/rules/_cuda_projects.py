@@ -52,7 +52,8 @@ _FOLDERS = 5000  # folders read for setup.py files, at most, per checkout
 _SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist"})
 _LOADS = frozenset({"load", "load_inline"})
 _EXTENSIONS = "torch.utils.cpp_extension"
-_CHECKOUTS: dict[str, frozenset[str]] = {}
+_CHECKOUTS: dict[str, frozenset[str]] = {}  # by the checkout's folder
+_FOLDERS_SEEN: dict[str, frozenset[str]] = {}  # by a checked file's folder
 
 
 def needs_cuda_anyway(ctx: Context) -> bool:
@@ -65,7 +66,7 @@ def needs_cuda_anyway(ctx: Context) -> bool:
 
 def _needs(ctx: Context) -> bool:
     names = [name for stmt in ctx.tree.body for name in _sure_imports(stmt)]
-    if any(_package(name) for name in names) or (".cu" in ctx.source and _compiles(ctx)):
+    if any(_package(name) for name in names) or ("cpp_extension" in ctx.source and _compiles(ctx)):
         return True
     if not names:
         return False
@@ -114,12 +115,13 @@ def _compiles(ctx: Context) -> bool:
 
 def cuda_extensions(folder: Path) -> frozenset[str]:
     """The extension names the checkout holding ``folder`` builds for CUDA alone (above)."""
-    root = _root(folder)
-    if root is None:
-        return frozenset()
-    found = _CHECKOUTS.get(str(root))
+    found = _FOLDERS_SEEN.get(str(folder))
     if found is None:
-        found = _CHECKOUTS[str(root)] = _extensions(root)
+        root = _root(folder)
+        found = frozenset() if root is None else _CHECKOUTS.get(str(root))
+        if found is None and root is not None:
+            found = _CHECKOUTS[str(root)] = _extensions(root)
+        found = _FOLDERS_SEEN[str(folder)] = found or frozenset()
     return found
 
 
