@@ -44,7 +44,8 @@ SPELLINGS = {
 }
 # What the module imports: the project's extension, a CUDA-only package, or neither.
 NAMES = {"engine": "extension", "mamba_ssm.ops": "package", "nvdiffrast.torch": "package"}
-NAMES |= {"numpy": "plain", "engine_cpu": "plain"}
+NAMES |= {"selective_scan_cuda": "package", "cutlass.cute": "package"}
+NAMES |= {"numpy": "plain", "engine_cpu": "plain", "helpers.to_cuda": "plain"}
 # A module that compiles its own kernel (True: CUDA sources), beside its imports.
 COMPILES = {
     "": False,
@@ -166,5 +167,20 @@ def test_both_arms_of_an_if_importing_a_cuda_only_package_count(tmp_path: Path) 
     for imports, needs in ((arms, True), (one, False)):
         module = tmp_path / ("arms.py" if needs else "one.py")
         module.write_text("import torch\nFLAG = True\n" + imports + "x = torch.ones(1).cuda()\n")
+        found = [f.code for f in check_paths([module], jobs=1).findings]
+        assert ("TP101" in found) != needs, (imports, found)
+
+
+def test_a_helper_named_for_cuda_is_no_cuda_engine(tmp_path: Path) -> None:
+    """``from nnunet.utilities.to_torch import to_cuda`` imports a helper function, not an
+    extension: round 5d's port commit changed the ``.cuda()`` of its importers."""
+    for imports, needs in (
+        ("from helpers.to_torch import to_cuda", False),
+        ("import helpers.to_torch as to_cuda", False),
+        ("import flash_attn_2_cuda", True),
+        ("from selective_scan_cuda import fwd", True),
+    ):
+        module = tmp_path / f"m{len(imports)}.py"
+        module.write_text(f"import torch\n{imports}\nx = torch.ones(1).cuda()\n")
         found = [f.code for f in check_paths([module], jobs=1).findings]
         assert ("TP101" in found) != needs, (imports, found)

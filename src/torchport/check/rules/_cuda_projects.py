@@ -10,8 +10,8 @@ The invariant: a file **needs CUDA anyway** when one of its top-level statements
 inside ``try``, a function or a class; an ``if``/``else`` only when every arm does)
 imports
 
-* a CUDA-only package (:data:`CUDA_PACKAGES`), or a kernel that is not Triton's as
-  ``_cuda_kernels.kernel_import`` counts one (an extension named ``*_cuda``, CUTLASS);
+* a CUDA-only package (:data:`CUDA_PACKAGES`), CUTLASS, or a top-level extension named
+  ``*_cuda`` (a module path: ``import selective_scan_cuda``, not ``from x import to_cuda``);
 * or an extension its checkout builds for CUDA alone: a name given to ``CUDAExtension(...)``
   by that name in a ``setup.py`` of the checkout (the folder holding ``.git``, else the
   highest one up holding a ``setup.py`` or ``pyproject.toml``), and to no
@@ -41,7 +41,6 @@ import os
 from pathlib import Path
 
 from torchport.check._context import Context
-from torchport.check.rules._cuda_kernels import kernel_import
 
 __all__ = ["CUDA_PACKAGES", "cuda_extensions", "needs_cuda_anyway"]
 
@@ -50,6 +49,7 @@ CUDA_PACKAGES = frozenset({"mamba_ssm", "causal_conv1d", "selective_scan_cuda", 
 _ABOVE = 8  # folders looked up for the checkout's root
 _FOLDERS = 5000  # folders read for setup.py files, at most, per checkout
 _SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist"})
+_KERNEL_LIBRARIES = frozenset({"cutlass"})  # CUTLASS's Python DSL compiles for NVIDIA GPUs
 _LOADS = frozenset({"load", "load_inline"})
 _EXTENSIONS = "torch.utils.cpp_extension"
 _CHECKOUTS: dict[str, frozenset[str]] = {}  # by the checkout's folder
@@ -65,8 +65,11 @@ def needs_cuda_anyway(ctx: Context) -> bool:
 
 
 def _needs(ctx: Context) -> bool:
-    names = [name for stmt in ctx.tree.body for name in _sure_imports(stmt)]
-    if any(_package(name) for name in names) or ("cpp_extension" in ctx.source and _compiles(ctx)):
+    imported = [found for stmt in ctx.tree.body for found in _sure_imports(stmt)]
+    names = [name for name, _ in imported]
+    if any(path and _package(name) for name, path in imported) or (
+        "cpp_extension" in ctx.source and _compiles(ctx)
+    ):
         return True
     if not names:
         return False
@@ -77,22 +80,29 @@ def _needs(ctx: Context) -> bool:
 
 
 def _package(name: str) -> bool:
-    return name.split(".")[0] in CUDA_PACKAGES or kernel_import(name, triton=False)
+    """A CUDA-only package or kernel library, or a top-level extension named ``*_cuda``
+    (``selective_scan_cuda``, ``flash_attn_2_cuda``): a module path, never a name imported
+    from a module (nnUNet's ``from nnunet.utilities.to_torch import to_cuda`` is a helper
+    function; round 5d's port commit changed its callers)."""
+    parts = name.split(".")
+    if parts[0] in CUDA_PACKAGES or parts[0] in _KERNEL_LIBRARIES:
+        return True
+    return len(parts) == 1 and name.endswith("_cuda")
 
 
-def _sure_imports(stmt: ast.stmt) -> list[str]:
-    """What ``stmt`` imports whatever path the program takes (every arm of an ``if``)."""
+def _sure_imports(stmt: ast.stmt) -> list[tuple[str, bool]]:
+    """What ``stmt`` imports whatever path the program takes (every arm of an ``if``): each
+    dotted name, and whether it is a module path (not a name imported from one)."""
     if isinstance(stmt, ast.Import):
-        return [a.name for a in stmt.names]
+        return [(a.name, True) for a in stmt.names]
     if isinstance(stmt, ast.ImportFrom):
         if stmt.level or not stmt.module:
             return []
-        return [stmt.module, *(f"{stmt.module}.{a.name}" for a in stmt.names)]
+        return [(stmt.module, True), *((f"{stmt.module}.{a.name}", False) for a in stmt.names)]
     if isinstance(stmt, ast.If) and stmt.orelse:
-        body = [n for s in stmt.body for n in _sure_imports(s)]
-        orelse = [n for s in stmt.orelse for n in _sure_imports(s)]
-        marked = [n for n in body if _package(n)], [n for n in orelse if _package(n)]
-        return marked[0] + marked[1] if all(marked) else []
+        body = [n for s in stmt.body for n in _sure_imports(s) if n[1] and _package(n[0])]
+        orelse = [n for s in stmt.orelse for n in _sure_imports(s) if n[1] and _package(n[0])]
+        return body + orelse if body and orelse else []
     return []
 
 
