@@ -17,6 +17,13 @@ each with its reason, held by the same test): they find what a port must change 
 and a plain ``check`` that says nothing of a hard-coded ``.cuda()`` is the silent empty
 report the checker exists to prevent. Their figures are printed on their pages as they are.
 
+Beside the contexts, a default run leaves the rules that name CUDA (``_select.CUDA_NAMING``)
+out of code that needs CUDA anyway (``rules/_cuda_projects.py``: a module importing a
+CUDA-only package or its project's own CUDA-only extension, or compiling CUDA sources):
+what they say there is correct but of low value (sample R). :data:`JUDGED` counts rows a
+rule reports when named, so that scope does not change it; its effect on the judged rows
+is in benchmarks/RESULTS.md (issue 34, branch ``q34``).
+
 A rule a run names (``--select TP101``, a prefix, ``ALL``, ``--extend-select``,
 the config's ``select``) runs in every context: the scope is the default's, not
 the rule's.

@@ -19,7 +19,8 @@ an attribute ``x.attr`` by ``attr`` (``Rule.attr_names``), a constant by its val
 the other constants like the leaves above.
 
 A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``)
-is not handed the nodes of the others (``_default_scope.context_of``).
+is not handed the nodes of the others (``_select.context_of``), nor, for a rule that
+names CUDA, those of a file that needs CUDA anyway (``_select.default_reports``).
 
 A rule that raises is a bug in torchport, not in the checked code: the engine
 records a :class:`RuleFailure` naming the rule and the file, turns that rule off
@@ -41,7 +42,7 @@ from torchport.check._noqa import NoqaMap, parse_noqa
 from torchport.check._prefilter import absent_rules
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
-from torchport.check._select import available_rules, context_of, scoped_codes, select_rules
+from torchport.check._select import available_rules, default_reports, scoped_codes, select_rules
 from torchport.check._syntax import parse_source
 from torchport.check._torch_api import within_target
 
@@ -313,7 +314,7 @@ def _walk(
             rules = dispatch.get(cls)
         if rules is not None:
             for rule in rules:
-                if scoped and rule.code in scoped and context_of(ctx) not in rule.default_contexts:
+                if scoped and rule.code in scoped and not default_reports(type(rule), ctx):
                     continue  # a default run leaves this context to explicit selection
                 try:
                     for finding in rule.check(node, ctx):

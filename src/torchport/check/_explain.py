@@ -16,7 +16,7 @@ import inspect
 from torchport.check._default_scope import BAR, KEPT_ON, judged_sentence
 from torchport.check._engine import check_source
 from torchport.check._rule import FixSafety, Intent, Rule
-from torchport.check._select import CODE, CONTEXTS, available_rules, fix_command
+from torchport.check._select import CODE, CONTEXTS, CUDA_NAMING, available_rules, fix_command
 from torchport.errors import ConfigError
 
 __all__ = ["explain"]
@@ -51,7 +51,19 @@ def explain(code: str) -> str:
 
 
 def _default(rule: type[Rule]) -> str:
-    """Where the rule is on by default, and the judged figures that decide it (_default_scope)."""
+    """Where the rule is on by default, and the judged figures that decide it (_default_scope),
+    and, for a rule that names CUDA, the code a default run leaves to it named."""
+    where = _contexts(rule)
+    if rule.default and rule.code in CUDA_NAMING:
+        where += (
+            f"; a default run leaves it out of code that needs CUDA anyway (a module importing "
+            f"a CUDA-only package, its project's own CUDA-only extension, or compiling CUDA "
+            f"sources), where `--extend-select {rule.code}` runs it too"
+        )
+    return where
+
+
+def _contexts(rule: type[Rule]) -> str:
     figures = judged_sentence(rule.code)
     why = f" ({figures})" if figures else ""
     if not rule.default and figures:

@@ -16,9 +16,11 @@ from torchport.errors import ConfigError
 __all__ = [
     "CODE",
     "CONTEXTS",
+    "CUDA_NAMING",
     "TEST",
     "available_rules",
     "context_of",
+    "default_reports",
     "fix_command",
     "fixable_rules",
     "normalise_selectors",
@@ -30,6 +32,16 @@ __all__ = [
 # policy and its judged figures; what a run needs of it lives here, loaded by every check)
 CODE, TEST = "code", "test"
 CONTEXTS = frozenset({CODE, TEST})
+# Rules whose finding is "CUDA is named where another accelerator would do": a default run
+# leaves them out of code that needs CUDA anyway (rules/_cuda_projects.py: it reaches a
+# CUDA-only engine of its own or a CUDA-only package), where what they say is correct but
+# of low value (sample R: 61 of TP101's 82 rows); a rule the run names reports there too.
+CUDA_NAMING = frozenset(
+    {
+        *("TP101", "TP102", "TP103", "TP109", "TP110", "TP111", "TP113", "TP115", "TP116"),
+        *("TP119", "TP401", "TP402", "TP403", "TP404", "TP406", "TP407", "TP408"),
+    }
+)
 
 
 def _matches(selector: str, code: str) -> bool:
@@ -184,15 +196,29 @@ def context_of(ctx: Context) -> str:
 _RUNNER: list[Callable[[Context], bool]] = []
 
 
+def default_reports(rule: type[Rule], ctx: Context) -> bool:
+    """Whether a default run hands ``rule`` the node being checked: the node is in one of
+    the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, its file does not
+    need CUDA anyway (``rules/_cuda_projects.needs_cuda_anyway``)."""
+    if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
+        return False
+    if rule.code not in CUDA_NAMING:
+        return True
+    from torchport.check.rules._cuda_projects import needs_cuda_anyway  # on first use
+
+    return not needs_cuda_anyway(ctx)
+
+
 def scoped_codes(
     rules: Iterable[type[Rule]],
     select: Collection[str] | None,
     extend_select: Collection[str] = (),
 ) -> tuple[str, ...]:
-    """The codes of ``rules`` a run reports only in their default contexts.
+    """The codes of ``rules`` a run reports only where :func:`default_reports` says.
 
     Those on by the default selection alone (``select`` is None and no
-    ``extend_select`` selector names them) whose default contexts are not all.
+    ``extend_select`` selector names them) whose default contexts are not all, or
+    that are of :data:`CUDA_NAMING`.
     """
     if select is not None:
         return ()
@@ -201,7 +227,7 @@ def scoped_codes(
         sorted(
             rule.code
             for rule in rules
-            if rule.default_contexts != CONTEXTS
+            if (rule.default_contexts != CONTEXTS or rule.code in CUDA_NAMING)
             and not any(s == "ALL" or (s and rule.code.startswith(s)) for s in named)
         )
     )
