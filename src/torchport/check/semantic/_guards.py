@@ -13,7 +13,10 @@ backend: its arm is CUDA's branch, :func:`_nccl_backend_test`); also a
 test decorated to run only with CUDA, and a whole module that imports a
 CUDA-only library (TensorRT, CuPy). CUDA code there is either already ported
 (a branch per device type) or a CUDA-or-CPU choice that works on every machine
-(reported once, at the test, by TP109).
+(reported once, at the test, by TP109). A test of CUDA alone, or of its
+availability, guards only the arm where it says CUDA is there: in ``if x.device !=
+torch.device("cuda"): x = x.to(torch.device("cuda"))`` the move runs on the CPU, MPS
+and XPU (:func:`_arm_guard`).
 
 Where values live (CPU, device, unknown) is :mod:`torchport.check.semantic._residence`;
 what imports of accelerator libraries say is :mod:`._library_imports`.
@@ -232,7 +235,7 @@ def device_guard(node: ast.AST, ctx: Context, *, arms: bool = True) -> Guard | N
     the rest of such a module is checked as any other.
 
     Looks at the ``if``/``while``/conditional expressions around ``node`` (both
-    arms: an ``else`` of a device test is the other device's branch) and the
+    arms: an ``else`` of a test of another device is CUDA's branch) and the
     operands before it in an ``and``, then at early exits and asserts before
     ``node``'s statement in each enclosing block. Each test is read for the arm
     ``node`` is in (:func:`_arm_guard`); with ``arms=False``, as a whole (the CPU
