@@ -114,16 +114,16 @@ def test_guard(test: ast.expr, ctx: Context, holds: bool | None = None) -> Guard
     """The kind of device check ``test`` (an ``if``/``while``/``assert`` condition) makes.
 
     Without ``holds`` the test is asked about as a whole: any device check in it counts.
-    With ``holds`` (the value ``test`` has where the code asked about runs), a test of
-    CUDA alone and an availability test guard only the arm where they say CUDA is there
-    (:func:`_arm_guard`).
+    With ``holds`` (the value ``test`` has where the code asked about runs), CUDA's own
+    tests in it count only in the arm where they say CUDA is there (:func:`_arm_guard`);
+    the rest (another device type, a count compared, NCCL) counts as a whole.
     """
-    if holds is not None:
-        return _arm_guard(test, holds, ctx, 0)
-    found: Guard | None = None
-    todo: list[tuple[ast.expr, int]] = [(test, 0)]
-    while todo:
-        expr, hops = todo.pop()
+    found = None if holds is None else _arm_guard(test, holds, ctx, 0)
+    todo: list[tuple[ast.expr, int, bool]] = [(test, 0, holds is None)]  # whole: all count
+    while todo and found is not Guard.DEVICE_TYPE:
+        expr, hops, whole = todo.pop()
+        if not whole and _cuda_atom(expr, ctx):
+            continue  # read for the arm, above
         if device_type_test(expr) or _nccl_backend_test(expr):
             return Guard.DEVICE_TYPE
         if _availability_call(expr, ctx):
@@ -131,34 +131,36 @@ def test_guard(test: ast.expr, ctx: Context, holds: bool | None = None) -> Guard
                 # `elif is_xpu_available(): ... else: <CUDA>`: one branch per device
                 return Guard.DEVICE_TYPE
             found = Guard.AVAILABILITY
-            continue
-        if cuda_flag(expr):
+        elif cuda_flag(expr):
             found = Guard.AVAILABILITY  # `if args.cuda:`: the program's own CUDA-or-CPU switch
-            continue
-        if isinstance(expr, ast.Name) and hops < _HOPS:
-            bound = bound_value(expr, ctx)
-            if bound is not None:
-                todo.append((bound, hops + 1))  # `use_cuda = torch.cuda.is_available()`
-            continue
-        if isinstance(expr, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)):
-            todo.extend((child, hops) for child in _sub_expressions(expr))
+        elif isinstance(expr, ast.Name) and hops < _HOPS:
+            bound = bound_value(expr, ctx)  # `use_cuda = torch.cuda.is_available()`
+            todo.extend([(bound, hops + 1, whole)] if bound is not None else [])
+        elif isinstance(expr, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)):
+            inside = whole or isinstance(expr, (ast.Compare, ast.Call))  # `count() > 1`
+            todo.extend((child, hops, inside) for child in _sub_expressions(expr))
     return found
 
 
+def _cuda_atom(expr: ast.expr, ctx: Context) -> bool:
+    """A test of CUDA alone (:func:`cuda_test`), a CUDA flag, or CUDA's availability."""
+    if cuda_test(expr) is not None or cuda_flag(expr):
+        return True
+    return _availability_call(expr, ctx) and not _asks_other_accelerator(expr.func)  # type: ignore[attr-defined]
+
+
 def _arm_guard(expr: ast.expr, holds: bool, ctx: Context, hops: int) -> Guard | None:
-    """The guard ``expr`` makes where its value is ``holds``.
+    """The guard CUDA's own tests in ``expr`` make where its value is ``holds``.
 
     Only a test that says CUDA IS there guards: a test of CUDA alone (``x.is_cuda``,
-    ``x.device != torch.device("cuda")``, :func:`cuda_test`) where it says the device is
-    CUDA (there a move to CUDA is a no-op, CUDA code the program's branch for it), an
-    availability test or CUDA flag where it holds. Where the device is not CUDA, or CUDA
-    not available, the code runs on the CPU, MPS and XPU, and CUDA there crashes
-    (stable-diffusion's ``if attr.device != torch.device("cuda"): attr =
-    attr.to(torch.device("cuda"))``, round 5f). ``not`` flips the value; ``a and b``
-    holding (``a or b`` failing) gives each value's guard, the stronger; ``a and b``
-    failing (``a or b`` holding) only what every value's failing (holding) gives. A
-    name is read through what it is bound to; any other test (another device type, a
-    count compared) guards both arms as a whole (:func:`test_guard`).
+    ``x.device != torch.device("cuda")``) where it says the device is CUDA (there a move
+    to CUDA is a no-op, CUDA code the program's branch for it); an availability test or
+    CUDA flag where it holds. Where the device is not CUDA, or CUDA is not there, the
+    code runs on the CPU, MPS and XPU, and CUDA there crashes (stable-diffusion's ``if
+    attr.device != torch.device("cuda"): attr = attr.to(torch.device("cuda"))``, round
+    5f). ``not`` flips the value; ``a and b`` holding (``a or b`` failing) gives each
+    value's guard, the stronger; ``a and b`` failing (``a or b`` holding) only what
+    every value gives. A name is read through what it is bound to.
     """
     while isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
         holds, expr = not holds, expr.operand
@@ -167,21 +169,15 @@ def _arm_guard(expr: ast.expr, holds: bool, ctx: Context, hops: int) -> Guard | 
         return Guard.DEVICE_TYPE if says is holds else None
     if isinstance(expr, ast.BoolOp):
         each = [_arm_guard(value, holds, ctx, hops) for value in expr.values]
-        if isinstance(expr.op, ast.And) is holds:
-            return (
-                Guard.DEVICE_TYPE if Guard.DEVICE_TYPE in each else next(filter(None, each), None)
-            )
-        return (
-            None if None in each else Guard.AVAILABILITY if Guard.AVAILABILITY in each else each[0]
-        )
+        if isinstance(expr.op, ast.And) is not holds:  # one of them decides: the weakest
+            return None if None in each else min(each, key=lambda g: g is Guard.DEVICE_TYPE)
+        return Guard.DEVICE_TYPE if Guard.DEVICE_TYPE in each else next(filter(None, each), None)
+    if _cuda_atom(expr, ctx):  # (a flag before what it is bound to, as `test_guard`)
+        return Guard.AVAILABILITY if holds else None
     if isinstance(expr, ast.Name) and hops < _HOPS:
         bound = bound_value(expr, ctx)
-        if bound is not None:
-            return _arm_guard(bound, holds, ctx, hops + 1)
-    asks = isinstance(expr, ast.Call) and _availability_call(expr, ctx)
-    if cuda_flag(expr) or (asks and not _asks_other_accelerator(expr.func)):  # type: ignore[attr-defined]
-        return Guard.AVAILABILITY if holds else None
-    return test_guard(expr, ctx)
+        return None if bound is None else _arm_guard(bound, holds, ctx, hops + 1)
+    return None
 
 
 def _availability_call(expr: ast.expr, ctx: Context) -> bool:
