@@ -111,10 +111,12 @@ def test_a_device_type_compared_in_any_case_is_a_device_test(
 
     The oracle: the string names a device type written here ({cuda, cpu, mps, xpu}) in
     any case, with or without an index, exactly when TP101 leaves the arm's ``.cuda()``
-    (a device test around the move: ported code, either arm).
+    (a device test around the move: ported code), except the arm of ``!= "CUDA"``, where
+    the device is not CUDA (round 5f: the move runs on the CPU, MPS, XPU).
     """
     source = f'import torch\n\n\ndef run(x, device, dev):\n    if {subject} {op} "{spelled}":\n'
     source += "        x = x.cuda()\n    return x\n"
-    named = spelled.partition(":")[0].lower() in {"cuda", "cpu", "mps", "xpu"}
+    kind = spelled.partition(":")[0].lower()
+    left = kind in {"cuda", "cpu", "mps", "xpu"} and not (kind == "cuda" and op == "!=")
     found = check_text(source, "src/run.py", ruleset_for(["TP101"], None)).findings
-    assert bool(found) != named, source
+    assert bool(found) != left, source

@@ -2,9 +2,11 @@
 
 The oracle is the table the rule documents, written here apart from the rule: a
 move to CUDA under no check is reported; under a test of the device's type it is
-ported code and is not; under a CUDA-or-CPU test (availability, a CUDA flag) it is
-reported exactly when the code carries its own device (a ``device`` parameter, a
-``device`` assignment or ``self.device`` of the class, an ``nn.Module`` or not).
+ported code and is not (in the arm where the test says CUDA: where it says the tensor
+is not on CUDA the move runs on the CPU, MPS and XPU, reported as under no check);
+under a CUDA-or-CPU test (availability, a CUDA flag) it is reported exactly when the
+code carries its own device (a ``device`` parameter, a ``device`` assignment or
+``self.device`` of the class, an ``nn.Module`` or not).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ GUARDS = {
     "x.is_cuda": "device-type",
     'x.device.type == "cuda"': "device-type",
     'x.device == torch.device("cuda")': "device-type",
-    'x.device != torch.device("cuda", 0)': "device-type",  # the other arm: still a branch
+    # the arm where `x` is NOT on CUDA: the move runs on the CPU, MPS, XPU (round 5f)
+    'x.device != torch.device("cuda", 0)': None,
+    "not x.is_cuda": None,
 }
 MOVES = ("x = x.cuda()", 'x = x.to("cuda")', "x = x.cuda(non_blocking=True)")
 CARRIED = ("nothing", "parameter", "assignment", "self-device", "self-device-module")
@@ -33,7 +37,7 @@ CARRIED = ("nothing", "parameter", "assignment", "self-device", "self-device-mod
 
 def program(guard: str, move: str, carried: str) -> str:
     head = "import torch\nimport torch.nn as nn\n\n\n"
-    test = guard if GUARDS[guard] is not None else "True"
+    test = "True" if guard == "none" else guard
     body = f"    if {test}:\n        {move}\n    return x\n"
     if carried.startswith("self-device"):
         base = "(nn.Module)" if carried.endswith("module") else ""

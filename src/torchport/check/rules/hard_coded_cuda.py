@@ -42,9 +42,9 @@ class HardCodedCuda(Rule):
     it first, naming two GPUs, starting NCCL, testing a GPU-only kernel: `rules/_test_code.py`,
     `rules/_cuda_kernels.py`), benchmark code (a `bm_*` file or function, a test's timing
     closure, a timing program: it times one device on purpose), a class's own `cuda()`
-    method, and code under a device check (`if device.type == "cuda":`, in any case, `if
-    torch.cuda.is_available():`): ported, or TP109's choice, except a move there in code
-    that carries its device (`self.device`), which must follow it.
+    method, and code in the arm of a device check where CUDA is there (`if device.type ==
+    "cuda":`, any case, `if torch.cuda.is_available():`; not `if x.device != cuda: x.cuda()`):
+    ported, or TP109's choice, except a move in code that carries its device (`self.device`).
 
     ## Why is this bad?
     The program fails on a machine without an NVIDIA GPU, and never uses an

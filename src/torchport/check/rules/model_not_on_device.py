@@ -114,7 +114,7 @@ class ModelNotOnDevice(Rule):
             if not _never_given_inputs(expr, ctx):
                 yield ctx.finding(self, node, message=PLACED_BY_LOADER.format(placed=placed))
             return
-        if device_guard(node, ctx) is Guard.AVAILABILITY:
+        if device_guard(node, ctx, arms=False) is Guard.AVAILABILITY:
             return  # `Net().cuda() if use_cuda else Net()`: the program's CUDA-or-CPU arm
         found = facts.device_at(node)
         if found is None or receiver_owner(node, "to", ctx) is Owner.OTHER:

@@ -1,4 +1,4 @@
-"""The checker's reading of device types: the words of a name, device strings, CUDA flags.
+"""The checker's reading of device types: names, strings, CUDA flags, tests of a device's type.
 
 The types themselves (which are accelerators, which methods and ``is_*``
 properties name one, which extension brings which) are the package's one
@@ -13,6 +13,7 @@ import re
 from torchport._device_types import (
     ACCELERATOR_TYPES,
     BACKEND_LIBRARIES,
+    CUDA,
     DEVICE_TYPES,
     IS_DEVICE_ATTRIBUTES,
     MOVE_METHODS,
@@ -27,7 +28,11 @@ __all__ = [
     "MOVE_METHODS",
     "OTHER_ACCELERATORS",
     "cuda_flag",
+    "cuda_test",
+    "describes_device",
     "device_type",
+    "device_type_test",
+    "names_device_type",
     "names_other_accelerator",
 ]
 
@@ -78,3 +83,96 @@ def cuda_flag(expr: ast.AST) -> bool:
     else:
         return False
     return bool(_CUDA_FLAG.match(name))
+
+
+def device_type_test(expr: ast.expr) -> bool:
+    """``x.is_cuda``, ``dev.type == "cuda"``, ``"cuda" in str(dev)``, ``dev.type in (...)``.
+
+    Also ``str(dev).startswith("cuda")``.
+    """
+    if isinstance(expr, ast.Attribute) and expr.attr in IS_DEVICE_ATTRIBUTES:
+        return True
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr == "startswith"
+        and expr.args
+    ):  # `str(x.device).startswith("cuda")`
+        return names_device_type(expr.args[0]) and describes_device(expr.func.value)
+    if not isinstance(expr, ast.Compare):
+        return False
+    sides = [expr.left, *expr.comparators]
+    named = any(names_device_type(s) for s in sides)
+    about = any(describes_device(s) for s in sides)
+    return named and about
+
+
+def names_device_type(expr: ast.expr) -> bool:
+    """``"cuda"``, ``"cuda:1"``, ``("cpu", "mps")``, ``torch.device("cuda")``; any case.
+
+    A project's own spelling (``if device == "CUDA":``, torchdrug's tests) names the
+    same device type: the arm is a branch for it all the same.
+    """
+    return bool(_named_types(expr))
+
+
+def _named_types(expr: ast.expr) -> frozenset[str]:
+    """The device types :func:`names_device_type` finds in ``expr`` (lower case)."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        kind = expr.value.partition(":")[0].lower()
+        return frozenset({kind}) if kind in DEVICE_TYPES else frozenset()
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return frozenset().union(*(_named_types(e) for e in expr.elts))
+    if isinstance(expr, ast.Call) and expr.args:  # `dev == torch.device("cuda")`
+        func = expr.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return _named_types(expr.args[0]) if name == "device" else frozenset()
+    return frozenset()
+
+
+_HOLDS_ON_CUDA = (ast.Eq, ast.Is, ast.In)
+_FAILS_ON_CUDA = (ast.NotEq, ast.IsNot, ast.NotIn)
+
+
+def cuda_test(expr: ast.expr) -> bool | None:
+    """Whether a :func:`device_type_test` of CUDA alone holds where the device is CUDA.
+
+    True: it holds only there (``x.is_cuda``, ``dev.type == "cuda"``, ``"cuda" in
+    str(dev)``, ``x.device == torch.device("cuda")``, ``str(dev).startswith("cuda")``);
+    False: it holds only where the device is not CUDA (``!=``, ``not in``); None: not
+    such a test (another type, several types, a chained comparison).
+    """
+    if isinstance(expr, ast.Attribute):
+        return True if expr.attr == f"is_{CUDA}" else None
+    if isinstance(expr, ast.Call):
+        if not (device_type_test(expr) and _named_types(expr.args[0]) == {CUDA}):
+            return None
+        return True  # `str(dev).startswith("cuda")`
+    if not (isinstance(expr, ast.Compare) and len(expr.ops) == 1 and device_type_test(expr)):
+        return None
+    if frozenset().union(*map(_named_types, (expr.left, *expr.comparators))) != {CUDA}:
+        return None
+    op = expr.ops[0]
+    return (
+        True
+        if isinstance(op, _HOLDS_ON_CUDA)
+        else False
+        if isinstance(op, _FAILS_ON_CUDA)
+        else None
+    )
+
+
+def describes_device(expr: ast.expr) -> bool:
+    """``device``, ``x.device``, ``dev.type``, ``str(device)``: an expression about a device."""
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id in ("str", "repr")
+        and expr.args
+    ):
+        return describes_device(expr.args[0])
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "type" or "dev" in expr.attr.lower()
+    if isinstance(expr, ast.Name):
+        return "dev" in expr.id.lower()
+    return False

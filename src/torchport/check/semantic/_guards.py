@@ -13,7 +13,10 @@ backend: its arm is CUDA's branch, :func:`_nccl_backend_test`); also a
 test decorated to run only with CUDA, and a whole module that imports a
 CUDA-only library (TensorRT, CuPy). CUDA code there is either already ported
 (a branch per device type) or a CUDA-or-CPU choice that works on every machine
-(reported once, at the test, by TP109).
+(reported once, at the test, by TP109). A test of CUDA alone, or of its
+availability, guards only the arm where it says CUDA is there: in ``if x.device !=
+torch.device("cuda"): x = x.to(torch.device("cuda"))`` the move runs on the CPU, MPS
+and XPU (:func:`_arm_guard`).
 
 Where values live (CPU, device, unknown) is :mod:`torchport.check.semantic._residence`;
 what imports of accelerator libraries say is :mod:`._library_imports`.
@@ -29,9 +32,11 @@ import weakref
 from torchport.check.semantic._devices import (
     ACCELERATOR_TYPES,
     DEVICE_TYPES,
-    IS_DEVICE_ATTRIBUTES,
     OTHER_ACCELERATORS,
     cuda_flag,
+    cuda_test,
+    describes_device,
+    device_type_test,
     names_other_accelerator,
 )
 from torchport.check.semantic._library_imports import uses_cuda_only_library
@@ -76,28 +81,6 @@ class Guard(enum.Enum):
     AVAILABILITY = "availability"  # `torch.cuda.is_available()` and friends: CUDA-or-CPU
 
 
-def _device_type_test(expr: ast.expr) -> bool:
-    """``x.is_cuda``, ``dev.type == "cuda"``, ``"cuda" in str(dev)``, ``dev.type in (...)``.
-
-    Also ``str(dev).startswith("cuda")``.
-    """
-    if isinstance(expr, ast.Attribute) and expr.attr in IS_DEVICE_ATTRIBUTES:
-        return True
-    if (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Attribute)
-        and expr.func.attr == "startswith"
-        and expr.args
-    ):  # `str(x.device).startswith("cuda")`
-        return _names_device_type(expr.args[0]) and _describes_device(expr.func.value)
-    if not isinstance(expr, ast.Compare):
-        return False
-    sides = [expr.left, *expr.comparators]
-    named = any(_names_device_type(s) for s in sides)
-    about = any(_describes_device(s) for s in sides)
-    return named and about
-
-
 def _nccl_backend_test(expr: ast.expr) -> bool:
     """``backend == dist.Backend.NCCL``, ``dist.get_backend(pg) == "nccl"``, ``"nccl" in backend``.
 
@@ -127,66 +110,81 @@ def _describes_backend(expr: ast.expr) -> bool:
     return "backend" in name.lower()
 
 
-def _names_device_type(expr: ast.expr) -> bool:
-    """``"cuda"``, ``"cuda:1"``, ``("cpu", "mps")``, ``torch.device("cuda")``; any case.
+def test_guard(test: ast.expr, ctx: Context, holds: bool | None = None) -> Guard | None:
+    """The kind of device check ``test`` (an ``if``/``while``/``assert`` condition) makes.
 
-    A project's own spelling (``if device == "CUDA":``, torchdrug's tests) names the
-    same device type: the arm is a branch for it all the same.
+    Without ``holds`` the test is asked about as a whole: any device check in it counts.
+    With ``holds`` (the value ``test`` has where the code asked about runs), CUDA's own
+    tests in it count only in the arm where they say CUDA is there (:func:`_arm_guard`);
+    the rest (another device type, a count compared, NCCL) counts as a whole.
     """
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value.partition(":")[0].lower() in DEVICE_TYPES
-    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
-        return any(_names_device_type(e) for e in expr.elts)
-    if isinstance(expr, ast.Call) and expr.args:  # `dev == torch.device("cuda")`
-        func = expr.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        return name == "device" and _names_device_type(expr.args[0])
-    return False
-
-
-def _describes_device(expr: ast.expr) -> bool:
-    """``device``, ``x.device``, ``dev.type``, ``str(device)``: an expression about a device."""
-    if (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Name)
-        and expr.func.id in ("str", "repr")
-        and expr.args
-    ):
-        return _describes_device(expr.args[0])
-    if isinstance(expr, ast.Attribute):
-        return expr.attr == "type" or "dev" in expr.attr.lower()
-    if isinstance(expr, ast.Name):
-        return "dev" in expr.id.lower()
-    return False
-
-
-def test_guard(test: ast.expr, ctx: Context) -> Guard | None:
-    """The kind of device check ``test`` (an ``if``/``while``/``assert`` condition) makes."""
-    found: Guard | None = None
-    todo: list[tuple[ast.expr, int]] = [(test, 0)]
-    while todo:
-        expr, hops = todo.pop()
-        if _device_type_test(expr) or _nccl_backend_test(expr):
+    found = None if holds is None else _arm_guard(test, holds, ctx, 0)
+    todo: list[tuple[ast.expr, int, bool]] = [(test, 0, holds is None)]  # whole: all count
+    while todo and found is not Guard.DEVICE_TYPE:
+        expr, hops, whole = todo.pop()
+        if not whole and _cuda_atom(expr, ctx):
+            continue  # read for the arm, above
+        if device_type_test(expr) or _nccl_backend_test(expr):
             return Guard.DEVICE_TYPE
-        if isinstance(expr, ast.Call) and (
-            ctx.qualname(expr.func) in _AVAILABILITY or _availability_helper(expr)
-        ):
-            if _asks_other_accelerator(expr.func):
+        if _availability_call(expr, ctx):
+            if _asks_other_accelerator(expr.func):  # type: ignore[attr-defined]
                 # `elif is_xpu_available(): ... else: <CUDA>`: one branch per device
                 return Guard.DEVICE_TYPE
             found = Guard.AVAILABILITY
-            continue
-        if cuda_flag(expr):
+        elif cuda_flag(expr):
             found = Guard.AVAILABILITY  # `if args.cuda:`: the program's own CUDA-or-CPU switch
-            continue
-        if isinstance(expr, ast.Name) and hops < _HOPS:
-            bound = bound_value(expr, ctx)
-            if bound is not None:
-                todo.append((bound, hops + 1))  # `use_cuda = torch.cuda.is_available()`
-            continue
-        if isinstance(expr, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)):
-            todo.extend((child, hops) for child in _sub_expressions(expr))
+        elif isinstance(expr, ast.Name) and hops < _HOPS:
+            bound = bound_value(expr, ctx)  # `use_cuda = torch.cuda.is_available()`
+            todo.extend([(bound, hops + 1, whole)] if bound is not None else [])
+        elif isinstance(expr, (ast.BoolOp, ast.UnaryOp, ast.Compare, ast.Call)):
+            inside = whole or isinstance(expr, (ast.Compare, ast.Call))  # `count() > 1`
+            todo.extend((child, hops, inside) for child in _sub_expressions(expr))
     return found
+
+
+def _cuda_atom(expr: ast.expr, ctx: Context) -> bool:
+    """A test of CUDA alone (:func:`cuda_test`), a CUDA flag, or CUDA's availability."""
+    if cuda_test(expr) is not None or cuda_flag(expr):
+        return True
+    return _availability_call(expr, ctx) and not _asks_other_accelerator(expr.func)  # type: ignore[attr-defined]
+
+
+def _arm_guard(expr: ast.expr, holds: bool, ctx: Context, hops: int) -> Guard | None:
+    """The guard CUDA's own tests in ``expr`` make where its value is ``holds``.
+
+    Only a test that says CUDA IS there guards: a test of CUDA alone (``x.is_cuda``,
+    ``x.device != torch.device("cuda")``) where it says the device is CUDA (there a move
+    to CUDA is a no-op, CUDA code the program's branch for it); an availability test or
+    CUDA flag where it holds. Where the device is not CUDA, or CUDA is not there, the
+    code runs on the CPU, MPS and XPU, and CUDA there crashes (stable-diffusion's ``if
+    attr.device != torch.device("cuda"): attr = attr.to(torch.device("cuda"))``, round
+    5f). ``not`` flips the value; ``a and b`` holding (``a or b`` failing) gives each
+    value's guard, the stronger; ``a and b`` failing (``a or b`` holding) only what
+    every value gives. A name is read through what it is bound to.
+    """
+    while isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        holds, expr = not holds, expr.operand
+    says = cuda_test(expr)
+    if says is not None:
+        return Guard.DEVICE_TYPE if says is holds else None
+    if isinstance(expr, ast.BoolOp):
+        each = [_arm_guard(value, holds, ctx, hops) for value in expr.values]
+        if isinstance(expr.op, ast.And) is not holds:  # one of them decides: the weakest
+            return None if None in each else min(each, key=lambda g: g is Guard.DEVICE_TYPE)
+        return Guard.DEVICE_TYPE if Guard.DEVICE_TYPE in each else next(filter(None, each), None)
+    if _cuda_atom(expr, ctx):  # (a flag before what it is bound to, as `test_guard`)
+        return Guard.AVAILABILITY if holds else None
+    if isinstance(expr, ast.Name) and hops < _HOPS:
+        bound = bound_value(expr, ctx)
+        return None if bound is None else _arm_guard(bound, holds, ctx, hops + 1)
+    return None
+
+
+def _availability_call(expr: ast.expr, ctx: Context) -> bool:
+    """``torch.cuda.is_available()``, ``torch.xpu.device_count()``, ``is_npu_available()``."""
+    return isinstance(expr, ast.Call) and (
+        ctx.qualname(expr.func) in _AVAILABILITY or _availability_helper(expr)
+    )
 
 
 _HELPER = re.compile(r"^is_(\w+?)_available$")
@@ -225,7 +223,7 @@ def _sub_expressions(expr: ast.expr) -> list[ast.expr]:
     return []
 
 
-def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
+def device_guard(node: ast.AST, ctx: Context, *, arms: bool = True) -> Guard | None:
     """The strongest device check enclosing ``node`` within its function, if any.
 
     A statement that uses a name bound by an import of a CUDA-only library
@@ -233,9 +231,11 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
     the rest of such a module is checked as any other.
 
     Looks at the ``if``/``while``/conditional expressions around ``node`` (both
-    arms: an ``else`` of a device test is the other device's branch) and the
+    arms: an ``else`` of a test of another device is CUDA's branch) and the
     operands before it in an ``and``, then at early exits and asserts before
-    ``node``'s statement in each enclosing block.
+    ``node``'s statement in each enclosing block. Each test is read for the arm
+    ``node`` is in (:func:`_arm_guard`); with ``arms=False``, as a whole (the CPU
+    arm of ``Net().cuda() if use_cuda else Net()`` is the choice's too).
     """
     if uses_cuda_only_library(node, ctx):
         return Guard.DEVICE_TYPE
@@ -250,20 +250,19 @@ def device_guard(node: ast.AST, ctx: Context) -> Guard | None:
             # does a test skipped without CUDA (`@pytest.mark.skipif(not ...is_available())`).
             found = _stronger(found, _early_exit_guard(outer, child, ctx))
             return _stronger(found, _skip_guard(outer, ctx))
-        test: ast.expr | None = None
         if isinstance(outer, (ast.If, ast.While, ast.IfExp)) and child is not outer.test:
             body = outer.body if isinstance(outer.body, list) else [outer.body]
-            if not every_accelerator_arm(outer.test, any(s is child for s in body)):
-                test = outer.test  # `if device.type != "cpu": <CUDA>` runs on MPS/XPU too
+            in_body = any(s is child for s in body)
+            if not every_accelerator_arm(outer.test, in_body):
+                # (`if device.type != "cpu": <CUDA>` runs on MPS/XPU too: no guard)
+                found = _stronger(found, test_guard(outer.test, ctx, in_body if arms else None))
         elif isinstance(outer, ast.comprehension) and child is not outer.iter:
             for cond in outer.ifs:
-                found = _stronger(found, test_guard(cond, ctx))
+                found = _stronger(found, test_guard(cond, ctx, True if arms else None))
         elif isinstance(outer, ast.BoolOp) and isinstance(outer.op, ast.And):
             # `torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)`
             for before in outer.values[: next(i for i, v in enumerate(outer.values) if v is child)]:
-                found = _stronger(found, test_guard(before, ctx))
-        if test is not None:
-            found = _stronger(found, test_guard(test, ctx))
+                found = _stronger(found, test_guard(before, ctx, True if arms else None))
         if found is Guard.DEVICE_TYPE:
             return found
         found = _stronger(found, _early_exit_guard(outer, child, ctx))
@@ -286,7 +285,7 @@ def every_accelerator_arm(test: ast.expr, in_body: bool) -> bool:
         sides = (test.left, test.comparators[0])
         if not any(isinstance(x, ast.Constant) and x.value == "cpu" for x in sides):
             return False
-        if not any(_describes_device(x) for x in sides):
+        if not any(describes_device(x) for x in sides):
             return False
         if isinstance(test.ops[0], (ast.NotEq, ast.IsNot)):
             positive = not positive
@@ -443,7 +442,8 @@ class _ExitGuards:
                 continue  # `if device.type == "cpu": return`: the rest runs on every accelerator
             if demands and _refuses_a_request(stmt.test, ctx):
                 continue  # `if device == "cuda" and not <CUDA>: raise`: any device may follow
-            guard = test_guard(stmt.test, ctx)
+            # past `assert t` the test held; past `if t: <leave>` it failed
+            guard = test_guard(stmt.test, ctx, isinstance(stmt, ast.Assert))
             if not demands or guard is Guard.DEVICE_TYPE:
                 found = _stronger(found, guard)
 
@@ -480,7 +480,8 @@ def _skip_guard(scope: ast.AST, ctx: Context) -> Guard | None:
             continue
         func = decorator.func
         if isinstance(func, ast.Attribute) and func.attr in _SKIPS:
-            found = _stronger(found, test_guard(decorator.args[0], ctx))
+            runs = func.attr == "skipUnless"  # the test runs where its condition holds
+            found = _stronger(found, test_guard(decorator.args[0], ctx, runs))
     return found
 
 
