@@ -1,16 +1,21 @@
 """Where a rule runs when nobody selected it: its default contexts, and the policy behind them.
 
-A finding is in one of two contexts: ``test`` (test code, as the checker tells it everywhere,
+A finding is in one of three contexts: ``test`` (test code, as the checker tells it everywhere,
 ``rules/_test_code.collected_by_a_test_runner``: a test folder or module, a test
-function, class or fixture) or ``code`` (everything else). Each rule says in
+function, class or fixture), ``bench`` (benchmark code that is not a test:
+``_select.in_a_benchmark``, a ``benchmarks``/``bench``/... folder or a ``bench_*``/
+``*_benchmark``/... file: a benchmark measures the device it was written for) or ``code``
+(everything else). Each rule says in
 which of them a default run reports it (``Rule.default_contexts``, mirrored in
 the catalog). The policy, held by ``tests/check/test_default_scope.py`` against the
 judged samples (``benchmarks/data/precision_sample*.csv`` and the contexts of their
 rows, ``benchmarks/data/precision_scope.csv``): a rule is on by default in a
 context only where at least 90% of its judged findings there are real problems;
-with fewer than 8 judged there, only if every one is; and never in test code
-alone. The figures are :data:`JUDGED` (``benchmarks/bench_precision_sample.py
---scope`` writes the rows; the test recomputes these from them).
+with fewer than 8 judged there, only if every one is; and never in test or benchmark
+code alone. The figures are :data:`JUDGED` (``benchmarks/bench_precision_sample.py
+--scope`` writes the rows; the test recomputes these from them): test code and the
+rest over samples :data:`SAMPLES`, benchmark code over :data:`BENCH_SAMPLES` (the first
+samples whose judges tagged benchmark rows are Q-S).
 
 Two rules stay on by default outside test code below the bar, by decision (:data:`KEPT_ON`,
 each with its reason, held by the same test): they find what a port must change first,
@@ -24,10 +29,11 @@ the rule's.
 
 from __future__ import annotations
 
-from torchport.check._select import TEST
+from torchport.check._select import BENCH, TEST
 
 __all__ = [
     "BAR",
+    "BENCH_SAMPLES",
     "FEW",
     "JUDGED",
     "KEPT_ON",
@@ -36,6 +42,7 @@ __all__ = [
 ]
 
 SAMPLES = "A-P"  # the judged samples pooled (benchmarks/RESULTS.md)
+BENCH_SAMPLES = "A-S"  # the same for benchmark code (the "bench" context)
 BAR, FEW = 0.9, 8  # the share of real findings a default context needs; "too few judged"
 
 # Judged findings per rule and context over the pooled samples, counting only what the
@@ -101,6 +108,11 @@ def judged_sentence(code: str) -> str:
     parts = [
         f"{'test code' if where == TEST else 'other code'} {real} of {n} real"
         for where, (real, n) in sorted(figures.items())
-        if n
+        if n and where != BENCH
     ]
-    return f"judged over samples {SAMPLES}: {', '.join(parts)}" if parts else ""
+    text = f"judged over samples {SAMPLES}: {', '.join(parts)}" if parts else ""
+    real, n = figures.get(BENCH, (0, 0))
+    if n:  # benchmark code is judged over more samples
+        bench = f"benchmark code {real} of {n} real over samples {BENCH_SAMPLES}"
+        text = f"{text}; {bench}" if text else f"judged: {bench}"
+    return text

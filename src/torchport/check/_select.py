@@ -14,6 +14,7 @@ from torchport.check._rule import FixSafety, Intent, Rule
 from torchport.errors import ConfigError
 
 __all__ = [
+    "BENCH",
     "CODE",
     "CONTEXTS",
     "TEST",
@@ -21,6 +22,7 @@ __all__ = [
     "context_of",
     "fix_command",
     "fixable_rules",
+    "in_a_benchmark",
     "normalise_selectors",
     "scoped_codes",
     "select_rules",
@@ -28,8 +30,21 @@ __all__ = [
 
 # The contexts a finding is in, for the default scope (check/_default_scope.py holds the
 # policy and its judged figures; what a run needs of it lives here, loaded by every check)
-CODE, TEST = "code", "test"
-CONTEXTS = frozenset({CODE, TEST})
+CODE, TEST, BENCH = "code", "test", "bench"
+CONTEXTS = frozenset({CODE, TEST, BENCH})
+
+# Benchmark code: a file under a folder of these names (any folder of the path as given, as
+# for test folders), or named ``bench.py``, ``bench_*``, ``*_bench``, ``benchmark*``,
+# ``*_benchmark`` (``-`` also separates). What real repositories use: ``benchmarks/``
+# (xformers, flash-attention, fairscale, kornia, mamba, kymatio's asv), ``bench/``,
+# ``benches/``, ``benchmarking/``; ``bench_*.py`` (rl_games), ``benchmark_*.py``
+# (flash-attention, xformers), ``*_benchmark.py`` (llm-awq), ``*_bench.py``
+# (flash-attention's ``clc_bench.py``), ``*-benchmark.py`` (torchani's tools). Not a
+# ``benchmark/`` folder: PARL keeps its algorithms' training programs there and PyG its
+# accuracy reproductions (``benchmark/citation/``) beside its timings (judged real, sample A).
+_BENCH_FOLDERS = frozenset({"bench", "benches", "benchmarks", "benchmarking"})
+_BENCH_HEADS = ("bench_", "bench-", "benchmark")
+_BENCH_TAILS = ("_bench", "-bench", "_benchmark", "-benchmark")
 
 
 def _matches(selector: str, code: str) -> bool:
@@ -172,11 +187,26 @@ def fix_command(rule: type[Rule], *, some_safe: bool = False) -> str:
     return f"{forced} applies it"
 
 
+def in_a_benchmark(path: str) -> bool:
+    """Whether the file at ``path`` is benchmark code by its folders or its name (see above)."""
+    *folders, name = path.replace("\\", "/").lower().split("/")
+    if any(folder in _BENCH_FOLDERS for folder in folders):
+        return True
+    stem = name.rpartition(".")[0] or name
+    return stem == "bench" or stem.startswith(_BENCH_HEADS) or stem.endswith(_BENCH_TAILS)
+
+
 def context_of(ctx: Context) -> str:
-    """The context of the node being checked: ``"test"`` or ``"code"``."""
+    """The context of the node being checked: ``"test"``, ``"bench"`` or ``"code"``.
+
+    Test code as ``rules/_test_code.collected_by_a_test_runner`` tells it, first (a test
+    under ``benchmarks/`` is a test); then benchmark code (:func:`in_a_benchmark`).
+    """
     from torchport.check.rules._test_code import collected_by_a_test_runner  # on first use
 
-    return TEST if collected_by_a_test_runner(ctx) else CODE
+    if collected_by_a_test_runner(ctx):
+        return TEST
+    return BENCH if in_a_benchmark(ctx.path) else CODE
 
 
 def scoped_codes(

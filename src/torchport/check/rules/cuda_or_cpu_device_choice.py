@@ -73,6 +73,7 @@ class CudaOrCpuDeviceChoice(Rule):
         "on the CPU where MPS or XPU is available"
     )
     fix_safety = FixSafety.UNSAFE
+    default_contexts = frozenset({"code", "test"})  # judged: check/_default_scope.py
     node_types = (ast.If, ast.IfExp)
     valid = (
         "import torch\n\n"
