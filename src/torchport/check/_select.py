@@ -40,8 +40,8 @@ CONTEXTS = frozenset({CODE, TEST, BENCH})
 # ``benches/``, ``benchmarking/``; ``bench_*.py`` (rl_games), ``benchmark_*.py``
 # (flash-attention, xformers), ``*_benchmark.py`` (llm-awq), ``*_bench.py``
 # (flash-attention's ``clc_bench.py``), ``*-benchmark.py`` (torchani's tools). Not a
-# ``benchmark/`` folder: PARL keeps its algorithms' training programs there and PyG its
-# accuracy reproductions (``benchmark/citation/``) beside its timings (judged real, sample A).
+# ``benchmark/`` folder: PARL keeps its algorithms' training programs there (judged real in
+# sample A) and PyG its accuracy reproductions (``benchmark/citation/``) beside its timings.
 _BENCH_FOLDERS = frozenset({"bench", "benches", "benchmarks", "benchmarking"})
 _BENCH_HEADS = ("bench_", "bench-", "benchmark")
 _BENCH_TAILS = ("_bench", "-bench", "_benchmark", "-benchmark")
