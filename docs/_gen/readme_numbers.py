@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from torchport.check import RULES, FixSafety, Intent, Rule
+from torchport.check._select import CONTEXTS
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -58,10 +59,18 @@ def _where(predicate: Callable[[type[Rule]], bool]) -> list[type[Rule]]:
 def rule_counts() -> str:
     """The ``rule-counts`` block: totals, then one table row per code range."""
     on = _where(lambda r: r.default)
-    scoped = [r for r in on if r.default_contexts != frozenset({"code", "test"})]
+    scoped = [r for r in on if r.default_contexts != CONTEXTS]
+    outside: dict[str, list[type[Rule]]] = {}
+    for rule in scoped:  # where it is off, in words: "test and benchmark"
+        left = sorted(CONTEXTS - rule.default_contexts, reverse=True)
+        words = " and ".join("benchmark" if c == "bench" else c for c in left)
+        outside.setdefault(words, []).append(rule)
+    where = "; ".join(
+        f"outside {words} code only: {codes(group)}" for words, group in sorted(outside.items())
+    )
     lines = [
         f"The checker has {len(RULES)} rules, {len(on)} on by default "
-        f"({len(scoped)} of them outside test code only: {codes(scoped)}; "
+        f"({len(scoped)} of them not everywhere, {where}; "
         "`torchport rule --all` lists them):",
         "",
         "| codes | what | rules | on by default |",

@@ -118,7 +118,7 @@ def render_entries() -> str:
             *([f"        {names(rule.call_keywords)},"] if rule.call_keywords else []),  # type: ignore[arg-type]
             *(
                 [f"        default_contexts={names(rule.default_contexts)},"]  # type: ignore[arg-type]
-                if rule.default_contexts != frozenset({"code", "test"})
+                if rule.default_contexts != frozenset({"bench", "code", "test"})
                 else []
             ),
             "    ),",

@@ -3,12 +3,13 @@
 The oracle is apart from the checker: it recomputes, from the committed judgments
 (``benchmarks/data/precision_sample*.csv``: one verdict per sampled finding, judged
 one by one) and the rows' contexts (``benchmarks/data/precision_scope.csv``, written by
-``benchmarks/bench_precision_sample.py --scope``: test code or the rest, and whether the
-rule, selected by code, still reports the row), each rule's real / judged per context,
+``benchmarks/bench_precision_sample.py --scope``: test code, benchmark code or the rest, and
+whether the rule, selected by code, still reports the row), each rule's real / judged per
+context (test code and the rest over samples A-P, benchmark code over A-S),
 and holds every rule's metadata to it: a rule is on by default in a context only where
 at least 90% of its judged findings still reported there are real; with fewer than 8
-judged there, only if every one is; never in test code alone (test code is the lower
-context: the rule must earn the rest first). The figures the rule pages print
+judged there, only if every one is; never in test or benchmark code alone (they are the
+lower contexts: the rule must earn the rest first). The figures the rule pages print
 (``check/_scope.JUDGED``) must be these.
 """
 
@@ -21,12 +22,14 @@ from pathlib import Path
 import pytest
 
 from torchport.check import explain
-from torchport.check._default_scope import JUDGED, KEPT_ON, SAMPLES
+from torchport.check._default_scope import BENCH_SAMPLES, JUDGED, KEPT_ON, SAMPLES
 from torchport.check._rule import Rule
+from torchport.check._select import CONTEXTS
 from torchport.check.rules import RULES
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 POOLED = ["precision_sample.csv"] + [f"precision_sample_{x}.csv" for x in "bcdefghijklmnop"]
+BENCH_POOLED = [*POOLED, *(f"precision_sample_{x}.csv" for x in "qrs")]  # benchmark code
 PARAMS = [pytest.param(rule, id=rule.code) for rule in RULES]
 
 
@@ -43,7 +46,7 @@ def _pooled() -> dict[str, dict[str, Counter[str]]]:
     """Verdicts of the rows still reported, per rule and context: {code: {context: Counter}}."""
     verdicts = {
         _key(sample, row): row["verdict"]
-        for sample in POOLED
+        for sample in BENCH_POOLED
         for row in _read(sample)
         if row["verdict"]
     }
@@ -54,8 +57,10 @@ def _pooled() -> dict[str, dict[str, Counter[str]]]:
     )
     out: dict[str, dict[str, Counter[str]]] = {}
     for key, row in zip(keys, scope, strict=True):
-        assert row["context"] in ("code", "test", "unparsed"), row
+        assert row["context"] in ("code", "test", "bench", "unparsed"), row
         assert row["reported"] in ("yes", "no"), row
+        if row["context"] != "bench" and row["sample"] not in POOLED:
+            continue  # held out for test code and the rest
         if row["reported"] == "yes":
             out.setdefault(row["code"], {}).setdefault(row["context"], Counter())[
                 verdicts[key]
@@ -91,13 +96,14 @@ def test_rules_kept_on_below_the_bar_are_on_outside_test_code_only() -> None:
     by_code = {rule.code: rule for rule in RULES}
     for code, reason in KEPT_ON.items():
         rule = by_code[code]
-        assert rule.default and rule.default_contexts == {"code"}, code
+        assert rule.default and "code" in rule.default_contexts, code
+        assert "test" not in rule.default_contexts, code  # benchmark code only where earned
         assert reason and f"kept on: {reason}" in explain(code), code
 
 
 @pytest.mark.parametrize("rule", PARAMS)
 def test_no_rule_is_on_in_test_code_alone(rule: type[Rule]) -> None:
-    assert rule.default_contexts <= {"code", "test"}
+    assert rule.default_contexts <= CONTEXTS
     assert not rule.default or "code" in rule.default_contexts
 
 
@@ -112,15 +118,17 @@ def test_the_pages_print_the_judged_figures() -> None:
     }
     assert {code: per for code, per in expected.items() if per} == JUDGED
     assert SAMPLES == "A-P" and len(POOLED) == 16  # one file per letter, A's has none
+    assert BENCH_SAMPLES == "A-S" and len(BENCH_POOLED) == 19
 
 
 @pytest.mark.parametrize("rule", PARAMS)
 def test_a_scoped_or_judged_rule_says_where_it_is_on_and_why(rule: type[Rule]) -> None:
     page = explain(rule.code)
-    if rule.code in JUDGED:
-        real, judged = next(iter(JUDGED[rule.code].values()))
+    for context, (real, judged) in JUDGED.get(rule.code, {}).items():
         assert f"{real} of {judged} real" in page, rule.code
-        assert f"samples {SAMPLES}" in page, rule.code
-    if rule.default and rule.default_contexts != {"code", "test"}:
-        assert "on by default outside test code" in page, rule.code
+        assert f"samples {BENCH_SAMPLES if context == 'bench' else SAMPLES}" in page, rule.code
+    if rule.default and rule.default_contexts != CONTEXTS:
+        missing = sorted(CONTEXTS - rule.default_contexts, reverse=True)
+        where = " and ".join("benchmark" if c == "bench" else c for c in missing)
+        assert f"on by default outside {where} code" in page, rule.code
         assert f"--extend-select {rule.code}" in page, rule.code

@@ -49,7 +49,7 @@ class RuleEntry:
     attr_names: frozenset[str] | None
     constants: frozenset[object] | None
     call_keywords: frozenset[str | None] = frozenset()
-    default_contexts: frozenset[str] = frozenset({"code", "test"})  # see check/_default_scope.py
+    default_contexts: frozenset[str] = frozenset({"bench", "code", "test"})  # _default_scope.py
 
 
 class _LazyRuleMeta(type):
@@ -294,6 +294,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         None,
         None,
         None,
+        default_contexts=frozenset({"code", "test"}),
     ),
     RuleEntry(
         "TP110",
@@ -391,6 +392,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         None,
         None,
         frozenset({"device_type"}),
+        default_contexts=frozenset({"code", "test"}),
     ),
     RuleEntry(
         "TP114",
@@ -404,7 +406,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         None,
         None,
         None,
-        default_contexts=frozenset({"code"}),
+        default_contexts=frozenset({"bench", "code"}),
     ),
     RuleEntry(
         "TP115",
@@ -422,6 +424,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"format"}),
         None,
         None,
+        default_contexts=frozenset({"code", "test"}),
     ),
     RuleEntry(
         "TP116",
@@ -542,7 +545,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"to"}),
         None,
         None,
-        default_contexts=frozenset({"code"}),
+        default_contexts=frozenset({"bench", "code"}),
     ),
     RuleEntry(
         "TP204",
@@ -569,7 +572,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"load"}),
         None,
         None,
-        default_contexts=frozenset({"code"}),
+        default_contexts=frozenset({"bench", "code"}),
     ),
     RuleEntry(
         "TP302",
@@ -652,7 +655,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"load", "load_state_dict_from_url", "load_url"}),
         None,
         None,
-        default_contexts=frozenset({"code"}),
+        default_contexts=frozenset({"bench", "code"}),
     ),
     RuleEntry(
         "TP308",
@@ -756,7 +759,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"GradScaler", "autocast"}),
         frozenset({"GradScaler", "autocast"}),
         None,
-        default_contexts=frozenset({"code"}),
+        default_contexts=frozenset({"bench", "code"}),
     ),
     RuleEntry(
         "TP404",
@@ -770,7 +773,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"init_process_group"}),
         None,
         None,
-        default_contexts=frozenset({"code"}),
+        default_contexts=frozenset({"bench", "code"}),
     ),
     RuleEntry(
         "TP405",

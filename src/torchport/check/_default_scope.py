@@ -1,16 +1,21 @@
 """Where a rule runs when nobody selected it: its default contexts, and the policy behind them.
 
-A finding is in one of two contexts: ``test`` (test code, as the checker tells it everywhere,
+A finding is in one of three contexts: ``test`` (test code, as the checker tells it everywhere,
 ``rules/_test_code.collected_by_a_test_runner``: a test folder or module, a test
-function, class or fixture) or ``code`` (everything else). Each rule says in
+function, class or fixture), ``bench`` (benchmark code that is not a test:
+``_select.in_a_benchmark``, a ``benchmarks``/``bench``/... folder or a ``bench_*``/
+``*_benchmark``/... file: a benchmark measures the device it was written for) or ``code``
+(everything else). Each rule says in
 which of them a default run reports it (``Rule.default_contexts``, mirrored in
 the catalog). The policy, held by ``tests/check/test_default_scope.py`` against the
 judged samples (``benchmarks/data/precision_sample*.csv`` and the contexts of their
 rows, ``benchmarks/data/precision_scope.csv``): a rule is on by default in a
 context only where at least 90% of its judged findings there are real problems;
-with fewer than 8 judged there, only if every one is; and never in test code
-alone. The figures are :data:`JUDGED` (``benchmarks/bench_precision_sample.py
---scope`` writes the rows; the test recomputes these from them).
+with fewer than 8 judged there, only if every one is; and never in test or benchmark
+code alone. The figures are :data:`JUDGED` (``benchmarks/bench_precision_sample.py
+--scope`` writes the rows; the test recomputes these from them): test code and the
+rest over samples :data:`SAMPLES`, benchmark code over :data:`BENCH_SAMPLES` (the first
+samples whose judges tagged benchmark rows are Q-S).
 
 Two rules stay on by default outside test code below the bar, by decision (:data:`KEPT_ON`,
 each with its reason, held by the same test): they find what a port must change first,
@@ -31,10 +36,11 @@ the rule's.
 
 from __future__ import annotations
 
-from torchport.check._select import TEST
+from torchport.check._select import BENCH, TEST
 
 __all__ = [
     "BAR",
+    "BENCH_SAMPLES",
     "FEW",
     "JUDGED",
     "KEPT_ON",
@@ -43,29 +49,31 @@ __all__ = [
 ]
 
 SAMPLES = "A-P"  # the judged samples pooled (benchmarks/RESULTS.md)
+BENCH_SAMPLES = "A-S"  # the same for benchmark code (the "bench" context)
 BAR, FEW = 0.9, 8  # the share of real findings a default context needs; "too few judged"
 
-# Judged findings per rule and context over the pooled samples, counting only what the
-# rules still report: (real, judged). Written from benchmarks/data/precision_scope.csv;
-# tests/check/test_default_scope.py recomputes it and fails when it differs.
+# Judged findings per rule and context over the pooled samples (benchmark code: BENCH_SAMPLES),
+# counting only what the rules still report: (real, judged). Written from
+# benchmarks/data/precision_scope.csv; tests/check/test_default_scope.py recomputes it and
+# fails when it differs.
 JUDGED: dict[str, dict[str, tuple[int, int]]] = {
-    "TP101": {"code": (151, 175), "test": (35, 48)},
-    "TP102": {"code": (14, 16)},
+    "TP101": {"code": (151, 171), "test": (35, 45), "bench": (0, 32)},
+    "TP102": {"code": (14, 15), "bench": (0, 3)},
     "TP103": {"code": (14, 17)},
     "TP104": {"code": (8, 8), "test": (1, 1)},
     "TP105": {"code": (7, 7)},
-    "TP106": {"code": (105, 112), "test": (0, 2)},
-    "TP107": {"code": (3, 3), "test": (1, 1)},
-    "TP108": {"code": (11, 12)},
-    "TP109": {"code": (133, 141)},
+    "TP106": {"code": (105, 112), "test": (0, 2), "bench": (0, 4)},
+    "TP107": {"code": (2, 2), "test": (1, 1), "bench": (1, 1)},
+    "TP108": {"code": (9, 10), "bench": (2, 2)},
+    "TP109": {"code": (131, 138), "bench": (2, 9)},
     "TP110": {"code": (11, 11)},
     "TP111": {"code": (8, 8)},
-    "TP113": {"code": (16, 17)},
+    "TP113": {"code": (16, 17), "bench": (0, 26)},
     "TP114": {"test": (0, 1)},
-    "TP115": {"code": (12, 13)},
+    "TP115": {"code": (12, 13), "bench": (0, 1)},
     "TP116": {"code": (5, 6)},
     "TP201": {"code": (0, 2)},
-    "TP202": {"code": (141, 174), "test": (0, 1)},
+    "TP202": {"code": (140, 173), "test": (0, 1), "bench": (1, 1)},
     "TP203": {"code": (51, 52), "test": (0, 1)},
     "TP301": {"code": (78, 87)},
     "TP302": {"code": (6, 7)},
@@ -75,12 +83,12 @@ JUDGED: dict[str, dict[str, tuple[int, int]]] = {
     "TP307": {"code": (9, 9), "test": (0, 1)},
     "TP308": {"code": (8, 9)},
     "TP309": {"code": (6, 6), "test": (0, 1)},
-    "TP401": {"code": (72, 85), "test": (0, 1)},
+    "TP401": {"code": (71, 80), "test": (0, 1), "bench": (1, 5)},
     "TP403": {"code": (24, 25), "test": (0, 2)},
     "TP404": {"code": (10, 10), "test": (0, 1)},
     "TP405": {"code": (18, 19)},
-    "TP406": {"code": (16, 20)},
-    "TP407": {"code": (8, 9)},
+    "TP406": {"code": (16, 19), "bench": (0, 1)},
+    "TP407": {"code": (8, 8), "bench": (0, 2)},
 }
 
 
@@ -108,6 +116,11 @@ def judged_sentence(code: str) -> str:
     parts = [
         f"{'test code' if where == TEST else 'other code'} {real} of {n} real"
         for where, (real, n) in sorted(figures.items())
-        if n
+        if n and where != BENCH
     ]
-    return f"judged over samples {SAMPLES}: {', '.join(parts)}" if parts else ""
+    text = f"judged over samples {SAMPLES}: {', '.join(parts)}" if parts else ""
+    real, n = figures.get(BENCH, (0, 0))
+    if n:  # benchmark code is judged over more samples
+        bench = f"benchmark code {real} of {n} real over samples {BENCH_SAMPLES}"
+        text = f"{text}; {bench}" if text else f"judged: {bench}"
+    return text

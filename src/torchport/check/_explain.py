@@ -16,10 +16,20 @@ import inspect
 from torchport.check._default_scope import BAR, KEPT_ON, judged_sentence
 from torchport.check._engine import check_source
 from torchport.check._rule import FixSafety, Intent, Rule
-from torchport.check._select import CODE, CONTEXTS, CUDA_NAMING, available_rules, fix_command
+from torchport.check._select import (
+    BENCH,
+    CODE,
+    CONTEXTS,
+    CUDA_NAMING,
+    TEST,
+    available_rules,
+    fix_command,
+)
 from torchport.errors import ConfigError
 
 __all__ = ["explain"]
+
+_NAMES = {TEST: "test", BENCH: "benchmark"}  # "outside test and benchmark code"
 
 _INTENTS = {
     Intent.DEVICE: "device (runs on any accelerator)",
@@ -75,13 +85,14 @@ def _contexts(rule: type[Rule]) -> str:
         return f"off by default (`--select {rule.code}`)"
     if rule.default_contexts == CONTEXTS:
         return f"on by default{why}"
+    left = " and ".join(_NAMES[c] for c in sorted(CONTEXTS - rule.default_contexts, reverse=True))
+    where = f"outside {left} code" if CODE in rule.default_contexts else "in test code only"
     if rule.code in KEPT_ON:
         return (
-            f"on by default outside test code{why}, under the {BAR:.0%} bar and kept on: "
+            f"on by default {where}{why}, under the {BAR:.0%} bar and kept on: "
             f"{KEPT_ON[rule.code]}; `--extend-select {rule.code}` (or `--select`) runs it "
-            "in test code too"
+            "everywhere"
         )
-    where = "outside test code" if CODE in rule.default_contexts else "in test code only"
     return (
         f"on by default {where}{why}, where its judged findings are at least "
         f"{BAR:.0%} real; `--extend-select {rule.code}` (or `--select`) runs it everywhere"

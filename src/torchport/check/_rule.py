@@ -155,9 +155,10 @@ class Rule:
     message: ClassVar[str]  # what to do instead, not only what is wrong
     fix_safety: ClassVar[FixSafety] = FixSafety.NONE
     default: ClassVar[bool] = True  # False: run only when selected (TP9xx, TP5xx, low precision)
-    # Where a default run reports it: "code", "test" (check/_default_scope.py); a selected rule runs
-    # everywhere. The judged precision of each context decides (tests/check/test_default_scope.py).
-    default_contexts: ClassVar[frozenset[str]] = frozenset({"code", "test"})
+    # Where a default run reports it: "code", "test", "bench" (check/_default_scope.py); a selected
+    # rule runs everywhere. The judged precision of each context decides
+    # (tests/check/test_default_scope.py).
+    default_contexts: ClassVar[frozenset[str]] = frozenset({"code", "test", "bench"})
     intent: ClassVar[Intent] = Intent.DEVICE  # which `fix` applies it; see Intent
     node_types: ClassVar[tuple[type[ast.AST], ...]]
     # For rules that look at ``ast.Call``: the callee names whose calls can concern

@@ -14,6 +14,7 @@ from torchport.check._rule import FixSafety, Intent, Rule
 from torchport.errors import ConfigError
 
 __all__ = [
+    "BENCH",
     "CODE",
     "CONTEXTS",
     "CUDA_NAMING",
@@ -23,6 +24,7 @@ __all__ = [
     "default_reports",
     "fix_command",
     "fixable_rules",
+    "in_a_benchmark",
     "normalise_selectors",
     "scoped_codes",
     "select_rules",
@@ -30,8 +32,22 @@ __all__ = [
 
 # The contexts a finding is in, for the default scope (check/_default_scope.py holds the
 # policy and its judged figures; what a run needs of it lives here, loaded by every check)
-CODE, TEST = "code", "test"
-CONTEXTS = frozenset({CODE, TEST})
+CODE, TEST, BENCH = "code", "test", "bench"
+CONTEXTS = frozenset({CODE, TEST, BENCH})
+
+# Benchmark code: a file under a folder of these names (any folder of the path as given, as
+# for test folders), or named ``bench.py``, ``bench_*``, ``*_bench``, ``benchmark*``,
+# ``*_benchmark`` (``-`` also separates). What real repositories use: ``benchmarks/``
+# (xformers, flash-attention, fairscale, kornia, mamba, kymatio's asv), ``bench/``,
+# ``benches/``, ``benchmarking/``; ``bench_*.py`` (rl_games), ``benchmark_*.py``
+# (flash-attention, xformers), ``*_benchmark.py`` (llm-awq), ``*_bench.py``
+# (flash-attention's ``clc_bench.py``), ``*-benchmark.py`` (torchani's tools). Not a
+# ``benchmark/`` folder: PARL keeps its algorithms' training programs there (judged real in
+# sample A) and PyG its accuracy reproductions (``benchmark/citation/``) beside its timings.
+_BENCH_FOLDERS = frozenset({"bench", "benches", "benchmarks", "benchmarking"})
+_BENCH_HEADS = ("bench_", "bench-", "benchmark")
+_BENCH_TAILS = ("_bench", "-bench", "_benchmark", "-benchmark")
+
 # Rules whose finding is "CUDA is named where another accelerator would do": a default run
 # leaves them out of code that needs CUDA anyway (rules/_cuda_projects.py: it reaches a
 # CUDA-only engine of its own or a CUDA-only package), where what they say is correct but
@@ -184,13 +200,28 @@ def fix_command(rule: type[Rule], *, some_safe: bool = False) -> str:
     return f"{forced} applies it"
 
 
+def in_a_benchmark(path: str) -> bool:
+    """Whether the file at ``path`` is benchmark code by its folders or its name (see above)."""
+    *folders, name = path.replace("\\", "/").lower().split("/")
+    if any(folder in _BENCH_FOLDERS for folder in folders):
+        return True
+    stem = name.rpartition(".")[0] or name
+    return stem == "bench" or stem.startswith(_BENCH_HEADS) or stem.endswith(_BENCH_TAILS)
+
+
 def context_of(ctx: Context) -> str:
-    """The context of the node being checked: ``"test"`` or ``"code"``."""
+    """The context of the node being checked: ``"test"``, ``"bench"`` or ``"code"``.
+
+    Test code as ``rules/_test_code.collected_by_a_test_runner`` tells it, first (a test
+    under ``benchmarks/`` is a test); then benchmark code (:func:`in_a_benchmark`).
+    """
     if not _RUNNER:  # imported on first use, then kept (asked per node and scoped rule)
         from torchport.check.rules._test_code import collected_by_a_test_runner
 
         _RUNNER.append(collected_by_a_test_runner)
-    return TEST if _RUNNER[0](ctx) else CODE
+    if _RUNNER[0](ctx):
+        return TEST
+    return BENCH if in_a_benchmark(ctx.path) else CODE
 
 
 _RUNNER: list[Callable[[Context], bool]] = []

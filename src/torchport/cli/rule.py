@@ -51,7 +51,10 @@ def _rows() -> list[dict[str, object]]:
             "code": r.code,
             "name": r.name,
             "on": r.code in on,
-            "in_tests": r.code in on and r.code not in scoped,  # scoped: outside test code
+            # scoped: on in its default contexts only (check/_default_scope.py)
+            "in_tests": r.code in on and (r.code not in scoped or "test" in r.default_contexts),
+            "in_benchmarks": r.code in on
+            and (r.code not in scoped or "bench" in r.default_contexts),
             "default": r.default,
             "default_contexts": sorted(r.default_contexts),
             "fix": r.fix_safety.value,
@@ -60,6 +63,10 @@ def _rows() -> list[dict[str, object]]:
         }
         for r in shipped.RULES
     ]
+
+
+# Where a rule on here runs, by (in test code, in benchmark code): the table's "on" column
+_WHERE = {(True, True): "yes", (False, False): "code", (True, False): "c+t", (False, True): "c+b"}
 
 
 def describe(code: str, fmt: str = "text") -> int:
@@ -76,14 +83,15 @@ def describe(code: str, fmt: str = "text") -> int:
     width = max(len(str(r["name"])) for r in rows)
     print(f"{'code':<7} {'on':<4} {'fix':<6} {'intent':<6} {'name':<{width}}  message")
     for r in rows:
-        on = ("yes" if r["in_tests"] else "code") if r["on"] else "-"
+        on = _WHERE[bool(r["in_tests"]), bool(r["in_benchmarks"])] if r["on"] else "-"
         print(
             f"{r['code']:<7} {on:<4} {r['fix']:<6} {r['intent']:<6} "
             f"{r['name']:<{width}}  {r['message']}"
         )
     on_count = sum(bool(r["on"]) for r in rows)
     print(
-        f"{len(rows)} rules, {on_count} on here (code: outside test code only, as judged); "
+        f"{len(rows)} rules, {on_count} on here (code: outside test and benchmark code only, "
+        "c+t: outside benchmark code, c+b: outside test code, as judged); "
         "`torchport rule CODE` describes one and says where it is on by default. "
         "fix: safe (`torchport fix`), unsafe (`fix --unsafe`), none; intent: device and "
         "safety fixes apply with a plain `fix`, speed with `fix --speed`, port in `torchport port`."

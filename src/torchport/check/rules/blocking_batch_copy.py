@@ -40,7 +40,7 @@ class BlockingBatchCopy(Rule):
     code = "TP203"
     name = "blocking-batch-copy"
     intent = Intent.SPEED
-    default_contexts = frozenset({"code"})  # judged: check/_default_scope.py
+    default_contexts = frozenset({"code", "bench"})  # judged: check/_default_scope.py
     message = "pass `non_blocking=True` (and pin the loader's memory) so copies overlap compute"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

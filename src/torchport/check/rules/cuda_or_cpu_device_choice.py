@@ -60,9 +60,8 @@ class CudaOrCpuDeviceChoice(Rule):
     is moved to the device; placed values reach no model held elsewhere
     (`self.model`, a parameter some caller fills with an unmoved model) and
     meet no tensor made on the CPU. Otherwise the finding says what stays
-    behind and has no fix. Flags and branches are always reported without a
-    fix: the code they guard may be CUDA-only (`.cuda()`), and would then fail
-    on the other accelerators.
+    behind and has no fix. Flags and branches are always reported without a fix: the code
+    they guard may be CUDA-only (`.cuda()`), and would then fail on the other accelerators.
     """
 
     code = "TP109"
@@ -73,6 +72,7 @@ class CudaOrCpuDeviceChoice(Rule):
         "on the CPU where MPS or XPU is available"
     )
     fix_safety = FixSafety.UNSAFE
+    default_contexts = frozenset({"code", "test"})  # judged: check/_default_scope.py
     node_types = (ast.If, ast.IfExp)
     valid = (
         "import torch\n\n"

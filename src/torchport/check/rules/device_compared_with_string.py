@@ -40,7 +40,7 @@ class DeviceComparedWithString(Rule):
     code = "TP114"
     name = "device-compared-with-string"
     intent = Intent.DEVICE
-    default_contexts = frozenset({"code"})  # judged: check/_default_scope.py
+    default_contexts = frozenset({"code", "bench"})  # judged: check/_default_scope.py
     message = (
         'test `x.device.type == "cuda"`: a `torch.device` never equals a string, so this '
         "comparison always gives the same answer"

@@ -64,7 +64,7 @@ class HardCodedCuda(Rule):
     code = "TP101"
     name = "hard-coded-cuda"
     intent = Intent.DEVICE
-    default_contexts = frozenset({"code"})  # below the bar, kept on: _default_scope.KEPT_ON
+    default_contexts = frozenset({"code"})  # kept on below the bar (KEPT_ON); benchmarks: judged
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call, ast.Assign, ast.AnnAssign, ast.arguments)

@@ -1,0 +1,86 @@
+"""Benchmark code is a context of its own: by its folders or its file's name, after test code.
+
+The oracle is written apart from ``check/_select.in_a_benchmark``: regular expressions
+over the generated path's parts (the checker splits and compares strings). Paths are
+drawn from folder and file names that are benchmark names, near misses (a ``benchmark``
+folder, ``efficiency_benchmark``, ``mybench``, ``benchmarked``) and ordinary names, in any
+case.
+A default run leaves a rule out of the contexts it is not on in; a rule the run names
+reports everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from torchport.check import check_source
+from torchport.check._select import BENCH, CODE, CONTEXTS, TEST, in_a_benchmark
+from torchport.check.rules import RULES
+
+_FOLDER = re.compile(r"bench(es|marks|marking)?", re.IGNORECASE)  # not `benchmark`
+_STEM = re.compile(r"bench|bench[_-].*|benchmark.*|.*[_-]bench(mark)?", re.IGNORECASE)
+
+_WORDS = ["bench", "benches", "benchmark", "benchmarks", "benchmarking", "tools", "src"]
+_WORDS += ["efficiency_benchmark", "mybench", "benchmarked", "attack_benchmarks", "bm", "x"]
+_STEMS = ["bench", "bench_gemm", "bench-io", "benchmark", "benchmark_causal", "benchmarks"]
+_STEMS += ["clc_bench", "nvila_benchmark", "scaling-md-benchmark", "train", "model", "benched"]
+_STEMS += ["workbench", "benchx", "my_benchmarking", "test_layers"]
+
+
+def _cased(word: str) -> st.SearchStrategy[str]:
+    return st.sampled_from([word, word.upper(), word.capitalize()])
+
+
+_folders = st.lists(st.sampled_from(_WORDS).flatmap(_cased), max_size=4)
+_names = st.tuples(
+    st.sampled_from(_STEMS).flatmap(_cased), st.sampled_from([".py", ".ipynb", ""])
+).map("".join)
+
+
+def _oracle(folders: list[str], name: str) -> bool:
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return any(_FOLDER.fullmatch(f) for f in folders) or bool(_STEM.fullmatch(stem))
+
+
+@given(_folders, _names, st.sampled_from(["/", "\\"]))
+def test_a_file_is_benchmark_code_by_its_folders_or_its_name(
+    folders: list[str], name: str, sep: str
+) -> None:
+    assert in_a_benchmark(sep.join([*folders, name])) is _oracle(folders, name)
+
+
+# TP101 is on outside test and benchmark code only; TP301 outside test code.
+_SOURCE = 'import torch\nx = torch.zeros(3).cuda()\nstate = torch.load("m.pt")\n'
+
+
+@given(_folders, _names.map(lambda n: n if n.endswith(".py") else n + ".py"), st.booleans())
+def test_a_default_run_leaves_benchmark_code_to_the_rules_judged_there(
+    folders: list[str], name: str, in_tests: bool
+) -> None:
+    path = "/".join([*folders, *(["tests"] if in_tests else []), name])
+    where = TEST if in_tests else BENCH if _oracle(folders, name) else CODE
+    found = {f.code for f in check_source(_SOURCE, path)}
+    assert found == {"TP101", "TP301"} - {
+        code
+        for code, contexts in (("TP101", {CODE}), ("TP301", {CODE, BENCH}))
+        if where not in contexts
+    }
+    named = check_source(_SOURCE, path, select=["TP1", "TP3"])
+    assert {"TP101", "TP301"} <= {f.code for f in named}
+
+
+def test_a_test_under_a_benchmarks_folder_is_test_code() -> None:
+    # TP301 is on in benchmark code, off in test code: a pytest module there is a test
+    source = 'import pytest\nimport torch\n\nstate = torch.load("m.pt")\n'
+    assert [f.code for f in check_source(source, "benchmarks/bench_io.py")] == ["TP301"]
+    assert [f.code for f in check_source(source, "src/io.py")] == ["TP301"]
+    assert not check_source(source, "benchmarks/test_layers.py")
+
+
+def test_every_rule_names_its_default_contexts_among_the_three() -> None:
+    assert {CODE, TEST, BENCH} == CONTEXTS
+    for rule in RULES:
+        assert rule.default_contexts <= CONTEXTS and rule.default_contexts, rule.code
