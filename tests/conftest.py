@@ -24,6 +24,16 @@ except ModuleNotFoundError:  # the checker alone, without torch (.ci/run's Pytho
 else:
     TORCH_MISSING = False
 
+# One thread per torch op, here and in every child a test starts (unless OMP_NUM_THREADS says
+# otherwise): the run already keeps every core busy (xdist, one worker per core), and an op's
+# extra threads then spin waiting on each other. That cost is large: a tiny LSTM script took
+# 1.5 s of CPU with 2 threads, 0.03 s with 1, on the loaded 2-core machine. The ops the tests
+# run are small (below torch's grain for splitting an op), so they take the same code path.
+if "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    if not TORCH_MISSING:
+        torch.set_num_threads(1)
+
 # torch older than the simulated accelerator's API (2.6, the floor): tests that run on it skip.
 NO_SIMULATOR = TORCH_MISSING or not __import__("torchport.sim", fromlist=["supported"]).supported()
 _SIMULATOR_REFUSED = "lacks the Python device-backend API the simulated accelerator is built on"

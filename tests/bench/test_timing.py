@@ -93,8 +93,12 @@ def test_rotating_never_repeats_an_input_back_to_back(count: int, start: int) ->
 def test_torch_threads_restores_the_previous_count() -> None:
     from torchport.bench._timing import torch_threads
 
-    before = torch.get_num_threads()
-    with pytest.raises(RuntimeError), torch_threads(1):
-        assert torch.get_num_threads() == 1
-        raise RuntimeError("the count comes back even when the block fails")
-    assert torch.get_num_threads() == before
+    session = torch.get_num_threads()  # 1 under the suite's conftest: start from another count
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(RuntimeError), torch_threads(1):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("the count comes back even when the block fails")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(session)

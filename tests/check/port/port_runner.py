@@ -225,14 +225,20 @@ def _too_long(signum: int, frame: object) -> None:
     raise ScriptTimeout(f"ran past {os.environ.get('PORT_RUNNER_TIMEOUT')} s")
 
 
-def run_jobs(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
+_RECORD: dict[str, Any] = {}  # what the installed hooks write to: one per process
+
+
+def run_jobs(
+    mode: str, jobs: list[dict[str, str]], *, install: bool = True
+) -> list[dict[str, Any]]:
+    """Run ``jobs`` in this process; ``install=False``: ``mode`` is installed already."""
     if os.environ.get("PORT_RUNNER_NO_PAUSE") == "1":
         _no_pauses()
     results: list[dict[str, Any]] = []
-    record: dict[str, Any] = {}
-    if mode == "meta":
+    record = _RECORD
+    if install and mode == "meta":
         install_meta_accelerator(record)
-    elif mode == "sim":
+    elif install and mode == "sim":
         install_sim_watch(record)
     # Imported once up front: a time limit that fires inside torch's lazy import of
     # sympy (an optimizer's first step) would leave it half-imported for every later script.
@@ -285,7 +291,32 @@ def run_jobs(mode: str, jobs: list[dict[str, str]]) -> list[dict[str, Any]]:
     return results
 
 
-if __name__ == "__main__":
+def serve(mode: str) -> None:
+    """``python port_runner.py MODE --serve``: one process for many batches (a test's examples).
+
+    Each line on stdin names ``JOBS.json OUT.json``; the batch runs as in a one-shot run
+    (``run_jobs``: the mode is installed once, as it is for the scripts of one batch) and
+    ``done`` answers on the process's original stdout. The scripts' own writes to file
+    descriptor 1 go to stderr, so they never reach the answers.
+    """
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    installed = False
+    for line in sys.stdin:
+        jobs_path, out_path = line.split()
+        with open(jobs_path) as fh:
+            todo = json.load(fh)
+        results = run_jobs(mode, todo, install=not installed)
+        installed = True
+        with open(out_path, "w") as fh:
+            json.dump(results, fh, indent=1)
+        answers.write("done\n")
+        answers.flush()
+
+
+if __name__ == "__main__" and sys.argv[2:3] == ["--serve"]:
+    serve(sys.argv[1])
+elif __name__ == "__main__":
     run_mode, jobs_path, out_path = sys.argv[1:4]
     with open(jobs_path) as fh:
         todo = json.load(fh)

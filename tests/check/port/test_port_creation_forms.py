@@ -4,7 +4,8 @@ Each program builds a model and feeds it inputs made in one of many ways (factor
 the legacy typed constructors, ``Variable``, in-place initializers, NumPy, a plain
 tensor attribute of the module), in the loop or in a step function the loop hands
 each batch to. It is ported (``port_text``) and run with ``meta``
-standing in for the accelerator (``port_runner.py``, one subprocess for a batch). The
+standing in for the accelerator (``port_runner.py``: one subprocess for the module, each
+example's batch handed to it in turn, as the scripts of one batch are). The
 oracle is the run itself: a program the port calls done (no finding left) must run
 every forward with every parameter, buffer and input on the accelerator and raise no
 device error.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -73,6 +75,31 @@ def program(x: str, y: str, scale: str, in_function: bool = False) -> str:
     )
 
 
+@pytest.fixture(scope="module")
+def run_meta(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Path, Path], None]]:
+    """Run a batch of jobs in one ``port_runner.py meta --serve`` child kept for the module."""
+    command = [sys.executable, str(HERE / "port_runner.py"), "meta", "--serve"]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+
+    def run(todo: Path, out: Path) -> None:
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(f"{todo} {out}\n")
+        child.stdin.flush()
+        answer = child.stdout.readline()
+        assert answer == "done\n", f"port_runner.py ended ({child.poll()}): {answer!r}"
+
+    try:
+        yield run
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=60)
+        finally:
+            child.kill()
+            child.stdout.close()
+
+
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.lists(
@@ -87,7 +114,9 @@ def program(x: str, y: str, scale: str, in_function: bool = False) -> str:
     )
 )
 def test_port_leaves_nothing_on_the_cpu_unsaid(
-    tmp_path_factory: pytest.TempPathFactory, drawn: list[tuple[str, str, str, bool]]
+    tmp_path_factory: pytest.TempPathFactory,
+    run_meta: Callable[[Path, Path], None],
+    drawn: list[tuple[str, str, str, bool]],
 ) -> None:
     work = tmp_path_factory.mktemp("port")
     jobs: list[dict[str, str]] = []
@@ -100,11 +129,7 @@ def test_port_leaves_nothing_on_the_cpu_unsaid(
         left[script.name] = [f.code for f in outcome.remaining]
     todo, out = work / "jobs.json", work / "out.json"
     todo.write_text(json.dumps(jobs))
-    subprocess.run(
-        [sys.executable, str(HERE / "port_runner.py"), "meta", str(todo), str(out)],
-        check=True,
-        timeout=300,
-    )
+    run_meta(todo, out)
     for result in json.loads(out.read_text()):
         if left[result["name"]]:
             continue  # reported: the port said what it could not move
