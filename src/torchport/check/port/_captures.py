@@ -100,7 +100,10 @@ def grad_leaves(scope: PortScope, qualname: QualName) -> Iterator[tuple[list[str
         names = [t.id for t in targets if isinstance(t, ast.Name)]
         if made is not None and names:
             yield names, made
+    statements = ast.Expr, ast.Assign  # (what `_made_a_weight` reads: no call for the rest)
     for node in scope.nodes:
+        if not isinstance(node, statements):
+            continue
         name = _made_a_weight(node)
         for value in scope.values_of(name) if name in scope.local else ():
             made = grad_maker(value, qualname)

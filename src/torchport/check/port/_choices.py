@@ -207,9 +207,18 @@ def _model_on_the_cpu(facts: PortFacts, ctx: Context) -> ast.Call | None:
 
     Each such call holds the word (the method ``cpu``, a constant ``"cpu"`` or
     ``"cpu:N"``): a text that cannot hold it (:func:`~torchport.check._prefilter.may_hold`,
-    most of a project's files) needs no index of the file's calls.
+    most of a project's files) needs no index of the file's calls. Nor does a file whose
+    walk (the port's structure) met no ``x.cpu()`` and no ``.to(...)`` to the CPU written
+    out: the calls this search can return.
     """
     if not may_hold(ctx.source, CPU):
+        return None
+    structure = facts.structure
+    if (
+        structure.walked
+        and not any(not c.args for c in structure.cpu_calls)
+        and not any(_to_the_cpu(c, ctx) for c in structure.moves)
+    ):
         return None
     for call in ctx.scopes.nodes_of(ast.Call):
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):

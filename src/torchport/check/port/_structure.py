@@ -24,6 +24,7 @@ import ast
 import bisect
 from collections.abc import Sequence
 
+from torchport._device_types import CPU
 from torchport.check.port._device_flow import PortScope, names_of
 
 __all__ = ["NO_CHILD_FIELDS", "FileStructure"]
@@ -73,6 +74,7 @@ class FileStructure:
         self.names: dict[str, list[ast.Name]] = {}  # name -> its Name nodes, walk order
         self.imports: list[ast.AST] = []
         self.moves: list[ast.Call] = []  # `.to(...)`/`.cuda(...)` calls, in walk order
+        self.cpu_calls: list[ast.Call] = []  # `.cpu(...)` calls, in walk order
         self._blocks: dict[int, tuple[list[ast.stmt], int]] | None = None
         self._spots: dict[str, list[tuple[int, int]]] | None = None
         self._loads: dict[str, list[ast.Name]] = {}
@@ -138,6 +140,7 @@ class FileStructure:
         pop, push = stack.pop, stack.append
         parents, scope_of, names = self.parents, self.scope_of, self.names
         moves, imports, classdefs = self.moves, self.imports, self.classdefs
+        cpu_calls = self.cpu_calls
         enter_function = self._enter_function
         fields_of: dict[type, tuple[str, ...]] = {}
         node_class, name_class, call_class, store_class = ast.AST, ast.Name, ast.Call, ast.Store
@@ -166,8 +169,11 @@ class FileStructure:
             kind = statement_kind.get(cls)
             if cls is call_class:
                 func = node.func  # type: ignore[attr-defined]
-                if func.__class__ is attribute_class and func.attr in ("to", "cuda"):
-                    moves.append(node)  # type: ignore[arg-type]
+                if func.__class__ is attribute_class:
+                    if func.attr in ("to", "cuda"):
+                        moves.append(node)  # type: ignore[arg-type]
+                    elif func.attr == CPU:
+                        cpu_calls.append(node)  # type: ignore[arg-type]
             elif kind is _IMPORT:
                 imports.append(node)
             if scope is not None:
@@ -220,6 +226,8 @@ class FileStructure:
             func = node.func  # type: ignore[attr-defined]
             if func.__class__ is ast.Attribute and func.attr in ("to", "cuda"):
                 self.moves.append(node)  # type: ignore[arg-type]
+            elif func.__class__ is ast.Attribute and func.attr == CPU:
+                self.cpu_calls.append(node)  # type: ignore[arg-type]
         elif cls in _IMPORTS:
             self.imports.append(node)
 
