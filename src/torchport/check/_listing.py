@@ -136,7 +136,7 @@ def remembered(memo: dict[Any, Any], key: object, compute: Callable[[], _T]) -> 
         for noted in _NOTED:
             for path, seen in found[1].items():
                 noted.setdefault(path, seen)
-    return found[0]  # type: ignore[no-any-return]
+    return found[0]
 
 
 @contextmanager

@@ -170,7 +170,7 @@ class CheckCache:
             if isinstance(loaded, dict) and _unchanged(loaded.get(_READS)):
                 self._entries = loaded
         # what this cache's answers read besides their own files (path -> state then)
-        self._reads: dict[str, list[object] | None] = dict(self._entries.pop(_READS, {}))
+        self._reads: dict[str, list[object] | None] = dict(self._entries.pop(_READS, {}))  # type: ignore[arg-type]
         self._mixed = False  # one path seen in two states in this run: keep nothing
 
     @staticmethod
