@@ -22,9 +22,15 @@ from hypothesis import strategies as st
 from torchport.check import check_paths
 
 OLD_NS = 1_577_836_800_123_456_789  # 2020-01-01, as an archive or `touch -d` dates a file
-CHECKED = ("m.py", "m2.py")
+CHECKED = ("m.py", "m2.py", "m3.py")
 MAIN = "import torch\nimport engine\nx = torch.zeros(2).cuda()\n"
 STAR = 'from helpers import *\nd = t.device("cuda")\ns = t.cuda.amp.GradScaler()\n'
+LOADS = 'from net import Net\nm = Net.load_from_file("w.pt")\n'  # TP310 if Net's loads
+_NET = (
+    "import torch\n\n\nclass Net(torch.nn.Module):\n    @classmethod\n"
+    "    def load_from_file(cls, path, map_location=None):\n"
+    "        return torch.{}(path, {}=map_location)\n"
+)
 _HEAD = "from torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
 # None: the file is deleted (or never made). Each file's variants have one size.
 VARIANTS: dict[str, tuple[str | None, ...]] = {
@@ -37,7 +43,13 @@ VARIANTS: dict[str, tuple[str | None, ...]] = {
     ),
     # torch under the star-imported name `t` (findings), or something else (none)
     "helpers.py": (None, "import torch as t\n", "t = None         \n"),
-    "pkg/__init__.py": (None, ""),  # a folder that becomes a package beside the modules
+    "pkg/__init__.py": (None, ""),
+    # a project loader read by the project view (TP310 at its call in m3.py), or no loader
+    "net.py": (
+        None,
+        _NET.format("load", "map_location"),
+        _NET.format("zeros", "other_argum"),
+    ),  # a folder that becomes a package beside the modules
 }
 
 edit = st.tuples(
@@ -81,11 +93,12 @@ def test_a_cached_run_after_other_files_change_reports_what_a_fresh_one_does(
     base = tmp_path_factory.mktemp("tree")
     root, cache = base / "project", base / "cache"
     (root / ".git").mkdir(parents=True)  # the checkout's top: setup.py is looked for here
-    for name, text in (("m.py", MAIN), ("m2.py", STAR)):
+    for name, text in (("m.py", MAIN), ("m2.py", STAR), ("m3.py", LOADS)):
         (root / name).write_text(text)
         os.utime(root / name, ns=(OLD_NS, OLD_NS))
     _write(root, "setup.py", 1, dated=True)
     _write(root, "helpers.py", 1, dated=True)
+    _write(root, "net.py", 1, dated=True)
     _seen(root, cache)  # the cache holds every file's answer before the edits
     for i, (name, variant, dated) in enumerate(steps):
         _write(root, name, variant, dated)
@@ -99,13 +112,14 @@ def test_answers_are_replayed_while_the_other_files_hold_still(tmp_path: Path) -
     """The guard above must not pass by never caching: nothing edited, nothing checked again."""
     root = tmp_path / "project"
     (root / ".git").mkdir(parents=True)
-    for name, text in (("m.py", MAIN), ("m2.py", STAR)):
+    for name, text in (("m.py", MAIN), ("m2.py", STAR), ("m3.py", LOADS)):
         (root / name).write_text(text)
         os.utime(root / name, ns=(OLD_NS, OLD_NS))
     _write(root, "setup.py", 2, dated=True)
     _write(root, "helpers.py", 1, dated=False)  # just written: kept with a hash of its bytes
+    _write(root, "net.py", 1, dated=True)
     first = _seen(root, tmp_path / "cache")
     second = _seen(root, tmp_path / "cache")
     assert (first[2], second[2]) == (0, len(CHECKED))
     assert second[:2] == first[:2]
-    assert sorted(f.code for f in first[0]) == ["TP101", "TP101", "TP403"]  # type: ignore[attr-defined]
+    assert sorted(f.code for f in first[0]) == ["TP101", "TP101", "TP310", "TP403"]  # type: ignore[attr-defined]
