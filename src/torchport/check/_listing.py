@@ -32,7 +32,17 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-__all__ = ["held", "listed_once", "note", "recorded", "remembered", "same", "state"]
+__all__ = [
+    "held",
+    "listed_once",
+    "note",
+    "recorded",
+    "remembered",
+    "same",
+    "span",
+    "state",
+    "still",
+]
 
 # Inside listed_once: one store for the outermost span; else empty.
 _SPAN: list[dict[str, Any]] = []
@@ -117,25 +127,35 @@ def note(path: str | os.PathLike[str]) -> None:
                 noted.setdefault(key, seen)
 
 
+def span() -> int:
+    """Which outermost :func:`listed_once` span this is (-1: outside one)."""
+    return _SPANS[0] if _SPAN else -1
+
+
+def still(reads: dict[str, list[object] | None], since: int) -> bool:
+    """Whether the paths an answer worked out in span ``since`` noted (``reads``) are as they
+    were (checked once a span: inside one the tree holds still); if so they are noted again,
+    for this run's record."""
+    if (since == -1 or since != span()) and not all(same(p, s) for p, s in reads.items()):
+        return False
+    for noted in _NOTED:
+        for path, seen in reads.items():
+            noted.setdefault(path, seen)
+    return True
+
+
 def remembered(memo: dict[Any, Any], key: object, compute: Callable[[], _T]) -> _T:
     """``compute()``, kept in ``memo`` under ``key`` with the paths it noted; an answer
     from ``memo`` notes them again (as they were when it was worked out), so each run's
     record holds what its answers rest on even when nothing is read."""
     found = memo.get(key)
-    if found is not None and (not _SPAN or found[2] != _SPANS[0]):
-        # kept from before this span: worked out again if what it read has changed since
-        if not all(same(path, seen) for path, seen in found[1].items()):
-            found = None
-        else:
-            found = memo[key] = (found[0], found[1], _SPANS[0] if _SPAN else -1)
+    if found is not None and not still(found[1], found[2]):
+        found = None  # what it read has changed since: work it out again
     if found is None:
         with recorded() as reads:
             answer = compute()
-        found = memo[key] = (answer, reads, _SPANS[0] if _SPAN else -1)
-    else:
-        for noted in _NOTED:
-            for path, seen in found[1].items():
-                noted.setdefault(path, seen)
+        found = (answer, reads)
+    found = memo[key] = (found[0], found[1], span())
     return found[0]
 
 

@@ -85,7 +85,7 @@ def _oracle(root: Path, fresh: Path) -> tuple[object, ...]:
     return _seen(fresh, None)[:2]
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.lists(edit, min_size=1, max_size=6))
 def test_a_cached_run_after_other_files_change_reports_what_a_fresh_one_does(
     tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, int, bool]]

@@ -21,7 +21,7 @@ from torchport.check._listing import held, note
 
 __all__ = ["Lookups", "find_module", "module_in"]
 
-# folder -> (its ctime, the names of its regular files, the names of its folders)
+# folder -> (its mtime, the names of its regular files, the names of its folders)
 _LISTINGS: dict[str, tuple[int, frozenset[str], frozenset[str]]] = {}
 _EMPTY: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
 
@@ -106,7 +106,7 @@ def _entries(folder: str, lookups: Lookups | None = None) -> tuple[frozenset[str
         return known
     note(folder)  # its names: a module appearing where an import looked (check/_listing.py)
     try:
-        version = os.stat(folder).st_ctime_ns
+        version = os.stat(folder).st_mtime_ns
     except OSError:
         return _EMPTY
     cached = _LISTINGS.get(folder)
