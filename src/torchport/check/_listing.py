@@ -5,21 +5,48 @@ reads) what is worked out from folder listings may be kept for the whole span in
 of one file's question: :func:`held` gives the span's store (None outside one). The
 port's module lookups keep their folder listings and answers there
 (``check/port/_module_files.py``), so a chunk reads each folder once, not once per file.
+
+It also records what a check read besides the checked file itself: every reader of
+another file (a sibling module, a ``setup.py``, a ``conftest.py``, a star-imported
+module) and every probe for one (a folder listed, ``.git`` or ``setup.py`` looked for)
+calls :func:`note` with the path, which keeps the path's :func:`state` as first seen.
+The check cache (``files/_cache.py``) keeps those states with its answers and replays
+none of them once one state differs: a file read has changed, a file looked for and
+not found has appeared, a folder listed has gained or lost a name. A reader that keeps
+answers in memory notes the paths again when it answers from memory, so each run's
+record is whole.
 """
 
 from __future__ import annotations
 
+import os
+import stat as stat_mode
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
 
-__all__ = ["held", "listed_once"]
+    _T = TypeVar("_T")
+
+__all__ = [
+    "held",
+    "listed_once",
+    "note",
+    "recorded",
+    "remembered",
+    "same",
+    "span",
+    "state",
+    "still",
+]
 
 # Inside listed_once: one store for the outermost span; else empty.
 _SPAN: list[dict[str, Any]] = []
+_SPANS = [0]  # how many outermost spans have begun: remembered's answers are checked once in each
 
 
 @contextmanager
@@ -33,6 +60,7 @@ def listed_once() -> Iterator[None]:
         yield
         return
     _SPAN.append({})
+    _SPANS[0] += 1
     try:
         yield
     finally:
@@ -42,3 +70,100 @@ def listed_once() -> Iterator[None]:
 def held() -> dict[str, Any] | None:
     """The current span's store (None outside :func:`listed_once`)."""
     return _SPAN[0] if _SPAN else None
+
+
+# A folder's own entry not part of what it holds for a reader: the check cache's folder
+# (files/_cache.py's CACHE_FOLDER, made beside the project it caches).
+_NOT_LISTED = frozenset({".torchport_cache"})
+_RACY_NS = 2_000_000_000  # as files/_cache.py: a time this recent may hide an edit
+# The paths noted since recorded() began, each with its state when first noted.
+_NOTED: list[dict[str, list[object] | None]] = []
+
+
+def state(path: str, digest: bool | None = None) -> list[object] | None:
+    """What :func:`note` keeps of ``path``: None where nothing is there, else its kind,
+    device, inode, size and times, and for a folder the names it holds; for anything
+    changed in the last two seconds (``digest`` None) or when ``digest`` is true, a hash
+    of its bytes too (an edit in the same clock tick keeps size and times)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    folder = stat_mode.S_ISDIR(st.st_mode)
+    found: list[object] = [folder, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    if folder:
+        del found[2:]  # what a folder holds is its names (the check cache's own: not)
+        try:
+            found.append(sorted(set(os.listdir(path)) - _NOT_LISTED))
+        except OSError:
+            found.append(None)
+        return found
+    found.insert(2, st.st_ino)
+    if digest is None:
+        digest = time.time_ns() - st.st_mtime_ns < _RACY_NS
+    if digest:
+        import hashlib  # here: rare (a file changed just now), off the start-up path
+
+        try:
+            with open(path, "rb") as handle:
+                found.append(hashlib.sha256(handle.read()).hexdigest())
+        except OSError:
+            found.append(None)
+    return found
+
+
+def same(path: str, then: list[object] | None) -> bool:
+    """Whether ``path`` is still as :func:`state` found it (``then``)."""
+    return state(path, then is not None and not then[0] and len(then) > 6) == then
+
+
+def note(path: str | os.PathLike[str]) -> None:
+    """Record that the check read or looked for ``path`` (nothing outside :func:`recorded`)."""
+    if _NOTED:
+        key = os.path.abspath(path)
+        if any(key not in noted for noted in _NOTED):
+            seen = state(key)
+            for noted in _NOTED:
+                noted.setdefault(key, seen)
+
+
+def span() -> int:
+    """Which outermost :func:`listed_once` span this is (-1: outside one)."""
+    return _SPANS[0] if _SPAN else -1
+
+
+def still(reads: dict[str, list[object] | None], since: int) -> bool:
+    """Whether the paths an answer worked out in span ``since`` noted (``reads``) are as they
+    were (checked once a span: inside one the tree holds still); if so they are noted again,
+    for this run's record."""
+    if (since == -1 or since != span()) and not all(same(p, s) for p, s in reads.items()):
+        return False
+    for noted in _NOTED:
+        for path, seen in reads.items():
+            noted.setdefault(path, seen)
+    return True
+
+
+def remembered(memo: dict[Any, Any], key: object, compute: Callable[[], _T]) -> _T:
+    """``compute()``, kept in ``memo`` under ``key`` with the paths it noted; an answer
+    from ``memo`` notes them again (as they were when it was worked out), so each run's
+    record holds what its answers rest on even when nothing is read."""
+    found = memo.get(key)
+    if found is not None and not still(found[1], found[2]):
+        found = None  # what it read has changed since: work it out again
+    if found is None:
+        with recorded() as reads:
+            answer = compute()
+        found = (answer, reads)
+    found = memo[key] = (found[0], found[1], span())
+    return found[0]
+
+
+@contextmanager
+def recorded() -> Iterator[dict[str, list[object] | None]]:
+    """Within: each :func:`note` fills the dict given (path -> state when first noted)."""
+    _NOTED.append({})
+    try:
+        yield _NOTED[-1]
+    finally:
+        _NOTED.pop()

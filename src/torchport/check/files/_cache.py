@@ -20,6 +20,13 @@ keyed on, so that nothing stale is replayed:
   the same tick would look unchanged (git's "racy" entries, handled as git does:
   by the modification time, so a file dated back by a test or an archive tool
   is kept at once; its change time still tells any later edit);
+* per cache (every answer in it): the other files the answers read or looked for
+  (a sibling module, the checkout's ``setup.py``, a star-imported module, a
+  ``conftest.py``, a folder listed: ``check/_listing.note``), each with its state
+  then (stamp, a folder's names, nothing there). One that differs now (edited,
+  deleted, appeared where an import or ``setup.py`` was looked for, a folder that
+  gained a module) drops every answer: which of them read it is not kept, since a
+  reader that answers from memory notes its paths for the whole run, not one file;
 * per run (the cache file's name): torchport's version, the checker's own
   source files (size and time of each, so an edited development install starts
   afresh), Python's version (``ast`` differs), the rules that run, the codes
@@ -46,6 +53,7 @@ from pathlib import Path
 
 from torchport import __version__
 from torchport.check._file_settings import UNLIMITED, FileSettings
+from torchport.check._listing import same
 from torchport.check._records import fields_of
 from torchport.check._rule import Edit, Finding, Fix, FixSafety, Rule
 from torchport.check.files._work import FileError, Report
@@ -55,6 +63,7 @@ __all__ = ["CACHE_FOLDER", "CheckCache", "cache_folder"]
 CACHE_FOLDER = ".torchport_cache"
 _ENV = "TORCHPORT_CACHE_DIR"
 _RACY_NS = 2_000_000_000
+_READS = "\0reads"  # the entry of the other files' states (no path starts with NUL)
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"  # https://bford.info/cachedir/
     "# torchport's check cache; see torchport.check.files._cache\n"
@@ -75,6 +84,20 @@ _STAMP = ("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
 def _stamp(st: os.stat_result) -> tuple[int, ...]:
     """What the cache compares: as :class:`~torchport.check.files._work.Report` records it."""
     return tuple(getattr(st, name) for name in _STAMP)
+
+
+def _unchanged(reads: object) -> bool:
+    """Whether every path in ``reads`` (path -> state, as kept) is as it was (none kept: yes)."""
+    if reads is None:
+        return True
+    if not isinstance(reads, dict):
+        return False
+    for path, then in reads.items():
+        if not isinstance(then, list | None):
+            return False
+        if not same(path, then):
+            return False
+    return True
 
 
 def _checker_fingerprint() -> str:
@@ -144,8 +167,11 @@ class CheckCache:
         self._dirty = False
         with contextlib.suppress(OSError, ValueError):
             loaded = json.loads(self.file.read_text(encoding="utf-8"))
-            if isinstance(loaded, dict):
+            if isinstance(loaded, dict) and _unchanged(loaded.get(_READS)):
                 self._entries = loaded
+        # what this cache's answers read besides their own files (path -> state then)
+        self._reads: dict[str, list[object] | None] = dict(self._entries.pop(_READS, {}))  # type: ignore[arg-type]
+        self._mixed = False  # one path seen in two states in this run: keep nothing
 
     @staticmethod
     def _key(path: str, ignored: tuple[str, ...]) -> str:
@@ -178,6 +204,9 @@ class CheckCache:
             return
         if len(report.stamp) != len(_STAMP) or time.time_ns() - report.stamp[3] < _RACY_NS:
             return  # modified just now: see the module docstring
+        for path, seen in report.reads.items():
+            if self._reads.setdefault(path, seen) != seen:
+                self._mixed = True
         self._entries[self._key(report.path, ignored)] = {
             "stamp": list(report.stamp),
             "findings": [_finding_to_json(f) for f in report.findings],
@@ -190,8 +219,8 @@ class CheckCache:
 
     def save(self) -> None:
         """Write the cache atomically; skipped (silently) where the folder is not writable."""
-        if not self._dirty:
-            return
+        if not self._dirty or self._mixed:
+            return  # nothing new, or a file read changed during the run (check it again)
         import tempfile  # here: a run that changes nothing never loads it (start-up)
 
         with contextlib.suppress(OSError):
@@ -203,7 +232,7 @@ class CheckCache:
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".", suffix=".tmp")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(self._entries, fh, separators=(",", ":"))
+                    json.dump({_READS: self._reads, **self._entries}, fh, separators=(",", ":"))
                 os.replace(tmp, self.file)
             except BaseException:
                 with contextlib.suppress(OSError):

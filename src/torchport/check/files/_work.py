@@ -1,15 +1,13 @@
 """What a worker does with one chunk of files: read each, check or fix it, write it back.
 
-Runs in worker processes as well as in the calling one, so everything a chunk
-needs travels in the picklable :class:`Chunk`. Per-file problems (unreadable,
-undecodable, unparsable, a rule that crashed, a write refused) become
-:class:`FileError` entries; the other files of the chunk still run.
+Runs in worker processes as well as in the calling one, so everything a chunk needs travels
+in the picklable :class:`Chunk`. Per-file problems (unreadable, undecodable, unparsable, a
+rule that crashed, a write refused) become :class:`FileError` entries; the other files run.
 
-Fixing keeps a file's bytes outside the fixes exactly: a UTF-8 BOM, a coding
-cookie's encoding and the file's line ending (a file that uses ``\\r\\n`` or a
-lone ``\\r`` throughout is fixed as ``\\n`` text and turned back, so inserted
-lines match). Writing goes through :func:`torchport.check.files._write.write_back`.
-Notebooks go through :mod:`torchport.check.files._notebook`.
+Fixing keeps a file's bytes outside the fixes exactly: a UTF-8 BOM, a coding cookie's
+encoding and the file's line ending (a file that uses ``\\r\\n`` or a lone ``\\r`` throughout
+is fixed as ``\\n`` text and turned back, so inserted lines match). Writing goes through
+:func:`torchport.check.files._write.write_back`, notebooks through ``files/_notebook.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from pathlib import Path
 from torchport.check._engine import CheckOutcome, RuleSet, check_text, check_tree
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._fix import FixOutcome, fix_text
-from torchport.check._listing import listed_once
+from torchport.check._listing import listed_once, recorded
 from torchport.check._noqa import unknown_codes
 from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import quoted
@@ -106,6 +104,7 @@ class Report:
     # (device, inode, size, mtime_ns, ctime_ns) of the file when read, for the cache
     stamp: tuple[int, ...] | None = None
     unused_noqa: list[Finding] = field(default_factory=list)
+    reads: dict[str, list[object] | None] = field(default_factory=dict)  # _listing.note
 
 
 @record(frozen=True)
@@ -382,7 +381,8 @@ def check_chunk(chunk: Chunk) -> list[Report]:
             continue
         try:
             rules = _ruleset(chunk.rules, ignored, chunk.scoped)
-            outcome = check_tree(doc.text, path, tree, rules, settings=chunk.settings)
+            with recorded() as report.reads:
+                outcome = check_tree(doc.text, path, tree, rules, settings=chunk.settings)
         except Exception as exc:
             report.errors.append(_internal(path, exc, doc.text))
             continue

@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 
 from torchport.check._context import Context
+from torchport.check._listing import note
 from torchport.check.semantic import BindingKind
 
 __all__ = ["CommandLine"]
@@ -183,7 +184,7 @@ def _constants(tree: ast.Module) -> frozenset[str]:
     return frozenset(literal - others)
 
 
-_FOLDERS: dict[str, dict[str, tuple[float, frozenset[str], frozenset[str], frozenset[str]]]] = {}
+_FOLDERS: dict[str, dict[str, tuple[int, frozenset[str], frozenset[str], frozenset[str]]]] = {}
 
 
 def _importer_scalars(path: str) -> frozenset[str]:
@@ -193,6 +194,7 @@ def _importer_scalars(path: str) -> frozenset[str]:
         return frozenset()
     file = Path(path)
     folder, stem = file.parent, file.stem
+    note(folder)  # what the check cache's answer rests on (check/_listing.py)
     try:
         names = os.listdir(folder)
     except OSError:
@@ -204,8 +206,9 @@ def _importer_scalars(path: str) -> frozenset[str]:
         if not name.endswith(".py") or name == file.name:
             continue
         sibling = folder / name
+        note(sibling)
         try:
-            mtime = sibling.stat().st_mtime
+            mtime = sibling.stat().st_ctime_ns
         except OSError:
             continue
         facts = seen.get(name)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from torchport.check._listing import held
+from torchport.check._listing import held, note
 
 __all__ = ["Lookups", "find_module", "module_in"]
 
@@ -41,7 +41,7 @@ class Lookups:
         # nothing written) the listings, answers and versions are the span's, shared by
         # every question in it: nothing in the span changes the tree.
         span = held()
-        # A found file -> its real path and version (mtime, size); None: no stat.
+        # A found file -> its real path and version (ctime, size); None: no stat.
         # `roots` (a folder -> the folder above its packages) and `above` ((a folder, a
         # package name) -> the first folder up holding that package) are answers read
         # from the listings alone; `real`: a path -> its resolved form.
@@ -73,7 +73,8 @@ class Lookups:
             return found
 
     def version(self, path: Path) -> tuple[str, tuple[int, int]] | None:
-        """``path``'s real path and (mtime in ns, size), once per question (None: no file)."""
+        """``path``'s real path and (change time in ns, size), once per question (None: no file)."""
+        note(path)  # the check cache's record of what an answer read (check/_listing.py)
         try:
             return self.files[path]
         except KeyError:
@@ -87,7 +88,7 @@ def _version(path: Path, lookups: Lookups) -> tuple[str, tuple[int, int]] | None
         stat = path.stat()
     except OSError:
         return None
-    return key, (stat.st_mtime_ns, stat.st_size)
+    return key, (stat.st_ctime_ns, stat.st_size)  # ctime: any write sets it anew
 
 
 def _entries(folder: str, lookups: Lookups | None = None) -> tuple[frozenset[str], frozenset[str]]:
@@ -103,6 +104,7 @@ def _entries(folder: str, lookups: Lookups | None = None) -> tuple[frozenset[str
         if known is None:
             known = lookups.listings[folder] = _entries(folder)
         return known
+    note(folder)  # its names: a module appearing where an import looked (check/_listing.py)
     try:
         version = os.stat(folder).st_mtime_ns
     except OSError:
@@ -153,7 +155,14 @@ def _root_of(folder: str, lookups: Lookups | None) -> str:
 
 def module_in(folder: str, dotted: str, lookups: Lookups | None) -> Path | None:
     """The file of the module ``dotted`` (a ``.py`` or a package) under ``folder``."""
-    return _module_file(folder, dotted, lookups)
+    return _noted(_module_file(folder, dotted, lookups))
+
+
+def _noted(found: Path | None) -> Path | None:
+    """``found``, noted as read (its caller reads it: check/_listing.py)."""
+    if found is not None:
+        note(found)
+    return found
 
 
 def _module_file(base: str, dotted: str, lookups: Lookups | None) -> Path | None:
@@ -180,13 +189,13 @@ def find_module(
     """
     folder = str(importer.parent)
     if lookups is None:
-        return _find(folder, module, level, None)
+        return _noted(_find(folder, module, level, None))
     key = (folder, module, level)
     try:
-        return lookups.found[key]
+        return _noted(lookups.found[key])
     except KeyError:
         found = lookups.found[key] = _find(folder, module, level, lookups)
-        return found
+        return _noted(found)
 
 
 def _find(folder: str, module: str | None, level: int, lookups: Lookups | None) -> Path | None:

@@ -41,6 +41,7 @@ from functools import partial
 from pathlib import Path
 
 from torchport.check._context import Context
+from torchport.check._listing import recorded, span, still
 from torchport.check._syntax import keep_parsed
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_files import Lookups
@@ -254,7 +255,8 @@ def _dotted(expr: ast.expr) -> str | None:
 
 # ------------------------------------------------------------------ facts of a module
 
-_CACHE: dict[str, tuple[tuple[int, int], ModuleFacts]] = {}
+# (version, facts, the paths they rest on, the span that checked them: check/_listing.py)
+_CACHE: dict[str, tuple[tuple[int, int], ModuleFacts, dict[str, list[object] | None], int]] = {}
 
 
 def module_facts(
@@ -271,8 +273,9 @@ def module_facts(
         return None
     key, version = found
     cached = _CACHE.get(key)
-    if cached is not None and cached[0] == version:
-        return cached[1]
+    if cached is not None and cached[0] == version and still(cached[2], cached[3]):
+        _CACHE[key] = (*cached[:3], span())
+        return cached[1]  # not if a module it imports has changed since
     if key in _seen or len(_seen) > 16:
         return None  # an import cycle (or a very deep chain): no facts through it
     try:
@@ -281,8 +284,9 @@ def module_facts(
     except (OSError, SyntaxError, ValueError):
         return None
     ctx = Context(source, key, tree)
-    facts = _facts_of(ctx, _seen | {key}, lookups)
-    _CACHE[key] = (version, facts)
+    with recorded() as reads:
+        facts = _facts_of(ctx, _seen | {key}, lookups)
+    _CACHE[key] = (version, facts, reads, span())
     # The file's own port (later in the run) takes this parse and scope map instead of
     # making its own: one parse and one semantic model per file, whichever role comes first.
     keep_parsed(key, source, tree, ctx.built_scopes)

@@ -13,6 +13,8 @@ import functools
 import re
 from pathlib import Path
 
+from torchport.check._listing import note
+
 __all__ = ["words_skipped_on_mps"]
 
 _MPS = re.compile(r"(?<![A-Za-z])mps(?![a-z])", re.IGNORECASE)
@@ -32,10 +34,12 @@ def words_skipped_on_mps(path: str) -> frozenset[str]:
         return frozenset()
     for _ in range(_DEPTH):
         conftest = folder / "conftest.py"
+        note(conftest)  # what the check cache's answer rests on (check/_listing.py)
+        note(folder / ".git")
         try:
             if conftest.is_file():
                 stat = conftest.stat()
-                words |= _words(str(conftest), stat.st_mtime_ns, stat.st_size)
+                words |= _words(str(conftest), stat.st_ctime_ns, stat.st_size)
             if (folder / ".git").exists() or folder.parent == folder:
                 break
         except OSError:

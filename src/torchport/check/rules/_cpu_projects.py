@@ -25,6 +25,7 @@ import os
 import re
 
 from torchport.check._context import Context
+from torchport.check._listing import note
 
 __all__ = ["cpu_only_project"]
 
@@ -55,6 +56,8 @@ def _cpu_only_project(ctx: Context) -> bool:
 def _project_root(folder: str) -> str | None:
     here = folder
     while True:
+        for marker in _MARKERS:  # what the check cache's answer rests on (check/_listing.py)
+            note(os.path.join(here, marker))
         if any(os.path.exists(os.path.join(here, m)) for m in _MARKERS):
             return here
         parent = os.path.dirname(here)
@@ -68,11 +71,13 @@ def _python_files(root: str) -> list[tuple[str, int, int]] | None:
     found: list[tuple[str, int, int]] = []
     try:
         for here, folders, names in os.walk(root):
+            note(here)
             folders[:] = [f for f in folders if f not in _SKIPPED and not f.startswith(".")]
             for name in names:
                 if name.endswith(".py"):
+                    note(os.path.join(here, name))
                     stat = os.stat(os.path.join(here, name))
-                    found.append((os.path.join(here, name), stat.st_mtime_ns, stat.st_size))
+                    found.append((os.path.join(here, name), stat.st_ctime_ns, stat.st_size))
                     if len(found) > _MOST_FILES:
                         return None
     except OSError:

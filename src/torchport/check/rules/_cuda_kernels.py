@@ -41,6 +41,7 @@ import ast
 from pathlib import Path
 
 from torchport.check._context import Context
+from torchport.check._listing import note
 
 __all__ = ["imports_a_kernel", "kernel_import", "kernel_module", "tests_a_kernel"]
 
@@ -185,6 +186,7 @@ def _find(importer: Path, module: str | None, level: int) -> Path | None:
         return found
     head = module.partition(".")[0]
     for up in list(importer.parents)[1:_ABOVE]:
+        note(up / head / "__init__.py")  # one appearing changes the answer (check/_listing.py)
         if (up / head / "__init__.py").is_file():
             return module_in(str(up), module, None)
     return None
@@ -194,8 +196,9 @@ _ABOVE = 8  # folders looked up for a package, as `port/_module_files.py` does
 
 
 def _read(path: Path) -> tuple[bool, tuple[tuple[str | None, int, tuple[str, ...]], ...]]:
+    note(path)
     try:
-        key = (str(path), path.stat().st_mtime_ns)
+        key = (str(path), path.stat().st_ctime_ns)
     except OSError:
         return False, ()
     found = _ANSWERS.get(key)

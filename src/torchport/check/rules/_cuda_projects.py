@@ -41,6 +41,7 @@ import os
 from pathlib import Path
 
 from torchport.check._context import Context
+from torchport.check._listing import note, remembered
 
 __all__ = ["CUDA_PACKAGES", "cuda_extensions", "needs_cuda_anyway"]
 
@@ -52,8 +53,9 @@ _SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "build", "
 _KERNEL_LIBRARIES = frozenset({"cutlass"})  # CUTLASS's Python DSL compiles for NVIDIA GPUs
 _LOADS = frozenset({"load", "load_inline"})
 _EXTENSIONS = "torch.utils.cpp_extension"
-_CHECKOUTS: dict[str, frozenset[str]] = {}  # by the checkout's folder
-_FOLDERS_SEEN: dict[str, frozenset[str]] = {}  # by a checked file's folder
+# (answer, paths noted): _listing.remembered's
+_CHECKOUTS: dict[str, tuple[frozenset[str], dict[str, object]]] = {}  # by checkout folder
+_FOLDERS_SEEN: dict[str, tuple[frozenset[str], dict[str, object]]] = {}  # by a file's folder
 
 
 def needs_cuda_anyway(ctx: Context) -> bool:
@@ -124,20 +126,26 @@ def _compiles(ctx: Context) -> bool:
 
 
 def cuda_extensions(folder: Path) -> frozenset[str]:
-    """The extension names the checkout holding ``folder`` builds for CUDA alone (above)."""
-    found = _FOLDERS_SEEN.get(str(folder))
-    if found is None:
-        root = _root(folder)
-        found = frozenset() if root is None else _CHECKOUTS.get(str(root))
-        if found is None and root is not None:
-            found = _CHECKOUTS[str(root)] = _extensions(root)
-        found = _FOLDERS_SEEN[str(folder)] = found or frozenset()
-    return found
+    """The extension names the checkout holding ``folder`` builds for CUDA alone (above).
+
+    Kept per folder and checkout with the paths read or looked for (``_listing.note``),
+    noted again on each answer from memory, so the check cache sees an edited
+    ``setup.py``."""
+    return remembered(_FOLDERS_SEEN, str(folder), lambda: _of_folder(folder))
+
+
+def _of_folder(folder: Path) -> frozenset[str]:
+    root = _root(folder)
+    if root is None:
+        return frozenset()
+    return remembered(_CHECKOUTS, str(root), lambda: _extensions(root))
 
 
 def _root(folder: Path) -> Path | None:
     top: Path | None = None
     for up in [folder, *folder.parents][:_ABOVE]:
+        for name in (".git", "setup.py", "pyproject.toml"):
+            note(up / name)
         if (up / ".git").exists():
             return up
         if (up / "setup.py").is_file() or (up / "pyproject.toml").is_file():
@@ -151,10 +159,12 @@ def _extensions(root: Path) -> frozenset[str]:
     for count, (folder, dirs, files) in enumerate(os.walk(root)):
         if count >= _FOLDERS:
             break
+        note(folder)  # a setup.py appearing changes the folder's names
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED]
         if "setup.py" not in files:
             continue
         try:
+            note(os.path.join(folder, "setup.py"))
             source = Path(folder, "setup.py").read_text(encoding="utf-8", errors="replace")
             tree = ast.parse(source)
         except (OSError, SyntaxError, ValueError):

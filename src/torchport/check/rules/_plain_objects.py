@@ -179,7 +179,7 @@ def _project_module(path: str, module: str | None, level: int) -> _Module | None
         stat = found.stat()
     except (OSError, ValueError):
         return None
-    return _parsed(str(found), stat.st_mtime_ns, stat.st_size)
+    return _parsed(str(found), stat.st_ctime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=64)
