@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 
 from torchport.check._context import Context
-from torchport.check.port._module_files import Lookups
+from torchport.check.port._module_files import Lookups, module_facts
 from torchport.check.port._script_path import find_on_script_path
 from torchport.check.semantic import BindingKind
 
@@ -157,20 +157,7 @@ def _helpers_of(tree: ast.Module) -> dict[str, tuple[int, bool]]:
 
 
 def _module_helpers(path: Path, lookups: Lookups) -> dict[str, tuple[int, bool]]:
-    version = lookups.version(path)
-    if version is None:
-        return {}
-    key, stamp = version
-    cached = _CACHE.get(key)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="surrogateescape"))
-    except (OSError, SyntaxError, ValueError):
-        return {}
-    found = _helpers_of(tree)
-    _CACHE[key] = (stamp, found)
-    return found
+    return module_facts(path, lookups, _CACHE, _helpers_of, {})
 
 
 def helper_called(call: ast.Call, ctx: Context) -> Helper | None:

@@ -14,10 +14,18 @@ nothing written: ``port --diff``) once for the whole chunk, the files' versions 
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
 from torchport.check._listing import held, note
+
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 
 __all__ = ["Lookups", "find_module", "module_in"]
 
@@ -80,6 +88,31 @@ class Lookups:
         except KeyError:
             known = self.files[path] = _version(path, self)
             return known
+
+
+def module_facts(
+    path: Path,
+    lookups: Lookups,
+    cache: dict[str, tuple[tuple[int, int], _T]],
+    facts: Callable[[ast.Module], _T],
+    empty: _T,
+) -> _T:
+    """``facts`` of the module at ``path``, kept in ``cache`` per file version; ``empty``
+    when there is no such file or it does not parse."""
+    version = lookups.version(path)
+    if version is None:
+        return empty
+    key, stamp = version
+    cached = cache.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="surrogateescape"))
+    except (OSError, SyntaxError, ValueError):
+        return empty
+    found = facts(tree)
+    cache[key] = (stamp, found)
+    return found
 
 
 def _version(path: Path, lookups: Lookups) -> tuple[str, tuple[int, int]] | None:
