@@ -27,8 +27,7 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check.port._module_files import Lookups, module_facts
-from torchport.check.port._script_path import find_on_script_path
-from torchport.check.semantic import BindingKind
+from torchport.check.port._script_path import module_function_called, script_lookups
 
 __all__ = ["Helper", "cuda_line", "helper_called"]
 
@@ -162,64 +161,18 @@ def _module_helpers(path: Path, lookups: Lookups) -> dict[str, tuple[int, bool]]
 
 def helper_called(call: ast.Call, ctx: Context) -> Helper | None:
     """The CUDA helper ``call`` calls (module docstring), if it is one, else None."""
-    func: ast.expr = call.func
-    attr = None
-    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
-        func, attr = call.func.value, call.func.attr
-    if not isinstance(func, ast.Name):
+    callee = module_function_called(call, ctx)
+    if callee is None:
         return None
-    binding = ctx.scopes.binding_at(func)
-    if binding is None:
-        return None
-    if attr is None and binding.kind is BindingKind.DEF:
-        if binding.scope is not ctx.scopes.module:
-            return None
+    name, where = callee
+    if where is None:
         own = ctx.memo.get("cuda_helpers.own")
         if own is None:
             own = ctx.memo["cuda_helpers.own"] = _helpers_of(ctx.tree)
-        found = own.get(func.id)  # type: ignore[attr-defined]
-        return None if found is None else (func.id, "", *found)
-    if binding.kind is not BindingKind.IMPORT or binding.scope is not ctx.scopes.module:
-        return None
-    node = binding.node
-    if attr is None and isinstance(node, ast.ImportFrom):
-        name = next((a.name for a in node.names if (a.asname or a.name) == func.id), None)
-        where = _find(ctx, node.module, node.level)
-    elif attr is not None and isinstance(node, ast.Import):
-        alias = next((a for a in node.names if (a.asname or a.name) == func.id), None)
-        if alias is None:
-            return None  # `import pkg.mod` then `pkg.mod.f()`: not read here
-        name, where = attr, _find(ctx, alias.name, 0)
-    else:
-        return None
-    if name is None or where is None:
-        return None
-    lookups = ctx.memo.get("cuda_helpers.lookups")
-    if lookups is None:
-        lookups = ctx.memo["cuda_helpers.lookups"] = Lookups()
-    found = _module_helpers(where, lookups).get(name)  # type: ignore[arg-type]
+        found = own.get(name)  # type: ignore[attr-defined]
+        return None if found is None else (name, "", *found)
+    found = _module_helpers(where, script_lookups(ctx)).get(name)
     if found is None:
         return None
     shown = os.path.relpath(where, os.path.dirname(ctx.path))  # as the reader finds it
     return (name, Path(shown).as_posix(), *found)
-
-
-def _find(ctx: Context, module: str | None, level: int) -> Path | None:
-    """The project's file ``module`` names from this file, once per file and module."""
-    if not ctx.path or ctx.path.startswith("<"):
-        return None
-    memo: dict[tuple[str | None, int], Path | None] | None = ctx.memo.get("cuda_helpers.find")  # type: ignore[assignment]
-    if memo is None:
-        memo = ctx.memo["cuda_helpers.find"] = {}
-    key = (module, level)
-    if key not in memo:
-        lookups = ctx.memo.get("cuda_helpers.lookups")
-        if lookups is None:
-            lookups = ctx.memo["cuda_helpers.lookups"] = Lookups()
-        importer = Path(ctx.path)
-        memo[key] = (
-            find_on_script_path(ctx, importer, lookups, module, level)  # type: ignore[arg-type]
-            if importer.is_file()
-            else None
-        )
-    return memo[key]

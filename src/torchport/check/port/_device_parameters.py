@@ -23,8 +23,7 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check.port._module_files import Lookups, module_facts
-from torchport.check.port._script_path import find_on_script_path
-from torchport.check.semantic import BindingKind
+from torchport.check.port._script_path import module_function_called, script_lookups
 
 __all__ = ["placing_parameters", "placing_parameters_of"]
 
@@ -89,58 +88,13 @@ def _module_functions(path: Path, lookups: Lookups) -> dict[str, Placing]:
 
 def placing_parameters(call: ast.Call, ctx: Context) -> Placing:
     """The placing parameters of the project function ``call`` calls; () when it is none."""
-    func: ast.expr = call.func
-    attr = None
-    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
-        func, attr = call.func.value, call.func.attr
-    if not isinstance(func, ast.Name):
+    callee = module_function_called(call, ctx)
+    if callee is None:
         return ()
-    binding = ctx.scopes.binding_at(func)
-    if binding is None or binding.scope is not ctx.scopes.module:
-        return ()
-    if attr is None and binding.kind is BindingKind.DEF:
+    name, where = callee
+    if where is None:
         own = ctx.memo.get("device_parameters.own")
         if own is None:
             own = ctx.memo["device_parameters.own"] = _functions_of(ctx.tree)
-        return own.get(func.id, ())  # type: ignore[attr-defined,no-any-return]
-    if binding.kind is not BindingKind.IMPORT:
-        return ()
-    node = binding.node
-    if attr is None and isinstance(node, ast.ImportFrom):
-        name = next((a.name for a in node.names if (a.asname or a.name) == func.id), None)
-        where = _find(ctx, node.module, node.level)
-    elif attr is not None and isinstance(node, ast.Import):
-        alias = next((a for a in node.names if (a.asname or a.name) == func.id), None)
-        if alias is None:
-            return ()
-        name, where = attr, _find(ctx, alias.name, 0)
-    else:
-        return ()
-    if name is None or where is None:
-        return ()
-    return _module_functions(where, _lookups(ctx)).get(name, ())
-
-
-def _lookups(ctx: Context) -> Lookups:
-    found = ctx.memo.get("device_parameters.lookups")
-    if found is None:
-        found = ctx.memo["device_parameters.lookups"] = Lookups()
-    return found  # type: ignore[return-value]
-
-
-def _find(ctx: Context, module: str | None, level: int) -> Path | None:
-    """The project's file ``module`` names from this file, once per file and module."""
-    if not ctx.path or ctx.path.startswith("<"):
-        return None
-    memo: dict[tuple[str | None, int], Path | None] | None = ctx.memo.get("device_parameters.find")  # type: ignore[assignment]
-    if memo is None:
-        memo = ctx.memo["device_parameters.find"] = {}
-    key = (module, level)
-    if key not in memo:
-        importer = Path(ctx.path)
-        memo[key] = (
-            find_on_script_path(ctx, importer, _lookups(ctx), module, level)
-            if importer.is_file()
-            else None
-        )
-    return memo[key]
+        return own.get(name, ())  # type: ignore[attr-defined,no-any-return]
+    return _module_functions(where, script_lookups(ctx)).get(name, ())

@@ -24,8 +24,15 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check.port._module_files import Lookups, find_module, module_in
+from torchport.check.semantic import BindingKind
 
-__all__ = ["find_on_script_path", "script_folders", "unread_path_entries"]
+__all__ = [
+    "find_on_script_path",
+    "module_function_called",
+    "script_folders",
+    "script_lookups",
+    "unread_path_entries",
+]
 
 _ADDS = frozenset({"sys.path.append", "sys.path.insert"})
 _SAME = frozenset({"os.path.abspath", "os.path.realpath", "os.path.normpath"})
@@ -46,6 +53,67 @@ def find_on_script_path(
         if found is not None:
             return found
     return None
+
+
+def module_function_called(call: ast.Call, ctx: Context) -> tuple[str, Path | None] | None:
+    """The module-level function ``call`` calls: (its name, the project file defining it).
+
+    The file is None for a function this file defines at its top level (``def f``; ``f()``);
+    a function of a project module imported at the top level is found as Python finds it
+    (``from mod import f; f()``, ``import mod; mod.f()``). None for any other callee
+    (a method, a local, ``import pkg.mod`` then ``pkg.mod.f()``, a module not found).
+    """
+    func: ast.expr = call.func
+    attr = None
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+        func, attr = call.func.value, call.func.attr
+    if not isinstance(func, ast.Name):
+        return None
+    binding = ctx.scopes.binding_at(func)
+    if binding is None or binding.scope is not ctx.scopes.module:
+        return None
+    if attr is None and binding.kind is BindingKind.DEF:
+        return func.id, None
+    if binding.kind is not BindingKind.IMPORT:
+        return None
+    node = binding.node
+    if attr is None and isinstance(node, ast.ImportFrom):
+        name = next((a.name for a in node.names if (a.asname or a.name) == func.id), None)
+        where = _found(ctx, node.module, node.level)
+    elif attr is not None and isinstance(node, ast.Import):
+        alias = next((a for a in node.names if (a.asname or a.name) == func.id), None)
+        if alias is None:
+            return None
+        name, where = attr, _found(ctx, alias.name, 0)
+    else:
+        return None
+    return None if name is None or where is None else (name, where)
+
+
+def script_lookups(ctx: Context) -> Lookups:
+    """One :class:`Lookups` for the file being checked, shared by the questions about it."""
+    found = ctx.memo.get("script_path.lookups")
+    if found is None:
+        found = ctx.memo["script_path.lookups"] = Lookups()
+    return found  # type: ignore[return-value]
+
+
+def _found(ctx: Context, module: str | None, level: int) -> Path | None:
+    """The project's file ``module`` names from this file, once per file and module."""
+    if not ctx.path or ctx.path.startswith("<"):
+        return None
+    memo: dict[tuple[str | None, int], Path | None] | None = ctx.memo.get("script_path.found")  # type: ignore[assignment]
+    if memo is None:
+        memo = ctx.memo["script_path.found"] = {}
+    key = (module, level)
+    if key not in memo:
+        importer = Path(ctx.path)
+        memo[key] = (
+            find_on_script_path(ctx, importer, script_lookups(ctx), module, level)
+            if importer.is_file()
+            else None
+        )
+    return memo[key]
 
 
 _MEMO: weakref.WeakKeyDictionary[Context, tuple[tuple[str, ...], tuple[ast.Call, ...]]] = (
