@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from torchport.check.port._module_files import Lookups, find_module
+from torchport.check.port._module_files import Lookups, find_module, module_facts
 from torchport.check.semantic import Binding
 from torchport.check.semantic._star_names import Exports, is_star, star_exports, wildcard_of
 
@@ -109,17 +109,11 @@ def star_chain(path: Path, lookups: Lookups) -> list[Path]:
 
 
 def _stars_of(path: Path, lookups: Lookups) -> tuple[tuple[str | None, int], ...]:
-    version = lookups.version(path)
-    if version is None:
-        return ()
-    key, stamp = version
-    cached = _STARS.get(key)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="surrogateescape"))
-    except (OSError, SyntaxError, ValueError):
-        return ()
+    return module_facts(path, lookups, _STARS, _stars_in, ())
+
+
+def _stars_in(tree: ast.Module) -> tuple[tuple[str | None, int], ...]:
+    """The star imports of a module's top level (under ``if`` and ``try`` too), in order."""
     found: list[tuple[str | None, int]] = []
     todo: list[ast.stmt] = list(tree.body)
     while todo:
@@ -128,7 +122,6 @@ def _stars_of(path: Path, lookups: Lookups) -> tuple[tuple[str | None, int], ...
             found.append((stmt.module, stmt.level))  # type: ignore[attr-defined]
         elif isinstance(stmt, (ast.If, ast.Try)):
             todo.extend([*stmt.body, *stmt.orelse, *getattr(stmt, "finalbody", [])])
-    _STARS[key] = (stamp, tuple(found))
     return tuple(found)
 
 
