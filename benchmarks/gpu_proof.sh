@@ -13,17 +13,21 @@
 #              for cp312 manylinux x86_64, or the list of what is missing
 #   install    torchport itself, editable, no dependencies, no index
 #   gpu-tests  pytest -m gpu                       (--dry-run: collect them)
-#   suite      the runtime suite (all but tests/check, which never imports torch, and
-#              tests/test_precommit_hooks.py, which needs a package index), with
-#              pytest-xdist where present           (--dry-run: not run; the CPU CI runs it)
 #   bench-*    torchport bench link/batch/pack/loader; bench_gpu_h2d, bench_gpu_pool,
 #              bench_gpu_diagnose (--dry-run: arguments and imports only); doctor
 #              --bandwidth; run --audit on examples/quickstart.py, on CUDA and, where the
-#              simulated accelerator exists, on it
+#              simulated accelerator exists, on it; bench_gpu_audit_truth (a CUDA-only
+#              script's copies and syncs: the audit against the profiler, sync-debug mode
+#              and the simulated accelerator)
+#   suite      last, with the time left: the runtime suite (all but tests/check, which never
+#              imports torch, and tests/test_precommit_hooks.py, which needs a package
+#              index), verbose, with pytest-xdist where present (--dry-run: not run; the
+#              CPU CI runs it)
 # Writes OUT_DIR/proof.json, OUT_DIR/summary.md and OUT_DIR/log.txt (three files: the device
 # tool brings back at most eight). Exit 0 when every part passed or was skipped.
 # Environment: PYTHON (default python3), GPU_PROOF_WHEELS (default .whl), GPU_PROOF_TESTS
-# (paths the gpu tests are collected from; default tests).
+# (paths the gpu tests are collected from; default tests), GPU_PROOF_TOTAL (seconds for the
+# whole, default 540; a shorter lease gets a shorter proof, the suite last and cut first).
 set -uo pipefail
 
 dry=0
@@ -45,7 +49,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 : >"$out/log.txt"
 : >"$work/parts.tsv"
-total=540
+total=${GPU_PROOF_TOTAL:-540}
 start=$SECONDS
 scale=1
 ((dry)) && scale=3 # the CPU machines are shared: the rehearsal gets more time per part
@@ -107,10 +111,6 @@ if ((dry)); then
   skip suite "dry run: the CPU CI runs the suite" "${pytest[*]} --ignore=tests/check"
 else
   part gpu-tests 55 "${pytest[@]}" -m gpu -o timeout=120 tests
-  workers=()
-  "$py" -c "import xdist" 2>/dev/null && workers=(-n 12)
-  part suite 200 "${pytest[@]}" "${workers[@]}" -o timeout=120 --ignore=tests/check \
-    --ignore=tests/test_precommit_hooks.py tests
 fi
 
 # --- benchmarks --------------------------------------------------------------------------
@@ -123,6 +123,7 @@ benchmarks=(
   "bench-diagnose 25 benchmarks/bench_gpu_diagnose.py --steps 50"
   "doctor 15 -m torchport doctor --bandwidth --json"
   "run-audit 15 -m torchport run --device cuda --audit examples/quickstart.py"
+  "audit-truth 40 benchmarks/bench_gpu_audit_truth.py"
 )
 if ((dry)); then
   commands=()
@@ -142,6 +143,15 @@ else
   else
     skip run-audit-sim "this torchport has no simulated accelerator"
   fi
+fi
+
+# --- the runtime suite, last: what time is left, verbose so that a cut run still names
+# each test that failed ---------------------------------------------------------------------
+if ((!dry)); then
+  workers=()
+  "$py" -c "import xdist" 2>/dev/null && workers=(-n 14)
+  part suite 240 "${pytest[@]}" "${workers[@]}" -v -o timeout=120 --ignore=tests/check \
+    --ignore=tests/test_precommit_hooks.py tests
 fi
 
 args=("$work" "$out")

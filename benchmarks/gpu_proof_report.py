@@ -126,6 +126,12 @@ def _pytest_line(text: str) -> str | None:
     return found[-1] if found else None
 
 
+def _failed_tests(text: str) -> list[str]:
+    """The lines of a pytest run (plain, ``-v`` or xdist's ``-v``) that name a failed test."""
+    named = re.compile(r"^(FAILED|ERROR) |\s(FAILED|ERROR)\s")
+    return [line for line in text.splitlines() if named.search(line)][:300]
+
+
 def assemble(work: Path, out: Path, *, dry_run: bool) -> int:
     """Write proof.json and summary.md from the parts run; 0 when every part passed."""
     parts = []
@@ -147,6 +153,7 @@ def assemble(work: Path, out: Path, *, dry_run: bool) -> int:
             "budget": int(budget),
             "pytest": _pytest_line(text),
             "figures": _figures(said[".out"]),
+            "failed": _failed_tests(text),
             "tail": text[-1500:],
         }
         if dry_run and name == "wheels-listed" and int(code) == 1:
