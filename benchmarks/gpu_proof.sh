@@ -13,6 +13,8 @@
 #              for cp312 manylinux x86_64, or the list of what is missing
 #   install    torchport itself, editable, no dependencies, no index
 #   gpu-tests  pytest -m gpu                       (--dry-run: collect them)
+#   device-rules  tests/sim/device_rule_cases.py on CUDA: OUT_DIR/cuda_device_rules.json,
+#              the record the simulator is held to (--dry-run: on the simulator)
 #   bench-*    torchport bench link/batch/pack/loader; bench_gpu_h2d, bench_gpu_pool,
 #              bench_gpu_diagnose (--dry-run: arguments and imports only); doctor
 #              --bandwidth; run --audit on examples/quickstart.py, on CUDA and, where the
@@ -23,11 +25,13 @@
 #              imports torch, and tests/test_precommit_hooks.py, which needs a package
 #              index), verbose, with pytest-xdist where present (--dry-run: not run; the
 #              CPU CI runs it)
-# Writes OUT_DIR/proof.json, OUT_DIR/summary.md and OUT_DIR/log.txt (three files: the device
-# tool brings back at most eight). Exit 0 when every part passed or was skipped.
+# Writes OUT_DIR/proof.json, OUT_DIR/summary.md, OUT_DIR/log.txt and, on a GPU,
+# OUT_DIR/cuda_device_rules.json (the device tool brings back at most eight files).
+# Exit 0 when every part passed or was skipped.
 # Environment: PYTHON (default python3), GPU_PROOF_WHEELS (default .whl), GPU_PROOF_TESTS
 # (paths the gpu tests are collected from; default tests), GPU_PROOF_TOTAL (seconds for the
-# whole, default 540; a shorter lease gets a shorter proof, the suite last and cut first).
+# whole, default 540; a shorter lease gets a shorter proof, the suite last and cut first),
+# GPU_PROOF_SKIP (part names not to run this time, space-separated: a rerun of what failed).
 set -uo pipefail
 
 dry=0
@@ -58,6 +62,10 @@ scale=1
 part() {
   local name=$1 budget=$(($2 * scale)) t0=$SECONDS code
   shift 2
+  if [[ " ${GPU_PROOF_SKIP:-} " == *" $name "* ]]; then
+    skip "$name" "named in GPU_PROOF_SKIP" "$*"
+    return
+  fi
   local left=$((total * scale - (SECONDS - start)))
   ((budget > left)) && budget=$left
   if ((budget < 5)); then
@@ -104,13 +112,20 @@ else
 fi
 
 # --- tests -------------------------------------------------------------------------------
-pytest=("$py" -m pytest -q -p no:cacheprovider)
+pytest=("$py" -m pytest -q -p no:cacheprovider -p no:benchmark)
 if ((dry)); then
   # shellcheck disable=SC2086  # GPU_PROOF_TESTS is a list of paths
   part gpu-tests 60 "${pytest[@]}" --collect-only -m gpu $gpu_tests
   skip suite "dry run: the CPU CI runs the suite" "${pytest[*]} --ignore=tests/check"
 else
   part gpu-tests 55 "${pytest[@]}" -m gpu -o timeout=120 tests
+fi
+# CUDA's device rules, case by case, kept as the simulator's oracle (tests/sim/data/); the
+# dry run records the simulator's answers instead
+if ((dry)); then
+  part device-rules 30 "$py" -m tests.sim.device_rule_cases sim "$work/sim_device_rules.json"
+else
+  part device-rules 30 "$py" -m tests.sim.device_rule_cases cuda "$out/cuda_device_rules.json"
 fi
 
 # --- benchmarks --------------------------------------------------------------------------

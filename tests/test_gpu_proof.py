@@ -53,7 +53,8 @@ def test_the_dry_run_checks_every_step_and_writes_its_record(tmp_path: Path) -> 
     proof = json.loads((out / "proof.json").read_text(encoding="utf-8"))
     parts = {part["name"]: part for part in proof["parts"]}
     assert list(parts) == [
-        "env", "wheels-listed", "wheels", "install", "gpu-tests", "suite", "bench-args",
+        "env", "wheels-listed", "wheels", "install", "gpu-tests", "suite", "device-rules",
+        "bench-args",
     ]  # fmt: skip
     assert proof["dry_run"] is True and all(part["passed"] for part in proof["parts"])
     assert parts["env"]["status"] == "ok" and proof["machine"]["torch"]["version"]
@@ -62,7 +63,7 @@ def test_the_dry_run_checks_every_step_and_writes_its_record(tmp_path: Path) -> 
     assert parts["install"]["status"] == "ok"
     assert "collected" in (parts["gpu-tests"]["pytest"] or "")
     bench = parts["bench-args"]["tail"]
-    assert bench.count("ok   ") == 6 and "FAIL" not in bench
+    assert bench.count("ok   ") == 7 and "FAIL" not in bench
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("# GPU proof, dry run on the CPU")
     assert "| bench-args | ok |" in summary

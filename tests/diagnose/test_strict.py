@@ -826,8 +826,8 @@ def test_the_sentence_naming_the_devices_is_kept_when_it_is_not_the_first_line()
 @pytest.mark.skipif(torch.cuda.device_count() < 1, reason="needs CUDA")
 def test_data_parallel_with_a_parameter_left_on_the_cpu() -> None:
     model = Model().cuda()
-    model.head.bias = nn.Parameter(torch.zeros(2))  # replaced after .cuda(): on the CPU
-    wrapped = nn.DataParallel(model)
+    wrapped = nn.DataParallel(model)  # on one GPU this moves `model` to cuda:0 itself
+    model.head.bias = nn.Parameter(torch.zeros(2))  # replaced after wrapping: on the CPU
     message = str(_raise_mismatch(lambda: wrapped(torch.randn(2, 4, device="cuda"))))
     assert "'head.bias'" in message or "bias" in message
     assert "module must have its parameters and buffers on device" in message

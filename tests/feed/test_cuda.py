@@ -79,7 +79,9 @@ def test_pinned_staging_is_reused_and_bounded_by_depth(depth: int) -> None:
             batch["x"].sum()
     torch.cuda.synchronize()
     stats = loader.stats
-    assert stats.staging_buffers == depth  # allocated once, reused for 20 batches
+    # allocated once, reused for 20 batches: no more than `depth`, fewer when a copy has
+    # landed before the next batch is staged (its slot is free again)
+    assert 1 <= stats.staging_buffers <= depth
     assert 0 < stats.pinned_bytes <= depth * batch_bytes * 1.05
     assert stats.packed_batches == 20 and stats.copies == 20
 
@@ -185,5 +187,6 @@ def test_packed_results_are_independent_tensors_with_the_layout_to_gives() -> No
         [{"w": weights, "i": images, "n": torch.arange(3)}] * 4, "cuda", pack=True
     )
     for batch in loader:
-        assert batch["w"].stride() == (1, 4) and torch.equal(batch["w"].cpu(), weights)
+        assert batch["w"].stride() == weights.stride() == (1, 6)
+        assert torch.equal(batch["w"].cpu(), weights)
         assert batch["i"].is_contiguous(memory_format=torch.channels_last)

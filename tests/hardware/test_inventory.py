@@ -54,3 +54,55 @@ def test_the_real_backend_answers_for_every_type_without_raising() -> None:
         assert isinstance(backend.built(kind), bool)
         assert isinstance(backend.available(kind), bool)
     assert backend.available("xla") is False and backend.built("xla") is False
+
+
+# -- the driver's version where torch has no getter for it -------------------------------
+
+
+class _DriverLibrary:
+    """``libcuda`` as ctypes loads it: ``cuDriverGetVersion(int*)`` writes ``version``."""
+
+    def __init__(self, version: int, status: int = 0) -> None:
+        self.version, self.status = version, status
+
+    def cuDriverGetVersion(self, out: Any) -> int:
+        out._obj.value = self.version
+        return self.status
+
+
+@pytest.mark.parametrize(
+    ("library", "expected"),
+    [(_DriverLibrary(13000), 13000), (_DriverLibrary(13000, status=3), 0), (OSError, 0)],
+    ids=["driver", "driver-refuses", "no-driver"],
+)
+def test_driver_version_asks_the_driver_library_when_torch_has_no_getter(
+    monkeypatch: pytest.MonkeyPatch, library: Any, expected: int
+) -> None:
+    import sys
+
+    import torch
+
+    from torchport.hardware import _inventory, _torch_features
+
+    def load(name: str) -> Any:
+        assert name == {"linux": "libcuda.so.1", "win32": "nvcuda.dll"}[sys.platform]
+        if library is OSError:
+            raise OSError(f"{name}: cannot open shared object file")
+        return library
+
+    monkeypatch.setattr(_torch_features, "cuda_private", lambda name: None)
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(_inventory.ctypes, "CDLL", load)
+    if sys.platform not in ("linux", "win32"):
+        pytest.skip("the driver library is looked up on Linux and Windows")
+    assert _inventory.driver_version() == expected
+
+
+def test_driver_version_is_none_for_a_build_without_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from torchport.hardware import _inventory, _torch_features
+
+    monkeypatch.setattr(_torch_features, "cuda_private", lambda name: None)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    assert _inventory.driver_version() is None

@@ -10,6 +10,8 @@ is ``diagnose``'s work.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -137,7 +139,27 @@ def driver_version() -> int | None:
     when no driver was found. Initializes no context.
     """
     get_version = _torch_features.cuda_private("_cuda_getDriverVersion")
-    return None if get_version is None else int(get_version())
+    if get_version is not None:
+        return int(get_version())
+    if torch.version.cuda is None:
+        return None
+    # torch 2.11's CUDA builds no longer have the private getter (seen on an H200):
+    # ask the driver library itself, which needs no context (cuDriverGetVersion).
+    return _driver_library_version()
+
+
+def _driver_library_version() -> int:
+    """``cuDriverGetVersion`` from the NVIDIA driver's library; 0 where none is found."""
+    names = {"linux": ("libcuda.so.1",), "win32": ("nvcuda.dll",)}.get(sys.platform, ())
+    for name in names:
+        try:
+            get = ctypes.CDLL(name).cuDriverGetVersion
+        except (OSError, AttributeError):
+            continue
+        version = ctypes.c_int(0)
+        if get(ctypes.byref(version)) == 0:  # CUDA_SUCCESS
+            return version.value
+    return 0
 
 
 def accelerator_info() -> AcceleratorInfo:

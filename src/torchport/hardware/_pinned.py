@@ -1,11 +1,13 @@
 """Page-locked (pinned) host memory, allocated to the size asked.
 
 PyTorch's pinned allocator (``CachingHostAllocator``) rounds every request up to
-a power of two, so a 65 MiB buffer pins 128 MiB. Buffers here are allocated with
-the ordinary CPU allocator and page-locked with ``cudaHostRegister`` (the route
+a power of two, so a 65 MiB buffer pins 128 MiB. Buffers here are anonymous
+``mmap`` pages, page-locked with ``cudaHostRegister`` (the route
 ``torch/cuda/_pin_memory_utils.py`` takes), so pinned bytes equal the bytes asked
-for, to the page. Each buffer's locked pages lie wholly inside its own
-allocation, because registering two ranges that share a page fails. A failed
+for, to the page. Whole pages of its own make each buffer's locked range its own
+(registering two ranges that share a page fails), and its tensor's storage starts
+at the locked address (``is_pinned()`` asks the driver about the storage's first
+byte, not the tensor's: a view into a larger allocation reads as unpinned). A failed
 registration also leaves the error in the CUDA runtime's per-thread "last
 error", where torch's next kernel-launch check would report it against an
 unrelated kernel; registration is therefore used only where ``cudaGetLastError``
@@ -73,15 +75,18 @@ def _last_error_fn() -> Callable[[], int] | None:
 def _page_locked(nbytes: int) -> tuple[torch.Tensor, int] | None:
     """An ``nbytes`` buffer on pages of its own, page-locked, and the locked address.
 
+    The buffer is an anonymous ``mmap`` (page-aligned, whole pages), so the tensor's
+    storage starts at the locked address: ``is_pinned()`` asks the driver about the
+    storage's first byte, and torch treats the buffer as the pinned memory it is.
     Returns None (and leaves no CUDA error behind) where registration is unavailable.
     """
     clear_error = _last_error_fn()
     if nbytes == 0 or clear_error is None:
         return None
-    page = mmap.PAGESIZE
-    raw = torch.empty(nbytes + 2 * page, dtype=torch.uint8)
-    start = -(-raw.data_ptr() // page) * page
-    locked = -(-nbytes // page) * page  # ends inside `raw` thanks to the second page
+    locked = -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
+    pages = mmap.mmap(-1, locked)
+    tensor = torch.frombuffer(pages, dtype=torch.uint8, count=nbytes)  # keeps `pages` alive
+    start = tensor.data_ptr()
     try:
         err = int(_cudart().cudaHostRegister(start, locked, _REGISTER_PORTABLE))
     except (AttributeError, RuntimeError):
@@ -89,8 +94,7 @@ def _page_locked(nbytes: int) -> tuple[torch.Tensor, int] | None:
     if err != 0:
         clear_error()
         return None
-    offset = start - raw.data_ptr()
-    return raw[offset : offset + nbytes], start
+    return tensor, start
 
 
 def _unregister(ptr: int) -> None:
