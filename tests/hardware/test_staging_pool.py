@@ -151,11 +151,13 @@ def test_default_pool_is_one_per_process() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_pinned_slots_are_page_locked_at_the_exact_size() -> None:
     pool = StagingPool(max_slots=1)
-    slot = pool.acquire(3 * 1024 * 1024 + 7, pinned=True)
+    asked = 3 * 1024 * 1024 + 7
+    slot = pool.acquire(asked, pinned=True)
     assert slot.buffer.is_pinned()
-    assert slot.capacity == 3 * 1024 * 1024 + 7
+    # the size class (within 1/64 of the next power of two), not torch's power of two
+    assert slot.capacity == size_class(asked) == asked - 7 + 4096 < 4 * 1024 * 1024
     pool.release(slot, None)
-    assert pool.pinned_nbytes == 3 * 1024 * 1024 + 7
+    assert pool.pinned_nbytes == size_class(asked)
     pool.clear()
 
 

@@ -70,11 +70,11 @@ def _cases() -> dict[str, str]:
         "t.index_select(0, ci)": "t.index_select(0, ci)",
         "torch.gather(t, 0, ci)": "torch.gather(t, 0, ci)",
         "torch.take(t, ci)": "torch.take(t, ci)",
-        "t.scatter_(0, ci, s)": "t.clone().scatter_(0, ci, s)",
+        "t.scatter_(0, ci, c)": "t.clone().scatter_(0, ci, c)",
         "t.scatter_(0, di, c)": "t.clone().scatter_(0, di, c[:2])",
         "t.index_put_((ci,), s)": "t.clone().index_put_((ci,), s)",
         "t.index_put_((di,), c[:2])": "t.clone().index_put_((di,), c[:2])",
-        "t.index_add_(0, ci, t[:2])": "t.clone().index_add_(0, ci, t[:2])",
+        "t.index_add_(0, ci[:2], t[:2])": "t.clone().index_add_(0, ci[:2], t[:2])",
         "t.index_fill_(0, ci, s)": "t.clone().index_fill_(0, ci, s)",
         "t.index_fill_(0, di, s)": "t.clone().index_fill_(0, di, s)",
         "torch.isin(t, c)": "torch.isin(t, c)",
@@ -111,6 +111,78 @@ def _cases() -> dict[str, str]:
         "t.sum(dtype=torch.float64) + s": "t.sum(dtype=torch.float64) + s",
     }
     cases.update(more)
+    # More of each class the first record drew (2026-11-29, torch 2.11 on an H200): ops
+    # whose output is allocated from the first operand, the clamp, lerp, addcmul and
+    # masked_fill families, in place and out of place.
+    for op in ("logical_or", "logical_xor", "fmax", "fmin", "logaddexp", "float_power"):
+        for left, right in (("s", "t"), ("t", "s"), ("s", "u")):
+            cases[f"torch.{op}({left}, {right})"] = f"torch.{op}({left}, {right})"
+    for op in ("nextafter", "ldexp", "heaviside", "igamma", "true_divide", "rsub"):
+        for left, right in (("s", "t"), ("u", "s")):
+            cases[f"torch.{op}({left}, {right})"] = f"torch.{op}({left}, {right})"
+    for op in ("gcd", "lcm", "bitwise_or", "bitwise_left_shift"):
+        for left, right in (("si", "di"), ("di", "si")):
+            cases[f"torch.{op}({left}, {right})"] = f"torch.{op}({left}, {right})"
+    for call in (
+        "floor_divide_(s)",
+        "logical_and_(s)",
+        "nextafter_(s)",
+        "clamp_max_(s)",
+        "clip_(min=s)",
+        "fmod_(s)",
+        "lerp_(t, s)",
+        "lerp_(s, 0.5)",
+        "addcmul_(t, s)",
+        "addcmul_(s, t)",
+        "addcdiv_(t, s)",
+        "masked_fill_(sb, 1.0)",
+        "masked_fill_(b, s)",
+        "index_fill_(0, di, u)",
+        "copy_(u)",
+        "where(b, s)",
+    ):
+        cases[f"t.{call}"] = f"t.clone().{call}"
+    for bounds in ("min=u", "min=c", "max=2.0, min=s", "min=t, max=t"):
+        cases[f"torch.clip(t, {bounds})"] = f"torch.clip(t, {bounds})"
+    extra = {
+        "torch.addcmul(t, t, s, value=2)": "torch.addcmul(t, t, s, value=2)",
+        "torch.addcmul(u, t, s)": "torch.addcmul(u, t, s)",
+        "torch.addcmul(t, u, s)": "torch.addcmul(t, u, s)",
+        "torch.addcdiv(t, u, s)": "torch.addcdiv(t, u, s)",
+        "torch.lerp(t, u, s)": "torch.lerp(t, u, s)",
+        "torch.lerp(u, t, s)": "torch.lerp(u, t, s)",
+        "t.masked_fill(b, u)": "t.masked_fill(b, u)",
+        "t.masked_fill(b, c[0])": "t.masked_fill(b, c[0])",
+        "torch.masked_select(t, sb)": "torch.masked_select(t, sb)",
+        "torch.masked_select(t, b)": "torch.masked_select(t, b)",
+        "t.masked_scatter(b, c)": "t.masked_scatter(b, c)",
+        "t.index_fill(0, di, 2.0)": "t.index_fill(0, di, 2.0)",
+        "torch.where(b, t, si)": "torch.where(b, t, si)",
+        "torch.where(sb, u, s)": "torch.where(sb, u, s)",
+        "torch.isclose(s, t)": "torch.isclose(s, t)",
+        "torch.sub(s, t, alpha=2)": "torch.sub(s, t, alpha=2)",
+        "torch.special.xlog1py(s, t)": "torch.special.xlog1py(s, t)",
+        "torch.special.zeta(t, s)": "torch.special.zeta(t, s)",
+        "torch.special.zeta(s, t)": "torch.special.zeta(s, t)",
+        "torch.dist(t, s)": "torch.dist(t, s)",
+        "torch.max(t, s)": "torch.max(t, s)",
+        "torch.min(s, t)": "torch.min(s, t)",
+        "torch.ne(s, t)": "torch.ne(s, t)",
+        "torch.bitwise_and(si, si)": "torch.bitwise_and(si, si)",
+        "t + s + s": "t + s + s",
+        "s + s + t": "s + s + t",
+        "torch.mul(s, s) * t": "torch.mul(s, s) * t",
+        "F.threshold(t, 0.5, s)": "F.threshold(t, 0.5, s.item())",
+        "F.hardtanh(t, -s, 1.0)": "F.hardtanh(t, -s.item(), 1.0)",
+        "torch.diff(t, prepend=c[:1])": "torch.diff(t, prepend=c[:1])",
+        "torch.cumsum(t, 0, out=c)": "torch.cumsum(t, 0, out=c.clone())",
+        "torch.einsum('i,i->', t, c)": "torch.einsum('i,i->', t, c)",
+        "torch.tensordot(t, s, 0)": "torch.tensordot(t, s, 0)",
+        "torch.outer(t, c)": "torch.outer(t, c)",
+        "torch.kron(t, s.reshape(1))": "torch.kron(t, s.reshape(1))",
+        "torch.polar(s, t)": "torch.polar(s, t)",
+    }
+    cases.update(extra)
     return cases
 
 

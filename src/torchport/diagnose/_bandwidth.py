@@ -38,6 +38,10 @@ class CopyBandwidth:
         d2h_pinned: Device to host into pinned memory.
         d2h_pageable: Device to host into ordinary memory.
         reason: Why nothing (or not everything) was measured.
+        link: The PCIe link the device sits on, at its rated speed (``"PCIe 32 GT/s
+            x16"``); ``None`` where unknown (not Linux, not PCIe, not CUDA).
+        link_peak: That link's peak one way in GB/s, after line encoding (63.0 for
+            PCIe 5.0 x16): what the pinned figures are measured against.
     """
 
     device: str | None
@@ -48,6 +52,8 @@ class CopyBandwidth:
     d2h_pinned: float | None = None
     d2h_pageable: float | None = None
     reason: str | None = None
+    link: str | None = None
+    link_peak: float | None = None
 
 
 def measure_bandwidth(
@@ -89,6 +95,7 @@ def measure_bandwidth(
         ]
         return median_rate(times, size_bytes, warmup=warmup)
 
+    link = hardware.pcie_link(device)
     return CopyBandwidth(
         device=str(device),
         size_bytes=size_bytes,
@@ -98,6 +105,8 @@ def measure_bandwidth(
         d2h_pinned=rate(pinned, on_device, True) if pinned is not None else None,
         d2h_pageable=rate(pageable, on_device, False),
         reason=reason,
+        link=None if link is None else str(link),
+        link_peak=None if link is None else link.peak_gbps,
     )
 
 

@@ -188,7 +188,10 @@ def _doctor_bandwidth(report: DoctorReport, hint: str) -> RenderableType:
         (f"{bw.device} -> host", bw.d2h_pinned, bw.d2h_pageable),
     ):
         table.add_row(name, _gbps(pinned), _gbps(pageable))
-    return Group(table, Text(bw.reason)) if bw.reason else table
+    notes = [Text(bw.reason)] if bw.reason else []
+    if bw.link is not None and bw.link_peak is not None:
+        notes.append(Text(f"link: {bw.link}, peak {_gbps(bw.link_peak)} GB/s each way"))
+    return Group(table, *notes) if notes else table
 
 
 def _doctor_findings(report: DoctorReport) -> RenderableType:
@@ -224,6 +227,7 @@ def doctor_markdown(report: DoctorReport) -> str:
             f"- copy bandwidth to {bw.device} (GB/s, pinned/pageable): "
             f"{_gbps(bw.h2d_pinned)}/{_gbps(bw.h2d_pageable)}; back: "
             f"{_gbps(bw.d2h_pinned)}/{_gbps(bw.d2h_pageable)}"
+            + (f"; link {bw.link}, peak {_gbps(bw.link_peak)}" if bw.link_peak else "")
         )
     if report.findings:
         lines.append("- findings:")

@@ -25,7 +25,8 @@ outside the :class:`Backend` and ``_torch_features.py``:
 * the build and its devices (``_inventory.py``): :func:`build_facts`,
   :func:`driver_version`, :func:`accelerator_info`, :func:`gpu_properties`,
   :func:`cuda_contexts`, :func:`free_memory` (with its source) and
-  :func:`allocator_stat`: the facts ``doctor`` and ``memory_report`` judge.
+  :func:`allocator_stat`: the facts ``doctor`` and ``memory_report`` judge; the PCIe
+  link a CUDA device sits on and its peak rate (``_pcie.py``): :func:`pcie_link`.
 * memory (``_pinned.py``, ``_staging_pool.py``): :class:`PinnedBuffer` (page-locked
   host memory at the size asked), :class:`StagingPool` (reused staging buffers
   guarded by events).
@@ -83,6 +84,7 @@ from torchport.hardware._inventory import (
     gpu_properties,
 )
 from torchport.hardware._packed_transfer import ALIGN, PACK_MIN_COUNT
+from torchport.hardware._pcie import PcieLink, pcie_link
 from torchport.hardware._pinned import PinnedBuffer, pins_for
 from torchport.hardware._staging_pool import StagingPool, default_pool, size_class
 from torchport.hardware._sync import (
@@ -121,6 +123,7 @@ __all__ = [
     "CopyPlan",
     "DeviceInfo",
     "GpuProperties",
+    "PcieLink",
     "PinnedBuffer",
     "StagingPool",
     "Transfer",
@@ -156,6 +159,7 @@ __all__ = [
     "new_stream",
     "parse_device",
     "parsed_cache",
+    "pcie_link",
     "pins_for",
     "plan_copy",
     "python_device_backend",

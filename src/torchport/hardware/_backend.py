@@ -162,6 +162,22 @@ class Backend:
             capability = f"{props.major}.{props.minor}"
         return str(props.name), capability, int(props.total_memory)
 
+    def pci_address(self, kind: str, index: int) -> tuple[int, int, int] | None:
+        """``(domain, bus, device)`` of one device's PCI function; None where not reported.
+
+        From the backend's device properties (CUDA's since torch 2.1): no context.
+        """
+        get_properties = getattr(getattr(torch, kind, None), "get_device_properties", None)
+        if not callable(get_properties):
+            return None
+        props = get_properties(index)
+        address = tuple(
+            getattr(props, f"pci_{part}_id", None) for part in ("domain", "bus", "device")
+        )
+        if not all(isinstance(part, int) for part in address):
+            return None
+        return cast("tuple[int, int, int]", address)
+
     def cudnn_version(self) -> int | None:
         """The cuDNN (or MIOpen) version, when the library loads; loads it, no context."""
         # torch.backends.cudnn is untyped.
