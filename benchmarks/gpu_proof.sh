@@ -164,8 +164,11 @@ fi
 # each test that failed ---------------------------------------------------------------------
 if ((!dry)); then
   workers=()
-  "$py" -c "import xdist" 2>/dev/null && workers=(-n 14)
-  part suite 240 "${pytest[@]}" "${workers[@]}" -v -o timeout=120 --ignore=tests/check \
+  "$py" -c "import xdist" 2>/dev/null && workers=(-n 16)
+  # not "${pytest[@]}": its -q would cancel -v, and a suite cut at its budget would name
+  # no failed test
+  part suite 240 "$py" -m pytest -v -rfE -p no:cacheprovider -p no:benchmark "${workers[@]}" \
+    -o timeout=120 --ignore=tests/check \
     --ignore=tests/test_precommit_hooks.py tests
 fi
 

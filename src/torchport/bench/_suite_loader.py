@@ -6,7 +6,8 @@ matmuls sized so that copy/compute is 0.25, 1 or 4). Strategies: no prefetch
 (the default way), fed pageable batches as it is meant to be and, for
 comparison, pinned ones; and a timm-style prefetcher written here (side stream
 plus ``wait_stream``, the pattern of ``timm.data.loader.PrefetchLoader``) fed
-pinned batches. Step time is compared with max(copy, compute), the best any
+pinned batches; and, where it is installed, Accelerate's prepared loader over a
+``DataLoader(pin_memory=True)``. Step time is compared with max(copy, compute), the best any
 overlap can do (target ≤ 1.1x); the pinned host bytes DeviceLoader holds are
 compared with depth x batch bytes.
 """
@@ -20,6 +21,7 @@ import torch
 
 from torchport import hardware
 from torchport._sizes import format_bytes
+from torchport.bench._competitors import optional_import, version_of
 from torchport.bench._model import Check, Row, SuiteResult
 from torchport.bench._random_inputs import KIB, MIB, random_tensor
 from torchport.bench._timing import Stats, rotating, time_interleaved
@@ -64,6 +66,32 @@ class TimmStylePrefetcher:
             current = upcoming
         if current is not None:
             yield current
+
+
+def _accelerate_loader(batches: list[Batch], device: torch.device) -> tuple[str, Any] | None:
+    """Accelerate's prepared loader over ``batches``, as its users write it; None without it.
+
+    A ``DataLoader(pin_memory=True)`` handed to ``prepare_data_loader``, which moves
+    each batch to ``device`` with ``non_blocking=True`` on the current stream (it
+    prefetches the next host batch, not its copy).
+    """
+    top, loaders = optional_import("accelerate"), optional_import("accelerate.data_loader")
+    if top is None or loaders is None:
+        return None
+    # a list serves as a map-style dataset; torch's stubs want a Dataset
+    dataset = cast("torch.utils.data.Dataset[Batch]", batches)
+    plain: torch.utils.data.DataLoader[Batch] = torch.utils.data.DataLoader(
+        dataset, batch_size=None, pin_memory=True
+    )
+    prepared = loaders.prepare_data_loader(
+        plain,
+        device=device,
+        num_processes=1,
+        process_index=0,
+        put_on_device=True,
+        non_blocking=True,
+    )
+    return f"accelerate {version_of(top)} prepared loader, pinned source", prepared
 
 
 def _host_batches(batch_bytes: int, count: int, *, pin: bool) -> list[Batch]:
@@ -163,6 +191,9 @@ def loader_overlap(
     # loader once per epoch: stream and staging buffers persist across epochs.
     loaders: dict[str, Iterable[Batch]] = {label: make() for label, make in device_loaders.items()}
     loaders["timm-style prefetcher, pinned source"] = TimmStylePrefetcher(epoch_pinned, device)
+    accelerated = _accelerate_loader(epoch_pinned, device)
+    if accelerated is not None:
+        loaders[accelerated[0]] = accelerated[1]
     rows: list[Row] = []
     checks: list[Check] = []
     for ratio in RATIOS:
