@@ -1,7 +1,7 @@
 """Do the audit's counts on a CUDA script agree with CUDA's own and the simulator's? (GPU)
 
 One CUDA-only script (default ``benchmarks/data/cuda_only_train.py``) runs four times,
-each in a fresh process, and each run counts its copies and host waits:
+each in a fresh process (the four at once), and each run counts its copies and host waits:
 
 * ``audit``: under ``torchport.audit()`` on CUDA: copies up and down, host waits, and
   the script's lines holding each;
@@ -123,17 +123,22 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print(json.dumps({"error": "no CUDA device"}))
         return 1
-    runs: dict[str, Any] = {}
-    for mode in MODES:
-        done = subprocess.run(
+    # the four runs at once, each in its own process: they share the GPU, not a counter
+    children = {
+        mode: subprocess.Popen(
             [sys.executable, __file__, script, "--mode", mode],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=120,
         )
-        lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-        if done.returncode or not lines:
-            runs[mode] = {"error": f"exit {done.returncode}", "stderr": done.stderr[-2000:]}
+        for mode in MODES
+    }
+    runs: dict[str, Any] = {}
+    for mode, child in children.items():
+        stdout, stderr = child.communicate(timeout=120)
+        lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+        if child.returncode or not lines:
+            runs[mode] = {"error": f"exit {child.returncode}", "stderr": stderr[-2000:]}
         else:
             runs[mode] = json.loads(lines[-1].removeprefix("RESULT "))
     ok = all("error" not in run for run in runs.values())

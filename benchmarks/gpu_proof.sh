@@ -31,7 +31,8 @@
 # Environment: PYTHON (default python3), GPU_PROOF_WHEELS (default .whl), GPU_PROOF_TESTS
 # (paths the gpu tests are collected from; default tests), GPU_PROOF_TOTAL (seconds for the
 # whole, default 540; a shorter lease gets a shorter proof, the suite last and cut first),
-# GPU_PROOF_SKIP (part names not to run this time, space-separated: a rerun of what failed).
+# GPU_PROOF_SKIP (part names not to run this time, space-separated: a rerun of what failed),
+# GPU_PROOF_SUITES (the `torchport bench` suites bench-suites runs; default all four).
 set -uo pipefail
 
 dry=0
@@ -132,7 +133,7 @@ fi
 # NAME BUDGET ARGS (after the python): each a part on the GPU; --dry-run checks them all in
 # one process (arguments parsed, imports done, suite names known) without touching a GPU.
 benchmarks=(
-  "bench-suites 50 -m torchport bench link batch pack loader --quick --json"
+  "bench-suites 50 -m torchport bench ${GPU_PROOF_SUITES:-link batch pack loader} --quick --json"
   "bench-h2d 25 benchmarks/bench_gpu_h2d.py --mib 256 --repeats 10"
   "bench-pool 25 benchmarks/bench_gpu_pool.py --epochs 100"
   "bench-diagnose 25 benchmarks/bench_gpu_diagnose.py --steps 50"
