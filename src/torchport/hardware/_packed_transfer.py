@@ -18,15 +18,14 @@ allocation per tensor; the packed device buffer is temporary.
 The host cost per tensor is what limits a packed copy (the bytes of a thousand
 small tensors cross in a fraction of a millisecond), so the common case, a
 contiguous tensor of a 1-, 2-, 4- or 8-byte dtype, goes in batches of one dtype:
-one ``unflatten_dense_tensors`` views the group's stretch of the staging buffer
-as each tensor and one ``torch._foreach_copy_`` writes them all (casting on the
-way); on the device each tensor is viewed in the same-width integer dtype and one
-out-of-place ``torch._foreach_add(views, 0)`` allocates every result and copies
-into it in one fused kernel on CUDA. Integer addition of 0 is the identity on
-every bit pattern, so floats keep NaN payloads and signed zeros; each result is
-then viewed back as its dtype. Other tensors (non-contiguous, complex128, empty)
-take the general path: a slot each at a 64-byte aligned offset, one
-``torch._foreach_copy_`` into fresh allocations.
+one ``torch.cat`` of their flat views writes them all into the group's stretch
+of the staging buffer (casting on the way); on the device each tensor is viewed
+in the same-width integer dtype and one out-of-place ``torch._foreach_add(views,
+0)`` allocates every result and copies into it in one fused kernel on CUDA.
+Integer addition of 0 is the identity on every bit pattern, so floats keep NaN
+payloads and signed zeros; each result is then viewed back as its dtype. Other
+tensors (non-contiguous, complex128, empty) take the general path: a slot each
+at a 64-byte aligned offset, one ``torch._foreach_copy_`` into fresh allocations.
 """
 
 from __future__ import annotations
@@ -212,12 +211,13 @@ def _row_major(shape: torch.Size) -> tuple[tuple[int, ...], int]:
 
 @dataclass(slots=True)
 class _Group:
-    """Contiguous tensors staged in one dtype, back to back from ``offset`` (ALIGN-aligned)."""
+    """Contiguous tensors of one dtype staged in one dtype, back to back from ``offset``."""
 
     dtype: torch.dtype
     offset: int = 0
     indices: list[int] = field(default_factory=list)
     sources: list[torch.Tensor] = field(default_factory=list)
+    flat: list[torch.Tensor] = field(default_factory=list)  # the sources as 1-d views
     numels: list[int] = field(default_factory=list)
 
     @property
@@ -353,27 +353,30 @@ def _layout(
     With ``batched``, non-empty tensors of a 1-, 2-, 4- or 8-byte (target) dtype
     whose strides are exactly those of a fresh contiguous tensor (so ``.to``, a view
     of a flat buffer and any allocating op all give those strides back) are grouped
-    by that dtype; a group starts at an aligned offset and holds its tensors back to
-    back in row-major order. The total is exact (no padding after the last byte).
+    by their own and that dtype; a group starts at an aligned offset and holds its
+    tensors back to back in row-major order. The total is exact (no padding after the last byte).
     """
-    groups: dict[torch.dtype, _Group] = {}
+    # Keyed by (source dtype, staged dtype): ``cat`` promotes mixed inputs (float8 not at all).
+    groups: dict[tuple[torch.dtype, torch.dtype], _Group] = {}
     rest: list[int] = []
     for i in staged:
         t = tensors[i]
-        dt = t.dtype
+        dt = source = t.dtype
         src = t
         if dtype is not None and dt != dtype and dt.is_floating_point:
             dt = dtype
             if t.is_neg():
                 src = t.resolve_neg()  # see _readable
         if batched and dt.itemsize in _SAME_WIDTH_INT:
-            strides, n = _row_major(t.shape)
+            shape = t.shape
+            strides, n = _row_major(shape)
             if n and t.stride() == strides:
-                group = groups.get(dt)
+                group = groups.get((source, dt))
                 if group is None:
-                    group = groups[dt] = _Group(dt)
+                    group = groups[source, dt] = _Group(dt)
                 group.indices.append(i)
                 group.sources.append(src)
+                group.flat.append(src if len(shape) == 1 else src.view(-1))
                 group.numels.append(n)
                 continue
         rest.append(i)
@@ -394,14 +397,14 @@ def _layout(
 
 
 def _gather_groups(groups: list[_Group], host: torch.Tensor) -> None:
-    """Writes each group with two calls: its tensors' views of the buffer, one fused copy.
+    """Writes each group with one ``torch.cat`` of its tensors' flat views into the buffer.
 
-    The copy casts and resolves a lazy conjugate as ``copy_`` does.
+    ``cat`` casts as ``copy_`` does and resolves lazy conjugates and negative views
+    (a negative view that is cast was resolved by :func:`_layout`, see :func:`_readable`).
     """
     for group in groups:
         region = host[group.offset : group.offset + group.nbytes].view(group.dtype)
-        views = unflatten_dense_tensors(region, group.sources)
-        torch._foreach_copy_(views, group.sources)
+        torch.cat(group.flat, out=region)
 
 
 def _split_groups(
