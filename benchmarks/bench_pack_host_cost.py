@@ -19,8 +19,9 @@ simulate_accelerator``, a CPU-backed device whose every op runs through Python):
 
 * phases (``--phases``, this checkout's private functions): process time per tensor
   of each host step of the packed path for 1000 x 4 KiB (1-d, as the bench's) on
-  the CPU: planning, layout, the gather into a staging buffer, and the one Python
-  call per float result left on the device side (``view`` back to its dtype),
+  the CPU: planning, layout, the gather into a staging buffer, the views the device
+  side splits its buffer into (metadata only, so the CPU stands for the device),
+  and the one Python call per float result left there (``view`` back to its dtype),
   beside a plain ``torch.empty`` per tensor (what any result in storage of its own
   costs at least).
 
@@ -88,6 +89,8 @@ def _load() -> list[str]:
 
 
 def _phases(sim: torch.device, repeats: int) -> None:
+    from torch._C._nn import unflatten_dense_tensors
+
     from torchport.hardware import plan_copy
     from torchport.hardware._packed_transfer import _gather_groups, _layout
 
@@ -95,10 +98,15 @@ def _phases(sim: torch.device, repeats: int) -> None:
     sources = [torch.randn(1024) for _ in range(n)]
     host = torch.empty(4096 * n, dtype=torch.uint8)
     groups = _layout(sources, range(n), None, batched=True)[0]
+    ints = torch.empty(1024 * n, dtype=torch.int32)  # stands for the device buffer
+    numels = [1024] * n
+    squares = [t.view(32, 32) for t in sources]
     steps: dict[str, Callable[[], object]] = {
         "plan_copy": lambda: plan_copy(sources, sim, pack=True),
         "layout": lambda: _layout(sources, range(n), None, batched=True),
         "gather (one torch.cat)": lambda: _gather_groups(groups, host),
+        "device views, 1-d group (split_with_sizes)": lambda: ints.split_with_sizes(numels),
+        "device views, 32x32 group (unflatten)": lambda: unflatten_dense_tensors(ints, squares),
         "view to dtype, per result": lambda: [t.view(torch.int32) for t in sources],
         "torch.empty per tensor": lambda: [torch.empty(1024) for _ in range(n)],
         "t.to(sim) per tensor": lambda: [t.to(sim) for t in sources],

@@ -214,6 +214,7 @@ class _Group:
     """Contiguous tensors of one dtype staged in one dtype, back to back from ``offset``."""
 
     dtype: torch.dtype
+    flat_only: bool  # every tensor 1-d: split on the device with no reshaping
     offset: int = 0
     indices: list[int] = field(default_factory=list)
     sources: list[torch.Tensor] = field(default_factory=list)
@@ -353,11 +354,13 @@ def _layout(
     With ``batched``, non-empty tensors of a 1-, 2-, 4- or 8-byte (target) dtype
     whose strides are exactly those of a fresh contiguous tensor (so ``.to``, a view
     of a flat buffer and any allocating op all give those strides back) are grouped
-    by their own and that dtype; a group starts at an aligned offset and holds its
-    tensors back to back in row-major order. The total is exact (no padding after the last byte).
+    by their own dtype, that dtype and whether they are 1-d; a group starts at an
+    aligned offset and holds its tensors back to back in row-major order. The total
+    is exact (no padding after the last byte).
     """
-    # Keyed by (source dtype, staged dtype): ``cat`` promotes mixed inputs (float8 not at all).
-    groups: dict[tuple[torch.dtype, torch.dtype], _Group] = {}
+    # Keyed by (source dtype, staged dtype, 1-d): ``cat`` promotes mixed inputs (float8 not
+    # at all), and 1-d tensors are split on the device without views of their shape.
+    groups: dict[tuple[torch.dtype, torch.dtype, bool], _Group] = {}
     rest: list[int] = []
     for i in staged:
         t = tensors[i]
@@ -371,12 +374,13 @@ def _layout(
             shape = t.shape
             strides, n = _row_major(shape)
             if n and t.stride() == strides:
-                group = groups.get((source, dt))
+                flat_only = len(shape) == 1
+                group = groups.get((source, dt, flat_only))
                 if group is None:
-                    group = groups[source, dt] = _Group(dt)
+                    group = groups[source, dt, flat_only] = _Group(dt, flat_only)
                 group.indices.append(i)
                 group.sources.append(src)
-                group.flat.append(src if len(shape) == 1 else src.view(-1))
+                group.flat.append(src if flat_only else src.view(-1))
                 group.numels.append(n)
                 continue
         rest.append(i)
@@ -413,14 +417,18 @@ def _split_groups(
     """Copy each group's tensors out of the packed device buffer, each into its own allocation.
 
     Each tensor is viewed (row-major, as ``.to`` gives it) in the integer dtype of
-    its width, all with one ``unflatten_dense_tensors``; ``torch._foreach_add(views,
-    0)`` allocates one contiguous result per view and fills it, bit for bit, in one
-    fused kernel on CUDA; a float result is then viewed back as its dtype.
+    its width, all with one ``unflatten_dense_tensors`` (``split_with_sizes`` for a
+    1-d group); ``torch._foreach_add(views, 0)`` allocates one contiguous result per
+    view and fills it, bit for bit, in one fused kernel on CUDA; a float result is
+    then viewed back as its dtype.
     """
     for group in groups:
         as_int = _SAME_WIDTH_INT[group.dtype.itemsize]
         region = dev[group.offset : group.offset + group.nbytes].view(as_int)
-        views = unflatten_dense_tensors(region, group.sources)
+        if group.flat_only:
+            views = list(region.split_with_sizes(group.numels))
+        else:
+            views = unflatten_dense_tensors(region, group.sources)
         moved: list[torch.Tensor] = list(torch._foreach_add(views, 0))
         if as_int != group.dtype:
             moved = [m.view(group.dtype) for m in moved]
