@@ -10,7 +10,8 @@ simulate_accelerator``, a CPU-backed device whose every op runs through Python):
   apart from attribute reads such as ``t.dtype``); deterministic. Calls made inside
   C++ (``torch._foreach_add`` allocating each result) are not Python calls and are
   not counted: that is the point of batching them.
-* time: process time of one call moving the whole list, median of ``--repeats``,
+* time: process time of one call moving the whole list, median of ``--repeats``
+  (the three calls taken in turn),
   for one ``.to(sim)`` per tensor, ``to_device(pack=True)`` and
   ``to_device(pack=False)``, as ratios to the per-tensor loop within one run.
   Every op on the simulator costs a Python dispatch (tens of microseconds), so this
@@ -83,6 +84,17 @@ def _median_process_time(fn: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
+def _interleaved(fns: list[Callable[[], object]], repeats: int) -> list[float]:
+    """Median process time of each, the calls taken in turn so load drifts hit all alike."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, took in zip(fns, times, strict=True):
+            start = time.process_time()
+            fn()
+            took.append(time.process_time() - start)
+    return [statistics.median(took) for took in times]
+
+
 def _load() -> list[str]:
     with open("/proc/loadavg") as f:
         return f.read().split()[:3]
@@ -136,12 +148,13 @@ def main() -> int:
             tp.to_device(sources, sim, pack=True)
         calls = sum(counted.calls.values()) / count
         reads = sum(counted.reads.values()) / count
-        per_tensor = _median_process_time(lambda s=sources: [t.to(sim) for t in s], args.repeats)
-        packed = _median_process_time(
-            lambda s=sources: tp.to_device(s, sim, pack=True), args.repeats
-        )
-        unpacked = _median_process_time(
-            lambda s=sources: tp.to_device(s, sim, pack=False), args.repeats
+        per_tensor, packed, unpacked = _interleaved(
+            [
+                lambda s=sources: [t.to(sim) for t in s],
+                lambda s=sources: tp.to_device(s, sim, pack=True),
+                lambda s=sources: tp.to_device(s, sim, pack=False),
+            ],
+            args.repeats,
         )
         top = ", ".join(f"{n} {k}" for k, n in counted.calls.most_common(4))
         print(f"{label}: calls/tensor {calls:.2f} (+ {reads:.2f} attribute reads); top: {top}")
