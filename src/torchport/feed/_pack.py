@@ -3,7 +3,7 @@
 Each host->device copy has a fixed cost (a driver call, a DMA descriptor: several
 microseconds on PCIe) that dwarfs the transfer time of a small tensor. A batch of
 many small tensors is therefore laid out in one host staging buffer and moved with
-one copy; on the device one fused copy splits it into a tensor per input, each in
+one copy; on the device fused copies split it into a tensor per input, each in
 storage of its own and with the strides ``.to`` would give. The copy engine that
 does it lives at the hardware floor (``torchport.hardware``); this module is feed's
 public face for it.
@@ -90,8 +90,9 @@ def pack_to_device(
     Every host (CPU) tensor that can be staged is written into one host buffer
     (in the layout ``.to`` gives it: a dense tensor keeps its strides, so
     ``channels_last`` stays ``channels_last``; cast to ``dtype`` if it is floating;
-    at 64-byte aligned offsets), the buffer crosses in one copy, and one fused copy
-    on the device splits it into a tensor per input. Other tensors (on another
+    contiguous tensors back to back in one stretch per dtype, others at 64-byte
+    aligned offsets), the buffer crosses in one copy, and fused copies on the device
+    split it into a tensor per input. Other tensors (on another
     device, requiring grad, subclasses) are moved with ``Tensor.to``. With a CPU
     target each tensor is copied into a fresh tensor of its own.
 

@@ -344,8 +344,9 @@ def plan_copy(
         moving = list(compress(unique, map(not_, here)))
     if not moving or not may_stage:
         return CopyPlan(tensors, target, dtype, first, stay, moving, [], False)
-    candidates = [i for i in moving if stageable(tensors[i], dtype)]
-    direct = [i for i in moving if not stageable(tensors[i], dtype)]
+    can_stage = [stageable(tensors[i], dtype) for i in moving]  # asked once per tensor
+    candidates = list(compress(moving, can_stage))
+    direct = list(compress(moving, map(not_, can_stage)))
     packed = False
     staged: list[int] = []
     if candidates:
