@@ -19,6 +19,7 @@ __all__ = [
     "Counted",
     "Row",
     "Where",
+    "on_accelerator",
     "route",
 ]
 
@@ -100,3 +101,14 @@ def route(src: torch.device, dst: torch.device) -> str:
     if named is None:
         named = _ROUTES[(src, dst)] = f"{src}→{dst}"
     return named
+
+
+def on_accelerator(row: Row) -> bool:
+    """Whether ``row`` happened on an accelerator in this very run (not a prediction): a
+    read of a tensor there, or a copy to or from one."""
+    if row.would_sync:
+        return False
+    try:
+        return any(torch.device(end).type not in HOST_TYPES for end in row.device.split("→"))
+    except (RuntimeError, ValueError):  # not a device's name: nothing known of it
+        return False
