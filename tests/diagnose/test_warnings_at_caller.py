@@ -121,3 +121,16 @@ def test_warnings_of_the_simulated_device_name_the_programs_line_inside_as_outsi
     assert found["bare"], "torch warns in none of these cases"
     assert found["audited"] == found["bare"]
     assert {file for file, _, _ in found["audited"]} == {"<string>"}  # the program's
+
+
+def test_a_warning_of_a_function_the_audit_stands_in_for_names_the_programs_line() -> None:
+    import numpy as np
+
+    frozen = np.ones(3)
+    frozen.flags.writeable = False
+    with warnings.catch_warnings(record=True) as caught, tp.audit():
+        warnings.simplefilter("always")
+        torch.from_numpy(frozen)  # stood in for while the audit watches: a wrapper's frame
+        line = sys._getframe().f_lineno - 1
+    found = [(w.filename, w.lineno) for w in caught if "not writable" in str(w.message)]
+    assert found == [(__file__, line)]

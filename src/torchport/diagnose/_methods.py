@@ -58,7 +58,7 @@ import torch.jit
 from torch.overrides import TorchFunctionMode
 
 from torchport import _origin, _skipped_copies
-from torchport.diagnose import _indexing, _ops
+from torchport.diagnose import _indexing, _ops, _stand_ins
 from torchport.diagnose._at_caller import MADE as _MADE
 from torchport.diagnose._at_caller import call_at as _call
 from torchport.diagnose._at_caller import forward_at as _forward_at
@@ -129,6 +129,7 @@ _suspended = 0  # step-aside blocks running (in any thread): wrappers stay down
 _installed: list[tuple[types.ModuleType, str, Any, bool, Any]] = []
 _restores: list[Callable[[], None]] = []  # puts back the program's names (._held_names)
 _getframe = sys._getframe
+_STAND_IN_FILES = (__file__, _stand_ins.__file__)  # a stand-in's frames: never the program's
 _NO_KWARGS: dict[str, Any] = {}  # passed on as **kwargs: copied, never changed
 # The tensor methods the audit wraps run between the program's call and the watcher
 _origin.count_as_torchport(
@@ -382,7 +383,7 @@ def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any
 
     @functools.wraps(original)
     def checkpoint(*args: Any, **kwargs: Any) -> Any:
-        out = original(*args, **kwargs)
+        out = _call(original, args, kwargs, None, _program_frame())
         for each in list(getattr(_local, "observers", None) or ()):
             if not each.local.quiet:
                 each.observe_checkpoint(told, args, kwargs, out)
@@ -391,13 +392,19 @@ def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any
     return checkpoint
 
 
+def _program_frame() -> FrameType | None:
+    """The frame that called a stand-in (past it and this module's wrapper): torch's
+    warnings of the call belong there."""
+    return _origin.caller_frame(sys._getframe(2), past=_STAND_IN_FILES)
+
+
 def _sharing_host_memory(original: Callable[..., Any]) -> Callable[..., Any]:
     """``torch.from_numpy``/``frombuffer``: their tensor shares host memory in any run (so
     the host's in an accelerator run too), and no mode of torch's sees them: told here."""
 
     @functools.wraps(original)
     def made(*args: Any, **kwargs: Any) -> Any:
-        out = original(*args, **kwargs)
+        out = _call(original, args, kwargs, None, _program_frame())
         for each in list(getattr(_local, "observers", None) or ()):
             each.observe_made_on_host(out)
         return out
