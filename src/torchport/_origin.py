@@ -42,6 +42,7 @@ __all__ = [
     "caller_is_library",
     "code_origin",
     "count_as_torchport",
+    "forget_claims",
     "installed_path",
     "is_installed",
     "is_library",
@@ -261,6 +262,12 @@ def count_as_torchport(codes: Iterable[CodeType]) -> None:
     if not _torch_codes_claimed:
         _claim_torch_codes()
     _claim(codes, Origin.TORCHPORT)
+
+
+def forget_claims(codes: Iterable[CodeType]) -> None:
+    """Undo :func:`count_as_torchport` for ``codes`` (code made at run time, let go)."""
+    for code in codes:
+        _BY_CODE.pop(code, None)
 
 
 def _claim(codes: Iterable[CodeType], origin: Origin) -> None:

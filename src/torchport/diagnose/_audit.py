@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchport._crossings import listening
+from torchport.diagnose._events import on_accelerator
 from torchport.diagnose._measured import Crossings, measured
 from torchport.diagnose._methods import observers_here
 from torchport.diagnose._oom import is_out_of_memory, note_oom
@@ -232,8 +233,11 @@ def audit(*, every: int = 1) -> Iterator[AuditReport]:
     On a device that counts its own crossings (the simulated accelerator,
     ``torchport.testing.simulate_accelerator``), the report holds what that run did:
     every copy between host and device and every host wait, counted where it happened
-    (``report.measured`` is true; ``audit(every=N)`` keeps predicting). Elsewhere it
-    predicts, as follows.
+    (``report.measured`` is true; ``audit(every=N)`` keeps predicting). A run that used
+    an accelerator in the block (read a tensor there, or copied to or from one: CUDA) is
+    the accelerator run: there a read of a host tensor waits for nothing and a move that
+    stays on the host copies nothing, so neither is listed. Elsewhere it predicts, as
+    follows.
 
     The report describes the run on an accelerator. Copies between any two different
     devices count (``cpu→meta`` too). Scalar reads and data-dependent shapes count on
@@ -366,8 +370,15 @@ def _fill(report: AuditReport, recorder: Recorder) -> None:
     """
     entries: list[AuditEntry] = []
     loading: list[AuditEntry] = []
-    for counted in recorder.tally.rows():
+    rows = recorder.tally.rows()
+    # a read of a tensor on an accelerator, or a copy to or from one: the accelerator run
+    accelerated = any(on_accelerator(counted.row) for counted in rows)
+    for counted in rows:
         row, where = counted.row, counted.row.where
+        if accelerated and row.would_sync and row.phase != DATA_LOADING:
+            # this run is the accelerator run: a read of a host tensor waits for nothing,
+            # a move that stays on the host copies nothing; no prediction to make
+            continue
         code = linecache.getline(where.file, where.line).strip() if where.line else ""
         via = f"{where.via_file}:{where.via_line}" if where.via_file else ""
         host_work = row.would_sync and row.phase == DATA_LOADING

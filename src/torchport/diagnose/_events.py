@@ -19,6 +19,7 @@ __all__ = [
     "Counted",
     "Row",
     "Where",
+    "on_accelerator",
     "route",
 ]
 
@@ -100,3 +101,12 @@ def route(src: torch.device, dst: torch.device) -> str:
     if named is None:
         named = _ROUTES[(src, dst)] = f"{src}→{dst}"
     return named
+
+
+def on_accelerator(row: Row) -> bool:
+    """Whether ``row`` happened on an accelerator in this very run (not a prediction): a
+    read of a tensor there, or a copy to or from one. Its device is as ``str(device)``
+    writes it (``"cuda:0"``, ``"cpu→sim:0"``): the type is before the colon."""
+    if row.would_sync:
+        return False
+    return any(end.partition(":")[0] not in HOST_TYPES for end in row.device.split("→"))

@@ -53,13 +53,20 @@ class HostHeld:
         # (:mod:`._two_faced`), shared by the audit's two sets; ``side``: this set's
         self.faces = faces
         self.side = side
+        self.host = side == HOST_SIDE
         # a held tensor sent to the device for one line only (see lend): its id, and the
         # id, code and line of the frame whose line it is
         self._lent: tuple[int, int, CodeType, int] | None = None
 
     def add(self, tensor: Any) -> None:
-        """``tensor`` is on the host in the accelerator run (a tensor or a tuple of them)."""
+        """``tensor`` is on the host in the accelerator run (a tensor or a tuple of them).
+
+        A tensor that is on an accelerator in this very run is never the host's (a real
+        ``host.to(device)`` or ``.cuda()`` computed from host tensors alone): not added.
+        """
         if isinstance(tensor, torch.Tensor):
+            if self.host and not (tensor.is_cpu or tensor.is_meta):
+                return
             key = id(tensor)
             held = self.held
 

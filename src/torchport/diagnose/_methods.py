@@ -27,11 +27,12 @@ Swapped on the ``torch`` and ``torch.jit`` *modules* (no class) while it watches
 
 Each stand-in binds and pickles as the original does (:mod:`._stand_ins`).
 
-A warning torch's C++ code raises is attributed to the innermost Python frame (for a
-watched call, the function mode's): the calls that warn (:data:`._ops.MAY_WARN`, when
-their arguments can), and every watched call under CUDA's sync debug mode, re-issue
-theirs at the caller's line with its filters and once-registry (other torch functions'
-warnings may name the mode's line, as under every ``TorchFunctionMode``).
+A warning torch's C++ code raises is attributed to the innermost Python frame, which
+under a ``TorchFunctionMode`` is the mode's: so the function mode runs every call it
+forwards from a trampoline at the caller's line (:mod:`._at_caller`), and torch's
+warnings (``TORCH_WARN``, CUDA's sync debug mode) name the caller's file, line, module
+and once-registry, as without the audit. The calls that may warn from torch's Python
+dispatch code (:data:`._ops.MAY_WARN`, when their arguments can) re-issue theirs there.
 
 Function modes are per thread: the audit counts the threads that ran beside it
 (:mod:`._other_threads`) so the report can say its counts leave them out. Each open
@@ -56,8 +57,12 @@ import torch
 import torch.jit
 from torch.overrides import TorchFunctionMode
 
-from torchport import _origin, _skipped_copies, hardware
-from torchport.diagnose import _indexing, _ops
+from torchport import _origin, _skipped_copies
+from torchport.diagnose import _indexing, _ops, _stand_ins
+from torchport.diagnose._at_caller import MADE as _MADE
+from torchport.diagnose._at_caller import call_at as _call
+from torchport.diagnose._at_caller import forward_at as _forward_at
+from torchport.diagnose._at_caller import reissue, unlink
 from torchport.diagnose._held_names import bind_in_program_modules, swap_held_names
 from torchport.diagnose._ops import OpEntry
 from torchport.diagnose._other_threads import OtherThreads
@@ -123,7 +128,9 @@ _suspended = 0  # step-aside blocks running (in any thread): wrappers stay down
 # (owner, name, original, whether the owner defined it itself, our wrapper)
 _installed: list[tuple[types.ModuleType, str, Any, bool, Any]] = []
 _restores: list[Callable[[], None]] = []  # puts back the program's names (._held_names)
-_THIS_FILE = (__file__,)  # the wrappers' frames, stepped over to find the program's call
+_getframe = sys._getframe
+_STAND_IN_FILES = (__file__, _stand_ins.__file__)  # a stand-in's frames: never the program's
+_NO_KWARGS: dict[str, Any] = {}  # passed on as **kwargs: copied, never changed
 # The tensor methods the audit wraps run between the program's call and the watcher
 _origin.count_as_torchport(
     code for method in _ops.watched_methods() if (code := getattr(method, "__code__", None))
@@ -217,52 +224,6 @@ def _matches(
         return False
 
 
-def _reissue(caught: list[warnings.WarningMessage], caller: FrameType | None) -> None:
-    """Issue recorded warnings again, those pinned on a wrapper at ``caller`` instead."""
-    for w in caught:
-        # A warning torch raises from C++ names the innermost Python frame: a wrapper's,
-        # or under the audit's mode torch's dispatch code, instead of the caller's.
-        if _origin.added_by_watcher(w.filename, watcher=__file__) and caller is not None:
-            module_globals = caller.f_globals
-            warnings.warn_explicit(
-                w.message,
-                w.category,
-                caller.f_code.co_filename,
-                caller.f_lineno or 0,
-                module=module_globals.get("__name__", "<string>"),  # as warnings.warn names it
-                registry=module_globals.setdefault("__warningregistry__", {}),
-                # no module_globals: for `python -c` code its loader (BuiltinImporter)
-                # raises ImportError when asked for the source line
-            )
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
-
-
-# torch.cuda.set_sync_debug_mode("warn") makes every synchronizing call warn from C++;
-# through a wrapper those warnings would name the wrapper, so while the mode is on every
-# wrapper re-issues. Read per call (a C getter); without CUDA it is never on.
-_sync_debug_mode = hardware.sync_debug_mode_reader()
-
-
-def _call(
-    original: Callable[..., Any], args: Any, kwargs: Any, warns: Callable[[Any], bool] | None
-) -> Any:
-    if (warns is None or not warns(args)) and not _sync_debug_mode():
-        return original(*args, **kwargs)
-    # Record, then re-issue at the caller: the filters (and "error") apply there.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = original(*args, **kwargs)
-    if caught:
-        _reissue(caught, _caller())
-    return out
-
-
-def _caller() -> FrameType | None:
-    """The first frame above this module's: the program's call of a watched function."""
-    return _origin.caller_frame(sys._getframe(1), past=_THIS_FILE)
-
-
 # Reads whose work runs no aten op on a CPU tensor: nothing to keep from the dispatch mode
 _NO_ATEN_OPS = frozenset({torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__array__})
 
@@ -302,16 +263,21 @@ class FunctionWatcher(TorchFunctionMode):
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
     ) -> Any:
+        # the frame that called the binding: where torch's warnings belong
+        caller = _getframe(1)
         try:
             found = _watched(func)
         except TypeError:  # an unhashable callable is never watched
             found = None
-        if found is None:
-            if _sync_debug_mode():
-                return _call(func, args, kwargs or {}, None)
-            if kwargs:
-                return func(*args, **kwargs)
-            return func(*args)
+        if found is None:  # the per-call hot path: the trampoline of _call, inline
+            code = caller.f_code
+            made = _MADE.get((id(code), caller.f_lasti))
+            forward = made[1] if made is not None and made[0] is code else _forward_at(caller)
+            try:
+                return forward(func, args, kwargs or _NO_KWARGS)
+            except BaseException as err:
+                unlink(err)
+                raise
         entry, warns, lifts = found
         if kwargs is None:
             kwargs = {}
@@ -319,18 +285,18 @@ class FunctionWatcher(TorchFunctionMode):
         if applies is not None and not _matches(applies, args, kwargs):
             host_index = _indexing.list_index_copy_bytes(func, args)
             if not (host_index or entry.quiet_otherwise):
-                return _call(func, args, kwargs, warns)
+                return _call(func, args, kwargs, warns, caller)
             if host_index and _indexing.basic_view_dims(args[0], args[1]) is not None:
                 # x[0] = 1.0: its ops (a 0-dim index tensor's .item()) are the program's
-                out = _call(func, args, kwargs, warns)
+                out = _call(func, args, kwargs, warns, caller)
             else:
                 # F.one_hot(x, n)'s CPU checks, or x[list]: the ops inside are the call's
-                out = self._quietly(func, args, kwargs, warns, lifts)
+                out = self._quietly(func, args, kwargs, warns, lifts, caller)
             if host_index and not self._local.quiet:
                 self._observer.observe_host_index(func, tuple(args), out)
             return out
         depth = self._local.quiet
-        out = self._quietly(func, args, kwargs, warns, lifts)
+        out = self._quietly(func, args, kwargs, warns, lifts, caller)
         if not depth:
             self._observer.observe_python(func, entry, tuple(args), dict(kwargs), out)
         return out
@@ -342,6 +308,7 @@ class FunctionWatcher(TorchFunctionMode):
         kwargs: Mapping[str, Any],
         warns: Callable[[Any], bool] | None,
         lifts: bool,
+        caller: FrameType | None,
     ) -> Any:
         """Run a watched call with its aten ops counted as its own (not recorded)."""
         observer = self._observer
@@ -350,7 +317,7 @@ class FunctionWatcher(TorchFunctionMode):
         token = observer.lift() if lifts else None
         local.quiet = depth + 1
         try:
-            return _call(func, args, kwargs, warns)
+            return _call(func, args, kwargs, warns, caller)
         finally:
             local.quiet = depth
             if token is not None:
@@ -398,7 +365,7 @@ def _step_aside(original: Callable[..., Any]) -> Callable[..., Any]:
             with stepping_aside():
                 out = original(*args, **kwargs)
         if caught:
-            _reissue(caught, sys._getframe(1))
+            reissue(caught, sys._getframe(1), watcher=__file__)
         return out
 
     return aside
@@ -416,7 +383,7 @@ def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any
 
     @functools.wraps(original)
     def checkpoint(*args: Any, **kwargs: Any) -> Any:
-        out = original(*args, **kwargs)
+        out = _call(original, args, kwargs, None, _program_frame())
         for each in list(getattr(_local, "observers", None) or ()):
             if not each.local.quiet:
                 each.observe_checkpoint(told, args, kwargs, out)
@@ -425,13 +392,19 @@ def _checkpointing(original: Callable[..., Any], name: str) -> Callable[..., Any
     return checkpoint
 
 
+def _program_frame() -> FrameType | None:
+    """The frame that called a stand-in (past it and this module's wrapper): torch's
+    warnings of the call belong there."""
+    return _origin.caller_frame(sys._getframe(2), past=_STAND_IN_FILES)
+
+
 def _sharing_host_memory(original: Callable[..., Any]) -> Callable[..., Any]:
     """``torch.from_numpy``/``frombuffer``: their tensor shares host memory in any run (so
     the host's in an accelerator run too), and no mode of torch's sees them: told here."""
 
     @functools.wraps(original)
     def made(*args: Any, **kwargs: Any) -> Any:
-        out = original(*args, **kwargs)
+        out = _call(original, args, kwargs, None, _program_frame())
         for each in list(getattr(_local, "observers", None) or ()):
             each.observe_made_on_host(out)
         return out

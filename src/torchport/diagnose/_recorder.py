@@ -61,6 +61,7 @@ from torchport.diagnose._move_sides import ONE_OBJECT, host_copy_alone, moved_on
 from torchport.diagnose._ops import OpEntry, OpKind
 from torchport.diagnose._predicted_placement import Placement, copied_to_host
 from torchport.diagnose._steps_aside import StepsAside
+from torchport.diagnose._subclass_reads import read_owner
 from torchport.diagnose._tally import Tally
 from torchport.diagnose._two_faced import DEVICE_SIDE, HOST_SIDE, Faces
 from torchport.diagnose._watcher import DispatchWatcher
@@ -423,15 +424,14 @@ class Recorder:
         *,
         host_side: bool,
     ) -> None:
-        """Count a sync of ``tensor`` at the first user frame at or above ``frame``.
-
-        The per-event path of both watchers: device facts, the stack walk, read size,
-        op name and the count, with the cheap steps written inline (each helper call
-        costs a hundred ns or more here). ``host_side``: leave out host tensors read by
-        torch's host-side code (optimizer step counters, data loading), which stay on
-        the CPU next to accelerator parameters too.
+        """Count a sync of ``tensor`` at the first user frame at or above ``frame``: the
+        per-event path of both watchers, the cheap steps inline (a call costs 100 ns here).
+        ``host_side``: leave out host tensors read by torch's host-side code (optimizer
+        step counters, data loading), which stay on the CPU by accelerator parameters too.
         """
         device = tensor.device if tensor is not None else _CPU
+        if tensor is not None and device.type in _HOST_TYPES:  # a device subclass's own read?
+            device = (tensor := read_owner(frame, self._origin, tensor)).device
         facts = _DEVICE_FACTS.get(device)
         if facts is None:
             facts = _DEVICE_FACTS[device] = (str(device), device.type in _HOST_TYPES)
