@@ -15,11 +15,13 @@ checked against ``tests/sim/data/cuda_device_rules.json`` (recorded on an H200, 
 2. Outputs: a written tensor on the host raises (``s.add_(u)``, ``add(t, s, out=c)``).
 3. Kernels with their own rule (:data:`_KERNELS`, by op name): which arguments may be a
    0-dim host tensor, and how many. ``addcmul`` reads only ``tensor2`` as a scalar
-   (``addcmul_cuda_kernel`` refuses ``self``/``tensor1``), ``addcdiv`` none (its kernel has
-   no scalar path), ``lerp`` only ``weight``; ``clamp``'s ``out=`` form builds a ternary
-   iterator without ``allow_cpu_scalars``; ``masked_fill_``/``index_fill_``/``fill_`` read
-   ``value`` with ``.item()`` and want the mask and indices on the device
-   (``masked_fill__cuda``: "expected self and mask to be on the same device");
+   (``addcmul_cuda_kernel`` refuses ``self``/``tensor1``), ``addcdiv`` none (its ternary
+   iterator lacks ``allow_cpu_scalars``: "TODO: add support for cpu_scalar in addcdiv",
+   ``PointwiseOps.cpp``), ``lerp`` only ``weight``; ``clamp``'s iterator (``CLAMP_CONFIG``,
+   ``TensorCompare.cpp``) has no ``allow_cpu_scalars``, so its ``out=`` form refuses too;
+   ``masked_fill_``/``index_fill_``/``fill_`` read ``value`` with ``.item()`` and want the
+   mask and indices on the device (``masked_fill__cuda``: "expected self and mask to be on
+   the same device");
    ``where`` moves every 0-dim operand to the device (``where_self_out``).
    ``logical_and``/``or``/``xor`` allocate their output from ``self.options()``
    (``BinaryOps.cpp``'s ``comparison_op``): a host ``self`` puts the output on the host,
@@ -143,13 +145,37 @@ def _scalars(
     return frozenset(), 0
 
 
+def _words(func: Any, name: str, device: torch.device) -> str | None:
+    """CUDA's kernel's own words for a 0-dim host tensor it refuses as ``name``."""
+    op = _name(func)
+    if op == "addcmul":  # addcmul_cuda_kernel
+        swap = (
+            " However, CPU Scalar support for tensor2 is supported, please swap your tensor1 "
+            "and tensor2 terms."
+        )
+        return (
+            f"CPU Scalar support for {name} argument is not supported when calling addcmul "
+            f"on CUDA tensors.{swap if name == 'tensor1' else ''}"
+        )
+    if op == "masked_fill" and name == "mask":  # masked_fill__cuda
+        return (
+            "expected self and mask to be on the same device, but got mask on cpu and self "
+            f"on {device}"
+        )
+    return None
+
+
 def refused(
     func: Any,
     tensors: Sequence[torch.Tensor],
     names: Sequence[str],
     device: torch.device,
-) -> int | None:
-    """The position of the first of ``func``'s tensors CUDA refuses beside ``device``.
+) -> tuple[int, str | None] | None:
+    """The first of ``func``'s tensors CUDA refuses beside ``device``, and CUDA's words.
+
+    Checked in CUDA's order: the dispatcher wrapper, then TensorIterator's operands (an
+    output or a tensor with dimensions on the host; a CPU scalar past the count), then the
+    kernel's own rule on which argument it reads as a scalar.
 
     Args:
         func: The aten overload about to run.
@@ -158,24 +184,27 @@ def refused(
         device: The simulated device.
 
     Returns:
-        The refused tensor's position, or ``None`` where CUDA runs the op.
+        ``None`` where CUDA runs the op; else the refused tensor's position and the message
+        CUDA's kernel raises (``None`` where it is the wrapper's or TensorIterator's words).
     """
+    foreign = [p for p, tensor in enumerate(tensors) if tensor.device != device]
+    if not foreign:
+        return None
+    named = [names[p] if p < len(names) else "" for p in foreign]
     checked = wrapper_checks(func)
+    for position, name in zip(foreign, named, strict=True):
+        if name in checked:
+            return position, None
     written = _written(func)
-    allowed: frozenset[str] | None = frozenset()
-    limit: int | None = 0
-    asked = False
-    taken = 0
-    for position, tensor in enumerate(tensors):
-        if tensor.device == device:
-            continue
-        name = names[position] if position < len(names) else ""
-        if name in checked or name in written or tensor.dim() > 0 or not tensor.is_cpu:
-            return position
-        if not asked:
-            allowed, limit = _scalars(func, tensors)
-            asked = True
-        taken += 1
-        if (allowed is not _ANY and name not in allowed) or (limit is not None and taken > limit):
-            return position
+    allowed, limit = _scalars(func, tensors)
+    for taken, (position, name) in enumerate(zip(foreign, named, strict=True), start=1):
+        tensor = tensors[position]
+        if name in written or tensor.dim() > 0 or not tensor.is_cpu:
+            return position, None
+        if limit is not None and taken > limit:
+            words = "Trying to pass too many CPU scalars to non-CPU kernel!" if limit else None
+            return position, words
+    for position, name in zip(foreign, named, strict=True):
+        if allowed is not _ANY and name not in allowed:
+            return position, _words(func, name, device)
     return None

@@ -131,8 +131,11 @@ def check_devices(
     if on_host:  # lengths CUDA reads on the host: out of the comparison
         kept = [p for p in range(len(tensors)) if p not in on_host]
         tensors, known = [tensors[p] for p in kept], [known[p] for p in kept]
-    position = refused(func, tensors, known, device)
-    if position is not None:
+    found = refused(func, tensors, known, device)
+    if found is not None:
+        position, words = found
+        if words is not None:
+            raise RuntimeError(words)
         named = wrapper_refusal(func, tensors, known) if names is not None else None
         raise named or _mixed(device, tensors[position].device, func)
 
