@@ -3,10 +3,10 @@
 Which mixes of devices an op accepts, and the errors CUDA raises for the rest,
 worded as CUDA words them with ``sim:0`` in place of ``cuda:0``:
 
-* Tensors of one op must share a device, except a 0-dim CPU tensor, which CUDA
-  takes as a scalar input wherever an op reads its arguments elementwise (ops
-  PyTorch tags ``pointwise``, and fills): never as an output, and never for ops
-  that check devices (``index_select``, ``gather``, ``embedding``, losses, matmuls).
+* Tensors of one op must share a device, except a 0-dim CPU tensor where CUDA takes
+  it as a scalar: which ops, which arguments and how many is
+  :mod:`torchport.sim._cpu_scalars`' (never an output, never for ops whose wrapper
+  checks devices, one per TensorIterator, only ``tensor2`` of ``addcmul``, ...).
 * Lengths CUDA reads on the host may stay there (``ctc_loss``'s lengths).
 * Indices of ``x[index]`` may stay on the host (CUDA copies them to the device);
   indices on the device for a host tensor are refused. Where the value ``index_put_``
@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from torchport.sim._cpu_scalars import refused
 from torchport.sim._wrapper_check import wrapper_refusal
 
 __all__ = ["HOST_OUTPUTS", "check_devices", "check_generator", "check_written", "numpy_refusal"]
@@ -56,20 +57,6 @@ _HOST_ARGUMENTS: dict[Any, frozenset[int]] = {
     _aten._ctc_loss.Tensor: frozenset({2, 3}),  # input_lengths, target_lengths
     _aten.ctc_loss.Tensor: frozenset({2, 3}),
 }
-
-# Ops that take a 0-dim CPU tensor as a scalar, beside the pointwise ones.
-_SCALAR_TAKERS = frozenset(
-    {
-        _aten.fill_.Tensor,
-        _aten.fill.Tensor,
-        _aten.masked_fill.Tensor,
-        _aten.masked_fill_.Tensor,
-    }
-)
-
-
-def _takes_host_scalars(func: Any) -> bool:
-    return func in _SCALAR_TAKERS or torch.Tag.pointwise in func.tags
 
 
 def layout_refusal(layout: torch.layout) -> NotImplementedError:
@@ -138,13 +125,19 @@ def check_devices(
                     )
         return
     on_host = _HOST_ARGUMENTS.get(func, frozenset())
-    scalars = _takes_host_scalars(func)
-    for position, tensor in enumerate(tensors):
-        if tensor.device == device or position in on_host:
-            continue
-        if tensor.dim() > 0 or not scalars:
-            named = wrapper_refusal(func, tensors, names()) if names is not None else None
-            raise named or _mixed(device, tensor.device, func)
+    if all(tensor.device == device for tensor in tensors):
+        return
+    known = list(names()) if names is not None else [""] * len(tensors)
+    if on_host:  # lengths CUDA reads on the host: out of the comparison
+        kept = [p for p in range(len(tensors)) if p not in on_host]
+        tensors, known = [tensors[p] for p in kept], [known[p] for p in kept]
+    found = refused(func, tensors, known, device)
+    if found is not None:
+        position, words = found
+        if words is not None:
+            raise RuntimeError(words)
+        named = wrapper_refusal(func, tensors, known) if names is not None else None
+        raise named or _mixed(device, tensors[position].device, func)
 
 
 @functools.cache

@@ -8,9 +8,12 @@ checking argument in method wrapper_CUDA___embedding_bag_forward_only)". Ops mar
 ``device_check: NoCheck`` in ``native_functions.yaml`` check in their kernel instead
 (TensorIterator's "found at least two devices"), and so do ops without a CUDA entry.
 
+The wrapper compares every tensor among the op's out and positional arguments
+(torchgen's ``gen_device_check``, run for CUDA's keys only: ``device_guard`` is set for
+CUDA-like keys, never for ``CompositeExplicitAutograd``), a 0-dim CPU tensor included:
+:func:`wrapper_checks` names them for :mod:`torchport.sim._cpu_scalars`, which decides.
 Which ops the wrapper checks is read from the ``native_functions.yaml`` torch ships (in
-``torchgen``), on the error path only. Whether an op raises is not decided here
-(:mod:`torchport.sim._rules` decides); this module words it.
+``torchgen``), on the mixed-device path only; this module words the refusal.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["argument_names", "wrapper_refusal"]
+__all__ = ["argument_names", "wrapper_checks", "wrapper_refusal"]
 
 _FUNC = re.compile(r"^- func: ([\w.]+)\(")
 
@@ -57,13 +60,31 @@ def _checked() -> dict[str, bool]:
 _STANDS_FOR = {"embedding": ("wrapper_CUDA__index_select", {"weight": "self", "indices": "index"})}
 
 
+def _key(func: Any) -> str:
+    schema = func._schema
+    name = schema.name.removeprefix("aten::")
+    return f"{name}.{schema.overload_name}" if schema.overload_name else name
+
+
+@functools.cache
+def wrapper_checks(func: Any) -> frozenset[str]:
+    """The arguments whose devices CUDA's wrapper for ``func`` compares (its out and positional
+    tensors: ``nextafter(t, s)``, ``clamp(t, min=s)`` raise there); empty where it checks none."""
+    if _key(func) not in _checked():
+        return frozenset()
+    return frozenset(
+        argument.name
+        for argument in func._schema.arguments
+        if not argument.kwarg_only or argument.is_out
+    )
+
+
 def _method(func: Any) -> str | None:
     schema = func._schema
     name = schema.name.removeprefix("aten::")
     if name in _STANDS_FOR:
         return _STANDS_FOR[name][0]
-    key = f"{name}.{schema.overload_name}" if schema.overload_name else name
-    structured = _checked().get(key)
+    structured = _checked().get(_key(func))
     if structured is None:
         return None
     overload = schema.overload_name
