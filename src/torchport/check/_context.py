@@ -112,6 +112,11 @@ class Context(SourceText):
                 facts.imported.append((local, target))
                 facts.module_imports.setdefault(local, set()).add(target)
 
+    @property
+    def has_star_imports(self) -> bool:
+        """Whether the file has a star import (``from m import *``, always at module level)."""
+        return self._stars is not None
+
     def star_names(self, stmt: ast.ImportFrom) -> frozenset[str] | None:
         """The names the file's star import ``stmt`` binds (None: not known, or torch's)."""
         found = (self._stars or {}).get(id(stmt))

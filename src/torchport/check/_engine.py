@@ -39,7 +39,7 @@ from torchport.check._dispatch import call_rules, constant_rules, named_rules
 from torchport.check._file_settings import UNLIMITED, FileSettings
 from torchport.check._nodes import children_getter, children_of
 from torchport.check._noqa import NoqaMap, parse_noqa
-from torchport.check._prefilter import absent_rules
+from torchport.check._prefilter import absent_rules, port_gated, port_may_report
 from torchport.check._records import field, record
 from torchport.check._rule import Finding, Rule
 from torchport.check._select import available_rules, default_reports, scoped_codes, select_rules
@@ -429,8 +429,8 @@ def check_tree(
 
     ``settings``: the file's target torch (fixes that write an API it lacks are
     dropped, the finding kept) and whether other tools' file-wide noqa counts.
-    ``prefilter``: skip the rules the text shows cannot report here (``_prefilter.py``;
-    the findings are the same, False is for the tests that hold it so).
+    ``prefilter``: skip the rules the text (or the port's file gate) shows cannot report
+    here (``_prefilter.py``; the same findings: False is for the tests that hold it so).
     """
     if not ruleset.rules:
         return CheckOutcome([])
@@ -447,7 +447,8 @@ def check_tree(
         ruleset = ruleset.without(noqa.file_codes)
     ctx = Context(source, path, tree)
     try:
-        outcome = _walk(tree, ctx, ruleset, noqa, strict=strict)
+        gated = prefilter and port_gated(ruleset.codes) and not port_may_report(ctx)
+        outcome = CheckOutcome([]) if gated else _walk(tree, ctx, ruleset, noqa, strict=strict)
     finally:
         ctx.release()  # no analysis garbage left for the collector
     if settings.target_torch is not None:

@@ -25,12 +25,17 @@ tree on generated sources, and the findings with and without the prefilter.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 
 from torchport.check._patterns import lazy_pattern
 
-__all__ = ["NEEDS", "absent_rules", "may_hold"]
+TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
+if TYPE_CHECKING:
+    from torchport.check._context import Context
+
+__all__ = ["NEEDS", "PORT_GATED", "absent_rules", "may_hold", "port_gated", "port_may_report"]
 
 # code -> the word without which the rule reports nothing (see the module docstring:
 # the rule reports only constants starting with it or identifiers equal to it).
@@ -88,3 +93,26 @@ def absent_rules(source: str, codes: Collection[str]) -> frozenset[str]:
         return frozenset()
     missing = {w for w in missing if not (len(w) > 1 and _split(w).search(source) is not None)}
     return frozenset(code for code, word in NEEDS.items() if word in missing and code in codes)
+
+
+# The port's rules (`port`'s selection: TP5xx, TP201, TP301) the port's file gate was shown
+# for, rule by rule (``port/_gate.py``): a rule set of these alone, TP502 among them, walks
+# no file the gate says none of them can report in. A rule added to the port joins the set
+# only with its own reason there (until then a set holding it is not gated).
+PORT_GATED = frozenset(
+    {"TP201", "TP301", "TP501", "TP502", "TP503", "TP504", "TP505", "TP506", "TP507",
+     "TP508", "TP509", "TP510", "TP520", "TP521", "TP522", "TP523"}
+)  # fmt: skip
+
+
+@functools.cache
+def port_gated(codes: frozenset[str]) -> bool:
+    """Whether the file gate applies to a rule set of ``codes`` (see :data:`PORT_GATED`)."""
+    return "TP502" in codes and codes <= PORT_GATED
+
+
+def port_may_report(ctx: Context) -> bool:
+    """:func:`torchport.check.port._gate.may_report` (imported on first use: a port's)."""
+    from torchport.check.port._gate import may_report
+
+    return may_report(ctx)

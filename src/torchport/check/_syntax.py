@@ -18,7 +18,14 @@ from collections import OrderedDict
 
 from torchport.check._patterns import lazy_pattern
 
-__all__ = ["NewerSyntaxError", "adopt_scopes", "keep_parsed", "parse_source", "syntax_needs"]
+__all__ = [
+    "NewerSyntaxError",
+    "adopt_scopes",
+    "keep_parsed",
+    "parse_source",
+    "parsed_module",
+    "syntax_needs",
+]
 # Sources this long or longer are parsed in pieces (check/_chunked_parse.py's CHUNKED_FROM,
 # held equal by tests/check/test_chunked_parse.py); shorter ones whole, its module unimported.
 _PIECES_FROM = 512 * 1024
@@ -106,6 +113,25 @@ def keep_parsed(path: str, source: str, tree: ast.Module, scopes: object | None)
     _KEPT.move_to_end(key)
     while len(_KEPT) > _KEPT_MAX:
         _KEPT.popitem(last=False)
+
+
+def parsed_module(path: str, source: str) -> ast.Module:
+    """``ast.parse(source)``, the text of the file at ``path``, parsed once for its readers.
+
+    A tree :func:`keep_parsed` kept for the same file and text is returned, and left
+    there for the file's own parse; a tree parsed here is kept for the next reader (the
+    port reads a sibling module for its star imports, its names, its facts: one parse).
+    Its readers only read it.
+
+    Raises:
+        SyntaxError, ValueError: ``source`` does not parse (as ``ast.parse``).
+    """
+    kept = _KEPT.get(os.path.realpath(path))
+    if kept is not None and kept[0] == source:
+        return kept[1]
+    tree = ast.parse(source)
+    keep_parsed(path, source, tree, None)
+    return tree
 
 
 def adopt_scopes(tree: ast.Module) -> object | None:

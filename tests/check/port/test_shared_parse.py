@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from tests.check.port.siblings import load
 from torchport.check import _syntax, port_paths
 from torchport.check._context import Context
-from torchport.check._syntax import keep_parsed, parse_source
+from torchport.check._syntax import keep_parsed, parse_source, parsed_module
 from torchport.check.port import _project
 
 HERE = Path(__file__).parent
@@ -111,3 +111,59 @@ def test_the_port_is_the_same_with_and_without_the_shared_parse(files: dict[str,
         mp.setattr(_syntax, "_KEPT_MAX", 0)  # nothing kept: every file parsed for itself
         alone = _port(root)
     assert shared == alone
+
+
+# A script that star-imports the model's module: the module is read for the names it
+# exports, for its own star imports, for its facts, and then ported itself.
+STARRED = "from model import *\n\nnet = Net()\nprint(net(torch.ones(1, 4)))\n"
+file_gate = load("test_file_gate_for_sharing", HERE / "test_file_gate.py")
+
+
+def test_a_star_imported_sibling_is_parsed_once() -> None:
+    parsed: Counter[str] = Counter()
+    real = ast.parse
+
+    def counting(source: Any, *args: Any, **kwargs: Any) -> ast.Module:
+        parsed[source] += 1
+        return real(source, *args, **kwargs)
+
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        root = Path(tmp)
+        _write(root, {"a_train.py": STARRED, "model.py": MODEL})
+        mp.setattr(ast, "parse", counting)
+        _, left = _port(root)
+    assert any(" TP501 " in f for f in left), left  # `Net` known through the star
+    assert parsed[MODEL] == 1, parsed[MODEL]  # its names, its stars, its facts, its port
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(files=file_gate._projects())
+def test_star_imports_read_the_same_with_and_without_the_shared_parse(
+    files: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Projects whose modules star-import each other (cycles too), each ported in a fresh
+    copy: with the parse shared, and with nothing kept (every reader parses for itself)."""
+    root = tmp_path_factory.mktemp("stars")
+    with pytest.MonkeyPatch.context() as mp:
+        _write(root / "shared", files)
+        shared = _port(root / "shared")
+        mp.setattr(_syntax, "_KEPT_MAX", 0)
+        _write(root / "alone", files)
+        alone = _port(root / "alone")
+    here, there = f"{root}/shared/", f"{root}/alone/"
+    assert [(name, diff.replace(here, there)) for name, diff in shared[0]] == alone[0]
+    assert [f.replace(here, there) for f in shared[1]] == alone[1]
+
+
+def test_a_reader_gets_the_kept_tree_only_for_the_same_text_and_leaves_it() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "m.py")
+        kept = ast.parse("x = 1\n")
+        keep_parsed(path, "x = 1\n", kept, None)
+        assert parsed_module(path, "x = 1\n") is kept
+        assert parsed_module(path, "x = 1\n") is kept  # left for the file's own parse
+        other = parsed_module(path, "x = 2\n")  # the file changed: parsed anew, and kept
+        assert other is not kept and ast.dump(other) == ast.dump(ast.parse("x = 2\n"))
+        assert parse_source("x = 2\n", path) is other

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from torchport.check._listing import held, note
+from torchport.check._syntax import parsed_module
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
@@ -107,7 +108,8 @@ def module_facts(
     if cached is not None and cached[0] == stamp:
         return cached[1]
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="surrogateescape"))
+        source = path.read_text(encoding="utf-8", errors="surrogateescape")
+        tree = parsed_module(str(path), source)
     except (OSError, SyntaxError, ValueError):
         return empty
     found = facts(tree)

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._listing import recorded, span, still
-from torchport.check._syntax import keep_parsed
+from torchport.check._syntax import keep_parsed, parsed_module
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_files import Lookups
 from torchport.check.port._module_functions import (
@@ -280,7 +280,7 @@ def module_facts(
         return None  # an import cycle (or a very deep chain): no facts through it
     try:
         source = path.read_text(encoding="utf-8", errors="surrogateescape")
-        tree = ast.parse(source)
+        tree = parsed_module(str(path), source)  # (a star import's reader may have parsed it)
     except (OSError, SyntaxError, ValueError):
         return None
     ctx = Context(source, key, tree)
