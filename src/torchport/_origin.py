@@ -179,6 +179,11 @@ def added_by_watcher(filename: str, *, watcher: str) -> bool:
     return filename == watcher or filename in _DISPATCH_FILES
 
 
+def at_line_of(frame: FrameType, filename: str, lineno: int) -> bool:
+    """Whether ``filename:lineno`` (where a warning points, say) is ``frame``'s current line."""
+    return filename == frame.f_code.co_filename and lineno == frame.f_lineno
+
+
 def is_runner(filename: str) -> bool:
     """Whether ``filename`` is code ``torchport run`` runs a script through (torchport's own,
     runpy, contextlib): frames the script's traceback leaves out, as ``python`` would."""

@@ -126,7 +126,7 @@ def reissue(
     for w in caught:
         if caller is not None and (
             _origin.added_by_watcher(w.filename, watcher=watcher)
-            or (w.filename == caller.f_code.co_filename and w.lineno == caller.f_lineno)
+            or _origin.at_line_of(caller, w.filename, w.lineno)
         ):
             module_globals = caller.f_globals
             warnings.warn_explicit(
