@@ -14,6 +14,7 @@ CPU long indices, ``di`` device long indices.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 import sys
@@ -183,10 +184,10 @@ def _cases() -> dict[str, str]:
         "torch.polar(s, t)": "torch.polar(s, t)",
     }
     cases.update(extra)
-    # Not yet recorded on CUDA (added 2026-11-30, branch s36): where the simulator's class
-    # rules (torchport/sim/_cpu_scalars.py) reach past the recorded cases: out= and in-place
-    # forms, ldexp's dtype-dependent paths, a 0-dim host index.
-    unrecorded = {
+    # Predicted from the simulator's class rules (torchport/sim/_cpu_scalars.py) before they
+    # were recorded, then recorded on the H200 (2026-11-30): out= and in-place forms, ldexp's
+    # dtype-dependent paths, a 0-dim host index.
+    predicted = {
         "torch.clamp(t, min=s, out=o)": "torch.clamp(t, min=s, out=t.clone())",
         "torch.lerp(t, t, s, out=o)": "torch.lerp(t, t, s, out=t.clone())",
         "torch.addcmul(t, t, s, out=o)": "torch.addcmul(t, t, s, out=t.clone())",
@@ -200,7 +201,7 @@ def _cases() -> dict[str, str]:
         "torch.dist(s, t)": "torch.dist(s, t)",
         "torch.addcdiv(t, t, s, out=o)": "torch.addcdiv(t, t, s, out=t.clone())",
     }
-    cases.update(unrecorded)
+    cases.update(predicted)
     return cases
 
 
@@ -244,7 +245,12 @@ def main(argv: list[str]) -> int:
         from torchport.testing import simulate_accelerator
 
         device = str(simulate_accelerator())
-    facts = {"torch": torch.__version__, "device": device, "cases": record(device)}
+    facts = {
+        "torch": torch.__version__,
+        "device": device,
+        "recorded": datetime.date.today().isoformat(),
+        "cases": record(device),
+    }
     if torch.device(device).type == "cuda":
         facts["gpu"] = torch.cuda.get_device_name()
     Path(out).write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n", encoding="utf-8")
