@@ -16,6 +16,7 @@ import runpy
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,9 +62,14 @@ model = torch.nn.Linear(2, 1)
 
 
 def _run(tmp: Path, body: str) -> tp.AuditReport:
+    """Run the program as a CPU run does, on every machine: there its
+    ``torch.cuda.is_available()`` is False and every variable holds the CPU (on a machine
+    with a GPU the program would move to it for real, and the audit would count that run)."""
     path = tmp / f"generated_{next(_counter)}.py"
     path.write_text(PRELUDE + "import torchport as tp\nwith tp.audit() as report:\n" + body)
-    return runpy.run_path(str(path))["report"]  # type: ignore[no-any-return]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.cuda, "is_available", lambda: False)
+        return runpy.run_path(str(path))["report"]  # type: ignore[no-any-return]
 
 
 MOVE_FORMS = st.sampled_from(

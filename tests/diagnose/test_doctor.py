@@ -188,6 +188,7 @@ def test_xpu_devices_are_listed(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setattr(torch.xpu, "device_count", lambda: 1)
     clean_env.setattr(torch.xpu, "get_device_properties", lambda index: props)
     clean_env.setattr(torch.xpu, "mem_get_info", lambda index: (12 * 2**30, 16 * 2**30))
+    clean_env.setattr(torch.cuda, "is_available", lambda: False)  # the XPU machine's only GPU
     (gpu,) = torchport.doctor().gpus
     assert (gpu.device, gpu.name, gpu.free_memory) == ("xpu:0", props.name, 12 * 2**30)
     assert gpu.supported_by_build is None

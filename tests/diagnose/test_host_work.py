@@ -335,7 +335,10 @@ def test_lbfgs_reads_the_loss_and_its_conditions_on_the_device() -> None:
 # sends it decides whose work the copy is: to the program's device it is a copy the
 # accelerator run makes; to the host, or to the device a batch tensor is on (the host,
 # while a loader fetches), it copies nothing there.
-_PROGRAM_DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+# The program's `"cuda" if torch.cuda.is_available() else "cpu"` as a CPU run evaluates it
+# (the run the audit predicts from), on every machine: on one with a GPU it would be "cuda"
+# and the collate_fn would copy for real.
+_PROGRAM_DEVICE = "cpu"
 _CONFIG = types.SimpleNamespace(device=torch.device(_PROGRAM_DEVICE))
 
 

@@ -37,7 +37,9 @@ def _markers(path: Path) -> dict[int, str]:
 
 
 def _run(name: str, monkeypatch: pytest.MonkeyPatch, *args: str) -> tp.AuditReport:
-    monkeypatch.delenv("TORCHPORT_DEVICE", raising=False)
+    # the CPU run on every machine: pick_device() picks the CPU here as on a machine
+    # without an accelerator (on one with a GPU it would pick it, and copy for real)
+    monkeypatch.setenv("TORCHPORT_DEVICE", "cpu")
     monkeypatch.setattr(sys, "argv", [name, *args])
     with tp.audit() as report:
         runpy.run_path(str(SCRIPTS / name), run_name="__main__")
@@ -173,7 +175,7 @@ def test_the_quickstart_counts_the_batches_its_device_loader_hands_over(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     quickstart = Path(__file__).parents[2] / "examples" / "quickstart.py"
-    monkeypatch.delenv("TORCHPORT_DEVICE", raising=False)
+    monkeypatch.setenv("TORCHPORT_DEVICE", "cpu")  # the CPU run on every machine (see _run)
     monkeypatch.setattr(sys, "argv", [str(quickstart)])
     with tp.audit() as report:
         runpy.run_path(str(quickstart), run_name="__main__")

@@ -620,10 +620,14 @@ def test_an_async_generator_is_refused() -> None:
         tp.strict(stream)
 
 
-def test_a_data_parallel_models_path_is_the_models_own() -> None:
+def test_a_data_parallel_models_path_is_the_models_own(monkeypatch: pytest.MonkeyPatch) -> None:
     model = Model()
     model.encoder.layers[1].proj.to(META)
-    wrapped = nn.DataParallel(model)  # on a machine without GPUs it calls the model directly
+    # made as on a machine without GPUs, where it calls the model directly (on one with a
+    # GPU it would move the model to cuda:0 at once, the meta layer included)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    wrapped = nn.DataParallel(model)
+    monkeypatch.undo()
     err = _raise_mismatch(lambda: wrapped(torch.randn(2, 4)))
     message = str(err)
     assert "Linear 'encoder.layers.1.proj' (in Model)" in message
