@@ -126,7 +126,9 @@ def test_the_checker_loads_frozen_only_in_the_program(tmp_path: Path) -> None:
         "print(before, *inside, seen[0] > 0, gc.get_freeze_count(), gc.isenabled(), code)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
     )
+    # The child's own words: a failed run elsewhere (the GPU machine's Python 3.12) must say why.
+    assert out.returncode == 0, (out.returncode, out.stdout[-1500:], out.stderr[-3000:])
     expected = ["0", "0", "True", "1", "0", "True", "0", "True", "1"]
     assert out.stdout.split()[-9:] == expected, out.stdout

@@ -108,6 +108,10 @@ def snapshot() -> Callable[[], Snapshot]:
 @pytest.fixture
 def untouched() -> Iterator[Callable[[], None]]:
     """Asserts at teardown (and whenever called) that torch is exactly as the test found it."""
+    if torch.cuda.is_available():
+        # A test may ask the real GPU (what a redirect leaves behind), and CUDA's lazy
+        # start sets torch.cuda._initialized: settle it first, or the check would see it.
+        torch.cuda.init()
     before = take_snapshot()
 
     def check() -> None:

@@ -475,6 +475,28 @@ def test_copies_and_syncs_are_counted_by_the_users_line() -> None:
     assert len({entry[5] for entry in h2d}) == 1
 
 
+def test_a_pinning_loader_works_where_a_real_gpu_was_the_accelerator_first() -> None:
+    # The GPU machine: CUDA is the accelerator until the simulator registers; from then on
+    # PyTorch reports the simulator first (a PrivateUse1 backend wins), so a bare
+    # pin_memory() asks it, and it must still pin (it once failed NotImplementedError there).
+    got = run_isolated(
+        """
+        from torchport import hardware
+        from torchport._crossings import listening
+        hardware.accelerator_type = lambda: "cuda"  # what the GPU machine answers before
+        device = simulate_accelerator()
+        assert torch.accelerator.current_accelerator().type == device.type
+        seen = []
+        data = torch.utils.data.TensorDataset(torch.ones(8, 4))
+        loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True)
+        with listening(seen.append):
+            pinned = [x.is_pinned() for (x,) in loader for _ in [x.to(device, non_blocking=True)]]
+        print(json.dumps([pinned, [c.pinned for c in seen]]))
+        """
+    )
+    assert got == [[True, True], [True, True]]
+
+
 def test_torchport_moves_batches_and_loaders_onto_it_with_values() -> None:
     got = run_isolated(
         """

@@ -220,7 +220,6 @@ def _install(limit: int | None) -> None:
             "accelerator is built on; it needs torch 2.7 or newer"
         )
     LEDGER.limit = limit
-    other = _other_accelerator()  # asked before the backend exists
     hook, guard = _hooks()
     setup = torch.utils.backend_registration._setup_privateuseone_for_python_backend
     setup(NAME, backend_module=_DEVICE_MODULE, hook=hook, device_guard=guard)
@@ -232,15 +231,12 @@ def _install(limit: int | None) -> None:
 
     install_kernels()
     hardware.backend_installed()  # torch reports an accelerator now
-    if not other:
-        install_pinning()
+    # ...this one, even beside a real GPU: a registered PrivateUse1 backend comes first
+    # (at::getAccelerator), so a bare pin_memory() asks it for pinned memory from here on.
+    install_pinning()
     install_serialization()
     install_module_moves()
     _answer_for_sim()
-
-
-def _other_accelerator() -> bool:
-    return hardware.accelerator_type() not in (None, NAME)
 
 
 def _answer_for_sim() -> None:

@@ -6,7 +6,10 @@ Python backend cannot provide, so ``tensor.pin_memory()`` (and a DataLoader with
 Here the CPU kernels of ``aten::_pin_memory`` and ``aten::is_pinned`` answer
 instead: a pinned tensor is a host copy the simulator remembers, so ``is_pinned``
 and the copy counts (``pinned`` on each host-to-device copy) tell pinned from
-pageable as CUDA would. Installed only where no real accelerator owns pinning.
+pageable as CUDA would. Installed with the simulator on every machine: PyTorch
+reports a registered PrivateUse1 backend as the accelerator ahead of CUDA, so
+beside a real GPU too a bare ``pin_memory()`` asks the simulator (and, without
+these kernels, fails). In such a process CUDA's own pinning is not reached.
 """
 
 from __future__ import annotations
