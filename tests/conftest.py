@@ -129,7 +129,7 @@ class FakeBackend(Backend):
     accelerator is tested under ``@pytest.mark.gpu``.
     """
 
-    def __init__(self, free: list[int | None], kind: str = "cuda", current: int = 0) -> None:
+    def __init__(self, free: list[int | None], kind: str | None = "cuda", current: int = 0) -> None:
         self.free = free
         self.kind = kind
         self.current = current
@@ -212,6 +212,19 @@ def fake_accelerator() -> Iterator[Callable[..., FakeBackend]]:
             return stack.enter_context(install(FakeBackend(free, kind, current)))
 
         yield install_fake
+
+
+@pytest.fixture
+def no_accelerator() -> Iterator[FakeBackend]:
+    """Install a backend that reports no accelerator, as a CPU-only machine's torch does.
+
+    For a test whose premise is "no accelerator here": it then holds on a machine with a
+    GPU too (issue 36: such tests failed on the lent H200). A test may still call
+    ``fake_accelerator`` afterwards to put one in.
+    """
+    backend = FakeBackend([], kind=None)
+    with install(backend):
+        yield backend
 
 
 # --- no test can hang the run ------------------------------------------------------------

@@ -33,14 +33,24 @@ def test_meta_is_normalised_too(value: object) -> None:
     assert hardware.parse_device(value) == torch.device("meta")
 
 
+# The machines the refusals are read on: none with an accelerator (a CPU box) and one
+# with a CUDA device (the GPU box of issue 36, where the listing starts with it).
+_LISTINGS = {0: "available: cpu;", 1: "available: cuda:0 (NVIDIA H100, 79 GiB free), cpu;"}
+
+
+@pytest.mark.parametrize("accelerators", sorted(_LISTINGS))
 @pytest.mark.parametrize("argument", ["device", "prefer", "--device", "TORCHPORT_DEVICE"])
 @pytest.mark.parametrize("value", ["cpu:1", "xpu:7", "gpu", "", 3, 1.5, [0], True])
-def test_refusals_name_the_argument_and_list_the_devices(argument: str, value: object) -> None:
+def test_refusals_name_the_argument_and_list_the_devices(
+    argument: str, value: object, accelerators: int, no_accelerator: object, fake_accelerator: Fake
+) -> None:
+    if accelerators:
+        fake_accelerator([79 * GIB] * accelerators)
     with pytest.raises(tp.DeviceError) as info:
         hardware.parse_device(value, argument=argument)
     message = str(info.value)
     assert message.startswith(f"{argument}={value!r}")
-    assert "available: cpu" in message
+    assert _LISTINGS[accelerators] in message
     if argument.isupper():
         assert f"unset {argument}" in message
     elif argument.startswith("--"):

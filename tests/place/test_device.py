@@ -31,8 +31,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- order -----------------------------------------------------------------------------
 
 
-def test_no_accelerator_gives_cpu() -> None:
-    # This machine is CPU-only and the environment is clean.
+def test_no_accelerator_gives_cpu(no_accelerator: object) -> None:
+    # The backend reports no accelerator (on any machine) and the environment is clean.
     assert tp.pick_device() == torch.device("cpu")
 
 
@@ -109,7 +109,7 @@ def test_prefer_beats_env(fake_accelerator: Install, monkeypatch: pytest.MonkeyP
     assert tp.pick_device(0) == torch.device("cuda", 0)
 
 
-def test_prefer_index_needs_an_accelerator() -> None:
+def test_prefer_index_needs_an_accelerator(no_accelerator: object) -> None:
     with pytest.raises(tp.DeviceError, match="prefer=0 is an accelerator index, but there is none"):
         tp.pick_device(0)
 
@@ -123,7 +123,7 @@ def test_meta_only_when_asked() -> None:
 
 
 @pytest.mark.parametrize("bad", ["cuda:x", "gpu", "", "   ", "CUDA", "cuda:-1"])
-def test_malformed_strings(bad: str) -> None:
+def test_malformed_strings(bad: str, no_accelerator: object) -> None:
     with pytest.raises(tp.DeviceError) as info:
         tp.pick_device(bad)
     message = str(info.value)
@@ -233,7 +233,7 @@ def test_no_environment_or_global_state_changes(
 
 
 def test_each_rule_says_it_decided(
-    fake_accelerator: Install, monkeypatch: pytest.MonkeyPatch
+    no_accelerator: object, fake_accelerator: Install, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert tp.place.pick_device_with_reason()[1].startswith("torch reports no accelerator")
     fake_accelerator([10 * GIB, 70 * GIB])

@@ -129,7 +129,7 @@ def test_dtype_must_be_floating() -> None:
 
 
 @pytest.mark.parametrize("bad", ["gpu", "cuda:x", "", 5])
-def test_bad_device_is_a_device_error(bad: Any) -> None:
+def test_bad_device_is_a_device_error(bad: Any, no_accelerator: object) -> None:
     with pytest.raises(tp.DeviceError, match="available: cpu"):
         tp.to_device({"x": torch.ones(1)}, bad)
 
@@ -405,7 +405,9 @@ def test_cpu_zero_is_the_cpu_and_copies_nothing() -> None:
 
 
 @pytest.mark.parametrize("bad", ["cpu:1", "meta:2", "xpu:7", "cuda:3", "gpu", 5])
-def test_absent_devices_are_refused_naming_the_argument(bad: object) -> None:
+def test_absent_devices_are_refused_naming_the_argument(
+    bad: object, no_accelerator: object
+) -> None:
     with pytest.raises(tp.DeviceError, match=rf"device={bad!r}") as info:
         tp.to_device(torch.ones(1), bad)  # type: ignore[arg-type]
     assert "available: cpu" in str(info.value)
