@@ -53,7 +53,10 @@ def _port(root: Path) -> tuple[list[tuple[str, str]], list[str]]:
     return changed, sorted(str(f) for f in result.remaining)
 
 
-def test_a_sibling_read_for_its_facts_is_not_parsed_again() -> None:
+def _port_counting_parses(
+    files: dict[str, str],
+) -> tuple[list[tuple[str, str]], list[str], Counter[str]]:
+    """Port ``files`` in a fresh folder; also how often each source text was parsed."""
     parsed: Counter[str] = Counter()
     real = ast.parse
 
@@ -63,9 +66,14 @@ def test_a_sibling_read_for_its_facts_is_not_parsed_again() -> None:
 
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
         root = Path(tmp)
-        _write(root, {"a_train.py": TRAIN, "model.py": MODEL})
+        _write(root, files)
         mp.setattr(ast, "parse", counting)
-        changed, _ = _port(root)
+        changed, left = _port(root)
+    return changed, left, parsed
+
+
+def test_a_sibling_read_for_its_facts_is_not_parsed_again() -> None:
+    changed, _, parsed = _port_counting_parses({"a_train.py": TRAIN, "model.py": MODEL})
     assert [name for name, _ in changed] == ["a_train.py"]  # the sibling was read and known
     assert parsed[MODEL] == 1, parsed[MODEL]  # read for its facts, then ported: one parse
 
@@ -120,18 +128,7 @@ file_gate = load("test_file_gate_for_sharing", HERE / "test_file_gate.py")
 
 
 def test_a_star_imported_sibling_is_parsed_once() -> None:
-    parsed: Counter[str] = Counter()
-    real = ast.parse
-
-    def counting(source: Any, *args: Any, **kwargs: Any) -> ast.Module:
-        parsed[source] += 1
-        return real(source, *args, **kwargs)
-
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
-        root = Path(tmp)
-        _write(root, {"a_train.py": STARRED, "model.py": MODEL})
-        mp.setattr(ast, "parse", counting)
-        _, left = _port(root)
+    _, left, parsed = _port_counting_parses({"a_train.py": STARRED, "model.py": MODEL})
     assert any(" TP501 " in f for f in left), left  # `Net` known through the star
     assert parsed[MODEL] == 1, parsed[MODEL]  # its names, its stars, its facts, its port
 
