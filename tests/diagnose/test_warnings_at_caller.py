@@ -92,6 +92,12 @@ def test_an_error_raised_under_audit_shows_the_programs_line_once() -> None:
     assert [f.lineno for f in here] == [line], frames
 
 
+@pytest.mark.xfail(
+    tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 15),
+    reason="known, not yet fixed (issue 36): on torch 2.15 a uint8-mask index of a simulated "
+    "tensor under audit() warns at torch/_ops.py, the simulator's own dispatch frame",
+    strict=True,
+)
 def test_warnings_of_the_simulated_device_name_the_programs_line_inside_as_outside() -> None:
     found = run_isolated(
         """

@@ -30,7 +30,7 @@ from typing import Any
 
 from torchport import _origin
 
-__all__ = ["MADE", "Forward", "call_at", "forward_at", "reissue", "unlink"]
+__all__ = ["MADE", "TRAMPOLINES", "Forward", "call_at", "forward_at", "reissue", "unlink"]
 
 Forward = Callable[[Callable[..., Any], Sequence[Any], Mapping[str, Any]], Any]
 
@@ -44,7 +44,7 @@ _CODE = _forward.__code__
 # The function mode's per-call path reads it inline (a function call costs 100 ns there).
 MADE: dict[tuple[int, int], tuple[CodeType, Forward]] = {}
 _LIMIT = 4096  # call sites; past that the cache starts again (code made by exec in a loop)
-_TRAMPOLINES: set[CodeType] = set()  # every trampoline code made, to strip from tracebacks
+TRAMPOLINES: set[CodeType] = set()  # every trampoline code made, to strip from tracebacks
 
 
 def forward_at(caller: FrameType) -> Forward:
@@ -63,11 +63,11 @@ def _make(caller: FrameType, key: tuple[int, int]) -> Forward:
     copy = _CODE.replace(co_filename=code.co_filename, co_firstlineno=caller.f_lineno or 1)
     trampoline: Forward = types.FunctionType(copy, caller.f_globals)
     if len(MADE) >= _LIMIT:
-        _origin.forget_claims(_TRAMPOLINES)
-        _TRAMPOLINES.clear()
+        _origin.forget_claims(TRAMPOLINES)
+        TRAMPOLINES.clear()
         MADE.clear()
     _origin.count_as_torchport((copy,))
-    _TRAMPOLINES.add(copy)
+    TRAMPOLINES.add(copy)
     MADE[key] = (code, trampoline)
     return trampoline
 
@@ -78,7 +78,7 @@ def unlink(err: BaseException) -> None:
     tb: TracebackType | None = err.__traceback__
     while tb is not None:
         after = tb.tb_next
-        while after is not None and after.tb_frame.f_code in _TRAMPOLINES:
+        while after is not None and after.tb_frame.f_code in TRAMPOLINES:
             after = after.tb_next
         if after is not tb.tb_next:
             tb.tb_next = after

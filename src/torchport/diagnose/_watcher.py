@@ -14,13 +14,16 @@ nothing per op; on a torch without that switch it takes torch's wrapper.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
+from types import FrameType
 from typing import Any, Protocol
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchport.diagnose import _ops
+from torchport.diagnose._at_caller import TRAMPOLINES, forward_at
 from torchport.diagnose._host_held import HostHeld, follow_device
 from torchport.diagnose._legacy_makers import FRESH_OPS as _FRESH_OPS
 from torchport.diagnose._methods import QuietCount
@@ -78,7 +81,22 @@ class DispatchWatcher(TorchDispatchMode):  # type: ignore[no-untyped-call]
         kwargs: Mapping[str, Any] | None = None,
     ) -> Any:
         # per-op hot path: one call, one dict hit
-        if kwargs:
+        try:
+            caller: FrameType | None = sys._getframe(1)
+        except ValueError:  # no Python frame above: the autograd engine's own thread
+            caller = None
+        if (
+            caller is not None
+            and caller.f_code in TRAMPOLINES
+            and getattr(func, "_pyobj_dispatcher", None) is None
+        ):
+            # reached from a call the function mode forwards at the program's line: call
+            # the op's binding from a trampoline there too, not through OpOverload.__call__
+            # (torch 2.15 issues a C++ warning at the innermost binding's frame, which
+            # would be torch/_ops.py's)
+            kwargs = kwargs or {}
+            out = forward_at(caller)(func._op, args, kwargs)
+        elif kwargs:
             out = func(*args, **kwargs)
         else:
             out = func(*args)
