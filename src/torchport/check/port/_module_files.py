@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-__all__ = ["Lookups", "find_module", "module_in"]
+__all__ = ["Lookups", "find_module", "module_facts", "module_in", "parse_file"]
 
 # folder -> (its mtime, the names of its regular files, the names of its folders)
 _LISTINGS: dict[str, tuple[int, frozenset[str], frozenset[str]]] = {}
@@ -91,6 +91,16 @@ class Lookups:
             return known
 
 
+def parse_file(path: Path) -> ast.Module | None:
+    """The module at ``path``, parsed once for all its readers (``parsed_module``); None
+    when it cannot be read or does not parse."""
+    try:
+        source = path.read_text(encoding="utf-8", errors="surrogateescape")
+        return parsed_module(str(path), source)
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
 def module_facts(
     path: Path,
     lookups: Lookups,
@@ -107,10 +117,8 @@ def module_facts(
     cached = cache.get(key)
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    try:
-        source = path.read_text(encoding="utf-8", errors="surrogateescape")
-        tree = parsed_module(str(path), source)
-    except (OSError, SyntaxError, ValueError):
+    tree = parse_file(path)
+    if tree is None:
         return empty
     found = facts(tree)
     cache[key] = (stamp, found)

@@ -15,8 +15,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from torchport.check._syntax import parsed_module
-from torchport.check.port._module_files import Lookups, find_module, module_facts
+from torchport.check.port._module_files import Lookups, find_module, module_facts, parse_file
 from torchport.check.semantic import Binding
 from torchport.check.semantic._star_names import Exports, is_star, star_exports, wildcard_of
 
@@ -76,10 +75,8 @@ def _exports(
     cached = _CACHE.get((key, module))
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    try:
-        source = path.read_text(encoding="utf-8", errors="surrogateescape")
-        tree = parsed_module(str(path), source)
-    except (OSError, SyntaxError, ValueError):
+    tree = parse_file(path)
+    if tree is None:
         return None
     inside = seen | {key}
     answer = star_exports(tree, module, lambda s: _answer(s, path, lookups, inside))
