@@ -1,7 +1,9 @@
 """The CPU prediction against the simulated device for tensors made by
 ``torch.from_numpy``/``torch.frombuffer`` (and ``tensor``/``as_tensor``) reached through
 names the program bound itself: in a function or a method while the audit watches, or
-before it started as an instance's or a class's attribute or a default argument.
+before it started as an instance's or a class's attribute or a default argument, in
+objects young or old (``gc.collect()`` before the audit: the collector lists referrers
+youngest first, and which of them owns a dict must not depend on that order).
 
 Oracle: the simulated accelerator (``sim:0``) runs each program with CUDA's device rules and
 counts every copy and host wait it really makes; ``tp.audit()`` on the CPU predicts the same
@@ -75,7 +77,10 @@ def programs(draw: st.DrawFn) -> str:
     call = draw(st.sampled_from(CALLS)).format(a=DATA[name])
     uses = draw(st.lists(st.sampled_from(USES), min_size=1, max_size=4))
     body = [f"t = {call}", *uses]
-    return _HEAD.format(name=name) + "".join(f"    {line}\n" for line in body)
+    head = _HEAD.format(name=name)
+    if draw(st.booleans()):  # the program's objects are old, as in a program that has run a while
+        head = head.replace("H = Held()\n", "H = Held()\nimport gc\ngc.collect()\n")
+    return head + "".join(f"    {line}\n" for line in body)
 
 
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])

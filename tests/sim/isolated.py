@@ -84,6 +84,6 @@ def assert_predicted_as_measured(sources: list[str], *, notes_allowed: bool = Fa
     """Each source's per-line counts on the CPU (predicted) equal those on the simulated
     accelerator (measured); unless ``notes_allowed``, neither run left anything unpredicted."""
     for source, counted in zip(sources, audit_counts(sources), strict=True):
-        assert counted["predicted"] == counted["measured"], source
+        assert counted["predicted"] == counted["measured"], (source, counted)
         if not notes_allowed:
             assert counted["notes"] == {"predicted": [], "measured": []}, source

@@ -88,42 +88,50 @@ def _scan(swaps: dict[Any, Any], originals: list[Any]) -> list[Callable[[], None
     restores: list[Callable[[], None]] = []
     modules = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
     holders = gc.get_referrers(*originals)
-    dicts = [h for h in holders if type(h) is dict and id(h) not in modules]
+    dicts = {id(h): h for h in holders if type(h) is dict and id(h) not in modules}
     tuples = {id(h): h for h in holders if type(h) is tuple}
     for each in holders:
         if type(each) not in (dict, tuple) and not isinstance(each, (type, types.ModuleType)):
             # an instance whose attributes live in the object itself (Python 3.11+)
-            attributes = getattr(each, "__dict__", None)
-            if type(attributes) is dict and _programs(type(each)):
+            attributes = _own_dict(each) if _programs(type(each)) else None
+            if attributes is not None:
                 _swap_items(attributes, swaps, restores)
     if not dicts and not tuples:
         return restores
-    owners: dict[int, Any] = {}
-    for owner in gc.get_referrers(*dicts, *tuples.values()):
+    # Each dict's owner is told by what it is to the referrer (a class's namespace, an
+    # instance's __dict__, a function's keyword defaults), never by the order the collector
+    # lists referrers in: that order follows the generations (the youngest first, this
+    # scan's own lists among them), so a first-found rule missed an old program's classes.
+    for owner in gc.get_referrers(*dicts.values(), *tuples.values()):
         if isinstance(owner, types.FunctionType):
             if id(owner.__defaults__) in tuples:
                 _swap_defaults(owner, swaps, restores)
-            if owner.__kwdefaults__ is not None:
-                owners[id(owner.__kwdefaults__)] = owner
-            continue
-        for found in gc.get_referents(owner):
-            if type(found) is dict:
-                owners.setdefault(id(found), owner)
-    for held in dicts:
-        owner = owners.get(id(held))
-        if owner is None:
-            continue
-        if isinstance(owner, types.FunctionType):
-            if owner.__kwdefaults__ is held and _programs(owner):
+            held = dicts.pop(id(owner.__kwdefaults__), None)
+            if held is not None and _programs(owner):
                 _swap_items(held, swaps, restores)
         elif isinstance(owner, type):
-            if _programs(owner):
-                _swap_attributes(owner, held, swaps, restores)
-        elif isinstance(owner, (types.ModuleType, types.FrameType)):
-            continue
-        elif _programs(type(owner)) and getattr(owner, "__dict__", None) is held:
-            _swap_items(held, swaps, restores)
+            for found in gc.get_referents(owner):
+                held = dicts.get(id(found)) if type(found) is dict else None
+                if held is found and _programs(owner):
+                    del dicts[id(found)]
+                    _swap_attributes(owner, held, swaps, restores)
+        elif not isinstance(owner, (types.ModuleType, types.FrameType)):
+            attributes = _own_dict(owner) if _programs(type(owner)) else None
+            held = dicts.get(id(attributes))
+            if held is not None and held is attributes:
+                del dicts[id(held)]
+                _swap_items(held, swaps, restores)
     return restores
+
+
+def _own_dict(value: Any) -> dict[Any, Any] | None:
+    """An object's own attribute dictionary, or None (no ``__dict__``, or one that is not a
+    plain dict, or a ``__getattr__`` that raises: odd objects are passed over)."""
+    try:
+        attributes = object.__getattribute__(value, "__dict__")
+    except Exception:
+        return None
+    return attributes if type(attributes) is dict else None
 
 
 def _swap_defaults(
