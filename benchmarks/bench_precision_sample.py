@@ -83,7 +83,11 @@ benchmarks/data/precision_repos_round5s.json --sample benchmarks/data/precision_
 --seed 52 --draw 240``. The twentieth (the same uniform draw, 240 findings, main's rules at
 3d72a8a, 19 more new repositories; ``precision_sample_t_order.txt`` is its drawn order): ``--repos
 benchmarks/data/precision_repos_round5t.json --sample benchmarks/data/precision_sample_t.csv
---seed 53 --draw 240``. ``--pool SAMPLE...`` pools
+--seed 53 --draw 240``. The twenty-first (the same uniform draw, 240 findings, main's rules at
+7242a9b, held out from the default-scope work, 18 more new repositories;
+``precision_sample_u_order.txt`` is its drawn order): ``--repos
+benchmarks/data/precision_repos_round5u.json --sample benchmarks/data/precision_sample_u.csv
+--seed 50 --draw 240``. ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
 (test code or the rest, as the checker tells them) and whether its rule, selected by code,
