@@ -41,7 +41,7 @@ __all__ = ["NEEDS", "PORT_GATED", "absent_rules", "may_hold", "port_gated", "por
 # the rule reports only constants starting with it or identifiers equal to it).
 NEEDS: dict[str, str] = {
     "TP101": "cuda",  # `.cuda()`, "cuda" / "cuda:N" device literals
-    # (TP113 is not here: `torch.is_autocast_enabled()` names no "cuda" and is CUDA's)
+    "TP113": "cuda",  # device_type="cuda"
     "TP115": "cuda",  # f"cuda:{i}", "cuda:%d" % i, "cuda:" + str(i)
     # `weights_only=False`, or a key of a `**{...}` dict: what the rule judges, and
     # without it the rule reports nothing (its `check` ends at once)

@@ -1,4 +1,4 @@
-"""The autocast queries that name no device type, and so ask about CUDA (TP113's second form).
+"""The autocast queries that name no device type, and so ask about CUDA (what TP122 reads).
 
 ``torch.is_autocast_enabled()`` with no argument, ``torch.get_autocast_gpu_dtype()``,
 ``torch.set_autocast_gpu_dtype(dtype)`` and ``torch.set_autocast_enabled(flag)`` with one
@@ -42,12 +42,12 @@ TAILS = frozenset(name.rsplit(".", 1)[1] for name in (*_CUDA, *_CPU))
 _MODERN = frozenset(f"torch.{twin}" for twin, _ in _CUDA.values())
 
 _CUDA_MESSAGE = (
-    "ask about your one `device`: `{t}.{twin}(device.type{more})`; "
+    "pass the type of your one `device`: `{t}.{twin}(device.type{more})`; "
     "with no device type this is CUDA's autocast, off on MPS, XPU and the CPU"
 )
 _CPU_MESSAGE = (
-    "ask about your one `device`: `{t}.{twin}(device.type{more})` instead of a CUDA query "
-    "and a CPU one, which leave out MPS and XPU"
+    "pass the type of your one `device`: `{t}.{twin}(device.type{more})` instead of a CUDA "
+    "query and a CPU one, which leave out MPS and XPU"
 )
 CHANGES = (
     "the query now follows the device the program picked: on MPS, XPU or the CPU it reads "
@@ -61,7 +61,7 @@ def autocast_query(rule: Rule, node: ast.Call, ctx: Context) -> Finding | None:
     if name not in _CUDA and name not in _CPU:
         return None
     if name in _CUDA and (len(node.args) != _CUDA[name][1] or node.keywords):
-        return None  # `is_autocast_enabled("cuda")`: the device-type form (TP113's first)
+        return None  # `is_autocast_enabled("cuda")`: the device-type form (TP113's)
     if _fallback(ctx) or device_guard(node, ctx) is Guard.DEVICE_TYPE:
         return None  # the spelling for old torches, or a branch for one device type
     t = ctx.torch_name()

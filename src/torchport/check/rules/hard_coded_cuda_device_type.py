@@ -7,10 +7,7 @@ from collections.abc import Iterator
 
 from torchport.check._context import Context
 from torchport.check._match import keyword, string_value
-from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
-from torchport.check.rules._autocast_queries import TAILS as _QUERIES
-from torchport.check.rules._autocast_queries import autocast_query
-from torchport.check.rules._snippets import DEVICE_LINE
+from torchport.check._rule import Example, Finding, Intent, Rule
 from torchport.check.rules._test_code import collected_by_a_test_runner
 from torchport.check.semantic._guards import Guard, device_guard
 
@@ -46,40 +43,24 @@ class HardCodedCudaDeviceType(Rule):
     folder, a module pytest collects: `_test_code.collected_by_a_test_runner`), as
     TP109 leaves it: there the device type decides what the test exercises, and on
     MPS or XPU the test still runs and passes (autocast and the scaler are off), or
-    CUDA is what it tests. (`device="cuda"` is TP101's.)
-    Also the autocast queries that name no device type and so ask about CUDA:
-    `torch.is_autocast_enabled()`, `torch.get_autocast_gpu_dtype()`,
-    `torch.set_autocast_gpu_dtype(dtype)`, `torch.set_autocast_enabled(flag)`, and a
-    CPU twin (`torch.is_autocast_cpu_enabled()`, ...) only as the other arm of such a
-    query; not in the fallback for old torches (`except TypeError:`, a version or
-    `hasattr` test) nor under a test of the device type (`rules/_autocast_queries.py`).
+    CUDA is what it tests. (`device="cuda"` is TP101's; an autocast query that names no
+    device type, `torch.is_autocast_enabled()`, is TP122's.)
 
     ## Why is this bad?
     Mixed precision, gradient scaling and device meshes are then set up for
     CUDA only: on MPS or XPU autocast silently does nothing (the model runs
     in float32) and `init_device_mesh` fails. Pass the type of the one device
     the program uses: `torch.autocast(device.type)`,
-    `init_device_mesh(device.type, ...)`; a query with no device type reads
-    "autocast is off" on them while `torch.autocast(device.type)` is on, so a
-    half-precision path (a cast to the autocast dtype) is skipped there.
-
-    ## Fix safety
-    Only the autocast queries are fixed: `torch.is_autocast_enabled(device.type)`,
-    `torch.get_autocast_dtype(device.type)` (torch >= 2.4), with the type of the
-    file's one device (defined when there is none). On a CUDA machine nothing
-    changes; elsewhere the query now reads that device's autocast, where it read
-    CUDA's (off): unsafe. Not fixed where the same function asks a CPU twin too (a
-    record of each device's state) or where no device can be named.
+    `init_device_mesh(device.type, ...)`.
     """
 
     code = "TP113"
     name = "hard-coded-cuda-device-type"
     intent = Intent.DEVICE
-    fix_safety = FixSafety.UNSAFE
     message = 'pass `device.type` of your one `device` instead of the device type "cuda"'
     default_contexts = frozenset({"code", "test"})  # judged: check/_default_scope.py
     node_types = (ast.Call,)
-    call_attrs = _TAILS | _QUERIES  # `torch.autocast("cuda")` ...; any other call only by keyword
+    call_attrs = _TAILS  # `torch.autocast("cuda")` ...; any other call only by keyword
     call_keywords = frozenset({"device_type"})
     valid = (
         "import torch\n\nwith torch.autocast(device.type):\n    y = model(x)\n",
@@ -87,12 +68,6 @@ class HardCodedCudaDeviceType(Rule):
         'import torch\n\nif device.type == "cuda":\n    scaler = torch.amp.GradScaler("cuda")\n',
         'from unittest import mock\n\nopt = mock.MagicMock(device_type="cuda")\n',
         'from types import SimpleNamespace\n\ncfg = SimpleNamespace(device_type="cuda")\n',
-        "import torch\n\nif torch.is_autocast_enabled(device.type):\n"
-        "    x = x.to(torch.get_autocast_dtype(device.type))\n",
-        "import torch\n\nif torch.is_autocast_cpu_enabled():\n"
-        "    dtype = torch.get_autocast_cpu_dtype()\n",
-        "import torch\n\ntry:\n    on = torch.is_autocast_enabled(device_type)\n"
-        "except TypeError:  # torch < 2.4\n    on = torch.is_autocast_enabled()\n",
     )
     invalid = (
         Example(
@@ -113,45 +88,16 @@ class HardCodedCudaDeviceType(Rule):
             "def forward(ctx, x):\n"
             "    return x\n"
         ),
-        Example(
-            "import torch\n\n"
-            "def cache_dtype(emb):\n"
-            "    if torch.is_autocast_enabled():\n"
-            "        return torch.get_autocast_gpu_dtype()\n"
-            "    return emb.dtype\n",
-            fixed="import torch\n\n"
-            f"{DEVICE_LINE}"
-            "\n"
-            "def cache_dtype(emb):\n"
-            "    if torch.is_autocast_enabled(device.type):\n"
-            "        return torch.get_autocast_dtype(device.type)\n"
-            "    return emb.dtype\n",
-            count=2,
-        ),
-        Example(
-            "import torch\n\n"
-            "if torch.is_autocast_enabled():\n"
-            "    dtype = torch.get_autocast_gpu_dtype()\n"
-            "elif torch.is_autocast_cpu_enabled():\n"
-            "    dtype = torch.get_autocast_cpu_dtype()\n",
-            count=4,
-        ),
     )
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        func = node.func
-        if not isinstance(func, ast.Attribute) or func.attr in _QUERIES:
-            query = autocast_query(self, node, ctx)  # `torch.is_autocast_enabled()`: CUDA's
-            if query is not None:
-                if not collected_by_a_test_runner(ctx):
-                    yield query
-                return
         spot: ast.expr | None = None
         kw = keyword(node, "device_type")
         if kw is not None and string_value(kw.value) == "cuda" and not _stand_in(node, ctx):
             spot = kw.value
         elif node.args and string_value(node.args[0]) == "cuda":
+            func = node.func
             tail = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if tail in _TAILS and ctx.qualname(func) in _FIRST_IS_TYPE:
                 spot = node.args[0]

@@ -1,4 +1,4 @@
-"""TP113's autocast queries that name no device type (held-out recall round 5g).
+"""TP122: the autocast queries that name no device type (held-out recall round 5g).
 
 eole-nlp/eole 0443987 (PR #365): ``if torch.is_autocast_enabled(): dtype =
 torch.get_autocast_gpu_dtype()`` beside ``device = emb.device`` asked CUDA's autocast on
@@ -80,7 +80,7 @@ def _program(query: str, function: str, spelling: str, shape: str, enclosing: st
 
 
 def _lines(source: str) -> list[int]:
-    return [f.line for f in check_source(source, "model.py", select=["TP113"])]
+    return [f.line for f in check_source(source, "model.py", select=["TP122"])]
 
 
 @settings(max_examples=150, deadline=None)
@@ -127,7 +127,7 @@ def test_a_record_of_both_devices_is_reported_without_a_fix() -> None:
         " 'dtype': torch.get_autocast_cpu_dtype()}\n"
     )
     assert _lines(source) == [5, 5]
-    assert fix_source(source, unsafe=True, select=["TP113"]) == source
+    assert fix_source(source, unsafe=True, select=["TP122"]) == source
 
 
 def _run(source: str) -> object:
@@ -151,9 +151,9 @@ def test_the_fixed_query_reads_the_programs_device(t: str, chained: bool) -> Non
         f"        dtype = {use}\n    return dtype\n"
     )
     assert _lines(source) == [6, 7]
-    fixed = fix_source(source, unsafe=True, select=["TP113"])
+    fixed = fix_source(source, unsafe=True, select=["TP122"])
     assert fixed != source and "gpu" not in fixed and not _lines(fixed), fixed
-    assert fix_source(fixed, unsafe=True, select=["TP113"]) == fixed
+    assert fix_source(fixed, unsafe=True, select=["TP122"]) == fixed
     before, after = _run(source), _run(fixed)
     assert before == torch.float32  # CUDA's autocast is off on a machine without CUDA
     if not torch.accelerator.is_available():  # the picked device is the CPU: its autocast
@@ -169,7 +169,7 @@ def test_a_target_torch_without_the_device_type_argument_gets_no_fix() -> None:
         "        torch.set_autocast_enabled(False)\n"
         "        return x.to(torch.get_autocast_gpu_dtype())\n"
     )
-    assert fix_source(source, unsafe=True, select=["TP113"], target_torch="2.3") == source
-    fixed = fix_source(source, unsafe=True, select=["TP113"], target_torch="2.4")
+    assert fix_source(source, unsafe=True, select=["TP122"], target_torch="2.3") == source
+    fixed = fix_source(source, unsafe=True, select=["TP122"], target_torch="2.4")
     assert "is_autocast_enabled(device.type)" in fixed, fixed
     assert "set_autocast_enabled(device.type, False)" in fixed, fixed
