@@ -129,6 +129,16 @@ def test_the_batch_protocol_and_self_are_not_reported() -> None:
         "        return self.pin_memory()\n"
     )
     assert _tp205(source) == []
+    loader = (
+        "import torch\n\n\ndef pin_memory_batch(batch):\n"
+        "    if torch.is_tensor(batch):\n        return batch.pin_memory()\n"
+        "    return {k: pin_memory_batch(v) for k, v in batch.items()}\n\n\n"
+        "class Data:\n    @staticmethod\n    def pin_memory(items):\n"
+        "        def each():\n            for d in items:\n"
+        "                yield {k: d[k].pin_memory() for k in d}\n\n"
+        "        return each\n"
+    )
+    assert _tp205(loader) == []
 
 
 def test_test_code_is_not_reported() -> None:
@@ -136,7 +146,7 @@ def test_test_code_is_not_reported() -> None:
         "import torch\n\n\ndef test_pinned():\n    assert torch.ones(2).pin_memory().is_pinned()\n"
     )
     assert check_source(source, "tests/test_pin.py", select=["TP205"]) == []
-    assert _tp205(source.replace("def test_pinned", "def pinned")) == [5]
+    assert _tp205(source.replace("def test_pinned", "def ones_ok")) == [5]
 
 
 def test_round_5g_nunif_shapes_are_reported() -> None:

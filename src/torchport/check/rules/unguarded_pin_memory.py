@@ -29,8 +29,9 @@ class UnguardedPinMemory(Rule):
     alone: a call under a device check (`if torch.cuda.is_available():`, `if
     device.type == "cuda":`, `if torch.accelerator.is_available():`), under a test of
     the caller's pinning flag (`if self.pin_memory:`, `if non_blocking:`), inside a
-    method named `pin_memory` (the batch protocol `DataLoader(pin_memory=True)` calls,
-    and only where it pins), on `self`, and in test or benchmark code.
+    function named for pinning (`def pin_memory(self)`, the batch protocol
+    `DataLoader(pin_memory=True)` calls only where it pins; a loader's
+    `pin_memory_batch(batch)`), on `self`, and in test or benchmark code.
 
     ## Why is this bad?
     Pinning page-locks host memory for an accelerator's copy engine. On a machine
@@ -128,11 +129,16 @@ def _fresh(receiver: ast.expr, ctx: Context) -> bool:
 
 
 def _left_to_a_caller(ctx: Context) -> bool:
-    """Inside a method named ``pin_memory``, or under a test of a pinning flag."""
+    """Inside a function named for pinning, or under a test of a pinning flag.
+
+    ``def pin_memory(self)`` of a batch class, a loader's ``pin_memory_batch(batch)`` or
+    ``_pin_memory_loop``: called only where the caller chose to pin.
+    """
     for outer in reversed(ctx.ancestors):
         if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return outer.name == "pin_memory"
-        if isinstance(outer, (ast.If, ast.IfExp, ast.While)):
+            if "pin" in outer.name:
+                return True
+        elif isinstance(outer, (ast.If, ast.IfExp, ast.While)):
             test = ctx.segment(outer.test)
             if any(word in test for word in _CALLER_DECIDES):
                 return True
