@@ -29,6 +29,7 @@ from torchport.check._records import replace
 from torchport.check._rule import Finding
 
 __all__ = [
+    "ARGUMENT_SINCE",
     "FLOOR",
     "KEYWORD_SINCE",
     "SINCE",
@@ -79,6 +80,10 @@ SINCE: dict[str, TorchVersion] = {
     "amp.custom_fwd": (2, 4),
     "amp.custom_bwd": (2, 4),
     "get_device_module": (2, 4),
+    # the autocast state by device type: 2.4 (in use by pytorch#125103, April 2024, before
+    # 2.4's branch cut; torch 2.6, the floor, has them and the device-type argument: checked)
+    "get_autocast_dtype": (2, 4),
+    "set_autocast_dtype": (2, 4),
     # torch.distributed's device-to-backend map (pytorch#140536, in 2.6)
     "distributed.get_default_backend_for_device": (2, 6),
     "Stream": (2, 2),
@@ -92,6 +97,14 @@ KEYWORD_SINCE: dict[tuple[str, str], TorchVersion] = {
     ("load_state_dict_from_url", "weights_only"): (2, 1),
     ("load_url", "weights_only"): (2, 1),
     ("load", "weights_only"): (1, 13),
+}
+
+# Functions older than their device-type argument: a fix that gives one the argument
+# (`torch.is_autocast_enabled()` -> `torch.is_autocast_enabled(device.type)`) keeps the
+# name, so the table cannot see it; these patterns find the call with the argument.
+ARGUMENT_SINCE: dict[str, tuple[str, TorchVersion]] = {
+    "is_autocast_enabled(device_type)": (r"\.is_autocast_enabled\((?!\s*\))", (2, 4)),
+    "set_autocast_enabled(device_type)": (r"\.set_autocast_enabled\([^,()]*,", (2, 4)),
 }
 
 _NEWEST: TorchVersion = max(SINCE.values())
@@ -202,6 +215,13 @@ def _missing(
         replaced = source[edit.start : edit.end]
         new = written_apis(edit.text) - written_apis(replaced)
         lacking = sorted((needs(api), api) for api in new if needs(api) > target)
+        lacking += [
+            (version, api)
+            for api, (pattern, version) in ARGUMENT_SINCE.items()
+            if version > target
+            and re.search(pattern, edit.text)
+            and not re.search(pattern, replaced)
+        ]
         keywords = _added_keywords(edit.text, replaced, source, edit.start)
         lacking += sorted(
             (_keyword_needs(api), api) for api in keywords if _keyword_needs(api) > target

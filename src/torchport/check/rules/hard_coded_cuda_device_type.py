@@ -24,6 +24,7 @@ _FIRST_IS_TYPE = frozenset(
         "torch.get_autocast_dtype",
         "torch.is_autocast_enabled",
         "torch.set_autocast_dtype",
+        "torch.set_autocast_enabled",
         "torch.Generator",
     }
 )
@@ -42,7 +43,8 @@ class HardCodedCudaDeviceType(Rule):
     folder, a module pytest collects: `_test_code.collected_by_a_test_runner`), as
     TP109 leaves it: there the device type decides what the test exercises, and on
     MPS or XPU the test still runs and passes (autocast and the scaler are off), or
-    CUDA is what it tests. (`device="cuda"` is TP101's.)
+    CUDA is what it tests. (`device="cuda"` is TP101's; an autocast query that names no
+    device type, `torch.is_autocast_enabled()`, is TP122's.)
 
     ## Why is this bad?
     Mixed precision, gradient scaling and device meshes are then set up for
