@@ -135,13 +135,33 @@ def span() -> int:
 def still(reads: dict[str, list[object] | None], since: int) -> bool:
     """Whether the paths an answer worked out in span ``since`` noted (``reads``) are as they
     were (checked once a span: inside one the tree holds still); if so they are noted again,
-    for this run's record."""
-    if (since == -1 or since != span()) and not all(same(p, s) for p, s in reads.items()):
-        return False
+    for this run's record.
+
+    Inside a span each path's state is read once for all the answers checked there (the
+    answers of one tree note the same paths: a package's modules each rest on its folders)."""
+    if since == -1 or since != span():
+        store = held()
+        if store is None:
+            if not all(same(p, s) for p, s in reads.items()):
+                return False
+        elif not all(_same_in_span(store, p, s) for p, s in reads.items()):
+            return False
     for noted in _NOTED:
         for path, seen in reads.items():
             noted.setdefault(path, seen)
     return True
+
+
+def _same_in_span(store: dict[str, Any], path: str, then: list[object] | None) -> bool:
+    """:func:`same`, the path's state read once in the span (the tree holds still there)."""
+    digest = then is not None and not then[0] and len(then) > 6  # as same()
+    states: dict[tuple[str, bool], list[object] | None] = store.setdefault("listing.states", {})
+    key = (path, digest)
+    try:
+        now = states[key]
+    except KeyError:
+        now = states[key] = state(path, digest)
+    return now == then
 
 
 def remembered(memo: dict[Any, Any], key: object, compute: Callable[[], _T]) -> _T:

@@ -35,7 +35,7 @@ no project.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -95,11 +95,15 @@ class ModuleFacts:
     # whose device methods its classes, instances and re-exports have (_project_owners.py)
     owners: tuple[tuple[str, Owned], ...] = ()
     defined: frozenset[str] = frozenset()  # the names it binds itself (no star imports)
+    # :attr:`owned`, made on first use (asked for every name a file imports from the module)
+    _owned: dict[str, Owned] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
-    def owned(self) -> dict[str, Owned]:
-        """:attr:`owners` as a mapping."""
-        return dict(self.owners)
+    def owned(self) -> Mapping[str, Owned]:
+        """:attr:`owners` as a mapping (one, made on first use: read it, never change it)."""
+        if self._owned is None:
+            object.__setattr__(self, "_owned", dict(self.owners))  # (a cache: frozen fields)
+        return self._owned  # type: ignore[return-value]
 
     def kinds(self) -> tuple[tuple[str, frozenset[str]], ...]:
         """``(kind, names)`` for each kind of name, in :data:`KINDS`'s order."""
