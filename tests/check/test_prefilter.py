@@ -48,13 +48,18 @@ def literals(draw: st.DrawFn) -> str:
     """A string expression whose value holds ``cuda`` (or a near miss), written every way."""
     cuda = ["cuda", "cuda:", "cuda:0", "cuda:{}", "cuda:%d", "cud", "cu"]
     env = ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOA", "TORCH_"]
-    word = draw(st.sampled_from([*cuda, "weights_only", "weights_", "weights_onl", *env]))
+    tf32 = ["allow_tf32", "allow_tf3", "a"]
+    word = draw(st.sampled_from([*cuda, "weights_only", "weights_", "weights_onl", *env, *tf32]))
     quote = draw(st.sampled_from(['"', "'", '"""', "'''"]))
     prefix = draw(st.sampled_from(["", "r", "u", "f", "R", "F"]))
     how = draw(st.integers(0, 3))
     if how == 0 and len(word) > 1:  # implicit concatenation, split anywhere
         cut = draw(st.integers(1, len(word) - 1))
-        gap = draw(st.sampled_from([" ", "", "\n    ", " # c\n    ", " \\\n    "]))
+        gap = draw(
+            st.sampled_from(
+                [" ", "", "\n    ", " # c\n    ", " \\\n    ", " ####\n    # '\n    ", ' #"x"\n    ']
+            )
+        )
         second = draw(st.sampled_from(["", "r", "u", "f"]))
         left, right = word[:cut], word[cut:]
         if prefix in ("f", "F"):
@@ -145,6 +150,30 @@ def test_the_prefilter_drops_no_finding(source: str) -> None:
     with_it = check_text(source, "x.py", ALL, strict=True).findings
     without = check_text(source, "x.py", ALL, strict=True, prefilter=False).findings
     assert with_it == without, source
+
+
+@given(
+    word=st.sampled_from(WORDS),
+    cut=st.integers(1, 40),
+    banner=st.integers(1, 300),
+    quote=st.sampled_from(['"', "'"]),
+    then=st.sampled_from(["", 'x = "da"\n', "y = 1\n", '"a" "b"\n']),
+)
+def test_a_banner_comment_after_a_literal_is_read_in_one_pass(
+    word: str, cut: int, banner: int, quote: str, then: str
+) -> None:
+    """A literal ending in a proper prefix of a word, then a comment of many `#` (a banner):
+    the answer must not depend on how the comment could be split (the pattern read it in
+    2^(n-1) ways before; a 42-`#` banner hung `check`: pytest-timeout fails this test then)."""
+    left = word[: min(cut, len(word) - 1)]
+    source = f"s = ({quote}{left}{quote}  {'#' * banner}\n    )\n{then}"
+    tree = _parses(source)
+    assert tree is not None, source
+    held = any(word in s for s in strings_in_tree(tree))
+    assert may_hold(source, word) or not held, source
+    assert absent_rules(source, NEEDS) == frozenset(
+        code for code, needed in NEEDS.items() if not may_hold(source, needed)
+    )
 
 
 def test_hidden_spellings_keep_the_rules() -> None:

@@ -66,8 +66,12 @@ def _split(word: str) -> re.Pattern[str]:
         prefixes = ""
         for letter in reversed(word[1:-1]):
             prefixes = f"(?:{re.escape(letter)}{prefixes})?"
+        # What may stand between two literals is taken whole and never given back
+        # (possessive): a comment runs to its line's end, as Python reads it. Backtracking
+        # there split a comment of n `#` into 2^(n-1) ways (a `####...` banner line after a
+        # string ending in "a" hung the check of TP407's word, allow_tf32).
         found = _SPLITS[word] = re.compile(
-            rf"{re.escape(word[0])}{prefixes}[\"'](?:\s|#[^\r\n]*|\\\r?\n)*[rRbBuUfF]{{0,2}}[\"']"
+            rf"{re.escape(word[0])}{prefixes}[\"'](?:\s|#[^\r\n]*+|\\\r?\n)*+[rRbBuUfF]{{0,2}}[\"']"
         )
     return found
 
