@@ -502,7 +502,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         False,
         "device",
         "none",
-        ("Call",),
+        ("Call", "FunctionDef", "AsyncFunctionDef"),
         None,
         None,
         None,
