@@ -179,16 +179,20 @@ _FACTS = frozenset(
     {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad", "is_leaf",
      "names", "nbytes", "itemsize", "grad_fn", "is_sparse", "is_quantized", "is_meta"}
 )  # fmt: skip
-# Calls whose result is the module or tensor they are called on, not an output.
-_SELF = frozenset({"to", "cuda", "cpu", "eval", "train", "requires_grad_", "share_memory"})
+# Methods that return the module they are called on (`model.to(dev).config` is a module's).
+_SELF = frozenset(
+    {"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16", "type",
+     "requires_grad_", "share_memory", "apply", "xpu", "mps"}
+)  # fmt: skip
 
 
 def _output_field(attr: ast.Attribute, ctx: Context, depth: int, unions: int) -> str | None:
     """``out.logits`` with ``out = model(x)``: a field of a call's output lives where the
-    output does (the call keeps its input's device, :func:`_follows_argument`).
+    output does (a call keeps its input's device, :func:`_follows_argument`; a tensor
+    method's result, ``x.max(0).values``, its receiver's).
 
-    Only a field of what a call returns (through a few names), never of a module moved
-    with ``.to(...)`` (``model.config``), and never a fact (``out.shape``).
+    Only a field of what a call returns (through a few names), never of a module that
+    ``.to(...)`` or ``.eval()`` hands back (``model.config``), never a fact (``out.shape``).
     """
     if attr.attr in _FACTS:
         return None
@@ -200,11 +204,14 @@ def _output_field(attr: ast.Attribute, ctx: Context, depth: int, unions: int) ->
         if bound is None:
             return None
         value = bound
-    if not isinstance(value, ast.Call) or (
-        isinstance(value.func, ast.Attribute)
-        and (value.func.attr in _SELF or value.func.attr in _SAME_PLACE)
-    ):
+    if not isinstance(value, ast.Call):
         return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and ctx.qualname(func) is None:
+        if func.attr in _SELF:
+            return None
+        if func.attr in _SAME_PLACE:
+            return _placement(value, ctx, depth, unions)  # `x.max(0).values`: x's place
     return _follows_argument(value, ctx, depth, unions)
 
 
