@@ -4,13 +4,17 @@ Rules ask this only once they are about to report. Known on the CPU: ``.cpu()``
 results, ``torch.tensor(...)`` or ``torch.linspace(...)`` with no ``device=``,
 ``torch.from_numpy``, NumPy values, and functions of those. Known on a device:
 ``.cuda()``, ``.to(device)``, ``device=`` factories, the ``torch.cuda`` tensor
-types, and what a model moved to a device returns. A ``torch.device`` object is
+types, and what a model moved to a device returns. A call keeps its first
+argument's place, and a field of its output lives there too (``out.logits``; not a
+fact such as ``out.shape``). A ``torch.device`` object is
 recognised apart (``x.device``, ``torch.device(...)``), since comparing one with
 a string is always False. Unknown is the common answer, and rules stay silent
 then.
 
 Names are followed through the scope analysis (:func:`bound_value`, built on
-``ctx.scopes``) a few hops at most, never in a loop.
+``ctx.scopes``) a few hops at most, never in a loop; a name no single binding reaches
+(bound in both arms of an ``if``, or unpacked) lives where every binding of it agrees
+it does (:func:`_every_binding`).
 """
 
 from __future__ import annotations
