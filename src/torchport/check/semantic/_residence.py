@@ -221,8 +221,9 @@ def _output_field(attr: ast.Attribute, ctx: Context, depth: int, unions: int) ->
 
 def _every_binding(name: ast.Name, ctx: Context, depth: int, unions: int) -> str | None:
     """Where ``name`` lives when no single binding reaches it (``if c: l = a`` ``else: l =
-    b``) or it was unpacked (``a, b = torch.chunk(x, 2)``): the one answer every binding
-    of it in its scope gives, whichever of them ran; None when any is unknown or they differ.
+    b``) or it was unpacked (``a, b = torch.chunk(x, 2)``): where every binding of it in
+    its scope puts it when they all agree, whichever of them ran; None when any is unknown
+    or they differ.
 
     An unpacked element lives where the unpacked value does, as ``x[i]`` lives where ``x``
     does. A binding with no value (a parameter, a loop target) is unknown.
