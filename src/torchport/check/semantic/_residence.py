@@ -173,9 +173,8 @@ def _follows_argument(call: ast.Call, ctx: Context, depth: int, unions: int = 0)
     first = call.args[0]
     if isinstance(first, (ast.List, ast.Tuple)) and first.elts:
         first = first.elts[0]  # `torch.cat([a, b])`
-    return _placement(
-        first, ctx, depth + 1, unions
-    )  # `xyxy2xywh(torch.tensor(b))` stays on the CPU
+    # `xyxy2xywh(torch.tensor(b))` stays on the CPU
+    return _placement(first, ctx, depth + 1, unions)
 
 
 # A tensor's or an output's attributes that are facts about it, not tensors.
