@@ -503,7 +503,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         False,
         "device",
         "none",
-        ("Call",),
+        ("Call", "FunctionDef", "AsyncFunctionDef"),
         None,
         None,
         None,

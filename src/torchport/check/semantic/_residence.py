@@ -4,13 +4,17 @@ Rules ask this only once they are about to report. Known on the CPU: ``.cpu()``
 results, ``torch.tensor(...)`` or ``torch.linspace(...)`` with no ``device=``,
 ``torch.from_numpy``, NumPy values, and functions of those. Known on a device:
 ``.cuda()``, ``.to(device)``, ``device=`` factories, the ``torch.cuda`` tensor
-types, and what a model moved to a device returns. A ``torch.device`` object is
+types, and what a model moved to a device returns. A call keeps its first
+argument's place, and a field of its output lives there too (``out.logits``; not a
+fact such as ``out.shape``). A ``torch.device`` object is
 recognised apart (``x.device``, ``torch.device(...)``), since comparing one with
 a string is always False. Unknown is the common answer, and rules stay silent
 then.
 
 Names are followed through the scope analysis (:func:`bound_value`, built on
-``ctx.scopes``) a few hops at most, never in a loop.
+``ctx.scopes``) a few hops at most, never in a loop; a name no single binding reaches
+(bound in both arms of an ``if``, or unpacked) lives where every binding of it agrees
+it does (:func:`_every_binding`).
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ def _dtype_like(expr: ast.expr | None, ctx: Context) -> bool:
     return False
 
 
-def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
+def _placement(expr: ast.expr, ctx: Context, depth: int = 0, unions: int = 0) -> str | None:
     """``"cpu"``, ``"device"`` or None (unknown), following a few bindings and method calls.
 
     A call of a model moved to a device, or of a model or torch function whose
@@ -100,7 +104,7 @@ def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
         if isinstance(expr, ast.Name):
             bound = bound_value(expr, ctx)
             if bound is None:
-                return None
+                return _every_binding(expr, ctx, depth, unions)
             expr = bound
             continue
         if isinstance(expr, ast.Subscript):
@@ -115,7 +119,7 @@ def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
             if expr.attr in ("data", "grad", "T", "mT", "real"):
                 expr = expr.value
                 continue
-            return None
+            return _output_field(expr, ctx, depth, unions)
         if not isinstance(expr, ast.Call):
             return None
         name = ctx.qualname(expr.func)
@@ -129,10 +133,10 @@ def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
                 if device is None or _names_cpu(device, ctx):
                     return "cpu"
                 return "device"
-            return _follows_argument(expr, ctx, depth)
+            return _follows_argument(expr, ctx, depth, unions)
         func = expr.func
         if not isinstance(func, ast.Attribute):
-            return _follows_argument(expr, ctx, depth)
+            return _follows_argument(expr, ctx, depth, unions)
         method = func.attr
         if method == "cpu":
             return "cpu"
@@ -147,23 +151,100 @@ def _placement(expr: ast.expr, ctx: Context, depth: int = 0) -> str | None:
                 continue
             return "device"
         if method not in _SAME_PLACE:
-            return _follows_argument(expr, ctx, depth)
+            return _follows_argument(expr, ctx, depth, unions)
         expr = func.value
     return None
 
 
-def _follows_argument(call: ast.Call, ctx: Context, depth: int) -> str | None:
-    """Where ``call``'s first argument lives (a function keeps its input's device), if known."""
-    if depth >= 2:
+def _follows_argument(call: ast.Call, ctx: Context, depth: int, unions: int = 0) -> str | None:
+    """Where ``call``'s first argument lives (a function keeps its input's device), if known.
+
+    Three calls deep at most: ``torch.chunk(model(torch.cat([x, y])).logits, 2)`` (MMaDA).
+    """
+    if depth >= 3:
         return None
-    if isinstance(call.func, ast.Name) and _placement(call.func, ctx, depth + 1) == "device":
+    if (
+        isinstance(call.func, ast.Name)
+        and _placement(call.func, ctx, depth + 1, unions) == "device"
+    ):
         return "device"  # `net(x)` after `net = Net().cuda()`: a model moved to the device
     if not call.args or isinstance(call.args[0], ast.Starred):
         return None
     first = call.args[0]
     if isinstance(first, (ast.List, ast.Tuple)) and first.elts:
         first = first.elts[0]  # `torch.cat([a, b])`
-    return _placement(first, ctx, depth + 1)  # `xyxy2xywh(torch.tensor(b))` stays on the CPU
+    # `xyxy2xywh(torch.tensor(b))` stays on the CPU
+    return _placement(first, ctx, depth + 1, unions)
+
+
+# A tensor's or an output's attributes that are facts about it, not tensors.
+_FACTS = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad", "is_leaf",
+     "names", "nbytes", "itemsize", "grad_fn", "is_sparse", "is_quantized", "is_meta"}
+)  # fmt: skip
+# Methods that return the module they are called on (`model.to(dev).config` is a module's).
+_SELF = frozenset(
+    {"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16", "type",
+     "requires_grad_", "share_memory", "apply", "xpu", "mps"}
+)  # fmt: skip
+
+
+def _output_field(attr: ast.Attribute, ctx: Context, depth: int, unions: int) -> str | None:
+    """``out.logits`` with ``out = model(x)``: a field of a call's output lives where the
+    output does (a call keeps its input's device, :func:`_follows_argument`; a tensor
+    method's result, ``x.max(0).values``, its receiver's).
+
+    Only a field of what a call returns (through a few names), never of a module that
+    ``.to(...)`` or ``.eval()`` hands back (``model.config``), never a fact (``out.shape``).
+    """
+    if attr.attr in _FACTS:
+        return None
+    value = attr.value
+    for _ in range(_HOPS):
+        if not isinstance(value, ast.Name):
+            break
+        bound = bound_value(value, ctx)
+        if bound is None:
+            return None
+        value = bound
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and ctx.qualname(func) is None:
+        if func.attr in _SELF:
+            return None
+        if func.attr in _SAME_PLACE:
+            return _placement(value, ctx, depth, unions)  # `x.max(0).values`: x's place
+    return _follows_argument(value, ctx, depth, unions)
+
+
+def _every_binding(name: ast.Name, ctx: Context, depth: int, unions: int) -> str | None:
+    """Where ``name`` lives when no single binding reaches it (``if c: l = a`` ``else: l =
+    b``) or it was unpacked (``a, b = torch.chunk(x, 2)``): where every binding of it in
+    its scope puts it when they all agree, whichever of them ran; None when any is unknown
+    or they differ.
+
+    An unpacked element lives where the unpacked value does, as ``x[i]`` lives where ``x``
+    does. A binding with no value (a parameter, a loop target) is unknown.
+    """
+    if unions >= 2:
+        return None  # (not `may_hold_a_value`: it does not count unpacked names)
+    found = ctx.scopes.bindings(name.id, name)
+    if not found or len(found) > 4:
+        return None
+    places = set()
+    for binding in found:
+        value = binding.value
+        if value is None:
+            holder = ctx.scopes.parent(binding.node)
+            assign = ctx.scopes.parent(holder) if isinstance(holder, ast.Tuple) else None
+            value = assign.value if isinstance(assign, ast.Assign) else None
+        if value is None or any(
+            isinstance(n, ast.Name) and n.id == name.id for n in ast.walk(value)
+        ):
+            return None  # unknown, or read from itself (`x = x.to(...)`)
+        places.add(_placement(value, ctx, depth, unions + 1))
+    return places.pop() if len(places) == 1 else None
 
 
 def bound_value(name: ast.Name, ctx: Context) -> ast.expr | None:
