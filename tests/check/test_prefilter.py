@@ -57,7 +57,8 @@ def literals(draw: st.DrawFn) -> str:
         cut = draw(st.integers(1, len(word) - 1))
         gap = draw(
             st.sampled_from(
-                [" ", "", "\n    ", " # c\n    ", " \\\n    ", " ####\n    # '\n    ", ' #"x"\n    ']
+                [" ", "", "\n    ", " # c\n    ", " \\\n    ", " ####\n    # '\n    "]
+                + [' #"x"\n    ']
             )
         )
         second = draw(st.sampled_from(["", "r", "u", "f"]))
