@@ -43,6 +43,11 @@ def _escape(char: str, how: int) -> str:
     ][how]
 
 
+# what may stand between two pieces of a split literal: comments (a banner of `#`, a quote
+# inside one), line breaks, a backslash-newline
+GAPS = [" ", "", "\n    ", " # c\n    ", " \\\n    ", " ####\n    # '\n    ", ' #"x"\n    ']
+
+
 @st.composite
 def literals(draw: st.DrawFn) -> str:
     """A string expression whose value holds ``cuda`` (or a near miss), written every way."""
@@ -55,12 +60,7 @@ def literals(draw: st.DrawFn) -> str:
     how = draw(st.integers(0, 3))
     if how == 0 and len(word) > 1:  # implicit concatenation, split anywhere
         cut = draw(st.integers(1, len(word) - 1))
-        gap = draw(
-            st.sampled_from(
-                [" ", "", "\n    ", " # c\n    ", " \\\n    ", " ####\n    # '\n    "]
-                + [' #"x"\n    ']
-            )
-        )
+        gap = draw(st.sampled_from(GAPS))
         second = draw(st.sampled_from(["", "r", "u", "f"]))
         left, right = word[:cut], word[cut:]
         if prefix in ("f", "F"):
