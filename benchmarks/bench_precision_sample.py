@@ -7,13 +7,14 @@ default-on finding is collected with the command line (``torchport check`` over 
 repository's ``*.py`` files at its commit, the project view included), and
 ``--draw N`` draws N of them uniformly at random with ``--seed`` into
 benchmarks/data/precision_sample.csv, keeping the verdicts of rows already judged.
-Each row is judged by a person reading the code at that line:
-
-* ``real``: what the message says is so, and acting on it makes the program run on
-  another accelerator (or load safely, or stop a per-step sync) without breaking it;
-* ``low``: correct, but acting on it changes nothing that matters (a CPU-only tensor
-  built with a legacy constructor and never moved);
-* ``noise``: what the message says is not so at that line.
+Each row is judged by a person reading the code at that line, under one standard for every
+sample: benchmarks/precision_standard.md (``real``: what the message says is so and doing
+what it advises makes the program run on another device, removes a per-step wait or copy,
+lets a per-step copy overlap compute, or prevents a wrong result, crash or unsafe load;
+``low``: correct, but changes nothing that matters for one of the named reasons written
+there; ``noise``: what the message says is not so at that line). Samples A-T were judged
+before that standard was written down; the rules whose verdicts moved between A-P and Q-T
+were re-judged under it (benchmarks/data/precision_rejudged.csv keeps the old verdicts).
 
 ``--score`` recomputes every sampled finding with the current rules and prints the
 share of ``real`` per rule and overall among the rows still reported (a row the
