@@ -294,7 +294,7 @@ def pool(mirror: Path, samples: list[Path], now: bool) -> None:
 
 
 SCOPE = HERE / "data" / "precision_scope.csv"
-SCOPE_FIELDS = ("sample", "repo", "path", "line", "code", "context", "reported")
+SCOPE_FIELDS = ("sample", "repo", "path", "line", "code", "context", "reported", "cuda")
 
 
 def _context_at(source: str, path: str, line: int) -> str:
@@ -329,8 +329,25 @@ def _context_at(source: str, path: str, line: int) -> str:
     return context_of(ctx)
 
 
+def _needs_cuda(source: str, path: Path) -> str:
+    """``yes`` where the file needs CUDA anyway (``rules/_cuda_projects.needs_cuda_anyway``:
+    a default run leaves the rules that name CUDA out of it), else ``no``. ``path`` is the
+    file in its extracted checkout, which the extension lookup reads."""
+    import ast
+
+    from torchport.check._context import Context
+    from torchport.check.rules._cuda_projects import needs_cuda_anyway
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return "no"
+    return "yes" if needs_cuda_anyway(Context(source, str(path), tree)) else "no"
+
+
 def scope(mirror: Path, samples: list[Path], out: Path) -> None:
-    """Each judged row's context and whether the rules, selected by code, still report it.
+    """Each judged row's context, whether the rules, selected by code, still report it, and
+    whether its file needs CUDA anyway (where a default run leaves the rules naming CUDA out).
 
     Each repository is extracted at its manifest's commit (the ``*.py`` files, a
     ``.git`` folder, an empty config, as :func:`default_findings` does); ``check
@@ -349,6 +366,7 @@ def scope(mirror: Path, samples: list[Path], out: Path) -> None:
         jobs.setdefault((row["repo"], commit), set()).add(row["path"])
     reported: dict[tuple[str, str], set[tuple[str, int, str]]] = {}
     contexts: dict[tuple[str, str, str, int], str] = {}
+    cuda: dict[tuple[str, str, str], str] = {}  # (repo, commit, path): needs CUDA anyway
     for (repo, commit), paths in sorted(jobs.items()):
         gitdir = mirror / repo.replace("/", "+") / "repo"
         if (gitdir / ".git").is_dir():
@@ -380,6 +398,7 @@ def scope(mirror: Path, samples: list[Path], out: Path) -> None:
                     source = (tree / row["path"]).read_bytes().decode("utf-8-sig", "replace")
                     where = _context_at(source, row["path"], int(row["line"]))
                     contexts[(repo, commit, row["path"], int(row["line"]))] = where
+                    cuda[(repo, commit, row["path"])] = _needs_cuda(source, tree / row["path"])
     with out.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, SCOPE_FIELDS)
         writer.writeheader()
@@ -391,6 +410,7 @@ def scope(mirror: Path, samples: list[Path], out: Path) -> None:
                 | {"code": row["code"]}
                 | {"context": contexts[(row["repo"], commit, row["path"], line)]}
                 | {"reported": "yes" if key in reported[(row["repo"], commit)] else "no"}
+                | {"cuda": cuda[(row["repo"], commit, row["path"])]}
             )
     print(f"{len(judged)} judged rows of {len(samples)} samples, contexts written to {out}")
 
