@@ -87,11 +87,12 @@ benchmarks/data/precision_repos_round5t.json --sample benchmarks/data/precision_
 --seed 53 --draw 240``. ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
-(test code or the rest, as the checker tells them) and whether its rule, selected by code,
-still reports it; ``tests/check/test_default_scope.py`` reads it with the samples to hold
-the default scope of every rule (check/_default_scope.py) to the 90% bar:
-``--scope benchmarks/data/precision_sample.csv
-benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p}.csv``.
+(test code, benchmark code or the rest, as the checker tells them), whether its rule,
+selected by code, still reports it, and whether its file needs CUDA anyway (``cuda``: where a
+default run leaves the rules naming CUDA out); ``tests/check/test_default_scope.py`` reads it
+with the samples to hold the default scope of every rule (check/_default_scope.py) to the
+90% bar: ``--scope benchmarks/data/precision_sample.csv
+benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t}.csv``.
 """
 
 from __future__ import annotations
