@@ -8,8 +8,8 @@ function, class or fixture), ``bench`` (benchmark code that is not a test:
 (everything else). Each rule says in
 which of them a default run reports it (``Rule.default_contexts``, mirrored in
 the catalog). The policy, held by ``tests/check/test_default_scope.py`` against the
-judged samples (``benchmarks/data/precision_sample*.csv``, every row judged under the one
-standard of benchmarks/precision_standard.md, and the contexts of their rows,
+judged samples (``benchmarks/data/precision_sample*.csv``, every row judged under the
+standard written in benchmarks/precision_standard.md, and the contexts of their rows,
 ``benchmarks/data/precision_scope.csv``): a rule is on by default in a
 context only where at least 90% of its judged findings there are real problems;
 with fewer than 8 judged there, only if every one is; and never in test or benchmark
