@@ -7,13 +7,14 @@ default-on finding is collected with the command line (``torchport check`` over 
 repository's ``*.py`` files at its commit, the project view included), and
 ``--draw N`` draws N of them uniformly at random with ``--seed`` into
 benchmarks/data/precision_sample.csv, keeping the verdicts of rows already judged.
-Each row is judged by a person reading the code at that line:
-
-* ``real``: what the message says is so, and acting on it makes the program run on
-  another accelerator (or load safely, or stop a per-step sync) without breaking it;
-* ``low``: correct, but acting on it changes nothing that matters (a CPU-only tensor
-  built with a legacy constructor and never moved);
-* ``noise``: what the message says is not so at that line.
+Each row is judged by a person reading the code at that line, under one standard for every
+sample: benchmarks/precision_standard.md (``real``: what the message says is so and doing
+what it advises makes the program run on another device, removes a per-step wait or copy,
+lets a per-step copy overlap compute, or prevents a wrong result, crash or unsafe load;
+``low``: correct, but changes nothing that matters for one of the named reasons written
+there; ``noise``: what the message says is not so at that line). Samples A-T were judged
+before that standard was written down; the rules whose verdicts moved between A-P and Q-T
+were re-judged under it (benchmarks/data/precision_rejudged.csv keeps the old verdicts).
 
 ``--score`` recomputes every sampled finding with the current rules and prints the
 share of ``real`` per rule and overall among the rows still reported (a row the
@@ -90,11 +91,12 @@ benchmarks/data/precision_repos_round5u.json --sample benchmarks/data/precision_
 --seed 50 --draw 240``. ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
-(test code or the rest, as the checker tells them) and whether its rule, selected by code,
-still reports it; ``tests/check/test_default_scope.py`` reads it with the samples to hold
-the default scope of every rule (check/_default_scope.py) to the 90% bar:
-``--scope benchmarks/data/precision_sample.csv
-benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p}.csv``.
+(test code, benchmark code or the rest, as the checker tells them), whether its rule,
+selected by code, still reports it, and whether its file needs CUDA anyway (``cuda``: where a
+default run leaves the rules naming CUDA out); ``tests/check/test_default_scope.py`` reads it
+with the samples to hold the default scope of every rule (check/_default_scope.py) to the
+90% bar: ``--scope benchmarks/data/precision_sample.csv
+benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t}.csv``.
 """
 
 from __future__ import annotations
@@ -297,7 +299,7 @@ def pool(mirror: Path, samples: list[Path], now: bool) -> None:
 
 
 SCOPE = HERE / "data" / "precision_scope.csv"
-SCOPE_FIELDS = ("sample", "repo", "path", "line", "code", "context", "reported")
+SCOPE_FIELDS = ("sample", "repo", "path", "line", "code", "context", "reported", "cuda")
 
 
 def _context_at(source: str, path: str, line: int) -> str:
@@ -332,8 +334,25 @@ def _context_at(source: str, path: str, line: int) -> str:
     return context_of(ctx)
 
 
+def _needs_cuda(source: str, path: Path) -> str:
+    """``yes`` where the file needs CUDA anyway (``rules/_cuda_projects.needs_cuda_anyway``:
+    a default run leaves the rules that name CUDA out of it), else ``no``. ``path`` is the
+    file in its extracted checkout, which the extension lookup reads."""
+    import ast
+
+    from torchport.check._context import Context
+    from torchport.check.rules._cuda_projects import needs_cuda_anyway
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return "no"
+    return "yes" if needs_cuda_anyway(Context(source, str(path), tree)) else "no"
+
+
 def scope(mirror: Path, samples: list[Path], out: Path) -> None:
-    """Each judged row's context and whether the rules, selected by code, still report it.
+    """Each judged row's context, whether the rules, selected by code, still report it, and
+    whether its file needs CUDA anyway (where a default run leaves the rules naming CUDA out).
 
     Each repository is extracted at its manifest's commit (the ``*.py`` files, a
     ``.git`` folder, an empty config, as :func:`default_findings` does); ``check
@@ -352,6 +371,7 @@ def scope(mirror: Path, samples: list[Path], out: Path) -> None:
         jobs.setdefault((row["repo"], commit), set()).add(row["path"])
     reported: dict[tuple[str, str], set[tuple[str, int, str]]] = {}
     contexts: dict[tuple[str, str, str, int], str] = {}
+    cuda: dict[tuple[str, str, str], str] = {}  # (repo, commit, path): needs CUDA anyway
     for (repo, commit), paths in sorted(jobs.items()):
         gitdir = mirror / repo.replace("/", "+") / "repo"
         if (gitdir / ".git").is_dir():
@@ -383,6 +403,7 @@ def scope(mirror: Path, samples: list[Path], out: Path) -> None:
                     source = (tree / row["path"]).read_bytes().decode("utf-8-sig", "replace")
                     where = _context_at(source, row["path"], int(row["line"]))
                     contexts[(repo, commit, row["path"], int(row["line"]))] = where
+                    cuda[(repo, commit, row["path"])] = _needs_cuda(source, tree / row["path"])
     with out.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, SCOPE_FIELDS)
         writer.writeheader()
@@ -394,6 +415,7 @@ def scope(mirror: Path, samples: list[Path], out: Path) -> None:
                 | {"code": row["code"]}
                 | {"context": contexts[(row["repo"], commit, row["path"], line)]}
                 | {"reported": "yes" if key in reported[(row["repo"], commit)] else "no"}
+                | {"cuda": cuda[(row["repo"], commit, row["path"])]}
             )
     print(f"{len(judged)} judged rows of {len(samples)} samples, contexts written to {out}")
 

@@ -52,8 +52,12 @@ def test_a_file_is_benchmark_code_by_its_folders_or_its_name(
     assert in_a_benchmark(sep.join([*folders, name])) is _oracle(folders, name)
 
 
-# TP101 is on outside test and benchmark code only; TP301 outside test code.
-_SOURCE = 'import torch\nx = torch.zeros(3).cuda()\nstate = torch.load("m.pt")\n'
+# TP307 and TP403 are on outside test code (since samples A-T no default rule is on in the rest
+# of the code alone); TP104 everywhere.
+_SOURCE = (
+    'import torch\nstate = torch.hub.load_state_dict_from_url("u")\n'
+    "scaler = torch.cuda.amp.GradScaler()\nt = torch.cuda.FloatTensor(2)\n"
+)
 
 
 # A module named like a pytest test (``test_*.py``) is left out here: TP301 reads such a module
@@ -70,20 +74,20 @@ def test_a_default_run_leaves_benchmark_code_to_the_rules_judged_there(
     path = "/".join([*folders, *(["tests"] if in_tests else []), name])
     where = TEST if in_tests else BENCH if _oracle(folders, name) else CODE
     found = {f.code for f in check_source(_SOURCE, path)}
-    assert found == {"TP101", "TP301"} - {
+    assert found == {"TP104", "TP307", "TP403"} - {
         code
-        for code, contexts in (("TP101", {CODE}), ("TP301", {CODE, BENCH}))
+        for code, contexts in (("TP307", {CODE, BENCH}), ("TP403", {CODE, BENCH}))
         if where not in contexts
     }
-    named = check_source(_SOURCE, path, select=["TP1", "TP3"])
-    assert {"TP101", "TP301"} <= {f.code for f in named}
+    named = check_source(_SOURCE, path, select=["TP1", "TP3", "TP4"])
+    assert {"TP104", "TP307", "TP403"} <= {f.code for f in named}
 
 
 def test_a_test_under_a_benchmarks_folder_is_test_code() -> None:
-    # TP301 is on in benchmark code, off in test code: a pytest module there is a test
-    source = 'import pytest\nimport torch\n\nstate = torch.load("m.pt")\n'
-    assert [f.code for f in check_source(source, "benchmarks/bench_io.py")] == ["TP301"]
-    assert [f.code for f in check_source(source, "src/io.py")] == ["TP301"]
+    # TP307 is on in benchmark code, off in test code: a pytest module there is a test
+    source = 'import pytest\nimport torch\n\nstate = torch.hub.load_state_dict_from_url("u")\n'
+    assert [f.code for f in check_source(source, "benchmarks/bench_io.py")] == ["TP307"]
+    assert [f.code for f in check_source(source, "src/io.py")] == ["TP307"]
     assert not check_source(source, "benchmarks/test_layers.py")
 
 

@@ -2,15 +2,18 @@
 
 The oracle is apart from the checker: it recomputes, from the committed judgments
 (``benchmarks/data/precision_sample*.csv``: one verdict per sampled finding, judged
-one by one) and the rows' contexts (``benchmarks/data/precision_scope.csv``, written by
-``benchmarks/bench_precision_sample.py --scope``: test code, benchmark code or the rest, and
-whether the rule, selected by code, still reports the row), each rule's real / judged per
-context (test code and the rest over samples A-P, benchmark code over A-S),
-and holds every rule's metadata to it: a rule is on by default in a context only where
-at least 90% of its judged findings still reported there are real; with fewer than 8
-judged there, only if every one is; never in test or benchmark code alone (they are the
-lower contexts: the rule must earn the rest first). The figures the rule pages print
-(``check/_scope.JUDGED``) must be these.
+one by one under benchmarks/precision_standard.md) and the rows' contexts
+(``benchmarks/data/precision_scope.csv``, written by
+``benchmarks/bench_precision_sample.py --scope``: test code, benchmark code or the rest,
+whether the rule, selected by code, still reports the row, and whether its file needs CUDA
+anyway), each rule's real / judged per context over samples A-T, and holds every rule's
+metadata to it: a rule is on by default in a context only where at least 90% of its judged
+findings still reported there are real; with fewer than 8 judged there, only if every one
+is; never in test or benchmark code alone (they are the lower contexts: the rule must earn
+the rest first). A rule kept on below the bar (``KEPT_ON``) must reach it in the part of
+other code a default run reports it in (files that do not need CUDA anyway, for a rule
+naming CUDA: ``NARROWED``). The figures the rule pages print (``check/_default_scope.JUDGED``)
+must be these.
 """
 
 from __future__ import annotations
@@ -22,14 +25,14 @@ from pathlib import Path
 import pytest
 
 from torchport.check import explain
-from torchport.check._default_scope import BENCH_SAMPLES, JUDGED, KEPT_ON, SAMPLES
+from torchport.check._default_scope import BENCH_SAMPLES, JUDGED, KEPT_ON, NARROWED, SAMPLES
 from torchport.check._rule import Rule
-from torchport.check._select import CONTEXTS
+from torchport.check._select import CONTEXTS, CUDA_NAMING
 from torchport.check.rules import RULES
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
-POOLED = ["precision_sample.csv"] + [f"precision_sample_{x}.csv" for x in "bcdefghijklmnop"]
-BENCH_POOLED = [*POOLED, *(f"precision_sample_{x}.csv" for x in "qrs")]  # benchmark code
+POOLED = ["precision_sample.csv"] + [f"precision_sample_{x}.csv" for x in "bcdefghijklmnopqrst"]
+BENCH_POOLED = POOLED  # benchmark code: the same span since sample T
 PARAMS = [pytest.param(rule, id=rule.code) for rule in RULES]
 
 
@@ -43,7 +46,8 @@ def _key(sample: str, row: dict[str, str]) -> tuple[str, str, str, int, str]:
 
 
 def _pooled() -> dict[str, dict[str, Counter[str]]]:
-    """Verdicts of the rows still reported, per rule and context: {code: {context: Counter}}."""
+    """Verdicts of the rows still reported, per rule and context: {code: {context: Counter}};
+    the context ``narrowed`` is other code whose file does not need CUDA anyway."""
     verdicts = {
         _key(sample, row): row["verdict"]
         for sample in BENCH_POOLED
@@ -59,12 +63,14 @@ def _pooled() -> dict[str, dict[str, Counter[str]]]:
     for key, row in zip(keys, scope, strict=True):
         assert row["context"] in ("code", "test", "bench", "unparsed"), row
         assert row["reported"] in ("yes", "no"), row
+        assert row["cuda"] in ("yes", "no"), row
         if row["context"] != "bench" and row["sample"] not in POOLED:
             continue  # held out for test code and the rest
         if row["reported"] == "yes":
-            out.setdefault(row["code"], {}).setdefault(row["context"], Counter())[
-                verdicts[key]
-            ] += 1
+            per = out.setdefault(row["code"], {})
+            per.setdefault(row["context"], Counter())[verdicts[key]] += 1
+            if row["context"] == "code" and row["cuda"] == "no":
+                per.setdefault("narrowed", Counter())[verdicts[key]] += 1
     return out
 
 
@@ -86,18 +92,35 @@ def test_a_rule_is_on_by_default_only_where_its_judged_findings_are_90_percent_r
     for context in rule.default_contexts:
         counts = POOL.get(rule.code, {}).get(context, Counter())
         if rule.code in KEPT_ON and context == "code":
-            # kept on by decision below the bar: the entry must still be needed
+            # kept on below the bar: the entry must still be needed, and the part of other
+            # code a default run reports it in must reach the bar
             assert not _earns(counts), f"{rule.code} earns its default now: drop its KEPT_ON"
+            if rule.code in NARROWED:
+                narrowed = POOL.get(rule.code, {}).get("narrowed", Counter())
+                assert _earns(narrowed), f"{rule.code} misses the bar outside CUDA-only code too"
             continue
         assert _earns(counts), f"{rule.code} is on by default in {context}: {dict(counts)}"
 
 
 def test_rules_kept_on_below_the_bar_are_on_outside_test_code_only() -> None:
     by_code = {rule.code: rule for rule in RULES}
+    assert set(NARROWED) <= set(KEPT_ON)
     for code, reason in KEPT_ON.items():
         rule = by_code[code]
         assert rule.default and "code" in rule.default_contexts, code
         assert "test" not in rule.default_contexts, code  # benchmark code only where earned
+        assert reason and f"kept on: {reason}" in explain(code), code
+        if code not in NARROWED:  # kept by decision: the reason states the judged figures
+            assert reason.startswith("by decision: "), code
+            code_counts = POOL[code]["code"]
+            real, judged = code_counts["real"], sum(code_counts.values())
+            assert f"{real} of {judged} judged findings in other code" in reason, code
+            continue
+        assert code in CUDA_NAMING, code  # the narrowing is the default run's CUDA scope
+        counts = POOL[code]["narrowed"]
+        real, judged = NARROWED[code]
+        assert (real, judged) == (counts["real"], counts["real"] + counts["low"] + counts["noise"])
+        assert f"{real} of {judged}" in reason, code
         assert reason and f"kept on: {reason}" in explain(code), code
 
 
@@ -112,13 +135,13 @@ def test_the_pages_print_the_judged_figures() -> None:
         code: {
             context: (c["real"], c["real"] + c["low"] + c["noise"])
             for context, c in per.items()
-            if context != "unparsed" and c["real"] + c["low"] + c["noise"]
+            if context not in ("unparsed", "narrowed") and c["real"] + c["low"] + c["noise"]
         }
         for code, per in POOL.items()
     }
     assert {code: per for code, per in expected.items() if per} == JUDGED
-    assert SAMPLES == "A-P" and len(POOLED) == 16  # one file per letter, A's has none
-    assert BENCH_SAMPLES == "A-S" and len(BENCH_POOLED) == 19
+    assert SAMPLES == "A-T" and len(POOLED) == 20  # one file per letter, A's has none
+    assert BENCH_SAMPLES == "A-T" and BENCH_POOLED == POOLED
 
 
 @pytest.mark.parametrize("rule", PARAMS)

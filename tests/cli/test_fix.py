@@ -168,13 +168,16 @@ def test_plain_fix_applies_no_shipped_speed_fix(
     assert set(speed) <= set(fixable_rules(RULES, speed=True))
     monkeypatch.setattr(rules_pkg, "RULES", RULES)
     path = tmp_path / "t.py"
-    path.write_text("import torch\n\nfor _ in range(2):\n    x = torch.zeros(3).cuda()\n")
-    on = ["TP101"]  # off by default (check/_default_scope.py): named
-    plain = fix_paths([path], stdin=path.read_text(), extend_select=on)  # remaining: fixed text
-    assert "TP101" in plain.changed[0].fixed and "TP106" not in plain.changed[0].fixed
-    assert "TP106" in {f.code for f in plain.remaining}  # reported, with its fix left unapplied
-    fast = fix_paths([path], diff=True, speed=True, unsafe=True, extend_select=on)
-    assert "TP106" in fast.changed[0].fixed
+    path.write_text(  # TP203, a speed rule on by default, with its fix left to --speed --unsafe
+        "import torch\nfrom torch.utils.data import DataLoader\n\n"
+        'device = torch.device("cuda")\nloader = DataLoader(range(4))\n'
+        "for x in loader:\n    x = x.to(device)\n"
+    )
+    plain = fix_paths([path], stdin=path.read_text(), unsafe=True)  # remaining: fixed text
+    assert not any("TP203" in change.fixed for change in plain.changed)
+    assert "TP203" in {f.code for f in plain.remaining}  # reported, with its fix left unapplied
+    fast = fix_paths([path], diff=True, speed=True, unsafe=True)
+    assert "TP203" in fast.changed[0].fixed
 
 
 class RiskySpeedup(Rename):

@@ -2,9 +2,9 @@
 
 Oracle, apart from the hint's code: run the command the hint names (on a copy) and
 the finding is gone; run it without one of its flags and the finding stays, so the
-hint names no flag the fix does not need. Across selections: the default set (a
-speed rule's fix needs --speed), a ``select`` that names the speed rule by code or
-prefix (it does not), and a first run with --speed.
+hint names no flag the fix does not need. Across selections: the default set with the
+speed rule added (``extend-select``: TP106 is off by default since samples A-T), a
+``select`` that names the speed rule by code or prefix, and a first run with --speed.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ def _left(folder: Path, flags: list[str], capsys: pytest.CaptureFixture[str]) ->
     return "TP106" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("table", ["", 'select = ["TP1"]\n', 'select = ["TP106"]\n'])
+@pytest.mark.parametrize(
+    "table", ['extend-select = ["TP106"]\n', 'select = ["TP1"]\n', 'select = ["TP106"]\n']
+)
 @pytest.mark.parametrize("first", [[], ["--speed"]])
 def test_the_hinted_command_applies_the_fix_and_needs_each_of_its_flags(
     table: str, first: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]

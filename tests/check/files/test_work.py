@@ -60,7 +60,7 @@ def test_a_file_over_the_size_limit_is_skipped_with_a_reason(tmp_path: Path) -> 
     big.write_text("x = 1\n" * (MAX_SOURCE_BYTES // 6 + 1))
     small = tmp_path / "a.py"
     small.write_text("import torch\n\nfor _ in range(2):\n    x = torch.ones(2).cuda()\n")
-    result = check_paths([big, small], extend_select=["TP101"])
+    result = check_paths([big, small], extend_select=["TP101", "TP106"])
     assert result.files == 2 and [Path(f.path).name for f in result.findings] == ["a.py"] * 2
     [error] = result.errors
     assert "MiB of Python is over the 4 MiB" in error.message and "split the file" in error.message

@@ -49,8 +49,8 @@ def test_local_assigned_later_is_not_used() -> None:
 
 def test_one_line_import_defines_the_device_before_its_use() -> None:
     # over `xs`, repeated per item (a comprehension over a written-out `range` is TP905's)
-    fixed = fix_source(
-        "import torch; x = [torch.ones(1).cuda() for _ in xs]\n", extend_select=["TP101"]
+    fixed = fix_source(  # TP106 writes `device=` (off by default since samples A-T: named)
+        "import torch; x = [torch.ones(1).cuda() for _ in xs]\n", extend_select=["TP101", "TP106"]
     )
     assert fixed.startswith("import torch; device = ")
     assert fixed.index("device = ") < fixed.index("device=device")
@@ -62,7 +62,7 @@ def test_default_and_decorator_use_a_module_level_device() -> None:
         'def f(x, device=torch.device("cuda")):\n    return x.to(device)\n\n'
         "@register(torch.zeros(1).cuda())\ndef g(device):\n    return device\n"
     )
-    fixed = fix_source(source, extend_select=["TP101"])
+    fixed = fix_source(source, extend_select=["TP101", "TP106"])  # TP106 writes `device=`
     assert fixed.startswith("import torch\n\n" + DEF)
     assert "def f(x, device=device):" in fixed
     assert "@register(torch.zeros(1, device=device))" in fixed

@@ -64,7 +64,7 @@ class HardCodedCuda(Rule):
     code = "TP101"
     name = "hard-coded-cuda"
     intent = Intent.DEVICE
-    default_contexts = frozenset({"code"})  # kept on below the bar (KEPT_ON); benchmarks: judged
+    default_contexts = frozenset({"code"})  # kept on below the bar by decision (KEPT_ON)
     message = "use one `device` chosen from `torch.accelerator` instead of hard-coding CUDA"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call, ast.Assign, ast.AnnAssign, ast.arguments)

@@ -55,6 +55,7 @@ class IntegerDeviceIndex(Rule):
     code = "TP110"
     name = "integer-device-index"
     intent = Intent.DEVICE
+    default_contexts = frozenset({"code", "bench"})  # judged: check/_default_scope.py
     message = (
         "use `torch.device(torch.accelerator.current_accelerator().type, index)` instead of a "
         "bare integer, which always means a CUDA device"
