@@ -157,3 +157,23 @@ def test_the_names_and_kinds_read_as_the_findings_say(tmp_path: Path) -> None:
     assert named[first + 1] == ("torch.nn.functional.linear", "heavy")
     assert named[first + 2] == ("Tensor.backward", "backward")  # the weightier of its two calls
     assert named[first + 3] == ("SGD.step", "step")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ops=st.lists(st.sampled_from(["mul", "add", "exp", "view"]), min_size=1, max_size=30),
+    place=st.sampled_from(["host", "dev"]),
+)
+def test_a_backward_reaches_the_host_leaf_however_deep(ops: list[str], place: str) -> None:
+    # On torch 2.11 each read of a C++ node makes a new Python object, freed after: the
+    # walk held ids alone and took a grandchild, given a freed node's id, for seen (a
+    # backward two ops from its leaf went unheard).
+    from torchport.cli._host_watch import _host_leaf_in_graph
+
+    leaf = torch.randn(4, device="cpu" if place == "host" else "meta", requires_grad=True)
+    y = leaf
+    for op in ops:
+        y = {"mul": lambda t: t * 2, "add": lambda t: t + 1, "exp": torch.exp}.get(
+            op, lambda t: t.view(4)
+        )(y)
+    assert _host_leaf_in_graph(y.sum()) is (place == "host")  # the oracle: where the leaf is

@@ -109,7 +109,9 @@ def test_the_checker_loads_frozen_only_in_the_program(tmp_path: Path) -> None:
     # collector paused and are frozen after; called in-process (`main([...])`) nothing is
     # frozen, as a freeze would keep the caller's garbage for the process's life. A program
     # whose teardown has work (main returns) hands the frozen objects back to the collector
-    # first: frozen, the teardown would neither free nor finalize them.
+    # first: frozen, the teardown would neither free nor finalize them. Counts are read
+    # against the count at start: CPython 3.12's interpreter starts with objects of its own
+    # frozen (375 on 3.12.1; none on 3.11 and 3.13), which the program's exit hands back too.
     (tmp_path / "tiny.py").write_text(TINY)
     probe = (
         "import atexit, gc, sys\n"
@@ -123,12 +125,13 @@ def test_the_checker_loads_frozen_only_in_the_program(tmp_path: Path) -> None:
         "inside = (gc.get_freeze_count(), gc.isenabled(), code, len(seen))\n"
         "sys.argv = ['torchport', 'check', '--no-cache', 'tiny.py']\n"
         "code = main()\n"
-        "print(before, *inside, seen[0] > 0, gc.get_freeze_count(), gc.isenabled(), code)\n"
+        "print(inside[0] - before, *inside[1:], seen[0] > before, gc.get_freeze_count(),\n"
+        "      gc.isenabled(), code)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     # The child's own words: a failed run elsewhere (the GPU machine's Python 3.12) must say why.
     assert out.returncode == 0, (out.returncode, out.stdout[-1500:], out.stderr[-3000:])
-    expected = ["0", "0", "True", "1", "0", "True", "0", "True", "1"]
-    assert out.stdout.split()[-9:] == expected, out.stdout
+    expected = ["0", "True", "1", "0", "True", "0", "True", "1"]
+    assert out.stdout.split()[-8:] == expected, out.stdout

@@ -96,13 +96,17 @@ def test_a_host_copy_no_name_holds_leaves_the_device_tensor_the_device_s() -> No
     ]
     # a read through a list: no name tells which tensor it is, and the line is noted
     untold = ["y = x.cpu()", "held = [y]", "_ = float(held[0].sum())"]
-    # a batch moved in a comprehension: the list holds the device's tensors
+    # a batch moved in a comprehension: the list holds the device's tensors (the
+    # comprehension's names end with it, its frame's before Python 3.12, its span's since)
     listed = [
         "batch = [torch.arange(4), torch.ones(4)]",
         "batch = [t.to(dev) for t in batch]",
         "a, b = batch",
         "_ = float(b.sum())",
         "_ = x[a]",
+        "_ = [float(t.sum()) for t in batch]",  # another comprehension's t: the device's
+        "hs = [torch.ones(4), torch.ones(4)]",
+        "pairs = [(h.to(dev), float(h.sum())) for h in hs]",  # h, in its own: the host's
         "def pair(): h = torch.ones(4); return h.to(dev), h.to(dev)",  # a frame that ends
         "p, q = pair()",
         "_ = float(p.sum()) + float(q.sum())",

@@ -148,12 +148,15 @@ def _building_a_module(frame: FrameType | None) -> bool:
 def _host_leaf_in_graph(tensor: torch.Tensor) -> bool:
     """Whether the graph behind ``tensor`` reaches a host leaf that requires grad."""
     todo = [tensor.grad_fn]
-    seen: set[int] = set()
+    # id -> the node, held: torch 2.11 (not 2.13, 2.15) makes a new Python object for a C++
+    # node at each read and frees it with its last reference, so a freed node's id comes
+    # back as its grandchild's, which an id alone would take for seen
+    seen: dict[int, Any] = {}
     while todo and len(seen) < _GRAPH_NODES:
         node = todo.pop()
         if node is None or id(node) in seen:
             continue
-        seen.add(id(node))
+        seen[id(node)] = node
         leaf = getattr(node, "variable", None)
         if isinstance(leaf, torch.Tensor) and leaf.device.type == CPU:
             return True

@@ -40,7 +40,7 @@ from torchport._device_types import TENSOR_MOVE_METHODS
 from torchport._origin import Origin
 from torchport.diagnose._callsite import call_source_at, program_frame
 
-__all__ = ["only_the_result_remains", "used_in_its_line"]
+__all__ = ["inlined_scope", "move_names", "only_the_result_remains", "used_in_its_line"]
 
 # (code, instruction) -> the receiver's name when the statement rebinds it ("" when it is a
 # temporary), or None when it may be held elsewhere after the statement
@@ -307,3 +307,68 @@ def move_names(
     ):
         target = statement.targets[0].id
     return frame, receiver, target
+
+
+# Comprehensions that run in a frame of their own on Python 3.11 and, since Python 3.12
+# (PEP 709), inline in the frame that holds them (by its code's name before); a generator
+# expression and a lambda always have their own
+_INLINED: dict[type[ast.expr], str] = {
+    ast.ListComp: "<listcomp>",
+    ast.SetComp: "<setcomp>",
+    ast.DictComp: "<dictcomp>",
+}
+
+
+def _scope_parts(node: ast.expr) -> list[ast.AST]:
+    """The parts of a comprehension or lambda that run in its own scope: all but its first
+    iterable (a lambda's defaults), which the enclosing scope evaluates."""
+    if isinstance(node, ast.Lambda):
+        return [node.body]
+    if isinstance(node, ast.DictComp):
+        parts: list[ast.AST] = [node.key, node.value]
+    elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        parts = [node.elt]
+    else:
+        return []
+    for number, generator in enumerate(node.generators):
+        parts += [generator.target, *generator.ifs]
+        if number:
+            parts.append(generator.iter)
+    return parts
+
+
+def inlined_scope(frame: FrameType) -> tuple[int, int, int, int] | None:
+    """The source span (first line, first column, last line, end column; columns in
+    UTF-8 bytes) of the comprehension a move in ``frame`` runs inside, where Python runs
+    that comprehension inline in ``frame`` (PEP 709, Python 3.12 and later): the names
+    it binds end with it, as its own frame's did before (``batch = [t.to(dev) for t in
+    batch]``). None where the move is in no comprehension, the comprehension has a frame
+    of its own (Python 3.11, a generator expression, a lambda), or the call cannot be read.
+
+    Args:
+        frame: The program's frame making the move (see :func:`move_names`).
+    """
+    try:
+        found = _move_call(frame)
+    except Exception:  # odd source or positions: not read
+        return None
+    if found is None:
+        return None
+    call, statement = found
+    innermost: ast.expr | None = None
+    for node in ast.walk(statement):  # outer nodes first: the last holder is the innermost
+        if isinstance(node, ast.expr) and any(
+            inner is call for part in _scope_parts(node) for inner in ast.walk(part)
+        ):
+            innermost = node
+    own = _INLINED.get(type(innermost)) if innermost is not None else None
+    if innermost is None or own is None or frame.f_code.co_name == own:
+        return None  # no comprehension, or one with its own frame (ended with it)
+    if innermost.end_lineno is None or innermost.end_col_offset is None:
+        return None
+    return (
+        innermost.lineno,
+        innermost.col_offset,
+        innermost.end_lineno,
+        innermost.end_col_offset,
+    )

@@ -132,12 +132,15 @@ _GRAPH_LIMIT = 10_000  # nodes looked at before giving up on finding the Functio
 def _find_node(roots: Iterable[Any], name: str) -> Any | None:
     """The autograd node called ``name`` in the graphs behind ``roots``' tensors."""
     stack: list[Any] = [t.grad_fn for t in roots if isinstance(t, torch.Tensor)]
-    seen: set[int] = set()
+    # id -> the node, held: on torch 2.11 (not 2.13, 2.15) a C++ node's Python object is
+    # made at each read and freed with its last reference, and a freed one's id can come
+    # back as a node not yet seen
+    seen: dict[int, Any] = {}
     while stack and len(seen) < _GRAPH_LIMIT:
         node = stack.pop()
         if node is None or id(node) in seen:
             continue
-        seen.add(id(node))
+        seen[id(node)] = node
         if node.name() == name:
             return node
         stack += [n for n, _ in node.next_functions]

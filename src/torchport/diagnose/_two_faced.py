@@ -15,7 +15,9 @@ running line reads:
 * any other frame (a helper's parameter, a frame of other code, a line that reads both or
   neither) hands the question to its caller's line, up the stack;
 * a move to the device made in a frame that has ended (``batch = [t.to(dev) for t in
-  batch]``, ``return h.to(dev), c.to(dev)``): its names ended with it, and what it built
+  batch]``, ``return h.to(dev), c.to(dev)``), or in a comprehension that has ended where
+  Python runs it inline in its caller's frame (PEP 709, Python 3.12 and later; the
+  comprehension's span stands for its frame): its names ended with it, and what it built
   or returned holds the device's tensors, so the object is the device's (a host tensor
   the program still reads elsewhere as the host's, ``self.h = h``, is not told apart: its
   reads are predicted as waits, as before); a move to the host there is left untold
@@ -42,6 +44,7 @@ import torch
 
 from torchport._origin import Origin
 from torchport.diagnose._callsite import program_frame
+from torchport.diagnose._move_alias import inlined_scope
 
 __all__ = ["DEVICE_SIDE", "HOST_SIDE", "UNTOLD", "Faces"]
 
@@ -54,11 +57,20 @@ _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
 
 class _Face:
-    __slots__ = ("code", "device", "host", "placed", "ref", "result")
+    __slots__ = ("code", "device", "host", "placed", "ref", "result", "scope")
 
-    def __init__(self, ref: weakref.ref[torch.Tensor], code: CodeType, result: str) -> None:
+    def __init__(
+        self,
+        ref: weakref.ref[torch.Tensor],
+        code: CodeType,
+        scope: tuple[int, int, int, int] | None,
+        result: str,
+    ) -> None:
         self.ref = ref
         self.code = code
+        # the span of the comprehension whose names these are, where it runs inline in a
+        # frame of ``code`` (Python 3.12 and later); None: the whole frame's
+        self.scope = scope
         self.host: set[str] = set()
         self.device: set[str] = set()
         self.result = result  # the side the move that made it two-faced lands on
@@ -97,7 +109,13 @@ class Faces:
         read by ``device`` in ``frame``'s code ("" names nothing); ``result``: the side
         the move lands on (:data:`HOST_SIDE` or :data:`DEVICE_SIDE`), "" for a later name."""
         face = self.faces.get(id(tensor))
-        if face is None or face.ref() is not tensor or face.code is not frame.f_code:
+        scope = inlined_scope(frame)
+        if (
+            face is None
+            or face.ref() is not tensor
+            or face.code is not frame.f_code
+            or face.scope != scope
+        ):
             key = id(tensor)
             faces = self.faces
 
@@ -107,7 +125,7 @@ class Faces:
                     del faces[key]
 
             try:
-                face = _Face(weakref.ref(tensor, gone), frame.f_code, result)
+                face = _Face(weakref.ref(tensor, gone), frame.f_code, scope, result)
             except TypeError:  # a tensor type without weak references is not followed
                 return
             self.faces[key] = face
@@ -161,7 +179,7 @@ class Faces:
     def _told(self, face: _Face, tensor: object, frame: FrameType | None) -> str | None:
         seen = False
         while frame is not None:
-            if frame.f_code is face.code:
+            if frame.f_code is face.code and _within(frame, face.scope):
                 seen = True
                 local = frame.f_locals
                 for name in _names_at(frame):  # the leftmost name holding it decides
@@ -179,6 +197,19 @@ class Faces:
             # tensor it also stored elsewhere, `self.h = h`, is not told)
             return DEVICE_SIDE
         return None
+
+
+def _within(frame: FrameType, scope: tuple[int, int, int, int] | None) -> bool:
+    """Whether the instruction ``frame`` runs lies in ``scope`` (an inlined comprehension's
+    span, :func:`._move_alias.inlined_scope`); any instruction does for None."""
+    if scope is None:
+        return True
+    code = frame.f_code
+    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+    if position is None or None in position:
+        return False  # no position: not known to be the comprehension's
+    first, last, start, end = (int(each) for each in position)  # type: ignore[arg-type]
+    return scope[:2] <= (first, start) and (last, end) <= scope[2:]
 
 
 # (file, first line, last line, first column, end column) -> the identifiers its text
