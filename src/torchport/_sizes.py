@@ -33,7 +33,9 @@ _FACTORS: dict[str, int] = {
     "tb": 1024**4,
 }
 
-SIZE_PATTERN = r"\d+(?:\.\d+)?\s*(?:bytes?|[KMGT]i?B|B)"
+# Not tried inside a run of digits, possessive: linear on any text
+# (tests/diagnose/test_oom_backtracking.py).
+SIZE_PATTERN = r"(?<!\d)\d++(?:\.\d++)?\s*+(?:bytes?|[KMGT]i?B|B)"
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)\s*$")
 
 

@@ -30,10 +30,11 @@ __all__ = [
 # held equal by tests/check/test_chunked_parse.py); shorter ones whole, its module unimported.
 _PIECES_FROM = 512 * 1024
 
-# (pattern on the line the error points at, the Python it needs, what it is)
+# (pattern on the line the error points at, the Python it needs, what it is). Possessive and
+# atomic pieces keep each search linear in the line (tests/check/test_syntax_backtracking.py).
 _NEWER: tuple[tuple[re.Pattern[str], tuple[int, int], str], ...] = (
     (
-        lazy_pattern(r"^\s*type\s+[A-Za-z_]\w*\s*(\[[^\]]*\])?\s*="),
+        lazy_pattern(r"^\s*+type\s++[A-Za-z_]\w*+\s*+(\[[^\]]*+\])?+\s*+="),
         (3, 12),
         "a `type` alias statement (PEP 695)",
     ),
@@ -43,12 +44,12 @@ _NEWER: tuple[tuple[re.Pattern[str], tuple[int, int], str], ...] = (
         "type parameters on a `def` or `class` (PEP 695)",
     ),
     (
-        lazy_pattern(r"""(?<![\w'"])[rRbB]?[fF][rR]?(?P<q>["'])[^"'\n]*\{[^}\n]*(?P=q)"""),
+        lazy_pattern(r"""(?<![\w'"])[rRbB]?[fF][rR]?(?P<q>["'])(?>[^"'\n]*\{)[^}\n]*?(?P=q)"""),
         (3, 12),
         "an f-string that reuses its quotes inside `{}` (PEP 701)",
     ),
     (
-        lazy_pattern(r"""(?<![\w'"])[rR]?[fF][rR]?["'][^"'\n]*\{[^}\n]*\\"""),
+        lazy_pattern(r"""(?<![\w'"])[rR]?[fF][rR]?["'](?>[^"'\n]*\{)[^}\n\\]*+\\"""),
         (3, 12),
         "a backslash inside an f-string's `{}` (PEP 701)",
     ),
@@ -58,7 +59,7 @@ _NEWER: tuple[tuple[re.Pattern[str], tuple[int, int], str], ...] = (
         'a template string `t"..."` (PEP 750)',
     ),
     (
-        lazy_pattern(r"^\s*except\*?\s+[^():\n]+,[^:\n]*:"),
+        lazy_pattern(r"^\s*+except\*?\s++(?>[^():\n]+,)[^:\n]*+:"),
         (3, 14),
         "`except A, B:` without parentheses (PEP 758)",
     ),

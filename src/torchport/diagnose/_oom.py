@@ -90,7 +90,7 @@ _LIBRARY = re.compile(
 )
 _REQUESTED = re.compile(rf"Tried to allocate {_S}", _FLAGS)
 # "capacty" is how releases before 2.2 spelled it.
-_CAPACITY = re.compile(rf"GPU\s*(\d*)\s+has a total capac\w* of {_S}", _FLAGS)
+_CAPACITY = re.compile(rf"GPU(?>\s*(\d*)\s+)has a total capac\w* of {_S}", _FLAGS)
 _FREE = re.compile(rf"of which {_S} is free", _FLAGS)
 _ALLOWED = re.compile(rf"{_S} allowed;", _FLAGS)
 _OTHER_PROCESS = re.compile(rf"Process (\d+) has {_S} memory in use", _FLAGS)
