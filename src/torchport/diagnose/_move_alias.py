@@ -166,6 +166,14 @@ _FROM_DATA = frozenset({"as_tensor", "asarray", "tensor"})
 _FILES: dict[str, tuple[list[str], dict[tuple[int, int], tuple[ast.Call, ast.stmt]]]] = {}
 
 
+def _readable_move_call(frame: FrameType) -> tuple[ast.Call, ast.stmt] | None:
+    """:func:`_move_call`, None also where odd source or positions cannot be read."""
+    try:
+        return _move_call(frame)
+    except Exception:
+        return None
+
+
 def _move_call(frame: FrameType) -> tuple[ast.Call, ast.stmt] | None:
     """The method call ``frame`` is making and the statement holding it, read from the
     parsed file: Python 3.11 gives a method call's instruction the span of
@@ -281,10 +289,7 @@ def move_names(
     frame = program_frame(frame, origin_of)
     if frame is None:
         return None
-    try:
-        found = _move_call(frame)
-    except Exception:  # odd source or positions: not read
-        return None
+    found = _readable_move_call(frame)
     if found is None:
         return None
     call, statement = found
@@ -348,10 +353,7 @@ def inlined_scope(frame: FrameType) -> tuple[int, int, int, int] | None:
     Args:
         frame: The program's frame making the move (see :func:`move_names`).
     """
-    try:
-        found = _move_call(frame)
-    except Exception:  # odd source or positions: not read
-        return None
+    found = _readable_move_call(frame)
     if found is None:
         return None
     call, statement = found
