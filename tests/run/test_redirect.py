@@ -225,25 +225,45 @@ def test_gpu_checkpoints_load_on_the_target(
     assert all(torch.equal(state[k], expected[k]) for k in expected)
 
 
-def test_nccl_becomes_gloo_and_ddp_drops_device_ids(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Callable[[], torch.nn.Module]
-) -> None:
-    import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel
+_NCCL_CHILD = """
+import sys
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+import torchport as tp
 
-    # init_process_group installs a "[rank0]:" sys.excepthook that outlives the group.
-    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+with tp.redirect("cpu"):
+    dist.init_process_group("nccl", init_method="file://" + sys.argv[1], rank=0, world_size=1)
+    try:
+        backend = dist.get_backend()
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        ddp = DistributedDataParallel(model.cuda(), device_ids=[0], output_device=0)
+        ddp(torch.ones(2, 4, device="cuda")).sum().backward()
+        grads = all(p.grad is not None and p.grad.device.type == "cpu" for p in model.parameters())
+    finally:
+        dist.destroy_process_group()
+print(backend, grads)
+"""
 
-    with tp.redirect("cpu"):
-        dist.init_process_group(
-            "nccl", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
-        )
+
+def test_nccl_becomes_gloo_and_ddp_drops_device_ids(tmp_path: Path) -> None:
+    # A process group is process-wide state (and init_process_group installs a "[rank0]:"
+    # sys.excepthook that outlives it), so the group lives in a child of its own. Gloo's
+    # in-process start once hung past the test limit on torch 2.6 late in a long run (not
+    # reproduced alone): a child that hangs is killed and run once more.
+    for attempt in range(2):
+        store = tmp_path / f"store{attempt}"
         try:
-            assert dist.get_backend() == "gloo"
-            ddp = DistributedDataParallel(tiny_model().cuda(), device_ids=[0], output_device=0)
-            ddp(torch.ones(2, 4, device="cuda")).sum().backward()
-        finally:
-            dist.destroy_process_group()
+            done = subprocess.run(
+                [sys.executable, "-c", _NCCL_CHILD, str(store)],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            continue
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.split() == ["gloo", "True"], done.stdout + done.stderr[-3000:]
+        return
+    pytest.fail("the child's gloo process group hung twice (120 s each)")
 
 
 def _real_cuda(make: Callable[[], torch.Tensor]) -> str:
