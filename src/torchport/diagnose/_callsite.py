@@ -144,6 +144,19 @@ def move_target(
     return HOST if names_host(func, args, kwargs) else UNKNOWN
 
 
+def instruction_span(frame: FrameType) -> tuple[int, int, int, int] | None:
+    """The source span of the instruction ``frame`` runs: (first line, last line, first
+    column, end column; columns count UTF-8 bytes), from Python 3.11's ``co_positions``;
+    None where any part is missing (``-X no_debug_ranges``, generated code)."""
+    code = frame.f_code
+    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+    if position is None or None in position:
+        return None
+    first, last, start, end = position
+    assert first is not None and last is not None and start is not None and end is not None
+    return first, last, start, end
+
+
 def source_at(frame: FrameType) -> tuple[ast.expr, list[str], int] | None:
     """The expression ``frame``'s current instruction evaluates (``torch.gather(x, 1, i)``,
     ``x[i]``), parsed from its source span (Python 3.11's ``co_positions``), with the lines
@@ -151,12 +164,10 @@ def source_at(frame: FrameType) -> tuple[ast.expr, list[str], int] | None:
     the positions are missing. Exact where the line is one piece of a longer statement (an
     entry of a dict, an argument on its own line). Raises what parsing odd source raises."""
     code = frame.f_code
-    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
-    if position is None:
+    span = instruction_span(frame)
+    if span is None:
         return None
-    first, last, start, end = position
-    if first is None or last is None or start is None or end is None:
-        return None
+    first, last, start, end = span
     lines = linecache.getlines(code.co_filename, frame.f_globals)
     if not lines or last > len(lines):
         return None

@@ -30,7 +30,6 @@ did for every such move before.
 from __future__ import annotations
 
 import ast
-import itertools
 import linecache
 from collections.abc import Callable
 from types import CodeType, FrameType
@@ -38,7 +37,7 @@ from typing import Any
 
 from torchport._device_types import TENSOR_MOVE_METHODS
 from torchport._origin import Origin
-from torchport.diagnose._callsite import call_source_at, program_frame
+from torchport.diagnose._callsite import call_source_at, instruction_span, program_frame
 
 __all__ = ["inlined_scope", "move_names", "only_the_result_remains", "used_in_its_line"]
 
@@ -181,8 +180,8 @@ def _move_call(frame: FrameType) -> tuple[ast.Call, ast.stmt] | None:
     by where it ends. Falls back on the span itself (:func:`call_source_at`) where the
     file cannot be parsed as a whole."""
     code = frame.f_code
-    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
-    if position is None or position[1] is None or position[3] is None:
+    position = instruction_span(frame)
+    if position is None:
         return None
     lines = linecache.getlines(code.co_filename, frame.f_globals)
     if not lines:

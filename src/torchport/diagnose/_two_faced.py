@@ -33,7 +33,6 @@ lands on (:meth:`Faces.bind`).
 
 from __future__ import annotations
 
-import itertools
 import linecache
 import re
 import weakref
@@ -43,7 +42,7 @@ from types import CodeType, FrameType
 import torch
 
 from torchport._origin import Origin
-from torchport.diagnose._callsite import program_frame
+from torchport.diagnose._callsite import instruction_span, program_frame
 from torchport.diagnose._move_alias import inlined_scope
 
 __all__ = ["DEVICE_SIDE", "HOST_SIDE", "UNTOLD", "Faces"]
@@ -204,11 +203,10 @@ def _within(frame: FrameType, scope: tuple[int, int, int, int] | None) -> bool:
     span, :func:`._move_alias.inlined_scope`); any instruction does for None."""
     if scope is None:
         return True
-    code = frame.f_code
-    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
-    if position is None or None in position:
+    span = instruction_span(frame)
+    if span is None:
         return False  # no position: not known to be the comprehension's
-    first, last, start, end = (int(each) for each in position)  # type: ignore[arg-type]
+    first, last, start, end = span
     return scope[:2] <= (first, start) and (last, end) <= scope[2:]
 
 
@@ -222,11 +220,8 @@ def _names_at(frame: FrameType) -> tuple[str, ...]:
     (``y.sum()`` of ``_ = float(y.sum())``; ``d[h.long() % 16]`` of the index), or of its
     whole line where the span is not known."""
     code = frame.f_code
-    position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
     line = frame.f_lineno or 0
-    if position is None or None in position:
-        position = (line, line, 0, 1 << 20)
-    first, last, start, end = (int(each) for each in position)  # type: ignore[arg-type]
+    first, last, start, end = instruction_span(frame) or (line, line, 0, 1 << 20)
     key = (code.co_filename, first, last, start, end)
     names = _SPANS.get(key)
     if names is None:
