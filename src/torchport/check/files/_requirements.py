@@ -44,13 +44,21 @@ __all__ = ["declared_target", "holds_requirements", "project_folder", "requireme
 
 # PEP 508: a name (any case, `-`/`_`/`.` alike), extras, then specifiers (maybe in
 # parentheses), a marker after `;`; requirements.txt adds `# comments` and options.
+# Possessive pieces: each reads its run whole, so no line makes it backtrack.
 _PEP508 = lazy_pattern(
-    r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<rest>[^;#]*)"
-    r"(?P<marker>;[^#]*)?(?:#.*)?$"
+    r"^\s*+(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*+)\s*+(?:\[[^\]]*+\])?+\s*+(?P<rest>[^;#]*+)"
+    r"(?P<marker>;[^#]*+)?+(?:#.*)?+$"
 )
 # conda: `[channel::]name[ ]spec[ build]`, spec `>=2.4,<3`, `2.4.*`, `=2.4`, `==2.4.1`.
 _CONDA = lazy_pattern(r"^\s*(?:[\w.-]+::)?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<rest>.*)$")
 _PART = lazy_pattern(r"^(?P<op>===|==|~=|>=|<=|!=|>|<|\^|~|=)?\s*(?P<version>v?\d[\w.*+!-]*)$")
+# The separators between specifiers: a run is tried from its start only, never from inside
+# it (from inside, the same run fails the same way: quadratic on a long run of commas).
+_SEPARATOR = lazy_pattern(r"(?<![,\s])[,\s]++(?=[<>=!~^\dv*])")
+# A conda build string after the spec (`>=2.4 cuda*`), from the start of its space run only.
+_BUILD = lazy_pattern(r"(?<!\s)\s++[A-Za-z_*]\S*+$")
+# An environment.yml item: `- spec  # comment`, one line (its text up to a `#`).
+_YAML_ITEM = lazy_pattern(r"^\s*+-\s++([^#\n]*+)", re.MULTILINE)
 _LOWER_OPS = {"===", "==", "~=", ">=", ">", "^", "~", "=", None}
 _PYPI_NAMES = {"torch"}
 _CONDA_NAMES = {"pytorch", "torch", "pytorch-gpu", "pytorch-cpu"}
@@ -78,7 +86,7 @@ def _spec_floor(spec: str) -> TorchVersion | bool | None:
     for alternative in alternatives:
         bounds: list[TorchVersion] = []
         text = re.sub(r"(===|==|~=|>=|<=|!=|[<>^~=])\s+", r"\1", alternative.strip("() \t"))
-        parts = [p for p in re.split(r"[,\s]+(?=[<>=!~^\dv*])", text) if p.strip()]
+        parts = [p for p in _SEPARATOR.split(text) if p.strip()]
         for part in parts:
             part = part.strip().rstrip(",").strip()
             if part in {"*", ""}:
@@ -150,7 +158,7 @@ def _conda_floor(specs: Iterable[str]) -> TorchVersion | None:
         elif rest[:1].isdigit():
             rest = rest.split()[0].split("=")[0]  # `2.4.* cuda*`, `2.4=cuda*`: no build
         else:  # `>=2.4 cuda*`, `==2.5.1=py3.11_cuda*`: no build string
-            rest = re.sub(r"^(==\s*[\d.*]+)=\S+$", r"\1", re.sub(r"\s+[A-Za-z_*]\S*$", "", rest))
+            rest = re.sub(r"^(==\s*[\d.*]+)=\S+$", r"\1", _BUILD.sub("", rest))
         found.append(_spec_floor(rest))
     return _combine(found, optional=False) if found else None
 
@@ -324,10 +332,7 @@ def _environment_yml(path: Path) -> TorchVersion | None:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    items = [
-        m[1].strip().strip("'\"")
-        for m in re.finditer(r"^\s*-\s+([^#\n]*?)\s*(?:#.*)?$", text, re.MULTILINE)
-    ]
+    items = [m[1].strip().strip("'\"") for m in _YAML_ITEM.finditer(text)]
     return _conda_floor(items)
 
 
