@@ -88,7 +88,14 @@ benchmarks/data/precision_repos_round5t.json --sample benchmarks/data/precision_
 7242a9b, held out from the default-scope work, 18 more new repositories;
 ``precision_sample_u_order.txt`` is its drawn order): ``--repos
 benchmarks/data/precision_repos_round5u.json --sample benchmarks/data/precision_sample_u.csv
---seed 50 --draw 240``. ``--pool SAMPLE...`` pools
+--seed 50 --draw 240``. The twenty-second (the same uniform draw, 200 findings, main's rules at
+6729da7, held out, 20 more new repositories; ``precision_sample_v_order.txt`` is its drawn order):
+``--repos benchmarks/data/precision_repos_round5v.json --sample
+benchmarks/data/precision_sample_v.csv --seed 51 --draw 200``; beside it two strata of the
+off-by-default TP122 and TP205, every finding of ``check --select TP122,TP205`` (the checker
+command with that option added; benchmarks/RESULTS.md, "held-out sample V"): seed 52 on the same
+repositories (``precision_sample_v_off.csv``), seed 53 on 12 more
+(``precision_repos_round5vo.json``, ``precision_sample_vo.csv``). ``--pool SAMPLE...`` pools
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
 (test code, benchmark code or the rest, as the checker tells them), whether its rule,
