@@ -12,10 +12,12 @@ and a call under a test of the device is a choice.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torchport.check import check_source
+from torchport.check import check_paths, check_source
 
 # (the import, the callee as written, whether it is Lightning's)
 CALLEES = (
@@ -96,3 +98,15 @@ def test_it_is_off_by_default() -> None:
     source = 'import pytorch_lightning as pl\n\ntrainer = pl.Trainer(accelerator="gpu")\n'
     assert check_source(source) == []
     assert [f.code for f in check_source(source, select=["TP123"])] == ["TP123"]
+
+
+def test_test_code_is_left_alone(tmp_path: Path) -> None:
+    """A test that asks Lightning for the GPU is a GPU test (Lightning's own: ``@RunIf``)."""
+    call = '    trainer = pl.Trainer(accelerator="gpu", devices=2, strategy="ddp")\n'
+    test = "import pytest\nimport pytorch_lightning as pl\n\n\n@RunIf(min_cuda_gpus=2)\n"
+    test += "def test_ddp(tmp_path):\n" + call
+    script = "import pytorch_lightning as pl\n\n\ndef train(args):\n" + call
+    for name, source, found in (("test_ddp.py", test, 0), ("train_ddp.py", script, 1)):
+        (tmp_path / name).write_text(source)
+        result = check_paths([tmp_path / name], select=["TP123"], jobs=1)
+        assert len(result.findings) == found, name

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import keyword
 from torchport.check._rule import Example, Finding, Intent, Rule
-from torchport.check.rules._test_code import cuda_is_the_subject
+from torchport.check.rules._test_code import collected_by_a_test_runner
 from torchport.check.semantic._guards import device_guard
 
 _LIGHTNING = frozenset({"lightning", "pytorch_lightning", "lightning_fabric"})
@@ -38,8 +38,9 @@ class LightningGpuAccelerator(Rule):
     (a literal, or a name bound to one) or a CUDA accelerator object
     (`accelerator=CUDAAccelerator()`). Left alone: an accelerator chosen under a test
     of the device (`"gpu" if torch.cuda.is_available() else "cpu"` is no literal),
-    test code about CUDA itself, and any other `accelerator=` keyword (a config's,
-    Hugging Face's).
+    test code (a test that asks Lightning for the GPU is a GPU test: Lightning's own
+    are gated by `@RunIf(min_cuda_gpus=N)`), and any other `accelerator=` keyword (a
+    config's, Hugging Face's).
 
     ## Why is this bad?
     In Lightning `"cuda"` selects CUDA only, and `"gpu"` selects MPS on Apple silicon,
@@ -100,7 +101,7 @@ class LightningGpuAccelerator(Rule):
         named = _cuda_accelerator(given.value, ctx)
         if named is None or device_guard(node, ctx) is not None:
             return
-        if not cuda_is_the_subject(node, ctx):
+        if not collected_by_a_test_runner(ctx):
             said = f'{self.message} (`accelerator="{named}"` is {_WHAT[named]})'
             yield ctx.finding(self, given.value, message=said)
 
