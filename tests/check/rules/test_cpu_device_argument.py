@@ -130,5 +130,6 @@ def test_a_method_of_the_same_class_is_read_as_its_own() -> None:
     assert found.line == 9 and "`self.fit`" in found.message
     printing = head + "        print(device)\n" + tail
     assert check_source(printing, select=["TP121"]) == []
-    inherited = placing.replace("    def run(self, net):", "\nclass Sub(Runner):\n    def run(self, net):")
+    subclass = "\nclass Sub(Runner):\n    def run(self, net):"
+    inherited = placing.replace("    def run(self, net):", subclass)
     assert check_source(inherited, select=["TP121"]) == []

@@ -12,7 +12,6 @@ with the same dtypes on the same devices.
 
 from __future__ import annotations
 
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,17 +75,23 @@ def test_a_cast_to_another_tensors_type_name_is_reported_and_fixed_where_safe(
     assert (fixed != source) == fixable
     if fixable:
         assert f".type({other[0]}.dtype)" in fixed and f".type({other[0]}.type())" not in fixed
-        before, later = _run(source), _run(fixed)
-        assert later.dtype == before.dtype and later.device == before.device
-        assert torch.equal(later, before)
+        _same_results(source, fixed)
 
 
-def _run(source: str) -> torch.Tensor:
-    space: dict[str, object] = {}
-    exec(compile(source, "<fuzz>", "exec"), space)  # a generated test program
-    out = space["out"]
-    assert isinstance(out, torch.Tensor)
-    return out
+def _same_results(source: str, fixed: str) -> None:
+    """Both programs run on the CPU to the same tensor: values, dtype and device."""
+    import torch  # here: the rest of this module runs where only the checker is installed
+
+    outs = []
+    for program in (source, fixed):
+        space: dict[str, object] = {}
+        exec(compile(program, "<fuzz>", "exec"), space)  # a generated test program
+        out = space["out"]
+        assert isinstance(out, torch.Tensor)
+        outs.append(out)
+    before, later = outs
+    assert (later.dtype, later.device) == (before.dtype, before.device)
+    assert torch.equal(later, before)
 
 
 LOOKALIKES = (

@@ -103,7 +103,9 @@ class CudaTensorType(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         if isinstance(node, ast.Call):
-            yield from self._type_of_another(node, ctx)
+            cast = _cast_to_a_type_name(node, ctx)
+            if cast is not None:
+                yield ctx.finding(self, cast[0], message=cast[1], fix=cast[2])
             return
         if isinstance(node, ast.Constant):
             named = _names_a_cuda_type(node)
@@ -115,40 +117,37 @@ class CudaTensorType(Rule):
         if named and device_guard(node, ctx) is not Guard.DEVICE_TYPE:
             yield ctx.finding(self, node)
 
-    def _type_of_another(self, node: ast.Call, ctx: Context) -> Iterator[Finding]:
-        """``x.type(y.type())``: the fix where ``.to(y.device)`` follows (class docstring)."""
-        arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
-        if not (
-            isinstance(arg, ast.Call)
-            and isinstance(arg.func, ast.Attribute)
-            and arg.func.attr == "type"
-            and not (arg.args or arg.keywords)
-            and binds_torch(ctx)
-            and may_rewrite(node, ctx)
-            and may_rewrite(arg, ctx)
-            and device_guard(node, ctx) is not Guard.DEVICE_TYPE
-        ):
-            return
-        other = arg.func.value
-        text = ctx.segment(other)
-        said = (
-            f"use `.to({text}.device, {text}.dtype)` instead of `.type({text}.type())`: the "
-            "type name carries the device type too, and `.type()` refuses MPS's"
-        )
-        fix = None
-        if _moved_to_its_device(node, other, ctx):
-            fix = Fix((ctx.replace(arg, f"{text}.dtype"),), FixSafety.SAFE)
-        yield ctx.finding(self, arg, message=said, fix=fix)
+
+def _cast_to_a_type_name(node: ast.Call, ctx: Context) -> tuple[ast.expr, str, Fix | None] | None:
+    """``x.type(y.type())``: where to report, what to say, and the fix where ``.to(y.device)``
+    follows (the class docstring); None for any other call of ``.type``."""
+    arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+    if not (
+        isinstance(arg, ast.Call)
+        and isinstance(arg.func, ast.Attribute)
+        and arg.func.attr == "type"
+        and not (arg.args or arg.keywords)
+        and binds_torch(ctx)
+        and may_rewrite(node, ctx)
+        and may_rewrite(arg, ctx)
+        and device_guard(node, ctx) is not Guard.DEVICE_TYPE
+    ):
+        return None
+    other = arg.func.value
+    text = ctx.segment(other)
+    said = (
+        f"use `.to({text}.device, {text}.dtype)` instead of `.type({text}.type())`: the "
+        "type name carries the device type too, and `.type()` refuses MPS's"
+    )
+    fix = None
+    if _moved_to_its_device(node, other, ctx):
+        fix = Fix((ctx.replace(arg, f"{text}.dtype"),), FixSafety.SAFE)
+    return arg, said, fix
 
 
 def _moved_to_its_device(node: ast.Call, other: ast.expr, ctx: Context) -> bool:
     """``node`` is ``x.type(y.type())`` in ``x.type(y.type()).to(y.device)``, ``y`` a name
     or an attribute chain (read twice without a call in between: the same tensor)."""
-    chain = other
-    while isinstance(chain, ast.Attribute):
-        chain = chain.value
-    if not isinstance(chain, ast.Name):
-        return False
     parent = ctx.parent
     if not (isinstance(parent, ast.Attribute) and parent.attr == "to" and parent.value is node):
         return False
@@ -157,11 +156,22 @@ def _moved_to_its_device(node: ast.Call, other: ast.expr, ctx: Context) -> bool:
     if not (isinstance(outer, ast.Call) and outer.func is parent and not outer.keywords):
         return False
     target = outer.args[0] if len(outer.args) == 1 else None
-    return (
-        isinstance(target, ast.Attribute)
-        and target.attr == "device"
-        and ast.dump(target.value) == ast.dump(other)
-    )
+    if not (isinstance(target, ast.Attribute) and target.attr == "device"):
+        return False
+    chain = _chain(other)
+    return chain is not None and chain == _chain(target.value)
+
+
+def _chain(expr: ast.expr) -> tuple[str, ...] | None:
+    """``a.b.c`` as ``("a", "b", "c")``; None for anything but a name and attributes."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return tuple(reversed(parts))
 
 
 def _names_a_cuda_type(node: ast.Constant) -> bool:

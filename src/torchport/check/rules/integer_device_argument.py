@@ -66,6 +66,8 @@ class IntegerDeviceArgument(Rule):
         "import torch\n\n\ndef train(net, gpu):\n    return net.to(gpu)\n\n\ntrain(net, rank)\n",
         _LOAD + "if device.type == 'cuda':\n    net = load(net, 0)\n",
         _ENGINE + "        n = 0.5\n        return self.load(cfg, n)\n",
+        _LOAD + "def main(rank, device):\n    if device.type == 'cuda':\n        device_id = rank\n"
+        "    else:\n        device_id = device\n    return load(net, device_id)\n",
     )
     invalid = (
         Example(_LOAD + "net = load(net, 0)\n"),
@@ -78,31 +80,32 @@ class IntegerDeviceArgument(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        handed = _indices_handed(node, ctx)
-        if not handed or not isinstance(node.func, (ast.Name, ast.Attribute)):
-            return
-        from torchport.check.port._device_parameters import placing_parameters  # first use
-
-        placing = placing_parameters(node, ctx, cuda=True)
-        hits = [
-            (spot, name)
-            for position, name in placing
-            if (spot := handed.get(name, handed.get(position))) is not None
-            and not index_name(name)  # `.to(gpu)` in the callee: TP110's
-        ]
-        if not hits or device_guard(node, ctx) is Guard.DEVICE_TYPE:
-            return
-        if cuda_is_the_subject(node, ctx):
-            return
-        reported = ctx.memo.setdefault("integer_device_argument.reported", set())
-        assert isinstance(reported, set)
-        for spot, name in hits:
-            if id(spot) in reported:  # a literal bound once and handed on by several calls
-                continue
-            reported.add(id(spot))
-            callee = ctx.segment(node.func)
-            said = f"{self.message} (`{callee}` places its work on `{name}`)"
+        for spot, name in _indices_placed_on(node, ctx):
+            said = f"{self.message} (`{ctx.segment(node.func)}` places its work on `{name}`)"
             yield ctx.finding(self, spot, message=said)
+
+
+def _indices_placed_on(node: ast.Call, ctx: Context) -> list[tuple[ast.expr, str]]:
+    """Where ``node`` hands an index to a parameter its callee places work on, and the
+    parameter's name; each literal once per file (one bound and handed on by several calls)."""
+    handed = _indices_handed(node, ctx)
+    if not handed or not isinstance(node.func, (ast.Name, ast.Attribute)):
+        return []
+    from torchport.check.port._device_parameters import placing_parameters  # first use
+
+    hits = [
+        (spot, name)
+        for position, name in placing_parameters(node, ctx, cuda=True)
+        if (spot := handed.get(name, handed.get(position))) is not None
+        and not index_name(name)  # `.to(gpu)` in the callee: TP110's
+    ]
+    if not hits or device_guard(node, ctx) is Guard.DEVICE_TYPE or cuda_is_the_subject(node, ctx):
+        return []
+    reported = ctx.memo.setdefault("integer_device_argument.reported", set())
+    assert isinstance(reported, set)
+    fresh = [(spot, name) for spot, name in hits if id(spot) not in reported]
+    reported.update(id(spot) for spot, _ in fresh)
+    return fresh
 
 
 def _indices_handed(node: ast.Call, ctx: Context) -> dict[int | str | None, ast.expr]:
@@ -126,9 +129,16 @@ def _indices_handed(node: ast.Call, ctx: Context) -> dict[int | str | None, ast.
 
 
 def _index_spot(expr: ast.expr, ctx: Context) -> ast.expr | None:
-    """Where an index ``expr`` is written: itself, or the literal a name holds."""
+    """Where an index ``expr`` is written: itself, or the literal a name holds.
+
+    A name some assignment binds to anything else is no index, whatever it is called
+    (``device_id = rank`` under a CUDA test, ``device_id = device`` in the other arm).
+    """
     if isinstance(expr, ast.Name) and ctx.may_hold_a_value(expr.id):
         value = ctx.value_of(expr)
         if isinstance(value, ast.Constant) and type(value.value) is int:
             return value
+        bound = ctx.scopes.bindings(expr.id, expr)
+        if any(b.value is not None and not names_an_index(b.value) for b in bound):
+            return None
     return expr if names_an_index(expr) else None
