@@ -155,3 +155,16 @@ def test_every_kind_of_callee_and_index_that_should_be_found_is() -> None:
                 if bool(_found(files)) != kind[2]:
                     missed.append(files["run.py"])
     assert missed == []
+
+
+def test_a_class_method_and_an_instance_method_called_on_the_class() -> None:
+    """``self.build(net, 0)`` binds the class: reported; ``cls.load(net, 0)`` of an instance
+    method hands ``net`` to ``self``, so its positions say nothing: left alone."""
+    source = (
+        "import torch\n\n\nclass E:\n    def load(self, net, device):\n"
+        "        return net.to(device)\n\n    @classmethod\n    def make(cls, net):\n"
+        "        return cls.load(net, 0)\n\n    @classmethod\n    def build(cls, net, device):\n"
+        "        return net.to(device)\n\n    def run(self, net):\n"
+        "        a = self.build(net, 0)\n        return self.load(net, 1)\n"
+    )
+    assert [f.line for f in check_source(source, select=["TP124"])] == [17, 18]

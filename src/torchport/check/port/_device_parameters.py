@@ -114,8 +114,9 @@ def _own_method_placing(call: ast.Call, ctx: Context, *, cuda: bool) -> Placing:
 
     Only a method the enclosing class defines in its body (the last definition), called
     on the enclosing method's first parameter; positions are the call's (``self`` left
-    out, none for a ``staticmethod``). A method the class inherits, or one a decorator
-    other than ``staticmethod``/``classmethod`` wraps, answers ().
+    out, none for a ``staticmethod``). A method the class inherits (a subclass's override
+    is not looked for), one a decorator other than ``staticmethod``/``classmethod`` wraps,
+    or an instance method called on ``cls``, answers ().
     """
     func = call.func
     if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
@@ -133,7 +134,7 @@ def _own_method_placing(call: ast.Call, ctx: Context, *, cuda: bool) -> Placing:
     first = [*method.args.posonlyargs, *method.args.args][:1]
     if not isinstance(cls, ast.ClassDef) or [p.arg for p in first] != [func.value.id]:
         return ()
-    if _decorators(method) & {"staticmethod"}:
+    if "staticmethod" in _decorators(method):
         return ()  # its first parameter is no instance
     target = None
     for stmt in cls.body:
@@ -141,9 +142,12 @@ def _own_method_placing(call: ast.Call, ctx: Context, *, cuda: bool) -> Placing:
             target = stmt
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and func.attr in _names(stmt):
             target = None
-    if target is None or _decorators(target) - {"staticmethod", "classmethod"}:
+    kinds = set() if target is None else _decorators(target)
+    if target is None or kinds - {"staticmethod", "classmethod"}:
         return ()
-    shift = 0 if "staticmethod" in _decorators(target) else 1
+    if "classmethod" in _decorators(method) and not kinds:
+        return ()  # `cls.name(...)` of an instance method: its first argument is the instance
+    shift = 0 if "staticmethod" in kinds else 1
     placing = placing_parameters_of(target, cuda=cuda)
     return tuple((p - shift if p >= 0 else p, n) for p, n in placing if p < 0 or p >= shift)
 
