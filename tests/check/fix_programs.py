@@ -144,6 +144,10 @@ FRAGMENTS = [
     "from torch import cuda as cu{k}\ncu{k}.manual_seed(0)\nOUT.append(T.rand(1))",
     # torch imported only inside a function
     "def lazy{k}():\n    import torch as tt\n    return tt.ones(1).cuda()\nOUT.append(lazy{k}())",
+    # a cast to another tensor's legacy type name (TP111), moved to its device after or not
+    "h{k} = T.ones(2, dtype=T.float64).cuda()\n"
+    "OUT.append(T.zeros(2, 1).type(h{k}.type()).to(h{k}.device))",
+    "h{k} = T.ones(2).half().cuda()\nOUT.append(T.arange(3).type(h{k}.type()))",
 ]
 
 # Other libraries' `cuda`, device strings and `device=`, and names that only look like torch's.
@@ -279,6 +283,12 @@ NOT_TORCH = [
     "class Net{k}(T.nn.Module):\n    def cuda(self, device=None):\n"
     "        OUT.append('own module cuda')\n        return self\n"
     "n{k} = Net{k}().cuda()\nOUT.append(type(n{k}).__name__)",
+    # a node class with its own `.type()` (a type name in, a kind out)
+    "class Node{k}:\n    def __init__(self, kind):\n        self.kind = kind\n"
+    "    def type(self, kind=None):\n        return self.kind if kind is None else Node{k}(kind)\n"
+    "    device = 'cuda'\n    def to(self, where):\n        return self\n"
+    "n{k} = Node{k}('conv').type(Node{k}('relu').type())\nOUT.append(n{k}.kind)\n"
+    "m{k} = Node{k}('a')\nOUT.append(Node{k}('b').type(m{k}.type()).to(m{k}.device).kind)",
     # a config object whose `.to()` takes a string
     "class Cfg{k}:\n    def to(self, where):\n        return ('cfg', where)\n"
     "OUT.append(Cfg{k}().to('cuda'))\ncfg{k} = Cfg{k}()\nOUT.append(cfg{k}.to('cuda:1'))",

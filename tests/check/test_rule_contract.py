@@ -32,6 +32,8 @@ PARAMS = [pytest.param(rule, id=rule.code) for rule in RULES]
 # samples' repositories (under 8 judged, every one must be), TP121 not yet judged.
 # TP122 and TP205 new for held-out recall round 5g (f34d), off until a precision sample
 # judges them (TP122: most of what it found on the mirrors is CUDA or Triton kernel code).
+# TP123 and TP124 new for held-out recall round 5h (f34g), off until a precision sample
+# judges them.
 LEFT_THE_DEFAULTS = frozenset(
     {"TP116", "TP201", "TP303", "TP304", "TP305", "TP308", "TP309"}
     | {"TP202"}
@@ -41,6 +43,7 @@ LEFT_THE_DEFAULTS = frozenset(
     | {"TP119", "TP408"}
     | {"TP120", "TP121"}
     | {"TP122", "TP205"}
+    | {"TP123", "TP124"}
     # samples A-T judged under one standard (benchmarks/precision_standard.md, branch j34q)
     | {"TP106", "TP108", "TP109", "TP111", "TP113", "TP115", "TP301", "TP404", "TP405"}
 )

@@ -117,3 +117,19 @@ def test_it_is_off_by_default_and_has_no_fix(tmp_path: Path) -> None:
     assert check_paths([tmp_path / "run.py"], jobs=1).findings == []
     (found,) = check_paths([tmp_path / "run.py"], select=["TP121"], jobs=1).findings
     assert found.fix is None and "`train`" in found.message and found.line == 8
+
+
+def test_a_method_of_the_same_class_is_read_as_its_own() -> None:
+    """``self.fit(net, device="cpu")`` in a method, ``fit`` a method of the class (f34g)."""
+    from torchport.check import check_source
+
+    head = "import torch\n\n\nclass Runner:\n    def fit(self, net, device):\n"
+    tail = "\n    def run(self, net):\n        return self.fit(net, 'cpu')\n"
+    placing = head + "        return net.to(device)\n" + tail
+    (found,) = check_source(placing, select=["TP121"])
+    assert found.line == 9 and "`self.fit`" in found.message
+    printing = head + "        print(device)\n" + tail
+    assert check_source(printing, select=["TP121"]) == []
+    subclass = "\nclass Sub(Runner):\n    def run(self, net):"
+    inherited = placing.replace("    def run(self, net):", subclass)
+    assert check_source(inherited, select=["TP121"]) == []

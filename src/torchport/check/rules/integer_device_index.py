@@ -25,15 +25,20 @@ _DDP = (
 )
 
 
-def _index(expr: ast.expr | None) -> bool:
+def names_an_index(expr: ast.expr | None) -> bool:
     """An int literal, or a name/attribute whose name says it is a rank or GPU index."""
     if isinstance(expr, ast.Constant):
         return type(expr.value) is int
     if isinstance(expr, ast.Name):
-        return bool(_INDEX_NAME.match(expr.id))
+        return index_name(expr.id)
     if isinstance(expr, ast.Attribute):
-        return bool(_INDEX_NAME.match(expr.attr))
+        return index_name(expr.attr)
     return False
+
+
+def index_name(name: str) -> bool:
+    """Whether ``name`` says it holds a rank or GPU index (``local_rank``, ``gpu``)."""
+    return bool(_INDEX_NAME.match(name))
 
 
 class IntegerDeviceIndex(Rule):
@@ -114,14 +119,14 @@ def _moved_to_an_index(node: ast.Call) -> ast.expr | None:
     if first is None:
         kw = keyword(node, "device")
         first = kw.value if kw is not None else None
-    return first if _index(first) else None
+    return first if names_an_index(first) else None
 
 
 def _device_ids_of_indices(node: ast.Call) -> ast.expr | None:
     """``DistributedDataParallel(model, device_ids=[rank])``: the list, if it holds an index."""
     ids = keyword(node, "device_ids")
     value = ids.value if ids is not None else None
-    if isinstance(value, (ast.List, ast.Tuple)) and any(_index(e) for e in value.elts):
+    if isinstance(value, (ast.List, ast.Tuple)) and any(names_an_index(e) for e in value.elts):
         return value
     return None
 
@@ -129,9 +134,9 @@ def _device_ids_of_indices(node: ast.Call) -> ast.expr | None:
 def _torch_device_index(node: ast.Call, tail: str, ctx: Context) -> ast.expr | None:
     """``torch.device(rank)`` or ``torch.zeros(3, device=0)``: the index, if it is torch's."""
     kw = keyword(node, "device")
-    if tail == "device" and len(node.args) == 1 and _index(node.args[0]):
+    if tail == "device" and len(node.args) == 1 and names_an_index(node.args[0]):
         spot: ast.expr | None = node.args[0]  # `torch.device(rank)`, if it is torch's
-    elif kw is not None and _index(kw.value):
+    elif kw is not None and names_an_index(kw.value):
         spot = kw.value  # `torch.zeros(3, device=0)`, if it is torch's
     else:
         return None
@@ -140,4 +145,4 @@ def _torch_device_index(node: ast.Call, tail: str, ctx: Context) -> ast.expr | N
         return None
     if name == "torch.device":
         return spot if len(node.args) == 1 else None
-    return kw.value if kw is not None and _index(kw.value) else None
+    return kw.value if kw is not None and names_an_index(kw.value) else None
