@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from torchport.check._context import Context
@@ -162,6 +162,15 @@ def _cyclic(files: dict[str, str]) -> bool:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(projects())
+@example(  # a try's import, then a star import that rebinds the name: the star's
+    files={
+        "m0.py": "try:\n    import json as np\nexcept ImportError:\n    np = None\n"
+        "from m2 import *\n",
+        "m1.py": "\n",
+        "m2.py": "np = [2, 'np']\n",
+        "main.py": "from m0 import *\nif len(__name__) > 99:\n    np\n",
+    }
+)
 def test_a_star_import_binds_what_python_binds(files: dict[str, str]) -> None:
     with tempfile.TemporaryDirectory() as name:
         root = Path(name)

@@ -113,6 +113,9 @@ def star_exports(
                 bound = dict.fromkeys(bound)
             else:
                 for name, target in got[0].items():
+                    if not nested:  # it replaces earlier bindings (one it may not make: no target)
+                        targets.pop(name, None)
+                        maybe.discard(name)
                     bind(name, target, nested)
                 wildcards.extend(w for w in got[1] if w not in wildcards)
             continue
