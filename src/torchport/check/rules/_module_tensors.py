@@ -345,7 +345,7 @@ def _run_by_init(cls: ast.ClassDef, ctx: Context) -> tuple[dict[str, ast.Functio
     found = memo.get(id(cls))
     if found is None:
         found = memo[id(cls)] = _init_chain(cls)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _init_chain(cls: ast.ClassDef) -> tuple[dict[str, ast.FunctionDef], set[int]]:
@@ -454,10 +454,12 @@ def _attributes_named(attr: str, ctx: Context) -> list[ast.Attribute]:
     one table per file, not one walk of the tree per method asked about)."""
     table = ctx.memo.get("module.attributes")
     if not isinstance(table, dict):
-        table = ctx.memo["module.attributes"] = {}
+        found: dict[str, list[ast.Attribute]] = {}
         for n in ctx.scopes.nodes_of(ast.Attribute):  # (the scope map's index of the tree)
-            table.setdefault(n.attr, []).append(n)  # type: ignore[attr-defined]
-    return table.get(attr, [])  # type: ignore[no-any-return]
+            assert isinstance(n, ast.Attribute)
+            found.setdefault(n.attr, []).append(n)
+        table = ctx.memo["module.attributes"] = found
+    return table.get(attr, [])
 
 
 _CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on the CPU
