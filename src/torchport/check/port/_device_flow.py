@@ -45,14 +45,14 @@ _HOST_BUILTINS = frozenset(dir(builtins)) - {"map", "filter", "sum", "max", "min
 # Builtins whose result holds no tensor of their arguments (`len(x)`, `print(x)`).
 _HOST_CALLS = _HOST_BUILTINS - {"list", "tuple", "dict", "sum", "max", "min"}
 MOVES = frozenset({"to", "cuda"})
-# Tensor methods whose arguments are sizes, dimensions or offsets (numbers), never data
-# that meets the tensor: `x.view(batch_size, -1)`, `x.narrow(0, 0, n)`.
+# Tensor methods whose arguments are sizes, dims or offsets, never data: `x.view(n, -1)`.
 SHAPE_METHODS = frozenset(
     {"view", "reshape", "narrow", "expand", "repeat", "permute", "transpose", "unsqueeze",
      "squeeze", "flatten", "unflatten", "movedim", "swapaxes", "unfold", "chunk", "select",
      "roll", "t", "contiguous"}
 )  # fmt: skip
 _COLLECTS = frozenset({"append", "extend", "insert"})
+_COMBINE = frozenset({ast.Call, ast.BinOp, ast.Compare, ast.AugAssign})  # what has operands
 
 
 def names_of(target: ast.expr) -> list[str]:
@@ -426,7 +426,7 @@ class DeviceFlow:
             if isinstance(node, ast.Lambda)
             for p in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
         }
-        for node in scope.nodes:
+        for node in [n for n in scope.nodes if n.__class__ in _COMBINE]:  # (others: none)
             for operand in self._operands(node, scope):
                 if isinstance(operand, ast.Name) and operand.id in lambda_params:
                     continue  # what a lambda is called with: its call sites answer (_captured)

@@ -293,12 +293,7 @@ class PortFacts:
         found: list[tuple[str, PortScope, list[ast.expr]]] = []
         if not inner:
             return found
-        defined: dict[str, int] = {}
-        index = self.ctx.scopes
-        for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            for node in index.nodes_of(kind):
-                name = node.name  # type: ignore[attr-defined]
-                defined[name] = defined.get(name, 0) + 1
+        defined = self.structure.definitions()  # (no index of the tree built for it)
         for scope in inner:
             node = scope.node
             assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)

@@ -100,6 +100,15 @@ class FileStructure:
                         stack.append(s)
         return self._blocks.get(id(stmt))
 
+    def definitions(self) -> dict[str, int]:
+        """How many ``def``s and ``class``es of the file define each name (the walk met
+        every one: each function is a scope, each class a classdef)."""
+        found: dict[str, int] = {}
+        for node in (*(s.node for s in self.scopes[1:]), *self.classdefs):
+            name = node.name  # type: ignore[attr-defined]
+            found[name] = found.get(name, 0) + 1
+        return found
+
     def mentions_between(self, name: str, first: ast.AST, last: ast.AST) -> bool:
         """Whether ``name`` appears after ``first`` ends and before ``last`` starts.
 

@@ -30,6 +30,7 @@ from torchport.check._match import move_after
 from torchport.check._rule import Edit
 from torchport.check.rules._module_tensors import (
     builds_the_module,
+    class_assignments,
     device_of_the_inputs,
     method_of_a_module,
     moved_or_kept_on_the_cpu,
@@ -44,8 +45,6 @@ __all__ = ["module_leftovers"]
 
 _CONTAINERS = (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp, ast.Starred)
 _ADDS = frozenset({"append", "extend", "insert"})
-# The fields of a node that hold statements (an `except` handler, a `match` case: a body).
-_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _CHOICE = "torch.cuda.is_available"
 _SELF_BINDINGS = "port.self_bindings"  # Context.memo's key: id(ClassDef) -> _self_bindings
 
@@ -117,28 +116,10 @@ def _self_bindings(cls: ast.ClassDef, ctx: Context) -> dict[str, list[ast.expr |
     found: dict[str, list[ast.expr | None]] | None = memo.get(id(cls))
     if found is None:
         found = memo[id(cls)] = {}
-        for n in _assignments(cls):
+        for n in class_assignments(cls):
             for attr in dict.fromkeys(_self_attribute(t) for t in _targets(n)):
                 if attr is not None:
                     found.setdefault(attr, []).append(n.value)
-    return found
-
-
-def _assignments(cls: ast.ClassDef) -> list[ast.Assign | ast.AnnAssign]:
-    """Every ``Assign`` and ``AnnAssign`` in the class (as ``ast.walk`` finds them, in
-    another order): statements, so a walk of the blocks of statements alone meets them
-    all, not the expressions around them (most of a class)."""
-    found: list[ast.Assign | ast.AnnAssign] = []
-    stack: list[ast.AST] = [cls]
-    while stack:
-        node = stack.pop()
-        for name in _BLOCKS:
-            block = getattr(node, name, None)
-            if block.__class__ is list:  # (an `IfExp`'s or a lambda's `body` is no list)
-                for child in block:
-                    if isinstance(child, ast.Assign | ast.AnnAssign):
-                        found.append(child)
-                    stack.append(child)
     return found
 
 

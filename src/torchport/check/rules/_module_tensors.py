@@ -15,6 +15,7 @@ from torchport.check.semantic import BindingKind
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from torchport.check.port._facts import PortScope
 
@@ -22,6 +23,7 @@ __all__ = [
     "CPU_DEFAULT",
     "HELD_APART",
     "OPTIMIZER_STATE",
+    "class_assignments",
     "cpu_default_of_a_method",
     "held_apart",
     "moved_or_kept_on_the_cpu",
@@ -190,7 +192,7 @@ def submodules(cls: ast.ClassDef, facts: PortFacts) -> frozenset[str]:
     if known is not None:
         return known
     found: set[str] = set()
-    for node in ast.walk(cls):
+    for node in class_assignments(cls):  # (a set: the walk's order does not matter)
         if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
             continue
         for target in node.targets:
@@ -203,6 +205,28 @@ def submodules(cls: ast.ClassDef, facts: PortFacts) -> frozenset[str]:
                 found.add(target.attr)
     facts.class_submodules[id(cls)] = frozen = frozenset(found)
     return frozen
+
+
+# The fields of a node that hold statements (an `except` handler, a `match` case: a body).
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def class_assignments(cls: ast.ClassDef) -> list[ast.Assign | ast.AnnAssign]:
+    """Every ``Assign`` and ``AnnAssign`` in the class (as ``ast.walk`` finds them, in
+    another order): statements, so a walk of the blocks of statements alone meets them
+    all, not the expressions around them (most of a class)."""
+    found: list[ast.Assign | ast.AnnAssign] = []
+    stack: list[ast.AST] = [cls]
+    while stack:
+        node = stack.pop()
+        for name in _BLOCKS:
+            block = getattr(node, name, None)
+            if block.__class__ is list:  # (an `IfExp`'s or a lambda's `body` is no list)
+                for child in block:
+                    if isinstance(child, ast.Assign | ast.AnnAssign):
+                        found.append(child)
+                    stack.append(child)
+    return found
 
 
 # Uses of a parameter that show it is a tensor.
@@ -248,7 +272,9 @@ def device_of_the_inputs(
                 and n in parent.args
             ):
                 return f"{param.arg}.device"  # given to a submodule: a tensor
-    if cls is None or _called_by_init(method.name, cls) or not _init_holds_weights(cls, facts):
+    if cls is None or _called_by_init(method.name, cls, facts.ctx):
+        return None
+    if not _init_holds_weights(cls, facts):
         return None
     return PARAMETERS_DEVICE
 
@@ -267,12 +293,22 @@ def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
     """Whether ``__init__`` of ``cls`` gives the module weights: ``self.fc = nn.Linear(...)``,
     ``self.w = nn.Parameter(...)``, ``self.register_parameter(...)``. Without them (a module
     of options, ``Combination`` subclasses, weights built by a base class of another
-    file) ``next(self.parameters())`` may raise ``StopIteration``."""
+    file) ``next(self.parameters())`` may raise ``StopIteration``.
+
+    Answered once per class of the file (asked for every tensor its methods make)."""
+    memo = _memo(facts.ctx, "module.init_holds_weights")
+    found = memo.get(id(cls))
+    if found is None:
+        found = memo[id(cls)] = _init_builds_weights(cls, facts)
+    return bool(found)
+
+
+def _init_builds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
     known = facts.known
     if not any(isinstance(s, ast.FunctionDef) and s.name == "__init__" for s in cls.body):
         # inherited: from `nn.Module`, `ABC` or a mixin, no weights; from another base, maybe
         return any(_may_hold_weights(b, known.qualname(b)) for b in cls.bases)
-    for stmt in _run_by_init(cls)[0].values():
+    for stmt in _run_by_init(cls, facts.ctx)[0].values():
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
                 continue
@@ -291,10 +327,28 @@ def _init_holds_weights(cls: ast.ClassDef, facts: PortFacts) -> bool:
     return False
 
 
-def _run_by_init(cls: ast.ClassDef) -> tuple[dict[str, ast.FunctionDef], set[int]]:
+def _memo(ctx: Context, key: str) -> dict[int, Any]:
+    """The file's memo ``key`` (a dict by node id) in ``ctx.memo``, made on first use."""
+    memo = ctx.memo.get(key)
+    if not isinstance(memo, dict):
+        memo = ctx.memo[key] = {}
+    return memo
+
+
+def _run_by_init(cls: ast.ClassDef, ctx: Context) -> tuple[dict[str, ast.FunctionDef], set[int]]:
     """``__init__`` of ``cls`` and the methods it calls on ``self``, through one another
     (``self.define_network()``: the weights it builds are the module's from the start), by
-    name; and the ids of the ``self.<name>`` of each call made on the way."""
+    name; and the ids of the ``self.<name>`` of each call made on the way.
+
+    Worked out once per class of the file (asked for each of its methods); not to be changed."""
+    memo = _memo(ctx, "module.run_by_init")
+    found = memo.get(id(cls))
+    if found is None:
+        found = memo[id(cls)] = _init_chain(cls)
+    return found
+
+
+def _init_chain(cls: ast.ClassDef) -> tuple[dict[str, ast.FunctionDef], set[int]]:
     methods = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
     found: dict[str, ast.FunctionDef] = {}
     inside: set[int] = set()
@@ -316,19 +370,30 @@ def _run_by_init(cls: ast.ClassDef) -> tuple[dict[str, ast.FunctionDef], set[int
     return found, inside
 
 
-def _called_by_init(name: str, cls: ast.ClassDef) -> bool:
-    """Whether ``__init__`` of ``cls`` calls ``self.<name>(...)``."""
+def _called_by_init(name: str, cls: ast.ClassDef, ctx: Context) -> bool:
+    """Whether ``__init__`` of ``cls`` calls ``self.<name>(...)``.
+
+    The names it calls so are gathered once per class of the file (one walk of ``__init__``)."""
+    memo = _memo(ctx, "module.called_by_init")
+    called = memo.get(id(cls))
+    if called is None:
+        called = memo[id(cls)] = _self_calls_of_init(cls)
+    return name in called
+
+
+def _self_calls_of_init(cls: ast.ClassDef) -> frozenset[str]:
+    """The names ``self.<name>(...)`` the first ``__init__`` in ``cls``'s body calls."""
     for stmt in cls.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
-            return any(
-                isinstance(n, ast.Call)
+            return frozenset(
+                n.func.attr
+                for n in ast.walk(stmt)
+                if isinstance(n, ast.Call)
                 and isinstance(n.func, ast.Attribute)
-                and n.func.attr == name
                 and isinstance(n.func.value, ast.Name)
                 and n.func.value.id == "self"
-                for n in ast.walk(stmt)
             )
-    return False
+    return frozenset()
 
 
 def _sees_the_parameter(name: ast.Name, facts: PortFacts) -> bool:
@@ -374,17 +439,27 @@ def builds_the_module(method: ast.FunctionDef, cls: ast.ClassDef | None, ctx: Co
         return True
     if cls is None:
         return False
-    memo = ctx.memo.get("module.built_by_init")
-    if not isinstance(memo, dict):
-        memo = ctx.memo["module.built_by_init"] = {}
+    memo = _memo(ctx, "module.built_by_init")
     found = memo.get(id(method))
     if found is None:
-        chain, inside = _run_by_init(cls)
+        chain, inside = _run_by_init(cls, ctx)
         found = memo[id(method)] = method.name in chain and not any(
-            isinstance(n, ast.Attribute) and n.attr == method.name and id(n) not in inside
-            for n in ast.walk(ctx.tree)
+            id(n) not in inside for n in _attributes_named(method.name, ctx)
         )
     return bool(found)
+
+
+def _attributes_named(attr: str, ctx: Context) -> list[ast.Attribute]:
+    """Every ``X.<attr>`` in the file (the ``Attribute`` nodes of the whole tree, by name:
+    one table per file, not one walk of the tree per method asked about)."""
+    table = ctx.memo.get("module.attributes")
+    if not isinstance(table, dict):
+        found: dict[str, list[ast.Attribute]] = {}
+        for n in ctx.scopes.nodes_of(ast.Attribute):  # (the scope map's index of the tree)
+            assert isinstance(n, ast.Attribute)
+            found.setdefault(n.attr, []).append(n)
+        table = ctx.memo["module.attributes"] = found
+    return table.get(attr, [])
 
 
 _CPU_ONLY = "torch.nn.utils.rnn."  # pack_padded_sequence wants its lengths on the CPU
