@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from torchport.check import _syntax, check_paths
 from torchport.check._syntax import keep_checked, parsed_module, retain_checked
@@ -109,3 +111,54 @@ def test_the_kept_trees_are_bounded_oldest_out(
     assert _syntax._checked[1] == sum(len(t) for t in list(texts.values())[-5:])
     keep_checked(f"{real}/big.py", "y = 1\n" * 2, ast.parse("y = 1\n" * 2))  # over 40 / 4
     assert f"{real}/big.py" not in _syntax._CHECKED
+
+
+_NAMES = ("a", "b", "c", "d")
+
+
+@st.composite
+def _projects(draw: st.DrawFn) -> dict[str, str]:
+    """Modules importing each other's classes (cycles too), some classes loaders, some
+    calls of ``Cls.load_from_file(...)`` and ``.cuda()``: views read modules checked before."""
+    files: dict[str, str] = {}
+    for name in draw(st.lists(st.sampled_from(_NAMES), min_size=2, max_size=4, unique=True)):
+        lines = ["import torch"]
+        sources = draw(st.lists(st.sampled_from(_NAMES), max_size=3, unique=True))
+        lines += [f"from {m} import {m.upper()}" for m in sources if m != name]
+        loader = draw(st.booleans())
+        lines.append(
+            (LOADER if loader else "\n\nclass {name}:\n    pass\n").format(name=name.upper())
+        )
+        for m in sources:
+            if m != name and draw(st.booleans()):
+                lines.append(f"x_{m} = {m.upper()}.load_from_file('{m}.pt')")
+            if draw(st.booleans()):
+                lines.append(f"y_{m} = {m.upper()}().cuda()")
+        files[f"{name}.py"] = "\n".join(lines) + "\n"
+    return files
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(files=_projects())
+def test_the_findings_are_the_same_with_and_without_the_kept_trees(
+    files: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    found = []
+    for chars in (_syntax._CHECKED_CHARS, 0):  # the oracle: nothing kept
+        root = tmp_path_factory.mktemp("kept")
+        for rel, text in files.items():
+            (root / rel).write_text(text, encoding="utf-8")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_syntax, "_CHECKED", OrderedDict())
+            mp.setattr(_syntax, "_KEPT", OrderedDict())
+            mp.setattr(_syntax, "_checked", [False, 0])
+            mp.setattr(_syntax, "_CHECKED_CHARS", chars)
+            mp.setattr(_project, "_CACHE", {})
+            result = check_paths([root], jobs=1, select=["ALL"])
+        assert not result.errors, result.errors
+        found.append(
+            sorted((Path(f.path).name, f.line, f.code, f.message) for f in result.findings)
+        )
+    assert found[0] == found[1]
