@@ -95,3 +95,15 @@ def test_every_rule_names_its_default_contexts_among_the_three() -> None:
     assert {CODE, TEST, BENCH} == CONTEXTS
     for rule in RULES:
         assert rule.default_contexts <= CONTEXTS and rule.default_contexts, rule.code
+
+
+def test_a_benchmark_file_with_tests_in_it_is_decided_node_by_node() -> None:
+    # The path's answer is kept per file (asked per node and rule): a test function's nodes
+    # are still test code, the module level's benchmark code, in either order.
+    load = 'torch.hub.load_state_dict_from_url("u")'
+    source = f"import pytest\nimport torch\n\n\ndef test_io():\n    {load}\n\n\nstate = {load}\n"
+    found = check_source(source, "benchmarks/bench_io.py")
+    assert [(f.code, f.line) for f in found] == [("TP307", 9)]
+    flipped = f"import pytest\nimport torch\n\nstate = {load}\n\n\ndef test_io():\n    {load}\n"
+    found = check_source(flipped, "benchmarks/bench_io.py")
+    assert [(f.code, f.line) for f in found] == [("TP307", 4)]

@@ -221,10 +221,14 @@ def context_of(ctx: Context) -> str:
         _RUNNER.append(collected_by_a_test_runner)
     if _RUNNER[0](ctx):
         return TEST
-    return BENCH if in_a_benchmark(ctx.path) else CODE
+    bench = ctx.memo.get(_BENCH)
+    if bench is None:  # the path's answer, once per file (asked per node and scoped rule)
+        bench = ctx.memo[_BENCH] = in_a_benchmark(ctx.path)
+    return BENCH if bench else CODE
 
 
 _RUNNER: list[Callable[[Context], bool]] = []
+_BENCH = "select.in_a_benchmark"  # Context.memo's key
 
 
 def default_reports(rule: type[Rule], ctx: Context) -> bool:

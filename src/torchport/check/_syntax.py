@@ -21,9 +21,11 @@ from torchport.check._patterns import lazy_pattern
 __all__ = [
     "NewerSyntaxError",
     "adopt_scopes",
+    "keep_checked",
     "keep_parsed",
     "parse_source",
     "parsed_module",
+    "retain_checked",
     "syntax_needs",
 ]
 # Sources this long or longer are parsed in pieces (check/_chunked_parse.py's CHUNKED_FROM,
@@ -116,6 +118,37 @@ def keep_parsed(path: str, source: str, tree: ast.Module, scopes: object | None)
         _KEPT.popitem(last=False)
 
 
+# Trees of files already checked in this run, newest last, for a project view that reads
+# them later as modules (detectron2's model_zoo.py's view reaches 120 of its modules checked
+# before it: parsed again, a tenth of the run). Kept once the process has built a project
+# view (retain_checked; a tree whose files ask for none keeps nothing), up to _CHECKED_CHARS
+# characters of their texts (a tree takes 30-40 bytes of memory per character of its text:
+# ~50 MB at most); the oldest make room.
+_CHECKED: OrderedDict[str, tuple[str, ast.Module]] = OrderedDict()
+_CHECKED_CHARS = 1_500_000
+_checked = [False, 0]  # whether trees are kept, the characters _CHECKED holds
+
+
+def retain_checked() -> None:
+    """From now on :func:`keep_checked` keeps what it is offered (a project view was built)."""
+    _checked[0] = True
+
+
+def keep_checked(path: str, source: str, tree: ast.Module) -> None:
+    """Offer ``tree``, ``ast.parse(source)`` that a check has read and left unchanged, to a
+    later :func:`parsed_module` of the same file and text (a project view's)."""
+    if not _checked[0] or len(source) > _CHECKED_CHARS // 4:
+        return  # no project view yet; or one large file, that would push out many
+    key = os.path.realpath(path)
+    old = _CHECKED.pop(key, None)
+    if old is not None:
+        _checked[1] -= len(old[0])
+    _CHECKED[key] = (source, tree)
+    _checked[1] += len(source)
+    while _checked[1] > _CHECKED_CHARS:
+        _checked[1] -= len(_CHECKED.popitem(last=False)[1][0])
+
+
 def parsed_module(path: str, source: str) -> ast.Module:
     """``ast.parse(source)``, the text of the file at ``path``, parsed once for its readers.
 
@@ -127,9 +160,11 @@ def parsed_module(path: str, source: str) -> ast.Module:
     Raises:
         SyntaxError, ValueError: ``source`` does not parse (as ``ast.parse``).
     """
-    kept = _KEPT.get(os.path.realpath(path))
-    if kept is not None and kept[0] == source:
-        return kept[1]
+    key = os.path.realpath(path)
+    for store in (_KEPT, _CHECKED):
+        kept = store.get(key)
+        if kept is not None and kept[0] == source:
+            return kept[1]
     tree = ast.parse(source)
     keep_parsed(path, source, tree, None)
     return tree

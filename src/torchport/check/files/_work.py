@@ -29,7 +29,7 @@ from torchport.check._patterns import lazy_pattern
 from torchport.check._printable import quoted
 from torchport.check._records import field, record, replace
 from torchport.check._rule import Finding, Rule
-from torchport.check._syntax import NewerSyntaxError, parse_source
+from torchport.check._syntax import NewerSyntaxError, keep_checked, parse_source
 from torchport.check.files._discovery import inside_roots
 from torchport.check.files._reading import (
     MAX_SOURCE_BYTES,
@@ -169,8 +169,7 @@ def _load(path: str, report: Report, chunk: Chunk, *, fixing: bool) -> _Doc | No
         if source.stamp is not None:
             st = source.stamp
             report.stamp = (st.dev, st.ino, st.size, st.mtime_ns, st.ctime_ns)
-    if path.endswith(".ipynb"):
-        # here: a run of .py files never loads the notebook reader (start-up)
+    if path.endswith(".ipynb"):  # (imported here: a run of .py files never loads it)
         from torchport.check.files._notebook import NotebookError, NotPython, read_notebook
 
         try:
@@ -386,6 +385,7 @@ def check_chunk(chunk: Chunk) -> list[Report]:
         except Exception as exc:
             report.errors.append(_internal(path, exc, doc.text))
             continue
+        keep_checked(path, doc.text, tree)  # for a later project view reading this text
         report.findings = _place(doc, outcome.findings, doc.text)
         report.unused_noqa = _place(doc, _unused_noqa(path, outcome, chunk, ignored), doc.text)
         report.sources = _sources(doc, path, [*report.findings, *report.unused_noqa])

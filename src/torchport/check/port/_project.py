@@ -42,7 +42,7 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._listing import recorded, span, still
-from torchport.check._syntax import keep_parsed, parsed_module
+from torchport.check._syntax import keep_parsed, parsed_module, retain_checked
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_files import Lookups
 from torchport.check.port._module_functions import (
@@ -491,6 +491,7 @@ def project_imports(ctx: Context) -> ProjectImports:
     """What the project modules that ``ctx``'s file imports at module level give it."""
     # One question: each folder and found file is read once for this file's imports.
     lookups = Lookups()
+    retain_checked()  # the files checked from now on are kept for the next views to read
     try:
         key = lookups.resolved(ctx.path)
     except (OSError, ValueError):
