@@ -283,7 +283,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "CudaOrCpuDeviceChoice",
         "cuda_or_cpu_device_choice",
         "cuda-or-cpu-device-choice",
-        False,
+        True,
         "device",
         "unsafe",
         (
@@ -293,6 +293,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         None,
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP110",
@@ -741,7 +742,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "CudaOnlyApi",
         "cuda_only_api",
         "cuda-only-api",
-        False,
+        True,
         "device",
         "unsafe",
         ("Call",),
@@ -768,6 +769,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         ),
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP402",

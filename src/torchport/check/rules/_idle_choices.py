@@ -69,7 +69,7 @@ def _overwritten_unread(node: ast.If | ast.IfExp, ctx: Context) -> bool:
 
 
 def _sole_name(stmt: ast.AST | None) -> str | None:
-    """The one plain name ``stmt`` binds (``x = ...``, ``x: T = ...``), else None."""
+    """The single plain name ``stmt`` binds (``x = ...``, ``x: T = ...``), else None."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
     elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:

@@ -61,7 +61,7 @@ def _tried_then_saved(node: ast.Call, source: ast.expr, ctx: Context) -> bool:
     ):
         return False
     name, path = bound.targets[0].id, ast.dump(source)
-    tries = []
+    tries: list[ast.Try] = []
     for i in range(len(chain) - 1, 0, -1):
         outer = chain[i]
         if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):

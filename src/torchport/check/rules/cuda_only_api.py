@@ -76,16 +76,12 @@ class CudaOnlyApi(Rule):
     guards CUDA code the fix cannot see; it is reported without a fix.
     `current_device()`, `torch.cuda.device(...)` and the capability and memory
     queries whose answers differ in shape between devices are only reported.
-
-    ## Why is it off by default?
-    82% real over samples A-O (72 of 88; held-out O 11 of 21: timing and test code);
-    `--extend-select TP401` runs it.
     """
 
     code = "TP401"
     name = "cuda-only-api"
     intent = Intent.DEVICE
-    default = False
+    default_contexts = frozenset({"code"})  # judged: check/_default_scope.py
     message = "use the `torch.accelerator` twin of this `torch.cuda` call"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)

@@ -74,7 +74,7 @@ class CudaOrCpuDeviceChoice(Rule):
         "on the CPU where MPS or XPU is available"
     )
     fix_safety = FixSafety.UNSAFE
-    default = False  # under the 90% bar over samples A-T: check/_default_scope.py
+    default_contexts = frozenset({"code"})  # judged: check/_default_scope.py
     node_types = (ast.If, ast.IfExp)
     valid = (
         "import torch\n\n"
