@@ -33,16 +33,18 @@ def cached_here(node: ast.Call, ctx: Context) -> bool:
     return _tried_then_saved(node, source, ctx) or _processed_file(source, ctx)
 
 
-def _saves(tree: ast.AST, name: str, path: str, ctx: Context, after: int = 0) -> bool:
+def _saves(tree: ast.AST, name: str, path: ast.expr, ctx: Context, after: int = 0) -> bool:
     """Whether ``tree`` holds ``torch.save(<name>, <path>)`` on a line after ``after``, the
-    path the same expression."""
+    path the same expression (``same_tree``: ``ast.dump`` would leave a reference cycle)."""
+    from torchport.check.port._device_name import same_tree  # on first use
+
     return any(
         isinstance(sub, ast.Call)
         and len(sub.args) >= 2
         and sub.lineno > after
         and isinstance(sub.args[0], ast.Name)
         and sub.args[0].id == name
-        and ast.dump(sub.args[1]) == path
+        and same_tree(sub.args[1], path)
         and ctx.qualname(sub.func) == "torch.save"
         for sub in ast.walk(tree)
     )
@@ -60,7 +62,7 @@ def _tried_then_saved(node: ast.Call, source: ast.expr, ctx: Context) -> bool:
         and isinstance(bound.targets[0], ast.Name)
     ):
         return False
-    name, path = bound.targets[0].id, ast.dump(source)
+    name, path = bound.targets[0].id, source
     tries: list[ast.Try] = []
     for i in range(len(chain) - 1, 0, -1):
         outer = chain[i]

@@ -30,7 +30,9 @@ def settled(node: ast.Call, function: str, ctx: Context) -> bool:
     child: ast.AST = node
     for outer in reversed(ctx.ancestors):
         if isinstance(outer, ast.IfExp):
-            return child is outer.test and ast.dump(outer.body) == ast.dump(outer.orelse)
+            from torchport.check.port._device_name import same_tree  # on first use; no cycles
+
+            return child is outer.test and same_tree(outer.body, outer.orelse)
         if isinstance(outer, ast.BoolOp):
             if not (function == "device_count" and isinstance(outer.op, ast.And)):
                 return False
