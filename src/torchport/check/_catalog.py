@@ -283,7 +283,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "CudaOrCpuDeviceChoice",
         "cuda_or_cpu_device_choice",
         "cuda-or-cpu-device-choice",
-        False,
+        True,
         "device",
         "unsafe",
         (
@@ -293,6 +293,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         None,
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP110",
@@ -547,7 +548,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"Fabric", "Trainer", "from_argparse_args"}),
         None,
         None,
-        call_keywords=frozenset({"accelerator"}),
+        frozenset({"accelerator"}),
     ),
     RuleEntry(
         "TP124",
@@ -769,7 +770,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "CudaOnlyApi",
         "cuda_only_api",
         "cuda-only-api",
-        False,
+        True,
         "device",
         "unsafe",
         ("Call",),
@@ -796,6 +797,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         ),
         None,
         None,
+        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP402",

@@ -52,6 +52,10 @@ _QUERIES = frozenset(f"torch.cuda.{n}" for n in ("is_available", "is_bf16_suppor
     "get_device_name", "get_device_capability", "device_count", "manual_seed",
     "manual_seed_all", "empty_cache", "ipc_collect", "reset_peak_memory_stats",
     "memory_allocated", "max_memory_allocated", "memory_reserved", "memory_summary"))  # fmt: skip
+# ... and saving or restoring CUDA's RNG state (`"cuda": torch.cuda.get_rng_state() if
+# torch.cuda.is_available() else None` in a checkpoint): seeding's kin, no device is picked
+_RNG_STATE = frozenset(f"torch.cuda.{n}" for n in ("get_rng_state", "get_rng_state_all",
+    "set_rng_state", "set_rng_state_all", "seed", "seed_all", "initial_seed"))  # fmt: skip
 
 
 def tests_cuda(test: ast.expr, ctx: Context, depth: int = 0) -> bool:
@@ -134,7 +138,11 @@ def moves_to_cuda(node: ast.If | ast.IfExp, ctx: Context) -> bool:
                         return True
                     continue
                 name = ctx.qualname(func) or ""
-                if name.startswith("torch.cuda.") and name not in _QUERIES:
+                if (
+                    name.startswith("torch.cuda.")
+                    and name not in _QUERIES
+                    and name not in _RNG_STATE
+                ):
                     return True
     return False
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from torchport.check._context import Context
 from torchport.check._match import cuda_function, guard_statement, in_device_probe, only_shown
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
+from torchport.check.rules._settled_calls import settled
 from torchport.check.rules._test_code import (
     benchmark_code,
     cuda_is_the_subject,
@@ -53,8 +54,8 @@ class CudaOnlyApi(Rule):
     (`torch.get_device_module(device)`), are only reported, and left alone in a
     `try` that catches what a machine without CUDA raises (a probe).
     `torch.cuda.is_available()` is TP109's business (a CUDA-or-CPU choice), but
-    in an `assert` it demands CUDA and is reported here;
-    calls under a device check (`if device.type == "cuda":`,
+    in an `assert` it demands CUDA and is reported here; a count its own expression
+    settles (`_settled_calls`) and calls under a device check (`if device.type == "cuda":`,
     `if torch.cuda.is_available():`) are left alone, as are those in a test's
     skip condition, in test code whose subject is CUDA and in benchmark code
     (`rules/_test_code.py`: a benchmark times one device on purpose).
@@ -75,16 +76,12 @@ class CudaOnlyApi(Rule):
     guards CUDA code the fix cannot see; it is reported without a fix.
     `current_device()`, `torch.cuda.device(...)` and the capability and memory
     queries whose answers differ in shape between devices are only reported.
-
-    ## Why is it off by default?
-    82% real over samples A-O (72 of 88; held-out O 11 of 21: timing and test code);
-    `--extend-select TP401` runs it.
     """
 
     code = "TP401"
     name = "cuda-only-api"
     intent = Intent.DEVICE
-    default = False
+    default_contexts = frozenset({"code"})  # judged: check/_default_scope.py
     message = "use the `torch.accelerator` twin of this `torch.cuda` call"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
@@ -154,6 +151,8 @@ class CudaOnlyApi(Rule):
                 message = f"use `{t}.get_device_module(device).{function}()` {_WHY}"
                 yield ctx.finding(self, node, message=message)
         elif function in _TWINS and device_guard(node, ctx) is None:
+            if settled(node, function, ctx):
+                return  # `count() > 1 and "cuda" in dev.type`, `a if count() else a`
             # (not reported: a branch for CUDA, ported code, or a CUDA-or-CPU choice, TP109)
             yield _accelerator_twin(self, node, _TWINS[function], ctx)
 
@@ -183,8 +182,6 @@ def _accelerator_twin(
 
 
 _WHY = "instead of the CUDA-only call, so the code sees any accelerator"
-
-
 _DEMAND = "in this assert: demanding CUDA stops the program on every other accelerator"
 
 

@@ -10,6 +10,7 @@ from torchport.check._match import is_cpu_target
 from torchport.check._records import replace
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._cuda_choice import moves_to_cuda, serves_horovod, tests_cuda
+from torchport.check.rules._idle_choices import decides_nothing
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.rules._test_code import benchmark_code, collected_by_a_test_runner
 from torchport.check.semantic._following import why_not_followed
@@ -25,8 +26,8 @@ class CudaOrCpuDeviceChoice(Rule):
     `mem = torch.cuda.memory_reserved() if torch.cuda.is_available() else 0`.
     The CUDA code inside such a branch is not reported by TP101 or TP401: this
     rule reports the choice once, spanning the CUDA branch. A branch naming no
-    CUDA device or API (a dtype choice, building a CUDA extension) is no device
-    choice and is left alone, as are `assert torch.cuda.is_available()` and
+    CUDA device or API (a dtype choice, building a CUDA extension, CUDA's RNG state)
+    is no device choice and is left alone, as are `assert torch.cuda.is_available()` and
     chains that also test MPS or XPU (`elif torch.backends.mps.is_available():`).
 
     Test code is left alone: a file in a `test` or `tests` folder, a `conftest.py`,
@@ -38,7 +39,8 @@ class CudaOrCpuDeviceChoice(Rule):
     `run_test.py` whose `test_*` functions its `__main__` calls, no test
     framework imported) is a program, and stays reported. Left too: benchmark code
     (`_test_code.benchmark_code`) and a module importing Horovod (`import horovod.torch`):
-    its collectives take CPU or CUDA tensors only, so CUDA-or-CPU is right there.
+    its collectives take CPU or CUDA tensors only, so CUDA-or-CPU is right there. So are a
+    choice the next statement binds over unread and one in a build script (`_idle_choices`).
 
     ## Why is this bad?
     It is not wrong: the PyTorch documentation teaches it, and the program runs
@@ -72,7 +74,7 @@ class CudaOrCpuDeviceChoice(Rule):
         "on the CPU where MPS or XPU is available"
     )
     fix_safety = FixSafety.UNSAFE
-    default = False  # under the 90% bar over samples A-T: check/_default_scope.py
+    default_contexts = frozenset({"code"})  # judged: check/_default_scope.py
     node_types = (ast.If, ast.IfExp)
     valid = (
         "import torch\n\n"
@@ -120,10 +122,8 @@ class CudaOrCpuDeviceChoice(Rule):
         assert isinstance(node, (ast.If, ast.IfExp))
         if not _chooses_cuda_or_the_cpu(node, ctx) or collected_by_a_test_runner(ctx):
             return
-        if benchmark_code(ctx):  # a benchmark's own device choice (`_test_code.py`)
-            return
-        if serves_horovod(ctx):
-            return  # Horovod reduces CPU or CUDA tensors only: the choice is Horovod's
+        if benchmark_code(ctx) or serves_horovod(ctx) or decides_nothing(node, ctx):
+            return  # a benchmark's own, Horovod's (CPU or CUDA tensors only), or idle
         test = node.test
         if isinstance(node, ast.If):  # the test, spanning the CUDA branch it guards
             end = ctx.finding(self, node.body[-1])

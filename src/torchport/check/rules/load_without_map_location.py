@@ -10,6 +10,7 @@ from torchport.check._match import add_keyword, called, in_tests, keyword
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules import _loading
 from torchport.check.rules._loading import LOADS, loaded_elsewhere, written_by_this_run
+from torchport.check.rules._own_caches import cached_here
 from torchport.check.rules._snippets import DEVICE_LINE
 from torchport.check.semantic._library_imports import uses_cuda_only_library
 
@@ -32,7 +33,10 @@ class LoadWithoutMapLocation(Rule):
     (`torch.save(feats.cpu(), join(d, "feats.pth"))`), a TensorRT engine's state
     is loaded (`torch2trt` imported in the same block), or the same run wrote
     the file a moment before on the same machine (a temporary directory, or a
-    `torch.save` to the same path earlier in the function), where what is
+    `torch.save` to the same path earlier in the function), where the program
+    caches what it builds in that file (`try: x = torch.load(p)`, then
+    `torch.save(x, p)` where it was missing; a PyG dataset's `processed_paths`,
+    which its own `process()` writes: `_own_caches`), where what is
     loaded takes the place of a plain Python object the program otherwise
     builds (`enc = Vocab(data)` on one path, `enc = torch.load(path)` on the
     other, with `Vocab` a class of the project that stores no tensors), a file
@@ -126,6 +130,8 @@ class LoadWithoutMapLocation(Rule):
             return  # a TensorRT engine's state (`if trt: from torch2trt import TRTModule`)
         if written_by_this_run(node, ctx) or _loading.stands_for_plain_object(node, ctx):
             return
+        if cached_here(node, ctx):
+            return  # the program's own cache: `try: torch.load(p)` then `torch.save(x, p)`
         from torchport.check.rules._cpu_projects import cpu_only_project  # on first use
 
         if cpu_only_project(ctx):
