@@ -21,9 +21,10 @@ A rule may stay on below the bar only where its figure reaches the bar in a cont
 of code narrows (:data:`KEPT_ON`, each with its reason, held by the same test): the rules
 that name CUDA (``_select.CUDA_NAMING``) are left by a default run out of code that needs
 CUDA anyway (``rules/_cuda_projects.py``: a module importing a CUDA-only package or its
-project's own CUDA-only extension, or compiling CUDA sources), so what a default run
-reports of them is their judged findings in other code outside such files
-(:data:`NARROWED`, from the ``cuda`` column of ``precision_scope.csv``). Every other rule
+project's own CUDA-only extension, or compiling CUDA sources; code after such an import in
+a block holding it), so what a default run reports of them is their judged findings in
+other code outside such code (:data:`NARROWED`, from the ``cuda`` column of
+``precision_scope.csv``). Every other rule
 under the bar is off by default and its page says so with its figure, save one kept on
 by decision (a :data:`KEPT_ON` entry with no :data:`NARROWED` figure): TP101, hard-coded
 CUDA, is the first thing a port changes, and off it left a plain ``check`` of a ``.cuda()``

@@ -22,16 +22,29 @@ imports
 or the module compiles CUDA sources itself (``load``/``load_inline`` called, and
 ``cuda_sources=`` or a ``.cu``/``.cuh`` name in it: nvdiffrast's ``ops.py``).
 
+A **line** needs CUDA anyway when its file does, or when a block holding it (a function's
+body, an ``if`` arm, a ``try`` body: any level) surely imports one of those names before the
+statement that holds the line (:func:`needs_cuda_here`): that line runs only once the import
+succeeded. Vendored apex sets its ``amp_C`` overflow buffer so (``if
+multi_tensor_applier.available: import amp_C`` then ``torch.cuda.IntTensor([0])``; sample U's
+TP104 rows). An import after the line, in another function, or in a ``try`` the line is
+not in (the ``except`` arm, the code after it) is no such sign.
+
 The file itself, not the modules it imports: following one project import further
 (MambaVision's ``train.py`` -> ``models.mamba_vision`` -> ``mamba_ssm``) would take 3 more
 low rows of R, and 2 judged real (KAIR's ``network_rvrt.py`` imports a module that
 compiles a ``.cu`` kernel, its ``.cuda()`` was judged real; llm-awq's ``auto_scale.py``);
 two imports, 3 more real. Not signals: Triton (fla runs its Triton kernels on XPU too),
 CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C`` or other extension
-built through a variable, an optional import (under ``try``: AutoGPTQ's kernels, which
-fall back), the ``.cu`` files themselves (only Python sources are read: a checkout's
-``setup.py`` says what it builds). Computed once per file (``Context.memo``); a
-checkout's extensions once per folder for the process.
+built through a variable, an optional import (under ``try``, for the code after it: a
+project that falls back when AutoGPTQ's kernels are missing), TileLang (CUDA, ROCm and
+other back ends), the ``.cu`` files themselves (only Python sources are read: a checkout's
+``setup.py`` says what it builds). Computed once per file, and once per block
+(``Context.memo``); a checkout's extensions once per folder for the process.
+
+Measured again over samples A-T (issue 34, branch n34): a top-level import of a project
+module that needs CUDA anyway would take 11 more of TP101's low rows in other code (RWKV's
+``verify.py`` and ``train.py``, MambaVision's) and the same 2 real ones; left out.
 """
 
 from __future__ import annotations
@@ -43,10 +56,23 @@ from pathlib import Path
 from torchport.check._context import Context
 from torchport.check._listing import note, remembered
 
-__all__ = ["CUDA_PACKAGES", "cuda_extensions", "needs_cuda_anyway"]
+__all__ = ["CUDA_PACKAGES", "cuda_extensions", "needs_cuda_anyway", "needs_cuda_here"]
 
-# Packages that run only on an NVIDIA GPU (their own CUDA kernels, no other backend)
-CUDA_PACKAGES = frozenset({"mamba_ssm", "causal_conv1d", "selective_scan_cuda", "nvdiffrast"})
+# Packages that run only on an NVIDIA GPU (their own CUDA kernels, no other backend; a ROCm
+# build, where one exists, still calls the device "cuda"). Issue 34's TP101 rows judged low
+# (a) in other code: apex's ``amp_C`` kernels, AutoGPTQ (``auto_gptq``, its examples and
+# OLMo's copy of them), TensorRT (efficientvit's engines), gsplat (nerfstudio's splatfacto).
+# Not DeepSpeed (CPU, XPU and NPU accelerators), nor Triton or TileLang (other back ends).
+CUDA_PACKAGES = frozenset(
+    {
+        *("mamba_ssm", "causal_conv1d", "selective_scan_cuda", "nvdiffrast"),
+        *("amp_C", "auto_gptq", "tensorrt", "gsplat"),
+    }
+)
+# apex's parts built on its CUDA kernels (fused optimizers and norms, ``apex.contrib``), not
+# ``apex.amp`` or ``apex.parallel``: Python a port replaces with torch's own (round 5d's held-out
+# nnUNet commit moved off both and changed the `.cuda()` calls beside them)
+_APEX_KERNELS = frozenset({"contrib", "optimizers", "normalization", "mlp", "fused_dense"})
 _ABOVE = 8  # folders looked up for the checkout's root
 _FOLDERS = 5000  # folders read for setup.py files, at most, per checkout
 _SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist"})
@@ -66,12 +92,45 @@ def needs_cuda_anyway(ctx: Context) -> bool:
     return bool(found)
 
 
+def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
+    """Whether ``node``, the node being checked, needs CUDA anyway: its file does, or a block
+    holding it surely imports a CUDA-only name before it (the invariant above)."""
+    if needs_cuda_anyway(ctx):
+        return True
+    for stmt in [*ctx.ancestors, node]:
+        where = ctx.scopes.statement_position(stmt) if isinstance(stmt, ast.stmt) else None
+        if where is not None and _first_cuda_import(ctx, where[0]) < where[1]:
+            return True
+    return False
+
+
+def _first_cuda_import(ctx: Context, block: list[ast.stmt]) -> int:
+    """The index of the first statement of ``block`` that surely imports a CUDA-only name
+    (``len(block)`` when none does). Once per block (``Context.memo``)."""
+    key = f"cuda_projects.block.{id(block)}"
+    found = ctx.memo.get(key)
+    if not isinstance(found, int):
+        found = len(block)
+        for index, stmt in enumerate(block):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If)) and _imports_cuda(
+                ctx, _sure_imports(stmt)
+            ):
+                found = index
+                break
+        ctx.memo[key] = found
+    return found
+
+
 def _needs(ctx: Context) -> bool:
     imported = [found for stmt in ctx.tree.body for found in _sure_imports(stmt)]
+    return ("cpp_extension" in ctx.source and _compiles(ctx)) or _imports_cuda(ctx, imported)
+
+
+def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
+    """Whether ``imported`` (:func:`_sure_imports`' pairs) holds a CUDA-only package or an
+    extension the file's checkout builds for CUDA alone."""
     names = [name for name, _ in imported]
-    if any(path and _package(name) for name, path in imported) or (
-        "cpp_extension" in ctx.source and _compiles(ctx)
-    ):
+    if any(path and _package(name) for name, path in imported):
         return True
     if not names:
         return False
@@ -88,6 +147,8 @@ def _package(name: str) -> bool:
     function; round 5d's port commit changed its callers)."""
     parts = name.split(".")
     if parts[0] in CUDA_PACKAGES or parts[0] in _KERNEL_LIBRARIES:
+        return True
+    if parts[0] == "apex" and len(parts) > 1 and parts[1] in _APEX_KERNELS:
         return True
     return len(parts) == 1 and name.endswith("_cuda")
 
