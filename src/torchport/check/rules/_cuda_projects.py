@@ -39,8 +39,9 @@ CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C`` or other exte
 built through a variable, an optional import (under ``try``, for the code after it: a
 project that falls back when AutoGPTQ's kernels are missing), TileLang (CUDA, ROCm and
 other back ends), the ``.cu`` files themselves (only Python sources are read: a checkout's
-``setup.py`` says what it builds). Computed once per file, and once per block
-(``Context.memo``); a checkout's extensions once per folder for the process.
+``setup.py`` says what it builds). Computed once per file (``Context.memo``; the blocks
+walked only when the source names a candidate); a checkout's extensions once per folder for
+the process.
 
 Measured again over samples A-T (issue 34, branch n34): a top-level import of a project
 module that needs CUDA anyway would take 11 more of TP101's low rows in other code (RWKV's
@@ -51,6 +52,8 @@ from __future__ import annotations
 
 import ast
 import os
+import re
+from itertools import pairwise
 from pathlib import Path
 
 from torchport.check._context import Context
@@ -97,27 +100,54 @@ def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
     holding it surely imports a CUDA-only name before it (the invariant above)."""
     if needs_cuda_anyway(ctx):
         return True
-    for stmt in [*ctx.ancestors, node]:
-        where = ctx.scopes.statement_position(stmt) if isinstance(stmt, ast.stmt) else None
-        if where is not None and _first_cuda_import(ctx, where[0]) < where[1]:
-            return True
+    inner = ctx.memo.get("cuda_projects.blocks")
+    if not isinstance(inner, dict):
+        inner = ctx.memo["cuda_projects.blocks"] = _blocks(ctx)
+    if not inner:
+        return False
+    chain = [*ctx.ancestors, node]
+    for holder, stmt in pairwise(chain):
+        if not isinstance(stmt, ast.stmt):
+            continue
+        for field in _BLOCKS:
+            block = getattr(holder, field, None)
+            first = inner.get(id(block)) if isinstance(block, list) else None
+            if first is not None and any(s is stmt for s in block[first + 1 :]):
+                return True
     return False
 
 
-def _first_cuda_import(ctx: Context, block: list[ast.stmt]) -> int:
-    """The index of the first statement of ``block`` that surely imports a CUDA-only name
-    (``len(block)`` when none does). Once per block (``Context.memo``)."""
-    key = f"cuda_projects.block.{id(block)}"
-    found = ctx.memo.get(key)
-    if not isinstance(found, int):
-        found = len(block)
-        for index, stmt in enumerate(block):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If)) and _imports_cuda(
-                ctx, _sure_imports(stmt)
-            ):
-                found = index
-                break
-        ctx.memo[key] = found
+_BLOCKS = ("body", "orelse", "finalbody")
+# an import inside a block (indented): the module it names, a cheap look before the walk
+_INDENTED_IMPORT = re.compile(r"^[ \t]+(?:import|from)[ \t]+([\w.]+)", re.MULTILINE)
+
+
+def _blocks(ctx: Context) -> dict[int, int]:
+    """The blocks below the module's own (a function's body, an arm, a ``try`` body) that
+    surely import a CUDA-only name: ``id(block)`` -> the index of the first such import.
+    Once per file, walked only when the source names a candidate at all."""
+    indented = _INDENTED_IMPORT.findall(ctx.source)
+    if not indented:
+        return {}
+    built: frozenset[str] = frozenset()
+    if ctx.path and not ctx.path.startswith("<") and Path(ctx.path).is_file():
+        built = cuda_extensions(Path(ctx.path).resolve().parent)
+    if not any(_package(name) or name.split(".")[0] in built for name in indented):
+        return {}
+    found: dict[int, int] = {}
+    for holder in ast.walk(ctx.tree):
+        if holder is ctx.tree:
+            continue  # the module's own imports: the file's answer (needs_cuda_anyway)
+        for field in _BLOCKS:
+            block = getattr(holder, field, None)
+            if not isinstance(block, list):
+                continue
+            for index, stmt in enumerate(block):
+                if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If)) and _imports_cuda(
+                    ctx, _sure_imports(stmt)
+                ):
+                    found[id(block)] = index
+                    break
     return found
 
 
