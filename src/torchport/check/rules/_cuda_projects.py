@@ -111,7 +111,9 @@ def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
             continue
         for field in _BLOCKS:
             block = getattr(holder, field, None)
-            first = inner.get(id(block)) if isinstance(block, list) else None
+            if not isinstance(block, list):
+                continue
+            first = inner.get(id(block))
             if first is not None and any(s is stmt for s in block[first + 1 :]):
                 return True
     return False
