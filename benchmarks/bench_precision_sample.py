@@ -99,8 +99,9 @@ repositories (``precision_sample_v_off.csv``), seed 53 on 12 more
 judged samples per rule (``--now``: only the rows the current rules still report).
 ``--scope SAMPLE...`` writes benchmarks/data/precision_scope.csv: each judged row's context
 (test code, benchmark code or the rest, as the checker tells them), whether its rule,
-selected by code, still reports it, and whether its file needs CUDA anyway (``cuda``: where a
-default run leaves the rules naming CUDA out); ``tests/check/test_default_scope.py`` reads it
+selected by code, still reports it, and whether its code needs CUDA anyway (``cuda``: where a
+default run leaves the rules naming CUDA out: the file, or a block holding the line, imports a
+CUDA-only package or extension); ``tests/check/test_default_scope.py`` reads it
 with the samples to hold the default scope of every rule (check/_default_scope.py) to the
 90% bar: ``--scope benchmarks/data/precision_sample.csv
 benchmarks/data/precision_sample_{b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t}.csv``.
@@ -119,6 +120,12 @@ import tarfile
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ast
+
+    from torchport.check._context import Context
 
 HERE = Path(__file__).parent
 REPOS = HERE / "data" / "precision_repos_round5.json"
@@ -309,21 +316,18 @@ SCOPE = HERE / "data" / "precision_scope.csv"
 SCOPE_FIELDS = ("sample", "repo", "path", "line", "code", "context", "reported", "cuda")
 
 
-def _context_at(source: str, path: str, line: int) -> str:
-    """The checker's context (``check/_scope.context_of``) of the nodes on ``line``.
-
-    The walk's ancestors are rebuilt as the statements and definitions holding the
-    line (a definition holds its decorators' lines too), outermost first.
-    """
+def _at(source: str, path: str, line: int) -> tuple[Context, ast.AST] | None:
+    """The file's walk context as the checker's is at ``line`` (``ctx.ancestors``: the
+    statements and definitions holding the line, a definition holding its decorators' lines
+    too, outermost first) and the innermost node holding it; None when it does not parse."""
     import ast
 
     from torchport.check._context import Context
-    from torchport.check._select import context_of
 
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return "unparsed"
+        return None
     chain: list[ast.AST] = [tree]
     while True:
         for child in ast.iter_child_nodes(chain[-1]):
@@ -338,28 +342,31 @@ def _context_at(source: str, path: str, line: int) -> str:
             break
     ctx = Context(source, path, tree)
     ctx.ancestors = chain[:-1]
-    return context_of(ctx)
+    return ctx, chain[-1]
 
 
-def _needs_cuda(source: str, path: Path) -> str:
-    """``yes`` where the file needs CUDA anyway (``rules/_cuda_projects.needs_cuda_anyway``:
-    a default run leaves the rules that name CUDA out of it), else ``no``. ``path`` is the
-    file in its extracted checkout, which the extension lookup reads."""
-    import ast
+def _context_at(source: str, path: str, line: int) -> str:
+    """The checker's context (``check/_scope.context_of``) of the nodes on ``line``."""
+    from torchport.check._select import context_of
 
-    from torchport.check._context import Context
-    from torchport.check.rules._cuda_projects import needs_cuda_anyway
+    at = _at(source, path, line)
+    return "unparsed" if at is None else context_of(at[0])
 
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return "no"
-    return "yes" if needs_cuda_anyway(Context(source, str(path), tree)) else "no"
+
+def _needs_cuda(source: str, path: Path, line: int) -> str:
+    """``yes`` where the code at ``line`` needs CUDA anyway (``rules/_cuda_projects.
+    needs_cuda_here``: its file imports a CUDA-only package or extension, or a block holding
+    the line does before it; a default run leaves the rules that name CUDA out of it), else
+    ``no``. ``path`` is the file in its extracted checkout, which the extension lookup reads."""
+    from torchport.check.rules._cuda_projects import needs_cuda_here
+
+    at = _at(source, str(path), line)
+    return "yes" if at is not None and needs_cuda_here(*at) else "no"
 
 
 def scope(mirror: Path, samples: list[Path], out: Path) -> None:
     """Each judged row's context, whether the rules, selected by code, still report it, and
-    whether its file needs CUDA anyway (where a default run leaves the rules naming CUDA out).
+    whether its code needs CUDA anyway (where a default run leaves the rules naming CUDA out).
 
     Each repository is extracted at its manifest's commit (the ``*.py`` files, a
     ``.git`` folder, an empty config, as :func:`default_findings` does); ``check
@@ -378,7 +385,7 @@ def scope(mirror: Path, samples: list[Path], out: Path) -> None:
         jobs.setdefault((row["repo"], commit), set()).add(row["path"])
     reported: dict[tuple[str, str], set[tuple[str, int, str]]] = {}
     contexts: dict[tuple[str, str, str, int], str] = {}
-    cuda: dict[tuple[str, str, str], str] = {}  # (repo, commit, path): needs CUDA anyway
+    cuda: dict[tuple[str, str, str, int], str] = {}  # (repo, commit, path, line): CUDA anyway
     for (repo, commit), paths in sorted(jobs.items()):
         gitdir = mirror / repo.replace("/", "+") / "repo"
         if (gitdir / ".git").is_dir():
@@ -410,7 +417,8 @@ def scope(mirror: Path, samples: list[Path], out: Path) -> None:
                     source = (tree / row["path"]).read_bytes().decode("utf-8-sig", "replace")
                     where = _context_at(source, row["path"], int(row["line"]))
                     contexts[(repo, commit, row["path"], int(row["line"]))] = where
-                    cuda[(repo, commit, row["path"])] = _needs_cuda(source, tree / row["path"])
+                    at = (repo, commit, row["path"], int(row["line"]))
+                    cuda[at] = _needs_cuda(source, tree / row["path"], int(row["line"]))
     with out.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, SCOPE_FIELDS)
         writer.writeheader()
@@ -422,7 +430,7 @@ def scope(mirror: Path, samples: list[Path], out: Path) -> None:
                 | {"code": row["code"]}
                 | {"context": contexts[(row["repo"], commit, row["path"], line)]}
                 | {"reported": "yes" if key in reported[(row["repo"], commit)] else "no"}
-                | {"cuda": cuda[(row["repo"], commit, row["path"])]}
+                | {"cuda": cuda[(row["repo"], commit, row["path"], line)]}
             )
     print(f"{len(judged)} judged rows of {len(samples)} samples, contexts written to {out}")
 

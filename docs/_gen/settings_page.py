@@ -44,10 +44,10 @@ MORE: dict[str, str] = {
     "TP106, TP108, TP111, TP113, TP115-TP124, TP201, TP202, TP205, TP301-TP305, "
     "TP308, TP309, TP404-TP408), or in test or benchmark code too (TP101, TP109, TP110, "
     "TP114, TP203, TP307, TP401, TP403), "
-    "or, for a rule that names CUDA (TP101, TP109, TP110, TP401, TP402, TP403 among those on), "
-    "in code that "
-    "needs CUDA anyway (a module importing a CUDA-only package or its project's own "
-    "CUDA-only extension), and keep the rest.",
+    "or, for a rule that names CUDA (TP101, TP104, TP109, TP110, TP401, TP402, TP403 among "
+    "those on), in code that needs CUDA anyway (a module importing a CUDA-only package or its "
+    "project's own CUDA-only extension, or code after such an import in a block holding it), "
+    "and keep the rest.",
     "ignore": "Codes or prefixes switched off everywhere; `ignore` wins over `select`, and "
     "ignoring every selected rule is an error.",
     "per-file-ignores": "Codes switched off for the files a pattern matches. Keys are "

@@ -5,7 +5,7 @@ The oracle is apart from the checker: it recomputes, from the committed judgment
 one by one under benchmarks/precision_standard.md) and the rows' contexts
 (``benchmarks/data/precision_scope.csv``, written by
 ``benchmarks/bench_precision_sample.py --scope``: test code, benchmark code or the rest,
-whether the rule, selected by code, still reports the row, and whether its file needs CUDA
+whether the rule, selected by code, still reports the row, and whether its code needs CUDA
 anyway), each rule's real / judged per context over samples A-T, and holds every rule's
 metadata to it: a rule is on by default in a context only where at least 90% of its judged
 findings still reported there are real; with fewer than 8 judged there, only if every one
@@ -47,7 +47,8 @@ def _key(sample: str, row: dict[str, str]) -> tuple[str, str, str, int, str]:
 
 def _pooled() -> dict[str, dict[str, Counter[str]]]:
     """Verdicts of the rows still reported, per rule and context: {code: {context: Counter}};
-    the context ``narrowed`` is other code whose file does not need CUDA anyway."""
+    the context ``narrowed`` is other code that does not need CUDA anyway (neither its file
+    nor a block holding it imports a CUDA-only package or extension)."""
     verdicts = {
         _key(sample, row): row["verdict"]
         for sample in BENCH_POOLED

@@ -20,7 +20,7 @@ the other constants like the leaves above.
 
 A rule on by default only in some contexts and not named by the run (``RuleSet.scoped``)
 is not handed the nodes of the others (``_select.context_of``), nor, for a rule that
-names CUDA, those of a file that needs CUDA anyway (``_select.default_reports``).
+names CUDA, those that need CUDA anyway (``_select.default_reports``).
 
 A rule that raises is a bug in torchport, not in the checked code: the engine
 records a :class:`RuleFailure` naming the rule and the file, turns that rule off
@@ -314,7 +314,7 @@ def _walk(
             rules = dispatch.get(cls)
         if rules is not None:
             for rule in rules:
-                if scoped and rule.code in scoped and not default_reports(type(rule), ctx):
+                if scoped and rule.code in scoped and not default_reports(type(rule), ctx, node):
                     continue  # a default run leaves this context to explicit selection
                 try:
                     for finding in rule.check(node, ctx):

@@ -6,6 +6,7 @@ off). The most specific selector wins, and a tie goes to ``ignore``, as in Ruff.
 
 from __future__ import annotations
 
+import ast
 import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
 
@@ -55,7 +56,7 @@ _BENCH_TAILS = ("_bench", "-bench", "_benchmark", "-benchmark")
 CUDA_NAMING = frozenset(
     {
         *("TP101", "TP102", "TP103", "TP109", "TP110", "TP111", "TP113", "TP115", "TP116"),
-        *("TP119", "TP401", "TP402", "TP403", "TP404", "TP406", "TP407", "TP408"),
+        *("TP104", "TP119", "TP401", "TP402", "TP403", "TP404", "TP406", "TP407", "TP408"),
     }
 )
 
@@ -231,17 +232,18 @@ _RUNNER: list[Callable[[Context], bool]] = []
 _BENCH = "select.in_a_benchmark"  # Context.memo's key
 
 
-def default_reports(rule: type[Rule], ctx: Context) -> bool:
-    """Whether a default run hands ``rule`` the node being checked: the node is in one of
-    the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, its file does not
-    need CUDA anyway (``rules/_cuda_projects.needs_cuda_anyway``)."""
+def default_reports(rule: type[Rule], ctx: Context, node: ast.AST | None = None) -> bool:
+    """Whether a default run hands ``rule`` the node being checked (``node``): the node is in
+    one of the rule's default contexts, and, for a rule of :data:`CUDA_NAMING`, it does not
+    need CUDA anyway (``rules/_cuda_projects.needs_cuda_here``: its file, or a block holding
+    it, imports a CUDA-only package or extension)."""
     if rule.default_contexts != CONTEXTS and context_of(ctx) not in rule.default_contexts:
         return False
     if rule.code not in CUDA_NAMING:
         return True
-    from torchport.check.rules._cuda_projects import needs_cuda_anyway  # on first use
+    from torchport.check.rules._cuda_projects import needs_cuda_here  # on first use
 
-    return not needs_cuda_anyway(ctx)
+    return not needs_cuda_here(ctx, node)
 
 
 def scoped_codes(

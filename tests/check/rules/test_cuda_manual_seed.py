@@ -6,8 +6,9 @@ torch.cuda.is_available():``, a loop, a ``with``, a ``try``) of a function, and
 block that holds the call (so it runs first on every path), inside a sibling block
 that does not hold it, after the call, or in the enclosing function of a nested
 ``def``. The oracle is that placement, known by construction: the rule stays
-quiet only for a seed placed before, within a few statements (its documented
-reach), and reports every other placement.
+quiet only for a seed placed before, however many statements above (sample U's
+outlier-exposure seeds 56 lines above its CUDA seed, judged noise), and reports every
+other placement.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from hypothesis import strategies as st
 from torchport.check._engine import check_text, ruleset_for
 
 WRAPPERS = ("if torch.cuda.is_available():", "for _ in range(2):", "with ctx:", "try:")
-NEAR = 4  # the rule's documented reach: the few statements before
 SEEDS = ("torch.cuda.manual_seed(s)", "torch.cuda.manual_seed_all(s)")
 
 
@@ -53,7 +53,7 @@ def program(levels: list[str], seed_level: int, placement: str, gap: int, cuda: 
     levels=st.lists(st.sampled_from(WRAPPERS), max_size=3),
     data=st.data(),
     placement=st.sampled_from(["before", "sibling", "after", "outer function", "none"]),
-    gap=st.integers(0, 6),
+    gap=st.integers(0, 60),
     cuda=st.sampled_from(SEEDS),
 )
 def test_reported_unless_seeded_before_on_every_path(
@@ -62,5 +62,5 @@ def test_reported_unless_seeded_before_on_every_path(
     seed_level = data.draw(st.integers(0, len(levels)))
     source = program(levels, seed_level, placement, gap, cuda)
     found = check_text(source, "m.py", ruleset_for(["TP402"], None)).findings
-    covered = placement == "before" and gap < NEAR
+    covered = placement == "before"
     assert bool(found) != covered, source

@@ -22,31 +22,60 @@ imports
 or the module compiles CUDA sources itself (``load``/``load_inline`` called, and
 ``cuda_sources=`` or a ``.cu``/``.cuh`` name in it: nvdiffrast's ``ops.py``).
 
+A **line** needs CUDA anyway when its file does, or when a block holding it (a function's
+body, an ``if`` arm, a ``try`` body: any level) surely imports one of those names before the
+statement that holds the line (:func:`needs_cuda_here`): that line runs only once the import
+succeeded. Vendored apex sets its ``amp_C`` overflow buffer so (``if
+multi_tensor_applier.available: import amp_C`` then ``torch.cuda.IntTensor([0])``; sample U's
+TP104 rows). An import after the line, in another function, or in a ``try`` the line is
+not in (the ``except`` arm, the code after it) is no such sign.
+
 The file itself, not the modules it imports: following one project import further
 (MambaVision's ``train.py`` -> ``models.mamba_vision`` -> ``mamba_ssm``) would take 3 more
 low rows of R, and 2 judged real (KAIR's ``network_rvrt.py`` imports a module that
 compiles a ``.cu`` kernel, its ``.cuda()`` was judged real; llm-awq's ``auto_scale.py``);
 two imports, 3 more real. Not signals: Triton (fla runs its Triton kernels on XPU too),
 CUDA interop libraries (PyCUDA, CuPy: ``_cuda_kernels``), a ``_C`` or other extension
-built through a variable, an optional import (under ``try``: AutoGPTQ's kernels, which
-fall back), the ``.cu`` files themselves (only Python sources are read: a checkout's
-``setup.py`` says what it builds). Computed once per file (``Context.memo``); a
-checkout's extensions once per folder for the process.
+built through a variable, an optional import (under ``try``, for the code after it: a
+project that falls back when AutoGPTQ's kernels are missing), TileLang (CUDA, ROCm and
+other back ends), the ``.cu`` files themselves (only Python sources are read: a checkout's
+``setup.py`` says what it builds). Computed once per file (``Context.memo``; the blocks
+walked only when the source names a candidate); a checkout's extensions once per folder for
+the process.
+
+Measured again over samples A-T (issue 34, branch n34): a top-level import of a project
+module that needs CUDA anyway would take 11 more of TP101's low rows in other code (RWKV's
+``verify.py`` and ``train.py``, MambaVision's) and the same 2 real ones; left out.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
+from itertools import pairwise
 from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._listing import note, remembered
 
-__all__ = ["CUDA_PACKAGES", "cuda_extensions", "needs_cuda_anyway"]
+__all__ = ["CUDA_PACKAGES", "cuda_extensions", "needs_cuda_anyway", "needs_cuda_here"]
 
-# Packages that run only on an NVIDIA GPU (their own CUDA kernels, no other backend)
-CUDA_PACKAGES = frozenset({"mamba_ssm", "causal_conv1d", "selective_scan_cuda", "nvdiffrast"})
+# Packages that run only on an NVIDIA GPU (their own CUDA kernels, no other backend; a ROCm
+# build, where one exists, still calls the device "cuda"). Issue 34's TP101 rows judged low
+# (a) in other code: apex's ``amp_C`` kernels, AutoGPTQ (``auto_gptq``, its examples and
+# OLMo's copy of them), TensorRT (efficientvit's engines), gsplat (nerfstudio's splatfacto).
+# Not DeepSpeed (CPU, XPU and NPU accelerators), nor Triton or TileLang (other back ends).
+CUDA_PACKAGES = frozenset(
+    {
+        *("mamba_ssm", "causal_conv1d", "selective_scan_cuda", "nvdiffrast"),
+        *("amp_C", "auto_gptq", "tensorrt", "gsplat"),
+    }
+)
+# apex's parts built on its CUDA kernels (fused optimizers and norms, ``apex.contrib``), not
+# ``apex.amp`` or ``apex.parallel``: Python a port replaces with torch's own (round 5d's held-out
+# nnUNet commit moved off both and changed the `.cuda()` calls beside them)
+_APEX_KERNELS = frozenset({"contrib", "optimizers", "normalization", "mlp", "fused_dense"})
 _ABOVE = 8  # folders looked up for the checkout's root
 _FOLDERS = 5000  # folders read for setup.py files, at most, per checkout
 _SKIPPED = frozenset({"node_modules", "site-packages", "__pycache__", "build", "dist"})
@@ -66,12 +95,74 @@ def needs_cuda_anyway(ctx: Context) -> bool:
     return bool(found)
 
 
+def needs_cuda_here(ctx: Context, node: ast.AST | None = None) -> bool:
+    """Whether ``node``, the node being checked, needs CUDA anyway: its file does, or a block
+    holding it surely imports a CUDA-only name before it (the invariant above)."""
+    if needs_cuda_anyway(ctx):
+        return True
+    inner = ctx.memo.get("cuda_projects.blocks")
+    if not isinstance(inner, dict):
+        inner = ctx.memo["cuda_projects.blocks"] = _blocks(ctx)
+    if not inner:
+        return False
+    chain = [*ctx.ancestors, node]
+    for holder, stmt in pairwise(chain):
+        if not isinstance(stmt, ast.stmt):
+            continue
+        for field in _BLOCKS:
+            block = getattr(holder, field, None)
+            if not isinstance(block, list):
+                continue
+            first = inner.get(id(block))
+            if first is not None and any(s is stmt for s in block[first + 1 :]):
+                return True
+    return False
+
+
+_BLOCKS = ("body", "orelse", "finalbody")
+# an import inside a block (indented): the module it names, a cheap look before the walk
+_INDENTED_IMPORT = re.compile(r"^[ \t]+(?:import|from)[ \t]+([\w.]+)", re.MULTILINE)
+
+
+def _blocks(ctx: Context) -> dict[int, int]:
+    """The blocks below the module's own (a function's body, an arm, a ``try`` body) that
+    surely import a CUDA-only name: ``id(block)`` -> the index of the first such import.
+    Once per file, walked only when the source names a candidate at all."""
+    indented = _INDENTED_IMPORT.findall(ctx.source)
+    if not indented:
+        return {}
+    built: frozenset[str] = frozenset()
+    if ctx.path and not ctx.path.startswith("<") and Path(ctx.path).is_file():
+        built = cuda_extensions(Path(ctx.path).resolve().parent)
+    if not any(_package(name) or name.split(".")[0] in built for name in indented):
+        return {}
+    found: dict[int, int] = {}
+    for holder in ast.walk(ctx.tree):
+        if holder is ctx.tree:
+            continue  # the module's own imports: the file's answer (needs_cuda_anyway)
+        for field in _BLOCKS:
+            block = getattr(holder, field, None)
+            if not isinstance(block, list):
+                continue
+            for index, stmt in enumerate(block):
+                if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.If)) and _imports_cuda(
+                    ctx, _sure_imports(stmt)
+                ):
+                    found[id(block)] = index
+                    break
+    return found
+
+
 def _needs(ctx: Context) -> bool:
     imported = [found for stmt in ctx.tree.body for found in _sure_imports(stmt)]
+    return ("cpp_extension" in ctx.source and _compiles(ctx)) or _imports_cuda(ctx, imported)
+
+
+def _imports_cuda(ctx: Context, imported: list[tuple[str, bool]]) -> bool:
+    """Whether ``imported`` (:func:`_sure_imports`' pairs) holds a CUDA-only package or an
+    extension the file's checkout builds for CUDA alone."""
     names = [name for name, _ in imported]
-    if any(path and _package(name) for name, path in imported) or (
-        "cpp_extension" in ctx.source and _compiles(ctx)
-    ):
+    if any(path and _package(name) for name, path in imported):
         return True
     if not names:
         return False
@@ -88,6 +179,8 @@ def _package(name: str) -> bool:
     function; round 5d's port commit changed its callers)."""
     parts = name.split(".")
     if parts[0] in CUDA_PACKAGES or parts[0] in _KERNEL_LIBRARIES:
+        return True
+    if parts[0] == "apex" and len(parts) > 1 and parts[1] in _APEX_KERNELS:
         return True
     return len(parts) == 1 and name.endswith("_cuda")
 

@@ -23,10 +23,10 @@ class CudaManualSeed(Rule):
     reproducible. `torch.manual_seed(seed)` seeds the CPU and every
     accelerator's generator.
 
-    Not reported right after `torch.manual_seed(...)` (within a few statements,
-    in the same block or before a statement that holds the call, such as
-    `if torch.cuda.is_available():`): every device is seeded already, the CUDA
-    call is a leftover that does no harm.
+    Not reported after `torch.manual_seed(...)` ran, in the same function (or at the
+    top level), earlier in the same block or before a statement that holds the call
+    (such as `if torch.cuda.is_available():`), however far above: every device is
+    seeded already, the CUDA call is a leftover that does no harm.
 
     ## Fix safety
     `torch.manual_seed` also reseeds the CPU generator at that point; if CPU
@@ -47,6 +47,8 @@ class CudaManualSeed(Rule):
         "    torch.cuda.manual_seed_all(s)\n",
         "import torch\n\ndef seed(s):\n    torch.manual_seed(s)\n    random.seed(s)\n"
         "    if torch.cuda.is_available():\n        torch.cuda.manual_seed_all(s)\n",
+        "import torch\n\ntorch.manual_seed(1)\n" + "x = 1\n" * 6 + "if ngpu:\n"
+        "    net.cuda()\n    torch.cuda.manual_seed(1)\n",
     )
     invalid = (
         Example(
@@ -67,8 +69,8 @@ class CudaManualSeed(Rule):
 
     def check(self, node: ast.AST, ctx: Context) -> Iterator[Finding]:
         assert isinstance(node, ast.Call)
-        if called(node, ctx, _TAILS) not in _SEEDS or _seeded_just_before(ctx):
-            return  # `torch.manual_seed(s)` right before already seeds every device
+        if called(node, ctx, _TAILS) not in _SEEDS or _seeded_before(ctx):
+            return  # `torch.manual_seed(s)` before already seeds every device
         if cuda_is_the_subject(node, ctx):
             return  # a test of the CUDA generator, or gated on CUDA (`_test_code`)
         torch = ctx.torch_at(node)
@@ -85,13 +87,13 @@ _RESEEDS = (
 )
 
 
-_NEAR = 4  # statements looked back at: a seeding helper's own lines
-
-
-def _seeded_just_before(ctx: Context) -> bool:
-    """Whether one of the few statements before this one, or before a statement that holds
-    it in the same function (``if torch.cuda.is_available():`` after the seeding), seeds
-    every device: that seeding runs first on every path to this call.
+def _seeded_before(ctx: Context) -> bool:
+    """Whether a statement before this one, or before a statement that holds it in the same
+    function (``if torch.cuda.is_available():`` after the seeding), seeds every device: that
+    seeding runs first on every path to this call. Any distance above: outlier-exposure's
+    ``oe_scratch.py`` seeds at line 47 and adds ``torch.cuda.manual_seed(1)`` under ``if
+    args.ngpu > 0:`` at line 103 (sample U, judged noise); a seeding inside a branch or loop
+    before it (not on every path) does not count.
     """
     for stmt in reversed(ctx.ancestors):
         if isinstance(stmt, _SCOPES):
@@ -102,7 +104,7 @@ def _seeded_just_before(ctx: Context) -> bool:
         if where is None:
             continue
         block, index = where
-        for before in block[max(0, index - _NEAR) : index]:
+        for before in block[:index]:
             value = before.value if isinstance(before, ast.Expr) else None
             if isinstance(value, ast.Call) and ctx.qualname(value.func) == "torch.manual_seed":
                 return True
