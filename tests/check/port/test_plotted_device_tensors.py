@@ -6,11 +6,15 @@ step's accuracy ``torch.sum(torch.round(y_hat) == y)`` in a list and plots the l
 port placed the factory (``device=device``) and the model's inputs, said "0 left", and the
 ported programs stopped on the accelerator at the plot: matplotlib reads its data through
 numpy (``np.asarray``), which refuses a device tensor ("can't convert sim:0 device type
-tensor to numpy"). TP522 reports numpy's own functions given a device value
+tensor to numpy"). TP522 reported numpy's own functions given a device value
 (``np.argmax(out)``), not a plotting call that converts it.
 
 The oracle: the ported program run with ``meta`` standing in for the accelerator (numpy
 refuses a meta tensor, as it refuses a device one), and what the port said was left.
+
+TP522 now reports a matplotlib function given a device value (the first form, and every form
+:func:`test_a_placed_tensor_given_to_matplotlib_is_placed_or_said` draws); the list form is
+still a strict xfail: a list is not a device value to the port's facts, whatever it holds.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.check.port.siblings import load
 from torchport.check import port_paths
@@ -79,8 +85,8 @@ def _placed_or_said(program: str) -> bool:
         return (not off and not isinstance(ran, BaseException)) or bool(result.remaining)
 
 
-@pytest.mark.xfail(strict=True, reason="h31e: a device tensor given to matplotlib is not said")
 def test_a_placed_factory_s_tensor_plotted_is_placed_or_said() -> None:
+    """Fixed on this branch: TP522 reports a matplotlib function given a device value."""
     assert _placed_or_said(_FACTORY_PLOTTED)
 
 
@@ -103,3 +109,54 @@ def test_the_oracle_sees_the_plot_fail(program: str) -> None:
         port_paths([root], jobs=1)
         ran, off = project_fuzz._run(root, meta=True)
         assert isinstance(ran, BaseException) or off
+
+
+# ------------------------------------------- a placed tensor handed to a plotting function
+
+_IMPORTS = {
+    "pyplot": ("import matplotlib.pyplot as plt", "plt.{f}"),
+    "from": ("from matplotlib import pyplot as plt", "plt.{f}"),
+    "name": ("from matplotlib.pyplot import {f}", "{f}"),
+}
+_MADE = {  # the plotted tensor: a factory's (placed by the port), or the model's output
+    "linspace": "torch.linspace(-1.0, 1.0, 5)",
+    "arange": "torch.arange(-1.0, 1.0, 0.4)",
+    "ones": "torch.ones(5) * 0.5",
+    "output": "model(torch.linspace(-1.0, 1.0, 5).view(-1, 1)).detach().view(-1)",
+}
+_CALLS = {  # each function's arguments: the tensor `t`, and a host list where it takes two
+    "plot": "{t}",
+    "plot2": "[0.0, 1.0, 2.0, 3.0, 4.0], {t}",
+    "scatter": "[0.0, 1.0, 2.0, 3.0, 4.0], {t}",
+    "hist": "{t}",
+    "bar": "[0.0, 1.0, 2.0, 3.0, 4.0], {t}",
+}
+
+
+def _plotting_program(made: str, call: str, imported: str, keyword: bool) -> str:
+    function = call.rstrip("2")
+    line, spelled = _IMPORTS[imported]
+    args = _CALLS[call].format(t="t")
+    if keyword and function in {"scatter", "bar"}:  # the data by keyword: `height=t`
+        args = "[0.0, 1.0, 2.0, 3.0, 4.0], " + {"scatter": "y", "bar": "height"}[function] + "=t"
+    return (
+        'import matplotlib\nmatplotlib.use("Agg")\n'
+        + line.format(f=function)
+        + "\nimport torch\n\nmodel = torch.nn.Linear(1, 1)\n"
+        + f"t = {_MADE[made]}\n"
+        + f"{spelled.format(f=function)}({args})\n"
+        + "OUT.append(float(t.sum().item()))\n"
+    )
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    made=st.sampled_from(sorted(_MADE)),
+    call=st.sampled_from(sorted(_CALLS)),
+    imported=st.sampled_from(sorted(_IMPORTS)),
+    keyword=st.booleans(),
+)
+def test_a_placed_tensor_given_to_matplotlib_is_placed_or_said(
+    made: str, call: str, imported: str, keyword: bool
+) -> None:
+    assert _placed_or_said(_plotting_program(made, call, imported, keyword))
