@@ -1,4 +1,5 @@
-"""TP522 device-tensor-to-numpy: a device value handed to numpy, or compared with an array."""
+"""TP522 device-tensor-to-numpy: a device value handed to numpy (or to matplotlib, which reads it
+through numpy), or compared with an array."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ _HEAD = "import numpy as np\nimport torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 class DeviceTensorToNumpy(Rule):
     """## What it does
     Reports model outputs (and values computed from them) passed to a numpy
-    function (`np.argmax(out)`, `np.allclose(pred, expected)`) or compared
-    with a numpy array (`pred == labels_np`).
+    function (`np.argmax(out)`, `np.allclose(pred, expected)`) or to a
+    matplotlib one (`plt.plot(xs, out)`: matplotlib reads its data with
+    numpy), or compared with a numpy array (`pred == labels_np`).
 
     ## Why is this bad?
     On the CPU, numpy reads a tensor's memory directly. Once the model runs
@@ -43,6 +45,9 @@ class DeviceTensorToNumpy(Rule):
     )
     invalid = (
         Example(_HEAD + "out = model(x)\nbest = np.argmax(out, axis=1)\n"),
+        Example(
+            _HEAD + "import matplotlib.pyplot as plt\nout = model(x)\nplt.plot(out.detach())\n"
+        ),
         Example(
             _HEAD + "labels = np.array([1, 0])\n"
             "pred = model(x).argmax(1)\n"
@@ -73,11 +78,18 @@ def _made_by_numpy(value: ast.AST, ctx: Context) -> bool:
     return isinstance(value, ast.Call) and (ctx.qualname(value.func) or "").startswith("numpy.")
 
 
+def _reads_through_numpy(call: ast.Call, ctx: Context) -> bool:
+    """A matplotlib function (``plt.plot(xs, ys)``, ``scatter``, ``hist``): it reads its data
+    with numpy (``np.asarray``), which refuses a device tensor as ``np.argmax`` does. A method
+    of an axes object (``ax.plot``) is not resolved here."""
+    return (ctx.qualname(call.func) or "").startswith("matplotlib.")
+
+
 def _numpy_given_a_device_tensor(
     node: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context
 ) -> bool:
     """``np.mean(out)`` with ``out`` on the device."""
-    if not _made_by_numpy(node, ctx):
+    if not (_made_by_numpy(node, ctx) or _reads_through_numpy(node, ctx)):
         return False
     args = [*node.args, *(k.value for k in node.keywords)]
     return any(facts.on_device(a, scope) for a in args)
