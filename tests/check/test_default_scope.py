@@ -25,7 +25,14 @@ from pathlib import Path
 import pytest
 
 from torchport.check import explain
-from torchport.check._default_scope import BENCH_SAMPLES, JUDGED, KEPT_ON, NARROWED, SAMPLES
+from torchport.check._default_scope import (
+    BENCH_SAMPLES,
+    JUDGED,
+    KEPT_ON,
+    LEFT_OFF,
+    NARROWED,
+    SAMPLES,
+)
 from torchport.check._rule import Rule
 from torchport.check._select import CONTEXTS, CUDA_NAMING
 from torchport.check.rules import RULES
@@ -123,6 +130,17 @@ def test_rules_kept_on_below_the_bar_are_on_outside_test_code_only() -> None:
         assert (real, judged) == (counts["real"], counts["real"] + counts["low"] + counts["noise"])
         assert f"{real} of {judged}" in reason, code
         assert reason and f"kept on: {reason}" in explain(code), code
+
+
+def test_rules_left_off_by_decision_are_off_and_their_pages_say_why() -> None:
+    by_code = {rule.code: rule for rule in RULES}
+    assert not set(LEFT_OFF) & set(KEPT_ON)
+    for code, reason in LEFT_OFF.items():
+        assert not by_code[code].default, code
+        assert reason.startswith("by decision: "), code
+        code_counts = POOL[code]["code"]  # the judged figure the decision overrules
+        assert f"{code_counts['real']} of {sum(code_counts.values())} real" in reason, code
+        assert reason in explain(code), code
 
 
 @pytest.mark.parametrize("rule", PARAMS)

@@ -817,7 +817,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "DeprecatedCudaAmp",
         "deprecated_cuda_amp",
         "deprecated-cuda-amp",
-        True,
+        False,
         "device",
         "unsafe",
         (
@@ -829,7 +829,6 @@ ENTRIES: tuple[RuleEntry, ...] = (
         frozenset({"GradScaler", "autocast"}),
         frozenset({"GradScaler", "autocast"}),
         None,
-        default_contexts=frozenset({"bench", "code"}),
     ),
     RuleEntry(
         "TP404",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import inspect
 
-from torchport.check._default_scope import BAR, KEPT_ON, judged_sentence
+from torchport.check._default_scope import BAR, KEPT_ON, LEFT_OFF, judged_sentence
 from torchport.check._engine import check_source
 from torchport.check._rule import FixSafety, Intent, Rule
 from torchport.check._select import (
@@ -77,6 +77,11 @@ def _default(rule: type[Rule]) -> str:
 def _contexts(rule: type[Rule]) -> str:
     figures = judged_sentence(rule.code)
     why = f" ({figures})" if figures else ""
+    if not rule.default and rule.code in LEFT_OFF:
+        return (
+            f"off by default{why}: {LEFT_OFF[rule.code]}; `--extend-select {rule.code}` "
+            "(or `--select`) runs it everywhere"
+        )
     if not rule.default and figures:
         return (
             f"off by default: under {BAR:.0%} real outside test code{why}; "

@@ -58,7 +58,7 @@ class DeprecatedCudaAmp(Rule):
     code = "TP403"
     name = "deprecated-cuda-amp"
     intent = Intent.DEVICE
-    default_contexts = frozenset({"code", "bench"})  # judged: check/_default_scope.py
+    default = False  # off by decision: check/_default_scope.LEFT_OFF
     message = "use `torch.amp.autocast(device.type)` / `torch.amp.GradScaler(device.type)`"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call, ast.Import, ast.ImportFrom, ast.Attribute)
