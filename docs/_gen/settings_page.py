@@ -42,9 +42,9 @@ MORE: dict[str, str] = {
     "extend-select": "Codes or prefixes added to the selection (the default set, or "
     "`select`): the way to turn on a rule that is off by default (TP9xx; TP102, TP103, "
     "TP106, TP108, TP111, TP113, TP115-TP124, TP201, TP202, TP205, TP301-TP305, "
-    "TP308, TP309, TP403-TP408), or in test or benchmark code too (TP101, TP109, TP110, "
-    "TP114, TP203, TP307, TP401), "
-    "or, for a rule that names CUDA (TP101, TP104, TP109, TP110, TP401, TP402 among "
+    "TP308, TP309, TP401, TP403-TP408), or in test or benchmark code too (TP101, TP109, "
+    "TP110, TP114, TP203, TP307), "
+    "or, for a rule that names CUDA (TP101, TP104, TP109, TP110, TP402 among "
     "those on), in code that needs CUDA anyway (a module importing a CUDA-only package or its "
     "project's own CUDA-only extension, or code after such an import in a block holding it), "
     "and keep the rest.",

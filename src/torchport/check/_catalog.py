@@ -770,7 +770,7 @@ ENTRIES: tuple[RuleEntry, ...] = (
         "CudaOnlyApi",
         "cuda_only_api",
         "cuda-only-api",
-        True,
+        False,
         "device",
         "unsafe",
         ("Call",),
@@ -797,7 +797,6 @@ ENTRIES: tuple[RuleEntry, ...] = (
         ),
         None,
         None,
-        default_contexts=frozenset({"code"}),
     ),
     RuleEntry(
         "TP402",

@@ -81,7 +81,7 @@ class CudaOnlyApi(Rule):
     code = "TP401"
     name = "cuda-only-api"
     intent = Intent.DEVICE
-    default_contexts = frozenset({"code"})  # judged: check/_default_scope.py
+    default = False  # off by decision: check/_default_scope.LEFT_OFF
     message = "use the `torch.accelerator` twin of this `torch.cuda` call"
     fix_safety = FixSafety.UNSAFE
     node_types = (ast.Call,)
