@@ -130,6 +130,12 @@ def test_a_default_is_left_alone_only_when_no_call_can_run_it(
         'class _F:\n    def __init__(self, device="cuda"):\n        pass\n\n'
         "    def copy(self):\n        return type(self)()\n\n\n_F(d)\n",
         'class _F(Base):\n    def __init__(self, device="cuda"):\n        pass\n\n\n_F(d)\n',
+        # a default that needs CUDA when the `def` runs, used or not
+        "import torch\n\n\ndef _f(x, device=torch.zeros(1).cuda()):\n    pass\n\n\n_f(1, d)\n",
+        "import torch\n\n\ndef _f(x, device=torch.zeros(1).cuda().device):\n    pass\n\n\n"
+        "_f(1, d)\n",
+        'import torch\n\n\ndef _f(x, device=torch.device("cuda", torch.cuda.current_device())):\n'
+        "    pass\n\n\n_f(1, d)\n",
         # a method other than `__init__`: its callers are not followed
         'class _F:\n    def _go(self, device="cuda"):\n        pass\n\n    def run(self, d):\n'
         "        self._go(d)\n",

@@ -24,7 +24,10 @@ Left alone only when all of this holds; otherwise the default is reported as bef
 * for a class, nothing in it builds an instance without naming it (``cls``, ``type(...)``,
   ``__class__``, ``__init__`` called by hand).
 
-A function with no call at all has its default reported (nothing shows it is unused).
+A function with no call at all has its default reported (nothing shows it is unused), and so
+is a default whose evaluation needs CUDA (``device=torch.zeros(1).cuda().device``): Python
+evaluates it when the ``def`` runs, used or not. Only a constant, ``a if t else b`` of such (a
+test calling nothing but ``is_available()``) or ``torch.device(...)`` of constants qualifies.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ def default_never_runs(param: str, ctx: Context) -> bool:
             return False
         target, holder = holder, chain[-3]
     name = target.name
+    default = dict(_defaults(func.args)).get(param)
+    if default is None or not _made_anywhere(default, ctx):
+        return False  # a default is evaluated when the `def` runs, used or not
     nested = isinstance(holder, _FUNCTIONS)
     if not (nested or (isinstance(holder, ast.Module) and _private(name))):
         return False
@@ -151,11 +157,35 @@ def _passes(call: ast.Call, position: int | None, by_keyword: bool, param: str) 
     return not any(isinstance(a, ast.Starred) for a in call.args[: position + 1])
 
 
-def parameter_defaulted(node: ast.AST, args: ast.arguments) -> str | None:
-    """The parameter whose default ``node`` is (``def f(device=torch.device("cuda"))``)."""
+def _defaults(args: ast.arguments) -> list[tuple[str, ast.expr]]:
     positional = [*args.posonlyargs, *args.args]
     pairs = [*zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)]
     pairs += [
         (p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
     ]
-    return next((p.arg for p, default in pairs if default is node), None)
+    return [(p.arg, d) for p, d in pairs]
+
+
+def parameter_defaulted(node: ast.AST, args: ast.arguments) -> str | None:
+    """The parameter whose default ``node`` is (``def f(device=torch.device("cuda"))``)."""
+    return next((name for name, default in _defaults(args) if default is node), None)
+
+
+def _made_anywhere(default: ast.expr, ctx: Context) -> bool:
+    """A default whose evaluation (at the ``def``) runs without CUDA: a constant, ``a if t else
+    b`` of such, or ``torch.device(...)`` of constants (not ``torch.zeros(1).cuda()``)."""
+    if isinstance(default, ast.Constant):
+        return True
+    if isinstance(default, ast.IfExp):  # its test calls nothing but `is_available()`
+        calls = [c for c in ast.walk(default.test) if isinstance(c, ast.Call)]
+        if any(getattr(c.func, "attr", None) != "is_available" for c in calls):
+            return False
+        return _made_anywhere(default.body, ctx) and _made_anywhere(default.orelse, ctx)
+    return (
+        isinstance(default, ast.Call)
+        and ctx.qualname(default.func) == "torch.device"
+        and all(
+            isinstance(a, ast.Constant)
+            for a in (*default.args, *(k.value for k in default.keywords))
+        )
+    )
