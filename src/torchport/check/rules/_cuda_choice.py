@@ -18,6 +18,7 @@ from torchport.check.semantic._residence import bound_value
 
 __all__ = [
     "cuda_api",
+    "default_never_runs",
     "left_alone",
     "moves_nothing",
     "moves_to_cuda",
@@ -162,13 +163,14 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     So is test code whose subject is CUDA (``_test_code.cuda_is_the_subject``),
     benchmark code (``_test_code.benchmark_code``: a benchmark measures one device on
     purpose), a class's own ``cuda()`` method (:func:`_own_cuda_method`), a move of a loss
-    that holds no tensor (:func:`moves_nothing`), and CUDA
+    that holds no tensor (:func:`moves_nothing`), a default that never runs
+    (:func:`_default_never_runs`), and CUDA
     made under ``with FakeTensorMode():`` in test code (:func:`_fakes_tensors`), and test
     code of a CUDA-only kernel (``_cuda_kernels.tests_a_kernel``).
     """
     if isinstance(ctx.parent, ast.Compare) or expects_a_warning(ctx) or _own_cuda_method(ctx):
         return True
-    if isinstance(node, ast.Call) and moves_nothing(node, ctx):
+    if isinstance(node, ast.Call) and (moves_nothing(node, ctx) or _default_never_runs(node, ctx)):
         return True
     from torchport.check.rules._cuda_kernels import tests_a_kernel
     from torchport.check.rules._test_code import (  # on first use
@@ -189,6 +191,28 @@ def left_alone(node: ast.AST, ctx: Context) -> bool:
     if method_name(node) not in ("cuda", "to"):
         return True
     return carried_device(node, ctx) is None
+
+
+def default_never_runs(node: ast.AST, param: str, ctx: Context) -> bool:
+    """``param``'s default, ``node`` being the ``ast.arguments`` checked, is of a function
+    private to the file that every call passes (TP101's): ``rules/_passed_defaults.py``,
+    read on first use."""
+    if not isinstance(node, ast.arguments):
+        return False
+    from torchport.check.rules._passed_defaults import default_never_runs as never_runs
+
+    return never_runs(param, ctx)
+
+
+def _default_never_runs(node: ast.AST, ctx: Context) -> bool:
+    """``node`` is the default of a parameter every call passes (``def _f(device=torch.device(
+    "cuda"))``, every ``_f(...)`` given ``device``)."""
+    if not isinstance(ctx.parent, ast.arguments):
+        return False
+    from torchport.check.rules._passed_defaults import default_never_runs, parameter_defaulted
+
+    param = parameter_defaulted(node, ctx.parent)
+    return param is not None and default_never_runs(param, ctx)
 
 
 def _own_cuda_method(ctx: Context) -> bool:

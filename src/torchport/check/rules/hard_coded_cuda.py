@@ -18,7 +18,7 @@ from torchport.check._match import (
     takes_a_device,
 )
 from torchport.check._rule import Example, Finding, FixSafety, Intent, Rule
-from torchport.check.rules._cuda_choice import left_alone
+from torchport.check.rules._cuda_choice import default_never_runs, left_alone
 from torchport.check.rules._cuda_device_fixes import dot_cuda_to_device, replace_device
 from torchport.check.rules._snippets import DEVICE_LINE
 
@@ -32,33 +32,34 @@ class HardCodedCuda(Rule):
     """## What it does
     Finds code that names CUDA as the device: `.cuda()`, `.to("cuda")`, `device="cuda"`,
     `map_location="cuda:0"` and `accelerator="cuda"` arguments, `torch.device("cuda")`, and
-    `device = "cuda"`, `device: str = "cuda"` and `def f(device="cuda")` settings, also as
-    one arm of a conditional (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's; not
-    the old-torch fallback of `torch.accelerator`'s answer). Left alone: a CUDA device
-    compared (`dev == torch.device("cuda")`, a test), CUDA a test sets up on purpose inside
-    `with pytest.warns(...)` (or `assertWarns`, `assertLogs`: `model.device =
-    torch.device("cuda")` to trigger a GPU warning) or `with FakeTensorMode()`, test code
-    whose subject is CUDA (named, marked or skipped for it or its GPU architecture, asserting
-    it first, naming two GPUs, starting NCCL, testing a GPU-only kernel: `rules/_test_code.py`,
-    `rules/_cuda_kernels.py`), benchmark code (a `bm_*` file or function, a test's timing
-    closure, a timing program: it times one device on purpose), a class's own `cuda()`
-    method, and code in the arm of a device check where CUDA is there (`if device.type ==
-    "cuda":`, any case, `if torch.cuda.is_available():`; not `if x.device != cuda: x.cuda()`):
-    ported, or TP109's choice, except a move in code that carries its device (`self.device`).
+    `device = "cuda"`, `device: str = "cuda"` and `def f(device="cuda")` settings, also as one
+    arm of a conditional (`"cuda:0" if c else "cpu"`; `f"cuda:{rank}"` is TP115's; not the
+    old-torch fallback of `torch.accelerator`'s answer). Left alone: a CUDA device compared
+    (`dev == torch.device("cuda")`, a test), CUDA a test sets up on purpose inside `with
+    pytest.warns(...)` (or `assertWarns`, `assertLogs`: `model.device = torch.device("cuda")` to
+    trigger a GPU warning) or `with FakeTensorMode()`, test code whose subject is CUDA (named,
+    marked or skipped for it or its GPU architecture, asserting it first, naming two GPUs,
+    starting NCCL, testing a GPU-only kernel: `rules/_test_code.py`, `rules/_cuda_kernels.py`),
+    a default every call of an `_f` or nested function passes (`rules/_passed_defaults.py`),
+    benchmark code (a `bm_*` file or function, a test's timing closure, a timing program: it
+    times one device on purpose), a class's own `cuda()` method, and code in the arm of a device
+    check where CUDA is there (`if device.type == "cuda":`, any case, `if
+    torch.cuda.is_available():`; not `if x.device != cuda: x.cuda()`): ported, or TP109's
+    choice, except a move in code that carries its device (`self.device`).
 
     ## Why is this bad?
-    The program fails on a machine without an NVIDIA GPU, and never uses an
-    Apple (MPS), Intel (XPU) or other accelerator that is there. Define the
-    device once from `torch.accelerator` and pass it everywhere.
+    The program fails on a machine without an NVIDIA GPU, and never uses an Apple (MPS), Intel
+    (XPU) or other accelerator that is there. Define the device once from `torch.accelerator`
+    and pass it everywhere.
 
     ## Fix safety
-    The fix uses the device the code carries (a `device` parameter, `self.device`:
-    unsafe, the data follows it), else defines `device` once after the imports:
-    safe for `.cuda()`, `"cuda"`, `torch.device("cuda")`; unsafe for an index
-    (`.cuda(0)`), which it drops. By hand: an index in a variable (`.cuda(rank)`),
-    a string default (`def f(device="cuda")`), a conditional choice, a call not
-    known to be torch's (a class of the file with its own `.cuda()`), CUDA used to
-    fail on purpose, and device values in a file that compares or asserts them.
+    The fix uses the device the code carries (a `device` parameter, `self.device`: unsafe, the
+    data follows it), else defines `device` once after the imports: safe for `.cuda()`,
+    `"cuda"`, `torch.device("cuda")`; unsafe for an index (`.cuda(0)`), which it drops. By hand:
+    an index in a variable (`.cuda(rank)`), a string default (`def f(device="cuda")`), a
+    conditional choice, a call not known to be torch's (a class of the file with its own
+    `.cuda()`), CUDA used to fail on purpose, and device values in a file that compares or
+    asserts them.
     """
 
     code = "TP101"
@@ -79,6 +80,7 @@ class HardCodedCuda(Rule):
         "if x.is_cuda:\n    torch.cuda.synchronize(x.device)\n    y = x.cuda()\n",
         'name = f"cuda_{i}"\n',
         "import torch\n\nif torch.cuda.is_available():\n    model.cuda()\n",  # TP109's
+        'def _load(p, device="cuda"):\n    pass\n\n\n_load("a.pt", device=dev)\n',  # passed
     )
     invalid = (
         Example(
@@ -149,12 +151,10 @@ class HardCodedCuda(Rule):
 
 
 def _cuda_settings(rule: Rule, node: ast.AST, ctx: Context) -> Iterator[Finding]:
-    """Device settings of CUDA, reported by hand (the body may treat them as strings).
-
-    ``device = "cuda"``, ``device: str = "cuda:0"``, ``def f(device="cuda")``.
-    """
+    """``device = "cuda"``, ``device: str = "cuda:0"``, ``def f(device="cuda")``: by hand."""
     for name, setting in device_settings(node):
-        if "device" in name.lower() and cuda_choice(setting, ctx) is not None:
+        found = "device" in name.lower() and cuda_choice(setting, ctx) is not None
+        if found and not default_never_runs(node, name, ctx):
             yield ctx.finding(rule, setting)
 
 

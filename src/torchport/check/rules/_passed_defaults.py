@@ -1,0 +1,191 @@
+"""A parameter default that never runs: every call of a function private to its file passes it.
+
+``def _encode(tokens, device="cuda")`` called only as ``_encode(t, device=device)`` (or
+``_encode(t, device)``) never uses its default: TP101 leaves it alone. This is decided within
+one file only, so only for what no other file can call: a function or class whose name is
+private to the module (a leading underscore, not a dunder) or nested in a function. A public
+function of a library may be called, without the argument, by code the checker never sees;
+the project view (``port/_device_parameters``) answers which callee a call reaches, never
+which calls reach a callee, so it cannot make a public function's callers known either.
+
+Left alone only when all of this holds; otherwise the default is reported as before:
+
+* the function has no decorator (one may keep it, wrap it, register it); for a class's
+  ``__init__`` the class has none, no metaclass, and no base but ``object`` or
+  ``torch.nn.Module`` (another base, HF's ``from_pretrained``, may build ``cls(...)``);
+* the name is defined once in its scope (the module, or the enclosing function) and never
+  imported, rebound, deleted, declared ``global``/``nonlocal``, read as an attribute
+  (``mod._f``), spelled as a string (``__all__``, ``globals()["_f"]``), and the scope calls
+  no ``eval``/``exec``/``locals``/``globals``/``vars``;
+* every other mention of the name is the callee of a call that passes the parameter: by
+  keyword (not a positional-only one), or by position with no ``*args`` at or before it (a
+  ``**kwargs`` may or may not hold it: not passed). So ``functools.partial(_f, x)``, ``map(_f,
+  xs)``, ``return _f``, a subclass ``class B(_A)`` and a call omitting it all keep the finding;
+* for a class, nothing in it builds an instance without naming it (``cls``, ``type(...)``,
+  ``__class__``, ``__init__`` called by hand).
+
+A function with no call at all has its default reported (nothing shows it is unused), and so
+is a default whose evaluation needs CUDA (``device=torch.zeros(1).cuda().device``): Python
+evaluates it when the ``def`` runs, used or not. Only a constant, ``a if t else b`` of such (a
+test calling nothing but ``is_available()``) or ``torch.device(...)`` of constants qualifies.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchport.check._context import Context
+
+__all__ = ["default_never_runs", "parameter_defaulted"]
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_INTROSPECTION = frozenset({"eval", "exec", "locals", "globals", "vars"})
+_BASES = frozenset({"object", "torch.nn.Module", "torch.nn.modules.module.Module"})
+
+
+def default_never_runs(param: str, ctx: Context) -> bool:
+    """Whether the default of ``param`` (of the ``ast.arguments`` being checked, or holding
+    the node being checked) never runs."""
+    chain = ctx.ancestors[:-1] if isinstance(ctx.parent, ast.arguments) else ctx.ancestors
+    if len(chain) < 2 or not isinstance(chain[-1], _FUNCTIONS) or chain[-1].decorator_list:
+        return False
+    func, holder = chain[-1], chain[-2]
+    target: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef = func
+    if isinstance(holder, ast.ClassDef):
+        if func.name != "__init__" or not _plain_class(holder, ctx) or len(chain) < 3:
+            return False
+        target, holder = holder, chain[-3]
+    name = target.name
+    default = dict(_defaults(func.args)).get(param)
+    if default is None or not _made_anywhere(default, ctx):
+        return False  # a default is evaluated when the `def` runs, used or not
+    nested = isinstance(holder, _FUNCTIONS)
+    if not (nested or (isinstance(holder, ast.Module) and _private(name))):
+        return False
+    shift = 1 if target is not func else 0
+    positional = [p.arg for p in (*func.args.posonlyargs, *func.args.args)][shift:]
+    position = positional.index(param) if param in positional else None
+    by_keyword = param not in {p.arg for p in func.args.posonlyargs}
+    calls = _calls_in(holder, name)
+    if not calls or (isinstance(target, ast.ClassDef) and _builds_itself(target)):
+        return False
+    return all(_passes(c, position, by_keyword, param) for c in calls)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def _plain_class(cls: ast.ClassDef, ctx: Context) -> bool:
+    """No decorator, no metaclass or keyword, bases only ``object``/``torch.nn.Module``, one
+    ``__init__``."""
+    if cls.decorator_list or cls.keywords:
+        return False
+    bases = [ctx.qualname(b) or getattr(b, "id", "") for b in cls.bases]
+    if any(b not in _BASES for b in bases):
+        return False
+    inits = [s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == "__init__"]
+    named = [s for s in cls.body if isinstance(s, (ast.Assign, ast.AnnAssign))]
+    return len(inits) == 1 and not any(
+        "__init__" in {t.id for t in ast.walk(s) if isinstance(t, ast.Name)} for s in named
+    )
+
+
+def _builds_itself(cls: ast.ClassDef) -> bool:
+    """``cls(...)``, ``type(self)(...)``, ``self.__class__(...)`` or ``x.__init__(...)`` (not
+    ``super().__init__(...)``)."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Name) and node.id in ("cls", "type"):
+            return True
+        attr = getattr(node, "attr", None)
+        if attr in ("__class__", "__init__") and not _super(node.value):  # type: ignore[attr-defined]
+            return True  # `super().__init__()` runs the base's
+    return False
+
+
+def _super(value: ast.expr) -> bool:
+    return isinstance(value, ast.Call) and getattr(value.func, "id", None) == "super"
+
+
+def _calls_in(scope: ast.AST, name: str) -> list[ast.Call] | None:
+    """The calls of ``name`` in ``scope``; None when it is mentioned any other way."""
+    defined = 0
+    callees: dict[int, ast.Call] = {}
+    mentions: list[ast.Name] = []
+    for node in ast.walk(scope):
+        if isinstance(node, (*_FUNCTIONS, ast.ClassDef)) and node.name == name:
+            defined += 1
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == name:
+                callees[id(node.func)] = node
+            elif isinstance(node.func, ast.Name) and node.func.id in _INTROSPECTION:
+                return None
+        elif isinstance(node, ast.Name) and node.id == name:
+            mentions.append(node)
+        elif _named_otherwise(node, name):
+            return None
+    if defined != 1:
+        return None
+    calls = []
+    for mention in mentions:
+        call = callees.get(id(mention))
+        if call is None or not isinstance(mention.ctx, ast.Load):
+            return None  # a reference as a value, a rebinding, a `del`
+        calls.append(call)
+    return calls
+
+
+def _named_otherwise(node: ast.AST, name: str) -> bool:
+    """``global _f``, ``import m as _f``, ``m._f``, ``"_f"``, a parameter ``_f`` (hiding it)."""
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return name in node.names
+    if isinstance(node, ast.alias):
+        return name in (node.name, node.asname)
+    if isinstance(node, ast.Attribute):
+        return node.attr == name
+    if isinstance(node, ast.Constant):
+        return node.value == name
+    return isinstance(node, ast.arg) and node.arg == name
+
+
+def _passes(call: ast.Call, position: int | None, by_keyword: bool, param: str) -> bool:
+    """Whether ``call`` surely passes the parameter (by keyword, or at ``position``)."""
+    if by_keyword and any(kw.arg == param for kw in call.keywords):
+        return True
+    if position is None or len(call.args) <= position:
+        return False
+    return not any(isinstance(a, ast.Starred) for a in call.args[: position + 1])
+
+
+def _defaults(args: ast.arguments) -> list[tuple[str, ast.expr]]:
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [*zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)]
+    pairs += [
+        (p, d) for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None
+    ]
+    return [(p.arg, d) for p, d in pairs]
+
+
+def parameter_defaulted(node: ast.AST, args: ast.arguments) -> str | None:
+    """The parameter whose default ``node`` is (``def f(device=torch.device("cuda"))``)."""
+    return next((name for name, default in _defaults(args) if default is node), None)
+
+
+def _made_anywhere(default: ast.expr, ctx: Context) -> bool:
+    """A default whose evaluation (at the ``def``) runs without CUDA: a constant, ``a if t else
+    b`` of such, or ``torch.device(...)`` of constants (not ``torch.zeros(1).cuda()``)."""
+    if isinstance(default, ast.Constant):
+        return True
+    if isinstance(default, ast.IfExp):  # its test calls nothing but `is_available()`
+        calls = [c for c in ast.walk(default.test) if isinstance(c, ast.Call)]
+        if any(getattr(c.func, "attr", None) != "is_available" for c in calls):
+            return False
+        return _made_anywhere(default.body, ctx) and _made_anywhere(default.orelse, ctx)
+    return (
+        isinstance(default, ast.Call)
+        and ctx.qualname(default.func) == "torch.device"
+        and all(
+            isinstance(a, ast.Constant)
+            for a in (*default.args, *(k.value for k in default.keywords))
+        )
+    )
