@@ -190,19 +190,29 @@ _READS = {  # how the list is read: by matplotlib or numpy, itself or through a 
 }
 
 
-def _collecting_program(value: str, collect: str, read: str, in_dict: bool) -> str:
-    holder = 'accs["a"]' if in_dict else "accs"
+_HOLDERS = {  # how the list is kept: (before the loop, the list filled, after the loop)
+    "list": ("accs = []\n", "accs", ""),
+    "entry": ('accs = {"a": []}\n', 'accs["a"]', ""),
+    # loopnet's: a list filled, then made a dict's entry (`accuracy[model_name] = ...`)
+    "assigned": ("accs = {}\nkept = []\n", "kept", 'accs["a"] = kept\n'),
+}
+
+
+def _collecting_program(value: str, collect: str, read: str, holder: str) -> str:
+    before, filled, after = _HOLDERS[holder]
+    read_from = 'accs["a"]' if holder != "list" else "accs"
     made, _ = _VALUES[value]
     return (
         _HEAD
         + "import numpy as np\n"
-        + ('accs = {"a": []}\n' if in_dict else "accs = []\n")
+        + before
         + "for step in range(3):\n"
         + "    x = torch.ones(4, 1) * step\n"
-        + f"    {_COLLECT[collect].format(h=holder, v=made)}\n"
-        + f"{_READS[read].format(h=holder)}\n"
+        + f"    {_COLLECT[collect].format(h=filled, v=made)}\n"
+        + after
+        + f"{_READS[read].format(h=read_from)}\n"
         + 'plt.close("all")\n'
-        + f"OUT.append(len({holder}))\n"
+        + f"OUT.append(len({read_from}))\n"
     )
 
 
@@ -211,16 +221,16 @@ def _collecting_program(value: str, collect: str, read: str, in_dict: bool) -> s
     value=st.sampled_from(sorted(_VALUES)),
     collect=st.sampled_from(sorted(_COLLECT)),
     read=st.sampled_from(sorted(_READS)),
-    in_dict=st.booleans(),
+    holder=st.sampled_from(sorted(_HOLDERS)),
 )
 def test_a_collected_list_read_by_numpy_is_reported_iff_it_fails_on_sim(
-    value: str, collect: str, read: str, in_dict: bool
+    value: str, collect: str, read: str, holder: str
 ) -> None:
     """The oracle: the ported program run on ``sim`` (real values, the device's rules), in a
     child process. It fails (numpy refuses a device tensor) only where TP522 reports the
     read; it runs to its end, with the CPU's values, where TP522 is silent: ``.item()``
     before the append, a list of host floats, a comprehension reading each to the host."""
-    program = _collecting_program(value, collect, read, in_dict)
+    program = _collecting_program(value, collect, read, holder)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "project"
         project_fuzz._write(root, {"train.py": program})

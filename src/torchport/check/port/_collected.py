@@ -22,12 +22,23 @@ __all__ = ["COLLECTS", "added", "collector", "comprehension_on_device", "every_r
 
 COLLECTS = frozenset({"append", "extend", "insert"})
 _COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp)
+_MADE = (ast.List, ast.Dict, ast.ListComp, ast.DictComp)  # a list or dict made in place
 
 
-def collector(node: ast.AST) -> str | None:
+def collector(node: ast.AST, values_of: Callable[[str], list[ast.expr]]) -> str | None:
     """The name of the list (or dict or list of lists) ``node`` adds to: ``accs`` of
-    ``accs.append(x)`` and ``accs += [x]``, ``acc`` of ``acc[name].append(x)``; None where
-    ``node`` adds to no list or the list is no plain name's."""
+    ``accs.append(x)`` and ``accs += [x]``, ``acc`` of ``acc[name].append(x)`` and of
+    ``acc[name] = x`` where ``acc`` is bound (``values_of``) only to a list or dict made
+    there (not a tensor's item written: ``buf[i] = x``); None where ``node`` adds to no
+    list or the list is no plain name's."""
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Subscript)
+        and isinstance(holder := node.targets[0].value, ast.Name)
+    ):
+        bound = values_of(holder.id)
+        return holder.id if bound and all(isinstance(v, _MADE) for v in bound) else None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if node.func.attr not in COLLECTS:
             return None
@@ -45,9 +56,12 @@ def collector(node: ast.AST) -> str | None:
     return holder.id if isinstance(holder, ast.Name) else None
 
 
-def added(node: ast.Call | ast.AugAssign) -> list[ast.expr]:
+def added(node: ast.AST) -> list[ast.expr]:
     """What ``node`` (one :func:`collector` names) adds to its list."""
-    return list(node.args) if isinstance(node, ast.Call) else [node.value]
+    if isinstance(node, ast.Call):
+        return list(node.args)
+    assert isinstance(node, ast.Assign | ast.AugAssign)
+    return [node.value]
 
 
 def comprehension_on_device(

@@ -395,8 +395,8 @@ class DeviceFlow:
                             values.add(name)
                             changed = True
                 elif (  # `preds.append(model(x))`, `accs += [acc]`: the list holds them
-                    isinstance(node, (ast.Call, ast.AugAssign))
-                    and (holder := collector(node)) is not None
+                    isinstance(node, (ast.Call, ast.AugAssign, ast.Assign))
+                    and (holder := collector(node, scope.values_of)) is not None
                     and holder not in values
                     and any(self.on_device(a, scope) for a in added(node))
                 ):
