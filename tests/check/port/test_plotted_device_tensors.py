@@ -13,8 +13,12 @@ The oracle: the ported program run with ``meta`` standing in for the accelerator
 refuses a meta tensor, as it refuses a device one), and what the port said was left.
 
 TP522 now reports a matplotlib function given a device value (the first form, and every form
-:func:`test_a_placed_tensor_given_to_matplotlib_is_placed_or_said` draws); the list form is
-still a strict xfail: a list is not a device value to the port's facts, whatever it holds.
+:func:`test_a_placed_tensor_given_to_matplotlib_is_placed_or_said` draws). The list form
+(branch h31f): the port's facts took no comparison for a device value
+(``torch.round(y_hat) == y`` is one), nor a list filled by ``+=`` or a dict entry's list
+(``acc[name].append(acc)``), nor a comprehension over a device list; they do now, and
+:func:`test_a_collected_list_read_by_numpy_is_reported_iff_it_fails_on_sim` draws the shapes,
+the oracle the ported program run on ``sim``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.check.port.siblings import load
-from torchport.check import port_paths
+from torchport.check import check_source, port_paths
 
 project_fuzz = load("project_fuzz_for_plotted", Path(__file__).parent / "test_project_fuzz.py")
 
@@ -90,8 +94,9 @@ def test_a_placed_factory_s_tensor_plotted_is_placed_or_said() -> None:
     assert _placed_or_said(_FACTORY_PLOTTED)
 
 
-@pytest.mark.xfail(strict=True, reason="h31e: a list of device tensors plotted is not said")
 def test_a_list_of_device_results_plotted_is_placed_or_said() -> None:
+    """Fixed on branch h31f (it was h31e's strict xfail): the comparison is a device value,
+    and the list it is appended to holds device values."""
     assert _placed_or_said(_LIST_PLOTTED)
 
 
@@ -160,3 +165,103 @@ def test_a_placed_tensor_given_to_matplotlib_is_placed_or_said(
     made: str, call: str, imported: str, keyword: bool
 ) -> None:
     assert _placed_or_said(_plotting_program(made, call, imported, keyword))
+
+
+# ------------------------------------- device values collected in a list, the list read by numpy
+
+_COLLECT = {  # how a value `v` goes into the list `H` (`accs`, or the dict entry `accs["a"]`)
+    "append": "{h}.append({v})",
+    "add": "{h} += [{v}]",
+    "extend": "{h}.extend([{v}])",
+    "insert": "{h}.insert(0, {v})",
+}
+_VALUES = {  # name -> (the value appended, whether it is on the device once ported)
+    "compared": ("torch.sum(torch.round(torch.sigmoid(model(x))) == 1)", True),  # loopnet's
+    "output": ("model(x).sum().detach()", True),
+    "factory": ("torch.ones(1).sum() * step", False),  # meets no device value: left on the host
+    "item": ("torch.sum(torch.round(torch.sigmoid(model(x))) == 1).item()", False),
+    "host": ("float(step) / 2", False),
+}
+_READS = {  # how the list is read: by matplotlib or numpy, itself or through a comprehension
+    "plot": "plt.plot({h})",
+    "mean": "np.mean({h})",
+    "items": "plt.plot([a for a in {h}])",
+    "floats": "plt.plot([float(a) for a in {h}])",
+}
+
+
+_HOLDERS = {  # how the list is kept: (before the loop, the list filled, after the loop)
+    "list": ("accs = []\n", "accs", ""),
+    "entry": ('accs = {"a": []}\n', 'accs["a"]', ""),
+    # loopnet's: a list filled, then made a dict's entry (`accuracy[model_name] = ...`)
+    "assigned": ("accs = {}\nkept = []\n", "kept", 'accs["a"] = kept\n'),
+}
+
+
+def _collecting_program(value: str, collect: str, read: str, holder: str) -> str:
+    before, filled, after = _HOLDERS[holder]
+    read_from = 'accs["a"]' if holder != "list" else "accs"
+    made, _ = _VALUES[value]
+    return (
+        _HEAD
+        + "import numpy as np\n"
+        + before
+        + "for step in range(3):\n"
+        + "    x = torch.ones(4, 1) * step\n"
+        + f"    {_COLLECT[collect].format(h=filled, v=made)}\n"
+        + after
+        + f"{_READS[read].format(h=read_from)}\n"
+        + 'plt.close("all")\n'
+        + f"OUT.append(len({read_from}))\n"
+    )
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    value=st.sampled_from(sorted(_VALUES)),
+    collect=st.sampled_from(sorted(_COLLECT)),
+    read=st.sampled_from(sorted(_READS)),
+    holder=st.sampled_from(sorted(_HOLDERS)),
+)
+def test_a_collected_list_read_by_numpy_is_reported_iff_it_fails_on_sim(
+    value: str, collect: str, read: str, holder: str
+) -> None:
+    """The oracle: the ported program run on ``sim`` (real values, the device's rules), in a
+    child process. It fails (numpy refuses a device tensor) only where TP522 reports the
+    read; it runs to its end, with the CPU's values, where TP522 is silent: ``.item()``
+    before the append, a list of host floats, a comprehension reading each to the host."""
+    program = _collecting_program(value, collect, read, holder)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "project"
+        project_fuzz._write(root, {"train.py": program})
+        on_cpu, _ = project_fuzz._run(root, meta=False)
+        assert not isinstance(on_cpu, BaseException), on_cpu  # the original runs on the CPU
+        result = port_paths([root], jobs=1)
+        reported = [f for f in result.remaining if f.code == "TP522"]
+        ran = project_fuzz._sim_runs([str(root)])[str(root)]
+        ported = (root / "train.py").read_text(encoding="utf-8")
+    # not blind: a device value collected fails the read, unless each is read to the host
+    assert ("error" in ran) == (_VALUES[value][1] and read != "floats"), ran
+    if "error" in ran:
+        assert reported, f"{ran['error']}: TP522 said nothing\n{ported}"
+    else:
+        assert not reported, f"ran on sim, yet TP522 reported {reported}\n{ported}"
+        assert ran["out"] == on_cpu
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        ("device = torch.device('cuda')\nt = torch.arange(3.0, device=device)\n"
+         "plt.plot(t)\n", "`t`"),
+        ("out = model(torch.ones(2, 1))\nplt.hist(out.detach())\n", "`out.detach()`"),
+        ("accs = {'a': []}\naccs['a'].append(model(torch.ones(2, 1)).sum())\n"
+         "plt.plot(accs['a'])\n", "put in `accs`"),
+    ],
+)  # fmt: skip
+def test_the_message_names_what_numpy_is_given(source: str, named: str) -> None:
+    """A factory's tensor is no model's output: the message names the value (or the list
+    the values were put in), not where it may have come from."""
+    found = check_source(_HEAD + source, select=["TP522"])
+    assert [f.line for f in found] == [len((_HEAD + source).splitlines())]
+    assert named in found[0].message and "model's output" not in found[0].message

@@ -24,6 +24,13 @@ from torchport.check.port._calls import (
     is_move,
     moves_to_program_device,
 )
+from torchport.check.port._collected import (
+    COLLECTS,
+    added,
+    collector,
+    comprehension_on_device,
+    every_read_collects,
+)
 from torchport.check.port._models import MODEL_METHODS
 
 TYPE_CHECKING = False  # as typing's; typing is not imported (start-up)
@@ -51,7 +58,8 @@ SHAPE_METHODS = frozenset(
      "squeeze", "flatten", "unflatten", "movedim", "swapaxes", "unfold", "chunk", "select",
      "roll", "t", "contiguous"}
 )  # fmt: skip
-_COLLECTS = frozenset({"append", "extend", "insert"})
+# Comparisons that give a tensor of an operand's shape (where it is): not `is`, `in`.
+_ELEMENTWISE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _COMBINE = frozenset({ast.Call, ast.BinOp, ast.Compare, ast.AugAssign})  # what has operands
 
 
@@ -198,6 +206,15 @@ class DeviceFlow:
             return any(self.on_device(e, scope) for e in expr.elts)
         if isinstance(expr, ast.IfExp):
             return self.on_device(expr.body, scope) or self.on_device(expr.orelse, scope)
+        if isinstance(expr, ast.Compare):  # `torch.round(y_hat) == y`: a device tensor
+            operands = [expr.left, *expr.comparators]
+            return (
+                isinstance(expr.ops[0], _ELEMENTWISE)
+                and len(expr.ops) == 1
+                and any(self.on_device(o, scope) for o in operands)
+            )
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            return comprehension_on_device(expr, scope.values, lambda e: self.on_device(e, scope))
         return False
 
     def to_cpu(self, call: ast.expr, scope: PortScope) -> bool:
@@ -270,7 +287,7 @@ class DeviceFlow:
                     return []
                 if func.attr in SHAPE_METHODS:
                     return []  # `data.narrow(0, 0, n * batch_size)`: sizes, no data
-                if func.attr in _COLLECTS and self._only_collected(func.value):
+                if func.attr in COLLECTS and self._only_collected(func.value):
                     return []  # a list of records: what goes in never meets what is in it
                 operands = [func.value, *args]
             else:
@@ -351,30 +368,9 @@ class DeviceFlow:
             return False
         known = self._collected.get(holder.id)
         if known is None:  # once per name: asked per append, a scan each time was quadratic
-            known = self._collected[holder.id] = self._every_read_collects(holder.id)
+            loads = self.models.loads_of(holder.id)
+            known = self._collected[holder.id] = every_read_collects(loads, self.ctx.scopes)
         return known
-
-    def _every_read_collects(self, name: str) -> bool:
-        scopes = self.ctx.scopes
-        for read in self.models.loads_of(name):  # (any order: every read is asked)
-            parent = scopes.parent(read)
-            if isinstance(parent, ast.Attribute) and parent.attr in _COLLECTS:
-                call = scopes.parent(parent)
-                if isinstance(call, ast.Call) and call.func is parent:
-                    continue
-            if (
-                isinstance(parent, ast.Call)
-                and isinstance(parent.func, ast.Name)
-                and parent.func.id == "len"
-                and parent.args == [read]
-            ):
-                continue
-            if isinstance(parent, ast.Compare) and all(
-                isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops
-            ):
-                continue  # `if outs is not None`
-            return False
-        return True
 
     def run(self, scope: PortScope) -> None:
         """Work out ``scope``'s device values, sinks and reach (its outer scopes' first)."""
@@ -398,15 +394,13 @@ class DeviceFlow:
                         if name not in values:
                             values.add(name)
                             changed = True
-                elif (  # `preds.append(model(x))`: the list holds device values
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in _COLLECTS
-                    and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id not in values
-                    and any(self.on_device(a, scope) for a in node.args)
+                elif (  # `preds.append(model(x))`, `accs += [acc]`: the list holds them
+                    isinstance(node, (ast.Call, ast.AugAssign, ast.Assign))
+                    and (holder := collector(node, scope.values_of)) is not None
+                    and holder not in values
+                    and any(self.on_device(a, scope) for a in added(node))
                 ):
-                    values.add(node.func.value.id)
+                    values.add(holder)
                     changed = True
         # The flow is flow-insensitive: a name is a device value wherever one binding
         # makes it one. Its other bindings must then put it there too (`prev = outs[-1]`

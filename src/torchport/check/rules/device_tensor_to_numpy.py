@@ -20,10 +20,12 @@ _HEAD = "import numpy as np\nimport torch\n\nmodel = torch.nn.Linear(4, 2)\n"
 
 class DeviceTensorToNumpy(Rule):
     """## What it does
-    Reports model outputs (and values computed from them) passed to a numpy
-    function (`np.argmax(out)`, `np.allclose(pred, expected)`) or to a
-    matplotlib one (`plt.plot(xs, out)`: matplotlib reads its data with
-    numpy), or compared with a numpy array (`pred == labels_np`).
+    Reports device values (a model's output, a tensor made on the device, and
+    values computed from them) passed to a numpy function (`np.argmax(out)`,
+    `np.allclose(pred, expected)`) or to a matplotlib one (`plt.plot(xs, out)`:
+    matplotlib reads its data with numpy), or compared with a numpy array
+    (`pred == labels_np`); a list (or a dict of lists) they were appended to
+    (`accs.append(acc)`, then `plt.plot(accs)`) too.
 
     ## Why is this bad?
     On the CPU, numpy reads a tensor's memory directly. Once the model runs
@@ -37,7 +39,7 @@ class DeviceTensorToNumpy(Rule):
     name = "device-tensor-to-numpy"
     intent = Intent.PORT
     default = False
-    message = "call `.detach().cpu()` on the model's output before numpy reads it"
+    message = "call `.detach().cpu()` on the device value before numpy reads it"
     node_types = (ast.Call, ast.Compare)
     valid = (
         _HEAD + "out = model(x)\nbest = np.argmax(out.detach().cpu())\n",
@@ -47,6 +49,10 @@ class DeviceTensorToNumpy(Rule):
         Example(_HEAD + "out = model(x)\nbest = np.argmax(out, axis=1)\n"),
         Example(
             _HEAD + "import matplotlib.pyplot as plt\nout = model(x)\nplt.plot(out.detach())\n"
+        ),
+        Example(
+            _HEAD + "import matplotlib.pyplot as plt\naccs = []\n"
+            "for x in xs:\n    accs.append((model(x) > 0).sum())\nplt.plot(accs)\n"
         ),
         Example(
             _HEAD + "labels = np.array([1, 0])\n"
@@ -61,14 +67,15 @@ class DeviceTensorToNumpy(Rule):
         if scope is None or scope.internal:
             return
         if isinstance(node, ast.Call):
-            if _numpy_given_a_device_tensor(node, scope, facts, ctx):
-                yield ctx.finding(self, node)
+            given = _numpy_given_a_device_tensor(node, scope, facts, ctx)
+            if given is not None:
+                yield ctx.finding(self, node, message=_read_message(given, scope, facts))
             return
         assert isinstance(node, ast.Compare)
         array = _numpy_array_compared_with_a_device_tensor(node, scope, facts, ctx)
         if array is not None:
             message = (
-                f"call `.cpu()` on the model's output before comparing it with the numpy "
+                f"call `.cpu()` on the device value before comparing it with the numpy "
                 f"array `{array}` (or make `{array}` a tensor on `device`)"
             )
             yield ctx.finding(self, node, message=message)
@@ -87,12 +94,31 @@ def _reads_through_numpy(call: ast.Call, ctx: Context) -> bool:
 
 def _numpy_given_a_device_tensor(
     node: ast.Call, scope: PortScope, facts: PortFacts, ctx: Context
-) -> bool:
-    """``np.mean(out)`` with ``out`` on the device."""
+) -> ast.expr | None:
+    """The argument on the device of ``np.mean(out)``, ``plt.plot(accs)``; None if none."""
     if not (_made_by_numpy(node, ctx) or _reads_through_numpy(node, ctx)):
-        return False
+        return None
     args = [*node.args, *(k.value for k in node.keywords)]
-    return any(facts.on_device(a, scope) for a in args)
+    return next((a for a in args if facts.on_device(a, scope)), None)
+
+
+_CONTAINERS = (ast.List, ast.Dict, ast.ListComp, ast.DictComp)
+
+
+def _read_message(given: ast.expr, scope: PortScope, facts: PortFacts) -> str:
+    """What to do, naming what numpy is given: a list the device values were collected in
+    (``accs``, ``acc[name]``: each value before it goes in), or the value itself."""
+    holder = given.value if isinstance(given, ast.Subscript) else given
+    if isinstance(holder, ast.Name):
+        bound = facts.bindings(holder.id, scope) or []
+        if bound and all(isinstance(v, _CONTAINERS) for v in bound):
+            return (
+                f"call `.item()` (or `.detach().cpu()`) on each tensor put in `{holder.id}`: "
+                "it holds device values, which numpy refuses"
+            )
+    text = ast.unparse(given)
+    named = f"`{text}`" if len(text) <= 40 else "the device value"
+    return f"call `.detach().cpu()` on {named} before numpy reads it: it is on the device"
 
 
 def _numpy_array_compared_with_a_device_tensor(
