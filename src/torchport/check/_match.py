@@ -29,6 +29,7 @@ __all__ = [
     "cuda_string",
     "device_keywords",
     "device_settings",
+    "dotted_parts",
     "forwards_to_super",
     "guard_statement",
     "in_device_probe",
@@ -479,3 +480,15 @@ def only_shown(ctx: Context) -> bool:
             return name in _SHOWN_BY
         return False
     return False
+
+
+def dotted_parts(expr: ast.expr) -> tuple[str, ...] | None:
+    """``a.b.c`` as ``("a", "b", "c")``; None for anything but a name and its attributes."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return tuple(reversed(parts))

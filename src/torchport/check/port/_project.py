@@ -42,6 +42,7 @@ from pathlib import Path
 
 from torchport.check._context import Context
 from torchport.check._listing import recorded, span, still
+from torchport.check._match import dotted_parts
 from torchport.check._syntax import keep_parsed, parsed_module, retain_checked
 from torchport.check.port._models import ModelKnowledge
 from torchport.check.port._module_files import Lookups
@@ -247,14 +248,8 @@ class ProjectImports:
 
 
 def _dotted(expr: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
+    parts = dotted_parts(expr)
+    return None if parts is None else ".".join(parts)
 
 
 # ------------------------------------------------------------------ facts of a module

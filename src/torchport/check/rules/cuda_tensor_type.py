@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterator
 
 from torchport.check._context import Context
+from torchport.check._match import dotted_parts
 from torchport.check._rule import Example, Finding, Fix, FixSafety, Intent, Rule
 from torchport.check.rules._torch_code import binds_torch
 from torchport.check.semantic._guards import Guard, device_guard
@@ -158,20 +159,8 @@ def _moved_to_its_device(node: ast.Call, other: ast.expr, ctx: Context) -> bool:
     target = outer.args[0] if len(outer.args) == 1 else None
     if not (isinstance(target, ast.Attribute) and target.attr == "device"):
         return False
-    chain = _chain(other)
-    return chain is not None and chain == _chain(target.value)
-
-
-def _chain(expr: ast.expr) -> tuple[str, ...] | None:
-    """``a.b.c`` as ``("a", "b", "c")``; None for anything but a name and attributes."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return tuple(reversed(parts))
+    chain = dotted_parts(other)
+    return chain is not None and chain == dotted_parts(target.value)
 
 
 def _names_a_cuda_type(node: ast.Constant) -> bool:
