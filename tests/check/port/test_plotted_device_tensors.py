@@ -23,6 +23,7 @@ the oracle the ported program run on ``sim``.
 
 from __future__ import annotations
 
+import importlib.util
 import tempfile
 from pathlib import Path
 
@@ -32,6 +33,13 @@ from hypothesis import strategies as st
 
 from tests.check.port.siblings import load
 from torchport.check import check_source, port_paths
+
+# The programs plot with the real matplotlib (the oracle is the library's own reading of its
+# data); without it they would fail on import, and the tests would hold nothing.
+needs_matplotlib = pytest.mark.skipif(
+    importlib.util.find_spec("matplotlib") is None,
+    reason="matplotlib is not installed (pip install torchport[bench])",
+)
 
 project_fuzz = load("project_fuzz_for_plotted", Path(__file__).parent / "test_project_fuzz.py")
 
@@ -89,22 +97,26 @@ def _placed_or_said(program: str) -> bool:
         return (not off and not isinstance(ran, BaseException)) or bool(result.remaining)
 
 
+@needs_matplotlib
 def test_a_placed_factory_s_tensor_plotted_is_placed_or_said() -> None:
     """Fixed on this branch: TP522 reports a matplotlib function given a device value."""
     assert _placed_or_said(_FACTORY_PLOTTED)
 
 
+@needs_matplotlib
 def test_a_list_of_device_results_plotted_is_placed_or_said() -> None:
     """Fixed on branch h31f (it was h31e's strict xfail): the comparison is a device value,
     and the list it is appended to holds device values."""
     assert _placed_or_said(_LIST_PLOTTED)
 
 
+@needs_matplotlib
 def test_numpy_of_the_output_is_said() -> None:
     """Not blind: numpy's own function given the placed output is reported (TP522)."""
     assert _placed_or_said(_NUMPY_READ)
 
 
+@needs_matplotlib
 @pytest.mark.parametrize("program", [_FACTORY_PLOTTED, _LIST_PLOTTED])
 def test_the_oracle_sees_the_plot_fail(program: str) -> None:
     """Not blind: ported, each plotting program fails with `meta` standing in."""
@@ -154,6 +166,7 @@ def _plotting_program(made: str, call: str, imported: str, keyword: bool) -> str
     )
 
 
+@needs_matplotlib
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     made=st.sampled_from(sorted(_MADE)),
@@ -216,6 +229,7 @@ def _collecting_program(value: str, collect: str, read: str, holder: str) -> str
     )
 
 
+@needs_matplotlib
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     value=st.sampled_from(sorted(_VALUES)),
