@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 
 from torchport.check._context import Context
+from torchport.check.rules._test_code import next_statement
 
 __all__ = ["decides_nothing"]
 
@@ -54,11 +55,11 @@ def _overwritten_unread(node: ast.If | ast.IfExp, ctx: Context) -> bool:
         i -= 1  # `torch.device(<choice>)`
     if i < 1:
         return False
-    stmt, holder = chain[i], chain[i - 1]
+    stmt = chain[i]
     name = _sole_name(stmt)
     if name is None:
         return False
-    following = _next_in_block(holder, stmt)
+    following = next_statement(stmt, ctx)
     if _sole_name(following) != name:
         return False
     assert isinstance(following, (ast.Assign, ast.AnnAssign))
@@ -77,14 +78,3 @@ def _sole_name(stmt: ast.AST | None) -> str | None:
     else:
         return None
     return target.id if isinstance(target, ast.Name) else None
-
-
-def _next_in_block(holder: ast.AST, stmt: ast.AST) -> ast.stmt | None:
-    """The statement after ``stmt`` in the block of ``holder`` that holds it, if any."""
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(holder, field, None)
-        if isinstance(block, list):
-            for i, each in enumerate(block):
-                if each is stmt:
-                    return block[i + 1] if i + 1 < len(block) else None
-    return None

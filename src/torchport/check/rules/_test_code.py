@@ -52,6 +52,7 @@ __all__ = [
     "cuda_quirk",
     "decides_where_a_test_runs",
     "leaves",
+    "next_statement",
     "several_devices",
     "timing_program",
 ]
@@ -266,6 +267,11 @@ def _tests_the_cuda_method(node: ast.AST, ctx: Context) -> bool:
             for n in ast.walk(then)
         )
     )
+
+
+def next_statement(stmt: ast.AST, ctx: Context) -> ast.stmt | None:
+    """The statement after ``stmt`` in its block (``body``, ``orelse``, ``finalbody``), if any."""
+    return _next_statements(ctx).get(id(stmt))
 
 
 def _next_statements(ctx: Context) -> dict[int, ast.stmt]:
